@@ -1,0 +1,194 @@
+#pragma once
+/// \file
+/// Algorithm selection vocabulary shared by every op and backend: directions, policies,
+/// candidate records, choices and profile tables.
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dnnx {
+
+/// Which computation of a layer: forward, gradient w.r.t. the input, gradient w.r.t. the weights.
+enum class Direction : std::uint8_t { fwd, bwd_data, bwd_weights };
+
+/// "fwd", "bwd_data", "bwd_weights".
+std::string_view to_string(Direction direction);
+/// Parses "fwd"/"forward", "bwd_data"/"backward_data", "bwd_weights"/"backward_weights"/"bwd_filter".
+Direction parse_direction(std::string_view text);
+
+/// How a candidate is picked.
+enum class PolicyKind : std::uint8_t {
+  heuristic,   ///< the backend's own first choice that meets the constraints (no timing)
+  exhaustive,  ///< time the candidates, keep the fastest
+  fixed,       ///< exactly the candidate named by AlgoPolicy::id
+  family,      ///< the first candidate (backend priority order) of AlgoPolicy::family
+};
+
+/// When a layer-held choice is made again (free op calls always look up the choice cache).
+enum class Reuse : std::uint8_t {
+  on_shape_change,  ///< select again whenever the desc changes (through the choice cache)
+  once,             ///< keep the first choice; re-validate it, and re-select only if it cannot run
+};
+
+/// One direction's selection policy. Theano's flag values parse onto this:
+///   guess_once / guess_on_shape_change -> heuristic + once / on_shape_change
+///   time_once / time_on_shape_change   -> exhaustive + once / on_shape_change
+///   small, none, large, fft, fft_tiling, winograd, deterministic -> family (see docs/algorithms.md)
+struct AlgoPolicy {
+  PolicyKind kind = PolicyKind::heuristic;  ///< how to pick
+  Reuse reuse = Reuse::on_shape_change;     ///< layer semantics
+  std::string id;                           ///< candidate id, for PolicyKind::fixed
+  std::string family;                       ///< family name, for PolicyKind::family
+
+  static AlgoPolicy heuristic(Reuse reuse = Reuse::on_shape_change);
+  static AlgoPolicy exhaustive(Reuse reuse = Reuse::on_shape_change);
+  static AlgoPolicy fixed(std::string id);
+  static AlgoPolicy of_family(std::string family);
+
+  /// Parses "heuristic", "exhaustive", "fixed:<id>", a Theano name, or a family name;
+  /// throws InvalidArgument listing the accepted spellings.
+  static AlgoPolicy parse(std::string_view text);
+  /// The canonical spelling ("exhaustive", "fixed:onednn:...", "family:winograd", ...; ":once" is
+  /// appended when reuse is once).
+  std::string to_string() const;
+  bool operator==(const AlgoPolicy&) const = default;
+};
+
+/// Family names a backend may tag its candidates with (Theano's vocabulary).
+inline constexpr std::string_view family_names[] = {"none", "small",      "large",
+                                                    "fft",  "fft_tiling", "winograd"};
+
+/// One candidate implementation for a (desc, direction), known before anything runs.
+struct AlgoInfo {
+  std::string id;    ///< stable id, e.g. "onednn:jit:avx512_core" or "reference:direct"
+  std::string name;  ///< short human name
+  bool supported = false;  ///< false: `reason` says why
+  std::string reason;      ///< why unsupported (empty when supported)
+  std::size_t workspace_bytes = 0;  ///< scratch memory the candidate needs, bytes
+  bool deterministic = true;        ///< bitwise identical results run to run
+  std::vector<std::string> notes;     ///< "direct", "gemm", "winograd", "fft", "tensor_cores", ...
+  std::vector<std::string> families;  ///< Theano families this candidate belongs to
+  int priority = 0;  ///< backend preference, 0 = the backend's first choice
+};
+
+/// Constraints and knobs of selection; part of every choice-cache key.
+struct TuneOptions {
+  AlgoPolicy fwd;          ///< policy for Direction::fwd
+  AlgoPolicy bwd_data;     ///< policy for Direction::bwd_data
+  AlgoPolicy bwd_weights;  ///< policy for Direction::bwd_weights
+  /// Largest workspace a candidate may use, bytes; nullopt = no limit.
+  std::optional<std::size_t> workspace_limit;
+  bool deterministic = false;  ///< only candidates that are bitwise reproducible
+  bool fastest = false;        ///< ignore workspace_limit (cudnn.torch's `fastest`)
+  bool verbose = false;        ///< one line per decision on stderr
+  int benchmark_limit = 0;     ///< exhaustive: time at most this many candidates that ran; 0 = all
+  int warmup_runs = 1;         ///< exhaustive: untimed runs per candidate before timing
+  int timing_runs = 5;         ///< exhaustive: timed runs per candidate (median and min kept)
+  /// exhaustive: a candidate whose first timed run exceeds `abandon_factor` x the best median so
+  /// far is not timed further (keeps naive fallbacks from taking minutes).
+  double abandon_factor = 4.0;
+
+  const AlgoPolicy& policy(Direction direction) const;
+  AlgoPolicy& policy(Direction direction);
+  /// The limit in force: nullopt when fastest is set.
+  std::optional<std::size_t> effective_workspace_limit() const {
+    return fastest ? std::nullopt : workspace_limit;
+  }
+  bool operator==(const TuneOptions&) const = default;
+};
+
+/// Outcome of one candidate in a profile or exhaustive search.
+enum class CandidateStatus : std::uint8_t {
+  ok,                      ///< ran and was timed
+  unsupported,             ///< the backend cannot run it for this desc
+  over_workspace_limit,    ///< needs more workspace than allowed
+  not_deterministic,       ///< excluded by the deterministic constraint
+  failed,                  ///< threw while building or running
+  abandoned,               ///< first run far slower than the best so far; not timed further
+  not_timed,               ///< benchmark_limit reached before its turn
+};
+/// "ok", "unsupported", "over_workspace_limit", ...
+std::string_view to_string(CandidateStatus status);
+
+/// One line of a profile table.
+struct ProfileRow {
+  AlgoInfo algo;                  ///< the candidate
+  CandidateStatus status = CandidateStatus::not_timed;
+  std::string detail;             ///< reason / error text for non-ok rows
+  double median_ms = std::numeric_limits<double>::quiet_NaN();  ///< median of timed runs, ms
+  double min_ms = std::numeric_limits<double>::quiet_NaN();     ///< fastest timed run, ms
+  int runs = 0;                   ///< timed runs
+};
+
+/// The selected candidate for one (desc, direction) under one TuneOptions.
+struct Choice {
+  AlgoInfo algo;                 ///< what runs
+  AlgoPolicy policy;             ///< the policy that chose it
+  std::string op;                ///< "conv"
+  Direction direction = Direction::fwd;
+  std::string key;               ///< the choice-cache key (human readable)
+  double time_ms = std::numeric_limits<double>::quiet_NaN();  ///< median time when timed, ms
+  std::vector<ProfileRow> timings;  ///< exhaustive: every candidate's row, fastest first
+  double tuning_ms = 0;          ///< wall time spent selecting, ms
+  int candidates_timed = 0;      ///< candidates that actually ran
+};
+
+/// A profile of every candidate of one (desc, direction).
+struct ProfileResult {
+  std::string op;                ///< "conv"
+  Direction direction = Direction::fwd;
+  std::string desc;              ///< the desc, printed
+  std::string repro;             ///< CLI line reproducing it
+  std::string backend;           ///< backend name
+  std::vector<ProfileRow> rows;  ///< timed rows by median time, then the rest
+  std::string chosen;            ///< the id exhaustive selection would pick (empty if none ran)
+  double wall_ms = 0;            ///< wall time of the whole profile, ms
+
+  /// Fixed-width text table like the seed's "FwdAlgorithms profile results".
+  std::string table() const;
+  /// The same as a JSON document.
+  std::string json() const;
+};
+
+/// A table of candidates as `dnnx algos` prints it.
+std::string format_algo_table(const std::vector<AlgoInfo>& algos);
+
+/// A thread-safe store of choices keyed by everything that changes the answer. Contexts share
+/// the process-wide one unless given their own.
+class ChoiceCache {
+ public:
+  ChoiceCache();
+  ~ChoiceCache();
+  ChoiceCache(const ChoiceCache&) = delete;
+  ChoiceCache& operator=(const ChoiceCache&) = delete;
+
+  /// The process-wide cache.
+  static std::shared_ptr<ChoiceCache> global();
+
+  /// The cached choice for `key`, or null.
+  std::shared_ptr<const Choice> find(const std::string& key) const;
+  /// Stores (or replaces) the choice for `key`.
+  void insert(const std::string& key, std::shared_ptr<const Choice> choice);
+  /// Drops every entry and resets the counters.
+  void clear();
+  std::size_t size() const;
+  std::uint64_t hits() const;    ///< find() calls that returned a choice
+  std::uint64_t misses() const;  ///< find() calls that returned null
+  /// Changes whenever an entry is inserted, replaced or cleared (lets callers keep a fast path
+  /// in front of the cache and notice when it changed).
+  std::uint64_t generation() const;
+  /// Every entry (a snapshot), for display and persistence.
+  std::vector<std::pair<std::string, std::shared_ptr<const Choice>>> entries() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dnnx

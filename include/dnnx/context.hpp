@@ -1,0 +1,106 @@
+#pragma once
+/// \file
+/// A Context says where and how ops run: backend, device, default dtype, selection options.
+
+#include <dnnx/algo.hpp>
+#include <dnnx/tensor.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dnnx {
+
+/// The implementation family an op runs on.
+enum class BackendKind : std::uint8_t {
+  reference,  ///< plain loops with f64 accumulation: the oracle
+  cpu,        ///< oneDNN
+  cudnn,      ///< cuDNN (legacy algorithms and graph-API engines)
+  automatic,  ///< cudnn if a GPU and cuDNN are usable, else cpu, else reference ("auto")
+};
+/// "reference", "cpu", "cudnn", "auto".
+std::string_view to_string(BackendKind kind);
+/// Parses the names above; throws InvalidArgument listing them.
+BackendKind parse_backend(std::string_view text);
+
+/// The default dtype of tensors a context creates (nnabla's type_config).
+enum class TypeConfig : std::uint8_t {
+  float32,   ///< "float"
+  half,      ///< "half"
+  bfloat16,  ///< "bfloat16"
+};
+std::string_view to_string(TypeConfig config);
+/// Parses "float"/"float32"/"f32", "half"/"float16"/"f16", "bfloat16"/"bf16".
+TypeConfig parse_type_config(std::string_view text);
+/// The tensor dtype of a type config.
+DType dtype_of(TypeConfig config);
+
+/// Whether `kind` can run in this process; when not, `why` (if given) receives the reason.
+bool backend_available(BackendKind kind, std::string* why = nullptr);
+/// The concrete backend `automatic` resolves to here.
+BackendKind resolve_backend(BackendKind kind);
+/// Library versions a backend runs on, e.g. "oneDNN 3.2.0 (cpu isa avx512_core_amx)".
+std::string backend_version(BackendKind kind);
+
+namespace detail {
+class ContextState;
+}
+
+/// Where and how ops run. Cheap to copy: copies share backend state (engines, handles, plan caches,
+/// workspace) but each copy has its own TuneOptions.
+class Context {
+ public:
+  /// Resolves `backend` (automatic picks the best available); explicitly asking for a backend that
+  /// is not available throws Error(Unsupported) saying why and which are available.
+  explicit Context(BackendKind backend = BackendKind::automatic, int device = 0,
+                   TypeConfig type_config = TypeConfig::float32);
+
+  /// Built from DNNX_BACKEND, DNNX_DEVICE, DNNX_TYPE and the tuning variables
+  /// (DNNX_CONV_FWD_ALGO, DNNX_CONV_BWD_DATA_ALGO, DNNX_CONV_BWD_WEIGHTS_ALGO,
+  /// DNNX_WORKSPACE_LIMIT, DNNX_DETERMINISTIC, DNNX_FASTEST, DNNX_VERBOSE, DNNX_BENCHMARK_LIMIT).
+  /// Malformed values throw InvalidArgument naming the variable.
+  static Context from_env();
+
+  /// What was asked for (may be automatic).
+  BackendKind requested_backend() const { return requested_; }
+  /// What runs (never automatic).
+  BackendKind backend() const { return backend_; }
+  int device_id() const { return device_; }
+  TypeConfig type_config() const { return type_config_; }
+  /// dtype_of(type_config()).
+  DType dtype() const { return dtype_of(type_config_); }
+  /// Where this context's tensors live.
+  Device device() const;
+  /// Allocator for tensors on device().
+  Allocator& allocator() const;
+
+  /// Selection options; modify freely.
+  TuneOptions& tune() { return tune_; }
+  const TuneOptions& tune() const { return tune_; }
+
+  /// The choice cache consulted by ops (the process-wide one by default).
+  const std::shared_ptr<ChoiceCache>& choice_cache() const { return cache_; }
+  void set_choice_cache(std::shared_ptr<ChoiceCache> cache);
+
+  /// "cpu (oneDNN 3.2.0, avx512_core_amx) device 0 float" style summary.
+  std::string describe() const;
+
+  /// Internal: backend state. Not for users.
+  detail::ContextState& state() const { return *state_; }
+
+ private:
+  BackendKind requested_;
+  BackendKind backend_;
+  int device_;
+  TypeConfig type_config_;
+  TuneOptions tune_;
+  std::shared_ptr<ChoiceCache> cache_;
+  std::shared_ptr<detail::ContextState> state_;
+};
+
+/// Applies the DNNX_* tuning variables to `options` (used by Context::from_env and the CLI).
+void apply_tune_env(TuneOptions& options);
+
+}  // namespace dnnx

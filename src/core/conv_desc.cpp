@@ -1,0 +1,200 @@
+// ConvDesc: shape inference, validation, printing. Every message names the field and its value.
+
+#include <dnnx/ops/conv.hpp>
+
+#include "core/check.hpp"
+#include "core/strings.hpp"
+
+#include <functional>
+#include <ostream>
+#include <sstream>
+
+namespace dnnx {
+namespace {
+
+constexpr const char* spatial_names[3][3] = {{"W", "", ""}, {"H", "W", ""}, {"D", "H", "W"}};
+
+const char* axis_name(int spatial_dims, int i) {
+  return spatial_names[spatial_dims - 1][i];
+}
+
+// Per-spatial-dim text: "2" when all entries agree, else "2,1".
+std::string compact(const std::array<std::int64_t, 3>& values, int n) {
+  bool same = true;
+  for (int i = 1; i < n; ++i) same = same && values[static_cast<std::size_t>(i)] == values[0];
+  if (same) return std::to_string(values[0]);
+  return detail::join(std::span<const std::int64_t>(values.data(), static_cast<std::size_t>(n)),
+                      ",");
+}
+
+std::array<std::int64_t, 3> expand(const std::vector<std::int64_t>& values, int n,
+                                   std::string_view what, std::int64_t fill) {
+  DNNX_CHECK_ARG(values.size() == 1 || values.size() == static_cast<std::size_t>(n), what,
+                 " has ", values.size(), " entries (", detail::join(values, ","),
+                 "); expected 1 or ", n, " (one per spatial dim)");
+  std::array<std::int64_t, 3> out{fill, fill, fill};
+  for (int i = 0; i < n; ++i)
+    out[static_cast<std::size_t>(i)] = values.size() == 1 ? values[0] : values[static_cast<std::size_t>(i)];
+  return out;
+}
+
+}  // namespace
+
+ConvDesc ConvDesc::from_shapes(const Dims& src, const Dims& weights,
+                               const std::vector<std::int64_t>& stride,
+                               const std::vector<std::int64_t>& pad,
+                               const std::vector<std::int64_t>& dilation, std::int64_t groups,
+                               DType dtype, Layout layout) {
+  DNNX_CHECK_ARG(src.rank() >= 3 && src.rank() <= 5, "src dims ", src, " have rank ", src.rank(),
+                 "; convolution accepts rank 3, 4 or 5 (N, C and 1-3 spatial dims)");
+  DNNX_CHECK_ARG(weights.rank() == src.rank(), "weights dims ", weights, " have rank ",
+                 weights.rank(), " but src dims ", src, " have rank ", src.rank(),
+                 "; they must match (O, C/groups, kernel...)");
+  DNNX_CHECK_ARG(groups >= 1, "groups must be >= 1, got ", groups);
+  ConvDesc desc;
+  desc.spatial_dims = src.rank() - 2;
+  const int n = desc.spatial_dims;
+  desc.batch = src[0];
+  desc.in_channels = src[1];
+  desc.out_channels = weights[0];
+  desc.groups = groups;
+  DNNX_CHECK_ARG(weights[1] * groups == src[1], "channel mismatch: src has ", src[1],
+                 " channels (dims ", src, ") but weights dims ", weights, " with groups=", groups,
+                 " expect ", weights[1] * groups, " (weights C/groups x groups)");
+  for (int i = 0; i < n; ++i) {
+    desc.input[static_cast<std::size_t>(i)] = src[2 + i];
+    desc.kernel[static_cast<std::size_t>(i)] = weights[2 + i];
+  }
+  desc.stride = expand(stride, n, "stride", 1);
+  desc.pad_before = expand(pad, n, "pad", 0);
+  desc.pad_after = desc.pad_before;
+  desc.dilation = expand(dilation, n, "dilation", 1);
+  desc.dtype = dtype;
+  desc.layout = layout;
+  desc.validate();
+  return desc;
+}
+
+void ConvDesc::validate() const {
+  DNNX_CHECK_ARG(spatial_dims >= 1 && spatial_dims <= 3, "spatial_dims must be 1, 2 or 3, got ",
+                 spatial_dims);
+  DNNX_CHECK_ARG(batch >= 1, "batch (N) must be >= 1, got ", batch);
+  DNNX_CHECK_ARG(in_channels >= 1, "in_channels (C) must be >= 1, got ", in_channels);
+  DNNX_CHECK_ARG(out_channels >= 1, "out_channels (O) must be >= 1, got ", out_channels);
+  DNNX_CHECK_ARG(groups >= 1, "groups must be >= 1, got ", groups);
+  DNNX_CHECK_ARG(in_channels % groups == 0, "groups=", groups,
+                 " does not divide in_channels=", in_channels);
+  DNNX_CHECK_ARG(out_channels % groups == 0, "groups=", groups,
+                 " does not divide out_channels=", out_channels);
+  for (int i = 0; i < spatial_dims; ++i) {
+    const auto s = static_cast<std::size_t>(i);
+    const char* axis = axis_name(spatial_dims, i);
+    DNNX_CHECK_ARG(input[s] >= 1, "input size along ", axis, " must be >= 1, got ", input[s]);
+    DNNX_CHECK_ARG(kernel[s] >= 1, "kernel size along ", axis, " must be >= 1, got ", kernel[s]);
+    DNNX_CHECK_ARG(stride[s] >= 1, "stride along ", axis, " must be >= 1, got ", stride[s]);
+    DNNX_CHECK_ARG(dilation[s] >= 1, "dilation along ", axis, " must be >= 1, got ", dilation[s]);
+    DNNX_CHECK_ARG(pad_before[s] >= 0, "pad_before along ", axis, " must be >= 0, got ",
+                   pad_before[s]);
+    DNNX_CHECK_ARG(pad_after[s] >= 0, "pad_after along ", axis, " must be >= 0, got ",
+                   pad_after[s]);
+    const std::int64_t extent = dilation[s] * (kernel[s] - 1) + 1;
+    const std::int64_t padded = input[s] + pad_before[s] + pad_after[s];
+    DNNX_CHECK_ARG(extent <= padded, "kernel along ", axis, " (size ", kernel[s], ", dilation ",
+                   dilation[s], ", extent ", extent, ") is larger than the padded input (",
+                   input[s], " + ", pad_before[s], " + ", pad_after[s], " = ", padded, ")");
+  }
+}
+
+std::int64_t ConvDesc::output_size(int i) const {
+  const auto s = static_cast<std::size_t>(i);
+  const std::int64_t extent = dilation[s] * (kernel[s] - 1) + 1;
+  return (input[s] + pad_before[s] + pad_after[s] - extent) / stride[s] + 1;
+}
+
+Dims ConvDesc::src_dims() const {
+  std::array<std::int64_t, 5> v{batch, in_channels, 0, 0, 0};
+  for (int i = 0; i < spatial_dims; ++i) v[static_cast<std::size_t>(2 + i)] = input[static_cast<std::size_t>(i)];
+  return Dims(std::span<const std::int64_t>(v.data(), static_cast<std::size_t>(spatial_dims + 2)));
+}
+
+Dims ConvDesc::weights_dims() const {
+  std::array<std::int64_t, 5> v{out_channels, in_channels / groups, 0, 0, 0};
+  for (int i = 0; i < spatial_dims; ++i) v[static_cast<std::size_t>(2 + i)] = kernel[static_cast<std::size_t>(i)];
+  return Dims(std::span<const std::int64_t>(v.data(), static_cast<std::size_t>(spatial_dims + 2)));
+}
+
+Dims ConvDesc::dst_dims() const {
+  std::array<std::int64_t, 5> v{batch, out_channels, 0, 0, 0};
+  for (int i = 0; i < spatial_dims; ++i) v[static_cast<std::size_t>(2 + i)] = output_size(i);
+  return Dims(std::span<const std::int64_t>(v.data(), static_cast<std::size_t>(spatial_dims + 2)));
+}
+
+Dims ConvDesc::bias_dims() const { return Dims{out_channels}; }
+
+double ConvDesc::macs() const {
+  double macs = static_cast<double>(batch) * static_cast<double>(out_channels) *
+                static_cast<double>(in_channels / groups);
+  for (int i = 0; i < spatial_dims; ++i) {
+    macs *= static_cast<double>(output_size(i)) *
+            static_cast<double>(kernel[static_cast<std::size_t>(i)]);
+  }
+  return macs;
+}
+
+std::string ConvDesc::repro(Direction direction) const {
+  std::ostringstream out;
+  const int n = spatial_dims;
+  out << "dnnx profile conv --input " << src_dims() << " --weights " << weights_dims();
+  out << " --stride " << compact(stride, n);
+  if (pad_before == pad_after) {
+    out << " --pad " << compact(pad_before, n);
+  } else {
+    out << " --pad-before " << compact(pad_before, n) << " --pad-after " << compact(pad_after, n);
+  }
+  out << " --dilation " << compact(dilation, n);
+  if (groups != 1) out << " --groups " << groups;
+  out << " --dtype " << to_string(dtype) << " --layout " << to_string(layout) << " --direction "
+      << to_string(direction);
+  return out.str();
+}
+
+std::string ConvDesc::key() const {
+  std::ostringstream out;
+  const auto n = static_cast<std::size_t>(spatial_dims);
+  auto list = [&](const std::array<std::int64_t, 3>& a) {
+    return detail::join(std::span<const std::int64_t>(a.data(), n), ",");
+  };
+  out << "conv" << spatial_dims << "d n=" << batch << " c=" << in_channels << " o="
+      << out_channels << " g=" << groups << " in=" << list(input) << " k=" << list(kernel)
+      << " s=" << list(stride) << " pb=" << list(pad_before) << " pa=" << list(pad_after)
+      << " d=" << list(dilation) << ' ' << to_string(dtype) << ' ' << to_string(layout);
+  return out.str();
+}
+
+std::size_t ConvDesc::hash() const {
+  std::size_t h = 0;
+  auto mix = [&h](std::int64_t v) {
+    h ^= std::hash<std::int64_t>{}(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  };
+  mix(spatial_dims);
+  mix(batch);
+  mix(in_channels);
+  mix(out_channels);
+  mix(groups);
+  for (int i = 0; i < spatial_dims; ++i) {
+    const auto s = static_cast<std::size_t>(i);
+    mix(input[s]);
+    mix(kernel[s]);
+    mix(stride[s]);
+    mix(pad_before[s]);
+    mix(pad_after[s]);
+    mix(dilation[s]);
+  }
+  mix(static_cast<std::int64_t>(dtype));
+  mix(static_cast<std::int64_t>(layout));
+  return h;
+}
+
+std::ostream& operator<<(std::ostream& out, const ConvDesc& desc) { return out << desc.key(); }
+
+}  // namespace dnnx

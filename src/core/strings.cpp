@@ -1,0 +1,42 @@
+#include "core/strings.hpp"
+
+#include <cctype>
+#include <iomanip>
+
+namespace dnnx::detail {
+
+std::vector<std::string> split(std::string_view text, char separator) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = text.find(separator, start);
+    parts.emplace_back(text.substr(start, end - start));
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return parts;
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string format_bytes(double bytes) {
+  static constexpr const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (bytes >= 1024.0 && unit < 4) {
+    bytes /= 1024.0;
+    ++unit;
+  }
+  std::ostringstream out;
+  if (unit == 0) {
+    out << static_cast<long long>(bytes) << " B";
+  } else {
+    out << std::fixed << std::setprecision(1) << bytes << ' ' << units[unit];
+  }
+  return out.str();
+}
+
+}  // namespace dnnx::detail

@@ -1,0 +1,39 @@
+#pragma once
+// Message building without <format> (GCC 12 lacks it).
+
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dnnx::detail {
+
+/// Streams every argument into one string.
+template <typename... Args>
+std::string cat(const Args&... args) {
+  std::ostringstream out;
+  (out << ... << args);
+  return out.str();
+}
+
+/// Joins `items` with `separator`.
+template <typename Range>
+std::string join(const Range& items, std::string_view separator) {
+  std::ostringstream out;
+  bool first = true;
+  for (const auto& item : items) {
+    if (!first) out << separator;
+    out << item;
+    first = false;
+  }
+  return out.str();
+}
+
+/// Splits `text` at every `separator`.
+std::vector<std::string> split(std::string_view text, char separator);
+/// Lower-cased copy of `text`.
+std::string lower(std::string_view text);
+/// Human bytes: "0 B", "7.4 KiB", "19.6 MiB".
+std::string format_bytes(double bytes);
+
+}  // namespace dnnx::detail

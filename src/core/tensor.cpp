@@ -1,0 +1,289 @@
+#include <dnnx/tensor.hpp>
+
+#include "core/check.hpp"
+#include "core/dtype.hpp"
+#include "core/strings.hpp"
+
+#include <cstdlib>
+#include <new>
+#include <ostream>
+
+namespace dnnx {
+
+// ---- Dims -------------------------------------------------------------------------------------
+
+Dims::Dims(std::initializer_list<std::int64_t> values)
+    : Dims(std::span<const std::int64_t>(values.begin(), values.size())) {}
+
+Dims::Dims(std::span<const std::int64_t> values) {
+  DNNX_CHECK_ARG(values.size() <= static_cast<std::size_t>(max_rank), "rank ", values.size(),
+                 " exceeds the maximum rank ", max_rank);
+  rank_ = static_cast<int>(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) values_[i] = values[i];
+}
+
+std::int64_t Dims::product() const {
+  std::int64_t p = 1;
+  for (std::int64_t v : *this) p *= v;
+  return p;
+}
+
+std::string Dims::to_string() const { return detail::join(*this, "x"); }
+
+Dims Dims::parse(std::string_view text, std::string_view what) {
+  const char separator = text.find(',') != std::string_view::npos ? ',' : 'x';
+  std::vector<std::int64_t> values;
+  for (const std::string& part : detail::split(text, separator)) {
+    std::size_t used = 0;
+    long long value = 0;
+    bool ok = !part.empty();
+    if (ok) {
+      try {
+        value = std::stoll(part, &used);
+      } catch (const std::exception&) {
+        ok = false;
+      }
+    }
+    if (!ok || used != part.size()) {
+      detail::raise(ErrorKind::InvalidArgument,
+                    detail::cat(what, " '", text, "' is malformed: expected integers separated by 'x'",
+                                " or ',' (e.g. 32x64x56x56)"));
+    }
+    values.push_back(value);
+  }
+  DNNX_CHECK_ARG(values.size() <= static_cast<std::size_t>(max_rank), what, " '", text, "' has ",
+                 values.size(), " entries; at most ", max_rank, " are accepted");
+  return Dims(std::span<const std::int64_t>(values));
+}
+
+bool Dims::operator==(const Dims& other) const {
+  if (rank_ != other.rank_) return false;
+  for (int i = 0; i < rank_; ++i) {
+    if ((*this)[i] != other[i]) return false;
+  }
+  return true;
+}
+
+std::ostream& operator<<(std::ostream& out, const Dims& dims) { return out << dims.to_string(); }
+
+Dims dense_strides(const Dims& dims, Layout layout) {
+  const int rank = dims.rank();
+  Dims strides = dims;
+  if (rank == 0) return strides;
+  // Order of dims from outermost to innermost.
+  std::array<int, Dims::max_rank> order{};
+  for (int i = 0; i < rank; ++i) order[static_cast<std::size_t>(i)] = i;
+  if (layout == Layout::channels_last && rank >= 3) {
+    // N, spatial..., C
+    for (int i = 1; i < rank - 1; ++i) order[static_cast<std::size_t>(i)] = i + 1;
+    order[static_cast<std::size_t>(rank - 1)] = 1;
+  }
+  std::int64_t stride = 1;
+  for (int i = rank - 1; i >= 0; --i) {
+    const int d = order[static_cast<std::size_t>(i)];
+    strides[d] = stride;
+    stride *= std::max<std::int64_t>(dims[d], 1);
+  }
+  return strides;
+}
+
+// ---- Allocation -------------------------------------------------------------------------------
+
+namespace {
+
+class HostAllocator final : public Allocator {
+ public:
+  void* allocate(std::size_t bytes) override {
+    const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, rounded);
+    if (p == nullptr) {
+      detail::raise(ErrorKind::OutOfMemory,
+                    detail::cat("host allocation of ", bytes, " bytes (",
+                                detail::format_bytes(static_cast<double>(bytes)), ") failed"));
+    }
+    return p;
+  }
+  void deallocate(void* pointer, std::size_t) noexcept override { std::free(pointer); }
+  Device device() const override { return Device::cpu(); }
+};
+
+}  // namespace
+
+Allocator& host_allocator() {
+  static HostAllocator allocator;
+  return allocator;
+}
+
+Storage::Storage(Allocator& allocator, std::size_t bytes)
+    : data_(allocator.allocate(bytes)),
+      bytes_(bytes),
+      device_(allocator.device()),
+      allocator_(&allocator) {}
+
+Storage::Storage(void* data, std::size_t bytes, Device device)
+    : data_(data), bytes_(bytes), device_(device) {}
+
+Storage::~Storage() {
+  if (allocator_ != nullptr) allocator_->deallocate(data_, bytes_);
+}
+
+// ---- Tensor -----------------------------------------------------------------------------------
+
+namespace {
+
+void check_dims(const Dims& dims) {
+  for (int i = 0; i < dims.rank(); ++i) {
+    DNNX_CHECK_ARG(dims[i] >= 0, "tensor dims ", dims, " have a negative size ", dims[i],
+                   " at position ", i);
+  }
+}
+
+// Calls f(element_offset) for every element in logical row-major order.
+template <typename F>
+void for_each_offset(const Dims& dims, const Dims& strides, F&& f) {
+  const int rank = dims.rank();
+  if (dims.product() == 0) return;
+  std::array<std::int64_t, Dims::max_rank> index{};
+  std::int64_t offset = 0;
+  while (true) {
+    f(offset);
+    int d = rank - 1;
+    for (; d >= 0; --d) {
+      const auto i = static_cast<std::size_t>(d);
+      if (++index[i] < dims[d]) {
+        offset += strides[d];
+        break;
+      }
+      offset -= strides[d] * (dims[d] - 1);
+      index[i] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+}  // namespace
+
+Tensor Tensor::empty(const Dims& dims, DType dtype, Layout layout, Allocator& allocator) {
+  check_dims(dims);
+  Tensor t;
+  t.dims_ = dims;
+  t.strides_ = dense_strides(dims, layout);
+  t.dtype_ = dtype;
+  t.storage_ = std::make_shared<Storage>(allocator,
+                                         static_cast<std::size_t>(dims.product()) * size_of(dtype));
+  return t;
+}
+
+Tensor Tensor::zeros(const Dims& dims, DType dtype, Layout layout, Allocator& allocator) {
+  Tensor t = empty(dims, dtype, layout, allocator);
+  DNNX_CHECK_ARG(allocator.device().kind == Device::Kind::cpu,
+                 "Tensor::zeros on device ", to_string(allocator.device()),
+                 " needs a device fill; only host tensors are supported here");
+  t.fill(0.0f);
+  return t;
+}
+
+Tensor Tensor::view(void* data, const Dims& dims, DType dtype, const Dims& strides,
+                    Device device) {
+  check_dims(dims);
+  DNNX_CHECK_ARG(strides.rank() == dims.rank(), "view strides ", strides, " have rank ",
+                 strides.rank(), " but dims ", dims, " have rank ", dims.rank());
+  for (int i = 0; i < strides.rank(); ++i) {
+    DNNX_CHECK_ARG(strides[i] >= 0, "view strides ", strides, " have a negative stride ",
+                   strides[i], " at position ", i);
+  }
+  Tensor t;
+  t.dims_ = dims;
+  t.strides_ = strides;
+  t.dtype_ = dtype;
+  t.storage_ = std::make_shared<Storage>(data, t.span_bytes(), device);
+  return t;
+}
+
+Tensor Tensor::view(void* data, const Dims& dims, DType dtype, Layout layout, Device device) {
+  return view(data, dims, dtype, dense_strides(dims, layout), device);
+}
+
+Device Tensor::device() const { return storage_ ? storage_->device() : Device::cpu(); }
+
+void* Tensor::data() const {
+  if (!storage_ || storage_->data() == nullptr) return nullptr;
+  return static_cast<char*>(storage_->data()) + offset_bytes_;
+}
+
+std::optional<Layout> Tensor::layout() const {
+  if (is_dense(Layout::channels_first)) return Layout::channels_first;
+  if (is_dense(Layout::channels_last)) return Layout::channels_last;
+  return std::nullopt;
+}
+
+bool Tensor::is_dense(Layout layout) const {
+  const Dims expected = dense_strides(dims_, layout);
+  for (int i = 0; i < dims_.rank(); ++i) {
+    // A size-1 dimension's stride never matters.
+    if (dims_[i] != 1 && strides_[i] != expected[i]) return false;
+  }
+  return true;
+}
+
+std::size_t Tensor::span_bytes() const {
+  if (numel() == 0) return 0;
+  std::int64_t last = 0;
+  for (int i = 0; i < dims_.rank(); ++i) last += (dims_[i] - 1) * strides_[i];
+  return static_cast<std::size_t>(last + 1) * size_of(dtype_);
+}
+
+namespace {
+
+void require_host(const Tensor& t, std::string_view what) {
+  DNNX_CHECK_ARG(t.device().kind == Device::Kind::cpu, what, " needs a host tensor, got one on ",
+                 to_string(t.device()));
+  DNNX_CHECK_ARG(t.numel() == 0 || t.data() != nullptr, what, " on a tensor with null data");
+}
+
+}  // namespace
+
+std::vector<float> Tensor::to_f32() const {
+  require_host(*this, "Tensor::to_f32");
+  std::vector<float> out;
+  out.reserve(static_cast<std::size_t>(numel()));
+  const char* base = static_cast<const char*>(data());
+  const std::size_t element = size_of(dtype_);
+  for_each_offset(dims_, strides_, [&](std::int64_t offset) {
+    out.push_back(detail::load_f32(base + offset * static_cast<std::int64_t>(element), dtype_));
+  });
+  return out;
+}
+
+void Tensor::copy_from_f32(std::span<const float> values) {
+  require_host(*this, "Tensor::copy_from_f32");
+  DNNX_CHECK_ARG(values.size() == static_cast<std::size_t>(numel()),
+                 "Tensor::copy_from_f32 got ", values.size(), " values for a tensor of ", numel(),
+                 " elements (dims ", dims_, ")");
+  char* base = static_cast<char*>(data());
+  const std::size_t element = size_of(dtype_);
+  std::size_t i = 0;
+  for_each_offset(dims_, strides_, [&](std::int64_t offset) {
+    detail::store_f32(base + offset * static_cast<std::int64_t>(element), dtype_, values[i++]);
+  });
+}
+
+void Tensor::fill(float value) {
+  require_host(*this, "Tensor::fill");
+  char* base = static_cast<char*>(data());
+  const std::size_t element = size_of(dtype_);
+  for_each_offset(dims_, strides_, [&](std::int64_t offset) {
+    detail::store_f32(base + offset * static_cast<std::int64_t>(element), dtype_, value);
+  });
+}
+
+std::string describe(const Tensor& tensor) {
+  const auto layout = tensor.layout();
+  return detail::cat(to_string(tensor.dtype()), "[", tensor.dims(), " ",
+                     layout ? std::string(to_string(*layout))
+                            : "strides " + tensor.strides().to_string(),
+                     tensor.device().kind == Device::Kind::cpu ? "" : " " + to_string(tensor.device()),
+                     "]");
+}
+
+}  // namespace dnnx

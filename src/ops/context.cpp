@@ -1,0 +1,196 @@
+#include <dnnx/context.hpp>
+#include <dnnx/version.hpp>
+
+#include "backends/reference/reference.hpp"
+#include "core/check.hpp"
+#include "core/strings.hpp"
+#include "ops/context_state.hpp"
+#if DNNX_HAVE_ONEDNN
+#include "backends/onednn/onednn.hpp"
+#endif
+
+#include <cerrno>
+#include <cstdlib>
+#include <map>
+
+namespace dnnx {
+namespace detail {
+
+ContextState::~ContextState() {
+  if (workspace_ != nullptr) backend_->allocator().deallocate(workspace_, workspace_bytes_);
+}
+
+Workspace ContextState::workspace(std::size_t bytes) {
+  if (bytes > workspace_bytes_) {
+    if (workspace_ != nullptr) {
+      backend_->allocator().deallocate(workspace_, workspace_bytes_);
+      workspace_ = nullptr;
+      workspace_bytes_ = 0;
+    }
+    workspace_ = backend_->allocator().allocate(bytes);
+    workspace_bytes_ = bytes;
+  }
+  return {workspace_, workspace_bytes_};
+}
+
+namespace {
+
+std::unique_ptr<Backend> make_backend(BackendKind kind, int device) {
+  switch (kind) {
+    case BackendKind::reference:
+      DNNX_CHECK_ARG(device == 0, "the reference backend runs on the host: device must be 0, got ",
+                     device);
+      return reference::make_backend();
+    case BackendKind::cpu:
+#if DNNX_HAVE_ONEDNN
+      DNNX_CHECK_ARG(device == 0, "the cpu backend runs on the host: device must be 0, got ",
+                     device);
+      return onednn::make_backend(device);
+#else
+      break;
+#endif
+    case BackendKind::cudnn:
+    case BackendKind::automatic:
+      break;
+  }
+  std::string why;
+  backend_available(kind, &why);
+  raise(ErrorKind::Unsupported, cat("backend '", to_string(kind), "' is not available: ", why));
+}
+
+}  // namespace
+
+std::shared_ptr<ContextState> shared_state(BackendKind backend, int device) {
+  static std::mutex mutex;
+  static std::map<std::pair<BackendKind, int>, std::shared_ptr<ContextState>> states;
+  std::lock_guard lock(mutex);
+  auto& state = states[{backend, device}];
+  if (!state) state = std::make_shared<ContextState>(make_backend(backend, device));
+  return state;
+}
+
+}  // namespace detail
+
+bool backend_available(BackendKind kind, std::string* why) {
+  auto say = [why](std::string reason) {
+    if (why != nullptr) *why = std::move(reason);
+    return false;
+  };
+  switch (kind) {
+    case BackendKind::reference:
+    case BackendKind::automatic:
+      return true;
+    case BackendKind::cpu:
+#if DNNX_HAVE_ONEDNN
+      return onednn::available(why);
+#else
+      return say("dnnx was built without oneDNN (DNNX_WITH_ONEDNN=OFF or oneDNN 3.x not found)");
+#endif
+    case BackendKind::cudnn:
+      return say("dnnx was built without the cudnn backend (DNNX_WITH_CUDNN=OFF or cuDNN not found)");
+  }
+  return say("unknown backend");
+}
+
+BackendKind resolve_backend(BackendKind kind) {
+  if (kind != BackendKind::automatic) return kind;
+  for (BackendKind candidate : {BackendKind::cudnn, BackendKind::cpu}) {
+    if (backend_available(candidate)) return candidate;
+  }
+  return BackendKind::reference;
+}
+
+std::string backend_version(BackendKind kind) {
+  switch (resolve_backend(kind)) {
+    case BackendKind::reference:
+      return "reference (dnnx " + std::string(version()) + ")";
+    case BackendKind::cpu:
+#if DNNX_HAVE_ONEDNN
+      return onednn::version();
+#else
+      return "unavailable";
+#endif
+    case BackendKind::cudnn:
+    case BackendKind::automatic:
+      return "unavailable";
+  }
+  return "unavailable";
+}
+
+Context::Context(BackendKind backend, int device, TypeConfig type_config)
+    : requested_(backend),
+      backend_(resolve_backend(backend)),
+      device_(device),
+      type_config_(type_config),
+      cache_(ChoiceCache::global()) {
+  DNNX_CHECK_ARG(device >= 0, "device id must be >= 0, got ", device);
+  std::string why;
+  if (!backend_available(backend_, &why)) {
+    std::vector<std::string> available;
+    for (BackendKind kind : {BackendKind::reference, BackendKind::cpu, BackendKind::cudnn}) {
+      if (backend_available(kind)) available.emplace_back(to_string(kind));
+    }
+    detail::raise(ErrorKind::Unsupported,
+                  detail::cat("backend '", to_string(backend), "' was requested but is not available: ",
+                              why, "; available: ", detail::join(available, ", ")));
+  }
+  state_ = detail::shared_state(backend_, device_);
+}
+
+namespace {
+
+const char* env(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : nullptr;
+}
+
+template <typename Parse>
+auto parse_env(const char* name, const char* value, Parse parse) {
+  try {
+    return parse(value);
+  } catch (const Error& error) {
+    detail::raise(ErrorKind::InvalidArgument,
+                  detail::cat("environment variable ", name, ": ", error.message()));
+  }
+}
+
+}  // namespace
+
+Context Context::from_env() {
+  BackendKind backend = BackendKind::automatic;
+  int device = 0;
+  TypeConfig type_config = TypeConfig::float32;
+  if (const char* value = env("DNNX_BACKEND")) backend = parse_env("DNNX_BACKEND", value, parse_backend);
+  if (const char* value = env("DNNX_TYPE"))
+    type_config = parse_env("DNNX_TYPE", value, parse_type_config);
+  if (const char* value = env("DNNX_DEVICE")) {
+    errno = 0;
+    char* end = nullptr;
+    const long parsed = std::strtol(value, &end, 10);
+    DNNX_CHECK_ARG(errno == 0 && end != value && *end == '\0' && parsed >= 0 && parsed < 1 << 16,
+                   "environment variable DNNX_DEVICE='", value,
+                   "' is not a device ordinal (an integer >= 0)");
+    device = static_cast<int>(parsed);
+  }
+  Context context(backend, device, type_config);
+  apply_tune_env(context.tune());
+  return context;
+}
+
+Device Context::device() const {
+  return backend_ == BackendKind::cudnn ? Device::cuda(device_) : Device::cpu();
+}
+
+Allocator& Context::allocator() const { return state_->backend().allocator(); }
+
+void Context::set_choice_cache(std::shared_ptr<ChoiceCache> cache) {
+  DNNX_CHECK_ARG(cache != nullptr, "set_choice_cache needs a cache, got null");
+  cache_ = std::move(cache);
+}
+
+std::string Context::describe() const {
+  return detail::cat(to_string(backend_), " (", backend_version(backend_), ") device ", device_,
+                     " type ", to_string(type_config_));
+}
+
+}  // namespace dnnx

@@ -1,0 +1,157 @@
+// Policies and tuning options: parsing (Theano's vocabulary included) and the DNNX_* variables.
+
+#include <dnnx/algo.hpp>
+#include <dnnx/context.hpp>
+
+#include "core/check.hpp"
+#include "core/strings.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <limits>
+#include <utility>
+
+namespace dnnx {
+namespace {
+
+constexpr std::string_view policy_spellings =
+    "heuristic, exhaustive, fixed:<id>, guess_once, guess_on_shape_change, time_once, "
+    "time_on_shape_change, deterministic, none, small, large, fft, fft_tiling, winograd "
+    "(optionally followed by ':once')";
+
+}  // namespace
+
+AlgoPolicy AlgoPolicy::heuristic(Reuse reuse) { return {PolicyKind::heuristic, reuse, {}, {}}; }
+AlgoPolicy AlgoPolicy::exhaustive(Reuse reuse) { return {PolicyKind::exhaustive, reuse, {}, {}}; }
+AlgoPolicy AlgoPolicy::fixed(std::string id) {
+  return {PolicyKind::fixed, Reuse::on_shape_change, std::move(id), {}};
+}
+AlgoPolicy AlgoPolicy::of_family(std::string family) {
+  return {PolicyKind::family, Reuse::on_shape_change, {}, std::move(family)};
+}
+
+AlgoPolicy AlgoPolicy::parse(std::string_view text) {
+  if (text.starts_with("fixed:")) {
+    std::string id(text.substr(6));
+    DNNX_CHECK_ARG(!id.empty(), "algorithm policy 'fixed:' needs an id after the colon");
+    return fixed(std::move(id));
+  }
+  std::string name = detail::lower(text);
+  Reuse reuse = Reuse::on_shape_change;
+  if (name.ends_with(":once")) {
+    reuse = Reuse::once;
+    name.resize(name.size() - 5);
+  }
+  if (name.starts_with("family:")) name = name.substr(7);
+  if (name == "heuristic") return heuristic(reuse);
+  if (name == "exhaustive") return exhaustive(reuse);
+  if (name == "guess_once") return heuristic(Reuse::once);
+  if (name == "guess_on_shape_change") return heuristic(Reuse::on_shape_change);
+  if (name == "time_once") return exhaustive(Reuse::once);
+  if (name == "time_on_shape_change") return exhaustive(Reuse::on_shape_change);
+  const bool family = name == "deterministic" ||
+                      std::find(std::begin(family_names), std::end(family_names), name) !=
+                          std::end(family_names);
+  if (family) {
+    AlgoPolicy policy = of_family(name);
+    policy.reuse = reuse;
+    return policy;
+  }
+  detail::raise(ErrorKind::InvalidArgument,
+                detail::cat("unknown algorithm policy '", text, "'; accepted: ", policy_spellings));
+}
+
+std::string AlgoPolicy::to_string() const {
+  std::string text;
+  switch (kind) {
+    case PolicyKind::heuristic: text = "heuristic"; break;
+    case PolicyKind::exhaustive: text = "exhaustive"; break;
+    case PolicyKind::fixed: text = "fixed:" + id; break;
+    case PolicyKind::family: text = "family:" + family; break;
+  }
+  if (reuse == Reuse::once) text += ":once";
+  return text;
+}
+
+const AlgoPolicy& TuneOptions::policy(Direction direction) const {
+  switch (direction) {
+    case Direction::fwd: return fwd;
+    case Direction::bwd_data: return bwd_data;
+    case Direction::bwd_weights: return bwd_weights;
+  }
+  return fwd;
+}
+
+AlgoPolicy& TuneOptions::policy(Direction direction) {
+  return const_cast<AlgoPolicy&>(std::as_const(*this).policy(direction));
+}
+
+namespace {
+
+const char* env(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : nullptr;
+}
+
+bool parse_bool(const char* name, std::string_view text) {
+  const std::string value = detail::lower(text);
+  if (value == "1" || value == "true" || value == "yes" || value == "on") return true;
+  if (value == "0" || value == "false" || value == "no" || value == "off") return false;
+  detail::raise(ErrorKind::InvalidArgument,
+                detail::cat("environment variable ", name, "='", text,
+                            "' is not a boolean; accepted: 1/0, true/false, yes/no, on/off"));
+}
+
+std::int64_t parse_integer(const char* name, std::string_view text, std::int64_t min) {
+  const std::string value(text);
+  errno = 0;
+  char* end = nullptr;
+  const long long parsed = std::strtoll(value.c_str(), &end, 10);
+  if (errno != 0 || end == value.c_str() || *end != '\0' || parsed < min) {
+    detail::raise(ErrorKind::InvalidArgument,
+                  detail::cat("environment variable ", name, "='", text,
+                              "' is not an integer >= ", min));
+  }
+  return parsed;
+}
+
+AlgoPolicy parse_policy_env(const char* name, std::string_view text) {
+  try {
+    return AlgoPolicy::parse(text);
+  } catch (const Error& error) {
+    detail::raise(ErrorKind::InvalidArgument,
+                  detail::cat("environment variable ", name, ": ", error.message()));
+  }
+}
+
+}  // namespace
+
+void apply_tune_env(TuneOptions& options) {
+  struct PolicyVar {
+    const char* name;
+    Direction direction;
+  };
+  for (const PolicyVar& var : {PolicyVar{"DNNX_CONV_FWD_ALGO", Direction::fwd},
+                               PolicyVar{"DNNX_CONV_BWD_DATA_ALGO", Direction::bwd_data},
+                               PolicyVar{"DNNX_CONV_BWD_WEIGHTS_ALGO", Direction::bwd_weights}}) {
+    if (const char* value = env(var.name))
+      options.policy(var.direction) = parse_policy_env(var.name, value);
+  }
+  if (const char* value = env("DNNX_WORKSPACE_LIMIT")) {
+    // -1 means "no limit", as NNABLA_CUDNN_WORKSPACE_LIMIT.
+    const std::int64_t limit = parse_integer("DNNX_WORKSPACE_LIMIT", value, -1);
+    options.workspace_limit =
+        limit < 0 ? std::nullopt : std::optional<std::size_t>(static_cast<std::size_t>(limit));
+  }
+  if (const char* value = env("DNNX_DETERMINISTIC"))
+    options.deterministic = parse_bool("DNNX_DETERMINISTIC", value);
+  if (const char* value = env("DNNX_FASTEST")) options.fastest = parse_bool("DNNX_FASTEST", value);
+  if (const char* value = env("DNNX_VERBOSE")) options.verbose = parse_bool("DNNX_VERBOSE", value);
+  if (const char* value = env("DNNX_BENCHMARK_LIMIT")) {
+    options.benchmark_limit =
+        static_cast<int>(parse_integer("DNNX_BENCHMARK_LIMIT", value, 0));
+  }
+}
+
+}  // namespace dnnx

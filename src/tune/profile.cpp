@@ -1,0 +1,133 @@
+// Text and JSON renderings of candidate lists and profile tables.
+
+#include <dnnx/algo.hpp>
+
+#include "core/strings.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+
+namespace dnnx {
+namespace {
+
+std::string ms_text(double ms) {
+  if (std::isnan(ms)) return "-";
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(ms < 1.0 ? 4 : 3) << ms;
+  return out.str();
+}
+
+std::string status_text(const ProfileRow& row) {
+  std::string text(to_string(row.status));
+  if (!row.detail.empty()) text += ": " + row.detail;
+  return text;
+}
+
+// Pads every column to its widest cell; the last column is left unpadded.
+std::string render(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> widths;
+  for (const auto& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()));
+    for (std::size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  std::ostringstream out;
+  for (const auto& row : rows) {
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      if (i + 1 < row.size()) {
+        out << std::left << std::setw(static_cast<int>(widths[i]) + 2) << row[i];
+      } else {
+        out << row[i];
+      }
+    }
+    out << '\n';
+  }
+  return out.str();
+}
+
+nlohmann::json algo_json(const AlgoInfo& algo) {
+  return {{"id", algo.id},
+          {"name", algo.name},
+          {"supported", algo.supported},
+          {"reason", algo.reason},
+          {"workspace_bytes", algo.workspace_bytes},
+          {"deterministic", algo.deterministic},
+          {"notes", algo.notes},
+          {"families", algo.families},
+          {"priority", algo.priority}};
+}
+
+nlohmann::json number_or_null(double value) {
+  return std::isnan(value) ? nlohmann::json(nullptr) : nlohmann::json(value);
+}
+
+}  // namespace
+
+std::string_view to_string(CandidateStatus status) {
+  switch (status) {
+    case CandidateStatus::ok: return "ok";
+    case CandidateStatus::unsupported: return "unsupported";
+    case CandidateStatus::over_workspace_limit: return "over_workspace_limit";
+    case CandidateStatus::not_deterministic: return "not_deterministic";
+    case CandidateStatus::failed: return "failed";
+    case CandidateStatus::abandoned: return "abandoned";
+    case CandidateStatus::not_timed: return "not_timed";
+  }
+  return "?";
+}
+
+std::string format_algo_table(const std::vector<AlgoInfo>& algos) {
+  std::vector<std::vector<std::string>> rows{
+      {"#", "id", "status", "workspace", "deterministic", "notes", "families"}};
+  for (const AlgoInfo& algo : algos) {
+    rows.push_back({std::to_string(algo.priority), algo.id,
+                    algo.supported ? std::string("supported") : "unsupported: " + algo.reason,
+                    detail::format_bytes(static_cast<double>(algo.workspace_bytes)),
+                    algo.deterministic ? "yes" : "no", detail::join(algo.notes, ","),
+                    detail::join(algo.families, ",")});
+  }
+  return render(rows);
+}
+
+std::string ProfileResult::table() const {
+  std::ostringstream out;
+  out << op << ' ' << to_string(direction) << " profile [" << backend << "] " << desc << '\n';
+  std::vector<std::vector<std::string>> cells{
+      {"id", "median ms", "min ms", "runs", "workspace", "det", "status"}};
+  for (const ProfileRow& row : rows) {
+    cells.push_back({row.algo.id, ms_text(row.median_ms), ms_text(row.min_ms),
+                    std::to_string(row.runs),
+                    detail::format_bytes(static_cast<double>(row.algo.workspace_bytes)),
+                    row.algo.deterministic ? "yes" : "no", status_text(row)});
+  }
+  out << render(cells);
+  out << "fastest: " << (chosen.empty() ? std::string("(none ran)") : chosen) << "  (profile took "
+      << ms_text(wall_ms) << " ms)\n";
+  out << "repro: " << repro << '\n';
+  return out.str();
+}
+
+std::string ProfileResult::json() const {
+  nlohmann::json doc;
+  doc["op"] = op;
+  doc["direction"] = std::string(to_string(direction));
+  doc["desc"] = desc;
+  doc["repro"] = repro;
+  doc["backend"] = backend;
+  doc["chosen"] = chosen;
+  doc["wall_ms"] = wall_ms;
+  doc["rows"] = nlohmann::json::array();
+  for (const ProfileRow& row : rows) {
+    doc["rows"].push_back({{"algo", algo_json(row.algo)},
+                           {"status", std::string(to_string(row.status))},
+                           {"detail", row.detail},
+                           {"median_ms", number_or_null(row.median_ms)},
+                           {"min_ms", number_or_null(row.min_ms)},
+                           {"runs", row.runs}});
+  }
+  return doc.dump(2);
+}
+
+}  // namespace dnnx

@@ -1,0 +1,271 @@
+#include "tune/select.hpp"
+
+#include "core/check.hpp"
+#include "core/strings.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <sstream>
+
+namespace dnnx::tune {
+namespace {
+
+ErrorContext context_of(const Request& request, std::string implementation = {}) {
+  return {request.op + " " + std::string(to_string(request.direction)), request.repro,
+          request.backend, std::move(implementation), {}};
+}
+
+std::string supported_ids(const std::vector<AlgoInfo>& candidates) {
+  std::vector<std::string> ids;
+  for (const AlgoInfo& algo : candidates) {
+    if (algo.supported) ids.push_back(algo.id);
+  }
+  return ids.empty() ? std::string("(none)") : detail::join(ids, ", ");
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+bool in_family(const AlgoInfo& algo, const std::string& family) {
+  if (family == "deterministic") return algo.deterministic;
+  return std::find(algo.families.begin(), algo.families.end(), family) != algo.families.end();
+}
+
+double elapsed_ms(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+// The first admissible candidate matching `accept`, or an Unsupported error that says what
+// excluded each candidate, so a user sees e.g. that a workspace limit of 0 ruled out everything.
+template <typename Accept>
+const AlgoInfo& first_admissible(const Request& request, const std::vector<AlgoInfo>& candidates,
+                                 const TuneOptions& options, Accept accept,
+                                 std::string_view wanted) {
+  std::vector<std::string> excluded;
+  for (const AlgoInfo& algo : candidates) {
+    if (!accept(algo)) continue;
+    if (auto why = exclusion(algo, options)) {
+      excluded.push_back(algo.id + ": " + why->detail);
+      continue;
+    }
+    return algo;
+  }
+  detail::raise(ErrorKind::Unsupported,
+                detail::cat("no ", wanted, " candidate meets the constraints",
+                            excluded.empty() ? std::string()
+                                             : " (" + detail::join(excluded, "; ") + ")"),
+                context_of(request));
+}
+
+}  // namespace
+
+std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& options) {
+  if (!algo.supported) return Exclusion{CandidateStatus::unsupported, algo.reason};
+  const auto limit = options.effective_workspace_limit();
+  if (limit && algo.workspace_bytes > *limit) {
+    return Exclusion{CandidateStatus::over_workspace_limit,
+                     detail::cat("needs ", algo.workspace_bytes, " B of workspace, limit is ",
+                                 *limit, " B")};
+  }
+  if (options.deterministic && !algo.deterministic) {
+    return Exclusion{CandidateStatus::not_deterministic,
+                     "not deterministic and deterministic mode is on"};
+  }
+  return std::nullopt;
+}
+
+std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
+                                        const TuneOptions& options, const RunOnce& run,
+                                        bool apply_benchmark_limit) {
+  DNNX_CHECK_ARG(options.timing_runs >= 1, "timing_runs must be >= 1, got ", options.timing_runs);
+  DNNX_CHECK_ARG(options.warmup_runs >= 0, "warmup_runs must be >= 0, got ", options.warmup_runs);
+  DNNX_CHECK_ARG(options.benchmark_limit >= 0, "benchmark_limit must be >= 0, got ",
+                 options.benchmark_limit);
+  DNNX_CHECK_ARG(options.abandon_factor > 1.0, "abandon_factor must be > 1, got ",
+                 options.abandon_factor);
+  std::vector<ProfileRow> rows;
+  rows.reserve(candidates.size());
+  double best = std::numeric_limits<double>::infinity();
+  int ran = 0;
+  for (const AlgoInfo& algo : candidates) {
+    ProfileRow& row = rows.emplace_back();
+    row.algo = algo;
+    if (auto why = exclusion(algo, options)) {
+      row.status = why->status;
+      row.detail = why->detail;
+      continue;
+    }
+    if (apply_benchmark_limit && options.benchmark_limit > 0 && ran >= options.benchmark_limit) {
+      row.status = CandidateStatus::not_timed;
+      row.detail = detail::cat("benchmark_limit ", options.benchmark_limit, " reached");
+      continue;
+    }
+    ++ran;
+    try {
+      for (int i = 0; i < options.warmup_runs; ++i) run(algo);
+      std::vector<double> times;
+      times.reserve(static_cast<std::size_t>(options.timing_runs));
+      times.push_back(run(algo));
+      // Note [abandoning slow candidates]: naive fallbacks (reference loops, ref:any) can be
+      // 100x slower than the best; one run is enough to know they will not win.
+      if (times.front() > options.abandon_factor * best) {
+        row.status = CandidateStatus::abandoned;
+        row.detail = detail::cat("first run ", times.front(), " ms > ", options.abandon_factor,
+                                 " x best ", best, " ms");
+        row.median_ms = row.min_ms = times.front();
+        row.runs = 1;
+        continue;
+      }
+      while (static_cast<int>(times.size()) < options.timing_runs) times.push_back(run(algo));
+      row.status = CandidateStatus::ok;
+      row.median_ms = median(times);
+      row.min_ms = *std::min_element(times.begin(), times.end());
+      row.runs = static_cast<int>(times.size());
+      best = std::min(best, row.median_ms);
+    } catch (const Error& error) {
+      row.status = CandidateStatus::failed;
+      row.detail = error.what();
+    } catch (const std::exception& error) {
+      row.status = CandidateStatus::failed;
+      row.detail = error.what();
+    }
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const ProfileRow& a, const ProfileRow& b) {
+    const bool a_ok = a.status == CandidateStatus::ok;
+    const bool b_ok = b.status == CandidateStatus::ok;
+    if (a_ok != b_ok) return a_ok;
+    return a_ok && a.median_ms < b.median_ms;
+  });
+  return rows;
+}
+
+Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
+              const TuneOptions& options, const RunOnce& run) {
+  const auto start = std::chrono::steady_clock::now();
+  const AlgoPolicy& policy = options.policy(request.direction);
+  Choice choice;
+  choice.policy = policy;
+  choice.op = request.op;
+  choice.direction = request.direction;
+  choice.key = request.key;
+
+  switch (policy.kind) {
+    case PolicyKind::heuristic:
+      choice.algo = first_admissible(
+          request, candidates, options, [](const AlgoInfo&) { return true; }, "heuristic");
+      break;
+    case PolicyKind::family: {
+      const bool known = std::find(std::begin(family_names), std::end(family_names),
+                                   policy.family) != std::end(family_names) ||
+                         policy.family == "deterministic";
+      DNNX_CHECK_ARG(known, "unknown algorithm family '", policy.family, "'");
+      const bool any = std::any_of(candidates.begin(), candidates.end(), [&](const AlgoInfo& a) {
+        return in_family(a, policy.family);
+      });
+      if (!any) {
+        std::vector<std::string> available;
+        for (const AlgoInfo& algo : candidates) {
+          for (const std::string& family : algo.families) {
+            if (std::find(available.begin(), available.end(), family) == available.end())
+              available.push_back(family);
+          }
+        }
+        detail::raise(ErrorKind::Unsupported,
+                      detail::cat("algorithm family '", policy.family, "' has no candidate on ",
+                                  request.backend, "; families available: ",
+                                  available.empty() ? "(none)" : detail::join(available, ", ")),
+                      context_of(request));
+      }
+      choice.algo = first_admissible(
+          request, candidates, options,
+          [&](const AlgoInfo& algo) { return in_family(algo, policy.family); },
+          "'" + policy.family + "'");
+      break;
+    }
+    case PolicyKind::fixed: {
+      const auto it = std::find_if(candidates.begin(), candidates.end(),
+                                   [&](const AlgoInfo& algo) { return algo.id == policy.id; });
+      if (it == candidates.end()) {
+        detail::raise(ErrorKind::InvalidArgument,
+                      detail::cat("algorithm id '", policy.id, "' is not a candidate for this ",
+                                  request.op, " on ", request.backend,
+                                  "; valid ids: ", supported_ids(candidates)),
+                      context_of(request, policy.id));
+      }
+      if (auto why = exclusion(*it, options)) {
+        detail::raise(ErrorKind::Unsupported,
+                      detail::cat("fixed algorithm '", policy.id, "' cannot be used: ",
+                                  why->detail, "; valid ids: ", supported_ids(candidates)),
+                      context_of(request, policy.id));
+      }
+      choice.algo = *it;
+      break;
+    }
+    case PolicyKind::exhaustive: {
+      choice.timings = time_candidates(candidates, options, run, /*apply_benchmark_limit=*/true);
+      for (const ProfileRow& row : choice.timings) {
+        if (row.runs > 0 || row.status == CandidateStatus::failed) ++choice.candidates_timed;
+      }
+      if (choice.timings.empty() || choice.timings.front().status != CandidateStatus::ok) {
+        std::vector<std::string> why;
+        for (const ProfileRow& row : choice.timings) {
+          why.push_back(row.algo.id + ": " + std::string(to_string(row.status)) +
+                        (row.detail.empty() ? "" : " (" + row.detail + ")"));
+        }
+        detail::raise(ErrorKind::Unsupported,
+                      detail::cat("no candidate could be timed: ",
+                                  why.empty() ? "(no candidates)" : detail::join(why, "; ")),
+                      context_of(request));
+      }
+      choice.algo = choice.timings.front().algo;
+      choice.time_ms = choice.timings.front().median_ms;
+      break;
+    }
+  }
+  choice.tuning_ms = elapsed_ms(start);
+  if (options.verbose) std::cerr << describe_decision(request, choice, false) << '\n';
+  return choice;
+}
+
+std::string make_key(std::string_view op, std::string_view desc_key, Direction direction,
+                     const TuneOptions& options, std::string_view fingerprint) {
+  std::ostringstream key;
+  const auto limit = options.effective_workspace_limit();
+  key << op << ' ' << to_string(direction) << " | " << desc_key
+      << " | policy=" << options.policy(direction).to_string()
+      << " ws_limit=" << (limit ? std::to_string(*limit) : std::string("none"))
+      << " deterministic=" << options.deterministic;
+  // Exhaustive answers also depend on how they were measured.
+  if (options.policy(direction).kind == PolicyKind::exhaustive) {
+    key << " bench_limit=" << options.benchmark_limit << " runs=" << options.timing_runs;
+  }
+  key << " | " << fingerprint;
+  return key.str();
+}
+
+std::string describe_decision(const Request& request, const Choice& choice, bool from_cache) {
+  std::ostringstream line;
+  line << "dnnx: " << request.op << ' ' << to_string(request.direction) << " [" << request.backend
+       << "] " << request.desc << " policy=" << choice.policy.to_string() << " -> "
+       << choice.algo.id;
+  if (from_cache) {
+    line << " (cache hit)";
+  } else {
+    if (!std::isnan(choice.time_ms)) line << " " << choice.time_ms << " ms";
+    if (choice.policy.kind == PolicyKind::exhaustive) {
+      line << ", " << choice.candidates_timed << " of " << choice.timings.size()
+           << " candidates timed";
+    }
+    line << ", workspace " << detail::format_bytes(static_cast<double>(choice.algo.workspace_bytes))
+         << ", selection " << choice.tuning_ms << " ms";
+  }
+  return line.str();
+}
+
+}  // namespace dnnx::tune

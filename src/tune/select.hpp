@@ -1,0 +1,68 @@
+#pragma once
+// The backend-independent selection engine: constraints, the four policies, timing, cache keys.
+// Ops hand it the candidates a backend listed and a function that runs one of them; it never
+// knows which op or backend it is choosing for.
+
+#include <dnnx/algo.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dnnx::tune {
+
+/// Runs `algo` once on the real tensors and returns the elapsed time in milliseconds, measured
+/// the backend's way (host clock or device events on its stream). Throws dnnx::Error on failure.
+using RunOnce = std::function<double(const AlgoInfo& algo)>;
+
+/// What is being selected for, for messages, verbose lines and the Choice record.
+struct Request {
+  std::string op;         ///< "conv"
+  Direction direction = Direction::fwd;
+  std::string desc;       ///< the desc printed
+  std::string repro;      ///< CLI line reproducing the case
+  std::string backend;    ///< "cpu", "cudnn", ...
+  std::string key;        ///< the choice-cache key
+};
+
+/// Why `algo` may not be chosen under `options`: unsupported, over the workspace limit, or not
+/// deterministic when determinism is required. nullopt when it is admissible.
+struct Exclusion {
+  CandidateStatus status;
+  std::string detail;
+};
+std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& options);
+
+/// Picks one candidate following options.policy(request.direction):
+///   heuristic  - the first admissible candidate in priority (list) order; runs nothing;
+///   family     - the first admissible candidate tagged with the family ("deterministic" = the
+///                first deterministic one); runs nothing;
+///   fixed      - the candidate with that id; unknown, unsupported or inadmissible ids throw,
+///                naming the id, the reason and the valid ids;
+///   exhaustive - time_candidates() with the benchmark limit, fastest median wins.
+/// Throws Error(Unsupported) when no candidate is admissible (e.g. a workspace limit nothing meets).
+/// Writes one line to stderr when options.verbose.
+Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
+              const TuneOptions& options, const RunOnce& run);
+
+/// Times candidates in list order: warm-up runs, then options.timing_runs timed runs (median and
+/// min kept); a candidate whose first timed run exceeds abandon_factor x the best median so far is
+/// abandoned; one that throws is marked failed; inadmissible ones are marked with their exclusion.
+/// With `apply_benchmark_limit`, at most options.benchmark_limit candidates are run (counting only
+/// those that actually ran); the rest are not_timed. Rows come back fastest first, then the rest
+/// in list order.
+std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
+                                        const TuneOptions& options, const RunOnce& run,
+                                        bool apply_benchmark_limit);
+
+/// The choice-cache key: every input that can change the answer. `desc_key` is the op's canonical
+/// desc text, `fingerprint` the backend's library versions / machine (Backend::fingerprint()).
+std::string make_key(std::string_view op, std::string_view desc_key, Direction direction,
+                     const TuneOptions& options, std::string_view fingerprint);
+
+/// The verbose line for a decision ("dnnx: conv fwd ... -> id (1.23 ms, 7 timed, tuning 40 ms)").
+std::string describe_decision(const Request& request, const Choice& choice, bool from_cache);
+
+}  // namespace dnnx::tune
