@@ -1,0 +1,270 @@
+// Parity of every listed candidate of every non-reference backend with the reference backend,
+// for every direction of every case of the conv case table (STYLE.md "Tests").
+//
+// Per (backend, case, direction): random inputs in [-1, 1) rounded to the dtype are computed by
+// the reference (the oracle) and then by each candidate of conv_list() individually, through a
+// Context whose policy for the direction is AlgoPolicy::fixed(id). Outputs start as NaN and are
+// checked for NaN/Inf first; then |candidate - reference| <= tol * scale elementwise, where scale
+// is the sum of |products| behind the element. Candidates that claim determinism run twice and
+// must agree bitwise. Unsupported candidates are counted, reported, and each must carry one of
+// the reasons listed in expected_unsupported(); anything else fails.
+
+#include "ops/conv_cases.hpp"
+#include "support/compare.hpp"
+#include "support/conv.hpp"
+#include "support/random.hpp"
+
+#include <dnnx/dnnx.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <regex>
+#include <sstream>
+
+namespace dnnx::test {
+namespace {
+
+// Seed of the random part of the table; changing it changes the random cases' names' meaning.
+constexpr std::uint64_t random_table_seed = 20240611;
+constexpr int random_table_size = 40;
+// ResNet-50 layers in the default suite: the cheap ones at batch 1 (the 1x1 layers of 13-52
+// M MACs); every layer of bench/shapes/resnet50.txt at batch 2 runs with
+//   conv_parity_test --gtest_also_run_disabled_tests --gtest_filter='DISABLED_ResNet50All/*'
+constexpr double resnet50_default_max_macs = 52e6;
+
+// Note [expected unsupported]: the only reasons a listed candidate may be unsupported. A reason
+// outside this list fails the test, so a backend cannot quietly stop supporting a case.
+struct ExpectedReason {
+  const char* category;
+  std::regex id;      // the candidate ids it applies to
+  std::regex reason;  // what the reason must say
+  bool (*applies)(const ConvDesc&, Direction);
+};
+const std::vector<ExpectedReason>& expected_reasons() {
+  static const std::vector<ExpectedReason> reasons = {
+      // oneDNN implements winograd for few shapes (3x3, stride 1, f32 forward on some ISAs).
+      {"onednn: no winograd implementation for the desc", std::regex("^onednn:unavailable:winograd$"),
+       std::regex("has no winograd implementation"), [](const ConvDesc&, Direction) { return true; }},
+      // f16/bf16 implementations exist only for some directions on some ISAs; f32 has oneDNN's
+      // reference implementations everywhere, so a missing f32 direct algorithm is a bug.
+      {"onednn: no direct implementation for f16/bf16 in this direction",
+       std::regex("^onednn:unavailable:direct$"), std::regex("has no direct implementation"),
+       [](const ConvDesc& desc, Direction) { return desc.dtype != DType::f32; }},
+  };
+  return reasons;
+}
+
+const char* unsupported_category(const ConvDesc& desc, Direction direction, const AlgoInfo& algo) {
+  for (const ExpectedReason& reason : expected_reasons()) {
+    if (std::regex_search(algo.id, reason.id) && std::regex_search(algo.reason, reason.reason) &&
+        reason.applies(desc, direction)) {
+      return reason.category;
+    }
+  }
+  return nullptr;
+}
+
+struct ParityCase {
+  BackendKind backend;
+  ConvCase conv;
+};
+
+// The backends compared with the reference: cpu always (skipped with a message when not built),
+// cudnn where it can run.
+std::vector<ParityCase> with_backends(const std::vector<ConvCase>& cases) {
+  std::vector<BackendKind> backends{BackendKind::cpu};
+  if (backend_available(BackendKind::cudnn)) backends.push_back(BackendKind::cudnn);
+  std::vector<ParityCase> out;
+  for (const BackendKind backend : backends) {
+    for (const ConvCase& conv : cases) out.push_back({backend, conv});
+  }
+  return out;
+}
+
+std::string parity_name(const ::testing::TestParamInfo<ParityCase>& info) {
+  return std::string(to_string(info.param.backend)) + "_" + info.param.conv.name;
+}
+
+class ConvParity : public ::testing::TestWithParam<ParityCase> {
+ protected:
+  void check(Direction direction);
+};
+
+void ConvParity::check(Direction direction) {
+  const auto& [backend, conv] = GetParam();
+  std::string why;
+  if (!backend_available(backend, &why)) {
+    GTEST_SKIP() << "backend " << to_string(backend) << " is not available here: " << why;
+  }
+  const ConvDesc& desc = conv.desc;
+  SCOPED_TRACE(conv.name + " " + std::string(to_string(direction)));
+
+  const ConvOperands operands =
+      random_conv_operands(desc, direction, seed_from(conv.name + std::string(to_string(direction))));
+  Context reference(BackendKind::reference);
+  const ConvRun expected = run_conv(reference, desc, direction, operands);
+  ASSERT_TRUE(all_finite(expected.output, "reference output",
+                         conv_context(desc, direction, expected.choice->algo.id)));
+  const std::vector<float> expected_values = expected.output.to_f32();
+  const std::vector<float> scale = conv_error_scale(desc, direction, operands);
+  const Tolerance tolerance = conv_tolerance(desc.dtype);
+
+  Context base(backend);
+  const std::vector<AlgoInfo> algos = conv_list(base, desc, direction);
+  ASSERT_FALSE(algos.empty()) << "conv_list returned no candidates at all\n  "
+                              << conv_context(desc, direction, "(none)");
+
+  std::ostringstream summary;
+  int ran = 0;
+  int unsupported = 0;
+  const auto listed_supported =
+      std::count_if(algos.begin(), algos.end(), [](const AlgoInfo& a) { return a.supported; });
+  double worst_ratio = 0;
+  for (const AlgoInfo& algo : algos) {
+    const std::string context = conv_context(desc, direction, algo.id);
+    if (!algo.supported) {
+      ++unsupported;
+      const char* category = unsupported_category(desc, direction, algo);
+      summary << "\n    skip " << algo.id << ": " << algo.reason;
+      EXPECT_NE(category, nullptr)
+          << "candidate " << algo.id << " is unsupported for a reason not in the expected list "
+          << "(Note [expected unsupported]): \"" << algo.reason << "\"\n  " << context;
+      EXPECT_FALSE(algo.reason.empty()) << "unsupported candidate without a reason\n  " << context;
+      continue;
+    }
+    Context fixed = base;
+    fixed.tune().policy(direction) = AlgoPolicy::fixed(algo.id);
+    const auto start = std::chrono::steady_clock::now();
+    ConvRun run;
+    try {
+      run = run_conv(fixed, desc, direction, operands);
+    } catch (const Error& error) {
+      ADD_FAILURE() << "candidate listed as supported threw " << to_string(error.kind()) << ": "
+                    << error.what() << "\n  " << context;
+      continue;
+    }
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    ++ran;
+    ASSERT_NE(run.choice, nullptr) << context;
+    EXPECT_EQ(run.choice->algo.id, algo.id)
+        << "a fixed policy ran another candidate\n  " << context;
+    EXPECT_EQ(run.choice->direction, direction) << context;
+    if (!all_finite(run.output, "output", context)) {
+      ADD_FAILURE() << all_finite(run.output, "output", context).message();
+      continue;
+    }
+    double ratio = 0;
+    EXPECT_TRUE(close_within_scale(run.output.to_f32(), expected_values, scale,
+                                   run.output.dims(), tolerance, "output", context, &ratio));
+    worst_ratio = std::max(worst_ratio, ratio);
+    summary << "\n    ran  " << algo.id << " (" << ms << " ms, error " << ratio
+            << " of the bound" << (algo.deterministic ? ", deterministic" : "") << ")";
+    if (algo.deterministic) {
+      const ConvRun again = run_conv(fixed, desc, direction, operands);
+      EXPECT_TRUE(bitwise_equal(run.output, again.output, "output", context));
+    }
+  }
+
+  // Counted skips: visible in the test output and in the XML report.
+  RecordProperty("candidates", static_cast<int>(algos.size()));
+  RecordProperty("candidates_run", ran);
+  RecordProperty("candidates_unsupported", unsupported);
+  std::cout << "[ parity   ] " << to_string(backend) << " " << conv.name << " "
+            << to_string(direction) << ": " << ran << " ran, " << unsupported
+            << " unsupported, worst error " << worst_ratio << " of the bound" << summary.str()
+            << "\n";
+
+  if (listed_supported == 0) {
+    // No candidate: the op itself must then refuse with Unsupported, not run something else.
+    Context heuristic(backend);
+    try {
+      run_conv(heuristic, desc, direction, operands);
+      ADD_FAILURE() << "every candidate is unsupported but the op ran anyway\n  "
+                    << conv_context(desc, direction, "(heuristic)");
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::Unsupported) << error.what();
+    }
+  }
+}
+
+TEST_P(ConvParity, fwd) { check(Direction::fwd); }
+TEST_P(ConvParity, bwd_data) { check(Direction::bwd_data); }
+TEST_P(ConvParity, bwd_weights) { check(Direction::bwd_weights); }
+
+INSTANTIATE_TEST_SUITE_P(Edge, ConvParity, ::testing::ValuesIn(with_backends(conv_edge_cases())),
+                         parity_name);
+INSTANTIATE_TEST_SUITE_P(Random, ConvParity,
+                         ::testing::ValuesIn(with_backends(
+                             conv_random_cases(random_table_seed, random_table_size))),
+                         parity_name);
+INSTANTIATE_TEST_SUITE_P(ResNet50, ConvParity,
+                         ::testing::ValuesIn(with_backends(
+                             conv_resnet50_cases(1, resnet50_default_max_macs))),
+                         parity_name);
+INSTANTIATE_TEST_SUITE_P(DISABLED_ResNet50All, ConvParity,
+                         ::testing::ValuesIn(with_backends(conv_resnet50_cases(
+                             2, std::numeric_limits<double>::infinity()))),
+                         parity_name);
+
+// The unsupported candidates of the whole table, listed without running anything, tallied by
+// reason: every one must fall in an expected category, and the tally is printed so that a change
+// in what a backend supports shows up in the log.
+TEST(ConvParityBudget, EveryUnsupportedCandidateHasAnExpectedReason) {
+  std::string why;
+  if (!backend_available(BackendKind::cpu, &why)) {
+    GTEST_SKIP() << "backend cpu is not available here: " << why;
+  }
+  Context cpu(BackendKind::cpu);
+  std::vector<ConvCase> cases = conv_edge_cases();
+  for (auto& c : conv_random_cases(random_table_seed, random_table_size)) cases.push_back(c);
+  for (auto& c : conv_resnet50_cases(1, resnet50_default_max_macs)) cases.push_back(c);
+
+  std::map<std::string, int> by_category;
+  std::map<std::string, int> uncovered_by_dtype;
+  int total = 0;
+  int supported = 0;
+  for (const ConvCase& conv : cases) {
+    for (const Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
+      int supported_here = 0;
+      for (const AlgoInfo& algo : conv_list(cpu, conv.desc, direction)) {
+        ++total;
+        if (algo.supported) {
+          ++supported;
+          ++supported_here;
+          continue;
+        }
+        const char* category = unsupported_category(conv.desc, direction, algo);
+        ++by_category[category ? category : "UNEXPECTED"];
+        EXPECT_NE(category, nullptr)
+            << "unexpected reason \"" << algo.reason << "\"\n  "
+            << conv_context(conv.desc, direction, algo.id);
+      }
+      if (supported_here == 0) {
+        ++uncovered_by_dtype[std::string(to_string(conv.desc.dtype))];
+        // oneDNN's reference implementations cover every f32 convolution: the cpu backend must too.
+        EXPECT_NE(conv.desc.dtype, DType::f32)
+            << "no cpu candidate supports an f32 case\n  "
+            << conv_context(conv.desc, direction, "(none)");
+      }
+    }
+  }
+  std::cout << "[ budget   ] " << cases.size() << " cases x 3 directions: " << total
+            << " candidates listed, " << supported << " supported\n";
+  for (const auto& [category, count] : by_category) {
+    std::cout << "[ budget   ]   unsupported (" << category << "): " << count << "\n";
+  }
+  for (const auto& [dtype, count] : uncovered_by_dtype) {
+    std::cout << "[ budget   ]   " << dtype << " (case, direction) pairs without any cpu candidate: "
+              << count << "\n";
+  }
+  EXPECT_GT(supported, 0);
+}
+
+}  // namespace
+}  // namespace dnnx::test

@@ -1,0 +1,99 @@
+#include "support/conv.hpp"
+
+#include "support/random.hpp"
+
+#include <sstream>
+
+namespace dnnx::test {
+
+ConvOperands random_conv_operands(const ConvDesc& desc, Direction direction,
+                                  std::uint64_t seed) {
+  // Distinct seeds per operand: equal src and diff_dst values would hide transposition bugs.
+  ConvOperands operands;
+  if (direction != Direction::bwd_data) {
+    operands.src = random_tensor(desc.src_dims(), desc.dtype, desc.layout, seed ^ 0x5352ull);
+  }
+  if (direction != Direction::bwd_weights) {
+    operands.weights =
+        random_tensor(desc.weights_dims(), desc.dtype, desc.layout, seed ^ 0x5745ull);
+  }
+  if (direction != Direction::fwd) {
+    operands.diff_dst = random_tensor(desc.dst_dims(), desc.dtype, desc.layout, seed ^ 0x4444ull);
+  }
+  return operands;
+}
+
+Dims conv_output_dims(const ConvDesc& desc, Direction direction) {
+  switch (direction) {
+    case Direction::fwd:
+      return desc.dst_dims();
+    case Direction::bwd_data:
+      return desc.src_dims();
+    case Direction::bwd_weights:
+      return desc.weights_dims();
+  }
+  return {};
+}
+
+ConvRun run_conv(Context& context, const ConvDesc& desc, Direction direction,
+                 const ConvOperands& operands) {
+  ConvRun run{nan_tensor(conv_output_dims(desc, direction), desc.dtype, desc.layout), nullptr};
+  switch (direction) {
+    case Direction::fwd:
+      run.choice = conv_fwd(context, desc, operands.src, operands.weights, run.output);
+      break;
+    case Direction::bwd_data:
+      run.choice = conv_bwd_data(context, desc, operands.diff_dst, operands.weights, run.output);
+      break;
+    case Direction::bwd_weights:
+      run.choice = conv_bwd_weights(context, desc, operands.src, operands.diff_dst, run.output);
+      break;
+  }
+  return run;
+}
+
+std::vector<float> conv_error_scale(const ConvDesc& desc, Direction direction,
+                                    const ConvOperands& operands) {
+  // f16/bf16 values are exact in f32, so the f32 desc sees the same magnitudes.
+  ConvDesc wide = desc;
+  wide.dtype = DType::f32;
+  ConvOperands magnitudes;
+  if (!operands.src.is_null()) magnitudes.src = abs_tensor(operands.src, wide.dtype, wide.layout);
+  if (!operands.weights.is_null()) {
+    magnitudes.weights = abs_tensor(operands.weights, wide.dtype, wide.layout);
+  }
+  if (!operands.diff_dst.is_null()) {
+    magnitudes.diff_dst = abs_tensor(operands.diff_dst, wide.dtype, wide.layout);
+  }
+  Context reference(BackendKind::reference);
+  return run_conv(reference, wide, direction, magnitudes).output.to_f32();
+}
+
+// Note [conv tolerances]: errors are bounded relative to scale = sum |x||w| of the element, so
+// the bound holds whatever the cancellation in the sum. f32: the reference accumulates in f64 and
+// rounds once (<= 2^-24 scale); an implementation accumulating K products in f32 errs by about
+// sqrt(K) 2^-24 scale in practice (K 2^-24 in the worst case), and winograd's transforms add a
+// few ulps; 3e-5 (~500 ulps) covers K up to ~10^4 with margin. f16/bf16 are looser because both
+// sides round their output to the dtype (2^-11 resp. 2^-8 relative each): two roundings plus the
+// f32 accumulation make 4 units of the dtype's rounding. f16's absolute term covers rounding in
+// its subnormal range (spacing 2^-24).
+Tolerance conv_tolerance(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+      return {3e-5, 0.0};
+    case DType::f16:
+      return {4 * 0x1.0p-11, 0x1.0p-24};
+    case DType::bf16:
+      return {4 * 0x1.0p-8, 0.0};
+  }
+  return {};
+}
+
+std::string conv_context(const ConvDesc& desc, Direction direction, std::string_view candidate) {
+  std::ostringstream out;
+  out << "conv " << to_string(direction) << ", candidate " << candidate << "\n  desc: " << desc
+      << "\n  repro: " << desc.repro(direction);
+  return out.str();
+}
+
+}  // namespace dnnx::test

@@ -1,0 +1,59 @@
+#pragma once
+// Convolution helpers for tests: random operands, running one direction into a fresh output,
+// and the per-element error scale that tolerances are relative to.
+
+#include <dnnx/algo.hpp>
+#include <dnnx/context.hpp>
+#include <dnnx/ops/conv.hpp>
+#include <dnnx/tensor.hpp>
+
+#include "support/compare.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dnnx::test {
+
+/// The tensors a direction reads (the others stay null): fwd src + weights, bwd_data
+/// diff_dst + weights, bwd_weights src + diff_dst. Dense in desc.layout, desc.dtype.
+struct ConvOperands {
+  Tensor src;
+  Tensor weights;
+  Tensor diff_dst;
+};
+
+/// Operands of `direction` uniform in [-1, 1) rounded to desc.dtype, reproducible from `seed`.
+/// Every backend is handed the same tensors, so both sides see identical inputs.
+ConvOperands random_conv_operands(const ConvDesc& desc, Direction direction, std::uint64_t seed);
+
+/// Dims of what `direction` writes: dst, diff_src or diff_weights.
+Dims conv_output_dims(const ConvDesc& desc, Direction direction);
+
+/// One direction's output and the choice that produced it.
+struct ConvRun {
+  Tensor output;
+  std::shared_ptr<const Choice> choice;
+};
+
+/// Runs `direction` on `context` with its current TuneOptions into a new output tensor that
+/// starts as all-NaN (so unwritten elements fail the finiteness check).
+ConvRun run_conv(Context& context, const ConvDesc& desc, Direction direction,
+                 const ConvOperands& operands);
+
+/// For every output element, the sum of |products| that forms it: the same direction on the
+/// reference backend in f32 with every operand replaced by its absolute value. Rounding errors
+/// of a correct implementation are proportional to this, whatever the cancellation in the sum.
+std::vector<float> conv_error_scale(const ConvDesc& desc, Direction direction,
+                                    const ConvOperands& operands);
+
+/// The conv error bound of an output of `dtype` relative to conv_error_scale(); see
+/// Note [conv tolerances] in conv.cpp.
+Tolerance conv_tolerance(DType dtype);
+
+/// Failure context: direction, candidate id, the desc and its `dnnx` reproduction line.
+std::string conv_context(const ConvDesc& desc, Direction direction, std::string_view candidate);
+
+}  // namespace dnnx::test

@@ -1,0 +1,34 @@
+#pragma once
+// Seeded, portable random inputs for tests: the same seed gives the same values on every
+// platform and standard library (std::uniform_real_distribution does not promise that).
+
+#include <dnnx/tensor.hpp>
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace dnnx::test {
+
+/// A stable 64-bit seed derived from text (FNV-1a), e.g. from a test-case name, so that a case
+/// keeps its inputs when other cases are added or reordered.
+std::uint64_t seed_from(std::string_view text);
+
+/// `count` values uniform in [lo, hi), reproducible from `seed`.
+std::vector<float> random_uniform(std::size_t count, std::uint64_t seed, float lo = -1.0f,
+                                  float hi = 1.0f);
+
+/// A dense host tensor in `layout` filled with values uniform in [-1, 1) rounded to `dtype`.
+Tensor random_tensor(const Dims& dims, DType dtype, Layout layout, std::uint64_t seed);
+
+/// A dense host tensor holding `values` (logical order), rounded to `dtype`.
+Tensor tensor_from(const Dims& dims, DType dtype, Layout layout, const std::vector<float>& values);
+
+/// A dense host tensor whose every element is a quiet NaN: outputs start like this so that an
+/// implementation that leaves an element unwritten fails the NaN/Inf check.
+Tensor nan_tensor(const Dims& dims, DType dtype, Layout layout);
+
+/// The same logical values as `tensor`, with every element replaced by its absolute value.
+Tensor abs_tensor(const Tensor& tensor, DType dtype, Layout layout);
+
+}  // namespace dnnx::test
