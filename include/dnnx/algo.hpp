@@ -137,6 +137,15 @@ struct Choice {
   std::vector<ProfileRow> timings;  ///< exhaustive: every candidate's row, fastest first
   double tuning_ms = 0;          ///< wall time spent selecting, ms
   int candidates_timed = 0;      ///< candidates that actually ran
+  std::string runner_up;         ///< exhaustive: the second fastest id (empty if none)
+  double runner_up_ms = std::numeric_limits<double>::quiet_NaN();  ///< its median time, ms
+  std::string backend;           ///< backend name it was made on ("cpu", ...)
+  std::string fingerprint;       ///< that backend's library versions / machine facts
+  std::string environment;       ///< JSON object: device, libraries, dnnx version
+  std::int64_t measured_at = 0;  ///< when it was made, seconds since the Unix epoch
+  /// Read from the cache file and not yet re-validated in this process (the op layer checks the
+  /// id is still supported and admissible before using it).
+  bool from_file = false;
 };
 
 /// A profile of every candidate of one (desc, direction).
@@ -159,11 +168,56 @@ struct ProfileResult {
 /// A table of candidates as `dnnx algos` prints it.
 std::string format_algo_table(const std::vector<AlgoInfo>& algos);
 
+/// Whether a choice cache uses its file (DNNX_CACHE).
+enum class CacheMode : std::uint8_t {
+  off,        ///< memory only
+  read,       ///< load the file, never write it
+  readwrite,  ///< load the file and merge every new choice into it
+};
+/// "off", "read", "readwrite".
+std::string_view to_string(CacheMode mode);
+/// Parses the names above; throws InvalidArgument listing them.
+CacheMode parse_cache_mode(std::string_view text);
+
+/// The file behind a choice cache.
+struct CacheFileOptions {
+  /// Version of the file schema; part of the default file name (tune-v<N>.json).
+  static constexpr int schema_version = 1;
+
+  CacheMode mode = CacheMode::readwrite;  ///< off / read / readwrite
+  std::string path;                       ///< the JSON file
+  std::size_t max_entries = 4096;         ///< LRU bound on the file's entries
+
+  /// From DNNX_CACHE (off|read|readwrite, default readwrite), DNNX_CACHE_FILE (default
+  /// $XDG_CACHE_HOME/dnnx/tune-v<N>.json, else ~/.cache/dnnx/tune-v<N>.json) and
+  /// DNNX_CACHE_MAX_ENTRIES. Malformed values throw InvalidArgument naming the variable.
+  static CacheFileOptions from_env();
+  /// The default path described above.
+  static std::string default_path();
+};
+
+/// What the persistent side of a cache has done in this process.
+struct CacheFileStats {
+  std::string path;               ///< the file ("" when the cache has none)
+  CacheMode mode = CacheMode::off;
+  std::size_t file_entries = 0;   ///< entries known from the file (after the last load/write)
+  std::size_t applied = 0;        ///< file entries that answered a lookup
+  std::size_t invalidated = 0;    ///< file entries that failed re-validation and were re-selected
+  std::size_t writes = 0;         ///< successful atomic writes
+  std::size_t set_aside = 0;      ///< unreadable files renamed aside
+};
+
 /// A thread-safe store of choices keyed by everything that changes the answer. Contexts share
-/// the process-wide one unless given their own.
+/// the process-wide one (backed by the file CacheFileOptions::from_env() names) unless given
+/// their own.
 class ChoiceCache {
  public:
+  /// A memory-only cache.
   ChoiceCache();
+  /// A cache backed by a file: loaded now (an unreadable file is reported on stderr and renamed
+  /// aside, never applied), and in readwrite mode every new choice is merged into the file with an
+  /// advisory lock and an atomic rename, so concurrent processes lose nothing.
+  explicit ChoiceCache(CacheFileOptions file);
   ~ChoiceCache();
   ChoiceCache(const ChoiceCache&) = delete;
   ChoiceCache& operator=(const ChoiceCache&) = delete;
@@ -183,8 +237,27 @@ class ChoiceCache {
   /// Changes whenever an entry is inserted, replaced or cleared (lets callers keep a fast path
   /// in front of the cache and notice when it changed).
   std::uint64_t generation() const;
-  /// Every entry (a snapshot), for display and persistence.
+  /// Every entry in memory and in the file (a snapshot), for display.
   std::vector<std::pair<std::string, std::shared_ptr<const Choice>>> entries() const;
+
+  /// The file options (mode off and an empty path for a memory-only cache).
+  const CacheFileOptions& file_options() const;
+  CacheFileStats file_stats() const;
+  /// File entries recorded for `backend` under a fingerprint other than `fingerprint`: choices
+  /// measured on another device kind or library version, which are never applied.
+  std::size_t foreign_entries(std::string_view backend, std::string_view fingerprint) const;
+  /// Re-reads the file, merging what other processes wrote meanwhile.
+  void reload();
+  /// Writes every entry (memory and file) to `path` as a cache file; returns the entry count.
+  std::size_t export_file(const std::string& path) const;
+  /// Merges the entries of the cache file at `path` (newer measurement wins) into this cache and,
+  /// in readwrite mode, into its file; returns the number of entries read. Throws InvalidArgument
+  /// if `path` is not a valid cache file.
+  std::size_t import_file(const std::string& path);
+  /// Keeps the `max_entries` most recently used file entries; returns how many were dropped.
+  std::size_t prune(std::size_t max_entries);
+  /// Empties the cache and its file (readwrite mode).
+  void clear_file();
 
  private:
   struct Impl;

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dnnx::detail {
@@ -75,6 +76,10 @@ class Backend {
   /// Library versions and machine facts that change which candidate wins (cache-key part),
   /// e.g. "oneDNN 3.2.0 isa=avx512_core_amx threads=2".
   virtual std::string fingerprint() const = 0;
+  /// Facts recorded with every persisted choice (device name, compute capability, SM count,
+  /// driver, library versions...), as name/value pairs. The op layer adds backend, fingerprint
+  /// and the dnnx version.
+  virtual std::vector<std::pair<std::string, std::string>> environment() const { return {}; }
   virtual Device device() const = 0;
   /// Allocator for tensors and workspaces on device().
   virtual Allocator& allocator() = 0;

@@ -33,6 +33,8 @@ std::string join(const Range& items, std::string_view separator) {
 std::vector<std::string> split(std::string_view text, char separator);
 /// Lower-cased copy of `text`.
 std::string lower(std::string_view text);
+/// `text` as a JSON string literal (quotes and escapes included).
+std::string json_quote(std::string_view text);
 /// Human bytes: "0 B", "7.4 KiB", "19.6 MiB".
 std::string format_bytes(double bytes);
 

@@ -2,6 +2,7 @@
 // path -> choice cache -> selection), run it, fall back when a candidate fails at run time.
 
 #include <dnnx/ops/conv.hpp>
+#include <dnnx/version.hpp>
 
 #include "core/check.hpp"
 #include "core/strings.hpp"
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <optional>
 #include <random>
 
 namespace dnnx {
@@ -156,6 +158,20 @@ tune::Request make_request(const Context& context, const ConvDesc& desc, Directi
           std::move(key)};
 }
 
+// The facts persisted with a choice: who measured it, on what.
+std::string environment_json(const detail::Backend& backend) {
+  std::vector<std::pair<std::string, std::string>> facts{
+      {"backend", backend.name()}, {"fingerprint", backend.fingerprint()},
+      {"dnnx", std::string(version())}};
+  for (auto& fact : backend.environment()) facts.push_back(std::move(fact));
+  std::string text = "{";
+  for (std::size_t i = 0; i < facts.size(); ++i) {
+    if (i > 0) text += ",";
+    text += detail::json_quote(facts[i].first) + ":" + detail::json_quote(facts[i].second);
+  }
+  return text + "}";
+}
+
 // Runs `plan` once on `args` and returns its time. Called with the state's mutex held.
 double run_plan(ContextState& state, ConvPlan& plan, const ConvArgs& args) {
   const detail::Workspace workspace = state.workspace(plan.algo().workspace_bytes);
@@ -171,20 +187,54 @@ std::shared_ptr<const Choice> select_locked(Context& context, ContextState& stat
   const TuneOptions& options = context.tune();
   const std::string key =
       tune::make_key("conv", desc.key(), direction, options, backend.fingerprint());
-  if (auto cached = context.choice_cache()->find(key)) {
-    if (options.verbose)
-      std::cerr << tune::describe_decision(make_request(context, desc, direction, key), *cached,
-                                           true)
-                << '\n';
-    return cached;
-  }
-  const std::vector<AlgoInfo> candidates = backend.conv().list(desc, direction);
+  ChoiceCache& cache = *context.choice_cache();
   const tune::Request request = make_request(context, desc, direction, key);
+  std::optional<std::vector<AlgoInfo>> candidates;
+  if (auto cached = cache.find(key)) {
+    if (!cached->from_file) {
+      if (options.verbose) std::cerr << tune::describe_decision(request, *cached, true) << '\n';
+      return cached;
+    }
+    // Note [re-validating persisted choices]: a choice read from the cache file was made by
+    // another process, maybe under other limits; it is used only if the id is still a candidate
+    // that meets this call's constraints, else selection runs again and the file is updated.
+    candidates = backend.conv().list(desc, direction);
+    const auto it = std::find_if(candidates->begin(), candidates->end(),
+                                 [&](const AlgoInfo& a) { return a.id == cached->algo.id; });
+    const auto why = it == candidates->end()
+                         ? std::optional<tune::Exclusion>(tune::Exclusion{
+                               CandidateStatus::unsupported, "no longer a candidate"})
+                         : tune::exclusion(*it, options);
+    if (!why) {
+      auto validated = std::make_shared<Choice>(*cached);
+      validated->algo = *it;
+      validated->from_file = false;
+      cache.insert(key, validated);
+      if (options.verbose) std::cerr << tune::describe_decision(request, *validated, true) << '\n';
+      return validated;
+    }
+    if (options.verbose) {
+      std::cerr << "dnnx: cached choice " << cached->algo.id << " for " << request.desc
+                << " is not valid here (" << why->detail << "); selecting again\n";
+    }
+  } else if (options.verbose) {
+    if (const std::size_t foreign = cache.foreign_entries(backend.name(), backend.fingerprint())) {
+      std::cerr << "dnnx: tune cache holds " << foreign << " choices for " << backend.name()
+                << " measured on another device kind or library version; ignored\n";
+    }
+  }
+  if (!candidates) candidates = backend.conv().list(desc, direction);
   auto run = [&](const AlgoInfo& algo) {
     return run_plan(state, *backend.conv().plan(desc, direction, algo.id), args);
   };
-  auto choice = std::make_shared<const Choice>(tune::select(request, candidates, options, run));
-  context.choice_cache()->insert(key, choice);
+  auto choice = std::make_shared<Choice>(tune::select(request, *candidates, options, run));
+  choice->backend = backend.name();
+  choice->fingerprint = backend.fingerprint();
+  choice->environment = environment_json(backend);
+  choice->measured_at = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  cache.insert(key, choice);
   return choice;
 }
 

@@ -225,6 +225,10 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
       }
       choice.algo = choice.timings.front().algo;
       choice.time_ms = choice.timings.front().median_ms;
+      if (choice.timings.size() > 1 && choice.timings[1].status == CandidateStatus::ok) {
+        choice.runner_up = choice.timings[1].algo.id;
+        choice.runner_up_ms = choice.timings[1].median_ms;
+      }
       break;
     }
   }
