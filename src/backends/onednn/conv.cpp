@@ -1,0 +1,281 @@
+// The cpu backend's convolution: candidate lists (conv_list.cpp) and plans, both cached per
+// backend instance, and plans that run a oneDNN convolution, with its reorders, on the caller's
+// memory.
+
+#include "backends/onednn/conv.hpp"
+
+#include "backends/onednn/check.hpp"
+#include "backends/onednn/conv_bias.hpp"
+#include "backends/onednn/conv_list.hpp"
+#include "backends/onednn/memory.hpp"
+#include "core/check.hpp"
+#include "core/strings.hpp"
+
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace dnnx::onednn {
+namespace {
+
+ErrorContext context_of(const ConvDesc& desc, Direction direction, std::string implementation) {
+  ErrorContext context;
+  context.op = detail::cat("conv ", to_string(direction));
+  context.repro = desc.repro(direction);
+  context.backend = "cpu";
+  context.implementation = std::move(implementation);
+  return context;
+}
+
+struct ListKey {
+  ConvDesc desc;
+  Direction direction;
+  bool operator==(const ListKey&) const = default;
+};
+
+struct PlanKey {
+  ConvDesc desc;
+  Direction direction;
+  std::string id;
+  bool operator==(const PlanKey&) const = default;
+};
+
+struct KeyHash {
+  std::size_t operator()(const ListKey& key) const {
+    return key.desc.hash() * 3 + static_cast<std::size_t>(key.direction);
+  }
+  std::size_t operator()(const PlanKey& key) const {
+    return (key.desc.hash() * 3 + static_cast<std::size_t>(key.direction)) ^
+           (std::hash<std::string>{}(key.id) * 0x9e3779b97f4a7c15ULL);
+  }
+};
+
+Dims role_dims(const ConvDesc& desc, Role::Shape shape) {
+  switch (shape) {
+    case Role::Shape::src: return desc.src_dims();
+    case Role::Shape::weights: return desc.weights_dims();
+    case Role::Shape::dst: return desc.dst_dims();
+  }
+  return {};
+}
+
+// Runs one candidate: optional reorders of the inputs into the workspace, the convolution, an
+// optional reorder of the output back. Every primitive and memory object is made here, once;
+// execute() only rebinds data pointers (Note [one stream]).
+class Plan final : public detail::ConvPlan {
+ public:
+  Plan(std::shared_ptr<Runtime> runtime, const ConvDesc& desc, Direction direction,
+       const Candidate& candidate)
+      : runtime_(std::move(runtime)),
+        info_(candidate.info),
+        context_(context_of(desc, direction, candidate.info.id)),
+        direction_(direction),
+        layout_(desc.layout),
+        dtype_(desc.dtype) {
+    const auto& direction_roles = roles(direction);
+    const ConvGeometry geometry = conv_geometry(desc);
+    const dnnl::engine& engine = runtime_->engine;
+    dnnl_call(context_, "building the primitives", [&] {
+      for (std::size_t r = 0; r < 3; ++r) {
+        dims_[r] = role_dims(desc, direction_roles[r].shape);
+        offsets_[r] = candidate.buffer_offsets[r];
+        if (candidate.reorders[r]) {
+          user_[r] = dnnl::memory(user_md(geometry, direction_roles[r]), engine, DNNL_MEMORY_NONE);
+          buffers_[r] = dnnl::memory(candidate.inner[r], engine, DNNL_MEMORY_NONE);
+        } else {
+          // Same bytes as the caller's layout (same_layout), described as the conv expects.
+          user_[r] = dnnl::memory(candidate.inner[r], engine, DNNL_MEMORY_NONE);
+        }
+      }
+      for (std::size_t r = 0; r < 2; ++r) {
+        if (!candidate.reorders[r]) continue;
+        add_step(candidate.reorders[r],
+                 {{DNNL_ARG_FROM, user_[r].get()}, {DNNL_ARG_TO, buffers_[r].get()}});
+      }
+      std::vector<dnnl_exec_arg_t> conv_args;
+      for (std::size_t r = 0; r < 3; ++r) {
+        const dnnl::memory& memory = candidate.reorders[r] ? buffers_[r] : user_[r];
+        conv_args.push_back({direction_roles[r].arg, memory.get()});
+      }
+      add_step(candidate.conv, std::move(conv_args));
+      if (candidate.reorders[2]) {
+        add_step(candidate.reorders[2],
+                 {{DNNL_ARG_FROM, buffers_[2].get()}, {DNNL_ARG_TO, user_[2].get()}});
+      }
+    });
+  }
+
+  const AlgoInfo& algo() const override { return info_; }
+
+  void execute(const detail::ConvArgs& args, detail::Workspace workspace) override {
+    const std::array<const Tensor*, 3> tensors = bound_tensors(args);
+    const auto& direction_roles = roles(direction_);
+    for (std::size_t r = 0; r < 3; ++r) check_tensor(tensors[r], direction_roles[r], dims_[r]);
+    if (workspace.bytes < info_.workspace_bytes) {
+      detail::raise(ErrorKind::InvalidArgument,
+                    detail::cat("workspace has ", workspace.bytes, " bytes; this candidate needs ",
+                                info_.workspace_bytes),
+                    context_);
+    }
+    if (info_.workspace_bytes > 0 && workspace.data == nullptr) {
+      detail::raise(ErrorKind::InvalidArgument,
+                    detail::cat("workspace data is null; this candidate needs ",
+                                info_.workspace_bytes, " bytes"),
+                    context_);
+    }
+    auto* base = static_cast<std::byte*>(workspace.data);
+
+    std::lock_guard lock(runtime_->mutex);
+    for (std::size_t r = 0; r < 3; ++r) {
+      bind(user_[r], tensors[r]->data());
+      if (buffers_[r]) bind(buffers_[r], base + offsets_[r]);
+    }
+    const dnnl_stream_t stream = runtime_->stream.get();
+    for (Step& step : steps_) {
+      if (step.scratchpad) bind(step.scratchpad, base);
+      DNNX_DNNL_CHECK(dnnl_primitive_execute(step.primitive.get(), stream,
+                                             static_cast<int>(step.args.size()), step.args.data()),
+                      context_, "executing");
+    }
+    DNNX_DNNL_CHECK(dnnl_stream_wait(stream), context_, "waiting for the stream");
+  }
+
+ private:
+  struct Step {
+    dnnl::primitive primitive;
+    std::vector<dnnl_exec_arg_t> args;  // handles of memory objects this plan owns
+    dnnl::memory scratchpad;            // null when the primitive needs none
+  };
+
+  void add_step(const dnnl::primitive_desc_base& pd, std::vector<dnnl_exec_arg_t> args) {
+    Step step;
+    step.primitive = dnnl::primitive(pd.get());
+    const dnnl::memory::desc scratchpad = pd.scratchpad_desc();
+    if (scratchpad.get_size() > 0) {
+      // Every step's scratchpad starts at workspace offset 0: the steps run one after the other.
+      step.scratchpad = dnnl::memory(scratchpad, runtime_->engine, DNNL_MEMORY_NONE);
+      args.push_back({DNNL_ARG_SCRATCHPAD, step.scratchpad.get()});
+    }
+    step.args = std::move(args);
+    steps_.push_back(std::move(step));
+  }
+
+  std::array<const Tensor*, 3> bound_tensors(const detail::ConvArgs& args) const {
+    switch (direction_) {
+      case Direction::fwd: return {args.src, args.weights, args.dst};
+      case Direction::bwd_data: return {args.diff_dst, args.weights, args.diff_src};
+      case Direction::bwd_weights: return {args.src, args.diff_dst, args.diff_weights};
+    }
+    return {};
+  }
+
+  void check_tensor(const Tensor* tensor, const Role& role, const Dims& dims) const {
+    if (tensor == nullptr || tensor->data() == nullptr) {
+      detail::raise(ErrorKind::InvalidArgument, detail::cat(role.name, " is null"), context_);
+    }
+    if (tensor->dims() != dims || tensor->dtype() != dtype_ || !tensor->is_dense(layout_) ||
+        tensor->device() != Device::cpu()) {
+      detail::raise(ErrorKind::InvalidArgument,
+                    detail::cat(role.name, " is ", describe(*tensor), " on ",
+                                to_string(tensor->device()), "; this plan takes a dense ",
+                                to_string(dtype_), '[', dims.to_string(), ' ', to_string(layout_),
+                                "] on cpu"),
+                    context_);
+    }
+  }
+
+  void bind(const dnnl::memory& memory, void* data) const {
+    DNNX_DNNL_CHECK(dnnl_memory_set_data_handle(memory.get(), data), context_,
+                    "binding a data pointer");
+  }
+
+  std::shared_ptr<Runtime> runtime_;
+  AlgoInfo info_;
+  ErrorContext context_;
+  Direction direction_;
+  Layout layout_;
+  DType dtype_;
+  std::array<Dims, 3> dims_;
+  std::array<dnnl::memory, 3> user_;     // bound to the caller's tensors
+  std::array<dnnl::memory, 3> buffers_;  // reordered copies in the workspace (null: none)
+  std::array<std::size_t, 3> offsets_{};
+  std::vector<Step> steps_;
+};
+
+class OneDnnConv final : public detail::ConvBackend {
+ public:
+  explicit OneDnnConv(std::shared_ptr<Runtime> runtime)
+      : runtime_(std::move(runtime)), bias_(runtime_) {}
+
+  std::vector<AlgoInfo> list(const ConvDesc& desc, Direction direction) override {
+    desc.validate();
+    std::lock_guard lock(mutex_);
+    const CandidateList& candidates = candidates_locked(desc, direction);
+    std::vector<AlgoInfo> infos;
+    infos.reserve(candidates.candidates.size());
+    for (const Candidate& candidate : candidates.candidates) infos.push_back(candidate.info);
+    return infos;
+  }
+
+  std::shared_ptr<detail::ConvPlan> plan(const ConvDesc& desc, Direction direction,
+                                         const std::string& id) override {
+    PlanKey key{desc, direction, id};
+    std::lock_guard lock(mutex_);
+    if (auto found = plans_.find(key); found != plans_.end()) return found->second;
+    desc.validate();
+    const CandidateList& candidates = candidates_locked(desc, direction);
+    const Candidate* candidate = candidates.find(id);
+    if (candidate == nullptr) {
+      detail::raise(ErrorKind::InvalidArgument,
+                    detail::cat("algorithm id '", id, "' is not a cpu candidate for this conv ",
+                                to_string(direction), "; valid ids: ", candidates.ids()),
+                    context_of(desc, direction, id));
+    }
+    if (!candidate->info.supported) {
+      detail::raise(ErrorKind::Unsupported, candidate->info.reason,
+                    context_of(desc, direction, id));
+    }
+    auto plan = std::make_shared<Plan>(runtime_, desc, direction, *candidate);
+    plans_.emplace(std::move(key), plan);
+    return plan;
+  }
+
+  void bias_fwd(const ConvDesc& desc, const Tensor& bias, Tensor& dst) override {
+    bias_.fwd(desc, bias, dst);
+  }
+
+  void bias_bwd(const ConvDesc& desc, const Tensor& diff_dst, Tensor& diff_bias) override {
+    bias_.bwd(desc, diff_dst, diff_bias);
+  }
+
+ private:
+  const CandidateList& candidates_locked(const ConvDesc& desc, Direction direction) {
+    ListKey key{desc, direction};
+    auto found = lists_.find(key);
+    if (found == lists_.end()) {
+      found = lists_
+                  .emplace(std::move(key), list_conv_candidates(runtime_->engine, desc, direction,
+                                                                runtime_->isa))
+                  .first;
+    }
+    return found->second;
+  }
+
+  std::shared_ptr<Runtime> runtime_;
+  std::mutex mutex_;  // guards lists_ and plans_
+  std::unordered_map<ListKey, CandidateList, KeyHash> lists_;
+  std::unordered_map<PlanKey, std::shared_ptr<Plan>, KeyHash> plans_;
+  ConvBias bias_;
+};
+
+}  // namespace
+
+std::unique_ptr<detail::ConvBackend> make_conv_backend(std::shared_ptr<Runtime> runtime) {
+  return std::make_unique<OneDnnConv>(std::move(runtime));
+}
+
+}  // namespace dnnx::onednn

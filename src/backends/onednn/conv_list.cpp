@@ -1,0 +1,395 @@
+// The cpu backend's convolution candidates.
+//
+// Note [format strategies]
+// oneDNN's fast kernels (jit, brgemm) read weights only in blocked layouts (e.g. OIhw16i16o), and
+// most of them want blocked activations too (nChw16c); the plain layouts the caller holds are read
+// only by gemm (im2col), ref and a few first-layer kernels. Each implementation is therefore tried
+// with three sets of memory descriptors:
+//   plain            every tensor in the caller's layout; nothing is copied;
+//   blocked_weights  activations in the caller's layout, weights format_tag::any: the weights (or
+//                    diff_weights) are reordered on every call; activations are not touched, which
+//                    is what brgemm kernels want for channels_last;
+//   blocked          every tensor format_tag::any: oneDNN's preferred layouts, with reorders from
+//                    and to the caller's layout inside execute().
+// The suffix of a candidate id names the layouts the implementation actually chose, not the
+// strategy that was asked for: an implementation that picks the caller's layouts under `any` is
+// the plain candidate, and is listed once. The reorders run inside the candidate, so exhaustive
+// timing weighs their cost against the faster kernel; their buffers and the scratchpads of every
+// primitive are part of workspace_bytes (see Candidate).
+//
+// Note [candidate order]
+// Priority 0 is oneDNN's own first implementation of convolution_direct under the strategy that
+// usually wins for the caller's layout (see strategy_order), then the rest of that list, then
+// the other strategies, each in oneDNN's order; winograd after direct, and convolution_auto only
+// where it adds an implementation the other two do not list. An algorithm without any
+// implementation is one unsupported candidate ("onednn:unavailable:<algorithm>") carrying
+// oneDNN's message, so that `dnnx algos` shows what is missing and why.
+//
+// Note [determinism]
+// oneDNN documents run-to-run bitwise reproducible results for most primitives in a fixed
+// environment (same hardware, library, runtime, environment variables); the exceptions it names
+// are implementations built on atomics, which only its GPU kernels use. Its CPU convolutions
+// split work statically over the OpenMP threads and reduce per-thread partial sums in a fixed
+// order, so results depend on the thread count but not on timing. The thread count is part of
+// Backend::fingerprint() and therefore of every choice-cache key, and every candidate is listed
+// as deterministic; onednn_conv_test runs each one twice and compares the bits.
+
+#include "backends/onednn/conv_list.hpp"
+
+#include "backends/onednn/check.hpp"
+#include "core/check.hpp"
+#include "core/strings.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace dnnx::onednn {
+namespace {
+
+using Shape = Role::Shape;
+
+constexpr std::size_t buffer_alignment = 64;
+
+std::size_t round_up(std::size_t bytes) {
+  return (bytes + buffer_alignment - 1) / buffer_alignment * buffer_alignment;
+}
+
+std::string_view algorithm_name(dnnl::algorithm algorithm) {
+  switch (algorithm) {
+    case dnnl::algorithm::convolution_direct: return "direct";
+    case dnnl::algorithm::convolution_winograd: return "winograd";
+    case dnnl::algorithm::convolution_auto: return "auto";
+    default: return "other";
+  }
+}
+
+std::string onednn_version() {
+  const dnnl_version_t* v = dnnl_version();
+  return detail::cat("oneDNN ", v->major, '.', v->minor, '.', v->patch);
+}
+
+// Ids travel through command lines and cache files: keep them to a safe alphabet.
+std::string sanitize(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '_' || c == ':' || c == '+' || c == '.' || c == '-';
+    if (!safe) c = '_';
+  }
+  return out;
+}
+
+bool contains(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
+
+// The strategy that usually wins comes first (Note [candidate order]): brgemm kernels run
+// channels_last activations in place, while channels_first activations are only read by gemm and
+// ref, so blocking them pays for its reorders.
+std::array<Strategy, 3> strategy_order(const ConvDesc& desc) {
+  if (desc.layout == Layout::channels_last)
+    return {Strategy::blocked_weights, Strategy::blocked, Strategy::plain};
+  return {Strategy::blocked, Strategy::blocked_weights, Strategy::plain};
+}
+
+struct StrategyMds {
+  memory::desc src, weights, dst;
+};
+
+StrategyMds strategy_mds(const ConvGeometry& g, Strategy strategy) {
+  switch (strategy) {
+    case Strategy::plain: return {g.src, g.weights, g.dst};
+    case Strategy::blocked_weights: return {g.src, any_layout(g.weights), g.dst};
+    case Strategy::blocked: return {any_layout(g.src), any_layout(g.weights), any_layout(g.dst)};
+  }
+  return {g.src, g.weights, g.dst};
+}
+
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+// A convolution primitive descriptor and, for the backward directions, the forward one it was
+// created with (which must outlive it: oneDNN keeps a plain pointer to the hint).
+struct ConvPd {
+  dnnl::primitive_desc pd;
+  dnnl::primitive_desc hint;
+};
+
+// The primitive descriptor of (direction, algorithm) on `mds`, positioned at oneDNN's first
+// implementation; null with `failure` set when oneDNN has none. Other oneDNN errors throw.
+ConvPd create_conv_pd(const dnnl::engine& engine, Direction direction,
+                      dnnl::algorithm algorithm, const ConvGeometry& g, const StrategyMds& mds,
+                      const ErrorContext& context, std::string& failure) {
+  const dnnl::primitive_attr attr = user_scratchpad();
+  dnnl::convolution_forward::primitive_desc hint;
+  try {
+    // forward_training: the same implementations as inference for convolution, and the only
+    // kind a backward primitive descriptor accepts as its hint.
+    hint = dnnl::convolution_forward::primitive_desc(
+        engine, dnnl::prop_kind::forward_training, algorithm, mds.src, mds.weights, mds.dst,
+        g.strides, g.dilates, g.padding_l, g.padding_r, attr);
+  } catch (const dnnl::error& error) {
+    if (error.status != dnnl_unimplemented)
+      raise_dnnl(error.status, detail::cat("creating the forward primitive descriptor: ",
+                                           error.what()),
+                 context);
+    failure = direction == Direction::fwd
+                  ? std::string(error.what())
+                  : detail::cat("no forward implementation to serve as the backward hint (",
+                                error.what(), ")");
+    return {};
+  }
+  if (direction == Direction::fwd) return {hint, {}};
+  try {
+    if (direction == Direction::bwd_data) {
+      return {dnnl::convolution_backward_data::primitive_desc(
+                  engine, algorithm, mds.src, mds.weights, mds.dst, g.strides, g.dilates,
+                  g.padding_l, g.padding_r, hint, attr),
+              hint};
+    }
+    return {dnnl::convolution_backward_weights::primitive_desc(
+                engine, algorithm, mds.src, mds.weights, mds.dst, g.strides, g.dilates,
+                g.padding_l, g.padding_r, hint, attr),
+            hint};
+  } catch (const dnnl::error& error) {
+    if (error.status != dnnl_unimplemented)
+      raise_dnnl(error.status, detail::cat("creating the backward primitive descriptor: ",
+                                           error.what()),
+                 context);
+    failure = error.what();
+    return {};
+  }
+}
+
+// A snapshot of `pd` at its current implementation (next_impl() changes the object in place).
+dnnl::primitive_desc clone(const dnnl::primitive_desc& pd, const ErrorContext& context) {
+  dnnl_primitive_desc_t copy = nullptr;
+  DNNX_DNNL_CHECK(dnnl_primitive_desc_clone(&copy, pd.get()), context,
+                  "cloning a primitive descriptor");
+  return dnnl::primitive_desc(copy);
+}
+
+void describe(AlgoInfo& info, const std::string& impl, dnnl::algorithm algorithm,
+              Strategy strategy) {
+  const bool winograd =
+      algorithm == dnnl::algorithm::convolution_winograd || contains(impl, "wino");
+  info.notes.emplace_back(winograd ? "winograd" : "direct");
+  if (impl.starts_with("ref")) {
+    info.notes.emplace_back("reference");
+    info.families = {"none"};
+  } else if (winograd) {
+    info.families = {"winograd"};
+  } else if (contains(impl, "gemm") && !contains(impl, "brg")) {
+    // im2col + GEMM: the large column buffer is its scratchpad (Theano's "large").
+    info.notes.emplace_back("gemm");
+    info.families = {"large"};
+  } else {
+    if (contains(impl, "brg")) info.notes.emplace_back("brgemm");
+    info.families = {"small"};
+  }
+  if (contains(impl, "amx")) {
+    info.notes.emplace_back("amx");
+  } else if (contains(impl, "avx512")) {
+    info.notes.emplace_back("avx512");
+  } else if (contains(impl, "avx2")) {
+    info.notes.emplace_back("avx2");
+  } else if (contains(impl, "sse41")) {
+    info.notes.emplace_back("sse41");
+  }
+  if (contains(impl, "1x1")) info.notes.emplace_back("1x1");
+  if (contains(impl, "dw")) info.notes.emplace_back("depthwise");
+  if (strategy != Strategy::plain) info.notes.emplace_back(to_string(strategy));
+}
+
+std::string strategy_phrase(Strategy strategy) {
+  switch (strategy) {
+    case Strategy::plain: return "caller's layouts";
+    case Strategy::blocked_weights: return "blocked weights";
+    case Strategy::blocked: return "blocked layouts";
+  }
+  return "";
+}
+
+// Turns the current implementation of `pd` into a candidate; unsupported (with oneDNN's message)
+// when a reorder it needs has no implementation.
+Candidate make_candidate(const dnnl::engine& engine, const ConvPd& conv_pd,
+                         dnnl::algorithm algorithm, const ConvGeometry& g, Direction direction,
+                         const ErrorContext& context) {
+  const dnnl::primitive_desc& pd = conv_pd.pd;
+  Candidate candidate;
+  candidate.conv = clone(pd, context);
+  candidate.hint = conv_pd.hint;
+  const std::string impl = sanitize(pd.impl_info_str());
+  const auto& direction_roles = roles(direction);
+
+  bool activations_plain = true;
+  bool weights_plain = true;
+  for (std::size_t r = 0; r < 3; ++r) {
+    const Role& role = direction_roles[r];
+    candidate.inner[r] = pd.query_md(role.query);
+    if (same_layout(candidate.inner[r], user_md(g, role))) continue;
+    (role.shape == Shape::weights ? weights_plain : activations_plain) = false;
+  }
+  const Strategy strategy = !activations_plain ? Strategy::blocked
+                            : !weights_plain   ? Strategy::blocked_weights
+                                               : Strategy::plain;
+  // A resolved convolution_auto reports the algorithm it became.
+  const dnnl::algorithm resolved =
+      algorithm == dnnl::algorithm::convolution_auto ? pd.get_algorithm() : algorithm;
+
+  AlgoInfo& info = candidate.info;
+  info.id = detail::cat("onednn:", impl, ':', algorithm_name(resolved), ':', to_string(strategy));
+  info.name = detail::cat(impl, " (", algorithm_name(resolved), ", ", strategy_phrase(strategy),
+                          ")");
+  info.deterministic = true;  // Note [determinism]
+  describe(info, impl, resolved, strategy);
+
+  std::size_t scratch = pd.scratchpad_desc().get_size();
+  bool reordered = false;
+  const dnnl::primitive_attr attr = user_scratchpad();
+  for (std::size_t r = 0; r < 3; ++r) {
+    const Role& role = direction_roles[r];
+    const memory::desc& user = user_md(g, role);
+    if (same_layout(candidate.inner[r], user)) continue;
+    const bool output = r == 2;
+    try {
+      candidate.reorders[r] =
+          output ? dnnl::reorder::primitive_desc(engine, candidate.inner[r], engine, user, attr)
+                 : dnnl::reorder::primitive_desc(engine, user, engine, candidate.inner[r], attr);
+    } catch (const dnnl::error& error) {
+      if (error.status != dnnl_unimplemented)
+        raise_dnnl(error.status, detail::cat("creating the ", role.name, " reorder: ",
+                                             error.what()),
+                   context);
+      info.supported = false;
+      info.reason = detail::cat("oneDNN cannot reorder ", role.name, " between the caller's ",
+                                "layout and the one ", impl, " uses: ", error.what());
+      return candidate;
+    }
+    scratch = std::max(scratch, candidate.reorders[r].scratchpad_desc().get_size());
+    reordered = true;
+  }
+  // Without reorders the workspace is exactly the convolution's scratchpad.
+  std::size_t offset = reordered ? round_up(scratch) : scratch;
+  for (std::size_t r = 0; r < 3; ++r) {
+    if (!candidate.reorders[r]) continue;
+    candidate.buffer_offsets[r] = offset;
+    offset += round_up(candidate.inner[r].get_size());
+  }
+  candidate.scratch_bytes = scratch;
+  info.workspace_bytes = offset;
+  info.supported = true;
+  return candidate;
+}
+
+}  // namespace
+
+std::string_view to_string(Strategy strategy) {
+  switch (strategy) {
+    case Strategy::plain: return "plain";
+    case Strategy::blocked_weights: return "blocked_weights";
+    case Strategy::blocked: return "blocked";
+  }
+  return "unknown";
+}
+
+const std::array<Role, 3>& roles(Direction direction) {
+  using dnnl::query;
+  static const std::array<Role, 3> fwd = {{
+      {DNNL_ARG_SRC, query::src_md, "src", Shape::src},
+      {DNNL_ARG_WEIGHTS, query::weights_md, "weights", Shape::weights},
+      {DNNL_ARG_DST, query::dst_md, "dst", Shape::dst},
+  }};
+  static const std::array<Role, 3> bwd_data = {{
+      {DNNL_ARG_DIFF_DST, query::diff_dst_md, "diff_dst", Shape::dst},
+      {DNNL_ARG_WEIGHTS, query::weights_md, "weights", Shape::weights},
+      {DNNL_ARG_DIFF_SRC, query::diff_src_md, "diff_src", Shape::src},
+  }};
+  static const std::array<Role, 3> bwd_weights = {{
+      {DNNL_ARG_SRC, query::src_md, "src", Shape::src},
+      {DNNL_ARG_DIFF_DST, query::diff_dst_md, "diff_dst", Shape::dst},
+      {DNNL_ARG_DIFF_WEIGHTS, query::diff_weights_md, "diff_weights", Shape::weights},
+  }};
+  switch (direction) {
+    case Direction::fwd: return fwd;
+    case Direction::bwd_data: return bwd_data;
+    case Direction::bwd_weights: return bwd_weights;
+  }
+  return fwd;
+}
+
+const memory::desc& user_md(const ConvGeometry& geometry, const Role& role) {
+  switch (role.shape) {
+    case Shape::src: return geometry.src;
+    case Shape::weights: return geometry.weights;
+    case Shape::dst: return geometry.dst;
+  }
+  return geometry.src;
+}
+
+const Candidate* CandidateList::find(const std::string& id) const {
+  for (const Candidate& candidate : candidates)
+    if (candidate.info.id == id) return &candidate;
+  return nullptr;
+}
+
+std::string CandidateList::ids() const {
+  std::vector<std::string> names;
+  names.reserve(candidates.size());
+  for (const Candidate& candidate : candidates) names.push_back(candidate.info.id);
+  return detail::join(names, ", ");
+}
+
+CandidateList list_conv_candidates(const dnnl::engine& engine, const ConvDesc& desc,
+                                   Direction direction, const std::string& isa) {
+  ErrorContext context;
+  context.op = detail::cat("conv ", to_string(direction));
+  context.repro = desc.repro(direction);
+  context.backend = "cpu";
+
+  const ConvGeometry geometry = conv_geometry(desc);
+  CandidateList list;
+  std::set<std::string> seen;
+  std::vector<Candidate> missing;
+
+  constexpr dnnl::algorithm algorithms[] = {dnnl::algorithm::convolution_direct,
+                                            dnnl::algorithm::convolution_winograd,
+                                            dnnl::algorithm::convolution_auto};
+  for (const dnnl::algorithm algorithm : algorithms) {
+    bool found = false;
+    std::string failure;
+    for (const Strategy strategy : strategy_order(desc)) {
+      ConvPd conv_pd = create_conv_pd(engine, direction, algorithm, geometry,
+                                      strategy_mds(geometry, strategy), context, failure);
+      if (!conv_pd.pd) continue;
+      found = true;
+      do {
+        Candidate candidate =
+            make_candidate(engine, conv_pd, algorithm, geometry, direction, context);
+        if (seen.insert(candidate.info.id).second) list.candidates.push_back(std::move(candidate));
+      } while (conv_pd.pd.next_impl());
+    }
+    if (found || algorithm == dnnl::algorithm::convolution_auto) continue;
+    Candidate unavailable;
+    AlgoInfo& info = unavailable.info;
+    info.id = detail::cat("onednn:unavailable:", algorithm_name(algorithm));
+    info.name = detail::cat(algorithm_name(algorithm), " (no oneDNN implementation)");
+    info.supported = false;
+    info.reason = detail::cat(onednn_version(), " has no ", algorithm_name(algorithm),
+                              " implementation of conv ", to_string(direction), " for ",
+                              to_string(desc.dtype), ' ', to_string(desc.layout), " on cpu isa ",
+                              isa, ": ", failure);
+    info.notes.emplace_back(algorithm_name(algorithm));
+    if (algorithm == dnnl::algorithm::convolution_winograd) info.families = {"winograd"};
+    missing.push_back(std::move(unavailable));
+  }
+  for (Candidate& candidate : missing) list.candidates.push_back(std::move(candidate));
+  for (std::size_t i = 0; i < list.candidates.size(); ++i)
+    list.candidates[i].info.priority = static_cast<int>(i);
+  return list;
+}
+
+}  // namespace dnnx::onednn
