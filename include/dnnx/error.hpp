@@ -2,7 +2,6 @@
 /// \file
 /// The one error type of dnnx. Every failure, whatever its backend, surfaces as a dnnx::Error.
 
-#include <source_location>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -34,8 +33,10 @@ struct ErrorContext {
 /// what() reads: `<op> [<implementation or backend>] <Kind>: <message> (<status>) | <repro>`.
 class Error : public std::runtime_error {
  public:
+  /// `file` and `line` default to the caller's location (GCC and Clang builtins, which unlike
+  /// std::source_location also work with Clang 14 on libstdc++ 12).
   Error(ErrorKind kind, std::string message, ErrorContext context = {},
-        std::source_location where = std::source_location::current());
+        const char* file = __builtin_FILE(), int line = __builtin_LINE());
 
   /// The coarse category.
   ErrorKind kind() const noexcept { return kind_; }
@@ -51,7 +52,8 @@ class Error : public std::runtime_error {
   Error with_context(const ErrorContext& extra) const;
 
  private:
-  Error(ErrorKind kind, std::string message, ErrorContext context, std::string where);
+  struct Located {};
+  Error(Located, ErrorKind kind, std::string message, ErrorContext context, std::string where);
   static std::string format(ErrorKind kind, const std::string& message,
                             const ErrorContext& context);
 

@@ -5,14 +5,13 @@
 
 #include "core/strings.hpp"
 
-#include <source_location>
 #include <string>
 
 namespace dnnx::detail {
 
 /// Throws Error(kind, message, context) at the caller's location.
 [[noreturn]] void raise(ErrorKind kind, std::string message, ErrorContext context = {},
-                        std::source_location where = std::source_location::current());
+                        const char* file = __builtin_FILE(), int line = __builtin_LINE());
 
 }  // namespace dnnx::detail
 

@@ -17,12 +17,11 @@ std::string_view to_string(ErrorKind kind) {
   return "Unknown";
 }
 
-Error::Error(ErrorKind kind, std::string message, ErrorContext context, std::source_location where)
-    : Error(kind, std::move(message), std::move(context),
-            std::filesystem::path(where.file_name()).filename().string() + ":" +
-                std::to_string(where.line())) {}
+Error::Error(ErrorKind kind, std::string message, ErrorContext context, const char* file, int line)
+    : Error(Located{}, kind, std::move(message), std::move(context),
+            std::filesystem::path(file).filename().string() + ":" + std::to_string(line)) {}
 
-Error::Error(ErrorKind kind, std::string message, ErrorContext context, std::string where)
+Error::Error(Located, ErrorKind kind, std::string message, ErrorContext context, std::string where)
     : std::runtime_error(format(kind, message, context)),
       kind_(kind),
       message_(std::move(message)),
@@ -39,7 +38,7 @@ Error Error::with_context(const ErrorContext& extra) const {
   fill(merged.backend, extra.backend);
   fill(merged.implementation, extra.implementation);
   fill(merged.status, extra.status);
-  return Error(kind_, message_, std::move(merged), where_);
+  return Error(Located{}, kind_, message_, std::move(merged), where_);
 }
 
 std::string Error::format(ErrorKind kind, const std::string& message, const ErrorContext& context) {
@@ -58,8 +57,8 @@ std::string Error::format(ErrorKind kind, const std::string& message, const Erro
 
 namespace detail {
 
-void raise(ErrorKind kind, std::string message, ErrorContext context, std::source_location where) {
-  throw Error(kind, std::move(message), std::move(context), where);
+void raise(ErrorKind kind, std::string message, ErrorContext context, const char* file, int line) {
+  throw Error(kind, std::move(message), std::move(context), file, line);
 }
 
 }  // namespace detail
