@@ -1,0 +1,285 @@
+// The DNNX_* environment variables: Context::from_env and apply_tune_env honour every one, and a
+// malformed value is an InvalidArgument naming the variable and the value.
+
+#include <dnnx/dnnx.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using dnnx::AlgoPolicy;
+using dnnx::BackendKind;
+using dnnx::Context;
+using dnnx::ErrorKind;
+using dnnx::Reuse;
+using dnnx::TuneOptions;
+using dnnx::TypeConfig;
+
+constexpr const char* all_variables[] = {
+    "DNNX_BACKEND",         "DNNX_TYPE",           "DNNX_DEVICE",
+    "DNNX_CONV_FWD_ALGO",   "DNNX_CONV_BWD_DATA_ALGO", "DNNX_CONV_BWD_WEIGHTS_ALGO",
+    "DNNX_WORKSPACE_LIMIT", "DNNX_DETERMINISTIC",  "DNNX_FASTEST",
+    "DNNX_VERBOSE",         "DNNX_BENCHMARK_LIMIT"};
+
+using Vars = std::vector<std::pair<std::string, std::string>>;
+
+// Clears every DNNX_* variable, sets the given ones, and restores the caller's environment on
+// destruction, so tests neither see the CI's settings nor leak their own.
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(Vars values) {
+    for (const char* name : all_variables) {
+      const char* old = std::getenv(name);
+      saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+      unsetenv(name);
+    }
+    for (const auto& [name, value] : values) setenv(name.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    for (const auto& [name, value] : saved_) {
+      if (value) {
+        setenv(name.c_str(), value->c_str(), 1);
+      } else {
+        unsetenv(name.c_str());
+      }
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+TuneOptions applied(std::vector<std::pair<std::string, std::string>> values,
+                    TuneOptions start = {}) {
+  ScopedEnv env(std::move(values));
+  dnnx::apply_tune_env(start);
+  return start;
+}
+
+TEST(TuneEnv, EveryVariableSetsItsField) {
+  const TuneOptions options = applied({{"DNNX_CONV_FWD_ALGO", "time_once"},
+                                       {"DNNX_CONV_BWD_DATA_ALGO", "fixed:reference:direct"},
+                                       {"DNNX_CONV_BWD_WEIGHTS_ALGO", "winograd"},
+                                       {"DNNX_WORKSPACE_LIMIT", "1048576"},
+                                       {"DNNX_DETERMINISTIC", "1"},
+                                       {"DNNX_FASTEST", "true"},
+                                       {"DNNX_VERBOSE", "yes"},
+                                       {"DNNX_BENCHMARK_LIMIT", "3"}});
+  EXPECT_EQ(options.fwd, AlgoPolicy::exhaustive(Reuse::once));
+  EXPECT_EQ(options.bwd_data, AlgoPolicy::fixed("reference:direct"));
+  EXPECT_EQ(options.bwd_weights, AlgoPolicy::of_family("winograd"));
+  ASSERT_TRUE(options.workspace_limit.has_value());
+  EXPECT_EQ(*options.workspace_limit, 1048576u);
+  EXPECT_TRUE(options.deterministic);
+  EXPECT_TRUE(options.fastest);
+  EXPECT_TRUE(options.verbose);
+  EXPECT_EQ(options.benchmark_limit, 3);
+}
+
+TEST(TuneEnv, EachPolicyVariableOnlyTouchesItsDirection) {
+  TuneOptions options = applied({{"DNNX_CONV_BWD_DATA_ALGO", "exhaustive"}});
+  EXPECT_EQ(options.fwd, AlgoPolicy::heuristic());
+  EXPECT_EQ(options.bwd_data, AlgoPolicy::exhaustive());
+  EXPECT_EQ(options.bwd_weights, AlgoPolicy::heuristic());
+  options = applied({{"DNNX_CONV_BWD_WEIGHTS_ALGO", "guess_once"}});
+  EXPECT_EQ(options.fwd, AlgoPolicy::heuristic());
+  EXPECT_EQ(options.bwd_weights, AlgoPolicy::heuristic(Reuse::once));
+}
+
+TEST(TuneEnv, UnsetVariablesLeaveOptionsAlone) {
+  TuneOptions start;
+  start.fwd = AlgoPolicy::fixed("x");
+  start.workspace_limit = 77;
+  start.deterministic = true;
+  start.fastest = true;
+  start.verbose = true;
+  start.benchmark_limit = 9;
+  EXPECT_EQ(applied({}, start), start);
+}
+
+TEST(TuneEnv, FalseValuesTurnFlagsOff) {
+  TuneOptions start;
+  start.deterministic = start.fastest = start.verbose = true;
+  const TuneOptions options = applied(
+      {{"DNNX_DETERMINISTIC", "0"}, {"DNNX_FASTEST", "false"}, {"DNNX_VERBOSE", "off"}}, start);
+  EXPECT_FALSE(options.deterministic);
+  EXPECT_FALSE(options.fastest);
+  EXPECT_FALSE(options.verbose);
+}
+
+TEST(TuneEnv, WorkspaceLimitZeroAndNoLimit) {
+  TuneOptions options = applied({{"DNNX_WORKSPACE_LIMIT", "0"}});
+  ASSERT_TRUE(options.workspace_limit.has_value());
+  EXPECT_EQ(*options.workspace_limit, 0u);
+  TuneOptions start;
+  start.workspace_limit = 5;
+  options = applied({{"DNNX_WORKSPACE_LIMIT", "-1"}}, start);
+  EXPECT_FALSE(options.workspace_limit.has_value());
+}
+
+struct BadVariable {
+  const char* name;
+  const char* value;
+};
+
+class TuneEnvMalformed : public testing::TestWithParam<BadVariable> {};
+
+TEST_P(TuneEnvMalformed, IsInvalidArgumentNamingVariableAndValue) {
+  const BadVariable& bad = GetParam();
+  ScopedEnv env(Vars{{bad.name, bad.value}});
+  // Tuning variables through both entry points (the tuning function and the context factory);
+  // the context's own variables only through the factory.
+  const std::string name = bad.name;
+  const bool context_only = name == "DNNX_BACKEND" || name == "DNNX_TYPE" || name == "DNNX_DEVICE";
+  for (int entry = context_only ? 1 : 0; entry < 2; ++entry) {
+    try {
+      if (entry == 0) {
+        TuneOptions options;
+        dnnx::apply_tune_env(options);
+      } else {
+        Context::from_env();
+      }
+      ADD_FAILURE() << bad.name << "=" << bad.value << " was accepted (entry " << entry << ")";
+    } catch (const dnnx::Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument) << error.what();
+      EXPECT_NE(error.message().find(bad.name), std::string::npos) << error.message();
+      EXPECT_NE(error.message().find(bad.value), std::string::npos) << error.message();
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Values, TuneEnvMalformed,
+    testing::Values(BadVariable{"DNNX_CONV_FWD_ALGO", "fastest"},
+                    BadVariable{"DNNX_CONV_BWD_DATA_ALGO", "fixed:"},
+                    BadVariable{"DNNX_CONV_BWD_WEIGHTS_ALGO", "time_twice"},
+                    BadVariable{"DNNX_WORKSPACE_LIMIT", "lots"},
+                    BadVariable{"DNNX_WORKSPACE_LIMIT", "12abc"},
+                    BadVariable{"DNNX_WORKSPACE_LIMIT", "-5"},
+                    BadVariable{"DNNX_WORKSPACE_LIMIT", "99999999999999999999999"},
+                    BadVariable{"DNNX_DETERMINISTIC", "maybe"},
+                    BadVariable{"DNNX_DETERMINISTIC", "2"},
+                    BadVariable{"DNNX_FASTEST", "fast"},
+                    BadVariable{"DNNX_VERBOSE", "loud"},
+                    BadVariable{"DNNX_BENCHMARK_LIMIT", "-1"},
+                    BadVariable{"DNNX_BENCHMARK_LIMIT", "three"},
+                    BadVariable{"DNNX_BACKEND", "tpu"},
+                    BadVariable{"DNNX_TYPE", "double"},
+                    BadVariable{"DNNX_DEVICE", "abc"},
+                    BadVariable{"DNNX_DEVICE", "-1"}),
+    [](const testing::TestParamInfo<BadVariable>& info) {
+      return std::string(info.param.name).substr(5) + "_" + std::to_string(info.index);
+    });
+
+// The context-only variables are not tuning variables: apply_tune_env must ignore them.
+TEST(TuneEnv, ContextVariablesAreNotTuningVariables) {
+  TuneOptions start;
+  EXPECT_EQ(applied({{"DNNX_BACKEND", "tpu"}, {"DNNX_TYPE", "double"}, {"DNNX_DEVICE", "x"}},
+                    start),
+            start);
+}
+
+TEST(ContextFromEnv, DefaultsToAutomatic) {
+  ScopedEnv env({});
+  const Context context = Context::from_env();
+  EXPECT_EQ(context.requested_backend(), BackendKind::automatic);
+  EXPECT_EQ(context.backend(), dnnx::resolve_backend(BackendKind::automatic));
+  EXPECT_EQ(context.type_config(), TypeConfig::float32);
+  EXPECT_EQ(context.device_id(), 0);
+  EXPECT_EQ(context.tune(), TuneOptions{});
+}
+
+TEST(ContextFromEnv, BackendTypeAndDevice) {
+  {
+    ScopedEnv env({{"DNNX_BACKEND", "reference"}, {"DNNX_TYPE", "half"}, {"DNNX_DEVICE", "0"}});
+    const Context context = Context::from_env();
+    EXPECT_EQ(context.requested_backend(), BackendKind::reference);
+    EXPECT_EQ(context.backend(), BackendKind::reference);
+    EXPECT_EQ(context.type_config(), TypeConfig::half);
+    EXPECT_EQ(context.dtype(), dnnx::DType::f16);
+  }
+  {
+    ScopedEnv env({{"DNNX_BACKEND", "auto"}, {"DNNX_TYPE", "bfloat16"}});
+    const Context context = Context::from_env();
+    EXPECT_EQ(context.requested_backend(), BackendKind::automatic);
+    EXPECT_EQ(context.dtype(), dnnx::DType::bf16);
+  }
+  if (dnnx::backend_available(BackendKind::cpu)) {
+    ScopedEnv env({{"DNNX_BACKEND", "cpu"}, {"DNNX_TYPE", "float"}});
+    const Context context = Context::from_env();
+    EXPECT_EQ(context.backend(), BackendKind::cpu);
+    EXPECT_EQ(context.dtype(), dnnx::DType::f32);
+  }
+}
+
+TEST(ContextFromEnv, AppliesTheTuningVariables) {
+  ScopedEnv env({{"DNNX_BACKEND", "reference"},
+                 {"DNNX_CONV_FWD_ALGO", "exhaustive"},
+                 {"DNNX_CONV_BWD_WEIGHTS_ALGO", "fixed:reference:direct"},
+                 {"DNNX_WORKSPACE_LIMIT", "4096"},
+                 {"DNNX_DETERMINISTIC", "1"},
+                 {"DNNX_BENCHMARK_LIMIT", "2"}});
+  const Context context = Context::from_env();
+  EXPECT_EQ(context.tune().fwd, AlgoPolicy::exhaustive());
+  EXPECT_EQ(context.tune().bwd_data, AlgoPolicy::heuristic());
+  EXPECT_EQ(context.tune().bwd_weights, AlgoPolicy::fixed("reference:direct"));
+  EXPECT_EQ(context.tune().workspace_limit, std::optional<std::size_t>(4096));
+  EXPECT_TRUE(context.tune().deterministic);
+  EXPECT_EQ(context.tune().benchmark_limit, 2);
+}
+
+TEST(ContextFromEnv, UnavailableBackendRequestedExplicitlyIsUnsupported) {
+  std::string why;
+  if (dnnx::backend_available(BackendKind::cudnn, &why))
+    GTEST_SKIP() << "cudnn is available in this build";
+  ScopedEnv env(Vars{{"DNNX_BACKEND", "cudnn"}});
+  try {
+    Context::from_env();
+    FAIL() << "DNNX_BACKEND=cudnn accepted although cudnn is unavailable";
+  } catch (const dnnx::Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::Unsupported) << error.what();
+    EXPECT_NE(error.message().find("cudnn"), std::string::npos) << error.message();
+    EXPECT_NE(error.message().find(why), std::string::npos) << error.message();
+    EXPECT_NE(error.message().find("reference"), std::string::npos) << error.message();
+  }
+}
+
+TEST(ContextFromEnv, DeviceOtherThanZeroOnAHostBackendIsRejected) {
+  ScopedEnv env(Vars{{"DNNX_BACKEND", "reference"}, {"DNNX_DEVICE", "2"}});
+  try {
+    Context::from_env();
+    FAIL() << "device 2 accepted on the reference backend";
+  } catch (const dnnx::Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument) << error.what();
+    EXPECT_NE(error.message().find("device"), std::string::npos) << error.message();
+    EXPECT_NE(error.message().find("2"), std::string::npos) << error.message();
+  }
+}
+
+TEST(ContextFromEnv, VerboseVariablePrintsEachDecision) {
+  ScopedEnv env({{"DNNX_BACKEND", "reference"}, {"DNNX_VERBOSE", "1"},
+                 {"DNNX_CONV_FWD_ALGO", "exhaustive"}});
+  Context context = Context::from_env();
+  context.set_choice_cache(std::make_shared<dnnx::ChoiceCache>());
+  const auto desc = dnnx::ConvDesc::from_shapes({1, 2, 6, 6}, {3, 2, 3, 3});
+  testing::internal::CaptureStderr();
+  const auto choice = dnnx::conv_select(context, desc, dnnx::Direction::fwd);
+  dnnx::conv_select(context, desc, dnnx::Direction::bwd_data);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 2) << err;
+  EXPECT_NE(err.find("conv fwd"), std::string::npos) << err;
+  EXPECT_NE(err.find("conv bwd_data"), std::string::npos) << err;
+  EXPECT_NE(err.find(choice->algo.id), std::string::npos) << err;
+}
+
+}  // namespace

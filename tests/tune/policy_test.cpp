@@ -1,0 +1,694 @@
+// The selection engine (src/tune/select.hpp) driven by fake candidates with scripted times, so
+// every expectation is exact: which candidate wins, which ran, how often, and with what status.
+
+#include "fake_candidates.hpp"
+
+#include <dnnx/algo.hpp>
+#include <dnnx/error.hpp>
+
+#include "tune/select.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+using dnnx::AlgoPolicy;
+using dnnx::CandidateStatus;
+using dnnx::Choice;
+using dnnx::Direction;
+using dnnx::ErrorKind;
+using dnnx::PolicyKind;
+using dnnx::ProfileRow;
+using dnnx::Reuse;
+using dnnx::TuneOptions;
+using dnnx::testing_fakes::Algo;
+using dnnx::testing_fakes::FakeBench;
+using dnnx::testing_fakes::fake_request;
+using dnnx::testing_fakes::options_with;
+
+constexpr std::size_t KiB = 1024;
+constexpr std::size_t MiB = 1024 * 1024;
+
+const ProfileRow& row_of(const std::vector<ProfileRow>& rows, const std::string& id) {
+  const auto it = std::find_if(rows.begin(), rows.end(),
+                               [&](const ProfileRow& row) { return row.algo.id == id; });
+  if (it == rows.end()) throw std::runtime_error("no row for " + id);
+  return *it;
+}
+
+std::vector<std::string> ids_of(const std::vector<ProfileRow>& rows) {
+  std::vector<std::string> ids;
+  for (const ProfileRow& row : rows) ids.push_back(row.algo.id);
+  return ids;
+}
+
+// Runs `call`, expects dnnx::Error of `kind`, and returns its message for further checks.
+template <typename Call>
+std::string error_message(Call call, ErrorKind kind) {
+  try {
+    call();
+  } catch (const dnnx::Error& error) {
+    EXPECT_EQ(error.kind(), kind) << error.what();
+    return error.message();
+  }
+  ADD_FAILURE() << "no dnnx::Error raised";
+  return {};
+}
+
+bool contains(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+Choice select(FakeBench& bench, const TuneOptions& options, Direction direction = Direction::fwd) {
+  return dnnx::tune::select(fake_request(direction), bench.candidates(), options, bench.run());
+}
+
+// ---------------------------------------------------------------- heuristic
+
+TEST(HeuristicPolicy, FirstAdmissibleInPriorityOrderAndRunsNothing) {
+  FakeBench bench;
+  bench.add(Algo("u").unsupported("needs stride 1"))
+      .add(Algo("w").workspace(MiB))
+      .add(Algo("n").nondeterministic())
+      .add(Algo("a"), {9.0})
+      .add(Algo("b"), {1.0});
+  TuneOptions options = options_with(AlgoPolicy::heuristic());
+  options.workspace_limit = KiB;
+  options.deterministic = true;
+  const Choice choice = select(bench, options);
+  EXPECT_EQ(choice.algo.id, "a");
+  EXPECT_EQ(bench.total_calls(), 0);
+  EXPECT_EQ(choice.candidates_timed, 0);
+  EXPECT_TRUE(choice.timings.empty());
+  EXPECT_TRUE(std::isnan(choice.time_ms));
+  EXPECT_EQ(choice.policy, AlgoPolicy::heuristic());
+  EXPECT_EQ(choice.direction, Direction::fwd);
+  EXPECT_EQ(choice.key, "fake-key");
+}
+
+TEST(HeuristicPolicy, EachConstraintAloneMovesThePick) {
+  FakeBench bench;
+  bench.add(Algo("w").workspace(MiB)).add(Algo("n").nondeterministic()).add(Algo("a"));
+  TuneOptions options = options_with(AlgoPolicy::heuristic());
+  EXPECT_EQ(select(bench, options).algo.id, "w");
+  options.workspace_limit = KiB;
+  EXPECT_EQ(select(bench, options).algo.id, "n");
+  options.deterministic = true;
+  EXPECT_EQ(select(bench, options).algo.id, "a");
+  options.fastest = true;  // ignores the workspace limit, not determinism
+  EXPECT_EQ(select(bench, options).algo.id, "w");
+  options.deterministic = false;
+  options.fastest = false;
+  options.workspace_limit = MiB;  // the limit is inclusive
+  EXPECT_EQ(select(bench, options).algo.id, "w");
+  EXPECT_EQ(bench.total_calls(), 0);
+}
+
+TEST(HeuristicPolicy, NothingAdmissibleIsUnsupportedSayingWhy) {
+  FakeBench bench;
+  bench.add(Algo("u").unsupported("needs stride 1")).add(Algo("w").workspace(MiB));
+  TuneOptions options = options_with(AlgoPolicy::heuristic());
+  options.workspace_limit = 0;
+  const std::string message = error_message([&] { select(bench, options); }, ErrorKind::Unsupported);
+  EXPECT_TRUE(contains(message, "u: needs stride 1")) << message;
+  EXPECT_TRUE(contains(message, "w:")) << message;
+  EXPECT_TRUE(contains(message, std::to_string(MiB))) << message;
+  EXPECT_EQ(bench.total_calls(), 0);
+}
+
+TEST(HeuristicPolicy, EmptyCandidateListIsUnsupported) {
+  FakeBench bench;
+  error_message([&] { select(bench, options_with(AlgoPolicy::heuristic())); },
+                ErrorKind::Unsupported);
+}
+
+// ---------------------------------------------------------------- fixed
+
+TEST(FixedPolicy, HonoursTheIdEvenWhenNotFirstNorFastest) {
+  FakeBench bench;
+  bench.add(Algo("a"), {1.0}).add(Algo("b"), {0.5}).add(Algo("c"), {30.0});
+  const Choice choice = select(bench, options_with(AlgoPolicy::fixed("c")));
+  EXPECT_EQ(choice.algo.id, "c");
+  EXPECT_EQ(choice.policy.kind, PolicyKind::fixed);
+  EXPECT_EQ(bench.total_calls(), 0);
+}
+
+TEST(FixedPolicy, IsPerDirection) {
+  FakeBench bench;
+  bench.add(Algo("a")).add(Algo("b")).add(Algo("c"));
+  TuneOptions options;
+  options.fwd = AlgoPolicy::fixed("b");
+  options.bwd_weights = AlgoPolicy::fixed("c");
+  EXPECT_EQ(select(bench, options, Direction::fwd).algo.id, "b");
+  EXPECT_EQ(select(bench, options, Direction::bwd_data).algo.id, "a");
+  EXPECT_EQ(select(bench, options, Direction::bwd_weights).algo.id, "c");
+}
+
+TEST(FixedPolicy, UnknownIdIsInvalidArgumentListingValidIds) {
+  FakeBench bench;
+  bench.add(Algo("fake:direct")).add(Algo("fake:fft").unsupported("no")).add(Algo("fake:gemm"));
+  const std::string message = error_message(
+      [&] { select(bench, options_with(AlgoPolicy::fixed("fake:winograd"))); },
+      ErrorKind::InvalidArgument);
+  EXPECT_TRUE(contains(message, "fake:winograd")) << message;
+  EXPECT_TRUE(contains(message, "fake:direct, fake:gemm")) << message;
+  // An id that cannot run is not offered as a valid one.
+  EXPECT_FALSE(contains(message, "fake:fft")) << message;
+}
+
+TEST(FixedPolicy, UnsupportedIdIsUnsupportedWithReasonAndValidIds) {
+  FakeBench bench;
+  bench.add(Algo("fake:direct")).add(Algo("fake:fft").unsupported("FFT needs stride 1, got 2"));
+  const std::string message = error_message(
+      [&] { select(bench, options_with(AlgoPolicy::fixed("fake:fft"))); },
+      ErrorKind::Unsupported);
+  EXPECT_TRUE(contains(message, "fake:fft")) << message;
+  EXPECT_TRUE(contains(message, "FFT needs stride 1, got 2")) << message;
+  EXPECT_TRUE(contains(message, "fake:direct")) << message;
+}
+
+TEST(FixedPolicy, ConstraintsStillApply) {
+  FakeBench bench;
+  bench.add(Algo("a")).add(Algo("big").workspace(MiB)).add(Algo("racy").nondeterministic());
+  TuneOptions options = options_with(AlgoPolicy::fixed("big"));
+  options.workspace_limit = KiB;
+  std::string message = error_message([&] { select(bench, options); }, ErrorKind::Unsupported);
+  EXPECT_TRUE(contains(message, "big")) << message;
+  EXPECT_TRUE(contains(message, "workspace")) << message;
+  options.fastest = true;
+  EXPECT_EQ(select(bench, options).algo.id, "big");
+
+  options = options_with(AlgoPolicy::fixed("racy"));
+  options.deterministic = true;
+  message = error_message([&] { select(bench, options); }, ErrorKind::Unsupported);
+  EXPECT_TRUE(contains(message, "racy")) << message;
+  EXPECT_TRUE(contains(message, "deterministic")) << message;
+}
+
+// ---------------------------------------------------------------- exhaustive
+
+TEST(ExhaustivePolicy, PicksTheFastestAndSortsRowsFastestFirst) {
+  FakeBench bench;
+  bench.add(Algo("a"), {3.0}).add(Algo("b"), {1.0}).add(Algo("c"), {2.0});
+  const Choice choice = select(bench, options_with(AlgoPolicy::exhaustive()));
+  EXPECT_EQ(choice.algo.id, "b");
+  EXPECT_DOUBLE_EQ(choice.time_ms, 1.0);
+  EXPECT_EQ(ids_of(choice.timings), (std::vector<std::string>{"b", "c", "a"}));
+  EXPECT_EQ(choice.candidates_timed, 3);
+  for (const ProfileRow& row : choice.timings) {
+    EXPECT_EQ(row.status, CandidateStatus::ok) << row.algo.id;
+    EXPECT_EQ(row.runs, 5) << row.algo.id;
+  }
+}
+
+TEST(ExhaustivePolicy, WarmupRunsAreRunButNotCounted) {
+  FakeBench bench;
+  // The warm-up of "a" is slow and that of "b" absurdly fast: counting either would flip the
+  // winner or change the min.
+  bench.add(Algo("a"), {100.0, 2.0}).add(Algo("b"), {0.01, 3.0});
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.warmup_runs = 1;
+  options.timing_runs = 5;
+  const Choice choice = select(bench, options);
+  EXPECT_EQ(choice.algo.id, "a");
+  EXPECT_DOUBLE_EQ(row_of(choice.timings, "a").min_ms, 2.0);
+  EXPECT_DOUBLE_EQ(row_of(choice.timings, "b").min_ms, 3.0);
+  EXPECT_EQ(row_of(choice.timings, "a").runs, 5);
+  EXPECT_EQ(bench.calls("a"), 6);
+  EXPECT_EQ(bench.calls("b"), 6);
+
+  FakeBench twice;
+  twice.add(Algo("a"), {100.0, 100.0, 2.0});
+  options.warmup_runs = 2;
+  options.timing_runs = 3;
+  const Choice second = select(twice, options);
+  EXPECT_EQ(twice.calls("a"), 5);
+  EXPECT_DOUBLE_EQ(second.time_ms, 2.0);
+  EXPECT_EQ(row_of(second.timings, "a").runs, 3);
+
+  FakeBench none;
+  none.add(Algo("a"), {7.0, 2.0});
+  options.warmup_runs = 0;
+  const Choice third = select(none, options);
+  EXPECT_EQ(none.calls("a"), 3);
+  EXPECT_DOUBLE_EQ(row_of(third.timings, "a").min_ms, 2.0);
+  EXPECT_DOUBLE_EQ(third.time_ms, 2.0);  // median of 7, 2, 2
+}
+
+TEST(ExhaustivePolicy, UsesTheMedianOfTimingRuns) {
+  FakeBench bench;
+  // "a": median 3, min 1, mean 4. "b": 2.5 every run. The median decides: b wins, although
+  // a has the better min.
+  bench.add(Algo("a"), {0.0, 5.0, 1.0, 9.0, 2.0, 3.0}).add(Algo("b"), {0.0, 2.5});
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.timing_runs = 5;
+  const Choice choice = select(bench, options);
+  EXPECT_EQ(choice.algo.id, "b");
+  EXPECT_DOUBLE_EQ(row_of(choice.timings, "a").median_ms, 3.0);
+  EXPECT_DOUBLE_EQ(row_of(choice.timings, "a").min_ms, 1.0);
+  EXPECT_DOUBLE_EQ(row_of(choice.timings, "b").median_ms, 2.5);
+
+  FakeBench even;
+  even.add(Algo("a"), {0.0, 4.0, 1.0, 3.0, 2.0});
+  options.timing_runs = 4;
+  const Choice second = select(even, options);
+  EXPECT_DOUBLE_EQ(second.time_ms, 2.5);
+}
+
+TEST(ExhaustivePolicy, AbandonsACandidateWhoseFirstRunIsFarSlower) {
+  FakeBench bench;
+  // "slow"'s first timed run is 5x the best median (10), its later runs would be 1 ms: if it were
+  // timed further it would win. "close" is 3.9x: within the factor, timed fully.
+  bench.add(Algo("best"), {10.0})
+      .add(Algo("slow"), {1.0, 50.0, 1.0})
+      .add(Algo("close"), {1.0, 39.0});
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.abandon_factor = 4.0;
+  const Choice choice = select(bench, options);
+  EXPECT_EQ(choice.algo.id, "best");
+  const ProfileRow& slow = row_of(choice.timings, "slow");
+  EXPECT_EQ(slow.status, CandidateStatus::abandoned);
+  EXPECT_EQ(slow.runs, 1);
+  EXPECT_FALSE(slow.detail.empty());
+  EXPECT_EQ(bench.calls("slow"), 2);  // one warm-up, one timed, never again
+  EXPECT_EQ(row_of(choice.timings, "close").status, CandidateStatus::ok);
+  EXPECT_EQ(bench.calls("close"), 6);
+  EXPECT_NE(choice.timings.front().status, CandidateStatus::abandoned);
+}
+
+TEST(ExhaustivePolicy, AbandonFactorIsHonoured) {
+  FakeBench bench;
+  bench.add(Algo("best"), {10.0}).add(Algo("slow"), {1.0, 50.0, 1.0});
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.abandon_factor = 100.0;
+  const Choice choice = select(bench, options);
+  EXPECT_EQ(choice.algo.id, "slow");  // median of 50, 1, 1, 1, 1
+  EXPECT_DOUBLE_EQ(choice.time_ms, 1.0);
+  EXPECT_EQ(bench.calls("slow"), 6);
+}
+
+TEST(ExhaustivePolicy, TheFirstCandidateIsNeverAbandoned) {
+  FakeBench bench;
+  bench.add(Algo("huge"), {1000.0});
+  const Choice choice = select(bench, options_with(AlgoPolicy::exhaustive()));
+  EXPECT_EQ(choice.algo.id, "huge");
+  EXPECT_EQ(row_of(choice.timings, "huge").status, CandidateStatus::ok);
+}
+
+TEST(ExhaustivePolicy, BenchmarkLimitCountsOnlyCandidatesThatRan) {
+  FakeBench bench;
+  bench.add(Algo("u").unsupported("no"), {0.1})
+      .add(Algo("w").workspace(MiB), {0.1})
+      .add(Algo("a"), {5.0})
+      .add(Algo("n").nondeterministic(), {0.1})
+      .add(Algo("b"), {4.0})
+      .add(Algo("c"), {0.5})
+      .add(Algo("d"), {0.5});
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.benchmark_limit = 2;
+  options.workspace_limit = KiB;
+  options.deterministic = true;
+  const Choice choice = select(bench, options);
+  EXPECT_EQ(choice.algo.id, "b");
+  EXPECT_EQ(choice.candidates_timed, 2);
+  EXPECT_GT(bench.calls("a"), 0);
+  EXPECT_GT(bench.calls("b"), 0);
+  for (const char* id : {"u", "w", "n", "c", "d"}) EXPECT_EQ(bench.calls(id), 0) << id;
+  EXPECT_EQ(row_of(choice.timings, "c").status, CandidateStatus::not_timed);
+  EXPECT_EQ(row_of(choice.timings, "d").status, CandidateStatus::not_timed);
+  EXPECT_EQ(row_of(choice.timings, "u").status, CandidateStatus::unsupported);
+  EXPECT_EQ(row_of(choice.timings, "w").status, CandidateStatus::over_workspace_limit);
+  EXPECT_EQ(row_of(choice.timings, "n").status, CandidateStatus::not_deterministic);
+  EXPECT_EQ(choice.timings.size(), 7u);
+}
+
+TEST(ExhaustivePolicy, BenchmarkLimitZeroTimesEverything) {
+  FakeBench bench;
+  bench.add(Algo("a"), {3.0}).add(Algo("b"), {2.0}).add(Algo("c"), {1.0});
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.benchmark_limit = 0;
+  EXPECT_EQ(select(bench, options).algo.id, "c");
+  EXPECT_EQ(bench.calls("c"), 6);
+}
+
+TEST(ExhaustivePolicy, AbandonedCandidatesCountTowardsTheLimit) {
+  // An abandoned candidate did run (once), so it uses up a benchmark slot.
+  FakeBench bench;
+  bench.add(Algo("a"), {1.0}).add(Algo("slow"), {100.0}).add(Algo("c"), {0.5});
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.benchmark_limit = 2;
+  const Choice choice = select(bench, options);
+  EXPECT_EQ(choice.algo.id, "a");
+  EXPECT_EQ(choice.candidates_timed, 2);
+  EXPECT_EQ(bench.calls("c"), 0);
+}
+
+TEST(ExhaustivePolicy, ProfileIgnoresTheBenchmarkLimit) {
+  FakeBench bench;
+  bench.add(Algo("a"), {3.0}).add(Algo("b"), {2.0}).add(Algo("c"), {1.0});
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.benchmark_limit = 1;
+  const std::vector<ProfileRow> rows =
+      dnnx::tune::time_candidates(bench.candidates(), options, bench.run(), false);
+  EXPECT_EQ(ids_of(rows), (std::vector<std::string>{"c", "b", "a"}));
+  const std::vector<ProfileRow> limited =
+      dnnx::tune::time_candidates(bench.candidates(), options, bench.run(), true);
+  EXPECT_EQ(row_of(limited, "a").status, CandidateStatus::ok);
+  EXPECT_EQ(row_of(limited, "b").status, CandidateStatus::not_timed);
+  EXPECT_EQ(row_of(limited, "c").status, CandidateStatus::not_timed);
+}
+
+TEST(ExhaustivePolicy, WorkspaceLimitExcludesAndFastestIgnoresIt) {
+  FakeBench bench;
+  bench.add(Algo("big").workspace(MiB), {1.0}).add(Algo("small").workspace(KiB), {4.0});
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.workspace_limit = 64 * KiB;
+  Choice choice = select(bench, options);
+  EXPECT_EQ(choice.algo.id, "small");
+  EXPECT_EQ(row_of(choice.timings, "big").status, CandidateStatus::over_workspace_limit);
+  EXPECT_EQ(bench.calls("big"), 0);
+  options.fastest = true;
+  choice = select(bench, options);
+  EXPECT_EQ(choice.algo.id, "big");
+  EXPECT_EQ(row_of(choice.timings, "big").status, CandidateStatus::ok);
+}
+
+TEST(ExhaustivePolicy, WorkspaceLimitZeroStillFindsAZeroWorkspaceCandidate) {
+  FakeBench bench;
+  bench.add(Algo("ws1").workspace(1), {0.1})
+      .add(Algo("zero_slow"), {3.0})
+      .add(Algo("zero_fast"), {2.0});
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.workspace_limit = 0;
+  const Choice choice = select(bench, options);
+  EXPECT_EQ(choice.algo.id, "zero_fast");
+  EXPECT_EQ(row_of(choice.timings, "ws1").status, CandidateStatus::over_workspace_limit);
+  options.fwd = AlgoPolicy::heuristic();
+  EXPECT_EQ(select(bench, options).algo.id, "zero_slow");
+}
+
+TEST(ExhaustivePolicy, DeterministicExcludesNondeterministicCandidates) {
+  FakeBench bench;
+  bench.add(Algo("atomic").nondeterministic(), {0.5}).add(Algo("ordered"), {2.0});
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  EXPECT_EQ(select(bench, options).algo.id, "atomic");
+  const int atomic_runs = bench.calls("atomic");
+  options.deterministic = true;
+  const Choice choice = select(bench, options);
+  EXPECT_EQ(choice.algo.id, "ordered");
+  EXPECT_EQ(row_of(choice.timings, "atomic").status, CandidateStatus::not_deterministic);
+  EXPECT_EQ(bench.calls("atomic"), atomic_runs);
+}
+
+TEST(ExhaustivePolicy, ACandidateThatThrowsIsMarkedFailedAndTheNextWins) {
+  FakeBench bench;
+  // "crash_timed" passes its warm-up and throws on its first timed run; "crash_warmup" throws at
+  // once. Both are faster than "ok" when they do return.
+  bench.add(Algo("crash_timed"), {0.1}, /*fails_after=*/1)
+      .add(Algo("crash_warmup"), {0.1}, /*fails_after=*/0)
+      .add(Algo("ok"), {3.0});
+  const Choice choice = select(bench, options_with(AlgoPolicy::exhaustive()));
+  EXPECT_EQ(choice.algo.id, "ok");
+  const ProfileRow& timed = row_of(choice.timings, "crash_timed");
+  EXPECT_EQ(timed.status, CandidateStatus::failed);
+  EXPECT_TRUE(contains(timed.detail, "scripted failure of crash_timed")) << timed.detail;
+  EXPECT_EQ(row_of(choice.timings, "crash_warmup").status, CandidateStatus::failed);
+  EXPECT_EQ(bench.calls("crash_timed"), 2);
+  EXPECT_EQ(bench.calls("crash_warmup"), 1);
+  EXPECT_EQ(choice.timings.front().algo.id, "ok");
+}
+
+TEST(ExhaustivePolicy, OutOfMemoryFromTheRunIsAFailureNotACrash) {
+  FakeBench bench;
+  bench.add(Algo("hungry")).add(Algo("lean"), {2.0});
+  auto run = bench.run();
+  auto oom = [&](const dnnx::AlgoInfo& algo) -> double {
+    if (algo.id == "hungry") throw std::bad_alloc();
+    return run(algo);
+  };
+  const Choice choice = dnnx::tune::select(fake_request(), bench.candidates(),
+                                           options_with(AlgoPolicy::exhaustive()), oom);
+  EXPECT_EQ(choice.algo.id, "lean");
+  EXPECT_EQ(row_of(choice.timings, "hungry").status, CandidateStatus::failed);
+}
+
+TEST(ExhaustivePolicy, EveryCandidateFailingIsUnsupportedListingEach) {
+  FakeBench bench;
+  bench.add(Algo("x"), {1.0}, 0).add(Algo("y").unsupported("needs groups 1"));
+  const std::string message = error_message(
+      [&] { select(bench, options_with(AlgoPolicy::exhaustive())); }, ErrorKind::Unsupported);
+  EXPECT_TRUE(contains(message, "x: failed")) << message;
+  EXPECT_TRUE(contains(message, "y: unsupported")) << message;
+  EXPECT_TRUE(contains(message, "needs groups 1")) << message;
+}
+
+TEST(ExhaustivePolicy, RejectsNonsensicalTimingOptions) {
+  FakeBench bench;
+  bench.add(Algo("a"));
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.timing_runs = 0;
+  EXPECT_TRUE(contains(error_message([&] { select(bench, options); }, ErrorKind::InvalidArgument),
+                       "timing_runs"));
+  options = options_with(AlgoPolicy::exhaustive());
+  options.warmup_runs = -1;
+  EXPECT_TRUE(contains(error_message([&] { select(bench, options); }, ErrorKind::InvalidArgument),
+                       "warmup_runs"));
+  options = options_with(AlgoPolicy::exhaustive());
+  options.benchmark_limit = -3;
+  EXPECT_TRUE(contains(error_message([&] { select(bench, options); }, ErrorKind::InvalidArgument),
+                       "-3"));
+  options = options_with(AlgoPolicy::exhaustive());
+  options.abandon_factor = 1.0;
+  EXPECT_TRUE(contains(error_message([&] { select(bench, options); }, ErrorKind::InvalidArgument),
+                       "abandon_factor"));
+  EXPECT_EQ(bench.total_calls(), 0);
+}
+
+// ---------------------------------------------------------------- families
+
+FakeBench family_bench() {
+  FakeBench bench;
+  bench.add(Algo("none_racy").family("none").nondeterministic())
+      .add(Algo("wino_unsupported").family("winograd").unsupported("needs 3x3"))
+      .add(Algo("wino_small").family("winograd").family("small"))
+      .add(Algo("large").family("large").workspace(MiB))
+      .add(Algo("fft").family("fft"))
+      .add(Algo("wino_zero").family("winograd"));
+  return bench;
+}
+
+TEST(FamilyPolicy, PicksTheFirstAdmissibleCandidateOfTheFamily) {
+  FakeBench bench = family_bench();
+  const auto pick = [&](const char* family) {
+    return select(bench, options_with(AlgoPolicy::of_family(family))).algo.id;
+  };
+  EXPECT_EQ(pick("none"), "none_racy");
+  EXPECT_EQ(pick("winograd"), "wino_small");
+  EXPECT_EQ(pick("small"), "wino_small");
+  EXPECT_EQ(pick("large"), "large");
+  EXPECT_EQ(pick("fft"), "fft");
+  EXPECT_EQ(pick("deterministic"), "wino_small");
+  EXPECT_EQ(bench.total_calls(), 0);
+}
+
+TEST(FamilyPolicy, ConstraintsApplyWithinTheFamily) {
+  FakeBench bench;
+  bench.add(Algo("wino_big").family("winograd").workspace(MiB))
+      .add(Algo("wino_lean").family("winograd"));
+  TuneOptions options = options_with(AlgoPolicy::of_family("winograd"));
+  EXPECT_EQ(select(bench, options).algo.id, "wino_big");
+  options.workspace_limit = KiB;
+  EXPECT_EQ(select(bench, options).algo.id, "wino_lean");
+}
+
+TEST(FamilyPolicy, AFamilyWithoutCandidatesNamesItAndTheAvailableOnes) {
+  FakeBench bench = family_bench();
+  const std::string message = error_message(
+      [&] { select(bench, options_with(AlgoPolicy::of_family("fft_tiling"))); },
+      ErrorKind::Unsupported);
+  EXPECT_TRUE(contains(message, "fft_tiling")) << message;
+  for (const char* family : {"none", "winograd", "small", "large", "fft"})
+    EXPECT_TRUE(contains(message, family)) << family << " missing in: " << message;
+  EXPECT_TRUE(contains(message, "fakebackend")) << message;
+}
+
+TEST(FamilyPolicy, AFamilyWhoseCandidatesAreAllExcludedIsUnsupported) {
+  FakeBench bench = family_bench();
+  TuneOptions options = options_with(AlgoPolicy::of_family("large"));
+  options.workspace_limit = KiB;
+  const std::string message = error_message([&] { select(bench, options); },
+                                            ErrorKind::Unsupported);
+  EXPECT_TRUE(contains(message, "large")) << message;
+  EXPECT_TRUE(contains(message, std::to_string(MiB))) << message;
+}
+
+TEST(FamilyPolicy, UnknownFamilyIsInvalidArgument) {
+  FakeBench bench = family_bench();
+  const std::string message = error_message(
+      [&] { select(bench, options_with(AlgoPolicy::of_family("gemm_fast"))); },
+      ErrorKind::InvalidArgument);
+  EXPECT_TRUE(contains(message, "gemm_fast")) << message;
+}
+
+// ---------------------------------------------------------------- verbose
+
+TEST(Verbose, OneLinePerDecisionNamingTheWinnerAndCount) {
+  FakeBench bench;
+  bench.add(Algo("fake:slow"), {3.0}).add(Algo("fake:quick"), {1.0});
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.verbose = true;
+  testing::internal::CaptureStderr();
+  select(bench, options);
+  options.fwd = AlgoPolicy::heuristic();
+  select(bench, options);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 2) << err;
+  const std::string first = err.substr(0, err.find('\n'));
+  EXPECT_TRUE(contains(first, "conv fwd")) << first;
+  EXPECT_TRUE(contains(first, "fake-desc")) << first;
+  EXPECT_TRUE(contains(first, "fake:quick")) << first;
+  EXPECT_TRUE(contains(first, "2 of 2")) << first;
+  EXPECT_TRUE(contains(first, "exhaustive")) << first;
+  const std::string second = err.substr(err.find('\n') + 1);
+  EXPECT_TRUE(contains(second, "heuristic")) << second;
+  EXPECT_TRUE(contains(second, "-> fake:slow")) << second;
+}
+
+TEST(Verbose, SilentWhenOff) {
+  FakeBench bench;
+  bench.add(Algo("a"));
+  testing::internal::CaptureStderr();
+  select(bench, options_with(AlgoPolicy::exhaustive()));
+  select(bench, options_with(AlgoPolicy::heuristic()));
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+}
+
+// ---------------------------------------------------------------- exclusion
+
+TEST(Exclusion, StatusPerConstraint) {
+  TuneOptions options;
+  EXPECT_FALSE(dnnx::tune::exclusion(Algo("a").info(), options).has_value());
+  auto why = dnnx::tune::exclusion(Algo("u").unsupported("needs stride 1").info(), options);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(why->status, CandidateStatus::unsupported);
+  EXPECT_EQ(why->detail, "needs stride 1");
+  options.workspace_limit = 100;
+  EXPECT_FALSE(dnnx::tune::exclusion(Algo("w").workspace(100).info(), options).has_value());
+  why = dnnx::tune::exclusion(Algo("w").workspace(101).info(), options);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(why->status, CandidateStatus::over_workspace_limit);
+  EXPECT_TRUE(contains(why->detail, "101")) << why->detail;
+  EXPECT_TRUE(contains(why->detail, "100")) << why->detail;
+  options.deterministic = true;
+  why = dnnx::tune::exclusion(Algo("n").nondeterministic().info(), options);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(why->status, CandidateStatus::not_deterministic);
+}
+
+// ---------------------------------------------------------------- parsing
+
+struct ParseCase {
+  const char* text;
+  AlgoPolicy expected;
+};
+
+class PolicyParse : public testing::TestWithParam<ParseCase> {};
+
+AlgoPolicy with_reuse(AlgoPolicy policy, Reuse reuse) {
+  policy.reuse = reuse;
+  return policy;
+}
+
+TEST_P(PolicyParse, MapsOntoThePolicyAndRoundTrips) {
+  const ParseCase& c = GetParam();
+  const AlgoPolicy parsed = AlgoPolicy::parse(c.text);
+  EXPECT_EQ(parsed, c.expected) << c.text << " parsed as " << parsed.to_string();
+  EXPECT_EQ(AlgoPolicy::parse(parsed.to_string()), parsed) << parsed.to_string();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Names, PolicyParse,
+    testing::Values(
+        ParseCase{"heuristic", AlgoPolicy::heuristic()},
+        ParseCase{"exhaustive", AlgoPolicy::exhaustive()},
+        ParseCase{"heuristic:once", AlgoPolicy::heuristic(Reuse::once)},
+        ParseCase{"exhaustive:once", AlgoPolicy::exhaustive(Reuse::once)},
+        ParseCase{"guess_once", AlgoPolicy::heuristic(Reuse::once)},
+        ParseCase{"guess_on_shape_change", AlgoPolicy::heuristic(Reuse::on_shape_change)},
+        ParseCase{"time_once", AlgoPolicy::exhaustive(Reuse::once)},
+        ParseCase{"time_on_shape_change", AlgoPolicy::exhaustive(Reuse::on_shape_change)},
+        ParseCase{"small", AlgoPolicy::of_family("small")},
+        ParseCase{"none", AlgoPolicy::of_family("none")},
+        ParseCase{"large", AlgoPolicy::of_family("large")},
+        ParseCase{"fft", AlgoPolicy::of_family("fft")},
+        ParseCase{"fft_tiling", AlgoPolicy::of_family("fft_tiling")},
+        ParseCase{"winograd", AlgoPolicy::of_family("winograd")},
+        ParseCase{"deterministic", AlgoPolicy::of_family("deterministic")},
+        ParseCase{"family:winograd", AlgoPolicy::of_family("winograd")},
+        ParseCase{"winograd:once", with_reuse(AlgoPolicy::of_family("winograd"), Reuse::once)},
+        ParseCase{"fixed:reference:direct", AlgoPolicy::fixed("reference:direct")},
+        // Ids keep their colons and case.
+        ParseCase{"fixed:onednn:jit:avx512_core", AlgoPolicy::fixed("onednn:jit:avx512_core")},
+        ParseCase{"fixed:cudnn:legacy:FFT_TILING", AlgoPolicy::fixed("cudnn:legacy:FFT_TILING")}),
+    [](const testing::TestParamInfo<ParseCase>& info) {
+      std::string name = info.param.text;
+      std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
+      return name;
+    });
+
+class PolicyParseBad : public testing::TestWithParam<const char*> {};
+
+TEST_P(PolicyParseBad, IsInvalidArgumentNamingTheTextAndTheSpellings) {
+  const std::string text = GetParam();
+  const std::string message = error_message([&] { AlgoPolicy::parse(text); },
+                                            ErrorKind::InvalidArgument);
+  EXPECT_TRUE(contains(message, "'" + text + "'") || contains(message, text)) << message;
+  if (text != "fixed:") {
+    for (const char* spelling : {"heuristic", "exhaustive", "fixed:<id>", "guess_once",
+                                 "time_on_shape_change", "winograd", "fft_tiling"})
+      EXPECT_TRUE(contains(message, spelling)) << spelling << " missing in: " << message;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Spellings, PolicyParseBad,
+                         testing::Values("", "guess", "time", "fixed:", "fastest",
+                                         "winograd_nonfused", "family:bogus", "heuristic:twice",
+                                         "exhaustive:", "time-once", " heuristic", "fft tiling"),
+                         [](const testing::TestParamInfo<const char*>& info) {
+                           return "case" + std::to_string(info.index);
+                         });
+
+TEST(PolicyNames, EveryCandidateStatusHasADistinctName) {
+  std::vector<std::string> names;
+  for (CandidateStatus status :
+       {CandidateStatus::ok, CandidateStatus::unsupported, CandidateStatus::over_workspace_limit,
+        CandidateStatus::not_deterministic, CandidateStatus::failed, CandidateStatus::abandoned,
+        CandidateStatus::not_timed})
+    names.emplace_back(dnnx::to_string(status));
+  EXPECT_EQ(names[0], "ok");
+  EXPECT_EQ(names[2], "over_workspace_limit");
+  EXPECT_EQ(names[5], "abandoned");
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(std::unique(names.begin(), names.end()), names.end());
+}
+
+TEST(PolicyNames, DirectionsParseBothSpellings) {
+  EXPECT_EQ(dnnx::parse_direction("fwd"), Direction::fwd);
+  EXPECT_EQ(dnnx::parse_direction("forward"), Direction::fwd);
+  EXPECT_EQ(dnnx::parse_direction("bwd_data"), Direction::bwd_data);
+  EXPECT_EQ(dnnx::parse_direction("backward_data"), Direction::bwd_data);
+  EXPECT_EQ(dnnx::parse_direction("bwd_weights"), Direction::bwd_weights);
+  EXPECT_EQ(dnnx::parse_direction("bwd_filter"), Direction::bwd_weights);
+  for (Direction d : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights})
+    EXPECT_EQ(dnnx::parse_direction(dnnx::to_string(d)), d);
+}
+
+}  // namespace
