@@ -44,7 +44,7 @@ case ${1:-} in
     run-clang-tidy -p "$build_dir" -j "$(nproc)" -quiet "${3:-$root/(src|tools|tests|bench)/}"
     ;;
   *)
-    sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     [[ ${1:-} == -h || ${1:-} == --help ]]
     ;;
 esac
