@@ -12,12 +12,12 @@ std::string status_name(dnnl_status_t status) {
 }
 
 void raise_dnnl(dnnl_status_t status, std::string_view what, ErrorContext context,
-                std::source_location where) {
+                const char* file, int line) {
   context.status = status_name(status);
   if (context.backend.empty()) context.backend = "cpu";
   const ErrorKind kind =
       status == dnnl_out_of_memory ? ErrorKind::OutOfMemory : ErrorKind::BackendFailure;
-  detail::raise(kind, std::string(what), std::move(context), where);
+  detail::raise(kind, std::string(what), std::move(context), file, line);
 }
 
 }  // namespace dnnx::onednn

@@ -7,7 +7,6 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include <source_location>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -19,17 +18,18 @@ std::string status_name(dnnl_status_t status);
 
 /// Throws the dnnx::Error for a failed oneDNN call: `what` says what was attempted, `context`
 /// names op, implementation and repro; the status name is added to it.
+/// `file` and `line` default to the caller's location (as dnnx::Error's do).
 [[noreturn]] void raise_dnnl(dnnl_status_t status, std::string_view what, ErrorContext context,
-                             std::source_location where = std::source_location::current());
+                             const char* file = __builtin_FILE(), int line = __builtin_LINE());
 
 /// Runs `call` (C++ API code) and turns a dnnl::error it throws into a dnnx::Error.
 template <typename Call>
 decltype(auto) dnnl_call(const ErrorContext& context, std::string_view what, Call&& call,
-                         std::source_location where = std::source_location::current()) {
+                         const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   try {
     return std::forward<Call>(call)();
   } catch (const dnnl::error& error) {
-    raise_dnnl(error.status, std::string(what) + ": " + error.what(), context, where);
+    raise_dnnl(error.status, std::string(what) + ": " + error.what(), context, file, line);
   }
 }
 
