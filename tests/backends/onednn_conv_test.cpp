@@ -217,8 +217,13 @@ TEST_P(Resnet3x3, ListsEveryImplementationInPriorityOrder) {
         if (gemm) EXPECT_EQ(info.families, std::vector<std::string>{"large"}) << info.id;
         if (!ref && !gemm) EXPECT_EQ(info.families, std::vector<std::string>{"small"}) << info.id;
         const std::string suffix = info.id.substr(info.id.rfind(':') + 1);
-        EXPECT_TRUE(suffix == "plain" || suffix == "blocked_weights" || suffix == "blocked")
+        EXPECT_TRUE(suffix == "plain" || suffix == "blocked_weights" || suffix == "blocked" ||
+                    suffix == "nchw" || suffix == "nhwc")
             << info.id;
+        // Activations converted to a plain layout are converted to the caller's other one.
+        if (suffix == "nchw" || suffix == "nhwc") EXPECT_NE(suffix, to_string(desc.layout));
+        // One reference candidate, zero-copy (Note [one reference candidate]).
+        if (ref) EXPECT_EQ(suffix, "plain") << info.id;
       } else {
         EXPECT_FALSE(info.reason.empty()) << info.id;
       }
@@ -396,7 +401,7 @@ TEST(OneDnnBackend, WorkspaceBytesIsWhatTheCandidateUses) {
         if (has_note(info, "blocked_weights")) {
           EXPECT_GE(info.workspace_bytes, bytes(desc.weights_dims()));
         }
-        if (has_note(info, "blocked")) {
+        if (has_note(info, "blocked") || has_note(info, "nchw") || has_note(info, "nhwc")) {
           EXPECT_GE(info.workspace_bytes, std::min(bytes(desc.src_dims()), bytes(desc.dst_dims())));
         }
       }

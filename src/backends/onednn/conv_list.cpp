@@ -2,20 +2,24 @@
 //
 // Note [format strategies]
 // oneDNN's fast kernels (jit, brgemm) read weights only in blocked layouts (e.g. OIhw16i16o), and
-// most of them want blocked activations too (nChw16c); the plain layouts the caller holds are read
-// only by gemm (im2col), ref and a few first-layer kernels. Each implementation is therefore tried
-// with three sets of memory descriptors:
+// most of them want particular activation layouts too: jit kernels blocked ones (nChw16c),
+// brgemm kernels nhwc. The plain layouts the caller holds are read as they are only by gemm
+// (im2col), ref and a few first-layer kernels. Each implementation is therefore tried with four
+// sets of memory descriptors:
 //   plain            every tensor in the caller's layout; nothing is copied;
 //   blocked_weights  activations in the caller's layout, weights format_tag::any: the weights (or
-//                    diff_weights) are reordered on every call; activations are not touched, which
-//                    is what brgemm kernels want for channels_last;
+//                    diff_weights) are reordered on every call, activations are not touched,
+//                    which is what brgemm kernels want for channels_last;
 //   blocked          every tensor format_tag::any: oneDNN's preferred layouts, with reorders from
-//                    and to the caller's layout inside execute().
+//                    and to the caller's layout inside execute();
+//   transposed       activations in the other plain layout (nchw <-> nhwc) and weights `any`:
+//                    what lets a channels_first caller use the brgemm kernels.
 // The suffix of a candidate id names the layouts the implementation actually chose, not the
-// strategy that was asked for: an implementation that picks the caller's layouts under `any` is
-// the plain candidate, and is listed once. The reorders run inside the candidate, so exhaustive
-// timing weighs their cost against the faster kernel; their buffers and the scratchpads of every
-// primitive are part of workspace_bytes (see Candidate).
+// strategy that was asked for: "plain", "blocked_weights", "blocked", or "nchw"/"nhwc" when the
+// activations are converted to that plain layout. An implementation that picks the caller's
+// layouts under `any` is thus the plain candidate, and is listed once. The reorders run inside
+// the candidate, so exhaustive timing weighs their cost against the faster kernel; their buffers
+// and the scratchpads of every primitive are part of workspace_bytes (see Candidate).
 //
 // Note [candidate order]
 // Priority 0 is oneDNN's own first implementation of convolution_direct under the strategy that
@@ -42,11 +46,20 @@
 
 #include <algorithm>
 #include <set>
+#include <vector>
 
 namespace dnnx::onednn {
 namespace {
 
 using Shape = Role::Shape;
+
+// Which memory descriptors an implementation is asked to run on (Note [format strategies]).
+enum class Strategy : std::uint8_t {
+  plain,            // every tensor in the caller's layout: no copies
+  blocked_weights,  // activations in the caller's layout, weights in oneDNN's preferred one
+  blocked,          // activations and weights in oneDNN's preferred layouts
+  transposed,       // activations in the other plain layout (nchw <-> nhwc), weights preferred
+};
 
 constexpr std::size_t buffer_alignment = 64;
 
@@ -86,10 +99,10 @@ bool contains(std::string_view text, std::string_view part) {
 // The strategy that usually wins comes first (Note [candidate order]): brgemm kernels run
 // channels_last activations in place, while channels_first activations are only read by gemm and
 // ref, so blocking them pays for its reorders.
-std::array<Strategy, 3> strategy_order(const ConvDesc& desc) {
+std::array<Strategy, 4> strategy_order(const ConvDesc& desc) {
   if (desc.layout == Layout::channels_last)
-    return {Strategy::blocked_weights, Strategy::blocked, Strategy::plain};
-  return {Strategy::blocked, Strategy::blocked_weights, Strategy::plain};
+    return {Strategy::blocked_weights, Strategy::blocked, Strategy::transposed, Strategy::plain};
+  return {Strategy::blocked, Strategy::transposed, Strategy::blocked_weights, Strategy::plain};
 }
 
 struct StrategyMds {
@@ -101,6 +114,7 @@ StrategyMds strategy_mds(const ConvGeometry& g, Strategy strategy) {
     case Strategy::plain: return {g.src, g.weights, g.dst};
     case Strategy::blocked_weights: return {g.src, any_layout(g.weights), g.dst};
     case Strategy::blocked: return {any_layout(g.src), any_layout(g.weights), any_layout(g.dst)};
+    case Strategy::transposed: return {g.src_transposed, any_layout(g.weights), g.dst_transposed};
   }
   return {g.src, g.weights, g.dst};
 }
@@ -173,7 +187,7 @@ dnnl::primitive_desc clone(const dnnl::primitive_desc& pd, const ErrorContext& c
 }
 
 void describe(AlgoInfo& info, const std::string& impl, dnnl::algorithm algorithm,
-              Strategy strategy) {
+              const std::string& layouts) {
   const bool winograd =
       algorithm == dnnl::algorithm::convolution_winograd || contains(impl, "wino");
   info.notes.emplace_back(winograd ? "winograd" : "direct");
@@ -201,16 +215,15 @@ void describe(AlgoInfo& info, const std::string& impl, dnnl::algorithm algorithm
   }
   if (contains(impl, "1x1")) info.notes.emplace_back("1x1");
   if (contains(impl, "dw")) info.notes.emplace_back("depthwise");
-  if (strategy != Strategy::plain) info.notes.emplace_back(to_string(strategy));
+  // "blocked", "blocked_weights", "nchw" or "nhwc": which tensors are reordered per call.
+  if (layouts != "plain") info.notes.push_back(layouts);
 }
 
-std::string strategy_phrase(Strategy strategy) {
-  switch (strategy) {
-    case Strategy::plain: return "caller's layouts";
-    case Strategy::blocked_weights: return "blocked weights";
-    case Strategy::blocked: return "blocked layouts";
-  }
-  return "";
+std::string layouts_phrase(const std::string& layouts) {
+  if (layouts == "plain") return "caller's layouts";
+  if (layouts == "blocked_weights") return "blocked weights";
+  if (layouts == "blocked") return "blocked layouts";
+  return layouts + " activations, blocked weights";
 }
 
 // Turns the current implementation of `pd` into a candidate; unsupported (with oneDNN's message)
@@ -225,27 +238,36 @@ Candidate make_candidate(const dnnl::engine& engine, const ConvPd& conv_pd,
   const std::string impl = sanitize(pd.impl_info_str());
   const auto& direction_roles = roles(direction);
 
-  bool activations_plain = true;
-  bool weights_plain = true;
+  // Which layouts the implementation chose, by tensor kind (Note [format strategies]).
+  bool activations_user = true;
+  bool activations_transposed = true;
+  bool weights_user = true;
   for (std::size_t r = 0; r < 3; ++r) {
     const Role& role = direction_roles[r];
     candidate.inner[r] = pd.query_md(role.query);
-    if (same_layout(candidate.inner[r], user_md(g, role))) continue;
-    (role.shape == Shape::weights ? weights_plain : activations_plain) = false;
+    const memory::desc& user = user_md(g, role);
+    if (role.shape == Shape::weights) {
+      weights_user = same_layout(candidate.inner[r], user);
+      continue;
+    }
+    const memory::desc& transposed = role.shape == Shape::src ? g.src_transposed : g.dst_transposed;
+    if (!same_layout(candidate.inner[r], user)) activations_user = false;
+    if (!same_layout(candidate.inner[r], transposed)) activations_transposed = false;
   }
-  const Strategy strategy = !activations_plain ? Strategy::blocked
-                            : !weights_plain   ? Strategy::blocked_weights
-                                               : Strategy::plain;
+  const Layout other = g.layout == Layout::channels_first ? Layout::channels_last
+                                                          : Layout::channels_first;
+  const std::string layouts = activations_user       ? (weights_user ? "plain" : "blocked_weights")
+                              : activations_transposed ? std::string(to_string(other))
+                                                       : "blocked";
   // A resolved convolution_auto reports the algorithm it became.
   const dnnl::algorithm resolved =
       algorithm == dnnl::algorithm::convolution_auto ? pd.get_algorithm() : algorithm;
 
   AlgoInfo& info = candidate.info;
-  info.id = detail::cat("onednn:", impl, ':', algorithm_name(resolved), ':', to_string(strategy));
-  info.name = detail::cat(impl, " (", algorithm_name(resolved), ", ", strategy_phrase(strategy),
-                          ")");
+  info.id = detail::cat("onednn:", impl, ':', algorithm_name(resolved), ':', layouts);
+  info.name = detail::cat(impl, " (", algorithm_name(resolved), ", ", layouts_phrase(layouts), ")");
   info.deterministic = true;  // Note [determinism]
-  describe(info, impl, resolved, strategy);
+  describe(info, impl, resolved, layouts);
 
   std::size_t scratch = pd.scratchpad_desc().get_size();
   bool reordered = false;
@@ -286,15 +308,6 @@ Candidate make_candidate(const dnnl::engine& engine, const ConvPd& conv_pd,
 }
 
 }  // namespace
-
-std::string_view to_string(Strategy strategy) {
-  switch (strategy) {
-    case Strategy::plain: return "plain";
-    case Strategy::blocked_weights: return "blocked_weights";
-    case Strategy::blocked: return "blocked";
-  }
-  return "unknown";
-}
 
 const std::array<Role, 3>& roles(Direction direction) {
   using dnnl::query;
@@ -385,6 +398,19 @@ CandidateList list_conv_candidates(const dnnl::engine& engine, const ConvDesc& d
     info.notes.emplace_back(algorithm_name(algorithm));
     if (algorithm == dnnl::algorithm::convolution_winograd) info.families = {"winograd"};
     missing.push_back(std::move(unavailable));
+  }
+  // Note [one reference candidate]
+  // ref:any reads every layout with the same generic loops, so its blocked variants differ from
+  // the plain one only by the copies around it: listed, they would only make exhaustive tuning
+  // time the slowest candidate more than once.
+  const auto is_plain_ref = [](const Candidate& candidate) {
+    return candidate.info.supported && candidate.info.id.starts_with("onednn:ref:") &&
+           candidate.info.id.ends_with(":plain");
+  };
+  if (std::any_of(list.candidates.begin(), list.candidates.end(), is_plain_ref)) {
+    std::erase_if(list.candidates, [&](const Candidate& candidate) {
+      return candidate.info.id.starts_with("onednn:ref:") && !is_plain_ref(candidate);
+    });
   }
   for (Candidate& candidate : missing) list.candidates.push_back(std::move(candidate));
   for (std::size_t i = 0; i < list.candidates.size(); ++i)

@@ -19,15 +19,6 @@
 
 namespace dnnx::onednn {
 
-/// Which tensors keep the caller's layout. See Note [format strategies] in conv_list.cpp.
-enum class Strategy : std::uint8_t {
-  plain,            ///< every tensor in the caller's layout: no copies
-  blocked_weights,  ///< activations in the caller's layout, weights in oneDNN's preferred one
-  blocked,          ///< activations and weights in oneDNN's preferred layouts
-};
-/// "plain", "blocked_weights", "blocked" (the last part of a candidate id).
-std::string_view to_string(Strategy strategy);
-
 /// One tensor of a direction. Roles 0 and 1 are read, role 2 is written.
 struct Role {
   int arg;                 ///< DNNL_ARG_*

@@ -80,6 +80,9 @@ ConvGeometry conv_geometry(const ConvDesc& desc) {
   }
   geometry.src = memory::desc(src, type, activation_tags[l][s]);
   geometry.dst = memory::desc(dst, type, activation_tags[l][s]);
+  geometry.src_transposed = memory::desc(src, type, activation_tags[1 - l][s]);
+  geometry.dst_transposed = memory::desc(dst, type, activation_tags[1 - l][s]);
+  geometry.layout = desc.layout;
   geometry.weights = memory::desc(
       weights, type, desc.groups == 1 ? weights_tags[l][s] : grouped_weights_tags[l][s]);
   return geometry;

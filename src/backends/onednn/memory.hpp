@@ -24,6 +24,9 @@ struct ConvGeometry {
   memory::desc src;      ///< N, C, spatial in desc.layout (also diff_src)
   memory::desc weights;  ///< O, I, k (groups: G, O/G, I/G, k) in desc.layout (also diff_weights)
   memory::desc dst;      ///< N, O, output spatial in desc.layout (also diff_dst)
+  memory::desc src_transposed;  ///< src in the other plain layout (channels_last <-> first)
+  memory::desc dst_transposed;  ///< dst in the other plain layout
+  Layout layout = Layout::channels_first;  ///< desc.layout
   memory::dims strides;
   memory::dims dilates;  ///< desc.dilation - 1
   memory::dims padding_l;
