@@ -1,0 +1,203 @@
+# Tests of the `dnnx` command-line tool (label "cli").
+#
+# This file has two roles. include()d by tests/CMakeLists.txt, it declares the tests. Run by those
+# tests through `cmake -P`, it runs one dnnx command and checks it:
+#   CLI            path of the dnnx binary
+#   ARGS           the arguments, '|'-separated
+#   CODE           the expected exit status
+#   STDOUT_REGEX   a regex stdout must match ('.' also matches newlines)
+#   STDERR_REGEX   a regex stderr must match
+#   ONE_LINE_ERROR nothing on stdout and exactly one line on stderr
+#   JSON           "stdout" or a file path: that text must be valid JSON
+#   JSON_LENGTH    the length of the top-level JSON array or object
+#   JSON_REQUIRE   '|'-separated member paths ("results/5/chosen/id") that must exist and be non-null
+
+if(CMAKE_SCRIPT_MODE_FILE)
+  string(REPLACE "|" ";" args "${ARGS}")
+  execute_process(COMMAND ${CLI} ${args}
+                  RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  set(shown "dnnx ${args}\n--- exit status: ${code}\n--- stdout:\n${out}\n--- stderr:\n${err}")
+  if(NOT code STREQUAL CODE)
+    message(FATAL_ERROR "expected exit status ${CODE}\n${shown}")
+  endif()
+  if(DEFINED STDOUT_REGEX AND NOT out MATCHES "${STDOUT_REGEX}")
+    message(FATAL_ERROR "stdout does not match '${STDOUT_REGEX}'\n${shown}")
+  endif()
+  if(DEFINED STDERR_REGEX AND NOT err MATCHES "${STDERR_REGEX}")
+    message(FATAL_ERROR "stderr does not match '${STDERR_REGEX}'\n${shown}")
+  endif()
+  if(ONE_LINE_ERROR)
+    string(STRIP "${err}" stripped)
+    if(NOT out STREQUAL "" OR stripped STREQUAL "" OR stripped MATCHES "\n")
+      message(FATAL_ERROR "expected nothing on stdout and one line on stderr\n${shown}")
+    endif()
+  endif()
+  if(DEFINED JSON)
+    if(JSON STREQUAL "stdout")
+      set(document "${out}")
+    else()
+      file(READ "${JSON}" document)
+    endif()
+    string(JSON length ERROR_VARIABLE json_error LENGTH "${document}")
+    if(json_error)
+      message(FATAL_ERROR "invalid JSON (${JSON}): ${json_error}\n${shown}")
+    endif()
+    if(DEFINED JSON_LENGTH AND NOT length EQUAL JSON_LENGTH)
+      message(FATAL_ERROR "JSON has ${length} top-level entries, expected ${JSON_LENGTH}\n${shown}")
+    endif()
+    string(REPLACE "|" ";" paths "${JSON_REQUIRE}")
+    foreach(path IN LISTS paths)
+      string(REPLACE "/" ";" keys "${path}")
+      string(JSON type ERROR_VARIABLE json_error TYPE "${document}" ${keys})
+      if(json_error OR type STREQUAL "NULL")
+        message(FATAL_ERROR "JSON lacks '${path}' (${json_error}${type})\n${shown}")
+      endif()
+    endforeach()
+  endif()
+  return()
+endif()
+
+if(NOT TARGET dnnx_cli)
+  return()
+endif()
+
+set(_dnnx_cli_script ${CMAKE_CURRENT_LIST_FILE})
+set(_dnnx_cli_dir ${CMAKE_CURRENT_BINARY_DIR}/cli)
+file(MAKE_DIRECTORY ${_dnnx_cli_dir})
+
+# dnnx_cli_test(<name> ARGS <arg>... [CODE n] [STDOUT regex] [STDERR regex] [ONE_LINE_ERROR]
+#               [JSON stdout|<file>] [JSON_LENGTH n] [JSON_REQUIRE path...])
+function(dnnx_cli_test name)
+  cmake_parse_arguments(PARSE_ARGV 1 T "ONE_LINE_ERROR" "CODE;STDOUT;STDERR;JSON;JSON_LENGTH"
+                        "ARGS;JSON_REQUIRE")
+  if(NOT DEFINED T_CODE)
+    set(T_CODE 0)
+  endif()
+  list(JOIN T_ARGS "|" joined)
+  set(defines "-DCLI=$<TARGET_FILE:dnnx_cli>" "-DARGS=${joined}" "-DCODE=${T_CODE}")
+  if(DEFINED T_STDOUT)
+    list(APPEND defines "-DSTDOUT_REGEX=${T_STDOUT}")
+  endif()
+  if(DEFINED T_STDERR)
+    list(APPEND defines "-DSTDERR_REGEX=${T_STDERR}")
+  endif()
+  if(T_ONE_LINE_ERROR)
+    list(APPEND defines "-DONE_LINE_ERROR=ON")
+  endif()
+  if(DEFINED T_JSON)
+    list(APPEND defines "-DJSON=${T_JSON}")
+  endif()
+  if(DEFINED T_JSON_LENGTH)
+    list(APPEND defines "-DJSON_LENGTH=${T_JSON_LENGTH}")
+  endif()
+  if(T_JSON_REQUIRE)
+    list(JOIN T_JSON_REQUIRE "|" required)
+    list(APPEND defines "-DJSON_REQUIRE=${required}")
+  endif()
+  add_test(NAME cli.${name} COMMAND ${CMAKE_COMMAND} ${defines} -P ${_dnnx_cli_script})
+  # Tests that write a file run from their own directory and never share it.
+  set_tests_properties(cli.${name} PROPERTIES LABELS cli WORKING_DIRECTORY ${_dnnx_cli_dir})
+endfunction()
+
+# A bad command line: exit status 2, one line on stderr matching `regex` (it names the flag and
+# the value), nothing on stdout.
+function(dnnx_cli_usage_error name regex)
+  dnnx_cli_test(${name} ARGS ${ARGN} CODE 2 STDERR "${regex}" ONE_LINE_ERROR)
+endfunction()
+
+set(_conv --input 1x4x8x8 --weights 8x4x3x3)
+
+# --help and --version at every level.
+dnnx_cli_test(help STDOUT "algos.*profile.*tune.*version" ARGS --help)
+dnnx_cli_test(help.algos STDOUT "conv" ARGS algos --help)
+dnnx_cli_test(help.algos_conv STDOUT "--input.*--weights.*--pad-before.*--layout.*--direction.*--json"
+              ARGS algos conv --help)
+dnnx_cli_test(help.profile STDOUT "conv" ARGS profile --help)
+dnnx_cli_test(help.profile_conv STDOUT "--input.*--runs.*--warmup.*--direction.*--json"
+              ARGS profile conv --help)
+dnnx_cli_test(help.tune
+              STDOUT "--model.*--batch.*--dtype.*--backend.*--policy.*--workspace-limit.*--deterministic.*--benchmark-limit.*--layers.*--json"
+              ARGS tune --help)
+dnnx_cli_test(help.version STDOUT "version" ARGS version --help)
+dnnx_cli_test(version STDOUT "^dnnx [0-9]+\\.[0-9]+\\.[0-9]+\n.*reference: .*auto: " ARGS version)
+dnnx_cli_test(version_flag STDOUT "^[0-9]+\\.[0-9]+\\.[0-9]+" ARGS --version)
+
+# algos: nothing runs; 1-, 2- and 3-D, asymmetric padding, groups, every direction.
+dnnx_cli_test(algos.json JSON stdout JSON_LENGTH 3
+              JSON_REQUIRE 0/algos/0/id 0/algos/0/workspace_bytes 1/direction 2/repro
+              ARGS algos conv ${_conv} --pad 1 --json)
+dnnx_cli_test(algos.conv1d_reference STDOUT "^conv fwd on reference: .*reference:direct"
+              ARGS algos conv --input 2x3x9 --weights 4x3x3 --stride 2 --direction fwd --backend reference)
+dnnx_cli_test(algos.conv3d_asymmetric STDOUT "conv bwd_data on .*conv bwd_weights on "
+              ARGS algos conv --input 1x4x5x6x7 --weights 4x2x3x3x3 --groups 2 --pad-before 1,0,1
+                   --pad-after 0,1,1 --dilation 1,1,2 --direction bwd_data,bwd_weights)
+dnnx_cli_test(algos.nhwc_bf16 STDOUT "conv fwd on .*nhwc"
+              ARGS algos conv ${_conv} --layout nhwc --dtype bf16 --direction fwd)
+
+# profile: times every candidate.
+dnnx_cli_test(profile.json JSON stdout JSON_LENGTH 3
+              ARGS profile conv ${_conv} --pad-before 1,0 --pad-after 0,1 --runs 2 --warmup 1 --json)
+dnnx_cli_test(profile.text STDOUT "bwd_data.* ok" ARGS profile conv ${_conv} --stride 2
+              --direction bwd_data --runs 1 --backend reference)
+
+# tune: a two-layer model file (a grouped/depthwise layer included), one ResNet-50 layer.
+file(WRITE ${_dnnx_cli_dir}/tiny_model.txt
+     "# name  src  weights  stride  pad  count  [bench]\n"
+     "tiny.conv  4x8x8  8x4x3x3  1  1  2\n"
+     "tiny.depthwise  8x6x6  8x1x3x3  2  1  1  bench\n")
+dnnx_cli_test(tune.model_file
+              STDOUT "tiny\\.conv +fwd +2 .*tiny\\.depthwise +bwd_weights +1 .*totals.*all.*tuning wall time"
+              STDERR "tune \\[1/6\\] tiny\\.conv fwd.*tune \\[6/6\\] tiny\\.depthwise bwd_weights"
+              JSON ${_dnnx_cli_dir}/tiny_tune.json
+              JSON_REQUIRE results/5/chosen/id results/5/chosen/time_ms results/5/heuristic/id
+                           results/5/speedup totals/all/speedup tuning_wall_s
+              ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --runs 1 --warmup 0
+                   --json ${_dnnx_cli_dir}/tiny_tune.json)
+dnnx_cli_test(tune.resnet50_layer JSON stdout
+              JSON_REQUIRE results/1/chosen/id results/1/heuristic/time_ms totals/bwd_data
+              ARGS tune --model resnet50 --batch 1 --layers l4.reduce --direction fwd,bwd_data
+                   --runs 1 --warmup 0 --benchmark-limit 2 --json -)
+dnnx_cli_test(tune.heuristic_policy STDOUT "policy: heuristic;.*1\\.00x"
+              ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 2 --policy heuristic
+                   --layers tiny.depthwise --direction fwd --runs 1)
+
+# Bad command lines: exit status 2 and one line naming the argument and the value.
+dnnx_cli_usage_error(bad.no_subcommand "subcommand is required; accepted: algos, profile, tune")
+dnnx_cli_usage_error(bad.unknown_subcommand "unknown subcommand 'frob'" frob)
+dnnx_cli_usage_error(bad.no_op "dnnx algos: a subcommand is required; accepted: conv" algos)
+dnnx_cli_usage_error(bad.unknown_flag "--bogus" algos conv ${_conv} --bogus)
+dnnx_cli_usage_error(bad.missing_weights "--weights is required" algos conv --input 1x4x8x8)
+dnnx_cli_usage_error(bad.dims "--input '32x64xx'" algos conv --input 32x64xx --weights 8x4x3x3)
+dnnx_cli_usage_error(bad.zero_dim "--input '1x4x0x8'.*>= 1" algos conv --input 1x4x0x8 --weights 8x4x3x3)
+dnnx_cli_usage_error(bad.rank "--weights '8x4x3x3'.*rank 3" algos conv --input 1x4x8 --weights 8x4x3x3)
+dnnx_cli_usage_error(bad.negative_stride "--stride '-1'" algos conv ${_conv} --stride=-1)
+dnnx_cli_usage_error(bad.stride_count "--stride '1,1,1'.*1 value or 2" algos conv ${_conv} --stride 1,1,1)
+dnnx_cli_usage_error(bad.negative_pad "--pad '-2'" profile conv ${_conv} --pad=-2)
+dnnx_cli_usage_error(bad.pad_exclusive "--pad excludes --pad-before"
+                     algos conv ${_conv} --pad 1 --pad-before 1,0)
+dnnx_cli_usage_error(bad.groups "--groups 'two'" algos conv ${_conv} --groups two)
+dnnx_cli_usage_error(bad.backend "--backend 'tpu'" algos conv ${_conv} --backend tpu)
+dnnx_cli_usage_error(bad.dtype "--dtype 'f64'" profile conv ${_conv} --dtype f64)
+dnnx_cli_usage_error(bad.layout "--layout 'nchwc'" algos conv ${_conv} --layout nchwc)
+dnnx_cli_usage_error(bad.direction "--direction 'sideways'" algos conv ${_conv} --direction sideways)
+dnnx_cli_usage_error(bad.runs "--runs '0'" profile conv ${_conv} --runs 0)
+dnnx_cli_usage_error(bad.policy "--policy 'fastest-ever'" tune --policy fastest-ever)
+dnnx_cli_usage_error(bad.model "--model 'vgg'" tune --model vgg)
+dnnx_cli_usage_error(bad.layers "--layers 'conv1,nope'.*no layer 'nope'" tune --layers conv1,nope)
+dnnx_cli_usage_error(bad.batch "--batch '-3'" tune --batch=-3)
+dnnx_cli_usage_error(bad.workspace_limit "--workspace-limit '12Q'" tune --workspace-limit 12Q)
+dnnx_cli_usage_error(bad.benchmark_limit "--benchmark-limit 'x'" tune --benchmark-limit x)
+dnnx_cli_usage_error(bad.json_path "--json '/nonexistent/dir/out.json'"
+                     tune --json /nonexistent/dir/out.json)
+file(WRITE ${_dnnx_cli_dir}/broken_model.txt "ok.layer 4x8x8 8x4x3x3 1 1 1\nbroken 4x8x8 8x4x3x3 1 1\n")
+dnnx_cli_usage_error(bad.model_line "broken_model.txt:2: expected"
+                     tune --model ${_dnnx_cli_dir}/broken_model.txt)
+# Shapes the library rejects (dnnx::Error InvalidArgument) are bad arguments too.
+dnnx_cli_usage_error(bad.channel_mismatch "8x3x3x3" algos conv --input 1x4x8x8 --weights 8x3x3x3)
+dnnx_cli_usage_error(bad.kernel_too_large "30" algos conv --input 1x4x8x8 --weights 8x4x30x3)
+
+# A valid request the library cannot serve here: dnnx::Error (not InvalidArgument), exit status 1.
+if(NOT DNNX_HAVE_CUDNN)
+  dnnx_cli_test(unavailable_backend CODE 1 STDERR "cudnn" ONE_LINE_ERROR
+                ARGS algos conv ${_conv} --backend cudnn)
+endif()

@@ -1,0 +1,124 @@
+#pragma once
+// Argument parsing shared by the dnnx subcommands: every flag value is taken as text and parsed
+// here, so that each bad value produces the same kind of one-line message naming the flag.
+
+#include <dnnx/dnnx.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dnnx::cli {
+
+/// Exit status of a bad command line (unknown flag, malformed value, InvalidArgument).
+inline constexpr int usage_exit_code = 2;
+/// Exit status of a failure while running (backend unavailable, unsupported, out of memory...).
+inline constexpr int failure_exit_code = 1;
+
+/// A bad command-line argument; the message names the flag and the value received.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// What a subcommand does once the whole command line has parsed.
+using Action = std::function<int()>;
+
+/// An integer in [min, max] ("--runs", "5"); throws UsageError.
+std::int64_t parse_int(std::string_view flag, std::string_view text, std::int64_t min,
+                       std::int64_t max = std::numeric_limits<std::int32_t>::max());
+/// One integer or a comma-separated list ("2" or "2,2"), each >= `min`; throws UsageError.
+std::vector<std::int64_t> parse_int_list(std::string_view flag, std::string_view text,
+                                         std::int64_t min);
+/// Dims such as "32x64x56x56", every entry >= 1; throws UsageError.
+Dims parse_dims(std::string_view flag, std::string_view text);
+/// Bytes: a plain integer or one with a K/M/G (KiB/MiB/GiB, powers of 1024) suffix.
+std::size_t parse_bytes(std::string_view flag, std::string_view text);
+/// "all" or a comma-separated list of directions, in the order given, without repeats.
+std::vector<Direction> parse_directions(std::string_view flag, std::string_view text);
+DType parse_dtype_arg(std::string_view flag, std::string_view text);
+Layout parse_layout_arg(std::string_view flag, std::string_view text);
+AlgoPolicy parse_policy_arg(std::string_view flag, std::string_view text);
+
+/// Where ops run: --backend (default: $DNNX_BACKEND, else auto) and --device.
+struct BackendArgs {
+  std::string backend;
+  std::string device = "0";
+};
+void add_backend_options(CLI::App& command, BackendArgs& args);
+/// The parsed form of BackendArgs.
+struct BackendChoice {
+  BackendKind backend = BackendKind::automatic;
+  int device = 0;
+};
+BackendChoice parse_backend_args(const BackendArgs& args);
+/// A Context for `choice`, with the DNNX_* tuning variables applied (flags are applied on top by
+/// the caller). Backend errors (e.g. cudnn asked for but unavailable) propagate as dnnx::Error.
+Context make_context(const BackendChoice& choice, DType dtype);
+
+/// The description of one convolution, exactly as typed.
+struct ConvArgs {
+  std::string input;
+  std::string weights;
+  std::string stride = "1";
+  std::string pad;
+  std::string pad_before;
+  std::string pad_after;
+  std::string dilation = "1";
+  std::string groups = "1";
+  std::string dtype = "f32";
+  std::string layout = "nchw";
+};
+/// Adds --input, --weights, --stride, --pad, --pad-before, --pad-after, --dilation, --groups,
+/// --dtype, --layout to `command`.
+void add_conv_options(CLI::App& command, ConvArgs& args);
+/// The validated desc `args` describe; throws UsageError for malformed flags and dnnx::Error
+/// (InvalidArgument) for shapes the library rejects.
+ConvDesc parse_conv(const ConvArgs& args);
+
+/// Selection constraints shared by `profile` and `tune`.
+struct SelectionArgs {
+  std::string workspace_limit;
+  bool deterministic = false;
+  bool fastest = false;
+  bool verbose = false;
+  std::string runs;
+  std::string warmup;
+};
+void add_selection_options(CLI::App& command, SelectionArgs& args);
+/// The parsed form of SelectionArgs: only what was given on the command line.
+struct Selection {
+  std::optional<std::size_t> workspace_limit;
+  bool deterministic = false;
+  bool fastest = false;
+  bool verbose = false;
+  std::optional<int> runs;
+  std::optional<int> warmup;
+  /// Applies the flags on top of `options` (which already hold the env values).
+  void apply(TuneOptions& options) const;
+};
+Selection parse_selection(const SelectionArgs& args);
+
+/// Parses a flag value with a library parser, turning its InvalidArgument into a UsageError that
+/// names the flag and the value.
+template <typename Parse>
+auto parse_with(std::string_view flag, std::string_view text, Parse&& parse) {
+  try {
+    return parse(text);
+  } catch (const Error& error) {
+    if (error.kind() != ErrorKind::InvalidArgument) throw;
+    // Parsers that were told the flag (Dims::parse) already name it and the value.
+    if (error.message().find(flag) != std::string::npos) throw UsageError(error.message());
+    throw UsageError(std::string(flag) + " '" + std::string(text) + "': " + error.message());
+  }
+}
+
+}  // namespace dnnx::cli

@@ -1,0 +1,513 @@
+// `dnnx tune --model resnet50 --batch N`: selects an algorithm for every distinct conv layer of a
+// network and every direction, and reports how much the choice gains over the heuristic pick.
+
+#include "commands.hpp"
+#include "models.hpp"
+#include "output.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <sstream>
+
+namespace dnnx::cli {
+namespace {
+
+constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+struct TuneArgs {
+  std::string model = "resnet50";
+  std::string batch = "8";
+  std::string dtype = "f32";
+  std::string layout = "nchw";
+  BackendArgs backend;
+  SelectionArgs selection;
+  std::string policy;
+  std::string benchmark_limit;
+  std::string json_file;
+  std::string layers;
+  std::string direction = "all";
+};
+
+// Everything the command line says, parsed and checked before any backend is touched.
+struct TunePlan {
+  Model model;
+  std::vector<const ModelLayer*> layers;
+  std::vector<Direction> directions;
+  std::int64_t batch = 1;
+  DType dtype = DType::f32;
+  Layout layout = Layout::channels_first;
+  BackendChoice backend;
+  Selection selection;
+  std::optional<AlgoPolicy> policy;
+  std::optional<int> benchmark_limit;
+  std::string json_file;
+};
+
+struct Timed {
+  double ms = nan;
+  std::string source;  // "selection": from the library's timing; "measured": run here
+};
+
+struct StepResult {
+  const ModelLayer* layer = nullptr;
+  Direction direction = Direction::fwd;
+  std::string desc;
+  std::string repro;
+  std::string error;  // non-empty: the step failed and nothing else is meaningful
+  AlgoInfo chosen;
+  Timed chosen_time;
+  std::string heuristic_id;
+  std::string heuristic_error;
+  Timed heuristic_time;
+  int candidates_timed = 0;
+  double tuning_ms = 0;
+
+  bool ok() const { return error.empty(); }
+  double speedup() const { return heuristic_time.ms / chosen_time.ms; }
+};
+
+const char* policy_env_variable(Direction direction) {
+  switch (direction) {
+    case Direction::fwd: return "DNNX_CONV_FWD_ALGO";
+    case Direction::bwd_data: return "DNNX_CONV_BWD_DATA_ALGO";
+    case Direction::bwd_weights: return "DNNX_CONV_BWD_WEIGHTS_ALGO";
+  }
+  return "";
+}
+
+TunePlan parse_plan(const TuneArgs& args) {
+  TunePlan plan;
+  plan.model = load_model(args.model);
+  plan.batch = parse_int("--batch", args.batch, 1, std::numeric_limits<std::int32_t>::max());
+  plan.dtype = parse_dtype_arg("--dtype", args.dtype);
+  plan.layout = parse_layout_arg("--layout", args.layout);
+  plan.directions = parse_directions("--direction", args.direction);
+  plan.backend = parse_backend_args(args.backend);
+  plan.selection = parse_selection(args.selection);
+  if (!args.policy.empty()) plan.policy = parse_policy_arg("--policy", args.policy);
+  if (!args.benchmark_limit.empty()) {
+    plan.benchmark_limit =
+        static_cast<int>(parse_int("--benchmark-limit", args.benchmark_limit, 0));
+  }
+  plan.json_file = args.json_file;
+
+  if (args.layers.empty()) {
+    for (const ModelLayer& layer : plan.model.layers) plan.layers.push_back(&layer);
+  } else {
+    std::stringstream names(args.layers);
+    for (std::string name; std::getline(names, name, ',');) {
+      const auto found = std::find_if(plan.model.layers.begin(), plan.model.layers.end(),
+                                      [&](const ModelLayer& layer) { return layer.name == name; });
+      if (found == plan.model.layers.end()) {
+        std::string valid;
+        for (const ModelLayer& layer : plan.model.layers)
+          valid += (valid.empty() ? "" : ", ") + layer.name;
+        throw UsageError("--layers '" + args.layers + "': no layer '" + name + "' in " +
+                         plan.model.name + " (layers: " + valid + ")");
+      }
+      if (std::find(plan.layers.begin(), plan.layers.end(), &*found) == plan.layers.end())
+        plan.layers.push_back(&*found);
+    }
+  }
+  // Shapes a built-in or user model gets wrong surface here as usage errors, before tuning starts.
+  for (const ModelLayer* layer : plan.layers) {
+    try {
+      layer->desc(plan.batch, plan.dtype, plan.layout).validate();
+    } catch (const Error& error) {
+      if (error.kind() != ErrorKind::InvalidArgument) throw;
+      throw UsageError("--model '" + args.model + "' layer " + layer->name + ": " + error.message());
+    }
+  }
+  return plan;
+}
+
+// The exhaustive default applies to a direction unless --policy or its DNNX_CONV_*_ALGO says
+// otherwise (flags beat the environment, the environment beats the default).
+void apply_policies(const TunePlan& plan, TuneOptions& options) {
+  for (const Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
+    const char* env = std::getenv(policy_env_variable(direction));
+    if (plan.policy) options.policy(direction) = *plan.policy;
+    else if (env == nullptr || *env == '\0') options.policy(direction) = AlgoPolicy::exhaustive();
+  }
+  if (plan.benchmark_limit) options.benchmark_limit = *plan.benchmark_limit;
+  plan.selection.apply(options);
+}
+
+// Runs the op with candidate `id` forced and returns the median wall time of the timing runs.
+// Used only when the library's selection did not time that candidate (non-exhaustive policies,
+// benchmark_limit, abandoned candidates).
+double measure_ms(const Context& context, const ConvDesc& desc, Direction direction,
+                  const std::string& id) {
+  Context fixed = context;
+  fixed.tune().policy(direction) = AlgoPolicy::fixed(id);
+  Allocator& allocator = fixed.allocator();
+  const bool host = fixed.device().kind == Device::Kind::cpu;
+  const auto make = [&](const Dims& dims) {
+    Tensor tensor = Tensor::empty(dims, desc.dtype, desc.layout, allocator);
+    if (host) tensor.fill(0.5f);
+    return tensor;
+  };
+  Tensor src = make(desc.src_dims());
+  Tensor weights = make(desc.weights_dims());
+  Tensor dst = make(desc.dst_dims());
+  const auto run = [&] {
+    switch (direction) {
+      case Direction::fwd: conv_fwd(fixed, desc, src, weights, dst); break;
+      case Direction::bwd_data: conv_bwd_data(fixed, desc, dst, weights, src); break;
+      case Direction::bwd_weights: conv_bwd_weights(fixed, desc, src, dst, weights); break;
+    }
+  };
+  // At least one warm-up: the first call builds (and caches) the implementation.
+  for (int i = 0; i < std::max(1, fixed.tune().warmup_runs); ++i) run();
+  std::vector<double> times;
+  for (int i = 0; i < std::max(1, fixed.tune().timing_runs); ++i) {
+    const auto start = Clock::now();
+    run();
+    times.push_back(seconds_since(start) * 1e3);
+  }
+  std::sort(times.begin(), times.end());
+  const std::size_t middle = times.size() / 2;
+  return times.size() % 2 == 1 ? times[middle] : (times[middle - 1] + times[middle]) / 2;
+}
+
+std::optional<double> timed_in(const Choice& choice, const std::string& id) {
+  for (const ProfileRow& row : choice.timings) {
+    if (row.algo.id == id && row.status == CandidateStatus::ok && !std::isnan(row.median_ms))
+      return row.median_ms;
+  }
+  return std::nullopt;
+}
+
+StepResult tune_step(Context& context, const ModelLayer& layer, const TunePlan& plan,
+                     Direction direction) {
+  StepResult result;
+  result.layer = &layer;
+  result.direction = direction;
+  try {
+    const ConvDesc desc = layer.desc(plan.batch, plan.dtype, plan.layout);
+    std::ostringstream text;
+    text << desc;
+    result.desc = text.str();
+    result.repro = desc.repro(direction);
+
+    const std::shared_ptr<const Choice> choice = conv_select(context, desc, direction);
+    result.chosen = choice->algo;
+    result.candidates_timed = choice->candidates_timed;
+    result.tuning_ms = choice->tuning_ms;
+    if (!std::isnan(choice->time_ms)) result.chosen_time = {choice->time_ms, "selection"};
+    else if (const auto ms = timed_in(*choice, choice->algo.id)) result.chosen_time = {*ms, "selection"};
+    else result.chosen_time = {measure_ms(context, desc, direction, choice->algo.id), "measured"};
+
+    try {
+      Context heuristic = context;
+      heuristic.tune().policy(direction) = AlgoPolicy::heuristic();
+      result.heuristic_id = conv_select(heuristic, desc, direction)->algo.id;
+      if (result.heuristic_id == result.chosen.id) result.heuristic_time = result.chosen_time;
+      else if (const auto ms = timed_in(*choice, result.heuristic_id)) result.heuristic_time = {*ms, "selection"};
+      else result.heuristic_time = {measure_ms(context, desc, direction, result.heuristic_id), "measured"};
+    } catch (const Error& error) {
+      result.heuristic_error = error.what();
+    }
+  } catch (const Error& error) {
+    result.error = error.what();
+  }
+  return result;
+}
+
+// Progress on stderr: a redrawn bar on a terminal, one plain line per step otherwise (logs, CI).
+class Progress {
+ public:
+  explicit Progress(std::size_t total)
+      : total_(total), terminal_(isatty(STDERR_FILENO) == 1), start_(Clock::now()) {}
+
+  void begin(std::size_t index, const ModelLayer& layer, Direction direction) {
+    const std::string elapsed = clock_text(seconds_since(start_));
+    if (!terminal_) {
+      std::fprintf(stderr, "tune [%zu/%zu] %s %s (elapsed %s)\n", index + 1, total_,
+                   layer.name.c_str(), std::string(to_string(direction)).c_str(), elapsed.c_str());
+      return;
+    }
+    constexpr std::size_t width = 30;
+    const std::size_t filled = total_ == 0 ? width : width * index / total_;
+    const std::string bar = std::string(filled, '#') + std::string(width - filled, '.');
+    std::fprintf(stderr, "\r\033[K[%s] %zu/%zu %s %s  %s", bar.c_str(), index + 1, total_,
+                 layer.name.c_str(), std::string(to_string(direction)).c_str(), elapsed.c_str());
+    std::fflush(stderr);
+  }
+
+  void finish() {
+    const std::string line = "tuned " + std::to_string(total_) + " layer-directions in " +
+                             format_seconds(seconds_since(start_));
+    std::fprintf(stderr, terminal_ ? "\r\033[K%s\n" : "%s\n", line.c_str());
+  }
+
+  double elapsed_s() const { return seconds_since(start_); }
+
+ private:
+  static std::string clock_text(double seconds) {
+    const auto whole = static_cast<long>(seconds);
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%ld:%02ld", whole / 60, whole % 60);
+    return buffer;
+  }
+
+  std::size_t total_;
+  bool terminal_;
+  Clock::time_point start_;
+};
+
+std::string policies_text(const TuneOptions& options) {
+  const std::string fwd = options.fwd.to_string();
+  if (fwd == options.bwd_data.to_string() && fwd == options.bwd_weights.to_string()) return fwd;
+  return "fwd " + fwd + ", bwd_data " + options.bwd_data.to_string() + ", bwd_weights " +
+         options.bwd_weights.to_string();
+}
+
+struct Totals {
+  double chosen_ms = 0;
+  double heuristic_ms = 0;
+  int steps = 0;
+};
+
+// Sums time x count over the steps where both times are known, per direction and overall.
+std::vector<std::pair<std::string, Totals>> totals_of(const std::vector<StepResult>& results,
+                                                      const std::vector<Direction>& directions) {
+  std::vector<std::pair<std::string, Totals>> totals;
+  for (const Direction direction : directions) totals.emplace_back(to_string(direction), Totals{});
+  totals.emplace_back("all", Totals{});
+  for (const StepResult& result : results) {
+    if (!result.ok() || std::isnan(result.chosen_time.ms) || std::isnan(result.heuristic_time.ms))
+      continue;
+    const auto count = static_cast<double>(result.layer->count);
+    for (auto& [name, total] : totals) {
+      if (name != "all" && name != to_string(result.direction)) continue;
+      total.chosen_ms += result.chosen_time.ms * count;
+      total.heuristic_ms += result.heuristic_time.ms * count;
+      ++total.steps;
+    }
+  }
+  return totals;
+}
+
+void print_report(std::ostream& out, const std::vector<StepResult>& results,
+                  const std::vector<Direction>& directions, double wall_s) {
+  std::vector<std::vector<std::string>> rows;
+  for (const StepResult& result : results) {
+    std::vector<std::string> row{result.layer->name, std::string(to_string(result.direction)),
+                                 std::to_string(result.layer->count)};
+    if (!result.ok()) {
+      row.insert(row.end(), {"FAILED (see below)", "-", "-", "-", "-", "-"});
+    } else {
+      row.insert(row.end(), {result.chosen.id, format_ms(result.chosen_time.ms),
+                             format_bytes(result.chosen.workspace_bytes),
+                             result.heuristic_id.empty() ? "FAILED (see below)" : result.heuristic_id,
+                             format_ms(result.heuristic_time.ms), format_ratio(result.speedup())});
+    }
+    rows.push_back(std::move(row));
+  }
+  out << format_table({"layer", "direction", "count", "chosen", "ms", "workspace", "heuristic",
+                       "ms", "speedup"},
+                      rows, {2, 4, 5, 7, 8});
+
+  std::vector<std::vector<std::string>> total_rows;
+  for (const auto& [name, total] : totals_of(results, directions)) {
+    total_rows.push_back({name, std::to_string(total.steps), format_ms(total.chosen_ms),
+                          format_ms(total.heuristic_ms),
+                          format_ratio(total.heuristic_ms / total.chosen_ms)});
+  }
+  out << "\ntotals: sum over layers of time x count\n"
+      << format_table({"direction", "layers", "chosen ms", "heuristic ms", "speedup"}, total_rows,
+                      {1, 2, 3, 4});
+
+  double selection_ms = 0;
+  int timed = 0;
+  for (const StepResult& result : results) {
+    selection_ms += result.tuning_ms;
+    timed += result.candidates_timed;
+  }
+  out << "\ntuning wall time: " << format_seconds(wall_s) << " (selection "
+      << format_seconds(selection_ms / 1e3) << ", " << timed << " candidates timed)\n";
+
+  bool header = false;
+  for (const StepResult& result : results) {
+    const std::string& error = result.ok() ? result.heuristic_error : result.error;
+    if (error.empty()) continue;
+    if (!header) out << "\nfailures:\n";
+    header = true;
+    out << "  " << result.layer->name << ' ' << to_string(result.direction)
+        << (result.ok() ? " (heuristic pick)" : "") << ": " << error << '\n';
+  }
+}
+
+nlohmann::json report_json(const TunePlan& plan, const Context& context,
+                           const std::vector<StepResult>& results, double wall_s) {
+  const TuneOptions& options = context.tune();
+  nlohmann::json steps = nlohmann::json::array();
+  for (const StepResult& result : results) {
+    nlohmann::json step{{"layer", result.layer->name},
+                        {"direction", to_string(result.direction)},
+                        {"count", result.layer->count},
+                        {"bench", result.layer->bench},
+                        {"desc", result.desc},
+                        {"repro", result.repro},
+                        {"error", result.ok() ? nlohmann::json() : nlohmann::json(result.error)}};
+    if (result.ok()) {
+      step["chosen"] = {{"id", result.chosen.id},
+                        {"name", result.chosen.name},
+                        {"time_ms", result.chosen_time.ms},
+                        {"time_source", result.chosen_time.source},
+                        {"workspace_bytes", result.chosen.workspace_bytes},
+                        {"deterministic", result.chosen.deterministic}};
+      step["heuristic"] = {{"id", result.heuristic_id},
+                           {"time_ms", result.heuristic_time.ms},
+                           {"time_source", result.heuristic_time.source},
+                           {"error", result.heuristic_error.empty()
+                                         ? nlohmann::json()
+                                         : nlohmann::json(result.heuristic_error)}};
+      step["speedup"] = result.speedup();
+      step["candidates_timed"] = result.candidates_timed;
+      step["tuning_ms"] = result.tuning_ms;
+    }
+    steps.push_back(std::move(step));
+  }
+  nlohmann::json totals = nlohmann::json::object();
+  for (const auto& [name, total] : totals_of(results, plan.directions)) {
+    totals[name] = {{"layers", total.steps},
+                    {"chosen_ms", total.chosen_ms},
+                    {"heuristic_ms", total.heuristic_ms},
+                    {"speedup", total.heuristic_ms / total.chosen_ms}};
+  }
+  const auto limit = options.effective_workspace_limit();
+  return {{"model", plan.model.name},
+          {"batch", plan.batch},
+          {"dtype", to_string(plan.dtype)},
+          {"layout", to_string(plan.layout)},
+          {"backend", to_string(context.backend())},
+          {"context", context.describe()},
+          {"dnnx_version", version()},
+          {"options",
+           {{"fwd", options.fwd.to_string()},
+            {"bwd_data", options.bwd_data.to_string()},
+            {"bwd_weights", options.bwd_weights.to_string()},
+            {"workspace_limit", limit ? nlohmann::json(*limit) : nlohmann::json()},
+            {"deterministic", options.deterministic},
+            {"benchmark_limit", options.benchmark_limit},
+            {"timing_runs", options.timing_runs},
+            {"warmup_runs", options.warmup_runs}}},
+          {"results", steps},
+          {"totals", totals},
+          {"tuning_wall_s", wall_s}};
+}
+
+int run_tune(const TuneArgs& args) {
+  const TunePlan plan = parse_plan(args);
+  // Opened before tuning so that an unwritable path fails now, not after minutes of timing.
+  std::ofstream json_out;
+  const bool json_to_stdout = plan.json_file == "-";
+  if (!plan.json_file.empty() && !json_to_stdout) {
+    json_out.open(plan.json_file);
+    if (!json_out) throw UsageError("--json '" + plan.json_file + "': cannot open for writing");
+  }
+  std::ostream& text = json_to_stdout ? std::cerr : std::cout;
+
+  Context context = make_context(plan.backend, plan.dtype);
+  apply_policies(plan, context.tune());
+  const TuneOptions& options = context.tune();
+  const auto limit = options.effective_workspace_limit();
+  text << "dnnx tune: " << plan.model.name << ", " << plan.layers.size() << " layers x "
+       << plan.directions.size() << " directions, batch " << plan.batch << ", "
+       << to_string(plan.dtype) << ' ' << to_string(plan.layout) << '\n'
+       << "context: " << context.describe() << '\n'
+       << "policy: " << policies_text(options)
+       << "; workspace limit: " << (limit ? format_bytes(*limit) : std::string("none"))
+       << "; deterministic: " << (options.deterministic ? "yes" : "no") << "; benchmark limit: "
+       << (options.benchmark_limit > 0 ? std::to_string(options.benchmark_limit) : "all")
+       << "; runs: " << options.timing_runs << " (warm-up " << options.warmup_runs << ")\n"
+       << std::flush;
+
+  std::vector<StepResult> results;
+  Progress progress(plan.layers.size() * plan.directions.size());
+  std::size_t index = 0;
+  for (const ModelLayer* layer : plan.layers) {
+    for (const Direction direction : plan.directions) {
+      progress.begin(index++, *layer, direction);
+      results.push_back(tune_step(context, *layer, plan, direction));
+    }
+  }
+  progress.finish();
+  const double wall_s = progress.elapsed_s();
+
+  text << '\n';
+  print_report(text, results, plan.directions, wall_s);
+  if (!plan.json_file.empty()) {
+    const std::string document = report_json(plan, context, results, wall_s).dump(2) + "\n";
+    if (json_to_stdout) std::cout << document;
+    else json_out << document;
+  }
+
+  const auto failed = std::count_if(results.begin(), results.end(),
+                                    [](const StepResult& result) { return !result.ok(); });
+  if (failed > 0) {
+    std::cerr << "dnnx: tune: " << failed << " of " << results.size()
+              << " layer-directions failed (see failures above)\n";
+    return failure_exit_code;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_tune_command(CLI::App& app, Action& action) {
+  CLI::App* tune = app.add_subcommand(
+      "tune",
+      "select an algorithm for every distinct conv layer of a network, every direction, and "
+      "compare with the heuristic pick");
+  auto args = std::make_shared<TuneArgs>();
+  std::string models;
+  for (const std::string& name : builtin_models()) models += (models.empty() ? "" : " | ") + name;
+  tune->add_option("--model", args->model, models + " | path to a shapes file (bench/shapes format)")
+      ->type_name("MODEL")
+      ->capture_default_str();
+  tune->add_option("--batch", args->batch, "batch size N")->type_name("N")->capture_default_str();
+  tune->add_option("--dtype", args->dtype, "f32 | f16 | bf16")->type_name("DTYPE")->capture_default_str();
+  tune->add_option("--layout", args->layout, "nchw | nhwc")->type_name("LAYOUT")->capture_default_str();
+  add_backend_options(*tune, args->backend);
+  tune->add_option("--policy", args->policy,
+                   "heuristic | exhaustive | fixed:<id> | a Theano name (time_once, guess_once, "
+                   "...) | a family (winograd, ...), for every direction (default: exhaustive, or "
+                   "$DNNX_CONV_{FWD,BWD_DATA,BWD_WEIGHTS}_ALGO)")
+      ->type_name("POLICY");
+  add_selection_options(*tune, args->selection);
+  tune->add_option("--benchmark-limit", args->benchmark_limit,
+                   "exhaustive: time at most N candidates that run; 0 = all (default: "
+                   "$DNNX_BENCHMARK_LIMIT, else 0)")
+      ->type_name("N");
+  tune->add_option("--layers", args->layers, "only these layers (comma-separated names)")
+      ->type_name("NAME,...");
+  tune->add_option("--direction", args->direction,
+                   "fwd | bwd_data | bwd_weights | all, or a comma-separated list")
+      ->type_name("DIR")
+      ->capture_default_str();
+  tune->add_option("--json", args->json_file,
+                   "also write the results as JSON to FILE ('-': JSON on stdout, text on stderr)")
+      ->type_name("FILE");
+  tune->callback([&action, args] { action = [args] { return run_tune(*args); }; });
+}
+
+}  // namespace dnnx::cli

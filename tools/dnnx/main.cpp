@@ -1,0 +1,72 @@
+// dnnx: list, profile and tune the algorithms of dnnx ops from the command line.
+
+#include "commands.hpp"
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace {
+
+// Messages go out on one line whatever the library put in them, so scripts can grep them.
+std::string one_line(std::string text) {
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return text;
+}
+
+// CLI11 says "A subcommand is required" for both a missing and a misspelt subcommand; name the
+// command, what was typed and what is accepted instead.
+std::string parse_error_message(const CLI::App& app, const CLI::ParseError& error) {
+  const std::string what = error.what();
+  if (what != "A subcommand is required") return what + " (see --help)";
+  const CLI::App* command = &app;
+  std::string path = command->get_name();
+  while (!command->get_subcommands().empty()) {
+    command = command->get_subcommands().front();
+    path += " " + command->get_name();
+  }
+  std::string accepted;
+  for (const CLI::App* sub : command->get_subcommands([](const CLI::App*) { return true; }))
+    accepted += (accepted.empty() ? "" : ", ") + sub->get_name();
+  const std::vector<std::string> typed = command->remaining();
+  if (!typed.empty())
+    return path + ": unknown subcommand '" + typed.front() + "'; accepted: " + accepted;
+  return path + ": a subcommand is required; accepted: " + accepted + " (see --help)";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace dnnx::cli;
+  CLI::App app{"dnnx: deep-learning primitives with algorithm selection.\n"
+               "List, profile and tune the candidate algorithms of dnnx ops.",
+               "dnnx"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string(dnnx::version()));
+  Action action;
+  add_algos_command(app, action);
+  add_profile_command(app, action);
+  add_tune_command(app, action);
+  add_version_command(app, action);
+
+  try {
+    app.parse(argc, argv);
+    return action();
+  } catch (const CLI::ParseError& error) {
+    if (error.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
+      return app.exit(error);  // --help / --version
+    std::cerr << "dnnx: " << one_line(parse_error_message(app, error)) << '\n';
+    return usage_exit_code;
+  } catch (const UsageError& error) {
+    std::cerr << "dnnx: " << one_line(error.what()) << '\n';
+    return usage_exit_code;
+  } catch (const dnnx::Error& error) {
+    std::cerr << "dnnx: " << one_line(error.what()) << '\n';
+    return error.kind() == dnnx::ErrorKind::InvalidArgument ? usage_exit_code : failure_exit_code;
+  } catch (const std::exception& error) {
+    std::cerr << "dnnx: internal error: " << one_line(error.what()) << '\n';
+    return failure_exit_code;
+  }
+}
