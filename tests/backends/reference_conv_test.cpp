@@ -428,18 +428,66 @@ TEST_F(ReferenceConvByHand, HalfPrecisionRoundsOnceNotTwice) {
   EXPECT_EQ(result, (std::vector<float>{1.0f + std::ldexp(1.0f, -10)}));
 }
 
-TEST_F(ReferenceConvByHand, DeterministicAcrossRunsAndThreads) {
-  // Large enough to be split over threads.
-  const ConvDesc d = ConvDesc::from_shapes({2, 16, 20, 20}, {32, 8, 3, 3}, {1}, {1}, {1}, 2);
+// Textbook loops, independent of the backend's tap lists: dst of a 2-D channels_first conv.
+std::vector<double> naive_fwd_2d(const ConvDesc& d, const std::vector<float>& src,
+                                 const std::vector<float>& weights) {
+  const std::int64_t in_h = d.input[0], in_w = d.input[1], out_h = d.output_size(0),
+                     out_w = d.output_size(1), k_h = d.kernel[0], k_w = d.kernel[1];
+  const std::int64_t in_per_group = d.in_channels / d.groups;
+  const std::int64_t out_per_group = d.out_channels / d.groups;
+  std::vector<double> dst;
+  for (std::int64_t n = 0; n < d.batch; ++n) {
+    for (std::int64_t oc = 0; oc < d.out_channels; ++oc) {
+      for (std::int64_t oh = 0; oh < out_h; ++oh) {
+        for (std::int64_t ow = 0; ow < out_w; ++ow) {
+          double sum = 0.0;
+          for (std::int64_t icg = 0; icg < in_per_group; ++icg) {
+            const std::int64_t ic = oc / out_per_group * in_per_group + icg;
+            for (std::int64_t kh = 0; kh < k_h; ++kh) {
+              for (std::int64_t kw = 0; kw < k_w; ++kw) {
+                const std::int64_t ih = oh * d.stride[0] - d.pad_before[0] + kh * d.dilation[0];
+                const std::int64_t iw = ow * d.stride[1] - d.pad_before[1] + kw * d.dilation[1];
+                if (ih < 0 || ih >= in_h || iw < 0 || iw >= in_w) continue;
+                sum += static_cast<double>(src[static_cast<std::size_t>(
+                           ((n * d.in_channels + ic) * in_h + ih) * in_w + iw)]) *
+                       weights[static_cast<std::size_t>(
+                           ((oc * in_per_group + icg) * k_h + kh) * k_w + kw)];
+              }
+            }
+          }
+          dst.push_back(sum);
+        }
+      }
+    }
+  }
+  return dst;
+}
+
+TEST_F(ReferenceConvByHand, ThreadedPathMatchesNaiveLoopsAndIsDeterministic) {
+  // ~7M multiply-adds per direction: enough to be split over threads.
+  ConvDesc d = ConvDesc::from_shapes({2, 16, 40, 40}, {32, 8, 3, 3}, {1}, {1}, {1}, 2);
+  d.pad_after = {2, 0, 0};
+  d.stride = {1, 2, 1};
   const std::vector<float> src = random_values(d.src_dims().product(), 51);
   const std::vector<float> weights = random_values(d.weights_dims().product(), 52);
   const std::vector<float> g = random_values(d.dst_dims().product(), 53);
-  EXPECT_EQ(run(conv(), d, Direction::fwd, src, weights),
-            run(conv(), d, Direction::fwd, src, weights));
-  EXPECT_EQ(run(conv(), d, Direction::bwd_data, g, weights),
-            run(conv(), d, Direction::bwd_data, g, weights));
-  EXPECT_EQ(run(conv(), d, Direction::bwd_weights, src, g),
-            run(conv(), d, Direction::bwd_weights, src, g));
+
+  const std::vector<float> dst = run(conv(), d, Direction::fwd, src, weights);
+  const std::vector<double> expected = naive_fwd_2d(d, src, weights);
+  ASSERT_EQ(dst.size(), expected.size());
+  for (std::size_t i = 0; i < dst.size(); ++i) {
+    ASSERT_EQ(dst[i], static_cast<float>(expected[i])) << "dst element " << i;
+  }
+  // The backward passes through the adjoint identities with the checked forward.
+  const std::vector<float> diff_src = run(conv(), d, Direction::bwd_data, g, weights);
+  const std::vector<float> diff_weights = run(conv(), d, Direction::bwd_weights, src, g);
+  const double scale = dot_abs(dst, g) + dot_abs(src, diff_src) + dot_abs(weights, diff_weights);
+  EXPECT_NEAR(dot(src, diff_src), dot(dst, g), 1e-6 * scale);
+  EXPECT_NEAR(dot(weights, diff_weights), dot(dst, g), 1e-6 * scale);
+
+  EXPECT_EQ(run(conv(), d, Direction::fwd, src, weights), dst);
+  EXPECT_EQ(run(conv(), d, Direction::bwd_data, g, weights), diff_src);
+  EXPECT_EQ(run(conv(), d, Direction::bwd_weights, src, g), diff_weights);
 }
 
 TEST(ReferenceBackend, DescribesItself) {
