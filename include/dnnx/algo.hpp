@@ -93,6 +93,9 @@ struct TuneOptions {
   /// exhaustive: a candidate whose first timed run exceeds `abandon_factor` x the best median so
   /// far is not timed further (keeps naive fallbacks from taking minutes).
   double abandon_factor = 4.0;
+  /// exhaustive and profiles: also time naive reference implementations (notes "reference")
+  /// after faster candidates ran. Off by default: they take minutes on real layers.
+  bool time_naive = false;
 
   const AlgoPolicy& policy(Direction direction) const;
   AlgoPolicy& policy(Direction direction);

@@ -83,6 +83,10 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
                                         const TuneOptions& options, const RunOnce& run,
                                         bool apply_benchmark_limit) {
+  auto is_naive = [&options](const AlgoInfo& algo) {
+    return !options.time_naive &&
+           std::find(algo.notes.begin(), algo.notes.end(), "reference") != algo.notes.end();
+  };
   DNNX_CHECK_ARG(options.timing_runs >= 1, "timing_runs must be >= 1, got ", options.timing_runs);
   DNNX_CHECK_ARG(options.warmup_runs >= 0, "warmup_runs must be >= 0, got ", options.warmup_runs);
   DNNX_CHECK_ARG(options.benchmark_limit >= 0, "benchmark_limit must be >= 0, got ",
@@ -106,22 +110,33 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
       row.detail = detail::cat("benchmark_limit ", options.benchmark_limit, " reached");
       continue;
     }
+    // Note [abandoning slow candidates]: naive fallbacks (oneDNN's ref:any, plain loops) can be
+    // 1000x slower than the best — minutes per run on a ResNet layer. They exist so that a call
+    // can always run, not to win; once a real candidate has been timed they are not run at all
+    // (fixed:<id> runs them; time_naive times them). Any other candidate's first run is timed
+    // and, if it is already abandon_factor x slower than the best, it is not run again.
+    if (is_naive(algo) && std::isfinite(best)) {
+      row.status = CandidateStatus::abandoned;
+      row.detail = "naive reference implementation, not run once a faster candidate was timed "
+                   "(set time_naive / --time-naive to time it)";
+      continue;
+    }
     ++ran;
     try {
-      for (int i = 0; i < options.warmup_runs; ++i) run(algo);
-      std::vector<double> times;
-      times.reserve(static_cast<std::size_t>(options.timing_runs));
-      times.push_back(run(algo));
-      // Note [abandoning slow candidates]: naive fallbacks (reference loops, ref:any) can be
-      // 100x slower than the best; one run is enough to know they will not win.
-      if (times.front() > options.abandon_factor * best) {
+      const double first = run(algo);
+      if (first > options.abandon_factor * best) {
         row.status = CandidateStatus::abandoned;
-        row.detail = detail::cat("first run ", times.front(), " ms > ", options.abandon_factor,
+        row.detail = detail::cat("first run ", first, " ms > ", options.abandon_factor,
                                  " x best ", best, " ms");
-        row.median_ms = row.min_ms = times.front();
+        row.median_ms = row.min_ms = first;
         row.runs = 1;
         continue;
       }
+      // The first run served as the first warm-up.
+      for (int i = 1; i < options.warmup_runs; ++i) run(algo);
+      std::vector<double> times;
+      times.reserve(static_cast<std::size_t>(options.timing_runs));
+      if (options.warmup_runs == 0) times.push_back(first);
       while (static_cast<int>(times.size()) < options.timing_runs) times.push_back(run(algo));
       row.status = CandidateStatus::ok;
       row.median_ms = median(times);
@@ -247,7 +262,8 @@ std::string make_key(std::string_view op, std::string_view desc_key, Direction d
       << " deterministic=" << options.deterministic;
   // Exhaustive answers also depend on how they were measured.
   if (options.policy(direction).kind == PolicyKind::exhaustive) {
-    key << " bench_limit=" << options.benchmark_limit << " runs=" << options.timing_runs;
+    key << " bench_limit=" << options.benchmark_limit << " runs=" << options.timing_runs
+        << " naive=" << options.time_naive;
   }
   key << " | " << fingerprint;
   return key.str();

@@ -47,12 +47,14 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
               const TuneOptions& options, const RunOnce& run);
 
-/// Times candidates in list order: warm-up runs, then options.timing_runs timed runs (median and
-/// min kept); a candidate whose first timed run exceeds abandon_factor x the best median so far is
-/// abandoned; one that throws is marked failed; inadmissible ones are marked with their exclusion.
-/// With `apply_benchmark_limit`, at most options.benchmark_limit candidates are run (counting only
-/// those that actually ran); the rest are not_timed. Rows come back fastest first, then the rest
-/// in list order.
+/// Times candidates in list order. The first run of each is timed: if it exceeds abandon_factor x
+/// the best median so far the candidate is abandoned; otherwise it counts as the first warm-up,
+/// and options.timing_runs timed runs follow (median and min kept). Unless options.time_naive,
+/// candidates noted "reference" (naive fallbacks) are abandoned without running once another
+/// candidate has been timed. One that throws is marked failed; inadmissible ones are marked with
+/// their exclusion. With `apply_benchmark_limit`, at most options.benchmark_limit candidates are
+/// run (counting only those that actually ran); the rest are not_timed. Rows come back fastest
+/// first, then the rest in list order.
 std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
                                         const TuneOptions& options, const RunOnce& run,
                                         bool apply_benchmark_limit);
