@@ -3,17 +3,17 @@
 // backend in all three directions. The full parity matrix is tests/ops; this file checks what is
 // specific to how the oneDNN backend builds and runs its candidates.
 
+#include <dnnx/algo.hpp>
+#include <dnnx/error.hpp>
+#include <dnnx/ops/conv.hpp>
+#include <dnnx/tensor.hpp>
+
 #include "backends/onednn/onednn.hpp"
 #include "backends/reference/reference.hpp"
 #include "core/dtype.hpp"
 #include "support/compare.hpp"
 #include "support/conv.hpp"
 #include "support/random.hpp"
-
-#include <dnnx/algo.hpp>
-#include <dnnx/error.hpp>
-#include <dnnx/ops/conv.hpp>
-#include <dnnx/tensor.hpp>
 
 #include <gtest/gtest.h>
 
@@ -65,7 +65,8 @@ class GuardedWorkspace {
   static constexpr unsigned char canary = 0xA5;
 
   explicit GuardedWorkspace(std::size_t bytes)
-      : bytes_(bytes), data_(static_cast<unsigned char*>(host_allocator().allocate(bytes + guard))) {
+      : bytes_(bytes),
+        data_(static_cast<unsigned char*>(host_allocator().allocate(bytes + guard))) {
     std::memset(data_, canary, bytes + guard);
   }
   ~GuardedWorkspace() { host_allocator().deallocate(data_, bytes_ + guard); }
@@ -75,10 +76,8 @@ class GuardedWorkspace {
   detail::Workspace workspace() const { return {data_, bytes_}; }
   /// Bytes past the requested size that were written.
   std::size_t guard_bytes_written() const {
-    return static_cast<std::size_t>(
-        std::count_if(data_ + bytes_, data_ + bytes_ + guard, [](unsigned char c) {
-          return c != canary;
-        }));
+    return static_cast<std::size_t>(std::count_if(data_ + bytes_, data_ + bytes_ + guard,
+                                                  [](unsigned char c) { return c != canary; }));
   }
   /// Bytes within the requested size that were written.
   std::size_t bytes_written() const {
@@ -119,8 +118,8 @@ detail::ConvArgs conv_args(Direction direction, const test::ConvOperands& operan
 Tensor run(detail::Backend& backend, const ConvDesc& desc, Direction direction,
            const std::string& id, const test::ConvOperands& operands,
            std::size_t* guard_bytes_written = nullptr) {
-  Tensor output = test::nan_tensor(test::conv_output_dims(desc, direction), desc.dtype,
-                                   desc.layout);
+  Tensor output =
+      test::nan_tensor(test::conv_output_dims(desc, direction), desc.dtype, desc.layout);
   const std::shared_ptr<detail::ConvPlan> plan = backend.conv().plan(desc, direction, id);
   GuardedWorkspace workspace(plan->algo().workspace_bytes);
   plan->execute(conv_args(direction, operands, output), workspace.workspace());
@@ -134,7 +133,8 @@ std::vector<float> error_scale(const ConvDesc& desc, Direction direction,
   ConvDesc wide = desc;
   wide.dtype = DType::f32;
   test::ConvOperands magnitudes;
-  if (!operands.src.is_null()) magnitudes.src = test::abs_tensor(operands.src, DType::f32, desc.layout);
+  if (!operands.src.is_null())
+    magnitudes.src = test::abs_tensor(operands.src, DType::f32, desc.layout);
   if (!operands.weights.is_null())
     magnitudes.weights = test::abs_tensor(operands.weights, DType::f32, desc.layout);
   if (!operands.diff_dst.is_null())
@@ -208,8 +208,8 @@ TEST_P(Resnet3x3, ListsEveryImplementationInPriorityOrder) {
         EXPECT_TRUE(info.reason.empty()) << info.id << ": " << info.reason;
         EXPECT_FALSE(info.families.empty()) << info.id;
         if (info.workspace_bytes == 0) zero_workspace = true;
-        const bool gemm = info.id.find("gemm") != std::string::npos &&
-                          info.id.find("brg") == std::string::npos;
+        const bool gemm =
+            info.id.find("gemm") != std::string::npos && info.id.find("brg") == std::string::npos;
         const bool ref = info.id.find(":ref:") != std::string::npos;
         EXPECT_EQ(has_note(info, "gemm"), gemm) << info.id;
         EXPECT_EQ(has_note(info, "reference"), ref) << info.id;
@@ -311,12 +311,10 @@ TEST(OneDnnBackend, DtypesWithoutFastKernelsStillHaveCandidates) {
 TEST(OneDnnBackend, UnknownIdNamesTheIdAndTheValidOnes) {
   const ConvDesc desc = resnet_3x3(Layout::channels_first);
   const std::string valid = cpu().conv().list(desc, Direction::fwd).front().id;
-  expect_error(ErrorKind::InvalidArgument, {"onednn:no_such_impl", valid}, [&] {
-    cpu().conv().plan(desc, Direction::fwd, "onednn:no_such_impl");
-  });
-  expect_error(ErrorKind::InvalidArgument, {"reference:direct"}, [&] {
-    cpu().conv().plan(desc, Direction::fwd, "reference:direct");
-  });
+  expect_error(ErrorKind::InvalidArgument, {"onednn:no_such_impl", valid},
+               [&] { cpu().conv().plan(desc, Direction::fwd, "onednn:no_such_impl"); });
+  expect_error(ErrorKind::InvalidArgument, {"reference:direct"},
+               [&] { cpu().conv().plan(desc, Direction::fwd, "reference:direct"); });
 }
 
 TEST(OneDnnBackend, UnsupportedCandidateGivesItsReason) {
@@ -363,8 +361,7 @@ TEST(OneDnnBackend, ExecuteChecksTensorsAndWorkspace) {
       args.src = &operands.src;
       detail::Workspace small = workspace.workspace();
       small.bytes -= 1;
-      expect_error(ErrorKind::InvalidArgument,
-                   {"workspace", std::to_string(info.workspace_bytes)},
+      expect_error(ErrorKind::InvalidArgument, {"workspace", std::to_string(info.workspace_bytes)},
                    [&] { plan->execute(args, small); });
     }
   }
@@ -375,8 +372,8 @@ TEST(OneDnnBackend, ExecuteChecksTensorsAndWorkspace) {
 
 TEST(OneDnnBackend, WorkspaceBytesIsWhatTheCandidateUses) {
   for (const Layout layout : {Layout::channels_first, Layout::channels_last}) {
-    const ConvDesc desc = ConvDesc::from_shapes(Dims{2, 32, 14, 14}, Dims{32, 32, 3, 3}, {1},
-                                                {1}, {1}, 1, DType::f32, layout);
+    const ConvDesc desc = ConvDesc::from_shapes(Dims{2, 32, 14, 14}, Dims{32, 32, 3, 3}, {1}, {1},
+                                                {1}, 1, DType::f32, layout);
     for (const Direction direction : all_directions) {
       const test::ConvOperands operands = test::random_conv_operands(desc, direction, 11);
       for (const AlgoInfo& info : cpu().conv().list(desc, direction)) {
@@ -384,8 +381,8 @@ TEST(OneDnnBackend, WorkspaceBytesIsWhatTheCandidateUses) {
         SCOPED_TRACE(test::conv_context(desc, direction, info.id));
         const auto plan = cpu().conv().plan(desc, direction, info.id);
         EXPECT_EQ(plan->algo().workspace_bytes, info.workspace_bytes);
-        Tensor output = test::nan_tensor(test::conv_output_dims(desc, direction), desc.dtype,
-                                         desc.layout);
+        Tensor output =
+            test::nan_tensor(test::conv_output_dims(desc, direction), desc.dtype, desc.layout);
         GuardedWorkspace workspace(info.workspace_bytes);
         plan->execute(conv_args(direction, operands, output), workspace.workspace());
         // Nothing beyond the reported size is touched...
@@ -437,9 +434,9 @@ std::vector<ParityCase> parity_cases() {
   const std::vector<Shape> shapes = {
       {"k3", ConvDesc::from_shapes(Dims{2, 16, 9, 9}, Dims{16, 16, 3, 3}, {1}, {1})},
       {"k3x2_stride2x1_asym_pad_dilation2x1",
-       with_padding(ConvDesc::from_shapes(Dims{1, 8, 11, 10}, Dims{16, 8, 3, 2}, {2, 1}, {0},
-                                          {2, 1}),
-                    {1, 0}, {0, 2})},
+       with_padding(
+           ConvDesc::from_shapes(Dims{1, 8, 11, 10}, Dims{16, 8, 3, 2}, {2, 1}, {0}, {2, 1}),
+           {1, 0}, {0, 2})},
       {"grouped4", ConvDesc::from_shapes(Dims{2, 8, 7, 7}, Dims{16, 2, 3, 3}, {1}, {1}, {1}, 4)},
       {"depthwise_stride2",
        ConvDesc::from_shapes(Dims{2, 16, 8, 8}, Dims{16, 1, 3, 3}, {2}, {1}, {1}, 16)},
@@ -457,8 +454,8 @@ std::vector<ParityCase> parity_cases() {
         ParityCase c{shape.name, shape.desc};
         c.desc.layout = layout;
         c.desc.dtype = dtype;
-        c.name += std::string("_") + std::string(to_string(dtype)) + "_" +
-                  std::string(to_string(layout));
+        c.name +=
+            std::string("_") + std::string(to_string(dtype)) + "_" + std::string(to_string(layout));
         cases.push_back(c);
       }
     }
@@ -513,8 +510,8 @@ class Bias : public ::testing::TestWithParam<std::tuple<DType, Layout>> {};
 
 TEST_P(Bias, ForwardAddsAndBackwardSums) {
   const auto [dtype, layout] = GetParam();
-  const ConvDesc desc = ConvDesc::from_shapes(Dims{3, 5, 6, 7}, Dims{24, 5, 3, 3}, {1}, {1},
-                                              {1}, 1, dtype, layout);
+  const ConvDesc desc =
+      ConvDesc::from_shapes(Dims{3, 5, 6, 7}, Dims{24, 5, 3, 3}, {1}, {1}, {1}, 1, dtype, layout);
   const std::string context = test::conv_context(desc, Direction::fwd, "bias");
   const Dims dst_dims = desc.dst_dims();
   const Tensor bias = test::random_tensor(desc.bias_dims(), dtype, Layout::channels_first, 3);
@@ -549,14 +546,14 @@ TEST_P(Bias, ForwardAddsAndBackwardSums) {
                                        test::conv_tolerance(dtype), "diff_bias", context));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    DtypesAndLayouts, Bias,
-    ::testing::Combine(::testing::Values(DType::f32, DType::bf16, DType::f16),
-                       ::testing::Values(Layout::channels_first, Layout::channels_last)),
-    [](const ::testing::TestParamInfo<std::tuple<DType, Layout>>& info) {
-      return std::string(to_string(std::get<0>(info.param))) + "_" +
-             std::string(to_string(std::get<1>(info.param)));
-    });
+INSTANTIATE_TEST_SUITE_P(DtypesAndLayouts, Bias,
+                         ::testing::Combine(::testing::Values(DType::f32, DType::bf16, DType::f16),
+                                            ::testing::Values(Layout::channels_first,
+                                                              Layout::channels_last)),
+                         [](const ::testing::TestParamInfo<std::tuple<DType, Layout>>& info) {
+                           return std::string(to_string(std::get<0>(info.param))) + "_" +
+                                  std::string(to_string(std::get<1>(info.param)));
+                         });
 
 TEST(OneDnnBackend, BiasRejectsMismatchedTensors) {
   const ConvDesc desc = ConvDesc::from_shapes(Dims{2, 4, 5, 5}, Dims{8, 4, 3, 3}, {1}, {1});

@@ -1,18 +1,16 @@
 // The cpu backend: one oneDNN CPU engine and stream, host memory, the host clock.
 
-#include "backends/onednn/onednn.hpp"
-
 #include "backends/onednn/check.hpp"
 #include "backends/onednn/conv.hpp"
 #include "backends/onednn/memory.hpp"
+#include "backends/onednn/onednn.hpp"
 #include "backends/onednn/runtime.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
 
+#include <dlfcn.h>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <oneapi/dnnl/dnnl_config.h>
-
-#include <dlfcn.h>
 
 #include <chrono>
 #include <string>

@@ -11,8 +11,8 @@ std::string status_name(dnnl_status_t status) {
   return std::string("dnnl_") + (text != nullptr ? text : "unknown_status");
 }
 
-void raise_dnnl(dnnl_status_t status, std::string_view what, ErrorContext context,
-                const char* file, int line) {
+void raise_dnnl(dnnl_status_t status, std::string_view what, ErrorContext context, const char* file,
+                int line) {
   context.status = status_name(status);
   if (context.backend.empty()) context.backend = "cpu";
   const ErrorKind kind =

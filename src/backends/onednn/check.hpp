@@ -36,9 +36,9 @@ decltype(auto) dnnl_call(const ErrorContext& context, std::string_view what, Cal
 }  // namespace dnnx::onednn
 
 /// Checks a dnnl_status_t returned by a C API call; on failure throws via raise_dnnl().
-#define DNNX_DNNL_CHECK(expr, context, what)                                  \
-  do {                                                                        \
-    const dnnl_status_t dnnx_dnnl_status_ = (expr);                           \
-    if (dnnx_dnnl_status_ != dnnl_success)                                    \
-      ::dnnx::onednn::raise_dnnl(dnnx_dnnl_status_, (what), (context));       \
+#define DNNX_DNNL_CHECK(expr, context, what)                            \
+  do {                                                                  \
+    const dnnl_status_t dnnx_dnnl_status_ = (expr);                     \
+    if (dnnx_dnnl_status_ != dnnl_success)                              \
+      ::dnnx::onednn::raise_dnnl(dnnx_dnnl_status_, (what), (context)); \
   } while (false)

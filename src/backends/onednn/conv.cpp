@@ -179,12 +179,12 @@ class Plan final : public detail::ConvPlan {
     }
     if (tensor->dims() != dims || tensor->dtype() != dtype_ || !tensor->is_dense(layout_) ||
         tensor->device() != Device::cpu()) {
-      detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat(role.name, " is ", describe(*tensor), " on ",
-                                to_string(tensor->device()), "; this plan takes a dense ",
-                                to_string(dtype_), '[', dims.to_string(), ' ', to_string(layout_),
-                                "] on cpu"),
-                    context_);
+      detail::raise(
+          ErrorKind::InvalidArgument,
+          detail::cat(role.name, " is ", describe(*tensor), " on ", to_string(tensor->device()),
+                      "; this plan takes a dense ", to_string(dtype_), '[', dims.to_string(), ' ',
+                      to_string(layout_), "] on cpu"),
+          context_);
     }
   }
 
@@ -257,10 +257,10 @@ class OneDnnConv final : public detail::ConvBackend {
     ListKey key{desc, direction};
     auto found = lists_.find(key);
     if (found == lists_.end()) {
-      found = lists_
-                  .emplace(std::move(key), list_conv_candidates(runtime_->engine, desc, direction,
-                                                                runtime_->isa))
-                  .first;
+      found =
+          lists_
+              .emplace(key, list_conv_candidates(runtime_->engine, desc, direction, runtime_->isa))
+              .first;
     }
     return found->second;
   }

@@ -54,11 +54,11 @@ void check_activations(const Tensor& tensor, const char* name, const ConvDesc& d
   const Dims dims = desc.dst_dims();
   if (tensor.data() == nullptr || tensor.dims() != dims || tensor.dtype() != desc.dtype ||
       !tensor.is_dense(desc.layout) || tensor.device() != Device::cpu()) {
-    detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat(name, " is ", describe(tensor), "; expected a dense ",
-                              to_string(desc.dtype), '[', dims.to_string(), ' ',
-                              to_string(desc.layout), "] on cpu"),
-                  context_of(desc, op));
+    detail::raise(
+        ErrorKind::InvalidArgument,
+        detail::cat(name, " is ", describe(tensor), "; expected a dense ", to_string(desc.dtype),
+                    '[', dims.to_string(), ' ', to_string(desc.layout), "] on cpu"),
+        context_of(desc, op));
   }
 }
 
@@ -101,8 +101,7 @@ struct ConvBias::Impl {
       } else {
         built->primitive = dnnl::reduction(dnnl::reduction::primitive_desc(
             engine, dnnl::algorithm::reduction_sum, activations, bias, 0.0f, 0.0f));
-        built->args = {{DNNL_ARG_SRC, built->activations.get()},
-                       {DNNL_ARG_DST, built->bias.get()}};
+        built->args = {{DNNL_ARG_SRC, built->activations.get()}, {DNNL_ARG_DST, built->bias.get()}};
       }
     });
     cache.emplace(key, built);
@@ -117,10 +116,10 @@ struct ConvBias::Impl {
     DNNX_DNNL_CHECK(dnnl_memory_set_data_handle(primitive.bias.get(), bias), context,
                     "binding a data pointer");
     const dnnl_stream_t stream = runtime->stream.get();
-    DNNX_DNNL_CHECK(dnnl_primitive_execute(primitive.primitive.get(), stream,
-                                           static_cast<int>(primitive.args.size()),
-                                           primitive.args.data()),
-                    context, "executing");
+    DNNX_DNNL_CHECK(
+        dnnl_primitive_execute(primitive.primitive.get(), stream,
+                               static_cast<int>(primitive.args.size()), primitive.args.data()),
+        context, "executing");
     DNNX_DNNL_CHECK(dnnl_stream_wait(stream), context, "waiting for the stream");
   }
 };

@@ -2,10 +2,10 @@
 // Bias of a convolution on oneDNN: dst += bias with an in-place binary add, diff_bias as a sum
 // reduction of diff_dst. Both primitives are built once per desc and cached.
 
-#include "backends/onednn/runtime.hpp"
-
 #include <dnnx/ops/conv.hpp>
 #include <dnnx/tensor.hpp>
+
+#include "backends/onednn/runtime.hpp"
 
 #include <memory>
 

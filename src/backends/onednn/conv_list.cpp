@@ -25,7 +25,8 @@
 // Priority 0 is oneDNN's own first implementation of convolution_direct under the strategy that
 // usually wins for the caller's layout (see strategy_order), then the rest of that list, then
 // the other strategies, each in oneDNN's order; winograd after direct, and convolution_auto only
-// where it adds an implementation the other two do not list. An algorithm without any
+// where it adds an implementation the other two do not list. ref:any, last in each of oneDNN's
+// lists, stays last. An algorithm without any
 // implementation is one unsupported candidate ("onednn:unavailable:<algorithm>") carrying
 // oneDNN's message, so that `dnnx algos` shows what is missing and why.
 //
@@ -134,9 +135,9 @@ struct ConvPd {
 
 // The primitive descriptor of (direction, algorithm) on `mds`, positioned at oneDNN's first
 // implementation; null with `failure` set when oneDNN has none. Other oneDNN errors throw.
-ConvPd create_conv_pd(const dnnl::engine& engine, Direction direction,
-                      dnnl::algorithm algorithm, const ConvGeometry& g, const StrategyMds& mds,
-                      const ErrorContext& context, std::string& failure) {
+ConvPd create_conv_pd(const dnnl::engine& engine, Direction direction, dnnl::algorithm algorithm,
+                      const ConvGeometry& g, const StrategyMds& mds, const ErrorContext& context,
+                      std::string& failure) {
   const dnnl::primitive_attr attr = user_scratchpad();
   dnnl::convolution_forward::primitive_desc hint;
   try {
@@ -147,9 +148,8 @@ ConvPd create_conv_pd(const dnnl::engine& engine, Direction direction,
         g.strides, g.dilates, g.padding_l, g.padding_r, attr);
   } catch (const dnnl::error& error) {
     if (error.status != dnnl_unimplemented)
-      raise_dnnl(error.status, detail::cat("creating the forward primitive descriptor: ",
-                                           error.what()),
-                 context);
+      raise_dnnl(error.status,
+                 detail::cat("creating the forward primitive descriptor: ", error.what()), context);
     failure = direction == Direction::fwd
                   ? std::string(error.what())
                   : detail::cat("no forward implementation to serve as the backward hint (",
@@ -165,13 +165,13 @@ ConvPd create_conv_pd(const dnnl::engine& engine, Direction direction,
               hint};
     }
     return {dnnl::convolution_backward_weights::primitive_desc(
-                engine, algorithm, mds.src, mds.weights, mds.dst, g.strides, g.dilates,
-                g.padding_l, g.padding_r, hint, attr),
+                engine, algorithm, mds.src, mds.weights, mds.dst, g.strides, g.dilates, g.padding_l,
+                g.padding_r, hint, attr),
             hint};
   } catch (const dnnl::error& error) {
     if (error.status != dnnl_unimplemented)
-      raise_dnnl(error.status, detail::cat("creating the backward primitive descriptor: ",
-                                           error.what()),
+      raise_dnnl(error.status,
+                 detail::cat("creating the backward primitive descriptor: ", error.what()),
                  context);
     failure = error.what();
     return {};
@@ -254,9 +254,9 @@ Candidate make_candidate(const dnnl::engine& engine, const ConvPd& conv_pd,
     if (!same_layout(candidate.inner[r], user)) activations_user = false;
     if (!same_layout(candidate.inner[r], transposed)) activations_transposed = false;
   }
-  const Layout other = g.layout == Layout::channels_first ? Layout::channels_last
-                                                          : Layout::channels_first;
-  const std::string layouts = activations_user       ? (weights_user ? "plain" : "blocked_weights")
+  const Layout other =
+      g.layout == Layout::channels_first ? Layout::channels_last : Layout::channels_first;
+  const std::string layouts = activations_user ? (weights_user ? "plain" : "blocked_weights")
                               : activations_transposed ? std::string(to_string(other))
                                                        : "blocked";
   // A resolved convolution_auto reports the algorithm it became.
@@ -283,9 +283,8 @@ Candidate make_candidate(const dnnl::engine& engine, const ConvPd& conv_pd,
                  : dnnl::reorder::primitive_desc(engine, user, engine, candidate.inner[r], attr);
     } catch (const dnnl::error& error) {
       if (error.status != dnnl_unimplemented)
-        raise_dnnl(error.status, detail::cat("creating the ", role.name, " reorder: ",
-                                             error.what()),
-                   context);
+        raise_dnnl(error.status,
+                   detail::cat("creating the ", role.name, " reorder: ", error.what()), context);
       info.supported = false;
       info.reason = detail::cat("oneDNN cannot reorder ", role.name, " between the caller's ",
                                 "layout and the one ", impl, " uses: ", error.what());
@@ -412,6 +411,10 @@ CandidateList list_conv_candidates(const dnnl::engine& engine, const ConvDesc& d
       return candidate.info.id.starts_with("onednn:ref:") && !is_plain_ref(candidate);
     });
   }
+  // oneDNN lists ref:any last in every list; keep it last across the strategies too.
+  std::stable_partition(
+      list.candidates.begin(), list.candidates.end(),
+      [](const Candidate& candidate) { return !candidate.info.id.starts_with("onednn:ref:"); });
   for (Candidate& candidate : missing) list.candidates.push_back(std::move(candidate));
   for (std::size_t i = 0; i < list.candidates.size(); ++i)
     list.candidates[i].info.priority = static_cast<int>(i);

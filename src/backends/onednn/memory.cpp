@@ -7,17 +7,17 @@
 namespace dnnx::onednn {
 namespace {
 
-using tag = memory::format_tag;
+using Tag = memory::format_tag;
 
 // Format tags by [spatial dims - 1] of the user's dense layouts (Layout's doc: weights follow
 // the activations, OIHW for channels_first and OHWI for channels_last).
-constexpr tag activation_tags[2][3] = {{tag::ncw, tag::nchw, tag::ncdhw},
-                                       {tag::nwc, tag::nhwc, tag::ndhwc}};
-constexpr tag weights_tags[2][3] = {{tag::oiw, tag::oihw, tag::oidhw},
-                                    {tag::owi, tag::ohwi, tag::odhwi}};
+constexpr Tag activation_tags[2][3] = {{Tag::ncw, Tag::nchw, Tag::ncdhw},
+                                       {Tag::nwc, Tag::nhwc, Tag::ndhwc}};
+constexpr Tag weights_tags[2][3] = {{Tag::oiw, Tag::oihw, Tag::oidhw},
+                                    {Tag::owi, Tag::ohwi, Tag::odhwi}};
 // Grouped weights split O into G x O/G: memory order G, O/G, ... keeps O outermost.
-constexpr tag grouped_weights_tags[2][3] = {{tag::goiw, tag::goihw, tag::goidhw},
-                                            {tag::gowi, tag::gohwi, tag::godhwi}};
+constexpr Tag grouped_weights_tags[2][3] = {{Tag::goiw, Tag::goihw, Tag::goidhw},
+                                            {Tag::gowi, Tag::gohwi, Tag::godhwi}};
 
 std::size_t layout_index(Layout layout) { return layout == Layout::channels_first ? 0 : 1; }
 
@@ -89,7 +89,7 @@ ConvGeometry conv_geometry(const ConvDesc& desc) {
 }
 
 memory::desc any_layout(const memory::desc& md) {
-  return memory::desc(md.get_dims(), md.get_data_type(), tag::any);
+  return memory::desc(md.get_dims(), md.get_data_type(), Tag::any);
 }
 
 bool same_layout(const memory::desc& a, const memory::desc& b) {
