@@ -1,0 +1,406 @@
+#!/usr/bin/python3
+"""dnnx's cpu convolution next to raw oneDNN and PyTorch, on the benchmark shapes of ResNet-50.
+
+In one run, in this order and with the same thread count for everything:
+  1. PyTorch (torch.nn.functional.conv2d, torch.ops.aten.convolution_backward) times every case;
+  2. peak_fma measures the machine's AVX-512 fp32 and bf16 arithmetic peak;
+  3. onednn_direct_bench times oneDNN's best implementation per case (plain and blocked layouts);
+  4. conv_bench times dnnx (cpu backend, exhaustive selection);
+then prints a markdown table and whether the targets of issue 2 section 7 are met.
+
+Cases run in the same order everywhere: dtype, then shape (file order), then direction. Every tool
+times a case the same way (Note [timing method] in bench_common.hpp): selection untimed, one
+untimed call, a warm-up, then --repetitions repetitions of back-to-back calls filling --min-time
+seconds each; the figure is the median of the repetitions' mean time per call.
+
+Runs with Debian's /usr/bin/python3 (python3-torch 1.13, python3-numpy). Example:
+  OMP_NUM_THREADS=2 /usr/bin/python3 bench/compare_cpu.py --build-dir build-bench
+"""
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DIRECTIONS = ("fwd", "bwd_data", "bwd_weights")
+DTYPES = ("f32", "bf16")
+# Issue 2 section 7.
+TARGET_OVERHEAD = 1.05        # dnnx time / raw oneDNN time
+TARGET_VS_PYTORCH = 0.85      # dnnx total / PyTorch total
+TARGET_3X3_PEAK = 0.70        # fraction of the fp32 peak on the 3x3 layers
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--build-dir", default=os.path.join(REPO, "build-bench"),
+                        help="CMake build directory holding bench/{conv_bench,onednn_direct_bench,"
+                             "peak_fma} (default: %(default)s)")
+    parser.add_argument("--shapes", default=os.path.join(REPO, "bench", "shapes", "resnet50.txt"),
+                        help="shape file (default: %(default)s)")
+    parser.add_argument("--tag", default="bench", help="shapes carrying this tag; 'all' for every "
+                        "shape (default: %(default)s)")
+    parser.add_argument("--batch", type=int, default=8, help="images per call (default: 8)")
+    parser.add_argument("--dtypes", default="f32,bf16", help="comma list of f32, bf16")
+    parser.add_argument("--threads", type=int, default=2,
+                        help="OMP_NUM_THREADS and torch.set_num_threads (default: 2)")
+    parser.add_argument("--repetitions", type=int, default=5, help="timed repetitions (median)")
+    parser.add_argument("--min-time", type=float, default=0.1,
+                        help="seconds of back-to-back calls per repetition")
+    parser.add_argument("--warmup", type=float, default=0.05, help="warm-up seconds per case")
+    parser.add_argument("--json-out", help="also write every raw result here (JSON)")
+    parser.add_argument("--log", help="write the oneDNN implementation sweep (stderr of "
+                        "onednn_direct_bench) here")
+    parser.add_argument("--from-json", help="print the table from a --json-out file, run nothing")
+    args = parser.parse_args()
+    args.dtypes = [d for d in args.dtypes.split(",") if d]
+    for dtype in args.dtypes:
+        if dtype not in DTYPES:
+            parser.error(f"--dtypes: unknown dtype '{dtype}', accepted: {', '.join(DTYPES)}")
+    for name in ("batch", "threads", "repetitions"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
+    if args.min_time <= 0 or args.warmup < 0:
+        parser.error(f"--min-time must be > 0 and --warmup >= 0, got {args.min_time}, {args.warmup}")
+    return args
+
+
+def read_shapes(path, tag):
+    """The same format and checks as bench_common.hpp's read_shapes."""
+    shapes = []
+    with open(path) as lines:
+        for number, line in enumerate(lines, 1):
+            fields = line.split("#", 1)[0].split()
+            if not fields:
+                continue
+            where = f"{path}:{number}"
+            if len(fields) < 6:
+                sys.exit(f"{where}: expected 'name CxHxW OxCgxKHxKW stride pad count [tags]', "
+                         f"got {len(fields)} fields")
+            try:
+                c, h, w = (int(v) for v in fields[1].split("x"))
+                o, cg, kh, kw = (int(v) for v in fields[2].split("x"))
+                stride, pad = int(fields[3]), int(fields[4])
+            except ValueError:
+                sys.exit(f"{where}: bad sizes in '{line.strip()}'")
+            shape = dict(name=fields[0], c=c, h=h, w=w, o=o, cg=cg, kh=kh, kw=kw, stride=stride,
+                         pad=pad, groups=c // cg, tags=fields[6:])
+            shape["oh"] = (h + 2 * pad - kh) // stride + 1
+            shape["ow"] = (w + 2 * pad - kw) // stride + 1
+            if tag == "all" or tag in shape["tags"]:
+                shapes.append(shape)
+    if not shapes:
+        sys.exit(f"no shape in {path} carries tag '{tag}'")
+    return shapes
+
+
+def macs(shape, batch):
+    return batch * shape["o"] * shape["oh"] * shape["ow"] * shape["cg"] * shape["kh"] * shape["kw"]
+
+
+def describe(shape, batch):
+    return (f"{batch}x{shape['c']}x{shape['h']}x{shape['w']} * "
+            f"{shape['o']}x{shape['cg']}x{shape['kh']}x{shape['kw']} s{shape['stride']} "
+            f"p{shape['pad']}")
+
+
+def case_name(shape, direction, dtype):
+    return f"{shape['name']}/{direction}/{dtype}"
+
+
+def time_call(fn, warmup, min_time, repetitions):
+    """Google Benchmark's method (Note [timing method]): median over repetitions of the mean time
+    per call, each repetition as many calls as fill min_time. Returns milliseconds."""
+    fn()
+    start = time.perf_counter()
+    calls = 0
+    while True:
+        fn()
+        calls += 1
+        if time.perf_counter() - start >= warmup:
+            break
+    per_call = (time.perf_counter() - start) / calls
+    iterations = max(1, math.ceil(min_time / max(per_call, 1e-9)))
+    means = []
+    for _ in range(repetitions):
+        start = time.perf_counter()
+        for _ in range(iterations):
+            fn()
+        means.append((time.perf_counter() - start) / iterations)
+    return statistics.median(means) * 1e3
+
+
+def time_pytorch(args, shapes):
+    import numpy
+    import torch
+    torch.set_num_threads(args.threads)
+    info = {"torch": torch.__version__, "numpy": numpy.__version__,
+            "torch_threads": torch.get_num_threads(),
+            "mkldnn": torch.backends.mkldnn.is_available(),
+            "torch_config": torch.__config__.show()}
+    results = {}
+    generator = torch.Generator().manual_seed(0)
+    torch_dtype = {"f32": torch.float32, "bf16": torch.bfloat16}
+    for dtype in args.dtypes:
+        for shape in shapes:
+            def make(*size):
+                values = torch.rand(*size, generator=generator) * 2 - 1
+                return values.to(torch_dtype[dtype]).contiguous()  # channels_first
+            src = make(args.batch, shape["c"], shape["h"], shape["w"])
+            weights = make(shape["o"], shape["cg"], shape["kh"], shape["kw"])
+            diff_dst = make(args.batch, shape["o"], shape["oh"], shape["ow"])
+            stride, pad = [shape["stride"]] * 2, [shape["pad"]] * 2
+            groups = shape["groups"]
+
+            def conv_backward(mask):
+                return lambda: torch.ops.aten.convolution_backward(
+                    diff_dst, src, weights, None, stride, pad, [1, 1], False, [0, 0], groups, mask)
+            calls = {
+                "fwd": lambda: torch.nn.functional.conv2d(src, weights, None, stride, pad, 1,
+                                                          groups),
+                "bwd_data": conv_backward([True, False, False]),
+                "bwd_weights": conv_backward([False, True, False]),
+            }
+            for direction in DIRECTIONS:
+                name = case_name(shape, direction, dtype)
+                try:
+                    results[name] = {"ms": time_call(calls[direction], args.warmup, args.min_time,
+                                                     args.repetitions)}
+                except RuntimeError as error:  # e.g. a dtype this build cannot run
+                    results[name] = {"error": str(error).splitlines()[0]}
+                print(f"  pytorch {name}: {results[name]}", file=sys.stderr, flush=True)
+    return info, results
+
+
+def run_tool(command, env, stderr_to=None):
+    print("  $ " + " ".join(command), file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+    if stderr_to is not None:
+        stderr_to.append(done.stderr)
+    if done.returncode != 0:
+        sys.exit(f"{command[0]} failed with exit code {done.returncode}:\n{done.stderr[-4000:]}")
+    print(f"    ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+    return done.stdout
+
+
+def benchmark_results(document):
+    """Google Benchmark JSON -> {case name: {ms, gflops, label, ...}} from the median aggregates."""
+    results = {}
+    for entry in document["benchmarks"]:
+        name = entry.get("run_name", entry["name"]).removesuffix("/real_time")
+        if entry.get("error_occurred"):
+            results[name] = {"error": entry.get("error_message", "error")}
+            continue
+        if entry.get("run_type") != "aggregate" or entry.get("aggregate_name") != "median":
+            continue
+        assert entry["time_unit"] == "ms", entry
+        results[name] = {"ms": entry["real_time"], "gflops": entry.get("GFLOPS"),
+                         "label": entry.get("label", "")}
+        for counter in ("tuning_ms", "candidates_timed", "sweep_ms", "impls_timed"):
+            if counter in entry:
+                results[name][counter] = entry[counter]
+    return document["context"], results
+
+
+def machine_info():
+    info = {"platform": platform.platform()}
+    try:
+        lscpu = subprocess.run(["lscpu"], stdout=subprocess.PIPE, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return info
+    for line in lscpu.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("Model name", "CPU(s)", "Thread(s) per core", "Hypervisor vendor"):
+            info[key.strip()] = value.strip()
+        if key.strip() == "Flags":
+            flags = value.split()
+            info["flags"] = [f for f in flags if f.startswith(("avx512", "amx", "avx_vnni", "fma"))]
+    return info
+
+
+def run_everything(args):
+    if args.threads != int(os.environ.get("OMP_NUM_THREADS", args.threads)):
+        print(f"note: OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']} replaced by --threads "
+              f"{args.threads}", file=sys.stderr)
+    os.environ["OMP_NUM_THREADS"] = str(args.threads)  # before torch loads its OpenMP runtime
+    env = dict(os.environ)
+    shapes = read_shapes(args.shapes, args.tag)
+    tools = {name: os.path.join(args.build_dir, "bench", name)
+             for name in ("peak_fma", "onednn_direct_bench", "conv_bench")}
+    for name, path in tools.items():
+        if not os.access(path, os.X_OK):
+            sys.exit(f"{path} not found: build it first (ninja -C {args.build_dir} {name})")
+    raw = {"args": {k: v for k, v in vars(args).items()}, "machine": machine_info(),
+           "shapes": shapes}
+
+    print("[1/4] PyTorch", file=sys.stderr, flush=True)
+    raw["pytorch_info"], raw["pytorch"] = time_pytorch(args, shapes)
+
+    print("[2/4] peak_fma", file=sys.stderr, flush=True)
+    raw["peak"] = json.loads(run_tool([tools["peak_fma"], "--threads", str(args.threads),
+                                       "--json"], env))
+
+    common = [f"--shapes={args.shapes}", f"--tag={args.tag}", f"--batch={args.batch}",
+              f"--dtypes={','.join(args.dtypes)}", "--benchmark_format=json",
+              f"--benchmark_min_warmup_time={args.warmup}",
+              f"--benchmark_min_time={args.min_time}",
+              f"--benchmark_repetitions={args.repetitions}",
+              "--benchmark_report_aggregates_only=true"]
+    print("[3/4] onednn_direct_bench", file=sys.stderr, flush=True)
+    sweep = []
+    raw["onednn_context"], raw["onednn"] = benchmark_results(
+        json.loads(run_tool([tools["onednn_direct_bench"]] + common, env, sweep)))
+    raw["onednn_sweep"] = sweep[0]
+    if args.log:
+        with open(args.log, "w") as log:
+            log.write(sweep[0])
+
+    print("[4/4] conv_bench", file=sys.stderr, flush=True)
+    raw["dnnx_context"], raw["dnnx"] = benchmark_results(
+        json.loads(run_tool([tools["conv_bench"]] + common, env)))
+    return raw
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def fmt(value, digits=2, suffix=""):
+    return "n/a" if value is None else f"{value:.{digits}f}{suffix}"
+
+
+def render(raw):
+    args = raw["args"]
+    batch = args["batch"]
+    shapes = raw["shapes"]
+    peaks = {"f32": raw["peak"]["fp32_gflops"], "bf16": raw["peak"].get("bf16_gflops")}
+    lines = []
+    out = lines.append
+    machine = raw["machine"]
+    out(f"Machine: {machine.get('Model name', '?')}, {machine.get('CPU(s)', '?')} CPUs"
+        f" ({machine.get('Hypervisor vendor', 'bare metal')} guest), flags: "
+        f"{' '.join(machine.get('flags', []))}")
+    out(f"oneDNN {raw['onednn_context'].get('onednn_version', '?')}, isa "
+        f"{raw['onednn_context'].get('onednn_isa', '?')}; dnnx {raw['dnnx_context'].get('dnnx_version', '?')}"
+        f" on {raw['dnnx_context'].get('dnnx_backend', '?')}; PyTorch {raw['pytorch_info']['torch']}"
+        f" (mkldnn {raw['pytorch_info']['mkldnn']}); threads {args['threads']}; batch {batch}")
+    out(f"Measured peak ({args['threads']} threads): fp32 FMA {peaks['f32']:.1f} GFLOP/s, bf16 "
+        f"dot-product {fmt(peaks['bf16'], 1)} GFLOP/s (peak_fma; implied clock "
+        f"{raw['peak']['implied_ghz_at_2_fma_units']:.2f} GHz at 2 FMA units per core)")
+    out("")
+    out("oneDNN best = fastest of every implementation in either memory set-up (plain or blocked "
+        "`any`, reorders excluded); oneDNN plain = fastest with user-layout (NCHW) tensors, the fair "
+        "comparison for dnnx, which returns user-layout tensors. % peak: fp32 rows against the fp32 "
+        "FMA peak, bf16 rows against the bf16 dot-product peak.")
+    out("")
+    out("| layer | shape | dtype | dir | PyTorch ms | oneDNN best ms | oneDNN plain ms | dnnx ms "
+        "| dnnx/oneDNN best | dnnx/oneDNN plain | dnnx/PyTorch | dnnx GFLOPS | dnnx % peak |")
+    out("|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+    totals = {}
+    impl_rows = []
+    errors = []
+    for dtype in args["dtypes"]:
+        total = dict(pytorch=0.0, best=0.0, plain=0.0, dnnx=0.0, flops=0.0, complete=True)
+        for shape in shapes:
+            for direction in DIRECTIONS:
+                name = case_name(shape, direction, dtype)
+                torch_row = raw["pytorch"].get(name, {})
+                plain = raw["onednn"].get(name + "/plain", {})
+                blocked = raw["onednn"].get(name + "/any", {})
+                dnnx = raw["dnnx"].get(name, {})
+                for tool, row in (("PyTorch", torch_row), ("oneDNN plain", plain),
+                                  ("oneDNN any", blocked), ("dnnx", dnnx)):
+                    if "error" in row:
+                        errors.append(f"{name} {tool}: {row['error']}")
+                candidates = [r for r in (plain, blocked) if "ms" in r]
+                best = min(candidates, key=lambda r: r["ms"]) if candidates else {}
+                t_torch, t_best, t_plain, t_dnnx = (torch_row.get("ms"), best.get("ms"),
+                                                    plain.get("ms"), dnnx.get("ms"))
+                flops = 2.0 * macs(shape, batch)
+                gflops = flops / (t_dnnx * 1e-3) * 1e-9 if t_dnnx else None
+                peak = peaks.get(dtype)
+                out(f"| {shape['name']} | {describe(shape, batch)} | {dtype} | {direction} | "
+                    f"{fmt(t_torch)} | {fmt(t_best)} | {fmt(t_plain)} | {fmt(t_dnnx)} | "
+                    f"{fmt(ratio(t_dnnx, t_best))} | {fmt(ratio(t_dnnx, t_plain))} | "
+                    f"{fmt(ratio(t_dnnx, t_torch))} | {fmt(gflops, 1)} | "
+                    f"{fmt(100 * gflops / peak if gflops and peak else None, 0, '%')} |")
+                impl_rows.append((name, dnnx.get("label", "n/a"),
+                                  best.get("label", "n/a") + (" [plain]" if best is plain else
+                                                              " [any]" if best else ""),
+                                  plain.get("label", "n/a")))
+                for key, value in (("pytorch", t_torch), ("best", t_best), ("plain", t_plain),
+                                   ("dnnx", t_dnnx)):
+                    if value is None:
+                        total["complete"] = False
+                    else:
+                        total[key] += value
+                total["flops"] += flops
+                is_3x3 = shape["kh"] == 3 and shape["kw"] == 3
+                if is_3x3:
+                    total.setdefault("rows_3x3", []).append((name, gflops))
+        totals[dtype] = total
+        gflops = total["flops"] / (total["dnnx"] * 1e-3) * 1e-9 if total["dnnx"] else None
+        peak = peaks.get(dtype)
+        out(f"| **total** | {len(shapes)} shapes x 3 | {dtype} | all | {total['pytorch']:.1f} | "
+            f"{total['best']:.1f} | {total['plain']:.1f} | {total['dnnx']:.1f} | "
+            f"{fmt(ratio(total['dnnx'], total['best']))} | "
+            f"{fmt(ratio(total['dnnx'], total['plain']))} | "
+            f"{fmt(ratio(total['dnnx'], total['pytorch']))} | {fmt(gflops, 1)} | "
+            f"{fmt(100 * gflops / peak if gflops and peak else None, 0, '%')} |")
+    out("")
+    out("Implementations that ran (dnnx: the exhaustive choice; oneDNN: the sweep's winner):")
+    out("")
+    out("| case | dnnx | oneDNN best | oneDNN plain |")
+    out("|---|---|---|---|")
+    for name, dnnx_impl, best_impl, plain_impl in impl_rows:
+        out(f"| {name} | {dnnx_impl} | {best_impl} | {plain_impl} |")
+    out("")
+    out("Targets (issue 2 section 7):")
+    for dtype in args["dtypes"]:
+        total = totals[dtype]
+        if not total["complete"]:
+            out(f"- {dtype}: some cases have no time (see errors); totals are partial")
+        for label, reference in (("raw oneDNN plain", "plain"), ("raw oneDNN best", "best")):
+            r = ratio(total["dnnx"], total[reference])
+            out(f"- {dtype} dnnx adds <= 5% over {label}: total ratio {fmt(r, 3)} -> "
+                f"{'met' if r is not None and r <= TARGET_OVERHEAD else 'NOT met'}")
+        r = ratio(total["dnnx"], total["pytorch"])
+        out(f"- {dtype} dnnx total <= 0.85 x PyTorch: {fmt(r, 3)} -> "
+            f"{'met' if r is not None and r <= TARGET_VS_PYTORCH else 'NOT met'}")
+        peak = peaks.get(dtype)
+        rows = total.get("rows_3x3", [])
+        if peak and rows:
+            low = [f"{n} {100 * g / peak:.0f}%" for n, g in rows if g is None or g < TARGET_3X3_PEAK * peak]
+            out(f"- {dtype} 3x3 layers >= 70% of peak ({peak:.1f} GFLOP/s): "
+                f"{len(rows) - len(low)}/{len(rows)} cases meet it"
+                + (f"; below: {', '.join(low)}" if low else ""))
+    if errors:
+        out("")
+        out("Errors:")
+        for error in errors:
+            out(f"- {error}")
+    return "\n".join(lines)
+
+
+def main():
+    args = parse_args()
+    if args.from_json:
+        with open(args.from_json) as source:
+            raw = json.load(source)
+    else:
+        raw = run_everything(args)
+        if args.json_out:
+            with open(args.json_out, "w") as sink:
+                json.dump(raw, sink, indent=1)
+    print(render(raw))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,334 @@
+// The yardstick for the cpu backend: the benchmark shapes run on oneDNN directly, with the best
+// implementation oneDNN has for each. Every implementation of convolution_direct and
+// convolution_winograd (next_impl) is timed, in two memory set-ups:
+//   plain: every tensor in the user's layout (NCHW / OIHW), what a library must return;
+//   any:   format_tag::any, so oneDNN picks its blocked layouts; the reorders into and out of them
+//          are left out, as a framework that keeps tensors blocked between layers avoids them.
+// The fastest implementation of each set-up is then timed like conv_bench (Note [timing method]
+// in bench_common.hpp). The comparison script reports both: "any" is oneDNN's best case, "plain"
+// is the fair comparison with dnnx, which takes and returns user-layout tensors.
+//
+// This file is the one place outside src/backends/onednn that includes dnnl.hpp: its whole point
+// is to measure raw oneDNN, without dnnx in between.
+
+#include "bench_common.hpp"
+
+#include <benchmark/benchmark.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+using dnnx::bench::ConvShape;
+using dnnl::memory;
+
+enum class Direction { fwd, bwd_data, bwd_weights };
+enum class Formats { plain, any };
+
+const char* to_string(Formats formats) { return formats == Formats::plain ? "plain" : "any"; }
+const char* to_string(dnnl::algorithm algorithm) {
+  return algorithm == dnnl::algorithm::convolution_winograd ? "winograd" : "direct";
+}
+
+Direction parse_direction(const std::string& text) {
+  if (text == "fwd") return Direction::fwd;
+  if (text == "bwd_data") return Direction::bwd_data;
+  return Direction::bwd_weights;  // take_options accepts nothing else
+}
+
+std::string isa_name(dnnl::cpu_isa isa) {
+  switch (isa) {
+    case dnnl::cpu_isa::sse41: return "sse41";
+    case dnnl::cpu_isa::avx: return "avx";
+    case dnnl::cpu_isa::avx2: return "avx2";
+    case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
+    case dnnl::cpu_isa::avx2_vnni_2: return "avx2_vnni_2";
+    case dnnl::cpu_isa::avx512_core: return "avx512_core";
+    case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_fp16: return "avx512_core_fp16";
+    case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
+    case dnnl::cpu_isa::avx512_core_amx_fp16: return "avx512_core_amx_fp16";
+    default: return "isa_" + std::to_string(static_cast<int>(isa));
+  }
+}
+
+struct Case {
+  ConvShape shape;
+  std::int64_t batch = 8;
+  Direction direction = Direction::fwd;
+  memory::data_type dtype = memory::data_type::f32;
+  std::string dtype_name;
+  Formats formats = Formats::plain;
+  std::string name;  // "conv1/fwd/f32/plain"
+};
+
+// The three tensors of a direction in execute-argument order: two read, one written.
+struct Roles {
+  int in0, in1, out;
+};
+Roles roles(Direction direction) {
+  switch (direction) {
+    case Direction::fwd: return {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
+    case Direction::bwd_data: return {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC};
+    case Direction::bwd_weights: return {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS};
+  }
+  return {};
+}
+
+// Logical shapes and plain tags of one case.
+struct Geometry {
+  memory::dims src, weights, dst, strides, dilates, pad_l, pad_r;
+  memory::format_tag weights_tag;
+
+  explicit Geometry(const Case& c) {
+    const ConvShape& s = c.shape;
+    src = {c.batch, s.in_channels, s.height, s.width};
+    dst = {c.batch, s.out_channels, s.out_height(), s.out_width()};
+    if (s.groups() == 1) {
+      weights = {s.out_channels, s.group_channels, s.kernel_h, s.kernel_w};
+      weights_tag = memory::format_tag::oihw;
+    } else {
+      weights = {s.groups(), s.out_channels / s.groups(), s.group_channels, s.kernel_h,
+                 s.kernel_w};
+      weights_tag = memory::format_tag::goihw;
+    }
+    strides = {s.stride, s.stride};
+    dilates = {0, 0};  // oneDNN counts dilation from 0
+    pad_l = {s.pad, s.pad};
+    pad_r = {s.pad, s.pad};
+  }
+  // The user (plain) descriptor of the tensor bound to `arg`, in `dtype`.
+  memory::desc user_md(int arg, memory::data_type dtype) const {
+    switch (arg) {
+      case DNNL_ARG_SRC:
+      case DNNL_ARG_DIFF_SRC: return {src, dtype, memory::format_tag::nchw};
+      case DNNL_ARG_DST:
+      case DNNL_ARG_DIFF_DST: return {dst, dtype, memory::format_tag::nchw};
+      default: return {weights, dtype, weights_tag};
+    }
+  }
+};
+
+// A conv primitive descriptor of `c` for `algorithm` at its first implementation (empty if none).
+dnnl::primitive_desc make_pd(const dnnl::engine& engine, const Case& c, const Geometry& g,
+                             dnnl::algorithm algorithm) {
+  const auto tag = [&](memory::format_tag plain) {
+    return c.formats == Formats::plain ? plain : memory::format_tag::any;
+  };
+  const memory::desc src(g.src, c.dtype, tag(memory::format_tag::nchw));
+  const memory::desc dst(g.dst, c.dtype, tag(memory::format_tag::nchw));
+  const memory::desc weights(g.weights, c.dtype, tag(g.weights_tag));
+  dnnl::primitive_attr attr;
+  // dnnx's cpu backend passes its own workspace too; this keeps allocation out of every call.
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  // forward_training, as dnnx uses: the backward passes need a forward hint of the same kind.
+  const dnnl::convolution_forward::primitive_desc forward(
+      engine, dnnl::prop_kind::forward_training, algorithm, src, weights, dst, g.strides,
+      g.dilates, g.pad_l, g.pad_r, attr, /*allow_empty=*/true);
+  if (!forward || c.direction == Direction::fwd) return forward;
+  if (c.direction == Direction::bwd_data) {
+    return dnnl::convolution_backward_data::primitive_desc(engine, algorithm, src, weights, dst,
+                                                           g.strides, g.dilates, g.pad_l, g.pad_r,
+                                                           forward, attr, /*allow_empty=*/true);
+  }
+  return dnnl::convolution_backward_weights::primitive_desc(
+      engine, algorithm, src, weights, dst, g.strides, g.dilates, g.pad_l, g.pad_r, forward, attr,
+      /*allow_empty=*/true);
+}
+
+memory::desc query_md(const dnnl::primitive_desc& pd, int arg) {
+  switch (arg) {
+    case DNNL_ARG_SRC: return pd.src_desc();
+    case DNNL_ARG_DIFF_SRC: return pd.diff_src_desc();
+    case DNNL_ARG_WEIGHTS: return pd.weights_desc();
+    case DNNL_ARG_DIFF_WEIGHTS: return pd.diff_weights_desc();
+    case DNNL_ARG_DST: return pd.dst_desc();
+    default: return pd.diff_dst_desc();
+  }
+}
+
+// One implementation, built and bound to memory in its own layouts, ready to execute.
+struct Runnable {
+  std::string impl;  // "brg:avx512_core (direct)"
+  dnnl::primitive primitive;
+  std::unordered_map<int, memory> args;
+};
+
+// Inputs get the deterministic pattern, reordered from plain f32 so that blocked layouts carry
+// the zero padding oneDNN expects; the output starts at zero.
+Runnable bind(const dnnl::engine& engine, dnnl::stream& stream, const Case& c, const Geometry& g,
+              const dnnl::primitive_desc& pd, std::string impl) {
+  Runnable runnable{std::move(impl), dnnl::primitive(pd), {}};
+  const Roles r = roles(c.direction);
+  std::uint32_t seed = 1;
+  for (int arg : {r.in0, r.in1}) {
+    memory plain(g.user_md(arg, memory::data_type::f32), engine);
+    const memory::desc& md = plain.get_desc();
+    dnnx::bench::fill_pattern(static_cast<float*>(plain.get_data_handle()),
+                              md.get_size() / sizeof(float), seed++);
+    memory inner(query_md(pd, arg), engine);
+    dnnl::reorder(plain, inner).execute(stream, plain, inner);
+    runnable.args.emplace(arg, inner);
+  }
+  memory out(query_md(pd, r.out), engine);
+  std::fill_n(static_cast<unsigned char*>(out.get_data_handle()), out.get_desc().get_size(), 0);
+  runnable.args.emplace(r.out, out);
+  runnable.args.emplace(DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), engine));
+  stream.wait();
+  return runnable;
+}
+
+double run_ms(Runnable& runnable, dnnl::stream& stream) {
+  const auto start = std::chrono::steady_clock::now();
+  runnable.primitive.execute(stream, runnable.args);
+  stream.wait();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+// The sweep's per-implementation timing: as dnnx's exhaustive policy does it (one warm-up run,
+// median of 5; an implementation whose warm-up is over 4x the best median so far is dropped, so
+// reference loops do not take minutes).
+constexpr int sweep_runs = 5;
+constexpr double abandon_factor = 4.0;
+
+struct Selected {
+  std::string case_name;
+  std::unique_ptr<Runnable> best;
+  double sweep_ms = 0;
+  int timed = 0;
+};
+
+// Times every implementation of `c` and keeps the fastest. Logs one line per implementation to
+// stderr (which implementation wins is what the backend engineer needs to know).
+Selected select_best(const dnnl::engine& engine, dnnl::stream& stream, const Case& c) {
+  const Geometry g(c);
+  Selected selected{c.name, nullptr, std::numeric_limits<double>::infinity(), 0};
+  std::string log;
+  for (dnnl::algorithm algorithm :
+       {dnnl::algorithm::convolution_direct, dnnl::algorithm::convolution_winograd}) {
+    dnnl::primitive_desc pd = make_pd(engine, c, g, algorithm);
+    if (!pd) {
+      log += std::string("  ") + to_string(algorithm) + ": no implementation\n";
+      continue;
+    }
+    do {
+      std::string impl = std::string(pd.impl_info_str()) + " (" + to_string(algorithm) + ")";
+      // oneDNN's reference loops are its correctness fallback, never its best; one run of them
+      // takes minutes on these shapes, before the abandon rule could drop them.
+      if (impl.rfind("ref:", 0) == 0) {
+        log += "  " + impl + ": skipped (reference implementation)\n";
+        continue;
+      }
+      try {
+        Runnable runnable = bind(engine, stream, c, g, pd, impl);
+        const double first = run_ms(runnable, stream);
+        if (first > abandon_factor * selected.sweep_ms) {
+          log += "  " + impl + ": abandoned, warm-up " + std::to_string(first) + " ms\n";
+          continue;
+        }
+        std::vector<double> times;
+        for (int i = 0; i < sweep_runs; ++i) times.push_back(run_ms(runnable, stream));
+        std::nth_element(times.begin(), times.begin() + sweep_runs / 2, times.end());
+        const double median = times[sweep_runs / 2];
+        ++selected.timed;
+        log += "  " + impl + ": " + std::to_string(median) + " ms\n";
+        if (median < selected.sweep_ms) {
+          selected.sweep_ms = median;
+          selected.best = std::make_unique<Runnable>(std::move(runnable));
+        }
+      } catch (const dnnl::error& error) {
+        log += "  " + impl + ": failed: " + error.what() + "\n";
+      }
+    } while (pd.next_impl());
+  }
+  std::cerr << c.name << " (" << c.shape.describe(c.batch) << "):\n" << log;
+  if (selected.best) std::cerr << "  best: " << selected.best->impl << "\n";
+  return selected;
+}
+
+void run_case(benchmark::State& state, const Case& c) {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  static dnnl::stream stream(engine);
+  // Google Benchmark calls this function several times per case (warm-up, repetitions) and the
+  // cases run one after the other: keep the last case's selection, and only that one, alive.
+  static Selected current;
+  if (current.case_name != c.name) {
+    current = Selected{};
+    current = select_best(engine, stream, c);
+  }
+  if (!current.best) {
+    state.SkipWithError("oneDNN has no implementation for this case");
+    return;
+  }
+  Runnable& runnable = *current.best;
+  run_ms(runnable, stream);
+  for (auto _ : state) {
+    runnable.primitive.execute(stream, runnable.args);
+    stream.wait();
+  }
+  state.SetLabel(runnable.impl);
+  state.counters["GFLOPS"] =
+      benchmark::Counter(2.0 * c.shape.macs(c.batch) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["sweep_ms"] = current.sweep_ms;
+  state.counters["impls_timed"] = current.timed;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    for (int i = 1; i < argc; ++i) {
+      if (std::string_view(argv[i]) == "--help") std::cout << dnnx::bench::usage_text(argv[0]);
+    }
+    const dnnx::bench::Options options =
+        dnnx::bench::take_options(argc, argv, DNNX_BENCH_DEFAULT_SHAPES);
+    const std::vector<ConvShape> shapes = dnnx::bench::selected_shapes(options);
+
+    const dnnl::version_t* version = dnnl::version();
+    benchmark::AddCustomContext("onednn_version", std::to_string(version->major) + "." +
+                                                      std::to_string(version->minor) + "." +
+                                                      std::to_string(version->patch) + " (" +
+                                                      version->hash + ")");
+    benchmark::AddCustomContext("onednn_isa", isa_name(dnnl::get_effective_cpu_isa()));
+    benchmark::AddCustomContext("batch", std::to_string(options.batch));
+    benchmark::AddCustomContext("shapes", options.shapes_path);
+
+    // Same order as conv_bench and compare_cpu.py: dtype, then shape, then direction.
+    for (const std::string& dtype : options.dtypes) {
+      for (const ConvShape& shape : shapes) {
+        for (const std::string& direction : options.directions) {
+          for (Formats formats : {Formats::plain, Formats::any}) {
+            Case c;
+            c.shape = shape;
+            c.batch = options.batch;
+            c.direction = parse_direction(direction);
+            c.dtype = dtype == "bf16" ? memory::data_type::bf16 : memory::data_type::f32;
+            c.dtype_name = dtype;
+            c.formats = formats;
+            c.name = dnnx::bench::case_name(shape, direction, dtype) + "/" + to_string(formats);
+            benchmark::RegisterBenchmark(c.name.c_str(),
+                                         [c](benchmark::State& state) { run_case(state, c); })
+                ->UseRealTime()
+                ->Unit(benchmark::kMillisecond);
+          }
+        }
+      }
+    }
+    return dnnx::bench::run_benchmarks(argc, argv);
+  } catch (const std::exception& error) {
+    std::cerr << argv[0] << ": " << error.what() << "\n";
+    return 2;
+  }
+}
