@@ -15,9 +15,16 @@ set(prefix "${WORK_DIR}/prefix")
 
 run_checked("cmake --install" "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}")
 
+# The package folder is wherever DNNX_INSTALL_CMAKEDIR put it (lib/cmake/dnnx by default).
+file(GLOB_RECURSE configs "${prefix}/dnnxConfig.cmake")
+list(LENGTH configs count)
+if(NOT count EQUAL 1)
+  message(FATAL_ERROR "expected one dnnxConfig.cmake under ${prefix}, found ${count}: ${configs}")
+endif()
+get_filename_component(package_dir "${configs}" DIRECTORY)
+file(RELATIVE_PATH cmakedir "${prefix}" "${package_dir}")
 foreach(file IN ITEMS include/dnnx/dnnx.hpp include/dnnx/ops/conv.hpp
-                      ${CMAKEDIR}/dnnxConfig.cmake ${CMAKEDIR}/dnnxConfigVersion.cmake
-                      ${CMAKEDIR}/dnnxTargets.cmake)
+                      ${cmakedir}/dnnxConfigVersion.cmake ${cmakedir}/dnnxTargets.cmake)
   if(NOT EXISTS "${prefix}/${file}")
     message(FATAL_ERROR "the install lacks ${file} (prefix ${prefix})")
   endif()
@@ -37,7 +44,7 @@ set(example_build "${WORK_DIR}/examples")
 run_checked("configuring examples/ against the install"
             "${CMAKE_COMMAND}" -S "${EXAMPLES_DIR}" -B "${example_build}" -G "${GENERATOR}"
             "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}" -DCMAKE_BUILD_TYPE=Release
-            "-Ddnnx_DIR=${prefix}/${CMAKEDIR}" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+            "-Ddnnx_DIR=${package_dir}" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
 run_checked("building examples/" "${CMAKE_COMMAND}" --build "${example_build}")
 
 set(example "${example_build}/conv_example")
