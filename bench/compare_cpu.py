@@ -268,6 +268,15 @@ def run_everything(args):
     return raw
 
 
+def fastest(**setups):
+    """The fastest of oneDNN's set-ups {name: result row}, its label naming the set-up."""
+    timed = [(row["ms"], name, row) for name, row in setups.items() if "ms" in row]
+    if not timed:
+        return {}
+    ms, name, row = min(timed, key=lambda entry: entry[0])
+    return {"ms": ms, "impl": f"{row.get('label', '?')} [{name}]"}
+
+
 def ratio(a, b):
     return a / b if a is not None and b else None
 
@@ -295,53 +304,59 @@ def render(raw):
         f"dot-product {fmt(peaks['bf16'], 1)} GFLOP/s (peak_fma; implied clock "
         f"{raw['peak']['implied_ghz_at_2_fma_units']:.2f} GHz at 2 FMA units per core)")
     out("")
-    out("oneDNN best = fastest of every implementation in either memory set-up (plain or blocked "
-        "`any`, reorders excluded); oneDNN plain = fastest with user-layout (NCHW) tensors, the fair "
-        "comparison for dnnx, which returns user-layout tensors. % peak: fp32 rows against the fp32 "
-        "FMA peak, bf16 rows against the bf16 dot-product peak.")
+    out("oneDNN best = the fastest implementation with plain (NCHW) tensors or in oneDNN's own "
+        "blocked layouts, reorders not counted (a framework keeping tensors blocked avoids them). "
+        "oneDNN user-layout = the fastest way to take and return NCHW tensors: plain, or blocked "
+        "with the reorders timed in every call; dnnx does the same, so this is its fair yardstick. "
+        "% peak: fp32 rows against the measured fp32 FMA peak, bf16 rows against the measured bf16 "
+        "dot-product peak.")
     out("")
-    out("| layer | shape | dtype | dir | PyTorch ms | oneDNN best ms | oneDNN plain ms | dnnx ms "
-        "| dnnx/oneDNN best | dnnx/oneDNN plain | dnnx/PyTorch | dnnx GFLOPS | dnnx % peak |")
+    out("| layer | shape | dtype | dir | PyTorch ms | oneDNN best ms | oneDNN user-layout ms "
+        "| dnnx ms | dnnx/oneDNN best | dnnx/oneDNN user-layout | dnnx/PyTorch | dnnx GFLOPS "
+        "| dnnx % peak |")
     out("|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     totals = {}
     impl_rows = []
     errors = []
     for dtype in args["dtypes"]:
-        total = dict(pytorch=0.0, best=0.0, plain=0.0, dnnx=0.0, flops=0.0, complete=True)
+        total = dict(pytorch=0.0, best=0.0, user=0.0, dnnx=0.0, flops=0.0, complete=True)
         for shape in shapes:
             for direction in DIRECTIONS:
                 name = case_name(shape, direction, dtype)
                 torch_row = raw["pytorch"].get(name, {})
                 plain = raw["onednn"].get(name + "/plain", {})
                 blocked = raw["onednn"].get(name + "/any", {})
+                reordered = raw["onednn"].get(name + "/reorders", {})
                 dnnx = raw["dnnx"].get(name, {})
                 for tool, row in (("PyTorch", torch_row), ("oneDNN plain", plain),
-                                  ("oneDNN any", blocked), ("dnnx", dnnx)):
+                                  ("oneDNN any", blocked), ("oneDNN reorders", reordered),
+                                  ("dnnx", dnnx)):
                     if "error" in row:
                         errors.append(f"{name} {tool}: {row['error']}")
-                candidates = [r for r in (plain, blocked) if "ms" in r]
-                best = min(candidates, key=lambda r: r["ms"]) if candidates else {}
-                t_torch, t_best, t_plain, t_dnnx = (torch_row.get("ms"), best.get("ms"),
-                                                    plain.get("ms"), dnnx.get("ms"))
+                best = fastest(plain=plain, any=blocked)
+                user = fastest(plain=plain, reorders=reordered)
+                t_torch, t_best, t_user, t_dnnx = (torch_row.get("ms"), best.get("ms"),
+                                                   user.get("ms"), dnnx.get("ms"))
                 flops = 2.0 * macs(shape, batch)
                 gflops = flops / (t_dnnx * 1e-3) * 1e-9 if t_dnnx else None
                 peak = peaks.get(dtype)
                 out(f"| {shape['name']} | {describe(shape, batch)} | {dtype} | {direction} | "
-                    f"{fmt(t_torch)} | {fmt(t_best)} | {fmt(t_plain)} | {fmt(t_dnnx)} | "
-                    f"{fmt(ratio(t_dnnx, t_best))} | {fmt(ratio(t_dnnx, t_plain))} | "
+                    f"{fmt(t_torch)} | {fmt(t_best)} | {fmt(t_user)} | {fmt(t_dnnx)} | "
+                    f"{fmt(ratio(t_dnnx, t_best))} | {fmt(ratio(t_dnnx, t_user))} | "
                     f"{fmt(ratio(t_dnnx, t_torch))} | {fmt(gflops, 1)} | "
                     f"{fmt(100 * gflops / peak if gflops and peak else None, 0, '%')} |")
-                impl_rows.append((name, dnnx.get("label", "n/a"),
-                                  best.get("label", "n/a") + (" [plain]" if best is plain else
-                                                              " [any]" if best else ""),
-                                  plain.get("label", "n/a")))
-                for key, value in (("pytorch", t_torch), ("best", t_best), ("plain", t_plain),
+                impl_rows.append((name, dnnx.get("label", "n/a"), best.get("impl", "n/a"),
+                                  user.get("impl", "n/a")))
+                for key, value in (("pytorch", t_torch), ("best", t_best), ("user", t_user),
                                    ("dnnx", t_dnnx)):
                     if value is None:
                         total["complete"] = False
                     else:
                         total[key] += value
                 total["flops"] += flops
+                for reference, t in (("best", t_best), ("user", t_user)):
+                    if t and t_dnnx:
+                        total.setdefault("ratios_" + reference, []).append((name, t_dnnx / t))
                 is_3x3 = shape["kh"] == 3 and shape["kw"] == 3
                 if is_3x3:
                     total.setdefault("rows_3x3", []).append((name, gflops))
@@ -349,15 +364,15 @@ def render(raw):
         gflops = total["flops"] / (total["dnnx"] * 1e-3) * 1e-9 if total["dnnx"] else None
         peak = peaks.get(dtype)
         out(f"| **total** | {len(shapes)} shapes x 3 | {dtype} | all | {total['pytorch']:.1f} | "
-            f"{total['best']:.1f} | {total['plain']:.1f} | {total['dnnx']:.1f} | "
+            f"{total['best']:.1f} | {total['user']:.1f} | {total['dnnx']:.1f} | "
             f"{fmt(ratio(total['dnnx'], total['best']))} | "
-            f"{fmt(ratio(total['dnnx'], total['plain']))} | "
+            f"{fmt(ratio(total['dnnx'], total['user']))} | "
             f"{fmt(ratio(total['dnnx'], total['pytorch']))} | {fmt(gflops, 1)} | "
             f"{fmt(100 * gflops / peak if gflops and peak else None, 0, '%')} |")
     out("")
     out("Implementations that ran (dnnx: the exhaustive choice; oneDNN: the sweep's winner):")
     out("")
-    out("| case | dnnx | oneDNN best | oneDNN plain |")
+    out("| case | dnnx | oneDNN best | oneDNN user-layout |")
     out("|---|---|---|---|")
     for name, dnnx_impl, best_impl, plain_impl in impl_rows:
         out(f"| {name} | {dnnx_impl} | {best_impl} | {plain_impl} |")
@@ -367,10 +382,13 @@ def render(raw):
         total = totals[dtype]
         if not total["complete"]:
             out(f"- {dtype}: some cases have no time (see errors); totals are partial")
-        for label, reference in (("raw oneDNN plain", "plain"), ("raw oneDNN best", "best")):
+        for label, reference in (("raw oneDNN user-layout", "user"), ("raw oneDNN best", "best")):
             r = ratio(total["dnnx"], total[reference])
+            over = [f"{n} {x:.2f}" for n, x in total["ratios_" + reference] if x > TARGET_OVERHEAD]
             out(f"- {dtype} dnnx adds <= 5% over {label}: total ratio {fmt(r, 3)} -> "
-                f"{'met' if r is not None and r <= TARGET_OVERHEAD else 'NOT met'}")
+                f"{'met' if r is not None and r <= TARGET_OVERHEAD else 'NOT met'}; "
+                f"{len(total['ratios_' + reference]) - len(over)}/{len(total['ratios_' + reference])}"
+                f" cases within 5%" + (f"; over: {', '.join(over)}" if over else ""))
         r = ratio(total["dnnx"], total["pytorch"])
         out(f"- {dtype} dnnx total <= 0.85 x PyTorch: {fmt(r, 3)} -> "
             f"{'met' if r is not None and r <= TARGET_VS_PYTORCH else 'NOT met'}")

@@ -1,12 +1,16 @@
 // The yardstick for the cpu backend: the benchmark shapes run on oneDNN directly, with the best
 // implementation oneDNN has for each. Every implementation of convolution_direct and
-// convolution_winograd (next_impl) is timed, in two memory set-ups:
-//   plain: every tensor in the user's layout (NCHW / OIHW), what a library must return;
-//   any:   format_tag::any, so oneDNN picks its blocked layouts; the reorders into and out of them
-//          are left out, as a framework that keeps tensors blocked between layers avoids them.
+// convolution_winograd (next_impl) is timed, in three memory set-ups:
+//   plain:    every tensor in the user's layout (NCHW / OIHW); no copies;
+//   any:      format_tag::any, so oneDNN picks its blocked layouts; the reorders into and out of
+//             them are left out, as a framework that keeps tensors blocked between layers avoids
+//             them. oneDNN's best case;
+//   reorders: the layouts of `any`, with the reorders from and to the user's layout timed in
+//             every call: what a library that takes and returns user-layout tensors must do when
+//             it uses a blocked implementation.
 // The fastest implementation of each set-up is then timed like conv_bench (Note [timing method]
-// in bench_common.hpp). The comparison script reports both: "any" is oneDNN's best case, "plain"
-// is the fair comparison with dnnx, which takes and returns user-layout tensors.
+// in bench_common.hpp). dnnx takes and returns user-layout tensors, so the fair yardstick for it
+// is the faster of plain and reorders; compare_cpu.py reports that and `any`.
 //
 // This file is the one place outside src/backends/onednn that includes dnnl.hpp: its whole point
 // is to measure raw oneDNN, without dnnx in between.
@@ -23,6 +27,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -33,9 +38,16 @@ using dnnx::bench::ConvShape;
 using dnnl::memory;
 
 enum class Direction { fwd, bwd_data, bwd_weights };
-enum class Formats { plain, any };
+enum class Formats { plain, any, reorders };
 
-const char* to_string(Formats formats) { return formats == Formats::plain ? "plain" : "any"; }
+const char* to_string(Formats formats) {
+  switch (formats) {
+    case Formats::plain: return "plain";
+    case Formats::any: return "any";
+    case Formats::reorders: return "reorders";
+  }
+  return "?";
+}
 const char* to_string(dnnl::algorithm algorithm) {
   return algorithm == dnnl::algorithm::convolution_winograd ? "winograd" : "direct";
 }
@@ -158,41 +170,102 @@ memory::desc query_md(const dnnl::primitive_desc& pd, int arg) {
   }
 }
 
-// One implementation, built and bound to memory in its own layouts, ready to execute.
+bool is_weights(int arg) { return arg == DNNL_ARG_WEIGHTS || arg == DNNL_ARG_DIFF_WEIGHTS; }
+
+// oneDNN's name for a layout ("nchw", "nChw16c", "OIhw16i16o") from the descriptor's strides
+// and inner blocks: which layouts an implementation wants is part of why it wins or loses.
+std::string format_name(const memory::desc& md, bool is_weights) {
+  const memory::dims strides = md.get_strides();
+  const memory::dims blocks = md.get_inner_blks();
+  const memory::dims block_dims = md.get_inner_idxs();
+  const int rank = md.get_ndims();
+  const std::string letters = is_weights ? (rank == 5 ? "goihw" : "oihw") : "nchw";
+  std::vector<int> order(static_cast<std::size_t>(rank));
+  for (int i = 0; i < rank; ++i) order[static_cast<std::size_t>(i)] = i;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return strides[static_cast<std::size_t>(a)] > strides[static_cast<std::size_t>(b)];
+  });
+  std::string name;
+  for (int dim : order) {
+    const bool blocked =
+        std::find(block_dims.begin(), block_dims.end(), dim) != block_dims.end();
+    const char letter = letters[static_cast<std::size_t>(dim)];
+    name += blocked ? static_cast<char>(letter - 'a' + 'A') : letter;
+  }
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    name += std::to_string(blocks[i]) + letters[static_cast<std::size_t>(block_dims[i])];
+  }
+  return name;
+}
+
+// "nChw16c OIhw16i16o nChw16c": the layouts of the direction's three tensors.
+std::string formats_of(const dnnl::primitive_desc& pd, Direction direction);
+
+// One implementation, built and bound to memory, ready to execute: the conv and, for
+// Formats::reorders, the reorders around it, in order.
 struct Runnable {
-  std::string impl;  // "brg:avx512_core (direct)"
-  dnnl::primitive primitive;
-  std::unordered_map<int, memory> args;
+  std::string impl;  // "jit:avx512_core (direct)"
+  struct Step {
+    dnnl::primitive primitive;
+    std::unordered_map<int, memory> args;
+  };
+  std::vector<Step> steps;
+
+  void execute(dnnl::stream& stream) {
+    for (Step& step : steps) step.primitive.execute(stream, step.args);
+    stream.wait();
+  }
 };
 
 // Inputs get the deterministic pattern, reordered from plain f32 so that blocked layouts carry
 // the zero padding oneDNN expects; the output starts at zero.
 Runnable bind(const dnnl::engine& engine, dnnl::stream& stream, const Case& c, const Geometry& g,
               const dnnl::primitive_desc& pd, std::string impl) {
-  Runnable runnable{std::move(impl), dnnl::primitive(pd), {}};
   const Roles r = roles(c.direction);
+  Runnable::Step conv{dnnl::primitive(pd), {}};
+  std::vector<Runnable::Step> before, after;
   std::uint32_t seed = 1;
   for (int arg : {r.in0, r.in1}) {
-    memory plain(g.user_md(arg, memory::data_type::f32), engine);
-    const memory::desc& md = plain.get_desc();
-    dnnx::bench::fill_pattern(static_cast<float*>(plain.get_data_handle()),
-                              md.get_size() / sizeof(float), seed++);
+    memory pattern(g.user_md(arg, memory::data_type::f32), engine);
+    dnnx::bench::fill_pattern(static_cast<float*>(pattern.get_data_handle()),
+                              pattern.get_desc().get_size() / sizeof(float), seed++);
     memory inner(query_md(pd, arg), engine);
-    dnnl::reorder(plain, inner).execute(stream, plain, inner);
-    runnable.args.emplace(arg, inner);
+    if (c.formats == Formats::reorders && inner.get_desc() != g.user_md(arg, c.dtype)) {
+      memory user(g.user_md(arg, c.dtype), engine);
+      dnnl::reorder(pattern, user).execute(stream, pattern, user);
+      before.push_back({dnnl::reorder(user, inner), {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, inner}}});
+    } else {
+      dnnl::reorder(pattern, inner).execute(stream, pattern, inner);
+    }
+    conv.args.emplace(arg, inner);
   }
   memory out(query_md(pd, r.out), engine);
   std::fill_n(static_cast<unsigned char*>(out.get_data_handle()), out.get_desc().get_size(), 0);
-  runnable.args.emplace(r.out, out);
-  runnable.args.emplace(DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), engine));
+  if (c.formats == Formats::reorders && out.get_desc() != g.user_md(r.out, c.dtype)) {
+    memory user(g.user_md(r.out, c.dtype), engine);
+    after.push_back({dnnl::reorder(out, user), {{DNNL_ARG_FROM, out}, {DNNL_ARG_TO, user}}});
+  }
+  conv.args.emplace(r.out, out);
+  conv.args.emplace(DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), engine));
   stream.wait();
+  Runnable runnable{std::move(impl), std::move(before)};
+  runnable.steps.push_back(std::move(conv));
+  for (Runnable::Step& step : after) runnable.steps.push_back(std::move(step));
   return runnable;
+}
+
+std::string formats_of(const dnnl::primitive_desc& pd, Direction direction) {
+  const Roles r = roles(direction);
+  std::string text;
+  for (int arg : {r.in0, r.in1, r.out}) {
+    text += (text.empty() ? "" : " ") + format_name(query_md(pd, arg), is_weights(arg));
+  }
+  return text;
 }
 
 double run_ms(Runnable& runnable, dnnl::stream& stream) {
   const auto start = std::chrono::steady_clock::now();
-  runnable.primitive.execute(stream, runnable.args);
-  stream.wait();
+  runnable.execute(stream);
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
       .count();
 }
@@ -216,6 +289,7 @@ Selected select_best(const dnnl::engine& engine, dnnl::stream& stream, const Cas
   const Geometry g(c);
   Selected selected{c.name, nullptr, std::numeric_limits<double>::infinity(), 0};
   std::string log;
+  std::set<std::string> seen;
   for (dnnl::algorithm algorithm :
        {dnnl::algorithm::convolution_direct, dnnl::algorithm::convolution_winograd}) {
     dnnl::primitive_desc pd = make_pd(engine, c, g, algorithm);
@@ -224,13 +298,17 @@ Selected select_best(const dnnl::engine& engine, dnnl::stream& stream, const Cas
       continue;
     }
     do {
-      std::string impl = std::string(pd.impl_info_str()) + " (" + to_string(algorithm) + ")";
+      std::string impl = std::string(pd.impl_info_str()) + " (" + to_string(algorithm) + ", " +
+                         formats_of(pd, c.direction) + ")";
       // oneDNN's reference loops are its correctness fallback, never its best; one run of them
       // takes minutes on these shapes, before the abandon rule could drop them.
       if (impl.rfind("ref:", 0) == 0) {
         log += "  " + impl + ": skipped (reference implementation)\n";
         continue;
       }
+      // next_impl() can list an implementation (same name and layouts) more than once: seen in
+      // oneDNN 3.2 once an earlier case had built primitives of the same desc.
+      if (!seen.insert(impl).second) continue;
       try {
         Runnable runnable = bind(engine, stream, c, g, pd, impl);
         const double first = run_ms(runnable, stream);
@@ -274,10 +352,7 @@ void run_case(benchmark::State& state, const Case& c) {
   }
   Runnable& runnable = *current.best;
   run_ms(runnable, stream);
-  for (auto _ : state) {
-    runnable.primitive.execute(stream, runnable.args);
-    stream.wait();
-  }
+  for (auto _ : state) runnable.execute(stream);
   state.SetLabel(runnable.impl);
   state.counters["GFLOPS"] =
       benchmark::Counter(2.0 * c.shape.macs(c.batch) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
@@ -309,7 +384,7 @@ int main(int argc, char** argv) {
     for (const std::string& dtype : options.dtypes) {
       for (const ConvShape& shape : shapes) {
         for (const std::string& direction : options.directions) {
-          for (Formats formats : {Formats::plain, Formats::any}) {
+          for (Formats formats : {Formats::plain, Formats::any, Formats::reorders}) {
             Case c;
             c.shape = shape;
             c.batch = options.batch;
