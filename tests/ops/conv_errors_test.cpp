@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <ostream>
@@ -118,48 +119,66 @@ std::vector<BadCase> bad_cases() {
         d.in_channels = 6;
         d.out_channels = 8;
         d.groups = 4;
-      }), K::InvalidArgument, {"groups", "4", "in_channels", "6"});
+      }),
+      K::InvalidArgument, {"groups", "4", "in_channels", "6"});
   add("groups_not_dividing_out_channels", desc_with([](ConvDesc& d) {
         d.in_channels = 8;
         d.out_channels = 6;
         d.groups = 4;
-      }), K::InvalidArgument, {"groups", "4", "out_channels", "6"});
+      }),
+      K::InvalidArgument, {"groups", "4", "out_channels", "6"});
   add("groups_zero", desc_with([](ConvDesc& d) { d.groups = 0; }), K::InvalidArgument,
       {"groups", "0"});
   add("batch_zero", desc_with([](ConvDesc& d) { d.batch = 0; }), K::InvalidArgument,
       {"batch", "0"});
   add("in_channels_negative", desc_with([](ConvDesc& d) { d.in_channels = -3; }),
       K::InvalidArgument, {"in_channels", "-3"});
-  add("out_channels_zero", list_with([](ConvDesc& d) { d.out_channels = 0; }),
-      K::InvalidArgument, {"out_channels", "0"});
-  add("input_size_zero", desc_with([](ConvDesc& d) { d.input = {0, 9, 1}; }),
+  add("out_channels_zero", list_with([](ConvDesc& d) { d.out_channels = 0; }), K::InvalidArgument,
+      {"out_channels", "0"});
+  add("input_size_zero", desc_with([](ConvDesc& d) {
+        d.input = {0, 9, 1};
+      }),
       K::InvalidArgument, {"input", "0"});
-  add("kernel_size_negative", list_with([](ConvDesc& d) { d.kernel = {3, -2, 1}; }),
+  add("kernel_size_negative", list_with([](ConvDesc& d) {
+        d.kernel = {3, -2, 1};
+      }),
       K::InvalidArgument, {"kernel", "-2"});
   add("kernel_larger_than_padded_input", desc_with([](ConvDesc& d) {
         d.input = {4, 4, 1};
         d.kernel = {7, 7, 1};
-      }), K::InvalidArgument, {"kernel", "7", "6"});  // 6 = padded input 1 + 4 + 1
+      }),
+      K::InvalidArgument, {"kernel", "7", "6"});  // 6 = padded input 1 + 4 + 1
   add("dilated_kernel_larger_than_padded_input", list_with([](ConvDesc& d) {
         d.input = {5, 5, 1};
         d.pad_before = {0, 0, 0};
         d.pad_after = {0, 0, 0};
         d.dilation = {3, 3, 1};  // extent 7 > 5
-      }), K::InvalidArgument, {"kernel", "7", "5"});
-  add("pad_before_negative", desc_with([](ConvDesc& d) { d.pad_before = {1, -1, 0}; }),
+      }),
+      K::InvalidArgument, {"kernel", "7", "5"});
+  add("pad_before_negative", desc_with([](ConvDesc& d) {
+        d.pad_before = {1, -1, 0};
+      }),
       K::InvalidArgument, {"pad", "-1"});
-  add("pad_after_negative", list_with([](ConvDesc& d) { d.pad_after = {-2, 1, 0}; }),
+  add("pad_after_negative", list_with([](ConvDesc& d) {
+        d.pad_after = {-2, 1, 0};
+      }),
       K::InvalidArgument, {"pad", "-2"});
-  add("stride_zero", desc_with([](ConvDesc& d) { d.stride = {1, 0, 1}; }), K::InvalidArgument,
-      {"stride", "0"});
-  add("stride_negative", list_with([](ConvDesc& d) { d.stride = {-2, 1, 1}; }),
+  add("stride_zero", desc_with([](ConvDesc& d) {
+        d.stride = {1, 0, 1};
+      }),
+      K::InvalidArgument, {"stride", "0"});
+  add("stride_negative", list_with([](ConvDesc& d) {
+        d.stride = {-2, 1, 1};
+      }),
       K::InvalidArgument, {"stride", "-2"});
-  add("dilation_zero", desc_with([](ConvDesc& d) { d.dilation = {0, 1, 1}; }),
+  add("dilation_zero", desc_with([](ConvDesc& d) {
+        d.dilation = {0, 1, 1};
+      }),
       K::InvalidArgument, {"dilation", "0"});
-  add("spatial_dims_zero", desc_with([](ConvDesc& d) { d.spatial_dims = 0; }),
-      K::InvalidArgument, {"spatial_dims", "0"});
-  add("spatial_dims_four", list_with([](ConvDesc& d) { d.spatial_dims = 4; }),
-      K::InvalidArgument, {"spatial_dims", "4"});
+  add("spatial_dims_zero", desc_with([](ConvDesc& d) { d.spatial_dims = 0; }), K::InvalidArgument,
+      {"spatial_dims", "0"});
+  add("spatial_dims_four", list_with([](ConvDesc& d) { d.spatial_dims = 4; }), K::InvalidArgument,
+      {"spatial_dims", "4"});
 
   // The op layer must report the bad field even when the desc is too broken to print.
   add("spatial_dims_negative_through_select",
@@ -192,38 +211,56 @@ std::vector<BadCase> bad_cases() {
 
   // --- from_shapes ---
   add("from_shapes_channel_mismatch",
-      [] { ConvDesc::from_shapes({2, 4, 9, 9}, {6, 5, 3, 3}); }, K::InvalidArgument,
-      {"weights", "6x5x3x3", "4"});
-  add("from_shapes_rank_mismatch", [] { ConvDesc::from_shapes({2, 4, 9, 9}, {6, 4, 3}); },
+      [] {
+        ConvDesc::from_shapes({2, 4, 9, 9}, {6, 5, 3, 3});
+      },
+      K::InvalidArgument, {"weights", "6x5x3x3", "4"});
+  add("from_shapes_rank_mismatch",
+      [] {
+        ConvDesc::from_shapes({2, 4, 9, 9}, {6, 4, 3});
+      },
       K::InvalidArgument, {"weights", "6x4x3"});
-  add("from_shapes_src_rank_two", [] { ConvDesc::from_shapes({2, 4}, {6, 4}); },
+  add("from_shapes_src_rank_two",
+      [] {
+        ConvDesc::from_shapes({2, 4}, {6, 4});
+      },
       K::InvalidArgument, {"src", "2x4"});
   add("from_shapes_stride_count",
-      [] { ConvDesc::from_shapes({2, 4, 9, 9}, {6, 4, 3, 3}, {1, 2, 1}); }, K::InvalidArgument,
-      {"stride", "3"});
+      [] {
+        ConvDesc::from_shapes({2, 4, 9, 9}, {6, 4, 3, 3}, {1, 2, 1});
+      },
+      K::InvalidArgument, {"stride", "3"});
   add("from_shapes_groups_channel_mismatch",
-      [] { ConvDesc::from_shapes({2, 4, 9, 9}, {6, 4, 3, 3}, {1}, {1}, {1}, 2); },
+      [] {
+        ConvDesc::from_shapes({2, 4, 9, 9}, {6, 4, 3, 3}, {1}, {1}, {1}, 2);
+      },
       K::InvalidArgument, {"weights", "6x4x3x3"});
 
   // --- tensors against the desc ---
   add("src_channel_mismatch", fwd_with([](Tensors& t) {
         t.src = Tensor::zeros({2, 5, 9, 9}, DType::f32);
-      }), K::InvalidArgument, {"src", "2x5x9x9", "2x4x9x9"});
+      }),
+      K::InvalidArgument, {"src", "2x5x9x9", "2x4x9x9"});
   add("weights_channel_mismatch", fwd_with([](Tensors& t) {
         t.weights = Tensor::zeros({6, 3, 3, 3}, DType::f32);
-      }), K::InvalidArgument, {"weights", "6x3x3x3", "6x4x3x3"});
+      }),
+      K::InvalidArgument, {"weights", "6x3x3x3", "6x4x3x3"});
   add("src_wrong_rank", fwd_with([](Tensors& t) {
         t.src = Tensor::zeros({2, 4, 9}, DType::f32);
-      }), K::InvalidArgument, {"src", "2x4x9"});
+      }),
+      K::InvalidArgument, {"src", "2x4x9"});
   add("dst_wrong_shape", fwd_with([](Tensors& t) {
         t.dst = Tensor::zeros({2, 6, 7, 7}, DType::f32);
-      }), K::InvalidArgument, {"dst", "2x6x7x7", "2x6x9x9"});
+      }),
+      K::InvalidArgument, {"dst", "2x6x7x7", "2x6x9x9"});
   add("src_dtype_f16_desc_f32", fwd_with([](Tensors& t) {
         t.src = Tensor::zeros({2, 4, 9, 9}, DType::f16);
-      }), K::InvalidArgument, {"src", "f16", "f32"});
+      }),
+      K::InvalidArgument, {"src", "f16", "f32"});
   add("weights_dtype_bf16_desc_f32", fwd_with([](Tensors& t) {
         t.weights = Tensor::zeros({6, 4, 3, 3}, DType::bf16);
-      }), K::InvalidArgument, {"weights", "bf16", "f32"});
+      }),
+      K::InvalidArgument, {"weights", "bf16", "f32"});
   add("dst_dtype_f16_desc_bf16",
       [] {
         ConvDesc desc = base_desc();
@@ -235,7 +272,8 @@ std::vector<BadCase> bad_cases() {
       K::InvalidArgument, {"dst", "f16", "bf16"});
   add("src_layout_nhwc_desc_nchw", fwd_with([](Tensors& t) {
         t.src = Tensor::zeros({2, 4, 9, 9}, DType::f32, Layout::channels_last);
-      }), K::InvalidArgument, {"src", "324x1x36x4", "nchw"});  // dense nhwc strides
+      }),
+      K::InvalidArgument, {"src", "324x1x36x4", "nchw"});  // dense nhwc strides
   add("weights_layout_nchw_desc_nhwc",
       [] {
         ConvDesc desc = base_desc();
@@ -257,16 +295,21 @@ std::vector<BadCase> bad_cases() {
       K::InvalidArgument, {"src", "360x90x10x1"});
   add("src_null_data", fwd_with([](Tensors& t) {
         t.src = view_of(nullptr, {2, 4, 9, 9});
-      }), K::InvalidArgument, {"src", "null"});
+      }),
+      K::InvalidArgument, {"src", "null"});
   add("weights_empty_tensor", fwd_with([](Tensors& t) { t.weights = Tensor(); }),
       K::InvalidArgument, {"weights", "rank 0"});
-  add("tensor_negative_size", [] { Tensor::zeros({2, -4, 9, 9}, DType::f32); },
+  add("tensor_negative_size",
+      [] {
+        Tensor::zeros({2, -4, 9, 9}, DType::f32);
+      },
       K::InvalidArgument, {"2x-4x9x9", "-4"});
   add("src_on_cuda_device", fwd_with([](Tensors& t) {
         static std::vector<float> buffer(2 * 4 * 9 * 9);
         t.src = Tensor::view(buffer.data(), {2, 4, 9, 9}, DType::f32, Layout::channels_first,
                              dnnx::Device::cuda(0));
-      }), K::InvalidArgument, {"src", "cuda:0", "cpu"});
+      }),
+      K::InvalidArgument, {"src", "cuda:0", "cpu"});
   add("bias_wrong_length",
       [] {
         const ConvDesc desc = base_desc();
@@ -333,7 +376,8 @@ std::vector<BadCase> bad_cases() {
       K::InvalidArgument, {"diff_weights", "6x4x3x2", "6x4x3x3"});
   add("dst_aliases_src",
       [] {
-        // dst and src are the same shape here (4 -> 4 channels, pad 1), so only the overlap is wrong.
+        // dst and src are the same shape here (4 -> 4 channels, pad 1), so only the overlap is
+        // wrong.
         ConvDesc desc = base_desc();
         desc.out_channels = 4;
         Tensors t(desc);
@@ -342,6 +386,37 @@ std::vector<BadCase> bad_cases() {
         dnnx::conv_fwd(context, desc, t.src, t.weights, dst);
       },
       K::InvalidArgument, {"dst", "src", "overlap"});
+
+  add("bias_aliases_dst",
+      [] {
+        // bias is read after dst is written: a bias inside dst would be read back corrupted.
+        const ConvDesc desc = base_desc();
+        Tensors t(desc);
+        const Tensor bias = Tensor::view(t.dst.data(), {6}, DType::f32);
+        Context context = reference_context();
+        dnnx::conv_fwd(context, desc, t.src, t.weights, t.dst, &bias);
+      },
+      K::InvalidArgument, {"bias", "dst", "overlap"});
+
+  // --- sizes whose products overflow 64 bits: an error, never a wrapped allocation ---
+  add("tensor_numel_overflow",
+      [] {
+        Tensor::empty({std::int64_t{1} << 40, std::int64_t{1} << 30, 1, 1}, DType::f32);
+      },
+      K::InvalidArgument, {"1099511627776x1073741824x1x1"});
+  add("dilation_extent_overflow", desc_with([](ConvDesc& d) {
+        d.dilation = {std::int64_t{1} << 62, 1, 1};
+      }),
+      K::InvalidArgument, {"dilation", "4611686018427387904"});
+  add("batch_overflow_through_select",
+      [] {
+        ConvDesc desc = base_desc();
+        desc.batch = std::int64_t{1} << 61;  // src numel = 2^61 * 4 * 81 overflows int64
+        Context context = reference_context();
+        context.tune().fwd = dnnx::AlgoPolicy::exhaustive();
+        dnnx::conv_select(context, desc, Direction::fwd);
+      },
+      K::InvalidArgument, {"2305843009213693952"});
 
   // --- algorithm ids and policies ---
   add("fixed_unknown_id",
@@ -362,8 +437,8 @@ std::vector<BadCase> bad_cases() {
       K::InvalidArgument, {"onednn:jit:avx512_core", "reference:direct"});
   add("policy_unknown_name", [] { dnnx::AlgoPolicy::parse("fastest"); }, K::InvalidArgument,
       {"fastest", "heuristic", "exhaustive", "fixed:"});
-  add("policy_fixed_without_id", [] { dnnx::AlgoPolicy::parse("fixed:"); },
-      K::InvalidArgument, {"fixed:"});
+  add("policy_fixed_without_id", [] { dnnx::AlgoPolicy::parse("fixed:"); }, K::InvalidArgument,
+      {"fixed:"});
 
   // --- names ---
   add("backend_unknown_name", [] { dnnx::parse_backend("tpu"); }, K::InvalidArgument,
@@ -385,8 +460,8 @@ std::vector<BadCase> bad_cases() {
       {"input", "1x2x3x4x5x6", "5"});
 
   // --- backends ---
-  add("cudnn_requested_explicitly", [] { Context context(BackendKind::cudnn); },
-      K::Unsupported, {"cudnn", "reference"});
+  add("cudnn_requested_explicitly", [] { Context context(BackendKind::cudnn); }, K::Unsupported,
+      {"cudnn", "reference"});
   add("reference_device_index", [] { Context context(BackendKind::reference, 3); },
       K::InvalidArgument, {"device", "3"});
   return cases;
@@ -434,6 +509,21 @@ TEST(ConvBadInput, ContextStillWorksAfterErrors) {
   dnnx::conv_fwd(context, desc, t.src, t.weights, t.dst);
   // The centre of a 3x3 all-ones kernel over 4 all-ones channels sums 36 products.
   EXPECT_FLOAT_EQ(t.dst.to_f32()[4 * 9 + 4], 36.0f);
+}
+
+// Validation happens before anything is written: a bad bias must not leave dst half-computed.
+TEST(ConvBadInput, ABadBiasLeavesDstUntouched) {
+  const ConvDesc desc = base_desc();
+  Tensors t(desc);
+  t.src.fill(1.0f);
+  t.weights.fill(1.0f);
+  t.dst.fill(7.0f);
+  const Tensor bias = Tensor::zeros({5}, DType::f32);
+  Context context = reference_context();
+  EXPECT_THROW(dnnx::conv_fwd(context, desc, t.src, t.weights, t.dst, &bias), dnnx::Error);
+  const std::vector<float> dst = t.dst.to_f32();
+  EXPECT_TRUE(std::all_of(dst.begin(), dst.end(), [](float v) { return v == 7.0f; }))
+      << "dst[0] = " << dst[0];
 }
 
 }  // namespace

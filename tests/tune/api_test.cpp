@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -15,8 +16,8 @@ namespace {
 using dnnx::AlgoInfo;
 using dnnx::AlgoPolicy;
 using dnnx::BackendKind;
-using dnnx::ChoiceCache;
 using dnnx::Choice;
+using dnnx::ChoiceCache;
 using dnnx::Context;
 using dnnx::ConvDesc;
 using dnnx::Direction;
@@ -54,6 +55,15 @@ std::shared_ptr<const Choice> run(dnnx::Convolution& layer, Direction direction,
   return nullptr;
 }
 
+}  // namespace
+
+namespace dnnx {
+// Readable parameter names in gtest output.
+void PrintTo(BackendKind kind, std::ostream* out) { *out << to_string(kind); }
+}  // namespace dnnx
+
+namespace {
+
 class SelectionApi : public testing::TestWithParam<BackendKind> {
  protected:
   void SetUp() override {
@@ -64,6 +74,8 @@ class SelectionApi : public testing::TestWithParam<BackendKind> {
     context_ = std::make_unique<Context>(GetParam());
     cache_ = std::make_shared<ChoiceCache>();
     context_->set_choice_cache(cache_);
+    // Fewer timed runs: these tests check what is selected and cached, not how fast it runs.
+    context_->tune().timing_runs = 2;
   }
   Context& context() { return *context_; }
   ChoiceCache& cache() { return *cache_; }
@@ -145,7 +157,8 @@ TEST_P(SelectionApi, ChangingAConstraintIsACacheMiss) {
 TEST_P(SelectionApi, ContextsSharingACacheShareChoices) {
   Context other(GetParam());
   other.set_choice_cache(cache_);
-  other.tune().fwd = context().tune().fwd = AlgoPolicy::exhaustive();
+  context().tune().fwd = AlgoPolicy::exhaustive();
+  other.tune() = context().tune();
   const auto first = dnnx::conv_select(context(), small_desc(), Direction::fwd);
   const auto second = dnnx::conv_select(other, small_desc(), Direction::fwd);
   EXPECT_EQ(second, first);
@@ -155,8 +168,8 @@ TEST_P(SelectionApi, HeuristicIsTheFirstSupportedListedCandidate) {
   for (Direction direction : directions) {
     const std::vector<AlgoInfo> algos = dnnx::conv_list(context(), small_desc(), direction);
     ASSERT_FALSE(algos.empty());
-    const auto first = std::find_if(algos.begin(), algos.end(),
-                                    [](const AlgoInfo& a) { return a.supported; });
+    const auto first =
+        std::find_if(algos.begin(), algos.end(), [](const AlgoInfo& a) { return a.supported; });
     ASSERT_NE(first, algos.end());
     for (const AlgoInfo& algo : algos) {
       EXPECT_FALSE(algo.id.empty());
@@ -182,8 +195,8 @@ TEST_P(SelectionApi, FixedUnsupportedIdIsAnErrorListingValidIds) {
   // first listed candidate that is unsupported for it, if the backend has one.
   const ConvDesc desc = ConvDesc::from_shapes({1, 3, 9, 9}, {5, 3, 1, 1}, {2}, {0});
   const std::vector<AlgoInfo> algos = dnnx::conv_list(context(), desc, Direction::fwd);
-  const auto unsupported = std::find_if(algos.begin(), algos.end(),
-                                        [](const AlgoInfo& a) { return !a.supported; });
+  const auto unsupported =
+      std::find_if(algos.begin(), algos.end(), [](const AlgoInfo& a) { return !a.supported; });
   if (unsupported == algos.end()) {
     GTEST_SKIP() << dnnx::to_string(GetParam()) << " lists no unsupported candidate here";
   }
@@ -195,8 +208,8 @@ TEST_P(SelectionApi, FixedUnsupportedIdIsAnErrorListingValidIds) {
     EXPECT_EQ(error.kind(), ErrorKind::Unsupported) << error.what();
     EXPECT_NE(error.message().find(unsupported->id), std::string::npos) << error.message();
     EXPECT_NE(error.message().find(unsupported->reason), std::string::npos) << error.message();
-    const auto supported = std::find_if(algos.begin(), algos.end(),
-                                        [](const AlgoInfo& a) { return a.supported; });
+    const auto supported =
+        std::find_if(algos.begin(), algos.end(), [](const AlgoInfo& a) { return a.supported; });
     ASSERT_NE(supported, algos.end());
     EXPECT_NE(error.message().find(supported->id), std::string::npos) << error.message();
   }

@@ -1,11 +1,10 @@
 // The choice cache (src/tune/cache.cpp) and its keys (tune::make_key, ConvDesc::key): what makes
 // two requests share an answer, what keeps them apart, and concurrent use.
 
-#include "fake_candidates.hpp"
-
 #include <dnnx/algo.hpp>
 #include <dnnx/ops/conv.hpp>
 
+#include "fake_candidates.hpp"
 #include "tune/select.hpp"
 
 #include <gtest/gtest.h>
@@ -21,14 +20,14 @@
 namespace {
 
 using dnnx::AlgoPolicy;
-using dnnx::ChoiceCache;
 using dnnx::Choice;
+using dnnx::ChoiceCache;
 using dnnx::ConvDesc;
 using dnnx::Direction;
 using dnnx::TuneOptions;
 using dnnx::testing_fakes::Algo;
-using dnnx::testing_fakes::FakeBench;
 using dnnx::testing_fakes::fake_request;
+using dnnx::testing_fakes::FakeBench;
 using dnnx::testing_fakes::options_with;
 
 std::shared_ptr<const Choice> choice_named(const std::string& id) {
@@ -114,9 +113,7 @@ TEST(ChoiceCache, ConcurrentInsertAndFind) {
 
 // ---------------------------------------------------------------- keys
 
-ConvDesc base_desc() {
-  return ConvDesc::from_shapes({2, 8, 14, 14}, {16, 8, 3, 3}, {1}, {1});
-}
+ConvDesc base_desc() { return ConvDesc::from_shapes({2, 8, 14, 14}, {16, 8, 3, 3}, {1}, {1}); }
 
 std::string key_of(const TuneOptions& options, Direction direction = Direction::fwd,
                    const ConvDesc& desc = base_desc(), const std::string& fingerprint = "fp1") {
@@ -147,6 +144,8 @@ TEST(ChoiceKey, EveryConstraintChangesTheKey) {
       {"policy family", [](TuneOptions& o) { o.fwd = AlgoPolicy::of_family("winograd"); }},
       {"policy heuristic", [](TuneOptions& o) { o.fwd = AlgoPolicy::heuristic(); }},
       {"benchmark limit", [](TuneOptions& o) { o.benchmark_limit = 3; }},
+      {"timing runs", [](TuneOptions& o) { o.timing_runs = 9; }},
+      {"time naive", [](TuneOptions& o) { o.time_naive = true; }},
   };
   std::set<std::string> keys{key_of(base)};
   for (const auto& [what, edit] : edits) {
@@ -191,7 +190,10 @@ TEST(ChoiceKey, DirectionFingerprintAndDescChangeTheKey) {
       {"groups", [](ConvDesc& d) { d.groups = 2; }},
       {"input h", [](ConvDesc& d) { d.input[0] = 15; }},
       {"input w", [](ConvDesc& d) { d.input[1] = 15; }},
-      {"kernel", [](ConvDesc& d) { d.kernel = {1, 1, 1}; }},
+      {"kernel",
+       [](ConvDesc& d) {
+         d.kernel = {1, 1, 1};
+       }},
       {"stride", [](ConvDesc& d) { d.stride[1] = 2; }},
       {"pad_before only", [](ConvDesc& d) { d.pad_before[0] = 2; }},
       {"pad_after only", [](ConvDesc& d) { d.pad_after[0] = 2; }},
@@ -229,9 +231,8 @@ TEST(ChoiceCache, AHitDoesNotRetime) {
   const std::string key = key_of(options);
   auto lookup = [&] {
     if (auto hit = cache.find(key)) return hit;
-    auto choice =
-        std::make_shared<const Choice>(dnnx::tune::select(fake_request(), bench.candidates(),
-                                                          options, bench.run()));
+    auto choice = std::make_shared<const Choice>(
+        dnnx::tune::select(fake_request(), bench.candidates(), options, bench.run()));
     cache.insert(key, choice);
     return choice;
   };

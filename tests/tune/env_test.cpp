@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,11 +24,17 @@ using dnnx::Reuse;
 using dnnx::TuneOptions;
 using dnnx::TypeConfig;
 
-constexpr const char* all_variables[] = {
-    "DNNX_BACKEND",         "DNNX_TYPE",           "DNNX_DEVICE",
-    "DNNX_CONV_FWD_ALGO",   "DNNX_CONV_BWD_DATA_ALGO", "DNNX_CONV_BWD_WEIGHTS_ALGO",
-    "DNNX_WORKSPACE_LIMIT", "DNNX_DETERMINISTIC",  "DNNX_FASTEST",
-    "DNNX_VERBOSE",         "DNNX_BENCHMARK_LIMIT"};
+constexpr const char* all_variables[] = {"DNNX_BACKEND",
+                                         "DNNX_TYPE",
+                                         "DNNX_DEVICE",
+                                         "DNNX_CONV_FWD_ALGO",
+                                         "DNNX_CONV_BWD_DATA_ALGO",
+                                         "DNNX_CONV_BWD_WEIGHTS_ALGO",
+                                         "DNNX_WORKSPACE_LIMIT",
+                                         "DNNX_DETERMINISTIC",
+                                         "DNNX_FASTEST",
+                                         "DNNX_VERBOSE",
+                                         "DNNX_BENCHMARK_LIMIT"};
 
 using Vars = std::vector<std::pair<std::string, std::string>>;
 
@@ -132,6 +139,8 @@ struct BadVariable {
   const char* value;
 };
 
+void PrintTo(const BadVariable& bad, std::ostream* out) { *out << bad.name << '=' << bad.value; }
+
 class TuneEnvMalformed : public testing::TestWithParam<BadVariable> {};
 
 TEST_P(TuneEnvMalformed, IsInvalidArgumentNamingVariableAndValue) {
@@ -168,15 +177,11 @@ INSTANTIATE_TEST_SUITE_P(
                     BadVariable{"DNNX_WORKSPACE_LIMIT", "-5"},
                     BadVariable{"DNNX_WORKSPACE_LIMIT", "99999999999999999999999"},
                     BadVariable{"DNNX_DETERMINISTIC", "maybe"},
-                    BadVariable{"DNNX_DETERMINISTIC", "2"},
-                    BadVariable{"DNNX_FASTEST", "fast"},
-                    BadVariable{"DNNX_VERBOSE", "loud"},
-                    BadVariable{"DNNX_BENCHMARK_LIMIT", "-1"},
+                    BadVariable{"DNNX_DETERMINISTIC", "2"}, BadVariable{"DNNX_FASTEST", "fast"},
+                    BadVariable{"DNNX_VERBOSE", "loud"}, BadVariable{"DNNX_BENCHMARK_LIMIT", "-1"},
                     BadVariable{"DNNX_BENCHMARK_LIMIT", "three"},
-                    BadVariable{"DNNX_BACKEND", "tpu"},
-                    BadVariable{"DNNX_TYPE", "double"},
-                    BadVariable{"DNNX_DEVICE", "abc"},
-                    BadVariable{"DNNX_DEVICE", "-1"}),
+                    BadVariable{"DNNX_BACKEND", "tpu"}, BadVariable{"DNNX_TYPE", "double"},
+                    BadVariable{"DNNX_DEVICE", "abc"}, BadVariable{"DNNX_DEVICE", "-1"}),
     [](const testing::TestParamInfo<BadVariable>& info) {
       return std::string(info.param.name).substr(5) + "_" + std::to_string(info.index);
     });
@@ -184,9 +189,9 @@ INSTANTIATE_TEST_SUITE_P(
 // The context-only variables are not tuning variables: apply_tune_env must ignore them.
 TEST(TuneEnv, ContextVariablesAreNotTuningVariables) {
   TuneOptions start;
-  EXPECT_EQ(applied({{"DNNX_BACKEND", "tpu"}, {"DNNX_TYPE", "double"}, {"DNNX_DEVICE", "x"}},
-                    start),
-            start);
+  EXPECT_EQ(
+      applied({{"DNNX_BACKEND", "tpu"}, {"DNNX_TYPE", "double"}, {"DNNX_DEVICE", "x"}}, start),
+      start);
 }
 
 TEST(ContextFromEnv, DefaultsToAutomatic) {
@@ -267,8 +272,8 @@ TEST(ContextFromEnv, DeviceOtherThanZeroOnAHostBackendIsRejected) {
 }
 
 TEST(ContextFromEnv, VerboseVariablePrintsEachDecision) {
-  ScopedEnv env({{"DNNX_BACKEND", "reference"}, {"DNNX_VERBOSE", "1"},
-                 {"DNNX_CONV_FWD_ALGO", "exhaustive"}});
+  ScopedEnv env(
+      {{"DNNX_BACKEND", "reference"}, {"DNNX_VERBOSE", "1"}, {"DNNX_CONV_FWD_ALGO", "exhaustive"}});
   Context context = Context::from_env();
   context.set_choice_cache(std::make_shared<dnnx::ChoiceCache>());
   const auto desc = dnnx::ConvDesc::from_shapes({1, 2, 6, 6}, {3, 2, 3, 3});

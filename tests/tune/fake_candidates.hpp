@@ -38,6 +38,10 @@ class Algo {
     info_.reason = std::move(reason);
     return *this;
   }
+  Algo& note(std::string text) {
+    info_.notes.push_back(std::move(text));
+    return *this;
+  }
   Algo& family(std::string name) {
     info_.families.push_back(std::move(name));
     return *this;

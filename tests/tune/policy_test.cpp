@@ -1,11 +1,10 @@
 // The selection engine (src/tune/select.hpp) driven by fake candidates with scripted times, so
 // every expectation is exact: which candidate wins, which ran, how often, and with what status.
 
-#include "fake_candidates.hpp"
-
 #include <dnnx/algo.hpp>
 #include <dnnx/error.hpp>
 
+#include "fake_candidates.hpp"
 #include "tune/select.hpp"
 
 #include <gtest/gtest.h>
@@ -14,9 +13,15 @@
 #include <cctype>
 #include <cmath>
 #include <new>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+namespace dnnx {
+// Readable policies in gtest failure messages.
+void PrintTo(const AlgoPolicy& policy, std::ostream* out) { *out << policy.to_string(); }
+}  // namespace dnnx
 
 namespace {
 
@@ -30,8 +35,8 @@ using dnnx::ProfileRow;
 using dnnx::Reuse;
 using dnnx::TuneOptions;
 using dnnx::testing_fakes::Algo;
-using dnnx::testing_fakes::FakeBench;
 using dnnx::testing_fakes::fake_request;
+using dnnx::testing_fakes::FakeBench;
 using dnnx::testing_fakes::options_with;
 
 constexpr std::size_t KiB = 1024;
@@ -117,7 +122,8 @@ TEST(HeuristicPolicy, NothingAdmissibleIsUnsupportedSayingWhy) {
   bench.add(Algo("u").unsupported("needs stride 1")).add(Algo("w").workspace(MiB));
   TuneOptions options = options_with(AlgoPolicy::heuristic());
   options.workspace_limit = 0;
-  const std::string message = error_message([&] { select(bench, options); }, ErrorKind::Unsupported);
+  const std::string message =
+      error_message([&] { select(bench, options); }, ErrorKind::Unsupported);
   EXPECT_TRUE(contains(message, "u: needs stride 1")) << message;
   EXPECT_TRUE(contains(message, "w:")) << message;
   EXPECT_TRUE(contains(message, std::to_string(MiB))) << message;
@@ -155,9 +161,9 @@ TEST(FixedPolicy, IsPerDirection) {
 TEST(FixedPolicy, UnknownIdIsInvalidArgumentListingValidIds) {
   FakeBench bench;
   bench.add(Algo("fake:direct")).add(Algo("fake:fft").unsupported("no")).add(Algo("fake:gemm"));
-  const std::string message = error_message(
-      [&] { select(bench, options_with(AlgoPolicy::fixed("fake:winograd"))); },
-      ErrorKind::InvalidArgument);
+  const std::string message =
+      error_message([&] { select(bench, options_with(AlgoPolicy::fixed("fake:winograd"))); },
+                    ErrorKind::InvalidArgument);
   EXPECT_TRUE(contains(message, "fake:winograd")) << message;
   EXPECT_TRUE(contains(message, "fake:direct, fake:gemm")) << message;
   // An id that cannot run is not offered as a valid one.
@@ -168,8 +174,7 @@ TEST(FixedPolicy, UnsupportedIdIsUnsupportedWithReasonAndValidIds) {
   FakeBench bench;
   bench.add(Algo("fake:direct")).add(Algo("fake:fft").unsupported("FFT needs stride 1, got 2"));
   const std::string message = error_message(
-      [&] { select(bench, options_with(AlgoPolicy::fixed("fake:fft"))); },
-      ErrorKind::Unsupported);
+      [&] { select(bench, options_with(AlgoPolicy::fixed("fake:fft"))); }, ErrorKind::Unsupported);
   EXPECT_TRUE(contains(message, "fake:fft")) << message;
   EXPECT_TRUE(contains(message, "FFT needs stride 1, got 2")) << message;
   EXPECT_TRUE(contains(message, "fake:direct")) << message;
@@ -265,11 +270,10 @@ TEST(ExhaustivePolicy, UsesTheMedianOfTimingRuns) {
 
 TEST(ExhaustivePolicy, AbandonsACandidateWhoseFirstRunIsFarSlower) {
   FakeBench bench;
-  // "slow"'s first timed run is 5x the best median (10), its later runs would be 1 ms: if it were
-  // timed further it would win. "close" is 3.9x: within the factor, timed fully.
-  bench.add(Algo("best"), {10.0})
-      .add(Algo("slow"), {1.0, 50.0, 1.0})
-      .add(Algo("close"), {1.0, 39.0});
+  // Each candidate's first run is the abandonment probe (and its first warm-up). "slow" probes
+  // at 5x the best median (10) and would then run at 1 ms: were it timed further it would win.
+  // "close" probes at 3.9x: within the factor, so it is timed fully.
+  bench.add(Algo("best"), {10.0}).add(Algo("slow"), {50.0, 1.0}).add(Algo("close"), {39.0});
   TuneOptions options = options_with(AlgoPolicy::exhaustive());
   options.abandon_factor = 4.0;
   const Choice choice = select(bench, options);
@@ -277,22 +281,61 @@ TEST(ExhaustivePolicy, AbandonsACandidateWhoseFirstRunIsFarSlower) {
   const ProfileRow& slow = row_of(choice.timings, "slow");
   EXPECT_EQ(slow.status, CandidateStatus::abandoned);
   EXPECT_EQ(slow.runs, 1);
+  EXPECT_DOUBLE_EQ(slow.median_ms, 50.0);
   EXPECT_FALSE(slow.detail.empty());
-  EXPECT_EQ(bench.calls("slow"), 2);  // one warm-up, one timed, never again
+  EXPECT_EQ(bench.calls("slow"), 1);  // the probe, never again
   EXPECT_EQ(row_of(choice.timings, "close").status, CandidateStatus::ok);
   EXPECT_EQ(bench.calls("close"), 6);
+  EXPECT_EQ(choice.candidates_timed, 3);
   EXPECT_NE(choice.timings.front().status, CandidateStatus::abandoned);
 }
 
 TEST(ExhaustivePolicy, AbandonFactorIsHonoured) {
   FakeBench bench;
-  bench.add(Algo("best"), {10.0}).add(Algo("slow"), {1.0, 50.0, 1.0});
+  bench.add(Algo("best"), {10.0}).add(Algo("slow"), {50.0, 1.0});
   TuneOptions options = options_with(AlgoPolicy::exhaustive());
   options.abandon_factor = 100.0;
   const Choice choice = select(bench, options);
-  EXPECT_EQ(choice.algo.id, "slow");  // median of 50, 1, 1, 1, 1
+  EXPECT_EQ(choice.algo.id, "slow");  // the 50 ms probe was its warm-up; then 1 ms x 5
   EXPECT_DOUBLE_EQ(choice.time_ms, 1.0);
   EXPECT_EQ(bench.calls("slow"), 6);
+}
+
+TEST(ExhaustivePolicy, NaiveCandidatesAreNotRunOnceARealOneWasTimed) {
+  FakeBench bench;
+  // Noted "reference": a naive fallback. Listed after a timed candidate it is not run at all,
+  // even though here it would be fastest, and it does not use up a benchmark slot.
+  bench.add(Algo("real"), {2.0})
+      .add(Algo("naive").note("reference"), {0.5})
+      .add(Algo("other"), {3.0});
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.benchmark_limit = 2;
+  Choice choice = select(bench, options);
+  EXPECT_EQ(choice.algo.id, "real");
+  EXPECT_EQ(bench.calls("naive"), 0);
+  EXPECT_EQ(row_of(choice.timings, "naive").status, CandidateStatus::abandoned);
+  EXPECT_GT(bench.calls("other"), 0);
+  EXPECT_EQ(choice.candidates_timed, 2);
+
+  options.time_naive = true;
+  options.benchmark_limit = 0;
+  choice = select(bench, options);
+  EXPECT_EQ(choice.algo.id, "naive");
+  EXPECT_EQ(bench.calls("naive"), 6);
+}
+
+TEST(ExhaustivePolicy, ANaiveCandidateListedFirstIsTimed) {
+  // Nothing has been timed when its turn comes, so it may be all there is.
+  FakeBench bench;
+  bench.add(Algo("naive").note("reference"), {5.0}).add(Algo("real"), {1.0});
+  const Choice choice = select(bench, options_with(AlgoPolicy::exhaustive()));
+  EXPECT_EQ(choice.algo.id, "real");
+  EXPECT_EQ(bench.calls("naive"), 6);
+  EXPECT_EQ(row_of(choice.timings, "naive").status, CandidateStatus::ok);
+
+  FakeBench alone;
+  alone.add(Algo("naive").note("reference"), {5.0});
+  EXPECT_EQ(select(alone, options_with(AlgoPolicy::exhaustive())).algo.id, "naive");
 }
 
 TEST(ExhaustivePolicy, TheFirstCandidateIsNeverAbandoned) {
@@ -347,6 +390,8 @@ TEST(ExhaustivePolicy, AbandonedCandidatesCountTowardsTheLimit) {
   options.benchmark_limit = 2;
   const Choice choice = select(bench, options);
   EXPECT_EQ(choice.algo.id, "a");
+  EXPECT_EQ(row_of(choice.timings, "slow").status, CandidateStatus::abandoned);
+  EXPECT_EQ(bench.calls("slow"), 1);
   EXPECT_EQ(choice.candidates_timed, 2);
   EXPECT_EQ(bench.calls("c"), 0);
 }
@@ -410,8 +455,8 @@ TEST(ExhaustivePolicy, DeterministicExcludesNondeterministicCandidates) {
 
 TEST(ExhaustivePolicy, ACandidateThatThrowsIsMarkedFailedAndTheNextWins) {
   FakeBench bench;
-  // "crash_timed" passes its warm-up and throws on its first timed run; "crash_warmup" throws at
-  // once. Both are faster than "ok" when they do return.
+  // "crash_timed" passes its probe / warm-up and throws on its first timed run; "crash_warmup"
+  // throws at once. Both are faster than "ok" when they do return.
   bench.add(Algo("crash_timed"), {0.1}, /*fails_after=*/1)
       .add(Algo("crash_warmup"), {0.1}, /*fails_after=*/0)
       .add(Algo("ok"), {3.0});
@@ -463,8 +508,8 @@ TEST(ExhaustivePolicy, RejectsNonsensicalTimingOptions) {
                        "warmup_runs"));
   options = options_with(AlgoPolicy::exhaustive());
   options.benchmark_limit = -3;
-  EXPECT_TRUE(contains(error_message([&] { select(bench, options); }, ErrorKind::InvalidArgument),
-                       "-3"));
+  EXPECT_TRUE(
+      contains(error_message([&] { select(bench, options); }, ErrorKind::InvalidArgument), "-3"));
   options = options_with(AlgoPolicy::exhaustive());
   options.abandon_factor = 1.0;
   EXPECT_TRUE(contains(error_message([&] { select(bench, options); }, ErrorKind::InvalidArgument),
@@ -511,9 +556,9 @@ TEST(FamilyPolicy, ConstraintsApplyWithinTheFamily) {
 
 TEST(FamilyPolicy, AFamilyWithoutCandidatesNamesItAndTheAvailableOnes) {
   FakeBench bench = family_bench();
-  const std::string message = error_message(
-      [&] { select(bench, options_with(AlgoPolicy::of_family("fft_tiling"))); },
-      ErrorKind::Unsupported);
+  const std::string message =
+      error_message([&] { select(bench, options_with(AlgoPolicy::of_family("fft_tiling"))); },
+                    ErrorKind::Unsupported);
   EXPECT_TRUE(contains(message, "fft_tiling")) << message;
   for (const char* family : {"none", "winograd", "small", "large", "fft"})
     EXPECT_TRUE(contains(message, family)) << family << " missing in: " << message;
@@ -524,17 +569,17 @@ TEST(FamilyPolicy, AFamilyWhoseCandidatesAreAllExcludedIsUnsupported) {
   FakeBench bench = family_bench();
   TuneOptions options = options_with(AlgoPolicy::of_family("large"));
   options.workspace_limit = KiB;
-  const std::string message = error_message([&] { select(bench, options); },
-                                            ErrorKind::Unsupported);
+  const std::string message =
+      error_message([&] { select(bench, options); }, ErrorKind::Unsupported);
   EXPECT_TRUE(contains(message, "large")) << message;
   EXPECT_TRUE(contains(message, std::to_string(MiB))) << message;
 }
 
 TEST(FamilyPolicy, UnknownFamilyIsInvalidArgument) {
   FakeBench bench = family_bench();
-  const std::string message = error_message(
-      [&] { select(bench, options_with(AlgoPolicy::of_family("gemm_fast"))); },
-      ErrorKind::InvalidArgument);
+  const std::string message =
+      error_message([&] { select(bench, options_with(AlgoPolicy::of_family("gemm_fast"))); },
+                    ErrorKind::InvalidArgument);
   EXPECT_TRUE(contains(message, "gemm_fast")) << message;
 }
 
@@ -600,6 +645,8 @@ struct ParseCase {
   AlgoPolicy expected;
 };
 
+void PrintTo(const ParseCase& c, std::ostream* out) { *out << c.text; }
+
 class PolicyParse : public testing::TestWithParam<ParseCase> {};
 
 AlgoPolicy with_reuse(AlgoPolicy policy, Reuse reuse) {
@@ -640,16 +687,26 @@ INSTANTIATE_TEST_SUITE_P(
         ParseCase{"fixed:cudnn:legacy:FFT_TILING", AlgoPolicy::fixed("cudnn:legacy:FFT_TILING")}),
     [](const testing::TestParamInfo<ParseCase>& info) {
       std::string name = info.param.text;
-      std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
+      std::replace_if(
+          name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
       return name;
     });
+
+TEST(PolicyParse, FixedOnceRoundTrips) {
+  // to_string appends ":once" to every policy; parse must read it back for fixed ids too.
+  AlgoPolicy policy = AlgoPolicy::fixed("reference:direct");
+  policy.reuse = Reuse::once;
+  const AlgoPolicy parsed = AlgoPolicy::parse(policy.to_string());
+  EXPECT_EQ(parsed.id, "reference:direct") << policy.to_string();
+  EXPECT_EQ(parsed.reuse, Reuse::once) << policy.to_string();
+}
 
 class PolicyParseBad : public testing::TestWithParam<const char*> {};
 
 TEST_P(PolicyParseBad, IsInvalidArgumentNamingTheTextAndTheSpellings) {
   const std::string text = GetParam();
-  const std::string message = error_message([&] { AlgoPolicy::parse(text); },
-                                            ErrorKind::InvalidArgument);
+  const std::string message =
+      error_message([&] { AlgoPolicy::parse(text); }, ErrorKind::InvalidArgument);
   EXPECT_TRUE(contains(message, "'" + text + "'") || contains(message, text)) << message;
   if (text != "fixed:") {
     for (const char* spelling : {"heuristic", "exhaustive", "fixed:<id>", "guess_once",
