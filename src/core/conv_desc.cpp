@@ -5,6 +5,7 @@
 #include "core/check.hpp"
 #include "core/strings.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <ostream>
 #include <sstream>
@@ -20,6 +21,7 @@ const char* axis_name(int spatial_dims, int i) {
 
 // Per-spatial-dim text: "2" when all entries agree, else "2,1".
 std::string compact(const std::array<std::int64_t, 3>& values, int n) {
+  if (n == 0) return "?";
   bool same = true;
   for (int i = 1; i < n; ++i) same = same && values[static_cast<std::size_t>(i)] == values[0];
   if (same) return std::to_string(values[0]);
@@ -86,9 +88,21 @@ void ConvDesc::validate() const {
                  " does not divide in_channels=", in_channels);
   DNNX_CHECK_ARG(out_channels % groups == 0, "groups=", groups,
                  " does not divide out_channels=", out_channels);
+  // Note [size limits]: sizes are bounded so that every derived quantity (extents, padded sizes,
+  // element counts, byte counts) fits in 64 bits; beyond this no machine has the memory anyway.
+  constexpr std::int64_t max_size = std::int64_t{1} << 31;
+  DNNX_CHECK_ARG(batch <= max_size, "batch (N) must be <= 2^31, got ", batch);
+  DNNX_CHECK_ARG(in_channels <= max_size, "in_channels (C) must be <= 2^31, got ", in_channels);
+  DNNX_CHECK_ARG(out_channels <= max_size, "out_channels (O) must be <= 2^31, got ", out_channels);
   for (int i = 0; i < spatial_dims; ++i) {
     const auto s = static_cast<std::size_t>(i);
     const char* axis = axis_name(spatial_dims, i);
+    for (const auto& [name, value] :
+         {std::pair<const char*, std::int64_t>{"input size", input[s]}, {"kernel size", kernel[s]},
+          {"stride", stride[s]}, {"dilation", dilation[s]}, {"pad_before", pad_before[s]},
+          {"pad_after", pad_after[s]}}) {
+      DNNX_CHECK_ARG(value <= max_size, name, " along ", axis, " must be <= 2^31, got ", value);
+    }
     DNNX_CHECK_ARG(input[s] >= 1, "input size along ", axis, " must be >= 1, got ", input[s]);
     DNNX_CHECK_ARG(kernel[s] >= 1, "kernel size along ", axis, " must be >= 1, got ", kernel[s]);
     DNNX_CHECK_ARG(stride[s] >= 1, "stride along ", axis, " must be >= 1, got ", stride[s]);
@@ -103,6 +117,17 @@ void ConvDesc::validate() const {
                    dilation[s], ", extent ", extent, ") is larger than the padded input (",
                    input[s], " + ", pad_before[s], " + ", pad_after[s], " = ", padded, ")");
   }
+  // Every tensor's element count must fit too (2^31 per factor can still overflow a product).
+  const auto checked_count = [](const Dims& dims, const char* role) {
+    std::int64_t count = 1;
+    for (std::int64_t d : dims) {
+      DNNX_CHECK_ARG(!__builtin_mul_overflow(count, d, &count) && count <= (std::int64_t{1} << 60),
+                     role, " dims ", dims, " have more elements than can be addressed");
+    }
+  };
+  checked_count(src_dims(), "src");
+  checked_count(weights_dims(), "weights");
+  checked_count(dst_dims(), "dst");
 }
 
 std::int64_t ConvDesc::output_size(int i) const {
@@ -143,8 +168,18 @@ double ConvDesc::macs() const {
 
 std::string ConvDesc::repro(Direction direction) const {
   std::ostringstream out;
-  const int n = spatial_dims;
-  out << "dnnx profile conv --input " << src_dims() << " --weights " << weights_dims();
+  // An invalid desc must still print (it is the context of the error that rejects it), so only
+  // the meaningful entries are printed and no Dims are formed.
+  const int n = std::clamp(spatial_dims, 0, 3);
+  const auto spatial = [n](const std::array<std::int64_t, 3>& values) {
+    std::string text;
+    for (int i = 0; i < n; ++i) text += "x" + std::to_string(values[static_cast<std::size_t>(i)]);
+    return text;
+  };
+  out << "dnnx profile conv --input " << batch << 'x' << in_channels << spatial(input)
+      << " --weights " << out_channels << 'x' << (groups != 0 ? in_channels / groups : 0)
+      << spatial(kernel);
+  if (n == 0) out << " (spatial_dims=" << spatial_dims << ")";
   out << " --stride " << compact(stride, n);
   if (pad_before == pad_after) {
     out << " --pad " << compact(pad_before, n);
@@ -160,7 +195,7 @@ std::string ConvDesc::repro(Direction direction) const {
 
 std::string ConvDesc::key() const {
   std::ostringstream out;
-  const auto n = static_cast<std::size_t>(spatial_dims);
+  const auto n = static_cast<std::size_t>(std::clamp(spatial_dims, 0, 3));
   auto list = [&](const std::array<std::int64_t, 3>& a) {
     return detail::join(std::span<const std::int64_t>(a.data(), n), ",");
   };

@@ -132,9 +132,14 @@ Storage::~Storage() {
 namespace {
 
 void check_dims(const Dims& dims) {
+  std::int64_t count = 1;
   for (int i = 0; i < dims.rank(); ++i) {
     DNNX_CHECK_ARG(dims[i] >= 0, "tensor dims ", dims, " have a negative size ", dims[i],
                    " at position ", i);
+    // Byte counts (count x 4) must fit in 64 bits as well.
+    DNNX_CHECK_ARG(!__builtin_mul_overflow(count, dims[i], &count) &&
+                       count <= (std::int64_t{1} << 60),
+                   "tensor dims ", dims, " have more elements than can be addressed");
   }
 }
 

@@ -172,6 +172,10 @@ Context Context::from_env() {
                    "' is not a device ordinal (an integer >= 0)");
     device = static_cast<int>(parsed);
   }
+  const BackendKind resolved = resolve_backend(backend);
+  DNNX_CHECK_ARG(device == 0 || resolved == BackendKind::cudnn, "environment variable DNNX_DEVICE=",
+                 device, " names a device, but backend '", to_string(resolved),
+                 "' runs on the host (device must be 0)");
   Context context(backend, device, type_config);
   apply_tune_env(context.tune());
   return context;

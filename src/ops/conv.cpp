@@ -150,6 +150,18 @@ Scratch make_scratch(const Context& context, const ConvDesc& desc) {
   return s;
 }
 
+// Host-side allocation failures (the staging vectors) surface as OutOfMemory like device ones.
+Scratch make_scratch_checked(const Context& context, const ConvDesc& desc) {
+  try {
+    return make_scratch(context, desc);
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
+  }
+  detail::raise(ErrorKind::OutOfMemory,
+                detail::cat("cannot allocate scratch tensors for timing (src ", desc.src_dims(),
+                            ", weights ", desc.weights_dims(), ", dst ", desc.dst_dims(), ")"));
+}
+
 // ---- selection ----------------------------------------------------------------------------------
 
 tune::Request make_request(const Context& context, const ConvDesc& desc, Direction direction,
@@ -365,6 +377,7 @@ ConvArgs bwd_weights_args(const Tensor& src, const Tensor& diff_dst, Tensor& dif
 void bias_fwd_locked(Context& context, const ConvDesc& desc, const Tensor& bias, Tensor& dst) {
   check_bias(context, desc, "bias", bias);
   check_tensor(context, desc, "dst", dst, desc.dst_dims());
+  check_no_alias("dst", dst, "bias", bias);
   ContextState& state = context.state();
   std::lock_guard lock(state.mutex());
   state.backend().conv().bias_fwd(desc, bias, dst);
@@ -374,6 +387,7 @@ void bias_bwd_locked(Context& context, const ConvDesc& desc, const Tensor& diff_
                      Tensor& diff_bias) {
   check_bias(context, desc, "diff_bias", diff_bias);
   check_tensor(context, desc, "diff_dst", diff_dst, desc.dst_dims());
+  check_no_alias("diff_bias", diff_bias, "diff_dst", diff_dst);
   ContextState& state = context.state();
   std::lock_guard lock(state.mutex());
   state.backend().conv().bias_bwd(desc, diff_dst, diff_bias);
@@ -381,8 +395,18 @@ void bias_bwd_locked(Context& context, const ConvDesc& desc, const Tensor& diff_
 
 }  // namespace
 
+// A bad bias must be reported before dst is overwritten.
+void check_fwd_bias(const Context& context, const ConvDesc& desc, const Tensor& bias,
+                    const Tensor& dst) {
+  with_context(context, desc, Direction::fwd, [&] {
+    check_bias(context, desc, "bias", bias);
+    check_no_alias("dst", dst, "bias", bias);
+  });
+}
+
 std::shared_ptr<const Choice> conv_fwd(Context& context, const ConvDesc& desc, const Tensor& src,
                                        const Tensor& weights, Tensor& dst, const Tensor* bias) {
+  if (bias != nullptr) check_fwd_bias(context, desc, *bias, dst);
   auto choice = run_conv(context, desc, Direction::fwd, fwd_args(src, weights, dst));
   if (bias != nullptr) conv_bias_fwd(context, desc, *bias, dst);
   return choice;
@@ -398,8 +422,11 @@ std::shared_ptr<const Choice> conv_bwd_weights(Context& context, const ConvDesc&
                                                const Tensor& src, const Tensor& diff_dst,
                                                Tensor& diff_weights, Tensor* diff_bias) {
   if (diff_bias != nullptr) {
-    with_context(context, desc, Direction::bwd_weights,
-                 [&] { check_bias(context, desc, "diff_bias", *diff_bias); });
+    with_context(context, desc, Direction::bwd_weights, [&] {
+      check_bias(context, desc, "diff_bias", *diff_bias);
+      check_no_alias("diff_bias", *diff_bias, "diff_dst", diff_dst);
+      check_no_alias("diff_bias", *diff_bias, "diff_weights", diff_weights);
+    });
   }
   auto choice = run_conv(context, desc, Direction::bwd_weights,
                          bwd_weights_args(src, diff_dst, diff_weights));
@@ -440,7 +467,7 @@ std::shared_ptr<const Choice> conv_select(Context& context, const ConvDesc& desc
     std::unique_ptr<Scratch> scratch;
     ConvArgs args;
     if (context.tune().policy(direction).kind == PolicyKind::exhaustive) {
-      scratch = std::make_unique<Scratch>(make_scratch(context, desc));
+      scratch = std::make_unique<Scratch>(make_scratch_checked(context, desc));
       args = scratch->args(direction);
     }
     std::lock_guard lock(state.mutex());
@@ -453,7 +480,7 @@ ProfileResult conv_profile(Context& context, const ConvDesc& desc, Direction dir
     desc.validate();
     const auto start = std::chrono::steady_clock::now();
     ContextState& state = context.state();
-    Scratch scratch = make_scratch(context, desc);
+    Scratch scratch = make_scratch_checked(context, desc);
     const ConvArgs args = scratch.args(direction);
     std::lock_guard lock(state.mutex());
     detail::Backend& backend = state.backend();
@@ -497,6 +524,10 @@ std::shared_ptr<const Choice> Convolution::choose(const ConvDesc& desc, Directio
     auto kept = std::make_shared<Choice>(*slot.choice);
     kept->algo = algo;
     kept->key.clear();  // no longer the cache entry of any key
+    if (context_.tune().verbose) {
+      std::cerr << "dnnx: conv " << to_string(direction) << " [" << to_string(context_.backend())
+                << "] " << desc.key() << " keeps " << algo.id << " (reuse once, new shape)\n";
+    }
     return kept;
   }
   return nullptr;

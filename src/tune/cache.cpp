@@ -74,12 +74,24 @@ CacheFileOptions CacheFileOptions::from_env() {
   return options;
 }
 
+namespace {
+
+// Note [cache generations]: generations are drawn from one process-wide counter, so no two states
+// of any two caches share a value; the op layer's fast path can then trust (address, generation)
+// even if a cache is destroyed and another is allocated at the same address.
+std::uint64_t next_generation() {
+  static std::atomic<std::uint64_t> counter{0};
+  return ++counter;
+}
+
+}  // namespace
+
 struct ChoiceCache::Impl {
   mutable std::shared_mutex mutex;
   std::unordered_map<std::string, std::shared_ptr<const Choice>> entries;
   mutable std::atomic<std::uint64_t> hits{0};
   mutable std::atomic<std::uint64_t> misses{0};
-  std::atomic<std::uint64_t> generation{0};
+  std::atomic<std::uint64_t> generation{next_generation()};
 
   // The persistent side (guarded by `mutex`).
   CacheFileOptions file{CacheMode::off, {}, 0};
@@ -196,7 +208,7 @@ void ChoiceCache::insert(const std::string& key, std::shared_ptr<const Choice> c
                                 file_it->second.choice->algo.id == choice->algo.id;
   if (known_on_file && !same_measurement && choice->from_file == false) ++impl_->stats.invalidated;
   impl_->entries[key] = choice;
-  ++impl_->generation;
+  impl_->generation = next_generation();
   // Only selections worth keeping go to disk: fixed ids and families are the user's own words.
   const bool persist = choice->policy.kind == PolicyKind::exhaustive ||
                        choice->policy.kind == PolicyKind::heuristic;
@@ -212,7 +224,7 @@ void ChoiceCache::clear() {
   impl_->file_records.clear();
   impl_->hits = 0;
   impl_->misses = 0;
-  ++impl_->generation;
+  impl_->generation = next_generation();
 }
 
 std::size_t ChoiceCache::size() const {
@@ -259,7 +271,7 @@ void ChoiceCache::reload() {
   std::unique_lock lock(impl_->mutex);
   if (!impl_->persistent()) return;
   impl_->load();
-  ++impl_->generation;
+  impl_->generation = next_generation();
 }
 
 std::size_t ChoiceCache::export_file(const std::string& path) const {
@@ -301,7 +313,7 @@ std::size_t ChoiceCache::import_file(const std::string& path) {
     tune::merge(impl_->file_records, records);
     impl_->stats.file_entries = impl_->file_records.size();
   }
-  ++impl_->generation;
+  impl_->generation = next_generation();
   return records.size();
 }
 
@@ -323,7 +335,7 @@ std::size_t ChoiceCache::prune(std::size_t max_entries) {
     throw;
   }
   impl_->file.max_entries = saved;
-  ++impl_->generation;
+  impl_->generation = next_generation();
   return before > impl_->file_records.size() ? before - impl_->file_records.size() : 0;
 }
 
@@ -332,7 +344,7 @@ void ChoiceCache::clear_file() {
   impl_->entries.clear();
   impl_->file_records.clear();
   if (impl_->writable()) impl_->write({}, /*replace_all=*/true);
-  ++impl_->generation;
+  impl_->generation = next_generation();
 }
 
 }  // namespace dnnx

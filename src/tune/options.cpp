@@ -7,6 +7,7 @@
 #include "core/strings.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
@@ -32,17 +33,21 @@ AlgoPolicy AlgoPolicy::of_family(std::string family) {
 }
 
 AlgoPolicy AlgoPolicy::parse(std::string_view text) {
-  if (text.starts_with("fixed:")) {
-    std::string id(text.substr(6));
-    DNNX_CHECK_ARG(!id.empty(), "algorithm policy 'fixed:' needs an id after the colon");
-    return fixed(std::move(id));
-  }
-  std::string name = detail::lower(text);
+  // ":once" may follow any policy, fixed ids included (to_string writes it that way).
   Reuse reuse = Reuse::on_shape_change;
-  if (name.ends_with(":once")) {
+  std::string_view body = text;
+  if (detail::lower(body).ends_with(":once")) {
     reuse = Reuse::once;
-    name.resize(name.size() - 5);
+    body.remove_suffix(5);
   }
+  if (detail::lower(body.substr(0, 6)) == "fixed:") {
+    std::string id(body.substr(6));
+    DNNX_CHECK_ARG(!id.empty(), "algorithm policy '", text, "' needs an id after 'fixed:'");
+    AlgoPolicy policy = fixed(std::move(id));
+    policy.reuse = reuse;
+    return policy;
+  }
+  std::string name = detail::lower(body);
   if (name.starts_with("family:")) name = name.substr(7);
   if (name == "heuristic") return heuristic(reuse);
   if (name == "exhaustive") return exhaustive(reuse);
@@ -103,15 +108,19 @@ bool parse_bool(const char* name, std::string_view text) {
                             "' is not a boolean; accepted: 1/0, true/false, yes/no, on/off"));
 }
 
-std::int64_t parse_integer(const char* name, std::string_view text, std::int64_t min) {
+std::int64_t parse_integer(const char* name, std::string_view text, std::int64_t min,
+                           std::int64_t max) {
   const std::string value(text);
+  const bool plain = !value.empty() && (std::isdigit(static_cast<unsigned char>(value[0])) ||
+                                        (value[0] == '-' && value.size() > 1));
   errno = 0;
   char* end = nullptr;
   const long long parsed = std::strtoll(value.c_str(), &end, 10);
-  if (errno != 0 || end == value.c_str() || *end != '\0' || parsed < min) {
+  if (!plain || errno != 0 || end == value.c_str() || *end != '\0' || parsed < min ||
+      parsed > max) {
     detail::raise(ErrorKind::InvalidArgument,
                   detail::cat("environment variable ", name, "='", text,
-                              "' is not an integer >= ", min));
+                              "' is not an integer in [", min, ", ", max, "]"));
   }
   return parsed;
 }
@@ -127,7 +136,9 @@ AlgoPolicy parse_policy_env(const char* name, std::string_view text) {
 
 }  // namespace
 
-void apply_tune_env(TuneOptions& options) {
+void apply_tune_env(TuneOptions& target) {
+  // Parsed into a copy so that a malformed variable leaves the options untouched.
+  TuneOptions options = target;
   struct PolicyVar {
     const char* name;
     Direction direction;
@@ -140,7 +151,8 @@ void apply_tune_env(TuneOptions& options) {
   }
   if (const char* value = env("DNNX_WORKSPACE_LIMIT")) {
     // -1 means "no limit", as NNABLA_CUDNN_WORKSPACE_LIMIT.
-    const std::int64_t limit = parse_integer("DNNX_WORKSPACE_LIMIT", value, -1);
+    const std::int64_t limit = parse_integer("DNNX_WORKSPACE_LIMIT", value, -1,
+                                               std::numeric_limits<std::int64_t>::max());
     options.workspace_limit =
         limit < 0 ? std::nullopt : std::optional<std::size_t>(static_cast<std::size_t>(limit));
   }
@@ -150,8 +162,10 @@ void apply_tune_env(TuneOptions& options) {
   if (const char* value = env("DNNX_VERBOSE")) options.verbose = parse_bool("DNNX_VERBOSE", value);
   if (const char* value = env("DNNX_BENCHMARK_LIMIT")) {
     options.benchmark_limit =
-        static_cast<int>(parse_integer("DNNX_BENCHMARK_LIMIT", value, 0));
+        static_cast<int>(parse_integer("DNNX_BENCHMARK_LIMIT", value, 0,
+                                       std::numeric_limits<int>::max()));
   }
+  target = std::move(options);
 }
 
 }  // namespace dnnx
