@@ -183,4 +183,12 @@ class Tensor {
 /// "f32[2x3x8x8 nchw]" style description for messages.
 std::string describe(const Tensor& tensor);
 
+/// Copies the elements of `src` into `dst`: host to host, host to device, device to host or device
+/// to device. Both must have the same dims and dtype; host tensors may have any strides, device
+/// tensors must be dense (channels_first or channels_last; two device tensors in the same layout).
+/// Returns when the copy has finished and is ordered after every op queued before it on the
+/// device's backend. Device memory needs a backend on that device (a Context on cuda:N) to exist;
+/// otherwise throws Error(Unsupported). Bad arguments throw InvalidArgument.
+void copy(const Tensor& src, Tensor& dst);
+
 }  // namespace dnnx

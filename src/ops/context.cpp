@@ -8,6 +8,9 @@
 #if DNNX_HAVE_ONEDNN
 #include "backends/onednn/onednn.hpp"
 #endif
+#if DNNX_HAVE_CUDNN
+#include "backends/cudnn/cudnn.hpp"
+#endif
 
 #include <cerrno>
 #include <cstdlib>
@@ -50,6 +53,11 @@ std::unique_ptr<Backend> make_backend(BackendKind kind, int device) {
       break;
 #endif
     case BackendKind::cudnn:
+#if DNNX_HAVE_CUDNN
+      return cudnn::make_backend(device);
+#else
+      break;
+#endif
     case BackendKind::automatic:
       break;
   }
@@ -87,7 +95,11 @@ bool backend_available(BackendKind kind, std::string* why) {
       return say("dnnx was built without oneDNN (DNNX_WITH_ONEDNN=OFF or oneDNN 3.x not found)");
 #endif
     case BackendKind::cudnn:
+#if DNNX_HAVE_CUDNN
+      return cudnn::available(why);
+#else
       return say("dnnx was built without the cudnn backend (DNNX_WITH_CUDNN=OFF or cuDNN not found)");
+#endif
   }
   return say("unknown backend");
 }
@@ -111,6 +123,11 @@ std::string backend_version(BackendKind kind) {
       return "unavailable";
 #endif
     case BackendKind::cudnn:
+#if DNNX_HAVE_CUDNN
+      return cudnn::version();
+#else
+      return "unavailable";
+#endif
     case BackendKind::automatic:
       return "unavailable";
   }

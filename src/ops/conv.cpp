@@ -135,17 +135,23 @@ struct Scratch {
 
 Scratch make_scratch(const Context& context, const ConvDesc& desc) {
   Allocator& allocator = context.allocator();
-  DNNX_CHECK_ARG(allocator.device().kind == Device::Kind::cpu,
-                 "selection without tensors needs host scratch memory; pass tensors to the op");
   Scratch s{Tensor::empty(desc.src_dims(), desc.dtype, desc.layout, allocator),
             Tensor::empty(desc.weights_dims(), desc.dtype, desc.layout, allocator),
             Tensor::empty(desc.dst_dims(), desc.dtype, desc.layout, allocator)};
+  const bool on_host = allocator.device().kind == Device::Kind::cpu;
   std::mt19937 rng(1234);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   for (Tensor* t : {&s.src, &s.weights, &s.dst}) {
     std::vector<float> values(static_cast<std::size_t>(t->numel()));
     for (float& v : values) v = uniform(rng);
-    t->copy_from_f32(values);
+    if (on_host) {
+      t->copy_from_f32(values);
+    } else {
+      // Device scratch is filled through a host tensor.
+      Tensor host = Tensor::empty(t->dims(), t->dtype(), desc.layout);
+      host.copy_from_f32(values);
+      copy(host, *t);
+    }
   }
   return s;
 }

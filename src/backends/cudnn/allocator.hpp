@@ -1,0 +1,62 @@
+#pragma once
+// The device allocator of one cudnn backend instance.
+//
+// Note [caching allocator]
+// cudaMalloc and cudaFree cost tens of microseconds and cudaFree synchronizes the device, so a
+// conv call must not allocate. Freed blocks go to a free list keyed by their size bucket and are
+// handed out again for any request of the same bucket. Every user of the memory (conv plans,
+// copies, bias ops) runs on the backend's one stream, so a block freed on the host while work
+// that uses it is still queued can be reused at once: the next user's work is queued behind it.
+// When cudaMalloc runs out of memory, every cached block is released and the allocation is tried
+// once more; failing that, Error(OutOfMemory) says how much was asked, in use and free.
+
+#include <dnnx/tensor.hpp>
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace dnnx::cudnn {
+
+class CachingAllocator final : public Allocator {
+ public:
+  /// Allocates on CUDA device `device`; `synchronize` waits for the backend's stream (called before
+  /// cached blocks are returned to CUDA).
+  CachingAllocator(int device, std::function<void()> synchronize);
+  ~CachingAllocator() override;
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  void* allocate(std::size_t bytes) override;
+  void deallocate(void* pointer, std::size_t bytes) noexcept override;
+  Device device() const override { return Device::cuda(device_); }
+
+  /// Frees every cached (unused) block.
+  void release_cached() noexcept;
+  /// Bytes handed out and not yet returned, and bytes held in the free lists.
+  std::size_t bytes_in_use() const;
+  std::size_t bytes_cached() const;
+  /// cudaMalloc calls made so far (tests check that repeated calls make none).
+  std::size_t device_allocations() const;
+
+  /// The bucket a request of `bytes` is served from: 512 B steps up to 1 MiB, 2 MiB steps up to
+  /// 64 MiB, then steps of 1/8 of the power of two below (at most 12.5% slack).
+  static std::size_t bucket(std::size_t bytes);
+
+ private:
+  void release_cached_locked() noexcept;
+
+  int device_;
+  std::function<void()> synchronize_;
+  mutable std::mutex mutex_;
+  std::map<std::size_t, std::vector<void*>> free_;       // bucket -> cached blocks
+  std::unordered_map<void*, std::size_t> live_;          // block -> bucket
+  std::size_t in_use_ = 0;
+  std::size_t cached_ = 0;
+  std::size_t device_allocations_ = 0;
+};
+
+}  // namespace dnnx::cudnn

@@ -1,0 +1,180 @@
+// The cudnn backend: one CUDA device, its stream, cuDNN handle and caching allocator
+// (runtime.hpp), CUDA-event timing on that stream, and the convolution (conv.cpp).
+
+#include "backends/cudnn/check.hpp"
+#include "backends/cudnn/conv.hpp"
+#include "backends/cudnn/conv_common.hpp"
+#include "backends/cudnn/cudnn.hpp"
+#include "backends/cudnn/handles.hpp"
+#include "backends/cudnn/runtime.hpp"
+#include "core/check.hpp"
+#include "core/strings.hpp"
+
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dnnx::cudnn {
+namespace {
+
+// Note [TF32] (conv_engine.cpp): read once per backend instance from DNNX_ALLOW_TF32.
+bool allow_tf32_from_env() {
+  const char* value = std::getenv(tf32_variable);
+  if (value == nullptr || *value == '\0') return false;
+  const std::string text = detail::lower(value);
+  if (text == "1" || text == "true" || text == "on" || text == "yes") return true;
+  if (text == "0" || text == "false" || text == "off" || text == "no") return false;
+  detail::raise(ErrorKind::InvalidArgument,
+                detail::cat("environment variable ", tf32_variable, "='", value,
+                            "' is not a switch; accepted: 1, true, on, yes, 0, false, off, no"));
+}
+
+class CudnnBackend final : public detail::Backend {
+ public:
+  CudnnBackend(int device, bool allow_tf32)
+      : runtime_(std::make_shared<Runtime>(device, allow_tf32)),
+        conv_(make_conv_backend(runtime_)),
+        start_(make_event(runtime_->context())),
+        stop_(make_event(runtime_->context())) {}
+
+  BackendKind kind() const override { return BackendKind::cudnn; }
+  std::string name() const override { return "cudnn"; }
+
+  // Everything that changes which candidate wins or what it computes: libraries, driver, the
+  // device model and size, and whether f32 may run as TF32.
+  std::string fingerprint() const override {
+    const DeviceFacts& f = runtime_->facts();
+    return detail::cat("cuDNN ", cudnn_version_text(f.cudnn_version), " CUDA ",
+                       cuda_version_text(f.runtime_version), " driver ",
+                       cuda_version_text(f.driver_version), " ", f.name, " sm_", f.major, f.minor,
+                       " SMs=", f.sm_count, " tf32=", runtime_->allow_tf32() ? "on" : "off");
+  }
+
+  std::vector<std::pair<std::string, std::string>> environment() const override {
+    const DeviceFacts& f = runtime_->facts();
+    return {{"device_name", f.name},
+            {"compute_capability", detail::cat(f.major, '.', f.minor)},
+            {"sm_count", std::to_string(f.sm_count)},
+            {"device_memory", detail::format_bytes(static_cast<double>(f.memory_bytes))},
+            {"cuda_driver", cuda_version_text(f.driver_version)},
+            {"cuda_runtime", cuda_version_text(f.runtime_version)},
+            {"cudnn_version", cudnn_version_text(f.cudnn_version)},
+            {"tf32", runtime_->allow_tf32() ? "on" : "off"}};
+  }
+
+  Device device() const override { return Device::cuda(runtime_->device()); }
+  Allocator& allocator() override { return runtime_->allocator(); }
+
+  // Device time of the work queued on the backend's stream, between two events (Note [one
+  // stream]); returns once the work has finished.
+  double time_ms(const std::function<void()>& work) override {
+    const ErrorContext context = runtime_->context();
+    runtime_->make_current();
+    DNNX_CUDNN_CHECK(cudaEventRecord(start_.get(), runtime_->stream()), context,
+                     "recording the start event");
+    work();
+    DNNX_CUDNN_CHECK(cudaEventRecord(stop_.get(), runtime_->stream()), context,
+                     "recording the stop event");
+    DNNX_CUDNN_CHECK(cudaEventSynchronize(stop_.get()), context, "waiting for the stop event");
+    float ms = 0;
+    DNNX_CUDNN_CHECK(cudaEventElapsedTime(&ms, start_.get(), stop_.get()), context,
+                     "reading the elapsed time");
+    return ms;
+  }
+
+  void synchronize() override { runtime_->synchronize(); }
+
+  detail::ConvBackend& conv() override { return *conv_; }
+
+ private:
+  std::shared_ptr<Runtime> runtime_;
+  std::unique_ptr<detail::ConvBackend> conv_;
+  Event start_, stop_;
+};
+
+struct Availability {
+  bool ok = false;
+  std::string why;
+  int devices = 0;
+};
+
+const Availability& availability() {
+  static const Availability result = [] {
+    Availability a;
+    int count = 0;
+    const cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess) {
+      cudaGetLastError();
+      a.why = detail::cat("no CUDA device: cudaGetDeviceCount returned ", status_name(status),
+                          " (", cudaGetErrorString(status), ")");
+      return a;
+    }
+    if (count == 0) {
+      a.why = "no CUDA device: cudaGetDeviceCount found 0 devices";
+      return a;
+    }
+    a.devices = count;
+    cudnnHandle_t handle = nullptr;
+    const cudnnStatus_t created = cudnnCreate(&handle);
+    if (created != CUDNN_STATUS_SUCCESS) {
+      a.why = detail::cat("cudnnCreate failed on CUDA device 0: ", status_name(created));
+      if (const std::string message = last_cudnn_message(); !message.empty())
+        a.why += " (" + message + ")";
+      return a;
+    }
+    log_destroy_failure(cudnnDestroy(handle), "the probe cuDNN handle");
+    a.ok = true;
+    return a;
+  }();
+  return result;
+}
+
+}  // namespace
+
+bool available(std::string* why) {
+  const Availability& a = availability();
+  if (!a.ok && why != nullptr) *why = a.why;
+  return a.ok;
+}
+
+std::string version() {
+  const std::size_t cudnn = cudnnGetVersion();
+  int runtime = 0;
+  int driver = 0;
+  if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) cudaGetLastError();
+  if (cudaDriverGetVersion(&driver) != cudaSuccess) cudaGetLastError();
+  std::string text = detail::cat("cuDNN ", cudnn_version_text(cudnn), ", CUDA runtime ",
+                                 cuda_version_text(runtime), ", driver ",
+                                 driver == 0 ? std::string("none") : cuda_version_text(driver));
+  if (available(nullptr)) {
+    cudaDeviceProp properties{};
+    if (cudaGetDeviceProperties(&properties, 0) == cudaSuccess) {
+      text += detail::cat(", ", properties.name, " (sm_", properties.major, properties.minor,
+                          ", ", properties.multiProcessorCount, " SMs)");
+    } else {
+      cudaGetLastError();
+    }
+  }
+  return text;
+}
+
+std::unique_ptr<detail::Backend> make_backend(int device) {
+  ErrorContext context;
+  context.backend = "cudnn";
+  std::string why;
+  if (!available(&why)) {
+    detail::raise(ErrorKind::Unsupported, "the cudnn backend is not available: " + why, context);
+  }
+  const int devices = availability().devices;
+  if (device < 0 || device >= devices) {
+    detail::raise(ErrorKind::InvalidArgument,
+                  detail::cat("CUDA device ", device, " does not exist; this machine has ", devices,
+                              " (valid: 0..", devices - 1, ")"),
+                  context);
+  }
+  return std::make_unique<CudnnBackend>(device, allow_tf32_from_env());
+}
+
+}  // namespace dnnx::cudnn

@@ -1,0 +1,122 @@
+#include "backends/cudnn/conv_common.hpp"
+
+#include "core/check.hpp"
+#include "core/strings.hpp"
+
+#include <algorithm>
+
+namespace dnnx::cudnn {
+namespace {
+
+template <std::size_t N>
+void fill(std::array<std::int64_t, N>& out, const Dims& dims) {
+  for (int i = 0; i < dims.rank(); ++i) out[static_cast<std::size_t>(i)] = dims[i];
+}
+
+}  // namespace
+
+cudnnDataType_t data_type(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return CUDNN_DATA_FLOAT;
+    case DType::f16: return CUDNN_DATA_HALF;
+    case DType::bf16: return CUDNN_DATA_BFLOAT16;
+  }
+  return CUDNN_DATA_FLOAT;
+}
+
+Geometry conv_geometry(const ConvDesc& desc) {
+  Geometry g;
+  const bool one_d = desc.spatial_dims == 1;
+  g.spatial = one_d ? 2 : desc.spatial_dims;
+  g.nb_dims = g.spatial + 2;
+  // Spatial parameters, 1-D lifted to 2-D with a unit height (Note [cuDNN geometry]).
+  std::array<std::int64_t, 3> input{}, kernel{}, output{};
+  for (int i = 0; i < g.spatial; ++i) {
+    const auto s = static_cast<std::size_t>(i);
+    if (one_d && i == 0) {
+      input[s] = kernel[s] = output[s] = 1;
+      g.stride[s] = g.dilation[s] = 1;
+      g.pad_before[s] = g.pad_after[s] = 0;
+      continue;
+    }
+    const auto d = static_cast<std::size_t>(one_d ? 0 : i);
+    input[s] = desc.input[d];
+    kernel[s] = desc.kernel[d];
+    output[s] = desc.output_size(static_cast<int>(d));
+    g.stride[s] = desc.stride[d];
+    g.dilation[s] = desc.dilation[d];
+    g.pad_before[s] = desc.pad_before[d];
+    g.pad_after[s] = desc.pad_after[d];
+    if (g.pad_before[s] != g.pad_after[s]) g.symmetric_padding = false;
+  }
+  std::vector<std::int64_t> src{desc.batch, desc.in_channels};
+  std::vector<std::int64_t> dst{desc.batch, desc.out_channels};
+  std::vector<std::int64_t> weights{desc.out_channels, desc.in_channels / desc.groups};
+  std::vector<std::int64_t> bias{1, desc.out_channels};
+  for (int i = 0; i < g.spatial; ++i) {
+    const auto s = static_cast<std::size_t>(i);
+    src.push_back(input[s]);
+    dst.push_back(output[s]);
+    weights.push_back(kernel[s]);
+    bias.push_back(1);
+  }
+  auto set = [&](const std::vector<std::int64_t>& values, std::array<std::int64_t, 5>& dims,
+                 std::array<std::int64_t, 5>& strides) {
+    const Dims d{std::span<const std::int64_t>(values)};
+    fill(dims, d);
+    fill(strides, dense_strides(d, desc.layout));
+  };
+  set(src, g.src, g.src_strides);
+  set(dst, g.dst, g.dst_strides);
+  set(weights, g.weights, g.weights_strides);
+  set(bias, g.bias, g.bias_strides);
+  g.data_type = data_type(desc.dtype);
+  return g;
+}
+
+ErrorContext conv_context(const ConvDesc& desc, Direction direction, std::string implementation) {
+  ErrorContext context;
+  context.op = detail::cat("conv ", to_string(direction));
+  context.repro = desc.repro(direction);
+  context.backend = "cudnn";
+  context.implementation = std::move(implementation);
+  return context;
+}
+
+BoundTensors bind_tensors(const detail::ConvArgs& args, Direction direction,
+                          const ErrorContext& context) {
+  auto need = [&](const Tensor* tensor, const char* role) {
+    if (tensor == nullptr || tensor->data() == nullptr) {
+      detail::raise(ErrorKind::InvalidArgument, detail::cat(role, " is null"), context);
+    }
+    return tensor->data();
+  };
+  switch (direction) {
+    case Direction::fwd:
+      return {need(args.src, "src"), need(args.weights, "weights"), need(args.dst, "dst")};
+    case Direction::bwd_data:
+      return {need(args.diff_dst, "diff_dst"), need(args.weights, "weights"),
+              need(args.diff_src, "diff_src")};
+    case Direction::bwd_weights:
+      return {need(args.src, "src"), need(args.diff_dst, "diff_dst"),
+              need(args.diff_weights, "diff_weights")};
+  }
+  return {};
+}
+
+void check_workspace(const detail::Workspace& workspace, std::size_t needed,
+                     const ErrorContext& context) {
+  if (workspace.bytes < needed || (needed > 0 && workspace.data == nullptr)) {
+    detail::raise(ErrorKind::InvalidArgument,
+                  detail::cat("workspace has ", workspace.bytes, " bytes",
+                              workspace.data == nullptr ? " (null)" : "",
+                              "; this candidate needs ", needed),
+                  context);
+  }
+}
+
+bool contains(const std::vector<std::string>& list, const std::string& item) {
+  return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+}  // namespace dnnx::cudnn

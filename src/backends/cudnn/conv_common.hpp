@@ -1,0 +1,70 @@
+#pragma once
+// What the legacy and the graph-API halves of the cudnn convolution share: the desc turned into
+// cuDNN's tensor geometry, dtypes, error contexts and the tensors a direction binds.
+
+#include <dnnx/algo.hpp>
+#include <dnnx/error.hpp>
+#include <dnnx/ops/conv.hpp>
+
+#include "core/backend.hpp"
+
+#include <cudnn.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dnnx::cudnn {
+
+// Note [cuDNN geometry]
+// cuDNN convolves 4-D (2 spatial dims) and 5-D (3 spatial dims) tensors. A 1-D convolution is run
+// as a 2-D one with height 1 (kernel 1, stride 1, no padding, dilation 1 along it); the bytes are
+// the same in either layout. Strides are the desc's dense strides, so channels_last tensors are
+// described as NCHW dims with NHWC strides, which both APIs accept; weights in channels_last are
+// OHWI (cuDNN's CUDNN_TENSOR_NHWC filter format).
+struct Geometry {
+  int nb_dims = 4;  ///< 4 or 5
+  int spatial = 2;  ///< nb_dims - 2
+  std::array<std::int64_t, 5> src{}, src_strides{};
+  std::array<std::int64_t, 5> dst{}, dst_strides{};
+  std::array<std::int64_t, 5> weights{}, weights_strides{};
+  std::array<std::int64_t, 5> bias{}, bias_strides{};  ///< 1 x O x 1 x 1 [x 1]
+  std::array<std::int64_t, 3> pad_before{}, pad_after{}, stride{}, dilation{};
+  bool symmetric_padding = true;
+  cudnnDataType_t data_type = CUDNN_DATA_FLOAT;
+  /// Accumulation type: always f32 (Note [f32 accumulation]).
+  cudnnDataType_t compute_type = CUDNN_DATA_FLOAT;
+};
+
+Geometry conv_geometry(const ConvDesc& desc);
+
+/// CUDNN_DATA_FLOAT / HALF / BFLOAT16.
+cudnnDataType_t data_type(DType dtype);
+
+/// Context for errors about (desc, direction, implementation).
+ErrorContext conv_context(const ConvDesc& desc, Direction direction, std::string implementation);
+
+/// The three tensors of a direction in the order (read, read, written):
+///   fwd: src, weights -> dst; bwd_data: diff_dst, weights -> diff_src;
+///   bwd_weights: src, diff_dst -> diff_weights.
+struct BoundTensors {
+  const void* first = nullptr;
+  const void* second = nullptr;
+  void* output = nullptr;
+};
+/// Throws InvalidArgument naming the missing tensor.
+BoundTensors bind_tensors(const detail::ConvArgs& args, Direction direction,
+                          const ErrorContext& context);
+
+/// Throws InvalidArgument when `workspace` is smaller than `needed` or null while needed.
+void check_workspace(const detail::Workspace& workspace, std::size_t needed,
+                     const ErrorContext& context);
+
+/// Whether `list` contains `item`.
+bool contains(const std::vector<std::string>& list, const std::string& item);
+
+/// Name of the DNNX_ALLOW_TF32 switch, for reasons.
+inline constexpr const char* tf32_variable = "DNNX_ALLOW_TF32";
+
+}  // namespace dnnx::cudnn

@@ -1,0 +1,428 @@
+// Note [legacy candidates]
+// Every algorithm of the direction (fwd 0-7, bwd_data 0-5, bwd_weights 0-6) under every math mode
+// (default, tensor_op, tensor_op_allow_conversion, fma) is one candidate, id
+// "cudnn:legacy:<direction>:<algorithm>:<math>". Support and workspace come from
+// cudnnGetConvolution*WorkspaceSize with the math mode set on the convolution descriptor: a
+// failing status makes the candidate unsupported, with cuDNN's status and message as the reason.
+// Before that, dnnx rules out what it knows cannot or must not run:
+//   - asymmetric padding: the legacy descriptor has one padding per spatial dim;
+//   - f32 with TF32 off (Note [TF32]): tensor_op and tensor_op_allow_conversion run f32 on TF32
+//     tensor cores, and so may default math on compute capability >= 8.0 (cuDNN's documentation of
+//     cudnnMathType_t); only fma is f32 arithmetic there.
+// Determinism follows cuDNN's documentation: bwd_data algorithm 0 and bwd_weights algorithms 0
+// and 3 accumulate with atomics and are not deterministic; every other one is.
+// Order: the ranking of cudnnGetConvolution*Algorithm_v7 (its (algorithm, math) pairs first, in
+// its order), then the remaining math modes of those algorithms, then the algorithms it did not
+// return, in cuDNN's numbering.
+
+#include "backends/cudnn/conv_legacy.hpp"
+
+#include "backends/cudnn/check.hpp"
+#include "backends/cudnn/conv_common.hpp"
+#include "core/check.hpp"
+#include "core/strings.hpp"
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <string_view>
+
+namespace dnnx::cudnn {
+namespace {
+
+struct AlgoSpec {
+  std::string_view name;
+  std::string_view note;    // implicit_gemm / gemm / direct / fft / winograd
+  std::string_view family;  // Theano family, "" for none
+  bool deterministic;
+};
+
+constexpr std::array<AlgoSpec, 8> fwd_algos{{
+    {"implicit_gemm", "implicit_gemm", "none", true},
+    {"implicit_precomp_gemm", "implicit_gemm", "small", true},
+    {"gemm", "gemm", "large", true},
+    {"direct", "direct", "", true},
+    {"fft", "fft", "fft", true},
+    {"fft_tiling", "fft", "fft_tiling", true},
+    {"winograd", "winograd", "winograd", true},
+    {"winograd_nonfused", "winograd", "winograd", true},
+}};
+constexpr std::array<AlgoSpec, 6> bwd_data_algos{{
+    {"algo_0", "implicit_gemm", "none", false},
+    {"algo_1", "implicit_gemm", "", true},
+    {"fft", "fft", "fft", true},
+    {"fft_tiling", "fft", "fft_tiling", true},
+    {"winograd", "winograd", "winograd", true},
+    {"winograd_nonfused", "winograd", "winograd", true},
+}};
+constexpr std::array<AlgoSpec, 7> bwd_weights_algos{{
+    {"algo_0", "implicit_gemm", "none", false},
+    {"algo_1", "implicit_gemm", "", true},
+    {"fft", "fft", "fft", true},
+    {"algo_3", "implicit_gemm", "small", false},
+    {"winograd", "winograd", "winograd", true},
+    {"winograd_nonfused", "winograd", "winograd", true},
+    {"fft_tiling", "fft", "fft_tiling", true},
+}};
+
+std::span<const AlgoSpec> algos(Direction direction) {
+  switch (direction) {
+    case Direction::fwd: return fwd_algos;
+    case Direction::bwd_data: return bwd_data_algos;
+    case Direction::bwd_weights: return bwd_weights_algos;
+  }
+  return {};
+}
+
+struct MathSpec {
+  cudnnMathType_t math;
+  std::string_view name;
+};
+constexpr std::array<MathSpec, 4> math_modes{{
+    {CUDNN_DEFAULT_MATH, "default"},
+    {CUDNN_TENSOR_OP_MATH, "tensor_op"},
+    {CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, "tensor_op_allow_conversion"},
+    {CUDNN_FMA_MATH, "fma"},
+}};
+
+std::string legacy_id(Direction direction, std::string_view algo, std::string_view math) {
+  return detail::cat("cudnn:legacy:", to_string(direction), ':', algo, ':', math);
+}
+
+// The descriptors of one (desc, direction); the math mode is set on `conv` per query or plan.
+struct Descriptors {
+  TensorDescriptor src, dst;
+  FilterDescriptor weights;
+  ConvolutionDescriptor conv;
+};
+
+bool fits_int(const Geometry& g) {
+  auto ok = [&](const std::array<std::int64_t, 5>& values) {
+    return std::all_of(values.begin(), values.begin() + g.nb_dims,
+                       [](std::int64_t v) { return v <= INT_MAX; });
+  };
+  return ok(g.src) && ok(g.src_strides) && ok(g.dst) && ok(g.dst_strides) && ok(g.weights);
+}
+
+Descriptors make_descriptors(const ConvDesc& desc, const Geometry& g, const ErrorContext& context) {
+  Descriptors d{make_tensor_descriptor(context), make_tensor_descriptor(context),
+                make_filter_descriptor(context), make_convolution_descriptor(context)};
+  auto narrow = [&](const std::array<std::int64_t, 5>& values) {
+    std::array<int, 5> out{};
+    for (int i = 0; i < g.nb_dims; ++i) out[static_cast<std::size_t>(i)] = static_cast<int>(values[static_cast<std::size_t>(i)]);
+    return out;
+  };
+  const auto src = narrow(g.src), src_strides = narrow(g.src_strides);
+  const auto dst = narrow(g.dst), dst_strides = narrow(g.dst_strides);
+  const auto weights = narrow(g.weights);
+  DNNX_CUDNN_CHECK(cudnnSetTensorNdDescriptor(d.src.get(), g.data_type, g.nb_dims, src.data(),
+                                              src_strides.data()),
+                   context, "describing src");
+  DNNX_CUDNN_CHECK(cudnnSetTensorNdDescriptor(d.dst.get(), g.data_type, g.nb_dims, dst.data(),
+                                              dst_strides.data()),
+                   context, "describing dst");
+  const cudnnTensorFormat_t format =
+      desc.layout == Layout::channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  DNNX_CUDNN_CHECK(
+      cudnnSetFilterNdDescriptor(d.weights.get(), g.data_type, format, g.nb_dims, weights.data()),
+      context, "describing weights");
+  std::array<int, 3> pad{}, stride{}, dilation{};
+  for (int i = 0; i < g.spatial; ++i) {
+    const auto s = static_cast<std::size_t>(i);
+    pad[s] = static_cast<int>(g.pad_before[s]);
+    stride[s] = static_cast<int>(g.stride[s]);
+    dilation[s] = static_cast<int>(g.dilation[s]);
+  }
+  DNNX_CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(d.conv.get(), g.spatial, pad.data(),
+                                                   stride.data(), dilation.data(),
+                                                   CUDNN_CROSS_CORRELATION, g.compute_type),
+                   context, "describing the convolution");
+  DNNX_CUDNN_CHECK(cudnnSetConvolutionGroupCount(d.conv.get(), static_cast<int>(desc.groups)),
+                   context, "setting the group count");
+  return d;
+}
+
+// Workspace bytes of `algo` under the math mode set on d.conv; a failed status is returned.
+cudnnStatus_t workspace_size(cudnnHandle_t handle, const Descriptors& d, Direction direction,
+                             int algo, std::size_t& bytes) {
+  switch (direction) {
+    case Direction::fwd:
+      return cudnnGetConvolutionForwardWorkspaceSize(
+          handle, d.src.get(), d.weights.get(), d.conv.get(), d.dst.get(),
+          static_cast<cudnnConvolutionFwdAlgo_t>(algo), &bytes);
+    case Direction::bwd_data:
+      return cudnnGetConvolutionBackwardDataWorkspaceSize(
+          handle, d.weights.get(), d.dst.get(), d.conv.get(), d.src.get(),
+          static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), &bytes);
+    case Direction::bwd_weights:
+      return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+          handle, d.src.get(), d.dst.get(), d.conv.get(), d.weights.get(),
+          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), &bytes);
+  }
+  return CUDNN_STATUS_BAD_PARAM;
+}
+
+struct Ranked {
+  int algo;
+  cudnnMathType_t math;
+};
+
+// cuDNN's heuristic ranking of (algorithm, math) for the descriptors.
+std::vector<Ranked> heuristic_ranking(cudnnHandle_t handle, const Descriptors& d,
+                                      Direction direction, const ErrorContext& context) {
+  std::vector<Ranked> ranked;
+  int returned = 0;
+  auto collect = [&](const auto& results) {
+    for (int i = 0; i < returned; ++i) {
+      const auto& r = results[static_cast<std::size_t>(i)];
+      if (r.status == CUDNN_STATUS_SUCCESS) ranked.push_back({static_cast<int>(r.algo), r.mathType});
+    }
+  };
+  switch (direction) {
+    case Direction::fwd: {
+      std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> results{};
+      DNNX_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+                           handle, d.src.get(), d.weights.get(), d.conv.get(), d.dst.get(),
+                           static_cast<int>(results.size()), &returned, results.data()),
+                       context, "ranking the legacy algorithms");
+      collect(results);
+      break;
+    }
+    case Direction::bwd_data: {
+      std::array<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> results{};
+      DNNX_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                           handle, d.weights.get(), d.dst.get(), d.conv.get(), d.src.get(),
+                           static_cast<int>(results.size()), &returned, results.data()),
+                       context, "ranking the legacy algorithms");
+      collect(results);
+      break;
+    }
+    case Direction::bwd_weights: {
+      std::array<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>
+          results{};
+      DNNX_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                           handle, d.src.get(), d.dst.get(), d.conv.get(), d.weights.get(),
+                           static_cast<int>(results.size()), &returned, results.data()),
+                       context, "ranking the legacy algorithms");
+      collect(results);
+      break;
+    }
+  }
+  return ranked;
+}
+
+// Why dnnx itself rules out `math` for `desc` (Note [legacy candidates]); empty if it does not.
+std::string math_exclusion(const ConvDesc& desc, cudnnMathType_t math, const Runtime& runtime) {
+  if (desc.dtype != DType::f32 || runtime.allow_tf32()) return {};
+  if (math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
+    return detail::cat("runs f32 on TF32 tensor cores and TF32 is off (set ", tf32_variable,
+                       "=1 to allow it)");
+  }
+  if (math == CUDNN_DEFAULT_MATH && runtime.facts().major >= 8) {
+    return detail::cat("default math may run f32 on TF32 tensor cores on compute capability ",
+                       runtime.facts().major, '.', runtime.facts().minor,
+                       " and TF32 is off (set ", tf32_variable, "=1 to allow it; fma is the f32 "
+                       "math mode)");
+  }
+  return {};
+}
+
+// The math modes in the order dnnx prefers them for `desc`: tensor cores first where they are
+// allowed, fma first for f32 without TF32.
+std::array<MathSpec, 4> math_order(const ConvDesc& desc, const Runtime& runtime) {
+  if (desc.dtype == DType::f32 && !runtime.allow_tf32()) {
+    return {math_modes[3], math_modes[0], math_modes[1], math_modes[2]};
+  }
+  return {math_modes[1], math_modes[2], math_modes[0], math_modes[3]};
+}
+
+class LegacyPlan final : public detail::ConvPlan {
+ public:
+  LegacyPlan(std::shared_ptr<Runtime> runtime, const ConvDesc& desc, Direction direction,
+             AlgoInfo info, int algo, cudnnMathType_t math)
+      : runtime_(std::move(runtime)),
+        info_(std::move(info)),
+        context_(conv_context(desc, direction, info_.id)),
+        direction_(direction),
+        algo_(algo) {
+    runtime_->make_current();
+    const Geometry g = conv_geometry(desc);
+    descriptors_ = std::make_unique<Descriptors>(make_descriptors(desc, g, context_));
+    DNNX_CUDNN_CHECK(cudnnSetConvolutionMathType(descriptors_->conv.get(), math), context_,
+                     "setting the math mode");
+    std::size_t bytes = 0;
+    DNNX_CUDNN_CHECK(workspace_size(runtime_->handle(), *descriptors_, direction_, algo_, bytes),
+                     context_, "querying the workspace size");
+    info_.workspace_bytes = bytes;
+  }
+
+  const AlgoInfo& algo() const override { return info_; }
+
+  void execute(const detail::ConvArgs& args, detail::Workspace workspace) override {
+    const BoundTensors t = bind_tensors(args, direction_, context_);
+    check_workspace(workspace, info_.workspace_bytes, context_);
+    runtime_->make_current();
+    // Note [first launch] (conv_engine.cpp): the first call runs twice.
+    if (!primed_) launch(t, workspace);
+    primed_ = true;
+    launch(t, workspace);
+  }
+
+ private:
+  void launch(const BoundTensors& t, const detail::Workspace& workspace) {
+    const float alpha = 1.0f;
+    const float beta = 0.0f;
+    const Descriptors& d = *descriptors_;
+    const cudnnHandle_t handle = runtime_->handle();
+    switch (direction_) {
+      case Direction::fwd:
+        DNNX_CUDNN_CHECK(
+            cudnnConvolutionForward(handle, &alpha, d.src.get(), t.first, d.weights.get(),
+                                    t.second, d.conv.get(),
+                                    static_cast<cudnnConvolutionFwdAlgo_t>(algo_), workspace.data,
+                                    workspace.bytes, &beta, d.dst.get(), t.output),
+            context_, "running the convolution");
+        break;
+      case Direction::bwd_data:
+        DNNX_CUDNN_CHECK(cudnnConvolutionBackwardData(
+                             handle, &alpha, d.weights.get(), t.second, d.dst.get(), t.first,
+                             d.conv.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(algo_),
+                             workspace.data, workspace.bytes, &beta, d.src.get(), t.output),
+                         context_, "running the convolution");
+        break;
+      case Direction::bwd_weights:
+        DNNX_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+                             handle, &alpha, d.src.get(), t.first, d.dst.get(), t.second,
+                             d.conv.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo_),
+                             workspace.data, workspace.bytes, &beta, d.weights.get(), t.output),
+                         context_, "running the convolution");
+        break;
+    }
+  }
+
+  std::shared_ptr<Runtime> runtime_;
+  AlgoInfo info_;
+  ErrorContext context_;
+  Direction direction_;
+  int algo_;
+  std::unique_ptr<Descriptors> descriptors_;
+  bool primed_ = false;
+};
+
+}  // namespace
+
+bool is_legacy_id(const std::string& id) { return id.rfind("cudnn:legacy:", 0) == 0; }
+
+std::vector<AlgoInfo> legacy_candidates(Runtime& runtime, const ConvDesc& desc,
+                                        Direction direction) {
+  const ErrorContext context = conv_context(desc, direction, {});
+  const Geometry g = conv_geometry(desc);
+  const auto specs = algos(direction);
+  const auto maths = math_order(desc, runtime);
+
+  std::string common_reason;
+  if (!g.symmetric_padding) {
+    common_reason = detail::cat(
+        "legacy cuDNN takes one padding per spatial dim; asymmetric padding (before ",
+        detail::join(std::span(desc.pad_before.data(), static_cast<std::size_t>(desc.spatial_dims)), "x"),
+        ", after ",
+        detail::join(std::span(desc.pad_after.data(), static_cast<std::size_t>(desc.spatial_dims)), "x"),
+        ") needs a graph-API engine (cudnn:engine:...)");
+  } else if (!fits_int(g)) {
+    common_reason = "a dim or stride exceeds INT_MAX, which legacy descriptors cannot hold";
+  }
+
+  std::unique_ptr<Descriptors> d;
+  std::vector<Ranked> ranking;
+  if (common_reason.empty()) {
+    runtime.make_current();
+    d = std::make_unique<Descriptors>(make_descriptors(desc, g, context));
+    const bool f32_exact = desc.dtype == DType::f32 && !runtime.allow_tf32();
+    DNNX_CUDNN_CHECK(
+        cudnnSetConvolutionMathType(d->conv.get(), f32_exact ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH),
+        context, "setting the math mode");
+    ranking = heuristic_ranking(runtime.handle(), *d, direction, context);
+  }
+
+  struct Entry {
+    AlgoInfo info;
+    int rank;
+  };
+  std::vector<Entry> entries;
+  for (std::size_t a = 0; a < specs.size(); ++a) {
+    const AlgoSpec& spec = specs[a];
+    const int algo = static_cast<int>(a);
+    const auto first_algo =
+        std::find_if(ranking.begin(), ranking.end(), [&](const Ranked& r) { return r.algo == algo; });
+    const int algo_rank = first_algo == ranking.end()
+                              ? 1000 + algo
+                              : static_cast<int>(first_algo - ranking.begin());
+    for (std::size_t m = 0; m < maths.size(); ++m) {
+      const MathSpec& math = maths[m];
+      AlgoInfo info;
+      info.id = legacy_id(direction, spec.name, math.name);
+      info.name = detail::cat(spec.name, " (", math.name, ")");
+      info.deterministic = spec.deterministic;
+      info.notes = {"legacy", std::string(spec.note)};
+      if (math.math == CUDNN_TENSOR_OP_MATH || math.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+        info.notes.emplace_back("tensor_cores");
+      if (math.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) info.notes.emplace_back("down_convert");
+      if (!spec.family.empty()) info.families.emplace_back(spec.family);
+
+      const auto exact = std::find_if(ranking.begin(), ranking.end(), [&](const Ranked& r) {
+        return r.algo == algo && r.math == math.math;
+      });
+      int rank = exact != ranking.end()
+                     ? static_cast<int>(exact - ranking.begin())
+                     : 100 + algo_rank * 8 + static_cast<int>(m);
+      std::string reason = common_reason;
+      if (reason.empty()) reason = math_exclusion(desc, math.math, runtime);
+      if (reason.empty()) {
+        DNNX_CUDNN_CHECK(cudnnSetConvolutionMathType(d->conv.get(), math.math), context,
+                         "setting the math mode");
+        std::size_t bytes = 0;
+        const cudnnStatus_t status = workspace_size(runtime.handle(), *d, direction, algo, bytes);
+        if (status == CUDNN_STATUS_SUCCESS) {
+          info.workspace_bytes = bytes;
+        } else {
+          reason = detail::cat("cuDNN rejects it: ", status_name(status));
+          if (const std::string message = last_cudnn_message(); !message.empty())
+            reason += " (" + message + ")";
+        }
+      }
+      info.supported = reason.empty();
+      info.reason = std::move(reason);
+      if (!info.supported) rank += 100000;
+      entries.push_back({std::move(info), rank});
+    }
+  }
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const Entry& a, const Entry& b) { return a.rank < b.rank; });
+  std::vector<AlgoInfo> infos;
+  infos.reserve(entries.size());
+  for (Entry& entry : entries) infos.push_back(std::move(entry.info));
+  return infos;
+}
+
+std::shared_ptr<detail::ConvPlan> make_legacy_plan(std::shared_ptr<Runtime> runtime,
+                                                   const ConvDesc& desc, Direction direction,
+                                                   const AlgoInfo& info) {
+  // "cudnn:legacy:<direction>:<algorithm>:<math>"
+  const std::vector<std::string> parts = detail::split(info.id, ':');
+  const auto specs = algos(direction);
+  int algo = -1;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  bool math_found = false;
+  if (parts.size() == 5) {
+    for (std::size_t a = 0; a < specs.size(); ++a) {
+      if (specs[a].name == parts[3]) algo = static_cast<int>(a);
+    }
+    for (const MathSpec& spec : math_modes) {
+      if (spec.name == parts[4]) math = spec.math, math_found = true;
+    }
+  }
+  DNNX_ASSERT(algo >= 0 && math_found, "malformed legacy id '", info.id, "'");
+  return std::make_shared<LegacyPlan>(std::move(runtime), desc, direction, info, algo, math);
+}
+
+}  // namespace dnnx::cudnn

@@ -1,0 +1,69 @@
+#include "backends/cudnn/handles.hpp"
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+
+namespace dnnx::cudnn {
+namespace {
+
+std::atomic<bool> exiting{false};
+
+}  // namespace
+
+bool process_exiting() noexcept { return exiting.load(std::memory_order_relaxed); }
+
+void watch_process_exit() {
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit([] { exiting.store(true); }); });
+}
+
+CudnnHandle make_cudnn_handle(cudaStream_t stream, const ErrorContext& context) {
+  cudnnHandle_t raw = nullptr;
+  DNNX_CUDNN_CHECK(cudnnCreate(&raw), context, "creating a cuDNN handle");
+  CudnnHandle handle(raw, "cudnnHandle_t");
+  DNNX_CUDNN_CHECK(cudnnSetStream(raw, stream), context, "binding the cuDNN handle to its stream");
+  return handle;
+}
+
+TensorDescriptor make_tensor_descriptor(const ErrorContext& context) {
+  cudnnTensorDescriptor_t raw = nullptr;
+  DNNX_CUDNN_CHECK(cudnnCreateTensorDescriptor(&raw), context, "creating a tensor descriptor");
+  return TensorDescriptor(raw, "cudnnTensorDescriptor_t");
+}
+
+FilterDescriptor make_filter_descriptor(const ErrorContext& context) {
+  cudnnFilterDescriptor_t raw = nullptr;
+  DNNX_CUDNN_CHECK(cudnnCreateFilterDescriptor(&raw), context, "creating a filter descriptor");
+  return FilterDescriptor(raw, "cudnnFilterDescriptor_t");
+}
+
+ConvolutionDescriptor make_convolution_descriptor(const ErrorContext& context) {
+  cudnnConvolutionDescriptor_t raw = nullptr;
+  DNNX_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&raw), context,
+                   "creating a convolution descriptor");
+  return ConvolutionDescriptor(raw, "cudnnConvolutionDescriptor_t");
+}
+
+BackendDescriptor make_backend_descriptor(cudnnBackendDescriptorType_t type,
+                                          const ErrorContext& context) {
+  cudnnBackendDescriptor_t raw = nullptr;
+  DNNX_CUDNN_CHECK(cudnnBackendCreateDescriptor(type, &raw), context,
+                   "creating a graph-API descriptor");
+  return BackendDescriptor(raw, "cudnnBackendDescriptor_t");
+}
+
+Stream make_stream(const ErrorContext& context) {
+  cudaStream_t raw = nullptr;
+  DNNX_CUDNN_CHECK(cudaStreamCreateWithFlags(&raw, cudaStreamNonBlocking), context,
+                   "creating a CUDA stream");
+  return Stream(raw, "cudaStream_t");
+}
+
+Event make_event(const ErrorContext& context) {
+  cudaEvent_t raw = nullptr;
+  DNNX_CUDNN_CHECK(cudaEventCreate(&raw), context, "creating a CUDA event");
+  return Event(raw, "cudaEvent_t");
+}
+
+}  // namespace dnnx::cudnn

@@ -1,0 +1,85 @@
+#pragma once
+// RAII for every CUDA and cuDNN object the backend owns (STYLE.md): one move-only template,
+// Handle<T, destroy>, and a creating factory per kind. Objects are created in the factories
+// (throwing dnnx::Error on failure) and destroyed exactly once; destructors never throw, they log.
+
+#include "backends/cudnn/check.hpp"
+
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <utility>
+
+namespace dnnx::cudnn {
+
+// Note [process exit]
+// Backend instances live in a process-wide map that is destroyed after main returns, by which
+// time the CUDA runtime and cuDNN may already have torn themselves down (their exit handlers were
+// registered after the map was built): destroying a descriptor or freeing memory then corrupts
+// the heap or hangs. The first runtime registers an exit handler once CUDA and cuDNN are up, so
+// it runs before their teardown; from then on handles and the allocator leave their objects to
+// the operating system.
+
+/// True once the process has started exiting (Note [process exit]).
+bool process_exiting() noexcept;
+/// Registers the exit handler (once; call after CUDA and cuDNN are initialized).
+void watch_process_exit();
+
+/// Owns one object of pointer-like type T, released with `destroy` (a cudnnDestroy* /
+/// cudaXxxDestroy function returning a status). Move-only; a moved-from handle is empty.
+template <typename T, auto destroy>
+class Handle {
+ public:
+  Handle() = default;
+  /// Takes ownership of `value` (null: empty).
+  explicit Handle(T value, const char* what) noexcept : value_(value), what_(what) {}
+  ~Handle() { reset(); }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  Handle(Handle&& other) noexcept
+      : value_(std::exchange(other.value_, T{})), what_(other.what_) {}
+  Handle& operator=(Handle&& other) noexcept {
+    if (this != &other) {
+      reset();
+      value_ = std::exchange(other.value_, T{});
+      what_ = other.what_;
+    }
+    return *this;
+  }
+
+  T get() const noexcept { return value_; }
+  explicit operator bool() const noexcept { return value_ != T{}; }
+  /// Destroys the object now (logs a failure; never throws).
+  void reset() noexcept {
+    if (value_ != T{} && !process_exiting()) log_destroy_failure(destroy(value_), what_);
+    value_ = T{};
+  }
+
+ private:
+  T value_{};
+  const char* what_ = "object";
+};
+
+using CudnnHandle = Handle<cudnnHandle_t, cudnnDestroy>;
+using TensorDescriptor = Handle<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor>;
+using FilterDescriptor = Handle<cudnnFilterDescriptor_t, cudnnDestroyFilterDescriptor>;
+using ConvolutionDescriptor =
+    Handle<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>;
+using BackendDescriptor = Handle<cudnnBackendDescriptor_t, cudnnBackendDestroyDescriptor>;
+using Stream = Handle<cudaStream_t, cudaStreamDestroy>;
+using Event = Handle<cudaEvent_t, cudaEventDestroy>;
+
+/// A cuDNN handle bound to `stream` (on the current device).
+CudnnHandle make_cudnn_handle(cudaStream_t stream, const ErrorContext& context);
+TensorDescriptor make_tensor_descriptor(const ErrorContext& context);
+FilterDescriptor make_filter_descriptor(const ErrorContext& context);
+ConvolutionDescriptor make_convolution_descriptor(const ErrorContext& context);
+/// A graph-API descriptor of `type` (not finalized).
+BackendDescriptor make_backend_descriptor(cudnnBackendDescriptorType_t type,
+                                          const ErrorContext& context);
+/// A non-blocking stream on the current device: it never waits for the legacy default stream.
+Stream make_stream(const ErrorContext& context);
+/// An event that records timing.
+Event make_event(const ErrorContext& context);
+
+}  // namespace dnnx::cudnn

@@ -1,0 +1,97 @@
+#include "backends/cudnn/runtime.hpp"
+
+#include "core/check.hpp"
+#include "core/strings.hpp"
+
+namespace dnnx::cudnn {
+
+std::string cudnn_version_text(std::size_t version) {
+  // cuDNN 9 encodes major * 10000 + minor * 100 + patch.
+  return detail::cat(version / 10000, '.', version / 100 % 100, '.', version % 100);
+}
+
+std::string cuda_version_text(int version) {
+  return detail::cat(version / 1000, '.', version % 1000 / 10);
+}
+
+void make_current(int device, const ErrorContext& context) {
+  int current = -1;
+  DNNX_CUDNN_CHECK(cudaGetDevice(&current), context, "querying the current CUDA device");
+  if (current != device) {
+    DNNX_CUDNN_CHECK(cudaSetDevice(device), context, detail::cat("selecting CUDA device ", device));
+  }
+}
+
+namespace {
+
+DeviceFacts query_facts(int device, const ErrorContext& context) {
+  DeviceFacts facts;
+  cudaDeviceProp properties{};
+  DNNX_CUDNN_CHECK(cudaGetDeviceProperties(&properties, device), context,
+                   detail::cat("reading the properties of CUDA device ", device));
+  facts.name = properties.name;
+  facts.major = properties.major;
+  facts.minor = properties.minor;
+  facts.sm_count = properties.multiProcessorCount;
+  facts.memory_bytes = properties.totalGlobalMem;
+  DNNX_CUDNN_CHECK(cudaDriverGetVersion(&facts.driver_version), context,
+                   "reading the CUDA driver version");
+  DNNX_CUDNN_CHECK(cudaRuntimeGetVersion(&facts.runtime_version), context,
+                   "reading the CUDA runtime version");
+  facts.cudnn_version = cudnnGetVersion();
+  return facts;
+}
+
+}  // namespace
+
+Runtime::Runtime(int device, bool allow_tf32) : device_(device), allow_tf32_(allow_tf32) {
+  const ErrorContext ctx = context();
+  cudnn::make_current(device_, ctx);
+  facts_ = query_facts(device_, ctx);
+  stream_ = make_stream(ctx);
+  handle_ = make_cudnn_handle(stream_.get(), ctx);
+  watch_process_exit();
+  allocator_ = std::make_unique<CachingAllocator>(device_, [this] {
+    if (cudaStreamSynchronize(stream_.get()) != cudaSuccess) cudaGetLastError();
+  });
+  detail::register_device_runtime(Device::cuda(device_), *this);
+  registered_ = true;
+}
+
+Runtime::~Runtime() {
+  if (registered_) detail::unregister_device_runtime(Device::cuda(device_), *this);
+  if (process_exiting()) return;
+  int current = -1;
+  if (cudaGetDevice(&current) == cudaSuccess && current != device_) cudaSetDevice(device_);
+}
+
+void Runtime::make_current() const { cudnn::make_current(device_, context()); }
+
+ErrorContext Runtime::context(std::string implementation) const {
+  ErrorContext ctx;
+  ctx.backend = "cudnn";
+  ctx.implementation = std::move(implementation);
+  return ctx;
+}
+
+void Runtime::memcpy(void* dst, const void* src, std::size_t bytes, CopyKind kind) {
+  const ErrorContext ctx = context();
+  make_current();
+  cudaMemcpyKind direction = cudaMemcpyDeviceToDevice;
+  switch (kind) {
+    case CopyKind::host_to_device: direction = cudaMemcpyHostToDevice; break;
+    case CopyKind::device_to_host: direction = cudaMemcpyDeviceToHost; break;
+    case CopyKind::device_to_device: direction = cudaMemcpyDeviceToDevice; break;
+  }
+  DNNX_CUDNN_CHECK(cudaMemcpyAsync(dst, src, bytes, direction, stream_.get()), ctx,
+                   detail::cat("copying ", bytes, " bytes"));
+  // Pageable host memory may still be read after cudaMemcpyAsync returns: wait, as promised.
+  DNNX_CUDNN_CHECK(cudaStreamSynchronize(stream_.get()), ctx, "waiting for a copy");
+}
+
+void Runtime::synchronize() {
+  make_current();
+  DNNX_CUDNN_CHECK(cudaStreamSynchronize(stream_.get()), context(), "waiting for the stream");
+}
+
+}  // namespace dnnx::cudnn

@@ -1,0 +1,76 @@
+#pragma once
+// The CUDA and cuDNN objects one cudnn backend instance owns, shared with the plans it hands out
+// (a plan may outlive the backend that built it).
+//
+// Note [one stream]
+// Each backend instance has one non-blocking stream, and its cuDNN handle is bound to it. Every
+// kernel the backend launches (conv plans, bias ops), every copy through dnnx::copy() and the
+// timing events go to that stream, so they run in the order they were issued and the caching
+// allocator may reuse a block as soon as the host frees it (Note [caching allocator]). The op
+// layer serializes calls on one backend instance (ContextState::mutex), which is also what the
+// cuDNN handle requires.
+
+#include "backends/cudnn/allocator.hpp"
+#include "backends/cudnn/handles.hpp"
+#include "core/device.hpp"
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dnnx::cudnn {
+
+/// What the device and libraries are; part of every choice-cache key through the fingerprint.
+struct DeviceFacts {
+  std::string name;             ///< "NVIDIA H100 80GB HBM3"
+  int major = 0, minor = 0;     ///< compute capability
+  int sm_count = 0;             ///< multiprocessors
+  std::size_t memory_bytes = 0; ///< global memory
+  int driver_version = 0;       ///< cudaDriverGetVersion, e.g. 13000
+  int runtime_version = 0;      ///< cudaRuntimeGetVersion
+  std::size_t cudnn_version = 0;///< cudnnGetVersion, e.g. 91900
+};
+
+/// "9.19.0" from 91900; "13.0" from 13000.
+std::string cudnn_version_text(std::size_t version);
+std::string cuda_version_text(int version);
+
+/// Makes `device` the calling thread's current CUDA device if it is not already.
+void make_current(int device, const ErrorContext& context);
+
+class Runtime final : public detail::DeviceRuntime {
+ public:
+  /// Creates the stream, handle and allocator on `device` and registers this runtime for
+  /// dnnx::copy(). `allow_tf32`: whether f32 convolutions may run on TF32 tensor cores.
+  Runtime(int device, bool allow_tf32);
+  ~Runtime() override;
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  int device() const { return device_; }
+  const DeviceFacts& facts() const { return facts_; }
+  bool allow_tf32() const { return allow_tf32_; }
+  cudaStream_t stream() const { return stream_.get(); }
+  cudnnHandle_t handle() const { return handle_.get(); }
+  CachingAllocator& allocator() { return *allocator_; }
+  /// Makes this runtime's device current on the calling thread.
+  void make_current() const;
+  /// ErrorContext with backend "cudnn" and the given implementation.
+  ErrorContext context(std::string implementation = {}) const;
+
+  void memcpy(void* dst, const void* src, std::size_t bytes, CopyKind kind) override;
+  void synchronize() override;
+
+ private:
+  int device_;
+  bool allow_tf32_;
+  DeviceFacts facts_;
+  // Destroyed bottom-up: the allocator's release waits on the stream, which must still exist.
+  Stream stream_;
+  CudnnHandle handle_;
+  std::unique_ptr<CachingAllocator> allocator_;
+  bool registered_ = false;
+};
+
+}  // namespace dnnx::cudnn

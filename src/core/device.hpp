@@ -1,0 +1,34 @@
+#pragma once
+// What core needs from a device backend to move bytes: a copy and a wait. A device backend (the
+// cudnn backend) implements DeviceRuntime and registers it for its device when it is created;
+// core never includes a CUDA header. No static-initializer registration: a device has a runtime
+// exactly while a backend instance for it exists.
+
+#include <dnnx/tensor.hpp>
+
+#include <cstddef>
+
+namespace dnnx::detail {
+
+/// Byte movement on one device, ordered with the work its backend queues.
+class DeviceRuntime {
+ public:
+  enum class CopyKind : unsigned char { host_to_device, device_to_host, device_to_device };
+
+  virtual ~DeviceRuntime() = default;
+  /// Copies `bytes` bytes and returns once the copy has finished. The copy runs after every
+  /// operation the backend queued before it.
+  virtual void memcpy(void* dst, const void* src, std::size_t bytes, CopyKind kind) = 0;
+  /// Waits for every operation the backend queued.
+  virtual void synchronize() = 0;
+};
+
+/// Makes `runtime` the runtime of `device` (a CUDA device). Throws Internal if another runtime is
+/// registered for it.
+void register_device_runtime(Device device, DeviceRuntime& runtime);
+/// Removes `runtime` if it is the one registered for `device` (never throws).
+void unregister_device_runtime(Device device, const DeviceRuntime& runtime) noexcept;
+/// The runtime of `device`, or null when no backend on that device exists.
+DeviceRuntime* device_runtime(Device device);
+
+}  // namespace dnnx::detail

@@ -1,0 +1,554 @@
+// The cudnn backend on a GPU (label "gpu"): device tensors and copies, the caching allocator,
+// candidate enumeration (legacy algorithms and graph-API engines), every supported candidate of
+// every direction against the reference backend, determinism, workspace limits, errors, bias.
+// Every test skips with the reason when no usable GPU is present (CI has none).
+
+#include <dnnx/algo.hpp>
+#include <dnnx/context.hpp>
+#include <dnnx/error.hpp>
+#include <dnnx/ops/conv.hpp>
+#include <dnnx/tensor.hpp>
+
+#include "backends/cudnn/allocator.hpp"
+#include "ops/context_state.hpp"
+#include "support/compare.hpp"
+#include "support/conv.hpp"
+#include "support/random.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace dnnx {
+namespace {
+
+constexpr Direction all_directions[] = {Direction::fwd, Direction::bwd_data,
+                                        Direction::bwd_weights};
+
+// Skips the calling test when the cudnn backend cannot run here, saying why.
+#define DNNX_REQUIRE_GPU()                                                               \
+  do {                                                                                   \
+    std::string dnnx_why_;                                                               \
+    if (!backend_available(BackendKind::cudnn, &dnnx_why_))                              \
+      GTEST_SKIP() << "cudnn backend not available (no usable GPU): " << dnnx_why_;      \
+  } while (false)
+
+// A cudnn context with a private, memory-only choice cache (fixed ids must not reach the
+// persistent cache file).
+Context gpu_context() {
+  Context context(BackendKind::cudnn);
+  context.set_choice_cache(std::make_shared<ChoiceCache>());
+  return context;
+}
+
+Tensor to_device(const Tensor& host, Context& context) {
+  Tensor device = Tensor::empty(host.dims(), host.dtype(), host.layout().value(),
+                                context.allocator());
+  copy(host, device);
+  return device;
+}
+
+Tensor to_host(const Tensor& device) {
+  Tensor host = Tensor::empty(device.dims(), device.dtype(), device.layout().value());
+  copy(device, host);
+  return host;
+}
+
+struct DeviceOperands {
+  Tensor src, weights, diff_dst;
+};
+
+DeviceOperands upload(const test::ConvOperands& host, Context& context) {
+  DeviceOperands device;
+  if (!host.src.is_null()) device.src = to_device(host.src, context);
+  if (!host.weights.is_null()) device.weights = to_device(host.weights, context);
+  if (!host.diff_dst.is_null()) device.diff_dst = to_device(host.diff_dst, context);
+  return device;
+}
+
+struct GpuRun {
+  Tensor output;  // on the host
+  std::shared_ptr<const Choice> choice;
+};
+
+// Runs `direction` with the context's policy into a device output poisoned with NaN (unwritten
+// elements then fail the finiteness check) and brings the output back.
+GpuRun run_gpu(Context& context, const ConvDesc& desc, Direction direction,
+               const DeviceOperands& operands) {
+  Tensor output = to_device(
+      test::nan_tensor(test::conv_output_dims(desc, direction), desc.dtype, desc.layout), context);
+  GpuRun run;
+  switch (direction) {
+    case Direction::fwd:
+      run.choice = conv_fwd(context, desc, operands.src, operands.weights, output);
+      break;
+    case Direction::bwd_data:
+      run.choice = conv_bwd_data(context, desc, operands.diff_dst, operands.weights, output);
+      break;
+    case Direction::bwd_weights:
+      run.choice = conv_bwd_weights(context, desc, operands.src, operands.diff_dst, output);
+      break;
+  }
+  run.output = to_host(output);
+  return run;
+}
+
+bool has_note(const AlgoInfo& info, const std::string& note) {
+  return std::find(info.notes.begin(), info.notes.end(), note) != info.notes.end();
+}
+
+template <typename Body>
+void expect_error(ErrorKind kind, const std::vector<std::string>& mentions, Body&& body) {
+  try {
+    body();
+    ADD_FAILURE() << "expected " << to_string(kind) << ", nothing was thrown";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), kind) << error.what();
+    for (const std::string& mention : mentions)
+      EXPECT_NE(std::string(error.what()).find(mention), std::string::npos)
+          << "message does not mention '" << mention << "': " << error.what();
+  }
+}
+
+ConvDesc make_desc(Dims src, Dims weights, std::vector<std::int64_t> stride,
+                   std::vector<std::int64_t> pad, std::vector<std::int64_t> dilation,
+                   std::int64_t groups, DType dtype, Layout layout) {
+  return ConvDesc::from_shapes(src, weights, stride, pad, dilation, groups, dtype, layout);
+}
+
+// The representative desc matrix: every dtype, both layouts, 1/2/3-D, strides, dilation, groups
+// (depthwise too), asymmetric padding, odd sizes, batch 1.
+std::vector<ConvDesc> desc_matrix() {
+  std::vector<ConvDesc> descs{
+      make_desc({2, 16, 12, 12}, {32, 16, 3, 3}, {1}, {1}, {1}, 1, DType::f32,
+                Layout::channels_first),
+      make_desc({2, 16, 12, 12}, {32, 16, 3, 3}, {1}, {1}, {1}, 1, DType::f16,
+                Layout::channels_last),
+      make_desc({2, 32, 9, 9}, {16, 32, 1, 1}, {2}, {0}, {1}, 1, DType::bf16,
+                Layout::channels_last),
+      make_desc({3, 8, 13, 11}, {16, 8, 5, 5}, {2}, {2}, {1}, 1, DType::f32,
+                Layout::channels_last),
+      make_desc({2, 16, 10, 10}, {32, 4, 3, 3}, {1}, {2}, {2}, 4, DType::f32,
+                Layout::channels_last),
+      make_desc({1, 32, 14, 14}, {32, 1, 3, 3}, {1}, {1}, {1}, 32, DType::f16,
+                Layout::channels_first),
+      make_desc({2, 8, 33}, {16, 8, 5}, {1}, {2}, {1}, 1, DType::f32, Layout::channels_first),
+      make_desc({1, 8, 6, 7, 5}, {8, 8, 3, 3, 3}, {1}, {1}, {1}, 1, DType::f32,
+                Layout::channels_first),
+      make_desc({2, 16, 10, 10}, {16, 16, 3, 3}, {1}, {1}, {1}, 1, DType::f16,
+                Layout::channels_last),
+  };
+  // Asymmetric padding (what TensorFlow's SAME gives for even sizes): graph API only. The f16
+  // case is last (the error tests use it).
+  ConvDesc asymmetric_f32 =
+      make_desc({2, 8, 11, 12}, {16, 8, 3, 3}, {2}, {1}, {1}, 1, DType::f32, Layout::channels_first);
+  asymmetric_f32.pad_before = {1, 0, 0};
+  asymmetric_f32.pad_after = {0, 1, 0};
+  descs.insert(descs.end() - 1, asymmetric_f32);
+  descs.back().pad_before = {0, 0, 0};
+  descs.back().pad_after = {1, 1, 0};
+  return descs;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Availability, facts, memory.
+
+TEST(CudnnBackend, AvailableOrSaysWhy) {
+  std::string why;
+  if (!backend_available(BackendKind::cudnn, &why)) {
+    EXPECT_FALSE(why.empty());
+    expect_error(ErrorKind::Unsupported, {"cudnn", why}, [] { Context c(BackendKind::cudnn); });
+    GTEST_SKIP() << "no usable GPU: " << why;
+  }
+  Context context(BackendKind::cudnn);
+  EXPECT_EQ(context.device(), Device::cuda(0));
+  EXPECT_EQ(resolve_backend(BackendKind::automatic), BackendKind::cudnn);
+  const detail::Backend& backend = context.state().backend();
+  const std::string fingerprint = backend.fingerprint();
+  for (const char* part : {"cuDNN 9.", "CUDA ", "driver ", " sm_", "SMs=", "tf32=off"})
+    EXPECT_NE(fingerprint.find(part), std::string::npos) << fingerprint;
+  std::set<std::string> keys;
+  for (const auto& [key, value] : backend.environment()) {
+    keys.insert(key);
+    EXPECT_FALSE(value.empty()) << key;
+  }
+  for (const char* key : {"device_name", "compute_capability", "sm_count", "cuda_driver",
+                          "cuda_runtime", "cudnn_version", "tf32"})
+    EXPECT_TRUE(keys.count(key)) << key;
+  std::cout << "[ cudnn    ] " << context.describe() << "\n[ cudnn    ] " << fingerprint << '\n';
+  expect_error(ErrorKind::InvalidArgument, {"CUDA device 4096 does not exist"},
+               [] { Context c(BackendKind::cudnn, 4096); });
+}
+
+TEST(CudnnBackend, CopyRoundTripsEveryDirectionAndLayout) {
+  DNNX_REQUIRE_GPU();
+  Context context = gpu_context();
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    const Dims dims{2, 3, 5, 7};
+    const Tensor host = test::random_tensor(dims, dtype, Layout::channels_first, 7);
+    // Host nchw -> device nhwc (packed through a host copy) -> device nhwc -> host nchw.
+    Tensor device = Tensor::empty(dims, dtype, Layout::channels_last, context.allocator());
+    EXPECT_EQ(device.device(), Device::cuda(0));
+    copy(host, device);
+    Tensor device2 = Tensor::empty(dims, dtype, Layout::channels_last, context.allocator());
+    copy(device, device2);
+    Tensor back = Tensor::empty(dims, dtype, Layout::channels_first);
+    copy(device2, back);
+    EXPECT_TRUE(test::bitwise_equal(host, back, "round trip", to_string(dtype)));
+  }
+  Tensor a = Tensor::empty({2, 3}, DType::f32, Layout::channels_first, context.allocator());
+  Tensor b = Tensor::empty({2, 4}, DType::f32, Layout::channels_first, context.allocator());
+  expect_error(ErrorKind::InvalidArgument, {"dims 2x3", "2x4"}, [&] { copy(a, b); });
+  Tensor c = Tensor::empty({2, 3}, DType::f16, Layout::channels_first);
+  expect_error(ErrorKind::InvalidArgument, {"dtype f32", "f16"}, [&] { copy(a, c); });
+  Tensor nhwc = Tensor::empty({1, 2, 3, 4}, DType::f32, Layout::channels_last, context.allocator());
+  Tensor nchw = Tensor::empty({1, 2, 3, 4}, DType::f32, Layout::channels_first, context.allocator());
+  expect_error(ErrorKind::Unsupported, {"transpose"}, [&] { copy(nhwc, nchw); });
+}
+
+TEST(CudnnBackend, CachingAllocatorReusesBlocks) {
+  DNNX_REQUIRE_GPU();
+  Context context = gpu_context();
+  auto* allocator = dynamic_cast<cudnn::CachingAllocator*>(&context.allocator());
+  ASSERT_NE(allocator, nullptr);
+  void* first = allocator->allocate(1000);
+  allocator->deallocate(first, 1000);
+  const std::size_t mallocs = allocator->device_allocations();
+  for (int i = 0; i < 100; ++i) {
+    void* p = allocator->allocate(900);  // same 512-byte bucket
+    EXPECT_EQ(p, first);
+    allocator->deallocate(p, 900);
+  }
+  EXPECT_EQ(allocator->device_allocations(), mallocs);
+  // More than the device has: released cache, one retry, then OutOfMemory naming the size.
+  expect_error(ErrorKind::OutOfMemory, {"device allocation of", "cudaErrorMemoryAllocation"},
+               [&] { allocator->allocate(std::size_t{1} << 50); });
+  void* after = allocator->allocate(1000);  // still usable after the failure
+  allocator->deallocate(after, 1000);
+}
+
+TEST(CudnnAllocator, Buckets) {
+  using cudnn::CachingAllocator;
+  EXPECT_EQ(CachingAllocator::bucket(0), 512u);
+  EXPECT_EQ(CachingAllocator::bucket(1), 512u);
+  EXPECT_EQ(CachingAllocator::bucket(513), 1024u);
+  EXPECT_EQ(CachingAllocator::bucket(1 << 20), std::size_t{1} << 20);
+  EXPECT_EQ(CachingAllocator::bucket((1 << 20) + 1), std::size_t{2} << 20);
+  EXPECT_EQ(CachingAllocator::bucket(100u << 20), 104u << 20);  // above 64 MiB: steps of 8 MiB
+  for (std::size_t bytes : {std::size_t{3}, std::size_t{777777}, std::size_t{5} << 20,
+                            (std::size_t{1} << 33) + 5}) {
+    EXPECT_GE(CachingAllocator::bucket(bytes), bytes);
+    EXPECT_LE(CachingAllocator::bucket(bytes), bytes + bytes / 8 + (2u << 20));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Enumeration.
+
+TEST(CudnnConv, ListsLegacyAndEngineCandidates) {
+  DNNX_REQUIRE_GPU();
+  Context context = gpu_context();
+  const ConvDesc desc = desc_matrix()[0];  // f32, TF32 off
+  const std::map<Direction, std::size_t> legacy_count{
+      {Direction::fwd, 8 * 4}, {Direction::bwd_data, 6 * 4}, {Direction::bwd_weights, 7 * 4}};
+  for (Direction direction : all_directions) {
+    SCOPED_TRACE(test::conv_context(desc, direction, "(list)"));
+    const std::vector<AlgoInfo> algos = conv_list(context, desc, direction);
+    std::set<std::string> ids;
+    std::size_t legacy = 0, engines = 0, supported_engines = 0;
+    bool seen_unsupported = false;
+    for (std::size_t i = 0; i < algos.size(); ++i) {
+      const AlgoInfo& info = algos[i];
+      EXPECT_TRUE(ids.insert(info.id).second) << "duplicate id " << info.id;
+      EXPECT_EQ(info.priority, static_cast<int>(i));
+      if (info.supported) {
+        EXPECT_FALSE(seen_unsupported) << info.id << " listed after an unsupported one";
+        EXPECT_TRUE(info.reason.empty()) << info.id;
+      } else {
+        seen_unsupported = true;
+        EXPECT_FALSE(info.reason.empty()) << info.id;
+      }
+      if (info.id.rfind("cudnn:legacy:", 0) == 0) {
+        ++legacy;
+        const bool tf32_math = info.id.ends_with(":tensor_op") ||
+                               info.id.ends_with(":tensor_op_allow_conversion") ||
+                               info.id.ends_with(":default");
+        if (tf32_math) {
+          EXPECT_FALSE(info.supported) << info.id;
+          EXPECT_NE(info.reason.find("TF32"), std::string::npos) << info.reason;
+        }
+      } else {
+        EXPECT_EQ(info.id.rfind("cudnn:engine:", 0), 0u) << info.id;
+        ++engines;
+        supported_engines += info.supported;
+      }
+      if (info.supported && desc.dtype == DType::f32)
+        EXPECT_FALSE(has_note(info, "tensor_cores")) << info.id << " would run f32 as TF32";
+    }
+    EXPECT_EQ(legacy, legacy_count.at(direction));
+    EXPECT_GT(engines, 10u);
+    EXPECT_GT(supported_engines, 0u);
+    ASSERT_FALSE(algos.empty());
+    EXPECT_TRUE(algos.front().supported);
+    // The first candidate is heuristics mode A's first admissible config.
+    EXPECT_EQ(algos.front().id.rfind("cudnn:engine:", 0), 0u) << algos.front().id;
+    EXPECT_NE(algos.front().name.find("heuristics A #1"), std::string::npos)
+        << algos.front().name;
+    std::cout << "[ cudnn    ] " << to_string(direction) << ": " << algos.size()
+              << " candidates (" << engines << " engine configs, " << supported_engines
+              << " supported; " << legacy << " legacy)\n";
+  }
+}
+
+TEST(CudnnConv, NondeterministicAlgorithmsAreMarked) {
+  DNNX_REQUIRE_GPU();
+  Context context = gpu_context();
+  ConvDesc desc = desc_matrix()[1];
+  for (const AlgoInfo& info : conv_list(context, desc, Direction::bwd_data)) {
+    if (info.id.rfind("cudnn:legacy:bwd_data:algo_0:", 0) == 0) EXPECT_FALSE(info.deterministic);
+    if (info.id.rfind("cudnn:legacy:bwd_data:algo_1:", 0) == 0) EXPECT_TRUE(info.deterministic);
+  }
+  for (const AlgoInfo& info : conv_list(context, desc, Direction::bwd_weights)) {
+    if (info.id.rfind("cudnn:legacy:bwd_weights:algo_0:", 0) == 0 ||
+        info.id.rfind("cudnn:legacy:bwd_weights:algo_3:", 0) == 0)
+      EXPECT_FALSE(info.deterministic) << info.id;
+    if (info.id.rfind("cudnn:engine:", 0) == 0)
+      EXPECT_EQ(info.deterministic, !has_note(info, "nondeterministic")) << info.id;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parity: every supported candidate of every direction against the reference backend.
+
+TEST(CudnnConv, EveryCandidateMatchesTheReference) {
+  DNNX_REQUIRE_GPU();
+  Context context = gpu_context();
+  Context reference(BackendKind::reference);
+  reference.set_choice_cache(std::make_shared<ChoiceCache>());
+  std::size_t checked = 0, unsupported = 0;
+  std::map<std::string, std::size_t> unsupported_by_kind;
+  for (const ConvDesc& desc : desc_matrix()) {
+    const auto start = std::chrono::steady_clock::now();
+    std::size_t desc_checked = 0;
+    for (Direction direction : all_directions) {
+      const test::ConvOperands operands =
+          test::random_conv_operands(desc, direction, test::seed_from(desc.key()));
+      const DeviceOperands device = upload(operands, context);
+      const std::vector<float> expected =
+          test::run_conv(reference, desc, direction, operands).output.to_f32();
+      const std::vector<float> scale = test::conv_error_scale(desc, direction, operands);
+      const Dims out_dims = test::conv_output_dims(desc, direction);
+      bool any = false;
+      for (const AlgoInfo& info : conv_list(context, desc, direction)) {
+        if (!info.supported) {
+          ++unsupported;
+          ++unsupported_by_kind[info.id.rfind("cudnn:legacy:", 0) == 0 ? "legacy" : "engine"];
+          continue;
+        }
+        const std::string where = test::conv_context(desc, direction, info.id);
+        context.tune().policy(direction) = AlgoPolicy::fixed(info.id);
+        GpuRun run;
+        try {
+          run = run_gpu(context, desc, direction, device);
+        } catch (const Error& error) {
+          ADD_FAILURE() << "listed as supported but failed: " << error.what() << "\n" << where;
+          continue;
+        }
+        EXPECT_EQ(run.choice->algo.id, info.id);
+        const std::vector<float> actual = run.output.to_f32();
+        EXPECT_TRUE(test::all_finite(actual, out_dims, "output", where));
+        EXPECT_TRUE(test::close_within_scale(actual, expected, scale, out_dims,
+                                             test::conv_tolerance(desc.dtype), "output", where));
+        ++checked;
+        ++desc_checked;
+        any = true;
+      }
+      context.tune().policy(direction) = AlgoPolicy::heuristic();
+      EXPECT_TRUE(any) << "no supported candidate for " << test::conv_context(desc, direction, "");
+    }
+    std::cout << "[ cudnn    ] " << desc << ": " << desc_checked << " candidate runs checked in "
+              << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+              << " s\n";
+  }
+  std::cout << "[ cudnn    ] " << checked << " candidate runs matched the reference; "
+            << unsupported << " unsupported listings (legacy " << unsupported_by_kind["legacy"]
+            << ", engine " << unsupported_by_kind["engine"] << ")\n";
+}
+
+TEST(CudnnConv, BiasMatchesTheReference) {
+  DNNX_REQUIRE_GPU();
+  Context context = gpu_context();
+  Context reference(BackendKind::reference);
+  for (const ConvDesc& desc : {desc_matrix()[0], desc_matrix()[1], desc_matrix()[7]}) {
+    const std::string where = test::conv_context(desc, Direction::fwd, "bias");
+    const Tensor bias = test::random_tensor(desc.bias_dims(), desc.dtype, Layout::channels_first, 3);
+    const Tensor dst = test::random_tensor(desc.dst_dims(), desc.dtype, desc.layout, 4);
+    Tensor dst_ref = test::tensor_from(desc.dst_dims(), desc.dtype, desc.layout, dst.to_f32());
+    conv_bias_fwd(reference, desc, bias, dst_ref);
+    Tensor dst_gpu = to_device(dst, context);
+    conv_bias_fwd(context, desc, to_device(bias, context), dst_gpu);
+    const std::vector<float> scale(static_cast<std::size_t>(dst.numel()), 2.0f);
+    EXPECT_TRUE(test::close_within_scale(to_host(dst_gpu).to_f32(), dst_ref.to_f32(), scale,
+                                         desc.dst_dims(), test::conv_tolerance(desc.dtype),
+                                         "dst + bias", where));
+    Tensor diff_bias_ref = Tensor::empty(desc.bias_dims(), desc.dtype);
+    conv_bias_bwd(reference, desc, dst, diff_bias_ref);
+    Tensor diff_bias_gpu = to_device(test::nan_tensor(desc.bias_dims(), desc.dtype,
+                                                      Layout::channels_first),
+                                     context);
+    conv_bias_bwd(context, desc, to_device(dst, context), diff_bias_gpu);
+    const float count = static_cast<float>(dst.numel() / desc.out_channels);
+    const std::vector<float> bias_scale(static_cast<std::size_t>(desc.out_channels), count);
+    EXPECT_TRUE(test::close_within_scale(to_host(diff_bias_gpu).to_f32(), diff_bias_ref.to_f32(),
+                                         bias_scale, desc.bias_dims(),
+                                         test::conv_tolerance(desc.dtype), "diff_bias", where));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Determinism.
+
+TEST(CudnnConv, DeterministicBackwardWeightsIsBitwiseStable) {
+  DNNX_REQUIRE_GPU();
+  Context context = gpu_context();
+  for (const ConvDesc& desc : {desc_matrix()[0], desc_matrix()[1]}) {
+    const Direction direction = Direction::bwd_weights;
+    const test::ConvOperands operands = test::random_conv_operands(desc, direction, 11);
+    const DeviceOperands device = upload(operands, context);
+    int deterministic = 0;
+    for (const AlgoInfo& info : conv_list(context, desc, direction)) {
+      if (!info.supported || !info.deterministic) continue;
+      ++deterministic;
+      const std::string where = test::conv_context(desc, direction, info.id);
+      context.tune().policy(direction) = AlgoPolicy::fixed(info.id);
+      const Tensor first = run_gpu(context, desc, direction, device).output;
+      for (int i = 1; i < 10; ++i) {
+        const Tensor again = run_gpu(context, desc, direction, device).output;
+        ASSERT_TRUE(test::bitwise_equal(first, again, "diff_weights", where)) << "run " << i;
+      }
+    }
+    EXPECT_GT(deterministic, 0);
+    // Exhaustive selection under the deterministic constraint never picks anything else.
+    context.tune().policy(direction) = AlgoPolicy::exhaustive();
+    context.tune().deterministic = true;
+    const GpuRun run = run_gpu(context, desc, direction, device);
+    EXPECT_TRUE(run.choice->algo.deterministic) << run.choice->algo.id;
+    for (const ProfileRow& row : run.choice->timings) {
+      if (!row.algo.deterministic && row.algo.supported)
+        EXPECT_EQ(row.status, CandidateStatus::not_deterministic) << row.algo.id;
+    }
+    context.tune().deterministic = false;
+    context.tune().policy(direction) = AlgoPolicy::heuristic();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Selection: exhaustive, workspace limits.
+
+TEST(CudnnConv, ExhaustiveTimesLegacyAndEnginesTogether) {
+  DNNX_REQUIRE_GPU();
+  Context context = gpu_context();
+  const ConvDesc desc = desc_matrix()[1];
+  context.tune().fwd = AlgoPolicy::exhaustive();
+  const test::ConvOperands operands = test::random_conv_operands(desc, Direction::fwd, 5);
+  const GpuRun run = run_gpu(context, desc, Direction::fwd, upload(operands, context));
+  // Both kinds ran (on a conv this small, legacy algorithms may be abandoned after one run).
+  bool legacy_timed = false, engine_timed = false;
+  for (const ProfileRow& row : run.choice->timings) {
+    if (row.runs == 0) continue;
+    EXPECT_GT(row.median_ms, 0.0) << row.algo.id;
+    legacy_timed |= row.algo.id.rfind("cudnn:legacy:", 0) == 0;
+    engine_timed |= row.algo.id.rfind("cudnn:engine:", 0) == 0;
+  }
+  EXPECT_TRUE(legacy_timed);
+  EXPECT_TRUE(engine_timed);
+  EXPECT_EQ(run.choice->algo.id, run.choice->timings.front().algo.id);
+  std::cout << "[ cudnn    ] exhaustive fwd " << desc << ": " << run.choice->algo.id << " "
+            << run.choice->time_ms << " ms, " << run.choice->candidates_timed
+            << " candidates timed, selection " << run.choice->tuning_ms << " ms\n";
+  // conv_select without tensors times on device scratch tensors.
+  context.tune().bwd_data = AlgoPolicy::exhaustive();
+  const auto selected = conv_select(context, desc, Direction::bwd_data);
+  EXPECT_GT(selected->candidates_timed, 1);
+}
+
+TEST(CudnnConv, WorkspaceLimits) {
+  DNNX_REQUIRE_GPU();
+  Context context = gpu_context();
+  for (const ConvDesc& desc : {desc_matrix()[0], desc_matrix()[1]}) {
+    for (Direction direction : all_directions) {
+      const std::string where = test::conv_context(desc, direction, "(workspace)");
+      const test::ConvOperands operands = test::random_conv_operands(desc, direction, 9);
+      const DeviceOperands device = upload(operands, context);
+      for (PolicyKind kind : {PolicyKind::heuristic, PolicyKind::exhaustive}) {
+        context.tune().policy(direction) =
+            kind == PolicyKind::heuristic ? AlgoPolicy::heuristic() : AlgoPolicy::exhaustive();
+        // A limit of 0 still succeeds, on a candidate that needs no workspace.
+        context.tune().workspace_limit = 0;
+        const GpuRun zero = run_gpu(context, desc, direction, device);
+        EXPECT_EQ(zero.choice->algo.workspace_bytes, 0u) << where;
+        EXPECT_TRUE(test::all_finite(zero.output, "output", where));
+        // Just below the unconstrained winner's workspace: another candidate that fits.
+        context.tune().workspace_limit.reset();
+        const GpuRun free = run_gpu(context, desc, direction, device);
+        const std::size_t winner = free.choice->algo.workspace_bytes;
+        if (winner == 0) continue;  // nothing below it; the zero-limit case covered this one
+        context.tune().workspace_limit = winner - 1;
+        const GpuRun limited = run_gpu(context, desc, direction, device);
+        EXPECT_NE(limited.choice->algo.id, free.choice->algo.id) << where;
+        EXPECT_LE(limited.choice->algo.workspace_bytes, winner - 1) << where;
+        context.tune().workspace_limit.reset();
+      }
+      context.tune().policy(direction) = AlgoPolicy::heuristic();
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors.
+
+TEST(CudnnConv, UnsupportedFixedIdsNameTheIdTheReasonAndTheValidIds) {
+  DNNX_REQUIRE_GPU();
+  Context context = gpu_context();
+  const ConvDesc strided = desc_matrix()[3];  // stride 2: FFT cannot run it
+  const test::ConvOperands operands = test::random_conv_operands(strided, Direction::fwd, 1);
+  const DeviceOperands device = upload(operands, context);
+  context.tune().fwd = AlgoPolicy::fixed("cudnn:legacy:fwd:fft:fma");
+  expect_error(ErrorKind::Unsupported,
+               {"cudnn:legacy:fwd:fft:fma", "CUDNN_STATUS_", "valid ids:", "cudnn:engine:"},
+               [&] { run_gpu(context, strided, Direction::fwd, device); });
+  // TF32 math for f32 is refused with the reason.
+  context.tune().fwd = AlgoPolicy::fixed("cudnn:legacy:fwd:implicit_gemm:tensor_op");
+  expect_error(ErrorKind::Unsupported, {"cudnn:legacy:fwd:implicit_gemm:tensor_op", "TF32",
+                                        "DNNX_ALLOW_TF32", "valid ids:"},
+               [&] { run_gpu(context, strided, Direction::fwd, device); });
+  // Not a candidate at all.
+  context.tune().fwd = AlgoPolicy::fixed("cudnn:engine:99999");
+  expect_error(ErrorKind::InvalidArgument, {"cudnn:engine:99999", "valid ids:"},
+               [&] { run_gpu(context, strided, Direction::fwd, device); });
+  // Asymmetric padding: legacy algorithms say why.
+  const ConvDesc asymmetric = desc_matrix().back();
+  const DeviceOperands asym_device =
+      upload(test::random_conv_operands(asymmetric, Direction::fwd, 2), context);
+  context.tune().fwd = AlgoPolicy::fixed("cudnn:legacy:fwd:implicit_gemm:fma");
+  expect_error(ErrorKind::Unsupported, {"asymmetric padding", "valid ids:"},
+               [&] { run_gpu(context, asymmetric, Direction::fwd, asym_device); });
+  // Host tensors on a cudnn context.
+  context.tune().fwd = AlgoPolicy::heuristic();
+  Tensor dst = Tensor::empty(strided.dst_dims(), strided.dtype, strided.layout);
+  expect_error(ErrorKind::InvalidArgument, {"src is on cpu", "cuda:0"}, [&] {
+    conv_fwd(context, strided, operands.src, operands.weights, dst);
+  });
+}
+
+}  // namespace
+}  // namespace dnnx
