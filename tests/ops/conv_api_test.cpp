@@ -40,6 +40,10 @@ std::vector<ApiCase> api_cases() {
   return cases;
 }
 
+void PrintTo(const ApiCase& param, std::ostream* out) {
+  *out << to_string(param.backend) << " " << param.conv.name << " (" << param.conv.desc << ")";
+}
+
 std::string api_name(const ::testing::TestParamInfo<ApiCase>& info) {
   return std::string(to_string(info.param.backend)) + "_" + info.param.conv.name;
 }

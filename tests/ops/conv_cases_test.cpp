@@ -127,7 +127,7 @@ TEST(ConvCases, ResNet50ShapesFile) {
   EXPECT_EQ(shapes.front().name, "conv1");
   EXPECT_EQ(conv1.dst_dims(), (Dims{2, 64, 112, 112}));
   // The default suite's subset is a real subset and is not empty.
-  const auto cheap = conv_resnet50_cases(1, 52e6);
+  const auto cheap = conv_resnet50_cases(1, 13e6);
   EXPECT_GT(cheap.size(), 0u);
   EXPECT_LT(cheap.size(), shapes.size());
 }
