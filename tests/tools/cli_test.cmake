@@ -11,8 +11,16 @@
 #   JSON           "stdout" or a file path: that text must be valid JSON
 #   JSON_LENGTH    the length of the top-level JSON array or object
 #   JSON_REQUIRE   '|'-separated member paths ("results/5/chosen/id") that must exist and be non-null
+#   UNAVAILABLE    a backend that `dnnx version` must report unavailable, else the test is skipped
 
 if(CMAKE_SCRIPT_MODE_FILE)
+  if(DEFINED UNAVAILABLE)
+    execute_process(COMMAND ${CLI} version OUTPUT_VARIABLE versions)
+    if(NOT versions MATCHES "  ${UNAVAILABLE}: unavailable")
+      message("dnnx-cli-test-skip: backend ${UNAVAILABLE} is available here\n${versions}")
+      return()
+    endif()
+  endif()
   string(REPLACE "|" ";" args "${ARGS}")
   execute_process(COMMAND ${CLI} ${args}
                   RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -68,8 +76,8 @@ file(MAKE_DIRECTORY ${_dnnx_cli_dir})
 # dnnx_cli_test(<name> ARGS <arg>... [CODE n] [STDOUT regex] [STDERR regex] [ONE_LINE_ERROR]
 #               [JSON stdout|<file>] [JSON_LENGTH n] [JSON_REQUIRE path...])
 function(dnnx_cli_test name)
-  cmake_parse_arguments(PARSE_ARGV 1 T "ONE_LINE_ERROR" "CODE;STDOUT;STDERR;JSON;JSON_LENGTH"
-                        "ARGS;JSON_REQUIRE")
+  cmake_parse_arguments(PARSE_ARGV 1 T "ONE_LINE_ERROR"
+                        "CODE;STDOUT;STDERR;JSON;JSON_LENGTH;UNAVAILABLE" "ARGS;JSON_REQUIRE")
   if(NOT DEFINED T_CODE)
     set(T_CODE 0)
   endif()
@@ -90,13 +98,17 @@ function(dnnx_cli_test name)
   if(DEFINED T_JSON_LENGTH)
     list(APPEND defines "-DJSON_LENGTH=${T_JSON_LENGTH}")
   endif()
+  if(DEFINED T_UNAVAILABLE)
+    list(APPEND defines "-DUNAVAILABLE=${T_UNAVAILABLE}")
+  endif()
   if(T_JSON_REQUIRE)
     list(JOIN T_JSON_REQUIRE "|" required)
     list(APPEND defines "-DJSON_REQUIRE=${required}")
   endif()
   add_test(NAME cli.${name} COMMAND ${CMAKE_COMMAND} ${defines} -P ${_dnnx_cli_script})
   # Tests that write a file run from their own directory and never share it.
-  set_tests_properties(cli.${name} PROPERTIES LABELS cli WORKING_DIRECTORY ${_dnnx_cli_dir})
+  set_tests_properties(cli.${name} PROPERTIES LABELS cli WORKING_DIRECTORY ${_dnnx_cli_dir}
+                                              SKIP_REGULAR_EXPRESSION "dnnx-cli-test-skip")
 endfunction()
 
 # A bad command line: exit status 2, one line on stderr matching `regex` (it names the flag and
@@ -196,8 +208,13 @@ dnnx_cli_usage_error(bad.model_line "broken_model.txt:2: expected"
 dnnx_cli_usage_error(bad.channel_mismatch "8x3x3x3" algos conv --input 1x4x8x8 --weights 8x3x3x3)
 dnnx_cli_usage_error(bad.kernel_too_large "30" algos conv --input 1x4x8x8 --weights 8x4x30x3)
 
-# A valid request the library cannot serve here: dnnx::Error (not InvalidArgument), exit status 1.
-if(NOT DNNX_HAVE_CUDNN)
-  dnnx_cli_test(unavailable_backend CODE 1 STDERR "cudnn" ONE_LINE_ERROR
-                ARGS algos conv ${_conv} --backend cudnn)
-endif()
+# A valid request the library cannot serve: dnnx::Error (not InvalidArgument), exit status 1.
+# Skipped where cudnn is usable (a GPU machine).
+dnnx_cli_test(unavailable_backend CODE 1 STDERR "cudnn" ONE_LINE_ERROR UNAVAILABLE cudnn
+              ARGS algos conv ${_conv} --backend cudnn)
+# A layer-direction that fails while tuning is reported and the others still run: exit status 1.
+dnnx_cli_test(tune.step_failure CODE 1
+              STDOUT "tiny\\.conv +fwd +2 +FAILED.*failures:.*tiny\\.conv fwd: .*no:such:algorithm"
+              STDERR "dnnx: tune: 1 of 1 layer-directions failed"
+              ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
+                   --direction fwd --policy fixed:no:such:algorithm)

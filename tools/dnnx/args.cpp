@@ -260,6 +260,8 @@ void add_selection_options(CLI::App& command, SelectionArgs& args) {
   command.add_flag("--fastest", args.fastest, "ignore the workspace limit (also $DNNX_FASTEST)");
   command.add_flag("--verbose", args.verbose,
                    "the library prints one line per decision on stderr (also $DNNX_VERBOSE)");
+  command.add_flag("--time-naive", args.time_naive,
+                   "also time naive reference implementations (slow: minutes on real layers)");
   command.add_option("--runs", args.runs, "timed runs per candidate (median kept; default 5)")
       ->type_name("N");
   command.add_option("--warmup", args.warmup, "untimed runs per candidate first (default 1)")
@@ -273,6 +275,7 @@ Selection parse_selection(const SelectionArgs& args) {
   selection.deterministic = args.deterministic;
   selection.fastest = args.fastest;
   selection.verbose = args.verbose;
+  selection.time_naive = args.time_naive;
   if (!args.runs.empty()) selection.runs = static_cast<int>(parse_int("--runs", args.runs, 1));
   if (!args.warmup.empty())
     selection.warmup = static_cast<int>(parse_int("--warmup", args.warmup, 0));
@@ -284,6 +287,7 @@ void Selection::apply(TuneOptions& options) const {
   if (deterministic) options.deterministic = true;
   if (fastest) options.fastest = true;
   if (verbose) options.verbose = true;
+  if (time_naive) options.time_naive = true;
   if (runs) options.timing_runs = *runs;
   if (warmup) options.warmup_runs = *warmup;
 }

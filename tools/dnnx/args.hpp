@@ -90,6 +90,7 @@ struct SelectionArgs {
   bool deterministic = false;
   bool fastest = false;
   bool verbose = false;
+  bool time_naive = false;
   std::string runs;
   std::string warmup;
 };
@@ -100,6 +101,7 @@ struct Selection {
   bool deterministic = false;
   bool fastest = false;
   bool verbose = false;
+  bool time_naive = false;
   std::optional<int> runs;
   std::optional<int> warmup;
   /// Applies the flags on top of `options` (which already hold the env values).

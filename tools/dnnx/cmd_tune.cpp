@@ -186,10 +186,14 @@ double measure_ms(const Context& context, const ConvDesc& desc, Direction direct
   return times.size() % 2 == 1 ? times[middle] : (times[middle - 1] + times[middle]) / 2;
 }
 
-std::optional<double> timed_in(const Choice& choice, const std::string& id) {
+// The candidate's time from the selection's own table. An abandoned candidate was timed once and
+// found far slower than the best; that one run stands rather than running it again here.
+std::optional<Timed> timed_in(const Choice& choice, const std::string& id) {
   for (const ProfileRow& row : choice.timings) {
-    if (row.algo.id == id && row.status == CandidateStatus::ok && !std::isnan(row.median_ms))
-      return row.median_ms;
+    if (row.algo.id != id || row.runs < 1 || std::isnan(row.median_ms)) continue;
+    if (row.status == CandidateStatus::ok) return Timed{row.median_ms, "selection"};
+    if (row.status == CandidateStatus::abandoned)
+      return Timed{row.median_ms, "selection (abandoned after 1 run)"};
   }
   return std::nullopt;
 }
@@ -211,7 +215,7 @@ StepResult tune_step(Context& context, const ModelLayer& layer, const TunePlan& 
     result.candidates_timed = choice->candidates_timed;
     result.tuning_ms = choice->tuning_ms;
     if (!std::isnan(choice->time_ms)) result.chosen_time = {choice->time_ms, "selection"};
-    else if (const auto ms = timed_in(*choice, choice->algo.id)) result.chosen_time = {*ms, "selection"};
+    else if (const auto timed = timed_in(*choice, choice->algo.id)) result.chosen_time = *timed;
     else result.chosen_time = {measure_ms(context, desc, direction, choice->algo.id), "measured"};
 
     try {
@@ -219,7 +223,7 @@ StepResult tune_step(Context& context, const ModelLayer& layer, const TunePlan& 
       heuristic.tune().policy(direction) = AlgoPolicy::heuristic();
       result.heuristic_id = conv_select(heuristic, desc, direction)->algo.id;
       if (result.heuristic_id == result.chosen.id) result.heuristic_time = result.chosen_time;
-      else if (const auto ms = timed_in(*choice, result.heuristic_id)) result.heuristic_time = {*ms, "selection"};
+      else if (const auto timed = timed_in(*choice, result.heuristic_id)) result.heuristic_time = *timed;
       else result.heuristic_time = {measure_ms(context, desc, direction, result.heuristic_id), "measured"};
     } catch (const Error& error) {
       result.heuristic_error = error.what();
@@ -407,6 +411,8 @@ nlohmann::json report_json(const TunePlan& plan, const Context& context,
             {"bwd_weights", options.bwd_weights.to_string()},
             {"workspace_limit", limit ? nlohmann::json(*limit) : nlohmann::json()},
             {"deterministic", options.deterministic},
+            {"fastest", options.fastest},
+            {"time_naive", options.time_naive},
             {"benchmark_limit", options.benchmark_limit},
             {"timing_runs", options.timing_runs},
             {"warmup_runs", options.warmup_runs}}},
