@@ -32,6 +32,12 @@ while IFS= read -r name; do
   unset "$name"
 done < <(compgen -e | grep '^DNNX_' || true)
 
+# The choice cache's file (default ~/.cache/dnnx) would carry choices between runs and from the
+# user's own work into the tests: each run starts from an empty one of its own.
+export XDG_CACHE_HOME=$build_dir/test-cache
+rm -rf "$XDG_CACHE_HOME"
+mkdir -p "$XDG_CACHE_HOME"
+
 jobs=2
 log=$build_dir/ctest.log
 echo "[test] ctest -j$jobs in $build_dir (log: $log)"
