@@ -7,7 +7,7 @@
 // checked for NaN/Inf first; then |candidate - reference| <= tol * scale elementwise, where scale
 // is the sum of |products| behind the element. Candidates that claim determinism run twice and
 // must agree bitwise. Unsupported candidates are counted, reported, and each must carry one of
-// the reasons listed in expected_unsupported(); anything else fails.
+// the reasons of Note [expected unsupported]; anything else fails.
 
 #include "ops/conv_cases.hpp"
 #include "support/compare.hpp"
@@ -30,7 +30,7 @@
 namespace dnnx::test {
 namespace {
 
-// Seed of the random part of the table; changing it changes the random cases' names' meaning.
+// Seed of the random part of the table: changing it redraws every random case.
 constexpr std::uint64_t random_table_seed = 20240611;
 constexpr int random_table_size = 40;
 // ResNet-50 layers in the default suite: those of at most this many MACs at batch 1, which is
