@@ -74,10 +74,11 @@ set(_dnnx_cli_dir ${CMAKE_CURRENT_BINARY_DIR}/cli)
 file(MAKE_DIRECTORY ${_dnnx_cli_dir})
 
 # dnnx_cli_test(<name> ARGS <arg>... [CODE n] [STDOUT regex] [STDERR regex] [ONE_LINE_ERROR]
-#               [JSON stdout|<file>] [JSON_LENGTH n] [JSON_REQUIRE path...])
+#               [JSON stdout|<file>] [JSON_LENGTH n] [JSON_REQUIRE path...] [UNAVAILABLE backend]
+#               [ENV VAR=value...])
 function(dnnx_cli_test name)
   cmake_parse_arguments(PARSE_ARGV 1 T "ONE_LINE_ERROR"
-                        "CODE;STDOUT;STDERR;JSON;JSON_LENGTH;UNAVAILABLE" "ARGS;JSON_REQUIRE")
+                        "CODE;STDOUT;STDERR;JSON;JSON_LENGTH;UNAVAILABLE" "ARGS;JSON_REQUIRE;ENV")
   if(NOT DEFINED T_CODE)
     set(T_CODE 0)
   endif()
@@ -109,6 +110,9 @@ function(dnnx_cli_test name)
   # Tests that write a file run from their own directory and never share it.
   set_tests_properties(cli.${name} PROPERTIES LABELS cli WORKING_DIRECTORY ${_dnnx_cli_dir}
                                               SKIP_REGULAR_EXPRESSION "dnnx-cli-test-skip")
+  if(T_ENV)
+    set_tests_properties(cli.${name} PROPERTIES ENVIRONMENT "${T_ENV}")
+  endif()
 endfunction()
 
 # A bad command line: exit status 2, one line on stderr matching `regex` (it names the flag and
@@ -172,6 +176,24 @@ dnnx_cli_test(tune.resnet50_layer JSON stdout
 dnnx_cli_test(tune.heuristic_policy STDOUT "policy: heuristic;.*1\\.00x"
               ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 2 --policy heuristic
                    --layers tiny.depthwise --direction fwd --runs 1)
+
+# The environment: DNNX_BACKEND when --backend is not given; DNNX_CONV_*_ALGO per direction unless
+# --policy is given; the tuning variables under the flags.
+dnnx_cli_test(env.backend STDOUT "^conv fwd on reference: " ENV DNNX_BACKEND=reference
+              ARGS algos conv ${_conv} --direction fwd)
+dnnx_cli_test(env.backend_flag_wins STDOUT "^conv fwd on reference: " ENV DNNX_BACKEND=cudnn
+              ARGS algos conv ${_conv} --direction fwd --backend reference)
+dnnx_cli_test(env.policy STDOUT "policy: fwd heuristic, bwd_data exhaustive, bwd_weights exhaustive;"
+              ENV DNNX_CONV_FWD_ALGO=heuristic
+              ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv --runs 1)
+dnnx_cli_test(env.policy_flag_wins STDOUT "policy: heuristic; workspace limit: 2.0 MiB;"
+              ENV DNNX_CONV_FWD_ALGO=exhaustive DNNX_WORKSPACE_LIMIT=1048576
+              ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
+                   --direction fwd --policy heuristic --workspace-limit 2M)
+dnnx_cli_usage_error(bad.env_backend "DNNX_BACKEND 'tpu'" algos conv ${_conv})
+set_tests_properties(cli.bad.env_backend PROPERTIES ENVIRONMENT DNNX_BACKEND=tpu)
+dnnx_cli_usage_error(bad.env_workspace_limit "DNNX_WORKSPACE_LIMIT" tune --layers conv1)
+set_tests_properties(cli.bad.env_workspace_limit PROPERTIES ENVIRONMENT DNNX_WORKSPACE_LIMIT=abc)
 
 # Bad command lines: exit status 2 and one line naming the argument and the value.
 dnnx_cli_usage_error(bad.no_subcommand "subcommand is required; accepted: algos, profile, tune")
