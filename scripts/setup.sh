@@ -33,6 +33,7 @@ apt_packages=(
   nlohmann-json3-dev libcli11-dev libgtest-dev libbenchmark-dev
   python3-venv
   python3-torch python3-numpy  # the PyTorch oracle of the parity tests and the CPU benchmark
+  clang libclang-rt-14-dev     # libFuzzer, for the tune-cache loader's fuzz test
 )
 missing=()
 for package in "${apt_packages[@]}"; do

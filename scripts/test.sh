@@ -37,6 +37,9 @@ done < <(compgen -e | grep '^DNNX_' || true)
 export XDG_CACHE_HOME=$build_dir/test-cache
 rm -rf "$XDG_CACHE_HOME"
 mkdir -p "$XDG_CACHE_HOME"
+# Tests run in parallel processes; a shared file would let one test's choices answer another's
+# selections. The persistence tests name their own files and modes.
+export DNNX_CACHE=off
 
 jobs=2
 log=$build_dir/ctest.log
