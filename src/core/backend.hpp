@@ -60,6 +60,11 @@ class ConvBackend {
   /// if `id` is not a candidate at all.
   virtual std::shared_ptr<ConvPlan> plan(const ConvDesc& desc, Direction direction,
                                          const std::string& id) = 0;
+  /// Called before an exhaustive search with the ids it may run: a backend whose plans are costly
+  /// to build can build them ahead, e.g. on several host threads. Failures are left for plan() to
+  /// report. The default builds nothing.
+  virtual void prepare(const ConvDesc& desc, Direction direction,
+                       const std::vector<std::string>& ids) {}
   /// dst += bias broadcast over N and spatial positions.
   virtual void bias_fwd(const ConvDesc& desc, const Tensor& bias, Tensor& dst) = 0;
   /// diff_bias = sum of diff_dst over N and spatial positions.

@@ -242,6 +242,13 @@ std::shared_ptr<const Choice> select_locked(Context& context, ContextState& stat
     }
   }
   if (!candidates) candidates = backend.conv().list(desc, direction);
+  if (options.policy(direction).kind == PolicyKind::exhaustive) {
+    std::vector<std::string> ids;
+    for (const AlgoInfo& algo : *candidates) {
+      if (!tune::exclusion(algo, options)) ids.push_back(algo.id);
+    }
+    backend.conv().prepare(desc, direction, ids);
+  }
   auto run = [&](const AlgoInfo& algo) {
     return run_plan(state, *backend.conv().plan(desc, direction, algo.id), args);
   };

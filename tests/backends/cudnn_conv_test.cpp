@@ -174,7 +174,7 @@ TEST(CudnnBackend, AvailableOrSaysWhy) {
   EXPECT_EQ(resolve_backend(BackendKind::automatic), BackendKind::cudnn);
   const detail::Backend& backend = context.state().backend();
   const std::string fingerprint = backend.fingerprint();
-  for (const char* part : {"cuDNN 9.", "CUDA ", "driver ", " sm_", "SMs=", "tf32=off"})
+  for (const char* part : {"cuDNN 9.", "CUDA ", "driver ", " sm_", "SMs=", "tf32=off", "rtc=off"})
     EXPECT_NE(fingerprint.find(part), std::string::npos) << fingerprint;
   std::set<std::string> keys;
   for (const auto& [key, value] : backend.environment()) {
@@ -291,8 +291,16 @@ TEST(CudnnConv, ListsLegacyAndEngineCandidates) {
         ++engines;
         supported_engines += info.supported;
       }
-      if (info.supported && desc.dtype == DType::f32)
+      if (info.supported && desc.dtype == DType::f32) {
         EXPECT_FALSE(has_note(info, "tensor_cores")) << info.id << " would run f32 as TF32";
+      }
+      // Runtime-compiled engines are off by default (their reason may be an earlier one, TF32).
+      if (has_note(info, "runtime_compiled")) {
+        EXPECT_FALSE(info.supported) << info.id << " is runtime-compiled (off by default)";
+        const bool explained = info.reason.find("DNNX_CUDNN_RUNTIME_COMPILED") != std::string::npos ||
+                               info.reason.find("TF32") != std::string::npos;
+        EXPECT_TRUE(explained) << info.reason;
+      }
     }
     EXPECT_EQ(legacy, legacy_count.at(direction));
     EXPECT_GT(engines, 10u);
@@ -314,15 +322,21 @@ TEST(CudnnConv, NondeterministicAlgorithmsAreMarked) {
   Context context = gpu_context();
   ConvDesc desc = desc_matrix()[1];
   for (const AlgoInfo& info : conv_list(context, desc, Direction::bwd_data)) {
-    if (info.id.rfind("cudnn:legacy:bwd_data:algo_0:", 0) == 0) EXPECT_FALSE(info.deterministic);
-    if (info.id.rfind("cudnn:legacy:bwd_data:algo_1:", 0) == 0) EXPECT_TRUE(info.deterministic);
+    if (info.id.rfind("cudnn:legacy:bwd_data:algo_0:", 0) == 0) {
+      EXPECT_FALSE(info.deterministic);
+    }
+    if (info.id.rfind("cudnn:legacy:bwd_data:algo_1:", 0) == 0) {
+      EXPECT_TRUE(info.deterministic);
+    }
   }
   for (const AlgoInfo& info : conv_list(context, desc, Direction::bwd_weights)) {
     if (info.id.rfind("cudnn:legacy:bwd_weights:algo_0:", 0) == 0 ||
-        info.id.rfind("cudnn:legacy:bwd_weights:algo_3:", 0) == 0)
+        info.id.rfind("cudnn:legacy:bwd_weights:algo_3:", 0) == 0) {
       EXPECT_FALSE(info.deterministic) << info.id;
-    if (info.id.rfind("cudnn:engine:", 0) == 0)
+    }
+    if (info.id.rfind("cudnn:engine:", 0) == 0) {
       EXPECT_EQ(info.deterministic, !has_note(info, "nondeterministic")) << info.id;
+    }
   }
 }
 
@@ -414,6 +428,57 @@ TEST(CudnnConv, BiasMatchesTheReference) {
   }
 }
 
+// Repeated calls on the same buffers are replayed from a captured CUDA graph (Note [graph
+// replay]): the replayed calls must write the same, correct output. The output is poisoned before
+// every call, so a replay that does nothing fails.
+TEST(CudnnConv, GraphReplayRecomputesEveryCall) {
+  DNNX_REQUIRE_GPU();
+  Context context = gpu_context();
+  Context reference(BackendKind::reference);
+  for (const ConvDesc& desc : {desc_matrix()[0], desc_matrix()[1]}) {
+    for (Direction direction : all_directions) {
+      const test::ConvOperands operands = test::random_conv_operands(desc, direction, 21);
+      const DeviceOperands device = upload(operands, context);
+      const std::vector<float> expected =
+          test::run_conv(reference, desc, direction, operands).output.to_f32();
+      const std::vector<float> scale = test::conv_error_scale(desc, direction, operands);
+      const Dims out_dims = test::conv_output_dims(desc, direction);
+      const Tensor poison = test::nan_tensor(out_dims, desc.dtype, desc.layout);
+      Tensor output = to_device(poison, context);
+      for (const char* policy : {"heuristic", "legacy"}) {
+        context.tune().policy(direction) =
+            std::string(policy) == "heuristic"
+                ? AlgoPolicy::heuristic()
+                : AlgoPolicy::fixed(std::string("cudnn:legacy:") + std::string(to_string(direction)) +
+                                    (direction == Direction::fwd ? ":implicit_gemm:fma"
+                                                                 : ":algo_1:fma"));
+        for (int call = 0; call < 4; ++call) {
+          copy(poison, output);
+          std::shared_ptr<const Choice> choice;
+          switch (direction) {
+            case Direction::fwd:
+              choice = conv_fwd(context, desc, device.src, device.weights, output);
+              break;
+            case Direction::bwd_data:
+              choice = conv_bwd_data(context, desc, device.diff_dst, device.weights, output);
+              break;
+            case Direction::bwd_weights:
+              choice = conv_bwd_weights(context, desc, device.src, device.diff_dst, output);
+              break;
+          }
+          const std::string where =
+              test::conv_context(desc, direction, choice->algo.id) + " call " + std::to_string(call);
+          const std::vector<float> actual = to_host(output).to_f32();
+          ASSERT_TRUE(test::all_finite(actual, out_dims, "output", where));
+          ASSERT_TRUE(test::close_within_scale(actual, expected, scale, out_dims,
+                                               test::conv_tolerance(desc.dtype), "output", where));
+        }
+      }
+      context.tune().policy(direction) = AlgoPolicy::heuristic();
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Determinism.
 
@@ -443,8 +508,9 @@ TEST(CudnnConv, DeterministicBackwardWeightsIsBitwiseStable) {
     const GpuRun run = run_gpu(context, desc, direction, device);
     EXPECT_TRUE(run.choice->algo.deterministic) << run.choice->algo.id;
     for (const ProfileRow& row : run.choice->timings) {
-      if (!row.algo.deterministic && row.algo.supported)
+      if (!row.algo.deterministic && row.algo.supported) {
         EXPECT_EQ(row.status, CandidateStatus::not_deterministic) << row.algo.id;
+      }
     }
     context.tune().deterministic = false;
     context.tune().policy(direction) = AlgoPolicy::heuristic();

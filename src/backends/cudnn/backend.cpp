@@ -19,22 +19,22 @@
 namespace dnnx::cudnn {
 namespace {
 
-// Note [TF32] (conv_engine.cpp): read once per backend instance from DNNX_ALLOW_TF32.
-bool allow_tf32_from_env() {
-  const char* value = std::getenv(tf32_variable);
-  if (value == nullptr || *value == '\0') return false;
+// Switches read once per backend instance (Settings); unset or empty means `fallback`.
+bool switch_from_env(const char* name, bool fallback) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return fallback;
   const std::string text = detail::lower(value);
   if (text == "1" || text == "true" || text == "on" || text == "yes") return true;
   if (text == "0" || text == "false" || text == "off" || text == "no") return false;
   detail::raise(ErrorKind::InvalidArgument,
-                detail::cat("environment variable ", tf32_variable, "='", value,
+                detail::cat("environment variable ", name, "='", value,
                             "' is not a switch; accepted: 1, true, on, yes, 0, false, off, no"));
 }
 
 class CudnnBackend final : public detail::Backend {
  public:
-  CudnnBackend(int device, bool allow_tf32)
-      : runtime_(std::make_shared<Runtime>(device, allow_tf32)),
+  CudnnBackend(int device, Settings settings)
+      : runtime_(std::make_shared<Runtime>(device, settings)),
         conv_(make_conv_backend(runtime_)),
         start_(make_event(runtime_->context())),
         stop_(make_event(runtime_->context())) {}
@@ -49,7 +49,8 @@ class CudnnBackend final : public detail::Backend {
     return detail::cat("cuDNN ", cudnn_version_text(f.cudnn_version), " CUDA ",
                        cuda_version_text(f.runtime_version), " driver ",
                        cuda_version_text(f.driver_version), " ", f.name, " sm_", f.major, f.minor,
-                       " SMs=", f.sm_count, " tf32=", runtime_->allow_tf32() ? "on" : "off");
+                       " SMs=", f.sm_count, " tf32=", runtime_->allow_tf32() ? "on" : "off",
+                       " rtc=", runtime_->settings().runtime_compiled ? "on" : "off");
   }
 
   std::vector<std::pair<std::string, std::string>> environment() const override {
@@ -61,7 +62,9 @@ class CudnnBackend final : public detail::Backend {
             {"cuda_driver", cuda_version_text(f.driver_version)},
             {"cuda_runtime", cuda_version_text(f.runtime_version)},
             {"cudnn_version", cudnn_version_text(f.cudnn_version)},
-            {"tf32", runtime_->allow_tf32() ? "on" : "off"}};
+            {"tf32", runtime_->allow_tf32() ? "on" : "off"},
+            {"runtime_compiled_engines", runtime_->settings().runtime_compiled ? "on" : "off"},
+            {"graph_replay", runtime_->settings().graphs ? "on" : "off"}};
   }
 
   Device device() const override { return Device::cuda(runtime_->device()); }
@@ -174,7 +177,12 @@ std::unique_ptr<detail::Backend> make_backend(int device) {
                               " (valid: 0..", devices - 1, ")"),
                   context);
   }
-  return std::make_unique<CudnnBackend>(device, allow_tf32_from_env());
+  Settings settings;
+  settings.allow_tf32 = switch_from_env(tf32_variable, false);
+  settings.verbose = switch_from_env("DNNX_VERBOSE", false);
+  settings.graphs = switch_from_env("DNNX_CUDNN_GRAPHS", true);
+  settings.runtime_compiled = switch_from_env(runtime_compiled_variable, false);
+  return std::make_unique<CudnnBackend>(device, settings);
 }
 
 }  // namespace dnnx::cudnn

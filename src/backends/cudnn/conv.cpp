@@ -1,10 +1,10 @@
 // Note [cudnn candidate order]
-// list() returns the graph-API candidates first (heuristics mode A's configs, then B's, then the
-// fallback's, then every engine with default knobs: Note [engine candidates]) and the legacy
-// algorithms after them (Note [legacy candidates]); within each half the supported ones come
-// first. The heuristic policy therefore picks mode A's first admissible config, and a legacy
-// algorithm only when no engine is admissible (e.g. a workspace limit of 0 rules out every engine
-// that needs workspace, while legacy implicit_gemm needs none).
+// list() returns every supported candidate before every unsupported one; within each group the
+// graph-API candidates come first (heuristics mode A's configs, then B's, then the fallback's,
+// then every engine with default knobs: Note [engine candidates]) and the legacy algorithms after
+// them (Note [legacy candidates]). The heuristic policy therefore picks mode A's first admissible
+// config, and a legacy algorithm only when no engine is admissible (e.g. a workspace limit that
+// rules out every engine needing workspace, while legacy implicit_gemm needs none).
 
 #include "backends/cudnn/conv.hpp"
 
@@ -16,8 +16,12 @@
 #include "core/strings.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <iostream>
 #include <functional>
 #include <mutex>
+#include <thread>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -25,6 +29,12 @@
 
 namespace dnnx::cudnn {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
 
 struct ListKey {
   ConvDesc desc;
@@ -130,6 +140,67 @@ class CudnnConv final : public detail::ConvBackend {
     return plan;
   }
 
+  // Note [parallel plan builds]
+  // Finalizing an engine's execution plan compiles or loads its kernels: about a millisecond for
+  // precompiled engines and much more for runtime-compiled ones, so an exhaustive search over
+  // ~100 configs spends most of its time here. cuDNN allows plans to be finalized concurrently
+  // (cudnn-frontend's multithreaded build_plans does the same with one handle), so the engine plans
+  // of a search are built up front on up to 16 host threads. Legacy plans are only descriptors.
+  void prepare(const ConvDesc& desc, Direction direction,
+               const std::vector<std::string>& ids) override {
+    std::vector<std::pair<PlanKey, AlgoInfo>> todo;
+    std::shared_ptr<OperationGraph> graph;
+    {
+      std::lock_guard lock(mutex_);
+      const Candidates& candidates = candidates_locked(desc, direction);
+      graph = candidates.graph;
+      for (const std::string& id : ids) {
+        const AlgoInfo* info = candidates.find(id);
+        if (info == nullptr || !info->supported || !is_engine_id(id)) continue;
+        PlanKey key{desc, direction, id};
+        if (plans_.count(key) == 0) todo.emplace_back(std::move(key), *info);
+      }
+    }
+    if (todo.size() < 2 || !graph) return;
+    const std::size_t threads = std::min<std::size_t>(
+        {todo.size(), 16, std::max(1u, std::thread::hardware_concurrency())});
+    std::vector<std::shared_ptr<detail::ConvPlan>> built(todo.size());
+    std::vector<double> build_ms(todo.size(), 0.0);
+    std::atomic<std::size_t> next{0};
+    const auto start = Clock::now();
+    auto worker = [&] {
+      for (std::size_t i = next++; i < todo.size(); i = next++) {
+        const auto begin = Clock::now();
+        try {
+          built[i] = make_engine_plan(runtime_, graph, desc, direction, todo[i].second);
+        } catch (const std::exception&) {
+          // plan() builds it again and reports the error where the search records it.
+        }
+        build_ms[i] = ms_since(begin);
+      }
+    };
+    std::vector<std::thread> pool;
+    for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+    worker();
+    for (std::thread& thread : pool) thread.join();
+    if (runtime_->verbose()) {
+      std::size_t slowest = 0;
+      for (std::size_t i = 1; i < todo.size(); ++i) {
+        if (build_ms[i] > build_ms[slowest]) slowest = i;
+      }
+      double sum = 0;
+      for (double ms : build_ms) sum += ms;
+      std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": built "
+                << todo.size() << " engine plans on " << threads << " threads in "
+                << ms_since(start) << " ms (sum " << sum << " ms; slowest "
+                << todo[slowest].second.id << " " << build_ms[slowest] << " ms)\n";
+    }
+    std::lock_guard lock(mutex_);
+    for (std::size_t i = 0; i < todo.size(); ++i) {
+      if (built[i]) plans_.emplace(std::move(todo[i].first), std::move(built[i]));
+    }
+  }
+
   void bias_fwd(const ConvDesc& desc, const Tensor& bias, Tensor& dst) override {
     const ErrorContext context = conv_context(desc, Direction::fwd, "cudnn:add_tensor");
     runtime_->make_current();
@@ -159,8 +230,16 @@ class CudnnConv final : public detail::ConvBackend {
     auto found = lists_.find(key);
     if (found != lists_.end()) return found->second;
     // Note [cudnn candidate order]
+    const auto start = Clock::now();
     EngineCandidates engines = engine_candidates(*runtime_, desc, direction);
+    const double engines_ms = ms_since(start);
     std::vector<AlgoInfo> legacy = legacy_candidates(*runtime_, desc, direction);
+    if (runtime_->verbose()) {
+      std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": listed "
+                << engines.infos.size() << " engine configs in " << engines_ms << " ms and "
+                << legacy.size() << " legacy algorithms in " << ms_since(start) - engines_ms
+                << " ms\n";
+    }
     Candidates candidates;
     candidates.graph = std::move(engines.graph);
     candidates.infos = std::move(engines.infos);

@@ -64,7 +64,8 @@ void check_workspace(const detail::Workspace& workspace, std::size_t needed,
 /// Whether `list` contains `item`.
 bool contains(const std::vector<std::string>& list, const std::string& item);
 
-/// Name of the DNNX_ALLOW_TF32 switch, for reasons.
+/// Names of the switches that reasons mention.
 inline constexpr const char* tf32_variable = "DNNX_ALLOW_TF32";
+inline constexpr const char* runtime_compiled_variable = "DNNX_CUDNN_RUNTIME_COMPILED";
 
 }  // namespace dnnx::cudnn

@@ -19,6 +19,7 @@
 
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv_common.hpp"
+#include "backends/cudnn/launch_graph.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
 
@@ -265,7 +266,9 @@ class LegacyPlan final : public detail::ConvPlan {
     // Note [first launch] (conv_engine.cpp): the first call runs twice.
     if (!primed_) launch(t, workspace);
     primed_ = true;
-    launch(t, workspace);
+    replay_.run(runtime_->settings().graphs, runtime_->stream(),
+               {t.first, t.second, t.output, workspace.data}, [&] { launch(t, workspace); },
+               context_);
   }
 
  private:
@@ -307,6 +310,7 @@ class LegacyPlan final : public detail::ConvPlan {
   int algo_;
   std::unique_ptr<Descriptors> descriptors_;
   bool primed_ = false;
+  LaunchGraph replay_;  // Note [graph replay]
 };
 
 }  // namespace

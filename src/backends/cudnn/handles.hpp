@@ -68,6 +68,8 @@ using ConvolutionDescriptor =
 using BackendDescriptor = Handle<cudnnBackendDescriptor_t, cudnnBackendDestroyDescriptor>;
 using Stream = Handle<cudaStream_t, cudaStreamDestroy>;
 using Event = Handle<cudaEvent_t, cudaEventDestroy>;
+using Graph = Handle<cudaGraph_t, cudaGraphDestroy>;
+using GraphExec = Handle<cudaGraphExec_t, cudaGraphExecDestroy>;
 
 /// A cuDNN handle bound to `stream` (on the current device).
 CudnnHandle make_cudnn_handle(cudaStream_t stream, const ErrorContext& context);

@@ -44,7 +44,7 @@ DeviceFacts query_facts(int device, const ErrorContext& context) {
 
 }  // namespace
 
-Runtime::Runtime(int device, bool allow_tf32) : device_(device), allow_tf32_(allow_tf32) {
+Runtime::Runtime(int device, Settings settings) : device_(device), settings_(settings) {
   const ErrorContext ctx = context();
   cudnn::make_current(device_, ctx);
   facts_ = query_facts(device_, ctx);

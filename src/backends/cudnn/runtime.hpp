@@ -39,18 +39,28 @@ std::string cuda_version_text(int version);
 /// Makes `device` the calling thread's current CUDA device if it is not already.
 void make_current(int device, const ErrorContext& context);
 
+/// Switches of one backend instance, read from the environment when it is created.
+struct Settings {
+  bool allow_tf32 = false;        ///< DNNX_ALLOW_TF32: f32 may run on TF32 tensor cores
+  bool verbose = false;           ///< DNNX_VERBOSE: listing and plan-building costs on stderr
+  bool graphs = true;             ///< DNNX_CUDNN_GRAPHS: Note [graph replay]
+  bool runtime_compiled = false;  ///< DNNX_CUDNN_RUNTIME_COMPILED: Note [runtime-compiled engines]
+};
+
 class Runtime final : public detail::DeviceRuntime {
  public:
   /// Creates the stream, handle and allocator on `device` and registers this runtime for
-  /// dnnx::copy(). `allow_tf32`: whether f32 convolutions may run on TF32 tensor cores.
-  Runtime(int device, bool allow_tf32);
+  /// dnnx::copy().
+  Runtime(int device, Settings settings);
   ~Runtime() override;
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
   int device() const { return device_; }
   const DeviceFacts& facts() const { return facts_; }
-  bool allow_tf32() const { return allow_tf32_; }
+  bool allow_tf32() const { return settings_.allow_tf32; }
+  bool verbose() const { return settings_.verbose; }
+  const Settings& settings() const { return settings_; }
   cudaStream_t stream() const { return stream_.get(); }
   cudnnHandle_t handle() const { return handle_.get(); }
   CachingAllocator& allocator() { return *allocator_; }
@@ -64,7 +74,7 @@ class Runtime final : public detail::DeviceRuntime {
 
  private:
   int device_;
-  bool allow_tf32_;
+  Settings settings_;
   DeviceFacts facts_;
   // Destroyed bottom-up: the allocator's release waits on the stream, which must still exist.
   Stream stream_;

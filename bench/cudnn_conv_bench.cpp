@@ -1,0 +1,338 @@
+// dnnx's cudnn backend on the benchmark shapes: exhaustive selection per layer and direction, then
+// the chosen candidate timed two ways, and the host overhead of one conv call.
+//
+// Note [gpu timing method]
+// bench/compare_gpu.py times PyTorch the same way, in the same run:
+//   first call  wall time of the first call on fresh tensors: dnnx's exhaustive search (plan
+//               builds and timing of every admissible candidate) or PyTorch's cudnn.benchmark
+//               search, plus the call itself; synchronized;
+//   kernel      CUDA events on the backend's stream around a loop of `--loop` back-to-back calls,
+//               divided by the count, after warm-up: the GPU time per call with host overhead
+//               hidden behind the queue;
+//   per call    the median over `--calls` calls of the host wall time from the call to the end of
+//               a stream synchronization: what a synchronous caller waits.
+// Host overhead: a tiny convolution whose kernel takes a few microseconds; batches of 100 calls are
+// issued without synchronizing (they fit in the launch queue, so the host never waits for the
+// GPU) and the median host time per call is reported: through the op layer (conv_fwd...), for the
+// chosen plan's execute() alone, and for a legacy algorithm through the op layer.
+//
+// Output: one JSON object per line (the comparison script reads them), then a summary table.
+// The shape file is parsed here rather than through bench_common.hpp, which needs Google
+// Benchmark: this program runs on the GPU machine, where only dnnx and the CUDA libraries are.
+
+#include <dnnx/algo.hpp>
+#include <dnnx/context.hpp>
+#include <dnnx/error.hpp>
+#include <dnnx/ops/conv.hpp>
+#include <dnnx/tensor.hpp>
+
+#include "ops/context_state.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace dnnx;
+using Clock = std::chrono::steady_clock;
+
+struct Shape {
+  std::string name;
+  std::int64_t c = 0, h = 0, w = 0, o = 0, cg = 0, kh = 0, kw = 0, stride = 1, pad = 0;
+  std::vector<std::string> tags;
+};
+
+std::vector<std::int64_t> split_dims(const std::string& text) {
+  std::vector<std::int64_t> values;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, 'x')) values.push_back(std::stoll(part));
+  return values;
+}
+
+// `name CxHxW OxC/gxKHxKW stride pad count [tags...]` per line; '#' starts a comment.
+std::vector<Shape> read_shapes(const std::string& path, const std::string& tag) {
+  std::ifstream file(path);
+  if (!file) throw std::runtime_error("cannot read shape file " + path);
+  std::vector<Shape> shapes;
+  std::string line;
+  int number = 0;
+  while (std::getline(file, line)) {
+    ++number;
+    line = line.substr(0, line.find('#'));
+    std::stringstream in(line);
+    std::string name, src, weights;
+    std::int64_t stride = 0, pad = 0, count = 0;
+    if (!(in >> name)) continue;
+    if (!(in >> src >> weights >> stride >> pad >> count))
+      throw std::runtime_error(path + ":" + std::to_string(number) + ": malformed line");
+    Shape s;
+    s.name = name;
+    const auto a = split_dims(src), b = split_dims(weights);
+    if (a.size() != 3 || b.size() != 4)
+      throw std::runtime_error(path + ":" + std::to_string(number) + ": bad dims");
+    s.c = a[0], s.h = a[1], s.w = a[2], s.o = b[0], s.cg = b[1], s.kh = b[2], s.kw = b[3];
+    s.stride = stride, s.pad = pad;
+    for (std::string t; in >> t;) s.tags.push_back(t);
+    if (tag.empty() || std::find(s.tags.begin(), s.tags.end(), tag) != s.tags.end())
+      shapes.push_back(s);
+  }
+  return shapes;
+}
+
+struct Options {
+  std::string shapes = DNNX_BENCH_DEFAULT_SHAPES;
+  std::string tag = "bench";
+  std::int64_t batch = 64;
+  std::vector<std::string> configs{"f16_nhwc", "f32_nchw"};
+  int loop = 50;
+  int calls = 20;
+  bool overhead_only = false;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::runtime_error(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--shapes") o.shapes = value();
+    else if (arg == "--tag") o.tag = value();
+    else if (arg == "--batch") o.batch = std::stoll(value());
+    else if (arg == "--configs") {
+      o.configs.clear();
+      std::stringstream in(value());
+      for (std::string c; std::getline(in, c, ',');) o.configs.push_back(c);
+    } else if (arg == "--loop") o.loop = std::stoi(value());
+    else if (arg == "--calls") o.calls = std::stoi(value());
+    else if (arg == "--overhead-only") o.overhead_only = true;
+    else if (arg == "--help") {
+      std::cout << "cudnn_conv_bench [--shapes FILE] [--tag bench] [--batch 64]\n"
+                   "  [--configs f16_nhwc,f32_nchw] [--loop 50] [--calls 20] [--overhead-only]\n";
+      std::exit(0);
+    } else {
+      throw std::runtime_error("unknown argument '" + arg + "' (see --help)");
+    }
+  }
+  return o;
+}
+
+Tensor device_random(const Dims& dims, DType dtype, Layout layout, Context& context,
+                     std::uint32_t seed) {
+  Tensor host = Tensor::empty(dims, dtype, layout);
+  std::vector<float> values(static_cast<std::size_t>(dims.product()));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (float& v : values) v = uniform(rng);
+  host.copy_from_f32(values);
+  Tensor device = Tensor::empty(dims, dtype, layout, context.allocator());
+  copy(host, device);
+  return device;
+}
+
+struct Operands {
+  Tensor src, weights, dst;
+};
+
+std::shared_ptr<const Choice> call(Context& context, const ConvDesc& desc, Direction direction,
+                                   Operands& t) {
+  switch (direction) {
+    case Direction::fwd: return conv_fwd(context, desc, t.src, t.weights, t.dst);
+    case Direction::bwd_data: return conv_bwd_data(context, desc, t.dst, t.weights, t.src);
+    case Direction::bwd_weights: return conv_bwd_weights(context, desc, t.src, t.dst, t.weights);
+  }
+  return nullptr;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Kernel-bound ms per call: events around `loop` back-to-back calls (Note [gpu timing method]).
+double kernel_ms(Context& context, const ConvDesc& desc, Direction direction, Operands& t,
+                 int loop) {
+  detail::Backend& backend = context.state().backend();
+  for (int i = 0; i < 3; ++i) call(context, desc, direction, t);
+  std::vector<double> samples;
+  for (int r = 0; r < 3; ++r) {
+    samples.push_back(backend.time_ms([&] {
+                        for (int i = 0; i < loop; ++i) call(context, desc, direction, t);
+                      }) /
+                      loop);
+  }
+  return median(samples);
+}
+
+double per_call_ms(Context& context, const ConvDesc& desc, Direction direction, Operands& t,
+                   int calls) {
+  detail::Backend& backend = context.state().backend();
+  std::vector<double> samples;
+  for (int i = 0; i < calls; ++i) {
+    const auto start = Clock::now();
+    call(context, desc, direction, t);
+    backend.synchronize();
+    samples.push_back(ms_since(start));
+  }
+  return median(samples);
+}
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+detail::ConvArgs conv_args(Direction direction, Operands& t) {
+  detail::ConvArgs args;
+  switch (direction) {
+    case Direction::fwd: args.src = &t.src, args.weights = &t.weights, args.dst = &t.dst; break;
+    case Direction::bwd_data:
+      args.diff_dst = &t.dst, args.weights = &t.weights, args.diff_src = &t.src;
+      break;
+    case Direction::bwd_weights:
+      args.src = &t.src, args.diff_dst = &t.dst, args.diff_weights = &t.weights;
+      break;
+  }
+  return args;
+}
+
+// Median host microseconds per call of `issue` over batches of 100 unsynchronized calls.
+template <typename Issue>
+double host_us(detail::Backend& backend, Issue&& issue) {
+  for (int i = 0; i < 100; ++i) issue();
+  backend.synchronize();
+  constexpr int batch = 100;
+  std::vector<double> per_call_us;
+  for (int r = 0; r < 30; ++r) {
+    const auto start = Clock::now();
+    for (int i = 0; i < batch; ++i) issue();
+    per_call_us.push_back(ms_since(start) * 1000.0 / batch);
+    backend.synchronize();
+  }
+  return median(per_call_us);
+}
+
+void host_overhead(std::ostream& out) {
+  Context context(BackendKind::cudnn);
+  context.set_choice_cache(std::make_shared<ChoiceCache>());
+  const ConvDesc desc = ConvDesc::from_shapes(Dims{1, 8, 8, 8}, Dims{8, 8, 3, 3}, {1}, {1}, {1},
+                                              1, DType::f32, Layout::channels_first);
+  Operands t{device_random(desc.src_dims(), desc.dtype, desc.layout, context, 1),
+             device_random(desc.weights_dims(), desc.dtype, desc.layout, context, 2),
+             device_random(desc.dst_dims(), desc.dtype, desc.layout, context, 3)};
+  detail::Backend& backend = context.state().backend();
+  const char* legacy_ids[] = {"cudnn:legacy:fwd:implicit_gemm:fma",
+                              "cudnn:legacy:bwd_data:algo_1:fma",
+                              "cudnn:legacy:bwd_weights:algo_1:fma"};
+  for (Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
+    context.tune().policy(direction) = AlgoPolicy::heuristic();
+    const auto choice = call(context, desc, direction, t);
+    const double op_us = host_us(backend, [&] { call(context, desc, direction, t); });
+    const double gpu_us = kernel_ms(context, desc, direction, t, 200) * 1000.0;
+    // The same candidate's plan executed directly: what the op layer adds is the difference.
+    const auto plan = backend.conv().plan(desc, direction, choice->algo.id);
+    const detail::Workspace workspace = context.state().workspace(plan->algo().workspace_bytes);
+    const detail::ConvArgs args = conv_args(direction, t);
+    const double plan_us = host_us(backend, [&] { plan->execute(args, workspace); });
+    // A legacy algorithm through the op layer (cudnnConvolution* instead of the graph API).
+    const char* legacy = legacy_ids[static_cast<int>(direction)];
+    context.tune().policy(direction) = AlgoPolicy::fixed(legacy);
+    call(context, desc, direction, t);
+    const double legacy_us = host_us(backend, [&] { call(context, desc, direction, t); });
+    context.tune().policy(direction) = AlgoPolicy::heuristic();
+    out << "{\"kind\":\"overhead\",\"direction\":\"" << to_string(direction)
+        << "\",\"algo\":" << json_string(choice->algo.id) << ",\"host_us_per_call\":" << op_us
+        << ",\"plan_execute_us\":" << plan_us << ",\"legacy_algo\":" << json_string(legacy)
+        << ",\"legacy_host_us_per_call\":" << legacy_us << ",\"gpu_us_per_call\":" << gpu_us
+        << "}\n";
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const Options options = parse(argc, argv);
+  std::cout << std::setprecision(6);
+  {
+    Context probe(BackendKind::cudnn);
+    std::cout << "{\"kind\":\"device\",\"describe\":" << json_string(probe.describe())
+              << ",\"fingerprint\":" << json_string(probe.state().backend().fingerprint())
+              << "}\n";
+  }
+  host_overhead(std::cout);
+  if (options.overhead_only) return 0;
+  const std::vector<Shape> shapes = read_shapes(options.shapes, options.tag);
+  for (const std::string& config : options.configs) {
+    const DType dtype = config.rfind("f16", 0) == 0 ? DType::f16
+                        : config.rfind("bf16", 0) == 0 ? DType::bf16
+                                                       : DType::f32;
+    const Layout layout =
+        config.find("nhwc") != std::string::npos ? Layout::channels_last : Layout::channels_first;
+    for (const Shape& s : shapes) {
+      const ConvDesc desc = ConvDesc::from_shapes(
+          Dims{options.batch, s.c, s.h, s.w}, Dims{s.o, s.cg, s.kh, s.kw}, {s.stride}, {s.pad},
+          {1}, s.c / s.cg, dtype, layout);
+      for (Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
+        // A fresh context and cache per case: the first call pays the whole search.
+        Context context(BackendKind::cudnn);
+        context.set_choice_cache(std::make_shared<ChoiceCache>());
+        Operands t{device_random(desc.src_dims(), dtype, layout, context, 1),
+                   device_random(desc.weights_dims(), dtype, layout, context, 2),
+                   device_random(desc.dst_dims(), dtype, layout, context, 3)};
+        context.state().backend().synchronize();
+        // The heuristic pick first (no timing), for the speedup of the search.
+        context.tune().policy(direction) = AlgoPolicy::heuristic();
+        const auto heuristic = call(context, desc, direction, t);
+        const double heuristic_ms = kernel_ms(context, desc, direction, t, options.loop);
+        context.tune().policy(direction) = AlgoPolicy::exhaustive();
+        // The search lists the candidates first (cached per backend): timed apart.
+        const auto start = Clock::now();
+        conv_list(context, desc, direction);
+        const double list_ms = ms_since(start);
+        const auto choice = call(context, desc, direction, t);
+        context.state().backend().synchronize();
+        const double first_call_ms = ms_since(start);
+        const double kernel = kernel_ms(context, desc, direction, t, options.loop);
+        const double per_call = per_call_ms(context, desc, direction, t, options.calls);
+        std::cout << "{\"kind\":\"case\",\"case\":\"" << s.name << '/' << to_string(direction)
+                  << '/' << config << "\",\"layer\":\"" << s.name << "\",\"direction\":\""
+                  << to_string(direction) << "\",\"config\":\"" << config
+                  << "\",\"kernel_ms\":" << kernel << ",\"call_ms\":" << per_call
+                  << ",\"first_call_ms\":" << first_call_ms << ",\"list_ms\":" << list_ms
+                  << ",\"tuning_ms\":" << choice->tuning_ms
+                  << ",\"candidates_timed\":" << choice->candidates_timed
+                  << ",\"candidates\":" << choice->timings.size()
+                  << ",\"algo\":" << json_string(choice->algo.id)
+                  << ",\"workspace\":" << choice->algo.workspace_bytes
+                  << ",\"runner_up\":" << json_string(choice->runner_up)
+                  << ",\"heuristic_algo\":" << json_string(heuristic->algo.id)
+                  << ",\"heuristic_kernel_ms\":" << heuristic_ms
+                  << ",\"tflops\":" << 2.0 * desc.macs() / (kernel * 1e9) << "}" << std::endl;
+      }
+    }
+  }
+  return 0;
+} catch (const std::exception& error) {
+  std::cerr << "cudnn_conv_bench: " << error.what() << '\n';
+  return 1;
+}
