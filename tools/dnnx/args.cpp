@@ -53,7 +53,8 @@ void check_spatial_count(const SpatialList& list, std::string_view text, int spa
 std::array<std::int64_t, 3> per_dim(const std::vector<std::int64_t>& values, int spatial_dims) {
   std::array<std::int64_t, 3> out{};
   for (int i = 0; i < spatial_dims; ++i)
-    out[static_cast<std::size_t>(i)] = values.size() == 1 ? values[0] : values[static_cast<std::size_t>(i)];
+    out[static_cast<std::size_t>(i)] =
+        values.size() == 1 ? values[0] : values[static_cast<std::size_t>(i)];
   return out;
 }
 
@@ -63,10 +64,8 @@ std::int64_t parse_int(std::string_view flag, std::string_view text, std::int64_
                        std::int64_t max) {
   const auto value = to_int(text);
   if (!value) throw UsageError(quoted(flag, text) + ": expected an integer");
-  if (*value < min)
-    throw UsageError(quoted(flag, text) + ": must be >= " + std::to_string(min));
-  if (*value > max)
-    throw UsageError(quoted(flag, text) + ": must be <= " + std::to_string(max));
+  if (*value < min) throw UsageError(quoted(flag, text) + ": must be >= " + std::to_string(min));
+  if (*value > max) throw UsageError(quoted(flag, text) + ": must be <= " + std::to_string(max));
   return *value;
 }
 
@@ -86,9 +85,8 @@ std::vector<std::int64_t> parse_int_list(std::string_view flag, std::string_view
 }
 
 Dims parse_dims(std::string_view flag, std::string_view text) {
-  const Dims dims = parse_with(flag, text, [&](std::string_view value) {
-    return Dims::parse(value, flag);
-  });
+  const Dims dims =
+      parse_with(flag, text, [&](std::string_view value) { return Dims::parse(value, flag); });
   for (const std::int64_t size : dims) {
     if (size < 1)
       throw UsageError(quoted(flag, text) + ": every dimension must be >= 1, got " +
@@ -104,10 +102,14 @@ std::size_t parse_bytes(std::string_view flag, std::string_view text) {
   for (const char c : text.substr(digits))
     suffix.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
   int shift = -1;
-  if (suffix.empty() || suffix == "B") shift = 0;
-  else if (suffix == "K" || suffix == "KIB") shift = 10;
-  else if (suffix == "M" || suffix == "MIB") shift = 20;
-  else if (suffix == "G" || suffix == "GIB") shift = 30;
+  if (suffix.empty() || suffix == "B")
+    shift = 0;
+  else if (suffix == "K" || suffix == "KIB")
+    shift = 10;
+  else if (suffix == "M" || suffix == "MIB")
+    shift = 20;
+  else if (suffix == "G" || suffix == "GIB")
+    shift = 30;
   const auto value = to_int(text.substr(0, digits));
   if (!value || shift < 0) {
     throw UsageError(quoted(flag, text) +
@@ -124,9 +126,8 @@ std::vector<Direction> parse_directions(std::string_view flag, std::string_view 
   if (text == "all") return {Direction::fwd, Direction::bwd_data, Direction::bwd_weights};
   std::vector<Direction> directions;
   for (const std::string_view part : split(text, ',')) {
-    const Direction direction = parse_with(flag, part, [&](std::string_view value) {
-      return parse_direction(value);
-    });
+    const Direction direction =
+        parse_with(flag, part, [&](std::string_view value) { return parse_direction(value); });
     if (std::find(directions.begin(), directions.end(), direction) == directions.end())
       directions.push_back(direction);
   }
@@ -146,8 +147,9 @@ AlgoPolicy parse_policy_arg(std::string_view flag, std::string_view text) {
 }
 
 void add_backend_options(CLI::App& command, BackendArgs& args) {
-  command.add_option("--backend", args.backend,
-                     "reference | cpu | cudnn | auto (default: $DNNX_BACKEND, else auto)")
+  command
+      .add_option("--backend", args.backend,
+                  "reference | cpu | cudnn | auto (default: $DNNX_BACKEND, else auto)")
       ->type_name("NAME");
   command.add_option("--device", args.device, "device id for the cudnn backend")
       ->type_name("N")
@@ -177,22 +179,25 @@ Context make_context(const BackendChoice& choice, DType dtype) {
 }
 
 void add_conv_options(CLI::App& command, ConvArgs& args) {
-  command.add_option("--input", args.input, "src dims N x C x spatial (rank 3, 4 or 5: 1-, 2-, 3-D)")
+  command
+      .add_option("--input", args.input, "src dims N x C x spatial (rank 3, 4 or 5: 1-, 2-, 3-D)")
       ->type_name("NxCxHxW")
       ->required();
   command.add_option("--weights", args.weights, "weights dims O x C/groups x kernel")
       ->type_name("OxIxKHxKW")
       ->required();
-  command.add_option("--stride", args.stride, "one value, or one per spatial dim (\"2\" or \"2,2\")")
+  command.add_option("--stride", args.stride, "one value, or one per spatial dim ('2' or '2,2')")
       ->type_name("S[,S...]")
       ->capture_default_str();
   auto* pad = command.add_option("--pad", args.pad, "symmetric zero padding (default 0)")
                   ->type_name("P[,P...]");
-  auto* before = command.add_option("--pad-before", args.pad_before,
-                                    "padding before each spatial dim (asymmetric; default 0)")
+  auto* before = command
+                     .add_option("--pad-before", args.pad_before,
+                                 "padding before each spatial dim (asymmetric; default 0)")
                      ->type_name("P[,P...]");
-  auto* after = command.add_option("--pad-after", args.pad_after,
-                                   "padding after each spatial dim (asymmetric; default 0)")
+  auto* after = command
+                    .add_option("--pad-after", args.pad_after,
+                                "padding after each spatial dim (asymmetric; default 0)")
                     ->type_name("P[,P...]");
   pad->excludes(before);
   pad->excludes(after);
@@ -202,7 +207,9 @@ void add_conv_options(CLI::App& command, ConvArgs& args) {
   command.add_option("--groups", args.groups, "channel groups (= C for depthwise)")
       ->type_name("G")
       ->capture_default_str();
-  command.add_option("--dtype", args.dtype, "f32 | f16 | bf16")->type_name("DTYPE")->capture_default_str();
+  command.add_option("--dtype", args.dtype, "f32 | f16 | bf16")
+      ->type_name("DTYPE")
+      ->capture_default_str();
   command.add_option("--layout", args.layout, "nchw | nhwc (names used for every rank)")
       ->type_name("LAYOUT")
       ->capture_default_str();
@@ -217,9 +224,9 @@ ConvDesc parse_conv(const ConvArgs& args) {
                      std::to_string(src.rank()));
   }
   if (weights.rank() != src.rank()) {
-    throw UsageError(quoted("--weights", args.weights) + ": expected rank " +
-                     std::to_string(src.rank()) + " like --input (O x C/groups x kernel), got rank " +
-                     std::to_string(weights.rank()));
+    throw UsageError(
+        quoted("--weights", args.weights) + ": expected rank " + std::to_string(src.rank()) +
+        " like --input (O x C/groups x kernel), got rank " + std::to_string(weights.rank()));
   }
   const int spatial_dims = src.rank() - 2;
   const SpatialList stride{"--stride", parse_int_list("--stride", args.stride, 1)};
@@ -251,9 +258,10 @@ ConvDesc parse_conv(const ConvArgs& args) {
 }
 
 void add_selection_options(CLI::App& command, SelectionArgs& args) {
-  command.add_option("--workspace-limit", args.workspace_limit,
-                     "largest workspace a candidate may use, bytes (K/M/G suffixes; default: "
-                     "$DNNX_WORKSPACE_LIMIT, else none)")
+  command
+      .add_option("--workspace-limit", args.workspace_limit,
+                  "largest workspace a candidate may use, bytes (K/M/G suffixes; default: "
+                  "$DNNX_WORKSPACE_LIMIT, else none)")
       ->type_name("BYTES");
   command.add_flag("--deterministic", args.deterministic,
                    "only bitwise-reproducible candidates (also $DNNX_DETERMINISTIC)");

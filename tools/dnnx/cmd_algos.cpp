@@ -66,8 +66,8 @@ int run_algos(const AlgosArgs& args) {
 }  // namespace
 
 void add_algos_command(CLI::App& app, Action& action) {
-  CLI::App* algos = app.add_subcommand(
-      "algos", "list the candidate algorithms of an op (nothing is run)");
+  CLI::App* algos =
+      app.add_subcommand("algos", "list the candidate algorithms of an op (nothing is run)");
   algos->require_subcommand(1);
   CLI::App* conv = algos->add_subcommand(
       "conv", "candidates of a convolution: id, support status or reason, workspace, determinism");

@@ -46,8 +46,7 @@ int run_profile(const ProfileArgs& args) {
 }  // namespace
 
 void add_profile_command(CLI::App& app, Action& action) {
-  CLI::App* profile =
-      app.add_subcommand("profile", "time every candidate algorithm of an op");
+  CLI::App* profile = app.add_subcommand("profile", "time every candidate algorithm of an op");
   profile->require_subcommand(1);
   CLI::App* conv = profile->add_subcommand(
       "conv", "time every candidate of a convolution, per direction, sorted by median time");

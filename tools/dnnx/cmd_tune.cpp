@@ -6,7 +6,6 @@
 #include "output.hpp"
 
 #include <nlohmann/json.hpp>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -115,11 +114,11 @@ TunePlan parse_plan(const TuneArgs& args) {
       const auto found = std::find_if(plan.model.layers.begin(), plan.model.layers.end(),
                                       [&](const ModelLayer& layer) { return layer.name == name; });
       if (found == plan.model.layers.end()) {
-        std::string valid;
-        for (const ModelLayer& layer : plan.model.layers)
-          valid += (valid.empty() ? "" : ", ") + layer.name;
+        std::vector<std::string> valid;
+        valid.reserve(plan.model.layers.size());
+        for (const ModelLayer& layer : plan.model.layers) valid.push_back(layer.name);
         throw UsageError("--layers '" + args.layers + "': no layer '" + name + "' in " +
-                         plan.model.name + " (layers: " + valid + ")");
+                         plan.model.name + " (layers: " + join(valid, ", ") + ")");
       }
       if (std::find(plan.layers.begin(), plan.layers.end(), &*found) == plan.layers.end())
         plan.layers.push_back(&*found);
@@ -131,7 +130,8 @@ TunePlan parse_plan(const TuneArgs& args) {
       layer->desc(plan.batch, plan.dtype, plan.layout).validate();
     } catch (const Error& error) {
       if (error.kind() != ErrorKind::InvalidArgument) throw;
-      throw UsageError("--model '" + args.model + "' layer " + layer->name + ": " + error.message());
+      throw UsageError("--model '" + args.model + "' layer " + layer->name + ": " +
+                       error.message());
     }
   }
   return plan;
@@ -142,8 +142,10 @@ TunePlan parse_plan(const TuneArgs& args) {
 void apply_policies(const TunePlan& plan, TuneOptions& options) {
   for (const Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
     const char* env = std::getenv(policy_env_variable(direction));
-    if (plan.policy) options.policy(direction) = *plan.policy;
-    else if (env == nullptr || *env == '\0') options.policy(direction) = AlgoPolicy::exhaustive();
+    if (plan.policy)
+      options.policy(direction) = *plan.policy;
+    else if (env == nullptr || *env == '\0')
+      options.policy(direction) = AlgoPolicy::exhaustive();
   }
   if (plan.benchmark_limit) options.benchmark_limit = *plan.benchmark_limit;
   plan.selection.apply(options);
@@ -214,17 +216,24 @@ StepResult tune_step(Context& context, const ModelLayer& layer, const TunePlan& 
     result.chosen = choice->algo;
     result.candidates_timed = choice->candidates_timed;
     result.tuning_ms = choice->tuning_ms;
-    if (!std::isnan(choice->time_ms)) result.chosen_time = {choice->time_ms, "selection"};
-    else if (const auto timed = timed_in(*choice, choice->algo.id)) result.chosen_time = *timed;
-    else result.chosen_time = {measure_ms(context, desc, direction, choice->algo.id), "measured"};
+    if (!std::isnan(choice->time_ms))
+      result.chosen_time = {choice->time_ms, "selection"};
+    else if (const auto timed = timed_in(*choice, choice->algo.id))
+      result.chosen_time = *timed;
+    else
+      result.chosen_time = {measure_ms(context, desc, direction, choice->algo.id), "measured"};
 
     try {
       Context heuristic = context;
       heuristic.tune().policy(direction) = AlgoPolicy::heuristic();
       result.heuristic_id = conv_select(heuristic, desc, direction)->algo.id;
-      if (result.heuristic_id == result.chosen.id) result.heuristic_time = result.chosen_time;
-      else if (const auto timed = timed_in(*choice, result.heuristic_id)) result.heuristic_time = *timed;
-      else result.heuristic_time = {measure_ms(context, desc, direction, result.heuristic_id), "measured"};
+      if (result.heuristic_id == result.chosen.id)
+        result.heuristic_time = result.chosen_time;
+      else if (const auto timed = timed_in(*choice, result.heuristic_id))
+        result.heuristic_time = *timed;
+      else
+        result.heuristic_time = {measure_ms(context, desc, direction, result.heuristic_id),
+                                 "measured"};
     } catch (const Error& error) {
       result.heuristic_error = error.what();
     }
@@ -277,7 +286,7 @@ class Progress {
 };
 
 std::string policies_text(const TuneOptions& options) {
-  const std::string fwd = options.fwd.to_string();
+  std::string fwd = options.fwd.to_string();
   if (fwd == options.bwd_data.to_string() && fwd == options.bwd_weights.to_string()) return fwd;
   return "fwd " + fwd + ", bwd_data " + options.bwd_data.to_string() + ", bwd_weights " +
          options.bwd_weights.to_string();
@@ -293,6 +302,7 @@ struct Totals {
 std::vector<std::pair<std::string, Totals>> totals_of(const std::vector<StepResult>& results,
                                                       const std::vector<Direction>& directions) {
   std::vector<std::pair<std::string, Totals>> totals;
+  totals.reserve(directions.size() + 1);
   for (const Direction direction : directions) totals.emplace_back(to_string(direction), Totals{});
   totals.emplace_back("all", Totals{});
   for (const StepResult& result : results) {
@@ -318,16 +328,17 @@ void print_report(std::ostream& out, const std::vector<StepResult>& results,
     if (!result.ok()) {
       row.insert(row.end(), {"FAILED (see below)", "-", "-", "-", "-", "-"});
     } else {
-      row.insert(row.end(), {result.chosen.id, format_ms(result.chosen_time.ms),
-                             format_bytes(result.chosen.workspace_bytes),
-                             result.heuristic_id.empty() ? "FAILED (see below)" : result.heuristic_id,
-                             format_ms(result.heuristic_time.ms), format_ratio(result.speedup())});
+      row.insert(row.end(),
+                 {result.chosen.id, format_ms(result.chosen_time.ms),
+                  format_bytes(result.chosen.workspace_bytes),
+                  result.heuristic_id.empty() ? "FAILED (see below)" : result.heuristic_id,
+                  format_ms(result.heuristic_time.ms), format_ratio(result.speedup())});
     }
     rows.push_back(std::move(row));
   }
-  out << format_table({"layer", "direction", "count", "chosen", "ms", "workspace", "heuristic",
-                       "ms", "speedup"},
-                      rows, {2, 4, 5, 7, 8});
+  out << format_table(
+      {"layer", "direction", "count", "chosen", "ms", "workspace", "heuristic", "ms", "speedup"},
+      rows, {2, 4, 5, 7, 8});
 
   std::vector<std::vector<std::string>> total_rows;
   for (const auto& [name, total] : totals_of(results, directions)) {
@@ -378,12 +389,12 @@ nlohmann::json report_json(const TunePlan& plan, const Context& context,
                         {"time_source", result.chosen_time.source},
                         {"workspace_bytes", result.chosen.workspace_bytes},
                         {"deterministic", result.chosen.deterministic}};
-      step["heuristic"] = {{"id", result.heuristic_id},
-                           {"time_ms", result.heuristic_time.ms},
-                           {"time_source", result.heuristic_time.source},
-                           {"error", result.heuristic_error.empty()
-                                         ? nlohmann::json()
-                                         : nlohmann::json(result.heuristic_error)}};
+      step["heuristic"] = {
+          {"id", result.heuristic_id},
+          {"time_ms", result.heuristic_time.ms},
+          {"time_source", result.heuristic_time.source},
+          {"error", result.heuristic_error.empty() ? nlohmann::json()
+                                                   : nlohmann::json(result.heuristic_error)}};
       step["speedup"] = result.speedup();
       step["candidates_timed"] = result.candidates_timed;
       step["tuning_ms"] = result.tuning_ms;
@@ -463,8 +474,10 @@ int run_tune(const TuneArgs& args) {
   print_report(text, results, plan.directions, wall_s);
   if (!plan.json_file.empty()) {
     const std::string document = report_json(plan, context, results, wall_s).dump(2) + "\n";
-    if (json_to_stdout) std::cout << document;
-    else json_out << document;
+    if (json_to_stdout)
+      std::cout << document;
+    else
+      json_out << document;
   }
 
   const auto failed = std::count_if(results.begin(), results.end(),
@@ -485,14 +498,18 @@ void add_tune_command(CLI::App& app, Action& action) {
       "select an algorithm for every distinct conv layer of a network, every direction, and "
       "compare with the heuristic pick");
   auto args = std::make_shared<TuneArgs>();
-  std::string models;
-  for (const std::string& name : builtin_models()) models += (models.empty() ? "" : " | ") + name;
-  tune->add_option("--model", args->model, models + " | path to a shapes file (bench/shapes format)")
+  const std::string models = join(builtin_models(), " | ");
+  tune->add_option("--model", args->model,
+                   models + " | path to a shapes file (bench/shapes format)")
       ->type_name("MODEL")
       ->capture_default_str();
   tune->add_option("--batch", args->batch, "batch size N")->type_name("N")->capture_default_str();
-  tune->add_option("--dtype", args->dtype, "f32 | f16 | bf16")->type_name("DTYPE")->capture_default_str();
-  tune->add_option("--layout", args->layout, "nchw | nhwc")->type_name("LAYOUT")->capture_default_str();
+  tune->add_option("--dtype", args->dtype, "f32 | f16 | bf16")
+      ->type_name("DTYPE")
+      ->capture_default_str();
+  tune->add_option("--layout", args->layout, "nchw | nhwc")
+      ->type_name("LAYOUT")
+      ->capture_default_str();
   add_backend_options(*tune, args->backend);
   tune->add_option("--policy", args->policy,
                    "heuristic | exhaustive | fixed:<id> | a Theano name (time_once, guess_once, "

@@ -10,8 +10,10 @@ int run_version() {
   for (const BackendKind kind : {BackendKind::reference, BackendKind::cpu, BackendKind::cudnn}) {
     std::string why;
     std::cout << "  " << to_string(kind) << ": ";
-    if (backend_available(kind, &why)) std::cout << backend_version(kind) << '\n';
-    else std::cout << "unavailable (" << why << ")\n";
+    if (backend_available(kind, &why))
+      std::cout << backend_version(kind) << '\n';
+    else
+      std::cout << "unavailable (" << why << ")\n";
   }
   std::cout << "  auto: " << to_string(resolve_backend(BackendKind::automatic)) << '\n';
   return 0;

@@ -1,7 +1,9 @@
 // dnnx: list, profile and tune the algorithms of dnnx ops from the command line.
 
 #include "commands.hpp"
+#include "output.hpp"
 
+#include <cstdio>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -27,22 +29,22 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& erro
     command = command->get_subcommands().front();
     path += " " + command->get_name();
   }
-  std::string accepted;
+  std::vector<std::string> names;
   for (const CLI::App* sub : command->get_subcommands([](const CLI::App*) { return true; }))
-    accepted += (accepted.empty() ? "" : ", ") + sub->get_name();
+    names.push_back(sub->get_name());
+  const std::string accepted = dnnx::cli::join(names, ", ");
   const std::vector<std::string> typed = command->remaining();
   if (!typed.empty())
     return path + ": unknown subcommand '" + typed.front() + "'; accepted: " + accepted;
   return path + ": a subcommand is required; accepted: " + accepted + " (see --help)";
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   using namespace dnnx::cli;
-  CLI::App app{"dnnx: deep-learning primitives with algorithm selection.\n"
-               "List, profile and tune the candidate algorithms of dnnx ops.",
-               "dnnx"};
+  CLI::App app{
+      "dnnx: deep-learning primitives with algorithm selection.\n"
+      "List, profile and tune the candidate algorithms of dnnx ops.",
+      "dnnx"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string(dnnx::version()));
   Action action;
@@ -68,5 +70,18 @@ int main(int argc, char** argv) {
   } catch (const std::exception& error) {
     std::cerr << "dnnx: internal error: " << one_line(error.what()) << '\n';
     return failure_exit_code;
+  }
+}
+
+}  // namespace
+
+// Setting up the parser or reporting an error can itself throw (allocation); never let that
+// escape as std::terminate.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (...) {
+    std::fputs("dnnx: internal error while reporting an error\n", stderr);
+    return dnnx::cli::failure_exit_code;
   }
 }

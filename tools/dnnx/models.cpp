@@ -1,6 +1,7 @@
 #include "models.hpp"
 
 #include "args.hpp"
+#include "output.hpp"
 
 #include <fstream>
 #include <sstream>
@@ -52,10 +53,8 @@ Model load_model(std::string_view name_or_path) {
   }
   std::ifstream file{std::string(name_or_path)};
   if (!file) {
-    std::string names;
-    for (const std::string& name : builtin_models()) names += (names.empty() ? "" : ", ") + name;
-    throw UsageError("--model '" + std::string(name_or_path) +
-                     "': neither a built-in model (" + names + ") nor a readable shapes file");
+    throw UsageError("--model '" + std::string(name_or_path) + "': neither a built-in model (" +
+                     join(builtin_models(), ", ") + ") nor a readable shapes file");
   }
   std::ostringstream text;
   text << file.rdbuf();
@@ -77,15 +76,17 @@ Model parse_model(std::string_view text, std::string_view name, std::string_view
     const std::string at = where(source, number);
     if (tokens.size() != 6 && !(tokens.size() == 7 && tokens[6] == "bench")) {
       throw UsageError(at + ": expected `name src weights stride pad count [bench]`, got '" +
-                       line + "'");
+                       std::string(line) + "'");
     }
     ModelLayer layer;
     layer.name = tokens[0];
     layer.src = parse_dims(at + " src", tokens[1]);
     layer.weights = parse_dims(at + " weights", tokens[2]);
-    if (layer.src.rank() < 2 || layer.src.rank() > 4 || layer.weights.rank() != layer.src.rank() + 1) {
-      throw UsageError(at + ": src '" + tokens[1] + "' must be C x 1 to 3 spatial dims and weights '" +
-                       tokens[2] + "' O x C/groups x as many kernel dims");
+    if (layer.src.rank() < 2 || layer.src.rank() > 4 ||
+        layer.weights.rank() != layer.src.rank() + 1) {
+      throw UsageError(at + ": src '" + tokens[1] +
+                       "' must be C x 1 to 3 spatial dims and weights '" + tokens[2] +
+                       "' O x C/groups x as many kernel dims");
     }
     layer.stride = parse_int_list(at + " stride", tokens[3], 1);
     layer.pad = parse_int_list(at + " pad", tokens[4], 0);
@@ -98,7 +99,8 @@ Model parse_model(std::string_view text, std::string_view name, std::string_view
     model.layers.push_back(std::move(layer));
   }
   if (model.layers.empty())
-    throw UsageError(std::string(source) + ": no layers (expected `name src weights stride pad count`)");
+    throw UsageError(std::string(source) +
+                     ": no layers (expected `name src weights stride pad count`)");
   return model;
 }
 

@@ -14,12 +14,12 @@ namespace dnnx::cli {
 /// One distinct convolution layer of a network.
 struct ModelLayer {
   std::string name;
-  Dims src;                           ///< C x spatial... (the batch is left out)
-  Dims weights;                       ///< O x C/groups x kernel...
-  std::vector<std::int64_t> stride;   ///< one entry or one per spatial dim
-  std::vector<std::int64_t> pad;      ///< symmetric; one entry or one per spatial dim
-  std::int64_t count = 1;             ///< times the shape occurs in the network
-  bool bench = false;                 ///< one of the benchmark shapes
+  Dims src;                          ///< C x spatial... (the batch is left out)
+  Dims weights;                      ///< O x C/groups x kernel...
+  std::vector<std::int64_t> stride;  ///< one entry or one per spatial dim
+  std::vector<std::int64_t> pad;     ///< symmetric; one entry or one per spatial dim
+  std::int64_t count = 1;            ///< times the shape occurs in the network
+  bool bench = false;                ///< one of the benchmark shapes
 
   /// The desc at `batch`; groups follow from the channel counts (C / weights' C/groups).
   ConvDesc desc(std::int64_t batch, DType dtype, Layout layout) const;

@@ -16,6 +16,15 @@ std::string printf_string(const char* format, double value) {
 
 }  // namespace
 
+std::string join(const std::vector<std::string>& items, std::string_view separator) {
+  std::string out;
+  for (const std::string& item : items) {
+    if (!out.empty()) out += separator;
+    out += item;
+  }
+  return out;
+}
+
 std::string format_bytes(std::size_t bytes) {
   if (bytes < 1024) return std::to_string(bytes) + " B";
   static constexpr const char* units[] = {"KiB", "MiB", "GiB", "TiB"};

@@ -3,10 +3,13 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dnnx::cli {
 
+/// `items` separated by `separator`.
+std::string join(const std::vector<std::string>& items, std::string_view separator);
 /// "0 B", "7.4 KiB", "19.6 MiB".
 std::string format_bytes(std::size_t bytes);
 /// Milliseconds with 3 decimals, "-" for NaN.
