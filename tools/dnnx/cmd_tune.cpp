@@ -162,18 +162,26 @@ double measure_ms(const Context& context, const ConvDesc& desc, Direction direct
   const bool host = fixed.device().kind == Device::Kind::cpu;
   const auto make = [&](const Dims& dims) {
     Tensor tensor = Tensor::empty(dims, desc.dtype, desc.layout, allocator);
-    if (host) tensor.fill(0.5f);
+    Tensor values = host ? tensor : Tensor::empty(dims, desc.dtype, desc.layout);
+    values.fill(0.5f);
+    if (!host) copy(values, tensor);
     return tensor;
   };
   Tensor src = make(desc.src_dims());
   Tensor weights = make(desc.weights_dims());
   Tensor dst = make(desc.dst_dims());
+  // Device ops may return before they finish. dnnx::copy returns only after every op queued before
+  // it, so copying one element to the host ends each timed run.
+  Tensor probe =
+      host ? Tensor() : Tensor::empty(Dims{1}, DType::f32, Layout::channels_first, allocator);
+  Tensor probe_host = host ? Tensor() : Tensor::empty(Dims{1}, DType::f32);
   const auto run = [&] {
     switch (direction) {
       case Direction::fwd: conv_fwd(fixed, desc, src, weights, dst); break;
       case Direction::bwd_data: conv_bwd_data(fixed, desc, dst, weights, src); break;
       case Direction::bwd_weights: conv_bwd_weights(fixed, desc, src, dst, weights); break;
     }
+    if (!host) copy(probe, probe_host);
   };
   // At least one warm-up: the first call builds (and caches) the implementation.
   for (int i = 0; i < std::max(1, fixed.tune().warmup_runs); ++i) run();
