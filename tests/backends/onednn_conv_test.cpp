@@ -305,28 +305,77 @@ TEST(OneDnnBackend, DtypesWithoutFastKernelsStillHaveCandidates) {
   }
 }
 
-TEST(OneDnnBackend, KnownDefectsAreListedUnsupported) {
-  // Note [known oneDNN defects]: oneDNN 3.2's jit_bf16 backward weights is wrong for 3-D kernels
-  // longer than the input; where this CPU has that kernel, it must be listed and refused.
-  const ConvDesc desc =
-      ConvDesc::from_shapes(Dims{1, 12, 1, 1, 8}, Dims{6, 6, 4, 1, 5}, {1, 3, 3}, {3, 0, 2}, {1}, 2,
-                            DType::bf16, Layout::channels_last);
+// Every candidate of `desc` whose id starts with `prefix` is unsupported as a known defect
+// (and refused by plan()); returns how many there were.
+int expect_known_defect(const ConvDesc& desc, Direction direction, const std::string& prefix) {
   int found = 0;
-  for (const AlgoInfo& info : cpu().conv().list(desc, Direction::bwd_weights)) {
-    if (info.id.rfind("onednn:jit_bf16:", 0) != 0) continue;
+  for (const AlgoInfo& info : cpu().conv().list(desc, direction)) {
+    if (info.id.rfind(prefix, 0) != 0) continue;
     ++found;
     EXPECT_FALSE(info.supported) << info.id;
     EXPECT_NE(info.reason.find("known oneDNN defect"), std::string::npos) << info.reason;
     expect_error(ErrorKind::Unsupported, {info.id, "known oneDNN defect"},
-                 [&] { cpu().conv().plan(desc, Direction::bwd_weights, info.id); });
+                 [&] { cpu().conv().plan(desc, direction, info.id); });
   }
+  return found;
+}
+
+// Every candidate of `desc` whose id starts with `prefix` is supported; returns how many.
+int expect_supported(const ConvDesc& desc, Direction direction, const std::string& prefix) {
+  int found = 0;
+  for (const AlgoInfo& info : cpu().conv().list(desc, direction)) {
+    if (info.id.rfind(prefix, 0) != 0) continue;
+    ++found;
+    EXPECT_TRUE(info.supported) << info.id << ": " << info.reason;
+  }
+  return found;
+}
+
+TEST(OneDnnBackend, KnownDefectJitBf16BackwardWeights) {
+  // Note [known oneDNN defects]: jit_bf16 backward weights is wrong when the kernel is longer
+  // than the input; where this CPU has that kernel, it is listed and refused.
+  const ConvDesc longer_3d =
+      ConvDesc::from_shapes(Dims{1, 12, 1, 1, 8}, Dims{6, 6, 4, 1, 5}, {1, 3, 3}, {3, 0, 2}, {1}, 2,
+                            DType::bf16, Layout::channels_last);
+  const ConvDesc longer_2d =
+      ConvDesc::from_shapes(Dims{1, 9, 1, 1}, Dims{6, 3, 1, 4}, {2, 3}, {0, 3}, {1}, 3, DType::bf16,
+                            Layout::channels_last);
+  const int found = expect_known_defect(longer_3d, Direction::bwd_weights, "onednn:jit_bf16:") +
+                    expect_known_defect(longer_2d, Direction::bwd_weights, "onednn:jit_bf16:");
   if (found == 0) GTEST_SKIP() << "no jit_bf16 implementation on this CPU";
-  // The same kernel on a 2-D desc is not affected and stays a candidate.
-  const ConvDesc flat = ConvDesc::from_shapes(Dims{1, 12, 1, 8}, Dims{6, 6, 1, 5}, {3, 3}, {0, 2},
+  // A kernel that fits the input is not affected, and other directions never are.
+  const ConvDesc fits = ConvDesc::from_shapes(Dims{1, 12, 1, 8}, Dims{6, 6, 1, 5}, {3, 3}, {0, 2},
                                               {1}, 2, DType::bf16, Layout::channels_last);
-  for (const AlgoInfo& info : cpu().conv().list(flat, Direction::bwd_weights)) {
-    if (info.id.rfind("onednn:jit_bf16:", 0) == 0) EXPECT_TRUE(info.supported) << info.reason;
+  EXPECT_GT(expect_supported(fits, Direction::bwd_weights, "onednn:jit_bf16:"), 0);
+  EXPECT_GT(expect_supported(longer_3d, Direction::fwd, "onednn:jit_bf16:"), 0);
+}
+
+TEST(OneDnnBackend, KnownDefectJit1x1StridedBackwardWeights) {
+  // Note [known oneDNN defects]: jit_1x1 backward weights on nhwc activations with a stride and
+  // fewer than 16 input channels writes past its scratchpad; on blocked activations it is fine.
+  const ConvDesc few = ConvDesc::from_shapes(Dims{1, 6, 10, 12}, Dims{5, 6, 1, 1}, {2, 3}, {0}, {1},
+                                             1, DType::f32, Layout::channels_last);
+  int refused = 0;
+  for (const AlgoInfo& info : cpu().conv().list(few, Direction::bwd_weights)) {
+    if (info.id.rfind("onednn:jit_1x1:", 0) != 0) continue;
+    if (has_note(info, "blocked")) {
+      EXPECT_TRUE(info.supported) << info.id << ": " << info.reason;
+      continue;
+    }
+    ++refused;
+    EXPECT_FALSE(info.supported) << info.id;
+    EXPECT_NE(info.reason.find("known oneDNN defect"), std::string::npos) << info.reason;
+    expect_error(ErrorKind::Unsupported, {info.id, "known oneDNN defect"},
+                 [&] { cpu().conv().plan(few, Direction::bwd_weights, info.id); });
   }
+  if (refused == 0) GTEST_SKIP() << "no jit_1x1 implementation on nhwc activations on this CPU";
+  // 16 channels or unit stride are not affected.
+  const ConvDesc wide = ConvDesc::from_shapes(Dims{1, 16, 10, 12}, Dims{5, 16, 1, 1}, {2, 3}, {0},
+                                              {1}, 1, DType::f32, Layout::channels_last);
+  EXPECT_GT(expect_supported(wide, Direction::bwd_weights, "onednn:jit_1x1:"), 0);
+  const ConvDesc unit = ConvDesc::from_shapes(Dims{1, 6, 10, 12}, Dims{5, 6, 1, 1}, {1}, {0}, {1},
+                                              1, DType::f32, Layout::channels_last);
+  EXPECT_GT(expect_supported(unit, Direction::bwd_weights, "onednn:jit_1x1:"), 0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -471,6 +520,12 @@ std::vector<ParityCase> parity_cases() {
       {"conv3d_kernel_longer_than_input",
        ConvDesc::from_shapes(Dims{1, 12, 1, 1, 8}, Dims{6, 6, 4, 1, 5}, {1, 3, 3}, {3, 0, 2}, {1},
                              2)},
+      // Kernel longer than the input along W, grouped (Note [known oneDNN defects]).
+      {"kernel_longer_than_input_grouped",
+       ConvDesc::from_shapes(Dims{1, 9, 1, 1}, Dims{6, 3, 1, 4}, {2, 3}, {0, 3}, {1}, 3)},
+      // 1x1, strided, few channels (Note [known oneDNN defects]).
+      {"pointwise_stride2x3_few_channels",
+       ConvDesc::from_shapes(Dims{1, 6, 10, 12}, Dims{5, 6, 1, 1}, {2, 3})},
   };
   std::vector<ParityCase> cases;
   for (const Shape& shape : shapes) {
@@ -478,7 +533,7 @@ std::vector<ParityCase> parity_cases() {
       for (const DType dtype : {DType::f32, DType::bf16, DType::f16}) {
         // Low precision on the plain 2-D shapes only; the rest of the matrix is tests/ops'.
         if (dtype != DType::f32 && shape.name != "k3" && shape.name != "depthwise_stride2" &&
-            shape.name != "conv3d_kernel_longer_than_input")
+            shape.name.find("kernel_longer_than_input") == std::string::npos)
           continue;
         ParityCase c{shape.name, shape.desc};
         c.desc.layout = layout;

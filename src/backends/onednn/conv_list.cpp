@@ -26,9 +26,9 @@
 // usually wins for the caller's layout (see strategy_order), then the rest of that list, then
 // the other strategies, each in oneDNN's order; winograd after direct, and convolution_auto only
 // where it adds an implementation the other two do not list. ref:any, last in each of oneDNN's
-// lists, stays last. An algorithm without any
-// implementation is one unsupported candidate ("onednn:unavailable:<algorithm>") carrying
-// oneDNN's message, so that `dnnx algos` shows what is missing and why.
+// lists, stays last. An algorithm without any implementation is one unsupported candidate
+// ("onednn:unavailable:<algorithm>") carrying oneDNN's message, so that `dnnx algos` shows what
+// is missing and why.
 //
 // Note [determinism]
 // oneDNN documents run-to-run bitwise reproducible results for most primitives in a fixed
@@ -230,33 +230,49 @@ std::string layouts_phrase(const std::string& layouts) {
 
 // Note [known oneDNN defects]
 // Implementations that oneDNN offers but that compute wrong results for some descs. They stay in
-// the list, unsupported, with the reason, so that nobody wonders where they went. Each entry was
-// found by the parity tests and reduced to a predicate with a sweep against ref:any.
-//   oneDNN 3.2.0, jit_bf16:avx512_core_bf16 backward weights, 3-D: when the (dilated) kernel is
-//   longer than the input along D or H, part of diff_weights is wrong and depends on what the
-//   buffer held before (e.g. input 1x12x1x1x8, kernel 4x1x5, pad 3,0,2). 2-D descs are not
-//   affected. The predicate also covers W, untested but as cheap to exclude.
+// the list, unsupported, with the reason, so that nobody wonders where they went. Each was found
+// by the parity tests (or a random sweep of every candidate against the reference) with oneDNN
+// 3.2.0 and reduced to a conservative predicate with a sweep against ref:any; the predicates
+// apply to every 3.x, since no release note says they were fixed.
+//   jit_bf16:* backward weights: when the (dilated) kernel is longer than the input along a
+//   spatial dim, part of diff_weights is wrong and depends on what the buffer held before (e.g.
+//   input 1x12x1x1x8, kernel 4x1x5, pad 3,0,2; input 1x9x1x1, kernel 1x4, stride 3, pad 0,3).
+//   jit_1x1:* backward weights on nhwc activations with a stride > 1 and fewer than 16 input
+//   channels per group: the kernel's reduce-to-unit-stride copy writes past its scratchpad
+//   (oneDNN issue #6035), which corrupts whatever follows it (here: the reorder buffers) and,
+//   on AVX2, diff_weights itself.
 std::optional<std::string> known_defect(const std::string& impl, const ConvDesc& desc,
-                                        Direction direction) {
-  const dnnl_version_t* v = dnnl_version();
-  const bool affected_version = v->major == 3 && v->minor <= 2;
-  if (!affected_version || !impl.starts_with("jit_bf16:") || direction != Direction::bwd_weights ||
-      desc.spatial_dims != 3)
-    return std::nullopt;
-  for (std::size_t i = 0; i < 3; ++i) {
-    const std::int64_t extent = (desc.kernel[i] - 1) * desc.dilation[i] + 1;
-    if (extent > desc.input[i]) {
+                                        Direction direction, bool activations_channels_last) {
+  if (dnnl_version()->major != 3 || direction != Direction::bwd_weights) return std::nullopt;
+  const auto n = static_cast<std::size_t>(desc.spatial_dims);
+  if (impl.starts_with("jit_bf16:")) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::int64_t extent = (desc.kernel[i] - 1) * desc.dilation[i] + 1;
+      if (extent > desc.input[i]) {
+        return detail::cat(onednn_version(), " ", impl,
+                           " computes wrong backward weights when the kernel is longer than the "
+                           "input (known oneDNN defect; here spatial dim ",
+                           i, ": kernel extent ", extent, " > input ", desc.input[i], ")");
+      }
+    }
+  }
+  if (impl.starts_with("jit_1x1:") && activations_channels_last) {
+    const std::int64_t group_channels = desc.in_channels / desc.groups;
+    const bool strided = std::any_of(desc.stride.begin(), desc.stride.begin() + desc.spatial_dims,
+                                     [](std::int64_t stride) { return stride > 1; });
+    if (strided && group_channels < 16) {
       return detail::cat(onednn_version(), " ", impl,
-                         " computes wrong backward weights for 3-D convolutions whose kernel is "
-                         "longer than the input (known oneDNN defect; here spatial dim ",
-                         i, ": kernel extent ", extent, " > input ", desc.input[i], ")");
+                         " writes past its scratchpad in backward weights on nhwc activations "
+                         "with a stride > 1 and fewer than 16 input channels per group (known "
+                         "oneDNN defect, oneDNN issue #6035; here ",
+                         group_channels, " channels)");
     }
   }
   return std::nullopt;
 }
 
-// Turns the current implementation of `pd` into a candidate; unsupported (with oneDNN's message)
-// when a reorder it needs has no implementation.
+// Turns the current implementation of `pd` into a candidate; unsupported, with the reason, when
+// it is a known defect for `desc` or a reorder it needs has no implementation.
 Candidate make_candidate(const dnnl::engine& engine, const ConvPd& conv_pd,
                          dnnl::algorithm algorithm, const ConvDesc& desc, const ConvGeometry& g,
                          Direction direction, const ErrorContext& context) {
@@ -298,7 +314,11 @@ Candidate make_candidate(const dnnl::engine& engine, const ConvPd& conv_pd,
   info.deterministic = true;  // Note [determinism]
   describe(info, impl, resolved, layouts);
 
-  if (auto defect = known_defect(impl, desc, direction)) {
+  // Plain nhwc activations: the caller's, or converted to them.
+  const bool activations_channels_last =
+      (activations_user && g.layout == Layout::channels_last) ||
+      (!activations_user && activations_transposed && other == Layout::channels_last);
+  if (auto defect = known_defect(impl, desc, direction, activations_channels_last)) {
     info.supported = false;
     info.reason = std::move(*defect);
     return candidate;
