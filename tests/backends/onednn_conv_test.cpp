@@ -281,6 +281,33 @@ TEST_P(Resnet3x3, PlanIsBuiltOnceAndReused) {
   }
 }
 
+TEST(OneDnnBackend, PlanOutlivesItsBackend) {
+  // Plans are shared_ptrs the op layer may keep; they hold what their primitives need.
+  const ConvDesc desc = ConvDesc::from_shapes(Dims{2, 16, 9, 9}, Dims{16, 16, 3, 3}, {1}, {1});
+  for (const Direction direction : all_directions) {
+    const test::ConvOperands operands = test::random_conv_operands(desc, direction, 5);
+    std::vector<std::shared_ptr<detail::ConvPlan>> plans;
+    {
+      const std::unique_ptr<detail::Backend> backend = onednn::make_backend(0);
+      for (const AlgoInfo& info : backend->conv().list(desc, direction))
+        if (info.supported) plans.push_back(backend->conv().plan(desc, direction, info.id));
+    }
+    ASSERT_FALSE(plans.empty());
+    const std::vector<float> expected =
+        run(reference_backend(), desc, direction, "reference:direct", operands).to_f32();
+    const std::vector<float> scale = error_scale(desc, direction, operands);
+    for (const auto& plan : plans) {
+      const std::string context = test::conv_context(desc, direction, plan->algo().id);
+      Tensor output =
+          test::nan_tensor(test::conv_output_dims(desc, direction), desc.dtype, desc.layout);
+      GuardedWorkspace workspace(plan->algo().workspace_bytes);
+      plan->execute(conv_args(direction, operands, output), workspace.workspace());
+      EXPECT_TRUE(test::close_within_scale(output.to_f32(), expected, scale, output.dims(),
+                                           test::conv_tolerance(desc.dtype), "output", context));
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Layouts, Resnet3x3,
                          ::testing::Values(Layout::channels_first, Layout::channels_last),
                          [](const ::testing::TestParamInfo<Layout>& info) {

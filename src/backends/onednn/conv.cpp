@@ -75,7 +75,8 @@ class Plan final : public detail::ConvPlan {
         context_(context_of(desc, direction, candidate.info.id)),
         direction_(direction),
         layout_(desc.layout),
-        dtype_(desc.dtype) {
+        dtype_(desc.dtype),
+        hint_(candidate.hint) {
     const auto& direction_roles = roles(direction);
     const ConvGeometry geometry = conv_geometry(desc);
     const dnnl::engine& engine = runtime_->engine;
@@ -199,6 +200,9 @@ class Plan final : public detail::ConvPlan {
   Direction direction_;
   Layout layout_;
   DType dtype_;
+  // oneDNN's backward primitives keep a plain pointer to their forward hint: held (and destroyed
+  // after the primitives) so that a plan stays valid after the backend and its candidate lists.
+  dnnl::primitive_desc hint_;
   std::array<Dims, 3> dims_;
   std::array<dnnl::memory, 3> user_;     // bound to the caller's tensors
   std::array<dnnl::memory, 3> buffers_;  // reordered copies in the workspace (null: none)
