@@ -108,16 +108,22 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) throw std::runtime_error(arg + " needs a value");
       return argv[++i];
     };
-    if (arg == "--shapes") o.shapes = value();
-    else if (arg == "--tag") o.tag = value();
-    else if (arg == "--batch") o.batch = std::stoll(value());
+    if (arg == "--shapes")
+      o.shapes = value();
+    else if (arg == "--tag")
+      o.tag = value();
+    else if (arg == "--batch")
+      o.batch = std::stoll(value());
     else if (arg == "--configs") {
       o.configs.clear();
       std::stringstream in(value());
       for (std::string c; std::getline(in, c, ',');) o.configs.push_back(c);
-    } else if (arg == "--loop") o.loop = std::stoi(value());
-    else if (arg == "--calls") o.calls = std::stoi(value());
-    else if (arg == "--overhead-only") o.overhead_only = true;
+    } else if (arg == "--loop")
+      o.loop = std::stoi(value());
+    else if (arg == "--calls")
+      o.calls = std::stoi(value());
+    else if (arg == "--overhead-only")
+      o.overhead_only = true;
     else if (arg == "--help") {
       std::cout << "cudnn_conv_bench [--shapes FILE] [--tag bench] [--batch 64]\n"
                    "  [--configs f16_nhwc,f32_nchw] [--loop 50] [--calls 20] [--overhead-only]\n";
@@ -173,9 +179,8 @@ double kernel_ms(Context& context, const ConvDesc& desc, Direction direction, Op
   std::vector<double> samples;
   for (int r = 0; r < 3; ++r) {
     samples.push_back(backend.time_ms([&] {
-                        for (int i = 0; i < loop; ++i) call(context, desc, direction, t);
-                      }) /
-                      loop);
+      for (int i = 0; i < loop; ++i) call(context, desc, direction, t);
+    }) / loop);
   }
   return median(samples);
 }
@@ -235,8 +240,8 @@ double host_us(detail::Backend& backend, Issue&& issue) {
 void host_overhead(std::ostream& out) {
   Context context(BackendKind::cudnn);
   context.set_choice_cache(std::make_shared<ChoiceCache>());
-  const ConvDesc desc = ConvDesc::from_shapes(Dims{1, 8, 8, 8}, Dims{8, 8, 3, 3}, {1}, {1}, {1},
-                                              1, DType::f32, Layout::channels_first);
+  const ConvDesc desc = ConvDesc::from_shapes(Dims{1, 8, 8, 8}, Dims{8, 8, 3, 3}, {1}, {1}, {1}, 1,
+                                              DType::f32, Layout::channels_first);
   Operands t{device_random(desc.src_dims(), desc.dtype, desc.layout, context, 1),
              device_random(desc.weights_dims(), desc.dtype, desc.layout, context, 2),
              device_random(desc.dst_dims(), desc.dtype, desc.layout, context, 3)};
@@ -276,22 +281,21 @@ int main(int argc, char** argv) try {
   {
     Context probe(BackendKind::cudnn);
     std::cout << "{\"kind\":\"device\",\"describe\":" << json_string(probe.describe())
-              << ",\"fingerprint\":" << json_string(probe.state().backend().fingerprint())
-              << "}\n";
+              << ",\"fingerprint\":" << json_string(probe.state().backend().fingerprint()) << "}\n";
   }
   host_overhead(std::cout);
   if (options.overhead_only) return 0;
   const std::vector<Shape> shapes = read_shapes(options.shapes, options.tag);
   for (const std::string& config : options.configs) {
-    const DType dtype = config.rfind("f16", 0) == 0 ? DType::f16
+    const DType dtype = config.rfind("f16", 0) == 0    ? DType::f16
                         : config.rfind("bf16", 0) == 0 ? DType::bf16
                                                        : DType::f32;
     const Layout layout =
         config.find("nhwc") != std::string::npos ? Layout::channels_last : Layout::channels_first;
     for (const Shape& s : shapes) {
-      const ConvDesc desc = ConvDesc::from_shapes(
-          Dims{options.batch, s.c, s.h, s.w}, Dims{s.o, s.cg, s.kh, s.kw}, {s.stride}, {s.pad},
-          {1}, s.c / s.cg, dtype, layout);
+      const ConvDesc desc =
+          ConvDesc::from_shapes(Dims{options.batch, s.c, s.h, s.w}, Dims{s.o, s.cg, s.kh, s.kw},
+                                {s.stride}, {s.pad}, {1}, s.c / s.cg, dtype, layout);
       for (Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
         // A fresh context and cache per case: the first call pays the whole search.
         Context context(BackendKind::cudnn);

@@ -110,8 +110,8 @@ std::size_t dense_bytes(const Tensor& tensor) {
 }  // namespace
 
 void copy(const Tensor& src, Tensor& dst) {
-  DNNX_CHECK_ARG(src.dims() == dst.dims(), "copy: src dims ", src.dims(),
-                 " differ from dst dims ", dst.dims(), "; both must be equal");
+  DNNX_CHECK_ARG(src.dims() == dst.dims(), "copy: src dims ", src.dims(), " differ from dst dims ",
+                 dst.dims(), "; both must be equal");
   DNNX_CHECK_ARG(src.dtype() == dst.dtype(), "copy: src dtype ", to_string(src.dtype()),
                  " differs from dst dtype ", to_string(dst.dtype()),
                  "; copy does not convert (both must be equal)");
@@ -160,8 +160,7 @@ void copy(const Tensor& src, Tensor& dst) {
                                 to_string(dst_layout),
                                 " would need a transpose; copy through a host tensor instead"));
     }
-    runtime_of(src, "src").memcpy(dst.data(), src.data(), dense_bytes(src),
-                                  Kind::device_to_device);
+    runtime_of(src, "src").memcpy(dst.data(), src.data(), dense_bytes(src), Kind::device_to_device);
     return;
   }
   // Between two devices: through the host, in the destination's layout.

@@ -35,11 +35,11 @@ constexpr Direction all_directions[] = {Direction::fwd, Direction::bwd_data,
                                         Direction::bwd_weights};
 
 // Skips the calling test when the cudnn backend cannot run here, saying why.
-#define DNNX_REQUIRE_GPU()                                                               \
-  do {                                                                                   \
-    std::string dnnx_why_;                                                               \
-    if (!backend_available(BackendKind::cudnn, &dnnx_why_))                              \
-      GTEST_SKIP() << "cudnn backend not available (no usable GPU): " << dnnx_why_;      \
+#define DNNX_REQUIRE_GPU()                                                          \
+  do {                                                                              \
+    std::string dnnx_why_;                                                          \
+    if (!backend_available(BackendKind::cudnn, &dnnx_why_))                         \
+      GTEST_SKIP() << "cudnn backend not available (no usable GPU): " << dnnx_why_; \
   } while (false)
 
 // A cudnn context with a private, memory-only choice cache (fixed ids must not reach the
@@ -51,8 +51,8 @@ Context gpu_context() {
 }
 
 Tensor to_device(const Tensor& host, Context& context) {
-  Tensor device = Tensor::empty(host.dims(), host.dtype(), host.layout().value(),
-                                context.allocator());
+  Tensor device =
+      Tensor::empty(host.dims(), host.dtype(), host.layout().value(), context.allocator());
   copy(host, device);
   return device;
 }
@@ -135,8 +135,7 @@ std::vector<ConvDesc> desc_matrix() {
                 Layout::channels_last),
       make_desc({2, 32, 9, 9}, {16, 32, 1, 1}, {2}, {0}, {1}, 1, DType::bf16,
                 Layout::channels_last),
-      make_desc({3, 8, 13, 11}, {16, 8, 5, 5}, {2}, {2}, {1}, 1, DType::f32,
-                Layout::channels_last),
+      make_desc({3, 8, 13, 11}, {16, 8, 5, 5}, {2}, {2}, {1}, 1, DType::f32, Layout::channels_last),
       make_desc({2, 16, 10, 10}, {32, 4, 3, 3}, {1}, {2}, {2}, 4, DType::f32,
                 Layout::channels_last),
       make_desc({1, 32, 14, 14}, {32, 1, 3, 3}, {1}, {1}, {1}, 32, DType::f16,
@@ -149,8 +148,8 @@ std::vector<ConvDesc> desc_matrix() {
   };
   // Asymmetric padding (what TensorFlow's SAME gives for even sizes): graph API only. The f16
   // case is last (the error tests use it).
-  ConvDesc asymmetric_f32 =
-      make_desc({2, 8, 11, 12}, {16, 8, 3, 3}, {2}, {1}, {1}, 1, DType::f32, Layout::channels_first);
+  ConvDesc asymmetric_f32 = make_desc({2, 8, 11, 12}, {16, 8, 3, 3}, {2}, {1}, {1}, 1, DType::f32,
+                                      Layout::channels_first);
   asymmetric_f32.pad_before = {1, 0, 0};
   asymmetric_f32.pad_after = {0, 1, 0};
   descs.insert(descs.end() - 1, asymmetric_f32);
@@ -211,7 +210,8 @@ TEST(CudnnBackend, CopyRoundTripsEveryDirectionAndLayout) {
   Tensor c = Tensor::empty({2, 3}, DType::f16, Layout::channels_first);
   expect_error(ErrorKind::InvalidArgument, {"dtype f32", "f16"}, [&] { copy(a, c); });
   Tensor nhwc = Tensor::empty({1, 2, 3, 4}, DType::f32, Layout::channels_last, context.allocator());
-  Tensor nchw = Tensor::empty({1, 2, 3, 4}, DType::f32, Layout::channels_first, context.allocator());
+  Tensor nchw =
+      Tensor::empty({1, 2, 3, 4}, DType::f32, Layout::channels_first, context.allocator());
   expect_error(ErrorKind::Unsupported, {"transpose"}, [&] { copy(nhwc, nchw); });
 }
 
@@ -244,8 +244,8 @@ TEST(CudnnAllocator, Buckets) {
   EXPECT_EQ(CachingAllocator::bucket(1 << 20), std::size_t{1} << 20);
   EXPECT_EQ(CachingAllocator::bucket((1 << 20) + 1), std::size_t{2} << 20);
   EXPECT_EQ(CachingAllocator::bucket(100u << 20), 104u << 20);  // above 64 MiB: steps of 8 MiB
-  for (std::size_t bytes : {std::size_t{3}, std::size_t{777777}, std::size_t{5} << 20,
-                            (std::size_t{1} << 33) + 5}) {
+  for (std::size_t bytes :
+       {std::size_t{3}, std::size_t{777777}, std::size_t{5} << 20, (std::size_t{1} << 33) + 5}) {
     EXPECT_GE(CachingAllocator::bucket(bytes), bytes);
     EXPECT_LE(CachingAllocator::bucket(bytes), bytes + bytes / 8 + (2u << 20));
   }
@@ -297,8 +297,9 @@ TEST(CudnnConv, ListsLegacyAndEngineCandidates) {
       // Runtime-compiled engines are off by default (their reason may be an earlier one, TF32).
       if (has_note(info, "runtime_compiled")) {
         EXPECT_FALSE(info.supported) << info.id << " is runtime-compiled (off by default)";
-        const bool explained = info.reason.find("DNNX_CUDNN_RUNTIME_COMPILED") != std::string::npos ||
-                               info.reason.find("TF32") != std::string::npos;
+        const bool explained =
+            info.reason.find("DNNX_CUDNN_RUNTIME_COMPILED") != std::string::npos ||
+            info.reason.find("TF32") != std::string::npos;
         EXPECT_TRUE(explained) << info.reason;
       }
     }
@@ -309,11 +310,10 @@ TEST(CudnnConv, ListsLegacyAndEngineCandidates) {
     EXPECT_TRUE(algos.front().supported);
     // The first candidate is heuristics mode A's first admissible config.
     EXPECT_EQ(algos.front().id.rfind("cudnn:engine:", 0), 0u) << algos.front().id;
-    EXPECT_NE(algos.front().name.find("heuristics A #1"), std::string::npos)
-        << algos.front().name;
-    std::cout << "[ cudnn    ] " << to_string(direction) << ": " << algos.size()
-              << " candidates (" << engines << " engine configs, " << supported_engines
-              << " supported; " << legacy << " legacy)\n";
+    EXPECT_NE(algos.front().name.find("heuristics A #1"), std::string::npos) << algos.front().name;
+    std::cout << "[ cudnn    ] " << to_string(direction) << ": " << algos.size() << " candidates ("
+              << engines << " engine configs, " << supported_engines << " supported; " << legacy
+              << " legacy)\n";
   }
 }
 
@@ -404,7 +404,8 @@ TEST(CudnnConv, BiasMatchesTheReference) {
   Context reference(BackendKind::reference);
   for (const ConvDesc& desc : {desc_matrix()[0], desc_matrix()[1], desc_matrix()[7]}) {
     const std::string where = test::conv_context(desc, Direction::fwd, "bias");
-    const Tensor bias = test::random_tensor(desc.bias_dims(), desc.dtype, Layout::channels_first, 3);
+    const Tensor bias =
+        test::random_tensor(desc.bias_dims(), desc.dtype, Layout::channels_first, 3);
     const Tensor dst = test::random_tensor(desc.dst_dims(), desc.dtype, desc.layout, 4);
     Tensor dst_ref = test::tensor_from(desc.dst_dims(), desc.dtype, desc.layout, dst.to_f32());
     conv_bias_fwd(reference, desc, bias, dst_ref);
@@ -416,9 +417,8 @@ TEST(CudnnConv, BiasMatchesTheReference) {
                                          "dst + bias", where));
     Tensor diff_bias_ref = Tensor::empty(desc.bias_dims(), desc.dtype);
     conv_bias_bwd(reference, desc, dst, diff_bias_ref);
-    Tensor diff_bias_gpu = to_device(test::nan_tensor(desc.bias_dims(), desc.dtype,
-                                                      Layout::channels_first),
-                                     context);
+    Tensor diff_bias_gpu =
+        to_device(test::nan_tensor(desc.bias_dims(), desc.dtype, Layout::channels_first), context);
     conv_bias_bwd(context, desc, to_device(dst, context), diff_bias_gpu);
     const float count = static_cast<float>(dst.numel() / desc.out_channels);
     const std::vector<float> bias_scale(static_cast<std::size_t>(desc.out_channels), count);
@@ -449,9 +449,9 @@ TEST(CudnnConv, GraphReplayRecomputesEveryCall) {
         context.tune().policy(direction) =
             std::string(policy) == "heuristic"
                 ? AlgoPolicy::heuristic()
-                : AlgoPolicy::fixed(std::string("cudnn:legacy:") + std::string(to_string(direction)) +
-                                    (direction == Direction::fwd ? ":implicit_gemm:fma"
-                                                                 : ":algo_1:fma"));
+                : AlgoPolicy::fixed(
+                      std::string("cudnn:legacy:") + std::string(to_string(direction)) +
+                      (direction == Direction::fwd ? ":implicit_gemm:fma" : ":algo_1:fma"));
         for (int call = 0; call < 4; ++call) {
           copy(poison, output);
           std::shared_ptr<const Choice> choice;
@@ -466,8 +466,8 @@ TEST(CudnnConv, GraphReplayRecomputesEveryCall) {
               choice = conv_bwd_weights(context, desc, device.src, device.diff_dst, output);
               break;
           }
-          const std::string where =
-              test::conv_context(desc, direction, choice->algo.id) + " call " + std::to_string(call);
+          const std::string where = test::conv_context(desc, direction, choice->algo.id) +
+                                    " call " + std::to_string(call);
           const std::vector<float> actual = to_host(output).to_f32();
           ASSERT_TRUE(test::all_finite(actual, out_dims, "output", where));
           ASSERT_TRUE(test::close_within_scale(actual, expected, scale, out_dims,
@@ -594,9 +594,10 @@ TEST(CudnnConv, UnsupportedFixedIdsNameTheIdTheReasonAndTheValidIds) {
                [&] { run_gpu(context, strided, Direction::fwd, device); });
   // TF32 math for f32 is refused with the reason.
   context.tune().fwd = AlgoPolicy::fixed("cudnn:legacy:fwd:implicit_gemm:tensor_op");
-  expect_error(ErrorKind::Unsupported, {"cudnn:legacy:fwd:implicit_gemm:tensor_op", "TF32",
-                                        "DNNX_ALLOW_TF32", "valid ids:"},
-               [&] { run_gpu(context, strided, Direction::fwd, device); });
+  expect_error(
+      ErrorKind::Unsupported,
+      {"cudnn:legacy:fwd:implicit_gemm:tensor_op", "TF32", "DNNX_ALLOW_TF32", "valid ids:"},
+      [&] { run_gpu(context, strided, Direction::fwd, device); });
   // Not a candidate at all.
   context.tune().fwd = AlgoPolicy::fixed("cudnn:engine:99999");
   expect_error(ErrorKind::InvalidArgument, {"cudnn:engine:99999", "valid ids:"},
@@ -611,9 +612,8 @@ TEST(CudnnConv, UnsupportedFixedIdsNameTheIdTheReasonAndTheValidIds) {
   // Host tensors on a cudnn context.
   context.tune().fwd = AlgoPolicy::heuristic();
   Tensor dst = Tensor::empty(strided.dst_dims(), strided.dtype, strided.layout);
-  expect_error(ErrorKind::InvalidArgument, {"src is on cpu", "cuda:0"}, [&] {
-    conv_fwd(context, strided, operands.src, operands.weights, dst);
-  });
+  expect_error(ErrorKind::InvalidArgument, {"src is on cpu", "cuda:0"},
+               [&] { conv_fwd(context, strided, operands.src, operands.weights, dst); });
 }
 
 }  // namespace

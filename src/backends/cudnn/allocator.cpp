@@ -15,7 +15,9 @@ namespace {
 constexpr std::size_t kib = 1024;
 constexpr std::size_t mib = 1024 * kib;
 
-std::size_t round_up(std::size_t value, std::size_t step) { return (value + step - 1) / step * step; }
+std::size_t round_up(std::size_t value, std::size_t step) {
+  return (value + step - 1) / step * step;
+}
 
 // Makes `device` current for the scope of an allocator call (the caller's thread may have another).
 class CurrentDevice {
@@ -83,14 +85,15 @@ void* CachingAllocator::allocate(std::size_t bytes) {
     cudaGetLastError();
     ErrorContext context;
     context.backend = "cudnn";
-    raise_status(status,
-                 detail::cat("device allocation of ", bytes, " bytes (",
-                             detail::format_bytes(static_cast<double>(bytes)), ") on cuda:",
-                             device_, " failed after releasing the cache; dnnx holds ",
-                             detail::format_bytes(static_cast<double>(in_use_)), ", the device has ",
-                             detail::format_bytes(static_cast<double>(free_bytes)), " free of ",
-                             detail::format_bytes(static_cast<double>(total_bytes))),
-                 std::move(context));
+    raise_status(
+        status,
+        detail::cat("device allocation of ", bytes, " bytes (",
+                    detail::format_bytes(static_cast<double>(bytes)), ") on cuda:", device_,
+                    " failed after releasing the cache; dnnx holds ",
+                    detail::format_bytes(static_cast<double>(in_use_)), ", the device has ",
+                    detail::format_bytes(static_cast<double>(free_bytes)), " free of ",
+                    detail::format_bytes(static_cast<double>(total_bytes))),
+        std::move(context));
   }
   ++device_allocations_;
   in_use_ += size;

@@ -52,8 +52,8 @@ class CachingAllocator final : public Allocator {
   int device_;
   std::function<void()> synchronize_;
   mutable std::mutex mutex_;
-  std::map<std::size_t, std::vector<void*>> free_;       // bucket -> cached blocks
-  std::unordered_map<void*, std::size_t> live_;          // block -> bucket
+  std::map<std::size_t, std::vector<void*>> free_;  // bucket -> cached blocks
+  std::unordered_map<void*, std::size_t> live_;     // block -> bucket
   std::size_t in_use_ = 0;
   std::size_t cached_ = 0;
   std::size_t device_allocations_ = 0;

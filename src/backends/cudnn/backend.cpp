@@ -110,8 +110,8 @@ const Availability& availability() {
     const cudaError_t status = cudaGetDeviceCount(&count);
     if (status != cudaSuccess) {
       cudaGetLastError();
-      a.why = detail::cat("no CUDA device: cudaGetDeviceCount returned ", status_name(status),
-                          " (", cudaGetErrorString(status), ")");
+      a.why = detail::cat("no CUDA device: cudaGetDeviceCount returned ", status_name(status), " (",
+                          cudaGetErrorString(status), ")");
       return a;
     }
     if (count == 0) {
@@ -154,8 +154,8 @@ std::string version() {
   if (available(nullptr)) {
     cudaDeviceProp properties{};
     if (cudaGetDeviceProperties(&properties, 0) == cudaSuccess) {
-      text += detail::cat(", ", properties.name, " (sm_", properties.major, properties.minor,
-                          ", ", properties.multiProcessorCount, " SMs)");
+      text += detail::cat(", ", properties.name, " (sm_", properties.major, properties.minor, ", ",
+                          properties.multiProcessorCount, " SMs)");
     } else {
       cudaGetLastError();
     }

@@ -42,8 +42,8 @@ void raise_status(cudnnStatus_t status, std::string_view what, ErrorContext cont
                 std::move(message), std::move(context), file, line);
 }
 
-void raise_status(cudaError_t status, std::string_view what, ErrorContext context,
-                  const char* file, int line) {
+void raise_status(cudaError_t status, std::string_view what, ErrorContext context, const char* file,
+                  int line) {
   // A failed runtime call leaves a sticky "last error" for non-fatal errors: clear it so the next
   // unrelated check does not report it again.
   cudaGetLastError();

@@ -44,9 +44,9 @@ void log_destroy_failure(cudaError_t status, const char* what) noexcept;
 
 /// Checks a cudnnStatus_t or cudaError_t; on failure throws via raise_status() with `context`
 /// (an ErrorContext naming op, implementation and repro) and `what` (the attempted action).
-#define DNNX_CUDNN_CHECK(expr, context, what)                     \
-  do {                                                            \
-    const auto dnnx_cudnn_status_ = (expr);                       \
-    if (::dnnx::cudnn::failed(dnnx_cudnn_status_))                \
+#define DNNX_CUDNN_CHECK(expr, context, what)                             \
+  do {                                                                    \
+    const auto dnnx_cudnn_status_ = (expr);                               \
+    if (::dnnx::cudnn::failed(dnnx_cudnn_status_))                        \
       ::dnnx::cudnn::raise_status(dnnx_cudnn_status_, (what), (context)); \
   } while (false)

@@ -18,11 +18,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <iostream>
 #include <functional>
+#include <iostream>
 #include <mutex>
-#include <thread>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -123,8 +123,7 @@ class CudnnConv final : public detail::ConvBackend {
     if (info == nullptr) {
       detail::raise(ErrorKind::InvalidArgument,
                     detail::cat("algorithm id '", id, "' is not a cudnn candidate for this conv ",
-                                to_string(direction),
-                                "; valid ids: ", candidates.supported_ids()),
+                                to_string(direction), "; valid ids: ", candidates.supported_ids()),
                     conv_context(desc, direction, id));
     }
     if (!info->supported) {
@@ -162,8 +161,8 @@ class CudnnConv final : public detail::ConvBackend {
       }
     }
     if (todo.size() < 2 || !graph) return;
-    const std::size_t threads = std::min<std::size_t>(
-        {todo.size(), 16, std::max(1u, std::thread::hardware_concurrency())});
+    const std::size_t threads =
+        std::min<std::size_t>({todo.size(), 16, std::max(1u, std::thread::hardware_concurrency())});
     std::vector<std::shared_ptr<detail::ConvPlan>> built(todo.size());
     std::vector<double> build_ms(todo.size(), 0.0);
     std::atomic<std::size_t> next{0};
@@ -218,10 +217,10 @@ class CudnnConv final : public detail::ConvBackend {
     const BiasDescriptors d = bias_descriptors(desc, context);
     const float one = 1.0f;
     const float zero = 0.0f;
-    DNNX_CUDNN_CHECK(cudnnConvolutionBackwardBias(runtime_->handle(), &one, d.output.get(),
-                                                  diff_dst.data(), &zero, d.bias.get(),
-                                                  diff_bias.data()),
-                     context, "reducing diff_dst into the bias gradient");
+    DNNX_CUDNN_CHECK(
+        cudnnConvolutionBackwardBias(runtime_->handle(), &one, d.output.get(), diff_dst.data(),
+                                     &zero, d.bias.get(), diff_bias.data()),
+        context, "reducing diff_dst into the bias gradient");
   }
 
  private:

@@ -107,11 +107,11 @@ BoundTensors bind_tensors(const detail::ConvArgs& args, Direction direction,
 void check_workspace(const detail::Workspace& workspace, std::size_t needed,
                      const ErrorContext& context) {
   if (workspace.bytes < needed || (needed > 0 && workspace.data == nullptr)) {
-    detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat("workspace has ", workspace.bytes, " bytes",
-                              workspace.data == nullptr ? " (null)" : "",
-                              "; this candidate needs ", needed),
-                  context);
+    detail::raise(
+        ErrorKind::InvalidArgument,
+        detail::cat("workspace has ", workspace.bytes, " bytes",
+                    workspace.data == nullptr ? " (null)" : "", "; this candidate needs ", needed),
+        context);
   }
 }
 

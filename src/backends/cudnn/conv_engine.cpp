@@ -66,16 +66,50 @@ constexpr std::int64_t uid_y = 3;
 constexpr std::int64_t tensor_alignment = 16;
 
 // cudnnBackendKnobType_t names, in enum order (the id's spelling); later types print as "k<N>".
-constexpr std::array<std::string_view, 44> knob_names{
-    "split_k",      "swizzle",      "tile_size",    "use_tex",      "edge",
-    "kblock",       "ldga",         "ldgb",         "chunk_k",      "split_h",
-    "wino_tile",    "multiply",     "split_k_buf",  "tilek",        "stages",
-    "reduction_mode", "cta_split_k_mode", "split_k_slc", "idx_mode", "sliced",
-    "split_rs",     "singlebuffer", "ldgc",         "specfilt",     "kernel_cfg",
-    "workspace",    "tile_cga",     "tile_cga_m",   "tile_cga_n",   "block_size",
-    "occupancy",    "array_size_per_thread", "num_c_per_block", "split_cols", "tile_rows",
-    "tile_cols",    "load_size",    "cta_count",    "stream_k",     "split_p_slc",
-    "tile_m",       "tile_n",       "warp_spec_cfg", "swap_ab"};
+constexpr std::array<std::string_view, 44> knob_names{"split_k",
+                                                      "swizzle",
+                                                      "tile_size",
+                                                      "use_tex",
+                                                      "edge",
+                                                      "kblock",
+                                                      "ldga",
+                                                      "ldgb",
+                                                      "chunk_k",
+                                                      "split_h",
+                                                      "wino_tile",
+                                                      "multiply",
+                                                      "split_k_buf",
+                                                      "tilek",
+                                                      "stages",
+                                                      "reduction_mode",
+                                                      "cta_split_k_mode",
+                                                      "split_k_slc",
+                                                      "idx_mode",
+                                                      "sliced",
+                                                      "split_rs",
+                                                      "singlebuffer",
+                                                      "ldgc",
+                                                      "specfilt",
+                                                      "kernel_cfg",
+                                                      "workspace",
+                                                      "tile_cga",
+                                                      "tile_cga_m",
+                                                      "tile_cga_n",
+                                                      "block_size",
+                                                      "occupancy",
+                                                      "array_size_per_thread",
+                                                      "num_c_per_block",
+                                                      "split_cols",
+                                                      "tile_rows",
+                                                      "tile_cols",
+                                                      "load_size",
+                                                      "cta_count",
+                                                      "stream_k",
+                                                      "split_p_slc",
+                                                      "tile_m",
+                                                      "tile_n",
+                                                      "warp_spec_cfg",
+                                                      "swap_ab"};
 
 std::string knob_name(std::int64_t type) {
   if (type >= 0 && type < static_cast<std::int64_t>(knob_names.size()))
@@ -164,7 +198,8 @@ std::int64_t get_int64(const BackendDescriptor& d, cudnnBackendAttributeName_t n
 // "CUDNN_STATUS_NOT_SUPPORTED (cuDNN's message)" for a reason string.
 std::string rejection(cudnnStatus_t status) {
   std::string text = status_name(status);
-  if (const std::string message = last_cudnn_message(); !message.empty()) text += " (" + message + ")";
+  if (const std::string message = last_cudnn_message(); !message.empty())
+    text += " (" + message + ")";
   return text;
 }
 
@@ -178,8 +213,7 @@ BackendDescriptor make_tensor(std::int64_t uid, const std::array<std::int64_t, 5
       "setting a tensor's dims");
   set(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, g.nb_dims, strides.data(), context,
       "setting a tensor's strides");
-  set(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid, context,
-      "setting a tensor's id");
+  set(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid, context, "setting a tensor's id");
   set(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &tensor_alignment, context,
       "setting a tensor's alignment");
   finalize(t, context, "finalizing a tensor descriptor");
@@ -202,8 +236,8 @@ std::shared_ptr<OperationGraph> build_graph(Runtime& runtime, const ConvDesc& de
   const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
   set(graph->conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &g.compute_type,
       context, "setting the compute type");
-  set(graph->conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode,
-      context, "setting the convolution mode");
+  set(graph->conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode, context,
+      "setting the convolution mode");
   set(graph->conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &spatial, context,
       "setting the spatial dims");
   set(graph->conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, spatial, g.dilation.data(),
@@ -224,8 +258,8 @@ std::shared_ptr<OperationGraph> build_graph(Runtime& runtime, const ConvDesc& de
   const float beta = 0.0f;
   switch (direction) {
     case Direction::fwd:
-      graph->operation = make_backend_descriptor(
-          CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, context);
+      graph->operation =
+          make_backend_descriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, context);
       set_descriptor(graph->operation, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, graph->x,
                      context, "setting x");
       set_descriptor(graph->operation, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, graph->w,
@@ -266,8 +300,8 @@ std::shared_ptr<OperationGraph> build_graph(Runtime& runtime, const ConvDesc& de
                      context, "setting dy");
       set_descriptor(graph->operation, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
                      graph->conv, context, "setting the convolution");
-      set(graph->operation, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT,
-          1, &alpha, context, "setting alpha");
+      set(graph->operation, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, 1,
+          &alpha, context, "setting alpha");
       set(graph->operation, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, 1,
           &beta, context, "setting beta");
       break;
@@ -354,19 +388,17 @@ EngineNotes engine_notes(const BackendDescriptor& engine, const ErrorContext& co
   EngineNotes notes;
   std::array<cudnnBackendNumericalNote_t, CUDNN_NUMERICAL_NOTE_TYPE_COUNT> numerical{};
   std::int64_t count = 0;
-  DNNX_CUDNN_CHECK(cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
-                                            CUDNN_TYPE_NUMERICAL_NOTE,
-                                            static_cast<std::int64_t>(numerical.size()), &count,
-                                            numerical.data()),
+  DNNX_CUDNN_CHECK(cudnnBackendGetAttribute(
+                       engine.get(), CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                       static_cast<std::int64_t>(numerical.size()), &count, numerical.data()),
                    context, "reading an engine's numerical notes");
   notes.numerical.assign(numerical.begin(),
                          numerical.begin() + std::clamp<std::int64_t>(count, 0, numerical.size()));
   std::array<cudnnBackendBehaviorNote_t, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT> behavior{};
   count = 0;
-  DNNX_CUDNN_CHECK(cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE,
-                                            CUDNN_TYPE_BEHAVIOR_NOTE,
-                                            static_cast<std::int64_t>(behavior.size()), &count,
-                                            behavior.data()),
+  DNNX_CUDNN_CHECK(cudnnBackendGetAttribute(
+                       engine.get(), CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                       static_cast<std::int64_t>(behavior.size()), &count, behavior.data()),
                    context, "reading an engine's behavior notes");
   notes.behavior.assign(behavior.begin(),
                         behavior.begin() + std::clamp<std::int64_t>(count, 0, behavior.size()));
@@ -406,9 +438,10 @@ std::string numeric_exclusion(const EngineNotes& notes, const ConvDesc& desc,
     if (runtime.allow_tf32()) return {};
     if (notes.has(CUDNN_NUMERICAL_NOTE_TENSOR_CORE) ||
         notes.has(CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)) {
-      return detail::cat("runs f32 on TF32 tensor cores (numerical notes TENSOR_CORE/"
-                         "DOWN_CONVERT_INPUTS) and TF32 is off (set ",
-                         tf32_variable, "=1 to allow it)");
+      return detail::cat(
+          "runs f32 on TF32 tensor cores (numerical notes TENSOR_CORE/"
+          "DOWN_CONVERT_INPUTS) and TF32 is off (set ",
+          tf32_variable, "=1 to allow it)");
     }
     return {};
   }
@@ -428,7 +461,8 @@ AlgoInfo describe_config(Runtime& runtime, const OperationGraph& graph, const Co
                          const ErrorContext& context) {
   AlgoInfo info;
   info.id = config_id(key);
-  info.name = detail::cat("engine ", key.engine, key.knobs.empty() ? " (default knobs)" : "", origin);
+  info.name =
+      detail::cat("engine ", key.engine, key.knobs.empty() ? " (default knobs)" : "", origin);
   info.notes = {"graph_api"};
   EngineConfig config;
   const cudnnStatus_t status = build_config(graph, key, config, context);
@@ -446,26 +480,29 @@ AlgoInfo describe_config(Runtime& runtime, const OperationGraph& graph, const Co
     info.notes.emplace_back("fft");
     info.families.emplace_back("fft");
   }
-  if (notes.has(CUDNN_NUMERICAL_NOTE_WINOGRAD) || notes.has(CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4) ||
+  if (notes.has(CUDNN_NUMERICAL_NOTE_WINOGRAD) ||
+      notes.has(CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4) ||
       notes.has(CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6) ||
       notes.has(CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13)) {
     info.notes.emplace_back("winograd");
     info.families.emplace_back("winograd");
   }
-  if (notes.has(CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION)) info.notes.emplace_back("runtime_compiled");
+  if (notes.has(CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION))
+    info.notes.emplace_back("runtime_compiled");
   if (!info.deterministic) info.notes.emplace_back("nondeterministic");
   info.reason = numeric_exclusion(notes, desc, runtime);
   if (info.reason.empty()) info.reason = padding_exclusion(desc, direction, key.engine);
   if (info.reason.empty() && notes.has(CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) &&
       !runtime.settings().runtime_compiled) {
-    info.reason = detail::cat("runtime-compiled engine: its plan compiles kernels with NVRTC for "
-                              "this shape (seconds); set ", runtime_compiled_variable,
-                              "=1 to include it (Note [runtime-compiled engines])");
+    info.reason = detail::cat(
+        "runtime-compiled engine: its plan compiles kernels with NVRTC for "
+        "this shape (seconds); set ",
+        runtime_compiled_variable, "=1 to include it (Note [runtime-compiled engines])");
   }
   if (info.reason.empty()) {
-    info.workspace_bytes = static_cast<std::size_t>(
-        get_int64(config.config, CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE, context,
-                  "reading a config's workspace size"));
+    info.workspace_bytes =
+        static_cast<std::size_t>(get_int64(config.config, CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE,
+                                           context, "reading a config's workspace size"));
     info.supported = true;
   }
   return info;
@@ -484,8 +521,8 @@ std::vector<ConfigKey> heuristic_configs(const OperationGraph& graph, cudnnBacke
   if (cudnnBackendFinalize(heuristics.get()) != CUDNN_STATUS_SUCCESS) return {};
   std::int64_t count = 0;
   if (cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                               CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr) !=
-          CUDNN_STATUS_SUCCESS ||
+                               CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
+                               nullptr) != CUDNN_STATUS_SUCCESS ||
       count <= 0)
     return {};
   std::vector<BackendDescriptor> configs;
@@ -495,19 +532,18 @@ std::vector<ConfigKey> heuristic_configs(const OperationGraph& graph, cudnnBacke
     raw.push_back(configs.back().get());
   }
   std::int64_t returned = 0;
-  DNNX_CUDNN_CHECK(cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &returned,
-                                            raw.data()),
-                   context, "reading the heuristics' results");
+  DNNX_CUDNN_CHECK(
+      cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                               CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &returned, raw.data()),
+      context, "reading the heuristics' results");
   std::vector<ConfigKey> keys;
   for (std::int64_t i = 0; i < std::min(returned, count); ++i) {
     const cudnnBackendDescriptor_t config = raw[static_cast<std::size_t>(i)];
     BackendDescriptor engine = make_backend_descriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, context);
     cudnnBackendDescriptor_t engine_raw = engine.get();
     std::int64_t n = 0;
-    if (cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_ENGINE,
-                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &engine_raw) !=
-        CUDNN_STATUS_SUCCESS)
+    if (cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                 1, &n, &engine_raw) != CUDNN_STATUS_SUCCESS)
       continue;
     ConfigKey key;
     key.engine = get_int64(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, context,
@@ -530,8 +566,8 @@ std::vector<ConfigKey> heuristic_configs(const OperationGraph& graph, cudnnBacke
         DNNX_CUDNN_CHECK(cudnnBackendGetAttribute(knob.get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
                                                   CUDNN_TYPE_KNOB_TYPE, 1, &n_type, &type),
                          context, "reading a knob type");
-        const std::int64_t value = get_int64(knob, CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, context,
-                                             "reading a knob value");
+        const std::int64_t value =
+            get_int64(knob, CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, context, "reading a knob value");
         key.knobs.emplace_back(static_cast<std::int64_t>(type), value);
       }
     }
@@ -541,7 +577,8 @@ std::vector<ConfigKey> heuristic_configs(const OperationGraph& graph, cudnnBacke
   return keys;
 }
 
-// ---- plans ---------------------------------------------------------------------------------------
+// ---- plans
+// ---------------------------------------------------------------------------------------
 
 // Note [first launch]
 // The first launch of a kernel loads its module (CUDA's lazy loading) and may finish cuDNN's own
@@ -609,8 +646,8 @@ class EnginePlan final : public detail::ConvPlan {
           context_, "setting the variant pack's ids");
       set(variant_pack_, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3,
           pointers.data(), context_, "setting the variant pack's pointers");
-      set(variant_pack_, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1,
-          &workspace_data, context_, "setting the variant pack's workspace");
+      set(variant_pack_, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace_data,
+          context_, "setting the variant pack's workspace");
       const cudnnStatus_t status = cudnnBackendFinalize(variant_pack_.get());
       if (status != CUDNN_STATUS_SUCCESS) {
         variant_pack_.reset();
@@ -626,7 +663,7 @@ class EnginePlan final : public detail::ConvPlan {
     if (!primed_) launch();  // Note [first launch]
     primed_ = true;
     replay_.run(runtime_->settings().graphs, runtime_->stream(),
-               {pointers[0], pointers[1], pointers[2], workspace_data}, launch, context_);
+                {pointers[0], pointers[1], pointers[2], workspace_data}, launch, context_);
   }
 
  private:

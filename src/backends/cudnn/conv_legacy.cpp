@@ -110,7 +110,8 @@ Descriptors make_descriptors(const ConvDesc& desc, const Geometry& g, const Erro
                 make_filter_descriptor(context), make_convolution_descriptor(context)};
   auto narrow = [&](const std::array<std::int64_t, 5>& values) {
     std::array<int, 5> out{};
-    for (int i = 0; i < g.nb_dims; ++i) out[static_cast<std::size_t>(i)] = static_cast<int>(values[static_cast<std::size_t>(i)]);
+    for (int i = 0; i < g.nb_dims; ++i)
+      out[static_cast<std::size_t>(i)] = static_cast<int>(values[static_cast<std::size_t>(i)]);
     return out;
   };
   const auto src = narrow(g.src), src_strides = narrow(g.src_strides);
@@ -134,10 +135,10 @@ Descriptors make_descriptors(const ConvDesc& desc, const Geometry& g, const Erro
     stride[s] = static_cast<int>(g.stride[s]);
     dilation[s] = static_cast<int>(g.dilation[s]);
   }
-  DNNX_CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(d.conv.get(), g.spatial, pad.data(),
-                                                   stride.data(), dilation.data(),
-                                                   CUDNN_CROSS_CORRELATION, g.compute_type),
-                   context, "describing the convolution");
+  DNNX_CUDNN_CHECK(
+      cudnnSetConvolutionNdDescriptor(d.conv.get(), g.spatial, pad.data(), stride.data(),
+                                      dilation.data(), CUDNN_CROSS_CORRELATION, g.compute_type),
+      context, "describing the convolution");
   DNNX_CUDNN_CHECK(cudnnSetConvolutionGroupCount(d.conv.get(), static_cast<int>(desc.groups)),
                    context, "setting the group count");
   return d;
@@ -176,7 +177,8 @@ std::vector<Ranked> heuristic_ranking(cudnnHandle_t handle, const Descriptors& d
   auto collect = [&](const auto& results) {
     for (int i = 0; i < returned; ++i) {
       const auto& r = results[static_cast<std::size_t>(i)];
-      if (r.status == CUDNN_STATUS_SUCCESS) ranked.push_back({static_cast<int>(r.algo), r.mathType});
+      if (r.status == CUDNN_STATUS_SUCCESS)
+        ranked.push_back({static_cast<int>(r.algo), r.mathType});
     }
   };
   switch (direction) {
@@ -190,7 +192,8 @@ std::vector<Ranked> heuristic_ranking(cudnnHandle_t handle, const Descriptors& d
       break;
     }
     case Direction::bwd_data: {
-      std::array<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> results{};
+      std::array<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>
+          results{};
       DNNX_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
                            handle, d.weights.get(), d.dst.get(), d.conv.get(), d.src.get(),
                            static_cast<int>(results.size()), &returned, results.data()),
@@ -221,8 +224,9 @@ std::string math_exclusion(const ConvDesc& desc, cudnnMathType_t math, const Run
   }
   if (math == CUDNN_DEFAULT_MATH && runtime.facts().major >= 8) {
     return detail::cat("default math may run f32 on TF32 tensor cores on compute capability ",
-                       runtime.facts().major, '.', runtime.facts().minor,
-                       " and TF32 is off (set ", tf32_variable, "=1 to allow it; fma is the f32 "
+                       runtime.facts().major, '.', runtime.facts().minor, " and TF32 is off (set ",
+                       tf32_variable,
+                       "=1 to allow it; fma is the f32 "
                        "math mode)");
   }
   return {};
@@ -266,9 +270,9 @@ class LegacyPlan final : public detail::ConvPlan {
     // Note [first launch] (conv_engine.cpp): the first call runs twice.
     if (!primed_) launch(t, workspace);
     primed_ = true;
-    replay_.run(runtime_->settings().graphs, runtime_->stream(),
-               {t.first, t.second, t.output, workspace.data}, [&] { launch(t, workspace); },
-               context_);
+    replay_.run(
+        runtime_->settings().graphs, runtime_->stream(),
+        {t.first, t.second, t.output, workspace.data}, [&] { launch(t, workspace); }, context_);
   }
 
  private:
@@ -280,10 +284,9 @@ class LegacyPlan final : public detail::ConvPlan {
     switch (direction_) {
       case Direction::fwd:
         DNNX_CUDNN_CHECK(
-            cudnnConvolutionForward(handle, &alpha, d.src.get(), t.first, d.weights.get(),
-                                    t.second, d.conv.get(),
-                                    static_cast<cudnnConvolutionFwdAlgo_t>(algo_), workspace.data,
-                                    workspace.bytes, &beta, d.dst.get(), t.output),
+            cudnnConvolutionForward(handle, &alpha, d.src.get(), t.first, d.weights.get(), t.second,
+                                    d.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(algo_),
+                                    workspace.data, workspace.bytes, &beta, d.dst.get(), t.output),
             context_, "running the convolution");
         break;
       case Direction::bwd_data:
@@ -328,9 +331,11 @@ std::vector<AlgoInfo> legacy_candidates(Runtime& runtime, const ConvDesc& desc,
   if (!g.symmetric_padding) {
     common_reason = detail::cat(
         "legacy cuDNN takes one padding per spatial dim; asymmetric padding (before ",
-        detail::join(std::span(desc.pad_before.data(), static_cast<std::size_t>(desc.spatial_dims)), "x"),
+        detail::join(std::span(desc.pad_before.data(), static_cast<std::size_t>(desc.spatial_dims)),
+                     "x"),
         ", after ",
-        detail::join(std::span(desc.pad_after.data(), static_cast<std::size_t>(desc.spatial_dims)), "x"),
+        detail::join(std::span(desc.pad_after.data(), static_cast<std::size_t>(desc.spatial_dims)),
+                     "x"),
         ") needs a graph-API engine (cudnn:engine:...)");
   } else if (!fits_int(g)) {
     common_reason = "a dim or stride exceeds INT_MAX, which legacy descriptors cannot hold";
@@ -356,11 +361,10 @@ std::vector<AlgoInfo> legacy_candidates(Runtime& runtime, const ConvDesc& desc,
   for (std::size_t a = 0; a < specs.size(); ++a) {
     const AlgoSpec& spec = specs[a];
     const int algo = static_cast<int>(a);
-    const auto first_algo =
-        std::find_if(ranking.begin(), ranking.end(), [&](const Ranked& r) { return r.algo == algo; });
-    const int algo_rank = first_algo == ranking.end()
-                              ? 1000 + algo
-                              : static_cast<int>(first_algo - ranking.begin());
+    const auto first_algo = std::find_if(ranking.begin(), ranking.end(),
+                                         [&](const Ranked& r) { return r.algo == algo; });
+    const int algo_rank =
+        first_algo == ranking.end() ? 1000 + algo : static_cast<int>(first_algo - ranking.begin());
     for (std::size_t m = 0; m < maths.size(); ++m) {
       const MathSpec& math = maths[m];
       AlgoInfo info;
@@ -370,15 +374,15 @@ std::vector<AlgoInfo> legacy_candidates(Runtime& runtime, const ConvDesc& desc,
       info.notes = {"legacy", std::string(spec.note)};
       if (math.math == CUDNN_TENSOR_OP_MATH || math.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
         info.notes.emplace_back("tensor_cores");
-      if (math.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) info.notes.emplace_back("down_convert");
+      if (math.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+        info.notes.emplace_back("down_convert");
       if (!spec.family.empty()) info.families.emplace_back(spec.family);
 
       const auto exact = std::find_if(ranking.begin(), ranking.end(), [&](const Ranked& r) {
         return r.algo == algo && r.math == math.math;
       });
-      int rank = exact != ranking.end()
-                     ? static_cast<int>(exact - ranking.begin())
-                     : 100 + algo_rank * 8 + static_cast<int>(m);
+      int rank = exact != ranking.end() ? static_cast<int>(exact - ranking.begin())
+                                        : 100 + algo_rank * 8 + static_cast<int>(m);
       std::string reason = common_reason;
       if (reason.empty()) reason = math_exclusion(desc, math.math, runtime);
       if (reason.empty()) {

@@ -36,8 +36,7 @@ class Handle {
   ~Handle() { reset(); }
   Handle(const Handle&) = delete;
   Handle& operator=(const Handle&) = delete;
-  Handle(Handle&& other) noexcept
-      : value_(std::exchange(other.value_, T{})), what_(other.what_) {}
+  Handle(Handle&& other) noexcept : value_(std::exchange(other.value_, T{})), what_(other.what_) {}
   Handle& operator=(Handle&& other) noexcept {
     if (this != &other) {
       reset();

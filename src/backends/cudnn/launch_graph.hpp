@@ -31,7 +31,7 @@ class LaunchGraph {
   bool capture(cudaStream_t stream, const std::function<void()>& launch);
 
   Key key_{};
-  int repeats_ = 0;       // consecutive calls with key_
+  int repeats_ = 0;        // consecutive calls with key_
   bool disabled_ = false;  // a capture failed: run directly from now on
   GraphExec exec_;
 };

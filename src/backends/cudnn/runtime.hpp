@@ -23,13 +23,13 @@ namespace dnnx::cudnn {
 
 /// What the device and libraries are; part of every choice-cache key through the fingerprint.
 struct DeviceFacts {
-  std::string name;             ///< "NVIDIA H100 80GB HBM3"
-  int major = 0, minor = 0;     ///< compute capability
-  int sm_count = 0;             ///< multiprocessors
-  std::size_t memory_bytes = 0; ///< global memory
-  int driver_version = 0;       ///< cudaDriverGetVersion, e.g. 13000
-  int runtime_version = 0;      ///< cudaRuntimeGetVersion
-  std::size_t cudnn_version = 0;///< cudnnGetVersion, e.g. 91900
+  std::string name;               ///< "NVIDIA H100 80GB HBM3"
+  int major = 0, minor = 0;       ///< compute capability
+  int sm_count = 0;               ///< multiprocessors
+  std::size_t memory_bytes = 0;   ///< global memory
+  int driver_version = 0;         ///< cudaDriverGetVersion, e.g. 13000
+  int runtime_version = 0;        ///< cudaRuntimeGetVersion
+  std::size_t cudnn_version = 0;  ///< cudnnGetVersion, e.g. 91900
 };
 
 /// "9.19.0" from 91900; "13.0" from 13000.
