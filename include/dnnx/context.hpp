@@ -86,6 +86,12 @@ class Context {
 
   /// "cpu (oneDNN 3.2.0, avx512_core_amx) device 0 float" style summary.
   std::string describe() const;
+  /// The library versions and machine facts that key this backend's cached choices; choices made
+  /// under another fingerprint are never applied.
+  std::string fingerprint() const;
+  /// Waits until every op queued on this context has finished (device backends run
+  /// asynchronously on their stream; host backends return at once).
+  void synchronize() const;
 
   /// Internal: backend state. Not for users.
   detail::ContextState& state() const { return *state_; }

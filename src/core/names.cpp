@@ -115,4 +115,17 @@ DType dtype_of(TypeConfig config) {
   return DType::f32;
 }
 
+std::string_view to_string(CandidateStatus status) {
+  switch (status) {
+    case CandidateStatus::ok: return "ok";
+    case CandidateStatus::unsupported: return "unsupported";
+    case CandidateStatus::over_workspace_limit: return "over_workspace_limit";
+    case CandidateStatus::not_deterministic: return "not_deterministic";
+    case CandidateStatus::failed: return "failed";
+    case CandidateStatus::abandoned: return "abandoned";
+    case CandidateStatus::not_timed: return "not_timed";
+  }
+  return "?";
+}
+
 }  // namespace dnnx

@@ -209,6 +209,14 @@ void Context::set_choice_cache(std::shared_ptr<ChoiceCache> cache) {
   cache_ = std::move(cache);
 }
 
+std::string Context::fingerprint() const { return state_->backend().fingerprint(); }
+
+void Context::synchronize() const {
+  detail::ContextState& state = *state_;
+  std::lock_guard lock(state.mutex());
+  state.backend().synchronize();
+}
+
 std::string Context::describe() const {
   return detail::cat(to_string(backend_), " (", backend_version(backend_), ") device ", device_,
                      " type ", to_string(type_config_));

@@ -37,6 +37,48 @@ double number_or_nan(const json& value) {
   return value.is_null() ? std::numeric_limits<double>::quiet_NaN() : value.get<double>();
 }
 
+// The timing table in short: enough to show it again and to read any candidate's time
+// (e.g. the heuristic pick's, for `dnnx tune`'s speedup column) without re-running anything.
+json timings_json(const std::vector<ProfileRow>& rows) {
+  json out = json::array();
+  for (const ProfileRow& row : rows) {
+    out.push_back({{"id", row.algo.id},
+                   {"status", std::string(to_string(row.status))},
+                   {"median_ms", number_or_null(row.median_ms)},
+                   {"min_ms", number_or_null(row.min_ms)},
+                   {"runs", row.runs},
+                   {"workspace_bytes", row.algo.workspace_bytes}});
+  }
+  return out;
+}
+
+CandidateStatus parse_status(const std::string& text) {
+  for (const CandidateStatus status :
+       {CandidateStatus::ok, CandidateStatus::unsupported, CandidateStatus::over_workspace_limit,
+        CandidateStatus::not_deterministic, CandidateStatus::failed, CandidateStatus::abandoned,
+        CandidateStatus::not_timed}) {
+    if (to_string(status) == text) return status;
+  }
+  detail::raise(ErrorKind::InvalidArgument, detail::cat("unknown candidate status '", text, "'"));
+}
+
+std::vector<ProfileRow> timings_from(const json& rows) {
+  DNNX_CHECK_ARG(rows.is_array(), "'timings' is not an array");
+  std::vector<ProfileRow> out;
+  for (const json& row : rows) {
+    ProfileRow parsed;
+    parsed.algo.id = row.at("id").get<std::string>();
+    parsed.algo.supported = true;
+    parsed.status = parse_status(row.at("status").get<std::string>());
+    parsed.median_ms = number_or_nan(row.at("median_ms"));
+    parsed.min_ms = number_or_nan(row.at("min_ms"));
+    parsed.runs = row.at("runs").get<int>();
+    parsed.algo.workspace_bytes = row.at("workspace_bytes").get<std::size_t>();
+    out.push_back(std::move(parsed));
+  }
+  return out;
+}
+
 json to_json(const std::string& key, const FileRecord& record) {
   const Choice& c = *record.choice;
   const AlgoInfo& a = c.algo;
@@ -56,6 +98,7 @@ json to_json(const std::string& key, const FileRecord& record) {
             {"families", a.families},
             {"priority", a.priority}}},
           {"time_ms", number_or_null(c.time_ms)},
+          {"timings", timings_json(c.timings)},
           {"runner_up", c.runner_up},
           {"runner_up_ms", number_or_null(c.runner_up_ms)},
           {"tuning_ms", c.tuning_ms},
@@ -87,6 +130,7 @@ FileRecord from_json(const json& entry, std::string& key) {
   choice->algo.families = algo.at("families").get<std::vector<std::string>>();
   choice->algo.priority = algo.at("priority").get<int>();
   choice->time_ms = number_or_nan(entry.at("time_ms"));
+  choice->timings = timings_from(entry.at("timings"));
   choice->runner_up = entry.at("runner_up").get<std::string>();
   choice->runner_up_ms = number_or_nan(entry.at("runner_up_ms"));
   choice->tuning_ms = entry.at("tuning_ms").get<double>();

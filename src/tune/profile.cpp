@@ -65,28 +65,16 @@ nlohmann::json number_or_null(double value) {
 
 }  // namespace
 
-std::string_view to_string(CandidateStatus status) {
-  switch (status) {
-    case CandidateStatus::ok: return "ok";
-    case CandidateStatus::unsupported: return "unsupported";
-    case CandidateStatus::over_workspace_limit: return "over_workspace_limit";
-    case CandidateStatus::not_deterministic: return "not_deterministic";
-    case CandidateStatus::failed: return "failed";
-    case CandidateStatus::abandoned: return "abandoned";
-    case CandidateStatus::not_timed: return "not_timed";
-  }
-  return "?";
-}
-
 std::string format_algo_table(const std::vector<AlgoInfo>& algos) {
+  // The reason an algorithm is unsupported can be long: it goes last, so the columns stay narrow.
   std::vector<std::vector<std::string>> rows{
-      {"#", "id", "status", "workspace", "deterministic", "notes", "families"}};
+      {"#", "id", "status", "workspace", "deterministic", "notes", "families", "reason"}};
   for (const AlgoInfo& algo : algos) {
     rows.push_back({std::to_string(algo.priority), algo.id,
-                    algo.supported ? std::string("supported") : "unsupported: " + algo.reason,
+                    algo.supported ? "supported" : "unsupported",
                     detail::format_bytes(static_cast<double>(algo.workspace_bytes)),
                     algo.deterministic ? "yes" : "no", detail::join(algo.notes, ","),
-                    detail::join(algo.families, ",")});
+                    detail::join(algo.families, ","), algo.supported ? "" : algo.reason});
   }
   return render(rows);
 }

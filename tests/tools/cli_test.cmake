@@ -240,3 +240,40 @@ dnnx_cli_test(tune.step_failure CODE 1
               STDERR "dnnx: tune: 1 of 1 layer-directions failed"
               ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
                    --direction fwd --policy fixed:no:such:algorithm)
+
+# The persistent choice cache: a second `tune` finds every choice in the file the first wrote,
+# and `dnnx cache` manages that file. The tests share one file, ordered through fixtures.
+set(_dnnx_cli_cache ${_dnnx_cli_dir}/cli-cache.json)
+set(_dnnx_cli_cache_env DNNX_CACHE=readwrite DNNX_CACHE_FILE=${_dnnx_cli_cache} DNNX_BACKEND=reference)
+set(_dnnx_cli_tune_args tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 2 --layers tiny.depthwise
+    --runs 1)
+dnnx_cli_test(cache.clear STDOUT "^cleared [0-9]+ entries from .*cli-cache.json"
+              ENV ${_dnnx_cli_cache_env} ARGS cache clear)
+dnnx_cli_test(cache.tune_first STDOUT "choice cache: readwrite .*cache hits: 0 of 3"
+              ENV ${_dnnx_cli_cache_env} ARGS ${_dnnx_cli_tune_args})
+dnnx_cli_test(cache.tune_second STDOUT "0 candidates timed.*cache hits: 3 of 3"
+              ENV ${_dnnx_cli_cache_env} ARGS ${_dnnx_cli_tune_args})
+dnnx_cli_test(cache.stats STDOUT "entries: 6 .*reference +6 +applies here"
+              ENV ${_dnnx_cli_cache_env} ARGS cache stats)
+dnnx_cli_test(cache.show_json JSON stdout JSON_LENGTH 6 ENV ${_dnnx_cli_cache_env}
+              ARGS cache show --json)
+dnnx_cli_test(cache.export STDOUT "^exported 6 entries" ENV ${_dnnx_cli_cache_env}
+              ARGS cache export ${_dnnx_cli_dir}/cli-cache-shipped.json)
+dnnx_cli_test(cache.prune STDOUT "^pruned 5 least recently used entries; 1 remain"
+              ENV ${_dnnx_cli_cache_env} ARGS cache prune --max 1)
+dnnx_cli_test(cache.import STDOUT "^imported 6 entries .*now 6 entries"
+              ENV ${_dnnx_cli_cache_env} ARGS cache import ${_dnnx_cli_dir}/cli-cache-shipped.json)
+dnnx_cli_test(cache.import_bad CODE 2 STDERR "not-there.json" ONE_LINE_ERROR
+              ENV ${_dnnx_cli_cache_env} ARGS cache import ${_dnnx_cli_dir}/not-there.json)
+dnnx_cli_test(cache.prune_bad CODE 2 STDERR "--max" ONE_LINE_ERROR ENV ${_dnnx_cli_cache_env}
+              ARGS cache prune --max 0)
+set(_dnnx_cli_cache_order cache.clear cache.tune_first cache.tune_second cache.stats cache.show_json
+    cache.export cache.prune cache.import)
+set(_previous "")
+foreach(step IN LISTS _dnnx_cli_cache_order)
+  set_tests_properties(cli.${step} PROPERTIES FIXTURES_SETUP cli_cache_${step} RESOURCE_LOCK cli_cache)
+  if(_previous)
+    set_tests_properties(cli.${step} PROPERTIES FIXTURES_REQUIRED cli_cache_${_previous})
+  endif()
+  set(_previous ${step})
+endforeach()

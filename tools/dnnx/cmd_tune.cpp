@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -75,7 +76,9 @@ struct StepResult {
   std::string heuristic_error;
   Timed heuristic_time;
   int candidates_timed = 0;
-  double tuning_ms = 0;
+  double tuning_ms = 0;     // the selection's own cost when it was made (maybe in another process)
+  double step_ms = 0;       // what this step cost in this process
+  bool cache_hit = false;   // the choice came from the choice cache (memory or file)
 
   bool ok() const { return error.empty(); }
   double speedup() const { return heuristic_time.ms / chosen_time.ms; }
@@ -213,6 +216,7 @@ StepResult tune_step(Context& context, const ModelLayer& layer, const TunePlan& 
   StepResult result;
   result.layer = &layer;
   result.direction = direction;
+  const auto start = Clock::now();
   try {
     const ConvDesc desc = layer.desc(plan.batch, plan.dtype, plan.layout);
     std::ostringstream text;
@@ -220,7 +224,9 @@ StepResult tune_step(Context& context, const ModelLayer& layer, const TunePlan& 
     result.desc = text.str();
     result.repro = desc.repro(direction);
 
+    const std::uint64_t hits_before = context.choice_cache()->hits();
     const std::shared_ptr<const Choice> choice = conv_select(context, desc, direction);
+    result.cache_hit = context.choice_cache()->hits() > hits_before;
     result.chosen = choice->algo;
     result.candidates_timed = choice->candidates_timed;
     result.tuning_ms = choice->tuning_ms;
@@ -248,6 +254,7 @@ StepResult tune_step(Context& context, const ModelLayer& layer, const TunePlan& 
   } catch (const Error& error) {
     result.error = error.what();
   }
+  result.step_ms = seconds_since(start) * 1e3;
   return result;
 }
 
@@ -334,19 +341,20 @@ void print_report(std::ostream& out, const std::vector<StepResult>& results,
     std::vector<std::string> row{result.layer->name, std::string(to_string(result.direction)),
                                  std::to_string(result.layer->count)};
     if (!result.ok()) {
-      row.insert(row.end(), {"FAILED (see below)", "-", "-", "-", "-", "-"});
+      row.insert(row.end(), {"FAILED (see below)", "-", "-", "-", "-", "-", "-"});
     } else {
       row.insert(row.end(),
                  {result.chosen.id, format_ms(result.chosen_time.ms),
                   format_bytes(result.chosen.workspace_bytes),
                   result.heuristic_id.empty() ? "FAILED (see below)" : result.heuristic_id,
-                  format_ms(result.heuristic_time.ms), format_ratio(result.speedup())});
+                  format_ms(result.heuristic_time.ms), format_ratio(result.speedup()),
+                  result.cache_hit ? "hit" : "tuned"});
     }
     rows.push_back(std::move(row));
   }
-  out << format_table(
-      {"layer", "direction", "count", "chosen", "ms", "workspace", "heuristic", "ms", "speedup"},
-      rows, {2, 4, 5, 7, 8});
+  out << format_table({"layer", "direction", "count", "chosen", "ms", "workspace", "heuristic",
+                       "ms", "speedup", "cache"},
+                      rows, {2, 4, 5, 7, 8});
 
   std::vector<std::vector<std::string>> total_rows;
   for (const auto& [name, total] : totals_of(results, directions)) {
@@ -360,12 +368,17 @@ void print_report(std::ostream& out, const std::vector<StepResult>& results,
 
   double selection_ms = 0;
   int timed = 0;
+  std::size_t hits = 0;
   for (const StepResult& result : results) {
+    hits += result.cache_hit;
+    if (result.cache_hit) continue;  // their selection ran in an earlier process
     selection_ms += result.tuning_ms;
     timed += result.candidates_timed;
   }
   out << "\ntuning wall time: " << format_seconds(wall_s) << " (selection "
       << format_seconds(selection_ms / 1e3) << ", " << timed << " candidates timed)\n";
+  out << "cache hits: " << hits << " of " << results.size()
+      << " layer-directions (choices made earlier, in this or another process)\n";
 
   bool header = false;
   for (const StepResult& result : results) {
@@ -406,6 +419,8 @@ nlohmann::json report_json(const TunePlan& plan, const Context& context,
       step["speedup"] = result.speedup();
       step["candidates_timed"] = result.candidates_timed;
       step["tuning_ms"] = result.tuning_ms;
+      step["step_ms"] = result.step_ms;
+      step["cache_hit"] = result.cache_hit;
     }
     steps.push_back(std::move(step));
   }
@@ -437,7 +452,10 @@ nlohmann::json report_json(const TunePlan& plan, const Context& context,
             {"warmup_runs", options.warmup_runs}}},
           {"results", steps},
           {"totals", totals},
-          {"tuning_wall_s", wall_s}};
+          {"tuning_wall_s", wall_s},
+          {"cache",
+           {{"mode", to_string(context.choice_cache()->file_options().mode)},
+            {"file", context.choice_cache()->file_options().path}}}};
 }
 
 int run_tune(const TuneArgs& args) {
@@ -463,7 +481,10 @@ int run_tune(const TuneArgs& args) {
        << "; workspace limit: " << (limit ? format_bytes(*limit) : std::string("none"))
        << "; deterministic: " << (options.deterministic ? "yes" : "no") << "; benchmark limit: "
        << (options.benchmark_limit > 0 ? std::to_string(options.benchmark_limit) : "all")
-       << "; runs: " << options.timing_runs << " (warm-up " << options.warmup_runs << ")\n"
+       << "; runs: " << options.timing_runs << " (warm-up " << options.warmup_runs << ")\n";
+  const CacheFileOptions& cache_file = context.choice_cache()->file_options();
+  text << "choice cache: " << to_string(cache_file.mode)
+       << (cache_file.mode == CacheMode::off ? std::string() : " " + cache_file.path) << '\n'
        << std::flush;
 
   std::vector<StepResult> results;

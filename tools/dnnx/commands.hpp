@@ -12,5 +12,6 @@ void add_algos_command(CLI::App& app, Action& action);
 void add_profile_command(CLI::App& app, Action& action);
 void add_tune_command(CLI::App& app, Action& action);
 void add_version_command(CLI::App& app, Action& action);
+void add_cache_command(CLI::App& app, Action& action);
 
 }  // namespace dnnx::cli

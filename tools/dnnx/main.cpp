@@ -52,6 +52,7 @@ int run(int argc, char** argv) {
   add_profile_command(app, action);
   add_tune_command(app, action);
   add_version_command(app, action);
+  add_cache_command(app, action);
 
   try {
     app.parse(argc, argv);
