@@ -177,6 +177,7 @@ double kernel_ms(Context& context, const ConvDesc& desc, Direction direction, Op
   detail::Backend& backend = context.state().backend();
   for (int i = 0; i < 3; ++i) call(context, desc, direction, t);
   std::vector<double> samples;
+  samples.reserve(3);
   for (int r = 0; r < 3; ++r) {
     samples.push_back(backend.time_ms([&] {
       for (int i = 0; i < loop; ++i) call(context, desc, direction, t);
@@ -199,13 +200,36 @@ double per_call_ms(Context& context, const ConvDesc& desc, Direction direction, 
 }
 
 std::string json_string(const std::string& text) {
-  std::string out = "\"";
+  std::string out(1, '"');
   for (char c : text) {
     if (c == '"' || c == '\\') out += '\\';
     out += c;
   }
-  return out + "\"";
+  return out + '"';
 }
+
+// One JSON object, fields in the order added (the comparison script reads one per line).
+class JsonLine {
+ public:
+  JsonLine& add(const std::string& key, const std::string& value) {
+    field(key) << json_string(value);
+    return *this;
+  }
+  JsonLine& add(const std::string& key, double value) {
+    field(key) << value;
+    return *this;
+  }
+  std::string str() const { return text_.str() + "}"; }
+
+ private:
+  std::ostream& field(const std::string& key) {
+    text_ << (empty_ ? '{' : ',') << json_string(key) << ':';
+    empty_ = false;
+    return text_;
+  }
+  std::ostringstream text_;
+  bool empty_ = true;
+};
 
 detail::ConvArgs conv_args(Direction direction, Operands& t) {
   detail::ConvArgs args;
@@ -265,11 +289,17 @@ void host_overhead(std::ostream& out) {
     call(context, desc, direction, t);
     const double legacy_us = host_us(backend, [&] { call(context, desc, direction, t); });
     context.tune().policy(direction) = AlgoPolicy::heuristic();
-    out << "{\"kind\":\"overhead\",\"direction\":\"" << to_string(direction)
-        << "\",\"algo\":" << json_string(choice->algo.id) << ",\"host_us_per_call\":" << op_us
-        << ",\"plan_execute_us\":" << plan_us << ",\"legacy_algo\":" << json_string(legacy)
-        << ",\"legacy_host_us_per_call\":" << legacy_us << ",\"gpu_us_per_call\":" << gpu_us
-        << "}\n";
+    out << JsonLine()
+               .add("kind", "overhead")
+               .add("direction", std::string(to_string(direction)))
+               .add("algo", choice->algo.id)
+               .add("host_us_per_call", op_us)
+               .add("plan_execute_us", plan_us)
+               .add("legacy_algo", legacy)
+               .add("legacy_host_us_per_call", legacy_us)
+               .add("gpu_us_per_call", gpu_us)
+               .str()
+        << '\n';
   }
 }
 
@@ -280,8 +310,12 @@ int main(int argc, char** argv) try {
   std::cout << std::setprecision(6);
   {
     Context probe(BackendKind::cudnn);
-    std::cout << "{\"kind\":\"device\",\"describe\":" << json_string(probe.describe())
-              << ",\"fingerprint\":" << json_string(probe.state().backend().fingerprint()) << "}\n";
+    std::cout << JsonLine()
+                     .add("kind", "device")
+                     .add("describe", probe.describe())
+                     .add("fingerprint", probe.state().backend().fingerprint())
+                     .str()
+              << '\n';
   }
   host_overhead(std::cout);
   if (options.overhead_only) return 0;
@@ -318,20 +352,30 @@ int main(int argc, char** argv) try {
         const double first_call_ms = ms_since(start);
         const double kernel = kernel_ms(context, desc, direction, t, options.loop);
         const double per_call = per_call_ms(context, desc, direction, t, options.calls);
-        std::cout << "{\"kind\":\"case\",\"case\":\"" << s.name << '/' << to_string(direction)
-                  << '/' << config << "\",\"layer\":\"" << s.name << "\",\"direction\":\""
-                  << to_string(direction) << "\",\"config\":\"" << config
-                  << "\",\"kernel_ms\":" << kernel << ",\"call_ms\":" << per_call
-                  << ",\"first_call_ms\":" << first_call_ms << ",\"list_ms\":" << list_ms
-                  << ",\"tuning_ms\":" << choice->tuning_ms
-                  << ",\"candidates_timed\":" << choice->candidates_timed
-                  << ",\"candidates\":" << choice->timings.size()
-                  << ",\"algo\":" << json_string(choice->algo.id)
-                  << ",\"workspace\":" << choice->algo.workspace_bytes
-                  << ",\"runner_up\":" << json_string(choice->runner_up)
-                  << ",\"heuristic_algo\":" << json_string(heuristic->algo.id)
-                  << ",\"heuristic_kernel_ms\":" << heuristic_ms
-                  << ",\"tflops\":" << 2.0 * desc.macs() / (kernel * 1e9) << "}" << std::endl;
+        const std::string direction_name(to_string(direction));
+        std::string case_name = s.name;
+        case_name.append("/").append(direction_name).append("/").append(config);
+        std::cout << JsonLine()
+                         .add("kind", "case")
+                         .add("case", case_name)
+                         .add("layer", s.name)
+                         .add("direction", direction_name)
+                         .add("config", config)
+                         .add("kernel_ms", kernel)
+                         .add("call_ms", per_call)
+                         .add("first_call_ms", first_call_ms)
+                         .add("list_ms", list_ms)
+                         .add("tuning_ms", choice->tuning_ms)
+                         .add("candidates_timed", choice->candidates_timed)
+                         .add("candidates", static_cast<double>(choice->timings.size()))
+                         .add("algo", choice->algo.id)
+                         .add("workspace", static_cast<double>(choice->algo.workspace_bytes))
+                         .add("runner_up", choice->runner_up)
+                         .add("heuristic_algo", heuristic->algo.id)
+                         .add("heuristic_kernel_ms", heuristic_ms)
+                         .add("tflops", 2.0 * desc.macs() / (kernel * 1e9))
+                         .str()
+                  << std::endl;
       }
     }
   }

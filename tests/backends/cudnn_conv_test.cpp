@@ -119,8 +119,8 @@ void expect_error(ErrorKind kind, const std::vector<std::string>& mentions, Body
   }
 }
 
-ConvDesc make_desc(Dims src, Dims weights, std::vector<std::int64_t> stride,
-                   std::vector<std::int64_t> pad, std::vector<std::int64_t> dilation,
+ConvDesc make_desc(const Dims& src, const Dims& weights, const std::vector<std::int64_t>& stride,
+                   const std::vector<std::int64_t>& pad, const std::vector<std::int64_t>& dilation,
                    std::int64_t groups, DType dtype, Layout layout) {
   return ConvDesc::from_shapes(src, weights, stride, pad, dilation, groups, dtype, layout);
 }
@@ -420,7 +420,8 @@ TEST(CudnnConv, BiasMatchesTheReference) {
     Tensor diff_bias_gpu =
         to_device(test::nan_tensor(desc.bias_dims(), desc.dtype, Layout::channels_first), context);
     conv_bias_bwd(context, desc, to_device(dst, context), diff_bias_gpu);
-    const float count = static_cast<float>(dst.numel() / desc.out_channels);
+    // Elements summed per channel (numel is a multiple of the channel count).
+    const auto count = static_cast<float>(dst.numel()) / static_cast<float>(desc.out_channels);
     const std::vector<float> bias_scale(static_cast<std::size_t>(desc.out_channels), count);
     EXPECT_TRUE(test::close_within_scale(to_host(diff_bias_gpu).to_f32(), diff_bias_ref.to_f32(),
                                          bias_scale, desc.bias_dims(),

@@ -161,7 +161,7 @@ class CudnnConv final : public detail::ConvBackend {
       }
     }
     if (todo.size() < 2 || !graph) return;
-    const std::size_t threads =
+    const auto threads =
         std::min<std::size_t>({todo.size(), 16, std::max(1u, std::thread::hardware_concurrency())});
     std::vector<std::shared_ptr<detail::ConvPlan>> built(todo.size());
     std::vector<double> build_ms(todo.size(), 0.0);
@@ -249,7 +249,7 @@ class CudnnConv final : public detail::ConvBackend {
     for (std::size_t i = 0; i < candidates.infos.size(); ++i) {
       candidates.infos[i].priority = static_cast<int>(i);
     }
-    return lists_.emplace(std::move(key), std::move(candidates)).first->second;
+    return lists_.emplace(key, std::move(candidates)).first->second;
   }
 
   std::shared_ptr<Runtime> runtime_;

@@ -1,6 +1,6 @@
 #pragma once
 // RAII for every CUDA and cuDNN object the backend owns (STYLE.md): one move-only template,
-// Handle<T, destroy>, and a creating factory per kind. Objects are created in the factories
+// Handle<T, Destroy>, and a creating factory per kind. Objects are created in the factories
 // (throwing dnnx::Error on failure) and destroyed exactly once; destructors never throw, they log.
 
 #include "backends/cudnn/check.hpp"
@@ -25,9 +25,9 @@ bool process_exiting() noexcept;
 /// Registers the exit handler (once; call after CUDA and cuDNN are initialized).
 void watch_process_exit();
 
-/// Owns one object of pointer-like type T, released with `destroy` (a cudnnDestroy* /
+/// Owns one object of pointer-like type T, released with `Destroy` (a cudnnDestroy* /
 /// cudaXxxDestroy function returning a status). Move-only; a moved-from handle is empty.
-template <typename T, auto destroy>
+template <typename T, auto Destroy>
 class Handle {
  public:
   Handle() = default;
@@ -50,7 +50,7 @@ class Handle {
   explicit operator bool() const noexcept { return value_ != T{}; }
   /// Destroys the object now (logs a failure; never throws).
   void reset() noexcept {
-    if (value_ != T{} && !process_exiting()) log_destroy_failure(destroy(value_), what_);
+    if (value_ != T{} && !process_exiting()) log_destroy_failure(Destroy(value_), what_);
     value_ = T{};
   }
 
