@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <exception>
 #include <iostream>
+#include <vector>
 
 int main() {
   try {
@@ -26,13 +27,20 @@ int main() {
     const dnnx::ConvDesc desc = dnnx::ConvDesc::from_shapes(
         {1, 64, 56, 56}, {64, 64, 3, 3}, /*stride=*/{1}, /*pad=*/{1}, /*dilation=*/{1},
         /*groups=*/1, context.dtype());
-    dnnx::Tensor src = dnnx::Tensor::empty(desc.src_dims(), desc.dtype, desc.layout);
-    dnnx::Tensor weights = dnnx::Tensor::empty(desc.weights_dims(), desc.dtype, desc.layout);
-    dnnx::Tensor dst = dnnx::Tensor::empty(desc.dst_dims(), desc.dtype, desc.layout);
+    // Inputs are written on the host and copied to wherever the context runs (a GPU for cudnn).
     // Products of 0.25 * 0.5 sum exactly in every dtype, so the result is known: an interior
     // output sums 64 channels x 3 x 3 taps of 0.125.
-    src.fill(0.25F);
-    weights.fill(0.5F);
+    auto filled = [&](const dnnx::Dims& dims, float value) {
+      dnnx::Tensor host = dnnx::Tensor::empty(dims, desc.dtype, desc.layout);
+      host.fill(value);
+      dnnx::Tensor tensor = dnnx::Tensor::empty(dims, desc.dtype, desc.layout, context.allocator());
+      dnnx::copy(host, tensor);
+      return tensor;
+    };
+    const dnnx::Tensor src = filled(desc.src_dims(), 0.25F);
+    const dnnx::Tensor weights = filled(desc.weights_dims(), 0.5F);
+    dnnx::Tensor dst =
+        dnnx::Tensor::empty(desc.dst_dims(), desc.dtype, desc.layout, context.allocator());
 
     const auto choice = dnnx::conv_fwd(context, desc, src, weights, dst);
     std::cout << "conv " << desc << "\n"
@@ -40,7 +48,9 @@ int main() {
               << choice->time_ms << " ms median, " << choice->candidates_timed
               << " candidates timed\n";
 
-    const auto values = dst.to_f32();
+    dnnx::Tensor host_dst = dnnx::Tensor::empty(desc.dst_dims(), desc.dtype, desc.layout);
+    dnnx::copy(dst, host_dst);
+    const std::vector<float> values = host_dst.to_f32();
     const std::int64_t width = desc.output_size(1);
     const float interior = values[static_cast<std::size_t>(28 * width + 28)];
     const float expected = 64 * 9 * 0.125F;
