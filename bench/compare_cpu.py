@@ -238,7 +238,7 @@ def run_everything(args):
         if not os.access(path, os.X_OK):
             sys.exit(f"{path} not found: build it first (ninja -C {args.build_dir} {name})")
     raw = {"args": {k: v for k, v in vars(args).items()}, "machine": machine_info(),
-           "shapes": shapes}
+           "shapes": shapes, "load_before": os.getloadavg(), "started": time.time()}
 
     print("[1/4] PyTorch", file=sys.stderr, flush=True)
     raw["pytorch_info"], raw["pytorch"] = time_pytorch(args, shapes)
@@ -265,6 +265,8 @@ def run_everything(args):
     print("[4/4] conv_bench", file=sys.stderr, flush=True)
     raw["dnnx_context"], raw["dnnx"] = benchmark_results(
         json.loads(run_tool([tools["conv_bench"]] + common, env)))
+    raw["load_after"] = os.getloadavg()
+    raw["wall_s"] = time.time() - raw["started"]
     return raw
 
 
@@ -300,6 +302,11 @@ def render(raw):
         f"{raw['onednn_context'].get('onednn_isa', '?')}; dnnx {raw['dnnx_context'].get('dnnx_version', '?')}"
         f" on {raw['dnnx_context'].get('dnnx_backend', '?')}; PyTorch {raw['pytorch_info']['torch']}"
         f" (mkldnn {raw['pytorch_info']['mkldnn']}); threads {args['threads']}; batch {batch}")
+    if "load_before" in raw:
+        out(f"Load average (1/5/15 min) before: {' '.join(f'{x:.2f}' for x in raw['load_before'])}"
+            f", after: {' '.join(f'{x:.2f}' for x in raw['load_after'])}; whole run "
+            f"{raw['wall_s']:.0f} s ({time.strftime('%Y-%m-%d %H:%M', time.gmtime(raw['started']))}"
+            f" UTC)")
     out(f"Measured peak ({args['threads']} threads): fp32 FMA {peaks['f32']:.1f} GFLOP/s, bf16 "
         f"dot-product {fmt(peaks['bf16'], 1)} GFLOP/s (peak_fma; implied clock "
         f"{raw['peak']['implied_ghz_at_2_fma_units']:.2f} GHz at 2 FMA units per core)")
