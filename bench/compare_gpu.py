@@ -39,9 +39,9 @@ def read_shapes(path, tag):
     return shapes
 
 
-def run_dnnx(args):
-    if args.dnnx_results:
-        with open(args.dnnx_results) as f:
+def run_dnnx(args, results_file=None):
+    if results_file:
+        with open(results_file) as f:
             return [json.loads(line) for line in f if line.startswith("{")]
     cmd = [args.bench, "--shapes", args.shapes, "--batch", str(args.batch),
            "--configs", ",".join(args.configs), "--loop", str(args.loop),
@@ -155,51 +155,63 @@ def main():
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--json", help="write every measurement here")
     parser.add_argument("--dnnx-results",
-                        help="read cudnn_conv_bench's output from this file instead of running it")
+                        help="read cudnn_conv_bench's output from this file instead of running "
+                             "it; several files, comma-separated, give one set of tables each "
+                             "against the same PyTorch run")
     args = parser.parse_args()
     args.configs = args.configs.split(",")
     shapes = read_shapes(args.shapes, args.tag)
 
-    records = run_dnnx(args)
-    torch_results, torch_info = run_torch(args, shapes)
-    device = next((r for r in records if r["kind"] == "device"), {})
-    overhead = [r for r in records if r["kind"] == "overhead"]
-    cases = {r["case"]: r for r in records if r["kind"] == "case"}
+    torch_results, torch_info = None, None
+    runs = args.dnnx_results.split(",") if args.dnnx_results else [None]
+    all_records = []
+    for results_file in runs:
+        records = run_dnnx(args, results_file)
+        all_records.append(records)
+        if torch_results is None:
+            torch_results, torch_info = run_torch(args, shapes)
+        if results_file:
+            print(f"\n## dnnx results: {results_file}")
+        device = next((r for r in records if r["kind"] == "device"), {})
+        overhead = [r for r in records if r["kind"] == "overhead"]
+        cases = {r["case"]: r for r in records if r["kind"] == "case"}
 
-    print(f"\nGPU: {torch_info['gpu']}; dnnx: {device.get('fingerprint', '?')}; "
-          f"PyTorch {torch_info['torch']} (cuDNN {torch_info['cudnn']}), cudnn.benchmark=True, "
-          f"TF32 off; batch {args.batch}\n")
-    for config in args.configs:
-        print(f"### {config} (kernel-bound ms per call; per-call ms = synchronous wall time)\n")
-        print("| layer | dir | dnnx kernel | torch kernel | dnnx/torch | dnnx call | torch call "
-              "| dnnx search s | torch 1st call s | dnnx choice | speedup vs heuristic |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
-        tot_d = tot_t = tot_dc = tot_tc = tot_tune = tot_first = 0.0
-        worst = 0.0
-        for s in shapes:
-            for direction in DIRECTIONS:
-                key = f"{s['name']}/{direction}/{config}"
-                d, t = cases.get(key), torch_results.get(key)
-                if d is None or t is None:
-                    print(f"| {s['name']} | {direction} | missing | | | | | | | | |")
-                    continue
-                ratio = d["kernel_ms"] / t["kernel_ms"]
-                worst = max(worst, ratio)
-                tot_d += d["kernel_ms"]
-                tot_t += t["kernel_ms"]
-                tot_dc += d["call_ms"]
-                tot_tc += t["call_ms"]
-                tot_tune += d["first_call_ms"] / 1e3
-                tot_first += t["first_call_ms"] / 1e3
-                first_s = d["first_call_ms"] / 1e3  # includes listing (list_ms)
-                print(f"| {s['name']} | {direction} | {d['kernel_ms']:.3f} | {t['kernel_ms']:.3f} "
-                      f"| {ratio:.2f} | {d['call_ms']:.3f} | {t['call_ms']:.3f} "
-                      f"| {first_s:.2f} | {t['first_call_ms'] / 1e3:.2f} "
-                      f"| `{d['algo']}` | {d['heuristic_kernel_ms'] / d['kernel_ms']:.2f} |")
-        if tot_t > 0:
-            print(f"| **total** | | **{tot_d:.3f}** | **{tot_t:.3f}** | **{tot_d / tot_t:.2f}** "
-                  f"| {tot_dc:.3f} | {tot_tc:.3f} | {tot_tune:.1f} | {tot_first:.1f} | "
-                  f"worst layer {worst:.2f} | |\n")
+        print(f"\nGPU: {torch_info['gpu']}; dnnx: {device.get('fingerprint', '?')}; "
+              f"PyTorch {torch_info['torch']} (cuDNN {torch_info['cudnn']}), "
+              f"cudnn.benchmark=True, TF32 off; batch {args.batch}\n")
+        for config in args.configs:
+            print(f"### {config} (kernel-bound ms per call; per-call ms = synchronous wall time)\n")
+            print("| layer | dir | dnnx kernel | torch kernel | dnnx/torch | dnnx call "
+                  "| torch call | dnnx search s | torch 1st call s | dnnx choice | speedup vs heuristic |")
+            print("|---|---|---|---|---|---|---|---|---|---|---|")
+            tot_d = tot_t = tot_dc = tot_tc = tot_tune = tot_first = 0.0
+            worst = 0.0
+            for s in shapes:
+                for direction in DIRECTIONS:
+                    key = f"{s['name']}/{direction}/{config}"
+                    d, t = cases.get(key), torch_results.get(key)
+                    if d is None or t is None:
+                        print(f"| {s['name']} | {direction} | missing | | | | | | | | |")
+                        continue
+                    ratio = d["kernel_ms"] / t["kernel_ms"]
+                    worst = max(worst, ratio)
+                    tot_d += d["kernel_ms"]
+                    tot_t += t["kernel_ms"]
+                    tot_dc += d["call_ms"]
+                    tot_tc += t["call_ms"]
+                    tot_tune += d["first_call_ms"] / 1e3
+                    tot_first += t["first_call_ms"] / 1e3
+                    first_s = d["first_call_ms"] / 1e3  # includes listing (list_ms)
+                    print(f"| {s['name']} | {direction} | {d['kernel_ms']:.3f} "
+                          f"| {t['kernel_ms']:.3f} | {ratio:.2f} | {d['call_ms']:.3f} "
+                          f"| {t['call_ms']:.3f} "
+                          f"| {first_s:.2f} | {t['first_call_ms'] / 1e3:.2f} "
+                          f"| `{d['algo']}` | {d['heuristic_kernel_ms'] / d['kernel_ms']:.2f} |")
+            if tot_t > 0:
+                print(f"| **total** | | **{tot_d:.3f}** | **{tot_t:.3f}** "
+                      f"| **{tot_d / tot_t:.2f}** | {tot_dc:.3f} | {tot_tc:.3f} "
+                      f"| {tot_tune:.1f} | {tot_first:.1f} | "
+                      f"worst layer {worst:.2f} | |\n")
     print("Host overhead per conv call (tiny 1x8x8x8 conv, batches of 100 calls, no sync):")
     for r in overhead:
         print(f"  dnnx {r['direction']}: {r['host_us_per_call']:.2f} us host through the op layer "
@@ -209,7 +221,8 @@ def main():
     print(f"  torch fwd: {torch_info['host_us_per_call_fwd']:.2f} us host")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(dict(dnnx=records, torch=torch_results, torch_info=torch_info), f, indent=1)
+            json.dump(dict(dnnx=records if len(all_records) == 1 else all_records,
+                           torch=torch_results, torch_info=torch_info), f, indent=1)
 
 
 if __name__ == "__main__":

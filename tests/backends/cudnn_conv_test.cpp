@@ -10,6 +10,8 @@
 #include <dnnx/tensor.hpp>
 
 #include "backends/cudnn/allocator.hpp"
+#include "backends/cudnn/runtime.hpp"
+#include "core/strings.hpp"
 #include "ops/context_state.hpp"
 #include "support/compare.hpp"
 #include "support/conv.hpp"
@@ -21,6 +23,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -173,7 +176,8 @@ TEST(CudnnBackend, AvailableOrSaysWhy) {
   EXPECT_EQ(resolve_backend(BackendKind::automatic), BackendKind::cudnn);
   const detail::Backend& backend = context.state().backend();
   const std::string fingerprint = backend.fingerprint();
-  for (const char* part : {"cuDNN 9.", "CUDA ", "driver ", " sm_", "SMs=", "tf32=off", "rtc=off"})
+  for (const char* part :
+       {"cuDNN 9.", "CUDA ", "driver ", " sm_", "SMs=", "tf32=off", "rtc=off", "knobs=top/24"})
     EXPECT_NE(fingerprint.find(part), std::string::npos) << fingerprint;
   std::set<std::string> keys;
   for (const auto& [key, value] : backend.environment()) {
@@ -314,6 +318,130 @@ TEST(CudnnConv, ListsLegacyAndEngineCandidates) {
     std::cout << "[ cudnn    ] " << to_string(direction) << ": " << algos.size() << " candidates ("
               << engines << " engine configs, " << supported_engines << " supported; " << legacy
               << " legacy)\n";
+  }
+}
+
+// The "cudnn:engine:<index>:<knob>=<v>,..." id as (index, knobs).
+std::pair<std::string, std::map<std::string, std::string>> parse_engine_id(const std::string& id) {
+  const std::string rest = id.substr(std::string("cudnn:engine:").size());
+  const std::size_t colon = rest.find(':');
+  std::map<std::string, std::string> knobs;
+  if (colon != std::string::npos) {
+    std::size_t begin = colon + 1;
+    while (begin < rest.size()) {
+      std::size_t end = rest.find(',', begin);
+      if (end == std::string::npos) end = rest.size();
+      const std::string part = rest.substr(begin, end - begin);
+      knobs[part.substr(0, part.find('='))] = part.substr(part.find('=') + 1);
+      begin = end + 1;
+    }
+  }
+  return {rest.substr(0, colon), knobs};
+}
+
+// Sets an environment variable for one scope, restoring the previous value.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_.empty()) {
+      ::unsetenv(name_.c_str());
+    } else {
+      ::setenv(name_.c_str(), old_.c_str(), 1);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::string old_;
+};
+
+// Note [knob search]: variants of at most 4 engines, at most 24 each, all supported, after every
+// other supported candidate, each one knob away from a listed config of its engine (its seed).
+TEST(CudnnConv, KnobSearchListsVariantsAfterEveryOtherCandidate) {
+  DNNX_REQUIRE_GPU();
+  Context context = gpu_context();
+  std::size_t total_variants = 0;
+  for (const ConvDesc& desc : {desc_matrix()[0], desc_matrix()[1]}) {
+    for (Direction direction : all_directions) {
+      SCOPED_TRACE(test::conv_context(desc, direction, "(list)"));
+      const std::vector<AlgoInfo> algos = conv_list(context, desc, direction);
+      std::map<std::string, std::size_t> per_engine;
+      bool seen_variant = false;
+      for (const AlgoInfo& info : algos) {
+        const std::string::size_type at = info.name.find("knob variant of ");
+        if (at == std::string::npos) {
+          if (info.supported) {
+            EXPECT_FALSE(seen_variant) << info.id << " after a knob variant";
+          }
+          continue;
+        }
+        seen_variant = true;
+        ++total_variants;
+        EXPECT_TRUE(info.supported) << info.id << ": " << info.reason;
+        const std::string seed_id = info.name.substr(at + std::string("knob variant of ").size());
+        const auto seed = std::find_if(algos.begin(), algos.end(),
+                                       [&](const AlgoInfo& a) { return a.id == seed_id; });
+        ASSERT_NE(seed, algos.end()) << "seed " << seed_id << " of " << info.id << " not listed";
+        EXPECT_TRUE(seed->supported) << seed_id;
+        const auto [engine, knobs] = parse_engine_id(info.id);
+        const auto [seed_engine, seed_knobs] = parse_engine_id(seed_id);
+        EXPECT_EQ(engine, seed_engine) << info.id;
+        ++per_engine[engine];
+        // One knob changed (or, on a default-knob seed, one knob set).
+        std::size_t changed = 0;
+        for (const auto& [name, value] : knobs) {
+          auto found = seed_knobs.find(name);
+          changed += found == seed_knobs.end() || found->second != value;
+        }
+        EXPECT_EQ(changed, 1u) << info.id << " vs its seed " << seed_id;
+        EXPECT_GE(knobs.size(), seed_knobs.size()) << info.id;
+        // Its plan builds from the id alone.
+        EXPECT_NO_THROW(context.state().backend().conv().plan(desc, direction, info.id)) << info.id;
+      }
+      EXPECT_LE(per_engine.size(), 4u);
+      for (const auto& [engine, count] : per_engine) EXPECT_LE(count, 24u) << "engine " << engine;
+    }
+  }
+  EXPECT_GT(total_variants, 0u) << "the default knob search found no variant at all";
+  std::cout << "[ cudnn    ] " << total_variants << " knob variants over 2 descs x 3 directions\n";
+}
+
+// One backend per device per process (the shared context state), so the other modes are checked
+// through the settings the environment gives; bench/compare_gpu.py runs each mode in its own
+// process. Needs no GPU.
+TEST(CudnnSettings, KnobSearchFromTheEnvironment) {
+  {
+    const cudnn::Settings settings = cudnn::settings_from_env();
+    EXPECT_EQ(settings.knob_search, cudnn::KnobSearch::top);
+    EXPECT_EQ(settings.knob_variants, 24);
+  }
+  {
+    const ScopedEnv off("DNNX_CUDNN_KNOB_SEARCH", "OFF");
+    EXPECT_EQ(cudnn::settings_from_env().knob_search, cudnn::KnobSearch::off);
+  }
+  {
+    const ScopedEnv all("DNNX_CUDNN_KNOB_SEARCH", "all");
+    const ScopedEnv cap("DNNX_CUDNN_KNOB_VARIANTS", "2");
+    const cudnn::Settings settings = cudnn::settings_from_env();
+    EXPECT_EQ(settings.knob_search, cudnn::KnobSearch::all);
+    EXPECT_EQ(settings.knob_variants, 2);
+  }
+  {
+    const ScopedEnv bad("DNNX_CUDNN_KNOB_SEARCH", "some");
+    expect_error(ErrorKind::InvalidArgument, {"DNNX_CUDNN_KNOB_SEARCH", "'some'", "off, top, all"},
+                 [] { cudnn::settings_from_env(); });
+  }
+  for (const char* value : {"0", "-3", "12x", "5000"}) {
+    const ScopedEnv bad("DNNX_CUDNN_KNOB_VARIANTS", value);
+    expect_error(ErrorKind::InvalidArgument,
+                 {"DNNX_CUDNN_KNOB_VARIANTS", detail::cat('\'', value, '\''), "1..4096"},
+                 [] { cudnn::settings_from_env(); });
   }
 }
 

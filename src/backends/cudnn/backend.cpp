@@ -31,6 +31,33 @@ bool switch_from_env(const char* name, bool fallback) {
                             "' is not a switch; accepted: 1, true, on, yes, 0, false, off, no"));
 }
 
+// DNNX_CUDNN_KNOB_SEARCH (Note [knob search]); unset or empty means `top`.
+KnobSearch knob_search_from_env() {
+  const char* value = std::getenv(knob_search_variable);
+  if (value == nullptr || *value == '\0') return KnobSearch::top;
+  const std::string text = detail::lower(value);
+  for (KnobSearch search : {KnobSearch::off, KnobSearch::top, KnobSearch::all}) {
+    if (text == to_string(search)) return search;
+  }
+  detail::raise(ErrorKind::InvalidArgument,
+                detail::cat("environment variable ", knob_search_variable, "='", value,
+                            "' is not a knob-search mode; accepted: off, top, all"));
+}
+
+// DNNX_CUDNN_KNOB_VARIANTS: knob variants per engine; unset or empty means `fallback`.
+int knob_variants_from_env(int fallback) {
+  const char* value = std::getenv(knob_variants_variable);
+  if (value == nullptr || *value == '\0') return fallback;
+  char* end = nullptr;
+  const long parsed = std::strtol(value, &end, 10);
+  if (end == value || *end != '\0' || parsed < 1 || parsed > 4096) {
+    detail::raise(ErrorKind::InvalidArgument,
+                  detail::cat("environment variable ", knob_variants_variable, "='", value,
+                              "' is not a variant count; accepted: an integer in 1..4096"));
+  }
+  return static_cast<int>(parsed);
+}
+
 class CudnnBackend final : public detail::Backend {
  public:
   CudnnBackend(int device, Settings settings)
@@ -50,7 +77,8 @@ class CudnnBackend final : public detail::Backend {
                        cuda_version_text(f.runtime_version), " driver ",
                        cuda_version_text(f.driver_version), " ", f.name, " sm_", f.major, f.minor,
                        " SMs=", f.sm_count, " tf32=", runtime_->allow_tf32() ? "on" : "off",
-                       " rtc=", runtime_->settings().runtime_compiled ? "on" : "off");
+                       " rtc=", runtime_->settings().runtime_compiled ? "on" : "off",
+                       " knobs=", knob_search_text());
   }
 
   std::vector<std::pair<std::string, std::string>> environment() const override {
@@ -64,7 +92,8 @@ class CudnnBackend final : public detail::Backend {
             {"cudnn_version", cudnn_version_text(f.cudnn_version)},
             {"tf32", runtime_->allow_tf32() ? "on" : "off"},
             {"runtime_compiled_engines", runtime_->settings().runtime_compiled ? "on" : "off"},
-            {"graph_replay", runtime_->settings().graphs ? "on" : "off"}};
+            {"graph_replay", runtime_->settings().graphs ? "on" : "off"},
+            {"knob_search", knob_search_text()}};
   }
 
   Device device() const override { return Device::cuda(runtime_->device()); }
@@ -92,6 +121,13 @@ class CudnnBackend final : public detail::Backend {
   detail::ConvBackend& conv() override { return *conv_; }
 
  private:
+  // "off", or "top/24": the mode and the per-engine cap, both of which change the candidates.
+  std::string knob_search_text() const {
+    const Settings& s = runtime_->settings();
+    if (s.knob_search == KnobSearch::off) return "off";
+    return detail::cat(to_string(s.knob_search), '/', s.knob_variants);
+  }
+
   std::shared_ptr<Runtime> runtime_;
   std::unique_ptr<detail::ConvBackend> conv_;
   Event start_, stop_;
@@ -177,12 +213,18 @@ std::unique_ptr<detail::Backend> make_backend(int device) {
                               " (valid: 0..", devices - 1, ")"),
                   context);
   }
+  return std::make_unique<CudnnBackend>(device, settings_from_env());
+}
+
+Settings settings_from_env() {
   Settings settings;
-  settings.allow_tf32 = switch_from_env(tf32_variable, false);
-  settings.verbose = switch_from_env("DNNX_VERBOSE", false);
-  settings.graphs = switch_from_env("DNNX_CUDNN_GRAPHS", true);
-  settings.runtime_compiled = switch_from_env(runtime_compiled_variable, false);
-  return std::make_unique<CudnnBackend>(device, settings);
+  settings.allow_tf32 = switch_from_env(tf32_variable, settings.allow_tf32);
+  settings.verbose = switch_from_env("DNNX_VERBOSE", settings.verbose);
+  settings.graphs = switch_from_env("DNNX_CUDNN_GRAPHS", settings.graphs);
+  settings.runtime_compiled = switch_from_env(runtime_compiled_variable, settings.runtime_compiled);
+  settings.knob_search = knob_search_from_env();
+  settings.knob_variants = knob_variants_from_env(settings.knob_variants);
+  return settings;
 }
 
 }  // namespace dnnx::cudnn

@@ -2,9 +2,10 @@
 // list() returns every supported candidate before every unsupported one; within each group the
 // graph-API candidates come first (heuristics mode A's configs, then B's, then the fallback's,
 // then every engine with default knobs: Note [engine candidates]) and the legacy algorithms after
-// them (Note [legacy candidates]). The heuristic policy therefore picks mode A's first admissible
-// config, and a legacy algorithm only when no engine is admissible (e.g. a workspace limit that
-// rules out every engine needing workspace, while legacy implicit_gemm needs none).
+// them (Note [legacy candidates]), then the knob variants dnnx adds (Note [knob search]). The
+// heuristic policy therefore picks mode A's first admissible config, and a legacy algorithm only
+// when no engine is admissible (e.g. a workspace limit that rules out every engine needing
+// workspace, while legacy implicit_gemm needs none).
 
 #include "backends/cudnn/conv.hpp"
 
@@ -235,7 +236,8 @@ class CudnnConv final : public detail::ConvBackend {
     std::vector<AlgoInfo> legacy = legacy_candidates(*runtime_, desc, direction);
     if (runtime_->verbose()) {
       std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": listed "
-                << engines.infos.size() << " engine configs in " << engines_ms << " ms and "
+                << engines.infos.size() + engines.knob_variants.size() << " engine configs ("
+                << engines.knob_variants.size() << " knob variants) in " << engines_ms << " ms and "
                 << legacy.size() << " legacy algorithms in " << ms_since(start) - engines_ms
                 << " ms\n";
     }
@@ -246,6 +248,13 @@ class CudnnConv final : public detail::ConvBackend {
                             std::make_move_iterator(legacy.end()));
     std::stable_partition(candidates.infos.begin(), candidates.infos.end(),
                           [](const AlgoInfo& info) { return info.supported; });
+    // Knob variants (all supported) after every supported candidate: Note [knob search].
+    const auto first_unsupported =
+        std::find_if(candidates.infos.begin(), candidates.infos.end(),
+                     [](const AlgoInfo& info) { return !info.supported; });
+    candidates.infos.insert(first_unsupported,
+                            std::make_move_iterator(engines.knob_variants.begin()),
+                            std::make_move_iterator(engines.knob_variants.end()));
     for (std::size_t i = 0; i < candidates.infos.size(); ++i) {
       candidates.infos[i].priority = static_cast<int>(i);
     }

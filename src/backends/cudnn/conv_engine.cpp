@@ -13,6 +13,23 @@
 // the config: a failure is the unsupported reason (cuDNN's status and message). The config's
 // workspace is CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE, so nothing is compiled while listing.
 //
+// Note [knob search]
+// A config's knobs pick a kernel variant (tile shapes, cluster shape, split-k, stages...); the
+// heuristics propose a handful per engine and the default config is one more, but the fastest
+// variant for a shape is often another (the same engine is 5-10% apart between neighbouring
+// tiles). With DNNX_CUDNN_KNOB_SEARCH=top (the default) the first 4 distinct engines that
+// heuristics modes A and B propose and dnnx supports are searched around; with `all` every
+// supported engine is; `off` lists cuDNN's configs only. The seed of an engine is its first
+// listed config (a heuristic one where there is one, else the default); its variants change one
+// knob at a time, over the range CUDNN_ATTR_ENGINE_KNOB_INFO gives (min..max by stride), nearest
+// the seed's value first and taking the knobs in turn, so a cap keeps the closest neighbours of
+// every knob. DNNX_CUDNN_KNOB_VARIANTS (default 24) caps the variants per engine that cuDNN
+// accepts; those it rejects are dropped, not listed, since dnnx made them up. Everything is
+// still listed before running: variants come after every other candidate (legacy included), so
+// the heuristic pick is unchanged, and an exhaustive search times them with the rest, their plans
+// built in parallel (Note [parallel plan builds]). Both settings are in the backend's
+// fingerprint, hence in every cache key.
+//
 // Note [TF32]
 // fp32 means fp32 unless DNNX_ALLOW_TF32=1: engines whose numerical notes say TENSOR_CORE or
 // DOWN_CONVERT_INPUTS run f32 data on TF32 tensor cores (10-bit mantissa inputs), a silent loss of
@@ -45,6 +62,7 @@
 #include <array>
 #include <charconv>
 #include <cstdint>
+#include <iostream>
 #include <string_view>
 #include <utility>
 
@@ -373,6 +391,86 @@ cudnnStatus_t build_config(const OperationGraph& graph, const ConfigKey& key, En
   return cudnnBackendFinalize(out.config.get());
 }
 
+struct KnobRange {
+  std::int64_t type = 0, min = 0, max = 0, stride = 1;
+};
+
+// The knobs of a finalized engine that have more than one value.
+std::vector<KnobRange> knob_ranges(const BackendDescriptor& engine, const ErrorContext& context) {
+  std::vector<BackendDescriptor> infos;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int k = 0; k < CUDNN_KNOB_TYPE_COUNTS; ++k) {
+    infos.push_back(make_backend_descriptor(CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR, context));
+    raw.push_back(infos.back().get());
+  }
+  std::int64_t count = 0;
+  if (cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_KNOB_INFO,
+                               CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<std::int64_t>(raw.size()),
+                               &count, raw.data()) != CUDNN_STATUS_SUCCESS)
+    return {};
+  std::vector<KnobRange> ranges;
+  for (std::int64_t k = 0; k < std::min<std::int64_t>(count, raw.size()); ++k) {
+    const BackendDescriptor& info = infos[static_cast<std::size_t>(k)];
+    cudnnBackendKnobType_t type{};
+    std::int64_t n = 0;
+    DNNX_CUDNN_CHECK(cudnnBackendGetAttribute(info.get(), CUDNN_ATTR_KNOB_INFO_TYPE,
+                                              CUDNN_TYPE_KNOB_TYPE, 1, &n, &type),
+                     context, "reading a knob's type");
+    KnobRange range;
+    range.type = static_cast<std::int64_t>(type);
+    range.min =
+        get_int64(info, CUDNN_ATTR_KNOB_INFO_MINIMUM_VALUE, context, "reading a knob's min");
+    range.max =
+        get_int64(info, CUDNN_ATTR_KNOB_INFO_MAXIMUM_VALUE, context, "reading a knob's max");
+    range.stride = std::max<std::int64_t>(
+        1, get_int64(info, CUDNN_ATTR_KNOB_INFO_STRIDE, context, "reading a knob's stride"));
+    if (range.max > range.min) ranges.push_back(range);
+  }
+  return ranges;
+}
+
+// Note [knob search]: the one-knob neighbours of `seed`, nearest first, the knobs in turn.
+std::vector<ConfigKey> knob_neighbours(const ConfigKey& seed,
+                                       const std::vector<KnobRange>& ranges) {
+  // Values further than this many steps from the seed's are never reached by a sane cap.
+  constexpr std::size_t max_values_per_knob = 64;
+  std::vector<std::vector<std::int64_t>> values(ranges.size());
+  for (std::size_t r = 0; r < ranges.size(); ++r) {
+    const KnobRange& range = ranges[r];
+    auto in_seed = std::find_if(seed.knobs.begin(), seed.knobs.end(),
+                                [&](const auto& knob) { return knob.first == range.type; });
+    // A default seed does not say its value; every value is then a candidate.
+    const bool known = in_seed != seed.knobs.end();
+    const std::int64_t base = known ? in_seed->second : range.min;
+    std::vector<std::int64_t>& v = values[r];
+    for (std::int64_t value = range.min; value <= range.max; value += range.stride) {
+      if (!(known && value == base)) v.push_back(value);
+      if (v.size() > 4 * max_values_per_knob) break;
+    }
+    std::stable_sort(v.begin(), v.end(), [base](std::int64_t a, std::int64_t b) {
+      return (a > base ? a - base : base - a) < (b > base ? b - base : base - b);
+    });
+    if (v.size() > max_values_per_knob) v.resize(max_values_per_knob);
+  }
+  std::vector<ConfigKey> keys;
+  for (std::size_t round = 0; round < max_values_per_knob; ++round) {
+    for (std::size_t r = 0; r < ranges.size(); ++r) {
+      if (round >= values[r].size()) continue;
+      ConfigKey key = seed;
+      auto it = std::find_if(key.knobs.begin(), key.knobs.end(),
+                             [&](const auto& knob) { return knob.first == ranges[r].type; });
+      if (it != key.knobs.end()) {
+        it->second = values[r][round];
+      } else {
+        key.knobs.emplace_back(ranges[r].type, values[r][round]);
+        std::sort(key.knobs.begin(), key.knobs.end());
+      }
+      keys.push_back(std::move(key));
+    }
+  }
+  return keys;
+}
+
 struct EngineNotes {
   std::vector<cudnnBackendNumericalNote_t> numerical;
   std::vector<cudnnBackendBehaviorNote_t> behavior;
@@ -681,6 +779,56 @@ class EnginePlan final : public detail::ConvPlan {
   LaunchGraph replay_;  // Note [graph replay]
 };
 
+// Note [knob search]. `listed` and `infos` are parallel (every config listed so far); the first
+// `from_heuristics_ab` of them came from heuristics modes A and B.
+void add_knob_variants(Runtime& runtime, const OperationGraph& graph, const ConvDesc& desc,
+                       Direction direction, std::vector<ConfigKey>& listed,
+                       const std::vector<AlgoInfo>& infos, std::size_t from_heuristics_ab,
+                       std::vector<AlgoInfo>& variants, const ErrorContext& context) {
+  constexpr std::size_t top_engines = 4;
+  const Settings& settings = runtime.settings();
+  if (settings.knob_search == KnobSearch::off) return;
+  const std::size_t seeds_from =
+      settings.knob_search == KnobSearch::top ? from_heuristics_ab : listed.size();
+  std::vector<std::size_t> seeds;  // indices into listed, one per engine
+  for (std::size_t i = 0; i < seeds_from; ++i) {
+    if (!infos[i].supported) continue;
+    const bool seen = std::any_of(seeds.begin(), seeds.end(), [&](std::size_t s) {
+      return listed[s].engine == listed[i].engine;
+    });
+    if (!seen) seeds.push_back(i);
+    if (settings.knob_search == KnobSearch::top && seeds.size() == top_engines) break;
+  }
+  const auto cap = static_cast<std::size_t>(settings.knob_variants);
+  std::size_t tried = 0;
+  for (std::size_t s : seeds) {
+    const ConfigKey seed = listed[s];
+    EngineConfig config;
+    if (build_config(graph, seed, config, context) != CUDNN_STATUS_SUCCESS) continue;
+    const std::vector<KnobRange> ranges = knob_ranges(config.engine, context);
+    const std::string origin = detail::cat(", knob variant of ", infos[s].id);
+    std::size_t accepted = 0;
+    // cuDNN rejects many combinations; stop looking after a few times the cap.
+    std::size_t attempts = 0;
+    for (const ConfigKey& key : knob_neighbours(seed, ranges)) {
+      if (accepted == cap || attempts == 4 * cap) break;
+      if (std::find(listed.begin(), listed.end(), key) != listed.end()) continue;
+      ++attempts;
+      AlgoInfo info = describe_config(runtime, graph, desc, direction, key, origin, context);
+      if (!info.supported) continue;
+      listed.push_back(key);
+      variants.push_back(std::move(info));
+      ++accepted;
+    }
+    tried += attempts;
+  }
+  if (runtime.verbose()) {
+    std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": knob search ("
+              << to_string(settings.knob_search) << ") around " << seeds.size()
+              << " engines: " << variants.size() << " variants accepted of " << tried << " tried\n";
+  }
+}
+
 }  // namespace
 
 bool is_engine_id(const std::string& id) { return id.rfind("cudnn:engine:", 0) == 0; }
@@ -711,15 +859,19 @@ EngineCandidates engine_candidates(Runtime& runtime, const ConvDesc& desc, Direc
       {CUDNN_HEUR_MODE_A, "heuristics A"},
       {CUDNN_HEUR_MODE_B, "heuristics B"},
       {CUDNN_HEUR_MODE_FALLBACK, "fallback"}};
+  std::size_t from_heuristics_ab = 0;  // how many of `listed` modes A and B proposed
   for (const auto& [mode, name] : modes) {
     int rank = 0;
     for (const ConfigKey& key : heuristic_configs(*result.graph, mode, context)) {
       add(key, detail::cat(", ", name, " #", ++rank));
     }
+    if (mode != CUDNN_HEUR_MODE_FALLBACK) from_heuristics_ab = listed.size();
   }
   for (std::int64_t engine = 0; engine < result.graph->engine_count; ++engine) {
     add(ConfigKey{engine, {}}, "");
   }
+  add_knob_variants(runtime, *result.graph, desc, direction, listed, result.infos,
+                    from_heuristics_ab, result.knob_variants, context);
   // Supported first (priority order kept), the rest after: the first supported entry is the
   // heuristic pick.
   std::stable_partition(result.infos.begin(), result.infos.end(),

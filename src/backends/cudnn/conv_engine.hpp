@@ -21,6 +21,7 @@ struct OperationGraph;
 /// The engine candidates of one (desc, direction) and the graph their plans are built from.
 struct EngineCandidates {
   std::vector<AlgoInfo> infos;            ///< priority order (Note [engine candidates])
+  std::vector<AlgoInfo> knob_variants;    ///< supported only, listed last (Note [knob search])
   std::shared_ptr<OperationGraph> graph;  ///< null when the graph itself is not supported
 };
 

@@ -10,6 +10,15 @@ std::string cudnn_version_text(std::size_t version) {
   return detail::cat(version / 10000, '.', version / 100 % 100, '.', version % 100);
 }
 
+const char* to_string(KnobSearch search) {
+  switch (search) {
+    case KnobSearch::off: return "off";
+    case KnobSearch::top: return "top";
+    case KnobSearch::all: return "all";
+  }
+  return "?";
+}
+
 std::string cuda_version_text(int version) {
   return detail::cat(version / 1000, '.', version % 1000 / 10);
 }

@@ -39,13 +39,26 @@ std::string cuda_version_text(int version);
 /// Makes `device` the calling thread's current CUDA device if it is not already.
 void make_current(int device, const ErrorContext& context);
 
+/// Which engines get knob variants beyond cuDNN's own configs (Note [knob search]).
+enum class KnobSearch { off, top, all };
+
 /// Switches of one backend instance, read from the environment when it is created.
 struct Settings {
   bool allow_tf32 = false;        ///< DNNX_ALLOW_TF32: f32 may run on TF32 tensor cores
   bool verbose = false;           ///< DNNX_VERBOSE: listing and plan-building costs on stderr
   bool graphs = true;             ///< DNNX_CUDNN_GRAPHS: Note [graph replay]
   bool runtime_compiled = false;  ///< DNNX_CUDNN_RUNTIME_COMPILED: Note [runtime-compiled engines]
+  KnobSearch knob_search = KnobSearch::top;  ///< DNNX_CUDNN_KNOB_SEARCH: Note [knob search]
+  int knob_variants = 24;                    ///< DNNX_CUDNN_KNOB_VARIANTS: per engine
 };
+
+/// "off", "top", "all".
+const char* to_string(KnobSearch search);
+
+/// The settings the environment asks for (DNNX_ALLOW_TF32, DNNX_VERBOSE, DNNX_CUDNN_GRAPHS,
+/// DNNX_CUDNN_RUNTIME_COMPILED, DNNX_CUDNN_KNOB_SEARCH, DNNX_CUDNN_KNOB_VARIANTS); unset or empty
+/// variables keep the defaults. Throws InvalidArgument naming a malformed variable and its value.
+Settings settings_from_env();
 
 class Runtime final : public detail::DeviceRuntime {
  public:
