@@ -16,19 +16,19 @@
 // Note [knob search]
 // A config's knobs pick a kernel variant (tile shapes, cluster shape, split-k, stages...); the
 // heuristics propose a handful per engine and the default config is one more, but the fastest
-// variant for a shape is often another (the same engine is 5-10% apart between neighbouring
-// tiles). With DNNX_CUDNN_KNOB_SEARCH=top (the default) the first 4 distinct engines that
-// heuristics modes A and B propose and dnnx supports are searched around; with `all` every
-// supported engine is; `off` lists cuDNN's configs only. The seed of an engine is its first
-// listed config (a heuristic one where there is one, else the default); its variants change one
-// knob at a time, over the range CUDNN_ATTR_ENGINE_KNOB_INFO gives (min..max by stride), nearest
-// the seed's value first and taking the knobs in turn, so a cap keeps the closest neighbours of
-// every knob. DNNX_CUDNN_KNOB_VARIANTS (default 24) caps the variants per engine that cuDNN
-// accepts; those it rejects are dropped, not listed, since dnnx made them up. Everything is
-// still listed before running: variants come after every other candidate (legacy included), so
-// the heuristic pick is unchanged, and an exhaustive search times them with the rest, their plans
-// built in parallel (Note [parallel plan builds]). Both settings are in the backend's
-// fingerprint, hence in every cache key.
+// variant for a shape is sometimes another (on an H200, a neighbour of cuDNN's configs was 5-13%
+// faster on 6 of 48 ResNet-50 layer-directions: docs/benchmarks.md). With
+// DNNX_CUDNN_KNOB_SEARCH=top (the default) the first 4 distinct engines that heuristics modes A and
+// B propose and dnnx supports are searched around; with `all` every supported engine is; `off`
+// lists cuDNN's configs only. The seed of an engine is its first listed config (a heuristic one
+// where there is one, else the default); its variants change one knob at a time, over the range
+// CUDNN_ATTR_ENGINE_KNOB_INFO gives (min..max by stride), nearest the seed's value first and taking
+// the knobs in turn, so a cap keeps the closest neighbours of every knob. DNNX_CUDNN_KNOB_VARIANTS
+// (default 24) caps the variants per engine that cuDNN accepts; those it rejects are dropped, not
+// listed, since dnnx made them up. Everything is still listed before running: variants come after
+// every other candidate (legacy included), so the heuristic pick is unchanged, and an exhaustive
+// search times them with the rest, their plans built in parallel (Note [parallel plan builds]).
+// Both settings are in the backend's fingerprint, hence in every cache key.
 //
 // Note [TF32]
 // fp32 means fp32 unless DNNX_ALLOW_TF32=1: engines whose numerical notes say TENSOR_CORE or
