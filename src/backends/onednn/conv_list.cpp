@@ -241,6 +241,9 @@ std::string layouts_phrase(const std::string& layouts) {
 //   channels per group: the kernel's reduce-to-unit-stride copy writes past its scratchpad
 //   (oneDNN issue #6035), which corrupts whatever follows it (here: the reorder buffers) and,
 //   on AVX2, diff_weights itself.
+//   jit:avx512_core backward weights, 3-D, stride along D > 1 and front padding along D larger
+//   than that stride: diff_weights is garbage, and some shapes crash in reduce_diff_weights_3d
+//   (e.g. input 1x1x3x4x6, kernel 5x1x2, stride 2,1,1, pad 3,0,0). H and W are not affected.
 std::optional<std::string> known_defect(const std::string& impl, const ConvDesc& desc,
                                         Direction direction, bool activations_channels_last) {
   if (dnnl_version()->major != 3 || direction != Direction::bwd_weights) return std::nullopt;
@@ -267,6 +270,14 @@ std::optional<std::string> known_defect(const std::string& impl, const ConvDesc&
                          "oneDNN defect, oneDNN issue #6035; here ",
                          group_channels, " channels)");
     }
+  }
+  if (impl.starts_with("jit:avx512_core") && desc.spatial_dims == 3 && desc.stride[0] > 1 &&
+      desc.pad_before[0] > desc.stride[0]) {
+    return detail::cat(onednn_version(), " ", impl,
+                       " computes wrong backward weights (and may crash) for 3-D convolutions "
+                       "with a stride along D and a larger front padding along D (known oneDNN "
+                       "defect; here stride ",
+                       desc.stride[0], ", padding ", desc.pad_before[0], ")");
   }
   return std::nullopt;
 }
