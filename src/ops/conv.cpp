@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <random>
@@ -198,38 +199,81 @@ double run_plan(ContextState& state, ConvPlan& plan, const ConvArgs& args) {
 
 // Selects for (desc, direction) through the choice cache. `args` are the tensors to time on.
 // Called with the state's mutex held.
-std::shared_ptr<const Choice> select_locked(Context& context, ContextState& state,
-                                            const ConvDesc& desc, Direction direction,
-                                            const ConvArgs& args) {
+// The tensors selection times on, made only when a selection actually times candidates.
+using ArgsSource = std::function<const ConvArgs&()>;
+
+// Runs selection for (desc, direction) without consulting the cache and stores the result.
+std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState& state,
+                                                  const ConvDesc& desc, Direction direction,
+                                                  const ArgsSource& args,
+                                                  const tune::Request& request) {
   detail::Backend& backend = state.backend();
   const TuneOptions& options = context.tune();
-  const std::string key =
-      tune::make_key("conv", desc.key(), direction, options, backend.fingerprint());
-  ChoiceCache& cache = *context.choice_cache();
-  const tune::Request request = make_request(context, desc, direction, key);
-  std::optional<std::vector<AlgoInfo>> candidates;
-  if (auto cached = cache.find(key)) {
-    if (!cached->from_file) {
-      if (options.verbose) std::cerr << tune::describe_decision(request, *cached, true) << '\n';
-      return cached;
+  const std::vector<AlgoInfo> candidates = backend.conv().list(desc, direction);
+  if (options.policy(direction).kind == PolicyKind::exhaustive) {
+    std::vector<std::string> ids;
+    for (const AlgoInfo& algo : candidates) {
+      if (!tune::exclusion(algo, options)) ids.push_back(algo.id);
     }
+    backend.conv().prepare(desc, direction, ids);
+  }
+  auto run = [&](const AlgoInfo& algo) {
+    return run_plan(state, *backend.conv().plan(desc, direction, algo.id), args());
+  };
+  auto choice = std::make_shared<Choice>(tune::select(request, candidates, options, run));
+  choice->backend = backend.name();
+  choice->fingerprint = backend.fingerprint();
+  choice->environment = environment_json(backend);
+  choice->measured_at = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  context.choice_cache()->insert(request.key, choice);
+  return choice;
+}
+
+// The cache key of (desc, direction) under the context's options. The dnnx version is part of it
+// because candidate ids may change between dnnx versions.
+std::string conv_key(const Context& context, ContextState& state, const ConvDesc& desc,
+                     Direction direction) {
+  return tune::make_key("conv", desc.key(), direction, context.tune(),
+                        state.backend().fingerprint() + " dnnx-" + std::string(version()));
+}
+
+struct Selected {
+  std::shared_ptr<const Choice> choice;
+  tune::Request request;
+  bool from_cache = false;
+};
+
+// Selects for (desc, direction) through the choice cache. `args` are the tensors to time on.
+// Called with the state's mutex held.
+Selected select_locked(Context& context, ContextState& state, const ConvDesc& desc,
+                       Direction direction, const ArgsSource& args) {
+  detail::Backend& backend = state.backend();
+  const TuneOptions& options = context.tune();
+  ChoiceCache& cache = *context.choice_cache();
+  Selected selected{nullptr, make_request(context, desc, direction,
+                                          conv_key(context, state, desc, direction))};
+  const tune::Request& request = selected.request;
+  if (auto cached = cache.find(request.key)) {
     // Note [re-validating persisted choices]: a choice read from the cache file was made by
-    // another process, maybe under other limits; it is used only if the id is still a candidate
-    // that meets this call's constraints, else selection runs again and the file is updated.
-    candidates = backend.conv().list(desc, direction);
-    const auto it = std::find_if(candidates->begin(), candidates->end(),
-                                 [&](const AlgoInfo& a) { return a.id == cached->algo.id; });
-    const auto why = it == candidates->end()
-                         ? std::optional<tune::Exclusion>(tune::Exclusion{
-                               CandidateStatus::unsupported, "no longer a candidate"})
-                         : tune::exclusion(*it, options);
+    // another process, maybe under other limits. Its key holds the backend's fingerprint and the
+    // dnnx version, so whether the id is a candidate, supported, and how much workspace it needs
+    // are as recorded; what may differ is this call's constraints, so the recorded candidate is
+    // checked against them (no listing: on cuDNN that costs 20-130 ms per layer and direction).
+    // A choice whose plan still cannot be built is selected again when the call runs.
+    const auto why = cached->from_file ? tune::exclusion(cached->algo, options) : std::nullopt;
     if (!why) {
-      auto validated = std::make_shared<Choice>(*cached);
-      validated->algo = *it;
-      validated->from_file = false;
-      cache.insert(key, validated);
-      if (options.verbose) std::cerr << tune::describe_decision(request, *validated, true) << '\n';
-      return validated;
+      if (cached->from_file) {
+        auto validated = std::make_shared<Choice>(*cached);
+        validated->from_file = false;
+        cache.insert(request.key, validated);
+        cached = validated;
+      }
+      if (options.verbose) std::cerr << tune::describe_decision(request, *cached, true) << '\n';
+      selected.choice = std::move(cached);
+      selected.from_cache = true;
+      return selected;
     }
     if (options.verbose) {
       std::cerr << "dnnx: cached choice " << cached->algo.id << " for " << request.desc
@@ -241,26 +285,31 @@ std::shared_ptr<const Choice> select_locked(Context& context, ContextState& stat
                 << " measured on another device kind or library version; ignored\n";
     }
   }
-  if (!candidates) candidates = backend.conv().list(desc, direction);
-  if (options.policy(direction).kind == PolicyKind::exhaustive) {
-    std::vector<std::string> ids;
-    for (const AlgoInfo& algo : *candidates) {
-      if (!tune::exclusion(algo, options)) ids.push_back(algo.id);
+  selected.choice = fresh_select_locked(context, state, desc, direction, args, request);
+  return selected;
+}
+
+// The plan of a selected choice. A cached choice that cannot be built here (a file entry whose
+// candidate this build does not have after all) is selected again rather than failing the call.
+std::shared_ptr<ConvPlan> plan_for(Context& context, ContextState& state, const ConvDesc& desc,
+                                   Direction direction, const ArgsSource& args,
+                                   Selected& selected) {
+  try {
+    return state.backend().conv().plan(desc, direction, selected.choice->algo.id);
+  } catch (const Error& error) {
+    const bool rejected =
+        error.kind() == ErrorKind::InvalidArgument || error.kind() == ErrorKind::Unsupported;
+    if (!selected.from_cache || !rejected || selected.choice->policy.kind == PolicyKind::fixed)
+      throw;
+    if (context.tune().verbose) {
+      std::cerr << "dnnx: cached choice " << selected.choice->algo.id
+                << " cannot be built here (" << error.message() << "); selecting again\n";
     }
-    backend.conv().prepare(desc, direction, ids);
+    selected.choice =
+        fresh_select_locked(context, state, desc, direction, args, selected.request);
+    selected.from_cache = false;
+    return state.backend().conv().plan(desc, direction, selected.choice->algo.id);
   }
-  auto run = [&](const AlgoInfo& algo) {
-    return run_plan(state, *backend.conv().plan(desc, direction, algo.id), args);
-  };
-  auto choice = std::make_shared<Choice>(tune::select(request, *candidates, options, run));
-  choice->backend = backend.name();
-  choice->fingerprint = backend.fingerprint();
-  choice->environment = environment_json(backend);
-  choice->measured_at = std::chrono::duration_cast<std::chrono::seconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
-  cache.insert(key, choice);
-  return choice;
 }
 
 // Note [run-time fallback]: a candidate can pass selection and still fail when it runs (the
@@ -345,10 +394,12 @@ std::shared_ptr<const Choice> run_conv(Context& context, const ConvDesc& desc, D
                        it->second.cache_generation == cache.generation() &&
                        it->second.options == context.tune();
     if (!fresh) {
-      auto choice = select_locked(context, state, desc, direction, args);
-      auto plan = state.backend().conv().plan(desc, direction, choice->algo.id);
+      const ArgsSource real = [&args]() -> const ConvArgs& { return args; };
+      Selected selected = select_locked(context, state, desc, direction, real);
+      auto plan = plan_for(context, state, desc, direction, real, selected);
       it = calls.insert_or_assign(call_key, detail::ConvCallEntry{context.tune(), &cache,
-                                                                  cache.generation(), choice, plan})
+                                                                  cache.generation(),
+                                                                  selected.choice, plan})
                .first;
     }
     detail::ConvCallEntry& entry = it->second;
@@ -476,15 +527,18 @@ std::shared_ptr<const Choice> conv_select(Context& context, const ConvDesc& desc
   return with_context(context, desc, direction, [&] {
     desc.validate();
     ContextState& state = context.state();
-    // Scratch tensors are only needed when the answer is not cached and the policy times.
+    // Scratch tensors only when the answer is not cached and the policy times candidates.
     std::unique_ptr<Scratch> scratch;
     ConvArgs args;
-    if (context.tune().policy(direction).kind == PolicyKind::exhaustive) {
-      scratch = std::make_unique<Scratch>(make_scratch_checked(context, desc));
-      args = scratch->args(direction);
-    }
+    const ArgsSource lazy = [&]() -> const ConvArgs& {
+      if (!scratch) {
+        scratch = std::make_unique<Scratch>(make_scratch_checked(context, desc));
+        args = scratch->args(direction);
+      }
+      return args;
+    };
     std::lock_guard lock(state.mutex());
-    return select_locked(context, state, desc, direction, args);
+    return select_locked(context, state, desc, direction, lazy).choice;
   });
 }
 

@@ -116,8 +116,8 @@ TEST_F(PersistTest, EntriesFromAnotherDeviceOrVersionAreIgnoredAndCounted) {
   probe.tune().fwd = AlgoPolicy::exhaustive();
   const std::string fingerprint = probe.state().backend().fingerprint();
   // The same desc and options, measured under another library version.
-  const std::string foreign_key =
-      tune::make_key("conv", desc.key(), Direction::fwd, probe.tune(), "reference dnnx-0.0.1");
+  const std::string foreign_key = tune::make_key("conv", desc.key(), Direction::fwd, probe.tune(),
+                                                 "reference dnnx-0.0.1 dnnx-0.0.1");
   tune::FileRecords records;
   auto foreign = fake_choice(foreign_key, "reference:direct", 100);
   foreign->backend = "reference";
@@ -153,9 +153,11 @@ TEST_F(PersistTest, LoadedChoiceOverTheWorkspaceLimitIsReselectedAndTheFileUpdat
   // longer fits: the entry's key matches this process exactly.
   probe.tune().fwd = AlgoPolicy::heuristic();
   probe.tune().workspace_limit = heavy->workspace_bytes - 1;
-  const std::string key = tune::make_key("conv", desc.key(), Direction::fwd, probe.tune(),
-                                         probe.state().backend().fingerprint());
+  const std::string key =
+      tune::make_key("conv", desc.key(), Direction::fwd, probe.tune(),
+                     probe.state().backend().fingerprint() + " dnnx-" + std::string(version()));
   auto stale = fake_choice(key, heavy->id, 100);
+  stale->algo.workspace_bytes = heavy->workspace_bytes;  // as recorded where it was chosen
   stale->policy = AlgoPolicy::heuristic();
   stale->backend = "cpu";
   stale->fingerprint = probe.state().backend().fingerprint();
@@ -172,6 +174,29 @@ TEST_F(PersistTest, LoadedChoiceOverTheWorkspaceLimitIsReselectedAndTheFileUpdat
   const auto on_disk = tune::parse(read(file()));
   ASSERT_EQ(on_disk.count(key), 1u);
   EXPECT_EQ(on_disk.at(key).choice->algo.id, choice->algo.id) << "the file must be updated";
+}
+
+TEST_F(PersistTest, LoadedChoiceThatCannotBeBuiltIsReselectedWhenTheCallRuns) {
+  const ConvDesc desc = small_desc();
+  Context probe(BackendKind::reference);
+  probe.tune().fwd = AlgoPolicy::heuristic();
+  const std::string key =
+      tune::make_key("conv", desc.key(), Direction::fwd, probe.tune(),
+                     probe.state().backend().fingerprint() + " dnnx-" + std::string(version()));
+  auto bogus = fake_choice(key, "reference:renamed_in_a_later_version", 100);
+  bogus->policy = AlgoPolicy::heuristic();
+  tune::write_file(file(), {{key, tune::FileRecord{bogus, 100}}});
+
+  auto cache = std::make_shared<ChoiceCache>(options());
+  Context context = context_with(BackendKind::reference, cache);
+  context.tune() = probe.tune();
+  Tensor src = Tensor::zeros(desc.src_dims(), DType::f32);
+  Tensor weights = Tensor::zeros(desc.weights_dims(), DType::f32);
+  Tensor dst = Tensor::empty(desc.dst_dims(), DType::f32);
+  auto used = conv_fwd(context, desc, src, weights, dst);
+  EXPECT_EQ(used->algo.id, "reference:direct");
+  EXPECT_EQ(tune::parse(read(file())).at(key).choice->algo.id, "reference:direct")
+      << "the file must be corrected";
 }
 
 TEST_F(PersistTest, UnreadableFilesAreSetAsideNeverApplied) {
