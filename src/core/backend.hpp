@@ -36,6 +36,32 @@ struct ConvArgs {
   Tensor* diff_weights = nullptr;
 };
 
+/// Key of everything kept per (desc, direction): candidate lists, resolved calls.
+struct ConvKey {
+  ConvDesc desc;
+  Direction direction = Direction::fwd;
+  bool operator==(const ConvKey&) const = default;
+};
+
+/// Key of a plan: (desc, direction, candidate id).
+struct ConvPlanKey {
+  ConvDesc desc;
+  Direction direction = Direction::fwd;
+  std::string id;
+  bool operator==(const ConvPlanKey&) const = default;
+};
+
+/// Hash of both keys, for unordered containers.
+struct ConvKeyHash {
+  std::size_t operator()(const ConvKey& key) const {
+    return key.desc.hash() * 3 + static_cast<std::size_t>(key.direction);
+  }
+  std::size_t operator()(const ConvPlanKey& key) const {
+    return (key.desc.hash() * 3 + static_cast<std::size_t>(key.direction)) ^
+           (std::hash<std::string>{}(key.id) * 0x9e3779b97f4a7c15ULL);
+  }
+};
+
 /// A ready-to-run convolution for one (desc, direction, candidate): descriptors, primitives or
 /// plans are built once in the constructor and reused by every execute().
 class ConvPlan {

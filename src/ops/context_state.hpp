@@ -14,19 +14,6 @@
 
 namespace dnnx::detail {
 
-/// Key of the conv fast path: the desc and direction of a call.
-struct ConvCallKey {
-  ConvDesc desc;
-  Direction direction;
-  bool operator==(const ConvCallKey&) const = default;
-};
-
-struct ConvCallKeyHash {
-  std::size_t operator()(const ConvCallKey& key) const {
-    return key.desc.hash() * 3 + static_cast<std::size_t>(key.direction);
-  }
-};
-
 /// A resolved conv call: valid while the options and the choice cache it came from are unchanged.
 struct ConvCallEntry {
   TuneOptions options;
@@ -52,7 +39,7 @@ class ContextState {
   Workspace workspace(std::size_t bytes);
 
   /// The conv fast path (guarded by mutex()).
-  std::unordered_map<ConvCallKey, ConvCallEntry, ConvCallKeyHash>& conv_calls() {
+  std::unordered_map<ConvKey, ConvCallEntry, ConvKeyHash>& conv_calls() {
     return conv_calls_;
   }
 
@@ -61,7 +48,7 @@ class ContextState {
   std::mutex mutex_;
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = 0;
-  std::unordered_map<ConvCallKey, ConvCallEntry, ConvCallKeyHash> conv_calls_;
+  std::unordered_map<ConvKey, ConvCallEntry, ConvKeyHash> conv_calls_;
 };
 
 /// The process-wide state for (backend, device); created on first use. `backend` is concrete.

@@ -388,7 +388,7 @@ std::shared_ptr<const Choice> run_conv(Context& context, const ConvDesc& desc, D
     std::lock_guard lock(state.mutex());
     const ChoiceCache& cache = *context.choice_cache();
     auto& calls = state.conv_calls();
-    const detail::ConvCallKey call_key{desc, direction};
+    const detail::ConvKey call_key{desc, direction};
     auto it = calls.find(call_key);
     const bool fresh = it != calls.end() && it->second.cache == &cache &&
                        it->second.cache_generation == cache.generation() &&

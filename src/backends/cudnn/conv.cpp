@@ -37,29 +37,6 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-struct ListKey {
-  ConvDesc desc;
-  Direction direction;
-  bool operator==(const ListKey&) const = default;
-};
-
-struct PlanKey {
-  ConvDesc desc;
-  Direction direction;
-  std::string id;
-  bool operator==(const PlanKey&) const = default;
-};
-
-struct KeyHash {
-  std::size_t operator()(const ListKey& key) const {
-    return key.desc.hash() * 3 + static_cast<std::size_t>(key.direction);
-  }
-  std::size_t operator()(const PlanKey& key) const {
-    return (key.desc.hash() * 3 + static_cast<std::size_t>(key.direction)) ^
-           (std::hash<std::string>{}(key.id) * 0x9e3779b97f4a7c15ULL);
-  }
-};
-
 struct Candidates {
   std::vector<AlgoInfo> infos;
   std::shared_ptr<OperationGraph> graph;
@@ -115,7 +92,7 @@ class CudnnConv final : public detail::ConvBackend {
 
   std::shared_ptr<detail::ConvPlan> plan(const ConvDesc& desc, Direction direction,
                                          const std::string& id) override {
-    PlanKey key{desc, direction, id};
+    detail::ConvPlanKey key{desc, direction, id};
     std::lock_guard lock(mutex_);
     if (auto found = plans_.find(key); found != plans_.end()) return found->second;
     desc.validate();
@@ -148,7 +125,7 @@ class CudnnConv final : public detail::ConvBackend {
   // of a search are built up front on up to 16 host threads. Legacy plans are only descriptors.
   void prepare(const ConvDesc& desc, Direction direction,
                const std::vector<std::string>& ids) override {
-    std::vector<std::pair<PlanKey, AlgoInfo>> todo;
+    std::vector<std::pair<detail::ConvPlanKey, AlgoInfo>> todo;
     std::shared_ptr<OperationGraph> graph;
     {
       std::lock_guard lock(mutex_);
@@ -157,7 +134,7 @@ class CudnnConv final : public detail::ConvBackend {
       for (const std::string& id : ids) {
         const AlgoInfo* info = candidates.find(id);
         if (info == nullptr || !info->supported || !is_engine_id(id)) continue;
-        PlanKey key{desc, direction, id};
+        detail::ConvPlanKey key{desc, direction, id};
         if (plans_.count(key) == 0) todo.emplace_back(std::move(key), *info);
       }
     }
@@ -226,7 +203,7 @@ class CudnnConv final : public detail::ConvBackend {
 
  private:
   const Candidates& candidates_locked(const ConvDesc& desc, Direction direction) {
-    ListKey key{desc, direction};
+    detail::ConvKey key{desc, direction};
     auto found = lists_.find(key);
     if (found != lists_.end()) return found->second;
     // Note [cudnn candidate order]
@@ -263,8 +240,8 @@ class CudnnConv final : public detail::ConvBackend {
 
   std::shared_ptr<Runtime> runtime_;
   std::mutex mutex_;  // guards lists_ and plans_
-  std::unordered_map<ListKey, Candidates, KeyHash> lists_;
-  std::unordered_map<PlanKey, std::shared_ptr<detail::ConvPlan>, KeyHash> plans_;
+  std::unordered_map<detail::ConvKey, Candidates, detail::ConvKeyHash> lists_;
+  std::unordered_map<detail::ConvPlanKey, std::shared_ptr<detail::ConvPlan>, detail::ConvKeyHash> plans_;
 };
 
 }  // namespace

@@ -31,29 +31,6 @@ ErrorContext context_of(const ConvDesc& desc, Direction direction, std::string i
   return context;
 }
 
-struct ListKey {
-  ConvDesc desc;
-  Direction direction;
-  bool operator==(const ListKey&) const = default;
-};
-
-struct PlanKey {
-  ConvDesc desc;
-  Direction direction;
-  std::string id;
-  bool operator==(const PlanKey&) const = default;
-};
-
-struct KeyHash {
-  std::size_t operator()(const ListKey& key) const {
-    return key.desc.hash() * 3 + static_cast<std::size_t>(key.direction);
-  }
-  std::size_t operator()(const PlanKey& key) const {
-    return (key.desc.hash() * 3 + static_cast<std::size_t>(key.direction)) ^
-           (std::hash<std::string>{}(key.id) * 0x9e3779b97f4a7c15ULL);
-  }
-};
-
 Dims role_dims(const ConvDesc& desc, Role::Shape shape) {
   switch (shape) {
     case Role::Shape::src: return desc.src_dims();
@@ -227,7 +204,7 @@ class OneDnnConv final : public detail::ConvBackend {
 
   std::shared_ptr<detail::ConvPlan> plan(const ConvDesc& desc, Direction direction,
                                          const std::string& id) override {
-    PlanKey key{desc, direction, id};
+    detail::ConvPlanKey key{desc, direction, id};
     std::lock_guard lock(mutex_);
     if (auto found = plans_.find(key); found != plans_.end()) return found->second;
     desc.validate();
@@ -258,7 +235,7 @@ class OneDnnConv final : public detail::ConvBackend {
 
  private:
   const CandidateList& candidates_locked(const ConvDesc& desc, Direction direction) {
-    ListKey key{desc, direction};
+    detail::ConvKey key{desc, direction};
     auto found = lists_.find(key);
     if (found == lists_.end()) {
       found =
@@ -271,8 +248,8 @@ class OneDnnConv final : public detail::ConvBackend {
 
   std::shared_ptr<Runtime> runtime_;
   std::mutex mutex_;  // guards lists_ and plans_
-  std::unordered_map<ListKey, CandidateList, KeyHash> lists_;
-  std::unordered_map<PlanKey, std::shared_ptr<Plan>, KeyHash> plans_;
+  std::unordered_map<detail::ConvKey, CandidateList, detail::ConvKeyHash> lists_;
+  std::unordered_map<detail::ConvPlanKey, std::shared_ptr<Plan>, detail::ConvKeyHash> plans_;
   ConvBias bias_;
 };
 
