@@ -39,6 +39,12 @@ inline constexpr const char* timing_defaults[] = {
     "--benchmark_report_aggregates_only=true",
 };
 
+/// The fastest repetition, reported next to the median: on a shared or virtualised machine the
+/// spread between the two shows how much the neighbours disturbed the run.
+inline double min_of(const std::vector<double>& values) {
+  return values.empty() ? 0.0 : *std::min_element(values.begin(), values.end());
+}
+
 /// One convolution layer of a shape file (batch left out).
 struct ConvShape {
   std::string name;

@@ -1,20 +1,29 @@
 #!/usr/bin/python3
 """dnnx's cpu convolution next to raw oneDNN and PyTorch, on the benchmark shapes of ResNet-50.
 
-In one run, in this order and with the same thread count for everything:
-  1. PyTorch (torch.nn.functional.conv2d, torch.ops.aten.convolution_backward) times every case;
-  2. peak_fma measures the machine's AVX-512 fp32 and bf16 arithmetic peak;
-  3. onednn_direct_bench times oneDNN's best implementation per case (plain and blocked layouts);
-  4. conv_bench times dnnx (cpu backend, exhaustive selection);
+In one run, with the same thread count for everything:
+  1. peak_fma measures the machine's AVX-512 fp32 (and bf16 dot-product) arithmetic peak;
+  2. for every case, one after the other: PyTorch (torch.nn.functional.conv2d,
+     torch.ops.aten.convolution_backward) times it, then onednn_direct_bench (oneDNN's best
+     implementation, three memory set-ups) and conv_bench (dnnx, cpu backend, exhaustive
+     selection) time it, each in its own process filtered to that case (--benchmark_format=json);
+  3. peak_fma again, to show whether the machine's capacity changed during the run;
 then prints a markdown table and whether the targets of issue 2 section 7 are met.
+
+Why case by case (Note [interleaving]): on a shared virtual machine the capacity the host gives
+the vCPUs changes over minutes (two vCPUs sometimes deliver one core's worth). Timing all of
+PyTorch, then all of oneDNN, then all of dnnx would compare them under different conditions;
+interleaving per case keeps the three measurements of a case seconds apart. --no-interleave runs
+the three tools one after the other instead (PyTorch first, then one process per C++ benchmark).
 
 Cases run in the same order everywhere: dtype, then shape (file order), then direction. Every tool
 times a case the same way (Note [timing method] in bench_common.hpp): selection untimed, one
 untimed call, a warm-up, then --repetitions repetitions of back-to-back calls filling --min-time
-seconds each; the figure is the median of the repetitions' mean time per call.
+seconds each; the figure is the median of the repetitions' mean time per call (the fastest
+repetition is kept too).
 
 Runs with Debian's /usr/bin/python3 (python3-torch 1.13, python3-numpy). Example:
-  OMP_NUM_THREADS=2 /usr/bin/python3 bench/compare_cpu.py --build-dir build-bench
+  /usr/bin/python3 bench/compare_cpu.py --build-dir build-bench --json-out results.json
 """
 
 import argparse
@@ -34,6 +43,7 @@ DTYPES = ("f32", "bf16")
 TARGET_OVERHEAD = 1.05        # dnnx time / raw oneDNN time
 TARGET_VS_PYTORCH = 0.85      # dnnx total / PyTorch total
 TARGET_3X3_PEAK = 0.70        # fraction of the fp32 peak on the 3x3 layers
+VERBOSE = False  # --verbose: print every command and its duration
 
 
 def parse_args():
@@ -56,6 +66,11 @@ def parse_args():
     parser.add_argument("--json-out", help="also write every raw result here (JSON)")
     parser.add_argument("--log", help="write the oneDNN implementation sweep (stderr of "
                         "onednn_direct_bench) here")
+    parser.add_argument("--verbose", action="store_true",
+                        help="print every command run and its duration")
+    parser.add_argument("--no-interleave", dest="interleave", action="store_false",
+                        help="time all cases with PyTorch, then with oneDNN, then with dnnx, "
+                             "instead of case by case (see Note [interleaving])")
     parser.add_argument("--from-json", help="print the table from a --json-out file, run nothing")
     args = parser.parse_args()
     args.dtypes = [d for d in args.dtypes.split(",") if d]
@@ -132,53 +147,66 @@ def time_call(fn, warmup, min_time, repetitions):
         for _ in range(iterations):
             fn()
         means.append((time.perf_counter() - start) / iterations)
-    return statistics.median(means) * 1e3
+    return statistics.median(means) * 1e3, min(means) * 1e3
 
 
-def time_pytorch(args, shapes):
-    import numpy
-    import torch
-    torch.set_num_threads(args.threads)
-    info = {"torch": torch.__version__, "numpy": numpy.__version__,
-            "torch_threads": torch.get_num_threads(),
-            "mkldnn": torch.backends.mkldnn.is_available(),
-            "torch_config": torch.__config__.show()}
-    results = {}
-    generator = torch.Generator().manual_seed(0)
-    torch_dtype = {"f32": torch.float32, "bf16": torch.bfloat16}
-    for dtype in args.dtypes:
-        for shape in shapes:
+class PyTorchTimer:
+    """Times one case at a time, so that the comparison can interleave the tools."""
+
+    def __init__(self, args):
+        import numpy
+        import torch
+        self.torch = torch
+        self.args = args
+        torch.set_num_threads(args.threads)
+        self.info = {"torch": torch.__version__, "numpy": numpy.__version__,
+                     "torch_threads": torch.get_num_threads(),
+                     "mkldnn": torch.backends.mkldnn.is_available(),
+                     "torch_config": torch.__config__.show()}
+        self.generator = torch.Generator().manual_seed(0)
+        self.tensors_key = None
+
+    def _tensors(self, shape, dtype):
+        # The three tensors of a shape, kept while its directions run (as the C++ benchmarks do).
+        key = (shape["name"], dtype)
+        if self.tensors_key != key:
+            torch = self.torch
+            torch_dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype]
+
             def make(*size):
-                values = torch.rand(*size, generator=generator) * 2 - 1
-                return values.to(torch_dtype[dtype]).contiguous()  # channels_first
-            src = make(args.batch, shape["c"], shape["h"], shape["w"])
-            weights = make(shape["o"], shape["cg"], shape["kh"], shape["kw"])
-            diff_dst = make(args.batch, shape["o"], shape["oh"], shape["ow"])
-            stride, pad = [shape["stride"]] * 2, [shape["pad"]] * 2
-            groups = shape["groups"]
+                values = torch.rand(*size, generator=self.generator) * 2 - 1
+                return values.to(torch_dtype).contiguous()  # channels_first
+            batch = self.args.batch
+            self.tensors = (make(batch, shape["c"], shape["h"], shape["w"]),
+                            make(shape["o"], shape["cg"], shape["kh"], shape["kw"]),
+                            make(batch, shape["o"], shape["oh"], shape["ow"]))
+            self.tensors_key = key
+        return self.tensors
 
-            def conv_backward(mask):
-                return lambda: torch.ops.aten.convolution_backward(
+    def time(self, shape, direction, dtype):
+        torch = self.torch
+        src, weights, diff_dst = self._tensors(shape, dtype)
+        stride, pad, groups = [shape["stride"]] * 2, [shape["pad"]] * 2, shape["groups"]
+        if direction == "fwd":
+            def call():
+                return torch.nn.functional.conv2d(src, weights, None, stride, pad, 1, groups)
+        else:
+            mask = [direction == "bwd_data", direction == "bwd_weights", False]
+
+            def call():
+                return torch.ops.aten.convolution_backward(
                     diff_dst, src, weights, None, stride, pad, [1, 1], False, [0, 0], groups, mask)
-            calls = {
-                "fwd": lambda: torch.nn.functional.conv2d(src, weights, None, stride, pad, 1,
-                                                          groups),
-                "bwd_data": conv_backward([True, False, False]),
-                "bwd_weights": conv_backward([False, True, False]),
-            }
-            for direction in DIRECTIONS:
-                name = case_name(shape, direction, dtype)
-                try:
-                    results[name] = {"ms": time_call(calls[direction], args.warmup, args.min_time,
-                                                     args.repetitions)}
-                except RuntimeError as error:  # e.g. a dtype this build cannot run
-                    results[name] = {"error": str(error).splitlines()[0]}
-                print(f"  pytorch {name}: {results[name]}", file=sys.stderr, flush=True)
-    return info, results
+        try:
+            median, fastest = time_call(call, self.args.warmup, self.args.min_time,
+                                        self.args.repetitions)
+            return {"ms": median, "min_ms": fastest}
+        except RuntimeError as error:  # e.g. a dtype this build cannot run
+            return {"error": str(error).splitlines()[0]}
 
 
 def run_tool(command, env, stderr_to=None):
-    print("  $ " + " ".join(command), file=sys.stderr, flush=True)
+    if VERBOSE:
+        print("  $ " + " ".join(command), file=sys.stderr, flush=True)
     started = time.perf_counter()
     done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True)
@@ -186,26 +214,31 @@ def run_tool(command, env, stderr_to=None):
         stderr_to.append(done.stderr)
     if done.returncode != 0:
         sys.exit(f"{command[0]} failed with exit code {done.returncode}:\n{done.stderr[-4000:]}")
-    print(f"    ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+    if VERBOSE:
+        print(f"    ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
     return done.stdout
 
 
 def benchmark_results(document):
-    """Google Benchmark JSON -> {case name: {ms, gflops, label, ...}} from the median aggregates."""
+    """Google Benchmark JSON -> {case name: {ms, min_ms, label, ...}} from the median and min
+    aggregates."""
     results = {}
     for entry in document["benchmarks"]:
         name = entry.get("run_name", entry["name"]).removesuffix("/real_time")
         if entry.get("error_occurred"):
             results[name] = {"error": entry.get("error_message", "error")}
             continue
-        if entry.get("run_type") != "aggregate" or entry.get("aggregate_name") != "median":
+        if entry.get("run_type") != "aggregate":
             continue
         assert entry["time_unit"] == "ms", entry
-        results[name] = {"ms": entry["real_time"], "gflops": entry.get("GFLOPS"),
-                         "label": entry.get("label", "")}
-        for counter in ("tuning_ms", "candidates_timed", "sweep_ms", "impls_timed"):
-            if counter in entry:
-                results[name][counter] = entry[counter]
+        row = results.setdefault(name, {})
+        if entry.get("aggregate_name") == "min":
+            row["min_ms"] = entry["real_time"]
+        elif entry.get("aggregate_name") == "median":
+            row.update(ms=entry["real_time"], label=entry.get("label", ""))
+            for counter in ("tuning_ms", "candidates_timed", "sweep_ms", "impls_timed"):
+                if counter in entry:
+                    row[counter] = entry[counter]
     return document["context"], results
 
 
@@ -225,8 +258,17 @@ def machine_info():
     return info
 
 
+def case_filter(names, direct):
+    """A --benchmark_filter matching exactly these cases (the direct benchmark's names carry the
+    memory set-up as one more part)."""
+    import re
+    alternatives = "|".join(re.escape(name) for name in names)
+    setups = "/(plain|any|reorders)" if direct else ""
+    return f"^({alternatives}){setups}(/|$)"
+
+
 def run_everything(args):
-    if args.threads != int(os.environ.get("OMP_NUM_THREADS", args.threads)):
+    if "OMP_NUM_THREADS" in os.environ and os.environ["OMP_NUM_THREADS"] != str(args.threads):
         print(f"note: OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']} replaced by --threads "
               f"{args.threads}", file=sys.stderr)
     os.environ["OMP_NUM_THREADS"] = str(args.threads)  # before torch loads its OpenMP runtime
@@ -238,45 +280,68 @@ def run_everything(args):
         if not os.access(path, os.X_OK):
             sys.exit(f"{path} not found: build it first (ninja -C {args.build_dir} {name})")
     raw = {"args": {k: v for k, v in vars(args).items()}, "machine": machine_info(),
-           "shapes": shapes, "load_before": os.getloadavg(), "started": time.time()}
+           "shapes": shapes, "load_before": os.getloadavg(), "started": time.time(),
+           "pytorch": {}, "onednn": {}, "dnnx": {}, "onednn_sweep": ""}
 
-    print("[1/4] PyTorch", file=sys.stderr, flush=True)
-    raw["pytorch_info"], raw["pytorch"] = time_pytorch(args, shapes)
+    print("peak_fma", file=sys.stderr, flush=True)
+    peak_command = [tools["peak_fma"], "--threads", str(args.threads), "--json"]
+    raw["peak"] = json.loads(run_tool(peak_command, env))
 
-    print("[2/4] peak_fma", file=sys.stderr, flush=True)
-    raw["peak"] = json.loads(run_tool([tools["peak_fma"], "--threads", str(args.threads),
-                                       "--json"], env))
-
+    timer = PyTorchTimer(args)
+    raw["pytorch_info"] = timer.info
     common = [f"--shapes={args.shapes}", f"--tag={args.tag}", f"--batch={args.batch}",
               f"--dtypes={','.join(args.dtypes)}", "--benchmark_format=json",
               f"--benchmark_min_warmup_time={args.warmup}",
               f"--benchmark_min_time={args.min_time}",
               f"--benchmark_repetitions={args.repetitions}",
               "--benchmark_report_aggregates_only=true"]
-    print("[3/4] onednn_direct_bench", file=sys.stderr, flush=True)
-    sweep = []
-    raw["onednn_context"], raw["onednn"] = benchmark_results(
-        json.loads(run_tool([tools["onednn_direct_bench"]] + common, env, sweep)))
-    raw["onednn_sweep"] = sweep[0]
+    cases = [(shape, direction, dtype) for dtype in args.dtypes for shape in shapes
+             for direction in DIRECTIONS]
+    groups = [[case] for case in cases] if args.interleave else [cases]
+    for number, group in enumerate(groups, 1):
+        names = [case_name(*case) for case in group]
+        label = names[0] if len(names) == 1 else f"{len(names)} cases"
+        print(f"[{number}/{len(groups)}] {label}", file=sys.stderr, flush=True)
+        for case, name in zip(group, names):
+            raw["pytorch"][name] = timer.time(*case)
+        sweep = []
+        context, results = benchmark_results(json.loads(run_tool(
+            [tools["onednn_direct_bench"]] + common
+            + [f"--benchmark_filter={case_filter(names, direct=True)}"], env, sweep)))
+        raw["onednn_context"] = context
+        raw["onednn"].update(results)
+        raw["onednn_sweep"] += sweep[0]
+        context, results = benchmark_results(json.loads(run_tool(
+            [tools["conv_bench"]] + common
+            + [f"--benchmark_filter={case_filter(names, direct=False)}"], env)))
+        raw["dnnx_context"] = context
+        raw["dnnx"].update(results)
+        for name in names:
+            print(f"    {name}: pytorch {raw['pytorch'][name].get('ms', 'n/a')}, oneDNN "
+                  + ", ".join(f"{setup} {raw['onednn'].get(f'{name}/{setup}', {}).get('ms', 'n/a')}"
+                              for setup in ("plain", "any", "reorders"))
+                  + f", dnnx {raw['dnnx'].get(name, {}).get('ms', 'n/a')} ms",
+                  file=sys.stderr, flush=True)
     if args.log:
         with open(args.log, "w") as log:
-            log.write(sweep[0])
+            log.write(raw["onednn_sweep"])
 
-    print("[4/4] conv_bench", file=sys.stderr, flush=True)
-    raw["dnnx_context"], raw["dnnx"] = benchmark_results(
-        json.loads(run_tool([tools["conv_bench"]] + common, env)))
+    print("peak_fma again", file=sys.stderr, flush=True)
+    raw["peak_after"] = json.loads(run_tool(peak_command, env))
     raw["load_after"] = os.getloadavg()
     raw["wall_s"] = time.time() - raw["started"]
     return raw
 
 
 def fastest(**setups):
-    """The fastest of oneDNN's set-ups {name: result row}, its label naming the set-up."""
+    """The fastest of oneDNN's set-ups {name: result row} by median, its label naming the set-up;
+    min_ms is the fastest repetition of any of them."""
     timed = [(row["ms"], name, row) for name, row in setups.items() if "ms" in row]
     if not timed:
         return {}
     ms, name, row = min(timed, key=lambda entry: entry[0])
-    return {"ms": ms, "impl": f"{row.get('label', '?')} [{name}]"}
+    return {"ms": ms, "impl": f"{row.get('label', '?')} [{name}]",
+            "min_ms": min(r.get("min_ms", r["ms"]) for _, _, r in timed)}
 
 
 def ratio(a, b):
@@ -291,7 +356,7 @@ def render(raw):
     args = raw["args"]
     batch = args["batch"]
     shapes = raw["shapes"]
-    peaks = {"f32": raw["peak"]["fp32_gflops"], "bf16": raw["peak"].get("bf16_gflops")}
+    peak = raw["peak"]["fp32_peak_gflops"]
     lines = []
     out = lines.append
     machine = raw["machine"]
@@ -299,24 +364,30 @@ def render(raw):
         f" ({machine.get('Hypervisor vendor', 'bare metal')} guest), flags: "
         f"{' '.join(machine.get('flags', []))}")
     out(f"oneDNN {raw['onednn_context'].get('onednn_version', '?')}, isa "
-        f"{raw['onednn_context'].get('onednn_isa', '?')}; dnnx {raw['dnnx_context'].get('dnnx_version', '?')}"
-        f" on {raw['dnnx_context'].get('dnnx_backend', '?')}; PyTorch {raw['pytorch_info']['torch']}"
-        f" (mkldnn {raw['pytorch_info']['mkldnn']}); threads {args['threads']}; batch {batch}")
-    if "load_before" in raw:
-        out(f"Load average (1/5/15 min) before: {' '.join(f'{x:.2f}' for x in raw['load_before'])}"
-            f", after: {' '.join(f'{x:.2f}' for x in raw['load_after'])}; whole run "
-            f"{raw['wall_s']:.0f} s ({time.strftime('%Y-%m-%d %H:%M', time.gmtime(raw['started']))}"
-            f" UTC)")
-    out(f"Measured peak ({args['threads']} threads): fp32 FMA {peaks['f32']:.1f} GFLOP/s, bf16 "
-        f"dot-product {fmt(peaks['bf16'], 1)} GFLOP/s (peak_fma; implied clock "
-        f"{raw['peak']['implied_ghz_at_2_fma_units']:.2f} GHz at 2 FMA units per core)")
+        f"{raw['onednn_context'].get('onednn_isa', '?')}; dnnx "
+        f"{raw['dnnx_context'].get('dnnx_version', '?')} on "
+        f"{raw['dnnx_context'].get('dnnx_backend', '?')}; PyTorch {raw['pytorch_info']['torch']}"
+        f" (mkldnn {raw['pytorch_info']['mkldnn']}, {raw['pytorch_info']['torch_threads']} "
+        f"threads); OMP_NUM_THREADS={args['threads']}; batch {batch}; "
+        f"{'interleaved case by case' if args.get('interleave', True) else 'tool by tool'}")
+    out(f"Load average (1/5/15 min) before: {' '.join(f'{x:.2f}' for x in raw['load_before'])}"
+        f", after: {' '.join(f'{x:.2f}' for x in raw['load_after'])}; whole run "
+        f"{raw['wall_s']:.0f} s ({time.strftime('%Y-%m-%d %H:%M', time.gmtime(raw['started']))}"
+        f" UTC)")
+    p0, p1 = raw["peak"], raw["peak_after"]
+    out(f"Peak (peak_fma): fp32 FMA {p0['fp32_gflops_one_thread']:.1f} GFLOP/s per thread "
+        f"({p0['implied_ghz_at_2_fma_units']:.2f} GHz x 2 FMA units x 16 lanes x 2 flops), "
+        f"x {p0['threads']} = **{peak:.1f} GFLOP/s**; all {p0['threads']} threads at once: "
+        f"{p0['fp32_gflops_all_threads']:.1f} before, {p1['fp32_gflops_all_threads']:.1f} after the "
+        f"run (below the peak: the host was not giving the vCPUs {p0['threads']} full cores). "
+        f"bf16 dot product (vdpbf16ps): {p0['bf16_gflops_one_thread']:.1f} GFLOP/s per thread.")
     out("")
     out("oneDNN best = the fastest implementation with plain (NCHW) tensors or in oneDNN's own "
         "blocked layouts, reorders not counted (a framework keeping tensors blocked avoids them). "
         "oneDNN user-layout = the fastest way to take and return NCHW tensors: plain, or blocked "
-        "with the reorders timed in every call; dnnx does the same, so this is its fair yardstick. "
-        "% peak: fp32 rows against the measured fp32 FMA peak, bf16 rows against the measured bf16 "
-        "dot-product peak.")
+        "with the reorders timed in every call; dnnx takes and returns NCHW tensors, so this is "
+        "its fair yardstick. Times: median of the repetitions, ms. % peak: against the fp32 FMA "
+        "peak above, for both dtypes.")
     out("")
     out("| layer | shape | dtype | dir | PyTorch ms | oneDNN best ms | oneDNN user-layout ms "
         "| dnnx ms | dnnx/oneDNN best | dnnx/oneDNN user-layout | dnnx/PyTorch | dnnx GFLOPS "
@@ -326,7 +397,10 @@ def render(raw):
     impl_rows = []
     errors = []
     for dtype in args["dtypes"]:
-        total = dict(pytorch=0.0, best=0.0, user=0.0, dnnx=0.0, flops=0.0, complete=True)
+        total = {"complete": True, "flops": 0.0, "rows_3x3": [], "ratios_best": [],
+                 "ratios_user": []}
+        for key in ("pytorch", "best", "user", "dnnx"):
+            total[key] = total[key + "_min"] = 0.0
         for shape in shapes:
             for direction in DIRECTIONS:
                 name = case_name(shape, direction, dtype)
@@ -342,70 +416,81 @@ def render(raw):
                         errors.append(f"{name} {tool}: {row['error']}")
                 best = fastest(plain=plain, any=blocked)
                 user = fastest(plain=plain, reorders=reordered)
-                t_torch, t_best, t_user, t_dnnx = (torch_row.get("ms"), best.get("ms"),
-                                                   user.get("ms"), dnnx.get("ms"))
+                rows = {"pytorch": torch_row, "best": best, "user": user, "dnnx": dnnx}
+                t = {key: row.get("ms") for key, row in rows.items()}
                 flops = 2.0 * macs(shape, batch)
-                gflops = flops / (t_dnnx * 1e-3) * 1e-9 if t_dnnx else None
-                peak = peaks.get(dtype)
+                gflops = flops / (t["dnnx"] * 1e-3) * 1e-9 if t["dnnx"] else None
                 out(f"| {shape['name']} | {describe(shape, batch)} | {dtype} | {direction} | "
-                    f"{fmt(t_torch)} | {fmt(t_best)} | {fmt(t_user)} | {fmt(t_dnnx)} | "
-                    f"{fmt(ratio(t_dnnx, t_best))} | {fmt(ratio(t_dnnx, t_user))} | "
-                    f"{fmt(ratio(t_dnnx, t_torch))} | {fmt(gflops, 1)} | "
-                    f"{fmt(100 * gflops / peak if gflops and peak else None, 0, '%')} |")
+                    f"{fmt(t['pytorch'])} | {fmt(t['best'])} | {fmt(t['user'])} | "
+                    f"{fmt(t['dnnx'])} | {fmt(ratio(t['dnnx'], t['best']))} | "
+                    f"{fmt(ratio(t['dnnx'], t['user']))} | {fmt(ratio(t['dnnx'], t['pytorch']))} "
+                    f"| {fmt(gflops, 1)} | {fmt(100 * gflops / peak if gflops else None, 0, '%')} |")
                 impl_rows.append((name, dnnx.get("label", "n/a"), best.get("impl", "n/a"),
                                   user.get("impl", "n/a")))
-                for key, value in (("pytorch", t_torch), ("best", t_best), ("user", t_user),
-                                   ("dnnx", t_dnnx)):
-                    if value is None:
+                for key, row in rows.items():
+                    if "ms" not in row:
                         total["complete"] = False
-                    else:
-                        total[key] += value
+                        continue
+                    total[key] += row["ms"]
+                    total[key + "_min"] += row.get("min_ms", row["ms"])
                 total["flops"] += flops
-                for reference, t in (("best", t_best), ("user", t_user)):
-                    if t and t_dnnx:
-                        total.setdefault("ratios_" + reference, []).append((name, t_dnnx / t))
-                is_3x3 = shape["kh"] == 3 and shape["kw"] == 3
-                if is_3x3:
-                    total.setdefault("rows_3x3", []).append((name, gflops))
+                for key in ("best", "user"):
+                    if t[key] and t["dnnx"]:
+                        total["ratios_" + key].append((name, t["dnnx"] / t[key]))
+                if shape["kh"] == 3 and shape["kw"] == 3:
+                    total["rows_3x3"].append((name, gflops))
         totals[dtype] = total
         gflops = total["flops"] / (total["dnnx"] * 1e-3) * 1e-9 if total["dnnx"] else None
-        peak = peaks.get(dtype)
         out(f"| **total** | {len(shapes)} shapes x 3 | {dtype} | all | {total['pytorch']:.1f} | "
             f"{total['best']:.1f} | {total['user']:.1f} | {total['dnnx']:.1f} | "
             f"{fmt(ratio(total['dnnx'], total['best']))} | "
             f"{fmt(ratio(total['dnnx'], total['user']))} | "
             f"{fmt(ratio(total['dnnx'], total['pytorch']))} | {fmt(gflops, 1)} | "
-            f"{fmt(100 * gflops / peak if gflops and peak else None, 0, '%')} |")
+            f"{fmt(100 * gflops / peak if gflops else None, 0, '%')} |")
     out("")
-    out("Implementations that ran (dnnx: the exhaustive choice; oneDNN: the sweep's winner):")
+    out("Totals of the fastest repetitions instead of the medians (the spread shows how much the "
+        "machine's neighbours disturbed the run):")
+    out("")
+    for dtype in args["dtypes"]:
+        total = totals[dtype]
+        out(f"- {dtype}: PyTorch {total['pytorch_min']:.1f} ms, oneDNN best "
+            f"{total['best_min']:.1f} ms, oneDNN user-layout {total['user_min']:.1f} ms, dnnx "
+            f"{total['dnnx_min']:.1f} ms; dnnx/oneDNN user-layout "
+            f"{fmt(ratio(total['dnnx_min'], total['user_min']))}, dnnx/oneDNN best "
+            f"{fmt(ratio(total['dnnx_min'], total['best_min']))}, dnnx/PyTorch "
+            f"{fmt(ratio(total['dnnx_min'], total['pytorch_min']))}")
+    out("")
+    out("Implementations that ran (dnnx: its exhaustive choice; oneDNN: the sweep's winner, with "
+        "the layouts of the direction's two inputs and its output):")
     out("")
     out("| case | dnnx | oneDNN best | oneDNN user-layout |")
     out("|---|---|---|---|")
-    for name, dnnx_impl, best_impl, plain_impl in impl_rows:
-        out(f"| {name} | {dnnx_impl} | {best_impl} | {plain_impl} |")
+    for name, dnnx_impl, best_impl, user_impl in impl_rows:
+        out(f"| {name} | `{dnnx_impl}` | {best_impl} | {user_impl} |")
     out("")
     out("Targets (issue 2 section 7):")
+    out("")
     for dtype in args["dtypes"]:
         total = totals[dtype]
         if not total["complete"]:
-            out(f"- {dtype}: some cases have no time (see errors); totals are partial")
-        for label, reference in (("raw oneDNN user-layout", "user"), ("raw oneDNN best", "best")):
-            r = ratio(total["dnnx"], total[reference])
-            over = [f"{n} {x:.2f}" for n, x in total["ratios_" + reference] if x > TARGET_OVERHEAD]
-            out(f"- {dtype} dnnx adds <= 5% over {label}: total ratio {fmt(r, 3)} -> "
+            out(f"- {dtype}: some cases have no time (see the errors); the totals are partial")
+        for label, key in (("raw oneDNN user-layout", "user"), ("raw oneDNN best", "best")):
+            r = ratio(total["dnnx"], total[key])
+            over = [f"{n} {x:.2f}" for n, x in total["ratios_" + key] if x > TARGET_OVERHEAD]
+            count = len(total["ratios_" + key])
+            out(f"- {dtype}, dnnx adds <= 5% over {label}: total {fmt(r, 3)} -> "
                 f"{'met' if r is not None and r <= TARGET_OVERHEAD else 'NOT met'}; "
-                f"{len(total['ratios_' + reference]) - len(over)}/{len(total['ratios_' + reference])}"
-                f" cases within 5%" + (f"; over: {', '.join(over)}" if over else ""))
+                f"{count - len(over)}/{count} cases within 5%"
+                + (f"; over: {', '.join(over)}" if over else ""))
         r = ratio(total["dnnx"], total["pytorch"])
-        out(f"- {dtype} dnnx total <= 0.85 x PyTorch: {fmt(r, 3)} -> "
+        out(f"- {dtype}, dnnx total <= 0.85 x PyTorch's: {fmt(r, 3)} -> "
             f"{'met' if r is not None and r <= TARGET_VS_PYTORCH else 'NOT met'}")
-        peak = peaks.get(dtype)
-        rows = total.get("rows_3x3", [])
-        if peak and rows:
-            low = [f"{n} {100 * g / peak:.0f}%" for n, g in rows if g is None or g < TARGET_3X3_PEAK * peak]
-            out(f"- {dtype} 3x3 layers >= 70% of peak ({peak:.1f} GFLOP/s): "
-                f"{len(rows) - len(low)}/{len(rows)} cases meet it"
-                + (f"; below: {', '.join(low)}" if low else ""))
+        rows = total["rows_3x3"]
+        low = [f"{n} {100 * g / peak:.0f}%" if g else f"{n} n/a" for n, g in rows
+               if g is None or g < TARGET_3X3_PEAK * peak]
+        out(f"- {dtype}, 3x3 layers >= 70% of the fp32 peak ({peak:.1f} GFLOP/s): "
+            f"{len(rows) - len(low)}/{len(rows)} cases"
+            + (f"; below: {', '.join(low)}" if low else ""))
     if errors:
         out("")
         out("Errors:")
@@ -415,7 +500,9 @@ def render(raw):
 
 
 def main():
+    global VERBOSE
     args = parse_args()
+    VERBOSE = args.verbose
     if args.from_json:
         with open(args.from_json) as source:
             raw = json.load(source)

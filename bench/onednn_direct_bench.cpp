@@ -132,9 +132,17 @@ struct Geometry {
   }
 };
 
-// A conv primitive descriptor of `c` for `algorithm` at its first implementation (empty if none).
-dnnl::primitive_desc make_pd(const dnnl::engine& engine, const Case& c, const Geometry& g,
-                             dnnl::algorithm algorithm) {
+// A conv primitive descriptor at its first implementation (empty if none) and, for the backward
+// directions, the forward hint it was made with: oneDNN's backward descriptor keeps a plain
+// pointer to the hint and reads it again in next_impl(), so the hint must outlive it.
+struct ConvPd {
+  dnnl::convolution_forward::primitive_desc hint;
+  dnnl::primitive_desc pd;
+};
+
+// The descriptor of `c` for `algorithm`.
+ConvPd make_pd(const dnnl::engine& engine, const Case& c, const Geometry& g,
+               dnnl::algorithm algorithm) {
   const auto tag = [&](memory::format_tag plain) {
     return c.formats == Formats::plain ? plain : memory::format_tag::any;
   };
@@ -148,15 +156,15 @@ dnnl::primitive_desc make_pd(const dnnl::engine& engine, const Case& c, const Ge
   const dnnl::convolution_forward::primitive_desc forward(
       engine, dnnl::prop_kind::forward_training, algorithm, src, weights, dst, g.strides,
       g.dilates, g.pad_l, g.pad_r, attr, /*allow_empty=*/true);
-  if (!forward || c.direction == Direction::fwd) return forward;
+  if (!forward || c.direction == Direction::fwd) return {{}, forward};
   if (c.direction == Direction::bwd_data) {
-    return dnnl::convolution_backward_data::primitive_desc(engine, algorithm, src, weights, dst,
-                                                           g.strides, g.dilates, g.pad_l, g.pad_r,
-                                                           forward, attr, /*allow_empty=*/true);
+    return {forward, dnnl::convolution_backward_data::primitive_desc(
+                         engine, algorithm, src, weights, dst, g.strides, g.dilates, g.pad_l,
+                         g.pad_r, forward, attr, /*allow_empty=*/true)};
   }
-  return dnnl::convolution_backward_weights::primitive_desc(
-      engine, algorithm, src, weights, dst, g.strides, g.dilates, g.pad_l, g.pad_r, forward, attr,
-      /*allow_empty=*/true);
+  return {forward, dnnl::convolution_backward_weights::primitive_desc(
+                       engine, algorithm, src, weights, dst, g.strides, g.dilates, g.pad_l,
+                       g.pad_r, forward, attr, /*allow_empty=*/true)};
 }
 
 memory::desc query_md(const dnnl::primitive_desc& pd, int arg) {
@@ -258,7 +266,8 @@ std::string formats_of(const dnnl::primitive_desc& pd, Direction direction) {
   const Roles r = roles(direction);
   std::string text;
   for (int arg : {r.in0, r.in1, r.out}) {
-    text += (text.empty() ? "" : " ") + format_name(query_md(pd, arg), is_weights(arg));
+    if (!text.empty()) text += ' ';
+    text += format_name(query_md(pd, arg), is_weights(arg));
   }
   return text;
 }
@@ -292,7 +301,8 @@ Selected select_best(const dnnl::engine& engine, dnnl::stream& stream, const Cas
   std::set<std::string> seen;
   for (dnnl::algorithm algorithm :
        {dnnl::algorithm::convolution_direct, dnnl::algorithm::convolution_winograd}) {
-    dnnl::primitive_desc pd = make_pd(engine, c, g, algorithm);
+    ConvPd conv_pd = make_pd(engine, c, g, algorithm);
+    dnnl::primitive_desc& pd = conv_pd.pd;
     if (!pd) {
       log += std::string("  ") + to_string(algorithm) + ": no implementation\n";
       continue;
@@ -396,6 +406,7 @@ int main(int argc, char** argv) {
             benchmark::RegisterBenchmark(c.name.c_str(),
                                          [c](benchmark::State& state) { run_case(state, c); })
                 ->UseRealTime()
+                ->ComputeStatistics("min", dnnx::bench::min_of)
                 ->Unit(benchmark::kMillisecond);
           }
         }
