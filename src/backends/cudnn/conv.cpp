@@ -125,7 +125,7 @@ class CudnnConv final : public detail::ConvBackend {
   // of a search are built up front on up to 16 host threads. Legacy plans are only descriptors.
   void prepare(const ConvDesc& desc, Direction direction,
                const std::vector<std::string>& ids) override {
-    std::vector<std::pair<detail::ConvPlanKey, AlgoInfo>> todo;
+    std::vector<std::pair<detail::ConvPlanKey, AlgoInfo>> to_build;
     std::shared_ptr<OperationGraph> graph;
     {
       std::lock_guard lock(mutex_);
@@ -135,21 +135,21 @@ class CudnnConv final : public detail::ConvBackend {
         const AlgoInfo* info = candidates.find(id);
         if (info == nullptr || !info->supported || !is_engine_id(id)) continue;
         detail::ConvPlanKey key{desc, direction, id};
-        if (plans_.count(key) == 0) todo.emplace_back(std::move(key), *info);
+        if (plans_.count(key) == 0) to_build.emplace_back(std::move(key), *info);
       }
     }
-    if (todo.size() < 2 || !graph) return;
+    if (to_build.size() < 2 || !graph) return;
     const auto threads =
-        std::min<std::size_t>({todo.size(), 16, std::max(1u, std::thread::hardware_concurrency())});
-    std::vector<std::shared_ptr<detail::ConvPlan>> built(todo.size());
-    std::vector<double> build_ms(todo.size(), 0.0);
+        std::min<std::size_t>({to_build.size(), 16, std::max(1u, std::thread::hardware_concurrency())});
+    std::vector<std::shared_ptr<detail::ConvPlan>> built(to_build.size());
+    std::vector<double> build_ms(to_build.size(), 0.0);
     std::atomic<std::size_t> next{0};
     const auto start = Clock::now();
     auto worker = [&] {
-      for (std::size_t i = next++; i < todo.size(); i = next++) {
+      for (std::size_t i = next++; i < to_build.size(); i = next++) {
         const auto begin = Clock::now();
         try {
-          built[i] = make_engine_plan(runtime_, graph, desc, direction, todo[i].second);
+          built[i] = make_engine_plan(runtime_, graph, desc, direction, to_build[i].second);
         } catch (const std::exception&) {
           // plan() builds it again and reports the error where the search records it.
         }
@@ -162,19 +162,19 @@ class CudnnConv final : public detail::ConvBackend {
     for (std::thread& thread : pool) thread.join();
     if (runtime_->verbose()) {
       std::size_t slowest = 0;
-      for (std::size_t i = 1; i < todo.size(); ++i) {
+      for (std::size_t i = 1; i < to_build.size(); ++i) {
         if (build_ms[i] > build_ms[slowest]) slowest = i;
       }
       double sum = 0;
       for (double ms : build_ms) sum += ms;
       std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": built "
-                << todo.size() << " engine plans on " << threads << " threads in "
+                << to_build.size() << " engine plans on " << threads << " threads in "
                 << ms_since(start) << " ms (sum " << sum << " ms; slowest "
-                << todo[slowest].second.id << " " << build_ms[slowest] << " ms)\n";
+                << to_build[slowest].second.id << " " << build_ms[slowest] << " ms)\n";
     }
     std::lock_guard lock(mutex_);
-    for (std::size_t i = 0; i < todo.size(); ++i) {
-      if (built[i]) plans_.emplace(std::move(todo[i].first), std::move(built[i]));
+    for (std::size_t i = 0; i < to_build.size(); ++i) {
+      if (built[i]) plans_.emplace(std::move(to_build[i].first), std::move(built[i]));
     }
   }
 
