@@ -57,6 +57,13 @@ std::shared_ptr<const dnnx::Choice> call(dnnx::Context& context, const Case& c, 
   return nullptr;
 }
 
+// The policy of every direction: exhaustive unless --policy names another (e.g.
+// fixed:onednn:x64:gemm:jit:direct:plain, to time one candidate against onednn_direct_bench).
+dnnx::AlgoPolicy& bench_policy() {
+  static dnnx::AlgoPolicy policy = dnnx::AlgoPolicy::exhaustive();
+  return policy;
+}
+
 dnnx::Context& bench_context() {
   static dnnx::Context context = [] {
     dnnx::Context made(dnnx::BackendKind::cpu);
@@ -66,7 +73,7 @@ dnnx::Context& bench_context() {
     made.set_choice_cache(std::make_shared<dnnx::ChoiceCache>());
     for (dnnx::Direction direction :
          {dnnx::Direction::fwd, dnnx::Direction::bwd_data, dnnx::Direction::bwd_weights}) {
-      made.tune().policy(direction) = dnnx::AlgoPolicy::exhaustive();
+      made.tune().policy(direction) = bench_policy();
     }
     return made;
   }();
@@ -106,15 +113,29 @@ void run_case(benchmark::State& state, const Case& c) {
 
 int main(int argc, char** argv) {
   try {
+    int kept = 1;
     for (int i = 1; i < argc; ++i) {
-      if (std::string_view(argv[i]) == "--help") std::cout << dnnx::bench::usage_text(argv[0]);
+      const std::string_view arg = argv[i];
+      if (arg == "--help") {
+        std::cout << dnnx::bench::usage_text(argv[0])
+                  << "  --policy      selection policy of every direction (default exhaustive; "
+                     "e.g. fixed:<id>)\n";
+      }
+      if (arg.substr(0, 9) == "--policy=") {
+        bench_policy() = dnnx::AlgoPolicy::parse(arg.substr(9));
+      } else {
+        argv[kept++] = argv[i];
+      }
     }
+    argc = kept;
+    argv[argc] = nullptr;
     const dnnx::bench::Options options =
         dnnx::bench::take_options(argc, argv, DNNX_BENCH_DEFAULT_SHAPES);
     const std::vector<ConvShape> shapes = dnnx::bench::selected_shapes(options);
 
     benchmark::AddCustomContext("dnnx_version", std::string(dnnx::version()));
     benchmark::AddCustomContext("dnnx_backend", bench_context().describe());
+    benchmark::AddCustomContext("policy", bench_policy().to_string());
     benchmark::AddCustomContext("batch", std::to_string(options.batch));
     benchmark::AddCustomContext("shapes", options.shapes_path);
 

@@ -10,7 +10,9 @@
 // All threads at once are measured too: on a virtual machine the host may run the vCPUs on
 // shared physical cores, and then that rate is lower than the sum. Both go in the results, since
 // the convolutions were timed under whatever the host did.
-// Usage: peak_fma [--threads N] [--seconds S] [--repetitions R] [--json]
+// --probe measures only the all-threads fp32 rate, once: compare_cpu.py runs it before every case
+// to record the capacity the host gave the machine while that case was timed.
+// Usage: peak_fma [--threads N] [--seconds S] [--repetitions R] [--json] [--probe]
 
 #include <immintrin.h>
 #include <pthread.h>
@@ -153,6 +155,7 @@ bool parse_number(const char* text, double& value) {
 int main(int argc, char** argv) {
   double threads = 2, seconds = 0.5, repetitions = 5;
   bool json = false;
+  bool probe = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     double* target = arg == "--threads"       ? &threads
@@ -161,13 +164,15 @@ int main(int argc, char** argv) {
                                               : nullptr;
     if (arg == "--json") {
       json = true;
+    } else if (arg == "--probe") {
+      probe = true;
     } else if (arg == "--help") {
       std::printf("usage: %s [--threads N (2)] [--seconds S per repetition (0.5)] "
-                  "[--repetitions R (5)] [--json]\n", argv[0]);
+                  "[--repetitions R (5)] [--json] [--probe]\n", argv[0]);
       return 0;
     } else if (target == nullptr || i + 1 >= argc || !parse_number(argv[i + 1], *target)) {
       std::fprintf(stderr, "%s: bad argument '%s'%s%s (accepted: --threads N, --seconds S, "
-                   "--repetitions R with positive values, --json)\n", argv[0], argv[i],
+                   "--repetitions R with positive values, --json, --probe)\n", argv[0], argv[i],
                    i + 1 < argc ? " " : "", i + 1 < argc ? argv[i + 1] : "");
       return 2;
     } else {
@@ -184,6 +189,16 @@ int main(int argc, char** argv) {
   if (static_cast<std::size_t>(thread_count) > allowed_cpus().size()) {
     std::fprintf(stderr, "%s: note: %d threads on %zu allowed CPUs; threads are not pinned past "
                  "the last one\n", argv[0], thread_count, allowed_cpus().size());
+  }
+  if (probe) {
+    measure(fp32_loop, thread_count, seconds / 4);  // warm-up, as in rate_of
+    const double all = measure(fp32_loop, thread_count, seconds);
+    if (json) {
+      std::printf("{\"threads\": %d, \"fp32_gflops_all_threads\": %.2f}\n", thread_count, all);
+    } else {
+      std::printf("fp32 FMA, %d threads at once: %.1f GFLOP/s\n", thread_count, all);
+    }
+    return 0;
   }
   const Rate fp32_one = rate_of(fp32_loop, 1, seconds, reps);
   const Rate fp32_all = rate_of(fp32_loop, thread_count, seconds, reps);
