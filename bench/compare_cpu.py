@@ -44,6 +44,7 @@ DTYPES = ("f32", "bf16")
 TARGET_OVERHEAD = 1.05        # dnnx time / raw oneDNN time
 TARGET_VS_PYTORCH = 0.85      # dnnx total / PyTorch total
 TARGET_3X3_PEAK = 0.70        # fraction of the fp32 peak on the 3x3 layers
+ONEDNN_SETUPS = ("plain", "any", "nhwc", "reorders", "nhwc_reorders")  # onednn_direct_bench's
 DISTURBED = 0.90              # a case ran on a disturbed machine below this fraction of the peak
 VERBOSE = False  # --verbose: print every command and its duration
 
@@ -268,7 +269,7 @@ def case_filter(names, direct):
     memory set-up as one more part)."""
     import re
     alternatives = "|".join(re.escape(name) for name in names)
-    setups = "/(plain|any|reorders)" if direct else ""
+    setups = f"/({'|'.join(ONEDNN_SETUPS)})" if direct else ""
     return f"^({alternatives}){setups}(/|$)"
 
 
@@ -333,12 +334,11 @@ def run_everything(args):
             capacity = min(capacity_before, probe())
             for name in names:
                 measured["capacity"][name] = capacity
-                times = [measured["pytorch"][name].get("ms")]
-                times += [measured["onednn"].get(f"{name}/{setup}", {}).get("ms")
-                          for setup in ("plain", "any", "reorders")]
-                times.append(measured["dnnx"].get(name, {}).get("ms"))
-                print(f"    {name}: pytorch {fmt(times[0])}, oneDNN plain {fmt(times[1])}, "
-                      f"any {fmt(times[2])}, reorders {fmt(times[3])}, dnnx {fmt(times[4])} ms; "
+                onednn = ", ".join(
+                    f"{setup} {fmt(measured['onednn'].get(f'{name}/{setup}', {}).get('ms'))}"
+                    for setup in ONEDNN_SETUPS)
+                print(f"    {name}: pytorch {fmt(measured['pytorch'][name].get('ms'))}, oneDNN "
+                      f"{onednn}, dnnx {fmt(measured['dnnx'].get(name, {}).get('ms'))} ms; "
                       f"machine {capacity:.0f} GFLOP/s", file=sys.stderr, flush=True)
     combine_rounds(raw)
     if args.log:
@@ -431,12 +431,12 @@ def render(raw):
         f"run{shared}. "
         f"bf16 dot product (vdpbf16ps): {p0['bf16_gflops_one_thread']:.1f} GFLOP/s per thread.")
     out("")
-    out("oneDNN best = the fastest implementation with plain (NCHW) tensors or in oneDNN's own "
-        "blocked layouts, reorders not counted (a framework keeping tensors blocked avoids them). "
-        "oneDNN user-layout = the fastest way to take and return NCHW tensors: plain, or blocked "
-        "with the reorders timed in every call; dnnx takes and returns NCHW tensors, so this is "
-        "its fair yardstick. Times: median of the repetitions, ms. % peak: against the fp32 FMA "
-        "peak above, for both dtypes.")
+    out("oneDNN best = the fastest implementation with plain (NCHW) tensors, in oneDNN's own "
+        "blocked layouts or channels-last, reorders not counted (a framework keeping its tensors "
+        "in those layouts avoids them). oneDNN user-layout = the fastest way to take and return "
+        "NCHW tensors: plain, or blocked or channels-last with the reorders timed in every call; "
+        "dnnx takes and returns NCHW tensors, so this is its fair yardstick. Times: median of the "
+        "repetitions, ms. % peak: against the fp32 FMA peak above, for both dtypes.")
     out("")
     out("| layer | shape | dtype | dir | PyTorch ms | oneDNN best ms | oneDNN user-layout ms "
         "| dnnx ms | dnnx/oneDNN best | dnnx/oneDNN user-layout | dnnx/PyTorch | dnnx GFLOPS "
@@ -455,17 +455,16 @@ def render(raw):
             for direction in DIRECTIONS:
                 name = case_name(shape, direction, dtype)
                 torch_row = raw["pytorch"].get(name, {})
-                plain = raw["onednn"].get(name + "/plain", {})
-                blocked = raw["onednn"].get(name + "/any", {})
-                reordered = raw["onednn"].get(name + "/reorders", {})
+                setups = {setup: raw["onednn"].get(f"{name}/{setup}", {})
+                          for setup in ONEDNN_SETUPS}
                 dnnx = raw["dnnx"].get(name, {})
-                for tool, row in (("PyTorch", torch_row), ("oneDNN plain", plain),
-                                  ("oneDNN any", blocked), ("oneDNN reorders", reordered),
-                                  ("dnnx", dnnx)):
+                for tool, row in [("PyTorch", torch_row), ("dnnx", dnnx)] + [
+                        (f"oneDNN {setup}", row) for setup, row in setups.items()]:
                     if "error" in row:
                         errors.append(f"{name} {tool}: {row['error']}")
-                best = fastest(plain=plain, any=blocked)
-                user = fastest(plain=plain, reorders=reordered)
+                # Older result files have no nhwc set-ups; fastest() skips what is missing.
+                best = fastest(**{k: setups[k] for k in ("plain", "any", "nhwc")})
+                user = fastest(**{k: setups[k] for k in ("plain", "reorders", "nhwc_reorders")})
                 rows = {"pytorch": torch_row, "best": best, "user": user, "dnnx": dnnx}
                 t = {key: row.get("ms") for key, row in rows.items()}
                 flops = 2.0 * macs(shape, batch)

@@ -1,16 +1,20 @@
 // The yardstick for the cpu backend: the benchmark shapes run on oneDNN directly, with the best
 // implementation oneDNN has for each. Every implementation of convolution_direct and
-// convolution_winograd (next_impl) is timed, in three memory set-ups:
-//   plain:    every tensor in the user's layout (NCHW / OIHW); no copies;
-//   any:      format_tag::any, so oneDNN picks its blocked layouts; the reorders into and out of
-//             them are left out, as a framework that keeps tensors blocked between layers avoids
-//             them. oneDNN's best case;
-//   reorders: the layouts of `any`, with the reorders from and to the user's layout timed in
-//             every call: what a library that takes and returns user-layout tensors must do when
-//             it uses a blocked implementation.
+// convolution_winograd (next_impl) is timed, in five memory set-ups:
+//   plain:         every tensor in the user's layout (NCHW / OIHW); no copies;
+//   any:           format_tag::any everywhere, so oneDNN picks its blocked layouts;
+//   nhwc:          activations channels-last, weights format_tag::any (the implementations that
+//                  want NHWC, e.g. brgconv, are not offered for `any` activations);
+//   reorders:      the layouts of `any`, with the reorders from and to the user's layout timed
+//                  in every call;
+//   nhwc_reorders: the layouts of `nhwc`, likewise with the reorders timed.
+// any and nhwc leave the reorders out, as a framework that keeps its tensors in those layouts
+// between layers avoids them: oneDNN's best case. The *_reorders set-ups are what a library that
+// takes and returns user-layout tensors must do to use those implementations.
 // The fastest implementation of each set-up is then timed like conv_bench (Note [timing method]
 // in bench_common.hpp). dnnx takes and returns user-layout tensors, so the fair yardstick for it
-// is the faster of plain and reorders; compare_cpu.py reports that and `any`.
+// is the fastest of plain, reorders and nhwc_reorders; compare_cpu.py reports that and the
+// fastest of plain, any and nhwc.
 //
 // This file is the one place outside src/backends/onednn that includes dnnl.hpp: its whole point
 // is to measure raw oneDNN, without dnnx in between.
@@ -38,13 +42,15 @@ using dnnx::bench::ConvShape;
 using dnnl::memory;
 
 enum class Direction { fwd, bwd_data, bwd_weights };
-enum class Formats { plain, any, reorders };
+enum class Formats { plain, any, nhwc, reorders, nhwc_reorders };
 
 const char* to_string(Formats formats) {
   switch (formats) {
     case Formats::plain: return "plain";
     case Formats::any: return "any";
+    case Formats::nhwc: return "nhwc";
     case Formats::reorders: return "reorders";
+    case Formats::nhwc_reorders: return "nhwc_reorders";
   }
   return "?";
 }
@@ -73,6 +79,11 @@ std::string isa_name(dnnl::cpu_isa isa) {
     case dnnl::cpu_isa::avx512_core_amx_fp16: return "avx512_core_amx_fp16";
     default: return "isa_" + std::to_string(static_cast<int>(isa));
   }
+}
+
+// Whether the reorders from and to the user's layout are part of every timed call.
+bool reorders_timed(Formats formats) {
+  return formats == Formats::reorders || formats == Formats::nhwc_reorders;
 }
 
 struct Case {
@@ -143,12 +154,17 @@ struct ConvPd {
 // The descriptor of `c` for `algorithm`.
 ConvPd make_pd(const dnnl::engine& engine, const Case& c, const Geometry& g,
                dnnl::algorithm algorithm) {
-  const auto tag = [&](memory::format_tag plain) {
-    return c.formats == Formats::plain ? plain : memory::format_tag::any;
-  };
-  const memory::desc src(g.src, c.dtype, tag(memory::format_tag::nchw));
-  const memory::desc dst(g.dst, c.dtype, tag(memory::format_tag::nchw));
-  const memory::desc weights(g.weights, c.dtype, tag(g.weights_tag));
+  memory::format_tag activations = memory::format_tag::any;
+  memory::format_tag weights_tag = memory::format_tag::any;
+  if (c.formats == Formats::plain) {
+    activations = memory::format_tag::nchw;
+    weights_tag = g.weights_tag;
+  } else if (c.formats == Formats::nhwc || c.formats == Formats::nhwc_reorders) {
+    activations = memory::format_tag::nhwc;
+  }
+  const memory::desc src(g.src, c.dtype, activations);
+  const memory::desc dst(g.dst, c.dtype, activations);
+  const memory::desc weights(g.weights, c.dtype, weights_tag);
   dnnl::primitive_attr attr;
   // dnnx's cpu backend passes its own workspace too; this keeps allocation out of every call.
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -210,7 +226,7 @@ std::string format_name(const memory::desc& md, bool is_weights) {
 std::string formats_of(const dnnl::primitive_desc& pd, Direction direction);
 
 // One implementation, built and bound to memory, ready to execute: the conv and, for
-// Formats::reorders, the reorders around it, in order.
+// the *_reorders set-ups, the reorders around it, in order.
 struct Runnable {
   std::string impl;  // "jit:avx512_core (direct)"
   struct Step {
@@ -238,7 +254,7 @@ Runnable bind(const dnnl::engine& engine, dnnl::stream& stream, const Case& c, c
     dnnx::bench::fill_pattern(static_cast<float*>(pattern.get_data_handle()),
                               pattern.get_desc().get_size() / sizeof(float), seed++);
     memory inner(query_md(pd, arg), engine);
-    if (c.formats == Formats::reorders && inner.get_desc() != g.user_md(arg, c.dtype)) {
+    if (reorders_timed(c.formats) && inner.get_desc() != g.user_md(arg, c.dtype)) {
       memory user(g.user_md(arg, c.dtype), engine);
       dnnl::reorder(pattern, user).execute(stream, pattern, user);
       before.push_back({dnnl::reorder(user, inner), {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, inner}}});
@@ -249,7 +265,7 @@ Runnable bind(const dnnl::engine& engine, dnnl::stream& stream, const Case& c, c
   }
   memory out(query_md(pd, r.out), engine);
   std::fill_n(static_cast<unsigned char*>(out.get_data_handle()), out.get_desc().get_size(), 0);
-  if (c.formats == Formats::reorders && out.get_desc() != g.user_md(r.out, c.dtype)) {
+  if (reorders_timed(c.formats) && out.get_desc() != g.user_md(r.out, c.dtype)) {
     memory user(g.user_md(r.out, c.dtype), engine);
     after.push_back({dnnl::reorder(out, user), {{DNNL_ARG_FROM, out}, {DNNL_ARG_TO, user}}});
   }
@@ -397,7 +413,8 @@ int main(int argc, char** argv) {
     for (const std::string& dtype : options.dtypes) {
       for (const ConvShape& shape : shapes) {
         for (const std::string& direction : options.directions) {
-          for (Formats formats : {Formats::plain, Formats::any, Formats::reorders}) {
+          for (Formats formats : {Formats::plain, Formats::any, Formats::nhwc, Formats::reorders,
+                                  Formats::nhwc_reorders}) {
             Case c;
             c.shape = shape;
             c.batch = options.batch;
