@@ -13,8 +13,11 @@ then prints a markdown table and whether the targets of issue 2 section 7 are me
 Why case by case (Note [interleaving]): on a shared virtual machine the capacity the host gives
 the vCPUs changes over minutes (two vCPUs sometimes deliver one core's worth). Timing all of
 PyTorch, then all of oneDNN, then all of dnnx would compare them under different conditions;
-interleaving per case keeps the three measurements of a case seconds apart. --no-interleave runs
-the three tools one after the other instead (PyTorch first, then one process per C++ benchmark).
+interleaving per case keeps the three measurements of a case seconds apart. A probe (peak_fma
+--probe, all threads at once) before and after each case records the capacity the case ran on;
+a case that ran below 90% of the peak is timed again (--retries), and cases still below are marked
+in the table. --no-interleave runs the three tools one after the other instead (PyTorch first,
+then one process per C++ benchmark).
 
 Cases run in the same order everywhere: dtype, then shape (file order), then direction. Every tool
 times a case the same way (Note [timing method] in bench_common.hpp): selection untimed, one
@@ -74,6 +77,10 @@ def parse_args():
     parser.add_argument("--rounds", type=int, default=1,
                         help="run every case this many times (each round in the same order); a "
                              "case's figure is the median over the rounds (default: 1)")
+    parser.add_argument("--retries", type=int, default=2,
+                        help="time a case again, up to this many times, when the machine had less "
+                             "than 90%% of its peak while it ran (see Note [interleaving]; default: "
+                             "2)")
     parser.add_argument("--no-interleave", dest="interleave", action="store_false",
                         help="time all cases with PyTorch, then with oneDNN, then with dnnx, "
                              "instead of case by case (see Note [interleaving])")
@@ -83,6 +90,8 @@ def parse_args():
     for dtype in args.dtypes:
         if dtype not in DTYPES:
             parser.error(f"--dtypes: unknown dtype '{dtype}', accepted: {', '.join(DTYPES)}")
+    if args.retries < 0:
+        parser.error(f"--retries must be >= 0, got {args.retries}")
     for name in ("batch", "threads", "repetitions", "rounds"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
@@ -308,38 +317,61 @@ def run_everything(args):
     cases = [(shape, direction, dtype) for dtype in args.dtypes for shape in shapes
              for direction in DIRECTIONS]
     groups = [[case] for case in cases] if args.interleave else [cases]
+    def measure(group, measured, title):
+        """Times one group of cases with the three tools, into `measured`."""
+        names = [case_name(*case) for case in group]
+        label = names[0] if len(names) == 1 else f"{len(names)} cases"
+        print(f"[{title}] {label}", file=sys.stderr, flush=True)
+        capacity_before = probe()
+        for case, name in zip(group, names):
+            measured["pytorch"][name] = timer.time(*case)
+        sweep = []
+        context, results = benchmark_results(json.loads(run_tool(
+            [tools["onednn_direct_bench"]] + common
+            + [f"--benchmark_filter={case_filter(names, direct=True)}"], env, sweep)))
+        raw["onednn_context"] = context
+        measured["onednn"].update(results)
+        raw["onednn_sweep"] += sweep[0]
+        context, results = benchmark_results(json.loads(run_tool(
+            [tools["conv_bench"]] + common
+            + [f"--benchmark_filter={case_filter(names, direct=False)}"], env)))
+        raw["dnnx_context"] = context
+        measured["dnnx"].update(results)
+        capacity = min(capacity_before, probe())
+        for name in names:
+            measured["capacity"][name] = capacity
+            onednn = ", ".join(
+                f"{setup} {fmt(measured['onednn'].get(f'{name}/{setup}', {}).get('ms'))}"
+                for setup in ONEDNN_SETUPS)
+            print(f"    {name}: pytorch {fmt(measured['pytorch'][name].get('ms'))}, oneDNN "
+                  f"{onednn}, dnnx {fmt(measured['dnnx'].get(name, {}).get('ms'))} ms; "
+                  f"machine {capacity:.0f} GFLOP/s", file=sys.stderr, flush=True)
+
+    groups = [[case] for case in cases] if args.interleave else [cases]
+    floor = DISTURBED * raw["peak"]["fp32_peak_gflops"]
     for round_number in range(1, args.rounds + 1):
-        measured = {"pytorch": {}, "onednn": {}, "dnnx": {}, "capacity": {}}
+        measured = {"pytorch": {}, "onednn": {}, "dnnx": {}, "capacity": {}, "retried": {}}
         raw["rounds"].append(measured)
         for number, group in enumerate(groups, 1):
-            names = [case_name(*case) for case in group]
-            label = names[0] if len(names) == 1 else f"{len(names)} cases"
-            print(f"[round {round_number}/{args.rounds}, {number}/{len(groups)}] {label}",
-                  file=sys.stderr, flush=True)
-            capacity_before = probe()
-            for case, name in zip(group, names):
-                measured["pytorch"][name] = timer.time(*case)
-            sweep = []
-            context, results = benchmark_results(json.loads(run_tool(
-                [tools["onednn_direct_bench"]] + common
-                + [f"--benchmark_filter={case_filter(names, direct=True)}"], env, sweep)))
-            raw["onednn_context"] = context
-            measured["onednn"].update(results)
-            raw["onednn_sweep"] += sweep[0]
-            context, results = benchmark_results(json.loads(run_tool(
-                [tools["conv_bench"]] + common
-                + [f"--benchmark_filter={case_filter(names, direct=False)}"], env)))
-            raw["dnnx_context"] = context
-            measured["dnnx"].update(results)
-            capacity = min(capacity_before, probe())
-            for name in names:
-                measured["capacity"][name] = capacity
-                onednn = ", ".join(
-                    f"{setup} {fmt(measured['onednn'].get(f'{name}/{setup}', {}).get('ms'))}"
-                    for setup in ONEDNN_SETUPS)
-                print(f"    {name}: pytorch {fmt(measured['pytorch'][name].get('ms'))}, oneDNN "
-                      f"{onednn}, dnnx {fmt(measured['dnnx'].get(name, {}).get('ms'))} ms; "
-                      f"machine {capacity:.0f} GFLOP/s", file=sys.stderr, flush=True)
+            measure(group, measured, f"round {round_number}/{args.rounds}, {number}/{len(groups)}")
+        # Note [interleaving]: a case timed while the host took capacity away is timed again
+        # (all three tools, so they stay comparable); the attempt on the fuller machine is kept.
+        for attempt in range(1, args.retries + 1):
+            disturbed = [group for group in groups if min(
+                measured["capacity"][case_name(*case)] for case in group) < floor]
+            if not disturbed:
+                break
+            for number, group in enumerate(disturbed, 1):
+                again = {"pytorch": {}, "onednn": {}, "dnnx": {}, "capacity": {}}
+                measure(group, again, f"round {round_number}, retry {attempt}, {number}/"
+                        f"{len(disturbed)}")
+                names = [case_name(*case) for case in group]
+                if again["capacity"][names[0]] > measured["capacity"][names[0]]:
+                    for tool in ("pytorch", "dnnx", "capacity"):
+                        measured[tool].update({n: again[tool][n] for n in names if n in again[tool]})
+                    measured["onednn"].update(again["onednn"])
+                for name in names:
+                    measured["retried"][name] = measured["retried"].get(name, 0) + 1
     combine_rounds(raw)
     if args.log:
         with open(args.log, "w") as log:
@@ -376,6 +408,10 @@ def combine_rounds(raw):
     raw["capacity"] = {
         name: statistics.median(measured["capacity"][name] for measured in raw["rounds"])
         for name in raw["rounds"][0]["capacity"]}
+    raw["retried"] = {}
+    for measured in raw["rounds"]:
+        for name, count in measured.get("retried", {}).items():
+            raw["retried"][name] = raw["retried"].get(name, 0) + count
 
 
 def fastest(**setups):
@@ -501,6 +537,11 @@ def render(raw):
             f"{fmt(ratio(total['dnnx'], total['user']))} | "
             f"{fmt(ratio(total['dnnx'], total['pytorch']))} | {fmt(gflops, 1)} | "
             f"{fmt(100 * gflops / peak if gflops else None, 0, '%')} |")
+    if raw.get("retried"):
+        out("")
+        out(f"{len(raw['retried'])} cases ran on a disturbed machine (below {DISTURBED:.0%} of the "
+            f"peak) and were timed again, all three tools, keeping the attempt on the fuller "
+            f"machine: {', '.join(sorted(raw['retried']))}.")
     if marked:
         out("")
         out(f"‡ {len(marked)} of {len(raw['capacity'])} cases ran while the host gave the vCPUs "
