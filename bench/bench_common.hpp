@@ -48,11 +48,11 @@ inline double min_of(const std::vector<double>& values) {
 /// One convolution layer of a shape file (batch left out).
 struct ConvShape {
   std::string name;
-  std::int64_t in_channels = 0, height = 0, width = 0;       // src: C x H x W
-  std::int64_t out_channels = 0, group_channels = 0;         // weights: O x C/groups
-  std::int64_t kernel_h = 0, kernel_w = 0;                   // weights: KH x KW
-  std::int64_t stride = 1, pad = 0;                          // both spatial dims, elements
-  std::int64_t count = 1;                                    // occurrences in the network
+  std::int64_t in_channels = 0, height = 0, width = 0;  // src: C x H x W
+  std::int64_t out_channels = 0, group_channels = 0;    // weights: O x C/groups
+  std::int64_t kernel_h = 0, kernel_w = 0;              // weights: KH x KW
+  std::int64_t stride = 1, pad = 0;                     // both spatial dims, elements
+  std::int64_t count = 1;                               // occurrences in the network
   std::vector<std::string> tags;
 
   std::int64_t groups() const { return in_channels / group_channels; }
@@ -110,6 +110,7 @@ inline std::vector<std::int64_t> parse_dims(std::string_view text, std::size_t r
                              std::string(text) + "'");
   }
   std::vector<std::int64_t> dims;
+  dims.reserve(parts.size());
   for (const std::string& part : parts) dims.push_back(parse_positive(part, where, what));
   return dims;
 }
@@ -131,8 +132,10 @@ inline std::vector<ConvShape> read_shapes(const std::string& path) {
     if (tokens.empty()) continue;
     const std::string where = path + ":" + std::to_string(number);
     if (tokens.size() < 6) {
-      throw std::runtime_error(where + ": expected 'name CxHxW OxCgxKHxKW stride pad count [tags]'"
-                               ", got " + std::to_string(tokens.size()) + " fields");
+      throw std::runtime_error(where +
+                               ": expected 'name CxHxW OxCgxKHxKW stride pad count [tags]'"
+                               ", got " +
+                               std::to_string(tokens.size()) + " fields");
     }
     ConvShape shape;
     shape.name = tokens[0];
@@ -149,13 +152,11 @@ inline std::vector<ConvShape> read_shapes(const std::string& path) {
     shape.pad = detail::parse_positive(tokens[4], where, "pad", 0);
     shape.count = detail::parse_positive(tokens[5], where, "count");
     shape.tags.assign(tokens.begin() + 6, tokens.end());
-    if (shape.in_channels % shape.group_channels != 0 ||
-        shape.out_channels % shape.groups() != 0) {
-      throw std::runtime_error(where + ": weights' C/groups " +
-                               std::to_string(shape.group_channels) + " must divide src C " +
-                               std::to_string(shape.in_channels) +
-                               " and give a group count dividing O " +
-                               std::to_string(shape.out_channels));
+    if (shape.in_channels % shape.group_channels != 0 || shape.out_channels % shape.groups() != 0) {
+      throw std::runtime_error(
+          where + ": weights' C/groups " + std::to_string(shape.group_channels) +
+          " must divide src C " + std::to_string(shape.in_channels) +
+          " and give a group count dividing O " + std::to_string(shape.out_channels));
     }
     if (shape.out_height() < 1 || shape.out_width() < 1) {
       throw std::runtime_error(where + ": kernel " + tokens[2] + " is larger than the padded " +
@@ -168,10 +169,10 @@ inline std::vector<ConvShape> read_shapes(const std::string& path) {
 
 /// The options both benchmarks take besides Google Benchmark's.
 struct Options {
-  std::string shapes_path;  // --shapes / DNNX_BENCH_SHAPES
-  std::int64_t batch = 8;   // --batch
+  std::string shapes_path;    // --shapes / DNNX_BENCH_SHAPES
+  std::int64_t batch = 8;     // --batch
   std::string tag = "bench";  // --tag: only shapes carrying it; "all" for every shape
-  std::vector<std::string> dtypes{"f32", "bf16"};                          // --dtypes
+  std::vector<std::string> dtypes{"f32", "bf16"};                         // --dtypes
   std::vector<std::string> directions{"fwd", "bwd_data", "bwd_weights"};  // --directions
 };
 
@@ -207,10 +208,10 @@ inline Options take_options(int& argc, char** argv, const std::string& default_s
                                std::string_view flag) {
     for (const std::string& value : values) {
       if (std::find(accepted.begin(), accepted.end(), value) == accepted.end()) {
-        std::string list;
-        for (std::string_view name : accepted) list += (list.empty() ? "" : ", ") + std::string(name);
-        throw std::runtime_error(std::string(flag) + ": unknown value '" + value +
-                                 "', accepted: " + list);
+        std::string message(flag);
+        message.append(": unknown value '").append(value).append("', accepted:");
+        for (std::string_view name : accepted) message.append(" ").append(name);
+        throw std::runtime_error(message);
       }
     }
   };
@@ -267,7 +268,8 @@ inline std::vector<ConvShape> selected_shapes(const Options& options) {
 inline std::vector<char*> with_timing_defaults(int argc, char** argv) {
   std::vector<char*> args(argv, argv + argc);
   for (const char* flag : timing_defaults) {
-    const std::string_view name = std::string_view(flag).substr(0, std::string_view(flag).find('='));
+    const std::string_view name =
+        std::string_view(flag).substr(0, std::string_view(flag).find('='));
     const bool given = std::any_of(argv + 1, argv + argc, [&](const char* arg) {
       const std::string_view text = arg;
       return text.substr(0, name.size()) == name &&

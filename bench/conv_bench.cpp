@@ -90,11 +90,12 @@ void run_case(benchmark::State& state, const Case& c) {
     tensors = std::make_unique<Tensors>(c.desc);
   }
   try {
-    const std::shared_ptr<const dnnx::Choice> choice = dnnx::conv_select(context, c.desc, c.direction);
+    const std::shared_ptr<const dnnx::Choice> choice =
+        dnnx::conv_select(context, c.desc, c.direction);
     const std::shared_ptr<const dnnx::Choice> ran = call(context, c, *tensors);
     if (ran->algo.id != choice->algo.id) {
-      state.SkipWithError(("the call ran " + ran->algo.id + ", not the selected " +
-                           choice->algo.id).c_str());
+      state.SkipWithError(
+          ("the call ran " + ran->algo.id + ", not the selected " + choice->algo.id).c_str());
       return;
     }
     for (auto _ : state) call(context, c, *tensors);
@@ -105,8 +106,8 @@ void run_case(benchmark::State& state, const Case& c) {
     state.SkipWithError(error.what());
     return;
   }
-  state.counters["GFLOPS"] = benchmark::Counter(2.0 * c.desc.macs() * 1e-9,
-                                                benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOPS"] =
+      benchmark::Counter(2.0 * c.desc.macs() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 }  // namespace

@@ -38,8 +38,8 @@
 
 namespace {
 
-using dnnx::bench::ConvShape;
 using dnnl::memory;
+using dnnx::bench::ConvShape;
 
 enum class Direction { fwd, bwd_data, bwd_weights };
 enum class Formats { plain, any, nhwc, reorders, nhwc_reorders };
@@ -122,8 +122,7 @@ struct Geometry {
       weights = {s.out_channels, s.group_channels, s.kernel_h, s.kernel_w};
       weights_tag = memory::format_tag::oihw;
     } else {
-      weights = {s.groups(), s.out_channels / s.groups(), s.group_channels, s.kernel_h,
-                 s.kernel_w};
+      weights = {s.groups(), s.out_channels / s.groups(), s.group_channels, s.kernel_h, s.kernel_w};
       weights_tag = memory::format_tag::goihw;
     }
     strides = {s.stride, s.stride};
@@ -170,8 +169,8 @@ ConvPd make_pd(const dnnl::engine& engine, const Case& c, const Geometry& g,
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   // forward_training, as dnnx uses: the backward passes need a forward hint of the same kind.
   const dnnl::convolution_forward::primitive_desc forward(
-      engine, dnnl::prop_kind::forward_training, algorithm, src, weights, dst, g.strides,
-      g.dilates, g.pad_l, g.pad_r, attr, /*allow_empty=*/true);
+      engine, dnnl::prop_kind::forward_training, algorithm, src, weights, dst, g.strides, g.dilates,
+      g.pad_l, g.pad_r, attr, /*allow_empty=*/true);
   if (!forward || c.direction == Direction::fwd) return {{}, forward};
   if (c.direction == Direction::bwd_data) {
     return {forward, dnnl::convolution_backward_data::primitive_desc(
@@ -179,8 +178,8 @@ ConvPd make_pd(const dnnl::engine& engine, const Case& c, const Geometry& g,
                          g.pad_r, forward, attr, /*allow_empty=*/true)};
   }
   return {forward, dnnl::convolution_backward_weights::primitive_desc(
-                       engine, algorithm, src, weights, dst, g.strides, g.dilates, g.pad_l,
-                       g.pad_r, forward, attr, /*allow_empty=*/true)};
+                       engine, algorithm, src, weights, dst, g.strides, g.dilates, g.pad_l, g.pad_r,
+                       forward, attr, /*allow_empty=*/true)};
 }
 
 memory::desc query_md(const dnnl::primitive_desc& pd, int arg) {
@@ -211,8 +210,7 @@ std::string format_name(const memory::desc& md, bool is_weights) {
   });
   std::string name;
   for (int dim : order) {
-    const bool blocked =
-        std::find(block_dims.begin(), block_dims.end(), dim) != block_dims.end();
+    const bool blocked = std::find(block_dims.begin(), block_dims.end(), dim) != block_dims.end();
     const char letter = letters[static_cast<std::size_t>(dim)];
     name += blocked ? static_cast<char>(letter - 'a' + 'A') : letter;
   }
@@ -346,7 +344,8 @@ Selected select_best(const dnnl::engine& engine, dnnl::stream& stream, const Cas
           continue;
         }
         std::vector<double> times{first};
-        while (static_cast<int>(times.size()) < sweep_runs) times.push_back(run_ms(runnable, stream));
+        while (static_cast<int>(times.size()) < sweep_runs)
+          times.push_back(run_ms(runnable, stream));
         std::nth_element(times.begin(), times.begin() + sweep_runs / 2, times.end());
         const double median = times[sweep_runs / 2];
         ++selected.timed;
@@ -383,8 +382,8 @@ void run_case(benchmark::State& state, const Case& c) {
   run_ms(runnable, stream);
   for (auto _ : state) runnable.execute(stream);
   state.SetLabel(runnable.impl);
-  state.counters["GFLOPS"] =
-      benchmark::Counter(2.0 * c.shape.macs(c.batch) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOPS"] = benchmark::Counter(2.0 * c.shape.macs(c.batch) * 1e-9,
+                                                benchmark::Counter::kIsIterationInvariantRate);
   state.counters["sweep_ms"] = current.sweep_ms;
   state.counters["impls_timed"] = current.timed;
 }
@@ -401,10 +400,9 @@ int main(int argc, char** argv) {
     const std::vector<ConvShape> shapes = dnnx::bench::selected_shapes(options);
 
     const dnnl::version_t* version = dnnl::version();
-    benchmark::AddCustomContext("onednn_version", std::to_string(version->major) + "." +
-                                                      std::to_string(version->minor) + "." +
-                                                      std::to_string(version->patch) + " (" +
-                                                      version->hash + ")");
+    benchmark::AddCustomContext(
+        "onednn_version", std::to_string(version->major) + "." + std::to_string(version->minor) +
+                              "." + std::to_string(version->patch) + " (" + version->hash + ")");
     benchmark::AddCustomContext("onednn_isa", isa_name(dnnl::get_effective_cpu_isa()));
     benchmark::AddCustomContext("batch", std::to_string(options.batch));
     benchmark::AddCustomContext("shapes", options.shapes_path);

@@ -58,7 +58,7 @@ __attribute__((target("avx512f"))) std::int64_t fp32_loop(std::int64_t blocks) {
   for (int c = 0; c < chains; ++c) acc[c] = _mm512_set1_ps(static_cast<float>(c));
   for (std::int64_t i = 0; i < blocks * inner; ++i) {
 #pragma GCC unroll 24
-    for (int c = 0; c < chains; ++c) acc[c] = _mm512_fmadd_ps(acc[c], a, b);
+    for (__m512& value : acc) value = _mm512_fmadd_ps(value, a, b);
   }
   __m512 total = acc[0];
   for (int c = 1; c < chains; ++c) total = _mm512_add_ps(total, acc[c]);
@@ -68,13 +68,13 @@ __attribute__((target("avx512f"))) std::int64_t fp32_loop(std::int64_t blocks) {
 
 __attribute__((target("avx512f,avx512bf16"))) std::int64_t bf16_loop(std::int64_t blocks) {
   const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(1e-3f));
-  const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(static_cast<float>(blocks == -1)),
-                                         _mm512_set1_ps(1e-3f));
+  const __m512bh b =
+      _mm512_cvtne2ps_pbh(_mm512_set1_ps(static_cast<float>(blocks == -1)), _mm512_set1_ps(1e-3f));
   __m512 acc[chains];
   for (int c = 0; c < chains; ++c) acc[c] = _mm512_set1_ps(static_cast<float>(c));
   for (std::int64_t i = 0; i < blocks * inner; ++i) {
 #pragma GCC unroll 24
-    for (int c = 0; c < chains; ++c) acc[c] = _mm512_dpbf16_ps(acc[c], a, b);
+    for (__m512& value : acc) value = _mm512_dpbf16_ps(value, a, b);
   }
   __m512 total = acc[0];
   for (int c = 1; c < chains; ++c) total = _mm512_add_ps(total, acc[c]);
@@ -110,6 +110,7 @@ double measure(Loop loop, int threads, double seconds) {
   std::barrier start(threads + 1);
   std::atomic<std::int64_t> flops{0};
   std::vector<std::thread> workers;
+  workers.reserve(static_cast<std::size_t>(threads));
   const std::vector<int> cpus = allowed_cpus();
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
@@ -139,6 +140,7 @@ struct Rate {
 Rate rate_of(Loop loop, int threads, double seconds, int repetitions) {
   measure(loop, threads, seconds / 4);  // warm-up: lets the clock settle at its AVX-512 level
   std::vector<double> rates;
+  rates.reserve(static_cast<std::size_t>(repetitions));
   for (int r = 0; r < repetitions; ++r) rates.push_back(measure(loop, threads, seconds));
   std::sort(rates.begin(), rates.end());
   return {rates.back(), rates[rates.size() / 2]};
@@ -167,13 +169,16 @@ int main(int argc, char** argv) {
     } else if (arg == "--probe") {
       probe = true;
     } else if (arg == "--help") {
-      std::printf("usage: %s [--threads N (2)] [--seconds S per repetition (0.5)] "
-                  "[--repetitions R (5)] [--json] [--probe]\n", argv[0]);
+      std::printf(
+          "usage: %s [--threads N (2)] [--seconds S per repetition (0.5)] "
+          "[--repetitions R (5)] [--json] [--probe]\n",
+          argv[0]);
       return 0;
     } else if (target == nullptr || i + 1 >= argc || !parse_number(argv[i + 1], *target)) {
-      std::fprintf(stderr, "%s: bad argument '%s'%s%s (accepted: --threads N, --seconds S, "
-                   "--repetitions R with positive values, --json, --probe)\n", argv[0], argv[i],
-                   i + 1 < argc ? " " : "", i + 1 < argc ? argv[i + 1] : "");
+      std::fprintf(stderr,
+                   "%s: bad argument '%s'%s%s (accepted: --threads N, --seconds S, "
+                   "--repetitions R with positive values, --json, --probe)\n",
+                   argv[0], argv[i], i + 1 < argc ? " " : "", i + 1 < argc ? argv[i + 1] : "");
       return 2;
     } else {
       ++i;
@@ -187,8 +192,10 @@ int main(int argc, char** argv) {
   const int thread_count = static_cast<int>(threads);
   const int reps = static_cast<int>(repetitions);
   if (static_cast<std::size_t>(thread_count) > allowed_cpus().size()) {
-    std::fprintf(stderr, "%s: note: %d threads on %zu allowed CPUs; threads are not pinned past "
-                 "the last one\n", argv[0], thread_count, allowed_cpus().size());
+    std::fprintf(stderr,
+                 "%s: note: %d threads on %zu allowed CPUs; threads are not pinned past "
+                 "the last one\n",
+                 argv[0], thread_count, allowed_cpus().size());
   }
   if (probe) {
     measure(fp32_loop, thread_count, seconds / 4);  // warm-up, as in rate_of
@@ -208,22 +215,25 @@ int main(int argc, char** argv) {
   // A core with 2 FMA units does 2 x 16 x 2 = 64 fp32 flops per cycle.
   const double implied_ghz = fp32_one.peak / 64.0;
   if (json) {
-    std::printf("{\"threads\": %d, \"fp32_peak_gflops\": %.2f, \"fp32_gflops_one_thread\": %.2f, "
-                "\"fp32_gflops_all_threads\": %.2f, \"fp32_gflops_all_threads_median\": %.2f, "
-                "\"bf16_peak_gflops\": %.2f, \"bf16_gflops_one_thread\": %.2f, "
-                "\"bf16_gflops_all_threads\": %.2f, \"implied_ghz_at_2_fma_units\": %.3f}\n",
-                thread_count, thread_count * fp32_one.peak, fp32_one.peak, fp32_all.peak,
-                fp32_all.median, thread_count * bf16_one.peak, bf16_one.peak, bf16_all.peak,
-                implied_ghz);
+    std::printf(
+        "{\"threads\": %d, \"fp32_peak_gflops\": %.2f, \"fp32_gflops_one_thread\": %.2f, "
+        "\"fp32_gflops_all_threads\": %.2f, \"fp32_gflops_all_threads_median\": %.2f, "
+        "\"bf16_peak_gflops\": %.2f, \"bf16_gflops_one_thread\": %.2f, "
+        "\"bf16_gflops_all_threads\": %.2f, \"implied_ghz_at_2_fma_units\": %.3f}\n",
+        thread_count, thread_count * fp32_one.peak, fp32_one.peak, fp32_all.peak, fp32_all.median,
+        thread_count * bf16_one.peak, bf16_one.peak, bf16_all.peak, implied_ghz);
   } else {
-    std::printf("fp32 FMA: one thread %.1f GFLOP/s (%.2f GHz if the core has 2 FMA units); peak "
-                "%d x that = %.1f GFLOP/s; %d threads at once: %.1f (median %.1f)\n",
-                fp32_one.peak, implied_ghz, thread_count, thread_count * fp32_one.peak,
-                thread_count, fp32_all.peak, fp32_all.median);
+    std::printf(
+        "fp32 FMA: one thread %.1f GFLOP/s (%.2f GHz if the core has 2 FMA units); peak "
+        "%d x that = %.1f GFLOP/s; %d threads at once: %.1f (median %.1f)\n",
+        fp32_one.peak, implied_ghz, thread_count, thread_count * fp32_one.peak, thread_count,
+        fp32_all.peak, fp32_all.median);
     if (has_bf16) {
-      std::printf("bf16 dot product (vdpbf16ps): one thread %.1f GFLOP/s; %d x that = %.1f GFLOP/s;"
-                  " %d threads at once: %.1f (median %.1f)\n", bf16_one.peak, thread_count,
-                  thread_count * bf16_one.peak, thread_count, bf16_all.peak, bf16_all.median);
+      std::printf(
+          "bf16 dot product (vdpbf16ps): one thread %.1f GFLOP/s; %d x that = %.1f GFLOP/s;"
+          " %d threads at once: %.1f (median %.1f)\n",
+          bf16_one.peak, thread_count, thread_count * bf16_one.peak, thread_count, bf16_all.peak,
+          bf16_all.median);
     } else {
       std::printf("bf16 dot product: the CPU has no AVX512_BF16\n");
     }
