@@ -3,6 +3,7 @@
 /// Algorithm selection vocabulary shared by every op and backend: directions, policies,
 /// candidate records, choices and profile tables.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -21,6 +22,24 @@ enum class Direction : std::uint8_t { fwd, bwd_data, bwd_weights };
 std::string_view to_string(Direction direction);
 /// Parses "fwd"/"forward", "bwd_data"/"backward_data", "bwd_weights"/"backward_weights"/"bwd_filter".
 Direction parse_direction(std::string_view text);
+
+/// The ops whose implementation is selected; each has its own policies.
+enum class OpKind : std::uint8_t {
+  conv,           ///< "conv": convolution (fwd, bwd_data, bwd_weights)
+  pool,           ///< "pool": pooling (fwd, bwd)
+  activation,     ///< "act": activations (fwd, bwd)
+  softmax,        ///< "softmax": softmax / log-softmax (fwd, bwd)
+  cross_entropy,  ///< "xent": log-softmax + negative log-likelihood (fwd, bwd)
+  batch_norm,     ///< "bnorm": batch normalization (fwd, bwd)
+  add,            ///< "add": broadcasting tensor add (fwd, bwd)
+};
+/// Number of OpKind values.
+inline constexpr int op_kind_count = 7;
+/// "conv", "pool", "act", "softmax", "xent", "bnorm", "add" (the CLI's op names).
+std::string_view to_string(OpKind op);
+/// Parses the names above (and "activation", "cross_entropy", "batch_norm"); throws
+/// InvalidArgument listing them.
+OpKind parse_op_kind(std::string_view text);
 
 /// How a candidate is picked.
 enum class PolicyKind : std::uint8_t {
@@ -79,9 +98,12 @@ struct AlgoInfo {
 
 /// Constraints and knobs of selection; part of every choice-cache key.
 struct TuneOptions {
-  AlgoPolicy fwd;          ///< policy for Direction::fwd
-  AlgoPolicy bwd_data;     ///< policy for Direction::bwd_data
-  AlgoPolicy bwd_weights;  ///< policy for Direction::bwd_weights
+  AlgoPolicy fwd;          ///< convolution's policy for Direction::fwd
+  AlgoPolicy bwd_data;     ///< convolution's policy for Direction::bwd_data
+  AlgoPolicy bwd_weights;  ///< convolution's policy for Direction::bwd_weights
+  /// The other ops' policies, [OpKind - 1][0 = fwd, 1 = bwd]; heuristic unless set. Their backward
+  /// pass is Direction::bwd_data (the gradient w.r.t. the input).
+  std::array<std::array<AlgoPolicy, 2>, op_kind_count - 1> op_policies{};
   /// Largest workspace a candidate may use, bytes; nullopt = no limit.
   std::optional<std::size_t> workspace_limit;
   bool deterministic = false;  ///< only candidates that are bitwise reproducible
@@ -97,8 +119,13 @@ struct TuneOptions {
   /// after faster candidates ran. Off by default: they take minutes on real layers.
   bool time_naive = false;
 
+  /// Convolution's policy for `direction`.
   const AlgoPolicy& policy(Direction direction) const;
   AlgoPolicy& policy(Direction direction);
+  /// `op`'s policy for `direction`; throws InvalidArgument for bwd_weights of an op other than
+  /// conv (those ops have one backward pass, Direction::bwd_data).
+  const AlgoPolicy& policy(OpKind op, Direction direction) const;
+  AlgoPolicy& policy(OpKind op, Direction direction);
   /// The limit in force: nullopt when fastest is set.
   std::optional<std::size_t> effective_workspace_limit() const {
     return fastest ? std::nullopt : workspace_limit;

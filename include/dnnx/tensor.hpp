@@ -17,18 +17,27 @@
 
 namespace dnnx {
 
-/// Element types. f16 and bf16 are storage types: backends compute in f32 (or wider).
+/// Element types. f16 and bf16 are storage types: backends compute in f32 (or wider). The integer
+/// types hold indices such as class labels; ops that compute on values reject them.
 enum class DType : std::uint8_t {
   f32,   ///< IEEE binary32
   f16,   ///< IEEE binary16
   bf16,  ///< bfloat16 (8-bit exponent, 7-bit mantissa)
+  i32,   ///< 32-bit signed integer (labels)
+  i64,   ///< 64-bit signed integer (labels, PyTorch's default index type)
 };
+
+/// True for f32, f16 and bf16.
+constexpr bool is_floating(DType dtype) {
+  return dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;
+}
 
 /// Bytes per element of `dtype`.
 std::size_t size_of(DType dtype);
-/// "f32", "f16", "bf16".
+/// "f32", "f16", "bf16", "i32", "i64".
 std::string_view to_string(DType dtype);
-/// Parses "f32"/"float"/"float32", "f16"/"half"/"float16", "bf16"/"bfloat16"; throws InvalidArgument.
+/// Parses "f32"/"float"/"float32", "f16"/"half"/"float16", "bf16"/"bfloat16", "i32"/"int32",
+/// "i64"/"int64"; throws InvalidArgument.
 DType parse_dtype(std::string_view text);
 
 /// Dense memory orders of activation and weight tensors. Logical dimensions are always

@@ -7,6 +7,8 @@
 #include <dnnx/ops/conv.hpp>
 #include <dnnx/tensor.hpp>
 
+#include "core/op_backend.hpp"
+
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -14,13 +16,16 @@
 #include <utility>
 #include <vector>
 
-namespace dnnx::detail {
+namespace dnnx {
+struct PoolDesc;
+struct ActivationDesc;
+struct SoftmaxDesc;
+struct CrossEntropyDesc;
+struct BatchNormDesc;
+struct AddDesc;
+}  // namespace dnnx
 
-/// Scratch memory handed to an implementation for one call.
-struct Workspace {
-  void* data = nullptr;
-  std::size_t bytes = 0;
-};
+namespace dnnx::detail {
 
 /// The tensors of one convolution call. Which are set depends on the direction:
 ///   fwd:         src, weights      -> dst
@@ -62,40 +67,31 @@ struct ConvKeyHash {
   }
 };
 
-/// A ready-to-run convolution for one (desc, direction, candidate): descriptors, primitives or
-/// plans are built once in the constructor and reused by every execute().
-class ConvPlan {
- public:
-  virtual ~ConvPlan() = default;
-  /// The candidate this plan runs (workspace_bytes is exact for this plan).
-  virtual const AlgoInfo& algo() const = 0;
-  /// Runs the computation. `workspace.bytes` >= algo().workspace_bytes.
-  virtual void execute(const ConvArgs& args, Workspace workspace) = 0;
-};
+/// A ready-to-run convolution for one (desc, direction, candidate).
+using ConvPlan = OpPlan<ConvArgs>;
 
-/// A backend's convolution implementations.
-class ConvBackend {
+/// A backend's convolution implementations (list / plan / prepare as for every op, plus bias).
+class ConvBackend : public OpBackend<ConvDesc, ConvArgs> {
  public:
-  virtual ~ConvBackend() = default;
-  /// Every candidate for (desc, direction) in priority order, supported or not (with the reason),
-  /// without running anything. The first supported entry is the backend's heuristic choice.
-  /// Ids are stable across processes for the same library versions and machine.
-  virtual std::vector<AlgoInfo> list(const ConvDesc& desc, Direction direction) = 0;
-  /// The plan for candidate `id` (built on first request, then served from the backend's cache).
-  /// Throws Error(Unsupported) naming the reason if `id` cannot run `desc`, Error(InvalidArgument)
-  /// if `id` is not a candidate at all.
-  virtual std::shared_ptr<ConvPlan> plan(const ConvDesc& desc, Direction direction,
-                                         const std::string& id) = 0;
-  /// Called before an exhaustive search with the ids it may run: a backend whose plans are costly
-  /// to build can build them ahead, e.g. on several host threads. Failures are left for plan() to
-  /// report. The default builds nothing.
-  virtual void prepare(const ConvDesc& desc, Direction direction,
-                       const std::vector<std::string>& ids) {}
   /// dst += bias broadcast over N and spatial positions.
   virtual void bias_fwd(const ConvDesc& desc, const Tensor& bias, Tensor& dst) = 0;
   /// diff_bias = sum of diff_dst over N and spatial positions.
   virtual void bias_bwd(const ConvDesc& desc, const Tensor& diff_dst, Tensor& diff_bias) = 0;
 };
+
+// The other ops' interfaces; each op's Args struct is in core/<op>_args.hpp.
+struct PoolArgs;
+struct ActivationArgs;
+struct SoftmaxArgs;
+struct CrossEntropyArgs;
+struct BatchNormArgs;
+struct AddArgs;
+using PoolBackend = OpBackend<PoolDesc, PoolArgs>;
+using ActivationBackend = OpBackend<ActivationDesc, ActivationArgs>;
+using SoftmaxBackend = OpBackend<SoftmaxDesc, SoftmaxArgs>;
+using CrossEntropyBackend = OpBackend<CrossEntropyDesc, CrossEntropyArgs>;
+using BatchNormBackend = OpBackend<BatchNormDesc, BatchNormArgs>;
+using AddBackend = OpBackend<AddDesc, AddArgs>;
 
 /// One backend instance, bound to a device. Owned by a Context's shared state.
 class Backend {
@@ -121,6 +117,12 @@ class Backend {
   virtual void synchronize() {}
 
   virtual ConvBackend& conv() = 0;
+  virtual PoolBackend& pool() = 0;
+  virtual ActivationBackend& activation() = 0;
+  virtual SoftmaxBackend& softmax() = 0;
+  virtual CrossEntropyBackend& cross_entropy() = 0;
+  virtual BatchNormBackend& batch_norm() = 0;
+  virtual AddBackend& add() = 0;
 };
 
 }  // namespace dnnx::detail

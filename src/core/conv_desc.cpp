@@ -84,6 +84,7 @@ void ConvDesc::validate() const {
   DNNX_CHECK_ARG(in_channels >= 1, "in_channels (C) must be >= 1, got ", in_channels);
   DNNX_CHECK_ARG(out_channels >= 1, "out_channels (O) must be >= 1, got ", out_channels);
   DNNX_CHECK_ARG(groups >= 1, "groups must be >= 1, got ", groups);
+  DNNX_CHECK_ARG(is_floating(dtype), "dtype must be f32, f16 or bf16, got ", to_string(dtype));
   DNNX_CHECK_ARG(in_channels % groups == 0, "groups=", groups,
                  " does not divide in_channels=", in_channels);
   DNNX_CHECK_ARG(out_channels % groups == 0, "groups=", groups,

@@ -5,6 +5,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <cmath>
 #include <cstring>
 
 namespace dnnx::detail {
@@ -86,6 +87,16 @@ inline float load_f32(const void* p, DType dtype) {
       std::memcpy(&b, p, sizeof b);
       return bf16_to_float(b);
     }
+    case DType::i32: {
+      std::int32_t i;
+      std::memcpy(&i, p, sizeof i);
+      return static_cast<float>(i);
+    }
+    case DType::i64: {
+      std::int64_t i;
+      std::memcpy(&i, p, sizeof i);
+      return static_cast<float>(i);
+    }
   }
   return 0.0f;
 }
@@ -106,7 +117,29 @@ inline void store_f32(void* p, DType dtype, float value) {
       std::memcpy(p, &b, sizeof b);
       return;
     }
+    case DType::i32: {
+      const auto i = static_cast<std::int32_t>(std::nearbyint(value));
+      std::memcpy(p, &i, sizeof i);
+      return;
+    }
+    case DType::i64: {
+      const auto i = static_cast<std::int64_t>(std::nearbyint(value));
+      std::memcpy(p, &i, sizeof i);
+      return;
+    }
   }
+}
+
+/// The integer element at `p` (dtype i32 or i64) — labels, exact beyond 2^24.
+inline std::int64_t load_index(const void* p, DType dtype) {
+  if (dtype == DType::i32) {
+    std::int32_t i;
+    std::memcpy(&i, p, sizeof i);
+    return i;
+  }
+  std::int64_t i;
+  std::memcpy(&i, p, sizeof i);
+  return i;
 }
 
 /// Rounds `value` through `dtype` and back (what storing it would keep).
@@ -118,6 +151,9 @@ inline float round_to(DType dtype, float value) {
       return half_to_float(float_to_half(value));
     case DType::bf16:
       return bf16_to_float(float_to_bf16(value));
+    case DType::i32:
+    case DType::i64:
+      return std::nearbyint(value);
   }
   return value;
 }

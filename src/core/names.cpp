@@ -14,6 +14,8 @@ std::string_view to_string(DType dtype) {
     case DType::f32: return "f32";
     case DType::f16: return "f16";
     case DType::bf16: return "bf16";
+    case DType::i32: return "i32";
+    case DType::i64: return "i64";
   }
   return "?";
 }
@@ -23,11 +25,22 @@ DType parse_dtype(std::string_view text) {
   if (name == "f32" || name == "float" || name == "float32") return DType::f32;
   if (name == "f16" || name == "half" || name == "float16") return DType::f16;
   if (name == "bf16" || name == "bfloat16") return DType::bf16;
+  if (name == "i32" || name == "int32") return DType::i32;
+  if (name == "i64" || name == "int64") return DType::i64;
   detail::raise(ErrorKind::InvalidArgument,
-                detail::cat("unknown dtype '", text, "'; accepted: f32, f16, bf16"));
+                detail::cat("unknown dtype '", text, "'; accepted: f32, f16, bf16, i32, i64"));
 }
 
-std::size_t size_of(DType dtype) { return dtype == DType::f32 ? 4 : 2; }
+std::size_t size_of(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return 4;
+    case DType::f16: return 2;
+    case DType::bf16: return 2;
+    case DType::i32: return 4;
+    case DType::i64: return 8;
+  }
+  return 4;
+}
 
 std::string_view to_string(Layout layout) {
   return layout == Layout::channels_first ? "nchw" : "nhwc";
@@ -66,6 +79,33 @@ Direction parse_direction(std::string_view text) {
     return Direction::bwd_weights;
   detail::raise(ErrorKind::InvalidArgument,
                 detail::cat("unknown direction '", text, "'; accepted: fwd, bwd_data, bwd_weights"));
+}
+
+std::string_view to_string(OpKind op) {
+  switch (op) {
+    case OpKind::conv: return "conv";
+    case OpKind::pool: return "pool";
+    case OpKind::activation: return "act";
+    case OpKind::softmax: return "softmax";
+    case OpKind::cross_entropy: return "xent";
+    case OpKind::batch_norm: return "bnorm";
+    case OpKind::add: return "add";
+  }
+  return "?";
+}
+
+OpKind parse_op_kind(std::string_view text) {
+  const std::string name = detail::lower(text);
+  if (name == "conv" || name == "convolution") return OpKind::conv;
+  if (name == "pool" || name == "pooling") return OpKind::pool;
+  if (name == "act" || name == "activation") return OpKind::activation;
+  if (name == "softmax") return OpKind::softmax;
+  if (name == "xent" || name == "cross_entropy") return OpKind::cross_entropy;
+  if (name == "bnorm" || name == "batch_norm") return OpKind::batch_norm;
+  if (name == "add") return OpKind::add;
+  detail::raise(ErrorKind::InvalidArgument,
+                detail::cat("unknown op '", text,
+                            "'; accepted: conv, pool, act, softmax, xent, bnorm, add"));
 }
 
 std::string_view to_string(BackendKind kind) {

@@ -1,26 +1,27 @@
 #pragma once
 // What Contexts share: one backend instance per (backend, device) in the process, its workspace,
-// and the per-call fast path in front of the choice cache.
+// and the per-call fast paths in front of the choice cache (one per op).
 
 #include <dnnx/context.hpp>
-#include <dnnx/ops/conv.hpp>
 
 #include "core/backend.hpp"
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <typeindex>
 #include <unordered_map>
 
 namespace dnnx::detail {
 
-/// A resolved conv call: valid while the options and the choice cache it came from are unchanged.
-struct ConvCallEntry {
+/// A resolved call of some op: valid while the options and the choice cache it came from are
+/// unchanged. `plan` is the op's OpPlan<Args>.
+struct CallEntry {
   TuneOptions options;
   const ChoiceCache* cache = nullptr;
   std::uint64_t cache_generation = 0;
   std::shared_ptr<const Choice> choice;
-  std::shared_ptr<ConvPlan> plan;
+  std::shared_ptr<void> plan;
 };
 
 class ContextState {
@@ -38,9 +39,16 @@ class ContextState {
   /// held; valid until the next call. Throws Error(OutOfMemory).
   Workspace workspace(std::size_t bytes);
 
-  /// The conv fast path (guarded by mutex()).
-  std::unordered_map<ConvKey, ConvCallEntry, ConvKeyHash>& conv_calls() {
-    return conv_calls_;
+  /// Per-op state of type T (e.g. an op's fast-path map), created on first use. Call with
+  /// mutex() held.
+  template <typename T>
+  T& slot() {
+    if (last_slot_type_ == std::type_index(typeid(T))) return *static_cast<T*>(last_slot_);
+    std::shared_ptr<void>& stored = slots_[std::type_index(typeid(T))];
+    if (!stored) stored = std::make_shared<T>();
+    last_slot_type_ = std::type_index(typeid(T));
+    last_slot_ = stored.get();
+    return *static_cast<T*>(last_slot_);
   }
 
  private:
@@ -48,7 +56,10 @@ class ContextState {
   std::mutex mutex_;
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = 0;
-  std::unordered_map<ConvKey, ConvCallEntry, ConvKeyHash> conv_calls_;
+  std::unordered_map<std::type_index, std::shared_ptr<void>> slots_;
+  // Consecutive calls of one op skip the map lookup.
+  std::type_index last_slot_type_ = std::type_index(typeid(void));
+  void* last_slot_ = nullptr;
 };
 
 /// The process-wide state for (backend, device); created on first use. `backend` is concrete.

@@ -92,6 +92,18 @@ AlgoPolicy& TuneOptions::policy(Direction direction) {
   return const_cast<AlgoPolicy&>(std::as_const(*this).policy(direction));
 }
 
+const AlgoPolicy& TuneOptions::policy(OpKind op, Direction direction) const {
+  if (op == OpKind::conv) return policy(direction);
+  DNNX_CHECK_ARG(direction != Direction::bwd_weights, to_string(op),
+                 " has no bwd_weights direction (its backward pass is bwd_data); accepted: fwd, "
+                 "bwd_data");
+  return op_policies[static_cast<std::size_t>(op) - 1][direction == Direction::fwd ? 0 : 1];
+}
+
+AlgoPolicy& TuneOptions::policy(OpKind op, Direction direction) {
+  return const_cast<AlgoPolicy&>(std::as_const(*this).policy(op, direction));
+}
+
 namespace {
 
 const char* env(const char* name) {
@@ -148,6 +160,17 @@ void apply_tune_env(TuneOptions& target) {
                                PolicyVar{"DNNX_CONV_BWD_WEIGHTS_ALGO", Direction::bwd_weights}}) {
     if (const char* value = env(var.name))
       options.policy(var.direction) = parse_policy_env(var.name, value);
+  }
+  // DNNX_<OP>_FWD_ALGO and DNNX_<OP>_BWD_ALGO for the other ops, e.g. DNNX_POOL_BWD_ALGO.
+  for (int i = 1; i < op_kind_count; ++i) {
+    const auto op = static_cast<OpKind>(i);
+    std::string prefix = "DNNX_";
+    for (char c : to_string(op)) prefix += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    for (Direction direction : {Direction::fwd, Direction::bwd_data}) {
+      const std::string name = prefix + (direction == Direction::fwd ? "_FWD_ALGO" : "_BWD_ALGO");
+      if (const char* value = env(name.c_str()))
+        options.policy(op, direction) = parse_policy_env(name.c_str(), value);
+    }
   }
   if (const char* value = env("DNNX_WORKSPACE_LIMIT")) {
     // -1 means "no limit", as NNABLA_CUDNN_WORKSPACE_LIMIT.

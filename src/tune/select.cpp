@@ -163,7 +163,7 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
 Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
               const TuneOptions& options, const RunOnce& run) {
   const auto start = std::chrono::steady_clock::now();
-  const AlgoPolicy& policy = options.policy(request.direction);
+  const AlgoPolicy& policy = options.policy(parse_op_kind(request.op), request.direction);
   Choice choice;
   choice.policy = policy;
   choice.op = request.op;
@@ -256,12 +256,13 @@ std::string make_key(std::string_view op, std::string_view desc_key, Direction d
                      const TuneOptions& options, std::string_view fingerprint) {
   std::ostringstream key;
   const auto limit = options.effective_workspace_limit();
+  const AlgoPolicy& policy = options.policy(parse_op_kind(op), direction);
   key << op << ' ' << to_string(direction) << " | " << desc_key
-      << " | policy=" << options.policy(direction).to_string()
+      << " | policy=" << policy.to_string()
       << " ws_limit=" << (limit ? std::to_string(*limit) : std::string("none"))
       << " deterministic=" << options.deterministic;
   // Exhaustive answers also depend on how they were measured.
-  if (options.policy(direction).kind == PolicyKind::exhaustive) {
+  if (policy.kind == PolicyKind::exhaustive) {
     key << " bench_limit=" << options.benchmark_limit << " runs=" << options.timing_runs
         << " naive=" << options.time_naive;
   }

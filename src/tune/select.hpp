@@ -19,7 +19,7 @@ using RunOnce = std::function<double(const AlgoInfo& algo)>;
 
 /// What is being selected for, for messages, verbose lines and the Choice record.
 struct Request {
-  std::string op;         ///< "conv"
+  std::string op;         ///< the op's name, to_string(OpKind): "conv", "pool", ...
   Direction direction = Direction::fwd;
   std::string desc;       ///< the desc printed
   std::string repro;      ///< CLI line reproducing the case
@@ -35,7 +35,7 @@ struct Exclusion {
 };
 std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& options);
 
-/// Picks one candidate following options.policy(request.direction):
+/// Picks one candidate following options.policy(parse_op_kind(request.op), request.direction):
 ///   heuristic  - the first admissible candidate in priority (list) order; runs nothing;
 ///   family     - the first admissible candidate tagged with the family ("deterministic" = the
 ///                first deterministic one); runs nothing;

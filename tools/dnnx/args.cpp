@@ -134,6 +134,24 @@ std::vector<Direction> parse_directions(std::string_view flag, std::string_view 
   return directions;
 }
 
+std::vector<Direction> parse_layer_directions(std::string_view flag, std::string_view text) {
+  if (text == "all") return {Direction::fwd, Direction::bwd_data};
+  std::vector<Direction> directions;
+  for (const std::string_view part : split(text, ',')) {
+    Direction direction = Direction::fwd;
+    if (part == "fwd" || part == "forward") {
+      direction = Direction::fwd;
+    } else if (part == "bwd" || part == "backward" || part == "bwd_data") {
+      direction = Direction::bwd_data;
+    } else {
+      throw UsageError(quoted(flag, part) + ": unknown direction; accepted: fwd, bwd, all");
+    }
+    if (std::find(directions.begin(), directions.end(), direction) == directions.end())
+      directions.push_back(direction);
+  }
+  return directions;
+}
+
 DType parse_dtype_arg(std::string_view flag, std::string_view text) {
   return parse_with(flag, text, [](std::string_view value) { return parse_dtype(value); });
 }

@@ -44,6 +44,9 @@ Dims parse_dims(std::string_view flag, std::string_view text);
 std::size_t parse_bytes(std::string_view flag, std::string_view text);
 /// "all" or a comma-separated list of directions, in the order given, without repeats.
 std::vector<Direction> parse_directions(std::string_view flag, std::string_view text);
+/// Directions of an op with one backward pass: "fwd", "bwd" (= bwd_data), "bwd_data", "all", or
+/// a comma-separated list; throws UsageError naming the flag.
+std::vector<Direction> parse_layer_directions(std::string_view flag, std::string_view text);
 DType parse_dtype_arg(std::string_view flag, std::string_view text);
 Layout parse_layout_arg(std::string_view flag, std::string_view text);
 AlgoPolicy parse_policy_arg(std::string_view flag, std::string_view text);

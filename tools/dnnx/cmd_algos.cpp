@@ -35,35 +35,44 @@ int run_algos(const AlgosArgs& args) {
   const std::vector<Direction> directions = parse_directions("--direction", args.direction);
   const BackendChoice backend = parse_backend_args(args.backend);
   Context context = make_context(backend, desc.dtype);
-
   std::ostringstream desc_text;
   desc_text << desc;
+  return print_algos(
+      "conv", desc_text.str(), context, directions, args.json,
+      [&](Direction direction) { return conv_list(context, desc, direction); },
+      [&](Direction direction) { return desc.repro(direction); });
+}
+
+}  // namespace
+
+int print_algos(std::string_view op, std::string_view desc_text, Context& context,
+                const std::vector<Direction>& directions, bool json,
+                const std::function<std::vector<AlgoInfo>(Direction)>& list,
+                const std::function<std::string(Direction)>& repro) {
   nlohmann::json document = nlohmann::json::array();
   bool first = true;
   for (const Direction direction : directions) {
-    const std::vector<AlgoInfo> algos = conv_list(context, desc, direction);
-    if (args.json) {
+    const std::vector<AlgoInfo> algos = list(direction);
+    if (json) {
       nlohmann::json algos_json = nlohmann::json::array();
       for (const AlgoInfo& algo : algos) algos_json.push_back(to_json(algo));
-      document.push_back({{"op", "conv"},
+      document.push_back({{"op", op},
                           {"direction", to_string(direction)},
-                          {"desc", desc_text.str()},
-                          {"repro", desc.repro(direction)},
+                          {"desc", desc_text},
+                          {"repro", repro(direction)},
                           {"backend", to_string(context.backend())},
                           {"algos", algos_json}});
       continue;
     }
     if (!first) std::cout << '\n';
     first = false;
-    std::cout << "conv " << to_string(direction) << " on " << to_string(context.backend()) << ": "
-              << desc_text.str() << '\n'
+    std::cout << op << ' ' << to_string(direction) << " on " << to_string(context.backend())
+              << ": " << desc_text << '\n'
               << format_algo_table(algos);
   }
-  if (args.json) std::cout << document.dump(2) << '\n';
+  if (json) std::cout << document.dump(2) << '\n';
   return 0;
 }
-
-}  // namespace
 
 void add_algos_command(CLI::App& app, Action& action) {
   CLI::App* algos =

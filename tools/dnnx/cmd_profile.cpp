@@ -27,11 +27,20 @@ int run_profile(const ProfileArgs& args) {
   Context context = make_context(backend, desc.dtype);
   selection.apply(context.tune());
 
+  return print_profiles(directions, args.json, [&](Direction direction) {
+    return conv_profile(context, desc, direction);
+  });
+}
+
+}  // namespace
+
+int print_profiles(const std::vector<Direction>& directions, bool json,
+                   const std::function<ProfileResult(Direction)>& profile) {
   nlohmann::json document = nlohmann::json::array();
   bool first = true;
   for (const Direction direction : directions) {
-    const ProfileResult result = conv_profile(context, desc, direction);
-    if (args.json) {
+    const ProfileResult result = profile(direction);
+    if (json) {
       document.push_back(nlohmann::json::parse(result.json()));
       continue;
     }
@@ -39,11 +48,9 @@ int run_profile(const ProfileArgs& args) {
     first = false;
     std::cout << result.table() << std::flush;
   }
-  if (args.json) std::cout << document.dump(2) << '\n';
+  if (json) std::cout << document.dump(2) << '\n';
   return 0;
 }
-
-}  // namespace
 
 void add_profile_command(CLI::App& app, Action& action) {
   CLI::App* profile = app.add_subcommand("profile", "time every candidate algorithm of an op");

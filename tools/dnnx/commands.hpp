@@ -6,6 +6,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
 namespace dnnx::cli {
 
 void add_algos_command(CLI::App& app, Action& action);
@@ -13,5 +18,25 @@ void add_profile_command(CLI::App& app, Action& action);
 void add_tune_command(CLI::App& app, Action& action);
 void add_version_command(CLI::App& app, Action& action);
 void add_cache_command(CLI::App& app, Action& action);
+
+/// Prints `op`'s candidates for each direction as `dnnx algos` does: a table per direction, or
+/// with `json` one JSON array (an entry per direction). Returns the exit status.
+int print_algos(std::string_view op, std::string_view desc_text, Context& context,
+                const std::vector<Direction>& directions, bool json,
+                const std::function<std::vector<AlgoInfo>(Direction)>& list,
+                const std::function<std::string(Direction)>& repro);
+/// Prints one profile per direction as `dnnx profile` does (tables, or one JSON array).
+int print_profiles(const std::vector<Direction>& directions, bool json,
+                   const std::function<ProfileResult(Direction)>& profile);
+
+/// The other ops' subcommands of `dnnx algos` and `dnnx profile` (tools/dnnx/op_<op>.cpp): each
+/// adds `<op>` under both, with its own flags plus --backend/--device, --direction and --json
+/// (and the selection flags under profile).
+void add_pool_commands(CLI::App& algos, CLI::App& profile, Action& action);
+void add_activation_commands(CLI::App& algos, CLI::App& profile, Action& action);
+void add_softmax_commands(CLI::App& algos, CLI::App& profile, Action& action);
+void add_cross_entropy_commands(CLI::App& algos, CLI::App& profile, Action& action);
+void add_batch_norm_commands(CLI::App& algos, CLI::App& profile, Action& action);
+void add_add_commands(CLI::App& algos, CLI::App& profile, Action& action);
 
 }  // namespace dnnx::cli

@@ -50,6 +50,16 @@ int run(int argc, char** argv) {
   Action action;
   add_algos_command(app, action);
   add_profile_command(app, action);
+  {
+    CLI::App& algos = *app.get_subcommand("algos");
+    CLI::App& profile = *app.get_subcommand("profile");
+    add_pool_commands(algos, profile, action);
+    add_activation_commands(algos, profile, action);
+    add_softmax_commands(algos, profile, action);
+    add_cross_entropy_commands(algos, profile, action);
+    add_batch_norm_commands(algos, profile, action);
+    add_add_commands(algos, profile, action);
+  }
   add_tune_command(app, action);
   add_version_command(app, action);
   add_cache_command(app, action);

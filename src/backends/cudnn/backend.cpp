@@ -3,6 +3,7 @@
 
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv.hpp"
+#include "backends/cudnn/layers.hpp"
 #include "backends/cudnn/conv_common.hpp"
 #include "backends/cudnn/cudnn.hpp"
 #include "backends/cudnn/handles.hpp"
@@ -63,6 +64,12 @@ class CudnnBackend final : public detail::Backend {
   CudnnBackend(int device, Settings settings)
       : runtime_(std::make_shared<Runtime>(device, settings)),
         conv_(make_conv_backend(runtime_)),
+        pool_(make_pool_backend(runtime_)),
+        activation_(make_activation_backend(runtime_)),
+        softmax_(make_softmax_backend(runtime_)),
+        cross_entropy_(make_cross_entropy_backend(runtime_)),
+        batch_norm_(make_batch_norm_backend(runtime_)),
+        add_(make_add_backend(runtime_)),
         start_(make_event(runtime_->context())),
         stop_(make_event(runtime_->context())) {}
 
@@ -119,6 +126,12 @@ class CudnnBackend final : public detail::Backend {
   void synchronize() override { runtime_->synchronize(); }
 
   detail::ConvBackend& conv() override { return *conv_; }
+  detail::PoolBackend& pool() override { return *pool_; }
+  detail::ActivationBackend& activation() override { return *activation_; }
+  detail::SoftmaxBackend& softmax() override { return *softmax_; }
+  detail::CrossEntropyBackend& cross_entropy() override { return *cross_entropy_; }
+  detail::BatchNormBackend& batch_norm() override { return *batch_norm_; }
+  detail::AddBackend& add() override { return *add_; }
 
  private:
   // "off", or "top/24": the mode and the per-engine cap, both of which change the candidates.
@@ -130,6 +143,12 @@ class CudnnBackend final : public detail::Backend {
 
   std::shared_ptr<Runtime> runtime_;
   std::unique_ptr<detail::ConvBackend> conv_;
+  std::unique_ptr<detail::PoolBackend> pool_;
+  std::unique_ptr<detail::ActivationBackend> activation_;
+  std::unique_ptr<detail::SoftmaxBackend> softmax_;
+  std::unique_ptr<detail::CrossEntropyBackend> cross_entropy_;
+  std::unique_ptr<detail::BatchNormBackend> batch_norm_;
+  std::unique_ptr<detail::AddBackend> add_;
   Event start_, stop_;
 };
 

@@ -20,6 +20,8 @@ cudnnDataType_t data_type(DType dtype) {
     case DType::f32: return CUDNN_DATA_FLOAT;
     case DType::f16: return CUDNN_DATA_HALF;
     case DType::bf16: return CUDNN_DATA_BFLOAT16;
+    case DType::i32: return CUDNN_DATA_INT32;
+    case DType::i64: return CUDNN_DATA_INT64;
   }
   return CUDNN_DATA_FLOAT;
 }

@@ -2,6 +2,7 @@
 
 #include "backends/onednn/check.hpp"
 #include "backends/onednn/conv.hpp"
+#include "backends/onednn/layers.hpp"
 #include "backends/onednn/memory.hpp"
 #include "backends/onednn/onednn.hpp"
 #include "backends/onednn/runtime.hpp"
@@ -53,7 +54,15 @@ std::string effective_isa() { return isa_name(dnnl::get_effective_cpu_isa()); }
 
 class OneDnnBackend final : public detail::Backend {
  public:
-  OneDnnBackend() : runtime_(make_runtime()), conv_(make_conv_backend(runtime_)) {}
+  OneDnnBackend()
+      : runtime_(make_runtime()),
+        conv_(make_conv_backend(runtime_)),
+        pool_(make_pool_backend(runtime_)),
+        activation_(make_activation_backend(runtime_)),
+        softmax_(make_softmax_backend(runtime_)),
+        cross_entropy_(make_cross_entropy_backend(runtime_)),
+        batch_norm_(make_batch_norm_backend(runtime_)),
+        add_(make_add_backend(runtime_)) {}
 
   BackendKind kind() const override { return BackendKind::cpu; }
   std::string name() const override { return "cpu"; }
@@ -90,6 +99,12 @@ class OneDnnBackend final : public detail::Backend {
   }
 
   detail::ConvBackend& conv() override { return *conv_; }
+  detail::PoolBackend& pool() override { return *pool_; }
+  detail::ActivationBackend& activation() override { return *activation_; }
+  detail::SoftmaxBackend& softmax() override { return *softmax_; }
+  detail::CrossEntropyBackend& cross_entropy() override { return *cross_entropy_; }
+  detail::BatchNormBackend& batch_norm() override { return *batch_norm_; }
+  detail::AddBackend& add() override { return *add_; }
 
  private:
   static std::shared_ptr<Runtime> make_runtime() {
@@ -104,6 +119,12 @@ class OneDnnBackend final : public detail::Backend {
 
   std::shared_ptr<Runtime> runtime_;
   std::unique_ptr<detail::ConvBackend> conv_;
+  std::unique_ptr<detail::PoolBackend> pool_;
+  std::unique_ptr<detail::ActivationBackend> activation_;
+  std::unique_ptr<detail::SoftmaxBackend> softmax_;
+  std::unique_ptr<detail::CrossEntropyBackend> cross_entropy_;
+  std::unique_ptr<detail::BatchNormBackend> batch_norm_;
+  std::unique_ptr<detail::AddBackend> add_;
 };
 
 }  // namespace

@@ -28,6 +28,8 @@ memory::data_type data_type_of(DType dtype) {
     case DType::f32: return memory::data_type::f32;
     case DType::f16: return memory::data_type::f16;
     case DType::bf16: return memory::data_type::bf16;
+    case DType::i32: return memory::data_type::s32;
+    case DType::i64: break;  // oneDNN has no 64-bit integer type
   }
   detail::raise(ErrorKind::Internal,
                 detail::cat("dtype ", static_cast<int>(dtype), " has no oneDNN data type"));

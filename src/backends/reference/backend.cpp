@@ -3,6 +3,7 @@
 #include <dnnx/version.hpp>
 
 #include "backends/reference/conv.hpp"
+#include "backends/reference/layers.hpp"
 #include "backends/reference/reference.hpp"
 #include "core/strings.hpp"
 
@@ -13,7 +14,14 @@ namespace {
 
 class ReferenceBackend final : public detail::Backend {
  public:
-  ReferenceBackend() : conv_(make_conv_backend()) {}
+  ReferenceBackend()
+      : conv_(make_conv_backend()),
+        pool_(make_pool_backend()),
+        activation_(make_activation_backend()),
+        softmax_(make_softmax_backend()),
+        cross_entropy_(make_cross_entropy_backend()),
+        batch_norm_(make_batch_norm_backend()),
+        add_(make_add_backend()) {}
 
   BackendKind kind() const override { return BackendKind::reference; }
   std::string name() const override { return "reference"; }
@@ -31,9 +39,21 @@ class ReferenceBackend final : public detail::Backend {
   }
 
   detail::ConvBackend& conv() override { return *conv_; }
+  detail::PoolBackend& pool() override { return *pool_; }
+  detail::ActivationBackend& activation() override { return *activation_; }
+  detail::SoftmaxBackend& softmax() override { return *softmax_; }
+  detail::CrossEntropyBackend& cross_entropy() override { return *cross_entropy_; }
+  detail::BatchNormBackend& batch_norm() override { return *batch_norm_; }
+  detail::AddBackend& add() override { return *add_; }
 
  private:
   std::unique_ptr<detail::ConvBackend> conv_;
+  std::unique_ptr<detail::PoolBackend> pool_;
+  std::unique_ptr<detail::ActivationBackend> activation_;
+  std::unique_ptr<detail::SoftmaxBackend> softmax_;
+  std::unique_ptr<detail::CrossEntropyBackend> cross_entropy_;
+  std::unique_ptr<detail::BatchNormBackend> batch_norm_;
+  std::unique_ptr<detail::AddBackend> add_;
 };
 
 }  // namespace

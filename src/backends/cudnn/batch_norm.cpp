@@ -1,0 +1,12 @@
+// Scaffolding (core/scaffold.hpp): replaced by this op's implementation.
+
+#include "backends/cudnn/layers.hpp"
+#include "core/scaffold.hpp"
+
+namespace dnnx::cudnn {
+
+std::unique_ptr<detail::BatchNormBackend> make_batch_norm_backend(std::shared_ptr<Runtime> runtime) {
+  return std::make_unique<detail::NoCandidates<BatchNormDesc, detail::BatchNormArgs>>();
+}
+
+}  // namespace dnnx::cudnn

@@ -1,0 +1,18 @@
+#pragma once
+// Factories of this backend's implementations of the ops other than convolution (internal to this
+// folder); each is defined in <op>.cpp.
+
+#include "core/backend.hpp"
+
+#include <memory>
+
+namespace dnnx::reference {
+
+std::unique_ptr<detail::PoolBackend> make_pool_backend();
+std::unique_ptr<detail::ActivationBackend> make_activation_backend();
+std::unique_ptr<detail::SoftmaxBackend> make_softmax_backend();
+std::unique_ptr<detail::CrossEntropyBackend> make_cross_entropy_backend();
+std::unique_ptr<detail::BatchNormBackend> make_batch_norm_backend();
+std::unique_ptr<detail::AddBackend> make_add_backend();
+
+}  // namespace dnnx::reference

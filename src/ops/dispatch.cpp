@@ -1,0 +1,225 @@
+// The op-independent half of Note [op dispatch]: choice-cache lookups with re-validation, fresh
+// selections, profiles, run-time fallback and scratch tensors.
+
+#include "ops/dispatch.hpp"
+
+#include <dnnx/version.hpp>
+
+#include "core/strings.hpp"
+
+#include <algorithm>
+#include <iostream>
+#include <random>
+
+namespace dnnx::detail {
+namespace {
+
+// The facts persisted with a choice: who measured it, on what.
+std::string environment_json(const Backend& backend) {
+  std::vector<std::pair<std::string, std::string>> facts{
+      {"backend", backend.name()}, {"fingerprint", backend.fingerprint()},
+      {"dnnx", std::string(version())}};
+  for (auto& fact : backend.environment()) facts.push_back(std::move(fact));
+  std::string text = "{";
+  for (std::size_t i = 0; i < facts.size(); ++i) {
+    if (i > 0) text += ",";
+    text += json_quote(facts[i].first) + ":" + json_quote(facts[i].second);
+  }
+  return text + "}";
+}
+
+// Note [run-time fallback]: a candidate can pass selection and still fail when it runs (the
+// workspace allocation runs out of memory, the library rejects a rare configuration). The call
+// then moves on to the next admissible candidate in the order the policy ranks them (timings for
+// exhaustive, priority otherwise); fixed ids never fall back. The zero-workspace candidate every
+// backend lists keeps this from running dry.
+std::vector<AlgoInfo> fallback_order(const TuneOptions& options, const Choice& failed,
+                                     const std::vector<AlgoInfo>& listed) {
+  std::vector<AlgoInfo> order;
+  for (const ProfileRow& row : failed.timings) {
+    if (row.status == CandidateStatus::ok) order.push_back(row.algo);
+  }
+  for (const AlgoInfo& algo : listed) {
+    if (!tune::exclusion(algo, options)) order.push_back(algo);
+  }
+  std::vector<AlgoInfo> unique;
+  for (AlgoInfo& algo : order) {
+    const bool seen = algo.id == failed.algo.id ||
+                      std::any_of(unique.begin(), unique.end(),
+                                  [&](const AlgoInfo& a) { return a.id == algo.id; });
+    if (!seen) unique.push_back(std::move(algo));
+  }
+  return unique;
+}
+
+bool recoverable(const Error& error) {
+  return error.kind() == ErrorKind::OutOfMemory || error.kind() == ErrorKind::BackendFailure;
+}
+
+}  // namespace
+
+ErrorContext op_error_context(const Context& context, OpKind op, Direction direction,
+                              std::string repro) {
+  return {cat(to_string(op), " ", to_string(direction)), std::move(repro),
+          std::string(to_string(context.backend())), {}, {}};
+}
+
+void check_direction(OpKind op, Direction direction) {
+  DNNX_CHECK_ARG(op == OpKind::conv || direction != Direction::bwd_weights, to_string(op),
+                 " has no direction bwd_weights; accepted: fwd, bwd_data (its backward pass)");
+}
+
+tune::Request make_request(Context& context, ContextState& state, OpKind op,
+                           Direction direction, std::string desc_key, std::string repro) {
+  // The dnnx version is part of the key because candidate ids may change between versions.
+  std::string key =
+      tune::make_key(to_string(op), desc_key, direction, context.tune(),
+                     state.backend().fingerprint() + " dnnx-" + std::string(version()));
+  return {std::string(to_string(op)), direction, std::move(desc_key), std::move(repro),
+          std::string(to_string(context.backend())), std::move(key)};
+}
+
+std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState& state,
+                                                  const tune::Request& request,
+                                                  const SelectHooks& hooks) {
+  Backend& backend = state.backend();
+  const TuneOptions& options = context.tune();
+  const std::vector<AlgoInfo> candidates = hooks.list();
+  if (options.policy(parse_op_kind(request.op), request.direction).kind ==
+      PolicyKind::exhaustive) {
+    std::vector<std::string> ids;
+    for (const AlgoInfo& algo : candidates) {
+      if (!tune::exclusion(algo, options)) ids.push_back(algo.id);
+    }
+    hooks.prepare(ids);
+  }
+  auto choice = std::make_shared<Choice>(tune::select(request, candidates, options, hooks.run));
+  choice->backend = backend.name();
+  choice->fingerprint = backend.fingerprint();
+  choice->environment = environment_json(backend);
+  choice->measured_at = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  context.choice_cache()->insert(request.key, choice);
+  return choice;
+}
+
+Selected select_locked(Context& context, ContextState& state, tune::Request request,
+                       const SelectHooks& hooks) {
+  Backend& backend = state.backend();
+  const TuneOptions& options = context.tune();
+  ChoiceCache& cache = *context.choice_cache();
+  Selected selected{nullptr, std::move(request)};
+  const tune::Request& req = selected.request;
+  if (auto cached = cache.find(req.key)) {
+    // Note [re-validating persisted choices]: a choice read from the cache file was made by
+    // another process, maybe under other limits. Its key holds the backend's fingerprint and the
+    // dnnx version, so whether the id is a candidate, supported, and how much workspace it needs
+    // are as recorded; what may differ is this call's constraints, so the recorded candidate is
+    // checked against them (no listing: on cuDNN that costs 20-130 ms per layer and direction).
+    // A choice whose plan still cannot be built is selected again when the call runs.
+    const auto why = cached->from_file ? tune::exclusion(cached->algo, options) : std::nullopt;
+    if (!why) {
+      if (cached->from_file) {
+        auto validated = std::make_shared<Choice>(*cached);
+        validated->from_file = false;
+        cache.insert(req.key, validated);
+        cached = validated;
+      }
+      if (options.verbose) std::cerr << tune::describe_decision(req, *cached, true) << '\n';
+      selected.choice = std::move(cached);
+      selected.from_cache = true;
+      return selected;
+    }
+    if (options.verbose) {
+      std::cerr << "dnnx: cached choice " << cached->algo.id << " for " << req.desc
+                << " is not valid here (" << why->detail << "); selecting again\n";
+    }
+  } else if (options.verbose) {
+    if (const std::size_t foreign = cache.foreign_entries(backend.name(), backend.fingerprint())) {
+      std::cerr << "dnnx: tune cache holds " << foreign << " choices for " << backend.name()
+                << " measured on another device kind or library version; ignored\n";
+    }
+  }
+  selected.choice = fresh_select_locked(context, state, req, hooks);
+  return selected;
+}
+
+ProfileResult profile_locked(Context& context, ContextState& state, const tune::Request& request,
+                             const SelectHooks& hooks,
+                             std::chrono::steady_clock::time_point start) {
+  ProfileResult result;
+  result.op = request.op;
+  result.direction = request.direction;
+  result.desc = request.desc;
+  result.repro = request.repro;
+  result.backend = state.backend().name();
+  result.rows = tune::time_candidates(hooks.list(), context.tune(), hooks.run,
+                                      /*apply_benchmark_limit=*/false);
+  if (!result.rows.empty() && result.rows.front().status == CandidateStatus::ok)
+    result.chosen = result.rows.front().algo.id;
+  result.wall_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+std::shared_ptr<const Choice> execute_with_fallback(
+    Context& context, ContextState& state, OpKind op, Direction direction,
+    std::shared_ptr<const Choice> choice, const std::function<void()>& chosen,
+    const std::function<std::vector<AlgoInfo>()>& list,
+    const std::function<AlgoInfo(const std::string& id)>& run_id) {
+  try {
+    chosen();
+    return choice;
+  } catch (const Error& error) {
+    if (!recoverable(error) || choice->policy.kind == PolicyKind::fixed) throw;
+    std::string failures = choice->algo.id + ": " + error.message();
+    for (const AlgoInfo& next : fallback_order(context.tune(), *choice, list())) {
+      try {
+        auto fallback = std::make_shared<Choice>(*choice);
+        fallback->algo = run_id(next.id);
+        fallback->time_ms = std::numeric_limits<double>::quiet_NaN();
+        if (context.tune().verbose) {
+          std::cerr << "dnnx: " << to_string(op) << " " << to_string(direction) << " "
+                    << choice->algo.id << " failed at run time (" << error.message()
+                    << "); fell back to " << next.id << '\n';
+        }
+        // Later calls go straight to the candidate that worked.
+        if (!choice->key.empty()) context.choice_cache()->insert(choice->key, fallback);
+        return fallback;
+      } catch (const Error& next_error) {
+        if (!recoverable(next_error)) throw;
+        failures += "; " + next.id + ": " + next_error.message();
+      }
+    }
+    throw Error(error.kind(), "every admissible candidate failed at run time: " + failures,
+                error.context());
+  }
+}
+
+Tensor random_tensor(const Context& context, const Dims& dims, DType dtype, Layout layout,
+                     float low, float high, unsigned seed) {
+  Allocator& allocator = context.allocator();
+  Tensor tensor = Tensor::empty(dims, dtype, layout, allocator);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(low, high);
+  std::vector<float> values(static_cast<std::size_t>(tensor.numel()));
+  for (float& v : values) v = uniform(rng);
+  if (allocator.device().kind == Device::Kind::cpu) {
+    tensor.copy_from_f32(values);
+  } else {
+    // Device tensors are filled through a host tensor.
+    Tensor host = Tensor::empty(dims, dtype, layout);
+    host.copy_from_f32(values);
+    copy(host, tensor);
+  }
+  return tensor;
+}
+
+bool overlaps(const Tensor& a, const Tensor& b) {
+  const char* a0 = static_cast<const char*>(a.data());
+  const char* b0 = static_cast<const char*>(b.data());
+  return a0 < b0 + b.span_bytes() && b0 < a0 + a.span_bytes();
+}
+
+}  // namespace dnnx::detail

@@ -1,0 +1,312 @@
+#pragma once
+// Note [op dispatch]
+// Every op call goes the same way, whatever the op: validate the tensors against the desc; look
+// the (desc, direction) up in the context's fast path; on a miss consult the choice cache, else
+// select through src/tune (listing, timing on the real tensors, storing the choice); build or fetch
+// the plan; run it, falling back to the next admissible candidate when it fails at run time
+// (Note [run-time fallback]). Dispatch<Op> is that path for one op; Op is a small traits struct in
+// src/ops/<op>.cpp:
+//
+//   struct PoolOp {
+//     using Desc = PoolDesc;
+//     using Args = detail::PoolArgs;
+//     static constexpr OpKind kind = OpKind::pool;
+//     static detail::PoolBackend& backend(detail::Backend& backend) { return backend.pool(); }
+//     // Throws InvalidArgument naming the tensor role, the value and what is accepted. Called
+//     // after desc.validate(); must check dtype, dims, density/layout, null data, device, aliasing.
+//     static void check(const Context&, const Desc&, Direction, const Args&);
+//     // Owns tensors holding valid random data for timing without user tensors.
+//     struct Scratch { Args args(Direction); ... };
+//     static Scratch scratch(const Context&, const Desc&, Direction);
+//   };
+//
+// Desc must have validate(), key(), hash(), repro(Direction) and operator==.
+
+#include <dnnx/algo.hpp>
+#include <dnnx/context.hpp>
+
+#include "core/backend.hpp"
+#include "core/check.hpp"
+#include "ops/context_state.hpp"
+#include "tune/select.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace dnnx::detail {
+
+// ---- the op-independent part (dispatch.cpp) ------------------------------------------------------
+
+/// "pool fwd [cpu]" style error context of one call.
+ErrorContext op_error_context(const Context& context, OpKind op, Direction direction,
+                              std::string repro);
+
+/// Throws InvalidArgument when `op` has no `direction` (only conv has bwd_weights).
+void check_direction(OpKind op, Direction direction);
+
+/// What selection may do with the candidates of one (desc, direction).
+struct SelectHooks {
+  std::function<std::vector<AlgoInfo>()> list;                  ///< the backend's candidates
+  std::function<void(const std::vector<std::string>&)> prepare; ///< build plans ahead
+  std::function<double(const AlgoInfo&)> run;                   ///< one timed run, ms
+};
+
+/// A choice and how it was found.
+struct Selected {
+  std::shared_ptr<const Choice> choice;
+  tune::Request request;
+  bool from_cache = false;
+};
+
+/// The request (with its choice-cache key) for (desc, direction) under the context's options.
+tune::Request make_request(Context& context, ContextState& state, OpKind op,
+                           Direction direction, std::string desc_key, std::string repro);
+
+/// Selects through the choice cache (re-validating entries read from the cache file). Called
+/// with the state's mutex held.
+Selected select_locked(Context& context, ContextState& state, tune::Request request,
+                       const SelectHooks& hooks);
+/// Selects without consulting the cache and stores the result. Called with the mutex held.
+std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState& state,
+                                                  const tune::Request& request,
+                                                  const SelectHooks& hooks);
+/// Times every candidate (no benchmark limit) and returns the table. Mutex held.
+ProfileResult profile_locked(Context& context, ContextState& state, const tune::Request& request,
+                             const SelectHooks& hooks,
+                             std::chrono::steady_clock::time_point start);
+
+/// Note [run-time fallback]: runs `chosen`; if it fails with OutOfMemory or BackendFailure (and
+/// the policy is not fixed), tries the other admissible candidates — the timed ones fastest
+/// first, then the backend's list order — through `run_id`, which builds, runs and returns the
+/// AlgoInfo of the plan that ran. The candidate that worked answers later calls (the cache entry
+/// is replaced). Returns the choice that ran.
+std::shared_ptr<const Choice> execute_with_fallback(
+    Context& context, ContextState& state, OpKind op, Direction direction,
+    std::shared_ptr<const Choice> choice, const std::function<void()>& chosen,
+    const std::function<std::vector<AlgoInfo>()>& list,
+    const std::function<AlgoInfo(const std::string& id)>& run_id);
+
+/// A tensor on the context's device holding uniform random values in [low, high) (Note [scratch
+/// data]: timing on uninitialised memory can hit denormals or NaNs and mislead the search).
+/// Throws OutOfMemory when it cannot be allocated.
+Tensor random_tensor(const Context& context, const Dims& dims, DType dtype, Layout layout,
+                     float low = -1.0f, float high = 1.0f, unsigned seed = 1234);
+
+/// Whether the memory spans of two tensors overlap.
+bool overlaps(const Tensor& a, const Tensor& b);
+
+// ---- the per-op part -----------------------------------------------------------------------------
+
+template <typename Op>
+class Dispatch {
+ public:
+  using Desc = typename Op::Desc;
+  using Args = typename Op::Args;
+  using Plan = OpPlan<Args>;
+
+  /// Runs `f`; a dnnx::Error escaping it gains the op, repro and backend of this call.
+  template <typename F>
+  static auto with_context(const Context& context, const Desc& desc, Direction direction, F&& f) {
+    try {
+      return f();
+    } catch (const Error& error) {
+      throw error.with_context(
+          op_error_context(context, Op::kind, direction, desc.repro(direction)));
+    }
+  }
+
+  /// The whole call: fast path, else selection, then execution with fallback.
+  static std::shared_ptr<const Choice> run(Context& context, const Desc& desc,
+                                           Direction direction, const Args& args) {
+    return with_context(context, desc, direction, [&] {
+      check_direction(Op::kind, direction);
+      desc.validate();
+      Op::check(context, desc, direction, args);
+      ContextState& state = context.state();
+      std::lock_guard lock(state.mutex());
+      const ChoiceCache& cache = *context.choice_cache();
+      Calls& calls = state.slot<Calls>();
+      const Key key{desc, direction};
+      auto it = calls.find(key);
+      const bool fresh = it != calls.end() && it->second.cache == &cache &&
+                         it->second.cache_generation == cache.generation() &&
+                         it->second.options == context.tune();
+      if (!fresh) {
+        const ArgsSource real = [&args]() -> const Args& { return args; };
+        Selected selected = select_locked(context, state, request(context, state, desc, direction),
+                                          hooks(state, desc, direction, real));
+        std::shared_ptr<Plan> plan = plan_for(context, state, desc, direction, real, selected);
+        it = calls
+                 .insert_or_assign(key, CallEntry{context.tune(), &cache, cache.generation(),
+                                                  selected.choice, plan})
+                 .first;
+      }
+      CallEntry& entry = it->second;
+      auto used = execute(context, state, desc, direction, args, entry.choice,
+                          std::static_pointer_cast<Plan>(entry.plan));
+      if (used != entry.choice) calls.erase(key);
+      return used;
+    });
+  }
+
+  /// Runs a choice a layer holds (Reuse::once), bypassing selection.
+  static std::shared_ptr<const Choice> run_choice(Context& context, const Desc& desc,
+                                                  Direction direction, const Args& args,
+                                                  std::shared_ptr<const Choice> choice) {
+    return with_context(context, desc, direction, [&] {
+      check_direction(Op::kind, direction);
+      desc.validate();
+      Op::check(context, desc, direction, args);
+      ContextState& state = context.state();
+      std::lock_guard lock(state.mutex());
+      auto plan = Op::backend(state.backend()).plan(desc, direction, choice->algo.id);
+      return execute(context, state, desc, direction, args, std::move(choice), std::move(plan));
+    });
+  }
+
+  /// Every candidate, nothing run.
+  static std::vector<AlgoInfo> list(Context& context, const Desc& desc, Direction direction) {
+    return with_context(context, desc, direction, [&] {
+      check_direction(Op::kind, direction);
+      desc.validate();
+      ContextState& state = context.state();
+      std::lock_guard lock(state.mutex());
+      return Op::backend(state.backend()).list(desc, direction);
+    });
+  }
+
+  /// The choice the context's policy makes (timing on scratch tensors when it must).
+  static std::shared_ptr<const Choice> select(Context& context, const Desc& desc,
+                                              Direction direction) {
+    return with_context(context, desc, direction, [&] {
+      check_direction(Op::kind, direction);
+      desc.validate();
+      ContextState& state = context.state();
+      // Scratch tensors only when the answer is not cached and the policy times candidates.
+      std::unique_ptr<typename Op::Scratch> scratch;
+      Args args;
+      const ArgsSource lazy = [&]() -> const Args& {
+        if (!scratch) {
+          scratch = std::make_unique<typename Op::Scratch>(scratch_checked(context, desc, direction));
+          args = scratch->args(direction);
+        }
+        return args;
+      };
+      std::lock_guard lock(state.mutex());
+      return select_locked(context, state, request(context, state, desc, direction),
+                           hooks(state, desc, direction, lazy))
+          .choice;
+    });
+  }
+
+  /// Times every candidate on scratch tensors.
+  static ProfileResult profile(Context& context, const Desc& desc, Direction direction) {
+    return with_context(context, desc, direction, [&] {
+      check_direction(Op::kind, direction);
+      desc.validate();
+      const auto start = std::chrono::steady_clock::now();
+      ContextState& state = context.state();
+      typename Op::Scratch scratch = scratch_checked(context, desc, direction);
+      const Args args = scratch.args(direction);
+      const ArgsSource source = [&args]() -> const Args& { return args; };
+      std::lock_guard lock(state.mutex());
+      return profile_locked(context, state, request(context, state, desc, direction),
+                            hooks(state, desc, direction, source), start);
+    });
+  }
+
+ private:
+  struct Key {
+    Desc desc;
+    Direction direction = Direction::fwd;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& key) const {
+      return key.desc.hash() * 3 + static_cast<std::size_t>(key.direction);
+    }
+  };
+  using Calls = std::unordered_map<Key, CallEntry, KeyHash>;
+  // The tensors selection times on, made only when a selection actually times candidates.
+  using ArgsSource = std::function<const Args&()>;
+
+  static tune::Request request(Context& context, ContextState& state, const Desc& desc,
+                               Direction direction) {
+    return make_request(context, state, Op::kind, direction, desc.key(), desc.repro(direction));
+  }
+
+  static SelectHooks hooks(ContextState& state, const Desc& desc, Direction direction,
+                           const ArgsSource& args) {
+    auto& backend = Op::backend(state.backend());
+    return {[&backend, &desc, direction] { return backend.list(desc, direction); },
+            [&backend, &desc, direction](const std::vector<std::string>& ids) {
+              backend.prepare(desc, direction, ids);
+            },
+            [&state, &backend, &desc, direction, &args](const AlgoInfo& algo) {
+              auto plan = backend.plan(desc, direction, algo.id);
+              const Workspace workspace = state.workspace(plan->algo().workspace_bytes);
+              const Args& a = args();
+              return state.backend().time_ms([&] { plan->execute(a, workspace); });
+            }};
+  }
+
+  // Host-side allocation failures (staging vectors) surface as OutOfMemory like device ones.
+  static typename Op::Scratch scratch_checked(const Context& context, const Desc& desc,
+                                              Direction direction) {
+    try {
+      return Op::scratch(context, desc, direction);
+    } catch (const std::bad_alloc&) {
+    } catch (const std::length_error&) {
+    }
+    raise(ErrorKind::OutOfMemory, "cannot allocate scratch tensors for timing");
+  }
+
+  // The plan of a selected choice. A cached choice that cannot be built here (a file entry whose
+  // candidate this build does not have after all) is selected again rather than failing the call.
+  static std::shared_ptr<Plan> plan_for(Context& context, ContextState& state, const Desc& desc,
+                                        Direction direction, const ArgsSource& args,
+                                        Selected& selected) {
+    auto& backend = Op::backend(state.backend());
+    try {
+      return backend.plan(desc, direction, selected.choice->algo.id);
+    } catch (const Error& error) {
+      const bool rejected =
+          error.kind() == ErrorKind::InvalidArgument || error.kind() == ErrorKind::Unsupported;
+      if (!selected.from_cache || !rejected || selected.choice->policy.kind == PolicyKind::fixed)
+        throw;
+      if (context.tune().verbose) {
+        std::fprintf(stderr, "dnnx: cached choice %s cannot be built here (%s); selecting again\n",
+                     selected.choice->algo.id.c_str(), error.message().c_str());
+      }
+      selected.choice = fresh_select_locked(context, state, selected.request,
+                                            hooks(state, desc, direction, args));
+      selected.from_cache = false;
+      return backend.plan(desc, direction, selected.choice->algo.id);
+    }
+  }
+
+  static std::shared_ptr<const Choice> execute(Context& context, ContextState& state,
+                                               const Desc& desc, Direction direction,
+                                               const Args& args,
+                                               std::shared_ptr<const Choice> choice,
+                                               std::shared_ptr<Plan> plan) {
+    auto& backend = Op::backend(state.backend());
+    return execute_with_fallback(
+        context, state, Op::kind, direction, std::move(choice),
+        [&] { plan->execute(args, state.workspace(plan->algo().workspace_bytes)); },
+        [&] { return backend.list(desc, direction); },
+        [&](const std::string& id) {
+          auto next = backend.plan(desc, direction, id);
+          next->execute(args, state.workspace(next->algo().workspace_bytes));
+          return next->algo();
+        });
+  }
+};
+
+}  // namespace dnnx::detail

@@ -1,0 +1,9 @@
+// Scaffolding: replaced by the op's subcommands (issue 4).
+
+#include "commands.hpp"
+
+namespace dnnx::cli {
+
+void add_cross_entropy_commands(CLI::App&, CLI::App&, Action&) {}
+
+}  // namespace dnnx::cli
