@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -34,7 +35,19 @@ constexpr const char* all_variables[] = {"DNNX_BACKEND",
                                          "DNNX_DETERMINISTIC",
                                          "DNNX_FASTEST",
                                          "DNNX_VERBOSE",
-                                         "DNNX_BENCHMARK_LIMIT"};
+                                         "DNNX_BENCHMARK_LIMIT",
+                                         "DNNX_POOL_FWD_ALGO",
+                                         "DNNX_POOL_BWD_ALGO",
+                                         "DNNX_ACT_FWD_ALGO",
+                                         "DNNX_ACT_BWD_ALGO",
+                                         "DNNX_SOFTMAX_FWD_ALGO",
+                                         "DNNX_SOFTMAX_BWD_ALGO",
+                                         "DNNX_XENT_FWD_ALGO",
+                                         "DNNX_XENT_BWD_ALGO",
+                                         "DNNX_BNORM_FWD_ALGO",
+                                         "DNNX_BNORM_BWD_ALGO",
+                                         "DNNX_ADD_FWD_ALGO",
+                                         "DNNX_ADD_BWD_ALGO"};
 
 using Vars = std::vector<std::pair<std::string, std::string>>;
 
@@ -101,6 +114,66 @@ TEST(TuneEnv, EachPolicyVariableOnlyTouchesItsDirection) {
   options = applied({{"DNNX_CONV_BWD_WEIGHTS_ALGO", "guess_once"}});
   EXPECT_EQ(options.fwd, AlgoPolicy::heuristic());
   EXPECT_EQ(options.bwd_weights, AlgoPolicy::heuristic(Reuse::once));
+}
+
+// Every op other than conv has its own fwd and bwd policy variables; each touches only its slot.
+TEST(TuneEnv, EachOpHasItsOwnPolicyVariables) {
+  using dnnx::Direction;
+  using dnnx::OpKind;
+  for (int i = 1; i < dnnx::op_kind_count; ++i) {
+    const auto op = static_cast<OpKind>(i);
+    std::string upper;
+    for (char c : dnnx::to_string(op)) upper += static_cast<char>(std::toupper(c));
+    for (const Direction direction : {Direction::fwd, Direction::bwd_data}) {
+      const std::string name =
+          "DNNX_" + upper + (direction == Direction::fwd ? "_FWD_ALGO" : "_BWD_ALGO");
+      const TuneOptions options = applied({{name, "time_once"}});
+      for (int j = 0; j < dnnx::op_kind_count; ++j) {
+        const auto other = static_cast<OpKind>(j);
+        for (const Direction d : {Direction::fwd, Direction::bwd_data}) {
+          const bool set = other == op && d == direction;
+          EXPECT_EQ(options.policy(other, d),
+                    set ? AlgoPolicy::exhaustive(Reuse::once) : AlgoPolicy::heuristic())
+              << name << " -> " << dnnx::to_string(other) << " " << dnnx::to_string(d);
+        }
+      }
+    }
+  }
+}
+
+TEST(TuneOptionsPolicy, ConvPoliciesAreTheDirectionFields) {
+  TuneOptions options;
+  options.policy(dnnx::OpKind::conv, dnnx::Direction::bwd_weights) = AlgoPolicy::exhaustive();
+  EXPECT_EQ(options.bwd_weights, AlgoPolicy::exhaustive());
+  options.policy(dnnx::OpKind::pool, dnnx::Direction::fwd) = AlgoPolicy::fixed("x");
+  EXPECT_EQ(options.fwd, AlgoPolicy::heuristic());  // conv's fwd is untouched
+}
+
+TEST(TuneOptionsPolicy, SingleBackwardOpsHaveNoBwdWeights) {
+  TuneOptions options;
+  try {
+    (void)options.policy(dnnx::OpKind::batch_norm, dnnx::Direction::bwd_weights);
+    ADD_FAILURE() << "bnorm bwd_weights accepted";
+  } catch (const dnnx::Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(error.message().find("bnorm"), std::string::npos) << error.message();
+    EXPECT_NE(error.message().find("bwd_weights"), std::string::npos) << error.message();
+  }
+}
+
+TEST(TuneOptionsPolicy, OpNamesRoundTrip) {
+  for (int i = 0; i < dnnx::op_kind_count; ++i) {
+    const auto op = static_cast<dnnx::OpKind>(i);
+    EXPECT_EQ(dnnx::parse_op_kind(dnnx::to_string(op)), op);
+  }
+  EXPECT_EQ(dnnx::parse_op_kind("batch_norm"), dnnx::OpKind::batch_norm);
+  try {
+    (void)dnnx::parse_op_kind("lstm");
+    ADD_FAILURE() << "lstm accepted";
+  } catch (const dnnx::Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(error.message().find("'lstm'"), std::string::npos) << error.message();
+  }
 }
 
 TEST(TuneEnv, UnsetVariablesLeaveOptionsAlone) {
@@ -181,7 +254,9 @@ INSTANTIATE_TEST_SUITE_P(
                     BadVariable{"DNNX_VERBOSE", "loud"}, BadVariable{"DNNX_BENCHMARK_LIMIT", "-1"},
                     BadVariable{"DNNX_BENCHMARK_LIMIT", "three"},
                     BadVariable{"DNNX_BACKEND", "tpu"}, BadVariable{"DNNX_TYPE", "double"},
-                    BadVariable{"DNNX_DEVICE", "abc"}, BadVariable{"DNNX_DEVICE", "-1"}),
+                    BadVariable{"DNNX_DEVICE", "abc"}, BadVariable{"DNNX_DEVICE", "-1"},
+                    BadVariable{"DNNX_POOL_BWD_ALGO", "quickest"},
+                    BadVariable{"DNNX_XENT_FWD_ALGO", "fixed:"}),
     [](const testing::TestParamInfo<BadVariable>& info) {
       return std::string(info.param.name).substr(5) + "_" + std::to_string(info.index);
     });
