@@ -93,6 +93,16 @@ class Context {
   /// asynchronously on their stream; host backends return at once).
   void synchronize() const;
 
+  /// The CUDA stream (a cudaStream_t) this context's ops are queued on; null = the backend's own.
+  void* stream() const { return stream_; }
+  /// A copy of this context whose ops are queued on the caller's CUDA stream `stream` (a
+  /// cudaStream_t that must outlive every context and tensor using it; null = the backend's own
+  /// stream). Contexts on one stream share a backend instance of their own — cuDNN handle, plans,
+  /// caching allocator and workspace, all ordered on that stream — so tensors for such a context
+  /// must come from its allocator(). Only cudnn contexts accept a stream (InvalidArgument
+  /// otherwise). dnnx::copy() waits for every dnnx stream of the device first.
+  Context with_stream(void* stream) const;
+
   /// Internal: backend state. Not for users.
   detail::ContextState& state() const { return *state_; }
 
@@ -102,6 +112,7 @@ class Context {
   int device_;
   TypeConfig type_config_;
   TuneOptions tune_;
+  void* stream_ = nullptr;
   std::shared_ptr<ChoiceCache> cache_;
   std::shared_ptr<detail::ContextState> state_;
 };

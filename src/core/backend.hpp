@@ -23,6 +23,7 @@ struct SoftmaxDesc;
 struct CrossEntropyDesc;
 struct BatchNormDesc;
 struct AddDesc;
+struct ConvFusedDesc;
 }  // namespace dnnx
 
 namespace dnnx::detail {
@@ -86,12 +87,15 @@ struct SoftmaxArgs;
 struct CrossEntropyArgs;
 struct BatchNormArgs;
 struct AddArgs;
+struct ConvFusedArgs;
 using PoolBackend = OpBackend<PoolDesc, PoolArgs>;
 using ActivationBackend = OpBackend<ActivationDesc, ActivationArgs>;
 using SoftmaxBackend = OpBackend<SoftmaxDesc, SoftmaxArgs>;
 using CrossEntropyBackend = OpBackend<CrossEntropyDesc, CrossEntropyArgs>;
 using BatchNormBackend = OpBackend<BatchNormDesc, BatchNormArgs>;
 using AddBackend = OpBackend<AddDesc, AddArgs>;
+/// Forward convolution with a fused epilogue (bias, residual add, activation).
+using ConvFusedBackend = OpBackend<ConvFusedDesc, ConvFusedArgs>;
 
 /// One backend instance, bound to a device. Owned by a Context's shared state.
 class Backend {
@@ -123,6 +127,7 @@ class Backend {
   virtual CrossEntropyBackend& cross_entropy() = 0;
   virtual BatchNormBackend& batch_norm() = 0;
   virtual AddBackend& add() = 0;
+  virtual ConvFusedBackend& conv_fused() = 0;
 };
 
 }  // namespace dnnx::detail

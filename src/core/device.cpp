@@ -3,10 +3,12 @@
 #include "core/check.hpp"
 #include "core/strings.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <vector>
 
 namespace dnnx {
 namespace detail {
@@ -19,8 +21,10 @@ std::mutex& registry_mutex() {
   return *mutex;
 }
 
-std::map<int, DeviceRuntime*>& registry() {
-  static auto* runtimes = new std::map<int, DeviceRuntime*>;
+// Every runtime of a device (one per backend instance: the default one and one per caller's
+// stream, Context::with_stream), in creation order.
+std::map<int, std::vector<DeviceRuntime*>>& registry() {
+  static auto* runtimes = new std::map<int, std::vector<DeviceRuntime*>>;
   return *runtimes;
 }
 
@@ -30,22 +34,33 @@ void register_device_runtime(Device device, DeviceRuntime& runtime) {
   DNNX_ASSERT(device.kind == Device::Kind::cuda, "a runtime is registered for a device, got ",
               to_string(device));
   std::lock_guard lock(registry_mutex());
-  DeviceRuntime*& slot = registry()[device.index];
-  DNNX_ASSERT(slot == nullptr || slot == &runtime, "two runtimes for ", to_string(device));
-  slot = &runtime;
+  std::vector<DeviceRuntime*>& runtimes = registry()[device.index];
+  DNNX_ASSERT(std::find(runtimes.begin(), runtimes.end(), &runtime) == runtimes.end(),
+              "a runtime registered twice for ", to_string(device));
+  runtimes.push_back(&runtime);
 }
 
 void unregister_device_runtime(Device device, const DeviceRuntime& runtime) noexcept {
   std::lock_guard lock(registry_mutex());
   auto it = registry().find(device.index);
-  if (it != registry().end() && it->second == &runtime) registry().erase(it);
+  if (it == registry().end()) return;
+  std::erase(it->second, &runtime);
+  if (it->second.empty()) registry().erase(it);
 }
 
 DeviceRuntime* device_runtime(Device device) {
   if (device.kind != Device::Kind::cuda) return nullptr;
-  std::lock_guard lock(registry_mutex());
-  auto it = registry().find(device.index);
-  return it == registry().end() ? nullptr : it->second;
+  std::vector<DeviceRuntime*> runtimes;
+  {
+    std::lock_guard lock(registry_mutex());
+    auto it = registry().find(device.index);
+    if (it == registry().end()) return nullptr;
+    runtimes = it->second;
+  }
+  // A copy runs after everything dnnx queued on the device: the first runtime's copy waits for
+  // its own stream, the others' streams are waited for here.
+  for (std::size_t i = 1; i < runtimes.size(); ++i) runtimes[i]->synchronize();
+  return runtimes.front();
 }
 
 }  // namespace detail

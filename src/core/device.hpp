@@ -23,12 +23,13 @@ class DeviceRuntime {
   virtual void synchronize() = 0;
 };
 
-/// Makes `runtime` the runtime of `device` (a CUDA device). Throws Internal if another runtime is
-/// registered for it.
+/// Adds `runtime` to the runtimes of `device` (a CUDA device; one per backend instance). Throws
+/// Internal if it is registered already.
 void register_device_runtime(Device device, DeviceRuntime& runtime);
 /// Removes `runtime` if it is the one registered for `device` (never throws).
 void unregister_device_runtime(Device device, const DeviceRuntime& runtime) noexcept;
-/// The runtime of `device`, or null when no backend on that device exists.
+/// The runtime that copies for `device` (the first registered), after waiting for the streams of
+/// the device's other runtimes; null when no backend on that device exists.
 DeviceRuntime* device_runtime(Device device);
 
 }  // namespace dnnx::detail

@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <map>
+#include <tuple>
 
 namespace dnnx {
 namespace detail {
@@ -38,7 +39,9 @@ Workspace ContextState::workspace(std::size_t bytes) {
 
 namespace {
 
-std::unique_ptr<Backend> make_backend(BackendKind kind, int device) {
+std::unique_ptr<Backend> make_backend(BackendKind kind, int device, void* stream) {
+  DNNX_CHECK_ARG(stream == nullptr || kind == BackendKind::cudnn, "a CUDA stream was given for the ",
+                 to_string(kind), " backend, which runs on the host; only cudnn accepts one");
   switch (kind) {
     case BackendKind::reference:
       DNNX_CHECK_ARG(device == 0, "the reference backend runs on the host: device must be 0, got ",
@@ -54,7 +57,7 @@ std::unique_ptr<Backend> make_backend(BackendKind kind, int device) {
 #endif
     case BackendKind::cudnn:
 #if DNNX_HAVE_CUDNN
-      return cudnn::make_backend(device);
+      return cudnn::make_backend(device, stream);
 #else
       break;
 #endif
@@ -68,12 +71,12 @@ std::unique_ptr<Backend> make_backend(BackendKind kind, int device) {
 
 }  // namespace
 
-std::shared_ptr<ContextState> shared_state(BackendKind backend, int device) {
+std::shared_ptr<ContextState> shared_state(BackendKind backend, int device, void* stream) {
   static std::mutex mutex;
-  static std::map<std::pair<BackendKind, int>, std::shared_ptr<ContextState>> states;
+  static std::map<std::tuple<BackendKind, int, void*>, std::shared_ptr<ContextState>> states;
   std::lock_guard lock(mutex);
-  auto& state = states[{backend, device}];
-  if (!state) state = std::make_shared<ContextState>(make_backend(backend, device));
+  auto& state = states[{backend, device, stream}];
+  if (!state) state = std::make_shared<ContextState>(make_backend(backend, device, stream));
   return state;
 }
 
@@ -204,6 +207,16 @@ Device Context::device() const {
 
 Allocator& Context::allocator() const { return state_->backend().allocator(); }
 
+Context Context::with_stream(void* stream) const {
+  DNNX_CHECK_ARG(stream == nullptr || backend_ == BackendKind::cudnn,
+                 "with_stream: a CUDA stream was given for a context on the ", to_string(backend_),
+                 " backend, which runs on the host; only cudnn contexts accept one");
+  Context copy = *this;
+  copy.stream_ = stream;
+  copy.state_ = detail::shared_state(backend_, device_, stream);
+  return copy;
+}
+
 void Context::set_choice_cache(std::shared_ptr<ChoiceCache> cache) {
   DNNX_CHECK_ARG(cache != nullptr, "set_choice_cache needs a cache, got null");
   cache_ = std::move(cache);
@@ -219,7 +232,8 @@ void Context::synchronize() const {
 
 std::string Context::describe() const {
   return detail::cat(to_string(backend_), " (", backend_version(backend_), ") device ", device_,
-                     " type ", to_string(type_config_));
+                     " type ", to_string(type_config_),
+                     stream_ != nullptr ? " on the caller's stream" : "");
 }
 
 }  // namespace dnnx

@@ -62,7 +62,8 @@ class ContextState {
   void* last_slot_ = nullptr;
 };
 
-/// The process-wide state for (backend, device); created on first use. `backend` is concrete.
-std::shared_ptr<ContextState> shared_state(BackendKind backend, int device);
+/// The process-wide state for (backend, device, stream); created on first use. `backend` is
+/// concrete; `stream` is a caller's CUDA stream or null (the backend's own).
+std::shared_ptr<ContextState> shared_state(BackendKind backend, int device, void* stream = nullptr);
 
 }  // namespace dnnx::detail

@@ -1,5 +1,6 @@
 # GPU tests of the cudnn backend (label "gpu"); included by tests/CMakeLists.txt when
 # DNNX_HAVE_CUDNN. Every test skips, saying why, where no usable GPU is present.
 add_executable(cudnn_conv_test ${CMAKE_CURRENT_LIST_DIR}/cudnn_conv_test.cpp)
-target_link_libraries(cudnn_conv_test PRIVATE GTest::gtest_main dnnx_internal dnnx_test_support)
+target_link_libraries(cudnn_conv_test PRIVATE GTest::gtest_main dnnx_internal dnnx_test_support
+                                              CUDA::cudart)
 gtest_discover_tests(cudnn_conv_test PROPERTIES LABELS "gpu" TIMEOUT 1200 DISCOVERY_TIMEOUT 60)

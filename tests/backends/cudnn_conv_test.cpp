@@ -557,6 +557,37 @@ TEST(CudnnConv, BiasMatchesTheReference) {
   }
 }
 
+// Context::with_stream: ops of that context are queued on the caller's stream, through a backend
+// instance of its own; copies wait for it, and the results match the reference.
+TEST(CudnnConv, CallersStreamRunsTheOpsAndCopiesWaitForIt) {
+  DNNX_REQUIRE_GPU();
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  Context own = gpu_context();
+  Context context = own.with_stream(stream);
+  EXPECT_EQ(context.stream(), static_cast<void*>(stream));
+  EXPECT_EQ(own.stream(), nullptr);
+  EXPECT_NE(&context.state(), &own.state());  // an instance of its own
+  EXPECT_EQ(&context.state(), &own.with_stream(stream).state());  // shared by that stream
+  EXPECT_EQ(&context.with_stream(nullptr).state(), &own.state());
+  EXPECT_NE(context.describe().find("caller's stream"), std::string::npos) << context.describe();
+  Context reference(BackendKind::reference);
+  const ConvDesc desc = desc_matrix()[1];
+  const test::ConvOperands host = test::random_conv_operands(desc, Direction::fwd, 11);
+  const DeviceOperands device = upload(host, context);
+  Tensor dst = Tensor::empty(desc.dst_dims(), desc.dtype, desc.layout, context.allocator());
+  // Several calls queued without waiting: the copy below must wait for the stream.
+  for (int i = 0; i < 4; ++i) conv_fwd(context, desc, device.src, device.weights, dst);
+  const std::vector<float> expected =
+      test::run_conv(reference, desc, Direction::fwd, host).output.to_f32();
+  EXPECT_TRUE(test::close_within_scale(to_host(dst).to_f32(), expected,
+                                       test::conv_error_scale(desc, Direction::fwd, host),
+                                       desc.dst_dims(), test::conv_tolerance(desc.dtype), "dst",
+                                       test::conv_context(desc, Direction::fwd, "stream")));
+  context.synchronize();
+  EXPECT_EQ(cudaStreamQuery(stream), cudaSuccess);
+}
+
 // Repeated calls on the same buffers are replayed from a captured CUDA graph (Note [graph
 // replay]): the replayed calls must write the same, correct output. The output is poisoned before
 // every call, so a replay that does nothing fails.

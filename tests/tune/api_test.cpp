@@ -354,3 +354,26 @@ INSTANTIATE_TEST_SUITE_P(Backends, SelectionApi,
                          });
 
 }  // namespace
+
+namespace {
+
+// Only cudnn contexts take a caller's CUDA stream; a host backend rejects one, naming it.
+TEST(ContextStream, HostBackendsRejectACudaStream) {
+  for (const BackendKind kind : {BackendKind::reference, BackendKind::cpu}) {
+    if (!dnnx::backend_available(kind)) continue;
+    const Context context(kind);
+    EXPECT_EQ(context.stream(), nullptr);
+    EXPECT_EQ(&context.with_stream(nullptr).state(), &context.state());
+    try {
+      (void)context.with_stream(reinterpret_cast<void*>(0x1000));
+      ADD_FAILURE() << "a stream was accepted by " << dnnx::to_string(kind);
+    } catch (const dnnx::Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+      EXPECT_NE(error.message().find("stream"), std::string::npos) << error.message();
+      EXPECT_NE(error.message().find(std::string(dnnx::to_string(kind))), std::string::npos)
+          << error.message();
+    }
+  }
+}
+
+}  // namespace

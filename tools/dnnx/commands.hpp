@@ -38,5 +38,7 @@ void add_softmax_commands(CLI::App& algos, CLI::App& profile, Action& action);
 void add_cross_entropy_commands(CLI::App& algos, CLI::App& profile, Action& action);
 void add_batch_norm_commands(CLI::App& algos, CLI::App& profile, Action& action);
 void add_add_commands(CLI::App& algos, CLI::App& profile, Action& action);
+/// `dnnx algos|profile conv_fused`: forward convolution with a fused epilogue.
+void add_conv_fused_commands(CLI::App& algos, CLI::App& profile, Action& action);
 
 }  // namespace dnnx::cli

@@ -59,6 +59,7 @@ int run(int argc, char** argv) {
     add_cross_entropy_commands(algos, profile, action);
     add_batch_norm_commands(algos, profile, action);
     add_add_commands(algos, profile, action);
+    add_conv_fused_commands(algos, profile, action);
   }
   add_tune_command(app, action);
   add_version_command(app, action);

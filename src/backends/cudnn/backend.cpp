@@ -61,8 +61,8 @@ int knob_variants_from_env(int fallback) {
 
 class CudnnBackend final : public detail::Backend {
  public:
-  CudnnBackend(int device, Settings settings)
-      : runtime_(std::make_shared<Runtime>(device, settings)),
+  CudnnBackend(int device, Settings settings, cudaStream_t stream)
+      : runtime_(std::make_shared<Runtime>(device, settings, stream)),
         conv_(make_conv_backend(runtime_)),
         pool_(make_pool_backend(runtime_)),
         activation_(make_activation_backend(runtime_)),
@@ -70,6 +70,7 @@ class CudnnBackend final : public detail::Backend {
         cross_entropy_(make_cross_entropy_backend(runtime_)),
         batch_norm_(make_batch_norm_backend(runtime_)),
         add_(make_add_backend(runtime_)),
+        conv_fused_(make_conv_fused_backend(runtime_, *conv_)),
         start_(make_event(runtime_->context())),
         stop_(make_event(runtime_->context())) {}
 
@@ -132,6 +133,7 @@ class CudnnBackend final : public detail::Backend {
   detail::CrossEntropyBackend& cross_entropy() override { return *cross_entropy_; }
   detail::BatchNormBackend& batch_norm() override { return *batch_norm_; }
   detail::AddBackend& add() override { return *add_; }
+  detail::ConvFusedBackend& conv_fused() override { return *conv_fused_; }
 
  private:
   // "off", or "top/24": the mode and the per-engine cap, both of which change the candidates.
@@ -149,6 +151,7 @@ class CudnnBackend final : public detail::Backend {
   std::unique_ptr<detail::CrossEntropyBackend> cross_entropy_;
   std::unique_ptr<detail::BatchNormBackend> batch_norm_;
   std::unique_ptr<detail::AddBackend> add_;
+  std::unique_ptr<detail::ConvFusedBackend> conv_fused_;
   Event start_, stop_;
 };
 
@@ -218,7 +221,7 @@ std::string version() {
   return text;
 }
 
-std::unique_ptr<detail::Backend> make_backend(int device) {
+std::unique_ptr<detail::Backend> make_backend(int device, void* stream) {
   ErrorContext context;
   context.backend = "cudnn";
   std::string why;
@@ -232,7 +235,8 @@ std::unique_ptr<detail::Backend> make_backend(int device) {
                               " (valid: 0..", devices - 1, ")"),
                   context);
   }
-  return std::make_unique<CudnnBackend>(device, settings_from_env());
+  return std::make_unique<CudnnBackend>(device, settings_from_env(),
+                                        static_cast<cudaStream_t>(stream));
 }
 
 Settings settings_from_env() {

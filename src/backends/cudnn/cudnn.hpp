@@ -15,8 +15,10 @@ namespace dnnx::cudnn {
 bool available(std::string* why);
 /// "cuDNN 9.19.0, CUDA runtime 13.0, driver 13.0, NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)".
 std::string version();
-/// The cudnn backend on CUDA device `device`. Throws InvalidArgument for a device that does not
-/// exist and Unsupported when the backend is not available.
-std::unique_ptr<detail::Backend> make_backend(int device);
+/// The cudnn backend on CUDA device `device`, queuing its work on `stream` (a cudaStream_t of the
+/// caller's, which must outlive the backend) or, when null, on a stream of its own. Throws
+/// InvalidArgument for a device that does not exist and Unsupported when the backend is not
+/// available.
+std::unique_ptr<detail::Backend> make_backend(int device, void* stream = nullptr);
 
 }  // namespace dnnx::cudnn

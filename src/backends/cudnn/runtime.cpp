@@ -53,15 +53,21 @@ DeviceFacts query_facts(int device, const ErrorContext& context) {
 
 }  // namespace
 
-Runtime::Runtime(int device, Settings settings) : device_(device), settings_(settings) {
+Runtime::Runtime(int device, Settings settings, cudaStream_t external)
+    : device_(device), settings_(settings) {
   const ErrorContext ctx = context();
   cudnn::make_current(device_, ctx);
   facts_ = query_facts(device_, ctx);
-  stream_ = make_stream(ctx);
-  handle_ = make_cudnn_handle(stream_.get(), ctx);
+  if (external == nullptr) {
+    stream_ = make_stream(ctx);
+    stream_raw_ = stream_.get();
+  } else {
+    stream_raw_ = external;
+  }
+  handle_ = make_cudnn_handle(stream_raw_, ctx);
   watch_process_exit();
   allocator_ = std::make_unique<CachingAllocator>(device_, [this] {
-    if (cudaStreamSynchronize(stream_.get()) != cudaSuccess) cudaGetLastError();
+    if (cudaStreamSynchronize(stream_raw_) != cudaSuccess) cudaGetLastError();
   });
   detail::register_device_runtime(Device::cuda(device_), *this);
   registered_ = true;
@@ -92,15 +98,15 @@ void Runtime::memcpy(void* dst, const void* src, std::size_t bytes, CopyKind kin
     case CopyKind::device_to_host: direction = cudaMemcpyDeviceToHost; break;
     case CopyKind::device_to_device: direction = cudaMemcpyDeviceToDevice; break;
   }
-  DNNX_CUDNN_CHECK(cudaMemcpyAsync(dst, src, bytes, direction, stream_.get()), ctx,
+  DNNX_CUDNN_CHECK(cudaMemcpyAsync(dst, src, bytes, direction, stream_raw_), ctx,
                    detail::cat("copying ", bytes, " bytes"));
   // Pageable host memory may still be read after cudaMemcpyAsync returns: wait, as promised.
-  DNNX_CUDNN_CHECK(cudaStreamSynchronize(stream_.get()), ctx, "waiting for a copy");
+  DNNX_CUDNN_CHECK(cudaStreamSynchronize(stream_raw_), ctx, "waiting for a copy");
 }
 
 void Runtime::synchronize() {
   make_current();
-  DNNX_CUDNN_CHECK(cudaStreamSynchronize(stream_.get()), context(), "waiting for the stream");
+  DNNX_CUDNN_CHECK(cudaStreamSynchronize(stream_raw_), context(), "waiting for the stream");
 }
 
 }  // namespace dnnx::cudnn

@@ -62,9 +62,9 @@ Settings settings_from_env();
 
 class Runtime final : public detail::DeviceRuntime {
  public:
-  /// Creates the stream, handle and allocator on `device` and registers this runtime for
-  /// dnnx::copy().
-  Runtime(int device, Settings settings);
+  /// Creates the stream (or adopts `external`, a caller's stream that must outlive this runtime),
+  /// the handle and the allocator on `device`, and registers this runtime for dnnx::copy().
+  Runtime(int device, Settings settings, cudaStream_t external = nullptr);
   ~Runtime() override;
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -74,7 +74,9 @@ class Runtime final : public detail::DeviceRuntime {
   bool allow_tf32() const { return settings_.allow_tf32; }
   bool verbose() const { return settings_.verbose; }
   const Settings& settings() const { return settings_; }
-  cudaStream_t stream() const { return stream_.get(); }
+  cudaStream_t stream() const { return stream_raw_; }
+  /// Whether the stream is the caller's (Context::with_stream) rather than this runtime's own.
+  bool external_stream() const { return !stream_; }
   cudnnHandle_t handle() const { return handle_.get(); }
   CachingAllocator& allocator() { return *allocator_; }
   /// Makes this runtime's device current on the calling thread.
@@ -90,7 +92,8 @@ class Runtime final : public detail::DeviceRuntime {
   Settings settings_;
   DeviceFacts facts_;
   // Destroyed bottom-up: the allocator's release waits on the stream, which must still exist.
-  Stream stream_;
+  Stream stream_;  // empty for an external stream
+  cudaStream_t stream_raw_ = nullptr;
   CudnnHandle handle_;
   std::unique_ptr<CachingAllocator> allocator_;
   bool registered_ = false;

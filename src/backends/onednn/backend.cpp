@@ -62,7 +62,8 @@ class OneDnnBackend final : public detail::Backend {
         softmax_(make_softmax_backend(runtime_)),
         cross_entropy_(make_cross_entropy_backend(runtime_)),
         batch_norm_(make_batch_norm_backend(runtime_)),
-        add_(make_add_backend(runtime_)) {}
+        add_(make_add_backend(runtime_)),
+        conv_fused_(make_conv_fused_backend(runtime_, *conv_)) {}
 
   BackendKind kind() const override { return BackendKind::cpu; }
   std::string name() const override { return "cpu"; }
@@ -105,6 +106,7 @@ class OneDnnBackend final : public detail::Backend {
   detail::CrossEntropyBackend& cross_entropy() override { return *cross_entropy_; }
   detail::BatchNormBackend& batch_norm() override { return *batch_norm_; }
   detail::AddBackend& add() override { return *add_; }
+  detail::ConvFusedBackend& conv_fused() override { return *conv_fused_; }
 
  private:
   static std::shared_ptr<Runtime> make_runtime() {
@@ -125,6 +127,7 @@ class OneDnnBackend final : public detail::Backend {
   std::unique_ptr<detail::CrossEntropyBackend> cross_entropy_;
   std::unique_ptr<detail::BatchNormBackend> batch_norm_;
   std::unique_ptr<detail::AddBackend> add_;
+  std::unique_ptr<detail::ConvFusedBackend> conv_fused_;
 };
 
 }  // namespace

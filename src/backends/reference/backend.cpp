@@ -21,7 +21,8 @@ class ReferenceBackend final : public detail::Backend {
         softmax_(make_softmax_backend()),
         cross_entropy_(make_cross_entropy_backend()),
         batch_norm_(make_batch_norm_backend()),
-        add_(make_add_backend()) {}
+        add_(make_add_backend()),
+        conv_fused_(make_conv_fused_backend(*conv_)) {}
 
   BackendKind kind() const override { return BackendKind::reference; }
   std::string name() const override { return "reference"; }
@@ -45,6 +46,7 @@ class ReferenceBackend final : public detail::Backend {
   detail::CrossEntropyBackend& cross_entropy() override { return *cross_entropy_; }
   detail::BatchNormBackend& batch_norm() override { return *batch_norm_; }
   detail::AddBackend& add() override { return *add_; }
+  detail::ConvFusedBackend& conv_fused() override { return *conv_fused_; }
 
  private:
   std::unique_ptr<detail::ConvBackend> conv_;
@@ -54,6 +56,7 @@ class ReferenceBackend final : public detail::Backend {
   std::unique_ptr<detail::CrossEntropyBackend> cross_entropy_;
   std::unique_ptr<detail::BatchNormBackend> batch_norm_;
   std::unique_ptr<detail::AddBackend> add_;
+  std::unique_ptr<detail::ConvFusedBackend> conv_fused_;
 };
 
 }  // namespace

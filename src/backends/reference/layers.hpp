@@ -14,5 +14,8 @@ std::unique_ptr<detail::SoftmaxBackend> make_softmax_backend();
 std::unique_ptr<detail::CrossEntropyBackend> make_cross_entropy_backend();
 std::unique_ptr<detail::BatchNormBackend> make_batch_norm_backend();
 std::unique_ptr<detail::AddBackend> make_add_backend();
+/// Fused forward convolution; `conv` (this backend's, outliving the result) runs the unfused
+/// candidates' convolution.
+std::unique_ptr<detail::ConvFusedBackend> make_conv_fused_backend(detail::ConvBackend& conv);
 
 }  // namespace dnnx::reference
