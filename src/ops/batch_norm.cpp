@@ -1,1 +1,355 @@
-// Scaffolding: replaced by the op's implementation (issue 4).
+// Batch normalization, backend-agnostic: which tensors a call needs and their checks against the
+// desc, the scratch tensors for timing; the call itself goes through Note [op dispatch].
+//
+// Note [timing stateful calls]
+// Exhaustive selection times the candidates on the call's own tensors (Note [op dispatch]). A
+// training forward updates running_mean / running_var in place, so timing it on the caller's
+// tensors would apply the momentum update once per timed run. Such a call therefore selects on
+// scratch tensors first (batch_norm_select, which stores the choice in the choice cache); the
+// dispatch that follows finds the choice cached and runs it exactly once. Only the exhaustive
+// policy times candidates, so the other policies take the direct path.
+
+#include <dnnx/ops/batch_norm.hpp>
+
+#include "core/batch_norm_args.hpp"
+#include "core/check.hpp"
+#include "core/strings.hpp"
+#include "ops/dispatch.hpp"
+
+#include <array>
+#include <utility>
+
+namespace dnnx {
+namespace {
+
+using detail::BatchNormArgs;
+
+// ---- argument validation ------------------------------------------------------------------------
+
+void check_data(const Context& context, const BatchNormDesc& desc, const char* role,
+                const Tensor* tensor) {
+  DNNX_CHECK_ARG(tensor != nullptr, role, " is missing (null); expected a ", to_string(desc.dtype),
+                 " tensor of dims ", desc.dims);
+  DNNX_CHECK_ARG(tensor->dtype() == desc.dtype, "dtype mix: ", role, " is ",
+                 to_string(tensor->dtype()), " but the desc's dtype is ", to_string(desc.dtype));
+  DNNX_CHECK_ARG(tensor->dims() == desc.dims, role, " dims ", tensor->dims(),
+                 " do not match the desc, which expects ", desc.dims);
+  DNNX_CHECK_ARG(tensor->data() != nullptr, role, " has null data");
+  DNNX_CHECK_ARG(tensor->is_dense(desc.layout), "layout mismatch: ", role, " strides ",
+                 tensor->strides(), " are not dense ", to_string(desc.layout),
+                 " (expected strides ", dense_strides(desc.dims, desc.layout), ")");
+  DNNX_CHECK_ARG(tensor->device() == context.device(), role, " is on ",
+                 to_string(tensor->device()), " but the context runs on ",
+                 to_string(context.device()));
+}
+
+// Parameter and statistics tensors: f32, param_dims(), dense like one sample of src.
+void check_param(const Context& context, const BatchNormDesc& desc, const char* role,
+                 const Tensor* tensor) {
+  const Dims expected = desc.param_dims();
+  DNNX_CHECK_ARG(tensor->dtype() == DType::f32, role, " dtype must be f32 (batch-norm parameters ",
+                 "and statistics are f32 whatever the data dtype), got ",
+                 to_string(tensor->dtype()));
+  DNNX_CHECK_ARG(tensor->dims() == expected, role, " dims ", tensor->dims(),
+                 " do not match the desc, which expects ", expected,
+                 desc.mode == BatchNormMode::spatial
+                     ? " (one value per channel)"
+                     : " (one value per activation: src dims with N = 1)");
+  DNNX_CHECK_ARG(tensor->data() != nullptr, role, " has null data");
+  const Layout layout = expected.rank() == 1 ? Layout::channels_first : desc.layout;
+  DNNX_CHECK_ARG(tensor->is_dense(layout), "layout mismatch: ", role, " strides ",
+                 tensor->strides(), " are not dense (expected strides ",
+                 dense_strides(expected, layout), ")");
+  DNNX_CHECK_ARG(tensor->device() == context.device(), role, " is on ",
+                 to_string(tensor->device()), " but the context runs on ",
+                 to_string(context.device()));
+}
+
+// A tensor the desc requires: present and valid.
+template <typename T>
+void require_param(const Context& context, const BatchNormDesc& desc, const char* role,
+                   T* tensor, const char* why) {
+  DNNX_CHECK_ARG(tensor != nullptr, role, " is missing (null); ", why, "; expected an f32 tensor ",
+                 "of dims ", desc.param_dims());
+  check_param(context, desc, role, tensor);
+}
+
+// A tensor the desc rules out.
+template <typename T>
+void forbid(const char* role, T* tensor, const char* why) {
+  DNNX_CHECK_ARG(tensor == nullptr, role, " is given but ", why);
+}
+
+struct Role {
+  const char* name;
+  const Tensor* tensor;
+};
+
+// No output may share memory with an input or with another output: every backend reads its
+// inputs after it started writing its outputs.
+void check_no_alias(const std::vector<Role>& outputs, const std::vector<Role>& inputs) {
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i].tensor == nullptr) continue;
+    for (const Role& input : inputs) {
+      if (input.tensor == nullptr) continue;
+      DNNX_CHECK_ARG(!detail::overlaps(*outputs[i].tensor, *input.tensor), outputs[i].name,
+                     " overlaps ", input.name,
+                     " in memory; batch-norm cannot run in place (use separate buffers)");
+    }
+    for (std::size_t j = i + 1; j < outputs.size(); ++j) {
+      if (outputs[j].tensor == nullptr) continue;
+      DNNX_CHECK_ARG(!detail::overlaps(*outputs[i].tensor, *outputs[j].tensor), outputs[i].name,
+                     " overlaps ", outputs[j].name, " in memory; every output needs its own buffer");
+    }
+  }
+}
+
+void check_affine(const Context& context, const BatchNormDesc& desc, const BatchNormArgs& args,
+                  Direction direction) {
+  if (desc.affine) {
+    require_param(context, desc, "scale", args.scale, "an affine batch-norm needs scale (gamma)");
+    if (direction == Direction::fwd) {
+      require_param(context, desc, "shift", args.shift, "an affine batch-norm needs shift (beta)");
+    }
+    return;
+  }
+  forbid("scale", args.scale, "desc.affine is false (scale 1, shift 0); pass null or set affine");
+  forbid("shift", args.shift, "desc.affine is false (scale 1, shift 0); pass null or set affine");
+}
+
+void check_running(const Context& context, const BatchNormDesc& desc, const BatchNormArgs& args,
+                   bool required) {
+  const char* why = "inference normalises with the running statistics";
+  if (required) {
+    require_param(context, desc, "running_mean", args.running_mean, why);
+    require_param(context, desc, "running_var", args.running_var, why);
+    return;
+  }
+  DNNX_CHECK_ARG((args.running_mean == nullptr) == (args.running_var == nullptr),
+                 args.running_mean != nullptr ? "running_mean is given without running_var"
+                                              : "running_var is given without running_mean",
+                 "; a training forward updates both running statistics or neither");
+  if (args.running_mean != nullptr) {
+    check_param(context, desc, "running_mean", args.running_mean);
+    check_param(context, desc, "running_var", args.running_var);
+  }
+}
+
+void check_fwd(const Context& context, const BatchNormDesc& desc, const BatchNormArgs& args) {
+  check_data(context, desc, "src", args.src);
+  check_data(context, desc, "dst", args.dst);
+  check_affine(context, desc, args, Direction::fwd);
+  check_running(context, desc, args, !desc.training);
+  if (desc.training) {
+    if (args.saved_mean != nullptr) check_param(context, desc, "saved_mean", args.saved_mean);
+    if (args.saved_inv_std != nullptr)
+      check_param(context, desc, "saved_inv_std", args.saved_inv_std);
+    check_no_alias({{"dst", args.dst},
+                    {"running_mean", args.running_mean},
+                    {"running_var", args.running_var},
+                    {"saved_mean", args.saved_mean},
+                    {"saved_inv_std", args.saved_inv_std}},
+                   {{"src", args.src}, {"scale", args.scale}, {"shift", args.shift}});
+  } else {
+    check_no_alias({{"dst", args.dst}},
+                   {{"src", args.src},
+                    {"scale", args.scale},
+                    {"shift", args.shift},
+                    {"running_mean", args.running_mean},
+                    {"running_var", args.running_var}});
+  }
+}
+
+void check_bwd(const Context& context, const BatchNormDesc& desc, const BatchNormArgs& args) {
+  check_data(context, desc, "src", args.src);
+  check_data(context, desc, "diff_dst", args.diff_dst);
+  check_data(context, desc, "diff_src", args.diff_src);
+  check_affine(context, desc, args, Direction::bwd_data);
+  if (desc.affine) {
+    require_param(context, desc, "diff_scale", args.diff_scale,
+                  "an affine batch-norm's backward computes diff_scale");
+    require_param(context, desc, "diff_shift", args.diff_shift,
+                  "an affine batch-norm's backward computes diff_shift");
+  } else {
+    forbid("diff_scale", args.diff_scale, "desc.affine is false (no scale to differentiate)");
+    forbid("diff_shift", args.diff_shift, "desc.affine is false (no shift to differentiate)");
+  }
+  if (desc.training) {
+    const char* why = "a training backward uses the statistics its forward saved";
+    require_param(context, desc, "saved_mean", args.saved_mean, why);
+    require_param(context, desc, "saved_inv_std", args.saved_inv_std, why);
+  } else {
+    check_running(context, desc, args, true);
+  }
+  check_no_alias({{"diff_src", args.diff_src},
+                  {"diff_scale", args.diff_scale},
+                  {"diff_shift", args.diff_shift}},
+                 {{"src", args.src},
+                  {"diff_dst", args.diff_dst},
+                  {"scale", args.scale},
+                  {"running_mean", args.running_mean},
+                  {"running_var", args.running_var},
+                  {"saved_mean", args.saved_mean},
+                  {"saved_inv_std", args.saved_inv_std}});
+}
+
+// ---- the calls' arguments -----------------------------------------------------------------------
+
+// Only the tensors the (desc, direction) uses reach a backend: a non-null pointer means "use it".
+BatchNormArgs fwd_args(const BatchNormDesc& desc, const Tensor& src, Tensor& dst,
+                       const BatchNormTensors& t) {
+  BatchNormArgs args;
+  args.src = &src;
+  args.dst = &dst;
+  args.scale = t.scale;
+  args.shift = t.shift;
+  args.running_mean = t.running_mean;
+  args.running_var = t.running_var;
+  if (desc.training) {
+    args.saved_mean = t.saved_mean;
+    args.saved_inv_std = t.saved_inv_std;
+  }
+  return args;
+}
+
+BatchNormArgs bwd_args(const BatchNormDesc& desc, const Tensor& src, const Tensor& diff_dst,
+                       const BatchNormTensors& t, Tensor& diff_src, Tensor* diff_scale,
+                       Tensor* diff_shift) {
+  BatchNormArgs args;
+  args.src = &src;
+  args.diff_dst = &diff_dst;
+  args.diff_src = &diff_src;
+  args.scale = t.scale;
+  // A shift given with affine off is still an error (check_affine); with affine on it is unused.
+  if (!desc.affine) args.shift = t.shift;
+  args.diff_scale = diff_scale;
+  args.diff_shift = diff_shift;
+  if (desc.training) {
+    args.saved_mean = t.saved_mean;
+    args.saved_inv_std = t.saved_inv_std;
+  } else {
+    args.running_mean = t.running_mean;
+    args.running_var = t.running_var;
+  }
+  return args;
+}
+
+// ---- scratch tensors for selection without user tensors ------------------------------------------
+
+// Tensors for timing without the user's (Note [scratch data]): data in [-1, 1), scales and
+// inverse standard deviations in [0.5, 1.5) (positive, so nothing divides by zero), means in
+// [-0.5, 0.5), variances in [0.5, 1.5).
+struct Scratch {
+  BatchNormDesc desc;
+  Tensor src, dst, diff_dst, diff_src;
+  Tensor scale, shift, running_mean, running_var, saved_mean, saved_inv_std, diff_scale,
+      diff_shift;
+
+  BatchNormArgs args(Direction direction) {
+    BatchNormTensors t;
+    if (desc.affine) {
+      t.scale = &scale;
+      t.shift = &shift;
+    }
+    t.running_mean = &running_mean;
+    t.running_var = &running_var;
+    t.saved_mean = &saved_mean;
+    t.saved_inv_std = &saved_inv_std;
+    if (direction == Direction::fwd) return fwd_args(desc, src, dst, t);
+    return bwd_args(desc, src, diff_dst, t, diff_src, desc.affine ? &diff_scale : nullptr,
+                    desc.affine ? &diff_shift : nullptr);
+  }
+};
+
+struct BatchNormOp {
+  using Desc = BatchNormDesc;
+  using Args = BatchNormArgs;
+  static constexpr OpKind kind = OpKind::batch_norm;
+  static detail::BatchNormBackend& backend(detail::Backend& backend) {
+    return backend.batch_norm();
+  }
+  static void check(const Context& context, const BatchNormDesc& desc, Direction direction,
+                    const BatchNormArgs& args) {
+    if (direction == Direction::fwd) {
+      check_fwd(context, desc, args);
+    } else {
+      check_bwd(context, desc, args);
+    }
+  }
+  using Scratch = dnnx::Scratch;
+  static Scratch scratch(const Context& context, const BatchNormDesc& desc, Direction direction) {
+    const Dims params = desc.param_dims();
+    const Layout param_layout = params.rank() == 1 ? Layout::channels_first : desc.layout;
+    auto data = [&](float low, float high, unsigned seed) {
+      return detail::random_tensor(context, desc.dims, desc.dtype, desc.layout, low, high, seed);
+    };
+    auto param = [&](float low, float high, unsigned seed) {
+      return detail::random_tensor(context, params, DType::f32, param_layout, low, high, seed);
+    };
+    Scratch s;
+    s.desc = desc;
+    s.src = data(-1, 1, 1);
+    s.dst = data(-1, 1, 2);
+    s.running_mean = param(-0.5f, 0.5f, 5);
+    s.running_var = param(0.5f, 1.5f, 6);
+    s.saved_mean = param(-0.5f, 0.5f, 7);
+    s.saved_inv_std = param(0.5f, 1.5f, 8);
+    if (desc.affine) {
+      s.scale = param(0.5f, 1.5f, 9);
+      s.shift = param(-1, 1, 10);
+    }
+    if (direction != Direction::fwd) {
+      s.diff_dst = data(-1, 1, 3);
+      s.diff_src = data(-1, 1, 4);
+      if (desc.affine) {
+        s.diff_scale = param(-1, 1, 11);
+        s.diff_shift = param(-1, 1, 12);
+      }
+    }
+    return s;
+  }
+};
+using Dispatch = detail::Dispatch<BatchNormOp>;
+
+}  // namespace
+
+std::shared_ptr<const Choice> batch_norm_fwd(Context& context, const BatchNormDesc& desc,
+                                             const Tensor& src, Tensor& dst,
+                                             const BatchNormTensors& tensors) {
+  const BatchNormArgs args = fwd_args(desc, src, dst, tensors);
+  // Note [timing stateful calls]
+  if (desc.training && tensors.running_mean != nullptr &&
+      context.tune().policy(OpKind::batch_norm, Direction::fwd).kind == PolicyKind::exhaustive) {
+    Dispatch::with_context(context, desc, Direction::fwd, [&] {
+      desc.validate();
+      check_fwd(context, desc, args);
+    });
+    Dispatch::select(context, desc, Direction::fwd);
+  }
+  return Dispatch::run(context, desc, Direction::fwd, args);
+}
+
+std::shared_ptr<const Choice> batch_norm_bwd(Context& context, const BatchNormDesc& desc,
+                                             const Tensor& src, const Tensor& diff_dst,
+                                             const BatchNormTensors& tensors, Tensor& diff_src,
+                                             Tensor* diff_scale, Tensor* diff_shift) {
+  return Dispatch::run(context, desc, Direction::bwd_data,
+                       bwd_args(desc, src, diff_dst, tensors, diff_src, diff_scale, diff_shift));
+}
+
+std::vector<AlgoInfo> batch_norm_list(Context& context, const BatchNormDesc& desc,
+                                      Direction direction) {
+  return Dispatch::list(context, desc, direction);
+}
+
+std::shared_ptr<const Choice> batch_norm_select(Context& context, const BatchNormDesc& desc,
+                                                Direction direction) {
+  return Dispatch::select(context, desc, direction);
+}
+
+ProfileResult batch_norm_profile(Context& context, const BatchNormDesc& desc,
+                                 Direction direction) {
+  return Dispatch::profile(context, desc, direction);
+}
+
+}  // namespace dnnx
