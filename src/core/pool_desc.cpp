@@ -1,1 +1,241 @@
-// Scaffolding: replaced by the op's implementation (issue 4).
+// PoolDesc: shape inference (PyTorch's pooling_output_shape with per-side padding), validation,
+// printing. Every message names the field and its value.
+
+#include <dnnx/ops/pool.hpp>
+
+#include "core/check.hpp"
+#include "core/strings.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <ostream>
+#include <sstream>
+
+namespace dnnx {
+namespace {
+
+constexpr const char* spatial_names[3][3] = {{"W", "", ""}, {"H", "W", ""}, {"D", "H", "W"}};
+
+const char* axis_name(int spatial_dims, int i) { return spatial_names[spatial_dims - 1][i]; }
+
+// Per-spatial-dim text: "2" when all entries agree, else "2,1".
+std::string compact(const std::array<std::int64_t, 3>& values, int n) {
+  if (n == 0) return "?";
+  bool same = true;
+  for (int i = 1; i < n; ++i) same = same && values[static_cast<std::size_t>(i)] == values[0];
+  if (same) return std::to_string(values[0]);
+  return detail::join(std::span<const std::int64_t>(values.data(), static_cast<std::size_t>(n)),
+                      ",");
+}
+
+std::array<std::int64_t, 3> expand(const std::vector<std::int64_t>& values, int n,
+                                   std::string_view what, std::int64_t fill) {
+  DNNX_CHECK_ARG(values.size() == 1 || values.size() == static_cast<std::size_t>(n), what,
+                 " has ", values.size(), " entries (", detail::join(values, ","),
+                 "); expected 1 or ", n, " (one per spatial dim)");
+  std::array<std::int64_t, 3> out{fill, fill, fill};
+  for (int i = 0; i < n; ++i)
+    out[static_cast<std::size_t>(i)] =
+        values.size() == 1 ? values[0] : values[static_cast<std::size_t>(i)];
+  return out;
+}
+
+bool valid_mode(PoolMode mode) {
+  return mode == PoolMode::max || mode == PoolMode::avg_include_pad ||
+         mode == PoolMode::avg_exclude_pad;
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+std::string_view to_string(PoolMode mode) {
+  switch (mode) {
+    case PoolMode::max: return "max";
+    case PoolMode::avg_include_pad: return "avg_include_pad";
+    case PoolMode::avg_exclude_pad: return "avg_exclude_pad";
+  }
+  return "?";
+}
+
+PoolMode parse_pool_mode(std::string_view text) {
+  const std::string name = detail::lower(text);
+  if (name == "max") return PoolMode::max;
+  if (name == "avg_include_pad" || name == "avg_include" || name == "avg")
+    return PoolMode::avg_include_pad;
+  if (name == "avg_exclude_pad" || name == "avg_exclude") return PoolMode::avg_exclude_pad;
+  detail::raise(ErrorKind::InvalidArgument,
+                detail::cat("unknown pooling mode '", text,
+                            "'; accepted: max, avg_include_pad (avg), avg_exclude_pad"));
+}
+
+PoolDesc PoolDesc::from_shapes(const Dims& src, const std::vector<std::int64_t>& kernel,
+                               const std::vector<std::int64_t>& stride,
+                               const std::vector<std::int64_t>& pad, PoolMode mode,
+                               bool ceil_mode, DType dtype, Layout layout) {
+  DNNX_CHECK_ARG(src.rank() >= 3 && src.rank() <= 5, "src dims ", src, " have rank ", src.rank(),
+                 "; pooling accepts rank 3, 4 or 5 (N, C and 1-3 spatial dims)");
+  PoolDesc desc;
+  desc.spatial_dims = src.rank() - 2;
+  const int n = desc.spatial_dims;
+  desc.batch = src[0];
+  desc.channels = src[1];
+  for (int i = 0; i < n; ++i) desc.input[static_cast<std::size_t>(i)] = src[2 + i];
+  desc.kernel = expand(kernel, n, "kernel", 1);
+  desc.stride = stride.empty() ? desc.kernel : expand(stride, n, "stride", 1);
+  desc.pad_before = expand(pad, n, "pad", 0);
+  desc.pad_after = desc.pad_before;
+  desc.ceil_mode = ceil_mode;
+  desc.mode = mode;
+  desc.dtype = dtype;
+  desc.layout = layout;
+  desc.validate();
+  return desc;
+}
+
+void PoolDesc::validate() const {
+  DNNX_CHECK_ARG(spatial_dims >= 1 && spatial_dims <= 3, "spatial_dims must be 1, 2 or 3, got ",
+                 spatial_dims);
+  DNNX_CHECK_ARG(batch >= 1, "batch (N) must be >= 1, got ", batch);
+  DNNX_CHECK_ARG(channels >= 1, "channels (C) must be >= 1, got ", channels);
+  DNNX_CHECK_ARG(is_floating(dtype), "dtype must be f32, f16 or bf16, got ", to_string(dtype),
+                 " (pooling computes on values; integer dtypes hold labels)");
+  DNNX_CHECK_ARG(valid_mode(mode), "mode must be max, avg_include_pad or avg_exclude_pad, got ",
+                 static_cast<int>(mode));
+  DNNX_CHECK_ARG(layout == Layout::channels_first || layout == Layout::channels_last,
+                 "layout must be nchw or nhwc, got ", static_cast<int>(layout));
+  // Note [size limits] (conv_desc.cpp): every derived quantity must fit in 64 bits.
+  constexpr std::int64_t max_size = std::int64_t{1} << 31;
+  DNNX_CHECK_ARG(batch <= max_size, "batch (N) must be <= 2^31, got ", batch);
+  DNNX_CHECK_ARG(channels <= max_size, "channels (C) must be <= 2^31, got ", channels);
+  for (int i = 0; i < spatial_dims; ++i) {
+    const auto s = static_cast<std::size_t>(i);
+    const char* axis = axis_name(spatial_dims, i);
+    for (const auto& [name, value] :
+         {std::pair<const char*, std::int64_t>{"input size", input[s]}, {"kernel size", kernel[s]},
+          {"stride", stride[s]}, {"pad_before", pad_before[s]}, {"pad_after", pad_after[s]}}) {
+      DNNX_CHECK_ARG(value <= max_size, name, " along ", axis, " must be <= 2^31, got ", value);
+    }
+    DNNX_CHECK_ARG(input[s] >= 1, "input size along ", axis, " must be >= 1, got ", input[s]);
+    DNNX_CHECK_ARG(kernel[s] >= 1, "kernel size along ", axis, " must be >= 1, got ", kernel[s]);
+    DNNX_CHECK_ARG(stride[s] >= 1, "stride along ", axis, " must be >= 1, got ", stride[s]);
+    DNNX_CHECK_ARG(pad_before[s] >= 0, "pad_before along ", axis, " must be >= 0, got ",
+                   pad_before[s]);
+    DNNX_CHECK_ARG(pad_after[s] >= 0, "pad_after along ", axis, " must be >= 0, got ",
+                   pad_after[s]);
+    // PyTorch's rule ("pad should be at most half of kernel size"), per side: it guarantees that
+    // every window, ceil-mode ones included, holds at least one input element, so a max is never
+    // taken over padding alone and an exclude-pad average never divides by zero.
+    DNNX_CHECK_ARG(pad_before[s] <= kernel[s] / 2, "pad_before along ", axis, " is ",
+                   pad_before[s], " but must be at most half the kernel size (", kernel[s],
+                   " / 2 = ", kernel[s] / 2, "), as in PyTorch");
+    DNNX_CHECK_ARG(pad_after[s] <= kernel[s] / 2, "pad_after along ", axis, " is ", pad_after[s],
+                   " but must be at most half the kernel size (", kernel[s], " / 2 = ",
+                   kernel[s] / 2, "), as in PyTorch");
+    const std::int64_t padded = input[s] + pad_before[s] + pad_after[s];
+    DNNX_CHECK_ARG(kernel[s] <= padded, "kernel along ", axis, " (size ", kernel[s],
+                   ") is larger than the padded input (", input[s], " + ", pad_before[s], " + ",
+                   pad_after[s], " = ", padded, ")");
+  }
+  const auto checked_count = [](const Dims& dims, const char* role) {
+    std::int64_t count = 1;
+    for (std::int64_t d : dims) {
+      DNNX_CHECK_ARG(!__builtin_mul_overflow(count, d, &count) && count <= (std::int64_t{1} << 60),
+                     role, " dims ", dims, " have more elements than can be addressed");
+    }
+  };
+  checked_count(src_dims(), "src");
+  checked_count(dst_dims(), "dst");
+}
+
+std::int64_t PoolDesc::output_size(int i) const {
+  const auto s = static_cast<std::size_t>(i);
+  const std::int64_t span = input[s] + pad_before[s] + pad_after[s] - kernel[s];
+  if (span < 0 || stride[s] < 1) return 0;  // invalid desc; validate() names the field
+  if (!ceil_mode) return span / stride[s] + 1;
+  std::int64_t out = ceil_div(span, stride[s]) + 1;
+  // PyTorch: the last window must start inside the input or the front padding.
+  if ((out - 1) * stride[s] >= input[s] + pad_before[s]) --out;
+  return out;
+}
+
+std::int64_t PoolDesc::overhang(int i) const {
+  const auto s = static_cast<std::size_t>(i);
+  const std::int64_t out = output_size(i);
+  if (out < 1) return 0;
+  const std::int64_t end = (out - 1) * stride[s] + kernel[s];
+  return std::max<std::int64_t>(0, end - (input[s] + pad_before[s] + pad_after[s]));
+}
+
+Dims PoolDesc::src_dims() const {
+  std::array<std::int64_t, 5> v{batch, channels, 0, 0, 0};
+  const int n = std::clamp(spatial_dims, 1, 3);
+  for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(2 + i)] = input[static_cast<std::size_t>(i)];
+  return Dims(std::span<const std::int64_t>(v.data(), static_cast<std::size_t>(n + 2)));
+}
+
+Dims PoolDesc::dst_dims() const {
+  std::array<std::int64_t, 5> v{batch, channels, 0, 0, 0};
+  const int n = std::clamp(spatial_dims, 1, 3);
+  for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(2 + i)] = output_size(i);
+  return Dims(std::span<const std::int64_t>(v.data(), static_cast<std::size_t>(n + 2)));
+}
+
+std::string PoolDesc::repro(Direction direction) const {
+  std::ostringstream out;
+  // An invalid desc must still print (it is the context of the error that rejects it).
+  const int n = std::clamp(spatial_dims, 0, 3);
+  out << "dnnx profile pool --input " << batch << 'x' << channels;
+  for (int i = 0; i < n; ++i) out << 'x' << input[static_cast<std::size_t>(i)];
+  if (n == 0) out << " (spatial_dims=" << spatial_dims << ")";
+  out << " --kernel " << compact(kernel, n) << " --stride " << compact(stride, n);
+  if (pad_before == pad_after || n == 0) {
+    out << " --pad " << compact(pad_before, n);
+  } else {
+    out << " --pad-before " << compact(pad_before, n) << " --pad-after " << compact(pad_after, n);
+  }
+  if (ceil_mode) out << " --ceil";
+  out << " --mode " << to_string(mode) << " --dtype " << to_string(dtype) << " --layout "
+      << to_string(layout) << " --direction " << (direction == Direction::fwd ? "fwd" : "bwd");
+  return out.str();
+}
+
+std::string PoolDesc::key() const {
+  std::ostringstream out;
+  const auto n = static_cast<std::size_t>(std::clamp(spatial_dims, 0, 3));
+  auto list = [&](const std::array<std::int64_t, 3>& a) {
+    return detail::join(std::span<const std::int64_t>(a.data(), n), ",");
+  };
+  out << "pool" << spatial_dims << "d " << to_string(mode) << " n=" << batch << " c=" << channels
+      << " in=" << list(input) << " k=" << list(kernel) << " s=" << list(stride)
+      << " pb=" << list(pad_before) << " pa=" << list(pad_after) << " ceil=" << (ceil_mode ? 1 : 0)
+      << ' ' << to_string(dtype) << ' ' << to_string(layout);
+  return out.str();
+}
+
+std::size_t PoolDesc::hash() const {
+  std::size_t h = 0;
+  auto mix = [&h](std::int64_t v) {
+    h ^= std::hash<std::int64_t>{}(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  };
+  mix(spatial_dims);
+  mix(batch);
+  mix(channels);
+  for (int i = 0; i < std::clamp(spatial_dims, 0, 3); ++i) {
+    const auto s = static_cast<std::size_t>(i);
+    mix(input[s]);
+    mix(kernel[s]);
+    mix(stride[s]);
+    mix(pad_before[s]);
+    mix(pad_after[s]);
+  }
+  mix(ceil_mode ? 1 : 0);
+  mix(static_cast<std::int64_t>(mode));
+  mix(static_cast<std::int64_t>(dtype));
+  mix(static_cast<std::int64_t>(layout));
+  return h;
+}
+
+std::ostream& operator<<(std::ostream& out, const PoolDesc& desc) { return out << desc.key(); }
+
+}  // namespace dnnx

@@ -1,9 +1,190 @@
-// Scaffolding: replaced by the op's subcommands (issue 4).
+// `dnnx algos pool ...` and `dnnx profile pool ...`: the candidates of a pooling, and their times.
+// Every PoolDesc::repro() line parses here.
 
 #include "commands.hpp"
 
-namespace dnnx::cli {
+#include <dnnx/ops/pool.hpp>
 
-void add_pool_commands(CLI::App&, CLI::App&, Action&) {}
+#include <memory>
+#include <sstream>
+
+namespace dnnx::cli {
+namespace {
+
+// The description of one pooling, exactly as typed.
+struct PoolArgs {
+  std::string input;
+  std::string kernel;
+  std::string stride;  // empty: the kernel size (PyTorch's default)
+  std::string pad;
+  std::string pad_before;
+  std::string pad_after;
+  bool ceil = false;
+  std::string mode = "max";
+  std::string dtype = "f32";
+  std::string layout = "nchw";
+};
+
+struct CommandArgs {
+  PoolArgs pool;
+  BackendArgs backend;
+  SelectionArgs selection;
+  std::string direction = "all";
+  bool json = false;
+};
+
+void add_pool_options(CLI::App& command, PoolArgs& args) {
+  command.add_option("--input", args.input, "src dims N x C x spatial (rank 3, 4 or 5: 1-, 2-, 3-D)")
+      ->type_name("NxCxHxW")
+      ->required();
+  command.add_option("--kernel", args.kernel, "window size: one value, or one per spatial dim")
+      ->type_name("K[,K...]")
+      ->required();
+  command.add_option("--stride", args.stride,
+                     "window step: one value, or one per spatial dim (default: the kernel size)")
+      ->type_name("S[,S...]");
+  auto* pad = command.add_option("--pad", args.pad, "symmetric implicit padding (default 0)")
+                  ->type_name("P[,P...]");
+  auto* before = command
+                     .add_option("--pad-before", args.pad_before,
+                                 "padding before each spatial dim (asymmetric; default 0)")
+                     ->type_name("P[,P...]");
+  auto* after = command
+                    .add_option("--pad-after", args.pad_after,
+                                "padding after each spatial dim (asymmetric; default 0)")
+                    ->type_name("P[,P...]");
+  pad->excludes(before);
+  pad->excludes(after);
+  command.add_flag("--ceil", args.ceil, "round output sizes up (PyTorch's ceil_mode=True)");
+  command.add_option("--mode", args.mode, "max | avg_include_pad (avg) | avg_exclude_pad")
+      ->type_name("MODE")
+      ->capture_default_str();
+  command.add_option("--dtype", args.dtype, "f32 | f16 | bf16")
+      ->type_name("DTYPE")
+      ->capture_default_str();
+  command.add_option("--layout", args.layout, "nchw | nhwc (names used for every rank)")
+      ->type_name("LAYOUT")
+      ->capture_default_str();
+}
+
+// A spatial list with 1 entry or one per spatial dim; throws UsageError naming the flag.
+std::vector<std::int64_t> spatial_list(std::string_view flag, std::string_view text,
+                                       std::int64_t min, int spatial_dims) {
+  std::vector<std::int64_t> values = parse_int_list(flag, text, min);
+  if (values.size() != 1 && values.size() != static_cast<std::size_t>(spatial_dims)) {
+    throw UsageError(std::string(flag) + " '" + std::string(text) + "': expected 1 value or " +
+                     std::to_string(spatial_dims) + " (one per spatial dim of --input), got " +
+                     std::to_string(values.size()));
+  }
+  return values;
+}
+
+std::array<std::int64_t, 3> per_dim(const std::vector<std::int64_t>& values, int spatial_dims) {
+  std::array<std::int64_t, 3> out{};
+  for (int i = 0; i < spatial_dims; ++i)
+    out[static_cast<std::size_t>(i)] =
+        values.size() == 1 ? values[0] : values[static_cast<std::size_t>(i)];
+  return out;
+}
+
+PoolDesc parse_pool(const PoolArgs& args) {
+  const Dims src = parse_dims("--input", args.input);
+  if (src.rank() < 3 || src.rank() > 5) {
+    throw UsageError("--input '" + args.input +
+                     "': expected rank 3, 4 or 5 (N x C x 1 to 3 spatial dims), got rank " +
+                     std::to_string(src.rank()));
+  }
+  const int spatial_dims = src.rank() - 2;
+  const auto kernel = spatial_list("--kernel", args.kernel, 1, spatial_dims);
+  const auto stride =
+      args.stride.empty() ? std::vector<std::int64_t>{}
+                          : spatial_list("--stride", args.stride, 1, spatial_dims);
+  const auto pad = spatial_list("--pad", args.pad.empty() ? "0" : args.pad, 0, spatial_dims);
+  const auto pad_before = spatial_list(
+      "--pad-before", args.pad_before.empty() ? "0" : args.pad_before, 0, spatial_dims);
+  const auto pad_after = spatial_list(
+      "--pad-after", args.pad_after.empty() ? "0" : args.pad_after, 0, spatial_dims);
+  const PoolMode mode = parse_with("--mode", args.mode,
+                                   [](std::string_view value) { return parse_pool_mode(value); });
+  const DType dtype = parse_dtype_arg("--dtype", args.dtype);
+  const Layout layout = parse_layout_arg("--layout", args.layout);
+
+  PoolDesc desc;
+  desc.spatial_dims = spatial_dims;
+  desc.batch = src[0];
+  desc.channels = src[1];
+  for (int i = 0; i < spatial_dims; ++i) desc.input[static_cast<std::size_t>(i)] = src[2 + i];
+  desc.kernel = per_dim(kernel, spatial_dims);
+  desc.stride = stride.empty() ? desc.kernel : per_dim(stride, spatial_dims);
+  if (!args.pad_before.empty() || !args.pad_after.empty()) {
+    desc.pad_before = per_dim(pad_before, spatial_dims);
+    desc.pad_after = per_dim(pad_after, spatial_dims);
+  } else {
+    desc.pad_before = desc.pad_after = per_dim(pad, spatial_dims);
+  }
+  desc.ceil_mode = args.ceil;
+  desc.mode = mode;
+  desc.dtype = dtype;
+  desc.layout = layout;
+  desc.validate();
+  return desc;
+}
+
+std::string desc_text(const PoolDesc& desc) {
+  std::ostringstream out;
+  out << desc;
+  return out.str();
+}
+
+int run_algos(const CommandArgs& args) {
+  const PoolDesc desc = parse_pool(args.pool);
+  const std::vector<Direction> directions = parse_layer_directions("--direction", args.direction);
+  Context context = make_context(parse_backend_args(args.backend), desc.dtype);
+  return print_algos(
+      "pool", desc_text(desc), context, directions, args.json,
+      [&](Direction direction) { return pool_list(context, desc, direction); },
+      [&](Direction direction) { return desc.repro(direction); });
+}
+
+int run_profile(const CommandArgs& args) {
+  const PoolDesc desc = parse_pool(args.pool);
+  const std::vector<Direction> directions = parse_layer_directions("--direction", args.direction);
+  const BackendChoice backend = parse_backend_args(args.backend);
+  const Selection selection = parse_selection(args.selection);
+  Context context = make_context(backend, desc.dtype);
+  selection.apply(context.tune());
+  return print_profiles(directions, args.json, [&](Direction direction) {
+    return pool_profile(context, desc, direction);
+  });
+}
+
+void add_direction_options(CLI::App& command, CommandArgs& args, const char* json_help) {
+  command.add_option("--direction", args.direction, "fwd | bwd | all, or a comma-separated list")
+      ->type_name("DIR")
+      ->capture_default_str();
+  command.add_flag("--json", args.json, json_help);
+}
+
+}  // namespace
+
+void add_pool_commands(CLI::App& algos, CLI::App& profile, Action& action) {
+  CLI::App* list = algos.add_subcommand(
+      "pool", "candidates of a pooling: id, support status or reason, workspace, determinism");
+  auto list_args = std::make_shared<CommandArgs>();
+  add_pool_options(*list, list_args->pool);
+  add_backend_options(*list, list_args->backend);
+  add_direction_options(*list, *list_args, "print a JSON array, one entry per direction");
+  list->callback([&action, list_args] { action = [list_args] { return run_algos(*list_args); }; });
+
+  CLI::App* time = profile.add_subcommand(
+      "pool", "time every candidate of a pooling, per direction, sorted by median time");
+  auto time_args = std::make_shared<CommandArgs>();
+  add_pool_options(*time, time_args->pool);
+  add_backend_options(*time, time_args->backend);
+  add_selection_options(*time, time_args->selection);
+  add_direction_options(*time, *time_args, "print a JSON array, one profile per direction");
+  time->callback(
+      [&action, time_args] { action = [time_args] { return run_profile(*time_args); }; });
+}
 
 }  // namespace dnnx::cli

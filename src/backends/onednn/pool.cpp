@@ -1,12 +1,507 @@
-// Scaffolding (core/scaffold.hpp): replaced by this op's implementation.
+// The cpu backend's pooling: every oneDNN implementation of pooling_forward / pooling_backward
+// (next_impl) on the caller's layout, as candidates, and plans that run them on the caller's
+// memory.
+//
+// Note [oneDNN pooling semantics]
+// oneDNN sizes dst by (input + padding_l + padding_r - kernel) / stride + 1 and takes dst's dims
+// from the caller, checking they agree. dnnx passes its own output size (PoolDesc::output_size,
+// ceil mode included) and, when that needs it, a padding_r larger than pad_after that reaches
+// the ceil-mode overhang: the smallest padding_r that makes oneDNN's formula give the output size.
+// The padding is implicit in both libraries, so for max (padding never wins) and the exclude-pad
+// average (padding never counted) the extra padding changes nothing. oneDNN's include-pad average
+// divides every window by the whole kernel volume, while PyTorch counts the padding but not the
+// overhang past input + pad_after: the two agree exactly when no window overhangs, and otherwise
+// the oneDNN candidates are listed unsupported with that reason (never run to give another
+// answer).
+//
+// Note [max backward workspace]
+// oneDNN's max backward reads the argmax positions its forward_training pass wrote into a
+// workspace. The user's backward call carries src and dst but no such workspace, so a max
+// backward plan first runs the forward (training) implementation its backward primitive
+// descriptor was created with, on the caller's src, into its own dst and workspace buffers, and
+// then the backward. Both buffers live in the call's workspace and are counted in
+// workspace_bytes, after the scratchpad region: [0, scratch) scratchpads of both primitives (they
+// run one after the other), then dst, then oneDNN's workspace. The average modes' backward reads
+// diff_dst only and runs alone.
+//
+// Determinism: as for convolution (Note [determinism] in conv_list.cpp), oneDNN's CPU pooling
+// splits work statically over the OpenMP threads; every candidate is listed deterministic and
+// onednn_pool tests run each twice and compare the bits.
 
+#include "backends/onednn/check.hpp"
 #include "backends/onednn/layers.hpp"
-#include "core/scaffold.hpp"
+#include "backends/onednn/memory.hpp"
+#include "core/check.hpp"
+#include "core/pool_args.hpp"
+#include "core/strings.hpp"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace dnnx::onednn {
+namespace {
+
+using Tag = memory::format_tag;
+
+constexpr Tag activation_tags[2][3] = {{Tag::ncw, Tag::nchw, Tag::ncdhw},
+                                       {Tag::nwc, Tag::nhwc, Tag::ndhwc}};
+constexpr std::size_t buffer_alignment = 64;
+
+std::size_t round_up(std::size_t bytes) {
+  return (bytes + buffer_alignment - 1) / buffer_alignment * buffer_alignment;
+}
+
+std::string onednn_version() {
+  const dnnl_version_t* v = dnnl_version();
+  return detail::cat("oneDNN ", v->major, '.', v->minor, '.', v->patch);
+}
+
+// Ids travel through command lines and cache files: keep them to a safe alphabet.
+std::string sanitize(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '_' || c == ':' || c == '+' || c == '.' || c == '-';
+    if (!safe) c = '_';
+  }
+  return out;
+}
+
+bool contains(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
+
+const char* direction_name(Direction direction) {
+  return direction == Direction::fwd ? "fwd" : "bwd";
+}
+
+ErrorContext context_of(const PoolDesc& desc, Direction direction, std::string implementation) {
+  ErrorContext context;
+  context.op = detail::cat("pool ", direction_name(direction));
+  context.repro = desc.repro(direction);
+  context.backend = "cpu";
+  context.implementation = std::move(implementation);
+  return context;
+}
+
+dnnl::algorithm algorithm_of(PoolMode mode) {
+  switch (mode) {
+    case PoolMode::max: return dnnl::algorithm::pooling_max;
+    case PoolMode::avg_include_pad: return dnnl::algorithm::pooling_avg_include_padding;
+    case PoolMode::avg_exclude_pad: return dnnl::algorithm::pooling_avg_exclude_padding;
+  }
+  return dnnl::algorithm::pooling_max;
+}
+
+// The desc in oneDNN's terms (Note [oneDNN pooling semantics]).
+struct Geometry {
+  memory::desc src, dst;
+  memory::dims strides, kernel, dilation, padding_l, padding_r;
+  std::string semantic_mismatch;  // why oneDNN would compute something else (empty: it agrees)
+};
+
+Geometry geometry_of(const PoolDesc& desc) {
+  const auto n = static_cast<std::size_t>(desc.spatial_dims);
+  const std::size_t l = desc.layout == Layout::channels_first ? 0 : 1;
+  const memory::data_type type = data_type_of(desc.dtype);
+  Geometry g;
+  memory::dims src{desc.batch, desc.channels};
+  memory::dims dst{desc.batch, desc.channels};
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t out = desc.output_size(static_cast<int>(i));
+    src.push_back(desc.input[i]);
+    dst.push_back(out);
+    g.strides.push_back(desc.stride[i]);
+    g.kernel.push_back(desc.kernel[i]);
+    g.dilation.push_back(0);
+    g.padding_l.push_back(desc.pad_before[i]);
+    // The smallest right padding oneDNN's floor formula turns into `out` windows; never below
+    // pad_after (which floor mode needs as it is).
+    const std::int64_t needed =
+        (out - 1) * desc.stride[i] + desc.kernel[i] - desc.input[i] - desc.pad_before[i];
+    g.padding_r.push_back(std::max(needed, desc.pad_after[i]));
+    const std::int64_t overhang = desc.overhang(static_cast<int>(i));
+    if (overhang > 0 && desc.mode == PoolMode::avg_include_pad && g.semantic_mismatch.empty()) {
+      static constexpr const char* axes[3][3] = {{"W", "", ""}, {"H", "W", ""}, {"D", "H", "W"}};
+      g.semantic_mismatch = detail::cat(
+          "oneDNN's avg_include_padding divides every window by the whole kernel, while dnnx "
+          "(PyTorch) leaves out the ceil-mode overhang past the padded input; here the last "
+          "window along ",
+          axes[n - 1][i], " overhangs by ", overhang, " (Note [oneDNN pooling semantics])");
+    }
+  }
+  g.src = memory::desc(src, type, activation_tags[l][n - 1]);
+  g.dst = memory::desc(dst, type, activation_tags[l][n - 1]);
+  return g;
+}
+
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+// A snapshot of `pd` at its current implementation (next_impl() changes the object in place).
+dnnl::primitive_desc clone(const dnnl::primitive_desc& pd, const ErrorContext& context) {
+  dnnl_primitive_desc_t copy = nullptr;
+  DNNX_DNNL_CHECK(dnnl_primitive_desc_clone(&copy, pd.get()), context,
+                  "cloning a primitive descriptor");
+  return dnnl::primitive_desc(copy);
+}
+
+// One candidate: its record and, when supported, the primitive descriptors a plan builds from.
+struct Candidate {
+  AlgoInfo info;
+  dnnl::primitive_desc fwd;  // fwd: the implementation; bwd: the forward it was created with
+  dnnl::primitive_desc bwd;  // bwd only
+  bool recompute = false;    // bwd max: run `fwd` first (Note [max backward workspace])
+  std::size_t dst_offset = 0;
+  std::size_t workspace_offset = 0;
+};
+
+struct CandidateList {
+  std::vector<Candidate> candidates;
+  const Candidate* find(const std::string& id) const {
+    for (const Candidate& candidate : candidates)
+      if (candidate.info.id == id) return &candidate;
+    return nullptr;
+  }
+  std::string ids() const {
+    std::vector<std::string> names;
+    for (const Candidate& candidate : candidates) names.push_back(candidate.info.id);
+    return names.empty() ? std::string("(none)") : detail::join(names, ", ");
+  }
+};
+
+void describe(AlgoInfo& info, const std::string& impl) {
+  if (impl.starts_with("ref")) {
+    info.notes.emplace_back("reference");
+    info.families = {"none"};
+  } else {
+    info.notes.emplace_back(contains(impl, "jit") ? "jit" : "simple");
+    info.families = {"small"};
+  }
+  for (const char* isa : {"avx512", "avx2", "sse41"}) {
+    if (contains(impl, isa)) {
+      info.notes.emplace_back(isa);
+      break;
+    }
+  }
+}
+
+dnnl::pooling_forward::primitive_desc forward_pd(const dnnl::engine& engine,
+                                                 dnnl::prop_kind prop, const PoolDesc& desc,
+                                                 const Geometry& g) {
+  return dnnl::pooling_forward::primitive_desc(engine, prop, algorithm_of(desc.mode), g.src, g.dst,
+                                               g.strides, g.kernel, g.dilation, g.padding_l,
+                                               g.padding_r, user_scratchpad());
+}
+
+CandidateList list_candidates(const dnnl::engine& engine, const PoolDesc& desc,
+                              Direction direction, const std::string& isa) {
+  const ErrorContext context = context_of(desc, direction, "");
+  const Geometry g = geometry_of(desc);
+  CandidateList list;
+  std::set<std::string> seen;
+  std::string failure;
+
+  // forward_inference needs no workspace; backward needs a forward_training hint.
+  const dnnl::prop_kind prop = direction == Direction::fwd ? dnnl::prop_kind::forward_inference
+                                                           : dnnl::prop_kind::forward_training;
+  dnnl::pooling_forward::primitive_desc fwd;
+  try {
+    fwd = forward_pd(engine, prop, desc, g);
+  } catch (const dnnl::error& error) {
+    if (error.status != dnnl_unimplemented)
+      raise_dnnl(error.status, detail::cat("creating the forward primitive descriptor: ",
+                                           error.what()),
+                 context);
+    failure = error.what();
+  }
+  dnnl::pooling_backward::primitive_desc bwd;
+  if (fwd && direction != Direction::fwd) {
+    try {
+      bwd = dnnl::pooling_backward::primitive_desc(engine, algorithm_of(desc.mode), g.src, g.dst,
+                                                   g.strides, g.kernel, g.dilation, g.padding_l,
+                                                   g.padding_r, fwd, user_scratchpad());
+    } catch (const dnnl::error& error) {
+      if (error.status != dnnl_unimplemented)
+        raise_dnnl(error.status, detail::cat("creating the backward primitive descriptor: ",
+                                             error.what()),
+                   context);
+      failure = error.what();
+    }
+  }
+  dnnl::primitive_desc walker = direction == Direction::fwd ? dnnl::primitive_desc(fwd)
+                                                            : dnnl::primitive_desc(bwd);
+  if (!walker) {
+    Candidate unavailable;
+    AlgoInfo& info = unavailable.info;
+    info.id = "onednn:unavailable:pooling";
+    info.name = "pooling (no oneDNN implementation)";
+    info.reason = detail::cat(onednn_version(), " has no ", to_string(desc.mode), " pooling ",
+                              direction_name(direction), " implementation for ",
+                              to_string(desc.dtype), ' ', to_string(desc.layout), " on cpu isa ",
+                              isa, ": ", failure);
+    list.candidates.push_back(std::move(unavailable));
+    return list;
+  }
+  // The very object the backward descriptors were created with: oneDNN keeps a plain pointer to
+  // it (and `walker` is the backward one, so `fwd` stays at its first implementation).
+  const dnnl::primitive_desc hint = direction == Direction::fwd ? dnnl::primitive_desc() : fwd;
+  do {
+    Candidate candidate;
+    const std::string impl = sanitize(walker.impl_info_str());
+    AlgoInfo& info = candidate.info;
+    info.id = detail::cat("onednn:", impl);
+    info.name = detail::cat(impl, " (", to_string(desc.mode), ")");
+    info.deterministic = true;
+    describe(info, impl);
+    if (!seen.insert(info.id).second) continue;
+    if (!g.semantic_mismatch.empty()) {
+      info.reason = g.semantic_mismatch;
+      list.candidates.push_back(std::move(candidate));
+      continue;
+    }
+    std::size_t scratch = walker.scratchpad_desc().get_size();
+    if (direction == Direction::fwd) {
+      candidate.fwd = clone(walker, context);
+      info.workspace_bytes = scratch;
+    } else {
+      candidate.bwd = clone(walker, context);
+      candidate.fwd = hint;
+      candidate.recompute = desc.mode == PoolMode::max;
+      if (candidate.recompute) {
+        scratch = std::max(scratch, hint.scratchpad_desc().get_size());
+        candidate.dst_offset = round_up(scratch);
+        candidate.workspace_offset = candidate.dst_offset + round_up(g.dst.get_size());
+        info.workspace_bytes = candidate.workspace_offset + hint.workspace_desc().get_size();
+        info.notes.emplace_back("recomputes_forward");
+      } else {
+        info.workspace_bytes = scratch;
+      }
+    }
+    info.supported = true;
+    list.candidates.push_back(std::move(candidate));
+  } while (walker.next_impl());
+
+  // ref:any, last in oneDNN's list, stays last; the rest keep oneDNN's order.
+  std::stable_partition(list.candidates.begin(), list.candidates.end(), [](const Candidate& c) {
+    return !c.info.id.starts_with("onednn:ref");
+  });
+  for (std::size_t i = 0; i < list.candidates.size(); ++i)
+    list.candidates[i].info.priority = static_cast<int>(i);
+  return list;
+}
+
+// Runs one candidate on the caller's memory. Primitives and memory objects are made once;
+// execute() only rebinds data pointers under the runtime's mutex (Note [one stream]).
+class Plan final : public detail::PoolPlan {
+ public:
+  Plan(std::shared_ptr<Runtime> runtime, const PoolDesc& desc, Direction direction,
+       const Candidate& candidate)
+      : runtime_(std::move(runtime)),
+        info_(candidate.info),
+        context_(context_of(desc, direction, candidate.info.id)),
+        desc_(desc),
+        direction_(direction),
+        recompute_(candidate.recompute),
+        dst_offset_(candidate.dst_offset),
+        workspace_offset_(candidate.workspace_offset),
+        hint_(candidate.fwd) {
+    const Geometry g = geometry_of(desc);
+    const dnnl::engine& engine = runtime_->engine;
+    dnnl_call(context_, "building the primitives", [&] {
+      src_ = dnnl::memory(g.src, engine, DNNL_MEMORY_NONE);
+      dst_ = dnnl::memory(g.dst, engine, DNNL_MEMORY_NONE);
+      if (direction_ == Direction::fwd) {
+        add_step(candidate.fwd, {{DNNL_ARG_SRC, src_.get()}, {DNNL_ARG_DST, dst_.get()}});
+        return;
+      }
+      diff_dst_ = dnnl::memory(g.dst, engine, DNNL_MEMORY_NONE);
+      diff_src_ = dnnl::memory(g.src, engine, DNNL_MEMORY_NONE);
+      std::vector<dnnl_exec_arg_t> bwd_args{{DNNL_ARG_DIFF_DST, diff_dst_.get()},
+                                            {DNNL_ARG_DIFF_SRC, diff_src_.get()}};
+      if (recompute_) {
+        workspace_ = dnnl::memory(candidate.fwd.workspace_desc(), engine, DNNL_MEMORY_NONE);
+        add_step(candidate.fwd, {{DNNL_ARG_SRC, src_.get()},
+                                 {DNNL_ARG_DST, dst_.get()},
+                                 {DNNL_ARG_WORKSPACE, workspace_.get()}});
+        bwd_args.push_back({DNNL_ARG_WORKSPACE, workspace_.get()});
+      }
+      add_step(candidate.bwd, std::move(bwd_args));
+    });
+  }
+
+  const AlgoInfo& algo() const override { return info_; }
+
+  void execute(const detail::PoolArgs& args, detail::Workspace workspace) override {
+    check_tensor(args.src, "src", desc_.src_dims());
+    if (direction_ == Direction::fwd) {
+      check_tensor(args.dst, "dst", desc_.dst_dims());
+    } else {
+      check_tensor(args.diff_dst, "diff_dst", desc_.dst_dims());
+      check_tensor(args.diff_src, "diff_src", desc_.src_dims());
+    }
+    if (workspace.bytes < info_.workspace_bytes ||
+        (info_.workspace_bytes > 0 && workspace.data == nullptr)) {
+      detail::raise(ErrorKind::InvalidArgument,
+                    detail::cat("workspace has ", workspace.bytes, " bytes at ", workspace.data,
+                                "; this candidate needs ", info_.workspace_bytes),
+                    context_);
+    }
+    auto* base = static_cast<std::byte*>(workspace.data);
+
+    std::lock_guard lock(runtime_->mutex);
+    bind(src_, args.src->data());
+    if (direction_ == Direction::fwd) {
+      bind(dst_, args.dst->data());
+    } else {
+      bind(diff_dst_, args.diff_dst->data());
+      bind(diff_src_, args.diff_src->data());
+      if (recompute_) {
+        bind(dst_, base + dst_offset_);
+        bind(workspace_, base + workspace_offset_);
+      }
+    }
+    const dnnl_stream_t stream = runtime_->stream.get();
+    for (Step& step : steps_) {
+      if (step.scratchpad) bind(step.scratchpad, base);
+      DNNX_DNNL_CHECK(dnnl_primitive_execute(step.primitive.get(), stream,
+                                             static_cast<int>(step.args.size()), step.args.data()),
+                      context_, "executing");
+    }
+    DNNX_DNNL_CHECK(dnnl_stream_wait(stream), context_, "waiting for the stream");
+  }
+
+ private:
+  struct Step {
+    dnnl::primitive primitive;
+    std::vector<dnnl_exec_arg_t> args;  // handles of memory objects this plan owns
+    dnnl::memory scratchpad;            // null when the primitive needs none
+  };
+
+  void add_step(const dnnl::primitive_desc& pd, std::vector<dnnl_exec_arg_t> args) {
+    Step step;
+    step.primitive = dnnl::primitive(pd.get());
+    const memory::desc scratchpad = pd.scratchpad_desc();
+    if (scratchpad.get_size() > 0) {
+      step.scratchpad = dnnl::memory(scratchpad, runtime_->engine, DNNL_MEMORY_NONE);
+      args.push_back({DNNL_ARG_SCRATCHPAD, step.scratchpad.get()});
+    }
+    step.args = std::move(args);
+    steps_.push_back(std::move(step));
+  }
+
+  void check_tensor(const Tensor* tensor, const char* role, const Dims& dims) const {
+    if (tensor == nullptr || tensor->data() == nullptr) {
+      detail::raise(ErrorKind::InvalidArgument, detail::cat(role, " is null"), context_);
+    }
+    if (tensor->dims() != dims || tensor->dtype() != desc_.dtype ||
+        !tensor->is_dense(desc_.layout) || tensor->device() != Device::cpu()) {
+      detail::raise(ErrorKind::InvalidArgument,
+                    detail::cat(role, " is ", describe(*tensor), "; this plan takes a dense ",
+                                to_string(desc_.dtype), '[', dims.to_string(), ' ',
+                                to_string(desc_.layout), "] on cpu"),
+                    context_);
+    }
+  }
+
+  void bind(const dnnl::memory& memory, void* data) const {
+    DNNX_DNNL_CHECK(dnnl_memory_set_data_handle(memory.get(), data), context_,
+                    "binding a data pointer");
+  }
+
+  std::shared_ptr<Runtime> runtime_;
+  AlgoInfo info_;
+  ErrorContext context_;
+  PoolDesc desc_;
+  Direction direction_;
+  bool recompute_;
+  std::size_t dst_offset_;
+  std::size_t workspace_offset_;
+  // The backward primitive keeps a plain pointer to its forward hint: held for the plan's life.
+  dnnl::primitive_desc hint_;
+  dnnl::memory src_, dst_, diff_dst_, diff_src_, workspace_;
+  std::vector<Step> steps_;
+};
+
+struct ListKey {
+  PoolDesc desc;
+  Direction direction = Direction::fwd;
+  bool operator==(const ListKey&) const = default;
+};
+struct ListKeyHash {
+  std::size_t operator()(const ListKey& key) const {
+    return key.desc.hash() * 3 + static_cast<std::size_t>(key.direction);
+  }
+};
+
+class OneDnnPool final : public detail::PoolBackend {
+ public:
+  explicit OneDnnPool(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
+
+  std::vector<AlgoInfo> list(const PoolDesc& desc, Direction direction) override {
+    desc.validate();
+    std::lock_guard lock(mutex_);
+    std::vector<AlgoInfo> infos;
+    for (const Candidate& candidate : candidates_locked(desc, direction).candidates)
+      infos.push_back(candidate.info);
+    return infos;
+  }
+
+  std::shared_ptr<detail::PoolPlan> plan(const PoolDesc& desc, Direction direction,
+                                         const std::string& id) override {
+    return plans_.get_or_build(desc, direction, id, [&]() -> std::shared_ptr<detail::PoolPlan> {
+      desc.validate();
+      std::lock_guard lock(mutex_);
+      const CandidateList& candidates = candidates_locked(desc, direction);
+      const Candidate* candidate = candidates.find(id);
+      if (candidate == nullptr) {
+        detail::raise(ErrorKind::InvalidArgument,
+                      detail::cat("algorithm id '", id, "' is not a cpu candidate for this pool ",
+                                  direction_name(direction), "; valid ids: ", candidates.ids()),
+                      context_of(desc, direction, id));
+      }
+      if (!candidate->info.supported) {
+        detail::raise(ErrorKind::Unsupported, candidate->info.reason,
+                      context_of(desc, direction, id));
+      }
+      return std::make_shared<Plan>(runtime_, desc, direction, *candidate);
+    });
+  }
+
+ private:
+  const CandidateList& candidates_locked(const PoolDesc& desc, Direction direction) {
+    const ListKey key{desc, direction};
+    auto found = lists_.find(key);
+    if (found == lists_.end()) {
+      found = lists_
+                  .emplace(key, list_candidates(runtime_->engine, desc, direction, runtime_->isa))
+                  .first;
+    }
+    return found->second;
+  }
+
+  std::shared_ptr<Runtime> runtime_;
+  std::mutex mutex_;  // guards lists_
+  std::unordered_map<ListKey, CandidateList, ListKeyHash> lists_;
+  detail::PlanCache<PoolDesc, detail::PoolArgs> plans_;
+};
+
+}  // namespace
 
 std::unique_ptr<detail::PoolBackend> make_pool_backend(std::shared_ptr<Runtime> runtime) {
-  return std::make_unique<detail::NoCandidates<PoolDesc, detail::PoolArgs>>();
+  return std::make_unique<OneDnnPool>(std::move(runtime));
 }
 
 }  // namespace dnnx::onednn

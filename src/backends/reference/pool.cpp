@@ -1,12 +1,311 @@
-// Scaffolding (core/scaffold.hpp): replaced by this op's implementation.
+// The reference pooling: plain loops with f64 accumulation, the oracle every other backend is
+// tested against. Readable first: inputs are read into dense f32 arrays in logical order (every
+// layout and strided view reads the same), outputs are accumulated in f64 and rounded once.
+//
+// Note [pooling windows]
+// Along one spatial dim, output o's window starts at o * stride - pad_before and covers `kernel`
+// positions of the padded input [-pad_before, input + pad_after). Its input elements are those in
+// [0, input). PyTorch's avg_pool divides by
+//   count_include_pad=True:  the window clipped to the padded input (padding counts, but not the
+//                            ceil-mode overhang beyond input + pad_after), and
+//   count_include_pad=False: the number of input elements in the window;
+// the product over the spatial dims in both cases. max_pool takes the largest input element,
+// the first one in scan order (D, then H, then W) on ties, and a NaN wins over any number, as
+// PyTorch's `val > max || isnan(val)` does; its gradient goes to that element only.
+// PoolDesc::validate() guarantees every window holds at least one input element.
+//
+// Note [rounding once] (conv.cpp): f64 results are narrowed to f32 by rounding to odd, so that the
+// final f32 -> f16/bf16 rounding to nearest even is the correctly rounded f64 -> dtype result.
 
 #include "backends/reference/layers.hpp"
-#include "core/scaffold.hpp"
+
+#include "core/check.hpp"
+#include "core/pool_args.hpp"
+#include "core/strings.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
 
 namespace dnnx::reference {
+namespace {
+
+constexpr const char* direct_id = "reference:direct";
+
+AlgoInfo direct_info() {
+  AlgoInfo info;
+  info.id = direct_id;
+  info.name = "direct loops (f64 accumulation)";
+  info.supported = true;
+  info.workspace_bytes = 0;
+  info.deterministic = true;
+  info.notes = {"direct", "reference"};
+  info.families = {"none"};
+  info.priority = 0;
+  return info;
+}
+
+ErrorContext context_of(const PoolDesc& desc, Direction direction, std::string implementation) {
+  ErrorContext context;
+  context.op = detail::cat("pool ", direction == Direction::fwd ? "fwd" : "bwd");
+  context.repro = desc.repro(direction);
+  context.backend = "reference";
+  context.implementation = std::move(implementation);
+  return context;
+}
+
+// Keeps direct callers (tests, tools) from reading out of bounds; the op layer checks more.
+void check_tensor(const Tensor* tensor, const char* role, const Dims& expected, DType dtype,
+                  const ErrorContext& context) {
+  if (tensor == nullptr || tensor->is_null()) {
+    detail::raise(ErrorKind::InvalidArgument,
+                  detail::cat(role, " is missing (null); expected a ", to_string(dtype),
+                              " tensor of shape ", expected),
+                  context);
+  }
+  if (!(tensor->dims() == expected) || tensor->dtype() != dtype) {
+    detail::raise(ErrorKind::InvalidArgument,
+                  detail::cat(role, " is ", describe(*tensor), ", expected ", to_string(dtype),
+                              " of shape ", expected),
+                  context);
+  }
+  if (tensor->device() != Device::cpu()) {
+    detail::raise(ErrorKind::InvalidArgument,
+                  detail::cat(role, " is on ", to_string(tensor->device()),
+                              "; the reference backend reads host memory only (cpu)"),
+                  context);
+  }
+}
+
+// f64 -> f32 rounded to odd (Note [rounding once]).
+float to_f32_round_to_odd(double value) {
+  const float nearest = static_cast<float>(value);
+  if (static_cast<double>(nearest) == value || std::isnan(value)) return nearest;
+  float truncated = nearest;
+  if (std::abs(static_cast<double>(nearest)) > std::abs(value))
+    truncated = std::nextafter(nearest, 0.0f);
+  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(truncated) | 1u);
+}
+
+void store(const std::vector<double>& values, Tensor& tensor) {
+  std::vector<float> narrowed(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    narrowed[i] = tensor.dtype() == DType::f32 ? static_cast<float>(values[i])
+                                               : to_f32_round_to_odd(values[i]);
+  }
+  tensor.copy_from_f32(narrowed);
+}
+
+// The window of one output position along one dim (Note [pooling windows]).
+struct Window {
+  std::int64_t begin = 0;   // first input element
+  std::int64_t end = 0;     // one past the last input element
+  std::int64_t padded = 0;  // positions inside the padded input (the include-pad count)
+};
+
+// One pooling's sizes, always 3 spatial dims (D, H, W): 1-D and 2-D pools are 3-D ones whose
+// leading dims have size 1, kernel 1, stride 1 and no padding (row-major offsets do not change).
+struct Geometry {
+  std::int64_t planes = 0;  // N * C
+  std::array<std::int64_t, 3> in{}, out{}, kernel{}, stride{}, pad_before{}, pad_after{};
+
+  explicit Geometry(const PoolDesc& desc) : planes(desc.batch * desc.channels) {
+    const int missing = 3 - desc.spatial_dims;
+    for (int i = 0; i < 3; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      if (i < missing) {
+        in[k] = out[k] = kernel[k] = stride[k] = 1;
+        continue;
+      }
+      const auto s = static_cast<std::size_t>(i - missing);
+      in[k] = desc.input[s];
+      out[k] = desc.output_size(i - missing);
+      kernel[k] = desc.kernel[s];
+      stride[k] = desc.stride[s];
+      pad_before[k] = desc.pad_before[s];
+      pad_after[k] = desc.pad_after[s];
+    }
+  }
+
+  Window window(int dim, std::int64_t o) const {
+    const auto d = static_cast<std::size_t>(dim);
+    const std::int64_t start = o * stride[d] - pad_before[d];
+    Window w;
+    w.padded = std::min(start + kernel[d], in[d] + pad_after[d]) - start;
+    w.begin = std::max<std::int64_t>(start, 0);
+    w.end = std::min(start + kernel[d], in[d]);
+    return w;
+  }
+  std::int64_t in_plane() const { return in[0] * in[1] * in[2]; }
+  std::int64_t out_plane() const { return out[0] * out[1] * out[2]; }
+};
+
+// Calls visit(out_offset, windows) for every output position of one plane.
+template <typename Visit>
+void for_each_output(const Geometry& g, Visit&& visit) {
+  for (std::int64_t od = 0; od < g.out[0]; ++od) {
+    const Window wd = g.window(0, od);
+    for (std::int64_t oh = 0; oh < g.out[1]; ++oh) {
+      const Window wh = g.window(1, oh);
+      for (std::int64_t ow = 0; ow < g.out[2]; ++ow) {
+        const Window ww = g.window(2, ow);
+        visit((od * g.out[1] + oh) * g.out[2] + ow, std::array<Window, 3>{wd, wh, ww});
+      }
+    }
+  }
+}
+
+// The input offset (within a plane) of the window's max: the first largest element in scan
+// order, a NaN replacing any number (Note [pooling windows]).
+std::int64_t argmax(const Geometry& g, const float* plane, const std::array<Window, 3>& w) {
+  std::int64_t best_at = (w[0].begin * g.in[1] + w[1].begin) * g.in[2] + w[2].begin;
+  float best = -std::numeric_limits<float>::infinity();
+  for (std::int64_t d = w[0].begin; d < w[0].end; ++d) {
+    for (std::int64_t h = w[1].begin; h < w[1].end; ++h) {
+      for (std::int64_t x = w[2].begin; x < w[2].end; ++x) {
+        const std::int64_t at = (d * g.in[1] + h) * g.in[2] + x;
+        const float value = plane[at];
+        if (value > best || std::isnan(value)) {
+          best = value;
+          best_at = at;
+        }
+      }
+    }
+  }
+  return best_at;
+}
+
+double divisor(PoolMode mode, const std::array<Window, 3>& w) {
+  double count = 1;
+  for (const Window& window : w) {
+    count *= static_cast<double>(mode == PoolMode::avg_include_pad ? window.padded
+                                                                   : window.end - window.begin);
+  }
+  return count;
+}
+
+std::vector<double> pool_fwd(const Geometry& g, PoolMode mode, const std::vector<float>& src) {
+  std::vector<double> dst(static_cast<std::size_t>(g.planes * g.out_plane()));
+  for (std::int64_t p = 0; p < g.planes; ++p) {
+    const float* in = src.data() + p * g.in_plane();
+    double* out = dst.data() + p * g.out_plane();
+    for_each_output(g, [&](std::int64_t o, const std::array<Window, 3>& w) {
+      if (mode == PoolMode::max) {
+        out[o] = in[argmax(g, in, w)];
+        return;
+      }
+      double sum = 0;
+      for (std::int64_t d = w[0].begin; d < w[0].end; ++d)
+        for (std::int64_t h = w[1].begin; h < w[1].end; ++h)
+          for (std::int64_t x = w[2].begin; x < w[2].end; ++x)
+            sum += in[(d * g.in[1] + h) * g.in[2] + x];
+      out[o] = sum / divisor(mode, w);
+    });
+  }
+  return dst;
+}
+
+// The exact adjoint of pool_fwd: max sends each diff_dst element to its window's argmax, the
+// averages spread it evenly (divided by the forward divisor) over the window's input elements.
+std::vector<double> pool_bwd(const Geometry& g, PoolMode mode, const std::vector<float>& src,
+                             const std::vector<float>& diff_dst) {
+  std::vector<double> diff_src(static_cast<std::size_t>(g.planes * g.in_plane()), 0.0);
+  for (std::int64_t p = 0; p < g.planes; ++p) {
+    const float* in = src.data() + p * g.in_plane();
+    const float* grad = diff_dst.data() + p * g.out_plane();
+    double* out = diff_src.data() + p * g.in_plane();
+    for_each_output(g, [&](std::int64_t o, const std::array<Window, 3>& w) {
+      if (mode == PoolMode::max) {
+        out[argmax(g, in, w)] += grad[o];
+        return;
+      }
+      const double share = grad[o] / divisor(mode, w);
+      for (std::int64_t d = w[0].begin; d < w[0].end; ++d)
+        for (std::int64_t h = w[1].begin; h < w[1].end; ++h)
+          for (std::int64_t x = w[2].begin; x < w[2].end; ++x)
+            out[(d * g.in[1] + h) * g.in[2] + x] += share;
+    });
+  }
+  return diff_src;
+}
+
+class DirectPlan final : public detail::PoolPlan {
+ public:
+  DirectPlan(const PoolDesc& desc, Direction direction)
+      : desc_(desc),
+        direction_(direction),
+        geometry_(desc),
+        info_(direct_info()),
+        context_(context_of(desc, direction, direct_id)) {}
+
+  const AlgoInfo& algo() const override { return info_; }
+
+  void execute(const detail::PoolArgs& args, detail::Workspace /*workspace*/) override {
+    const DType dtype = desc_.dtype;
+    check_tensor(args.src, "src", desc_.src_dims(), dtype, context_);
+    if (direction_ == Direction::fwd) {
+      check_tensor(args.dst, "dst", desc_.dst_dims(), dtype, context_);
+      store(pool_fwd(geometry_, desc_.mode, args.src->to_f32()), *args.dst);
+      return;
+    }
+    // dst is not read: the argmax is recomputed from src, which is what PyTorch's saved indices
+    // hold (dst is part of the call because cuDNN reads it).
+    check_tensor(args.dst_in, "dst", desc_.dst_dims(), dtype, context_);
+    check_tensor(args.diff_dst, "diff_dst", desc_.dst_dims(), dtype, context_);
+    check_tensor(args.diff_src, "diff_src", desc_.src_dims(), dtype, context_);
+    store(pool_bwd(geometry_, desc_.mode, args.src->to_f32(), args.diff_dst->to_f32()),
+          *args.diff_src);
+  }
+
+ private:
+  PoolDesc desc_;
+  Direction direction_;
+  Geometry geometry_;
+  AlgoInfo info_;
+  ErrorContext context_;
+};
+
+class DirectPoolBackend final : public detail::PoolBackend {
+ public:
+  std::vector<AlgoInfo> list(const PoolDesc& desc, Direction /*direction*/) override {
+    AlgoInfo info = direct_info();
+    try {
+      desc.validate();
+    } catch (const Error& error) {
+      info.supported = false;
+      info.reason = error.message();
+    }
+    return {info};
+  }
+
+  // A plan holds only the desc's geometry: building one costs what a cache lookup would.
+  std::shared_ptr<detail::PoolPlan> plan(const PoolDesc& desc, Direction direction,
+                                         const std::string& id) override {
+    if (id != direct_id) {
+      detail::raise(ErrorKind::InvalidArgument,
+                    detail::cat("algorithm id '", id,
+                                "' is not a candidate of the reference backend; valid ids: ",
+                                direct_id),
+                    context_of(desc, direction, ""));
+    }
+    try {
+      desc.validate();
+    } catch (const Error& error) {
+      throw error.with_context(context_of(desc, direction, direct_id));
+    }
+    return std::make_shared<DirectPlan>(desc, direction);
+  }
+};
+
+}  // namespace
 
 std::unique_ptr<detail::PoolBackend> make_pool_backend() {
-  return std::make_unique<detail::NoCandidates<PoolDesc, detail::PoolArgs>>();
+  return std::make_unique<DirectPoolBackend>();
 }
 
 }  // namespace dnnx::reference

@@ -1,0 +1,112 @@
+#pragma once
+/// \file
+/// Pooling (1-, 2- and 3-D): max, average including padding, average excluding padding; per-side
+/// padding and ceil mode; forward and backward. The semantics are exactly PyTorch's
+/// max_pool{1,2,3}d / avg_pool{1,2,3}d (docs/ops/pool.md).
+
+#include <dnnx/algo.hpp>
+#include <dnnx/context.hpp>
+#include <dnnx/tensor.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dnnx {
+
+/// What a pooling window computes.
+enum class PoolMode : std::uint8_t {
+  max,              ///< the largest element of the window (padding never wins)
+  avg_include_pad,  ///< mean over the window, padding counted as zeros (count_include_pad=True)
+  avg_exclude_pad,  ///< mean over the window's input elements only (count_include_pad=False)
+};
+/// "max", "avg_include_pad", "avg_exclude_pad".
+std::string_view to_string(PoolMode mode);
+/// Parses the names above (also "avg" = avg_include_pad, PyTorch's default, and "avg_include",
+/// "avg_exclude"); throws InvalidArgument listing them.
+PoolMode parse_pool_mode(std::string_view text);
+
+/// What a pooling computes. Plain data: comparable, hashable, printable; it is the cache key, the
+/// error context and the test-case name. Spatial arrays hold `spatial_dims` meaningful entries in
+/// D, H, W order for 3-D, H, W for 2-D, W for 1-D (unused entries are ignored). src is
+/// N x C x input..., dst N x C x output... (output_size()).
+///
+/// Output size along a dim (PyTorch's pooling_output_shape, with per-side padding):
+///   floor mode: (input + pad_before + pad_after - kernel) / stride + 1
+///   ceil mode:  the same rounded up, minus one if that last window would start at or beyond
+///               input + pad_before (it must start inside the input or the front padding).
+struct PoolDesc {
+  int spatial_dims = 2;               ///< 1, 2 or 3
+  std::int64_t batch = 1;             ///< N
+  std::int64_t channels = 1;          ///< C (of src and dst)
+  std::array<std::int64_t, 3> input{};       ///< src spatial sizes, elements
+  std::array<std::int64_t, 3> kernel{};      ///< window sizes, elements
+  std::array<std::int64_t, 3> stride{1, 1, 1};   ///< window steps, elements
+  std::array<std::int64_t, 3> pad_before{};  ///< implicit padding before each spatial dim, elements
+  std::array<std::int64_t, 3> pad_after{};   ///< implicit padding after each spatial dim, elements
+  bool ceil_mode = false;             ///< round the output size up (PyTorch's ceil_mode)
+  PoolMode mode = PoolMode::max;      ///< what a window computes
+  DType dtype = DType::f32;           ///< dtype of src, dst and their gradients (f32, f16, bf16)
+  Layout layout = Layout::channels_first;  ///< memory order of every tensor of the op
+
+  /// Builds a desc from a PyTorch-style src shape N, C, spatial... `kernel`, `stride` and `pad`
+  /// have one entry per spatial dim or a single entry for all; an empty `stride` means the kernel
+  /// size (PyTorch's default); `pad` is symmetric (set pad_before / pad_after afterwards for
+  /// asymmetric padding). Throws InvalidArgument if the shapes are inconsistent.
+  static PoolDesc from_shapes(const Dims& src, const std::vector<std::int64_t>& kernel,
+                              const std::vector<std::int64_t>& stride = {},
+                              const std::vector<std::int64_t>& pad = {0},
+                              PoolMode mode = PoolMode::max, bool ceil_mode = false,
+                              DType dtype = DType::f32, Layout layout = Layout::channels_first);
+
+  /// Throws InvalidArgument naming the first bad field and its value. Besides sizes >= 1 it
+  /// enforces PyTorch's rule that padding is at most half the kernel on each side (so every
+  /// window holds at least one input element) and that every output size is >= 1.
+  void validate() const;
+
+  Dims src_dims() const;  ///< N, C, input...
+  Dims dst_dims() const;  ///< N, C, output... (the output shape)
+  /// Output spatial size along spatial dim `i`.
+  std::int64_t output_size(int i) const;
+  /// Elements the last window along spatial dim `i` reaches past the padded input (ceil mode
+  /// only; 0 when every window ends inside input + pad_after).
+  std::int64_t overhang(int i) const;
+
+  /// The `dnnx` CLI line reproducing this case, e.g.
+  /// `dnnx profile pool --input 64x64x112x112 --kernel 3 --stride 2 --pad 1 --mode max ...`.
+  std::string repro(Direction direction = Direction::fwd) const;
+  /// Canonical one-line text of every field (the cache-key part).
+  std::string key() const;
+  std::size_t hash() const;
+  bool operator==(const PoolDesc&) const = default;
+};
+
+std::ostream& operator<<(std::ostream& out, const PoolDesc& desc);
+
+/// dst = pool(src). Returns the choice that ran.
+std::shared_ptr<const Choice> pool_fwd(Context& context, const PoolDesc& desc, const Tensor& src,
+                                       Tensor& dst);
+/// diff_src = gradient of pool w.r.t. src, given diff_dst. `src` and `dst` are the forward pass's
+/// input and output (every mode takes them: max routes each gradient to the first maximum of its
+/// window in scan order, as PyTorch does, and cuDNN reads x and y in every mode). Returns the
+/// choice that ran.
+std::shared_ptr<const Choice> pool_bwd(Context& context, const PoolDesc& desc, const Tensor& src,
+                                       const Tensor& dst, const Tensor& diff_dst,
+                                       Tensor& diff_src);
+
+/// Every candidate of the context's backend for (desc, direction) (Direction::bwd_data is the
+/// backward pass), with support status, workspace and determinism — nothing is run. Priority
+/// order: the first supported one is the heuristic pick.
+std::vector<AlgoInfo> pool_list(Context& context, const PoolDesc& desc, Direction direction);
+/// The choice the context's pool policy makes for (desc, direction) (may time candidates; cached).
+std::shared_ptr<const Choice> pool_select(Context& context, const PoolDesc& desc,
+                                          Direction direction);
+/// Times every candidate on scratch tensors and returns the table.
+ProfileResult pool_profile(Context& context, const PoolDesc& desc, Direction direction);
+
+}  // namespace dnnx

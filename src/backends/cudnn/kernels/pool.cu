@@ -1,0 +1,473 @@
+// dnnx's pooling kernels (kernels/pool.hpp). Every case in one set of kernels: 1/2/3-D as 3-D,
+// per-side padding, ceil mode, both layouts, f32/f16/bf16 with f32 accumulation.
+//
+// Note [pool kernel layout]
+// One thread per output element (forward) or per input element (backward): nothing is reduced
+// across threads, so there are no atomics and every result is bitwise reproducible. In
+// channels_last tensors a thread handles a pack of V consecutive channels (16 bytes: 8 f16/bf16
+// or 4 f32) when the channel count and the pointers allow it; consecutive threads take
+// consecutive packs, so a warp reads whole 16-byte-aligned runs of channels, the memory-bound
+// case's best access pattern (max-pool 3x3/2 on 112x112x64 f16 NHWC reads each input pack about
+// 2.25 times, mostly from L2). channels_first tensors use one element per thread, consecutive
+// threads along W.
+//
+// Note [pool kernel backward]
+// The backward pass gathers: each input element sums, in a fixed order (D, H, W of the windows
+// it lies in), the gradients routed to it, in f32, and is written once (zero when none is). The
+// averages route diff_dst / divisor to every input element of the window. Max routes each window's
+// gradient to its argmax (the first maximum in scan order, a NaN winning: Note [pooling windows]
+// in the reference); the argmax is found either by a first pass that stores each window's argmax
+// (window-local index, one byte per output element) in the workspace, or, without workspace, by
+// rescanning every window an input element lies in.
+
+#include "backends/cudnn/kernels/pool.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+
+namespace dnnx::cudnn::kernels {
+namespace {
+
+constexpr int block_threads = 256;
+// The argmax pass stores window-local indices as bytes: windows of up to 255 positions.
+using ArgIndex = std::uint8_t;
+constexpr int max_argmax_window = 255;
+
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T>
+__device__ __forceinline__ T from_float(float v);
+template <>
+__device__ __forceinline__ float from_float<float>(float v) {
+  return v;
+}
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) {
+  return __float2half_rn(v);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+
+// V consecutive elements, loaded and stored as one aligned access.
+template <typename T, int V>
+struct alignas(sizeof(T) * V) Pack {
+  T lane[V];
+};
+
+// The shape in the kernels' index type (Note [pool kernel layout]).
+template <typename Index>
+struct Geometry {
+  Index batch;
+  Index channels;
+  Index packs;  // channel packs per position (channels_last), channels otherwise
+  int in[3], out[3], kernel[3], stride[3], pad_before[3], pad_after[3];
+  int mode;  // PoolKernelMode
+};
+
+// One output position's window along one dim (Note [pooling windows] in the reference).
+struct Span {
+  int start;   // first position, in input coordinates (may be in the front padding)
+  int begin;   // first input element
+  int end;     // one past the last input element
+  int padded;  // positions inside the padded input: the include-pad count
+};
+
+template <typename Index>
+__device__ __forceinline__ Span window(const Geometry<Index>& g, int dim, int o) {
+  Span s;
+  s.start = o * g.stride[dim] - g.pad_before[dim];
+  const int stop = s.start + g.kernel[dim];
+  s.padded = min(stop, g.in[dim] + g.pad_after[dim]) - s.start;
+  s.begin = max(s.start, 0);
+  s.end = min(stop, g.in[dim]);
+  return s;
+}
+
+// The outputs along one dim whose windows hold input position i.
+struct Range {
+  int first, last;  // inclusive; empty when first > last
+};
+
+template <typename Index>
+__device__ __forceinline__ Range windows_of(const Geometry<Index>& g, int dim, int i) {
+  const int shifted = i + g.pad_before[dim];
+  Range r;
+  r.first = shifted < g.kernel[dim] ? 0 : (shifted - g.kernel[dim]) / g.stride[dim] + 1;
+  r.last = min(g.out[dim] - 1, shifted / g.stride[dim]);
+  return r;
+}
+
+template <typename Index>
+__device__ __forceinline__ float divisor(const Geometry<Index>& g, const Span& d, const Span& h,
+                                         const Span& w) {
+  if (g.mode == static_cast<int>(PoolKernelMode::avg_include_pad))
+    return static_cast<float>(d.padded) * static_cast<float>(h.padded) *
+           static_cast<float>(w.padded);
+  return static_cast<float>(d.end - d.begin) * static_cast<float>(h.end - h.begin) *
+         static_cast<float>(w.end - w.begin);
+}
+
+// Where element (n, pack or channel, d, h, w) lives, for a tensor of spatial sizes `sizes`.
+template <bool kLast, int V, typename Index>
+__device__ __forceinline__ Index offset_of(const Geometry<Index>& g, const int (&sizes)[3],
+                                           Index n, Index pack, int d, int h, int w) {
+  const Index position = (static_cast<Index>(d) * sizes[1] + h) * sizes[2] + w;
+  const Index plane = static_cast<Index>(sizes[0]) * sizes[1] * sizes[2];
+  if (kLast) return (n * plane + position) * g.channels + pack * V;
+  return (n * g.channels + pack) * plane + position;
+}
+
+// Splits a flat item index into (n, pack, d, h, w) over spatial sizes `sizes`, packs fastest
+// for channels_last and W fastest for channels_first (Note [pool kernel layout]).
+template <bool kLast, typename Index>
+__device__ __forceinline__ void split(const Geometry<Index>& g, const int (&sizes)[3], Index item,
+                                      Index& n, Index& pack, int& d, int& h, int& w) {
+  if (kLast) {
+    pack = item % g.packs;
+    item /= g.packs;
+  }
+  w = static_cast<int>(item % sizes[2]);
+  item /= sizes[2];
+  h = static_cast<int>(item % sizes[1]);
+  item /= sizes[1];
+  d = static_cast<int>(item % sizes[0]);
+  item /= sizes[0];
+  if (!kLast) {
+    pack = item % g.packs;
+    item /= g.packs;
+  }
+  n = item;
+}
+
+// The argmax of each lane over one window: the window-local index (row-major over the whole
+// window, padding positions included) of the first maximum, a NaN replacing any number.
+template <typename T, int V, bool kLast, typename Index>
+__device__ __forceinline__ void window_argmax(const Geometry<Index>& g, const T* __restrict__ src,
+                                              Index n, Index pack, const Span& sd, const Span& sh,
+                                              const Span& sw, float (&best)[V], int (&at)[V]) {
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    best[v] = __int_as_float(0xff800000);  // -inf
+    at[v] = ((sd.begin - sd.start) * g.kernel[1] + (sh.begin - sh.start)) * g.kernel[2] +
+            (sw.begin - sw.start);
+  }
+  for (int d = sd.begin; d < sd.end; ++d) {
+    for (int h = sh.begin; h < sh.end; ++h) {
+      const int row = ((d - sd.start) * g.kernel[1] + (h - sh.start)) * g.kernel[2] - sw.start;
+      for (int w = sw.begin; w < sw.end; ++w) {
+        const Pack<T, V> values = *reinterpret_cast<const Pack<T, V>*>(
+            src + offset_of<kLast, V>(g, g.in, n, pack, d, h, w));
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+          const float value = to_float(values.lane[v]);
+          if (value > best[v] || isnan(value)) {
+            best[v] = value;
+            at[v] = row + w;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Forward: one thread per output pack. kMax: dst = window max and, if `argmax` is set, the
+// window-local argmax per element; otherwise the average of the mode.
+template <typename T, int V, bool kLast, bool kMax, typename Index>
+__global__ void __launch_bounds__(block_threads)
+    pool_fwd_kernel(Geometry<Index> g, const T* __restrict__ src, T* __restrict__ dst,
+                    ArgIndex* __restrict__ argmax, Index items) {
+  const Index step = static_cast<Index>(gridDim.x) * block_threads;
+  for (Index item = static_cast<Index>(blockIdx.x) * block_threads + threadIdx.x; item < items;
+       item += step) {
+    Index n, pack;
+    int od, oh, ow;
+    split<kLast>(g, g.out, item, n, pack, od, oh, ow);
+    const Span sd = window(g, 0, od), sh = window(g, 1, oh), sw = window(g, 2, ow);
+    const Index out_at = offset_of<kLast, V>(g, g.out, n, pack, od, oh, ow);
+    Pack<T, V> result;
+    if (kMax) {
+      float best[V];
+      int at[V];
+      window_argmax<T, V, kLast>(g, src, n, pack, sd, sh, sw, best, at);
+#pragma unroll
+      for (int v = 0; v < V; ++v) result.lane[v] = from_float<T>(best[v]);
+      if (argmax != nullptr) {
+        Pack<ArgIndex, V> indices;
+#pragma unroll
+        for (int v = 0; v < V; ++v) indices.lane[v] = static_cast<ArgIndex>(at[v]);
+        *reinterpret_cast<Pack<ArgIndex, V>*>(argmax + out_at) = indices;
+      }
+    } else {
+      float sum[V];
+#pragma unroll
+      for (int v = 0; v < V; ++v) sum[v] = 0.0f;
+      for (int d = sd.begin; d < sd.end; ++d) {
+        for (int h = sh.begin; h < sh.end; ++h) {
+          for (int w = sw.begin; w < sw.end; ++w) {
+            const Pack<T, V> values = *reinterpret_cast<const Pack<T, V>*>(
+                src + offset_of<kLast, V>(g, g.in, n, pack, d, h, w));
+#pragma unroll
+            for (int v = 0; v < V; ++v) sum[v] += to_float(values.lane[v]);
+          }
+        }
+      }
+      const float count = divisor(g, sd, sh, sw);
+#pragma unroll
+      for (int v = 0; v < V; ++v) result.lane[v] = from_float<T>(sum[v] / count);
+    }
+    if (dst != nullptr) *reinterpret_cast<Pack<T, V>*>(dst + out_at) = result;
+  }
+}
+
+// Backward: one thread per input pack, gathering from the windows it lies in
+// (Note [pool kernel backward]). `strategy` matters for max only: MaxBackward::argmax reads the
+// indices the forward kernel stored in `argmax`; rescan recomputes them from src.
+template <typename T, int V, bool kLast, typename Index>
+__global__ void __launch_bounds__(block_threads)
+    pool_bwd_kernel(Geometry<Index> g, int strategy, const T* __restrict__ src,
+                    const T* __restrict__ diff_dst, T* __restrict__ diff_src,
+                    const ArgIndex* __restrict__ argmax, Index items) {
+  const bool max_mode = g.mode == static_cast<int>(PoolKernelMode::max);
+  const bool rescan = strategy == static_cast<int>(MaxBackward::rescan);
+  const Index step = static_cast<Index>(gridDim.x) * block_threads;
+  for (Index item = static_cast<Index>(blockIdx.x) * block_threads + threadIdx.x; item < items;
+       item += step) {
+    Index n, pack;
+    int id, ih, iw;
+    split<kLast>(g, g.in, item, n, pack, id, ih, iw);
+    const Range rd = windows_of(g, 0, id), rh = windows_of(g, 1, ih), rw = windows_of(g, 2, iw);
+    float sum[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) sum[v] = 0.0f;
+    for (int od = rd.first; od <= rd.last; ++od) {
+      const Span sd = window(g, 0, od);
+      for (int oh = rh.first; oh <= rh.last; ++oh) {
+        const Span sh = window(g, 1, oh);
+        for (int ow = rw.first; ow <= rw.last; ++ow) {
+          const Span sw = window(g, 2, ow);
+          const Index out_at = offset_of<kLast, V>(g, g.out, n, pack, od, oh, ow);
+          if (!max_mode) {
+            const Pack<T, V> grad = *reinterpret_cast<const Pack<T, V>*>(diff_dst + out_at);
+            const float count = divisor(g, sd, sh, sw);
+#pragma unroll
+            for (int v = 0; v < V; ++v) sum[v] += to_float(grad.lane[v]) / count;
+            continue;
+          }
+          const int local = ((id - sd.start) * g.kernel[1] + (ih - sh.start)) * g.kernel[2] +
+                            (iw - sw.start);
+          int at[V];
+          if (rescan) {
+            float best[V];
+            window_argmax<T, V, kLast>(g, src, n, pack, sd, sh, sw, best, at);
+          } else {
+            const Pack<ArgIndex, V> indices =
+                *reinterpret_cast<const Pack<ArgIndex, V>*>(argmax + out_at);
+#pragma unroll
+            for (int v = 0; v < V; ++v) at[v] = indices.lane[v];
+          }
+          bool any = false;
+#pragma unroll
+          for (int v = 0; v < V; ++v) any = any || at[v] == local;
+          if (!any) continue;
+          const Pack<T, V> grad = *reinterpret_cast<const Pack<T, V>*>(diff_dst + out_at);
+#pragma unroll
+          for (int v = 0; v < V; ++v) {
+            if (at[v] == local) sum[v] += to_float(grad.lane[v]);
+          }
+        }
+      }
+    }
+    Pack<T, V> result;
+#pragma unroll
+    for (int v = 0; v < V; ++v) result.lane[v] = from_float<T>(sum[v]);
+    *reinterpret_cast<Pack<T, V>*>(diff_src + offset_of<kLast, V>(g, g.in, n, pack, id, ih, iw)) =
+        result;
+  }
+}
+
+// ---- host side ------------------------------------------------------------------------------------
+
+std::int64_t spatial_count(const int (&sizes)[3]) {
+  return static_cast<std::int64_t>(sizes[0]) * sizes[1] * sizes[2];
+}
+
+std::int64_t window_volume(const PoolShape& shape) {
+  return static_cast<std::int64_t>(shape.kernel[0]) * shape.kernel[1] * shape.kernel[2];
+}
+
+int launch_blocks(std::int64_t items) {
+  const std::int64_t blocks = (items + block_threads - 1) / block_threads;
+  return static_cast<int>(std::clamp<std::int64_t>(blocks, 1, std::int64_t{1} << 22));
+}
+
+template <typename Index>
+Geometry<Index> geometry_of(const PoolShape& shape, int pack) {
+  Geometry<Index> g{};
+  g.batch = static_cast<Index>(shape.batch);
+  g.channels = static_cast<Index>(shape.channels);
+  g.packs = static_cast<Index>(shape.channels / pack);
+  for (int i = 0; i < 3; ++i) {
+    g.in[i] = shape.input[i];
+    g.out[i] = shape.output[i];
+    g.kernel[i] = shape.kernel[i];
+    g.stride[i] = shape.stride[i];
+    g.pad_before[i] = shape.pad_before[i];
+    g.pad_after[i] = shape.pad_after[i];
+  }
+  g.mode = static_cast<int>(shape.mode);
+  return g;
+}
+
+bool aligned(const void* pointer, std::size_t bytes) {
+  return pointer == nullptr || reinterpret_cast<std::uintptr_t>(pointer) % bytes == 0;
+}
+
+// The widest channel pack `shape` and the pointers allow (Note [pool kernel layout]).
+template <typename T>
+int pack_width(const PoolShape& shape, std::initializer_list<const void*> pointers) {
+  constexpr int wide = static_cast<int>(16 / sizeof(T));
+  if (!shape.channels_last || shape.channels % wide != 0) return 1;
+  for (const void* pointer : pointers) {
+    if (!aligned(pointer, 16)) return 1;
+  }
+  return wide;
+}
+
+// Calls launch.template run<V, kLast, Index>() for the shape's pack width, layout and index type.
+template <typename T, typename Launch>
+cudaError_t dispatch(const PoolShape& shape, int pack, const Launch& launch) {
+  const std::int64_t elements =
+      shape.batch * shape.channels *
+      std::max(spatial_count(shape.input), spatial_count(shape.output));
+  // 32-bit indices while every offset, and the grid-stride loop's last step, stays far from 2^31.
+  const bool narrow = elements < (std::int64_t{1} << 30);
+  constexpr int wide = static_cast<int>(16 / sizeof(T));
+  if (pack == wide && wide > 1) {
+    return narrow ? launch.template run<wide, true, std::int32_t>()
+                  : launch.template run<wide, true, std::int64_t>();
+  }
+  if (shape.channels_last) {
+    return narrow ? launch.template run<1, true, std::int32_t>()
+                  : launch.template run<1, true, std::int64_t>();
+  }
+  return narrow ? launch.template run<1, false, std::int32_t>()
+                : launch.template run<1, false, std::int64_t>();
+}
+
+// The forward kernel; with `argmax` set and dst null it is the max backward's first pass.
+template <typename T>
+struct FwdLaunch {
+  const PoolShape& shape;
+  const void* src;
+  void* dst;
+  ArgIndex* argmax;
+  cudaStream_t stream;
+
+  template <int V, bool kLast, typename Index>
+  cudaError_t run() const {
+    const Geometry<Index> g = geometry_of<Index>(shape, V);
+    const std::int64_t items = shape.batch * shape.channels / V * spatial_count(shape.output);
+    const auto* in = static_cast<const T*>(src);
+    auto* out = static_cast<T*>(dst);
+    if (shape.mode == PoolKernelMode::max) {
+      pool_fwd_kernel<T, V, kLast, true, Index><<<launch_blocks(items), block_threads, 0, stream>>>(
+          g, in, out, argmax, static_cast<Index>(items));
+    } else {
+      pool_fwd_kernel<T, V, kLast, false, Index>
+          <<<launch_blocks(items), block_threads, 0, stream>>>(g, in, out, nullptr,
+                                                               static_cast<Index>(items));
+    }
+    return cudaGetLastError();
+  }
+};
+
+template <typename T>
+struct BwdLaunch {
+  const PoolShape& shape;
+  MaxBackward strategy;
+  const void* src;
+  const void* diff_dst;
+  void* diff_src;
+  const ArgIndex* argmax;
+  cudaStream_t stream;
+
+  template <int V, bool kLast, typename Index>
+  cudaError_t run() const {
+    const Geometry<Index> g = geometry_of<Index>(shape, V);
+    const std::int64_t items = shape.batch * shape.channels / V * spatial_count(shape.input);
+    pool_bwd_kernel<T, V, kLast, Index><<<launch_blocks(items), block_threads, 0, stream>>>(
+        g, static_cast<int>(strategy), static_cast<const T*>(src),
+        static_cast<const T*>(diff_dst), static_cast<T*>(diff_src), argmax,
+        static_cast<Index>(items));
+    return cudaGetLastError();
+  }
+};
+
+template <typename T>
+cudaError_t fwd_typed(const PoolShape& shape, const void* src, void* dst, cudaStream_t stream) {
+  const int pack = pack_width<T>(shape, {src, dst});
+  return dispatch<T>(shape, pack, FwdLaunch<T>{shape, src, dst, nullptr, stream});
+}
+
+template <typename T>
+cudaError_t bwd_typed(const PoolShape& shape, MaxBackward strategy, const void* src,
+                      const void* diff_dst, void* diff_src, void* workspace, cudaStream_t stream) {
+  const bool use_argmax = shape.mode == PoolKernelMode::max && strategy == MaxBackward::argmax;
+  // One pack width for both passes: the argmax pass writes what the gather reads.
+  const int pack = pack_width<T>(shape, {src, diff_dst, diff_src});
+  auto* argmax = static_cast<ArgIndex*>(workspace);
+  if (use_argmax) {
+    const cudaError_t status =
+        dispatch<T>(shape, pack, FwdLaunch<T>{shape, src, nullptr, argmax, stream});
+    if (status != cudaSuccess) return status;
+  }
+  return dispatch<T>(shape, pack,
+                     BwdLaunch<T>{shape, use_argmax ? MaxBackward::argmax : MaxBackward::rescan,
+                                  src, diff_dst, diff_src, argmax, stream});
+}
+
+}  // namespace
+
+std::size_t pool_bwd_workspace_bytes(const PoolShape& shape, MaxBackward strategy) {
+  if (shape.mode != PoolKernelMode::max || strategy != MaxBackward::argmax) return 0;
+  if (window_volume(shape) > max_argmax_window) return 0;
+  return static_cast<std::size_t>(shape.batch * shape.channels * spatial_count(shape.output)) *
+         sizeof(ArgIndex);
+}
+
+cudaError_t pool_fwd(const PoolShape& shape, const void* src, void* dst, cudaStream_t stream) {
+  switch (shape.type) {
+    case PoolKernelType::f32: return fwd_typed<float>(shape, src, dst, stream);
+    case PoolKernelType::f16: return fwd_typed<__half>(shape, src, dst, stream);
+    case PoolKernelType::bf16: return fwd_typed<__nv_bfloat16>(shape, src, dst, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t pool_bwd(const PoolShape& shape, MaxBackward strategy, const void* src,
+                     const void* diff_dst, void* diff_src, void* workspace, cudaStream_t stream) {
+  // Window-local indices must fit a byte (larger windows are not an argmax candidate).
+  if (shape.mode == PoolKernelMode::max && strategy == MaxBackward::argmax &&
+      (window_volume(shape) > max_argmax_window || workspace == nullptr))
+    return cudaErrorInvalidValue;
+  switch (shape.type) {
+    case PoolKernelType::f32:
+      return bwd_typed<float>(shape, strategy, src, diff_dst, diff_src, workspace, stream);
+    case PoolKernelType::f16:
+      return bwd_typed<__half>(shape, strategy, src, diff_dst, diff_src, workspace, stream);
+    case PoolKernelType::bf16:
+      return bwd_typed<__nv_bfloat16>(shape, strategy, src, diff_dst, diff_src, workspace, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace dnnx::cudnn::kernels
