@@ -112,9 +112,8 @@ struct TuneOptions {
   int benchmark_limit = 0;     ///< exhaustive: time at most this many candidates that ran; 0 = all
   int warmup_runs = 1;         ///< exhaustive: untimed runs per candidate before timing
   int timing_runs = 5;         ///< exhaustive: timed runs per candidate (median and min kept)
-  /// exhaustive: a candidate whose first two runs each exceed `abandon_factor` x the best median
-  /// so far is not timed further (keeps slow fallbacks from taking minutes; two runs because a
-  /// first call may pay one-off costs such as JIT code generation).
+  /// exhaustive: a candidate whose first timed run exceeds `abandon_factor` x the best median so
+  /// far is not timed further (keeps naive fallbacks from taking minutes).
   double abandon_factor = 4.0;
   /// exhaustive and profiles: also time naive reference implementations (notes "reference")
   /// after faster candidates ran. Off by default: they take minutes on real layers.
@@ -141,7 +140,7 @@ enum class CandidateStatus : std::uint8_t {
   over_workspace_limit,    ///< needs more workspace than allowed
   not_deterministic,       ///< excluded by the deterministic constraint
   failed,                  ///< threw while building or running
-  abandoned,               ///< first two runs far slower than the best so far; not timed further
+  abandoned,               ///< first run far slower than the best so far; not timed further
   not_timed,               ///< benchmark_limit reached before its turn
 };
 /// "ok", "unsupported", "over_workspace_limit", ...

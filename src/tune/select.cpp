@@ -114,8 +114,7 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
     // 1000x slower than the best — minutes per run on a ResNet layer. They exist so that a call
     // can always run, not to win; once a real candidate has been timed they are not run at all
     // (fixed:<id> runs them; time_naive times them). Any other candidate's first run is timed
-    // and, if it and a second run (Note [cold first runs]) are both already abandon_factor x
-    // slower than the best, it is not run again.
+    // and, if it is already abandon_factor x slower than the best, it is not run again.
     if (is_naive(algo) && std::isfinite(best)) {
       row.status = CandidateStatus::abandoned;
       row.detail = "naive reference implementation, not run once a faster candidate was timed "
@@ -124,28 +123,17 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
     }
     ++ran;
     try {
-      double first = run(algo);
-      int probes = 1;
+      const double first = run(algo);
       if (first > options.abandon_factor * best) {
-        // Note [cold first runs]: a first call may pay one-off costs the candidate never pays
-        // again — oneDNN's gemm:jit generates its kernels on its first call in a process (35-63 ms
-        // against 3 ms afterwards on ResNet-50 1x1 layers), cuDNN engines load modules. Judging on
-        // that run alone would drop the fastest candidate, so a slow probe gets one more run and
-        // the candidate is abandoned only if that one is slow too.
-        const double second = run(algo);
-        ++probes;
-        if (second > options.abandon_factor * best) {
-          row.status = CandidateStatus::abandoned;
-          row.detail = detail::cat("first runs ", first, " ms and ", second, " ms > ",
-                                   options.abandon_factor, " x best ", best, " ms");
-          row.median_ms = row.min_ms = std::min(first, second);
-          row.runs = 2;
-          continue;
-        }
-        first = second;
+        row.status = CandidateStatus::abandoned;
+        row.detail = detail::cat("first run ", first, " ms > ", options.abandon_factor,
+                                 " x best ", best, " ms");
+        row.median_ms = row.min_ms = first;
+        row.runs = 1;
+        continue;
       }
-      // The probe runs served as warm-ups.
-      for (int i = probes; i < options.warmup_runs; ++i) run(algo);
+      // The first run served as the first warm-up.
+      for (int i = 1; i < options.warmup_runs; ++i) run(algo);
       std::vector<double> times;
       times.reserve(static_cast<std::size_t>(options.timing_runs));
       if (options.warmup_runs == 0) times.push_back(first);

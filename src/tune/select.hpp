@@ -48,9 +48,8 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
               const TuneOptions& options, const RunOnce& run);
 
 /// Times candidates in list order. The first run of each is timed: if it exceeds abandon_factor x
-/// the best median so far, a second run is timed (Note [cold first runs]) and the candidate is
-/// abandoned if that one exceeds it too; the probe runs count as warm-ups, and options.timing_runs
-/// timed runs follow (median and min kept). Unless options.time_naive,
+/// the best median so far the candidate is abandoned; otherwise it counts as the first warm-up,
+/// and options.timing_runs timed runs follow (median and min kept). Unless options.time_naive,
 /// candidates noted "reference" (naive fallbacks) are abandoned without running once another
 /// candidate has been timed. One that throws is marked failed; inadmissible ones are marked with
 /// their exclusion. With `apply_benchmark_limit`, at most options.benchmark_limit candidates are

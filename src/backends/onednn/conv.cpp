@@ -11,6 +11,7 @@
 #include "core/check.hpp"
 #include "core/strings.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <functional>
 #include <mutex>
@@ -40,6 +41,15 @@ Dims role_dims(const ConvDesc& desc, Role::Shape shape) {
   return {};
 }
 
+// Note [first execution]
+// oneDNN's gemm-based convolutions (x64:gemm:jit) generate their GEMM kernels on their first
+// execution in a process, not when the primitive is created: on ResNet-50's 1x1 layers that first
+// call takes 35-63 ms against 2.5-3.4 ms afterwards. Exhaustive selection abandons a candidate
+// whose first run is already far slower than the best (Note [abandoning slow candidates]), so that
+// one-off cost would drop what is often the fastest candidate. A gemm plan therefore runs its
+// steps twice on its first execute() (every output is overwritten, never accumulated), as cudnn
+// engine plans do for CUDA's lazy module loading (Note [first launch] in the cudnn backend).
+
 // Runs one candidate: optional reorders of the inputs into the workspace, the convolution, an
 // optional reorder of the output back. Every primitive and memory object is made here, once;
 // execute() only rebinds data pointers (Note [one stream]).
@@ -53,7 +63,8 @@ class Plan final : public detail::ConvPlan {
         direction_(direction),
         layout_(desc.layout),
         dtype_(desc.dtype),
-        hint_(candidate.hint) {
+        hint_(candidate.hint),
+        primed_(std::find(info_.notes.begin(), info_.notes.end(), "gemm") == info_.notes.end()) {
     const auto& direction_roles = roles(direction);
     const ConvGeometry geometry = conv_geometry(desc);
     const dnnl::engine& engine = runtime_->engine;
@@ -113,13 +124,17 @@ class Plan final : public detail::ConvPlan {
       if (buffers_[r]) bind(buffers_[r], base + offsets_[r]);
     }
     const dnnl_stream_t stream = runtime_->stream.get();
-    for (Step& step : steps_) {
-      if (step.scratchpad) bind(step.scratchpad, base);
-      DNNX_DNNL_CHECK(dnnl_primitive_execute(step.primitive.get(), stream,
-                                             static_cast<int>(step.args.size()), step.args.data()),
-                      context_, "executing");
+    for (int pass = primed_ ? 1 : 0; pass < 2; ++pass) {  // Note [first execution]
+      for (Step& step : steps_) {
+        if (step.scratchpad) bind(step.scratchpad, base);
+        DNNX_DNNL_CHECK(
+            dnnl_primitive_execute(step.primitive.get(), stream,
+                                   static_cast<int>(step.args.size()), step.args.data()),
+            context_, "executing");
+      }
     }
     DNNX_DNNL_CHECK(dnnl_stream_wait(stream), context_, "waiting for the stream");
+    primed_ = true;
   }
 
  private:
@@ -180,6 +195,7 @@ class Plan final : public detail::ConvPlan {
   // oneDNN's backward primitives keep a plain pointer to their forward hint: held (and destroyed
   // after the primitives) so that a plan stays valid after the backend and its candidate lists.
   dnnl::primitive_desc hint_;
+  bool primed_;  // false: the next execute() runs twice (Note [first execution])
   std::array<Dims, 3> dims_;
   std::array<dnnl::memory, 3> user_;     // bound to the caller's tensors
   std::array<dnnl::memory, 3> buffers_;  // reordered copies in the workspace (null: none)
