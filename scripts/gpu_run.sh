@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs the GPU half of the suite and the GPU benchmarks from a build made elsewhere (the GPU machine
+# need not build anything): every cudnn test binary of BUILD (label gpu), then the benchmarks that
+# compare with PyTorch in the same run. Logs and JSON go to OUT.
+#
+#   bash scripts/gpu_run.sh BUILD OUT [tests|bench|all]
+#
+# BUILD is a build tree configured with the cudnn backend (e.g. -DDNNX_WITH_ONEDNN=OFF on a machine
+# without oneDNN); cuDNN and the CUDA runtime are found through LD_LIBRARY_PATH (set it to the
+# cuDNN 9.19 of the PyTorch environment, see docs/testing.md). PYTHON (default python3) must have
+# torch with CUDA for the benchmarks.
+set -uo pipefail
+build=${1:?usage: gpu_run.sh BUILD OUT [tests|bench|all]}
+out=${2:?usage: gpu_run.sh BUILD OUT [tests|bench|all]}
+what=${3:-all}
+python=${PYTHON:-python3}
+mkdir -p "$out"
+status=0
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/gpu.txt" 2>&1 || true
+
+if [[ $what == tests || $what == all ]]; then
+  shopt -s nullglob
+  for test in "$build"/tests/cudnn_*_test; do
+    name=$(basename "$test")
+    echo "== $name"
+    start=$(date +%s)
+    "$test" --gtest_output="xml:$out/$name.xml" > "$out/$name.log" 2>&1
+    rc=$?
+    echo "   rc=$rc $(($(date +%s) - start)) s: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/$name.log" | tr '\n' ' ')"
+    [[ $rc -ne 0 ]] && status=1
+  done
+fi
+
+if [[ $what == bench || $what == all ]]; then
+  if [[ -x $build/bench/layers_bench ]]; then
+    echo "== compare_layers (fp32 NCHW, fp16 NHWC, batch 64)"
+    "$python" bench/compare_layers.py --bench "$build/bench/layers_bench" --device cuda \
+      --batch 64 --json "$out/layers.json" > "$out/layers.md" 2> "$out/layers.err" || status=1
+    tail -n 30 "$out/layers.md"
+  fi
+  if [[ -x $build/bench/conv_fused_bench ]]; then
+    echo "== conv_fused_bench"
+    "$build/bench/conv_fused_bench" > "$out/conv_fused.jsonl" 2> "$out/conv_fused.err" || status=1
+    tail -n 30 "$out/conv_fused.jsonl"
+  fi
+fi
+exit $status
