@@ -1,1 +1,213 @@
-// Scaffolding: replaced by the op's implementation (issue 4).
+// ActivationDesc: names, validation, printing. Every message names the field and its value.
+
+#include <dnnx/ops/activation.hpp>
+
+#include "core/check.hpp"
+#include "core/strings.hpp"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <ostream>
+#include <sstream>
+
+namespace dnnx {
+namespace {
+
+constexpr std::array<std::string_view, 7> kind_names{"identity", "relu",    "clipped_relu", "tanh",
+                                                     "sigmoid",  "elu",     "swish"};
+constexpr std::array<std::string_view, 3> saved_names{"src_and_dst", "dst", "src"};
+
+// The shortest text that reads back as the same double (the repro line must reproduce exactly).
+std::string exact(double value) {
+  std::array<char, 64> buffer{};
+  const auto [end, error] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
+  if (error != std::errc()) return std::to_string(value);
+  return std::string(buffer.data(), end);
+}
+
+bool valid_kind(ActivationKind kind) {
+  return static_cast<std::size_t>(kind) < kind_names.size();
+}
+
+}  // namespace
+
+std::string_view to_string(ActivationKind kind) {
+  return valid_kind(kind) ? kind_names[static_cast<std::size_t>(kind)] : "invalid";
+}
+
+ActivationKind parse_activation_kind(std::string_view text) {
+  const std::string name = detail::lower(text);
+  for (std::size_t i = 0; i < kind_names.size(); ++i) {
+    if (name == kind_names[i]) return static_cast<ActivationKind>(i);
+  }
+  if (name == "silu") return ActivationKind::swish;
+  detail::raise(ErrorKind::InvalidArgument,
+                detail::cat("unknown activation kind '", text,
+                            "'; accepted: ", detail::join(kind_names, ", "), " (silu = swish)"));
+}
+
+std::string_view to_string(ActivationSaved saved) {
+  const auto i = static_cast<std::size_t>(saved);
+  return i < saved_names.size() ? saved_names[i] : "invalid";
+}
+
+ActivationSaved parse_activation_saved(std::string_view text) {
+  const std::string name = detail::lower(text);
+  for (std::size_t i = 0; i < saved_names.size(); ++i) {
+    if (name == saved_names[i]) return static_cast<ActivationSaved>(i);
+  }
+  if (name == "both") return ActivationSaved::src_and_dst;
+  detail::raise(ErrorKind::InvalidArgument,
+                detail::cat("unknown saved-tensor set '", text,
+                            "'; accepted: ", detail::join(saved_names, ", "), " (both = src_and_dst)"));
+}
+
+// Note [backward from dst]
+// Each kind's derivative as a function of y = f(x), where that is possible:
+//   identity 1; relu [y > 0]; clipped relu [0 < y < ceiling]; tanh 1 - y^2; sigmoid y (1 - y);
+//   elu 1 if y > 0, else y + alpha.
+// Relu and clipped relu are exact: y > 0 iff x > 0 and y < ceiling iff x < ceiling. Elu needs
+// alpha >= 0: then y > 0 iff x > 0, and for x <= 0, y + alpha = alpha exp(x). With alpha < 0 the
+// negative branch is positive too and y no longer tells the branches apart. Swish is not monotonic
+// (its minimum is near x = -1.278), so y does not determine x, nor the derivative.
+bool activation_bwd_from_dst(ActivationKind kind, double alpha) {
+  switch (kind) {
+    case ActivationKind::identity:
+    case ActivationKind::relu:
+    case ActivationKind::clipped_relu:
+    case ActivationKind::tanh:
+    case ActivationKind::sigmoid:
+      return true;
+    case ActivationKind::elu:
+      return alpha >= 0;
+    case ActivationKind::swish:
+      return false;
+  }
+  return false;
+}
+
+ActivationDesc ActivationDesc::from_dims(ActivationKind kind, const Dims& dims, DType dtype,
+                                         Layout layout) {
+  ActivationDesc desc;
+  desc.kind = kind;
+  desc.dims = dims;
+  desc.dtype = dtype;
+  desc.layout = layout;
+  desc.validate();
+  return desc;
+}
+
+ActivationDesc ActivationDesc::elu(const Dims& dims, double alpha, DType dtype, Layout layout) {
+  ActivationDesc desc;
+  desc.kind = ActivationKind::elu;
+  desc.alpha = alpha;
+  desc.dims = dims;
+  desc.dtype = dtype;
+  desc.layout = layout;
+  desc.validate();
+  return desc;
+}
+
+ActivationDesc ActivationDesc::clipped_relu(const Dims& dims, double ceiling, DType dtype,
+                                            Layout layout) {
+  ActivationDesc desc;
+  desc.kind = ActivationKind::clipped_relu;
+  desc.ceiling = ceiling;
+  desc.dims = dims;
+  desc.dtype = dtype;
+  desc.layout = layout;
+  desc.validate();
+  return desc;
+}
+
+void ActivationDesc::validate() const {
+  DNNX_CHECK_ARG(valid_kind(kind), "kind has the invalid value ", static_cast<int>(kind),
+                 "; accepted: ", detail::join(kind_names, ", "));
+  DNNX_CHECK_ARG(dims.rank() >= 1 && dims.rank() <= 5, "dims '", dims, "' have rank ", dims.rank(),
+                 "; activations accept rank 1 to 5 (N, C, spatial...)");
+  for (int i = 0; i < dims.rank(); ++i) {
+    DNNX_CHECK_ARG(dims[i] >= 1, "dims ", dims, ": entry ", i, " must be >= 1, got ", dims[i]);
+  }
+  // Note [size limits] (conv_desc.cpp): element and byte counts must fit in 64 bits.
+  std::int64_t count = 1;
+  for (const std::int64_t d : dims) {
+    DNNX_CHECK_ARG(!__builtin_mul_overflow(count, d, &count) && count <= (std::int64_t{1} << 60),
+                   "dims ", dims, " have more elements than can be addressed");
+  }
+  DNNX_CHECK_ARG(is_floating(dtype), "dtype must be f32, f16 or bf16, got ", to_string(dtype));
+  DNNX_CHECK_ARG(layout == Layout::channels_first || layout == Layout::channels_last,
+                 "layout has the invalid value ", static_cast<int>(layout));
+  DNNX_CHECK_ARG(static_cast<std::size_t>(saved) < saved_names.size(),
+                 "saved has the invalid value ", static_cast<int>(saved),
+                 "; accepted: ", detail::join(saved_names, ", "));
+  if (kind == ActivationKind::elu) {
+    DNNX_CHECK_ARG(std::isfinite(alpha), "alpha of elu must be finite, got ", exact(alpha));
+  }
+  if (kind == ActivationKind::clipped_relu) {
+    DNNX_CHECK_ARG(std::isfinite(ceiling) && ceiling > 0,
+                   "ceiling of clipped_relu must be finite and > 0, got ", exact(ceiling));
+  }
+}
+
+bool ActivationDesc::bwd_computable() const {
+  switch (saved) {
+    case ActivationSaved::src_and_dst:
+    case ActivationSaved::src:
+      return activation_bwd_from_src(kind);
+    case ActivationSaved::dst:
+      return activation_bwd_from_dst(kind, alpha);
+  }
+  return false;
+}
+
+std::string ActivationDesc::repro(Direction direction) const {
+  // An invalid desc must still print: it is the context of the error that rejects it.
+  std::ostringstream out;
+  out << "dnnx profile act --input " << dims << " --kind " << to_string(kind);
+  if (kind == ActivationKind::elu) out << " --alpha " << exact(alpha);
+  if (kind == ActivationKind::clipped_relu) out << " --ceiling " << exact(ceiling);
+  out << " --dtype " << to_string(dtype) << " --layout " << to_string(layout) << " --direction "
+      << (direction == Direction::fwd ? "fwd" : "bwd");
+  if (direction != Direction::fwd) out << " --saved " << to_string(saved);
+  return out.str();
+}
+
+std::string ActivationDesc::key() const {
+  std::ostringstream out;
+  out << "act " << to_string(kind);
+  if (kind == ActivationKind::elu) out << " alpha=" << exact(alpha);
+  if (kind == ActivationKind::clipped_relu) out << " ceiling=" << exact(ceiling);
+  out << " dims=" << dims << ' ' << to_string(dtype) << ' ' << to_string(layout)
+      << " saved=" << to_string(saved);
+  return out.str();
+}
+
+std::size_t ActivationDesc::hash() const {
+  std::size_t h = 0;
+  auto mix = [&h](std::uint64_t v) {
+    h ^= std::hash<std::uint64_t>{}(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  };
+  auto bits = [](double v) {
+    if (v == 0) v = 0;  // -0.0 == 0.0, so both must hash alike
+    std::uint64_t b = 0;
+    std::memcpy(&b, &v, sizeof b);
+    return b;
+  };
+  mix(static_cast<std::uint64_t>(kind));
+  // Parameters the kind ignores stay out, as in key(); equal descs still hash equal.
+  if (kind == ActivationKind::elu) mix(bits(alpha));
+  if (kind == ActivationKind::clipped_relu) mix(bits(ceiling));
+  mix(static_cast<std::uint64_t>(dims.rank()));
+  for (const std::int64_t d : dims) mix(static_cast<std::uint64_t>(d));
+  mix(static_cast<std::uint64_t>(dtype));
+  mix(static_cast<std::uint64_t>(layout));
+  mix(static_cast<std::uint64_t>(saved));
+  return h;
+}
+
+std::ostream& operator<<(std::ostream& out, const ActivationDesc& desc) { return out << desc.key(); }
+
+}  // namespace dnnx

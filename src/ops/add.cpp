@@ -1,1 +1,113 @@
-// Scaffolding: replaced by the op's implementation (issue 4).
+// Tensor add, backend-agnostic: the checks of a call against the desc and the scratch tensors for
+// timing; the call itself goes through Note [op dispatch].
+
+#include <dnnx/ops/add.hpp>
+
+#include "core/add_args.hpp"
+#include "core/check.hpp"
+#include "core/strings.hpp"
+#include "ops/dispatch.hpp"
+
+namespace dnnx {
+namespace {
+
+using detail::AddArgs;
+
+void check_tensor(const Context& context, const AddDesc& desc, const char* role,
+                  const Tensor& tensor, const Dims& expected, const char* field) {
+  DNNX_CHECK_ARG(tensor.dtype() == desc.dtype, "dtype mix: ", role, " is ",
+                 to_string(tensor.dtype()), " but the desc's dtype is ", to_string(desc.dtype));
+  DNNX_CHECK_ARG(tensor.dims() == expected, role, " dims ", tensor.dims(),
+                 " do not match the desc's ", field, " ", expected);
+  DNNX_CHECK_ARG(tensor.data() != nullptr, role, " has null data");
+  DNNX_CHECK_ARG(tensor.is_dense(desc.layout), "layout mismatch: ", role, " strides ",
+                 tensor.strides(), " are not dense ", to_string(desc.layout),
+                 " (expected strides ", dense_strides(expected, desc.layout), ")");
+  DNNX_CHECK_ARG(tensor.device() == context.device(), role, " is on ", to_string(tensor.device()),
+                 " but the context runs on ", to_string(context.device()));
+}
+
+void check_no_alias(const char* out_role, const Tensor& out, const char* in_role,
+                    const Tensor& in) {
+  // Broadcasting reads each src element for many dst elements: no in-place form exists.
+  DNNX_CHECK_ARG(!detail::overlaps(out, in), out_role, " overlaps ", in_role,
+                 " in memory; add cannot run in place (use separate buffers)");
+}
+
+void check_args(const Context& context, const AddDesc& desc, Direction direction,
+                const AddArgs& args) {
+  if (direction == Direction::fwd) {
+    DNNX_ASSERT(args.src != nullptr && args.dst != nullptr);
+    check_tensor(context, desc, "src", *args.src, desc.src_dims, "src_dims");
+    check_tensor(context, desc, "dst", *args.dst, desc.dst_dims, "dst_dims");
+    check_no_alias("dst", *args.dst, "src", *args.src);
+    return;
+  }
+  DNNX_ASSERT(args.diff_dst != nullptr && args.diff_src != nullptr);
+  check_tensor(context, desc, "diff_dst", *args.diff_dst, desc.dst_dims, "dst_dims");
+  check_tensor(context, desc, "diff_src", *args.diff_src, desc.src_dims, "src_dims");
+  check_no_alias("diff_src", *args.diff_src, "diff_dst", *args.diff_dst);
+}
+
+// Tensors for timing without the user's (Note [scratch data]).
+struct Scratch {
+  Tensor src, dst;  // dst doubles as diff_dst, src as diff_src
+  AddArgs args(Direction direction) {
+    AddArgs a;
+    if (direction == Direction::fwd) {
+      a.src = &src, a.dst = &dst;
+    } else {
+      a.diff_dst = &dst, a.diff_src = &src;
+    }
+    return a;
+  }
+};
+
+// The op's traits for Note [op dispatch].
+struct AddOp {
+  using Desc = AddDesc;
+  using Args = AddArgs;
+  static constexpr OpKind kind = OpKind::add;
+  static detail::AddBackend& backend(detail::Backend& backend) { return backend.add(); }
+  static void check(const Context& context, const AddDesc& desc, Direction direction,
+                    const AddArgs& args) {
+    check_args(context, desc, direction, args);
+  }
+  using Scratch = dnnx::Scratch;
+  static Scratch scratch(const Context& context, const AddDesc& desc, Direction) {
+    return {detail::random_tensor(context, desc.src_dims, desc.dtype, desc.layout, -1, 1, 1),
+            detail::random_tensor(context, desc.dst_dims, desc.dtype, desc.layout, -1, 1, 2)};
+  }
+};
+using Dispatch = detail::Dispatch<AddOp>;
+
+}  // namespace
+
+std::shared_ptr<const Choice> add_fwd(Context& context, const AddDesc& desc, const Tensor& src,
+                                      Tensor& dst) {
+  AddArgs args;
+  args.src = &src, args.dst = &dst;
+  return Dispatch::run(context, desc, Direction::fwd, args);
+}
+
+std::shared_ptr<const Choice> add_bwd(Context& context, const AddDesc& desc,
+                                      const Tensor& diff_dst, Tensor& diff_src) {
+  AddArgs args;
+  args.diff_dst = &diff_dst, args.diff_src = &diff_src;
+  return Dispatch::run(context, desc, Direction::bwd_data, args);
+}
+
+std::vector<AlgoInfo> add_list(Context& context, const AddDesc& desc, Direction direction) {
+  return Dispatch::list(context, desc, direction);
+}
+
+std::shared_ptr<const Choice> add_select(Context& context, const AddDesc& desc,
+                                         Direction direction) {
+  return Dispatch::select(context, desc, direction);
+}
+
+ProfileResult add_profile(Context& context, const AddDesc& desc, Direction direction) {
+  return Dispatch::profile(context, desc, direction);
+}
+
+}  // namespace dnnx

@@ -1,12 +1,350 @@
-// Scaffolding (core/scaffold.hpp): replaced by this op's implementation.
+// The cudnn backend's activations: cuDNN's legacy cudnnActivationForward / Backward, and the
+// backend's own vectorised kernels (kernels/activation.cu), as candidates.
+//
+// Note [cudnn activation candidates]
+// Forward:
+//   cudnn:kernel:act             every kind, in place or not (Note [vectorised elementwise
+//                                kernels]); the heuristic's choice;
+//   cudnn:legacy:act:<mode>      cudnnActivationForward in the kind's mode (sigmoid, relu, tanh,
+//                                clipped_relu, elu, swish with beta 1); in place with the one
+//                                descriptor cuDNN requires. cuDNN has no identity activation
+//                                outside cudnnConvolutionBiasActivationForward: unsupported there.
+// Backward:
+//   cudnn:kernel:act:dst         the derivative from dst (Note [backward from dst]): what in-place
+//                                layers keep, and cheaper for tanh, sigmoid and elu;
+//   cudnn:kernel:act:src         the derivative from src (every kind);
+//   cudnn:legacy:act:<mode>      cudnnActivationBackward, which takes both x and y and does not
+//                                document which one each mode reads: supported only when both are
+//                                saved.
+// Each candidate is unsupported when desc.saved lacks what it reads. The legacy calls describe the
+// tensors as one flat row of numel elements (they are elementwise, and every tensor of the call
+// has the same layout), which their int sizes limit to INT_MAX elements. Everything is
+// elementwise without atomics, so every candidate is deterministic (cuDNN's reproducibility notes
+// list no activation routine); cudnn_activation_test checks it bitwise.
 
+#include "backends/cudnn/check.hpp"
+#include "backends/cudnn/conv_common.hpp"
+#include "backends/cudnn/handles.hpp"
+#include "backends/cudnn/kernels/activation.hpp"
+#include "backends/cudnn/launch_graph.hpp"
 #include "backends/cudnn/layers.hpp"
-#include "core/scaffold.hpp"
+#include "core/activation_args.hpp"
+#include "core/check.hpp"
+#include "core/strings.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace dnnx::cudnn {
+namespace {
+
+namespace act = kernels::activation;
+
+using ActivationDescriptor = Handle<cudnnActivationDescriptor_t, cudnnDestroyActivationDescriptor>;
+
+constexpr const char* kernel_fwd_id = "cudnn:kernel:act";
+constexpr const char* kernel_dst_id = "cudnn:kernel:act:dst";
+constexpr const char* kernel_src_id = "cudnn:kernel:act:src";
+
+ErrorContext context_of(const ActivationDesc& desc, Direction direction, std::string id = {}) {
+  ErrorContext context;
+  context.op = detail::cat("act ", to_string(direction));
+  context.repro = desc.repro(direction);
+  context.backend = "cudnn";
+  context.implementation = std::move(id);
+  return context;
+}
+
+act::Params kernel_params(const ActivationDesc& desc) {
+  act::Params params;
+  params.function = static_cast<act::Function>(static_cast<int>(desc.kind));
+  switch (desc.dtype) {
+    case DType::f16: params.element = act::Element::f16; break;
+    case DType::bf16: params.element = act::Element::bf16; break;
+    default: params.element = act::Element::f32; break;
+  }
+  params.alpha = static_cast<float>(desc.alpha);
+  params.ceiling = static_cast<float>(desc.ceiling);
+  return params;
+}
+
+// cuDNN's mode of `kind`; false for the identity, which has no legacy activation call.
+bool legacy_mode(ActivationKind kind, cudnnActivationMode_t& mode) {
+  switch (kind) {
+    case ActivationKind::identity: return false;
+    case ActivationKind::relu: mode = CUDNN_ACTIVATION_RELU; return true;
+    case ActivationKind::clipped_relu: mode = CUDNN_ACTIVATION_CLIPPED_RELU; return true;
+    case ActivationKind::tanh: mode = CUDNN_ACTIVATION_TANH; return true;
+    case ActivationKind::sigmoid: mode = CUDNN_ACTIVATION_SIGMOID; return true;
+    case ActivationKind::elu: mode = CUDNN_ACTIVATION_ELU; return true;
+    case ActivationKind::swish: mode = CUDNN_ACTIVATION_SWISH; return true;
+  }
+  return false;
+}
+
+std::string legacy_id(ActivationKind kind) {
+  return detail::cat("cudnn:legacy:act:", to_string(kind));
+}
+
+// What a backward candidate reads.
+enum class Reads : std::uint8_t { src, dst, both };
+
+// Why a backward candidate reading `reads` cannot run with desc.saved; empty if it can.
+std::string saved_reason(const ActivationDesc& desc, Reads reads, std::string_view who) {
+  const bool has_src = desc.saved != ActivationSaved::dst;
+  const bool has_dst = desc.saved != ActivationSaved::src;
+  if (desc.kind == ActivationKind::identity && reads != Reads::both) return {};  // reads neither
+  switch (reads) {
+    case Reads::src:
+      if (!has_src) return detail::cat(who, " reads src, and desc.saved = ", to_string(desc.saved));
+      break;
+    case Reads::dst:
+      if (!activation_bwd_from_dst(desc.kind, desc.alpha)) {
+        return detail::cat(to_string(desc.kind), desc.kind == ActivationKind::elu ? " with alpha < 0" : "",
+                           " has no derivative as a function of dst (Note [backward from dst])");
+      }
+      if (!has_dst) return detail::cat(who, " reads dst, and desc.saved = ", to_string(desc.saved));
+      break;
+    case Reads::both:
+      if (!has_src || !has_dst) {
+        return detail::cat(who, " reads both x and y (cuDNN does not document which one each mode "
+                                "uses), and desc.saved = ", to_string(desc.saved));
+      }
+      break;
+  }
+  return {};
+}
+
+AlgoInfo kernel_info(const ActivationDesc& desc, Direction direction, const char* id,
+                     Reads reads) {
+  AlgoInfo info;
+  info.id = id;
+  info.deterministic = true;
+  info.notes = {"kernel", "vectorized"};
+  if (direction == Direction::fwd) {
+    info.name = "dnnx vectorised kernel";
+  } else {
+    info.name = reads == Reads::dst ? "dnnx vectorised kernel (from dst)"
+                                    : "dnnx vectorised kernel (from src)";
+    info.reason = saved_reason(desc, reads, "this kernel");
+    if (reads == Reads::dst) info.notes.emplace_back("use_dst");
+  }
+  info.supported = info.reason.empty();
+  return info;
+}
+
+AlgoInfo legacy_info(const ActivationDesc& desc, Direction direction) {
+  AlgoInfo info;
+  info.id = legacy_id(desc.kind);
+  info.name = detail::cat(direction == Direction::fwd ? "cudnnActivationForward"
+                                                       : "cudnnActivationBackward",
+                          " (", to_string(desc.kind), ")");
+  info.deterministic = true;
+  info.notes = {"legacy"};
+  cudnnActivationMode_t mode{};
+  if (!legacy_mode(desc.kind, mode)) {
+    info.reason =
+        "cuDNN has no identity activation outside cudnnConvolutionBiasActivationForward "
+        "(CUDNN_ACTIVATION_IDENTITY is rejected by cudnnActivationForward/Backward)";
+  } else if (desc.numel() > INT_MAX) {
+    info.reason = detail::cat("legacy cuDNN descriptors hold int sizes; the tensor has ",
+                              desc.numel(), " elements (more than INT_MAX)");
+  } else if (direction != Direction::fwd) {
+    info.reason = saved_reason(desc, Reads::both, "cudnnActivationBackward");
+  }
+  info.supported = info.reason.empty();
+  return info;
+}
+
+std::vector<AlgoInfo> candidates(const ActivationDesc& desc, Direction direction) {
+  std::vector<AlgoInfo> list;
+  if (direction == Direction::fwd) {
+    list.push_back(kernel_info(desc, direction, kernel_fwd_id, Reads::src));
+  } else {
+    list.push_back(kernel_info(desc, direction, kernel_dst_id, Reads::dst));
+    list.push_back(kernel_info(desc, direction, kernel_src_id, Reads::src));
+  }
+  list.push_back(legacy_info(desc, direction));
+  std::stable_partition(list.begin(), list.end(), [](const AlgoInfo& a) { return a.supported; });
+  for (std::size_t i = 0; i < list.size(); ++i) list[i].priority = static_cast<int>(i);
+  return list;
+}
+
+const Tensor& need(const Tensor* tensor, const char* role, const ErrorContext& context) {
+  if (tensor == nullptr || tensor->data() == nullptr)
+    detail::raise(ErrorKind::InvalidArgument, detail::cat(role, " is null"), context);
+  return *tensor;
+}
+
+class KernelPlan final : public detail::OpPlan<detail::ActivationArgs> {
+ public:
+  KernelPlan(std::shared_ptr<Runtime> runtime, const ActivationDesc& desc, Direction direction,
+             AlgoInfo info)
+      : runtime_(std::move(runtime)),
+        info_(std::move(info)),
+        context_(context_of(desc, direction, info_.id)),
+        direction_(direction),
+        params_(kernel_params(desc)),
+        from_dst_(info_.id == kernel_dst_id),
+        count_(desc.numel()) {}
+
+  const AlgoInfo& algo() const override { return info_; }
+
+  void execute(const detail::ActivationArgs& args, detail::Workspace) override {
+    runtime_->make_current();
+    cudaError_t status = cudaSuccess;
+    if (direction_ == Direction::fwd) {
+      status = act::forward(params_, need(args.src, "src", context_).data(),
+                            need(args.dst, "dst", context_).data(), count_, runtime_->stream());
+    } else {
+      const void* saved = nullptr;
+      if (params_.function != act::Function::identity) {  // the identity reads neither
+        saved = from_dst_ ? need(args.saved_dst, "dst", context_).data()
+                          : need(args.src, "src", context_).data();
+      }
+      status = act::backward(params_, from_dst_ ? act::Saved::dst : act::Saved::src, saved,
+                             need(args.diff_dst, "diff_dst", context_).data(),
+                             need(args.diff_src, "diff_src", context_).data(), count_,
+                             runtime_->stream());
+    }
+    DNNX_CUDNN_CHECK(status, context_, "launching the activation kernel");
+  }
+
+ private:
+  std::shared_ptr<Runtime> runtime_;
+  AlgoInfo info_;
+  ErrorContext context_;
+  Direction direction_;
+  act::Params params_;
+  bool from_dst_;
+  std::int64_t count_;
+};
+
+class LegacyPlan final : public detail::OpPlan<detail::ActivationArgs> {
+ public:
+  LegacyPlan(std::shared_ptr<Runtime> runtime, const ActivationDesc& desc, Direction direction,
+             AlgoInfo info)
+      : runtime_(std::move(runtime)),
+        info_(std::move(info)),
+        context_(context_of(desc, direction, info_.id)),
+        direction_(direction) {
+    runtime_->make_current();
+    cudnnActivationMode_t mode{};
+    DNNX_ASSERT(legacy_mode(desc.kind, mode), "no legacy mode for ", to_string(desc.kind));
+    tensor_ = make_tensor_descriptor(context_);
+    // One flat row (Note [cudnn activation candidates]).
+    DNNX_CUDNN_CHECK(cudnnSetTensor4dDescriptor(tensor_.get(), CUDNN_TENSOR_NCHW,
+                                                data_type(desc.dtype), 1, 1, 1,
+                                                static_cast<int>(desc.numel())),
+                     context_, "describing the tensors");
+    cudnnActivationDescriptor_t raw = nullptr;
+    DNNX_CUDNN_CHECK(cudnnCreateActivationDescriptor(&raw), context_,
+                     "creating the activation descriptor");
+    activation_ = ActivationDescriptor(raw, "cudnnActivationDescriptor_t");
+    // coef: the clip of clipped relu, the alpha of elu (ignored by the other modes).
+    const double coef = desc.kind == ActivationKind::clipped_relu ? desc.ceiling
+                        : desc.kind == ActivationKind::elu        ? desc.alpha
+                                                                  : 0.0;
+    DNNX_CUDNN_CHECK(
+        cudnnSetActivationDescriptor(activation_.get(), mode, CUDNN_PROPAGATE_NAN, coef),
+        context_, "setting the activation mode");
+    if (desc.kind == ActivationKind::swish) {
+      DNNX_CUDNN_CHECK(cudnnSetActivationDescriptorSwishBeta(activation_.get(), 1.0), context_,
+                       "setting swish's beta");
+    }
+  }
+
+  const AlgoInfo& algo() const override { return info_; }
+
+  void execute(const detail::ActivationArgs& args, detail::Workspace) override {
+    runtime_->make_current();
+    if (direction_ == Direction::fwd) {
+      const void* x = need(args.src, "src", context_).data();
+      void* y = need(args.dst, "dst", context_).data();
+      replay_.run(runtime_->settings().graphs, runtime_->stream(), {x, y, nullptr, nullptr},
+                  [&] { forward(x, y); }, context_);
+      return;
+    }
+    const void* x = need(args.src, "src", context_).data();
+    const void* y = need(args.saved_dst, "dst", context_).data();
+    const void* dy = need(args.diff_dst, "diff_dst", context_).data();
+    void* dx = need(args.diff_src, "diff_src", context_).data();
+    replay_.run(runtime_->settings().graphs, runtime_->stream(), {x, y, dy, dx},
+                [&] { backward(x, y, dy, dx); }, context_);
+  }
+
+ private:
+  void forward(const void* x, void* y) {
+    const float alpha = 1.0f, beta = 0.0f;
+    const cudnnTensorDescriptor_t t = tensor_.get();
+    DNNX_CUDNN_CHECK(cudnnActivationForward(runtime_->handle(), activation_.get(), &alpha, t, x,
+                                            &beta, t, y),
+                     context_, "running cudnnActivationForward");
+  }
+
+  void backward(const void* x, const void* y, const void* dy, void* dx) {
+    const float alpha = 1.0f, beta = 0.0f;
+    const cudnnTensorDescriptor_t t = tensor_.get();
+    DNNX_CUDNN_CHECK(cudnnActivationBackward(runtime_->handle(), activation_.get(), &alpha, t, y,
+                                             t, dy, t, x, &beta, t, dx),
+                     context_, "running cudnnActivationBackward");
+  }
+
+  std::shared_ptr<Runtime> runtime_;
+  AlgoInfo info_;
+  ErrorContext context_;
+  Direction direction_;
+  TensorDescriptor tensor_;  // src, dst and their gradients alike (in place needs one descriptor)
+  ActivationDescriptor activation_;
+  LaunchGraph replay_;  // Note [graph replay]
+};
+
+class CudnnActivation final : public detail::ActivationBackend {
+ public:
+  explicit CudnnActivation(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
+
+  std::vector<AlgoInfo> list(const ActivationDesc& desc, Direction direction) override {
+    desc.validate();
+    return candidates(desc, direction);
+  }
+
+  std::shared_ptr<detail::OpPlan<detail::ActivationArgs>> plan(const ActivationDesc& desc,
+                                                               Direction direction,
+                                                               const std::string& id) override {
+    desc.validate();
+    return plans_.get_or_build(desc, direction, id,
+                               [&]() -> std::shared_ptr<detail::OpPlan<detail::ActivationArgs>> {
+      const std::vector<AlgoInfo> list = candidates(desc, direction);
+      const auto found =
+          std::find_if(list.begin(), list.end(), [&](const AlgoInfo& a) { return a.id == id; });
+      if (found == list.end()) {
+        std::vector<std::string> ids;
+        for (const AlgoInfo& a : list) ids.push_back(a.id);
+        detail::raise(ErrorKind::InvalidArgument,
+                      detail::cat("algorithm id '", id, "' is not a cudnn candidate for this act ",
+                                  to_string(direction), "; valid ids: ", detail::join(ids, ", ")),
+                      context_of(desc, direction, id));
+      }
+      if (!found->supported)
+        detail::raise(ErrorKind::Unsupported, found->reason, context_of(desc, direction, id));
+      if (found->id.starts_with("cudnn:kernel:"))
+        return std::make_shared<KernelPlan>(runtime_, desc, direction, *found);
+      return std::make_shared<LegacyPlan>(runtime_, desc, direction, *found);
+    });
+  }
+
+ private:
+  std::shared_ptr<Runtime> runtime_;
+  detail::PlanCache<ActivationDesc, detail::ActivationArgs> plans_;
+};
+
+}  // namespace
 
 std::unique_ptr<detail::ActivationBackend> make_activation_backend(std::shared_ptr<Runtime> runtime) {
-  return std::make_unique<detail::NoCandidates<ActivationDesc, detail::ActivationArgs>>();
+  return std::make_unique<CudnnActivation>(std::move(runtime));
 }
 
 }  // namespace dnnx::cudnn

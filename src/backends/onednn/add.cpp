@@ -1,12 +1,420 @@
-// Scaffolding (core/scaffold.hpp): replaced by this op's implementation.
+// The cpu backend's tensor add: oneDNN's binary primitive forward, its reduction primitive
+// backward; every implementation of every formulation is a candidate.
+//
+// Note [binary candidates]
+// Forward, dst = alpha * broadcast(src) + beta * dst, has two formulations:
+//   scaled_dst  binary_add(src0 = dst, src1 = src broadcast) with scales beta on src0 and alpha on
+//               src1, written over src0 (in place). It reads dst, so beta = 0 would still turn a
+//               NaN or Inf in dst into NaN (0 * NaN): unsupported then.
+//   post_sum    binary_add(src0 = src broadcast, src1 = a zero scalar) with scale alpha on src0,
+//               and beta * dst through the sum post-op; with beta = 0 there is no post-op and dst
+//               is only written. It needs oneDNN to broadcast src0 (3.1 and later).
+// Backward, diff_src = alpha * sum of diff_dst over the broadcast axes:
+//   reduction_sum  reduction (sum) from diff_dst to diff_src, alpha as an eltwise_linear post-op;
+//   linear         without broadcast axes, eltwise_linear(alpha) (a reduction over nothing).
+// Ids are "onednn:<impl>:<formulation>", listed per formulation in oneDNN's implementation order,
+// ref:any implementations last; a formulation without any implementation is one unsupported
+// "onednn:unavailable:<formulation>" candidate with oneDNN's message. Scales and post-ops are
+// applied in f32 whatever the data type, so f16/bf16 results are rounded once. Every candidate is
+// deterministic (Note [determinism] in conv_list.cpp); the parity test checks it bitwise.
 
+#include "backends/onednn/check.hpp"
 #include "backends/onednn/layers.hpp"
-#include "core/scaffold.hpp"
+#include "backends/onednn/memory.hpp"
+#include "core/add_args.hpp"
+#include "core/check.hpp"
+#include "core/strings.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace dnnx::onednn {
+namespace {
+
+ErrorContext context_of(const AddDesc& desc, Direction direction, std::string id = {}) {
+  ErrorContext context;
+  context.op = detail::cat("add ", to_string(direction));
+  context.repro = desc.repro(direction);
+  context.backend = "cpu";
+  context.implementation = std::move(id);
+  return context;
+}
+
+std::string onednn_version() {
+  const dnnl_version_t* v = dnnl_version();
+  return detail::cat("oneDNN ", v->major, '.', v->minor, '.', v->patch);
+}
+
+// Ids travel through command lines and cache files: keep them to a safe alphabet.
+std::string sanitize(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '_' || c == ':' || c == '+' || c == '.' || c == '-';
+    if (!safe) c = '_';
+  }
+  return out;
+}
+
+// A snapshot of `pd` at its current implementation (next_impl() changes the object in place).
+dnnl::primitive_desc clone(const dnnl::primitive_desc& pd, const ErrorContext& context) {
+  dnnl_primitive_desc_t copy = nullptr;
+  DNNX_DNNL_CHECK(dnnl_primitive_desc_clone(&copy, pd.get()), context,
+                  "cloning a primitive descriptor");
+  return dnnl::primitive_desc(copy);
+}
+
+// A dense tensor of `dims` in the desc's layout.
+memory::desc dense_md(const Dims& dims, const AddDesc& desc) {
+  const Dims strides = dense_strides(dims, desc.layout);
+  return memory::desc(memory::dims(dims.begin(), dims.end()), data_type_of(desc.dtype),
+                      memory::dims(strides.begin(), strides.end()));
+}
+
+enum class Formulation : std::uint8_t { scaled_dst, post_sum, reduction_sum, linear };
+
+std::string_view name_of(Formulation formulation) {
+  switch (formulation) {
+    case Formulation::scaled_dst: return "scaled_dst";
+    case Formulation::post_sum: return "post_sum";
+    case Formulation::reduction_sum: return "reduction_sum";
+    case Formulation::linear: return "linear";
+  }
+  return "other";
+}
+
+// Note [binary candidates]: the formulations of (desc, direction) in priority order, with the
+// reason dnnx rules one out (empty if it does not).
+std::vector<std::pair<Formulation, std::string>> formulations(const AddDesc& desc,
+                                                              Direction direction) {
+  if (direction == Direction::fwd) {
+    std::string scaled_dst_reason;
+    if (desc.beta == 0) {
+      scaled_dst_reason =
+          "reads dst as binary source 0, so beta = 0 would still turn NaN or Inf in dst into NaN "
+          "(post_sum does not read dst)";
+    }
+    return {{Formulation::scaled_dst, scaled_dst_reason}, {Formulation::post_sum, {}}};
+  }
+  std::vector<std::pair<Formulation, std::string>> list{{Formulation::reduction_sum, {}}};
+  if (desc.src_dims == desc.dst_dims) list.emplace_back(Formulation::linear, std::string());
+  return list;
+}
+
+struct Candidate {
+  AlgoInfo info;
+  dnnl::primitive_desc pd;  // null if unsupported
+  Formulation formulation = Formulation::scaled_dst;
+};
+
+struct CandidateList {
+  std::vector<Candidate> candidates;
+  const Candidate* find(const std::string& id) const {
+    for (const Candidate& candidate : candidates)
+      if (candidate.info.id == id) return &candidate;
+    return nullptr;
+  }
+  std::string ids() const {
+    std::vector<std::string> names;
+    for (const Candidate& candidate : candidates) names.push_back(candidate.info.id);
+    return detail::join(names, ", ");
+  }
+};
+
+// A scalar of 1s in every dim: binary source 1 of post_sum.
+memory::desc scalar_md(const AddDesc& desc) {
+  const memory::dims ones(static_cast<std::size_t>(desc.dst_dims.rank()), 1);
+  return memory::desc(ones, data_type_of(desc.dtype), memory::dims(ones.size(), 1));
+}
+
+// The primitive descriptor of `formulation`, positioned at oneDNN's first implementation; null
+// with `failure` set when oneDNN has none. Other oneDNN errors throw.
+dnnl::primitive_desc create_pd(const dnnl::engine& engine, const AddDesc& desc,
+                               Formulation formulation, const ErrorContext& context,
+                               std::string& failure) {
+  const memory::desc src = dense_md(desc.src_dims, desc);
+  const memory::desc dst = dense_md(desc.dst_dims, desc);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  try {
+    switch (formulation) {
+      case Formulation::scaled_dst:
+        if (desc.beta != 1) attr.set_scales_mask(DNNL_ARG_SRC_0, 0);
+        if (desc.alpha != 1) attr.set_scales_mask(DNNL_ARG_SRC_1, 0);
+        return dnnl::binary::primitive_desc(engine, dnnl::algorithm::binary_add, dst, src, dst,
+                                            attr);
+      case Formulation::post_sum: {
+        if (desc.alpha != 1) attr.set_scales_mask(DNNL_ARG_SRC_0, 0);
+        if (desc.beta != 0) {
+          dnnl::post_ops ops;
+          ops.append_sum(desc.beta);
+          attr.set_post_ops(ops);
+        }
+        return dnnl::binary::primitive_desc(engine, dnnl::algorithm::binary_add, src,
+                                            scalar_md(desc), dst, attr);
+      }
+      case Formulation::reduction_sum:
+        if (desc.alpha != 1) {
+          dnnl::post_ops ops;
+          ops.append_eltwise(dnnl::algorithm::eltwise_linear, desc.alpha, 0.0f);
+          attr.set_post_ops(ops);
+        }
+        return dnnl::reduction::primitive_desc(engine, dnnl::algorithm::reduction_sum, dst, src,
+                                               0.0f, 0.0f, attr);
+      case Formulation::linear:
+        return dnnl::eltwise_forward::primitive_desc(engine, dnnl::prop_kind::forward_inference,
+                                                     dnnl::algorithm::eltwise_linear, dst, src,
+                                                     desc.alpha, 0.0f, attr);
+    }
+  } catch (const dnnl::error& error) {
+    if (error.status != dnnl_unimplemented) {
+      raise_dnnl(error.status,
+                 detail::cat("creating the ", name_of(formulation), " primitive descriptor: ",
+                             error.what()),
+                 context);
+    }
+    failure = error.what();
+  }
+  return {};
+}
+
+CandidateList list_candidates(const dnnl::engine& engine, const AddDesc& desc, Direction direction,
+                              const std::string& isa) {
+  const ErrorContext context = context_of(desc, direction);
+  CandidateList list;
+  std::set<std::string> seen;
+  for (const auto& [formulation, why] : formulations(desc, direction)) {
+    const std::string suffix = detail::cat(":", name_of(formulation));
+    std::string failure;
+    dnnl::primitive_desc pd = create_pd(engine, desc, formulation, context, failure);
+    if (!pd) {
+      Candidate candidate;
+      candidate.formulation = formulation;
+      candidate.info.id = detail::cat("onednn:unavailable", suffix);
+      candidate.info.name = detail::cat(name_of(formulation), " (no oneDNN implementation)");
+      candidate.info.reason =
+          !why.empty() ? why
+                       : detail::cat(onednn_version(), " has no implementation of ",
+                                     name_of(formulation), " for add ", to_string(direction), " ",
+                                     to_string(desc.dtype), ' ', to_string(desc.layout),
+                                     " on cpu isa ", isa, ": ", failure);
+      candidate.info.notes = {std::string(name_of(formulation))};
+      list.candidates.push_back(std::move(candidate));
+      continue;
+    }
+    do {
+      const std::string impl = sanitize(pd.impl_info_str());
+      Candidate candidate;
+      candidate.formulation = formulation;
+      candidate.info.id = detail::cat("onednn:", impl, suffix);
+      if (!seen.insert(candidate.info.id).second) continue;
+      candidate.info.name = detail::cat(impl, " (", name_of(formulation), ")");
+      candidate.info.deterministic = true;
+      candidate.info.notes = {std::string(name_of(formulation))};
+      if (impl.starts_with("ref")) {
+        candidate.info.notes.emplace_back("reference");
+        candidate.info.families = {"none"};
+      }
+      if (!why.empty()) {
+        candidate.info.reason = why;
+      } else {
+        candidate.pd = clone(pd, context);
+        candidate.info.supported = true;
+        candidate.info.workspace_bytes = pd.scratchpad_desc().get_size();
+      }
+      list.candidates.push_back(std::move(candidate));
+    } while (pd.next_impl());
+  }
+  std::stable_partition(list.candidates.begin(), list.candidates.end(), [](const Candidate& c) {
+    return c.info.supported && !c.info.id.starts_with("onednn:ref:");
+  });
+  std::stable_partition(list.candidates.begin(), list.candidates.end(),
+                        [](const Candidate& c) { return c.info.supported; });
+  for (std::size_t i = 0; i < list.candidates.size(); ++i)
+    list.candidates[i].info.priority = static_cast<int>(i);
+  return list;
+}
+
+// Runs one binary, reduction or eltwise primitive on the caller's memory. Built once; execute()
+// only rebinds pointers (Note [one stream] in runtime.hpp).
+class Plan final : public detail::OpPlan<detail::AddArgs> {
+ public:
+  Plan(std::shared_ptr<Runtime> runtime, const AddDesc& desc, Direction direction,
+       const Candidate& candidate)
+      : runtime_(std::move(runtime)),
+        info_(candidate.info),
+        context_(context_of(desc, direction, candidate.info.id)),
+        direction_(direction) {
+    const dnnl::engine& engine = runtime_->engine;
+    const memory::desc src = dense_md(desc.src_dims, desc);
+    const memory::desc dst = dense_md(desc.dst_dims, desc);
+    const memory::desc scale = memory::desc({1}, memory::data_type::f32, memory::dims{1});
+    dnnl_call(context_, "building the primitive", [&] {
+      primitive_ = dnnl::primitive(candidate.pd.get());
+      src_ = dnnl::memory(src, engine, DNNL_MEMORY_NONE);
+      dst_ = dnnl::memory(dst, engine, DNNL_MEMORY_NONE);
+      const memory::desc scratchpad = candidate.pd.scratchpad_desc();
+      if (scratchpad.get_size() > 0)
+        scratchpad_ = dnnl::memory(scratchpad, engine, DNNL_MEMORY_NONE);
+      switch (candidate.formulation) {
+        case Formulation::scaled_dst:
+          args_ = {{DNNL_ARG_SRC_0, dst_.get()}, {DNNL_ARG_SRC_1, src_.get()},
+                   {DNNL_ARG_DST, dst_.get()}};
+          if (desc.beta != 1) add_scale(DNNL_ARG_SRC_0, desc.beta, scale, engine);
+          if (desc.alpha != 1) add_scale(DNNL_ARG_SRC_1, desc.alpha, scale, engine);
+          break;
+        case Formulation::post_sum:
+          zero_ = dnnl::memory(scalar_md(desc), engine, zero_bytes_.data());
+          args_ = {{DNNL_ARG_SRC_0, src_.get()}, {DNNL_ARG_SRC_1, zero_.get()},
+                   {DNNL_ARG_DST, dst_.get()}};
+          if (desc.alpha != 1) add_scale(DNNL_ARG_SRC_0, desc.alpha, scale, engine);
+          break;
+        case Formulation::reduction_sum:
+        case Formulation::linear:
+          // Backward: dst_ is bound to diff_dst, src_ to diff_src.
+          args_ = {{DNNL_ARG_SRC, dst_.get()}, {DNNL_ARG_DST, src_.get()}};
+          break;
+      }
+      if (scratchpad_) args_.push_back({DNNL_ARG_SCRATCHPAD, scratchpad_.get()});
+    });
+  }
+
+  const AlgoInfo& algo() const override { return info_; }
+
+  void execute(const detail::AddArgs& args, detail::Workspace workspace) override {
+    void* src = nullptr;
+    void* dst = nullptr;
+    if (direction_ == Direction::fwd) {
+      src = data_of(args.src, "src");
+      dst = data_of(args.dst, "dst");
+    } else {
+      src = data_of(args.diff_src, "diff_src");
+      dst = data_of(args.diff_dst, "diff_dst");
+    }
+    if (workspace.bytes < info_.workspace_bytes ||
+        (info_.workspace_bytes > 0 && workspace.data == nullptr)) {
+      detail::raise(ErrorKind::InvalidArgument,
+                    detail::cat("workspace has ", workspace.bytes, " bytes; this candidate needs ",
+                                info_.workspace_bytes),
+                    context_);
+    }
+    std::lock_guard lock(runtime_->mutex);
+    bind(src_, src);
+    bind(dst_, dst);
+    if (scratchpad_) bind(scratchpad_, workspace.data);
+    const dnnl_stream_t stream = runtime_->stream.get();
+    DNNX_DNNL_CHECK(dnnl_primitive_execute(primitive_.get(), stream,
+                                           static_cast<int>(args_.size()), args_.data()),
+                    context_, "executing");
+    DNNX_DNNL_CHECK(dnnl_stream_wait(stream), context_, "waiting for the stream");
+  }
+
+ private:
+  // A runtime scale of one f32 value, held by the plan.
+  void add_scale(int arg, float value, const memory::desc& md, const dnnl::engine& engine) {
+    const std::size_t slot = scale_count_++;
+    scale_values_[slot] = value;
+    scales_[slot] = dnnl::memory(md, engine, &scale_values_[slot]);
+    args_.push_back({DNNL_ARG_ATTR_SCALES | arg, scales_[slot].get()});
+  }
+
+  void* data_of(const Tensor* tensor, const char* role) const {
+    if (tensor == nullptr || tensor->data() == nullptr)
+      detail::raise(ErrorKind::InvalidArgument, detail::cat(role, " is null"), context_);
+    return tensor->data();
+  }
+
+  void bind(const dnnl::memory& memory, void* data) const {
+    DNNX_DNNL_CHECK(dnnl_memory_set_data_handle(memory.get(), data), context_,
+                    "binding a data pointer");
+  }
+
+  std::shared_ptr<Runtime> runtime_;
+  AlgoInfo info_;
+  ErrorContext context_;
+  Direction direction_;
+  dnnl::primitive primitive_;
+  dnnl::memory src_, dst_, scratchpad_, zero_;
+  std::array<float, 2> scale_values_{};
+  std::array<dnnl::memory, 2> scales_;
+  std::size_t scale_count_ = 0;
+  alignas(64) std::array<std::byte, 8> zero_bytes_{};  // 0 in f32, f16 and bf16 alike
+  std::vector<dnnl_exec_arg_t> args_;
+};
+
+struct Key {
+  AddDesc desc;
+  Direction direction;
+  bool operator==(const Key&) const = default;
+};
+struct KeyHash {
+  std::size_t operator()(const Key& key) const {
+    return key.desc.hash() * 3 + static_cast<std::size_t>(key.direction);
+  }
+};
+
+class OneDnnAdd final : public detail::AddBackend {
+ public:
+  explicit OneDnnAdd(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
+
+  std::vector<AlgoInfo> list(const AddDesc& desc, Direction direction) override {
+    desc.validate();
+    std::lock_guard lock(mutex_);
+    std::vector<AlgoInfo> infos;
+    for (const Candidate& candidate : candidates_locked(desc, direction).candidates)
+      infos.push_back(candidate.info);
+    return infos;
+  }
+
+  std::shared_ptr<detail::OpPlan<detail::AddArgs>> plan(const AddDesc& desc, Direction direction,
+                                                        const std::string& id) override {
+    desc.validate();
+    return plans_.get_or_build(desc, direction, id, [&] {
+      std::lock_guard lock(mutex_);
+      const CandidateList& list = candidates_locked(desc, direction);
+      const Candidate* candidate = list.find(id);
+      if (candidate == nullptr) {
+        detail::raise(ErrorKind::InvalidArgument,
+                      detail::cat("algorithm id '", id, "' is not a cpu candidate for this add ",
+                                  to_string(direction), "; valid ids: ", list.ids()),
+                      context_of(desc, direction, id));
+      }
+      if (!candidate->info.supported)
+        detail::raise(ErrorKind::Unsupported, candidate->info.reason,
+                      context_of(desc, direction, id));
+      return std::make_shared<Plan>(runtime_, desc, direction, *candidate);
+    });
+  }
+
+ private:
+  const CandidateList& candidates_locked(const AddDesc& desc, Direction direction) {
+    const Key key{desc, direction};
+    auto found = lists_.find(key);
+    if (found == lists_.end()) {
+      found = lists_.emplace(key, list_candidates(runtime_->engine, desc, direction, runtime_->isa))
+                  .first;
+    }
+    return found->second;
+  }
+
+  std::shared_ptr<Runtime> runtime_;
+  std::mutex mutex_;  // guards lists_
+  std::unordered_map<Key, CandidateList, KeyHash> lists_;
+  detail::PlanCache<AddDesc, detail::AddArgs> plans_;
+};
+
+}  // namespace
 
 std::unique_ptr<detail::AddBackend> make_add_backend(std::shared_ptr<Runtime> runtime) {
-  return std::make_unique<detail::NoCandidates<AddDesc, detail::AddArgs>>();
+  return std::make_unique<OneDnnAdd>(std::move(runtime));
 }
 
 }  // namespace dnnx::onednn
