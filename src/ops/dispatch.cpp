@@ -222,4 +222,27 @@ bool overlaps(const Tensor& a, const Tensor& b) {
   return a0 < b0 + b.span_bytes() && b0 < a0 + a.span_bytes();
 }
 
+void check_operand(const Context& context, const char* role, const Tensor& tensor,
+                   const Dims& expected, DType dtype, Layout layout) {
+  DNNX_CHECK_ARG(tensor.dtype() == dtype, "dtype mix: ", role, " is ", to_string(tensor.dtype()),
+                 " but the desc's dtype is ", to_string(dtype));
+  DNNX_CHECK_ARG(tensor.rank() == expected.rank(), role, " has rank ", tensor.rank(), " (dims ",
+                 tensor.dims(), ") but the desc expects rank ", expected.rank(), " (dims ",
+                 expected, ")");
+  DNNX_CHECK_ARG(tensor.dims() == expected, role, " dims ", tensor.dims(),
+                 " do not match the desc, which expects ", expected);
+  DNNX_CHECK_ARG(tensor.data() != nullptr, role, " has null data");
+  DNNX_CHECK_ARG(tensor.is_dense(layout), "layout mismatch: ", role, " strides ",
+                 tensor.strides(), " are not dense ", to_string(layout), " (expected strides ",
+                 dense_strides(expected, layout), ")");
+  DNNX_CHECK_ARG(tensor.device() == context.device(), role, " is on ", to_string(tensor.device()),
+                 " but the context runs on ", to_string(context.device()));
+}
+
+void check_no_overlap(std::string_view op, const char* out_role, const Tensor& out,
+                      const char* in_role, const Tensor& in) {
+  DNNX_CHECK_ARG(!overlaps(out, in), out_role, " overlaps ", in_role, " in memory; ", op,
+                 " cannot run in place (use separate buffers)");
+}
+
 }  // namespace dnnx::detail

@@ -101,6 +101,16 @@ Tensor random_tensor(const Context& context, const Dims& dims, DType dtype, Layo
 /// Whether the memory spans of two tensors overlap.
 bool overlaps(const Tensor& a, const Tensor& b);
 
+/// Checks one tensor of a call against what the desc expects: dtype, rank and dims, non-null
+/// data, dense in `layout`, on the context's device. Throws InvalidArgument naming `role`, the
+/// value received and what is expected ("dtype mix: ...", "layout mismatch: ...").
+void check_operand(const Context& context, const char* role, const Tensor& tensor,
+                   const Dims& expected, DType dtype, Layout layout);
+/// Throws InvalidArgument when `out` overlaps `in` in memory: "<out_role> overlaps <in_role> in
+/// memory; <op> cannot run in place (use separate buffers)".
+void check_no_overlap(std::string_view op, const char* out_role, const Tensor& out,
+                      const char* in_role, const Tensor& in);
+
 // ---- the per-op part -----------------------------------------------------------------------------
 
 template <typename Op>
