@@ -12,3 +12,59 @@ add_executable(batch_norm_parity_test ${_bnorm_dir}/batch_norm_parity_test.cpp)
 target_link_libraries(batch_norm_parity_test PRIVATE dnnx_bnorm_cases GTest::gtest_main)
 gtest_discover_tests(batch_norm_parity_test NO_PRETTY_VALUES
                      PROPERTIES LABELS "parity" TIMEOUT 300 DISCOVERY_TIMEOUT 60)
+
+foreach(_test batch_norm_reference_test batch_norm_errors_test batch_norm_policy_test)
+  add_executable(${_test} ${_bnorm_dir}/${_test}.cpp)
+  target_link_libraries(${_test} PRIVATE dnnx_bnorm_cases GTest::gtest_main)
+  gtest_discover_tests(${_test} NO_PRETTY_VALUES
+                       PROPERTIES LABELS "unit" TIMEOUT 120 DISCOVERY_TIMEOUT 60)
+endforeach()
+
+# `dnnx algos|profile bnorm` (label cli); dnnx_cli_test comes from tests/tools/cli_test.cmake.
+if(COMMAND dnnx_cli_test)
+  set(_bn --input 4x3x5x7 --backend reference)
+  dnnx_cli_test(help.algos_bnorm
+                STDOUT "--input.*--mode.*--training.*--inference.*--no-affine.*--eps.*--momentum.*--dtype.*--layout.*--backend.*--direction.*--json"
+                ARGS algos bnorm --help)
+  dnnx_cli_test(help.profile_bnorm STDOUT "--input.*--runs.*--warmup.*--direction.*--json"
+                ARGS profile bnorm --help)
+  dnnx_cli_test(algos.bnorm
+                STDOUT "bnorm fwd on reference: bnorm dims=4x3x5x7 spatial training affine.*reference:direct.*bnorm bwd_data on reference"
+                ARGS algos bnorm ${_bn})
+  dnnx_cli_test(algos.bnorm_json JSON stdout JSON_LENGTH 2
+                JSON_REQUIRE "0/algos/0/id|0/repro|1/direction|1/algos/0/supported"
+                ARGS algos bnorm ${_bn} --json)
+  dnnx_cli_test(algos.bnorm_cpu STDOUT "cpu:kernel:bnorm.*cpu:kernel:bnorm"
+                ARGS algos bnorm --input 2x8x4x4 --layout nhwc --dtype bf16 --backend cpu)
+  dnnx_cli_test(algos.bnorm_per_activation_no_affine
+                STDOUT "per_activation inference no_affine.*reference:direct"
+                ARGS algos bnorm --input 1x10 --mode per_activation --inference --no-affine
+                     --backend reference)
+  dnnx_cli_test(profile.bnorm_json JSON stdout JSON_LENGTH 1
+                JSON_REQUIRE "0/chosen|0/rows/0/median_ms|0/repro"
+                ARGS profile bnorm ${_bn} --direction bwd --inference --json)
+  # A repro line (BatchNormDesc::repro) parses as it is printed.
+  dnnx_cli_test(profile.bnorm_repro STDOUT "fastest: reference:direct"
+                ARGS profile bnorm --input 4x3x5x7 --mode spatial --training --eps 0.001
+                     --momentum 0.2 --dtype f32 --layout nchw --direction bwd --backend reference)
+  dnnx_cli_test(profile.bnorm_3d_nhwc_f16 STDOUT "bnorm dims=2x3x2x3x4 spatial training"
+                ARGS profile bnorm --input 2x3x2x3x4 --layout nhwc --dtype f16 --direction fwd
+                     --backend reference)
+
+  dnnx_cli_usage_error(bnorm.bad_eps "--eps 'abc': expected a finite number"
+                       algos bnorm ${_bn} --eps abc)
+  dnnx_cli_usage_error(bnorm.eps_zero "eps must be > 0 and finite, got 0" algos bnorm ${_bn} --eps 0)
+  dnnx_cli_usage_error(bnorm.momentum_range "momentum must be in \\[0, 1\\], got 1.5"
+                       algos bnorm ${_bn} --momentum 1.5)
+  dnnx_cli_usage_error(bnorm.bad_mode "--mode 'channel'.*per_activation, spatial"
+                       algos bnorm ${_bn} --mode channel)
+  dnnx_cli_usage_error(bnorm.rank_one "--input '7': expected rank 2 to 5" algos bnorm --input 7)
+  dnnx_cli_usage_error(bnorm.training_and_inference "--training excludes --inference"
+                       algos bnorm ${_bn} --training --inference)
+  dnnx_cli_usage_error(bnorm.bad_direction "--direction 'bwd_weights': unknown direction"
+                       algos bnorm ${_bn} --direction bwd_weights)
+  dnnx_cli_usage_error(bnorm.training_one_value "more than one value per statistic, got 1"
+                       algos bnorm --input 1x3x1x1 --backend reference)
+  dnnx_cli_usage_error(bnorm.bad_dtype "--dtype 'i8'" algos bnorm ${_bn} --dtype i8)
+  dnnx_cli_usage_error(bnorm.missing_input "--input is required" profile bnorm --backend reference)
+endif()

@@ -19,11 +19,14 @@
 // implementation.
 //
 // Note [batch-norm candidate order]
-// oneDNN's implementations in oneDNN's own order (its first is its heuristic choice), then dnnx's
-// loops (cpu:kernel:bnorm: every dtype, layout and mode, no workspace), then oneDNN's ref:any.
-// Implementations are asked for on the caller's plain layout only: the blocked layouts that
-// oneDNN's jit kernels also read would cost a reorder of src and dst (and diff_dst, diff_src) per
-// call, more than the whole memory-bound normalisation itself.
+// oneDNN's jit implementations in oneDNN's own order, then dnnx's loops (cpu:kernel:bnorm: every
+// dtype, layout and mode, no workspace), then oneDNN's plain C++ implementations (ncsp_bnorm,
+// nspc_bnorm), then ref:any. On channels-first data oneDNN 3.2 offers no jit implementation, and
+// its ncsp_bnorm took 11.6 / 9.5 ms (fwd / bwd) on 8x256x56x56 f32 where the loops took 3.1 /
+// 3.5 ms (2 Sapphire Rapids cores); on channels-last data its bnorm_jit took 2.2 / 3.0 ms, the
+// loops 13 / 25 ms, nspc_bnorm 42 / 49 ms. Implementations are asked for on the caller's plain
+// layout only: the blocked layouts oneDNN's jit kernels also read would cost a reorder of src and
+// dst (and diff_dst, diff_src) per call, more than the memory-bound normalisation itself.
 
 #include "backends/onednn/check.hpp"
 #include "backends/onednn/layers.hpp"
@@ -242,7 +245,7 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const BatchNo
                                        Direction direction, const std::string& isa) {
   const ErrorContext context = context_of(desc, direction, "");
   std::vector<Candidate> candidates;
-  std::vector<Candidate> last;  // ref:any goes after the kernel (Note [batch-norm candidate order])
+  std::vector<Candidate> last;  // after the kernel (Note [batch-norm candidate order])
   std::set<std::string> seen;
   std::string failure;
   dnnl::primitive_desc hint;
@@ -262,12 +265,16 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const BatchNo
       candidate.scratch_bytes = pd.scratchpad_desc().get_size();
       info.workspace_bytes = regions_of(desc, direction, candidate.scratch_bytes).total;
       if (!seen.insert(info.id).second) continue;
-      (impl.starts_with("ref") ? last : candidates).push_back(std::move(candidate));
+      (contains(impl, "jit") ? candidates : last).push_back(std::move(candidate));
     } while (pd.next_impl());
   }
   Candidate kernel;
   kernel.info = kernel_info(desc);
   candidates.push_back(std::move(kernel));
+  // ref:any is last among oneDNN's own.
+  std::stable_partition(last.begin(), last.end(), [](const Candidate& candidate) {
+    return !candidate.info.id.starts_with("onednn:ref");
+  });
   for (Candidate& candidate : last) candidates.push_back(std::move(candidate));
   if (!pd) {
     Candidate unavailable;
@@ -515,40 +522,35 @@ class OneDnnPlan final : public BatchNormPlan {
 // first: statistic k owns N runs of S contiguous values) and "columns" (channels-last spatial
 // mode and per-activation mode: an M x K row-major matrix whose column k is statistic k). Each
 // thread owns a contiguous range of statistics and reduces each of them alone, in a fixed order,
-// with f64 sums, so the bits do not depend on the thread count. Sums are taken in two passes
-// (mean, then squared deviations). Values are read as f32 (f16 / bf16 widened on load) and
-// outputs formed in f32 from per-statistic coefficients.
+// so the bits do not depend on the thread count.
+//   Statistics are one pass of shifted sums: with p the statistic's first value, sum (x - p) and
+//   sum (x - p)^2 in f64 give mean = p + s1 / n and var = s2 / n - (s1 / n)^2 without the
+//   cancellation of raw sums of squares (Chan, Golub & LeVeque, "Algorithms for computing the
+//   sample variance", 1983). Planes keep eight f64 partial sums per statistic (independent
+//   chains the compiler turns into vector adds; one chain would cost an add latency per value)
+//   and normalise a statistic's values right after summing them, while they are still in cache.
+//   Columns sum a row's range of statistics element-wise, which vectorises as it is.
+//   Outputs are y = x a + b (forward) and dx = a dy + b x + c (backward) with per-statistic f32
+//   coefficients formed in f64.
 
-// Reads `count` elements of `dtype` at element offset `offset` of `base` as f32.
-void load_row(const void* base, DType dtype, std::int64_t offset, std::int64_t count,
-              float* out) {
-  if (dtype == DType::f32) {
-    std::memcpy(out, static_cast<const float*>(base) + offset,
-                static_cast<std::size_t>(count) * sizeof(float));
-    return;
-  }
-  const auto* p = static_cast<const std::uint16_t*>(base) + offset;
-  if (dtype == DType::f16) {
-    for (std::int64_t i = 0; i < count; ++i) out[i] = detail::half_to_float(p[i]);
-  } else {
-    for (std::int64_t i = 0; i < count; ++i) out[i] = detail::bf16_to_float(p[i]);
-  }
-}
+struct F16 {
+  std::uint16_t bits;
+};
+struct BF16 {
+  std::uint16_t bits;
+};
 
-void store_row(void* base, DType dtype, std::int64_t offset, std::int64_t count,
-               const float* in) {
-  if (dtype == DType::f32) {
-    std::memcpy(static_cast<float*>(base) + offset, in,
-                static_cast<std::size_t>(count) * sizeof(float));
-    return;
-  }
-  auto* p = static_cast<std::uint16_t*>(base) + offset;
-  if (dtype == DType::f16) {
-    for (std::int64_t i = 0; i < count; ++i) p[i] = detail::float_to_half(in[i]);
-  } else {
-    for (std::int64_t i = 0; i < count; ++i) p[i] = detail::float_to_bf16(in[i]);
-  }
-}
+inline float widen(float v) { return v; }
+inline float widen(F16 v) { return detail::half_to_float(v.bits); }
+inline float widen(BF16 v) { return detail::bf16_to_float(v.bits); }
+template <typename T>
+T narrow(float v);
+template <>
+inline float narrow<float>(float v) { return v; }
+template <>
+inline F16 narrow<F16>(float v) { return {detail::float_to_half(v)}; }
+template <>
+inline BF16 narrow<BF16>(float v) { return {detail::float_to_bf16(v)}; }
 
 // Runs body(first, last) over [0, count) statistics in contiguous ranges, one per thread when the
 // work (`elements` values in all) is worth starting threads for.
@@ -571,18 +573,247 @@ void parallel_ranges(std::int64_t count, std::int64_t elements,
   body(0, count / threads);
 }
 
+constexpr int lanes = 8;
+
+// Eight-lane f64 sums of f(i) over [0, count), added up in a fixed order.
+struct LaneSums {
+  double a[lanes] = {};
+  double b[lanes] = {};
+  void total(double& sum_a, double& sum_b) const {
+    for (int j = 0; j < lanes; ++j) {
+      sum_a += a[j];
+      sum_b += b[j];
+    }
+  }
+};
+
+// The shape of one call (Note [batch-norm loops]).
+struct LoopShape {
+  bool planes = false;
+  std::int64_t n = 0;     // planes: runs per statistic (N)
+  std::int64_t s = 0;     // planes: run length (spatial positions)
+  std::int64_t rows = 0;  // columns: M
+  std::int64_t k = 0;     // statistics
+  double count = 0;       // values per statistic
+};
+
+// The statistics and coefficients of one statistic (Note [batch-norm on oneDNN] for the saved
+// and running ones).
+struct Coefficients {
+  float a = 0, b = 0, c = 0;
+};
+
+template <typename T>
+class Loops {
+ public:
+  Loops(const BatchNormDesc& desc, const LoopShape& shape, const Stats& stats)
+      : desc_(desc), shape_(shape), stats_(stats) {}
+
+  void forward(const T* x, T* y, std::int64_t first, std::int64_t last) const {
+    if (shape_.planes) {
+      for (std::int64_t k = first; k < last; ++k) {
+        double mean = 0, var = 0;
+        if (desc_.training) {
+          LaneSums sums;
+          const double pivot = widen(x[k * shape_.s]);
+          for (std::int64_t n = 0; n < shape_.n; ++n) {
+            const T* run = x + (n * shape_.k + k) * shape_.s;
+            add_shifted(run, shape_.s, pivot, sums);
+          }
+          moments(sums, pivot, mean, var);
+          finish(k, mean, var);
+        }
+        const Coefficients f = forward_coefficients(k, mean, var);
+        for (std::int64_t n = 0; n < shape_.n; ++n) {
+          const std::int64_t offset = (n * shape_.k + k) * shape_.s;
+          for (std::int64_t i = 0; i < shape_.s; ++i)
+            y[offset + i] = narrow<T>(widen(x[offset + i]) * f.a + f.b);
+        }
+      }
+      return;
+    }
+    const auto width = static_cast<std::size_t>(last - first);
+    std::vector<Coefficients> f(width);
+    if (desc_.training) {
+      std::vector<double> pivot(width), s1(width, 0.0), s2(width, 0.0);
+      for (std::size_t j = 0; j < width; ++j) pivot[j] = widen(x[first + static_cast<std::int64_t>(j)]);
+      for (std::int64_t m = 0; m < shape_.rows; ++m) {
+        const T* row = x + m * shape_.k + first;
+        for (std::size_t j = 0; j < width; ++j) {
+          const double d = static_cast<double>(widen(row[j])) - pivot[j];
+          s1[j] += d;
+          s2[j] += d * d;
+        }
+      }
+      for (std::size_t j = 0; j < width; ++j) {
+        const std::int64_t k = first + static_cast<std::int64_t>(j);
+        const double shifted = s1[j] / shape_.count;
+        const double mean = pivot[j] + shifted;
+        const double var = std::max(0.0, s2[j] / shape_.count - shifted * shifted);
+        finish(k, mean, var);
+        f[j] = forward_coefficients(k, mean, var);
+      }
+    } else {
+      for (std::size_t j = 0; j < width; ++j)
+        f[j] = forward_coefficients(first + static_cast<std::int64_t>(j), 0, 0);
+    }
+    for (std::int64_t m = 0; m < shape_.rows; ++m) {
+      const T* in = x + m * shape_.k + first;
+      T* out = y + m * shape_.k + first;
+      for (std::size_t j = 0; j < width; ++j) out[j] = narrow<T>(widen(in[j]) * f[j].a + f[j].b);
+    }
+  }
+
+  void backward(const T* x, const T* dy, T* dx, std::int64_t first, std::int64_t last) const {
+    if (shape_.planes) {
+      for (std::int64_t k = first; k < last; ++k) {
+        const double mean = used_mean(k);
+        LaneSums sums;  // a: sum dy, b: sum dy (x - mean)
+        for (std::int64_t n = 0; n < shape_.n; ++n) {
+          const std::int64_t offset = (n * shape_.k + k) * shape_.s;
+          add_gradient_sums(x + offset, dy + offset, shape_.s, mean, sums);
+        }
+        double sum_dy = 0, sum_dy_x = 0;
+        sums.total(sum_dy, sum_dy_x);
+        const Coefficients f = backward_coefficients(k, mean, sum_dy, sum_dy_x);
+        for (std::int64_t n = 0; n < shape_.n; ++n) {
+          const std::int64_t offset = (n * shape_.k + k) * shape_.s;
+          for (std::int64_t i = 0; i < shape_.s; ++i) {
+            dx[offset + i] =
+                narrow<T>(f.a * widen(dy[offset + i]) + f.b * widen(x[offset + i]) + f.c);
+          }
+        }
+      }
+      return;
+    }
+    const auto width = static_cast<std::size_t>(last - first);
+    std::vector<double> mean(width), sum_dy(width, 0.0), sum_dy_x(width, 0.0);
+    for (std::size_t j = 0; j < width; ++j) mean[j] = used_mean(first + static_cast<std::int64_t>(j));
+    for (std::int64_t m = 0; m < shape_.rows; ++m) {
+      const T* x_row = x + m * shape_.k + first;
+      const T* dy_row = dy + m * shape_.k + first;
+      for (std::size_t j = 0; j < width; ++j) {
+        const double g = widen(dy_row[j]);
+        sum_dy[j] += g;
+        sum_dy_x[j] += g * (static_cast<double>(widen(x_row[j])) - mean[j]);
+      }
+    }
+    std::vector<Coefficients> f(width);
+    for (std::size_t j = 0; j < width; ++j) {
+      f[j] = backward_coefficients(first + static_cast<std::int64_t>(j), mean[j], sum_dy[j],
+                                   sum_dy_x[j]);
+    }
+    for (std::int64_t m = 0; m < shape_.rows; ++m) {
+      const std::int64_t offset = m * shape_.k + first;
+      for (std::size_t j = 0; j < width; ++j) {
+        const auto i = offset + static_cast<std::int64_t>(j);
+        dx[i] = narrow<T>(f[j].a * widen(dy[i]) + f[j].b * widen(x[i]) + f[j].c);
+      }
+    }
+  }
+
+ private:
+  static void add_shifted(const T* run, std::int64_t count, double pivot, LaneSums& sums) {
+    std::int64_t i = 0;
+    for (; i + lanes <= count; i += lanes) {
+      for (int j = 0; j < lanes; ++j) {
+        const double d = static_cast<double>(widen(run[i + j])) - pivot;
+        sums.a[j] += d;
+        sums.b[j] += d * d;
+      }
+    }
+    for (int j = 0; i < count; ++i, ++j) {
+      const double d = static_cast<double>(widen(run[i])) - pivot;
+      sums.a[j] += d;
+      sums.b[j] += d * d;
+    }
+  }
+
+  static void add_gradient_sums(const T* x, const T* dy, std::int64_t count, double mean,
+                                LaneSums& sums) {
+    std::int64_t i = 0;
+    for (; i + lanes <= count; i += lanes) {
+      for (int j = 0; j < lanes; ++j) {
+        const double g = widen(dy[i + j]);
+        sums.a[j] += g;
+        sums.b[j] += g * (static_cast<double>(widen(x[i + j])) - mean);
+      }
+    }
+    for (int j = 0; i < count; ++i, ++j) {
+      const double g = widen(dy[i]);
+      sums.a[j] += g;
+      sums.b[j] += g * (static_cast<double>(widen(x[i])) - mean);
+    }
+  }
+
+  void moments(const LaneSums& sums, double pivot, double& mean, double& var) const {
+    double s1 = 0, s2 = 0;
+    sums.total(s1, s2);
+    const double shifted = s1 / shape_.count;
+    mean = pivot + shifted;
+    var = std::max(0.0, s2 / shape_.count - shifted * shifted);
+  }
+
+  // Saved and running statistics of statistic k after a training forward.
+  void finish(std::int64_t k, double mean, double var) const {
+    const float mean32 = static_cast<float>(mean);
+    const float var32 = static_cast<float>(var);
+    finish_training_fwd(desc_, stats_, &mean32, &var32, k, k + 1);
+  }
+
+  double inv_std(std::int64_t k, double var) const {
+    if (!desc_.training) var = stats_.running_var[k];
+    return 1.0 / std::sqrt(var + desc_.eps);
+  }
+
+  double used_mean(std::int64_t k) const {
+    return desc_.training ? stats_.saved_mean[k] : stats_.running_mean[k];
+  }
+
+  // y = (x - mean) inv_std scale + shift = x a + b; inference reads the running statistics.
+  Coefficients forward_coefficients(std::int64_t k, double mean, double var) const {
+    if (!desc_.training) mean = stats_.running_mean[k];
+    const double scale = stats_.scale != nullptr ? stats_.scale[k] : 1.0;
+    const double shift = stats_.shift != nullptr ? stats_.shift[k] : 0.0;
+    const double a = scale * inv_std(k, var);
+    return {static_cast<float>(a), static_cast<float>(shift - mean * a), 0.0f};
+  }
+
+  // Writes diff_scale / diff_shift of statistic k and returns dx = a dy + b x + c.
+  Coefficients backward_coefficients(std::int64_t k, double mean, double sum_dy,
+                                     double sum_dy_x) const {
+    const double inv = desc_.training ? static_cast<double>(stats_.saved_inv_std[k])
+                                      : inv_std(k, 0);
+    const double sum_dy_xhat = sum_dy_x * inv;
+    if (stats_.diff_scale != nullptr) stats_.diff_scale[k] = static_cast<float>(sum_dy_xhat);
+    if (stats_.diff_shift != nullptr) stats_.diff_shift[k] = static_cast<float>(sum_dy);
+    const double scale = stats_.scale != nullptr ? stats_.scale[k] : 1.0;
+    const double a = scale * inv;
+    if (!desc_.training) return {static_cast<float>(a), 0.0f, 0.0f};
+    // The batch statistics' terms: -a (sum dy + x_hat sum dy x_hat) / n.
+    const double b = -a * inv * sum_dy_xhat / shape_.count;
+    return {static_cast<float>(a), static_cast<float>(b),
+            static_cast<float>(-a * sum_dy / shape_.count - b * mean)};
+  }
+
+  const BatchNormDesc& desc_;
+  LoopShape shape_;
+  const Stats& stats_;
+};
+
 class KernelPlan final : public BatchNormPlan {
  public:
   KernelPlan(const BatchNormDesc& desc, Direction direction)
       : desc_(desc),
         direction_(direction),
         info_(kernel_info(desc)),
-        context_(context_of(desc, direction, kernel_id)),
-        planes_(desc.mode == BatchNormMode::spatial && desc.layout == Layout::channels_first) {
-    k_ = desc.statistics();
-    n_ = desc.dims[0];
-    s_ = desc.reduction_size() / n_;  // spatial positions (planes); 1 in per-activation mode
-    rows_ = desc.reduction_size();    // columns: M = N x S (channels last) or N
+        context_(context_of(desc, direction, kernel_id)) {
+    shape_.planes = desc.mode == BatchNormMode::spatial && desc.layout == Layout::channels_first;
+    shape_.k = desc.statistics();
+    shape_.n = desc.dims[0];
+    shape_.s = desc.reduction_size() / shape_.n;
+    shape_.rows = desc.reduction_size();
+    shape_.count = static_cast<double>(desc.reduction_size());
   }
 
   const AlgoInfo& algo() const override { return info_; }
@@ -593,175 +824,30 @@ class KernelPlan final : public BatchNormPlan {
     check_data(fwd ? args.dst : args.diff_src, fwd ? "dst" : "diff_src", desc_, context_);
     if (!fwd) check_data(args.diff_dst, "diff_dst", desc_, context_);
     const Stats s = stats_of(args, desc_, direction_, context_);
-    const std::int64_t elements = desc_.reduction_size() * k_;
-    parallel_ranges(k_, fwd ? elements * 3 : elements * 4,
-                    [&](std::int64_t first, std::int64_t last) {
-                      if (fwd) {
-                        forward(args, s, first, last);
-                      } else {
-                        backward(args, s, first, last);
-                      }
-                    });
+    switch (desc_.dtype) {
+      case DType::f16: return run<F16>(args, s);
+      case DType::bf16: return run<BF16>(args, s);
+      default: return run<float>(args, s);
+    }
   }
 
  private:
-  // Calls visit(k, row, count) for every run of values of statistics [first, last): planes give
-  // one statistic's S values at a time, columns one row's values of the whole range.
-  template <typename Visit>
-  void for_each_run(std::int64_t first, std::int64_t last, Visit&& visit) const {
-    if (planes_) {
-      for (std::int64_t k = first; k < last; ++k)
-        for (std::int64_t n = 0; n < n_; ++n) visit(k, (n * k_ + k) * s_, s_);
-    } else {
-      for (std::int64_t m = 0; m < rows_; ++m) visit(first, m * k_ + first, last - first);
-    }
-  }
-
-  // Adds f(values) of every run into sums[k - first] (double), planes summing each run first.
-  template <typename F>
-  void accumulate(const void* data, std::int64_t first, std::int64_t last,
-                  std::vector<float>& buffer, std::vector<double>& sums, F&& f) const {
-    std::fill(sums.begin(), sums.end(), 0.0);
-    for_each_run(first, last, [&](std::int64_t k, std::int64_t offset, std::int64_t count) {
-      load_row(data, desc_.dtype, offset, count, buffer.data());
-      if (planes_) {
-        double sum = 0;
-        for (std::int64_t i = 0; i < count; ++i) sum += f(k, i, buffer[i]);
-        sums[static_cast<std::size_t>(k - first)] += sum;
-      } else {
-        for (std::int64_t i = 0; i < count; ++i)
-          sums[static_cast<std::size_t>(i)] += f(first + i, offset + i, buffer[i]);
-      }
-    });
-  }
-
-  std::int64_t run_length(std::int64_t first, std::int64_t last) const {
-    return planes_ ? s_ : last - first;
-  }
-
-  void forward(const BatchNormArgs& args, const Stats& s, std::int64_t first,
-               std::int64_t last) const {
-    const auto width = static_cast<std::size_t>(last - first);
-    std::vector<float> buffer(static_cast<std::size_t>(run_length(first, last)));
-    std::vector<double> sums(width);
-    std::vector<float> mean(width), var(width);
-    std::vector<float> a(width), b(width);  // y = x * a + b
-    const void* x = args.src->data();
-    if (desc_.training) {
-      const auto count = static_cast<double>(desc_.reduction_size());
-      accumulate(x, first, last, buffer, sums, [](std::int64_t, std::int64_t, float v) {
-        return static_cast<double>(v);
+  template <typename T>
+  void run(const BatchNormArgs& args, const Stats& s) const {
+    const Loops<T> loops(desc_, shape_, s);
+    const auto* x = static_cast<const T*>(args.src->data());
+    const std::int64_t elements = desc_.reduction_size() * shape_.k;
+    if (direction_ == Direction::fwd) {
+      auto* y = static_cast<T*>(args.dst->data());
+      parallel_ranges(shape_.k, elements * 3, [&](std::int64_t first, std::int64_t last) {
+        loops.forward(x, y, first, last);
       });
-      std::vector<double> mean64(width);
-      for (std::size_t j = 0; j < width; ++j) mean64[j] = sums[j] / count;
-      accumulate(x, first, last, buffer, sums, [&](std::int64_t k, std::int64_t, float v) {
-        const double d = v - mean64[static_cast<std::size_t>(k - first)];
-        return d * d;
-      });
-      for (std::size_t j = 0; j < width; ++j) {
-        mean[j] = static_cast<float>(mean64[j]);
-        var[j] = static_cast<float>(sums[j] / count);
-        const double inv_std = 1.0 / std::sqrt(sums[j] / count + desc_.eps);
-        set_coefficients(s, first + static_cast<std::int64_t>(j), mean64[j], inv_std, a[j], b[j]);
-      }
-      finish_training_fwd(desc_, s, mean.data(), var.data(), first, last);
-    } else {
-      for (std::size_t j = 0; j < width; ++j) {
-        const std::int64_t k = first + static_cast<std::int64_t>(j);
-        const double inv_std = 1.0 / std::sqrt(static_cast<double>(s.running_var[k]) + desc_.eps);
-        set_coefficients(s, k, s.running_mean[k], inv_std, a[j], b[j]);
-      }
+      return;
     }
-    void* y = args.dst->data();
-    for_each_run(first, last, [&](std::int64_t k, std::int64_t offset, std::int64_t count) {
-      load_row(x, desc_.dtype, offset, count, buffer.data());
-      if (planes_) {
-        const float ak = a[static_cast<std::size_t>(k - first)];
-        const float bk = b[static_cast<std::size_t>(k - first)];
-        for (std::int64_t i = 0; i < count; ++i) buffer[i] = buffer[i] * ak + bk;
-      } else {
-        for (std::int64_t i = 0; i < count; ++i) buffer[i] = buffer[i] * a[i] + b[i];
-      }
-      store_row(y, desc_.dtype, offset, count, buffer.data());
-    });
-  }
-
-  // y = (x - mean) * inv_std * scale + shift = x * a + b.
-  void set_coefficients(const Stats& s, std::int64_t k, double mean, double inv_std, float& a,
-                        float& b) const {
-    const double scale = s.scale != nullptr ? s.scale[k] : 1.0;
-    const double shift = s.shift != nullptr ? s.shift[k] : 0.0;
-    a = static_cast<float>(scale * inv_std);
-    b = static_cast<float>(shift - mean * scale * inv_std);
-  }
-
-  void backward(const BatchNormArgs& args, const Stats& s, std::int64_t first,
-                std::int64_t last) const {
-    const auto width = static_cast<std::size_t>(last - first);
-    const std::int64_t run = run_length(first, last);
-    std::vector<float> xs(static_cast<std::size_t>(run)), dys(static_cast<std::size_t>(run));
-    std::vector<double> mean(width), inv_std(width), scale(width);
-    for (std::size_t j = 0; j < width; ++j) {
-      const std::int64_t k = first + static_cast<std::int64_t>(j);
-      if (desc_.training) {
-        mean[j] = s.saved_mean[k];
-        inv_std[j] = s.saved_inv_std[k];
-      } else {
-        mean[j] = s.running_mean[k];
-        inv_std[j] = 1.0 / std::sqrt(static_cast<double>(s.running_var[k]) + desc_.eps);
-      }
-      scale[j] = s.scale != nullptr ? s.scale[k] : 1.0;
-    }
-    // One pass for both sums: sum dy and sum dy * x_hat.
-    std::vector<double> sum_dy(width, 0.0), sum_dy_xhat(width, 0.0);
-    const void* x = args.src->data();
-    const void* dy = args.diff_dst->data();
-    for_each_run(first, last, [&](std::int64_t k, std::int64_t offset, std::int64_t count) {
-      load_row(x, desc_.dtype, offset, count, xs.data());
-      load_row(dy, desc_.dtype, offset, count, dys.data());
-      if (planes_) {
-        const auto j = static_cast<std::size_t>(k - first);
-        double a = 0, b = 0;
-        for (std::int64_t i = 0; i < count; ++i) {
-          a += dys[i];
-          b += dys[i] * (xs[i] - mean[j]);
-        }
-        sum_dy[j] += a;
-        sum_dy_xhat[j] += b;
-      } else {
-        for (std::int64_t i = 0; i < count; ++i) {
-          sum_dy[i] += dys[i];
-          sum_dy_xhat[i] += dys[i] * (xs[i] - mean[i]);
-        }
-      }
-    });
-    // dx = a dy + b x + c (training) or a dy (inference), per statistic.
-    const auto count = static_cast<double>(desc_.reduction_size());
-    std::vector<float> ca(width), cb(width), cc(width);
-    for (std::size_t j = 0; j < width; ++j) {
-      const std::int64_t k = first + static_cast<std::int64_t>(j);
-      sum_dy_xhat[j] *= inv_std[j];
-      if (s.diff_scale != nullptr) s.diff_scale[k] = static_cast<float>(sum_dy_xhat[j]);
-      if (s.diff_shift != nullptr) s.diff_shift[k] = static_cast<float>(sum_dy[j]);
-      const double a = scale[j] * inv_std[j];
-      ca[j] = static_cast<float>(a);
-      if (desc_.training) {
-        const double b = -a * inv_std[j] * sum_dy_xhat[j] / count;
-        cb[j] = static_cast<float>(b);
-        cc[j] = static_cast<float>(-a * sum_dy[j] / count - b * mean[j]);
-      }
-    }
-    void* dx = args.diff_src->data();
-    for_each_run(first, last, [&](std::int64_t k, std::int64_t offset, std::int64_t n) {
-      load_row(x, desc_.dtype, offset, n, xs.data());
-      load_row(dy, desc_.dtype, offset, n, dys.data());
-      if (planes_) {
-        const auto j = static_cast<std::size_t>(k - first);
-        for (std::int64_t i = 0; i < n; ++i) xs[i] = ca[j] * dys[i] + cb[j] * xs[i] + cc[j];
-      } else {
-        for (std::int64_t i = 0; i < n; ++i) xs[i] = ca[i] * dys[i] + cb[i] * xs[i] + cc[i];
-      }
-      store_row(dx, desc_.dtype, offset, n, xs.data());
+    const auto* dy = static_cast<const T*>(args.diff_dst->data());
+    auto* dx = static_cast<T*>(args.diff_src->data());
+    parallel_ranges(shape_.k, elements * 4, [&](std::int64_t first, std::int64_t last) {
+      loops.backward(x, dy, dx, first, last);
     });
   }
 
@@ -769,8 +855,7 @@ class KernelPlan final : public BatchNormPlan {
   Direction direction_;
   AlgoInfo info_;
   ErrorContext context_;
-  bool planes_;
-  std::int64_t k_ = 0, n_ = 0, s_ = 0, rows_ = 0;
+  LoopShape shape_;
 };
 
 // ---- the backend --------------------------------------------------------------------------------
