@@ -68,3 +68,18 @@ if(COMMAND dnnx_cli_test)
   dnnx_cli_usage_error(bnorm.bad_dtype "--dtype 'i8'" algos bnorm ${_bn} --dtype i8)
   dnnx_cli_usage_error(bnorm.missing_input "--input is required" profile bnorm --backend reference)
 endif()
+
+# The reference against PyTorch (label oracle): bnorm_harness runs the reference on .npy inputs,
+# torch_bnorm_parity.py compares with torch in float64 (running statistics after k training
+# steps, eval mode, fwd + bwd, BatchNorm1d/2d/3d). DNNX_TEST_PYTHON comes from
+# tests/python/CMakeLists.txt.
+find_package(nlohmann_json 3 REQUIRED)
+add_executable(bnorm_harness ${_bnorm_dir}/../python/bnorm_harness.cpp)
+target_include_directories(bnorm_harness PRIVATE ${_bnorm_dir}/..)
+target_link_libraries(bnorm_harness PRIVATE dnnx::dnnx nlohmann_json::nlohmann_json)
+add_test(NAME oracle.torch_bnorm_parity
+         COMMAND ${DNNX_TEST_PYTHON} ${_bnorm_dir}/../python/torch_bnorm_parity.py
+                 $<TARGET_FILE:bnorm_harness>)
+# 77: torch or numpy is not importable; ctest shows the test as skipped, not passed.
+set_tests_properties(oracle.torch_bnorm_parity PROPERTIES
+  LABELS "oracle" SKIP_RETURN_CODE 77 TIMEOUT 300)
