@@ -1,1 +1,95 @@
-// Scaffolding: replaced by the op's implementation (issue 3, fused convolution).
+// ConvFusedDesc: validation, printing, the cache-key text and the CLI line. Every message names
+// the field and its value.
+
+#include <dnnx/ops/conv_fused.hpp>
+
+#include "core/check.hpp"
+#include "core/strings.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <ostream>
+#include <string>
+
+namespace dnnx {
+namespace {
+
+// The shortest text that reads back as the same float: keys must tell 0.1f from 0.10000001f.
+std::string float_text(float value) {
+  char buffer[32];
+  const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value);
+  if (error != std::errc()) return std::to_string(value);
+  return std::string(buffer, end);
+}
+
+constexpr std::string_view conv_prefix = "dnnx profile conv ";
+constexpr std::string_view fused_prefix = "dnnx profile conv_fused ";
+
+}  // namespace
+
+std::string_view to_string(FusedActivation activation) {
+  switch (activation) {
+    case FusedActivation::identity: return "identity";
+    case FusedActivation::relu: return "relu";
+  }
+  return "unknown";
+}
+
+FusedActivation parse_fused_activation(std::string_view text) {
+  const std::string name = detail::lower(text);
+  if (name == "identity" || name == "none") return FusedActivation::identity;
+  if (name == "relu") return FusedActivation::relu;
+  detail::raise(ErrorKind::InvalidArgument,
+                detail::cat("unknown fused activation '", text,
+                            "'; accepted: identity (also none), relu"));
+}
+
+void ConvFusedDesc::validate() const {
+  conv.validate();
+  DNNX_CHECK_ARG(activation == FusedActivation::identity || activation == FusedActivation::relu,
+                 "activation must be identity or relu, got value ", static_cast<int>(activation));
+  DNNX_CHECK_ARG(std::isfinite(residual_scale), "residual_scale must be finite, got ",
+                 residual_scale);
+  DNNX_CHECK_ARG(residual || residual_scale == 1.0f, "residual_scale is ",
+                 float_text(residual_scale),
+                 " but residual is false; set residual = true to add a scaled residual, or "
+                 "leave residual_scale at 1");
+}
+
+std::string ConvFusedDesc::repro(Direction direction) const {
+  // conv.repro() prints every convolution flag and ends with " --direction <d>"; the epilogue's
+  // flags go in front of that last one, under the conv_fused subcommand.
+  std::string line = conv.repro(direction);
+  if (line.rfind(conv_prefix, 0) == 0) line.replace(0, conv_prefix.size(), fused_prefix);
+  std::string epilogue;
+  if (bias) epilogue += " --bias";
+  if (residual) epilogue += " --residual";
+  if (residual_scale != 1.0f) epilogue += " --residual-scale " + float_text(residual_scale);
+  epilogue += detail::cat(" --activation ", to_string(activation));
+  const std::size_t at = line.rfind(" --direction ");
+  line.insert(at == std::string::npos ? line.size() : at, epilogue);
+  return line;
+}
+
+std::string ConvFusedDesc::key() const {
+  std::string text = conv.key();
+  if (bias) text += " +bias";
+  if (residual) text += " +residual*" + float_text(residual_scale);
+  text += detail::cat(' ', to_string(activation));
+  return text;
+}
+
+std::size_t ConvFusedDesc::hash() const {
+  std::size_t h = conv.hash();
+  auto mix = [&h](std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  mix(static_cast<std::size_t>(bias));
+  mix(static_cast<std::size_t>(residual));
+  mix(std::hash<float>{}(residual_scale));
+  mix(static_cast<std::size_t>(activation));
+  return h;
+}
+
+std::ostream& operator<<(std::ostream& out, const ConvFusedDesc& desc) { return out << desc.key(); }
+
+}  // namespace dnnx

@@ -1,1 +1,187 @@
-// Scaffolding: replaced by the op's implementation (issue 3, fused convolution).
+// Fused forward convolution, backend-agnostic: the checks of a call against the desc and the
+// scratch tensors for timing; the call itself goes through Note [op dispatch] with convolution's
+// forward policy (OpKind::conv, Direction::fwd), the desc's key telling its choices apart.
+
+#include <dnnx/ops/conv_fused.hpp>
+
+#include "core/check.hpp"
+#include "core/conv_fused_args.hpp"
+#include "core/strings.hpp"
+#include "ops/dispatch.hpp"
+
+#include <optional>
+#include <utility>
+
+namespace dnnx {
+namespace {
+
+using detail::ConvFusedArgs;
+
+// ---- argument validation ------------------------------------------------------------------------
+
+// The op has one direction; the dispatcher accepts every direction of OpKind::conv, so the
+// others are refused here, before anything is listed or run.
+void check_fused_direction(Direction direction) {
+  DNNX_CHECK_ARG(direction == Direction::fwd, "conv_fused has only the forward direction (fwd); got ",
+                 to_string(direction));
+}
+
+void check_tensor(const Context& context, const ConvFusedDesc& desc, const char* role,
+                  const Tensor& tensor, const Dims& expected) {
+  const DType dtype = desc.conv.dtype;
+  const Layout layout = desc.conv.layout;
+  DNNX_CHECK_ARG(tensor.dtype() == dtype, "dtype mix: ", role, " is ", to_string(tensor.dtype()),
+                 " but the desc's dtype is ", to_string(dtype));
+  DNNX_CHECK_ARG(tensor.rank() == expected.rank(), role, " has rank ", tensor.rank(), " (dims ",
+                 tensor.dims(), ") but the desc expects rank ", expected.rank(), " (dims ",
+                 expected, ")");
+  DNNX_CHECK_ARG(tensor.dims() == expected, role, " dims ", tensor.dims(),
+                 " do not match the desc, which expects ", expected);
+  DNNX_CHECK_ARG(tensor.data() != nullptr, role, " has null data");
+  DNNX_CHECK_ARG(tensor.is_dense(layout), "layout mismatch: ", role, " strides ",
+                 tensor.strides(), " are not dense ", to_string(layout), " (expected strides ",
+                 dense_strides(expected, layout), ")");
+  DNNX_CHECK_ARG(tensor.device() == context.device(), role, " is on ", to_string(tensor.device()),
+                 " but the context runs on ", to_string(context.device()));
+}
+
+void check_bias(const Context& context, const ConvFusedDesc& desc, const Tensor& bias) {
+  const DType dtype = desc.conv.dtype;
+  DNNX_CHECK_ARG(bias.dtype() == dtype, "dtype mix: bias is ", to_string(bias.dtype()),
+                 " but the desc's dtype is ", to_string(dtype));
+  DNNX_CHECK_ARG(bias.dims() == desc.bias_dims(), "bias dims ", bias.dims(),
+                 " do not match the desc, which expects ", desc.bias_dims(),
+                 " (one value per output channel)");
+  DNNX_CHECK_ARG(bias.data() != nullptr, "bias has null data");
+  DNNX_CHECK_ARG(bias.strides()[0] == 1 || bias.dims()[0] == 1,
+                 "bias must be contiguous, got stride ", bias.strides()[0]);
+  DNNX_CHECK_ARG(bias.device() == context.device(), "bias is on ", to_string(bias.device()),
+                 " but the context runs on ", to_string(context.device()));
+}
+
+// An optional tensor must be passed exactly when the desc asks for it.
+void check_presence(const char* role, const Tensor* tensor, bool wanted, const char* field) {
+  DNNX_CHECK_ARG(!wanted || tensor != nullptr, role, " is missing (null) but desc.", field,
+                 " is true; pass the ", role, " tensor or set ", field, " = false");
+  DNNX_CHECK_ARG(wanted || tensor == nullptr, "a ", role, " tensor was given but desc.", field,
+                 " is false; set ", field, " = true or pass null");
+}
+
+void check_no_alias(const Tensor& dst, const char* in_role, const Tensor& in) {
+  DNNX_CHECK_ARG(!detail::overlaps(dst, in), "dst overlaps ", in_role,
+                 " in memory; a fused convolution cannot write over its inputs (only the "
+                 "residual may be dst itself)");
+}
+
+void check_args(const Context& context, const ConvFusedDesc& desc, Direction direction,
+                const ConvFusedArgs& args) {
+  check_fused_direction(direction);
+  desc.validate();
+  check_presence("bias", args.bias, desc.bias, "bias");
+  check_presence("residual", args.residual, desc.residual, "residual");
+  check_tensor(context, desc, "src", *args.src, desc.src_dims());
+  check_tensor(context, desc, "weights", *args.weights, desc.weights_dims());
+  check_tensor(context, desc, "dst", *args.dst, desc.dst_dims());
+  if (args.bias != nullptr) check_bias(context, desc, *args.bias);
+  if (args.residual != nullptr) check_tensor(context, desc, "residual", *args.residual, desc.residual_dims());
+  check_no_alias(*args.dst, "src", *args.src);
+  check_no_alias(*args.dst, "weights", *args.weights);
+  if (args.bias != nullptr) check_no_alias(*args.dst, "bias", *args.bias);
+  if (args.residual != nullptr && detail::overlaps(*args.dst, *args.residual)) {
+    // Both are dense in the desc's layout with dst's dims, so the same first element means the
+    // same memory and strides.
+    DNNX_CHECK_ARG(args.residual->data() == args.dst->data(),
+                   "residual partially overlaps dst in memory (residual starts at ",
+                   args.residual->data(), ", dst at ", args.dst->data(),
+                   "); the residual may be dst itself (in place) or separate memory");
+  }
+}
+
+// ---- scratch tensors for selection without user tensors ----------------------------------------
+
+// Tensors for timing without the user's (Note [scratch data]): the residual is separate from dst,
+// which is the case every candidate handles without a copy.
+struct Scratch {
+  Tensor src, weights, bias, residual, dst;
+  ConvFusedArgs args(Direction) {
+    ConvFusedArgs a;
+    a.src = &src, a.weights = &weights, a.dst = &dst;
+    if (!bias.is_null()) a.bias = &bias;
+    if (!residual.is_null()) a.residual = &residual;
+    return a;
+  }
+};
+
+// The op's traits for Note [op dispatch].
+struct ConvFusedOp {
+  using Desc = ConvFusedDesc;
+  using Args = ConvFusedArgs;
+  static constexpr OpKind kind = OpKind::conv;
+  static detail::ConvFusedBackend& backend(detail::Backend& backend) {
+    return backend.conv_fused();
+  }
+  static void check(const Context& context, const ConvFusedDesc& desc, Direction direction,
+                    const ConvFusedArgs& args) {
+    check_args(context, desc, direction, args);
+  }
+  using Scratch = dnnx::Scratch;
+  static Scratch scratch(const Context& context, const ConvFusedDesc& desc, Direction direction) {
+    check_fused_direction(direction);
+    const ConvDesc& conv = desc.conv;
+    Scratch s;
+    s.src = detail::random_tensor(context, conv.src_dims(), conv.dtype, conv.layout, -1, 1, 1);
+    s.weights =
+        detail::random_tensor(context, conv.weights_dims(), conv.dtype, conv.layout, -1, 1, 2);
+    if (desc.bias) {
+      s.bias = detail::random_tensor(context, conv.bias_dims(), conv.dtype,
+                                     Layout::channels_first, -1, 1, 4);
+    }
+    if (desc.residual) {
+      s.residual =
+          detail::random_tensor(context, conv.dst_dims(), conv.dtype, conv.layout, -1, 1, 5);
+    }
+    s.dst = detail::random_tensor(context, conv.dst_dims(), conv.dtype, conv.layout, -1, 1, 3);
+    return s;
+  }
+};
+using Dispatch = detail::Dispatch<ConvFusedOp>;
+
+}  // namespace
+
+std::shared_ptr<const Choice> conv_fused_fwd(Context& context, const ConvFusedDesc& desc,
+                                             const Tensor& src, const Tensor& weights,
+                                             const Tensor* bias, const Tensor* residual,
+                                             Tensor& dst) {
+  ConvFusedArgs args;
+  args.src = &src, args.weights = &weights, args.bias = bias, args.residual = residual;
+  args.dst = &dst;
+  return Dispatch::run(context, desc, Direction::fwd, args);
+}
+
+std::vector<AlgoInfo> conv_fused_list(Context& context, const ConvFusedDesc& desc,
+                                      Direction direction) {
+  return Dispatch::with_context(context, desc, direction, [&] {
+    check_fused_direction(direction);
+    return Dispatch::list(context, desc, direction);
+  });
+}
+
+std::shared_ptr<const Choice> conv_fused_select(Context& context, const ConvFusedDesc& desc,
+                                                Direction direction) {
+  return Dispatch::with_context(context, desc, direction, [&] {
+    check_fused_direction(direction);
+    return Dispatch::select(context, desc, direction);
+  });
+}
+
+ProfileResult conv_fused_profile(Context& context, const ConvFusedDesc& desc,
+                                 Direction direction) {
+  ProfileResult result = Dispatch::with_context(context, desc, direction, [&] {
+    check_fused_direction(direction);
+    return Dispatch::profile(context, desc, direction);
+  });
+  result.op = "conv_fused";  // the selection ran under convolution's name (OpKind::conv)
+  return result;
+}
+
+}  // namespace dnnx

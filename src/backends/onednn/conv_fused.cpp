@@ -1,12 +1,810 @@
-// Scaffolding (core/scaffold.hpp): replaced by this op's implementation.
+// The cpu backend's fused convolution.
+//
+// Note [oneDNN fused candidates]
+// A fused candidate is one oneDNN convolution implementation (next_impl of the forward primitive
+// descriptor) created with the epilogue as attributes: the bias as the convolution's own bias
+// argument, the residual as a sum post-op with scale residual_scale (dst := conv + bias +
+// residual_scale * dst), then an eltwise relu post-op. The sum post-op accumulates onto what dst
+// holds, so the residual is first copied into dst (into the reorder buffer of dst when the
+// implementation runs dst in a blocked layout); when the residual is dst itself nothing is copied,
+// which makes in-place calls the cheap case. oneDNN 3.2's jit and gemm implementations accept a
+// sum post-op only with scale 1 (with 0.5 only ref:any remains), so the post-op's scale is always
+// 1 and a residual_scale other than 1 is applied on the way in: an eltwise_linear from the
+// residual into dst (in place when the residual is dst), or on the reorder buffer after the
+// residual's copy. The scaled residual is then rounded to the dtype once more before the sum, a
+// relative error of one unit of the dtype on that term (nothing for f32 beyond f32 rounding, and
+// nothing at all for powers of two). As for plain convolution each implementation is
+// asked for under the memory-format strategies of Note [format strategies] (conv_list.cpp), and
+// its id names the layouts it chose: "onednn:<impl>:<algorithm>:<layouts>:fused". oneDNN's
+// ref:any keeps only its plain variant and stays last (Note [one reference candidate]).
+//
+// Note [unfused candidates]
+// "unfused:<conv id>" runs the backend's heuristic convolution (the first supported candidate of
+// conv_list) and then the epilogue as one more pass over dst: the fallback when no fused
+// implementation exists, and the yardstick the fused ones are timed against. With a residual the
+// convolution writes into the workspace, not dst, so that a residual which is dst itself is still
+// intact when the epilogue reads it; workspace_bytes counts that buffer.
+//
+// Order: fused implementations other than ref (oneDNN's order, strategies as for plain conv),
+// then the unfused candidate, then the fused ref:any, then "onednn:unavailable:<algorithm>:fused"
+// records for the algorithms oneDNN has no fused implementation of.
 
 #include "backends/onednn/layers.hpp"
-#include "core/scaffold.hpp"
+
+#include "backends/onednn/check.hpp"
+#include "backends/onednn/memory.hpp"
+#include "core/check.hpp"
+#include "core/conv_fused_args.hpp"
+#include "core/dtype.hpp"
+#include "core/strings.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace dnnx::onednn {
+namespace {
 
-std::unique_ptr<detail::ConvFusedBackend> make_conv_fused_backend(std::shared_ptr<Runtime> runtime, detail::ConvBackend& conv) {
-  return std::make_unique<detail::NoCandidates<ConvFusedDesc, detail::ConvFusedArgs>>();
+constexpr std::size_t buffer_alignment = 64;
+
+std::size_t round_up(std::size_t bytes) {
+  return (bytes + buffer_alignment - 1) / buffer_alignment * buffer_alignment;
+}
+
+ErrorContext context_of(const ConvFusedDesc& desc, std::string implementation) {
+  ErrorContext context;
+  context.op = "conv_fused fwd";
+  context.repro = desc.repro(Direction::fwd);
+  context.backend = "cpu";
+  context.implementation = std::move(implementation);
+  return context;
+}
+
+void check_direction(const ConvFusedDesc& desc, Direction direction) {
+  if (direction != Direction::fwd) {
+    detail::raise(ErrorKind::InvalidArgument,
+                  detail::cat("conv_fused has only the forward direction (fwd); got ",
+                              to_string(direction)),
+                  context_of(desc, ""));
+  }
+}
+
+std::string onednn_version() {
+  const dnnl_version_t* v = dnnl_version();
+  return detail::cat("oneDNN ", v->major, '.', v->minor, '.', v->patch);
+}
+
+bool contains(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
+
+// Ids travel through command lines and cache files: keep them to a safe alphabet.
+std::string sanitize(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '_' || c == ':' || c == '+' || c == '.' || c == '-';
+    if (!safe) c = '_';
+  }
+  return out;
+}
+
+std::string_view algorithm_name(dnnl::algorithm algorithm) {
+  switch (algorithm) {
+    case dnnl::algorithm::convolution_direct: return "direct";
+    case dnnl::algorithm::convolution_winograd: return "winograd";
+    case dnnl::algorithm::convolution_auto: return "auto";
+    default: return "other";
+  }
+}
+
+// Note [format strategies] (conv_list.cpp), in the same order of preference.
+enum class Strategy : std::uint8_t { plain, blocked_weights, blocked, transposed };
+
+std::array<Strategy, 4> strategy_order(const ConvDesc& desc) {
+  if (desc.layout == Layout::channels_last)
+    return {Strategy::blocked_weights, Strategy::blocked, Strategy::transposed, Strategy::plain};
+  return {Strategy::blocked, Strategy::transposed, Strategy::blocked_weights, Strategy::plain};
+}
+
+struct StrategyMds {
+  memory::desc src, weights, dst;
+};
+
+StrategyMds strategy_mds(const ConvGeometry& g, Strategy strategy) {
+  switch (strategy) {
+    case Strategy::plain: return {g.src, g.weights, g.dst};
+    case Strategy::blocked_weights: return {g.src, any_layout(g.weights), g.dst};
+    case Strategy::blocked: return {any_layout(g.src), any_layout(g.weights), any_layout(g.dst)};
+    case Strategy::transposed: return {g.src_transposed, any_layout(g.weights), g.dst_transposed};
+  }
+  return {g.src, g.weights, g.dst};
+}
+
+// The epilogue as oneDNN attributes (Note [oneDNN fused candidates]).
+dnnl::primitive_attr fused_attr(const ConvFusedDesc& desc) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::post_ops ops;
+  // Scale 1: Note [oneDNN fused candidates].
+  if (desc.residual) ops.append_sum(1.0f);
+  if (desc.activation == FusedActivation::relu)
+    ops.append_eltwise(dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  attr.set_post_ops(ops);
+  return attr;
+}
+
+memory::desc fused_bias_md(const ConvFusedDesc& desc) {
+  if (!desc.bias) return {};
+  return memory::desc({desc.conv.out_channels}, data_type_of(desc.conv.dtype),
+                      memory::format_tag::x);
+}
+
+dnnl::primitive_desc clone(const dnnl::primitive_desc& pd, const ErrorContext& context) {
+  dnnl_primitive_desc_t copy = nullptr;
+  DNNX_DNNL_CHECK(dnnl_primitive_desc_clone(&copy, pd.get()), context,
+                  "cloning a primitive descriptor");
+  return dnnl::primitive_desc(copy);
+}
+
+// Roles of the convolution's tensors in the arrays below.
+constexpr std::size_t role_src = 0, role_weights = 1, role_dst = 2;
+constexpr const char* role_names[3] = {"src", "weights", "dst"};
+
+// One candidate: its public record and what a plan needs to build it.
+struct Candidate {
+  AlgoInfo info;
+  // Fused: the implementation, per role its descriptor and the reorder between it and the
+  // caller's layout (null: none; src and weights user -> inner, dst inner -> user), the
+  // residual's copy (user dst -> the dst the convolution accumulates onto, a reorder) and scaling
+  // (an eltwise_linear: from the residual into dst, or in place on dst's reorder buffer),
+  // workspace offsets.
+  dnnl::primitive_desc conv;
+  std::array<memory::desc, 3> inner;
+  std::array<dnnl::primitive_desc_base, 3> reorders;
+  dnnl::primitive_desc_base residual_copy;
+  dnnl::primitive_desc_base residual_scaling;
+  std::array<std::size_t, 3> buffer_offsets{};
+  // Unfused: the convolution candidate it runs and where the convolution's output goes.
+  std::string conv_id;
+  std::size_t conv_workspace = 0;
+  std::size_t staging_offset = 0;  // of the convolution's output when desc.residual
+};
+
+void describe(AlgoInfo& info, const std::string& impl, dnnl::algorithm algorithm,
+              const std::string& layouts) {
+  const bool winograd =
+      algorithm == dnnl::algorithm::convolution_winograd || contains(impl, "wino");
+  info.notes = {"fused", winograd ? "winograd" : "direct"};
+  if (impl.starts_with("ref")) {
+    info.notes.emplace_back("reference");
+    info.families = {"none"};
+  } else if (winograd) {
+    info.families = {"winograd"};
+  } else if (contains(impl, "gemm") && !contains(impl, "brg")) {
+    info.notes.emplace_back("gemm");
+    info.families = {"large"};
+  } else {
+    if (contains(impl, "brg")) info.notes.emplace_back("brgemm");
+    info.families = {"small"};
+  }
+  for (const char* isa : {"amx", "avx512", "avx2", "sse41"}) {
+    if (contains(impl, isa)) {
+      info.notes.emplace_back(isa);
+      break;
+    }
+  }
+  if (contains(impl, "1x1")) info.notes.emplace_back("1x1");
+  if (contains(impl, "dw")) info.notes.emplace_back("depthwise");
+  if (layouts != "plain") info.notes.push_back(layouts);
+}
+
+// The current implementation of `pd` as a fused candidate (unsupported, with the reason, when a
+// reorder it needs has no implementation).
+Candidate fused_candidate(const dnnl::engine& engine, const dnnl::primitive_desc& pd,
+                          dnnl::algorithm algorithm, const ConvFusedDesc& desc,
+                          const ConvGeometry& g, const ErrorContext& context) {
+  Candidate candidate;
+  candidate.conv = clone(pd, context);
+  const std::string impl = sanitize(pd.impl_info_str());
+  candidate.inner = {pd.src_desc(), pd.weights_desc(), pd.dst_desc()};
+  const std::array<const memory::desc*, 3> user = {&g.src, &g.weights, &g.dst};
+  const std::array<const memory::desc*, 3> transposed = {&g.src_transposed, nullptr,
+                                                         &g.dst_transposed};
+  bool activations_user = true;
+  bool activations_transposed = true;
+  for (const std::size_t r : {role_src, role_dst}) {
+    if (!same_layout(candidate.inner[r], *user[r])) activations_user = false;
+    if (!same_layout(candidate.inner[r], *transposed[r])) activations_transposed = false;
+  }
+  const bool weights_user = same_layout(candidate.inner[role_weights], g.weights);
+  const Layout other =
+      g.layout == Layout::channels_first ? Layout::channels_last : Layout::channels_first;
+  const std::string layouts = activations_user ? (weights_user ? "plain" : "blocked_weights")
+                              : activations_transposed ? std::string(to_string(other))
+                                                       : "blocked";
+  const dnnl::algorithm resolved =
+      algorithm == dnnl::algorithm::convolution_auto ? pd.get_algorithm() : algorithm;
+
+  AlgoInfo& info = candidate.info;
+  info.id = detail::cat("onednn:", impl, ':', algorithm_name(resolved), ':', layouts, ":fused");
+  info.name = detail::cat(impl, " (", algorithm_name(resolved), ", ", layouts,
+                          ", epilogue as post-ops)");
+  // oneDNN's CPU convolutions are bitwise reproducible for a fixed thread count, which is part of
+  // the fingerprint (Note [determinism], conv_list.cpp); post-ops run in the same threads.
+  info.deterministic = true;
+  describe(info, impl, resolved, layouts);
+
+  std::size_t scratch = pd.scratchpad_desc().get_size();
+  bool reordered = false;
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  const auto reorder = [&](const memory::desc& from, const memory::desc& to, const char* what)
+      -> dnnl::primitive_desc_base {
+    try {
+      dnnl::reorder::primitive_desc reorder_pd(engine, from, engine, to, attr);
+      scratch = std::max(scratch, reorder_pd.scratchpad_desc().get_size());
+      return reorder_pd;
+    } catch (const dnnl::error& error) {
+      if (error.status != dnnl_unimplemented)
+        raise_dnnl(error.status, detail::cat("creating the ", what, " reorder: ", error.what()),
+                   context);
+      info.supported = false;
+      info.reason = detail::cat("oneDNN cannot reorder ", what, " between the caller's layout "
+                                "and the one ", impl, " uses: ", error.what());
+      return {};
+    }
+  };
+  for (std::size_t r = 0; r < 3; ++r) {
+    if (same_layout(candidate.inner[r], *user[r])) continue;
+    candidate.reorders[r] = r == role_dst ? reorder(candidate.inner[r], *user[r], role_names[r])
+                                          : reorder(*user[r], candidate.inner[r], role_names[r]);
+    if (!candidate.reorders[r]) return candidate;
+    reordered = true;
+  }
+  if (desc.residual) {
+    const bool dst_reordered = static_cast<bool>(candidate.reorders[role_dst]);
+    const bool scaled = desc.residual_scale != 1.0f;
+    // Into the reorder buffer of dst, or into dst itself (a plain copy between equal layouts);
+    // a scaled residual reaches a plain dst through the scaling alone.
+    if (dst_reordered || !scaled) {
+      candidate.residual_copy =
+          reorder(g.dst, dst_reordered ? candidate.inner[role_dst] : g.dst, "residual");
+      if (!candidate.residual_copy) return candidate;
+    }
+    if (scaled) {
+      const memory::desc& md = dst_reordered ? candidate.inner[role_dst] : g.dst;
+      try {
+        dnnl::eltwise_forward::primitive_desc scaling(
+            engine, dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_linear, md, md,
+            desc.residual_scale, 0.0f, attr);
+        scratch = std::max(scratch, scaling.scratchpad_desc().get_size());
+        candidate.residual_scaling = scaling;
+      } catch (const dnnl::error& error) {
+        if (error.status != dnnl_unimplemented)
+          raise_dnnl(error.status, detail::cat("creating the residual scaling: ", error.what()),
+                     context);
+        info.supported = false;
+        info.reason = detail::cat("oneDNN cannot scale the residual in the layout ", impl,
+                                  " uses: ", error.what());
+        return candidate;
+      }
+      info.notes.emplace_back("scaled_residual");
+    }
+  }
+  // Without reorders the workspace is exactly the scratchpads'.
+  std::size_t offset = reordered ? round_up(scratch) : scratch;
+  for (std::size_t r = 0; r < 3; ++r) {
+    if (!candidate.reorders[r]) continue;
+    candidate.buffer_offsets[r] = offset;
+    offset += round_up(candidate.inner[r].get_size());
+  }
+  info.workspace_bytes = offset;
+  info.supported = true;
+  return candidate;
+}
+
+Candidate unfused_candidate(const ConvFusedDesc& desc, detail::ConvBackend& conv) {
+  Candidate candidate;
+  AlgoInfo& info = candidate.info;
+  const std::vector<AlgoInfo> convs = conv.list(desc.conv, Direction::fwd);
+  const auto heuristic = std::find_if(convs.begin(), convs.end(),
+                                      [](const AlgoInfo& algo) { return algo.supported; });
+  if (heuristic == convs.end()) {
+    info.id = "unfused:none";
+    info.name = "convolution, then the epilogue (no convolution candidate)";
+    info.notes = {"unfused"};
+    info.reason = "the cpu convolution has no supported candidate for this desc";
+    return candidate;
+  }
+  candidate.conv_id = heuristic->id;
+  candidate.conv_workspace = heuristic->workspace_bytes;
+  info.id = "unfused:" + heuristic->id;
+  info.name = detail::cat(heuristic->name, ", then the epilogue in one pass");
+  info.notes = {"unfused"};
+  info.notes.insert(info.notes.end(), heuristic->notes.begin(), heuristic->notes.end());
+  info.families = heuristic->families;
+  info.deterministic = heuristic->deterministic;
+  info.supported = true;
+  info.workspace_bytes = heuristic->workspace_bytes;
+  if (desc.residual) {
+    candidate.staging_offset = round_up(heuristic->workspace_bytes);
+    info.workspace_bytes = candidate.staging_offset + static_cast<std::size_t>(desc.dst_dims().product()) *
+                                                          size_of(desc.conv.dtype);
+  }
+  return candidate;
+}
+
+std::vector<Candidate> list_candidates(const dnnl::engine& engine, const ConvFusedDesc& desc,
+                                       const std::string& isa, detail::ConvBackend& conv) {
+  const ErrorContext context = context_of(desc, "");
+  const ConvGeometry g = conv_geometry(desc.conv);
+  const dnnl::primitive_attr attr = fused_attr(desc);
+  const memory::desc bias = fused_bias_md(desc);
+  std::vector<Candidate> fused;
+  std::vector<Candidate> missing;
+  std::set<std::string> seen;
+  constexpr dnnl::algorithm algorithms[] = {dnnl::algorithm::convolution_direct,
+                                            dnnl::algorithm::convolution_winograd,
+                                            dnnl::algorithm::convolution_auto};
+  for (const dnnl::algorithm algorithm : algorithms) {
+    bool found = false;
+    std::string failure;
+    for (const Strategy strategy : strategy_order(desc.conv)) {
+      const StrategyMds mds = strategy_mds(g, strategy);
+      dnnl::convolution_forward::primitive_desc pd;
+      try {
+        pd = dnnl::convolution_forward::primitive_desc(
+            engine, dnnl::prop_kind::forward_inference, algorithm, mds.src, mds.weights, bias,
+            mds.dst, g.strides, g.dilates, g.padding_l, g.padding_r, attr);
+      } catch (const dnnl::error& error) {
+        if (error.status != dnnl_unimplemented)
+          raise_dnnl(error.status,
+                     detail::cat("creating the fused primitive descriptor: ", error.what()),
+                     context);
+        failure = error.what();
+        continue;
+      }
+      found = true;
+      do {
+        Candidate candidate = fused_candidate(engine, pd, algorithm, desc, g, context);
+        if (seen.insert(candidate.info.id).second) fused.push_back(std::move(candidate));
+      } while (pd.next_impl());
+    }
+    if (found || algorithm == dnnl::algorithm::convolution_auto) continue;
+    Candidate unavailable;
+    AlgoInfo& info = unavailable.info;
+    info.id = detail::cat("onednn:unavailable:", algorithm_name(algorithm), ":fused");
+    info.name = detail::cat(algorithm_name(algorithm), " with post-ops (no oneDNN implementation)");
+    info.notes = {"fused", std::string(algorithm_name(algorithm))};
+    if (algorithm == dnnl::algorithm::convolution_winograd) info.families = {"winograd"};
+    info.reason = detail::cat(onednn_version(), " has no ", algorithm_name(algorithm),
+                              " implementation of conv fwd with this epilogue (",
+                              desc.bias ? "bias, " : "", desc.residual ? "sum, " : "",
+                              to_string(desc.activation), ") for ", to_string(desc.conv.dtype),
+                              ' ', to_string(desc.conv.layout), " on cpu isa ", isa, ": ",
+                              failure);
+    missing.push_back(std::move(unavailable));
+  }
+  // Note [one reference candidate] (conv_list.cpp): only ref's plain variant, listed last.
+  const auto is_ref = [](const Candidate& c) { return c.info.id.starts_with("onednn:ref:"); };
+  const auto is_plain_ref = [&](const Candidate& c) {
+    return c.info.supported && is_ref(c) && c.info.id.ends_with(":plain:fused");
+  };
+  if (std::any_of(fused.begin(), fused.end(), is_plain_ref)) {
+    std::erase_if(fused, [&](const Candidate& c) { return is_ref(c) && !is_plain_ref(c); });
+  }
+  const auto first_ref = std::stable_partition(fused.begin(), fused.end(),
+                                               [&](const Candidate& c) { return !is_ref(c); });
+  const auto refs = static_cast<std::size_t>(fused.end() - first_ref);
+  std::vector<Candidate> list;
+  for (std::size_t i = 0; i + refs < fused.size(); ++i) list.push_back(std::move(fused[i]));
+  list.push_back(unfused_candidate(desc, conv));
+  for (std::size_t i = fused.size() - refs; i < fused.size(); ++i)
+    list.push_back(std::move(fused[i]));
+  for (Candidate& candidate : missing) list.push_back(std::move(candidate));
+  for (std::size_t i = 0; i < list.size(); ++i) list[i].info.priority = static_cast<int>(i);
+  return list;
+}
+
+std::string list_ids(const std::vector<Candidate>& list) {
+  std::vector<std::string> ids;
+  for (const Candidate& candidate : list) ids.push_back(candidate.info.id);
+  return detail::join(ids, ", ");
+}
+
+// The plans check what reaches them from callers below the op layer.
+void check_tensor(const Tensor* tensor, const char* role, const Dims& dims, DType dtype,
+                  Layout layout, const ErrorContext& context) {
+  if (tensor == nullptr || tensor->data() == nullptr || tensor->dims() != dims ||
+      tensor->dtype() != dtype || !tensor->is_dense(layout) || tensor->device() != Device::cpu()) {
+    detail::raise(ErrorKind::InvalidArgument,
+                  detail::cat(role, " is ", tensor == nullptr ? "missing" : describe(*tensor),
+                              "; this plan takes a dense ", to_string(dtype), '[',
+                              dims.to_string(), ' ', to_string(layout), "] on cpu"),
+                  context);
+  }
+}
+
+void check_workspace(const detail::Workspace& workspace, std::size_t needed,
+                     const ErrorContext& context) {
+  if (workspace.bytes < needed || (needed > 0 && workspace.data == nullptr)) {
+    detail::raise(ErrorKind::InvalidArgument,
+                  detail::cat("workspace has ", workspace.bytes, " bytes",
+                              workspace.data == nullptr ? " (null)" : "",
+                              "; this candidate needs ", needed),
+                  context);
+  }
+}
+
+void check_common(const ConvFusedDesc& desc, const detail::ConvFusedArgs& args,
+                  const ErrorContext& context) {
+  const ConvDesc& conv = desc.conv;
+  check_tensor(args.src, "src", conv.src_dims(), conv.dtype, conv.layout, context);
+  check_tensor(args.weights, "weights", conv.weights_dims(), conv.dtype, conv.layout, context);
+  check_tensor(args.dst, "dst", conv.dst_dims(), conv.dtype, conv.layout, context);
+  if (desc.bias) {
+    check_tensor(args.bias, "bias", conv.bias_dims(), conv.dtype, Layout::channels_first,
+                 context);
+  }
+  if (desc.residual) {
+    check_tensor(args.residual, "residual", conv.dst_dims(), conv.dtype, conv.layout, context);
+  }
+}
+
+// ---- the fused plan -----------------------------------------------------------------------------
+
+// Runs one fused candidate: reorders of src and weights into the workspace, the residual's copy
+// into the dst the convolution accumulates onto (skipped in place, when it is already there),
+// the convolution with its post-ops, the reorder of dst back. Every primitive and memory object is
+// made here, once; execute() only rebinds data pointers (Note [one stream], runtime.hpp).
+class FusedPlan final : public detail::ConvFusedPlan {
+ public:
+  FusedPlan(std::shared_ptr<Runtime> runtime, const ConvFusedDesc& desc,
+            const Candidate& candidate)
+      : runtime_(std::move(runtime)),
+        desc_(desc),
+        info_(candidate.info),
+        context_(context_of(desc, candidate.info.id)),
+        offsets_(candidate.buffer_offsets) {
+    const ConvGeometry g = conv_geometry(desc.conv);
+    const dnnl::engine& engine = runtime_->engine;
+    const std::array<const memory::desc*, 3> user = {&g.src, &g.weights, &g.dst};
+    dnnl_call(context_, "building the primitives", [&] {
+      for (std::size_t r = 0; r < 3; ++r) {
+        if (candidate.reorders[r]) {
+          user_[r] = dnnl::memory(*user[r], engine, DNNL_MEMORY_NONE);
+          buffers_[r] = dnnl::memory(candidate.inner[r], engine, DNNL_MEMORY_NONE);
+        } else {
+          // Same bytes as the caller's layout (same_layout), described as the conv expects.
+          user_[r] = dnnl::memory(candidate.inner[r], engine, DNNL_MEMORY_NONE);
+        }
+      }
+      for (const std::size_t r : {role_src, role_weights}) {
+        if (!candidate.reorders[r]) continue;
+        steps_.push_back(make_step(candidate.reorders[r], {{DNNL_ARG_FROM, user_[r].get()},
+                                                           {DNNL_ARG_TO, buffers_[r].get()}}));
+      }
+      const dnnl::memory& conv_dst = candidate.reorders[role_dst] ? buffers_[role_dst] : user_[role_dst];
+      if (desc_.residual) {
+        residual_ = dnnl::memory(g.dst, engine, DNNL_MEMORY_NONE);
+        if (candidate.residual_copy) {
+          // In place the residual already is dst; a copy is needed only into a reorder buffer.
+          const bool skip_in_place = !candidate.reorders[role_dst];
+          residual_steps_.push_back(
+              {make_step(candidate.residual_copy,
+                         {{DNNL_ARG_FROM, residual_.get()}, {DNNL_ARG_TO, conv_dst.get()}}),
+               skip_in_place});
+        }
+        if (candidate.residual_scaling) {
+          // From the residual into a plain dst (in place when they are one), or in place on the
+          // buffer the copy above filled.
+          const dnnl::memory& from = candidate.reorders[role_dst] ? conv_dst : residual_;
+          residual_steps_.push_back(
+              {make_step(candidate.residual_scaling,
+                         {{DNNL_ARG_SRC, from.get()}, {DNNL_ARG_DST, conv_dst.get()}}),
+               false});
+        }
+      }
+      std::vector<dnnl_exec_arg_t> conv_args = {{DNNL_ARG_SRC, (candidate.reorders[role_src] ? buffers_[role_src] : user_[role_src]).get()},
+                                                {DNNL_ARG_WEIGHTS, (candidate.reorders[role_weights] ? buffers_[role_weights] : user_[role_weights]).get()},
+                                                {DNNL_ARG_DST, conv_dst.get()}};
+      if (desc_.bias) {
+        bias_ = dnnl::memory(fused_bias_md(desc_), engine, DNNL_MEMORY_NONE);
+        conv_args.push_back({DNNL_ARG_BIAS, bias_.get()});
+      }
+      conv_step_ = make_step(candidate.conv, std::move(conv_args));
+      if (candidate.reorders[role_dst]) {
+        dst_step_ = make_step(candidate.reorders[role_dst], {{DNNL_ARG_FROM, buffers_[role_dst].get()},
+                                                             {DNNL_ARG_TO, user_[role_dst].get()}});
+      }
+    });
+  }
+
+  const AlgoInfo& algo() const override { return info_; }
+
+  void execute(const detail::ConvFusedArgs& args, detail::Workspace workspace) override {
+    check_common(desc_, args, context_);
+    check_workspace(workspace, info_.workspace_bytes, context_);
+    auto* base = static_cast<std::byte*>(workspace.data);
+    const std::array<const Tensor*, 3> tensors = {args.src, args.weights, args.dst};
+
+    std::lock_guard lock(runtime_->mutex);  // Note [one stream]
+    for (std::size_t r = 0; r < 3; ++r) {
+      bind(user_[r], tensors[r]->data());
+      if (buffers_[r]) bind(buffers_[r], base + offsets_[r]);
+    }
+    if (bias_) bind(bias_, args.bias->data());
+    for (Step& step : steps_) run(step, base);
+    if (residual_) {
+      bind(residual_, args.residual->data());
+      const bool in_place = detail::residual_in_place(args);
+      for (auto& [step, skip_in_place] : residual_steps_) {
+        if (!(skip_in_place && in_place)) run(step, base);
+      }
+    }
+    run(conv_step_, base);
+    if (dst_step_.primitive) run(dst_step_, base);
+    DNNX_DNNL_CHECK(dnnl_stream_wait(runtime_->stream.get()), context_, "waiting for the stream");
+  }
+
+ private:
+  struct Step {
+    dnnl::primitive primitive;
+    std::vector<dnnl_exec_arg_t> args;  // handles of memory objects this plan owns
+    dnnl::memory scratchpad;            // null when the primitive needs none
+  };
+
+  Step make_step(const dnnl::primitive_desc_base& pd, std::vector<dnnl_exec_arg_t> args) {
+    Step step;
+    step.primitive = dnnl::primitive(pd.get());
+    const memory::desc scratchpad = pd.scratchpad_desc();
+    if (scratchpad.get_size() > 0) {
+      // Every step's scratchpad starts at workspace offset 0: the steps run one after the other.
+      step.scratchpad = dnnl::memory(scratchpad, runtime_->engine, DNNL_MEMORY_NONE);
+      args.push_back({DNNL_ARG_SCRATCHPAD, step.scratchpad.get()});
+    }
+    step.args = std::move(args);
+    return step;
+  }
+
+  void run(Step& step, std::byte* workspace) {
+    if (step.scratchpad) bind(step.scratchpad, workspace);
+    DNNX_DNNL_CHECK(dnnl_primitive_execute(step.primitive.get(), runtime_->stream.get(),
+                                           static_cast<int>(step.args.size()), step.args.data()),
+                    context_, "executing");
+  }
+
+  void bind(const dnnl::memory& memory, void* data) const {
+    DNNX_DNNL_CHECK(dnnl_memory_set_data_handle(memory.get(), data), context_,
+                    "binding a data pointer");
+  }
+
+  std::shared_ptr<Runtime> runtime_;
+  ConvFusedDesc desc_;
+  AlgoInfo info_;
+  ErrorContext context_;
+  std::array<std::size_t, 3> offsets_;
+  std::array<dnnl::memory, 3> user_;     // bound to the caller's src, weights, dst
+  std::array<dnnl::memory, 3> buffers_;  // reordered copies in the workspace (null: none)
+  dnnl::memory bias_;
+  dnnl::memory residual_;  // the caller's residual, in dst's layout
+  std::vector<Step> steps_;  // input reorders
+  // Copy and scaling of the residual into the dst the convolution accumulates onto; a step with
+  // `true` is skipped when the residual is dst itself.
+  std::vector<std::pair<Step, bool>> residual_steps_;
+  Step conv_step_;
+  Step dst_step_;
+};
+
+// ---- the unfused plan ---------------------------------------------------------------------------
+
+// dst = act(conv + bias + scale * residual) elementwise, in f32, over dense tensors in `layout`:
+// channels_first runs per (n, c) plane with a constant bias, channels_last per position over the
+// channels, so the inner loops are unit-stride and vectorise (f32; f16/bf16 convert on the way).
+template <typename T, typename Load, typename Store>
+void epilogue_range(const ConvFusedDesc& desc, const T* conv_out, const T* bias,
+                    const T* residual, T* dst, std::int64_t first, std::int64_t last, Load load,
+                    Store store) {
+  const std::int64_t channels = desc.conv.out_channels;
+  const std::int64_t plane = desc.dst_dims().product() / (desc.conv.batch * channels);
+  const float scale = desc.residual_scale;
+  const bool relu = desc.activation == FusedActivation::relu;
+  const bool channels_last = desc.conv.layout == Layout::channels_last;
+  // One row: `count` elements from `offset`, channel `c` (channels_first) or channels 0.. (last).
+  const auto row = [&](std::int64_t offset, std::int64_t count, std::int64_t c) {
+    for (std::int64_t i = 0; i < count; ++i) {
+      float v = load(conv_out[offset + i]);
+      if (bias != nullptr) v += load(bias[channels_last ? i : c]);
+      if (residual != nullptr) v += scale * load(residual[offset + i]);
+      if (relu) v = v > 0.0f ? v : 0.0f;
+      dst[offset + i] = store(v);
+    }
+  };
+  // Rows are (n, c) planes for channels_first and (n, position) channel vectors for channels_last.
+  for (std::int64_t r = first; r < last; ++r) {
+    if (channels_last) {
+      row(r * channels, channels, 0);
+    } else {
+      row(r * plane, plane, r % channels);
+    }
+  }
+}
+
+template <typename T, typename Load, typename Store>
+void epilogue(const ConvFusedDesc& desc, const void* conv_out, const void* bias,
+              const void* residual, void* dst, Load load, Store store) {
+  const std::int64_t channels = desc.conv.out_channels;
+  const std::int64_t plane = desc.dst_dims().product() / (desc.conv.batch * channels);
+  const std::int64_t rows = desc.conv.layout == Layout::channels_last ? desc.conv.batch * plane
+                                                                      : desc.conv.batch * channels;
+  const auto body = [&](std::int64_t first, std::int64_t last) {
+    epilogue_range<T>(desc, static_cast<const T*>(conv_out), static_cast<const T*>(bias),
+                      static_cast<const T*>(residual), static_cast<T*>(dst), first, last, load,
+                      store);
+  };
+  // A thread costs tens of microseconds to start: split only work of a million elements or more.
+  const std::int64_t elements = desc.dst_dims().product();
+  const auto hardware = static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::int64_t threads = std::clamp<std::int64_t>(elements >> 20, 1, std::min(hardware, rows));
+  if (threads <= 1) {
+    body(0, rows);
+    return;
+  }
+  std::vector<std::jthread> workers;
+  for (std::int64_t t = 1; t < threads; ++t)
+    workers.emplace_back(body, rows * t / threads, rows * (t + 1) / threads);
+  body(0, rows / threads);
+}
+
+void run_epilogue(const ConvFusedDesc& desc, const void* conv_out, const void* bias,
+                  const void* residual, void* dst) {
+  switch (desc.conv.dtype) {
+    case DType::f32:
+      epilogue<float>(desc, conv_out, bias, residual, dst, [](float v) { return v; },
+                      [](float v) { return v; });
+      return;
+    case DType::f16:
+      epilogue<std::uint16_t>(desc, conv_out, bias, residual, dst,
+                              [](std::uint16_t v) { return detail::half_to_float(v); },
+                              [](float v) { return detail::float_to_half(v); });
+      return;
+    case DType::bf16:
+      epilogue<std::uint16_t>(desc, conv_out, bias, residual, dst,
+                              [](std::uint16_t v) { return detail::bf16_to_float(v); },
+                              [](float v) { return detail::float_to_bf16(v); });
+      return;
+    case DType::i32:
+    case DType::i64:
+      break;
+  }
+  DNNX_ASSERT(false, "conv_fused on dtype ", to_string(desc.conv.dtype));
+}
+
+class UnfusedPlan final : public detail::ConvFusedPlan {
+ public:
+  UnfusedPlan(const ConvFusedDesc& desc, const Candidate& candidate,
+              std::shared_ptr<detail::ConvPlan> conv)
+      : desc_(desc),
+        info_(candidate.info),
+        context_(context_of(desc, candidate.info.id)),
+        conv_(std::move(conv)),
+        staging_offset_(candidate.staging_offset) {}
+
+  const AlgoInfo& algo() const override { return info_; }
+
+  void execute(const detail::ConvFusedArgs& args, detail::Workspace workspace) override {
+    check_common(desc_, args, context_);
+    check_workspace(workspace, info_.workspace_bytes, context_);
+    // Note [unfused candidates]: with a residual the convolution's output is staged in the
+    // workspace, after the convolution's own workspace.
+    Tensor staged;
+    Tensor* conv_out = args.dst;
+    if (desc_.residual) {
+      staged = Tensor::view(static_cast<std::byte*>(workspace.data) + staging_offset_,
+                            desc_.dst_dims(), desc_.conv.dtype, desc_.conv.layout);
+      conv_out = &staged;
+    }
+    detail::ConvArgs conv_args;
+    conv_args.src = args.src, conv_args.weights = args.weights, conv_args.dst = conv_out;
+    conv_->execute(conv_args, {workspace.data, desc_.residual ? staging_offset_ : workspace.bytes});
+    const bool nothing_to_do = !desc_.bias && !desc_.residual &&
+                               desc_.activation == FusedActivation::identity;
+    if (nothing_to_do) return;
+    run_epilogue(desc_, conv_out->data(), desc_.bias ? args.bias->data() : nullptr,
+                 desc_.residual ? args.residual->data() : nullptr, args.dst->data());
+  }
+
+ private:
+  ConvFusedDesc desc_;
+  AlgoInfo info_;
+  ErrorContext context_;
+  std::shared_ptr<detail::ConvPlan> conv_;
+  std::size_t staging_offset_;
+};
+
+// ---- the backend --------------------------------------------------------------------------------
+
+struct DescHash {
+  std::size_t operator()(const ConvFusedDesc& desc) const { return desc.hash(); }
+};
+
+class OneDnnConvFused final : public detail::ConvFusedBackend {
+ public:
+  OneDnnConvFused(std::shared_ptr<Runtime> runtime, detail::ConvBackend& conv)
+      : runtime_(std::move(runtime)), conv_(conv) {}
+
+  std::vector<AlgoInfo> list(const ConvFusedDesc& desc, Direction direction) override {
+    check_direction(desc, direction);
+    desc.validate();
+    std::lock_guard lock(mutex_);
+    std::vector<AlgoInfo> infos;
+    for (const Candidate& candidate : candidates_locked(desc)) infos.push_back(candidate.info);
+    return infos;
+  }
+
+  std::shared_ptr<detail::ConvFusedPlan> plan(const ConvFusedDesc& desc, Direction direction,
+                                              const std::string& id) override {
+    check_direction(desc, direction);
+    return plans_.get_or_build(desc, direction, id, [&]() -> std::shared_ptr<detail::ConvFusedPlan> {
+      desc.validate();
+      Candidate candidate;
+      {
+        std::lock_guard lock(mutex_);
+        const std::vector<Candidate>& list = candidates_locked(desc);
+        const auto it = std::find_if(list.begin(), list.end(),
+                                     [&](const Candidate& c) { return c.info.id == id; });
+        if (it == list.end()) {
+          detail::raise(ErrorKind::InvalidArgument,
+                        detail::cat("algorithm id '", id,
+                                    "' is not a cpu candidate for this conv_fused; valid ids: ",
+                                    list_ids(list)),
+                        context_of(desc, id));
+        }
+        if (!it->info.supported) {
+          detail::raise(ErrorKind::Unsupported, it->info.reason, context_of(desc, id));
+        }
+        candidate = *it;
+      }
+      if (!candidate.conv_id.empty()) {
+        return std::make_shared<UnfusedPlan>(desc, candidate,
+                                             conv_.plan(desc.conv, Direction::fwd, candidate.conv_id));
+      }
+      return std::make_shared<FusedPlan>(runtime_, desc, candidate);
+    });
+  }
+
+ private:
+  const std::vector<Candidate>& candidates_locked(const ConvFusedDesc& desc) {
+    auto found = lists_.find(desc);
+    if (found == lists_.end()) {
+      found = lists_.emplace(desc, list_candidates(runtime_->engine, desc, runtime_->isa, conv_))
+                  .first;
+    }
+    return found->second;
+  }
+
+  std::shared_ptr<Runtime> runtime_;
+  detail::ConvBackend& conv_;
+  std::mutex mutex_;  // guards lists_
+  std::unordered_map<ConvFusedDesc, std::vector<Candidate>, DescHash> lists_;
+  detail::PlanCache<ConvFusedDesc, detail::ConvFusedArgs> plans_;
+};
+
+}  // namespace
+
+std::unique_ptr<detail::ConvFusedBackend> make_conv_fused_backend(std::shared_ptr<Runtime> runtime,
+                                                                  detail::ConvBackend& conv) {
+  return std::make_unique<OneDnnConvFused>(std::move(runtime), conv);
 }
 
 }  // namespace dnnx::onednn
