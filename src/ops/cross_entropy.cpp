@@ -1,1 +1,201 @@
-// Scaffolding: replaced by the op's implementation (issue 4).
+// Cross-entropy, backend-agnostic: the checks of a call against the desc and the scratch tensors
+// for timing; the call itself goes through Note [op dispatch].
+
+#include <dnnx/ops/cross_entropy.hpp>
+
+#include "core/check.hpp"
+#include "core/cross_entropy_args.hpp"
+#include "core/strings.hpp"
+#include "ops/dispatch.hpp"
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string_view>
+#include <vector>
+
+namespace dnnx {
+namespace {
+
+using detail::CrossEntropyArgs;
+
+// Logits and their gradient are dense in the desc's layout; labels, losses and weights row-major.
+void check_tensor(const Context& context, const char* role, const Tensor* tensor, DType dtype,
+                  const char* dtype_origin, const Dims& expected,
+                  Layout layout = Layout::channels_first, bool row_major = true) {
+  DNNX_CHECK_ARG(tensor != nullptr, role, " is missing (null pointer); expected a ",
+                 to_string(dtype), " tensor of dims ", expected);
+  DNNX_CHECK_ARG(tensor->dtype() == dtype, "dtype mix: ", role, " is ", to_string(tensor->dtype()),
+                 " but ", dtype_origin, " is ", to_string(dtype));
+  DNNX_CHECK_ARG(tensor->dims() == expected, role, " dims ", tensor->dims(),
+                 " do not match the desc, which expects ", expected);
+  DNNX_CHECK_ARG(tensor->data() != nullptr, role, " has null data");
+  DNNX_CHECK_ARG(tensor->is_dense(layout), "layout mismatch: ", role, " strides ",
+                 tensor->strides(), " are not dense ",
+                 row_major ? std::string_view("row-major") : to_string(layout),
+                 " (expected strides ", dense_strides(expected, layout), ")");
+  DNNX_CHECK_ARG(tensor->device() == context.device(), role, " is on ",
+                 to_string(tensor->device()), " but the context runs on ",
+                 to_string(context.device()));
+}
+
+void check_no_alias(const char* out_role, const Tensor& out, const char* in_role,
+                    const Tensor* in) {
+  if (in == nullptr) return;
+  DNNX_CHECK_ARG(!detail::overlaps(out, *in), out_role, " overlaps ", in_role,
+                 " in memory; cross-entropy cannot run in place (use separate buffers)");
+}
+
+void check_inputs(const Context& context, const CrossEntropyDesc& desc,
+                  const CrossEntropyArgs& args) {
+  check_tensor(context, "logits", args.logits, desc.dtype, "the desc's dtype", desc.dims,
+               desc.layout, false);
+  check_tensor(context, "labels", args.labels, desc.label_dtype, "the desc's label_dtype",
+               desc.labels_dims());
+  if (desc.weighted) {
+    DNNX_CHECK_ARG(args.weights != nullptr,
+                   "weights are missing (null) but the desc says weighted; pass f32 class "
+                   "weights of dims ",
+                   desc.weights_dims(), " or set weighted = false");
+    check_tensor(context, "weights", args.weights, DType::f32, "the class weights' dtype",
+                 desc.weights_dims());
+  } else {
+    DNNX_CHECK_ARG(args.weights == nullptr,
+                   "weights were given but the desc is not weighted (weighted = false); pass "
+                   "null or set weighted = true");
+  }
+}
+
+struct CrossEntropyOp {
+  using Desc = CrossEntropyDesc;
+  using Args = CrossEntropyArgs;
+  static constexpr OpKind kind = OpKind::cross_entropy;
+  static detail::CrossEntropyBackend& backend(detail::Backend& backend) {
+    return backend.cross_entropy();
+  }
+
+  static void check(const Context& context, const Desc& desc, Direction direction,
+                    const Args& args) {
+    check_inputs(context, desc, args);
+    if (direction == Direction::fwd) {
+      check_tensor(context, "loss", args.loss, desc.dtype, "the desc's dtype", desc.loss_dims());
+      check_no_alias("loss", *args.loss, "logits", args.logits);
+      check_no_alias("loss", *args.loss, "labels", args.labels);
+      check_no_alias("loss", *args.loss, "weights", args.weights);
+      return;
+    }
+    check_tensor(context, "diff_loss", args.diff_loss, desc.dtype, "the desc's dtype",
+                 desc.loss_dims());
+    check_tensor(context, "diff_logits", args.diff_logits, desc.dtype, "the desc's dtype",
+                 desc.dims, desc.layout, false);
+    check_no_alias("diff_logits", *args.diff_logits, "logits", args.logits);
+    check_no_alias("diff_logits", *args.diff_logits, "labels", args.labels);
+    check_no_alias("diff_logits", *args.diff_logits, "weights", args.weights);
+    check_no_alias("diff_logits", *args.diff_logits, "diff_loss", args.diff_loss);
+  }
+
+  // Note [scratch data] (dispatch.hpp): logits in [-4, 4), valid labels with one position in
+  // eight ignored, weights in [0.5, 1.5).
+  struct Scratch {
+    Tensor logits, labels, weights, loss, diff_loss, diff_logits;
+    bool weighted = false;
+    Args args(Direction direction) {
+      Args a;
+      a.logits = &logits, a.labels = &labels;
+      if (weighted) a.weights = &weights;
+      if (direction == Direction::fwd) {
+        a.loss = &loss;
+      } else {
+        a.diff_loss = &diff_loss, a.diff_logits = &diff_logits;
+      }
+      return a;
+    }
+  };
+  static Scratch scratch(const Context& context, const Desc& desc, Direction direction) {
+    Scratch s;
+    s.weighted = desc.weighted;
+    s.logits = detail::random_tensor(context, desc.dims, desc.dtype, desc.layout, -4.0f, 4.0f, 1);
+    s.labels = random_labels(context, desc);
+    if (desc.weighted) {
+      s.weights = detail::random_tensor(context, desc.weights_dims(), DType::f32,
+                                        Layout::channels_first, 0.5f, 1.5f, 4);
+    }
+    if (direction == Direction::fwd) {
+      s.loss = Tensor::empty(desc.loss_dims(), desc.dtype, Layout::channels_first,
+                             context.allocator());
+    } else {
+      s.diff_loss = detail::random_tensor(context, desc.loss_dims(), desc.dtype,
+                                          Layout::channels_first, 0.5f, 1.0f, 5);
+      s.diff_logits = Tensor::empty(desc.dims, desc.dtype, desc.layout, context.allocator());
+    }
+    return s;
+  }
+
+  // Labels are written as integers: through f32 they would lose classes above 2^24.
+  static Tensor random_labels(const Context& context, const Desc& desc) {
+    const Dims dims = desc.labels_dims();
+    Tensor host = Tensor::empty(dims, desc.label_dtype);
+    std::mt19937_64 rng(6);
+    std::uniform_int_distribution<std::int64_t> classes(0, desc.classes() - 1);
+    auto* bytes = static_cast<unsigned char*>(host.data());
+    const std::size_t size = size_of(desc.label_dtype);
+    for (std::int64_t i = 0; i < host.numel(); ++i) {
+      const std::int64_t label = (rng() % 8 == 0) ? desc.ignore_index : classes(rng);
+      if (desc.label_dtype == DType::i32) {
+        const auto narrow = static_cast<std::int32_t>(label);
+        std::memcpy(bytes + static_cast<std::size_t>(i) * size, &narrow, size);
+      } else {
+        std::memcpy(bytes + static_cast<std::size_t>(i) * size, &label, size);
+      }
+    }
+    if (context.device() == Device::cpu()) return host;
+    Tensor device = Tensor::empty(dims, desc.label_dtype, Layout::channels_first,
+                                  context.allocator());
+    copy(host, device);
+    return device;
+  }
+};
+
+using Dispatch = detail::Dispatch<CrossEntropyOp>;
+
+CrossEntropyArgs inputs(const Tensor& logits, const Tensor& labels, const Tensor* weights) {
+  CrossEntropyArgs args;
+  args.logits = &logits, args.labels = &labels, args.weights = weights;
+  return args;
+}
+
+}  // namespace
+
+std::shared_ptr<const Choice> cross_entropy_fwd(Context& context, const CrossEntropyDesc& desc,
+                                                const Tensor& logits, const Tensor& labels,
+                                                const Tensor* weights, Tensor& loss) {
+  CrossEntropyArgs args = inputs(logits, labels, weights);
+  args.loss = &loss;
+  return Dispatch::run(context, desc, Direction::fwd, args);
+}
+
+std::shared_ptr<const Choice> cross_entropy_bwd(Context& context, const CrossEntropyDesc& desc,
+                                                const Tensor& logits, const Tensor& labels,
+                                                const Tensor* weights, const Tensor& diff_loss,
+                                                Tensor& diff_logits) {
+  CrossEntropyArgs args = inputs(logits, labels, weights);
+  args.diff_loss = &diff_loss, args.diff_logits = &diff_logits;
+  return Dispatch::run(context, desc, Direction::bwd_data, args);
+}
+
+std::vector<AlgoInfo> cross_entropy_list(Context& context, const CrossEntropyDesc& desc,
+                                         Direction direction) {
+  return Dispatch::list(context, desc, direction);
+}
+
+std::shared_ptr<const Choice> cross_entropy_select(Context& context, const CrossEntropyDesc& desc,
+                                                   Direction direction) {
+  return Dispatch::select(context, desc, direction);
+}
+
+ProfileResult cross_entropy_profile(Context& context, const CrossEntropyDesc& desc,
+                                    Direction direction) {
+  return Dispatch::profile(context, desc, direction);
+}
+
+}  // namespace dnnx

@@ -1,1 +1,158 @@
-// Scaffolding: replaced by the op's implementation (issue 4).
+// Softmax, backend-agnostic: the checks of a call against the desc and the scratch tensors for
+// timing; the call itself goes through Note [op dispatch].
+
+#include <dnnx/ops/softmax.hpp>
+
+#include "core/check.hpp"
+#include "core/softmax_args.hpp"
+#include "core/strings.hpp"
+#include "ops/dispatch.hpp"
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace dnnx {
+namespace {
+
+using detail::SoftmaxArgs;
+
+void check_tensor(const Context& context, const SoftmaxDesc& desc, const char* role,
+                  const Tensor* tensor) {
+  DNNX_CHECK_ARG(tensor != nullptr, role, " is missing (null pointer)");
+  DNNX_CHECK_ARG(tensor->dtype() == desc.dtype, "dtype mix: ", role, " is ",
+                 to_string(tensor->dtype()), " but the desc's dtype is ", to_string(desc.dtype));
+  DNNX_CHECK_ARG(tensor->dims() == desc.dims, role, " dims ", tensor->dims(),
+                 " do not match the desc, which expects ", desc.dims);
+  DNNX_CHECK_ARG(tensor->data() != nullptr, role, " has null data");
+  DNNX_CHECK_ARG(tensor->is_dense(desc.layout), "layout mismatch: ", role, " strides ",
+                 tensor->strides(), " are not dense ", to_string(desc.layout),
+                 " (expected strides ", dense_strides(desc.dims, desc.layout), ")");
+  DNNX_CHECK_ARG(tensor->device() == context.device(), role, " is on ",
+                 to_string(tensor->device()), " but the context runs on ",
+                 to_string(context.device()));
+}
+
+void check_no_alias(const char* out_role, const Tensor& out, const char* in_role,
+                    const Tensor& in) {
+  DNNX_CHECK_ARG(!detail::overlaps(out, in), out_role, " overlaps ", in_role,
+                 " in memory; the softmax backward pass cannot run in place (use separate "
+                 "buffers)");
+}
+
+struct SoftmaxOp {
+  using Desc = SoftmaxDesc;
+  using Args = SoftmaxArgs;
+  static constexpr OpKind kind = OpKind::softmax;
+  static detail::SoftmaxBackend& backend(detail::Backend& backend) { return backend.softmax(); }
+
+  static void check(const Context& context, const Desc& desc, Direction direction,
+                    const Args& args) {
+    if (direction == Direction::fwd) {
+      check_tensor(context, desc, "src", args.src);
+      check_tensor(context, desc, "dst", args.dst);
+      // In place is the same window; a partial overlap would read values already written.
+      const bool same = args.dst->data() == args.src->data();
+      DNNX_CHECK_ARG(same || !detail::overlaps(*args.dst, *args.src),
+                     "dst overlaps src in memory without being src itself; softmax runs in "
+                     "place only when dst is exactly src (same data pointer, dims and strides)");
+      return;
+    }
+    check_tensor(context, desc, "dst", args.saved_dst);
+    check_tensor(context, desc, "diff_dst", args.diff_dst);
+    check_tensor(context, desc, "diff_src", args.diff_src);
+    check_no_alias("diff_src", *args.diff_src, "dst", *args.saved_dst);
+    check_no_alias("diff_src", *args.diff_src, "diff_dst", *args.diff_dst);
+  }
+
+  // Note [scratch data] (dispatch.hpp): valid values for timing. The backward's dst is a real
+  // softmax output (positive, each group summing to one; its log for log-softmax) so that no
+  // candidate meets inputs it never sees in practice.
+  struct Scratch {
+    Tensor src, dst, diff_dst, diff_src;
+    Args args(Direction direction) {
+      Args a;
+      if (direction == Direction::fwd) {
+        a.src = &src, a.dst = &dst;
+      } else {
+        a.saved_dst = &dst, a.diff_dst = &diff_dst, a.diff_src = &diff_src;
+      }
+      return a;
+    }
+  };
+  static Scratch scratch(const Context& context, const Desc& desc, Direction direction) {
+    Scratch s;
+    if (direction == Direction::fwd) {
+      s.src = detail::random_tensor(context, desc.dims, desc.dtype, desc.layout, -4.0f, 4.0f, 1);
+      s.dst = Tensor::empty(desc.dims, desc.dtype, desc.layout, context.allocator());
+      return s;
+    }
+    s.dst = softmax_output(context, desc);
+    s.diff_dst = detail::random_tensor(context, desc.dims, desc.dtype, desc.layout, -1.0f, 1.0f, 2);
+    s.diff_src = Tensor::empty(desc.dims, desc.dtype, desc.layout, context.allocator());
+    return s;
+  }
+
+  // Selection may build scratch tensors with the context's lock held, so no op runs here: the
+  // softmax of random values is formed on the host.
+  static Tensor softmax_output(const Context& context, const Desc& desc) {
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> uniform(0.1f, 1.0f);
+    std::vector<float> values(static_cast<std::size_t>(desc.dims.product()));
+    for (float& v : values) v = uniform(rng);
+    const detail::AxisGeometry g = detail::axis_geometry(desc, /*logical=*/true);
+    for (std::int64_t o = 0; o < g.outer; ++o) {
+      for (std::int64_t i = 0; i < g.inner; ++i) {
+        double sum = 0;
+        for (std::int64_t a = 0; a < g.axis; ++a)
+          sum += values[static_cast<std::size_t>((o * g.axis + a) * g.inner + i)];
+        for (std::int64_t a = 0; a < g.axis; ++a) {
+          float& v = values[static_cast<std::size_t>((o * g.axis + a) * g.inner + i)];
+          v = static_cast<float>(v / sum);
+          if (desc.log) v = std::log(v);
+        }
+      }
+    }
+    Tensor host = Tensor::empty(desc.dims, desc.dtype, desc.layout);
+    host.copy_from_f32(values);
+    if (context.device() == Device::cpu()) return host;
+    Tensor device = Tensor::empty(desc.dims, desc.dtype, desc.layout, context.allocator());
+    copy(host, device);
+    return device;
+  }
+};
+
+using Dispatch = detail::Dispatch<SoftmaxOp>;
+
+}  // namespace
+
+std::shared_ptr<const Choice> softmax_fwd(Context& context, const SoftmaxDesc& desc,
+                                          const Tensor& src, Tensor& dst) {
+  SoftmaxArgs args;
+  args.src = &src, args.dst = &dst;
+  return Dispatch::run(context, desc, Direction::fwd, args);
+}
+
+std::shared_ptr<const Choice> softmax_bwd(Context& context, const SoftmaxDesc& desc,
+                                          const Tensor& dst, const Tensor& diff_dst,
+                                          Tensor& diff_src) {
+  SoftmaxArgs args;
+  args.saved_dst = &dst, args.diff_dst = &diff_dst, args.diff_src = &diff_src;
+  return Dispatch::run(context, desc, Direction::bwd_data, args);
+}
+
+std::vector<AlgoInfo> softmax_list(Context& context, const SoftmaxDesc& desc,
+                                   Direction direction) {
+  return Dispatch::list(context, desc, direction);
+}
+
+std::shared_ptr<const Choice> softmax_select(Context& context, const SoftmaxDesc& desc,
+                                             Direction direction) {
+  return Dispatch::select(context, desc, direction);
+}
+
+ProfileResult softmax_profile(Context& context, const SoftmaxDesc& desc, Direction direction) {
+  return Dispatch::profile(context, desc, direction);
+}
+
+}  // namespace dnnx

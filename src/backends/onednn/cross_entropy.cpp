@@ -1,12 +1,924 @@
-// Scaffolding (core/scaffold.hpp): replaced by this op's implementation.
+// The cpu backend's cross-entropy. Candidates, in priority order (Note [xent cpu candidates]):
+//   cpu:fused                 one C++ pass per position group: log-sum-exp, then the NLL (fwd) or
+//                             w * g * (softmax - onehot) (bwd), vectorized over the classes (rows)
+//                             or over positions (channels_first spatial), parallel over blocks;
+//   onednn:<impl>[:nhwc]+nll  oneDNN's log-softmax (fwd) or softmax (bwd), every implementation,
+//                             into an f32 workspace, then the NLL / gradient in C++ over it.
+//
+// Note [xent cpu candidates]
+// The fused candidate reads the logits twice per group (max, then sum of exponentials; a third
+// time for the gradient) while they sit in L1, and writes nothing but the loss; the oneDNN
+// candidates write and re-read an f32 copy of the whole tensor. Measured with `dnnx profile xent`
+// on the 2-core avx512_core_fp16 host (docs/ops/cross_entropy.md has the table), the fused
+// candidate is faster on every shape tried, so it is the heuristic first choice; exhaustive
+// selection times them all.
+//
+// Note [xent label scan]
+// Every plan first walks the labels once: out-of-range labels raise InvalidArgument naming the
+// lowest bad position before any output is written, and the sum of the weights of the positions
+// not ignored (the mean's divisor) comes out of the same walk. It reads P labels against the
+// P*C logits the pass proper reads.
+//
+// Note [xent blocks]
+// Positions are cut into fixed blocks of `block_positions`; threads take contiguous ranges of
+// blocks, and the mean / sum adds per-block f64 partial sums (held in the workspace) in block
+// order. The result is therefore bitwise the same for every thread count. Threads are started
+// only when each gets at least `min_elements_per_thread` logits (starting one costs tens of
+// microseconds).
 
+#include "backends/onednn/check.hpp"
 #include "backends/onednn/layers.hpp"
-#include "core/scaffold.hpp"
+#include "backends/onednn/memory.hpp"
+#include "core/check.hpp"
+#include "core/cross_entropy_args.hpp"
+#include "core/dtype.hpp"
+#include "core/strings.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace dnnx::onednn {
+namespace {
 
-std::unique_ptr<detail::CrossEntropyBackend> make_cross_entropy_backend(std::shared_ptr<Runtime> runtime) {
-  return std::make_unique<detail::NoCandidates<CrossEntropyDesc, detail::CrossEntropyArgs>>();
+using Tag = memory::format_tag;
+
+constexpr const char* fused_id = "cpu:fused";
+constexpr std::int64_t block_positions = 64;
+constexpr std::int64_t min_elements_per_thread = std::int64_t{1} << 18;
+constexpr std::size_t buffer_alignment = 64;
+
+std::size_t round_up(std::size_t bytes) {
+  return (bytes + buffer_alignment - 1) / buffer_alignment * buffer_alignment;
+}
+
+ErrorContext context_of(const CrossEntropyDesc& desc, Direction direction,
+                        std::string implementation) {
+  ErrorContext context;
+  context.op = detail::cat("xent ", to_string(direction));
+  context.repro = desc.repro(direction);
+  context.backend = "cpu";
+  context.implementation = std::move(implementation);
+  return context;
+}
+
+// ---- vectorizable f32 arithmetic ---------------------------------------------------------------
+// Plain loops over these inline functions compile to SIMD code in each target_clones variant
+// (AVX-512, AVX2, SSE2): no libm call, no branch.
+
+// exp(x) for x <= 0 (the callers subtract the maximum), Cephes' expf: range reduction by ln 2
+// and a degree-6 polynomial, within 2 ulp. Inputs below -87 give 2^-126-ish instead of a
+// denormal or zero: a softmax value below 1e-38 either way.
+[[gnu::always_inline]] inline float exp_nonpositive(float x) {
+  x = x < -87.0f ? -87.0f : x;
+  x = x > 0.0f ? 0.0f : x;
+  // Round to nearest through the 1.5 * 2^23 magic number (no libm rint, vectorizable).
+  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const auto bits = static_cast<std::uint32_t>(static_cast<std::int32_t>(n) + 127) << 23;
+  return p * std::bit_cast<float>(bits);
+}
+
+// Element access by storage type: float, bf16 (as uint16_t) and _Float16.
+struct Bf16 {
+  std::uint16_t bits;
+};
+[[gnu::always_inline]] inline float load(const float* p, std::int64_t k) { return p[k]; }
+[[gnu::always_inline]] inline float load(const _Float16* p, std::int64_t k) {
+  return static_cast<float>(p[k]);
+}
+[[gnu::always_inline]] inline float load(const Bf16* p, std::int64_t k) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(p[k].bits) << 16);
+}
+[[gnu::always_inline]] inline void store(float* p, std::int64_t k, float v) { p[k] = v; }
+[[gnu::always_inline]] inline void store(_Float16* p, std::int64_t k, float v) {
+  p[k] = static_cast<_Float16>(v);
+}
+[[gnu::always_inline]] inline void store(Bf16* p, std::int64_t k, float v) {
+  // Round to nearest even (detail::float_to_bf16), written branch-free.
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(v);
+  const std::uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  const std::uint32_t nan = (bits >> 16) | 0x40u;
+  p[k].bits = static_cast<std::uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+}
+
+constexpr int lanes = 16;
+
+// log(sum_c exp(x[c * stride])) of rows p0..p1 (stride 1, C apart): out[p - p0].
+template <typename T>
+[[gnu::always_inline]] inline void lse_rows_impl(const T* x, std::int64_t classes, std::int64_t p0,
+                                                 std::int64_t p1, float* out) {
+  for (std::int64_t p = p0; p < p1; ++p) {
+    const T* row = x + p * classes;
+    float m[lanes];
+    for (int j = 0; j < lanes; ++j) m[j] = -std::numeric_limits<float>::infinity();
+    std::int64_t c = 0;
+    for (; c + lanes <= classes; c += lanes) {
+      for (int j = 0; j < lanes; ++j) {
+        const float v = load(row, c + j);
+        m[j] = m[j] < v ? v : m[j];
+      }
+    }
+    float max = -std::numeric_limits<float>::infinity();
+    for (int j = 0; j < lanes; ++j) max = max < m[j] ? m[j] : max;
+    for (; c < classes; ++c) {
+      const float v = load(row, c);
+      max = max < v ? v : max;
+    }
+    float s[lanes] = {};
+    c = 0;
+    for (; c + lanes <= classes; c += lanes) {
+      for (int j = 0; j < lanes; ++j) s[j] += exp_nonpositive(load(row, c + j) - max);
+    }
+    float sum = 0;
+    for (int j = 0; j < lanes; ++j) sum += s[j];
+    for (; c < classes; ++c) sum += exp_nonpositive(load(row, c) - max);
+    // A NaN logit, skipped by the comparisons, still turns the sum into NaN.
+    out[p - p0] = max + std::log(sum);
+  }
+}
+
+// The same for the positions i0..i1 of outer index o of a channels_first tensor: class c of
+// position i at x[(o * classes + c) * inner + i]; vectorized over i.
+template <typename T>
+[[gnu::always_inline]] inline void lse_columns_impl(const T* x, std::int64_t classes,
+                                                    std::int64_t inner, std::int64_t o,
+                                                    std::int64_t i0, std::int64_t i1, float* out) {
+  const std::int64_t n = i1 - i0;
+  float m[block_positions];
+  float s[block_positions];
+  for (std::int64_t i = 0; i < n; ++i) {
+    m[i] = -std::numeric_limits<float>::infinity();
+    s[i] = 0;
+  }
+  const T* base = x + o * classes * inner + i0;
+  for (std::int64_t c = 0; c < classes; ++c) {
+    const T* column = base + c * inner;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float v = load(column, i);
+      m[i] = m[i] < v ? v : m[i];
+    }
+  }
+  for (std::int64_t c = 0; c < classes; ++c) {
+    const T* column = base + c * inner;
+    for (std::int64_t i = 0; i < n; ++i) s[i] += exp_nonpositive(load(column, i) - m[i]);
+  }
+  for (std::int64_t i = 0; i < n; ++i) out[i] = m[i] + std::log(s[i]);
+}
+
+// dx = g * exp(x - lse) for rows p0..p1 (the label's element is fixed up by the caller).
+template <typename T>
+[[gnu::always_inline]] inline void grad_rows_impl(const T* x, T* dx, std::int64_t classes,
+                                                  std::int64_t p0, std::int64_t p1,
+                                                  const float* lse, const float* g) {
+  for (std::int64_t p = p0; p < p1; ++p) {
+    const T* row = x + p * classes;
+    T* out = dx + p * classes;
+    const float l = lse[p - p0];
+    const float scale = g[p - p0];
+    for (std::int64_t c = 0; c < classes; ++c) store(out, c, scale * exp_nonpositive(load(row, c) - l));
+  }
+}
+
+template <typename T>
+[[gnu::always_inline]] inline void grad_columns_impl(const T* x, T* dx, std::int64_t classes,
+                                                     std::int64_t inner, std::int64_t o,
+                                                     std::int64_t i0, std::int64_t i1,
+                                                     const float* lse, const float* g) {
+  const std::int64_t n = i1 - i0;
+  const std::int64_t offset = o * classes * inner + i0;
+  for (std::int64_t c = 0; c < classes; ++c) {
+    const T* column = x + offset + c * inner;
+    T* out = dx + offset + c * inner;
+    for (std::int64_t i = 0; i < n; ++i)
+      store(out, i, g[i] * exp_nonpositive(load(column, i) - lse[i]));
+  }
+}
+
+// One multiversioned entry point per (kernel, storage type); the templates are inlined into each.
+#define DNNX_XENT_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define DNNX_XENT_KERNELS(T, suffix)                                                            \
+  DNNX_XENT_CLONES void lse_rows_##suffix(const void* x, std::int64_t classes, std::int64_t p0, \
+                                          std::int64_t p1, float* out) {                        \
+    lse_rows_impl(static_cast<const T*>(x), classes, p0, p1, out);                             \
+  }                                                                                             \
+  DNNX_XENT_CLONES void lse_columns_##suffix(const void* x, std::int64_t classes,               \
+                                             std::int64_t inner, std::int64_t o,                \
+                                             std::int64_t i0, std::int64_t i1, float* out) {    \
+    lse_columns_impl(static_cast<const T*>(x), classes, inner, o, i0, i1, out);                \
+  }                                                                                             \
+  DNNX_XENT_CLONES void grad_rows_##suffix(const void* x, void* dx, std::int64_t classes,       \
+                                           std::int64_t p0, std::int64_t p1, const float* lse,  \
+                                           const float* g) {                                    \
+    grad_rows_impl(static_cast<const T*>(x), static_cast<T*>(dx), classes, p0, p1, lse, g);     \
+  }                                                                                             \
+  DNNX_XENT_CLONES void grad_columns_##suffix(const void* x, void* dx, std::int64_t classes,    \
+                                              std::int64_t inner, std::int64_t o,               \
+                                              std::int64_t i0, std::int64_t i1,                 \
+                                              const float* lse, const float* g) {               \
+    grad_columns_impl(static_cast<const T*>(x), static_cast<T*>(dx), classes, inner, o, i0, i1, \
+                      lse, g);                                                                  \
+  }
+
+DNNX_XENT_KERNELS(float, f32)
+DNNX_XENT_KERNELS(_Float16, f16)
+DNNX_XENT_KERNELS(Bf16, bf16)
+#undef DNNX_XENT_KERNELS
+#undef DNNX_XENT_CLONES
+
+struct Kernels {
+  void (*lse_rows)(const void*, std::int64_t, std::int64_t, std::int64_t, float*);
+  void (*lse_columns)(const void*, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                      std::int64_t, float*);
+  void (*grad_rows)(const void*, void*, std::int64_t, std::int64_t, std::int64_t, const float*,
+                    const float*);
+  void (*grad_columns)(const void*, void*, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                       std::int64_t, const float*, const float*);
+};
+
+Kernels kernels_of(DType dtype) {
+  switch (dtype) {
+    case DType::f16: return {lse_rows_f16, lse_columns_f16, grad_rows_f16, grad_columns_f16};
+    case DType::bf16: return {lse_rows_bf16, lse_columns_bf16, grad_rows_bf16, grad_columns_bf16};
+    default: return {lse_rows_f32, lse_columns_f32, grad_rows_f32, grad_columns_f32};
+  }
+}
+
+// ---- the pieces every plan shares --------------------------------------------------------------
+
+// Runs body(first_block, end_block) over [0, blocks) split into contiguous ranges (Note [xent
+// blocks]); the calling thread takes the first range.
+template <typename Body>
+void parallel_blocks(std::int64_t blocks, std::int64_t elements, Body&& body) {
+  const auto hardware = static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::int64_t worth = std::max<std::int64_t>(1, elements / min_elements_per_thread);
+  const std::int64_t threads = std::clamp<std::int64_t>(std::min(hardware, worth), 1, blocks);
+  if (threads <= 1) {
+    body(std::int64_t{0}, blocks);
+    return;
+  }
+  std::vector<std::jthread> workers;
+  workers.reserve(static_cast<std::size_t>(threads - 1));
+  for (std::int64_t t = 1; t < threads; ++t)
+    workers.emplace_back(body, blocks * t / threads, blocks * (t + 1) / threads);
+  body(std::int64_t{0}, blocks / threads);
+}
+
+// The positions [p0, p1) of one block as runs sharing an outer index: f(o, i0, i1, first p).
+template <typename F>
+void for_each_run(const detail::AxisGeometry& g, std::int64_t p0, std::int64_t p1, F&& f) {
+  std::int64_t p = p0;
+  while (p < p1) {
+    const std::int64_t o = p / g.inner;
+    const std::int64_t i0 = p % g.inner;
+    const std::int64_t i1 = std::min(g.inner, i0 + (p1 - p));
+    f(o, i0, i1, p);
+    p += i1 - i0;
+  }
+}
+
+// What Note [xent label scan] gathers: the labels, exactly, and the mean's divisor.
+struct Labels {
+  const void* data = nullptr;
+  DType dtype = DType::i64;
+  std::int64_t at(std::int64_t p) const {
+    return dtype == DType::i32 ? static_cast<const std::int32_t*>(data)[p]
+                               : static_cast<const std::int64_t*>(data)[p];
+  }
+};
+
+double scan_labels(const CrossEntropyDesc& desc, const Labels& labels, const float* weights,
+                   const ErrorContext& context) {
+  const std::int64_t positions = desc.positions();
+  const std::int64_t classes = desc.classes();
+  double total_weight = 0;
+  for (std::int64_t p = 0; p < positions; ++p) {
+    const std::int64_t y = labels.at(p);
+    if (y == desc.ignore_index) continue;
+    if (y < 0 || y >= classes) {
+      detail::raise(ErrorKind::InvalidArgument, detail::bad_label_message(desc, p, y), context);
+    }
+    total_weight += weights != nullptr ? weights[y] : 1.0;
+  }
+  return total_weight;
+}
+
+// Element (position p, class c) of a tensor of geometry g.
+std::int64_t element(const detail::AxisGeometry& g, std::int64_t p, std::int64_t c) {
+  return ((p / g.inner) * g.axis + c) * g.inner + p % g.inner;
+}
+
+// The per-position factor of the gradient: w * diff_loss[p] (none), w * diff_loss[0] (sum),
+// w * diff_loss[0] / total_weight (mean; PyTorch's order, 0/0 is NaN); 0 where ignored.
+struct GradScale {
+  Reduction reduction;
+  const void* diff_loss;
+  DType dtype;
+  double total_weight;
+  float operator()(std::int64_t p, float w) const {
+    switch (reduction) {
+      case Reduction::none: return w * detail::load_f32(element_ptr(p), dtype);
+      case Reduction::sum: return w * detail::load_f32(diff_loss, dtype);
+      case Reduction::mean:
+        return static_cast<float>(w * detail::load_f32(diff_loss, dtype) / total_weight);
+    }
+    return 0;
+  }
+  const void* element_ptr(std::int64_t p) const {
+    return static_cast<const unsigned char*>(diff_loss) + static_cast<std::size_t>(p) * size_of(dtype);
+  }
+};
+
+// The geometry, tensors and per-call values one execution works with.
+struct Call {
+  const CrossEntropyDesc* desc;
+  detail::AxisGeometry g;  // of the logits in their layout
+  const void* logits;
+  Labels labels;
+  const float* weights;  // null when not weighted
+  double total_weight;
+  double* partials;  // workspace: one f64 per block (sum / mean)
+  std::int64_t blocks;
+
+  float weight(std::int64_t y) const { return weights != nullptr ? weights[y] : 1.0f; }
+};
+
+// Finishes a forward pass from per-position losses already stored (none) or from the block
+// partials (sum / mean).
+void finish_loss(const Call& call, Tensor& loss) {
+  if (call.desc->reduction == Reduction::none) return;
+  double total = 0;
+  for (std::int64_t b = 0; b < call.blocks; ++b) total += call.partials[b];
+  const double value =
+      call.desc->reduction == Reduction::mean ? total / call.total_weight : total;
+  detail::store_f32(loss.data(), call.desc->dtype, static_cast<float>(value));
+}
+
+// Per position p of a block: records the loss -w * logp (none: stored; else added to the
+// block's partial). `logp(p, y)` is the log-probability of class y at position p.
+template <typename LogProb>
+void nll_block(const Call& call, std::int64_t block, std::int64_t p0, std::int64_t p1,
+               void* loss, LogProb&& logp) {
+  double partial = 0;
+  const DType dtype = call.desc->dtype;
+  const std::size_t size = size_of(dtype);
+  for (std::int64_t p = p0; p < p1; ++p) {
+    const std::int64_t y = call.labels.at(p);
+    float value = 0;
+    if (y != call.desc->ignore_index) value = -call.weight(y) * logp(p, y);
+    if (call.desc->reduction == Reduction::none) {
+      detail::store_f32(static_cast<unsigned char*>(loss) + static_cast<std::size_t>(p) * size,
+                        dtype, value);
+    } else {
+      partial += value;
+    }
+  }
+  if (call.desc->reduction != Reduction::none) call.partials[block] = partial;
+}
+
+// ---- the fused candidate -----------------------------------------------------------------------
+
+void fused_forward(const Call& call, const Kernels& kernels, Tensor& loss) {
+  const std::int64_t positions = call.desc->positions();
+  const std::int64_t classes = call.g.axis;
+  const DType dtype = call.desc->dtype;
+  parallel_blocks(call.blocks, call.g.elements(), [&](std::int64_t b0, std::int64_t b1) {
+    float lse[block_positions];
+    for (std::int64_t b = b0; b < b1; ++b) {
+      const std::int64_t p0 = b * block_positions;
+      const std::int64_t p1 = std::min(positions, p0 + block_positions);
+      for_each_run(call.g, p0, p1, [&](std::int64_t o, std::int64_t i0, std::int64_t i1,
+                                       std::int64_t first) {
+        if (call.g.inner == 1) {
+          kernels.lse_rows(call.logits, classes, first, first + (i1 - i0), lse + (first - p0));
+        } else {
+          kernels.lse_columns(call.logits, classes, call.g.inner, o, i0, i1, lse + (first - p0));
+        }
+      });
+      nll_block(call, b, p0, p1, loss.data(), [&](std::int64_t p, std::int64_t y) {
+        const float x = detail::load_f32(
+            static_cast<const unsigned char*>(call.logits) +
+                static_cast<std::size_t>(element(call.g, p, y)) * size_of(dtype),
+            dtype);
+        return x - lse[p - p0];
+      });
+    }
+  });
+  finish_loss(call, loss);
+}
+
+void fused_backward(const Call& call, const Kernels& kernels, const GradScale& scale,
+                    Tensor& diff_logits) {
+  const std::int64_t positions = call.desc->positions();
+  const std::int64_t classes = call.g.axis;
+  const DType dtype = call.desc->dtype;
+  const std::size_t size = size_of(dtype);
+  parallel_blocks(call.blocks, call.g.elements(), [&](std::int64_t b0, std::int64_t b1) {
+    float lse[block_positions];
+    float g[block_positions];
+    for (std::int64_t b = b0; b < b1; ++b) {
+      const std::int64_t p0 = b * block_positions;
+      const std::int64_t p1 = std::min(positions, p0 + block_positions);
+      for (std::int64_t p = p0; p < p1; ++p) {
+        const std::int64_t y = call.labels.at(p);
+        g[p - p0] = y == call.desc->ignore_index ? 0.0f : scale(p, call.weight(y));
+      }
+      for_each_run(call.g, p0, p1, [&](std::int64_t o, std::int64_t i0, std::int64_t i1,
+                                       std::int64_t first) {
+        const std::int64_t k = first - p0;
+        if (call.g.inner == 1) {
+          kernels.lse_rows(call.logits, classes, first, first + (i1 - i0), lse + k);
+          kernels.grad_rows(call.logits, diff_logits.data(), classes, first, first + (i1 - i0),
+                            lse + k, g + k);
+        } else {
+          kernels.lse_columns(call.logits, classes, call.g.inner, o, i0, i1, lse + k);
+          kernels.grad_columns(call.logits, diff_logits.data(), classes, call.g.inner, o, i0, i1,
+                               lse + k, g + k);
+        }
+      });
+      // The label's element: g * (softmax - 1).
+      for (std::int64_t p = p0; p < p1; ++p) {
+        const std::int64_t y = call.labels.at(p);
+        if (y == call.desc->ignore_index) continue;
+        const auto offset = static_cast<std::size_t>(element(call.g, p, y)) * size;
+        const float x =
+            detail::load_f32(static_cast<const unsigned char*>(call.logits) + offset, dtype);
+        const float softmax = std::exp(x - lse[p - p0]);
+        detail::store_f32(static_cast<unsigned char*>(diff_logits.data()) + offset, dtype,
+                          g[p - p0] * (softmax - 1.0f));
+      }
+    }
+  });
+}
+
+// ---- candidates --------------------------------------------------------------------------------
+
+std::string sanitize(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '_' || c == ':' || c == '+' || c == '.' || c == '-';
+    if (!safe) c = '_';
+  }
+  return out;
+}
+
+Tag activation_tag(int rank, Layout layout) {
+  constexpr Tag first[] = {Tag::ab, Tag::abc, Tag::abcd, Tag::abcde};
+  constexpr Tag last[] = {Tag::ab, Tag::acb, Tag::acdb, Tag::acdeb};
+  const auto r = static_cast<std::size_t>(rank - 2);
+  return layout == Layout::channels_last ? last[r] : first[r];
+}
+
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+struct Candidate {
+  AlgoInfo info;
+  bool fused = false;
+  // oneDNN candidates:
+  dnnl::primitive_desc softmax;  // logits (or their f32 nhwc copy) -> f32 probabilities
+  dnnl::reorder::primitive_desc reorder;  // transposed: logits -> f32 nhwc copy (null: none)
+  memory::desc user;             // the logits as the caller holds them
+  memory::desc probabilities;    // the f32 workspace copy (caller's layout, or nhwc)
+  Layout probabilities_layout = Layout::channels_first;
+  std::size_t scratch_bytes = 0;
+};
+
+std::size_t partials_bytes(const CrossEntropyDesc& desc) {
+  if (desc.reduction == Reduction::none) return 0;
+  const std::int64_t blocks = (desc.positions() + block_positions - 1) / block_positions;
+  return static_cast<std::size_t>(blocks) * sizeof(double);
+}
+
+AlgoInfo fused_info(const CrossEntropyDesc& desc, Direction direction) {
+  AlgoInfo info;
+  info.id = fused_id;
+  info.name = direction == Direction::fwd ? "fused log-sum-exp + NLL (C++ SIMD, one pass)"
+                                          : "fused softmax - onehot (C++ SIMD, one pass)";
+  info.supported = true;
+  info.deterministic = true;  // Note [xent blocks]
+  info.workspace_bytes = direction == Direction::fwd ? partials_bytes(desc) : 0;
+  info.notes = {"fused", "accurate"};
+  info.families = {"small"};
+  return info;
+}
+
+std::string onednn_version() {
+  const dnnl_version_t* v = dnnl_version();
+  return detail::cat("oneDNN ", v->major, '.', v->minor, '.', v->patch);
+}
+
+std::vector<Candidate> list_candidates(const dnnl::engine& engine, const CrossEntropyDesc& desc,
+                                       Direction direction, const std::string& isa) {
+  const ErrorContext context = context_of(desc, direction, {});
+  std::vector<Candidate> candidates;
+  Candidate fused;
+  fused.fused = true;
+  fused.info = fused_info(desc, direction);
+  candidates.push_back(std::move(fused));
+
+  const memory::dims dims(desc.dims.begin(), desc.dims.end());
+  const int rank = desc.dims.rank();
+  const memory::desc user(dims, data_type_of(desc.dtype), activation_tag(rank, desc.layout));
+  const bool transposable = desc.layout == Layout::channels_first && rank > 2 &&
+                            detail::spatial_size(desc.dims) > 1;
+  struct Strategy {
+    bool transposed;
+    Layout layout;
+  };
+  std::vector<Strategy> strategies;
+  if (transposable) strategies.push_back({true, Layout::channels_last});
+  strategies.push_back({false, desc.layout});
+
+  const dnnl::algorithm algorithm = direction == Direction::fwd
+                                        ? dnnl::algorithm::softmax_log
+                                        : dnnl::algorithm::softmax_accurate;
+  const dnnl::primitive_attr attr = user_scratchpad();
+  std::set<std::string> seen;
+  std::string failure;
+  std::vector<Candidate> onednn;
+  for (const Strategy& strategy : strategies) {
+    const memory::desc probabilities(dims, memory::data_type::f32,
+                                     activation_tag(rank, strategy.layout));
+    dnnl::reorder::primitive_desc reorder;
+    dnnl::softmax_forward::primitive_desc pd;
+    try {
+      if (strategy.transposed)
+        reorder = dnnl::reorder::primitive_desc(engine, user, engine, probabilities, attr);
+      // Transposed: the softmax runs in place on the f32 copy.
+      pd = dnnl::softmax_forward::primitive_desc(engine, dnnl::prop_kind::forward_inference,
+                                                 algorithm,
+                                                 strategy.transposed ? probabilities : user,
+                                                 probabilities, 1, attr);
+    } catch (const dnnl::error& error) {
+      if (error.status != dnnl_unimplemented)
+        raise_dnnl(error.status, detail::cat("creating the softmax primitive descriptor: ",
+                                             error.what()),
+                   context);
+      failure = error.what();
+      continue;
+    }
+    do {
+      const std::string impl = sanitize(pd.impl_info_str());
+      Candidate candidate;
+      AlgoInfo& info = candidate.info;
+      info.id = detail::cat("onednn:", impl, strategy.transposed ? ":nhwc" : "", "+nll");
+      if (impl.starts_with("ref") && strategy.transposed) continue;  // one ref candidate
+      if (!seen.insert(info.id).second) continue;
+      info.name = detail::cat(impl, direction == Direction::fwd ? " log-softmax" : " softmax",
+                              strategy.transposed ? " on an nhwc copy" : "",
+                              direction == Direction::fwd ? " + NLL (f32 workspace)"
+                                                          : " - onehot (f32 workspace)");
+      info.supported = true;
+      info.deterministic = true;  // Note [determinism] in conv_list.cpp, Note [xent blocks]
+      info.notes = {"accurate"};
+      if (impl.starts_with("ref")) {
+        info.notes.emplace_back("reference");
+        info.families = {"none"};
+      } else {
+        info.notes.emplace_back("jit");
+        info.families = {"large"};
+      }
+      if (strategy.transposed) info.notes.emplace_back("nhwc");
+      dnnl_primitive_desc_t copy = nullptr;
+      DNNX_DNNL_CHECK(dnnl_primitive_desc_clone(&copy, pd.get()), context,
+                      "cloning a primitive descriptor");
+      candidate.softmax = dnnl::primitive_desc(copy);
+      candidate.reorder = reorder;
+      candidate.user = user;
+      candidate.probabilities = probabilities;
+      candidate.probabilities_layout = strategy.layout;
+      std::size_t scratch = pd.scratchpad_desc().get_size();
+      if (reorder) scratch = std::max(scratch, reorder.scratchpad_desc().get_size());
+      candidate.scratch_bytes = scratch;
+      info.workspace_bytes = round_up(scratch) + round_up(probabilities.get_size()) +
+                             (direction == Direction::fwd ? partials_bytes(desc) : 0);
+      onednn.push_back(std::move(candidate));
+    } while (pd.next_impl());
+  }
+  std::stable_partition(onednn.begin(), onednn.end(), [](const Candidate& c) {
+    return !c.info.id.starts_with("onednn:ref:");
+  });
+  if (onednn.empty()) {
+    Candidate unavailable;
+    unavailable.info.id = "onednn:unavailable:softmax+nll";
+    unavailable.info.name = "oneDNN softmax + NLL (no oneDNN implementation)";
+    unavailable.info.reason =
+        detail::cat(onednn_version(), " has no softmax implementation for ",
+                    to_string(desc.dtype), ' ', to_string(desc.layout), " on cpu isa ", isa, ": ",
+                    failure);
+    onednn.push_back(std::move(unavailable));
+  }
+  for (Candidate& candidate : onednn) candidates.push_back(std::move(candidate));
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    candidates[i].info.priority = static_cast<int>(i);
+  return candidates;
+}
+
+// ---- plans -------------------------------------------------------------------------------------
+
+class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
+ public:
+  Plan(std::shared_ptr<Runtime> runtime, const CrossEntropyDesc& desc, Direction direction,
+       const Candidate& candidate)
+      : runtime_(std::move(runtime)),
+        info_(candidate.info),
+        context_(context_of(desc, direction, candidate.info.id)),
+        desc_(desc),
+        direction_(direction),
+        fused_(candidate.fused),
+        kernels_(kernels_of(desc.dtype)),
+        scratch_bytes_(candidate.scratch_bytes),
+        probabilities_layout_(candidate.probabilities_layout) {
+    if (fused_) return;
+    const dnnl::engine& engine = runtime_->engine;
+    probabilities_offset_ = round_up(candidate.scratch_bytes);
+    partials_offset_ = probabilities_offset_ + round_up(candidate.probabilities.get_size());
+    dnnl_call(context_, "building the primitives", [&] {
+      logits_ = dnnl::memory(candidate.user, engine, DNNL_MEMORY_NONE);
+      probabilities_ = dnnl::memory(candidate.probabilities, engine, DNNL_MEMORY_NONE);
+      if (candidate.reorder) {
+        add_step(candidate.reorder,
+                 {{DNNL_ARG_FROM, logits_.get()}, {DNNL_ARG_TO, probabilities_.get()}});
+        add_step(candidate.softmax,
+                 {{DNNL_ARG_SRC, probabilities_.get()}, {DNNL_ARG_DST, probabilities_.get()}});
+      } else {
+        add_step(candidate.softmax,
+                 {{DNNL_ARG_SRC, logits_.get()}, {DNNL_ARG_DST, probabilities_.get()}});
+      }
+    });
+  }
+
+  const AlgoInfo& algo() const override { return info_; }
+
+  void execute(const detail::CrossEntropyArgs& args, detail::Workspace workspace) override {
+    check_args(args, workspace);
+    auto* base = static_cast<std::byte*>(workspace.data);
+    Call call{&desc_,
+              detail::axis_geometry(desc_),
+              args.logits->data(),
+              {args.labels->data(), desc_.label_dtype},
+              desc_.weighted ? static_cast<const float*>(args.weights->data()) : nullptr,
+              0.0,
+              reinterpret_cast<double*>(base + (fused_ ? 0 : partials_offset_)),
+              (desc_.positions() + block_positions - 1) / block_positions};
+    call.total_weight = scan_labels(desc_, call.labels, call.weights, context_);
+    GradScale scale{desc_.reduction, nullptr, desc_.dtype, call.total_weight};
+    if (direction_ == Direction::bwd_data) scale.diff_loss = args.diff_loss->data();
+
+    if (fused_) {
+      if (direction_ == Direction::fwd) {
+        fused_forward(call, kernels_, *args.loss);
+      } else {
+        fused_backward(call, kernels_, scale, *args.diff_logits);
+      }
+      return;
+    }
+    run_primitives(args.logits->data(), base);
+    const auto* probabilities = reinterpret_cast<const float*>(base + probabilities_offset_);
+    const detail::AxisGeometry pg = detail::axis_geometry(desc_.dims, false, probabilities_layout_);
+    const std::int64_t positions = desc_.positions();
+    if (direction_ == Direction::fwd) {
+      parallel_blocks(call.blocks, positions, [&](std::int64_t b0, std::int64_t b1) {
+        for (std::int64_t b = b0; b < b1; ++b) {
+          const std::int64_t p0 = b * block_positions;
+          const std::int64_t p1 = std::min(positions, p0 + block_positions);
+          nll_block(call, b, p0, p1, args.loss->data(), [&](std::int64_t p, std::int64_t y) {
+            return probabilities[element(pg, p, y)];
+          });
+        }
+      });
+      finish_loss(call, *args.loss);
+      return;
+    }
+    gradient_from_probabilities(call, scale, probabilities, pg, *args.diff_logits);
+  }
+
+ private:
+  struct Step {
+    dnnl::primitive primitive;
+    std::vector<dnnl_exec_arg_t> args;
+    dnnl::memory scratchpad;
+  };
+
+  void add_step(const dnnl::primitive_desc_base& pd, std::vector<dnnl_exec_arg_t> args) {
+    Step step;
+    step.primitive = dnnl::primitive(pd.get());
+    const memory::desc scratchpad = pd.scratchpad_desc();
+    if (scratchpad.get_size() > 0) {
+      step.scratchpad = dnnl::memory(scratchpad, runtime_->engine, DNNL_MEMORY_NONE);
+      args.push_back({DNNL_ARG_SCRATCHPAD, step.scratchpad.get()});
+    }
+    step.args = std::move(args);
+    steps_.push_back(std::move(step));
+  }
+
+  void bind(const dnnl::memory& memory, void* data) const {
+    DNNX_DNNL_CHECK(dnnl_memory_set_data_handle(memory.get(), data), context_,
+                    "binding a data pointer");
+  }
+
+  // Note [one stream] (runtime.hpp): the primitives run under the runtime's lock.
+  void run_primitives(void* logits, std::byte* base) {
+    std::lock_guard lock(runtime_->mutex);
+    bind(logits_, logits);
+    bind(probabilities_, base + probabilities_offset_);
+    const dnnl_stream_t stream = runtime_->stream.get();
+    for (Step& step : steps_) {
+      if (step.scratchpad) bind(step.scratchpad, base);
+      DNNX_DNNL_CHECK(dnnl_primitive_execute(step.primitive.get(), stream,
+                                             static_cast<int>(step.args.size()), step.args.data()),
+                      context_, "executing");
+    }
+    DNNX_DNNL_CHECK(dnnl_stream_wait(stream), context_, "waiting for the stream");
+  }
+
+  // diff_logits = g * (p - onehot), written in the order of the output's memory.
+  void gradient_from_probabilities(const Call& call, const GradScale& scale,
+                                   const float* probabilities, const detail::AxisGeometry& pg,
+                                   Tensor& diff_logits) const {
+    const detail::AxisGeometry& og = call.g;
+    const std::int64_t positions = desc_.positions();
+    const std::int64_t classes = og.axis;
+    const DType dtype = desc_.dtype;
+    const std::size_t size = size_of(dtype);
+    auto* out = static_cast<unsigned char*>(diff_logits.data());
+    parallel_blocks(call.blocks, og.elements(), [&](std::int64_t b0, std::int64_t b1) {
+      float g[block_positions];
+      for (std::int64_t b = b0; b < b1; ++b) {
+        const std::int64_t p0 = b * block_positions;
+        const std::int64_t p1 = std::min(positions, p0 + block_positions);
+        for (std::int64_t p = p0; p < p1; ++p) {
+          const std::int64_t y = call.labels.at(p);
+          g[p - p0] = y == desc_.ignore_index ? 0.0f : scale(p, call.weight(y));
+        }
+        for_each_run(og, p0, p1, [&](std::int64_t o, std::int64_t i0, std::int64_t i1,
+                                     std::int64_t first) {
+          for (std::int64_t c = 0; c < classes; ++c) {
+            for (std::int64_t i = i0; i < i1; ++i) {
+              const std::int64_t p = first + (i - i0);
+              const std::int64_t y = call.labels.at(p);
+              const float target = c == y ? 1.0f : 0.0f;
+              const float value = g[p - p0] * (probabilities[element(pg, p, c)] - target);
+              detail::store_f32(out + static_cast<std::size_t>((o * classes + c) * og.inner + i) * size,
+                                dtype, value);
+            }
+          }
+        });
+      }
+    });
+  }
+
+  void check_args(const detail::CrossEntropyArgs& args, const detail::Workspace& workspace) const {
+    check_tensor(args.logits, "logits", desc_.dims, desc_.dtype, desc_.layout);
+    check_tensor(args.labels, "labels", desc_.labels_dims(), desc_.label_dtype,
+                 Layout::channels_first);
+    if (desc_.weighted)
+      check_tensor(args.weights, "weights", desc_.weights_dims(), DType::f32,
+                   Layout::channels_first);
+    if (direction_ == Direction::fwd) {
+      check_tensor(args.loss, "loss", desc_.loss_dims(), desc_.dtype, Layout::channels_first);
+    } else {
+      check_tensor(args.diff_loss, "diff_loss", desc_.loss_dims(), desc_.dtype,
+                   Layout::channels_first);
+      check_tensor(args.diff_logits, "diff_logits", desc_.dims, desc_.dtype, desc_.layout);
+    }
+    if (workspace.bytes < info_.workspace_bytes ||
+        (info_.workspace_bytes > 0 && workspace.data == nullptr)) {
+      detail::raise(ErrorKind::InvalidArgument,
+                    detail::cat("workspace has ", workspace.bytes, " bytes at ", workspace.data,
+                                "; this candidate needs ", info_.workspace_bytes),
+                    context_);
+    }
+  }
+
+  void check_tensor(const Tensor* tensor, const char* role, const Dims& dims, DType dtype,
+                    Layout layout) const {
+    if (tensor == nullptr || tensor->data() == nullptr) {
+      detail::raise(ErrorKind::InvalidArgument, detail::cat(role, " is null"), context_);
+    }
+    if (!(tensor->dims() == dims) || tensor->dtype() != dtype || !tensor->is_dense(layout) ||
+        tensor->device() != Device::cpu()) {
+      detail::raise(ErrorKind::InvalidArgument,
+                    detail::cat(role, " is ", describe(*tensor), " on ",
+                                to_string(tensor->device()), "; this plan takes a dense ",
+                                to_string(dtype), '[', dims.to_string(), ' ', to_string(layout),
+                                "] on cpu"),
+                    context_);
+    }
+  }
+
+  std::shared_ptr<Runtime> runtime_;
+  AlgoInfo info_;
+  ErrorContext context_;
+  CrossEntropyDesc desc_;
+  Direction direction_;
+  bool fused_;
+  Kernels kernels_;
+  std::size_t scratch_bytes_;
+  Layout probabilities_layout_;
+  std::size_t probabilities_offset_ = 0;
+  std::size_t partials_offset_ = 0;
+  dnnl::memory logits_;
+  dnnl::memory probabilities_;
+  std::vector<Step> steps_;
+};
+
+struct Key {
+  CrossEntropyDesc desc;
+  Direction direction;
+  bool operator==(const Key&) const = default;
+};
+struct KeyHash {
+  std::size_t operator()(const Key& key) const {
+    return key.desc.hash() * 3 + static_cast<std::size_t>(key.direction);
+  }
+};
+
+class OneDnnCrossEntropy final : public detail::CrossEntropyBackend {
+ public:
+  explicit OneDnnCrossEntropy(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
+
+  std::vector<AlgoInfo> list(const CrossEntropyDesc& desc, Direction direction) override {
+    desc.validate();
+    std::lock_guard lock(mutex_);
+    std::vector<AlgoInfo> infos;
+    for (const Candidate& candidate : candidates_locked(desc, direction))
+      infos.push_back(candidate.info);
+    return infos;
+  }
+
+  std::shared_ptr<detail::OpPlan<detail::CrossEntropyArgs>> plan(const CrossEntropyDesc& desc,
+                                                                 Direction direction,
+                                                                 const std::string& id) override {
+    desc.validate();
+    return plans_.get_or_build(desc, direction, id, [&] {
+      std::lock_guard lock(mutex_);
+      const std::vector<Candidate>& candidates = candidates_locked(desc, direction);
+      const auto found = std::find_if(candidates.begin(), candidates.end(),
+                                      [&](const Candidate& c) { return c.info.id == id; });
+      if (found == candidates.end()) {
+        std::vector<std::string> ids;
+        for (const Candidate& c : candidates) ids.push_back(c.info.id);
+        detail::raise(ErrorKind::InvalidArgument,
+                      detail::cat("algorithm id '", id, "' is not a cpu xent candidate for ",
+                                  to_string(direction), "; valid ids: ", detail::join(ids, ", ")),
+                      context_of(desc, direction, id));
+      }
+      if (!found->info.supported) {
+        detail::raise(ErrorKind::Unsupported, found->info.reason,
+                      context_of(desc, direction, id));
+      }
+      return std::make_shared<Plan>(runtime_, desc, direction, *found);
+    });
+  }
+
+ private:
+  const std::vector<Candidate>& candidates_locked(const CrossEntropyDesc& desc,
+                                                  Direction direction) {
+    const Key key{desc, direction};
+    auto found = lists_.find(key);
+    if (found == lists_.end()) {
+      found = lists_.emplace(key, list_candidates(runtime_->engine, desc, direction, runtime_->isa))
+                  .first;
+    }
+    return found->second;
+  }
+
+  std::shared_ptr<Runtime> runtime_;
+  std::mutex mutex_;  // guards lists_
+  std::unordered_map<Key, std::vector<Candidate>, KeyHash> lists_;
+  detail::PlanCache<CrossEntropyDesc, detail::CrossEntropyArgs> plans_;
+};
+
+}  // namespace
+
+std::unique_ptr<detail::CrossEntropyBackend> make_cross_entropy_backend(
+    std::shared_ptr<Runtime> runtime) {
+  return std::make_unique<OneDnnCrossEntropy>(std::move(runtime));
 }
 
 }  // namespace dnnx::onednn

@@ -1,12 +1,459 @@
-// Scaffolding (core/scaffold.hpp): replaced by this op's implementation.
+// The cpu backend's softmax: every implementation oneDNN offers for softmax_accurate (softmax) or
+// softmax_log (log-softmax), under each memory strategy that makes a difference, as candidates;
+// plans that run them on the caller's memory.
+//
+// Note [softmax strategies]
+// oneDNN's jit softmax needs the normalized axis dense (innermost) or channel-blocked; for an
+// axis with a stride (channel mode on nchw activations with spatial dims) it offers only ref:any,
+// a scalar loop. Each implementation is therefore tried with two sets of memory descriptors:
+//   plain       the caller's tensors as they are (instance mode: N x C*D*H*W, which is the same
+//               bytes in both layouts; channel mode: the activation layout, axis 1);
+//   transposed  channel mode on channels_first with spatial dims only: every tensor is reordered
+//               to channels_last in the workspace, the softmax runs there in place, and the
+//               output is reordered back (id suffix ":nhwc").
+// Candidates whose implementation picks the same layouts are listed once; ref:any is listed once
+// (plain) and last, as for convolution (Note [one reference candidate] in conv_list.cpp). oneDNN
+// has no softmax without the max subtraction, so the cpu backend has no "fast" candidate.
+// Determinism: Note [determinism] in conv_list.cpp applies (static work split, fixed order).
 
+#include "backends/onednn/check.hpp"
 #include "backends/onednn/layers.hpp"
-#include "core/scaffold.hpp"
+#include "backends/onednn/memory.hpp"
+#include "core/check.hpp"
+#include "core/softmax_args.hpp"
+#include "core/strings.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace dnnx::onednn {
+namespace {
+
+using Tag = memory::format_tag;
+
+constexpr std::size_t buffer_alignment = 64;
+std::size_t round_up(std::size_t bytes) {
+  return (bytes + buffer_alignment - 1) / buffer_alignment * buffer_alignment;
+}
+
+ErrorContext context_of(const SoftmaxDesc& desc, Direction direction, std::string implementation) {
+  ErrorContext context;
+  context.op = detail::cat("softmax ", to_string(direction));
+  context.repro = desc.repro(direction);
+  context.backend = "cpu";
+  context.implementation = std::move(implementation);
+  return context;
+}
+
+// Ids travel through command lines and cache files: keep them to a safe alphabet.
+std::string sanitize(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '_' || c == ':' || c == '+' || c == '.' || c == '-';
+    if (!safe) c = '_';
+  }
+  return out;
+}
+
+Tag activation_tag(int rank, Layout layout) {
+  constexpr Tag first[] = {Tag::ab, Tag::abc, Tag::abcd, Tag::abcde};
+  constexpr Tag last[] = {Tag::ab, Tag::acb, Tag::acdb, Tag::acdeb};
+  const auto r = static_cast<std::size_t>(rank - 2);
+  return layout == Layout::channels_last ? last[r] : first[r];
+}
+
+// The caller's tensors as oneDNN sees them (Note [softmax strategies]); axis 1 in every case.
+memory::desc user_md(const SoftmaxDesc& desc) {
+  const memory::data_type type = data_type_of(desc.dtype);
+  if (desc.mode == SoftmaxMode::instance)
+    return memory::desc({desc.dims[0], desc.axis_size()}, type, Tag::ab);
+  const memory::dims dims(desc.dims.begin(), desc.dims.end());
+  return memory::desc(dims, type, activation_tag(desc.dims.rank(), desc.layout));
+}
+
+bool transposable(const SoftmaxDesc& desc) {
+  return desc.mode == SoftmaxMode::channel && desc.layout == Layout::channels_first &&
+         desc.dims.rank() > 2 && detail::spatial_size(desc.dims) > 1;
+}
+
+memory::desc transposed_md(const SoftmaxDesc& desc) {
+  const memory::dims dims(desc.dims.begin(), desc.dims.end());
+  return memory::desc(dims, data_type_of(desc.dtype),
+                      activation_tag(desc.dims.rank(), Layout::channels_last));
+}
+
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+// One tensor of a direction: fwd src -> dst; bwd dst, diff_dst -> diff_src.
+struct Role {
+  int arg;
+  const char* name;
+};
+constexpr std::array<Role, 2> fwd_roles{{{DNNL_ARG_SRC, "src"}, {DNNL_ARG_DST, "dst"}}};
+constexpr std::array<Role, 3> bwd_roles{
+    {{DNNL_ARG_DST, "dst"}, {DNNL_ARG_DIFF_DST, "diff_dst"}, {DNNL_ARG_DIFF_SRC, "diff_src"}}};
+
+struct Candidate {
+  AlgoInfo info;
+  dnnl::primitive_desc softmax;  // null if unsupported
+  dnnl::primitive_desc hint;     // bwd: the forward pd, which must outlive `softmax`
+  bool transposed = false;
+  memory::desc user;
+  memory::desc inner;
+  dnnl::reorder::primitive_desc to_inner;  // transposed: user -> inner reorder
+  dnnl::reorder::primitive_desc to_user;   // transposed: inner -> user reorder
+  std::size_t scratch_bytes = 0;
+};
+
+dnnl::primitive_desc clone(const dnnl::primitive_desc& pd, const ErrorContext& context) {
+  dnnl_primitive_desc_t copy = nullptr;
+  DNNX_DNNL_CHECK(dnnl_primitive_desc_clone(&copy, pd.get()), context,
+                  "cloning a primitive descriptor");
+  return dnnl::primitive_desc(copy);
+}
+
+// The softmax primitive descriptor on `md` (positioned at oneDNN's first implementation), or
+// null with `failure` set when oneDNN has none.
+struct SoftmaxPd {
+  dnnl::primitive_desc pd;
+  dnnl::primitive_desc hint;
+};
+SoftmaxPd create_pd(const dnnl::engine& engine, const SoftmaxDesc& desc, Direction direction,
+                    const memory::desc& md, const ErrorContext& context, std::string& failure) {
+  const dnnl::algorithm algorithm =
+      desc.log ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate;
+  const dnnl::primitive_attr attr = user_scratchpad();
+  dnnl::softmax_forward::primitive_desc hint;
+  try {
+    hint = dnnl::softmax_forward::primitive_desc(engine, dnnl::prop_kind::forward_training,
+                                                 algorithm, md, md, 1, attr);
+    if (direction == Direction::fwd) return {hint, {}};
+    return {dnnl::softmax_backward::primitive_desc(engine, algorithm, md, md, md, 1, hint, attr),
+            hint};
+  } catch (const dnnl::error& error) {
+    if (error.status != dnnl_unimplemented)
+      raise_dnnl(error.status, detail::cat("creating the softmax primitive descriptor: ",
+                                           error.what()),
+                 context);
+    failure = error.what();
+    return {};
+  }
+}
+
+std::string onednn_version() {
+  const dnnl_version_t* v = dnnl_version();
+  return detail::cat("oneDNN ", v->major, '.', v->minor, '.', v->patch);
+}
+
+std::vector<Candidate> list_candidates(const dnnl::engine& engine, const SoftmaxDesc& desc,
+                                       Direction direction, const std::string& isa) {
+  const ErrorContext context = context_of(desc, direction, {});
+  const memory::desc user = user_md(desc);
+  struct Strategy {
+    bool transposed;
+    memory::desc inner;
+  };
+  std::vector<Strategy> strategies;
+  // The jit implementations come with the transposed strategy where the plain one has only ref.
+  if (transposable(desc)) strategies.push_back({true, transposed_md(desc)});
+  strategies.push_back({false, user});
+
+  std::vector<Candidate> candidates;
+  std::set<std::string> seen;
+  std::string failure;
+  for (const Strategy& strategy : strategies) {
+    SoftmaxPd softmax = create_pd(engine, desc, direction, strategy.inner, context, failure);
+    if (!softmax.pd) continue;
+    do {
+      const std::string impl = sanitize(softmax.pd.impl_info_str());
+      Candidate candidate;
+      candidate.transposed = strategy.transposed;
+      candidate.user = user;
+      candidate.inner = strategy.inner;
+      AlgoInfo& info = candidate.info;
+      info.id = detail::cat("onednn:", impl, strategy.transposed ? ":nhwc" : "");
+      // Note [softmax strategies]: one ref candidate, the plain one.
+      if (impl.starts_with("ref") && strategy.transposed) continue;
+      if (!seen.insert(info.id).second) continue;
+      info.name = detail::cat(impl, desc.log ? " (log-softmax" : " (softmax, max-subtracted",
+                              strategy.transposed ? ", via nhwc copies)" : ")");
+      info.deterministic = true;
+      info.notes = {desc.log ? "log" : "accurate"};
+      if (impl.starts_with("ref")) {
+        info.notes.emplace_back("reference");
+        info.families = {"none"};
+      } else {
+        info.notes.emplace_back("jit");
+        info.families = {"small"};
+      }
+      if (strategy.transposed) info.notes.emplace_back("nhwc");
+      candidate.softmax = clone(softmax.pd, context);
+      candidate.hint = softmax.hint;
+      std::size_t scratch = softmax.pd.scratchpad_desc().get_size();
+      std::size_t buffers = 0;
+      if (strategy.transposed) {
+        try {
+          const dnnl::primitive_attr attr = user_scratchpad();
+          candidate.to_inner =
+              dnnl::reorder::primitive_desc(engine, user, engine, strategy.inner, attr);
+          candidate.to_user =
+              dnnl::reorder::primitive_desc(engine, strategy.inner, engine, user, attr);
+        } catch (const dnnl::error& error) {
+          if (error.status != dnnl_unimplemented)
+            raise_dnnl(error.status, detail::cat("creating the nhwc reorders: ", error.what()),
+                       context);
+          info.supported = false;
+          info.reason = detail::cat("oneDNN cannot reorder between nchw and nhwc: ", error.what());
+          candidates.push_back(std::move(candidate));
+          continue;
+        }
+        scratch = std::max({scratch, candidate.to_inner.scratchpad_desc().get_size(),
+                            candidate.to_user.scratchpad_desc().get_size()});
+        // fwd: one buffer (the softmax runs in place on it); bwd: dst and diff_dst (diff_src in
+        // place over diff_dst).
+        buffers = direction == Direction::fwd ? 1 : 2;
+      }
+      candidate.scratch_bytes = scratch;
+      info.workspace_bytes =
+          buffers == 0 ? scratch : round_up(scratch) + buffers * round_up(user.get_size());
+      info.supported = true;
+      candidates.push_back(std::move(candidate));
+    } while (softmax.pd.next_impl());
+  }
+  std::stable_partition(candidates.begin(), candidates.end(), [](const Candidate& c) {
+    return !c.info.id.starts_with("onednn:ref:");
+  });
+  if (candidates.empty()) {
+    Candidate unavailable;
+    unavailable.info.id = "onednn:unavailable:softmax";
+    unavailable.info.name = "softmax (no oneDNN implementation)";
+    unavailable.info.reason = detail::cat(onednn_version(), " has no softmax ", to_string(direction),
+                                          " implementation for ", to_string(desc.dtype), ' ',
+                                          to_string(desc.layout), " on cpu isa ", isa, ": ",
+                                          failure);
+    candidates.push_back(std::move(unavailable));
+  }
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    candidates[i].info.priority = static_cast<int>(i);
+  return candidates;
+}
+
+// Runs one candidate. Every primitive and memory object is made here, once; execute() only
+// rebinds data pointers (Note [one stream] in runtime.hpp).
+class Plan final : public detail::OpPlan<detail::SoftmaxArgs> {
+ public:
+  Plan(std::shared_ptr<Runtime> runtime, const SoftmaxDesc& desc, Direction direction,
+       const Candidate& candidate)
+      : runtime_(std::move(runtime)),
+        info_(candidate.info),
+        context_(context_of(desc, direction, candidate.info.id)),
+        desc_(desc),
+        direction_(direction),
+        hint_(candidate.hint) {
+    const dnnl::engine& engine = runtime_->engine;
+    const std::size_t inputs = direction == Direction::fwd ? 1 : 2;
+    dnnl_call(context_, "building the primitives", [&] {
+      for (std::size_t r = 0; r <= inputs; ++r)
+        user_[r] = dnnl::memory(candidate.user, engine, DNNL_MEMORY_NONE);
+      const int output_arg = direction == Direction::fwd ? DNNL_ARG_DST : DNNL_ARG_DIFF_SRC;
+      if (!candidate.transposed) {
+        std::vector<dnnl_exec_arg_t> args;
+        const auto& roles = direction == Direction::fwd ? std::span<const Role>(fwd_roles)
+                                                        : std::span<const Role>(bwd_roles);
+        for (std::size_t r = 0; r < roles.size(); ++r) args.push_back({roles[r].arg, user_[r].get()});
+        add_step(candidate.softmax, std::move(args));
+        return;
+      }
+      const std::size_t buffer_bytes = round_up(candidate.user.get_size());
+      for (std::size_t b = 0; b < inputs; ++b) {
+        buffers_[b] = dnnl::memory(candidate.inner, engine, DNNL_MEMORY_NONE);
+        offsets_[b] = round_up(candidate.scratch_bytes) + b * buffer_bytes;
+        add_step(candidate.to_inner,
+                 {{DNNL_ARG_FROM, user_[b].get()}, {DNNL_ARG_TO, buffers_[b].get()}});
+      }
+      // The softmax writes over its last input's buffer (oneDNN supports both in place).
+      if (direction == Direction::fwd) {
+        add_step(candidate.softmax,
+                 {{DNNL_ARG_SRC, buffers_[0].get()}, {DNNL_ARG_DST, buffers_[0].get()}});
+      } else {
+        add_step(candidate.softmax, {{DNNL_ARG_DST, buffers_[0].get()},
+                                     {DNNL_ARG_DIFF_DST, buffers_[1].get()},
+                                     {output_arg, buffers_[1].get()}});
+      }
+      add_step(candidate.to_user,
+               {{DNNL_ARG_FROM, buffers_[inputs - 1].get()}, {DNNL_ARG_TO, user_[inputs].get()}});
+    });
+  }
+
+  const AlgoInfo& algo() const override { return info_; }
+
+  void execute(const detail::SoftmaxArgs& args, detail::Workspace workspace) override {
+    std::array<const Tensor*, 3> tensors{};
+    std::array<const char*, 3> names{};
+    std::size_t count = 0;
+    if (direction_ == Direction::fwd) {
+      tensors = {args.src, args.dst, nullptr}, names = {"src", "dst", nullptr}, count = 2;
+    } else {
+      tensors = {args.saved_dst, args.diff_dst, args.diff_src};
+      names = {"dst", "diff_dst", "diff_src"}, count = 3;
+    }
+    for (std::size_t r = 0; r < count; ++r) check_tensor(tensors[r], names[r]);
+    if (workspace.bytes < info_.workspace_bytes ||
+        (info_.workspace_bytes > 0 && workspace.data == nullptr)) {
+      detail::raise(ErrorKind::InvalidArgument,
+                    detail::cat("workspace has ", workspace.bytes, " bytes at ", workspace.data,
+                                "; this candidate needs ", info_.workspace_bytes),
+                    context_);
+    }
+    auto* base = static_cast<std::byte*>(workspace.data);
+    std::lock_guard lock(runtime_->mutex);
+    for (std::size_t r = 0; r < count; ++r) bind(user_[r], tensors[r]->data());
+    for (std::size_t b = 0; b < buffers_.size(); ++b)
+      if (buffers_[b]) bind(buffers_[b], base + offsets_[b]);
+    const dnnl_stream_t stream = runtime_->stream.get();
+    for (Step& step : steps_) {
+      if (step.scratchpad) bind(step.scratchpad, base);
+      DNNX_DNNL_CHECK(dnnl_primitive_execute(step.primitive.get(), stream,
+                                             static_cast<int>(step.args.size()), step.args.data()),
+                      context_, "executing");
+    }
+    DNNX_DNNL_CHECK(dnnl_stream_wait(stream), context_, "waiting for the stream");
+  }
+
+ private:
+  struct Step {
+    dnnl::primitive primitive;
+    std::vector<dnnl_exec_arg_t> args;
+    dnnl::memory scratchpad;
+  };
+
+  void add_step(const dnnl::primitive_desc_base& pd, std::vector<dnnl_exec_arg_t> args) {
+    Step step;
+    step.primitive = dnnl::primitive(pd.get());
+    const memory::desc scratchpad = pd.scratchpad_desc();
+    if (scratchpad.get_size() > 0) {
+      // Every step's scratchpad starts at workspace offset 0: the steps run one after the other.
+      step.scratchpad = dnnl::memory(scratchpad, runtime_->engine, DNNL_MEMORY_NONE);
+      args.push_back({DNNL_ARG_SCRATCHPAD, step.scratchpad.get()});
+    }
+    step.args = std::move(args);
+    steps_.push_back(std::move(step));
+  }
+
+  void check_tensor(const Tensor* tensor, const char* role) const {
+    if (tensor == nullptr || tensor->data() == nullptr) {
+      detail::raise(ErrorKind::InvalidArgument, detail::cat(role, " is null"), context_);
+    }
+    if (!(tensor->dims() == desc_.dims) || tensor->dtype() != desc_.dtype ||
+        !tensor->is_dense(desc_.layout) || tensor->device() != Device::cpu()) {
+      detail::raise(ErrorKind::InvalidArgument,
+                    detail::cat(role, " is ", describe(*tensor), " on ",
+                                to_string(tensor->device()), "; this plan takes a dense ",
+                                to_string(desc_.dtype), '[', desc_.dims.to_string(), ' ',
+                                to_string(desc_.layout), "] on cpu"),
+                    context_);
+    }
+  }
+
+  void bind(const dnnl::memory& memory, void* data) const {
+    DNNX_DNNL_CHECK(dnnl_memory_set_data_handle(memory.get(), data), context_,
+                    "binding a data pointer");
+  }
+
+  std::shared_ptr<Runtime> runtime_;
+  AlgoInfo info_;
+  ErrorContext context_;
+  SoftmaxDesc desc_;
+  Direction direction_;
+  dnnl::primitive_desc hint_;  // destroyed after the primitives that point to it
+  std::array<dnnl::memory, 3> user_;     // bound to the caller's tensors, in role order
+  std::array<dnnl::memory, 2> buffers_;  // transposed copies in the workspace (null: none)
+  std::array<std::size_t, 2> offsets_{};
+  std::vector<Step> steps_;
+};
+
+struct Key {
+  SoftmaxDesc desc;
+  Direction direction;
+  bool operator==(const Key&) const = default;
+};
+struct KeyHash {
+  std::size_t operator()(const Key& key) const {
+    return key.desc.hash() * 3 + static_cast<std::size_t>(key.direction);
+  }
+};
+
+class OneDnnSoftmax final : public detail::SoftmaxBackend {
+ public:
+  explicit OneDnnSoftmax(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
+
+  std::vector<AlgoInfo> list(const SoftmaxDesc& desc, Direction direction) override {
+    desc.validate();
+    std::lock_guard lock(mutex_);
+    std::vector<AlgoInfo> infos;
+    for (const Candidate& candidate : candidates_locked(desc, direction))
+      infos.push_back(candidate.info);
+    return infos;
+  }
+
+  std::shared_ptr<detail::OpPlan<detail::SoftmaxArgs>> plan(const SoftmaxDesc& desc,
+                                                            Direction direction,
+                                                            const std::string& id) override {
+    desc.validate();
+    return plans_.get_or_build(desc, direction, id, [&] {
+      std::lock_guard lock(mutex_);
+      const std::vector<Candidate>& candidates = candidates_locked(desc, direction);
+      const auto found = std::find_if(candidates.begin(), candidates.end(),
+                                      [&](const Candidate& c) { return c.info.id == id; });
+      if (found == candidates.end()) {
+        std::vector<std::string> ids;
+        for (const Candidate& c : candidates) ids.push_back(c.info.id);
+        detail::raise(ErrorKind::InvalidArgument,
+                      detail::cat("algorithm id '", id, "' is not a cpu softmax candidate for ",
+                                  to_string(direction), "; valid ids: ", detail::join(ids, ", ")),
+                      context_of(desc, direction, id));
+      }
+      if (!found->info.supported) {
+        detail::raise(ErrorKind::Unsupported, found->info.reason,
+                      context_of(desc, direction, id));
+      }
+      return std::make_shared<Plan>(runtime_, desc, direction, *found);
+    });
+  }
+
+ private:
+  const std::vector<Candidate>& candidates_locked(const SoftmaxDesc& desc, Direction direction) {
+    const Key key{desc, direction};
+    auto found = lists_.find(key);
+    if (found == lists_.end()) {
+      found = lists_.emplace(key, list_candidates(runtime_->engine, desc, direction, runtime_->isa))
+                  .first;
+    }
+    return found->second;
+  }
+
+  std::shared_ptr<Runtime> runtime_;
+  std::mutex mutex_;  // guards lists_
+  std::unordered_map<Key, std::vector<Candidate>, KeyHash> lists_;
+  detail::PlanCache<SoftmaxDesc, detail::SoftmaxArgs> plans_;
+};
+
+}  // namespace
 
 std::unique_ptr<detail::SoftmaxBackend> make_softmax_backend(std::shared_ptr<Runtime> runtime) {
-  return std::make_unique<detail::NoCandidates<SoftmaxDesc, detail::SoftmaxArgs>>();
+  return std::make_unique<OneDnnSoftmax>(std::move(runtime));
 }
 
 }  // namespace dnnx::onednn

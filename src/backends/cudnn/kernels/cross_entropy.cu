@@ -1,1 +1,703 @@
-// Scaffolding: replaced by the op's implementation (issue 4).
+// Cross-entropy kernels: fused log-sum-exp + NLL (forward), fused softmax - onehot (backward),
+// and the NLL / gradient halves that follow cuDNN's softmax.
+//
+// Note [xent kernel shapes]
+// Positions are handed out like softmax groups (Note [softmax kernel shapes] in softmax.cu):
+//   warp    inner 1, classes <= 2048: one warp per position, a running (max, sum of exp) over
+//           the lane's classes in one coalesced read; 4 positions per 128-thread block;
+//   block   inner 1, more classes: one 512-thread block per position;
+//   column  inner > 1: one thread per position, adjacent threads on adjacent positions.
+// The backward pass reads the position's logits a second time (from L1/L2) to write
+// w * g * (exp(x - lse) - onehot).
+//
+// Note [xent last block]
+// Sums over positions (mean / sum losses, the mean's weight total) are made without float
+// atomics: every block writes its f64 partial to the workspace, and the last block to finish
+// (an atomic counter in the plan's XentRecord) adds the partials in block order. The grid
+// depends on the shape only, so results are bitwise reproducible. The same last block turns the
+// lowest bad label position (atomicMin into the record) into the host-visible XentReport and
+// resets the record for the next launch.
+
+#include "backends/cudnn/kernels/cross_entropy.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+namespace dnnx::cudnn::kernels {
+namespace {
+
+constexpr int warp_size = 32;
+constexpr int warp_positions_per_block = 4;
+constexpr int block_threads = 512;
+constexpr int column_threads = 256;
+constexpr int reduce_threads = 256;
+constexpr std::int64_t warp_max_classes = 2048;
+// Enough blocks to fill any current GPU several times; more positions are grid-strided.
+constexpr std::int64_t max_blocks = 4096;
+constexpr unsigned long long no_position = ~0ull;
+
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T>
+__device__ __forceinline__ T from_float(float v);
+template <>
+__device__ __forceinline__ float from_float<float>(float v) {
+  return v;
+}
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) {
+  return __float2half_rn(v);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+
+__device__ __forceinline__ std::int64_t positions_of(const XentParams& params) {
+  return params.outer * params.inner;
+}
+
+__device__ __forceinline__ float rescaled(float sum, float max, float m) {
+  return max == -INFINITY ? sum * 0.0f : sum * expf(max - m);
+}
+
+// A running (max, sum of exp(x - max)); see Running in softmax.cu.
+struct Running {
+  float max = -INFINITY;
+  float sum = 0.0f;
+  __device__ __forceinline__ void add(float x) {
+    if (x != x) {
+      sum = x;
+    } else if (x > max) {
+      sum = rescaled(sum, max, x) + 1.0f;
+      max = x;
+    } else if (x != -INFINITY) {
+      sum += expf(x - max);
+    }
+  }
+  __device__ __forceinline__ void merge(float other_max, float other_sum) {
+    const float m = fmaxf(max, other_max);
+    sum = rescaled(sum, max, m) + rescaled(other_sum, other_max, m);
+    max = m;
+  }
+  __device__ __forceinline__ float log_sum_exp() const { return max + logf(sum); }
+};
+
+__device__ __forceinline__ Running warp_merge(Running r) {
+  for (int offset = warp_size / 2; offset > 0; offset /= 2) {
+    const float m = __shfl_xor_sync(0xffffffffu, r.max, offset);
+    const float s = __shfl_xor_sync(0xffffffffu, r.sum, offset);
+    r.merge(m, s);
+  }
+  return r;
+}
+
+__device__ Running block_merge(Running r) {
+  __shared__ float maxes[block_threads / warp_size];
+  __shared__ float sums[block_threads / warp_size];
+  const int lane = threadIdx.x % warp_size;
+  const int warp = threadIdx.x / warp_size;
+  r = warp_merge(r);
+  if (lane == 0) {
+    maxes[warp] = r.max;
+    sums[warp] = r.sum;
+  }
+  __syncthreads();
+  Running total;
+  if (lane < blockDim.x / warp_size) {
+    total.max = maxes[lane];
+    total.sum = sums[lane];
+  }
+  total = warp_merge(total);
+  __syncthreads();
+  return total;
+}
+
+__device__ __forceinline__ double warp_sum(double v) {
+  for (int offset = warp_size / 2; offset > 0; offset /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+// The block's sum of `v` (every thread of the block takes part), valid in thread 0. Fixed order.
+__device__ double block_sum(double v) {
+  __shared__ double sums[1024 / warp_size];
+  const int lane = threadIdx.x % warp_size;
+  const int warp = (threadIdx.y * blockDim.x + threadIdx.x) / warp_size;
+  const int warps = (blockDim.x * blockDim.y + warp_size - 1) / warp_size;
+  v = warp_sum(v);
+  if (lane == 0) sums[warp] = v;
+  __syncthreads();
+  double total = 0;
+  if (warp == 0) {
+    total = lane < warps ? sums[lane] : 0.0;
+    total = warp_sum(total);
+  }
+  __syncthreads();
+  return total;
+}
+
+template <typename L>
+__device__ __forceinline__ std::int64_t label_at(const L* labels, std::int64_t p) {
+  return static_cast<std::int64_t>(labels[p]);
+}
+
+// Whether label y of position p is usable; records p when it is out of range.
+__device__ __forceinline__ bool check_label(std::int64_t y, std::int64_t p,
+                                            const XentParams& params, XentRecord* record) {
+  if (y == params.ignore_index || (y >= 0 && y < params.classes)) return true;
+  atomicMin(&record->bad_position, static_cast<unsigned long long>(p));
+  __threadfence();  // visible before this block reports itself done (Note [xent last block])
+  return false;
+}
+
+__device__ __forceinline__ std::int64_t element(const XentParams& params, std::int64_t p,
+                                                std::int64_t c) {
+  return ((p / params.inner) * params.classes + c) * params.inner + p % params.inner;
+}
+
+struct Partial {
+  double loss;
+  double weight;
+};
+
+// Note [xent last block]: every thread of every block calls this once, at the end of the
+// kernel, with the block's sums in thread 0. The last block stores the reduced loss (when
+// `loss` is set) or the weight total (when `total_weight` is set), publishes a bad label, and
+// resets the record.
+template <typename T, typename L>
+__device__ void finish(const XentParams& params, Partial partial, Partial* partials, T* loss,
+                       double* total_weight, const L* labels, XentRecord* record,
+                       XentReport* report) {
+  __shared__ bool last;
+  const int thread = threadIdx.y * blockDim.x + threadIdx.x;
+  const int threads = blockDim.x * blockDim.y;
+  if (thread == 0) {
+    if (partials != nullptr) partials[blockIdx.x] = partial;
+    __threadfence();
+    const unsigned done = atomicAdd(&record->blocks_done, 1u);
+    last = done == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  if (partials != nullptr) {
+    Partial mine{0.0, 0.0};
+    for (unsigned b = thread; b < gridDim.x; b += threads) {
+      mine.loss += __ldcg(&partials[b].loss);
+      mine.weight += __ldcg(&partials[b].weight);
+    }
+    const double loss_sum = block_sum(mine.loss);
+    const double weight_sum = block_sum(mine.weight);
+    if (thread == 0) {
+      if (loss != nullptr) {
+        const double value = params.reduce == Reduce::mean ? loss_sum / weight_sum : loss_sum;
+        *loss = from_float<T>(static_cast<float>(value));
+      }
+      if (total_weight != nullptr) *total_weight = weight_sum;
+    }
+  }
+  if (thread == 0) {
+    const unsigned long long bad = atomicAdd(&record->bad_position, 0ull);
+    if (bad != no_position) {
+      report->value = static_cast<long long>(labels[bad]);
+      __threadfence_system();
+      report->position = static_cast<long long>(bad);
+      __threadfence_system();
+      record->bad_position = no_position;
+    }
+    record->blocks_done = 0;
+    __threadfence();
+  }
+}
+
+// ---- forward -------------------------------------------------------------------------------
+
+// The loss of position p given its log-sum-exp: (w * nll, w); (0, 0) when ignored; (NaN, 0) for
+// a bad label. `logit` reads the logit of class y.
+template <typename Logit>
+__device__ __forceinline__ Partial position_loss(const XentParams& params, std::int64_t p,
+                                                 std::int64_t y, bool ok, float lse,
+                                                 const float* weights, Logit&& logit) {
+  if (!ok) return {static_cast<double>(NAN), 0.0};
+  if (y == params.ignore_index) return {0.0, 0.0};
+  const float w = weights != nullptr ? weights[y] : 1.0f;
+  return {static_cast<double>(w) * static_cast<double>(lse - logit(y)), static_cast<double>(w)};
+}
+
+template <typename T>
+__device__ __forceinline__ void store_or_add(const XentParams& params, std::int64_t p,
+                                             Partial value, T* loss, Partial& partial) {
+  if (params.reduce == Reduce::none) {
+    loss[p] = from_float<T>(static_cast<float>(value.loss));
+  } else {
+    partial.loss += value.loss;
+    partial.weight += value.weight;
+  }
+}
+
+template <typename T, typename L>
+__global__ void __launch_bounds__(warp_size* warp_positions_per_block)
+    forward_warp(XentParams params, const T* logits, const L* labels, const float* weights,
+                 T* loss, Partial* partials, XentRecord* record, XentReport* report) {
+  const int lane = threadIdx.x;
+  const std::int64_t positions = positions_of(params);
+  Partial partial{0.0, 0.0};
+  for (std::int64_t p = blockIdx.x * std::int64_t{warp_positions_per_block} + threadIdx.y;
+       p < positions; p += std::int64_t{gridDim.x} * warp_positions_per_block) {
+    const T* row = logits + p * params.classes;
+    Running r;
+    for (std::int64_t c = lane; c < params.classes; c += warp_size) r.add(to_float(row[c]));
+    r = warp_merge(r);
+    if (lane == 0) {
+      const std::int64_t y = label_at(labels, p);
+      const bool ok = check_label(y, p, params, record);
+      const Partial value = position_loss(params, p, y, ok, r.log_sum_exp(), weights,
+                                          [&](std::int64_t c) { return to_float(row[c]); });
+      store_or_add<T>(params, p, value, loss, partial);
+    }
+  }
+  partial.loss = block_sum(partial.loss);
+  partial.weight = block_sum(partial.weight);
+  finish<T, L>(params, partial, params.reduce == Reduce::none ? nullptr : partials, loss, nullptr,
+               labels, record, report);
+}
+
+template <typename T, typename L>
+__global__ void __launch_bounds__(block_threads)
+    forward_block(XentParams params, const T* logits, const L* labels, const float* weights,
+                  T* loss, Partial* partials, XentRecord* record, XentReport* report) {
+  const std::int64_t positions = positions_of(params);
+  Partial partial{0.0, 0.0};
+  for (std::int64_t p = blockIdx.x; p < positions; p += gridDim.x) {
+    const T* row = logits + p * params.classes;
+    Running r;
+    for (std::int64_t c = threadIdx.x; c < params.classes; c += blockDim.x)
+      r.add(to_float(row[c]));
+    r = block_merge(r);
+    if (threadIdx.x == 0) {
+      const std::int64_t y = label_at(labels, p);
+      const bool ok = check_label(y, p, params, record);
+      const Partial value = position_loss(params, p, y, ok, r.log_sum_exp(), weights,
+                                          [&](std::int64_t c) { return to_float(row[c]); });
+      store_or_add<T>(params, p, value, loss, partial);
+    }
+  }
+  partial.loss = block_sum(partial.loss);
+  partial.weight = block_sum(partial.weight);
+  finish<T, L>(params, partial, params.reduce == Reduce::none ? nullptr : partials, loss, nullptr,
+               labels, record, report);
+}
+
+template <typename T, typename L>
+__global__ void __launch_bounds__(column_threads)
+    forward_column(XentParams params, const T* logits, const L* labels, const float* weights,
+                   T* loss, Partial* partials, XentRecord* record, XentReport* report) {
+  const std::int64_t positions = positions_of(params);
+  Partial partial{0.0, 0.0};
+  for (std::int64_t p = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; p < positions;
+       p += std::int64_t{gridDim.x} * blockDim.x) {
+    const std::int64_t first = element(params, p, 0);
+    Running r;
+    for (std::int64_t c = 0; c < params.classes; ++c) r.add(to_float(logits[first + c * params.inner]));
+    const std::int64_t y = label_at(labels, p);
+    const bool ok = check_label(y, p, params, record);
+    const Partial value = position_loss(
+        params, p, y, ok, r.log_sum_exp(), weights,
+        [&](std::int64_t c) { return to_float(logits[first + c * params.inner]); });
+    store_or_add<T>(params, p, value, loss, partial);
+  }
+  partial.loss = block_sum(partial.loss);
+  partial.weight = block_sum(partial.weight);
+  finish<T, L>(params, partial, params.reduce == Reduce::none ? nullptr : partials, loss, nullptr,
+               labels, record, report);
+}
+
+// NLL from log-probabilities: one thread per position.
+template <typename T, typename L>
+__global__ void __launch_bounds__(reduce_threads)
+    nll(XentParams params, const T* log_probabilities, const L* labels, const float* weights,
+        T* loss, Partial* partials, XentRecord* record, XentReport* report) {
+  const std::int64_t positions = positions_of(params);
+  Partial partial{0.0, 0.0};
+  for (std::int64_t p = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; p < positions;
+       p += std::int64_t{gridDim.x} * blockDim.x) {
+    const std::int64_t y = label_at(labels, p);
+    const bool ok = check_label(y, p, params, record);
+    const Partial value =
+        position_loss(params, p, y, ok, 0.0f, weights, [&](std::int64_t c) {
+          return to_float(log_probabilities[element(params, p, c)]);
+        });
+    store_or_add<T>(params, p, value, loss, partial);
+  }
+  partial.loss = block_sum(partial.loss);
+  partial.weight = block_sum(partial.weight);
+  finish<T, L>(params, partial, params.reduce == Reduce::none ? nullptr : partials, loss, nullptr,
+               labels, record, report);
+}
+
+// ---- backward ------------------------------------------------------------------------------
+
+// The mean's divisor: the sum of w[y] over the positions not ignored, into *total.
+template <typename L>
+__global__ void __launch_bounds__(reduce_threads)
+    weight_total(XentParams params, const L* labels, const float* weights, Partial* partials,
+                 double* total, XentRecord* record, XentReport* report) {
+  const std::int64_t positions = positions_of(params);
+  Partial partial{0.0, 0.0};
+  for (std::int64_t p = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; p < positions;
+       p += std::int64_t{gridDim.x} * blockDim.x) {
+    const std::int64_t y = label_at(labels, p);
+    if (check_label(y, p, params, record) && y != params.ignore_index)
+      partial.weight += weights != nullptr ? weights[y] : 1.0f;
+  }
+  partial.weight = block_sum(partial.weight);
+  finish<float, L>(params, partial, partials, nullptr, total, labels, record, report);
+}
+
+// The gradient factor of position p: w * g (PyTorch's order for the mean: w * g / total); 0
+// when ignored, NaN for a bad label.
+template <typename T>
+__device__ __forceinline__ float grad_scale(const XentParams& params, std::int64_t p,
+                                            std::int64_t y, bool ok, const float* weights,
+                                            const T* diff_loss, const double* total) {
+  if (!ok) return NAN;
+  if (y == params.ignore_index) return 0.0f;
+  const float w = weights != nullptr ? weights[y] : 1.0f;
+  switch (params.reduce) {
+    case Reduce::none: return w * to_float(diff_loss[p]);
+    case Reduce::sum: return w * to_float(diff_loss[0]);
+    case Reduce::mean:
+      return static_cast<float>(static_cast<double>(w) * to_float(diff_loss[0]) / *total);
+  }
+  return 0.0f;
+}
+
+__device__ __forceinline__ float gradient(float x, float lse, float g, bool target) {
+  return g * (expf(x - lse) - (target ? 1.0f : 0.0f));
+}
+
+template <typename T, typename L>
+__global__ void __launch_bounds__(warp_size* warp_positions_per_block)
+    backward_warp(XentParams params, const T* logits, const L* labels, const float* weights,
+                  const T* diff_loss, T* diff_logits, const double* total, XentRecord* record,
+                  XentReport* report) {
+  const int lane = threadIdx.x;
+  const std::int64_t positions = positions_of(params);
+  for (std::int64_t p = blockIdx.x * std::int64_t{warp_positions_per_block} + threadIdx.y;
+       p < positions; p += std::int64_t{gridDim.x} * warp_positions_per_block) {
+    const T* row = logits + p * params.classes;
+    T* out = diff_logits + p * params.classes;
+    Running r;
+    for (std::int64_t c = lane; c < params.classes; c += warp_size) r.add(to_float(row[c]));
+    r = warp_merge(r);
+    const float lse = r.log_sum_exp();
+    const std::int64_t y = label_at(labels, p);
+    const bool ok = lane == 0 ? check_label(y, p, params, record)
+                              : (y == params.ignore_index || (y >= 0 && y < params.classes));
+    const float g = grad_scale(params, p, y, ok, weights, diff_loss, total);
+    for (std::int64_t c = lane; c < params.classes; c += warp_size)
+      out[c] = from_float<T>(gradient(to_float(row[c]), lse, g, c == y));
+  }
+  finish<T, L>(params, Partial{0.0, 0.0}, nullptr, nullptr, nullptr, labels, record, report);
+}
+
+template <typename T, typename L>
+__global__ void __launch_bounds__(block_threads)
+    backward_block(XentParams params, const T* logits, const L* labels, const float* weights,
+                   const T* diff_loss, T* diff_logits, const double* total, XentRecord* record,
+                   XentReport* report) {
+  const std::int64_t positions = positions_of(params);
+  for (std::int64_t p = blockIdx.x; p < positions; p += gridDim.x) {
+    const T* row = logits + p * params.classes;
+    T* out = diff_logits + p * params.classes;
+    Running r;
+    for (std::int64_t c = threadIdx.x; c < params.classes; c += blockDim.x)
+      r.add(to_float(row[c]));
+    r = block_merge(r);
+    const float lse = r.log_sum_exp();
+    const std::int64_t y = label_at(labels, p);
+    const bool ok = threadIdx.x == 0
+                        ? check_label(y, p, params, record)
+                        : (y == params.ignore_index || (y >= 0 && y < params.classes));
+    const float g = grad_scale(params, p, y, ok, weights, diff_loss, total);
+    for (std::int64_t c = threadIdx.x; c < params.classes; c += blockDim.x)
+      out[c] = from_float<T>(gradient(to_float(row[c]), lse, g, c == y));
+  }
+  finish<T, L>(params, Partial{0.0, 0.0}, nullptr, nullptr, nullptr, labels, record, report);
+}
+
+template <typename T, typename L>
+__global__ void __launch_bounds__(column_threads)
+    backward_column(XentParams params, const T* logits, const L* labels, const float* weights,
+                    const T* diff_loss, T* diff_logits, const double* total, XentRecord* record,
+                    XentReport* report) {
+  const std::int64_t positions = positions_of(params);
+  for (std::int64_t p = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; p < positions;
+       p += std::int64_t{gridDim.x} * blockDim.x) {
+    const std::int64_t first = element(params, p, 0);
+    Running r;
+    for (std::int64_t c = 0; c < params.classes; ++c) r.add(to_float(logits[first + c * params.inner]));
+    const float lse = r.log_sum_exp();
+    const std::int64_t y = label_at(labels, p);
+    const bool ok = check_label(y, p, params, record);
+    const float g = grad_scale(params, p, y, ok, weights, diff_loss, total);
+    for (std::int64_t c = 0; c < params.classes; ++c) {
+      const std::int64_t k = first + c * params.inner;
+      diff_logits[k] = from_float<T>(gradient(to_float(logits[k]), lse, g, c == y));
+    }
+  }
+  finish<T, L>(params, Partial{0.0, 0.0}, nullptr, nullptr, nullptr, labels, record, report);
+}
+
+// In place over probabilities: one thread per element.
+template <typename T, typename L>
+__global__ void __launch_bounds__(reduce_threads)
+    backward_probabilities(XentParams params, const L* labels, const float* weights,
+                           const T* diff_loss, T* diff_logits, const double* total,
+                           XentRecord* record, XentReport* report) {
+  const std::int64_t elements = positions_of(params) * params.classes;
+  for (std::int64_t k = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; k < elements;
+       k += std::int64_t{gridDim.x} * blockDim.x) {
+    const std::int64_t i = k % params.inner;
+    const std::int64_t c = (k / params.inner) % params.classes;
+    const std::int64_t o = k / (params.inner * params.classes);
+    const std::int64_t p = o * params.inner + i;
+    const std::int64_t y = label_at(labels, p);
+    // Each bad position is recorded once, by its class-0 element.
+    const bool ok = c == 0 ? check_label(y, p, params, record)
+                           : (y == params.ignore_index || (y >= 0 && y < params.classes));
+    const float g = grad_scale(params, p, y, ok, weights, diff_loss, total);
+    diff_logits[k] = from_float<T>(g * (to_float(diff_logits[k]) - (c == y ? 1.0f : 0.0f)));
+  }
+  finish<T, L>(params, Partial{0.0, 0.0}, nullptr, nullptr, nullptr, labels, record, report);
+}
+
+// ---- launch configuration ------------------------------------------------------------------
+
+enum class Shape { warp, block, column };
+
+Shape shape_of(const XentParams& params) {
+  if (params.inner > 1) return Shape::column;
+  return params.classes <= warp_max_classes ? Shape::warp : Shape::block;
+}
+
+unsigned blocks_for(std::int64_t work, std::int64_t per_block) {
+  return static_cast<unsigned>(
+      std::clamp<std::int64_t>((work + per_block - 1) / per_block, 1, max_blocks));
+}
+
+struct Launch {
+  unsigned grid;
+  dim3 block;
+};
+
+Launch fused_launch(const XentParams& params) {
+  const std::int64_t positions = params.positions();
+  switch (shape_of(params)) {
+    case Shape::warp:
+      return {blocks_for(positions, warp_positions_per_block), dim3(warp_size, warp_positions_per_block)};
+    case Shape::block: return {blocks_for(positions, 1), dim3(block_threads)};
+    case Shape::column: return {blocks_for(positions, column_threads), dim3(column_threads)};
+  }
+  return {1, dim3(1)};
+}
+
+Launch reduce_launch(std::int64_t work) {
+  return {blocks_for(work, reduce_threads), dim3(reduce_threads)};
+}
+
+template <typename F>
+cudaError_t dispatch(const XentParams& params, F&& f) {
+  auto by_label = [&](auto element) -> cudaError_t {
+    using T = decltype(element);
+    if (params.label == LabelType::i32) return f(T{}, std::int32_t{});
+    return f(T{}, std::int64_t{});
+  };
+  switch (params.element) {
+    case Element::f32: return by_label(float{});
+    case Element::f16: return by_label(__half{});
+    case Element::bf16: return by_label(__nv_bfloat16{});
+  }
+  return cudaErrorInvalidValue;
+}
+
+std::size_t partials_bytes(unsigned grid) { return std::size_t{grid} * sizeof(Partial); }
+
+}  // namespace
+
+cudaError_t xent_record_init(XentRecord* record, cudaStream_t stream) {
+  const cudaError_t status = cudaMemsetAsync(&record->bad_position, 0xff,
+                                             sizeof record->bad_position, stream);
+  if (status != cudaSuccess) return status;
+  return cudaMemsetAsync(&record->blocks_done, 0, sizeof record->blocks_done, stream);
+}
+
+std::size_t xent_fused_forward_workspace(const XentParams& params) {
+  return params.reduce == Reduce::none ? 0 : partials_bytes(fused_launch(params).grid);
+}
+
+std::size_t xent_nll_workspace(const XentParams& params) {
+  return params.reduce == Reduce::none ? 0
+                                       : partials_bytes(reduce_launch(params.positions()).grid);
+}
+
+// Mean: the weight total (f64) at offset 0, then the weight kernel's partials.
+std::size_t xent_backward_workspace(const XentParams& params) {
+  if (params.reduce != Reduce::mean) return 0;
+  return sizeof(double) + partials_bytes(reduce_launch(params.positions()).grid);
+}
+
+cudaError_t xent_fused_forward(const XentParams& params, const void* logits, const void* labels,
+                               const float* weights, void* loss, void* workspace,
+                               XentRecord* record, XentReport* report, cudaStream_t stream) {
+  if (params.positions() == 0) return cudaSuccess;
+  const Launch launch = fused_launch(params);
+  auto* partials = static_cast<Partial*>(workspace);
+  return dispatch(params, [&](auto t, auto l) {
+    using T = decltype(t);
+    using L = decltype(l);
+    const auto* x = static_cast<const T*>(logits);
+    const auto* y = static_cast<const L*>(labels);
+    auto* out = static_cast<T*>(loss);
+    switch (shape_of(params)) {
+      case Shape::warp:
+        forward_warp<T, L><<<launch.grid, launch.block, 0, stream>>>(params, x, y, weights, out,
+                                                                     partials, record, report);
+        break;
+      case Shape::block:
+        forward_block<T, L><<<launch.grid, launch.block, 0, stream>>>(params, x, y, weights, out,
+                                                                      partials, record, report);
+        break;
+      case Shape::column:
+        forward_column<T, L><<<launch.grid, launch.block, 0, stream>>>(params, x, y, weights, out,
+                                                                       partials, record, report);
+        break;
+    }
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t xent_nll_forward(const XentParams& params, const void* log_probabilities,
+                             const void* labels, const float* weights, void* loss, void* workspace,
+                             XentRecord* record, XentReport* report, cudaStream_t stream) {
+  if (params.positions() == 0) return cudaSuccess;
+  const Launch launch = reduce_launch(params.positions());
+  return dispatch(params, [&](auto t, auto l) {
+    using T = decltype(t);
+    using L = decltype(l);
+    nll<T, L><<<launch.grid, launch.block, 0, stream>>>(
+        params, static_cast<const T*>(log_probabilities), static_cast<const L*>(labels), weights,
+        static_cast<T*>(loss), static_cast<Partial*>(workspace), record, report);
+    return cudaGetLastError();
+  });
+}
+
+namespace {
+
+// Reduce::mean: the weight total into the workspace's first f64; returns its device address.
+template <typename L>
+cudaError_t launch_weight_total(const XentParams& params, const void* labels,
+                                const float* weights, void* workspace, XentRecord* record,
+                                XentReport* report, cudaStream_t stream, double** total) {
+  *total = static_cast<double*>(workspace);
+  const Launch launch = reduce_launch(params.positions());
+  auto* partials = reinterpret_cast<Partial*>(static_cast<char*>(workspace) + sizeof(double));
+  weight_total<L><<<launch.grid, launch.block, 0, stream>>>(
+      params, static_cast<const L*>(labels), weights, partials, *total, record, report);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t xent_fused_backward(const XentParams& params, const void* logits, const void* labels,
+                                const float* weights, const void* diff_loss, void* diff_logits,
+                                void* workspace, XentRecord* record, XentReport* report,
+                                cudaStream_t stream) {
+  if (params.positions() == 0) return cudaSuccess;
+  const Launch launch = fused_launch(params);
+  return dispatch(params, [&](auto t, auto l) {
+    using T = decltype(t);
+    using L = decltype(l);
+    double* total = nullptr;
+    if (params.reduce == Reduce::mean) {
+      const cudaError_t status = launch_weight_total<L>(params, labels, weights, workspace, record,
+                                                        report, stream, &total);
+      if (status != cudaSuccess) return status;
+    }
+    const auto* x = static_cast<const T*>(logits);
+    const auto* y = static_cast<const L*>(labels);
+    const auto* dl = static_cast<const T*>(diff_loss);
+    auto* dx = static_cast<T*>(diff_logits);
+    switch (shape_of(params)) {
+      case Shape::warp:
+        backward_warp<T, L><<<launch.grid, launch.block, 0, stream>>>(params, x, y, weights, dl,
+                                                                      dx, total, record, report);
+        break;
+      case Shape::block:
+        backward_block<T, L><<<launch.grid, launch.block, 0, stream>>>(params, x, y, weights, dl,
+                                                                       dx, total, record, report);
+        break;
+      case Shape::column:
+        backward_column<T, L><<<launch.grid, launch.block, 0, stream>>>(
+            params, x, y, weights, dl, dx, total, record, report);
+        break;
+    }
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t xent_backward_from_probabilities(const XentParams& params, const void* labels,
+                                             const float* weights, const void* diff_loss,
+                                             void* diff_logits, void* workspace,
+                                             XentRecord* record, XentReport* report,
+                                             cudaStream_t stream) {
+  if (params.positions() == 0) return cudaSuccess;
+  const Launch launch = reduce_launch(params.positions() * params.classes);
+  return dispatch(params, [&](auto t, auto l) {
+    using T = decltype(t);
+    using L = decltype(l);
+    double* total = nullptr;
+    if (params.reduce == Reduce::mean) {
+      const cudaError_t status = launch_weight_total<L>(params, labels, weights, workspace, record,
+                                                        report, stream, &total);
+      if (status != cudaSuccess) return status;
+    }
+    backward_probabilities<T, L><<<launch.grid, launch.block, 0, stream>>>(
+        params, static_cast<const L*>(labels), weights, static_cast<const T*>(diff_loss),
+        static_cast<T*>(diff_logits), total, record, report);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t xent_prime(const XentParams& params) {
+  return dispatch(params, [&](auto t, auto l) {
+    using T = decltype(t);
+    using L = decltype(l);
+    const void* kernels[] = {
+        reinterpret_cast<const void*>(&forward_warp<T, L>),
+        reinterpret_cast<const void*>(&forward_block<T, L>),
+        reinterpret_cast<const void*>(&forward_column<T, L>),
+        reinterpret_cast<const void*>(&nll<T, L>),
+        reinterpret_cast<const void*>(&weight_total<L>),
+        reinterpret_cast<const void*>(&backward_warp<T, L>),
+        reinterpret_cast<const void*>(&backward_block<T, L>),
+        reinterpret_cast<const void*>(&backward_column<T, L>),
+        reinterpret_cast<const void*>(&backward_probabilities<T, L>),
+    };
+    for (const void* kernel : kernels) {
+      cudaFuncAttributes attributes{};
+      const cudaError_t status = cudaFuncGetAttributes(&attributes, kernel);
+      if (status != cudaSuccess) return status;
+    }
+    return cudaSuccess;
+  });
+}
+
+}  // namespace dnnx::cudnn::kernels
