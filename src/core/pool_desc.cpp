@@ -187,7 +187,7 @@ std::string PoolDesc::repro(Direction direction) const {
   const int n = std::clamp(spatial_dims, 0, 3);
   out << "dnnx profile pool --input " << batch << 'x' << channels;
   for (int i = 0; i < n; ++i) out << 'x' << input[static_cast<std::size_t>(i)];
-  if (n == 0) out << " (spatial_dims=" << spatial_dims << ")";
+  if (n != spatial_dims) out << " (spatial_dims=" << spatial_dims << ")";
   out << " --kernel " << compact(kernel, n) << " --stride " << compact(stride, n);
   if (pad_before == pad_after || n == 0) {
     out << " --pad " << compact(pad_before, n);

@@ -24,6 +24,16 @@
 // run one after the other), then dst, then oneDNN's workspace. The average modes' backward reads
 // diff_dst only and runs alone.
 //
+// Note [cpu pool loops]
+// cpu:kernel:pool is dnnx's own loops on this backend: every desc (so the cpu backend always has
+// a candidate, including the include-pad overhang oneDNN cannot express), no workspace (the
+// zero-workspace candidate selection must always find), f32 accumulation. The forward pass owns
+// one output position (all channels) per item; the backward pass gathers, one input position
+// per item, rescanning the windows it lies in for max (Note [pool kernel backward] in
+// kernels/pool.cu describes the same scheme on the GPU). Items are split into contiguous ranges
+// over threads and every element is written by exactly one item, so the bits do not depend on
+// the thread count. It comes after oneDNN's implementations and before ref:any.
+//
 // Determinism: as for convolution (Note [determinism] in conv_list.cpp), oneDNN's CPU pooling
 // splits work statically over the OpenMP threads; every candidate is listed deterministic and
 // onednn_pool tests run each twice and compare the bits.
@@ -32,6 +42,7 @@
 #include "backends/onednn/layers.hpp"
 #include "backends/onednn/memory.hpp"
 #include "core/check.hpp"
+#include "core/dtype.hpp"
 #include "core/pool_args.hpp"
 #include "core/strings.hpp"
 
@@ -39,10 +50,16 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -51,6 +68,8 @@ namespace dnnx::onednn {
 namespace {
 
 using Tag = memory::format_tag;
+
+constexpr const char* kernel_id = "cpu:kernel:pool";
 
 constexpr Tag activation_tags[2][3] = {{Tag::ncw, Tag::nchw, Tag::ncdhw},
                                        {Tag::nwc, Tag::nhwc, Tag::ndhwc}};
@@ -190,7 +209,7 @@ void describe(AlgoInfo& info, const std::string& impl) {
     info.notes.emplace_back(contains(impl, "jit") ? "jit" : "simple");
     info.families = {"small"};
   }
-  for (const char* isa : {"avx512", "avx2", "sse41"}) {
+  for (const char* isa : {"avx512", "avx2", "avx", "sse41"}) {
     if (contains(impl, isa)) {
       info.notes.emplace_back(isa);
       break;
@@ -205,6 +224,317 @@ dnnl::pooling_forward::primitive_desc forward_pd(const dnnl::engine& engine,
                                                g.strides, g.kernel, g.dilation, g.padding_l,
                                                g.padding_r, user_scratchpad());
 }
+
+// ---- cpu:kernel:pool (Note [cpu pool loops]) ------------------------------------------------
+
+AlgoInfo kernel_info() {
+  AlgoInfo info;
+  info.id = kernel_id;
+  info.name = "dnnx loops (f32 accumulation, gather backward)";
+  info.supported = true;
+  info.deterministic = true;
+  info.notes = {"kernel", "direct"};
+  info.families = {"none"};
+  return info;
+}
+
+// Runs body(first, last) over [0, count) items in contiguous ranges, one per thread when the work
+// (`work` element visits in all) is worth starting threads for.
+void parallel_ranges(std::int64_t count, double work,
+                     const std::function<void(std::int64_t, std::int64_t)>& body) {
+  // Starting a thread costs tens of microseconds: below ~256K visits one thread is faster.
+  constexpr double min_work_per_thread = 1 << 18;
+  const auto hardware =
+      static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::int64_t threads = std::clamp<std::int64_t>(
+      std::min<std::int64_t>(hardware, static_cast<std::int64_t>(work / min_work_per_thread)), 1,
+      count);
+  if (threads <= 1) {
+    body(0, count);
+    return;
+  }
+  std::vector<std::jthread> workers;
+  workers.reserve(static_cast<std::size_t>(threads - 1));
+  for (std::int64_t t = 1; t < threads; ++t)
+    workers.emplace_back(body, count * t / threads, count * (t + 1) / threads);
+  body(0, count / threads);
+}
+
+// One pooling as 3-D (D, H, W; missing leading dims of size 1) with element strides per layout.
+struct LoopGeometry {
+  std::int64_t batch = 0, channels = 0;
+  std::array<std::int64_t, 3> in{}, out{}, kernel{}, stride{}, pad_before{}, pad_after{};
+  bool channels_last = false;
+  PoolMode mode = PoolMode::max;
+  DType dtype = DType::f32;
+
+  explicit LoopGeometry(const PoolDesc& desc)
+      : batch(desc.batch),
+        channels(desc.channels),
+        channels_last(desc.layout == Layout::channels_last),
+        mode(desc.mode),
+        dtype(desc.dtype) {
+    const int missing = 3 - desc.spatial_dims;
+    for (int i = 0; i < 3; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      if (i < missing) {
+        in[k] = out[k] = kernel[k] = stride[k] = 1;
+        continue;
+      }
+      const auto s = static_cast<std::size_t>(i - missing);
+      in[k] = desc.input[s];
+      out[k] = desc.output_size(i - missing);
+      kernel[k] = desc.kernel[s];
+      stride[k] = desc.stride[s];
+      pad_before[k] = desc.pad_before[s];
+      pad_after[k] = desc.pad_after[s];
+    }
+  }
+  // Element offset of (n, c = 0, position) and the stride between channels, in a tensor whose
+  // spatial sizes are `sizes`.
+  std::int64_t base(const std::array<std::int64_t, 3>& sizes, std::int64_t n,
+                    std::int64_t position) const {
+    const std::int64_t plane = sizes[0] * sizes[1] * sizes[2];
+    return channels_last ? (n * plane + position) * channels : n * channels * plane + position;
+  }
+  std::int64_t channel_step(const std::array<std::int64_t, 3>& sizes) const {
+    return channels_last ? 1 : sizes[0] * sizes[1] * sizes[2];
+  }
+};
+
+struct LoopSpan {
+  std::int64_t start, begin, end, padded;
+};
+
+LoopSpan loop_window(const LoopGeometry& g, int dim, std::int64_t o) {
+  const auto d = static_cast<std::size_t>(dim);
+  LoopSpan s;
+  s.start = o * g.stride[d] - g.pad_before[d];
+  s.padded = std::min(s.start + g.kernel[d], g.in[d] + g.pad_after[d]) - s.start;
+  s.begin = std::max<std::int64_t>(s.start, 0);
+  s.end = std::min(s.start + g.kernel[d], g.in[d]);
+  return s;
+}
+
+float loop_divisor(const LoopGeometry& g, const std::array<LoopSpan, 3>& w) {
+  float count = 1;
+  for (const LoopSpan& s : w)
+    count *= static_cast<float>(g.mode == PoolMode::avg_include_pad ? s.padded : s.end - s.begin);
+  return count;
+}
+
+// Channels are processed in chunks small enough for per-channel state on the stack.
+constexpr std::int64_t channel_chunk = 64;
+
+// Per channel of [c0, c0 + count): the window-local index of the window's first maximum (a NaN
+// winning, as in PyTorch).
+void loop_argmax(const LoopGeometry& g, const std::byte* src, std::int64_t n, std::int64_t c0,
+                 std::int64_t count, const std::array<LoopSpan, 3>& w, std::int64_t* at) {
+  const std::size_t element = size_of(g.dtype);
+  const std::int64_t step = g.channel_step(g.in);
+  float best[channel_chunk];
+  const std::int64_t first =
+      ((w[0].begin - w[0].start) * g.kernel[1] + (w[1].begin - w[1].start)) * g.kernel[2] +
+      (w[2].begin - w[2].start);
+  for (std::int64_t c = 0; c < count; ++c) {
+    best[c] = -std::numeric_limits<float>::infinity();
+    at[c] = first;
+  }
+  for (std::int64_t d = w[0].begin; d < w[0].end; ++d) {
+    for (std::int64_t h = w[1].begin; h < w[1].end; ++h) {
+      for (std::int64_t x = w[2].begin; x < w[2].end; ++x) {
+        const std::int64_t local =
+            ((d - w[0].start) * g.kernel[1] + (h - w[1].start)) * g.kernel[2] + (x - w[2].start);
+        const std::int64_t at_c0 =
+            g.base(g.in, n, (d * g.in[1] + h) * g.in[2] + x) + c0 * step;
+        for (std::int64_t c = 0; c < count; ++c) {
+          const float value =
+              detail::load_f32(src + static_cast<std::size_t>(at_c0 + c * step) * element, g.dtype);
+          if (value > best[c] || std::isnan(value)) {
+            best[c] = value;
+            at[c] = local;
+          }
+        }
+      }
+    }
+  }
+}
+
+void loops_fwd(const LoopGeometry& g, const std::byte* src, std::byte* dst) {
+  const std::size_t element = size_of(g.dtype);
+  const std::int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
+  const std::int64_t in_step = g.channel_step(g.in);
+  const std::int64_t out_step = g.channel_step(g.out);
+  const double window = static_cast<double>(g.kernel[0] * g.kernel[1] * g.kernel[2]);
+  parallel_ranges(
+      g.batch * out_plane, static_cast<double>(g.batch * out_plane * g.channels) * window,
+      [&](std::int64_t first, std::int64_t last) {
+        std::int64_t at[channel_chunk];
+        float sum[channel_chunk];
+        for (std::int64_t item = first; item < last; ++item) {
+          const std::int64_t n = item / out_plane;
+          const std::int64_t position = item % out_plane;
+          const std::array<LoopSpan, 3> w{
+              loop_window(g, 0, position / (g.out[1] * g.out[2])),
+              loop_window(g, 1, position / g.out[2] % g.out[1]),
+              loop_window(g, 2, position % g.out[2])};
+          const std::int64_t out_base = g.base(g.out, n, position);
+          for (std::int64_t c0 = 0; c0 < g.channels; c0 += channel_chunk) {
+            const std::int64_t count = std::min(channel_chunk, g.channels - c0);
+            if (g.mode == PoolMode::max) {
+              loop_argmax(g, src, n, c0, count, w, at);
+              for (std::int64_t c = 0; c < count; ++c) {
+                const std::int64_t local = at[c];
+                const std::int64_t x = local % g.kernel[2] + w[2].start;
+                const std::int64_t h = local / g.kernel[2] % g.kernel[1] + w[1].start;
+                const std::int64_t d = local / (g.kernel[1] * g.kernel[2]) + w[0].start;
+                const std::int64_t from =
+                    g.base(g.in, n, (d * g.in[1] + h) * g.in[2] + x) + (c0 + c) * in_step;
+                std::memcpy(dst + static_cast<std::size_t>(out_base + (c0 + c) * out_step) * element,
+                            src + static_cast<std::size_t>(from) * element, element);
+              }
+              continue;
+            }
+            for (std::int64_t c = 0; c < count; ++c) sum[c] = 0.0f;
+            for (std::int64_t d = w[0].begin; d < w[0].end; ++d) {
+              for (std::int64_t h = w[1].begin; h < w[1].end; ++h) {
+                for (std::int64_t x = w[2].begin; x < w[2].end; ++x) {
+                  const std::int64_t at_c0 =
+                      g.base(g.in, n, (d * g.in[1] + h) * g.in[2] + x) + c0 * in_step;
+                  for (std::int64_t c = 0; c < count; ++c) {
+                    sum[c] += detail::load_f32(
+                        src + static_cast<std::size_t>(at_c0 + c * in_step) * element, g.dtype);
+                  }
+                }
+              }
+            }
+            const float divisor = loop_divisor(g, w);
+            for (std::int64_t c = 0; c < count; ++c) {
+              detail::store_f32(
+                  dst + static_cast<std::size_t>(out_base + (c0 + c) * out_step) * element,
+                  g.dtype, sum[c] / divisor);
+            }
+          }
+        }
+      });
+}
+
+void loops_bwd(const LoopGeometry& g, const std::byte* src, const std::byte* diff_dst,
+               std::byte* diff_src) {
+  const std::size_t element = size_of(g.dtype);
+  const std::int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
+  const std::int64_t in_step = g.channel_step(g.in);
+  const std::int64_t out_step = g.channel_step(g.out);
+  const double window = static_cast<double>(g.kernel[0] * g.kernel[1] * g.kernel[2]);
+  parallel_ranges(
+      g.batch * in_plane,
+      static_cast<double>(g.batch * in_plane * g.channels) *
+          (g.mode == PoolMode::max ? window * 2 : 2.0),
+      [&](std::int64_t first, std::int64_t last) {
+        std::int64_t at[channel_chunk];
+        float sum[channel_chunk];
+        for (std::int64_t item = first; item < last; ++item) {
+          const std::int64_t n = item / in_plane;
+          const std::int64_t position = item % in_plane;
+          const std::array<std::int64_t, 3> i{position / (g.in[1] * g.in[2]),
+                                              position / g.in[2] % g.in[1], position % g.in[2]};
+          // The outputs whose windows hold i, per dim.
+          std::array<std::int64_t, 3> lo{}, hi{};
+          for (std::size_t k = 0; k < 3; ++k) {
+            const std::int64_t shifted = i[k] + g.pad_before[k];
+            lo[k] = shifted < g.kernel[k] ? 0 : (shifted - g.kernel[k]) / g.stride[k] + 1;
+            hi[k] = std::min(g.out[k] - 1, shifted / g.stride[k]);
+          }
+          const std::int64_t in_base = g.base(g.in, n, position);
+          for (std::int64_t c0 = 0; c0 < g.channels; c0 += channel_chunk) {
+            const std::int64_t count = std::min(channel_chunk, g.channels - c0);
+            for (std::int64_t c = 0; c < count; ++c) sum[c] = 0.0f;
+            for (std::int64_t od = lo[0]; od <= hi[0]; ++od) {
+              for (std::int64_t oh = lo[1]; oh <= hi[1]; ++oh) {
+                for (std::int64_t ow = lo[2]; ow <= hi[2]; ++ow) {
+                  const std::array<LoopSpan, 3> w{loop_window(g, 0, od), loop_window(g, 1, oh),
+                                                  loop_window(g, 2, ow)};
+                  const std::int64_t grad_c0 =
+                      g.base(g.out, n, (od * g.out[1] + oh) * g.out[2] + ow) + c0 * out_step;
+                  if (g.mode != PoolMode::max) {
+                    const float divisor = loop_divisor(g, w);
+                    for (std::int64_t c = 0; c < count; ++c) {
+                      sum[c] += detail::load_f32(
+                                    diff_dst +
+                                        static_cast<std::size_t>(grad_c0 + c * out_step) * element,
+                                    g.dtype) /
+                                divisor;
+                    }
+                    continue;
+                  }
+                  const std::int64_t local =
+                      ((i[0] - w[0].start) * g.kernel[1] + (i[1] - w[1].start)) * g.kernel[2] +
+                      (i[2] - w[2].start);
+                  loop_argmax(g, src, n, c0, count, w, at);
+                  for (std::int64_t c = 0; c < count; ++c) {
+                    if (at[c] != local) continue;
+                    sum[c] += detail::load_f32(
+                        diff_dst + static_cast<std::size_t>(grad_c0 + c * out_step) * element,
+                        g.dtype);
+                  }
+                }
+              }
+            }
+            for (std::int64_t c = 0; c < count; ++c) {
+              detail::store_f32(
+                  diff_src + static_cast<std::size_t>(in_base + (c0 + c) * in_step) * element,
+                  g.dtype, sum[c]);
+            }
+          }
+        }
+      });
+}
+
+class KernelPlan final : public detail::PoolPlan {
+ public:
+  KernelPlan(const PoolDesc& desc, Direction direction)
+      : info_(kernel_info()),
+        context_(context_of(desc, direction, kernel_id)),
+        desc_(desc),
+        direction_(direction),
+        geometry_(desc) {}
+
+  const AlgoInfo& algo() const override { return info_; }
+
+  void execute(const detail::PoolArgs& args, detail::Workspace /*workspace*/) override {
+    check(args.src, "src", desc_.src_dims());
+    const auto* src = static_cast<const std::byte*>(args.src->data());
+    if (direction_ == Direction::fwd) {
+      check(args.dst, "dst", desc_.dst_dims());
+      loops_fwd(geometry_, src, static_cast<std::byte*>(args.dst->data()));
+      return;
+    }
+    check(args.diff_dst, "diff_dst", desc_.dst_dims());
+    check(args.diff_src, "diff_src", desc_.src_dims());
+    loops_bwd(geometry_, src, static_cast<const std::byte*>(args.diff_dst->data()),
+              static_cast<std::byte*>(args.diff_src->data()));
+  }
+
+ private:
+  void check(const Tensor* tensor, const char* role, const Dims& dims) const {
+    if (tensor == nullptr || tensor->data() == nullptr)
+      detail::raise(ErrorKind::InvalidArgument, detail::cat(role, " is null"), context_);
+    if (tensor->dims() != dims || tensor->dtype() != desc_.dtype ||
+        !tensor->is_dense(desc_.layout) || tensor->device() != Device::cpu()) {
+      detail::raise(ErrorKind::InvalidArgument,
+                    detail::cat(role, " is ", describe(*tensor), "; this plan takes a dense ",
+                                to_string(desc_.dtype), '[', dims.to_string(), ' ',
+                                to_string(desc_.layout), "] on cpu"),
+                    context_);
+    }
+  }
+
+  AlgoInfo info_;
+  ErrorContext context_;
+  PoolDesc desc_;
+  Direction direction_;
+  LoopGeometry geometry_;
+};
 
 CandidateList list_candidates(const dnnl::engine& engine, const PoolDesc& desc,
                               Direction direction, const std::string& isa) {
@@ -253,12 +583,11 @@ CandidateList list_candidates(const dnnl::engine& engine, const PoolDesc& desc,
                               to_string(desc.dtype), ' ', to_string(desc.layout), " on cpu isa ",
                               isa, ": ", failure);
     list.candidates.push_back(std::move(unavailable));
-    return list;
   }
   // The very object the backward descriptors were created with: oneDNN keeps a plain pointer to
   // it (and `walker` is the backward one, so `fwd` stays at its first implementation).
   const dnnl::primitive_desc hint = direction == Direction::fwd ? dnnl::primitive_desc() : fwd;
-  do {
+  if (walker) do {
     Candidate candidate;
     const std::string impl = sanitize(walker.impl_info_str());
     AlgoInfo& info = candidate.info;
@@ -294,10 +623,18 @@ CandidateList list_candidates(const dnnl::engine& engine, const PoolDesc& desc,
     list.candidates.push_back(std::move(candidate));
   } while (walker.next_impl());
 
-  // ref:any, last in oneDNN's list, stays last; the rest keep oneDNN's order.
+  // ref:any, last in oneDNN's list, stays last, after dnnx's loops (Note [cpu pool loops]);
+  // supported candidates before unsupported ones.
   std::stable_partition(list.candidates.begin(), list.candidates.end(), [](const Candidate& c) {
     return !c.info.id.starts_with("onednn:ref");
   });
+  const auto ref = std::find_if(list.candidates.begin(), list.candidates.end(),
+                                [](const Candidate& c) { return c.info.id.starts_with("onednn:ref"); });
+  Candidate loops;
+  loops.info = kernel_info();
+  list.candidates.insert(ref, std::move(loops));
+  std::stable_partition(list.candidates.begin(), list.candidates.end(),
+                        [](const Candidate& c) { return c.info.supported; });
   for (std::size_t i = 0; i < list.candidates.size(); ++i)
     list.candidates[i].info.priority = static_cast<int>(i);
   return list;
@@ -476,6 +813,7 @@ class OneDnnPool final : public detail::PoolBackend {
         detail::raise(ErrorKind::Unsupported, candidate->info.reason,
                       context_of(desc, direction, id));
       }
+      if (candidate->info.id == kernel_id) return std::make_shared<KernelPlan>(desc, direction);
       return std::make_shared<Plan>(runtime_, desc, direction, *candidate);
     });
   }

@@ -1,0 +1,66 @@
+#pragma once
+// THE pooling case table (STYLE.md "Tests"): hand-picked edge shapes, each in every mode, dtype and
+// layout, plus the benchmark shapes of issue 4. Every case has a unique name that is a valid gtest
+// parameter name; the desc itself prints, validates and reproduces the case. Also the inputs
+// every pooling test uses (Note [tie-free inputs]).
+
+#include <dnnx/ops/pool.hpp>
+#include <dnnx/tensor.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dnnx::test {
+
+/// One row of the table.
+struct PoolCase {
+  std::string name;  ///< [A-Za-z0-9_]+, unique within a table
+  PoolDesc desc;
+};
+
+/// A named shape of the table: everything but mode, dtype and layout.
+struct PoolShape {
+  std::string name;  ///< e.g. "2d_ceil_overhang"
+  PoolDesc desc;     ///< mode max, f32, channels_first
+};
+
+/// Hand-picked edge shapes: 1/2/3-D, overlapping and gapped windows (stride below and above the
+/// kernel), per-side padding, ceil mode with and without an overhang past the padded input and
+/// with PyTorch's "last window starts inside" rule, a kernel as large as the (padded) input,
+/// windows made mostly of padding, batch 1, odd sizes, channel counts that are and are not
+/// multiples of the kernels' channel packs.
+std::vector<PoolShape> pool_edge_shapes();
+
+/// `shape` in every mode (max, avg_include_pad, avg_exclude_pad), dtype (f32, f16, bf16) and
+/// layout (nchw, nhwc). Names: <shape>_<mode>_<dtype>_<layout>.
+std::vector<PoolCase> pool_variants(const PoolShape& shape);
+
+/// Every variant of every edge shape.
+std::vector<PoolCase> pool_edge_cases();
+
+/// The issue-4 benchmark layer (ResNet-50's max-pool 3x3/2 pad 1 on 112x112x64) at `batch`, in
+/// both layouts and every dtype. Names: resnet50_maxpool_n<batch>_<dtype>_<layout>.
+std::vector<PoolCase> pool_benchmark_cases(std::int64_t batch);
+
+// Note [tie-free inputs]
+// A max window with two equal maxima sends its gradient to the first in scan order; an
+// implementation that picks another is still "a" max pool, and rounding to f16/bf16 makes ties
+// common in random data. Test inputs for max therefore give every element of a window a distinct
+// value: value(d, h, w) = perm[(d mod kd, h mod kh, w mod kw)] - kd*kh*kw/2, a per-plane random
+// permutation of the residue triples (positions of one window have distinct residues), which
+// are small integers exact in every dtype (|value| <= 128 while the window holds at most 256
+// positions). Values are negative as well as positive, so padding mistaken for zeros would show.
+
+/// Inputs for `desc`'s src: tie-free integers for max (Note [tie-free inputs]), uniform values in
+/// [-1, 1) rounded to the dtype for the averages. Dense in desc.layout, desc.dtype; reproducible
+/// from `seed`.
+Tensor pool_src(const PoolDesc& desc, std::uint64_t seed);
+
+/// A gradient for dst: uniform in [-1, 1) rounded to desc.dtype, dense in desc.layout.
+Tensor pool_diff_dst(const PoolDesc& desc, std::uint64_t seed);
+
+/// True when `name` is non-empty and only [A-Za-z0-9_].
+bool is_valid_pool_case_name(const std::string& name);
+
+}  // namespace dnnx::test
