@@ -28,21 +28,7 @@ void check_fused_direction(Direction direction) {
 
 void check_tensor(const Context& context, const ConvFusedDesc& desc, const char* role,
                   const Tensor& tensor, const Dims& expected) {
-  const DType dtype = desc.conv.dtype;
-  const Layout layout = desc.conv.layout;
-  DNNX_CHECK_ARG(tensor.dtype() == dtype, "dtype mix: ", role, " is ", to_string(tensor.dtype()),
-                 " but the desc's dtype is ", to_string(dtype));
-  DNNX_CHECK_ARG(tensor.rank() == expected.rank(), role, " has rank ", tensor.rank(), " (dims ",
-                 tensor.dims(), ") but the desc expects rank ", expected.rank(), " (dims ",
-                 expected, ")");
-  DNNX_CHECK_ARG(tensor.dims() == expected, role, " dims ", tensor.dims(),
-                 " do not match the desc, which expects ", expected);
-  DNNX_CHECK_ARG(tensor.data() != nullptr, role, " has null data");
-  DNNX_CHECK_ARG(tensor.is_dense(layout), "layout mismatch: ", role, " strides ",
-                 tensor.strides(), " are not dense ", to_string(layout), " (expected strides ",
-                 dense_strides(expected, layout), ")");
-  DNNX_CHECK_ARG(tensor.device() == context.device(), role, " is on ", to_string(tensor.device()),
-                 " but the context runs on ", to_string(context.device()));
+  detail::check_operand(context, role, tensor, expected, desc.conv.dtype, desc.conv.layout);
 }
 
 void check_bias(const Context& context, const ConvFusedDesc& desc, const Tensor& bias) {
@@ -67,10 +53,9 @@ void check_presence(const char* role, const Tensor* tensor, bool wanted, const c
                  " is false; set ", field, " = true or pass null");
 }
 
+// Only the residual may share dst's memory (in place, checked separately).
 void check_no_alias(const Tensor& dst, const char* in_role, const Tensor& in) {
-  DNNX_CHECK_ARG(!detail::overlaps(dst, in), "dst overlaps ", in_role,
-                 " in memory; a fused convolution cannot write over its inputs (only the "
-                 "residual may be dst itself)");
+  detail::check_no_overlap("a fused convolution", "dst", dst, in_role, in);
 }
 
 void check_args(const Context& context, const ConvFusedDesc& desc, Direction direction,

@@ -626,7 +626,7 @@ void epilogue_range(const ConvFusedDesc& desc, const T* conv_out, const T* bias,
       float v = load(conv_out[offset + i]);
       if (bias != nullptr) v += load(bias[channels_last ? i : c]);
       if (residual != nullptr) v += scale * load(residual[offset + i]);
-      if (relu) v = v > 0.0f ? v : 0.0f;
+      if (relu) v = v < 0.0f ? 0.0f : v;  // NaN stays NaN, as in the reference
       dst[offset + i] = store(v);
     }
   };
