@@ -6,3 +6,8 @@ add_executable(cudnn_conv_bench ${CMAKE_CURRENT_LIST_DIR}/cudnn_conv_bench.cpp)
 target_link_libraries(cudnn_conv_bench PRIVATE dnnx_internal)
 target_compile_definitions(cudnn_conv_bench PRIVATE
                            DNNX_BENCH_DEFAULT_SHAPES="${CMAKE_CURRENT_LIST_DIR}/shapes/resnet50.txt")
+
+# The fused convolution against its parts run one after the other (Note [fused bench variants]):
+# needs only libdnnx and the CUDA runtime, so it runs on the GPU machine as built here.
+add_executable(conv_fused_bench ${CMAKE_CURRENT_LIST_DIR}/conv_fused_bench.cpp)
+target_link_libraries(conv_fused_bench PRIVATE dnnx_internal CUDA::cudart)
