@@ -396,10 +396,14 @@ class FusedEnginePlan final : public detail::ConvFusedPlan {
   void execute(const detail::ConvFusedArgs& args, detail::Workspace workspace) override {
     const Pointers p = bind(desc_, args, context_);
     check_workspace(workspace, info_.workspace_bytes, context_);
-    std::vector<void*> pointers = {const_cast<void*>(p.src), const_cast<void*>(p.weights), p.dst};
-    if (desc_.bias) pointers.push_back(const_cast<void*>(p.bias));
-    if (desc_.residual) pointers.push_back(const_cast<void*>(p.residual));
-    for (void* pointer : pointers) {
+    // In uids_ order: x, w, y [, bias] [, residual]; unused entries stay null.
+    std::array<void*, 5> pointers = {const_cast<void*>(p.src), const_cast<void*>(p.weights), p.dst,
+                                     nullptr, nullptr};
+    std::size_t count = 3;
+    if (desc_.bias) pointers[count++] = const_cast<void*>(p.bias);
+    if (desc_.residual) pointers[count++] = const_cast<void*>(p.residual);
+    for (std::size_t i = 0; i < count; ++i) {
+      void* pointer = pointers[i];
       if (reinterpret_cast<std::uintptr_t>(pointer) % tensor_alignment != 0) {
         detail::raise(ErrorKind::BackendFailure,
                       detail::cat("graph-API plans are built for ", tensor_alignment,
@@ -412,10 +416,10 @@ class FusedEnginePlan final : public detail::ConvFusedPlan {
     // The variant pack of the last call is reused when the pointers are the same.
     if (!variant_pack_ || pointers != last_pointers_ || workspace_data != last_workspace_) {
       variant_pack_ = make_backend_descriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, context_);
-      const auto count = static_cast<std::int64_t>(uids_.size());
-      set(variant_pack_, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, count, uids_.data(),
+      const auto n = static_cast<std::int64_t>(uids_.size());
+      set(variant_pack_, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids_.data(),
           context_, "setting the variant pack's ids");
-      set(variant_pack_, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, count,
+      set(variant_pack_, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n,
           pointers.data(), context_, "setting the variant pack's pointers");
       set(variant_pack_, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace_data,
           context_, "setting the variant pack's workspace");
@@ -452,7 +456,7 @@ class FusedEnginePlan final : public detail::ConvFusedPlan {
   BackendDescriptor plan_;
   std::vector<std::int64_t> uids_;
   BackendDescriptor variant_pack_;
-  std::vector<void*> last_pointers_;
+  std::array<void*, 5> last_pointers_{};
   void* last_workspace_ = nullptr;
   ExtraKey last_extra_;
   bool primed_ = false;
@@ -794,14 +798,16 @@ class UnfusedPlan final : public detail::ConvFusedPlan {
   void execute(const detail::ConvFusedArgs& args, detail::Workspace workspace) override {
     const Pointers p = bind(desc_, args, context_);
     check_workspace(workspace, info_.workspace_bytes, context_);
-    // Note [cudnn unfused candidate]: with a residual the convolution's output is staged.
-    Tensor staged;
+    // Note [cudnn unfused candidate]: with a residual the convolution's output is staged. The
+    // view over the workspace is made again only when the workspace moves.
     Tensor* conv_out = args.dst;
     if (desc_.residual) {
-      staged = Tensor::view(static_cast<std::byte*>(workspace.data) + staging_offset_,
-                            desc_.dst_dims(), desc_.conv.dtype, desc_.conv.layout,
-                            Device::cuda(runtime_->device()));
-      conv_out = &staged;
+      void* staging = static_cast<std::byte*>(workspace.data) + staging_offset_;
+      if (staged_.data() != staging) {
+        staged_ = Tensor::view(staging, desc_.dst_dims(), desc_.conv.dtype, desc_.conv.layout,
+                               Device::cuda(runtime_->device()));
+      }
+      conv_out = &staged_;
     }
     detail::ConvArgs conv_args;
     conv_args.src = args.src, conv_args.weights = args.weights, conv_args.dst = conv_out;
@@ -823,6 +829,7 @@ class UnfusedPlan final : public detail::ConvFusedPlan {
   ErrorContext context_;
   std::shared_ptr<detail::ConvPlan> conv_;
   std::size_t staging_offset_;
+  Tensor staged_;  // the convolution's output in the workspace (desc.residual)
   kernels::conv_fused::Shape shape_;
 };
 

@@ -706,13 +706,15 @@ class UnfusedPlan final : public detail::ConvFusedPlan {
     check_common(desc_, args, context_);
     check_workspace(workspace, info_.workspace_bytes, context_);
     // Note [unfused candidates]: with a residual the convolution's output is staged in the
-    // workspace, after the convolution's own workspace.
-    Tensor staged;
+    // workspace, after the convolution's own workspace; the view is made again only when the
+    // workspace moves.
     Tensor* conv_out = args.dst;
     if (desc_.residual) {
-      staged = Tensor::view(static_cast<std::byte*>(workspace.data) + staging_offset_,
-                            desc_.dst_dims(), desc_.conv.dtype, desc_.conv.layout);
-      conv_out = &staged;
+      void* staging = static_cast<std::byte*>(workspace.data) + staging_offset_;
+      if (staged_.data() != staging) {
+        staged_ = Tensor::view(staging, desc_.dst_dims(), desc_.conv.dtype, desc_.conv.layout);
+      }
+      conv_out = &staged_;
     }
     detail::ConvArgs conv_args;
     conv_args.src = args.src, conv_args.weights = args.weights, conv_args.dst = conv_out;
@@ -730,6 +732,7 @@ class UnfusedPlan final : public detail::ConvFusedPlan {
   ErrorContext context_;
   std::shared_ptr<detail::ConvPlan> conv_;
   std::size_t staging_offset_;
+  Tensor staged_;  // the convolution's output in the workspace (desc.residual)
 };
 
 // ---- the backend --------------------------------------------------------------------------------
