@@ -141,9 +141,14 @@ void check_fwd(const Context& context, const BatchNormDesc& desc, const BatchNor
   check_affine(context, desc, args, Direction::fwd);
   check_running(context, desc, args, !desc.training);
   if (desc.training) {
-    if (args.saved_mean != nullptr) check_param(context, desc, "saved_mean", args.saved_mean);
-    if (args.saved_inv_std != nullptr)
+    DNNX_CHECK_ARG((args.saved_mean == nullptr) == (args.saved_inv_std == nullptr),
+                   args.saved_mean != nullptr ? "saved_mean is given without saved_inv_std"
+                                              : "saved_inv_std is given without saved_mean",
+                   "; a training forward saves both statistics or neither");
+    if (args.saved_mean != nullptr) {
+      check_param(context, desc, "saved_mean", args.saved_mean);
       check_param(context, desc, "saved_inv_std", args.saved_inv_std);
+    }
     check_no_alias({{"dst", args.dst},
                     {"running_mean", args.running_mean},
                     {"running_var", args.running_var},

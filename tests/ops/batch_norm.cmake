@@ -83,3 +83,12 @@ add_test(NAME oracle.torch_bnorm_parity
 # 77: torch or numpy is not importable; ctest shows the test as skipped, not passed.
 set_tests_properties(oracle.torch_bnorm_parity PROPERTIES
   LABELS "oracle" SKIP_RETURN_CODE 77 TIMEOUT 300)
+
+# The cudnn backend on a GPU (label gpu); every test skips, saying why, without one.
+if(DNNX_HAVE_CUDNN)
+  add_executable(cudnn_batch_norm_test ${_bnorm_dir}/../backends/cudnn_batch_norm_test.cpp)
+  target_link_libraries(cudnn_batch_norm_test PRIVATE dnnx_bnorm_cases dnnx_internal
+                                                      GTest::gtest_main)
+  gtest_discover_tests(cudnn_batch_norm_test NO_PRETTY_VALUES
+                       PROPERTIES LABELS "gpu" TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
+endif()

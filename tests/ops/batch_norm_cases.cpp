@@ -29,6 +29,7 @@
 #include <dnnx/error.hpp>
 
 #include <cmath>
+#include <ostream>
 #include <sstream>
 
 namespace dnnx::test {
@@ -166,6 +167,10 @@ void compare(Verdict& verdict, const char* what, const Tensor& expected, const T
 }
 
 }  // namespace
+
+void PrintTo(const BatchNormCase& param, std::ostream* out) {
+  *out << param.name << " (" << param.desc << ")";
+}
 
 std::string batch_norm_case_name(const BatchNormDesc& desc) {
   std::ostringstream out;

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -26,7 +27,10 @@ struct BatchNormCase {
   BatchNormDesc desc;
 };
 
-/// "n4c5h7w9_spatial_train_affine_f32_nchw" style name of a desc.
+/// gtest prints parameters on failure; the default would be a byte dump.
+void PrintTo(const BatchNormCase& param, std::ostream* out);
+
+/// "4x5x7x9_spatial_train_affine_f32_nchw" style name of a desc.
 std::string batch_norm_case_name(const BatchNormDesc& desc);
 
 /// The table: ranks 2 to 5 (1-D to 3-D spatial), batch 1, odd sizes, both modes, both layouts,

@@ -222,6 +222,9 @@ std::vector<BadCase> bad_cases() {
         p.saved_mean = &t.running_mean;
       }),
       K::InvalidArgument, {"running_mean overlaps saved_mean"});
+  add("training_saved_inv_std_without_saved_mean",
+      fwd_with(base_desc(), [](T&, P& p) { p.saved_mean = nullptr; }), K::InvalidArgument,
+      {"saved_inv_std is given without saved_mean", "both statistics or neither"});
   add("affine_without_scale", fwd_with(base_desc(), [](T&, P& p) { p.scale = nullptr; }),
       K::InvalidArgument, {"scale is missing", "affine"});
   add("scale_without_affine", fwd_with(plain, [](T&, P&) {}), K::InvalidArgument,

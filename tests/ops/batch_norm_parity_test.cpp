@@ -57,10 +57,6 @@ const char* unsupported_category(const BatchNormDesc& desc, Direction direction,
   return nullptr;
 }
 
-void PrintTo(const BatchNormCase& param, std::ostream* out) {
-  *out << param.name << " (" << param.desc << ")";
-}
-
 class BatchNormParity : public ::testing::TestWithParam<BatchNormCase> {
  protected:
   void SetUp() override {

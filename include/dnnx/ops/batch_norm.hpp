@@ -95,8 +95,8 @@ std::ostream& operator<<(std::ostream& out, const BatchNormDesc& desc);
 ///                   otherwise.
 ///   running_mean, running_var: training forward: optional (both or neither), updated in place;
 ///                   inference forward and backward: required, read.
-///   saved_mean, saved_inv_std: training forward: optional outputs (the batch mean and
-///                   1 / sqrt(biased batch variance + eps)); training backward: required inputs
+///   saved_mean, saved_inv_std: training forward: optional outputs, both or neither (the batch
+///                   mean and 1 / sqrt(biased batch variance + eps)); training backward: required inputs
 ///                   (what the training forward saved); inference: not used.
 struct BatchNormTensors {
   const Tensor* scale = nullptr;    ///< gamma
