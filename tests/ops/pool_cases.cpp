@@ -5,6 +5,7 @@
 #include <array>
 #include <initializer_list>
 #include <numeric>
+#include <ostream>
 #include <random>
 #include <stdexcept>
 
@@ -168,6 +169,12 @@ Tensor pool_src(const PoolDesc& desc, std::uint64_t seed) {
 
 Tensor pool_diff_dst(const PoolDesc& desc, std::uint64_t seed) {
   return random_tensor(desc.dst_dims(), desc.dtype, desc.layout, seed);
+}
+
+void PrintTo(const PoolCase& c, std::ostream* out) { *out << c.name << " (" << c.desc << ")"; }
+
+void PrintTo(const PoolShape& shape, std::ostream* out) {
+  *out << shape.name << " (" << shape.desc << ")";
 }
 
 bool is_valid_pool_case_name(const std::string& name) {

@@ -8,6 +8,7 @@
 #include <dnnx/tensor.hpp>
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,10 @@ Tensor pool_src(const PoolDesc& desc, std::uint64_t seed);
 
 /// A gradient for dst: uniform in [-1, 1) rounded to desc.dtype, dense in desc.layout.
 Tensor pool_diff_dst(const PoolDesc& desc, std::uint64_t seed);
+
+/// gtest prints parameters on failure; the default would be a byte dump.
+void PrintTo(const PoolCase& c, std::ostream* out);
+void PrintTo(const PoolShape& shape, std::ostream* out);
 
 /// True when `name` is non-empty and only [A-Za-z0-9_].
 bool is_valid_pool_case_name(const std::string& name);

@@ -334,6 +334,10 @@ class LegacyPlan final : public detail::PoolPlan {
     const Bound bound = bind(args, desc_, direction_, context_);
     check_workspace(workspace, info_.workspace_bytes, context_);
     runtime_->make_current();
+    // Note [first launch] (conv_engine.cpp): the first call runs twice, so that a timed first
+    // run shows the kernel rather than lazy loading.
+    if (!primed_) launch(bound);
+    primed_ = true;
     replay_.run(runtime_->settings().graphs, runtime_->stream(),
                 {bound.src, bound.dst_in, bound.diff_dst, bound.out}, [&] { launch(bound); },
                 context_);
@@ -362,6 +366,7 @@ class LegacyPlan final : public detail::PoolPlan {
   Direction direction_;
   TensorDescriptor src_, dst_;  // also diff_src, diff_dst
   PoolingDescriptor pooling_;
+  bool primed_ = false;
   LaunchGraph replay_;  // Note [graph replay]
 };
 
@@ -383,6 +388,13 @@ class KernelPlan final : public detail::PoolPlan {
     const Bound bound = bind(args, desc_, direction_, context_);
     check_workspace(workspace, info_.workspace_bytes, context_);
     runtime_->make_current();
+    if (!primed_) launch(bound, workspace);  // Note [first launch], as for the legacy plans
+    primed_ = true;
+    launch(bound, workspace);
+  }
+
+ private:
+  void launch(const Bound& bound, const detail::Workspace& workspace) {
     const cudaError_t status =
         direction_ == Direction::fwd
             ? kernels::pool_fwd(shape_, bound.src, bound.out, runtime_->stream())
@@ -391,7 +403,6 @@ class KernelPlan final : public detail::PoolPlan {
     DNNX_CUDNN_CHECK(status, context_, "launching the pooling kernel");
   }
 
- private:
   std::shared_ptr<Runtime> runtime_;
   AlgoInfo info_;
   ErrorContext context_;
@@ -399,6 +410,7 @@ class KernelPlan final : public detail::PoolPlan {
   Direction direction_;
   kernels::PoolShape shape_;
   kernels::MaxBackward strategy_;
+  bool primed_ = false;
 };
 
 struct ListKey {

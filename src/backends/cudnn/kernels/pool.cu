@@ -423,7 +423,7 @@ cudaError_t bwd_typed(const PoolShape& shape, MaxBackward strategy, const void* 
                       const void* diff_dst, void* diff_src, void* workspace, cudaStream_t stream) {
   const bool use_argmax = shape.mode == PoolKernelMode::max && strategy == MaxBackward::argmax;
   // One pack width for both passes: the argmax pass writes what the gather reads.
-  const int pack = pack_width<T>(shape, {src, diff_dst, diff_src});
+  const int pack = pack_width<T>(shape, {src, diff_dst, diff_src, workspace});
   auto* argmax = static_cast<ArgIndex*>(workspace);
   if (use_argmax) {
     const cudaError_t status =
