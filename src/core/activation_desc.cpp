@@ -16,8 +16,8 @@
 namespace dnnx {
 namespace {
 
-constexpr std::array<std::string_view, 7> kind_names{"identity", "relu",    "clipped_relu", "tanh",
-                                                     "sigmoid",  "elu",     "swish"};
+constexpr std::array<std::string_view, 7> kind_names{"identity", "relu", "clipped_relu", "tanh",
+                                                     "sigmoid",  "elu",  "swish"};
 constexpr std::array<std::string_view, 3> saved_names{"src_and_dst", "dst", "src"};
 
 // The shortest text that reads back as the same double (the repro line must reproduce exactly).
@@ -28,9 +28,7 @@ std::string exact(double value) {
   return std::string(buffer.data(), end);
 }
 
-bool valid_kind(ActivationKind kind) {
-  return static_cast<std::size_t>(kind) < kind_names.size();
-}
+bool valid_kind(ActivationKind kind) { return static_cast<std::size_t>(kind) < kind_names.size(); }
 
 }  // namespace
 
@@ -61,8 +59,8 @@ ActivationSaved parse_activation_saved(std::string_view text) {
   }
   if (name == "both") return ActivationSaved::src_and_dst;
   detail::raise(ErrorKind::InvalidArgument,
-                detail::cat("unknown saved-tensor set '", text,
-                            "'; accepted: ", detail::join(saved_names, ", "), " (both = src_and_dst)"));
+                detail::cat("unknown saved-tensor set '", text, "'; accepted: ",
+                            detail::join(saved_names, ", "), " (both = src_and_dst)"));
 }
 
 // Note [backward from dst]
@@ -79,12 +77,9 @@ bool activation_bwd_from_dst(ActivationKind kind, double alpha) {
     case ActivationKind::relu:
     case ActivationKind::clipped_relu:
     case ActivationKind::tanh:
-    case ActivationKind::sigmoid:
-      return true;
-    case ActivationKind::elu:
-      return alpha >= 0;
-    case ActivationKind::swish:
-      return false;
+    case ActivationKind::sigmoid: return true;
+    case ActivationKind::elu: return alpha >= 0;
+    case ActivationKind::swish: return false;
   }
   return false;
 }
@@ -155,10 +150,8 @@ void ActivationDesc::validate() const {
 bool ActivationDesc::bwd_computable() const {
   switch (saved) {
     case ActivationSaved::src_and_dst:
-    case ActivationSaved::src:
-      return activation_bwd_from_src(kind);
-    case ActivationSaved::dst:
-      return activation_bwd_from_dst(kind, alpha);
+    case ActivationSaved::src: return activation_bwd_from_src(kind);
+    case ActivationSaved::dst: return activation_bwd_from_dst(kind, alpha);
   }
   return false;
 }
@@ -208,6 +201,8 @@ std::size_t ActivationDesc::hash() const {
   return h;
 }
 
-std::ostream& operator<<(std::ostream& out, const ActivationDesc& desc) { return out << desc.key(); }
+std::ostream& operator<<(std::ostream& out, const ActivationDesc& desc) {
+  return out << desc.key();
+}
 
 }  // namespace dnnx

@@ -49,8 +49,8 @@ AddDesc AddDesc::from_dims(const Dims& src, const Dims& dst, float alpha, float 
 }
 
 AddDesc AddDesc::bias(const Dims& dst, DType dtype, Layout layout) {
-  DNNX_CHECK_ARG(dst.rank() >= 2, "a bias add needs dst dims of rank >= 2 (N, C, ...), got '",
-                 dst, "' of rank ", dst.rank());
+  DNNX_CHECK_ARG(dst.rank() >= 2, "a bias add needs dst dims of rank >= 2 (N, C, ...), got '", dst,
+                 "' of rank ", dst.rank());
   Dims src = dst;
   for (int i = 0; i < src.rank(); ++i) src[i] = i == 1 ? dst[1] : 1;
   return from_dims(src, dst, 1.0f, 1.0f, dtype, layout);

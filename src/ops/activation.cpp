@@ -37,8 +37,8 @@ void check_tensor(const Context& context, const ActivationDesc& desc, const char
 
 void check_layout(const ActivationDesc& desc, const char* role, const Tensor& tensor) {
   DNNX_CHECK_ARG(tensor.is_dense(desc.layout), "layout mismatch: ", role, " strides ",
-                 tensor.strides(), " are not dense ", to_string(desc.layout),
-                 " (expected strides ", dense_strides(desc.dims, desc.layout), ")");
+                 tensor.strides(), " are not dense ", to_string(desc.layout), " (expected strides ",
+                 dense_strides(desc.dims, desc.layout), ")");
 }
 
 bool same_strides(const Tensor& a, const Tensor& b) {
@@ -58,12 +58,12 @@ void check_alias(const char* out_role, const Tensor& out, const char* in_role, c
                    " has ", in.strides(), "; in place needs identical strides");
     return;
   }
-  DNNX_CHECK_ARG(false, out_role, " overlaps ", in_role, " in memory without being ", in_role,
-                 " itself (", out_role, " starts at byte offset ",
-                 static_cast<const char*>(out.data()) - static_cast<const char*>(in.data()),
-                 " from ", in_role, ")",
-                 in_place ? "; in place needs the very same memory and strides"
-                          : "; use separate buffers");
+  DNNX_CHECK_ARG(
+      false, out_role, " overlaps ", in_role, " in memory without being ", in_role, " itself (",
+      out_role, " starts at byte offset ",
+      static_cast<const char*>(out.data()) - static_cast<const char*>(in.data()), " from ", in_role,
+      ")",
+      in_place ? "; in place needs the very same memory and strides" : "; use separate buffers");
 }
 
 void check_fwd(const Context& context, const ActivationDesc& desc, const ActivationArgs& args) {
@@ -80,7 +80,8 @@ void check_saved(const Context& context, const ActivationDesc& desc, const char*
   const char* other = std::string_view(role) == "src" ? "dst" : "src";
   if (needed) {
     DNNX_CHECK_ARG(tensor != nullptr, role, " is null but desc.saved is ", to_string(desc.saved),
-                   "; pass the forward ", role, std::string_view(role) == "src" ? " (input)" : " (output)",
+                   "; pass the forward ", role,
+                   std::string_view(role) == "src" ? " (input)" : " (output)",
                    " or set desc.saved = ", other);
     check_tensor(context, desc, role, *tensor);
   } else {

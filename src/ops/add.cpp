@@ -21,8 +21,8 @@ void check_tensor(const Context& context, const AddDesc& desc, const char* role,
                  " do not match the desc's ", field, " ", expected);
   DNNX_CHECK_ARG(tensor.data() != nullptr, role, " has null data");
   DNNX_CHECK_ARG(tensor.is_dense(desc.layout), "layout mismatch: ", role, " strides ",
-                 tensor.strides(), " are not dense ", to_string(desc.layout),
-                 " (expected strides ", dense_strides(expected, desc.layout), ")");
+                 tensor.strides(), " are not dense ", to_string(desc.layout), " (expected strides ",
+                 dense_strides(expected, desc.layout), ")");
   DNNX_CHECK_ARG(tensor.device() == context.device(), role, " is on ", to_string(tensor.device()),
                  " but the context runs on ", to_string(context.device()));
 }
@@ -90,8 +90,8 @@ std::shared_ptr<const Choice> add_fwd(Context& context, const AddDesc& desc, con
   return Dispatch::run(context, desc, Direction::fwd, args);
 }
 
-std::shared_ptr<const Choice> add_bwd(Context& context, const AddDesc& desc,
-                                      const Tensor& diff_dst, Tensor& diff_src) {
+std::shared_ptr<const Choice> add_bwd(Context& context, const AddDesc& desc, const Tensor& diff_dst,
+                                      Tensor& diff_src) {
   AddArgs args;
   args.diff_dst = &diff_dst, args.diff_src = &diff_src;
   return Dispatch::run(context, desc, Direction::bwd_data, args);

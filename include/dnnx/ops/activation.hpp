@@ -56,18 +56,17 @@ constexpr bool activation_bwd_from_src(ActivationKind) { return true; }
 /// error context and the test-case name.
 struct ActivationDesc {
   ActivationKind kind = ActivationKind::relu;  ///< the function
-  double alpha = 1.0;    ///< elu: the scale of the negative branch (finite); ignored otherwise
-  double ceiling = 6.0;  ///< clipped_relu: the upper clip (finite, > 0); ignored otherwise
-  Dims dims;             ///< logical dims of src and dst: N, C, spatial... (rank 1 to 5)
-  DType dtype = DType::f32;                 ///< of every tensor of the op
-  Layout layout = Layout::channels_first;   ///< memory order of every tensor of the op
+  double alpha = 1.0;        ///< elu: the scale of the negative branch (finite); ignored otherwise
+  double ceiling = 6.0;      ///< clipped_relu: the upper clip (finite, > 0); ignored otherwise
+  Dims dims;                 ///< logical dims of src and dst: N, C, spatial... (rank 1 to 5)
+  DType dtype = DType::f32;  ///< of every tensor of the op
+  Layout layout = Layout::channels_first;  ///< memory order of every tensor of the op
   /// Which forward tensors activation_bwd is given (and the candidates may read). Forward ignores
   /// it.
   ActivationSaved saved = ActivationSaved::src_and_dst;
 
   /// A desc of `kind` over `dims` (alpha 1, ceiling 6, both forward tensors saved).
-  static ActivationDesc from_dims(ActivationKind kind, const Dims& dims,
-                                  DType dtype = DType::f32,
+  static ActivationDesc from_dims(ActivationKind kind, const Dims& dims, DType dtype = DType::f32,
                                   Layout layout = Layout::channels_first);
   /// elu with `alpha`.
   static ActivationDesc elu(const Dims& dims, double alpha = 1.0, DType dtype = DType::f32,
@@ -115,7 +114,6 @@ std::vector<AlgoInfo> activation_list(Context& context, const ActivationDesc& de
 std::shared_ptr<const Choice> activation_select(Context& context, const ActivationDesc& desc,
                                                 Direction direction);
 /// Times every candidate on scratch tensors and returns the table.
-ProfileResult activation_profile(Context& context, const ActivationDesc& desc,
-                                 Direction direction);
+ProfileResult activation_profile(Context& context, const ActivationDesc& desc, Direction direction);
 
 }  // namespace dnnx

@@ -18,8 +18,8 @@ namespace dnnx {
 
 /// What a tensor add computes. Plain data: comparable, hashable, printable.
 struct AddDesc {
-  Dims src_dims;      ///< logical dims of src: each equal to dst's or 1 (broadcast), same rank
-  Dims dst_dims;      ///< logical dims of dst: N, C, spatial... (rank 1 to 5)
+  Dims src_dims;       ///< logical dims of src: each equal to dst's or 1 (broadcast), same rank
+  Dims dst_dims;       ///< logical dims of dst: N, C, spatial... (rank 1 to 5)
   float alpha = 1.0f;  ///< scale of src (finite)
   /// Scale of dst's previous contents (finite). With beta = 0 dst is not read at all, so it may
   /// hold anything, NaN included (BLAS and cuDNN convention).
@@ -28,9 +28,8 @@ struct AddDesc {
   Layout layout = Layout::channels_first;  ///< memory order of both tensors
 
   /// dst = alpha * broadcast(src) + beta * dst over the given dims.
-  static AddDesc from_dims(const Dims& src, const Dims& dst, float alpha = 1.0f,
-                           float beta = 1.0f, DType dtype = DType::f32,
-                           Layout layout = Layout::channels_first);
+  static AddDesc from_dims(const Dims& src, const Dims& dst, float alpha = 1.0f, float beta = 1.0f,
+                           DType dtype = DType::f32, Layout layout = Layout::channels_first);
   /// A bias add on `dst` (rank >= 2): src is 1 x C x 1 x ... .
   static AddDesc bias(const Dims& dst, DType dtype = DType::f32,
                       Layout layout = Layout::channels_first);
@@ -53,14 +52,15 @@ struct AddDesc {
 
 std::ostream& operator<<(std::ostream& out, const AddDesc& desc);
 
-/// dst = alpha * broadcast(src) + beta * dst. src must not overlap dst. Returns the choice that ran.
+/// dst = alpha * broadcast(src) + beta * dst. src must not overlap dst. Returns the choice that
+/// ran.
 std::shared_ptr<const Choice> add_fwd(Context& context, const AddDesc& desc, const Tensor& src,
                                       Tensor& dst);
 /// diff_src = alpha * (sum of diff_dst over the broadcast axes): the gradient w.r.t. src (the bias
 /// gradient). Overwrites diff_src (the gradient w.r.t. dst is beta * diff_dst, left to the
 /// caller). diff_src must not overlap diff_dst. Returns the choice that ran.
-std::shared_ptr<const Choice> add_bwd(Context& context, const AddDesc& desc,
-                                      const Tensor& diff_dst, Tensor& diff_src);
+std::shared_ptr<const Choice> add_bwd(Context& context, const AddDesc& desc, const Tensor& diff_dst,
+                                      Tensor& diff_src);
 
 /// Every candidate of the context's backend for (desc, direction), nothing run. The backward pass
 /// is Direction::bwd_data.

@@ -22,10 +22,11 @@
 // elementwise without atomics, so every candidate is deterministic (cuDNN's reproducibility notes
 // list no activation routine); cudnn_activation_test checks it bitwise.
 
+#include "backends/cudnn/kernels/activation.hpp"
+
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv_common.hpp"
 #include "backends/cudnn/handles.hpp"
-#include "backends/cudnn/kernels/activation.hpp"
 #include "backends/cudnn/launch_graph.hpp"
 #include "backends/cudnn/layers.hpp"
 #include "core/activation_args.hpp"
@@ -103,23 +104,25 @@ std::string saved_reason(const ActivationDesc& desc, Reads reads, std::string_vi
       break;
     case Reads::dst:
       if (!activation_bwd_from_dst(desc.kind, desc.alpha)) {
-        return detail::cat(to_string(desc.kind), desc.kind == ActivationKind::elu ? " with alpha < 0" : "",
+        return detail::cat(to_string(desc.kind),
+                           desc.kind == ActivationKind::elu ? " with alpha < 0" : "",
                            " has no derivative as a function of dst (Note [backward from dst])");
       }
       if (!has_dst) return detail::cat(who, " reads dst, and desc.saved = ", to_string(desc.saved));
       break;
     case Reads::both:
       if (!has_src || !has_dst) {
-        return detail::cat(who, " reads both x and y (cuDNN does not document which one each mode "
-                                "uses), and desc.saved = ", to_string(desc.saved));
+        return detail::cat(who,
+                           " reads both x and y (cuDNN does not document which one each mode "
+                           "uses), and desc.saved = ",
+                           to_string(desc.saved));
       }
       break;
   }
   return {};
 }
 
-AlgoInfo kernel_info(const ActivationDesc& desc, Direction direction, const char* id,
-                     Reads reads) {
+AlgoInfo kernel_info(const ActivationDesc& desc, Direction direction, const char* id, Reads reads) {
   AlgoInfo info;
   info.id = id;
   info.deterministic = true;
@@ -139,9 +142,9 @@ AlgoInfo kernel_info(const ActivationDesc& desc, Direction direction, const char
 AlgoInfo legacy_info(const ActivationDesc& desc, Direction direction) {
   AlgoInfo info;
   info.id = legacy_id(desc.kind);
-  info.name = detail::cat(direction == Direction::fwd ? "cudnnActivationForward"
-                                                       : "cudnnActivationBackward",
-                          " (", to_string(desc.kind), ")");
+  info.name = detail::cat(
+      direction == Direction::fwd ? "cudnnActivationForward" : "cudnnActivationBackward", " (",
+      to_string(desc.kind), ")");
   info.deterministic = true;
   info.notes = {"legacy"};
   cudnnActivationMode_t mode{};
@@ -236,10 +239,10 @@ class LegacyPlan final : public detail::OpPlan<detail::ActivationArgs> {
     DNNX_ASSERT(legacy_mode(desc.kind, mode), "no legacy mode for ", to_string(desc.kind));
     tensor_ = make_tensor_descriptor(context_);
     // One flat row (Note [cudnn activation candidates]).
-    DNNX_CUDNN_CHECK(cudnnSetTensor4dDescriptor(tensor_.get(), CUDNN_TENSOR_NCHW,
-                                                data_type(desc.dtype), 1, 1, 1,
-                                                static_cast<int>(desc.numel())),
-                     context_, "describing the tensors");
+    DNNX_CUDNN_CHECK(
+        cudnnSetTensor4dDescriptor(tensor_.get(), CUDNN_TENSOR_NCHW, data_type(desc.dtype), 1, 1, 1,
+                                   static_cast<int>(desc.numel())),
+        context_, "describing the tensors");
     cudnnActivationDescriptor_t raw = nullptr;
     DNNX_CUDNN_CHECK(cudnnCreateActivationDescriptor(&raw), context_,
                      "creating the activation descriptor");
@@ -249,8 +252,8 @@ class LegacyPlan final : public detail::OpPlan<detail::ActivationArgs> {
                         : desc.kind == ActivationKind::elu        ? desc.alpha
                                                                   : 0.0;
     DNNX_CUDNN_CHECK(
-        cudnnSetActivationDescriptor(activation_.get(), mode, CUDNN_PROPAGATE_NAN, coef),
-        context_, "setting the activation mode");
+        cudnnSetActivationDescriptor(activation_.get(), mode, CUDNN_PROPAGATE_NAN, coef), context_,
+        "setting the activation mode");
     if (desc.kind == ActivationKind::swish) {
       DNNX_CUDNN_CHECK(cudnnSetActivationDescriptorSwishBeta(activation_.get(), 1.0), context_,
                        "setting swish's beta");
@@ -264,32 +267,34 @@ class LegacyPlan final : public detail::OpPlan<detail::ActivationArgs> {
     if (direction_ == Direction::fwd) {
       const void* x = need(args.src, "src", context_).data();
       void* y = need(args.dst, "dst", context_).data();
-      replay_.run(runtime_->settings().graphs, runtime_->stream(), {x, y, nullptr, nullptr},
-                  [&] { forward(x, y); }, context_);
+      replay_.run(
+          runtime_->settings().graphs, runtime_->stream(), {x, y, nullptr, nullptr},
+          [&] { forward(x, y); }, context_);
       return;
     }
     const void* x = need(args.src, "src", context_).data();
     const void* y = need(args.saved_dst, "dst", context_).data();
     const void* dy = need(args.diff_dst, "diff_dst", context_).data();
     void* dx = need(args.diff_src, "diff_src", context_).data();
-    replay_.run(runtime_->settings().graphs, runtime_->stream(), {x, y, dy, dx},
-                [&] { backward(x, y, dy, dx); }, context_);
+    replay_.run(
+        runtime_->settings().graphs, runtime_->stream(), {x, y, dy, dx},
+        [&] { backward(x, y, dy, dx); }, context_);
   }
 
  private:
   void forward(const void* x, void* y) {
     const float alpha = 1.0f, beta = 0.0f;
     const cudnnTensorDescriptor_t t = tensor_.get();
-    DNNX_CUDNN_CHECK(cudnnActivationForward(runtime_->handle(), activation_.get(), &alpha, t, x,
-                                            &beta, t, y),
-                     context_, "running cudnnActivationForward");
+    DNNX_CUDNN_CHECK(
+        cudnnActivationForward(runtime_->handle(), activation_.get(), &alpha, t, x, &beta, t, y),
+        context_, "running cudnnActivationForward");
   }
 
   void backward(const void* x, const void* y, const void* dy, void* dx) {
     const float alpha = 1.0f, beta = 0.0f;
     const cudnnTensorDescriptor_t t = tensor_.get();
-    DNNX_CUDNN_CHECK(cudnnActivationBackward(runtime_->handle(), activation_.get(), &alpha, t, y,
-                                             t, dy, t, x, &beta, t, dx),
+    DNNX_CUDNN_CHECK(cudnnActivationBackward(runtime_->handle(), activation_.get(), &alpha, t, y, t,
+                                             dy, t, x, &beta, t, dx),
                      context_, "running cudnnActivationBackward");
   }
 
@@ -315,25 +320,26 @@ class CudnnActivation final : public detail::ActivationBackend {
                                                                Direction direction,
                                                                const std::string& id) override {
     desc.validate();
-    return plans_.get_or_build(desc, direction, id,
-                               [&]() -> std::shared_ptr<detail::OpPlan<detail::ActivationArgs>> {
-      const std::vector<AlgoInfo> list = candidates(desc, direction);
-      const auto found =
-          std::find_if(list.begin(), list.end(), [&](const AlgoInfo& a) { return a.id == id; });
-      if (found == list.end()) {
-        std::vector<std::string> ids;
-        for (const AlgoInfo& a : list) ids.push_back(a.id);
-        detail::raise(ErrorKind::InvalidArgument,
-                      detail::cat("algorithm id '", id, "' is not a cudnn candidate for this act ",
-                                  to_string(direction), "; valid ids: ", detail::join(ids, ", ")),
-                      context_of(desc, direction, id));
-      }
-      if (!found->supported)
-        detail::raise(ErrorKind::Unsupported, found->reason, context_of(desc, direction, id));
-      if (found->id.starts_with("cudnn:kernel:"))
-        return std::make_shared<KernelPlan>(runtime_, desc, direction, *found);
-      return std::make_shared<LegacyPlan>(runtime_, desc, direction, *found);
-    });
+    return plans_.get_or_build(
+        desc, direction, id, [&]() -> std::shared_ptr<detail::OpPlan<detail::ActivationArgs>> {
+          const std::vector<AlgoInfo> list = candidates(desc, direction);
+          const auto found =
+              std::find_if(list.begin(), list.end(), [&](const AlgoInfo& a) { return a.id == id; });
+          if (found == list.end()) {
+            std::vector<std::string> ids;
+            for (const AlgoInfo& a : list) ids.push_back(a.id);
+            detail::raise(
+                ErrorKind::InvalidArgument,
+                detail::cat("algorithm id '", id, "' is not a cudnn candidate for this act ",
+                            to_string(direction), "; valid ids: ", detail::join(ids, ", ")),
+                context_of(desc, direction, id));
+          }
+          if (!found->supported)
+            detail::raise(ErrorKind::Unsupported, found->reason, context_of(desc, direction, id));
+          if (found->id.starts_with("cudnn:kernel:"))
+            return std::make_shared<KernelPlan>(runtime_, desc, direction, *found);
+          return std::make_shared<LegacyPlan>(runtime_, desc, direction, *found);
+        });
   }
 
  private:
@@ -343,7 +349,8 @@ class CudnnActivation final : public detail::ActivationBackend {
 
 }  // namespace
 
-std::unique_ptr<detail::ActivationBackend> make_activation_backend(std::shared_ptr<Runtime> runtime) {
+std::unique_ptr<detail::ActivationBackend> make_activation_backend(
+    std::shared_ptr<Runtime> runtime) {
   return std::make_unique<CudnnActivation>(std::move(runtime));
 }
 

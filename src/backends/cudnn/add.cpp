@@ -24,10 +24,11 @@
 // left to the kernel. cuDNN's reproducibility notes list none of these routines as
 // non-deterministic; cudnn_add_test checks every candidate bitwise.
 
+#include "backends/cudnn/kernels/add.hpp"
+
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv_common.hpp"
 #include "backends/cudnn/handles.hpp"
-#include "backends/cudnn/kernels/add.hpp"
 #include "backends/cudnn/launch_graph.hpp"
 #include "backends/cudnn/layers.hpp"
 #include "core/add_args.hpp"
@@ -128,8 +129,8 @@ Described describe_tensor(const Dims& dims, Layout layout) {
   return d;
 }
 
-TensorDescriptor make_descriptor(const Dims& dims, const AddDesc& desc,
-                                 const ErrorContext& context, const char* role) {
+TensorDescriptor make_descriptor(const Dims& dims, const AddDesc& desc, const ErrorContext& context,
+                                 const char* role) {
   TensorDescriptor tensor = make_tensor_descriptor(context);
   const Described d = describe_tensor(dims, desc.layout);
   DNNX_CUDNN_CHECK(cudnnSetTensorNdDescriptor(tensor.get(), data_type(desc.dtype), d.nb_dims,
@@ -154,14 +155,15 @@ std::string add_tensor_reason(const AddDesc& desc) {
     }
   }
   const bool full = src == dst;
-  const bool same_c = n_whole && !c && spatial_all;      // 1xCx1x1
-  const bool same_chw = n_whole && !c && !spatial_any;   // 1xCxHxW
-  const bool same_hw = n_whole && c && !spatial_any;     // 1x1xHxW
+  const bool same_c = n_whole && !c && spatial_all;     // 1xCx1x1
+  const bool same_chw = n_whole && !c && !spatial_any;  // 1xCxHxW
+  const bool same_hw = n_whole && c && !spatial_any;    // 1x1xHxW
   if (full || same_c || same_chw || same_hw) return {};
-  return detail::cat("cudnnAddTensor broadcasts only the patterns of its former modes (full "
-                     "tensor, 1xCx1x1, 1xCxHxW, 1x1xHxW); src ",
-                     desc.src_dims, " on dst ", desc.dst_dims,
-                     " is another (cudnn:legacy:op_tensor and cudnn:kernel:add take any)");
+  return detail::cat(
+      "cudnnAddTensor broadcasts only the patterns of its former modes (full "
+      "tensor, 1xCx1x1, 1xCxHxW, 1x1xHxW); src ",
+      desc.src_dims, " on dst ", desc.dst_dims,
+      " is another (cudnn:legacy:op_tensor and cudnn:kernel:add take any)");
 }
 
 std::string legacy_size_reason(const AddDesc& desc) {
@@ -202,11 +204,11 @@ Reduction make_reduction(Runtime& runtime, const AddDesc& desc, const ErrorConte
   DNNX_CUDNN_CHECK(cudnnCreateReduceTensorDescriptor(&raw), context,
                    "creating the reduction descriptor");
   r.reduce = ReduceTensorDescriptor(raw, "cudnnReduceTensorDescriptor_t");
-  DNNX_CUDNN_CHECK(cudnnSetReduceTensorDescriptor(r.reduce.get(), CUDNN_REDUCE_TENSOR_ADD,
-                                                  CUDNN_DATA_FLOAT, CUDNN_NOT_PROPAGATE_NAN,
-                                                  CUDNN_REDUCE_TENSOR_NO_INDICES,
-                                                  CUDNN_32BIT_INDICES),
-                   context, "setting the reduction");
+  DNNX_CUDNN_CHECK(
+      cudnnSetReduceTensorDescriptor(r.reduce.get(), CUDNN_REDUCE_TENSOR_ADD, CUDNN_DATA_FLOAT,
+                                     CUDNN_NOT_PROPAGATE_NAN, CUDNN_REDUCE_TENSOR_NO_INDICES,
+                                     CUDNN_32BIT_INDICES),
+      context, "setting the reduction");
   const cudnnStatus_t status = cudnnGetReductionWorkspaceSize(
       runtime.handle(), r.reduce.get(), r.diff_dst.get(), r.diff_src.get(), &r.workspace);
   if (status != CUDNN_STATUS_SUCCESS) {
@@ -227,14 +229,14 @@ std::vector<AlgoInfo> list_candidates(Runtime& runtime, const AddDesc& desc, Dir
     list.push_back(info_of(add_tensor_id, "cudnnAddTensor", reason, {"legacy"}));
     reason = size_reason;
     if (reason.empty() && desc.beta == 0) {
-      reason = "cudnnOpTensor's first operand must be full-size, so it is dst, read even with "
-               "beta = 0, where NaN or Inf in dst would become NaN (0 * NaN)";
+      reason =
+          "cudnnOpTensor's first operand must be full-size, so it is dst, read even with "
+          "beta = 0, where NaN or Inf in dst would become NaN (0 * NaN)";
     }
     list.push_back(info_of(op_tensor_id, "cudnnOpTensor (add)", reason, {"legacy"}));
   } else {
     list.push_back(info_of(kernel_id, "dnnx deterministic reduction kernel", {}, kernel_notes,
-                           kadd::backward_workspace(kernel_shape(desc),
-                                                    runtime.facts().sm_count)));
+                           kadd::backward_workspace(kernel_shape(desc), runtime.facts().sm_count)));
     std::string reason = size_reason;
     std::size_t workspace = 0;
     if (reason.empty()) {
@@ -242,8 +244,8 @@ std::vector<AlgoInfo> list_candidates(Runtime& runtime, const AddDesc& desc, Dir
       reason = r.reason;
       workspace = r.workspace;
     }
-    list.push_back(info_of(reduce_tensor_id, "cudnnReduceTensor (add)", reason, {"legacy"},
-                           workspace));
+    list.push_back(
+        info_of(reduce_tensor_id, "cudnnReduceTensor (add)", reason, {"legacy"}, workspace));
   }
   std::stable_partition(list.begin(), list.end(), [](const AlgoInfo& a) { return a.supported; });
   for (std::size_t i = 0; i < list.size(); ++i) list[i].priority = static_cast<int>(i);
@@ -275,10 +277,10 @@ class KernelPlan final : public detail::OpPlan<detail::AddArgs> {
   void execute(const detail::AddArgs& args, detail::Workspace workspace) override {
     runtime_->make_current();
     if (direction_ == Direction::fwd) {
-      DNNX_CUDNN_CHECK(kadd::forward(element_, alpha_, beta_, shape_,
-                                     need(args.src, "src", context_)->data(),
-                                     need(args.dst, "dst", context_)->data(), runtime_->stream()),
-                       context_, "launching the add kernel");
+      DNNX_CUDNN_CHECK(
+          kadd::forward(element_, alpha_, beta_, shape_, need(args.src, "src", context_)->data(),
+                        need(args.dst, "dst", context_)->data(), runtime_->stream()),
+          context_, "launching the add kernel");
       return;
     }
     check_workspace(workspace, info_.workspace_bytes, context_);
@@ -337,14 +339,16 @@ class LegacyPlan final : public detail::OpPlan<detail::AddArgs> {
       check_workspace(workspace, info_.workspace_bytes, context_);
       const void* dy = need(args.diff_dst, "diff_dst", context_)->data();
       void* dx = need(args.diff_src, "diff_src", context_)->data();
-      replay_.run(runtime_->settings().graphs, runtime_->stream(), {dy, dx, workspace.data, nullptr},
-                  [&] { reduce(dy, dx, workspace); }, context_);
+      replay_.run(
+          runtime_->settings().graphs, runtime_->stream(), {dy, dx, workspace.data, nullptr},
+          [&] { reduce(dy, dx, workspace); }, context_);
       return;
     }
     const void* src = need(args.src, "src", context_)->data();
     void* dst = need(args.dst, "dst", context_)->data();
-    replay_.run(runtime_->settings().graphs, runtime_->stream(), {src, dst, nullptr, nullptr},
-                [&] { add(src, dst); }, context_);
+    replay_.run(
+        runtime_->settings().graphs, runtime_->stream(), {src, dst, nullptr, nullptr},
+        [&] { add(src, dst); }, context_);
   }
 
  private:
@@ -364,11 +368,11 @@ class LegacyPlan final : public detail::OpPlan<detail::AddArgs> {
 
   void reduce(const void* dy, void* dx, const detail::Workspace& workspace) {
     const float zero = 0.0f;
-    DNNX_CUDNN_CHECK(cudnnReduceTensor(runtime_->handle(), reduction_->reduce.get(), nullptr, 0,
-                                       workspace.data, info_.workspace_bytes, &alpha_,
-                                       reduction_->diff_dst.get(), dy, &zero,
-                                       reduction_->diff_src.get(), dx),
-                     context_, "running cudnnReduceTensor");
+    DNNX_CUDNN_CHECK(
+        cudnnReduceTensor(runtime_->handle(), reduction_->reduce.get(), nullptr, 0, workspace.data,
+                          info_.workspace_bytes, &alpha_, reduction_->diff_dst.get(), dy, &zero,
+                          reduction_->diff_src.get(), dx),
+        context_, "running cudnnReduceTensor");
   }
 
   std::shared_ptr<Runtime> runtime_;
@@ -405,29 +409,30 @@ class CudnnAdd final : public detail::AddBackend {
   std::shared_ptr<detail::OpPlan<detail::AddArgs>> plan(const AddDesc& desc, Direction direction,
                                                         const std::string& id) override {
     desc.validate();
-    return plans_.get_or_build(desc, direction, id,
-                               [&]() -> std::shared_ptr<detail::OpPlan<detail::AddArgs>> {
-      AlgoInfo info;
-      {
-        std::lock_guard lock(mutex_);
-        const std::vector<AlgoInfo>& list = list_locked(desc, direction);
-        const auto found =
-            std::find_if(list.begin(), list.end(), [&](const AlgoInfo& a) { return a.id == id; });
-        if (found == list.end()) {
-          std::vector<std::string> ids;
-          for (const AlgoInfo& a : list) ids.push_back(a.id);
-          detail::raise(ErrorKind::InvalidArgument,
-                        detail::cat("algorithm id '", id, "' is not a cudnn candidate for this add ",
-                                    to_string(direction), "; valid ids: ", detail::join(ids, ", ")),
-                        context_of(desc, direction, id));
-        }
-        if (!found->supported)
-          detail::raise(ErrorKind::Unsupported, found->reason, context_of(desc, direction, id));
-        info = *found;
-      }
-      if (id == kernel_id) return std::make_shared<KernelPlan>(runtime_, desc, direction, info);
-      return std::make_shared<LegacyPlan>(runtime_, desc, direction, info);
-    });
+    return plans_.get_or_build(
+        desc, direction, id, [&]() -> std::shared_ptr<detail::OpPlan<detail::AddArgs>> {
+          AlgoInfo info;
+          {
+            std::lock_guard lock(mutex_);
+            const std::vector<AlgoInfo>& list = list_locked(desc, direction);
+            const auto found = std::find_if(list.begin(), list.end(),
+                                            [&](const AlgoInfo& a) { return a.id == id; });
+            if (found == list.end()) {
+              std::vector<std::string> ids;
+              for (const AlgoInfo& a : list) ids.push_back(a.id);
+              detail::raise(
+                  ErrorKind::InvalidArgument,
+                  detail::cat("algorithm id '", id, "' is not a cudnn candidate for this add ",
+                              to_string(direction), "; valid ids: ", detail::join(ids, ", ")),
+                  context_of(desc, direction, id));
+            }
+            if (!found->supported)
+              detail::raise(ErrorKind::Unsupported, found->reason, context_of(desc, direction, id));
+            info = *found;
+          }
+          if (id == kernel_id) return std::make_shared<KernelPlan>(runtime_, desc, direction, info);
+          return std::make_shared<LegacyPlan>(runtime_, desc, direction, info);
+        });
   }
 
  private:

@@ -113,31 +113,37 @@ std::vector<Algorithm> algorithms(const ActivationDesc& desc, Direction directio
       list.push_back(make(algorithm::eltwise_linear, "linear", 1.0f, 0.0f, Reads::nothing));
       break;
     case ActivationKind::relu:
-      if (bwd) list.push_back(make(algorithm::eltwise_relu_use_dst_for_bwd, "relu_use_dst_for_bwd",
-                               0, 0, Reads::dst));
+      if (bwd)
+        list.push_back(make(algorithm::eltwise_relu_use_dst_for_bwd, "relu_use_dst_for_bwd", 0, 0,
+                            Reads::dst));
       list.push_back(make(algorithm::eltwise_relu, "relu", 0, 0, Reads::src));
       break;
     case ActivationKind::clipped_relu:
-      if (bwd) list.push_back(make(algorithm::eltwise_clip_v2_use_dst_for_bwd,
-                               "clip_v2_use_dst_for_bwd", 0, ceiling, Reads::dst));
+      if (bwd)
+        list.push_back(make(algorithm::eltwise_clip_v2_use_dst_for_bwd, "clip_v2_use_dst_for_bwd",
+                            0, ceiling, Reads::dst));
       list.push_back(make(algorithm::eltwise_clip_v2, "clip_v2", 0, ceiling, Reads::src));
-      list.push_back(make(algorithm::eltwise_clip, "clip", 0, ceiling, Reads::src,
-                      "oneDNN's clip passes the gradient at x == ceiling, where hardtanh's is 0 "
-                      "(clip_v2 is the exact one)"));
+      list.push_back(
+          make(algorithm::eltwise_clip, "clip", 0, ceiling, Reads::src,
+               "oneDNN's clip passes the gradient at x == ceiling, where hardtanh's is 0 "
+               "(clip_v2 is the exact one)"));
       break;
     case ActivationKind::tanh:
-      if (bwd) list.push_back(make(algorithm::eltwise_tanh_use_dst_for_bwd, "tanh_use_dst_for_bwd", 0,
-                               0, Reads::dst));
+      if (bwd)
+        list.push_back(make(algorithm::eltwise_tanh_use_dst_for_bwd, "tanh_use_dst_for_bwd", 0, 0,
+                            Reads::dst));
       list.push_back(make(algorithm::eltwise_tanh, "tanh", 0, 0, Reads::src));
       break;
     case ActivationKind::sigmoid:
-      if (bwd) list.push_back(make(algorithm::eltwise_logistic_use_dst_for_bwd,
-                               "logistic_use_dst_for_bwd", 0, 0, Reads::dst));
+      if (bwd)
+        list.push_back(make(algorithm::eltwise_logistic_use_dst_for_bwd, "logistic_use_dst_for_bwd",
+                            0, 0, Reads::dst));
       list.push_back(make(algorithm::eltwise_logistic, "logistic", 0, 0, Reads::src));
       break;
     case ActivationKind::elu:
-      if (bwd) list.push_back(make(algorithm::eltwise_elu_use_dst_for_bwd, "elu_use_dst_for_bwd", alpha,
-                               0, Reads::dst));
+      if (bwd)
+        list.push_back(make(algorithm::eltwise_elu_use_dst_for_bwd, "elu_use_dst_for_bwd", alpha, 0,
+                            Reads::dst));
       list.push_back(make(algorithm::eltwise_elu, "elu", alpha, 0, Reads::src));
       break;
     case ActivationKind::swish:
@@ -158,8 +164,10 @@ std::string exclusion(const ActivationDesc& desc, Direction direction, const Alg
     if (desc.saved == ActivationSaved::src)
       return detail::cat(alg.name, " reads dst in backward, and desc.saved = src");
     if (desc.kind == ActivationKind::elu && desc.alpha < 0) {
-      return detail::cat("elu backward from dst needs alpha >= 0 (dst does not tell the branches "
-                         "apart otherwise), got alpha ", desc.alpha);
+      return detail::cat(
+          "elu backward from dst needs alpha >= 0 (dst does not tell the branches "
+          "apart otherwise), got alpha ",
+          desc.alpha);
     }
   }
   return {};
@@ -208,7 +216,7 @@ void describe(AlgoInfo& info, const std::string& impl, const Algorithm& alg) {
     info.notes.emplace_back("reference");
     info.families = {"none"};
   }
-  for (std::string_view isa : {"avx512", "avx2", "sse41"}) {
+  for (std::string_view isa : {"avx512", "avx2", "avx", "sse41"}) {
     if (impl.find(isa) != std::string::npos) {
       info.notes.emplace_back(isa);
       break;
@@ -234,9 +242,15 @@ CandidateList list_candidates(const dnnl::engine& engine, const ActivationDesc& 
       hint = dnnl::eltwise_forward::primitive_desc(engine, dnnl::prop_kind::forward_training,
                                                    alg.kind, md, md, alg.alpha, alg.beta, attr);
     } catch (const dnnl::error& error) {
-      if (error.status != dnnl_unimplemented)
-        raise_dnnl(error.status, detail::cat("creating the ", alg.name, " forward primitive "
-                                             "descriptor: ", error.what()), context);
+      // oneDNN reports some parameters it cannot run (e.g. elu_use_dst_for_bwd with alpha < 0)
+      // as invalid arguments rather than unimplemented: both mean "no implementation" here.
+      if (error.status != dnnl_unimplemented && error.status != dnnl_invalid_arguments)
+        raise_dnnl(error.status,
+                   detail::cat("creating the ", alg.name,
+                               " forward primitive "
+                               "descriptor: ",
+                               error.what()),
+                   context);
       failure = error.what();
     }
     dnnl::primitive_desc pd;
@@ -245,9 +259,13 @@ CandidateList list_candidates(const dnnl::engine& engine, const ActivationDesc& 
         pd = dnnl::eltwise_backward::primitive_desc(engine, alg.kind, md, md, md, alg.alpha,
                                                     alg.beta, hint, attr);
       } catch (const dnnl::error& error) {
-        if (error.status != dnnl_unimplemented)
-          raise_dnnl(error.status, detail::cat("creating the ", alg.name, " backward primitive "
-                                               "descriptor: ", error.what()), context);
+        if (error.status != dnnl_unimplemented && error.status != dnnl_invalid_arguments)
+          raise_dnnl(error.status,
+                     detail::cat("creating the ", alg.name,
+                                 " backward primitive "
+                                 "descriptor: ",
+                                 error.what()),
+                     context);
         failure = error.what();
       }
     } else if (hint) {
@@ -257,11 +275,11 @@ CandidateList list_candidates(const dnnl::engine& engine, const ActivationDesc& 
       Candidate candidate = unsupported(
           detail::cat("onednn:unavailable", base),
           detail::cat(alg.name, " (no oneDNN implementation)"),
-          !why.empty() ? why
-                       : detail::cat(onednn_version(), " has no ", alg.name,
-                                     " implementation of act ", to_string(direction), " for ",
-                                     to_string(desc.dtype), ' ', to_string(desc.layout),
-                                     " on cpu isa ", isa, ": ", failure));
+          !why.empty()
+              ? why
+              : detail::cat(onednn_version(), " has no ", alg.name, " implementation of act ",
+                            to_string(direction), " for ", to_string(desc.dtype), ' ',
+                            to_string(desc.layout), " on cpu isa ", isa, ": ", failure));
       candidate.info.notes = {std::string(alg.name)};
       list.candidates.push_back(std::move(candidate));
       continue;
@@ -342,8 +360,9 @@ class Plan final : public detail::OpPlan<detail::ActivationArgs> {
         case Reads::src: data = args.src; break;
         case Reads::dst: data = args.saved_dst; break;
         case Reads::nothing:
-          data = args.src != nullptr ? args.src
-                 : args.saved_dst != nullptr ? args.saved_dst : args.diff_dst;
+          data = args.src != nullptr         ? args.src
+                 : args.saved_dst != nullptr ? args.saved_dst
+                                             : args.diff_dst;
           break;
       }
       pointers = {data_of(data, reads_ == Reads::dst ? "dst" : "src"),
@@ -361,8 +380,8 @@ class Plan final : public detail::OpPlan<detail::ActivationArgs> {
     for (std::size_t i = 0; i < bound; ++i) bind(memories_[i], pointers[i]);
     if (scratchpad_) bind(scratchpad_, workspace.data);
     const dnnl_stream_t stream = runtime_->stream.get();
-    DNNX_DNNL_CHECK(dnnl_primitive_execute(primitive_.get(), stream,
-                                           static_cast<int>(args_.size()), args_.data()),
+    DNNX_DNNL_CHECK(dnnl_primitive_execute(primitive_.get(), stream, static_cast<int>(args_.size()),
+                                           args_.data()),
                     context_, "executing");
     DNNX_DNNL_CHECK(dnnl_stream_wait(stream), context_, "waiting for the stream");
   }
@@ -457,7 +476,8 @@ class OneDnnActivation final : public detail::ActivationBackend {
 
 }  // namespace
 
-std::unique_ptr<detail::ActivationBackend> make_activation_backend(std::shared_ptr<Runtime> runtime) {
+std::unique_ptr<detail::ActivationBackend> make_activation_backend(
+    std::shared_ptr<Runtime> runtime) {
   return std::make_unique<OneDnnActivation>(std::move(runtime));
 }
 

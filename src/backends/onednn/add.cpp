@@ -6,9 +6,11 @@
 //   scaled_dst  binary_add(src0 = dst, src1 = src broadcast) with scales beta on src0 and alpha on
 //               src1, written over src0 (in place). It reads dst, so beta = 0 would still turn a
 //               NaN or Inf in dst into NaN (0 * NaN): unsupported then.
-//   post_sum    binary_add(src0 = src broadcast, src1 = a zero scalar) with scale alpha on src0,
-//               and beta * dst through the sum post-op; with beta = 0 there is no post-op and dst
-//               is only written. It needs oneDNN to broadcast src0 (3.1 and later).
+//   post_sum    binary_add(src0 = src, src1 = a zero scalar) with scale alpha on src0, and
+//               beta * dst through the sum post-op; with beta = 0 there is no post-op and dst is
+//               only written. oneDNN 3.2 broadcasts only src1, so src is described as a dst-shaped
+//               tensor with stride 0 along the broadcast axes, which only its reference
+//               implementation reads (jit ones too when nothing is broadcast).
 // Backward, diff_src = alpha * sum of diff_dst over the broadcast axes:
 //   reduction_sum  reduction (sum) from diff_dst to diff_src, alpha as an eltwise_linear post-op;
 //   linear         without broadcast axes, eltwise_linear(alpha) (a reduction over nothing).
@@ -129,6 +131,18 @@ struct CandidateList {
   }
 };
 
+// src read as a dst-shaped tensor: stride 0 along the broadcast axes (binary source 0 of
+// post_sum; oneDNN 3.2 broadcasts only source 1, but its reference implementation reads any
+// strides).
+memory::desc broadcast_md(const AddDesc& desc) {
+  Dims strides = dense_strides(desc.src_dims, desc.layout);
+  for (int i = 0; i < strides.rank(); ++i) {
+    if (desc.broadcasts(i)) strides[i] = 0;
+  }
+  return memory::desc(memory::dims(desc.dst_dims.begin(), desc.dst_dims.end()),
+                      data_type_of(desc.dtype), memory::dims(strides.begin(), strides.end()));
+}
+
 // A scalar of 1s in every dim: binary source 1 of post_sum.
 memory::desc scalar_md(const AddDesc& desc) {
   const memory::dims ones(static_cast<std::size_t>(desc.dst_dims.rank()), 1);
@@ -158,7 +172,7 @@ dnnl::primitive_desc create_pd(const dnnl::engine& engine, const AddDesc& desc,
           ops.append_sum(desc.beta);
           attr.set_post_ops(ops);
         }
-        return dnnl::binary::primitive_desc(engine, dnnl::algorithm::binary_add, src,
+        return dnnl::binary::primitive_desc(engine, dnnl::algorithm::binary_add, broadcast_md(desc),
                                             scalar_md(desc), dst, attr);
       }
       case Formulation::reduction_sum:
@@ -175,10 +189,12 @@ dnnl::primitive_desc create_pd(const dnnl::engine& engine, const AddDesc& desc,
                                                      desc.alpha, 0.0f, attr);
     }
   } catch (const dnnl::error& error) {
-    if (error.status != dnnl_unimplemented) {
+    // oneDNN reports some combinations it cannot run as invalid arguments rather than
+    // unimplemented (e.g. binary source 0 with a broadcast shape): both mean "no implementation".
+    if (error.status != dnnl_unimplemented && error.status != dnnl_invalid_arguments) {
       raise_dnnl(error.status,
-                 detail::cat("creating the ", name_of(formulation), " primitive descriptor: ",
-                             error.what()),
+                 detail::cat("creating the ", name_of(formulation),
+                             " primitive descriptor: ", error.what()),
                  context);
     }
     failure = error.what();
@@ -201,11 +217,11 @@ CandidateList list_candidates(const dnnl::engine& engine, const AddDesc& desc, D
       candidate.info.id = detail::cat("onednn:unavailable", suffix);
       candidate.info.name = detail::cat(name_of(formulation), " (no oneDNN implementation)");
       candidate.info.reason =
-          !why.empty() ? why
-                       : detail::cat(onednn_version(), " has no implementation of ",
-                                     name_of(formulation), " for add ", to_string(direction), " ",
-                                     to_string(desc.dtype), ' ', to_string(desc.layout),
-                                     " on cpu isa ", isa, ": ", failure);
+          !why.empty()
+              ? why
+              : detail::cat(onednn_version(), " has no implementation of ", name_of(formulation),
+                            " for add ", to_string(direction), " ", to_string(desc.dtype), ' ',
+                            to_string(desc.layout), " on cpu isa ", isa, ": ", failure);
       candidate.info.notes = {std::string(name_of(formulation))};
       list.candidates.push_back(std::move(candidate));
       continue;
@@ -254,7 +270,9 @@ class Plan final : public detail::OpPlan<detail::AddArgs> {
         context_(context_of(desc, direction, candidate.info.id)),
         direction_(direction) {
     const dnnl::engine& engine = runtime_->engine;
-    const memory::desc src = dense_md(desc.src_dims, desc);
+    const memory::desc src = candidate.formulation == Formulation::post_sum
+                                 ? broadcast_md(desc)
+                                 : dense_md(desc.src_dims, desc);
     const memory::desc dst = dense_md(desc.dst_dims, desc);
     const memory::desc scale = memory::desc({1}, memory::data_type::f32, memory::dims{1});
     dnnl_call(context_, "building the primitive", [&] {
@@ -266,14 +284,16 @@ class Plan final : public detail::OpPlan<detail::AddArgs> {
         scratchpad_ = dnnl::memory(scratchpad, engine, DNNL_MEMORY_NONE);
       switch (candidate.formulation) {
         case Formulation::scaled_dst:
-          args_ = {{DNNL_ARG_SRC_0, dst_.get()}, {DNNL_ARG_SRC_1, src_.get()},
+          args_ = {{DNNL_ARG_SRC_0, dst_.get()},
+                   {DNNL_ARG_SRC_1, src_.get()},
                    {DNNL_ARG_DST, dst_.get()}};
           if (desc.beta != 1) add_scale(DNNL_ARG_SRC_0, desc.beta, scale, engine);
           if (desc.alpha != 1) add_scale(DNNL_ARG_SRC_1, desc.alpha, scale, engine);
           break;
         case Formulation::post_sum:
           zero_ = dnnl::memory(scalar_md(desc), engine, zero_bytes_.data());
-          args_ = {{DNNL_ARG_SRC_0, src_.get()}, {DNNL_ARG_SRC_1, zero_.get()},
+          args_ = {{DNNL_ARG_SRC_0, src_.get()},
+                   {DNNL_ARG_SRC_1, zero_.get()},
                    {DNNL_ARG_DST, dst_.get()}};
           if (desc.alpha != 1) add_scale(DNNL_ARG_SRC_0, desc.alpha, scale, engine);
           break;
@@ -311,8 +331,8 @@ class Plan final : public detail::OpPlan<detail::AddArgs> {
     bind(dst_, dst);
     if (scratchpad_) bind(scratchpad_, workspace.data);
     const dnnl_stream_t stream = runtime_->stream.get();
-    DNNX_DNNL_CHECK(dnnl_primitive_execute(primitive_.get(), stream,
-                                           static_cast<int>(args_.size()), args_.data()),
+    DNNX_DNNL_CHECK(dnnl_primitive_execute(primitive_.get(), stream, static_cast<int>(args_.size()),
+                                           args_.data()),
                     context_, "executing");
     DNNX_DNNL_CHECK(dnnl_stream_wait(stream), context_, "waiting for the stream");
   }

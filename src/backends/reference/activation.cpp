@@ -37,8 +37,8 @@ std::string bwd_reason(const ActivationDesc& desc) {
                        " < 0 needs src (dst does not tell the branches apart), and desc.saved = ",
                        to_string(desc.saved));
   }
-  return detail::cat(to_string(desc.kind), " backward needs src, and desc.saved = ",
-                     to_string(desc.saved));
+  return detail::cat(to_string(desc.kind),
+                     " backward needs src, and desc.saved = ", to_string(desc.saved));
 }
 
 AlgoInfo direct_info(const ActivationDesc& desc, Direction direction) {
@@ -137,7 +137,9 @@ T& need(T* tensor, const char* role, const ErrorContext& context) {
 class DirectPlan final : public detail::OpPlan<detail::ActivationArgs> {
  public:
   DirectPlan(const ActivationDesc& desc, Direction direction)
-      : desc_(desc), direction_(direction), info_(direct_info(desc, direction)),
+      : desc_(desc),
+        direction_(direction),
+        info_(direct_info(desc, direction)),
         context_(context_of(desc, direction, direct_id)) {}
 
   const AlgoInfo& algo() const override { return info_; }
@@ -192,9 +194,8 @@ class ReferenceActivation final : public detail::ActivationBackend {
     const AlgoInfo info = direct_info(desc, direction);
     if (!info.supported)
       detail::raise(ErrorKind::Unsupported, info.reason, context_of(desc, direction, id));
-    return plans_.get_or_build(desc, direction, id, [&] {
-      return std::make_shared<DirectPlan>(desc, direction);
-    });
+    return plans_.get_or_build(desc, direction, id,
+                               [&] { return std::make_shared<DirectPlan>(desc, direction); });
   }
 
  private:

@@ -92,8 +92,11 @@ T& need(T* tensor, const char* role, const ErrorContext& context) {
 class DirectPlan final : public detail::OpPlan<detail::AddArgs> {
  public:
   DirectPlan(const AddDesc& desc, Direction direction)
-      : desc_(desc), direction_(direction), info_(direct_info()),
-        context_(context_of(desc, direction, direct_id)), map_(src_index_map(desc)) {}
+      : desc_(desc),
+        direction_(direction),
+        info_(direct_info()),
+        context_(context_of(desc, direction, direct_id)),
+        map_(src_index_map(desc)) {}
 
   const AlgoInfo& algo() const override { return info_; }
 
@@ -149,9 +152,8 @@ class ReferenceAdd final : public detail::AddBackend {
                                 "' is not a reference candidate; valid ids: ", direct_id),
                     context_of(desc, direction, id));
     }
-    return plans_.get_or_build(desc, direction, id, [&] {
-      return std::make_shared<DirectPlan>(desc, direction);
-    });
+    return plans_.get_or_build(desc, direction, id,
+                               [&] { return std::make_shared<DirectPlan>(desc, direction); });
   }
 
  private:

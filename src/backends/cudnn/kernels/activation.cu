@@ -212,13 +212,12 @@ cudaError_t launch(const void* in_raw, const void* dy_raw, void* out_raw, std::i
   auto* out = static_cast<T*>(out_raw);
   constexpr std::uintptr_t bytes = 16;
   const std::uintptr_t offset = reinterpret_cast<std::uintptr_t>(in) % bytes;
-  bool aligned_alike = reinterpret_cast<std::uintptr_t>(out) % bytes == offset &&
-                       offset % sizeof(T) == 0;
+  bool aligned_alike =
+      reinterpret_cast<std::uintptr_t>(out) % bytes == offset && offset % sizeof(T) == 0;
   if (M != Mode::forward) aligned_alike &= reinterpret_cast<std::uintptr_t>(dy) % bytes == offset;
   if (aligned_alike) {
-    const std::int64_t head =
-        std::min<std::int64_t>(static_cast<std::int64_t>((bytes - offset) % bytes / sizeof(T)),
-                               count);
+    const std::int64_t head = std::min<std::int64_t>(
+        static_cast<std::int64_t>((bytes - offset) % bytes / sizeof(T)), count);
     const std::int64_t packs = (count - head) / Pack<T>::size;
     vector_kernel<T, F, M>
         <<<grid_for(packs, std::int64_t{block_threads} * unroll), block_threads, 0, stream>>>(
@@ -234,8 +233,7 @@ template <typename T, Mode M>
 cudaError_t dispatch_function(const Params& p, const void* in, const void* dy, void* out,
                               std::int64_t count, cudaStream_t stream) {
   switch (p.function) {
-    case Function::identity:
-      return launch<T, Function::identity, M>(in, dy, out, count, p, stream);
+    case Function::identity: return launch<T, Function::identity, M>(in, dy, out, count, p, stream);
     case Function::relu: return launch<T, Function::relu, M>(in, dy, out, count, p, stream);
     case Function::clipped_relu:
       return launch<T, Function::clipped_relu, M>(in, dy, out, count, p, stream);
@@ -253,14 +251,13 @@ cudaError_t dispatch_function(const Params& p, const void* in, const void* dy, v
 }
 
 template <Mode M>
-cudaError_t dispatch(const Params& p, const void* in, const void* dy, void* out,
-                     std::int64_t count, cudaStream_t stream) {
+cudaError_t dispatch(const Params& p, const void* in, const void* dy, void* out, std::int64_t count,
+                     cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
   switch (p.element) {
     case Element::f32: return dispatch_function<float, M>(p, in, dy, out, count, stream);
     case Element::f16: return dispatch_function<__half, M>(p, in, dy, out, count, stream);
-    case Element::bf16:
-      return dispatch_function<__nv_bfloat16, M>(p, in, dy, out, count, stream);
+    case Element::bf16: return dispatch_function<__nv_bfloat16, M>(p, in, dy, out, count, stream);
   }
   return cudaErrorInvalidValue;
 }

@@ -161,7 +161,8 @@ __global__ void __launch_bounds__(column_tile* column_rows)
 __device__ __forceinline__ float block_sum(float value) {
   __shared__ float warp_sums[block_threads / 32];
 #pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_down_sync(0xffffffffu, value, offset);
+  for (int offset = 16; offset > 0; offset /= 2)
+    value += __shfl_down_sync(0xffffffffu, value, offset);
   const int warp = static_cast<int>(threadIdx.x) / 32;
   if (threadIdx.x % 32 == 0) warp_sums[warp] = value;
   __syncthreads();
@@ -187,11 +188,10 @@ __global__ void __launch_bounds__(block_threads)
     float acc = 0.0f;
     for (std::int64_t r = begin + threadIdx.x; r < end; r += block_threads) {
       const std::int64_t row = r / inner;
-      const std::int64_t offset =
-          r - row * inner +
-          (s.reduced_rank > 1
-               ? offset_of(row, s.reduced_rank - 1, s.reduced_dims, s.reduced_strides)
-               : 0);
+      const std::int64_t offset = r - row * inner +
+                                  (s.reduced_rank > 1 ? offset_of(row, s.reduced_rank - 1,
+                                                                  s.reduced_dims, s.reduced_strides)
+                                                      : 0);
       acc += to_float(x[base + offset]);
     }
     const float total = block_sum(acc);
@@ -219,7 +219,8 @@ __global__ void __launch_bounds__(block_threads)
 }
 
 unsigned grid_for(std::int64_t items, std::int64_t per_block, std::int64_t limit = INT_MAX) {
-  return static_cast<unsigned>(std::clamp<std::int64_t>((items + per_block - 1) / per_block, 1, limit));
+  return static_cast<unsigned>(
+      std::clamp<std::int64_t>((items + per_block - 1) / per_block, 1, limit));
 }
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
@@ -243,11 +244,11 @@ void launch_forward(const Shape& shape, const T* src, T* dst, float alpha, float
   const auto packs = static_cast<Index>(shape.dst_count() / V);
   const unsigned grid = grid_for(packs, block_threads);
   if (beta == 0.0f) {
-    forward_kernel<T, Index, V, false><<<grid, block_threads, 0, stream>>>(src, dst, g, packs,
-                                                                          alpha, beta);
+    forward_kernel<T, Index, V, false>
+        <<<grid, block_threads, 0, stream>>>(src, dst, g, packs, alpha, beta);
   } else {
-    forward_kernel<T, Index, V, true><<<grid, block_threads, 0, stream>>>(src, dst, g, packs,
-                                                                         alpha, beta);
+    forward_kernel<T, Index, V, true>
+        <<<grid, block_threads, 0, stream>>>(src, dst, g, packs, alpha, beta);
   }
 }
 
@@ -257,8 +258,8 @@ cudaError_t forward_typed(const Shape& shape, const void* src_raw, void* dst_raw
   const auto* src = static_cast<const T*>(src_raw);
   auto* dst = static_cast<T*>(dst_raw);
   constexpr int pack = 16 / static_cast<int>(sizeof(T));
-  const bool vector = shape.dims[shape.rank - 1] % pack == 0 &&
-                      reinterpret_cast<std::uintptr_t>(dst) % 16 == 0;
+  const bool vector =
+      shape.dims[shape.rank - 1] % pack == 0 && reinterpret_cast<std::uintptr_t>(dst) % 16 == 0;
   const bool narrow = shape.dst_count() < (std::int64_t{1} << 31);
   if (vector && narrow) {
     launch_forward<T, std::uint32_t, pack>(shape, src, dst, alpha, beta, stream);
@@ -407,8 +408,7 @@ cudaError_t forward(Element element, float alpha, float beta, const Shape& shape
 
 std::size_t backward_workspace(const Shape& shape, int sm_count) {
   const BackwardPlan plan = plan_backward(shape, sm_count);
-  return plan.chunks > 1 ? static_cast<std::size_t>(plan.chunks * plan.outputs) * sizeof(float)
-                         : 0;
+  return plan.chunks > 1 ? static_cast<std::size_t>(plan.chunks * plan.outputs) * sizeof(float) : 0;
 }
 
 cudaError_t backward(Element element, float alpha, const Shape& shape, const void* diff_dst,

@@ -19,9 +19,9 @@ enum class Element : int { f32, f16, bf16 };
 /// layout share their memory order, so src's memory offset of a dst element follows from it.
 struct Shape {
   static constexpr int max_rank = 5;
-  int rank = 1;                         ///< merged axes, at least 1
-  std::int64_t dims[max_rank] = {};     ///< dst's size along each merged axis
-  bool broadcast[max_rank] = {};        ///< src has size 1 along the axis (and dst more)
+  int rank = 1;                      ///< merged axes, at least 1
+  std::int64_t dims[max_rank] = {};  ///< dst's size along each merged axis
+  bool broadcast[max_rank] = {};     ///< src has size 1 along the axis (and dst more)
 
   /// Elements of dst.
   std::int64_t dst_count() const;

@@ -1,0 +1,188 @@
+// Tensor add on the cudnn backend (label "gpu"): the candidate list and its support rules, every
+// supported candidate forward and backward against the reference backend on the whole add table,
+// bitwise determinism, beta = 0 never reading dst, misaligned views, and large bias gradients in
+// both layouts (the chunked reductions of the kernel). Every test skips with the reason when no
+// usable GPU is present.
+
+#include <dnnx/dnnx.hpp>
+#include <dnnx/ops/add.hpp>
+
+#include "ops/add_cases.hpp"
+#include "support/compare.hpp"
+#include "support/random.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <iostream>
+
+namespace dnnx::test {
+namespace {
+
+#define DNNX_REQUIRE_GPU()                                                          \
+  do {                                                                              \
+    std::string dnnx_why_;                                                          \
+    if (!backend_available(BackendKind::cudnn, &dnnx_why_))                         \
+      GTEST_SKIP() << "cudnn backend not available (no usable GPU): " << dnnx_why_; \
+  } while (false)
+
+Context gpu_context() {
+  Context context(BackendKind::cudnn);
+  context.set_choice_cache(std::make_shared<ChoiceCache>());
+  return context;
+}
+
+Tensor to_device(const Tensor& host, Context& context) {
+  Tensor device =
+      Tensor::empty(host.dims(), host.dtype(), host.layout().value(), context.allocator());
+  copy(host, device);
+  return device;
+}
+
+Tensor to_host(const Tensor& device) {
+  Tensor host = Tensor::empty(device.dims(), device.dtype(), device.layout().value());
+  copy(device, host);
+  return host;
+}
+
+const AlgoInfo* find(const std::vector<AlgoInfo>& algos, const std::string& id) {
+  for (const AlgoInfo& algo : algos)
+    if (algo.id == id) return &algo;
+  return nullptr;
+}
+
+TEST(CudnnAdd, ListsTheKernelAndTheLegacyCalls) {
+  DNNX_REQUIRE_GPU();
+  Context context = gpu_context();
+  const AddDesc bias = AddDesc::bias(Dims{2, 16, 5, 5});
+  const auto fwd = add_list(context, bias, Direction::fwd);
+  ASSERT_EQ(fwd.size(), 3u);
+  EXPECT_EQ(fwd.front().id, "cudnn:kernel:add");
+  for (const char* id : {"cudnn:kernel:add", "cudnn:legacy:add_tensor", "cudnn:legacy:op_tensor"}) {
+    const AlgoInfo* algo = find(fwd, id);
+    ASSERT_NE(algo, nullptr) << id;
+    EXPECT_TRUE(algo->supported) << id << ": " << algo->reason;
+  }
+  const auto bwd = add_list(context, bias, Direction::bwd_data);
+  ASSERT_NE(find(bwd, "cudnn:kernel:add"), nullptr);
+  ASSERT_NE(find(bwd, "cudnn:legacy:reduce_tensor"), nullptr);
+  EXPECT_TRUE(find(bwd, "cudnn:kernel:add")->supported);
+
+  // A pattern outside cudnnAddTensor's, and beta = 0 for cudnnOpTensor.
+  AddDesc mixed = AddDesc::from_dims(Dims{2, 1, 1, 5}, Dims{2, 3, 4, 5}, 1.0f, 0.0f);
+  const auto listed = add_list(context, mixed, Direction::fwd);
+  EXPECT_NE(find(listed, "cudnn:legacy:add_tensor")->reason.find("former modes"),
+            std::string::npos);
+  EXPECT_NE(find(listed, "cudnn:legacy:op_tensor")->reason.find("beta = 0"), std::string::npos);
+  EXPECT_TRUE(find(listed, "cudnn:kernel:add")->supported);
+}
+
+class CudnnAddParity : public ::testing::TestWithParam<AddCase> {};
+
+TEST_P(CudnnAddParity, EveryCandidateBothDirections) {
+  DNNX_REQUIRE_GPU();
+  const AddCase& c = GetParam();
+  const AddDesc& desc = c.desc;
+  const Tensor src = random_tensor(desc.src_dims, desc.dtype, desc.layout, seed_from(c.name));
+  const Tensor dst0 = desc.beta == 0 ? nan_tensor(desc.dst_dims, desc.dtype, desc.layout)
+                                     : random_tensor(desc.dst_dims, desc.dtype, desc.layout,
+                                                     seed_from(c.name + "dst"));
+  const Tensor diff_dst =
+      random_tensor(desc.dst_dims, desc.dtype, desc.layout, seed_from(c.name + "dy"));
+  for (const Direction direction : {Direction::fwd, Direction::bwd_data}) {
+    const Tensor expected = direction == Direction::fwd ? reference_add_fwd(desc, src, dst0)
+                                                        : reference_add_bwd(desc, diff_dst);
+    Context base = gpu_context();
+    int ran = 0;
+    for (const AlgoInfo& algo : add_list(base, desc, direction)) {
+      const std::string context = add_context(desc, direction, algo.id);
+      if (!algo.supported) {
+        EXPECT_FALSE(algo.reason.empty()) << context;
+        continue;
+      }
+      Context fixed = base;
+      fixed.tune().policy(OpKind::add, direction) = AlgoPolicy::fixed(algo.id);
+      const auto run = [&] {
+        if (direction == Direction::fwd) {
+          const Tensor d_src = to_device(src, fixed);
+          Tensor d_dst = to_device(dst0, fixed);
+          EXPECT_EQ(add_fwd(fixed, desc, d_src, d_dst)->algo.id, algo.id) << context;
+          return to_host(d_dst);
+        }
+        const Tensor d_diff_dst = to_device(diff_dst, fixed);
+        Tensor d_diff_src = to_device(nan_tensor(desc.src_dims, desc.dtype, desc.layout), fixed);
+        EXPECT_EQ(add_bwd(fixed, desc, d_diff_dst, d_diff_src)->algo.id, algo.id) << context;
+        return to_host(d_diff_src);
+      };
+      const Tensor out = run();
+      const Tensor again = run();
+      EXPECT_TRUE(add_close(desc, direction, out, expected, src, dst0, diff_dst, context));
+      if (algo.deterministic) {
+        EXPECT_TRUE(bitwise_equal(out, again, "output", context));
+      }
+      ++ran;
+    }
+    EXPECT_GT(ran, 0) << add_context(desc, direction, "(none)");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, CudnnAddParity, ::testing::ValuesIn(add_cases()),
+                         [](const auto& info) { return info.param.name; });
+
+// Bias gradients large enough that the kernel splits the reduction into chunks (Note [broadcast
+// add kernels]): columns in channels_last, rows in channels_first; f16 accumulates in f32.
+TEST(CudnnAdd, LargeBiasGradientsBothLayouts) {
+  DNNX_REQUIRE_GPU();
+  for (const Layout layout : {Layout::channels_last, Layout::channels_first}) {
+    for (const DType dtype : {DType::f32, DType::f16}) {
+      const AddDesc desc = AddDesc::bias(Dims{8, 256, 56, 56}, dtype, layout);
+      SCOPED_TRACE(desc.key());
+      const Tensor diff_dst = random_tensor(desc.dst_dims, dtype, layout, 3);
+      const Tensor expected = reference_add_bwd(desc, diff_dst);
+      Context context = gpu_context();
+      const Tensor d_diff_dst = to_device(diff_dst, context);
+      for (const AlgoInfo& algo : add_list(context, desc, Direction::bwd_data)) {
+        if (!algo.supported) continue;
+        Context fixed = context;
+        fixed.tune().policy(OpKind::add, Direction::bwd_data) = AlgoPolicy::fixed(algo.id);
+        Tensor d_diff_src = to_device(nan_tensor(desc.src_dims, dtype, layout), fixed);
+        add_bwd(fixed, desc, d_diff_dst, d_diff_src);
+        const Tensor out = to_host(d_diff_src);
+        EXPECT_TRUE(add_close(desc, Direction::bwd_data, out, expected, Tensor(), Tensor(),
+                              diff_dst, add_context(desc, Direction::bwd_data, algo.id)));
+        Tensor again_device = to_device(nan_tensor(desc.src_dims, dtype, layout), fixed);
+        add_bwd(fixed, desc, d_diff_dst, again_device);
+        if (algo.deterministic) {
+          EXPECT_TRUE(bitwise_equal(out, to_host(again_device), "output", algo.id));
+        }
+      }
+      const ProfileResult profile = add_profile(context, desc, Direction::bwd_data);
+      std::cout << profile.table();
+    }
+  }
+}
+
+// dst at an odd element offset: the forward kernel's scalar path.
+TEST(CudnnAdd, MisalignedDst) {
+  DNNX_REQUIRE_GPU();
+  Context context = gpu_context();
+  const AddDesc desc = AddDesc::from_dims(Dims{1, 8, 1, 1}, Dims{3, 8, 5, 5}, 0.5f, 2.0f,
+                                          DType::f16, Layout::channels_last);
+  const Tensor src = random_tensor(desc.src_dims, desc.dtype, desc.layout, 1);
+  const Tensor dst0 = random_tensor(desc.dst_dims, desc.dtype, desc.layout, 2);
+  const Tensor expected = reference_add_fwd(desc, src, dst0);
+  Tensor buffer = to_device(
+      nan_tensor(Dims{desc.dst_dims.product() + 1}, desc.dtype, Layout::channels_first), context);
+  Tensor d_dst = Tensor::view(static_cast<char*>(buffer.data()) + size_of(desc.dtype),
+                              desc.dst_dims, desc.dtype, desc.layout, context.device());
+  copy(dst0, d_dst);
+  const Tensor d_src = to_device(src, context);
+  context.tune().policy(OpKind::add, Direction::fwd) = AlgoPolicy::fixed("cudnn:kernel:add");
+  add_fwd(context, desc, d_src, d_dst);
+  Tensor out = Tensor::empty(desc.dst_dims, desc.dtype, desc.layout);
+  copy(d_dst, out);
+  EXPECT_TRUE(add_close(desc, Direction::fwd, out, expected, src, dst0, Tensor(), "misaligned"));
+}
+
+}  // namespace
+}  // namespace dnnx::test
