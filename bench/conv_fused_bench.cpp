@@ -255,13 +255,15 @@ void run_fused(const Layer& layer, const std::string& config, const ConvFusedDes
                           desc.residual ? &t.residual : nullptr, t.dst);
   };
   const auto heuristic = call();
-  const Timing heuristic_timing = time_calls(context, [&] { call(); }, options);
+  const Timing heuristic_timing = time_calls(
+      context, [&] { call(); }, options);
   context.tune().fwd = AlgoPolicy::exhaustive();
   const auto start = Clock::now();
   const auto choice = call();
   context.synchronize();
   const double first_call_ms = ms_since(start);
-  const Timing timing = time_calls(context, [&] { call(); }, options);
+  const Timing timing = time_calls(
+      context, [&] { call(); }, options);
   row.fused = timing.kernel_ms;
   row.fused_algo = choice->algo.id;
   std::cout << base_line("fused", layer, config, desc)
@@ -419,8 +421,8 @@ int main(int argc, char** argv) try {
   }
   std::cout << "\nkernel-bound ms per call (batch " << options.batch << ")\n"
             << std::left << std::setw(12) << "layer" << std::setw(10) << "config" << std::right
-            << std::setw(10) << "fused" << std::setw(10) << "unfused" << std::setw(10)
-            << "separate" << std::setw(14) << "unfused/fused" << std::setw(15) << "separate/fused"
+            << std::setw(10) << "fused" << std::setw(10) << "unfused" << std::setw(10) << "separate"
+            << std::setw(14) << "unfused/fused" << std::setw(15) << "separate/fused"
             << "  fused choice\n";
   for (const Row& row : rows) {
     std::cout << std::left << std::setw(12) << row.layer << std::setw(10) << row.config

@@ -40,9 +40,8 @@ FusedActivation parse_fused_activation(std::string_view text) {
   const std::string name = detail::lower(text);
   if (name == "identity" || name == "none") return FusedActivation::identity;
   if (name == "relu") return FusedActivation::relu;
-  detail::raise(ErrorKind::InvalidArgument,
-                detail::cat("unknown fused activation '", text,
-                            "'; accepted: identity (also none), relu"));
+  detail::raise(ErrorKind::InvalidArgument, detail::cat("unknown fused activation '", text,
+                                                        "'; accepted: identity (also none), relu"));
 }
 
 void ConvFusedDesc::validate() const {

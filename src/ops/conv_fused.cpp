@@ -22,8 +22,8 @@ using detail::ConvFusedArgs;
 // The op has one direction; the dispatcher accepts every direction of OpKind::conv, so the
 // others are refused here, before anything is listed or run.
 void check_fused_direction(Direction direction) {
-  DNNX_CHECK_ARG(direction == Direction::fwd, "conv_fused has only the forward direction (fwd); got ",
-                 to_string(direction));
+  DNNX_CHECK_ARG(direction == Direction::fwd,
+                 "conv_fused has only the forward direction (fwd); got ", to_string(direction));
 }
 
 void check_tensor(const Context& context, const ConvFusedDesc& desc, const char* role,
@@ -68,7 +68,8 @@ void check_args(const Context& context, const ConvFusedDesc& desc, Direction dir
   check_tensor(context, desc, "weights", *args.weights, desc.weights_dims());
   check_tensor(context, desc, "dst", *args.dst, desc.dst_dims());
   if (args.bias != nullptr) check_bias(context, desc, *args.bias);
-  if (args.residual != nullptr) check_tensor(context, desc, "residual", *args.residual, desc.residual_dims());
+  if (args.residual != nullptr)
+    check_tensor(context, desc, "residual", *args.residual, desc.residual_dims());
   check_no_alias(*args.dst, "src", *args.src);
   check_no_alias(*args.dst, "weights", *args.weights);
   if (args.bias != nullptr) check_no_alias(*args.dst, "bias", *args.bias);
@@ -118,8 +119,8 @@ struct ConvFusedOp {
     s.weights =
         detail::random_tensor(context, conv.weights_dims(), conv.dtype, conv.layout, -1, 1, 2);
     if (desc.bias) {
-      s.bias = detail::random_tensor(context, conv.bias_dims(), conv.dtype,
-                                     Layout::channels_first, -1, 1, 4);
+      s.bias = detail::random_tensor(context, conv.bias_dims(), conv.dtype, Layout::channels_first,
+                                     -1, 1, 4);
     }
     if (desc.residual) {
       s.residual =
@@ -159,8 +160,7 @@ std::shared_ptr<const Choice> conv_fused_select(Context& context, const ConvFuse
   });
 }
 
-ProfileResult conv_fused_profile(Context& context, const ConvFusedDesc& desc,
-                                 Direction direction) {
+ProfileResult conv_fused_profile(Context& context, const ConvFusedDesc& desc, Direction direction) {
   ProfileResult result = Dispatch::with_context(context, desc, direction, [&] {
     check_fused_direction(direction);
     return Dispatch::profile(context, desc, direction);

@@ -45,7 +45,8 @@ Context gpu_context() {
 }
 
 Tensor to_device(const Tensor& host, Context& context) {
-  Tensor device = Tensor::empty(host.dims(), host.dtype(), host.layout().value(), context.allocator());
+  Tensor device =
+      Tensor::empty(host.dims(), host.dtype(), host.layout().value(), context.allocator());
   copy(host, device);
   return device;
 }
@@ -78,9 +79,8 @@ struct GpuRun {
 GpuRun run_gpu(Context& context, const ConvFusedDesc& desc, const ConvFusedOperands& host,
                const DeviceOperands& device, bool in_place) {
   const ConvDesc& conv = desc.conv;
-  Tensor dst = to_device(in_place ? host.residual
-                                  : nan_tensor(conv.dst_dims(), conv.dtype, conv.layout),
-                         context);
+  Tensor dst = to_device(
+      in_place ? host.residual : nan_tensor(conv.dst_dims(), conv.dtype, conv.layout), context);
   const Tensor* bias = desc.bias ? &device.bias : nullptr;
   const Tensor* residual = desc.residual ? (in_place ? &dst : &device.residual) : nullptr;
   GpuRun run;
@@ -107,7 +107,8 @@ const std::vector<std::pair<const char*, std::regex>>& expected_reasons() {
       {"int8x32 reorder", std::regex("int8x32")},
       {"runtime-compiled engine", std::regex("DNNX_CUDNN_RUNTIME_COMPILED=1")},
       {"legacy: no bias", std::regex("needs a bias and desc.bias is false")},
-      {"legacy: identity needs implicit_precomp_gemm", std::regex("only with implicit_precomp_gemm")},
+      {"legacy: identity needs implicit_precomp_gemm",
+       std::regex("only with implicit_precomp_gemm")},
       {"legacy: asymmetric padding", std::regex("asymmetric padding")},
       {"legacy: beyond INT_MAX", std::regex("INT_MAX")},
   };
@@ -215,12 +216,12 @@ TEST_P(CudnnConvFused, EveryCandidateMatchesTheReference) {
     std::cout << ' ' << kind << ' ' << supported_by_kind[kind] << '/' << ran_by_kind[kind];
   }
   std::cout << "; worst error " << worst << " of the bound; unsupported:";
-  for (const auto& [category, count] : unsupported_by_category) std::cout << " [" << category << "] " << count;
+  for (const auto& [category, count] : unsupported_by_category)
+    std::cout << " [" << category << "] " << count;
   std::cout << summary.str() << "\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, CudnnConvFused, ::testing::ValuesIn(conv_fused_cases()),
-                         case_name);
+INSTANTIATE_TEST_SUITE_P(Cases, CudnnConvFused, ::testing::ValuesIn(conv_fused_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(ResNet50, CudnnConvFused, ::testing::ValuesIn(resnet_cases()), case_name);
 
 ConvFusedDesc small_desc(bool bias, bool residual) {
@@ -238,7 +239,8 @@ TEST(CudnnConvFusedPolicy, HeuristicRunsTheFirstSupportedCandidate) {
   Context context = gpu_context();
   const ConvFusedDesc desc = small_desc(true, true);
   const auto algos = conv_fused_list(context, desc);
-  const auto first = std::find_if(algos.begin(), algos.end(), [](const AlgoInfo& a) { return a.supported; });
+  const auto first =
+      std::find_if(algos.begin(), algos.end(), [](const AlgoInfo& a) { return a.supported; });
   ASSERT_NE(first, algos.end());
   const ConvFusedOperands host = random_conv_fused_operands(desc, 11);
   const DeviceOperands device = upload(desc, host, context);
@@ -306,7 +308,8 @@ TEST(CudnnConvFusedPolicy, EveryCandidateKindIsListed) {
   // Supported before unsupported (the heuristic pick is the first supported one).
   const auto first_unsupported =
       std::find_if(algos.begin(), algos.end(), [](const AlgoInfo& a) { return !a.supported; });
-  EXPECT_TRUE(std::all_of(first_unsupported, algos.end(), [](const AlgoInfo& a) { return !a.supported; }));
+  EXPECT_TRUE(
+      std::all_of(first_unsupported, algos.end(), [](const AlgoInfo& a) { return !a.supported; }));
 }
 
 }  // namespace

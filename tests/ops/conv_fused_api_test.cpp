@@ -2,11 +2,11 @@
 // bad inputs (kind, and a message naming the argument and the value), and selection through
 // convolution's forward policy (fixed, bad id, exhaustive, heuristic, distinct cache keys).
 
-#include "ops/conv_fused_support.hpp"
-#include "support/random.hpp"
-
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/conv_fused.hpp>
+
+#include "ops/conv_fused_support.hpp"
+#include "support/random.hpp"
 
 #include <gtest/gtest.h>
 
@@ -101,10 +101,12 @@ struct BadInput {
 class Operands {
  public:
   explicit Operands(const ConvFusedDesc& desc)
-      : desc_(desc), operands_(random_conv_fused_operands(desc, 7)),
+      : desc_(desc),
+        operands_(random_conv_fused_operands(desc, 7)),
         dst_(Tensor::zeros(desc.dst_dims(), desc.conv.dtype, desc.conv.layout)) {}
   std::shared_ptr<const Choice> call(Context& context, const ConvFusedDesc& desc) {
-    return conv_fused_fwd(context, desc, operands_.src, operands_.weights, bias(), residual(), dst_);
+    return conv_fused_fwd(context, desc, operands_.src, operands_.weights, bias(), residual(),
+                          dst_);
   }
   const Tensor* bias() const { return desc_.bias ? &operands_.bias : nullptr; }
   const Tensor* residual() const { return desc_.residual ? &operands_.residual : nullptr; }
@@ -119,14 +121,15 @@ class Operands {
 
 void call_with(Context& context, Operands& o, const ConvFusedDesc& desc, const Tensor* bias,
                const Tensor* residual, const Tensor* src = nullptr) {
-  conv_fused_fwd(context, desc, src ? *src : o.operands().src, o.operands().weights, bias,
-                 residual, o.dst());
+  conv_fused_fwd(context, desc, src ? *src : o.operands().src, o.operands().weights, bias, residual,
+                 o.dst());
 }
 
 std::vector<BadInput> bad_inputs() {
   std::vector<BadInput> cases;
   const ConvFusedDesc good = small_desc();
-  const auto run = [](ConvFusedDesc desc, std::function<void(Context&, Operands&, ConvFusedDesc&)> call) {
+  const auto run = [](ConvFusedDesc desc,
+                      std::function<void(Context&, Operands&, ConvFusedDesc&)> call) {
     return [desc, call]() mutable {
       Context context = private_context(BackendKind::reference);
       Operands operands(small_desc());
@@ -136,106 +139,137 @@ std::vector<BadInput> bad_inputs() {
   {
     ConvFusedDesc d = good;
     d.residual_scale = std::numeric_limits<float>::quiet_NaN();
-    cases.push_back({"nan_residual_scale", ErrorKind::InvalidArgument, {"residual_scale", "nan"},
-                     [d] { d.validate(); }});
+    cases.push_back(
+        {"nan_residual_scale", ErrorKind::InvalidArgument, {"residual_scale", "nan"}, [d] {
+           d.validate();
+         }});
   }
   {
     ConvFusedDesc d = good;
     d.residual = false;
-    cases.push_back({"scale_without_residual", ErrorKind::InvalidArgument,
-                     {"residual_scale", "0.5", "residual is false"}, [d] { d.validate(); }});
+    cases.push_back({"scale_without_residual",
+                     ErrorKind::InvalidArgument,
+                     {"residual_scale", "0.5", "residual is false"},
+                     [d] { d.validate(); }});
   }
   {
     ConvFusedDesc d = good;
     d.activation = static_cast<FusedActivation>(7);
-    cases.push_back({"unknown_activation_value", ErrorKind::InvalidArgument, {"activation", "7"},
-                     [d] { d.validate(); }});
+    cases.push_back(
+        {"unknown_activation_value", ErrorKind::InvalidArgument, {"activation", "7"}, [d] {
+           d.validate();
+         }});
   }
   {
     ConvFusedDesc d = good;
     d.conv.groups = 3;
-    cases.push_back({"groups_not_dividing", ErrorKind::InvalidArgument, {"groups=3", "in_channels=4"},
-                     [d] { d.validate(); }});
+    cases.push_back(
+        {"groups_not_dividing", ErrorKind::InvalidArgument, {"groups=3", "in_channels=4"}, [d] {
+           d.validate();
+         }});
   }
-  cases.push_back({"unknown_activation_name", ErrorKind::InvalidArgument, {"gelu", "relu"},
-                   [] { parse_fused_activation("gelu"); }});
-  cases.push_back({"bias_missing", ErrorKind::InvalidArgument, {"bias", "missing", "desc.bias"},
+  cases.push_back({"unknown_activation_name", ErrorKind::InvalidArgument, {"gelu", "relu"}, [] {
+                     parse_fused_activation("gelu");
+                   }});
+  cases.push_back({"bias_missing",
+                   ErrorKind::InvalidArgument,
+                   {"bias", "missing", "desc.bias"},
                    run(good, [](Context& c, Operands& o, ConvFusedDesc& d) {
                      call_with(c, o, d, nullptr, o.residual());
                    })});
   {
     ConvFusedDesc d = good;
     d.bias = false;
-    cases.push_back({"bias_not_asked_for", ErrorKind::InvalidArgument, {"bias", "desc.bias is false"},
+    cases.push_back({"bias_not_asked_for",
+                     ErrorKind::InvalidArgument,
+                     {"bias", "desc.bias is false"},
                      run(d, [](Context& c, Operands& o, ConvFusedDesc& desc) {
                        call_with(c, o, desc, o.bias(), o.residual());
                      })});
   }
-  cases.push_back({"residual_missing", ErrorKind::InvalidArgument,
+  cases.push_back({"residual_missing",
+                   ErrorKind::InvalidArgument,
                    {"residual", "missing", "desc.residual"},
                    run(good, [](Context& c, Operands& o, ConvFusedDesc& d) {
                      call_with(c, o, d, o.bias(), nullptr);
                    })});
-  cases.push_back({"src_dtype_mix", ErrorKind::InvalidArgument, {"dtype mix", "src is f16", "f32"},
+  cases.push_back({"src_dtype_mix",
+                   ErrorKind::InvalidArgument,
+                   {"dtype mix", "src is f16", "f32"},
                    run(good, [](Context& c, Operands& o, ConvFusedDesc& d) {
                      const Tensor src16 = random_tensor(d.src_dims(), DType::f16, d.conv.layout, 1);
                      call_with(c, o, d, o.bias(), o.residual(), &src16);
                    })});
-  cases.push_back({"bias_wrong_dims", ErrorKind::InvalidArgument, {"bias dims", "9", "8"},
+  cases.push_back({"bias_wrong_dims",
+                   ErrorKind::InvalidArgument,
+                   {"bias dims", "9", "8"},
                    run(good, [](Context& c, Operands& o, ConvFusedDesc& d) {
                      const Tensor bias = random_tensor({9}, DType::f32, Layout::channels_first, 1);
                      call_with(c, o, d, &bias, o.residual());
                    })});
-  cases.push_back({"residual_wrong_layout", ErrorKind::InvalidArgument,
+  cases.push_back({"residual_wrong_layout",
+                   ErrorKind::InvalidArgument,
                    {"layout mismatch", "residual", "nchw"},
                    run(good, [](Context& c, Operands& o, ConvFusedDesc& d) {
                      const Tensor residual =
                          random_tensor(d.dst_dims(), DType::f32, Layout::channels_last, 1);
                      call_with(c, o, d, o.bias(), &residual);
                    })});
-  cases.push_back({"residual_wrong_dims", ErrorKind::InvalidArgument,
-                   {"residual dims", "2x8x7x8", "2x8x8x8"},
+  cases.push_back(
+      {"residual_wrong_dims",
+       ErrorKind::InvalidArgument,
+       {"residual dims", "2x8x7x8", "2x8x8x8"},
+       run(good, [](Context& c, Operands& o, ConvFusedDesc& d) {
+         const Tensor residual = random_tensor({2, 8, 7, 8}, DType::f32, Layout::channels_first, 1);
+         call_with(c, o, d, o.bias(), &residual);
+       })});
+  cases.push_back({"src_null_data",
+                   ErrorKind::InvalidArgument,
+                   {"src has null data"},
                    run(good, [](Context& c, Operands& o, ConvFusedDesc& d) {
-                     const Tensor residual =
-                         random_tensor({2, 8, 7, 8}, DType::f32, Layout::channels_first, 1);
-                     call_with(c, o, d, o.bias(), &residual);
-                   })});
-  cases.push_back({"src_null_data", ErrorKind::InvalidArgument, {"src has null data"},
-                   run(good, [](Context& c, Operands& o, ConvFusedDesc& d) {
-                     const Tensor src = Tensor::view(nullptr, d.src_dims(), DType::f32,
-                                                     Layout::channels_first);
+                     const Tensor src =
+                         Tensor::view(nullptr, d.src_dims(), DType::f32, Layout::channels_first);
                      call_with(c, o, d, o.bias(), o.residual(), &src);
                    })});
-  cases.push_back({"residual_partially_overlaps_dst", ErrorKind::InvalidArgument,
-                   {"residual partially overlaps dst"},
-                   run(good, [](Context& c, Operands& o, ConvFusedDesc& d) {
-                     // A view one element into dst's memory, same dims: overlapping, not equal.
-                     Tensor big = Tensor::zeros({d.dst_dims().product() + 1}, DType::f32);
-                     Tensor dst = Tensor::view(big.data(), d.dst_dims(), DType::f32);
-                     const Tensor residual = Tensor::view(static_cast<float*>(big.data()) + 1,
-                                                          d.dst_dims(), DType::f32);
-                     conv_fused_fwd(c, d, o.operands().src, o.operands().weights, o.bias(),
-                                    &residual, dst);
-                   })});
-  cases.push_back({"dst_overlaps_bias", ErrorKind::InvalidArgument, {"dst overlaps bias"},
+  cases.push_back(
+      {"residual_partially_overlaps_dst",
+       ErrorKind::InvalidArgument,
+       {"residual partially overlaps dst"},
+       run(good, [](Context& c, Operands& o, ConvFusedDesc& d) {
+         // A view one element into dst's memory, same dims: overlapping, not equal.
+         Tensor big = Tensor::zeros({d.dst_dims().product() + 1}, DType::f32);
+         Tensor dst = Tensor::view(big.data(), d.dst_dims(), DType::f32);
+         const Tensor residual =
+             Tensor::view(static_cast<float*>(big.data()) + 1, d.dst_dims(), DType::f32);
+         conv_fused_fwd(c, d, o.operands().src, o.operands().weights, o.bias(), &residual, dst);
+       })});
+  cases.push_back({"dst_overlaps_bias",
+                   ErrorKind::InvalidArgument,
+                   {"dst overlaps bias"},
                    run(good, [](Context& c, Operands& o, ConvFusedDesc& d) {
                      Tensor dst = o.dst();
                      const Tensor bias = Tensor::view(dst.data(), d.bias_dims(), DType::f32);
                      conv_fused_fwd(c, d, o.operands().src, o.operands().weights, &bias,
                                     o.residual(), dst);
                    })});
-  cases.push_back({"list_bwd_data", ErrorKind::InvalidArgument,
-                   {"only the forward direction", "bwd_data"}, [good] {
+  cases.push_back({"list_bwd_data",
+                   ErrorKind::InvalidArgument,
+                   {"only the forward direction", "bwd_data"},
+                   [good] {
                      Context context = private_context(BackendKind::reference);
                      conv_fused_list(context, good, Direction::bwd_data);
                    }});
-  cases.push_back({"profile_bwd_weights", ErrorKind::InvalidArgument,
-                   {"only the forward direction", "bwd_weights"}, [good] {
+  cases.push_back({"profile_bwd_weights",
+                   ErrorKind::InvalidArgument,
+                   {"only the forward direction", "bwd_weights"},
+                   [good] {
                      Context context = private_context(BackendKind::reference);
                      conv_fused_profile(context, good, Direction::bwd_weights);
                    }});
-  cases.push_back({"fixed_id_not_a_candidate", ErrorKind::InvalidArgument,
-                   {"'onednn:nope'", "valid ids", "reference:direct"}, [good] {
+  cases.push_back({"fixed_id_not_a_candidate",
+                   ErrorKind::InvalidArgument,
+                   {"'onednn:nope'", "valid ids", "reference:direct"},
+                   [good] {
                      Context context = private_context(BackendKind::reference);
                      context.tune().fwd = AlgoPolicy::fixed("onednn:nope");
                      Operands operands(good);
@@ -290,7 +324,8 @@ TEST(ConvFusedPolicy, HeuristicPicksTheFirstSupportedCandidate) {
   Context context = private_context(BackendKind::cpu);
   const ConvFusedDesc desc = small_desc();
   const auto algos = conv_fused_list(context, desc);
-  const auto first = std::find_if(algos.begin(), algos.end(), [](const AlgoInfo& a) { return a.supported; });
+  const auto first =
+      std::find_if(algos.begin(), algos.end(), [](const AlgoInfo& a) { return a.supported; });
   ASSERT_NE(first, algos.end());
   const auto choice = conv_fused_select(context, desc);
   EXPECT_EQ(choice->algo.id, first->id);

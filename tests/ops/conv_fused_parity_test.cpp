@@ -8,12 +8,12 @@
 // that claim determinism run twice and must agree bitwise. Unsupported candidates are counted and
 // each must carry a reason of Note [expected unsupported fused]; anything else fails.
 
+#include <dnnx/dnnx.hpp>
+#include <dnnx/ops/conv_fused.hpp>
+
 #include "ops/conv_fused_support.hpp"
 #include "support/compare.hpp"
 #include "support/random.hpp"
-
-#include <dnnx/dnnx.hpp>
-#include <dnnx/ops/conv_fused.hpp>
 
 #include <gtest/gtest.h>
 
@@ -37,7 +37,8 @@ const std::vector<ExpectedReason>& expected_reasons() {
   static const std::vector<ExpectedReason> reasons = {
       // oneDNN implements winograd for few shapes (3x3, stride 1, f32 on some ISAs), with
       // post-ops for fewer still.
-      {"onednn: no fused winograd implementation", std::regex("^onednn:unavailable:winograd:fused$"),
+      {"onednn: no fused winograd implementation",
+       std::regex("^onednn:unavailable:winograd:fused$"),
        std::regex("has no winograd implementation"), [](const ConvFusedDesc&) { return true; }},
       // f16/bf16 convolutions exist only on some ISAs; f32 has oneDNN's reference everywhere.
       {"onednn: no fused direct implementation for f16/bf16",
@@ -68,7 +69,8 @@ std::string case_name(const ::testing::TestParamInfo<ConvFusedCase>& info) {
 
 TEST_P(ConvFusedParity, cpu) {
   std::string why;
-  if (!backend_available(BackendKind::cpu, &why)) GTEST_SKIP() << "cpu backend not available: " << why;
+  if (!backend_available(BackendKind::cpu, &why))
+    GTEST_SKIP() << "cpu backend not available: " << why;
   const ConvFusedCase& param = GetParam();
   const ConvFusedDesc& desc = param.desc;
   const ConvFusedOperands operands = random_conv_fused_operands(desc, seed_from(param.name));
@@ -85,16 +87,17 @@ TEST_P(ConvFusedParity, cpu) {
   base.set_choice_cache(std::make_shared<ChoiceCache>());
   const std::vector<AlgoInfo> algos = conv_fused_list(base, desc);
   ASSERT_FALSE(algos.empty());
-  EXPECT_TRUE(std::any_of(algos.begin(), algos.end(),
-                          [](const AlgoInfo& a) { return a.id.starts_with("unfused:"); }))
-      << "no unfused candidate listed";
+  EXPECT_TRUE(std::any_of(algos.begin(), algos.end(), [](const AlgoInfo& a) {
+    return a.id.starts_with("unfused:");
+  })) << "no unfused candidate listed";
 
   std::ostringstream summary;
   int ran = 0, unsupported = 0, fused = 0;
   double worst = 0;
   for (const AlgoInfo& algo : algos) {
     const std::string context = conv_fused_context(desc, algo.id, param.in_place);
-    const bool is_fused = std::find(algo.notes.begin(), algo.notes.end(), "fused") != algo.notes.end();
+    const bool is_fused =
+        std::find(algo.notes.begin(), algo.notes.end(), "fused") != algo.notes.end();
     const bool is_unfused =
         std::find(algo.notes.begin(), algo.notes.end(), "unfused") != algo.notes.end();
     EXPECT_TRUE(is_fused != is_unfused) << "notes must say fused or unfused\n  " << context;
@@ -121,7 +124,8 @@ TEST_P(ConvFusedParity, cpu) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     ++ran;
     if (is_fused) ++fused;
-    EXPECT_EQ(run.choice->algo.id, algo.id) << "a fixed policy ran another candidate\n  " << context;
+    EXPECT_EQ(run.choice->algo.id, algo.id)
+        << "a fixed policy ran another candidate\n  " << context;
     if (!all_finite(run.dst, "dst", context)) {
       ADD_FAILURE() << all_finite(run.dst, "dst", context).message();
       continue;
@@ -137,7 +141,9 @@ TEST_P(ConvFusedParity, cpu) {
     }
   }
   // f32 always has oneDNN's ref:any with post-ops, so a fused candidate must have run.
-  if (desc.conv.dtype == DType::f32) EXPECT_GT(fused, 0) << "no fused cpu candidate ran";
+  if (desc.conv.dtype == DType::f32) {
+    EXPECT_GT(fused, 0) << "no fused cpu candidate ran";
+  }
   RecordProperty("candidates", static_cast<int>(algos.size()));
   RecordProperty("candidates_run", ran);
   RecordProperty("candidates_unsupported", unsupported);

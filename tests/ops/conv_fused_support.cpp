@@ -1,9 +1,9 @@
 #include "ops/conv_fused_support.hpp"
 
+#include <dnnx/ops/conv.hpp>
+
 #include "support/conv.hpp"
 #include "support/random.hpp"
-
-#include <dnnx/ops/conv.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -60,8 +60,8 @@ std::vector<ConvFusedCase> conv_fused_cases() {
   const Epilogue all_relu{true, true, 1.0f, relu};
 
   std::vector<ConvFusedCase> cases;
-  cases.push_back(make_case("d2_f32_nchw_bias_relu", {{2, 4, 8, 8}, {8, 4, 3, 3}, {1}, {1}},
-                            f32, nchw, bias_relu));
+  cases.push_back(make_case("d2_f32_nchw_bias_relu", {{2, 4, 8, 8}, {8, 4, 3, 3}, {1}, {1}}, f32,
+                            nchw, bias_relu));
   cases.push_back(make_case("d2_f32_nhwc_1x1_bias_res_relu", {{2, 8, 7, 7}, {16, 8, 1, 1}}, f32,
                             nhwc, all_relu));
   cases.push_back(make_case("d2_f16_nhwc_s2_res_half_identity",
@@ -76,17 +76,16 @@ std::vector<ConvFusedCase> conv_fused_cases() {
                             all_relu));
   cases.push_back(make_case("dw_f32_nchw_res_relu", {{2, 8, 9, 9}, {8, 1, 3, 3}, {1}, {1}, {1}, 8},
                             f32, nchw, residual_relu));
-  cases.push_back(make_case("d2_f32_nhwc_no_epilogue", {{2, 4, 6, 6}, {8, 4, 3, 3}}, f32, nhwc,
-                            none));
+  cases.push_back(
+      make_case("d2_f32_nhwc_no_epilogue", {{2, 4, 6, 6}, {8, 4, 3, 3}}, f32, nhwc, none));
   cases.push_back(make_case("inplace_f32_nchw_bias_res_relu",
                             {{2, 4, 8, 8}, {8, 4, 3, 3}, {1}, {1}}, f32, nchw, all_relu, true));
   cases.push_back(make_case("inplace_f16_nhwc_bias_res_scaled_relu",
                             {{2, 8, 6, 6}, {8, 8, 3, 3}, {1}, {1}}, f16, nhwc,
                             {true, true, -1.5f, relu}, true));
   {
-    ConvFusedCase asymmetric = make_case("asym_f32_nchw_s2_res_relu",
-                                         {{1, 3, 9, 8}, {5, 3, 3, 3}, {2}}, f32, nchw,
-                                         residual_relu);
+    ConvFusedCase asymmetric = make_case(
+        "asym_f32_nchw_s2_res_relu", {{1, 3, 9, 8}, {5, 3, 3, 3}, {2}}, f32, nchw, residual_relu);
     asymmetric.desc.conv.pad_before = {1, 0, 0};
     asymmetric.desc.conv.pad_after = {0, 2, 0};
     asymmetric.desc.validate();
@@ -94,8 +93,8 @@ std::vector<ConvFusedCase> conv_fused_cases() {
   }
   cases.push_back(make_case("inplace_bf16_nhwc_1x1_s2_bias_res_relu",
                             {{2, 16, 8, 8}, {32, 16, 1, 1}, {2}}, bf16, nhwc, all_relu, true));
-  cases.push_back(make_case("odd_f32_nhwc_n1_bias_relu", {{1, 3, 5, 7}, {3, 3, 2, 3}}, f32, nhwc,
-                            bias_relu));
+  cases.push_back(
+      make_case("odd_f32_nhwc_n1_bias_relu", {{1, 3, 5, 7}, {3, 3, 2, 3}}, f32, nhwc, bias_relu));
   cases.push_back(make_case("d2_f16_nchw_g2_dil2_bias_relu",
                             {{2, 4, 9, 9}, {6, 2, 3, 3}, {1}, {2}, {2}, 2}, f16, nchw, bias_relu));
   cases.push_back(make_case("d3_bf16_nchw_res_twice_identity",
@@ -103,10 +102,11 @@ std::vector<ConvFusedCase> conv_fused_cases() {
                             {false, true, 2.0f, identity}));
   cases.push_back(make_case("inplace_d1_f16_nhwc_bias_res_relu", {{2, 8, 16}, {8, 8, 5}, {1}, {2}},
                             f16, nhwc, all_relu, true));
-  cases.push_back(make_case("d2_f32_nchw_res_scaled_identity", {{2, 4, 7, 7}, {4, 4, 3, 3}, {1}, {1}},
-                            f32, nchw, {true, true, 0.3f, identity}));
-  cases.push_back(make_case("d2_bf16_nhwc_g4_bias_relu", {{1, 8, 7, 7}, {8, 2, 3, 3}, {1}, {1}, {1}, 4},
-                            bf16, nhwc, bias_relu));
+  cases.push_back(make_case("d2_f32_nchw_res_scaled_identity",
+                            {{2, 4, 7, 7}, {4, 4, 3, 3}, {1}, {1}}, f32, nchw,
+                            {true, true, 0.3f, identity}));
+  cases.push_back(make_case("d2_bf16_nhwc_g4_bias_relu",
+                            {{1, 8, 7, 7}, {8, 2, 3, 3}, {1}, {1}, {1}, 4}, bf16, nhwc, bias_relu));
   return cases;
 }
 
@@ -116,8 +116,8 @@ ConvFusedOperands random_conv_fused_operands(const ConvFusedDesc& desc, std::uin
   operands.src = random_tensor(conv.src_dims(), conv.dtype, conv.layout, seed ^ 0x5352ull);
   operands.weights = random_tensor(conv.weights_dims(), conv.dtype, conv.layout, seed ^ 0x5745ull);
   if (desc.bias) {
-    operands.bias = random_tensor(conv.bias_dims(), conv.dtype, Layout::channels_first,
-                                  seed ^ 0x4249ull);
+    operands.bias =
+        random_tensor(conv.bias_dims(), conv.dtype, Layout::channels_first, seed ^ 0x4249ull);
   }
   if (desc.residual) {
     operands.residual = random_tensor(conv.dst_dims(), conv.dtype, conv.layout, seed ^ 0x5245ull);
@@ -140,7 +140,8 @@ ConvFusedRun run_conv_fused(Context& context, const ConvFusedDesc& desc,
                      : nan_tensor(conv.dst_dims(), conv.dtype, conv.layout);
   const Tensor* bias = desc.bias ? &operands.bias : nullptr;
   const Tensor* residual = desc.residual ? (in_place ? &run.dst : &operands.residual) : nullptr;
-  run.choice = conv_fused_fwd(context, desc, operands.src, operands.weights, bias, residual, run.dst);
+  run.choice =
+      conv_fused_fwd(context, desc, operands.src, operands.weights, bias, residual, run.dst);
   return run;
 }
 
@@ -163,7 +164,8 @@ std::vector<float> independent_conv_fused(const ConvFusedDesc& desc,
   std::vector<float> out(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) {
     double v = values[i];
-    const auto channel = static_cast<std::size_t>((static_cast<std::int64_t>(i) / plane) % channels);
+    const auto channel =
+        static_cast<std::size_t>((static_cast<std::int64_t>(i) / plane) % channels);
     if (desc.bias) v += bias[channel];
     if (desc.residual) v += static_cast<double>(desc.residual_scale) * residual[i];
     if (desc.activation == FusedActivation::relu && v < 0) v = 0;
@@ -185,7 +187,8 @@ std::vector<float> conv_fused_error_scale(const ConvFusedDesc& desc,
   const std::vector<float> residual =
       desc.residual ? operands.residual.to_f32() : std::vector<float>{};
   for (std::size_t i = 0; i < scale.size(); ++i) {
-    const auto channel = static_cast<std::size_t>((static_cast<std::int64_t>(i) / plane) % channels);
+    const auto channel =
+        static_cast<std::size_t>((static_cast<std::int64_t>(i) / plane) % channels);
     if (desc.bias) scale[i] += std::fabs(bias[channel]);
     if (desc.residual) scale[i] += std::fabs(desc.residual_scale * residual[i]);
   }

@@ -20,7 +20,7 @@ namespace dnnx::test {
 
 /// One row of the table.
 struct ConvFusedCase {
-  std::string name;      ///< [A-Za-z0-9_]+, unique
+  std::string name;  ///< [A-Za-z0-9_]+, unique
   ConvFusedDesc desc;
   bool in_place = false;  ///< the residual is dst itself
 };

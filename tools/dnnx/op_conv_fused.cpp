@@ -2,9 +2,9 @@
 // convolution with a fused epilogue, and their times. Every ConvFusedDesc::repro() line parses
 // here.
 
-#include "commands.hpp"
-
 #include <dnnx/ops/conv_fused.hpp>
+
+#include "commands.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -61,8 +61,9 @@ ConvFusedDesc parse_conv_fused(const CommandArgs& args) {
   desc.residual = args.epilogue.residual;
   if (!args.epilogue.residual_scale.empty())
     desc.residual_scale = parse_scale("--residual-scale", args.epilogue.residual_scale);
-  desc.activation = parse_with("--activation", args.epilogue.activation,
-                               [](std::string_view value) { return parse_fused_activation(value); });
+  desc.activation =
+      parse_with("--activation", args.epilogue.activation,
+                 [](std::string_view value) { return parse_fused_activation(value); });
   desc.validate();
   return desc;
 }

@@ -42,9 +42,9 @@ FusedActivation parse_fused_activation(std::string_view text);
 /// What a fused forward convolution computes. Plain data: comparable, hashable, printable; it is
 /// the cache key, the error context and the test-case name.
 struct ConvFusedDesc {
-  ConvDesc conv;         ///< the convolution (src, weights -> dst)
-  bool bias = false;     ///< add a bias of conv.bias_dims() (O values), broadcast per channel
-  bool residual = false; ///< add residual_scale * residual, a tensor of conv.dst_dims()
+  ConvDesc conv;          ///< the convolution (src, weights -> dst)
+  bool bias = false;      ///< add a bias of conv.bias_dims() (O values), broadcast per channel
+  bool residual = false;  ///< add residual_scale * residual, a tensor of conv.dst_dims()
   /// Scale of the residual (finite); must stay 1 when `residual` is false.
   float residual_scale = 1;
   FusedActivation activation = FusedActivation::relu;  ///< applied after the additions

@@ -37,13 +37,13 @@
 // Order: supported graph-API configs, then supported legacy candidates, then the unfused one, then
 // every unsupported candidate with its reason.
 
-#include "backends/cudnn/layers.hpp"
+#include "backends/cudnn/kernels/conv_fused.hpp"
 
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv_common.hpp"
 #include "backends/cudnn/graph_util.hpp"
-#include "backends/cudnn/kernels/conv_fused.hpp"
 #include "backends/cudnn/launch_graph.hpp"
+#include "backends/cudnn/layers.hpp"
 #include "core/check.hpp"
 #include "core/conv_fused_args.hpp"
 #include "core/strings.hpp"
@@ -82,10 +82,10 @@ ErrorContext fused_context(const ConvFusedDesc& desc, std::string implementation
 
 void check_direction(const ConvFusedDesc& desc, Direction direction) {
   if (direction != Direction::fwd) {
-    detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat("conv_fused has only the forward direction (fwd); got ",
-                              to_string(direction)),
-                  fused_context(desc, ""));
+    detail::raise(
+        ErrorKind::InvalidArgument,
+        detail::cat("conv_fused has only the forward direction (fwd); got ", to_string(direction)),
+        fused_context(desc, ""));
   }
 }
 
@@ -185,7 +185,8 @@ std::shared_ptr<FusedGraph> build_fused_graph(Runtime& runtime, const ConvFusedD
   std::vector<Stage> stages;
   if (desc.bias) stages.push_back({CUDNN_POINTWISE_ADD, uid_bias, 1.0f});
   if (desc.residual) stages.push_back({CUDNN_POINTWISE_ADD, uid_residual, desc.residual_scale});
-  if (desc.activation == FusedActivation::relu) stages.push_back({CUDNN_POINTWISE_RELU_FWD, 0, 1.0f});
+  if (desc.activation == FusedActivation::relu)
+    stages.push_back({CUDNN_POINTWISE_RELU_FWD, 0, 1.0f});
 
   // x, w, y, [bias], [residual], then the virtual outputs.
   std::vector<BackendDescriptor> tensors;
@@ -258,7 +259,8 @@ std::shared_ptr<FusedGraph> build_fused_graph(Runtime& runtime, const ConvFusedD
 
   for (std::size_t i = 0; i < stages.size(); ++i) {
     const Stage& stage = stages[i];
-    BackendDescriptor pointwise = make_backend_descriptor(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, context);
+    BackendDescriptor pointwise =
+        make_backend_descriptor(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, context);
     const cudnnDataType_t precision = CUDNN_DATA_FLOAT;
     set(pointwise, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &stage.mode, context,
         "setting a pointwise mode");
@@ -361,7 +363,8 @@ std::vector<AlgoInfo> engine_infos(Runtime& runtime, const FusedGraph* graph,
       add(key, detail::cat(", ", name, " #", ++rank));
     }
   }
-  for (std::int64_t engine = 0; engine < graph->engine_count; ++engine) add(ConfigKey{engine, {}}, "");
+  for (std::int64_t engine = 0; engine < graph->engine_count; ++engine)
+    add(ConfigKey{engine, {}}, "");
   return infos;
 }
 
@@ -506,7 +509,8 @@ std::array<MathMode, 4> math_order(const ConvFusedDesc& desc, const Runtime& run
 }
 
 // Note [legacy candidates] (conv_legacy.cpp): TF32 off means fma math for f32.
-std::string math_exclusion(const ConvFusedDesc& desc, cudnnMathType_t math, const Runtime& runtime) {
+std::string math_exclusion(const ConvFusedDesc& desc, cudnnMathType_t math,
+                           const Runtime& runtime) {
   if (desc.conv.dtype != DType::f32 || runtime.allow_tf32()) return {};
   if (math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
     return detail::cat("runs f32 on TF32 tensor cores and TF32 is off (set ", tf32_variable,
@@ -538,8 +542,8 @@ struct LegacyDescriptors {
 
 LegacyDescriptors make_legacy_descriptors(const ConvFusedDesc& desc, const ErrorContext& context) {
   const Geometry g = conv_geometry(desc.conv);
-  LegacyDescriptors d{make_tensor_descriptor(context), make_tensor_descriptor(context),
-                      make_tensor_descriptor(context), make_filter_descriptor(context),
+  LegacyDescriptors d{make_tensor_descriptor(context),      make_tensor_descriptor(context),
+                      make_tensor_descriptor(context),      make_filter_descriptor(context),
                       make_convolution_descriptor(context), ActivationDescriptor()};
   cudnnActivationDescriptor_t raw_activation = nullptr;
   DNNX_CUDNN_CHECK(cudnnCreateActivationDescriptor(&raw_activation), context,
@@ -582,9 +586,8 @@ LegacyDescriptors make_legacy_descriptors(const ConvFusedDesc& desc, const Error
       context, "describing the convolution");
   DNNX_CUDNN_CHECK(cudnnSetConvolutionGroupCount(d.conv.get(), static_cast<int>(desc.conv.groups)),
                    context, "setting the group count");
-  const cudnnActivationMode_t mode = desc.activation == FusedActivation::relu
-                                         ? CUDNN_ACTIVATION_RELU
-                                         : CUDNN_ACTIVATION_IDENTITY;
+  const cudnnActivationMode_t mode =
+      desc.activation == FusedActivation::relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY;
   DNNX_CUDNN_CHECK(cudnnSetActivationDescriptor(d.activation.get(), mode, CUDNN_PROPAGATE_NAN, 0.0),
                    context, "describing the activation");
   return d;
@@ -600,11 +603,13 @@ std::vector<AlgoInfo> legacy_infos(Runtime& runtime, const ConvFusedDesc& desc,
   const Geometry g = conv_geometry(desc.conv);
   std::string common;
   if (!desc.bias) {
-    common = "cudnnConvolutionBiasActivationForward needs a bias and desc.bias is false (the "
-             "graph-API and unfused candidates run without one)";
+    common =
+        "cudnnConvolutionBiasActivationForward needs a bias and desc.bias is false (the "
+        "graph-API and unfused candidates run without one)";
   } else if (!g.symmetric_padding) {
-    common = "legacy cuDNN takes one padding per spatial dim; asymmetric padding needs a "
-             "graph-API engine (cudnn:fused:engine:...)";
+    common =
+        "legacy cuDNN takes one padding per spatial dim; asymmetric padding needs a "
+        "graph-API engine (cudnn:fused:engine:...)";
   } else if (!fits_int(g)) {
     common = "a dim or stride exceeds INT_MAX, which legacy descriptors cannot hold";
   }
@@ -618,19 +623,21 @@ std::vector<AlgoInfo> legacy_infos(Runtime& runtime, const ConvFusedDesc& desc,
     for (const MathMode& math : math_order(desc, runtime)) {
       AlgoInfo info;
       info.id = legacy_id(algo.name, math.name);
-      info.name = detail::cat("cudnnConvolutionBiasActivationForward, ", algo.name, " (",
-                              math.name, ")");
+      info.name =
+          detail::cat("cudnnConvolutionBiasActivationForward, ", algo.name, " (", math.name, ")");
       info.deterministic = true;  // every forward algorithm is (Note [legacy candidates])
       info.notes = {"legacy", "fused", std::string(algo.note)};
       if (math.math == CUDNN_TENSOR_OP_MATH || math.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
         info.notes.emplace_back("tensor_cores");
-      if (math.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) info.notes.emplace_back("down_convert");
+      if (math.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+        info.notes.emplace_back("down_convert");
       if (!algo.family.empty()) info.families.emplace_back(algo.family);
       std::string reason = common;
       if (reason.empty() && desc.activation == FusedActivation::identity &&
           algo.algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) {
-        reason = "cuDNN runs cudnnConvolutionBiasActivationForward with the identity activation "
-                 "only with implicit_precomp_gemm";
+        reason =
+            "cuDNN runs cudnnConvolutionBiasActivationForward with the identity activation "
+            "only with implicit_precomp_gemm";
       }
       if (reason.empty()) reason = math_exclusion(desc, math.math, runtime);
       if (reason.empty()) {
@@ -698,12 +705,12 @@ class LegacyFusedPlan final : public detail::ConvFusedPlan {
       const float alpha2 = desc_.residual ? desc_.residual_scale : 0.0f;
       const void* z = desc_.residual ? p.residual : p.dst;
       const LegacyDescriptors& d = *descriptors_;
-      DNNX_CUDNN_CHECK(cudnnConvolutionBiasActivationForward(
-                           runtime_->handle(), &alpha1, d.src.get(), p.src, d.weights.get(),
-                           p.weights, d.conv.get(), algo_, workspace.data, workspace.bytes,
-                           &alpha2, d.dst.get(), z, d.bias.get(), p.bias, d.activation.get(),
-                           d.dst.get(), p.dst),
-                       context_, "running cudnnConvolutionBiasActivationForward");
+      DNNX_CUDNN_CHECK(
+          cudnnConvolutionBiasActivationForward(
+              runtime_->handle(), &alpha1, d.src.get(), p.src, d.weights.get(), p.weights,
+              d.conv.get(), algo_, workspace.data, workspace.bytes, &alpha2, d.dst.get(), z,
+              d.bias.get(), p.bias, d.activation.get(), d.dst.get(), p.dst),
+          context_, "running cudnnConvolutionBiasActivationForward");
     };
     // Note [first launch] (conv_engine.cpp): the first call runs twice, except in place, where the
     // second run would add the residual, which the first one overwrote, once more.
@@ -740,8 +747,8 @@ UnfusedInfo unfused_info(const ConvFusedDesc& desc, detail::ConvBackend& conv) {
   UnfusedInfo unfused;
   AlgoInfo& info = unfused.info;
   const std::vector<AlgoInfo> convs = conv.list(desc.conv, Direction::fwd);
-  const auto heuristic = std::find_if(convs.begin(), convs.end(),
-                                      [](const AlgoInfo& algo) { return algo.supported; });
+  const auto heuristic =
+      std::find_if(convs.begin(), convs.end(), [](const AlgoInfo& algo) { return algo.supported; });
   if (heuristic == convs.end()) {
     info.id = "unfused:none";
     info.name = "convolution, then the epilogue kernel (no convolution candidate)";
@@ -775,8 +782,8 @@ kernels::conv_fused::Element element_of(DType dtype) {
 
 class UnfusedPlan final : public detail::ConvFusedPlan {
  public:
-  UnfusedPlan(std::shared_ptr<Runtime> runtime, const ConvFusedDesc& desc, const UnfusedInfo& unfused,
-              std::shared_ptr<detail::ConvPlan> conv)
+  UnfusedPlan(std::shared_ptr<Runtime> runtime, const ConvFusedDesc& desc,
+              const UnfusedInfo& unfused, std::shared_ptr<detail::ConvPlan> conv)
       : runtime_(std::move(runtime)),
         desc_(desc),
         info_(unfused.info),
@@ -811,10 +818,9 @@ class UnfusedPlan final : public detail::ConvFusedPlan {
     }
     detail::ConvArgs conv_args;
     conv_args.src = args.src, conv_args.weights = args.weights, conv_args.dst = conv_out;
-    conv_->execute(conv_args,
-                   {workspace.data, desc_.residual ? staging_offset_ : workspace.bytes});
-    const bool nothing_to_do = !desc_.bias && !desc_.residual &&
-                               desc_.activation == FusedActivation::identity;
+    conv_->execute(conv_args, {workspace.data, desc_.residual ? staging_offset_ : workspace.bytes});
+    const bool nothing_to_do =
+        !desc_.bias && !desc_.residual && desc_.activation == FusedActivation::identity;
     if (nothing_to_do) return;
     runtime_->make_current();
     DNNX_CUDNN_CHECK(kernels::conv_fused::epilogue(shape_, conv_out->data(), p.bias, p.residual,

@@ -338,8 +338,8 @@ AlgoInfo describe_config(Runtime& runtime, const BackendDescriptor& graph, const
 }
 
 // The configs heuristics mode `mode` proposes, in its order (empty if the mode has none).
-std::vector<ConfigKey> heuristic_configs(const BackendDescriptor& graph, cudnnBackendHeurMode_t mode,
-                                         const ErrorContext& context) {
+std::vector<ConfigKey> heuristic_configs(const BackendDescriptor& graph,
+                                         cudnnBackendHeurMode_t mode, const ErrorContext& context) {
   BackendDescriptor heuristics =
       make_backend_descriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, context);
   set_descriptor(heuristics, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph, context,

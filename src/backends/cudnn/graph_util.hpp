@@ -98,7 +98,7 @@ AlgoInfo describe_config(Runtime& runtime, const BackendDescriptor& graph, const
 
 /// The configs heuristics mode `mode` proposes for `graph`, in its order (empty if the mode has
 /// none).
-std::vector<ConfigKey> heuristic_configs(const BackendDescriptor& graph, cudnnBackendHeurMode_t mode,
-                                         const ErrorContext& context);
+std::vector<ConfigKey> heuristic_configs(const BackendDescriptor& graph,
+                                         cudnnBackendHeurMode_t mode, const ErrorContext& context);
 
 }  // namespace dnnx::cudnn

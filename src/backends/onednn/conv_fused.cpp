@@ -29,9 +29,8 @@
 // then the unfused candidate, then the fused ref:any, then "onednn:unavailable:<algorithm>:fused"
 // records for the algorithms oneDNN has no fused implementation of.
 
-#include "backends/onednn/layers.hpp"
-
 #include "backends/onednn/check.hpp"
+#include "backends/onednn/layers.hpp"
 #include "backends/onednn/memory.hpp"
 #include "core/check.hpp"
 #include "core/conv_fused_args.hpp"
@@ -71,10 +70,10 @@ ErrorContext context_of(const ConvFusedDesc& desc, std::string implementation) {
 
 void check_direction(const ConvFusedDesc& desc, Direction direction) {
   if (direction != Direction::fwd) {
-    detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat("conv_fused has only the forward direction (fwd); got ",
-                              to_string(direction)),
-                  context_of(desc, ""));
+    detail::raise(
+        ErrorKind::InvalidArgument,
+        detail::cat("conv_fused has only the forward direction (fwd); got ", to_string(direction)),
+        context_of(desc, ""));
   }
 }
 
@@ -237,8 +236,8 @@ Candidate fused_candidate(const dnnl::engine& engine, const dnnl::primitive_desc
 
   AlgoInfo& info = candidate.info;
   info.id = detail::cat("onednn:", impl, ':', algorithm_name(resolved), ':', layouts, ":fused");
-  info.name = detail::cat(impl, " (", algorithm_name(resolved), ", ", layouts,
-                          ", epilogue as post-ops)");
+  info.name =
+      detail::cat(impl, " (", algorithm_name(resolved), ", ", layouts, ", epilogue as post-ops)");
   // oneDNN's CPU convolutions are bitwise reproducible for a fixed thread count, which is part of
   // the fingerprint (Note [determinism], conv_list.cpp); post-ops run in the same threads.
   info.deterministic = true;
@@ -248,8 +247,8 @@ Candidate fused_candidate(const dnnl::engine& engine, const dnnl::primitive_desc
   bool reordered = false;
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  const auto reorder = [&](const memory::desc& from, const memory::desc& to, const char* what)
-      -> dnnl::primitive_desc_base {
+  const auto reorder = [&](const memory::desc& from, const memory::desc& to,
+                           const char* what) -> dnnl::primitive_desc_base {
     try {
       dnnl::reorder::primitive_desc reorder_pd(engine, from, engine, to, attr);
       scratch = std::max(scratch, reorder_pd.scratchpad_desc().get_size());
@@ -259,8 +258,10 @@ Candidate fused_candidate(const dnnl::engine& engine, const dnnl::primitive_desc
         raise_dnnl(error.status, detail::cat("creating the ", what, " reorder: ", error.what()),
                    context);
       info.supported = false;
-      info.reason = detail::cat("oneDNN cannot reorder ", what, " between the caller's layout "
-                                "and the one ", impl, " uses: ", error.what());
+      info.reason = detail::cat("oneDNN cannot reorder ", what,
+                                " between the caller's layout "
+                                "and the one ",
+                                impl, " uses: ", error.what());
       return {};
     }
   };
@@ -284,9 +285,9 @@ Candidate fused_candidate(const dnnl::engine& engine, const dnnl::primitive_desc
     if (scaled) {
       const memory::desc& md = dst_reordered ? candidate.inner[role_dst] : g.dst;
       try {
-        dnnl::eltwise_forward::primitive_desc scaling(
-            engine, dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_linear, md, md,
-            desc.residual_scale, 0.0f, attr);
+        dnnl::eltwise_forward::primitive_desc scaling(engine, dnnl::prop_kind::forward_inference,
+                                                      dnnl::algorithm::eltwise_linear, md, md,
+                                                      desc.residual_scale, 0.0f, attr);
         scratch = std::max(scratch, scaling.scratchpad_desc().get_size());
         candidate.residual_scaling = scaling;
       } catch (const dnnl::error& error) {
@@ -317,8 +318,8 @@ Candidate unfused_candidate(const ConvFusedDesc& desc, detail::ConvBackend& conv
   Candidate candidate;
   AlgoInfo& info = candidate.info;
   const std::vector<AlgoInfo> convs = conv.list(desc.conv, Direction::fwd);
-  const auto heuristic = std::find_if(convs.begin(), convs.end(),
-                                      [](const AlgoInfo& algo) { return algo.supported; });
+  const auto heuristic =
+      std::find_if(convs.begin(), convs.end(), [](const AlgoInfo& algo) { return algo.supported; });
   if (heuristic == convs.end()) {
     info.id = "unfused:none";
     info.name = "convolution, then the epilogue (no convolution candidate)";
@@ -338,8 +339,9 @@ Candidate unfused_candidate(const ConvFusedDesc& desc, detail::ConvBackend& conv
   info.workspace_bytes = heuristic->workspace_bytes;
   if (desc.residual) {
     candidate.staging_offset = round_up(heuristic->workspace_bytes);
-    info.workspace_bytes = candidate.staging_offset + static_cast<std::size_t>(desc.dst_dims().product()) *
-                                                          size_of(desc.conv.dtype);
+    info.workspace_bytes =
+        candidate.staging_offset +
+        static_cast<std::size_t>(desc.dst_dims().product()) * size_of(desc.conv.dtype);
   }
   return candidate;
 }
@@ -390,9 +392,8 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const ConvFus
     info.reason = detail::cat(onednn_version(), " has no ", algorithm_name(algorithm),
                               " implementation of conv fwd with this epilogue (",
                               desc.bias ? "bias, " : "", desc.residual ? "sum, " : "",
-                              to_string(desc.activation), ") for ", to_string(desc.conv.dtype),
-                              ' ', to_string(desc.conv.layout), " on cpu isa ", isa, ": ",
-                              failure);
+                              to_string(desc.activation), ") for ", to_string(desc.conv.dtype), ' ',
+                              to_string(desc.conv.layout), " on cpu isa ", isa, ": ", failure);
     missing.push_back(std::move(unavailable));
   }
   // Note [one reference candidate] (conv_list.cpp): only ref's plain variant, listed last.
@@ -429,8 +430,8 @@ void check_tensor(const Tensor* tensor, const char* role, const Dims& dims, DTyp
       tensor->dtype() != dtype || !tensor->is_dense(layout) || tensor->device() != Device::cpu()) {
     detail::raise(ErrorKind::InvalidArgument,
                   detail::cat(role, " is ", tensor == nullptr ? "missing" : describe(*tensor),
-                              "; this plan takes a dense ", to_string(dtype), '[',
-                              dims.to_string(), ' ', to_string(layout), "] on cpu"),
+                              "; this plan takes a dense ", to_string(dtype), '[', dims.to_string(),
+                              ' ', to_string(layout), "] on cpu"),
                   context);
   }
 }
@@ -438,11 +439,11 @@ void check_tensor(const Tensor* tensor, const char* role, const Dims& dims, DTyp
 void check_workspace(const detail::Workspace& workspace, std::size_t needed,
                      const ErrorContext& context) {
   if (workspace.bytes < needed || (needed > 0 && workspace.data == nullptr)) {
-    detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat("workspace has ", workspace.bytes, " bytes",
-                              workspace.data == nullptr ? " (null)" : "",
-                              "; this candidate needs ", needed),
-                  context);
+    detail::raise(
+        ErrorKind::InvalidArgument,
+        detail::cat("workspace has ", workspace.bytes, " bytes",
+                    workspace.data == nullptr ? " (null)" : "", "; this candidate needs ", needed),
+        context);
   }
 }
 
@@ -453,8 +454,7 @@ void check_common(const ConvFusedDesc& desc, const detail::ConvFusedArgs& args,
   check_tensor(args.weights, "weights", conv.weights_dims(), conv.dtype, conv.layout, context);
   check_tensor(args.dst, "dst", conv.dst_dims(), conv.dtype, conv.layout, context);
   if (desc.bias) {
-    check_tensor(args.bias, "bias", conv.bias_dims(), conv.dtype, Layout::channels_first,
-                 context);
+    check_tensor(args.bias, "bias", conv.bias_dims(), conv.dtype, Layout::channels_first, context);
   }
   if (desc.residual) {
     check_tensor(args.residual, "residual", conv.dst_dims(), conv.dtype, conv.layout, context);
@@ -469,8 +469,7 @@ void check_common(const ConvFusedDesc& desc, const detail::ConvFusedArgs& args,
 // made here, once; execute() only rebinds data pointers (Note [one stream], runtime.hpp).
 class FusedPlan final : public detail::ConvFusedPlan {
  public:
-  FusedPlan(std::shared_ptr<Runtime> runtime, const ConvFusedDesc& desc,
-            const Candidate& candidate)
+  FusedPlan(std::shared_ptr<Runtime> runtime, const ConvFusedDesc& desc, const Candidate& candidate)
       : runtime_(std::move(runtime)),
         desc_(desc),
         info_(candidate.info),
@@ -494,7 +493,8 @@ class FusedPlan final : public detail::ConvFusedPlan {
         steps_.push_back(make_step(candidate.reorders[r], {{DNNL_ARG_FROM, user_[r].get()},
                                                            {DNNL_ARG_TO, buffers_[r].get()}}));
       }
-      const dnnl::memory& conv_dst = candidate.reorders[role_dst] ? buffers_[role_dst] : user_[role_dst];
+      const dnnl::memory& conv_dst =
+          candidate.reorders[role_dst] ? buffers_[role_dst] : user_[role_dst];
       if (desc_.residual) {
         residual_ = dnnl::memory(g.dst, engine, DNNL_MEMORY_NONE);
         if (candidate.residual_copy) {
@@ -515,17 +515,21 @@ class FusedPlan final : public detail::ConvFusedPlan {
                false});
         }
       }
-      std::vector<dnnl_exec_arg_t> conv_args = {{DNNL_ARG_SRC, (candidate.reorders[role_src] ? buffers_[role_src] : user_[role_src]).get()},
-                                                {DNNL_ARG_WEIGHTS, (candidate.reorders[role_weights] ? buffers_[role_weights] : user_[role_weights]).get()},
-                                                {DNNL_ARG_DST, conv_dst.get()}};
+      std::vector<dnnl_exec_arg_t> conv_args = {
+          {DNNL_ARG_SRC,
+           (candidate.reorders[role_src] ? buffers_[role_src] : user_[role_src]).get()},
+          {DNNL_ARG_WEIGHTS,
+           (candidate.reorders[role_weights] ? buffers_[role_weights] : user_[role_weights]).get()},
+          {DNNL_ARG_DST, conv_dst.get()}};
       if (desc_.bias) {
         bias_ = dnnl::memory(fused_bias_md(desc_), engine, DNNL_MEMORY_NONE);
         conv_args.push_back({DNNL_ARG_BIAS, bias_.get()});
       }
       conv_step_ = make_step(candidate.conv, std::move(conv_args));
       if (candidate.reorders[role_dst]) {
-        dst_step_ = make_step(candidate.reorders[role_dst], {{DNNL_ARG_FROM, buffers_[role_dst].get()},
-                                                             {DNNL_ARG_TO, user_[role_dst].get()}});
+        dst_step_ = make_step(
+            candidate.reorders[role_dst],
+            {{DNNL_ARG_FROM, buffers_[role_dst].get()}, {DNNL_ARG_TO, user_[role_dst].get()}});
       }
     });
   }
@@ -597,7 +601,7 @@ class FusedPlan final : public detail::ConvFusedPlan {
   std::array<dnnl::memory, 3> user_;     // bound to the caller's src, weights, dst
   std::array<dnnl::memory, 3> buffers_;  // reordered copies in the workspace (null: none)
   dnnl::memory bias_;
-  dnnl::memory residual_;  // the caller's residual, in dst's layout
+  dnnl::memory residual_;    // the caller's residual, in dst's layout
   std::vector<Step> steps_;  // input reorders
   // Copy and scaling of the residual into the dst the convolution accumulates onto; a step with
   // `true` is skipped when the residual is dst itself.
@@ -612,9 +616,8 @@ class FusedPlan final : public detail::ConvFusedPlan {
 // channels_first runs per (n, c) plane with a constant bias, channels_last per position over the
 // channels, so the inner loops are unit-stride and vectorise (f32; f16/bf16 convert on the way).
 template <typename T, typename Load, typename Store>
-void epilogue_range(const ConvFusedDesc& desc, const T* conv_out, const T* bias,
-                    const T* residual, T* dst, std::int64_t first, std::int64_t last, Load load,
-                    Store store) {
+void epilogue_range(const ConvFusedDesc& desc, const T* conv_out, const T* bias, const T* residual,
+                    T* dst, std::int64_t first, std::int64_t last, Load load, Store store) {
   const std::int64_t channels = desc.conv.out_channels;
   const std::int64_t plane = desc.dst_dims().product() / (desc.conv.batch * channels);
   const float scale = desc.residual_scale;
@@ -654,8 +657,10 @@ void epilogue(const ConvFusedDesc& desc, const void* conv_out, const void* bias,
   };
   // A thread costs tens of microseconds to start: split only work of a million elements or more.
   const std::int64_t elements = desc.dst_dims().product();
-  const auto hardware = static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
-  const std::int64_t threads = std::clamp<std::int64_t>(elements >> 20, 1, std::min(hardware, rows));
+  const auto hardware =
+      static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::int64_t threads =
+      std::clamp<std::int64_t>(elements >> 20, 1, std::min(hardware, rows));
   if (threads <= 1) {
     body(0, rows);
     return;
@@ -670,22 +675,24 @@ void run_epilogue(const ConvFusedDesc& desc, const void* conv_out, const void* b
                   const void* residual, void* dst) {
   switch (desc.conv.dtype) {
     case DType::f32:
-      epilogue<float>(desc, conv_out, bias, residual, dst, [](float v) { return v; },
-                      [](float v) { return v; });
+      epilogue<float>(
+          desc, conv_out, bias, residual, dst, [](float v) { return v; },
+          [](float v) { return v; });
       return;
     case DType::f16:
-      epilogue<std::uint16_t>(desc, conv_out, bias, residual, dst,
-                              [](std::uint16_t v) { return detail::half_to_float(v); },
-                              [](float v) { return detail::float_to_half(v); });
+      epilogue<std::uint16_t>(
+          desc, conv_out, bias, residual, dst,
+          [](std::uint16_t v) { return detail::half_to_float(v); },
+          [](float v) { return detail::float_to_half(v); });
       return;
     case DType::bf16:
-      epilogue<std::uint16_t>(desc, conv_out, bias, residual, dst,
-                              [](std::uint16_t v) { return detail::bf16_to_float(v); },
-                              [](float v) { return detail::float_to_bf16(v); });
+      epilogue<std::uint16_t>(
+          desc, conv_out, bias, residual, dst,
+          [](std::uint16_t v) { return detail::bf16_to_float(v); },
+          [](float v) { return detail::float_to_bf16(v); });
       return;
     case DType::i32:
-    case DType::i64:
-      break;
+    case DType::i64: break;
   }
   DNNX_ASSERT(false, "conv_fused on dtype ", to_string(desc.conv.dtype));
 }
@@ -719,8 +726,8 @@ class UnfusedPlan final : public detail::ConvFusedPlan {
     detail::ConvArgs conv_args;
     conv_args.src = args.src, conv_args.weights = args.weights, conv_args.dst = conv_out;
     conv_->execute(conv_args, {workspace.data, desc_.residual ? staging_offset_ : workspace.bytes});
-    const bool nothing_to_do = !desc_.bias && !desc_.residual &&
-                               desc_.activation == FusedActivation::identity;
+    const bool nothing_to_do =
+        !desc_.bias && !desc_.residual && desc_.activation == FusedActivation::identity;
     if (nothing_to_do) return;
     run_epilogue(desc_, conv_out->data(), desc_.bias ? args.bias->data() : nullptr,
                  desc_.residual ? args.residual->data() : nullptr, args.dst->data());
@@ -758,40 +765,41 @@ class OneDnnConvFused final : public detail::ConvFusedBackend {
   std::shared_ptr<detail::ConvFusedPlan> plan(const ConvFusedDesc& desc, Direction direction,
                                               const std::string& id) override {
     check_direction(desc, direction);
-    return plans_.get_or_build(desc, direction, id, [&]() -> std::shared_ptr<detail::ConvFusedPlan> {
-      desc.validate();
-      Candidate candidate;
-      {
-        std::lock_guard lock(mutex_);
-        const std::vector<Candidate>& list = candidates_locked(desc);
-        const auto it = std::find_if(list.begin(), list.end(),
-                                     [&](const Candidate& c) { return c.info.id == id; });
-        if (it == list.end()) {
-          detail::raise(ErrorKind::InvalidArgument,
-                        detail::cat("algorithm id '", id,
-                                    "' is not a cpu candidate for this conv_fused; valid ids: ",
-                                    list_ids(list)),
-                        context_of(desc, id));
-        }
-        if (!it->info.supported) {
-          detail::raise(ErrorKind::Unsupported, it->info.reason, context_of(desc, id));
-        }
-        candidate = *it;
-      }
-      if (!candidate.conv_id.empty()) {
-        return std::make_shared<UnfusedPlan>(desc, candidate,
-                                             conv_.plan(desc.conv, Direction::fwd, candidate.conv_id));
-      }
-      return std::make_shared<FusedPlan>(runtime_, desc, candidate);
-    });
+    return plans_.get_or_build(
+        desc, direction, id, [&]() -> std::shared_ptr<detail::ConvFusedPlan> {
+          desc.validate();
+          Candidate candidate;
+          {
+            std::lock_guard lock(mutex_);
+            const std::vector<Candidate>& list = candidates_locked(desc);
+            const auto it = std::find_if(list.begin(), list.end(),
+                                         [&](const Candidate& c) { return c.info.id == id; });
+            if (it == list.end()) {
+              detail::raise(ErrorKind::InvalidArgument,
+                            detail::cat("algorithm id '", id,
+                                        "' is not a cpu candidate for this conv_fused; valid ids: ",
+                                        list_ids(list)),
+                            context_of(desc, id));
+            }
+            if (!it->info.supported) {
+              detail::raise(ErrorKind::Unsupported, it->info.reason, context_of(desc, id));
+            }
+            candidate = *it;
+          }
+          if (!candidate.conv_id.empty()) {
+            return std::make_shared<UnfusedPlan>(
+                desc, candidate, conv_.plan(desc.conv, Direction::fwd, candidate.conv_id));
+          }
+          return std::make_shared<FusedPlan>(runtime_, desc, candidate);
+        });
   }
 
  private:
   const std::vector<Candidate>& candidates_locked(const ConvFusedDesc& desc) {
     auto found = lists_.find(desc);
     if (found == lists_.end()) {
-      found = lists_.emplace(desc, list_candidates(runtime_->engine, desc, runtime_->isa, conv_))
-                  .first;
+      found =
+          lists_.emplace(desc, list_candidates(runtime_->engine, desc, runtime_->isa, conv_)).first;
     }
     return found->second;
   }

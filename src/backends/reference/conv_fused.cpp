@@ -5,7 +5,6 @@
 // tests can check one against the other.
 
 #include "backends/reference/layers.hpp"
-
 #include "core/check.hpp"
 #include "core/conv_fused_args.hpp"
 #include "core/strings.hpp"
@@ -45,10 +44,10 @@ ErrorContext context_of(const ConvFusedDesc& desc, std::string implementation) {
 
 void check_direction(const ConvFusedDesc& desc, Direction direction) {
   if (direction != Direction::fwd) {
-    detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat("conv_fused has only the forward direction (fwd); got ",
-                              to_string(direction)),
-                  context_of(desc, ""));
+    detail::raise(
+        ErrorKind::InvalidArgument,
+        detail::cat("conv_fused has only the forward direction (fwd); got ", to_string(direction)),
+        context_of(desc, ""));
   }
 }
 
@@ -69,11 +68,11 @@ std::vector<float> logical_values(const Tensor* tensor, const char* role, const 
                                   DType dtype, const ErrorContext& context) {
   if (tensor == nullptr || tensor->is_null() || tensor->dims() != dims ||
       tensor->dtype() != dtype || tensor->device() != Device::cpu()) {
-    detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat(role, " is ", tensor == nullptr ? "missing" : describe(*tensor),
-                              "; expected a ", to_string(dtype), " tensor of dims ", dims,
-                              " in host memory"),
-                  context);
+    detail::raise(
+        ErrorKind::InvalidArgument,
+        detail::cat(role, " is ", tensor == nullptr ? "missing" : describe(*tensor),
+                    "; expected a ", to_string(dtype), " tensor of dims ", dims, " in host memory"),
+        context);
   }
   return tensor->to_f32();
 }
@@ -89,7 +88,8 @@ class DirectPlan final : public detail::ConvFusedPlan {
     const ConvDesc& conv = desc_.conv;
     const DType dtype = conv.dtype;
     // Every input is read before dst is written, so a residual that is dst itself is fine.
-    const std::vector<float> src = logical_values(args.src, "src", conv.src_dims(), dtype, context_);
+    const std::vector<float> src =
+        logical_values(args.src, "src", conv.src_dims(), dtype, context_);
     const std::vector<float> weights =
         logical_values(args.weights, "weights", conv.weights_dims(), dtype, context_);
     std::vector<float> bias;

@@ -51,11 +51,11 @@ template <typename T, int V>
 __global__ void epilogue_kernel(Shape shape, const T* __restrict__ bias, const T* conv_out,
                                 const T* residual, T* dst, std::int64_t packs) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t p = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-       p < packs; p += stride) {
+  for (std::int64_t p = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < packs;
+       p += stride) {
     const std::int64_t first = p * V;
-    const std::int64_t channel = shape.channels_last ? first % shape.channels
-                                                     : (first / shape.spatial) % shape.channels;
+    const std::int64_t channel =
+        shape.channels_last ? first % shape.channels : (first / shape.spatial) % shape.channels;
     const Pack<T, V> in = reinterpret_cast<const Pack<T, V>*>(conv_out)[p];
     Pack<T, V> res{};
     if (residual != nullptr) res = reinterpret_cast<const Pack<T, V>*>(residual)[p];
@@ -77,14 +77,14 @@ bool aligned(const void* pointer) {
 }
 
 template <typename T>
-cudaError_t launch(const Shape& shape, const void* conv_out, const void* bias,
-                   const void* residual, void* dst, cudaStream_t stream) {
+cudaError_t launch(const Shape& shape, const void* conv_out, const void* bias, const void* residual,
+                   void* dst, cudaStream_t stream) {
   constexpr int pack = static_cast<int>(16 / sizeof(T));
   const std::int64_t count = shape.batch * shape.channels * shape.spatial;
   if (count == 0) return cudaSuccess;
-  const bool packed = aligned(conv_out) && aligned(residual) && aligned(dst) &&
-                      (shape.channels_last ? shape.channels % pack == 0
-                                           : shape.spatial % pack == 0);
+  const bool packed =
+      aligned(conv_out) && aligned(residual) && aligned(dst) &&
+      (shape.channels_last ? shape.channels % pack == 0 : shape.spatial % pack == 0);
   const std::int64_t units = packed ? count / pack : count;
   const auto blocks = static_cast<unsigned>(
       std::min<std::int64_t>((units + block_threads - 1) / block_threads, max_blocks));
