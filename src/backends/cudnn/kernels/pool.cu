@@ -20,6 +20,13 @@
 // (window-local index, one byte per output element) in the workspace, or, without workspace, by
 // rescanning every window an input element lies in.
 
+//
+// Note [pool kernel 3x3]
+// A window scanned with runtime bounds issues its loads one after the other. For 1 x 3 x 3
+// windows (ResNet's max pool) on channel packs the max kernel has constant trip counts instead:
+// all nine positions are tested against the input bounds and their packs loaded up front, so
+// the loads are in flight together; the comparisons then run in the same scan order.
+
 #include "backends/cudnn/kernels/pool.hpp"
 
 #include <cuda_bf16.h>
@@ -150,7 +157,8 @@ __device__ __forceinline__ void split(const Geometry<Index>& g, const int (&size
 
 // The argmax of each lane over one window: the window-local index (row-major over the whole
 // window, padding positions included) of the first maximum, a NaN replacing any number.
-template <typename T, int V, bool kLast, typename Index>
+// kK > 0: a 1 x kK x kK window (Note [pool kernel 3x3]); 0: any window.
+template <int kK, typename T, int V, bool kLast, typename Index>
 __device__ __forceinline__ void window_argmax(const Geometry<Index>& g, const T* __restrict__ src,
                                               Index n, Index pack, const Span& sd, const Span& sh,
                                               const Span& sw, float (&best)[V], int (&at)[V]) {
@@ -160,18 +168,50 @@ __device__ __forceinline__ void window_argmax(const Geometry<Index>& g, const T*
     at[v] = ((sd.begin - sd.start) * g.kernel[1] + (sh.begin - sh.start)) * g.kernel[2] +
             (sw.begin - sw.start);
   }
-  for (int d = sd.begin; d < sd.end; ++d) {
-    for (int h = sh.begin; h < sh.end; ++h) {
-      const int row = ((d - sd.start) * g.kernel[1] + (h - sh.start)) * g.kernel[2] - sw.start;
-      for (int w = sw.begin; w < sw.end; ++w) {
-        const Pack<T, V> values = *reinterpret_cast<const Pack<T, V>*>(
-            src + offset_of<kLast, V>(g, g.in, n, pack, d, h, w));
+  if constexpr (kK > 0) {
+    Pack<T, V> values[kK][kK];
+    bool inside[kK][kK];
+#pragma unroll
+    for (int kh = 0; kh < kK; ++kh) {
+#pragma unroll
+      for (int kw = 0; kw < kK; ++kw) {
+        const int h = sh.start + kh, w = sw.start + kw;
+        inside[kh][kw] = h >= sh.begin && h < sh.end && w >= sw.begin && w < sw.end;
+        if (inside[kh][kw]) {
+          values[kh][kw] = *reinterpret_cast<const Pack<T, V>*>(
+              src + offset_of<kLast, V>(g, g.in, n, pack, sd.begin, h, w));
+        }
+      }
+    }
+#pragma unroll
+    for (int kh = 0; kh < kK; ++kh) {
+#pragma unroll
+      for (int kw = 0; kw < kK; ++kw) {
+        if (!inside[kh][kw]) continue;
 #pragma unroll
         for (int v = 0; v < V; ++v) {
-          const float value = to_float(values.lane[v]);
+          const float value = to_float(values[kh][kw].lane[v]);
           if (value > best[v] || isnan(value)) {
             best[v] = value;
-            at[v] = row + w;
+            at[v] = kh * kK + kw;
+          }
+        }
+      }
+    }
+  } else {
+    for (int d = sd.begin; d < sd.end; ++d) {
+      for (int h = sh.begin; h < sh.end; ++h) {
+        const int row = ((d - sd.start) * g.kernel[1] + (h - sh.start)) * g.kernel[2] - sw.start;
+        for (int w = sw.begin; w < sw.end; ++w) {
+          const Pack<T, V> values = *reinterpret_cast<const Pack<T, V>*>(
+              src + offset_of<kLast, V>(g, g.in, n, pack, d, h, w));
+#pragma unroll
+          for (int v = 0; v < V; ++v) {
+            const float value = to_float(values.lane[v]);
+            if (value > best[v] || isnan(value)) {
+              best[v] = value;
+              at[v] = row + w;
+            }
           }
         }
       }
@@ -181,7 +221,7 @@ __device__ __forceinline__ void window_argmax(const Geometry<Index>& g, const T*
 
 // Forward: one thread per output pack. kMax: dst = window max and, if `argmax` is set, the
 // window-local argmax per element; otherwise the average of the mode.
-template <typename T, int V, bool kLast, bool kMax, typename Index>
+template <typename T, int V, bool kLast, bool kMax, int kK, typename Index>
 __global__ void __launch_bounds__(block_threads)
     pool_fwd_kernel(Geometry<Index> g, const T* __restrict__ src, T* __restrict__ dst,
                     ArgIndex* __restrict__ argmax, Index items) {
@@ -197,7 +237,7 @@ __global__ void __launch_bounds__(block_threads)
     if (kMax) {
       float best[V];
       int at[V];
-      window_argmax<T, V, kLast>(g, src, n, pack, sd, sh, sw, best, at);
+      window_argmax<kK, T, V, kLast>(g, src, n, pack, sd, sh, sw, best, at);
 #pragma unroll
       for (int v = 0; v < V; ++v) result.lane[v] = from_float<T>(best[v]);
       if (argmax != nullptr) {
@@ -267,7 +307,7 @@ __global__ void __launch_bounds__(block_threads)
           int at[V];
           if (rescan) {
             float best[V];
-            window_argmax<T, V, kLast>(g, src, n, pack, sd, sh, sw, best, at);
+            window_argmax<0, T, V, kLast>(g, src, n, pack, sd, sh, sw, best, at);
           } else {
             const Pack<ArgIndex, V> indices =
                 *reinterpret_cast<const Pack<ArgIndex, V>*>(argmax + out_at);
@@ -378,14 +418,21 @@ struct FwdLaunch {
     const std::int64_t items = shape.batch * shape.channels / V * spatial_count(shape.output);
     const auto* in = static_cast<const T*>(src);
     auto* out = static_cast<T*>(dst);
-    if (shape.mode == PoolKernelMode::max) {
-      pool_fwd_kernel<T, V, kLast, true, Index><<<launch_blocks(items), block_threads, 0, stream>>>(
-          g, in, out, argmax, static_cast<Index>(items));
-    } else {
-      pool_fwd_kernel<T, V, kLast, false, Index>
-          <<<launch_blocks(items), block_threads, 0, stream>>>(g, in, out, nullptr,
-                                                               static_cast<Index>(items));
+    const int blocks = launch_blocks(items);
+    if (shape.mode != PoolKernelMode::max) {
+      pool_fwd_kernel<T, V, kLast, false, 0, Index>
+          <<<blocks, block_threads, 0, stream>>>(g, in, out, nullptr, static_cast<Index>(items));
+      return cudaGetLastError();
     }
+    if constexpr (V > 1) {
+      if (shape.kernel[0] == 1 && shape.kernel[1] == 3 && shape.kernel[2] == 3) {
+        pool_fwd_kernel<T, V, kLast, true, 3, Index>
+            <<<blocks, block_threads, 0, stream>>>(g, in, out, argmax, static_cast<Index>(items));
+        return cudaGetLastError();
+      }
+    }
+    pool_fwd_kernel<T, V, kLast, true, 0, Index>
+        <<<blocks, block_threads, 0, stream>>>(g, in, out, argmax, static_cast<Index>(items));
     return cudaGetLastError();
   }
 };
