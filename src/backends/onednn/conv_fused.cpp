@@ -419,6 +419,7 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const ConvFus
 
 std::string list_ids(const std::vector<Candidate>& list) {
   std::vector<std::string> ids;
+  ids.reserve(list.size());
   for (const Candidate& candidate : list) ids.push_back(candidate.info.id);
   return detail::join(ids, ", ");
 }
@@ -500,19 +501,19 @@ class FusedPlan final : public detail::ConvFusedPlan {
         if (candidate.residual_copy) {
           // In place the residual already is dst; a copy is needed only into a reorder buffer.
           const bool skip_in_place = !candidate.reorders[role_dst];
-          residual_steps_.push_back(
-              {make_step(candidate.residual_copy,
-                         {{DNNL_ARG_FROM, residual_.get()}, {DNNL_ARG_TO, conv_dst.get()}}),
-               skip_in_place});
+          residual_steps_.emplace_back(
+              make_step(candidate.residual_copy,
+                        {{DNNL_ARG_FROM, residual_.get()}, {DNNL_ARG_TO, conv_dst.get()}}),
+              skip_in_place);
         }
         if (candidate.residual_scaling) {
           // From the residual into a plain dst (in place when they are one), or in place on the
           // buffer the copy above filled.
           const dnnl::memory& from = candidate.reorders[role_dst] ? conv_dst : residual_;
-          residual_steps_.push_back(
-              {make_step(candidate.residual_scaling,
-                         {{DNNL_ARG_SRC, from.get()}, {DNNL_ARG_DST, conv_dst.get()}}),
-               false});
+          residual_steps_.emplace_back(
+              make_step(candidate.residual_scaling,
+                        {{DNNL_ARG_SRC, from.get()}, {DNNL_ARG_DST, conv_dst.get()}}),
+              false);
         }
       }
       std::vector<dnnl_exec_arg_t> conv_args = {

@@ -54,7 +54,7 @@ void check_direction(const ConvFusedDesc& desc, Direction direction) {
 // f64 -> f32 rounded to odd, so that the f32 -> f16/bf16 store that follows rounds the f64 value
 // correctly (Note [rounding once] in backends/reference/conv.cpp).
 float to_f32_round_to_odd(double value) {
-  const float nearest = static_cast<float>(value);
+  const auto nearest = static_cast<float>(value);
   if (static_cast<double>(nearest) == value || std::isnan(value)) return nearest;
   float truncated = nearest;
   if (std::abs(static_cast<double>(nearest)) > std::abs(value)) {
@@ -114,7 +114,8 @@ class DirectPlan final : public detail::ConvFusedPlan {
         dilation{1, 1, 1}, pad{0, 0, 0};
     for (int i = 0; i < conv.spatial_dims; ++i) {
       const auto s = static_cast<std::size_t>(i);
-      const auto d = static_cast<std::size_t>(i + missing);
+      const int shifted = i + missing;
+      const auto d = static_cast<std::size_t>(shifted);
       in[d] = conv.input[s];
       out[d] = conv.output_size(i);
       kernel[d] = conv.kernel[s];
