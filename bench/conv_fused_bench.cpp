@@ -166,6 +166,7 @@ Timing time_calls(Context& context, const std::function<void()>& call, const Opt
   detail::Backend& backend = context.state().backend();
   for (int i = 0; i < 3; ++i) call();
   std::vector<double> samples;
+  samples.reserve(static_cast<std::size_t>(std::max(3, options.calls)));
   for (int r = 0; r < 3; ++r) {
     samples.push_back(backend.time_ms([&] {
       for (int i = 0; i < options.loop; ++i) call();

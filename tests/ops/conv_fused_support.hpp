@@ -26,7 +26,8 @@ struct ConvFusedCase {
 };
 
 /// gtest's printer for a case (the default would be a byte dump).
-void PrintTo(const ConvFusedCase& param, std::ostream* out);
+void PrintTo(const ConvFusedCase& param,  // NOLINT(readability-identifier-naming): gtest's name
+             std::ostream* out);
 
 /// Every epilogue combination (none, bias, residual, residual_scale != 1, relu / identity), in
 /// place and not, over 1/2/3-D, groups, depthwise, stride, dilation, asymmetric padding, odd
