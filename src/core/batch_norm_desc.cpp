@@ -62,9 +62,8 @@ BatchNormMode parse_batch_norm_mode(std::string_view text) {
   if (lowered == "per_activation" || lowered == "per-activation" || lowered == "activation")
     return BatchNormMode::per_activation;
   if (lowered == "spatial") return BatchNormMode::spatial;
-  detail::raise(ErrorKind::InvalidArgument,
-                detail::cat("unknown batch-norm mode '", text,
-                            "'; accepted: per_activation, spatial"));
+  detail::raise(ErrorKind::InvalidArgument, detail::cat("unknown batch-norm mode '", text,
+                                                        "'; accepted: per_activation, spatial"));
 }
 
 BatchNormDesc BatchNormDesc::spatial_of(const Dims& dims, bool training, DType dtype,
@@ -97,10 +96,11 @@ void BatchNormDesc::validate() const {
   DNNX_CHECK_ARG(valid_mode(mode), "mode must be per_activation or spatial, got ",
                  static_cast<int>(mode));
   DNNX_CHECK_ARG(is_floating(dtype), "dtype must be f32, f16 or bf16, got ", to_string(dtype));
-  DNNX_CHECK_ARG(valid_layout(layout), "layout must be nchw (channels_first) or nhwc "
-                 "(channels_last), got ", static_cast<int>(layout));
-  DNNX_CHECK_ARG(std::isfinite(eps) && eps > 0, "eps must be > 0 and finite, got ",
-                 shortest(eps));
+  DNNX_CHECK_ARG(valid_layout(layout),
+                 "layout must be nchw (channels_first) or nhwc "
+                 "(channels_last), got ",
+                 static_cast<int>(layout));
+  DNNX_CHECK_ARG(std::isfinite(eps) && eps > 0, "eps must be > 0 and finite, got ", shortest(eps));
   DNNX_CHECK_ARG(momentum >= 0 && momentum <= 1, "momentum must be in [0, 1], got ",
                  shortest(momentum));
   if (training) {
@@ -113,7 +113,8 @@ void BatchNormDesc::validate() const {
 }
 
 Dims BatchNormDesc::param_dims() const {
-  if (mode == BatchNormMode::spatial || dims.rank() < 2) return Dims{dims.rank() >= 2 ? dims[1] : 0};
+  if (mode == BatchNormMode::spatial || dims.rank() < 2)
+    return Dims{dims.rank() >= 2 ? dims[1] : 0};
   Dims params = dims;
   params[0] = 1;
   return params;

@@ -38,9 +38,8 @@ void check_data(const Context& context, const BatchNormDesc& desc, const char* r
   DNNX_CHECK_ARG(tensor->is_dense(desc.layout), "layout mismatch: ", role, " strides ",
                  tensor->strides(), " are not dense ", to_string(desc.layout),
                  " (expected strides ", dense_strides(desc.dims, desc.layout), ")");
-  DNNX_CHECK_ARG(tensor->device() == context.device(), role, " is on ",
-                 to_string(tensor->device()), " but the context runs on ",
-                 to_string(context.device()));
+  DNNX_CHECK_ARG(tensor->device() == context.device(), role, " is on ", to_string(tensor->device()),
+                 " but the context runs on ", to_string(context.device()));
 }
 
 // Parameter and statistics tensors: f32, param_dims(), dense like one sample of src.
@@ -60,15 +59,14 @@ void check_param(const Context& context, const BatchNormDesc& desc, const char* 
   DNNX_CHECK_ARG(tensor->is_dense(layout), "layout mismatch: ", role, " strides ",
                  tensor->strides(), " are not dense (expected strides ",
                  dense_strides(expected, layout), ")");
-  DNNX_CHECK_ARG(tensor->device() == context.device(), role, " is on ",
-                 to_string(tensor->device()), " but the context runs on ",
-                 to_string(context.device()));
+  DNNX_CHECK_ARG(tensor->device() == context.device(), role, " is on ", to_string(tensor->device()),
+                 " but the context runs on ", to_string(context.device()));
 }
 
 // A tensor the desc requires: present and valid.
 template <typename T>
-void require_param(const Context& context, const BatchNormDesc& desc, const char* role,
-                   T* tensor, const char* why) {
+void require_param(const Context& context, const BatchNormDesc& desc, const char* role, T* tensor,
+                   const char* why) {
   DNNX_CHECK_ARG(tensor != nullptr, role, " is missing (null); ", why, "; expected an f32 tensor ",
                  "of dims ", desc.param_dims());
   check_param(context, desc, role, tensor);
@@ -99,7 +97,8 @@ void check_no_alias(const std::vector<Role>& outputs, const std::vector<Role>& i
     for (std::size_t j = i + 1; j < outputs.size(); ++j) {
       if (outputs[j].tensor == nullptr) continue;
       DNNX_CHECK_ARG(!detail::overlaps(*outputs[i].tensor, *outputs[j].tensor), outputs[i].name,
-                     " overlaps ", outputs[j].name, " in memory; every output needs its own buffer");
+                     " overlaps ", outputs[j].name,
+                     " in memory; every output needs its own buffer");
     }
   }
 }
@@ -156,12 +155,11 @@ void check_fwd(const Context& context, const BatchNormDesc& desc, const BatchNor
                     {"saved_inv_std", args.saved_inv_std}},
                    {{"src", args.src}, {"scale", args.scale}, {"shift", args.shift}});
   } else {
-    check_no_alias({{"dst", args.dst}},
-                   {{"src", args.src},
-                    {"scale", args.scale},
-                    {"shift", args.shift},
-                    {"running_mean", args.running_mean},
-                    {"running_var", args.running_var}});
+    check_no_alias({{"dst", args.dst}}, {{"src", args.src},
+                                         {"scale", args.scale},
+                                         {"shift", args.shift},
+                                         {"running_mean", args.running_mean},
+                                         {"running_var", args.running_var}});
   }
 }
 
@@ -239,7 +237,8 @@ BatchNormArgs bwd_args(const BatchNormDesc& desc, const Tensor& src, const Tenso
   return args;
 }
 
-// ---- scratch tensors for selection without user tensors ------------------------------------------
+// ---- scratch tensors for selection without user tensors
+// ------------------------------------------
 
 // Tensors for timing without the user's (Note [scratch data]): data in [-1, 1), scales and
 // inverse standard deviations in [0.5, 1.5) (positive, so nothing divides by zero), means in
@@ -247,8 +246,7 @@ BatchNormArgs bwd_args(const BatchNormDesc& desc, const Tensor& src, const Tenso
 struct Scratch {
   BatchNormDesc desc;
   Tensor src, dst, diff_dst, diff_src;
-  Tensor scale, shift, running_mean, running_var, saved_mean, saved_inv_std, diff_scale,
-      diff_shift;
+  Tensor scale, shift, running_mean, running_var, saved_mean, saved_inv_std, diff_scale, diff_shift;
 
   BatchNormArgs args(Direction direction) {
     BatchNormTensors t;
@@ -352,8 +350,7 @@ std::shared_ptr<const Choice> batch_norm_select(Context& context, const BatchNor
   return Dispatch::select(context, desc, direction);
 }
 
-ProfileResult batch_norm_profile(Context& context, const BatchNormDesc& desc,
-                                 Direction direction) {
+ProfileResult batch_norm_profile(Context& context, const BatchNormDesc& desc, Direction direction) {
   return Dispatch::profile(context, desc, direction);
 }
 

@@ -5,13 +5,12 @@
 // bitwise determinism; workspace; the heuristic order; calls that allocate nothing; bad tensors.
 // Every test skips with the reason when no usable GPU is present.
 
-#include "ops/batch_norm_cases.hpp"
-#include "support/random.hpp"
-
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/batch_norm.hpp>
 
 #include "backends/cudnn/allocator.hpp"
+#include "ops/batch_norm_cases.hpp"
+#include "support/random.hpp"
 
 #include <gtest/gtest.h>
 
@@ -54,7 +53,8 @@ const std::vector<ExpectedReason>& expected_reasons() {
       {"cuDNN has no Ex inference call", std::regex("^cudnn:ex:"), std::regex("no Ex variant"),
        [](D desc, Direction) { return !desc.training; }},
       {"cuDNN's inference call has no persistent mode", std::regex("spatial_persistent$"),
-       std::regex("PER_ACTIVATION or SPATIAL only"), [](D desc, Direction) { return !desc.training; }},
+       std::regex("PER_ACTIVATION or SPATIAL only"),
+       [](D desc, Direction) { return !desc.training; }},
       {"BackwardEx needs its forward's reserve space", std::regex("^cudnn:ex:"),
        std::regex("reserve space"), [](D, Direction d) { return d == Direction::bwd_data; }},
       {"fused kernels: planes with at most 4096 values per statistic",
@@ -92,8 +92,8 @@ std::map<Direction, std::vector<std::string>> check_every_candidate(const BatchN
   std::map<Direction, std::vector<std::string>> ran;
   for (const Direction direction : {Direction::fwd, Direction::bwd_data}) {
     const std::vector<AlgoInfo> algos = batch_norm_list(gpu, desc, direction);
-    EXPECT_TRUE(std::any_of(algos.begin(), algos.end(),
-                            [](const AlgoInfo& a) { return a.supported; }))
+    EXPECT_TRUE(
+        std::any_of(algos.begin(), algos.end(), [](const AlgoInfo& a) { return a.supported; }))
         << "no supported candidate\n  " << batch_norm_context(desc, direction, "(none)");
     std::ostringstream summary;
     int unsupported = 0;
@@ -119,17 +119,15 @@ std::map<Direction, std::vector<std::string>> check_every_candidate(const BatchN
             EXPECT_TRUE(bitwise_equal_fwd(run, run_batch_norm_fwd(fixed, desc, inputs), context));
           }
         } else {
-          const BatchNormBwdResult run = run_batch_norm_bwd(
-              fixed, desc, inputs, ref_fwd.saved_mean, ref_fwd.saved_inv_std);
+          const BatchNormBwdResult run =
+              run_batch_norm_bwd(fixed, desc, inputs, ref_fwd.saved_mean, ref_fwd.saved_inv_std);
           EXPECT_EQ(run.choice->algo.id, algo.id) << context;
           EXPECT_TRUE(compare_batch_norm_bwd(desc, inputs, ref_fwd.saved_mean,
-                                             ref_fwd.saved_inv_std, ref_bwd, run, context,
-                                             &worst));
+                                             ref_fwd.saved_inv_std, ref_bwd, run, context, &worst));
           if (algo.deterministic) {
             EXPECT_TRUE(bitwise_equal_bwd(
                 run,
-                run_batch_norm_bwd(fixed, desc, inputs, ref_fwd.saved_mean,
-                                   ref_fwd.saved_inv_std),
+                run_batch_norm_bwd(fixed, desc, inputs, ref_fwd.saved_mean, ref_fwd.saved_inv_std),
                 context));
           }
         }
@@ -225,7 +223,8 @@ TEST(CudnnBatchNorm, HeuristicFollowsPyTorch) {
   EXPECT_EQ(first_supported(eval, Direction::fwd), "cudnn:legacy:spatial");
   EXPECT_TRUE(first_supported(eval, Direction::bwd_data).starts_with("cudnn:kernel:bnorm"));
   for (const AlgoInfo& algo : batch_norm_list(context, eval, Direction::bwd_data)) {
-    EXPECT_EQ(algo.supported, algo.id.starts_with("cudnn:kernel:")) << algo.id << ": " << algo.reason;
+    EXPECT_EQ(algo.supported, algo.id.starts_with("cudnn:kernel:"))
+        << algo.id << ": " << algo.reason;
   }
   const std::vector<AlgoInfo> algos = batch_norm_list(context, nchw, Direction::fwd);
   std::set<std::string> ids;
@@ -252,8 +251,8 @@ TEST(CudnnBatchNorm, ExhaustiveTrainingForwardUpdatesRunningStatisticsOnce) {
   gpu.tune().policy(OpKind::batch_norm, Direction::fwd) = AlgoPolicy::exhaustive();
   const BatchNormFwdResult timed = run_batch_norm_fwd(gpu, desc, in);
   EXPECT_GE(timed.choice->candidates_timed, 2);
-  EXPECT_TRUE(compare_batch_norm_fwd(desc, in, once, timed,
-                                     batch_norm_context(desc, Direction::fwd, timed.choice->algo.id)));
+  EXPECT_TRUE(compare_batch_norm_fwd(
+      desc, in, once, timed, batch_norm_context(desc, Direction::fwd, timed.choice->algo.id)));
 }
 
 // Plans own their descriptors and buffers: repeated calls make no device allocation.

@@ -24,9 +24,9 @@
 
 #include "ops/batch_norm_cases.hpp"
 
-#include "support/random.hpp"
-
 #include <dnnx/error.hpp>
+
+#include "support/random.hpp"
 
 #include <cmath>
 #include <ostream>
@@ -153,8 +153,8 @@ class Verdict {
 };
 
 void compare(Verdict& verdict, const char* what, const Tensor& expected, const Tensor& actual,
-             const std::vector<double>& scale, const Tolerance& tolerance,
-             std::string_view context, double* worst) {
+             const std::vector<double>& scale, const Tolerance& tolerance, std::string_view context,
+             double* worst) {
   ::testing::AssertionResult finite = all_finite(actual, what, context);
   if (!finite) {
     verdict.check(finite);
@@ -188,10 +188,10 @@ std::vector<BatchNormCase> batch_norm_cases() {
   };
   using M = BatchNormMode;
   const std::vector<Shape> shapes = {
-      {{8, 10}, M::per_activation, true},     // BatchNorm1d on N x F
-      {{4, 6, 11}, M::spatial, true},         // 1-D spatial, odd length
-      {{4, 5, 7, 9}, M::spatial, true},       // 2-D, odd sizes
-      {{2, 3, 4, 5, 3}, M::spatial, true},    // 3-D
+      {{8, 10}, M::per_activation, true},   // BatchNorm1d on N x F
+      {{4, 6, 11}, M::spatial, true},       // 1-D spatial, odd length
+      {{4, 5, 7, 9}, M::spatial, true},     // 2-D, odd sizes
+      {{2, 3, 4, 5, 3}, M::spatial, true},  // 3-D
       {{3, 4, 3, 2}, M::per_activation, true},
       {{1, 3, 5, 4}, M::spatial, false},      // batch 1
       {{2, 16, 4, 4}, M::spatial, false},     // vector-friendly channels
@@ -309,9 +309,9 @@ BatchNormBwdResult run_batch_norm_bwd(Context& context, const BatchNormDesc& des
     tensors.running_var = &running_var;
   }
   BatchNormBwdResult result;
-  result.choice = batch_norm_bwd(context, desc, src, diff_dst, tensors, diff_src,
-                                 desc.affine ? &diff_scale : nullptr,
-                                 desc.affine ? &diff_shift : nullptr);
+  result.choice =
+      batch_norm_bwd(context, desc, src, diff_dst, tensors, diff_src,
+                     desc.affine ? &diff_scale : nullptr, desc.affine ? &diff_shift : nullptr);
   result.diff_src = to_host(diff_src);
   if (desc.affine) {
     result.diff_scale = to_host(diff_scale);
@@ -373,19 +373,16 @@ BatchNormTolerance batch_norm_tolerance(DType dtype) {
       inv_std_scale[k] = inv_std[k] * m.mean_square[k] / (m.var[k] + desc.eps);
     compare(verdict, "saved_mean", expected.saved_mean, actual.saved_mean, m.mean_abs,
             tolerance.stats, context, worst);
-    compare(verdict, "saved_inv_std", expected.saved_inv_std, actual.saved_inv_std,
-            inv_std_scale, tolerance.stats, context, worst);
+    compare(verdict, "saved_inv_std", expected.saved_inv_std, actual.saved_inv_std, inv_std_scale,
+            tolerance.stats, context, worst);
   }
   return verdict.result();
 }
 
-::testing::AssertionResult compare_batch_norm_bwd(const BatchNormDesc& desc,
-                                                  const BatchNormInputs& in,
-                                                  const Tensor& saved_mean,
-                                                  const Tensor& saved_inv_std,
-                                                  const BatchNormBwdResult& expected,
-                                                  const BatchNormBwdResult& actual,
-                                                  std::string_view context, double* worst) {
+::testing::AssertionResult compare_batch_norm_bwd(
+    const BatchNormDesc& desc, const BatchNormInputs& in, const Tensor& saved_mean,
+    const Tensor& saved_inv_std, const BatchNormBwdResult& expected,
+    const BatchNormBwdResult& actual, std::string_view context, double* worst) {
   const BatchNormTolerance tolerance = batch_norm_tolerance(desc.dtype);
   const View v = view_of(desc);
   const std::vector<double> x = as_double(in.src);

@@ -81,21 +81,14 @@ BatchNormTolerance batch_norm_tolerance(DType dtype);
 
 /// Compares a candidate's forward with the reference's (NaN/Inf first, then every output within
 /// tolerance of its scale). `worst` receives the largest error / bound ratio seen.
-::testing::AssertionResult compare_batch_norm_fwd(const BatchNormDesc& desc,
-                                                  const BatchNormInputs& inputs,
-                                                  const BatchNormFwdResult& expected,
-                                                  const BatchNormFwdResult& actual,
-                                                  std::string_view context,
-                                                  double* worst = nullptr);
+::testing::AssertionResult compare_batch_norm_fwd(
+    const BatchNormDesc& desc, const BatchNormInputs& inputs, const BatchNormFwdResult& expected,
+    const BatchNormFwdResult& actual, std::string_view context, double* worst = nullptr);
 /// The same for a backward; `saved_*` are the statistics the backward was given.
-::testing::AssertionResult compare_batch_norm_bwd(const BatchNormDesc& desc,
-                                                  const BatchNormInputs& inputs,
-                                                  const Tensor& saved_mean,
-                                                  const Tensor& saved_inv_std,
-                                                  const BatchNormBwdResult& expected,
-                                                  const BatchNormBwdResult& actual,
-                                                  std::string_view context,
-                                                  double* worst = nullptr);
+::testing::AssertionResult compare_batch_norm_bwd(
+    const BatchNormDesc& desc, const BatchNormInputs& inputs, const Tensor& saved_mean,
+    const Tensor& saved_inv_std, const BatchNormBwdResult& expected,
+    const BatchNormBwdResult& actual, std::string_view context, double* worst = nullptr);
 /// Fails unless every output of the two runs is bitwise identical.
 ::testing::AssertionResult bitwise_equal_fwd(const BatchNormFwdResult& first,
                                              const BatchNormFwdResult& second,

@@ -55,8 +55,8 @@ struct Tensors {
 
   static Tensor param(const BatchNormDesc& desc, float value) {
     const Dims dims = desc.param_dims();
-    Tensor t = Tensor::empty(dims, DType::f32,
-                             dims.rank() == 1 ? Layout::channels_first : desc.layout);
+    Tensor t =
+        Tensor::empty(dims, DType::f32, dims.rank() == 1 ? Layout::channels_first : desc.layout);
     t.fill(value);
     return t;
   }
@@ -74,8 +74,7 @@ struct Tensors {
   }
 
   Tensor src, dst, diff_dst, diff_src;
-  Tensor scale, shift, running_mean, running_var, saved_mean, saved_inv_std, diff_scale,
-      diff_shift;
+  Tensor scale, shift, running_mean, running_var, saved_mean, saved_inv_std, diff_scale, diff_shift;
 };
 
 Context reference_context() { return Context(BackendKind::reference); }
@@ -92,10 +91,8 @@ std::function<void()> fwd_with(BatchNormDesc desc,
   };
 }
 
-std::function<void()> bwd_with(BatchNormDesc desc,
-                               std::function<void(Tensors&, BatchNormTensors&, Tensor*&,
-                                                  Tensor*&)>
-                                   edit) {
+std::function<void()> bwd_with(
+    BatchNormDesc desc, std::function<void(Tensors&, BatchNormTensors&, Tensor*&, Tensor*&)> edit) {
   return [desc, edit] {
     Tensors t(desc);
     BatchNormTensors p = t.all();
@@ -153,13 +150,18 @@ std::vector<BadCase> bad_cases() {
       {"eps", "-1e-05"});
   add("rank_one", list_with([](BatchNormDesc& d) { d.dims = {7}; }), K::InvalidArgument,
       {"dims 7", "rank 1", "rank 2 to 5"});
-  add("batch_zero", list_with([](BatchNormDesc& d) { d.dims = {0, 3, 5, 7}; }),
+  add("batch_zero", list_with([](BatchNormDesc& d) {
+        d.dims = {0, 3, 5, 7};
+      }),
       K::InvalidArgument, {"batch (N)", "got 0"});
-  add("channels_negative", list_with([](BatchNormDesc& d) { d.dims = {2, -3, 5, 7}; }),
+  add("channels_negative", list_with([](BatchNormDesc& d) {
+        d.dims = {2, -3, 5, 7};
+      }),
       K::InvalidArgument, {"channels (C)", "-3"});
-  add("training_one_value_per_statistic",
-      list_with([](BatchNormDesc& d) { d.dims = {1, 3, 1, 1}; }), K::InvalidArgument,
-      {"training", "more than one value", "got 1", "1x3x1x1"});
+  add("training_one_value_per_statistic", list_with([](BatchNormDesc& d) {
+        d.dims = {1, 3, 1, 1};
+      }),
+      K::InvalidArgument, {"training", "more than one value", "got 1", "1x3x1x1"});
   add("training_batch_one_per_activation", list_with([](BatchNormDesc& d) {
         d.dims = {1, 6};
         d.mode = BatchNormMode::per_activation;
@@ -171,11 +173,11 @@ std::vector<BadCase> bad_cases() {
       {"batch-norm mode", "'channel'", "per_activation, spatial"});
 
   // --- the tensors of a forward ---
-  add("running_mean_channel_mismatch", fwd_with(inference, [](T& t, P& p) {
-        t.running_mean = Tensor::zeros({4}, DType::f32);
-      }),
+  add("running_mean_channel_mismatch",
+      fwd_with(inference, [](T& t, P& p) { t.running_mean = Tensor::zeros({4}, DType::f32); }),
       K::InvalidArgument, {"running_mean dims 4", "expects 3", "one value per channel"});
-  add("running_var_wrong_rank_per_activation", [] {
+  add("running_var_wrong_rank_per_activation",
+      [] {
         BatchNormDesc desc = base_desc();
         desc.mode = BatchNormMode::per_activation;
         fwd_with(desc, [](T& t, P&) { t.running_var = Tensor::zeros({3}, DType::f32); })();
@@ -187,41 +189,47 @@ std::vector<BadCase> bad_cases() {
   add("training_running_mean_without_running_var",
       fwd_with(base_desc(), [](T&, P& p) { p.running_var = nullptr; }), K::InvalidArgument,
       {"running_mean is given without running_var"});
-  add("scale_dtype_f16", fwd_with(base_desc(), [](T& t, P&) {
-        t.scale = Tensor::zeros({3}, DType::f16);
-      }),
+  add("scale_dtype_f16",
+      fwd_with(base_desc(), [](T& t, P&) { t.scale = Tensor::zeros({3}, DType::f16); }),
       K::InvalidArgument, {"scale dtype must be f32", "got f16"});
-  add("running_var_dtype_bf16", fwd_with(inference, [](T& t, P&) {
-        t.running_var = Tensor::zeros({3}, DType::bf16);
-      }),
+  add("running_var_dtype_bf16",
+      fwd_with(inference, [](T& t, P&) { t.running_var = Tensor::zeros({3}, DType::bf16); }),
       K::InvalidArgument, {"running_var dtype must be f32", "got bf16"});
-  add("dtype_mix_src_f16", fwd_with(base_desc(), [](T& t, P&) {
-        t.src = Tensor::zeros({2, 3, 5, 7}, DType::f16);
-      }),
+  add("dtype_mix_src_f16",
+      fwd_with(base_desc(),
+               [](T& t, P&) {
+                 t.src = Tensor::zeros({2, 3, 5, 7}, DType::f16);
+               }),
       K::InvalidArgument, {"dtype mix", "src is f16", "f32"});
-  add("layout_mismatch_dst_nhwc", fwd_with(base_desc(), [](T& t, P&) {
-        t.dst = Tensor::zeros({2, 3, 5, 7}, DType::f32, Layout::channels_last);
-      }),
+  add("layout_mismatch_dst_nhwc",
+      fwd_with(base_desc(),
+               [](T& t, P&) {
+                 t.dst = Tensor::zeros({2, 3, 5, 7}, DType::f32, Layout::channels_last);
+               }),
       K::InvalidArgument, {"layout mismatch", "dst", "nchw"});
-  add("src_dims_mismatch", fwd_with(base_desc(), [](T& t, P&) {
-        t.src = Tensor::zeros({2, 3, 5, 8}, DType::f32);
-      }),
+  add("src_dims_mismatch",
+      fwd_with(base_desc(),
+               [](T& t, P&) {
+                 t.src = Tensor::zeros({2, 3, 5, 8}, DType::f32);
+               }),
       K::InvalidArgument, {"src dims 2x3x5x8", "2x3x5x7"});
-  add("src_null_data", fwd_with(base_desc(), [](T& t, P&) {
-        t.src = Tensor::view(nullptr, {2, 3, 5, 7}, DType::f32);
-      }),
+  add("src_null_data",
+      fwd_with(base_desc(),
+               [](T& t, P&) {
+                 t.src = Tensor::view(nullptr, {2, 3, 5, 7}, DType::f32);
+               }),
       K::InvalidArgument, {"src has null data"});
-  add("dst_is_src", [] {
+  add("dst_is_src",
+      [] {
         const BatchNormDesc desc = base_desc();
         Tensors t(desc);
         Context context = reference_context();
         dnnx::batch_norm_fwd(context, desc, t.src, t.src, t.all());
       },
       K::InvalidArgument, {"dst overlaps src", "in place"});
-  add("saved_mean_is_running_mean", fwd_with(base_desc(), [](T& t, P& p) {
-        p.saved_mean = &t.running_mean;
-      }),
-      K::InvalidArgument, {"running_mean overlaps saved_mean"});
+  add("saved_mean_is_running_mean",
+      fwd_with(base_desc(), [](T& t, P& p) { p.saved_mean = &t.running_mean; }), K::InvalidArgument,
+      {"running_mean overlaps saved_mean"});
   add("training_saved_inv_std_without_saved_mean",
       fwd_with(base_desc(), [](T&, P& p) { p.saved_mean = nullptr; }), K::InvalidArgument,
       {"saved_inv_std is given without saved_mean", "both statistics or neither"});
@@ -240,28 +248,33 @@ std::vector<BadCase> bad_cases() {
   add("affine_bwd_without_diff_scale",
       bwd_with(base_desc(), [](T&, P&, Tensor*& diff_scale, Tensor*&) { diff_scale = nullptr; }),
       K::InvalidArgument, {"diff_scale is missing"});
-  add("diff_shift_without_affine", bwd_with(plain, [](T&, P& p, Tensor*& diff_scale, Tensor*&) {
-        p.scale = nullptr;
-        p.shift = nullptr;
-        diff_scale = nullptr;
-      }),
+  add("diff_shift_without_affine",
+      bwd_with(plain,
+               [](T&, P& p, Tensor*& diff_scale, Tensor*&) {
+                 p.scale = nullptr;
+                 p.shift = nullptr;
+                 diff_scale = nullptr;
+               }),
       K::InvalidArgument, {"diff_shift is given", "affine is false"});
-  add("diff_src_overlaps_diff_dst", [] {
+  add("diff_src_overlaps_diff_dst",
+      [] {
         const BatchNormDesc desc = base_desc();
         Tensors t(desc);
         Context context = reference_context();
-        dnnx::batch_norm_bwd(context, desc, t.src, t.diff_dst, t.all(), t.diff_dst,
-                             &t.diff_scale, &t.diff_shift);
+        dnnx::batch_norm_bwd(context, desc, t.src, t.diff_dst, t.all(), t.diff_dst, &t.diff_scale,
+                             &t.diff_shift);
       },
       K::InvalidArgument, {"diff_src overlaps diff_dst"});
 
   // --- directions and candidates ---
-  add("direction_bwd_weights", [] {
+  add("direction_bwd_weights",
+      [] {
         Context context = reference_context();
         dnnx::batch_norm_list(context, base_desc(), Direction::bwd_weights);
       },
       K::InvalidArgument, {"bwd_weights", "fwd, bwd_data"});
-  add("fixed_unknown_id", [] {
+  add("fixed_unknown_id",
+      [] {
         Context context = reference_context();
         context.set_choice_cache(std::make_shared<dnnx::ChoiceCache>());
         context.tune().policy(dnnx::OpKind::batch_norm, Direction::fwd) =

@@ -10,11 +10,11 @@
 // diff_shift. Candidates that claim determinism run twice and must agree bitwise. Unsupported
 // candidates are counted and each must carry one of the reasons of Note [expected unsupported].
 
-#include "ops/batch_norm_cases.hpp"
-#include "support/random.hpp"
-
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/batch_norm.hpp>
+
+#include "ops/batch_norm_cases.hpp"
+#include "support/random.hpp"
 
 #include <gtest/gtest.h>
 
@@ -83,8 +83,9 @@ TEST_P(BatchNormParity, EveryCpuCandidateMatchesTheReference) {
   for (const Direction direction : {Direction::fwd, Direction::bwd_data}) {
     const std::vector<AlgoInfo> algos = batch_norm_list(cpu, desc, direction);
     ASSERT_FALSE(algos.empty()) << batch_norm_context(desc, direction, "(none)");
-    EXPECT_TRUE(std::any_of(algos.begin(), algos.end(),
-                            [](const AlgoInfo& a) { return a.supported && a.workspace_bytes == 0; }))
+    EXPECT_TRUE(
+        std::any_of(algos.begin(), algos.end(),
+                    [](const AlgoInfo& a) { return a.supported && a.workspace_bytes == 0; }))
         << "no zero-workspace candidate\n  " << batch_norm_context(desc, direction, "(none)");
     int ran = 0, unsupported = 0;
     double worst = 0;
@@ -108,11 +109,11 @@ TEST_P(BatchNormParity, EveryCpuCandidateMatchesTheReference) {
           EXPECT_TRUE(bitwise_equal_fwd(run, run_batch_norm_fwd(fixed, desc, inputs), context));
         }
       } else {
-        const BatchNormBwdResult run = run_batch_norm_bwd(fixed, desc, inputs, ref_fwd.saved_mean,
-                                                          ref_fwd.saved_inv_std);
+        const BatchNormBwdResult run =
+            run_batch_norm_bwd(fixed, desc, inputs, ref_fwd.saved_mean, ref_fwd.saved_inv_std);
         EXPECT_EQ(run.choice->algo.id, algo.id) << context;
-        EXPECT_TRUE(compare_batch_norm_bwd(desc, inputs, ref_fwd.saved_mean,
-                                           ref_fwd.saved_inv_std, ref_bwd, run, context, &worst));
+        EXPECT_TRUE(compare_batch_norm_bwd(desc, inputs, ref_fwd.saved_mean, ref_fwd.saved_inv_std,
+                                           ref_bwd, run, context, &worst));
         if (algo.deterministic) {
           EXPECT_TRUE(bitwise_equal_bwd(
               run,

@@ -2,11 +2,11 @@
 // DNNX_BNORM_*_ALGO, profiles, and Note [timing stateful calls] (an exhaustive selection of a
 // training forward must not apply the running-statistics update more than once).
 
-#include "ops/batch_norm_cases.hpp"
-#include "support/random.hpp"
-
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/batch_norm.hpp>
+
+#include "ops/batch_norm_cases.hpp"
+#include "support/random.hpp"
 
 #include <gtest/gtest.h>
 
@@ -26,11 +26,11 @@ BatchNormDesc training_desc() {
   return desc;
 }
 
-#define DNNX_REQUIRE_CPU()                                                     \
-  do {                                                                         \
-    std::string dnnx_why_;                                                     \
-    if (!backend_available(BackendKind::cpu, &dnnx_why_))                      \
-      GTEST_SKIP() << "backend cpu is not available here: " << dnnx_why_;      \
+#define DNNX_REQUIRE_CPU()                                                \
+  do {                                                                    \
+    std::string dnnx_why_;                                                \
+    if (!backend_available(BackendKind::cpu, &dnnx_why_))                 \
+      GTEST_SKIP() << "backend cpu is not available here: " << dnnx_why_; \
   } while (false)
 
 TEST(BatchNormPolicy, HeuristicRunsTheFirstSupportedCandidate) {
@@ -39,10 +39,11 @@ TEST(BatchNormPolicy, HeuristicRunsTheFirstSupportedCandidate) {
   Context context = batch_norm_context_with(BackendKind::cpu, Direction::fwd);
   for (const Direction direction : {Direction::fwd, Direction::bwd_data}) {
     const std::vector<AlgoInfo> algos = batch_norm_list(context, desc, direction);
-    const auto first = std::find_if(algos.begin(), algos.end(),
-                                    [](const AlgoInfo& a) { return a.supported; });
+    const auto first =
+        std::find_if(algos.begin(), algos.end(), [](const AlgoInfo& a) { return a.supported; });
     ASSERT_NE(first, algos.end());
-    for (std::size_t i = 0; i < algos.size(); ++i) EXPECT_EQ(algos[i].priority, static_cast<int>(i));
+    for (std::size_t i = 0; i < algos.size(); ++i)
+      EXPECT_EQ(algos[i].priority, static_cast<int>(i));
     const auto choice = batch_norm_select(context, desc, direction);
     EXPECT_EQ(choice->algo.id, first->id);
     EXPECT_EQ(choice->op, "bnorm");
@@ -74,7 +75,8 @@ TEST(BatchNormPolicy, EnvironmentVariablesSetThePolicies) {
   apply_tune_env(options);
   ::unsetenv("DNNX_BNORM_FWD_ALGO");
   ::unsetenv("DNNX_BNORM_BWD_ALGO");
-  EXPECT_EQ(options.policy(OpKind::batch_norm, Direction::fwd), AlgoPolicy::fixed("cpu:kernel:bnorm"));
+  EXPECT_EQ(options.policy(OpKind::batch_norm, Direction::fwd),
+            AlgoPolicy::fixed("cpu:kernel:bnorm"));
   EXPECT_EQ(options.policy(OpKind::batch_norm, Direction::bwd_data).kind, PolicyKind::exhaustive);
   // Convolution's policies are untouched.
   EXPECT_EQ(options.policy(Direction::fwd).kind, PolicyKind::heuristic);

@@ -3,11 +3,11 @@
 // training steps) and against finite differences of its own forward (training and inference),
 // and the optional tensors of a training forward.
 
-#include "ops/batch_norm_cases.hpp"
-#include "support/random.hpp"
-
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/batch_norm.hpp>
+
+#include "ops/batch_norm_cases.hpp"
+#include "support/random.hpp"
 
 #include <gtest/gtest.h>
 
@@ -34,7 +34,8 @@ BatchNormDesc desc_of(Dims dims, BatchNormMode mode, bool training, bool affine 
   return desc;
 }
 
-// ---- the desc -------------------------------------------------------------------------------------
+// ---- the desc
+// -------------------------------------------------------------------------------------
 
 TEST(BatchNormDesc, TableIsValidVariedAndUniquelyNamed) {
   const std::vector<BatchNormCase> cases = batch_norm_cases();
@@ -48,8 +49,8 @@ TEST(BatchNormDesc, TableIsValidVariedAndUniquelyNamed) {
     ranks.insert(c.desc.dims.rank());
     batch_one = batch_one || c.desc.dims[0] == 1;
     std::ostringstream variant;
-    variant << to_string(c.desc.mode) << c.desc.training << c.desc.affine
-            << to_string(c.desc.dtype) << to_string(c.desc.layout);
+    variant << to_string(c.desc.mode) << c.desc.training << c.desc.affine << to_string(c.desc.dtype)
+            << to_string(c.desc.layout);
     variants.insert(variant.str());
   }
   EXPECT_EQ(ranks, (std::set<int>{2, 3, 4, 5}));
@@ -204,8 +205,7 @@ double loss(const BatchNormDesc& desc, const BatchNormInputs& in, const std::vec
 
 // Central differences of L with respect to every element of `target` (a member of `in`).
 std::vector<double> numeric_gradient(const BatchNormDesc& desc, BatchNormInputs in,
-                                     Tensor BatchNormInputs::*target,
-                                     const std::vector<float>& w) {
+                                     Tensor BatchNormInputs::*target, const std::vector<float>& w) {
   // A step large enough that the f32 rounding of dst (about 1e-7 of L per element) stays below
   // the truncation error (h^2 times the third derivative), both well inside the tolerance.
   constexpr float h = 1e-2f;
@@ -273,24 +273,23 @@ TEST_P(BatchNormFiniteDifferences, BackwardIsTheGradientOfForward) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, BatchNormFiniteDifferences,
     ::testing::Values(
-        FiniteDifferenceCase{{3, 2, 4}, BatchNormMode::spatial, true, true,
-                             Layout::channels_first},
-        FiniteDifferenceCase{{2, 3, 2, 3}, BatchNormMode::spatial, true, true,
-                             Layout::channels_last},
-        FiniteDifferenceCase{{2, 2, 2, 2, 2}, BatchNormMode::spatial, true, false,
-                             Layout::channels_first},
-        FiniteDifferenceCase{{5, 6}, BatchNormMode::per_activation, true, true,
-                             Layout::channels_first},
-        FiniteDifferenceCase{{3, 2, 2, 2}, BatchNormMode::per_activation, true, true,
-                             Layout::channels_last},
-        FiniteDifferenceCase{{3, 2, 4}, BatchNormMode::spatial, false, true,
-                             Layout::channels_first},
-        FiniteDifferenceCase{{2, 3, 2, 3}, BatchNormMode::spatial, false, true,
-                             Layout::channels_last},
-        FiniteDifferenceCase{{4, 5}, BatchNormMode::per_activation, false, true,
-                             Layout::channels_first},
-        FiniteDifferenceCase{{3, 2, 3}, BatchNormMode::spatial, false, false,
-                             Layout::channels_first}),
+        FiniteDifferenceCase{{3, 2, 4}, BatchNormMode::spatial, true, true, Layout::channels_first},
+        FiniteDifferenceCase{
+            {2, 3, 2, 3}, BatchNormMode::spatial, true, true, Layout::channels_last},
+        FiniteDifferenceCase{
+            {2, 2, 2, 2, 2}, BatchNormMode::spatial, true, false, Layout::channels_first},
+        FiniteDifferenceCase{
+            {5, 6}, BatchNormMode::per_activation, true, true, Layout::channels_first},
+        FiniteDifferenceCase{
+            {3, 2, 2, 2}, BatchNormMode::per_activation, true, true, Layout::channels_last},
+        FiniteDifferenceCase{
+            {3, 2, 4}, BatchNormMode::spatial, false, true, Layout::channels_first},
+        FiniteDifferenceCase{
+            {2, 3, 2, 3}, BatchNormMode::spatial, false, true, Layout::channels_last},
+        FiniteDifferenceCase{
+            {4, 5}, BatchNormMode::per_activation, false, true, Layout::channels_first},
+        FiniteDifferenceCase{
+            {3, 2, 3}, BatchNormMode::spatial, false, false, Layout::channels_first}),
     [](const ::testing::TestParamInfo<FiniteDifferenceCase>& info) {
       std::ostringstream name;
       const FiniteDifferenceCase& p = info.param;

@@ -13,10 +13,10 @@
 // affine, diff_scale.npy and diff_shift.npy. Exit 0 on success, 1 with one line on stderr on any
 // failure, 2 on bad usage.
 
-#include "support/npy.hpp"
-
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/batch_norm.hpp>
+
+#include "support/npy.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -43,7 +43,8 @@ Case read_case(const fs::path& path) {
   if (!in) throw std::runtime_error(path.string() + ": cannot open");
   const nlohmann::json json = nlohmann::json::parse(in);
   Case c;
-  c.desc.dims = Dims(std::span<const std::int64_t>(json.at("dims").get<std::vector<std::int64_t>>()));
+  c.desc.dims =
+      Dims(std::span<const std::int64_t>(json.at("dims").get<std::vector<std::int64_t>>()));
   c.desc.mode = dnnx::parse_batch_norm_mode(json.at("mode").get<std::string>());
   c.desc.training = json.at("training").get<bool>();
   c.desc.affine = json.at("affine").get<bool>();

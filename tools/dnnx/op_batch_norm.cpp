@@ -1,9 +1,9 @@
 // `dnnx algos bnorm ...` and `dnnx profile bnorm ...`: the candidates of a batch normalization,
 // and their times. Every BatchNormDesc::repro() line parses here.
 
-#include "commands.hpp"
-
 #include <dnnx/ops/batch_norm.hpp>
+
+#include "commands.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -38,14 +38,14 @@ void add_batch_norm_options(CLI::App& command, BatchNormArgs& args) {
   command.add_option("--input", args.input, "src dims N x C [x spatial...] (rank 2 to 5)")
       ->type_name("NxCxHxW")
       ->required();
-  command.add_option("--mode", args.mode,
-                     "spatial (per channel over N and positions) | per_activation (per element "
-                     "over N)")
+  command
+      .add_option("--mode", args.mode,
+                  "spatial (per channel over N and positions) | per_activation (per element "
+                  "over N)")
       ->type_name("MODE")
       ->capture_default_str();
-  auto* training =
-      command.add_flag("--training", args.training,
-                       "batch statistics, running statistics updated (the default)");
+  auto* training = command.add_flag("--training", args.training,
+                                    "batch statistics, running statistics updated (the default)");
   auto* inference = command.add_flag("--inference", args.inference,
                                      "running statistics; backward with frozen statistics");
   training->excludes(inference);
@@ -53,8 +53,7 @@ void add_batch_norm_options(CLI::App& command, BatchNormArgs& args) {
   command.add_option("--eps", args.eps, "added to the variance, > 0")
       ->type_name("EPS")
       ->capture_default_str();
-  command.add_option("--momentum", args.momentum,
-                     "running statistics update factor, in [0, 1]")
+  command.add_option("--momentum", args.momentum, "running statistics update factor, in [0, 1]")
       ->type_name("M")
       ->capture_default_str();
   command.add_option("--dtype", args.dtype, "f32 | f16 | bf16 (of the data; statistics are f32)")

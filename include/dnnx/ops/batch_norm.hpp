@@ -44,22 +44,21 @@ BatchNormMode parse_batch_norm_mode(std::string_view text);
 /// What a batch normalization computes. Plain data: comparable, hashable, printable; it is the
 /// cache key, the error context and the test-case name.
 struct BatchNormDesc {
-  Dims dims;                                ///< src dims N, C, [D,] [H,] W: rank 2 to 5
+  Dims dims;                                    ///< src dims N, C, [D,] [H,] W: rank 2 to 5
   BatchNormMode mode = BatchNormMode::spatial;  ///< which elements share statistics
   /// true: normalise with the batch statistics, update the running statistics, save the batch
   /// mean and inverse standard deviation for backward. false: normalise with the running ones.
   bool training = true;
-  bool affine = true;       ///< scale and shift; false: scale 1, shift 0, no diff_scale/diff_shift
-  double eps = 1e-5;        ///< added to the variance before the square root; > 0
+  bool affine = true;  ///< scale and shift; false: scale 1, shift 0, no diff_scale/diff_shift
+  double eps = 1e-5;   ///< added to the variance before the square root; > 0
   /// Running statistics after a training forward: running = (1 - momentum) * running +
   /// momentum * batch (running_var takes the unbiased batch variance); in [0, 1].
   double momentum = 0.1;
-  DType dtype = DType::f32;                 ///< dtype of src, dst, diff_src, diff_dst
-  Layout layout = Layout::channels_first;   ///< memory order of the data tensors
+  DType dtype = DType::f32;                ///< dtype of src, dst, diff_src, diff_dst
+  Layout layout = Layout::channels_first;  ///< memory order of the data tensors
 
   /// Builds a spatial desc for src dims `dims` (PyTorch's BatchNorm2d and friends).
-  static BatchNormDesc spatial_of(const Dims& dims, bool training = true,
-                                  DType dtype = DType::f32,
+  static BatchNormDesc spatial_of(const Dims& dims, bool training = true, DType dtype = DType::f32,
                                   Layout layout = Layout::channels_first);
 
   /// Throws InvalidArgument naming the first bad field and its value (including training on a
@@ -96,8 +95,8 @@ std::ostream& operator<<(std::ostream& out, const BatchNormDesc& desc);
 ///   running_mean, running_var: training forward: optional (both or neither), updated in place;
 ///                   inference forward and backward: required, read.
 ///   saved_mean, saved_inv_std: training forward: optional outputs, both or neither (the batch
-///                   mean and 1 / sqrt(biased batch variance + eps)); training backward: required inputs
-///                   (what the training forward saved); inference: not used.
+///                   mean and 1 / sqrt(biased batch variance + eps)); training backward: required
+///                   inputs (what the training forward saved); inference: not used.
 struct BatchNormTensors {
   const Tensor* scale = nullptr;    ///< gamma
   const Tensor* shift = nullptr;    ///< beta
@@ -136,7 +135,6 @@ std::vector<AlgoInfo> batch_norm_list(Context& context, const BatchNormDesc& des
 std::shared_ptr<const Choice> batch_norm_select(Context& context, const BatchNormDesc& desc,
                                                 Direction direction);
 /// Times every candidate on scratch tensors and returns the table.
-ProfileResult batch_norm_profile(Context& context, const BatchNormDesc& desc,
-                                 Direction direction);
+ProfileResult batch_norm_profile(Context& context, const BatchNormDesc& desc, Direction direction);
 
 }  // namespace dnnx

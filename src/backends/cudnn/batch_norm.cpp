@@ -31,8 +31,9 @@
 // parameter descriptor comes from cudnnDeriveBNTensorDescriptor. cuDNN's calls always read a
 // scale and write parameter gradients: an affine-less plan owns a device buffer of ones, zeros
 // and gradient space. Saved statistics are passed or both null (the op layer's rule). The legacy
-// calls thus need no workspace, and the Ex calls exactly what cuDNN reports. Running statistics are cuDNN's own update (exponentialAverageFactor = momentum, unbiased
-// variance), as PyTorch relies on.
+// calls thus need no workspace, and the Ex calls exactly what cuDNN reports. Running statistics are
+// cuDNN's own update (exponentialAverageFactor = momentum, unbiased variance), as PyTorch relies
+// on.
 //
 // Note [cudnn batch-norm candidate order]
 // The heuristic takes what PyTorch routes the desc to, so that its default matches PyTorch's
@@ -44,10 +45,11 @@
 // batch-normalization routine (the persistent mode's integer reduction is deterministic too),
 // and the kernels reduce in a fixed order; cudnn_batch_norm_test checks it bitwise.
 
+#include "backends/cudnn/kernels/batch_norm.hpp"
+
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv_common.hpp"
 #include "backends/cudnn/handles.hpp"
-#include "backends/cudnn/kernels/batch_norm.hpp"
 #include "backends/cudnn/layers.hpp"
 #include "core/batch_norm_args.hpp"
 #include "core/check.hpp"
@@ -72,7 +74,8 @@ using BatchNormPlan = detail::OpPlan<BatchNormArgs>;
 
 constexpr const char* kernel_id = "cudnn:kernel:bnorm";
 constexpr const char* fused_id = "cudnn:kernel:bnorm_fused";
-// PyTorch's limits for routing batch normalization to cuDNN (aten/src/ATen/native/Normalization.cpp).
+// PyTorch's limits for routing batch normalization to cuDNN
+// (aten/src/ATen/native/Normalization.cpp).
 constexpr std::int64_t max_training_batch = 880801;
 constexpr std::int64_t max_inference_batch = 65535;
 
@@ -124,8 +127,8 @@ bool per_activation_data(const BatchNormDesc& desc) {
 bn::Shape shape_of(const BatchNormDesc& desc) {
   bn::Shape shape;
   const std::int64_t spatial = desc.reduction_size() / desc.dims[0];
-  shape.planes = desc.mode == BatchNormMode::spatial && desc.layout == Layout::channels_first &&
-                 spatial > 1;
+  shape.planes =
+      desc.mode == BatchNormMode::spatial && desc.layout == Layout::channels_first && spatial > 1;
   shape.statistics = desc.statistics();
   shape.runs = shape.planes ? desc.dims[0] : desc.reduction_size();
   shape.run = shape.planes ? spatial : 1;
@@ -168,8 +171,9 @@ Descriptors make_descriptors(const BatchNormDesc& desc, cudnnBatchNormMode_t mod
   DNNX_CUDNN_CHECK(cudnnSetTensorNdDescriptor(descriptors.x.get(), data_type(desc.dtype),
                                               promoted.rank(), d.data(), s.data()),
                    context, "describing the data");
-  DNNX_CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(descriptors.params.get(), descriptors.x.get(), mode),
-                   context, "deriving the parameter descriptor");
+  DNNX_CUDNN_CHECK(
+      cudnnDeriveBNTensorDescriptor(descriptors.params.get(), descriptors.x.get(), mode), context,
+      "deriving the parameter descriptor");
   return descriptors;
 }
 
@@ -222,9 +226,10 @@ std::string cudnn_reason(const BatchNormDesc& desc, Direction direction, const S
     return "cudnnBatchNormalizationForwardInference takes PER_ACTIVATION or SPATIAL only";
   }
   if (desc.dims.product() > INT_MAX) {
-    return detail::cat("cuDNN's batch-norm kernels index with 32 bits (PyTorch routes only "
-                       "tensors under 2^31 elements to them); the tensor has ",
-                       desc.dims.product(), " elements");
+    return detail::cat(
+        "cuDNN's batch-norm kernels index with 32 bits (PyTorch routes only "
+        "tensors under 2^31 elements to them); the tensor has ",
+        desc.dims.product(), " elements");
   }
   const std::int64_t batch = desc.dims[0];
   if (desc.training && batch > max_training_batch) {
@@ -236,9 +241,10 @@ std::string cudnn_reason(const BatchNormDesc& desc, Direction direction, const S
                        max_inference_batch, " (PyTorch's limit too); N = ", batch);
   }
   if (desc.dtype == DType::bf16 && runtime.facts().major < 8) {
-    return detail::cat("cuDNN's bf16 batch normalization needs compute capability 8.0; this GPU "
-                       "is ",
-                       runtime.facts().major, '.', runtime.facts().minor);
+    return detail::cat(
+        "cuDNN's bf16 batch normalization needs compute capability 8.0; this GPU "
+        "is ",
+        runtime.facts().major, '.', runtime.facts().minor);
   }
   return {};
 }
@@ -253,9 +259,9 @@ std::string kernel_reason(const BatchNormDesc& desc, Direction direction, bool f
   if (!shape.planes) {
     return "the fused kernels hold one statistic's values per block and walk channels-first "
            "spatial data (planes); this desc is " +
-           std::string(per_activation_data(desc) ? "per_activation"
-                        : desc.layout == Layout::channels_last ? "channels_last"
-                                                               : "without spatial extent");
+           std::string(per_activation_data(desc)              ? "per_activation"
+                       : desc.layout == Layout::channels_last ? "channels_last"
+                                                              : "without spatial extent");
   }
   if (shape.count() > bn::fused_capacity()) {
     return detail::cat("the fused kernels hold at most ", bn::fused_capacity(),
@@ -293,8 +299,8 @@ int rank_of(const BatchNormDesc& desc, Direction direction, const Spec& spec) {
   return kernel ? 2 + fused_first : mode_rank + api_rank;
 }
 
-AlgoInfo info_of(const BatchNormDesc& desc, Direction direction, const Spec& spec,
-                 Runtime& runtime, std::size_t& ex_workspace, std::size_t& reserve) {
+AlgoInfo info_of(const BatchNormDesc& desc, Direction direction, const Spec& spec, Runtime& runtime,
+                 std::size_t& ex_workspace, std::size_t& reserve) {
   AlgoInfo info;
   info.id = id_of(spec);
   info.deterministic = true;
@@ -345,8 +351,8 @@ AlgoInfo info_of(const BatchNormDesc& desc, Direction direction, const Spec& spe
         const bn::Geometry geometry =
             fused ? bn::fused_geometry()
                   : bn::split_geometry(shape, element_of(desc.dtype), runtime.facts().sm_count);
-        info.workspace_bytes = bn::workspace_bytes(shape, geometry, desc.training,
-                                                   direction != Direction::fwd);
+        info.workspace_bytes =
+            bn::workspace_bytes(shape, geometry, desc.training, direction != Direction::fwd);
       }
       break;
     }
@@ -461,15 +467,14 @@ class CudnnPlan final : public BatchNormPlan {
 
     if (direction_ == Direction::fwd) {
       void* y = data_of(args.dst, "dst", context_);
-      const float* shift =
-          desc_.affine ? param_of(args.shift, "shift", context_, true) : zeros;
+      const float* shift = desc_.affine ? param_of(args.shift, "shift", context_, true) : zeros;
       float* running_mean = param_of(args.running_mean, "running_mean", context_, !desc_.training);
       float* running_var = param_of(args.running_var, "running_var", context_,
                                     !desc_.training || running_mean != nullptr);
       if (!desc_.training) {
         DNNX_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
-                             handle, mode_, &one, &zero, x_desc, x, x_desc, y, p_desc, scale,
-                             shift, running_mean, running_var, desc_.eps),
+                             handle, mode_, &one, &zero, x_desc, x, x_desc, y, p_desc, scale, shift,
+                             running_mean, running_var, desc_.eps),
                          context_, "running cudnnBatchNormalizationForwardInference");
         return;
       }
@@ -478,19 +483,19 @@ class CudnnPlan final : public BatchNormPlan {
       float* saved_inv_std =
           param_of(args.saved_inv_std, "saved_inv_std", context_, saved_mean != nullptr);
       if (ex_) {
-        DNNX_CUDNN_CHECK(cudnnBatchNormalizationForwardTrainingEx(
-                             handle, mode_, CUDNN_BATCHNORM_OPS_BN, &one, &zero, x_desc, x,
-                             nullptr, nullptr, x_desc, y, p_desc, scale, shift, desc_.momentum,
-                             running_mean, running_var, desc_.eps, saved_mean, saved_inv_std,
-                             nullptr, ex_workspace, info_.workspace_bytes,
-                             reserve_bytes_ > 0 ? reserve_.data() : nullptr, reserve_bytes_),
-                         context_, "running cudnnBatchNormalizationForwardTrainingEx");
+        DNNX_CUDNN_CHECK(
+            cudnnBatchNormalizationForwardTrainingEx(
+                handle, mode_, CUDNN_BATCHNORM_OPS_BN, &one, &zero, x_desc, x, nullptr, nullptr,
+                x_desc, y, p_desc, scale, shift, desc_.momentum, running_mean, running_var,
+                desc_.eps, saved_mean, saved_inv_std, nullptr, ex_workspace, info_.workspace_bytes,
+                reserve_bytes_ > 0 ? reserve_.data() : nullptr, reserve_bytes_),
+            context_, "running cudnnBatchNormalizationForwardTrainingEx");
       } else {
-        DNNX_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
-                             handle, mode_, &one, &zero, x_desc, x, x_desc, y, p_desc, scale,
-                             shift, desc_.momentum, running_mean, running_var, desc_.eps,
-                             saved_mean, saved_inv_std),
-                         context_, "running cudnnBatchNormalizationForwardTraining");
+        DNNX_CUDNN_CHECK(
+            cudnnBatchNormalizationForwardTraining(
+                handle, mode_, &one, &zero, x_desc, x, x_desc, y, p_desc, scale, shift,
+                desc_.momentum, running_mean, running_var, desc_.eps, saved_mean, saved_inv_std),
+            context_, "running cudnnBatchNormalizationForwardTraining");
       }
       return;
     }
@@ -505,18 +510,17 @@ class CudnnPlan final : public BatchNormPlan {
         desc_.affine ? param_of(args.diff_shift, "diff_shift", context_, true) : unit + 3 * k;
     if (ex_) {
       DNNX_CUDNN_CHECK(cudnnBatchNormalizationBackwardEx(
-                           handle, mode_, CUDNN_BATCHNORM_OPS_BN, &one, &zero, &one, &zero,
-                           x_desc, x, nullptr, nullptr, x_desc, dy, nullptr, nullptr, x_desc, dx,
-                           p_desc, scale, nullptr, diff_scale, diff_shift, desc_.eps, saved_mean,
-                           saved_inv_std, nullptr, ex_workspace, info_.workspace_bytes,
-                           nullptr, 0),
+                           handle, mode_, CUDNN_BATCHNORM_OPS_BN, &one, &zero, &one, &zero, x_desc,
+                           x, nullptr, nullptr, x_desc, dy, nullptr, nullptr, x_desc, dx, p_desc,
+                           scale, nullptr, diff_scale, diff_shift, desc_.eps, saved_mean,
+                           saved_inv_std, nullptr, ex_workspace, info_.workspace_bytes, nullptr, 0),
                        context_, "running cudnnBatchNormalizationBackwardEx");
     } else {
-      DNNX_CUDNN_CHECK(cudnnBatchNormalizationBackward(
-                           handle, mode_, &one, &zero, &one, &zero, x_desc, x, x_desc, dy, x_desc,
-                           dx, p_desc, scale, diff_scale, diff_shift, desc_.eps, saved_mean,
-                           saved_inv_std),
-                       context_, "running cudnnBatchNormalizationBackward");
+      DNNX_CUDNN_CHECK(
+          cudnnBatchNormalizationBackward(handle, mode_, &one, &zero, &one, &zero, x_desc, x,
+                                          x_desc, dy, x_desc, dx, p_desc, scale, diff_scale,
+                                          diff_shift, desc_.eps, saved_mean, saved_inv_std),
+          context_, "running cudnnBatchNormalizationBackward");
     }
   }
 
@@ -647,11 +651,11 @@ class CudnnBatchNorm final : public detail::BatchNormBackend {
       if (found == candidates.end()) {
         std::vector<std::string> ids;
         for (const Candidate& c : candidates) ids.push_back(c.info.id);
-        detail::raise(ErrorKind::InvalidArgument,
-                      detail::cat("algorithm id '", id,
-                                  "' is not a cudnn candidate for this bnorm ",
-                                  to_string(direction), "; valid ids: ", detail::join(ids, ", ")),
-                      context_of(desc, direction, id));
+        detail::raise(
+            ErrorKind::InvalidArgument,
+            detail::cat("algorithm id '", id, "' is not a cudnn candidate for this bnorm ",
+                        to_string(direction), "; valid ids: ", detail::join(ids, ", ")),
+            context_of(desc, direction, id));
       }
       if (!found->info.supported)
         detail::raise(ErrorKind::Unsupported, found->info.reason, context_of(desc, direction, id));
@@ -679,7 +683,8 @@ class CudnnBatchNorm final : public detail::BatchNormBackend {
 
 }  // namespace
 
-std::unique_ptr<detail::BatchNormBackend> make_batch_norm_backend(std::shared_ptr<Runtime> runtime) {
+std::unique_ptr<detail::BatchNormBackend> make_batch_norm_backend(
+    std::shared_ptr<Runtime> runtime) {
   return std::make_unique<CudnnBatchNorm>(std::move(runtime));
 }
 

@@ -96,7 +96,8 @@ bool contains(std::string_view text, std::string_view part) {
   return text.find(part) != std::string_view::npos;
 }
 
-// ---- shapes (Note [batch-norm on oneDNN]) ---------------------------------------------------------
+// ---- shapes (Note [batch-norm on oneDNN])
+// ---------------------------------------------------------
 
 memory::desc data_md(const BatchNormDesc& desc) {
   const memory::data_type type = data_type_of(desc.dtype);
@@ -231,8 +232,7 @@ dnnl::primitive_desc create_pd(const dnnl::engine& engine, const BatchNormDesc& 
   if (direction == Direction::fwd) return fwd;
   hint = fwd;
   try {
-    const auto prop =
-        desc.affine ? dnnl::prop_kind::backward : dnnl::prop_kind::backward_data;
+    const auto prop = desc.affine ? dnnl::prop_kind::backward : dnnl::prop_kind::backward_data;
     return dnnl::batch_normalization_backward::primitive_desc(engine, prop, data, data, data, eps,
                                                               flags, fwd, attr);
   } catch (const dnnl::error& error) {
@@ -315,8 +315,7 @@ template <typename T>
 float* param_data(T* tensor, const char* role, const BatchNormDesc& desc,
                   const ErrorContext& context, bool required) {
   if (tensor == nullptr) {
-    if (required)
-      detail::raise(ErrorKind::InvalidArgument, detail::cat(role, " is null"), context);
+    if (required) detail::raise(ErrorKind::InvalidArgument, detail::cat(role, " is null"), context);
     return nullptr;
   }
   if (tensor->data() == nullptr || tensor->dtype() != DType::f32 ||
@@ -484,8 +483,8 @@ class OneDnnPlan final : public BatchNormPlan {
     }
     if (scratchpad_ != none) bind(scratchpad_, base);
     const dnnl_stream_t stream = runtime_->stream.get();
-    DNNX_DNNL_CHECK(dnnl_primitive_execute(primitive_.get(), stream,
-                                           static_cast<int>(args_.size()), args_.data()),
+    DNNX_DNNL_CHECK(dnnl_primitive_execute(primitive_.get(), stream, static_cast<int>(args_.size()),
+                                           args_.data()),
                     context_, "executing");
     DNNX_DNNL_CHECK(dnnl_stream_wait(stream), context_, "waiting for the stream");
     if (fwd && desc_.training) finish_training_fwd(desc_, s, mean, var, 0, k_count);
@@ -510,9 +509,8 @@ class OneDnnPlan final : public BatchNormPlan {
   dnnl::primitive primitive_;
   std::vector<dnnl::memory> memories_;
   std::vector<dnnl_exec_arg_t> args_;
-  std::size_t src_ = none, dst_ = none, diff_dst_ = none, mean_ = none, var_ = none,
-              scale_ = none, shift_ = none, diff_scale_ = none, diff_shift_ = none,
-              scratchpad_ = none;
+  std::size_t src_ = none, dst_ = none, diff_dst_ = none, mean_ = none, var_ = none, scale_ = none,
+              shift_ = none, diff_scale_ = none, diff_shift_ = none, scratchpad_ = none;
 };
 
 // ---- dnnx's loops -------------------------------------------------------------------------------
@@ -546,11 +544,17 @@ inline float widen(BF16 v) { return detail::bf16_to_float(v.bits); }
 template <typename T>
 T narrow(float v);
 template <>
-inline float narrow<float>(float v) { return v; }
+inline float narrow<float>(float v) {
+  return v;
+}
 template <>
-inline F16 narrow<F16>(float v) { return {detail::float_to_half(v)}; }
+inline F16 narrow<F16>(float v) {
+  return {detail::float_to_half(v)};
+}
 template <>
-inline BF16 narrow<BF16>(float v) { return {detail::float_to_bf16(v)}; }
+inline BF16 narrow<BF16>(float v) {
+  return {detail::float_to_bf16(v)};
+}
 
 // Runs body(first, last) over [0, count) statistics in contiguous ranges, one per thread when the
 // work (`elements` values in all) is worth starting threads for.
@@ -560,8 +564,8 @@ void parallel_ranges(std::int64_t count, std::int64_t elements,
   constexpr std::int64_t min_elements_per_thread = 1 << 18;
   const auto hardware =
       static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
-  const std::int64_t threads = std::clamp<std::int64_t>(
-      std::min(hardware, elements / min_elements_per_thread), 1, count);
+  const std::int64_t threads =
+      std::clamp<std::int64_t>(std::min(hardware, elements / min_elements_per_thread), 1, count);
   if (threads <= 1) {
     body(0, count);
     return;
@@ -636,7 +640,8 @@ class Loops {
     std::vector<Coefficients> f(width);
     if (desc_.training) {
       std::vector<double> pivot(width), s1(width, 0.0), s2(width, 0.0);
-      for (std::size_t j = 0; j < width; ++j) pivot[j] = widen(x[first + static_cast<std::int64_t>(j)]);
+      for (std::size_t j = 0; j < width; ++j)
+        pivot[j] = widen(x[first + static_cast<std::int64_t>(j)]);
       for (std::int64_t m = 0; m < shape_.rows; ++m) {
         const T* row = x + m * shape_.k + first;
         for (std::size_t j = 0; j < width; ++j) {
@@ -688,7 +693,8 @@ class Loops {
     }
     const auto width = static_cast<std::size_t>(last - first);
     std::vector<double> mean(width), sum_dy(width, 0.0), sum_dy_x(width, 0.0);
-    for (std::size_t j = 0; j < width; ++j) mean[j] = used_mean(first + static_cast<std::int64_t>(j));
+    for (std::size_t j = 0; j < width; ++j)
+      mean[j] = used_mean(first + static_cast<std::int64_t>(j));
     for (std::int64_t m = 0; m < shape_.rows; ++m) {
       const T* x_row = x + m * shape_.k + first;
       const T* dy_row = dy + m * shape_.k + first;
@@ -782,8 +788,8 @@ class Loops {
   // Writes diff_scale / diff_shift of statistic k and returns dx = a dy + b x + c.
   Coefficients backward_coefficients(std::int64_t k, double mean, double sum_dy,
                                      double sum_dy_x) const {
-    const double inv = desc_.training ? static_cast<double>(stats_.saved_inv_std[k])
-                                      : inv_std(k, 0);
+    const double inv =
+        desc_.training ? static_cast<double>(stats_.saved_inv_std[k]) : inv_std(k, 0);
     const double sum_dy_xhat = sum_dy_x * inv;
     if (stats_.diff_scale != nullptr) stats_.diff_scale[k] = static_cast<float>(sum_dy_xhat);
     if (stats_.diff_shift != nullptr) stats_.diff_shift[k] = static_cast<float>(sum_dy);
@@ -927,7 +933,8 @@ class OneDnnBatchNorm final : public detail::BatchNormBackend {
 
 }  // namespace
 
-std::unique_ptr<detail::BatchNormBackend> make_batch_norm_backend(std::shared_ptr<Runtime> runtime) {
+std::unique_ptr<detail::BatchNormBackend> make_batch_norm_backend(
+    std::shared_ptr<Runtime> runtime) {
   return std::make_unique<OneDnnBatchNorm>(std::move(runtime));
 }
 

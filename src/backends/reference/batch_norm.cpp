@@ -83,11 +83,11 @@ void check_tensor(const Tensor* tensor, const char* role, const Dims& dims, DTyp
                   context);
   }
   if (tensor->dims() != dims || tensor->dtype() != dtype || tensor->device() != Device::cpu()) {
-    detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat(role, " is ", describe(*tensor), " on ", to_string(tensor->device()),
-                              "; expected ", to_string(dtype), '[', dims.to_string(),
-                              "] in host memory"),
-                  context);
+    detail::raise(
+        ErrorKind::InvalidArgument,
+        detail::cat(role, " is ", describe(*tensor), " on ", to_string(tensor->device()),
+                    "; expected ", to_string(dtype), '[', dims.to_string(), "] in host memory"),
+        context);
   }
 }
 
@@ -147,10 +147,9 @@ class DirectPlan final : public detail::OpPlan<detail::BatchNormArgs> {
       const std::vector<double> shift =
           desc_.affine ? param(args.shift, "shift") : std::vector<double>(k_count, 0.0);
       std::vector<double> y(x.size());
-      for_each(
-          [&](std::size_t k, std::size_t i) {
-            y[i] = (x[i] - mean[k]) * inv_std[k] * scale[k] + shift[k];
-          });
+      for_each([&](std::size_t k, std::size_t i) {
+        y[i] = (x[i] - mean[k]) * inv_std[k] * scale[k] + shift[k];
+      });
       store(y, *args.dst);
       if (desc_.training) save_and_update(args, mean, var, inv_std, context);
       return;
@@ -171,8 +170,8 @@ class DirectPlan final : public detail::OpPlan<detail::BatchNormArgs> {
       // The batch statistics depend on every x: the gradient of (x - mean(x)) / std(x).
       for_each([&](std::size_t k, std::size_t i) {
         const double x_hat = (x[i] - mean[k]) * inv_std[k];
-        dx[i] = scale[k] * inv_std[k] *
-                (dy[i] - sum_dy[k] / count - x_hat * sum_dy_xhat[k] / count);
+        dx[i] =
+            scale[k] * inv_std[k] * (dy[i] - sum_dy[k] / count - x_hat * sum_dy_xhat[k] / count);
       });
     } else {
       // Frozen statistics: an affine map of x.

@@ -39,7 +39,7 @@ namespace dnnx::cudnn::kernels::batch_norm {
 namespace {
 
 constexpr int block_threads = 256;
-constexpr int fused_items = 16;  // values per thread in the fused path
+constexpr int fused_items = 16;     // values per thread in the fused path
 constexpr int column_threads = 32;  // blockDim.x of the column kernels
 constexpr int column_rows = 8;      // blockDim.y of the column kernels
 constexpr std::size_t region_alignment = 256;
@@ -101,13 +101,14 @@ __device__ __forceinline__ double pivot_of(const T* x, unsigned k, unsigned run,
   return to_float(x[planes ? k * run : k]);
 }
 
-// ---- (1) partial sums -----------------------------------------------------------------------------
+// ---- (1) partial sums
+// -----------------------------------------------------------------------------
 
 // Planes: block (k, chunk j) sums runs [r0, r1) of statistic k. `row_threads` threads share a run.
 template <typename T, bool Gradient>
 __global__ void partial_planes(const T* __restrict__ x, const T* __restrict__ dy,
-                               const float* __restrict__ center, unsigned statistics,
-                               unsigned runs, unsigned run, int splits, int row_threads,
+                               const float* __restrict__ center, unsigned statistics, unsigned runs,
+                               unsigned run, int splits, int row_threads,
                                double* __restrict__ partial) {
   __shared__ double shared[64];
   const unsigned k = blockIdx.x;
@@ -157,7 +158,7 @@ __global__ void partial_columns(const T* __restrict__ x, const T* __restrict__ d
   for (int v = 0; v < V; ++v) {
     s1[v] = 0.0;
     s2[v] = 0.0;
-    c[v] = !active ? 0.0
+    c[v] = !active    ? 0.0
            : Gradient ? static_cast<double>(center[c0 + v])
                       : pivot_of(x, c0 + v, 1, false);
   }
@@ -184,7 +185,8 @@ __global__ void partial_columns(const T* __restrict__ x, const T* __restrict__ d
   // Sum over threadIdx.y, s1 then s2, through shared memory.
   for (int which = 0; which < 2; ++which) {
 #pragma unroll
-    for (int v = 0; v < V; ++v) shared[threadIdx.y][threadIdx.x * V + v] = which == 0 ? s1[v] : s2[v];
+    for (int v = 0; v < V; ++v)
+      shared[threadIdx.y][threadIdx.x * V + v] = which == 0 ? s1[v] : s2[v];
     __syncthreads();
     if (threadIdx.y == 0 && active) {
 #pragma unroll
@@ -198,7 +200,8 @@ __global__ void partial_columns(const T* __restrict__ x, const T* __restrict__ d
   }
 }
 
-// ---- (2) finalize ---------------------------------------------------------------------------------
+// ---- (2) finalize
+// ---------------------------------------------------------------------------------
 
 // Adds the chunks of statistic k = blockIdx.x * 32 + threadIdx.x: threadIdx.y takes chunks
 // y, y + 8, ... and the eight lanes are added in order. Totals valid for threadIdx.y == 0.
@@ -258,8 +261,7 @@ __device__ float2 finish_forward(unsigned k, double pivot, double s1, double s2,
   if (t.saved_mean != nullptr) t.saved_mean[k] = static_cast<float>(mean);
   if (t.saved_inv_std != nullptr) t.saved_inv_std[k] = static_cast<float>(inv_std);
   if (t.running_mean != nullptr) {
-    t.running_mean[k] =
-        static_cast<float>((1.0 - momentum) * t.running_mean[k] + momentum * mean);
+    t.running_mean[k] = static_cast<float>((1.0 - momentum) * t.running_mean[k] + momentum * mean);
     t.running_var[k] = static_cast<float>((1.0 - momentum) * t.running_var[k] +
                                           momentum * var * count / (count - 1.0));
   }
@@ -278,8 +280,7 @@ __global__ void finalize_forward(const T* __restrict__ x, unsigned statistics, u
   double s1, s2;
   chunk_totals(partial, statistics, splits, k, s1, s2);
   if (threadIdx.y != 0 || k >= statistics) return;
-  coefficients[k] =
-      finish_forward(k, pivot_of(x, k, run, planes), s1, s2, count, eps, momentum, t);
+  coefficients[k] = finish_forward(k, pivot_of(x, k, run, planes), s1, s2, count, eps, momentum, t);
 }
 
 // Inference: y = (x - running_mean) / sqrt(running_var + eps) * scale + shift = a x + b.
@@ -291,8 +292,8 @@ __global__ void coefficients_inference(unsigned statistics, double eps, Statisti
   const double scale = t.scale != nullptr ? static_cast<double>(t.scale[k]) : 1.0;
   const double shift = t.shift != nullptr ? static_cast<double>(t.shift[k]) : 0.0;
   const double a = scale * inv_std;
-  coefficients[k] = make_float2(static_cast<float>(a),
-                                static_cast<float>(shift - t.running_mean[k] * a));
+  coefficients[k] =
+      make_float2(static_cast<float>(a), static_cast<float>(shift - t.running_mean[k] * a));
 }
 
 struct Gradients {
@@ -338,7 +339,8 @@ __global__ void finalize_backward(unsigned statistics, int splits,
   coefficients[k] = finish_backward(k, s1, s2, count, eps, training, t);
 }
 
-// ---- (3) apply ------------------------------------------------------------------------------------
+// ---- (3) apply
+// ------------------------------------------------------------------------------------
 
 // The statistic of flat element i (the first of a pack when V > 1: a pack never straddles two
 // statistics of a plane, and holds V consecutive statistics of a row).
@@ -351,8 +353,7 @@ template <typename T, int V>
 __global__ void apply_forward(const T* __restrict__ x, T* __restrict__ y,
                               const float2* __restrict__ coefficients, unsigned packs,
                               unsigned statistics, unsigned run, bool planes) {
-  for (unsigned p = blockIdx.x * blockDim.x + threadIdx.x; p < packs;
-       p += gridDim.x * blockDim.x) {
+  for (unsigned p = blockIdx.x * blockDim.x + threadIdx.x; p < packs; p += gridDim.x * blockDim.x) {
     const unsigned i = p * V;
     const unsigned k = statistic_of(i, statistics, run, planes);
     const Pack<T, V> in = *reinterpret_cast<const Pack<T, V>*>(x + i);
@@ -370,8 +371,7 @@ template <typename T, int V>
 __global__ void apply_backward(const T* __restrict__ x, const T* __restrict__ dy,
                                T* __restrict__ dx, const float4* __restrict__ coefficients,
                                unsigned packs, unsigned statistics, unsigned run, bool planes) {
-  for (unsigned p = blockIdx.x * blockDim.x + threadIdx.x; p < packs;
-       p += gridDim.x * blockDim.x) {
+  for (unsigned p = blockIdx.x * blockDim.x + threadIdx.x; p < packs; p += gridDim.x * blockDim.x) {
     const unsigned i = p * V;
     const unsigned k = statistic_of(i, statistics, run, planes);
     const Pack<T, V> xs = *reinterpret_cast<const Pack<T, V>*>(x + i);
@@ -386,7 +386,8 @@ __global__ void apply_backward(const T* __restrict__ x, const T* __restrict__ dy
   }
 }
 
-// ---- fused path -----------------------------------------------------------------------------------
+// ---- fused path
+// -----------------------------------------------------------------------------------
 
 // One block per statistic of a planes shape with count <= fused_capacity(): value e of the
 // statistic (e = threadIdx.x + item * 256) is x[(e / run * statistics + k) * run + e % run].
@@ -456,7 +457,8 @@ __global__ void fused_backward(const T* __restrict__ x, const T* __restrict__ dy
   }
 }
 
-// ---- host side --------------------------------------------------------------------------------------
+// ---- host side
+// --------------------------------------------------------------------------------------
 
 std::size_t align_up(std::size_t bytes) {
   return (bytes + region_alignment - 1) / region_alignment * region_alignment;
@@ -534,21 +536,21 @@ void launch_partial(const Shape& shape, const Geometry& g, const T* x, const T* 
   const auto rows = static_cast<unsigned>(shape.runs);
   auto run = [&](auto pack) {
     constexpr int V = decltype(pack)::value;
-    const dim3 grid(static_cast<unsigned>((shape.statistics + column_threads * V - 1) /
-                                          (column_threads * V)),
-                    static_cast<unsigned>(g.splits));
+    const dim3 grid(
+        static_cast<unsigned>((shape.statistics + column_threads * V - 1) / (column_threads * V)),
+        static_cast<unsigned>(g.splits));
     if (dy == nullptr) {
-      partial_columns<T, V, false><<<grid, block, 0, stream>>>(x, dy, center, k, rows, g.splits,
-                                                              partial);
+      partial_columns<T, V, false>
+          <<<grid, block, 0, stream>>>(x, dy, center, k, rows, g.splits, partial);
     } else {
-      partial_columns<T, V, true><<<grid, block, 0, stream>>>(x, dy, center, k, rows, g.splits,
-                                                             partial);
+      partial_columns<T, V, true>
+          <<<grid, block, 0, stream>>>(x, dy, center, k, rows, g.splits, partial);
     }
   };
   const int widest = static_cast<int>(16 / sizeof(T));
-  const int v = std::min(apply_pack(shape, sizeof(T) == 4 ? Element::f32 : Element::f16, x,
-                                    dy != nullptr ? dy : x),
-                         widest);
+  const int v = std::min(
+      apply_pack(shape, sizeof(T) == 4 ? Element::f32 : Element::f16, x, dy != nullptr ? dy : x),
+      widest);
   if (v >= 8) {
     run(std::integral_constant<int, 8>{});
   } else if (v >= 4) {
@@ -561,14 +563,14 @@ void launch_partial(const Shape& shape, const Geometry& g, const T* x, const T* 
 }
 
 template <typename T>
-cudaError_t forward_typed(const Params& p, const Shape& shape, const Geometry& g,
-                          const Forward& t, void* workspace, cudaStream_t stream) {
+cudaError_t forward_typed(const Params& p, const Shape& shape, const Geometry& g, const Forward& t,
+                          void* workspace, cudaStream_t stream) {
   const auto* x = static_cast<const T*>(t.x);
   auto* y = static_cast<T*>(t.y);
   const auto k = static_cast<unsigned>(shape.statistics);
   const auto count = static_cast<double>(shape.count());
-  const Statistics stats{t.scale, t.shift, t.running_mean, t.running_var, t.saved_mean,
-                         t.saved_inv_std};
+  const Statistics stats{t.scale,       t.shift,      t.running_mean,
+                         t.running_var, t.saved_mean, t.saved_inv_std};
   if (g.fused && p.training) {
     fused_forward<T><<<k, block_threads, 0, stream>>>(x, y, k, static_cast<unsigned>(shape.run),
                                                       static_cast<unsigned>(shape.count()), p.eps,
@@ -612,18 +614,17 @@ cudaError_t backward_typed(const Params& p, const Shape& shape, const Geometry& 
   auto* dx = static_cast<T*>(t.dx);
   const auto k = static_cast<unsigned>(shape.statistics);
   const auto count = static_cast<double>(shape.count());
-  const Gradients grads{t.scale,        t.saved_mean,  t.saved_inv_std, t.running_mean,
-                        t.running_var,  t.diff_scale,  t.diff_shift};
+  const Gradients grads{t.scale,       t.saved_mean, t.saved_inv_std, t.running_mean,
+                        t.running_var, t.diff_scale, t.diff_shift};
   if (g.fused) {
     fused_backward<T><<<k, block_threads, 0, stream>>>(
-        x, dy, dx, k, static_cast<unsigned>(shape.run), static_cast<unsigned>(shape.count()),
-        p.eps, p.training, grads);
+        x, dy, dx, k, static_cast<unsigned>(shape.run), static_cast<unsigned>(shape.count()), p.eps,
+        p.training, grads);
     return cudaGetLastError();
   }
   const Regions r = regions(shape, g, workspace, true);
   auto* coefficients = static_cast<float4*>(r.coefficients);
-  launch_partial<T>(shape, g, x, dy, p.training ? t.saved_mean : t.running_mean, r.partial,
-                    stream);
+  launch_partial<T>(shape, g, x, dy, p.training ? t.saved_mean : t.running_mean, r.partial, stream);
   finalize_backward<<<(k + column_threads - 1) / column_threads, dim3(column_threads, column_rows),
                       0, stream>>>(k, g.splits, r.partial, count, p.eps, p.training, grads,
                                    coefficients);
@@ -635,8 +636,8 @@ cudaError_t backward_typed(const Params& p, const Shape& shape, const Geometry& 
     apply_backward<T, V><<<apply_blocks(packs), block_threads, 0, stream>>>(
         x, dy, dx, coefficients, packs, k, run, shape.planes);
   };
-  switch (std::min(apply_pack(shape, p.element, t.x, t.dy, t.dx),
-                   static_cast<int>(16 / sizeof(T)))) {
+  switch (
+      std::min(apply_pack(shape, p.element, t.x, t.dy, t.dx), static_cast<int>(16 / sizeof(T)))) {
     case 8: apply(std::integral_constant<int, 8>{}); break;
     case 4: apply(std::integral_constant<int, 4>{}); break;
     case 2: apply(std::integral_constant<int, 2>{}); break;
@@ -666,7 +667,8 @@ Geometry split_geometry(const Shape& shape, Element element, int sm_count) {
     max_splits = std::max<std::int64_t>(1, shape.runs / column_rows);
   }
   const std::int64_t splits = (target + blocks_per_split - 1) / blocks_per_split;
-  g.splits = static_cast<int>(std::clamp<std::int64_t>(splits, 1, std::min<std::int64_t>(max_splits, 65535)));
+  g.splits = static_cast<int>(
+      std::clamp<std::int64_t>(splits, 1, std::min<std::int64_t>(max_splits, 65535)));
   return g;
 }
 
@@ -696,8 +698,7 @@ cudaError_t forward(const Params& params, const Shape& shape, const Geometry& ge
       return forward_typed<__half>(params, shape, geometry, tensors, workspace, stream);
     case Element::bf16:
       return forward_typed<__nv_bfloat16>(params, shape, geometry, tensors, workspace, stream);
-    default:
-      return forward_typed<float>(params, shape, geometry, tensors, workspace, stream);
+    default: return forward_typed<float>(params, shape, geometry, tensors, workspace, stream);
   }
 }
 
@@ -708,8 +709,7 @@ cudaError_t backward(const Params& params, const Shape& shape, const Geometry& g
       return backward_typed<__half>(params, shape, geometry, tensors, workspace, stream);
     case Element::bf16:
       return backward_typed<__nv_bfloat16>(params, shape, geometry, tensors, workspace, stream);
-    default:
-      return backward_typed<float>(params, shape, geometry, tensors, workspace, stream);
+    default: return backward_typed<float>(params, shape, geometry, tensors, workspace, stream);
   }
 }
 
