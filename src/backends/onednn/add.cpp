@@ -12,7 +12,10 @@
 //               tensor with stride 0 along the broadcast axes, which only its reference
 //               implementation reads (jit ones too when nothing is broadcast).
 // Backward, diff_src = alpha * sum of diff_dst over the broadcast axes:
-//   reduction_sum  reduction (sum) from diff_dst to diff_src, alpha as an eltwise_linear post-op;
+//   matmul         products with a vector of ones (Note [bias gradients by matmul]);
+//   reduction_sum  reduction (sum) from diff_dst to diff_src, alpha as an eltwise_linear post-op
+//                  (oneDNN 3.2 has jit reductions over innermost axes in f32 only: bias gradients
+//                  run on ref:any, some hundred times slower than matmul);
 //   linear         without broadcast axes, eltwise_linear(alpha) (a reduction over nothing).
 // Ids are "onednn:<impl>:<formulation>", listed per formulation in oneDNN's implementation order,
 // ref:any implementations last; a formulation without any implementation is one unsupported
@@ -25,6 +28,7 @@
 #include "backends/onednn/memory.hpp"
 #include "core/add_args.hpp"
 #include "core/check.hpp"
+#include "core/dtype.hpp"
 #include "core/strings.hpp"
 
 #include <algorithm>
@@ -81,16 +85,142 @@ memory::desc dense_md(const Dims& dims, const AddDesc& desc) {
                       memory::dims(strides.begin(), strides.end()));
 }
 
-enum class Formulation : std::uint8_t { scaled_dst, post_sum, reduction_sum, linear };
+enum class Formulation : std::uint8_t { scaled_dst, post_sum, matmul, reduction_sum, linear };
 
 std::string_view name_of(Formulation formulation) {
   switch (formulation) {
     case Formulation::scaled_dst: return "scaled_dst";
     case Formulation::post_sum: return "post_sum";
+    case Formulation::matmul: return "matmul";
     case Formulation::reduction_sum: return "reduction_sum";
     case Formulation::linear: return "linear";
   }
   return "other";
+}
+
+// Note [bias gradients by matmul]
+// Summing diff_dst over the broadcast axes is a product with a vector of ones, which oneDNN's
+// matmul runs on its fast (brgemm) kernels in every dtype with f32 accumulation. In memory order
+// the axes merge into groups that are all reduced (R) or all kept (K), and:
+//   [R]         X(1 x R) . ones(R x 1)
+//   [R, K]      ones(1 x R) . X(R x K)               e.g. a channels_last bias gradient
+//   [K, R]      X(K x R) . ones(R x 1)
+//   [K1, R, K2] ones(1 x R) . X(K1; R x K2)          batched over K1
+//   [R1, K, R2] X(R1; K x R2) . ones(R2 x 1) into an f32 buffer T(R1; K) in the workspace, then
+//               ones(1 x R1) . T(R1 x K)             e.g. a channels_first bias gradient
+//               (for f16/bf16 into a second f32 buffer, reordered into diff_src: oneDNN 3.2 has no
+//               f32 x f32 -> f16/bf16 matmul)
+// diff_src is dense with the kept groups in the same order, so it is the product's output as is;
+// alpha is an eltwise_linear post-op of the last product. More alternations are unsupported. The
+// vectors of ones are held by the plan; the heavy product (the one reading diff_dst) names the
+// candidate, the other one runs oneDNN's first implementation.
+struct MatmulShape {
+  std::string reason;    // why the pattern is not covered; empty when it is
+  memory::desc a, b, c;  // the product reading diff_dst: a . b -> c
+  bool diff_dst_is_a = true;
+  std::int64_t ones = 0;  // length of the vector of ones of that product (desc.dtype)
+  bool two_steps = false;
+  memory::desc a2, b2, c2;  // the second product: ones(1 x R1) . T -> diff_src (f32 ones)
+  std::int64_t ones2 = 0;
+  std::size_t buffer_bytes = 0;  // T, f32
+  bool convert = false;          // the second product writes f32, reordered into diff_src
+  memory::desc result;           // diff_src as the reorder writes it
+  std::size_t result_bytes = 0;  // the second product's f32 output before the reorder
+};
+
+MatmulShape matmul_shape(const AddDesc& desc) {
+  // Merged groups in memory order (dense tensors of one layout share it; size-1 axes dropped).
+  const int rank = desc.dst_dims.rank();
+  std::vector<int> order;
+  if (desc.layout == Layout::channels_last && rank >= 3) {
+    order.push_back(0);
+    for (int i = 2; i < rank; ++i) order.push_back(i);
+    order.push_back(1);
+  } else {
+    for (int i = 0; i < rank; ++i) order.push_back(i);
+  }
+  std::vector<std::pair<std::int64_t, bool>> groups;  // size, reduced
+  for (const int axis : order) {
+    const std::int64_t size = desc.dst_dims[axis];
+    if (size == 1) continue;
+    const bool reduced = desc.src_dims[axis] == 1;
+    if (!groups.empty() && groups.back().second == reduced) {
+      groups.back().first *= size;
+    } else {
+      groups.emplace_back(size, reduced);
+    }
+  }
+  MatmulShape m;
+  const memory::data_type t = data_type_of(desc.dtype);
+  const memory::data_type f32 = memory::data_type::f32;
+  std::string pattern;
+  for (const auto& [size, reduced] : groups) pattern += reduced ? 'R' : 'K';
+  const auto md = [](memory::dims dims, memory::data_type type, memory::dims strides) {
+    return memory::desc(dims, type, strides);
+  };
+  if (pattern == "R") {
+    const std::int64_t r = groups[0].first;
+    m.a = md({1, r}, t, {r, 1});
+    m.b = md({r, 1}, t, {1, 1});
+    m.c = md({1, 1}, t, {1, 1});
+    m.ones = r;
+  } else if (pattern == "RK") {
+    const std::int64_t r = groups[0].first, k = groups[1].first;
+    m.a = md({1, r}, t, {r, 1});
+    m.b = md({r, k}, t, {k, 1});
+    m.c = md({1, k}, t, {k, 1});
+    m.diff_dst_is_a = false;
+    m.ones = r;
+  } else if (pattern == "KR") {
+    const std::int64_t k = groups[0].first, r = groups[1].first;
+    m.a = md({k, r}, t, {r, 1});
+    m.b = md({r, 1}, t, {1, 1});
+    m.c = md({k, 1}, t, {1, 1});
+    m.ones = r;
+  } else if (pattern == "KRK") {
+    const std::int64_t k1 = groups[0].first, r = groups[1].first, k2 = groups[2].first;
+    m.a = md({1, 1, r}, t, {r, r, 1});
+    m.b = md({k1, r, k2}, t, {r * k2, k2, 1});
+    m.c = md({k1, 1, k2}, t, {k2, k2, 1});
+    m.diff_dst_is_a = false;
+    m.ones = r;
+  } else if (pattern == "RKR") {
+    const std::int64_t r1 = groups[0].first, k = groups[1].first, r2 = groups[2].first;
+    m.a = md({r1, k, r2}, t, {k * r2, r2, 1});
+    m.b = md({1, r2, 1}, t, {r2, 1, 1});
+    m.c = md({r1, k, 1}, f32, {k, 1, 1});
+    m.ones = r2;
+    m.two_steps = true;
+    m.a2 = md({1, r1}, f32, {r1, 1});
+    m.b2 = md({r1, k}, f32, {k, 1});
+    m.ones2 = r1;
+    m.buffer_bytes = static_cast<std::size_t>(r1 * k) * sizeof(float);
+    m.convert = desc.dtype != DType::f32;
+    m.c2 = md({1, k}, m.convert ? f32 : t, {k, 1});
+    if (m.convert) {
+      m.result = md({1, k}, t, {k, 1});
+      m.result_bytes = static_cast<std::size_t>(k) * sizeof(float);
+    }
+  } else if (pattern.find('R') == std::string::npos) {
+    m.reason = "no broadcast axis: nothing to sum (the linear formulation scales diff_dst)";
+  } else {
+    m.reason =
+        detail::cat("the broadcast axes of src ", desc.src_dims, " on dst ", desc.dst_dims,
+                    " merge into the groups ", pattern,
+                    " (R reduced, K kept, memory order); matmul covers R, RK, KR, KRK and RKR");
+  }
+  return m;
+}
+
+dnnl::primitive_attr matmul_attr(float alpha) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (alpha != 1) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(dnnl::algorithm::eltwise_linear, alpha, 0.0f);
+    attr.set_post_ops(ops);
+  }
+  return attr;
 }
 
 // Note [binary candidates]: the formulations of (desc, direction) in priority order, with the
@@ -106,7 +236,10 @@ std::vector<std::pair<Formulation, std::string>> formulations(const AddDesc& des
     }
     return {{Formulation::scaled_dst, scaled_dst_reason}, {Formulation::post_sum, {}}};
   }
-  std::vector<std::pair<Formulation, std::string>> list{{Formulation::reduction_sum, {}}};
+  std::vector<std::pair<Formulation, std::string>> list;
+  if (desc.src_dims != desc.dst_dims)
+    list.emplace_back(Formulation::matmul, matmul_shape(desc).reason);
+  list.emplace_back(Formulation::reduction_sum, std::string());
   if (desc.src_dims == desc.dst_dims) list.emplace_back(Formulation::linear, std::string());
   return list;
 }
@@ -115,7 +248,15 @@ struct Candidate {
   AlgoInfo info;
   dnnl::primitive_desc pd;  // null if unsupported
   Formulation formulation = Formulation::scaled_dst;
+  dnnl::primitive_desc second;        // matmul with two steps: the second product
+  dnnl::primitive_desc_base convert;  // and, for f16/bf16, its f32 -> dtype reorder
 };
+
+constexpr std::size_t buffer_alignment = 64;
+
+std::size_t round_up(std::size_t bytes) {
+  return (bytes + buffer_alignment - 1) / buffer_alignment * buffer_alignment;
+}
 
 struct CandidateList {
   std::vector<Candidate> candidates;
@@ -174,6 +315,16 @@ dnnl::primitive_desc create_pd(const dnnl::engine& engine, const AddDesc& desc,
         }
         return dnnl::binary::primitive_desc(engine, dnnl::algorithm::binary_add, broadcast_md(desc),
                                             scalar_md(desc), dst, attr);
+      }
+      case Formulation::matmul: {
+        // The product reading diff_dst; with two steps alpha goes on the second.
+        const MatmulShape m = matmul_shape(desc);
+        if (!m.reason.empty()) {
+          failure = m.reason;
+          return {};
+        }
+        return dnnl::matmul::primitive_desc(engine, m.a, m.b, m.c,
+                                            matmul_attr(m.two_steps ? 1.0f : desc.alpha));
       }
       case Formulation::reduction_sum:
         if (desc.alpha != 1) {
@@ -245,6 +396,30 @@ CandidateList list_candidates(const dnnl::engine& engine, const AddDesc& desc, D
         candidate.pd = clone(pd, context);
         candidate.info.supported = true;
         candidate.info.workspace_bytes = pd.scratchpad_desc().get_size();
+        if (formulation == Formulation::matmul) {
+          if (impl.find("brg") != std::string::npos) candidate.info.notes.emplace_back("brgemm");
+          const MatmulShape m = matmul_shape(desc);
+          if (m.two_steps) {
+            candidate.second = dnnl_call(context, "creating the second matmul", [&] {
+              return dnnl::primitive_desc(
+                  dnnl::matmul::primitive_desc(engine, m.a2, m.b2, m.c2, matmul_attr(desc.alpha)));
+            });
+            std::size_t scratch = std::max(candidate.info.workspace_bytes,
+                                           candidate.second.scratchpad_desc().get_size());
+            if (m.convert) {
+              candidate.convert = dnnl_call(context, "creating the result reorder", [&] {
+                dnnl::primitive_attr attr;
+                attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+                return dnnl::primitive_desc_base(
+                    dnnl::reorder::primitive_desc(engine, m.c2, engine, m.result, attr));
+              });
+              scratch = std::max(scratch, candidate.convert.scratchpad_desc().get_size());
+            }
+            // Workspace: T, the f32 result (when converted), then the largest scratchpad.
+            candidate.info.workspace_bytes =
+                round_up(m.buffer_bytes) + round_up(m.result_bytes) + scratch;
+          }
+        }
       }
       list.candidates.push_back(std::move(candidate));
     } while (pd.next_impl());
@@ -297,6 +472,7 @@ class Plan final : public detail::OpPlan<detail::AddArgs> {
                    {DNNL_ARG_DST, dst_.get()}};
           if (desc.alpha != 1) add_scale(DNNL_ARG_SRC_0, desc.alpha, scale, engine);
           break;
+        case Formulation::matmul: DNNX_ASSERT(false, "matmul candidates run as MatmulPlan"); break;
         case Formulation::reduction_sum:
         case Formulation::linear:
           // Backward: dst_ is bound to diff_dst, src_ to diff_src.
@@ -370,6 +546,133 @@ class Plan final : public detail::OpPlan<detail::AddArgs> {
   std::vector<dnnl_exec_arg_t> args_;
 };
 
+// Note [bias gradients by matmul]: one or two matmul primitives against the plan's vectors of
+// ones; built once, execute() only rebinds pointers (Note [one stream] in runtime.hpp).
+class MatmulPlan final : public detail::OpPlan<detail::AddArgs> {
+ public:
+  MatmulPlan(std::shared_ptr<Runtime> runtime, const AddDesc& desc, const Candidate& candidate)
+      : runtime_(std::move(runtime)),
+        info_(candidate.info),
+        context_(context_of(desc, Direction::bwd_data, candidate.info.id)) {
+    const MatmulShape m = matmul_shape(desc);
+    DNNX_ASSERT(m.reason.empty(), m.reason);
+    const dnnl::engine& engine = runtime_->engine;
+    ones_ = ones(m.ones, desc.dtype);
+    dnnl_call(context_, "building the matmul primitives", [&] {
+      first_.primitive = dnnl::primitive(candidate.pd.get());
+      diff_dst_ = dnnl::memory(m.diff_dst_is_a ? m.a : m.b, engine, DNNL_MEMORY_NONE);
+      ones_memory_ = dnnl::memory(m.diff_dst_is_a ? m.b : m.a, engine, ones_.data());
+      output_ = dnnl::memory(m.c, engine, DNNL_MEMORY_NONE);
+      first_.args = {{m.diff_dst_is_a ? DNNL_ARG_SRC : DNNL_ARG_WEIGHTS, diff_dst_.get()},
+                     {m.diff_dst_is_a ? DNNL_ARG_WEIGHTS : DNNL_ARG_SRC, ones_memory_.get()},
+                     {DNNL_ARG_DST, output_.get()}};
+      add_scratchpad(first_, candidate.pd, engine);
+      if (m.two_steps) {
+        // output_ is T in the workspace; the second product writes diff_src.
+        ones2_ = ones(m.ones2, DType::f32);
+        buffer_offset_ = 0;
+        scratch_offset_ = round_up(m.buffer_bytes);
+        second_.primitive = dnnl::primitive(candidate.second.get());
+        ones2_memory_ = dnnl::memory(m.a2, engine, ones2_.data());
+        buffer_ = dnnl::memory(m.b2, engine, DNNL_MEMORY_NONE);
+        diff_src_ = dnnl::memory(m.c2, engine, DNNL_MEMORY_NONE);
+        second_.args = {{DNNL_ARG_SRC, ones2_memory_.get()},
+                        {DNNL_ARG_WEIGHTS, buffer_.get()},
+                        {DNNL_ARG_DST, diff_src_.get()}};
+        add_scratchpad(second_, candidate.second, engine);
+        if (m.convert) {
+          // diff_src_ is then the f32 result in the workspace, reordered into the caller's.
+          result_offset_ = round_up(m.buffer_bytes);
+          scratch_offset_ = result_offset_ + round_up(m.result_bytes);
+          converted_ = dnnl::memory(m.result, engine, DNNL_MEMORY_NONE);
+          third_.primitive = dnnl::primitive(candidate.convert.get());
+          third_.args = {{DNNL_ARG_FROM, diff_src_.get()}, {DNNL_ARG_TO, converted_.get()}};
+          add_scratchpad(third_, candidate.convert, engine);
+        }
+      }
+    });
+  }
+
+  const AlgoInfo& algo() const override { return info_; }
+
+  void execute(const detail::AddArgs& args, detail::Workspace workspace) override {
+    if (args.diff_dst == nullptr || args.diff_dst->data() == nullptr || args.diff_src == nullptr ||
+        args.diff_src->data() == nullptr) {
+      detail::raise(ErrorKind::InvalidArgument, "diff_dst or diff_src is null", context_);
+    }
+    if (workspace.bytes < info_.workspace_bytes ||
+        (info_.workspace_bytes > 0 && workspace.data == nullptr)) {
+      detail::raise(ErrorKind::InvalidArgument,
+                    detail::cat("workspace has ", workspace.bytes, " bytes; this candidate needs ",
+                                info_.workspace_bytes),
+                    context_);
+    }
+    auto* base = static_cast<std::byte*>(workspace.data);
+    std::lock_guard lock(runtime_->mutex);
+    bind(diff_dst_, args.diff_dst->data());
+    if (second_.primitive) {
+      bind(output_, base + buffer_offset_);
+      bind(buffer_, base + buffer_offset_);
+      if (third_.primitive) {
+        bind(diff_src_, base + result_offset_);
+        bind(converted_, args.diff_src->data());
+      } else {
+        bind(diff_src_, args.diff_src->data());
+      }
+    } else {
+      bind(output_, args.diff_src->data());
+    }
+    const dnnl_stream_t stream = runtime_->stream.get();
+    for (Step* step : {&first_, &second_, &third_}) {
+      if (!step->primitive) continue;
+      if (step->scratchpad) bind(step->scratchpad, base + scratch_offset_);
+      DNNX_DNNL_CHECK(
+          dnnl_primitive_execute(step->primitive.get(), stream, static_cast<int>(step->args.size()),
+                                 step->args.data()),
+          context_, "executing");
+    }
+    DNNX_DNNL_CHECK(dnnl_stream_wait(stream), context_, "waiting for the stream");
+  }
+
+ private:
+  struct Step {
+    dnnl::primitive primitive;
+    std::vector<dnnl_exec_arg_t> args;
+    dnnl::memory scratchpad;
+  };
+
+  // `count` ones in `dtype`.
+  static std::vector<std::byte> ones(std::int64_t count, DType dtype) {
+    const std::size_t size = size_of(dtype);
+    std::vector<std::byte> bytes(static_cast<std::size_t>(count) * size);
+    for (std::int64_t i = 0; i < count; ++i)
+      detail::store_f32(bytes.data() + static_cast<std::size_t>(i) * size, dtype, 1.0f);
+    return bytes;
+  }
+
+  void add_scratchpad(Step& step, const dnnl::primitive_desc_base& pd, const dnnl::engine& engine) {
+    const memory::desc scratchpad = pd.scratchpad_desc();
+    if (scratchpad.get_size() == 0) return;
+    step.scratchpad = dnnl::memory(scratchpad, engine, DNNL_MEMORY_NONE);
+    step.args.push_back({DNNL_ARG_SCRATCHPAD, step.scratchpad.get()});
+  }
+
+  void bind(const dnnl::memory& memory, void* data) const {
+    DNNX_DNNL_CHECK(dnnl_memory_set_data_handle(memory.get(), data), context_,
+                    "binding a data pointer");
+  }
+
+  std::shared_ptr<Runtime> runtime_;
+  AlgoInfo info_;
+  ErrorContext context_;
+  std::vector<std::byte> ones_, ones2_;
+  Step first_, second_, third_;
+  dnnl::memory diff_dst_, ones_memory_, output_, ones2_memory_, buffer_, diff_src_, converted_;
+  std::size_t buffer_offset_ = 0;
+  std::size_t result_offset_ = 0;
+  std::size_t scratch_offset_ = 0;
+};
+
 struct Key {
   AddDesc desc;
   Direction direction;
@@ -410,7 +713,11 @@ class OneDnnAdd final : public detail::AddBackend {
       if (!candidate->info.supported)
         detail::raise(ErrorKind::Unsupported, candidate->info.reason,
                       context_of(desc, direction, id));
-      return std::make_shared<Plan>(runtime_, desc, direction, *candidate);
+      if (candidate->formulation == Formulation::matmul)
+        return std::shared_ptr<detail::OpPlan<detail::AddArgs>>(
+            std::make_shared<MatmulPlan>(runtime_, desc, *candidate));
+      return std::shared_ptr<detail::OpPlan<detail::AddArgs>>(
+          std::make_shared<Plan>(runtime_, desc, direction, *candidate));
     });
   }
 
