@@ -107,6 +107,11 @@ std::vector<ConvFusedCase> conv_fused_cases() {
                             {true, true, 0.3f, identity}));
   cases.push_back(make_case("d2_bf16_nhwc_g4_bias_relu",
                             {{1, 8, 7, 7}, {8, 2, 3, 3}, {1}, {1}, {1}, 4}, bf16, nhwc, bias_relu));
+  // Batch 1 and a spatial dim of 1: descriptors of the same bytes may differ in those strides.
+  cases.push_back(make_case("odd_f32_nchw_n1_h1_res_scaled_relu", {{1, 8, 1, 5}, {4, 8, 1, 3}}, f32,
+                            nchw, {false, true, 0.5f, relu}));
+  cases.push_back(make_case("inplace_odd_f16_nhwc_n1_h1_res_relu", {{1, 8, 1, 5}, {8, 8, 1, 3}},
+                            f16, nhwc, residual_relu, true));
   return cases;
 }
 

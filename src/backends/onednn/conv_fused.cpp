@@ -498,12 +498,18 @@ class FusedPlan final : public detail::ConvFusedPlan {
           candidate.reorders[role_dst] ? buffers_[role_dst] : user_[role_dst];
       if (desc_.residual) {
         residual_ = dnnl::memory(g.dst, engine, DNNL_MEMORY_NONE);
+        // The residual's steps were created for the caller's dst descriptor; a plain dst is
+        // described to them as such (the convolution's own descriptor of the same bytes may
+        // differ in the strides of size-1 dims).
+        if (!candidate.reorders[role_dst])
+          dst_plain_ = dnnl::memory(g.dst, engine, DNNL_MEMORY_NONE);
+        const dnnl::memory& target = candidate.reorders[role_dst] ? conv_dst : dst_plain_;
         if (candidate.residual_copy) {
           // In place the residual already is dst; a copy is needed only into a reorder buffer.
           const bool skip_in_place = !candidate.reorders[role_dst];
           residual_steps_.emplace_back(
               make_step(candidate.residual_copy,
-                        {{DNNL_ARG_FROM, residual_.get()}, {DNNL_ARG_TO, conv_dst.get()}}),
+                        {{DNNL_ARG_FROM, residual_.get()}, {DNNL_ARG_TO, target.get()}}),
               skip_in_place);
         }
         if (candidate.residual_scaling) {
@@ -512,7 +518,7 @@ class FusedPlan final : public detail::ConvFusedPlan {
           const dnnl::memory& from = candidate.reorders[role_dst] ? conv_dst : residual_;
           residual_steps_.emplace_back(
               make_step(candidate.residual_scaling,
-                        {{DNNL_ARG_SRC, from.get()}, {DNNL_ARG_DST, conv_dst.get()}}),
+                        {{DNNL_ARG_SRC, from.get()}, {DNNL_ARG_DST, target.get()}}),
               false);
         }
       }
@@ -552,6 +558,7 @@ class FusedPlan final : public detail::ConvFusedPlan {
     for (Step& step : steps_) run(step, base);
     if (residual_) {
       bind(residual_, args.residual->data());
+      if (dst_plain_) bind(dst_plain_, args.dst->data());
       const bool in_place = detail::residual_in_place(args);
       for (auto& [step, skip_in_place] : residual_steps_) {
         if (!(skip_in_place && in_place)) run(step, base);
@@ -603,6 +610,7 @@ class FusedPlan final : public detail::ConvFusedPlan {
   std::array<dnnl::memory, 3> buffers_;  // reordered copies in the workspace (null: none)
   dnnl::memory bias_;
   dnnl::memory residual_;    // the caller's residual, in dst's layout
+  dnnl::memory dst_plain_;   // the caller's dst as the residual's steps see it (dst not reordered)
   std::vector<Step> steps_;  // input reorders
   // Copy and scaling of the residual into the dst the convolution accumulates onto; a step with
   // `true` is skipped when the residual is dst itself.
