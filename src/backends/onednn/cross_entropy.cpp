@@ -29,6 +29,7 @@
 #include "backends/onednn/check.hpp"
 #include "backends/onednn/layers.hpp"
 #include "backends/onednn/memory.hpp"
+#include "backends/onednn/softmax_simd.hpp"
 #include "core/check.hpp"
 #include "core/cross_entropy_args.hpp"
 #include "core/dtype.hpp"
@@ -52,11 +53,15 @@
 namespace dnnx::onednn {
 namespace {
 
+using simd::Bf16;
+using simd::exp_nonpositive;
+using simd::load;
+using simd::store;
+
 using Tag = memory::format_tag;
 
 constexpr const char* fused_id = "cpu:fused";
-constexpr std::int64_t block_positions = 64;
-constexpr std::int64_t min_elements_per_thread = std::int64_t{1} << 18;
+constexpr std::int64_t block_positions = simd::column_block;
 constexpr std::size_t buffer_alignment = 64;
 
 std::size_t round_up(std::size_t bytes) {
@@ -73,129 +78,43 @@ ErrorContext context_of(const CrossEntropyDesc& desc, Direction direction,
   return context;
 }
 
-// ---- vectorizable f32 arithmetic ---------------------------------------------------------------
-// Plain loops over these inline functions compile to SIMD code in each target_clones variant
-// (AVX-512, AVX2, SSE2): no libm call, no branch.
+// Note [xent stats]: each position's maximum m and sum s of exp(x - m), kept apart rather than
+// folded into lse = m + log s: with logits of magnitude 1e4, lse rounded to f32 is off by up to
+// 5e-4, which exp(x - lse) would turn into a relative error of 5e-4 in every probability. The
+// kernels compute nll = (m - x_y) + log s and softmax = exp(x - m) / s instead, whose f32
+// rounding stays within a few ulps whatever the magnitude.
 
-// exp(x) for x <= 0 (the callers subtract the maximum), Cephes' expf: range reduction by ln 2
-// and a degree-6 polynomial, within 2 ulp. Inputs below -87 give 2^-126-ish instead of a
-// denormal or zero: a softmax value below 1e-38 either way.
-[[gnu::always_inline]] inline float exp_nonpositive(float x) {
-  x = x < -87.0f ? -87.0f : x;
-  x = x > 0.0f ? 0.0f : x;
-  // Round to nearest through the 1.5 * 2^23 magic number (no libm rint, vectorizable).
-  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  float r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const auto bits = static_cast<std::uint32_t>(static_cast<std::int32_t>(n) + 127) << 23;
-  return p * std::bit_cast<float>(bits);
-}
-
-// Element access by storage type: float, bf16 (as uint16_t) and _Float16.
-struct Bf16 {
-  std::uint16_t bits;
-};
-[[gnu::always_inline]] inline float load(const float* p, std::int64_t k) { return p[k]; }
-[[gnu::always_inline]] inline float load(const _Float16* p, std::int64_t k) {
-  return static_cast<float>(p[k]);
-}
-[[gnu::always_inline]] inline float load(const Bf16* p, std::int64_t k) {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(p[k].bits) << 16);
-}
-[[gnu::always_inline]] inline void store(float* p, std::int64_t k, float v) { p[k] = v; }
-[[gnu::always_inline]] inline void store(_Float16* p, std::int64_t k, float v) {
-  p[k] = static_cast<_Float16>(v);
-}
-[[gnu::always_inline]] inline void store(Bf16* p, std::int64_t k, float v) {
-  // Round to nearest even (detail::float_to_bf16), written branch-free.
-  const std::uint32_t bits = std::bit_cast<std::uint32_t>(v);
-  const std::uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
-  const std::uint32_t nan = (bits >> 16) | 0x40u;
-  p[k].bits = static_cast<std::uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
-}
-
-constexpr int lanes = 16;
-
-// log(sum_c exp(x[c * stride])) of rows p0..p1 (stride 1, C apart): out[p - p0].
+// m and s of rows p0..p1 (C contiguous classes each).
 template <typename T>
-[[gnu::always_inline]] inline void lse_rows_impl(const T* x, std::int64_t classes, std::int64_t p0,
-                                                 std::int64_t p1, float* out) {
-  for (std::int64_t p = p0; p < p1; ++p) {
-    const T* row = x + p * classes;
-    float m[lanes];
-    for (int j = 0; j < lanes; ++j) m[j] = -std::numeric_limits<float>::infinity();
-    std::int64_t c = 0;
-    for (; c + lanes <= classes; c += lanes) {
-      for (int j = 0; j < lanes; ++j) {
-        const float v = load(row, c + j);
-        m[j] = m[j] < v ? v : m[j];
-      }
-    }
-    float max = -std::numeric_limits<float>::infinity();
-    for (int j = 0; j < lanes; ++j) max = max < m[j] ? m[j] : max;
-    for (; c < classes; ++c) {
-      const float v = load(row, c);
-      max = max < v ? v : max;
-    }
-    float s[lanes] = {};
-    c = 0;
-    for (; c + lanes <= classes; c += lanes) {
-      for (int j = 0; j < lanes; ++j) s[j] += exp_nonpositive(load(row, c + j) - max);
-    }
-    float sum = 0;
-    for (int j = 0; j < lanes; ++j) sum += s[j];
-    for (; c < classes; ++c) sum += exp_nonpositive(load(row, c) - max);
-    // A NaN logit, skipped by the comparisons, still turns the sum into NaN.
-    out[p - p0] = max + std::log(sum);
-  }
+[[gnu::always_inline]] inline void stats_rows_impl(const T* x, std::int64_t classes,
+                                                   std::int64_t p0, std::int64_t p1, float* max,
+                                                   float* sum) {
+  for (std::int64_t p = p0; p < p1; ++p)
+    simd::row_max_sum(x + p * classes, classes, max[p - p0], sum[p - p0]);
 }
 
 // The same for the positions i0..i1 of outer index o of a channels_first tensor: class c of
 // position i at x[(o * classes + c) * inner + i]; vectorized over i.
 template <typename T>
-[[gnu::always_inline]] inline void lse_columns_impl(const T* x, std::int64_t classes,
-                                                    std::int64_t inner, std::int64_t o,
-                                                    std::int64_t i0, std::int64_t i1, float* out) {
-  const std::int64_t n = i1 - i0;
-  float m[block_positions];
-  float s[block_positions];
-  for (std::int64_t i = 0; i < n; ++i) {
-    m[i] = -std::numeric_limits<float>::infinity();
-    s[i] = 0;
-  }
-  const T* base = x + o * classes * inner + i0;
-  for (std::int64_t c = 0; c < classes; ++c) {
-    const T* column = base + c * inner;
-    for (std::int64_t i = 0; i < n; ++i) {
-      const float v = load(column, i);
-      m[i] = m[i] < v ? v : m[i];
-    }
-  }
-  for (std::int64_t c = 0; c < classes; ++c) {
-    const T* column = base + c * inner;
-    for (std::int64_t i = 0; i < n; ++i) s[i] += exp_nonpositive(load(column, i) - m[i]);
-  }
-  for (std::int64_t i = 0; i < n; ++i) out[i] = m[i] + std::log(s[i]);
+[[gnu::always_inline]] inline void stats_columns_impl(const T* x, std::int64_t classes,
+                                                      std::int64_t inner, std::int64_t o,
+                                                      std::int64_t i0, std::int64_t i1,
+                                                      float* max, float* sum) {
+  simd::column_max_sum(x + o * classes * inner + i0, classes, inner, i1 - i0, max, sum);
 }
 
-// dx = g * exp(x - lse) for rows p0..p1 (the label's element is fixed up by the caller).
+// dx = scale * exp(x - m) for rows p0..p1, scale = g / s (the label's element is fixed up by
+// the caller).
 template <typename T>
 [[gnu::always_inline]] inline void grad_rows_impl(const T* x, T* dx, std::int64_t classes,
                                                   std::int64_t p0, std::int64_t p1,
-                                                  const float* lse, const float* g) {
+                                                  const float* max, const float* scale) {
   for (std::int64_t p = p0; p < p1; ++p) {
     const T* row = x + p * classes;
     T* out = dx + p * classes;
-    const float l = lse[p - p0];
-    const float scale = g[p - p0];
-    for (std::int64_t c = 0; c < classes; ++c) store(out, c, scale * exp_nonpositive(load(row, c) - l));
+    const float m = max[p - p0];
+    const float f = scale[p - p0];
+    for (std::int64_t c = 0; c < classes; ++c) store(out, c, f * exp_nonpositive(load(row, c) - m));
   }
 }
 
@@ -203,52 +122,52 @@ template <typename T>
 [[gnu::always_inline]] inline void grad_columns_impl(const T* x, T* dx, std::int64_t classes,
                                                      std::int64_t inner, std::int64_t o,
                                                      std::int64_t i0, std::int64_t i1,
-                                                     const float* lse, const float* g) {
+                                                     const float* max, const float* scale) {
   const std::int64_t n = i1 - i0;
   const std::int64_t offset = o * classes * inner + i0;
   for (std::int64_t c = 0; c < classes; ++c) {
     const T* column = x + offset + c * inner;
     T* out = dx + offset + c * inner;
     for (std::int64_t i = 0; i < n; ++i)
-      store(out, i, g[i] * exp_nonpositive(load(column, i) - lse[i]));
+      store(out, i, scale[i] * exp_nonpositive(load(column, i) - max[i]));
   }
 }
 
-// One multiversioned entry point per (kernel, storage type); the templates are inlined into each.
-#define DNNX_XENT_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#define DNNX_XENT_KERNELS(T, suffix)                                                            \
-  DNNX_XENT_CLONES void lse_rows_##suffix(const void* x, std::int64_t classes, std::int64_t p0, \
-                                          std::int64_t p1, float* out) {                        \
-    lse_rows_impl(static_cast<const T*>(x), classes, p0, p1, out);                             \
-  }                                                                                             \
-  DNNX_XENT_CLONES void lse_columns_##suffix(const void* x, std::int64_t classes,               \
-                                             std::int64_t inner, std::int64_t o,                \
-                                             std::int64_t i0, std::int64_t i1, float* out) {    \
-    lse_columns_impl(static_cast<const T*>(x), classes, inner, o, i0, i1, out);                \
-  }                                                                                             \
-  DNNX_XENT_CLONES void grad_rows_##suffix(const void* x, void* dx, std::int64_t classes,       \
-                                           std::int64_t p0, std::int64_t p1, const float* lse,  \
-                                           const float* g) {                                    \
-    grad_rows_impl(static_cast<const T*>(x), static_cast<T*>(dx), classes, p0, p1, lse, g);     \
-  }                                                                                             \
-  DNNX_XENT_CLONES void grad_columns_##suffix(const void* x, void* dx, std::int64_t classes,    \
-                                              std::int64_t inner, std::int64_t o,               \
-                                              std::int64_t i0, std::int64_t i1,                 \
-                                              const float* lse, const float* g) {               \
-    grad_columns_impl(static_cast<const T*>(x), static_cast<T*>(dx), classes, inner, o, i0, i1, \
-                      lse, g);                                                                  \
+// One multiversioned entry point per (kernel, storage type) (Note [simd clones]).
+#define DNNX_XENT_KERNELS(T, suffix)                                                             \
+  DNNX_SIMD_CLONES void stats_rows_##suffix(const void* x, std::int64_t classes,                 \
+                                            std::int64_t p0, std::int64_t p1, float* max,        \
+                                            float* sum) {                                        \
+    stats_rows_impl(static_cast<const T*>(x), classes, p0, p1, max, sum);                       \
+  }                                                                                              \
+  DNNX_SIMD_CLONES void stats_columns_##suffix(const void* x, std::int64_t classes,              \
+                                               std::int64_t inner, std::int64_t o,               \
+                                               std::int64_t i0, std::int64_t i1, float* max,     \
+                                               float* sum) {                                     \
+    stats_columns_impl(static_cast<const T*>(x), classes, inner, o, i0, i1, max, sum);          \
+  }                                                                                              \
+  DNNX_SIMD_CLONES void grad_rows_##suffix(const void* x, void* dx, std::int64_t classes,        \
+                                           std::int64_t p0, std::int64_t p1, const float* max,   \
+                                           const float* scale) {                                 \
+    grad_rows_impl(static_cast<const T*>(x), static_cast<T*>(dx), classes, p0, p1, max, scale);  \
+  }                                                                                              \
+  DNNX_SIMD_CLONES void grad_columns_##suffix(const void* x, void* dx, std::int64_t classes,     \
+                                              std::int64_t inner, std::int64_t o,                \
+                                              std::int64_t i0, std::int64_t i1,                  \
+                                              const float* max, const float* scale) {            \
+    grad_columns_impl(static_cast<const T*>(x), static_cast<T*>(dx), classes, inner, o, i0, i1,  \
+                      max, scale);                                                               \
   }
 
 DNNX_XENT_KERNELS(float, f32)
 DNNX_XENT_KERNELS(_Float16, f16)
 DNNX_XENT_KERNELS(Bf16, bf16)
 #undef DNNX_XENT_KERNELS
-#undef DNNX_XENT_CLONES
 
 struct Kernels {
-  void (*lse_rows)(const void*, std::int64_t, std::int64_t, std::int64_t, float*);
-  void (*lse_columns)(const void*, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                      std::int64_t, float*);
+  void (*stats_rows)(const void*, std::int64_t, std::int64_t, std::int64_t, float*, float*);
+  void (*stats_columns)(const void*, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                        std::int64_t, float*, float*);
   void (*grad_rows)(const void*, void*, std::int64_t, std::int64_t, std::int64_t, const float*,
                     const float*);
   void (*grad_columns)(const void*, void*, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
@@ -257,31 +176,14 @@ struct Kernels {
 
 Kernels kernels_of(DType dtype) {
   switch (dtype) {
-    case DType::f16: return {lse_rows_f16, lse_columns_f16, grad_rows_f16, grad_columns_f16};
-    case DType::bf16: return {lse_rows_bf16, lse_columns_bf16, grad_rows_bf16, grad_columns_bf16};
-    default: return {lse_rows_f32, lse_columns_f32, grad_rows_f32, grad_columns_f32};
+    case DType::f16: return {stats_rows_f16, stats_columns_f16, grad_rows_f16, grad_columns_f16};
+    case DType::bf16:
+      return {stats_rows_bf16, stats_columns_bf16, grad_rows_bf16, grad_columns_bf16};
+    default: return {stats_rows_f32, stats_columns_f32, grad_rows_f32, grad_columns_f32};
   }
 }
 
 // ---- the pieces every plan shares --------------------------------------------------------------
-
-// Runs body(first_block, end_block) over [0, blocks) split into contiguous ranges (Note [xent
-// blocks]); the calling thread takes the first range.
-template <typename Body>
-void parallel_blocks(std::int64_t blocks, std::int64_t elements, Body&& body) {
-  const auto hardware = static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
-  const std::int64_t worth = std::max<std::int64_t>(1, elements / min_elements_per_thread);
-  const std::int64_t threads = std::clamp<std::int64_t>(std::min(hardware, worth), 1, blocks);
-  if (threads <= 1) {
-    body(std::int64_t{0}, blocks);
-    return;
-  }
-  std::vector<std::jthread> workers;
-  workers.reserve(static_cast<std::size_t>(threads - 1));
-  for (std::int64_t t = 1; t < threads; ++t)
-    workers.emplace_back(body, blocks * t / threads, blocks * (t + 1) / threads);
-  body(std::int64_t{0}, blocks / threads);
-}
 
 // The positions [p0, p1) of one block as runs sharing an outer index: f(o, i0, i1, first p).
 template <typename F>
@@ -401,25 +303,28 @@ void fused_forward(const Call& call, const Kernels& kernels, Tensor& loss) {
   const std::int64_t positions = call.desc->positions();
   const std::int64_t classes = call.g.axis;
   const DType dtype = call.desc->dtype;
-  parallel_blocks(call.blocks, call.g.elements(), [&](std::int64_t b0, std::int64_t b1) {
-    float lse[block_positions];
+  simd::parallel_blocks(call.blocks, call.g.elements(), [&](std::int64_t b0, std::int64_t b1) {
+    float max[block_positions];
+    float sum[block_positions];
     for (std::int64_t b = b0; b < b1; ++b) {
       const std::int64_t p0 = b * block_positions;
       const std::int64_t p1 = std::min(positions, p0 + block_positions);
       for_each_run(call.g, p0, p1, [&](std::int64_t o, std::int64_t i0, std::int64_t i1,
                                        std::int64_t first) {
+        const std::int64_t k = first - p0;
         if (call.g.inner == 1) {
-          kernels.lse_rows(call.logits, classes, first, first + (i1 - i0), lse + (first - p0));
+          kernels.stats_rows(call.logits, classes, first, first + (i1 - i0), max + k, sum + k);
         } else {
-          kernels.lse_columns(call.logits, classes, call.g.inner, o, i0, i1, lse + (first - p0));
+          kernels.stats_columns(call.logits, classes, call.g.inner, o, i0, i1, max + k, sum + k);
         }
       });
+      // Note [xent stats]: log p_y = (x_y - m) - log s.
       nll_block(call, b, p0, p1, loss.data(), [&](std::int64_t p, std::int64_t y) {
         const float x = detail::load_f32(
             static_cast<const unsigned char*>(call.logits) +
                 static_cast<std::size_t>(element(call.g, p, y)) * size_of(dtype),
             dtype);
-        return x - lse[p - p0];
+        return (x - max[p - p0]) - std::log(sum[p - p0]);
       });
     }
   });
@@ -432,9 +337,11 @@ void fused_backward(const Call& call, const Kernels& kernels, const GradScale& s
   const std::int64_t classes = call.g.axis;
   const DType dtype = call.desc->dtype;
   const std::size_t size = size_of(dtype);
-  parallel_blocks(call.blocks, call.g.elements(), [&](std::int64_t b0, std::int64_t b1) {
-    float lse[block_positions];
+  simd::parallel_blocks(call.blocks, call.g.elements(), [&](std::int64_t b0, std::int64_t b1) {
+    float max[block_positions];
+    float sum[block_positions];
     float g[block_positions];
+    float factor[block_positions];
     for (std::int64_t b = b0; b < b1; ++b) {
       const std::int64_t p0 = b * block_positions;
       const std::int64_t p1 = std::min(positions, p0 + block_positions);
@@ -445,14 +352,19 @@ void fused_backward(const Call& call, const Kernels& kernels, const GradScale& s
       for_each_run(call.g, p0, p1, [&](std::int64_t o, std::int64_t i0, std::int64_t i1,
                                        std::int64_t first) {
         const std::int64_t k = first - p0;
+        const std::int64_t n = i1 - i0;
         if (call.g.inner == 1) {
-          kernels.lse_rows(call.logits, classes, first, first + (i1 - i0), lse + k);
-          kernels.grad_rows(call.logits, diff_logits.data(), classes, first, first + (i1 - i0),
-                            lse + k, g + k);
+          kernels.stats_rows(call.logits, classes, first, first + n, max + k, sum + k);
         } else {
-          kernels.lse_columns(call.logits, classes, call.g.inner, o, i0, i1, lse + k);
+          kernels.stats_columns(call.logits, classes, call.g.inner, o, i0, i1, max + k, sum + k);
+        }
+        for (std::int64_t j = k; j < k + n; ++j) factor[j] = g[j] / sum[j];
+        if (call.g.inner == 1) {
+          kernels.grad_rows(call.logits, diff_logits.data(), classes, first, first + n, max + k,
+                            factor + k);
+        } else {
           kernels.grad_columns(call.logits, diff_logits.data(), classes, call.g.inner, o, i0, i1,
-                               lse + k, g + k);
+                               max + k, factor + k);
         }
       });
       // The label's element: g * (softmax - 1).
@@ -462,7 +374,7 @@ void fused_backward(const Call& call, const Kernels& kernels, const GradScale& s
         const auto offset = static_cast<std::size_t>(element(call.g, p, y)) * size;
         const float x =
             detail::load_f32(static_cast<const unsigned char*>(call.logits) + offset, dtype);
-        const float softmax = std::exp(x - lse[p - p0]);
+        const float softmax = std::exp(x - max[p - p0]) / sum[p - p0];
         detail::store_f32(static_cast<unsigned char*>(diff_logits.data()) + offset, dtype,
                           g[p - p0] * (softmax - 1.0f));
       }
@@ -702,7 +614,7 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
     const detail::AxisGeometry pg = detail::axis_geometry(desc_.dims, false, probabilities_layout_);
     const std::int64_t positions = desc_.positions();
     if (direction_ == Direction::fwd) {
-      parallel_blocks(call.blocks, positions, [&](std::int64_t b0, std::int64_t b1) {
+      simd::parallel_blocks(call.blocks, positions, [&](std::int64_t b0, std::int64_t b1) {
         for (std::int64_t b = b0; b < b1; ++b) {
           const std::int64_t p0 = b * block_positions;
           const std::int64_t p1 = std::min(positions, p0 + block_positions);
@@ -766,7 +678,7 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
     const DType dtype = desc_.dtype;
     const std::size_t size = size_of(dtype);
     auto* out = static_cast<unsigned char*>(diff_logits.data());
-    parallel_blocks(call.blocks, og.elements(), [&](std::int64_t b0, std::int64_t b1) {
+    simd::parallel_blocks(call.blocks, og.elements(), [&](std::int64_t b0, std::int64_t b1) {
       float g[block_positions];
       for (std::int64_t b = b0; b < b1; ++b) {
         const std::int64_t p0 = b * block_positions;

@@ -15,16 +15,26 @@
 // (plain) and last, as for convolution (Note [one reference candidate] in conv_list.cpp). oneDNN
 // has no softmax without the max subtraction, so the cpu backend has no "fast" candidate.
 // Determinism: Note [determinism] in conv_list.cpp applies (static work split, fixed order).
+//
+// Note [cpu softmax kernel]
+// cpu:kernel is dnnx's own C++ softmax (softmax_simd.hpp): groups read as rows (inner 1) or,
+// for channel mode on nchw, as columns vectorized over 64 positions at a time, so it needs no
+// copies and no workspace in any layout. It is the backend's zero-workspace candidate (oneDNN's
+// ref:any asks for a scratchpad on nchw), and runs in place. Its place in the list follows the
+// measurements in docs/ops/softmax.md: first for nchw channel mode with spatial dims (where
+// oneDNN's jit needs the nhwc copies), after oneDNN's jit implementations otherwise.
 
 #include "backends/onednn/check.hpp"
 #include "backends/onednn/layers.hpp"
 #include "backends/onednn/memory.hpp"
+#include "backends/onednn/softmax_simd.hpp"
 #include "core/check.hpp"
 #include "core/softmax_args.hpp"
 #include "core/strings.hpp"
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <mutex>
 #include <set>
@@ -90,6 +100,177 @@ memory::desc transposed_md(const SoftmaxDesc& desc) {
                       activation_tag(desc.dims.rank(), Layout::channels_last));
 }
 
+// ---- cpu:kernel (Note [cpu softmax kernel]) ---------------------------------------------------
+
+constexpr const char* kernel_id = "cpu:kernel";
+
+template <typename T>
+[[gnu::always_inline]] inline void forward_rows_impl(const T* x, T* y, std::int64_t axis,
+                                                     std::int64_t r0, std::int64_t r1, bool log) {
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const T* in = x + r * axis;
+    T* out = y + r * axis;
+    float max = 0, sum = 0;
+    simd::row_max_sum(in, axis, max, sum);
+    if (log) {
+      const float shift = max + std::log(sum);
+      for (std::int64_t a = 0; a < axis; ++a) simd::store(out, a, simd::load(in, a) - shift);
+    } else {
+      for (std::int64_t a = 0; a < axis; ++a)
+        simd::store(out, a, simd::exp_nonpositive(simd::load(in, a) - max) / sum);
+    }
+  }
+}
+
+template <typename T>
+[[gnu::always_inline]] inline void forward_columns_impl(const T* x, T* y, std::int64_t axis,
+                                                        std::int64_t inner, std::int64_t o,
+                                                        std::int64_t i0, std::int64_t i1,
+                                                        bool log) {
+  float max[simd::column_block];
+  float sum[simd::column_block];
+  const std::int64_t n = i1 - i0;
+  const std::int64_t first = o * axis * inner + i0;
+  simd::column_max_sum(x + first, axis, inner, n, max, sum);
+  if (log) {
+    for (std::int64_t i = 0; i < n; ++i) max[i] += std::log(sum[i]);
+  }
+  for (std::int64_t a = 0; a < axis; ++a) {
+    const T* in = x + first + a * inner;
+    T* out = y + first + a * inner;
+    if (log) {
+      for (std::int64_t i = 0; i < n; ++i) simd::store(out, i, simd::load(in, i) - max[i]);
+    } else {
+      for (std::int64_t i = 0; i < n; ++i)
+        simd::store(out, i, simd::exp_nonpositive(simd::load(in, i) - max[i]) / sum[i]);
+    }
+  }
+}
+
+// softmax: dx = y * (dy - sum(dy * y)); log-softmax: dx = dy - exp(y) * sum(dy), y <= 0.
+template <typename T>
+[[gnu::always_inline]] inline void backward_rows_impl(const T* y, const T* dy, T* dx,
+                                                      std::int64_t axis, std::int64_t r0,
+                                                      std::int64_t r1, bool log) {
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const T* yr = y + r * axis;
+    const T* dyr = dy + r * axis;
+    T* dxr = dx + r * axis;
+    float partial[simd::lanes] = {};
+    std::int64_t a = 0;
+    for (; a + simd::lanes <= axis; a += simd::lanes) {
+      for (int j = 0; j < simd::lanes; ++j) {
+        const float g = simd::load(dyr, a + j);
+        partial[j] += log ? g : g * simd::load(yr, a + j);
+      }
+    }
+    float sum = 0;
+    for (int j = 0; j < simd::lanes; ++j) sum += partial[j];
+    for (; a < axis; ++a) sum += log ? simd::load(dyr, a) : simd::load(dyr, a) * simd::load(yr, a);
+    for (a = 0; a < axis; ++a) {
+      const float v = simd::load(yr, a);
+      const float g = simd::load(dyr, a);
+      simd::store(dxr, a, log ? g - simd::exp_nonpositive(v) * sum : v * (g - sum));
+    }
+  }
+}
+
+template <typename T>
+[[gnu::always_inline]] inline void backward_columns_impl(const T* y, const T* dy, T* dx,
+                                                         std::int64_t axis, std::int64_t inner,
+                                                         std::int64_t o, std::int64_t i0,
+                                                         std::int64_t i1, bool log) {
+  float sum[simd::column_block];
+  const std::int64_t n = i1 - i0;
+  const std::int64_t first = o * axis * inner + i0;
+  for (std::int64_t i = 0; i < n; ++i) sum[i] = 0;
+  for (std::int64_t a = 0; a < axis; ++a) {
+    const T* yc = y + first + a * inner;
+    const T* dyc = dy + first + a * inner;
+    for (std::int64_t i = 0; i < n; ++i)
+      sum[i] += log ? simd::load(dyc, i) : simd::load(dyc, i) * simd::load(yc, i);
+  }
+  for (std::int64_t a = 0; a < axis; ++a) {
+    const T* yc = y + first + a * inner;
+    const T* dyc = dy + first + a * inner;
+    T* dxc = dx + first + a * inner;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float v = simd::load(yc, i);
+      const float g = simd::load(dyc, i);
+      simd::store(dxc, i, log ? g - simd::exp_nonpositive(v) * sum[i] : v * (g - sum[i]));
+    }
+  }
+}
+
+#define DNNX_SOFTMAX_KERNELS(T, suffix)                                                          \
+  DNNX_SIMD_CLONES void forward_rows_##suffix(const void* x, void* y, std::int64_t axis,         \
+                                              std::int64_t r0, std::int64_t r1, bool log) {      \
+    forward_rows_impl(static_cast<const T*>(x), static_cast<T*>(y), axis, r0, r1, log);         \
+  }                                                                                              \
+  DNNX_SIMD_CLONES void forward_columns_##suffix(const void* x, void* y, std::int64_t axis,      \
+                                                 std::int64_t inner, std::int64_t o,             \
+                                                 std::int64_t i0, std::int64_t i1, bool log) {   \
+    forward_columns_impl(static_cast<const T*>(x), static_cast<T*>(y), axis, inner, o, i0, i1,  \
+                         log);                                                                   \
+  }                                                                                              \
+  DNNX_SIMD_CLONES void backward_rows_##suffix(const void* y, const void* dy, void* dx,          \
+                                               std::int64_t axis, std::int64_t r0,               \
+                                               std::int64_t r1, bool log) {                      \
+    backward_rows_impl(static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx), \
+                       axis, r0, r1, log);                                                       \
+  }                                                                                              \
+  DNNX_SIMD_CLONES void backward_columns_##suffix(const void* y, const void* dy, void* dx,       \
+                                                  std::int64_t axis, std::int64_t inner,         \
+                                                  std::int64_t o, std::int64_t i0,               \
+                                                  std::int64_t i1, bool log) {                   \
+    backward_columns_impl(static_cast<const T*>(y), static_cast<const T*>(dy),                  \
+                          static_cast<T*>(dx), axis, inner, o, i0, i1, log);                     \
+  }
+
+DNNX_SOFTMAX_KERNELS(float, f32)
+DNNX_SOFTMAX_KERNELS(_Float16, f16)
+DNNX_SOFTMAX_KERNELS(simd::Bf16, bf16)
+#undef DNNX_SOFTMAX_KERNELS
+
+struct Kernels {
+  void (*forward_rows)(const void*, void*, std::int64_t, std::int64_t, std::int64_t, bool);
+  void (*forward_columns)(const void*, void*, std::int64_t, std::int64_t, std::int64_t,
+                          std::int64_t, std::int64_t, bool);
+  void (*backward_rows)(const void*, const void*, void*, std::int64_t, std::int64_t, std::int64_t,
+                        bool);
+  void (*backward_columns)(const void*, const void*, void*, std::int64_t, std::int64_t,
+                           std::int64_t, std::int64_t, std::int64_t, bool);
+};
+
+Kernels kernels_of(DType dtype) {
+  switch (dtype) {
+    case DType::f16:
+      return {forward_rows_f16, forward_columns_f16, backward_rows_f16, backward_columns_f16};
+    case DType::bf16:
+      return {forward_rows_bf16, forward_columns_bf16, backward_rows_bf16, backward_columns_bf16};
+    default:
+      return {forward_rows_f32, forward_columns_f32, backward_rows_f32, backward_columns_f32};
+  }
+}
+
+AlgoInfo kernel_info(const SoftmaxDesc& desc) {
+  AlgoInfo info;
+  info.id = kernel_id;
+  info.name = "dnnx C++ SIMD (max-subtracted; rows, or columns on nchw)";
+  info.supported = true;
+  info.deterministic = true;
+  info.workspace_bytes = 0;
+  info.notes = {"kernel", desc.log ? "log" : "accurate"};
+  info.families = {"small"};
+  return info;
+}
+
+// Whether cpu:kernel leads the list (Note [cpu softmax kernel]).
+bool kernel_first(const SoftmaxDesc& desc) {
+  return desc.mode == SoftmaxMode::channel && desc.layout == Layout::channels_first &&
+         detail::spatial_size(desc.dims) > 1;
+}
+
 dnnl::primitive_attr user_scratchpad() {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -107,6 +288,7 @@ constexpr std::array<Role, 3> bwd_roles{
 
 struct Candidate {
   AlgoInfo info;
+  bool kernel = false;           // cpu:kernel (no oneDNN object)
   dnnl::primitive_desc softmax;  // null if unsupported
   dnnl::primitive_desc hint;     // bwd: the forward pd, which must outlive `softmax`
   bool transposed = false;
@@ -235,7 +417,17 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const Softmax
   std::stable_partition(candidates.begin(), candidates.end(), [](const Candidate& c) {
     return !c.info.id.starts_with("onednn:ref:");
   });
-  if (candidates.empty()) {
+  const bool none = candidates.empty();
+  Candidate kernel;
+  kernel.kernel = true;
+  kernel.info = kernel_info(desc);
+  const auto before = kernel_first(desc)
+                          ? candidates.begin()
+                          : std::find_if(candidates.begin(), candidates.end(), [](const Candidate& c) {
+                              return c.info.id.starts_with("onednn:ref:");
+                            });
+  candidates.insert(before, std::move(kernel));
+  if (none) {
     Candidate unavailable;
     unavailable.info.id = "onednn:unavailable:softmax";
     unavailable.info.name = "softmax (no oneDNN implementation)";
@@ -384,6 +576,86 @@ class Plan final : public detail::OpPlan<detail::SoftmaxArgs> {
   std::vector<Step> steps_;
 };
 
+// Runs cpu:kernel: groups in blocks of rows (inner 1) or of 64 columns, over the threads when
+// the tensor is large (simd::parallel_blocks). In place is safe: each group is read completely
+// before its outputs are written, element by element in the same order.
+class KernelPlan final : public detail::OpPlan<detail::SoftmaxArgs> {
+ public:
+  KernelPlan(const SoftmaxDesc& desc, Direction direction)
+      : info_(kernel_info(desc)),
+        context_(context_of(desc, direction, kernel_id)),
+        desc_(desc),
+        direction_(direction),
+        geometry_(detail::axis_geometry(desc)),
+        kernels_(kernels_of(desc.dtype)) {}
+
+  const AlgoInfo& algo() const override { return info_; }
+
+  void execute(const detail::SoftmaxArgs& args, detail::Workspace) override {
+    const bool fwd = direction_ == Direction::fwd;
+    const Tensor* first = fwd ? args.src : args.saved_dst;
+    const Tensor* output = fwd ? args.dst : args.diff_src;
+    check(first, fwd ? "src" : "dst");
+    if (!fwd) check(args.diff_dst, "diff_dst");
+    check(output, fwd ? "dst" : "diff_src");
+    const void* a = first->data();
+    const void* b = fwd ? nullptr : args.diff_dst->data();
+    void* out = output->data();
+    const detail::AxisGeometry& g = geometry_;
+    const bool log = desc_.log;
+    constexpr std::int64_t block = simd::column_block;
+    if (g.inner == 1) {
+      simd::parallel_blocks((g.outer + block - 1) / block, g.elements(),
+                            [&](std::int64_t b0, std::int64_t b1) {
+                              const std::int64_t r0 = b0 * block;
+                              const std::int64_t r1 = std::min(g.outer, b1 * block);
+                              if (fwd) {
+                                kernels_.forward_rows(a, out, g.axis, r0, r1, log);
+                              } else {
+                                kernels_.backward_rows(a, b, out, g.axis, r0, r1, log);
+                              }
+                            });
+      return;
+    }
+    const std::int64_t per_outer = (g.inner + block - 1) / block;
+    simd::parallel_blocks(g.outer * per_outer, g.elements(), [&](std::int64_t u0, std::int64_t u1) {
+      for (std::int64_t u = u0; u < u1; ++u) {
+        const std::int64_t o = u / per_outer;
+        const std::int64_t i0 = (u % per_outer) * block;
+        const std::int64_t i1 = std::min(g.inner, i0 + block);
+        if (fwd) {
+          kernels_.forward_columns(a, out, g.axis, g.inner, o, i0, i1, log);
+        } else {
+          kernels_.backward_columns(a, b, out, g.axis, g.inner, o, i0, i1, log);
+        }
+      }
+    });
+  }
+
+ private:
+  void check(const Tensor* tensor, const char* role) const {
+    if (tensor == nullptr || tensor->data() == nullptr) {
+      detail::raise(ErrorKind::InvalidArgument, detail::cat(role, " is null"), context_);
+    }
+    if (!(tensor->dims() == desc_.dims) || tensor->dtype() != desc_.dtype ||
+        !tensor->is_dense(desc_.layout) || tensor->device() != Device::cpu()) {
+      detail::raise(ErrorKind::InvalidArgument,
+                    detail::cat(role, " is ", describe(*tensor), " on ",
+                                to_string(tensor->device()), "; this plan takes a dense ",
+                                to_string(desc_.dtype), '[', desc_.dims.to_string(), ' ',
+                                to_string(desc_.layout), "] on cpu"),
+                    context_);
+    }
+  }
+
+  AlgoInfo info_;
+  ErrorContext context_;
+  SoftmaxDesc desc_;
+  Direction direction_;
+  detail::AxisGeometry geometry_;
+  Kernels kernels_;
+};
+
 struct Key {
   SoftmaxDesc desc;
   Direction direction;
@@ -429,7 +701,11 @@ class OneDnnSoftmax final : public detail::SoftmaxBackend {
         detail::raise(ErrorKind::Unsupported, found->info.reason,
                       context_of(desc, direction, id));
       }
-      return std::make_shared<Plan>(runtime_, desc, direction, *found);
+      if (found->kernel)
+        return std::shared_ptr<detail::OpPlan<detail::SoftmaxArgs>>(
+            std::make_shared<KernelPlan>(desc, direction));
+      return std::shared_ptr<detail::OpPlan<detail::SoftmaxArgs>>(
+          std::make_shared<Plan>(runtime_, desc, direction, *found));
     });
   }
 

@@ -8,7 +8,7 @@
 //   block   inner 1, more classes: one 512-thread block per position;
 //   column  inner > 1: one thread per position, adjacent threads on adjacent positions.
 // The backward pass reads the position's logits a second time (from L1/L2) to write
-// w * g * (exp(x - lse) - onehot).
+// w * g * (exp(x - m) / s - onehot).
 //
 // Note [xent last block]
 // Sums over positions (mean / sum losses, the mean's weight total) are made without float
@@ -86,7 +86,6 @@ struct Running {
     sum = rescaled(sum, max, m) + rescaled(other_sum, other_max, m);
     max = m;
   }
-  __device__ __forceinline__ float log_sum_exp() const { return max + logf(sum); }
 };
 
 __device__ __forceinline__ Running warp_merge(Running r) {
@@ -219,16 +218,19 @@ __device__ void finish(const XentParams& params, Partial partial, Partial* parti
 
 // ---- forward -------------------------------------------------------------------------------
 
-// The loss of position p given its log-sum-exp: (w * nll, w); (0, 0) when ignored; (NaN, 0) for
-// a bad label. `logit` reads the logit of class y.
-template <typename Logit>
-__device__ __forceinline__ Partial position_loss(const XentParams& params, std::int64_t p,
-                                                 std::int64_t y, bool ok, float lse,
-                                                 const float* weights, Logit&& logit) {
+// The loss of position p: (w * nll, w); (0, 0) when ignored; (NaN, 0) for a bad label.
+// `log_probability(y)` is log p_y: (x_y - m) - log s from a Running (Note [xent stats] in
+// backends/onednn/cross_entropy.cpp: m and s kept apart stay accurate for logits of any
+// magnitude), or read from cuDNN's log-softmax.
+template <typename LogProbability>
+__device__ __forceinline__ Partial position_loss(const XentParams& params, std::int64_t y,
+                                                 bool ok, const float* weights,
+                                                 LogProbability&& log_probability) {
   if (!ok) return {static_cast<double>(NAN), 0.0};
   if (y == params.ignore_index) return {0.0, 0.0};
   const float w = weights != nullptr ? weights[y] : 1.0f;
-  return {static_cast<double>(w) * static_cast<double>(lse - logit(y)), static_cast<double>(w)};
+  return {-static_cast<double>(w) * static_cast<double>(log_probability(y)),
+          static_cast<double>(w)};
 }
 
 template <typename T>
@@ -258,8 +260,9 @@ __global__ void __launch_bounds__(warp_size* warp_positions_per_block)
     if (lane == 0) {
       const std::int64_t y = label_at(labels, p);
       const bool ok = check_label(y, p, params, record);
-      const Partial value = position_loss(params, p, y, ok, r.log_sum_exp(), weights,
-                                          [&](std::int64_t c) { return to_float(row[c]); });
+      const Partial value = position_loss(params, y, ok, weights, [&](std::int64_t c) {
+        return (to_float(row[c]) - r.max) - logf(r.sum);
+      });
       store_or_add<T>(params, p, value, loss, partial);
     }
   }
@@ -284,8 +287,9 @@ __global__ void __launch_bounds__(block_threads)
     if (threadIdx.x == 0) {
       const std::int64_t y = label_at(labels, p);
       const bool ok = check_label(y, p, params, record);
-      const Partial value = position_loss(params, p, y, ok, r.log_sum_exp(), weights,
-                                          [&](std::int64_t c) { return to_float(row[c]); });
+      const Partial value = position_loss(params, y, ok, weights, [&](std::int64_t c) {
+        return (to_float(row[c]) - r.max) - logf(r.sum);
+      });
       store_or_add<T>(params, p, value, loss, partial);
     }
   }
@@ -308,9 +312,9 @@ __global__ void __launch_bounds__(column_threads)
     for (std::int64_t c = 0; c < params.classes; ++c) r.add(to_float(logits[first + c * params.inner]));
     const std::int64_t y = label_at(labels, p);
     const bool ok = check_label(y, p, params, record);
-    const Partial value = position_loss(
-        params, p, y, ok, r.log_sum_exp(), weights,
-        [&](std::int64_t c) { return to_float(logits[first + c * params.inner]); });
+    const Partial value = position_loss(params, y, ok, weights, [&](std::int64_t c) {
+      return (to_float(logits[first + c * params.inner]) - r.max) - logf(r.sum);
+    });
     store_or_add<T>(params, p, value, loss, partial);
   }
   partial.loss = block_sum(partial.loss);
@@ -330,10 +334,9 @@ __global__ void __launch_bounds__(reduce_threads)
        p += std::int64_t{gridDim.x} * blockDim.x) {
     const std::int64_t y = label_at(labels, p);
     const bool ok = check_label(y, p, params, record);
-    const Partial value =
-        position_loss(params, p, y, ok, 0.0f, weights, [&](std::int64_t c) {
-          return to_float(log_probabilities[element(params, p, c)]);
-        });
+    const Partial value = position_loss(params, y, ok, weights, [&](std::int64_t c) {
+      return to_float(log_probabilities[element(params, p, c)]);
+    });
     store_or_add<T>(params, p, value, loss, partial);
   }
   partial.loss = block_sum(partial.loss);
@@ -379,8 +382,9 @@ __device__ __forceinline__ float grad_scale(const XentParams& params, std::int64
   return 0.0f;
 }
 
-__device__ __forceinline__ float gradient(float x, float lse, float g, bool target) {
-  return g * (expf(x - lse) - (target ? 1.0f : 0.0f));
+// g * (softmax - onehot) with softmax = exp(x - m) / s (Note [xent stats]).
+__device__ __forceinline__ float gradient(float x, const Running& r, float g, bool target) {
+  return g * (expf(x - r.max) / r.sum - (target ? 1.0f : 0.0f));
 }
 
 template <typename T, typename L>
@@ -397,13 +401,12 @@ __global__ void __launch_bounds__(warp_size* warp_positions_per_block)
     Running r;
     for (std::int64_t c = lane; c < params.classes; c += warp_size) r.add(to_float(row[c]));
     r = warp_merge(r);
-    const float lse = r.log_sum_exp();
     const std::int64_t y = label_at(labels, p);
     const bool ok = lane == 0 ? check_label(y, p, params, record)
                               : (y == params.ignore_index || (y >= 0 && y < params.classes));
     const float g = grad_scale(params, p, y, ok, weights, diff_loss, total);
     for (std::int64_t c = lane; c < params.classes; c += warp_size)
-      out[c] = from_float<T>(gradient(to_float(row[c]), lse, g, c == y));
+      out[c] = from_float<T>(gradient(to_float(row[c]), r, g, c == y));
   }
   finish<T, L>(params, Partial{0.0, 0.0}, nullptr, nullptr, nullptr, labels, record, report);
 }
@@ -421,14 +424,13 @@ __global__ void __launch_bounds__(block_threads)
     for (std::int64_t c = threadIdx.x; c < params.classes; c += blockDim.x)
       r.add(to_float(row[c]));
     r = block_merge(r);
-    const float lse = r.log_sum_exp();
     const std::int64_t y = label_at(labels, p);
     const bool ok = threadIdx.x == 0
                         ? check_label(y, p, params, record)
                         : (y == params.ignore_index || (y >= 0 && y < params.classes));
     const float g = grad_scale(params, p, y, ok, weights, diff_loss, total);
     for (std::int64_t c = threadIdx.x; c < params.classes; c += blockDim.x)
-      out[c] = from_float<T>(gradient(to_float(row[c]), lse, g, c == y));
+      out[c] = from_float<T>(gradient(to_float(row[c]), r, g, c == y));
   }
   finish<T, L>(params, Partial{0.0, 0.0}, nullptr, nullptr, nullptr, labels, record, report);
 }
@@ -444,13 +446,12 @@ __global__ void __launch_bounds__(column_threads)
     const std::int64_t first = element(params, p, 0);
     Running r;
     for (std::int64_t c = 0; c < params.classes; ++c) r.add(to_float(logits[first + c * params.inner]));
-    const float lse = r.log_sum_exp();
     const std::int64_t y = label_at(labels, p);
     const bool ok = check_label(y, p, params, record);
     const float g = grad_scale(params, p, y, ok, weights, diff_loss, total);
     for (std::int64_t c = 0; c < params.classes; ++c) {
       const std::int64_t k = first + c * params.inner;
-      diff_logits[k] = from_float<T>(gradient(to_float(logits[k]), lse, g, c == y));
+      diff_logits[k] = from_float<T>(gradient(to_float(logits[k]), r, g, c == y));
     }
   }
   finish<T, L>(params, Partial{0.0, 0.0}, nullptr, nullptr, nullptr, labels, record, report);

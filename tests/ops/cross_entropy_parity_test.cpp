@@ -1,0 +1,94 @@
+// Parity of every listed cpu cross-entropy candidate with the reference backend, forward (loss)
+// and backward (diff_logits), for every case of the xent table in f32, f16 and bf16.
+//
+// Each candidate runs through a context whose policy is fixed to its id; outputs start as NaN;
+// NaN is accepted only where the reference has it (the mean of an all-ignored batch); the rest is
+// compared with Note [xent tolerances]. Every candidate claims determinism and runs twice
+// (bitwise). Unsupported candidates are counted and must carry a reason of Note [expected
+// unsupported xent].
+
+#include "ops/cross_entropy_cases.hpp"
+#include "support/compare.hpp"
+
+#include <dnnx/dnnx.hpp>
+#include <dnnx/ops/cross_entropy.hpp>
+
+#include <gtest/gtest.h>
+
+namespace dnnx::test {
+namespace {
+
+// Note [expected unsupported xent]: oneDNN has f16 / bf16 softmax only on ISAs with those types;
+// elsewhere its candidates collapse into one unavailable entry. The fused candidate runs
+// everything.
+bool expected_unsupported(const CrossEntropyDesc& desc, const AlgoInfo& algo) {
+  return desc.dtype != DType::f32 && algo.id == "onednn:unavailable:softmax+nll" &&
+         algo.reason.find("has no softmax") != std::string::npos;
+}
+
+struct ParityParam {
+  XentCase c;
+  DType dtype;
+};
+
+void PrintTo(const ParityParam& p, std::ostream* out) { *out << p.c.name << " " << to_string(p.dtype); }
+
+std::vector<ParityParam> params() {
+  std::vector<ParityParam> out;
+  for (const XentCase& c : xent_cases())
+    for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) out.push_back({c, dtype});
+  return out;
+}
+
+class XentParity : public ::testing::TestWithParam<ParityParam> {
+ protected:
+  void check(Direction direction);
+};
+
+void XentParity::check(Direction direction) {
+  if (!backend_available(BackendKind::cpu)) GTEST_SKIP() << "cpu backend not built";
+  const XentCase& c = GetParam().c;
+  const CrossEntropyDesc desc = with_dtype(c.desc, GetParam().dtype);
+  const XentInputs inputs = xent_inputs(c, desc);
+  Context reference = xent_context_for(BackendKind::reference, direction, AlgoPolicy::heuristic());
+  const std::vector<float> expected = run_xent(reference, desc, direction, inputs).output.to_f32();
+  const std::vector<float> scale = direction == Direction::fwd ? xent_forward_scale(desc, inputs)
+                                                               : xent_backward_scale(desc, inputs);
+  const Dims dims = direction == Direction::fwd ? desc.loss_dims() : desc.dims;
+  const Tolerance tolerance = xent_tolerance(desc.dtype);
+
+  Context cpu(BackendKind::cpu);
+  int ran = 0;
+  for (const AlgoInfo& algo : cross_entropy_list(cpu, desc, direction)) {
+    const std::string where = xent_context(desc, direction, algo.id);
+    if (!algo.supported) {
+      EXPECT_TRUE(expected_unsupported(desc, algo)) << "unexpected unsupported: " << algo.reason
+                                                    << "\n  " << where;
+      continue;
+    }
+    Context context = xent_context_for(BackendKind::cpu, direction, AlgoPolicy::fixed(algo.id));
+    const XentRun first = run_xent(context, desc, direction, inputs);
+    ASSERT_EQ(first.choice->algo.id, algo.id) << where;
+    EXPECT_TRUE(xent_close(first.output, expected, scale, dims, tolerance, where));
+    const XentRun second = run_xent(context, desc, direction, inputs);
+    EXPECT_TRUE(bitwise_equal(first.output, second.output, "output of two runs", where));
+    ++ran;
+  }
+  EXPECT_GE(ran, 2) << "the fused and at least one oneDNN candidate must run: "
+                    << desc.repro(direction);
+}
+
+TEST_P(XentParity, Forward) { check(Direction::fwd); }
+TEST_P(XentParity, Backward) { check(Direction::bwd_data); }
+
+INSTANTIATE_TEST_SUITE_P(Table, XentParity, ::testing::ValuesIn(params()),
+                         [](const ::testing::TestParamInfo<ParityParam>& info) {
+                           std::string name =
+                               info.param.c.name + "_" + std::string(to_string(info.param.dtype));
+                           for (char& ch : name)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace dnnx::test
