@@ -16,9 +16,11 @@
 //   cudnn:legacy:act:<mode>      cudnnActivationBackward, which takes both x and y and does not
 //                                document which one each mode reads: supported only when both are
 //                                saved.
-// Each candidate is unsupported when desc.saved lacks what it reads. The legacy calls describe the
-// tensors as one flat row of numel elements (they are elementwise, and every tensor of the call
-// has the same layout), which their int sizes limit to INT_MAX elements. Everything is
+// The legacy activation descriptor is also built when listing (host-only calls), so that a
+// coefficient cuDNN rejects makes the candidate unsupported with cuDNN's status rather than fail
+// at run time. Each candidate is unsupported when desc.saved lacks what it reads. The legacy calls
+// describe the tensors as one flat row of numel elements (they are elementwise, and every tensor of
+// the call has the same layout), which their int sizes limit to INT_MAX elements. Everything is
 // elementwise without atomics, so every candidate is deterministic (cuDNN's reproducibility notes
 // list no activation routine); cudnn_activation_test checks it bitwise.
 
@@ -35,6 +37,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -84,6 +87,39 @@ bool legacy_mode(ActivationKind kind, cudnnActivationMode_t& mode) {
     case ActivationKind::swish: mode = CUDNN_ACTIVATION_SWISH; return true;
   }
   return false;
+}
+
+// Sets `descriptor` to the desc's mode: coef is the clip of clipped relu and the alpha of elu;
+// cuDNN's documentation calls it an upper bound for relu too, so relu gets the largest double
+// (what PyTorch passes); swish's beta is 1.
+cudnnStatus_t set_activation(cudnnActivationDescriptor_t descriptor, const ActivationDesc& desc) {
+  cudnnActivationMode_t mode{};
+  if (!legacy_mode(desc.kind, mode)) return CUDNN_STATUS_BAD_PARAM;
+  const double coef = desc.kind == ActivationKind::clipped_relu ? desc.ceiling
+                      : desc.kind == ActivationKind::elu        ? desc.alpha
+                      : desc.kind == ActivationKind::relu       ? std::numeric_limits<double>::max()
+                                                                : 0.0;
+  const cudnnStatus_t status =
+      cudnnSetActivationDescriptor(descriptor, mode, CUDNN_PROPAGATE_NAN, coef);
+  if (status != CUDNN_STATUS_SUCCESS || desc.kind != ActivationKind::swish) return status;
+  return cudnnSetActivationDescriptorSwishBeta(descriptor, 1.0);
+}
+
+// Why cuDNN refuses the desc's activation descriptor (e.g. a coefficient it rejects), asked at
+// listing; empty when it accepts it. Host-only calls.
+std::string descriptor_reason(const ActivationDesc& desc) {
+  cudnnActivationDescriptor_t raw = nullptr;
+  cudnnStatus_t status = cudnnCreateActivationDescriptor(&raw);
+  if (status == CUDNN_STATUS_SUCCESS) {
+    const ActivationDescriptor owned(raw, "cudnnActivationDescriptor_t");
+    status = set_activation(raw, desc);
+  }
+  if (status == CUDNN_STATUS_SUCCESS) return {};
+  std::string reason =
+      detail::cat("cuDNN rejects the activation descriptor: ", status_name(status));
+  if (const std::string message = last_cudnn_message(); !message.empty())
+    reason += " (" + message + ")";
+  return reason;
 }
 
 std::string legacy_id(ActivationKind kind) {
@@ -158,6 +194,7 @@ AlgoInfo legacy_info(const ActivationDesc& desc, Direction direction) {
   } else if (direction != Direction::fwd) {
     info.reason = saved_reason(desc, Reads::both, "cudnnActivationBackward");
   }
+  if (info.reason.empty()) info.reason = descriptor_reason(desc);
   info.supported = info.reason.empty();
   return info;
 }
@@ -235,8 +272,6 @@ class LegacyPlan final : public detail::OpPlan<detail::ActivationArgs> {
         context_(context_of(desc, direction, info_.id)),
         direction_(direction) {
     runtime_->make_current();
-    cudnnActivationMode_t mode{};
-    DNNX_ASSERT(legacy_mode(desc.kind, mode), "no legacy mode for ", to_string(desc.kind));
     tensor_ = make_tensor_descriptor(context_);
     // One flat row (Note [cudnn activation candidates]).
     DNNX_CUDNN_CHECK(
@@ -247,17 +282,8 @@ class LegacyPlan final : public detail::OpPlan<detail::ActivationArgs> {
     DNNX_CUDNN_CHECK(cudnnCreateActivationDescriptor(&raw), context_,
                      "creating the activation descriptor");
     activation_ = ActivationDescriptor(raw, "cudnnActivationDescriptor_t");
-    // coef: the clip of clipped relu, the alpha of elu (ignored by the other modes).
-    const double coef = desc.kind == ActivationKind::clipped_relu ? desc.ceiling
-                        : desc.kind == ActivationKind::elu        ? desc.alpha
-                                                                  : 0.0;
-    DNNX_CUDNN_CHECK(
-        cudnnSetActivationDescriptor(activation_.get(), mode, CUDNN_PROPAGATE_NAN, coef), context_,
-        "setting the activation mode");
-    if (desc.kind == ActivationKind::swish) {
-      DNNX_CUDNN_CHECK(cudnnSetActivationDescriptorSwishBeta(activation_.get(), 1.0), context_,
-                       "setting swish's beta");
-    }
+    DNNX_CUDNN_CHECK(set_activation(activation_.get(), desc), context_,
+                     "setting the activation mode");
   }
 
   const AlgoInfo& algo() const override { return info_; }
