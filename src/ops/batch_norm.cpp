@@ -16,7 +16,8 @@
 #include "core/strings.hpp"
 #include "ops/dispatch.hpp"
 
-#include <array>
+#include <initializer_list>
+#include <iterator>
 #include <utility>
 
 namespace dnnx {
@@ -85,20 +86,19 @@ struct Role {
 
 // No output may share memory with an input or with another output: every backend reads its
 // inputs after it started writing its outputs.
-void check_no_alias(const std::vector<Role>& outputs, const std::vector<Role>& inputs) {
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    if (outputs[i].tensor == nullptr) continue;
+void check_no_alias(std::initializer_list<Role> outputs, std::initializer_list<Role> inputs) {
+  for (auto out = outputs.begin(); out != outputs.end(); ++out) {
+    if (out->tensor == nullptr) continue;
     for (const Role& input : inputs) {
       if (input.tensor == nullptr) continue;
-      DNNX_CHECK_ARG(!detail::overlaps(*outputs[i].tensor, *input.tensor), outputs[i].name,
-                     " overlaps ", input.name,
+      DNNX_CHECK_ARG(!detail::overlaps(*out->tensor, *input.tensor), out->name, " overlaps ",
+                     input.name,
                      " in memory; batch-norm cannot run in place (use separate buffers)");
     }
-    for (std::size_t j = i + 1; j < outputs.size(); ++j) {
-      if (outputs[j].tensor == nullptr) continue;
-      DNNX_CHECK_ARG(!detail::overlaps(*outputs[i].tensor, *outputs[j].tensor), outputs[i].name,
-                     " overlaps ", outputs[j].name,
-                     " in memory; every output needs its own buffer");
+    for (auto other = std::next(out); other != outputs.end(); ++other) {
+      if (other->tensor == nullptr) continue;
+      DNNX_CHECK_ARG(!detail::overlaps(*out->tensor, *other->tensor), out->name, " overlaps ",
+                     other->name, " in memory; every output needs its own buffer");
     }
   }
 }

@@ -36,10 +36,12 @@
 #include "core/dtype.hpp"
 #include "core/strings.hpp"
 
+#include <dlfcn.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -556,25 +558,96 @@ inline BF16 narrow<BF16>(float v) {
   return {detail::float_to_bf16(v)};
 }
 
-// Runs body(first, last) over [0, count) statistics in contiguous ranges, one per thread when the
-// work (`elements` values in all) is worth starting threads for.
+// Note [loop threads]
+// The loops run on a pool of threads started once per process (a thread start costs tens of
+// microseconds, as much as a whole small normalisation), as many as oneDNN's OpenMP runtime uses
+// (omp_get_max_threads, which OMP_NUM_THREADS sets and Backend::fingerprint() records), else the
+// hardware's. A call splits its statistics into one contiguous range per thread; the caller runs
+// the first range and waits for the others. Calls from several threads take turns.
+class LoopPool {
+ public:
+  static LoopPool& instance() {
+    // Never destroyed: its threads may still wait for work when the process exits.
+    static LoopPool* pool = new LoopPool(thread_count());
+    return *pool;
+  }
+
+  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Runs body(t) for t in [0, tasks) (tasks <= threads()), task 0 on the caller.
+  void run(int tasks, const std::function<void(int)>& body) {
+    std::lock_guard turn(turn_);
+    {
+      std::lock_guard lock(mutex_);
+      body_ = &body;
+      tasks_ = tasks;
+      pending_ = tasks - 1;
+      ++generation_;
+    }
+    wake_.notify_all();
+    body(0);
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, [&] { return pending_ == 0; });
+    body_ = nullptr;
+  }
+
+ private:
+  explicit LoopPool(int threads) {
+    for (int t = 1; t < threads; ++t) workers_.emplace_back([this, t] { work(t); });
+  }
+
+  static int thread_count() {
+    using Query = int (*)();
+    auto query = reinterpret_cast<Query>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+    const int omp = query != nullptr ? query() : 0;
+    const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    return std::clamp(omp > 0 ? omp : hardware, 1, 256);
+  }
+
+  void work(int index) {
+    std::uint64_t seen = 0;
+    for (;;) {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return generation_ != seen; });
+      seen = generation_;
+      if (index >= tasks_) continue;
+      const std::function<void(int)>* body = body_;
+      lock.unlock();
+      (*body)(index);
+      lock.lock();
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+
+  std::mutex turn_;   // one call at a time
+  std::mutex mutex_;  // guards the fields below
+  std::condition_variable wake_, done_;
+  const std::function<void(int)>* body_ = nullptr;
+  int tasks_ = 0;
+  int pending_ = 0;
+  std::uint64_t generation_ = 0;
+  std::vector<std::thread> workers_;
+};
+
+// Runs body(first, last) over [0, count) statistics in contiguous ranges, one per pool thread
+// when the work (`elements` values in all) is worth waking threads for.
 void parallel_ranges(std::int64_t count, std::int64_t elements,
                      const std::function<void(std::int64_t, std::int64_t)>& body) {
-  // Starting a thread costs tens of microseconds: below ~256K values one thread is faster.
-  constexpr std::int64_t min_elements_per_thread = 1 << 18;
-  const auto hardware =
-      static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
-  const std::int64_t threads =
-      std::clamp<std::int64_t>(std::min(hardware, elements / min_elements_per_thread), 1, count);
-  if (threads <= 1) {
+  // Waking a thread costs a few microseconds: below ~64K values one thread is faster.
+  constexpr std::int64_t min_elements_per_thread = 1 << 16;
+  if (elements < 2 * min_elements_per_thread || count < 2) {
     body(0, count);
     return;
   }
-  std::vector<std::jthread> workers;
-  workers.reserve(static_cast<std::size_t>(threads - 1));
-  for (std::int64_t t = 1; t < threads; ++t)
-    workers.emplace_back(body, count * t / threads, count * (t + 1) / threads);
-  body(0, count / threads);
+  LoopPool& pool = LoopPool::instance();
+  const std::int64_t tasks = std::clamp<std::int64_t>(
+      std::min<std::int64_t>(pool.threads(), elements / min_elements_per_thread), 1, count);
+  if (tasks <= 1) {
+    body(0, count);
+    return;
+  }
+  pool.run(static_cast<int>(tasks),
+           [&](int t) { body(count * t / tasks, count * (t + 1) / tasks); });
 }
 
 constexpr int lanes = 8;
