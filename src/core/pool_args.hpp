@@ -17,7 +17,7 @@ struct PoolArgs {
   const Tensor* src = nullptr;
   const Tensor* dst_in = nullptr;  ///< bwd: the forward output (read only)
   const Tensor* diff_dst = nullptr;
-  Tensor* dst = nullptr;           ///< fwd: the output
+  Tensor* dst = nullptr;  ///< fwd: the output
   Tensor* diff_src = nullptr;
 };
 

@@ -30,9 +30,9 @@ std::string compact(const std::array<std::int64_t, 3>& values, int n) {
 
 std::array<std::int64_t, 3> expand(const std::vector<std::int64_t>& values, int n,
                                    std::string_view what, std::int64_t fill) {
-  DNNX_CHECK_ARG(values.size() == 1 || values.size() == static_cast<std::size_t>(n), what,
-                 " has ", values.size(), " entries (", detail::join(values, ","),
-                 "); expected 1 or ", n, " (one per spatial dim)");
+  DNNX_CHECK_ARG(values.size() == 1 || values.size() == static_cast<std::size_t>(n), what, " has ",
+                 values.size(), " entries (", detail::join(values, ","), "); expected 1 or ", n,
+                 " (one per spatial dim)");
   std::array<std::int64_t, 3> out{fill, fill, fill};
   for (int i = 0; i < n; ++i)
     out[static_cast<std::size_t>(i)] =
@@ -71,8 +71,8 @@ PoolMode parse_pool_mode(std::string_view text) {
 
 PoolDesc PoolDesc::from_shapes(const Dims& src, const std::vector<std::int64_t>& kernel,
                                const std::vector<std::int64_t>& stride,
-                               const std::vector<std::int64_t>& pad, PoolMode mode,
-                               bool ceil_mode, DType dtype, Layout layout) {
+                               const std::vector<std::int64_t>& pad, PoolMode mode, bool ceil_mode,
+                               DType dtype, Layout layout) {
   DNNX_CHECK_ARG(src.rank() >= 3 && src.rank() <= 5, "src dims ", src, " have rank ", src.rank(),
                  "; pooling accepts rank 3, 4 or 5 (N, C and 1-3 spatial dims)");
   PoolDesc desc;
@@ -111,9 +111,11 @@ void PoolDesc::validate() const {
   for (int i = 0; i < spatial_dims; ++i) {
     const auto s = static_cast<std::size_t>(i);
     const char* axis = axis_name(spatial_dims, i);
-    for (const auto& [name, value] :
-         {std::pair<const char*, std::int64_t>{"input size", input[s]}, {"kernel size", kernel[s]},
-          {"stride", stride[s]}, {"pad_before", pad_before[s]}, {"pad_after", pad_after[s]}}) {
+    for (const auto& [name, value] : {std::pair<const char*, std::int64_t>{"input size", input[s]},
+                                      {"kernel size", kernel[s]},
+                                      {"stride", stride[s]},
+                                      {"pad_before", pad_before[s]},
+                                      {"pad_after", pad_after[s]}}) {
       DNNX_CHECK_ARG(value <= max_size, name, " along ", axis, " must be <= 2^31, got ", value);
     }
     DNNX_CHECK_ARG(input[s] >= 1, "input size along ", axis, " must be >= 1, got ", input[s]);
@@ -126,12 +128,12 @@ void PoolDesc::validate() const {
     // PyTorch's rule ("pad should be at most half of kernel size"), per side: it guarantees that
     // every window, ceil-mode ones included, holds at least one input element, so a max is never
     // taken over padding alone and an exclude-pad average never divides by zero.
-    DNNX_CHECK_ARG(pad_before[s] <= kernel[s] / 2, "pad_before along ", axis, " is ",
-                   pad_before[s], " but must be at most half the kernel size (", kernel[s],
+    DNNX_CHECK_ARG(pad_before[s] <= kernel[s] / 2, "pad_before along ", axis, " is ", pad_before[s],
+                   " but must be at most half the kernel size (", kernel[s],
                    " / 2 = ", kernel[s] / 2, "), as in PyTorch");
     DNNX_CHECK_ARG(pad_after[s] <= kernel[s] / 2, "pad_after along ", axis, " is ", pad_after[s],
-                   " but must be at most half the kernel size (", kernel[s], " / 2 = ",
-                   kernel[s] / 2, "), as in PyTorch");
+                   " but must be at most half the kernel size (", kernel[s],
+                   " / 2 = ", kernel[s] / 2, "), as in PyTorch");
     const std::int64_t padded = input[s] + pad_before[s] + pad_after[s];
     DNNX_CHECK_ARG(kernel[s] <= padded, "kernel along ", axis, " (size ", kernel[s],
                    ") is larger than the padded input (", input[s], " + ", pad_before[s], " + ",
@@ -170,7 +172,8 @@ std::int64_t PoolDesc::overhang(int i) const {
 Dims PoolDesc::src_dims() const {
   std::array<std::int64_t, 5> v{batch, channels, 0, 0, 0};
   const int n = std::clamp(spatial_dims, 1, 3);
-  for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(2 + i)] = input[static_cast<std::size_t>(i)];
+  for (int i = 0; i < n; ++i)
+    v[static_cast<std::size_t>(2 + i)] = input[static_cast<std::size_t>(i)];
   return Dims(std::span<const std::int64_t>(v.data(), static_cast<std::size_t>(n + 2)));
 }
 

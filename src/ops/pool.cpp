@@ -26,8 +26,8 @@ void check_tensor(const Context& context, const PoolDesc& desc, const char* role
                  " do not match the desc, which expects ", expected);
   DNNX_CHECK_ARG(tensor.data() != nullptr, role, " has null data");
   DNNX_CHECK_ARG(tensor.is_dense(desc.layout), "layout mismatch: ", role, " strides ",
-                 tensor.strides(), " are not dense ", to_string(desc.layout),
-                 " (expected strides ", dense_strides(expected, desc.layout), ")");
+                 tensor.strides(), " are not dense ", to_string(desc.layout), " (expected strides ",
+                 dense_strides(expected, desc.layout), ")");
   DNNX_CHECK_ARG(tensor.device() == context.device(), role, " is on ", to_string(tensor.device()),
                  " but the context runs on ", to_string(context.device()));
 }
@@ -88,8 +88,10 @@ struct PoolOp {
   using Scratch = dnnx::Scratch;
   static Scratch scratch(const Context& context, const PoolDesc& desc, Direction direction) {
     Scratch scratch;
-    scratch.src = detail::random_tensor(context, desc.src_dims(), desc.dtype, desc.layout, -1, 1, 1);
-    scratch.dst = detail::random_tensor(context, desc.dst_dims(), desc.dtype, desc.layout, -1, 1, 2);
+    scratch.src =
+        detail::random_tensor(context, desc.src_dims(), desc.dtype, desc.layout, -1, 1, 1);
+    scratch.dst =
+        detail::random_tensor(context, desc.dst_dims(), desc.dtype, desc.layout, -1, 1, 2);
     if (direction != Direction::fwd) {
       scratch.diff_dst =
           detail::random_tensor(context, desc.dst_dims(), desc.dtype, desc.layout, -1, 1, 3);

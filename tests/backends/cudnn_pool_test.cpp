@@ -6,13 +6,13 @@
 // profile of the issue-4 benchmark layer for the log. Every test skips with the reason when no
 // usable GPU is present.
 
+#include <dnnx/dnnx.hpp>
+#include <dnnx/ops/pool.hpp>
+
 #include "ops/pool_cases.hpp"
 #include "ops/pool_support.hpp"
 #include "support/compare.hpp"
 #include "support/random.hpp"
-
-#include <dnnx/dnnx.hpp>
-#include <dnnx/ops/pool.hpp>
 
 #include <gtest/gtest.h>
 
@@ -38,8 +38,8 @@ Context gpu_context() {
 }
 
 const AlgoInfo* find(const std::vector<AlgoInfo>& algos, const std::string& id) {
-  const auto it = std::find_if(algos.begin(), algos.end(),
-                               [&](const AlgoInfo& algo) { return algo.id == id; });
+  const auto it =
+      std::find_if(algos.begin(), algos.end(), [&](const AlgoInfo& algo) { return algo.id == id; });
   return it == algos.end() ? nullptr : &*it;
 }
 
@@ -64,14 +64,14 @@ TEST(CudnnPool, ListsTheModesOfTheDescAndTheKernels) {
 
   PoolDesc asymmetric = max;
   asymmetric.pad_after = {0, 1, 0};
-  const AlgoInfo* legacy = find(pool_list(context, asymmetric, Direction::fwd),
-                                "cudnn:legacy:pool:max");
+  const AlgoInfo* legacy =
+      find(pool_list(context, asymmetric, Direction::fwd), "cudnn:legacy:pool:max");
   ASSERT_NE(legacy, nullptr);
   EXPECT_FALSE(legacy->supported);
   EXPECT_NE(legacy->reason.find("one padding per spatial dim"), std::string::npos);
 
-  PoolDesc ceil = PoolDesc::from_shapes({2, 8, 12, 12}, {3}, {2}, {0}, PoolMode::avg_include_pad,
-                                        true);
+  PoolDesc ceil =
+      PoolDesc::from_shapes({2, 8, 12, 12}, {3}, {2}, {0}, PoolMode::avg_include_pad, true);
   const auto ceil_list = pool_list(context, ceil, Direction::bwd_data);
   EXPECT_EQ(find(ceil_list, "cudnn:legacy:pool:max"), nullptr);
   legacy = find(ceil_list, "cudnn:legacy:pool:avg_include_pad");
@@ -124,8 +124,8 @@ TEST_P(CudnnPoolParity, EveryCandidateMatchesTheReference) {
           continue;
         }
         EXPECT_TRUE(close_within_scale(run.output.to_f32(), expected.output.to_f32(), scale,
-                                       run.output.dims(), pool_tolerance(desc, direction),
-                                       "output", context));
+                                       run.output.dims(), pool_tolerance(desc, direction), "output",
+                                       context));
         if (algo.deterministic) {
           const PoolRun again = run_pool(fixed, desc, direction, operands);
           EXPECT_TRUE(bitwise_equal(run.output, again.output, "output", context));
@@ -166,8 +166,8 @@ TEST_P(CudnnPoolBenchmarkShape, MatchesTheReferenceAndDeterministicOnesRepeat) {
         fixed.tune().policy(OpKind::pool, direction) = AlgoPolicy::fixed(algo.id);
         const PoolRun run = run_pool(fixed, desc, direction, operands);
         EXPECT_TRUE(close_within_scale(run.output.to_f32(), expected.output.to_f32(), scale,
-                                       run.output.dims(), pool_tolerance(desc, direction),
-                                       "output", context));
+                                       run.output.dims(), pool_tolerance(desc, direction), "output",
+                                       context));
         if (!algo.deterministic) continue;
         for (int repeat = 0; repeat < 2; ++repeat) {
           const PoolRun again = run_pool(fixed, desc, direction, operands);

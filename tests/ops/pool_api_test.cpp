@@ -2,12 +2,12 @@
 // exhaustive, the workspace limit), the environment's DNNX_POOL_*_ALGO, profiles, the choice
 // cache, and repeated calls.
 
+#include <dnnx/dnnx.hpp>
+#include <dnnx/ops/pool.hpp>
+
 #include "ops/pool_cases.hpp"
 #include "ops/pool_support.hpp"
 #include "support/compare.hpp"
-
-#include <dnnx/dnnx.hpp>
-#include <dnnx/ops/pool.hpp>
 
 #include <gtest/gtest.h>
 
@@ -73,15 +73,16 @@ TEST_P(PoolApi, UnknownFixedIdListsTheValidIds) {
     EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument) << error.what();
     EXPECT_NE(error.message().find("'onednn:no_such_impl'"), std::string::npos) << error.what();
     for (const std::string& id : valid)
-      EXPECT_NE(error.message().find(id), std::string::npos) << "missing " << id << ": " << error.what();
+      EXPECT_NE(error.message().find(id), std::string::npos)
+          << "missing " << id << ": " << error.what();
     EXPECT_NE(error.context().repro.find("dnnx profile pool"), std::string::npos) << error.what();
   }
 }
 
 TEST_P(PoolApi, ExhaustivePicksTheFastestTimedCandidate) {
-  const PoolDesc desc = PoolDesc::from_shapes({2, 16, 24, 24}, {3}, {2}, {1},
-                                              PoolMode::avg_exclude_pad, false, DType::f32,
-                                              Layout::channels_last);
+  const PoolDesc desc =
+      PoolDesc::from_shapes({2, 16, 24, 24}, {3}, {2}, {1}, PoolMode::avg_exclude_pad, false,
+                            DType::f32, Layout::channels_last);
   for (const Direction direction : {Direction::fwd, Direction::bwd_data}) {
     Context timed = context();
     timed.tune().policy(OpKind::pool, direction) = AlgoPolicy::exhaustive();
@@ -153,9 +154,9 @@ TEST_P(PoolApi, ZeroWorkspaceLimitStillRuns) {
 // Repeated calls (the fast path in front of the choice cache) give the same bits, also after the
 // options change.
 TEST_P(PoolApi, RepeatedCallsAreStable) {
-  const PoolDesc desc = PoolDesc::from_shapes({1, 5, 9, 8}, {2, 3}, {2, 1}, {1, 1},
-                                              PoolMode::avg_include_pad, true, DType::bf16,
-                                              Layout::channels_last);
+  const PoolDesc desc =
+      PoolDesc::from_shapes({1, 5, 9, 8}, {2, 3}, {2, 1}, {1, 1}, PoolMode::avg_include_pad, true,
+                            DType::bf16, Layout::channels_last);
   const PoolOperands operands = pool_operands(desc, 15);
   Context calls = context();
   const PoolRun first = run_pool(calls, desc, Direction::bwd_data, operands);
@@ -182,7 +183,8 @@ TEST(PoolEnv, PolicyVariablesReachThePoolPolicies) {
   apply_tune_env(options);
   unsetenv("DNNX_POOL_BWD_ALGO");
   unsetenv("DNNX_POOL_FWD_ALGO");
-  EXPECT_EQ(options.policy(OpKind::pool, Direction::bwd_data), AlgoPolicy::fixed("cpu:kernel:pool"));
+  EXPECT_EQ(options.policy(OpKind::pool, Direction::bwd_data),
+            AlgoPolicy::fixed("cpu:kernel:pool"));
   EXPECT_EQ(options.policy(OpKind::pool, Direction::fwd).kind, PolicyKind::exhaustive);
   EXPECT_EQ(options.policy(Direction::fwd).kind, PolicyKind::heuristic);  // conv's untouched
 

@@ -100,7 +100,8 @@ std::vector<PoolShape> pool_edge_shapes() {
 
 std::vector<PoolCase> pool_variants(const PoolShape& shape) {
   std::vector<PoolCase> cases;
-  for (const PoolMode mode : {PoolMode::max, PoolMode::avg_include_pad, PoolMode::avg_exclude_pad}) {
+  for (const PoolMode mode :
+       {PoolMode::max, PoolMode::avg_include_pad, PoolMode::avg_exclude_pad}) {
     for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
       for (const Layout layout : {Layout::channels_first, Layout::channels_last}) {
         PoolDesc desc = shape.desc;
@@ -158,8 +159,8 @@ Tensor pool_src(const PoolDesc& desc, std::uint64_t seed) {
       std::swap(perm[i - 1], perm[static_cast<std::size_t>(engine() % i)]);
     for (std::int64_t at = 0; at < plane; ++at) {
       const std::int64_t d = at / (in[1] * in[2]), h = at / in[2] % in[1], w = at % in[2];
-      const std::int64_t residue = ((d % kernel[0]) * kernel[1] + h % kernel[1]) * kernel[2] +
-                                   w % kernel[2];
+      const std::int64_t residue =
+          ((d % kernel[0]) * kernel[1] + h % kernel[1]) * kernel[2] + w % kernel[2];
       values[static_cast<std::size_t>(p * plane + at)] =
           static_cast<float>(perm[static_cast<std::size_t>(residue)] - window / 2);
     }
@@ -180,8 +181,8 @@ void PrintTo(const PoolShape& shape, std::ostream* out) {
 bool is_valid_pool_case_name(const std::string& name) {
   if (name.empty()) return false;
   for (const char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '_';
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     if (!ok) return false;
   }
   return true;

@@ -1,9 +1,9 @@
 // PoolDesc: output sizes (PyTorch's, ceil mode included), from_shapes, key / hash / equality,
 // repro lines, the case table's names and inputs.
 
-#include "ops/pool_cases.hpp"
-
 #include <dnnx/ops/pool.hpp>
+
+#include "ops/pool_cases.hpp"
 
 #include <gtest/gtest.h>
 
@@ -25,16 +25,17 @@ TEST(PoolDesc, OutputSizesArePyTorchs) {
     bool ceil;
     std::int64_t expected;
   };
-  for (const Row& row : std::vector<Row>{{112, 3, 2, 1, false, 56},
-                                         {112, 3, 2, 1, true, 57},
-                                         {5, 2, 2, 1, true, 3},  // last window would start in padding
-                                         {10, 4, 3, 0, true, 3},
-                                         {7, 3, 2, 0, true, 3},
-                                         {10, 3, 2, 0, true, 5},
-                                         {6, 2, 2, 1, true, 4},
-                                         {4, 4, 1, 2, false, 5},
-                                         {1, 1, 1, 0, true, 1},
-                                         {5, 3, 3, 1, true, 2}}) {
+  for (const Row& row :
+       std::vector<Row>{{112, 3, 2, 1, false, 56},
+                        {112, 3, 2, 1, true, 57},
+                        {5, 2, 2, 1, true, 3},  // last window would start in padding
+                        {10, 4, 3, 0, true, 3},
+                        {7, 3, 2, 0, true, 3},
+                        {10, 3, 2, 0, true, 5},
+                        {6, 2, 2, 1, true, 4},
+                        {4, 4, 1, 2, false, 5},
+                        {1, 1, 1, 0, true, 1},
+                        {5, 3, 3, 1, true, 2}}) {
     const PoolDesc desc = one_d(row.input, row.kernel, row.stride, row.pad, row.ceil);
     EXPECT_EQ(desc.output_size(0), row.expected) << desc;
     EXPECT_EQ(desc.dst_dims(), (Dims{1, 1, row.expected})) << desc;
@@ -60,9 +61,9 @@ TEST(PoolDesc, FromShapesSpreadsListsAndDefaultsTheStrideToTheKernel) {
   EXPECT_EQ(desc.src_dims(), (Dims{2, 3, 8, 10, 12}));
   EXPECT_EQ(desc.dst_dims(), (Dims{2, 3, 4, 3, 3}));
 
-  const PoolDesc spread = PoolDesc::from_shapes({1, 4, 9, 9}, {3}, {2}, {1},
-                                                PoolMode::avg_exclude_pad, true, DType::bf16,
-                                                Layout::channels_last);
+  const PoolDesc spread =
+      PoolDesc::from_shapes({1, 4, 9, 9}, {3}, {2}, {1}, PoolMode::avg_exclude_pad, true,
+                            DType::bf16, Layout::channels_last);
   EXPECT_EQ(spread.kernel[1], 3);
   EXPECT_EQ(spread.stride[0], 2);
   EXPECT_EQ(spread.pad_after[1], 1);
@@ -195,7 +196,8 @@ TEST(PoolCases, MaxInputsAreTieFreeInEveryWindow) {
                 for (std::int64_t x = ow * s[2] - p[2]; x < ow * s[2] - p[2] + k[2]; ++x) {
                   if (z < 0 || y < 0 || x < 0 || z >= in[0] || y >= in[1] || x >= in[2]) continue;
                   ++count;
-                  seen.insert(values[static_cast<std::size_t>(q * plane + (z * in[1] + y) * in[2] + x)]);
+                  seen.insert(
+                      values[static_cast<std::size_t>(q * plane + (z * in[1] + y) * in[2] + x)]);
                 }
             ASSERT_EQ(static_cast<std::int64_t>(seen.size()), count) << c.name;
           }

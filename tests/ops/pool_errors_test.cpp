@@ -102,86 +102,146 @@ void PrintTo(const BadInput& bad, std::ostream* out) { *out << bad.name; }
 
 std::vector<BadInput> bad_inputs() {
   return {
-      {"kernel_larger_than_padded_input", desc_with([](PoolDesc& d) { d.kernel[1] = 8; }),
+      {"kernel_larger_than_padded_input",
+       desc_with([](PoolDesc& d) { d.kernel[1] = 8; }),
        ErrorKind::InvalidArgument,
        {"kernel along W (size 8)", "larger than the padded input (7 + 0 + 0 = 7)"}},
-      {"pad_before_over_half_kernel", desc_with([](PoolDesc& d) { d.pad_before[1] = 2; }),
+      {"pad_before_over_half_kernel",
+       desc_with([](PoolDesc& d) { d.pad_before[1] = 2; }),
        ErrorKind::InvalidArgument,
        {"pad_before along W is 2", "at most half the kernel size (2 / 2 = 1)"}},
-      {"pad_after_over_half_kernel", desc_with([](PoolDesc& d) { d.pad_after[0] = 2; }),
-       ErrorKind::InvalidArgument, {"pad_after along H is 2", "(3 / 2 = 1)"}},
-      {"negative_pad", desc_with([](PoolDesc& d) { d.pad_before[0] = -1; }),
-       ErrorKind::InvalidArgument, {"pad_before along H must be >= 0, got -1"}},
-      {"zero_stride", desc_with([](PoolDesc& d) { d.stride[1] = 0; }), ErrorKind::InvalidArgument,
+      {"pad_after_over_half_kernel",
+       desc_with([](PoolDesc& d) { d.pad_after[0] = 2; }),
+       ErrorKind::InvalidArgument,
+       {"pad_after along H is 2", "(3 / 2 = 1)"}},
+      {"negative_pad",
+       desc_with([](PoolDesc& d) { d.pad_before[0] = -1; }),
+       ErrorKind::InvalidArgument,
+       {"pad_before along H must be >= 0, got -1"}},
+      {"zero_stride",
+       desc_with([](PoolDesc& d) { d.stride[1] = 0; }),
+       ErrorKind::InvalidArgument,
        {"stride along W must be >= 1, got 0"}},
-      {"zero_kernel", desc_with([](PoolDesc& d) { d.kernel[0] = 0; }), ErrorKind::InvalidArgument,
+      {"zero_kernel",
+       desc_with([](PoolDesc& d) { d.kernel[0] = 0; }),
+       ErrorKind::InvalidArgument,
        {"kernel size along H must be >= 1, got 0"}},
-      {"negative_input", desc_with([](PoolDesc& d) { d.input[1] = -4; }),
-       ErrorKind::InvalidArgument, {"input size along W must be >= 1, got -4"}},
-      {"zero_batch", desc_with([](PoolDesc& d) { d.batch = 0; }), ErrorKind::InvalidArgument,
+      {"negative_input",
+       desc_with([](PoolDesc& d) { d.input[1] = -4; }),
+       ErrorKind::InvalidArgument,
+       {"input size along W must be >= 1, got -4"}},
+      {"zero_batch",
+       desc_with([](PoolDesc& d) { d.batch = 0; }),
+       ErrorKind::InvalidArgument,
        {"batch (N) must be >= 1, got 0"}},
-      {"negative_channels", desc_with([](PoolDesc& d) { d.channels = -5; }),
-       ErrorKind::InvalidArgument, {"channels (C) must be >= 1, got -5"}},
-      {"batch_too_large", desc_with([](PoolDesc& d) { d.batch = (std::int64_t{1} << 31) + 1; }),
-       ErrorKind::InvalidArgument, {"batch (N) must be <= 2^31, got 2147483649"}},
-      {"four_spatial_dims", desc_with([](PoolDesc& d) { d.spatial_dims = 4; }),
-       ErrorKind::InvalidArgument, {"spatial_dims must be 1, 2 or 3, got 4"}},
-      {"i32_dtype", desc_with([](PoolDesc& d) { d.dtype = DType::i32; }),
-       ErrorKind::InvalidArgument, {"dtype must be f32, f16 or bf16, got i32"}},
-      {"i64_dtype", desc_with([](PoolDesc& d) { d.dtype = DType::i64; }),
-       ErrorKind::InvalidArgument, {"dtype must be f32, f16 or bf16, got i64"}},
-      {"unknown_mode", desc_with([](PoolDesc& d) { d.mode = static_cast<PoolMode>(7); }),
-       ErrorKind::InvalidArgument, {"mode must be max, avg_include_pad or avg_exclude_pad, got 7"}},
-      {"unknown_mode_name", [] { dnnx::parse_pool_mode("sum"); }, ErrorKind::InvalidArgument,
+      {"negative_channels",
+       desc_with([](PoolDesc& d) { d.channels = -5; }),
+       ErrorKind::InvalidArgument,
+       {"channels (C) must be >= 1, got -5"}},
+      {"batch_too_large",
+       desc_with([](PoolDesc& d) { d.batch = (std::int64_t{1} << 31) + 1; }),
+       ErrorKind::InvalidArgument,
+       {"batch (N) must be <= 2^31, got 2147483649"}},
+      {"four_spatial_dims",
+       desc_with([](PoolDesc& d) { d.spatial_dims = 4; }),
+       ErrorKind::InvalidArgument,
+       {"spatial_dims must be 1, 2 or 3, got 4"}},
+      {"i32_dtype",
+       desc_with([](PoolDesc& d) { d.dtype = DType::i32; }),
+       ErrorKind::InvalidArgument,
+       {"dtype must be f32, f16 or bf16, got i32"}},
+      {"i64_dtype",
+       desc_with([](PoolDesc& d) { d.dtype = DType::i64; }),
+       ErrorKind::InvalidArgument,
+       {"dtype must be f32, f16 or bf16, got i64"}},
+      {"unknown_mode",
+       desc_with([](PoolDesc& d) { d.mode = static_cast<PoolMode>(7); }),
+       ErrorKind::InvalidArgument,
+       {"mode must be max, avg_include_pad or avg_exclude_pad, got 7"}},
+      {"unknown_mode_name",
+       [] { dnnx::parse_pool_mode("sum"); },
+       ErrorKind::InvalidArgument,
        {"unknown pooling mode 'sum'", "accepted: max, avg_include_pad (avg), avg_exclude_pad"}},
       {"from_shapes_rank2",
-       [] { PoolDesc::from_shapes({2, 3}, {3}); }, ErrorKind::InvalidArgument,
+       [] {
+         PoolDesc::from_shapes({2, 3}, {3});
+       },
+       ErrorKind::InvalidArgument,
        {"src dims 2x3 have rank 2", "accepts rank 3, 4 or 5"}},
       {"from_shapes_kernel_count",
-       [] { PoolDesc::from_shapes({2, 3, 8, 8}, {3, 3, 3}); }, ErrorKind::InvalidArgument,
+       [] {
+         PoolDesc::from_shapes({2, 3, 8, 8}, {3, 3, 3});
+       },
+       ErrorKind::InvalidArgument,
        {"kernel has 3 entries (3,3,3)", "expected 1 or 2"}},
       {"from_shapes_stride_count",
-       [] { PoolDesc::from_shapes({2, 3, 8}, {3}, {1, 2}); }, ErrorKind::InvalidArgument,
+       [] {
+         PoolDesc::from_shapes({2, 3, 8}, {3}, {1, 2});
+       },
+       ErrorKind::InvalidArgument,
        {"stride has 2 entries (1,2)", "expected 1 or 1"}},
-      {"dtype_mix", fwd_with([](Tensors& t) {
+      {"dtype_mix",
+       fwd_with([](Tensors& t) {
          t.src = Tensor::zeros(t.src.dims(), DType::f16, Layout::channels_first);
        }),
-       ErrorKind::InvalidArgument, {"dtype mix: src is f16 but the desc's dtype is f32"}},
-      {"rank_mismatch", fwd_with([](Tensors& t) { t.dst = Tensor::zeros({2, 3, 5}, DType::f32); }),
-       ErrorKind::InvalidArgument, {"dst has rank 3 (dims 2x3x5)", "expects rank 4 (dims 2x3x5x6)"}},
+       ErrorKind::InvalidArgument,
+       {"dtype mix: src is f16 but the desc's dtype is f32"}},
+      {"rank_mismatch",
+       fwd_with([](Tensors& t) {
+         t.dst = Tensor::zeros({2, 3, 5}, DType::f32);
+       }),
+       ErrorKind::InvalidArgument,
+       {"dst has rank 3 (dims 2x3x5)", "expects rank 4 (dims 2x3x5x6)"}},
       {"dst_shape_mismatch",
-       fwd_with([](Tensors& t) { t.dst = Tensor::zeros({2, 3, 4, 6}, DType::f32); }),
-       ErrorKind::InvalidArgument, {"dst dims 2x3x4x6 do not match the desc, which expects 2x3x5x6"}},
-      {"layout_mismatch", fwd_with([](Tensors& t) {
+       fwd_with([](Tensors& t) {
+         t.dst = Tensor::zeros({2, 3, 4, 6}, DType::f32);
+       }),
+       ErrorKind::InvalidArgument,
+       {"dst dims 2x3x4x6 do not match the desc, which expects 2x3x5x6"}},
+      {"layout_mismatch",
+       fwd_with([](Tensors& t) {
          t.src = Tensor::zeros(t.src.dims(), DType::f32, Layout::channels_last);
        }),
-       ErrorKind::InvalidArgument, {"layout mismatch: src strides", "are not dense nchw"}},
-      {"null_src", fwd_with([](Tensors& t) {
+       ErrorKind::InvalidArgument,
+       {"layout mismatch: src strides", "are not dense nchw"}},
+      {"null_src",
+       fwd_with([](Tensors& t) {
          t.src = Tensor::view(nullptr, t.src.dims(), DType::f32, Layout::channels_first);
        }),
-       ErrorKind::InvalidArgument, {"src has null data"}},
-      {"dst_aliases_src", fwd_with([](Tensors& t) {
+       ErrorKind::InvalidArgument,
+       {"src has null data"}},
+      {"dst_aliases_src",
+       fwd_with([](Tensors& t) {
          t.dst = Tensor::view(t.src.data(), t.dst.dims(), DType::f32, Layout::channels_first);
        }),
-       ErrorKind::InvalidArgument, {"dst overlaps src in memory", "cannot run in place"}},
-      {"bwd_diff_src_aliases_diff_dst", bwd_with([](Tensors& t) {
+       ErrorKind::InvalidArgument,
+       {"dst overlaps src in memory", "cannot run in place"}},
+      {"bwd_diff_src_aliases_diff_dst",
+       bwd_with([](Tensors& t) {
          Tensor big = Tensor::zeros(t.diff_src.dims(), DType::f32);
          t.diff_src = big;
-         t.diff_dst = Tensor::view(big.data(), t.diff_dst.dims(), DType::f32, Layout::channels_first);
+         t.diff_dst =
+             Tensor::view(big.data(), t.diff_dst.dims(), DType::f32, Layout::channels_first);
        }),
-       ErrorKind::InvalidArgument, {"diff_src overlaps diff_dst in memory"}},
-      {"bwd_dst_shape", bwd_with([](Tensors& t) { t.dst = Tensor::zeros({2, 3, 5, 5}, DType::f32); }),
-       ErrorKind::InvalidArgument, {"dst dims 2x3x5x5 do not match the desc, which expects 2x3x5x6"}},
-      {"bwd_diff_dst_dtype", bwd_with([](Tensors& t) {
-         t.diff_dst = Tensor::zeros(t.diff_dst.dims(), DType::bf16);
+       ErrorKind::InvalidArgument,
+       {"diff_src overlaps diff_dst in memory"}},
+      {"bwd_dst_shape",
+       bwd_with([](Tensors& t) {
+         t.dst = Tensor::zeros({2, 3, 5, 5}, DType::f32);
        }),
-       ErrorKind::InvalidArgument, {"dtype mix: diff_dst is bf16"}},
+       ErrorKind::InvalidArgument,
+       {"dst dims 2x3x5x5 do not match the desc, which expects 2x3x5x6"}},
+      {"bwd_diff_dst_dtype",
+       bwd_with([](Tensors& t) { t.diff_dst = Tensor::zeros(t.diff_dst.dims(), DType::bf16); }),
+       ErrorKind::InvalidArgument,
+       {"dtype mix: diff_dst is bf16"}},
       {"bwd_weights_direction",
        [] {
          Context context = reference();
          dnnx::pool_list(context, base_desc(), Direction::bwd_weights);
        },
-       ErrorKind::InvalidArgument, {"bwd_weights"}},
+       ErrorKind::InvalidArgument,
+       {"bwd_weights"}},
       {"unknown_fixed_id",
        [] {
          Context context = reference();
@@ -190,7 +250,8 @@ std::vector<BadInput> bad_inputs() {
          Tensors t(base_desc());
          dnnx::pool_fwd(context, base_desc(), t.src, t.dst);
        },
-       ErrorKind::InvalidArgument, {"algorithm id 'reference:nope'", "valid ids: reference:direct"}},
+       ErrorKind::InvalidArgument,
+       {"algorithm id 'reference:nope'", "valid ids: reference:direct"}},
   };
 }
 

@@ -10,13 +10,13 @@
 // reported, and each must carry one of the reasons of Note [expected unsupported pool]; anything
 // else fails. Finally the heuristic policy must run (every cpu case has a candidate).
 
+#include <dnnx/dnnx.hpp>
+#include <dnnx/ops/pool.hpp>
+
 #include "ops/pool_cases.hpp"
 #include "ops/pool_support.hpp"
 #include "support/compare.hpp"
 #include "support/random.hpp"
-
-#include <dnnx/dnnx.hpp>
-#include <dnnx/ops/pool.hpp>
 
 #include <gtest/gtest.h>
 
@@ -170,7 +170,8 @@ void PoolParity::check(const PoolCase& variant, Direction direction) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     ++ran;
     ASSERT_NE(run.choice, nullptr) << context;
-    EXPECT_EQ(run.choice->algo.id, algo.id) << "a fixed policy ran another candidate\n  " << context;
+    EXPECT_EQ(run.choice->algo.id, algo.id)
+        << "a fixed policy ran another candidate\n  " << context;
     const ::testing::AssertionResult finite = all_finite(run.output, "output", context);
     if (!finite) {
       ADD_FAILURE() << finite.message();
@@ -196,8 +197,8 @@ void PoolParity::check(const PoolCase& variant, Direction direction) {
 
   // The heuristic policy runs the first admissible candidate.
   const PoolRun heuristic = run_pool(base, desc, direction, operands);
-  const auto first = std::find_if(algos.begin(), algos.end(),
-                                  [](const AlgoInfo& algo) { return algo.supported; });
+  const auto first =
+      std::find_if(algos.begin(), algos.end(), [](const AlgoInfo& algo) { return algo.supported; });
   if (first != algos.end()) {
     EXPECT_EQ(heuristic.choice->algo.id, first->id);
   }
@@ -209,9 +210,11 @@ void PoolParity::check(const PoolCase& variant, Direction direction) {
 TEST_P(PoolParity, EveryCandidateMatchesTheReference) {
   std::string why;
   if (!backend_available(GetParam().backend, &why))
-    GTEST_SKIP() << "backend " << to_string(GetParam().backend) << " is not available here: " << why;
+    GTEST_SKIP() << "backend " << to_string(GetParam().backend)
+                 << " is not available here: " << why;
   for (const PoolCase& variant : GetParam().variants) {
-    for (const Direction direction : {Direction::fwd, Direction::bwd_data}) check(variant, direction);
+    for (const Direction direction : {Direction::fwd, Direction::bwd_data})
+      check(variant, direction);
   }
 }
 

@@ -1,12 +1,12 @@
 // The reference pooling, the oracle of every other backend: hand-computed values (every mode, ceil
 // mode, padding, ties, NaN) and its backward pass against finite differences of its forward pass.
 
+#include <dnnx/dnnx.hpp>
+#include <dnnx/ops/pool.hpp>
+
 #include "ops/pool_cases.hpp"
 #include "ops/pool_support.hpp"
 #include "support/random.hpp"
-
-#include <dnnx/dnnx.hpp>
-#include <dnnx/ops/pool.hpp>
 
 #include <gtest/gtest.h>
 
@@ -56,7 +56,8 @@ PoolDesc one_d(std::int64_t input, std::int64_t kernel, std::int64_t stride, std
 
 // torch 1.13: F.avg_pool1d(tensor([[[1., 2, 3, 4]]]), 3, 2, 1, ceil_mode=True,
 // count_include_pad=True) = [1, 3, 2]; count_include_pad=False: [1.5, 3, 4]; max_pool1d: [2, 4, 4].
-// The last window starts at 3 and reaches 5, past input + padding = 5: the include-pad divisor is 2.
+// The last window starts at 3 and reaches 5, past input + padding = 5: the include-pad divisor
+// is 2.
 TEST(PoolReference, CeilModeMatchesPyTorchValues) {
   const std::vector<float> src{1, 2, 3, 4};
   expect_values(forward(one_d(4, 3, 2, 1, true, PoolMode::max), src), {2, 4, 4}, "max");
@@ -104,11 +105,12 @@ TEST(PoolReference, TiesGoToTheFirstMaximumAndNaNPropagates) {
 
 // Layouts change memory order only.
 TEST(PoolReference, LayoutsAgree) {
-  PoolDesc first = PoolDesc::from_shapes({2, 3, 6, 7}, {3, 2}, {2, 1}, {1, 1},
-                                         PoolMode::avg_exclude_pad, true);
+  PoolDesc first =
+      PoolDesc::from_shapes({2, 3, 6, 7}, {3, 2}, {2, 1}, {1, 1}, PoolMode::avg_exclude_pad, true);
   PoolDesc last = first;
   last.layout = Layout::channels_last;
-  const std::vector<float> src = random_uniform(static_cast<std::size_t>(first.src_dims().product()), 3);
+  const std::vector<float> src =
+      random_uniform(static_cast<std::size_t>(first.src_dims().product()), 3);
   EXPECT_EQ(forward(first, src), forward(last, src));
 }
 
@@ -134,8 +136,8 @@ TEST_P(PoolFiniteDifferences, BackwardIsTheGradient) {
     plus[i] += step;
     minus[i] -= step;
     const double numeric = (loss(plus) - loss(minus)) / (2.0 * step);
-    EXPECT_NEAR(grad[i], numeric, 1e-5) << GetParam().name << " element " << i << "\n  "
-                                        << desc.repro(Direction::bwd_data);
+    EXPECT_NEAR(grad[i], numeric, 1e-5)
+        << GetParam().name << " element " << i << "\n  " << desc.repro(Direction::bwd_data);
   }
 }
 

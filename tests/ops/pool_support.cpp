@@ -14,7 +14,8 @@ bool on_host(const Context& context) { return context.device().kind == Device::K
 // `host` itself on a host context, else a copy on the context's device.
 Tensor place(const Tensor& host, const Context& context) {
   if (on_host(context)) return host;
-  Tensor device = Tensor::empty(host.dims(), host.dtype(), host.layout().value(), context.allocator());
+  Tensor device =
+      Tensor::empty(host.dims(), host.dtype(), host.layout().value(), context.allocator());
   copy(host, device);
   return device;
 }

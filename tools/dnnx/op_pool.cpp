@@ -1,9 +1,9 @@
 // `dnnx algos pool ...` and `dnnx profile pool ...`: the candidates of a pooling, and their times.
 // Every PoolDesc::repro() line parses here.
 
-#include "commands.hpp"
-
 #include <dnnx/ops/pool.hpp>
+
+#include "commands.hpp"
 
 #include <memory>
 #include <sstream>
@@ -34,14 +34,16 @@ struct CommandArgs {
 };
 
 void add_pool_options(CLI::App& command, PoolArgs& args) {
-  command.add_option("--input", args.input, "src dims N x C x spatial (rank 3, 4 or 5: 1-, 2-, 3-D)")
+  command
+      .add_option("--input", args.input, "src dims N x C x spatial (rank 3, 4 or 5: 1-, 2-, 3-D)")
       ->type_name("NxCxHxW")
       ->required();
   command.add_option("--kernel", args.kernel, "window size: one value, or one per spatial dim")
       ->type_name("K[,K...]")
       ->required();
-  command.add_option("--stride", args.stride,
-                     "window step: one value, or one per spatial dim (default: the kernel size)")
+  command
+      .add_option("--stride", args.stride,
+                  "window step: one value, or one per spatial dim (default: the kernel size)")
       ->type_name("S[,S...]");
   auto* pad = command.add_option("--pad", args.pad, "symmetric implicit padding (default 0)")
                   ->type_name("P[,P...]");
@@ -96,14 +98,13 @@ PoolDesc parse_pool(const PoolArgs& args) {
   }
   const int spatial_dims = src.rank() - 2;
   const auto kernel = spatial_list("--kernel", args.kernel, 1, spatial_dims);
-  const auto stride =
-      args.stride.empty() ? std::vector<std::int64_t>{}
-                          : spatial_list("--stride", args.stride, 1, spatial_dims);
+  const auto stride = args.stride.empty() ? std::vector<std::int64_t>{}
+                                          : spatial_list("--stride", args.stride, 1, spatial_dims);
   const auto pad = spatial_list("--pad", args.pad.empty() ? "0" : args.pad, 0, spatial_dims);
   const auto pad_before = spatial_list(
       "--pad-before", args.pad_before.empty() ? "0" : args.pad_before, 0, spatial_dims);
-  const auto pad_after = spatial_list(
-      "--pad-after", args.pad_after.empty() ? "0" : args.pad_after, 0, spatial_dims);
+  const auto pad_after =
+      spatial_list("--pad-after", args.pad_after.empty() ? "0" : args.pad_after, 0, spatial_dims);
   const PoolMode mode = parse_with("--mode", args.mode,
                                    [](std::string_view value) { return parse_pool_mode(value); });
   const DType dtype = parse_dtype_arg("--dtype", args.dtype);

@@ -41,17 +41,17 @@ PoolMode parse_pool_mode(std::string_view text);
 ///   ceil mode:  the same rounded up, minus one if that last window would start at or beyond
 ///               input + pad_before (it must start inside the input or the front padding).
 struct PoolDesc {
-  int spatial_dims = 2;               ///< 1, 2 or 3
-  std::int64_t batch = 1;             ///< N
-  std::int64_t channels = 1;          ///< C (of src and dst)
-  std::array<std::int64_t, 3> input{};       ///< src spatial sizes, elements
-  std::array<std::int64_t, 3> kernel{};      ///< window sizes, elements
-  std::array<std::int64_t, 3> stride{1, 1, 1};   ///< window steps, elements
+  int spatial_dims = 2;                         ///< 1, 2 or 3
+  std::int64_t batch = 1;                       ///< N
+  std::int64_t channels = 1;                    ///< C (of src and dst)
+  std::array<std::int64_t, 3> input{};          ///< src spatial sizes, elements
+  std::array<std::int64_t, 3> kernel{};         ///< window sizes, elements
+  std::array<std::int64_t, 3> stride{1, 1, 1};  ///< window steps, elements
   std::array<std::int64_t, 3> pad_before{};  ///< implicit padding before each spatial dim, elements
   std::array<std::int64_t, 3> pad_after{};   ///< implicit padding after each spatial dim, elements
-  bool ceil_mode = false;             ///< round the output size up (PyTorch's ceil_mode)
-  PoolMode mode = PoolMode::max;      ///< what a window computes
-  DType dtype = DType::f32;           ///< dtype of src, dst and their gradients (f32, f16, bf16)
+  bool ceil_mode = false;                    ///< round the output size up (PyTorch's ceil_mode)
+  PoolMode mode = PoolMode::max;             ///< what a window computes
+  DType dtype = DType::f32;  ///< dtype of src, dst and their gradients (f32, f16, bf16)
   Layout layout = Layout::channels_first;  ///< memory order of every tensor of the op
 
   /// Builds a desc from a PyTorch-style src shape N, C, spatial... `kernel`, `stride` and `pad`
@@ -86,6 +86,7 @@ struct PoolDesc {
   bool operator==(const PoolDesc&) const = default;
 };
 
+/// Prints desc.key().
 std::ostream& operator<<(std::ostream& out, const PoolDesc& desc);
 
 /// dst = pool(src). Returns the choice that ran.
@@ -96,8 +97,7 @@ std::shared_ptr<const Choice> pool_fwd(Context& context, const PoolDesc& desc, c
 /// window in scan order, as PyTorch does, and cuDNN reads x and y in every mode). Returns the
 /// choice that ran.
 std::shared_ptr<const Choice> pool_bwd(Context& context, const PoolDesc& desc, const Tensor& src,
-                                       const Tensor& dst, const Tensor& diff_dst,
-                                       Tensor& diff_src);
+                                       const Tensor& dst, const Tensor& diff_dst, Tensor& diff_src);
 
 /// Every candidate of the context's backend for (desc, direction) (Direction::bwd_data is the
 /// backward pass), with support status, workspace and determinism — nothing is run. Priority

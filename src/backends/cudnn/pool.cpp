@@ -21,9 +21,10 @@
 // issue's benchmark case, max-pool 3x3/2 f16 NHWC, is theirs), then cuDNN; for channels_first
 // cuDNN first. Unsupported candidates come after supported ones.
 
+#include "backends/cudnn/kernels/pool.hpp"
+
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/handles.hpp"
-#include "backends/cudnn/kernels/pool.hpp"
 #include "backends/cudnn/launch_graph.hpp"
 #include "backends/cudnn/layers.hpp"
 #include "core/check.hpp"
@@ -105,10 +106,11 @@ std::string legacy_exclusion(const PoolDesc& desc, const Runtime& runtime) {
     for (int i = 0; i < n; ++i) {
       const auto s = static_cast<std::size_t>(i);
       if (desc.pad_before[s] != desc.pad_after[s]) {
-        return detail::cat("the legacy pooling descriptor takes one padding per spatial dim; "
-                           "per-side padding (before ",
-                           spatial_text(desc.pad_before, n), ", after ",
-                           spatial_text(desc.pad_after, n), ") runs on ", kernel_id);
+        return detail::cat(
+            "the legacy pooling descriptor takes one padding per spatial dim; "
+            "per-side padding (before ",
+            spatial_text(desc.pad_before, n), ", after ", spatial_text(desc.pad_after, n),
+            ") runs on ", kernel_id);
       }
     }
   }
@@ -163,7 +165,8 @@ kernels::PoolShape kernel_shape(const PoolDesc& desc) {
 std::string kernel_exclusion(const PoolDesc& desc) {
   for (int i = 0; i < desc.spatial_dims; ++i) {
     const auto s = static_cast<std::size_t>(i);
-    for (std::int64_t value : {desc.input[s], desc.kernel[s], desc.stride[s], desc.output_size(i)}) {
+    for (std::int64_t value :
+         {desc.input[s], desc.kernel[s], desc.stride[s], desc.output_size(i)}) {
       if (value > INT_MAX / 4) {
         return detail::cat("spatial size ", value, " exceeds what the kernels' 32-bit window ",
                            "arithmetic holds (", INT_MAX / 4, ")");
@@ -186,12 +189,13 @@ AlgoInfo kernel_info(const PoolDesc& desc, Direction direction, bool argmax) {
   info.reason = kernel_exclusion(desc);
   const kernels::PoolShape shape = kernel_shape(desc);
   if (argmax && info.reason.empty()) {
-    const std::int64_t window = static_cast<std::int64_t>(shape.kernel[0]) * shape.kernel[1] *
-                                shape.kernel[2];
+    const std::int64_t window =
+        static_cast<std::int64_t>(shape.kernel[0]) * shape.kernel[1] * shape.kernel[2];
     if (window > 255) {
-      info.reason = detail::cat("the argmax pass stores window-local indices in a byte; this "
-                                "window has ",
-                                window, " positions (", kernel_id, " rescans instead)");
+      info.reason = detail::cat(
+          "the argmax pass stores window-local indices in a byte; this "
+          "window has ",
+          window, " positions (", kernel_id, " rescans instead)");
     }
   }
   info.supported = info.reason.empty();
@@ -271,11 +275,11 @@ Bound bind(const detail::PoolArgs& args, const PoolDesc& desc, Direction directi
 void check_workspace(const detail::Workspace& workspace, std::size_t needed,
                      const ErrorContext& context) {
   if (workspace.bytes < needed || (needed > 0 && workspace.data == nullptr)) {
-    detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat("workspace has ", workspace.bytes, " bytes",
-                              workspace.data == nullptr ? " (null)" : "",
-                              "; this candidate needs ", needed),
-                  context);
+    detail::raise(
+        ErrorKind::InvalidArgument,
+        detail::cat("workspace has ", workspace.bytes, " bytes",
+                    workspace.data == nullptr ? " (null)" : "", "; this candidate needs ", needed),
+        context);
   }
 }
 
@@ -310,8 +314,7 @@ class LegacyPlan final : public detail::PoolPlan {
     src_ = describe_tensor(desc.src_dims(), desc.dtype, desc.layout, context_);
     dst_ = describe_tensor(desc.dst_dims(), desc.dtype, desc.layout, context_);
     cudnnPoolingDescriptor_t raw = nullptr;
-    DNNX_CUDNN_CHECK(cudnnCreatePoolingDescriptor(&raw), context_,
-                     "creating a pooling descriptor");
+    DNNX_CUDNN_CHECK(cudnnCreatePoolingDescriptor(&raw), context_, "creating a pooling descriptor");
     pooling_ = PoolingDescriptor(raw, "cudnnPoolingDescriptor_t");
     std::array<int, 3> window{1, 1, 1}, padding{0, 0, 0}, stride{1, 1, 1};
     const int offset = desc.spatial_dims == 1 ? 1 : 0;  // 1-D: height 1 first
@@ -338,9 +341,9 @@ class LegacyPlan final : public detail::PoolPlan {
     // run shows the kernel rather than lazy loading.
     if (!primed_) launch(bound);
     primed_ = true;
-    replay_.run(runtime_->settings().graphs, runtime_->stream(),
-                {bound.src, bound.dst_in, bound.diff_dst, bound.out}, [&] { launch(bound); },
-                context_);
+    replay_.run(
+        runtime_->settings().graphs, runtime_->stream(),
+        {bound.src, bound.dst_in, bound.diff_dst, bound.out}, [&] { launch(bound); }, context_);
   }
 
  private:

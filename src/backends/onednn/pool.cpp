@@ -36,7 +36,7 @@
 //
 // Determinism: as for convolution (Note [determinism] in conv_list.cpp), oneDNN's CPU pooling
 // splits work statically over the OpenMP threads; every candidate is listed deterministic and
-// onednn_pool tests run each twice and compare the bits.
+// pool_parity_test runs each twice and compares the bits.
 
 #include "backends/onednn/check.hpp"
 #include "backends/onednn/layers.hpp"
@@ -217,9 +217,8 @@ void describe(AlgoInfo& info, const std::string& impl) {
   }
 }
 
-dnnl::pooling_forward::primitive_desc forward_pd(const dnnl::engine& engine,
-                                                 dnnl::prop_kind prop, const PoolDesc& desc,
-                                                 const Geometry& g) {
+dnnl::pooling_forward::primitive_desc forward_pd(const dnnl::engine& engine, dnnl::prop_kind prop,
+                                                 const PoolDesc& desc, const Geometry& g) {
   return dnnl::pooling_forward::primitive_desc(engine, prop, algorithm_of(desc.mode), g.src, g.dst,
                                                g.strides, g.kernel, g.dilation, g.padding_l,
                                                g.padding_r, user_scratchpad());
@@ -370,11 +369,9 @@ void loop_argmax(const LoopGeometry& g, const std::byte* src, std::int64_t n, st
       for (std::int64_t x = w[2].begin; x < w[2].end; ++x) {
         const std::int64_t local =
             ((d - w[0].start) * g.kernel[1] + (h - w[1].start)) * g.kernel[2] + (x - w[2].start);
-        const std::int64_t at_c0 =
-            g.base(g.in, n, (d * g.in[1] + h) * g.in[2] + x) + c0 * step;
+        const std::int64_t at_c0 = g.base(g.in, n, (d * g.in[1] + h) * g.in[2] + x) + c0 * step;
         for (std::int64_t c = 0; c < count; ++c) {
-          const float value =
-              Element<kType>::load(src, at_c0 + c * step);
+          const float value = Element<kType>::load(src, at_c0 + c * step);
           if (value > best[c] || std::isnan(value)) {
             best[c] = value;
             at[c] = local;
@@ -400,10 +397,9 @@ void loops_fwd(const LoopGeometry& g, const std::byte* src, std::byte* dst) {
         for (std::int64_t item = first; item < last; ++item) {
           const std::int64_t n = item / out_plane;
           const std::int64_t position = item % out_plane;
-          const std::array<LoopSpan, 3> w{
-              loop_window(g, 0, position / (g.out[1] * g.out[2])),
-              loop_window(g, 1, position / g.out[2] % g.out[1]),
-              loop_window(g, 2, position % g.out[2])};
+          const std::array<LoopSpan, 3> w{loop_window(g, 0, position / (g.out[1] * g.out[2])),
+                                          loop_window(g, 1, position / g.out[2] % g.out[1]),
+                                          loop_window(g, 2, position % g.out[2])};
           const std::int64_t out_base = g.base(g.out, n, position);
           for (std::int64_t c0 = 0; c0 < g.channels; c0 += channel_chunk) {
             const std::int64_t count = std::min(channel_chunk, g.channels - c0);
@@ -416,8 +412,9 @@ void loops_fwd(const LoopGeometry& g, const std::byte* src, std::byte* dst) {
                 const std::int64_t d = local / (g.kernel[1] * g.kernel[2]) + w[0].start;
                 const std::int64_t from =
                     g.base(g.in, n, (d * g.in[1] + h) * g.in[2] + x) + (c0 + c) * in_step;
-                std::memcpy(dst + static_cast<std::size_t>(out_base + (c0 + c) * out_step) * element,
-                            src + static_cast<std::size_t>(from) * element, element);
+                std::memcpy(
+                    dst + static_cast<std::size_t>(out_base + (c0 + c) * out_step) * element,
+                    src + static_cast<std::size_t>(from) * element, element);
               }
               continue;
             }
@@ -482,8 +479,7 @@ void loops_bwd(const LoopGeometry& g, const std::byte* src, const std::byte* dif
                   if (g.mode != PoolMode::max) {
                     const float divisor = loop_divisor(g, w);
                     for (std::int64_t c = 0; c < count; ++c) {
-                      sum[c] += Element<kType>::load(diff_dst, grad_c0 + c * out_step) /
-                                divisor;
+                      sum[c] += Element<kType>::load(diff_dst, grad_c0 + c * out_step) / divisor;
                     }
                     continue;
                   }
@@ -567,8 +563,8 @@ class KernelPlan final : public detail::PoolPlan {
   LoopGeometry geometry_;
 };
 
-CandidateList list_candidates(const dnnl::engine& engine, const PoolDesc& desc,
-                              Direction direction, const std::string& isa) {
+CandidateList list_candidates(const dnnl::engine& engine, const PoolDesc& desc, Direction direction,
+                              const std::string& isa) {
   const ErrorContext context = context_of(desc, direction, "");
   const Geometry g = geometry_of(desc);
   CandidateList list;
@@ -583,9 +579,8 @@ CandidateList list_candidates(const dnnl::engine& engine, const PoolDesc& desc,
     fwd = forward_pd(engine, prop, desc, g);
   } catch (const dnnl::error& error) {
     if (error.status != dnnl_unimplemented)
-      raise_dnnl(error.status, detail::cat("creating the forward primitive descriptor: ",
-                                           error.what()),
-                 context);
+      raise_dnnl(error.status,
+                 detail::cat("creating the forward primitive descriptor: ", error.what()), context);
     failure = error.what();
   }
   dnnl::pooling_backward::primitive_desc bwd;
@@ -596,71 +591,74 @@ CandidateList list_candidates(const dnnl::engine& engine, const PoolDesc& desc,
                                                    g.padding_r, fwd, user_scratchpad());
     } catch (const dnnl::error& error) {
       if (error.status != dnnl_unimplemented)
-        raise_dnnl(error.status, detail::cat("creating the backward primitive descriptor: ",
-                                             error.what()),
+        raise_dnnl(error.status,
+                   detail::cat("creating the backward primitive descriptor: ", error.what()),
                    context);
       failure = error.what();
     }
   }
-  dnnl::primitive_desc walker = direction == Direction::fwd ? dnnl::primitive_desc(fwd)
-                                                            : dnnl::primitive_desc(bwd);
+  dnnl::primitive_desc walker =
+      direction == Direction::fwd ? dnnl::primitive_desc(fwd) : dnnl::primitive_desc(bwd);
   if (!walker) {
     Candidate unavailable;
     AlgoInfo& info = unavailable.info;
     info.id = "onednn:unavailable:pooling";
     info.name = "pooling (no oneDNN implementation)";
-    info.reason = detail::cat(onednn_version(), " has no ", to_string(desc.mode), " pooling ",
-                              direction_name(direction), " implementation for ",
-                              to_string(desc.dtype), ' ', to_string(desc.layout), " on cpu isa ",
-                              isa, ": ", failure);
+    info.reason =
+        detail::cat(onednn_version(), " has no ", to_string(desc.mode), " pooling ",
+                    direction_name(direction), " implementation for ", to_string(desc.dtype), ' ',
+                    to_string(desc.layout), " on cpu isa ", isa, ": ", failure);
     list.candidates.push_back(std::move(unavailable));
   }
   // The very object the backward descriptors were created with: oneDNN keeps a plain pointer to
   // it (and `walker` is the backward one, so `fwd` stays at its first implementation).
   const dnnl::primitive_desc hint = direction == Direction::fwd ? dnnl::primitive_desc() : fwd;
-  if (walker) do {
-    Candidate candidate;
-    const std::string impl = sanitize(walker.impl_info_str());
-    AlgoInfo& info = candidate.info;
-    info.id = detail::cat("onednn:", impl);
-    info.name = detail::cat(impl, " (", to_string(desc.mode), ")");
-    info.deterministic = true;
-    describe(info, impl);
-    if (!seen.insert(info.id).second) continue;
-    if (!g.semantic_mismatch.empty()) {
-      info.reason = g.semantic_mismatch;
-      list.candidates.push_back(std::move(candidate));
-      continue;
-    }
-    std::size_t scratch = walker.scratchpad_desc().get_size();
-    if (direction == Direction::fwd) {
-      candidate.fwd = clone(walker, context);
-      info.workspace_bytes = scratch;
-    } else {
-      candidate.bwd = clone(walker, context);
-      candidate.fwd = hint;
-      candidate.recompute = desc.mode == PoolMode::max;
-      if (candidate.recompute) {
-        scratch = std::max(scratch, hint.scratchpad_desc().get_size());
-        candidate.dst_offset = round_up(scratch);
-        candidate.workspace_offset = candidate.dst_offset + round_up(g.dst.get_size());
-        info.workspace_bytes = candidate.workspace_offset + hint.workspace_desc().get_size();
-        info.notes.emplace_back("recomputes_forward");
-      } else {
-        info.workspace_bytes = scratch;
+  // `continue` moves on to oneDNN's next implementation.
+  if (walker) {
+    do {
+      Candidate candidate;
+      const std::string impl = sanitize(walker.impl_info_str());
+      AlgoInfo& info = candidate.info;
+      info.id = detail::cat("onednn:", impl);
+      info.name = detail::cat(impl, " (", to_string(desc.mode), ")");
+      info.deterministic = true;
+      describe(info, impl);
+      if (!seen.insert(info.id).second) continue;
+      if (!g.semantic_mismatch.empty()) {
+        info.reason = g.semantic_mismatch;
+        list.candidates.push_back(std::move(candidate));
+        continue;
       }
-    }
-    info.supported = true;
-    list.candidates.push_back(std::move(candidate));
-  } while (walker.next_impl());
+      std::size_t scratch = walker.scratchpad_desc().get_size();
+      if (direction == Direction::fwd) {
+        candidate.fwd = clone(walker, context);
+        info.workspace_bytes = scratch;
+      } else {
+        candidate.bwd = clone(walker, context);
+        candidate.fwd = hint;
+        candidate.recompute = desc.mode == PoolMode::max;
+        if (candidate.recompute) {
+          scratch = std::max(scratch, hint.scratchpad_desc().get_size());
+          candidate.dst_offset = round_up(scratch);
+          candidate.workspace_offset = candidate.dst_offset + round_up(g.dst.get_size());
+          info.workspace_bytes = candidate.workspace_offset + hint.workspace_desc().get_size();
+          info.notes.emplace_back("recomputes_forward");
+        } else {
+          info.workspace_bytes = scratch;
+        }
+      }
+      info.supported = true;
+      list.candidates.push_back(std::move(candidate));
+    } while (walker.next_impl());
+  }
 
   // ref:any, last in oneDNN's list, stays last, after dnnx's loops (Note [cpu pool loops]);
   // supported candidates before unsupported ones.
-  std::stable_partition(list.candidates.begin(), list.candidates.end(), [](const Candidate& c) {
-    return !c.info.id.starts_with("onednn:ref");
-  });
-  const auto ref = std::find_if(list.candidates.begin(), list.candidates.end(),
-                                [](const Candidate& c) { return c.info.id.starts_with("onednn:ref"); });
+  std::stable_partition(list.candidates.begin(), list.candidates.end(),
+                        [](const Candidate& c) { return !c.info.id.starts_with("onednn:ref"); });
+  const auto ref =
+      std::find_if(list.candidates.begin(), list.candidates.end(),
+                   [](const Candidate& c) { return c.info.id.starts_with("onednn:ref"); });
   Candidate loops;
   loops.info = kernel_info();
   list.candidates.insert(ref, std::move(loops));
@@ -854,8 +852,7 @@ class OneDnnPool final : public detail::PoolBackend {
     const ListKey key{desc, direction};
     auto found = lists_.find(key);
     if (found == lists_.end()) {
-      found = lists_
-                  .emplace(key, list_candidates(runtime_->engine, desc, direction, runtime_->isa))
+      found = lists_.emplace(key, list_candidates(runtime_->engine, desc, direction, runtime_->isa))
                   .first;
     }
     return found->second;

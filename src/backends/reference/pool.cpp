@@ -18,7 +18,6 @@
 // final f32 -> f16/bf16 rounding to nearest even is the correctly rounded f64 -> dtype result.
 
 #include "backends/reference/layers.hpp"
-
 #include "core/check.hpp"
 #include "core/pool_args.hpp"
 #include "core/strings.hpp"
@@ -287,11 +286,11 @@ class DirectPoolBackend final : public detail::PoolBackend {
   std::shared_ptr<detail::PoolPlan> plan(const PoolDesc& desc, Direction direction,
                                          const std::string& id) override {
     if (id != direct_id) {
-      detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat("algorithm id '", id,
-                                "' is not a candidate of the reference backend; valid ids: ",
-                                direct_id),
-                    context_of(desc, direction, ""));
+      detail::raise(
+          ErrorKind::InvalidArgument,
+          detail::cat("algorithm id '", id,
+                      "' is not a candidate of the reference backend; valid ids: ", direct_id),
+          context_of(desc, direction, ""));
     }
     try {
       desc.validate();

@@ -125,8 +125,8 @@ __device__ __forceinline__ float divisor(const Geometry<Index>& g, const Span& d
 
 // Where element (n, pack or channel, d, h, w) lives, for a tensor of spatial sizes `sizes`.
 template <bool kLast, int V, typename Index>
-__device__ __forceinline__ Index offset_of(const Geometry<Index>& g, const int (&sizes)[3],
-                                           Index n, Index pack, int d, int h, int w) {
+__device__ __forceinline__ Index offset_of(const Geometry<Index>& g, const int (&sizes)[3], Index n,
+                                           Index pack, int d, int h, int w) {
   const Index position = (static_cast<Index>(d) * sizes[1] + h) * sizes[2] + w;
   const Index plane = static_cast<Index>(sizes[0]) * sizes[1] * sizes[2];
   if (kLast) return (n * plane + position) * g.channels + pack * V;
@@ -302,8 +302,8 @@ __global__ void __launch_bounds__(block_threads)
             for (int v = 0; v < V; ++v) sum[v] += to_float(grad.lane[v]) / count;
             continue;
           }
-          const int local = ((id - sd.start) * g.kernel[1] + (ih - sh.start)) * g.kernel[2] +
-                            (iw - sw.start);
+          const int local =
+              ((id - sd.start) * g.kernel[1] + (ih - sh.start)) * g.kernel[2] + (iw - sw.start);
           int at[V];
           if (rescan) {
             float best[V];
@@ -334,7 +334,8 @@ __global__ void __launch_bounds__(block_threads)
   }
 }
 
-// ---- host side ------------------------------------------------------------------------------------
+// ---- host side
+// ------------------------------------------------------------------------------------
 
 std::int64_t spatial_count(const int (&sizes)[3]) {
   return static_cast<std::int64_t>(sizes[0]) * sizes[1] * sizes[2];
@@ -385,9 +386,8 @@ int pack_width(const PoolShape& shape, std::initializer_list<const void*> pointe
 // Calls launch.template run<V, kLast, Index>() for the shape's pack width, layout and index type.
 template <typename T, typename Launch>
 cudaError_t dispatch(const PoolShape& shape, int pack, const Launch& launch) {
-  const std::int64_t elements =
-      shape.batch * shape.channels *
-      std::max(spatial_count(shape.input), spatial_count(shape.output));
+  const std::int64_t elements = shape.batch * shape.channels *
+                                std::max(spatial_count(shape.input), spatial_count(shape.output));
   // 32-bit indices while every offset, and the grid-stride loop's last step, stays far from 2^31.
   const bool narrow = elements < (std::int64_t{1} << 30);
   constexpr int wide = static_cast<int>(16 / sizeof(T));
@@ -452,9 +452,8 @@ struct BwdLaunch {
     const Geometry<Index> g = geometry_of<Index>(shape, V);
     const std::int64_t items = shape.batch * shape.channels / V * spatial_count(shape.input);
     pool_bwd_kernel<T, V, kLast, Index><<<launch_blocks(items), block_threads, 0, stream>>>(
-        g, static_cast<int>(strategy), static_cast<const T*>(src),
-        static_cast<const T*>(diff_dst), static_cast<T*>(diff_src), argmax,
-        static_cast<Index>(items));
+        g, static_cast<int>(strategy), static_cast<const T*>(src), static_cast<const T*>(diff_dst),
+        static_cast<T*>(diff_src), argmax, static_cast<Index>(items));
     return cudaGetLastError();
   }
 };
