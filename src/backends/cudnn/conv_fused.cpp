@@ -790,6 +790,13 @@ class UnfusedPlan final : public detail::ConvFusedPlan {
         context_(fused_context(desc, unfused.info.id)),
         conv_(std::move(conv)),
         staging_offset_(unfused.staging_offset) {
+    // The convolution's plan knows its exact workspace (an engine's may differ from the listed
+    // one): the staging buffer goes after it, and the workspace is exact for this plan.
+    info_.workspace_bytes = conv_->algo().workspace_bytes;
+    if (desc.residual) {
+      staging_offset_ = round_up(conv_->algo().workspace_bytes);
+      info_.workspace_bytes = staging_offset_ + dst_bytes(desc);
+    }
     const std::int64_t channels = desc.conv.out_channels;
     shape_.batch = desc.conv.batch;
     shape_.channels = channels;

@@ -714,7 +714,16 @@ class UnfusedPlan final : public detail::ConvFusedPlan {
         info_(candidate.info),
         context_(context_of(desc, candidate.info.id)),
         conv_(std::move(conv)),
-        staging_offset_(candidate.staging_offset) {}
+        staging_offset_(candidate.staging_offset) {
+    // Exact for this plan: the staging buffer goes after the convolution plan's own workspace.
+    info_.workspace_bytes = conv_->algo().workspace_bytes;
+    if (desc.residual) {
+      staging_offset_ = round_up(conv_->algo().workspace_bytes);
+      info_.workspace_bytes =
+          staging_offset_ +
+          static_cast<std::size_t>(desc.dst_dims().product()) * size_of(desc.conv.dtype);
+    }
+  }
 
   const AlgoInfo& algo() const override { return info_; }
 
