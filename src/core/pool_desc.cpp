@@ -173,14 +173,14 @@ Dims PoolDesc::src_dims() const {
   std::array<std::int64_t, 5> v{batch, channels, 0, 0, 0};
   const int n = std::clamp(spatial_dims, 1, 3);
   for (int i = 0; i < n; ++i)
-    v[static_cast<std::size_t>(2 + i)] = input[static_cast<std::size_t>(i)];
+    v[2 + static_cast<std::size_t>(i)] = input[static_cast<std::size_t>(i)];
   return Dims(std::span<const std::int64_t>(v.data(), static_cast<std::size_t>(n + 2)));
 }
 
 Dims PoolDesc::dst_dims() const {
   std::array<std::int64_t, 5> v{batch, channels, 0, 0, 0};
   const int n = std::clamp(spatial_dims, 1, 3);
-  for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(2 + i)] = output_size(i);
+  for (int i = 0; i < n; ++i) v[2 + static_cast<std::size_t>(i)] = output_size(i);
   return Dims(std::span<const std::int64_t>(v.data(), static_cast<std::size_t>(n + 2)));
 }
 

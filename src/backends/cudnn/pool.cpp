@@ -321,7 +321,7 @@ class LegacyPlan final : public detail::PoolPlan {
     const int dims = desc.spatial_dims + offset;
     for (int i = 0; i < desc.spatial_dims; ++i) {
       const auto s = static_cast<std::size_t>(i);
-      const auto t = static_cast<std::size_t>(i + offset);
+      const auto t = static_cast<std::size_t>(i) + static_cast<std::size_t>(offset);
       window[t] = static_cast<int>(desc.kernel[s]);
       padding[t] = static_cast<int>(desc.pad_before[s]);
       stride[t] = static_cast<int>(desc.stride[s]);

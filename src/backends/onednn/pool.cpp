@@ -322,26 +322,26 @@ float loop_divisor(const LoopGeometry& g, const std::array<LoopSpan, 3>& w) {
   return count;
 }
 
-// Element i of a buffer of storage type kType, as f32 (loads and stores the loops inline).
-template <DType kType>
+// Element i of a buffer of storage type Storage, as f32 (loads and stores the loops inline).
+template <DType Storage>
 struct Element {
   static float load(const std::byte* base, std::int64_t i) {
-    if constexpr (kType == DType::f32) {
+    if constexpr (Storage == DType::f32) {
       float value;
       std::memcpy(&value, base + i * 4, 4);
       return value;
     } else {
       std::uint16_t bits;
       std::memcpy(&bits, base + i * 2, 2);
-      return kType == DType::f16 ? detail::half_to_float(bits) : detail::bf16_to_float(bits);
+      return Storage == DType::f16 ? detail::half_to_float(bits) : detail::bf16_to_float(bits);
     }
   }
   static void store(std::byte* base, std::int64_t i, float value) {
-    if constexpr (kType == DType::f32) {
+    if constexpr (Storage == DType::f32) {
       std::memcpy(base + i * 4, &value, 4);
     } else {
       const std::uint16_t bits =
-          kType == DType::f16 ? detail::float_to_half(value) : detail::float_to_bf16(value);
+          Storage == DType::f16 ? detail::float_to_half(value) : detail::float_to_bf16(value);
       std::memcpy(base + i * 2, &bits, 2);
     }
   }
@@ -352,7 +352,7 @@ constexpr std::int64_t channel_chunk = 64;
 
 // Per channel of [c0, c0 + count): the window-local index of the window's first maximum (a NaN
 // winning, as in PyTorch).
-template <DType kType>
+template <DType Storage>
 void loop_argmax(const LoopGeometry& g, const std::byte* src, std::int64_t n, std::int64_t c0,
                  std::int64_t count, const std::array<LoopSpan, 3>& w, std::int64_t* at) {
   const std::int64_t step = g.channel_step(g.in);
@@ -371,7 +371,7 @@ void loop_argmax(const LoopGeometry& g, const std::byte* src, std::int64_t n, st
             ((d - w[0].start) * g.kernel[1] + (h - w[1].start)) * g.kernel[2] + (x - w[2].start);
         const std::int64_t at_c0 = g.base(g.in, n, (d * g.in[1] + h) * g.in[2] + x) + c0 * step;
         for (std::int64_t c = 0; c < count; ++c) {
-          const float value = Element<kType>::load(src, at_c0 + c * step);
+          const float value = Element<Storage>::load(src, at_c0 + c * step);
           if (value > best[c] || std::isnan(value)) {
             best[c] = value;
             at[c] = local;
@@ -382,13 +382,13 @@ void loop_argmax(const LoopGeometry& g, const std::byte* src, std::int64_t n, st
   }
 }
 
-template <DType kType>
+template <DType Storage>
 void loops_fwd(const LoopGeometry& g, const std::byte* src, std::byte* dst) {
   const std::size_t element = size_of(g.dtype);
   const std::int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
   const std::int64_t in_step = g.channel_step(g.in);
   const std::int64_t out_step = g.channel_step(g.out);
-  const double window = static_cast<double>(g.kernel[0] * g.kernel[1] * g.kernel[2]);
+  const auto window = static_cast<double>(g.kernel[0] * g.kernel[1] * g.kernel[2]);
   parallel_ranges(
       g.batch * out_plane, static_cast<double>(g.batch * out_plane * g.channels) * window,
       [&](std::int64_t first, std::int64_t last) {
@@ -404,7 +404,7 @@ void loops_fwd(const LoopGeometry& g, const std::byte* src, std::byte* dst) {
           for (std::int64_t c0 = 0; c0 < g.channels; c0 += channel_chunk) {
             const std::int64_t count = std::min(channel_chunk, g.channels - c0);
             if (g.mode == PoolMode::max) {
-              loop_argmax<kType>(g, src, n, c0, count, w, at);
+              loop_argmax<Storage>(g, src, n, c0, count, w, at);
               for (std::int64_t c = 0; c < count; ++c) {
                 const std::int64_t local = at[c];
                 const std::int64_t x = local % g.kernel[2] + w[2].start;
@@ -425,27 +425,27 @@ void loops_fwd(const LoopGeometry& g, const std::byte* src, std::byte* dst) {
                   const std::int64_t at_c0 =
                       g.base(g.in, n, (d * g.in[1] + h) * g.in[2] + x) + c0 * in_step;
                   for (std::int64_t c = 0; c < count; ++c) {
-                    sum[c] += Element<kType>::load(src, at_c0 + c * in_step);
+                    sum[c] += Element<Storage>::load(src, at_c0 + c * in_step);
                   }
                 }
               }
             }
             const float divisor = loop_divisor(g, w);
             for (std::int64_t c = 0; c < count; ++c) {
-              Element<kType>::store(dst, out_base + (c0 + c) * out_step, sum[c] / divisor);
+              Element<Storage>::store(dst, out_base + (c0 + c) * out_step, sum[c] / divisor);
             }
           }
         }
       });
 }
 
-template <DType kType>
+template <DType Storage>
 void loops_bwd(const LoopGeometry& g, const std::byte* src, const std::byte* diff_dst,
                std::byte* diff_src) {
   const std::int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
   const std::int64_t in_step = g.channel_step(g.in);
   const std::int64_t out_step = g.channel_step(g.out);
-  const double window = static_cast<double>(g.kernel[0] * g.kernel[1] * g.kernel[2]);
+  const auto window = static_cast<double>(g.kernel[0] * g.kernel[1] * g.kernel[2]);
   parallel_ranges(
       g.batch * in_plane,
       static_cast<double>(g.batch * in_plane * g.channels) *
@@ -479,23 +479,23 @@ void loops_bwd(const LoopGeometry& g, const std::byte* src, const std::byte* dif
                   if (g.mode != PoolMode::max) {
                     const float divisor = loop_divisor(g, w);
                     for (std::int64_t c = 0; c < count; ++c) {
-                      sum[c] += Element<kType>::load(diff_dst, grad_c0 + c * out_step) / divisor;
+                      sum[c] += Element<Storage>::load(diff_dst, grad_c0 + c * out_step) / divisor;
                     }
                     continue;
                   }
                   const std::int64_t local =
                       ((i[0] - w[0].start) * g.kernel[1] + (i[1] - w[1].start)) * g.kernel[2] +
                       (i[2] - w[2].start);
-                  loop_argmax<kType>(g, src, n, c0, count, w, at);
+                  loop_argmax<Storage>(g, src, n, c0, count, w, at);
                   for (std::int64_t c = 0; c < count; ++c) {
                     if (at[c] != local) continue;
-                    sum[c] += Element<kType>::load(diff_dst, grad_c0 + c * out_step);
+                    sum[c] += Element<Storage>::load(diff_dst, grad_c0 + c * out_step);
                   }
                 }
               }
             }
             for (std::int64_t c = 0; c < count; ++c) {
-              Element<kType>::store(diff_src, in_base + (c0 + c) * in_step, sum[c]);
+              Element<Storage>::store(diff_src, in_base + (c0 + c) * in_step, sum[c]);
             }
           }
         }
@@ -532,15 +532,15 @@ class KernelPlan final : public detail::PoolPlan {
   }
 
  private:
-  template <DType kType>
+  template <DType Storage>
   void run(const detail::PoolArgs& args) const {
     const auto* src = static_cast<const std::byte*>(args.src->data());
     if (direction_ == Direction::fwd) {
-      loops_fwd<kType>(geometry_, src, static_cast<std::byte*>(args.dst->data()));
+      loops_fwd<Storage>(geometry_, src, static_cast<std::byte*>(args.dst->data()));
       return;
     }
-    loops_bwd<kType>(geometry_, src, static_cast<const std::byte*>(args.diff_dst->data()),
-                     static_cast<std::byte*>(args.diff_src->data()));
+    loops_bwd<Storage>(geometry_, src, static_cast<const std::byte*>(args.diff_dst->data()),
+                       static_cast<std::byte*>(args.diff_src->data()));
   }
 
   void check(const Tensor* tensor, const char* role, const Dims& dims) const {

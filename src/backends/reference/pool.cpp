@@ -83,7 +83,7 @@ void check_tensor(const Tensor* tensor, const char* role, const Dims& expected, 
 
 // f64 -> f32 rounded to odd (Note [rounding once]).
 float to_f32_round_to_odd(double value) {
-  const float nearest = static_cast<float>(value);
+  const auto nearest = static_cast<float>(value);
   if (static_cast<double>(nearest) == value || std::isnan(value)) return nearest;
   float truncated = nearest;
   if (std::abs(static_cast<double>(nearest)) > std::abs(value))

@@ -124,21 +124,21 @@ __device__ __forceinline__ float divisor(const Geometry<Index>& g, const Span& d
 }
 
 // Where element (n, pack or channel, d, h, w) lives, for a tensor of spatial sizes `sizes`.
-template <bool kLast, int V, typename Index>
+template <bool ChannelsLast, int V, typename Index>
 __device__ __forceinline__ Index offset_of(const Geometry<Index>& g, const int (&sizes)[3], Index n,
                                            Index pack, int d, int h, int w) {
   const Index position = (static_cast<Index>(d) * sizes[1] + h) * sizes[2] + w;
   const Index plane = static_cast<Index>(sizes[0]) * sizes[1] * sizes[2];
-  if (kLast) return (n * plane + position) * g.channels + pack * V;
+  if (ChannelsLast) return (n * plane + position) * g.channels + pack * V;
   return (n * g.channels + pack) * plane + position;
 }
 
 // Splits a flat item index into (n, pack, d, h, w) over spatial sizes `sizes`, packs fastest
 // for channels_last and W fastest for channels_first (Note [pool kernel layout]).
-template <bool kLast, typename Index>
+template <bool ChannelsLast, typename Index>
 __device__ __forceinline__ void split(const Geometry<Index>& g, const int (&sizes)[3], Index item,
                                       Index& n, Index& pack, int& d, int& h, int& w) {
-  if (kLast) {
+  if (ChannelsLast) {
     pack = item % g.packs;
     item /= g.packs;
   }
@@ -148,7 +148,7 @@ __device__ __forceinline__ void split(const Geometry<Index>& g, const int (&size
   item /= sizes[1];
   d = static_cast<int>(item % sizes[0]);
   item /= sizes[0];
-  if (!kLast) {
+  if (!ChannelsLast) {
     pack = item % g.packs;
     item /= g.packs;
   }
@@ -157,8 +157,8 @@ __device__ __forceinline__ void split(const Geometry<Index>& g, const int (&size
 
 // The argmax of each lane over one window: the window-local index (row-major over the whole
 // window, padding positions included) of the first maximum, a NaN replacing any number.
-// kK > 0: a 1 x kK x kK window (Note [pool kernel 3x3]); 0: any window.
-template <int kK, typename T, int V, bool kLast, typename Index>
+// FixedK > 0: a 1 x FixedK x FixedK window (Note [pool kernel 3x3]); 0: any window.
+template <int FixedK, typename T, int V, bool ChannelsLast, typename Index>
 __device__ __forceinline__ void window_argmax(const Geometry<Index>& g, const T* __restrict__ src,
                                               Index n, Index pack, const Span& sd, const Span& sh,
                                               const Span& sw, float (&best)[V], int (&at)[V]) {
@@ -168,32 +168,32 @@ __device__ __forceinline__ void window_argmax(const Geometry<Index>& g, const T*
     at[v] = ((sd.begin - sd.start) * g.kernel[1] + (sh.begin - sh.start)) * g.kernel[2] +
             (sw.begin - sw.start);
   }
-  if constexpr (kK > 0) {
-    Pack<T, V> values[kK][kK];
-    bool inside[kK][kK];
+  if constexpr (FixedK > 0) {
+    Pack<T, V> values[FixedK][FixedK];
+    bool inside[FixedK][FixedK];
 #pragma unroll
-    for (int kh = 0; kh < kK; ++kh) {
+    for (int kh = 0; kh < FixedK; ++kh) {
 #pragma unroll
-      for (int kw = 0; kw < kK; ++kw) {
+      for (int kw = 0; kw < FixedK; ++kw) {
         const int h = sh.start + kh, w = sw.start + kw;
         inside[kh][kw] = h >= sh.begin && h < sh.end && w >= sw.begin && w < sw.end;
         if (inside[kh][kw]) {
           values[kh][kw] = *reinterpret_cast<const Pack<T, V>*>(
-              src + offset_of<kLast, V>(g, g.in, n, pack, sd.begin, h, w));
+              src + offset_of<ChannelsLast, V>(g, g.in, n, pack, sd.begin, h, w));
         }
       }
     }
 #pragma unroll
-    for (int kh = 0; kh < kK; ++kh) {
+    for (int kh = 0; kh < FixedK; ++kh) {
 #pragma unroll
-      for (int kw = 0; kw < kK; ++kw) {
+      for (int kw = 0; kw < FixedK; ++kw) {
         if (!inside[kh][kw]) continue;
 #pragma unroll
         for (int v = 0; v < V; ++v) {
           const float value = to_float(values[kh][kw].lane[v]);
           if (value > best[v] || isnan(value)) {
             best[v] = value;
-            at[v] = kh * kK + kw;
+            at[v] = kh * FixedK + kw;
           }
         }
       }
@@ -204,7 +204,7 @@ __device__ __forceinline__ void window_argmax(const Geometry<Index>& g, const T*
         const int row = ((d - sd.start) * g.kernel[1] + (h - sh.start)) * g.kernel[2] - sw.start;
         for (int w = sw.begin; w < sw.end; ++w) {
           const Pack<T, V> values = *reinterpret_cast<const Pack<T, V>*>(
-              src + offset_of<kLast, V>(g, g.in, n, pack, d, h, w));
+              src + offset_of<ChannelsLast, V>(g, g.in, n, pack, d, h, w));
 #pragma unroll
           for (int v = 0; v < V; ++v) {
             const float value = to_float(values.lane[v]);
@@ -219,9 +219,9 @@ __device__ __forceinline__ void window_argmax(const Geometry<Index>& g, const T*
   }
 }
 
-// Forward: one thread per output pack. kMax: dst = window max and, if `argmax` is set, the
+// Forward: one thread per output pack. IsMax: dst = window max and, if `argmax` is set, the
 // window-local argmax per element; otherwise the average of the mode.
-template <typename T, int V, bool kLast, bool kMax, int kK, typename Index>
+template <typename T, int V, bool ChannelsLast, bool IsMax, int FixedK, typename Index>
 __global__ void __launch_bounds__(block_threads)
     pool_fwd_kernel(Geometry<Index> g, const T* __restrict__ src, T* __restrict__ dst,
                     ArgIndex* __restrict__ argmax, Index items) {
@@ -230,14 +230,14 @@ __global__ void __launch_bounds__(block_threads)
        item += step) {
     Index n, pack;
     int od, oh, ow;
-    split<kLast>(g, g.out, item, n, pack, od, oh, ow);
+    split<ChannelsLast>(g, g.out, item, n, pack, od, oh, ow);
     const Span sd = window(g, 0, od), sh = window(g, 1, oh), sw = window(g, 2, ow);
-    const Index out_at = offset_of<kLast, V>(g, g.out, n, pack, od, oh, ow);
+    const Index out_at = offset_of<ChannelsLast, V>(g, g.out, n, pack, od, oh, ow);
     Pack<T, V> result;
-    if (kMax) {
+    if (IsMax) {
       float best[V];
       int at[V];
-      window_argmax<kK, T, V, kLast>(g, src, n, pack, sd, sh, sw, best, at);
+      window_argmax<FixedK, T, V, ChannelsLast>(g, src, n, pack, sd, sh, sw, best, at);
 #pragma unroll
       for (int v = 0; v < V; ++v) result.lane[v] = from_float<T>(best[v]);
       if (argmax != nullptr) {
@@ -254,7 +254,7 @@ __global__ void __launch_bounds__(block_threads)
         for (int h = sh.begin; h < sh.end; ++h) {
           for (int w = sw.begin; w < sw.end; ++w) {
             const Pack<T, V> values = *reinterpret_cast<const Pack<T, V>*>(
-                src + offset_of<kLast, V>(g, g.in, n, pack, d, h, w));
+                src + offset_of<ChannelsLast, V>(g, g.in, n, pack, d, h, w));
 #pragma unroll
             for (int v = 0; v < V; ++v) sum[v] += to_float(values.lane[v]);
           }
@@ -271,7 +271,7 @@ __global__ void __launch_bounds__(block_threads)
 // Backward: one thread per input pack, gathering from the windows it lies in
 // (Note [pool kernel backward]). `strategy` matters for max only: MaxBackward::argmax reads the
 // indices the forward kernel stored in `argmax`; rescan recomputes them from src.
-template <typename T, int V, bool kLast, typename Index>
+template <typename T, int V, bool ChannelsLast, typename Index>
 __global__ void __launch_bounds__(block_threads)
     pool_bwd_kernel(Geometry<Index> g, int strategy, const T* __restrict__ src,
                     const T* __restrict__ diff_dst, T* __restrict__ diff_src,
@@ -283,7 +283,7 @@ __global__ void __launch_bounds__(block_threads)
        item += step) {
     Index n, pack;
     int id, ih, iw;
-    split<kLast>(g, g.in, item, n, pack, id, ih, iw);
+    split<ChannelsLast>(g, g.in, item, n, pack, id, ih, iw);
     const Range rd = windows_of(g, 0, id), rh = windows_of(g, 1, ih), rw = windows_of(g, 2, iw);
     float sum[V];
 #pragma unroll
@@ -294,7 +294,7 @@ __global__ void __launch_bounds__(block_threads)
         const Span sh = window(g, 1, oh);
         for (int ow = rw.first; ow <= rw.last; ++ow) {
           const Span sw = window(g, 2, ow);
-          const Index out_at = offset_of<kLast, V>(g, g.out, n, pack, od, oh, ow);
+          const Index out_at = offset_of<ChannelsLast, V>(g, g.out, n, pack, od, oh, ow);
           if (!max_mode) {
             const Pack<T, V> grad = *reinterpret_cast<const Pack<T, V>*>(diff_dst + out_at);
             const float count = divisor(g, sd, sh, sw);
@@ -307,7 +307,7 @@ __global__ void __launch_bounds__(block_threads)
           int at[V];
           if (rescan) {
             float best[V];
-            window_argmax<0, T, V, kLast>(g, src, n, pack, sd, sh, sw, best, at);
+            window_argmax<0, T, V, ChannelsLast>(g, src, n, pack, sd, sh, sw, best, at);
           } else {
             const Pack<ArgIndex, V> indices =
                 *reinterpret_cast<const Pack<ArgIndex, V>*>(argmax + out_at);
@@ -329,8 +329,8 @@ __global__ void __launch_bounds__(block_threads)
     Pack<T, V> result;
 #pragma unroll
     for (int v = 0; v < V; ++v) result.lane[v] = from_float<T>(sum[v]);
-    *reinterpret_cast<Pack<T, V>*>(diff_src + offset_of<kLast, V>(g, g.in, n, pack, id, ih, iw)) =
-        result;
+    *reinterpret_cast<Pack<T, V>*>(
+        diff_src + offset_of<ChannelsLast, V>(g, g.in, n, pack, id, ih, iw)) = result;
   }
 }
 
@@ -383,7 +383,8 @@ int pack_width(const PoolShape& shape, std::initializer_list<const void*> pointe
   return wide;
 }
 
-// Calls launch.template run<V, kLast, Index>() for the shape's pack width, layout and index type.
+// Calls launch.template run<V, ChannelsLast, Index>() for the shape's pack width, layout and index
+// type.
 template <typename T, typename Launch>
 cudaError_t dispatch(const PoolShape& shape, int pack, const Launch& launch) {
   const std::int64_t elements = shape.batch * shape.channels *
@@ -412,7 +413,7 @@ struct FwdLaunch {
   ArgIndex* argmax;
   cudaStream_t stream;
 
-  template <int V, bool kLast, typename Index>
+  template <int V, bool ChannelsLast, typename Index>
   cudaError_t run() const {
     const Geometry<Index> g = geometry_of<Index>(shape, V);
     const std::int64_t items = shape.batch * shape.channels / V * spatial_count(shape.output);
@@ -420,18 +421,18 @@ struct FwdLaunch {
     auto* out = static_cast<T*>(dst);
     const int blocks = launch_blocks(items);
     if (shape.mode != PoolKernelMode::max) {
-      pool_fwd_kernel<T, V, kLast, false, 0, Index>
+      pool_fwd_kernel<T, V, ChannelsLast, false, 0, Index>
           <<<blocks, block_threads, 0, stream>>>(g, in, out, nullptr, static_cast<Index>(items));
       return cudaGetLastError();
     }
     if constexpr (V > 1) {
       if (shape.kernel[0] == 1 && shape.kernel[1] == 3 && shape.kernel[2] == 3) {
-        pool_fwd_kernel<T, V, kLast, true, 3, Index>
+        pool_fwd_kernel<T, V, ChannelsLast, true, 3, Index>
             <<<blocks, block_threads, 0, stream>>>(g, in, out, argmax, static_cast<Index>(items));
         return cudaGetLastError();
       }
     }
-    pool_fwd_kernel<T, V, kLast, true, 0, Index>
+    pool_fwd_kernel<T, V, ChannelsLast, true, 0, Index>
         <<<blocks, block_threads, 0, stream>>>(g, in, out, argmax, static_cast<Index>(items));
     return cudaGetLastError();
   }
@@ -447,11 +448,11 @@ struct BwdLaunch {
   const ArgIndex* argmax;
   cudaStream_t stream;
 
-  template <int V, bool kLast, typename Index>
+  template <int V, bool ChannelsLast, typename Index>
   cudaError_t run() const {
     const Geometry<Index> g = geometry_of<Index>(shape, V);
     const std::int64_t items = shape.batch * shape.channels / V * spatial_count(shape.input);
-    pool_bwd_kernel<T, V, kLast, Index><<<launch_blocks(items), block_threads, 0, stream>>>(
+    pool_bwd_kernel<T, V, ChannelsLast, Index><<<launch_blocks(items), block_threads, 0, stream>>>(
         g, static_cast<int>(strategy), static_cast<const T*>(src), static_cast<const T*>(diff_dst),
         static_cast<T*>(diff_src), argmax, static_cast<Index>(items));
     return cudaGetLastError();
