@@ -137,7 +137,7 @@ std::vector<double> ones_or(const BatchNormDesc& desc, const Tensor& scale) {
 // Collects the failures of several outputs into one result.
 class Verdict {
  public:
-  void check(::testing::AssertionResult result) {
+  void check(const ::testing::AssertionResult& result) {
     if (result) return;
     ok_ = false;
     message_ << result.message() << '\n';

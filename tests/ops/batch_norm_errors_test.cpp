@@ -82,7 +82,7 @@ Context reference_context() { return Context(BackendKind::reference); }
 // Runs a forward of `desc` after `edit` changed the call's tensors.
 std::function<void()> fwd_with(BatchNormDesc desc,
                                std::function<void(Tensors&, BatchNormTensors&)> edit) {
-  return [desc, edit] {
+  return [desc, edit = std::move(edit)] {
     Tensors t(desc);
     BatchNormTensors p = t.all();
     edit(t, p);
@@ -93,7 +93,7 @@ std::function<void()> fwd_with(BatchNormDesc desc,
 
 std::function<void()> bwd_with(
     BatchNormDesc desc, std::function<void(Tensors&, BatchNormTensors&, Tensor*&, Tensor*&)> edit) {
-  return [desc, edit] {
+  return [desc, edit = std::move(edit)] {
     Tensors t(desc);
     BatchNormTensors p = t.all();
     Tensor* diff_scale = &t.diff_scale;
@@ -106,7 +106,7 @@ std::function<void()> bwd_with(
 
 // A desc `edit` corrupted, through the op layer (batch_norm_list validates before any backend).
 std::function<void()> list_with(std::function<void(BatchNormDesc&)> edit) {
-  return [edit] {
+  return [edit = std::move(edit)] {
     BatchNormDesc desc = base_desc();
     edit(desc);
     Context context = reference_context();

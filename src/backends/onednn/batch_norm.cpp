@@ -404,7 +404,7 @@ class OneDnnPlan final : public BatchNormPlan {
       const memory::desc data = data_md(desc);
       const memory::desc stats = stat_md(desc);
       auto bind_arg = [&](int arg, const memory::desc& md) {
-        memories_.push_back(dnnl::memory(md, engine, DNNL_MEMORY_NONE));
+        memories_.emplace_back(dnnl::memory(md, engine, DNNL_MEMORY_NONE));
         args_.push_back({arg, memories_.back().get()});
         return memories_.size() - 1;
       };
@@ -568,7 +568,7 @@ class LoopPool {
  public:
   static LoopPool& instance() {
     // Never destroyed: its threads may still wait for work when the process exits.
-    static LoopPool* pool = new LoopPool(thread_count());
+    static auto* pool = new LoopPool(thread_count());
     return *pool;
   }
 
@@ -835,8 +835,8 @@ class Loops {
 
   // Saved and running statistics of statistic k after a training forward.
   void finish(std::int64_t k, double mean, double var) const {
-    const float mean32 = static_cast<float>(mean);
-    const float var32 = static_cast<float>(var);
+    const auto mean32 = static_cast<float>(mean);
+    const auto var32 = static_cast<float>(var);
     finish_training_fwd(desc_, stats_, &mean32, &var32, k, k + 1);
   }
 

@@ -51,7 +51,7 @@ ErrorContext context_of(const BatchNormDesc& desc, Direction direction) {
 
 // f64 -> f32 rounded to odd (Note [rounding once] in conv.cpp).
 float to_f32_round_to_odd(double value) {
-  const float nearest = static_cast<float>(value);
+  const auto nearest = static_cast<float>(value);
   if (static_cast<double>(nearest) == value || !std::isfinite(value)) return nearest;
   float truncated = nearest;
   if (std::abs(static_cast<double>(nearest)) > std::abs(value))
@@ -165,7 +165,7 @@ class DirectPlan final : public detail::OpPlan<detail::BatchNormArgs> {
       sum_dy_xhat[k] += dy[i] * (x[i] - mean[k]) * inv_std[k];
     });
     std::vector<double> dx(x.size());
-    const double count = static_cast<double>(view_.count());
+    const auto count = static_cast<double>(view_.count());
     if (desc_.training) {
       // The batch statistics depend on every x: the gradient of (x - mean(x)) / std(x).
       for_each([&](std::size_t k, std::size_t i) {
@@ -201,7 +201,7 @@ class DirectPlan final : public detail::OpPlan<detail::BatchNormArgs> {
   // Mean and biased variance of each statistic, in two passes (no cancellation).
   void batch_statistics(const std::vector<double>& x, std::vector<double>& mean,
                         std::vector<double>& var) const {
-    const double count = static_cast<double>(view_.count());
+    const auto count = static_cast<double>(view_.count());
     std::fill(mean.begin(), mean.end(), 0.0);
     std::fill(var.begin(), var.end(), 0.0);
     for_each([&](std::size_t k, std::size_t i) { mean[k] += x[i]; });
@@ -230,7 +230,7 @@ class DirectPlan final : public detail::OpPlan<detail::BatchNormArgs> {
     if (args.running_mean == nullptr) return;
     check_tensor(args.running_mean, "running_mean", params, DType::f32, context);
     check_tensor(args.running_var, "running_var", params, DType::f32, context);
-    const double count = static_cast<double>(view_.count());
+    const auto count = static_cast<double>(view_.count());
     const double m = desc_.momentum;
     std::vector<double> running_mean = load(*args.running_mean);
     std::vector<double> running_var = load(*args.running_var);
