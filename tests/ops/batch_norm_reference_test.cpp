@@ -109,6 +109,16 @@ TEST(BatchNormDesc, KeyHashAndReproNameEveryField) {
   EXPECT_EQ(printed.str(), base.key());
 }
 
+TEST(BatchNormDesc, SpatialOfBuildsAValidatedDesc) {
+  const BatchNormDesc desc =
+      BatchNormDesc::spatial_of({8, 4, 3}, false, DType::bf16, Layout::channels_last);
+  EXPECT_EQ(desc.mode, BatchNormMode::spatial);
+  EXPECT_FALSE(desc.training);
+  EXPECT_EQ(desc.dtype, DType::bf16);
+  EXPECT_EQ(desc.layout, Layout::channels_last);
+  EXPECT_THROW(BatchNormDesc::spatial_of({1, 4}), Error);  // training on one value per channel
+}
+
 TEST(BatchNormDesc, ModeNames) {
   EXPECT_EQ(parse_batch_norm_mode("spatial"), BatchNormMode::spatial);
   EXPECT_EQ(parse_batch_norm_mode("per_activation"), BatchNormMode::per_activation);
