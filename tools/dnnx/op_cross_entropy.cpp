@@ -41,8 +41,7 @@ void add_xent_options(CLI::App& command, XentArgs& args) {
       ->capture_default_str();
   command
       .add_option("--ignore-index", args.ignore_index,
-                  "label value of positions that contribute nothing (negative values: write "
-                  "--ignore-index=-1)")
+                  "label value of positions that contribute nothing (PyTorch's default -100)")
       ->type_name("INT")
       ->capture_default_str();
   command.add_flag("--weighted", args.weighted, "per-class f32 weights are given");

@@ -114,7 +114,10 @@ template <typename T>
     T* out = dx + p * classes;
     const float m = max[p - p0];
     const float f = scale[p - p0];
-    for (std::int64_t c = 0; c < classes; ++c) store(out, c, f * exp_nonpositive(load(row, c) - m));
+    std::int64_t c = 0;
+    for (; c + simd::lanes <= classes; c += simd::lanes)
+      simd::store_vec(out + c, f * simd::exp_vec(simd::load_vec(row + c) - m));
+    for (; c < classes; ++c) store(out, c, f * exp_nonpositive(load(row, c) - m));
   }
 }
 

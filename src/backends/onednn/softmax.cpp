@@ -35,6 +35,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
+#include <type_traits>
 #include <cstddef>
 #include <mutex>
 #include <set>
@@ -104,19 +106,64 @@ memory::desc transposed_md(const SoftmaxDesc& desc) {
 
 constexpr const char* kernel_id = "cpu:kernel";
 
+// An f32 softmax row: maximum, then exp(x - max) stored while summed, then scaled by 1 / sum.
+[[gnu::always_inline]] inline void forward_row_f32(const float* in, float* out,
+                                                   std::int64_t axis) {
+  using simd::Vec;
+  constexpr int lanes = simd::lanes;
+  Vec m = simd::splat(-std::numeric_limits<float>::infinity());
+  std::int64_t a = 0;
+  for (; a + lanes <= axis; a += lanes) {
+    const Vec v = simd::load_vec(in + a);
+    m = m < v ? v : m;
+  }
+  float max = simd::max_lanes(m);
+  for (; a < axis; ++a) max = max < in[a] ? in[a] : max;
+  Vec s = simd::splat(0.0f);
+  a = 0;
+  for (; a + lanes <= axis; a += lanes) {
+    const Vec e = simd::exp_vec(simd::load_vec(in + a) - max);
+    simd::store_vec(out + a, e);
+    s += e;
+  }
+  float sum = simd::sum_lanes(s);
+  for (; a < axis; ++a) {
+    const float e = simd::exp_nonpositive(in[a] - max);
+    out[a] = e;
+    sum += e;
+  }
+  const float inverse = 1.0f / sum;
+  a = 0;
+  for (; a + lanes <= axis; a += lanes) simd::store_vec(out + a, simd::load_vec(out + a) * inverse);
+  for (; a < axis; ++a) out[a] *= inverse;
+}
+
 template <typename T>
 [[gnu::always_inline]] inline void forward_rows_impl(const T* x, T* y, std::int64_t axis,
                                                      std::int64_t r0, std::int64_t r1, bool log) {
+  constexpr int lanes = simd::lanes;
   for (std::int64_t r = r0; r < r1; ++r) {
     const T* in = x + r * axis;
     T* out = y + r * axis;
+    if constexpr (std::is_same_v<T, float>) {
+      // f32 output holds exp(x - max) exactly as computed: one exp per element instead of two.
+      if (!log) {
+        forward_row_f32(in, out, axis);
+        continue;
+      }
+    }
     float max = 0, sum = 0;
     simd::row_max_sum(in, axis, max, sum);
+    std::int64_t a = 0;
     if (log) {
       const float shift = max + std::log(sum);
-      for (std::int64_t a = 0; a < axis; ++a) simd::store(out, a, simd::load(in, a) - shift);
+      for (; a + lanes <= axis; a += lanes)
+        simd::store_vec(out + a, simd::load_vec(in + a) - shift);
+      for (; a < axis; ++a) simd::store(out, a, simd::load(in, a) - shift);
     } else {
-      for (std::int64_t a = 0; a < axis; ++a)
+      for (; a + lanes <= axis; a += lanes)
+        simd::store_vec(out + a, simd::exp_vec(simd::load_vec(in + a) - max) / sum);
+      for (; a < axis; ++a)
         simd::store(out, a, simd::exp_nonpositive(simd::load(in, a) - max) / sum);
     }
   }
@@ -152,22 +199,27 @@ template <typename T>
 [[gnu::always_inline]] inline void backward_rows_impl(const T* y, const T* dy, T* dx,
                                                       std::int64_t axis, std::int64_t r0,
                                                       std::int64_t r1, bool log) {
+  using simd::Vec;
+  constexpr int lanes = simd::lanes;
   for (std::int64_t r = r0; r < r1; ++r) {
     const T* yr = y + r * axis;
     const T* dyr = dy + r * axis;
     T* dxr = dx + r * axis;
-    float partial[simd::lanes] = {};
+    Vec partial = simd::splat(0.0f);
     std::int64_t a = 0;
-    for (; a + simd::lanes <= axis; a += simd::lanes) {
-      for (int j = 0; j < simd::lanes; ++j) {
-        const float g = simd::load(dyr, a + j);
-        partial[j] += log ? g : g * simd::load(yr, a + j);
-      }
+    for (; a + lanes <= axis; a += lanes) {
+      const Vec g = simd::load_vec(dyr + a);
+      partial += log ? g : g * simd::load_vec(yr + a);
     }
-    float sum = 0;
-    for (int j = 0; j < simd::lanes; ++j) sum += partial[j];
+    float sum = simd::sum_lanes(partial);
     for (; a < axis; ++a) sum += log ? simd::load(dyr, a) : simd::load(dyr, a) * simd::load(yr, a);
-    for (a = 0; a < axis; ++a) {
+    a = 0;
+    for (; a + lanes <= axis; a += lanes) {
+      const Vec v = simd::load_vec(yr + a);
+      const Vec g = simd::load_vec(dyr + a);
+      simd::store_vec(dxr + a, log ? g - simd::exp_vec(v) * sum : v * (g - sum));
+    }
+    for (; a < axis; ++a) {
       const float v = simd::load(yr, a);
       const float g = simd::load(dyr, a);
       simd::store(dxr, a, log ? g - simd::exp_nonpositive(v) * sum : v * (g - sum));

@@ -7,17 +7,24 @@
 // The build targets baseline x86-64 (SSE2). Plain loops over these always-inline functions are
 // compiled, in each entry point marked DNNX_SIMD_CLONES, once per target_clones variant: AVX-512
 // (x86-64-v4), AVX2 + F16C + FMA (x86-64-v3) and the baseline; the dynamic loader picks the
-// variant for the running CPU. Reductions keep 16 partial results (`lanes`) combined in a fixed
-// order, so the compiler vectorizes them without reassociating anything, and the results are the
-// same run to run (dnnx builds with strict ISO C++, hence without FMA contraction).
+// variant for the running CPU. Rows are processed 16 elements at a time in GCC/Clang vector types
+// (`Vec`, lowered to one AVX-512, two AVX2 or four SSE registers), so reductions keep 16 partial
+// results combined in a fixed order and nothing depends on the compiler's auto-vectorizer. The
+// variants may differ in the last bit (AVX2 and AVX-512 contract multiply-adds into FMAs), but a
+// machine always runs the same variant, so results are bitwise reproducible run to run.
 
 #include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <thread>
 #include <vector>
+
+// The 64-byte vector helpers below are always inlined, so the ABI note GCC attaches to passing
+// them by value in the baseline variant does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
 
 #define DNNX_SIMD_CLONES \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
@@ -70,6 +77,75 @@ struct Bf16 {
   p[k].bits = static_cast<std::uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
 }
 
+/// 16 floats (Note [simd clones]) and the integer vectors of the same shape.
+using Vec = float __attribute__((vector_size(64)));
+using VecI = std::int32_t __attribute__((vector_size(64)));
+using VecU = std::uint32_t __attribute__((vector_size(64)));
+using VecH = _Float16 __attribute__((vector_size(32)));
+using VecS = std::uint16_t __attribute__((vector_size(32)));
+
+[[gnu::always_inline]] inline Vec splat(float v) { return Vec{} + v; }
+
+[[gnu::always_inline]] inline Vec load_vec(const float* p) {
+  Vec v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+[[gnu::always_inline]] inline Vec load_vec(const _Float16* p) {
+  VecH h;
+  std::memcpy(&h, p, sizeof h);
+  return __builtin_convertvector(h, Vec);
+}
+[[gnu::always_inline]] inline Vec load_vec(const Bf16* p) {
+  VecS bits;
+  std::memcpy(&bits, p, sizeof bits);
+  return reinterpret_cast<Vec>(__builtin_convertvector(bits, VecU) << 16);
+}
+[[gnu::always_inline]] inline void store_vec(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
+[[gnu::always_inline]] inline void store_vec(_Float16* p, Vec v) {
+  const VecH h = __builtin_convertvector(v, VecH);
+  std::memcpy(p, &h, sizeof h);
+}
+[[gnu::always_inline]] inline void store_vec(Bf16* p, Vec v) {
+  // store(Bf16*) on 16 lanes: round to nearest even, NaN stays NaN.
+  const VecU bits = reinterpret_cast<VecU>(v);
+  const VecU rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  const VecU nan = (bits >> 16) | 0x40u;
+  const VecU chosen = (bits & 0x7fffffffu) > 0x7f800000u ? nan : rounded;
+  const VecS narrow = __builtin_convertvector(chosen, VecS);
+  std::memcpy(p, &narrow, sizeof narrow);
+}
+
+/// exp_nonpositive on 16 lanes.
+[[gnu::always_inline]] inline Vec exp_vec(Vec x) {
+  x = x < splat(-87.0f) ? splat(-87.0f) : x;
+  x = x > splat(0.0f) ? splat(0.0f) : x;
+  const Vec n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  Vec r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  Vec p = splat(1.9875691500e-4f);
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const VecI exponent = (__builtin_convertvector(n, VecI) + 127) << 23;
+  return p * reinterpret_cast<Vec>(exponent);
+}
+
+/// The largest lane (NaN lanes skipped) and the sum of the lanes, in lane order.
+[[gnu::always_inline]] inline float max_lanes(Vec v) {
+  float max = -std::numeric_limits<float>::infinity();
+  for (int j = 0; j < 16; ++j) max = max < v[j] ? v[j] : max;
+  return max;
+}
+[[gnu::always_inline]] inline float sum_lanes(Vec v) {
+  float sum = 0;
+  for (int j = 0; j < 16; ++j) sum += v[j];
+  return sum;
+}
+
 /// Partial results a reduction keeps (Note [simd clones]).
 inline constexpr int lanes = 16;
 /// Positions a column kernel handles at once (its per-position state lives on the stack).
@@ -80,28 +156,21 @@ inline constexpr std::int64_t column_block = 64;
 template <typename T>
 [[gnu::always_inline]] inline void row_max_sum(const T* row, std::int64_t n, float& max_out,
                                                float& sum_out) {
-  float m[lanes];
-  for (int j = 0; j < lanes; ++j) m[j] = -std::numeric_limits<float>::infinity();
+  Vec m = splat(-std::numeric_limits<float>::infinity());
   std::int64_t c = 0;
   for (; c + lanes <= n; c += lanes) {
-    for (int j = 0; j < lanes; ++j) {
-      const float v = load(row, c + j);
-      m[j] = m[j] < v ? v : m[j];
-    }
+    const Vec v = load_vec(row + c);
+    m = m < v ? v : m;
   }
-  float max = -std::numeric_limits<float>::infinity();
-  for (int j = 0; j < lanes; ++j) max = max < m[j] ? m[j] : max;
+  float max = max_lanes(m);
   for (; c < n; ++c) {
     const float v = load(row, c);
     max = max < v ? v : max;
   }
-  float s[lanes] = {};
+  Vec s = splat(0.0f);
   c = 0;
-  for (; c + lanes <= n; c += lanes) {
-    for (int j = 0; j < lanes; ++j) s[j] += exp_nonpositive(load(row, c + j) - max);
-  }
-  float sum = 0;
-  for (int j = 0; j < lanes; ++j) sum += s[j];
+  for (; c + lanes <= n; c += lanes) s += exp_vec(load_vec(row + c) - max);
+  float sum = sum_lanes(s);
   for (; c < n; ++c) sum += exp_nonpositive(load(row, c) - max);
   max_out = max;
   sum_out = sum;
