@@ -11,7 +11,9 @@
 // (batch-norm's diff_scale / diff_shift come out of the same backward pass).
 
 #include <dnnx/algo.hpp>
+#include <dnnx/error.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -87,6 +89,79 @@ class PlanCache {
  private:
   std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<Plan>> plans_;
+};
+
+/// An OpBackend whose candidates for a (desc, direction) are worked out once, as `Candidate`s
+/// (anything with an `AlgoInfo info` member plus what building its plan needs), and kept. list()
+/// returns their infos; plan(id) finds the candidate, rejects an id that is not one
+/// (InvalidArgument listing the valid ids) or an unsupported one (Unsupported with its reason), and
+/// builds its plan once (PlanCache). Thread-safe.
+template <typename Desc, typename Args, typename Candidate>
+class ListedOpBackend : public OpBackend<Desc, Args> {
+ public:
+  std::vector<AlgoInfo> list(const Desc& desc, Direction direction) override {
+    desc.validate();
+    std::lock_guard lock(mutex_);
+    std::vector<AlgoInfo> infos;
+    for (const Candidate& candidate : candidates_locked(desc, direction))
+      infos.push_back(candidate.info);
+    return infos;
+  }
+
+  std::shared_ptr<OpPlan<Args>> plan(const Desc& desc, Direction direction,
+                                     const std::string& id) override {
+    desc.validate();
+    return plans_.get_or_build(desc, direction, id, [&] {
+      Candidate candidate;
+      {
+        std::lock_guard lock(mutex_);
+        const std::vector<Candidate>& candidates = candidates_locked(desc, direction);
+        const auto found = std::find_if(candidates.begin(), candidates.end(),
+                                         [&](const Candidate& c) { return c.info.id == id; });
+        if (found == candidates.end()) {
+          std::string valid;
+          for (const Candidate& c : candidates) {
+            if (!c.info.supported) continue;
+            valid += (valid.empty() ? "" : ", ") + c.info.id;
+          }
+          throw Error(ErrorKind::InvalidArgument,
+                      "algorithm id '" + id + "' is not a candidate for this " + op_name() +
+                          " " + std::string(to_string(direction)) +
+                          "; valid ids: " + (valid.empty() ? "(none)" : valid),
+                      error_context(desc, direction, id));
+        }
+        if (!found->info.supported)
+          throw Error(ErrorKind::Unsupported, found->info.reason,
+                      error_context(desc, direction, id));
+        candidate = *found;
+      }
+      return build(desc, direction, candidate);
+    });
+  }
+
+ protected:
+  /// The op's name in messages ("pool", "act", ...).
+  virtual std::string op_name() const = 0;
+  /// Every candidate of (desc, direction) in priority order; called once per key.
+  virtual std::vector<Candidate> enumerate(const Desc& desc, Direction direction) = 0;
+  /// The plan of a supported candidate.
+  virtual std::shared_ptr<OpPlan<Args>> build(const Desc& desc, Direction direction,
+                                              const Candidate& candidate) = 0;
+  /// The context of errors about (desc, direction, id): backend, implementation, repro.
+  virtual ErrorContext error_context(const Desc& desc, Direction direction,
+                                     const std::string& id) const = 0;
+
+ private:
+  const std::vector<Candidate>& candidates_locked(const Desc& desc, Direction direction) {
+    const std::string key = desc.key() + " | " + std::string(to_string(direction));
+    auto found = lists_.find(key);
+    if (found == lists_.end()) found = lists_.emplace(key, enumerate(desc, direction)).first;
+    return found->second;
+  }
+
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::vector<Candidate>> lists_;
+  PlanCache<Desc, Args> plans_;
 };
 
 }  // namespace dnnx::detail
