@@ -121,7 +121,7 @@ int run(const fs::path& dir) {
   } else if (op == "add") {
     run_add(dir, json);
   } else {
-    throw std::runtime_error("case.json: 'op' must be \"act\" or \"add\", got \"" + op + "\"");
+    throw std::runtime_error("case.json: 'op' must be 'act' or 'add', got '" + op + "'");
   }
   return 0;
 }

@@ -353,6 +353,7 @@ class CudnnActivation final : public detail::ActivationBackend {
               std::find_if(list.begin(), list.end(), [&](const AlgoInfo& a) { return a.id == id; });
           if (found == list.end()) {
             std::vector<std::string> ids;
+            ids.reserve(list.size());
             for (const AlgoInfo& a : list) ids.push_back(a.id);
             detail::raise(
                 ErrorKind::InvalidArgument,

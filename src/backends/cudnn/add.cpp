@@ -419,6 +419,7 @@ class CudnnAdd final : public detail::AddBackend {
                                             [&](const AlgoInfo& a) { return a.id == id; });
             if (found == list.end()) {
               std::vector<std::string> ids;
+              ids.reserve(list.size());
               for (const AlgoInfo& a : list) ids.push_back(a.id);
               detail::raise(
                   ErrorKind::InvalidArgument,

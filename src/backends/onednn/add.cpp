@@ -155,9 +155,8 @@ MatmulShape matmul_shape(const AddDesc& desc) {
   const memory::data_type f32 = memory::data_type::f32;
   std::string pattern;
   for (const auto& [size, reduced] : groups) pattern += reduced ? 'R' : 'K';
-  const auto md = [](memory::dims dims, memory::data_type type, memory::dims strides) {
-    return memory::desc(dims, type, strides);
-  };
+  const auto md = [](const memory::dims& dims, memory::data_type type,
+                     const memory::dims& strides) { return memory::desc(dims, type, strides); };
   if (pattern == "R") {
     const std::int64_t r = groups[0].first;
     m.a = md({1, r}, t, {r, 1});

@@ -56,7 +56,7 @@ AlgoInfo direct_info(const ActivationDesc& desc, Direction direction) {
 // f64 -> f32 rounded to odd: with the final f32 -> f16/bf16 rounding to nearest even, the f64 value
 // is rounded once (Note [rounding once] in conv.cpp).
 float round_to_odd(double value) {
-  const float nearest = static_cast<float>(value);
+  const auto nearest = static_cast<float>(value);
   if (static_cast<double>(nearest) == value || std::isnan(value)) return nearest;
   float truncated = nearest;
   if (std::abs(static_cast<double>(nearest)) > std::abs(value))

@@ -40,7 +40,7 @@ AlgoInfo direct_info() {
 
 // f64 -> f32 rounded to odd (Note [rounding once] in conv.cpp).
 float round_to_odd(double value) {
-  const float nearest = static_cast<float>(value);
+  const auto nearest = static_cast<float>(value);
   if (static_cast<double>(nearest) == value || std::isnan(value)) return nearest;
   float truncated = nearest;
   if (std::abs(static_cast<double>(nearest)) > std::abs(value))
