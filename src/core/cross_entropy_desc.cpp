@@ -34,9 +34,9 @@ Reduction parse_reduction(std::string_view text) {
 
 void CrossEntropyDesc::validate() const {
   detail::validate_nc_dims(dims, "logits dims");
-  DNNX_CHECK_ARG(reduction == Reduction::none || reduction == Reduction::mean ||
-                     reduction == Reduction::sum,
-                 "reduction must be none, mean or sum, got value ", static_cast<int>(reduction));
+  DNNX_CHECK_ARG(
+      reduction == Reduction::none || reduction == Reduction::mean || reduction == Reduction::sum,
+      "reduction must be none, mean or sum, got value ", static_cast<int>(reduction));
   DNNX_CHECK_ARG(label_dtype == DType::i32 || label_dtype == DType::i64,
                  "label_dtype must be i32 or i64 (class indices), got ", to_string(label_dtype));
   DNNX_CHECK_ARG(is_floating(dtype), "dtype (of logits and loss) must be f32, f16 or bf16, got ",
@@ -54,8 +54,8 @@ Dims CrossEntropyDesc::labels_dims() const {
   std::array<std::int64_t, 4> values{};
   values[0] = dims[0];
   for (int i = 2; i < dims.rank(); ++i) values[static_cast<std::size_t>(i - 1)] = dims[i];
-  return Dims(std::span<const std::int64_t>(values.data(),
-                                            static_cast<std::size_t>(dims.rank() - 1)));
+  return Dims(
+      std::span<const std::int64_t>(values.data(), static_cast<std::size_t>(dims.rank() - 1)));
 }
 
 Dims CrossEntropyDesc::loss_dims() const {
@@ -128,8 +128,8 @@ std::string label_position(const Dims& labels_dims, std::int64_t position) {
 
 std::string bad_label_message(const CrossEntropyDesc& desc, std::int64_t position,
                               std::int64_t label) {
-  return cat(label_position(desc.labels_dims(), position), " (position ", position, ") is ",
-             label, "; accepted: a class in [0, ", desc.classes(), ") or ignore_index (",
+  return cat(label_position(desc.labels_dims(), position), " (position ", position, ") is ", label,
+             "; accepted: a class in [0, ", desc.classes(), ") or ignore_index (",
              desc.ignore_index, ")");
 }
 

@@ -31,8 +31,8 @@ SoftmaxMode parse_softmax_mode(std::string_view text) {
 namespace detail {
 
 void validate_nc_dims(const Dims& dims, const char* field) {
-  DNNX_CHECK_ARG(dims.rank() >= 2 && dims.rank() <= 5, field, " ", dims, " have rank ",
-                 dims.rank(), "; accepted: rank 2 to 5 (N, C and 0 to 3 spatial dims)");
+  DNNX_CHECK_ARG(dims.rank() >= 2 && dims.rank() <= 5, field, " ", dims, " have rank ", dims.rank(),
+                 "; accepted: rank 2 to 5 (N, C and 0 to 3 spatial dims)");
   // Note [size limits] (conv_desc.cpp): every derived count must fit in 64 bits.
   constexpr std::int64_t max_size = std::int64_t{1} << 31;
   std::int64_t count = 1;
@@ -66,8 +66,8 @@ std::int64_t SoftmaxDesc::groups() const { return dims.product() / axis_size(); 
 std::string SoftmaxDesc::repro(Direction direction) const {
   // An invalid desc must still print (it is the context of the error that rejects it).
   std::ostringstream out;
-  out << "dnnx profile softmax --input " << (dims.rank() > 0 ? dims.to_string() : "?")
-      << " --mode " << to_string(mode);
+  out << "dnnx profile softmax --input " << (dims.rank() > 0 ? dims.to_string() : "?") << " --mode "
+      << to_string(mode);
   if (log) out << " --log";
   out << " --dtype " << to_string(dtype) << " --layout " << to_string(layout) << " --direction "
       << (direction == Direction::bwd_data ? "bwd" : to_string(direction));
@@ -76,8 +76,8 @@ std::string SoftmaxDesc::repro(Direction direction) const {
 
 std::string SoftmaxDesc::key() const {
   std::ostringstream out;
-  out << "softmax in=" << dims.to_string() << " mode=" << to_string(mode)
-      << (log ? " log" : " exp") << ' ' << to_string(dtype) << ' ' << to_string(layout);
+  out << "softmax in=" << dims.to_string() << " mode=" << to_string(mode) << (log ? " log" : " exp")
+      << ' ' << to_string(dtype) << ' ' << to_string(layout);
   return out.str();
 }
 

@@ -34,9 +34,8 @@ void check_tensor(const Context& context, const char* role, const Tensor* tensor
                  tensor->strides(), " are not dense ",
                  row_major ? std::string_view("row-major") : to_string(layout),
                  " (expected strides ", dense_strides(expected, layout), ")");
-  DNNX_CHECK_ARG(tensor->device() == context.device(), role, " is on ",
-                 to_string(tensor->device()), " but the context runs on ",
-                 to_string(context.device()));
+  DNNX_CHECK_ARG(tensor->device() == context.device(), role, " is on ", to_string(tensor->device()),
+                 " but the context runs on ", to_string(context.device()));
 }
 
 void check_no_alias(const char* out_role, const Tensor& out, const char* in_role,
@@ -121,8 +120,8 @@ struct CrossEntropyOp {
                                         Layout::channels_first, 0.5f, 1.5f, 4);
     }
     if (direction == Direction::fwd) {
-      s.loss = Tensor::empty(desc.loss_dims(), desc.dtype, Layout::channels_first,
-                             context.allocator());
+      s.loss =
+          Tensor::empty(desc.loss_dims(), desc.dtype, Layout::channels_first, context.allocator());
     } else {
       s.diff_loss = detail::random_tensor(context, desc.loss_dims(), desc.dtype,
                                           Layout::channels_first, 0.5f, 1.0f, 5);
@@ -149,8 +148,8 @@ struct CrossEntropyOp {
       }
     }
     if (context.device() == Device::cpu()) return host;
-    Tensor device = Tensor::empty(dims, desc.label_dtype, Layout::channels_first,
-                                  context.allocator());
+    Tensor device =
+        Tensor::empty(dims, desc.label_dtype, Layout::channels_first, context.allocator());
     copy(host, device);
     return device;
   }

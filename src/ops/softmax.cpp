@@ -28,9 +28,8 @@ void check_tensor(const Context& context, const SoftmaxDesc& desc, const char* r
   DNNX_CHECK_ARG(tensor->is_dense(desc.layout), "layout mismatch: ", role, " strides ",
                  tensor->strides(), " are not dense ", to_string(desc.layout),
                  " (expected strides ", dense_strides(desc.dims, desc.layout), ")");
-  DNNX_CHECK_ARG(tensor->device() == context.device(), role, " is on ",
-                 to_string(tensor->device()), " but the context runs on ",
-                 to_string(context.device()));
+  DNNX_CHECK_ARG(tensor->device() == context.device(), role, " is on ", to_string(tensor->device()),
+                 " but the context runs on ", to_string(context.device()));
 }
 
 void check_no_alias(const char* out_role, const Tensor& out, const char* in_role,
@@ -141,8 +140,7 @@ std::shared_ptr<const Choice> softmax_bwd(Context& context, const SoftmaxDesc& d
   return Dispatch::run(context, desc, Direction::bwd_data, args);
 }
 
-std::vector<AlgoInfo> softmax_list(Context& context, const SoftmaxDesc& desc,
-                                   Direction direction) {
+std::vector<AlgoInfo> softmax_list(Context& context, const SoftmaxDesc& desc, Direction direction) {
   return Dispatch::list(context, desc, direction);
 }
 

@@ -60,8 +60,8 @@ test::XentRun run_gpu(Context& context, const CrossEntropyDesc& desc, Direction 
                       const DeviceInputs& in) {
   test::XentRun run;
   if (direction == Direction::fwd) {
-    Tensor loss = to_device(test::nan_tensor(desc.loss_dims(), desc.dtype, Layout::channels_first),
-                            context);
+    Tensor loss =
+        to_device(test::nan_tensor(desc.loss_dims(), desc.dtype, Layout::channels_first), context);
     run.choice = cross_entropy_fwd(context, desc, in.logits, in.labels, in.weights_or_null(), loss);
     run.output = to_host(loss);
   } else {
@@ -139,8 +139,8 @@ TEST_P(CudnnXentParity, Backward) { check(Direction::bwd_data); }
 
 INSTANTIATE_TEST_SUITE_P(Table, CudnnXentParity, ::testing::ValuesIn(params()),
                          [](const ::testing::TestParamInfo<Param>& info) {
-                           std::string name = info.param.c.name + "_" +
-                                              std::string(to_string(info.param.dtype));
+                           std::string name =
+                               info.param.c.name + "_" + std::string(to_string(info.param.dtype));
                            for (char& ch : name)
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return name;
@@ -181,8 +181,10 @@ TEST(CudnnXent, DeferredLabelCheck) {
             test::xent_context_for(BackendKind::cudnn, direction, AlgoPolicy::fixed(algo.id));
         test::XentInputs host;
         host.logits = test::random_tensor(desc.dims, desc.dtype, desc.layout, 3);
-        host.diff_loss = test::random_tensor(desc.loss_dims(), desc.dtype, Layout::channels_first, 4);
-        host.labels = test::labels_tensor(desc.labels_dims(), desc.label_dtype, {0, 1, 2, 4, 7, -3});
+        host.diff_loss =
+            test::random_tensor(desc.loss_dims(), desc.dtype, Layout::channels_first, 4);
+        host.labels =
+            test::labels_tensor(desc.labels_dims(), desc.label_dtype, {0, 1, 2, 4, 7, -3});
         const DeviceInputs bad = upload(host, context);
         host.labels = test::labels_tensor(desc.labels_dims(), desc.label_dtype, {0, 1, 2, 4, 3, 2});
         const DeviceInputs good = upload(host, context);
@@ -203,8 +205,8 @@ TEST(CudnnXent, DeferredLabelCheck) {
           ADD_FAILURE() << "the bad label of the previous call was not reported";
         } catch (const Error& error) {
           EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument) << error.what();
-          EXPECT_TRUE(std::regex_search(error.message(),
-                                        std::regex("labels\\[n=1, h=1, w=0\\] \\(position 4\\) is 7")))
+          EXPECT_TRUE(std::regex_search(
+              error.message(), std::regex("labels\\[n=1, h=1, w=0\\] \\(position 4\\) is 7")))
               << error.message();
           EXPECT_NE(error.message().find("earlier call"), std::string::npos) << error.message();
         }
@@ -231,11 +233,11 @@ TEST(CudnnXent, RepeatedCallsDoNotAllocate) {
       Context context =
           test::xent_context_for(BackendKind::cudnn, direction, AlgoPolicy::fixed(algo.id));
       const DeviceInputs in = upload(host, context);
-      Tensor out = direction == Direction::fwd
-                       ? Tensor::empty(c.desc.loss_dims(), c.desc.dtype, Layout::channels_first,
-                                       context.allocator())
-                       : Tensor::empty(c.desc.dims, c.desc.dtype, c.desc.layout,
-                                       context.allocator());
+      Tensor out =
+          direction == Direction::fwd
+              ? Tensor::empty(c.desc.loss_dims(), c.desc.dtype, Layout::channels_first,
+                              context.allocator())
+              : Tensor::empty(c.desc.dims, c.desc.dtype, c.desc.layout, context.allocator());
       auto call = [&] {
         if (direction == Direction::fwd) {
           cross_entropy_fwd(context, c.desc, in.logits, in.labels, nullptr, out);
@@ -262,8 +264,8 @@ TEST(CudnnXent, ProfileBenchmarkShapes) {
       CrossEntropyDesc desc;
       desc.dims = Dims{64, 1000};
       desc.dtype = dtype;
-      Context context = test::xent_context_for(BackendKind::cudnn, direction,
-                                               AlgoPolicy::heuristic());
+      Context context =
+          test::xent_context_for(BackendKind::cudnn, direction, AlgoPolicy::heuristic());
       const ProfileResult result = cross_entropy_profile(context, desc, direction);
       std::cout << result.table();
       ASSERT_EQ(result.rows.size(), 2u);

@@ -121,8 +121,8 @@ class CudnnSoftmaxParity : public ::testing::TestWithParam<Param> {
       ASSERT_EQ(first.choice->algo.id, algo.id) << where;
       ASSERT_TRUE(test::all_finite(first.output, "output", where));
       EXPECT_TRUE(test::close_within_scale(first.output.to_f32(), expected.to_f32(), scale,
-                                           desc.dims, test::softmax_tolerance(desc.dtype),
-                                           "output", where));
+                                           desc.dims, test::softmax_tolerance(desc.dtype), "output",
+                                           where));
       if (algo.deterministic) {
         const test::SoftmaxRun second = run_gpu(context, desc, direction, input, diff);
         EXPECT_TRUE(test::bitwise_equal(first.output, second.output, "output of two runs", where));
@@ -138,8 +138,8 @@ TEST_P(CudnnSoftmaxParity, Backward) { check(Direction::bwd_data); }
 
 INSTANTIATE_TEST_SUITE_P(Table, CudnnSoftmaxParity, ::testing::ValuesIn(params()),
                          [](const ::testing::TestParamInfo<Param>& info) {
-                           std::string name = info.param.c.name + "_" +
-                                              std::string(to_string(info.param.dtype));
+                           std::string name =
+                               info.param.c.name + "_" + std::string(to_string(info.param.dtype));
                            for (char& ch : name)
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return name;
@@ -180,11 +180,11 @@ TEST(CudnnSoftmax, FastOverflowsAccurateDoesNot) {
   DNNX_REQUIRE_GPU();
   SoftmaxDesc desc;
   desc.dims = Dims{2, 8};
-  const Tensor src = test::tensor_from(desc.dims, desc.dtype, desc.layout,
-                                       std::vector<float>(16, 1e4f));
+  const Tensor src =
+      test::tensor_from(desc.dims, desc.dtype, desc.layout, std::vector<float>(16, 1e4f));
   for (const char* id : {"cudnn:kernel:softmax", "cudnn:legacy:softmax:accurate"}) {
-    Context context = test::softmax_context_for(BackendKind::cudnn, Direction::fwd,
-                                                AlgoPolicy::fixed(id));
+    Context context =
+        test::softmax_context_for(BackendKind::cudnn, Direction::fwd, AlgoPolicy::fixed(id));
     const auto run = run_gpu(context, desc, Direction::fwd, src);
     for (float v : run.output.to_f32()) EXPECT_FLOAT_EQ(v, 0.125f) << id;
   }
@@ -207,8 +207,8 @@ TEST(CudnnSoftmax, InPlaceEveryCandidate) {
     Context lister(BackendKind::cudnn);
     for (const AlgoInfo& algo : softmax_list(lister, desc, Direction::fwd)) {
       if (!algo.supported) continue;
-      Context context = test::softmax_context_for(BackendKind::cudnn, Direction::fwd,
-                                                  AlgoPolicy::fixed(algo.id));
+      Context context =
+          test::softmax_context_for(BackendKind::cudnn, Direction::fwd, AlgoPolicy::fixed(algo.id));
       const Tensor out_of_place = run_gpu(context, desc, Direction::fwd, src).output;
       // Twice in place on fresh data: the first call primes, the second may replay a graph.
       for (int call = 0; call < 2; ++call) {
@@ -232,8 +232,8 @@ TEST(CudnnSoftmax, RepeatedCallsReplayWithoutAllocating) {
   const Tensor host = test::random_tensor(desc.dims, desc.dtype, desc.layout, 5);
   Context lister(BackendKind::cudnn);
   for (const AlgoInfo& algo : softmax_list(lister, desc, Direction::fwd)) {
-    Context context = test::softmax_context_for(BackendKind::cudnn, Direction::fwd,
-                                                AlgoPolicy::fixed(algo.id));
+    Context context =
+        test::softmax_context_for(BackendKind::cudnn, Direction::fwd, AlgoPolicy::fixed(algo.id));
     const Tensor src = to_device(host, context);
     Tensor dst = Tensor::empty(desc.dims, desc.dtype, desc.layout, context.allocator());
     softmax_fwd(context, desc, src, dst);
@@ -256,8 +256,8 @@ TEST(CudnnSoftmax, ProfileBenchmarkShapes) {
       SoftmaxDesc desc;
       desc.dims = Dims{64, 1000};
       desc.dtype = dtype;
-      Context context = test::softmax_context_for(BackendKind::cudnn, direction,
-                                                  AlgoPolicy::heuristic());
+      Context context =
+          test::softmax_context_for(BackendKind::cudnn, direction, AlgoPolicy::heuristic());
       const ProfileResult result = softmax_profile(context, desc, direction);
       std::cout << result.table();
       ASSERT_FALSE(result.rows.empty());

@@ -1,11 +1,11 @@
 // The cross-entropy call path through the public API: listing, the policies (heuristic, fixed,
 // exhaustive, DNNX_XENT_*_ALGO), profiles with valid scratch labels, desc shapes and printing.
 
-#include "ops/cross_entropy_cases.hpp"
-#include "support/compare.hpp"
-
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/cross_entropy.hpp>
+
+#include "ops/cross_entropy_cases.hpp"
+#include "support/compare.hpp"
 
 #include <gtest/gtest.h>
 

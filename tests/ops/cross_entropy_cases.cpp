@@ -110,16 +110,16 @@ std::vector<std::int64_t> labels_of(const Tensor& labels) {
 XentInputs xent_inputs(const XentCase& c, const CrossEntropyDesc& desc) {
   XentInputs inputs;
   const auto count = static_cast<std::size_t>(desc.dims.product());
-  inputs.logits = tensor_from(desc.dims, desc.dtype, desc.layout,
-                              random_uniform(count, seed_from(c.name + "/logits"), -c.magnitude,
-                                             c.magnitude));
+  inputs.logits =
+      tensor_from(desc.dims, desc.dtype, desc.layout,
+                  random_uniform(count, seed_from(c.name + "/logits"), -c.magnitude, c.magnitude));
   const auto positions = static_cast<std::size_t>(desc.positions());
   const std::vector<float> pick = random_uniform(positions, seed_from(c.name + "/labels"));
   const std::vector<float> ignore = random_uniform(positions, seed_from(c.name + "/ignore"), 0, 1);
   std::vector<std::int64_t> labels(positions);
   for (std::size_t p = 0; p < positions; ++p) {
-    const auto label = static_cast<std::int64_t>((pick[p] + 1.0f) / 2.0f *
-                                                 static_cast<float>(desc.classes()));
+    const auto label =
+        static_cast<std::int64_t>((pick[p] + 1.0f) / 2.0f * static_cast<float>(desc.classes()));
     labels[p] = ignore[p] < c.ignored ? desc.ignore_index
                                       : std::clamp<std::int64_t>(label, 0, desc.classes() - 1);
   }
@@ -129,10 +129,10 @@ XentInputs xent_inputs(const XentCase& c, const CrossEntropyDesc& desc) {
                                  random_uniform(static_cast<std::size_t>(desc.classes()),
                                                 seed_from(c.name + "/weights"), 0.25f, 2.0f));
   }
-  inputs.diff_loss = tensor_from(
-      desc.loss_dims(), desc.dtype, Layout::channels_first,
-      random_uniform(static_cast<std::size_t>(desc.loss_dims().product()),
-                     seed_from(c.name + "/diff_loss"), 0.5f, 1.5f));
+  inputs.diff_loss =
+      tensor_from(desc.loss_dims(), desc.dtype, Layout::channels_first,
+                  random_uniform(static_cast<std::size_t>(desc.loss_dims().product()),
+                                 seed_from(c.name + "/diff_loss"), 0.5f, 1.5f));
   return inputs;
 }
 
@@ -169,10 +169,13 @@ PositionTerms terms(const CrossEntropyDesc& desc, const XentInputs& inputs) {
   for (std::size_t p = 0; p < y.size(); ++p) {
     double max = -std::numeric_limits<double>::infinity();
     for (std::int64_t c = 0; c < desc.classes(); ++c)
-      max = std::max(max, static_cast<double>(x[static_cast<std::size_t>(logical(desc, static_cast<std::int64_t>(p), c))]));
+      max = std::max(
+          max, static_cast<double>(
+                   x[static_cast<std::size_t>(logical(desc, static_cast<std::int64_t>(p), c))]));
     double sum = 0;
     for (std::int64_t c = 0; c < desc.classes(); ++c)
-      sum += std::exp(x[static_cast<std::size_t>(logical(desc, static_cast<std::int64_t>(p), c))] - max);
+      sum += std::exp(x[static_cast<std::size_t>(logical(desc, static_cast<std::int64_t>(p), c))] -
+                      max);
     t.lse[p] = max + std::log(sum);
     if (y[p] != desc.ignore_index) {
       t.weight[p] = desc.weighted ? w[static_cast<std::size_t>(y[p])] : 1.0;
@@ -192,7 +195,8 @@ std::vector<float> xent_forward_scale(const CrossEntropyDesc& desc, const XentIn
   double total = 0;
   for (std::size_t p = 0; p < y.size(); ++p) {
     if (y[p] == desc.ignore_index) continue;
-    const double xy = x[static_cast<std::size_t>(logical(desc, static_cast<std::int64_t>(p), y[p]))];
+    const double xy =
+        x[static_cast<std::size_t>(logical(desc, static_cast<std::int64_t>(p), y[p]))];
     per[p] = t.weight[p] * (std::abs(t.lse[p]) + std::abs(xy));
     total += per[p];
   }
@@ -261,8 +265,8 @@ Context xent_context_for(BackendKind backend, Direction direction, const AlgoPol
     if (std::isnan(expected[k])) {
       if (!std::isnan(got[k])) {
         return ::testing::AssertionFailure()
-               << "element " << index_string(dims, static_cast<std::int64_t>(k)) << " is "
-               << got[k] << ", expected NaN (0/0 of an all-ignored mean) | " << where;
+               << "element " << index_string(dims, static_cast<std::int64_t>(k)) << " is " << got[k]
+               << ", expected NaN (0/0 of an all-ignored mean) | " << where;
       }
       continue;
     }

@@ -16,7 +16,7 @@ namespace dnnx::test {
 
 /// One row of the table.
 struct XentCase {
-  std::string name;        ///< unique, usable as a gtest name
+  std::string name;  ///< unique, usable as a gtest name
   CrossEntropyDesc desc;
   float magnitude = 4;     ///< logits uniform in [-magnitude, magnitude)
   double ignored = 0.125;  ///< fraction of positions labelled ignore_index

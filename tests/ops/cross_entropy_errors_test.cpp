@@ -73,16 +73,20 @@ std::vector<ErrorCase> cases() {
   {
     Call call;
     call.label_tensor = labels(Dims{4}, {0, 1, 5, 3});
-    out.push_back({"label_equal_to_classes", ErrorKind::InvalidArgument,
-                   {"labels\\[n=2\\]", "position 2", "is 5", "\\[0, 5\\)", "ignore_index \\(-100\\)"},
-                   call});
+    out.push_back(
+        {"label_equal_to_classes",
+         ErrorKind::InvalidArgument,
+         {"labels\\[n=2\\]", "position 2", "is 5", "\\[0, 5\\)", "ignore_index \\(-100\\)"},
+         call});
   }
   {
     Call call;
     call.label_tensor = labels(Dims{4}, {0, -1, 2, -7}, DType::i32);
     call.desc.label_dtype = DType::i32;
-    out.push_back({"negative_label_lowest_reported", ErrorKind::InvalidArgument,
-                   {"labels\\[n=1\\]", "is -1"}, call});
+    out.push_back({"negative_label_lowest_reported",
+                   ErrorKind::InvalidArgument,
+                   {"labels\\[n=1\\]", "is -1"},
+                   call});
   }
   {
     Call call;
@@ -91,79 +95,98 @@ std::vector<ErrorCase> cases() {
     call.logits = make(Dims{2, 3, 2, 4});
     call.label_tensor = labels(Dims{2, 2, 4}, {0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 9, 2, 0});
     call.loss = make(Dims{2, 2, 4});
-    out.push_back({"spatial_label_out_of_range", ErrorKind::InvalidArgument,
-                   {"labels\\[n=1, h=1, w=1\\]", "position 13", "is 9"}, call, call.desc});
+    out.push_back({"spatial_label_out_of_range",
+                   ErrorKind::InvalidArgument,
+                   {"labels\\[n=1, h=1, w=1\\]", "position 13", "is 9"},
+                   call,
+                   call.desc});
   }
   {
     Call call;
     call.desc.ignore_index = 4;
     call.label_tensor = labels(Dims{4}, {0, -100, 4, 1});
-    out.push_back({"ignore_index_is_not_-100", ErrorKind::InvalidArgument,
-                   {"labels\\[n=1\\]", "is -100", "ignore_index \\(4\\)"}, call});
+    out.push_back({"ignore_index_is_not_-100",
+                   ErrorKind::InvalidArgument,
+                   {"labels\\[n=1\\]", "is -100", "ignore_index \\(4\\)"},
+                   call});
   }
   {
     Call call;
     call.desc.weighted = true;
     call.weights = make(Dims{4});
-    out.push_back({"weights_wrong_dims", ErrorKind::InvalidArgument,
-                   {"weights dims 4", "expects 5"}, call});
+    out.push_back(
+        {"weights_wrong_dims", ErrorKind::InvalidArgument, {"weights dims 4", "expects 5"}, call});
   }
   {
     Call call;
     call.desc.weighted = true;
     call.weights = make(Dims{5}, DType::f16);
-    out.push_back({"weights_wrong_dtype", ErrorKind::InvalidArgument,
-                   {"dtype mix", "weights is f16", "f32"}, call});
-  }
-  {
-    Call call;
-    call.weights = make(Dims{5});
-    out.push_back({"weights_not_declared", ErrorKind::InvalidArgument,
-                   {"weights were given", "weighted = false"}, call});
-  }
-  {
-    Call call;
-    call.desc.weighted = true;
-    out.push_back({"weights_missing", ErrorKind::InvalidArgument,
-                   {"weights are missing", "weighted", "dims 5"}, call});
-  }
-  {
-    Call call;
-    call.desc.label_dtype = DType::f32;
-    out.push_back({"float_label_dtype", ErrorKind::InvalidArgument,
-                   {"label_dtype must be i32 or i64", "got f32"}, call});
-  }
-  {
-    Call call;
-    call.label_tensor = labels(Dims{4}, {0, 1, 2, 3}, DType::i32);
-    out.push_back({"labels_dtype_mix", ErrorKind::InvalidArgument,
-                   {"dtype mix", "labels is i32", "label_dtype is i64"}, call});
-  }
-  {
-    Call call;
-    call.label_tensor = labels(Dims{3}, {0, 1, 2});
-    out.push_back({"labels_dims_mismatch", ErrorKind::InvalidArgument,
-                   {"labels dims 3", "expects 4"}, call});
-  }
-  {
-    Call call;
-    call.loss = make(Dims{4});
-    out.push_back({"mean_loss_dims", ErrorKind::InvalidArgument, {"loss dims 4", "expects 1"},
+    out.push_back({"weights_wrong_dtype",
+                   ErrorKind::InvalidArgument,
+                   {"dtype mix", "weights is f16", "f32"},
                    call});
   }
   {
     Call call;
+    call.weights = make(Dims{5});
+    out.push_back({"weights_not_declared",
+                   ErrorKind::InvalidArgument,
+                   {"weights were given", "weighted = false"},
+                   call});
+  }
+  {
+    Call call;
+    call.desc.weighted = true;
+    out.push_back({"weights_missing",
+                   ErrorKind::InvalidArgument,
+                   {"weights are missing", "weighted", "dims 5"},
+                   call});
+  }
+  {
+    Call call;
+    call.desc.label_dtype = DType::f32;
+    out.push_back({"float_label_dtype",
+                   ErrorKind::InvalidArgument,
+                   {"label_dtype must be i32 or i64", "got f32"},
+                   call});
+  }
+  {
+    Call call;
+    call.label_tensor = labels(Dims{4}, {0, 1, 2, 3}, DType::i32);
+    out.push_back({"labels_dtype_mix",
+                   ErrorKind::InvalidArgument,
+                   {"dtype mix", "labels is i32", "label_dtype is i64"},
+                   call});
+  }
+  {
+    Call call;
+    call.label_tensor = labels(Dims{3}, {0, 1, 2});
+    out.push_back(
+        {"labels_dims_mismatch", ErrorKind::InvalidArgument, {"labels dims 3", "expects 4"}, call});
+  }
+  {
+    Call call;
+    call.loss = make(Dims{4});
+    out.push_back(
+        {"mean_loss_dims", ErrorKind::InvalidArgument, {"loss dims 4", "expects 1"}, call});
+  }
+  {
+    Call call;
     call.logits = make(Dims{4, 5}, DType::f16);
-    out.push_back({"logits_dtype_mix", ErrorKind::InvalidArgument,
-                   {"dtype mix", "logits is f16", "f32"}, call});
+    out.push_back({"logits_dtype_mix",
+                   ErrorKind::InvalidArgument,
+                   {"dtype mix", "logits is f16", "f32"},
+                   call});
   }
   {
     Call call;
     call.desc = good_desc(Dims{2, 3, 2, 4});
     call.logits = make(Dims{2, 3, 2, 4}, DType::f32, Layout::channels_last);
     call.label_tensor = labels(Dims{2, 2, 4}, std::vector<std::int64_t>(16, 0));
-    out.push_back({"logits_layout_mismatch", ErrorKind::InvalidArgument,
-                   {"layout mismatch", "logits strides", "nchw"}, call});
+    out.push_back({"logits_layout_mismatch",
+                   ErrorKind::InvalidArgument,
+                   {"layout mismatch", "logits strides", "nchw"},
+                   call});
   }
   {
     Call call;
@@ -173,32 +196,40 @@ std::vector<ErrorCase> cases() {
   {
     Call call;
     call.desc.reduction = static_cast<Reduction>(9);
-    out.push_back({"reduction_out_of_range", ErrorKind::InvalidArgument,
-                   {"reduction must be none, mean or sum", "value 9"}, call});
+    out.push_back({"reduction_out_of_range",
+                   ErrorKind::InvalidArgument,
+                   {"reduction must be none, mean or sum", "value 9"},
+                   call});
   }
   {
     Call call;
     call.desc.dims = Dims{20};
-    out.push_back({"rank_1_logits", ErrorKind::InvalidArgument,
-                   {"logits dims 20", "rank 1"}, call});
+    out.push_back(
+        {"rank_1_logits", ErrorKind::InvalidArgument, {"logits dims 20", "rank 1"}, call});
   }
-  out.push_back({"diff_logits_overlaps_logits", ErrorKind::InvalidArgument,
-                 {"diff_logits overlaps logits", "cannot run in place"}, [](Context& context) {
+  out.push_back({"diff_logits_overlaps_logits",
+                 ErrorKind::InvalidArgument,
+                 {"diff_logits overlaps logits", "cannot run in place"},
+                 [](Context& context) {
                    Tensor logits = make(Dims{4, 5});
                    Tensor y = labels(Dims{4}, {0, 1, 2, 3});
                    Tensor diff_loss = make(Dims{1});
                    cross_entropy_bwd(context, good_desc(), logits, y, nullptr, diff_loss, logits);
                  }});
-  out.push_back({"bwd_label_out_of_range", ErrorKind::InvalidArgument,
-                 {"labels\\[n=3\\]", "is 42"}, [](Context& context) {
+  out.push_back({"bwd_label_out_of_range",
+                 ErrorKind::InvalidArgument,
+                 {"labels\\[n=3\\]", "is 42"},
+                 [](Context& context) {
                    Tensor logits = make(Dims{4, 5}), diff_logits = make(Dims{4, 5});
                    Tensor y = labels(Dims{4}, {0, 1, 2, 42});
                    Tensor diff_loss = make(Dims{1});
                    cross_entropy_bwd(context, good_desc(), logits, y, nullptr, diff_loss,
                                      diff_logits);
                  }});
-  out.push_back({"parse_reduction", ErrorKind::InvalidArgument, {"'avg'", "none, mean, sum"},
-                 [](Context&) { parse_reduction("avg"); }});
+  out.push_back(
+      {"parse_reduction", ErrorKind::InvalidArgument, {"'avg'", "none, mean, sum"}, [](Context&) {
+         parse_reduction("avg");
+       }});
   return out;
 }
 
@@ -239,8 +270,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::ValuesIn(cases()),
                        ::testing::Values(BackendKind::reference, BackendKind::cpu)),
     [](const ::testing::TestParamInfo<std::tuple<ErrorCase, BackendKind>>& info) {
-      std::string name = std::get<0>(info.param).name + "_" +
-                         std::string(to_string(std::get<1>(info.param)));
+      std::string name =
+          std::get<0>(info.param).name + "_" + std::string(to_string(std::get<1>(info.param)));
       for (char& ch : name)
         if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
       return name;

@@ -7,11 +7,11 @@
 // (bitwise). Unsupported candidates are counted and must carry a reason of Note [expected
 // unsupported xent].
 
-#include "ops/cross_entropy_cases.hpp"
-#include "support/compare.hpp"
-
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/cross_entropy.hpp>
+
+#include "ops/cross_entropy_cases.hpp"
+#include "support/compare.hpp"
 
 #include <gtest/gtest.h>
 
@@ -31,7 +31,9 @@ struct ParityParam {
   DType dtype;
 };
 
-void PrintTo(const ParityParam& p, std::ostream* out) { *out << p.c.name << " " << to_string(p.dtype); }
+void PrintTo(const ParityParam& p, std::ostream* out) {
+  *out << p.c.name << " " << to_string(p.dtype);
+}
 
 std::vector<ParityParam> params() {
   std::vector<ParityParam> out;
@@ -62,8 +64,8 @@ void XentParity::check(Direction direction) {
   for (const AlgoInfo& algo : cross_entropy_list(cpu, desc, direction)) {
     const std::string where = xent_context(desc, direction, algo.id);
     if (!algo.supported) {
-      EXPECT_TRUE(expected_unsupported(desc, algo)) << "unexpected unsupported: " << algo.reason
-                                                    << "\n  " << where;
+      EXPECT_TRUE(expected_unsupported(desc, algo))
+          << "unexpected unsupported: " << algo.reason << "\n  " << where;
       continue;
     }
     Context context = xent_context_for(BackendKind::cpu, direction, AlgoPolicy::fixed(algo.id));

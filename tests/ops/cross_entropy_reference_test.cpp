@@ -2,11 +2,11 @@
 // positions, weighted mean, mean of nothing), large logits, spatial positions in both layouts,
 // and the backward pass against central finite differences of the forward.
 
-#include "ops/cross_entropy_cases.hpp"
-#include "support/random.hpp"
-
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/cross_entropy.hpp>
+
+#include "ops/cross_entropy_cases.hpp"
+#include "support/random.hpp"
 
 #include <gtest/gtest.h>
 
@@ -32,7 +32,8 @@ XentInputs inputs_of(const CrossEntropyDesc& desc, const std::vector<float>& log
   XentInputs in;
   in.logits = tensor_from(desc.dims, desc.dtype, desc.layout, logits);
   in.labels = labels_tensor(desc.labels_dims(), desc.label_dtype, labels);
-  if (desc.weighted) in.weights = tensor_from(desc.weights_dims(), DType::f32, Layout::channels_first, weights);
+  if (desc.weighted)
+    in.weights = tensor_from(desc.weights_dims(), DType::f32, Layout::channels_first, weights);
   std::vector<float> dl = diff_loss;
   if (dl.empty()) dl.assign(static_cast<std::size_t>(desc.loss_dims().product()), 1.0f);
   in.diff_loss = tensor_from(desc.loss_dims(), desc.dtype, Layout::channels_first, dl);
@@ -79,8 +80,8 @@ TEST(XentReference, IgnoredPositionsAndEmptyMean) {
 
 TEST(XentReference, LargeLogitsAreStable) {
   const CrossEntropyDesc desc = desc_of({2, 3}, Reduction::none);
-  const auto loss = run(desc, Direction::fwd,
-                        inputs_of(desc, {1e4f, 0.0f, -1e4f, -1e4f, 1e4f, 1e4f}, {1, 0}));
+  const auto loss =
+      run(desc, Direction::fwd, inputs_of(desc, {1e4f, 0.0f, -1e4f, -1e4f, 1e4f, 1e4f}, {1, 0}));
   EXPECT_EQ(loss[0], 1e4f);
   EXPECT_NEAR(loss[1], 2e4 + std::log(2.0), 1e-2);
   const auto grad = run(desc, Direction::bwd_data,
@@ -125,9 +126,10 @@ void check_finite_differences(const CrossEntropyDesc& desc) {
   std::vector<std::int64_t> y(positions);
   for (std::size_t p = 0; p < positions; ++p)
     y[p] = p % 5 == 3 ? desc.ignore_index : static_cast<std::int64_t>(p * 7 % desc.classes());
-  const std::vector<float> w = random_uniform(static_cast<std::size_t>(desc.classes()), 5, 0.5f, 2.0f);
-  const std::vector<float> dl = random_uniform(static_cast<std::size_t>(desc.loss_dims().product()), 9,
-                                               0.5f, 1.5f);
+  const std::vector<float> w =
+      random_uniform(static_cast<std::size_t>(desc.classes()), 5, 0.5f, 2.0f);
+  const std::vector<float> dl =
+      random_uniform(static_cast<std::size_t>(desc.loss_dims().product()), 9, 0.5f, 1.5f);
   auto objective = [&](const std::vector<float>& logits) {
     const auto loss = run(desc, Direction::fwd, inputs_of(desc, logits, y, w, dl));
     double total = 0;

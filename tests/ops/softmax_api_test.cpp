@@ -1,12 +1,12 @@
 // The softmax call path through the public API: listing, the policies (heuristic, fixed,
 // exhaustive, family, deterministic, DNNX_SOFTMAX_*_ALGO), the choice cache, profiles, in place.
 
+#include <dnnx/dnnx.hpp>
+#include <dnnx/ops/softmax.hpp>
+
 #include "ops/softmax_cases.hpp"
 #include "support/compare.hpp"
 #include "support/random.hpp"
-
-#include <dnnx/dnnx.hpp>
-#include <dnnx/ops/softmax.hpp>
 
 #include <gtest/gtest.h>
 
@@ -60,9 +60,8 @@ TEST(SoftmaxApi, CpuListsEveryImplementationWithKernelAndRefLast) {
       EXPECT_EQ(kernel + 2, algos.end());
     }
     // Note [softmax strategies]: nchw channel mode with spatial dims gets the nhwc copies.
-    const bool transposed = std::any_of(algos.begin(), algos.end(), [](const AlgoInfo& a) {
-      return a.id.ends_with(":nhwc");
-    });
+    const bool transposed = std::any_of(algos.begin(), algos.end(),
+                                        [](const AlgoInfo& a) { return a.id.ends_with(":nhwc"); });
     EXPECT_EQ(transposed, layout == Layout::channels_first) << to_string(layout);
   }
 }

@@ -77,8 +77,7 @@ SoftmaxDesc with_dtype(SoftmaxDesc desc, DType dtype) {
 
 Tensor softmax_src(const SoftmaxCase& c, const SoftmaxDesc& desc) {
   std::vector<float> values = random_uniform(static_cast<std::size_t>(desc.dims.product()),
-                                             seed_from(c.name + "/src"), -c.magnitude,
-                                             c.magnitude);
+                                             seed_from(c.name + "/src"), -c.magnitude, c.magnitude);
   return tensor_from(desc.dims, desc.dtype, desc.layout, values);
 }
 
@@ -112,15 +111,13 @@ std::vector<float> softmax_backward_scale(const SoftmaxDesc& desc, const std::ve
     double sum = 0;
     for (std::int64_t a = 0; a < axis; ++a) {
       const auto k = static_cast<std::size_t>(first + a * step);
-      sum += desc.log ? std::abs(diff_dst[k])
-                      : std::abs(static_cast<double>(diff_dst[k]) * dst[k]);
+      sum += desc.log ? std::abs(diff_dst[k]) : std::abs(static_cast<double>(diff_dst[k]) * dst[k]);
     }
     for (std::int64_t a = 0; a < axis; ++a) {
       const auto k = static_cast<std::size_t>(first + a * step);
       const double y = dst[k];
       const double dy = std::abs(diff_dst[k]);
-      scale[k] = static_cast<float>(desc.log ? dy + std::exp(y) * sum
-                                             : std::abs(y) * (dy + sum));
+      scale[k] = static_cast<float>(desc.log ? dy + std::exp(y) * sum : std::abs(y) * (dy + sum));
     }
   });
   return scale;

@@ -16,7 +16,7 @@ namespace dnnx::test {
 
 /// One row of the table.
 struct SoftmaxCase {
-  std::string name;   ///< unique, usable as a gtest name
+  std::string name;  ///< unique, usable as a gtest name
   SoftmaxDesc desc;
   float magnitude = 4;  ///< inputs are uniform in [-magnitude, magnitude)
 };

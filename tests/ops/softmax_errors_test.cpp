@@ -48,87 +48,108 @@ std::vector<ErrorCase> cases() {
   {
     SoftmaxDesc desc = good_desc();
     desc.dims = Dims{7};
-    out.push_back({"rank_1", ErrorKind::InvalidArgument, {"dims", "rank 1", "rank 2 to 5"},
-                   fwd_with(desc)});
+    out.push_back(
+        {"rank_1", ErrorKind::InvalidArgument, {"dims", "rank 1", "rank 2 to 5"}, fwd_with(desc)});
   }
   {
     SoftmaxDesc desc = good_desc();
     desc.dims = Dims{2, 0, 4};
-    out.push_back({"zero_channels", ErrorKind::InvalidArgument, {"dims 2x0x4", "entry 1 is 0"},
+    out.push_back({"zero_channels",
+                   ErrorKind::InvalidArgument,
+                   {"dims 2x0x4", "entry 1 is 0"},
                    fwd_with(desc)});
   }
   {
     SoftmaxDesc desc = good_desc();
     desc.mode = static_cast<SoftmaxMode>(7);
-    out.push_back({"mode_out_of_range", ErrorKind::InvalidArgument,
-                   {"mode must be instance or channel", "value 7"}, fwd_with(desc)});
+    out.push_back({"mode_out_of_range",
+                   ErrorKind::InvalidArgument,
+                   {"mode must be instance or channel", "value 7"},
+                   fwd_with(desc)});
   }
   {
     SoftmaxDesc desc = good_desc();
     desc.dtype = DType::i32;
-    out.push_back({"integer_dtype", ErrorKind::InvalidArgument, {"dtype", "got i32"},
-                   fwd_with(desc)});
+    out.push_back(
+        {"integer_dtype", ErrorKind::InvalidArgument, {"dtype", "got i32"}, fwd_with(desc)});
   }
   {
     SoftmaxDesc desc = good_desc();
     desc.layout = static_cast<Layout>(5);
-    out.push_back({"layout_out_of_range", ErrorKind::InvalidArgument, {"layout", "value 5"},
-                   fwd_with(desc)});
+    out.push_back(
+        {"layout_out_of_range", ErrorKind::InvalidArgument, {"layout", "value 5"}, fwd_with(desc)});
   }
-  out.push_back({"src_dims_mismatch", ErrorKind::InvalidArgument,
-                 {"src dims 2x3x4x6", "expects 2x3x4x5"}, [](Context& context) {
+  out.push_back({"src_dims_mismatch",
+                 ErrorKind::InvalidArgument,
+                 {"src dims 2x3x4x6", "expects 2x3x4x5"},
+                 [](Context& context) {
                    Tensor src = make(Dims{2, 3, 4, 6}), dst = make(Dims{2, 3, 4, 5});
                    softmax_fwd(context, good_desc(), src, dst);
                  }});
-  out.push_back({"dst_dtype_mix", ErrorKind::InvalidArgument, {"dtype mix", "dst is f16", "f32"},
+  out.push_back({"dst_dtype_mix",
+                 ErrorKind::InvalidArgument,
+                 {"dtype mix", "dst is f16", "f32"},
                  [](Context& context) {
                    Tensor src = make(Dims{2, 3, 4, 5}), dst = make(Dims{2, 3, 4, 5}, DType::f16);
                    softmax_fwd(context, good_desc(), src, dst);
                  }});
-  out.push_back({"src_layout_mismatch", ErrorKind::InvalidArgument,
-                 {"layout mismatch", "src strides", "not dense nchw"}, [](Context& context) {
+  out.push_back({"src_layout_mismatch",
+                 ErrorKind::InvalidArgument,
+                 {"layout mismatch", "src strides", "not dense nchw"},
+                 [](Context& context) {
                    Tensor src = make(Dims{2, 3, 4, 5}, DType::f32, Layout::channels_last);
                    Tensor dst = make(Dims{2, 3, 4, 5});
                    softmax_fwd(context, good_desc(), src, dst);
                  }});
-  out.push_back({"null_src", ErrorKind::InvalidArgument, {"src has null data"},
+  out.push_back(
+      {"null_src", ErrorKind::InvalidArgument, {"src has null data"}, [](Context& context) {
+         Tensor src = Tensor::view(nullptr, Dims{2, 3, 4, 5}, DType::f32);
+         Tensor dst = make(Dims{2, 3, 4, 5});
+         softmax_fwd(context, good_desc(), src, dst);
+       }});
+  out.push_back({"partial_overlap",
+                 ErrorKind::InvalidArgument,
+                 {"dst overlaps src", "exactly src"},
                  [](Context& context) {
-                   Tensor src = Tensor::view(nullptr, Dims{2, 3, 4, 5}, DType::f32);
-                   Tensor dst = make(Dims{2, 3, 4, 5});
-                   softmax_fwd(context, good_desc(), src, dst);
-                 }});
-  out.push_back({"partial_overlap", ErrorKind::InvalidArgument,
-                 {"dst overlaps src", "exactly src"}, [](Context& context) {
                    Tensor big = make(Dims{2 * 3 * 4 * 5 + 1});
                    auto* base = static_cast<float*>(big.data());
                    Tensor src = Tensor::view(base, Dims{2, 3, 4, 5}, DType::f32);
                    Tensor dst = Tensor::view(base + 1, Dims{2, 3, 4, 5}, DType::f32);
                    softmax_fwd(context, good_desc(), src, dst);
                  }});
-  out.push_back({"bwd_in_place", ErrorKind::InvalidArgument,
-                 {"diff_src overlaps diff_dst", "cannot run in place"}, [](Context& context) {
+  out.push_back({"bwd_in_place",
+                 ErrorKind::InvalidArgument,
+                 {"diff_src overlaps diff_dst", "cannot run in place"},
+                 [](Context& context) {
                    Tensor dst = make(Dims{2, 3, 4, 5}), diff = make(Dims{2, 3, 4, 5});
                    softmax_bwd(context, good_desc(), dst, diff, diff);
                  }});
-  out.push_back({"bwd_dst_dims", ErrorKind::InvalidArgument, {"dst dims 2x3x4", "2x3x4x5"},
+  out.push_back({"bwd_dst_dims",
+                 ErrorKind::InvalidArgument,
+                 {"dst dims 2x3x4", "2x3x4x5"},
                  [](Context& context) {
                    Tensor dst = make(Dims{2, 3, 4}), diff_dst = make(Dims{2, 3, 4, 5});
                    Tensor diff_src = make(Dims{2, 3, 4, 5});
                    softmax_bwd(context, good_desc(), dst, diff_dst, diff_src);
                  }});
-  out.push_back({"unknown_fixed_id", ErrorKind::InvalidArgument,
-                 {"no-such-softmax", "valid ids"}, [](Context& context) {
+  out.push_back({"unknown_fixed_id",
+                 ErrorKind::InvalidArgument,
+                 {"no-such-softmax", "valid ids"},
+                 [](Context& context) {
                    context.tune().policy(OpKind::softmax, Direction::fwd) =
                        AlgoPolicy::fixed("no-such-softmax");
                    Tensor src = make(Dims{2, 3, 4, 5}), dst = make(Dims{2, 3, 4, 5});
                    softmax_fwd(context, good_desc(), src, dst);
                  }});
-  out.push_back({"bwd_weights_direction", ErrorKind::InvalidArgument,
-                 {"softmax has no direction bwd_weights", "fwd, bwd_data"}, [](Context& context) {
-                   softmax_list(context, good_desc(), Direction::bwd_weights);
-                 }});
-  out.push_back({"parse_mode", ErrorKind::InvalidArgument, {"'spatial'", "instance, channel"},
-                 [](Context&) { parse_softmax_mode("spatial"); }});
+  out.push_back(
+      {"bwd_weights_direction",
+       ErrorKind::InvalidArgument,
+       {"softmax has no direction bwd_weights", "fwd, bwd_data"},
+       [](Context& context) { softmax_list(context, good_desc(), Direction::bwd_weights); }});
+  out.push_back(
+      {"parse_mode", ErrorKind::InvalidArgument, {"'spatial'", "instance, channel"}, [](Context&) {
+         parse_softmax_mode("spatial");
+       }});
   return out;
 }
 
@@ -155,8 +176,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::ValuesIn(cases()),
                        ::testing::Values(BackendKind::reference, BackendKind::cpu)),
     [](const ::testing::TestParamInfo<std::tuple<ErrorCase, BackendKind>>& info) {
-      return std::get<0>(info.param).name + "_" +
-             std::string(to_string(std::get<1>(info.param)));
+      return std::get<0>(info.param).name + "_" + std::string(to_string(std::get<1>(info.param)));
     });
 
 // A valid call after the bad ones: nothing was left in a bad state.

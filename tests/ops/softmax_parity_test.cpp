@@ -8,12 +8,12 @@
 // claims determinism, so each runs twice and the results must agree bitwise. Unsupported
 // candidates are counted and must carry a reason of Note [expected unsupported softmax].
 
+#include <dnnx/dnnx.hpp>
+#include <dnnx/ops/softmax.hpp>
+
 #include "ops/softmax_cases.hpp"
 #include "support/compare.hpp"
 #include "support/random.hpp"
-
-#include <dnnx/dnnx.hpp>
-#include <dnnx/ops/softmax.hpp>
 
 #include <gtest/gtest.h>
 
@@ -57,8 +57,8 @@ void SoftmaxParity::check(Direction direction) {
   const SoftmaxCase& c = GetParam().c;
   const SoftmaxDesc desc = with_dtype(c.desc, GetParam().dtype);
   const Tensor src = softmax_src(c, desc);
-  Context reference = softmax_context_for(BackendKind::reference, Direction::fwd,
-                                          AlgoPolicy::heuristic());
+  Context reference =
+      softmax_context_for(BackendKind::reference, Direction::fwd, AlgoPolicy::heuristic());
   const Tensor dst = run_softmax(reference, desc, Direction::fwd, src).output;
   const Tensor diff_dst = softmax_diff_dst(c, desc);
   const Tensor& input = direction == Direction::fwd ? src : dst;
@@ -68,9 +68,8 @@ void SoftmaxParity::check(Direction direction) {
                               : run_softmax(reference, desc, direction, dst, &diff_dst).output;
   const std::vector<float> expected_values = expected.to_f32();
   const std::vector<float> scale =
-      direction == Direction::fwd
-          ? softmax_forward_scale(desc, expected_values)
-          : softmax_backward_scale(desc, dst.to_f32(), diff_dst.to_f32());
+      direction == Direction::fwd ? softmax_forward_scale(desc, expected_values)
+                                  : softmax_backward_scale(desc, dst.to_f32(), diff_dst.to_f32());
   const Tolerance tolerance = softmax_tolerance(desc.dtype);
 
   Context cpu(BackendKind::cpu);
@@ -79,8 +78,8 @@ void SoftmaxParity::check(Direction direction) {
     const std::string where = softmax_context(desc, direction, algo.id);
     if (!algo.supported) {
       ++unsupported;
-      EXPECT_TRUE(expected_unsupported(desc, algo)) << "unexpected unsupported: " << algo.reason
-                                                    << "\n  " << where;
+      EXPECT_TRUE(expected_unsupported(desc, algo))
+          << "unexpected unsupported: " << algo.reason << "\n  " << where;
       continue;
     }
     Context context = softmax_context_for(BackendKind::cpu, direction, AlgoPolicy::fixed(algo.id));
@@ -102,14 +101,14 @@ void SoftmaxParity::check(Direction direction) {
 TEST_P(SoftmaxParity, Forward) { check(Direction::fwd); }
 TEST_P(SoftmaxParity, Backward) { check(Direction::bwd_data); }
 
-INSTANTIATE_TEST_SUITE_P(
-    Table, SoftmaxParity, ::testing::ValuesIn(params()),
-    [](const ::testing::TestParamInfo<ParityParam>& info) {
-      std::string name = info.param.c.name + "_" + std::string(to_string(info.param.dtype));
-      for (char& ch : name)
-        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(Table, SoftmaxParity, ::testing::ValuesIn(params()),
+                         [](const ::testing::TestParamInfo<ParityParam>& info) {
+                           std::string name =
+                               info.param.c.name + "_" + std::string(to_string(info.param.dtype));
+                           for (char& ch : name)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace dnnx::test

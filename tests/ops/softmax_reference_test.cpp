@@ -1,12 +1,12 @@
 // The reference softmax on its own: hand-computed values, large inputs, the groups of each mode
 // and layout, in place, and the backward pass against central finite differences of the forward.
 
+#include <dnnx/dnnx.hpp>
+#include <dnnx/ops/softmax.hpp>
+
 #include "ops/softmax_cases.hpp"
 #include "support/compare.hpp"
 #include "support/random.hpp"
-
-#include <dnnx/dnnx.hpp>
-#include <dnnx/ops/softmax.hpp>
 
 #include <gtest/gtest.h>
 
@@ -43,8 +43,8 @@ TEST(SoftmaxReference, HandComputedValues) {
   EXPECT_NEAR(y[1], 2.0 / 3.0, 1e-7);
   EXPECT_FLOAT_EQ(y[2], 0.5f);
   EXPECT_FLOAT_EQ(y[3], 0.5f);
-  const std::vector<float> log_y = forward(desc_of({2, 2}, SoftmaxMode::channel, true),
-                                           {0.0f, std::log(2.0f), 3.0f, 3.0f});
+  const std::vector<float> log_y =
+      forward(desc_of({2, 2}, SoftmaxMode::channel, true), {0.0f, std::log(2.0f), 3.0f, 3.0f});
   EXPECT_NEAR(log_y[0], std::log(1.0 / 3.0), 1e-6);
   EXPECT_NEAR(log_y[1], std::log(2.0 / 3.0), 1e-6);
   EXPECT_NEAR(log_y[2], std::log(0.5), 1e-6);
@@ -68,7 +68,8 @@ TEST(SoftmaxReference, GroupsOfEachModeAndLayout) {
   const Dims dims{2, 3, 2, 2};
   const std::vector<float> src = random_uniform(24, 7, -3.0f, 3.0f);
   for (const Layout layout : {Layout::channels_first, Layout::channels_last}) {
-    const std::vector<float> channel = forward(desc_of(dims, SoftmaxMode::channel, false, layout), src);
+    const std::vector<float> channel =
+        forward(desc_of(dims, SoftmaxMode::channel, false, layout), src);
     for (int n = 0; n < 2; ++n) {
       for (int p = 0; p < 4; ++p) {
         double sum = 0;
@@ -129,15 +130,18 @@ void check_finite_differences(const SoftmaxDesc& desc) {
 TEST(SoftmaxReference, BackwardMatchesFiniteDifferences) {
   check_finite_differences(desc_of({2, 5}, SoftmaxMode::channel, false));
   check_finite_differences(desc_of({2, 5}, SoftmaxMode::channel, true));
-  check_finite_differences(desc_of({1, 3, 2, 2}, SoftmaxMode::channel, false, Layout::channels_last));
+  check_finite_differences(
+      desc_of({1, 3, 2, 2}, SoftmaxMode::channel, false, Layout::channels_last));
   check_finite_differences(desc_of({1, 3, 2, 2}, SoftmaxMode::channel, true));
   check_finite_differences(desc_of({2, 2, 3}, SoftmaxMode::instance, false));
-  check_finite_differences(desc_of({1, 2, 2, 1, 2}, SoftmaxMode::instance, true, Layout::channels_last));
+  check_finite_differences(
+      desc_of({1, 2, 2, 1, 2}, SoftmaxMode::instance, true, Layout::channels_last));
 }
 
 TEST(SoftmaxReference, OutputsAreRoundedOnceToTheDtype) {
   for (const DType dtype : {DType::f16, DType::bf16}) {
-    const SoftmaxDesc desc = desc_of({1, 5}, SoftmaxMode::channel, false, Layout::channels_first, dtype);
+    const SoftmaxDesc desc =
+        desc_of({1, 5}, SoftmaxMode::channel, false, Layout::channels_first, dtype);
     const std::vector<float> src{0.1f, 0.2f, 0.3f, 0.4f, 0.5f};
     const Tensor input = tensor_from(desc.dims, dtype, desc.layout, src);
     const std::vector<float> in = input.to_f32();
@@ -148,7 +152,8 @@ TEST(SoftmaxReference, OutputsAreRoundedOnceToTheDtype) {
     const double ulp = dtype == DType::f16 ? 0x1.0p-11 : 0x1.0p-8;
     for (std::size_t k = 0; k < y.size(); ++k) {
       const double exact = std::exp(static_cast<double>(in[k])) / sum;
-      EXPECT_LE(std::abs(y[k] - exact), 0.5 * ulp * 2 * exact) << to_string(dtype) << " element " << k;
+      EXPECT_LE(std::abs(y[k] - exact), 0.5 * ulp * 2 * exact)
+          << to_string(dtype) << " element " << k;
     }
   }
 }

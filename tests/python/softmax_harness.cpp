@@ -8,10 +8,10 @@
 // forward's dst) on the reference backend in f32, and writes dst.npy and diff_src.npy next to
 // them. Exit 0 on success, 1 with one line on stderr on any failure, 2 on bad usage.
 
-#include "support/npy.hpp"
-
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/softmax.hpp>
+
+#include "support/npy.hpp"
 
 #include <nlohmann/json.hpp>
 

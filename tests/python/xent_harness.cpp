@@ -10,10 +10,10 @@
 // diff_logits.npy next to them. Exit 0 on success, 1 with one line on stderr on any failure, 2 on
 // bad usage.
 
-#include "support/npy.hpp"
-
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/cross_entropy.hpp>
+
+#include "support/npy.hpp"
 
 #include <nlohmann/json.hpp>
 

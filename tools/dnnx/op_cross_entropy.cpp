@@ -1,9 +1,9 @@
 // `dnnx algos xent ...` and `dnnx profile xent ...`: the candidates of a cross-entropy loss, and
 // their times. Every CrossEntropyDesc::repro() line parses here.
 
-#include "commands.hpp"
-
 #include <dnnx/ops/cross_entropy.hpp>
+
+#include "commands.hpp"
 
 #include <memory>
 #include <sstream>
@@ -66,9 +66,9 @@ CrossEntropyDesc parse_xent(const XentArgs& args) {
   }
   desc.reduction = parse_with("--reduction", args.reduction,
                               [](std::string_view value) { return parse_reduction(value); });
-  desc.ignore_index = parse_int("--ignore-index", args.ignore_index,
-                                std::numeric_limits<std::int64_t>::min(),
-                                std::numeric_limits<std::int64_t>::max());
+  desc.ignore_index =
+      parse_int("--ignore-index", args.ignore_index, std::numeric_limits<std::int64_t>::min(),
+                std::numeric_limits<std::int64_t>::max());
   desc.weighted = args.weighted;
   desc.label_dtype = parse_dtype_arg("--label-dtype", args.label_dtype);
   if (desc.label_dtype != DType::i32 && desc.label_dtype != DType::i64) {
@@ -132,8 +132,8 @@ void add_cross_entropy_commands(CLI::App& algos, CLI::App& profile, Action& acti
   add_direction_options(*list, *list_args, "print a JSON array, one entry per direction");
   list->callback([&action, list_args] { action = [list_args] { return run_algos(*list_args); }; });
 
-  CLI::App* time = profile.add_subcommand(
-      "xent", "time every candidate of a cross-entropy loss, per direction");
+  CLI::App* time =
+      profile.add_subcommand("xent", "time every candidate of a cross-entropy loss, per direction");
   auto time_args = std::make_shared<CommandArgs>();
   add_xent_options(*time, time_args->xent);
   add_backend_options(*time, time_args->backend);

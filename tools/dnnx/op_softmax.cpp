@@ -1,9 +1,9 @@
 // `dnnx algos softmax ...` and `dnnx profile softmax ...`: the candidates of a softmax or
 // log-softmax, and their times. Every SoftmaxDesc::repro() line parses here.
 
-#include "commands.hpp"
-
 #include <dnnx/ops/softmax.hpp>
+
+#include "commands.hpp"
 
 #include <memory>
 #include <sstream>

@@ -39,25 +39,26 @@ Reduction parse_reduction(std::string_view text);
 /// ignore_index or in [0, C): anything else is an InvalidArgument naming the position and value.
 /// Computation is in f32 or wider whatever the dtype, stable for logits of any magnitude.
 struct CrossEntropyDesc {
-  Dims dims;                              ///< logits: N, C, spatial... (rank 2 to 5), elements
-  Reduction reduction = Reduction::mean;  ///< none, mean or sum
-  std::int64_t ignore_index = -100;       ///< label value that marks a position as ignored
-  bool weighted = false;                  ///< per-class weights are given (f32, dims {C})
-  DType label_dtype = DType::i64;         ///< dtype of labels: i32 or i64
-  DType dtype = DType::f32;               ///< dtype of logits, loss and their gradients
-  Layout layout = Layout::channels_first; ///< memory order of logits and diff_logits
+  Dims dims;                               ///< logits: N, C, spatial... (rank 2 to 5), elements
+  Reduction reduction = Reduction::mean;   ///< none, mean or sum
+  std::int64_t ignore_index = -100;        ///< label value that marks a position as ignored
+  bool weighted = false;                   ///< per-class weights are given (f32, dims {C})
+  DType label_dtype = DType::i64;          ///< dtype of labels: i32 or i64
+  DType dtype = DType::f32;                ///< dtype of logits, loss and their gradients
+  Layout layout = Layout::channels_first;  ///< memory order of logits and diff_logits
 
   /// Throws InvalidArgument naming the first bad field and its value.
   void validate() const;
 
-  std::int64_t classes() const;     ///< C
-  std::int64_t positions() const;   ///< N * D * H * W: labels (and per-position losses)
-  Dims labels_dims() const;         ///< N, spatial... (dense row-major, label_dtype)
-  Dims loss_dims() const;           ///< labels_dims() for none, {1} for mean and sum
-  Dims weights_dims() const;        ///< {C}
+  std::int64_t classes() const;    ///< C
+  std::int64_t positions() const;  ///< N * D * H * W: labels (and per-position losses)
+  Dims labels_dims() const;        ///< N, spatial... (dense row-major, label_dtype)
+  Dims loss_dims() const;          ///< labels_dims() for none, {1} for mean and sum
+  Dims weights_dims() const;       ///< {C}
 
   /// The `dnnx` CLI line reproducing this case, e.g.
-  /// `dnnx profile xent --input 64x1000 --reduction mean --dtype f32 --layout nchw --direction fwd`.
+  /// `dnnx profile xent --input 64x1000 --reduction mean --dtype f32 --layout nchw --direction
+  /// fwd`.
   std::string repro(Direction direction = Direction::fwd) const;
   /// Canonical one-line text of every field (the cache-key part).
   std::string key() const;

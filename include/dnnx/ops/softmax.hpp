@@ -35,11 +35,11 @@ SoftmaxMode parse_softmax_mode(std::string_view text);
 ///   log-softmax: dst_i = src_i - log(sum_j exp(src_j))
 /// where j runs over the elements normalized together (see SoftmaxMode).
 struct SoftmaxDesc {
-  Dims dims;                               ///< N, C, spatial... (rank 2 to 5), elements
+  Dims dims;                                ///< N, C, spatial... (rank 2 to 5), elements
   SoftmaxMode mode = SoftmaxMode::channel;  ///< which elements are normalized together
-  bool log = false;                        ///< log-softmax instead of softmax
-  DType dtype = DType::f32;                ///< dtype of src, dst and their gradients
-  Layout layout = Layout::channels_first;  ///< memory order of every tensor of the op
+  bool log = false;                         ///< log-softmax instead of softmax
+  DType dtype = DType::f32;                 ///< dtype of src, dst and their gradients
+  Layout layout = Layout::channels_first;   ///< memory order of every tensor of the op
 
   /// Throws InvalidArgument naming the first bad field and its value.
   void validate() const;
@@ -50,7 +50,8 @@ struct SoftmaxDesc {
   std::int64_t groups() const;
 
   /// The `dnnx` CLI line reproducing this case, e.g.
-  /// `dnnx profile softmax --input 64x1000 --mode channel --dtype f32 --layout nchw --direction fwd`.
+  /// `dnnx profile softmax --input 64x1000 --mode channel --dtype f32 --layout nchw --direction
+  /// fwd`.
   std::string repro(Direction direction = Direction::fwd) const;
   /// Canonical one-line text of every field (the cache-key part).
   std::string key() const;

@@ -29,9 +29,10 @@
 // the host, Context::synchronize()) guarantees that. Until then the NaN loss shows that
 // something is wrong, as PyTorch's asynchronous device-side assert does.
 
+#include "backends/cudnn/kernels/cross_entropy.hpp"
+
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/handles.hpp"
-#include "backends/cudnn/kernels/cross_entropy.hpp"
 #include "backends/cudnn/layers.hpp"
 #include "core/check.hpp"
 #include "core/cross_entropy_args.hpp"
@@ -240,14 +241,15 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
         desc_.weighted ? static_cast<const float*>(args.weights->data()) : nullptr;
     const cudaStream_t stream = runtime_->stream();
     if (fused_) {
-      const cudaError_t status = direction_ == Direction::fwd
-                   ? kernels::xent_fused_forward(params_, args.logits->data(), args.labels->data(),
-                                                 weights, args.loss->data(), workspace.data,
-                                                 record(), report_device_, stream)
-                   : kernels::xent_fused_backward(params_, args.logits->data(),
-                                                  args.labels->data(), weights,
-                                                  args.diff_loss->data(), args.diff_logits->data(),
-                                                  workspace.data, record(), report_device_, stream);
+      const cudaError_t status =
+          direction_ == Direction::fwd
+              ? kernels::xent_fused_forward(params_, args.logits->data(), args.labels->data(),
+                                            weights, args.loss->data(), workspace.data, record(),
+                                            report_device_, stream)
+              : kernels::xent_fused_backward(params_, args.logits->data(), args.labels->data(),
+                                             weights, args.diff_loss->data(),
+                                             args.diff_logits->data(), workspace.data, record(),
+                                             report_device_, stream);
       DNNX_CUDNN_CHECK(status, context_, "launching the cross-entropy kernel");
       return;
     }
@@ -273,9 +275,9 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
                                            CUDNN_SOFTMAX_MODE_CHANNEL, &alpha, descriptor_.get(),
                                            args.logits->data(), &beta, descriptor_.get(), base),
                        context_, "running cudnnSoftmaxForward (LOG)");
-      status = kernels::xent_nll_forward(params_, base, args.labels->data(), weights,
-                                         args.loss->data(), base + log_probabilities, record(),
-                                         report_device_, stream);
+      status =
+          kernels::xent_nll_forward(params_, base, args.labels->data(), weights, args.loss->data(),
+                                    base + log_probabilities, record(), report_device_, stream);
     } else {
       DNNX_CUDNN_CHECK(cudnnSoftmaxForward(runtime_->handle(), CUDNN_SOFTMAX_ACCURATE,
                                            CUDNN_SOFTMAX_MODE_CHANNEL, &alpha, descriptor_.get(),
@@ -300,11 +302,12 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
     if (position < 0) return;
     const long long value = report()->value;
     report()->position = -1;
-    detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat(detail::bad_label_message(desc_, position, value),
-                              "; found on the GPU by an earlier call of this plan, whose loss or "
-                              "gradient holds NaN there (labels are checked without synchronizing)"),
-                  context_);
+    detail::raise(
+        ErrorKind::InvalidArgument,
+        detail::cat(detail::bad_label_message(desc_, position, value),
+                    "; found on the GPU by an earlier call of this plan, whose loss or "
+                    "gradient holds NaN there (labels are checked without synchronizing)"),
+        context_);
   }
 
   std::shared_ptr<Runtime> runtime_;
@@ -369,11 +372,11 @@ class CudnnCrossEntropy final : public detail::CrossEntropyBackend {
       const auto found = std::find_if(infos.begin(), infos.end(),
                                       [&](const AlgoInfo& info) { return info.id == id; });
       if (found == infos.end()) {
-        detail::raise(ErrorKind::InvalidArgument,
-                      detail::cat("algorithm id '", id, "' is not a cudnn xent candidate for ",
-                                  to_string(direction), "; valid ids: ", infos[0].id, ", ",
-                                  infos[1].id),
-                      context_of(desc, direction, id));
+        detail::raise(
+            ErrorKind::InvalidArgument,
+            detail::cat("algorithm id '", id, "' is not a cudnn xent candidate for ",
+                        to_string(direction), "; valid ids: ", infos[0].id, ", ", infos[1].id),
+            context_of(desc, direction, id));
       }
       if (!found->supported) {
         detail::raise(ErrorKind::Unsupported, found->reason, context_of(desc, direction, id));

@@ -26,9 +26,10 @@
 // The probe runs on the backend's stream, on scratch memory, and is remembered per backend
 // instance; it costs one tiny launch per (dtype, algorithm, direction) per process.
 
+#include "backends/cudnn/kernels/softmax.hpp"
+
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/handles.hpp"
-#include "backends/cudnn/kernels/softmax.hpp"
 #include "backends/cudnn/launch_graph.hpp"
 #include "backends/cudnn/layers.hpp"
 #include "core/check.hpp"
@@ -105,18 +106,18 @@ LegacyShape legacy_shape(const SoftmaxDesc& desc) {
   shape.n = static_cast<int>(g.outer);
   shape.c = static_cast<int>(g.axis);
   shape.h = static_cast<int>(g.inner);
-  shape.mode = desc.mode == SoftmaxMode::instance ? CUDNN_SOFTMAX_MODE_INSTANCE
-                                                  : CUDNN_SOFTMAX_MODE_CHANNEL;
+  shape.mode =
+      desc.mode == SoftmaxMode::instance ? CUDNN_SOFTMAX_MODE_INSTANCE : CUDNN_SOFTMAX_MODE_CHANNEL;
   return shape;
 }
 
 TensorDescriptor make_descriptor(DType dtype, const LegacyShape& shape,
                                  const ErrorContext& context) {
   TensorDescriptor descriptor = make_tensor_descriptor(context);
-  DNNX_CUDNN_CHECK(cudnnSetTensor4dDescriptor(descriptor.get(), CUDNN_TENSOR_NCHW,
-                                              data_type_of(dtype), shape.n, shape.c, shape.h,
-                                              shape.w),
-                   context, "describing the softmax tensor");
+  DNNX_CUDNN_CHECK(
+      cudnnSetTensor4dDescriptor(descriptor.get(), CUDNN_TENSOR_NCHW, data_type_of(dtype), shape.n,
+                                 shape.c, shape.h, shape.w),
+      context, "describing the softmax tensor");
   return descriptor;
 }
 
@@ -157,8 +158,8 @@ std::string probe(Runtime& runtime, DType dtype, cudnnSoftmaxAlgorithm_t algo, D
                                  descriptor.get(), base, descriptor.get(), base + 8, &beta,
                                  descriptor.get(), base + 16);
   if (status != CUDNN_STATUS_SUCCESS) {
-    std::string reason = detail::cat("cuDNN rejects it for ", to_string(dtype), ": ",
-                                     status_name(status));
+    std::string reason =
+        detail::cat("cuDNN rejects it for ", to_string(dtype), ": ", status_name(status));
     if (const std::string message = last_cudnn_message(); !message.empty())
       reason += " (" + message + ")";
     return reason;
@@ -178,12 +179,12 @@ void check_tensor(const Tensor* tensor, const char* role, const SoftmaxDesc& des
   }
   if (!(tensor->dims() == desc.dims) || tensor->dtype() != desc.dtype ||
       !tensor->is_dense(desc.layout) || tensor->device() != Device::cuda(device)) {
-    detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat(role, " is ", describe(*tensor), " on ", to_string(tensor->device()),
-                              "; this plan takes a dense ", to_string(desc.dtype), '[',
-                              desc.dims.to_string(), ' ', to_string(desc.layout), "] on cuda:",
-                              device),
-                  context);
+    detail::raise(
+        ErrorKind::InvalidArgument,
+        detail::cat(role, " is ", describe(*tensor), " on ", to_string(tensor->device()),
+                    "; this plan takes a dense ", to_string(desc.dtype), '[', desc.dims.to_string(),
+                    ' ', to_string(desc.layout), "] on cuda:", device),
+        context);
   }
 }
 
@@ -283,8 +284,9 @@ class LegacyPlan final : public detail::OpPlan<detail::SoftmaxArgs> {
     // run would normalize the output again).
     if (!primed_ && t.first != t.output) launch(t);
     primed_ = true;
-    replay_.run(runtime_->settings().graphs, runtime_->stream(),
-                {t.first, t.second, t.output, workspace.data}, [&] { launch(t); }, context_);
+    replay_.run(
+        runtime_->settings().graphs, runtime_->stream(),
+        {t.first, t.second, t.output, workspace.data}, [&] { launch(t); }, context_);
   }
 
  private:
@@ -297,8 +299,8 @@ class LegacyPlan final : public detail::OpPlan<detail::SoftmaxArgs> {
                                            &beta, d, t.output),
                        context_, "running cudnnSoftmaxForward");
     } else {
-      DNNX_CUDNN_CHECK(cudnnSoftmaxBackward(runtime_->handle(), algo_, mode_, &alpha, d, t.first,
-                                            d, t.second, &beta, d, t.output),
+      DNNX_CUDNN_CHECK(cudnnSoftmaxBackward(runtime_->handle(), algo_, mode_, &alpha, d, t.first, d,
+                                            t.second, &beta, d, t.output),
                        context_, "running cudnnSoftmaxBackward");
     }
   }
@@ -333,12 +335,14 @@ class CudnnSoftmax final : public detail::SoftmaxBackend {
         info.name = "cudnnSoftmax* FAST (no max subtraction: overflows for inputs above ~88)";
         info.notes.emplace_back("overflow_risk");
       } else {
-        info.name = detail::cat("cudnnSoftmax* ", legacy.algo == CUDNN_SOFTMAX_LOG ? "LOG" : "ACCURATE",
-                                " (max-subtracted)");
+        info.name =
+            detail::cat("cudnnSoftmax* ", legacy.algo == CUDNN_SOFTMAX_LOG ? "LOG" : "ACCURATE",
+                        " (max-subtracted)");
       }
       info.reason = shape.reason;
       if (info.reason.empty())
-        info.reason = probed(desc.dtype, legacy.algo, direction, context_of(desc, direction, info.id));
+        info.reason =
+            probed(desc.dtype, legacy.algo, direction, context_of(desc, direction, info.id));
       info.supported = info.reason.empty();
       infos.push_back(std::move(info));
     }
@@ -353,26 +357,26 @@ class CudnnSoftmax final : public detail::SoftmaxBackend {
                                                             Direction direction,
                                                             const std::string& id) override {
     desc.validate();
-    return plans_.get_or_build(desc, direction, id,
-                               [&]() -> std::shared_ptr<detail::OpPlan<detail::SoftmaxArgs>> {
-      if (id == kernel_id) return std::make_shared<KernelPlan>(runtime_, desc, direction);
-      for (const AlgoInfo& info : list(desc, direction)) {
-        if (info.id != id) continue;
-        if (!info.supported) {
-          detail::raise(ErrorKind::Unsupported, info.reason, context_of(desc, direction, id));
-        }
-        for (const LegacyAlgo& legacy : legacy_algos(desc)) {
-          if (id == detail::cat(legacy_prefix, legacy.name))
-            return std::make_shared<LegacyPlan>(runtime_, desc, direction, info, legacy.algo);
-        }
-      }
-      std::vector<std::string> ids;
-      for (const AlgoInfo& info : list(desc, direction)) ids.push_back(info.id);
-      detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat("algorithm id '", id, "' is not a cudnn softmax candidate for ",
-                                to_string(direction), "; valid ids: ", detail::join(ids, ", ")),
-                    context_of(desc, direction, id));
-    });
+    return plans_.get_or_build(
+        desc, direction, id, [&]() -> std::shared_ptr<detail::OpPlan<detail::SoftmaxArgs>> {
+          if (id == kernel_id) return std::make_shared<KernelPlan>(runtime_, desc, direction);
+          for (const AlgoInfo& info : list(desc, direction)) {
+            if (info.id != id) continue;
+            if (!info.supported) {
+              detail::raise(ErrorKind::Unsupported, info.reason, context_of(desc, direction, id));
+            }
+            for (const LegacyAlgo& legacy : legacy_algos(desc)) {
+              if (id == detail::cat(legacy_prefix, legacy.name))
+                return std::make_shared<LegacyPlan>(runtime_, desc, direction, info, legacy.algo);
+            }
+          }
+          std::vector<std::string> ids;
+          for (const AlgoInfo& info : list(desc, direction)) ids.push_back(info.id);
+          detail::raise(ErrorKind::InvalidArgument,
+                        detail::cat("algorithm id '", id, "' is not a cudnn softmax candidate for ",
+                                    to_string(direction), "; valid ids: ", detail::join(ids, ", ")),
+                        context_of(desc, direction, id));
+        });
   }
 
  private:

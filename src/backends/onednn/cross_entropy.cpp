@@ -98,8 +98,8 @@ template <typename T>
 template <typename T>
 [[gnu::always_inline]] inline void stats_columns_impl(const T* x, std::int64_t classes,
                                                       std::int64_t inner, std::int64_t o,
-                                                      std::int64_t i0, std::int64_t i1,
-                                                      float* max, float* sum) {
+                                                      std::int64_t i0, std::int64_t i1, float* max,
+                                                      float* sum) {
   simd::column_max_sum(x + o * classes * inner + i0, classes, inner, i1 - i0, max, sum);
 }
 
@@ -137,29 +137,26 @@ template <typename T>
 }
 
 // One multiversioned entry point per (kernel, storage type) (Note [simd clones]).
-#define DNNX_XENT_KERNELS(T, suffix)                                                             \
-  DNNX_SIMD_CLONES void stats_rows_##suffix(const void* x, std::int64_t classes,                 \
-                                            std::int64_t p0, std::int64_t p1, float* max,        \
-                                            float* sum) {                                        \
-    stats_rows_impl(static_cast<const T*>(x), classes, p0, p1, max, sum);                       \
-  }                                                                                              \
-  DNNX_SIMD_CLONES void stats_columns_##suffix(const void* x, std::int64_t classes,              \
-                                               std::int64_t inner, std::int64_t o,               \
-                                               std::int64_t i0, std::int64_t i1, float* max,     \
-                                               float* sum) {                                     \
-    stats_columns_impl(static_cast<const T*>(x), classes, inner, o, i0, i1, max, sum);          \
-  }                                                                                              \
-  DNNX_SIMD_CLONES void grad_rows_##suffix(const void* x, void* dx, std::int64_t classes,        \
-                                           std::int64_t p0, std::int64_t p1, const float* max,   \
-                                           const float* scale) {                                 \
-    grad_rows_impl(static_cast<const T*>(x), static_cast<T*>(dx), classes, p0, p1, max, scale);  \
-  }                                                                                              \
-  DNNX_SIMD_CLONES void grad_columns_##suffix(const void* x, void* dx, std::int64_t classes,     \
-                                              std::int64_t inner, std::int64_t o,                \
-                                              std::int64_t i0, std::int64_t i1,                  \
-                                              const float* max, const float* scale) {            \
-    grad_columns_impl(static_cast<const T*>(x), static_cast<T*>(dx), classes, inner, o, i0, i1,  \
-                      max, scale);                                                               \
+#define DNNX_XENT_KERNELS(T, suffix)                                                              \
+  DNNX_SIMD_CLONES void stats_rows_##suffix(const void* x, std::int64_t classes, std::int64_t p0, \
+                                            std::int64_t p1, float* max, float* sum) {            \
+    stats_rows_impl(static_cast<const T*>(x), classes, p0, p1, max, sum);                         \
+  }                                                                                               \
+  DNNX_SIMD_CLONES void stats_columns_##suffix(                                                   \
+      const void* x, std::int64_t classes, std::int64_t inner, std::int64_t o, std::int64_t i0,   \
+      std::int64_t i1, float* max, float* sum) {                                                  \
+    stats_columns_impl(static_cast<const T*>(x), classes, inner, o, i0, i1, max, sum);            \
+  }                                                                                               \
+  DNNX_SIMD_CLONES void grad_rows_##suffix(const void* x, void* dx, std::int64_t classes,         \
+                                           std::int64_t p0, std::int64_t p1, const float* max,    \
+                                           const float* scale) {                                  \
+    grad_rows_impl(static_cast<const T*>(x), static_cast<T*>(dx), classes, p0, p1, max, scale);   \
+  }                                                                                               \
+  DNNX_SIMD_CLONES void grad_columns_##suffix(                                                    \
+      const void* x, void* dx, std::int64_t classes, std::int64_t inner, std::int64_t o,          \
+      std::int64_t i0, std::int64_t i1, const float* max, const float* scale) {                   \
+    grad_columns_impl(static_cast<const T*>(x), static_cast<T*>(dx), classes, inner, o, i0, i1,   \
+                      max, scale);                                                                \
   }
 
 DNNX_XENT_KERNELS(float, f32)
@@ -249,7 +246,8 @@ struct GradScale {
     return 0;
   }
   const void* element_ptr(std::int64_t p) const {
-    return static_cast<const unsigned char*>(diff_loss) + static_cast<std::size_t>(p) * size_of(dtype);
+    return static_cast<const unsigned char*>(diff_loss) +
+           static_cast<std::size_t>(p) * size_of(dtype);
   }
 };
 
@@ -273,16 +271,15 @@ void finish_loss(const Call& call, Tensor& loss) {
   if (call.desc->reduction == Reduction::none) return;
   double total = 0;
   for (std::int64_t b = 0; b < call.blocks; ++b) total += call.partials[b];
-  const double value =
-      call.desc->reduction == Reduction::mean ? total / call.total_weight : total;
+  const double value = call.desc->reduction == Reduction::mean ? total / call.total_weight : total;
   detail::store_f32(loss.data(), call.desc->dtype, static_cast<float>(value));
 }
 
 // Per position p of a block: records the loss -w * logp (none: stored; else added to the
 // block's partial). `logp(p, y)` is the log-probability of class y at position p.
 template <typename LogProb>
-void nll_block(const Call& call, std::int64_t block, std::int64_t p0, std::int64_t p1,
-               void* loss, LogProb&& logp) {
+void nll_block(const Call& call, std::int64_t block, std::int64_t p0, std::int64_t p1, void* loss,
+               LogProb&& logp) {
   double partial = 0;
   const DType dtype = call.desc->dtype;
   const std::size_t size = size_of(dtype);
@@ -312,21 +309,23 @@ void fused_forward(const Call& call, const Kernels& kernels, Tensor& loss) {
     for (std::int64_t b = b0; b < b1; ++b) {
       const std::int64_t p0 = b * block_positions;
       const std::int64_t p1 = std::min(positions, p0 + block_positions);
-      for_each_run(call.g, p0, p1, [&](std::int64_t o, std::int64_t i0, std::int64_t i1,
-                                       std::int64_t first) {
-        const std::int64_t k = first - p0;
-        if (call.g.inner == 1) {
-          kernels.stats_rows(call.logits, classes, first, first + (i1 - i0), max + k, sum + k);
-        } else {
-          kernels.stats_columns(call.logits, classes, call.g.inner, o, i0, i1, max + k, sum + k);
-        }
-      });
+      for_each_run(call.g, p0, p1,
+                   [&](std::int64_t o, std::int64_t i0, std::int64_t i1, std::int64_t first) {
+                     const std::int64_t k = first - p0;
+                     if (call.g.inner == 1) {
+                       kernels.stats_rows(call.logits, classes, first, first + (i1 - i0), max + k,
+                                          sum + k);
+                     } else {
+                       kernels.stats_columns(call.logits, classes, call.g.inner, o, i0, i1, max + k,
+                                             sum + k);
+                     }
+                   });
       // Note [xent stats]: log p_y = (x_y - m) - log s.
       nll_block(call, b, p0, p1, loss.data(), [&](std::int64_t p, std::int64_t y) {
-        const float x = detail::load_f32(
-            static_cast<const unsigned char*>(call.logits) +
-                static_cast<std::size_t>(element(call.g, p, y)) * size_of(dtype),
-            dtype);
+        const float x =
+            detail::load_f32(static_cast<const unsigned char*>(call.logits) +
+                                 static_cast<std::size_t>(element(call.g, p, y)) * size_of(dtype),
+                             dtype);
         return (x - max[p - p0]) - std::log(sum[p - p0]);
       });
     }
@@ -352,24 +351,25 @@ void fused_backward(const Call& call, const Kernels& kernels, const GradScale& s
         const std::int64_t y = call.labels.at(p);
         g[p - p0] = y == call.desc->ignore_index ? 0.0f : scale(p, call.weight(y));
       }
-      for_each_run(call.g, p0, p1, [&](std::int64_t o, std::int64_t i0, std::int64_t i1,
-                                       std::int64_t first) {
-        const std::int64_t k = first - p0;
-        const std::int64_t n = i1 - i0;
-        if (call.g.inner == 1) {
-          kernels.stats_rows(call.logits, classes, first, first + n, max + k, sum + k);
-        } else {
-          kernels.stats_columns(call.logits, classes, call.g.inner, o, i0, i1, max + k, sum + k);
-        }
-        for (std::int64_t j = k; j < k + n; ++j) factor[j] = g[j] / sum[j];
-        if (call.g.inner == 1) {
-          kernels.grad_rows(call.logits, diff_logits.data(), classes, first, first + n, max + k,
-                            factor + k);
-        } else {
-          kernels.grad_columns(call.logits, diff_logits.data(), classes, call.g.inner, o, i0, i1,
-                               max + k, factor + k);
-        }
-      });
+      for_each_run(call.g, p0, p1,
+                   [&](std::int64_t o, std::int64_t i0, std::int64_t i1, std::int64_t first) {
+                     const std::int64_t k = first - p0;
+                     const std::int64_t n = i1 - i0;
+                     if (call.g.inner == 1) {
+                       kernels.stats_rows(call.logits, classes, first, first + n, max + k, sum + k);
+                     } else {
+                       kernels.stats_columns(call.logits, classes, call.g.inner, o, i0, i1, max + k,
+                                             sum + k);
+                     }
+                     for (std::int64_t j = k; j < k + n; ++j) factor[j] = g[j] / sum[j];
+                     if (call.g.inner == 1) {
+                       kernels.grad_rows(call.logits, diff_logits.data(), classes, first, first + n,
+                                         max + k, factor + k);
+                     } else {
+                       kernels.grad_columns(call.logits, diff_logits.data(), classes, call.g.inner,
+                                            o, i0, i1, max + k, factor + k);
+                     }
+                   });
       // The label's element: g * (softmax - 1).
       for (std::int64_t p = p0; p < p1; ++p) {
         const std::int64_t y = call.labels.at(p);
@@ -414,10 +414,10 @@ struct Candidate {
   AlgoInfo info;
   bool fused = false;
   // oneDNN candidates:
-  dnnl::primitive_desc softmax;  // logits (or their f32 nhwc copy) -> f32 probabilities
+  dnnl::primitive_desc softmax;           // logits (or their f32 nhwc copy) -> f32 probabilities
   dnnl::reorder::primitive_desc reorder;  // transposed: logits -> f32 nhwc copy (null: none)
-  memory::desc user;             // the logits as the caller holds them
-  memory::desc probabilities;    // the f32 workspace copy (caller's layout, or nhwc)
+  memory::desc user;                      // the logits as the caller holds them
+  memory::desc probabilities;             // the f32 workspace copy (caller's layout, or nhwc)
   Layout probabilities_layout = Layout::channels_first;
   std::size_t scratch_bytes = 0;
 };
@@ -458,8 +458,8 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const CrossEn
   const memory::dims dims(desc.dims.begin(), desc.dims.end());
   const int rank = desc.dims.rank();
   const memory::desc user(dims, data_type_of(desc.dtype), activation_tag(rank, desc.layout));
-  const bool transposable = desc.layout == Layout::channels_first && rank > 2 &&
-                            detail::spatial_size(desc.dims) > 1;
+  const bool transposable =
+      desc.layout == Layout::channels_first && rank > 2 && detail::spatial_size(desc.dims) > 1;
   struct Strategy {
     bool transposed;
     Layout layout;
@@ -468,9 +468,8 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const CrossEn
   if (transposable) strategies.push_back({true, Layout::channels_last});
   strategies.push_back({false, desc.layout});
 
-  const dnnl::algorithm algorithm = direction == Direction::fwd
-                                        ? dnnl::algorithm::softmax_log
-                                        : dnnl::algorithm::softmax_accurate;
+  const dnnl::algorithm algorithm = direction == Direction::fwd ? dnnl::algorithm::softmax_log
+                                                                : dnnl::algorithm::softmax_accurate;
   const dnnl::primitive_attr attr = user_scratchpad();
   std::set<std::string> seen;
   std::string failure;
@@ -484,14 +483,13 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const CrossEn
       if (strategy.transposed)
         reorder = dnnl::reorder::primitive_desc(engine, user, engine, probabilities, attr);
       // Transposed: the softmax runs in place on the f32 copy.
-      pd = dnnl::softmax_forward::primitive_desc(engine, dnnl::prop_kind::forward_inference,
-                                                 algorithm,
-                                                 strategy.transposed ? probabilities : user,
-                                                 probabilities, 1, attr);
+      pd = dnnl::softmax_forward::primitive_desc(
+          engine, dnnl::prop_kind::forward_inference, algorithm,
+          strategy.transposed ? probabilities : user, probabilities, 1, attr);
     } catch (const dnnl::error& error) {
       if (error.status != dnnl_unimplemented)
-        raise_dnnl(error.status, detail::cat("creating the softmax primitive descriptor: ",
-                                             error.what()),
+        raise_dnnl(error.status,
+                   detail::cat("creating the softmax primitive descriptor: ", error.what()),
                    context);
       failure = error.what();
       continue;
@@ -503,10 +501,10 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const CrossEn
       info.id = detail::cat("onednn:", impl, strategy.transposed ? ":nhwc" : "", "+nll");
       if (impl.starts_with("ref") && strategy.transposed) continue;  // one ref candidate
       if (!seen.insert(info.id).second) continue;
-      info.name = detail::cat(impl, direction == Direction::fwd ? " log-softmax" : " softmax",
-                              strategy.transposed ? " on an nhwc copy" : "",
-                              direction == Direction::fwd ? " + NLL (f32 workspace)"
-                                                          : " - onehot (f32 workspace)");
+      info.name = detail::cat(
+          impl, direction == Direction::fwd ? " log-softmax" : " softmax",
+          strategy.transposed ? " on an nhwc copy" : "",
+          direction == Direction::fwd ? " + NLL (f32 workspace)" : " - onehot (f32 workspace)");
       info.supported = true;
       info.deterministic = true;  // Note [determinism] in conv_list.cpp, Note [xent blocks]
       info.notes = {"accurate"};
@@ -534,17 +532,15 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const CrossEn
       onednn.push_back(std::move(candidate));
     } while (pd.next_impl());
   }
-  std::stable_partition(onednn.begin(), onednn.end(), [](const Candidate& c) {
-    return !c.info.id.starts_with("onednn:ref:");
-  });
+  std::stable_partition(onednn.begin(), onednn.end(),
+                        [](const Candidate& c) { return !c.info.id.starts_with("onednn:ref:"); });
   if (onednn.empty()) {
     Candidate unavailable;
     unavailable.info.id = "onednn:unavailable:softmax+nll";
     unavailable.info.name = "oneDNN softmax + NLL (no oneDNN implementation)";
     unavailable.info.reason =
-        detail::cat(onednn_version(), " has no softmax implementation for ",
-                    to_string(desc.dtype), ' ', to_string(desc.layout), " on cpu isa ", isa, ": ",
-                    failure);
+        detail::cat(onednn_version(), " has no softmax implementation for ", to_string(desc.dtype),
+                    ' ', to_string(desc.layout), " on cpu isa ", isa, ": ", failure);
     onednn.push_back(std::move(unavailable));
   }
   for (Candidate& candidate : onednn) candidates.push_back(std::move(candidate));
@@ -690,19 +686,20 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
           const std::int64_t y = call.labels.at(p);
           g[p - p0] = y == desc_.ignore_index ? 0.0f : scale(p, call.weight(y));
         }
-        for_each_run(og, p0, p1, [&](std::int64_t o, std::int64_t i0, std::int64_t i1,
-                                     std::int64_t first) {
-          for (std::int64_t c = 0; c < classes; ++c) {
-            for (std::int64_t i = i0; i < i1; ++i) {
-              const std::int64_t p = first + (i - i0);
-              const std::int64_t y = call.labels.at(p);
-              const float target = c == y ? 1.0f : 0.0f;
-              const float value = g[p - p0] * (probabilities[element(pg, p, c)] - target);
-              detail::store_f32(out + static_cast<std::size_t>((o * classes + c) * og.inner + i) * size,
-                                dtype, value);
-            }
-          }
-        });
+        for_each_run(
+            og, p0, p1, [&](std::int64_t o, std::int64_t i0, std::int64_t i1, std::int64_t first) {
+              for (std::int64_t c = 0; c < classes; ++c) {
+                for (std::int64_t i = i0; i < i1; ++i) {
+                  const std::int64_t p = first + (i - i0);
+                  const std::int64_t y = call.labels.at(p);
+                  const float target = c == y ? 1.0f : 0.0f;
+                  const float value = g[p - p0] * (probabilities[element(pg, p, c)] - target);
+                  detail::store_f32(
+                      out + static_cast<std::size_t>((o * classes + c) * og.inner + i) * size,
+                      dtype, value);
+                }
+              }
+            });
       }
     });
   }
@@ -737,12 +734,12 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
     }
     if (!(tensor->dims() == dims) || tensor->dtype() != dtype || !tensor->is_dense(layout) ||
         tensor->device() != Device::cpu()) {
-      detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat(role, " is ", describe(*tensor), " on ",
-                                to_string(tensor->device()), "; this plan takes a dense ",
-                                to_string(dtype), '[', dims.to_string(), ' ', to_string(layout),
-                                "] on cpu"),
-                    context_);
+      detail::raise(
+          ErrorKind::InvalidArgument,
+          detail::cat(role, " is ", describe(*tensor), " on ", to_string(tensor->device()),
+                      "; this plan takes a dense ", to_string(dtype), '[', dims.to_string(), ' ',
+                      to_string(layout), "] on cpu"),
+          context_);
     }
   }
 
@@ -804,8 +801,7 @@ class OneDnnCrossEntropy final : public detail::CrossEntropyBackend {
                       context_of(desc, direction, id));
       }
       if (!found->info.supported) {
-        detail::raise(ErrorKind::Unsupported, found->info.reason,
-                      context_of(desc, direction, id));
+        detail::raise(ErrorKind::Unsupported, found->info.reason, context_of(desc, direction, id));
       }
       return std::make_shared<Plan>(runtime_, desc, direction, *found);
     });

@@ -35,12 +35,12 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <limits>
-#include <type_traits>
 #include <cstddef>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -107,8 +107,7 @@ memory::desc transposed_md(const SoftmaxDesc& desc) {
 constexpr const char* kernel_id = "cpu:kernel";
 
 // An f32 softmax row: maximum, then exp(x - max) stored while summed, then scaled by 1 / sum.
-[[gnu::always_inline]] inline void forward_row_f32(const float* in, float* out,
-                                                   std::int64_t axis) {
+[[gnu::always_inline]] inline void forward_row_f32(const float* in, float* out, std::int64_t axis) {
   using simd::Vec;
   constexpr int lanes = simd::lanes;
   Vec m = simd::splat(-std::numeric_limits<float>::infinity());
@@ -257,12 +256,12 @@ template <typename T>
 #define DNNX_SOFTMAX_KERNELS(T, suffix)                                                          \
   DNNX_SIMD_CLONES void forward_rows_##suffix(const void* x, void* y, std::int64_t axis,         \
                                               std::int64_t r0, std::int64_t r1, bool log) {      \
-    forward_rows_impl(static_cast<const T*>(x), static_cast<T*>(y), axis, r0, r1, log);         \
+    forward_rows_impl(static_cast<const T*>(x), static_cast<T*>(y), axis, r0, r1, log);          \
   }                                                                                              \
   DNNX_SIMD_CLONES void forward_columns_##suffix(const void* x, void* y, std::int64_t axis,      \
                                                  std::int64_t inner, std::int64_t o,             \
                                                  std::int64_t i0, std::int64_t i1, bool log) {   \
-    forward_columns_impl(static_cast<const T*>(x), static_cast<T*>(y), axis, inner, o, i0, i1,  \
+    forward_columns_impl(static_cast<const T*>(x), static_cast<T*>(y), axis, inner, o, i0, i1,   \
                          log);                                                                   \
   }                                                                                              \
   DNNX_SIMD_CLONES void backward_rows_##suffix(const void* y, const void* dy, void* dx,          \
@@ -271,11 +270,10 @@ template <typename T>
     backward_rows_impl(static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx), \
                        axis, r0, r1, log);                                                       \
   }                                                                                              \
-  DNNX_SIMD_CLONES void backward_columns_##suffix(const void* y, const void* dy, void* dx,       \
-                                                  std::int64_t axis, std::int64_t inner,         \
-                                                  std::int64_t o, std::int64_t i0,               \
-                                                  std::int64_t i1, bool log) {                   \
-    backward_columns_impl(static_cast<const T*>(y), static_cast<const T*>(dy),                  \
+  DNNX_SIMD_CLONES void backward_columns_##suffix(                                               \
+      const void* y, const void* dy, void* dx, std::int64_t axis, std::int64_t inner,            \
+      std::int64_t o, std::int64_t i0, std::int64_t i1, bool log) {                              \
+    backward_columns_impl(static_cast<const T*>(y), static_cast<const T*>(dy),                   \
                           static_cast<T*>(dx), axis, inner, o, i0, i1, log);                     \
   }
 
@@ -378,9 +376,8 @@ SoftmaxPd create_pd(const dnnl::engine& engine, const SoftmaxDesc& desc, Directi
             hint};
   } catch (const dnnl::error& error) {
     if (error.status != dnnl_unimplemented)
-      raise_dnnl(error.status, detail::cat("creating the softmax primitive descriptor: ",
-                                           error.what()),
-                 context);
+      raise_dnnl(error.status,
+                 detail::cat("creating the softmax primitive descriptor: ", error.what()), context);
     failure = error.what();
     return {};
   }
@@ -466,27 +463,25 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const Softmax
       candidates.push_back(std::move(candidate));
     } while (softmax.pd.next_impl());
   }
-  std::stable_partition(candidates.begin(), candidates.end(), [](const Candidate& c) {
-    return !c.info.id.starts_with("onednn:ref:");
-  });
+  std::stable_partition(candidates.begin(), candidates.end(),
+                        [](const Candidate& c) { return !c.info.id.starts_with("onednn:ref:"); });
   const bool none = candidates.empty();
   Candidate kernel;
   kernel.kernel = true;
   kernel.info = kernel_info(desc);
-  const auto before = kernel_first(desc)
-                          ? candidates.begin()
-                          : std::find_if(candidates.begin(), candidates.end(), [](const Candidate& c) {
-                              return c.info.id.starts_with("onednn:ref:");
-                            });
+  const auto before =
+      kernel_first(desc)
+          ? candidates.begin()
+          : std::find_if(candidates.begin(), candidates.end(),
+                         [](const Candidate& c) { return c.info.id.starts_with("onednn:ref:"); });
   candidates.insert(before, std::move(kernel));
   if (none) {
     Candidate unavailable;
     unavailable.info.id = "onednn:unavailable:softmax";
     unavailable.info.name = "softmax (no oneDNN implementation)";
-    unavailable.info.reason = detail::cat(onednn_version(), " has no softmax ", to_string(direction),
-                                          " implementation for ", to_string(desc.dtype), ' ',
-                                          to_string(desc.layout), " on cpu isa ", isa, ": ",
-                                          failure);
+    unavailable.info.reason = detail::cat(
+        onednn_version(), " has no softmax ", to_string(direction), " implementation for ",
+        to_string(desc.dtype), ' ', to_string(desc.layout), " on cpu isa ", isa, ": ", failure);
     candidates.push_back(std::move(unavailable));
   }
   for (std::size_t i = 0; i < candidates.size(); ++i)
@@ -516,7 +511,8 @@ class Plan final : public detail::OpPlan<detail::SoftmaxArgs> {
         std::vector<dnnl_exec_arg_t> args;
         const auto& roles = direction == Direction::fwd ? std::span<const Role>(fwd_roles)
                                                         : std::span<const Role>(bwd_roles);
-        for (std::size_t r = 0; r < roles.size(); ++r) args.push_back({roles[r].arg, user_[r].get()});
+        for (std::size_t r = 0; r < roles.size(); ++r)
+          args.push_back({roles[r].arg, user_[r].get()});
         add_step(candidate.softmax, std::move(args));
         return;
       }
@@ -602,12 +598,12 @@ class Plan final : public detail::OpPlan<detail::SoftmaxArgs> {
     }
     if (!(tensor->dims() == desc_.dims) || tensor->dtype() != desc_.dtype ||
         !tensor->is_dense(desc_.layout) || tensor->device() != Device::cpu()) {
-      detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat(role, " is ", describe(*tensor), " on ",
-                                to_string(tensor->device()), "; this plan takes a dense ",
-                                to_string(desc_.dtype), '[', desc_.dims.to_string(), ' ',
-                                to_string(desc_.layout), "] on cpu"),
-                    context_);
+      detail::raise(
+          ErrorKind::InvalidArgument,
+          detail::cat(role, " is ", describe(*tensor), " on ", to_string(tensor->device()),
+                      "; this plan takes a dense ", to_string(desc_.dtype), '[',
+                      desc_.dims.to_string(), ' ', to_string(desc_.layout), "] on cpu"),
+          context_);
     }
   }
 
@@ -621,7 +617,7 @@ class Plan final : public detail::OpPlan<detail::SoftmaxArgs> {
   ErrorContext context_;
   SoftmaxDesc desc_;
   Direction direction_;
-  dnnl::primitive_desc hint_;  // destroyed after the primitives that point to it
+  dnnl::primitive_desc hint_;            // destroyed after the primitives that point to it
   std::array<dnnl::memory, 3> user_;     // bound to the caller's tensors, in role order
   std::array<dnnl::memory, 2> buffers_;  // transposed copies in the workspace (null: none)
   std::array<std::size_t, 2> offsets_{};
@@ -691,12 +687,12 @@ class KernelPlan final : public detail::OpPlan<detail::SoftmaxArgs> {
     }
     if (!(tensor->dims() == desc_.dims) || tensor->dtype() != desc_.dtype ||
         !tensor->is_dense(desc_.layout) || tensor->device() != Device::cpu()) {
-      detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat(role, " is ", describe(*tensor), " on ",
-                                to_string(tensor->device()), "; this plan takes a dense ",
-                                to_string(desc_.dtype), '[', desc_.dims.to_string(), ' ',
-                                to_string(desc_.layout), "] on cpu"),
-                    context_);
+      detail::raise(
+          ErrorKind::InvalidArgument,
+          detail::cat(role, " is ", describe(*tensor), " on ", to_string(tensor->device()),
+                      "; this plan takes a dense ", to_string(desc_.dtype), '[',
+                      desc_.dims.to_string(), ' ', to_string(desc_.layout), "] on cpu"),
+          context_);
     }
   }
 
@@ -750,8 +746,7 @@ class OneDnnSoftmax final : public detail::SoftmaxBackend {
                       context_of(desc, direction, id));
       }
       if (!found->info.supported) {
-        detail::raise(ErrorKind::Unsupported, found->info.reason,
-                      context_of(desc, direction, id));
+        detail::raise(ErrorKind::Unsupported, found->info.reason, context_of(desc, direction, id));
       }
       if (found->kernel)
         return std::shared_ptr<detail::OpPlan<detail::SoftmaxArgs>>(

@@ -79,7 +79,9 @@ std::vector<std::int64_t> read_labels(const Tensor& labels) {
 class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
  public:
   Plan(const CrossEntropyDesc& desc, Direction direction)
-      : desc_(desc), direction_(direction), info_(direct_info()),
+      : desc_(desc),
+        direction_(direction),
+        info_(direct_info()),
         context_(context_of(desc, direction)) {}
 
   const AlgoInfo& algo() const override { return info_; }
@@ -141,8 +143,8 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
       if (y[p] == desc_.ignore_index) continue;
       const auto position = static_cast<std::int64_t>(p);
       const std::int64_t first = (position / g.inner) * g.axis * g.inner + position % g.inner;
-      const double nll = log_sum_exp(x, g, position) -
-                         x[static_cast<std::size_t>(first + y[p] * g.inner)];
+      const double nll =
+          log_sum_exp(x, g, position) - x[static_cast<std::size_t>(first + y[p] * g.inner)];
       per_position[p] = w[p] * nll;
       total += per_position[p];
       total_weight += w[p];

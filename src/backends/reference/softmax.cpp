@@ -50,11 +50,11 @@ void check_tensor(const Tensor* tensor, const char* role, const SoftmaxDesc& des
   }
   if (!(tensor->dims() == desc.dims) || tensor->dtype() != desc.dtype ||
       tensor->device() != Device::cpu()) {
-    detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat(role, " is ", describe(*tensor), " on ", to_string(tensor->device()),
-                              "; expected ", to_string(desc.dtype), '[', desc.dims.to_string(),
-                              "] on cpu"),
-                  context);
+    detail::raise(
+        ErrorKind::InvalidArgument,
+        detail::cat(role, " is ", describe(*tensor), " on ", to_string(tensor->device()),
+                    "; expected ", to_string(desc.dtype), '[', desc.dims.to_string(), "] on cpu"),
+        context);
   }
 }
 
@@ -69,7 +69,9 @@ void for_each_group(const detail::AxisGeometry& g, F&& f) {
 class Plan final : public detail::OpPlan<detail::SoftmaxArgs> {
  public:
   Plan(const SoftmaxDesc& desc, Direction direction)
-      : desc_(desc), direction_(direction), info_(direct_info()),
+      : desc_(desc),
+        direction_(direction),
+        info_(direct_info()),
         context_(context_of(desc, direction)) {}
 
   const AlgoInfo& algo() const override { return info_; }

@@ -223,8 +223,8 @@ __device__ void finish(const XentParams& params, Partial partial, Partial* parti
 // backends/onednn/cross_entropy.cpp: m and s kept apart stay accurate for logits of any
 // magnitude), or read from cuDNN's log-softmax.
 template <typename LogProbability>
-__device__ __forceinline__ Partial position_loss(const XentParams& params, std::int64_t y,
-                                                 bool ok, const float* weights,
+__device__ __forceinline__ Partial position_loss(const XentParams& params, std::int64_t y, bool ok,
+                                                 const float* weights,
                                                  LogProbability&& log_probability) {
   if (!ok) return {static_cast<double>(NAN), 0.0};
   if (y == params.ignore_index) return {0.0, 0.0};
@@ -246,8 +246,8 @@ __device__ __forceinline__ void store_or_add(const XentParams& params, std::int6
 
 template <typename T, typename L>
 __global__ void __launch_bounds__(warp_size* warp_positions_per_block)
-    forward_warp(XentParams params, const T* logits, const L* labels, const float* weights,
-                 T* loss, Partial* partials, XentRecord* record, XentReport* report) {
+    forward_warp(XentParams params, const T* logits, const L* labels, const float* weights, T* loss,
+                 Partial* partials, XentRecord* record, XentReport* report) {
   const int lane = threadIdx.x;
   const std::int64_t positions = positions_of(params);
   Partial partial{0.0, 0.0};
@@ -281,8 +281,7 @@ __global__ void __launch_bounds__(block_threads)
   for (std::int64_t p = blockIdx.x; p < positions; p += gridDim.x) {
     const T* row = logits + p * params.classes;
     Running r;
-    for (std::int64_t c = threadIdx.x; c < params.classes; c += blockDim.x)
-      r.add(to_float(row[c]));
+    for (std::int64_t c = threadIdx.x; c < params.classes; c += blockDim.x) r.add(to_float(row[c]));
     r = block_merge(r);
     if (threadIdx.x == 0) {
       const std::int64_t y = label_at(labels, p);
@@ -309,7 +308,8 @@ __global__ void __launch_bounds__(column_threads)
        p += std::int64_t{gridDim.x} * blockDim.x) {
     const std::int64_t first = element(params, p, 0);
     Running r;
-    for (std::int64_t c = 0; c < params.classes; ++c) r.add(to_float(logits[first + c * params.inner]));
+    for (std::int64_t c = 0; c < params.classes; ++c)
+      r.add(to_float(logits[first + c * params.inner]));
     const std::int64_t y = label_at(labels, p);
     const bool ok = check_label(y, p, params, record);
     const Partial value = position_loss(params, y, ok, weights, [&](std::int64_t c) {
@@ -421,13 +421,11 @@ __global__ void __launch_bounds__(block_threads)
     const T* row = logits + p * params.classes;
     T* out = diff_logits + p * params.classes;
     Running r;
-    for (std::int64_t c = threadIdx.x; c < params.classes; c += blockDim.x)
-      r.add(to_float(row[c]));
+    for (std::int64_t c = threadIdx.x; c < params.classes; c += blockDim.x) r.add(to_float(row[c]));
     r = block_merge(r);
     const std::int64_t y = label_at(labels, p);
-    const bool ok = threadIdx.x == 0
-                        ? check_label(y, p, params, record)
-                        : (y == params.ignore_index || (y >= 0 && y < params.classes));
+    const bool ok = threadIdx.x == 0 ? check_label(y, p, params, record)
+                                     : (y == params.ignore_index || (y >= 0 && y < params.classes));
     const float g = grad_scale(params, p, y, ok, weights, diff_loss, total);
     for (std::int64_t c = threadIdx.x; c < params.classes; c += blockDim.x)
       out[c] = from_float<T>(gradient(to_float(row[c]), r, g, c == y));
@@ -445,7 +443,8 @@ __global__ void __launch_bounds__(column_threads)
        p += std::int64_t{gridDim.x} * blockDim.x) {
     const std::int64_t first = element(params, p, 0);
     Running r;
-    for (std::int64_t c = 0; c < params.classes; ++c) r.add(to_float(logits[first + c * params.inner]));
+    for (std::int64_t c = 0; c < params.classes; ++c)
+      r.add(to_float(logits[first + c * params.inner]));
     const std::int64_t y = label_at(labels, p);
     const bool ok = check_label(y, p, params, record);
     const float g = grad_scale(params, p, y, ok, weights, diff_loss, total);
@@ -503,7 +502,8 @@ Launch fused_launch(const XentParams& params) {
   const std::int64_t positions = params.positions();
   switch (shape_of(params)) {
     case Shape::warp:
-      return {blocks_for(positions, warp_positions_per_block), dim3(warp_size, warp_positions_per_block)};
+      return {blocks_for(positions, warp_positions_per_block),
+              dim3(warp_size, warp_positions_per_block)};
     case Shape::block: return {blocks_for(positions, 1), dim3(block_threads)};
     case Shape::column: return {blocks_for(positions, column_threads), dim3(column_threads)};
   }
@@ -534,8 +534,8 @@ std::size_t partials_bytes(unsigned grid) { return std::size_t{grid} * sizeof(Pa
 }  // namespace
 
 cudaError_t xent_record_init(XentRecord* record, cudaStream_t stream) {
-  const cudaError_t status = cudaMemsetAsync(&record->bad_position, 0xff,
-                                             sizeof record->bad_position, stream);
+  const cudaError_t status =
+      cudaMemsetAsync(&record->bad_position, 0xff, sizeof record->bad_position, stream);
   if (status != cudaSuccess) return status;
   return cudaMemsetAsync(&record->blocks_done, 0, sizeof record->blocks_done, stream);
 }
@@ -545,8 +545,7 @@ std::size_t xent_fused_forward_workspace(const XentParams& params) {
 }
 
 std::size_t xent_nll_workspace(const XentParams& params) {
-  return params.reduce == Reduce::none ? 0
-                                       : partials_bytes(reduce_launch(params.positions()).grid);
+  return params.reduce == Reduce::none ? 0 : partials_bytes(reduce_launch(params.positions()).grid);
 }
 
 // Mean: the weight total (f64) at offset 0, then the weight kernel's partials.
@@ -604,9 +603,9 @@ namespace {
 
 // Reduce::mean: the weight total into the workspace's first f64; returns its device address.
 template <typename L>
-cudaError_t launch_weight_total(const XentParams& params, const void* labels,
-                                const float* weights, void* workspace, XentRecord* record,
-                                XentReport* report, cudaStream_t stream, double** total) {
+cudaError_t launch_weight_total(const XentParams& params, const void* labels, const float* weights,
+                                void* workspace, XentRecord* record, XentReport* report,
+                                cudaStream_t stream, double** total) {
   *total = static_cast<double*>(workspace);
   const Launch launch = reduce_launch(params.positions());
   auto* partials = reinterpret_cast<Partial*>(static_cast<char*>(workspace) + sizeof(double));
@@ -638,16 +637,16 @@ cudaError_t xent_fused_backward(const XentParams& params, const void* logits, co
     auto* dx = static_cast<T*>(diff_logits);
     switch (shape_of(params)) {
       case Shape::warp:
-        backward_warp<T, L><<<launch.grid, launch.block, 0, stream>>>(params, x, y, weights, dl,
-                                                                      dx, total, record, report);
+        backward_warp<T, L><<<launch.grid, launch.block, 0, stream>>>(params, x, y, weights, dl, dx,
+                                                                      total, record, report);
         break;
       case Shape::block:
         backward_block<T, L><<<launch.grid, launch.block, 0, stream>>>(params, x, y, weights, dl,
                                                                        dx, total, record, report);
         break;
       case Shape::column:
-        backward_column<T, L><<<launch.grid, launch.block, 0, stream>>>(
-            params, x, y, weights, dl, dx, total, record, report);
+        backward_column<T, L><<<launch.grid, launch.block, 0, stream>>>(params, x, y, weights, dl,
+                                                                        dx, total, record, report);
         break;
     }
     return cudaGetLastError();
@@ -656,9 +655,8 @@ cudaError_t xent_fused_backward(const XentParams& params, const void* logits, co
 
 cudaError_t xent_backward_from_probabilities(const XentParams& params, const void* labels,
                                              const float* weights, const void* diff_loss,
-                                             void* diff_logits, void* workspace,
-                                             XentRecord* record, XentReport* report,
-                                             cudaStream_t stream) {
+                                             void* diff_logits, void* workspace, XentRecord* record,
+                                             XentReport* report, cudaStream_t stream) {
   if (params.positions() == 0) return cudaSuccess;
   const Launch launch = reduce_launch(params.positions() * params.classes);
   return dispatch(params, [&](auto t, auto l) {

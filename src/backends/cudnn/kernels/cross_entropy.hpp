@@ -81,9 +81,8 @@ cudaError_t xent_fused_backward(const XentParams& params, const void* logits, co
 /// (e.g. cuDNN's CUDNN_SOFTMAX_ACCURATE output).
 cudaError_t xent_backward_from_probabilities(const XentParams& params, const void* labels,
                                              const float* weights, const void* diff_loss,
-                                             void* diff_logits, void* workspace,
-                                             XentRecord* record, XentReport* report,
-                                             cudaStream_t stream);
+                                             void* diff_logits, void* workspace, XentRecord* record,
+                                             XentReport* report, cudaStream_t stream);
 
 /// Loads the kernels `params` launches (CUDA loads modules lazily). Returns the first failure.
 cudaError_t xent_prime(const XentParams& params);

@@ -143,8 +143,8 @@ template <typename T, int N, bool Log>
 __global__ void __launch_bounds__(warp_size* warp_rows_per_block)
     warp_forward(const T* src, T* dst, std::int64_t rows, int axis) {
   const int lane = threadIdx.x;
-  for (std::int64_t row = blockIdx.x * std::int64_t{warp_rows_per_block} + threadIdx.y;
-       row < rows; row += std::int64_t{gridDim.x} * warp_rows_per_block) {
+  for (std::int64_t row = blockIdx.x * std::int64_t{warp_rows_per_block} + threadIdx.y; row < rows;
+       row += std::int64_t{gridDim.x} * warp_rows_per_block) {
     const T* x = src + row * axis;
     T* y = dst + row * axis;
     float v[N];
@@ -219,8 +219,8 @@ template <typename T, int N, bool Log>
 __global__ void __launch_bounds__(warp_size* warp_rows_per_block)
     warp_backward(const T* dst, const T* diff_dst, T* diff_src, std::int64_t rows, int axis) {
   const int lane = threadIdx.x;
-  for (std::int64_t row = blockIdx.x * std::int64_t{warp_rows_per_block} + threadIdx.y;
-       row < rows; row += std::int64_t{gridDim.x} * warp_rows_per_block) {
+  for (std::int64_t row = blockIdx.x * std::int64_t{warp_rows_per_block} + threadIdx.y; row < rows;
+       row += std::int64_t{gridDim.x} * warp_rows_per_block) {
     const std::int64_t base = row * axis;
     float y[N];
     float dy[N];
@@ -302,8 +302,8 @@ int values_per_lane(std::int64_t axis) {
 }
 
 unsigned grid_of(std::int64_t work, std::int64_t per_block) {
-  return static_cast<unsigned>(std::clamp<std::int64_t>((work + per_block - 1) / per_block, 1,
-                                                        max_blocks));
+  return static_cast<unsigned>(
+      std::clamp<std::int64_t>((work + per_block - 1) / per_block, 1, max_blocks));
 }
 
 // The kernel function (for priming) and its launch, for one storage type and mode.
@@ -351,8 +351,8 @@ struct Launcher {
   }
 
   // Forward: a = src; backward: a = dst, b = diff_dst.
-  static void launch(const SoftmaxShape& s, const void* a, const void* b, void* out,
-                     bool backward, cudaStream_t stream) {
+  static void launch(const SoftmaxShape& s, const void* a, const void* b, void* out, bool backward,
+                     cudaStream_t stream) {
     switch (shape_of(s)) {
       case Shape::warp:
         switch (values_per_lane(s.axis)) {
@@ -426,7 +426,8 @@ cudaError_t softmax_prime(Element element, bool log, const SoftmaxShape& shape) 
   return dispatch(element, log, [&](auto launcher) {
     for (const bool backward : {false, true}) {
       cudaFuncAttributes attributes{};
-      const cudaError_t status = cudaFuncGetAttributes(&attributes, launcher.kernel(shape, backward));
+      const cudaError_t status =
+          cudaFuncGetAttributes(&attributes, launcher.kernel(shape, backward));
       if (status != cudaSuccess) return status;
     }
     return cudaSuccess;
