@@ -10,9 +10,13 @@ bench/layers_bench.cpp): max-pool 3x3/2 on 112x112x64, batch-norm training on 56
 
 PyTorch is timed the way layers_bench times dnnx: its timer (CUDA events, or the host clock on
 cpu) around a loop of back-to-back calls, median of five loops ("kernel"), and the median host
-time of single synchronized calls ("per call"). PyTorch has no separate backward call for these
-layers, so its backward is timed as autograd forward+backward minus its forward; dnnx's forward
-and backward are timed separately. TF32 is off.
+time of single synchronized calls ("per call"). Both sides' forward and backward are timed
+separately; on PyTorch's side they are the aten functions F.max_pool2d, F.batch_norm (training),
+F.relu, F.softmax and F.cross_entropy run and their autograd backward calls, called directly (so
+no autograd bookkeeping is counted): max_pool2d_with_indices(_backward),
+_batch_norm_impl_index(_backward) (cuDNN or native, as PyTorch decides), relu /
+threshold_backward, _softmax / _softmax_backward_data, _log_softmax + nll_loss_forward /
+nll_loss_backward + _log_softmax_backward_data. TF32 is off.
 """
 
 import argparse
@@ -36,41 +40,69 @@ def run_dnnx(args):
 
 
 def torch_cases(torch, args, config):
-    import torch.nn.functional as F
-
+    """{case: (forward, backward)}: PyTorch's own forward and backward ops, called directly (the
+    aten functions autograd calls), so neither side pays autograd's bookkeeping."""
+    aten = torch.ops.aten
     dev = torch.device(args.device)
     dtype = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[
         config.split("_")[0]]
     fmt = torch.channels_last if config.endswith("nhwc") else torch.contiguous_format
     n = args.batch
 
-    def rand(*shape, low=-1.0, high=1.0, grad=False, layout=True):
+    def rand(*shape, low=-1.0, high=1.0):
         t = torch.empty(*shape, device=dev, dtype=dtype).uniform_(low, high)
-        if layout and t.dim() == 4:
-            t = t.contiguous(memory_format=fmt)
-        return t.requires_grad_(grad)
+        return t.contiguous(memory_format=fmt) if t.dim() == 4 else t
 
     cases = {}
-    x = rand(n, 64, 112, 112, grad=True)
+    x = rand(n, 64, 112, 112)
+    _, indices = aten.max_pool2d_with_indices(x, [3, 3], [2, 2], [1, 1], [1, 1], False)
     g = rand(n, 64, 56, 56)
-    cases["maxpool"] = (lambda x=x: F.max_pool2d(x, 3, 2, 1), x, g, ())
+    cases["maxpool"] = (
+        lambda x=x: aten.max_pool2d_with_indices(x, [3, 3], [2, 2], [1, 1], [1, 1], False),
+        lambda x=x, g=g, i=indices: aten.max_pool2d_with_indices_backward(
+            g, x, [3, 3], [2, 2], [1, 1], [1, 1], False, i))
     for name, shape in (("bnorm56", (n, 256, 56, 56)), ("bnorm7", (n, 2048, 7, 7))):
-        x = rand(*shape, grad=True)
+        x = rand(*shape)
+        g = rand(*shape)
         c = shape[1]
-        w = torch.empty(c, device=dev).uniform_(0.5, 1.5).requires_grad_(True)
-        b = torch.empty(c, device=dev).uniform_(-0.5, 0.5).requires_grad_(True)
+        w = torch.empty(c, device=dev).uniform_(0.5, 1.5)
+        b = torch.empty(c, device=dev).uniform_(-0.5, 0.5)
         rm = torch.zeros(c, device=dev)
         rv = torch.ones(c, device=dev)
-        cases[name] = (lambda x=x, w=w, b=b, rm=rm, rv=rv:
-                       F.batch_norm(x, rm, rv, w, b, training=True), x, rand(*shape), (w, b))
-    x = rand(n, 256, 56, 56, grad=True)
-    cases["relu"] = (lambda x=x: F.relu(x), x, rand(n, 256, 56, 56), ())
-    x = rand(n, 1000, low=-4, high=4, grad=True)
-    cases["softmax"] = (lambda x=x: F.softmax(x, dim=1), x, rand(n, 1000), ())
-    x = rand(n, 1000, low=-4, high=4, grad=True)
+        # What F.batch_norm(training=True) and its autograd backward call (cuDNN or native).
+        _, mean, var, reserve, impl = aten._batch_norm_impl_index(
+            x, w, b, rm, rv, True, 0.1, 1e-5, True)
+        cases[name] = (
+            lambda x=x, w=w, b=b, rm=rm, rv=rv: aten._batch_norm_impl_index(
+                x, w, b, rm, rv, True, 0.1, 1e-5, True),
+            lambda x=x, g=g, w=w, rm=rm, rv=rv, mean=mean, var=var, reserve=reserve, impl=impl:
+                aten._batch_norm_impl_index_backward(impl, x, g, w, rm, rv, mean, var, True, 1e-5,
+                                                     [True, True, True], reserve))
+    x = rand(n, 256, 56, 56)
+    y = torch.relu(x)
+    g = rand(n, 256, 56, 56)
+    cases["relu"] = (lambda x=x: torch.relu(x),
+                     lambda g=g, y=y: aten.threshold_backward(g, y, 0))
+    x = rand(n, 1000, low=-4, high=4)
+    y = aten._softmax(x, 1, False)
+    g = rand(n, 1000)
+    cases["softmax"] = (lambda x=x: aten._softmax(x, 1, False),
+                        lambda g=g, y=y, dt=x.dtype: aten._softmax_backward_data(g, y, 1, dt))
+    x = rand(n, 1000, low=-4, high=4)
     labels = torch.randint(0, 1000, (n,), device=dev)
-    cases["xent"] = (lambda x=x: F.cross_entropy(x, labels), x,
-                     torch.ones((), device=dev, dtype=dtype), ())
+    logp = aten._log_softmax(x, 1, False)
+    _, total = aten.nll_loss_forward(logp, labels, None, 1, -100)
+    g = torch.ones((), device=dev, dtype=dtype)
+
+    def xent_fwd(x=x):
+        lp = aten._log_softmax(x, 1, False)
+        return aten.nll_loss_forward(lp, labels, None, 1, -100)
+
+    def xent_bwd(g=g, lp=logp, total=total, dt=x.dtype):
+        grad_lp = aten.nll_loss_backward(g, lp, labels, None, 1, -100, total)
+        return aten._log_softmax_backward_data(grad_lp, lp, 1, dt)
+
+    cases["xent"] = (xent_fwd, xent_bwd)
     return cases
 
 
@@ -126,21 +158,9 @@ def run_torch(args):
     for config in args.configs:
         cases = torch_cases(torch, args, config)
         for name in args.cases:
-            fn, x, g, params = cases[name]
-            inputs = (x,) + tuple(params)
-
-            def fwd():
-                # Inputs require grad, so the forward records what backward needs (training).
-                return fn()
-
-            def fwd_bwd():
-                y = fn()
-                return torch.autograd.grad(y, inputs, g)
-
-            fk, fc = time_torch(torch, args, fwd)
-            tk, tc = time_torch(torch, args, fwd_bwd)
-            results[(config, name, "fwd")] = (fk, fc)
-            results[(config, name, "bwd")] = (max(tk - fk, 0.0), max(tc - fc, 0.0))
+            fwd, bwd = cases[name]
+            results[(config, name, "fwd")] = time_torch(torch, args, fwd)
+            results[(config, name, "bwd")] = time_torch(torch, args, bwd)
     return info, results
 
 
