@@ -5,6 +5,13 @@
 #include <dnnx/algo.hpp>
 #include <dnnx/context.hpp>
 #include <dnnx/error.hpp>
+#include <dnnx/ops/activation.hpp>
+#include <dnnx/ops/add.hpp>
+#include <dnnx/ops/batch_norm.hpp>
 #include <dnnx/ops/conv.hpp>
+#include <dnnx/ops/conv_fused.hpp>
+#include <dnnx/ops/cross_entropy.hpp>
+#include <dnnx/ops/pool.hpp>
+#include <dnnx/ops/softmax.hpp>
 #include <dnnx/tensor.hpp>
 #include <dnnx/version.hpp>
