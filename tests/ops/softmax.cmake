@@ -17,6 +17,13 @@ foreach(_test softmax_reference_test softmax_errors_test softmax_api_test)
                        DISCOVERY_TIMEOUT 60)
 endforeach()
 
+# The cpu kernels' SIMD building blocks (conversions exhaustively, exp's error); internal header.
+if(DNNX_HAVE_ONEDNN)
+  add_executable(softmax_simd_test ${_softmax_dir}/softmax_simd_test.cpp)
+  target_link_libraries(softmax_simd_test PRIVATE dnnx_internal GTest::gtest_main)
+  gtest_discover_tests(softmax_simd_test PROPERTIES LABELS "unit" DISCOVERY_TIMEOUT 60)
+endif()
+
 # One ctest test per (case, dtype, direction).
 add_executable(softmax_parity_test ${_softmax_dir}/softmax_parity_test.cpp)
 target_link_libraries(softmax_parity_test PRIVATE dnnx_softmax_cases GTest::gtest_main)

@@ -160,7 +160,7 @@ template <typename T>
   }
 
 DNNX_XENT_KERNELS(float, f32)
-DNNX_XENT_KERNELS(_Float16, f16)
+DNNX_XENT_KERNELS(simd::F16, f16)
 DNNX_XENT_KERNELS(Bf16, bf16)
 #undef DNNX_XENT_KERNELS
 

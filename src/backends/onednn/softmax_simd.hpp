@@ -13,6 +13,8 @@
 // variants may differ in the last bit (AVX2 and AVX-512 contract multiply-adds into FMAs), but a
 // machine always runs the same variant, so results are bitwise reproducible run to run.
 
+#include "core/dtype.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cstddef>
@@ -57,17 +59,21 @@ namespace dnnx::onednn::simd {
 struct Bf16 {
   std::uint16_t bits;
 };
+/// IEEE binary16 storage (bit patterns, so that no compiler needs _Float16).
+struct F16 {
+  std::uint16_t bits;
+};
 
 [[gnu::always_inline]] inline float load(const float* p, std::int64_t k) { return p[k]; }
-[[gnu::always_inline]] inline float load(const _Float16* p, std::int64_t k) {
-  return static_cast<float>(p[k]);
+[[gnu::always_inline]] inline float load(const F16* p, std::int64_t k) {
+  return detail::half_to_float(p[k].bits);
 }
 [[gnu::always_inline]] inline float load(const Bf16* p, std::int64_t k) {
   return std::bit_cast<float>(static_cast<std::uint32_t>(p[k].bits) << 16);
 }
 [[gnu::always_inline]] inline void store(float* p, std::int64_t k, float v) { p[k] = v; }
-[[gnu::always_inline]] inline void store(_Float16* p, std::int64_t k, float v) {
-  p[k] = static_cast<_Float16>(v);
+[[gnu::always_inline]] inline void store(F16* p, std::int64_t k, float v) {
+  p[k].bits = detail::float_to_half(v);
 }
 [[gnu::always_inline]] inline void store(Bf16* p, std::int64_t k, float v) {
   // Round to nearest even (detail::float_to_bf16), written branch-free.
@@ -81,7 +87,6 @@ struct Bf16 {
 using Vec = float __attribute__((vector_size(64)));
 using VecI = std::int32_t __attribute__((vector_size(64)));
 using VecU = std::uint32_t __attribute__((vector_size(64)));
-using VecH = _Float16 __attribute__((vector_size(32)));
 using VecS = std::uint16_t __attribute__((vector_size(32)));
 
 [[gnu::always_inline]] inline Vec splat(float v) { return Vec{} + v; }
@@ -91,10 +96,17 @@ using VecS = std::uint16_t __attribute__((vector_size(32)));
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-[[gnu::always_inline]] inline Vec load_vec(const _Float16* p) {
-  VecH h;
-  std::memcpy(&h, p, sizeof h);
-  return __builtin_convertvector(h, Vec);
+// binary16 -> f32 on 16 lanes, exact: the exponent and mantissa bits moved into place and scaled
+// by 2^112 (which also normalizes subnormals), inf / NaN given an all-ones exponent.
+[[gnu::always_inline]] inline Vec load_vec(const F16* p) {
+  VecS half;
+  std::memcpy(&half, p, sizeof half);
+  const VecU h = __builtin_convertvector(half, VecU);
+  const VecU magnitude = (h & 0x7fffu) << 13;
+  const Vec scaled = reinterpret_cast<Vec>(magnitude) * 0x1p112f;
+  const VecU special = magnitude | 0x7f800000u;
+  const VecU bits = (h & 0x7c00u) == 0x7c00u ? special : reinterpret_cast<VecU>(scaled);
+  return reinterpret_cast<Vec>(bits | ((h & 0x8000u) << 16));
 }
 [[gnu::always_inline]] inline Vec load_vec(const Bf16* p) {
   VecS bits;
@@ -102,9 +114,26 @@ using VecS = std::uint16_t __attribute__((vector_size(32)));
   return reinterpret_cast<Vec>(__builtin_convertvector(bits, VecU) << 16);
 }
 [[gnu::always_inline]] inline void store_vec(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
-[[gnu::always_inline]] inline void store_vec(_Float16* p, Vec v) {
-  const VecH h = __builtin_convertvector(v, VecH);
-  std::memcpy(p, &h, sizeof h);
+// f32 -> binary16 on 16 lanes, round to nearest even (detail::float_to_half): overflow to inf,
+// NaN to a quiet NaN, results below binary16's normal range through a float addition that rounds
+// them onto the subnormal grid.
+[[gnu::always_inline]] inline void store_vec(F16* p, Vec v) {
+  const VecU bits = reinterpret_cast<VecU>(v);
+  const VecU sign = (bits >> 16) & 0x8000u;
+  const VecU magnitude = bits & 0x7fffffffu;
+  const VecU overflow = magnitude > 0x7f800000u ? 0x7e00u : 0x7c00u;
+  constexpr std::uint32_t denorm_magic = ((127 - 15) + (23 - 10) + 1) << 23;
+  const VecU subnormal = reinterpret_cast<VecU>(reinterpret_cast<Vec>(magnitude) +
+                                                std::bit_cast<float>(denorm_magic)) -
+                         denorm_magic;
+  const VecU normal = (magnitude + (static_cast<std::uint32_t>(15 - 127) << 23) + 0xfffu +
+                       ((magnitude >> 13) & 1u)) >>
+                      13;
+  const VecU chosen = magnitude >= 0x477ff000u   ? overflow
+                      : magnitude < (113u << 23) ? subnormal
+                                                 : normal;
+  const VecS narrow = __builtin_convertvector(chosen | sign, VecS);
+  std::memcpy(p, &narrow, sizeof narrow);
 }
 [[gnu::always_inline]] inline void store_vec(Bf16* p, Vec v) {
   // store(Bf16*) on 16 lanes: round to nearest even, NaN stays NaN.
