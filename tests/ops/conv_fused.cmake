@@ -31,7 +31,7 @@ if(COMMAND dnnx_cli_test)
                 STDOUT "--input.*--weights.*--bias.*--residual.*--residual-scale.*--activation.*--direction.*--json"
                 ARGS algos conv_fused --help)
   dnnx_cli_test(conv_fused.help_profile
-                STDOUT "--bias.*--activation.*--workspace-limit.*--runs.*--direction"
+                STDOUT "--bias.*--activation.*--direction.*--workspace-limit.*--runs"
                 ARGS profile conv_fused --help)
   dnnx_cli_test(conv_fused.algos_reference
                 STDOUT "^conv_fused fwd on reference: .*\\+bias \\+residual\\*2 relu\n.*reference:direct"

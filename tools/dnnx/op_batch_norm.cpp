@@ -3,12 +3,8 @@
 
 #include <dnnx/ops/batch_norm.hpp>
 
-#include "commands.hpp"
-
-#include <charconv>
-#include <cmath>
-#include <memory>
-#include <sstream>
+#include "layer_args.hpp"
+#include "layer_command.hpp"
 
 namespace dnnx::cli {
 namespace {
@@ -24,14 +20,6 @@ struct BatchNormArgs {
   std::string momentum = "0.1";
   std::string dtype = "f32";
   std::string layout = "nchw";
-};
-
-struct CommandArgs {
-  BatchNormArgs bnorm;
-  BackendArgs backend;
-  SelectionArgs selection;
-  std::string direction = "all";
-  bool json = false;
 };
 
 void add_batch_norm_options(CLI::App& command, BatchNormArgs& args) {
@@ -64,94 +52,37 @@ void add_batch_norm_options(CLI::App& command, BatchNormArgs& args) {
       ->capture_default_str();
 }
 
-// A finite number, the whole text; throws UsageError naming the flag.
-double parse_number(std::string_view flag, std::string_view text) {
-  double value = 0;
-  const char* end = text.data() + text.size();
-  const auto [ptr, error] = std::from_chars(text.data(), end, value);
-  if (error != std::errc() || ptr != end || !std::isfinite(value)) {
-    throw UsageError(std::string(flag) + " '" + std::string(text) +
-                     "': expected a finite number, e.g. 1e-05 or 0.1");
-  }
-  return value;
-}
-
 BatchNormDesc parse_batch_norm(const BatchNormArgs& args) {
   BatchNormDesc desc;
-  desc.dims = parse_dims("--input", args.input);
-  if (desc.dims.rank() < 2 || desc.dims.rank() > 5) {
-    throw UsageError("--input '" + args.input +
-                     "': expected rank 2 to 5 (N x C x up to 3 spatial dims), got rank " +
-                     std::to_string(desc.dims.rank()));
-  }
+  desc.dims =
+      parse_dims_of_rank("--input", args.input, 2, 5, "rank 2 to 5 (N x C x up to 3 spatial dims)");
   desc.mode = parse_with("--mode", args.mode,
                          [](std::string_view value) { return parse_batch_norm_mode(value); });
   desc.training = !args.inference;
   desc.affine = !args.no_affine;
-  desc.eps = parse_number("--eps", args.eps);
-  desc.momentum = parse_number("--momentum", args.momentum);
+  desc.eps = parse_number<double>("--eps", args.eps, Finite::only);
+  desc.momentum = parse_number<double>("--momentum", args.momentum, Finite::only);
   desc.dtype = parse_dtype_arg("--dtype", args.dtype);
   desc.layout = parse_layout_arg("--layout", args.layout);
   desc.validate();
   return desc;
 }
 
-std::string desc_text(const BatchNormDesc& desc) {
-  std::ostringstream out;
-  out << desc;
-  return out.str();
-}
-
-int run_algos(const CommandArgs& args) {
-  const BatchNormDesc desc = parse_batch_norm(args.bnorm);
-  const std::vector<Direction> directions = parse_layer_directions("--direction", args.direction);
-  Context context = make_context(parse_backend_args(args.backend), desc.dtype);
-  return print_algos(
-      "bnorm", desc_text(desc), context, directions, args.json,
-      [&](Direction direction) { return batch_norm_list(context, desc, direction); },
-      [&](Direction direction) { return desc.repro(direction); });
-}
-
-int run_profile(const CommandArgs& args) {
-  const BatchNormDesc desc = parse_batch_norm(args.bnorm);
-  const std::vector<Direction> directions = parse_layer_directions("--direction", args.direction);
-  const BackendChoice backend = parse_backend_args(args.backend);
-  const Selection selection = parse_selection(args.selection);
-  Context context = make_context(backend, desc.dtype);
-  selection.apply(context.tune());
-  return print_profiles(directions, args.json, [&](Direction direction) {
-    return batch_norm_profile(context, desc, direction);
-  });
-}
-
-void add_direction_options(CLI::App& command, CommandArgs& args, const char* json_help) {
-  command.add_option("--direction", args.direction, "fwd | bwd | all, or a comma-separated list")
-      ->type_name("DIR")
-      ->capture_default_str();
-  command.add_flag("--json", args.json, json_help);
-}
-
 }  // namespace
 
 void add_batch_norm_commands(CLI::App& algos, CLI::App& profile, Action& action) {
-  CLI::App* list = algos.add_subcommand(
-      "bnorm",
-      "candidates of a batch normalization: id, support status or reason, workspace, determinism");
-  auto list_args = std::make_shared<CommandArgs>();
-  add_batch_norm_options(*list, list_args->bnorm);
-  add_backend_options(*list, list_args->backend);
-  add_direction_options(*list, *list_args, "print a JSON array, one entry per direction");
-  list->callback([&action, list_args] { action = [list_args] { return run_algos(*list_args); }; });
-
-  CLI::App* time = profile.add_subcommand(
-      "bnorm", "time every candidate of a batch normalization, per direction, by median time");
-  auto time_args = std::make_shared<CommandArgs>();
-  add_batch_norm_options(*time, time_args->bnorm);
-  add_backend_options(*time, time_args->backend);
-  add_selection_options(*time, time_args->selection);
-  add_direction_options(*time, *time_args, "print a JSON array, one profile per direction");
-  time->callback(
-      [&action, time_args] { action = [time_args] { return run_profile(*time_args); }; });
+  LayerCommand<BatchNormArgs> command;
+  command.name = "bnorm";
+  command.algos_help =
+      "candidates of a batch normalization: id, support status or reason, workspace, determinism";
+  command.profile_help =
+      "time every candidate of a batch normalization, per direction, by median time";
+  command.add_options = add_batch_norm_options;
+  command.parse = [](const BatchNormArgs& args) {
+    const BatchNormDesc desc = parse_batch_norm(args);
+    return parsed_layer(desc, desc.dtype, batch_norm_list, batch_norm_profile);
+  };
+  add_layer_commands(algos, profile, action, std::move(command));
 }
 
 }  // namespace dnnx::cli

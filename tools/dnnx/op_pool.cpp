@@ -3,10 +3,12 @@
 
 #include <dnnx/ops/pool.hpp>
 
-#include "commands.hpp"
+#include "layer_args.hpp"
+#include "layer_command.hpp"
 
-#include <memory>
-#include <sstream>
+#include <array>
+#include <cstdint>
+#include <vector>
 
 namespace dnnx::cli {
 namespace {
@@ -23,14 +25,6 @@ struct PoolArgs {
   std::string mode = "max";
   std::string dtype = "f32";
   std::string layout = "nchw";
-};
-
-struct CommandArgs {
-  PoolArgs pool;
-  BackendArgs backend;
-  SelectionArgs selection;
-  std::string direction = "all";
-  bool json = false;
 };
 
 void add_pool_options(CLI::App& command, PoolArgs& args) {
@@ -90,12 +84,8 @@ std::array<std::int64_t, 3> per_dim(const std::vector<std::int64_t>& values, int
 }
 
 PoolDesc parse_pool(const PoolArgs& args) {
-  const Dims src = parse_dims("--input", args.input);
-  if (src.rank() < 3 || src.rank() > 5) {
-    throw UsageError("--input '" + args.input +
-                     "': expected rank 3, 4 or 5 (N x C x 1 to 3 spatial dims), got rank " +
-                     std::to_string(src.rank()));
-  }
+  const Dims src = parse_dims_of_rank("--input", args.input, 3, 5,
+                                      "rank 3, 4 or 5 (N x C x 1 to 3 spatial dims)");
   const int spatial_dims = src.rank() - 2;
   const auto kernel = spatial_list("--kernel", args.kernel, 1, spatial_dims);
   const auto stride = args.stride.empty() ? std::vector<std::int64_t>{}
@@ -131,61 +121,20 @@ PoolDesc parse_pool(const PoolArgs& args) {
   return desc;
 }
 
-std::string desc_text(const PoolDesc& desc) {
-  std::ostringstream out;
-  out << desc;
-  return out.str();
-}
-
-int run_algos(const CommandArgs& args) {
-  const PoolDesc desc = parse_pool(args.pool);
-  const std::vector<Direction> directions = parse_layer_directions("--direction", args.direction);
-  Context context = make_context(parse_backend_args(args.backend), desc.dtype);
-  return print_algos(
-      "pool", desc_text(desc), context, directions, args.json,
-      [&](Direction direction) { return pool_list(context, desc, direction); },
-      [&](Direction direction) { return desc.repro(direction); });
-}
-
-int run_profile(const CommandArgs& args) {
-  const PoolDesc desc = parse_pool(args.pool);
-  const std::vector<Direction> directions = parse_layer_directions("--direction", args.direction);
-  const BackendChoice backend = parse_backend_args(args.backend);
-  const Selection selection = parse_selection(args.selection);
-  Context context = make_context(backend, desc.dtype);
-  selection.apply(context.tune());
-  return print_profiles(directions, args.json, [&](Direction direction) {
-    return pool_profile(context, desc, direction);
-  });
-}
-
-void add_direction_options(CLI::App& command, CommandArgs& args, const char* json_help) {
-  command.add_option("--direction", args.direction, "fwd | bwd | all, or a comma-separated list")
-      ->type_name("DIR")
-      ->capture_default_str();
-  command.add_flag("--json", args.json, json_help);
-}
-
 }  // namespace
 
 void add_pool_commands(CLI::App& algos, CLI::App& profile, Action& action) {
-  CLI::App* list = algos.add_subcommand(
-      "pool", "candidates of a pooling: id, support status or reason, workspace, determinism");
-  auto list_args = std::make_shared<CommandArgs>();
-  add_pool_options(*list, list_args->pool);
-  add_backend_options(*list, list_args->backend);
-  add_direction_options(*list, *list_args, "print a JSON array, one entry per direction");
-  list->callback([&action, list_args] { action = [list_args] { return run_algos(*list_args); }; });
-
-  CLI::App* time = profile.add_subcommand(
-      "pool", "time every candidate of a pooling, per direction, sorted by median time");
-  auto time_args = std::make_shared<CommandArgs>();
-  add_pool_options(*time, time_args->pool);
-  add_backend_options(*time, time_args->backend);
-  add_selection_options(*time, time_args->selection);
-  add_direction_options(*time, *time_args, "print a JSON array, one profile per direction");
-  time->callback(
-      [&action, time_args] { action = [time_args] { return run_profile(*time_args); }; });
+  LayerCommand<PoolArgs> command;
+  command.name = "pool";
+  command.algos_help =
+      "candidates of a pooling: id, support status or reason, workspace, determinism";
+  command.profile_help = "time every candidate of a pooling, per direction, sorted by median time";
+  command.add_options = add_pool_options;
+  command.parse = [](const PoolArgs& args) {
+    const PoolDesc desc = parse_pool(args);
+    return parsed_layer(desc, desc.dtype, pool_list, pool_profile);
+  };
+  add_layer_commands(algos, profile, action, std::move(command));
 }
 
 }  // namespace dnnx::cli
