@@ -1,4 +1,5 @@
-// Activations on the cudnn backend (label "gpu"): the candidate list, every supported candidate of
+// Activations on the cudnn backend (label "gpu"): the candidate list and its support rules (checked
+// on every case against Note [expected cudnn activation support]), every supported candidate of
 // every direction and desc.saved against the reference backend on the whole activation table, out
 // of place and in place, bitwise determinism, misaligned views (the kernels' scalar and head/tail
 // paths), odd and large sizes, and the benchmark shape. Every test skips with the reason when no
@@ -18,6 +19,7 @@
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <string>
 
 namespace dnnx::test {
 namespace {
@@ -52,6 +54,7 @@ Tensor to_host(const Tensor& device) {
 
 std::vector<std::string> ids_of(const std::vector<AlgoInfo>& algos) {
   std::vector<std::string> ids;
+  ids.reserve(algos.size());
   for (const AlgoInfo& algo : algos) ids.push_back(algo.id);
   std::sort(ids.begin(), ids.end());
   return ids;
@@ -93,6 +96,31 @@ TEST(CudnnActivation, ListsTheKernelAndTheLegacyCall) {
       EXPECT_NE(algo.reason.find("no identity activation"), std::string::npos) << algo.reason;
     }
   }
+  // cudnnActivationBackward's gradient differs from PyTorch's for clipped relu (at the ceiling)
+  // and for elu unless alpha = 1 (Note [cudnn activation backward semantics]); their forward
+  // calls are exact.
+  const ActivationDesc clipped = ActivationDesc::clipped_relu(Dims{2, 9}, 6.0);
+  const ActivationDesc elu_half = ActivationDesc::elu(Dims{2, 9}, 0.5);
+  const ActivationDesc elu_one = ActivationDesc::elu(Dims{2, 9}, 1.0);
+  const auto legacy = [&](const ActivationDesc& d, Direction direction) {
+    for (const AlgoInfo& algo : activation_list(context, d, direction))
+      if (algo.id.starts_with("cudnn:legacy:")) return algo;
+    ADD_FAILURE() << "no legacy candidate for " << d.key();
+    return AlgoInfo{};
+  };
+  EXPECT_TRUE(legacy(clipped, Direction::fwd).supported);
+  EXPECT_FALSE(legacy(clipped, Direction::bwd_data).supported);
+  EXPECT_NE(legacy(clipped, Direction::bwd_data).reason.find("also at x == ceiling"),
+            std::string::npos)
+      << legacy(clipped, Direction::bwd_data).reason;
+  EXPECT_TRUE(legacy(elu_half, Direction::fwd).supported);
+  EXPECT_FALSE(legacy(elu_half, Direction::bwd_data).supported);
+  EXPECT_NE(legacy(elu_half, Direction::bwd_data).reason.find("agree only for alpha = 1"),
+            std::string::npos)
+      << legacy(elu_half, Direction::bwd_data).reason;
+  EXPECT_TRUE(legacy(elu_one, Direction::bwd_data).supported)
+      << legacy(elu_one, Direction::bwd_data).reason;
+
   // Swish backward from dst does not exist anywhere.
   ActivationDesc swish = ActivationDesc::from_dims(ActivationKind::swish, Dims{9});
   swish.saved = ActivationSaved::dst;
@@ -136,6 +164,33 @@ GpuRun run_gpu(Context& context, const ActivationDesc& desc, Direction direction
   return run;
 }
 
+// Note [expected cudnn activation support]: why each cudnn candidate is unsupported for `desc`,
+// as a fragment of its reason (empty: supported), from Note [cudnn activation candidates] and
+// Note [cudnn activation backward semantics]. The parity test requires the listing to match it
+// exactly, so a candidate cannot silently drop out of (or into) the comparison.
+std::string expected_unsupported(const ActivationDesc& desc, Direction direction,
+                                 const std::string& id) {
+  const bool fwd = direction == Direction::fwd;
+  const bool has_src = desc.saved != ActivationSaved::dst;
+  const bool has_dst = desc.saved != ActivationSaved::src;
+  const bool identity = desc.kind == ActivationKind::identity;
+  if (id == "cudnn:kernel:act") return {};
+  if (id == "cudnn:kernel:act:dst") {
+    if (!activation_bwd_from_dst(desc.kind, desc.alpha))
+      return "has no derivative as a function of dst";
+    return has_dst || identity ? "" : "reads dst";
+  }
+  if (id == "cudnn:kernel:act:src") return has_src || identity ? "" : "reads src";
+  if (id == "cudnn:legacy:act:" + std::string(to_string(desc.kind))) {
+    if (identity) return "no identity activation";
+    if (fwd) return {};
+    if (desc.kind == ActivationKind::clipped_relu) return "also at x == ceiling";
+    if (desc.kind == ActivationKind::elu && desc.alpha != 1.0) return "agree only for alpha = 1";
+    return has_src && has_dst ? "" : "reads both x and y";
+  }
+  return "<unknown candidate " + id + ">";
+}
+
 class CudnnActivationParity : public ::testing::TestWithParam<ActivationCase> {};
 
 TEST_P(CudnnActivationParity, EveryCandidateEveryDirection) {
@@ -164,10 +219,18 @@ TEST_P(CudnnActivationParity, EveryCandidateEveryDirection) {
     int ran = 0;
     for (const AlgoInfo& algo : activation_list(base, desc, v.direction)) {
       const std::string context = activation_context(desc, v.direction, algo.id);
+      const std::string why = expected_unsupported(desc, v.direction, algo.id);
+      EXPECT_EQ(algo.supported, why.empty())
+          << "listed " << (algo.supported ? "supported" : "unsupported: " + algo.reason)
+          << "; expected " << (why.empty() ? "supported" : "unsupported (" + why + ")")
+          << " (Note [expected cudnn activation support])\n  " << context;
       if (!algo.supported) {
-        EXPECT_FALSE(algo.reason.empty()) << context;
+        if (!why.empty()) {
+          EXPECT_NE(algo.reason.find(why), std::string::npos) << algo.reason << "\n  " << context;
+        }
         continue;
       }
+      if (!why.empty()) continue;  // reported above
       ASSERT_TRUE(computable) << "supported without a derivative\n  " << context;
       Context fixed = base;
       fixed.tune().policy(OpKind::activation, v.direction) = AlgoPolicy::fixed(algo.id);

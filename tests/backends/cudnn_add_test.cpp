@@ -1,8 +1,9 @@
-// Tensor add on the cudnn backend (label "gpu"): the candidate list and its support rules, every
-// supported candidate forward and backward against the reference backend on the whole add table,
-// bitwise determinism, beta = 0 never reading dst, misaligned views, and large bias gradients in
-// both layouts (the chunked reductions of the kernel). Every test skips with the reason when no
-// usable GPU is present.
+// Tensor add on the cudnn backend (label "gpu"): the candidate list and its support rules (checked
+// on every case against Note [expected cudnn add support]), every supported candidate forward and
+// backward against the reference backend on the whole add table, bitwise determinism, beta = 0
+// never reading dst (nor, backward, diff_src), misaligned views, and large bias gradients in both
+// layouts (the chunked reductions of the kernel). Every test skips with the reason when no usable
+// GPU is present.
 
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/add.hpp>
@@ -15,6 +16,9 @@
 
 #include <algorithm>
 #include <iostream>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace dnnx::test {
 namespace {
@@ -64,9 +68,31 @@ TEST(CudnnAdd, ListsTheKernelAndTheLegacyCalls) {
     EXPECT_TRUE(algo->supported) << id << ": " << algo->reason;
   }
   const auto bwd = add_list(context, bias, Direction::bwd_data);
-  ASSERT_NE(find(bwd, "cudnn:kernel:add"), nullptr);
-  ASSERT_NE(find(bwd, "cudnn:legacy:reduce_tensor"), nullptr);
+  ASSERT_EQ(bwd.size(), 3u);
+  for (const char* id :
+       {"cudnn:kernel:add", "cudnn:legacy:add_tensor", "cudnn:legacy:reduce_tensor"}) {
+    ASSERT_NE(find(bwd, id), nullptr) << id;
+  }
+  EXPECT_EQ(bwd.front().id, "cudnn:kernel:add");
   EXPECT_TRUE(find(bwd, "cudnn:kernel:add")->supported);
+  EXPECT_TRUE(find(bwd, "cudnn:legacy:reduce_tensor")->supported)
+      << find(bwd, "cudnn:legacy:reduce_tensor")->reason;
+  EXPECT_NE(find(bwd, "cudnn:legacy:add_tensor")->reason.find("which cudnnAddTensor does not do"),
+            std::string::npos);
+
+  // Without broadcast, backward is a scaled copy: cudnnAddTensor, not cudnnReduceTensor (which
+  // rejects a reduction over no axis when run).
+  const AddDesc full = AddDesc::from_dims(Dims{2, 3, 4, 5}, Dims{2, 3, 4, 5}, 0.5f, 1.0f);
+  const auto full_bwd = add_list(context, full, Direction::bwd_data);
+  EXPECT_TRUE(find(full_bwd, "cudnn:legacy:add_tensor")->supported)
+      << find(full_bwd, "cudnn:legacy:add_tensor")->reason;
+  EXPECT_NE(find(full_bwd, "cudnn:legacy:reduce_tensor")->reason.find("!dims_differ"),
+            std::string::npos);
+  // cudnnReduceTensor takes no bf16 (its workspace query does, its run does not).
+  const AddDesc bf16_bias = AddDesc::bias(Dims{2, 16, 5, 5}, DType::bf16);
+  EXPECT_NE(find(add_list(context, bf16_bias, Direction::bwd_data), "cudnn:legacy:reduce_tensor")
+                ->reason.find("does not take bf16"),
+            std::string::npos);
 
   // A pattern outside cudnnAddTensor's, and beta = 0 for cudnnOpTensor.
   AddDesc mixed = AddDesc::from_dims(Dims{2, 1, 1, 5}, Dims{2, 3, 4, 5}, 1.0f, 0.0f);
@@ -75,6 +101,42 @@ TEST(CudnnAdd, ListsTheKernelAndTheLegacyCalls) {
             std::string::npos);
   EXPECT_NE(find(listed, "cudnn:legacy:op_tensor")->reason.find("beta = 0"), std::string::npos);
   EXPECT_TRUE(find(listed, "cudnn:kernel:add")->supported);
+}
+
+// Note [expected cudnn add support]: why each cudnn candidate is unsupported for `desc`, as a
+// fragment of its reason (empty: supported), from the rules of Note [cudnn add candidates]. The
+// parity test requires the listing to match exactly, so a rule that changes fails here instead
+// of silently dropping (or adding) candidates.
+std::string expected_unsupported(const AddDesc& desc, Direction direction, const std::string& id) {
+  const bool same = desc.src_dims == desc.dst_dims;
+  if (id == "cudnn:kernel:add") return {};
+  if (direction == Direction::fwd) {
+    if (id == "cudnn:legacy:add_tensor") {
+      // The patterns of cudnnAddTensor's former modes among the table's, in N, C, spatial order
+      // after lifting rank 1-3 to 4-D (W, NC, NCW): full, 1xCx1x1, 1xCxHxW, 1x1xHxW.
+      static const std::vector<std::pair<Dims, Dims>> accepted = {
+          {Dims{1, 3, 1, 1}, Dims{2, 3, 5, 7}},
+          {Dims{1, 6, 1, 1}, Dims{1, 6, 4, 3}},
+          {Dims{1, 16, 1, 1}, Dims{2, 16, 9, 11}},
+          {Dims{1, 3, 5, 7}, Dims{2, 3, 5, 7}},
+          {Dims{1, 1, 5, 7}, Dims{2, 3, 5, 7}},
+          {Dims{1}, Dims{17}},
+          {Dims{1, 8}, Dims{5, 8}},
+          {Dims{1, 4, 1}, Dims{3, 4, 9}},
+          {Dims{1, 3, 1, 1, 1}, Dims{2, 3, 2, 3, 4}}};
+      const bool ok = same || std::find(accepted.begin(), accepted.end(),
+                                        std::pair{desc.src_dims, desc.dst_dims}) != accepted.end();
+      return ok ? "" : "former modes";
+    }
+    if (id == "cudnn:legacy:op_tensor") return desc.beta == 0 ? "beta = 0" : "";
+  } else {
+    if (id == "cudnn:legacy:add_tensor") return same ? "" : "which cudnnAddTensor does not do";
+    if (id == "cudnn:legacy:reduce_tensor") {
+      if (same) return "!dims_differ";
+      return desc.dtype == DType::bf16 ? "does not take bf16" : "";
+    }
+  }
+  return "<unknown candidate " + id + ">";
 }
 
 class CudnnAddParity : public ::testing::TestWithParam<AddCase> {};
@@ -96,10 +158,18 @@ TEST_P(CudnnAddParity, EveryCandidateBothDirections) {
     int ran = 0;
     for (const AlgoInfo& algo : add_list(base, desc, direction)) {
       const std::string context = add_context(desc, direction, algo.id);
+      const std::string why = expected_unsupported(desc, direction, algo.id);
+      EXPECT_EQ(algo.supported, why.empty())
+          << "listed " << (algo.supported ? "supported" : "unsupported: " + algo.reason)
+          << "; expected " << (why.empty() ? "supported" : "unsupported (" + why + ")")
+          << " (Note [expected cudnn add support])\n  " << context;
       if (!algo.supported) {
-        EXPECT_FALSE(algo.reason.empty()) << context;
+        if (!why.empty()) {
+          EXPECT_NE(algo.reason.find(why), std::string::npos) << algo.reason << "\n  " << context;
+        }
         continue;
       }
+      if (!why.empty()) continue;  // reported above; cuDNN may well fail when run
       Context fixed = base;
       fixed.tune().policy(OpKind::add, direction) = AlgoPolicy::fixed(algo.id);
       const auto run = [&] {

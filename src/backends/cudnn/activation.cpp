@@ -15,7 +15,8 @@
 //   cudnn:kernel:act:src         the derivative from src (every kind);
 //   cudnn:legacy:act:<mode>      cudnnActivationBackward, which takes both x and y and does not
 //                                document which one each mode reads: supported only when both are
-//                                saved.
+//                                saved, and not where its gradient differs from PyTorch's
+//                                (Note [cudnn activation backward semantics]).
 // The legacy activation descriptor is also built when listing (host-only calls), so that a
 // coefficient cuDNN rejects makes the candidate unsupported with cuDNN's status rather than fail
 // at run time. Each candidate is unsupported when desc.saved lacks what it reads. The legacy calls
@@ -23,6 +24,23 @@
 // the call has the same layout), which their int sizes limit to INT_MAX elements. Everything is
 // elementwise without atomics, so every candidate is deterministic (cuDNN's reproducibility notes
 // list no activation routine); cudnn_activation_test checks it bitwise.
+//
+// Note [cudnn activation backward semantics]
+// cuDNN documents no formula for cudnnActivationBackward; cudnn_activation_test's parity run
+// against the reference (PyTorch's gradients) on cuDNN 9.19 (H100) showed two modes differ:
+// - CLIPPED_RELU passes dy for 0 < x <= ceiling: at x == ceiling (and x = ceiling (1 - 2^-6)) it
+//   gave dy, at x = ceiling (1 + 2^-6) and x = +-0 it gave 0. Both x values at and above the
+//   ceiling have y == ceiling, so cuDNN decides from x, and includes the ceiling; PyTorch's
+//   hardtanh gradient is 0 there (oneDNN's `clip` has the same difference). An input exactly at
+//   the ceiling is common (e.g. the output of an earlier clip), and no descriptor setting is known
+//   to move that boundary (lowering coef by an ulp would rely on how cuDNN compares, which
+//   nothing documents), so the backward is unsupported for clipped relu; the forward is exact.
+// - ELU gives dy wherever y >= 0 and dy (y + alpha) only where y < 0: with alpha = 0.5 it gave dy
+//   (PyTorch: alpha dy) at x = +-0, and with alpha = -0.5 it gave dy at every x <= 0 (y >= 0
+//   there; PyTorch: dy alpha e^x). PyTorch's gradient is dy alpha e^x for every x <= 0, so the
+//   two agree only for alpha = 1 (then y < 0 for x < 0 and y + 1 = e^x, and both give dy at 0);
+//   the backward is unsupported for any other alpha.
+// Relu, tanh, sigmoid and swish matched PyTorch on every case of the table, including x = +-0.
 
 #include "backends/cudnn/kernels/activation.hpp"
 
@@ -122,6 +140,25 @@ std::string descriptor_reason(const ActivationDesc& desc) {
   return reason;
 }
 
+// Why cudnnActivationBackward's gradient is not PyTorch's for the desc (Note [cudnn activation
+// backward semantics]); empty where they agree.
+std::string legacy_backward_reason(const ActivationDesc& desc) {
+  if (desc.kind == ActivationKind::clipped_relu) {
+    return "cudnnActivationBackward (CLIPPED_RELU) passes dy for 0 < x <= ceiling, so also at "
+           "x == ceiling, where PyTorch's hardtanh gradient is 0 (Note [cudnn activation backward "
+           "semantics])";
+  }
+  if (desc.kind == ActivationKind::elu && desc.alpha != 1.0) {
+    return detail::cat(
+        "cudnnActivationBackward (ELU) gives dy wherever y >= 0 and dy (y + alpha) only where "
+        "y < 0, while PyTorch's gradient is dy alpha e^x for every x <= 0: they differ at x = 0",
+        desc.alpha < 0 ? " and at every x < 0 (y > 0 there when alpha < 0)" : "",
+        "; they agree only for alpha = 1, got alpha = ", desc.alpha,
+        " (Note [cudnn activation backward semantics])");
+  }
+  return {};
+}
+
 std::string legacy_id(ActivationKind kind) {
   return detail::cat("cudnn:legacy:act:", to_string(kind));
 }
@@ -192,7 +229,9 @@ AlgoInfo legacy_info(const ActivationDesc& desc, Direction direction) {
     info.reason = detail::cat("legacy cuDNN descriptors hold int sizes; the tensor has ",
                               desc.numel(), " elements (more than INT_MAX)");
   } else if (direction != Direction::fwd) {
-    info.reason = saved_reason(desc, Reads::both, "cudnnActivationBackward");
+    info.reason = legacy_backward_reason(desc);
+    if (info.reason.empty())
+      info.reason = saved_reason(desc, Reads::both, "cudnnActivationBackward");
   }
   if (info.reason.empty()) info.reason = descriptor_reason(desc);
   info.supported = info.reason.empty();

@@ -16,8 +16,17 @@
 //                             (0 * NaN is NaN): unsupported for beta = 0.
 // Backward, diff_src = alpha * sum of diff_dst over the broadcast axes:
 //   cudnn:kernel:add          deterministic two-stage reduction;
-//   cudnn:legacy:reduce_tensor  cudnnReduceTensor(ADD) with alpha, f32 accumulation; its
-//                             workspace query (at listing) decides whether cuDNN supports the case.
+//   cudnn:legacy:add_tensor   with src dims == dst dims there is nothing to sum: diff_src =
+//                             alpha * diff_dst is cudnnAddTensor(alpha, diff_dst, 0, diff_src),
+//                             the forward's full-tensor call with beta = 0 (which the GPU parity
+//                             run showed does not read its NaN-filled output). Unsupported when
+//                             some axis is broadcast;
+//   cudnn:legacy:reduce_tensor  cudnnReduceTensor(ADD) with alpha, f32 accumulation. Its
+//                             workspace query accepts cases its run then rejects, so the listing
+//                             also rules out, up front, what cuDNN 9.19 refused at run time:
+//                             src dims == dst dims (no axis reduced: BAD_PARAM, "!dims_differ"),
+//                             and bf16 (NOT_SUPPORTED; its documentation lists float, double,
+//                             half and int8 tensors only).
 // Tensors of rank 1 to 3 are described to cuDNN as 4-D ones with unit axes added (rank 1 W ->
 // 1x1x1xW, rank 2 N,C -> NxCx1x1, rank 3 N,C,W -> NxCx1xW), which keeps their bytes in either
 // layout; legacy descriptors hold int sizes and strides, so tensors beyond INT_MAX elements are
@@ -166,6 +175,31 @@ std::string add_tensor_reason(const AddDesc& desc) {
       " is another (cudnn:legacy:op_tensor and cudnn:kernel:add take any)");
 }
 
+// Backward through cudnnAddTensor: only the scaled copy of the no-broadcast case.
+std::string add_tensor_bwd_reason(const AddDesc& desc) {
+  if (desc.src_dims == desc.dst_dims) return {};
+  return detail::cat("backward of src ", desc.src_dims, " on dst ", desc.dst_dims,
+                     " sums diff_dst over the broadcast axes, which cudnnAddTensor does not do "
+                     "(it serves only src dims == dst dims, a scaled copy)");
+}
+
+// What cudnnReduceTensor refuses at run time although its workspace query accepts it (Note
+// [cudnn add candidates]); empty if none applies.
+std::string reduce_tensor_reason(const AddDesc& desc) {
+  if (desc.src_dims == desc.dst_dims) {
+    return detail::cat(
+        "src dims == dst dims (", desc.dst_dims,
+        "): no axis to reduce, which cudnnReduceTensor rejects (CUDNN_STATUS_BAD_PARAM, "
+        "\"!dims_differ\"); cudnn:legacy:add_tensor does this scaled copy");
+  }
+  if (desc.dtype == DType::bf16) {
+    return "cudnnReduceTensor does not take bf16 tensors (its documented types are float, "
+           "double, half and int8; cuDNN 9.19 returns CUDNN_STATUS_NOT_SUPPORTED when run, "
+           "although its workspace query accepts them)";
+  }
+  return {};
+}
+
 std::string legacy_size_reason(const AddDesc& desc) {
   if (desc.dst_dims.product() > INT_MAX) {
     return detail::cat("legacy cuDNN descriptors hold int sizes and strides; dst has ",
@@ -237,7 +271,9 @@ std::vector<AlgoInfo> list_candidates(Runtime& runtime, const AddDesc& desc, Dir
   } else {
     list.push_back(info_of(kernel_id, "dnnx deterministic reduction kernel", {}, kernel_notes,
                            kadd::backward_workspace(kernel_shape(desc), runtime.facts().sm_count)));
-    std::string reason = size_reason;
+    std::string reason = size_reason.empty() ? add_tensor_bwd_reason(desc) : size_reason;
+    list.push_back(info_of(add_tensor_id, "cudnnAddTensor (scaled copy)", reason, {"legacy"}));
+    reason = size_reason.empty() ? reduce_tensor_reason(desc) : size_reason;
     std::size_t workspace = 0;
     if (reason.empty()) {
       const Reduction r = make_reduction(runtime, desc, context_of(desc, direction));
@@ -309,13 +345,20 @@ class LegacyPlan final : public detail::OpPlan<detail::AddArgs> {
         info_(std::move(info)),
         context_(context_of(desc, direction, info_.id)),
         alpha_(desc.alpha),
-        beta_(desc.beta) {
+        beta_(direction == Direction::fwd ? desc.beta : 0.0f),
+        scaled_copy_(direction != Direction::fwd && info_.id == add_tensor_id) {
     runtime_->make_current();
     if (info_.id == reduce_tensor_id) {
       reduction_ = std::make_unique<Reduction>(make_reduction(*runtime_, desc, context_));
       if (!reduction_->reason.empty())
         detail::raise(ErrorKind::Unsupported, reduction_->reason, context_);
       info_.workspace_bytes = reduction_->workspace;
+      return;
+    }
+    if (scaled_copy_) {
+      // diff_src = alpha * diff_dst + 0 * diff_src: the same dims (Note [cudnn add candidates]).
+      src_ = make_descriptor(desc.dst_dims, desc, context_, "diff_dst");
+      dst_ = make_descriptor(desc.src_dims, desc, context_, "diff_src");
       return;
     }
     src_ = make_descriptor(desc.src_dims, desc, context_, "src");
@@ -342,6 +385,14 @@ class LegacyPlan final : public detail::OpPlan<detail::AddArgs> {
       replay_.run(
           runtime_->settings().graphs, runtime_->stream(), {dy, dx, workspace.data, nullptr},
           [&] { reduce(dy, dx, workspace); }, context_);
+      return;
+    }
+    if (scaled_copy_) {
+      const void* dy = need(args.diff_dst, "diff_dst", context_)->data();
+      void* dx = need(args.diff_src, "diff_src", context_)->data();
+      replay_.run(
+          runtime_->settings().graphs, runtime_->stream(), {dy, dx, nullptr, nullptr},
+          [&] { add(dy, dx); }, context_);
       return;
     }
     const void* src = need(args.src, "src", context_)->data();
@@ -379,6 +430,7 @@ class LegacyPlan final : public detail::OpPlan<detail::AddArgs> {
   AlgoInfo info_;
   ErrorContext context_;
   float alpha_, beta_;
+  bool scaled_copy_;  // backward through cudnnAddTensor: src_/dst_ describe diff_dst/diff_src
   TensorDescriptor src_, dst_;
   OpTensorDescriptor op_;
   std::unique_ptr<Reduction> reduction_;
