@@ -88,7 +88,7 @@ namespace dnnx::detail {
 /// in backends/reference/conv.cpp): f32 itself rounds to nearest; for f16 / bf16 the value is
 /// first rounded to odd in f32, which the store's round-to-nearest then rounds correctly.
 inline float round_once_f32(double value, DType dtype) {
-  const float nearest = static_cast<float>(value);
+  const auto nearest = static_cast<float>(value);
   if (dtype == DType::f32 || static_cast<double>(nearest) == value || std::isnan(value) ||
       std::isinf(nearest)) {
     return nearest;

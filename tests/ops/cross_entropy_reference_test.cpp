@@ -120,8 +120,8 @@ TEST(XentReference, SpatialPositionsInBothLayouts) {
 // magnitude ~2 keeps both error terms well under the 2e-3 bound).
 void check_finite_differences(const CrossEntropyDesc& desc) {
   SCOPED_TRACE(desc.repro(Direction::bwd_data));
-  const std::size_t count = static_cast<std::size_t>(desc.dims.product());
-  const std::size_t positions = static_cast<std::size_t>(desc.positions());
+  const auto count = static_cast<std::size_t>(desc.dims.product());
+  const auto positions = static_cast<std::size_t>(desc.positions());
   const std::vector<float> x = random_uniform(count, seed_from(desc.key()), -2.0f, 2.0f);
   std::vector<std::int64_t> y(positions);
   for (std::size_t p = 0; p < positions; ++p)

@@ -70,18 +70,18 @@ TEST(SoftmaxReference, GroupsOfEachModeAndLayout) {
   for (const Layout layout : {Layout::channels_first, Layout::channels_last}) {
     const std::vector<float> channel =
         forward(desc_of(dims, SoftmaxMode::channel, false, layout), src);
-    for (int n = 0; n < 2; ++n) {
-      for (int p = 0; p < 4; ++p) {
+    for (std::size_t n = 0; n < 2; ++n) {
+      for (std::size_t p = 0; p < 4; ++p) {
         double sum = 0;
-        for (int c = 0; c < 3; ++c) sum += channel[static_cast<std::size_t>((n * 3 + c) * 4 + p)];
+        for (std::size_t c = 0; c < 3; ++c) sum += channel[(n * 3 + c) * 4 + p];
         EXPECT_NEAR(sum, 1.0, 1e-6) << "channel mode, n=" << n << " position " << p;
       }
     }
     const std::vector<float> instance =
         forward(desc_of(dims, SoftmaxMode::instance, false, layout), src);
-    for (int n = 0; n < 2; ++n) {
+    for (std::size_t n = 0; n < 2; ++n) {
       double sum = 0;
-      for (int k = 0; k < 12; ++k) sum += instance[static_cast<std::size_t>(n * 12 + k)];
+      for (std::size_t k = 0; k < 12; ++k) sum += instance[n * 12 + k];
       EXPECT_NEAR(sum, 1.0, 1e-6) << "instance mode, n=" << n;
     }
     // Independent of the layout: the same logical values.
@@ -103,7 +103,7 @@ TEST(SoftmaxReference, InPlace) {
 // truncation error O(h^2) and f32 rounding / h are both well under the 2e-3 bound).
 void check_finite_differences(const SoftmaxDesc& desc) {
   SCOPED_TRACE(desc.repro(Direction::bwd_data));
-  const std::size_t count = static_cast<std::size_t>(desc.dims.product());
+  const auto count = static_cast<std::size_t>(desc.dims.product());
   const std::vector<float> src = random_uniform(count, seed_from(desc.key()), -2.0f, 2.0f);
   const std::vector<float> dy = random_uniform(count, seed_from(desc.key() + "dy"), -1.0f, 1.0f);
   auto loss = [&](const std::vector<float>& x) {

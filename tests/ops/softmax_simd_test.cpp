@@ -51,6 +51,7 @@ TEST(SoftmaxSimd, EveryBf16LoadsExactly) {
 TEST(SoftmaxSimd, StoresRoundLikeTheScalarConversions) {
   std::mt19937 rng(42);
   std::vector<float> values;
+  values.reserve(200064);
   for (int i = 0; i < 200000; ++i)
     values.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(rng())));
   // Ties and edges: halfway between f16 / bf16 neighbours, the overflow threshold, subnormals.

@@ -144,9 +144,11 @@ std::string probe(Runtime& runtime, DType dtype, cudnnSoftmaxAlgorithm_t algo, D
   LegacyShape shape;
   shape.c = 2;
   const TensorDescriptor descriptor = make_descriptor(dtype, shape, context);
-  Scratch memory(runtime.allocator(), 3 * 2 * sizeof(float));
+  // Three 1x2x1x1 tensors (x, y, and dy or dx) of at most 4-byte elements, 8 bytes apart.
+  constexpr std::size_t probe_bytes = 24;
+  Scratch memory(runtime.allocator(), probe_bytes);
   auto* base = static_cast<char*>(memory.data());
-  DNNX_CUDNN_CHECK(cudaMemsetAsync(base, 0, 3 * 2 * sizeof(float), runtime.stream()), context,
+  DNNX_CUDNN_CHECK(cudaMemsetAsync(base, 0, probe_bytes, runtime.stream()), context,
                    "clearing the probe tensors");
   const float alpha = 1.0f;
   const float beta = 0.0f;

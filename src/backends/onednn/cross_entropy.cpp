@@ -137,6 +137,8 @@ template <typename T>
 }
 
 // One multiversioned entry point per (kernel, storage type) (Note [simd clones]).
+// T is a type (a cast's argument), which parentheses would break.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define DNNX_XENT_KERNELS(T, suffix)                                                              \
   DNNX_SIMD_CLONES void stats_rows_##suffix(const void* x, std::int64_t classes, std::int64_t p0, \
                                             std::int64_t p1, float* max, float* sum) {            \
@@ -163,6 +165,7 @@ DNNX_XENT_KERNELS(float, f32)
 DNNX_XENT_KERNELS(simd::F16, f16)
 DNNX_XENT_KERNELS(Bf16, bf16)
 #undef DNNX_XENT_KERNELS
+// NOLINTEND(bugprone-macro-parentheses)
 
 struct Kernels {
   void (*stats_rows)(const void*, std::int64_t, std::int64_t, std::int64_t, float*, float*);
@@ -794,6 +797,7 @@ class OneDnnCrossEntropy final : public detail::CrossEntropyBackend {
                                       [&](const Candidate& c) { return c.info.id == id; });
       if (found == candidates.end()) {
         std::vector<std::string> ids;
+        ids.reserve(candidates.size());
         for (const Candidate& c : candidates) ids.push_back(c.info.id);
         detail::raise(ErrorKind::InvalidArgument,
                       detail::cat("algorithm id '", id, "' is not a cpu xent candidate for ",

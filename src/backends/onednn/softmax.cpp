@@ -253,6 +253,8 @@ template <typename T>
   }
 }
 
+// T is a type (a cast's argument), which parentheses would break.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define DNNX_SOFTMAX_KERNELS(T, suffix)                                                          \
   DNNX_SIMD_CLONES void forward_rows_##suffix(const void* x, void* y, std::int64_t axis,         \
                                               std::int64_t r0, std::int64_t r1, bool log) {      \
@@ -281,6 +283,7 @@ DNNX_SOFTMAX_KERNELS(float, f32)
 DNNX_SOFTMAX_KERNELS(simd::F16, f16)
 DNNX_SOFTMAX_KERNELS(simd::Bf16, bf16)
 #undef DNNX_SOFTMAX_KERNELS
+// NOLINTEND(bugprone-macro-parentheses)
 
 struct Kernels {
   void (*forward_rows)(const void*, void*, std::int64_t, std::int64_t, std::int64_t, bool);
@@ -739,6 +742,7 @@ class OneDnnSoftmax final : public detail::SoftmaxBackend {
                                       [&](const Candidate& c) { return c.info.id == id; });
       if (found == candidates.end()) {
         std::vector<std::string> ids;
+        ids.reserve(candidates.size());
         for (const Candidate& c : candidates) ids.push_back(c.info.id);
         detail::raise(ErrorKind::InvalidArgument,
                       detail::cat("algorithm id '", id, "' is not a cpu softmax candidate for ",

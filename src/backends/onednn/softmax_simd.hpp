@@ -77,7 +77,7 @@ struct F16 {
 }
 [[gnu::always_inline]] inline void store(Bf16* p, std::int64_t k, float v) {
   // Round to nearest even (detail::float_to_bf16), written branch-free.
-  const std::uint32_t bits = std::bit_cast<std::uint32_t>(v);
+  const auto bits = std::bit_cast<std::uint32_t>(v);
   const std::uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
   const std::uint32_t nan = (bits >> 16) | 0x40u;
   p[k].bits = static_cast<std::uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? nan : rounded);

@@ -65,7 +65,7 @@ std::vector<std::int64_t> read_labels(const Tensor& labels) {
   const Dims& dims = labels.dims();
   const Dims& strides = labels.strides();
   for (std::size_t flat = 0; flat < out.size(); ++flat) {
-    std::int64_t rest = static_cast<std::int64_t>(flat);
+    auto rest = static_cast<std::int64_t>(flat);
     std::int64_t offset = 0;
     for (int d = dims.rank() - 1; d >= 0; --d) {
       offset += (rest % dims[d]) * strides[d];
