@@ -6,7 +6,8 @@
 //   warp    inner 1, classes <= 2048: one warp per position, a running (max, sum of exp) over
 //           the lane's classes in one coalesced read; 4 positions per 128-thread block;
 //   block   inner 1, more classes: one 512-thread block per position;
-//   column  inner > 1: one thread per position, adjacent threads on adjacent positions.
+//   column  inner > 1: one thread per position, adjacent threads on adjacent positions; also
+//           positions of at most 8 contiguous classes.
 // The backward pass reads the position's logits a second time (from L1/L2) to write
 // w * g * (exp(x - m) / s - onehot).
 //
@@ -483,8 +484,12 @@ __global__ void __launch_bounds__(reduce_threads)
 
 enum class Shape { warp, block, column };
 
+// Positions of at most `thread_max_classes` contiguous classes go one per thread (the column
+// kernel with inner 1): a warp per position would leave most of its lanes idle.
+constexpr std::int64_t thread_max_classes = 8;
+
 Shape shape_of(const XentParams& params) {
-  if (params.inner > 1) return Shape::column;
+  if (params.inner > 1 || params.classes <= thread_max_classes) return Shape::column;
   return params.classes <= warp_max_classes ? Shape::warp : Shape::block;
 }
 

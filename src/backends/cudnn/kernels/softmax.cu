@@ -12,7 +12,8 @@
 //           the block, and a second pass (mostly from L2) writes the output.
 //   column  inner > 1 (channel mode on nchw with spatial dims): one thread per (o, i) group,
 //           adjacent threads on adjacent positions so every load is coalesced; a running
-//           (max, sum) pass, then the writing pass.
+//           (max, sum) pass, then the writing pass. Also groups of at most 8 contiguous values
+//           (e.g. nhwc with few channels), whose rows adjacent threads read from shared lines.
 // Each output element is written by the thread that read its input last, after the group's
 // reduction is complete, so dst may be src. Reductions go through warp shuffles in a fixed
 // butterfly order and shared memory in warp order: results are bitwise reproducible.
@@ -289,8 +290,12 @@ __global__ void __launch_bounds__(column_threads)
 
 enum class Shape { warp, block, column };
 
+// Groups of at most `thread_max_axis` contiguous values go one per thread (the column kernel with
+// inner 1): a warp per group would leave most of its lanes idle.
+constexpr std::int64_t thread_max_axis = 8;
+
 Shape shape_of(const SoftmaxShape& s) {
-  if (s.inner > 1) return Shape::column;
+  if (s.inner > 1 || s.axis <= thread_max_axis) return Shape::column;
   return s.axis <= 1024 ? Shape::warp : Shape::block;
 }
 
