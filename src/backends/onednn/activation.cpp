@@ -25,19 +25,18 @@
 // (Note [determinism] in conv_list.cpp), which the parity test checks bitwise.
 
 #include "backends/onednn/check.hpp"
+#include "backends/onednn/layer_common.hpp"
 #include "backends/onednn/layers.hpp"
 #include "backends/onednn/memory.hpp"
 #include "core/activation_args.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
 
-#include <algorithm>
-#include <mutex>
+#include <array>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -46,38 +45,7 @@ namespace {
 
 using dnnl::algorithm;
 
-ErrorContext context_of(const ActivationDesc& desc, Direction direction, std::string id = {}) {
-  ErrorContext context;
-  context.op = detail::cat("act ", to_string(direction));
-  context.repro = desc.repro(direction);
-  context.backend = "cpu";
-  context.implementation = std::move(id);
-  return context;
-}
-
-std::string onednn_version() {
-  const dnnl_version_t* v = dnnl_version();
-  return detail::cat("oneDNN ", v->major, '.', v->minor, '.', v->patch);
-}
-
-// Ids travel through command lines and cache files: keep them to a safe alphabet.
-std::string sanitize(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '_' || c == ':' || c == '+' || c == '.' || c == '-';
-    if (!safe) c = '_';
-  }
-  return out;
-}
-
-// A snapshot of `pd` at its current implementation (next_impl() changes the object in place).
-dnnl::primitive_desc clone(const dnnl::primitive_desc& pd, const ErrorContext& context) {
-  dnnl_primitive_desc_t copy = nullptr;
-  DNNX_DNNL_CHECK(dnnl_primitive_desc_clone(&copy, pd.get()), context,
-                  "cloning a primitive descriptor");
-  return dnnl::primitive_desc(copy);
-}
+constexpr const char* op_text = "act";  // the op in messages
 
 // The caller's dense tensor: desc.dims with desc.layout's strides.
 memory::desc user_md(const ActivationDesc& desc) {
@@ -173,41 +141,12 @@ std::string exclusion(const ActivationDesc& desc, Direction direction, const Alg
   return {};
 }
 
-dnnl::primitive_attr user_scratchpad() {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  return attr;
-}
-
 struct Candidate {
   AlgoInfo info;
   dnnl::primitive_desc pd;    // the implementation (null if unsupported)
   dnnl::primitive_desc hint;  // backward: the forward pd `pd` points to (must outlive it)
   Reads reads = Reads::src;
 };
-
-struct CandidateList {
-  std::vector<Candidate> candidates;
-  const Candidate* find(const std::string& id) const {
-    for (const Candidate& candidate : candidates)
-      if (candidate.info.id == id) return &candidate;
-    return nullptr;
-  }
-  std::string ids() const {
-    std::vector<std::string> names;
-    for (const Candidate& candidate : candidates) names.push_back(candidate.info.id);
-    return detail::join(names, ", ");
-  }
-};
-
-Candidate unsupported(std::string id, std::string name, std::string reason) {
-  Candidate candidate;
-  candidate.info.id = std::move(id);
-  candidate.info.name = std::move(name);
-  candidate.info.reason = std::move(reason);
-  candidate.info.supported = false;
-  return candidate;
-}
 
 void describe(AlgoInfo& info, const std::string& impl, const Algorithm& alg) {
   info.name = detail::cat(impl, " (", alg.name, ")");
@@ -216,21 +155,17 @@ void describe(AlgoInfo& info, const std::string& impl, const Algorithm& alg) {
     info.notes.emplace_back("reference");
     info.families = {"none"};
   }
-  for (std::string_view isa : {"avx512", "avx2", "avx", "sse41"}) {
-    if (impl.find(isa) != std::string::npos) {
-      info.notes.emplace_back(isa);
-      break;
-    }
-  }
+  if (const std::string_view isa = isa_of(impl, {"avx512", "avx2", "avx", "sse41"}); !isa.empty())
+    info.notes.emplace_back(isa);
   if (alg.reads == Reads::dst) info.notes.emplace_back("use_dst");
 }
 
-CandidateList list_candidates(const dnnl::engine& engine, const ActivationDesc& desc,
-                              Direction direction, const std::string& isa) {
-  const ErrorContext context = context_of(desc, direction);
+std::vector<Candidate> list_candidates(const dnnl::engine& engine, const ActivationDesc& desc,
+                                       Direction direction, const std::string& isa) {
+  const ErrorContext context = layer_context(op_text, direction, desc.repro(direction), {});
   const memory::desc md = user_md(desc);
   const dnnl::primitive_attr attr = user_scratchpad();
-  CandidateList list;
+  std::vector<Candidate> list;
   std::set<std::string> seen;
   for (const Algorithm& alg : algorithms(desc, direction)) {
     const std::string base = detail::cat(":", alg.name);
@@ -272,7 +207,8 @@ CandidateList list_candidates(const dnnl::engine& engine, const ActivationDesc& 
       pd = hint;
     }
     if (!pd) {
-      Candidate candidate = unsupported(
+      Candidate candidate;
+      candidate.info = unsupported_info(
           detail::cat("onednn:unavailable", base),
           detail::cat(alg.name, " (no oneDNN implementation)"),
           !why.empty()
@@ -281,7 +217,7 @@ CandidateList list_candidates(const dnnl::engine& engine, const ActivationDesc& 
                             to_string(direction), " for ", to_string(desc.dtype), ' ',
                             to_string(desc.layout), " on cpu isa ", isa, ": ", failure));
       candidate.info.notes = {std::string(alg.name)};
-      list.candidates.push_back(std::move(candidate));
+      list.push_back(std::move(candidate));
       continue;
     }
     do {
@@ -293,36 +229,30 @@ CandidateList list_candidates(const dnnl::engine& engine, const ActivationDesc& 
       candidate.reads = alg.reads;
       if (!why.empty()) {
         candidate.info.reason = why;
-        list.candidates.push_back(std::move(candidate));
+        list.push_back(std::move(candidate));
         continue;
       }
       candidate.pd = clone(pd, context);
       candidate.hint = direction == Direction::fwd ? dnnl::primitive_desc() : hint;
       candidate.info.supported = true;
       candidate.info.workspace_bytes = pd.scratchpad_desc().get_size();
-      list.candidates.push_back(std::move(candidate));
+      list.push_back(std::move(candidate));
     } while (pd.next_impl());
   }
   // Supported first; within them everything but ref:any first (Note [eltwise candidates]).
-  std::stable_partition(list.candidates.begin(), list.candidates.end(), [](const Candidate& c) {
-    return c.info.supported && !c.info.id.starts_with("onednn:ref:");
-  });
-  std::stable_partition(list.candidates.begin(), list.candidates.end(),
-                        [](const Candidate& c) { return c.info.supported; });
-  for (std::size_t i = 0; i < list.candidates.size(); ++i)
-    list.candidates[i].info.priority = static_cast<int>(i);
+  order_supported_first(list);
   return list;
 }
 
 // Runs one eltwise primitive on the caller's memory. Built once; execute() only rebinds pointers
 // (Note [one stream] in runtime.hpp).
-class Plan final : public detail::OpPlan<detail::ActivationArgs> {
+class Plan final : public LayerPlan<detail::ActivationArgs> {
  public:
   Plan(std::shared_ptr<Runtime> runtime, const ActivationDesc& desc, Direction direction,
        const Candidate& candidate)
-      : runtime_(std::move(runtime)),
-        info_(candidate.info),
-        context_(context_of(desc, direction, candidate.info.id)),
+      : LayerPlan(candidate.info,
+                  layer_context(op_text, direction, desc.repro(direction), candidate.info.id)),
+        runtime_(std::move(runtime)),
         direction_(direction),
         reads_(candidate.reads),
         hint_(candidate.hint) {
@@ -348,8 +278,6 @@ class Plan final : public detail::OpPlan<detail::ActivationArgs> {
     if (scratchpad_) args_.push_back({DNNL_ARG_SCRATCHPAD, scratchpad_.get()});
   }
 
-  const AlgoInfo& algo() const override { return info_; }
-
   void execute(const detail::ActivationArgs& args, detail::Workspace workspace) override {
     std::array<void*, 3> pointers{};
     if (direction_ == Direction::fwd) {
@@ -368,13 +296,7 @@ class Plan final : public detail::OpPlan<detail::ActivationArgs> {
       pointers = {data_of(data, reads_ == Reads::dst ? "dst" : "src"),
                   data_of(args.diff_dst, "diff_dst"), data_of(args.diff_src, "diff_src")};
     }
-    if (workspace.bytes < info_.workspace_bytes ||
-        (info_.workspace_bytes > 0 && workspace.data == nullptr)) {
-      detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat("workspace has ", workspace.bytes, " bytes; this candidate needs ",
-                                info_.workspace_bytes),
-                    context_);
-    }
+    check_workspace(workspace);
     std::lock_guard lock(runtime_->mutex);
     const std::size_t bound = direction_ == Direction::fwd ? 2 : 3;
     for (std::size_t i = 0; i < bound; ++i) bind(memories_[i], pointers[i]);
@@ -383,24 +305,11 @@ class Plan final : public detail::OpPlan<detail::ActivationArgs> {
     DNNX_DNNL_CHECK(dnnl_primitive_execute(primitive_.get(), stream, static_cast<int>(args_.size()),
                                            args_.data()),
                     context_, "executing");
-    DNNX_DNNL_CHECK(dnnl_stream_wait(stream), context_, "waiting for the stream");
+    wait(stream, context_);
   }
 
  private:
-  void* data_of(const Tensor* tensor, const char* role) const {
-    if (tensor == nullptr || tensor->data() == nullptr)
-      detail::raise(ErrorKind::InvalidArgument, detail::cat(role, " is null"), context_);
-    return tensor->data();
-  }
-
-  void bind(const dnnl::memory& memory, void* data) const {
-    DNNX_DNNL_CHECK(dnnl_memory_set_data_handle(memory.get(), data), context_,
-                    "binding a data pointer");
-  }
-
   std::shared_ptr<Runtime> runtime_;
-  AlgoInfo info_;
-  ErrorContext context_;
   Direction direction_;
   Reads reads_;
   // oneDNN's backward primitives keep a plain pointer to their forward hint: held, and destroyed
@@ -412,66 +321,20 @@ class Plan final : public detail::OpPlan<detail::ActivationArgs> {
   std::vector<dnnl_exec_arg_t> args_;
 };
 
-struct Key {
-  ActivationDesc desc;
-  Direction direction;
-  bool operator==(const Key&) const = default;
-};
-struct KeyHash {
-  std::size_t operator()(const Key& key) const {
-    return key.desc.hash() * 3 + static_cast<std::size_t>(key.direction);
-  }
-};
-
-class OneDnnActivation final : public detail::ActivationBackend {
+class OneDnnActivation final
+    : public LayerBackend<ActivationDesc, detail::ActivationArgs, Candidate> {
  public:
-  explicit OneDnnActivation(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
+  explicit OneDnnActivation(std::shared_ptr<Runtime> runtime)
+      : LayerBackend(std::move(runtime), op_text) {}
 
-  std::vector<AlgoInfo> list(const ActivationDesc& desc, Direction direction) override {
-    desc.validate();
-    std::lock_guard lock(mutex_);
-    std::vector<AlgoInfo> infos;
-    for (const Candidate& candidate : candidates_locked(desc, direction).candidates)
-      infos.push_back(candidate.info);
-    return infos;
+ protected:
+  std::vector<Candidate> enumerate(const ActivationDesc& desc, Direction direction) override {
+    return list_candidates(runtime_->engine, desc, direction, runtime_->isa);
   }
-
-  std::shared_ptr<detail::OpPlan<detail::ActivationArgs>> plan(const ActivationDesc& desc,
-                                                               Direction direction,
-                                                               const std::string& id) override {
-    desc.validate();
-    return plans_.get_or_build(desc, direction, id, [&] {
-      std::lock_guard lock(mutex_);
-      const CandidateList& list = candidates_locked(desc, direction);
-      const Candidate* candidate = list.find(id);
-      if (candidate == nullptr) {
-        detail::raise(ErrorKind::InvalidArgument,
-                      detail::cat("algorithm id '", id, "' is not a cpu candidate for this act ",
-                                  to_string(direction), "; valid ids: ", list.ids()),
-                      context_of(desc, direction, id));
-      }
-      if (!candidate->info.supported)
-        detail::raise(ErrorKind::Unsupported, candidate->info.reason,
-                      context_of(desc, direction, id));
-      return std::make_shared<Plan>(runtime_, desc, direction, *candidate);
-    });
+  std::shared_ptr<detail::OpPlan<detail::ActivationArgs>> build(
+      const ActivationDesc& desc, Direction direction, const Candidate& candidate) override {
+    return std::make_shared<Plan>(runtime_, desc, direction, candidate);
   }
-
- private:
-  const CandidateList& candidates_locked(const ActivationDesc& desc, Direction direction) {
-    const Key key{desc, direction};
-    auto found = lists_.find(key);
-    if (found == lists_.end()) {
-      found = lists_.emplace(key, list_candidates(runtime_->engine, desc, direction, runtime_->isa))
-                  .first;
-    }
-    return found->second;
-  }
-
-  std::shared_ptr<Runtime> runtime_;
-  std::mutex mutex_;  // guards lists_
-  std::unordered_map<Key, CandidateList, KeyHash> lists_;
-  detail::PlanCache<ActivationDesc, detail::ActivationArgs> plans_;
 };
 
 }  // namespace

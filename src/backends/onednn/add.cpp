@@ -24,6 +24,7 @@
 // deterministic (Note [determinism] in conv_list.cpp); the parity test checks it bitwise.
 
 #include "backends/onednn/check.hpp"
+#include "backends/onednn/layer_common.hpp"
 #include "backends/onednn/layers.hpp"
 #include "backends/onednn/memory.hpp"
 #include "core/add_args.hpp"
@@ -38,45 +39,13 @@
 #include <set>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 namespace dnnx::onednn {
 namespace {
 
-ErrorContext context_of(const AddDesc& desc, Direction direction, std::string id = {}) {
-  ErrorContext context;
-  context.op = detail::cat("add ", to_string(direction));
-  context.repro = desc.repro(direction);
-  context.backend = "cpu";
-  context.implementation = std::move(id);
-  return context;
-}
-
-std::string onednn_version() {
-  const dnnl_version_t* v = dnnl_version();
-  return detail::cat("oneDNN ", v->major, '.', v->minor, '.', v->patch);
-}
-
-// Ids travel through command lines and cache files: keep them to a safe alphabet.
-std::string sanitize(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '_' || c == ':' || c == '+' || c == '.' || c == '-';
-    if (!safe) c = '_';
-  }
-  return out;
-}
-
-// A snapshot of `pd` at its current implementation (next_impl() changes the object in place).
-dnnl::primitive_desc clone(const dnnl::primitive_desc& pd, const ErrorContext& context) {
-  dnnl_primitive_desc_t copy = nullptr;
-  DNNX_DNNL_CHECK(dnnl_primitive_desc_clone(&copy, pd.get()), context,
-                  "cloning a primitive descriptor");
-  return dnnl::primitive_desc(copy);
-}
+constexpr const char* op_text = "add";  // the op in messages
 
 // A dense tensor of `dims` in the desc's layout.
 memory::desc dense_md(const Dims& dims, const AddDesc& desc) {
@@ -212,8 +181,7 @@ MatmulShape matmul_shape(const AddDesc& desc) {
 }
 
 dnnl::primitive_attr matmul_attr(float alpha) {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::primitive_attr attr = user_scratchpad();
   if (alpha != 1) {
     dnnl::post_ops ops;
     ops.append_eltwise(dnnl::algorithm::eltwise_linear, alpha, 0.0f);
@@ -251,26 +219,6 @@ struct Candidate {
   dnnl::primitive_desc_base convert;  // and, for f16/bf16, its f32 -> dtype reorder
 };
 
-constexpr std::size_t buffer_alignment = 64;
-
-std::size_t round_up(std::size_t bytes) {
-  return (bytes + buffer_alignment - 1) / buffer_alignment * buffer_alignment;
-}
-
-struct CandidateList {
-  std::vector<Candidate> candidates;
-  const Candidate* find(const std::string& id) const {
-    for (const Candidate& candidate : candidates)
-      if (candidate.info.id == id) return &candidate;
-    return nullptr;
-  }
-  std::string ids() const {
-    std::vector<std::string> names;
-    for (const Candidate& candidate : candidates) names.push_back(candidate.info.id);
-    return detail::join(names, ", ");
-  }
-};
-
 // src read as a dst-shaped tensor: stride 0 along the broadcast axes (binary source 0 of
 // post_sum; oneDNN 3.2 broadcasts only source 1, but its reference implementation reads any
 // strides).
@@ -296,8 +244,7 @@ dnnl::primitive_desc create_pd(const dnnl::engine& engine, const AddDesc& desc,
                                std::string& failure) {
   const memory::desc src = dense_md(desc.src_dims, desc);
   const memory::desc dst = dense_md(desc.dst_dims, desc);
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::primitive_attr attr = user_scratchpad();
   try {
     switch (formulation) {
       case Formulation::scaled_dst:
@@ -352,10 +299,10 @@ dnnl::primitive_desc create_pd(const dnnl::engine& engine, const AddDesc& desc,
   return {};
 }
 
-CandidateList list_candidates(const dnnl::engine& engine, const AddDesc& desc, Direction direction,
-                              const std::string& isa) {
-  const ErrorContext context = context_of(desc, direction);
-  CandidateList list;
+std::vector<Candidate> list_candidates(const dnnl::engine& engine, const AddDesc& desc,
+                                       Direction direction, const std::string& isa) {
+  const ErrorContext context = layer_context(op_text, direction, desc.repro(direction), {});
+  std::vector<Candidate> list;
   std::set<std::string> seen;
   for (const auto& [formulation, why] : formulations(desc, direction)) {
     const std::string suffix = detail::cat(":", name_of(formulation));
@@ -364,16 +311,16 @@ CandidateList list_candidates(const dnnl::engine& engine, const AddDesc& desc, D
     if (!pd) {
       Candidate candidate;
       candidate.formulation = formulation;
-      candidate.info.id = detail::cat("onednn:unavailable", suffix);
-      candidate.info.name = detail::cat(name_of(formulation), " (no oneDNN implementation)");
-      candidate.info.reason =
+      candidate.info = unsupported_info(
+          detail::cat("onednn:unavailable", suffix),
+          detail::cat(name_of(formulation), " (no oneDNN implementation)"),
           !why.empty()
               ? why
               : detail::cat(onednn_version(), " has no implementation of ", name_of(formulation),
                             " for add ", to_string(direction), " ", to_string(desc.dtype), ' ',
-                            to_string(desc.layout), " on cpu isa ", isa, ": ", failure);
+                            to_string(desc.layout), " on cpu isa ", isa, ": ", failure));
       candidate.info.notes = {std::string(name_of(formulation))};
-      list.candidates.push_back(std::move(candidate));
+      list.push_back(std::move(candidate));
       continue;
     }
     do {
@@ -407,10 +354,8 @@ CandidateList list_candidates(const dnnl::engine& engine, const AddDesc& desc, D
                                            candidate.second.scratchpad_desc().get_size());
             if (m.convert) {
               candidate.convert = dnnl_call(context, "creating the result reorder", [&] {
-                dnnl::primitive_attr attr;
-                attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-                return dnnl::primitive_desc_base(
-                    dnnl::reorder::primitive_desc(engine, m.c2, engine, m.result, attr));
+                return dnnl::primitive_desc_base(dnnl::reorder::primitive_desc(
+                    engine, m.c2, engine, m.result, user_scratchpad()));
               });
               scratch = std::max(scratch, candidate.convert.scratchpad_desc().get_size());
             }
@@ -420,28 +365,22 @@ CandidateList list_candidates(const dnnl::engine& engine, const AddDesc& desc, D
           }
         }
       }
-      list.candidates.push_back(std::move(candidate));
+      list.push_back(std::move(candidate));
     } while (pd.next_impl());
   }
-  std::stable_partition(list.candidates.begin(), list.candidates.end(), [](const Candidate& c) {
-    return c.info.supported && !c.info.id.starts_with("onednn:ref:");
-  });
-  std::stable_partition(list.candidates.begin(), list.candidates.end(),
-                        [](const Candidate& c) { return c.info.supported; });
-  for (std::size_t i = 0; i < list.candidates.size(); ++i)
-    list.candidates[i].info.priority = static_cast<int>(i);
+  order_supported_first(list);
   return list;
 }
 
 // Runs one binary, reduction or eltwise primitive on the caller's memory. Built once; execute()
 // only rebinds pointers (Note [one stream] in runtime.hpp).
-class Plan final : public detail::OpPlan<detail::AddArgs> {
+class Plan final : public LayerPlan<detail::AddArgs> {
  public:
   Plan(std::shared_ptr<Runtime> runtime, const AddDesc& desc, Direction direction,
        const Candidate& candidate)
-      : runtime_(std::move(runtime)),
-        info_(candidate.info),
-        context_(context_of(desc, direction, candidate.info.id)),
+      : LayerPlan(candidate.info,
+                  layer_context(op_text, direction, desc.repro(direction), candidate.info.id)),
+        runtime_(std::move(runtime)),
         direction_(direction) {
     const dnnl::engine& engine = runtime_->engine;
     const memory::desc src = candidate.formulation == Formulation::post_sum
@@ -482,8 +421,6 @@ class Plan final : public detail::OpPlan<detail::AddArgs> {
     });
   }
 
-  const AlgoInfo& algo() const override { return info_; }
-
   void execute(const detail::AddArgs& args, detail::Workspace workspace) override {
     void* src = nullptr;
     void* dst = nullptr;
@@ -494,13 +431,7 @@ class Plan final : public detail::OpPlan<detail::AddArgs> {
       src = data_of(args.diff_src, "diff_src");
       dst = data_of(args.diff_dst, "diff_dst");
     }
-    if (workspace.bytes < info_.workspace_bytes ||
-        (info_.workspace_bytes > 0 && workspace.data == nullptr)) {
-      detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat("workspace has ", workspace.bytes, " bytes; this candidate needs ",
-                                info_.workspace_bytes),
-                    context_);
-    }
+    check_workspace(workspace);
     std::lock_guard lock(runtime_->mutex);
     bind(src_, src);
     bind(dst_, dst);
@@ -509,7 +440,7 @@ class Plan final : public detail::OpPlan<detail::AddArgs> {
     DNNX_DNNL_CHECK(dnnl_primitive_execute(primitive_.get(), stream, static_cast<int>(args_.size()),
                                            args_.data()),
                     context_, "executing");
-    DNNX_DNNL_CHECK(dnnl_stream_wait(stream), context_, "waiting for the stream");
+    wait(stream, context_);
   }
 
  private:
@@ -521,20 +452,7 @@ class Plan final : public detail::OpPlan<detail::AddArgs> {
     args_.push_back({DNNL_ARG_ATTR_SCALES | arg, scales_[slot].get()});
   }
 
-  void* data_of(const Tensor* tensor, const char* role) const {
-    if (tensor == nullptr || tensor->data() == nullptr)
-      detail::raise(ErrorKind::InvalidArgument, detail::cat(role, " is null"), context_);
-    return tensor->data();
-  }
-
-  void bind(const dnnl::memory& memory, void* data) const {
-    DNNX_DNNL_CHECK(dnnl_memory_set_data_handle(memory.get(), data), context_,
-                    "binding a data pointer");
-  }
-
   std::shared_ptr<Runtime> runtime_;
-  AlgoInfo info_;
-  ErrorContext context_;
   Direction direction_;
   dnnl::primitive primitive_;
   dnnl::memory src_, dst_, scratchpad_, zero_;
@@ -547,65 +465,58 @@ class Plan final : public detail::OpPlan<detail::AddArgs> {
 
 // Note [bias gradients by matmul]: one or two matmul primitives against the plan's vectors of
 // ones; built once, execute() only rebinds pointers (Note [one stream] in runtime.hpp).
-class MatmulPlan final : public detail::OpPlan<detail::AddArgs> {
+class MatmulPlan final : public LayerPlan<detail::AddArgs> {
  public:
   MatmulPlan(std::shared_ptr<Runtime> runtime, const AddDesc& desc, const Candidate& candidate)
-      : runtime_(std::move(runtime)),
-        info_(candidate.info),
-        context_(context_of(desc, Direction::bwd_data, candidate.info.id)) {
+      : LayerPlan(candidate.info,
+                  layer_context(op_text, Direction::bwd_data, desc.repro(Direction::bwd_data),
+                                candidate.info.id)),
+        runtime_(std::move(runtime)) {
     const MatmulShape m = matmul_shape(desc);
     DNNX_ASSERT(m.reason.empty(), m.reason);
     const dnnl::engine& engine = runtime_->engine;
     ones_ = ones(m.ones, desc.dtype);
     dnnl_call(context_, "building the matmul primitives", [&] {
-      first_.primitive = dnnl::primitive(candidate.pd.get());
       diff_dst_ = dnnl::memory(m.diff_dst_is_a ? m.a : m.b, engine, DNNL_MEMORY_NONE);
       ones_memory_ = dnnl::memory(m.diff_dst_is_a ? m.b : m.a, engine, ones_.data());
       output_ = dnnl::memory(m.c, engine, DNNL_MEMORY_NONE);
-      first_.args = {{m.diff_dst_is_a ? DNNL_ARG_SRC : DNNL_ARG_WEIGHTS, diff_dst_.get()},
-                     {m.diff_dst_is_a ? DNNL_ARG_WEIGHTS : DNNL_ARG_SRC, ones_memory_.get()},
-                     {DNNL_ARG_DST, output_.get()}};
-      add_scratchpad(first_, candidate.pd, engine);
+      first_ = make_step(candidate.pd,
+                         {{m.diff_dst_is_a ? DNNL_ARG_SRC : DNNL_ARG_WEIGHTS, diff_dst_.get()},
+                          {m.diff_dst_is_a ? DNNL_ARG_WEIGHTS : DNNL_ARG_SRC, ones_memory_.get()},
+                          {DNNL_ARG_DST, output_.get()}},
+                         engine);
       if (m.two_steps) {
         // output_ is T in the workspace; the second product writes diff_src.
         ones2_ = ones(m.ones2, DType::f32);
         buffer_offset_ = 0;
         scratch_offset_ = round_up(m.buffer_bytes);
-        second_.primitive = dnnl::primitive(candidate.second.get());
         ones2_memory_ = dnnl::memory(m.a2, engine, ones2_.data());
         buffer_ = dnnl::memory(m.b2, engine, DNNL_MEMORY_NONE);
         diff_src_ = dnnl::memory(m.c2, engine, DNNL_MEMORY_NONE);
-        second_.args = {{DNNL_ARG_SRC, ones2_memory_.get()},
-                        {DNNL_ARG_WEIGHTS, buffer_.get()},
-                        {DNNL_ARG_DST, diff_src_.get()}};
-        add_scratchpad(second_, candidate.second, engine);
+        second_ = make_step(candidate.second,
+                            {{DNNL_ARG_SRC, ones2_memory_.get()},
+                             {DNNL_ARG_WEIGHTS, buffer_.get()},
+                             {DNNL_ARG_DST, diff_src_.get()}},
+                            engine);
         if (m.convert) {
           // diff_src_ is then the f32 result in the workspace, reordered into the caller's.
           result_offset_ = round_up(m.buffer_bytes);
           scratch_offset_ = result_offset_ + round_up(m.result_bytes);
           converted_ = dnnl::memory(m.result, engine, DNNL_MEMORY_NONE);
-          third_.primitive = dnnl::primitive(candidate.convert.get());
-          third_.args = {{DNNL_ARG_FROM, diff_src_.get()}, {DNNL_ARG_TO, converted_.get()}};
-          add_scratchpad(third_, candidate.convert, engine);
+          third_ = make_step(candidate.convert,
+                             {{DNNL_ARG_FROM, diff_src_.get()}, {DNNL_ARG_TO, converted_.get()}},
+                             engine);
         }
       }
     });
   }
-
-  const AlgoInfo& algo() const override { return info_; }
 
   void execute(const detail::AddArgs& args, detail::Workspace workspace) override {
     if (args.diff_dst == nullptr || args.diff_dst->data() == nullptr || args.diff_src == nullptr ||
         args.diff_src->data() == nullptr) {
       detail::raise(ErrorKind::InvalidArgument, "diff_dst or diff_src is null", context_);
     }
-    if (workspace.bytes < info_.workspace_bytes ||
-        (info_.workspace_bytes > 0 && workspace.data == nullptr)) {
-      detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat("workspace has ", workspace.bytes, " bytes; this candidate needs ",
-                                info_.workspace_bytes),
-                    context_);
-    }
+    check_workspace(workspace);
     auto* base = static_cast<std::byte*>(workspace.data);
     std::lock_guard lock(runtime_->mutex);
     bind(diff_dst_, args.diff_dst->data());
@@ -623,23 +534,12 @@ class MatmulPlan final : public detail::OpPlan<detail::AddArgs> {
     }
     const dnnl_stream_t stream = runtime_->stream.get();
     for (Step* step : {&first_, &second_, &third_}) {
-      if (!step->primitive) continue;
-      if (step->scratchpad) bind(step->scratchpad, base + scratch_offset_);
-      DNNX_DNNL_CHECK(
-          dnnl_primitive_execute(step->primitive.get(), stream, static_cast<int>(step->args.size()),
-                                 step->args.data()),
-          context_, "executing");
+      if (step->primitive) run_step(*step, stream, base + scratch_offset_, context_);
     }
-    DNNX_DNNL_CHECK(dnnl_stream_wait(stream), context_, "waiting for the stream");
+    wait(stream, context_);
   }
 
  private:
-  struct Step {
-    dnnl::primitive primitive;
-    std::vector<dnnl_exec_arg_t> args;
-    dnnl::memory scratchpad;
-  };
-
   // `count` ones in `dtype`.
   static std::vector<std::byte> ones(std::int64_t count, DType dtype) {
     const std::size_t size = size_of(dtype);
@@ -649,21 +549,7 @@ class MatmulPlan final : public detail::OpPlan<detail::AddArgs> {
     return bytes;
   }
 
-  void add_scratchpad(Step& step, const dnnl::primitive_desc_base& pd, const dnnl::engine& engine) {
-    const memory::desc scratchpad = pd.scratchpad_desc();
-    if (scratchpad.get_size() == 0) return;
-    step.scratchpad = dnnl::memory(scratchpad, engine, DNNL_MEMORY_NONE);
-    step.args.push_back({DNNL_ARG_SCRATCHPAD, step.scratchpad.get()});
-  }
-
-  void bind(const dnnl::memory& memory, void* data) const {
-    DNNX_DNNL_CHECK(dnnl_memory_set_data_handle(memory.get(), data), context_,
-                    "binding a data pointer");
-  }
-
   std::shared_ptr<Runtime> runtime_;
-  AlgoInfo info_;
-  ErrorContext context_;
   std::vector<std::byte> ones_, ones2_;
   Step first_, second_, third_;
   dnnl::memory diff_dst_, ones_memory_, output_, ones2_memory_, buffer_, diff_src_, converted_;
@@ -672,69 +558,21 @@ class MatmulPlan final : public detail::OpPlan<detail::AddArgs> {
   std::size_t scratch_offset_ = 0;
 };
 
-struct Key {
-  AddDesc desc;
-  Direction direction;
-  bool operator==(const Key&) const = default;
-};
-struct KeyHash {
-  std::size_t operator()(const Key& key) const {
-    return key.desc.hash() * 3 + static_cast<std::size_t>(key.direction);
-  }
-};
-
-class OneDnnAdd final : public detail::AddBackend {
+class OneDnnAdd final : public LayerBackend<AddDesc, detail::AddArgs, Candidate> {
  public:
-  explicit OneDnnAdd(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
+  explicit OneDnnAdd(std::shared_ptr<Runtime> runtime)
+      : LayerBackend(std::move(runtime), op_text) {}
 
-  std::vector<AlgoInfo> list(const AddDesc& desc, Direction direction) override {
-    desc.validate();
-    std::lock_guard lock(mutex_);
-    std::vector<AlgoInfo> infos;
-    for (const Candidate& candidate : candidates_locked(desc, direction).candidates)
-      infos.push_back(candidate.info);
-    return infos;
+ protected:
+  std::vector<Candidate> enumerate(const AddDesc& desc, Direction direction) override {
+    return list_candidates(runtime_->engine, desc, direction, runtime_->isa);
   }
-
-  std::shared_ptr<detail::OpPlan<detail::AddArgs>> plan(const AddDesc& desc, Direction direction,
-                                                        const std::string& id) override {
-    desc.validate();
-    return plans_.get_or_build(desc, direction, id, [&] {
-      std::lock_guard lock(mutex_);
-      const CandidateList& list = candidates_locked(desc, direction);
-      const Candidate* candidate = list.find(id);
-      if (candidate == nullptr) {
-        detail::raise(ErrorKind::InvalidArgument,
-                      detail::cat("algorithm id '", id, "' is not a cpu candidate for this add ",
-                                  to_string(direction), "; valid ids: ", list.ids()),
-                      context_of(desc, direction, id));
-      }
-      if (!candidate->info.supported)
-        detail::raise(ErrorKind::Unsupported, candidate->info.reason,
-                      context_of(desc, direction, id));
-      if (candidate->formulation == Formulation::matmul)
-        return std::shared_ptr<detail::OpPlan<detail::AddArgs>>(
-            std::make_shared<MatmulPlan>(runtime_, desc, *candidate));
-      return std::shared_ptr<detail::OpPlan<detail::AddArgs>>(
-          std::make_shared<Plan>(runtime_, desc, direction, *candidate));
-    });
+  std::shared_ptr<detail::OpPlan<detail::AddArgs>> build(const AddDesc& desc, Direction direction,
+                                                         const Candidate& candidate) override {
+    if (candidate.formulation == Formulation::matmul)
+      return std::make_shared<MatmulPlan>(runtime_, desc, candidate);
+    return std::make_shared<Plan>(runtime_, desc, direction, candidate);
   }
-
- private:
-  const CandidateList& candidates_locked(const AddDesc& desc, Direction direction) {
-    const Key key{desc, direction};
-    auto found = lists_.find(key);
-    if (found == lists_.end()) {
-      found = lists_.emplace(key, list_candidates(runtime_->engine, desc, direction, runtime_->isa))
-                  .first;
-    }
-    return found->second;
-  }
-
-  std::shared_ptr<Runtime> runtime_;
-  std::mutex mutex_;  // guards lists_
-  std::unordered_map<Key, CandidateList, KeyHash> lists_;
-  detail::PlanCache<AddDesc, detail::AddArgs> plans_;
 };
 
 }  // namespace

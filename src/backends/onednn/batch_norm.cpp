@@ -29,6 +29,7 @@
 // dst (and diff_dst, diff_src) per call, more than the memory-bound normalisation itself.
 
 #include "backends/onednn/check.hpp"
+#include "backends/onednn/layer_common.hpp"
 #include "backends/onednn/layers.hpp"
 #include "backends/onednn/memory.hpp"
 #include "core/batch_norm_args.hpp"
@@ -50,7 +51,6 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -61,41 +61,12 @@ using detail::BatchNormArgs;
 using Tag = memory::format_tag;
 using BatchNormPlan = detail::OpPlan<BatchNormArgs>;
 
+constexpr const char* op_text = "bnorm";  // the op in messages
 constexpr const char* kernel_id = "cpu:kernel:bnorm";
-constexpr std::size_t buffer_alignment = 64;
-
-std::size_t round_up(std::size_t bytes) {
-  return (bytes + buffer_alignment - 1) / buffer_alignment * buffer_alignment;
-}
 
 ErrorContext context_of(const BatchNormDesc& desc, Direction direction,
                         std::string implementation) {
-  ErrorContext context;
-  context.op = detail::cat("bnorm ", to_string(direction));
-  context.repro = desc.repro(direction);
-  context.backend = "cpu";
-  context.implementation = std::move(implementation);
-  return context;
-}
-
-std::string onednn_version() {
-  const dnnl_version_t* v = dnnl_version();
-  return detail::cat("oneDNN ", v->major, '.', v->minor, '.', v->patch);
-}
-
-// Ids travel through command lines and cache files: keep them to a safe alphabet.
-std::string sanitize(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '_' || c == ':' || c == '+' || c == '.' || c == '-';
-    if (!safe) c = '_';
-  }
-  return out;
-}
-
-bool contains(std::string_view text, std::string_view part) {
-  return text.find(part) != std::string_view::npos;
+  return layer_context(op_text, direction, desc.repro(direction), std::move(implementation));
 }
 
 // ---- shapes (Note [batch-norm on oneDNN])
@@ -126,12 +97,6 @@ dnnl::normalization_flags flags_of(const BatchNormDesc& desc) {
   if (desc.affine) flags = flags | Flags::use_scale | Flags::use_shift;
   if (!desc.training) flags = flags | Flags::use_global_stats;
   return flags;
-}
-
-dnnl::primitive_attr user_scratchpad() {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  return attr;
 }
 
 // ---- candidates ---------------------------------------------------------------------------------
@@ -177,12 +142,8 @@ void describe(AlgoInfo& info, const std::string& impl) {
   }
   if (contains(impl, "nspc")) info.notes.emplace_back("nspc");
   if (contains(impl, "ncsp")) info.notes.emplace_back("ncsp");
-  for (const char* isa : {"avx512", "avx2", "sse41"}) {
-    if (contains(impl, isa)) {
-      info.notes.emplace_back(isa);
-      break;
-    }
-  }
+  if (const std::string_view isa = isa_of(impl, {"avx512", "avx2", "sse41"}); !isa.empty())
+    info.notes.emplace_back(isa);
 }
 
 AlgoInfo kernel_info(const BatchNormDesc& desc) {
@@ -195,14 +156,6 @@ AlgoInfo kernel_info(const BatchNormDesc& desc) {
   info.notes = {"direct", "dnnx"};
   info.families = {"none"};
   return info;
-}
-
-// A snapshot of `pd` at its current implementation (next_impl() changes the object in place).
-dnnl::primitive_desc clone(const dnnl::primitive_desc& pd, const ErrorContext& context) {
-  dnnl_primitive_desc_t copy = nullptr;
-  DNNX_DNNL_CHECK(dnnl_primitive_desc_clone(&copy, pd.get()), context,
-                  "cloning a primitive descriptor");
-  return dnnl::primitive_desc(copy);
 }
 
 // oneDNN's primitive descriptor for (desc, direction) at its first implementation, or null with
@@ -280,14 +233,12 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const BatchNo
   for (Candidate& candidate : last) candidates.push_back(std::move(candidate));
   if (!pd) {
     Candidate unavailable;
-    AlgoInfo& info = unavailable.info;
-    info.id = "onednn:unavailable:bnorm";
-    info.name = "oneDNN batch normalization (no implementation)";
-    info.supported = false;
-    info.reason = detail::cat(onednn_version(), " has no batch-normalization ",
-                              to_string(direction), " implementation for ", to_string(desc.dtype),
-                              ' ', to_string(desc.layout), " on cpu isa ", isa, ": ", failure);
-    info.notes = {"onednn"};
+    unavailable.info = unsupported_info(
+        "onednn:unavailable:bnorm", "oneDNN batch normalization (no implementation)",
+        detail::cat(onednn_version(), " has no batch-normalization ", to_string(direction),
+                    " implementation for ", to_string(desc.dtype), ' ', to_string(desc.layout),
+                    " on cpu isa ", isa, ": ", failure));
+    unavailable.info.notes = {"onednn"};
     candidates.push_back(std::move(unavailable));
   }
   for (std::size_t i = 0; i < candidates.size(); ++i)
@@ -299,17 +250,7 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const BatchNo
 
 void check_data(const Tensor* tensor, const char* role, const BatchNormDesc& desc,
                 const ErrorContext& context) {
-  if (tensor == nullptr || tensor->data() == nullptr) {
-    detail::raise(ErrorKind::InvalidArgument, detail::cat(role, " is null"), context);
-  }
-  if (tensor->dims() != desc.dims || tensor->dtype() != desc.dtype ||
-      !tensor->is_dense(desc.layout) || tensor->device() != Device::cpu()) {
-    detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat(role, " is ", describe(*tensor), " on ", to_string(tensor->device()),
-                              "; this plan takes a dense ", to_string(desc.dtype), '[',
-                              desc.dims.to_string(), ' ', to_string(desc.layout), "] on cpu"),
-                  context);
-  }
+  check_dense(tensor, role, desc.dims, desc.dtype, desc.layout, context);
 }
 
 // The f32 values of a parameter tensor (null when absent), after checking its size.
@@ -387,15 +328,14 @@ void finish_training_fwd(const BatchNormDesc& desc, const Stats& s, const float*
 
 // Runs one oneDNN implementation on the caller's memory. The primitive and its memory objects are
 // made here, once; execute() rebinds data pointers (Note [one stream]).
-class OneDnnPlan final : public BatchNormPlan {
+class OneDnnPlan final : public LayerPlan<BatchNormArgs> {
  public:
   OneDnnPlan(std::shared_ptr<Runtime> runtime, const BatchNormDesc& desc, Direction direction,
              const Candidate& candidate)
-      : runtime_(std::move(runtime)),
+      : LayerPlan(candidate.info, context_of(desc, direction, candidate.info.id)),
+        runtime_(std::move(runtime)),
         desc_(desc),
         direction_(direction),
-        info_(candidate.info),
-        context_(context_of(desc, direction, candidate.info.id)),
         hint_(candidate.hint),
         regions_(regions_of(desc, direction, candidate.scratch_bytes)) {
     const dnnl::engine& engine = runtime_->engine;
@@ -429,22 +369,13 @@ class OneDnnPlan final : public BatchNormPlan {
     });
   }
 
-  const AlgoInfo& algo() const override { return info_; }
-
   void execute(const BatchNormArgs& args, detail::Workspace workspace) override {
     const bool fwd = direction_ == Direction::fwd;
     check_data(args.src, "src", desc_, context_);
     check_data(fwd ? args.dst : args.diff_src, fwd ? "dst" : "diff_src", desc_, context_);
     if (!fwd) check_data(args.diff_dst, "diff_dst", desc_, context_);
     const Stats s = stats_of(args, desc_, direction_, context_);
-    if (workspace.bytes < info_.workspace_bytes ||
-        (info_.workspace_bytes > 0 && workspace.data == nullptr)) {
-      detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat("workspace has ", workspace.bytes, " bytes",
-                                workspace.data == nullptr ? " (null)" : "",
-                                "; this candidate needs ", info_.workspace_bytes),
-                    context_);
-    }
+    check_workspace(workspace);
     auto* base = static_cast<std::byte*>(workspace.data);
     auto* ws_mean = reinterpret_cast<float*>(base + regions_.mean);
     auto* ws_var = reinterpret_cast<float*>(base + regions_.var);
@@ -488,23 +419,18 @@ class OneDnnPlan final : public BatchNormPlan {
     DNNX_DNNL_CHECK(dnnl_primitive_execute(primitive_.get(), stream, static_cast<int>(args_.size()),
                                            args_.data()),
                     context_, "executing");
-    DNNX_DNNL_CHECK(dnnl_stream_wait(stream), context_, "waiting for the stream");
+    wait(stream, context_);
     if (fwd && desc_.training) finish_training_fwd(desc_, s, mean, var, 0, k_count);
   }
 
  private:
   static constexpr std::size_t none = static_cast<std::size_t>(-1);
 
-  void bind(std::size_t index, void* data) const {
-    DNNX_DNNL_CHECK(dnnl_memory_set_data_handle(memories_[index].get(), data), context_,
-                    "binding a data pointer");
-  }
+  void bind(std::size_t index, void* data) const { onednn::bind(memories_[index], data, context_); }
 
   std::shared_ptr<Runtime> runtime_;
   BatchNormDesc desc_;
   Direction direction_;
-  AlgoInfo info_;
-  ErrorContext context_;
   // oneDNN's backward primitive keeps a plain pointer to its forward hint: held here.
   dnnl::primitive_desc hint_;
   Regions regions_;
@@ -880,13 +806,12 @@ class Loops {
   const Stats& stats_;
 };
 
-class KernelPlan final : public BatchNormPlan {
+class KernelPlan final : public LayerPlan<BatchNormArgs> {
  public:
   KernelPlan(const BatchNormDesc& desc, Direction direction)
-      : desc_(desc),
-        direction_(direction),
-        info_(kernel_info(desc)),
-        context_(context_of(desc, direction, kernel_id)) {
+      : LayerPlan(kernel_info(desc), context_of(desc, direction, kernel_id)),
+        desc_(desc),
+        direction_(direction) {
     shape_.planes = desc.mode == BatchNormMode::spatial && desc.layout == Layout::channels_first;
     shape_.k = desc.statistics();
     shape_.n = desc.dims[0];
@@ -894,8 +819,6 @@ class KernelPlan final : public BatchNormPlan {
     shape_.rows = desc.reduction_size();
     shape_.count = static_cast<double>(desc.reduction_size());
   }
-
-  const AlgoInfo& algo() const override { return info_; }
 
   void execute(const BatchNormArgs& args, detail::Workspace) override {
     const bool fwd = direction_ == Direction::fwd;
@@ -932,76 +855,25 @@ class KernelPlan final : public BatchNormPlan {
 
   BatchNormDesc desc_;
   Direction direction_;
-  AlgoInfo info_;
-  ErrorContext context_;
   LoopShape shape_;
 };
 
 // ---- the backend --------------------------------------------------------------------------------
 
-struct Key {
-  BatchNormDesc desc;
-  Direction direction = Direction::fwd;
-  bool operator==(const Key&) const = default;
-};
-struct KeyHash {
-  std::size_t operator()(const Key& key) const {
-    return key.desc.hash() * 3 + static_cast<std::size_t>(key.direction);
-  }
-};
-
-class OneDnnBatchNorm final : public detail::BatchNormBackend {
+class OneDnnBatchNorm final : public LayerBackend<BatchNormDesc, BatchNormArgs, Candidate> {
  public:
-  explicit OneDnnBatchNorm(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
+  explicit OneDnnBatchNorm(std::shared_ptr<Runtime> runtime)
+      : LayerBackend(std::move(runtime), op_text) {}
 
-  std::vector<AlgoInfo> list(const BatchNormDesc& desc, Direction direction) override {
-    desc.validate();
-    std::lock_guard lock(mutex_);
-    std::vector<AlgoInfo> infos;
-    for (const Candidate& candidate : candidates_locked(desc, direction))
-      infos.push_back(candidate.info);
-    return infos;
+ protected:
+  std::vector<Candidate> enumerate(const BatchNormDesc& desc, Direction direction) override {
+    return list_candidates(runtime_->engine, desc, direction, runtime_->isa);
   }
-
-  std::shared_ptr<BatchNormPlan> plan(const BatchNormDesc& desc, Direction direction,
-                                      const std::string& id) override {
-    return plans_.get_or_build(desc, direction, id, [&]() -> std::shared_ptr<BatchNormPlan> {
-      desc.validate();
-      std::lock_guard lock(mutex_);
-      const std::vector<Candidate>& candidates = candidates_locked(desc, direction);
-      const auto found = std::find_if(candidates.begin(), candidates.end(),
-                                      [&](const Candidate& c) { return c.info.id == id; });
-      if (found == candidates.end()) {
-        std::vector<std::string> ids;
-        for (const Candidate& c : candidates) ids.push_back(c.info.id);
-        detail::raise(ErrorKind::InvalidArgument,
-                      detail::cat("algorithm id '", id, "' is not a cpu candidate for this bnorm ",
-                                  to_string(direction), "; valid ids: ", detail::join(ids, ", ")),
-                      context_of(desc, direction, id));
-      }
-      if (!found->info.supported) {
-        detail::raise(ErrorKind::Unsupported, found->info.reason, context_of(desc, direction, id));
-      }
-      if (found->info.id == kernel_id) return std::make_shared<KernelPlan>(desc, direction);
-      return std::make_shared<OneDnnPlan>(runtime_, desc, direction, *found);
-    });
+  std::shared_ptr<BatchNormPlan> build(const BatchNormDesc& desc, Direction direction,
+                                       const Candidate& candidate) override {
+    if (candidate.info.id == kernel_id) return std::make_shared<KernelPlan>(desc, direction);
+    return std::make_shared<OneDnnPlan>(runtime_, desc, direction, candidate);
   }
-
- private:
-  const std::vector<Candidate>& candidates_locked(const BatchNormDesc& desc, Direction direction) {
-    const Key key{desc, direction};
-    auto found = lists_.find(key);
-    if (found == lists_.end()) {
-      found = lists_.emplace(key, list_candidates(runtime_->engine, desc, direction, runtime_->isa))
-                  .first;
-    }
-    return found->second;
-  }
-
-  std::shared_ptr<Runtime> runtime_;
-  std::mutex mutex_;  // guards lists_
-  std::unordered_map<Key, std::vector<Candidate>, KeyHash> lists_;
-  detail::PlanCache<BatchNormDesc, BatchNormArgs> plans_;
 };
 
 }  // namespace

@@ -30,6 +30,7 @@
 // records for the algorithms oneDNN has no fused implementation of.
 
 #include "backends/onednn/check.hpp"
+#include "backends/onednn/layer_common.hpp"
 #include "backends/onednn/layers.hpp"
 #include "backends/onednn/memory.hpp"
 #include "core/check.hpp"
@@ -46,26 +47,17 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 namespace dnnx::onednn {
 namespace {
 
-constexpr std::size_t buffer_alignment = 64;
-
-std::size_t round_up(std::size_t bytes) {
-  return (bytes + buffer_alignment - 1) / buffer_alignment * buffer_alignment;
-}
+constexpr const char* op_text = "conv_fused";  // the op in messages
 
 ErrorContext context_of(const ConvFusedDesc& desc, std::string implementation) {
-  ErrorContext context;
-  context.op = "conv_fused fwd";
-  context.repro = desc.repro(Direction::fwd);
-  context.backend = "cpu";
-  context.implementation = std::move(implementation);
-  return context;
+  return layer_context(op_text, Direction::fwd, desc.repro(Direction::fwd),
+                       std::move(implementation));
 }
 
 void check_direction(const ConvFusedDesc& desc, Direction direction) {
@@ -75,26 +67,6 @@ void check_direction(const ConvFusedDesc& desc, Direction direction) {
         detail::cat("conv_fused has only the forward direction (fwd); got ", to_string(direction)),
         context_of(desc, ""));
   }
-}
-
-std::string onednn_version() {
-  const dnnl_version_t* v = dnnl_version();
-  return detail::cat("oneDNN ", v->major, '.', v->minor, '.', v->patch);
-}
-
-bool contains(std::string_view text, std::string_view part) {
-  return text.find(part) != std::string_view::npos;
-}
-
-// Ids travel through command lines and cache files: keep them to a safe alphabet.
-std::string sanitize(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '_' || c == ':' || c == '+' || c == '.' || c == '-';
-    if (!safe) c = '_';
-  }
-  return out;
 }
 
 std::string_view algorithm_name(dnnl::algorithm algorithm) {
@@ -131,8 +103,7 @@ StrategyMds strategy_mds(const ConvGeometry& g, Strategy strategy) {
 
 // The epilogue as oneDNN attributes (Note [oneDNN fused candidates]).
 dnnl::primitive_attr fused_attr(const ConvFusedDesc& desc) {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::primitive_attr attr = user_scratchpad();
   dnnl::post_ops ops;
   // Scale 1: Note [oneDNN fused candidates].
   if (desc.residual) ops.append_sum(1.0f);
@@ -146,13 +117,6 @@ memory::desc fused_bias_md(const ConvFusedDesc& desc) {
   if (!desc.bias) return {};
   return memory::desc({desc.conv.out_channels}, data_type_of(desc.conv.dtype),
                       memory::format_tag::x);
-}
-
-dnnl::primitive_desc clone(const dnnl::primitive_desc& pd, const ErrorContext& context) {
-  dnnl_primitive_desc_t copy = nullptr;
-  DNNX_DNNL_CHECK(dnnl_primitive_desc_clone(&copy, pd.get()), context,
-                  "cloning a primitive descriptor");
-  return dnnl::primitive_desc(copy);
 }
 
 // Roles of the convolution's tensors in the arrays below.
@@ -196,12 +160,8 @@ void describe(AlgoInfo& info, const std::string& impl, dnnl::algorithm algorithm
     if (contains(impl, "brg")) info.notes.emplace_back("brgemm");
     info.families = {"small"};
   }
-  for (const char* isa : {"amx", "avx512", "avx2", "sse41"}) {
-    if (contains(impl, isa)) {
-      info.notes.emplace_back(isa);
-      break;
-    }
-  }
+  if (const std::string_view isa = isa_of(impl, {"amx", "avx512", "avx2", "sse41"}); !isa.empty())
+    info.notes.emplace_back(isa);
   if (contains(impl, "1x1")) info.notes.emplace_back("1x1");
   if (contains(impl, "dw")) info.notes.emplace_back("depthwise");
   if (layouts != "plain") info.notes.push_back(layouts);
@@ -417,48 +377,18 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const ConvFus
   return list;
 }
 
-std::string list_ids(const std::vector<Candidate>& list) {
-  std::vector<std::string> ids;
-  ids.reserve(list.size());
-  for (const Candidate& candidate : list) ids.push_back(candidate.info.id);
-  return detail::join(ids, ", ");
-}
-
 // The plans check what reaches them from callers below the op layer.
-void check_tensor(const Tensor* tensor, const char* role, const Dims& dims, DType dtype,
-                  Layout layout, const ErrorContext& context) {
-  if (tensor == nullptr || tensor->data() == nullptr || tensor->dims() != dims ||
-      tensor->dtype() != dtype || !tensor->is_dense(layout) || tensor->device() != Device::cpu()) {
-    detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat(role, " is ", tensor == nullptr ? "missing" : describe(*tensor),
-                              "; this plan takes a dense ", to_string(dtype), '[', dims.to_string(),
-                              ' ', to_string(layout), "] on cpu"),
-                  context);
-  }
-}
-
-void check_workspace(const detail::Workspace& workspace, std::size_t needed,
-                     const ErrorContext& context) {
-  if (workspace.bytes < needed || (needed > 0 && workspace.data == nullptr)) {
-    detail::raise(
-        ErrorKind::InvalidArgument,
-        detail::cat("workspace has ", workspace.bytes, " bytes",
-                    workspace.data == nullptr ? " (null)" : "", "; this candidate needs ", needed),
-        context);
-  }
-}
-
 void check_common(const ConvFusedDesc& desc, const detail::ConvFusedArgs& args,
                   const ErrorContext& context) {
   const ConvDesc& conv = desc.conv;
-  check_tensor(args.src, "src", conv.src_dims(), conv.dtype, conv.layout, context);
-  check_tensor(args.weights, "weights", conv.weights_dims(), conv.dtype, conv.layout, context);
-  check_tensor(args.dst, "dst", conv.dst_dims(), conv.dtype, conv.layout, context);
+  check_dense(args.src, "src", conv.src_dims(), conv.dtype, conv.layout, context);
+  check_dense(args.weights, "weights", conv.weights_dims(), conv.dtype, conv.layout, context);
+  check_dense(args.dst, "dst", conv.dst_dims(), conv.dtype, conv.layout, context);
   if (desc.bias) {
-    check_tensor(args.bias, "bias", conv.bias_dims(), conv.dtype, Layout::channels_first, context);
+    check_dense(args.bias, "bias", conv.bias_dims(), conv.dtype, Layout::channels_first, context);
   }
   if (desc.residual) {
-    check_tensor(args.residual, "residual", conv.dst_dims(), conv.dtype, conv.layout, context);
+    check_dense(args.residual, "residual", conv.dst_dims(), conv.dtype, conv.layout, context);
   }
 }
 
@@ -468,13 +398,12 @@ void check_common(const ConvFusedDesc& desc, const detail::ConvFusedArgs& args,
 // into the dst the convolution accumulates onto (skipped in place, when it is already there),
 // the convolution with its post-ops, the reorder of dst back. Every primitive and memory object is
 // made here, once; execute() only rebinds data pointers (Note [one stream], runtime.hpp).
-class FusedPlan final : public detail::ConvFusedPlan {
+class FusedPlan final : public LayerPlan<detail::ConvFusedArgs> {
  public:
   FusedPlan(std::shared_ptr<Runtime> runtime, const ConvFusedDesc& desc, const Candidate& candidate)
-      : runtime_(std::move(runtime)),
+      : LayerPlan(candidate.info, context_of(desc, candidate.info.id)),
+        runtime_(std::move(runtime)),
         desc_(desc),
-        info_(candidate.info),
-        context_(context_of(desc, candidate.info.id)),
         offsets_(candidate.buffer_offsets) {
     const ConvGeometry g = conv_geometry(desc.conv);
     const dnnl::engine& engine = runtime_->engine;
@@ -541,11 +470,9 @@ class FusedPlan final : public detail::ConvFusedPlan {
     });
   }
 
-  const AlgoInfo& algo() const override { return info_; }
-
   void execute(const detail::ConvFusedArgs& args, detail::Workspace workspace) override {
     check_common(desc_, args, context_);
-    check_workspace(workspace, info_.workspace_bytes, context_);
+    check_workspace(workspace);
     auto* base = static_cast<std::byte*>(workspace.data);
     const std::array<const Tensor*, 3> tensors = {args.src, args.weights, args.dst};
 
@@ -566,45 +493,21 @@ class FusedPlan final : public detail::ConvFusedPlan {
     }
     run(conv_step_, base);
     if (dst_step_.primitive) run(dst_step_, base);
-    DNNX_DNNL_CHECK(dnnl_stream_wait(runtime_->stream.get()), context_, "waiting for the stream");
+    wait(runtime_->stream.get(), context_);
   }
 
  private:
-  struct Step {
-    dnnl::primitive primitive;
-    std::vector<dnnl_exec_arg_t> args;  // handles of memory objects this plan owns
-    dnnl::memory scratchpad;            // null when the primitive needs none
-  };
-
   Step make_step(const dnnl::primitive_desc_base& pd, std::vector<dnnl_exec_arg_t> args) {
-    Step step;
-    step.primitive = dnnl::primitive(pd.get());
-    const memory::desc scratchpad = pd.scratchpad_desc();
-    if (scratchpad.get_size() > 0) {
-      // Every step's scratchpad starts at workspace offset 0: the steps run one after the other.
-      step.scratchpad = dnnl::memory(scratchpad, runtime_->engine, DNNL_MEMORY_NONE);
-      args.push_back({DNNL_ARG_SCRATCHPAD, step.scratchpad.get()});
-    }
-    step.args = std::move(args);
-    return step;
+    return onednn::make_step(pd, std::move(args), runtime_->engine);
   }
 
+  // Every step's scratchpad starts at workspace offset 0: the steps run one after the other.
   void run(Step& step, std::byte* workspace) {
-    if (step.scratchpad) bind(step.scratchpad, workspace);
-    DNNX_DNNL_CHECK(dnnl_primitive_execute(step.primitive.get(), runtime_->stream.get(),
-                                           static_cast<int>(step.args.size()), step.args.data()),
-                    context_, "executing");
-  }
-
-  void bind(const dnnl::memory& memory, void* data) const {
-    DNNX_DNNL_CHECK(dnnl_memory_set_data_handle(memory.get(), data), context_,
-                    "binding a data pointer");
+    run_step(step, runtime_->stream.get(), workspace, context_);
   }
 
   std::shared_ptr<Runtime> runtime_;
   ConvFusedDesc desc_;
-  AlgoInfo info_;
-  ErrorContext context_;
   std::array<std::size_t, 3> offsets_;
   std::array<dnnl::memory, 3> user_;     // bound to the caller's src, weights, dst
   std::array<dnnl::memory, 3> buffers_;  // reordered copies in the workspace (null: none)
@@ -706,13 +609,12 @@ void run_epilogue(const ConvFusedDesc& desc, const void* conv_out, const void* b
   DNNX_ASSERT(false, "conv_fused on dtype ", to_string(desc.conv.dtype));
 }
 
-class UnfusedPlan final : public detail::ConvFusedPlan {
+class UnfusedPlan final : public LayerPlan<detail::ConvFusedArgs> {
  public:
   UnfusedPlan(const ConvFusedDesc& desc, const Candidate& candidate,
               std::shared_ptr<detail::ConvPlan> conv)
-      : desc_(desc),
-        info_(candidate.info),
-        context_(context_of(desc, candidate.info.id)),
+      : LayerPlan(candidate.info, context_of(desc, candidate.info.id)),
+        desc_(desc),
         conv_(std::move(conv)),
         staging_offset_(candidate.staging_offset) {
     // Exact for this plan: the staging buffer goes after the convolution plan's own workspace.
@@ -725,11 +627,9 @@ class UnfusedPlan final : public detail::ConvFusedPlan {
     }
   }
 
-  const AlgoInfo& algo() const override { return info_; }
-
   void execute(const detail::ConvFusedArgs& args, detail::Workspace workspace) override {
     check_common(desc_, args, context_);
-    check_workspace(workspace, info_.workspace_bytes, context_);
+    check_workspace(workspace);
     // Note [unfused candidates]: with a residual the convolution's output is staged in the
     // workspace, after the convolution's own workspace; the view is made again only when the
     // workspace moves.
@@ -753,8 +653,6 @@ class UnfusedPlan final : public detail::ConvFusedPlan {
 
  private:
   ConvFusedDesc desc_;
-  AlgoInfo info_;
-  ErrorContext context_;
   std::shared_ptr<detail::ConvPlan> conv_;
   std::size_t staging_offset_;
   Tensor staged_;  // the convolution's output in the workspace (desc.residual)
@@ -762,71 +660,37 @@ class UnfusedPlan final : public detail::ConvFusedPlan {
 
 // ---- the backend --------------------------------------------------------------------------------
 
-struct DescHash {
-  std::size_t operator()(const ConvFusedDesc& desc) const { return desc.hash(); }
-};
-
-class OneDnnConvFused final : public detail::ConvFusedBackend {
+class OneDnnConvFused final : public LayerBackend<ConvFusedDesc, detail::ConvFusedArgs, Candidate> {
  public:
   OneDnnConvFused(std::shared_ptr<Runtime> runtime, detail::ConvBackend& conv)
-      : runtime_(std::move(runtime)), conv_(conv) {}
+      : LayerBackend(std::move(runtime), op_text), conv_(conv) {}
 
+  // The op has one direction: the others are refused before the desc is even validated.
   std::vector<AlgoInfo> list(const ConvFusedDesc& desc, Direction direction) override {
     check_direction(desc, direction);
-    desc.validate();
-    std::lock_guard lock(mutex_);
-    std::vector<AlgoInfo> infos;
-    for (const Candidate& candidate : candidates_locked(desc)) infos.push_back(candidate.info);
-    return infos;
+    return LayerBackend::list(desc, direction);
   }
-
   std::shared_ptr<detail::ConvFusedPlan> plan(const ConvFusedDesc& desc, Direction direction,
                                               const std::string& id) override {
     check_direction(desc, direction);
-    return plans_.get_or_build(
-        desc, direction, id, [&]() -> std::shared_ptr<detail::ConvFusedPlan> {
-          desc.validate();
-          Candidate candidate;
-          {
-            std::lock_guard lock(mutex_);
-            const std::vector<Candidate>& list = candidates_locked(desc);
-            const auto it = std::find_if(list.begin(), list.end(),
-                                         [&](const Candidate& c) { return c.info.id == id; });
-            if (it == list.end()) {
-              detail::raise(ErrorKind::InvalidArgument,
-                            detail::cat("algorithm id '", id,
-                                        "' is not a cpu candidate for this conv_fused; valid ids: ",
-                                        list_ids(list)),
-                            context_of(desc, id));
-            }
-            if (!it->info.supported) {
-              detail::raise(ErrorKind::Unsupported, it->info.reason, context_of(desc, id));
-            }
-            candidate = *it;
-          }
-          if (!candidate.conv_id.empty()) {
-            return std::make_shared<UnfusedPlan>(
-                desc, candidate, conv_.plan(desc.conv, Direction::fwd, candidate.conv_id));
-          }
-          return std::make_shared<FusedPlan>(runtime_, desc, candidate);
-        });
+    return LayerBackend::plan(desc, direction, id);
+  }
+
+ protected:
+  std::vector<Candidate> enumerate(const ConvFusedDesc& desc, Direction) override {
+    return list_candidates(runtime_->engine, desc, runtime_->isa, conv_);
+  }
+  std::shared_ptr<detail::ConvFusedPlan> build(const ConvFusedDesc& desc, Direction,
+                                               const Candidate& candidate) override {
+    if (!candidate.conv_id.empty()) {
+      return std::make_shared<UnfusedPlan>(
+          desc, candidate, conv_.plan(desc.conv, Direction::fwd, candidate.conv_id));
+    }
+    return std::make_shared<FusedPlan>(runtime_, desc, candidate);
   }
 
  private:
-  const std::vector<Candidate>& candidates_locked(const ConvFusedDesc& desc) {
-    auto found = lists_.find(desc);
-    if (found == lists_.end()) {
-      found =
-          lists_.emplace(desc, list_candidates(runtime_->engine, desc, runtime_->isa, conv_)).first;
-    }
-    return found->second;
-  }
-
-  std::shared_ptr<Runtime> runtime_;
   detail::ConvBackend& conv_;
-  std::mutex mutex_;  // guards lists_
-  std::unordered_map<ConvFusedDesc, std::vector<Candidate>, DescHash> lists_;
-  detail::PlanCache<ConvFusedDesc, detail::ConvFusedArgs> plans_;
 };
 
 }  // namespace

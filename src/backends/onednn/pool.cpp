@@ -39,6 +39,7 @@
 // pool_parity_test runs each twice and compares the bits.
 
 #include "backends/onednn/check.hpp"
+#include "backends/onednn/layer_common.hpp"
 #include "backends/onednn/layers.hpp"
 #include "backends/onednn/memory.hpp"
 #include "core/check.hpp"
@@ -60,7 +61,6 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -69,47 +69,13 @@ namespace {
 
 using Tag = memory::format_tag;
 
+constexpr const char* op_text = "pool";  // the op in messages
 constexpr const char* kernel_id = "cpu:kernel:pool";
 
 constexpr Tag activation_tags[2][3] = {{Tag::ncw, Tag::nchw, Tag::ncdhw},
                                        {Tag::nwc, Tag::nhwc, Tag::ndhwc}};
-constexpr std::size_t buffer_alignment = 64;
-
-std::size_t round_up(std::size_t bytes) {
-  return (bytes + buffer_alignment - 1) / buffer_alignment * buffer_alignment;
-}
-
-std::string onednn_version() {
-  const dnnl_version_t* v = dnnl_version();
-  return detail::cat("oneDNN ", v->major, '.', v->minor, '.', v->patch);
-}
-
-// Ids travel through command lines and cache files: keep them to a safe alphabet.
-std::string sanitize(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '_' || c == ':' || c == '+' || c == '.' || c == '-';
-    if (!safe) c = '_';
-  }
-  return out;
-}
-
-bool contains(std::string_view text, std::string_view part) {
-  return text.find(part) != std::string_view::npos;
-}
-
-const char* direction_name(Direction direction) {
-  return direction == Direction::fwd ? "fwd" : "bwd";
-}
-
 ErrorContext context_of(const PoolDesc& desc, Direction direction, std::string implementation) {
-  ErrorContext context;
-  context.op = detail::cat("pool ", direction_name(direction));
-  context.repro = desc.repro(direction);
-  context.backend = "cpu";
-  context.implementation = std::move(implementation);
-  return context;
+  return layer_context(op_text, direction, desc.repro(direction), std::move(implementation));
 }
 
 dnnl::algorithm algorithm_of(PoolMode mode) {
@@ -163,20 +129,6 @@ Geometry geometry_of(const PoolDesc& desc) {
   return g;
 }
 
-dnnl::primitive_attr user_scratchpad() {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  return attr;
-}
-
-// A snapshot of `pd` at its current implementation (next_impl() changes the object in place).
-dnnl::primitive_desc clone(const dnnl::primitive_desc& pd, const ErrorContext& context) {
-  dnnl_primitive_desc_t copy = nullptr;
-  DNNX_DNNL_CHECK(dnnl_primitive_desc_clone(&copy, pd.get()), context,
-                  "cloning a primitive descriptor");
-  return dnnl::primitive_desc(copy);
-}
-
 // One candidate: its record and, when supported, the primitive descriptors a plan builds from.
 struct Candidate {
   AlgoInfo info;
@@ -187,20 +139,6 @@ struct Candidate {
   std::size_t workspace_offset = 0;
 };
 
-struct CandidateList {
-  std::vector<Candidate> candidates;
-  const Candidate* find(const std::string& id) const {
-    for (const Candidate& candidate : candidates)
-      if (candidate.info.id == id) return &candidate;
-    return nullptr;
-  }
-  std::string ids() const {
-    std::vector<std::string> names;
-    for (const Candidate& candidate : candidates) names.push_back(candidate.info.id);
-    return names.empty() ? std::string("(none)") : detail::join(names, ", ");
-  }
-};
-
 void describe(AlgoInfo& info, const std::string& impl) {
   if (impl.starts_with("ref")) {
     info.notes.emplace_back("reference");
@@ -209,12 +147,8 @@ void describe(AlgoInfo& info, const std::string& impl) {
     info.notes.emplace_back(contains(impl, "jit") ? "jit" : "simple");
     info.families = {"small"};
   }
-  for (const char* isa : {"avx512", "avx2", "avx", "sse41"}) {
-    if (contains(impl, isa)) {
-      info.notes.emplace_back(isa);
-      break;
-    }
-  }
+  if (const std::string_view isa = isa_of(impl, {"avx512", "avx2", "avx", "sse41"}); !isa.empty())
+    info.notes.emplace_back(isa);
 }
 
 dnnl::pooling_forward::primitive_desc forward_pd(const dnnl::engine& engine, dnnl::prop_kind prop,
@@ -502,16 +436,13 @@ void loops_bwd(const LoopGeometry& g, const std::byte* src, const std::byte* dif
       });
 }
 
-class KernelPlan final : public detail::PoolPlan {
+class KernelPlan final : public LayerPlan<detail::PoolArgs> {
  public:
   KernelPlan(const PoolDesc& desc, Direction direction)
-      : info_(kernel_info()),
-        context_(context_of(desc, direction, kernel_id)),
+      : LayerPlan(kernel_info(), context_of(desc, direction, kernel_id)),
         desc_(desc),
         direction_(direction),
         geometry_(desc) {}
-
-  const AlgoInfo& algo() const override { return info_; }
 
   void execute(const detail::PoolArgs& args, detail::Workspace /*workspace*/) override {
     check(args.src, "src", desc_.src_dims());
@@ -544,30 +475,19 @@ class KernelPlan final : public detail::PoolPlan {
   }
 
   void check(const Tensor* tensor, const char* role, const Dims& dims) const {
-    if (tensor == nullptr || tensor->data() == nullptr)
-      detail::raise(ErrorKind::InvalidArgument, detail::cat(role, " is null"), context_);
-    if (tensor->dims() != dims || tensor->dtype() != desc_.dtype ||
-        !tensor->is_dense(desc_.layout) || tensor->device() != Device::cpu()) {
-      detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat(role, " is ", describe(*tensor), "; this plan takes a dense ",
-                                to_string(desc_.dtype), '[', dims.to_string(), ' ',
-                                to_string(desc_.layout), "] on cpu"),
-                    context_);
-    }
+    check_dense(tensor, role, dims, desc_.dtype, desc_.layout, context_);
   }
 
-  AlgoInfo info_;
-  ErrorContext context_;
   PoolDesc desc_;
   Direction direction_;
   LoopGeometry geometry_;
 };
 
-CandidateList list_candidates(const dnnl::engine& engine, const PoolDesc& desc, Direction direction,
-                              const std::string& isa) {
+std::vector<Candidate> list_candidates(const dnnl::engine& engine, const PoolDesc& desc,
+                                       Direction direction, const std::string& isa) {
   const ErrorContext context = context_of(desc, direction, "");
   const Geometry g = geometry_of(desc);
-  CandidateList list;
+  std::vector<Candidate> list;
   std::set<std::string> seen;
   std::string failure;
 
@@ -604,11 +524,11 @@ CandidateList list_candidates(const dnnl::engine& engine, const PoolDesc& desc, 
     AlgoInfo& info = unavailable.info;
     info.id = "onednn:unavailable:pooling";
     info.name = "pooling (no oneDNN implementation)";
-    info.reason =
-        detail::cat(onednn_version(), " has no ", to_string(desc.mode), " pooling ",
-                    direction_name(direction), " implementation for ", to_string(desc.dtype), ' ',
-                    to_string(desc.layout), " on cpu isa ", isa, ": ", failure);
-    list.candidates.push_back(std::move(unavailable));
+    info.reason = detail::cat(onednn_version(), " has no ", to_string(desc.mode), " pooling ",
+                              direction == Direction::fwd ? "fwd" : "bwd", " implementation for ",
+                              to_string(desc.dtype), ' ', to_string(desc.layout), " on cpu isa ",
+                              isa, ": ", failure);
+    list.push_back(std::move(unavailable));
   }
   // The very object the backward descriptors were created with: oneDNN keeps a plain pointer to
   // it (and `walker` is the backward one, so `fwd` stays at its first implementation).
@@ -626,7 +546,7 @@ CandidateList list_candidates(const dnnl::engine& engine, const PoolDesc& desc, 
       if (!seen.insert(info.id).second) continue;
       if (!g.semantic_mismatch.empty()) {
         info.reason = g.semantic_mismatch;
-        list.candidates.push_back(std::move(candidate));
+        list.push_back(std::move(candidate));
         continue;
       }
       std::size_t scratch = walker.scratchpad_desc().get_size();
@@ -648,36 +568,34 @@ CandidateList list_candidates(const dnnl::engine& engine, const PoolDesc& desc, 
         }
       }
       info.supported = true;
-      list.candidates.push_back(std::move(candidate));
+      list.push_back(std::move(candidate));
     } while (walker.next_impl());
   }
 
   // ref:any, last in oneDNN's list, stays last, after dnnx's loops (Note [cpu pool loops]);
   // supported candidates before unsupported ones.
-  std::stable_partition(list.candidates.begin(), list.candidates.end(),
+  std::stable_partition(list.begin(), list.end(),
                         [](const Candidate& c) { return !c.info.id.starts_with("onednn:ref"); });
-  const auto ref =
-      std::find_if(list.candidates.begin(), list.candidates.end(),
-                   [](const Candidate& c) { return c.info.id.starts_with("onednn:ref"); });
+  const auto ref = std::find_if(list.begin(), list.end(), [](const Candidate& c) {
+    return c.info.id.starts_with("onednn:ref");
+  });
   Candidate loops;
   loops.info = kernel_info();
-  list.candidates.insert(ref, std::move(loops));
-  std::stable_partition(list.candidates.begin(), list.candidates.end(),
+  list.insert(ref, std::move(loops));
+  std::stable_partition(list.begin(), list.end(),
                         [](const Candidate& c) { return c.info.supported; });
-  for (std::size_t i = 0; i < list.candidates.size(); ++i)
-    list.candidates[i].info.priority = static_cast<int>(i);
+  for (std::size_t i = 0; i < list.size(); ++i) list[i].info.priority = static_cast<int>(i);
   return list;
 }
 
 // Runs one candidate on the caller's memory. Primitives and memory objects are made once;
 // execute() only rebinds data pointers under the runtime's mutex (Note [one stream]).
-class Plan final : public detail::PoolPlan {
+class Plan final : public LayerPlan<detail::PoolArgs> {
  public:
   Plan(std::shared_ptr<Runtime> runtime, const PoolDesc& desc, Direction direction,
        const Candidate& candidate)
-      : runtime_(std::move(runtime)),
-        info_(candidate.info),
-        context_(context_of(desc, direction, candidate.info.id)),
+      : LayerPlan(candidate.info, context_of(desc, direction, candidate.info.id)),
+        runtime_(std::move(runtime)),
         desc_(desc),
         direction_(direction),
         recompute_(candidate.recompute),
@@ -708,8 +626,6 @@ class Plan final : public detail::PoolPlan {
     });
   }
 
-  const AlgoInfo& algo() const override { return info_; }
-
   void execute(const detail::PoolArgs& args, detail::Workspace workspace) override {
     check_tensor(args.src, "src", desc_.src_dims());
     if (direction_ == Direction::fwd) {
@@ -718,13 +634,7 @@ class Plan final : public detail::PoolPlan {
       check_tensor(args.diff_dst, "diff_dst", desc_.dst_dims());
       check_tensor(args.diff_src, "diff_src", desc_.src_dims());
     }
-    if (workspace.bytes < info_.workspace_bytes ||
-        (info_.workspace_bytes > 0 && workspace.data == nullptr)) {
-      detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat("workspace has ", workspace.bytes, " bytes at ", workspace.data,
-                                "; this candidate needs ", info_.workspace_bytes),
-                    context_);
-    }
+    check_workspace(workspace);
     auto* base = static_cast<std::byte*>(workspace.data);
 
     std::lock_guard lock(runtime_->mutex);
@@ -740,56 +650,21 @@ class Plan final : public detail::PoolPlan {
       }
     }
     const dnnl_stream_t stream = runtime_->stream.get();
-    for (Step& step : steps_) {
-      if (step.scratchpad) bind(step.scratchpad, base);
-      DNNX_DNNL_CHECK(dnnl_primitive_execute(step.primitive.get(), stream,
-                                             static_cast<int>(step.args.size()), step.args.data()),
-                      context_, "executing");
-    }
-    DNNX_DNNL_CHECK(dnnl_stream_wait(stream), context_, "waiting for the stream");
+    // Every step's scratchpad starts at the workspace: the steps run one after the other.
+    for (Step& step : steps_) run_step(step, stream, base, context_);
+    wait(stream, context_);
   }
 
  private:
-  struct Step {
-    dnnl::primitive primitive;
-    std::vector<dnnl_exec_arg_t> args;  // handles of memory objects this plan owns
-    dnnl::memory scratchpad;            // null when the primitive needs none
-  };
-
   void add_step(const dnnl::primitive_desc& pd, std::vector<dnnl_exec_arg_t> args) {
-    Step step;
-    step.primitive = dnnl::primitive(pd.get());
-    const memory::desc scratchpad = pd.scratchpad_desc();
-    if (scratchpad.get_size() > 0) {
-      step.scratchpad = dnnl::memory(scratchpad, runtime_->engine, DNNL_MEMORY_NONE);
-      args.push_back({DNNL_ARG_SCRATCHPAD, step.scratchpad.get()});
-    }
-    step.args = std::move(args);
-    steps_.push_back(std::move(step));
+    steps_.push_back(make_step(pd, std::move(args), runtime_->engine));
   }
 
   void check_tensor(const Tensor* tensor, const char* role, const Dims& dims) const {
-    if (tensor == nullptr || tensor->data() == nullptr) {
-      detail::raise(ErrorKind::InvalidArgument, detail::cat(role, " is null"), context_);
-    }
-    if (tensor->dims() != dims || tensor->dtype() != desc_.dtype ||
-        !tensor->is_dense(desc_.layout) || tensor->device() != Device::cpu()) {
-      detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat(role, " is ", describe(*tensor), "; this plan takes a dense ",
-                                to_string(desc_.dtype), '[', dims.to_string(), ' ',
-                                to_string(desc_.layout), "] on cpu"),
-                    context_);
-    }
-  }
-
-  void bind(const dnnl::memory& memory, void* data) const {
-    DNNX_DNNL_CHECK(dnnl_memory_set_data_handle(memory.get(), data), context_,
-                    "binding a data pointer");
+    check_dense(tensor, role, dims, desc_.dtype, desc_.layout, context_);
   }
 
   std::shared_ptr<Runtime> runtime_;
-  AlgoInfo info_;
-  ErrorContext context_;
   PoolDesc desc_;
   Direction direction_;
   bool recompute_;
@@ -801,67 +676,20 @@ class Plan final : public detail::PoolPlan {
   std::vector<Step> steps_;
 };
 
-struct ListKey {
-  PoolDesc desc;
-  Direction direction = Direction::fwd;
-  bool operator==(const ListKey&) const = default;
-};
-struct ListKeyHash {
-  std::size_t operator()(const ListKey& key) const {
-    return key.desc.hash() * 3 + static_cast<std::size_t>(key.direction);
-  }
-};
-
-class OneDnnPool final : public detail::PoolBackend {
+class OneDnnPool final : public LayerBackend<PoolDesc, detail::PoolArgs, Candidate> {
  public:
-  explicit OneDnnPool(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
+  explicit OneDnnPool(std::shared_ptr<Runtime> runtime)
+      : LayerBackend(std::move(runtime), op_text) {}
 
-  std::vector<AlgoInfo> list(const PoolDesc& desc, Direction direction) override {
-    desc.validate();
-    std::lock_guard lock(mutex_);
-    std::vector<AlgoInfo> infos;
-    for (const Candidate& candidate : candidates_locked(desc, direction).candidates)
-      infos.push_back(candidate.info);
-    return infos;
+ protected:
+  std::vector<Candidate> enumerate(const PoolDesc& desc, Direction direction) override {
+    return list_candidates(runtime_->engine, desc, direction, runtime_->isa);
   }
-
-  std::shared_ptr<detail::PoolPlan> plan(const PoolDesc& desc, Direction direction,
-                                         const std::string& id) override {
-    return plans_.get_or_build(desc, direction, id, [&]() -> std::shared_ptr<detail::PoolPlan> {
-      desc.validate();
-      std::lock_guard lock(mutex_);
-      const CandidateList& candidates = candidates_locked(desc, direction);
-      const Candidate* candidate = candidates.find(id);
-      if (candidate == nullptr) {
-        detail::raise(ErrorKind::InvalidArgument,
-                      detail::cat("algorithm id '", id, "' is not a cpu candidate for this pool ",
-                                  direction_name(direction), "; valid ids: ", candidates.ids()),
-                      context_of(desc, direction, id));
-      }
-      if (!candidate->info.supported) {
-        detail::raise(ErrorKind::Unsupported, candidate->info.reason,
-                      context_of(desc, direction, id));
-      }
-      if (candidate->info.id == kernel_id) return std::make_shared<KernelPlan>(desc, direction);
-      return std::make_shared<Plan>(runtime_, desc, direction, *candidate);
-    });
+  std::shared_ptr<detail::PoolPlan> build(const PoolDesc& desc, Direction direction,
+                                          const Candidate& candidate) override {
+    if (candidate.info.id == kernel_id) return std::make_shared<KernelPlan>(desc, direction);
+    return std::make_shared<Plan>(runtime_, desc, direction, candidate);
   }
-
- private:
-  const CandidateList& candidates_locked(const PoolDesc& desc, Direction direction) {
-    const ListKey key{desc, direction};
-    auto found = lists_.find(key);
-    if (found == lists_.end()) {
-      found = lists_.emplace(key, list_candidates(runtime_->engine, desc, direction, runtime_->isa))
-                  .first;
-    }
-    return found->second;
-  }
-
-  std::shared_ptr<Runtime> runtime_;
-  std::mutex mutex_;  // guards lists_
-  std::unordered_map<ListKey, CandidateList, ListKeyHash> lists_;
-  detail::PlanCache<PoolDesc, detail::PoolArgs> plans_;
 };
 
 }  // namespace
