@@ -5,6 +5,10 @@
 #
 #   bash scripts/gpu_run.sh BUILD OUT [tests|bench|all]
 #
+# OUT receives few files (the device tool brings back at most eight): gpu.txt, tests.log (every
+# test binary's output, one after the other), tests-xml.tar (their gtest XML reports), layers.md /
+# layers.json / layers.err (compare_layers.py) and conv_fused.jsonl (conv_fused_bench).
+#
 # BUILD is a build tree configured with the cudnn backend (e.g. -DDNNX_WITH_ONEDNN=OFF on a machine
 # without oneDNN); cuDNN and the CUDA runtime are found through LD_LIBRARY_PATH (set it to the
 # cuDNN 9.19 of the PyTorch environment, see docs/testing.md). PYTHON (default python3) must have
@@ -21,15 +25,20 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/gpu
 
 if [[ $what == tests || $what == all ]]; then
   shopt -s nullglob
+  xml=$(mktemp -d)
+  : > "$out/tests.log"
   for test in "$build"/tests/cudnn_*_test; do
     name=$(basename "$test")
     echo "== $name"
     start=$(date +%s)
-    "$test" --gtest_output="xml:$out/$name.xml" > "$out/$name.log" 2>&1
+    echo "===== $name" >> "$out/tests.log"
+    "$test" --gtest_output="xml:$xml/$name.xml" > "$xml/$name.log" 2>&1
     rc=$?
-    echo "   rc=$rc $(($(date +%s) - start)) s: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/$name.log" | tr '\n' ' ')"
+    cat "$xml/$name.log" >> "$out/tests.log"
+    echo "   rc=$rc $(($(date +%s) - start)) s: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$xml/$name.log" | tr '\n' ' ')"
     [[ $rc -ne 0 ]] && status=1
   done
+  tar -C "$xml" -cf "$out/tests-xml.tar" .
 fi
 
 if [[ $what == bench || $what == all ]]; then
