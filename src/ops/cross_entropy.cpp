@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
-#include <string_view>
 #include <vector>
 
 namespace dnnx {
@@ -19,45 +18,52 @@ namespace {
 
 using detail::CrossEntropyArgs;
 
-// Logits and their gradient are dense in the desc's layout; labels, losses and weights row-major.
-void check_tensor(const Context& context, const char* role, const Tensor* tensor, DType dtype,
-                  const char* dtype_origin, const Dims& expected,
-                  Layout layout = Layout::channels_first, bool row_major = true) {
+void check_present(const char* role, const Tensor* tensor, DType dtype, const Dims& expected) {
   DNNX_CHECK_ARG(tensor != nullptr, role, " is missing (null pointer); expected a ",
                  to_string(dtype), " tensor of dims ", expected);
+}
+
+// Logits and their gradient: dense in the desc's layout, of the desc's dtype.
+void check_logits(const Context& context, const CrossEntropyDesc& desc, const char* role,
+                  const Tensor* tensor) {
+  check_present(role, tensor, desc.dtype, desc.dims);
+  detail::check_operand(context, role, *tensor, desc.dims, desc.dtype, desc.layout);
+}
+
+// Labels, weights, losses: row-major, and a dtype that is not always the desc's own.
+void check_row_major(const Context& context, const char* role, const Tensor* tensor, DType dtype,
+                     const char* dtype_origin, const Dims& expected) {
+  check_present(role, tensor, dtype, expected);
   DNNX_CHECK_ARG(tensor->dtype() == dtype, "dtype mix: ", role, " is ", to_string(tensor->dtype()),
                  " but ", dtype_origin, " is ", to_string(dtype));
   DNNX_CHECK_ARG(tensor->dims() == expected, role, " dims ", tensor->dims(),
                  " do not match the desc, which expects ", expected);
   DNNX_CHECK_ARG(tensor->data() != nullptr, role, " has null data");
-  DNNX_CHECK_ARG(tensor->is_dense(layout), "layout mismatch: ", role, " strides ",
-                 tensor->strides(), " are not dense ",
-                 row_major ? std::string_view("row-major") : to_string(layout),
-                 " (expected strides ", dense_strides(expected, layout), ")");
+  DNNX_CHECK_ARG(tensor->is_dense(Layout::channels_first), "layout mismatch: ", role, " strides ",
+                 tensor->strides(), " are not dense row-major (expected strides ",
+                 dense_strides(expected, Layout::channels_first), ")");
   DNNX_CHECK_ARG(tensor->device() == context.device(), role, " is on ", to_string(tensor->device()),
                  " but the context runs on ", to_string(context.device()));
 }
 
+// Optional inputs (weights) are null when absent.
 void check_no_alias(const char* out_role, const Tensor& out, const char* in_role,
                     const Tensor* in) {
-  if (in == nullptr) return;
-  DNNX_CHECK_ARG(!detail::overlaps(out, *in), out_role, " overlaps ", in_role,
-                 " in memory; cross-entropy cannot run in place (use separate buffers)");
+  if (in != nullptr) detail::check_no_overlap("cross-entropy", out_role, out, in_role, *in);
 }
 
 void check_inputs(const Context& context, const CrossEntropyDesc& desc,
                   const CrossEntropyArgs& args) {
-  check_tensor(context, "logits", args.logits, desc.dtype, "the desc's dtype", desc.dims,
-               desc.layout, false);
-  check_tensor(context, "labels", args.labels, desc.label_dtype, "the desc's label_dtype",
-               desc.labels_dims());
+  check_logits(context, desc, "logits", args.logits);
+  check_row_major(context, "labels", args.labels, desc.label_dtype, "the desc's label_dtype",
+                  desc.labels_dims());
   if (desc.weighted) {
     DNNX_CHECK_ARG(args.weights != nullptr,
                    "weights are missing (null) but the desc says weighted; pass f32 class "
                    "weights of dims ",
                    desc.weights_dims(), " or set weighted = false");
-    check_tensor(context, "weights", args.weights, DType::f32, "the class weights' dtype",
-                 desc.weights_dims());
+    check_row_major(context, "weights", args.weights, DType::f32, "the class weights' dtype",
+                    desc.weights_dims());
   } else {
     DNNX_CHECK_ARG(args.weights == nullptr,
                    "weights were given but the desc is not weighted (weighted = false); pass "
@@ -77,16 +83,15 @@ struct CrossEntropyOp {
                     const Args& args) {
     check_inputs(context, desc, args);
     if (direction == Direction::fwd) {
-      check_tensor(context, "loss", args.loss, desc.dtype, "the desc's dtype", desc.loss_dims());
+      check_row_major(context, "loss", args.loss, desc.dtype, "the desc's dtype", desc.loss_dims());
       check_no_alias("loss", *args.loss, "logits", args.logits);
       check_no_alias("loss", *args.loss, "labels", args.labels);
       check_no_alias("loss", *args.loss, "weights", args.weights);
       return;
     }
-    check_tensor(context, "diff_loss", args.diff_loss, desc.dtype, "the desc's dtype",
-                 desc.loss_dims());
-    check_tensor(context, "diff_logits", args.diff_logits, desc.dtype, "the desc's dtype",
-                 desc.dims, desc.layout, false);
+    check_row_major(context, "diff_loss", args.diff_loss, desc.dtype, "the desc's dtype",
+                    desc.loss_dims());
+    check_logits(context, desc, "diff_logits", args.diff_logits);
     check_no_alias("diff_logits", *args.diff_logits, "logits", args.logits);
     check_no_alias("diff_logits", *args.diff_logits, "labels", args.labels);
     check_no_alias("diff_logits", *args.diff_logits, "weights", args.weights);

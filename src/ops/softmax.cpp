@@ -5,7 +5,6 @@
 
 #include "core/check.hpp"
 #include "core/softmax_args.hpp"
-#include "core/strings.hpp"
 #include "ops/dispatch.hpp"
 
 #include <cmath>
@@ -17,26 +16,14 @@ namespace {
 
 using detail::SoftmaxArgs;
 
+// Dims first: a rank mismatch reads "dst dims 2x3x4 do not match ...", like any other dims
+// mismatch of a softmax call.
 void check_tensor(const Context& context, const SoftmaxDesc& desc, const char* role,
                   const Tensor* tensor) {
   DNNX_CHECK_ARG(tensor != nullptr, role, " is missing (null pointer)");
-  DNNX_CHECK_ARG(tensor->dtype() == desc.dtype, "dtype mix: ", role, " is ",
-                 to_string(tensor->dtype()), " but the desc's dtype is ", to_string(desc.dtype));
   DNNX_CHECK_ARG(tensor->dims() == desc.dims, role, " dims ", tensor->dims(),
                  " do not match the desc, which expects ", desc.dims);
-  DNNX_CHECK_ARG(tensor->data() != nullptr, role, " has null data");
-  DNNX_CHECK_ARG(tensor->is_dense(desc.layout), "layout mismatch: ", role, " strides ",
-                 tensor->strides(), " are not dense ", to_string(desc.layout),
-                 " (expected strides ", dense_strides(desc.dims, desc.layout), ")");
-  DNNX_CHECK_ARG(tensor->device() == context.device(), role, " is on ", to_string(tensor->device()),
-                 " but the context runs on ", to_string(context.device()));
-}
-
-void check_no_alias(const char* out_role, const Tensor& out, const char* in_role,
-                    const Tensor& in) {
-  DNNX_CHECK_ARG(!detail::overlaps(out, in), out_role, " overlaps ", in_role,
-                 " in memory; the softmax backward pass cannot run in place (use separate "
-                 "buffers)");
+  detail::check_operand(context, role, *tensor, desc.dims, desc.dtype, desc.layout);
 }
 
 struct SoftmaxOp {
@@ -60,8 +47,10 @@ struct SoftmaxOp {
     check_tensor(context, desc, "dst", args.saved_dst);
     check_tensor(context, desc, "diff_dst", args.diff_dst);
     check_tensor(context, desc, "diff_src", args.diff_src);
-    check_no_alias("diff_src", *args.diff_src, "dst", *args.saved_dst);
-    check_no_alias("diff_src", *args.diff_src, "diff_dst", *args.diff_dst);
+    detail::check_no_overlap("the softmax backward pass", "diff_src", *args.diff_src, "dst",
+                             *args.saved_dst);
+    detail::check_no_overlap("the softmax backward pass", "diff_src", *args.diff_src, "diff_dst",
+                             *args.diff_dst);
   }
 
   // Note [scratch data] (dispatch.hpp): valid values for timing. The backward's dst is a real

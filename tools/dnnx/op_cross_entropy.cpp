@@ -3,10 +3,11 @@
 
 #include <dnnx/ops/cross_entropy.hpp>
 
-#include "commands.hpp"
+#include "layer_args.hpp"
+#include "layer_command.hpp"
 
-#include <memory>
-#include <sstream>
+#include <cstdint>
+#include <limits>
 
 namespace dnnx::cli {
 namespace {
@@ -20,14 +21,6 @@ struct XentArgs {
   std::string label_dtype = "i64";
   std::string dtype = "f32";
   std::string layout = "nchw";
-};
-
-struct CommandArgs {
-  XentArgs xent;
-  BackendArgs backend;
-  SelectionArgs selection;
-  std::string direction = "all";
-  bool json = false;
 };
 
 void add_xent_options(CLI::App& command, XentArgs& args) {
@@ -58,12 +51,8 @@ void add_xent_options(CLI::App& command, XentArgs& args) {
 
 CrossEntropyDesc parse_xent(const XentArgs& args) {
   CrossEntropyDesc desc;
-  desc.dims = parse_dims("--input", args.input);
-  if (desc.dims.rank() < 2 || desc.dims.rank() > 5) {
-    throw UsageError("--input '" + args.input +
-                     "': expected rank 2 to 5 (N x C and 0 to 3 spatial dims), got rank " +
-                     std::to_string(desc.dims.rank()));
-  }
+  desc.dims = parse_dims_of_rank("--input", args.input, 2, 5,
+                                 "rank 2 to 5 (N x C and 0 to 3 spatial dims)");
   desc.reduction = parse_with("--reduction", args.reduction,
                               [](std::string_view value) { return parse_reduction(value); });
   desc.ignore_index =
@@ -84,63 +73,21 @@ CrossEntropyDesc parse_xent(const XentArgs& args) {
   return desc;
 }
 
-std::string desc_text(const CrossEntropyDesc& desc) {
-  std::ostringstream out;
-  out << desc;
-  return out.str();
-}
-
-int run_algos(const CommandArgs& args) {
-  const CrossEntropyDesc desc = parse_xent(args.xent);
-  const std::vector<Direction> directions = parse_layer_directions("--direction", args.direction);
-  Context context = make_context(parse_backend_args(args.backend), desc.dtype);
-  return print_algos(
-      "xent", desc_text(desc), context, directions, args.json,
-      [&](Direction direction) { return cross_entropy_list(context, desc, direction); },
-      [&](Direction direction) { return desc.repro(direction); });
-}
-
-int run_profile(const CommandArgs& args) {
-  const CrossEntropyDesc desc = parse_xent(args.xent);
-  const std::vector<Direction> directions = parse_layer_directions("--direction", args.direction);
-  const BackendChoice backend = parse_backend_args(args.backend);
-  const Selection selection = parse_selection(args.selection);
-  Context context = make_context(backend, desc.dtype);
-  selection.apply(context.tune());
-  return print_profiles(directions, args.json, [&](Direction direction) {
-    return cross_entropy_profile(context, desc, direction);
-  });
-}
-
-void add_direction_options(CLI::App& command, CommandArgs& args, const char* json_help) {
-  command.add_option("--direction", args.direction, "fwd | bwd | all, or a comma-separated list")
-      ->type_name("DIR")
-      ->capture_default_str();
-  command.add_flag("--json", args.json, json_help);
-}
-
 }  // namespace
 
 void add_cross_entropy_commands(CLI::App& algos, CLI::App& profile, Action& action) {
-  CLI::App* list = algos.add_subcommand(
-      "xent",
+  LayerCommand<XentArgs> command;
+  command.name = "xent";
+  command.algos_help =
       "candidates of a cross-entropy loss (log-softmax + NLL over the channels): id, support "
-      "status or reason, workspace, determinism");
-  auto list_args = std::make_shared<CommandArgs>();
-  add_xent_options(*list, list_args->xent);
-  add_backend_options(*list, list_args->backend);
-  add_direction_options(*list, *list_args, "print a JSON array, one entry per direction");
-  list->callback([&action, list_args] { action = [list_args] { return run_algos(*list_args); }; });
-
-  CLI::App* time =
-      profile.add_subcommand("xent", "time every candidate of a cross-entropy loss, per direction");
-  auto time_args = std::make_shared<CommandArgs>();
-  add_xent_options(*time, time_args->xent);
-  add_backend_options(*time, time_args->backend);
-  add_selection_options(*time, time_args->selection);
-  add_direction_options(*time, *time_args, "print a JSON array, one profile per direction");
-  time->callback(
-      [&action, time_args] { action = [time_args] { return run_profile(*time_args); }; });
+      "status or reason, workspace, determinism";
+  command.profile_help = "time every candidate of a cross-entropy loss, per direction";
+  command.add_options = add_xent_options;
+  command.parse = [](const XentArgs& args) {
+    const CrossEntropyDesc desc = parse_xent(args);
+    return parsed_layer(desc, desc.dtype, cross_entropy_list, cross_entropy_profile);
+  };
+  add_layer_commands(algos, profile, action, std::move(command));
 }
 
 }  // namespace dnnx::cli
