@@ -5,29 +5,20 @@
 // answer; from dst only when dst is all there is (Note [backward from dst] in activation_desc.cpp),
 // where it is as exact as the dst it is given.
 
+#include "backends/reference/layer_common.hpp"
 #include "backends/reference/layers.hpp"
 #include "core/activation_args.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
 
-#include <bit>
 #include <cmath>
-#include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace dnnx::reference {
 namespace {
 
-constexpr const char* direct_id = "reference:direct";
-
-ErrorContext context_of(const ActivationDesc& desc, Direction direction, std::string id = {}) {
-  ErrorContext context;
-  context.op = detail::cat("act ", to_string(direction));
-  context.repro = desc.repro(direction);
-  context.backend = "reference";
-  context.implementation = std::move(id);
-  return context;
-}
+constexpr const char* op_text = "act";  // the op in messages
 
 // Why backward cannot run with what desc.saved keeps; empty when it can.
 std::string bwd_reason(const ActivationDesc& desc) {
@@ -41,35 +32,11 @@ std::string bwd_reason(const ActivationDesc& desc) {
                      " backward needs src, and desc.saved = ", to_string(desc.saved));
 }
 
-AlgoInfo direct_info(const ActivationDesc& desc, Direction direction) {
-  AlgoInfo info;
-  info.id = direct_id;
-  info.name = "direct loop (f64)";
+AlgoInfo info_of(const ActivationDesc& desc, Direction direction) {
+  AlgoInfo info = direct_info("direct loop (f64)", {"reference"});
   info.reason = direction == Direction::fwd ? std::string() : bwd_reason(desc);
   info.supported = info.reason.empty();
-  info.deterministic = true;
-  info.notes = {"reference"};
-  info.families = {"none"};
   return info;
-}
-
-// f64 -> f32 rounded to odd: with the final f32 -> f16/bf16 rounding to nearest even, the f64 value
-// is rounded once (Note [rounding once] in conv.cpp).
-float round_to_odd(double value) {
-  const auto nearest = static_cast<float>(value);
-  if (static_cast<double>(nearest) == value || std::isnan(value)) return nearest;
-  float truncated = nearest;
-  if (std::abs(static_cast<double>(nearest)) > std::abs(value))
-    truncated = std::nextafter(nearest, 0.0f);
-  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(truncated) | 1u);
-}
-
-void store(Tensor& tensor, const std::vector<double>& values) {
-  std::vector<float> narrowed(values.size());
-  const bool f32 = tensor.dtype() == DType::f32;
-  for (std::size_t i = 0; i < values.size(); ++i)
-    narrowed[i] = f32 ? static_cast<float>(values[i]) : round_to_odd(values[i]);
-  tensor.copy_from_f32(narrowed);
 }
 
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
@@ -127,85 +94,55 @@ double derivative_from_dst(const ActivationDesc& desc, double y) {
                 detail::cat(to_string(desc.kind), " has no derivative as a function of dst"));
 }
 
-template <typename T>
-T& need(T* tensor, const char* role, const ErrorContext& context) {
-  if (tensor == nullptr || tensor->is_null())
-    detail::raise(ErrorKind::InvalidArgument, detail::cat(role, " is null"), context);
-  return *tensor;
-}
-
-class DirectPlan final : public detail::OpPlan<detail::ActivationArgs> {
+class DirectPlan final : public DirectPlanBase<detail::ActivationArgs> {
  public:
   DirectPlan(const ActivationDesc& desc, Direction direction)
-      : desc_(desc),
-        direction_(direction),
-        info_(direct_info(desc, direction)),
-        context_(context_of(desc, direction, direct_id)) {}
-
-  const AlgoInfo& algo() const override { return info_; }
+      : DirectPlanBase(info_of(desc, direction),
+                       layer_context(op_text, direction, desc.repro(direction), direct_id)),
+        desc_(desc),
+        direction_(direction) {}
 
   void execute(const detail::ActivationArgs& args, detail::Workspace) override {
     if (direction_ == Direction::fwd) {
       // Every input is read before any output is written: in place is harmless.
-      const std::vector<float> src = need(args.src, "src", context_).to_f32();
+      const std::vector<float> src = tensor(args.src, "src").to_f32();
       std::vector<double> dst(src.size());
       for (std::size_t i = 0; i < src.size(); ++i) dst[i] = forward(desc_, src[i]);
-      store(need(args.dst, "dst", context_), dst);
+      store(dst, tensor(args.dst, "dst"));
       return;
     }
-    const std::vector<float> diff_dst = need(args.diff_dst, "diff_dst", context_).to_f32();
+    const std::vector<float> diff_dst = tensor(args.diff_dst, "diff_dst").to_f32();
     std::vector<double> diff_src(diff_dst.size());
     if (desc_.saved != ActivationSaved::dst) {
-      const std::vector<float> src = need(args.src, "src", context_).to_f32();
+      const std::vector<float> src = tensor(args.src, "src").to_f32();
       for (std::size_t i = 0; i < src.size(); ++i)
         diff_src[i] = diff_dst[i] * derivative_from_src(desc_, src[i]);
     } else {
-      const std::vector<float> dst = need(args.saved_dst, "dst", context_).to_f32();
+      const std::vector<float> dst = tensor(args.saved_dst, "dst").to_f32();
       for (std::size_t i = 0; i < dst.size(); ++i)
         diff_src[i] = diff_dst[i] * derivative_from_dst(desc_, dst[i]);
     }
-    store(need(args.diff_src, "diff_src", context_), diff_src);
+    store(diff_src, tensor(args.diff_src, "diff_src"));
   }
 
  private:
+  // Every tensor of an activation has the desc's dims and dtype.
+  template <typename T>
+  T& tensor(T* t, const char* role) const {
+    return host_tensor(t, role, desc_.dims, desc_.dtype, context_);
+  }
+
   ActivationDesc desc_;
   Direction direction_;
-  AlgoInfo info_;
-  ErrorContext context_;
-};
-
-class ReferenceActivation final : public detail::ActivationBackend {
- public:
-  std::vector<AlgoInfo> list(const ActivationDesc& desc, Direction direction) override {
-    desc.validate();
-    return {direct_info(desc, direction)};
-  }
-
-  std::shared_ptr<detail::OpPlan<detail::ActivationArgs>> plan(const ActivationDesc& desc,
-                                                               Direction direction,
-                                                               const std::string& id) override {
-    desc.validate();
-    if (id != direct_id) {
-      detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat("algorithm id '", id,
-                                "' is not a reference candidate; valid ids: ", direct_id),
-                    context_of(desc, direction, id));
-    }
-    const AlgoInfo info = direct_info(desc, direction);
-    if (!info.supported)
-      detail::raise(ErrorKind::Unsupported, info.reason, context_of(desc, direction, id));
-    return plans_.get_or_build(desc, direction, id,
-                               [&] { return std::make_shared<DirectPlan>(desc, direction); });
-  }
-
- private:
-  detail::PlanCache<ActivationDesc, detail::ActivationArgs> plans_;
 };
 
 }  // namespace
 
 std::unique_ptr<detail::ActivationBackend> make_activation_backend() {
-  return std::make_unique<ReferenceActivation>();
+  return std::make_unique<DirectBackend<ActivationDesc, detail::ActivationArgs>>(
+      op_text, info_of, [](const ActivationDesc& desc, Direction direction) {
+        return std::make_shared<DirectPlan>(desc, direction);
+      });
 }
 
 }  // namespace dnnx::reference

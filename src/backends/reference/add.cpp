@@ -2,58 +2,24 @@
 // logical index in row-major order and map it to src's (index 0 along broadcast axes); every sum
 // is in f64 and rounded once to the storage dtype (Note [rounding once] in conv.cpp).
 
+#include "backends/reference/layer_common.hpp"
 #include "backends/reference/layers.hpp"
 #include "core/add_args.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
 
 #include <array>
-#include <bit>
-#include <cmath>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace dnnx::reference {
 namespace {
 
-constexpr const char* direct_id = "reference:direct";
+constexpr const char* op_text = "add";  // the op in messages
 
-ErrorContext context_of(const AddDesc& desc, Direction direction, std::string id = {}) {
-  ErrorContext context;
-  context.op = detail::cat("add ", to_string(direction));
-  context.repro = desc.repro(direction);
-  context.backend = "reference";
-  context.implementation = std::move(id);
-  return context;
-}
-
-AlgoInfo direct_info() {
-  AlgoInfo info;
-  info.id = direct_id;
-  info.name = "direct loop (f64)";
-  info.supported = true;
-  info.deterministic = true;
-  info.notes = {"reference"};
-  info.families = {"none"};
-  return info;
-}
-
-// f64 -> f32 rounded to odd (Note [rounding once] in conv.cpp).
-float round_to_odd(double value) {
-  const auto nearest = static_cast<float>(value);
-  if (static_cast<double>(nearest) == value || std::isnan(value)) return nearest;
-  float truncated = nearest;
-  if (std::abs(static_cast<double>(nearest)) > std::abs(value))
-    truncated = std::nextafter(nearest, 0.0f);
-  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(truncated) | 1u);
-}
-
-void store(Tensor& tensor, const std::vector<double>& values) {
-  std::vector<float> narrowed(values.size());
-  const bool f32 = tensor.dtype() == DType::f32;
-  for (std::size_t i = 0; i < values.size(); ++i)
-    narrowed[i] = f32 ? static_cast<float>(values[i]) : round_to_odd(values[i]);
-  tensor.copy_from_f32(narrowed);
+AlgoInfo info_of(const AddDesc&, Direction) {
+  return direct_info("direct loop (f64)", {"reference"});
 }
 
 // For every dst element in logical row-major order, the row-major index of the src element
@@ -82,29 +48,21 @@ std::vector<std::int64_t> src_index_map(const AddDesc& desc) {
   return map;
 }
 
-template <typename T>
-T& need(T* tensor, const char* role, const ErrorContext& context) {
-  if (tensor == nullptr || tensor->is_null())
-    detail::raise(ErrorKind::InvalidArgument, detail::cat(role, " is null"), context);
-  return *tensor;
-}
-
-class DirectPlan final : public detail::OpPlan<detail::AddArgs> {
+class DirectPlan final : public DirectPlanBase<detail::AddArgs> {
  public:
   DirectPlan(const AddDesc& desc, Direction direction)
-      : desc_(desc),
+      : DirectPlanBase(info_of(desc, direction),
+                       layer_context(op_text, direction, desc.repro(direction), direct_id)),
+        desc_(desc),
         direction_(direction),
-        info_(direct_info()),
-        context_(context_of(desc, direction, direct_id)),
         map_(src_index_map(desc)) {}
-
-  const AlgoInfo& algo() const override { return info_; }
 
   void execute(const detail::AddArgs& args, detail::Workspace) override {
     const double alpha = desc_.alpha;
     if (direction_ == Direction::fwd) {
-      const std::vector<float> src = need(args.src, "src", context_).to_f32();
-      Tensor& dst = need(args.dst, "dst", context_);
+      const std::vector<float> src =
+          host_tensor(args.src, "src", desc_.src_dims, desc_.dtype, context_).to_f32();
+      Tensor& dst = host_tensor(args.dst, "dst", desc_.dst_dims, desc_.dtype, context_);
       std::vector<double> out(map_.size());
       if (desc_.beta == 0) {
         // dst is not read: whatever it holds (NaN included) does not matter.
@@ -116,52 +74,33 @@ class DirectPlan final : public detail::OpPlan<detail::AddArgs> {
         for (std::size_t i = 0; i < out.size(); ++i)
           out[i] = alpha * src[static_cast<std::size_t>(map_[i])] + beta * old[i];
       }
-      store(dst, out);
+      store(out, dst);
       return;
     }
-    const std::vector<float> diff_dst = need(args.diff_dst, "diff_dst", context_).to_f32();
-    Tensor& diff_src = need(args.diff_src, "diff_src", context_);
+    const std::vector<float> diff_dst =
+        host_tensor(args.diff_dst, "diff_dst", desc_.dst_dims, desc_.dtype, context_).to_f32();
+    Tensor& diff_src =
+        host_tensor(args.diff_src, "diff_src", desc_.src_dims, desc_.dtype, context_);
     std::vector<double> sums(static_cast<std::size_t>(desc_.src_dims.product()), 0.0);
     for (std::size_t i = 0; i < map_.size(); ++i)
       sums[static_cast<std::size_t>(map_[i])] += diff_dst[i];
     for (double& sum : sums) sum *= alpha;
-    store(diff_src, sums);
+    store(sums, diff_src);
   }
 
  private:
   AddDesc desc_;
   Direction direction_;
-  AlgoInfo info_;
-  ErrorContext context_;
   std::vector<std::int64_t> map_;  // dst element -> src element
-};
-
-class ReferenceAdd final : public detail::AddBackend {
- public:
-  std::vector<AlgoInfo> list(const AddDesc& desc, Direction) override {
-    desc.validate();
-    return {direct_info()};
-  }
-
-  std::shared_ptr<detail::OpPlan<detail::AddArgs>> plan(const AddDesc& desc, Direction direction,
-                                                        const std::string& id) override {
-    desc.validate();
-    if (id != direct_id) {
-      detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat("algorithm id '", id,
-                                "' is not a reference candidate; valid ids: ", direct_id),
-                    context_of(desc, direction, id));
-    }
-    return plans_.get_or_build(desc, direction, id,
-                               [&] { return std::make_shared<DirectPlan>(desc, direction); });
-  }
-
- private:
-  detail::PlanCache<AddDesc, detail::AddArgs> plans_;
 };
 
 }  // namespace
 
-std::unique_ptr<detail::AddBackend> make_add_backend() { return std::make_unique<ReferenceAdd>(); }
+std::unique_ptr<detail::AddBackend> make_add_backend() {
+  return std::make_unique<DirectBackend<AddDesc, detail::AddArgs>>(
+      op_text, info_of, [](const AddDesc& desc, Direction direction) {
+        return std::make_shared<DirectPlan>(desc, direction);
+      });
+}
 
 }  // namespace dnnx::reference

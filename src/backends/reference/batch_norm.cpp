@@ -12,83 +12,30 @@
 // Note [rounding once] (conv.cpp) applies to every output: results are formed in f64 and rounded
 // once to the storage dtype (through f32 rounded to odd for f16/bf16).
 
+#include "backends/reference/layer_common.hpp"
 #include "backends/reference/layers.hpp"
 #include "core/batch_norm_args.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
-#include <string>
+#include <memory>
 #include <vector>
 
 namespace dnnx::reference {
 namespace {
 
-constexpr const char* direct_id = "reference:direct";
+constexpr const char* op_text = "bnorm";  // the op in messages
 
-AlgoInfo direct_info() {
-  AlgoInfo info;
-  info.id = direct_id;
-  info.name = "direct loops (f64 accumulation)";
-  info.supported = true;
-  info.deterministic = true;
-  info.notes = {"direct", "reference"};
-  info.families = {"none"};
-  return info;
-}
-
-ErrorContext context_of(const BatchNormDesc& desc, Direction direction) {
-  ErrorContext context;
-  context.op = detail::cat("bnorm ", to_string(direction));
-  context.repro = desc.repro(direction);
-  context.backend = "reference";
-  context.implementation = direct_id;
-  return context;
-}
-
-// f64 -> f32 rounded to odd (Note [rounding once] in conv.cpp).
-float to_f32_round_to_odd(double value) {
-  const auto nearest = static_cast<float>(value);
-  if (static_cast<double>(nearest) == value || !std::isfinite(value)) return nearest;
-  float truncated = nearest;
-  if (std::abs(static_cast<double>(nearest)) > std::abs(value))
-    truncated = std::nextafter(nearest, 0.0f);
-  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(truncated) | 1u);
-}
-
-// Writes f64 values (logical order) into `tensor`, each rounded once to its dtype.
-void store(const std::vector<double>& values, Tensor& tensor) {
-  std::vector<float> narrowed(values.size());
-  const bool direct = tensor.dtype() == DType::f32;
-  for (std::size_t i = 0; i < values.size(); ++i)
-    narrowed[i] = direct ? static_cast<float>(values[i]) : to_f32_round_to_odd(values[i]);
-  tensor.copy_from_f32(narrowed);
+AlgoInfo info_of(const BatchNormDesc&, Direction) {
+  return direct_info("direct loops (f64 accumulation)", {"direct", "reference"});
 }
 
 std::vector<double> load(const Tensor& tensor) {
   const std::vector<float> values = tensor.to_f32();
   return {values.begin(), values.end()};
-}
-
-// Direct callers (tests, tools) bypass the op layer: keep them from reading out of bounds.
-void check_tensor(const Tensor* tensor, const char* role, const Dims& dims, DType dtype,
-                  const ErrorContext& context) {
-  if (tensor == nullptr || tensor->is_null()) {
-    detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat(role, " is missing (null); expected a ", to_string(dtype),
-                              " tensor of dims ", dims),
-                  context);
-  }
-  if (tensor->dims() != dims || tensor->dtype() != dtype || tensor->device() != Device::cpu()) {
-    detail::raise(
-        ErrorKind::InvalidArgument,
-        detail::cat(role, " is ", describe(*tensor), " on ", to_string(tensor->device()),
-                    "; expected ", to_string(dtype), '[', dims.to_string(), "] in host memory"),
-        context);
-  }
 }
 
 // The [N, K, S] sizes of Note [statistics view].
@@ -105,19 +52,20 @@ View view_of(const BatchNormDesc& desc) {
   return v;
 }
 
-class DirectPlan final : public detail::OpPlan<detail::BatchNormArgs> {
+class DirectPlan final : public DirectPlanBase<detail::BatchNormArgs> {
  public:
   DirectPlan(const BatchNormDesc& desc, Direction direction)
-      : desc_(desc), direction_(direction), view_(view_of(desc)), info_(direct_info()) {}
-
-  const AlgoInfo& algo() const override { return info_; }
+      : DirectPlanBase(info_of(desc, direction),
+                       layer_context(op_text, direction, desc.repro(direction), direct_id)),
+        desc_(desc),
+        direction_(direction),
+        view_(view_of(desc)) {}
 
   void execute(const detail::BatchNormArgs& args, detail::Workspace /*workspace*/) override {
-    const ErrorContext context = context_of(desc_, direction_);
-    check_tensor(args.src, "src", desc_.dims, desc_.dtype, context);
+    check(args.src, "src", desc_.dims, desc_.dtype);
     const Dims params = desc_.param_dims();
     auto param = [&](const Tensor* tensor, const char* role) {
-      check_tensor(tensor, role, params, DType::f32, context);
+      check(tensor, role, params, DType::f32);
       return load(*tensor);
     };
     const std::vector<double> x = load(*args.src);
@@ -143,7 +91,7 @@ class DirectPlan final : public detail::OpPlan<detail::BatchNormArgs> {
     }
 
     if (direction_ == Direction::fwd) {
-      check_tensor(args.dst, "dst", desc_.dims, desc_.dtype, context);
+      check(args.dst, "dst", desc_.dims, desc_.dtype);
       const std::vector<double> shift =
           desc_.affine ? param(args.shift, "shift") : std::vector<double>(k_count, 0.0);
       std::vector<double> y(x.size());
@@ -151,12 +99,12 @@ class DirectPlan final : public detail::OpPlan<detail::BatchNormArgs> {
         y[i] = (x[i] - mean[k]) * inv_std[k] * scale[k] + shift[k];
       });
       store(y, *args.dst);
-      if (desc_.training) save_and_update(args, mean, var, inv_std, context);
+      if (desc_.training) save_and_update(args, mean, var, inv_std);
       return;
     }
 
-    check_tensor(args.diff_dst, "diff_dst", desc_.dims, desc_.dtype, context);
-    check_tensor(args.diff_src, "diff_src", desc_.dims, desc_.dtype, context);
+    check(args.diff_dst, "diff_dst", desc_.dims, desc_.dtype);
+    check(args.diff_src, "diff_src", desc_.dims, desc_.dtype);
     const std::vector<double> dy = load(*args.diff_dst);
     // diff_shift = sum dy, diff_scale = sum dy * x_hat, with x_hat = (x - mean) * inv_std.
     std::vector<double> sum_dy(k_count, 0.0), sum_dy_xhat(k_count, 0.0);
@@ -179,14 +127,19 @@ class DirectPlan final : public detail::OpPlan<detail::BatchNormArgs> {
     }
     store(dx, *args.diff_src);
     if (desc_.affine) {
-      check_tensor(args.diff_scale, "diff_scale", params, DType::f32, context);
-      check_tensor(args.diff_shift, "diff_shift", params, DType::f32, context);
+      check(args.diff_scale, "diff_scale", params, DType::f32);
+      check(args.diff_shift, "diff_shift", params, DType::f32);
       store(sum_dy_xhat, *args.diff_scale);
       store(sum_dy, *args.diff_shift);
     }
   }
 
  private:
+  // Direct callers (tests, tools) bypass the op layer: keep them from reading out of bounds.
+  void check(const Tensor* tensor, const char* role, const Dims& dims, DType dtype) const {
+    host_tensor(tensor, role, dims, dtype, context_);
+  }
+
   // Calls body(k, i) for every element i (logical index) and its statistic k, in index order.
   template <typename Body>
   void for_each(Body&& body) const {
@@ -216,20 +169,19 @@ class DirectPlan final : public detail::OpPlan<detail::BatchNormArgs> {
   // The saved statistics and PyTorch's running update (unbiased variance), as a training forward
   // leaves them.
   void save_and_update(const detail::BatchNormArgs& args, const std::vector<double>& mean,
-                       const std::vector<double>& var, const std::vector<double>& inv_std,
-                       const ErrorContext& context) const {
+                       const std::vector<double>& var, const std::vector<double>& inv_std) const {
     const Dims params = desc_.param_dims();
     if (args.saved_mean != nullptr) {
-      check_tensor(args.saved_mean, "saved_mean", params, DType::f32, context);
+      check(args.saved_mean, "saved_mean", params, DType::f32);
       store(mean, *args.saved_mean);
     }
     if (args.saved_inv_std != nullptr) {
-      check_tensor(args.saved_inv_std, "saved_inv_std", params, DType::f32, context);
+      check(args.saved_inv_std, "saved_inv_std", params, DType::f32);
       store(inv_std, *args.saved_inv_std);
     }
     if (args.running_mean == nullptr) return;
-    check_tensor(args.running_mean, "running_mean", params, DType::f32, context);
-    check_tensor(args.running_var, "running_var", params, DType::f32, context);
+    check(args.running_mean, "running_mean", params, DType::f32);
+    check(args.running_var, "running_var", params, DType::f32);
     const auto count = static_cast<double>(view_.count());
     const double m = desc_.momentum;
     std::vector<double> running_mean = load(*args.running_mean);
@@ -245,47 +197,15 @@ class DirectPlan final : public detail::OpPlan<detail::BatchNormArgs> {
   BatchNormDesc desc_;
   Direction direction_;
   View view_;
-  AlgoInfo info_;
-};
-
-class DirectBatchNorm final : public detail::BatchNormBackend {
- public:
-  std::vector<AlgoInfo> list(const BatchNormDesc& desc, Direction /*direction*/) override {
-    AlgoInfo info = direct_info();
-    // The loops run every valid desc; an invalid one is the only thing they cannot run.
-    try {
-      desc.validate();
-    } catch (const Error& error) {
-      info.supported = false;
-      info.reason = error.message();
-    }
-    return {info};
-  }
-
-  // A plan holds nothing but the desc: every call gets its own.
-  std::shared_ptr<detail::OpPlan<detail::BatchNormArgs>> plan(const BatchNormDesc& desc,
-                                                              Direction direction,
-                                                              const std::string& id) override {
-    if (id != direct_id) {
-      detail::raise(
-          ErrorKind::InvalidArgument,
-          detail::cat("algorithm id '", id,
-                      "' is not a candidate of the reference backend; valid ids: ", direct_id),
-          context_of(desc, direction));
-    }
-    try {
-      desc.validate();
-    } catch (const Error& error) {
-      throw error.with_context(context_of(desc, direction));
-    }
-    return std::make_shared<DirectPlan>(desc, direction);
-  }
 };
 
 }  // namespace
 
 std::unique_ptr<detail::BatchNormBackend> make_batch_norm_backend() {
-  return std::make_unique<DirectBatchNorm>();
+  return std::make_unique<DirectBackend<BatchNormDesc, detail::BatchNormArgs>>(
+      op_text, info_of, [](const BatchNormDesc& desc, Direction direction) {
+        return std::make_shared<DirectPlan>(desc, direction);
+      });
 }
 
 }  // namespace dnnx::reference

@@ -4,6 +4,7 @@
 // It shares no code with the reference convolution (backends/reference/conv.cpp), so that the
 // tests can check one against the other.
 
+#include "backends/reference/layer_common.hpp"
 #include "backends/reference/layers.hpp"
 #include "core/check.hpp"
 #include "core/conv_fused_args.hpp"
@@ -11,35 +12,24 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
-#include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace dnnx::reference {
 namespace {
 
-constexpr const char* direct_id = "reference:direct";
+constexpr const char* op_text = "conv_fused";  // the op in messages
 
-AlgoInfo direct_info() {
-  AlgoInfo info;
-  info.id = direct_id;
-  info.name = "direct loops, epilogue fused (f64 accumulation)";
-  info.supported = true;
-  info.deterministic = true;
-  info.notes = {"direct", "reference", "fused"};
-  info.families = {"none"};
-  return info;
+AlgoInfo info_of(const ConvFusedDesc&, Direction) {
+  return direct_info("direct loops, epilogue fused (f64 accumulation)",
+                     {"direct", "reference", "fused"});
 }
 
 ErrorContext context_of(const ConvFusedDesc& desc, std::string implementation) {
-  ErrorContext context;
-  context.op = "conv_fused fwd";
-  context.repro = desc.repro(Direction::fwd);
-  context.backend = "reference";
-  context.implementation = std::move(implementation);
-  return context;
+  return layer_context(op_text, Direction::fwd, desc.repro(Direction::fwd),
+                       std::move(implementation));
 }
 
 void check_direction(const ConvFusedDesc& desc, Direction direction) {
@@ -51,38 +41,16 @@ void check_direction(const ConvFusedDesc& desc, Direction direction) {
   }
 }
 
-// f64 -> f32 rounded to odd, so that the f32 -> f16/bf16 store that follows rounds the f64 value
-// correctly (Note [rounding once] in backends/reference/conv.cpp).
-float to_f32_round_to_odd(double value) {
-  const auto nearest = static_cast<float>(value);
-  if (static_cast<double>(nearest) == value || std::isnan(value)) return nearest;
-  float truncated = nearest;
-  if (std::abs(static_cast<double>(nearest)) > std::abs(value)) {
-    truncated = std::nextafter(nearest, 0.0f);
-  }
-  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(truncated) | 1u);
-}
-
 // Reads a host tensor of `dims` and `dtype` in logical (row-major N, C, ...) order.
 std::vector<float> logical_values(const Tensor* tensor, const char* role, const Dims& dims,
                                   DType dtype, const ErrorContext& context) {
-  if (tensor == nullptr || tensor->is_null() || tensor->dims() != dims ||
-      tensor->dtype() != dtype || tensor->device() != Device::cpu()) {
-    detail::raise(
-        ErrorKind::InvalidArgument,
-        detail::cat(role, " is ", tensor == nullptr ? "missing" : describe(*tensor),
-                    "; expected a ", to_string(dtype), " tensor of dims ", dims, " in host memory"),
-        context);
-  }
-  return tensor->to_f32();
+  return host_tensor(tensor, role, dims, dtype, context).to_f32();
 }
 
-class DirectPlan final : public detail::ConvFusedPlan {
+class DirectPlan final : public DirectPlanBase<detail::ConvFusedArgs> {
  public:
   explicit DirectPlan(const ConvFusedDesc& desc)
-      : desc_(desc), context_(context_of(desc, direct_id)), info_(direct_info()) {}
-
-  const AlgoInfo& algo() const override { return info_; }
+      : DirectPlanBase(info_of(desc, Direction::fwd), context_of(desc, direct_id)), desc_(desc) {}
 
   void execute(const detail::ConvFusedArgs& args, detail::Workspace) override {
     const ConvDesc& conv = desc_.conv;
@@ -98,14 +66,7 @@ class DirectPlan final : public detail::ConvFusedPlan {
     if (desc_.residual) {
       residual = logical_values(args.residual, "residual", conv.dst_dims(), dtype, context_);
     }
-    if (args.dst == nullptr || args.dst->is_null() || args.dst->dims() != conv.dst_dims() ||
-        args.dst->dtype() != dtype || args.dst->device() != Device::cpu()) {
-      detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat("dst is ", args.dst == nullptr ? "missing" : describe(*args.dst),
-                                "; expected a ", to_string(dtype), " tensor of dims ",
-                                conv.dst_dims(), " in host memory"),
-                    context_);
-    }
+    Tensor& dst = host_tensor(args.dst, "dst", conv.dst_dims(), dtype, context_);
 
     // Sizes with 3 spatial dims; 1-D and 2-D convolutions have leading dims of size 1, kernel 1,
     // stride 1, dilation 1, no padding (their row-major offsets are unchanged).
@@ -127,7 +88,7 @@ class DirectPlan final : public detail::ConvFusedPlan {
     const std::int64_t out_per_group = conv.out_channels / conv.groups;
     const std::int64_t out_plane = out[0] * out[1] * out[2];
 
-    std::vector<float> result(static_cast<std::size_t>(args.dst->numel()));
+    std::vector<float> result(static_cast<std::size_t>(dst.numel()));
     std::size_t flat = 0;  // logical index of dst: n, oc, od, oh, ow
     for (std::int64_t n = 0; n < conv.batch; ++n) {
       for (std::int64_t oc = 0; oc < conv.out_channels; ++oc) {
@@ -164,54 +125,35 @@ class DirectPlan final : public detail::ConvFusedPlan {
             sum += static_cast<double>(desc_.residual_scale) * residual[flat];
           }
           if (desc_.activation == FusedActivation::relu) sum = std::max(sum, 0.0);
-          result[flat] = dtype == DType::f32 ? static_cast<float>(sum) : to_f32_round_to_odd(sum);
+          result[flat] = dtype == DType::f32 ? static_cast<float>(sum) : round_to_odd(sum);
         }
       }
     }
     // copy_from_f32 rounds f32 to the dtype to nearest even: with the round-to-odd above, the
     // f64 value is rounded once.
-    args.dst->copy_from_f32(result);
+    dst.copy_from_f32(result);
   }
 
  private:
   ConvFusedDesc desc_;
-  ErrorContext context_;
-  AlgoInfo info_;
 };
 
-class DirectConvFused final : public detail::ConvFusedBackend {
+// The op has one direction: the others are refused before the desc is even validated.
+class DirectConvFused final : public DirectBackend<ConvFusedDesc, detail::ConvFusedArgs> {
  public:
+  DirectConvFused()
+      : DirectBackend(op_text, info_of, [](const ConvFusedDesc& desc, Direction) {
+          return std::make_shared<DirectPlan>(desc);
+        }) {}
+
   std::vector<AlgoInfo> list(const ConvFusedDesc& desc, Direction direction) override {
     check_direction(desc, direction);
-    AlgoInfo info = direct_info();
-    // The loops run every valid desc; an invalid one is the only thing they cannot run.
-    try {
-      desc.validate();
-    } catch (const Error& error) {
-      info.supported = false;
-      info.reason = error.message();
-    }
-    return {info};
+    return DirectBackend::list(desc, direction);
   }
-
-  // A plan holds only the desc, so every request gets its own.
   std::shared_ptr<detail::ConvFusedPlan> plan(const ConvFusedDesc& desc, Direction direction,
                                               const std::string& id) override {
     check_direction(desc, direction);
-    if (id != direct_id) {
-      detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat("algorithm id '", id,
-                                "' is not a conv_fused candidate of the reference backend; valid "
-                                "ids: ",
-                                direct_id),
-                    context_of(desc, ""));
-    }
-    try {
-      desc.validate();
-    } catch (const Error& error) {
-      throw error.with_context(context_of(desc, direct_id));
-    }
-    return std::make_shared<DirectPlan>(desc);
+    return DirectBackend::plan(desc, direction, id);
   }
 };
 

@@ -17,6 +17,7 @@
 // Note [rounding once] (conv.cpp): f64 results are narrowed to f32 by rounding to odd, so that the
 // final f32 -> f16/bf16 rounding to nearest even is the correctly rounded f64 -> dtype result.
 
+#include "backends/reference/layer_common.hpp"
 #include "backends/reference/layers.hpp"
 #include "core/check.hpp"
 #include "core/pool_args.hpp"
@@ -24,80 +25,19 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <string>
+#include <memory>
 #include <vector>
 
 namespace dnnx::reference {
 namespace {
 
-constexpr const char* direct_id = "reference:direct";
+constexpr const char* op_text = "pool";  // the op in messages
 
-AlgoInfo direct_info() {
-  AlgoInfo info;
-  info.id = direct_id;
-  info.name = "direct loops (f64 accumulation)";
-  info.supported = true;
-  info.workspace_bytes = 0;
-  info.deterministic = true;
-  info.notes = {"direct", "reference"};
-  info.families = {"none"};
-  info.priority = 0;
-  return info;
-}
-
-ErrorContext context_of(const PoolDesc& desc, Direction direction, std::string implementation) {
-  ErrorContext context;
-  context.op = detail::cat("pool ", direction == Direction::fwd ? "fwd" : "bwd");
-  context.repro = desc.repro(direction);
-  context.backend = "reference";
-  context.implementation = std::move(implementation);
-  return context;
-}
-
-// Keeps direct callers (tests, tools) from reading out of bounds; the op layer checks more.
-void check_tensor(const Tensor* tensor, const char* role, const Dims& expected, DType dtype,
-                  const ErrorContext& context) {
-  if (tensor == nullptr || tensor->is_null()) {
-    detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat(role, " is missing (null); expected a ", to_string(dtype),
-                              " tensor of shape ", expected),
-                  context);
-  }
-  if (!(tensor->dims() == expected) || tensor->dtype() != dtype) {
-    detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat(role, " is ", describe(*tensor), ", expected ", to_string(dtype),
-                              " of shape ", expected),
-                  context);
-  }
-  if (tensor->device() != Device::cpu()) {
-    detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat(role, " is on ", to_string(tensor->device()),
-                              "; the reference backend reads host memory only (cpu)"),
-                  context);
-  }
-}
-
-// f64 -> f32 rounded to odd (Note [rounding once]).
-float to_f32_round_to_odd(double value) {
-  const auto nearest = static_cast<float>(value);
-  if (static_cast<double>(nearest) == value || std::isnan(value)) return nearest;
-  float truncated = nearest;
-  if (std::abs(static_cast<double>(nearest)) > std::abs(value))
-    truncated = std::nextafter(nearest, 0.0f);
-  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(truncated) | 1u);
-}
-
-void store(const std::vector<double>& values, Tensor& tensor) {
-  std::vector<float> narrowed(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    narrowed[i] = tensor.dtype() == DType::f32 ? static_cast<float>(values[i])
-                                               : to_f32_round_to_odd(values[i]);
-  }
-  tensor.copy_from_f32(narrowed);
+AlgoInfo info_of(const PoolDesc&, Direction) {
+  return direct_info("direct loops (f64 accumulation)", {"direct", "reference"});
 }
 
 // The window of one output position along one dim (Note [pooling windows]).
@@ -233,78 +173,46 @@ std::vector<double> pool_bwd(const Geometry& g, PoolMode mode, const std::vector
   return diff_src;
 }
 
-class DirectPlan final : public detail::PoolPlan {
+// A plan holds only the desc's geometry.
+class DirectPlan final : public DirectPlanBase<detail::PoolArgs> {
  public:
   DirectPlan(const PoolDesc& desc, Direction direction)
-      : desc_(desc),
+      : DirectPlanBase(info_of(desc, direction),
+                       layer_context(op_text, direction, desc.repro(direction), direct_id)),
+        desc_(desc),
         direction_(direction),
-        geometry_(desc),
-        info_(direct_info()),
-        context_(context_of(desc, direction, direct_id)) {}
-
-  const AlgoInfo& algo() const override { return info_; }
+        geometry_(desc) {}
 
   void execute(const detail::PoolArgs& args, detail::Workspace /*workspace*/) override {
     const DType dtype = desc_.dtype;
-    check_tensor(args.src, "src", desc_.src_dims(), dtype, context_);
+    const Tensor& src = host_tensor(args.src, "src", desc_.src_dims(), dtype, context_);
     if (direction_ == Direction::fwd) {
-      check_tensor(args.dst, "dst", desc_.dst_dims(), dtype, context_);
-      store(pool_fwd(geometry_, desc_.mode, args.src->to_f32()), *args.dst);
+      Tensor& dst = host_tensor(args.dst, "dst", desc_.dst_dims(), dtype, context_);
+      store(pool_fwd(geometry_, desc_.mode, src.to_f32()), dst);
       return;
     }
     // dst is not read: the argmax is recomputed from src, which is what PyTorch's saved indices
     // hold (dst is part of the call because cuDNN reads it).
-    check_tensor(args.dst_in, "dst", desc_.dst_dims(), dtype, context_);
-    check_tensor(args.diff_dst, "diff_dst", desc_.dst_dims(), dtype, context_);
-    check_tensor(args.diff_src, "diff_src", desc_.src_dims(), dtype, context_);
-    store(pool_bwd(geometry_, desc_.mode, args.src->to_f32(), args.diff_dst->to_f32()),
-          *args.diff_src);
+    host_tensor(args.dst_in, "dst", desc_.dst_dims(), dtype, context_);
+    const Tensor& diff_dst =
+        host_tensor(args.diff_dst, "diff_dst", desc_.dst_dims(), dtype, context_);
+    Tensor& diff_src = host_tensor(args.diff_src, "diff_src", desc_.src_dims(), dtype, context_);
+    store(pool_bwd(geometry_, desc_.mode, src.to_f32(), diff_dst.to_f32()), diff_src);
   }
 
  private:
   PoolDesc desc_;
   Direction direction_;
   Geometry geometry_;
-  AlgoInfo info_;
-  ErrorContext context_;
-};
-
-class DirectPoolBackend final : public detail::PoolBackend {
- public:
-  std::vector<AlgoInfo> list(const PoolDesc& desc, Direction /*direction*/) override {
-    AlgoInfo info = direct_info();
-    try {
-      desc.validate();
-    } catch (const Error& error) {
-      info.supported = false;
-      info.reason = error.message();
-    }
-    return {info};
-  }
-
-  // A plan holds only the desc's geometry: building one costs what a cache lookup would.
-  std::shared_ptr<detail::PoolPlan> plan(const PoolDesc& desc, Direction direction,
-                                         const std::string& id) override {
-    if (id != direct_id) {
-      detail::raise(
-          ErrorKind::InvalidArgument,
-          detail::cat("algorithm id '", id,
-                      "' is not a candidate of the reference backend; valid ids: ", direct_id),
-          context_of(desc, direction, ""));
-    }
-    try {
-      desc.validate();
-    } catch (const Error& error) {
-      throw error.with_context(context_of(desc, direction, direct_id));
-    }
-    return std::make_shared<DirectPlan>(desc, direction);
-  }
 };
 
 }  // namespace
 
 std::unique_ptr<detail::PoolBackend> make_pool_backend() {
-  return std::make_unique<DirectPoolBackend>();
+  return std::make_unique<DirectBackend<PoolDesc, detail::PoolArgs>>(
+      op_text, info_of, [](const PoolDesc& desc, Direction direction) {
+        return std::make_shared<DirectPlan>(desc, direction);
+      });
 }
 
 }  // namespace dnnx::reference

@@ -1,0 +1,83 @@
+#include "backends/reference/layer_common.hpp"
+
+#include "core/check.hpp"
+#include "core/strings.hpp"
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
+namespace dnnx::reference {
+
+AlgoInfo direct_info(std::string name, std::vector<std::string> notes) {
+  AlgoInfo info;
+  info.id = direct_id;
+  info.name = std::move(name);
+  info.supported = true;
+  info.workspace_bytes = 0;
+  info.deterministic = true;
+  info.notes = std::move(notes);
+  info.families = {"none"};
+  return info;
+}
+
+ErrorContext layer_context(std::string_view op, Direction direction, std::string repro,
+                           std::string implementation) {
+  ErrorContext context;
+  context.op = detail::cat(op, ' ', to_string(direction));
+  context.repro = std::move(repro);
+  context.backend = "reference";
+  context.implementation = std::move(implementation);
+  return context;
+}
+
+namespace {
+
+void check_host(const Tensor* tensor, const char* role, const Dims& dims, DType dtype,
+                const ErrorContext& context) {
+  if (tensor == nullptr || tensor->is_null()) {
+    detail::raise(ErrorKind::InvalidArgument,
+                  detail::cat(role, " is missing (null); expected a ", to_string(dtype),
+                              " tensor of dims ", dims),
+                  context);
+  }
+  if (tensor->dims() != dims || tensor->dtype() != dtype || tensor->device() != Device::cpu()) {
+    detail::raise(ErrorKind::InvalidArgument,
+                  detail::cat(role, " is ", describe(*tensor), "; expected ", to_string(dtype), '[',
+                              dims.to_string(), "] in host memory"),
+                  context);
+  }
+}
+
+}  // namespace
+
+const Tensor& host_tensor(const Tensor* tensor, const char* role, const Dims& dims, DType dtype,
+                          const ErrorContext& context) {
+  check_host(tensor, role, dims, dtype, context);
+  return *tensor;
+}
+
+Tensor& host_tensor(Tensor* tensor, const char* role, const Dims& dims, DType dtype,
+                    const ErrorContext& context) {
+  check_host(tensor, role, dims, dtype, context);
+  return *tensor;
+}
+
+float round_to_odd(double value) {
+  const auto nearest = static_cast<float>(value);
+  if (static_cast<double>(nearest) == value || std::isnan(value)) return nearest;
+  float truncated = nearest;
+  if (std::abs(static_cast<double>(nearest)) > std::abs(value))
+    truncated = std::nextafter(nearest, 0.0f);
+  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(truncated) | 1u);
+}
+
+void store(const std::vector<double>& values, Tensor& tensor) {
+  std::vector<float> narrowed(values.size());
+  const bool f32 = tensor.dtype() == DType::f32;
+  for (std::size_t i = 0; i < values.size(); ++i)
+    narrowed[i] = f32 ? static_cast<float>(values[i]) : round_to_odd(values[i]);
+  tensor.copy_from_f32(narrowed);
+}
+
+}  // namespace dnnx::reference

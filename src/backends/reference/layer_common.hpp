@@ -1,0 +1,105 @@
+#pragma once
+// What the reference backend's layer ops (pool.cpp, activation.cpp, add.cpp, batch_norm.cpp,
+// conv_fused.cpp) share: the one candidate "reference:direct" and its backend class, the error
+// context of a layer op, the checks of what reaches a plan, and storing f64 results rounded once.
+
+#include <dnnx/algo.hpp>
+#include <dnnx/error.hpp>
+#include <dnnx/tensor.hpp>
+
+#include "core/op_backend.hpp"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dnnx::reference {
+
+/// The id of every reference layer op's one candidate.
+inline constexpr const char* direct_id = "reference:direct";
+
+/// The record of a reference:direct candidate: supported, deterministic, no workspace, family
+/// "none", with `name` and `notes` (which name it "reference").
+AlgoInfo direct_info(std::string name, std::vector<std::string> notes);
+
+/// The context of errors about one layer op call on the reference backend: op "<op>
+/// <direction>", the desc's repro line, backend "reference", `implementation` (an id, or empty).
+ErrorContext layer_context(std::string_view op, Direction direction, std::string repro,
+                           std::string implementation);
+
+/// `tensor`, checked for what the loops read: present, of `dims` and `dtype`, in host memory (any
+/// strides: the loops read through Tensor::to_f32 and copy_from_f32). Callers below the op layer
+/// (tests, tools) are kept from reading out of bounds; the op layer checks more. Throws
+/// InvalidArgument "<role> is missing (null); expected a <dtype> tensor of dims <dims>" or "<role>
+/// is <tensor>; expected <dtype>[<dims>] in host memory".
+const Tensor& host_tensor(const Tensor* tensor, const char* role, const Dims& dims, DType dtype,
+                          const ErrorContext& context);
+/// host_tensor for an output.
+Tensor& host_tensor(Tensor* tensor, const char* role, const Dims& dims, DType dtype,
+                    const ErrorContext& context);
+
+/// f64 -> f32 rounded to odd (Note [rounding once] in conv.cpp): the f32 -> f16/bf16 rounding to
+/// nearest even that follows then rounds the f64 value once, correctly.
+float round_to_odd(double value);
+
+/// Writes f64 values, in logical (row-major) order, into `tensor`, each rounded once to its dtype
+/// (through round_to_odd for f16/bf16).
+void store(const std::vector<double>& values, Tensor& tensor);
+
+/// The only candidate of a reference layer op.
+struct DirectCandidate {
+  AlgoInfo info;
+};
+
+/// A reference layer op's backend: the one candidate reference:direct, whose record for (desc,
+/// direction) is `info` (unsupported where the loops cannot run it) and whose plans `make_plan`
+/// builds; listing, id checks and the plan cache are ListedOpBackend's.
+template <typename Desc, typename Args>
+class DirectBackend : public detail::ListedOpBackend<Desc, Args, DirectCandidate> {
+ public:
+  using Info = std::function<AlgoInfo(const Desc&, Direction)>;
+  using MakePlan = std::function<std::shared_ptr<detail::OpPlan<Args>>(const Desc&, Direction)>;
+
+  DirectBackend(std::string op, Info info, MakePlan make_plan)
+      : op_(std::move(op)), info_(std::move(info)), make_plan_(std::move(make_plan)) {}
+
+ protected:
+  std::string op_name() const override { return op_; }
+  std::vector<DirectCandidate> enumerate(const Desc& desc, Direction direction) override {
+    DirectCandidate candidate{info_(desc, direction)};
+    candidate.info.priority = 0;
+    return {std::move(candidate)};
+  }
+  std::shared_ptr<detail::OpPlan<Args>> build(const Desc& desc, Direction direction,
+                                              const DirectCandidate&) override {
+    return make_plan_(desc, direction);
+  }
+  ErrorContext error_context(const Desc& desc, Direction direction,
+                             const std::string& id) const override {
+    return layer_context(op_, direction, desc.repro(direction), id);
+  }
+
+ private:
+  std::string op_;
+  Info info_;
+  MakePlan make_plan_;
+};
+
+/// What every reference plan keeps: its record (algo()) and error context.
+template <typename Args>
+class DirectPlanBase : public detail::OpPlan<Args> {
+ public:
+  const AlgoInfo& algo() const override { return info_; }
+
+ protected:
+  DirectPlanBase(AlgoInfo info, ErrorContext context)
+      : info_(std::move(info)), context_(std::move(context)) {}
+
+  AlgoInfo info_;
+  ErrorContext context_;
+};
+
+}  // namespace dnnx::reference
