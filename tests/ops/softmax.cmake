@@ -54,7 +54,7 @@ endif()
 if(COMMAND dnnx_cli_test)
   dnnx_cli_test(help.algos_softmax STDOUT "--input.*--mode.*--log.*--dtype.*--layout.*--direction.*--json"
                 ARGS algos softmax --help)
-  dnnx_cli_test(help.profile_softmax STDOUT "--input.*--mode.*--runs.*--warmup.*--direction.*--json"
+  dnnx_cli_test(help.profile_softmax STDOUT "--input.*--mode.*--direction.*--json.*--runs.*--warmup"
                 ARGS profile softmax --help)
   dnnx_cli_test(softmax.algos_reference
                 STDOUT "^softmax fwd on reference: softmax in=64x1000 mode=channel exp f32 nchw\n.*reference:direct.*softmax bwd_data on reference"
