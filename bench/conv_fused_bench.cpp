@@ -285,10 +285,15 @@ void run_fused(const Layer& layer, const std::string& config, const ConvFusedDes
 
 void run_unfused(const Layer& layer, const std::string& config, const ConvFusedDesc& desc,
                  const Options& options, Row& row) {
-  // The epilogue kernel goes on the stream the context queues its convolutions on.
-  cudaStream_t stream = nullptr;
-  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess)
-    throw std::runtime_error("cudaStreamCreateWithFlags failed");
+  // The epilogue kernel goes on the stream the context queues its convolutions on. One stream
+  // serves every run: a context on a caller's stream keeps its backend instance (and the memory
+  // its allocator caches) for the rest of the process (Context::with_stream).
+  static const cudaStream_t stream = [] {
+    cudaStream_t created = nullptr;
+    if (cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking) != cudaSuccess)
+      throw std::runtime_error("cudaStreamCreateWithFlags failed");
+    return created;
+  }();
   {
     Context context = fresh_context().with_stream(stream);
     context.set_choice_cache(std::make_shared<ChoiceCache>());
@@ -327,7 +332,6 @@ void run_unfused(const Layer& layer, const std::string& config, const ConvFusedD
                      .str()
               << std::endl;
   }
-  cudaStreamDestroy(stream);
 }
 
 void run_separate(const Layer& layer, const std::string& config, const ConvFusedDesc& desc,

@@ -100,7 +100,9 @@ class Context {
   /// stream). Contexts on one stream share a backend instance of their own — cuDNN handle, plans,
   /// caching allocator and workspace, all ordered on that stream — so tensors for such a context
   /// must come from its allocator(). Only cudnn contexts accept a stream (InvalidArgument
-  /// otherwise). dnnx::copy() waits for every dnnx stream of the device first.
+  /// otherwise). The instance lives until the process ends: after destroying the stream, use no
+  /// context on it again. dnnx::copy() waits for the whole device first when callers' streams
+  /// are in use.
   Context with_stream(void* stream) const;
 
   /// Internal: backend state. Not for users.

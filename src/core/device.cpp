@@ -50,17 +50,20 @@ void unregister_device_runtime(Device device, const DeviceRuntime& runtime) noex
 
 DeviceRuntime* device_runtime(Device device) {
   if (device.kind != Device::Kind::cuda) return nullptr;
-  std::vector<DeviceRuntime*> runtimes;
+  DeviceRuntime* first = nullptr;
+  bool several = false;
   {
     std::lock_guard lock(registry_mutex());
     auto it = registry().find(device.index);
     if (it == registry().end()) return nullptr;
-    runtimes = it->second;
+    first = it->second.front();
+    several = it->second.size() > 1;
   }
   // A copy runs after everything dnnx queued on the device: the first runtime's copy waits for
-  // its own stream, the others' streams are waited for here.
-  for (std::size_t i = 1; i < runtimes.size(); ++i) runtimes[i]->synchronize();
-  return runtimes.front();
+  // its own stream; work on callers' streams (Context::with_stream) is waited for device-wide,
+  // which stays safe after a caller has destroyed such a stream.
+  if (several) first->synchronize_device();
+  return first;
 }
 
 }  // namespace detail

@@ -21,6 +21,9 @@ class DeviceRuntime {
   virtual void memcpy(void* dst, const void* src, std::size_t bytes, CopyKind kind) = 0;
   /// Waits for every operation the backend queued.
   virtual void synchronize() = 0;
+  /// Waits for every operation queued on the device, on any stream (a device-wide wait: it never
+  /// touches a particular stream, so a caller's stream that no longer exists does no harm).
+  virtual void synchronize_device() = 0;
 };
 
 /// Adds `runtime` to the runtimes of `device` (a CUDA device; one per backend instance). Throws
@@ -28,8 +31,8 @@ class DeviceRuntime {
 void register_device_runtime(Device device, DeviceRuntime& runtime);
 /// Removes `runtime` if it is the one registered for `device` (never throws).
 void unregister_device_runtime(Device device, const DeviceRuntime& runtime) noexcept;
-/// The runtime that copies for `device` (the first registered), after waiting for the streams of
-/// the device's other runtimes; null when no backend on that device exists.
+/// The runtime that copies for `device` (the first registered), after a device-wide wait when the
+/// device has other runtimes (callers' streams); null when no backend on that device exists.
 DeviceRuntime* device_runtime(Device device);
 
 }  // namespace dnnx::detail

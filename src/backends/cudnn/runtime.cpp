@@ -104,6 +104,11 @@ void Runtime::memcpy(void* dst, const void* src, std::size_t bytes, CopyKind kin
   DNNX_CUDNN_CHECK(cudaStreamSynchronize(stream_raw_), ctx, "waiting for a copy");
 }
 
+void Runtime::synchronize_device() {
+  make_current();
+  DNNX_CUDNN_CHECK(cudaDeviceSynchronize(), context(), "waiting for the device");
+}
+
 void Runtime::synchronize() {
   make_current();
   DNNX_CUDNN_CHECK(cudaStreamSynchronize(stream_raw_), context(), "waiting for the stream");

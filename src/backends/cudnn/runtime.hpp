@@ -86,6 +86,7 @@ class Runtime final : public detail::DeviceRuntime {
 
   void memcpy(void* dst, const void* src, std::size_t bytes, CopyKind kind) override;
   void synchronize() override;
+  void synchronize_device() override;
 
  private:
   int device_;
