@@ -325,7 +325,7 @@ class OneDnnActivation final
     : public LayerBackend<ActivationDesc, detail::ActivationArgs, Candidate> {
  public:
   explicit OneDnnActivation(std::shared_ptr<Runtime> runtime)
-      : LayerBackend(std::move(runtime), op_text) {}
+      : RuntimeLayerBackend("cpu", op_text, std::move(runtime)) {}
 
  protected:
   std::vector<Candidate> enumerate(const ActivationDesc& desc, Direction direction) override {

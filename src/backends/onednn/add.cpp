@@ -561,7 +561,7 @@ class MatmulPlan final : public LayerPlan<detail::AddArgs> {
 class OneDnnAdd final : public LayerBackend<AddDesc, detail::AddArgs, Candidate> {
  public:
   explicit OneDnnAdd(std::shared_ptr<Runtime> runtime)
-      : LayerBackend(std::move(runtime), op_text) {}
+      : RuntimeLayerBackend("cpu", op_text, std::move(runtime)) {}
 
  protected:
   std::vector<Candidate> enumerate(const AddDesc& desc, Direction direction) override {

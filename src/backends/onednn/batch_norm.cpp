@@ -863,7 +863,7 @@ class KernelPlan final : public LayerPlan<BatchNormArgs> {
 class OneDnnBatchNorm final : public LayerBackend<BatchNormDesc, BatchNormArgs, Candidate> {
  public:
   explicit OneDnnBatchNorm(std::shared_ptr<Runtime> runtime)
-      : LayerBackend(std::move(runtime), op_text) {}
+      : RuntimeLayerBackend("cpu", op_text, std::move(runtime)) {}
 
  protected:
   std::vector<Candidate> enumerate(const BatchNormDesc& desc, Direction direction) override {

@@ -663,17 +663,17 @@ class UnfusedPlan final : public LayerPlan<detail::ConvFusedArgs> {
 class OneDnnConvFused final : public LayerBackend<ConvFusedDesc, detail::ConvFusedArgs, Candidate> {
  public:
   OneDnnConvFused(std::shared_ptr<Runtime> runtime, detail::ConvBackend& conv)
-      : LayerBackend(std::move(runtime), op_text), conv_(conv) {}
+      : RuntimeLayerBackend("cpu", op_text, std::move(runtime)), conv_(conv) {}
 
   // The op has one direction: the others are refused before the desc is even validated.
   std::vector<AlgoInfo> list(const ConvFusedDesc& desc, Direction direction) override {
     check_direction(desc, direction);
-    return LayerBackend::list(desc, direction);
+    return RuntimeLayerBackend::list(desc, direction);
   }
   std::shared_ptr<detail::ConvFusedPlan> plan(const ConvFusedDesc& desc, Direction direction,
                                               const std::string& id) override {
     check_direction(desc, direction);
-    return LayerBackend::plan(desc, direction, id);
+    return RuntimeLayerBackend::plan(desc, direction, id);
   }
 
  protected:

@@ -58,16 +58,6 @@ AlgoInfo unsupported_info(std::string id, std::string name, std::string reason) 
   return info;
 }
 
-ErrorContext layer_context(std::string_view op, Direction direction, std::string repro,
-                           std::string implementation) {
-  ErrorContext context;
-  context.op = detail::cat(op, ' ', to_string(direction));
-  context.repro = std::move(repro);
-  context.backend = "cpu";
-  context.implementation = std::move(implementation);
-  return context;
-}
-
 void* data_of(const Tensor* tensor, const char* role, const ErrorContext& context) {
   if (tensor == nullptr || tensor->data() == nullptr)
     detail::raise(ErrorKind::InvalidArgument, detail::cat(role, " is null"), context);

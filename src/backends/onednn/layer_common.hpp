@@ -9,6 +9,7 @@
 #include <dnnx/tensor.hpp>
 
 #include "backends/onednn/runtime.hpp"
+#include "core/layer_backend.hpp"
 #include "core/op_backend.hpp"
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -72,10 +73,11 @@ void order_supported_first(std::vector<Candidate>& candidates) {
 
 // ---- errors and plans ---------------------------------------------------------------------------
 
-/// The context of errors about one layer op call on the cpu backend: op "<op> <direction>", the
-/// desc's repro line, backend "cpu", `implementation` (a candidate id, or empty).
-ErrorContext layer_context(std::string_view op, Direction direction, std::string repro,
-                           std::string implementation);
+/// The context of errors about one layer op call on the cpu backend (detail::layer_context).
+inline ErrorContext layer_context(std::string_view op, Direction direction, std::string repro,
+                                  std::string implementation) {
+  return detail::layer_context("cpu", op, direction, std::move(repro), std::move(implementation));
+}
 
 /// The data of a tensor a plan needs; throws InvalidArgument "<role> is null" when the tensor or
 /// its data is null.
@@ -115,15 +117,14 @@ void run_step(Step& step, dnnl_stream_t stream, void* scratchpad, const ErrorCon
 /// Waits until everything queued on `stream` has run.
 void wait(dnnl_stream_t stream, const ErrorContext& context);
 
-/// What every plan of a layer op keeps: its candidate record (algo()) and error context.
+/// A layer op's plan on this backend: its record and error context (detail::LayerPlanBase) and
+/// the checks and bindings of its execute().
 template <typename Args>
-class LayerPlan : public detail::OpPlan<Args> {
- public:
-  const AlgoInfo& algo() const override { return info_; }
-
+class LayerPlan : public detail::LayerPlanBase<Args> {
  protected:
-  LayerPlan(AlgoInfo info, ErrorContext context)
-      : info_(std::move(info)), context_(std::move(context)) {}
+  using detail::LayerPlanBase<Args>::LayerPlanBase;
+  using detail::LayerPlanBase<Args>::info_;
+  using detail::LayerPlanBase<Args>::context_;
 
   void* data_of(const Tensor* tensor, const char* role) const {
     return onednn::data_of(tensor, role, context_);
@@ -132,33 +133,14 @@ class LayerPlan : public detail::OpPlan<Args> {
   void check_workspace(const detail::Workspace& workspace) const {
     onednn::check_workspace(workspace, info_.workspace_bytes, context_);
   }
-
-  AlgoInfo info_;
-  ErrorContext context_;
 };
 
 // ---- the backend --------------------------------------------------------------------------------
 
 /// A layer op's backend on one Runtime: the candidates of a (desc, direction) are listed once and
-/// kept, plans are built once (ListedOpBackend); errors carry layer_context(op, ...). Subclasses
-/// give enumerate() and build().
+/// kept, plans are built once (ListedOpBackend); errors name backend "cpu" and the op. Subclasses
+/// construct it as RuntimeLayerBackend("cpu", op, runtime) and give enumerate() and build().
 template <typename Desc, typename Args, typename Candidate>
-class LayerBackend : public detail::ListedOpBackend<Desc, Args, Candidate> {
- public:
-  LayerBackend(std::shared_ptr<Runtime> runtime, std::string op)
-      : runtime_(std::move(runtime)), op_(std::move(op)) {}
-
- protected:
-  std::string op_name() const override { return op_; }
-  ErrorContext error_context(const Desc& desc, Direction direction,
-                             const std::string& id) const override {
-    return layer_context(op_, direction, desc.repro(direction), id);
-  }
-
-  std::shared_ptr<Runtime> runtime_;
-
- private:
-  std::string op_;
-};
+using LayerBackend = detail::RuntimeLayerBackend<Desc, Args, Candidate, Runtime>;
 
 }  // namespace dnnx::onednn

@@ -679,7 +679,7 @@ class Plan final : public LayerPlan<detail::PoolArgs> {
 class OneDnnPool final : public LayerBackend<PoolDesc, detail::PoolArgs, Candidate> {
  public:
   explicit OneDnnPool(std::shared_ptr<Runtime> runtime)
-      : LayerBackend(std::move(runtime), op_text) {}
+      : RuntimeLayerBackend("cpu", op_text, std::move(runtime)) {}
 
  protected:
   std::vector<Candidate> enumerate(const PoolDesc& desc, Direction direction) override {

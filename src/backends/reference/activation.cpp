@@ -94,11 +94,11 @@ double derivative_from_dst(const ActivationDesc& desc, double y) {
                 detail::cat(to_string(desc.kind), " has no derivative as a function of dst"));
 }
 
-class DirectPlan final : public DirectPlanBase<detail::ActivationArgs> {
+class DirectPlan final : public detail::LayerPlanBase<detail::ActivationArgs> {
  public:
   DirectPlan(const ActivationDesc& desc, Direction direction)
-      : DirectPlanBase(info_of(desc, direction),
-                       layer_context(op_text, direction, desc.repro(direction), direct_id)),
+      : LayerPlanBase(info_of(desc, direction),
+                      layer_context(op_text, direction, desc.repro(direction), direct_id)),
         desc_(desc),
         direction_(direction) {}
 

@@ -48,11 +48,11 @@ std::vector<std::int64_t> src_index_map(const AddDesc& desc) {
   return map;
 }
 
-class DirectPlan final : public DirectPlanBase<detail::AddArgs> {
+class DirectPlan final : public detail::LayerPlanBase<detail::AddArgs> {
  public:
   DirectPlan(const AddDesc& desc, Direction direction)
-      : DirectPlanBase(info_of(desc, direction),
-                       layer_context(op_text, direction, desc.repro(direction), direct_id)),
+      : LayerPlanBase(info_of(desc, direction),
+                      layer_context(op_text, direction, desc.repro(direction), direct_id)),
         desc_(desc),
         direction_(direction),
         map_(src_index_map(desc)) {}

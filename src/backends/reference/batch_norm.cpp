@@ -52,11 +52,11 @@ View view_of(const BatchNormDesc& desc) {
   return v;
 }
 
-class DirectPlan final : public DirectPlanBase<detail::BatchNormArgs> {
+class DirectPlan final : public detail::LayerPlanBase<detail::BatchNormArgs> {
  public:
   DirectPlan(const BatchNormDesc& desc, Direction direction)
-      : DirectPlanBase(info_of(desc, direction),
-                       layer_context(op_text, direction, desc.repro(direction), direct_id)),
+      : LayerPlanBase(info_of(desc, direction),
+                      layer_context(op_text, direction, desc.repro(direction), direct_id)),
         desc_(desc),
         direction_(direction),
         view_(view_of(desc)) {}

@@ -47,10 +47,10 @@ std::vector<float> logical_values(const Tensor* tensor, const char* role, const 
   return host_tensor(tensor, role, dims, dtype, context).to_f32();
 }
 
-class DirectPlan final : public DirectPlanBase<detail::ConvFusedArgs> {
+class DirectPlan final : public detail::LayerPlanBase<detail::ConvFusedArgs> {
  public:
   explicit DirectPlan(const ConvFusedDesc& desc)
-      : DirectPlanBase(info_of(desc, Direction::fwd), context_of(desc, direct_id)), desc_(desc) {}
+      : LayerPlanBase(info_of(desc, Direction::fwd), context_of(desc, direct_id)), desc_(desc) {}
 
   void execute(const detail::ConvFusedArgs& args, detail::Workspace) override {
     const ConvDesc& conv = desc_.conv;

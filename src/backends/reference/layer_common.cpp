@@ -21,16 +21,6 @@ AlgoInfo direct_info(std::string name, std::vector<std::string> notes) {
   return info;
 }
 
-ErrorContext layer_context(std::string_view op, Direction direction, std::string repro,
-                           std::string implementation) {
-  ErrorContext context;
-  context.op = detail::cat(op, ' ', to_string(direction));
-  context.repro = std::move(repro);
-  context.backend = "reference";
-  context.implementation = std::move(implementation);
-  return context;
-}
-
 namespace {
 
 void check_host(const Tensor* tensor, const char* role, const Dims& dims, DType dtype,

@@ -7,6 +7,7 @@
 #include <dnnx/error.hpp>
 #include <dnnx/tensor.hpp>
 
+#include "core/layer_backend.hpp"
 #include "core/op_backend.hpp"
 
 #include <functional>
@@ -25,10 +26,13 @@ inline constexpr const char* direct_id = "reference:direct";
 /// "none", with `name` and `notes` (which name it "reference").
 AlgoInfo direct_info(std::string name, std::vector<std::string> notes);
 
-/// The context of errors about one layer op call on the reference backend: op "<op>
-/// <direction>", the desc's repro line, backend "reference", `implementation` (an id, or empty).
-ErrorContext layer_context(std::string_view op, Direction direction, std::string repro,
-                           std::string implementation);
+/// The context of errors about one layer op call on the reference backend
+/// (detail::layer_context).
+inline ErrorContext layer_context(std::string_view op, Direction direction, std::string repro,
+                                  std::string implementation) {
+  return detail::layer_context("reference", op, direction, std::move(repro),
+                               std::move(implementation));
+}
 
 /// `tensor`, checked for what the loops read: present, of `dims` and `dtype`, in host memory (any
 /// strides: the loops read through Tensor::to_f32 and copy_from_f32). Callers below the op layer
@@ -58,16 +62,17 @@ struct DirectCandidate {
 /// direction) is `info` (unsupported where the loops cannot run it) and whose plans `make_plan`
 /// builds; listing, id checks and the plan cache are ListedOpBackend's.
 template <typename Desc, typename Args>
-class DirectBackend : public detail::ListedOpBackend<Desc, Args, DirectCandidate> {
+class DirectBackend : public detail::LayerOpBackend<Desc, Args, DirectCandidate> {
  public:
   using Info = std::function<AlgoInfo(const Desc&, Direction)>;
   using MakePlan = std::function<std::shared_ptr<detail::OpPlan<Args>>(const Desc&, Direction)>;
 
   DirectBackend(std::string op, Info info, MakePlan make_plan)
-      : op_(std::move(op)), info_(std::move(info)), make_plan_(std::move(make_plan)) {}
+      : detail::LayerOpBackend<Desc, Args, DirectCandidate>("reference", std::move(op)),
+        info_(std::move(info)),
+        make_plan_(std::move(make_plan)) {}
 
  protected:
-  std::string op_name() const override { return op_; }
   std::vector<DirectCandidate> enumerate(const Desc& desc, Direction direction) override {
     DirectCandidate candidate{info_(desc, direction)};
     candidate.info.priority = 0;
@@ -77,29 +82,10 @@ class DirectBackend : public detail::ListedOpBackend<Desc, Args, DirectCandidate
                                               const DirectCandidate&) override {
     return make_plan_(desc, direction);
   }
-  ErrorContext error_context(const Desc& desc, Direction direction,
-                             const std::string& id) const override {
-    return layer_context(op_, direction, desc.repro(direction), id);
-  }
 
  private:
-  std::string op_;
   Info info_;
   MakePlan make_plan_;
-};
-
-/// What every reference plan keeps: its record (algo()) and error context.
-template <typename Args>
-class DirectPlanBase : public detail::OpPlan<Args> {
- public:
-  const AlgoInfo& algo() const override { return info_; }
-
- protected:
-  DirectPlanBase(AlgoInfo info, ErrorContext context)
-      : info_(std::move(info)), context_(std::move(context)) {}
-
-  AlgoInfo info_;
-  ErrorContext context_;
 };
 
 }  // namespace dnnx::reference

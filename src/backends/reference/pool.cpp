@@ -174,11 +174,11 @@ std::vector<double> pool_bwd(const Geometry& g, PoolMode mode, const std::vector
 }
 
 // A plan holds only the desc's geometry.
-class DirectPlan final : public DirectPlanBase<detail::PoolArgs> {
+class DirectPlan final : public detail::LayerPlanBase<detail::PoolArgs> {
  public:
   DirectPlan(const PoolDesc& desc, Direction direction)
-      : DirectPlanBase(info_of(desc, direction),
-                       layer_context(op_text, direction, desc.repro(direction), direct_id)),
+      : LayerPlanBase(info_of(desc, direction),
+                      layer_context(op_text, direction, desc.repro(direction), direct_id)),
         desc_(desc),
         direction_(direction),
         geometry_(desc) {}
