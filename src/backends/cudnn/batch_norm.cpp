@@ -50,6 +50,7 @@
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv_common.hpp"
 #include "backends/cudnn/handles.hpp"
+#include "backends/cudnn/layer_common.hpp"
 #include "backends/cudnn/layers.hpp"
 #include "core/batch_norm_args.hpp"
 #include "core/check.hpp"
@@ -59,9 +60,7 @@
 #include <array>
 #include <climits>
 #include <cstddef>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -72,6 +71,7 @@ namespace bn = kernels::batch_norm;
 using detail::BatchNormArgs;
 using BatchNormPlan = detail::OpPlan<BatchNormArgs>;
 
+constexpr const char* op_text = "bnorm";  // the op in messages
 constexpr const char* kernel_id = "cudnn:kernel:bnorm";
 constexpr const char* fused_id = "cudnn:kernel:bnorm_fused";
 // PyTorch's limits for routing batch normalization to cuDNN
@@ -80,12 +80,7 @@ constexpr std::int64_t max_training_batch = 880801;
 constexpr std::int64_t max_inference_batch = 65535;
 
 ErrorContext context_of(const BatchNormDesc& desc, Direction direction, std::string id = {}) {
-  ErrorContext context;
-  context.op = detail::cat("bnorm ", to_string(direction));
-  context.repro = desc.repro(direction);
-  context.backend = "cudnn";
-  context.implementation = std::move(id);
-  return context;
+  return layer_context(op_text, direction, desc.repro(direction), std::move(id));
 }
 
 // ---- the candidates -----------------------------------------------------------------------------
@@ -395,12 +390,6 @@ std::vector<Candidate> list_candidates(const BatchNormDesc& desc, Direction dire
 
 // ---- what the plans share -----------------------------------------------------------------------
 
-void* data_of(const Tensor* tensor, const char* role, const ErrorContext& context) {
-  if (tensor == nullptr || tensor->data() == nullptr)
-    detail::raise(ErrorKind::InvalidArgument, detail::cat(role, " is null"), context);
-  return tensor->data();
-}
-
 // The f32 parameter `tensor` (null when absent, an error when `required`).
 template <typename T>
 float* param_of(T* tensor, const char* role, const ErrorContext& context, bool required) {
@@ -616,69 +605,23 @@ class KernelPlan final : public BatchNormPlan {
 
 // ---- the backend --------------------------------------------------------------------------------
 
-struct Key {
-  BatchNormDesc desc;
-  Direction direction = Direction::fwd;
-  bool operator==(const Key&) const = default;
-};
-struct KeyHash {
-  std::size_t operator()(const Key& key) const {
-    return key.desc.hash() * 3 + static_cast<std::size_t>(key.direction);
-  }
-};
-
-class CudnnBatchNorm final : public detail::BatchNormBackend {
+class CudnnBatchNorm final : public LayerBackend<BatchNormDesc, BatchNormArgs, Candidate> {
  public:
-  explicit CudnnBatchNorm(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
+  explicit CudnnBatchNorm(std::shared_ptr<Runtime> runtime)
+      : RuntimeLayerBackend("cudnn", op_text, std::move(runtime)) {}
 
-  std::vector<AlgoInfo> list(const BatchNormDesc& desc, Direction direction) override {
-    desc.validate();
-    std::lock_guard lock(mutex_);
-    std::vector<AlgoInfo> infos;
-    for (const Candidate& candidate : candidates_locked(desc, direction))
-      infos.push_back(candidate.info);
-    return infos;
+ protected:
+  std::vector<Candidate> enumerate(const BatchNormDesc& desc, Direction direction) override {
+    return list_candidates(desc, direction, *runtime_);
   }
 
-  std::shared_ptr<BatchNormPlan> plan(const BatchNormDesc& desc, Direction direction,
-                                      const std::string& id) override {
-    desc.validate();
-    return plans_.get_or_build(desc, direction, id, [&]() -> std::shared_ptr<BatchNormPlan> {
-      std::lock_guard lock(mutex_);
-      const std::vector<Candidate>& candidates = candidates_locked(desc, direction);
-      const auto found = std::find_if(candidates.begin(), candidates.end(),
-                                      [&](const Candidate& c) { return c.info.id == id; });
-      if (found == candidates.end()) {
-        std::vector<std::string> ids;
-        for (const Candidate& c : candidates) ids.push_back(c.info.id);
-        detail::raise(
-            ErrorKind::InvalidArgument,
-            detail::cat("algorithm id '", id, "' is not a cudnn candidate for this bnorm ",
-                        to_string(direction), "; valid ids: ", detail::join(ids, ", ")),
-            context_of(desc, direction, id));
-      }
-      if (!found->info.supported)
-        detail::raise(ErrorKind::Unsupported, found->info.reason, context_of(desc, direction, id));
-      const Api api = found->spec->api;
-      if (api == Api::kernel || api == Api::fused)
-        return std::make_shared<KernelPlan>(runtime_, desc, direction, found->info);
-      return std::make_shared<CudnnPlan>(runtime_, desc, direction, *found);
-    });
+  std::shared_ptr<BatchNormPlan> build(const BatchNormDesc& desc, Direction direction,
+                                       const Candidate& candidate) override {
+    const Api api = candidate.spec->api;
+    if (api == Api::kernel || api == Api::fused)
+      return std::make_shared<KernelPlan>(runtime_, desc, direction, candidate.info);
+    return std::make_shared<CudnnPlan>(runtime_, desc, direction, candidate);
   }
-
- private:
-  const std::vector<Candidate>& candidates_locked(const BatchNormDesc& desc, Direction direction) {
-    const Key key{desc, direction};
-    auto found = lists_.find(key);
-    if (found == lists_.end())
-      found = lists_.emplace(key, list_candidates(desc, direction, *runtime_)).first;
-    return found->second;
-  }
-
-  std::shared_ptr<Runtime> runtime_;
-  std::mutex mutex_;  // guards lists_
-  std::unordered_map<Key, std::vector<Candidate>, KeyHash> lists_;
-  detail::PlanCache<BatchNormDesc, BatchNormArgs> plans_;
 };
 
 }  // namespace

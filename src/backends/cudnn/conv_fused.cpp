@@ -43,6 +43,7 @@
 #include "backends/cudnn/conv_common.hpp"
 #include "backends/cudnn/graph_util.hpp"
 #include "backends/cudnn/launch_graph.hpp"
+#include "backends/cudnn/layer_common.hpp"
 #include "backends/cudnn/layers.hpp"
 #include "core/check.hpp"
 #include "core/conv_fused_args.hpp"
@@ -72,12 +73,8 @@ constexpr std::string_view legacy_prefix = "cudnn:fused:legacy:";
 constexpr std::string_view unfused_prefix = "unfused:";
 
 ErrorContext fused_context(const ConvFusedDesc& desc, std::string implementation) {
-  ErrorContext context;
-  context.op = "conv_fused fwd";
-  context.repro = desc.repro(Direction::fwd);
-  context.backend = "cudnn";
-  context.implementation = std::move(implementation);
-  return context;
+  return layer_context("conv_fused", Direction::fwd, desc.repro(Direction::fwd),
+                       std::move(implementation));
 }
 
 void check_direction(const ConvFusedDesc& desc, Direction direction) {
@@ -109,11 +106,8 @@ struct Pointers {
 
 Pointers bind(const ConvFusedDesc& desc, const detail::ConvFusedArgs& args,
               const ErrorContext& context) {
-  auto need = [&](const Tensor* tensor, const char* role) -> void* {
-    if (tensor == nullptr || tensor->data() == nullptr) {
-      detail::raise(ErrorKind::InvalidArgument, detail::cat(role, " is null"), context);
-    }
-    return tensor->data();
+  auto need = [&](const Tensor* tensor, const char* role) {
+    return data_of(tensor, role, context);
   };
   Pointers p;
   p.src = need(args.src, "src");

@@ -24,8 +24,10 @@
 #include "backends/cudnn/kernels/pool.hpp"
 
 #include "backends/cudnn/check.hpp"
+#include "backends/cudnn/conv_common.hpp"
 #include "backends/cudnn/handles.hpp"
 #include "backends/cudnn/launch_graph.hpp"
+#include "backends/cudnn/layer_common.hpp"
 #include "backends/cudnn/layers.hpp"
 #include "core/check.hpp"
 #include "core/pool_args.hpp"
@@ -34,10 +36,8 @@
 #include <algorithm>
 #include <array>
 #include <climits>
-#include <mutex>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -46,32 +46,13 @@ namespace {
 
 using PoolingDescriptor = Handle<cudnnPoolingDescriptor_t, cudnnDestroyPoolingDescriptor>;
 
+constexpr const char* op_text = "pool";  // the op in messages
 constexpr const char* kernel_id = "cudnn:kernel:pool";
 constexpr const char* kernel_argmax_id = "cudnn:kernel:pool:argmax";
 constexpr const char* legacy_prefix = "cudnn:legacy:pool:";
 
-const char* direction_name(Direction direction) {
-  return direction == Direction::fwd ? "fwd" : "bwd";
-}
-
 ErrorContext context_of(const PoolDesc& desc, Direction direction, std::string implementation) {
-  ErrorContext context;
-  context.op = detail::cat("pool ", direction_name(direction));
-  context.repro = desc.repro(direction);
-  context.backend = "cudnn";
-  context.implementation = std::move(implementation);
-  return context;
-}
-
-cudnnDataType_t data_type_of(DType dtype) {
-  switch (dtype) {
-    case DType::f32: return CUDNN_DATA_FLOAT;
-    case DType::f16: return CUDNN_DATA_HALF;
-    case DType::bf16: return CUDNN_DATA_BFLOAT16;
-    case DType::i32:
-    case DType::i64: break;
-  }
-  return CUDNN_DATA_FLOAT;
+  return layer_context(op_text, direction, desc.repro(direction), std::move(implementation));
 }
 
 struct LegacyMode {
@@ -248,8 +229,7 @@ struct Bound {
 Bound bind(const detail::PoolArgs& args, const PoolDesc& desc, Direction direction,
            const ErrorContext& context) {
   auto need = [&](const Tensor* tensor, const char* role, const Dims& dims) {
-    if (tensor == nullptr || tensor->data() == nullptr)
-      detail::raise(ErrorKind::InvalidArgument, detail::cat(role, " is null"), context);
+    data_of(tensor, role, context);
     if (tensor->dims() != dims || tensor->dtype() != desc.dtype || !tensor->is_dense(desc.layout) ||
         tensor->device().kind != Device::Kind::cuda) {
       detail::raise(ErrorKind::InvalidArgument,
@@ -272,17 +252,6 @@ Bound bind(const detail::PoolArgs& args, const PoolDesc& desc, Direction directi
   return bound;
 }
 
-void check_workspace(const detail::Workspace& workspace, std::size_t needed,
-                     const ErrorContext& context) {
-  if (workspace.bytes < needed || (needed > 0 && workspace.data == nullptr)) {
-    detail::raise(
-        ErrorKind::InvalidArgument,
-        detail::cat("workspace has ", workspace.bytes, " bytes",
-                    workspace.data == nullptr ? " (null)" : "", "; this candidate needs ", needed),
-        context);
-  }
-}
-
 // A tensor descriptor of `dims` (N, C, spatial) dense in `layout`, 1-D as 2-D with height 1.
 TensorDescriptor describe_tensor(const Dims& logical, DType dtype, Layout layout,
                                  const ErrorContext& context) {
@@ -295,7 +264,7 @@ TensorDescriptor describe_tensor(const Dims& logical, DType dtype, Layout layout
     s[static_cast<std::size_t>(i)] = static_cast<int>(strides[i]);
   }
   TensorDescriptor descriptor = make_tensor_descriptor(context);
-  DNNX_CUDNN_CHECK(cudnnSetTensorNdDescriptor(descriptor.get(), data_type_of(dtype), dims.rank(),
+  DNNX_CUDNN_CHECK(cudnnSetTensorNdDescriptor(descriptor.get(), data_type(dtype), dims.rank(),
                                               d.data(), s.data()),
                    context, "describing a tensor");
   return descriptor;
@@ -416,82 +385,39 @@ class KernelPlan final : public detail::PoolPlan {
   bool primed_ = false;
 };
 
-struct ListKey {
-  PoolDesc desc;
-  Direction direction = Direction::fwd;
-  bool operator==(const ListKey&) const = default;
-};
-struct ListKeyHash {
-  std::size_t operator()(const ListKey& key) const {
-    return key.desc.hash() * 3 + static_cast<std::size_t>(key.direction);
-  }
+// The candidates are records only: a plan is picked by its id.
+struct Candidate {
+  AlgoInfo info;
 };
 
-class CudnnPool final : public detail::PoolBackend {
+class CudnnPool final : public LayerBackend<PoolDesc, detail::PoolArgs, Candidate> {
  public:
-  explicit CudnnPool(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
+  explicit CudnnPool(std::shared_ptr<Runtime> runtime)
+      : RuntimeLayerBackend("cudnn", op_text, std::move(runtime)) {}
 
-  std::vector<AlgoInfo> list(const PoolDesc& desc, Direction direction) override {
-    desc.validate();
-    std::lock_guard lock(mutex_);
-    return candidates_locked(desc, direction);
+ protected:
+  std::vector<Candidate> enumerate(const PoolDesc& desc, Direction direction) override {
+    std::vector<Candidate> candidates;
+    for (AlgoInfo& info : list_candidates(*runtime_, desc, direction))
+      candidates.push_back({std::move(info)});
+    return candidates;
   }
 
-  std::shared_ptr<detail::PoolPlan> plan(const PoolDesc& desc, Direction direction,
-                                         const std::string& id) override {
-    return plans_.get_or_build(desc, direction, id, [&]() -> std::shared_ptr<detail::PoolPlan> {
-      desc.validate();
-      AlgoInfo info;
-      std::string valid;
-      {
-        std::lock_guard lock(mutex_);
-        const std::vector<AlgoInfo>& infos = candidates_locked(desc, direction);
-        std::vector<std::string> ids;
-        for (const AlgoInfo& candidate : infos) {
-          if (candidate.supported) ids.push_back(candidate.id);
-          if (candidate.id == id) info = candidate;
-        }
-        valid = ids.empty() ? std::string("(none)") : detail::join(ids, ", ");
-      }
-      if (info.id.empty()) {
-        detail::raise(ErrorKind::InvalidArgument,
-                      detail::cat("algorithm id '", id, "' is not a cudnn candidate for this pool ",
-                                  direction_name(direction), "; valid ids: ", valid),
-                      context_of(desc, direction, id));
-      }
-      if (!info.supported) {
-        detail::raise(ErrorKind::Unsupported,
-                      detail::cat("algorithm '", id, "' cannot run this pool: ", info.reason,
-                                  "; valid ids: ", valid),
-                      context_of(desc, direction, id));
-      }
-      if (id == kernel_id || id == kernel_argmax_id) {
-        return std::make_shared<KernelPlan>(
-            runtime_, desc, direction, info,
-            id == kernel_argmax_id ? kernels::MaxBackward::argmax : kernels::MaxBackward::rescan);
-      }
-      for (const LegacyMode& mode : legacy_modes(desc.mode)) {
-        if (id == detail::cat(legacy_prefix, mode.name))
-          return std::make_shared<LegacyPlan>(runtime_, desc, direction, info, mode.mode);
-      }
-      detail::raise(ErrorKind::Internal, detail::cat("listed candidate ", id, " has no plan"),
-                    context_of(desc, direction, id));
-    });
+  std::shared_ptr<detail::PoolPlan> build(const PoolDesc& desc, Direction direction,
+                                          const Candidate& candidate) override {
+    const std::string& id = candidate.info.id;
+    if (id == kernel_id || id == kernel_argmax_id) {
+      return std::make_shared<KernelPlan>(
+          runtime_, desc, direction, candidate.info,
+          id == kernel_argmax_id ? kernels::MaxBackward::argmax : kernels::MaxBackward::rescan);
+    }
+    for (const LegacyMode& mode : legacy_modes(desc.mode)) {
+      if (id == detail::cat(legacy_prefix, mode.name))
+        return std::make_shared<LegacyPlan>(runtime_, desc, direction, candidate.info, mode.mode);
+    }
+    detail::raise(ErrorKind::Internal, detail::cat("listed candidate ", id, " has no plan"),
+                  context_of(desc, direction, id));
   }
-
- private:
-  const std::vector<AlgoInfo>& candidates_locked(const PoolDesc& desc, Direction direction) {
-    const ListKey key{desc, direction};
-    auto found = lists_.find(key);
-    if (found == lists_.end())
-      found = lists_.emplace(key, list_candidates(*runtime_, desc, direction)).first;
-    return found->second;
-  }
-
-  std::shared_ptr<Runtime> runtime_;
-  std::mutex mutex_;  // guards lists_
-  std::unordered_map<ListKey, std::vector<AlgoInfo>, ListKeyHash> lists_;
-  detail::PlanCache<PoolDesc, detail::PoolArgs> plans_;
 };
 
 }  // namespace
