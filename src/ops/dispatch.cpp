@@ -16,9 +16,9 @@ namespace {
 
 // The facts persisted with a choice: who measured it, on what.
 std::string environment_json(const Backend& backend) {
-  std::vector<std::pair<std::string, std::string>> facts{
-      {"backend", backend.name()}, {"fingerprint", backend.fingerprint()},
-      {"dnnx", std::string(version())}};
+  std::vector<std::pair<std::string, std::string>> facts{{"backend", backend.name()},
+                                                         {"fingerprint", backend.fingerprint()},
+                                                         {"dnnx", std::string(version())}};
   for (auto& fact : backend.environment()) facts.push_back(std::move(fact));
   std::string text = "{";
   for (std::size_t i = 0; i < facts.size(); ++i) {
@@ -60,8 +60,11 @@ bool recoverable(const Error& error) {
 
 ErrorContext op_error_context(const Context& context, OpKind op, Direction direction,
                               std::string repro) {
-  return {cat(to_string(op), " ", to_string(direction)), std::move(repro),
-          std::string(to_string(context.backend())), {}, {}};
+  return {cat(to_string(op), " ", to_string(direction)),
+          std::move(repro),
+          std::string(to_string(context.backend())),
+          {},
+          {}};
 }
 
 void check_direction(OpKind op, Direction direction) {
@@ -69,14 +72,18 @@ void check_direction(OpKind op, Direction direction) {
                  " has no direction bwd_weights; accepted: fwd, bwd_data (its backward pass)");
 }
 
-tune::Request make_request(Context& context, ContextState& state, OpKind op,
-                           Direction direction, std::string desc_key, std::string repro) {
+tune::Request make_request(Context& context, ContextState& state, OpKind op, Direction direction,
+                           std::string desc_key, std::string repro) {
   // The dnnx version is part of the key because candidate ids may change between versions.
   std::string key =
       tune::make_key(to_string(op), desc_key, direction, context.tune(),
                      state.backend().fingerprint() + " dnnx-" + std::string(version()));
-  return {std::string(to_string(op)), direction, std::move(desc_key), std::move(repro),
-          std::string(to_string(context.backend())), std::move(key)};
+  return {std::string(to_string(op)),
+          direction,
+          std::move(desc_key),
+          std::move(repro),
+          std::string(to_string(context.backend())),
+          std::move(key)};
 }
 
 std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState& state,
@@ -85,8 +92,7 @@ std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState
   Backend& backend = state.backend();
   const TuneOptions& options = context.tune();
   const std::vector<AlgoInfo> candidates = hooks.list();
-  if (options.policy(parse_op_kind(request.op), request.direction).kind ==
-      PolicyKind::exhaustive) {
+  if (options.policy(parse_op_kind(request.op), request.direction).kind == PolicyKind::exhaustive) {
     std::vector<std::string> ids;
     for (const AlgoInfo& algo : candidates) {
       if (!tune::exclusion(algo, options)) ids.push_back(algo.id);
@@ -163,38 +169,33 @@ ProfileResult profile_locked(Context& context, ContextState& state, const tune::
   return result;
 }
 
-std::shared_ptr<const Choice> execute_with_fallback(
+std::shared_ptr<const Choice> fall_back(
     Context& context, ContextState& state, OpKind op, Direction direction,
-    std::shared_ptr<const Choice> choice, const std::function<void()>& chosen,
+    std::shared_ptr<const Choice> choice, const Error& error,
     const std::function<std::vector<AlgoInfo>()>& list,
     const std::function<AlgoInfo(const std::string& id)>& run_id) {
-  try {
-    chosen();
-    return choice;
-  } catch (const Error& error) {
-    if (!recoverable(error) || choice->policy.kind == PolicyKind::fixed) throw;
-    std::string failures = choice->algo.id + ": " + error.message();
-    for (const AlgoInfo& next : fallback_order(context.tune(), *choice, list())) {
-      try {
-        auto fallback = std::make_shared<Choice>(*choice);
-        fallback->algo = run_id(next.id);
-        fallback->time_ms = std::numeric_limits<double>::quiet_NaN();
-        if (context.tune().verbose) {
-          std::cerr << "dnnx: " << to_string(op) << " " << to_string(direction) << " "
-                    << choice->algo.id << " failed at run time (" << error.message()
-                    << "); fell back to " << next.id << '\n';
-        }
-        // Later calls go straight to the candidate that worked.
-        if (!choice->key.empty()) context.choice_cache()->insert(choice->key, fallback);
-        return fallback;
-      } catch (const Error& next_error) {
-        if (!recoverable(next_error)) throw;
-        failures += "; " + next.id + ": " + next_error.message();
+  if (!recoverable(error) || choice->policy.kind == PolicyKind::fixed) throw;
+  std::string failures = choice->algo.id + ": " + error.message();
+  for (const AlgoInfo& next : fallback_order(context.tune(), *choice, list())) {
+    try {
+      auto fallback = std::make_shared<Choice>(*choice);
+      fallback->algo = run_id(next.id);
+      fallback->time_ms = std::numeric_limits<double>::quiet_NaN();
+      if (context.tune().verbose) {
+        std::cerr << "dnnx: " << to_string(op) << " " << to_string(direction) << " "
+                  << choice->algo.id << " failed at run time (" << error.message()
+                  << "); fell back to " << next.id << '\n';
       }
+      // Later calls go straight to the candidate that worked.
+      if (!choice->key.empty()) context.choice_cache()->insert(choice->key, fallback);
+      return fallback;
+    } catch (const Error& next_error) {
+      if (!recoverable(next_error)) throw;
+      failures += "; " + next.id + ": " + next_error.message();
     }
-    throw Error(error.kind(), "every admissible candidate failed at run time: " + failures,
-                error.context());
   }
+  throw Error(error.kind(), "every admissible candidate failed at run time: " + failures,
+              error.context());
 }
 
 Tensor random_tensor(const Context& context, const Dims& dims, DType dtype, Layout layout,
@@ -232,8 +233,8 @@ void check_operand(const Context& context, const char* role, const Tensor& tenso
   DNNX_CHECK_ARG(tensor.dims() == expected, role, " dims ", tensor.dims(),
                  " do not match the desc, which expects ", expected);
   DNNX_CHECK_ARG(tensor.data() != nullptr, role, " has null data");
-  DNNX_CHECK_ARG(tensor.is_dense(layout), "layout mismatch: ", role, " strides ",
-                 tensor.strides(), " are not dense ", to_string(layout), " (expected strides ",
+  DNNX_CHECK_ARG(tensor.is_dense(layout), "layout mismatch: ", role, " strides ", tensor.strides(),
+                 " are not dense ", to_string(layout), " (expected strides ",
                  dense_strides(expected, layout), ")");
   DNNX_CHECK_ARG(tensor.device() == context.device(), role, " is on ", to_string(tensor.device()),
                  " but the context runs on ", to_string(context.device()));

@@ -13,8 +13,8 @@
 //     static constexpr OpKind kind = OpKind::pool;
 //     static detail::PoolBackend& backend(detail::Backend& backend) { return backend.pool(); }
 //     // Throws InvalidArgument naming the tensor role, the value and what is accepted. Called
-//     // after desc.validate(); must check dtype, dims, density/layout, null data, device, aliasing.
-//     static void check(const Context&, const Desc&, Direction, const Args&);
+//     // after desc.validate(); must check dtype, dims, density/layout, null data, device,
+//     aliasing. static void check(const Context&, const Desc&, Direction, const Args&);
 //     // Owns tensors holding valid random data for timing without user tensors.
 //     struct Scratch { Args args(Direction); ... };
 //     static Scratch scratch(const Context&, const Desc&, Direction);
@@ -41,7 +41,8 @@
 
 namespace dnnx::detail {
 
-// ---- the op-independent part (dispatch.cpp) ------------------------------------------------------
+// ---- the op-independent part (dispatch.cpp)
+// ------------------------------------------------------
 
 /// "pool fwd [cpu]" style error context of one call.
 ErrorContext op_error_context(const Context& context, OpKind op, Direction direction,
@@ -52,9 +53,9 @@ void check_direction(OpKind op, Direction direction);
 
 /// What selection may do with the candidates of one (desc, direction).
 struct SelectHooks {
-  std::function<std::vector<AlgoInfo>()> list;                  ///< the backend's candidates
-  std::function<void(const std::vector<std::string>&)> prepare; ///< build plans ahead
-  std::function<double(const AlgoInfo&)> run;                   ///< one timed run, ms
+  std::function<std::vector<AlgoInfo>()> list;                   ///< the backend's candidates
+  std::function<void(const std::vector<std::string>&)> prepare;  ///< build plans ahead
+  std::function<double(const AlgoInfo&)> run;                    ///< one timed run, ms
 };
 
 /// A choice and how it was found.
@@ -65,8 +66,8 @@ struct Selected {
 };
 
 /// The request (with its choice-cache key) for (desc, direction) under the context's options.
-tune::Request make_request(Context& context, ContextState& state, OpKind op,
-                           Direction direction, std::string desc_key, std::string repro);
+tune::Request make_request(Context& context, ContextState& state, OpKind op, Direction direction,
+                           std::string desc_key, std::string repro);
 
 /// Selects through the choice cache (re-validating entries read from the cache file). Called
 /// with the state's mutex held.
@@ -78,17 +79,17 @@ std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState
                                                   const SelectHooks& hooks);
 /// Times every candidate (no benchmark limit) and returns the table. Mutex held.
 ProfileResult profile_locked(Context& context, ContextState& state, const tune::Request& request,
-                             const SelectHooks& hooks,
-                             std::chrono::steady_clock::time_point start);
+                             const SelectHooks& hooks, std::chrono::steady_clock::time_point start);
 
-/// Note [run-time fallback]: runs `chosen`; if it fails with OutOfMemory or BackendFailure (and
-/// the policy is not fixed), tries the other admissible candidates — the timed ones fastest
-/// first, then the backend's list order — through `run_id`, which builds, runs and returns the
-/// AlgoInfo of the plan that ran. The candidate that worked answers later calls (the cache entry
-/// is replaced). Returns the choice that ran.
-std::shared_ptr<const Choice> execute_with_fallback(
+/// Note [run-time fallback]: called while handling `error`, thrown by running `choice`. Unless
+/// the error is OutOfMemory or BackendFailure and the policy is not fixed, rethrows it; otherwise
+/// tries the other admissible candidates — the timed ones fastest first, then the backend's
+/// list order — through `run_id`, which builds, runs and returns the AlgoInfo of the plan that
+/// ran. The candidate that worked answers later calls (the cache entry is replaced). Returns the
+/// choice that ran.
+std::shared_ptr<const Choice> fall_back(
     Context& context, ContextState& state, OpKind op, Direction direction,
-    std::shared_ptr<const Choice> choice, const std::function<void()>& chosen,
+    std::shared_ptr<const Choice> choice, const Error& error,
     const std::function<std::vector<AlgoInfo>()>& list,
     const std::function<AlgoInfo(const std::string& id)>& run_id);
 
@@ -111,7 +112,8 @@ void check_operand(const Context& context, const char* role, const Tensor& tenso
 void check_no_overlap(std::string_view op, const char* out_role, const Tensor& out,
                       const char* in_role, const Tensor& in);
 
-// ---- the per-op part -----------------------------------------------------------------------------
+// ---- the per-op part
+// -----------------------------------------------------------------------------
 
 template <typename Op>
 class Dispatch {
@@ -132,8 +134,8 @@ class Dispatch {
   }
 
   /// The whole call: fast path, else selection, then execution with fallback.
-  static std::shared_ptr<const Choice> run(Context& context, const Desc& desc,
-                                           Direction direction, const Args& args) {
+  static std::shared_ptr<const Choice> run(Context& context, const Desc& desc, Direction direction,
+                                           const Args& args) {
     return with_context(context, desc, direction, [&] {
       check_direction(Op::kind, direction);
       desc.validate();
@@ -203,7 +205,8 @@ class Dispatch {
       Args args;
       const ArgsSource lazy = [&]() -> const Args& {
         if (!scratch) {
-          scratch = std::make_unique<typename Op::Scratch>(scratch_checked(context, desc, direction));
+          scratch =
+              std::make_unique<typename Op::Scratch>(scratch_checked(context, desc, direction));
           args = scratch->args(direction);
         }
         return args;
@@ -306,16 +309,21 @@ class Dispatch {
                                                const Args& args,
                                                std::shared_ptr<const Choice> choice,
                                                std::shared_ptr<Plan> plan) {
-    auto& backend = Op::backend(state.backend());
-    return execute_with_fallback(
-        context, state, Op::kind, direction, std::move(choice),
-        [&] { plan->execute(args, state.workspace(plan->algo().workspace_bytes)); },
-        [&] { return backend.list(desc, direction); },
-        [&](const std::string& id) {
-          auto next = backend.plan(desc, direction, id);
-          next->execute(args, state.workspace(next->algo().workspace_bytes));
-          return next->algo();
-        });
+    // The common path builds nothing: the fallback's functions exist only once a run failed.
+    try {
+      plan->execute(args, state.workspace(plan->algo().workspace_bytes));
+      return choice;
+    } catch (const Error& error) {
+      auto& backend = Op::backend(state.backend());
+      return fall_back(
+          context, state, Op::kind, direction, std::move(choice), error,
+          [&] { return backend.list(desc, direction); },
+          [&](const std::string& id) {
+            auto next = backend.plan(desc, direction, id);
+            next->execute(args, state.workspace(next->algo().workspace_bytes));
+            return next->algo();
+          });
+    }
   }
 };
 
