@@ -17,13 +17,8 @@
 #include <dnnx/ops/activation.hpp>
 #include <dnnx/ops/add.hpp>
 
-#include "support/npy.hpp"
+#include "python/harness_common.hpp"
 
-#include <nlohmann/json.hpp>
-
-#include <filesystem>
-#include <fstream>
-#include <iostream>
 #include <span>
 #include <string>
 #include <vector>
@@ -31,6 +26,8 @@
 namespace {
 
 namespace fs = std::filesystem;
+using dnnx::test::harness::load;
+using dnnx::test::harness::save;
 
 dnnx::Dims dims_of(const nlohmann::json& value, const char* field) {
   if (!value.is_array() || value.empty() || value.size() > 5) {
@@ -40,25 +37,6 @@ dnnx::Dims dims_of(const nlohmann::json& value, const char* field) {
   std::vector<std::int64_t> sizes;
   for (const auto& size : value) sizes.push_back(size.get<std::int64_t>());
   return dnnx::Dims(std::span<const std::int64_t>(sizes));
-}
-
-dnnx::Tensor load(const fs::path& dir, const char* name, const dnnx::Dims& dims,
-                  dnnx::Layout layout) {
-  const dnnx::test::NpyArray array = dnnx::test::read_npy((dir / name).string());
-  const dnnx::Dims shape{std::span<const std::int64_t>(array.shape)};
-  if (!(shape == dims)) {
-    throw std::runtime_error((dir / name).string() + ": shape " + shape.to_string() +
-                             " does not match the case, which expects " + dims.to_string());
-  }
-  dnnx::Tensor tensor = dnnx::Tensor::empty(dims, dnnx::DType::f32, layout);
-  tensor.copy_from_f32(array.data);
-  return tensor;
-}
-
-void save(const fs::path& dir, const char* name, const dnnx::Tensor& tensor) {
-  dnnx::test::write_npy((dir / name).string(),
-                        std::vector<std::int64_t>(tensor.dims().begin(), tensor.dims().end()),
-                        tensor.to_f32());
 }
 
 void run_activation(const fs::path& dir, const nlohmann::json& json) {
@@ -111,10 +89,8 @@ void run_add(const fs::path& dir, const nlohmann::json& json) {
   save(dir, "diff_src.npy", diff_src);
 }
 
-int run(const fs::path& dir) {
-  std::ifstream in(dir / "case.json");
-  if (!in) throw std::runtime_error((dir / "case.json").string() + ": cannot open");
-  const nlohmann::json json = nlohmann::json::parse(in);
+void run(const fs::path& dir) {
+  const nlohmann::json json = dnnx::test::harness::read_json(dir / "case.json");
   const std::string op = json.at("op").get<std::string>();
   if (op == "act") {
     run_activation(dir, json);
@@ -123,20 +99,11 @@ int run(const fs::path& dir) {
   } else {
     throw std::runtime_error("case.json: 'op' must be 'act' or 'add', got '" + op + "'");
   }
-  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::cerr << "usage: activation_harness CASE_DIR (with case.json and the .npy inputs)\n";
-    return 2;
-  }
-  try {
-    return run(argv[1]);
-  } catch (const std::exception& error) {
-    std::cerr << "activation_harness: " << error.what() << "\n";
-    return 1;
-  }
+  return dnnx::test::harness::main(argc, argv, "activation_harness",
+                                   "(with case.json and the .npy inputs)", run);
 }

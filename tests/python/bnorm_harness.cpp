@@ -16,13 +16,8 @@
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/batch_norm.hpp>
 
-#include "support/npy.hpp"
+#include "python/harness_common.hpp"
 
-#include <nlohmann/json.hpp>
-
-#include <filesystem>
-#include <fstream>
-#include <iostream>
 #include <span>
 #include <string>
 #include <vector>
@@ -32,6 +27,8 @@ namespace {
 namespace fs = std::filesystem;
 using dnnx::Dims;
 using dnnx::Tensor;
+using dnnx::test::harness::load;
+using dnnx::test::harness::save;
 
 struct Case {
   dnnx::BatchNormDesc desc;
@@ -39,9 +36,7 @@ struct Case {
 };
 
 Case read_case(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path.string() + ": cannot open");
-  const nlohmann::json json = nlohmann::json::parse(in);
+  const nlohmann::json json = dnnx::test::harness::read_json(path);
   Case c;
   c.desc.dims =
       Dims(std::span<const std::int64_t>(json.at("dims").get<std::vector<std::int64_t>>()));
@@ -62,26 +57,7 @@ dnnx::Layout param_layout(const dnnx::BatchNormDesc& desc) {
   return desc.param_dims().rank() == 1 ? dnnx::Layout::channels_first : desc.layout;
 }
 
-// A tensor in `layout` holding the file's values, after checking its shape.
-Tensor load(const fs::path& dir, const std::string& name, const Dims& dims, dnnx::Layout layout) {
-  const dnnx::test::NpyArray array = dnnx::test::read_npy((dir / name).string());
-  const Dims shape(std::span<const std::int64_t>(array.shape));
-  if (!(shape == dims)) {
-    throw std::runtime_error((dir / name).string() + ": shape " + shape.to_string() +
-                             " does not match the desc, which expects " + dims.to_string());
-  }
-  Tensor tensor = Tensor::empty(dims, dnnx::DType::f32, layout);
-  tensor.copy_from_f32(array.data);
-  return tensor;
-}
-
-void save(const fs::path& dir, const char* name, const Tensor& tensor) {
-  dnnx::test::write_npy((dir / name).string(),
-                        std::vector<std::int64_t>(tensor.dims().begin(), tensor.dims().end()),
-                        tensor.to_f32());
-}
-
-int run(const fs::path& dir) {
+void run(const fs::path& dir) {
   const Case c = read_case(dir / "case.json");
   const dnnx::BatchNormDesc& desc = c.desc;
   const Dims params = desc.param_dims();
@@ -136,21 +112,13 @@ int run(const fs::path& dir) {
     save(dir, "diff_scale.npy", diff_scale);
     save(dir, "diff_shift.npy", diff_shift);
   }
-  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::cerr << "usage: bnorm_harness CASE_DIR (with case.json, src_<i>.npy, diff_dst.npy, "
-                 "running_mean.npy, running_var.npy, scale.npy, shift.npy)\n";
-    return 2;
-  }
-  try {
-    return run(argv[1]);
-  } catch (const std::exception& error) {
-    std::cerr << "bnorm_harness: " << error.what() << "\n";
-    return 1;
-  }
+  return dnnx::test::harness::main(argc, argv, "bnorm_harness",
+                                   "(with case.json, src_<i>.npy, diff_dst.npy, running_mean.npy, "
+                                   "running_var.npy, scale.npy, shift.npy)",
+                                   run);
 }

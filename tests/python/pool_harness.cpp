@@ -11,21 +11,16 @@
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/pool.hpp>
 
-#include "support/npy.hpp"
-
-#include <nlohmann/json.hpp>
+#include "python/harness_common.hpp"
 
 #include <array>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <span>
 #include <string>
-#include <vector>
 
 namespace {
 
 namespace fs = std::filesystem;
+using dnnx::test::harness::load;
+using dnnx::test::harness::save;
 
 std::array<std::int64_t, 3> spatial(const nlohmann::json& value, int spatial_dims,
                                     const char* field, std::int64_t fill) {
@@ -40,9 +35,7 @@ std::array<std::int64_t, 3> spatial(const nlohmann::json& value, int spatial_dim
 }
 
 dnnx::PoolDesc read_desc(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path.string() + ": cannot open");
-  const nlohmann::json json = nlohmann::json::parse(in);
+  const nlohmann::json json = dnnx::test::harness::read_json(path);
   dnnx::PoolDesc desc;
   desc.spatial_dims = json.at("spatial_dims").get<int>();
   if (desc.spatial_dims < 1 || desc.spatial_dims > 3) {
@@ -64,26 +57,7 @@ dnnx::PoolDesc read_desc(const fs::path& path) {
   return desc;
 }
 
-dnnx::Tensor load(const fs::path& dir, const char* name, const dnnx::Dims& dims,
-                  dnnx::Layout layout) {
-  const dnnx::test::NpyArray array = dnnx::test::read_npy((dir / name).string());
-  const dnnx::Dims got(std::span<const std::int64_t>(array.shape));
-  if (!(got == dims)) {
-    throw std::runtime_error((dir / name).string() + ": shape " + got.to_string() +
-                             " does not match the desc, which expects " + dims.to_string());
-  }
-  dnnx::Tensor tensor = dnnx::Tensor::empty(dims, dnnx::DType::f32, layout);
-  tensor.copy_from_f32(array.data);
-  return tensor;
-}
-
-void save(const fs::path& dir, const char* name, const dnnx::Tensor& tensor) {
-  dnnx::test::write_npy((dir / name).string(),
-                        std::vector<std::int64_t>(tensor.dims().begin(), tensor.dims().end()),
-                        tensor.to_f32());
-}
-
-int run(const fs::path& dir) {
+void run(const fs::path& dir) {
   const dnnx::PoolDesc desc = read_desc(dir / "case.json");
   const dnnx::Tensor src = load(dir, "src.npy", desc.src_dims(), desc.layout);
   const dnnx::Tensor diff_dst = load(dir, "diff_dst.npy", desc.dst_dims(), desc.layout);
@@ -95,20 +69,11 @@ int run(const fs::path& dir) {
   dnnx::pool_bwd(context, desc, src, dst, diff_dst, diff_src);
   save(dir, "dst.npy", dst);
   save(dir, "diff_src.npy", diff_src);
-  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::cerr << "usage: pool_harness CASE_DIR (with case.json, src.npy, diff_dst.npy)\n";
-    return 2;
-  }
-  try {
-    return run(argv[1]);
-  } catch (const std::exception& error) {
-    std::cerr << "pool_harness: " << error.what() << "\n";
-    return 1;
-  }
+  return dnnx::test::harness::main(argc, argv, "pool_harness",
+                                   "(with case.json, src.npy, diff_dst.npy)", run);
 }

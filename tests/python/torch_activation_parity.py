@@ -19,24 +19,11 @@ Exit codes: 0 all cases agree, 1 a mismatch or a harness failure, 77 torch or nu
 (ctest reports SKIP), 2 bad usage.
 """
 
-import argparse
-import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 
-SKIP = 77
-
-try:
-    import numpy as np
-    import torch
-    import torch.nn.functional as F
-except ImportError as error:  # pragma: no cover - depends on the machine
-    print(f"SKIP: the PyTorch oracle needs torch and numpy ({error}); on Debian: "
-          "apt-get install python3-torch python3-numpy", file=sys.stderr)
-    sys.exit(SKIP)
+import oracle_common
+from oracle_common import F, np, torch
 
 ULP = 2.0 ** -23  # f32 ulp of 1; half of it is the unit roundoff
 
@@ -116,23 +103,6 @@ def add_inputs(c, rng):
             "diff_dst": rng.uniform(-1, 1, c["dst_dims"]).astype(np.float32)}
 
 
-def compare(name, got, want, bound):
-    """(ok, message) for one output: |got - want| <= bound elementwise."""
-    if got.shape != want.shape:
-        return False, f"{name}: shape {got.shape} from dnnx, {want.shape} from torch"
-    if not np.all(np.isfinite(got)):
-        return False, f"{name}: {int((~np.isfinite(got)).sum())} elements are NaN or Inf"
-    error = np.abs(got.astype(np.float64) - want)
-    ratio = np.where(bound > 0, error / np.where(bound > 0, bound, 1), np.where(error > 0, np.inf, 0))
-    worst = float(ratio.max()) if ratio.size else 0.0
-    bad = int((ratio > 1).sum())
-    if bad == 0:
-        return True, f"{name}: worst {worst:.3f} of the bound"
-    at = np.unravel_index(int(ratio.argmax()), ratio.shape)
-    return False, (f"{name}: {bad} of {ratio.size} elements out of bounds (worst {worst:.3g}x at "
-                   f"{list(at)}: dnnx {got[at]!r}, torch {want[at]!r}, bound {bound[at]!r})")
-
-
 def check_activation(c, inputs, directory):
     x = torch.tensor(inputs["src"].astype(np.float64), requires_grad=True)
     g = torch.tensor(inputs["diff_dst"].astype(np.float64))
@@ -142,14 +112,14 @@ def check_activation(c, inputs, directory):
     want_grad = x.grad.numpy()
     m = max(1.0, abs(c["alpha"])) if c["kind"] == "elu" else 1.0
     results = [
-        compare("dst", np.load(os.path.join(directory, "dst.npy")), want_dst,
+        oracle_common.compare("dst", oracle_common.load_output(directory, "dst"), want_dst,
                 ULP * np.abs(want_dst) + 2.0 ** -149),
-        compare("diff_src", np.load(os.path.join(directory, "diff_src.npy")), want_grad,
+        oracle_common.compare("diff_src", oracle_common.load_output(directory, "diff_src"), want_grad,
                 ULP * np.abs(want_grad) + 2.0 ** -149),
     ]
     from_dst = os.path.join(directory, "diff_src_from_dst.npy")
     if os.path.exists(from_dst):
-        results.append(compare("diff_src_from_dst", np.load(from_dst), want_grad,
+        results.append(oracle_common.compare("diff_src_from_dst", np.load(from_dst), want_grad,
                                ULP * np.abs(want_grad) + 8 * ULP * m * np.abs(inputs["diff_dst"])))
     elif c["kind"] != "swish" and not (c["kind"] == "elu" and c["alpha"] < 0):
         results.append((False, "diff_src_from_dst.npy missing although the kind allows it"))
@@ -172,56 +142,23 @@ def check_add(c, inputs, directory):
     grad_scale = np.sum(grad_scale, axis=tuple(i for i, (s, d) in enumerate(
         zip(c["src_dims"], c["dst_dims"])) if s == 1 and d != 1), keepdims=True)
     return [
-        compare("out", np.load(os.path.join(directory, "out.npy")), want_out,
+        oracle_common.compare("out", oracle_common.load_output(directory, "out"), want_out,
                 ULP * scale + 2.0 ** -149),
-        compare("diff_src", np.load(os.path.join(directory, "diff_src.npy")), want_grad,
+        oracle_common.compare("diff_src", oracle_common.load_output(directory, "diff_src"), want_grad,
                 ULP * grad_scale.reshape(want_grad.shape) + 2.0 ** -149),
     ]
 
 
-def run_case(harness, c, directory, rng):
+def run_case(harness, c, name, directory, rng):
     inputs = activation_inputs(c, rng) if c["op"] == "act" else add_inputs(c, rng)
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, "case.json"), "w") as out:
-        json.dump({k: v for k, v in c.items() if k != "name"}, out)
-    for role, array in inputs.items():
-        np.save(os.path.join(directory, role + ".npy"), array)
-    result = subprocess.run([harness, directory], capture_output=True, text=True)
-    if result.returncode != 0:
-        return False, [f"activation_harness exited {result.returncode}: {result.stderr.strip()}"]
+    failure = oracle_common.run_harness(harness, directory, c, inputs)
+    if failure:
+        return False, [failure]
     checks = check_activation(c, inputs, directory) if c["op"] == "act" else check_add(
         c, inputs, directory)
     return all(ok for ok, _ in checks), [message for _, message in checks]
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("harness", help="path of the activation_harness executable")
-    parser.add_argument("--keep", help="write the case directories here and keep them")
-    parser.add_argument("--case", default="", help="run only cases whose name contains this")
-    args = parser.parse_args()
-    if not os.access(args.harness, os.X_OK):
-        parser.error(f"harness {args.harness!r} is not an executable file")
-
-    torch.set_num_threads(1)
-    print(f"torch {torch.__version__}, numpy {np.__version__}")
-    root = args.keep or tempfile.mkdtemp(prefix="dnnx_torch_activation_")
-    failures = []
-    cases = [c for c in CASES if args.case in c["name"]]
-    for index, c in enumerate(cases):
-        rng = np.random.default_rng(2000 + index)
-        directory = os.path.join(root, c["name"])
-        ok, messages = run_case(args.harness, c, directory, rng)
-        print(f"{'ok  ' if ok else 'FAIL'} {c['name']}: " + "; ".join(messages))
-        if not ok:
-            failures.append(c["name"])
-            print(f"     case: {json.dumps(c)}\n     rerun: {args.harness} {directory}"
-                  + ("" if args.keep else " (pass --keep DIR to keep the inputs)"))
-    if not args.keep:
-        shutil.rmtree(root, ignore_errors=True)
-    print(f"{len(cases) - len(failures)} of {len(cases)} cases agree with torch")
-    return 1 if failures else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(oracle_common.main(__doc__, "activation_harness",
+                                [(c["name"], c, "") for c in CASES], run_case))

@@ -20,24 +20,10 @@ Exit codes: 0 all cases agree, 1 a mismatch or a harness failure, 77 torch or nu
 (ctest reports SKIP), 2 bad usage.
 """
 
-import argparse
-import json
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
 
-SKIP = 77
-
-try:
-    import numpy as np
-    import torch
-    import torch.nn.functional as F
-except ImportError as error:  # pragma: no cover - depends on the machine
-    print(f"SKIP: the PyTorch oracle needs torch and numpy ({error}); on Debian: "
-          "apt-get install python3-torch python3-numpy", file=sys.stderr)
-    sys.exit(SKIP)
+import oracle_common
+from oracle_common import F, np, torch
 
 ULP = 2.0 ** -24
 
@@ -166,24 +152,7 @@ def error_scales(c, srcs, diff_dst, scale, shift, running_mean, running_var):
     return out
 
 
-def compare(name, got, want, scale, units):
-    """(ok, message) for one output."""
-    if got.shape != want.shape:
-        return False, f"{name}: shape {got.shape} from dnnx, {want.shape} from torch"
-    error = np.abs(got.astype(np.float64) - want)
-    bound = units * ULP * scale
-    ratio = np.where(bound > 0, error / np.where(bound > 0, bound, 1), np.where(error > 0, np.inf, 0))
-    worst = float(ratio.max()) if ratio.size else 0.0
-    bad = int((ratio > 1).sum())
-    if bad == 0:
-        return True, f"{name}: worst {worst:.3f} of the bound"
-    at = np.unravel_index(int(ratio.argmax()), ratio.shape)
-    return False, (f"{name}: {bad} of {ratio.size} elements outside {units} ulps * scale "
-                   f"(worst {worst:.3g}x at {list(at)}: dnnx {got[at]!r}, torch {want[at]!r}, "
-                   f"scale {scale[at]!r})")
-
-
-def run_case(harness, c, directory, rng):
+def run_case(harness, c, name, directory, rng):
     dims = c["dims"]
     shape = param_shape(c)
     srcs = [rng.uniform(-1, 3, dims).astype(np.float32) for _ in range(c["steps"])]
@@ -194,18 +163,12 @@ def run_case(harness, c, directory, rng):
         "running_mean": rng.uniform(-0.5, 0.5, shape).astype(np.float32),
         "running_var": rng.uniform(0.5, 1.5, shape).astype(np.float32),
     }
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, "case.json"), "w") as out:
-        json.dump({k: v for k, v in c.items() if k != "name"}, out)
-    for i, src in enumerate(srcs):
-        np.save(os.path.join(directory, f"src_{i}.npy"), src)
-    for role, array in inputs.items():
-        if role in ("scale", "shift") and not c["affine"]:
-            continue
-        np.save(os.path.join(directory, role + ".npy"), array)
-    result = subprocess.run([harness, directory], capture_output=True, text=True)
-    if result.returncode != 0:
-        return False, [f"bnorm_harness exited {result.returncode}: {result.stderr.strip()}"]
+    arrays = {f"src_{i}": src for i, src in enumerate(srcs)}
+    arrays.update({role: array for role, array in inputs.items()
+                   if c["affine"] or role not in ("scale", "shift")})
+    failure = oracle_common.run_harness(harness, directory, c, arrays)
+    if failure:
+        return False, [failure]
 
     args = (c, srcs, inputs["diff_dst"], inputs["scale"], inputs["shift"], inputs["running_mean"],
             inputs["running_var"])
@@ -213,43 +176,16 @@ def run_case(harness, c, directory, rng):
     scale = error_scales(*args)
     ok = True
     messages = []
-    for name in want:
-        units = 4 * (c["steps"] + 1) if name.startswith("running") else 8
-        got = np.load(os.path.join(directory, name + ".npy"))
-        good, message = compare(name, got, want[name], scale[name], units)
+    for output in want:
+        units = 4 * (c["steps"] + 1) if output.startswith("running") else 8
+        got = oracle_common.load_output(directory, output)
+        good, message = oracle_common.compare(output, got, want[output],
+                                              units * ULP * scale[output])
         ok &= good
         messages.append(message)
     return ok, messages
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("harness", help="path of the bnorm_harness executable")
-    parser.add_argument("--keep", help="write the case directories here and keep them")
-    parser.add_argument("--case", default="", help="run only cases whose name contains this")
-    args = parser.parse_args()
-    if not os.access(args.harness, os.X_OK):
-        parser.error(f"harness {args.harness!r} is not an executable file")
-
-    torch.set_num_threads(1)
-    print(f"torch {torch.__version__}, numpy {np.__version__}")
-    root = args.keep or tempfile.mkdtemp(prefix="dnnx_torch_bnorm_")
-    failures = []
-    cases = [c for c in CASES if args.case in c["name"]]
-    for index, c in enumerate(cases):
-        rng = np.random.default_rng(2000 + index)
-        directory = os.path.join(root, c["name"])
-        ok, messages = run_case(args.harness, c, directory, rng)
-        print(f"{'ok  ' if ok else 'FAIL'} {c['name']}: " + "; ".join(messages))
-        if not ok:
-            failures.append(c["name"])
-            print(f"     case: {json.dumps(c)}\n     rerun: {args.harness} {directory}"
-                  + ("" if args.keep else " (pass --keep DIR to keep the inputs)"))
-    if not args.keep:
-        shutil.rmtree(root, ignore_errors=True)
-    print(f"{len(cases) - len(failures)} of {len(cases)} cases agree with torch")
-    return 1 if failures else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(oracle_common.main(__doc__, "bnorm_harness", [(c["name"], c, "") for c in CASES],
+                                run_case))

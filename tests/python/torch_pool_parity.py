@@ -18,24 +18,10 @@ Exit codes: 0 all cases agree, 1 a mismatch or a harness failure, 77 torch or nu
 (ctest reports SKIP), 2 bad usage.
 """
 
-import argparse
-import json
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
 
-SKIP = 77
-
-try:
-    import numpy as np
-    import torch
-    import torch.nn.functional as F
-except ImportError as error:  # pragma: no cover - depends on the machine
-    print(f"SKIP: the PyTorch oracle needs torch and numpy ({error}); on Debian: "
-          "apt-get install python3-torch python3-numpy", file=sys.stderr)
-    sys.exit(SKIP)
+import oracle_common
+from oracle_common import F, np, torch
 
 TOLERANCE = 4 * 2.0 ** -24
 MODES = ("max", "avg_include_pad", "avg_exclude_pad")
@@ -134,22 +120,6 @@ def torch_pool(c, mode, src, diff_dst):
     return {"dst": y.detach().numpy(), "diff_src": x.grad.numpy()}
 
 
-def compare(name, got, want, scale, exact):
-    if got.shape != want.shape:
-        return False, f"{name}: shape {got.shape} from dnnx, {want.shape} from torch"
-    error = np.abs(got.astype(np.float64) - want)
-    bound = np.zeros_like(scale) if exact else TOLERANCE * scale
-    ratio = np.where(bound > 0, error / np.where(bound > 0, bound, 1),
-                     np.where(error > 0, np.inf, 0))
-    worst = float(ratio.max()) if ratio.size else 0.0
-    bad = int((ratio > 1).sum())
-    if bad == 0:
-        return True, f"{name}: {'exact' if exact else f'worst {worst:.3f} of the bound'}"
-    at = np.unravel_index(int(ratio.argmax()), ratio.shape)
-    return False, (f"{name}: {bad} of {ratio.size} elements outside the bound (worst {worst:.3g}x "
-                   f"at {list(at)}: dnnx {got[at]!r}, torch {want[at]!r}, scale {scale[at]!r})")
-
-
 def tie_free(rng, shape):
     """Distinct integers within every (n, c) plane."""
     planes = shape[0] * shape[1]
@@ -158,63 +128,30 @@ def tie_free(rng, shape):
     return values.reshape(shape).astype(np.float32)
 
 
-def run_case(harness, c, mode, directory, rng):
+def run_case(harness, c, name, directory, rng):
+    mode = c["mode"]
     src_shape, dst_shape = shapes(c)
     src = tie_free(rng, src_shape) if mode == "max" else \
         rng.uniform(-1, 1, src_shape).astype(np.float32)
     diff_dst = rng.uniform(-1, 1, dst_shape).astype(np.float32)
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, "case.json"), "w") as out:
-        json.dump(dict({k: v for k, v in c.items() if k != "name"}, mode=mode), out)
-    np.save(os.path.join(directory, "src.npy"), src)
-    np.save(os.path.join(directory, "diff_dst.npy"), diff_dst)
-    result = subprocess.run([harness, directory], capture_output=True, text=True)
-    if result.returncode != 0:
-        return False, [f"pool_harness exited {result.returncode}: {result.stderr.strip()}"]
+    failure = oracle_common.run_harness(harness, directory, c, {"src": src, "diff_dst": diff_dst})
+    if failure:
+        return False, [failure]
 
     want = torch_pool(c, mode, src.astype(np.float64), diff_dst.astype(np.float64))
     scale_src = src if mode == "max" else np.abs(src)  # max: the same routing
     scale = torch_pool(c, mode, scale_src.astype(np.float64), np.abs(diff_dst).astype(np.float64))
-    ok = True
-    messages = []
-    for name in ("dst", "diff_src"):
-        got = np.load(os.path.join(directory, name + ".npy"))
-        good, message = compare(name, got, want[name], np.abs(scale[name]),
-                                exact=mode == "max" and name == "dst")
-        ok &= good
-        messages.append(message)
-    return ok, messages
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("harness", help="path of the pool_harness executable")
-    parser.add_argument("--keep", help="write the case directories here and keep them")
-    parser.add_argument("--case", default="", help="run only cases whose name contains this")
-    args = parser.parse_args()
-    if not os.access(args.harness, os.X_OK):
-        parser.error(f"harness {args.harness!r} is not an executable file")
-
-    torch.set_num_threads(1)
-    print(f"torch {torch.__version__}, numpy {np.__version__}")
-    root = args.keep or tempfile.mkdtemp(prefix="dnnx_torch_pool_oracle_")
-    failures = []
-    runs = [(c, mode) for c in CASES for mode in MODES if args.case in c["name"]]
-    for index, (c, mode) in enumerate(runs):
-        rng = np.random.default_rng(2000 + index)
-        name = f"{c['name']}_{mode}"
-        directory = os.path.join(root, name)
-        ok, messages = run_case(args.harness, c, mode, directory, rng)
-        print(f"{'ok  ' if ok else 'FAIL'} {name}: " + "; ".join(messages))
-        if not ok:
-            failures.append(name)
-            print(f"     case: {json.dumps(c)} mode {mode}\n     rerun: {args.harness} {directory}"
-                  + ("" if args.keep else " (pass --keep DIR to keep the inputs)"))
-    if not args.keep:
-        shutil.rmtree(root, ignore_errors=True)
-    print(f"{len(runs) - len(failures)} of {len(runs)} cases agree with torch")
-    return 1 if failures else 0
+    checks = []
+    for output in ("dst", "diff_src"):
+        exact = mode == "max" and output == "dst"
+        bound = 0.0 if exact else TOLERANCE * np.abs(scale[output])
+        checks.append(oracle_common.compare(output, oracle_common.load_output(directory, output),
+                                            want[output], bound))
+    return all(ok for ok, _ in checks), [message for _, message in checks]
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(oracle_common.main(
+        __doc__, "pool_harness",
+        [(f"{c['name']}_{mode}", dict(c, mode=mode), "") for c in CASES for mode in MODES],
+        run_case))
