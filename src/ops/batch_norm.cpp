@@ -31,16 +31,7 @@ void check_data(const Context& context, const BatchNormDesc& desc, const char* r
                 const Tensor* tensor) {
   DNNX_CHECK_ARG(tensor != nullptr, role, " is missing (null); expected a ", to_string(desc.dtype),
                  " tensor of dims ", desc.dims);
-  DNNX_CHECK_ARG(tensor->dtype() == desc.dtype, "dtype mix: ", role, " is ",
-                 to_string(tensor->dtype()), " but the desc's dtype is ", to_string(desc.dtype));
-  DNNX_CHECK_ARG(tensor->dims() == desc.dims, role, " dims ", tensor->dims(),
-                 " do not match the desc, which expects ", desc.dims);
-  DNNX_CHECK_ARG(tensor->data() != nullptr, role, " has null data");
-  DNNX_CHECK_ARG(tensor->is_dense(desc.layout), "layout mismatch: ", role, " strides ",
-                 tensor->strides(), " are not dense ", to_string(desc.layout),
-                 " (expected strides ", dense_strides(desc.dims, desc.layout), ")");
-  DNNX_CHECK_ARG(tensor->device() == context.device(), role, " is on ", to_string(tensor->device()),
-                 " but the context runs on ", to_string(context.device()));
+  detail::check_operand(context, role, *tensor, desc.dims, desc.dtype, desc.layout);
 }
 
 // Parameter and statistics tensors: f32, param_dims(), dense like one sample of src.
@@ -64,6 +55,23 @@ void check_param(const Context& context, const BatchNormDesc& desc, const char* 
                  " but the context runs on ", to_string(context.device()));
 }
 
+struct Role {
+  const char* name;
+  const Tensor* tensor;
+};
+
+// Statistics that come in pairs: both given (and valid) or neither; `why` says why.
+void check_pair(const Context& context, const BatchNormDesc& desc, Role first, Role second,
+                const char* why) {
+  const bool has_first = first.tensor != nullptr;
+  DNNX_CHECK_ARG(has_first == (second.tensor != nullptr), has_first ? first.name : second.name,
+                 " is given without ", has_first ? second.name : first.name, "; ", why);
+  if (has_first) {
+    check_param(context, desc, first.name, first.tensor);
+    check_param(context, desc, second.name, second.tensor);
+  }
+}
+
 // A tensor the desc requires: present and valid.
 template <typename T>
 void require_param(const Context& context, const BatchNormDesc& desc, const char* role, T* tensor,
@@ -79,11 +87,6 @@ void forbid(const char* role, T* tensor, const char* why) {
   DNNX_CHECK_ARG(tensor == nullptr, role, " is given but ", why);
 }
 
-struct Role {
-  const char* name;
-  const Tensor* tensor;
-};
-
 // No output may share memory with an input or with another output: every backend reads its
 // inputs after it started writing its outputs.
 void check_no_alias(std::initializer_list<Role> outputs, std::initializer_list<Role> inputs) {
@@ -91,9 +94,7 @@ void check_no_alias(std::initializer_list<Role> outputs, std::initializer_list<R
     if (out->tensor == nullptr) continue;
     for (const Role& input : inputs) {
       if (input.tensor == nullptr) continue;
-      DNNX_CHECK_ARG(!detail::overlaps(*out->tensor, *input.tensor), out->name, " overlaps ",
-                     input.name,
-                     " in memory; batch-norm cannot run in place (use separate buffers)");
+      detail::check_no_overlap("batch-norm", out->name, *out->tensor, input.name, *input.tensor);
     }
     for (auto other = std::next(out); other != outputs.end(); ++other) {
       if (other->tensor == nullptr) continue;
@@ -124,14 +125,8 @@ void check_running(const Context& context, const BatchNormDesc& desc, const Batc
     require_param(context, desc, "running_var", args.running_var, why);
     return;
   }
-  DNNX_CHECK_ARG((args.running_mean == nullptr) == (args.running_var == nullptr),
-                 args.running_mean != nullptr ? "running_mean is given without running_var"
-                                              : "running_var is given without running_mean",
-                 "; a training forward updates both running statistics or neither");
-  if (args.running_mean != nullptr) {
-    check_param(context, desc, "running_mean", args.running_mean);
-    check_param(context, desc, "running_var", args.running_var);
-  }
+  check_pair(context, desc, {"running_mean", args.running_mean}, {"running_var", args.running_var},
+             "a training forward updates both running statistics or neither");
 }
 
 void check_fwd(const Context& context, const BatchNormDesc& desc, const BatchNormArgs& args) {
@@ -140,14 +135,9 @@ void check_fwd(const Context& context, const BatchNormDesc& desc, const BatchNor
   check_affine(context, desc, args, Direction::fwd);
   check_running(context, desc, args, !desc.training);
   if (desc.training) {
-    DNNX_CHECK_ARG((args.saved_mean == nullptr) == (args.saved_inv_std == nullptr),
-                   args.saved_mean != nullptr ? "saved_mean is given without saved_inv_std"
-                                              : "saved_inv_std is given without saved_mean",
-                   "; a training forward saves both statistics or neither");
-    if (args.saved_mean != nullptr) {
-      check_param(context, desc, "saved_mean", args.saved_mean);
-      check_param(context, desc, "saved_inv_std", args.saved_inv_std);
-    }
+    check_pair(context, desc, {"saved_mean", args.saved_mean},
+               {"saved_inv_std", args.saved_inv_std},
+               "a training forward saves both statistics or neither");
     check_no_alias({{"dst", args.dst},
                     {"running_mean", args.running_mean},
                     {"running_var", args.running_var},

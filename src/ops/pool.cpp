@@ -17,25 +17,12 @@ using detail::PoolArgs;
 
 void check_tensor(const Context& context, const PoolDesc& desc, const char* role,
                   const Tensor& tensor, const Dims& expected) {
-  DNNX_CHECK_ARG(tensor.dtype() == desc.dtype, "dtype mix: ", role, " is ",
-                 to_string(tensor.dtype()), " but the desc's dtype is ", to_string(desc.dtype));
-  DNNX_CHECK_ARG(tensor.rank() == expected.rank(), role, " has rank ", tensor.rank(), " (dims ",
-                 tensor.dims(), ") but the desc expects rank ", expected.rank(), " (dims ",
-                 expected, ")");
-  DNNX_CHECK_ARG(tensor.dims() == expected, role, " dims ", tensor.dims(),
-                 " do not match the desc, which expects ", expected);
-  DNNX_CHECK_ARG(tensor.data() != nullptr, role, " has null data");
-  DNNX_CHECK_ARG(tensor.is_dense(desc.layout), "layout mismatch: ", role, " strides ",
-                 tensor.strides(), " are not dense ", to_string(desc.layout), " (expected strides ",
-                 dense_strides(expected, desc.layout), ")");
-  DNNX_CHECK_ARG(tensor.device() == context.device(), role, " is on ", to_string(tensor.device()),
-                 " but the context runs on ", to_string(context.device()));
+  detail::check_operand(context, role, tensor, expected, desc.dtype, desc.layout);
 }
 
 void check_no_alias(const char* out_role, const Tensor& out, const char* in_role,
                     const Tensor& in) {
-  DNNX_CHECK_ARG(!detail::overlaps(out, in), out_role, " overlaps ", in_role,
-                 " in memory; pooling cannot run in place (use separate buffers)");
+  detail::check_no_overlap("pooling", out_role, out, in_role, in);
 }
 
 void check_args(const Context& context, const PoolDesc& desc, Direction direction,
