@@ -5,6 +5,7 @@
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/activation.hpp>
 
+#include "support/errors.hpp"
 #include "support/random.hpp"
 
 #include <gtest/gtest.h>
@@ -12,7 +13,6 @@
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <ostream>
 #include <string>
 #include <vector>
 
@@ -21,7 +21,6 @@ namespace {
 using dnnx::ActivationDesc;
 using dnnx::ActivationKind;
 using dnnx::ActivationSaved;
-using dnnx::BackendKind;
 using dnnx::Context;
 using dnnx::Dims;
 using dnnx::Direction;
@@ -42,23 +41,15 @@ Tensor make(const ActivationDesc& desc, std::uint64_t seed = 1) {
   return dnnx::test::random_tensor(desc.dims, desc.dtype, desc.layout, seed);
 }
 
-Context reference() { return Context(BackendKind::reference); }
-
-struct BadCase {
-  std::string name;
-  std::function<void()> call;
-  ErrorKind kind;
-  std::vector<std::string> needles;  // each must appear in Error::message()
-};
-
-std::ostream& operator<<(std::ostream& out, const BadCase& bad) { return out << bad.name; }
+using dnnx::test::BadCase;
+using dnnx::test::reference_context;
 
 // Validates `desc` through the op layer (activation_list must validate before any backend runs).
 std::function<void()> list_with(std::function<void(ActivationDesc&)> edit) {
   return [edit] {
     ActivationDesc desc = base_desc();
     edit(desc);
-    Context context = reference();
+    Context context = reference_context();
     dnnx::activation_list(context, desc, Direction::fwd);
   };
 }
@@ -70,7 +61,7 @@ std::function<void()> fwd_with(std::function<void(const ActivationDesc&, Tensor&
     Tensor src = make(desc, 1);
     Tensor dst = make(desc, 2);
     edit(desc, src, dst);
-    Context context = reference();
+    Context context = reference_context();
     dnnx::activation_fwd(context, desc, src, dst);
   };
 }
@@ -124,7 +115,7 @@ std::vector<BadCase> bad_cases() {
       K::InvalidArgument, {"dtype", "i32"});
   add("bwd_weights_direction",
       [] {
-        Context context = reference();
+        Context context = reference_context();
         dnnx::activation_list(context, base_desc(), Direction::bwd_weights);
       },
       K::InvalidArgument, {"bwd_weights", "fwd, bwd_data"});
@@ -170,7 +161,7 @@ std::vector<BadCase> bad_cases() {
         const ActivationDesc desc = base_desc();  // saved = src_and_dst
         const Tensor dst = make(desc, 2), diff_dst = make(desc, 3);
         Tensor diff_src = make(desc, 4);
-        Context context = reference();
+        Context context = reference_context();
         dnnx::activation_bwd(context, desc, nullptr, &dst, diff_dst, diff_src);
       },
       K::InvalidArgument, {"src is null", "desc.saved is src_and_dst", "desc.saved = dst"});
@@ -180,7 +171,7 @@ std::vector<BadCase> bad_cases() {
         desc.saved = ActivationSaved::dst;
         const Tensor diff_dst = make(desc, 3);
         Tensor diff_src = make(desc, 4);
-        Context context = reference();
+        Context context = reference_context();
         dnnx::activation_bwd(context, desc, nullptr, nullptr, diff_dst, diff_src);
       },
       K::InvalidArgument, {"dst is null", "desc.saved is dst"});
@@ -190,7 +181,7 @@ std::vector<BadCase> bad_cases() {
         desc.saved = ActivationSaved::src;
         const Tensor src = make(desc, 1), dst = make(desc, 2), diff_dst = make(desc, 3);
         Tensor diff_src = make(desc, 4);
-        Context context = reference();
+        Context context = reference_context();
         dnnx::activation_bwd(context, desc, &src, &dst, diff_dst, diff_src);
       },
       K::InvalidArgument, {"dst is given", "desc.saved is src"});
@@ -199,7 +190,7 @@ std::vector<BadCase> bad_cases() {
         const ActivationDesc desc = base_desc();  // saved = src_and_dst
         const Tensor both = make(desc, 1), diff_dst = make(desc, 3);
         Tensor diff_src = make(desc, 4);
-        Context context = reference();
+        Context context = reference_context();
         dnnx::activation_bwd(context, desc, &both, &both, diff_dst, diff_src);
       },
       K::InvalidArgument, {"src and dst overlap", "desc.saved = dst"});
@@ -209,7 +200,7 @@ std::vector<BadCase> bad_cases() {
         desc.saved = ActivationSaved::dst;
         Tensor dst = make(desc, 2);
         const Tensor diff_dst = make(desc, 3);
-        Context context = reference();
+        Context context = reference_context();
         dnnx::activation_bwd(context, desc, nullptr, &dst, diff_dst, dst);
       },
       K::InvalidArgument, {"diff_src overlaps dst", "separate buffers"});
@@ -219,7 +210,7 @@ std::vector<BadCase> bad_cases() {
         const Tensor src = make(desc, 1), dst = make(desc, 2), diff_dst = make(desc, 3);
         Tensor diff_src =
             Tensor::view(diff_dst.data(), desc.dims, desc.dtype, Layout::channels_last);
-        Context context = reference();
+        Context context = reference_context();
         dnnx::activation_bwd(context, desc, &src, &dst, diff_dst, diff_src);
       },
       K::InvalidArgument, {"diff_src", "diff_dst", "in place", "strides"});
@@ -229,7 +220,7 @@ std::vector<BadCase> bad_cases() {
         desc.saved = ActivationSaved::dst;
         const Tensor dst = make(desc, 2), diff_dst = make(desc, 3);
         Tensor diff_src = make(desc, 4);
-        Context context = reference();
+        Context context = reference_context();
         dnnx::activation_bwd(context, desc, nullptr, &dst, diff_dst, diff_src);
       },
       K::Unsupported, {"swish backward needs src", "desc.saved = dst"});
@@ -239,7 +230,7 @@ std::vector<BadCase> bad_cases() {
         desc.saved = ActivationSaved::dst;
         const Tensor dst = make(desc, 2), diff_dst = make(desc, 3);
         Tensor diff_src = make(desc, 4);
-        Context context = reference();
+        Context context = reference_context();
         dnnx::activation_bwd(context, desc, nullptr, &dst, diff_dst, diff_src);
       },
       K::Unsupported, {"alpha -0.5", "needs src"});
@@ -249,7 +240,7 @@ std::vector<BadCase> bad_cases() {
       [] {
         const ActivationDesc desc = base_desc();
         Tensor src = make(desc, 1), dst = make(desc, 2);
-        Context context = reference();
+        Context context = reference_context();
         context.tune().policy(dnnx::OpKind::activation, Direction::fwd) =
             dnnx::AlgoPolicy::fixed("onednn:jit:nope:relu");
         dnnx::activation_fwd(context, desc, src, dst);
@@ -260,26 +251,10 @@ std::vector<BadCase> bad_cases() {
 
 class ActivationErrors : public ::testing::TestWithParam<BadCase> {};
 
-TEST_P(ActivationErrors, RaisesWithKindAndMessage) {
-  const BadCase& bad = GetParam();
-  try {
-    bad.call();
-    FAIL() << bad.name << ": no error was raised";
-  } catch (const dnnx::Error& error) {
-    EXPECT_EQ(error.kind(), bad.kind) << error.what();
-    for (const std::string& needle : bad.needles) {
-      EXPECT_NE(error.message().find(needle), std::string::npos)
-          << "message lacks '" << needle << "': " << error.message();
-    }
-    // The op layer's errors carry the reproduction line of the call.
-    if (error.context().op.starts_with("act")) {
-      EXPECT_NE(error.context().repro.find("dnnx profile act"), std::string::npos) << error.what();
-    }
-  }
-}
+TEST_P(ActivationErrors, RaisesWithKindAndMessage) { dnnx::test::expect_raises(GetParam(), "act"); }
 
 INSTANTIATE_TEST_SUITE_P(Table, ActivationErrors, ::testing::ValuesIn(bad_cases()),
-                         [](const auto& info) { return info.param.name; });
+                         dnnx::test::bad_case_name);
 
 TEST(ActivationErrors, TableHasAtLeastFifteenCases) { EXPECT_GE(bad_cases().size(), 15u); }
 

@@ -17,6 +17,7 @@
 #include "ops/activation_cases.hpp"
 #include "support/compare.hpp"
 #include "support/random.hpp"
+#include "support/unsupported.hpp"
 
 #include <gtest/gtest.h>
 
@@ -30,15 +31,9 @@ namespace {
 
 // Note [expected unsupported activations]: the only reasons a listed cpu candidate may be
 // unsupported (src/backends/onednn/activation.cpp, Note [eltwise candidates]).
-struct ExpectedReason {
-  const char* category;
-  std::regex id;
-  std::regex reason;
-  bool (*applies)(const ActivationDesc&, Direction);
-};
 
-const std::vector<ExpectedReason>& expected_reasons() {
-  static const std::vector<ExpectedReason> reasons = {
+const std::vector<ExpectedReason<ActivationDesc>>& expected_reasons() {
+  static const std::vector<ExpectedReason<ActivationDesc>> reasons = {
       {"backward reads src, desc.saved = dst", std::regex("^onednn:"),
        std::regex("reads src in backward, and desc.saved = dst"),
        [](const ActivationDesc& d, Direction dir) {
@@ -59,17 +54,6 @@ const std::vector<ExpectedReason>& expected_reasons() {
        [](const ActivationDesc& d, Direction dir) { return dir != Direction::fwd && d.alpha < 0; }},
   };
   return reasons;
-}
-
-const char* unsupported_category(const ActivationDesc& desc, Direction direction,
-                                 const AlgoInfo& algo) {
-  for (const ExpectedReason& reason : expected_reasons()) {
-    if (std::regex_search(algo.id, reason.id) && std::regex_search(algo.reason, reason.reason) &&
-        reason.applies(desc, direction)) {
-      return reason.category;
-    }
-  }
-  return nullptr;
 }
 
 std::string case_name(const ::testing::TestParamInfo<ActivationCase>& info) {
@@ -149,7 +133,7 @@ void ActivationParity::check(Direction direction, ActivationSaved saved) {
     if (!algo.supported) {
       ++unsupported;
       summary << "\n    skip " << algo.id << ": " << algo.reason;
-      EXPECT_NE(unsupported_category(desc, direction, algo), nullptr)
+      EXPECT_NE(unsupported_category(expected_reasons(), desc, direction, algo), nullptr)
           << "candidate " << algo.id << " is unsupported for a reason not in the expected list "
           << "(Note [expected unsupported activations]): \"" << algo.reason << "\"\n  " << context;
       continue;

@@ -4,13 +4,13 @@
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/add.hpp>
 
+#include "support/errors.hpp"
 #include "support/random.hpp"
 
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <limits>
-#include <ostream>
 #include <string>
 #include <vector>
 
@@ -29,22 +29,14 @@ using dnnx::Tensor;
 // A bias add on 2x3x5x7.
 AddDesc base_desc() { return AddDesc::from_dims(Dims{1, 3, 1, 1}, Dims{2, 3, 5, 7}); }
 
-Context reference() { return Context(BackendKind::reference); }
-
-struct BadCase {
-  std::string name;
-  std::function<void()> call;
-  ErrorKind kind;
-  std::vector<std::string> needles;
-};
-
-std::ostream& operator<<(std::ostream& out, const BadCase& bad) { return out << bad.name; }
+using dnnx::test::BadCase;
+using dnnx::test::reference_context;
 
 std::function<void()> list_with(std::function<void(AddDesc&)> edit) {
   return [edit] {
     AddDesc desc = base_desc();
     edit(desc);
-    Context context = reference();
+    Context context = reference_context();
     dnnx::add_list(context, desc, Direction::fwd);
   };
 }
@@ -55,7 +47,7 @@ std::function<void()> fwd_with(std::function<void(const AddDesc&, Tensor&, Tenso
     Tensor src = dnnx::test::random_tensor(desc.src_dims, desc.dtype, desc.layout, 1);
     Tensor dst = dnnx::test::random_tensor(desc.dst_dims, desc.dtype, desc.layout, 2);
     edit(desc, src, dst);
-    Context context = reference();
+    Context context = reference_context();
     dnnx::add_fwd(context, desc, src, dst);
   };
 }
@@ -66,7 +58,7 @@ std::function<void()> bwd_with(std::function<void(const AddDesc&, Tensor&, Tenso
     Tensor diff_dst = dnnx::test::random_tensor(desc.dst_dims, desc.dtype, desc.layout, 1);
     Tensor diff_src = dnnx::test::random_tensor(desc.src_dims, desc.dtype, desc.layout, 2);
     edit(desc, diff_dst, diff_src);
-    Context context = reference();
+    Context context = reference_context();
     dnnx::add_bwd(context, desc, diff_dst, diff_src);
   };
 }
@@ -108,7 +100,7 @@ std::vector<BadCase> bad_cases() {
       {"rank >= 2", "'5'", "rank 1"});
   add("bwd_weights_direction",
       [] {
-        Context context = reference();
+        Context context = reference_context();
         dnnx::add_list(context, base_desc(), Direction::bwd_weights);
       },
       K::InvalidArgument, {"bwd_weights"});
@@ -140,7 +132,7 @@ std::vector<BadCase> bad_cases() {
         const AddDesc desc = base_desc();
         Tensor dst = dnnx::test::random_tensor(desc.dst_dims, desc.dtype, desc.layout, 2);
         const Tensor inside = Tensor::view(dst.data(), desc.src_dims, desc.dtype, desc.layout);
-        Context context = reference();
+        Context context = reference_context();
         dnnx::add_fwd(context, desc, inside, dst);
       },
       K::InvalidArgument, {"dst overlaps src", "cannot run in place"});
@@ -167,7 +159,7 @@ std::vector<BadCase> bad_cases() {
         const AddDesc desc = base_desc();
         Tensor src = dnnx::test::random_tensor(desc.src_dims, desc.dtype, desc.layout, 1);
         Tensor dst = dnnx::test::random_tensor(desc.dst_dims, desc.dtype, desc.layout, 2);
-        Context context = reference();
+        Context context = reference_context();
         context.tune().policy(dnnx::OpKind::add, Direction::fwd) =
             dnnx::AlgoPolicy::fixed("cudnn:kernel:add");
         dnnx::add_fwd(context, desc, src, dst);
@@ -178,25 +170,10 @@ std::vector<BadCase> bad_cases() {
 
 class AddErrors : public ::testing::TestWithParam<BadCase> {};
 
-TEST_P(AddErrors, RaisesWithKindAndMessage) {
-  const BadCase& bad = GetParam();
-  try {
-    bad.call();
-    FAIL() << bad.name << ": no error was raised";
-  } catch (const dnnx::Error& error) {
-    EXPECT_EQ(error.kind(), bad.kind) << error.what();
-    for (const std::string& needle : bad.needles) {
-      EXPECT_NE(error.message().find(needle), std::string::npos)
-          << "message lacks '" << needle << "': " << error.message();
-    }
-    if (error.context().op.starts_with("add")) {
-      EXPECT_NE(error.context().repro.find("dnnx profile add"), std::string::npos) << error.what();
-    }
-  }
-}
+TEST_P(AddErrors, RaisesWithKindAndMessage) { dnnx::test::expect_raises(GetParam(), "add"); }
 
 INSTANTIATE_TEST_SUITE_P(Table, AddErrors, ::testing::ValuesIn(bad_cases()),
-                         [](const auto& info) { return info.param.name; });
+                         dnnx::test::bad_case_name);
 
 TEST(AddErrors, TableHasAtLeastFifteenCases) { EXPECT_GE(bad_cases().size(), 15u); }
 

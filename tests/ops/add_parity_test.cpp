@@ -12,6 +12,7 @@
 #include "ops/add_cases.hpp"
 #include "support/compare.hpp"
 #include "support/random.hpp"
+#include "support/unsupported.hpp"
 
 #include <gtest/gtest.h>
 
@@ -25,15 +26,9 @@ namespace {
 
 // Note [expected unsupported adds]: the only reasons a listed cpu candidate may be unsupported
 // (src/backends/onednn/add.cpp, Note [binary candidates]).
-struct ExpectedReason {
-  const char* category;
-  std::regex id;
-  std::regex reason;
-  bool (*applies)(const AddDesc&, Direction);
-};
 
-const std::vector<ExpectedReason>& expected_reasons() {
-  static const std::vector<ExpectedReason> reasons = {
+const std::vector<ExpectedReason<AddDesc>>& expected_reasons() {
+  static const std::vector<ExpectedReason<AddDesc>> reasons = {
       {"scaled_dst reads dst, beta = 0", std::regex(":scaled_dst$"),
        std::regex("reads dst as binary source 0"),
        [](const AddDesc& d, Direction dir) { return dir == Direction::fwd && d.beta == 0; }},
@@ -52,16 +47,6 @@ const std::vector<ExpectedReason>& expected_reasons() {
        }},
   };
   return reasons;
-}
-
-const char* unsupported_category(const AddDesc& desc, Direction direction, const AlgoInfo& algo) {
-  for (const ExpectedReason& reason : expected_reasons()) {
-    if (std::regex_search(algo.id, reason.id) && std::regex_search(algo.reason, reason.reason) &&
-        reason.applies(desc, direction)) {
-      return reason.category;
-    }
-  }
-  return nullptr;
 }
 
 class AddParity : public ::testing::TestWithParam<AddCase> {
@@ -107,7 +92,7 @@ void AddParity::check(Direction direction) {
     if (!algo.supported) {
       ++unsupported;
       summary << "\n    skip " << algo.id << ": " << algo.reason;
-      EXPECT_NE(unsupported_category(desc, direction, algo), nullptr)
+      EXPECT_NE(unsupported_category(expected_reasons(), desc, direction, algo), nullptr)
           << "candidate " << algo.id << " is unsupported for a reason not in the expected list "
           << "(Note [expected unsupported adds]): \"" << algo.reason << "\"\n  " << context;
       continue;

@@ -4,18 +4,18 @@
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/batch_norm.hpp>
 
+#include "support/errors.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <functional>
-#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace {
 
-using dnnx::BackendKind;
 using dnnx::BatchNormDesc;
 using dnnx::BatchNormMode;
 using dnnx::BatchNormTensors;
@@ -77,7 +77,8 @@ struct Tensors {
   Tensor scale, shift, running_mean, running_var, saved_mean, saved_inv_std, diff_scale, diff_shift;
 };
 
-Context reference_context() { return Context(BackendKind::reference); }
+using dnnx::test::BadCase;
+using dnnx::test::reference_context;
 
 // Runs a forward of `desc` after `edit` changed the call's tensors.
 std::function<void()> fwd_with(BatchNormDesc desc,
@@ -113,15 +114,6 @@ std::function<void()> list_with(std::function<void(BatchNormDesc&)> edit) {
     dnnx::batch_norm_list(context, desc, Direction::fwd);
   };
 }
-
-struct BadCase {
-  std::string name;
-  std::function<void()> call;
-  ErrorKind kind;
-  std::vector<std::string> needles;  // each must appear in Error::message()
-};
-
-std::ostream& operator<<(std::ostream& out, const BadCase& bad) { return out << bad.name; }
 
 std::vector<BadCase> bad_cases() {
   using K = ErrorKind;
@@ -289,29 +281,13 @@ std::vector<BadCase> bad_cases() {
 
 class BatchNormErrors : public ::testing::TestWithParam<BadCase> {};
 
+// The op layer adds the case to its errors: op, direction and the repro line.
 TEST_P(BatchNormErrors, RaisesTheRightKindNamingTheArgument) {
-  const BadCase& bad = GetParam();
-  try {
-    bad.call();
-    FAIL() << "no error was raised";
-  } catch (const dnnx::Error& error) {
-    EXPECT_EQ(error.kind(), bad.kind) << error.what();
-    for (const std::string& needle : bad.needles) {
-      EXPECT_NE(error.message().find(needle), std::string::npos)
-          << "message lacks '" << needle << "': " << error.message();
-    }
-    // The op layer adds the case: op, direction and the repro line.
-    if (error.context().op.rfind("bnorm", 0) == 0) {
-      EXPECT_NE(error.context().repro.find("dnnx profile bnorm"), std::string::npos)
-          << error.what();
-    }
-  }
+  dnnx::test::expect_raises(GetParam(), "bnorm");
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, BatchNormErrors, ::testing::ValuesIn(bad_cases()),
-                         [](const ::testing::TestParamInfo<BadCase>& info) {
-                           return info.param.name;
-                         });
+                         dnnx::test::bad_case_name);
 
 TEST(BatchNormErrors, TableHasAtLeastFifteenCases) { EXPECT_GE(bad_cases().size(), 15u); }
 

@@ -15,6 +15,7 @@
 
 #include "ops/batch_norm_cases.hpp"
 #include "support/random.hpp"
+#include "support/unsupported.hpp"
 
 #include <gtest/gtest.h>
 
@@ -28,15 +29,9 @@ namespace {
 
 // Note [expected unsupported]: the only reasons a cpu candidate may be unsupported. Anything else
 // fails, so the backend cannot quietly stop supporting a case.
-struct ExpectedReason {
-  const char* category;
-  std::regex id;
-  std::regex reason;
-  bool (*applies)(const BatchNormDesc&, Direction);
-};
 
-const std::vector<ExpectedReason>& expected_reasons() {
-  static const std::vector<ExpectedReason> reasons = {
+const std::vector<ExpectedReason<BatchNormDesc>>& expected_reasons() {
+  static const std::vector<ExpectedReason<BatchNormDesc>> reasons = {
       // oneDNN's cpu batch normalization has no f16 implementation without AVX512-FP16; the
       // backend's own loops (cpu:kernel:bnorm) run those descs.
       {"onednn: no f16 implementation on this isa", std::regex("^onednn:unavailable:bnorm$"),
@@ -44,17 +39,6 @@ const std::vector<ExpectedReason>& expected_reasons() {
        [](const BatchNormDesc& desc, Direction) { return desc.dtype == DType::f16; }},
   };
   return reasons;
-}
-
-const char* unsupported_category(const BatchNormDesc& desc, Direction direction,
-                                 const AlgoInfo& algo) {
-  for (const ExpectedReason& reason : expected_reasons()) {
-    if (std::regex_search(algo.id, reason.id) && std::regex_search(algo.reason, reason.reason) &&
-        reason.applies(desc, direction)) {
-      return reason.category;
-    }
-  }
-  return nullptr;
 }
 
 class BatchNormParity : public ::testing::TestWithParam<BatchNormCase> {
@@ -93,7 +77,7 @@ TEST_P(BatchNormParity, EveryCpuCandidateMatchesTheReference) {
       const std::string context = batch_norm_context(desc, direction, algo.id);
       if (!algo.supported) {
         ++unsupported;
-        EXPECT_NE(unsupported_category(desc, direction, algo), nullptr)
+        EXPECT_NE(unsupported_category(expected_reasons(), desc, direction, algo), nullptr)
             << "candidate " << algo.id << " is unsupported for a reason not in the expected list "
             << "(Note [expected unsupported]): \"" << algo.reason << "\"\n  " << context;
         summary << "\n    skip " << algo.id << ": " << algo.reason;

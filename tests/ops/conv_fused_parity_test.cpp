@@ -14,6 +14,7 @@
 #include "ops/conv_fused_support.hpp"
 #include "support/compare.hpp"
 #include "support/random.hpp"
+#include "support/unsupported.hpp"
 
 #include <gtest/gtest.h>
 
@@ -27,38 +28,23 @@ namespace dnnx::test {
 namespace {
 
 // Note [expected unsupported fused]: the only reasons a listed cpu candidate may be unsupported.
-struct ExpectedReason {
-  const char* category;
-  std::regex id;
-  std::regex reason;
-  bool (*applies)(const ConvFusedDesc&);
-};
-const std::vector<ExpectedReason>& expected_reasons() {
-  static const std::vector<ExpectedReason> reasons = {
+const std::vector<ExpectedReason<ConvFusedDesc>>& expected_reasons() {
+  static const std::vector<ExpectedReason<ConvFusedDesc>> reasons = {
       // oneDNN implements winograd for few shapes (3x3, stride 1, f32 on some ISAs), with
       // post-ops for fewer still.
       {"onednn: no fused winograd implementation",
        std::regex("^onednn:unavailable:winograd:fused$"),
-       std::regex("has no winograd implementation"), [](const ConvFusedDesc&) { return true; }},
+       std::regex("has no winograd implementation"),
+       [](const ConvFusedDesc&, Direction) { return true; }},
       // f16/bf16 convolutions exist only on some ISAs; f32 has oneDNN's reference everywhere.
       {"onednn: no fused direct implementation for f16/bf16",
        std::regex("^onednn:unavailable:direct:fused$"), std::regex("has no direct implementation"),
-       [](const ConvFusedDesc& desc) { return desc.conv.dtype != DType::f32; }},
+       [](const ConvFusedDesc& desc, Direction) { return desc.conv.dtype != DType::f32; }},
       {"unfused: no f16/bf16 convolution", std::regex("^unfused:none$"),
        std::regex("no supported candidate"),
-       [](const ConvFusedDesc& desc) { return desc.conv.dtype != DType::f32; }},
+       [](const ConvFusedDesc& desc, Direction) { return desc.conv.dtype != DType::f32; }},
   };
   return reasons;
-}
-
-const char* unsupported_category(const ConvFusedDesc& desc, const AlgoInfo& algo) {
-  for (const ExpectedReason& reason : expected_reasons()) {
-    if (std::regex_search(algo.id, reason.id) && std::regex_search(algo.reason, reason.reason) &&
-        reason.applies(desc)) {
-      return reason.category;
-    }
-  }
-  return nullptr;
 }
 
 class ConvFusedParity : public ::testing::TestWithParam<ConvFusedCase> {};
@@ -104,7 +90,7 @@ TEST_P(ConvFusedParity, cpu) {
     if (!algo.supported) {
       ++unsupported;
       summary << "\n    skip " << algo.id << ": " << algo.reason;
-      EXPECT_NE(unsupported_category(desc, algo), nullptr)
+      EXPECT_NE(unsupported_category(expected_reasons(), desc, Direction::fwd, algo), nullptr)
           << "unsupported for a reason not in Note [expected unsupported fused]: \"" << algo.reason
           << "\"\n  " << context;
       continue;

@@ -4,17 +4,17 @@
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/pool.hpp>
 
+#include "support/errors.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <functional>
-#include <ostream>
 #include <string>
 #include <vector>
 
 namespace {
 
-using dnnx::BackendKind;
 using dnnx::Context;
 using dnnx::Dims;
 using dnnx::Direction;
@@ -49,11 +49,8 @@ struct Tensors {
   Tensor src, dst, diff_dst, diff_src;
 };
 
-Context reference() {
-  Context context(BackendKind::reference);
-  context.set_choice_cache(std::make_shared<dnnx::ChoiceCache>());
-  return context;
-}
+using BadInput = dnnx::test::BadCase;
+using dnnx::test::reference_context;
 
 // Validates the base desc after `edit` corrupted one field: through the op layer (pool_list must
 // validate before asking any backend), then directly.
@@ -61,7 +58,7 @@ std::function<void()> desc_with(std::function<void(PoolDesc&)> edit) {
   return [edit] {
     PoolDesc desc = base_desc();
     edit(desc);
-    Context context = reference();
+    Context context = reference_context();
     try {
       dnnx::pool_list(context, desc, Direction::fwd);
     } catch (const dnnx::Error&) {
@@ -77,7 +74,7 @@ std::function<void()> fwd_with(std::function<void(Tensors&)> edit) {
     const PoolDesc desc = base_desc();
     Tensors t(desc);
     edit(t);
-    Context context = reference();
+    Context context = reference_context();
     dnnx::pool_fwd(context, desc, t.src, t.dst);
   };
 }
@@ -86,19 +83,10 @@ std::function<void()> bwd_with(std::function<void(Tensors&)> edit) {
     const PoolDesc desc = base_desc();
     Tensors t(desc);
     edit(t);
-    Context context = reference();
+    Context context = reference_context();
     dnnx::pool_bwd(context, desc, t.src, t.dst, t.diff_dst, t.diff_src);
   };
 }
-
-struct BadInput {
-  const char* name;
-  std::function<void()> call;
-  ErrorKind kind;
-  std::vector<std::string> mentions;  // argument name, value, what is accepted
-};
-
-void PrintTo(const BadInput& bad, std::ostream* out) { *out << bad.name; }
 
 std::vector<BadInput> bad_inputs() {
   return {
@@ -237,14 +225,14 @@ std::vector<BadInput> bad_inputs() {
        {"dtype mix: diff_dst is bf16"}},
       {"bwd_weights_direction",
        [] {
-         Context context = reference();
+         Context context = reference_context();
          dnnx::pool_list(context, base_desc(), Direction::bwd_weights);
        },
        ErrorKind::InvalidArgument,
        {"bwd_weights"}},
       {"unknown_fixed_id",
        [] {
-         Context context = reference();
+         Context context = reference_context();
          context.tune().policy(dnnx::OpKind::pool, Direction::fwd) =
              dnnx::AlgoPolicy::fixed("reference:nope");
          Tensors t(base_desc());
@@ -258,23 +246,11 @@ std::vector<BadInput> bad_inputs() {
 class PoolErrors : public ::testing::TestWithParam<BadInput> {};
 
 TEST_P(PoolErrors, RaisesKindNamingArgumentAndValue) {
-  const BadInput& bad = GetParam();
-  try {
-    bad.call();
-    FAIL() << "expected " << to_string(bad.kind) << ", nothing was thrown";
-  } catch (const dnnx::Error& error) {
-    EXPECT_EQ(error.kind(), bad.kind) << error.what();
-    for (const std::string& mention : bad.mentions) {
-      EXPECT_NE(error.message().find(mention), std::string::npos)
-          << "message does not mention '" << mention << "': " << error.message();
-    }
-  }
+  dnnx::test::expect_raises(GetParam(), "pool");
 }
 
 INSTANTIATE_TEST_SUITE_P(Pool, PoolErrors, ::testing::ValuesIn(bad_inputs()),
-                         [](const ::testing::TestParamInfo<BadInput>& info) {
-                           return std::string(info.param.name);
-                         });
+                         dnnx::test::bad_case_name);
 
 TEST(PoolErrorsTable, HasAtLeastFifteenCases) { EXPECT_GE(bad_inputs().size(), 15u); }
 

@@ -17,6 +17,7 @@
 #include "ops/pool_support.hpp"
 #include "support/compare.hpp"
 #include "support/random.hpp"
+#include "support/unsupported.hpp"
 
 #include <gtest/gtest.h>
 
@@ -38,45 +39,31 @@ bool overhangs(const PoolDesc& desc) {
 }
 
 // Note [expected unsupported pool]: the only reasons a listed candidate may be unsupported.
-struct ExpectedReason {
-  const char* category;
-  std::regex id;
-  std::regex reason;
-  bool (*applies)(const PoolDesc&);
-};
-const std::vector<ExpectedReason>& expected_reasons() {
-  static const std::vector<ExpectedReason> reasons = {
+const std::vector<ExpectedReason<PoolDesc>>& expected_reasons() {
+  static const std::vector<ExpectedReason<PoolDesc>> reasons = {
       // Note [oneDNN pooling semantics]: oneDNN's include-pad average divides by the whole
       // kernel; PyTorch leaves out the ceil-mode overhang.
       {"onednn: include-pad divisor differs on a ceil-mode overhang", std::regex("^onednn:"),
        std::regex("avg_include_padding divides every window by the whole kernel"),
-       [](const PoolDesc& desc) {
+       [](const PoolDesc& desc, Direction) {
          return desc.mode == PoolMode::avg_include_pad && desc.ceil_mode && overhangs(desc);
        }},
       // f16/bf16 pooling exists only on some ISAs; f32 has oneDNN's reference implementation.
       {"onednn: no implementation for f16/bf16", std::regex("^onednn:unavailable:pooling$"),
-       std::regex("has no"), [](const PoolDesc& desc) { return desc.dtype != DType::f32; }},
+       std::regex("has no"),
+       [](const PoolDesc& desc, Direction) { return desc.dtype != DType::f32; }},
       // Note [cudnn pool candidates]: the legacy descriptor has symmetric padding, no ceil mode.
       {"cudnn: legacy pooling needs symmetric padding", std::regex("^cudnn:legacy:pool:"),
        std::regex("one padding per spatial dim"),
-       [](const PoolDesc& desc) { return desc.pad_before != desc.pad_after; }},
+       [](const PoolDesc& desc, Direction) { return desc.pad_before != desc.pad_after; }},
       {"cudnn: legacy pooling has no ceil mode", std::regex("^cudnn:legacy:pool:"),
-       std::regex("cuDNN has no ceil mode"), [](const PoolDesc& desc) { return desc.ceil_mode; }},
+       std::regex("cuDNN has no ceil mode"),
+       [](const PoolDesc& desc, Direction) { return desc.ceil_mode; }},
       {"cudnn: bf16 legacy pooling needs compute capability 8.0", std::regex("^cudnn:legacy:pool:"),
        std::regex("compute capability 8.0"),
-       [](const PoolDesc& desc) { return desc.dtype == DType::bf16; }},
+       [](const PoolDesc& desc, Direction) { return desc.dtype == DType::bf16; }},
   };
   return reasons;
-}
-
-const char* unsupported_category(const PoolDesc& desc, const AlgoInfo& algo) {
-  for (const ExpectedReason& reason : expected_reasons()) {
-    if (std::regex_search(algo.id, reason.id) && std::regex_search(algo.reason, reason.reason) &&
-        reason.applies(desc)) {
-      return reason.category;
-    }
-  }
-  return nullptr;
 }
 
 struct ParityCase {
@@ -150,7 +137,7 @@ void PoolParity::check(const PoolCase& variant, Direction direction) {
     if (!algo.supported) {
       ++unsupported;
       summary << "\n    skip " << algo.id << ": " << algo.reason;
-      EXPECT_NE(unsupported_category(desc, algo), nullptr)
+      EXPECT_NE(unsupported_category(expected_reasons(), desc, direction, algo), nullptr)
           << "candidate " << algo.id << " is unsupported for a reason not in the expected list "
           << "(Note [expected unsupported pool]): \"" << algo.reason << "\"\n  " << context;
       continue;
@@ -243,7 +230,7 @@ TEST(PoolParityBudget, EveryUnsupportedCandidateHasAnExpectedReason) {
           ++supported_here;
           continue;
         }
-        const char* category = unsupported_category(c.desc, algo);
+        const char* category = unsupported_category(expected_reasons(), c.desc, direction, algo);
         ++by_category[category ? category : "UNEXPECTED"];
         EXPECT_NE(category, nullptr) << "unexpected reason \"" << algo.reason << "\"\n  "
                                      << pool_context(c.desc, direction, algo.id);

@@ -1,0 +1,42 @@
+#pragma once
+// The bad-input tables of the layer ops' error tests (tests/ops/<op>_errors_test.cpp): one case,
+// how a case is checked, and the context the calls run on.
+
+#include <dnnx/dnnx.hpp>
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dnnx::test {
+
+/// One bad input: `call` must raise dnnx::Error of `kind` whose message (without the context
+/// decorations) contains every entry of `needles`: the argument, the value received, what is
+/// accepted.
+struct BadCase {
+  std::string name;
+  std::function<void()> call;
+  ErrorKind kind = ErrorKind::InvalidArgument;
+  std::vector<std::string> needles;
+};
+
+/// gtest prints a case by its name.
+void PrintTo(const BadCase& bad, std::ostream* out);
+
+/// Runs `bad.call` and checks, as gtest expectations, that it raises bad.kind with every needle in
+/// the message. An error the op layer raised (its context's op starts with `op`, e.g. "pool")
+/// must also carry the desc's repro line, "dnnx profile <op> ...".
+void expect_raises(const BadCase& bad, std::string_view op);
+
+/// The name of a parameterized BadCase test: the case's name.
+std::string bad_case_name(const ::testing::TestParamInfo<BadCase>& info);
+
+/// A context on the reference backend with a memory-only choice cache (tests must not write the
+/// user's cache file).
+Context reference_context();
+
+}  // namespace dnnx::test
