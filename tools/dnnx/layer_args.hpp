@@ -1,12 +1,15 @@
 #pragma once
-// Flag parsing that the op subcommands (tools/dnnx/op_<op>.cpp) share beyond args.hpp: numbers
-// typed on the command line and the rank check of an op's input dims. Header-only: the helpers are
+// Flags and parsing that the op subcommands (tools/dnnx/op_<op>.cpp) share beyond args.hpp and
+// layer_command.hpp: numbers typed on the command line, the rank check of an op's input dims, the
+// data dtype and layout flags, and the parse step of a LayerCommand. Header-only: the helpers are
 // small and this keeps tools/dnnx/CMakeLists.txt as it is.
 
 #include "args.hpp"
+#include "layer_command.hpp"
 
 #include <charconv>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -45,6 +48,25 @@ inline Dims parse_dims_of_rank(std::string_view flag, const std::string& text, i
                      ", got rank " + std::to_string(dims.rank()));
   }
   return dims;
+}
+
+/// Adds the --dtype and --layout flags of an op's data tensors (defaults shown in --help).
+inline void add_data_options(CLI::App& command, std::string& dtype, std::string& layout,
+                             const char* dtype_help = "f32 | f16 | bf16") {
+  command.add_option("--dtype", dtype, dtype_help)->type_name("DTYPE")->capture_default_str();
+  command.add_option("--layout", layout, "nchw | nhwc (names used for every rank)")
+      ->type_name("LAYOUT")
+      ->capture_default_str();
+}
+
+/// LayerCommand::parse for an op whose flags `parse` turns into a desc (with a `dtype` field)
+/// that `list` and `profile` (e.g. pool_list, pool_profile) take.
+template <typename OpArgs, typename Parse, typename List, typename Profile>
+std::function<ParsedLayer(const OpArgs&)> layer_parser(Parse parse, List list, Profile profile) {
+  return [parse, list, profile](const OpArgs& args) {
+    const auto desc = parse(args);
+    return parsed_layer(desc, desc.dtype, list, profile);
+  };
 }
 
 }  // namespace dnnx::cli

@@ -4,7 +4,6 @@
 #include <dnnx/ops/activation.hpp>
 
 #include "layer_args.hpp"
-#include "layer_command.hpp"
 
 namespace dnnx::cli {
 namespace {
@@ -38,12 +37,7 @@ void add_activation_options(CLI::App& command, ActivationArgs& args) {
                   "forward) | src")
       ->type_name("SAVED")
       ->capture_default_str();
-  command.add_option("--dtype", args.dtype, "f32 | f16 | bf16")
-      ->type_name("DTYPE")
-      ->capture_default_str();
-  command.add_option("--layout", args.layout, "nchw | nhwc (names used for every rank)")
-      ->type_name("LAYOUT")
-      ->capture_default_str();
+  add_data_options(command, args.dtype, args.layout);
 }
 
 ActivationDesc parse_activation(const ActivationArgs& args) {
@@ -78,18 +72,16 @@ ActivationDesc parse_activation(const ActivationArgs& args) {
 }  // namespace
 
 void add_activation_commands(CLI::App& algos, CLI::App& profile, Action& action) {
-  LayerCommand<ActivationArgs> command;
-  command.name = "act";
-  command.algos_help =
-      "candidates of an activation: id, support status or reason, workspace, determinism";
-  command.profile_help =
-      "time every candidate of an activation, per direction, sorted by median time";
-  command.add_options = add_activation_options;
-  command.parse = [](const ActivationArgs& args) {
-    const ActivationDesc desc = parse_activation(args);
-    return parsed_layer(desc, desc.dtype, activation_list, activation_profile);
-  };
-  add_layer_commands(algos, profile, action, std::move(command));
+  add_layer_commands<ActivationArgs>(
+      algos, profile, action,
+      {.name = "act",
+       .algos_help =
+           "candidates of an activation: id, support status or reason, workspace, determinism",
+       .profile_help =
+           "time every candidate of an activation, per direction, sorted by median time",
+       .add_options = add_activation_options,
+       .parse =
+           layer_parser<ActivationArgs>(parse_activation, activation_list, activation_profile)});
 }
 
 }  // namespace dnnx::cli

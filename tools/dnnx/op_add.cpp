@@ -4,7 +4,6 @@
 #include <dnnx/ops/add.hpp>
 
 #include "layer_args.hpp"
-#include "layer_command.hpp"
 
 namespace dnnx::cli {
 namespace {
@@ -30,12 +29,7 @@ void add_add_options(CLI::App& command, AddArgs& args) {
   command.add_option("--beta", args.beta, "scale of dst's previous contents (0: dst is not read)")
       ->type_name("B")
       ->capture_default_str();
-  command.add_option("--dtype", args.dtype, "f32 | f16 | bf16")
-      ->type_name("DTYPE")
-      ->capture_default_str();
-  command.add_option("--layout", args.layout, "nchw | nhwc (names used for every rank)")
-      ->type_name("LAYOUT")
-      ->capture_default_str();
+  add_data_options(command, args.dtype, args.layout);
 }
 
 AddDesc parse_add(const AddArgs& args) {
@@ -54,18 +48,15 @@ AddDesc parse_add(const AddArgs& args) {
 }  // namespace
 
 void add_add_commands(CLI::App& algos, CLI::App& profile, Action& action) {
-  LayerCommand<AddArgs> command;
-  command.name = "add";
-  command.algos_help =
-      "candidates of a broadcasting tensor add: id, support status or reason, workspace";
-  command.profile_help =
-      "time every candidate of a broadcasting tensor add, per direction, by median time";
-  command.add_options = add_add_options;
-  command.parse = [](const AddArgs& args) {
-    const AddDesc desc = parse_add(args);
-    return parsed_layer(desc, desc.dtype, add_list, add_profile);
-  };
-  add_layer_commands(algos, profile, action, std::move(command));
+  add_layer_commands<AddArgs>(
+      algos, profile, action,
+      {.name = "add",
+       .algos_help =
+           "candidates of a broadcasting tensor add: id, support status or reason, workspace",
+       .profile_help =
+           "time every candidate of a broadcasting tensor add, per direction, by median time",
+       .add_options = add_add_options,
+       .parse = layer_parser<AddArgs>(parse_add, add_list, add_profile)});
 }
 
 }  // namespace dnnx::cli

@@ -4,7 +4,6 @@
 #include <dnnx/ops/batch_norm.hpp>
 
 #include "layer_args.hpp"
-#include "layer_command.hpp"
 
 namespace dnnx::cli {
 namespace {
@@ -44,12 +43,8 @@ void add_batch_norm_options(CLI::App& command, BatchNormArgs& args) {
   command.add_option("--momentum", args.momentum, "running statistics update factor, in [0, 1]")
       ->type_name("M")
       ->capture_default_str();
-  command.add_option("--dtype", args.dtype, "f32 | f16 | bf16 (of the data; statistics are f32)")
-      ->type_name("DTYPE")
-      ->capture_default_str();
-  command.add_option("--layout", args.layout, "nchw | nhwc (names used for every rank)")
-      ->type_name("LAYOUT")
-      ->capture_default_str();
+  add_data_options(command, args.dtype, args.layout,
+                   "f32 | f16 | bf16 (of the data; statistics are f32)");
 }
 
 BatchNormDesc parse_batch_norm(const BatchNormArgs& args) {
@@ -71,18 +66,16 @@ BatchNormDesc parse_batch_norm(const BatchNormArgs& args) {
 }  // namespace
 
 void add_batch_norm_commands(CLI::App& algos, CLI::App& profile, Action& action) {
-  LayerCommand<BatchNormArgs> command;
-  command.name = "bnorm";
-  command.algos_help =
-      "candidates of a batch normalization: id, support status or reason, workspace, determinism";
-  command.profile_help =
-      "time every candidate of a batch normalization, per direction, by median time";
-  command.add_options = add_batch_norm_options;
-  command.parse = [](const BatchNormArgs& args) {
-    const BatchNormDesc desc = parse_batch_norm(args);
-    return parsed_layer(desc, desc.dtype, batch_norm_list, batch_norm_profile);
-  };
-  add_layer_commands(algos, profile, action, std::move(command));
+  add_layer_commands<BatchNormArgs>(
+      algos, profile, action,
+      {.name = "bnorm",
+       .algos_help = "candidates of a batch normalization: id, support status or reason, "
+                     "workspace, determinism",
+       .profile_help =
+           "time every candidate of a batch normalization, per direction, by median time",
+       .add_options = add_batch_norm_options,
+       .parse =
+           layer_parser<BatchNormArgs>(parse_batch_norm, batch_norm_list, batch_norm_profile)});
 }
 
 }  // namespace dnnx::cli

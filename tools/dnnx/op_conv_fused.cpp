@@ -60,24 +60,25 @@ std::vector<Direction> fused_directions(std::string_view flag, std::string_view 
 }  // namespace
 
 void add_conv_fused_commands(CLI::App& algos, CLI::App& profile, Action& action) {
-  LayerCommand<ConvFusedArgs> command;
-  command.name = "conv_fused";
-  command.algos_help =
-      "candidates of a forward convolution with a fused bias / residual / activation epilogue: "
-      "id, support status or reason, workspace, determinism";
-  command.profile_help =
-      "time every candidate of a forward convolution with a fused epilogue, sorted by median time";
-  command.add_options = [](CLI::App& sub, ConvFusedArgs& args) {
-    add_conv_options(sub, args.conv);
-    add_epilogue_options(sub, args.epilogue);
-  };
-  command.parse = [](const ConvFusedArgs& args) {
-    const ConvFusedDesc desc = parse_conv_fused(args);
-    return parsed_layer(desc, desc.conv.dtype, conv_fused_list, conv_fused_profile);
-  };
-  command.directions = fused_directions;
-  command.direction_help = "fwd (the only direction of a fused convolution; all = fwd)";
-  add_layer_commands(algos, profile, action, std::move(command));
+  add_layer_commands<ConvFusedArgs>(
+      algos, profile, action,
+      {.name = "conv_fused",
+       .algos_help = "candidates of a forward convolution with a fused bias / residual / "
+                     "activation epilogue: id, support status or reason, workspace, determinism",
+       .profile_help = "time every candidate of a forward convolution with a fused epilogue, "
+                       "sorted by median time",
+       .add_options =
+           [](CLI::App& sub, ConvFusedArgs& args) {
+             add_conv_options(sub, args.conv);
+             add_epilogue_options(sub, args.epilogue);
+           },
+       .parse =
+           [](const ConvFusedArgs& args) {
+             const ConvFusedDesc desc = parse_conv_fused(args);
+             return parsed_layer(desc, desc.conv.dtype, conv_fused_list, conv_fused_profile);
+           },
+       .directions = fused_directions,
+       .direction_help = "fwd (the only direction of a fused convolution; all = fwd)"});
 }
 
 }  // namespace dnnx::cli

@@ -4,7 +4,6 @@
 #include <dnnx/ops/pool.hpp>
 
 #include "layer_args.hpp"
-#include "layer_command.hpp"
 
 #include <array>
 #include <cstdint>
@@ -55,12 +54,7 @@ void add_pool_options(CLI::App& command, PoolArgs& args) {
   command.add_option("--mode", args.mode, "max | avg_include_pad (avg) | avg_exclude_pad")
       ->type_name("MODE")
       ->capture_default_str();
-  command.add_option("--dtype", args.dtype, "f32 | f16 | bf16")
-      ->type_name("DTYPE")
-      ->capture_default_str();
-  command.add_option("--layout", args.layout, "nchw | nhwc (names used for every rank)")
-      ->type_name("LAYOUT")
-      ->capture_default_str();
+  add_data_options(command, args.dtype, args.layout);
 }
 
 // A spatial list with 1 entry or one per spatial dim; throws UsageError naming the flag.
@@ -124,17 +118,14 @@ PoolDesc parse_pool(const PoolArgs& args) {
 }  // namespace
 
 void add_pool_commands(CLI::App& algos, CLI::App& profile, Action& action) {
-  LayerCommand<PoolArgs> command;
-  command.name = "pool";
-  command.algos_help =
-      "candidates of a pooling: id, support status or reason, workspace, determinism";
-  command.profile_help = "time every candidate of a pooling, per direction, sorted by median time";
-  command.add_options = add_pool_options;
-  command.parse = [](const PoolArgs& args) {
-    const PoolDesc desc = parse_pool(args);
-    return parsed_layer(desc, desc.dtype, pool_list, pool_profile);
-  };
-  add_layer_commands(algos, profile, action, std::move(command));
+  add_layer_commands<PoolArgs>(
+      algos, profile, action,
+      {.name = "pool",
+       .algos_help =
+           "candidates of a pooling: id, support status or reason, workspace, determinism",
+       .profile_help = "time every candidate of a pooling, per direction, sorted by median time",
+       .add_options = add_pool_options,
+       .parse = layer_parser<PoolArgs>(parse_pool, pool_list, pool_profile)});
 }
 
 }  // namespace dnnx::cli
