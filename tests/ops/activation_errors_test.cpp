@@ -16,18 +16,8 @@
 #include <string>
 #include <vector>
 
+namespace dnnx::test {
 namespace {
-
-using dnnx::ActivationDesc;
-using dnnx::ActivationKind;
-using dnnx::ActivationSaved;
-using dnnx::Context;
-using dnnx::Dims;
-using dnnx::Direction;
-using dnnx::DType;
-using dnnx::ErrorKind;
-using dnnx::Layout;
-using dnnx::Tensor;
 
 // 2x3x5x7 relu: sizes distinct from each other so that a message naming one is unambiguous.
 ActivationDesc base_desc(ActivationKind kind = ActivationKind::relu) {
@@ -38,20 +28,12 @@ ActivationDesc base_desc(ActivationKind kind = ActivationKind::relu) {
 }
 
 Tensor make(const ActivationDesc& desc, std::uint64_t seed = 1) {
-  return dnnx::test::random_tensor(desc.dims, desc.dtype, desc.layout, seed);
+  return random_tensor(desc.dims, desc.dtype, desc.layout, seed);
 }
-
-using dnnx::test::BadCase;
-using dnnx::test::reference_context;
 
 // Validates `desc` through the op layer (activation_list must validate before any backend runs).
 std::function<void()> list_with(std::function<void(ActivationDesc&)> edit) {
-  return [edit] {
-    ActivationDesc desc = base_desc();
-    edit(desc);
-    Context context = reference_context();
-    dnnx::activation_list(context, desc, Direction::fwd);
-  };
+  return list_after(base_desc(), std::move(edit), dnnx::activation_list);
 }
 
 // Runs forward on the base desc with `src` and `dst` as `edit` leaves them.
@@ -69,10 +51,7 @@ std::function<void()> fwd_with(std::function<void(const ActivationDesc&, Tensor&
 std::vector<BadCase> bad_cases() {
   using K = ErrorKind;
   std::vector<BadCase> cases;
-  auto add = [&](std::string name, std::function<void()> call, K kind,
-                 std::vector<std::string> needles) {
-    cases.push_back({std::move(name), std::move(call), kind, std::move(needles)});
-  };
+  const BadCaseAdder add(cases);
 
   // --- the desc ---
   add("ceiling_zero", list_with([](ActivationDesc& d) {
@@ -122,7 +101,7 @@ std::vector<BadCase> bad_cases() {
 
   // --- forward tensors ---
   add("dtype_mix", fwd_with([](const ActivationDesc& d, Tensor& src, Tensor&) {
-        src = dnnx::test::random_tensor(d.dims, DType::f16, d.layout, 3);
+        src = random_tensor(d.dims, DType::f16, d.layout, 3);
       }),
       K::InvalidArgument, {"dtype mix", "src", "f16", "f32"});
   add("dst_dims_mismatch", fwd_with([](const ActivationDesc& d, Tensor&, Tensor& dst) {
@@ -130,7 +109,7 @@ std::vector<BadCase> bad_cases() {
       }),
       K::InvalidArgument, {"dst", "2x3x5x6", "2x3x5x7"});
   add("layout_mismatch", fwd_with([](const ActivationDesc& d, Tensor& src, Tensor&) {
-        src = dnnx::test::random_tensor(d.dims, d.dtype, Layout::channels_last, 3);
+        src = random_tensor(d.dims, d.dtype, Layout::channels_last, 3);
       }),
       K::InvalidArgument, {"layout mismatch", "src", "nchw"});
   add("null_data", fwd_with([](const ActivationDesc& d, Tensor& src, Tensor&) {
@@ -251,11 +230,11 @@ std::vector<BadCase> bad_cases() {
 
 class ActivationErrors : public ::testing::TestWithParam<BadCase> {};
 
-TEST_P(ActivationErrors, RaisesWithKindAndMessage) { dnnx::test::expect_raises(GetParam(), "act"); }
+TEST_P(ActivationErrors, RaisesWithKindAndMessage) { expect_raises(GetParam(), "act"); }
 
-INSTANTIATE_TEST_SUITE_P(Table, ActivationErrors, ::testing::ValuesIn(bad_cases()),
-                         dnnx::test::bad_case_name);
+INSTANTIATE_TEST_SUITE_P(Table, ActivationErrors, ::testing::ValuesIn(bad_cases()), bad_case_name);
 
 TEST(ActivationErrors, TableHasAtLeastFifteenCases) { EXPECT_GE(bad_cases().size(), 15u); }
 
 }  // namespace
+}  // namespace dnnx::test

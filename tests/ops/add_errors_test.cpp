@@ -14,38 +14,21 @@
 #include <string>
 #include <vector>
 
+namespace dnnx::test {
 namespace {
-
-using dnnx::AddDesc;
-using dnnx::BackendKind;
-using dnnx::Context;
-using dnnx::Dims;
-using dnnx::Direction;
-using dnnx::DType;
-using dnnx::ErrorKind;
-using dnnx::Layout;
-using dnnx::Tensor;
 
 // A bias add on 2x3x5x7.
 AddDesc base_desc() { return AddDesc::from_dims(Dims{1, 3, 1, 1}, Dims{2, 3, 5, 7}); }
 
-using dnnx::test::BadCase;
-using dnnx::test::reference_context;
-
 std::function<void()> list_with(std::function<void(AddDesc&)> edit) {
-  return [edit] {
-    AddDesc desc = base_desc();
-    edit(desc);
-    Context context = reference_context();
-    dnnx::add_list(context, desc, Direction::fwd);
-  };
+  return list_after(base_desc(), std::move(edit), dnnx::add_list);
 }
 
 std::function<void()> fwd_with(std::function<void(const AddDesc&, Tensor&, Tensor&)> edit) {
   return [edit] {
     const AddDesc desc = base_desc();
-    Tensor src = dnnx::test::random_tensor(desc.src_dims, desc.dtype, desc.layout, 1);
-    Tensor dst = dnnx::test::random_tensor(desc.dst_dims, desc.dtype, desc.layout, 2);
+    Tensor src = random_tensor(desc.src_dims, desc.dtype, desc.layout, 1);
+    Tensor dst = random_tensor(desc.dst_dims, desc.dtype, desc.layout, 2);
     edit(desc, src, dst);
     Context context = reference_context();
     dnnx::add_fwd(context, desc, src, dst);
@@ -55,8 +38,8 @@ std::function<void()> fwd_with(std::function<void(const AddDesc&, Tensor&, Tenso
 std::function<void()> bwd_with(std::function<void(const AddDesc&, Tensor&, Tensor&)> edit) {
   return [edit] {
     const AddDesc desc = base_desc();
-    Tensor diff_dst = dnnx::test::random_tensor(desc.dst_dims, desc.dtype, desc.layout, 1);
-    Tensor diff_src = dnnx::test::random_tensor(desc.src_dims, desc.dtype, desc.layout, 2);
+    Tensor diff_dst = random_tensor(desc.dst_dims, desc.dtype, desc.layout, 1);
+    Tensor diff_src = random_tensor(desc.src_dims, desc.dtype, desc.layout, 2);
     edit(desc, diff_dst, diff_src);
     Context context = reference_context();
     dnnx::add_bwd(context, desc, diff_dst, diff_src);
@@ -66,10 +49,7 @@ std::function<void()> bwd_with(std::function<void(const AddDesc&, Tensor&, Tenso
 std::vector<BadCase> bad_cases() {
   using K = ErrorKind;
   std::vector<BadCase> cases;
-  auto add = [&](std::string name, std::function<void()> call, K kind,
-                 std::vector<std::string> needles) {
-    cases.push_back({std::move(name), std::move(call), kind, std::move(needles)});
-  };
+  const BadCaseAdder add(cases);
 
   // --- the desc ---
   add("broadcast_incompatible", list_with([](AddDesc& d) {
@@ -107,7 +87,7 @@ std::vector<BadCase> bad_cases() {
 
   // --- forward tensors ---
   add("dtype_mix", fwd_with([](const AddDesc& d, Tensor& src, Tensor&) {
-        src = dnnx::test::random_tensor(d.src_dims, DType::bf16, d.layout, 3);
+        src = random_tensor(d.src_dims, DType::bf16, d.layout, 3);
       }),
       K::InvalidArgument, {"dtype mix", "src", "bf16", "f32"});
   add("src_dims_mismatch", fwd_with([](const AddDesc& d, Tensor& src, Tensor&) {
@@ -115,7 +95,7 @@ std::vector<BadCase> bad_cases() {
       }),
       K::InvalidArgument, {"src dims 1x4x1x1", "src_dims 1x3x1x1"});
   add("layout_mismatch", fwd_with([](const AddDesc& d, Tensor&, Tensor& dst) {
-        dst = dnnx::test::random_tensor(d.dst_dims, d.dtype, Layout::channels_last, 3);
+        dst = random_tensor(d.dst_dims, d.dtype, Layout::channels_last, 3);
       }),
       K::InvalidArgument, {"layout mismatch", "dst", "nchw"});
   add("null_data", fwd_with([](const AddDesc& d, Tensor&, Tensor& dst) {
@@ -130,7 +110,7 @@ std::vector<BadCase> bad_cases() {
       [] {
         // A bias read from dst's own memory would be overwritten while it is still needed.
         const AddDesc desc = base_desc();
-        Tensor dst = dnnx::test::random_tensor(desc.dst_dims, desc.dtype, desc.layout, 2);
+        Tensor dst = random_tensor(desc.dst_dims, desc.dtype, desc.layout, 2);
         const Tensor inside = Tensor::view(dst.data(), desc.src_dims, desc.dtype, desc.layout);
         Context context = reference_context();
         dnnx::add_fwd(context, desc, inside, dst);
@@ -149,7 +129,7 @@ std::vector<BadCase> bad_cases() {
       }),
       K::InvalidArgument, {"diff_src overlaps diff_dst"});
   add("bwd_dtype_mix", bwd_with([](const AddDesc& d, Tensor& diff_dst, Tensor&) {
-        diff_dst = dnnx::test::random_tensor(d.dst_dims, DType::f16, d.layout, 4);
+        diff_dst = random_tensor(d.dst_dims, DType::f16, d.layout, 4);
       }),
       K::InvalidArgument, {"dtype mix", "diff_dst", "f16"});
 
@@ -157,8 +137,8 @@ std::vector<BadCase> bad_cases() {
   add("fixed_id_not_a_candidate",
       [] {
         const AddDesc desc = base_desc();
-        Tensor src = dnnx::test::random_tensor(desc.src_dims, desc.dtype, desc.layout, 1);
-        Tensor dst = dnnx::test::random_tensor(desc.dst_dims, desc.dtype, desc.layout, 2);
+        Tensor src = random_tensor(desc.src_dims, desc.dtype, desc.layout, 1);
+        Tensor dst = random_tensor(desc.dst_dims, desc.dtype, desc.layout, 2);
         Context context = reference_context();
         context.tune().policy(dnnx::OpKind::add, Direction::fwd) =
             dnnx::AlgoPolicy::fixed("cudnn:kernel:add");
@@ -170,10 +150,9 @@ std::vector<BadCase> bad_cases() {
 
 class AddErrors : public ::testing::TestWithParam<BadCase> {};
 
-TEST_P(AddErrors, RaisesWithKindAndMessage) { dnnx::test::expect_raises(GetParam(), "add"); }
+TEST_P(AddErrors, RaisesWithKindAndMessage) { expect_raises(GetParam(), "add"); }
 
-INSTANTIATE_TEST_SUITE_P(Table, AddErrors, ::testing::ValuesIn(bad_cases()),
-                         dnnx::test::bad_case_name);
+INSTANTIATE_TEST_SUITE_P(Table, AddErrors, ::testing::ValuesIn(bad_cases()), bad_case_name);
 
 TEST(AddErrors, TableHasAtLeastFifteenCases) { EXPECT_GE(bad_cases().size(), 15u); }
 
@@ -201,3 +180,4 @@ TEST(AddErrors, FixedScaledDstWithBetaZeroIsUnsupported) {
 }
 
 }  // namespace
+}  // namespace dnnx::test

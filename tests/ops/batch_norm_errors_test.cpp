@@ -14,18 +14,8 @@
 #include <utility>
 #include <vector>
 
+namespace dnnx::test {
 namespace {
-
-using dnnx::BatchNormDesc;
-using dnnx::BatchNormMode;
-using dnnx::BatchNormTensors;
-using dnnx::Context;
-using dnnx::Dims;
-using dnnx::Direction;
-using dnnx::DType;
-using dnnx::ErrorKind;
-using dnnx::Layout;
-using dnnx::Tensor;
 
 // N=2, C=3, 5x7: each number a case corrupts is distinct from the sizes around it.
 BatchNormDesc base_desc() {
@@ -77,9 +67,6 @@ struct Tensors {
   Tensor scale, shift, running_mean, running_var, saved_mean, saved_inv_std, diff_scale, diff_shift;
 };
 
-using dnnx::test::BadCase;
-using dnnx::test::reference_context;
-
 // Runs a forward of `desc` after `edit` changed the call's tensors.
 std::function<void()> fwd_with(BatchNormDesc desc,
                                std::function<void(Tensors&, BatchNormTensors&)> edit) {
@@ -107,12 +94,7 @@ std::function<void()> bwd_with(
 
 // A desc `edit` corrupted, through the op layer (batch_norm_list validates before any backend).
 std::function<void()> list_with(std::function<void(BatchNormDesc&)> edit) {
-  return [edit = std::move(edit)] {
-    BatchNormDesc desc = base_desc();
-    edit(desc);
-    Context context = reference_context();
-    dnnx::batch_norm_list(context, desc, Direction::fwd);
-  };
+  return list_after(base_desc(), std::move(edit), dnnx::batch_norm_list);
 }
 
 std::vector<BadCase> bad_cases() {
@@ -120,10 +102,7 @@ std::vector<BadCase> bad_cases() {
   using T = Tensors;
   using P = BatchNormTensors;
   std::vector<BadCase> cases;
-  auto add = [&](std::string name, std::function<void()> call, K kind,
-                 std::vector<std::string> needles) {
-    cases.push_back({std::move(name), std::move(call), kind, std::move(needles)});
-  };
+  const BadCaseAdder add(cases);
   BatchNormDesc inference = base_desc();
   inference.training = false;
   BatchNormDesc plain = base_desc();
@@ -282,13 +261,11 @@ std::vector<BadCase> bad_cases() {
 class BatchNormErrors : public ::testing::TestWithParam<BadCase> {};
 
 // The op layer adds the case to its errors: op, direction and the repro line.
-TEST_P(BatchNormErrors, RaisesTheRightKindNamingTheArgument) {
-  dnnx::test::expect_raises(GetParam(), "bnorm");
-}
+TEST_P(BatchNormErrors, RaisesTheRightKindNamingTheArgument) { expect_raises(GetParam(), "bnorm"); }
 
-INSTANTIATE_TEST_SUITE_P(Cases, BatchNormErrors, ::testing::ValuesIn(bad_cases()),
-                         dnnx::test::bad_case_name);
+INSTANTIATE_TEST_SUITE_P(Cases, BatchNormErrors, ::testing::ValuesIn(bad_cases()), bad_case_name);
 
 TEST(BatchNormErrors, TableHasAtLeastFifteenCases) { EXPECT_GE(bad_cases().size(), 15u); }
 
 }  // namespace
+}  // namespace dnnx::test

@@ -13,17 +13,8 @@
 #include <string>
 #include <vector>
 
+namespace dnnx::test {
 namespace {
-
-using dnnx::Context;
-using dnnx::Dims;
-using dnnx::Direction;
-using dnnx::DType;
-using dnnx::ErrorKind;
-using dnnx::Layout;
-using dnnx::PoolDesc;
-using dnnx::PoolMode;
-using dnnx::Tensor;
 
 // N=2, C=3, 9x7 input, kernel 3x2, stride 2x1, pad 1x0: dst 2x3x5x6. Sizes are chosen so that each
 // number a case corrupts is distinct from the sizes around it in the message.
@@ -49,8 +40,7 @@ struct Tensors {
   Tensor src, dst, diff_dst, diff_src;
 };
 
-using BadInput = dnnx::test::BadCase;
-using dnnx::test::reference_context;
+using BadInput = BadCase;
 
 // Validates the base desc after `edit` corrupted one field: through the op layer (pool_list must
 // validate before asking any backend), then directly.
@@ -245,12 +235,9 @@ std::vector<BadInput> bad_inputs() {
 
 class PoolErrors : public ::testing::TestWithParam<BadInput> {};
 
-TEST_P(PoolErrors, RaisesKindNamingArgumentAndValue) {
-  dnnx::test::expect_raises(GetParam(), "pool");
-}
+TEST_P(PoolErrors, RaisesKindNamingArgumentAndValue) { expect_raises(GetParam(), "pool"); }
 
-INSTANTIATE_TEST_SUITE_P(Pool, PoolErrors, ::testing::ValuesIn(bad_inputs()),
-                         dnnx::test::bad_case_name);
+INSTANTIATE_TEST_SUITE_P(Pool, PoolErrors, ::testing::ValuesIn(bad_inputs()), bad_case_name);
 
 TEST(PoolErrorsTable, HasAtLeastFifteenCases) { EXPECT_GE(bad_inputs().size(), 15u); }
 
@@ -267,3 +254,4 @@ TEST(PoolErrorsContext, OpErrorsCarryTheRepro) {
 }
 
 }  // namespace
+}  // namespace dnnx::test

@@ -4,6 +4,11 @@
 
 namespace dnnx::test {
 
+void BadCaseAdder::operator()(std::string name, std::function<void()> call, ErrorKind kind,
+                              std::vector<std::string> needles) const {
+  cases_.push_back({std::move(name), std::move(call), kind, std::move(needles)});
+}
+
 void PrintTo(const BadCase& bad, std::ostream* out) { *out << bad.name; }
 
 void expect_raises(const BadCase& bad, std::string_view op) {

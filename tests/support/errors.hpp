@@ -10,6 +10,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace dnnx::test {
@@ -22,6 +23,17 @@ struct BadCase {
   std::function<void()> call;
   ErrorKind kind = ErrorKind::InvalidArgument;
   std::vector<std::string> needles;
+};
+
+/// Appends to a table of cases: add(name, call, kind, needles).
+class BadCaseAdder {
+ public:
+  explicit BadCaseAdder(std::vector<BadCase>& cases) : cases_(cases) {}
+  void operator()(std::string name, std::function<void()> call, ErrorKind kind,
+                  std::vector<std::string> needles) const;
+
+ private:
+  std::vector<BadCase>& cases_;
 };
 
 /// gtest prints a case by its name.
@@ -38,5 +50,17 @@ std::string bad_case_name(const ::testing::TestParamInfo<BadCase>& info);
 /// A context on the reference backend with a memory-only choice cache (tests must not write the
 /// user's cache file).
 Context reference_context();
+
+/// A call that lists `desc` after `edit` corrupted it, on the reference backend through the op
+/// layer: `list` (e.g. dnnx::add_list) must validate the desc before any backend runs.
+template <typename Desc, typename List>
+std::function<void()> list_after(const Desc& desc, std::function<void(Desc&)> edit, List list) {
+  return [desc, edit = std::move(edit), list] {
+    Desc edited = desc;
+    edit(edited);
+    Context context = reference_context();
+    list(context, edited, Direction::fwd);
+  };
+}
 
 }  // namespace dnnx::test
