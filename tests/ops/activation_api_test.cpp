@@ -8,6 +8,7 @@
 
 #include "ops/activation_cases.hpp"
 #include "support/compare.hpp"
+#include "support/layer_cases.hpp"
 #include "support/random.hpp"
 
 #include <gtest/gtest.h>
@@ -243,12 +244,6 @@ TEST(ActivationReferenceTest, InPlaceMatchesOutOfPlaceBitwise) {
 ActivationDesc policy_desc() {
   return ActivationDesc::from_dims(ActivationKind::tanh, Dims{2, 8, 6, 6}, DType::f32,
                                    Layout::channels_last);
-}
-
-std::string first_supported(const std::vector<AlgoInfo>& algos) {
-  for (const AlgoInfo& algo : algos)
-    if (algo.supported) return algo.id;
-  return {};
 }
 
 TEST(ActivationPolicyTest, HeuristicRunsTheFirstSupportedCandidate) {

@@ -4,6 +4,7 @@
 #include <dnnx/error.hpp>
 
 #include "support/compare.hpp"
+#include "support/layer_cases.hpp"
 #include "support/random.hpp"
 
 #include <algorithm>
@@ -51,15 +52,6 @@ const std::vector<Variant>& variants() {
       {"swish", ActivationKind::swish},
   };
   return list;
-}
-
-// Unit roundoff of a dtype's storage.
-double unit_roundoff(DType dtype) {
-  switch (dtype) {
-    case DType::f16: return std::ldexp(1.0, -11);
-    case DType::bf16: return std::ldexp(1.0, -8);
-    default: return std::ldexp(1.0, -24);
-  }
 }
 
 }  // namespace

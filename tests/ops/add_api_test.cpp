@@ -8,6 +8,7 @@
 
 #include "ops/add_cases.hpp"
 #include "support/compare.hpp"
+#include "support/layer_cases.hpp"
 #include "support/random.hpp"
 
 #include <gtest/gtest.h>
@@ -126,12 +127,6 @@ TEST(AddReferenceTest, BackwardMatchesFiniteDifferences) {
 }
 
 // ---- selection on the cpu backend ----------------------------------------------------------
-
-std::string first_supported(const std::vector<AlgoInfo>& algos) {
-  for (const AlgoInfo& algo : algos)
-    if (algo.supported) return algo.id;
-  return {};
-}
 
 TEST(AddPolicyTest, HeuristicFixedAndExhaustive) {
   DNNX_REQUIRE_CPU();

@@ -3,6 +3,7 @@
 #include <dnnx/context.hpp>
 
 #include "support/compare.hpp"
+#include "support/layer_cases.hpp"
 #include "support/random.hpp"
 
 #include <cmath>
@@ -44,14 +45,6 @@ struct Scales {
 
 constexpr Scales scales[] = {
     {"a1_b1", 1.0f, 1.0f}, {"a0p5_bneg2", 0.5f, -2.0f}, {"a2_b0", 2.0f, 0.0f}};
-
-double unit_roundoff(DType dtype) {
-  switch (dtype) {
-    case DType::f16: return std::ldexp(1.0, -11);
-    case DType::bf16: return std::ldexp(1.0, -8);
-    default: return std::ldexp(1.0, -24);
-  }
-}
 
 }  // namespace
 
