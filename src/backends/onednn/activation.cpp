@@ -171,40 +171,25 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const Activat
     const std::string base = detail::cat(":", alg.name);
     // Implementations dnnx rules out are still listed, so that their ids do not depend on the desc.
     const std::string why = exclusion(desc, direction, alg);
-    dnnl::eltwise_forward::primitive_desc hint;
+    // oneDNN reports some parameters it cannot run (e.g. elu_use_dst_for_bwd with alpha < 0) as
+    // invalid arguments rather than unimplemented: both mean "no implementation" here.
     std::string failure;
-    try {
-      hint = dnnl::eltwise_forward::primitive_desc(engine, dnnl::prop_kind::forward_training,
-                                                   alg.kind, md, md, alg.alpha, alg.beta, attr);
-    } catch (const dnnl::error& error) {
-      // oneDNN reports some parameters it cannot run (e.g. elu_use_dst_for_bwd with alpha < 0)
-      // as invalid arguments rather than unimplemented: both mean "no implementation" here.
-      if (error.status != dnnl_unimplemented && error.status != dnnl_invalid_arguments)
-        raise_dnnl(error.status,
-                   detail::cat("creating the ", alg.name,
-                               " forward primitive "
-                               "descriptor: ",
-                               error.what()),
-                   context);
-      failure = error.what();
-    }
-    dnnl::primitive_desc pd;
+    dnnl::eltwise_forward::primitive_desc hint = create_or_unavailable(
+        [&] {
+          return dnnl::eltwise_forward::primitive_desc(engine, dnnl::prop_kind::forward_training,
+                                                       alg.kind, md, md, alg.alpha, alg.beta, attr);
+        },
+        detail::cat(alg.name, " forward primitive descriptor"), context, failure,
+        Unavailable::unimplemented_or_invalid);
+    dnnl::primitive_desc pd = hint;
     if (hint && direction != Direction::fwd) {
-      try {
-        pd = dnnl::eltwise_backward::primitive_desc(engine, alg.kind, md, md, md, alg.alpha,
-                                                    alg.beta, hint, attr);
-      } catch (const dnnl::error& error) {
-        if (error.status != dnnl_unimplemented && error.status != dnnl_invalid_arguments)
-          raise_dnnl(error.status,
-                     detail::cat("creating the ", alg.name,
-                                 " backward primitive "
-                                 "descriptor: ",
-                                 error.what()),
-                     context);
-        failure = error.what();
-      }
-    } else if (hint) {
-      pd = hint;
+      pd = create_or_unavailable(
+          [&] {
+            return dnnl::primitive_desc(dnnl::eltwise_backward::primitive_desc(
+                engine, alg.kind, md, md, md, alg.alpha, alg.beta, hint, attr));
+          },
+          detail::cat(alg.name, " backward primitive descriptor"), context, failure,
+          Unavailable::unimplemented_or_invalid);
     }
     if (!pd) {
       Candidate candidate;

@@ -245,7 +245,9 @@ dnnl::primitive_desc create_pd(const dnnl::engine& engine, const AddDesc& desc,
   const memory::desc src = dense_md(desc.src_dims, desc);
   const memory::desc dst = dense_md(desc.dst_dims, desc);
   dnnl::primitive_attr attr = user_scratchpad();
-  try {
+  // oneDNN reports some combinations it cannot run as invalid arguments rather than
+  // unimplemented (e.g. binary source 0 with a broadcast shape): both mean "no implementation".
+  const auto create = [&]() -> dnnl::primitive_desc {
     switch (formulation) {
       case Formulation::scaled_dst:
         if (desc.beta != 1) attr.set_scales_mask(DNNL_ARG_SRC_0, 0);
@@ -285,18 +287,10 @@ dnnl::primitive_desc create_pd(const dnnl::engine& engine, const AddDesc& desc,
                                                      dnnl::algorithm::eltwise_linear, dst, src,
                                                      desc.alpha, 0.0f, attr);
     }
-  } catch (const dnnl::error& error) {
-    // oneDNN reports some combinations it cannot run as invalid arguments rather than
-    // unimplemented (e.g. binary source 0 with a broadcast shape): both mean "no implementation".
-    if (error.status != dnnl_unimplemented && error.status != dnnl_invalid_arguments) {
-      raise_dnnl(error.status,
-                 detail::cat("creating the ", name_of(formulation),
-                             " primitive descriptor: ", error.what()),
-                 context);
-    }
-    failure = error.what();
-  }
-  return {};
+    return {};
+  };
+  return create_or_unavailable(create, detail::cat(name_of(formulation), " primitive descriptor"),
+                               context, failure, Unavailable::unimplemented_or_invalid);
 }
 
 std::vector<Candidate> list_candidates(const dnnl::engine& engine, const AddDesc& desc,

@@ -167,33 +167,25 @@ dnnl::primitive_desc create_pd(const dnnl::engine& engine, const BatchNormDesc& 
   const auto flags = flags_of(desc);
   const auto eps = static_cast<float>(desc.eps);
   const dnnl::primitive_attr attr = user_scratchpad();
-  const auto unavailable = [&](const dnnl::error& error, const char* what) {
-    if (error.status != dnnl_unimplemented)
-      raise_dnnl(error.status, detail::cat("creating the ", what, ": ", error.what()), context);
-    failure = error.what();
-  };
-  dnnl::batch_normalization_forward::primitive_desc fwd;
-  try {
-    // A backward descriptor takes a forward_training hint with the same flags.
-    const auto prop = desc.training || direction != Direction::fwd
-                          ? dnnl::prop_kind::forward_training
-                          : dnnl::prop_kind::forward_inference;
-    fwd = dnnl::batch_normalization_forward::primitive_desc(engine, prop, data, data, eps, flags,
-                                                            attr);
-  } catch (const dnnl::error& error) {
-    unavailable(error, "forward primitive descriptor");
-    return {};
-  }
-  if (direction == Direction::fwd) return fwd;
+  // A backward descriptor takes a forward_training hint with the same flags.
+  const auto fwd_prop = desc.training || direction != Direction::fwd
+                            ? dnnl::prop_kind::forward_training
+                            : dnnl::prop_kind::forward_inference;
+  const dnnl::batch_normalization_forward::primitive_desc fwd = create_or_unavailable(
+      [&] {
+        return dnnl::batch_normalization_forward::primitive_desc(engine, fwd_prop, data, data, eps,
+                                                                 flags, attr);
+      },
+      "forward primitive descriptor", context, failure);
+  if (!fwd || direction == Direction::fwd) return fwd;
   hint = fwd;
-  try {
-    const auto prop = desc.affine ? dnnl::prop_kind::backward : dnnl::prop_kind::backward_data;
-    return dnnl::batch_normalization_backward::primitive_desc(engine, prop, data, data, data, eps,
-                                                              flags, fwd, attr);
-  } catch (const dnnl::error& error) {
-    unavailable(error, "backward primitive descriptor");
-    return {};
-  }
+  const auto bwd_prop = desc.affine ? dnnl::prop_kind::backward : dnnl::prop_kind::backward_data;
+  return create_or_unavailable(
+      [&] {
+        return dnnl::primitive_desc(dnnl::batch_normalization_backward::primitive_desc(
+            engine, bwd_prop, data, data, data, eps, flags, fwd, attr));
+      },
+      "backward primitive descriptor", context, failure);
 }
 
 std::vector<Candidate> list_candidates(const dnnl::engine& engine, const BatchNormDesc& desc,

@@ -205,25 +205,25 @@ Candidate fused_candidate(const dnnl::engine& engine, const dnnl::primitive_desc
 
   std::size_t scratch = pd.scratchpad_desc().get_size();
   bool reordered = false;
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  const dnnl::primitive_attr attr = user_scratchpad();
   const auto reorder = [&](const memory::desc& from, const memory::desc& to,
                            const char* what) -> dnnl::primitive_desc_base {
-    try {
-      dnnl::reorder::primitive_desc reorder_pd(engine, from, engine, to, attr);
-      scratch = std::max(scratch, reorder_pd.scratchpad_desc().get_size());
-      return reorder_pd;
-    } catch (const dnnl::error& error) {
-      if (error.status != dnnl_unimplemented)
-        raise_dnnl(error.status, detail::cat("creating the ", what, " reorder: ", error.what()),
-                   context);
+    std::string failure;
+    const dnnl::primitive_desc_base reorder_pd = create_or_unavailable(
+        [&] {
+          return dnnl::primitive_desc_base(
+              dnnl::reorder::primitive_desc(engine, from, engine, to, attr));
+        },
+        detail::cat(what, " reorder"), context, failure);
+    if (!reorder_pd) {
       info.supported = false;
-      info.reason = detail::cat("oneDNN cannot reorder ", what,
-                                " between the caller's layout "
-                                "and the one ",
-                                impl, " uses: ", error.what());
+      info.reason =
+          detail::cat("oneDNN cannot reorder ", what, " between the caller's layout and the one ",
+                      impl, " uses: ", failure);
       return {};
     }
+    scratch = std::max(scratch, reorder_pd.scratchpad_desc().get_size());
+    return reorder_pd;
   };
   for (std::size_t r = 0; r < 3; ++r) {
     if (same_layout(candidate.inner[r], *user[r])) continue;
@@ -244,21 +244,22 @@ Candidate fused_candidate(const dnnl::engine& engine, const dnnl::primitive_desc
     }
     if (scaled) {
       const memory::desc& md = dst_reordered ? candidate.inner[role_dst] : g.dst;
-      try {
-        dnnl::eltwise_forward::primitive_desc scaling(engine, dnnl::prop_kind::forward_inference,
-                                                      dnnl::algorithm::eltwise_linear, md, md,
-                                                      desc.residual_scale, 0.0f, attr);
-        scratch = std::max(scratch, scaling.scratchpad_desc().get_size());
-        candidate.residual_scaling = scaling;
-      } catch (const dnnl::error& error) {
-        if (error.status != dnnl_unimplemented)
-          raise_dnnl(error.status, detail::cat("creating the residual scaling: ", error.what()),
-                     context);
+      std::string failure;
+      const dnnl::primitive_desc_base scaling = create_or_unavailable(
+          [&] {
+            return dnnl::primitive_desc_base(dnnl::eltwise_forward::primitive_desc(
+                engine, dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_linear, md, md,
+                desc.residual_scale, 0.0f, attr));
+          },
+          "residual scaling", context, failure);
+      if (!scaling) {
         info.supported = false;
         info.reason = detail::cat("oneDNN cannot scale the residual in the layout ", impl,
-                                  " uses: ", error.what());
+                                  " uses: ", failure);
         return candidate;
       }
+      scratch = std::max(scratch, scaling.scratchpad_desc().get_size());
+      candidate.residual_scaling = scaling;
       info.notes.emplace_back("scaled_residual");
     }
   }
@@ -323,19 +324,14 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const ConvFus
     std::string failure;
     for (const Strategy strategy : strategy_order(desc.conv)) {
       const StrategyMds mds = strategy_mds(g, strategy);
-      dnnl::convolution_forward::primitive_desc pd;
-      try {
-        pd = dnnl::convolution_forward::primitive_desc(
-            engine, dnnl::prop_kind::forward_inference, algorithm, mds.src, mds.weights, bias,
-            mds.dst, g.strides, g.dilates, g.padding_l, g.padding_r, attr);
-      } catch (const dnnl::error& error) {
-        if (error.status != dnnl_unimplemented)
-          raise_dnnl(error.status,
-                     detail::cat("creating the fused primitive descriptor: ", error.what()),
-                     context);
-        failure = error.what();
-        continue;
-      }
+      dnnl::convolution_forward::primitive_desc pd = create_or_unavailable(
+          [&] {
+            return dnnl::convolution_forward::primitive_desc(
+                engine, dnnl::prop_kind::forward_inference, algorithm, mds.src, mds.weights, bias,
+                mds.dst, g.strides, g.dilates, g.padding_l, g.padding_r, attr);
+          },
+          "fused primitive descriptor", context, failure);
+      if (!pd) continue;
       found = true;
       do {
         Candidate candidate = fused_candidate(engine, pd, algorithm, desc, g, context);

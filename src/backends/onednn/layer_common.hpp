@@ -8,9 +8,11 @@
 #include <dnnx/error.hpp>
 #include <dnnx/tensor.hpp>
 
+#include "backends/onednn/check.hpp"
 #include "backends/onednn/runtime.hpp"
 #include "core/layer_backend.hpp"
 #include "core/op_backend.hpp"
+#include "core/strings.hpp"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -50,6 +52,35 @@ std::string_view isa_of(std::string_view impl, std::initializer_list<std::string
 /// Primitive attributes with a user scratchpad: plans give oneDNN a region of the call's workspace
 /// (so that workspace_bytes is exact) instead of letting it allocate per call.
 dnnl::primitive_attr user_scratchpad();
+
+/// Which oneDNN statuses mean "no implementation" to create_or_unavailable.
+enum class Unavailable : bool {
+  unimplemented,            ///< dnnl_unimplemented only
+  unimplemented_or_invalid  ///< also dnnl_invalid_arguments, which some primitives report for
+                            ///< parameters they cannot run
+};
+
+/// The primitive descriptor `create()` makes (positioned at oneDNN's first implementation), or a
+/// null one, with oneDNN's message in `failure`, when oneDNN has no implementation (`unavailable`
+/// says which statuses mean that). Any other oneDNN error throws: "creating the <what>: <oneDNN's
+/// message>" with `context`.
+template <typename Create>
+auto create_or_unavailable(Create&& create, std::string_view what, const ErrorContext& context,
+                           std::string& failure,
+                           Unavailable unavailable = Unavailable::unimplemented)
+    -> decltype(create()) {
+  try {
+    return create();
+  } catch (const dnnl::error& error) {
+    const bool none = error.status == dnnl_unimplemented ||
+                      (unavailable == Unavailable::unimplemented_or_invalid &&
+                       error.status == dnnl_invalid_arguments);
+    if (!none)
+      raise_dnnl(error.status, detail::cat("creating the ", what, ": ", error.what()), context);
+    failure = error.what();
+    return {};
+  }
+}
 
 /// A snapshot of `pd` at its current implementation (next_impl() changes the object in place).
 dnnl::primitive_desc clone(const dnnl::primitive_desc& pd, const ErrorContext& context);

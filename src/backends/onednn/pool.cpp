@@ -494,28 +494,18 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const PoolDes
   // forward_inference needs no workspace; backward needs a forward_training hint.
   const dnnl::prop_kind prop = direction == Direction::fwd ? dnnl::prop_kind::forward_inference
                                                            : dnnl::prop_kind::forward_training;
-  dnnl::pooling_forward::primitive_desc fwd;
-  try {
-    fwd = forward_pd(engine, prop, desc, g);
-  } catch (const dnnl::error& error) {
-    if (error.status != dnnl_unimplemented)
-      raise_dnnl(error.status,
-                 detail::cat("creating the forward primitive descriptor: ", error.what()), context);
-    failure = error.what();
-  }
+  dnnl::pooling_forward::primitive_desc fwd =
+      create_or_unavailable([&] { return forward_pd(engine, prop, desc, g); },
+                            "forward primitive descriptor", context, failure);
   dnnl::pooling_backward::primitive_desc bwd;
   if (fwd && direction != Direction::fwd) {
-    try {
-      bwd = dnnl::pooling_backward::primitive_desc(engine, algorithm_of(desc.mode), g.src, g.dst,
-                                                   g.strides, g.kernel, g.dilation, g.padding_l,
-                                                   g.padding_r, fwd, user_scratchpad());
-    } catch (const dnnl::error& error) {
-      if (error.status != dnnl_unimplemented)
-        raise_dnnl(error.status,
-                   detail::cat("creating the backward primitive descriptor: ", error.what()),
-                   context);
-      failure = error.what();
-    }
+    bwd = create_or_unavailable(
+        [&] {
+          return dnnl::pooling_backward::primitive_desc(
+              engine, algorithm_of(desc.mode), g.src, g.dst, g.strides, g.kernel, g.dilation,
+              g.padding_l, g.padding_r, fwd, user_scratchpad());
+        },
+        "backward primitive descriptor", context, failure);
   }
   dnnl::primitive_desc walker =
       direction == Direction::fwd ? dnnl::primitive_desc(fwd) : dnnl::primitive_desc(bwd);
