@@ -7,6 +7,7 @@
 #include <dnnx/algo.hpp>
 #include <dnnx/error.hpp>
 
+#include "core/check.hpp"
 #include "core/op_backend.hpp"
 #include "core/strings.hpp"
 
@@ -14,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace dnnx::detail {
 
@@ -31,13 +33,32 @@ inline ErrorContext layer_context(std::string_view backend, std::string_view op,
   return context;
 }
 
+/// Which directions a layer op has.
+enum class LayerDirections : bool {
+  fwd_and_bwd,  ///< fwd and bwd_data (Note [directions of single-backward ops])
+  fwd_only      ///< fwd alone (the fused convolution)
+};
+
 /// A ListedOpBackend of a layer op on `backend`, whose errors carry layer_context(backend, op,
-/// ...). Subclasses give enumerate() and build().
+/// ...). A fwd_only op refuses other directions before the desc is even validated:
+/// InvalidArgument "<op> has only the forward direction (fwd); got <direction>". Subclasses give
+/// enumerate() and build().
 template <typename Desc, typename Args, typename Candidate>
 class LayerOpBackend : public ListedOpBackend<Desc, Args, Candidate> {
  public:
-  LayerOpBackend(std::string backend, std::string op)
-      : backend_(std::move(backend)), op_(std::move(op)) {}
+  LayerOpBackend(std::string backend, std::string op,
+                 LayerDirections directions = LayerDirections::fwd_and_bwd)
+      : backend_(std::move(backend)), op_(std::move(op)), directions_(directions) {}
+
+  std::vector<AlgoInfo> list(const Desc& desc, Direction direction) override {
+    check_direction(desc, direction);
+    return ListedOpBackend<Desc, Args, Candidate>::list(desc, direction);
+  }
+  std::shared_ptr<OpPlan<Args>> plan(const Desc& desc, Direction direction,
+                                     const std::string& id) override {
+    check_direction(desc, direction);
+    return ListedOpBackend<Desc, Args, Candidate>::plan(desc, direction, id);
+  }
 
  protected:
   std::string op_name() const override { return op_; }
@@ -47,8 +68,17 @@ class LayerOpBackend : public ListedOpBackend<Desc, Args, Candidate> {
   }
 
  private:
+  void check_direction(const Desc& desc, Direction direction) const {
+    if (directions_ == LayerDirections::fwd_only && direction != Direction::fwd) {
+      raise(ErrorKind::InvalidArgument,
+            cat(op_, " has only the forward direction (fwd); got ", to_string(direction)),
+            layer_context(backend_, op_, Direction::fwd, desc.repro(Direction::fwd), {}));
+    }
+  }
+
   std::string backend_;
   std::string op_;
+  LayerDirections directions_;
 };
 
 /// A LayerOpBackend holding the backend instance's `Runtime` (engine, stream, handle), which it
@@ -56,8 +86,9 @@ class LayerOpBackend : public ListedOpBackend<Desc, Args, Candidate> {
 template <typename Desc, typename Args, typename Candidate, typename Runtime>
 class RuntimeLayerBackend : public LayerOpBackend<Desc, Args, Candidate> {
  public:
-  RuntimeLayerBackend(std::string backend, std::string op, std::shared_ptr<Runtime> runtime)
-      : LayerOpBackend<Desc, Args, Candidate>(std::move(backend), std::move(op)),
+  RuntimeLayerBackend(std::string backend, std::string op, std::shared_ptr<Runtime> runtime,
+                      LayerDirections directions = LayerDirections::fwd_and_bwd)
+      : LayerOpBackend<Desc, Args, Candidate>(std::move(backend), std::move(op), directions),
         runtime_(std::move(runtime)) {}
 
  protected:

@@ -60,15 +60,6 @@ ErrorContext context_of(const ConvFusedDesc& desc, std::string implementation) {
                        std::move(implementation));
 }
 
-void check_direction(const ConvFusedDesc& desc, Direction direction) {
-  if (direction != Direction::fwd) {
-    detail::raise(
-        ErrorKind::InvalidArgument,
-        detail::cat("conv_fused has only the forward direction (fwd); got ", to_string(direction)),
-        context_of(desc, ""));
-  }
-}
-
 std::string_view algorithm_name(dnnl::algorithm algorithm) {
   switch (algorithm) {
     case dnnl::algorithm::convolution_direct: return "direct";
@@ -659,18 +650,8 @@ class UnfusedPlan final : public LayerPlan<detail::ConvFusedArgs> {
 class OneDnnConvFused final : public LayerBackend<ConvFusedDesc, detail::ConvFusedArgs, Candidate> {
  public:
   OneDnnConvFused(std::shared_ptr<Runtime> runtime, detail::ConvBackend& conv)
-      : RuntimeLayerBackend("cpu", op_text, std::move(runtime)), conv_(conv) {}
-
-  // The op has one direction: the others are refused before the desc is even validated.
-  std::vector<AlgoInfo> list(const ConvFusedDesc& desc, Direction direction) override {
-    check_direction(desc, direction);
-    return RuntimeLayerBackend::list(desc, direction);
-  }
-  std::shared_ptr<detail::ConvFusedPlan> plan(const ConvFusedDesc& desc, Direction direction,
-                                              const std::string& id) override {
-    check_direction(desc, direction);
-    return RuntimeLayerBackend::plan(desc, direction, id);
-  }
+      : RuntimeLayerBackend("cpu", op_text, std::move(runtime), detail::LayerDirections::fwd_only),
+        conv_(conv) {}
 
  protected:
   std::vector<Candidate> enumerate(const ConvFusedDesc& desc, Direction) override {

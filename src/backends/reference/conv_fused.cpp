@@ -32,15 +32,6 @@ ErrorContext context_of(const ConvFusedDesc& desc, std::string implementation) {
                        std::move(implementation));
 }
 
-void check_direction(const ConvFusedDesc& desc, Direction direction) {
-  if (direction != Direction::fwd) {
-    detail::raise(
-        ErrorKind::InvalidArgument,
-        detail::cat("conv_fused has only the forward direction (fwd); got ", to_string(direction)),
-        context_of(desc, ""));
-  }
-}
-
 // Reads a host tensor of `dims` and `dtype` in logical (row-major N, C, ...) order.
 std::vector<float> logical_values(const Tensor* tensor, const char* role, const Dims& dims,
                                   DType dtype, const ErrorContext& context) {
@@ -138,29 +129,13 @@ class DirectPlan final : public detail::LayerPlanBase<detail::ConvFusedArgs> {
   ConvFusedDesc desc_;
 };
 
-// The op has one direction: the others are refused before the desc is even validated.
-class DirectConvFused final : public DirectBackend<ConvFusedDesc, detail::ConvFusedArgs> {
- public:
-  DirectConvFused()
-      : DirectBackend(op_text, info_of, [](const ConvFusedDesc& desc, Direction) {
-          return std::make_shared<DirectPlan>(desc);
-        }) {}
-
-  std::vector<AlgoInfo> list(const ConvFusedDesc& desc, Direction direction) override {
-    check_direction(desc, direction);
-    return DirectBackend::list(desc, direction);
-  }
-  std::shared_ptr<detail::ConvFusedPlan> plan(const ConvFusedDesc& desc, Direction direction,
-                                              const std::string& id) override {
-    check_direction(desc, direction);
-    return DirectBackend::plan(desc, direction, id);
-  }
-};
-
 }  // namespace
 
 std::unique_ptr<detail::ConvFusedBackend> make_conv_fused_backend(detail::ConvBackend&) {
-  return std::make_unique<DirectConvFused>();
+  return std::make_unique<DirectBackend<ConvFusedDesc, detail::ConvFusedArgs>>(
+      op_text, info_of,
+      [](const ConvFusedDesc& desc, Direction) { return std::make_shared<DirectPlan>(desc); },
+      detail::LayerDirections::fwd_only);
 }
 
 }  // namespace dnnx::reference

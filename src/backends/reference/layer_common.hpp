@@ -67,8 +67,9 @@ class DirectBackend : public detail::LayerOpBackend<Desc, Args, DirectCandidate>
   using Info = std::function<AlgoInfo(const Desc&, Direction)>;
   using MakePlan = std::function<std::shared_ptr<detail::OpPlan<Args>>(const Desc&, Direction)>;
 
-  DirectBackend(std::string op, Info info, MakePlan make_plan)
-      : detail::LayerOpBackend<Desc, Args, DirectCandidate>("reference", std::move(op)),
+  DirectBackend(std::string op, Info info, MakePlan make_plan,
+                detail::LayerDirections directions = detail::LayerDirections::fwd_and_bwd)
+      : detail::LayerOpBackend<Desc, Args, DirectCandidate>("reference", std::move(op), directions),
         info_(std::move(info)),
         make_plan_(std::move(make_plan)) {}
 
