@@ -36,11 +36,15 @@ std::string environment_json(const Backend& backend) {
 std::vector<AlgoInfo> fallback_order(const TuneOptions& options, const Choice& failed,
                                      const std::vector<AlgoInfo>& listed) {
   std::vector<AlgoInfo> order;
+  // Never onto a candidate no automatic policy would pick (Note [unsafe candidates]).
+  auto safe = [](const AlgoInfo& algo) {
+    return std::find(algo.notes.begin(), algo.notes.end(), "overflow_risk") == algo.notes.end();
+  };
   for (const ProfileRow& row : failed.timings) {
-    if (row.status == CandidateStatus::ok) order.push_back(row.algo);
+    if (row.status == CandidateStatus::ok && safe(row.algo)) order.push_back(row.algo);
   }
   for (const AlgoInfo& algo : listed) {
-    if (!tune::exclusion(algo, options)) order.push_back(algo);
+    if (!tune::exclusion(algo, options) && safe(algo)) order.push_back(algo);
   }
   std::vector<AlgoInfo> unique;
   for (AlgoInfo& algo : order) {

@@ -31,6 +31,16 @@ double median(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
+bool has_note(const AlgoInfo& algo, std::string_view note) {
+  return std::find(algo.notes.begin(), algo.notes.end(), note) != algo.notes.end();
+}
+
+// Note [unsafe candidates]: a candidate noted "overflow_risk" (cuDNN's FAST softmax: exp(x)
+// without subtracting the maximum, inf above ~88) is correct only for inputs the caller knows to
+// be bounded. It is listed, profiled and runs when named by id (fixed:<id>), but no automatic
+// policy picks it: the heuristic skips it and exhaustive selection times it without choosing it.
+bool unsafe(const AlgoInfo& algo) { return has_note(algo, "overflow_risk"); }
+
 bool in_family(const AlgoInfo& algo, const std::string& family) {
   if (family == "deterministic") return algo.deterministic;
   return std::find(algo.families.begin(), algo.families.end(), family) != algo.families.end();
@@ -173,7 +183,8 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
   switch (policy.kind) {
     case PolicyKind::heuristic:
       choice.algo = first_admissible(
-          request, candidates, options, [](const AlgoInfo&) { return true; }, "heuristic");
+          request, candidates, options, [](const AlgoInfo& algo) { return !unsafe(algo); },
+          "heuristic");
       break;
     case PolicyKind::family: {
       const bool known = std::find(std::begin(family_names), std::end(family_names),
@@ -199,7 +210,7 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
       }
       choice.algo = first_admissible(
           request, candidates, options,
-          [&](const AlgoInfo& algo) { return in_family(algo, policy.family); },
+          [&](const AlgoInfo& algo) { return in_family(algo, policy.family) && !unsafe(algo); },
           "'" + policy.family + "'");
       break;
     }
@@ -227,7 +238,15 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
       for (const ProfileRow& row : choice.timings) {
         if (row.runs > 0 || row.status == CandidateStatus::failed) ++choice.candidates_timed;
       }
-      if (choice.timings.empty() || choice.timings.front().status != CandidateStatus::ok) {
+      // The fastest timed candidate that an automatic policy may pick (Note [unsafe candidates])
+      // goes first; the table keeps every other row in its order.
+      const auto pick = std::find_if(choice.timings.begin(), choice.timings.end(),
+                                     [](const ProfileRow& row) {
+                                       return row.status == CandidateStatus::ok && !unsafe(row.algo);
+                                     });
+      if (pick != choice.timings.end()) std::rotate(choice.timings.begin(), pick, pick + 1);
+      if (choice.timings.empty() || choice.timings.front().status != CandidateStatus::ok ||
+          unsafe(choice.timings.front().algo)) {
         std::vector<std::string> why;
         for (const ProfileRow& row : choice.timings) {
           why.push_back(row.algo.id + ": " + std::string(to_string(row.status)) +
@@ -240,9 +259,14 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
       }
       choice.algo = choice.timings.front().algo;
       choice.time_ms = choice.timings.front().median_ms;
-      if (choice.timings.size() > 1 && choice.timings[1].status == CandidateStatus::ok) {
-        choice.runner_up = choice.timings[1].algo.id;
-        choice.runner_up_ms = choice.timings[1].median_ms;
+      const auto second = std::find_if(choice.timings.begin() + 1, choice.timings.end(),
+                                       [](const ProfileRow& row) {
+                                         return row.status == CandidateStatus::ok &&
+                                                !unsafe(row.algo);
+                                       });
+      if (second != choice.timings.end()) {
+        choice.runner_up = second->algo.id;
+        choice.runner_up_ms = second->median_ms;
       }
       break;
     }

@@ -42,6 +42,8 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 ///   fixed      - the candidate with that id; unknown, unsupported or inadmissible ids throw,
 ///                naming the id, the reason and the valid ids;
 ///   exhaustive - time_candidates() with the benchmark limit, fastest median wins.
+/// No automatic policy (heuristic, family, exhaustive) picks a candidate noted "overflow_risk"
+/// (Note [unsafe candidates]); exhaustive times it, and the timings list the choice first.
 /// Throws Error(Unsupported) when no candidate is admissible (e.g. a workspace limit nothing meets).
 /// Writes one line to stderr when options.verbose.
 Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,

@@ -290,6 +290,22 @@ TEST(ExhaustivePolicy, AbandonsACandidateWhoseFirstRunIsFarSlower) {
   EXPECT_NE(choice.timings.front().status, CandidateStatus::abandoned);
 }
 
+TEST(ExhaustivePolicy, NeverPicksACandidateNotedOverflowRisk) {
+  // Note [unsafe candidates]: "fast" is timed and fastest, but only a fixed id may choose it.
+  FakeBench bench;
+  bench.add(Algo("accurate"), {2.0}).add(Algo("fast").note("overflow_risk"), {1.0})
+      .add(Algo("other"), {3.0});
+  const Choice choice = select(bench, options_with(AlgoPolicy::exhaustive()));
+  EXPECT_EQ(choice.algo.id, "accurate");
+  EXPECT_EQ(choice.runner_up, "other");
+  EXPECT_GT(bench.calls("fast"), 0);
+  EXPECT_EQ(row_of(choice.timings, "fast").status, CandidateStatus::ok);
+  EXPECT_EQ(select(bench, options_with(AlgoPolicy::fixed("fast"))).algo.id, "fast");
+  FakeBench only;
+  only.add(Algo("fast").note("overflow_risk"), {1.0}).add(Algo("accurate"), {2.0});
+  EXPECT_EQ(select(only, options_with(AlgoPolicy::heuristic())).algo.id, "accurate");
+}
+
 TEST(ExhaustivePolicy, AbandonFactorIsHonoured) {
   FakeBench bench;
   bench.add(Algo("best"), {10.0}).add(Algo("slow"), {50.0, 1.0});
