@@ -139,10 +139,7 @@ class DirectPlan final : public detail::LayerPlanBase<detail::ActivationArgs> {
 }  // namespace
 
 std::unique_ptr<detail::ActivationBackend> make_activation_backend() {
-  return std::make_unique<DirectBackend<ActivationDesc, detail::ActivationArgs>>(
-      op_text, info_of, [](const ActivationDesc& desc, Direction direction) {
-        return std::make_shared<DirectPlan>(desc, direction);
-      });
+  return DirectBackend<ActivationDesc, detail::ActivationArgs>::of<DirectPlan>(op_text, info_of);
 }
 
 }  // namespace dnnx::reference

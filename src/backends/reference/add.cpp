@@ -97,10 +97,7 @@ class DirectPlan final : public detail::LayerPlanBase<detail::AddArgs> {
 }  // namespace
 
 std::unique_ptr<detail::AddBackend> make_add_backend() {
-  return std::make_unique<DirectBackend<AddDesc, detail::AddArgs>>(
-      op_text, info_of, [](const AddDesc& desc, Direction direction) {
-        return std::make_shared<DirectPlan>(desc, direction);
-      });
+  return DirectBackend<AddDesc, detail::AddArgs>::of<DirectPlan>(op_text, info_of);
 }
 
 }  // namespace dnnx::reference

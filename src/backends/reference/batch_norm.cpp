@@ -202,10 +202,7 @@ class DirectPlan final : public detail::LayerPlanBase<detail::BatchNormArgs> {
 }  // namespace
 
 std::unique_ptr<detail::BatchNormBackend> make_batch_norm_backend() {
-  return std::make_unique<DirectBackend<BatchNormDesc, detail::BatchNormArgs>>(
-      op_text, info_of, [](const BatchNormDesc& desc, Direction direction) {
-        return std::make_shared<DirectPlan>(desc, direction);
-      });
+  return DirectBackend<BatchNormDesc, detail::BatchNormArgs>::of<DirectPlan>(op_text, info_of);
 }
 
 }  // namespace dnnx::reference

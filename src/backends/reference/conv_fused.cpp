@@ -40,7 +40,7 @@ std::vector<float> logical_values(const Tensor* tensor, const char* role, const 
 
 class DirectPlan final : public detail::LayerPlanBase<detail::ConvFusedArgs> {
  public:
-  explicit DirectPlan(const ConvFusedDesc& desc)
+  DirectPlan(const ConvFusedDesc& desc, Direction /*fwd*/)
       : LayerPlanBase(info_of(desc, Direction::fwd), context_of(desc, direct_id)), desc_(desc) {}
 
   void execute(const detail::ConvFusedArgs& args, detail::Workspace) override {
@@ -132,10 +132,8 @@ class DirectPlan final : public detail::LayerPlanBase<detail::ConvFusedArgs> {
 }  // namespace
 
 std::unique_ptr<detail::ConvFusedBackend> make_conv_fused_backend(detail::ConvBackend&) {
-  return std::make_unique<DirectBackend<ConvFusedDesc, detail::ConvFusedArgs>>(
-      op_text, info_of,
-      [](const ConvFusedDesc& desc, Direction) { return std::make_shared<DirectPlan>(desc); },
-      detail::LayerDirections::fwd_only);
+  return DirectBackend<ConvFusedDesc, detail::ConvFusedArgs>::of<DirectPlan>(
+      op_text, info_of, detail::LayerDirections::fwd_only);
 }
 
 }  // namespace dnnx::reference

@@ -73,6 +73,19 @@ class DirectBackend : public detail::LayerOpBackend<Desc, Args, DirectCandidate>
         info_(std::move(info)),
         make_plan_(std::move(make_plan)) {}
 
+  /// The backend whose plans are Plan(desc, direction).
+  template <typename Plan>
+  static std::unique_ptr<DirectBackend> of(
+      std::string op, Info info,
+      detail::LayerDirections directions = detail::LayerDirections::fwd_and_bwd) {
+    return std::make_unique<DirectBackend>(
+        std::move(op), std::move(info),
+        [](const Desc& desc, Direction direction) {
+          return std::make_shared<Plan>(desc, direction);
+        },
+        directions);
+  }
+
  protected:
   std::vector<DirectCandidate> enumerate(const Desc& desc, Direction direction) override {
     DirectCandidate candidate{info_(desc, direction)};

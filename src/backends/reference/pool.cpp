@@ -209,10 +209,7 @@ class DirectPlan final : public detail::LayerPlanBase<detail::PoolArgs> {
 }  // namespace
 
 std::unique_ptr<detail::PoolBackend> make_pool_backend() {
-  return std::make_unique<DirectBackend<PoolDesc, detail::PoolArgs>>(
-      op_text, info_of, [](const PoolDesc& desc, Direction direction) {
-        return std::make_shared<DirectPlan>(desc, direction);
-      });
+  return DirectBackend<PoolDesc, detail::PoolArgs>::of<DirectPlan>(op_text, info_of);
 }
 
 }  // namespace dnnx::reference
