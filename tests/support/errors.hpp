@@ -37,7 +37,8 @@ class BadCaseAdder {
 };
 
 /// gtest prints a case by its name.
-void PrintTo(const BadCase& bad, std::ostream* out);
+void PrintTo(const BadCase& bad,  // NOLINT(readability-identifier-naming): gtest's name
+             std::ostream* out);
 
 /// Runs `bad.call` and checks, as gtest expectations, that it raises bad.kind with every needle in
 /// the message. An error the op layer raised (its context's op starts with `op`, e.g. "pool")

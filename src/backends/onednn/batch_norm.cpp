@@ -171,7 +171,7 @@ dnnl::primitive_desc create_pd(const dnnl::engine& engine, const BatchNormDesc& 
   const auto fwd_prop = desc.training || direction != Direction::fwd
                             ? dnnl::prop_kind::forward_training
                             : dnnl::prop_kind::forward_inference;
-  const dnnl::batch_normalization_forward::primitive_desc fwd = create_or_unavailable(
+  dnnl::batch_normalization_forward::primitive_desc fwd = create_or_unavailable(
       [&] {
         return dnnl::batch_normalization_forward::primitive_desc(engine, fwd_prop, data, data, eps,
                                                                  flags, attr);

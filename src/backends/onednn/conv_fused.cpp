@@ -200,7 +200,7 @@ Candidate fused_candidate(const dnnl::engine& engine, const dnnl::primitive_desc
   const auto reorder = [&](const memory::desc& from, const memory::desc& to,
                            const char* what) -> dnnl::primitive_desc_base {
     std::string failure;
-    const dnnl::primitive_desc_base reorder_pd = create_or_unavailable(
+    dnnl::primitive_desc_base reorder_pd = create_or_unavailable(
         [&] {
           return dnnl::primitive_desc_base(
               dnnl::reorder::primitive_desc(engine, from, engine, to, attr));
