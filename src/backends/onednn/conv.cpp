@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -47,8 +48,8 @@ Dims role_dims(const ConvDesc& desc, Role::Shape shape) {
 // call takes 35-63 ms against 2.5-3.4 ms afterwards. Exhaustive selection abandons a candidate
 // whose first run is already far slower than the best (Note [abandoning slow candidates]), so that
 // one-off cost would drop what is often the fastest candidate. A gemm plan therefore runs its
-// steps twice on its first execute() (every output is overwritten, never accumulated), as cudnn
-// engine plans do for CUDA's lazy module loading (Note [first launch] in the cudnn backend).
+// steps once when it is built, on zeroed buffers of its own: plans are built before the timed
+// run (and before a call's run), so the code generation is never timed.
 
 // Runs one candidate: optional reorders of the inputs into the workspace, the convolution, an
 // optional reorder of the output back. Every primitive and memory object is made here, once;
@@ -63,8 +64,7 @@ class Plan final : public detail::ConvPlan {
         direction_(direction),
         layout_(desc.layout),
         dtype_(desc.dtype),
-        hint_(candidate.hint),
-        primed_(std::find(info_.notes.begin(), info_.notes.end(), "gemm") == info_.notes.end()) {
+        hint_(candidate.hint) {
     const auto& direction_roles = roles(direction);
     const ConvGeometry geometry = conv_geometry(desc);
     const dnnl::engine& engine = runtime_->engine;
@@ -96,6 +96,7 @@ class Plan final : public detail::ConvPlan {
                  {{DNNL_ARG_FROM, buffers_[2].get()}, {DNNL_ARG_TO, user_[2].get()}});
       }
     });
+    if (std::find(info_.notes.begin(), info_.notes.end(), "gemm") != info_.notes.end()) prime();
   }
 
   const AlgoInfo& algo() const override { return info_; }
@@ -123,21 +124,42 @@ class Plan final : public detail::ConvPlan {
       bind(user_[r], tensors[r]->data());
       if (buffers_[r]) bind(buffers_[r], base + offsets_[r]);
     }
-    const dnnl_stream_t stream = runtime_->stream.get();
-    for (int pass = primed_ ? 1 : 0; pass < 2; ++pass) {  // Note [first execution]
-      for (Step& step : steps_) {
-        if (step.scratchpad) bind(step.scratchpad, base);
-        DNNX_DNNL_CHECK(
-            dnnl_primitive_execute(step.primitive.get(), stream,
-                                   static_cast<int>(step.args.size()), step.args.data()),
-            context_, "executing");
-      }
-    }
-    DNNX_DNNL_CHECK(dnnl_stream_wait(stream), context_, "waiting for the stream");
-    primed_ = true;
+    run_steps(base);
   }
 
  private:
+  // Runs every step with the memory objects bound; scratchpads at `base`.
+  void run_steps(std::byte* base) {
+    const dnnl_stream_t stream = runtime_->stream.get();
+    for (Step& step : steps_) {
+      if (step.scratchpad) bind(step.scratchpad, base);
+      DNNX_DNNL_CHECK(dnnl_primitive_execute(step.primitive.get(), stream,
+                                             static_cast<int>(step.args.size()), step.args.data()),
+                      context_, "executing");
+    }
+    DNNX_DNNL_CHECK(dnnl_stream_wait(stream), context_, "waiting for the stream");
+  }
+
+  // Note [first execution]: one run on zeroed buffers of the plan's own, freed afterwards; the
+  // memory objects are rebound to the caller's pointers by every execute().
+  void prime() {
+    std::size_t bytes = info_.workspace_bytes;
+    for (std::size_t r = 0; r < 3; ++r) bytes += user_[r].get_desc().get_size() + 64;
+    std::vector<std::byte> scratch(bytes + 64);
+    auto* cursor = reinterpret_cast<std::byte*>(
+        (reinterpret_cast<std::uintptr_t>(scratch.data()) + 63) & ~std::uintptr_t{63});
+    std::lock_guard lock(runtime_->mutex);  // Note [one stream]
+    std::byte* base = cursor;
+    cursor += (info_.workspace_bytes + 63) & ~std::size_t{63};
+    for (std::size_t r = 0; r < 3; ++r) {
+      bind(user_[r], cursor);
+      cursor += (user_[r].get_desc().get_size() + 63) & ~std::size_t{63};
+      if (buffers_[r]) bind(buffers_[r], base + offsets_[r]);
+    }
+    run_steps(base);
+    for (std::size_t r = 0; r < 3; ++r) bind(user_[r], nullptr);
+  }
+
   struct Step {
     dnnl::primitive primitive;
     std::vector<dnnl_exec_arg_t> args;  // handles of memory objects this plan owns
@@ -195,7 +217,6 @@ class Plan final : public detail::ConvPlan {
   // oneDNN's backward primitives keep a plain pointer to their forward hint: held (and destroyed
   // after the primitives) so that a plan stays valid after the backend and its candidate lists.
   dnnl::primitive_desc hint_;
-  bool primed_;  // false: the next execute() runs twice (Note [first execution])
   std::array<Dims, 3> dims_;
   std::array<dnnl::memory, 3> user_;     // bound to the caller's tensors
   std::array<dnnl::memory, 3> buffers_;  // reordered copies in the workspace (null: none)
