@@ -762,71 +762,26 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
   std::vector<Step> steps_;
 };
 
-struct Key {
-  CrossEntropyDesc desc;
-  Direction direction;
-  bool operator==(const Key&) const = default;
-};
-struct KeyHash {
-  std::size_t operator()(const Key& key) const {
-    return key.desc.hash() * 3 + static_cast<std::size_t>(key.direction);
-  }
-};
-
-class OneDnnCrossEntropy final : public detail::CrossEntropyBackend {
+// The candidate lists and plans of one backend instance (ListedOpBackend keeps both).
+class OneDnnCrossEntropy final : public detail::ListedOpBackend<CrossEntropyDesc, detail::CrossEntropyArgs, Candidate> {
  public:
   explicit OneDnnCrossEntropy(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
 
-  std::vector<AlgoInfo> list(const CrossEntropyDesc& desc, Direction direction) override {
-    desc.validate();
-    std::lock_guard lock(mutex_);
-    std::vector<AlgoInfo> infos;
-    for (const Candidate& candidate : candidates_locked(desc, direction))
-      infos.push_back(candidate.info);
-    return infos;
-  }
-
-  std::shared_ptr<detail::OpPlan<detail::CrossEntropyArgs>> plan(const CrossEntropyDesc& desc,
-                                                                 Direction direction,
-                                                                 const std::string& id) override {
-    desc.validate();
-    return plans_.get_or_build(desc, direction, id, [&] {
-      std::lock_guard lock(mutex_);
-      const std::vector<Candidate>& candidates = candidates_locked(desc, direction);
-      const auto found = std::find_if(candidates.begin(), candidates.end(),
-                                      [&](const Candidate& c) { return c.info.id == id; });
-      if (found == candidates.end()) {
-        std::vector<std::string> ids;
-        ids.reserve(candidates.size());
-        for (const Candidate& c : candidates) ids.push_back(c.info.id);
-        detail::raise(ErrorKind::InvalidArgument,
-                      detail::cat("algorithm id '", id, "' is not a cpu xent candidate for ",
-                                  to_string(direction), "; valid ids: ", detail::join(ids, ", ")),
-                      context_of(desc, direction, id));
-      }
-      if (!found->info.supported) {
-        detail::raise(ErrorKind::Unsupported, found->info.reason, context_of(desc, direction, id));
-      }
-      return std::make_shared<Plan>(runtime_, desc, direction, *found);
-    });
-  }
-
  private:
-  const std::vector<Candidate>& candidates_locked(const CrossEntropyDesc& desc,
-                                                  Direction direction) {
-    const Key key{desc, direction};
-    auto found = lists_.find(key);
-    if (found == lists_.end()) {
-      found = lists_.emplace(key, list_candidates(runtime_->engine, desc, direction, runtime_->isa))
-                  .first;
-    }
-    return found->second;
+  std::string op_name() const override { return "xent"; }
+  std::vector<Candidate> enumerate(const CrossEntropyDesc& desc, Direction direction) override {
+    return list_candidates(runtime_->engine, desc, direction, runtime_->isa);
+  }
+  std::shared_ptr<detail::OpPlan<detail::CrossEntropyArgs>> build(const CrossEntropyDesc& desc, Direction direction,
+                                                         const Candidate& candidate) override {
+    return std::make_shared<Plan>(runtime_, desc, direction, candidate);
+  }
+  ErrorContext error_context(const CrossEntropyDesc& desc, Direction direction,
+                             const std::string& id) const override {
+    return context_of(desc, direction, id);
   }
 
   std::shared_ptr<Runtime> runtime_;
-  std::mutex mutex_;  // guards lists_
-  std::unordered_map<Key, std::vector<Candidate>, KeyHash> lists_;
-  detail::PlanCache<CrossEntropyDesc, detail::CrossEntropyArgs> plans_;
 };
 
 }  // namespace

@@ -707,74 +707,26 @@ class KernelPlan final : public detail::OpPlan<detail::SoftmaxArgs> {
   Kernels kernels_;
 };
 
-struct Key {
-  SoftmaxDesc desc;
-  Direction direction;
-  bool operator==(const Key&) const = default;
-};
-struct KeyHash {
-  std::size_t operator()(const Key& key) const {
-    return key.desc.hash() * 3 + static_cast<std::size_t>(key.direction);
-  }
-};
-
-class OneDnnSoftmax final : public detail::SoftmaxBackend {
+// The candidate lists and plans of one backend instance (ListedOpBackend keeps both).
+class OneDnnSoftmax final : public detail::ListedOpBackend<SoftmaxDesc, detail::SoftmaxArgs, Candidate> {
  public:
   explicit OneDnnSoftmax(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
 
-  std::vector<AlgoInfo> list(const SoftmaxDesc& desc, Direction direction) override {
-    desc.validate();
-    std::lock_guard lock(mutex_);
-    std::vector<AlgoInfo> infos;
-    for (const Candidate& candidate : candidates_locked(desc, direction))
-      infos.push_back(candidate.info);
-    return infos;
-  }
-
-  std::shared_ptr<detail::OpPlan<detail::SoftmaxArgs>> plan(const SoftmaxDesc& desc,
-                                                            Direction direction,
-                                                            const std::string& id) override {
-    desc.validate();
-    return plans_.get_or_build(desc, direction, id, [&] {
-      std::lock_guard lock(mutex_);
-      const std::vector<Candidate>& candidates = candidates_locked(desc, direction);
-      const auto found = std::find_if(candidates.begin(), candidates.end(),
-                                      [&](const Candidate& c) { return c.info.id == id; });
-      if (found == candidates.end()) {
-        std::vector<std::string> ids;
-        ids.reserve(candidates.size());
-        for (const Candidate& c : candidates) ids.push_back(c.info.id);
-        detail::raise(ErrorKind::InvalidArgument,
-                      detail::cat("algorithm id '", id, "' is not a cpu softmax candidate for ",
-                                  to_string(direction), "; valid ids: ", detail::join(ids, ", ")),
-                      context_of(desc, direction, id));
-      }
-      if (!found->info.supported) {
-        detail::raise(ErrorKind::Unsupported, found->info.reason, context_of(desc, direction, id));
-      }
-      if (found->kernel)
-        return std::shared_ptr<detail::OpPlan<detail::SoftmaxArgs>>(
-            std::make_shared<KernelPlan>(desc, direction));
-      return std::shared_ptr<detail::OpPlan<detail::SoftmaxArgs>>(
-          std::make_shared<Plan>(runtime_, desc, direction, *found));
-    });
-  }
-
  private:
-  const std::vector<Candidate>& candidates_locked(const SoftmaxDesc& desc, Direction direction) {
-    const Key key{desc, direction};
-    auto found = lists_.find(key);
-    if (found == lists_.end()) {
-      found = lists_.emplace(key, list_candidates(runtime_->engine, desc, direction, runtime_->isa))
-                  .first;
-    }
-    return found->second;
+  std::string op_name() const override { return "softmax"; }
+  std::vector<Candidate> enumerate(const SoftmaxDesc& desc, Direction direction) override {
+    return list_candidates(runtime_->engine, desc, direction, runtime_->isa);
+  }
+  std::shared_ptr<detail::OpPlan<detail::SoftmaxArgs>> build(const SoftmaxDesc& desc, Direction direction,
+                                                         const Candidate& candidate) override {
+    return std::make_shared<Plan>(runtime_, desc, direction, candidate);
+  }
+  ErrorContext error_context(const SoftmaxDesc& desc, Direction direction,
+                             const std::string& id) const override {
+    return context_of(desc, direction, id);
   }
 
   std::shared_ptr<Runtime> runtime_;
-  std::mutex mutex_;  // guards lists_
-  std::unordered_map<Key, std::vector<Candidate>, KeyHash> lists_;
-  detail::PlanCache<SoftmaxDesc, detail::SoftmaxArgs> plans_;
 };
 
 }  // namespace
