@@ -719,6 +719,7 @@ class OneDnnSoftmax final : public detail::ListedOpBackend<SoftmaxDesc, detail::
   }
   std::shared_ptr<detail::OpPlan<detail::SoftmaxArgs>> build(const SoftmaxDesc& desc, Direction direction,
                                                          const Candidate& candidate) override {
+    if (candidate.kernel) return std::make_shared<KernelPlan>(desc, direction);
     return std::make_shared<Plan>(runtime_, desc, direction, candidate);
   }
   ErrorContext error_context(const SoftmaxDesc& desc, Direction direction,
