@@ -103,7 +103,8 @@ std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState
     }
     hooks.prepare(ids);
   }
-  auto choice = std::make_shared<Choice>(tune::select(request, candidates, options, hooks.run));
+  auto choice =
+      std::make_shared<Choice>(tune::select(request, candidates, options, hooks.run, hooks.probe));
   choice->backend = backend.name();
   choice->fingerprint = backend.fingerprint();
   choice->environment = environment_json(backend);
@@ -165,7 +166,7 @@ ProfileResult profile_locked(Context& context, ContextState& state, const tune::
   result.repro = request.repro;
   result.backend = state.backend().name();
   result.rows = tune::time_candidates(hooks.list(), context.tune(), hooks.run,
-                                      /*apply_benchmark_limit=*/false);
+                                      /*apply_benchmark_limit=*/false, hooks.probe);
   if (!result.rows.empty() && result.rows.front().status == CandidateStatus::ok)
     result.chosen = result.rows.front().algo.id;
   result.wall_ms =

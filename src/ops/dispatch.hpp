@@ -18,6 +18,10 @@
 //     // Owns tensors holding valid random data for timing without user tensors.
 //     struct Scratch { Args args(Direction); ... };
 //     static Scratch scratch(const Context&, const Desc&, Direction);
+//     // Optional (Note [probing slow candidates] in src/tune/select.cpp): the same op on a slice
+//     // of the tensors (e.g. part of the batch), null when the desc has no useful slice.
+//     struct Slice { Desc desc; Args args; ... };
+//     static std::unique_ptr<Slice> slice(const Desc&, Direction, const Args&);
 //   };
 //
 // Desc must have validate(), key(), hash(), repro(Direction) and operator==.
@@ -35,6 +39,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -56,6 +61,7 @@ struct SelectHooks {
   std::function<std::vector<AlgoInfo>()> list;                   ///< the backend's candidates
   std::function<void(const std::vector<std::string>&)> prepare;  ///< build plans ahead
   std::function<double(const AlgoInfo&)> run;                    ///< one timed run, ms
+  tune::ProbeOnce probe;  ///< one timed run on a slice (empty: the op has no slices)
 };
 
 /// A choice and how it was found.
@@ -257,16 +263,38 @@ class Dispatch {
   static SelectHooks hooks(ContextState& state, const Desc& desc, Direction direction,
                            const ArgsSource& args) {
     auto& backend = Op::backend(state.backend());
-    return {[&backend, &desc, direction] { return backend.list(desc, direction); },
-            [&backend, &desc, direction](const std::vector<std::string>& ids) {
-              backend.prepare(desc, direction, ids);
-            },
-            [&state, &backend, &desc, direction, &args](const AlgoInfo& algo) {
-              auto plan = backend.plan(desc, direction, algo.id);
-              const Workspace workspace = state.workspace(plan->algo().workspace_bytes);
-              const Args& a = args();
-              return state.backend().time_ms([&] { plan->execute(a, workspace); });
-            }};
+    SelectHooks hooks{[&backend, &desc, direction] { return backend.list(desc, direction); },
+                      [&backend, &desc, direction](const std::vector<std::string>& ids) {
+                        backend.prepare(desc, direction, ids);
+                      },
+                      [&state, &backend, &desc, direction, &args](const AlgoInfo& algo) {
+                        auto plan = backend.plan(desc, direction, algo.id);
+                        const Workspace workspace = state.workspace(plan->algo().workspace_bytes);
+                        const Args& a = args();
+                        return state.backend().time_ms([&] { plan->execute(a, workspace); });
+                      },
+                      {}};
+    if constexpr (requires { typename Op::Slice; }) {
+      // Made on the first probe (from the timing tensors) and kept for the rest of the search.
+      struct Lazy {
+        bool tried = false;
+        std::unique_ptr<typename Op::Slice> slice;
+      };
+      hooks.probe = [&state, &backend, &desc, direction, &args,
+                     lazy = std::make_shared<Lazy>()](
+                        const AlgoInfo& algo) -> std::optional<double> {
+        if (!lazy->tried) {
+          lazy->tried = true;
+          lazy->slice = Op::slice(desc, direction, args());
+        }
+        if (!lazy->slice) return std::nullopt;
+        const typename Op::Slice& slice = *lazy->slice;
+        auto plan = backend.plan(slice.desc, direction, algo.id);
+        const Workspace workspace = state.workspace(plan->algo().workspace_bytes);
+        return state.backend().time_ms([&] { plan->execute(slice.args, workspace); });
+      };
+    }
+    return hooks;
   }
 
   // Host-side allocation failures (staging vectors) surface as OutOfMemory like device ones.

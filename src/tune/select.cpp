@@ -90,9 +90,24 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
   return std::nullopt;
 }
 
+// Note [probing slow candidates]
+// Abandoning a candidate after its first run bounds its cost to one run, but that run can be long:
+// for ResNet-50's first layer in f16 on an H100 the non-tensor-core engines and legacy algorithms
+// take 100-250 ms per run against 0.17 ms for the best, and the hundred or so of them made the
+// exhaustive search of one layer-direction take 2-4 s. A run on a slice of the problem (the first
+// eighth of the batch: backends run the same candidate on the smaller desc) costs an eighth of
+// that and is a lower bound of the full run, since the full problem contains the slice's work; so
+// when the slice alone already exceeds abandon_factor x the best median, the candidate is
+// abandoned without a full run, and nothing that could have won is lost. Probing is not free for
+// the fast majority (a listing of the smaller desc on cuDNN, an extra short run each), so it starts
+// only once a candidate has been abandoned on a first run of more than probe_trigger x the
+// threshold, i.e. once this (desc, direction) has shown that it has candidates worth skipping. A
+// slice the candidate cannot run (nullopt or an error) leaves the decision to the full run.
+constexpr double probe_trigger = 4.0;
+
 std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
                                         const TuneOptions& options, const RunOnce& run,
-                                        bool apply_benchmark_limit) {
+                                        bool apply_benchmark_limit, const ProbeOnce& probe) {
   auto is_naive = [&options](const AlgoInfo& algo) {
     return !options.time_naive &&
            std::find(algo.notes.begin(), algo.notes.end(), "reference") != algo.notes.end();
@@ -107,6 +122,7 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
   rows.reserve(candidates.size());
   double best = std::numeric_limits<double>::infinity();
   int ran = 0;
+  bool probing = false;
   for (const AlgoInfo& algo : candidates) {
     ProfileRow& row = rows.emplace_back();
     row.algo = algo;
@@ -131,15 +147,32 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
                    "(set time_naive / --time-naive to time it)";
       continue;
     }
+    const double threshold = options.abandon_factor * best;
+    if (probing) {  // Note [probing slow candidates]
+      std::optional<double> slice;
+      try {
+        slice = probe(algo);
+      } catch (const std::exception&) {
+        // The full run below decides (and reports the error if it fails too).
+      }
+      if (slice && *slice > threshold) {
+        row.status = CandidateStatus::abandoned;
+        row.detail = detail::cat("a run on a slice of the problem took ", *slice, " ms > ",
+                                 options.abandon_factor, " x best ", best,
+                                 " ms; the full run cannot be faster");
+        continue;
+      }
+    }
     ++ran;
     try {
       const double first = run(algo);
-      if (first > options.abandon_factor * best) {
+      if (first > threshold) {
         row.status = CandidateStatus::abandoned;
         row.detail = detail::cat("first run ", first, " ms > ", options.abandon_factor,
                                  " x best ", best, " ms");
         row.median_ms = row.min_ms = first;
         row.runs = 1;
+        if (probe && first > probe_trigger * threshold) probing = true;
         continue;
       }
       // The first run served as the first warm-up.
@@ -171,7 +204,7 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
 }
 
 Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
-              const TuneOptions& options, const RunOnce& run) {
+              const TuneOptions& options, const RunOnce& run, const ProbeOnce& probe) {
   const auto start = std::chrono::steady_clock::now();
   const AlgoPolicy& policy = options.policy(parse_op_kind(request.op), request.direction);
   Choice choice;
@@ -234,7 +267,8 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
       break;
     }
     case PolicyKind::exhaustive: {
-      choice.timings = time_candidates(candidates, options, run, /*apply_benchmark_limit=*/true);
+      choice.timings =
+          time_candidates(candidates, options, run, /*apply_benchmark_limit=*/true, probe);
       for (const ProfileRow& row : choice.timings) {
         if (row.runs > 0 || row.status == CandidateStatus::failed) ++choice.candidates_timed;
       }

@@ -17,6 +17,11 @@ namespace dnnx::tune {
 /// the backend's way (host clock or device events on its stream). Throws dnnx::Error on failure.
 using RunOnce = std::function<double(const AlgoInfo& algo)>;
 
+/// Runs `algo` once on a smaller slice of the same problem (e.g. part of the batch) and returns
+/// the elapsed time in milliseconds, a lower bound of one full run (Note [probing slow
+/// candidates]); nullopt when the candidate cannot run the slice. An empty ProbeOnce never probes.
+using ProbeOnce = std::function<std::optional<double>(const AlgoInfo& algo)>;
+
 /// What is being selected for, for messages, verbose lines and the Choice record.
 struct Request {
   std::string op;         ///< the op's name, to_string(OpKind): "conv", "pool", ...
@@ -47,19 +52,22 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 /// Throws Error(Unsupported) when no candidate is admissible (e.g. a workspace limit nothing meets).
 /// Writes one line to stderr when options.verbose.
 Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
-              const TuneOptions& options, const RunOnce& run);
+              const TuneOptions& options, const RunOnce& run, const ProbeOnce& probe = {});
 
 /// Times candidates in list order. The first run of each is timed: if it exceeds abandon_factor x
 /// the best median so far the candidate is abandoned; otherwise it counts as the first warm-up,
 /// and options.timing_runs timed runs follow (median and min kept). Unless options.time_naive,
 /// candidates noted "reference" (naive fallbacks) are abandoned without running once another
-/// candidate has been timed. One that throws is marked failed; inadmissible ones are marked with
+/// candidate has been timed. Once a candidate has been abandoned on a first run far beyond the
+/// threshold, `probe` (when given) runs each later candidate on a slice first and abandons it
+/// when even that exceeds the threshold (Note [probing slow candidates]). One that throws is
+/// marked failed; inadmissible ones are marked with
 /// their exclusion. With `apply_benchmark_limit`, at most options.benchmark_limit candidates are
 /// run (counting only those that actually ran); the rest are not_timed. Rows come back fastest
 /// first, then the rest in list order.
 std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
                                         const TuneOptions& options, const RunOnce& run,
-                                        bool apply_benchmark_limit);
+                                        bool apply_benchmark_limit, const ProbeOnce& probe = {});
 
 /// The choice-cache key: every input that can change the answer. `desc_key` is the op's canonical
 /// desc text, `fingerprint` the backend's library versions / machine (Backend::fingerprint()).

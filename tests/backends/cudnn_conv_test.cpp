@@ -149,6 +149,17 @@ std::vector<ConvDesc> desc_matrix() {
       make_desc({2, 16, 10, 10}, {16, 16, 3, 3}, {1}, {1}, {1}, 1, DType::f16,
                 Layout::channels_last),
   };
+  // Unaligned channel counts in f16/bf16, where channel-padded candidates are listed too (Note
+  // [channel padding]): a first layer (3 -> 16, 7x7/2), both counts padded (5 -> 6), 3-D.
+  const std::vector<ConvDesc> unaligned{
+      make_desc({2, 3, 17, 15}, {16, 3, 7, 7}, {2}, {3}, {1}, 1, DType::f16,
+                Layout::channels_last),
+      make_desc({2, 5, 9, 8}, {6, 5, 3, 3}, {1}, {1}, {1}, 1, DType::bf16,
+                Layout::channels_first),
+      make_desc({1, 3, 5, 6, 7}, {8, 3, 3, 3, 3}, {1}, {1}, {1}, 1, DType::f16,
+                Layout::channels_last),
+  };
+  descs.insert(descs.end() - 1, unaligned.begin(), unaligned.end());
   // Asymmetric padding (what TensorFlow's SAME gives for even sizes): graph API only. The f16
   // case is last (the error tests use it).
   ConvDesc asymmetric_f32 = make_desc({2, 8, 11, 12}, {16, 8, 3, 3}, {2}, {1}, {1}, 1, DType::f32,
@@ -415,6 +426,47 @@ TEST(CudnnConv, KnobSearchListsVariantsAfterEveryOtherCandidate) {
 // One backend per device per process (the shared context state), so the other modes are checked
 // through the settings the environment gives; bench/compare_gpu.py runs each mode in its own
 // process. Needs no GPU.
+// Note [channel padding]: f16/bf16 convs with unaligned channel counts also list every supported
+// candidate of the padded conv, after every other supported candidate; aligned or f32 ones do not.
+TEST(CudnnConv, ChannelPaddedCandidatesForUnalignedHalfConvs) {
+  DNNX_REQUIRE_GPU();
+  Context context = gpu_context();
+  const ConvDesc first_layer = make_desc({2, 3, 17, 15}, {16, 3, 7, 7}, {2}, {3}, {1}, 1,
+                                         DType::f16, Layout::channels_last);
+  ConvDesc as_f32 = first_layer;
+  as_f32.dtype = DType::f32;
+  const ConvDesc aligned = desc_matrix()[1];
+  for (Direction direction : all_directions) {
+    const std::vector<AlgoInfo> algos = conv_list(context, first_layer, direction);
+    std::size_t padded = 0;
+    bool seen_padded = false;
+    for (const AlgoInfo& info : algos) {
+      const bool is_padded = info.id.rfind("cudnn:padc:", 0) == 0;
+      if (is_padded) {
+        ++padded;
+        EXPECT_TRUE(info.supported) << info.id;
+        EXPECT_NE(std::find(info.notes.begin(), info.notes.end(), "channel_padding"),
+                  info.notes.end())
+            << info.id;
+        // The padded copies are in the workspace: at least the padded weights (16 x 7 x 7 x 4).
+        EXPECT_GE(info.workspace_bytes, std::size_t{16 * 7 * 7 * 4 * 2}) << info.id;
+        EXPECT_NE(info.name.find("channels padded 3->4"), std::string::npos) << info.name;
+        seen_padded = true;
+      } else if (info.supported) {
+        EXPECT_FALSE(seen_padded) << info.id << " is listed after a padded candidate";
+      }
+    }
+    EXPECT_GT(padded, 0U) << to_string(direction);
+    std::cout << "[ cudnn    ] " << to_string(direction) << ": " << padded << " of "
+              << algos.size() << " candidates channel-padded\n";
+    for (const ConvDesc& desc : {as_f32, aligned}) {
+      for (const AlgoInfo& info : conv_list(context, desc, direction)) {
+        EXPECT_NE(info.id.rfind("cudnn:padc:", 0), 0U) << desc << ": " << info.id;
+      }
+    }
+  }
+}
+
 TEST(CudnnSettings, KnobSearchFromTheEnvironment) {
   {
     const cudnn::Settings settings = cudnn::settings_from_env();

@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <map>
 #include <new>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -288,6 +290,47 @@ TEST(ExhaustivePolicy, AbandonsACandidateWhoseFirstRunIsFarSlower) {
   EXPECT_EQ(bench.calls("close"), 6);
   EXPECT_EQ(choice.candidates_timed, 3);
   EXPECT_NE(choice.timings.front().status, CandidateStatus::abandoned);
+}
+
+// Note [probing slow candidates]: once a candidate was abandoned on a first run far beyond the
+// threshold, later candidates are run on a slice first; a slice slower than the threshold abandons
+// the candidate without a full run, a fast slice (or none) leaves it to the full run.
+TEST(ExhaustivePolicy, ProbesOnASliceOnceASlowCandidateShowedUp) {
+  FakeBench bench;
+  // best 10 ms (threshold 40); "huge" first run 200 ms > 4 x 40 turns probing on.
+  bench.add(Algo("best"), {10.0})
+      .add(Algo("mild"), {45.0})       // abandoned on its full run (45 > 40), probing still off
+      .add(Algo("huge"), {200.0})      // abandoned; 200 > 4 x 40: probing on from here
+      .add(Algo("slow"), {300.0})      // its slice takes 50 > 40: never fully run
+      .add(Algo("fast"), {8.0})        // its slice takes 1: fully timed, wins
+      .add(Algo("noslice"), {9.0});    // no slice: fully timed
+  std::map<std::string, int> probes;
+  const dnnx::tune::ProbeOnce probe = [&](const dnnx::AlgoInfo& algo) -> std::optional<double> {
+    ++probes[algo.id];
+    if (algo.id == "slow") return 50.0;
+    if (algo.id == "fast") return 1.0;
+    return std::nullopt;
+  };
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.abandon_factor = 4.0;
+  const Choice choice = dnnx::tune::select(fake_request(), bench.candidates(), options,
+                                           bench.run(), probe);
+  EXPECT_EQ(choice.algo.id, "fast");
+  EXPECT_EQ(probes.count("best") + probes.count("mild") + probes.count("huge"), 0U);
+  EXPECT_EQ(probes["slow"], 1);
+  EXPECT_EQ(bench.calls("slow"), 0);
+  const ProfileRow& slow = row_of(choice.timings, "slow");
+  EXPECT_EQ(slow.status, CandidateStatus::abandoned);
+  EXPECT_EQ(slow.runs, 0);
+  EXPECT_NE(slow.detail.find("slice"), std::string::npos) << slow.detail;
+  EXPECT_EQ(row_of(choice.timings, "noslice").status, CandidateStatus::ok);
+  EXPECT_EQ(bench.calls("mild"), 1);
+  // Without a probe the same search runs "slow" once.
+  FakeBench plain = bench;
+  const Choice unprobed = dnnx::tune::select(fake_request(), plain.candidates(), options,
+                                             plain.run());
+  EXPECT_EQ(unprobed.algo.id, "fast");
+  EXPECT_EQ(row_of(unprobed.timings, "slow").runs, 1);
 }
 
 TEST(ExhaustivePolicy, NeverPicksACandidateNotedOverflowRisk) {

@@ -2,7 +2,9 @@
 // list() returns every supported candidate before every unsupported one; within each group the
 // graph-API candidates come first (heuristics mode A's configs, then B's, then the fallback's,
 // then every engine with default knobs: Note [engine candidates]) and the legacy algorithms after
-// them (Note [legacy candidates]), then the knob variants dnnx adds (Note [knob search]). The
+// them (Note [legacy candidates]), then the knob variants dnnx adds (Note [knob search]), then
+// the channel-padded candidates of f16/bf16 convs with unaligned channels (Note [channel
+// padding]). The
 // heuristic policy therefore picks mode A's first admissible config, and a legacy algorithm only
 // when no engine is admissible (e.g. a workspace limit that rules out every engine needing
 // workspace, while legacy implicit_gemm needs none).
@@ -13,6 +15,7 @@
 #include "backends/cudnn/conv_common.hpp"
 #include "backends/cudnn/conv_engine.hpp"
 #include "backends/cudnn/conv_legacy.hpp"
+#include "backends/cudnn/conv_padded.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
 
@@ -22,6 +25,7 @@
 #include <functional>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -92,29 +96,8 @@ class CudnnConv final : public detail::ConvBackend {
 
   std::shared_ptr<detail::ConvPlan> plan(const ConvDesc& desc, Direction direction,
                                          const std::string& id) override {
-    detail::ConvPlanKey key{desc, direction, id};
     std::lock_guard lock(mutex_);
-    if (auto found = plans_.find(key); found != plans_.end()) return found->second;
-    desc.validate();
-    const Candidates& candidates = candidates_locked(desc, direction);
-    const AlgoInfo* info = candidates.find(id);
-    if (info == nullptr) {
-      detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat("algorithm id '", id, "' is not a cudnn candidate for this conv ",
-                                to_string(direction), "; valid ids: ", candidates.supported_ids()),
-                    conv_context(desc, direction, id));
-    }
-    if (!info->supported) {
-      detail::raise(ErrorKind::Unsupported,
-                    detail::cat("algorithm '", id, "' cannot run this conv: ", info->reason,
-                                "; valid ids: ", candidates.supported_ids()),
-                    conv_context(desc, direction, id));
-    }
-    std::shared_ptr<detail::ConvPlan> plan =
-        is_legacy_id(id) ? make_legacy_plan(runtime_, desc, direction, *info)
-                         : make_engine_plan(runtime_, candidates.graph, desc, direction, *info);
-    plans_.emplace(std::move(key), plan);
-    return plan;
+    return plan_locked(desc, direction, id);
   }
 
   // Note [parallel plan builds]
@@ -125,20 +108,31 @@ class CudnnConv final : public detail::ConvBackend {
   // of a search are built up front on up to 16 host threads. Legacy plans are only descriptors.
   void prepare(const ConvDesc& desc, Direction direction,
                const std::vector<std::string>& ids) override {
-    std::vector<std::pair<detail::ConvPlanKey, AlgoInfo>> to_build;
-    std::shared_ptr<OperationGraph> graph;
+    struct Build {
+      detail::ConvPlanKey key;
+      AlgoInfo info;
+      std::shared_ptr<OperationGraph> graph;
+    };
+    std::vector<Build> to_build;
     {
       std::lock_guard lock(mutex_);
-      const Candidates& candidates = candidates_locked(desc, direction);
-      graph = candidates.graph;
-      for (const std::string& id : ids) {
+      const std::optional<ConvDesc> padded = channel_padded(desc);
+      for (const std::string& listed_id : ids) {
+        // A padded candidate's plan is cheap; its inner engine plan is what takes time.
+        const bool inner = is_padded_id(listed_id) && padded.has_value();
+        const ConvDesc& build_desc = inner ? *padded : desc;
+        const std::string id = inner ? inner_id(listed_id) : listed_id;
+        const Candidates& candidates = candidates_locked(build_desc, direction);
         const AlgoInfo* info = candidates.find(id);
-        if (info == nullptr || !info->supported || !is_engine_id(id)) continue;
-        detail::ConvPlanKey key{desc, direction, id};
-        if (plans_.count(key) == 0) to_build.emplace_back(std::move(key), *info);
+        if (info == nullptr || !info->supported || !is_engine_id(id) || !candidates.graph) continue;
+        detail::ConvPlanKey key{build_desc, direction, id};
+        if (plans_.count(key) != 0) continue;
+        const bool queued = std::any_of(to_build.begin(), to_build.end(),
+                                        [&](const Build& build) { return build.key == key; });
+        if (!queued) to_build.push_back({std::move(key), *info, candidates.graph});
       }
     }
-    if (to_build.size() < 2 || !graph) return;
+    if (to_build.size() < 2) return;
     const auto threads =
         std::min<std::size_t>({to_build.size(), 16, std::max(1u, std::thread::hardware_concurrency())});
     std::vector<std::shared_ptr<detail::ConvPlan>> built(to_build.size());
@@ -149,7 +143,8 @@ class CudnnConv final : public detail::ConvBackend {
       for (std::size_t i = next++; i < to_build.size(); i = next++) {
         const auto begin = Clock::now();
         try {
-          built[i] = make_engine_plan(runtime_, graph, desc, direction, to_build[i].second);
+          const Build& build = to_build[i];
+          built[i] = make_engine_plan(runtime_, build.graph, build.key.desc, direction, build.info);
         } catch (const std::exception&) {
           // plan() builds it again and reports the error where the search records it.
         }
@@ -170,11 +165,11 @@ class CudnnConv final : public detail::ConvBackend {
       std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": built "
                 << to_build.size() << " engine plans on " << threads << " threads in "
                 << ms_since(start) << " ms (sum " << sum << " ms; slowest "
-                << to_build[slowest].second.id << " " << build_ms[slowest] << " ms)\n";
+                << to_build[slowest].info.id << " " << build_ms[slowest] << " ms)\n";
     }
     std::lock_guard lock(mutex_);
     for (std::size_t i = 0; i < to_build.size(); ++i) {
-      if (built[i]) plans_.emplace(std::move(to_build[i].first), std::move(built[i]));
+      if (built[i]) plans_.emplace(std::move(to_build[i].key), std::move(built[i]));
     }
   }
 
@@ -202,6 +197,39 @@ class CudnnConv final : public detail::ConvBackend {
   }
 
  private:
+  std::shared_ptr<detail::ConvPlan> plan_locked(const ConvDesc& desc, Direction direction,
+                                                const std::string& id) {
+    detail::ConvPlanKey key{desc, direction, id};
+    if (auto found = plans_.find(key); found != plans_.end()) return found->second;
+    desc.validate();
+    const Candidates& candidates = candidates_locked(desc, direction);
+    const AlgoInfo* info = candidates.find(id);
+    if (info == nullptr) {
+      detail::raise(ErrorKind::InvalidArgument,
+                    detail::cat("algorithm id '", id, "' is not a cudnn candidate for this conv ",
+                                to_string(direction), "; valid ids: ", candidates.supported_ids()),
+                    conv_context(desc, direction, id));
+    }
+    if (!info->supported) {
+      detail::raise(ErrorKind::Unsupported,
+                    detail::cat("algorithm '", id, "' cannot run this conv: ", info->reason,
+                                "; valid ids: ", candidates.supported_ids()),
+                    conv_context(desc, direction, id));
+    }
+    std::shared_ptr<detail::ConvPlan> plan;
+    if (is_padded_id(id)) {  // Note [channel padding]
+      const ConvDesc padded = *channel_padded(desc);
+      plan = make_padded_plan(runtime_, desc, padded, direction,
+                              plan_locked(padded, direction, inner_id(id)));
+    } else if (is_legacy_id(id)) {
+      plan = make_legacy_plan(runtime_, desc, direction, *info);
+    } else {
+      plan = make_engine_plan(runtime_, candidates.graph, desc, direction, *info);
+    }
+    plans_.emplace(std::move(key), plan);
+    return plan;
+  }
+
   const Candidates& candidates_locked(const ConvDesc& desc, Direction direction) {
     detail::ConvKey key{desc, direction};
     auto found = lists_.find(key);
@@ -232,6 +260,17 @@ class CudnnConv final : public detail::ConvBackend {
     candidates.infos.insert(first_unsupported,
                             std::make_move_iterator(engines.knob_variants.begin()),
                             std::make_move_iterator(engines.knob_variants.end()));
+    // Channel-padded candidates after every other supported one: Note [channel padding].
+    if (const std::optional<ConvDesc> padded = channel_padded(desc)) {
+      std::vector<AlgoInfo> wrapped;
+      for (const AlgoInfo& inner : candidates_locked(*padded, direction).infos) {
+        if (inner.supported) wrapped.push_back(padded_info(desc, *padded, inner));
+      }
+      candidates.infos.insert(std::find_if(candidates.infos.begin(), candidates.infos.end(),
+                                           [](const AlgoInfo& info) { return !info.supported; }),
+                              std::make_move_iterator(wrapped.begin()),
+                              std::make_move_iterator(wrapped.end()));
+    }
     for (std::size_t i = 0; i < candidates.infos.size(); ++i) {
       candidates.infos[i].priority = static_cast<int>(i);
     }
