@@ -97,13 +97,16 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 // exhaustive search of one layer-direction take 2-4 s. A run on a slice of the problem (the first
 // eighth of the batch: backends run the same candidate on the smaller desc) costs an eighth of
 // that and is a lower bound of the full run, since the full problem contains the slice's work; so
-// when the slice alone already exceeds abandon_factor x the best median, the candidate is
-// abandoned without a full run, and nothing that could have won is lost. Probing is not free for
+// when the slice alone already takes more than probe_factor (2, or abandon_factor if smaller) x
+// the best median, the candidate cannot win and is abandoned without a full run. The bound is
+// sound, so this factor can be tighter than abandon_factor, which judges a cold first run: a
+// slice is warm (plans prime on their first execute, Note [first launch]). Probing is not free for
 // the fast majority (a listing of the smaller desc on cuDNN, an extra short run each), so it starts
 // only once a candidate has been abandoned on a first run of more than probe_trigger x the
 // threshold, i.e. once this (desc, direction) has shown that it has candidates worth skipping. A
 // slice the candidate cannot run (nullopt or an error) leaves the decision to the full run.
 constexpr double probe_trigger = 4.0;
+constexpr double probe_factor = 2.0;
 
 std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
                                         const TuneOptions& options, const RunOnce& run,
@@ -155,11 +158,11 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
       } catch (const std::exception&) {
         // The full run below decides (and reports the error if it fails too).
       }
-      if (slice && *slice > threshold) {
+      const double factor = std::min(probe_factor, options.abandon_factor);
+      if (slice && *slice > factor * best) {
         row.status = CandidateStatus::abandoned;
-        row.detail = detail::cat("a run on a slice of the problem took ", *slice, " ms > ",
-                                 options.abandon_factor, " x best ", best,
-                                 " ms; the full run cannot be faster");
+        row.detail = detail::cat("a run on a slice of the problem took ", *slice, " ms > ", factor,
+                                 " x best ", best, " ms; the full run cannot be faster");
         continue;
       }
     }

@@ -302,12 +302,14 @@ TEST(ExhaustivePolicy, ProbesOnASliceOnceASlowCandidateShowedUp) {
       .add(Algo("mild"), {45.0})       // abandoned on its full run (45 > 40), probing still off
       .add(Algo("huge"), {200.0})      // abandoned; 200 > 4 x 40: probing on from here
       .add(Algo("slow"), {300.0})      // its slice takes 50 > 40: never fully run
+      .add(Algo("twice"), {30.0})      // its slice takes 21 > 2 x 10: cannot win, never run
       .add(Algo("fast"), {8.0})        // its slice takes 1: fully timed, wins
       .add(Algo("noslice"), {9.0});    // no slice: fully timed
   std::map<std::string, int> probes;
   const dnnx::tune::ProbeOnce probe = [&](const dnnx::AlgoInfo& algo) -> std::optional<double> {
     ++probes[algo.id];
     if (algo.id == "slow") return 50.0;
+    if (algo.id == "twice") return 21.0;
     if (algo.id == "fast") return 1.0;
     return std::nullopt;
   };
@@ -324,6 +326,8 @@ TEST(ExhaustivePolicy, ProbesOnASliceOnceASlowCandidateShowedUp) {
   EXPECT_EQ(slow.runs, 0);
   EXPECT_NE(slow.detail.find("slice"), std::string::npos) << slow.detail;
   EXPECT_EQ(row_of(choice.timings, "noslice").status, CandidateStatus::ok);
+  EXPECT_EQ(bench.calls("twice"), 0);
+  EXPECT_EQ(row_of(choice.timings, "twice").status, CandidateStatus::abandoned);
   EXPECT_EQ(bench.calls("mild"), 1);
   // Without a probe the same search runs "slow" once.
   FakeBench plain = bench;
