@@ -118,6 +118,10 @@ struct TuneOptions {
   /// exhaustive and profiles: also time naive reference implementations (notes "reference")
   /// after faster candidates ran. Off by default: they take minutes on real layers.
   bool time_naive = false;
+  /// exhaustive: time the fastest few candidates (within 2x of the best) again, interleaved
+  /// round by round, and let those runs decide, so a machine whose speed changed during the
+  /// search does not pick a slower candidate (src/tune/select.cpp, Note [final round]).
+  bool final_round = true;
 
   /// Convolution's policy for `direction`.
   const AlgoPolicy& policy(Direction direction) const;

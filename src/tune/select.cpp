@@ -31,6 +31,16 @@ double median(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
+// Timed rows fastest first, then the rest in their order.
+void sort_fastest_first(std::vector<ProfileRow>& rows) {
+  std::stable_sort(rows.begin(), rows.end(), [](const ProfileRow& a, const ProfileRow& b) {
+    const bool a_ok = a.status == CandidateStatus::ok;
+    const bool b_ok = b.status == CandidateStatus::ok;
+    if (a_ok != b_ok) return a_ok;
+    return a_ok && a.median_ms < b.median_ms;
+  });
+}
+
 bool has_note(const AlgoInfo& algo, std::string_view note) {
   return std::find(algo.notes.begin(), algo.notes.end(), note) != algo.notes.end();
 }
@@ -197,13 +207,51 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
       row.detail = error.what();
     }
   }
-  std::stable_sort(rows.begin(), rows.end(), [](const ProfileRow& a, const ProfileRow& b) {
-    const bool a_ok = a.status == CandidateStatus::ok;
-    const bool b_ok = b.status == CandidateStatus::ok;
-    if (a_ok != b_ok) return a_ok;
-    return a_ok && a.median_ms < b.median_ms;
-  });
+  sort_fastest_first(rows);
   return rows;
+}
+
+// Note [final round]
+// Candidates are timed one after the other, so a machine whose speed changes during the search
+// (a shared virtual machine whose vCPUs lose their cores for seconds, a GPU changing clocks) can
+// make a slower candidate look faster simply because it was timed in a quieter moment: on the
+// 2-vCPU benchmark machine exhaustive selection sometimes kept a convolution 1.6x slower than the
+// one it had timed first. So the contenders, the fastest few (at most final_contenders) whose
+// medians are within final_band of the best, are timed again in rounds that run each of them once
+// in turn (timing_runs rounds), and the median of those interleaved runs decides and is what the
+// table reports: every contender sees the same conditions. A contender that fails now is dropped.
+constexpr std::size_t final_contenders = 4;
+constexpr double final_band = 2.0;
+
+void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, const RunOnce& run) {
+  std::vector<ProfileRow*> contenders;
+  for (ProfileRow& row : rows) {  // fastest first
+    if (row.status != CandidateStatus::ok || unsafe(row.algo)) continue;
+    if (!contenders.empty() && row.median_ms > final_band * contenders.front()->median_ms) break;
+    contenders.push_back(&row);
+    if (contenders.size() == final_contenders) break;
+  }
+  if (contenders.size() < 2) return;
+  std::vector<std::vector<double>> times(contenders.size());
+  for (int round = 0; round < options.timing_runs; ++round) {
+    for (std::size_t i = 0; i < contenders.size(); ++i) {
+      if (contenders[i]->status != CandidateStatus::ok) continue;
+      try {
+        times[i].push_back(run(contenders[i]->algo));
+      } catch (const std::exception& error) {
+        contenders[i]->status = CandidateStatus::failed;
+        contenders[i]->detail = detail::cat("failed in the final round: ", error.what());
+      }
+    }
+  }
+  for (std::size_t i = 0; i < contenders.size(); ++i) {
+    if (contenders[i]->status != CandidateStatus::ok) continue;
+    contenders[i]->median_ms = median(times[i]);
+    contenders[i]->min_ms = *std::min_element(times[i].begin(), times[i].end());
+    contenders[i]->runs = static_cast<int>(times[i].size());
+    contenders[i]->detail = "final round: interleaved with the other contenders";
+  }
+  sort_fastest_first(rows);
 }
 
 Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
@@ -272,6 +320,7 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
     case PolicyKind::exhaustive: {
       choice.timings =
           time_candidates(candidates, options, run, /*apply_benchmark_limit=*/true, probe);
+      if (options.final_round) final_round(choice.timings, options, run);
       for (const ProfileRow& row : choice.timings) {
         if (row.runs > 0 || row.status == CandidateStatus::failed) ++choice.candidates_timed;
       }
@@ -326,6 +375,7 @@ std::string make_key(std::string_view op, std::string_view desc_key, Direction d
   if (policy.kind == PolicyKind::exhaustive) {
     key << " bench_limit=" << options.benchmark_limit << " runs=" << options.timing_runs
         << " naive=" << options.time_naive;
+    if (!options.final_round) key << " final=0";
   }
   key << " | " << fingerprint;
   return key.str();

@@ -222,6 +222,7 @@ TEST(ExhaustivePolicy, WarmupRunsAreRunButNotCounted) {
   // winner or change the min.
   bench.add(Algo("a"), {100.0, 2.0}).add(Algo("b"), {0.01, 3.0});
   TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.final_round = false;  // the timing phase alone (Note [final round] below)
   options.warmup_runs = 1;
   options.timing_runs = 5;
   const Choice choice = select(bench, options);
@@ -256,6 +257,7 @@ TEST(ExhaustivePolicy, UsesTheMedianOfTimingRuns) {
   // a has the better min.
   bench.add(Algo("a"), {0.0, 5.0, 1.0, 9.0, 2.0, 3.0}).add(Algo("b"), {0.0, 2.5});
   TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.final_round = false;  // the timing phase alone (Note [final round] below)
   options.timing_runs = 5;
   const Choice choice = select(bench, options);
   EXPECT_EQ(choice.algo.id, "b");
@@ -335,6 +337,34 @@ TEST(ExhaustivePolicy, ProbesOnASliceOnceASlowCandidateShowedUp) {
                                              plain.run());
   EXPECT_EQ(unprobed.algo.id, "fast");
   EXPECT_EQ(row_of(unprobed.timings, "slow").runs, 1);
+}
+
+// Note [final round]: "late" was timed while the machine was slow (12 ms) and would lose to
+// "early" (10 ms), but runs at 8 ms when both are timed again in alternation; "far" (over 2x the
+// best) is no contender and is not run again.
+TEST(ExhaustivePolicy, FinalRoundReTimesTheContendersInterleaved) {
+  FakeBench bench;
+  bench.add(Algo("early"), {10.0})
+      .add(Algo("late"), {12.0, 12.0, 12.0, 12.0, 12.0, 12.0, 8.0})
+      .add(Algo("far"), {25.0});
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  const Choice choice = select(bench, options);
+  EXPECT_EQ(choice.algo.id, "late");
+  EXPECT_DOUBLE_EQ(choice.time_ms, 8.0);
+  EXPECT_EQ(choice.runner_up, "early");
+  EXPECT_EQ(bench.calls("early"), 6 + options.timing_runs);
+  EXPECT_EQ(bench.calls("late"), 6 + options.timing_runs);
+  EXPECT_EQ(bench.calls("far"), 6);
+  EXPECT_EQ(row_of(choice.timings, "late").runs, options.timing_runs);
+  EXPECT_NE(row_of(choice.timings, "late").detail.find("final round"), std::string::npos);
+  // Off: the timing phase's medians decide.
+  FakeBench again;
+  again.add(Algo("early"), {10.0})
+      .add(Algo("late"), {12.0, 12.0, 12.0, 12.0, 12.0, 12.0, 8.0})
+      .add(Algo("far"), {25.0});
+  options.final_round = false;
+  EXPECT_EQ(select(again, options).algo.id, "early");
+  EXPECT_EQ(again.calls("late"), 6);
 }
 
 TEST(ExhaustivePolicy, NeverPicksACandidateNotedOverflowRisk) {
@@ -440,6 +470,7 @@ TEST(ExhaustivePolicy, BenchmarkLimitZeroTimesEverything) {
   FakeBench bench;
   bench.add(Algo("a"), {3.0}).add(Algo("b"), {2.0}).add(Algo("c"), {1.0});
   TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.final_round = false;  // counts the timing phase's runs only
   options.benchmark_limit = 0;
   EXPECT_EQ(select(bench, options).algo.id, "c");
   EXPECT_EQ(bench.calls("c"), 6);
