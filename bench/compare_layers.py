@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """dnnx vs PyTorch on the issue-4 layers, in the same run (Note [layer timing method] in
-bench/layers_bench.cpp): max-pool 3x3/2 on 112x112x64, batch-norm training on 56x56x256 and
+bench/layers_bench.cpp): max-pool 3x3/2 on 112x112x64 (dnnx with argmax indices, as PyTorch,
+and without: case maxpool_srcdst), batch-norm training on 56x56x256 and
 7x7x2048, relu on 56x56x256, softmax and cross-entropy over 1000 classes, forward and backward.
 
   GPU:  python3 bench/compare_layers.py --bench build/bench/layers_bench --device cuda \
@@ -26,7 +27,7 @@ import subprocess
 import sys
 import time
 
-CASES = ("maxpool", "bnorm56", "bnorm7", "relu", "softmax", "xent")
+CASES = ("maxpool", "maxpool_srcdst", "bnorm56", "bnorm7", "relu", "softmax", "xent")
 
 
 def run_dnnx(args):
@@ -57,10 +58,13 @@ def torch_cases(torch, args, config):
     x = rand(n, 64, 112, 112)
     _, indices = aten.max_pool2d_with_indices(x, [3, 3], [2, 2], [1, 1], [1, 1], False)
     g = rand(n, 64, 56, 56)
+    # PyTorch's max pooling always has its indices (the backward reads nothing else): dnnx's
+    # "maxpool" does the same, "maxpool_srcdst" is dnnx's backward from src and dst instead.
     cases["maxpool"] = (
         lambda x=x: aten.max_pool2d_with_indices(x, [3, 3], [2, 2], [1, 1], [1, 1], False),
         lambda x=x, g=g, i=indices: aten.max_pool2d_with_indices_backward(
             g, x, [3, 3], [2, 2], [1, 1], [1, 1], False, i))
+    cases["maxpool_srcdst"] = cases["maxpool"]
     for name, shape in (("bnorm56", (n, 256, 56, 56)), ("bnorm7", (n, 2048, 7, 7))):
         x = rand(*shape)
         g = rand(*shape)

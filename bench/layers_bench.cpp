@@ -1,4 +1,5 @@
-// The issue-4 layers on ResNet-50-sized tensors, on any backend: max-pool 3x3/2 on 112x112x64,
+// The issue-4 layers on ResNet-50-sized tensors, on any backend: max-pool 3x3/2 on 112x112x64
+// (with argmax indices as PyTorch, and without),
 // batch-norm training on 56x56x256 and 7x7x2048, relu on 56x56x256, softmax and cross-entropy
 // over 1000 classes; forward and backward. bench/compare_layers.py runs it next to PyTorch in
 // the same run and prints the table.
@@ -47,7 +48,8 @@ struct Options {
   BackendKind backend = BackendKind::automatic;
   std::int64_t batch = 64;
   std::vector<std::string> configs{"f32_nchw", "f16_nhwc"};
-  std::vector<std::string> cases{"maxpool", "bnorm56", "bnorm7", "relu", "softmax", "xent"};
+  std::vector<std::string> cases{"maxpool", "maxpool_srcdst", "bnorm56", "bnorm7",
+                                 "relu",    "softmax",        "xent"};
   int loop = 50;
   int calls = 30;
 };
@@ -83,7 +85,7 @@ Options parse(int argc, char** argv) {
     } else if (flag == "--help" || flag == "-h") {
       std::cout << "layers_bench [--backend cpu|cudnn|reference|auto] [--batch 64]\n"
                    "             [--configs f32_nchw,f16_nhwc,bf16_nchw,...]\n"
-                   "             [--cases maxpool,bnorm56,bnorm7,relu,softmax,xent]\n"
+                   "             [--cases maxpool,maxpool_srcdst,bnorm56,bnorm7,relu,softmax,xent]\n"
                    "             [--loop 50] [--calls 30]\n";
       std::exit(0);
     } else {
@@ -142,22 +144,32 @@ std::unique_ptr<Case> make_case(const std::string& name, Context& context, std::
   };
   // Tensors are created up front and referenced by index: the vector must not grow afterwards.
   c.tensors.reserve(16);
-  if (name == "maxpool") {
-    const PoolDesc desc = PoolDesc::from_shapes(Dims{n, 64, 112, 112}, {3}, {2}, {1},
-                                                PoolMode::max, false, dtype, layout);
+  if (name == "maxpool" || name == "maxpool_srcdst") {
+    // maxpool: PyTorch's form, the forward saving i64 argmax indices and the backward reading
+    // them (max_pool2d_with_indices and its backward); maxpool_srcdst: the backward from src and
+    // dst, without indices.
+    PoolDesc desc = PoolDesc::from_shapes(Dims{n, 64, 112, 112}, {3}, {2}, {1}, PoolMode::max,
+                                          false, dtype, layout);
+    desc.indices = name == "maxpool";
     const auto src = tensor(desc.src_dims(), -1, 1, dtype, layout, 1);
     const auto dst = tensor(desc.dst_dims(), -1, 1, dtype, layout, 2);
     const auto diff_dst = tensor(desc.dst_dims(), -1, 1, dtype, layout, 3);
     const auto diff_src = tensor(desc.src_dims(), -1, 1, dtype, layout, 4);
-    // The real forward output, so that backward routes gradients as in training.
-    pool_fwd(context, desc, c.tensors[src], c.tensors[dst]);
+    const auto indices = tensor(desc.dst_dims(), 0, 1, DType::i64, layout, 5);
     c.op = "pool";
-    c.shape = "max 3x3/2 pad 1, " + std::to_string(n) + "x64x112x112";
-    c.call = [desc, src, dst, diff_dst, diff_src, &c](Context& ctx, Direction direction) {
+    c.shape = std::string(desc.indices ? "max 3x3/2 pad 1 (indices), " : "max 3x3/2 pad 1, ") +
+              std::to_string(n) + "x64x112x112";
+    c.call = [desc, src, dst, diff_dst, diff_src, indices, &c](Context& ctx, Direction direction) {
       auto& t = c.tensors;
+      if (desc.indices) {
+        if (direction == Direction::fwd) return pool_fwd(ctx, desc, t[src], t[dst], t[indices]);
+        return pool_bwd(ctx, desc, t[diff_dst], t[indices], t[diff_src]);
+      }
       if (direction == Direction::fwd) return pool_fwd(ctx, desc, t[src], t[dst]);
       return pool_bwd(ctx, desc, t[src], t[dst], t[diff_dst], t[diff_src]);
     };
+    // The real forward output (and indices), so that backward routes gradients as in training.
+    c.call(context, Direction::fwd);
   } else if (name == "bnorm56" || name == "bnorm7") {
     const Dims dims = name == "bnorm56" ? Dims{n, 256, 56, 56} : Dims{n, 2048, 7, 7};
     BatchNormDesc desc = BatchNormDesc::spatial_of(dims, true, dtype, layout);
@@ -256,7 +268,8 @@ std::unique_ptr<Case> make_case(const std::string& name, Context& context, std::
     };
   } else {
     throw std::invalid_argument("unknown case " + name +
-                                "; accepted: maxpool, bnorm56, bnorm7, relu, softmax, xent");
+                                "; accepted: maxpool, maxpool_srcdst, bnorm56, bnorm7, relu, "
+                                "softmax, xent");
   }
   return owned;
 }

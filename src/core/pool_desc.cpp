@@ -4,6 +4,7 @@
 #include <dnnx/ops/pool.hpp>
 
 #include "core/check.hpp"
+#include "core/pool_args.hpp"
 #include "core/strings.hpp"
 
 #include <algorithm>
@@ -104,6 +105,8 @@ void PoolDesc::validate() const {
                  static_cast<int>(mode));
   DNNX_CHECK_ARG(layout == Layout::channels_first || layout == Layout::channels_last,
                  "layout must be nchw or nhwc, got ", static_cast<int>(layout));
+  DNNX_CHECK_ARG(!indices || mode == PoolMode::max, "indices is set with mode ", to_string(mode),
+                 "; argmax indices exist for mode max only (clear indices or use mode max)");
   // Note [size limits] (conv_desc.cpp): every derived quantity must fit in 64 bits.
   constexpr std::int64_t max_size = std::int64_t{1} << 31;
   DNNX_CHECK_ARG(batch <= max_size, "batch (N) must be <= 2^31, got ", batch);
@@ -169,6 +172,12 @@ std::int64_t PoolDesc::overhang(int i) const {
   return std::max<std::int64_t>(0, end - (input[s] + pad_before[s] + pad_after[s]));
 }
 
+std::int64_t PoolDesc::input_plane() const {
+  std::int64_t plane = 1;
+  for (int i = 0; i < std::clamp(spatial_dims, 1, 3); ++i) plane *= input[static_cast<std::size_t>(i)];
+  return plane;
+}
+
 Dims PoolDesc::src_dims() const {
   std::array<std::int64_t, 5> v{batch, channels, 0, 0, 0};
   const int n = std::clamp(spatial_dims, 1, 3);
@@ -198,7 +207,9 @@ std::string PoolDesc::repro(Direction direction) const {
     out << " --pad-before " << compact(pad_before, n) << " --pad-after " << compact(pad_after, n);
   }
   if (ceil_mode) out << " --ceil";
-  out << " --mode " << to_string(mode) << " --dtype " << to_string(dtype) << " --layout "
+  out << " --mode " << to_string(mode);
+  if (indices) out << " --indices";
+  out << " --dtype " << to_string(dtype) << " --layout "
       << to_string(layout) << " --direction " << (direction == Direction::fwd ? "fwd" : "bwd");
   return out.str();
 }
@@ -213,6 +224,8 @@ std::string PoolDesc::key() const {
       << " in=" << list(input) << " k=" << list(kernel) << " s=" << list(stride)
       << " pb=" << list(pad_before) << " pa=" << list(pad_after) << " ceil=" << (ceil_mode ? 1 : 0)
       << ' ' << to_string(dtype) << ' ' << to_string(layout);
+  // Only when set, so that the keys of descs without indices (and cache files holding them) stay.
+  if (indices) out << " indices";
   return out.str();
 }
 
@@ -236,9 +249,89 @@ std::size_t PoolDesc::hash() const {
   mix(static_cast<std::int64_t>(mode));
   mix(static_cast<std::int64_t>(dtype));
   mix(static_cast<std::int64_t>(layout));
+  mix(indices ? 1 : 0);
   return h;
 }
 
 std::ostream& operator<<(std::ostream& out, const PoolDesc& desc) { return out << desc.key(); }
+
+namespace detail {
+namespace {
+
+// The output coordinates (n, c, o...) of dst element `element` (logical row-major order), and
+// along each spatial dim the window's input elements [begin, end).
+struct IndexSite {
+  std::array<std::int64_t, 5> coordinates{};
+  std::array<std::int64_t, 3> begin{}, end{};
+};
+
+IndexSite site_of(const PoolDesc& desc, std::int64_t element) {
+  const Dims dims = desc.dst_dims();
+  IndexSite site;
+  for (int k = dims.rank() - 1; k >= 0; --k) {
+    site.coordinates[static_cast<std::size_t>(k)] = element % dims[k];
+    element /= dims[k];
+  }
+  for (int i = 0; i < desc.spatial_dims; ++i) {
+    const auto s = static_cast<std::size_t>(i);
+    const std::int64_t start = site.coordinates[s + 2] * desc.stride[s] - desc.pad_before[s];
+    site.begin[s] = std::max<std::int64_t>(start, 0);
+    site.end[s] = std::min(start + desc.kernel[s], desc.input[s]);
+  }
+  return site;
+}
+
+// value's input coordinates, spatial dims in order (value inside the plane).
+std::array<std::int64_t, 3> input_coordinates(const PoolDesc& desc, std::int64_t value) {
+  std::array<std::int64_t, 3> at{};
+  for (int i = desc.spatial_dims - 1; i >= 0; --i) {
+    const auto s = static_cast<std::size_t>(i);
+    at[s] = value % desc.input[s];
+    value /= desc.input[s];
+  }
+  return at;
+}
+
+}  // namespace
+
+bool pool_index_in_window(const PoolDesc& desc, std::int64_t element, std::int64_t value) {
+  if (value < 0 || value >= desc.input_plane()) return false;
+  const IndexSite site = site_of(desc, element);
+  const std::array<std::int64_t, 3> at = input_coordinates(desc, value);
+  for (int i = 0; i < desc.spatial_dims; ++i) {
+    const auto s = static_cast<std::size_t>(i);
+    if (at[s] < site.begin[s] || at[s] >= site.end[s]) return false;
+  }
+  return true;
+}
+
+std::string bad_pool_index_message(const PoolDesc& desc, std::int64_t element, std::int64_t value) {
+  const IndexSite site = site_of(desc, element);
+  const int rank = desc.spatial_dims + 2;
+  const std::string position = detail::join(
+      std::span<const std::int64_t>(site.coordinates.data(), static_cast<std::size_t>(rank)),
+      ", ");
+  const auto n = static_cast<std::size_t>(desc.spatial_dims);
+  const std::string plane =
+      detail::join(std::span<const std::int64_t>(desc.input.data(), n), "x");
+  const std::int64_t size = desc.input_plane();
+  if (value < 0 || value >= size) {
+    return detail::cat("indices[", position, "] is ", value, ", outside the ", plane,
+                       " input plane: an index is a flat position in [0, ", size,
+                       ") naming an element of its output's window");
+  }
+  const std::array<std::int64_t, 3> at = input_coordinates(desc, value);
+  std::string window;
+  for (std::size_t s = 0; s < n; ++s) {
+    window += detail::cat(s == 0 ? "" : " x ", '[', site.begin[s], ", ", site.end[s], ')');
+  }
+  return detail::cat("indices[", position, "] is ", value, " (input element ",
+                     detail::join(std::span<const std::int64_t>(at.data(), n), ", "),
+                     "), outside that output's window ", window,
+                     ": pool_bwd takes the indices pool_fwd wrote, each naming an element of its "
+                     "own window");
+}
+
+}  // namespace detail
 
 }  // namespace dnnx

@@ -1,8 +1,9 @@
 #pragma once
 /// \file
 /// Pooling (1-, 2- and 3-D): max, average including padding, average excluding padding; per-side
-/// padding and ceil mode; forward and backward. The semantics are exactly PyTorch's
-/// max_pool{1,2,3}d / avg_pool{1,2,3}d (docs/ops/pool.md).
+/// padding and ceil mode; forward and backward; max pooling that saves its argmax indices for the
+/// backward pass. The semantics are exactly PyTorch's max_pool{1,2,3}d (return_indices both ways)
+/// / avg_pool{1,2,3}d (docs/ops/pool.md).
 
 #include <dnnx/algo.hpp>
 #include <dnnx/context.hpp>
@@ -51,6 +52,12 @@ struct PoolDesc {
   std::array<std::int64_t, 3> pad_after{};   ///< implicit padding after each spatial dim, elements
   bool ceil_mode = false;                    ///< round the output size up (PyTorch's ceil_mode)
   PoolMode mode = PoolMode::max;             ///< what a window computes
+  /// Max pooling that saves / consumes argmax indices (PyTorch's max_pool*d_with_indices): the
+  /// forward writes, next to dst, each window's argmax as a flat index into its (n, c) input
+  /// plane, and the backward routes diff_dst through those indices instead of reading src and
+  /// dst. Only with PoolMode::max. Calls take the indices overloads of pool_fwd / pool_bwd below
+  /// exactly when this is set.
+  bool indices = false;
   DType dtype = DType::f32;  ///< dtype of src, dst and their gradients (f32, f16, bf16)
   Layout layout = Layout::channels_first;  ///< memory order of every tensor of the op
 
@@ -66,7 +73,8 @@ struct PoolDesc {
 
   /// Throws InvalidArgument naming the first bad field and its value. Besides sizes >= 1 it
   /// enforces PyTorch's rule that padding is at most half the kernel on each side (so every
-  /// window holds at least one input element) and that every output size is >= 1.
+  /// window holds at least one input element), that every output size is >= 1, and that
+  /// `indices` comes with PoolMode::max only.
   void validate() const;
 
   Dims src_dims() const;  ///< N, C, input...
@@ -76,9 +84,13 @@ struct PoolDesc {
   /// Elements the last window along spatial dim `i` reaches past the padded input (ceil mode
   /// only; 0 when every window ends inside input + pad_after).
   std::int64_t overhang(int i) const;
+  /// Elements of one (n, c) input plane: the product of the input sizes. Indices lie in
+  /// [0, input_plane()).
+  std::int64_t input_plane() const;
 
   /// The `dnnx` CLI line reproducing this case, e.g.
-  /// `dnnx profile pool --input 64x64x112x112 --kernel 3 --stride 2 --pad 1 --mode max ...`.
+  /// `dnnx profile pool --input 64x64x112x112 --kernel 3 --stride 2 --pad 1 --mode max ...`
+  /// (with `--indices` when `indices` is set).
   std::string repro(Direction direction = Direction::fwd) const;
   /// Canonical one-line text of every field (the cache-key part).
   std::string key() const;
@@ -89,15 +101,36 @@ struct PoolDesc {
 /// Prints desc.key().
 std::ostream& operator<<(std::ostream& out, const PoolDesc& desc);
 
-/// dst = pool(src). Returns the choice that ran.
+/// dst = pool(src), for a desc without `indices`. Returns the choice that ran.
 std::shared_ptr<const Choice> pool_fwd(Context& context, const PoolDesc& desc, const Tensor& src,
                                        Tensor& dst);
-/// diff_src = gradient of pool w.r.t. src, given diff_dst. `src` and `dst` are the forward pass's
-/// input and output (every mode takes them: max routes each gradient to the first maximum of its
-/// window in scan order, as PyTorch does, and cuDNN reads x and y in every mode). Returns the
-/// choice that ran.
+/// diff_src = gradient of pool w.r.t. src, given diff_dst, for a desc without `indices`. `src`
+/// and `dst` are the forward pass's input and output (every mode takes them: max routes each
+/// gradient to the first maximum of its window in scan order, as PyTorch does, and cuDNN reads x
+/// and y in every mode). Returns the choice that ran.
 std::shared_ptr<const Choice> pool_bwd(Context& context, const PoolDesc& desc, const Tensor& src,
                                        const Tensor& dst, const Tensor& diff_dst, Tensor& diff_src);
+
+/// Max pooling that saves its argmax (desc.indices set; PyTorch's max_pool*d_with_indices):
+/// dst = pool(src), and `indices` (desc.dst_dims(), dense in desc.layout, dtype i64 as PyTorch's
+/// or i32, on the context's device) receives, per output element, the flat index into its (n, c)
+/// input plane of the element dst holds: d*H*W + h*W + w (3-D), h*W + w (2-D) or w (1-D), the
+/// first maximum of the window in scan order, a NaN replacing any number (the last NaN when the
+/// window holds several), as PyTorch's `val > max || isnan(val)`. Returns the choice that ran.
+std::shared_ptr<const Choice> pool_fwd(Context& context, const PoolDesc& desc, const Tensor& src,
+                                       Tensor& dst, Tensor& indices);
+/// The backward pass of the max pooling with indices (desc.indices set; PyTorch's
+/// max_pool*d_with_indices_backward, argument order as there without the unused input):
+/// diff_src[n, c, i] = the sum, over the outputs o of plane (n, c) whose window holds i and whose
+/// index is i, of diff_dst[n, c, o]; zero where no index points. Overlapping windows accumulate.
+/// `indices` is what the forward wrote (i64 or i32, dims and layout of dst): every index must name
+/// an element of its own window. An index outside its (n, c) plane raises InvalidArgument naming
+/// its value and position (on a GPU, at the next call of the same plan: docs/ops/pool.md); an
+/// index inside the plane but outside its window is rejected by the reference backend and gives
+/// an unspecified diff_src elsewhere. Returns the choice that ran.
+std::shared_ptr<const Choice> pool_bwd(Context& context, const PoolDesc& desc,
+                                       const Tensor& diff_dst, const Tensor& indices,
+                                       Tensor& diff_src);
 
 /// Every candidate of the context's backend for (desc, direction) (Direction::bwd_data is the
 /// backward pass), with support status, workspace and determinism — nothing is run. Priority

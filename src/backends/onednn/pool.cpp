@@ -42,6 +42,7 @@
 #include "backends/onednn/layer_common.hpp"
 #include "backends/onednn/layers.hpp"
 #include "backends/onednn/memory.hpp"
+#include "backends/onednn/softmax_simd.hpp"
 #include "core/check.hpp"
 #include "core/dtype.hpp"
 #include "core/pool_args.hpp"
@@ -51,6 +52,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -483,6 +485,255 @@ class KernelPlan final : public LayerPlan<detail::PoolArgs> {
   LoopGeometry geometry_;
 };
 
+// ---- cpu:kernel:max_indices (Note [cpu max-pool indices]) ----------------------------------
+//
+// Note [cpu max-pool indices]
+// dnnx's max pooling with PyTorch's argmax indices (desc.indices), both directions, every dtype,
+// layout and spatial rank; also offered for max without indices (forward: the same scan without
+// storing indices; backward: the forward's scan into the workspace, then the backward below).
+//   Forward: every window is scanned in PyTorch's order with its rule (`v > best || isnan(v)`,
+//   the first index 0 of the window before any element), in f32, which holds every f16/bf16
+//   value exactly. channels_first vectorizes along W: 16 adjacent outputs of a row are 16 lanes,
+//   each window position one load (contiguous for stride 1, two loads and an even-lane shuffle for
+//   stride 2, lane by lane otherwise) where the 16 windows lie inside the row; other outputs are
+//   scanned one by one. channels_last vectorizes over 16 channels of one output. Lane indices
+//   are int32 (planes below 2^31 elements; larger planes take the one-by-one scan).
+//   Backward: a scatter, as PyTorch's, but into a small f32 buffer instead of a zeroed diff_src.
+//   The outermost spatial dim (D, H or W for 3-, 2-, 1-D) is walked in output order; the windows
+//   of one outer output cover input slices [begin, end) along it (a slice is everything inside
+//   it: H x W for 3-D, a row for 2-D, one element for 1-D), and both bounds only grow. The buffer
+//   holds the slices of the current outer output; slices behind its begin are final and leave
+//   the buffer, converted to the dtype, in one pass that writes each diff_src element once
+//   (slices no window reaches are written as zeros). Each diff_dst element is added at its index
+//   in output order, so every sum has a fixed order (the GPU gather's, Note [pool kernel
+//   backward]), and a work item owns whole diff_src planes (channels_first) or a block of 16
+//   channels of one image (channels_last): the bits do not depend on the thread count.
+//   Index check: an index is used only if it falls in the buffer's slices, [begin, end) x slice
+//   size, one unsigned comparison; every index outside its plane fails it, and so does one
+//   outside its window's slices. The lowest such position raises InvalidArgument after the pass
+//   (detail::bad_pool_index_message). An index inside those slices but outside its window is
+//   not detected (that would take a division per index) and adds its gradient where it points.
+
+constexpr const char* max_indices_id = "cpu:kernel:max_indices";
+
+AlgoInfo max_indices_info(const PoolDesc& desc, Direction direction) {
+  AlgoInfo info;
+  info.id = max_indices_id;
+  info.name = "dnnx max pooling with argmax indices (SIMD scan; scatter backward)";
+  info.supported = true;
+  info.deterministic = true;
+  info.notes = {"kernel", "direct", "indices"};
+  info.families = {"none"};
+  if (!desc.indices && direction != Direction::fwd) {
+    // The forward's indices for the backward, in the workspace (Note [cpu max-pool indices]).
+    const std::size_t index_bytes = desc.input_plane() < (std::int64_t{1} << 31) ? 4 : 8;
+    info.workspace_bytes = static_cast<std::size_t>(desc.dst_dims().product()) * index_bytes;
+    info.notes.emplace_back("recomputes_forward");
+  }
+  return info;
+}
+
+// One max pooling in the kernels' terms: the 3-D view of LoopGeometry (leading dims of size 1),
+// and the split of the spatial dims into the outermost one (`outer`) and the rest.
+struct IndexGeometry {
+  LoopGeometry loops;
+  int outer = 0;                  // the outermost spatial dim, in the 3-D view
+  std::int64_t in_slice = 1;      // input elements of a slice (product of the dims after outer)
+  std::int64_t out_slice = 1;     // output elements of a slice
+  std::int64_t in_plane = 1;      // input elements of a plane
+  std::int64_t out_plane = 1;     // output elements of a plane
+  bool narrow = true;             // planes below 2^31 elements: int32 lane indices
+
+  explicit IndexGeometry(const PoolDesc& desc)
+      : loops(desc), outer(3 - desc.spatial_dims) {
+    for (int k = outer + 1; k < 3; ++k) {
+      in_slice *= loops.in[static_cast<std::size_t>(k)];
+      out_slice *= loops.out[static_cast<std::size_t>(k)];
+    }
+    in_plane = in_slice * loops.in[static_cast<std::size_t>(outer)];
+    out_plane = out_slice * loops.out[static_cast<std::size_t>(outer)];
+    narrow = in_plane < (std::int64_t{1} << 31);
+  }
+};
+
+// Elements a backward work item owns per position in channels_last (Note [cpu max-pool indices]).
+constexpr std::int64_t index_channel_block = 16;
+
+// The lowest bad index of a pass: its element in dst's logical order (-1: none) and value.
+struct BadIndex {
+  std::int64_t element = -1;
+  std::int64_t value = 0;
+  void note(std::int64_t at, std::int64_t index) {
+    if (element < 0 || at < element) {
+      element = at;
+      value = index;
+    }
+  }
+};
+
+// The same, merged from every thread of a pass.
+struct SharedBadIndex {
+  std::mutex mutex;
+  BadIndex bad;
+  void merge(const BadIndex& found) {
+    if (found.element < 0) return;
+    std::lock_guard lock(mutex);
+    bad.note(found.element, found.value);
+  }
+};
+
+// One output's window, scanned one element at a time under PyTorch's rule: returns the flat
+// index of the maximum in the plane and sets `best`. `plane` points at the (n, c) plane's first
+// element, `step` is the distance between positions (channels for channels_last).
+template <typename T>
+[[gnu::always_inline]] inline std::int64_t scan_window(const LoopGeometry& g, const T* plane,
+                                                       std::int64_t step,
+                                                       const std::array<LoopSpan, 3>& w,
+                                                       float& best) {
+  best = -std::numeric_limits<float>::infinity();
+  std::int64_t at = (w[0].begin * g.in[1] + w[1].begin) * g.in[2] + w[2].begin;
+  for (std::int64_t d = w[0].begin; d < w[0].end; ++d) {
+    for (std::int64_t h = w[1].begin; h < w[1].end; ++h) {
+      for (std::int64_t x = w[2].begin; x < w[2].end; ++x) {
+        const std::int64_t position = (d * g.in[1] + h) * g.in[2] + x;
+        const float value = simd::load(plane, position * step);
+        if (value > best || std::isnan(value)) {
+          best = value;
+          at = position;
+        }
+      }
+    }
+  }
+  return at;
+}
+
+// The kernels once per ISA (Note [per-ISA pool kernels] in pool_indices_kernels.hpp).
+#define DNNX_POOL_ISA \
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx2,fma,f16c,bmi,bmi2")))
+namespace avx512 {
+#include "backends/onednn/pool_indices_kernels.hpp"  // NOLINT(bugprone-suspicious-include)
+}  // namespace avx512
+#undef DNNX_POOL_ISA
+#define DNNX_POOL_ISA __attribute__((target("avx2,fma,f16c,bmi,bmi2")))
+namespace avx2 {
+#include "backends/onednn/pool_indices_kernels.hpp"  // NOLINT(bugprone-suspicious-include)
+}  // namespace avx2
+#undef DNNX_POOL_ISA
+#define DNNX_POOL_ISA
+namespace baseline {
+#include "backends/onednn/pool_indices_kernels.hpp"  // NOLINT(bugprone-suspicious-include)
+}  // namespace baseline
+#undef DNNX_POOL_ISA
+
+// The copy of the kernels for the running CPU.
+struct IndexKernels {
+  decltype(&baseline::max_fwd) fwd;
+  decltype(&baseline::max_bwd) bwd;
+};
+
+const IndexKernels& index_kernels() {
+  static const IndexKernels kernels = [] {
+    __builtin_cpu_init();
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                      __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi") &&
+                      __builtin_cpu_supports("bmi2");
+    if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512cd"))
+      return IndexKernels{avx512::max_fwd, avx512::max_bwd};
+    if (avx2) return IndexKernels{avx2::max_fwd, avx2::max_bwd};
+    return IndexKernels{baseline::max_fwd, baseline::max_bwd};
+  }();
+  return kernels;
+}
+
+class MaxIndicesPlan final : public LayerPlan<detail::PoolArgs> {
+ public:
+  MaxIndicesPlan(const PoolDesc& desc, Direction direction)
+      : LayerPlan(max_indices_info(desc, direction), context_of(desc, direction, max_indices_id)),
+        desc_(desc),
+        direction_(direction),
+        geometry_(desc),
+        workspace_index_(desc.input_plane() < (std::int64_t{1} << 31) ? DType::i32 : DType::i64) {}
+
+  void execute(const detail::PoolArgs& args, detail::Workspace workspace) override {
+    check_workspace(workspace);
+    if (direction_ == Direction::fwd) {
+      check(args.src, "src", desc_.src_dims(), desc_.dtype);
+      check(args.dst, "dst", desc_.dst_dims(), desc_.dtype);
+      const DType index_dtype = desc_.indices ? index_dtype_of(args.indices) : workspace_index_;
+      void* indices = nullptr;
+      if (desc_.indices) {
+        check(args.indices, "indices", desc_.dst_dims(), index_dtype);
+        indices = args.indices->data();
+      }
+      forward(index_dtype, args.src->data(), args.dst->data(), indices);
+      return;
+    }
+    check(args.diff_dst, "diff_dst", desc_.dst_dims(), desc_.dtype);
+    check(args.diff_src, "diff_src", desc_.src_dims(), desc_.dtype);
+    if (desc_.indices) {
+      const DType index_dtype = index_dtype_of(args.indices_in);
+      check(args.indices_in, "indices", desc_.dst_dims(), index_dtype);
+      backward(index_dtype, args.diff_dst->data(), args.indices_in->data(),
+               args.diff_src->data());
+      return;
+    }
+    // Max without indices: the forward's argmax into the workspace first.
+    check(args.src, "src", desc_.src_dims(), desc_.dtype);
+    forward(workspace_index_, args.src->data(), nullptr, workspace.data);
+    backward(workspace_index_, args.diff_dst->data(), workspace.data, args.diff_src->data());
+  }
+
+ private:
+  DType index_dtype_of(const Tensor* indices) const {
+    return indices != nullptr && indices->dtype() == DType::i32 ? DType::i32 : DType::i64;
+  }
+
+  void check(const Tensor* tensor, const char* role, const Dims& dims, DType dtype) const {
+    check_dense(tensor, role, dims, dtype, desc_.layout, context_);
+  }
+
+  void forward(DType index_dtype, const void* src, void* dst, void* indices) const {
+    const IndexKernels& kernels = index_kernels();
+    const LoopGeometry& g = geometry_.loops;
+    const std::int64_t window = g.kernel[0] * g.kernel[1] * g.kernel[2];
+    const std::int64_t outputs = g.batch * g.channels * geometry_.out_plane;
+    // Work items: output positions (channels_last) or output rows of a plane (channels_first).
+    const std::int64_t items = g.channels_last ? g.batch * geometry_.out_plane
+                                               : g.batch * g.channels * g.out[0] * g.out[1];
+    simd::parallel_blocks(items, outputs * window, [&](std::int64_t i0, std::int64_t i1) {
+      kernels.fwd(geometry_, desc_.dtype, index_dtype, src, dst, indices, i0, i1);
+    });
+  }
+
+  void backward(DType index_dtype, const void* diff_dst, const void* indices,
+                void* diff_src) const {
+    const IndexKernels& kernels = index_kernels();
+    const LoopGeometry& g = geometry_.loops;
+    const std::int64_t items =
+        g.channels_last
+            ? g.batch * ((g.channels + index_channel_block - 1) / index_channel_block)
+            : g.batch * g.channels;
+    SharedBadIndex shared;
+    simd::parallel_blocks(items, g.batch * g.channels * geometry_.in_plane,
+                          [&](std::int64_t i0, std::int64_t i1) {
+                            kernels.bwd(geometry_, desc_.dtype, index_dtype, diff_dst, indices,
+                                        diff_src, i0, i1, shared);
+                          });
+    if (shared.bad.element >= 0) {
+      detail::raise(ErrorKind::InvalidArgument,
+                    detail::bad_pool_index_message(desc_, shared.bad.element, shared.bad.value),
+                    context_);
+    }
+  }
+
+  PoolDesc desc_;
+  Direction direction_;
+  IndexGeometry geometry_;
+  DType workspace_index_;  // the index type of the workspace (max without indices)
+};
+
 std::vector<Candidate> list_candidates(const dnnl::engine& engine, const PoolDesc& desc,
                                        Direction direction, const std::string& isa) {
   const ErrorContext context = context_of(desc, direction, "");
@@ -534,6 +785,15 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const PoolDes
       info.deterministic = true;
       describe(info, impl);
       if (!seen.insert(info.id).second) continue;
+      if (desc.indices) {
+        info.reason = detail::cat(
+            "oneDNN's max-pooling workspace holds implementation-defined window offsets, not "
+            "PyTorch's flat plane indices, and its backward reads only that workspace; the "
+            "indices desc runs on ",
+            max_indices_id);
+        list.push_back(std::move(candidate));
+        continue;
+      }
       if (!g.semantic_mismatch.empty()) {
         info.reason = g.semantic_mismatch;
         list.push_back(std::move(candidate));
@@ -571,7 +831,25 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const PoolDes
   });
   Candidate loops;
   loops.info = kernel_info();
-  list.insert(ref, std::move(loops));
+  if (desc.indices) {
+    loops.info.supported = false;
+    loops.info.reason = detail::cat(
+        "dnnx's generic loops neither write nor read argmax indices (their max backward rescans "
+        "the windows); the indices desc runs on ",
+        max_indices_id);
+  }
+  const auto loops_at = list.insert(ref, std::move(loops));
+  // Note [cpu max-pool indices]: max only; first where it is the only kernel reading indices or
+  // the fastest measured (backward), after oneDNN's jit forward otherwise.
+  if (desc.mode == PoolMode::max) {
+    Candidate max_indices;
+    max_indices.info = max_indices_info(desc, direction);
+    if (desc.indices || direction != Direction::fwd) {
+      list.insert(list.begin(), std::move(max_indices));
+    } else {
+      list.insert(loops_at, std::move(max_indices));
+    }
+  }
   std::stable_partition(list.begin(), list.end(),
                         [](const Candidate& c) { return c.info.supported; });
   for (std::size_t i = 0; i < list.size(); ++i) list[i].info.priority = static_cast<int>(i);
@@ -678,6 +956,8 @@ class OneDnnPool final : public LayerBackend<PoolDesc, detail::PoolArgs, Candida
   std::shared_ptr<detail::PoolPlan> build(const PoolDesc& desc, Direction direction,
                                           const Candidate& candidate) override {
     if (candidate.info.id == kernel_id) return std::make_shared<KernelPlan>(desc, direction);
+    if (candidate.info.id == max_indices_id)
+      return std::make_shared<MaxIndicesPlan>(desc, direction);
     return std::make_shared<Plan>(runtime_, desc, direction, candidate);
   }
 };

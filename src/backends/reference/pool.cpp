@@ -14,6 +14,13 @@
 // PyTorch's `val > max || isnan(val)` does; its gradient goes to that element only.
 // PoolDesc::validate() guarantees every window holds at least one input element.
 //
+// Note [reference pool indices]
+// With desc.indices the forward also writes each window's argmax (the same scan as above) as a
+// flat index into its (n, c) input plane, and the backward adds every diff_dst element at the
+// index saved for it, in output order. As the oracle, the backward checks every index fully: one
+// outside its output's window (outside the plane included) raises InvalidArgument naming its
+// position and value (detail::bad_pool_index_message); other backends check what is cheap.
+//
 // Note [rounding once] (conv.cpp): f64 results are narrowed to f32 by rounding to odd, so that the
 // final f32 -> f16/bf16 rounding to nearest even is the correctly rounded f64 -> dtype result.
 
@@ -27,6 +34,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <vector>
@@ -173,6 +181,92 @@ std::vector<double> pool_bwd(const Geometry& g, PoolMode mode, const std::vector
   return diff_src;
 }
 
+// Indices in logical (row-major) order, whatever the strides, read as integers (through f32 they
+// would lose positions above 2^24).
+std::vector<std::int64_t> read_indices(const Tensor& indices) {
+  const Dims& dims = indices.dims();
+  const Dims& strides = indices.strides();
+  const std::size_t size = size_of(indices.dtype());
+  const auto* base = static_cast<const unsigned char*>(indices.data());
+  std::vector<std::int64_t> values(static_cast<std::size_t>(dims.product()));
+  for (std::int64_t i = 0; i < dims.product(); ++i) {
+    std::int64_t rest = i, offset = 0;
+    for (int k = dims.rank() - 1; k >= 0; --k) {
+      offset += rest % dims[k] * strides[k];
+      rest /= dims[k];
+    }
+    const unsigned char* at = base + offset * static_cast<std::int64_t>(size);
+    if (indices.dtype() == DType::i32) {
+      std::int32_t value;
+      std::memcpy(&value, at, sizeof value);
+      values[static_cast<std::size_t>(i)] = value;
+    } else {
+      std::memcpy(&values[static_cast<std::size_t>(i)], at, sizeof(std::int64_t));
+    }
+  }
+  return values;
+}
+
+// Writes indices given in logical order into `indices` (any strides).
+void write_indices(const std::vector<std::int64_t>& values, Tensor& indices) {
+  const Dims& dims = indices.dims();
+  const Dims& strides = indices.strides();
+  const std::size_t size = size_of(indices.dtype());
+  auto* base = static_cast<unsigned char*>(indices.data());
+  for (std::int64_t i = 0; i < dims.product(); ++i) {
+    std::int64_t rest = i, offset = 0;
+    for (int k = dims.rank() - 1; k >= 0; --k) {
+      offset += rest % dims[k] * strides[k];
+      rest /= dims[k];
+    }
+    unsigned char* at = base + offset * static_cast<std::int64_t>(size);
+    if (indices.dtype() == DType::i32) {
+      const auto value = static_cast<std::int32_t>(values[static_cast<std::size_t>(i)]);
+      std::memcpy(at, &value, sizeof value);
+    } else {
+      std::memcpy(at, &values[static_cast<std::size_t>(i)], sizeof(std::int64_t));
+    }
+  }
+}
+
+// Note [reference pool indices]: dst and the argmax of every window.
+std::vector<double> max_fwd_indices(const Geometry& g, const std::vector<float>& src,
+                                    std::vector<std::int64_t>& indices) {
+  std::vector<double> dst(static_cast<std::size_t>(g.planes * g.out_plane()));
+  indices.assign(dst.size(), 0);
+  for (std::int64_t p = 0; p < g.planes; ++p) {
+    const float* in = src.data() + p * g.in_plane();
+    for_each_output(g, [&](std::int64_t o, const std::array<Window, 3>& w) {
+      const std::int64_t at = argmax(g, in, w);
+      const auto k = static_cast<std::size_t>(p * g.out_plane() + o);
+      dst[k] = in[at];
+      indices[k] = at;
+    });
+  }
+  return dst;
+}
+
+// Note [reference pool indices]: diff_src from the saved indices, every index checked.
+std::vector<double> max_bwd_indices(const PoolDesc& desc, const Geometry& g,
+                                    const std::vector<std::int64_t>& indices,
+                                    const std::vector<float>& diff_dst,
+                                    const ErrorContext& context) {
+  std::vector<double> diff_src(static_cast<std::size_t>(g.planes * g.in_plane()), 0.0);
+  for (std::int64_t p = 0; p < g.planes; ++p) {
+    double* out = diff_src.data() + p * g.in_plane();
+    for (std::int64_t o = 0; o < g.out_plane(); ++o) {
+      const std::int64_t element = p * g.out_plane() + o;
+      const std::int64_t index = indices[static_cast<std::size_t>(element)];
+      if (!detail::pool_index_in_window(desc, element, index)) {
+        detail::raise(ErrorKind::InvalidArgument,
+                      detail::bad_pool_index_message(desc, element, index), context);
+      }
+      out[index] += diff_dst[static_cast<std::size_t>(element)];
+    }
+  }
+  return diff_src;
+}
+
 // A plan holds only the desc's geometry.
 class DirectPlan final : public detail::LayerPlanBase<detail::PoolArgs> {
  public:
@@ -185,9 +279,25 @@ class DirectPlan final : public detail::LayerPlanBase<detail::PoolArgs> {
 
   void execute(const detail::PoolArgs& args, detail::Workspace /*workspace*/) override {
     const DType dtype = desc_.dtype;
+    if (desc_.indices && direction_ != Direction::fwd) {
+      const Tensor& indices = index_tensor(args.indices_in);
+      const Tensor& diff_dst =
+          host_tensor(args.diff_dst, "diff_dst", desc_.dst_dims(), dtype, context_);
+      Tensor& diff_src = host_tensor(args.diff_src, "diff_src", desc_.src_dims(), dtype, context_);
+      store(max_bwd_indices(desc_, geometry_, read_indices(indices), diff_dst.to_f32(), context_),
+            diff_src);
+      return;
+    }
     const Tensor& src = host_tensor(args.src, "src", desc_.src_dims(), dtype, context_);
     if (direction_ == Direction::fwd) {
       Tensor& dst = host_tensor(args.dst, "dst", desc_.dst_dims(), dtype, context_);
+      if (desc_.indices) {
+        Tensor& indices = index_tensor(args.indices);
+        std::vector<std::int64_t> argmax;
+        store(max_fwd_indices(geometry_, src.to_f32(), argmax), dst);
+        write_indices(argmax, indices);
+        return;
+      }
       store(pool_fwd(geometry_, desc_.mode, src.to_f32()), dst);
       return;
     }
@@ -201,6 +311,14 @@ class DirectPlan final : public detail::LayerPlanBase<detail::PoolArgs> {
   }
 
  private:
+  // The indices operand: i64 or i32, dst's dims, in host memory.
+  template <typename T>
+  T& index_tensor(T* tensor) const {
+    const DType dtype =
+        tensor != nullptr && tensor->dtype() == DType::i32 ? DType::i32 : DType::i64;
+    return host_tensor(tensor, "indices", desc_.dst_dims(), dtype, context_);
+  }
+
   PoolDesc desc_;
   Direction direction_;
   Geometry geometry_;
