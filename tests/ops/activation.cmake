@@ -16,6 +16,16 @@ target_link_libraries(activation_parity_test PRIVATE dnnx_activation_cases GTest
 gtest_discover_tests(activation_parity_test NO_PRETTY_VALUES PROPERTIES LABELS "parity" TIMEOUT 120
                      DISCOVERY_TIMEOUT 60)
 
+# The cpu backend's own kernel at each simd level against the reference and against each other
+# (internal header; one process for the whole table).
+if(DNNX_HAVE_ONEDNN)
+  add_executable(activation_kernel_test ${CMAKE_CURRENT_LIST_DIR}/activation_kernel_test.cpp)
+  target_link_libraries(activation_kernel_test PRIVATE dnnx_activation_cases dnnx_internal
+                                                       GTest::gtest_main)
+  add_test(NAME parity.activation_kernel COMMAND activation_kernel_test)
+  set_tests_properties(parity.activation_kernel PROPERTIES LABELS "parity" TIMEOUT 600)
+endif()
+
 # The reference against PyTorch (tests/python/torch_activation_parity.py): activation_harness runs
 # activations and tensor adds on the reference backend for the script.
 find_package(nlohmann_json 3 REQUIRED)

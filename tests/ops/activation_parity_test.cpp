@@ -30,7 +30,8 @@ namespace dnnx::test {
 namespace {
 
 // Note [expected unsupported activations]: the only reasons a listed cpu candidate may be
-// unsupported (src/backends/onednn/activation.cpp, Note [eltwise candidates]).
+// unsupported (src/backends/onednn/activation.cpp, Notes [eltwise candidates] and [cpu activation
+// candidates]).
 
 const std::vector<ExpectedReason<ActivationDesc>>& expected_reasons() {
   static const std::vector<ExpectedReason<ActivationDesc>> reasons = {
@@ -52,6 +53,25 @@ const std::vector<ExpectedReason<ActivationDesc>>& expected_reasons() {
       {"elu from dst needs alpha >= 0", std::regex("elu_use_dst_for_bwd$"),
        std::regex("needs alpha >= 0"),
        [](const ActivationDesc& d, Direction dir) { return dir != Direction::fwd && d.alpha < 0; }},
+      // dnnx's loops (Note [cpu activation candidates]).
+      {"the kernel's backward reads src, desc.saved = dst", std::regex("^cpu:kernel:act:src$"),
+       std::regex("^the kernel reads src in backward, and desc.saved = dst$"),
+       [](const ActivationDesc& d, Direction dir) {
+         return dir != Direction::fwd && d.saved == ActivationSaved::dst;
+       }},
+      {"the kernel's backward reads dst, desc.saved = src", std::regex("^cpu:kernel:act:dst$"),
+       std::regex("^the kernel reads dst in backward, and desc.saved = src$"),
+       [](const ActivationDesc& d, Direction dir) {
+         return dir != Direction::fwd && d.saved == ActivationSaved::src;
+       }},
+      {"the kernel's elu from dst needs alpha >= 0", std::regex("^cpu:kernel:act:dst$"),
+       std::regex("needs alpha >= 0"),
+       [](const ActivationDesc& d, Direction dir) { return dir != Direction::fwd && d.alpha < 0; }},
+      {"swish has no derivative from dst", std::regex("^cpu:kernel:act:dst$"),
+       std::regex("^swish has no derivative as a function of dst"),
+       [](const ActivationDesc& d, Direction dir) {
+         return dir != Direction::fwd && d.kind == ActivationKind::swish;
+       }},
   };
   return reasons;
 }

@@ -16,6 +16,16 @@ target_link_libraries(batch_norm_parity_test PRIVATE dnnx_bnorm_cases GTest::gte
 add_test(NAME parity.batch_norm COMMAND batch_norm_parity_test)
 set_tests_properties(parity.batch_norm PROPERTIES LABELS "parity" TIMEOUT 300)
 
+# The cpu backend's own kernel at each simd level against the reference and against each other
+# (internal header; one process for the table, as above).
+if(DNNX_HAVE_ONEDNN)
+  add_executable(batch_norm_kernel_test ${_bnorm_dir}/batch_norm_kernel_test.cpp)
+  target_link_libraries(batch_norm_kernel_test PRIVATE dnnx_bnorm_cases dnnx_internal
+                                                       GTest::gtest_main)
+  add_test(NAME parity.batch_norm_kernel COMMAND batch_norm_kernel_test)
+  set_tests_properties(parity.batch_norm_kernel PROPERTIES LABELS "parity" TIMEOUT 600)
+endif()
+
 foreach(_test batch_norm_reference_test batch_norm_errors_test batch_norm_policy_test)
   add_executable(${_test} ${_bnorm_dir}/${_test}.cpp)
   target_link_libraries(${_test} PRIVATE dnnx_bnorm_cases GTest::gtest_main)

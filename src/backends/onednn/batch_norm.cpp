@@ -28,6 +28,7 @@
 // layout only: the blocked layouts oneDNN's jit kernels also read would cost a reorder of src and
 // dst (and diff_dst, diff_src) per call, more than the memory-bound normalisation itself.
 
+#include "backends/onednn/batch_norm_kernel.hpp"
 #include "backends/onednn/check.hpp"
 #include "backends/onednn/layer_common.hpp"
 #include "backends/onednn/layers.hpp"
@@ -37,26 +38,23 @@
 #include "core/dtype.hpp"
 #include "core/strings.hpp"
 
-#include <dlfcn.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
 #include <cmath>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
-#include <functional>
 #include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 namespace dnnx::onednn {
 namespace {
 
+using bnorm::finish_training_fwd;
+using bnorm::Stats;
 using detail::BatchNormArgs;
 using Tag = memory::format_tag;
 using BatchNormPlan = detail::OpPlan<BatchNormArgs>;
@@ -149,11 +147,11 @@ void describe(AlgoInfo& info, const std::string& impl) {
 AlgoInfo kernel_info(const BatchNormDesc& desc) {
   AlgoInfo info;
   info.id = kernel_id;
-  info.name = "dnnx loops (f64 sums, per-statistic threads)";
+  info.name = "dnnx kernel (f64 sums, fixed reduction tree)";
   info.supported = true;
-  // Each statistic is reduced by one thread in a fixed order, whatever the thread count.
+  // The sums follow a fixed tree whatever the thread count (Note [batch-norm loops]).
   info.deterministic = true;
-  info.notes = {"direct", "dnnx"};
+  info.notes = {"direct", "dnnx", std::string(simd::to_string(simd::best_level()))};
   info.families = {"none"};
   return info;
 }
@@ -263,18 +261,6 @@ float* param_data(T* tensor, const char* role, const BatchNormDesc& desc,
   return static_cast<float*>(tensor->data());
 }
 
-// Which statistics a call uses, as raw f32 arrays of K values.
-struct Stats {
-  const float* scale = nullptr;  // null: 1
-  const float* shift = nullptr;  // null: 0
-  float* running_mean = nullptr;
-  float* running_var = nullptr;
-  float* saved_mean = nullptr;
-  float* saved_inv_std = nullptr;
-  float* diff_scale = nullptr;
-  float* diff_shift = nullptr;
-};
-
 Stats stats_of(const BatchNormArgs& args, const BatchNormDesc& desc, Direction direction,
                const ErrorContext& context) {
   Stats s;
@@ -293,27 +279,6 @@ Stats stats_of(const BatchNormArgs& args, const BatchNormDesc& desc, Direction d
     s.diff_shift = param_data(args.diff_shift, "diff_shift", desc, context, desc.affine);
   }
   return s;
-}
-
-// What a training forward leaves besides dst (Note [batch-norm on oneDNN]): saved_mean,
-// saved_inv_std and the running statistics of statistics [first, last), from their batch mean and
-// biased variance (mean[k - first], var[k - first]).
-void finish_training_fwd(const BatchNormDesc& desc, const Stats& s, const float* mean,
-                         const float* var, std::int64_t first, std::int64_t last) {
-  const auto count = static_cast<double>(desc.reduction_size());
-  const double m = desc.momentum;
-  for (std::int64_t k = first; k < last; ++k) {
-    const double v = var[k - first];
-    const float batch_mean = mean[k - first];
-    if (s.saved_inv_std != nullptr)
-      s.saved_inv_std[k] = static_cast<float>(1.0 / std::sqrt(v + desc.eps));
-    if (s.saved_mean != nullptr) s.saved_mean[k] = batch_mean;
-    if (s.running_mean != nullptr) {
-      s.running_mean[k] = static_cast<float>((1 - m) * s.running_mean[k] + m * batch_mean);
-      s.running_var[k] =
-          static_cast<float>((1 - m) * s.running_var[k] + m * v * count / (count - 1));
-    }
-  }
 }
 
 // ---- oneDNN plans -------------------------------------------------------------------------------
@@ -433,384 +398,14 @@ class OneDnnPlan final : public LayerPlan<BatchNormArgs> {
               shift_ = none, diff_scale_ = none, diff_shift_ = none, scratchpad_ = none;
 };
 
-// ---- dnnx's loops -------------------------------------------------------------------------------
-//
-// Note [batch-norm loops]
-// The data is walked in memory order, in one of two shapes: "planes" (spatial mode, channels
-// first: statistic k owns N runs of S contiguous values) and "columns" (channels-last spatial
-// mode and per-activation mode: an M x K row-major matrix whose column k is statistic k). Each
-// thread owns a contiguous range of statistics and reduces each of them alone, in a fixed order,
-// so the bits do not depend on the thread count.
-//   Statistics are one pass of shifted sums: with p the statistic's first value, sum (x - p) and
-//   sum (x - p)^2 in f64 give mean = p + s1 / n and var = s2 / n - (s1 / n)^2 without the
-//   cancellation of raw sums of squares (Chan, Golub & LeVeque, "Algorithms for computing the
-//   sample variance", 1983). Planes keep eight f64 partial sums per statistic (independent
-//   chains the compiler turns into vector adds; one chain would cost an add latency per value)
-//   and normalise a statistic's values right after summing them, while they are still in cache.
-//   Columns sum a row's range of statistics element-wise, which vectorises as it is.
-//   Outputs are y = x a + b (forward) and dx = a dy + b x + c (backward) with per-statistic f32
-//   coefficients formed in f64.
-
-struct F16 {
-  std::uint16_t bits;
-};
-struct BF16 {
-  std::uint16_t bits;
-};
-
-inline float widen(float v) { return v; }
-inline float widen(F16 v) { return detail::half_to_float(v.bits); }
-inline float widen(BF16 v) { return detail::bf16_to_float(v.bits); }
-template <typename T>
-T narrow(float v);
-template <>
-inline float narrow<float>(float v) {
-  return v;
-}
-template <>
-inline F16 narrow<F16>(float v) {
-  return {detail::float_to_half(v)};
-}
-template <>
-inline BF16 narrow<BF16>(float v) {
-  return {detail::float_to_bf16(v)};
-}
-
-// Note [loop threads]
-// The loops run on a pool of threads started once per process (a thread start costs tens of
-// microseconds, as much as a whole small normalisation), as many as oneDNN's OpenMP runtime uses
-// (omp_get_max_threads, which OMP_NUM_THREADS sets and Backend::fingerprint() records), else the
-// hardware's. A call splits its statistics into one contiguous range per thread; the caller runs
-// the first range and waits for the others. Calls from several threads take turns.
-class LoopPool {
- public:
-  static LoopPool& instance() {
-    // Never destroyed: its threads may still wait for work when the process exits.
-    static auto* pool = new LoopPool(thread_count());
-    return *pool;
-  }
-
-  int threads() const { return static_cast<int>(workers_.size()) + 1; }
-
-  // Runs body(t) for t in [0, tasks) (tasks <= threads()), task 0 on the caller.
-  void run(int tasks, const std::function<void(int)>& body) {
-    std::lock_guard turn(turn_);
-    {
-      std::lock_guard lock(mutex_);
-      body_ = &body;
-      tasks_ = tasks;
-      pending_ = tasks - 1;
-      ++generation_;
-    }
-    wake_.notify_all();
-    body(0);
-    std::unique_lock lock(mutex_);
-    done_.wait(lock, [&] { return pending_ == 0; });
-    body_ = nullptr;
-  }
-
- private:
-  explicit LoopPool(int threads) {
-    for (int t = 1; t < threads; ++t) workers_.emplace_back([this, t] { work(t); });
-  }
-
-  static int thread_count() {
-    using Query = int (*)();
-    auto query = reinterpret_cast<Query>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
-    const int omp = query != nullptr ? query() : 0;
-    const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    return std::clamp(omp > 0 ? omp : hardware, 1, 256);
-  }
-
-  void work(int index) {
-    std::uint64_t seen = 0;
-    for (;;) {
-      std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return generation_ != seen; });
-      seen = generation_;
-      if (index >= tasks_) continue;
-      const std::function<void(int)>* body = body_;
-      lock.unlock();
-      (*body)(index);
-      lock.lock();
-      if (--pending_ == 0) done_.notify_one();
-    }
-  }
-
-  std::mutex turn_;   // one call at a time
-  std::mutex mutex_;  // guards the fields below
-  std::condition_variable wake_, done_;
-  const std::function<void(int)>* body_ = nullptr;
-  int tasks_ = 0;
-  int pending_ = 0;
-  std::uint64_t generation_ = 0;
-  std::vector<std::thread> workers_;
-};
-
-// Runs body(first, last) over [0, count) statistics in contiguous ranges, one per pool thread
-// when the work (`elements` values in all) is worth waking threads for.
-void parallel_ranges(std::int64_t count, std::int64_t elements,
-                     const std::function<void(std::int64_t, std::int64_t)>& body) {
-  // Waking a thread costs a few microseconds: below ~64K values one thread is faster.
-  constexpr std::int64_t min_elements_per_thread = 1 << 16;
-  if (elements < 2 * min_elements_per_thread || count < 2) {
-    body(0, count);
-    return;
-  }
-  LoopPool& pool = LoopPool::instance();
-  const std::int64_t tasks = std::clamp<std::int64_t>(
-      std::min<std::int64_t>(pool.threads(), elements / min_elements_per_thread), 1, count);
-  if (tasks <= 1) {
-    body(0, count);
-    return;
-  }
-  pool.run(static_cast<int>(tasks),
-           [&](int t) { body(count * t / tasks, count * (t + 1) / tasks); });
-}
-
-constexpr int lanes = 8;
-
-// Eight-lane f64 sums of f(i) over [0, count), added up in a fixed order.
-struct LaneSums {
-  double a[lanes] = {};
-  double b[lanes] = {};
-  void total(double& sum_a, double& sum_b) const {
-    for (int j = 0; j < lanes; ++j) {
-      sum_a += a[j];
-      sum_b += b[j];
-    }
-  }
-};
-
-// The shape of one call (Note [batch-norm loops]).
-struct LoopShape {
-  bool planes = false;
-  std::int64_t n = 0;     // planes: runs per statistic (N)
-  std::int64_t s = 0;     // planes: run length (spatial positions)
-  std::int64_t rows = 0;  // columns: M
-  std::int64_t k = 0;     // statistics
-  double count = 0;       // values per statistic
-};
-
-// The statistics and coefficients of one statistic (Note [batch-norm on oneDNN] for the saved
-// and running ones).
-struct Coefficients {
-  float a = 0, b = 0, c = 0;
-};
-
-template <typename T>
-class Loops {
- public:
-  Loops(const BatchNormDesc& desc, const LoopShape& shape, const Stats& stats)
-      : desc_(desc), shape_(shape), stats_(stats) {}
-
-  void forward(const T* x, T* y, std::int64_t first, std::int64_t last) const {
-    if (shape_.planes) {
-      for (std::int64_t k = first; k < last; ++k) {
-        double mean = 0, var = 0;
-        if (desc_.training) {
-          LaneSums sums;
-          const double pivot = widen(x[k * shape_.s]);
-          for (std::int64_t n = 0; n < shape_.n; ++n) {
-            const T* run = x + (n * shape_.k + k) * shape_.s;
-            add_shifted(run, shape_.s, pivot, sums);
-          }
-          moments(sums, pivot, mean, var);
-          finish(k, mean, var);
-        }
-        const Coefficients f = forward_coefficients(k, mean, var);
-        for (std::int64_t n = 0; n < shape_.n; ++n) {
-          const std::int64_t offset = (n * shape_.k + k) * shape_.s;
-          for (std::int64_t i = 0; i < shape_.s; ++i)
-            y[offset + i] = narrow<T>(widen(x[offset + i]) * f.a + f.b);
-        }
-      }
-      return;
-    }
-    const auto width = static_cast<std::size_t>(last - first);
-    std::vector<Coefficients> f(width);
-    if (desc_.training) {
-      std::vector<double> pivot(width), s1(width, 0.0), s2(width, 0.0);
-      for (std::size_t j = 0; j < width; ++j)
-        pivot[j] = widen(x[first + static_cast<std::int64_t>(j)]);
-      for (std::int64_t m = 0; m < shape_.rows; ++m) {
-        const T* row = x + m * shape_.k + first;
-        for (std::size_t j = 0; j < width; ++j) {
-          const double d = static_cast<double>(widen(row[j])) - pivot[j];
-          s1[j] += d;
-          s2[j] += d * d;
-        }
-      }
-      for (std::size_t j = 0; j < width; ++j) {
-        const std::int64_t k = first + static_cast<std::int64_t>(j);
-        const double shifted = s1[j] / shape_.count;
-        const double mean = pivot[j] + shifted;
-        const double var = std::max(0.0, s2[j] / shape_.count - shifted * shifted);
-        finish(k, mean, var);
-        f[j] = forward_coefficients(k, mean, var);
-      }
-    } else {
-      for (std::size_t j = 0; j < width; ++j)
-        f[j] = forward_coefficients(first + static_cast<std::int64_t>(j), 0, 0);
-    }
-    for (std::int64_t m = 0; m < shape_.rows; ++m) {
-      const T* in = x + m * shape_.k + first;
-      T* out = y + m * shape_.k + first;
-      for (std::size_t j = 0; j < width; ++j) out[j] = narrow<T>(widen(in[j]) * f[j].a + f[j].b);
-    }
-  }
-
-  void backward(const T* x, const T* dy, T* dx, std::int64_t first, std::int64_t last) const {
-    if (shape_.planes) {
-      for (std::int64_t k = first; k < last; ++k) {
-        const double mean = used_mean(k);
-        LaneSums sums;  // a: sum dy, b: sum dy (x - mean)
-        for (std::int64_t n = 0; n < shape_.n; ++n) {
-          const std::int64_t offset = (n * shape_.k + k) * shape_.s;
-          add_gradient_sums(x + offset, dy + offset, shape_.s, mean, sums);
-        }
-        double sum_dy = 0, sum_dy_x = 0;
-        sums.total(sum_dy, sum_dy_x);
-        const Coefficients f = backward_coefficients(k, mean, sum_dy, sum_dy_x);
-        for (std::int64_t n = 0; n < shape_.n; ++n) {
-          const std::int64_t offset = (n * shape_.k + k) * shape_.s;
-          for (std::int64_t i = 0; i < shape_.s; ++i) {
-            dx[offset + i] =
-                narrow<T>(f.a * widen(dy[offset + i]) + f.b * widen(x[offset + i]) + f.c);
-          }
-        }
-      }
-      return;
-    }
-    const auto width = static_cast<std::size_t>(last - first);
-    std::vector<double> mean(width), sum_dy(width, 0.0), sum_dy_x(width, 0.0);
-    for (std::size_t j = 0; j < width; ++j)
-      mean[j] = used_mean(first + static_cast<std::int64_t>(j));
-    for (std::int64_t m = 0; m < shape_.rows; ++m) {
-      const T* x_row = x + m * shape_.k + first;
-      const T* dy_row = dy + m * shape_.k + first;
-      for (std::size_t j = 0; j < width; ++j) {
-        const double g = widen(dy_row[j]);
-        sum_dy[j] += g;
-        sum_dy_x[j] += g * (static_cast<double>(widen(x_row[j])) - mean[j]);
-      }
-    }
-    std::vector<Coefficients> f(width);
-    for (std::size_t j = 0; j < width; ++j) {
-      f[j] = backward_coefficients(first + static_cast<std::int64_t>(j), mean[j], sum_dy[j],
-                                   sum_dy_x[j]);
-    }
-    for (std::int64_t m = 0; m < shape_.rows; ++m) {
-      const std::int64_t offset = m * shape_.k + first;
-      for (std::size_t j = 0; j < width; ++j) {
-        const auto i = offset + static_cast<std::int64_t>(j);
-        dx[i] = narrow<T>(f[j].a * widen(dy[i]) + f[j].b * widen(x[i]) + f[j].c);
-      }
-    }
-  }
-
- private:
-  static void add_shifted(const T* run, std::int64_t count, double pivot, LaneSums& sums) {
-    std::int64_t i = 0;
-    for (; i + lanes <= count; i += lanes) {
-      for (int j = 0; j < lanes; ++j) {
-        const double d = static_cast<double>(widen(run[i + j])) - pivot;
-        sums.a[j] += d;
-        sums.b[j] += d * d;
-      }
-    }
-    for (int j = 0; i < count; ++i, ++j) {
-      const double d = static_cast<double>(widen(run[i])) - pivot;
-      sums.a[j] += d;
-      sums.b[j] += d * d;
-    }
-  }
-
-  static void add_gradient_sums(const T* x, const T* dy, std::int64_t count, double mean,
-                                LaneSums& sums) {
-    std::int64_t i = 0;
-    for (; i + lanes <= count; i += lanes) {
-      for (int j = 0; j < lanes; ++j) {
-        const double g = widen(dy[i + j]);
-        sums.a[j] += g;
-        sums.b[j] += g * (static_cast<double>(widen(x[i + j])) - mean);
-      }
-    }
-    for (int j = 0; i < count; ++i, ++j) {
-      const double g = widen(dy[i]);
-      sums.a[j] += g;
-      sums.b[j] += g * (static_cast<double>(widen(x[i])) - mean);
-    }
-  }
-
-  void moments(const LaneSums& sums, double pivot, double& mean, double& var) const {
-    double s1 = 0, s2 = 0;
-    sums.total(s1, s2);
-    const double shifted = s1 / shape_.count;
-    mean = pivot + shifted;
-    var = std::max(0.0, s2 / shape_.count - shifted * shifted);
-  }
-
-  // Saved and running statistics of statistic k after a training forward.
-  void finish(std::int64_t k, double mean, double var) const {
-    const auto mean32 = static_cast<float>(mean);
-    const auto var32 = static_cast<float>(var);
-    finish_training_fwd(desc_, stats_, &mean32, &var32, k, k + 1);
-  }
-
-  double inv_std(std::int64_t k, double var) const {
-    if (!desc_.training) var = stats_.running_var[k];
-    return 1.0 / std::sqrt(var + desc_.eps);
-  }
-
-  double used_mean(std::int64_t k) const {
-    return desc_.training ? stats_.saved_mean[k] : stats_.running_mean[k];
-  }
-
-  // y = (x - mean) inv_std scale + shift = x a + b; inference reads the running statistics.
-  Coefficients forward_coefficients(std::int64_t k, double mean, double var) const {
-    if (!desc_.training) mean = stats_.running_mean[k];
-    const double scale = stats_.scale != nullptr ? stats_.scale[k] : 1.0;
-    const double shift = stats_.shift != nullptr ? stats_.shift[k] : 0.0;
-    const double a = scale * inv_std(k, var);
-    return {static_cast<float>(a), static_cast<float>(shift - mean * a), 0.0f};
-  }
-
-  // Writes diff_scale / diff_shift of statistic k and returns dx = a dy + b x + c.
-  Coefficients backward_coefficients(std::int64_t k, double mean, double sum_dy,
-                                     double sum_dy_x) const {
-    const double inv =
-        desc_.training ? static_cast<double>(stats_.saved_inv_std[k]) : inv_std(k, 0);
-    const double sum_dy_xhat = sum_dy_x * inv;
-    if (stats_.diff_scale != nullptr) stats_.diff_scale[k] = static_cast<float>(sum_dy_xhat);
-    if (stats_.diff_shift != nullptr) stats_.diff_shift[k] = static_cast<float>(sum_dy);
-    const double scale = stats_.scale != nullptr ? stats_.scale[k] : 1.0;
-    const double a = scale * inv;
-    if (!desc_.training) return {static_cast<float>(a), 0.0f, 0.0f};
-    // The batch statistics' terms: -a (sum dy + x_hat sum dy x_hat) / n.
-    const double b = -a * inv * sum_dy_xhat / shape_.count;
-    return {static_cast<float>(a), static_cast<float>(b),
-            static_cast<float>(-a * sum_dy / shape_.count - b * mean)};
-  }
-
-  const BatchNormDesc& desc_;
-  LoopShape shape_;
-  const Stats& stats_;
-};
+// ---- dnnx's kernel (batch_norm_kernel.cpp) ------------------------------------------------------
 
 class KernelPlan final : public LayerPlan<BatchNormArgs> {
  public:
   KernelPlan(const BatchNormDesc& desc, Direction direction)
       : LayerPlan(kernel_info(desc), context_of(desc, direction, kernel_id)),
         desc_(desc),
-        direction_(direction) {
-    shape_.planes = desc.mode == BatchNormMode::spatial && desc.layout == Layout::channels_first;
-    shape_.k = desc.statistics();
-    shape_.n = desc.dims[0];
-    shape_.s = desc.reduction_size() / shape_.n;
-    shape_.rows = desc.reduction_size();
-    shape_.count = static_cast<double>(desc.reduction_size());
-  }
+        direction_(direction) {}
 
   void execute(const BatchNormArgs& args, detail::Workspace) override {
     const bool fwd = direction_ == Direction::fwd;
@@ -818,36 +413,17 @@ class KernelPlan final : public LayerPlan<BatchNormArgs> {
     check_data(fwd ? args.dst : args.diff_src, fwd ? "dst" : "diff_src", desc_, context_);
     if (!fwd) check_data(args.diff_dst, "diff_dst", desc_, context_);
     const Stats s = stats_of(args, desc_, direction_, context_);
-    switch (desc_.dtype) {
-      case DType::f16: return run<F16>(args, s);
-      case DType::bf16: return run<BF16>(args, s);
-      default: return run<float>(args, s);
+    if (fwd) {
+      bnorm::forward(desc_, simd::best_level(), args.src->data(), args.dst->data(), s);
+    } else {
+      bnorm::backward(desc_, simd::best_level(), args.src->data(), args.diff_dst->data(),
+                      args.diff_src->data(), s);
     }
   }
 
  private:
-  template <typename T>
-  void run(const BatchNormArgs& args, const Stats& s) const {
-    const Loops<T> loops(desc_, shape_, s);
-    const auto* x = static_cast<const T*>(args.src->data());
-    const std::int64_t elements = desc_.reduction_size() * shape_.k;
-    if (direction_ == Direction::fwd) {
-      auto* y = static_cast<T*>(args.dst->data());
-      parallel_ranges(shape_.k, elements * 3, [&](std::int64_t first, std::int64_t last) {
-        loops.forward(x, y, first, last);
-      });
-      return;
-    }
-    const auto* dy = static_cast<const T*>(args.diff_dst->data());
-    auto* dx = static_cast<T*>(args.diff_src->data());
-    parallel_ranges(shape_.k, elements * 4, [&](std::int64_t first, std::int64_t last) {
-      loops.backward(x, dy, dx, first, last);
-    });
-  }
-
   BatchNormDesc desc_;
   Direction direction_;
-  LoopShape shape_;
 };
 
 // ---- the backend --------------------------------------------------------------------------------

@@ -1,0 +1,366 @@
+// dnnx's own elementwise activations on the cpu (cpu:kernel:act, cpu:kernel:act:dst,
+// cpu:kernel:act:src).
+//
+// Note [cpu activation kernel]
+// The tensors of an activation are dense buffers of one layout, so the kernel walks the buffer
+// in order, whatever the layout: one contiguous range per pool thread (Note [loop threads]), 16
+// elements at a time (masked at the ends) at the AVX-512 level, one at a time at the scalar level.
+// Both levels compute the same f32 formulas, written once over `float` and over softmax_simd.hpp's
+// 16-lane `Vec`:
+//   relu, clipped relu, identity: exact (x < 0 ? 0 : x keeps NaN and -0 as PyTorch does); the
+//     gradients multiply dy by 0 or 1, exact too. "x < ceiling" against the f64 ceiling is
+//     "x < the smallest float >= ceiling" on floats, so the kinks match the reference's bit for bit.
+//   sigmoid 1 / (1 + e) or e / (1 + e) with e = exp(-|x|); tanh Cephes' tanhf (an odd polynomial
+//     below |x| = 0.625, (1 - e) / (1 + e) with e = exp(-2|x|) above); elu alpha expm1(x), expm1 a
+//     degree-9 Taylor polynomial above -0.5 (no cancellation near 0) and exp(x) - 1 below; swish
+//     x sigmoid(x). exp is softmax_simd.hpp's exp_nonpositive (within 2 ulps): every argument
+//     above is <= 0. The results are within a few f32 ulps (Note [activation tolerances] in
+//     tests/ops/activation_cases.cpp).
+// The elementwise loops are memory-bound: outputs of at least simd::streaming_min_bytes use
+// streaming stores (Note [streaming stores]), which is what makes the kernel faster than oneDNN's
+// eltwise on large tensors. Nothing is reduced, so every element's bits are fixed whatever the
+// thread count; in place (dst over src) reads each vector before writing it.
+
+#include "backends/onednn/activation_kernel.hpp"
+
+#include "backends/onednn/loop_pool.hpp"
+#include "core/check.hpp"
+#include "core/strings.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+namespace dnnx::onednn::act {
+namespace {
+
+using simd::Bf16;
+using simd::F16;
+using simd::Level;
+using simd::Vec;
+using simd::VecU;
+using Kind = ActivationKind;
+
+// Elements per work item of the thread split: a multiple of 16 (items start 64-byte aligned when
+// the buffer does) large enough that an item costs more than waking a thread.
+constexpr std::int64_t chunk = std::int64_t{1} << 14;
+
+// The desc's parameters as the formulas use them.
+struct Params {
+  float alpha = 1;
+  float ceiling = 6;     // the f32 nearest the ceiling (the forward's clip)
+  float ceiling_up = 6;  // the smallest f32 >= the ceiling: x < ceiling iff x < ceiling_up
+};
+
+Params params_of(const ActivationDesc& desc) {
+  Params p;
+  p.alpha = static_cast<float>(desc.alpha);
+  p.ceiling = static_cast<float>(desc.ceiling);
+  p.ceiling_up = static_cast<double>(p.ceiling) >= desc.ceiling
+                     ? p.ceiling
+                     : std::nextafter(p.ceiling, std::numeric_limits<float>::infinity());
+  return p;
+}
+
+// ---- the formulas, over float and over Vec (Note [cpu activation kernel]) -------------------------
+
+template <typename V>
+[[gnu::always_inline]] inline V constant(float c) {
+  if constexpr (std::is_same_v<V, float>) {
+    return c;
+  } else {
+    return simd::splat(c);
+  }
+}
+[[gnu::always_inline]] inline float exp_np(float x) { return simd::exp_nonpositive(x); }
+[[gnu::always_inline]] inline Vec exp_np(Vec x) { return simd::exp_vec(x); }
+[[gnu::always_inline]] inline float magnitude(float x) { return std::fabs(x); }
+[[gnu::always_inline]] inline Vec magnitude(Vec x) {
+  return reinterpret_cast<Vec>(reinterpret_cast<VecU>(x) & 0x7fffffffu);
+}
+// |t| with the sign of x.
+[[gnu::always_inline]] inline float with_sign_of(float t, float x) { return std::copysign(t, x); }
+[[gnu::always_inline]] inline Vec with_sign_of(Vec t, Vec x) {
+  return reinterpret_cast<Vec>((reinterpret_cast<VecU>(t) & 0x7fffffffu) |
+                               (reinterpret_cast<VecU>(x) & 0x80000000u));
+}
+
+template <typename V>
+[[gnu::always_inline]] inline V sigmoid(V x) {
+  const V e = exp_np(-magnitude(x));
+  const V r = 1.0f / (e + 1.0f);
+  return x >= constant<V>(0.0f) ? r : e * r;
+}
+
+// Cephes' tanhf.
+template <typename V>
+[[gnu::always_inline]] inline V hyperbolic_tangent(V x) {
+  const V a = magnitude(x);
+  const V z = x * x;
+  V p = constant<V>(-5.70498872745e-3f);
+  p = p * z + 2.06390887954e-2f;
+  p = p * z - 5.37397155531e-2f;
+  p = p * z + 1.33314422036e-1f;
+  p = p * z - 3.33332819422e-1f;
+  const V small = p * z * x + x;
+  const V e = exp_np(a * -2.0f);
+  const V large = with_sign_of((1.0f - e) / (e + 1.0f), x);
+  return a < constant<V>(0.625f) ? small : large;
+}
+
+// exp(x) - 1 for x <= 0.
+template <typename V>
+[[gnu::always_inline]] inline V expm1_nonpositive(V x) {
+  V q = constant<V>(1.0f / 362880.0f);
+  q = q * x + 1.0f / 40320.0f;
+  q = q * x + 1.0f / 5040.0f;
+  q = q * x + 1.0f / 720.0f;
+  q = q * x + 1.0f / 120.0f;
+  q = q * x + 1.0f / 24.0f;
+  q = q * x + 1.0f / 6.0f;
+  q = q * x + 0.5f;
+  q = q * x + 1.0f;
+  const V small = x * q;
+  const V large = exp_np(x) - 1.0f;
+  return x > constant<V>(-0.5f) ? small : large;
+}
+
+template <Kind K, typename V>
+[[gnu::always_inline]] inline V forward_value(V x, const Params& p) {
+  const V zero = constant<V>(0.0f);
+  if constexpr (K == Kind::identity) return x;
+  if constexpr (K == Kind::relu) return x < zero ? zero : x;
+  if constexpr (K == Kind::clipped_relu) {
+    const V c = constant<V>(p.ceiling);
+    const V clipped = x > c ? c : x;
+    return x < zero ? zero : clipped;
+  }
+  if constexpr (K == Kind::tanh) return hyperbolic_tangent(x);
+  if constexpr (K == Kind::sigmoid) return sigmoid(x);
+  if constexpr (K == Kind::elu) return x > zero ? x : expm1_nonpositive(x) * p.alpha;
+  if constexpr (K == Kind::swish) return x * sigmoid(x);
+}
+
+// f'(x) from x (the reference's derivative_from_src, in f32).
+template <Kind K, typename V>
+[[gnu::always_inline]] inline V derivative_from_src(V x, const Params& p) {
+  const V zero = constant<V>(0.0f);
+  const V one = constant<V>(1.0f);
+  if constexpr (K == Kind::identity) return one;
+  if constexpr (K == Kind::relu) return x > zero ? one : zero;
+  if constexpr (K == Kind::clipped_relu) {
+    const V inside = x < constant<V>(p.ceiling_up) ? one : zero;
+    return x > zero ? inside : zero;
+  }
+  if constexpr (K == Kind::tanh) {
+    const V t = hyperbolic_tangent(x);
+    return one - t * t;
+  }
+  if constexpr (K == Kind::sigmoid) {
+    const V s = sigmoid(x);
+    return s * (one - s);
+  }
+  if constexpr (K == Kind::elu) return x > zero ? one : exp_np(x) * p.alpha;
+  if constexpr (K == Kind::swish) {
+    const V s = sigmoid(x);
+    return s * (x * (one - s) + 1.0f);
+  }
+}
+
+// f'(x) from y = f(x) (Note [backward from dst]); swish has none.
+template <Kind K, typename V>
+[[gnu::always_inline]] inline V derivative_from_dst(V y, const Params& p) {
+  const V zero = constant<V>(0.0f);
+  const V one = constant<V>(1.0f);
+  if constexpr (K == Kind::identity || K == Kind::swish) return one;
+  if constexpr (K == Kind::relu) return y > zero ? one : zero;
+  if constexpr (K == Kind::clipped_relu) {
+    const V inside = y < constant<V>(p.ceiling_up) ? one : zero;
+    return y > zero ? inside : zero;
+  }
+  if constexpr (K == Kind::tanh) return one - y * y;
+  if constexpr (K == Kind::sigmoid) return y * (one - y);
+  if constexpr (K == Kind::elu) return y > zero ? one : y + p.alpha;
+}
+
+template <Kind K, From F, typename V>
+[[gnu::always_inline]] inline V gradient(V data, V dy, const Params& p) {
+  if constexpr (F == From::src) {
+    return dy * derivative_from_src<K>(data, p);
+  } else {
+    return dy * derivative_from_dst<K>(data, p);
+  }
+}
+
+// ---- the loops of each level ----------------------------------------------------------------------
+
+template <Kind K, typename T>
+void forward_scalar(const T* x, T* y, std::int64_t n, bool /*streaming*/, const Params& p) {
+  for (std::int64_t i = 0; i < n; ++i) simd::store(y, i, forward_value<K>(simd::load(x, i), p));
+}
+
+template <Kind K, From F, typename T>
+void backward_scalar(const T* data, const T* dy, T* dx, std::int64_t n, bool /*streaming*/,
+                     const Params& p) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    // The identity reads no data (it may be null).
+    const float v = K == Kind::identity ? 0.0f : simd::load(data, i);
+    simd::store(dx, i, gradient<K, F>(v, simd::load(dy, i), p));
+  }
+}
+
+template <Kind K, typename T>
+DNNX_AVX512 void forward_avx512(const T* x, T* y, std::int64_t n, bool streaming,
+                                const Params& p) {
+  using namespace simd::avx512;
+  for_each_vector(y, n, streaming, [&](std::int64_t i, __mmask16 m) DNNX_AVX512_LAMBDA {
+    const Vec v = reinterpret_cast<Vec>(load(x + i, m));
+    return reinterpret_cast<__m512>(forward_value<K>(v, p));
+  });
+}
+
+template <Kind K, From F, typename T>
+DNNX_AVX512 void backward_avx512(const T* data, const T* dy, T* dx, std::int64_t n,
+                                 bool streaming, const Params& p) {
+  using namespace simd::avx512;
+  for_each_vector(dx, n, streaming, [&](std::int64_t i, __mmask16 m) DNNX_AVX512_LAMBDA {
+    const Vec g = reinterpret_cast<Vec>(load(dy + i, m));
+    const Vec v = K == Kind::identity ? simd::splat(0.0f) : reinterpret_cast<Vec>(load(data + i, m));
+    return reinterpret_cast<__m512>(gradient<K, F>(v, g, p));
+  });
+}
+
+template <typename T>
+using ForwardLoop = void (*)(const T*, T*, std::int64_t, bool, const Params&);
+template <typename T>
+using BackwardLoop = void (*)(const T*, const T*, T*, std::int64_t, bool, const Params&);
+
+template <Kind K, typename T>
+ForwardLoop<T> forward_loop(Level level) {
+  return level == Level::avx512 ? &forward_avx512<K, T> : &forward_scalar<K, T>;
+}
+
+template <Kind K, From F, typename T>
+BackwardLoop<T> backward_loop(Level level) {
+  return level == Level::avx512 ? &backward_avx512<K, F, T> : &backward_scalar<K, F, T>;
+}
+
+template <typename T>
+ForwardLoop<T> forward_loop(Kind kind, Level level) {
+  switch (kind) {
+    case Kind::identity: return forward_loop<Kind::identity, T>(level);
+    case Kind::relu: return forward_loop<Kind::relu, T>(level);
+    case Kind::clipped_relu: return forward_loop<Kind::clipped_relu, T>(level);
+    case Kind::tanh: return forward_loop<Kind::tanh, T>(level);
+    case Kind::sigmoid: return forward_loop<Kind::sigmoid, T>(level);
+    case Kind::elu: return forward_loop<Kind::elu, T>(level);
+    case Kind::swish: return forward_loop<Kind::swish, T>(level);
+  }
+  return nullptr;
+}
+
+template <From F, typename T>
+BackwardLoop<T> backward_loop(Kind kind, Level level) {
+  switch (kind) {
+    case Kind::identity: return backward_loop<Kind::identity, F, T>(level);
+    case Kind::relu: return backward_loop<Kind::relu, F, T>(level);
+    case Kind::clipped_relu: return backward_loop<Kind::clipped_relu, F, T>(level);
+    case Kind::tanh: return backward_loop<Kind::tanh, F, T>(level);
+    case Kind::sigmoid: return backward_loop<Kind::sigmoid, F, T>(level);
+    case Kind::elu: return backward_loop<Kind::elu, F, T>(level);
+    case Kind::swish: return backward_loop<Kind::swish, F, T>(level);
+  }
+  return nullptr;
+}
+
+// Runs body(first, count) over [0, count) in contiguous ranges of whole chunks, one per thread.
+template <typename Body>
+void for_ranges(std::int64_t count, std::int64_t work, Body&& body) {
+  const std::int64_t chunks = (count + chunk - 1) / chunk;
+  threads::run_ranges(chunks, work, [&](std::int64_t c0, std::int64_t c1) {
+    const std::int64_t first = c0 * chunk;
+    body(first, std::min(count, c1 * chunk) - first);
+  });
+}
+
+template <typename T>
+void run_forward(const ActivationDesc& desc, Level level, const void* src, void* dst,
+                 std::int64_t count) {
+  const ForwardLoop<T> loop = forward_loop<T>(desc.kind, level);
+  const Params p = params_of(desc);
+  const bool streaming =
+      static_cast<std::size_t>(count) * sizeof(T) >= simd::streaming_min_bytes;
+  const auto* x = static_cast<const T*>(src);
+  auto* y = static_cast<T*>(dst);
+  for_ranges(count, count * 2, [&](std::int64_t first, std::int64_t n) {
+    loop(x + first, y + first, n, streaming, p);
+  });
+}
+
+template <typename T>
+void run_backward(const ActivationDesc& desc, Level level, From from, const void* data,
+                  const void* diff_dst, void* diff_src, std::int64_t count) {
+  const BackwardLoop<T> loop = from == From::src ? backward_loop<From::src, T>(desc.kind, level)
+                                                 : backward_loop<From::dst, T>(desc.kind, level);
+  const Params p = params_of(desc);
+  const bool streaming =
+      static_cast<std::size_t>(count) * sizeof(T) >= simd::streaming_min_bytes;
+  const auto* v = static_cast<const T*>(data);
+  const auto* dy = static_cast<const T*>(diff_dst);
+  auto* dx = static_cast<T*>(diff_src);
+  for_ranges(count, count * 3, [&](std::int64_t first, std::int64_t n) {
+    loop(v == nullptr ? nullptr : v + first, dy + first, dx + first, n, streaming, p);
+  });
+}
+
+void check_level(Level level) {
+  if (!simd::level_supported(level)) {
+    detail::raise(ErrorKind::Internal,
+                  detail::cat("the activation kernel was asked for simd level ",
+                              simd::to_string(level), ", which this CPU does not support"));
+  }
+}
+
+}  // namespace
+
+bool backward_supported(const ActivationDesc& desc, From from, std::string* why) {
+  if (from == From::src || activation_bwd_from_dst(desc.kind, desc.alpha)) return true;
+  if (why != nullptr) {
+    *why = desc.kind == Kind::elu
+               ? detail::cat("elu backward from dst needs alpha >= 0 (dst does not tell the "
+                             "branches apart otherwise), got alpha ",
+                             desc.alpha)
+               : detail::cat(to_string(desc.kind),
+                             " has no derivative as a function of dst (it is not monotonic)");
+  }
+  return false;
+}
+
+void forward(const ActivationDesc& desc, Level level, const void* src, void* dst,
+             std::int64_t count) {
+  check_level(level);
+  switch (desc.dtype) {
+    case DType::f16: return run_forward<F16>(desc, level, src, dst, count);
+    case DType::bf16: return run_forward<Bf16>(desc, level, src, dst, count);
+    default: return run_forward<float>(desc, level, src, dst, count);
+  }
+}
+
+void backward(const ActivationDesc& desc, Level level, From from, const void* data,
+              const void* diff_dst, void* diff_src, std::int64_t count) {
+  check_level(level);
+  std::string why;
+  if (!backward_supported(desc, from, &why)) detail::raise(ErrorKind::Unsupported, why);
+  switch (desc.dtype) {
+    case DType::f16:
+      return run_backward<F16>(desc, level, from, data, diff_dst, diff_src, count);
+    case DType::bf16:
+      return run_backward<Bf16>(desc, level, from, data, diff_dst, diff_src, count);
+    default: return run_backward<float>(desc, level, from, data, diff_dst, diff_src, count);
+  }
+}
+
+}  // namespace dnnx::onednn::act

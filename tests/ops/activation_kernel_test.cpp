@@ -1,0 +1,233 @@
+// The cpu backend's own activation kernel (src/backends/onednn/activation_kernel.cpp) at each simd
+// level (Note [simd levels]), called directly on raw buffers: both levels against the reference
+// backend (Note [activation tolerances]) and against each other, forward and backward from src and
+// from dst, for every kind variant and dtype, on lengths around the vector width (1, 7, 16, 17),
+// spanning several thread chunks, and large enough for streaming stores (Note [streaming stores]).
+// Each run repeats bitwise, runs in place (dst over src, diff_src over diff_dst) bitwise like out
+// of place, and runs bitwise alike from a buffer that starts a few elements off the alignment of
+// the streaming stores (their masked head).
+
+#include <dnnx/dnnx.hpp>
+#include <dnnx/ops/activation.hpp>
+
+#include "backends/onednn/activation_kernel.hpp"
+#include "ops/activation_cases.hpp"
+#include "support/compare.hpp"
+#include "support/random.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <iostream>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace dnnx::test {
+namespace {
+
+using onednn::act::From;
+using onednn::simd::Level;
+
+struct KernelCase {
+  std::string name;
+  ActivationDesc desc;
+};
+
+void PrintTo(const KernelCase& c, std::ostream* out) { *out << c.name; }
+
+std::vector<KernelCase> kernel_cases() {
+  struct Variant {
+    const char* name;
+    ActivationKind kind;
+    double alpha = 1.0;
+    double ceiling = 6.0;
+  };
+  const std::vector<Variant> variants = {
+      {"identity", ActivationKind::identity},
+      {"relu", ActivationKind::relu},
+      {"clipped_relu_c0p5", ActivationKind::clipped_relu, 1.0, 0.5},
+      // A ceiling no float holds: the kinks sit at the floats around it.
+      {"clipped_relu_c0p3", ActivationKind::clipped_relu, 1.0, 0.3},
+      {"clipped_relu_c6", ActivationKind::clipped_relu, 1.0, 6.0},
+      {"tanh", ActivationKind::tanh},
+      {"sigmoid", ActivationKind::sigmoid},
+      {"elu", ActivationKind::elu, 1.0},
+      {"elu_a0p5", ActivationKind::elu, 0.5},
+      {"elu_aneg0p5", ActivationKind::elu, -0.5},
+      {"swish", ActivationKind::swish},
+  };
+  std::vector<KernelCase> cases;
+  for (const Variant& v : variants) {
+    for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+      std::vector<std::int64_t> sizes = {1, 7, 16, 17, 3 * 16384 + 21};
+      // Outputs of more than 8 MiB (streaming stores), for a cheap and an expensive kind.
+      if (v.kind == ActivationKind::relu || v.kind == ActivationKind::tanh)
+        sizes.push_back(dtype == DType::f32 ? 2200001 : 4400003);
+      for (const std::int64_t size : sizes) {
+        ActivationDesc desc = ActivationDesc::from_dims(v.kind, Dims{size}, dtype);
+        desc.alpha = v.alpha;
+        desc.ceiling = v.ceiling;
+        desc.validate();
+        cases.push_back({std::string(v.name) + "_" + std::to_string(size) + "_" +
+                             std::string(to_string(dtype)),
+                         desc});
+      }
+    }
+  }
+  return cases;
+}
+
+// The clipped-relu kinks of activation_src() are at the ceiling as stored: for a ceiling no float
+// holds, put some at the floats just below and above it too.
+Tensor kernel_src(const ActivationDesc& desc, std::uint64_t seed) {
+  Tensor src = activation_src(desc, seed);
+  if (desc.kind != ActivationKind::clipped_relu) return src;
+  std::vector<float> values = src.to_f32();
+  const auto c = static_cast<float>(desc.ceiling);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i % 17 == 2) values[i] = std::nextafter(c, 0.0f);
+    if (i % 17 == 4) values[i] = std::nextafter(c, 10.0f);
+  }
+  return tensor_from(desc.dims, desc.dtype, desc.layout, values);
+}
+
+// A tensor of `like`'s shape holding what the kernel wrote to `data`.
+Tensor from_buffer(const Tensor& like, const void* data) {
+  Tensor out = clone(like);
+  std::memcpy(out.data(), data, static_cast<std::size_t>(like.numel()) * size_of(like.dtype()));
+  return out;
+}
+
+// A buffer of `tensor`'s bytes starting `offset` elements into its storage (off the 64-byte
+// alignment of a fresh allocation when offset is not a multiple of 64 / the element size).
+struct Shifted {
+  std::vector<unsigned char> storage;
+  void* data = nullptr;
+  Shifted(const Tensor& tensor, std::size_t offset) {
+    const std::size_t element = size_of(tensor.dtype());
+    const std::size_t bytes = static_cast<std::size_t>(tensor.numel()) * element;
+    storage.resize(bytes + (offset + 64) * element);
+    auto address = reinterpret_cast<std::uintptr_t>(storage.data());
+    address = (address + 63) / 64 * 64 + offset * element;
+    data = reinterpret_cast<void*>(address);
+    std::memcpy(data, tensor.data(), bytes);
+  }
+};
+
+std::string label(const ActivationDesc& desc, Direction direction, Level level,
+                  const char* what) {
+  return activation_context(desc, direction,
+                            std::string("cpu:kernel:act at level ") +
+                                std::string(onednn::simd::to_string(level)) + " " + what);
+}
+
+class ActivationKernel : public ::testing::TestWithParam<KernelCase> {};
+
+TEST_P(ActivationKernel, EachLevelMatchesTheReferenceAndTheOther) {
+  ActivationDesc desc = GetParam().desc;
+  const std::int64_t n = desc.numel();
+  const std::uint64_t seed = seed_from(GetParam().name);
+  const Tensor src = kernel_src(desc, seed);
+  const Tensor dst = reference_activation_fwd(desc, src);
+  const Tensor dy = tensor_from(desc.dims, desc.dtype, desc.layout,
+                                random_uniform(static_cast<std::size_t>(n), seed + 1));
+  // The exact gradient: the reference from src.
+  const Tensor expected_bwd = reference_activation_bwd(desc, src, dst, dy);
+
+  std::vector<Tensor> fwd_by_level;
+  std::vector<std::vector<Tensor>> bwd_by_level;
+  for (const Level level : {Level::scalar, Level::avx512}) {
+    if (!onednn::simd::level_supported(level)) {
+      std::cout << "[ skipped  ] level " << onednn::simd::to_string(level)
+                << ": this CPU lacks it\n";
+      continue;
+    }
+    // Forward: out of place, again, in place, from a shifted buffer.
+    const std::string f = label(desc, Direction::fwd, level, "");
+    Tensor out = nan_tensor(desc.dims, desc.dtype, desc.layout);
+    onednn::act::forward(desc, level, src.data(), out.data(), n);
+    EXPECT_TRUE(activation_close(desc, Direction::fwd, out, dst, nullptr, f));
+    Tensor again = nan_tensor(desc.dims, desc.dtype, desc.layout);
+    onednn::act::forward(desc, level, src.data(), again.data(), n);
+    EXPECT_TRUE(bitwise_equal(out, again, "dst (second run)", f));
+    Tensor in_place = clone(src);
+    onednn::act::forward(desc, level, in_place.data(), in_place.data(), n);
+    EXPECT_TRUE(bitwise_equal(out, in_place, "dst (in place)", f));
+    Shifted shifted_src(src, 3), shifted_dst(out, 5);
+    onednn::act::forward(desc, level, shifted_src.data, shifted_dst.data, n);
+    EXPECT_TRUE(bitwise_equal(out, from_buffer(out, shifted_dst.data), "dst (shifted)", f));
+    fwd_by_level.push_back(out);
+
+    // Backward from each tensor it can use.
+    std::vector<Tensor> grads;
+    for (const From from : {From::src, From::dst}) {
+      const char* which = from == From::src ? "from src" : "from dst";
+      const std::string b = label(desc, Direction::bwd_data, level, which);
+      std::string why;
+      if (!onednn::act::backward_supported(desc, from, &why)) {
+        EXPECT_EQ(from, From::dst) << b;
+        EXPECT_FALSE(activation_bwd_from_dst(desc.kind, desc.alpha)) << b << ": " << why;
+        try {
+          Tensor unused = nan_tensor(desc.dims, desc.dtype, desc.layout);
+          onednn::act::backward(desc, level, from, dst.data(), dy.data(), unused.data(), n);
+          ADD_FAILURE() << "an unsupported backward ran\n  " << b;
+        } catch (const Error& error) {
+          EXPECT_EQ(error.kind(), ErrorKind::Unsupported) << error.what();
+        }
+        continue;
+      }
+      const Tensor& data = from == From::src ? src : dst;
+      Tensor grad = nan_tensor(desc.dims, desc.dtype, desc.layout);
+      onednn::act::backward(desc, level, from, data.data(), dy.data(), grad.data(), n);
+      EXPECT_TRUE(activation_close(desc, Direction::bwd_data, grad, expected_bwd, &dy, b));
+      Tensor grad_again = nan_tensor(desc.dims, desc.dtype, desc.layout);
+      onednn::act::backward(desc, level, from, data.data(), dy.data(), grad_again.data(), n);
+      EXPECT_TRUE(bitwise_equal(grad, grad_again, "diff_src (second run)", b));
+      Tensor grad_in_place = clone(dy);
+      onednn::act::backward(desc, level, from, data.data(), grad_in_place.data(),
+                            grad_in_place.data(), n);
+      EXPECT_TRUE(bitwise_equal(grad, grad_in_place, "diff_src (in place)", b));
+      Shifted shifted_data(data, 1), shifted_dy(dy, 2), shifted_grad(grad, 7);
+      onednn::act::backward(desc, level, from, shifted_data.data, shifted_dy.data,
+                            shifted_grad.data, n);
+      EXPECT_TRUE(
+          bitwise_equal(grad, from_buffer(grad, shifted_grad.data), "diff_src (shifted)", b));
+      grads.push_back(grad);
+    }
+    bwd_by_level.push_back(grads);
+  }
+  // Vector against scalar, within the reference's bounds (the levels differ by FMA contraction
+  // only).
+  if (fwd_by_level.size() == 2) {
+    EXPECT_TRUE(activation_close(desc, Direction::fwd, fwd_by_level[1], fwd_by_level[0], nullptr,
+                                 activation_context(desc, Direction::fwd, "avx512 vs scalar")));
+    for (std::size_t i = 0; i < bwd_by_level[0].size(); ++i) {
+      EXPECT_TRUE(activation_close(
+          desc, Direction::bwd_data, bwd_by_level[1][i], bwd_by_level[0][i], &dy,
+          activation_context(desc, Direction::bwd_data, "avx512 vs scalar")));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, ActivationKernel, ::testing::ValuesIn(kernel_cases()),
+                         [](const ::testing::TestParamInfo<KernelCase>& info) {
+                           return info.param.name;
+                         });
+
+// Asking for a level the CPU lacks is an error, not a crash.
+TEST(ActivationKernelLevels, UnsupportedLevelIsAnInternalError) {
+  if (onednn::simd::level_supported(Level::avx512)) GTEST_SKIP() << "this CPU has AVX-512";
+  const ActivationDesc desc = ActivationDesc::from_dims(ActivationKind::relu, Dims{4});
+  std::vector<float> x(4, 1.0f), y(4);
+  try {
+    onednn::act::forward(desc, Level::avx512, x.data(), y.data(), 4);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::Internal);
+    EXPECT_NE(std::string(error.what()).find("avx512"), std::string::npos) << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace dnnx::test

@@ -1,0 +1,232 @@
+// The cpu backend's own batch-norm kernel (src/backends/onednn/batch_norm_kernel.cpp) at each simd
+// level (Note [simd levels]), called directly: both levels against the reference backend (Note
+// [batch-norm tolerances]) and against each other, forward and backward, on shapes chosen for the
+// kernel's edges: plane runs shorter than a vector, not a multiple of 16, longer than a piece;
+// column counts not a multiple of 16 and wider than a tile; one and several row blocks; batch 1;
+// few statistics (the by-piece schedule) and many (by statistic); outputs large enough for
+// streaming stores, with runs that start unaligned. Every run repeats bitwise, and the two
+// schedules of the planes walk give the same bits (what makes the kernel independent of the
+// thread count, Note [batch-norm loops]).
+
+#include <dnnx/dnnx.hpp>
+#include <dnnx/ops/batch_norm.hpp>
+
+#include "backends/onednn/batch_norm_kernel.hpp"
+#include "ops/batch_norm_cases.hpp"
+#include "support/random.hpp"
+
+#include <gtest/gtest.h>
+
+#include <iostream>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace dnnx::test {
+namespace {
+
+using onednn::bnorm::Schedule;
+using onednn::simd::Level;
+
+struct KernelCase {
+  std::string name;
+  BatchNormDesc desc;
+};
+
+void PrintTo(const KernelCase& c, std::ostream* out) { *out << c.name; }
+
+std::vector<KernelCase> kernel_cases() {
+  struct Shape {
+    Dims dims;
+    BatchNormMode mode;
+    Layout layout;
+    bool large;  // one f32 training and one bf16 inference variant only
+  };
+  using M = BatchNormMode;
+  const Layout first = Layout::channels_first;
+  const Layout last = Layout::channels_last;
+  const std::vector<Shape> shapes = {
+      {{2, 3, 5, 7}, M::spatial, first, false},     // planes: runs of 35, by piece
+      {{3, 20, 4, 4}, M::spatial, first, false},    // planes: runs of exactly 16, by statistic
+      {{1, 2, 3, 5}, M::spatial, first, false},     // batch 1, runs shorter than a vector
+      {{2, 5, 91, 91}, M::spatial, first, false},   // runs of 8281: two pieces
+      {{2, 9, 7}, M::spatial, first, false},        // 1-D, runs of 7
+      {{6, 33, 1, 1}, M::spatial, first, false},    // one position: walked as columns
+      {{2, 3, 5, 7}, M::spatial, last, false},      // columns: 3
+      {{4, 37, 6, 5}, M::spatial, last, false},     // columns: 16 + 16 + 5
+      {{3, 300, 3, 3}, M::spatial, last, false},    // two tiles, an odd row count
+      {{8, 16, 40, 40}, M::spatial, last, false},   // several row blocks, the last one short
+      {{8, 10}, M::per_activation, first, false},   // N x F
+      {{5, 3, 4, 7}, M::per_activation, last, false},
+      {{2, 1, 3}, M::per_activation, first, false},  // two values per statistic
+      {{4, 64, 97, 95}, M::spatial, first, true},   // > 8 MiB of f32: streaming, unaligned runs
+      {{4, 64, 129, 129}, M::spatial, first, true},  // > 8 MiB of bf16
+      {{8, 64, 64, 64}, M::spatial, last, true},     // large columns
+  };
+  std::vector<KernelCase> cases;
+  for (const Shape& shape : shapes) {
+    for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+      for (int variant = 0; variant < 4; ++variant) {
+        BatchNormDesc desc;
+        desc.dims = shape.dims;
+        desc.mode = shape.mode;
+        desc.layout = shape.layout;
+        desc.dtype = dtype;
+        desc.training = variant % 2 == 0;
+        desc.affine = variant < 2;
+        desc.eps = variant == 3 ? 1e-3 : 1e-5;
+        desc.momentum = variant == 2 ? 0.3 : 0.1;
+        if (shape.large && !((dtype == DType::f32 && variant == 0) ||
+                             (dtype == DType::bf16 && variant == 1) ||
+                             (dtype == DType::f16 && variant == 2)))
+          continue;
+        try {
+          desc.validate();
+        } catch (const Error&) {
+          continue;  // training on a single value per statistic
+        }
+        cases.push_back({batch_norm_case_name(desc), desc});
+      }
+    }
+  }
+  return cases;
+}
+
+// A result holder shaped like run_batch_norm_fwd's, filled by the kernel.
+BatchNormFwdResult kernel_fwd(const BatchNormDesc& desc, const BatchNormInputs& in, Level level,
+                              Schedule schedule) {
+  const Dims params = desc.param_dims();
+  const Layout param_layout = params.rank() == 1 ? Layout::channels_first : desc.layout;
+  BatchNormFwdResult r;
+  r.dst = nan_tensor(desc.dims, desc.dtype, desc.layout);
+  r.running_mean = Tensor::empty(params, DType::f32, param_layout);
+  r.running_var = Tensor::empty(params, DType::f32, param_layout);
+  copy(in.running_mean, r.running_mean);
+  copy(in.running_var, r.running_var);
+  onednn::bnorm::Stats s;
+  if (desc.affine) {
+    s.scale = static_cast<const float*>(in.scale.data());
+    s.shift = static_cast<const float*>(in.shift.data());
+  }
+  s.running_mean = static_cast<float*>(r.running_mean.data());
+  s.running_var = static_cast<float*>(r.running_var.data());
+  if (desc.training) {
+    r.saved_mean = nan_tensor(params, DType::f32, param_layout);
+    r.saved_inv_std = nan_tensor(params, DType::f32, param_layout);
+    s.saved_mean = static_cast<float*>(r.saved_mean.data());
+    s.saved_inv_std = static_cast<float*>(r.saved_inv_std.data());
+  }
+  onednn::bnorm::forward(desc, level, in.src.data(), r.dst.data(), s, schedule);
+  return r;
+}
+
+BatchNormBwdResult kernel_bwd(const BatchNormDesc& desc, const BatchNormInputs& in,
+                              const Tensor& saved_mean, const Tensor& saved_inv_std, Level level,
+                              Schedule schedule) {
+  const Dims params = desc.param_dims();
+  const Layout param_layout = params.rank() == 1 ? Layout::channels_first : desc.layout;
+  BatchNormBwdResult r;
+  r.diff_src = nan_tensor(desc.dims, desc.dtype, desc.layout);
+  onednn::bnorm::Stats s;
+  if (desc.affine) {
+    s.scale = static_cast<const float*>(in.scale.data());
+    r.diff_scale = nan_tensor(params, DType::f32, param_layout);
+    r.diff_shift = nan_tensor(params, DType::f32, param_layout);
+    s.diff_scale = static_cast<float*>(r.diff_scale.data());
+    s.diff_shift = static_cast<float*>(r.diff_shift.data());
+  }
+  if (desc.training) {
+    s.saved_mean = const_cast<float*>(static_cast<const float*>(saved_mean.data()));
+    s.saved_inv_std = const_cast<float*>(static_cast<const float*>(saved_inv_std.data()));
+  } else {
+    s.running_mean = const_cast<float*>(static_cast<const float*>(in.running_mean.data()));
+    s.running_var = const_cast<float*>(static_cast<const float*>(in.running_var.data()));
+  }
+  onednn::bnorm::backward(desc, level, in.src.data(), in.diff_dst.data(), r.diff_src.data(), s,
+                          schedule);
+  return r;
+}
+
+std::string label(const BatchNormDesc& desc, Direction direction, Level level) {
+  return batch_norm_context(desc, direction,
+                            "cpu:kernel:bnorm at level " +
+                                std::string(onednn::simd::to_string(level)));
+}
+
+class BatchNormKernel : public ::testing::TestWithParam<KernelCase> {};
+
+TEST_P(BatchNormKernel, EachLevelMatchesTheReferenceAndTheOther) {
+  const BatchNormDesc& desc = GetParam().desc;
+  const BatchNormInputs in = batch_norm_inputs(desc, seed_from(GetParam().name));
+  Context reference = batch_norm_context_with(BackendKind::reference, Direction::fwd);
+  const BatchNormFwdResult ref_fwd = run_batch_norm_fwd(reference, desc, in);
+  const BatchNormBwdResult ref_bwd =
+      run_batch_norm_bwd(reference, desc, in, ref_fwd.saved_mean, ref_fwd.saved_inv_std);
+
+  std::vector<BatchNormFwdResult> fwd;
+  std::vector<BatchNormBwdResult> bwd;
+  for (const Level level : {Level::scalar, Level::avx512}) {
+    if (!onednn::simd::level_supported(level)) {
+      std::cout << "[ skipped  ] level " << onednn::simd::to_string(level)
+                << ": this CPU lacks it\n";
+      continue;
+    }
+    const std::string f = label(desc, Direction::fwd, level);
+    const std::string b = label(desc, Direction::bwd_data, level);
+    fwd.push_back(kernel_fwd(desc, in, level, Schedule::automatic));
+    EXPECT_TRUE(compare_batch_norm_fwd(desc, in, ref_fwd, fwd.back(), f));
+    EXPECT_TRUE(bitwise_equal_fwd(fwd.back(), kernel_fwd(desc, in, level, Schedule::automatic), f));
+    bwd.push_back(
+        kernel_bwd(desc, in, ref_fwd.saved_mean, ref_fwd.saved_inv_std, level, Schedule::automatic));
+    EXPECT_TRUE(compare_batch_norm_bwd(desc, in, ref_fwd.saved_mean, ref_fwd.saved_inv_std,
+                                       ref_bwd, bwd.back(), b));
+    EXPECT_TRUE(bitwise_equal_bwd(
+        bwd.back(),
+        kernel_bwd(desc, in, ref_fwd.saved_mean, ref_fwd.saved_inv_std, level, Schedule::automatic),
+        b));
+    // The planes walk's two schedules: the same bits (columns ignore the schedule).
+    for (const Schedule schedule : {Schedule::by_statistic, Schedule::by_piece}) {
+      const std::string which =
+          schedule == Schedule::by_statistic ? " (by statistic)" : " (by piece)";
+      EXPECT_TRUE(bitwise_equal_fwd(fwd.back(), kernel_fwd(desc, in, level, schedule), f + which));
+      EXPECT_TRUE(bitwise_equal_bwd(
+          bwd.back(),
+          kernel_bwd(desc, in, ref_fwd.saved_mean, ref_fwd.saved_inv_std, level, schedule),
+          b + which));
+    }
+  }
+  // Vector against scalar, with the reference's bounds: the levels differ only in summation order
+  // and FMA contraction, far less than what the bounds allow against the exact results.
+  if (fwd.size() == 2) {
+    const std::string context = batch_norm_context(desc, Direction::fwd, "avx512 vs scalar");
+    double worst = 0;
+    EXPECT_TRUE(compare_batch_norm_fwd(desc, in, fwd[0], fwd[1], context, &worst));
+    EXPECT_TRUE(compare_batch_norm_bwd(desc, in, ref_fwd.saved_mean, ref_fwd.saved_inv_std, bwd[0],
+                                       bwd[1],
+                                       batch_norm_context(desc, Direction::bwd_data,
+                                                          "avx512 vs scalar"),
+                                       &worst));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, BatchNormKernel, ::testing::ValuesIn(kernel_cases()),
+                         [](const ::testing::TestParamInfo<KernelCase>& info) {
+                           return info.param.name;
+                         });
+
+// Asking for a level the CPU lacks is an error, not a crash.
+TEST(BatchNormKernelLevels, UnsupportedLevelIsAnInternalError) {
+  if (onednn::simd::level_supported(Level::avx512)) GTEST_SKIP() << "this CPU has AVX-512";
+  BatchNormDesc desc = BatchNormDesc::spatial_of(Dims{2, 3, 4, 4});
+  std::vector<float> x(96, 1.0f), y(96);
+  try {
+    onednn::bnorm::forward(desc, Level::avx512, x.data(), y.data(), {});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::Internal);
+    EXPECT_NE(std::string(error.what()).find("avx512"), std::string::npos) << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace dnnx::test
