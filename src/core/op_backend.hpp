@@ -60,6 +60,18 @@ class OpBackend {
   /// report. The default builds nothing.
   virtual void prepare(const Desc& desc, Direction direction,
                        const std::vector<std::string>& ids) {}
+  /// A plan of `id`, a candidate listed for another desc of the op, for the smaller `desc` a
+  /// search probes with (Note [probing slow candidates] in src/tune/select.cpp); null when it
+  /// cannot run `desc`. A backend whose listing is costly may build it without listing `desc`
+  /// (the plan then only serves probes). The default goes through plan().
+  virtual std::shared_ptr<OpPlan<Args>> probe_plan(const Desc& desc, Direction direction,
+                                                   const std::string& id) {
+    try {
+      return plan(desc, direction, id);
+    } catch (const Error&) {
+      return nullptr;
+    }
+  }
 };
 
 /// Plans of one op on one backend instance, keyed by (desc, direction, id); thread-safe. Building

@@ -289,7 +289,8 @@ class Dispatch {
         }
         if (!lazy->slice) return std::nullopt;
         const typename Op::Slice& slice = *lazy->slice;
-        auto plan = backend.plan(slice.desc, direction, algo.id);
+        auto plan = backend.probe_plan(slice.desc, direction, algo.id);
+        if (!plan) return std::nullopt;
         const Workspace workspace = state.workspace(plan->algo().workspace_bytes);
         return state.backend().time_ms([&] { plan->execute(slice.args, workspace); });
       };

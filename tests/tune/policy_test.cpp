@@ -205,7 +205,9 @@ TEST(FixedPolicy, ConstraintsStillApply) {
 TEST(ExhaustivePolicy, PicksTheFastestAndSortsRowsFastestFirst) {
   FakeBench bench;
   bench.add(Algo("a"), {3.0}).add(Algo("b"), {1.0}).add(Algo("c"), {2.0});
-  const Choice choice = select(bench, options_with(AlgoPolicy::exhaustive()));
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.final_round = false;  // every candidate gets all timing_runs in one pass
+  const Choice choice = select(bench, options);
   EXPECT_EQ(choice.algo.id, "b");
   EXPECT_DOUBLE_EQ(choice.time_ms, 1.0);
   EXPECT_EQ(ids_of(choice.timings), (std::vector<std::string>{"b", "c", "a"}));
@@ -280,6 +282,7 @@ TEST(ExhaustivePolicy, AbandonsACandidateWhoseFirstRunIsFarSlower) {
   bench.add(Algo("best"), {10.0}).add(Algo("slow"), {50.0, 1.0}).add(Algo("close"), {39.0});
   TuneOptions options = options_with(AlgoPolicy::exhaustive());
   options.abandon_factor = 4.0;
+  options.final_round = false;  // counts one pass's runs
   const Choice choice = select(bench, options);
   EXPECT_EQ(choice.algo.id, "best");
   const ProfileRow& slow = row_of(choice.timings, "slow");
@@ -341,7 +344,7 @@ TEST(ExhaustivePolicy, ProbesOnASliceOnceASlowCandidateShowedUp) {
 
 // Note [final round]: "late" was timed while the machine was slow (12 ms) and would lose to
 // "early" (10 ms), but runs at 8 ms when both are timed again in alternation; "far" (over 2x the
-// best) is no contender and is not run again.
+// best) is no contender and is not run again. The first pass times half the runs (3 of 5).
 TEST(ExhaustivePolicy, FinalRoundReTimesTheContendersInterleaved) {
   FakeBench bench;
   bench.add(Algo("early"), {10.0})
@@ -352,9 +355,10 @@ TEST(ExhaustivePolicy, FinalRoundReTimesTheContendersInterleaved) {
   EXPECT_EQ(choice.algo.id, "late");
   EXPECT_DOUBLE_EQ(choice.time_ms, 8.0);
   EXPECT_EQ(choice.runner_up, "early");
-  EXPECT_EQ(bench.calls("early"), 6 + options.timing_runs);
-  EXPECT_EQ(bench.calls("late"), 6 + options.timing_runs);
-  EXPECT_EQ(bench.calls("far"), 6);
+  EXPECT_EQ(bench.calls("early"), 1 + 3 + options.timing_runs);
+  EXPECT_EQ(bench.calls("late"), 1 + 3 + options.timing_runs);
+  EXPECT_EQ(bench.calls("far"), 1 + 3);
+  EXPECT_EQ(row_of(choice.timings, "far").runs, 3);
   EXPECT_EQ(row_of(choice.timings, "late").runs, options.timing_runs);
   EXPECT_NE(row_of(choice.timings, "late").detail.find("final round"), std::string::npos);
   // Off: the timing phase's medians decide.
@@ -388,6 +392,7 @@ TEST(ExhaustivePolicy, AbandonFactorIsHonoured) {
   bench.add(Algo("best"), {10.0}).add(Algo("slow"), {50.0, 1.0});
   TuneOptions options = options_with(AlgoPolicy::exhaustive());
   options.abandon_factor = 100.0;
+  options.final_round = false;  // counts one pass's runs
   const Choice choice = select(bench, options);
   EXPECT_EQ(choice.algo.id, "slow");  // the 50 ms probe was its warm-up; then 1 ms x 5
   EXPECT_DOUBLE_EQ(choice.time_ms, 1.0);
@@ -412,6 +417,7 @@ TEST(ExhaustivePolicy, NaiveCandidatesAreNotRunOnceARealOneWasTimed) {
 
   options.time_naive = true;
   options.benchmark_limit = 0;
+  options.final_round = false;  // counts one pass's runs
   choice = select(bench, options);
   EXPECT_EQ(choice.algo.id, "naive");
   EXPECT_EQ(bench.calls("naive"), 6);
@@ -423,7 +429,7 @@ TEST(ExhaustivePolicy, ANaiveCandidateListedFirstIsTimed) {
   bench.add(Algo("naive").note("reference"), {5.0}).add(Algo("real"), {1.0});
   const Choice choice = select(bench, options_with(AlgoPolicy::exhaustive()));
   EXPECT_EQ(choice.algo.id, "real");
-  EXPECT_EQ(bench.calls("naive"), 6);
+  EXPECT_EQ(bench.calls("naive"), 1 + 3);  // first pass only: 5 ms is no contender of 1 ms
   EXPECT_EQ(row_of(choice.timings, "naive").status, CandidateStatus::ok);
 
   FakeBench alone;

@@ -100,6 +100,15 @@ class CudnnConv final : public detail::ConvBackend {
     return plan_locked(desc, direction, id);
   }
 
+  // Probe plans are built from the id alone (engine config keys and legacy ids say everything a
+  // plan needs): listing a sliced desc would cost a knob search of 60-100 ms per probe desc. They
+  // are kept apart from plans_, whose entries carry their listing's AlgoInfo.
+  std::shared_ptr<detail::ConvPlan> probe_plan(const ConvDesc& desc, Direction direction,
+                                               const std::string& id) override {
+    std::lock_guard lock(mutex_);
+    return probe_plan_locked(desc, direction, id);
+  }
+
   // Note [parallel plan builds]
   // Finalizing an engine's execution plan compiles or loads its kernels: about a millisecond for
   // precompiled engines and much more for runtime-compiled ones, so an exhaustive search over
@@ -230,6 +239,37 @@ class CudnnConv final : public detail::ConvBackend {
     return plan;
   }
 
+  std::shared_ptr<detail::ConvPlan> probe_plan_locked(const ConvDesc& desc, Direction direction,
+                                                      const std::string& id) {
+    detail::ConvPlanKey key{desc, direction, id};
+    if (auto found = probe_plans_.find(key); found != probe_plans_.end()) return found->second;
+    std::shared_ptr<detail::ConvPlan> plan;
+    try {
+      AlgoInfo info;
+      info.id = id;
+      info.name = id;
+      info.supported = true;
+      if (is_padded_id(id)) {
+        if (const std::optional<ConvDesc> padded = channel_padded(desc)) {
+          if (auto inner = probe_plan_locked(*padded, direction, inner_id(id)))
+            plan = make_padded_plan(runtime_, desc, *padded, direction, std::move(inner));
+        }
+      } else if (is_legacy_id(id)) {
+        plan = make_legacy_plan(runtime_, desc, direction, info);
+      } else if (is_engine_id(id)) {
+        detail::ConvKey graph_key{desc, direction};
+        auto graph = probe_graphs_.find(graph_key);
+        if (graph == probe_graphs_.end())
+          graph = probe_graphs_.emplace(graph_key, operation_graph(*runtime_, desc, direction)).first;
+        if (graph->second) plan = make_engine_plan(runtime_, graph->second, desc, direction, info);
+      }
+    } catch (const Error&) {
+      plan = nullptr;  // this candidate cannot run the slice; the full run decides
+    }
+    probe_plans_.emplace(std::move(key), plan);
+    return plan;
+  }
+
   const Candidates& candidates_locked(const ConvDesc& desc, Direction direction) {
     detail::ConvKey key{desc, direction};
     auto found = lists_.find(key);
@@ -278,9 +318,14 @@ class CudnnConv final : public detail::ConvBackend {
   }
 
   std::shared_ptr<Runtime> runtime_;
-  std::mutex mutex_;  // guards lists_ and plans_
+  std::mutex mutex_;  // guards lists_, plans_ and the probe caches
   std::unordered_map<detail::ConvKey, Candidates, detail::ConvKeyHash> lists_;
   std::unordered_map<detail::ConvPlanKey, std::shared_ptr<detail::ConvPlan>, detail::ConvKeyHash> plans_;
+  // Note [probing slow candidates]: plans for probes, and the graphs they were built from.
+  std::unordered_map<detail::ConvPlanKey, std::shared_ptr<detail::ConvPlan>, detail::ConvKeyHash>
+      probe_plans_;
+  std::unordered_map<detail::ConvKey, std::shared_ptr<OperationGraph>, detail::ConvKeyHash>
+      probe_graphs_;
 };
 
 }  // namespace

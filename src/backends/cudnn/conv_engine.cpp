@@ -431,6 +431,13 @@ void add_knob_variants(Runtime& runtime, const OperationGraph& graph, const Conv
 
 bool is_engine_id(const std::string& id) { return id.rfind("cudnn:engine:", 0) == 0; }
 
+std::shared_ptr<OperationGraph> operation_graph(Runtime& runtime, const ConvDesc& desc,
+                                                Direction direction) {
+  runtime.make_current();
+  std::string failure;
+  return build_graph(runtime, desc, direction, conv_context(desc, direction, {}), failure);
+}
+
 EngineCandidates engine_candidates(Runtime& runtime, const ConvDesc& desc, Direction direction) {
   const ErrorContext context = conv_context(desc, direction, {});
   runtime.make_current();

@@ -27,6 +27,11 @@ struct EngineCandidates {
 
 EngineCandidates engine_candidates(Runtime& runtime, const ConvDesc& desc, Direction direction);
 
+/// The operation graph of (desc, direction) alone, without listing its engines; null when
+/// cuDNN's graph API cannot express the desc.
+std::shared_ptr<OperationGraph> operation_graph(Runtime& runtime, const ConvDesc& desc,
+                                                Direction direction);
+
 /// Whether `id` names a graph-API candidate ("cudnn:engine:...").
 bool is_engine_id(const std::string& id);
 
