@@ -8,6 +8,7 @@
 #include <ostream>
 #include <random>
 #include <stdexcept>
+#include <utility>
 
 namespace dnnx::test {
 namespace {
@@ -55,8 +56,8 @@ class Shape {
 };
 
 std::string suffix(const PoolDesc& desc) {
-  return std::string(to_string(desc.mode)) + "_" + std::string(to_string(desc.dtype)) + "_" +
-         std::string(to_string(desc.layout));
+  return std::string(to_string(desc.mode)) + (desc.indices ? "_indices_" : "_") +
+         std::string(to_string(desc.dtype)) + "_" + std::string(to_string(desc.layout));
 }
 
 }  // namespace
@@ -89,6 +90,10 @@ std::vector<PoolShape> pool_edge_shapes() {
       {"3d_asym_pad_ceil",
        Shape(2, 3, {6, 5, 7}, {2, 3, 3}).stride({2, 1, 2}).pad2({1, 0, 1}, {0, 1, 0}).ceil()},
       {"3d_k2s2_channels16", Shape(1, 16, {4, 4, 4}, {2})},
+      // Rows long enough for the cpu kernels' 16-output groups, with strides 1 and 3 (the
+      // contiguous and the lane-by-lane loads; 2d_k3s2p1_odd and the benchmark shape have 2).
+      {"2d_wide_stride1", Shape(1, 3, {4, 41}, {2, 3}).stride({1}).pad({1})},
+      {"1d_wide_stride3_ceil", Shape(2, 2, {71}, {4}).stride({3}).pad({2}).ceil()},
   };
   std::vector<PoolShape> out;
   for (const auto& [name, shape] : shapes) {
@@ -100,12 +105,16 @@ std::vector<PoolShape> pool_edge_shapes() {
 
 std::vector<PoolCase> pool_variants(const PoolShape& shape) {
   std::vector<PoolCase> cases;
-  for (const PoolMode mode :
-       {PoolMode::max, PoolMode::avg_include_pad, PoolMode::avg_exclude_pad}) {
+  // Max with indices is the fourth "mode".
+  for (const auto& [mode, indices] : {std::pair{PoolMode::max, false},
+                                      std::pair{PoolMode::max, true},
+                                      std::pair{PoolMode::avg_include_pad, false},
+                                      std::pair{PoolMode::avg_exclude_pad, false}}) {
     for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
       for (const Layout layout : {Layout::channels_first, Layout::channels_last}) {
         PoolDesc desc = shape.desc;
         desc.mode = mode;
+        desc.indices = indices;
         desc.dtype = dtype;
         desc.layout = layout;
         cases.push_back({shape.name + "_" + suffix(desc), desc});
@@ -125,13 +134,17 @@ std::vector<PoolCase> pool_edge_cases() {
 
 std::vector<PoolCase> pool_benchmark_cases(std::int64_t batch) {
   std::vector<PoolCase> cases;
-  for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
-    for (const Layout layout : {Layout::channels_first, Layout::channels_last}) {
-      const PoolDesc desc = PoolDesc::from_shapes({batch, 64, 112, 112}, {3}, {2}, {1},
-                                                  PoolMode::max, false, dtype, layout);
-      cases.push_back({"resnet50_maxpool_n" + std::to_string(batch) + "_" +
-                           std::string(to_string(dtype)) + "_" + std::string(to_string(layout)),
-                       desc});
+  for (const bool indices : {false, true}) {
+    for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+      for (const Layout layout : {Layout::channels_first, Layout::channels_last}) {
+        PoolDesc desc = PoolDesc::from_shapes({batch, 64, 112, 112}, {3}, {2}, {1},
+                                              PoolMode::max, false, dtype, layout);
+        desc.indices = indices;
+        cases.push_back({std::string(indices ? "resnet50_maxpool_indices_n" : "resnet50_maxpool_n") +
+                             std::to_string(batch) + "_" + std::string(to_string(dtype)) + "_" +
+                             std::string(to_string(layout)),
+                         desc});
+      }
     }
   }
   return cases;

@@ -33,15 +33,16 @@ struct PoolShape {
 /// multiples of the kernels' channel packs.
 std::vector<PoolShape> pool_edge_shapes();
 
-/// `shape` in every mode (max, avg_include_pad, avg_exclude_pad), dtype (f32, f16, bf16) and
-/// layout (nchw, nhwc). Names: <shape>_<mode>_<dtype>_<layout>.
+/// `shape` in every mode (max, max with indices, avg_include_pad, avg_exclude_pad), dtype (f32,
+/// f16, bf16) and layout (nchw, nhwc): 24 variants. Names: <shape>_<mode>[_indices]_<dtype>_<layout>.
 std::vector<PoolCase> pool_variants(const PoolShape& shape);
 
 /// Every variant of every edge shape.
 std::vector<PoolCase> pool_edge_cases();
 
 /// The issue-4 benchmark layer (ResNet-50's max-pool 3x3/2 pad 1 on 112x112x64) at `batch`, in
-/// both layouts and every dtype. Names: resnet50_maxpool_n<batch>_<dtype>_<layout>.
+/// both layouts and every dtype, without indices (the first six, f32/f16/bf16 x nchw/nhwc) and
+/// with. Names: resnet50_maxpool[_indices]_n<batch>_<dtype>_<layout>.
 std::vector<PoolCase> pool_benchmark_cases(std::int64_t batch);
 
 // Note [tie-free inputs]

@@ -75,7 +75,7 @@ TEST(PoolDesc, FromShapesSpreadsListsAndDefaultsTheStrideToTheKernel) {
 
 TEST(PoolDesc, KeyHashAndEqualityCoverEveryField) {
   const PoolDesc base = PoolDesc::from_shapes({2, 3, 9, 9}, {3}, {2}, {1});
-  std::vector<PoolDesc> variants(11, base);
+  std::vector<PoolDesc> variants(12, base);
   variants[0].batch = 3;
   variants[1].channels = 4;
   variants[2].input[1] = 10;
@@ -87,6 +87,7 @@ TEST(PoolDesc, KeyHashAndEqualityCoverEveryField) {
   variants[8].mode = PoolMode::avg_include_pad;
   variants[9].dtype = DType::f16;
   variants[10].layout = Layout::channels_last;
+  variants[11].indices = true;
   std::set<std::string> keys{base.key()};
   for (const PoolDesc& variant : variants) {
     EXPECT_NE(variant, base);
@@ -99,6 +100,9 @@ TEST(PoolDesc, KeyHashAndEqualityCoverEveryField) {
   printed << base;
   EXPECT_EQ(printed.str(), base.key());
   EXPECT_EQ(base.key(), "pool2d max n=2 c=3 in=9,9 k=3,3 s=2,2 pb=1,1 pa=1,1 ceil=0 f32 nchw");
+  // Descs without indices keep their keys (and cache files their entries).
+  EXPECT_EQ(variants[11].key(), base.key() + " indices");
+  EXPECT_NE(variants[11].hash(), base.hash());
 }
 
 TEST(PoolDesc, ReproIsTheCliLine) {
@@ -112,10 +116,21 @@ TEST(PoolDesc, ReproIsTheCliLine) {
   EXPECT_EQ(desc.repro(Direction::bwd_data),
             "dnnx profile pool --input 2x3x9x9 --kernel 3 --stride 2 --pad-before 1 --pad-after "
             "0,1 --ceil --mode avg_include_pad --dtype f32 --layout nhwc --direction bwd");
+  PoolDesc indices = PoolDesc::from_shapes({2, 3, 9, 9}, {3}, {2}, {1});
+  indices.indices = true;
+  EXPECT_EQ(indices.repro(Direction::bwd_data),
+            "dnnx profile pool --input 2x3x9x9 --kernel 3 --stride 2 --pad 1 --mode max --indices "
+            "--dtype f32 --layout nchw --direction bwd");
   // An invalid desc still prints (it is the context of the error that rejects it).
   PoolDesc bad = desc;
   bad.spatial_dims = 7;
   EXPECT_NE(bad.repro().find("spatial_dims=7"), std::string::npos);
+}
+
+TEST(PoolDesc, InputPlaneIsTheProductOfTheInputSizes) {
+  EXPECT_EQ(PoolDesc::from_shapes({2, 3, 9, 7}, {3}).input_plane(), 63);
+  EXPECT_EQ(PoolDesc::from_shapes({2, 3, 4, 5, 6}, {2}).input_plane(), 120);
+  EXPECT_EQ(PoolDesc::from_shapes({2, 3, 17}, {2}).input_plane(), 17);
 }
 
 TEST(PoolDesc, ModeNames) {
@@ -132,7 +147,7 @@ TEST(PoolCases, NamesAreUniqueValidAndDescsValid) {
     EXPECT_TRUE(names.insert(c.name).second) << "duplicate " << c.name;
     EXPECT_NO_THROW(c.desc.validate()) << c.name;
   }
-  EXPECT_EQ(names.size(), pool_edge_shapes().size() * 18);
+  EXPECT_EQ(names.size(), pool_edge_shapes().size() * 24);
   for (const PoolCase& c : pool_benchmark_cases(64)) {
     EXPECT_EQ(c.desc.dst_dims(), (Dims{64, 64, 56, 56})) << c.name;
   }

@@ -8,8 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -76,6 +78,55 @@ std::function<void()> bwd_with(std::function<void(Tensors&)> edit) {
     Context context = reference_context();
     dnnx::pool_bwd(context, desc, t.src, t.dst, t.diff_dst, t.diff_src);
   };
+}
+
+// The base desc with indices, its tensors and valid i64 indices (each its window's first input
+// element: row max(2 oh - 1, 0), column ow, of the 9x7 plane).
+PoolDesc indices_desc() {
+  PoolDesc desc = base_desc();
+  desc.indices = true;
+  return desc;
+}
+struct IndexTensors : Tensors {
+  explicit IndexTensors(const PoolDesc& desc)
+      : Tensors(desc), indices(Tensor::zeros(desc.dst_dims(), DType::i64, desc.layout)) {
+    auto* data = static_cast<std::int64_t*>(indices.data());
+    for (std::int64_t i = 0; i < indices.numel(); ++i) {
+      const std::int64_t oh = i / 6 % 5, ow = i % 6;
+      data[i] = std::max<std::int64_t>(2 * oh - 1, 0) * 7 + ow;
+    }
+  }
+  Tensor indices;
+};
+
+// Forward / backward with indices after `edit`, on the reference backend unless `backend` says.
+std::function<void()> fwd_indices_with(std::function<void(IndexTensors&)> edit,
+                                       BackendKind backend = BackendKind::reference) {
+  return [edit, backend] {
+    const PoolDesc desc = indices_desc();
+    IndexTensors t(desc);
+    edit(t);
+    Context context = backend == BackendKind::reference ? reference_context() : Context(backend);
+    dnnx::pool_fwd(context, desc, t.src, t.dst, t.indices);
+  };
+}
+std::function<void()> bwd_indices_with(std::function<void(IndexTensors&)> edit,
+                                       BackendKind backend = BackendKind::reference) {
+  return [edit, backend] {
+    const PoolDesc desc = indices_desc();
+    IndexTensors t(desc);
+    edit(t);
+    Context context = backend == BackendKind::reference ? reference_context() : Context(backend);
+    if (backend != BackendKind::reference)
+      context.set_choice_cache(std::make_shared<ChoiceCache>());
+    dnnx::pool_bwd(context, desc, t.diff_dst, t.indices, t.diff_src);
+  };
+}
+
+// Sets the index of dst element [n, c, oh, ow] (nchw).
+void set_index(IndexTensors& t, std::int64_t n, std::int64_t c, std::int64_t oh, std::int64_t ow,
+               std::int64_t value) {
+  static_cast<std::int64_t*>(t.indices.data())[((n * 3 + c) * 5 + oh) * 6 + ow] = value;
 }
 
 std::vector<BadInput> bad_inputs() {
@@ -220,6 +271,105 @@ std::vector<BadInput> bad_inputs() {
        },
        ErrorKind::InvalidArgument,
        {"bwd_weights"}},
+      // ---- max pooling with indices
+      {"indices_with_avg_mode",
+       desc_with([](PoolDesc& d) {
+         d.indices = true;
+         d.mode = PoolMode::avg_exclude_pad;
+       }),
+       ErrorKind::InvalidArgument,
+       {"indices is set with mode avg_exclude_pad", "argmax indices exist for mode max only"}},
+      {"indices_f32_dtype",
+       fwd_indices_with([](IndexTensors& t) {
+         t.indices = Tensor::zeros(t.indices.dims(), DType::f32);
+       }),
+       ErrorKind::InvalidArgument,
+       {"indices dtype is f32", "accepted: i64 (PyTorch's index type) or i32"}},
+      {"indices_shape_mismatch",
+       bwd_indices_with([](IndexTensors& t) {
+         t.indices = Tensor::zeros({2, 3, 5, 5}, DType::i64);
+       }),
+       ErrorKind::InvalidArgument,
+       {"indices dims 2x3x5x5 do not match the desc, which expects 2x3x5x6"}},
+      {"indices_layout_mismatch",
+       fwd_indices_with([](IndexTensors& t) {
+         t.indices = Tensor::zeros(t.indices.dims(), DType::i32, Layout::channels_last);
+       }),
+       ErrorKind::InvalidArgument,
+       {"layout mismatch: indices strides", "are not dense nchw"}},
+      {"fwd_indices_alias_dst",
+       fwd_indices_with([](IndexTensors& t) {
+         Tensor big = Tensor::zeros(t.indices.dims(), DType::i64);
+         t.indices = big;
+         t.dst = Tensor::view(big.data(), t.dst.dims(), DType::f32, Layout::channels_first);
+       }),
+       ErrorKind::InvalidArgument,
+       {"indices overlaps dst in memory", "cannot run in place"}},
+      {"bwd_diff_src_overlaps_indices",
+       bwd_indices_with([](IndexTensors& t) {
+         Tensor big = Tensor::zeros(t.diff_src.dims(), DType::f32);
+         t.diff_src = big;
+         t.indices = Tensor::view(big.data(), t.indices.dims(), DType::i64, Layout::channels_first);
+       }),
+       ErrorKind::InvalidArgument,
+       {"diff_src overlaps indices in memory"}},
+      {"old_fwd_overload_with_indices_desc",
+       [] {
+         const PoolDesc desc = indices_desc();
+         Tensors t(desc);
+         Context context = reference_context();
+         dnnx::pool_fwd(context, desc, t.src, t.dst);
+       },
+       ErrorKind::InvalidArgument,
+       {"the desc's indices is set", "call pool_fwd(context, desc, src, dst, indices)"}},
+      {"old_bwd_overload_with_indices_desc",
+       [] {
+         const PoolDesc desc = indices_desc();
+         Tensors t(desc);
+         Context context = reference_context();
+         dnnx::pool_bwd(context, desc, t.src, t.dst, t.diff_dst, t.diff_src);
+       },
+       ErrorKind::InvalidArgument,
+       {"the desc's indices is set", "pool_bwd(context, desc, diff_dst, indices, diff_src)"}},
+      {"indices_overload_without_indices_desc",
+       [] {
+         const PoolDesc desc = base_desc();
+         IndexTensors t(desc);
+         Context context = reference_context();
+         dnnx::pool_bwd(context, desc, t.diff_dst, t.indices, t.diff_src);
+       },
+       ErrorKind::InvalidArgument,
+       {"pool_bwd was given an indices tensor but the desc's indices is not set"}},
+      {"indices_overload_fwd_without_indices_desc",
+       [] {
+         const PoolDesc desc = base_desc();
+         IndexTensors t(desc);
+         Context context = reference_context();
+         dnnx::pool_fwd(context, desc, t.src, t.dst, t.indices);
+       },
+       ErrorKind::InvalidArgument,
+       {"pool_fwd was given an indices tensor", "call pool_fwd(context, desc, src, dst)"}},
+      {"index_past_the_plane",
+       bwd_indices_with([](IndexTensors& t) { set_index(t, 1, 2, 3, 4, 63); }),
+       ErrorKind::InvalidArgument,
+       {"indices[1, 2, 3, 4] is 63", "outside the 9x7 input plane", "[0, 63)"}},
+      {"negative_index",
+       bwd_indices_with([](IndexTensors& t) { set_index(t, 0, 1, 0, 0, -1); }),
+       ErrorKind::InvalidArgument,
+       {"indices[0, 1, 0, 0] is -1", "outside the 9x7 input plane"}},
+      {"index_outside_its_window",
+       bwd_indices_with([](IndexTensors& t) { set_index(t, 1, 0, 2, 5, 0); }),
+       ErrorKind::InvalidArgument,
+       {"indices[1, 0, 2, 5] is 0 (input element 0, 0)", "outside that output's window [3, 6) x "
+                                                          "[5, 7)"}},
+      {"cpu_index_past_the_plane",
+       bwd_indices_with([](IndexTensors& t) { set_index(t, 1, 2, 4, 5, 1000); }, BackendKind::cpu),
+       ErrorKind::InvalidArgument,
+       {"indices[1, 2, 4, 5] is 1000", "outside the 9x7 input plane"}},
+      {"cpu_index_outside_its_window_rows",
+       bwd_indices_with([](IndexTensors& t) { set_index(t, 0, 0, 4, 0, 0); }, BackendKind::cpu),
+       ErrorKind::InvalidArgument,
+       {"indices[0, 0, 4, 0] is 0 (input element 0, 0)", "outside that output's window"}},
       {"unknown_fixed_id",
        [] {
          Context context = reference_context();

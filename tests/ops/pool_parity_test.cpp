@@ -1,7 +1,9 @@
 // Parity of every listed pooling candidate of every non-reference backend with the reference
 // backend, forward and backward, for every case of the pool case table (STYLE.md "Tests").
 //
-// One test per (backend, shape); it runs the shape in every mode, dtype and layout. Per variant
+// One test per (backend, shape); it runs the shape in every mode (max with indices included),
+// dtype and layout. With indices the forward's indices must equal the reference's exactly, and
+// both directions also run with i32 indices (the backward reading the reference's). Per variant
 // and direction: tie-free inputs (Note [tie-free inputs]) are computed by the reference (the
 // oracle), then by each candidate of pool_list() individually through a Context whose pool
 // policy is AlgoPolicy::fixed(id). Outputs start as NaN and are checked for NaN/Inf first; then
@@ -62,6 +64,18 @@ const std::vector<ExpectedReason<PoolDesc>>& expected_reasons() {
       {"cudnn: bf16 legacy pooling needs compute capability 8.0", std::regex("^cudnn:legacy:pool:"),
        std::regex("compute capability 8.0"),
        [](const PoolDesc& desc, Direction) { return desc.dtype == DType::bf16; }},
+      // Max pooling with PyTorch's indices: neither library's pooling writes or reads them, and
+      // dnnx's generic loops do not either (Note [cpu max-pool indices], Note [cudnn pool
+      // candidates]).
+      {"onednn: workspace is not PyTorch's indices", std::regex("^onednn:"),
+       std::regex("implementation-defined window offsets, not PyTorch's flat plane indices"),
+       [](const PoolDesc& desc, Direction) { return desc.indices; }},
+      {"cpu:kernel:pool: no indices", std::regex("^cpu:kernel:pool$"),
+       std::regex("neither write nor read argmax indices"),
+       [](const PoolDesc& desc, Direction) { return desc.indices; }},
+      {"cudnn: legacy pooling has no indices", std::regex("^cudnn:legacy:pool:"),
+       std::regex("neither writes nor reads argmax indices"),
+       [](const PoolDesc& desc, Direction) { return desc.indices; }},
   };
   return reasons;
 }
@@ -168,11 +182,24 @@ void PoolParity::check(const PoolCase& variant, Direction direction) {
     EXPECT_TRUE(close_within_scale(run.output.to_f32(), expected_values, scale, run.output.dims(),
                                    tolerance, "output", context, &ratio));
     worst_ratio = std::max(worst_ratio, ratio);
+    if (desc.indices) {
+      if (direction == Direction::fwd)
+        EXPECT_EQ(index_values(run.indices), index_values(expected.indices)) << context;
+      // i32 indices: the same results.
+      const PoolRun narrow = run_pool(fixed, desc, direction, operands, DType::i32);
+      EXPECT_TRUE(bitwise_equal(narrow.output, run.output, "output with i32 indices", context));
+      if (direction == Direction::fwd) {
+        EXPECT_EQ(narrow.indices.dtype(), DType::i32);
+        EXPECT_EQ(index_values(narrow.indices), index_values(expected.indices)) << context;
+      }
+    }
     summary << "\n    ran  " << algo.id << " (" << ms << " ms, error " << ratio << " of the bound"
             << (algo.deterministic ? ", deterministic" : "") << ")";
     if (algo.deterministic) {
       const PoolRun again = run_pool(fixed, desc, direction, operands);
       EXPECT_TRUE(bitwise_equal(run.output, again.output, "output", context));
+      if (desc.indices && direction == Direction::fwd)
+        EXPECT_TRUE(bitwise_equal(run.indices, again.indices, "indices", context));
     }
   }
   std::cout << "[ parity   ] " << to_string(backend) << " " << variant.name << " "

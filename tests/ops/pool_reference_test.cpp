@@ -22,23 +22,38 @@ Context reference() {
   return context;
 }
 
-std::vector<float> forward(const PoolDesc& desc, const std::vector<float>& src) {
+// The reference forward of `src` (logical order); with desc.indices its indices go to `indices`.
+std::vector<float> forward(const PoolDesc& desc, const std::vector<float>& src,
+                           std::vector<std::int64_t>* indices = nullptr) {
   Context context = reference();
   Tensor in = tensor_from(desc.src_dims(), desc.dtype, desc.layout, src);
   Tensor out = Tensor::empty(desc.dst_dims(), desc.dtype, desc.layout);
-  pool_fwd(context, desc, in, out);
+  if (desc.indices) {
+    Tensor saved = Tensor::empty(desc.dst_dims(), DType::i64, desc.layout);
+    pool_fwd(context, desc, in, out, saved);
+    if (indices != nullptr) *indices = index_values(saved);
+  } else {
+    pool_fwd(context, desc, in, out);
+  }
   return out.to_f32();
 }
 
+// The reference backward after its forward of `src`; with desc.indices through the indices.
 std::vector<float> backward(const PoolDesc& desc, const std::vector<float>& src,
                             const std::vector<float>& diff_dst) {
   Context context = reference();
   Tensor in = tensor_from(desc.src_dims(), desc.dtype, desc.layout, src);
   Tensor out = Tensor::empty(desc.dst_dims(), desc.dtype, desc.layout);
-  pool_fwd(context, desc, in, out);
   Tensor grad = tensor_from(desc.dst_dims(), desc.dtype, desc.layout, diff_dst);
   Tensor diff_src = Tensor::empty(desc.src_dims(), desc.dtype, desc.layout);
-  pool_bwd(context, desc, in, out, grad, diff_src);
+  if (desc.indices) {
+    Tensor saved = Tensor::empty(desc.dst_dims(), DType::i64, desc.layout);
+    pool_fwd(context, desc, in, out, saved);
+    pool_bwd(context, desc, grad, saved, diff_src);
+  } else {
+    pool_fwd(context, desc, in, out);
+    pool_bwd(context, desc, in, out, grad, diff_src);
+  }
   return diff_src.to_f32();
 }
 
@@ -112,6 +127,104 @@ TEST(PoolReference, LayoutsAgree) {
   const std::vector<float> src =
       random_uniform(static_cast<std::size_t>(first.src_dims().product()), 3);
   EXPECT_EQ(forward(first, src), forward(last, src));
+}
+
+PoolDesc with_indices(PoolDesc desc) {
+  desc.indices = true;
+  return desc;
+}
+
+// Values and indices printed by torch 1.13's F.max_pool{1,2,3}d(..., return_indices=True): ties
+// go to the first maximum, a NaN wins (the last one when a window holds several), padding never
+// wins, and a window of -inf keeps its first input element.
+TEST(PoolReferenceIndices, MatchPyTorchValues) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  struct Row {
+    const char* what;
+    PoolDesc desc;
+    std::vector<float> src;
+    std::vector<double> dst;  // NaN where torch gives NaN
+    std::vector<std::int64_t> indices;
+  };
+  const std::vector<Row> rows{
+      {"ties", with_indices(one_d(4, 2, 1, 0, false, PoolMode::max)), {1, 5, 5, 2}, {5, 5, 5},
+       {1, 1, 2}},
+      {"nan", with_indices(one_d(4, 2, 1, 0, false, PoolMode::max)), {1, nan, 7, nan},
+       {NAN, NAN, NAN}, {1, 1, 3}},
+      {"two nans", with_indices(one_d(4, 4, 1, 0, false, PoolMode::max)), {nan, 1, nan, 2}, {NAN},
+       {2}},
+      {"padding", with_indices(one_d(4, 2, 2, 1, false, PoolMode::max)), {-3, -1, -2, -5},
+       {-3, -1, -5}, {0, 1, 3}},
+      {"all -inf", with_indices(one_d(4, 2, 2, 1, false, PoolMode::max)), {-inf, -inf, -inf, -inf},
+       {-inf, -inf, -inf}, {0, 1, 3}},
+      {"ceil overhang", with_indices(one_d(10, 3, 2, 0, true, PoolMode::max)),
+       {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {2, 4, 6, 8, 9}, {2, 4, 6, 8, 9}},
+      {"ties with padding", with_indices(one_d(4, 3, 1, 1, false, PoolMode::max)), {3, 3, 3, 3},
+       {3, 3, 3, 3}, {0, 0, 1, 2}},
+  };
+  for (const Row& row : rows) {
+    for (const DType dtype : {DType::f32, DType::bf16}) {
+      PoolDesc desc = row.desc;
+      desc.dtype = dtype;
+      std::vector<std::int64_t> indices;
+      const std::vector<float> dst = forward(desc, row.src, &indices);
+      ASSERT_EQ(dst.size(), row.dst.size()) << row.what;
+      for (std::size_t i = 0; i < dst.size(); ++i) {
+        if (std::isnan(row.dst[i])) {
+          EXPECT_TRUE(std::isnan(dst[i])) << row.what << " element " << i;
+        } else {
+          EXPECT_EQ(dst[i], row.dst[i]) << row.what << " element " << i;
+        }
+      }
+      EXPECT_EQ(indices, row.indices) << row.what << " " << to_string(dtype);
+    }
+  }
+}
+
+// 2-D and 3-D: flat indices into the whole (n, c) plane. torch: F.max_pool2d(arange(16.)
+// .reshape(1, 1, 4, 4), 3, 2, 1, ceil_mode=True, return_indices=True) and F.max_pool3d(arange(60.)
+// .reshape(1, 1, 3, 4, 5), 2, 2, 1, return_indices=True).
+TEST(PoolReferenceIndices, FlatIndicesIntoThePlane) {
+  std::vector<float> ramp(60);
+  for (std::size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<float>(i);
+  const PoolDesc two_d = with_indices(
+      PoolDesc::from_shapes({1, 1, 4, 4}, {3}, {2}, {1}, PoolMode::max, /*ceil_mode=*/true));
+  std::vector<std::int64_t> indices;
+  forward(two_d, std::vector<float>(ramp.begin(), ramp.begin() + 16), &indices);
+  EXPECT_EQ(indices, (std::vector<std::int64_t>{5, 7, 7, 13, 15, 15, 13, 15, 15}));
+  for (const Layout layout : {Layout::channels_first, Layout::channels_last}) {
+    PoolDesc three_d = with_indices(PoolDesc::from_shapes({1, 1, 3, 4, 5}, {2}, {2}, {1}));
+    three_d.layout = layout;
+    forward(three_d, ramp, &indices);
+    EXPECT_EQ(indices, (std::vector<std::int64_t>{0, 2, 4, 10, 12, 14, 15, 17, 19, 40, 42, 44,
+                                                  50, 52, 54, 55, 57, 59}))
+        << to_string(layout);
+  }
+}
+
+// Overlapping windows that pick the same element add up, as PyTorch's scatter does: torch's
+// max_pool1d(tensor([1., 9, 2, 3, 0]), 3, 1) has indices [1, 1, 3], and backward([1, 2, 4]) gives
+// [0, 3, 0, 4, 0].
+TEST(PoolReferenceIndices, BackwardAccumulatesOverlappingWindows) {
+  const PoolDesc desc = with_indices(one_d(5, 3, 1, 0, false, PoolMode::max));
+  std::vector<std::int64_t> indices;
+  forward(desc, {1, 9, 2, 3, 0}, &indices);
+  EXPECT_EQ(indices, (std::vector<std::int64_t>{1, 1, 3}));
+  expect_values(backward(desc, {1, 9, 2, 3, 0}, {1, 2, 4}), {0, 3, 0, 4, 0}, "accumulated");
+}
+
+// With tie-free inputs the backward through indices is the backward from src and dst, on every
+// shape of the table.
+TEST(PoolReferenceIndices, BackwardThroughIndicesEqualsBackwardFromSrc) {
+  for (const PoolShape& shape : pool_edge_shapes()) {
+    PoolDesc desc = shape.desc;
+    const std::vector<float> src = pool_src(desc, 31).to_f32();
+    const std::vector<float> diff_dst = pool_diff_dst(desc, 32).to_f32();
+    const std::vector<float> plain = backward(desc, src, diff_dst);
+    desc.indices = true;
+    EXPECT_EQ(backward(desc, src, diff_dst), plain) << shape.name;
+  }
 }
 
 // Backward against central finite differences of L(src) = <forward(src), diff_dst>. Max inputs

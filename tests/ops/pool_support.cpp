@@ -4,6 +4,7 @@
 #include "support/random.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 namespace dnnx::test {
@@ -33,22 +34,89 @@ const char* pool_direction_name(Direction direction) {
   return direction == Direction::fwd ? "fwd" : "bwd";
 }
 
+std::vector<std::int64_t> index_values(const Tensor& indices) {
+  const Dims& dims = indices.dims();
+  const std::size_t size = size_of(indices.dtype());
+  const auto* base = static_cast<const unsigned char*>(indices.data());
+  std::vector<std::int64_t> values(static_cast<std::size_t>(dims.product()));
+  for (std::int64_t i = 0; i < dims.product(); ++i) {
+    std::int64_t rest = i, offset = 0;
+    for (int k = dims.rank() - 1; k >= 0; --k) {
+      offset += rest % dims[k] * indices.strides()[k];
+      rest /= dims[k];
+    }
+    const unsigned char* at = base + offset * static_cast<std::int64_t>(size);
+    if (indices.dtype() == DType::i32) {
+      std::int32_t value;
+      std::memcpy(&value, at, sizeof value);
+      values[static_cast<std::size_t>(i)] = value;
+    } else {
+      std::memcpy(&values[static_cast<std::size_t>(i)], at, sizeof(std::int64_t));
+    }
+  }
+  return values;
+}
+
+Tensor index_tensor(const Dims& dims, DType dtype, Layout layout,
+                    const std::vector<std::int64_t>& values) {
+  Tensor tensor = Tensor::empty(dims, dtype, layout);
+  const std::size_t size = size_of(dtype);
+  auto* base = static_cast<unsigned char*>(tensor.data());
+  for (std::int64_t i = 0; i < dims.product(); ++i) {
+    std::int64_t rest = i, offset = 0;
+    for (int k = dims.rank() - 1; k >= 0; --k) {
+      offset += rest % dims[k] * tensor.strides()[k];
+      rest /= dims[k];
+    }
+    unsigned char* at = base + offset * static_cast<std::int64_t>(size);
+    if (dtype == DType::i32) {
+      const auto value = static_cast<std::int32_t>(values[static_cast<std::size_t>(i)]);
+      std::memcpy(at, &value, sizeof value);
+    } else {
+      std::memcpy(at, &values[static_cast<std::size_t>(i)], sizeof(std::int64_t));
+    }
+  }
+  return tensor;
+}
+
 PoolOperands pool_operands(const PoolDesc& desc, std::uint64_t seed) {
   PoolOperands operands;
   operands.src = pool_src(desc, seed);
   operands.diff_dst = pool_diff_dst(desc, seed ^ 0x5bd1e995u);
   Context reference(BackendKind::reference);
   operands.dst = Tensor::empty(desc.dst_dims(), desc.dtype, desc.layout);
-  pool_fwd(reference, desc, operands.src, operands.dst);
+  if (desc.indices) {
+    operands.indices = Tensor::empty(desc.dst_dims(), DType::i64, desc.layout);
+    pool_fwd(reference, desc, operands.src, operands.dst, operands.indices);
+  } else {
+    pool_fwd(reference, desc, operands.src, operands.dst);
+  }
   return operands;
 }
 
 PoolRun run_pool(Context& context, const PoolDesc& desc, Direction direction,
-                 const PoolOperands& operands) {
+                 const PoolOperands& operands, DType index_dtype) {
   const Dims out_dims = direction == Direction::fwd ? desc.dst_dims() : desc.src_dims();
   Tensor output = place(nan_tensor(out_dims, desc.dtype, desc.layout), context);
-  const Tensor src = place(operands.src, context);
   PoolRun run;
+  if (desc.indices) {
+    const Dims dims = desc.dst_dims();
+    if (direction == Direction::fwd) {
+      Tensor indices = place(
+          index_tensor(dims, index_dtype, desc.layout,
+                       std::vector<std::int64_t>(static_cast<std::size_t>(dims.product()), -7)),
+          context);
+      run.choice = pool_fwd(context, desc, place(operands.src, context), output, indices);
+      run.indices = fetch(indices);
+    } else {
+      const Tensor indices = place(
+          index_tensor(dims, index_dtype, desc.layout, index_values(operands.indices)), context);
+      run.choice = pool_bwd(context, desc, place(operands.diff_dst, context), indices, output);
+    }
+    run.output = fetch(output);
+    return run;
+  }
+  const Tensor src = place(operands.src, context);
   if (direction == Direction::fwd) {
     run.choice = pool_fwd(context, desc, src, output);
   } else {
@@ -73,6 +141,7 @@ std::vector<float> pool_error_scale(const PoolDesc& desc, Direction direction,
   magnitudes.src = max ? widen(operands.src) : abs_tensor(operands.src, DType::f32, desc.layout);
   magnitudes.dst = widen(operands.dst);
   magnitudes.diff_dst = abs_tensor(operands.diff_dst, DType::f32, desc.layout);
+  magnitudes.indices = operands.indices;  // the same routing
   Context reference(BackendKind::reference);
   std::vector<float> scale = run_pool(reference, wide, direction, magnitudes).output.to_f32();
   if (max && direction == Direction::fwd) {

@@ -22,6 +22,7 @@ struct PoolArgs {
   std::string pad_after;
   bool ceil = false;
   std::string mode = "max";
+  bool indices = false;
   std::string dtype = "f32";
   std::string layout = "nchw";
 };
@@ -54,6 +55,9 @@ void add_pool_options(CLI::App& command, PoolArgs& args) {
   command.add_option("--mode", args.mode, "max | avg_include_pad (avg) | avg_exclude_pad")
       ->type_name("MODE")
       ->capture_default_str();
+  command.add_flag("--indices", args.indices,
+                   "max pooling that saves argmax indices (fwd) and reads them (bwd), as "
+                   "PyTorch's max_pool*d_with_indices; scratch indices are i64");
   add_data_options(command, args.dtype, args.layout);
 }
 
@@ -109,6 +113,7 @@ PoolDesc parse_pool(const PoolArgs& args) {
   }
   desc.ceil_mode = args.ceil;
   desc.mode = mode;
+  desc.indices = args.indices;
   desc.dtype = dtype;
   desc.layout = layout;
   desc.validate();

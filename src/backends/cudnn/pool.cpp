@@ -17,6 +17,13 @@
 // kernel backward]). NaNs propagate (CUDNN_PROPAGATE_NAN), as in PyTorch. cuDNN's max backward
 // finds each window's maximum by comparing src with dst, which is why the backward call takes
 // dst; the kernels recompute it from src.
+// Max pooling with indices (desc.indices) runs on cudnn:kernel:pool alone: cuDNN's pooling has no
+// argmax output or input, so the legacy candidates are listed unsupported with that reason, and
+// cudnn:kernel:pool:argmax (the byte-index workspace variant of the backward) is not listed. The
+// forward writes PyTorch's flat indices; the backward gathers through them and checks each index
+// without synchronizing (Note [pool index check] in kernels/pool.cu): a bad index raises
+// InvalidArgument at the next call of the same plan, and its window's first input element holds
+// NaN in the meantime.
 // Order: for channels_last the kernels first (they read 16-byte packs of channels; the
 // issue's benchmark case, max-pool 3x3/2 f16 NHWC, is theirs), then cuDNN; for channels_first
 // cuDNN first. Unsupported candidates come after supported ones.
@@ -36,6 +43,7 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -83,6 +91,12 @@ std::string spatial_text(const std::array<std::int64_t, 3>& values, int n) {
 // Why the legacy calls cannot run `desc` (empty: they can).
 std::string legacy_exclusion(const PoolDesc& desc, const Runtime& runtime) {
   const int n = desc.spatial_dims;
+  if (desc.indices) {
+    return detail::cat(
+        "cuDNN's pooling neither writes nor reads argmax indices (its max backward compares src "
+        "with dst); max pooling with indices runs on ",
+        kernel_id);
+  }
   if (desc.pad_before != desc.pad_after) {
     for (int i = 0; i < n; ++i) {
       const auto s = static_cast<std::size_t>(i);
@@ -164,8 +178,11 @@ AlgoInfo kernel_info(const PoolDesc& desc, Direction direction, bool argmax) {
   info.deterministic = true;
   info.notes = {"kernel", "direct"};
   if (desc.layout == Layout::channels_last) info.notes.emplace_back("vectorized_channels");
-  if (direction != Direction::fwd && desc.mode == PoolMode::max)
+  if (desc.indices) {
+    info.notes.emplace_back("indices");
+  } else if (direction != Direction::fwd && desc.mode == PoolMode::max) {
     info.notes.emplace_back(argmax ? "argmax_workspace" : "rescan");
+  }
   info.families = {"none"};
   info.reason = kernel_exclusion(desc);
   const kernels::PoolShape shape = kernel_shape(desc);
@@ -180,7 +197,7 @@ AlgoInfo kernel_info(const PoolDesc& desc, Direction direction, bool argmax) {
     }
   }
   info.supported = info.reason.empty();
-  if (info.supported && direction != Direction::fwd) {
+  if (info.supported && direction != Direction::fwd && !desc.indices) {
     info.workspace_bytes = kernels::pool_bwd_workspace_bytes(
         shape, argmax ? kernels::MaxBackward::argmax : kernels::MaxBackward::rescan);
   }
@@ -204,7 +221,7 @@ std::vector<AlgoInfo> list_candidates(const Runtime& runtime, const PoolDesc& de
     legacy.push_back(std::move(info));
   }
   std::vector<AlgoInfo> own;
-  if (direction != Direction::fwd && desc.mode == PoolMode::max)
+  if (direction != Direction::fwd && desc.mode == PoolMode::max && !desc.indices)
     own.push_back(kernel_info(desc, direction, true));
   own.push_back(kernel_info(desc, direction, false));
 
@@ -223,31 +240,49 @@ struct Bound {
   const void* src = nullptr;
   const void* dst_in = nullptr;
   const void* diff_dst = nullptr;
-  void* out = nullptr;  // dst (fwd) or diff_src (bwd)
+  void* out = nullptr;      // dst (fwd) or diff_src (bwd)
+  void* indices = nullptr;  // desc.indices: written (fwd) or read (bwd)
+  kernels::PoolIndexType index_type = kernels::PoolIndexType::i64;
 };
 
 Bound bind(const detail::PoolArgs& args, const PoolDesc& desc, Direction direction,
            const ErrorContext& context) {
-  auto need = [&](const Tensor* tensor, const char* role, const Dims& dims) {
+  auto need = [&](const Tensor* tensor, const char* role, const Dims& dims, DType dtype) {
     data_of(tensor, role, context);
-    if (tensor->dims() != dims || tensor->dtype() != desc.dtype || !tensor->is_dense(desc.layout) ||
+    if (tensor->dims() != dims || tensor->dtype() != dtype || !tensor->is_dense(desc.layout) ||
         tensor->device().kind != Device::Kind::cuda) {
       detail::raise(ErrorKind::InvalidArgument,
                     detail::cat(role, " is ", describe(*tensor), "; this plan takes a dense ",
-                                to_string(desc.dtype), '[', dims.to_string(), ' ',
+                                to_string(dtype), '[', dims.to_string(), ' ',
                                 to_string(desc.layout), "] on a CUDA device"),
                     context);
     }
     return tensor->data();
   };
   Bound bound;
-  bound.src = need(args.src, "src", desc.src_dims());
+  if (desc.indices) {
+    const Tensor* indices = direction == Direction::fwd ? args.indices : args.indices_in;
+    const DType index_dtype =
+        indices != nullptr && indices->dtype() == DType::i32 ? DType::i32 : DType::i64;
+    bound.index_type =
+        index_dtype == DType::i32 ? kernels::PoolIndexType::i32 : kernels::PoolIndexType::i64;
+    bound.indices = const_cast<void*>(need(indices, "indices", desc.dst_dims(), index_dtype));
+    if (direction == Direction::fwd) {
+      bound.src = need(args.src, "src", desc.src_dims(), desc.dtype);
+      bound.out = need(args.dst, "dst", desc.dst_dims(), desc.dtype);
+    } else {
+      bound.diff_dst = need(args.diff_dst, "diff_dst", desc.dst_dims(), desc.dtype);
+      bound.out = need(args.diff_src, "diff_src", desc.src_dims(), desc.dtype);
+    }
+    return bound;
+  }
+  bound.src = need(args.src, "src", desc.src_dims(), desc.dtype);
   if (direction == Direction::fwd) {
-    bound.out = need(args.dst, "dst", desc.dst_dims());
+    bound.out = need(args.dst, "dst", desc.dst_dims(), desc.dtype);
   } else {
-    bound.dst_in = need(args.dst_in, "dst", desc.dst_dims());
-    bound.diff_dst = need(args.diff_dst, "diff_dst", desc.dst_dims());
-    bound.out = need(args.diff_src, "diff_src", desc.src_dims());
+    bound.dst_in = need(args.dst_in, "dst", desc.dst_dims(), desc.dtype);
+    bound.diff_dst = need(args.diff_dst, "diff_dst", desc.dst_dims(), desc.dtype);
+    bound.out = need(args.diff_src, "diff_src", desc.src_dims(), desc.dtype);
   }
   return bound;
 }
@@ -342,6 +377,63 @@ class LegacyPlan final : public detail::PoolPlan {
   LaunchGraph replay_;  // Note [graph replay]
 };
 
+using PinnedHost = Handle<void*, cudaFreeHost>;
+
+// What a plan reading indices keeps to report a bad one (Note [pool index check] in
+// kernels/pool.cu): the kernels' record in device memory and the report in mapped pinned host
+// memory, which raise() reads with a plain host load.
+class IndexCheck {
+ public:
+  IndexCheck(std::shared_ptr<Runtime> runtime, const ErrorContext& context)
+      : runtime_(std::move(runtime)),
+        record_(runtime_->allocator().allocate(sizeof(kernels::PoolIndexRecord))) {
+    void* host = nullptr;
+    DNNX_CUDNN_CHECK(cudaHostAlloc(&host, sizeof(kernels::PoolIndexReport), cudaHostAllocMapped),
+                     context, "allocating the index report (mapped pinned memory)");
+    report_host_ = PinnedHost(host, "mapped pinned index report");
+    report()->position = -1;
+    report()->value = 0;
+    void* device = nullptr;
+    DNNX_CUDNN_CHECK(cudaHostGetDevicePointer(&device, host, 0), context,
+                     "mapping the index report into the device's address space");
+    report_device_ = static_cast<kernels::PoolIndexReport*>(device);
+    DNNX_CUDNN_CHECK(kernels::pool_index_record_init(record(), runtime_->stream()), context,
+                     "initializing the index record");
+  }
+  ~IndexCheck() { runtime_->allocator().deallocate(record_, sizeof(kernels::PoolIndexRecord)); }
+  IndexCheck(const IndexCheck&) = delete;
+  IndexCheck& operator=(const IndexCheck&) = delete;
+
+  kernels::PoolIndexRecord* record() const {
+    return static_cast<kernels::PoolIndexRecord*>(record_);
+  }
+  kernels::PoolIndexReport* report_device() const { return report_device_; }
+
+  // Raises the bad index an earlier launch reported, if any, and clears the report.
+  void raise_reported(const PoolDesc& desc, const ErrorContext& context) {
+    const long long position = report()->position;
+    if (position < 0) return;
+    const long long value = report()->value;
+    report()->position = -1;
+    detail::raise(ErrorKind::InvalidArgument,
+                  detail::cat(detail::bad_pool_index_message(desc, position, value),
+                              "; found on the GPU by an earlier call of this plan, whose diff_src "
+                              "holds NaN at that window's first input element (indices are "
+                              "checked without synchronizing)"),
+                  context);
+  }
+
+ private:
+  volatile kernels::PoolIndexReport* report() const {
+    return static_cast<volatile kernels::PoolIndexReport*>(report_host_.get());
+  }
+
+  std::shared_ptr<Runtime> runtime_;
+  void* record_;
+  PinnedHost report_host_;
+  kernels::PoolIndexReport* report_device_ = nullptr;
+};
+
 class KernelPlan final : public detail::PoolPlan {
  public:
   KernelPlan(std::shared_ptr<Runtime> runtime, const PoolDesc& desc, Direction direction,
@@ -352,13 +444,19 @@ class KernelPlan final : public detail::PoolPlan {
         desc_(desc),
         direction_(direction),
         shape_(kernel_shape(desc)),
-        strategy_(strategy) {}
+        strategy_(strategy) {
+    if (desc.indices && direction != Direction::fwd) {
+      runtime_->make_current();
+      check_ = std::make_unique<IndexCheck>(runtime_, context_);
+    }
+  }
 
   const AlgoInfo& algo() const override { return info_; }
 
   void execute(const detail::PoolArgs& args, detail::Workspace workspace) override {
     const Bound bound = bind(args, desc_, direction_, context_);
     check_workspace(workspace, info_.workspace_bytes, context_);
+    if (check_) check_->raise_reported(desc_, context_);
     runtime_->make_current();
     if (!primed_) launch(bound, workspace);  // Note [first launch], as for the legacy plans
     primed_ = true;
@@ -367,11 +465,21 @@ class KernelPlan final : public detail::PoolPlan {
 
  private:
   void launch(const Bound& bound, const detail::Workspace& workspace) {
-    const cudaError_t status =
-        direction_ == Direction::fwd
-            ? kernels::pool_fwd(shape_, bound.src, bound.out, runtime_->stream())
-            : kernels::pool_bwd(shape_, strategy_, bound.src, bound.diff_dst, bound.out,
-                                workspace.data, runtime_->stream());
+    const cudaStream_t stream = runtime_->stream();
+    cudaError_t status = cudaSuccess;
+    if (desc_.indices) {
+      status = direction_ == Direction::fwd
+                   ? kernels::pool_fwd_indices(shape_, bound.index_type, bound.src, bound.out,
+                                               bound.indices, stream)
+                   : kernels::pool_bwd_indices(shape_, bound.index_type, bound.diff_dst,
+                                               bound.indices, bound.out, check_->record(),
+                                               check_->report_device(), stream);
+    } else {
+      status = direction_ == Direction::fwd
+                   ? kernels::pool_fwd(shape_, bound.src, bound.out, stream)
+                   : kernels::pool_bwd(shape_, strategy_, bound.src, bound.diff_dst, bound.out,
+                                       workspace.data, stream);
+    }
     DNNX_CUDNN_CHECK(status, context_, "launching the pooling kernel");
   }
 
@@ -382,6 +490,7 @@ class KernelPlan final : public detail::PoolPlan {
   Direction direction_;
   kernels::PoolShape shape_;
   kernels::MaxBackward strategy_;
+  std::unique_ptr<IndexCheck> check_;  // backward with indices
   bool primed_ = false;
 };
 

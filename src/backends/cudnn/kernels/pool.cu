@@ -21,6 +21,18 @@
 // rescanning every window an input element lies in.
 
 //
+// Note [pool index check]
+// The backward from indices gathers as above, matching each window's saved index against the
+// input element's flat position. An index outside its window would match no element and its
+// gradient would vanish silently, so every window is checked once, by the thread of its first
+// input element (the window's corner: the only element whose thread visits every window it
+// corners): an index outside the window (outside the plane included) sets that thread's lane to
+// NaN and atomicMins the index's position (dst's logical order) into the plan's PoolIndexRecord.
+// The last block of the launch to finish (a counter in the same record) copies the lowest such
+// position, and the index read there, into the plan's PoolIndexReport in mapped pinned host
+// memory, and resets the record: Note [deferred label check] in backends/cudnn/cross_entropy.cpp
+// is the same scheme, and the plan raises the report on its next call.
+//
 // Note [pool kernel 3x3]
 // A window scanned with runtime bounds issues its loads one after the other. For 1 x 3 x 3
 // windows (ResNet's max pool) on channel packs the max kernel has constant trip counts instead:
@@ -220,11 +232,13 @@ __device__ __forceinline__ void window_argmax(const Geometry<Index>& g, const T*
 }
 
 // Forward: one thread per output pack. IsMax: dst = window max and, if `argmax` is set, the
-// window-local argmax per element; otherwise the average of the mode.
-template <typename T, int V, bool ChannelsLast, bool IsMax, int FixedK, typename Index>
+// window-local argmax per element, if `indices` is set, the argmax as a flat index into the
+// input plane (PyTorch's); otherwise the average of the mode.
+template <typename T, typename I, int V, bool ChannelsLast, bool IsMax, int FixedK,
+          typename Index>
 __global__ void __launch_bounds__(block_threads)
     pool_fwd_kernel(Geometry<Index> g, const T* __restrict__ src, T* __restrict__ dst,
-                    ArgIndex* __restrict__ argmax, Index items) {
+                    ArgIndex* __restrict__ argmax, I* __restrict__ indices, Index items) {
   const Index step = static_cast<Index>(gridDim.x) * block_threads;
   for (Index item = static_cast<Index>(blockIdx.x) * block_threads + threadIdx.x; item < items;
        item += step) {
@@ -241,10 +255,23 @@ __global__ void __launch_bounds__(block_threads)
 #pragma unroll
       for (int v = 0; v < V; ++v) result.lane[v] = from_float<T>(best[v]);
       if (argmax != nullptr) {
-        Pack<ArgIndex, V> indices;
+        Pack<ArgIndex, V> local;
 #pragma unroll
-        for (int v = 0; v < V; ++v) indices.lane[v] = static_cast<ArgIndex>(at[v]);
-        *reinterpret_cast<Pack<ArgIndex, V>*>(argmax + out_at) = indices;
+        for (int v = 0; v < V; ++v) local.lane[v] = static_cast<ArgIndex>(at[v]);
+        *reinterpret_cast<Pack<ArgIndex, V>*>(argmax + out_at) = local;
+      }
+      if (indices != nullptr) {
+        // Window-local (row-major over the whole window) to flat in the input plane.
+        const int area = g.kernel[1] * g.kernel[2];
+        Pack<I, V> flat;
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+          const int d = sd.start + at[v] / area;
+          const int h = sh.start + at[v] / g.kernel[2] % g.kernel[1];
+          const int w = sw.start + at[v] % g.kernel[2];
+          flat.lane[v] = static_cast<I>((static_cast<long long>(d) * g.in[1] + h) * g.in[2] + w);
+        }
+        *reinterpret_cast<Pack<I, V>*>(indices + out_at) = flat;
       }
     } else {
       float sum[V];
@@ -334,6 +361,107 @@ __global__ void __launch_bounds__(block_threads)
   }
 }
 
+// The backward from saved indices (Note [pool kernel backward], Note [pool index check]): one
+// thread per input pack; the last block publishes a bad index.
+template <typename T, typename I, int V, bool ChannelsLast, typename Index>
+__global__ void __launch_bounds__(block_threads)
+    pool_bwd_indices_kernel(Geometry<Index> g, const T* __restrict__ diff_dst,
+                            const I* __restrict__ indices, T* __restrict__ diff_src, Index items,
+                            PoolIndexRecord* record, PoolIndexReport* report) {
+  const Index step = static_cast<Index>(gridDim.x) * block_threads;
+  const long long plane = static_cast<long long>(g.in[0]) * g.in[1] * g.in[2];
+  const long long out_plane = static_cast<long long>(g.out[0]) * g.out[1] * g.out[2];
+  for (Index item = static_cast<Index>(blockIdx.x) * block_threads + threadIdx.x; item < items;
+       item += step) {
+    Index n, pack;
+    int id, ih, iw;
+    split<ChannelsLast>(g, g.in, item, n, pack, id, ih, iw);
+    const long long own = (static_cast<long long>(id) * g.in[1] + ih) * g.in[2] + iw;
+    const Range rd = windows_of(g, 0, id), rh = windows_of(g, 1, ih), rw = windows_of(g, 2, iw);
+    float sum[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) sum[v] = 0.0f;
+    for (int od = rd.first; od <= rd.last; ++od) {
+      const Span sd = window(g, 0, od);
+      for (int oh = rh.first; oh <= rh.last; ++oh) {
+        const Span sh = window(g, 1, oh);
+        for (int ow = rw.first; ow <= rw.last; ++ow) {
+          const Span sw = window(g, 2, ow);
+          const Index out_at = offset_of<ChannelsLast, V>(g, g.out, n, pack, od, oh, ow);
+          const Pack<I, V> saved = *reinterpret_cast<const Pack<I, V>*>(indices + out_at);
+          const bool corner = id == sd.begin && ih == sh.begin && iw == sw.begin;
+          bool any = false;
+#pragma unroll
+          for (int v = 0; v < V; ++v) any = any || static_cast<long long>(saved.lane[v]) == own;
+          if (any) {
+            const Pack<T, V> grad = *reinterpret_cast<const Pack<T, V>*>(diff_dst + out_at);
+#pragma unroll
+            for (int v = 0; v < V; ++v) {
+              if (static_cast<long long>(saved.lane[v]) == own) sum[v] += to_float(grad.lane[v]);
+            }
+          }
+          if (!corner) continue;
+#pragma unroll
+          for (int v = 0; v < V; ++v) {
+            const long long index = static_cast<long long>(saved.lane[v]);
+            bool inside = index >= 0 && index < plane;
+            if (inside && index != own) {
+              const long long area = static_cast<long long>(g.in[1]) * g.in[2];
+              const int d = static_cast<int>(index / area);
+              const int h = static_cast<int>(index / g.in[2] % g.in[1]);
+              const int w = static_cast<int>(index % g.in[2]);
+              inside = d >= sd.begin && d < sd.end && h >= sh.begin && h < sh.end &&
+                       w >= sw.begin && w < sw.end;
+            }
+            if (inside) continue;
+            sum[v] = __int_as_float(0x7fc00000);  // NaN
+            const long long channel =
+                ChannelsLast ? static_cast<long long>(pack) * V + v : static_cast<long long>(pack);
+            const long long position =
+                (static_cast<long long>(n) * g.channels + channel) * out_plane +
+                (static_cast<long long>(od) * g.out[1] + oh) * g.out[2] + ow;
+            atomicMin(&record->bad_position, static_cast<unsigned long long>(position));
+            __threadfence();
+          }
+        }
+      }
+    }
+    Pack<T, V> result;
+#pragma unroll
+    for (int v = 0; v < V; ++v) result.lane[v] = from_float<T>(sum[v]);
+    *reinterpret_cast<Pack<T, V>*>(
+        diff_src + offset_of<ChannelsLast, V>(g, g.in, n, pack, id, ih, iw)) = result;
+  }
+
+  // The last block to finish publishes the lowest bad position and resets the record.
+  __shared__ bool last;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    last = atomicAdd(&record->blocks_done, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last || threadIdx.x != 0) return;
+  __threadfence();
+  const unsigned long long bad = atomicAdd(&record->bad_position, 0ull);
+  if (bad != ~0ull) {
+    const auto position = static_cast<long long>(bad);
+    long long offset = position;
+    if (ChannelsLast) {
+      const long long image = position / (g.channels * out_plane);
+      const long long channel = position / out_plane % g.channels;
+      offset = (image * out_plane + position % out_plane) * g.channels + channel;
+    }
+    report->value = static_cast<long long>(indices[offset]);
+    __threadfence_system();
+    report->position = position;
+    __threadfence_system();
+    record->bad_position = ~0ull;
+  }
+  record->blocks_done = 0;
+  __threadfence();
+}
+
 // ---- host side
 // ------------------------------------------------------------------------------------
 
@@ -404,14 +532,16 @@ cudaError_t dispatch(const PoolShape& shape, int pack, const Launch& launch) {
                 : launch.template run<1, false, std::int64_t>();
 }
 
-// The forward kernel; with `argmax` set and dst null it is the max backward's first pass.
-template <typename T>
+// The forward kernel; with `argmax` set and dst null it is the max backward's first pass; with
+// `indices` set (max only) it also writes PyTorch's flat argmax indices of type I.
+template <typename T, typename I = std::int32_t>
 struct FwdLaunch {
   const PoolShape& shape;
   const void* src;
   void* dst;
   ArgIndex* argmax;
   cudaStream_t stream;
+  I* indices = nullptr;
 
   template <int V, bool ChannelsLast, typename Index>
   cudaError_t run() const {
@@ -421,19 +551,42 @@ struct FwdLaunch {
     auto* out = static_cast<T*>(dst);
     const int blocks = launch_blocks(items);
     if (shape.mode != PoolKernelMode::max) {
-      pool_fwd_kernel<T, V, ChannelsLast, false, 0, Index>
-          <<<blocks, block_threads, 0, stream>>>(g, in, out, nullptr, static_cast<Index>(items));
+      pool_fwd_kernel<T, I, V, ChannelsLast, false, 0, Index><<<blocks, block_threads, 0, stream>>>(
+          g, in, out, nullptr, nullptr, static_cast<Index>(items));
       return cudaGetLastError();
     }
     if constexpr (V > 1) {
       if (shape.kernel[0] == 1 && shape.kernel[1] == 3 && shape.kernel[2] == 3) {
-        pool_fwd_kernel<T, V, ChannelsLast, true, 3, Index>
-            <<<blocks, block_threads, 0, stream>>>(g, in, out, argmax, static_cast<Index>(items));
+        pool_fwd_kernel<T, I, V, ChannelsLast, true, 3, Index>
+            <<<blocks, block_threads, 0, stream>>>(g, in, out, argmax, indices,
+                                                   static_cast<Index>(items));
         return cudaGetLastError();
       }
     }
-    pool_fwd_kernel<T, V, ChannelsLast, true, 0, Index>
-        <<<blocks, block_threads, 0, stream>>>(g, in, out, argmax, static_cast<Index>(items));
+    pool_fwd_kernel<T, I, V, ChannelsLast, true, 0, Index><<<blocks, block_threads, 0, stream>>>(
+        g, in, out, argmax, indices, static_cast<Index>(items));
+    return cudaGetLastError();
+  }
+};
+
+template <typename T, typename I>
+struct BwdIndicesLaunch {
+  const PoolShape& shape;
+  const void* diff_dst;
+  const void* indices;
+  void* diff_src;
+  PoolIndexRecord* record;
+  PoolIndexReport* report;
+  cudaStream_t stream;
+
+  template <int V, bool ChannelsLast, typename Index>
+  cudaError_t run() const {
+    const Geometry<Index> g = geometry_of<Index>(shape, V);
+    const std::int64_t items = shape.batch * shape.channels / V * spatial_count(shape.input);
+    pool_bwd_indices_kernel<T, I, V, ChannelsLast, Index>
+        <<<launch_blocks(items), block_threads, 0, stream>>>(
+            g, static_cast<const T*>(diff_dst), static_cast<const I*>(indices),
+            static_cast<T*>(diff_src), static_cast<Index>(items), record, report);
     return cudaGetLastError();
   }
 };
@@ -463,6 +616,51 @@ template <typename T>
 cudaError_t fwd_typed(const PoolShape& shape, const void* src, void* dst, cudaStream_t stream) {
   const int pack = pack_width<T>(shape, {src, dst});
   return dispatch<T>(shape, pack, FwdLaunch<T>{shape, src, dst, nullptr, stream});
+}
+
+// The pack width for T data and I indices: a pack of indices must be aligned to its size.
+template <typename T, typename I>
+int index_pack_width(const PoolShape& shape, std::initializer_list<const void*> data,
+                     const void* indices) {
+  const int pack = pack_width<T>(shape, data);
+  return aligned(indices, static_cast<std::size_t>(pack) * sizeof(I)) ? pack : 1;
+}
+
+template <typename T, typename I>
+cudaError_t fwd_indices_typed(const PoolShape& shape, const void* src, void* dst, void* indices,
+                              cudaStream_t stream) {
+  const int pack = index_pack_width<T, I>(shape, {src, dst}, indices);
+  return dispatch<T>(shape, pack,
+                     FwdLaunch<T, I>{shape, src, dst, nullptr, stream, static_cast<I*>(indices)});
+}
+
+template <typename T, typename I>
+cudaError_t bwd_indices_typed(const PoolShape& shape, const void* diff_dst, const void* indices,
+                              void* diff_src, PoolIndexRecord* record, PoolIndexReport* report,
+                              cudaStream_t stream) {
+  const int pack = index_pack_width<T, I>(shape, {diff_dst, diff_src}, indices);
+  return dispatch<T>(shape, pack,
+                     BwdIndicesLaunch<T, I>{shape, diff_dst, indices, diff_src, record, report,
+                                            stream});
+}
+
+template <typename T>
+cudaError_t fwd_indices_of(const PoolShape& shape, PoolIndexType index_type, const void* src,
+                           void* dst, void* indices, cudaStream_t stream) {
+  return index_type == PoolIndexType::i64
+             ? fwd_indices_typed<T, std::int64_t>(shape, src, dst, indices, stream)
+             : fwd_indices_typed<T, std::int32_t>(shape, src, dst, indices, stream);
+}
+
+template <typename T>
+cudaError_t bwd_indices_of(const PoolShape& shape, PoolIndexType index_type, const void* diff_dst,
+                           const void* indices, void* diff_src, PoolIndexRecord* record,
+                           PoolIndexReport* report, cudaStream_t stream) {
+  return index_type == PoolIndexType::i64
+             ? bwd_indices_typed<T, std::int64_t>(shape, diff_dst, indices, diff_src, record,
+                                                  report, stream)
+             : bwd_indices_typed<T, std::int32_t>(shape, diff_dst, indices, diff_src, record,
+                                                  report, stream);
 }
 
 template <typename T>
@@ -513,6 +711,47 @@ cudaError_t pool_bwd(const PoolShape& shape, MaxBackward strategy, const void* s
       return bwd_typed<__half>(shape, strategy, src, diff_dst, diff_src, workspace, stream);
     case PoolKernelType::bf16:
       return bwd_typed<__nv_bfloat16>(shape, strategy, src, diff_dst, diff_src, workspace, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t pool_index_record_init(PoolIndexRecord* record, cudaStream_t stream) {
+  const cudaError_t status =
+      cudaMemsetAsync(&record->bad_position, 0xff, sizeof record->bad_position, stream);
+  if (status != cudaSuccess) return status;
+  return cudaMemsetAsync(&record->blocks_done, 0, sizeof record->blocks_done, stream);
+}
+
+cudaError_t pool_fwd_indices(const PoolShape& shape, PoolIndexType index_type, const void* src,
+                             void* dst, void* indices, cudaStream_t stream) {
+  if (shape.mode != PoolKernelMode::max || indices == nullptr) return cudaErrorInvalidValue;
+  switch (shape.type) {
+    case PoolKernelType::f32:
+      return fwd_indices_of<float>(shape, index_type, src, dst, indices, stream);
+    case PoolKernelType::f16:
+      return fwd_indices_of<__half>(shape, index_type, src, dst, indices, stream);
+    case PoolKernelType::bf16:
+      return fwd_indices_of<__nv_bfloat16>(shape, index_type, src, dst, indices, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t pool_bwd_indices(const PoolShape& shape, PoolIndexType index_type,
+                             const void* diff_dst, const void* indices, void* diff_src,
+                             PoolIndexRecord* record, PoolIndexReport* report,
+                             cudaStream_t stream) {
+  if (shape.mode != PoolKernelMode::max || record == nullptr || report == nullptr)
+    return cudaErrorInvalidValue;
+  switch (shape.type) {
+    case PoolKernelType::f32:
+      return bwd_indices_of<float>(shape, index_type, diff_dst, indices, diff_src, record, report,
+                                   stream);
+    case PoolKernelType::f16:
+      return bwd_indices_of<__half>(shape, index_type, diff_dst, indices, diff_src, record, report,
+                                    stream);
+    case PoolKernelType::bf16:
+      return bwd_indices_of<__nv_bfloat16>(shape, index_type, diff_dst, indices, diff_src, record,
+                                           report, stream);
   }
   return cudaErrorInvalidValue;
 }

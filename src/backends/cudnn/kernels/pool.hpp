@@ -1,7 +1,8 @@
 #pragma once
 // dnnx's own pooling kernels (cudnn:kernel:pool): every case cuDNN's legacy pooling cannot run
-// (per-side padding, ceil mode, 1-D) and the channels-last fast path. Plain pointers, sizes and a
-// stream; no cuDNN types. Semantics: Note [pooling windows] (src/backends/reference/pool.cpp).
+// (per-side padding, ceil mode, 1-D, max pooling with PyTorch's argmax indices) and the
+// channels-last fast path. Plain pointers, sizes and a stream; no cuDNN types. Semantics: Note
+// [pooling windows] and Note [reference pool indices] (src/backends/reference/pool.cpp).
 
 #include <cuda_runtime_api.h>
 
@@ -52,5 +53,45 @@ cudaError_t pool_fwd(const PoolShape& shape, const void* src, void* dst, cudaStr
 /// strategy) bytes. Returns the launch status.
 cudaError_t pool_bwd(const PoolShape& shape, MaxBackward strategy, const void* src,
                      const void* diff_dst, void* diff_src, void* workspace, cudaStream_t stream);
+
+/// Element type of argmax indices (PyTorch's int64, or int32).
+enum class PoolIndexType : int { i32 = 0, i64 = 1 };
+
+/// Device state of one plan reading indices, in device memory; pool_index_record_init() before
+/// the first launch, and every launch leaves it initialized again (Note [pool index check] in
+/// kernels/pool.cu).
+struct PoolIndexRecord {
+  unsigned long long bad_position;  ///< lowest bad index position of the running launch, or ~0
+  unsigned int blocks_done;         ///< blocks of the running launch that have finished
+  unsigned int unused;
+};
+
+/// What the host reads (mapped pinned memory, written by the device): position -1 when clean,
+/// else the position of a bad index in dst's logical (row-major N, C, spatial...) order and the
+/// index read there.
+struct PoolIndexReport {
+  long long position;
+  long long value;
+};
+
+/// Queues the initialization of `record` on `stream`.
+cudaError_t pool_index_record_init(PoolIndexRecord* record, cudaStream_t stream);
+
+/// Max pooling with indices (shape.mode max): dst = pool(src) and `indices` (of `index_type`,
+/// dst's shape and layout) = each window's argmax as a flat index into its (n, c) input plane,
+/// the first maximum in scan order, a NaN winning (PyTorch's max_pool*d_with_indices). Queued on
+/// `stream`; returns the launch status.
+cudaError_t pool_fwd_indices(const PoolShape& shape, PoolIndexType index_type, const void* src,
+                             void* dst, void* indices, cudaStream_t stream);
+
+/// Its backward, a gather: every diff_src element sums, in output order, the diff_dst elements of
+/// the windows that hold it and whose index names it; written once, zero where none does (no
+/// atomics, deterministic). An index outside its window is reported through `record` and
+/// `report` (the device address of a PoolIndexReport) and turns the diff_src element at its
+/// window's first input position into NaN. Queued on `stream`; returns the launch status.
+cudaError_t pool_bwd_indices(const PoolShape& shape, PoolIndexType index_type,
+                             const void* diff_dst, const void* indices, void* diff_src,
+                             PoolIndexRecord* record, PoolIndexReport* report,
+                             cudaStream_t stream);
 
 }  // namespace dnnx::cudnn::kernels
