@@ -110,12 +110,11 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 // when the slice alone already takes more than probe_factor (2, or abandon_factor if smaller) x
 // the best median, the candidate cannot win and is abandoned without a full run. The bound is
 // sound, so this factor can be tighter than abandon_factor, which judges a cold first run: a
-// slice is warm (plans prime on their first execute, Note [first launch]). Probing is not free for
-// the fast majority (a listing of the smaller desc on cuDNN, an extra short run each), so it starts
-// only once a candidate has been abandoned on a first run of more than probe_trigger x the
-// threshold, i.e. once this (desc, direction) has shown that it has candidates worth skipping. A
-// slice the candidate cannot run (nullopt or an error) leaves the decision to the full run.
-constexpr double probe_trigger = 4.0;
+// slice is warm (plans prime on their first execute, Note [first launch]). Probing is not free (a
+// plan for the smaller desc and an extra short run per candidate), so it starts only once a
+// candidate has been abandoned, i.e. once this (desc, direction) has shown that it has candidates
+// worth skipping; searches without slow candidates never probe. A slice the candidate cannot run
+// (nullopt or an error) leaves the decision to the full run.
 constexpr double probe_factor = 2.0;
 
 std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
@@ -185,7 +184,7 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
                                  " x best ", best, " ms");
         row.median_ms = row.min_ms = first;
         row.runs = 1;
-        if (probe && first > probe_trigger * threshold) probing = true;
+        if (probe) probing = true;
         continue;
       }
       // The first run served as the first warm-up.

@@ -58,9 +58,9 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
 /// the best median so far the candidate is abandoned; otherwise it counts as the first warm-up,
 /// and options.timing_runs timed runs follow (median and min kept). Unless options.time_naive,
 /// candidates noted "reference" (naive fallbacks) are abandoned without running once another
-/// candidate has been timed. Once a candidate has been abandoned on a first run far beyond the
-/// threshold, `probe` (when given) runs each later candidate on a slice first and abandons it
-/// when even that exceeds the threshold (Note [probing slow candidates]). One that throws is
+/// candidate has been timed. Once a candidate has been abandoned, `probe` (when given) runs each
+/// later candidate on a slice first and abandons it when even that takes over 2x the best median
+/// (Note [probing slow candidates]). One that throws is
 /// marked failed; inadmissible ones are marked with
 /// their exclusion. With `apply_benchmark_limit`, at most options.benchmark_limit candidates are
 /// run (counting only those that actually ran); the rest are not_timed. Rows come back fastest
