@@ -1,10 +1,10 @@
 // The cudnn backend's pooling on a GPU (label "gpu"): the candidates it lists and why some are
 // unsupported, every supported candidate of every case of the pool case table against the
-// reference backend (forward and backward), bitwise determinism of cudnn:legacy:pool:
-// max_deterministic and dnnx's kernels on overlapping windows at benchmark size, the kernels'
-// scalar fallback on unaligned views, the zero-workspace guarantee, exhaustive selection, and a
-// profile of the issue-4 benchmark layer for the log. Every test skips with the reason when no
-// usable GPU is present.
+// reference backend (forward and backward; max with indices: the indices exactly, i64 and i32),
+// bitwise determinism of cudnn:legacy:pool:max_deterministic and dnnx's kernels on overlapping
+// windows at benchmark size, the kernels' scalar fallback on unaligned views, the deferred report
+// of a bad index, the zero-workspace guarantee, exhaustive selection, and a profile of the issue-4
+// benchmark layer for the log. Every test skips with the reason when no usable GPU is present.
 
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/pool.hpp>
@@ -17,9 +17,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace dnnx::test {
 namespace {
@@ -80,6 +85,39 @@ TEST(CudnnPool, ListsTheModesOfTheDescAndTheKernels) {
   EXPECT_NE(legacy->reason.find("no ceil mode"), std::string::npos);
   EXPECT_TRUE(find(ceil_list, "cudnn:kernel:pool")->supported);
   EXPECT_TRUE(ceil_list.front().supported);  // supported candidates come first
+
+  // Max with indices: dnnx's kernels only (Note [cudnn pool candidates]).
+  PoolDesc indices = max;
+  indices.indices = true;
+  for (const Direction direction : {Direction::fwd, Direction::bwd_data}) {
+    const auto list = pool_list(context, indices, direction);
+    ASSERT_NE(find(list, "cudnn:kernel:pool"), nullptr);
+    EXPECT_TRUE(find(list, "cudnn:kernel:pool")->supported);
+    EXPECT_EQ(find(list, "cudnn:kernel:pool")->workspace_bytes, 0u);
+    EXPECT_EQ(list.front().id, "cudnn:kernel:pool");
+    EXPECT_EQ(find(list, "cudnn:kernel:pool:argmax"), nullptr);
+    for (const char* id : {"cudnn:legacy:pool:max", "cudnn:legacy:pool:max_deterministic"}) {
+      ASSERT_NE(find(list, id), nullptr) << id;
+      EXPECT_FALSE(find(list, id)->supported) << id;
+      EXPECT_NE(find(list, id)->reason.find("neither writes nor reads argmax indices"),
+                std::string::npos)
+          << find(list, id)->reason;
+    }
+  }
+}
+
+// What a forward with indices must also match: the reference's indices, exactly; and the same
+// run with i32 indices gives the same bits.
+void expect_indices_agree(Context& fixed, const PoolDesc& desc, Direction direction,
+                          const PoolOperands& operands, const PoolRun& run,
+                          const PoolRun& expected, const std::string& context) {
+  if (!desc.indices) return;
+  if (direction == Direction::fwd)
+    EXPECT_EQ(index_values(run.indices), index_values(expected.indices)) << context;
+  const PoolRun narrow = run_pool(fixed, desc, direction, operands, DType::i32);
+  EXPECT_TRUE(bitwise_equal(narrow.output, run.output, "output with i32 indices", context));
+  if (direction == Direction::fwd)
+    EXPECT_EQ(index_values(narrow.indices), index_values(expected.indices)) << context;
 }
 
 // Every supported candidate of every case against the reference, forward and backward.
@@ -126,6 +164,7 @@ TEST_P(CudnnPoolParity, EveryCandidateMatchesTheReference) {
         EXPECT_TRUE(close_within_scale(run.output.to_f32(), expected.output.to_f32(), scale,
                                        run.output.dims(), pool_tolerance(desc, direction), "output",
                                        context));
+        expect_indices_agree(fixed, desc, direction, operands, run, expected, context);
         if (algo.deterministic) {
           const PoolRun again = run_pool(fixed, desc, direction, operands);
           EXPECT_TRUE(bitwise_equal(run.output, again.output, "output", context));
@@ -152,6 +191,7 @@ TEST_P(CudnnPoolBenchmarkShape, MatchesTheReferenceAndDeterministicOnesRepeat) {
   DNNX_REQUIRE_GPU();
   PoolDesc desc = GetParam().desc;
   for (const PoolMode mode : {PoolMode::max, PoolMode::avg_include_pad}) {
+    if (desc.indices && mode != PoolMode::max) continue;  // indices exist for max only
     desc.mode = mode;
     const PoolOperands operands = pool_operands(desc, seed_from(GetParam().name));
     for (const Direction direction : {Direction::fwd, Direction::bwd_data}) {
@@ -168,6 +208,7 @@ TEST_P(CudnnPoolBenchmarkShape, MatchesTheReferenceAndDeterministicOnesRepeat) {
         EXPECT_TRUE(close_within_scale(run.output.to_f32(), expected.output.to_f32(), scale,
                                        run.output.dims(), pool_tolerance(desc, direction), "output",
                                        context));
+        expect_indices_agree(fixed, desc, direction, operands, run, expected, context);
         if (!algo.deterministic) continue;
         for (int repeat = 0; repeat < 2; ++repeat) {
           const PoolRun again = run_pool(fixed, desc, direction, operands);
@@ -223,6 +264,111 @@ TEST(CudnnPool, UnalignedViewsUseTheScalarPath) {
                                  pool_error_scale(desc, Direction::bwd_data, operands),
                                  desc.src_dims(), pool_tolerance(desc, Direction::bwd_data),
                                  "diff_src", desc.key()));
+}
+
+// The same with indices: unaligned index views take the one-channel path too, and agree.
+TEST(CudnnPool, UnalignedIndexViewsUseTheScalarPath) {
+  DNNX_REQUIRE_GPU();
+  for (const DType dtype : {DType::f16, DType::f32}) {
+    PoolDesc desc = PoolDesc::from_shapes({2, 16, 10, 10}, {3}, {2}, {1}, PoolMode::max, true,
+                                          dtype, Layout::channels_last);
+    desc.indices = true;
+    const PoolOperands operands = pool_operands(desc, 33);
+    Context context = gpu_context();
+    const auto shifted = [&](const Tensor& host) {
+      Tensor buffer = Tensor::empty(Dims{host.numel() + 1}, host.dtype(), Layout::channels_first,
+                                    context.allocator());
+      Tensor view = Tensor::view(static_cast<std::byte*>(buffer.data()) + size_of(host.dtype()),
+                                 host.dims(), host.dtype(), desc.layout, buffer.device());
+      copy(host, view);
+      return std::pair{buffer, view};
+    };
+    auto [src_buffer, src] = shifted(operands.src);
+    auto [dst_buffer, dst] = shifted(nan_tensor(desc.dst_dims(), desc.dtype, desc.layout));
+    auto [indices_buffer, indices] = shifted(index_tensor(
+        desc.dst_dims(), DType::i64, desc.layout,
+        std::vector<std::int64_t>(static_cast<std::size_t>(desc.dst_dims().product()), -7)));
+    pool_fwd(context, desc, src, dst, indices);
+    Tensor host_indices = Tensor::empty(desc.dst_dims(), DType::i64, desc.layout);
+    copy(indices, host_indices);
+    EXPECT_EQ(index_values(host_indices), index_values(operands.indices)) << desc.key();
+    Tensor host_dst = Tensor::empty(desc.dst_dims(), desc.dtype, desc.layout);
+    copy(dst, host_dst);
+    EXPECT_TRUE(bitwise_equal(host_dst, operands.dst, "dst", desc.key()));
+
+    auto [diff_dst_buffer, diff_dst] = shifted(operands.diff_dst);
+    auto [diff_src_buffer, diff_src] =
+        shifted(nan_tensor(desc.src_dims(), desc.dtype, desc.layout));
+    pool_bwd(context, desc, diff_dst, indices, diff_src);
+    Tensor host_diff_src = Tensor::empty(desc.src_dims(), desc.dtype, desc.layout);
+    copy(diff_src, host_diff_src);
+    Context reference(BackendKind::reference);
+    const PoolRun expected = run_pool(reference, desc, Direction::bwd_data, operands);
+    EXPECT_TRUE(close_within_scale(host_diff_src.to_f32(), expected.output.to_f32(),
+                                   pool_error_scale(desc, Direction::bwd_data, operands),
+                                   desc.src_dims(), pool_tolerance(desc, Direction::bwd_data),
+                                   "diff_src", desc.key()));
+  }
+}
+
+// Note [pool index check] in kernels/pool.cu: a bad index turns its window's first input element
+// into NaN, and the next call of the same plan raises InvalidArgument naming its position and
+// value; the call after that runs clean. Every layout and index type, channel packs and not.
+TEST(CudnnPool, BadIndexIsReportedByTheNextCall) {
+  DNNX_REQUIRE_GPU();
+  for (const Layout layout : {Layout::channels_first, Layout::channels_last}) {
+    for (const DType index_dtype : {DType::i64, DType::i32}) {
+      PoolDesc desc = PoolDesc::from_shapes({2, 16, 9, 7}, {3, 2}, {2, 1}, {1, 0}, PoolMode::max,
+                                            false, DType::f16, layout);
+      desc.indices = true;
+      const std::string context_text =
+          desc.key() + " " + std::string(to_string(index_dtype));
+      const PoolOperands operands = pool_operands(desc, 34);
+      std::vector<std::int64_t> values = index_values(operands.indices);
+      // dst element [1, 9, 2, 5] (window rows [3, 6), columns [5, 7)) names input element (0, 0).
+      const std::int64_t position = ((1 * 16 + 9) * 5 + 2) * 6 + 5;
+      values[static_cast<std::size_t>(position)] = 0;
+      const Tensor bad = index_tensor(desc.dst_dims(), index_dtype, layout, values);
+      Context context = gpu_context();
+      const auto device = [&](const Tensor& host) {
+        Tensor copy_on_device =
+            Tensor::empty(host.dims(), host.dtype(), layout, context.allocator());
+        copy(host, copy_on_device);
+        return copy_on_device;
+      };
+      const Tensor diff_dst = device(operands.diff_dst);
+      const Tensor bad_indices = device(bad);
+      Tensor diff_src = device(nan_tensor(desc.src_dims(), desc.dtype, layout));
+      pool_bwd(context, desc, diff_dst, bad_indices, diff_src);
+      Tensor host = Tensor::empty(desc.src_dims(), desc.dtype, layout);
+      copy(diff_src, host);  // waits for the kernels
+      const std::vector<float> grad = host.to_f32();
+      // The window's first input element: [1, 9, 3, 5].
+      EXPECT_TRUE(std::isnan(grad[static_cast<std::size_t>(((1 * 16 + 9) * 9 + 3) * 7 + 5)]))
+          << context_text;
+      EXPECT_EQ(std::count_if(grad.begin(), grad.end(), [](float v) { return std::isnan(v); }),
+                1)
+          << context_text;
+      try {
+        pool_bwd(context, desc, diff_dst, bad_indices, diff_src);
+        ADD_FAILURE() << "the bad index was not reported: " << context_text;
+      } catch (const Error& error) {
+        EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument) << error.what();
+        EXPECT_NE(error.message().find("indices[1, 9, 2, 5] is 0"), std::string::npos)
+            << error.what();
+        EXPECT_NE(error.message().find("found on the GPU by an earlier call"), std::string::npos)
+            << error.what();
+      }
+      // Reported once: good indices then run clean, and stay clean.
+      const Tensor good = device(index_tensor(desc.dst_dims(), index_dtype, layout,
+                                              index_values(operands.indices)));
+      for (int call = 0; call < 2; ++call) {
+        pool_bwd(context, desc, diff_dst, good, diff_src);
+        copy(diff_src, host);
+        EXPECT_TRUE(all_finite(host, "diff_src", context_text));
+      }
+    }
+  }
 }
 
 // A zero-workspace candidate always exists (cudnn:kernel:pool), whatever the desc.

@@ -74,6 +74,20 @@ if(COMMAND dnnx_cli_test)
                 ARGS profile pool --input 2x3x9x9 --kernel 3 --stride 2 --pad-before 1 --pad-after 0
                      --ceil --mode max --dtype f16 --layout nhwc --direction bwd --runs 1
                      --backend reference)
+  # Max pooling with indices.
+  dnnx_cli_test(help.algos_pool_indices STDOUT "--indices +max pooling that saves argmax indices"
+                ARGS algos pool --help)
+  dnnx_cli_test(pool.algos_indices_cpu
+                STDOUT "pool2d max .* indices.*cpu:kernel:max_indices +supported.*implementation-defined window offsets"
+                ARGS algos pool ${_pool_cli} --indices --direction bwd --backend cpu)
+  dnnx_cli_test(pool.profile_indices_cpu STDOUT "cpu:kernel:max_indices +[0-9.]+ .* ok"
+                ARGS profile pool ${_pool_cli} --indices --runs 2 --backend cpu)
+  dnnx_cli_test(pool.repro_roundtrip_indices
+                STDOUT "repro: dnnx profile pool --input 2x3x9x9 --kernel 3 --stride 2 --pad 1 --mode max --indices --dtype bf16 --layout nhwc --direction bwd"
+                ARGS profile pool ${_pool_cli} --mode max --indices --dtype bf16 --layout nhwc
+                     --direction bwd --runs 1 --backend reference)
+  dnnx_cli_usage_error(pool.bad_indices_mode "indices is set with mode avg_include_pad"
+                       algos pool ${_pool_cli} --mode avg --indices)
   dnnx_cli_usage_error(pool.bad_mode "--mode 'sum': unknown pooling mode 'sum'; accepted: max"
                        algos pool ${_pool_cli} --mode sum)
   dnnx_cli_usage_error(pool.bad_kernel_count "--kernel '3,3,3': expected 1 value or 2"

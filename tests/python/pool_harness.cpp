@@ -3,10 +3,12 @@
 //   pool_harness CASE_DIR
 //
 // reads CASE_DIR/case.json (the PoolDesc fields: spatial_dims, batch, channels, input, kernel,
-// stride, pad_before, pad_after, ceil_mode, mode, layout) and the float32 .npy inputs src.npy and
-// diff_dst.npy (logical N, C, spatial... order, whatever the layout), runs forward and backward
-// on the reference backend in f32 and writes dst.npy and diff_src.npy next to them. Exit 0 on
-// success, 1 with one line on stderr on any failure, 2 on bad usage.
+// stride, pad_before, pad_after, ceil_mode, mode, layout, and optionally indices) and the float32
+// .npy inputs src.npy and diff_dst.npy (logical N, C, spatial... order, whatever the layout),
+// runs forward and backward on the reference backend in f32 and writes dst.npy and diff_src.npy
+// next to them. With "indices": true the forward also writes its i64 argmax indices, saved as
+// indices.npy (float32, exact: every case's planes are far below 2^24 elements), and the backward
+// reads them. Exit 0 on success, 1 with one line on stderr on any failure, 2 on bad usage.
 
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/pool.hpp>
@@ -51,6 +53,7 @@ dnnx::PoolDesc read_desc(const fs::path& path) {
   desc.pad_after = spatial(json.at("pad_after"), desc.spatial_dims, "pad_after", 0);
   desc.ceil_mode = json.at("ceil_mode").get<bool>();
   desc.mode = dnnx::parse_pool_mode(json.at("mode").get<std::string>());
+  desc.indices = json.value("indices", false);
   desc.layout = dnnx::parse_layout(json.value("layout", "nchw"));
   desc.dtype = dnnx::DType::f32;
   desc.validate();
@@ -65,8 +68,15 @@ void run(const fs::path& dir) {
   context.set_choice_cache(std::make_shared<dnnx::ChoiceCache>());
   dnnx::Tensor dst = dnnx::Tensor::empty(desc.dst_dims(), dnnx::DType::f32, desc.layout);
   dnnx::Tensor diff_src = dnnx::Tensor::empty(desc.src_dims(), dnnx::DType::f32, desc.layout);
-  dnnx::pool_fwd(context, desc, src, dst);
-  dnnx::pool_bwd(context, desc, src, dst, diff_dst, diff_src);
+  if (desc.indices) {
+    dnnx::Tensor indices = dnnx::Tensor::empty(desc.dst_dims(), dnnx::DType::i64, desc.layout);
+    dnnx::pool_fwd(context, desc, src, dst, indices);
+    dnnx::pool_bwd(context, desc, diff_dst, indices, diff_src);
+    save(dir, "indices.npy", indices);
+  } else {
+    dnnx::pool_fwd(context, desc, src, dst);
+    dnnx::pool_bwd(context, desc, src, dst, diff_dst, diff_src);
+  }
   save(dir, "dst.npy", dst);
   save(dir, "diff_src.npy", diff_src);
 }

@@ -3,16 +3,23 @@
 
     torch_pool_parity.py POOL_HARNESS [--keep DIR] [--case SUBSTRING]
 
-For every case of the table below and every mode (max, avg_include_pad, avg_exclude_pad): numpy
-draws float32 inputs, pool_harness runs forward and backward on dnnx's reference backend, and torch
-computes the same in float64: F.max_pool{1,2,3}d and F.avg_pool{1,2,3}d with ceil_mode and
-count_include_pad both ways, gradients through autograd. PyTorch pads symmetrically; per-side
-padding (floor mode) goes through F.pad: -inf for max, zeros for the include-pad average, and for
-the exclude-pad average the ratio of two include-pad averages, of the input and of a mask of ones.
+For every case of the table below and every mode (max, max with indices, avg_include_pad,
+avg_exclude_pad): numpy draws float32 inputs, pool_harness runs forward and backward on dnnx's
+reference backend, and torch computes the same in float64: F.max_pool{1,2,3}d (return_indices
+both ways) and F.avg_pool{1,2,3}d with ceil_mode and count_include_pad both ways, gradients
+through autograd (for max with indices, max_pool*d_with_indices_backward through the saved
+indices). PyTorch pads symmetrically; per-side padding (floor mode) goes through F.pad: -inf for
+max, zeros for the include-pad average, and for the exclude-pad average the ratio of two
+include-pad averages, of the input and of a mask of ones. Indices name positions of the padded
+input there, so max with indices runs on the symmetric cases only.
 
 Max inputs are distinct integers within each plane (no ties, so the gradient routing is unique)
-and max forward must agree exactly. Every other output must agree within 4 f32 ulps of its scale,
-the same computation on |inputs| (for max backward, |diff_dst| routed by the same src).
+and max forward must agree exactly, indices included. Every other output must agree within 4 f32
+ulps of its scale, the same computation on |inputs| (for max backward, |diff_dst| routed by the
+same src). The tie cases (TIE_CASES, max with indices) draw inputs from {0, 1, 2} with some NaNs:
+dst (NaN where torch has NaN) and the indices must match torch's exactly, which pins down
+PyTorch's rule (the first maximum in scan order, the last NaN of a window), and the gradient,
+routed through those indices, within the bound.
 
 Exit codes: 0 all cases agree, 1 a mismatch or a harness failure, 77 torch or numpy missing
 (ctest reports SKIP), 2 bad usage.
@@ -24,7 +31,7 @@ import oracle_common
 from oracle_common import F, np, torch
 
 TOLERANCE = 4 * 2.0 ** -24
-MODES = ("max", "avg_include_pad", "avg_exclude_pad")
+MODES = ("max", "max_indices", "avg_include_pad", "avg_exclude_pad")
 
 
 def case(name, batch, channels, input, kernel, stride=None, pad=0, ceil=False, layout="nchw"):
@@ -71,6 +78,15 @@ CASES = [
 ]
 
 
+# Heavy ties and NaNs, max with indices (symmetric padding: torch's indices are then dnnx's).
+TIE_CASES = [
+    case("ties_1d_overlap", 2, 3, (23,), 3, 1, 1),
+    case("ties_2d_resnet_stem", 2, 3, (13, 12), 3, 2, 1),
+    case("ties_2d_ceil_nhwc", 1, 4, (9, 10), (3, 2), (2, 2), (1, 1), ceil=True, layout="nhwc"),
+    case("ties_3d", 1, 2, (5, 6, 7), 3, 2, 1, ceil=True),
+]
+
+
 def output_size(c, i):
     """PoolDesc::output_size: PyTorch's pooling_output_shape with per-side padding."""
     span = c["input"][i] + c["pad_before"][i] + c["pad_after"][i] - c["kernel"][i]
@@ -90,13 +106,20 @@ def shapes(c):
 
 
 def torch_pool(c, mode, src, diff_dst):
-    """dst and diff_src in float64."""
+    """dst and diff_src in float64, and for max with indices the indices (int64)."""
     dims = c["spatial_dims"]
     x = torch.tensor(src, dtype=torch.float64, requires_grad=True)
     g = torch.tensor(diff_dst, dtype=torch.float64)
     k, s = c["kernel"], c["stride"]
     max_pool = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[dims]
     avg_pool = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}[dims]
+    if mode == "max_indices":
+        assert c["pad_before"] == c["pad_after"], "indices are compared on symmetric padding"
+        y, indices = max_pool(x, k, s, c["pad_before"], ceil_mode=c["ceil_mode"],
+                              return_indices=True)
+        y.backward(g)
+        return {"dst": y.detach().numpy(), "diff_src": x.grad.numpy(),
+                "indices": indices.numpy()}
     if c["pad_before"] == c["pad_after"]:
         p = c["pad_before"]
         if mode == "max":
@@ -128,30 +151,92 @@ def tie_free(rng, shape):
     return values.reshape(shape).astype(np.float32)
 
 
+def harness_case(c):
+    """The case as pool_harness reads it: mode max_indices is mode max with indices."""
+    if c["mode"] == "max_indices":
+        return dict(c, mode="max", indices=True)
+    return c
+
+
+def compare_indices(directory, want):
+    """(ok, message): the harness's indices equal torch's."""
+    got = oracle_common.load_output(directory, "indices").astype(np.int64)
+    if got.shape != want.shape:
+        return False, f"indices: shape {got.shape} from dnnx, {want.shape} from torch"
+    bad = int((got != want).sum())
+    if bad == 0:
+        return True, "indices: exact"
+    at = np.unravel_index(int(np.argmax(got != want)), got.shape)
+    return False, (f"indices: {bad} of {got.size} differ (first at {list(at)}: dnnx {got[at]}, "
+                   f"torch {want[at]})")
+
+
 def run_case(harness, c, name, directory, rng):
     mode = c["mode"]
     src_shape, dst_shape = shapes(c)
-    src = tie_free(rng, src_shape) if mode == "max" else \
+    max_mode = mode in ("max", "max_indices")
+    src = tie_free(rng, src_shape) if max_mode else \
         rng.uniform(-1, 1, src_shape).astype(np.float32)
     diff_dst = rng.uniform(-1, 1, dst_shape).astype(np.float32)
-    failure = oracle_common.run_harness(harness, directory, c, {"src": src, "diff_dst": diff_dst})
+    failure = oracle_common.run_harness(harness, directory, harness_case(c),
+                                        {"src": src, "diff_dst": diff_dst})
     if failure:
         return False, [failure]
 
     want = torch_pool(c, mode, src.astype(np.float64), diff_dst.astype(np.float64))
-    scale_src = src if mode == "max" else np.abs(src)  # max: the same routing
+    scale_src = src if max_mode else np.abs(src)  # max: the same routing
     scale = torch_pool(c, mode, scale_src.astype(np.float64), np.abs(diff_dst).astype(np.float64))
     checks = []
     for output in ("dst", "diff_src"):
-        exact = mode == "max" and output == "dst"
+        exact = max_mode and output == "dst"
         bound = 0.0 if exact else TOLERANCE * np.abs(scale[output])
         checks.append(oracle_common.compare(output, oracle_common.load_output(directory, output),
                                             want[output], bound))
+    if mode == "max_indices":
+        checks.append(compare_indices(directory, want["indices"]))
     return all(ok for ok, _ in checks), [message for _, message in checks]
 
 
+def run_tie_case(harness, c, name, directory, rng):
+    """Max with indices on inputs full of ties and NaNs (TIE_CASES)."""
+    src_shape, dst_shape = shapes(c)
+    src = rng.integers(0, 3, src_shape).astype(np.float32)
+    src[rng.random(src_shape) < 0.03] = np.nan
+    diff_dst = rng.uniform(-1, 1, dst_shape).astype(np.float32)
+    failure = oracle_common.run_harness(harness, directory, harness_case(c),
+                                        {"src": src, "diff_dst": diff_dst})
+    if failure:
+        return False, [failure]
+    want = torch_pool(c, "max_indices", src.astype(np.float64), diff_dst.astype(np.float64))
+    scale = torch_pool(c, "max_indices", src.astype(np.float64),
+                       np.abs(diff_dst).astype(np.float64))
+    checks = []
+    got = oracle_common.load_output(directory, "dst")
+    same = got.shape == want["dst"].shape and np.array_equal(got, want["dst"], equal_nan=True)
+    checks.append((same, "dst: exact, NaNs where torch's" if same else
+                   f"dst: differs from torch's ({int(np.isnan(got).sum())} NaNs from dnnx, "
+                   f"{int(np.isnan(want['dst']).sum())} from torch)"))
+    checks.append(compare_indices(directory, want["indices"]))
+    checks.append(oracle_common.compare("diff_src",
+                                        oracle_common.load_output(directory, "diff_src"),
+                                        want["diff_src"], TOLERANCE * np.abs(scale["diff_src"])))
+    return all(ok for ok, _ in checks), [message for _, message in checks]
+
+
+def run_any(harness, c, name, directory, rng):
+    runner = run_tie_case if c.get("ties") else run_case
+    return runner(harness, {k: v for k, v in c.items() if k != "ties"}, name, directory, rng)
+
+
+def runs():
+    """Every (name, case, note): the table in every mode (max with indices where the padding is
+    symmetric), then the tie cases."""
+    table = [(f"{c['name']}_{mode}", dict(c, mode=mode), "") for c in CASES for mode in MODES
+             if mode != "max_indices" or c["pad_before"] == c["pad_after"]]
+    ties = [(f"{c['name']}_max_indices", dict(c, mode="max_indices", ties=True), "")
+            for c in TIE_CASES]
+    return table + ties
+
+
 if __name__ == "__main__":
-    sys.exit(oracle_common.main(
-        __doc__, "pool_harness",
-        [(f"{c['name']}_{mode}", dict(c, mode=mode), "") for c in CASES for mode in MODES],
-        run_case))
+    sys.exit(oracle_common.main(__doc__, "pool_harness", runs(), run_any))
