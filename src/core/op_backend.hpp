@@ -58,8 +58,8 @@ class OpBackend {
   /// Called before an exhaustive search with the ids it may run: a backend whose plans are costly
   /// to build can build them ahead, e.g. on several host threads. Failures are left for plan() to
   /// report. The default builds nothing.
-  virtual void prepare(const Desc& desc, Direction direction,
-                       const std::vector<std::string>& ids) {}
+  virtual void prepare(const Desc& desc, Direction direction, const std::vector<std::string>& ids) {
+  }
   /// A plan of `id`, a candidate listed for another desc of the op, for the smaller `desc` a
   /// search probes with (Note [probing slow candidates] in src/tune/select.cpp); null when it
   /// cannot run `desc`. A backend whose listing is costly may build it without listing `desc`
@@ -83,8 +83,8 @@ class PlanCache {
   using Plan = OpPlan<Args>;
   std::shared_ptr<Plan> get_or_build(const Desc& desc, Direction direction, const std::string& id,
                                      const std::function<std::shared_ptr<Plan>()>& build) {
-    const std::string key = desc.key() + " | " + std::to_string(static_cast<int>(direction)) +
-                            " | " + id;
+    const std::string key =
+        desc.key() + " | " + std::to_string(static_cast<int>(direction)) + " | " + id;
     {
       std::lock_guard lock(mutex_);
       if (auto it = plans_.find(key); it != plans_.end()) return it->second;
@@ -129,7 +129,7 @@ class ListedOpBackend : public OpBackend<Desc, Args> {
         std::lock_guard lock(mutex_);
         const std::vector<Candidate>& candidates = candidates_locked(desc, direction);
         const auto found = std::find_if(candidates.begin(), candidates.end(),
-                                         [&](const Candidate& c) { return c.info.id == id; });
+                                        [&](const Candidate& c) { return c.info.id == id; });
         if (found == candidates.end()) {
           std::string valid;
           for (const Candidate& c : candidates) {
@@ -137,8 +137,8 @@ class ListedOpBackend : public OpBackend<Desc, Args> {
             valid += (valid.empty() ? "" : ", ") + c.info.id;
           }
           throw Error(ErrorKind::InvalidArgument,
-                      "algorithm id '" + id + "' is not a candidate for this " + op_name() +
-                          " " + std::string(to_string(direction)) +
+                      "algorithm id '" + id + "' is not a candidate for this " + op_name() + " " +
+                          std::string(to_string(direction)) +
                           "; valid ids: " + (valid.empty() ? "(none)" : valid),
                       error_context(desc, direction, id));
         }

@@ -70,8 +70,8 @@ void check_bias(const Context& context, const ConvDesc& desc, const char* role,
                  " do not match the desc, which expects ", desc.bias_dims(),
                  " (one value per output channel)");
   DNNX_CHECK_ARG(bias.data() != nullptr, role, " has null data");
-  DNNX_CHECK_ARG(bias.strides()[0] == 1 || bias.dims()[0] == 1, role, " must be contiguous, got stride ",
-                 bias.strides()[0]);
+  DNNX_CHECK_ARG(bias.strides()[0] == 1 || bias.dims()[0] == 1, role,
+                 " must be contiguous, got stride ", bias.strides()[0]);
   DNNX_CHECK_ARG(bias.device() == context.device(), role, " is on ", to_string(bias.device()),
                  " but the context runs on ", to_string(context.device()));
 }
@@ -84,12 +84,8 @@ struct Scratch {
   ConvArgs args(Direction direction) {
     ConvArgs a;
     switch (direction) {
-      case Direction::fwd:
-        a.src = &src, a.weights = &weights, a.dst = &dst;
-        break;
-      case Direction::bwd_data:
-        a.diff_dst = &dst, a.weights = &weights, a.diff_src = &src;
-        break;
+      case Direction::fwd: a.src = &src, a.weights = &weights, a.dst = &dst; break;
+      case Direction::bwd_data: a.diff_dst = &dst, a.weights = &weights, a.diff_src = &src; break;
       case Direction::bwd_weights:
         a.src = &src, a.diff_dst = &dst, a.diff_weights = &weights;
         break;
@@ -208,7 +204,8 @@ std::shared_ptr<const Choice> conv_fwd(Context& context, const ConvDesc& desc, c
 std::shared_ptr<const Choice> conv_bwd_data(Context& context, const ConvDesc& desc,
                                             const Tensor& diff_dst, const Tensor& weights,
                                             Tensor& diff_src) {
-  return Dispatch::run(context, desc, Direction::bwd_data, bwd_data_args(diff_dst, weights, diff_src));
+  return Dispatch::run(context, desc, Direction::bwd_data,
+                       bwd_data_args(diff_dst, weights, diff_src));
 }
 
 std::shared_ptr<const Choice> conv_bwd_weights(Context& context, const ConvDesc& desc,
@@ -222,7 +219,7 @@ std::shared_ptr<const Choice> conv_bwd_weights(Context& context, const ConvDesc&
     });
   }
   auto choice = Dispatch::run(context, desc, Direction::bwd_weights,
-                         bwd_weights_args(src, diff_dst, diff_weights));
+                              bwd_weights_args(src, diff_dst, diff_weights));
   if (diff_bias != nullptr) conv_bias_bwd(context, desc, diff_dst, *diff_bias);
   return choice;
 }
@@ -255,7 +252,7 @@ ProfileResult conv_profile(Context& context, const ConvDesc& desc, Direction dir
   return Dispatch::profile(context, desc, direction);
 }
 
-// ---- Convolution (layer state) -------------------------------------------------------------------
+// ---- Convolution (layer state) ----------------------------------------------------------------
 
 Convolution::Convolution(Context context) : context_(std::move(context)) {}
 
@@ -288,9 +285,8 @@ namespace {
 
 template <typename Run>
 std::shared_ptr<const Choice> layer_call(Context& context, const ConvDesc& desc,
-                                         Direction direction,
-                                         std::shared_ptr<const Choice> held, Run run_fresh,
-                                         const ConvArgs& args) {
+                                         Direction direction, std::shared_ptr<const Choice> held,
+                                         Run run_fresh, const ConvArgs& args) {
   if (held) return Dispatch::run_choice(context, desc, direction, args, std::move(held));
   return run_fresh();
 }
@@ -301,8 +297,9 @@ std::shared_ptr<const Choice> Convolution::fwd(const ConvDesc& desc, const Tenso
                                                const Tensor& weights, Tensor& dst,
                                                const Tensor* bias) {
   const ConvArgs args = fwd_args(src, weights, dst);
-  auto used = layer_call(context_, desc, Direction::fwd, choose(desc, Direction::fwd),
-                         [&] { return Dispatch::run(context_, desc, Direction::fwd, args); }, args);
+  auto used = layer_call(
+      context_, desc, Direction::fwd, choose(desc, Direction::fwd),
+      [&] { return Dispatch::run(context_, desc, Direction::fwd, args); }, args);
   if (bias != nullptr) conv_bias_fwd(context_, desc, *bias, dst);
   slots_[0] = {used, desc};
   return used;
@@ -311,8 +308,9 @@ std::shared_ptr<const Choice> Convolution::fwd(const ConvDesc& desc, const Tenso
 std::shared_ptr<const Choice> Convolution::bwd_data(const ConvDesc& desc, const Tensor& diff_dst,
                                                     const Tensor& weights, Tensor& diff_src) {
   const ConvArgs args = bwd_data_args(diff_dst, weights, diff_src);
-  auto used = layer_call(context_, desc, Direction::bwd_data, choose(desc, Direction::bwd_data),
-                         [&] { return Dispatch::run(context_, desc, Direction::bwd_data, args); }, args);
+  auto used = layer_call(
+      context_, desc, Direction::bwd_data, choose(desc, Direction::bwd_data),
+      [&] { return Dispatch::run(context_, desc, Direction::bwd_data, args); }, args);
   slots_[1] = {used, desc};
   return used;
 }

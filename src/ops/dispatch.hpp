@@ -280,8 +280,7 @@ class Dispatch {
         bool tried = false;
         std::unique_ptr<typename Op::Slice> slice;
       };
-      hooks.probe = [&state, &backend, &desc, direction, &args,
-                     lazy = std::make_shared<Lazy>()](
+      hooks.probe = [&state, &backend, &desc, direction, &args, lazy = std::make_shared<Lazy>()](
                         const AlgoInfo& algo) -> std::optional<double> {
         if (!lazy->tried) {
           lazy->tried = true;

@@ -13,8 +13,11 @@ namespace dnnx::tune {
 namespace {
 
 ErrorContext context_of(const Request& request, std::string implementation = {}) {
-  return {request.op + " " + std::string(to_string(request.direction)), request.repro,
-          request.backend, std::move(implementation), {}};
+  return {request.op + " " + std::string(to_string(request.direction)),
+          request.repro,
+          request.backend,
+          std::move(implementation),
+          {}};
 }
 
 std::string supported_ids(const std::vector<AlgoInfo>& candidates) {
@@ -76,11 +79,11 @@ const AlgoInfo& first_admissible(const Request& request, const std::vector<AlgoI
     }
     return algo;
   }
-  detail::raise(ErrorKind::Unsupported,
-                detail::cat("no ", wanted, " candidate meets the constraints",
-                            excluded.empty() ? std::string()
-                                             : " (" + detail::join(excluded, "; ") + ")"),
-                context_of(request));
+  detail::raise(
+      ErrorKind::Unsupported,
+      detail::cat("no ", wanted, " candidate meets the constraints",
+                  excluded.empty() ? std::string() : " (" + detail::join(excluded, "; ") + ")"),
+      context_of(request));
 }
 
 }  // namespace
@@ -89,9 +92,9 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
   if (!algo.supported) return Exclusion{CandidateStatus::unsupported, algo.reason};
   const auto limit = options.effective_workspace_limit();
   if (limit && algo.workspace_bytes > *limit) {
-    return Exclusion{CandidateStatus::over_workspace_limit,
-                     detail::cat("needs ", algo.workspace_bytes, " B of workspace, limit is ",
-                                 *limit, " B")};
+    return Exclusion{
+        CandidateStatus::over_workspace_limit,
+        detail::cat("needs ", algo.workspace_bytes, " B of workspace, limit is ", *limit, " B")};
   }
   if (options.deterministic && !algo.deterministic) {
     return Exclusion{CandidateStatus::not_deterministic,
@@ -155,8 +158,9 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
     // and, if it is already abandon_factor x slower than the best, it is not run again.
     if (is_naive(algo) && std::isfinite(best)) {
       row.status = CandidateStatus::abandoned;
-      row.detail = "naive reference implementation, not run once a faster candidate was timed "
-                   "(set time_naive / --time-naive to time it)";
+      row.detail =
+          "naive reference implementation, not run once a faster candidate was timed "
+          "(set time_naive / --time-naive to time it)";
       continue;
     }
     const double threshold = options.abandon_factor * best;
@@ -180,8 +184,8 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
       const double first = run(algo);
       if (first > threshold) {
         row.status = CandidateStatus::abandoned;
-        row.detail = detail::cat("first run ", first, " ms > ", options.abandon_factor,
-                                 " x best ", best, " ms");
+        row.detail = detail::cat("first run ", first, " ms > ", options.abandon_factor, " x best ",
+                                 best, " ms");
         row.median_ms = row.min_ms = first;
         row.runs = 1;
         if (probe) probing = true;
@@ -276,9 +280,8 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
                                    policy.family) != std::end(family_names) ||
                          policy.family == "deterministic";
       DNNX_CHECK_ARG(known, "unknown algorithm family '", policy.family, "'");
-      const bool any = std::any_of(candidates.begin(), candidates.end(), [&](const AlgoInfo& a) {
-        return in_family(a, policy.family);
-      });
+      const bool any = std::any_of(candidates.begin(), candidates.end(),
+                                   [&](const AlgoInfo& a) { return in_family(a, policy.family); });
       if (!any) {
         std::vector<std::string> available;
         for (const AlgoInfo& algo : candidates) {
@@ -303,16 +306,16 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
       const auto it = std::find_if(candidates.begin(), candidates.end(),
                                    [&](const AlgoInfo& algo) { return algo.id == policy.id; });
       if (it == candidates.end()) {
-        detail::raise(ErrorKind::InvalidArgument,
-                      detail::cat("algorithm id '", policy.id, "' is not a candidate for this ",
-                                  request.op, " on ", request.backend,
-                                  "; valid ids: ", supported_ids(candidates)),
-                      context_of(request, policy.id));
+        detail::raise(
+            ErrorKind::InvalidArgument,
+            detail::cat("algorithm id '", policy.id, "' is not a candidate for this ", request.op,
+                        " on ", request.backend, "; valid ids: ", supported_ids(candidates)),
+            context_of(request, policy.id));
       }
       if (auto why = exclusion(*it, options)) {
         detail::raise(ErrorKind::Unsupported,
-                      detail::cat("fixed algorithm '", policy.id, "' cannot be used: ",
-                                  why->detail, "; valid ids: ", supported_ids(candidates)),
+                      detail::cat("fixed algorithm '", policy.id, "' cannot be used: ", why->detail,
+                                  "; valid ids: ", supported_ids(candidates)),
                       context_of(request, policy.id));
       }
       choice.algo = *it;
@@ -331,10 +334,10 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
       }
       // The fastest timed candidate that an automatic policy may pick (Note [unsafe candidates])
       // goes first; the table keeps every other row in its order.
-      const auto pick = std::find_if(choice.timings.begin(), choice.timings.end(),
-                                     [](const ProfileRow& row) {
-                                       return row.status == CandidateStatus::ok && !unsafe(row.algo);
-                                     });
+      const auto pick =
+          std::find_if(choice.timings.begin(), choice.timings.end(), [](const ProfileRow& row) {
+            return row.status == CandidateStatus::ok && !unsafe(row.algo);
+          });
       if (pick != choice.timings.end()) std::rotate(choice.timings.begin(), pick, pick + 1);
       if (choice.timings.empty() || choice.timings.front().status != CandidateStatus::ok ||
           unsafe(choice.timings.front().algo)) {
@@ -350,11 +353,10 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
       }
       choice.algo = choice.timings.front().algo;
       choice.time_ms = choice.timings.front().median_ms;
-      const auto second = std::find_if(choice.timings.begin() + 1, choice.timings.end(),
-                                       [](const ProfileRow& row) {
-                                         return row.status == CandidateStatus::ok &&
-                                                !unsafe(row.algo);
-                                       });
+      const auto second =
+          std::find_if(choice.timings.begin() + 1, choice.timings.end(), [](const ProfileRow& row) {
+            return row.status == CandidateStatus::ok && !unsafe(row.algo);
+          });
       if (second != choice.timings.end()) {
         choice.runner_up = second->algo.id;
         choice.runner_up_ms = second->median_ms;

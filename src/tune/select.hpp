@@ -24,12 +24,12 @@ using ProbeOnce = std::function<std::optional<double>(const AlgoInfo& algo)>;
 
 /// What is being selected for, for messages, verbose lines and the Choice record.
 struct Request {
-  std::string op;         ///< the op's name, to_string(OpKind): "conv", "pool", ...
+  std::string op;  ///< the op's name, to_string(OpKind): "conv", "pool", ...
   Direction direction = Direction::fwd;
-  std::string desc;       ///< the desc printed
-  std::string repro;      ///< CLI line reproducing the case
-  std::string backend;    ///< "cpu", "cudnn", ...
-  std::string key;        ///< the choice-cache key
+  std::string desc;     ///< the desc printed
+  std::string repro;    ///< CLI line reproducing the case
+  std::string backend;  ///< "cpu", "cudnn", ...
+  std::string key;      ///< the choice-cache key
 };
 
 /// Why `algo` may not be chosen under `options`: unsupported, over the workspace limit, or not
@@ -49,8 +49,8 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 ///   exhaustive - time_candidates() with the benchmark limit, fastest median wins.
 /// No automatic policy (heuristic, family, exhaustive) picks a candidate noted "overflow_risk"
 /// (Note [unsafe candidates]); exhaustive times it, and the timings list the choice first.
-/// Throws Error(Unsupported) when no candidate is admissible (e.g. a workspace limit nothing meets).
-/// Writes one line to stderr when options.verbose.
+/// Throws Error(Unsupported) when no candidate is admissible (e.g. a workspace limit nothing
+/// meets). Writes one line to stderr when options.verbose.
 Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
               const TuneOptions& options, const RunOnce& run, const ProbeOnce& probe = {});
 

@@ -152,10 +152,8 @@ std::vector<ConvDesc> desc_matrix() {
   // Unaligned channel counts in f16/bf16, where channel-padded candidates are listed too (Note
   // [channel padding]): a first layer (3 -> 16, 7x7/2), both counts padded (5 -> 6), 3-D.
   const std::vector<ConvDesc> unaligned{
-      make_desc({2, 3, 17, 15}, {16, 3, 7, 7}, {2}, {3}, {1}, 1, DType::f16,
-                Layout::channels_last),
-      make_desc({2, 5, 9, 8}, {6, 5, 3, 3}, {1}, {1}, {1}, 1, DType::bf16,
-                Layout::channels_first),
+      make_desc({2, 3, 17, 15}, {16, 3, 7, 7}, {2}, {3}, {1}, 1, DType::f16, Layout::channels_last),
+      make_desc({2, 5, 9, 8}, {6, 5, 3, 3}, {1}, {1}, {1}, 1, DType::bf16, Layout::channels_first),
       make_desc({1, 3, 5, 6, 7}, {8, 3, 3, 3, 3}, {1}, {1}, {1}, 1, DType::f16,
                 Layout::channels_last),
   };
@@ -431,8 +429,8 @@ TEST(CudnnConv, KnobSearchListsVariantsAfterEveryOtherCandidate) {
 TEST(CudnnConv, ChannelPaddedCandidatesForUnalignedHalfConvs) {
   DNNX_REQUIRE_GPU();
   Context context = gpu_context();
-  const ConvDesc first_layer = make_desc({2, 3, 17, 15}, {16, 3, 7, 7}, {2}, {3}, {1}, 1,
-                                         DType::f16, Layout::channels_last);
+  const ConvDesc first_layer =
+      make_desc({2, 3, 17, 15}, {16, 3, 7, 7}, {2}, {3}, {1}, 1, DType::f16, Layout::channels_last);
   ConvDesc as_f32 = first_layer;
   as_f32.dtype = DType::f32;
   const ConvDesc aligned = desc_matrix()[1];
@@ -457,8 +455,8 @@ TEST(CudnnConv, ChannelPaddedCandidatesForUnalignedHalfConvs) {
       }
     }
     EXPECT_GT(padded, 0U) << to_string(direction);
-    std::cout << "[ cudnn    ] " << to_string(direction) << ": " << padded << " of "
-              << algos.size() << " candidates channel-padded\n";
+    std::cout << "[ cudnn    ] " << to_string(direction) << ": " << padded << " of " << algos.size()
+              << " candidates channel-padded\n";
     for (const ConvDesc& desc : {as_f32, aligned}) {
       for (const AlgoInfo& info : conv_list(context, desc, direction)) {
         EXPECT_NE(info.id.rfind("cudnn:padc:", 0), 0U) << desc << ": " << info.id;
@@ -619,7 +617,7 @@ TEST(CudnnConv, CallersStreamRunsTheOpsAndCopiesWaitForIt) {
   Context context = own.with_stream(stream);
   EXPECT_EQ(context.stream(), static_cast<void*>(stream));
   EXPECT_EQ(own.stream(), nullptr);
-  EXPECT_NE(&context.state(), &own.state());  // an instance of its own
+  EXPECT_NE(&context.state(), &own.state());                      // an instance of its own
   EXPECT_EQ(&context.state(), &own.with_stream(stream).state());  // shared by that stream
   EXPECT_EQ(&context.with_stream(nullptr).state(), &own.state());
   EXPECT_NE(context.describe().find("caller's stream"), std::string::npos) << context.describe();

@@ -304,12 +304,12 @@ TEST(ExhaustivePolicy, ProbesOnASliceOnceASlowCandidateShowedUp) {
   FakeBench bench;
   // best 10 ms (abandonment threshold 40).
   bench.add(Algo("best"), {10.0})
-      .add(Algo("near"), {15.0})       // fully timed, probing still off
-      .add(Algo("huge"), {200.0})      // abandoned on its full run: probing on from here
-      .add(Algo("slow"), {300.0})      // its slice takes 50 > 2 x 10: never fully run
-      .add(Algo("twice"), {30.0})      // its slice takes 21 > 2 x 10: cannot win, never run
-      .add(Algo("fast"), {8.0})        // its slice takes 1: fully timed, wins
-      .add(Algo("noslice"), {9.0});    // no slice: fully timed
+      .add(Algo("near"), {15.0})     // fully timed, probing still off
+      .add(Algo("huge"), {200.0})    // abandoned on its full run: probing on from here
+      .add(Algo("slow"), {300.0})    // its slice takes 50 > 2 x 10: never fully run
+      .add(Algo("twice"), {30.0})    // its slice takes 21 > 2 x 10: cannot win, never run
+      .add(Algo("fast"), {8.0})      // its slice takes 1: fully timed, wins
+      .add(Algo("noslice"), {9.0});  // no slice: fully timed
   std::map<std::string, int> probes;
   const dnnx::tune::ProbeOnce probe = [&](const dnnx::AlgoInfo& algo) -> std::optional<double> {
     ++probes[algo.id];
@@ -320,8 +320,8 @@ TEST(ExhaustivePolicy, ProbesOnASliceOnceASlowCandidateShowedUp) {
   };
   TuneOptions options = options_with(AlgoPolicy::exhaustive());
   options.abandon_factor = 4.0;
-  const Choice choice = dnnx::tune::select(fake_request(), bench.candidates(), options,
-                                           bench.run(), probe);
+  const Choice choice =
+      dnnx::tune::select(fake_request(), bench.candidates(), options, bench.run(), probe);
   EXPECT_EQ(choice.algo.id, "fast");
   EXPECT_EQ(probes.count("best") + probes.count("near") + probes.count("huge"), 0U);
   EXPECT_EQ(probes["slow"], 1);
@@ -335,8 +335,8 @@ TEST(ExhaustivePolicy, ProbesOnASliceOnceASlowCandidateShowedUp) {
   EXPECT_EQ(row_of(choice.timings, "twice").status, CandidateStatus::abandoned);
   // Without a probe the same search runs "slow" once.
   FakeBench plain = bench;
-  const Choice unprobed = dnnx::tune::select(fake_request(), plain.candidates(), options,
-                                             plain.run());
+  const Choice unprobed =
+      dnnx::tune::select(fake_request(), plain.candidates(), options, plain.run());
   EXPECT_EQ(unprobed.algo.id, "fast");
   EXPECT_EQ(row_of(unprobed.timings, "slow").runs, 1);
 }
@@ -373,7 +373,8 @@ TEST(ExhaustivePolicy, FinalRoundReTimesTheContendersInterleaved) {
 TEST(ExhaustivePolicy, NeverPicksACandidateNotedOverflowRisk) {
   // Note [unsafe candidates]: "fast" is timed and fastest, but only a fixed id may choose it.
   FakeBench bench;
-  bench.add(Algo("accurate"), {2.0}).add(Algo("fast").note("overflow_risk"), {1.0})
+  bench.add(Algo("accurate"), {2.0})
+      .add(Algo("fast").note("overflow_risk"), {1.0})
       .add(Algo("other"), {3.0});
   const Choice choice = select(bench, options_with(AlgoPolicy::exhaustive()));
   EXPECT_EQ(choice.algo.id, "accurate");

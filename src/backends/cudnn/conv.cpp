@@ -142,8 +142,8 @@ class CudnnConv final : public detail::ConvBackend {
       }
     }
     if (to_build.size() < 2) return;
-    const auto threads =
-        std::min<std::size_t>({to_build.size(), 16, std::max(1u, std::thread::hardware_concurrency())});
+    const auto threads = std::min<std::size_t>(
+        {to_build.size(), 16, std::max(1u, std::thread::hardware_concurrency())});
     std::vector<std::shared_ptr<detail::ConvPlan>> built(to_build.size());
     std::vector<double> build_ms(to_build.size(), 0.0);
     std::atomic<std::size_t> next{0};
@@ -260,7 +260,8 @@ class CudnnConv final : public detail::ConvBackend {
         detail::ConvKey graph_key{desc, direction};
         auto graph = probe_graphs_.find(graph_key);
         if (graph == probe_graphs_.end())
-          graph = probe_graphs_.emplace(graph_key, operation_graph(*runtime_, desc, direction)).first;
+          graph =
+              probe_graphs_.emplace(graph_key, operation_graph(*runtime_, desc, direction)).first;
         if (graph->second) plan = make_engine_plan(runtime_, graph->second, desc, direction, info);
       }
     } catch (const Error&) {
@@ -320,7 +321,8 @@ class CudnnConv final : public detail::ConvBackend {
   std::shared_ptr<Runtime> runtime_;
   std::mutex mutex_;  // guards lists_, plans_ and the probe caches
   std::unordered_map<detail::ConvKey, Candidates, detail::ConvKeyHash> lists_;
-  std::unordered_map<detail::ConvPlanKey, std::shared_ptr<detail::ConvPlan>, detail::ConvKeyHash> plans_;
+  std::unordered_map<detail::ConvPlanKey, std::shared_ptr<detail::ConvPlan>, detail::ConvKeyHash>
+      plans_;
   // Note [probing slow candidates]: plans for probes, and the graphs they were built from.
   std::unordered_map<detail::ConvPlanKey, std::shared_ptr<detail::ConvPlan>, detail::ConvKeyHash>
       probe_plans_;

@@ -26,6 +26,8 @@
 #include "core/check.hpp"
 #include "core/strings.hpp"
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 
@@ -77,8 +79,8 @@ std::size_t box_bytes(const kernels::channel_pad::Box& box, const ConvDesc& desc
 // The padded copies of one direction: which tensors are padded (inputs) or sliced back (the
 // output), and where each sits after the inner workspace.
 struct Buffers {
-  kernels::channel_pad::Box src, src_padded;      // fwd/bwd_weights: src; bwd_data: diff_src
-  kernels::channel_pad::Box dst, dst_padded;      // fwd: dst; bwd_*: diff_dst
+  kernels::channel_pad::Box src, src_padded;  // fwd/bwd_weights: src; bwd_data: diff_src
+  kernels::channel_pad::Box dst, dst_padded;  // fwd: dst; bwd_*: diff_dst
   kernels::channel_pad::Box weights, weights_padded;
   bool pad_src = false, pad_dst = false, pad_weights = false;
   std::size_t src_offset = 0, dst_offset = 0, weights_offset = 0;  // after the inner workspace
@@ -134,83 +136,73 @@ class PaddedPlan final : public detail::ConvPlan {
     auto* base = static_cast<std::byte*>(workspace.data);
     if (reinterpret_cast<std::uintptr_t>(base) % buffer_alignment != 0) {
       detail::raise(ErrorKind::BackendFailure,
-                    detail::cat("channel-padded plans carve their copies from a ",
-                                buffer_alignment, "-byte aligned workspace; got address ",
-                                workspace.data),
+                    detail::cat("channel-padded plans carve their copies from a ", buffer_alignment,
+                                "-byte aligned workspace; got address ", workspace.data),
                     context_);
     }
     std::byte* copies = base + inner_bytes_;
     const Buffers& b = buffers_;
-    const Device device = (args.src != nullptr ? args.src : args.diff_dst)->device();
-    const Layout layout = desc_.layout;
+    // The three tensors by role: x = src / diff_src, w = weights / diff_weights,
+    // y = dst / diff_dst. bind_tensors gives (read, read, written) in direction order.
+    Operand x{&b.src, &b.src_padded, b.pad_src, copies + b.src_offset, padded_.src_dims()};
+    Operand w{&b.weights, &b.weights_padded, b.pad_weights, copies + b.weights_offset,
+              padded_.weights_dims()};
+    Operand y{&b.dst, &b.dst_padded, b.pad_dst, copies + b.dst_offset, padded_.dst_dims()};
+    const std::array<Operand*, 3> order = direction_ == Direction::fwd ? std::array{&x, &w, &y}
+                                          : direction_ == Direction::bwd_data
+                                              ? std::array{&y, &w, &x}
+                                              : std::array{&x, &y, &w};
+    order[0]->user = const_cast<void*>(t.first);
+    order[1]->user = const_cast<void*>(t.second);
+    order[2]->user = t.output;
     runtime_->make_current();
-    auto copy = [&](const void* from, const kernels::channel_pad::Box& from_box, void* to,
-                    const kernels::channel_pad::Box& to_box, const char* what) {
-      DNNX_CUDNN_CHECK(kernels::channel_pad::copy(from, from_box, to, to_box,
-                                                  static_cast<int>(size_of(desc_.dtype)),
-                                                  runtime_->stream()),
-                       context_, what);
-    };
-    // Views of the padded tensors (or the caller's, where nothing is padded).
-    auto view = [&](void* data, const Dims& dims) {
-      return Tensor::view(data, dims, desc_.dtype, layout, device);
-    };
-    Tensor src, dst, weights;
-    detail::ConvArgs inner_args;
-    const Dims src_dims = padded_.src_dims();
-    const Dims dst_dims = padded_.dst_dims();
-    const Dims weights_dims = padded_.weights_dims();
-    std::byte* src_buffer = copies + b.src_offset;
-    std::byte* dst_buffer = copies + b.dst_offset;
-    std::byte* weights_buffer = copies + b.weights_offset;
-    switch (direction_) {
-      case Direction::fwd: {
-        if (b.pad_src) copy(t.first, b.src, src_buffer, b.src_padded, "padding src's channels");
-        copy(t.second, b.weights, weights_buffer, b.weights_padded, "padding the weights");
-        src = view(b.pad_src ? src_buffer : const_cast<void*>(t.first), src_dims);
-        weights = view(weights_buffer, weights_dims);
-        dst = view(b.pad_dst ? dst_buffer : t.output, dst_dims);
-        inner_args.src = &src;
-        inner_args.weights = &weights;
-        inner_args.dst = &dst;
-        inner_->execute(inner_args, {base, inner_->algo().workspace_bytes});
-        if (b.pad_dst) copy(dst_buffer, b.dst_padded, t.output, b.dst, "slicing dst's channels");
-        break;
-      }
-      case Direction::bwd_data: {
-        if (b.pad_dst)
-          copy(t.first, b.dst, dst_buffer, b.dst_padded, "padding diff_dst's channels");
-        copy(t.second, b.weights, weights_buffer, b.weights_padded, "padding the weights");
-        dst = view(b.pad_dst ? dst_buffer : const_cast<void*>(t.first), dst_dims);
-        weights = view(weights_buffer, weights_dims);
-        src = view(b.pad_src ? src_buffer : t.output, src_dims);
-        inner_args.diff_dst = &dst;
-        inner_args.weights = &weights;
-        inner_args.diff_src = &src;
-        inner_->execute(inner_args, {base, inner_->algo().workspace_bytes});
-        if (b.pad_src)
-          copy(src_buffer, b.src_padded, t.output, b.src, "slicing diff_src's channels");
-        break;
-      }
-      case Direction::bwd_weights: {
-        if (b.pad_src) copy(t.first, b.src, src_buffer, b.src_padded, "padding src's channels");
-        if (b.pad_dst)
-          copy(t.second, b.dst, dst_buffer, b.dst_padded, "padding diff_dst's channels");
-        src = view(b.pad_src ? src_buffer : const_cast<void*>(t.first), src_dims);
-        dst = view(b.pad_dst ? dst_buffer : const_cast<void*>(t.second), dst_dims);
-        weights = view(weights_buffer, weights_dims);
-        inner_args.src = &src;
-        inner_args.diff_dst = &dst;
-        inner_args.diff_weights = &weights;
-        inner_->execute(inner_args, {base, inner_->algo().workspace_bytes});
-        copy(weights_buffer, b.weights_padded, t.output, b.weights,
-             "slicing diff_weights' channels");
-        break;
-      }
+    const Device device = (args.src != nullptr ? args.src : args.diff_dst)->device();
+    for (std::size_t i = 0; i < 2; ++i) {  // the inputs, zero-padded
+      if (order[i]->padded)
+        copy(order[i]->user, *order[i]->box, order[i]->buffer, *order[i]->padded_box,
+             "padding an input's channels");
     }
+    for (Operand* operand : order) {
+      operand->view = Tensor::view(operand->padded ? operand->buffer : operand->user, operand->dims,
+                                   desc_.dtype, desc_.layout, device);
+    }
+    detail::ConvArgs inner;
+    switch (direction_) {
+      case Direction::fwd: inner.src = &x.view, inner.weights = &w.view, inner.dst = &y.view; break;
+      case Direction::bwd_data:
+        inner.diff_dst = &y.view, inner.weights = &w.view, inner.diff_src = &x.view;
+        break;
+      case Direction::bwd_weights:
+        inner.src = &x.view, inner.diff_dst = &y.view, inner.diff_weights = &w.view;
+        break;
+    }
+    inner_->execute(inner, {base, inner_->algo().workspace_bytes});
+    if (order[2]->padded)
+      copy(order[2]->buffer, *order[2]->padded_box, order[2]->user, *order[2]->box,
+           "slicing the output's channels");
   }
 
  private:
+  // One of the plan's three tensors: the caller's memory, and the padded twin in the workspace
+  // that the inner plan sees instead when `padded`.
+  struct Operand {
+    const kernels::channel_pad::Box* box;
+    const kernels::channel_pad::Box* padded_box;
+    bool padded;
+    std::byte* buffer;
+    Dims dims;  // of the padded desc
+    void* user = nullptr;
+    Tensor view;
+  };
+
+  void copy(const void* from, const kernels::channel_pad::Box& from_box, void* to,
+            const kernels::channel_pad::Box& to_box, const char* what) const {
+    DNNX_CUDNN_CHECK(
+        kernels::channel_pad::copy(from, from_box, to, to_box,
+                                   static_cast<int>(size_of(desc_.dtype)), runtime_->stream()),
+        context_, what);
+  }
+
   std::shared_ptr<Runtime> runtime_;
   ConvDesc desc_, padded_;
   Direction direction_;

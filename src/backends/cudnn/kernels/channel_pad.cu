@@ -59,12 +59,9 @@ cudaError_t copy(const void* src, const Box& src_box, void* dst, const Box& dst_
                  int element_bytes, cudaStream_t stream) {
   if (dst_box.count() == 0) return cudaSuccess;
   switch (element_bytes) {
-    case 2:
-      return dispatch_index<std::uint16_t>(src, src_box, dst, dst_box, stream);
-    case 4:
-      return dispatch_index<std::uint32_t>(src, src_box, dst, dst_box, stream);
-    default:
-      return cudaErrorInvalidValue;
+    case 2: return dispatch_index<std::uint16_t>(src, src_box, dst, dst_box, stream);
+    case 4: return dispatch_index<std::uint32_t>(src, src_box, dst, dst_box, stream);
+    default: return cudaErrorInvalidValue;
   }
 }
 
