@@ -492,12 +492,14 @@ class KernelPlan final : public LayerPlan<detail::PoolArgs> {
 // layout and spatial rank; also offered for max without indices (forward: the same scan without
 // storing indices; backward: the forward's scan into the workspace, then the backward below).
 //   Forward: every window is scanned in PyTorch's order with its rule (`v > best || isnan(v)`,
-//   the first index 0 of the window before any element), in f32, which holds every f16/bf16
-//   value exactly. channels_first vectorizes along W: 16 adjacent outputs of a row are 16 lanes,
-//   each window position one load (contiguous for stride 1, two loads and an even-lane shuffle for
-//   stride 2, lane by lane otherwise) where the 16 windows lie inside the row; other outputs are
-//   scanned one by one. channels_last vectorizes over 16 channels of one output. Lane indices
-//   are int32 (planes below 2^31 elements; larger planes take the one-by-one scan).
+//   starting from the window's first input element), in f32, which holds every f16/bf16 value
+//   exactly. channels_first vectorizes along W: the input rows of an output row's windows are
+//   copied to f32 with -inf padding around them (padding never wins), so every output of the row
+//   is a lane of a 16-output group whose windows are unclipped along W, each window position one
+//   load (contiguous for stride 1, two loads and an even-lane shuffle for stride 2, lane by lane
+//   otherwise). channels_last vectorizes over 16 channels of one output (other channels are
+//   scanned one by one). Lane indices are int32: planes near 2^31 elements are scanned one
+//   output at a time.
 //   Backward: a scatter, as PyTorch's, but into a small f32 buffer instead of a zeroed diff_src.
 //   The outermost spatial dim (D, H or W for 3-, 2-, 1-D) is walked in output order; the windows
 //   of one outer output cover input slices [begin, end) along it (a slice is everything inside
@@ -513,6 +515,8 @@ class KernelPlan final : public LayerPlan<detail::PoolArgs> {
 //   outside its window's slices. The lowest such position raises InvalidArgument after the pass
 //   (detail::bad_pool_index_message). An index inside those slices but outside its window is
 //   not detected (that would take a division per index) and adds its gradient where it points.
+//   Threads: contiguous ranges of work items through simd::parallel_blocks, as the softmax and
+//   cross-entropy kernels (forward items: output rows, or output positions for channels_last).
 
 constexpr const char* max_indices_id = "cpu:kernel:max_indices";
 
@@ -542,7 +546,7 @@ struct IndexGeometry {
   std::int64_t out_slice = 1;     // output elements of a slice
   std::int64_t in_plane = 1;      // input elements of a plane
   std::int64_t out_plane = 1;     // output elements of a plane
-  bool narrow = true;             // planes below 2^31 elements: int32 lane indices
+  bool narrow = true;             // int32 lane indices (planes below about 2^31 elements)
 
   explicit IndexGeometry(const PoolDesc& desc)
       : loops(desc), outer(3 - desc.spatial_dims) {
@@ -552,7 +556,9 @@ struct IndexGeometry {
     }
     in_plane = in_slice * loops.in[static_cast<std::size_t>(outer)];
     out_plane = out_slice * loops.out[static_cast<std::size_t>(outer)];
-    narrow = in_plane < (std::int64_t{1} << 31);
+    // Lane indices stay below 2^31 also in the lanes past a row's last output (16 outputs of
+    // stride and kernel beyond it).
+    narrow = in_plane + 16 * (loops.stride[2] + loops.kernel[2]) < (std::int64_t{1} << 31);
   }
 };
 
