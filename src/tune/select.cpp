@@ -226,6 +226,12 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
 // Since the final round measures the contenders, the first pass needs fewer runs to find them:
 // half of timing_runs, rounded up (3 of the default 5), which shortens every search.
 constexpr std::size_t final_contenders = 4;
+
+// Host wall time of an exhaustive search's parts (verbose output).
+struct SearchCost {
+  int runs = 0, probes = 0;
+  double run_ms = 0, probe_ms = 0, final_ms = 0;
+};
 constexpr double final_band = 2.0;
 
 void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, const RunOnce& run) {
@@ -264,6 +270,7 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
   const auto start = std::chrono::steady_clock::now();
   const AlgoPolicy& policy = options.policy(parse_op_kind(request.op), request.direction);
   Choice choice;
+  std::string search_cost;  // exhaustive: where the time went, for the verbose line
   choice.policy = policy;
   choice.op = request.op;
   choice.direction = request.direction;
@@ -326,9 +333,33 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
       // (rounded up) each; the final round gives them the full count (Note [final round]).
       TuneOptions screening = options;
       if (options.final_round) screening.timing_runs = (options.timing_runs + 1) / 2;
-      choice.timings =
-          time_candidates(candidates, screening, run, /*apply_benchmark_limit=*/true, probe);
+      // Where the search's wall time goes, for the verbose line.
+      SearchCost cost;
+      const RunOnce counted_run = [&](const AlgoInfo& algo) {
+        const auto begin = std::chrono::steady_clock::now();
+        const double ms = run(algo);
+        ++cost.runs;
+        cost.run_ms += elapsed_ms(begin);
+        return ms;
+      };
+      ProbeOnce counted_probe;
+      if (probe) {
+        counted_probe = [&](const AlgoInfo& algo) {
+          const auto begin = std::chrono::steady_clock::now();
+          const std::optional<double> ms = probe(algo);
+          ++cost.probes;
+          cost.probe_ms += elapsed_ms(begin);
+          return ms;
+        };
+      }
+      choice.timings = time_candidates(candidates, screening, counted_run,
+                                       /*apply_benchmark_limit=*/true, counted_probe);
+      const auto final_start = std::chrono::steady_clock::now();
       if (options.final_round) final_round(choice.timings, options, run);
+      cost.final_ms = elapsed_ms(final_start);
+      search_cost = detail::cat(" (", cost.runs, " full runs ", cost.run_ms, " ms, ", cost.probes,
+                                " probes on a slice ", cost.probe_ms, " ms, final round ",
+                                cost.final_ms, " ms)");
       for (const ProfileRow& row : choice.timings) {
         if (row.runs > 0 || row.status == CandidateStatus::failed) ++choice.candidates_timed;
       }
@@ -365,7 +396,8 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
     }
   }
   choice.tuning_ms = elapsed_ms(start);
-  if (options.verbose) std::cerr << describe_decision(request, choice, false) << '\n';
+  if (options.verbose)
+    std::cerr << describe_decision(request, choice, false) << search_cost << '\n';
   return choice;
 }
 

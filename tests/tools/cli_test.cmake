@@ -173,6 +173,15 @@ dnnx_cli_test(tune.resnet50_layer JSON stdout
               JSON_REQUIRE results/1/chosen/id results/1/heuristic/time_ms totals/bwd_data
               ARGS tune --model resnet50 --batch 1 --layers l4.reduce --direction fwd,bwd_data
                    --runs 1 --warmup 0 --benchmark-limit 2 --json -)
+dnnx_cli_test(tune.verbose_search_cost
+              STDERR "policy=exhaustive -> .* candidates timed.*full runs .* ms, [0-9]+ probes on a slice .* ms, final round .* ms"
+              ENV DNNX_CACHE=off
+              ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 2 --layers tiny.conv
+                   --direction fwd --runs 2 --verbose)
+dnnx_cli_test(tune.no_final_round JSON stdout
+              JSON_REQUIRE options/final_round results/0/chosen/id
+              ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
+                   --direction fwd --runs 1 --no-final-round --json -)
 dnnx_cli_test(tune.heuristic_policy STDOUT "policy: heuristic;.*1\\.00x"
               ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 2 --policy heuristic
                    --layers tiny.depthwise --direction fwd --runs 1)

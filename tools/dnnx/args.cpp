@@ -290,6 +290,8 @@ void add_selection_options(CLI::App& command, SelectionArgs& args) {
                    "also time naive reference implementations (slow: minutes on real layers)");
   command.add_option("--runs", args.runs, "timed runs per candidate (median kept; default 5)")
       ->type_name("N");
+  command.add_flag("--no-final-round", args.no_final_round,
+                   "exhaustive: do not re-time the close contenders interleaved before choosing");
   command.add_option("--warmup", args.warmup, "untimed runs per candidate first (default 1)")
       ->type_name("N");
 }
@@ -302,6 +304,7 @@ Selection parse_selection(const SelectionArgs& args) {
   selection.fastest = args.fastest;
   selection.verbose = args.verbose;
   selection.time_naive = args.time_naive;
+  selection.no_final_round = args.no_final_round;
   if (!args.runs.empty()) selection.runs = static_cast<int>(parse_int("--runs", args.runs, 1));
   if (!args.warmup.empty())
     selection.warmup = static_cast<int>(parse_int("--warmup", args.warmup, 0));
@@ -314,6 +317,7 @@ void Selection::apply(TuneOptions& options) const {
   if (fastest) options.fastest = true;
   if (verbose) options.verbose = true;
   if (time_naive) options.time_naive = true;
+  if (no_final_round) options.final_round = false;
   if (runs) options.timing_runs = *runs;
   if (warmup) options.warmup_runs = *warmup;
 }

@@ -94,6 +94,7 @@ struct SelectionArgs {
   bool fastest = false;
   bool verbose = false;
   bool time_naive = false;
+  bool no_final_round = false;
   std::string runs;
   std::string warmup;
 };
@@ -105,6 +106,7 @@ struct Selection {
   bool fastest = false;
   bool verbose = false;
   bool time_naive = false;
+  bool no_final_round = false;
   std::optional<int> runs;
   std::optional<int> warmup;
   /// Applies the flags on top of `options` (which already hold the env values).
