@@ -99,9 +99,9 @@ std::shared_ptr<const Choice> fall_back(
     const std::function<std::vector<AlgoInfo>()>& list,
     const std::function<AlgoInfo(const std::string& id)>& run_id);
 
-/// A tensor on the context's device holding uniform random values in [low, high) (Note [scratch
-/// data]: timing on uninitialised memory can hit denormals or NaNs and mislead the search).
-/// Throws OutOfMemory when it cannot be allocated.
+/// A tensor on the context's device holding uniform random values in [low, high), a block of
+/// them repeated over the tensor (Note [scratch data] in dispatch.cpp). Throws OutOfMemory when it
+/// cannot be allocated.
 Tensor random_tensor(const Context& context, const Dims& dims, DType dtype, Layout layout,
                      float low = -1.0f, float high = 1.0f, unsigned seed = 1234);
 
