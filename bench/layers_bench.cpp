@@ -85,7 +85,8 @@ Options parse(int argc, char** argv) {
     } else if (flag == "--help" || flag == "-h") {
       std::cout << "layers_bench [--backend cpu|cudnn|reference|auto] [--batch 64]\n"
                    "             [--configs f32_nchw,f16_nhwc,bf16_nchw,...]\n"
-                   "             [--cases maxpool,maxpool_srcdst,bnorm56,bnorm7,relu,softmax,xent]\n"
+                   "             [--cases maxpool,maxpool_srcdst,bnorm56,bnorm7,relu,softmax,\n"
+                   "                      xent]\n"
                    "             [--loop 50] [--calls 30]\n";
       std::exit(0);
     } else {

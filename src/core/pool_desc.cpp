@@ -174,7 +174,8 @@ std::int64_t PoolDesc::overhang(int i) const {
 
 std::int64_t PoolDesc::input_plane() const {
   std::int64_t plane = 1;
-  for (int i = 0; i < std::clamp(spatial_dims, 1, 3); ++i) plane *= input[static_cast<std::size_t>(i)];
+  for (int i = 0; i < std::clamp(spatial_dims, 1, 3); ++i)
+    plane *= input[static_cast<std::size_t>(i)];
   return plane;
 }
 
@@ -209,8 +210,8 @@ std::string PoolDesc::repro(Direction direction) const {
   if (ceil_mode) out << " --ceil";
   out << " --mode " << to_string(mode);
   if (indices) out << " --indices";
-  out << " --dtype " << to_string(dtype) << " --layout "
-      << to_string(layout) << " --direction " << (direction == Direction::fwd ? "fwd" : "bwd");
+  out << " --dtype " << to_string(dtype) << " --layout " << to_string(layout) << " --direction "
+      << (direction == Direction::fwd ? "fwd" : "bwd");
   return out.str();
 }
 
@@ -309,11 +310,9 @@ std::string bad_pool_index_message(const PoolDesc& desc, std::int64_t element, s
   const IndexSite site = site_of(desc, element);
   const int rank = desc.spatial_dims + 2;
   const std::string position = detail::join(
-      std::span<const std::int64_t>(site.coordinates.data(), static_cast<std::size_t>(rank)),
-      ", ");
+      std::span<const std::int64_t>(site.coordinates.data(), static_cast<std::size_t>(rank)), ", ");
   const auto n = static_cast<std::size_t>(desc.spatial_dims);
-  const std::string plane =
-      detail::join(std::span<const std::int64_t>(desc.input.data(), n), "x");
+  const std::string plane = detail::join(std::span<const std::int64_t>(desc.input.data(), n), "x");
   const std::int64_t size = desc.input_plane();
   if (value < 0 || value >= size) {
     return detail::cat("indices[", position, "] is ", value, ", outside the ", plane,

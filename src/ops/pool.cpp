@@ -52,8 +52,7 @@ void check_indices(const Context& context, const PoolDesc& desc, const Tensor& i
   DNNX_CHECK_ARG(indices.dtype() == DType::i64 || indices.dtype() == DType::i32,
                  "indices dtype is ", to_string(indices.dtype()),
                  "; accepted: i64 (PyTorch's index type) or i32");
-  detail::check_operand(context, "indices", indices, desc.dst_dims(), indices.dtype(),
-                        desc.layout);
+  detail::check_operand(context, "indices", indices, desc.dst_dims(), indices.dtype(), desc.layout);
 }
 
 void check_args(const Context& context, const PoolDesc& desc, Direction direction,
@@ -144,8 +143,8 @@ Tensor random_indices(const Context& context, const PoolDesc& desc) {
     std::int64_t flat = 0;
     for (int k = 0; k < 3; ++k) {
       const auto [begin, end] = span(k, position[static_cast<std::size_t>(k)]);
-      flat = flat * in[static_cast<std::size_t>(k)] +
-             begin + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(end - begin));
+      flat = flat * in[static_cast<std::size_t>(k)] + begin +
+             static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(end - begin));
     }
     pattern[static_cast<std::size_t>(o)] = flat;
   }

@@ -109,8 +109,8 @@ TEST(CudnnPool, ListsTheModesOfTheDescAndTheKernels) {
 // What a forward with indices must also match: the reference's indices, exactly; and the same
 // run with i32 indices gives the same bits.
 void expect_indices_agree(Context& fixed, const PoolDesc& desc, Direction direction,
-                          const PoolOperands& operands, const PoolRun& run,
-                          const PoolRun& expected, const std::string& context) {
+                          const PoolOperands& operands, const PoolRun& run, const PoolRun& expected,
+                          const std::string& context) {
   if (!desc.indices) return;
   if (direction == Direction::fwd)
     EXPECT_EQ(index_values(run.indices), index_values(expected.indices)) << context;
@@ -321,8 +321,7 @@ TEST(CudnnPool, BadIndexIsReportedByTheNextCall) {
       PoolDesc desc = PoolDesc::from_shapes({2, 16, 9, 7}, {3, 2}, {2, 1}, {1, 0}, PoolMode::max,
                                             false, DType::f16, layout);
       desc.indices = true;
-      const std::string context_text =
-          desc.key() + " " + std::string(to_string(index_dtype));
+      const std::string context_text = desc.key() + " " + std::string(to_string(index_dtype));
       const PoolOperands operands = pool_operands(desc, 34);
       std::vector<std::int64_t> values = index_values(operands.indices);
       // dst element [1, 9, 2, 5] (window rows [3, 6), columns [5, 7)) names input element (0, 0).
@@ -346,8 +345,7 @@ TEST(CudnnPool, BadIndexIsReportedByTheNextCall) {
       // The window's first input element: [1, 9, 3, 5].
       EXPECT_TRUE(std::isnan(grad[static_cast<std::size_t>(((1 * 16 + 9) * 9 + 3) * 7 + 5)]))
           << context_text;
-      EXPECT_EQ(std::count_if(grad.begin(), grad.end(), [](float v) { return std::isnan(v); }),
-                1)
+      EXPECT_EQ(std::count_if(grad.begin(), grad.end(), [](float v) { return std::isnan(v); }), 1)
           << context_text;
       try {
         pool_bwd(context, desc, diff_dst, bad_indices, diff_src);
@@ -360,8 +358,8 @@ TEST(CudnnPool, BadIndexIsReportedByTheNextCall) {
             << error.what();
       }
       // Reported once: good indices then run clean, and stay clean.
-      const Tensor good = device(index_tensor(desc.dst_dims(), index_dtype, layout,
-                                              index_values(operands.indices)));
+      const Tensor good = device(
+          index_tensor(desc.dst_dims(), index_dtype, layout, index_values(operands.indices)));
       for (int call = 0; call < 2; ++call) {
         pool_bwd(context, desc, diff_dst, good, diff_src);
         copy(diff_src, host);

@@ -106,10 +106,9 @@ std::vector<PoolShape> pool_edge_shapes() {
 std::vector<PoolCase> pool_variants(const PoolShape& shape) {
   std::vector<PoolCase> cases;
   // Max with indices is the fourth "mode".
-  for (const auto& [mode, indices] : {std::pair{PoolMode::max, false},
-                                      std::pair{PoolMode::max, true},
-                                      std::pair{PoolMode::avg_include_pad, false},
-                                      std::pair{PoolMode::avg_exclude_pad, false}}) {
+  for (const auto& [mode, indices] :
+       {std::pair{PoolMode::max, false}, std::pair{PoolMode::max, true},
+        std::pair{PoolMode::avg_include_pad, false}, std::pair{PoolMode::avg_exclude_pad, false}}) {
     for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
       for (const Layout layout : {Layout::channels_first, Layout::channels_last}) {
         PoolDesc desc = shape.desc;
@@ -137,13 +136,14 @@ std::vector<PoolCase> pool_benchmark_cases(std::int64_t batch) {
   for (const bool indices : {false, true}) {
     for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
       for (const Layout layout : {Layout::channels_first, Layout::channels_last}) {
-        PoolDesc desc = PoolDesc::from_shapes({batch, 64, 112, 112}, {3}, {2}, {1},
-                                              PoolMode::max, false, dtype, layout);
+        PoolDesc desc = PoolDesc::from_shapes({batch, 64, 112, 112}, {3}, {2}, {1}, PoolMode::max,
+                                              false, dtype, layout);
         desc.indices = indices;
-        cases.push_back({std::string(indices ? "resnet50_maxpool_indices_n" : "resnet50_maxpool_n") +
-                             std::to_string(batch) + "_" + std::string(to_string(dtype)) + "_" +
-                             std::string(to_string(layout)),
-                         desc});
+        cases.push_back(
+            {std::string(indices ? "resnet50_maxpool_indices_n" : "resnet50_maxpool_n") +
+                 std::to_string(batch) + "_" + std::string(to_string(dtype)) + "_" +
+                 std::string(to_string(layout)),
+             desc});
       }
     }
   }

@@ -34,7 +34,8 @@ struct PoolShape {
 std::vector<PoolShape> pool_edge_shapes();
 
 /// `shape` in every mode (max, max with indices, avg_include_pad, avg_exclude_pad), dtype (f32,
-/// f16, bf16) and layout (nchw, nhwc): 24 variants. Names: <shape>_<mode>[_indices]_<dtype>_<layout>.
+/// f16, bf16) and layout (nchw, nhwc): 24 variants. Names:
+/// <shape>_<mode>[_indices]_<dtype>_<layout>.
 std::vector<PoolCase> pool_variants(const PoolShape& shape);
 
 /// Every variant of every edge shape.

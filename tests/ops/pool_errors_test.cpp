@@ -280,9 +280,8 @@ std::vector<BadInput> bad_inputs() {
        ErrorKind::InvalidArgument,
        {"indices is set with mode avg_exclude_pad", "argmax indices exist for mode max only"}},
       {"indices_f32_dtype",
-       fwd_indices_with([](IndexTensors& t) {
-         t.indices = Tensor::zeros(t.indices.dims(), DType::f32);
-       }),
+       fwd_indices_with(
+           [](IndexTensors& t) { t.indices = Tensor::zeros(t.indices.dims(), DType::f32); }),
        ErrorKind::InvalidArgument,
        {"indices dtype is f32", "accepted: i64 (PyTorch's index type) or i32"}},
       {"indices_shape_mismatch",
@@ -360,8 +359,9 @@ std::vector<BadInput> bad_inputs() {
       {"index_outside_its_window",
        bwd_indices_with([](IndexTensors& t) { set_index(t, 1, 0, 2, 5, 0); }),
        ErrorKind::InvalidArgument,
-       {"indices[1, 0, 2, 5] is 0 (input element 0, 0)", "outside that output's window [3, 6) x "
-                                                          "[5, 7)"}},
+       {"indices[1, 0, 2, 5] is 0 (input element 0, 0)",
+        "outside that output's window [3, 6) x "
+        "[5, 7)"}},
       {"cpu_index_past_the_plane",
        bwd_indices_with([](IndexTensors& t) { set_index(t, 1, 2, 4, 5, 1000); }, BackendKind::cpu),
        ErrorKind::InvalidArgument,

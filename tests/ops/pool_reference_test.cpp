@@ -148,20 +148,41 @@ TEST(PoolReferenceIndices, MatchPyTorchValues) {
     std::vector<std::int64_t> indices;
   };
   const std::vector<Row> rows{
-      {"ties", with_indices(one_d(4, 2, 1, 0, false, PoolMode::max)), {1, 5, 5, 2}, {5, 5, 5},
+      {"ties",
+       with_indices(one_d(4, 2, 1, 0, false, PoolMode::max)),
+       {1, 5, 5, 2},
+       {5, 5, 5},
        {1, 1, 2}},
-      {"nan", with_indices(one_d(4, 2, 1, 0, false, PoolMode::max)), {1, nan, 7, nan},
-       {NAN, NAN, NAN}, {1, 1, 3}},
-      {"two nans", with_indices(one_d(4, 4, 1, 0, false, PoolMode::max)), {nan, 1, nan, 2}, {NAN},
+      {"nan",
+       with_indices(one_d(4, 2, 1, 0, false, PoolMode::max)),
+       {1, nan, 7, nan},
+       {NAN, NAN, NAN},
+       {1, 1, 3}},
+      {"two nans",
+       with_indices(one_d(4, 4, 1, 0, false, PoolMode::max)),
+       {nan, 1, nan, 2},
+       {NAN},
        {2}},
-      {"padding", with_indices(one_d(4, 2, 2, 1, false, PoolMode::max)), {-3, -1, -2, -5},
-       {-3, -1, -5}, {0, 1, 3}},
-      {"all -inf", with_indices(one_d(4, 2, 2, 1, false, PoolMode::max)), {-inf, -inf, -inf, -inf},
-       {-inf, -inf, -inf}, {0, 1, 3}},
-      {"ceil overhang", with_indices(one_d(10, 3, 2, 0, true, PoolMode::max)),
-       {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {2, 4, 6, 8, 9}, {2, 4, 6, 8, 9}},
-      {"ties with padding", with_indices(one_d(4, 3, 1, 1, false, PoolMode::max)), {3, 3, 3, 3},
-       {3, 3, 3, 3}, {0, 0, 1, 2}},
+      {"padding",
+       with_indices(one_d(4, 2, 2, 1, false, PoolMode::max)),
+       {-3, -1, -2, -5},
+       {-3, -1, -5},
+       {0, 1, 3}},
+      {"all -inf",
+       with_indices(one_d(4, 2, 2, 1, false, PoolMode::max)),
+       {-inf, -inf, -inf, -inf},
+       {-inf, -inf, -inf},
+       {0, 1, 3}},
+      {"ceil overhang",
+       with_indices(one_d(10, 3, 2, 0, true, PoolMode::max)),
+       {0, 1, 2, 3, 4, 5, 6, 7, 8, 9},
+       {2, 4, 6, 8, 9},
+       {2, 4, 6, 8, 9}},
+      {"ties with padding",
+       with_indices(one_d(4, 3, 1, 1, false, PoolMode::max)),
+       {3, 3, 3, 3},
+       {3, 3, 3, 3},
+       {0, 0, 1, 2}},
   };
   for (const Row& row : rows) {
     for (const DType dtype : {DType::f32, DType::bf16}) {
@@ -197,8 +218,8 @@ TEST(PoolReferenceIndices, FlatIndicesIntoThePlane) {
     PoolDesc three_d = with_indices(PoolDesc::from_shapes({1, 1, 3, 4, 5}, {2}, {2}, {1}));
     three_d.layout = layout;
     forward(three_d, ramp, &indices);
-    EXPECT_EQ(indices, (std::vector<std::int64_t>{0, 2, 4, 10, 12, 14, 15, 17, 19, 40, 42, 44,
-                                                  50, 52, 54, 55, 57, 59}))
+    EXPECT_EQ(indices, (std::vector<std::int64_t>{0, 2, 4, 10, 12, 14, 15, 17, 19, 40, 42, 44, 50,
+                                                  52, 54, 55, 57, 59}))
         << to_string(layout);
   }
 }

@@ -541,15 +541,14 @@ AlgoInfo max_indices_info(const PoolDesc& desc, Direction direction) {
 // and the split of the spatial dims into the outermost one (`outer`) and the rest.
 struct IndexGeometry {
   LoopGeometry loops;
-  int outer = 0;                  // the outermost spatial dim, in the 3-D view
-  std::int64_t in_slice = 1;      // input elements of a slice (product of the dims after outer)
-  std::int64_t out_slice = 1;     // output elements of a slice
-  std::int64_t in_plane = 1;      // input elements of a plane
-  std::int64_t out_plane = 1;     // output elements of a plane
-  bool narrow = true;             // int32 lane indices (planes below about 2^31 elements)
+  int outer = 0;               // the outermost spatial dim, in the 3-D view
+  std::int64_t in_slice = 1;   // input elements of a slice (product of the dims after outer)
+  std::int64_t out_slice = 1;  // output elements of a slice
+  std::int64_t in_plane = 1;   // input elements of a plane
+  std::int64_t out_plane = 1;  // output elements of a plane
+  bool narrow = true;          // int32 lane indices (planes below about 2^31 elements)
 
-  explicit IndexGeometry(const PoolDesc& desc)
-      : loops(desc), outer(3 - desc.spatial_dims) {
+  explicit IndexGeometry(const PoolDesc& desc) : loops(desc), outer(3 - desc.spatial_dims) {
     for (int k = outer + 1; k < 3; ++k) {
       in_slice *= loops.in[static_cast<std::size_t>(k)];
       out_slice *= loops.out[static_cast<std::size_t>(k)];
@@ -681,8 +680,7 @@ class MaxIndicesPlan final : public LayerPlan<detail::PoolArgs> {
     if (desc_.indices) {
       const DType index_dtype = index_dtype_of(args.indices_in);
       check(args.indices_in, "indices", desc_.dst_dims(), index_dtype);
-      backward(index_dtype, args.diff_dst->data(), args.indices_in->data(),
-               args.diff_src->data());
+      backward(index_dtype, args.diff_dst->data(), args.indices_in->data(), args.diff_src->data());
       return;
     }
     // Max without indices: the forward's argmax into the workspace first.
@@ -718,9 +716,8 @@ class MaxIndicesPlan final : public LayerPlan<detail::PoolArgs> {
     const IndexKernels& kernels = index_kernels();
     const LoopGeometry& g = geometry_.loops;
     const std::int64_t items =
-        g.channels_last
-            ? g.batch * ((g.channels + index_channel_block - 1) / index_channel_block)
-            : g.batch * g.channels;
+        g.channels_last ? g.batch * ((g.channels + index_channel_block - 1) / index_channel_block)
+                        : g.batch * g.channels;
     SharedBadIndex shared;
     simd::parallel_blocks(items, g.batch * g.channels * geometry_.in_plane,
                           [&](std::int64_t i0, std::int64_t i1) {

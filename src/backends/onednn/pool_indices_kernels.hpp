@@ -86,8 +86,7 @@ DNNX_POOL_INLINE Vec load_strided(const T* p, std::int64_t step) {
   if (step == 2) {
     const Vec a = load16(p);
     const Vec b = load16(p + 16);
-    return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28,
-                                   30);
+    return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   }
   // Through memory: lane-wise writes into a Vec make GCC split the caller's vectors.
   float lanes[16];
@@ -176,8 +175,8 @@ DNNX_POOL_INLINE void fwd_first(const IndexGeometry& ig, const T* src, T* dst, I
   }
   const std::int64_t length = std::max(padded_length(g, g.out[2]), pb + width);
   std::vector<float> rows(static_cast<std::size_t>(g.kernel[0] * g.kernel[1] * length));
-  const VecI lane = VecI{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15} *
-                    static_cast<std::int32_t>(s);
+  const VecI lane =
+      VecI{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15} * static_cast<std::int32_t>(s);
   for (std::int64_t r = r0; r < r1; ++r) {
     const std::int64_t p = r / rows_per_plane;
     const std::int64_t od = r % rows_per_plane / g.out[1];
@@ -370,8 +369,8 @@ DNNX_POOL_INLINE void bwd_items(const IndexGeometry& ig, const T* diff_dst, cons
       bwd_item<T, I, true>(ig, diff_dst, indices, diff_src, item / blocks, c0,
                            std::min(block, g.channels - c0), buffer.data(), bad);
     } else {
-      bwd_item<T, I, false>(ig, diff_dst, indices, diff_src, item / g.channels,
-                            item % g.channels, 1, buffer.data(), bad);
+      bwd_item<T, I, false>(ig, diff_dst, indices, diff_src, item / g.channels, item % g.channels,
+                            1, buffer.data(), bad);
     }
   }
   shared.merge(bad);
@@ -394,9 +393,8 @@ DNNX_POOL_INLINE void fwd_typed(const IndexGeometry& ig, const void* src, void* 
 
 /// Forward over work items [i0, i1) (output rows for channels_first, output positions for
 /// channels_last); `dst` and `indices` (of `index_dtype`) may be null.
-DNNX_POOL_ISA void max_fwd(const IndexGeometry& ig, DType dtype, DType index_dtype,
-                           const void* src, void* dst, void* indices, std::int64_t i0,
-                           std::int64_t i1) {
+DNNX_POOL_ISA void max_fwd(const IndexGeometry& ig, DType dtype, DType index_dtype, const void* src,
+                           void* dst, void* indices, std::int64_t i0, std::int64_t i1) {
   const bool wide = index_dtype == DType::i64;
   switch (dtype) {
     case DType::f16:

@@ -234,8 +234,7 @@ __device__ __forceinline__ void window_argmax(const Geometry<Index>& g, const T*
 // Forward: one thread per output pack. IsMax: dst = window max and, if `argmax` is set, the
 // window-local argmax per element, if `indices` is set, the argmax as a flat index into the
 // input plane (PyTorch's); otherwise the average of the mode.
-template <typename T, typename I, int V, bool ChannelsLast, bool IsMax, int FixedK,
-          typename Index>
+template <typename T, typename I, int V, bool ChannelsLast, bool IsMax, int FixedK, typename Index>
 __global__ void __launch_bounds__(block_threads)
     pool_fwd_kernel(Geometry<Index> g, const T* __restrict__ src, T* __restrict__ dst,
                     ArgIndex* __restrict__ argmax, I* __restrict__ indices, Index items) {
@@ -639,9 +638,9 @@ cudaError_t bwd_indices_typed(const PoolShape& shape, const void* diff_dst, cons
                               void* diff_src, PoolIndexRecord* record, PoolIndexReport* report,
                               cudaStream_t stream) {
   const int pack = index_pack_width<T, I>(shape, {diff_dst, diff_src}, indices);
-  return dispatch<T>(shape, pack,
-                     BwdIndicesLaunch<T, I>{shape, diff_dst, indices, diff_src, record, report,
-                                            stream});
+  return dispatch<T>(
+      shape, pack,
+      BwdIndicesLaunch<T, I>{shape, diff_dst, indices, diff_src, record, report, stream});
 }
 
 template <typename T>
@@ -736,10 +735,9 @@ cudaError_t pool_fwd_indices(const PoolShape& shape, PoolIndexType index_type, c
   return cudaErrorInvalidValue;
 }
 
-cudaError_t pool_bwd_indices(const PoolShape& shape, PoolIndexType index_type,
-                             const void* diff_dst, const void* indices, void* diff_src,
-                             PoolIndexRecord* record, PoolIndexReport* report,
-                             cudaStream_t stream) {
+cudaError_t pool_bwd_indices(const PoolShape& shape, PoolIndexType index_type, const void* diff_dst,
+                             const void* indices, void* diff_src, PoolIndexRecord* record,
+                             PoolIndexReport* report, cudaStream_t stream) {
   if (shape.mode != PoolKernelMode::max || record == nullptr || report == nullptr)
     return cudaErrorInvalidValue;
   switch (shape.type) {

@@ -89,9 +89,8 @@ cudaError_t pool_fwd_indices(const PoolShape& shape, PoolIndexType index_type, c
 /// atomics, deterministic). An index outside its window is reported through `record` and
 /// `report` (the device address of a PoolIndexReport) and turns the diff_src element at its
 /// window's first input position into NaN. Queued on `stream`; returns the launch status.
-cudaError_t pool_bwd_indices(const PoolShape& shape, PoolIndexType index_type,
-                             const void* diff_dst, const void* indices, void* diff_src,
-                             PoolIndexRecord* record, PoolIndexReport* report,
-                             cudaStream_t stream);
+cudaError_t pool_bwd_indices(const PoolShape& shape, PoolIndexType index_type, const void* diff_dst,
+                             const void* indices, void* diff_src, PoolIndexRecord* record,
+                             PoolIndexReport* report, cudaStream_t stream);
 
 }  // namespace dnnx::cudnn::kernels
