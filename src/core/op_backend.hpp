@@ -72,6 +72,11 @@ class OpBackend {
       return nullptr;
     }
   }
+  /// Called once when a search starts probing on `desc`, with the ids it may probe: a backend
+  /// whose plans are costly to build can build their probe plans ahead. The default builds
+  /// nothing.
+  virtual void prepare_probes(const Desc& desc, Direction direction,
+                              const std::vector<std::string>& ids) {}
 };
 
 /// Plans of one op on one backend instance, keyed by (desc, direction, id); thread-safe. Building

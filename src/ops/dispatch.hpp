@@ -285,6 +285,13 @@ class Dispatch {
         if (!lazy->tried) {
           lazy->tried = true;
           lazy->slice = Op::slice(desc, direction, args());
+          if (lazy->slice) {
+            std::vector<std::string> ids;
+            for (const AlgoInfo& info : backend.list(desc, direction)) {
+              if (info.supported) ids.push_back(info.id);
+            }
+            backend.prepare_probes(lazy->slice->desc, direction, ids);
+          }
         }
         if (!lazy->slice) return std::nullopt;
         const typename Op::Slice& slice = *lazy->slice;

@@ -100,15 +100,6 @@ class CudnnConv final : public detail::ConvBackend {
     return plan_locked(desc, direction, id);
   }
 
-  // Probe plans are built from the id alone (engine config keys and legacy ids say everything a
-  // plan needs): listing a sliced desc would cost a knob search of 60-100 ms per probe desc. They
-  // are kept apart from plans_, whose entries carry their listing's AlgoInfo.
-  std::shared_ptr<detail::ConvPlan> probe_plan(const ConvDesc& desc, Direction direction,
-                                               const std::string& id) override {
-    std::lock_guard lock(mutex_);
-    return probe_plan_locked(desc, direction, id);
-  }
-
   // Note [parallel plan builds]
   // Finalizing an engine's execution plan compiles or loads its kernels: about a millisecond for
   // precompiled engines and much more for runtime-compiled ones, so an exhaustive search over
@@ -117,11 +108,6 @@ class CudnnConv final : public detail::ConvBackend {
   // of a search are built up front on up to 16 host threads. Legacy plans are only descriptors.
   void prepare(const ConvDesc& desc, Direction direction,
                const std::vector<std::string>& ids) override {
-    struct Build {
-      detail::ConvPlanKey key;
-      AlgoInfo info;
-      std::shared_ptr<OperationGraph> graph;
-    };
     std::vector<Build> to_build;
     {
       std::lock_guard lock(mutex_);
@@ -136,49 +122,51 @@ class CudnnConv final : public detail::ConvBackend {
         if (info == nullptr || !info->supported || !is_engine_id(id) || !candidates.graph) continue;
         detail::ConvPlanKey key{build_desc, direction, id};
         if (plans_.count(key) != 0) continue;
-        const bool queued = std::any_of(to_build.begin(), to_build.end(),
-                                        [&](const Build& build) { return build.key == key; });
-        if (!queued) to_build.push_back({std::move(key), *info, candidates.graph});
+        queue(to_build, std::move(key), *info, candidates.graph);
       }
     }
-    if (to_build.size() < 2) return;
-    const auto threads = std::min<std::size_t>(
-        {to_build.size(), 16, std::max(1u, std::thread::hardware_concurrency())});
-    std::vector<std::shared_ptr<detail::ConvPlan>> built(to_build.size());
-    std::vector<double> build_ms(to_build.size(), 0.0);
-    std::atomic<std::size_t> next{0};
-    const auto start = Clock::now();
-    auto worker = [&] {
-      for (std::size_t i = next++; i < to_build.size(); i = next++) {
-        const auto begin = Clock::now();
-        try {
-          const Build& build = to_build[i];
-          built[i] = make_engine_plan(runtime_, build.graph, build.key.desc, direction, build.info);
-        } catch (const std::exception&) {
-          // plan() builds it again and reports the error where the search records it.
-        }
-        build_ms[i] = ms_since(begin);
-      }
-    };
-    std::vector<std::thread> pool;
-    for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-    worker();
-    for (std::thread& thread : pool) thread.join();
-    if (runtime_->verbose()) {
-      std::size_t slowest = 0;
-      for (std::size_t i = 1; i < to_build.size(); ++i) {
-        if (build_ms[i] > build_ms[slowest]) slowest = i;
-      }
-      double sum = 0;
-      for (double ms : build_ms) sum += ms;
-      std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": built "
-                << to_build.size() << " engine plans on " << threads << " threads in "
-                << ms_since(start) << " ms (sum " << sum << " ms; slowest "
-                << to_build[slowest].info.id << " " << build_ms[slowest] << " ms)\n";
-    }
+    const auto built = build_in_parallel(to_build, desc, direction);
     std::lock_guard lock(mutex_);
     for (std::size_t i = 0; i < to_build.size(); ++i) {
-      if (built[i]) plans_.emplace(std::move(to_build[i].key), std::move(built[i]));
+      // A failure is left for plan() to build again and report where the search records it.
+      if (built[i]) plans_.emplace(std::move(to_build[i].key), built[i]);
+    }
+  }
+
+  // Probe plans are built from the id alone (engine config keys and legacy ids say everything a
+  // plan needs): listing a sliced desc would cost a knob search of 60-100 ms per probe desc. They
+  // are kept apart from plans_, whose entries carry their listing's AlgoInfo.
+  std::shared_ptr<detail::ConvPlan> probe_plan(const ConvDesc& desc, Direction direction,
+                                               const std::string& id) override {
+    std::lock_guard lock(mutex_);
+    return probe_plan_locked(desc, direction, id);
+  }
+
+  // The engine plans of a search's probes, built on several threads like prepare()'s (a few
+  // hundred for ResNet-50's first layer: 0.3-2 ms each).
+  void prepare_probes(const ConvDesc& desc, Direction direction,
+                      const std::vector<std::string>& ids) override {
+    std::vector<Build> to_build;
+    {
+      std::lock_guard lock(mutex_);
+      const std::optional<ConvDesc> padded = channel_padded(desc);
+      for (const std::string& listed_id : ids) {
+        const bool inner = is_padded_id(listed_id) && padded.has_value();
+        const ConvDesc& build_desc = inner ? *padded : desc;
+        const std::string id = inner ? inner_id(listed_id) : listed_id;
+        if (!is_engine_id(id)) continue;
+        detail::ConvPlanKey key{build_desc, direction, id};
+        if (probe_plans_.count(key) != 0) continue;
+        std::shared_ptr<OperationGraph> graph = probe_graph_locked(build_desc, direction);
+        if (!graph) continue;
+        queue(to_build, std::move(key), unlisted_info(id), std::move(graph));
+      }
+    }
+    const auto built = build_in_parallel(to_build, desc, direction);
+    std::lock_guard lock(mutex_);
+    for (std::size_t i = 0; i < to_build.size(); ++i) {
+      // Null: the config cannot run the slice, which probe_plan() reports as null too.
+      probe_plans_.emplace(std::move(to_build[i].key), built[i]);
     }
   }
 
@@ -245,30 +233,94 @@ class CudnnConv final : public detail::ConvBackend {
     if (auto found = probe_plans_.find(key); found != probe_plans_.end()) return found->second;
     std::shared_ptr<detail::ConvPlan> plan;
     try {
-      AlgoInfo info;
-      info.id = id;
-      info.name = id;
-      info.supported = true;
       if (is_padded_id(id)) {
         if (const std::optional<ConvDesc> padded = channel_padded(desc)) {
           if (auto inner = probe_plan_locked(*padded, direction, inner_id(id)))
             plan = make_padded_plan(runtime_, desc, *padded, direction, std::move(inner));
         }
       } else if (is_legacy_id(id)) {
-        plan = make_legacy_plan(runtime_, desc, direction, info);
+        plan = make_legacy_plan(runtime_, desc, direction, unlisted_info(id));
       } else if (is_engine_id(id)) {
-        detail::ConvKey graph_key{desc, direction};
-        auto graph = probe_graphs_.find(graph_key);
-        if (graph == probe_graphs_.end())
-          graph =
-              probe_graphs_.emplace(graph_key, operation_graph(*runtime_, desc, direction)).first;
-        if (graph->second) plan = make_engine_plan(runtime_, graph->second, desc, direction, info);
+        if (auto graph = probe_graph_locked(desc, direction))
+          plan = make_engine_plan(runtime_, std::move(graph), desc, direction, unlisted_info(id));
       }
     } catch (const Error&) {
       plan = nullptr;  // this candidate cannot run the slice; the full run decides
     }
     probe_plans_.emplace(std::move(key), plan);
     return plan;
+  }
+
+  std::shared_ptr<OperationGraph> probe_graph_locked(const ConvDesc& desc, Direction direction) {
+    detail::ConvKey key{desc, direction};
+    auto found = probe_graphs_.find(key);
+    if (found == probe_graphs_.end())
+      found = probe_graphs_.emplace(key, operation_graph(*runtime_, desc, direction)).first;
+    return found->second;
+  }
+
+  // What a plan built from its id alone knows about itself.
+  static AlgoInfo unlisted_info(const std::string& id) {
+    AlgoInfo info;
+    info.id = id;
+    info.name = id;
+    info.supported = true;
+    return info;
+  }
+
+  // A plan to build on one of several threads (Note [parallel plan builds]).
+  struct Build {
+    detail::ConvPlanKey key;
+    AlgoInfo info;
+    std::shared_ptr<OperationGraph> graph;
+  };
+
+  static void queue(std::vector<Build>& to_build, detail::ConvPlanKey key, AlgoInfo info,
+                    std::shared_ptr<OperationGraph> graph) {
+    const bool queued = std::any_of(to_build.begin(), to_build.end(),
+                                    [&](const Build& build) { return build.key == key; });
+    if (!queued) to_build.push_back({std::move(key), std::move(info), std::move(graph)});
+  }
+
+  // Builds the engine plans on up to 16 threads; null where a build failed.
+  std::vector<std::shared_ptr<detail::ConvPlan>> build_in_parallel(
+      const std::vector<Build>& to_build, const ConvDesc& desc, Direction direction) {
+    std::vector<std::shared_ptr<detail::ConvPlan>> built(to_build.size());
+    if (to_build.empty()) return built;
+    const auto threads = std::min<std::size_t>(
+        {to_build.size(), 16, std::max(1u, std::thread::hardware_concurrency())});
+    std::vector<double> build_ms(to_build.size(), 0.0);
+    std::atomic<std::size_t> next{0};
+    const auto start = Clock::now();
+    auto worker = [&] {
+      for (std::size_t i = next++; i < to_build.size(); i = next++) {
+        const auto begin = Clock::now();
+        try {
+          const Build& build = to_build[i];
+          built[i] = make_engine_plan(runtime_, build.graph, build.key.desc, direction, build.info);
+        } catch (const std::exception&) {
+          built[i] = nullptr;
+        }
+        build_ms[i] = ms_since(begin);
+      }
+    };
+    std::vector<std::thread> pool;
+    for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+    worker();
+    for (std::thread& thread : pool) thread.join();
+    if (runtime_->verbose()) {
+      std::size_t slowest = 0;
+      for (std::size_t i = 1; i < to_build.size(); ++i) {
+        if (build_ms[i] > build_ms[slowest]) slowest = i;
+      }
+      double sum = 0;
+      for (double ms : build_ms) sum += ms;
+      std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": built "
+                << to_build.size() << " engine plans on " << threads << " threads in "
+                << ms_since(start) << " ms (sum " << sum << " ms; slowest "
+                << to_build[slowest].info.id << " " << build_ms[slowest] << " ms)\n";
+    }
+    return built;
   }
 
   const Candidates& candidates_locked(const ConvDesc& desc, Direction direction) {
