@@ -205,28 +205,8 @@ std::shared_ptr<FusedGraph> build_fused_graph(Runtime& runtime, const ConvFusedD
   }
   outputs.push_back(y_index);
 
-  graph->conv = make_backend_descriptor(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, context);
-  const std::int64_t spatial = g.spatial;
-  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
-  set(graph->conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &g.compute_type,
-      context, "setting the compute type");
-  set(graph->conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode, context,
-      "setting the convolution mode");
-  set(graph->conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &spatial, context,
-      "setting the spatial dims");
-  set(graph->conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, spatial, g.dilation.data(),
-      context, "setting the dilation");
-  set(graph->conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, spatial,
-      g.stride.data(), context, "setting the stride");
-  set(graph->conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, spatial,
-      g.pad_before.data(), context, "setting the padding before");
-  set(graph->conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, spatial,
-      g.pad_after.data(), context, "setting the padding after");
-  if (const cudnnStatus_t status = cudnnBackendFinalize(graph->conv.get());
-      status != CUDNN_STATUS_SUCCESS) {
-    failure = "the convolution descriptor: " + rejection(status);
-    return nullptr;
-  }
+  graph->conv = make_convolution(g, context, failure);
+  if (!graph->conv.get()) return nullptr;
 
   const float one = 1.0f;
   const float zero = 0.0f;

@@ -154,6 +154,33 @@ std::string rejection(cudnnStatus_t status) {
   return text;
 }
 
+BackendDescriptor make_convolution(const Geometry& g, const ErrorContext& context,
+                                   std::string& failure) {
+  BackendDescriptor conv = make_backend_descriptor(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, context);
+  const std::int64_t spatial = g.spatial;
+  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  set(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &g.compute_type, context,
+      "setting the compute type");
+  set(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode, context,
+      "setting the convolution mode");
+  set(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &spatial, context,
+      "setting the spatial dims");
+  set(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, spatial, g.dilation.data(), context,
+      "setting the dilation");
+  set(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, spatial, g.stride.data(),
+      context, "setting the stride");
+  set(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, spatial, g.pad_before.data(),
+      context, "setting the padding before");
+  set(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, spatial, g.pad_after.data(),
+      context, "setting the padding after");
+  if (const cudnnStatus_t status = cudnnBackendFinalize(conv.get());
+      status != CUDNN_STATUS_SUCCESS) {
+    failure = "the convolution descriptor: " + rejection(status);
+    return {};
+  }
+  return conv;
+}
+
 BackendDescriptor make_tensor(std::int64_t uid, const std::array<std::int64_t, 5>& dims,
                               const std::array<std::int64_t, 5>& strides, const Geometry& g,
                               const ErrorContext& context) {

@@ -56,6 +56,11 @@ std::int64_t get_int64(const BackendDescriptor& d, cudnnBackendAttributeName_t n
 /// "CUDNN_STATUS_NOT_SUPPORTED (cuDNN's message)" for a reason string.
 std::string rejection(cudnnStatus_t status);
 
+/// The finalized convolution descriptor of `g` (cross-correlation, f32 compute, per-side
+/// padding); a null descriptor, with cuDNN's reason in `failure`, when cuDNN rejects it.
+BackendDescriptor make_convolution(const Geometry& g, const ErrorContext& context,
+                                   std::string& failure);
+
 /// A finalized tensor descriptor of `g`'s data type and rank, `tensor_alignment` aligned.
 BackendDescriptor make_tensor(std::int64_t uid, const std::array<std::int64_t, 5>& dims,
                               const std::array<std::int64_t, 5>& strides, const Geometry& g,
