@@ -96,58 +96,42 @@ std::shared_ptr<OperationGraph> build_graph(Runtime& runtime, const ConvDesc& de
   graph->conv = make_convolution(g, context, failure);
   if (!graph->conv.get()) return nullptr;
 
+  // The operation of each direction and its attributes for x, w, y, the convolution, alpha, beta.
+  struct Attributes {
+    cudnnBackendDescriptorType_t type;
+    cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+  };
+  static constexpr Attributes by_direction[] = {
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA},
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA},
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA},
+  };
+  const Attributes& a = by_direction[static_cast<int>(direction)];
   const float alpha = 1.0f;
   const float beta = 0.0f;
-  switch (direction) {
-    case Direction::fwd:
-      graph->operation =
-          make_backend_descriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, context);
-      set_descriptor(graph->operation, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, graph->x,
-                     context, "setting x");
-      set_descriptor(graph->operation, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, graph->w,
-                     context, "setting w");
-      set_descriptor(graph->operation, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, graph->y,
-                     context, "setting y");
-      set_descriptor(graph->operation, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
-                     graph->conv, context, "setting the convolution");
-      set(graph->operation, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1,
-          &alpha, context, "setting alpha");
-      set(graph->operation, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1,
-          &beta, context, "setting beta");
-      break;
-    case Direction::bwd_data:
-      graph->operation = make_backend_descriptor(
-          CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, context);
-      set_descriptor(graph->operation, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, graph->x,
-                     context, "setting dx");
-      set_descriptor(graph->operation, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, graph->w,
-                     context, "setting w");
-      set_descriptor(graph->operation, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, graph->y,
-                     context, "setting dy");
-      set_descriptor(graph->operation, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
-                     graph->conv, context, "setting the convolution");
-      set(graph->operation, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1,
-          &alpha, context, "setting alpha");
-      set(graph->operation, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 1,
-          &beta, context, "setting beta");
-      break;
-    case Direction::bwd_weights:
-      graph->operation = make_backend_descriptor(
-          CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR, context);
-      set_descriptor(graph->operation, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, graph->x,
-                     context, "setting x");
-      set_descriptor(graph->operation, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, graph->w,
-                     context, "setting dw");
-      set_descriptor(graph->operation, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, graph->y,
-                     context, "setting dy");
-      set_descriptor(graph->operation, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
-                     graph->conv, context, "setting the convolution");
-      set(graph->operation, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, 1,
-          &alpha, context, "setting alpha");
-      set(graph->operation, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, 1,
-          &beta, context, "setting beta");
-      break;
-  }
+  graph->operation = make_backend_descriptor(a.type, context);
+  set_descriptor(graph->operation, a.x, graph->x, context, "setting x");
+  set_descriptor(graph->operation, a.w, graph->w, context, "setting w");
+  set_descriptor(graph->operation, a.y, graph->y, context, "setting y");
+  set_descriptor(graph->operation, a.conv, graph->conv, context, "setting the convolution");
+  set(graph->operation, a.alpha, CUDNN_TYPE_FLOAT, 1, &alpha, context, "setting alpha");
+  set(graph->operation, a.beta, CUDNN_TYPE_FLOAT, 1, &beta, context, "setting beta");
   if (const cudnnStatus_t status = cudnnBackendFinalize(graph->operation.get());
       status != CUDNN_STATUS_SUCCESS) {
     failure = "the convolution operation: " + rejection(status);
