@@ -137,27 +137,118 @@ DNNX_POOL_INLINE void padded_row(const T* row, std::int64_t width, std::int64_t 
   std::fill(body + width, out + length, low);
 }
 
-// Elements of a padded row (padded_row) for the windows of `outputs` outputs in groups of 16.
-inline std::int64_t padded_length(const LoopGeometry& g, std::int64_t outputs) {
-  const std::int64_t groups = (outputs + 15) / 16;
-  // The last lane's window, plus load_strided's extra element for stride 2.
-  return (groups * 16 - 1) * g.stride[2] + g.kernel[2] + 1;
+// 16 lanes of p[j * step] for a stride known at compile time (Step 1 or 2) or not (0).
+template <int Step, typename T>
+DNNX_POOL_INLINE Vec load_step(const T* p, std::int64_t step) {
+  return load_strided(p, Step > 0 ? Step : step);
 }
 
-// channels_first: the output rows [r0, r1) of all planes, a row being (plane, od, oh). The input
+// Stores the first `lanes` (1 to 16) outputs of a group.
+template <typename T, typename I>
+DNNX_POOL_INLINE void store_group(T* dst, I* indices, std::int64_t lanes, Vec best, VecI at) {
+  if (lanes == 16) {
+    if (dst != nullptr) store16(dst, best);
+    if (indices != nullptr) store_indices(indices, at);
+    return;
+  }
+  // A row's last, partial group: through memory (lane reads would split the vectors).
+  float values[16];
+  std::int32_t places[16];
+  std::memcpy(values, &best, sizeof values);
+  std::memcpy(places, &at, sizeof places);
+  for (std::int64_t j = 0; j < lanes; ++j) {
+    if (dst != nullptr) simd::store(dst, j, values[j]);
+    if (indices != nullptr) indices[j] = static_cast<I>(places[j]);
+  }
+}
+
+// channels_first, for rows of G groups of 16 outputs at most per pass and a stride Step (0: the
+// runtime stride): the output rows [r0, r1) of all planes, a row being (plane, od, oh). The input
 // rows of the windows are first copied to f32 with -inf padding (padded_row), so that every
 // output of the row is one of 16 lanes (adjacent outputs) and no window is clipped along W;
 // padding never wins, and each lane starts at its window's first input element, as PyTorch's.
-// dst or indices may be null.
+// The G groups of a pass are updated side by side, window position by window position: their
+// maxima are independent chains the core overlaps. dst or indices may be null.
+template <int G, int Step, typename T, typename I>
+DNNX_POOL_INLINE void fwd_first_rows(const IndexGeometry& ig, const T* src, T* dst, I* indices,
+                                     std::int64_t r0, std::int64_t r1) {
+  const LoopGeometry& g = ig.loops;
+  const std::int64_t rows_per_plane = g.out[0] * g.out[1];
+  const std::int64_t s = Step > 0 ? Step : g.stride[2];
+  const std::int64_t k = g.kernel[2], pb = g.pad_before[2];
+  const std::int64_t width = g.in[2], outputs = g.out[2];
+  constexpr std::int64_t pass = 16 * G;
+  // Every lane of every pass reads inside the padded row (load_strided reads one more element
+  // for stride 2).
+  const std::int64_t passes = (outputs + pass - 1) / pass;
+  const std::int64_t length = std::max((passes * pass - 1) * s + k + 1, pb + width);
+  std::vector<float> rows(static_cast<std::size_t>(g.kernel[0] * g.kernel[1] * length));
+  const VecI lane = VecI{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15} *
+                    static_cast<std::int32_t>(s);
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const std::int64_t p = r / rows_per_plane;
+    const std::int64_t od = r % rows_per_plane / g.out[1];
+    const std::int64_t oh = r % g.out[1];
+    const T* plane = src + p * ig.in_plane;
+    const std::int64_t out_row = p * ig.out_plane + (od * g.out[1] + oh) * outputs;
+    const LoopSpan wd = loop_window(g, 0, od), wh = loop_window(g, 1, oh);
+    std::int64_t count = 0;
+    for (std::int64_t d = wd.begin; d < wd.end; ++d) {
+      for (std::int64_t h = wh.begin; h < wh.end; ++h, ++count)
+        padded_row(plane + (d * g.in[1] + h) * width, width, pb, length, &rows[count * length]);
+    }
+    // The input rows the next output row of the plane adds come from memory: ask for them now,
+    // so that they arrive while this row is computed.
+    if (wd.end - wd.begin == 1 && wh.end < g.in[1]) {
+      const T* next = plane + (wd.begin * g.in[1] + wh.end) * width;
+      const std::int64_t bytes =
+          std::min(g.stride[1], g.in[1] - wh.end) * width * static_cast<std::int64_t>(sizeof(T));
+      for (std::int64_t at = 0; at < bytes; at += 64)
+        __builtin_prefetch(reinterpret_cast<const char*>(next) + at);
+    }
+    const auto first_row = static_cast<std::int32_t>((wd.begin * g.in[1] + wh.begin) * width);
+    for (std::int64_t ow = 0; ow < outputs; ow += pass) {
+      // Lane j of group i: output ow + 16 i + j, its window's first column (may be in the
+      // padding), and the index of its first input element.
+      Vec best[G];
+      VecI at[G], column[G];
+      for (int i = 0; i < G; ++i) {
+        column[i] = lane + static_cast<std::int32_t>((ow + 16 * i) * s - pb);
+        best[i] = simd::splat(-std::numeric_limits<float>::infinity());
+        at[i] = (column[i] > 0 ? column[i] : VecI{}) + first_row;
+      }
+      std::int64_t row_at = 0;
+      for (std::int64_t d = wd.begin; d < wd.end; ++d) {
+        for (std::int64_t h = wh.begin; h < wh.end; ++h, ++row_at) {
+          const float* padded = &rows[row_at * length] + ow * s;
+          const auto base = static_cast<std::int32_t>((d * g.in[1] + h) * width);
+          for (std::int64_t x = 0; x < k; ++x) {
+            for (int i = 0; i < G; ++i) {
+              take_max(load_step<Step>(padded + 16 * i * s + x, s),
+                       column[i] + static_cast<std::int32_t>(base + x), best[i], at[i]);
+            }
+          }
+        }
+      }
+      for (int i = 0; i < G; ++i) {
+        const std::int64_t first = ow + 16 * i;
+        if (first >= outputs) break;
+        store_group(dst == nullptr ? nullptr : dst + out_row + first,
+                    indices == nullptr ? nullptr : indices + out_row + first,
+                    std::min<std::int64_t>(16, outputs - first), best[i], at[i]);
+      }
+    }
+  }
+}
+
+// channels_first: picks fwd_first_rows' pass width and stride. Planes near 2^31 elements (int32
+// lane indices would overflow) are scanned one output at a time.
 template <typename T, typename I>
 DNNX_POOL_INLINE void fwd_first(const IndexGeometry& ig, const T* src, T* dst, I* indices,
                                 std::int64_t r0, std::int64_t r1) {
   const LoopGeometry& g = ig.loops;
-  const std::int64_t rows_per_plane = g.out[0] * g.out[1];
-  const std::int64_t s = g.stride[2], k = g.kernel[2], pb = g.pad_before[2];
-  const std::int64_t width = g.in[2];
   if (!ig.narrow) {
-    // Lane indices are int32: planes of 2^31 elements or more are scanned one output at a time.
+    const std::int64_t rows_per_plane = g.out[0] * g.out[1];
     for (std::int64_t r = r0; r < r1; ++r) {
       const std::int64_t p = r / rows_per_plane;
       const std::int64_t od = r % rows_per_plane / g.out[1], oh = r % g.out[1];
@@ -173,54 +264,18 @@ DNNX_POOL_INLINE void fwd_first(const IndexGeometry& ig, const T* src, T* dst, I
     }
     return;
   }
-  const std::int64_t length = std::max(padded_length(g, g.out[2]), pb + width);
-  std::vector<float> rows(static_cast<std::size_t>(g.kernel[0] * g.kernel[1] * length));
-  const VecI lane =
-      VecI{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15} * static_cast<std::int32_t>(s);
-  for (std::int64_t r = r0; r < r1; ++r) {
-    const std::int64_t p = r / rows_per_plane;
-    const std::int64_t od = r % rows_per_plane / g.out[1];
-    const std::int64_t oh = r % g.out[1];
-    const T* plane = src + p * ig.in_plane;
-    const std::int64_t out_row = p * ig.out_plane + (od * g.out[1] + oh) * g.out[2];
-    const LoopSpan wd = loop_window(g, 0, od), wh = loop_window(g, 1, oh);
-    std::int64_t count = 0;
-    for (std::int64_t d = wd.begin; d < wd.end; ++d) {
-      for (std::int64_t h = wh.begin; h < wh.end; ++h, ++count)
-        padded_row(plane + (d * g.in[1] + h) * width, width, pb, length, &rows[count * length]);
-    }
-    const std::int64_t first_row = (wd.begin * g.in[1] + wh.begin) * width;
-    for (std::int64_t ow = 0; ow < g.out[2]; ow += 16) {
-      // Lane j: output ow + j, its window's first column (may be in the padding) and the index
-      // of its first input element.
-      const VecI column = lane + static_cast<std::int32_t>(ow * s - pb);
-      Vec best = simd::splat(-std::numeric_limits<float>::infinity());
-      VecI at = (column > 0 ? column : VecI{}) + static_cast<std::int32_t>(first_row);
-      std::int64_t row_at = 0;
-      for (std::int64_t d = wd.begin; d < wd.end; ++d) {
-        for (std::int64_t h = wh.begin; h < wh.end; ++h, ++row_at) {
-          const float* padded = &rows[row_at * length] + ow * s;
-          const VecI base = column + static_cast<std::int32_t>((d * g.in[1] + h) * width);
-          for (std::int64_t x = 0; x < k; ++x)
-            take_max(load_strided(padded + x, s), base + static_cast<std::int32_t>(x), best, at);
-        }
-      }
-      const std::int64_t lanes = std::min<std::int64_t>(16, g.out[2] - ow);
-      if (lanes == 16) {
-        if (dst != nullptr) store16(dst + out_row + ow, best);
-        if (indices != nullptr) store_indices(indices + out_row + ow, at);
-        continue;
-      }
-      // The row's last, partial group: through memory (lane reads would split the vectors).
-      float values[16];
-      std::int32_t places[16];
-      std::memcpy(values, &best, sizeof values);
-      std::memcpy(places, &at, sizeof places);
-      for (std::int64_t j = 0; j < lanes; ++j) {
-        if (dst != nullptr) simd::store(dst, out_row + ow + j, values[j]);
-        if (indices != nullptr) indices[out_row + ow + j] = static_cast<I>(places[j]);
-      }
-    }
+  // One group per pass for short rows (no lanes computed for nothing), four otherwise.
+  const bool short_rows = g.out[2] <= 16;
+  switch (g.stride[2]) {
+    case 1:
+      return short_rows ? fwd_first_rows<1, 1>(ig, src, dst, indices, r0, r1)
+                        : fwd_first_rows<4, 1>(ig, src, dst, indices, r0, r1);
+    case 2:
+      return short_rows ? fwd_first_rows<1, 2>(ig, src, dst, indices, r0, r1)
+                        : fwd_first_rows<4, 2>(ig, src, dst, indices, r0, r1);
+    default:
+      return short_rows ? fwd_first_rows<1, 0>(ig, src, dst, indices, r0, r1)
+                        : fwd_first_rows<4, 0>(ig, src, dst, indices, r0, r1);
   }
 }
 
@@ -266,51 +321,97 @@ DNNX_POOL_INLINE void fwd_last(const IndexGeometry& ig, const T* src, T* dst, I*
 
 // ---- backward -----------------------------------------------------------------------------
 
-// The f32 buffer of one backward work item and the diff_src slices it stands for (Note [cpu
-// max-pool indices]): slices [base, base + filled) of the outermost spatial dim, each `size`
-// positions x `block` channels.
+// Where one backward work item accumulates (Note [cpu max-pool indices]): the diff_src slices
+// [base, base + filled) of the outermost spatial dim that the current outer output's windows
+// cover, each `size` positions x `block` channels. f32 diff_src is its own accumulator: slices
+// are zeroed in place when the windows first reach them. f16/bf16 accumulate in an f32 buffer
+// whose slices leave for diff_src, converted, once the windows have passed them; the buffer
+// slides over `capacity` slices and moves its live slices to the front only when it reaches the
+// end.
 template <typename T, bool ChannelsLast>
-struct SliceBuffer {
-  float* data;
-  T* out;             // diff_src at (position 0, the item's first channel)
-  std::int64_t size;  // positions of a slice
-  std::int64_t block;
-  std::int64_t step;  // elements between positions of `out`
-  std::int64_t base = 0;
-  std::int64_t filled = 0;
+struct Accumulator {
+  static constexpr bool direct = std::is_same_v<T, float>;
+  T* out;              // diff_src at (position 0, the item's first channel)
+  std::int64_t size;   // positions of a slice
+  std::int64_t block;  // channels of the item (1 for channels_first)
+  std::int64_t step;   // elements between positions of `out`
+  float* buffer;       // f16/bf16: `capacity` slices x size x block floats
+  std::int64_t capacity;
+  std::int64_t base = 0;    // the first slice held
+  std::int64_t filled = 0;  // slices held
+  std::int64_t origin = 0;  // f16/bf16: the buffer slice holding `base`
 
-  // Slices [base, to) leave the buffer: those it holds converted to T, the others (no window
-  // reached them) written as zeros; it keeps the rest, moved to its front.
-  DNNX_POOL_INLINE void flush(std::int64_t to) {
-    const std::int64_t held = std::min(to - base, filled);
+  // The floats of `count` slices.
+  DNNX_POOL_INLINE std::int64_t floats(std::int64_t count) const { return count * size * block; }
+
+  // Writes zeros to diff_src slices [from, to).
+  DNNX_POOL_INLINE void zero(std::int64_t from, std::int64_t to) {
+    if (from >= to) return;
     if (ChannelsLast) {
-      for (std::int64_t i = 0; i < held * size; ++i)
-        store_row(out + (base * size + i) * step, data + i * block, block);
-      for (std::int64_t i = (base + held) * size; i < to * size; ++i)
+      for (std::int64_t i = from * size; i < to * size; ++i)
         std::memset(static_cast<void*>(out + i * step), 0,
                     sizeof(T) * static_cast<std::size_t>(block));
     } else {
-      store_row(out + base * size, data, held * size);
-      std::memset(static_cast<void*>(out + (base + held) * size), 0,
-                  sizeof(T) * static_cast<std::size_t>((to - base - held) * size));
+      std::memset(static_cast<void*>(out + from * size), 0,
+                  sizeof(T) * static_cast<std::size_t>((to - from) * size));
     }
+  }
+
+  // Slices before `to` are final: f16/bf16 write the ones held, converted; slices no window
+  // reached are written as zeros.
+  DNNX_POOL_INLINE void retire(std::int64_t to) {
+    const std::int64_t held = std::min(to - base, filled);
+    if constexpr (!direct) {
+      const float* from = buffer + floats(origin);
+      if (ChannelsLast) {
+        for (std::int64_t i = 0; i < held * size; ++i)
+          store_row(out + (base * size + i) * step, from + i * block, block);
+      } else {
+        store_row(out + base * size, from, held * size);
+      }
+      origin += held;
+    }
+    zero(base + held, to);
     filled -= held;
-    if (filled > 0 && held > 0) {
-      std::memmove(data, data + held * size * block,
-                   sizeof(float) * static_cast<std::size_t>(filled * size * block));
-    }
     base = to;
   }
 
-  // Holds slices up to `end`, the new ones zero.
+  // Holds slices up to `end`; the new ones are zero.
   DNNX_POOL_INLINE void extend(std::int64_t end) {
-    std::fill(data + filled * size * block, data + (end - base) * size * block, 0.0f);
+    if constexpr (direct) {
+      zero(base + filled, end);
+    } else {
+      if (origin + (end - base) > capacity) {
+        std::memmove(buffer, buffer + floats(origin),
+                     sizeof(float) * static_cast<std::size_t>(floats(filled)));
+        origin = 0;
+      }
+      std::fill(buffer + floats(origin + filled), buffer + floats(origin + end - base), 0.0f);
+    }
     filled = end - base;
+  }
+
+  // The sum of input position `position` (counted from slice `base`'s first) and channel
+  // `channel` of the item.
+  DNNX_POOL_INLINE float& operator()(std::int64_t position, std::int64_t channel) {
+    if constexpr (direct) {
+      return out[(base * size + position) * step + channel];
+    } else {
+      return buffer[floats(origin) + position * block + channel];
+    }
   }
 };
 
+// Buffer slices an f16/bf16 work item keeps (Accumulator): the windows' extent along the
+// outermost dim, plus room to slide of up to 16 slices within 256 KiB.
+inline std::int64_t accumulator_capacity(const IndexGeometry& ig, std::int64_t block) {
+  const std::int64_t kernel = ig.loops.kernel[static_cast<std::size_t>(ig.outer)];
+  const std::int64_t slice_bytes = ig.in_slice * block * static_cast<std::int64_t>(sizeof(float));
+  return kernel + std::clamp<std::int64_t>((std::int64_t{1} << 18) / slice_bytes, 0, 16);
+}
+
 // One work item: the plane (n, c0) when channels_first (block 1), channels [c0, c0 + block) of
-// image n when channels_last. `buffer` holds kernel[outer] slices x block floats.
+// image n when channels_last.
 template <typename T, typename I, bool ChannelsLast>
 DNNX_POOL_INLINE void bwd_item(const IndexGeometry& ig, const T* diff_dst, const I* indices,
                                T* diff_src, std::int64_t n, std::int64_t c0, std::int64_t block,
@@ -324,32 +425,33 @@ DNNX_POOL_INLINE void bwd_item(const IndexGeometry& ig, const T* diff_dst, const
       ChannelsLast ? n * ig.in_plane * channels + c0 : (n * channels + c0) * ig.in_plane;
   const std::int64_t out_base =
       ChannelsLast ? n * ig.out_plane * channels + c0 : (n * channels + c0) * ig.out_plane;
-  SliceBuffer<T, ChannelsLast> slices{buffer, diff_src + in_base, ig.in_slice, block, step};
+  Accumulator<T, ChannelsLast> sums{diff_src + in_base, ig.in_slice, block, step, buffer,
+                                    accumulator_capacity(ig, block)};
   for (std::int64_t o = 0; o < g.out[k]; ++o) {
     const LoopSpan span = loop_window(g, static_cast<int>(k), o);
-    slices.flush(span.begin);
-    slices.extend(span.end);
-    const std::int64_t offset = slices.base * ig.in_slice;
-    const auto limit = static_cast<std::uint64_t>(slices.filled * ig.in_slice);
+    sums.retire(span.begin);
+    sums.extend(span.end);
+    const std::int64_t offset = sums.base * ig.in_slice;
+    const auto limit = static_cast<std::uint64_t>(sums.filled * ig.in_slice);
     const std::int64_t first = o * ig.out_slice;
-    for (std::int64_t q = first; q < first + ig.out_slice; ++q) {
-      const I* index = indices + out_base + q * step;
-      const T* grad = diff_dst + out_base + q * step;
-      for (std::int64_t c = 0; c < block; ++c) {
+    const I* index = indices + out_base + first * step;
+    const T* grad = diff_dst + out_base + first * step;
+    for (std::int64_t q = 0; q < ig.out_slice; ++q, index += step, grad += step) {
+      for (std::int64_t c = 0; c < (ChannelsLast ? block : 1); ++c) {
         const std::int64_t value = index[c];
         // One unsigned comparison: inside this outer output's slices (and so the plane).
         const std::uint64_t at =
             static_cast<std::uint64_t>(value) - static_cast<std::uint64_t>(offset);
-        if (at < limit) {
-          buffer[static_cast<std::int64_t>(at) * block + c] += simd::load(grad, c);
+        if (at < limit) [[likely]] {
+          sums(static_cast<std::int64_t>(at), c) += simd::load(grad, c);
         } else {
           // Its place in dst's logical order (n, c, position).
-          bad.note((n * channels + c0 + c) * ig.out_plane + q, value);
+          bad.note((n * channels + c0 + c) * ig.out_plane + first + q, value);
         }
       }
     }
   }
-  slices.flush(g.in[k]);
+  sums.retire(g.in[k]);
 }
 
 // The work items [i0, i1): planes (channels_first) or (image, block of channels) pairs.
@@ -358,10 +460,12 @@ DNNX_POOL_INLINE void bwd_items(const IndexGeometry& ig, const T* diff_dst, cons
                                 T* diff_src, std::int64_t i0, std::int64_t i1,
                                 SharedBadIndex& shared) {
   const LoopGeometry& g = ig.loops;
-  const auto k = static_cast<std::size_t>(ig.outer);
   const std::int64_t block = g.channels_last ? std::min(index_channel_block, g.channels) : 1;
   const std::int64_t blocks = (g.channels + block - 1) / block;
-  std::vector<float> buffer(static_cast<std::size_t>(g.kernel[k] * ig.in_slice * block));
+  std::vector<float> buffer;
+  if (!std::is_same_v<T, float>) {
+    buffer.resize(static_cast<std::size_t>(accumulator_capacity(ig, block) * ig.in_slice * block));
+  }
   BadIndex bad;
   for (std::int64_t item = i0; item < i1; ++item) {
     if (g.channels_last) {
