@@ -24,6 +24,16 @@ target_link_libraries(pool_parity_test PRIVATE dnnx_pool_cases GTest::gtest_main
 gtest_discover_tests(pool_parity_test NO_PRETTY_VALUES PROPERTIES LABELS "parity" ENVIRONMENT "${_pool_env}"
                      TIMEOUT 300 DISCOVERY_TIMEOUT 60)
 
+# cpu:kernel:max_indices exists once per ISA (Note [per-ISA pool kernels]): the cpu parity cases
+# again on the AVX2 and SSE2 copies (on a machine without AVX-512 the first run already took the
+# AVX2 one).
+foreach(_isa avx2 baseline)
+  add_test(NAME pool_parity_cpu_kernels_${_isa}
+           COMMAND pool_parity_test --gtest_filter=*PoolParity*cpu_*)
+  set_tests_properties(pool_parity_cpu_kernels_${_isa} PROPERTIES
+    LABELS "parity" TIMEOUT 900 ENVIRONMENT "${_pool_env};DNNX_POOL_KERNEL_ISA=${_isa}")
+endforeach()
+
 # The reference against PyTorch (tests/python/torch_pool_parity.py drives pool_harness).
 add_executable(pool_harness ${_pool_dir}/../python/pool_harness.cpp)
 target_include_directories(pool_harness PRIVATE ${_pool_dir}/..)

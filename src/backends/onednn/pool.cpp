@@ -56,12 +56,14 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -496,24 +498,26 @@ class KernelPlan final : public LayerPlan<detail::PoolArgs> {
 //   starting from the window's first input element), in f32, which holds every f16/bf16 value
 //   exactly. channels_first vectorizes along W: the input rows of an output row's windows are
 //   copied to f32 with -inf padding around them (padding never wins), so every output of the row
-//   is a lane of a 16-output group whose windows are unclipped along W, each window position one
-//   load (contiguous for stride 1, two loads and an even-lane shuffle for stride 2, lane by lane
-//   otherwise). channels_last vectorizes over 16 channels of one output (other channels are
+//   is a lane of a group of adjacent outputs (a vector register: 16 on AVX-512) whose windows are
+//   unclipped along W, each window position one load (contiguous for stride 1, two loads and an
+//   even-lane shuffle for stride 2, lane by lane otherwise); four groups are updated side by side
+//   (independent dependency chains), and the next output row's input rows are prefetched.
+//   channels_last vectorizes over a register of channels of one output (other channels are
 //   scanned one by one). Lane indices are int32: planes near 2^31 elements are scanned one
-//   output at a time.
-//   Backward: a scatter, as PyTorch's, but into a small f32 buffer instead of a zeroed diff_src.
-//   The outermost spatial dim (D, H or W for 3-, 2-, 1-D) is walked in output order; the windows
-//   of one outer output cover input slices [begin, end) along it (a slice is everything inside
-//   it: H x W for 3-D, a row for 2-D, one element for 1-D), and both bounds only grow. The buffer
-//   holds the slices of the current outer output; slices behind its begin are final and leave
-//   the buffer, converted to the dtype, in one pass that writes each diff_src element once
-//   (slices no window reaches are written as zeros). Each diff_dst element is added at its index
-//   in output order, so every sum has a fixed order (the GPU gather's, Note [pool kernel
-//   backward]), and a work item owns whole diff_src planes (channels_first) or a block of 16
-//   channels of one image (channels_last): the bits do not depend on the thread count.
-//   Index check: an index is used only if it falls in the buffer's slices, [begin, end) x slice
-//   size, one unsigned comparison; every index outside its plane fails it, and so does one
-//   outside its window's slices. The lowest such position raises InvalidArgument after the pass
+//   output at a time. The kernels exist once per ISA (Note [per-ISA pool kernels]).
+//   Backward: a scatter, as PyTorch's, but without zeroing diff_src first. The outermost spatial
+//   dim (D, H or W for 3-, 2-, 1-D) is walked in output order; the windows of one outer output
+//   cover input slices [begin, end) along it (a slice is everything inside it: H x W for 3-D, a
+//   row for 2-D, one element for 1-D), and both bounds only grow. f32 slices are zeroed in
+//   diff_src when the windows first reach them (so they are in cache for the scatter); f16/bf16
+//   accumulate in an f32 buffer of those slices, which leave for diff_src, converted, once the
+//   windows have passed them. Slices no window reaches are written as zeros. Each diff_dst element
+//   is added at its index in output order, so every sum has a fixed order (the GPU gather's, Note
+//   [pool kernel backward]), and a work item owns whole diff_src planes (channels_first) or a block
+//   of 16 channels of one image (channels_last): the bits do not depend on the thread count. Index
+//   check: an index is used only if it falls in the current slices, [begin, end) x slice size, one
+//   unsigned comparison; every index outside its plane fails it, and so does one outside its
+//   window's slices. The lowest such position raises InvalidArgument after the pass
 //   (detail::bad_pool_index_message). An index inside those slices but outside its window is
 //   not detected (that would take a division per index) and adds its gradient where it points.
 //   Threads: contiguous ranges of work items through simd::parallel_blocks, as the softmax and
@@ -616,22 +620,30 @@ template <typename T>
 // The kernels once per ISA (Note [per-ISA pool kernels] in pool_indices_kernels.hpp).
 #define DNNX_POOL_ISA \
   __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx2,fma,f16c,bmi,bmi2")))
+#define DNNX_POOL_LANES 16
 namespace avx512 {
 #include "backends/onednn/pool_indices_kernels.hpp"  // NOLINT(bugprone-suspicious-include)
 }  // namespace avx512
 #undef DNNX_POOL_ISA
+#undef DNNX_POOL_LANES
 #define DNNX_POOL_ISA __attribute__((target("avx2,fma,f16c,bmi,bmi2")))
+#define DNNX_POOL_LANES 8
 namespace avx2 {
 #include "backends/onednn/pool_indices_kernels.hpp"  // NOLINT(bugprone-suspicious-include)
 }  // namespace avx2
 #undef DNNX_POOL_ISA
+#undef DNNX_POOL_LANES
 #define DNNX_POOL_ISA
+#define DNNX_POOL_LANES 4
 namespace baseline {
 #include "backends/onednn/pool_indices_kernels.hpp"  // NOLINT(bugprone-suspicious-include)
 }  // namespace baseline
 #undef DNNX_POOL_ISA
+#undef DNNX_POOL_LANES
 
-// The copy of the kernels for the running CPU.
+// The copy of the kernels for the running CPU: the widest it supports, or a narrower one that
+// DNNX_POOL_KERNEL_ISA (avx2, baseline) asks for, which is how the tests run every copy on one
+// machine.
 struct IndexKernels {
   decltype(&baseline::max_fwd) fwd;
   decltype(&baseline::max_bwd) bwd;
@@ -640,12 +652,14 @@ struct IndexKernels {
 const IndexKernels& index_kernels() {
   static const IndexKernels kernels = [] {
     __builtin_cpu_init();
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                      __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi") &&
-                      __builtin_cpu_supports("bmi2");
-    if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("avx512cd"))
+    const char* forced = std::getenv("DNNX_POOL_KERNEL_ISA");
+    const std::string_view cap = forced != nullptr ? forced : "";
+    const bool avx2 = cap != "baseline" && __builtin_cpu_supports("avx2") &&
+                      __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
+                      __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+    if (avx2 && cap != "avx2" && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd"))
       return IndexKernels{avx512::max_fwd, avx512::max_bwd};
     if (avx2) return IndexKernels{avx2::max_fwd, avx2::max_bwd};
     return IndexKernels{baseline::max_fwd, baseline::max_bwd};

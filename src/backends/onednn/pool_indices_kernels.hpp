@@ -1,38 +1,54 @@
 // The vector kernels of cpu:kernel:max_indices (Note [cpu max-pool indices] in pool.cpp), for one
 // instruction set. pool.cpp includes this file once per ISA, each time inside its own namespace
-// and with DNNX_POOL_ISA defined as the target attribute of that ISA (hence no include guard),
-// after the types the kernels take: IndexGeometry, LoopGeometry, LoopSpan, loop_window,
-// scan_window, BadIndex, SharedBadIndex, index_channel_block.
+// and with DNNX_POOL_ISA defined as the target attribute of that ISA and DNNX_POOL_LANES as its
+// vector width in floats (hence no include guard), after the types the kernels take:
+// IndexGeometry, LoopGeometry, LoopSpan, loop_window, scan_window, BadIndex, SharedBadIndex,
+// index_channel_block.
 //
 // Note [per-ISA pool kernels]
-// The kernels hold 16 lanes in GCC vector types, as softmax_simd.hpp's do, but also compare and
-// select lanes (the max rule, the NaN tests of the conversions). GCC lowers the vector operations
-// of a function for that function's own target before inlining it or cloning it for
-// target_clones: on the baseline target (SSE2) a 64-byte comparison or select becomes 16 scalar
-// compares and branches, which inlining into an AVX-512 clone does not undo (the forward ran
-// 40x slower so). Every function here therefore carries the ISA's target attribute itself, and
-// pool.cpp picks one copy at run time (__builtin_cpu_supports). The copies compute the same bits:
-// maxima are exact, sums add in the same order without FMA, conversions are integer code.
+// The kernels hold a vector register of lanes in GCC vector types, as softmax_simd.hpp's do, but
+// also compare and select lanes (the max rule, the NaN tests of the conversions). GCC lowers the
+// vector operations of a function for that function's own target before inlining it or cloning
+// it for target_clones, and a comparison or select wider than the target's registers becomes one
+// scalar compare and branch per lane, which inlining into an AVX-512 clone does not undo (the
+// forward ran 40x slower so). Every function here therefore carries the ISA's target attribute
+// itself, its vectors are that ISA's registers (16 lanes for AVX-512, 8 for AVX2, 4 for the
+// SSE2 baseline), and pool.cpp picks one copy at run time (__builtin_cpu_supports). The copies
+// compute the same bits: maxima are exact, sums add in the same order without FMA, conversions
+// are integer code.
 
 // NOLINTBEGIN(bugprone-macro-parentheses)
 #define DNNX_POOL_INLINE [[gnu::always_inline]] inline DNNX_POOL_ISA
 // NOLINTEND(bugprone-macro-parentheses)
 
-using simd::Vec;
-using simd::VecI;
-using simd::VecS;
-using simd::VecU;
-using VecL = std::int64_t __attribute__((vector_size(128)));
+// One register of lanes: floats, their bits, and their indices (int32, widened to int64 on
+// their way out), and 16-bit storage.
+constexpr int lanes = DNNX_POOL_LANES;
+using Vec = float __attribute__((vector_size(4 * lanes)));
+using VecI = std::int32_t __attribute__((vector_size(4 * lanes)));
+using VecU = std::uint32_t __attribute__((vector_size(4 * lanes)));
+using VecS = std::uint16_t __attribute__((vector_size(2 * lanes)));
+using VecL = std::int64_t __attribute__((vector_size(8 * lanes)));
 
-// ---- 16 lanes in and out of storage (the formulas of softmax_simd.hpp, under this ISA) ------
+DNNX_POOL_INLINE Vec splat(float value) { return Vec{} + value; }
 
-DNNX_POOL_INLINE Vec load16(const float* p) {
+// 0, 1, ..., lanes - 1.
+DNNX_POOL_INLINE VecI iota() {
+  constexpr std::int32_t values[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  VecI v;
+  std::memcpy(&v, values, sizeof v);
+  return v;
+}
+
+// ---- lanes in and out of storage (the formulas of softmax_simd.hpp, under this ISA) ---------
+
+DNNX_POOL_INLINE Vec load_lanes(const float* p) {
   Vec v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
 // binary16 -> f32, exact (simd::load_vec(const F16*)).
-DNNX_POOL_INLINE Vec load16(const simd::F16* p) {
+DNNX_POOL_INLINE Vec load_lanes(const simd::F16* p) {
   VecS half;
   std::memcpy(&half, p, sizeof half);
   const VecU h = __builtin_convertvector(half, VecU);
@@ -42,15 +58,15 @@ DNNX_POOL_INLINE Vec load16(const simd::F16* p) {
   const VecU bits = (h & 0x7c00u) == 0x7c00u ? special : reinterpret_cast<VecU>(scaled);
   return reinterpret_cast<Vec>(bits | ((h & 0x8000u) << 16));
 }
-DNNX_POOL_INLINE Vec load16(const simd::Bf16* p) {
+DNNX_POOL_INLINE Vec load_lanes(const simd::Bf16* p) {
   VecS bits;
   std::memcpy(&bits, p, sizeof bits);
   return reinterpret_cast<Vec>(__builtin_convertvector(bits, VecU) << 16);
 }
 
-DNNX_POOL_INLINE void store16(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
+DNNX_POOL_INLINE void store_lanes(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
 // f32 -> binary16, round to nearest even (simd::store_vec(F16*, Vec)).
-DNNX_POOL_INLINE void store16(simd::F16* p, Vec v) {
+DNNX_POOL_INLINE void store_lanes(simd::F16* p, Vec v) {
   const VecU bits = reinterpret_cast<VecU>(v);
   const VecU sign = (bits >> 16) & 0x8000u;
   const VecU magnitude = bits & 0x7fffffffu;
@@ -69,7 +85,7 @@ DNNX_POOL_INLINE void store16(simd::F16* p, Vec v) {
   std::memcpy(p, &narrow, sizeof narrow);
 }
 // f32 -> bf16, round to nearest even, NaN stays NaN (simd::store_vec(Bf16*, Vec)).
-DNNX_POOL_INLINE void store16(simd::Bf16* p, Vec v) {
+DNNX_POOL_INLINE void store_lanes(simd::Bf16* p, Vec v) {
   const VecU bits = reinterpret_cast<VecU>(v);
   const VecU rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
   const VecU nan = (bits >> 16) | 0x40u;
@@ -78,20 +94,27 @@ DNNX_POOL_INLINE void store16(simd::Bf16* p, Vec v) {
   std::memcpy(p, &narrow, sizeof narrow);
 }
 
-// 16 lanes of p[j * step], j = 0..15: one load for step 1, two and an even-lane shuffle for step
-// 2 (which reads p[31] too), lane by lane otherwise.
+// The even lanes of a and b, in order.
+DNNX_POOL_INLINE Vec even_lanes(Vec a, Vec b) {
+#if DNNX_POOL_LANES == 16
+  return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+#elif DNNX_POOL_LANES == 8
+  return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+#else
+  return __builtin_shufflevector(a, b, 0, 2, 4, 6);
+#endif
+}
+
+// Lanes of p[j * step], j = 0 .. lanes - 1: one load for step 1, two and an even-lane shuffle
+// for step 2 (which reads p[2 lanes - 1] too), lane by lane otherwise.
 template <typename T>
 DNNX_POOL_INLINE Vec load_strided(const T* p, std::int64_t step) {
-  if (step == 1) return load16(p);
-  if (step == 2) {
-    const Vec a = load16(p);
-    const Vec b = load16(p + 16);
-    return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  }
+  if (step == 1) return load_lanes(p);
+  if (step == 2) return even_lanes(load_lanes(p), load_lanes(p + lanes));
   // Through memory: lane-wise writes into a Vec make GCC split the caller's vectors.
-  float lanes[16];
-  for (int j = 0; j < 16; ++j) lanes[j] = simd::load(p, j * step);
-  return load16(lanes);
+  float values[lanes];
+  for (int j = 0; j < lanes; ++j) values[j] = simd::load(p, j * step);
+  return load_lanes(values);
 }
 
 template <typename I>
@@ -104,8 +127,8 @@ DNNX_POOL_INLINE void store_indices(I* p, VecI at) {
   }
 }
 
-// The running maximum of 16 lanes under PyTorch's rule, `v > best || isnan(v)` (the NaN test on
-// the bits: AVX2 has no unordered compare of 16 lanes at once).
+// The running maximum of the lanes under PyTorch's rule, `v > best || isnan(v)` (the NaN test on
+// the bits, which every ISA compares as integers).
 DNNX_POOL_INLINE void take_max(Vec v, VecI index, Vec& best, VecI& at) {
   const VecI nan = (reinterpret_cast<VecI>(v) & 0x7fffffff) > 0x7f800000;
   const VecI wins = (v > best) | nan;
@@ -117,7 +140,7 @@ DNNX_POOL_INLINE void take_max(Vec v, VecI index, Vec& best, VecI& at) {
 template <typename T>
 DNNX_POOL_INLINE void store_row(T* out, const float* in, std::int64_t count) {
   std::int64_t i = 0;
-  for (; i + 16 <= count; i += 16) store16(out + i, load16(in + i));
+  for (; i + lanes <= count; i += lanes) store_lanes(out + i, load_lanes(in + i));
   for (; i < count; ++i) simd::store(out, i, in[i]);
 }
 
@@ -132,40 +155,40 @@ DNNX_POOL_INLINE void padded_row(const T* row, std::int64_t width, std::int64_t 
   std::fill(out, out + pad, low);
   float* body = out + pad;
   std::int64_t i = 0;
-  for (; i + 16 <= width; i += 16) store16(body + i, load16(row + i));
+  for (; i + lanes <= width; i += lanes) store_lanes(body + i, load_lanes(row + i));
   for (; i < width; ++i) body[i] = simd::load(row, i);
   std::fill(body + width, out + length, low);
 }
 
-// 16 lanes of p[j * step] for a stride known at compile time (Step 1 or 2) or not (0).
+// Lanes of p[j * step] for a stride known at compile time (Step 1 or 2) or not (0).
 template <int Step, typename T>
 DNNX_POOL_INLINE Vec load_step(const T* p, std::int64_t step) {
   return load_strided(p, Step > 0 ? Step : step);
 }
 
-// Stores the first `lanes` (1 to 16) outputs of a group.
+// Stores the first `count` (1 to lanes) outputs of a group.
 template <typename T, typename I>
-DNNX_POOL_INLINE void store_group(T* dst, I* indices, std::int64_t lanes, Vec best, VecI at) {
-  if (lanes == 16) {
-    if (dst != nullptr) store16(dst, best);
+DNNX_POOL_INLINE void store_group(T* dst, I* indices, std::int64_t count, Vec best, VecI at) {
+  if (count == lanes) {
+    if (dst != nullptr) store_lanes(dst, best);
     if (indices != nullptr) store_indices(indices, at);
     return;
   }
   // A row's last, partial group: through memory (lane reads would split the vectors).
-  float values[16];
-  std::int32_t places[16];
+  float values[lanes];
+  std::int32_t places[lanes];
   std::memcpy(values, &best, sizeof values);
   std::memcpy(places, &at, sizeof places);
-  for (std::int64_t j = 0; j < lanes; ++j) {
+  for (std::int64_t j = 0; j < count; ++j) {
     if (dst != nullptr) simd::store(dst, j, values[j]);
     if (indices != nullptr) indices[j] = static_cast<I>(places[j]);
   }
 }
 
-// channels_first, for rows of G groups of 16 outputs at most per pass and a stride Step (0: the
-// runtime stride): the output rows [r0, r1) of all planes, a row being (plane, od, oh). The input
-// rows of the windows are first copied to f32 with -inf padding (padded_row), so that every
-// output of the row is one of 16 lanes (adjacent outputs) and no window is clipped along W;
+// channels_first, for passes of G groups of `lanes` outputs and a stride Step (0: the runtime
+// stride): the output rows [r0, r1) of all planes, a row being (plane, od, oh). The input rows of
+// the windows are first copied to f32 with -inf padding (padded_row), so that every output of the
+// row is a lane of a group (adjacent outputs) and no window is clipped along W;
 // padding never wins, and each lane starts at its window's first input element, as PyTorch's.
 // The G groups of a pass are updated side by side, window position by window position: their
 // maxima are independent chains the core overlaps. dst or indices may be null.
@@ -177,14 +200,13 @@ DNNX_POOL_INLINE void fwd_first_rows(const IndexGeometry& ig, const T* src, T* d
   const std::int64_t s = Step > 0 ? Step : g.stride[2];
   const std::int64_t k = g.kernel[2], pb = g.pad_before[2];
   const std::int64_t width = g.in[2], outputs = g.out[2];
-  constexpr std::int64_t pass = 16 * G;
+  constexpr std::int64_t pass = lanes * G;
   // Every lane of every pass reads inside the padded row (load_strided reads one more element
   // for stride 2).
   const std::int64_t passes = (outputs + pass - 1) / pass;
   const std::int64_t length = std::max((passes * pass - 1) * s + k + 1, pb + width);
   std::vector<float> rows(static_cast<std::size_t>(g.kernel[0] * g.kernel[1] * length));
-  const VecI lane = VecI{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15} *
-                    static_cast<std::int32_t>(s);
+  const VecI lane = iota() * static_cast<std::int32_t>(s);
   for (std::int64_t r = r0; r < r1; ++r) {
     const std::int64_t p = r / rows_per_plane;
     const std::int64_t od = r % rows_per_plane / g.out[1];
@@ -208,13 +230,13 @@ DNNX_POOL_INLINE void fwd_first_rows(const IndexGeometry& ig, const T* src, T* d
     }
     const auto first_row = static_cast<std::int32_t>((wd.begin * g.in[1] + wh.begin) * width);
     for (std::int64_t ow = 0; ow < outputs; ow += pass) {
-      // Lane j of group i: output ow + 16 i + j, its window's first column (may be in the
+      // Lane j of group i: output ow + lanes i + j, its window's first column (may be in the
       // padding), and the index of its first input element.
       Vec best[G];
       VecI at[G], column[G];
       for (int i = 0; i < G; ++i) {
-        column[i] = lane + static_cast<std::int32_t>((ow + 16 * i) * s - pb);
-        best[i] = simd::splat(-std::numeric_limits<float>::infinity());
+        column[i] = lane + static_cast<std::int32_t>((ow + lanes * i) * s - pb);
+        best[i] = splat(-std::numeric_limits<float>::infinity());
         at[i] = (column[i] > 0 ? column[i] : VecI{}) + first_row;
       }
       std::int64_t row_at = 0;
@@ -224,18 +246,18 @@ DNNX_POOL_INLINE void fwd_first_rows(const IndexGeometry& ig, const T* src, T* d
           const auto base = static_cast<std::int32_t>((d * g.in[1] + h) * width);
           for (std::int64_t x = 0; x < k; ++x) {
             for (int i = 0; i < G; ++i) {
-              take_max(load_step<Step>(padded + 16 * i * s + x, s),
+              take_max(load_step<Step>(padded + lanes * i * s + x, s),
                        column[i] + static_cast<std::int32_t>(base + x), best[i], at[i]);
             }
           }
         }
       }
       for (int i = 0; i < G; ++i) {
-        const std::int64_t first = ow + 16 * i;
+        const std::int64_t first = ow + lanes * i;
         if (first >= outputs) break;
         store_group(dst == nullptr ? nullptr : dst + out_row + first,
                     indices == nullptr ? nullptr : indices + out_row + first,
-                    std::min<std::int64_t>(16, outputs - first), best[i], at[i]);
+                    std::min<std::int64_t>(lanes, outputs - first), best[i], at[i]);
       }
     }
   }
@@ -265,7 +287,7 @@ DNNX_POOL_INLINE void fwd_first(const IndexGeometry& ig, const T* src, T* dst, I
     return;
   }
   // One group per pass for short rows (no lanes computed for nothing), four otherwise.
-  const bool short_rows = g.out[2] <= 16;
+  const bool short_rows = g.out[2] <= lanes;
   switch (g.stride[2]) {
     case 1:
       return short_rows ? fwd_first_rows<1, 1>(ig, src, dst, indices, r0, r1)
@@ -279,7 +301,7 @@ DNNX_POOL_INLINE void fwd_first(const IndexGeometry& ig, const T* src, T* dst, I
   }
 }
 
-// channels_last: the output positions [q0, q1) of all images, 16 channels at a time.
+// channels_last: the output positions [q0, q1) of all images, `lanes` channels at a time.
 template <typename T, typename I>
 DNNX_POOL_INLINE void fwd_last(const IndexGeometry& ig, const T* src, T* dst, I* indices,
                                std::int64_t q0, std::int64_t q1) {
@@ -294,20 +316,20 @@ DNNX_POOL_INLINE void fwd_last(const IndexGeometry& ig, const T* src, T* dst, I*
     const T* image = src + n * ig.in_plane * channels;
     const std::int64_t out_at = q * channels;
     std::int64_t c = 0;
-    for (; ig.narrow && c + 16 <= channels; c += 16) {
-      Vec best = simd::splat(-std::numeric_limits<float>::infinity());
+    for (; ig.narrow && c + lanes <= channels; c += lanes) {
+      Vec best = splat(-std::numeric_limits<float>::infinity());
       VecI at = VecI{} + static_cast<std::int32_t>((w[0].begin * g.in[1] + w[1].begin) * g.in[2] +
                                                    w[2].begin);
       for (std::int64_t d = w[0].begin; d < w[0].end; ++d) {
         for (std::int64_t h = w[1].begin; h < w[1].end; ++h) {
           for (std::int64_t x = w[2].begin; x < w[2].end; ++x) {
             const std::int64_t at_in = (d * g.in[1] + h) * g.in[2] + x;
-            take_max(load16(image + at_in * channels + c),
+            take_max(load_lanes(image + at_in * channels + c),
                      VecI{} + static_cast<std::int32_t>(at_in), best, at);
           }
         }
       }
-      if (dst != nullptr) store16(dst + out_at + c, best);
+      if (dst != nullptr) store_lanes(dst + out_at + c, best);
       if (indices != nullptr) store_indices(indices + out_at + c, at);
     }
     for (; c < channels; ++c) {
@@ -425,12 +447,21 @@ DNNX_POOL_INLINE void bwd_item(const IndexGeometry& ig, const T* diff_dst, const
       ChannelsLast ? n * ig.in_plane * channels + c0 : (n * channels + c0) * ig.in_plane;
   const std::int64_t out_base =
       ChannelsLast ? n * ig.out_plane * channels + c0 : (n * channels + c0) * ig.out_plane;
-  Accumulator<T, ChannelsLast> sums{diff_src + in_base, ig.in_slice, block, step, buffer,
-                                    accumulator_capacity(ig, block)};
+  Accumulator<T, ChannelsLast> sums{
+      diff_src + in_base, ig.in_slice, block, step, buffer, accumulator_capacity(ig, block)};
   for (std::int64_t o = 0; o < g.out[k]; ++o) {
     const LoopSpan span = loop_window(g, static_cast<int>(k), o);
     sums.retire(span.begin);
     sums.extend(span.end);
+    if (!ChannelsLast && span.end < g.in[k]) {
+      // The diff_src slices the next outer output adds (f32: zeroed there; f16/bf16: written
+      // soon after): ask for them, for writing, while this one is scattered.
+      const T* next = diff_src + in_base + span.end * ig.in_slice;
+      const std::int64_t bytes = std::min(g.stride[k], g.in[k] - span.end) * ig.in_slice *
+                                 static_cast<std::int64_t>(sizeof(T));
+      for (std::int64_t at = 0; at < bytes; at += 64)
+        __builtin_prefetch(reinterpret_cast<const char*>(next) + at, 1);
+    }
     const std::int64_t offset = sums.base * ig.in_slice;
     const auto limit = static_cast<std::uint64_t>(sums.filled * ig.in_slice);
     const std::int64_t first = o * ig.out_slice;
