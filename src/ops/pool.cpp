@@ -122,8 +122,9 @@ Tensor random_indices(const Context& context, const PoolDesc& desc) {
   const int n = desc.spatial_dims;
   std::array<std::int64_t, 3> out{1, 1, 1}, in{1, 1, 1};
   for (int i = 0; i < n; ++i) {
-    out[static_cast<std::size_t>(3 - n + i)] = desc.output_size(i);
-    in[static_cast<std::size_t>(3 - n + i)] = desc.input[static_cast<std::size_t>(i)];
+    const auto k = static_cast<std::size_t>(3 - n) + static_cast<std::size_t>(i);
+    out[k] = desc.output_size(i);
+    in[k] = desc.input[static_cast<std::size_t>(i)];
   }
   // The input positions [begin, end) of output o's window along (3-D) dim k.
   const auto span = [&](int k, std::int64_t o) {

@@ -619,14 +619,14 @@ template <typename T>
 
 // The kernels once per ISA (Note [per-ISA pool kernels] in pool_indices_kernels.hpp).
 #define DNNX_POOL_ISA \
-  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx2,fma,f16c,bmi,bmi2")))
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx2,fma")))
 #define DNNX_POOL_LANES 16
 namespace avx512 {
 #include "backends/onednn/pool_indices_kernels.hpp"  // NOLINT(bugprone-suspicious-include)
 }  // namespace avx512
 #undef DNNX_POOL_ISA
 #undef DNNX_POOL_LANES
-#define DNNX_POOL_ISA __attribute__((target("avx2,fma,f16c,bmi,bmi2")))
+#define DNNX_POOL_ISA __attribute__((target("avx2,fma")))
 #define DNNX_POOL_LANES 8
 namespace avx2 {
 #include "backends/onednn/pool_indices_kernels.hpp"  // NOLINT(bugprone-suspicious-include)
@@ -655,8 +655,7 @@ const IndexKernels& index_kernels() {
     const char* forced = std::getenv("DNNX_POOL_KERNEL_ISA");
     const std::string_view cap = forced != nullptr ? forced : "";
     const bool avx2 = cap != "baseline" && __builtin_cpu_supports("avx2") &&
-                      __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
-                      __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+                      __builtin_cpu_supports("fma");
     if (avx2 && cap != "avx2" && __builtin_cpu_supports("avx512f") &&
         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd"))

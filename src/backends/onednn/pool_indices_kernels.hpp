@@ -200,7 +200,7 @@ DNNX_POOL_INLINE void fwd_first_rows(const IndexGeometry& ig, const T* src, T* d
   const std::int64_t s = Step > 0 ? Step : g.stride[2];
   const std::int64_t k = g.kernel[2], pb = g.pad_before[2];
   const std::int64_t width = g.in[2], outputs = g.out[2];
-  constexpr std::int64_t pass = lanes * G;
+  constexpr std::int64_t pass = std::int64_t{lanes} * G;
   // Every lane of every pass reads inside the padded row (load_strided reads one more element
   // for stride 2).
   const std::int64_t passes = (outputs + pass - 1) / pass;
@@ -235,7 +235,7 @@ DNNX_POOL_INLINE void fwd_first_rows(const IndexGeometry& ig, const T* src, T* d
       Vec best[G];
       VecI at[G], column[G];
       for (int i = 0; i < G; ++i) {
-        column[i] = lane + static_cast<std::int32_t>((ow + lanes * i) * s - pb);
+        column[i] = lane + static_cast<std::int32_t>((ow + std::int64_t{lanes} * i) * s - pb);
         best[i] = splat(-std::numeric_limits<float>::infinity());
         at[i] = (column[i] > 0 ? column[i] : VecI{}) + first_row;
       }
@@ -246,14 +246,14 @@ DNNX_POOL_INLINE void fwd_first_rows(const IndexGeometry& ig, const T* src, T* d
           const auto base = static_cast<std::int32_t>((d * g.in[1] + h) * width);
           for (std::int64_t x = 0; x < k; ++x) {
             for (int i = 0; i < G; ++i) {
-              take_max(load_step<Step>(padded + lanes * i * s + x, s),
+              take_max(load_step<Step>(padded + std::int64_t{lanes} * i * s + x, s),
                        column[i] + static_cast<std::int32_t>(base + x), best[i], at[i]);
             }
           }
         }
       }
       for (int i = 0; i < G; ++i) {
-        const std::int64_t first = ow + lanes * i;
+        const std::int64_t first = ow + std::int64_t{lanes} * i;
         if (first >= outputs) break;
         store_group(dst == nullptr ? nullptr : dst + out_row + first,
                     indices == nullptr ? nullptr : indices + out_row + first,
