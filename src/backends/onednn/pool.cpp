@@ -654,8 +654,8 @@ const IndexKernels& index_kernels() {
     __builtin_cpu_init();
     const char* forced = std::getenv("DNNX_POOL_KERNEL_ISA");
     const std::string_view cap = forced != nullptr ? forced : "";
-    const bool avx2 = cap != "baseline" && __builtin_cpu_supports("avx2") &&
-                      __builtin_cpu_supports("fma");
+    const bool avx2 =
+        cap != "baseline" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     if (avx2 && cap != "avx2" && __builtin_cpu_supports("avx512f") &&
         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd"))
