@@ -54,6 +54,14 @@ constexpr std::int64_t block_values = 1 << 14;
 constexpr std::int64_t max_partials = 1 << 18;
 constexpr std::int64_t tile_columns = 256;
 
+// The partial sums of the column walk, per calling thread and kept from call to call: allocated
+// per call, their pages were given back to the system and faulted in again on every call (a few
+// percent of a normalisation).
+std::vector<double>& scratch() {
+  thread_local std::vector<double> buffer;
+  return buffer;
+}
+
 // Two sums of one statistic (moments: of x - p and (x - p)^2; gradient: of dy and dy (x - mean)).
 struct Sums {
   double a = 0, b = 0;
@@ -114,7 +122,7 @@ struct ScalarLevel {
   }
 
   static void affine(const T* x, T* y, std::int64_t runs, std::int64_t length, std::int64_t stride,
-                     float a, float b, bool /*streaming*/, std::int64_t /*prefetch*/) {
+                     float a, float b, bool /*streaming*/) {
     for (std::int64_t r = 0; r < runs; ++r) {
       const std::int64_t o = r * stride;
       for (std::int64_t i = 0; i < length; ++i) out(y + o, i, in(x + o, i) * a + b);
@@ -122,8 +130,7 @@ struct ScalarLevel {
   }
 
   static void affine2(const T* x, const T* dy, T* dx, std::int64_t runs, std::int64_t length,
-                      std::int64_t stride, float a, float b, float c, bool /*streaming*/,
-                      std::int64_t /*prefetch*/) {
+                      std::int64_t stride, float a, float b, float c, bool /*streaming*/) {
     for (std::int64_t r = 0; r < runs; ++r) {
       const std::int64_t o = r * stride;
       for (std::int64_t i = 0; i < length; ++i)
@@ -183,14 +190,12 @@ struct ScalarLevel {
 
 template <typename T>
 struct Avx512Level {
-  // Asks for the line at `p`, or the lines of 32 elements at `p`, into L2 (Note [batch-norm
-  // loops]: the next statistic's run, which the hardware prefetchers do not see coming).
-  DNNX_AVX512_INLINE static void prefetch_line(const T* p) {
-    _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
-  }
+  // Asks for the lines of 32 elements at `p` (Note [batch-norm loops]: the next statistic's run,
+  // which the hardware prefetchers do not see coming).
   DNNX_AVX512_INLINE static void prefetch(const T* p) {
-    prefetch_line(p);
-    if constexpr (sizeof(T) == 4) prefetch_line(p + 16);
+    const auto* bytes = reinterpret_cast<const char*>(p);
+    _mm_prefetch(bytes, _MM_HINT_T0);
+    if constexpr (sizeof(T) == 4) _mm_prefetch(bytes + 64, _MM_HINT_T0);
   }
 
   // 32 values per step into eight f64 partial sums per sum; masked vectors for each run's tail.
@@ -275,8 +280,7 @@ struct Avx512Level {
   }
 
   DNNX_AVX512 static void affine(const T* x, T* y, std::int64_t runs, std::int64_t length,
-                                 std::int64_t stride, float a, float b, bool streaming,
-                                 std::int64_t ahead) {
+                                 std::int64_t stride, float a, float b, bool streaming) {
     using namespace simd::avx512;
     const __m512 va = _mm512_set1_ps(a);
     const __m512 vb = _mm512_set1_ps(b);
@@ -284,7 +288,6 @@ struct Avx512Level {
       const T* in = x + r * stride;
       for_each_vector(y + r * stride, length, streaming,
                       [&](std::int64_t i, __mmask16 m) DNNX_AVX512_LAMBDA {
-                        if (ahead != 0) prefetch_line(in + i + ahead);
                         return _mm512_fmadd_ps(load(in + i, m), va, vb);
                       });
     }
@@ -292,7 +295,7 @@ struct Avx512Level {
 
   DNNX_AVX512 static void affine2(const T* x, const T* dy, T* dx, std::int64_t runs,
                                   std::int64_t length, std::int64_t stride, float a, float b,
-                                  float c, bool streaming, std::int64_t ahead) {
+                                  float c, bool streaming) {
     using namespace simd::avx512;
     const __m512 va = _mm512_set1_ps(a);
     const __m512 vb = _mm512_set1_ps(b);
@@ -302,98 +305,79 @@ struct Avx512Level {
       const T* dy_run = dy + r * stride;
       for_each_vector(dx + r * stride, length, streaming,
                       [&](std::int64_t i, __mmask16 m) DNNX_AVX512_LAMBDA {
-                        if (ahead != 0) {
-                          prefetch_line(x_run + i + ahead);
-                          prefetch_line(dy_run + i + ahead);
-                        }
                         return _mm512_fmadd_ps(va, load(dy_run + i, m),
                                                _mm512_fmadd_ps(vb, load(x_run + i, m), vc));
                       });
     }
   }
 
-  // 16 columns at a time down the block's rows, two rows per step into separate partial sums.
-  // Masked columns load x = 0 and pivot = 0 and add nothing.
+  // A few vectors of columns at a time down the block's rows, each column's sums in its own f64
+  // lane (32 columns for the moments, 64 for the gradient sums: the fastest on the machine of
+  // docs/benchmarks.md). Masked columns load x = 0 and pivot = 0 and add nothing.
   DNNX_AVX512 static void block_moments(const T* x, std::int64_t rows, std::int64_t stride,
                                         std::int64_t width, const double* pivot, double* sum_a,
                                         double* sum_b) {
     using namespace simd::avx512;
-    for (std::int64_t c = 0; c < width; c += simd::avx512::width) {
-      const __mmask16 m = first_lanes(width - c);
-      const auto lo = static_cast<__mmask8>(m);
-      const auto hi = static_cast<__mmask8>(m >> 8);
-      const __m512d p0 = _mm512_maskz_loadu_pd(lo, pivot + c);
-      const __m512d p1 = _mm512_maskz_loadu_pd(hi, pivot + c + 8);
-      __m512d s1[4], s2[4];
-      for (int j = 0; j < 4; ++j) s1[j] = s2[j] = _mm512_setzero_pd();
-      std::int64_t r = 0;
-      for (; r + 2 <= rows; r += 2) {
-        const __m512 v0 = load(x + r * stride + c, m);
-        const __m512 v1 = load(x + (r + 1) * stride + c, m);
-        const __m512d d[4] = {_mm512_sub_pd(low_pd(v0), p0), _mm512_sub_pd(high_pd(v0), p1),
-                              _mm512_sub_pd(low_pd(v1), p0), _mm512_sub_pd(high_pd(v1), p1)};
-        for (int j = 0; j < 4; ++j) {
-          s1[j] = _mm512_add_pd(s1[j], d[j]);
-          s2[j] = _mm512_fmadd_pd(d[j], d[j], s2[j]);
+    constexpr int vectors = 2;
+    for (std::int64_t c = 0; c < width; c += vectors * simd::avx512::width) {
+      __mmask16 m[vectors];
+      __m512d p[2 * vectors], s1[2 * vectors], s2[2 * vectors];
+      for (int v = 0; v < vectors; ++v) m[v] = some_lanes(width - c - 16 * v);
+      for (int j = 0; j < 2 * vectors; ++j) {
+        p[j] = _mm512_maskz_loadu_pd(half_lanes(m[j / 2], j % 2), pivot + c + 8 * j);
+        s1[j] = s2[j] = _mm512_setzero_pd();
+      }
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const T* row = x + r * stride + c;
+        for (int v = 0; v < vectors; ++v) {
+          const __m512 in = load(row + 16 * v, m[v]);
+          const __m512d d0 = _mm512_sub_pd(low_pd(in), p[2 * v]);
+          const __m512d d1 = _mm512_sub_pd(high_pd(in), p[2 * v + 1]);
+          s1[2 * v] = _mm512_add_pd(s1[2 * v], d0);
+          s1[2 * v + 1] = _mm512_add_pd(s1[2 * v + 1], d1);
+          s2[2 * v] = _mm512_fmadd_pd(d0, d0, s2[2 * v]);
+          s2[2 * v + 1] = _mm512_fmadd_pd(d1, d1, s2[2 * v + 1]);
         }
       }
-      if (r < rows) {
-        const __m512 v = load(x + r * stride + c, m);
-        const __m512d d0 = _mm512_sub_pd(low_pd(v), p0);
-        const __m512d d1 = _mm512_sub_pd(high_pd(v), p1);
-        s1[0] = _mm512_add_pd(s1[0], d0);
-        s1[1] = _mm512_add_pd(s1[1], d1);
-        s2[0] = _mm512_fmadd_pd(d0, d0, s2[0]);
-        s2[1] = _mm512_fmadd_pd(d1, d1, s2[1]);
+      for (int j = 0; j < 2 * vectors; ++j) {
+        _mm512_mask_storeu_pd(sum_a + c + 8 * j, half_lanes(m[j / 2], j % 2), s1[j]);
+        _mm512_mask_storeu_pd(sum_b + c + 8 * j, half_lanes(m[j / 2], j % 2), s2[j]);
       }
-      _mm512_mask_storeu_pd(sum_a + c, lo, _mm512_add_pd(s1[0], s1[2]));
-      _mm512_mask_storeu_pd(sum_a + c + 8, hi, _mm512_add_pd(s1[1], s1[3]));
-      _mm512_mask_storeu_pd(sum_b + c, lo, _mm512_add_pd(s2[0], s2[2]));
-      _mm512_mask_storeu_pd(sum_b + c + 8, hi, _mm512_add_pd(s2[1], s2[3]));
     }
   }
 
+  // Masked columns load dy = 0 and add nothing.
   DNNX_AVX512 static void block_gradient_sums(const T* x, const T* dy, std::int64_t rows,
                                               std::int64_t stride, std::int64_t width,
                                               const double* mean, double* sum_a, double* sum_b) {
     using namespace simd::avx512;
-    for (std::int64_t c = 0; c < width; c += simd::avx512::width) {
-      const __mmask16 m = first_lanes(width - c);
-      const auto lo = static_cast<__mmask8>(m);
-      const auto hi = static_cast<__mmask8>(m >> 8);
-      const __m512d mu0 = _mm512_maskz_loadu_pd(lo, mean + c);
-      const __m512d mu1 = _mm512_maskz_loadu_pd(hi, mean + c + 8);
-      __m512d s1[4], s2[4];
-      for (int j = 0; j < 4; ++j) s1[j] = s2[j] = _mm512_setzero_pd();
-      std::int64_t r = 0;
-      for (; r + 2 <= rows; r += 2) {
-        const std::int64_t o0 = r * stride + c;
-        const std::int64_t o1 = o0 + stride;
-        const __m512 g0 = load(dy + o0, m);
-        const __m512 g1 = load(dy + o1, m);
-        const __m512 x0 = load(x + o0, m);
-        const __m512 x1 = load(x + o1, m);
-        const __m512d g[4] = {low_pd(g0), high_pd(g0), low_pd(g1), high_pd(g1)};
-        const __m512d d[4] = {_mm512_sub_pd(low_pd(x0), mu0), _mm512_sub_pd(high_pd(x0), mu1),
-                              _mm512_sub_pd(low_pd(x1), mu0), _mm512_sub_pd(high_pd(x1), mu1)};
-        for (int j = 0; j < 4; ++j) {
-          s1[j] = _mm512_add_pd(s1[j], g[j]);
-          s2[j] = _mm512_fmadd_pd(g[j], d[j], s2[j]);
+    constexpr int vectors = 4;
+    for (std::int64_t c = 0; c < width; c += vectors * simd::avx512::width) {
+      __mmask16 m[vectors];
+      __m512d mu[2 * vectors], s1[2 * vectors], s2[2 * vectors];
+      for (int v = 0; v < vectors; ++v) m[v] = some_lanes(width - c - 16 * v);
+      for (int j = 0; j < 2 * vectors; ++j) {
+        mu[j] = _mm512_maskz_loadu_pd(half_lanes(m[j / 2], j % 2), mean + c + 8 * j);
+        s1[j] = s2[j] = _mm512_setzero_pd();
+      }
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const std::int64_t o = r * stride + c;
+        for (int v = 0; v < vectors; ++v) {
+          const __m512 g = load(dy + o + 16 * v, m[v]);
+          const __m512 in = load(x + o + 16 * v, m[v]);
+          const __m512d g0 = low_pd(g);
+          const __m512d g1 = high_pd(g);
+          s1[2 * v] = _mm512_add_pd(s1[2 * v], g0);
+          s1[2 * v + 1] = _mm512_add_pd(s1[2 * v + 1], g1);
+          s2[2 * v] = _mm512_fmadd_pd(g0, _mm512_sub_pd(low_pd(in), mu[2 * v]), s2[2 * v]);
+          s2[2 * v + 1] =
+              _mm512_fmadd_pd(g1, _mm512_sub_pd(high_pd(in), mu[2 * v + 1]), s2[2 * v + 1]);
         }
       }
-      if (r < rows) {
-        const std::int64_t o = r * stride + c;
-        const __m512 g = load(dy + o, m);
-        const __m512 v = load(x + o, m);
-        s1[0] = _mm512_add_pd(s1[0], low_pd(g));
-        s1[1] = _mm512_add_pd(s1[1], high_pd(g));
-        s2[0] = _mm512_fmadd_pd(low_pd(g), _mm512_sub_pd(low_pd(v), mu0), s2[0]);
-        s2[1] = _mm512_fmadd_pd(high_pd(g), _mm512_sub_pd(high_pd(v), mu1), s2[1]);
+      for (int j = 0; j < 2 * vectors; ++j) {
+        _mm512_mask_storeu_pd(sum_a + c + 8 * j, half_lanes(m[j / 2], j % 2), s1[j]);
+        _mm512_mask_storeu_pd(sum_b + c + 8 * j, half_lanes(m[j / 2], j % 2), s2[j]);
       }
-      _mm512_mask_storeu_pd(sum_a + c, lo, _mm512_add_pd(s1[0], s1[2]));
-      _mm512_mask_storeu_pd(sum_a + c + 8, hi, _mm512_add_pd(s1[1], s1[3]));
-      _mm512_mask_storeu_pd(sum_b + c, lo, _mm512_add_pd(s2[0], s2[2]));
-      _mm512_mask_storeu_pd(sum_b + c + 8, hi, _mm512_add_pd(s2[1], s2[3]));
     }
   }
 
@@ -436,10 +420,9 @@ struct Primitives {
   Sums (*moments)(const T*, std::int64_t, std::int64_t, std::int64_t, double, std::int64_t);
   Sums (*gradient_sums)(const T*, const T*, std::int64_t, std::int64_t, std::int64_t, double,
                         std::int64_t);
-  void (*affine)(const T*, T*, std::int64_t, std::int64_t, std::int64_t, float, float, bool,
-                 std::int64_t);
+  void (*affine)(const T*, T*, std::int64_t, std::int64_t, std::int64_t, float, float, bool);
   void (*affine2)(const T*, const T*, T*, std::int64_t, std::int64_t, std::int64_t, float, float,
-                  float, bool, std::int64_t);
+                  float, bool);
   void (*block_moments)(const T*, std::int64_t, std::int64_t, std::int64_t, const double*, double*,
                         double*);
   void (*block_gradient_sums)(const T*, const T*, std::int64_t, std::int64_t, std::int64_t,
@@ -517,7 +500,12 @@ Shape shape_of(const BatchNormDesc& desc) {
 class Terms {
  public:
   Terms(const BatchNormDesc& desc, const Stats& stats, double count)
-      : desc_(desc), stats_(stats), count_(count) {}
+      : desc_(desc), stats_(stats), count_(count) {
+    if (desc.training) {
+      batch_mean_.resize(static_cast<std::size_t>(desc.statistics()));
+      batch_var_.resize(static_cast<std::size_t>(desc.statistics()));
+    }
+  }
 
   // The batch mean and biased variance from moment sums around `pivot`.
   void moments(const Sums& sums, double pivot, double& mean, double& var) const {
@@ -526,11 +514,16 @@ class Terms {
     var = std::max(0.0, sums.b / count_ - shifted * shifted);
   }
 
-  // Saved and running statistics of statistic k after a training forward.
-  void finish(std::int64_t k, double mean, double var) const {
-    const auto mean32 = static_cast<float>(mean);
-    const auto var32 = static_cast<float>(var);
-    finish_training_fwd(desc_, stats_, &mean32, &var32, k, k + 1);
+  // Keeps statistic k's batch mean and variance for finish_all(); threads keep different ones.
+  void finish(std::int64_t k, double mean, double var) {
+    batch_mean_[static_cast<std::size_t>(k)] = static_cast<float>(mean);
+    batch_var_[static_cast<std::size_t>(k)] = static_cast<float>(var);
+  }
+
+  // The saved and running statistics of a training forward, from what finish() kept.
+  void finish_all() const {
+    finish_training_fwd(desc_, stats_, batch_mean_.data(), batch_var_.data(), 0,
+                        desc_.statistics());
   }
 
   // y = (x - mean) inv_std scale + shift = x a + b; inference reads the running statistics.
@@ -582,6 +575,7 @@ class Terms {
   const BatchNormDesc& desc_;
   const Stats& stats_;
   double count_;
+  std::vector<float> batch_mean_, batch_var_;  // training forward
 };
 
 // Per-statistic f32 coefficients of the outputs, as arrays (the column walk loads them as
@@ -611,6 +605,7 @@ class Walk {
     } else {
       forward_columns(x, y);
     }
+    if (desc_.training) terms_.finish_all();
   }
 
   void backward(const T* x, const T* dy, T* dx) {
@@ -683,7 +678,7 @@ class Walk {
         const Piece pc = piece(q);
         const auto k = static_cast<std::size_t>(pc.k);
         p_.affine(x + pc.offset, y + pc.offset, pc.runs, pc.length, stride, f_.a[k], f_.b[k],
-                  streaming_, ahead());
+                  streaming_);
       }
     };
     auto moments_of = [&](std::int64_t q) {
@@ -735,10 +730,9 @@ class Walk {
         const std::int64_t o = pc.offset;
         if (training) {
           p_.affine2(x + o, dy + o, dx + o, pc.runs, pc.length, stride, f_.a[k], f_.b[k], f_.c[k],
-                     streaming_, ahead());
+                     streaming_);
         } else {
-          p_.affine(dy + o, dx + o, pc.runs, pc.length, stride, f_.a[k], 0.0f, streaming_,
-                    ahead());
+          p_.affine(dy + o, dx + o, pc.runs, pc.length, stride, f_.a[k], 0.0f, streaming_);
         }
       }
     };
@@ -796,26 +790,30 @@ class Walk {
   template <typename ItemSums, typename Totals>
   void column_sums(std::int64_t work, ItemSums&& sums, Totals&& totals) {
     const auto size = static_cast<std::size_t>(shape_.blocks * shape_.k);
-    std::vector<double> partial_a(size), partial_b(size);
+    std::vector<double>& buffer = scratch();
+    if (buffer.size() < 2 * size) buffer.resize(2 * size);
+    double* partial_a = buffer.data();
+    double* partial_b = partial_a + size;
     threads::run_ranges(item_count(), work, [&](std::int64_t q0, std::int64_t q1) {
       for (std::int64_t q = q0; q < q1; ++q) {
         const Item it = item(q);
         const auto at = static_cast<std::size_t>(it.block * shape_.k + it.column);
-        sums(it, partial_a.data() + at, partial_b.data() + at);
+        sums(it, partial_a + at, partial_b + at);
       }
     });
-    threads::run_ranges(shape_.k, shape_.k * shape_.blocks * 8,
-                        [&](std::int64_t k0, std::int64_t k1) {
-                          for (std::int64_t k = k0; k < k1; ++k) {
-                            Sums t;
-                            for (std::int64_t b = 0; b < shape_.blocks; ++b) {
-                              const auto i = static_cast<std::size_t>(b * shape_.k + k);
-                              t.a += partial_a[i];
-                              t.b += partial_b[i];
-                            }
-                            totals(k, t);
-                          }
-                        });
+    // Each column's total in block order, added row-wise (contiguous reads) into block 0's
+    // partial sums.
+    threads::run_ranges(shape_.k, shape_.k * shape_.blocks, [&](std::int64_t k0, std::int64_t k1) {
+      for (std::int64_t b = 1; b < shape_.blocks; ++b) {
+        const double* row_a = partial_a + b * shape_.k;
+        const double* row_b = partial_b + b * shape_.k;
+        for (std::int64_t k = k0; k < k1; ++k) {
+          partial_a[k] += row_a[k];
+          partial_b[k] += row_b[k];
+        }
+      }
+      for (std::int64_t k = k0; k < k1; ++k) totals(k, Sums{partial_a[k], partial_b[k]});
+    });
   }
 
   void forward_columns(const T* x, T* y) {

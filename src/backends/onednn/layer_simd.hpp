@@ -88,9 +88,17 @@ inline constexpr int width = 16;
 inline constexpr __mmask16 all16 = 0xffff;
 inline constexpr __mmask8 all8 = 0xff;
 
-/// The mask of the first min(n, 16) lanes.
+/// The mask of the first min(n, 16) lanes; n >= 1.
 DNNX_AVX512_INLINE __mmask16 first_lanes(std::int64_t n) {
   return n >= width ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
+}
+/// The same for any n (none for n <= 0).
+DNNX_AVX512_INLINE __mmask16 some_lanes(std::int64_t n) {
+  return n <= 0 ? static_cast<__mmask16>(0) : first_lanes(n);
+}
+/// Lanes 0-7 (half 0) or 8-15 (half 1) of `mask`, as the mask of 8 f64 lanes.
+DNNX_AVX512_INLINE __mmask8 half_lanes(__mmask16 mask, int half) {
+  return static_cast<__mmask8>(mask >> (8 * half));
 }
 
 // ---- loads: 16 elements (or the lanes of `mask`, the others 0) as f32

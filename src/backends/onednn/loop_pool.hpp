@@ -2,13 +2,19 @@
 // The threads of the cpu backend's own layer kernels (batch-norm and activations).
 //
 // Note [loop threads]
-// The kernels run on a pool of threads started once per process (a thread start costs tens of
-// microseconds, as much as a whole small normalisation), as many as oneDNN's OpenMP runtime uses
-// (omp_get_max_threads, which OMP_NUM_THREADS sets and Backend::fingerprint() records), else the
-// hardware's. A call splits its items into one contiguous range per thread; the caller runs the
-// first range and waits for the others. Calls from several threads take turns. What a kernel
-// computes never depends on how its items were split (each item's result is formed alone, and
-// reductions over items run in item order), so results do not depend on the thread count.
+// The kernels run on OpenMP's threads when the process has an OpenMP runtime, which it has
+// whenever oneDNN is built on one (the wheel this backend uses is built on GCC's libgomp): the
+// same threads, as many as oneDNN's primitives use (omp_get_max_threads, which OMP_NUM_THREADS
+// sets and Backend::fingerprint() records). A pool of the kernels' own would compete with them
+// for the cores: after a oneDNN primitive, OpenMP's threads spin for a while waiting for the
+// next region, and on the 2-core machine of docs/benchmarks.md batch-norm training on
+// 8x256x56x56 bf16 took 1.45-1.49 ms forward and 1.86-1.92 ms backward on such a pool against
+// 1.10-1.28 / 1.55-1.71 ms on OpenMP's threads (layers_bench, alternating runs). Without an
+// OpenMP runtime they run on a pool started once per process, as many threads as the hardware
+// has. A call splits its items into one contiguous range per thread; the caller runs the first
+// range and waits for the others. What a kernel computes never depends on how its items were
+// split (each item's result is formed alone, and reductions over items run in item order), so
+// results do not depend on the thread count.
 
 #include <cstdint>
 #include <functional>
