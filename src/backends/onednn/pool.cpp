@@ -41,6 +41,7 @@
 #include "backends/onednn/check.hpp"
 #include "backends/onednn/layer_common.hpp"
 #include "backends/onednn/layers.hpp"
+#include "backends/onednn/loop_pool.hpp"
 #include "backends/onednn/memory.hpp"
 #include "backends/onednn/softmax_simd.hpp"
 #include "core/check.hpp"
@@ -520,8 +521,9 @@ class KernelPlan final : public LayerPlan<detail::PoolArgs> {
 //   window's slices. The lowest such position raises InvalidArgument after the pass
 //   (detail::bad_pool_index_message). An index inside those slices but outside its window is
 //   not detected (that would take a division per index) and adds its gradient where it points.
-//   Threads: contiguous ranges of work items through simd::parallel_blocks, as the softmax and
-//   cross-entropy kernels (forward items: output rows, or output positions for channels_last).
+//   Threads: contiguous ranges of work items on OpenMP's threads, as the batch-norm and
+//   activation kernels (threads::run_ranges, Note [loop threads] in loop_pool.hpp); forward items
+//   are output rows, or output positions for channels_last.
 
 constexpr const char* max_indices_id = "cpu:kernel:max_indices";
 
@@ -720,7 +722,7 @@ class MaxIndicesPlan final : public LayerPlan<detail::PoolArgs> {
     // Work items: output positions (channels_last) or output rows of a plane (channels_first).
     const std::int64_t items = g.channels_last ? g.batch * geometry_.out_plane
                                                : g.batch * g.channels * g.out[0] * g.out[1];
-    simd::parallel_blocks(items, outputs * window, [&](std::int64_t i0, std::int64_t i1) {
+    threads::run_ranges(items, outputs * window, [&](std::int64_t i0, std::int64_t i1) {
       kernels.fwd(geometry_, desc_.dtype, index_dtype, src, dst, indices, i0, i1);
     });
   }
@@ -733,7 +735,7 @@ class MaxIndicesPlan final : public LayerPlan<detail::PoolArgs> {
         g.channels_last ? g.batch * ((g.channels + index_channel_block - 1) / index_channel_block)
                         : g.batch * g.channels;
     SharedBadIndex shared;
-    simd::parallel_blocks(items, g.batch * g.channels * geometry_.in_plane,
+    threads::run_ranges(items, g.batch * g.channels * geometry_.in_plane,
                           [&](std::int64_t i0, std::int64_t i1) {
                             kernels.bwd(geometry_, desc_.dtype, index_dtype, diff_dst, indices,
                                         diff_src, i0, i1, shared);
