@@ -736,10 +736,10 @@ class MaxIndicesPlan final : public LayerPlan<detail::PoolArgs> {
                         : g.batch * g.channels;
     SharedBadIndex shared;
     threads::run_ranges(items, g.batch * g.channels * geometry_.in_plane,
-                          [&](std::int64_t i0, std::int64_t i1) {
-                            kernels.bwd(geometry_, desc_.dtype, index_dtype, diff_dst, indices,
-                                        diff_src, i0, i1, shared);
-                          });
+                        [&](std::int64_t i0, std::int64_t i1) {
+                          kernels.bwd(geometry_, desc_.dtype, index_dtype, diff_dst, indices,
+                                      diff_src, i0, i1, shared);
+                        });
     if (shared.bad.element >= 0) {
       detail::raise(ErrorKind::InvalidArgument,
                     detail::bad_pool_index_message(desc_, shared.bad.element, shared.bad.value),
