@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <iostream>
 #include <ostream>
@@ -214,6 +215,51 @@ INSTANTIATE_TEST_SUITE_P(Cases, ActivationKernel, ::testing::ValuesIn(kernel_cas
                          [](const ::testing::TestParamInfo<KernelCase>& info) {
                            return info.param.name;
                          });
+
+// Note [relu on 16-bit storage]: the AVX-512 level's relu on bf16 / f16 works on the stored
+// bits. Every bit pattern as x (zeros, subnormals, infinities, NaNs), dy cycling through ordinary
+// and special values, forward and both backward passes: the same bits as the scalar level, which
+// computes in f64 (both NaN counts as the same: payloads may differ).
+TEST(ActivationKernelRelu16, EveryBitPatternMatchesTheScalarLevel) {
+  if (!onednn::simd::level_supported(Level::avx512)) GTEST_SKIP() << "this CPU lacks AVX-512";
+  for (const DType dtype : {DType::bf16, DType::f16}) {
+    const bool bf16 = dtype == DType::bf16;
+    const std::uint16_t inf = bf16 ? 0x7f80 : 0x7c00;
+    const std::uint16_t one = bf16 ? 0x3f80 : 0x3c00;
+    const std::vector<std::uint16_t> dy_values = {
+        one, static_cast<std::uint16_t>(one | 0x8000), 0x0000, 0x8000, inf,
+        static_cast<std::uint16_t>(inf | 0x8000), static_cast<std::uint16_t>(inf | 0x40), 0x0001,
+        0x8001, static_cast<std::uint16_t>(one + 0x100)};
+    const std::int64_t n = 65536 + 37;  // a masked tail
+    std::vector<std::uint16_t> x(static_cast<std::size_t>(n)), dy(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      x[i] = static_cast<std::uint16_t>(i);
+      dy[i] = dy_values[i % dy_values.size()];
+    }
+    const ActivationDesc desc = ActivationDesc::from_dims(ActivationKind::relu, Dims{n}, dtype);
+    auto is_nan = [&](std::uint16_t bits) { return (bits & 0x7fff) > inf; };
+    auto expect_same = [&](const std::vector<std::uint16_t>& vector,
+                           const std::vector<std::uint16_t>& scalar, const char* what) {
+      int shown = 0;
+      for (std::size_t i = 0; i < vector.size(); ++i) {
+        if (vector[i] == scalar[i] || (is_nan(vector[i]) && is_nan(scalar[i]))) continue;
+        ADD_FAILURE() << to_string(dtype) << " relu " << what << ": x bits 0x" << std::hex
+                      << x[i] << ", dy bits 0x" << dy[i] << ": avx512 0x" << vector[i]
+                      << ", scalar 0x" << scalar[i];
+        if (++shown == 5) return;
+      }
+    };
+    std::vector<std::uint16_t> vector(x.size()), scalar(x.size());
+    onednn::act::forward(desc, Level::avx512, x.data(), vector.data(), n);
+    onednn::act::forward(desc, Level::scalar, x.data(), scalar.data(), n);
+    expect_same(vector, scalar, "forward");
+    for (const From from : {From::src, From::dst}) {
+      onednn::act::backward(desc, Level::avx512, from, x.data(), dy.data(), vector.data(), n);
+      onednn::act::backward(desc, Level::scalar, from, x.data(), dy.data(), scalar.data(), n);
+      expect_same(vector, scalar, from == From::src ? "backward from src" : "backward from dst");
+    }
+  }
+}
 
 // Asking for a level the CPU lacks is an error, not a crash.
 TEST(ActivationKernelLevels, UnsupportedLevelIsAnInternalError) {

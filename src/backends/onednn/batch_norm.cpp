@@ -1,5 +1,5 @@
 // The cpu backend's batch normalization: every implementation oneDNN offers for the desc's
-// primitive (batch_normalization forward / backward), plus dnnx's own loops.
+// primitive (batch_normalization forward / backward), plus dnnx's own kernel.
 //
 // Note [batch-norm on oneDNN]
 // oneDNN normalises per channel over N and the spatial positions (spatial mode). Per-activation
@@ -19,12 +19,14 @@
 // implementation.
 //
 // Note [batch-norm candidate order]
-// oneDNN's jit implementations in oneDNN's own order, then dnnx's loops (cpu:kernel:bnorm: every
-// dtype, layout and mode, no workspace), then oneDNN's plain C++ implementations (ncsp_bnorm,
-// nspc_bnorm), then ref:any. On channels-first data oneDNN 3.2 offers no jit implementation, and
-// its ncsp_bnorm took 11.6 / 9.5 ms (fwd / bwd) on 8x256x56x56 f32 where the loops took 3.1 /
-// 3.5 ms (2 Sapphire Rapids cores); on channels-last data its bnorm_jit took 2.2 / 3.0 ms, the
-// loops 13 / 25 ms, nspc_bnorm 42 / 49 ms. Implementations are asked for on the caller's plain
+// oneDNN's jit implementations in oneDNN's own order, then dnnx's kernel (cpu:kernel:bnorm,
+// batch_norm_kernel.cpp: every dtype, layout and mode, no workspace), then oneDNN's plain C++
+// implementations (ncsp_bnorm, nspc_bnorm), then ref:any. On channels-first data oneDNN 3.2 offers
+// no jit implementation, and on 8x256x56x56 (training, 2 Sapphire Rapids cores) its ncsp_bnorm
+// took 11.6 / 11.8 ms (fwd / bwd) in f32 and 15.1 / 14.5 ms in bf16 where the kernel took
+// 1.7 / 2.4-4.0 and 1.5 / 1.9 ms; on channels-last data its bnorm_jit took 2.2 / 3.3 ms in f32 and
+// 1.7 / 2.5 ms in bf16, the kernel 3.7 / 5.1 and 2.0 / 2.4 ms, nspc_bnorm 53 / 57 ms (dnnx profile
+// bnorm, medians). Implementations are asked for on the caller's plain
 // layout only: the blocked layouts oneDNN's jit kernels also read would cost a reorder of src and
 // dst (and diff_dst, diff_src) per call, more than the memory-bound normalisation itself.
 
