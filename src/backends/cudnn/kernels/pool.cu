@@ -368,7 +368,6 @@ __global__ void __launch_bounds__(block_threads)
                             const I* __restrict__ indices, T* __restrict__ diff_src, Index items,
                             PoolIndexRecord* record, PoolIndexReport* report) {
   const Index step = static_cast<Index>(gridDim.x) * block_threads;
-  const long long plane = static_cast<long long>(g.in[0]) * g.in[1] * g.in[2];
   const long long out_plane = static_cast<long long>(g.out[0]) * g.out[1] * g.out[2];
   for (Index item = static_cast<Index>(blockIdx.x) * block_threads + threadIdx.x; item < items;
        item += step) {
@@ -403,14 +402,15 @@ __global__ void __launch_bounds__(block_threads)
 #pragma unroll
           for (int v = 0; v < V; ++v) {
             const long long index = static_cast<long long>(saved.lane[v]);
-            bool inside = index >= 0 && index < plane;
-            if (inside && index != own) {
-              const long long area = static_cast<long long>(g.in[1]) * g.in[2];
-              const int d = static_cast<int>(index / area);
-              const int h = static_cast<int>(index / g.in[2] % g.in[1]);
-              const int w = static_cast<int>(index % g.in[2]);
-              inside = d >= sd.begin && d < sd.end && h >= sh.begin && h < sh.end &&
-                       w >= sw.begin && w < sw.end;
+            // Inside the window: on one of its rows, between the row's first and last element.
+            // (A row scan rather than three 64-bit divisions of the index: channels_first runs one
+            // element per thread, so per-window integer work is not shared by lanes.)
+            bool inside = index == own;
+            for (int d = sd.begin; d < sd.end && !inside; ++d) {
+              for (int h = sh.begin; h < sh.end && !inside; ++h) {
+                const long long row = (static_cast<long long>(d) * g.in[1] + h) * g.in[2];
+                inside = index >= row + sw.begin && index < row + sw.end;
+              }
             }
             if (inside) continue;
             sum[v] = __int_as_float(0x7fc00000);  // NaN
@@ -582,8 +582,13 @@ struct BwdIndicesLaunch {
   cudaError_t run() const {
     const Geometry<Index> g = geometry_of<Index>(shape, V);
     const std::int64_t items = shape.batch * shape.channels / V * spatial_count(shape.input);
+    // Every block ends with an atomic on the record (Note [pool index check]), all on one
+    // address: a block per 256 items would queue ~200 000 of them on ResNet's max pool, so the
+    // grid is capped and the threads stride over the items instead.
+    constexpr int max_check_blocks = 2048;
+    const int blocks = std::min(launch_blocks(items), max_check_blocks);
     pool_bwd_indices_kernel<T, I, V, ChannelsLast, Index>
-        <<<launch_blocks(items), block_threads, 0, stream>>>(
+        <<<blocks, block_threads, 0, stream>>>(
             g, static_cast<const T*>(diff_dst), static_cast<const I*>(indices),
             static_cast<T*>(diff_src), static_cast<Index>(items), record, report);
     return cudaGetLastError();
