@@ -587,10 +587,9 @@ struct BwdIndicesLaunch {
     // grid is capped and the threads stride over the items instead.
     constexpr int max_check_blocks = 2048;
     const int blocks = std::min(launch_blocks(items), max_check_blocks);
-    pool_bwd_indices_kernel<T, I, V, ChannelsLast, Index>
-        <<<blocks, block_threads, 0, stream>>>(
-            g, static_cast<const T*>(diff_dst), static_cast<const I*>(indices),
-            static_cast<T*>(diff_src), static_cast<Index>(items), record, report);
+    pool_bwd_indices_kernel<T, I, V, ChannelsLast, Index><<<blocks, block_threads, 0, stream>>>(
+        g, static_cast<const T*>(diff_dst), static_cast<const I*>(indices),
+        static_cast<T*>(diff_src), static_cast<Index>(items), record, report);
     return cudaGetLastError();
   }
 };
