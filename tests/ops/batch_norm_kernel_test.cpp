@@ -6,20 +6,26 @@
 // few statistics (the by-piece schedule) and many (by statistic); outputs large enough for
 // streaming stores, with runs that start unaligned. Every run repeats bitwise, and the two
 // schedules of the planes walk give the same bits (what makes the kernel independent of the
-// thread count, Note [batch-norm loops]).
+// thread count, Note [batch-norm loops]). Also the threads the kernels run on (loop_pool.hpp).
 
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/batch_norm.hpp>
 
 #include "backends/onednn/batch_norm_kernel.hpp"
+#include "backends/onednn/loop_pool.hpp"
 #include "ops/batch_norm_cases.hpp"
 #include "support/random.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <iostream>
+#include <mutex>
 #include <ostream>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 namespace dnnx::test {
@@ -213,6 +219,70 @@ INSTANTIATE_TEST_SUITE_P(Cases, BatchNormKernel, ::testing::ValuesIn(kernel_case
                          [](const ::testing::TestParamInfo<KernelCase>& info) {
                            return info.param.name;
                          });
+
+// The threads the kernels run on (Note [loop threads]), OpenMP's and the backend's own pool (the
+// only one where the process has no OpenMP runtime): every item exactly once, in contiguous
+// ranges in order, no more ranges than threads; many calls back to back (the pool's spinning
+// hand-over, Note [pool wake-ups]), serial and parallel ones mixed.
+TEST(LoopThreads, EveryItemOnceInContiguousRanges) {
+  using onednn::threads::Runner;
+  for (const Runner runner : {Runner::automatic, Runner::pool}) {
+    const int threads = onednn::threads::count(runner);
+    ASSERT_GE(threads, 1);
+    for (int call = 0; call < 3000; ++call) {
+      const std::int64_t items = 1 + call % 97;
+      const std::int64_t elements = call % 3 == 0 ? 100 : std::int64_t{1} << 20;
+      std::vector<std::atomic<int>> seen(static_cast<std::size_t>(items));
+      std::mutex mutex;
+      std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
+      onednn::threads::run_ranges(
+          items, elements,
+          [&](std::int64_t first, std::int64_t last) {
+            for (std::int64_t i = first; i < last; ++i) ++seen[static_cast<std::size_t>(i)];
+            std::lock_guard lock(mutex);
+            ranges.emplace_back(first, last);
+          },
+          runner);
+      for (std::int64_t i = 0; i < items; ++i)
+        ASSERT_EQ(seen[static_cast<std::size_t>(i)].load(), 1) << "item " << i << " of " << items;
+      std::sort(ranges.begin(), ranges.end());
+      ASSERT_LE(ranges.size(), static_cast<std::size_t>(threads));
+      std::int64_t next = 0;
+      for (const auto& [first, last] : ranges) {
+        ASSERT_EQ(first, next);
+        next = last;
+      }
+      ASSERT_EQ(next, items);
+    }
+  }
+}
+
+// Calls from several threads at once take turns on the pool and get teams of their own on
+// OpenMP; each sees its own items.
+TEST(LoopThreads, CallsFromSeveralThreadsAtOnce) {
+  using onednn::threads::Runner;
+  for (const Runner runner : {Runner::automatic, Runner::pool}) {
+    std::vector<std::thread> callers;
+    std::atomic<int> wrong{0};
+    for (int c = 0; c < 4; ++c) {
+      callers.emplace_back([&, c] {
+        for (int call = 0; call < 300; ++call) {
+          const std::int64_t items = 8 + (call + c) % 40;
+          std::atomic<std::int64_t> sum{0};
+          onednn::threads::run_ranges(
+              items, std::int64_t{1} << 20,
+              [&](std::int64_t first, std::int64_t last) {
+                for (std::int64_t i = first; i < last; ++i) sum += i;
+              },
+              runner);
+          if (sum.load() != items * (items - 1) / 2) ++wrong;
+        }
+      });
+    }
+    for (std::thread& caller : callers) caller.join();
+    EXPECT_EQ(wrong.load(), 0);
+  }
+}
 
 // Asking for a level the CPU lacks is an error, not a crash.
 TEST(BatchNormKernelLevels, UnsupportedLevelIsAnInternalError) {

@@ -168,14 +168,14 @@ void run_region(void* data) {
 
 }  // namespace
 
-int count() {
+int count(Runner runner) {
   const OpenMp& omp = OpenMp::get();
-  if (omp.present()) return std::clamp(omp.max_threads(), 1, 256);
+  if (runner == Runner::automatic && omp.present()) return std::clamp(omp.max_threads(), 1, 256);
   return LoopPool::instance().threads();
 }
 
 void run_ranges(std::int64_t items, std::int64_t elements,
-                const std::function<void(std::int64_t, std::int64_t)>& body) {
+                const std::function<void(std::int64_t, std::int64_t)>& body, Runner runner) {
   // Waking a thread costs a few microseconds: below ~64K values one thread is faster.
   constexpr std::int64_t min_elements_per_thread = 1 << 16;
   if (items <= 0) return;
@@ -184,7 +184,7 @@ void run_ranges(std::int64_t items, std::int64_t elements,
     return;
   }
   const std::int64_t tasks = std::clamp<std::int64_t>(
-      std::min<std::int64_t>(count(), elements / min_elements_per_thread), 1, items);
+      std::min<std::int64_t>(count(runner), elements / min_elements_per_thread), 1, items);
   if (tasks <= 1) {
     body(0, items);
     return;
@@ -193,7 +193,7 @@ void run_ranges(std::int64_t items, std::int64_t elements,
     body(items * t / tasks, items * (t + 1) / tasks);
   };
   const OpenMp& omp = OpenMp::get();
-  if (omp.present()) {
+  if (runner == Runner::automatic && omp.present()) {
     Region region{&task, &omp, static_cast<int>(tasks)};
     omp.parallel(&run_region, &region, static_cast<unsigned>(tasks), 0);
     return;

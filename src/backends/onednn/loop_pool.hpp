@@ -21,13 +21,20 @@
 
 namespace dnnx::onednn::threads {
 
-/// Threads of the pool, the calling one included.
-int count();
+/// Which threads run_ranges uses.
+enum class Runner : std::uint8_t {
+  automatic,  ///< OpenMP's when the process has an OpenMP runtime, else the backend's own pool
+  pool,       ///< the backend's own pool (what runs without OpenMP; the tests run it here too)
+};
 
-/// Runs body(first, last) over [0, items) in contiguous ranges, one per pool thread when the work
+/// Threads run_ranges may use, the calling one included.
+int count(Runner runner = Runner::automatic);
+
+/// Runs body(first, last) over [0, items) in contiguous ranges, one per thread when the work
 /// (`elements` values touched in all) is worth waking threads for (about 64K values per thread),
 /// at most one range per item; the calling thread runs the first range.
 void run_ranges(std::int64_t items, std::int64_t elements,
-                const std::function<void(std::int64_t, std::int64_t)>& body);
+                const std::function<void(std::int64_t, std::int64_t)>& body,
+                Runner runner = Runner::automatic);
 
 }  // namespace dnnx::onednn::threads
