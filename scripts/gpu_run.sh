@@ -5,9 +5,11 @@
 #
 #   bash scripts/gpu_run.sh BUILD OUT [tests|bench|all]
 #
-# OUT receives few files (the device tool brings back at most eight): gpu.txt, tests.log (every
-# test binary's output, one after the other), tests-xml.tar (their gtest XML reports), layers.md /
-# layers.json / layers.err (compare_layers.py) and conv_fused.jsonl (conv_fused_bench).
+# OUT receives few files (the device tool brings back at most eight): gpu.txt (the GPU, then the
+# benchmarks' stderr), tests.log (every test binary's output, one after the other), tests-xml.tar
+# (their gtest XML reports), conv.md / conv.json (cudnn_conv_bench against PyTorch through
+# compare_gpu.py), layers.md / layers.json (compare_layers.py) and conv_fused.jsonl
+# (conv_fused_bench).
 #
 # BUILD is a build tree configured with the cudnn backend (e.g. -DDNNX_WITH_ONEDNN=OFF on a machine
 # without oneDNN); cuDNN and the CUDA runtime are found through LD_LIBRARY_PATH (set it to the
@@ -42,15 +44,25 @@ if [[ $what == tests || $what == all ]]; then
 fi
 
 if [[ $what == bench || $what == all ]]; then
+  if [[ -x $build/bench/cudnn_conv_bench ]]; then
+    echo "== cudnn_conv_bench + compare_gpu (ResNet-50 shapes, fp16 NHWC and fp32 NCHW, batch 64)"
+    conv_results=$(mktemp)
+    "$build/bench/cudnn_conv_bench" --shapes bench/shapes/resnet50.txt > "$conv_results" \
+      2>> "$out/gpu.txt" || status=1
+    # PyTorch brings its own cuDNN: the benchmark's library path is not its.
+    env -u LD_LIBRARY_PATH "$python" bench/compare_gpu.py --dnnx-results "$conv_results" \
+      --json "$out/conv.json" > "$out/conv.md" 2>> "$out/gpu.txt" || status=1
+    grep -E "total" "$out/conv.md"
+  fi
   if [[ -x $build/bench/layers_bench ]]; then
     echo "== compare_layers (fp32 NCHW, fp16 NHWC, batch 64)"
     "$python" bench/compare_layers.py --bench "$build/bench/layers_bench" --device cuda \
-      --batch 64 --json "$out/layers.json" > "$out/layers.md" 2> "$out/layers.err" || status=1
+      --batch 64 --json "$out/layers.json" > "$out/layers.md" 2>> "$out/gpu.txt" || status=1
     tail -n 30 "$out/layers.md"
   fi
   if [[ -x $build/bench/conv_fused_bench ]]; then
     echo "== conv_fused_bench"
-    "$build/bench/conv_fused_bench" > "$out/conv_fused.jsonl" 2> "$out/conv_fused.err" || status=1
+    "$build/bench/conv_fused_bench" > "$out/conv_fused.jsonl" 2>> "$out/gpu.txt" || status=1
     tail -n 30 "$out/conv_fused.jsonl"
   fi
 fi
