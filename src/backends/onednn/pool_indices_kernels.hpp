@@ -29,7 +29,6 @@ using VecI = std::int32_t __attribute__((vector_size(4 * lanes)));
 using VecU = std::uint32_t __attribute__((vector_size(4 * lanes)));
 using VecS = std::uint16_t __attribute__((vector_size(2 * lanes)));
 using VecL = std::int64_t __attribute__((vector_size(8 * lanes)));
-using VecUL = std::uint64_t __attribute__((vector_size(8 * lanes)));
 
 DNNX_POOL_INLINE Vec splat(float value) { return Vec{} + value; }
 
@@ -414,15 +413,6 @@ struct Accumulator {
     filled = end - base;
   }
 
-  // channels_first: where the sum of input position `base * size + i` is, at target()[i].
-  DNNX_POOL_INLINE float* target() {
-    if constexpr (direct) {
-      return out + base * size;
-    } else {
-      return buffer + floats(origin);
-    }
-  }
-
   // The sum of input position `position` (counted from slice `base`'s first) and channel
   // `channel` of the item.
   DNNX_POOL_INLINE float& operator()(std::int64_t position, std::int64_t channel) {
@@ -440,47 +430,6 @@ inline std::int64_t accumulator_capacity(const IndexGeometry& ig, std::int64_t b
   const std::int64_t kernel = ig.loops.kernel[static_cast<std::size_t>(ig.outer)];
   const std::int64_t slice_bytes = ig.in_slice * block * static_cast<std::int64_t>(sizeof(float));
   return kernel + std::clamp<std::int64_t>((std::int64_t{1} << 18) / slice_bytes, 0, 16);
-}
-
-// Whether every one of `count` indices v satisfies v - offset < limit (unsigned): one test per
-// register of indices, their failures ORed and looked at once.
-template <typename I>
-DNNX_POOL_INLINE bool all_within(const I* index, std::int64_t count, std::int64_t offset,
-                                 std::uint64_t limit) {
-  using VecIndex = std::conditional_t<sizeof(I) == 4, VecI, VecL>;
-  VecL outside{};
-  std::int64_t i = 0;
-  for (; i + lanes <= count; i += lanes) {
-    VecIndex values;
-    std::memcpy(&values, index + i, sizeof values);
-    const VecL at = __builtin_convertvector(values, VecL) - offset;
-    outside |= reinterpret_cast<VecL>(__builtin_convertvector(at, VecUL) >= limit);
-  }
-  std::int64_t lanes_out[lanes];
-  std::memcpy(lanes_out, &outside, sizeof lanes_out);
-  bool fine = true;
-  for (int j = 0; j < lanes; ++j) fine = fine && lanes_out[j] == 0;
-  for (; i < count; ++i) {
-    fine =
-        fine && static_cast<std::uint64_t>(index[i]) - static_cast<std::uint64_t>(offset) < limit;
-  }
-  return fine;
-}
-
-// target[index[q] - offset] += grad[q] for q < count, indices known to be in range; f16/bf16
-// gradients widened a register at a time first.
-template <typename T, typename I>
-DNNX_POOL_INLINE void scatter_unchecked(float* target, std::int64_t offset, const I* index,
-                                        const T* grad, std::int64_t count) {
-  std::int64_t q = 0;
-  if constexpr (!std::is_same_v<T, float>) {
-    float wide[lanes];
-    for (; q + lanes <= count; q += lanes) {
-      store_lanes(wide, load_lanes(grad + q));
-      for (int j = 0; j < lanes; ++j) target[index[q + j] - offset] += wide[j];
-    }
-  }
-  for (; q < count; ++q) target[index[q] - offset] += simd::load(grad, q);
 }
 
 // One work item: the plane (n, c0) when channels_first (block 1), channels [c0, c0 + block) of
@@ -518,13 +467,6 @@ DNNX_POOL_INLINE void bwd_item(const IndexGeometry& ig, const T* diff_dst, const
     const std::int64_t first = o * ig.out_slice;
     const I* index = indices + out_base + first * step;
     const T* grad = diff_dst + out_base + first * step;
-    if constexpr (!ChannelsLast) {
-      // The common case, every index of the slice in range, without a test per index.
-      if (all_within(index, ig.out_slice, offset, limit)) {
-        scatter_unchecked(sums.target(), offset, index, grad, ig.out_slice);
-        continue;
-      }
-    }
     for (std::int64_t q = 0; q < ig.out_slice; ++q, index += step, grad += step) {
       for (std::int64_t c = 0; c < (ChannelsLast ? block : 1); ++c) {
         const std::int64_t value = index[c];
