@@ -185,13 +185,81 @@ DNNX_POOL_INLINE void store_group(T* dst, I* indices, std::int64_t count, Vec be
   }
 }
 
+// The padded f32 input rows (padded_row) the windows of output rows read, converted one output
+// row ahead: a row's loads then never wait on its own copy's stores (store forwarding fails on
+// loads that straddle stores, and the copy had just run). When windows span one input slice
+// along D (kernel 1 along D: every 1-D and 2-D pooling), rows are kept by input row in a ring of
+// kernel + stride slots, so the rows shared with the previous output row are not copied again;
+// otherwise an output row's rows are copied into its own slots.
+template <typename T>
+struct PaddedRows {
+  const IndexGeometry& ig;
+  const T* src;
+  std::int64_t length;  // floats of a padded row
+  bool ring;            // kernel 1 along D
+  std::int64_t slots;
+  std::vector<float> data;
+  std::vector<std::int64_t> held;  // the input row id in each ring slot (-1: none)
+
+  PaddedRows(const IndexGeometry& geometry, const T* source, std::int64_t row_length)
+      : ig(geometry),
+        src(source),
+        length(row_length),
+        ring(geometry.loops.kernel[0] == 1),
+        slots(ring ? geometry.loops.kernel[1] + geometry.loops.stride[1]
+                   : geometry.loops.kernel[0] * geometry.loops.kernel[1]),
+        data(static_cast<std::size_t>(slots * length)),
+        held(static_cast<std::size_t>(slots), -1) {}
+
+  // The slot of input row (plane p, d, h) for an output row whose windows start at (d0, h0).
+  DNNX_POOL_INLINE std::int64_t slot(std::int64_t d, std::int64_t h, std::int64_t d0,
+                                     std::int64_t h0) const {
+    const LoopGeometry& g = ig.loops;
+    return ring ? h % slots : (d - d0) * g.kernel[1] + (h - h0);
+  }
+
+  DNNX_POOL_INLINE const float* row(std::int64_t d, std::int64_t h, std::int64_t d0,
+                                    std::int64_t h0) const {
+    return data.data() + slot(d, h, d0, h0) * length;
+  }
+
+  // Converts the rows output row r (plane, od, oh) reads that are not held yet, and prefetches
+  // the ones the output row after it adds.
+  DNNX_POOL_INLINE void prepare(std::int64_t r) {
+    const LoopGeometry& g = ig.loops;
+    const std::int64_t rows_per_plane = g.out[0] * g.out[1];
+    const std::int64_t p = r / rows_per_plane;
+    const std::int64_t od = r % rows_per_plane / g.out[1];
+    const std::int64_t oh = r % g.out[1];
+    const T* plane = src + p * ig.in_plane;
+    const LoopSpan wd = loop_window(g, 0, od), wh = loop_window(g, 1, oh);
+    for (std::int64_t d = wd.begin; d < wd.end; ++d) {
+      for (std::int64_t h = wh.begin; h < wh.end; ++h) {
+        const std::int64_t at = slot(d, h, wd.begin, wh.begin);
+        const std::int64_t id = (p * g.in[0] + d) * g.in[1] + h;
+        if (ring && held[static_cast<std::size_t>(at)] == id) continue;
+        padded_row(plane + (d * g.in[1] + h) * g.in[2], g.in[2], g.pad_before[2], length,
+                   data.data() + at * length);
+        held[static_cast<std::size_t>(at)] = id;
+      }
+    }
+    if (ring && wh.end < g.in[1]) {
+      const T* next = plane + (wd.begin * g.in[1] + wh.end) * g.in[2];
+      const std::int64_t bytes =
+          std::min(g.stride[1], g.in[1] - wh.end) * g.in[2] * static_cast<std::int64_t>(sizeof(T));
+      for (std::int64_t at = 0; at < bytes; at += 64)
+        __builtin_prefetch(reinterpret_cast<const char*>(next) + at);
+    }
+  }
+};
+
 // channels_first, for passes of G groups of `lanes` outputs and a stride Step (0: the runtime
-// stride): the output rows [r0, r1) of all planes, a row being (plane, od, oh). The input rows of
-// the windows are first copied to f32 with -inf padding (padded_row), so that every output of the
-// row is a lane of a group (adjacent outputs) and no window is clipped along W;
-// padding never wins, and each lane starts at its window's first input element, as PyTorch's.
-// The G groups of a pass are updated side by side, window position by window position: their
-// maxima are independent chains the core overlaps. dst or indices may be null.
+// stride): the output rows [r0, r1) of all planes, a row being (plane, od, oh). The windows read
+// padded f32 copies of the input rows (PaddedRows), so that every output of the row is a lane of
+// a group (adjacent outputs) and no window is clipped along W; padding never wins, and each lane
+// starts at its window's first input element, as PyTorch's. The G groups of a pass are updated
+// side by side, window position by window position: their maxima are independent chains the
+// core overlaps. dst or indices may be null.
 template <int G, int Step, typename T, typename I>
 DNNX_POOL_INLINE void fwd_first_rows(const IndexGeometry& ig, const T* src, T* dst, I* indices,
                                      std::int64_t r0, std::int64_t r1) {
@@ -204,30 +272,15 @@ DNNX_POOL_INLINE void fwd_first_rows(const IndexGeometry& ig, const T* src, T* d
   // Every lane of every pass reads inside the padded row (load_strided reads one more element
   // for stride 2).
   const std::int64_t passes = (outputs + pass - 1) / pass;
-  const std::int64_t length = std::max((passes * pass - 1) * s + k + 1, pb + width);
-  std::vector<float> rows(static_cast<std::size_t>(g.kernel[0] * g.kernel[1] * length));
+  PaddedRows<T> rows(ig, src, std::max((passes * pass - 1) * s + k + 1, pb + width));
   const VecI lane = iota() * static_cast<std::int32_t>(s);
+  if (r0 < r1) rows.prepare(r0);
   for (std::int64_t r = r0; r < r1; ++r) {
     const std::int64_t p = r / rows_per_plane;
     const std::int64_t od = r % rows_per_plane / g.out[1];
     const std::int64_t oh = r % g.out[1];
-    const T* plane = src + p * ig.in_plane;
     const std::int64_t out_row = p * ig.out_plane + (od * g.out[1] + oh) * outputs;
     const LoopSpan wd = loop_window(g, 0, od), wh = loop_window(g, 1, oh);
-    std::int64_t count = 0;
-    for (std::int64_t d = wd.begin; d < wd.end; ++d) {
-      for (std::int64_t h = wh.begin; h < wh.end; ++h, ++count)
-        padded_row(plane + (d * g.in[1] + h) * width, width, pb, length, &rows[count * length]);
-    }
-    // The input rows the next output row of the plane adds come from memory: ask for them now,
-    // so that they arrive while this row is computed.
-    if (wd.end - wd.begin == 1 && wh.end < g.in[1]) {
-      const T* next = plane + (wd.begin * g.in[1] + wh.end) * width;
-      const std::int64_t bytes =
-          std::min(g.stride[1], g.in[1] - wh.end) * width * static_cast<std::int64_t>(sizeof(T));
-      for (std::int64_t at = 0; at < bytes; at += 64)
-        __builtin_prefetch(reinterpret_cast<const char*>(next) + at);
-    }
     const auto first_row = static_cast<std::int32_t>((wd.begin * g.in[1] + wh.begin) * width);
     for (std::int64_t ow = 0; ow < outputs; ow += pass) {
       // Lane j of group i: output ow + lanes i + j, its window's first column (may be in the
@@ -239,10 +292,9 @@ DNNX_POOL_INLINE void fwd_first_rows(const IndexGeometry& ig, const T* src, T* d
         best[i] = splat(-std::numeric_limits<float>::infinity());
         at[i] = (column[i] > 0 ? column[i] : VecI{}) + first_row;
       }
-      std::int64_t row_at = 0;
       for (std::int64_t d = wd.begin; d < wd.end; ++d) {
-        for (std::int64_t h = wh.begin; h < wh.end; ++h, ++row_at) {
-          const float* padded = &rows[row_at * length] + ow * s;
+        for (std::int64_t h = wh.begin; h < wh.end; ++h) {
+          const float* padded = rows.row(d, h, wd.begin, wh.begin) + ow * s;
           const auto base = static_cast<std::int32_t>((d * g.in[1] + h) * width);
           for (std::int64_t x = 0; x < k; ++x) {
             for (int i = 0; i < G; ++i) {
@@ -260,6 +312,8 @@ DNNX_POOL_INLINE void fwd_first_rows(const IndexGeometry& ig, const T* src, T* d
                     std::min<std::int64_t>(lanes, outputs - first), best[i], at[i]);
       }
     }
+    // The next output row's rows now, so that their stores have retired when it loads them.
+    if (r + 1 < r1) rows.prepare(r + 1);
   }
 }
 
