@@ -1,6 +1,6 @@
 // The cpu backend's own activation kernel (src/backends/onednn/activation_kernel.cpp) at each simd
-// level (Note [simd levels]), called directly on raw buffers: both levels against the reference
-// backend (Note [activation tolerances]) and against each other, forward and backward from src and
+// level this machine has (Note [simd levels]), called directly on raw buffers: every level against
+// the reference backend (Note [activation tolerances]) and the vector ones against scalar, forward and backward from src and
 // from dst, for every kind variant and dtype, on lengths around the vector width (1, 7, 16, 17),
 // spanning several thread chunks, and large enough for streaming stores (Note [streaming stores]).
 // Each run repeats bitwise, runs in place (dst over src, diff_src over diff_dst) bitwise like out
@@ -17,8 +17,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <iostream>
 #include <ostream>
 #include <string>
@@ -138,7 +140,7 @@ TEST_P(ActivationKernel, EachLevelMatchesTheReferenceAndTheOther) {
 
   std::vector<Tensor> fwd_by_level;
   std::vector<std::vector<Tensor>> bwd_by_level;
-  for (const Level level : {Level::scalar, Level::avx512}) {
+  for (const Level level : onednn::simd::levels) {
     if (!onednn::simd::level_supported(level)) {
       std::cout << "[ skipped  ] level " << onednn::simd::to_string(level)
                 << ": this CPU lacks it\n";
@@ -198,15 +200,16 @@ TEST_P(ActivationKernel, EachLevelMatchesTheReferenceAndTheOther) {
     }
     bwd_by_level.push_back(grads);
   }
-  // Vector against scalar, within the reference's bounds: the scalar level computes in f64, so
-  // it stands in for the exact result here.
-  if (fwd_by_level.size() == 2) {
-    EXPECT_TRUE(activation_close(desc, Direction::fwd, fwd_by_level[1], fwd_by_level[0], nullptr,
-                                 activation_context(desc, Direction::fwd, "avx512 vs scalar")));
+  // The vector levels against scalar (index 0), within the reference's bounds: the scalar level
+  // computes in f64, so it stands in for the exact result here.
+  for (std::size_t level = 1; level < fwd_by_level.size(); ++level) {
+    const std::string vs = "vector level " + std::to_string(level) + " vs scalar";
+    EXPECT_TRUE(activation_close(desc, Direction::fwd, fwd_by_level[level], fwd_by_level[0],
+                                 nullptr, activation_context(desc, Direction::fwd, vs)));
     for (std::size_t i = 0; i < bwd_by_level[0].size(); ++i) {
-      EXPECT_TRUE(activation_close(
-          desc, Direction::bwd_data, bwd_by_level[1][i], bwd_by_level[0][i], &dy,
-          activation_context(desc, Direction::bwd_data, "avx512 vs scalar")));
+      EXPECT_TRUE(activation_close(desc, Direction::bwd_data, bwd_by_level[level][i],
+                                   bwd_by_level[0][i], &dy,
+                                   activation_context(desc, Direction::bwd_data, vs)));
     }
   }
 }
@@ -250,28 +253,34 @@ TEST(ActivationKernelRelu16, EveryBitPatternMatchesTheScalarLevel) {
       }
     };
     std::vector<std::uint16_t> vector(x.size()), scalar(x.size());
-    onednn::act::forward(desc, Level::avx512, x.data(), vector.data(), n);
-    onednn::act::forward(desc, Level::scalar, x.data(), scalar.data(), n);
-    expect_same(vector, scalar, "forward");
-    for (const From from : {From::src, From::dst}) {
-      onednn::act::backward(desc, Level::avx512, from, x.data(), dy.data(), vector.data(), n);
-      onednn::act::backward(desc, Level::scalar, from, x.data(), dy.data(), scalar.data(), n);
-      expect_same(vector, scalar, from == From::src ? "backward from src" : "backward from dst");
+    for (const Level level : {Level::avx512, Level::avx512_bf16}) {
+      if (!onednn::simd::level_supported(level)) continue;
+      onednn::act::forward(desc, level, x.data(), vector.data(), n);
+      onednn::act::forward(desc, Level::scalar, x.data(), scalar.data(), n);
+      expect_same(vector, scalar, "forward");
+      for (const From from : {From::src, From::dst}) {
+        onednn::act::backward(desc, level, from, x.data(), dy.data(), vector.data(), n);
+        onednn::act::backward(desc, Level::scalar, from, x.data(), dy.data(), scalar.data(), n);
+        expect_same(vector, scalar, from == From::src ? "backward from src" : "backward from dst");
+      }
     }
   }
 }
 
 // Asking for a level the CPU lacks is an error, not a crash.
 TEST(ActivationKernelLevels, UnsupportedLevelIsAnInternalError) {
-  if (onednn::simd::level_supported(Level::avx512)) GTEST_SKIP() << "this CPU has AVX-512";
+  const Level* lacking = std::find_if(std::begin(onednn::simd::levels), std::end(onednn::simd::levels),
+                                      [](Level l) { return !onednn::simd::level_supported(l); });
+  if (lacking == std::end(onednn::simd::levels)) GTEST_SKIP() << "this CPU has every level";
   const ActivationDesc desc = ActivationDesc::from_dims(ActivationKind::relu, Dims{4});
   std::vector<float> x(4, 1.0f), y(4);
   try {
-    onednn::act::forward(desc, Level::avx512, x.data(), y.data(), 4);
+    onednn::act::forward(desc, *lacking, x.data(), y.data(), 4);
     ADD_FAILURE() << "no error";
   } catch (const Error& error) {
     EXPECT_EQ(error.kind(), ErrorKind::Internal);
-    EXPECT_NE(std::string(error.what()).find("avx512"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find(onednn::simd::to_string(*lacking)), std::string::npos)
+        << error.what();
   }
 }
 

@@ -263,23 +263,23 @@ DNNX_AVX512_INLINE Coefficients coefficients_of(const Params& params) {
   return {constant(params.alpha), constant(params.ceiling), constant(params.ceiling_up)};
 }
 
-template <Kind K, typename T>
+template <Kind K, typename T, simd::Bf16Rounding R>
 DNNX_AVX512 void forward_avx512(const T* x, T* y, std::int64_t n, bool streaming,
                                 const Params& params) {
   using namespace simd::avx512;
   const Coefficients p = coefficients_of(params);
-  for_each_vector(y, n, streaming, [&](std::int64_t i, __mmask16 m) DNNX_AVX512_LAMBDA {
+  for_each_vector<R>(y, n, streaming, [&](std::int64_t i, __mmask16 m) DNNX_AVX512_LAMBDA {
     const Vec v = reinterpret_cast<Vec>(load(x + i, m));
     return reinterpret_cast<__m512>(forward_value<K>(v, p));
   });
 }
 
-template <Kind K, From F, typename T>
+template <Kind K, From F, typename T, simd::Bf16Rounding R>
 DNNX_AVX512 void backward_avx512(const T* data, const T* dy, T* dx, std::int64_t n,
                                  bool streaming, const Params& params) {
   using namespace simd::avx512;
   const Coefficients p = coefficients_of(params);
-  for_each_vector(dx, n, streaming, [&](std::int64_t i, __mmask16 m) DNNX_AVX512_LAMBDA {
+  for_each_vector<R>(dx, n, streaming, [&](std::int64_t i, __mmask16 m) DNNX_AVX512_LAMBDA {
     const Vec g = reinterpret_cast<Vec>(load(dy + i, m));
     const Vec v = K == Kind::identity ? constant(0.0f) : reinterpret_cast<Vec>(load(data + i, m));
     return reinterpret_cast<__m512>(gradient<K, F>(v, g, p));
@@ -373,19 +373,26 @@ using BackwardLoop = void (*)(const T*, const T*, T*, std::int64_t, bool, const 
 
 template <Kind K, typename T>
 ForwardLoop<T> forward_loop(Level level) {
-  return level == Level::avx512 ? &forward_avx512<K, T> : &forward_scalar<K, T>;
+  constexpr auto native = simd::Bf16Rounding::native;
+  constexpr auto integer = simd::Bf16Rounding::integer;
+  if (level == Level::avx512_bf16 && std::is_same_v<T, Bf16>) return &forward_avx512<K, T, native>;
+  return level != Level::scalar ? &forward_avx512<K, T, integer> : &forward_scalar<K, T>;
 }
 
 template <Kind K, From F, typename T>
 BackwardLoop<T> backward_loop(Level level) {
-  return level == Level::avx512 ? &backward_avx512<K, F, T> : &backward_scalar<K, F, T>;
+  constexpr auto native = simd::Bf16Rounding::native;
+  constexpr auto integer = simd::Bf16Rounding::integer;
+  if (level == Level::avx512_bf16 && std::is_same_v<T, Bf16>)
+    return &backward_avx512<K, F, T, native>;
+  return level != Level::scalar ? &backward_avx512<K, F, T, integer> : &backward_scalar<K, F, T>;
 }
 
 template <typename T>
 ForwardLoop<T> forward_loop(Kind kind, Level level) {
   // Note [relu on 16-bit storage]
   if constexpr (sizeof(T) == 2) {
-    if (kind == Kind::relu && level == Level::avx512) return &relu_forward_bits<T>;
+    if (kind == Kind::relu && level != Level::scalar) return &relu_forward_bits<T>;
   }
   switch (kind) {
     case Kind::identity: return forward_loop<Kind::identity, T>(level);
@@ -403,7 +410,7 @@ template <From F, typename T>
 BackwardLoop<T> backward_loop(Kind kind, Level level) {
   // Note [relu on 16-bit storage]: y > 0 exactly where x > 0, so both read alike.
   if constexpr (sizeof(T) == 2) {
-    if (kind == Kind::relu && level == Level::avx512) return &relu_backward_bits<T>;
+    if (kind == Kind::relu && level != Level::scalar) return &relu_backward_bits<T>;
   }
   switch (kind) {
     case Kind::identity: return backward_loop<Kind::identity, F, T>(level);

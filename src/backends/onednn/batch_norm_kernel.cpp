@@ -38,6 +38,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 namespace dnnx::onednn::bnorm {
@@ -188,7 +189,7 @@ struct ScalarLevel {
 
 // ---- the AVX-512 level --------------------------------------------------------------------------
 
-template <typename T>
+template <typename T, simd::Bf16Rounding R>
 struct Avx512Level {
   // Asks for the lines of 32 elements at `p` (Note [batch-norm loops]: the next statistic's run,
   // which the hardware prefetchers do not see coming).
@@ -286,7 +287,7 @@ struct Avx512Level {
     const __m512 vb = _mm512_set1_ps(b);
     for (std::int64_t r = 0; r < runs; ++r) {
       const T* in = x + r * stride;
-      for_each_vector(y + r * stride, length, streaming,
+      for_each_vector<R>(y + r * stride, length, streaming,
                       [&](std::int64_t i, __mmask16 m) DNNX_AVX512_LAMBDA {
                         return _mm512_fmadd_ps(load(in + i, m), va, vb);
                       });
@@ -303,7 +304,7 @@ struct Avx512Level {
     for (std::int64_t r = 0; r < runs; ++r) {
       const T* x_run = x + r * stride;
       const T* dy_run = dy + r * stride;
-      for_each_vector(dx + r * stride, length, streaming,
+      for_each_vector<R>(dx + r * stride, length, streaming,
                       [&](std::int64_t i, __mmask16 m) DNNX_AVX512_LAMBDA {
                         return _mm512_fmadd_ps(va, load(dy_run + i, m),
                                                _mm512_fmadd_ps(vb, load(x_run + i, m), vc));
@@ -390,7 +391,7 @@ struct Avx512Level {
         const __mmask16 m = first_lanes(width - c);
         const __m512 v = _mm512_fmadd_ps(load(x + o + c, m), _mm512_maskz_loadu_ps(m, a + c),
                                          _mm512_maskz_loadu_ps(m, b + c));
-        store(y + o + c, v, m);
+        store<R>(y + o + c, v, m);
       }
     }
   }
@@ -406,8 +407,8 @@ struct Avx512Level {
         const __m512 inner =
             _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, b + j), load(x + o + j, m),
                             _mm512_maskz_loadu_ps(m, c + j));
-        store(dx + o + j, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + j), load(dy + o + j, m), inner),
-              m);
+        const __m512 a_dy = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + j), load(dy + o + j, m), inner);
+        store<R>(dx + o + j, a_dy, m);
       }
     }
   }
@@ -441,7 +442,10 @@ Primitives<T> primitives_of() {
 
 template <typename T>
 Primitives<T> primitives(Level level) {
-  if (level == Level::avx512) return primitives_of<T, Avx512Level<T>>();
+  constexpr auto integer = simd::Bf16Rounding::integer;
+  if (level == Level::avx512_bf16 && std::is_same_v<T, Bf16>)
+    return primitives_of<T, Avx512Level<T, simd::Bf16Rounding::native>>();
+  if (level != Level::scalar) return primitives_of<T, Avx512Level<T, integer>>();
   return primitives_of<T, ScalarLevel<T>>();
 }
 

@@ -6,17 +6,23 @@
 // The build targets baseline x86-64, so the AVX-512 code of these kernels lives in functions
 // marked DNNX_AVX512 (GCC's target attribute: the intrinsics below compile inside them only), next
 // to a scalar version of each, and a kernel picks one at run time through simd::best_level():
-// AVX-512 (F, BW, VL, DQ, with F16C and FMA, i.e. x86-64-v4) when the CPU and the OS support it,
-// else scalar. Unlike softmax_simd.hpp's target_clones, the choice is an argument, so the tests
-// run both levels on one machine and compare them (tests/ops/batch_norm_kernel_test.cpp,
-// tests/ops/activation_kernel_test.cpp). A level is a fixed sequence of operations, so each level
-// is bitwise reproducible run to run; the two levels may differ in the last bits (FMA contraction,
-// summation order of the vector lanes).
-//   Conversions: bf16 -> f32 is a 16-bit shift, f32 -> bf16 rounds to nearest even in integer
-// arithmetic (detail::float_to_bf16's formula; the AVX512_BF16 instruction is not part of
-// x86-64-v4), f16 <-> f32 are F16C's vcvtph2ps / vcvtps2ph (round to nearest even), which agree
-// with detail::half_to_float / float_to_half on every non-NaN value (the test checks all 65536
-// halves and the rounding of a sweep of floats; NaN stays NaN, its payload may differ).
+//   avx512_bf16  AVX-512 and AVX512_BF16 (Cooper Lake, Sapphire Rapids, Zen 4 and later);
+//   avx512       AVX-512 F, BW, VL, DQ with F16C and FMA (x86-64-v4);
+//   scalar       any x86-64;
+// the best the CPU and the OS support. Unlike softmax_simd.hpp's target_clones, the choice is an
+// argument, so the tests run every level the machine has and compare them
+// (tests/ops/batch_norm_kernel_test.cpp, tests/ops/activation_kernel_test.cpp). A level is a fixed
+// sequence of operations, so each is bitwise reproducible run to run; levels may differ in the
+// last bits (FMA contraction, summation order of the vector lanes).
+//   Conversions: bf16 -> f32 is a 16-bit shift. f32 -> bf16 rounds to nearest even: at the avx512
+// level in integer arithmetic (detail::float_to_bf16's formula, 9 instructions for 16 values), at
+// the avx512_bf16 level with vcvtneps2bf16 (one; it takes 20% off batch-norm's bf16 backward),
+// which gives the same bits except that it flushes results below 2^-126 (f32 subnormals) to zero.
+// The instruction is written as inline assembly: GCC lets only functions targeted at avx512bf16
+// use its intrinsic, which would keep the whole kernel off CPUs without it. f16 <-> f32 are
+// F16C's vcvtph2ps / vcvtps2ph (round to nearest even), which agree with detail::half_to_float /
+// float_to_half on every non-NaN value (the tests check all 65536 halves and the rounding of a
+// sweep of floats; NaN stays NaN, its payload may differ).
 //   Tails are masked loads and stores, so the vector code handles any length.
 //
 // Note [streaming stores]
@@ -47,28 +53,51 @@ namespace dnnx::onednn::simd {
 
 /// The code a layer kernel runs (Note [simd levels]).
 enum class Level : std::uint8_t {
-  scalar,  ///< plain C++, any x86-64
-  avx512,  ///< AVX-512 F/BW/VL/DQ with F16C and FMA
+  scalar,       ///< plain C++, any x86-64
+  avx512,       ///< AVX-512 F/BW/VL/DQ with F16C and FMA
+  avx512_bf16,  ///< the same, and AVX512_BF16's f32 -> bf16 conversion
 };
 
-/// "scalar" or "avx512".
+/// Every level, in increasing order.
+inline constexpr Level levels[] = {Level::scalar, Level::avx512, Level::avx512_bf16};
+
+/// "scalar", "avx512" or "avx512_bf16".
 constexpr std::string_view to_string(Level level) {
-  return level == Level::avx512 ? "avx512" : "scalar";
+  switch (level) {
+    case Level::avx512: return "avx512";
+    case Level::avx512_bf16: return "avx512_bf16";
+    case Level::scalar: break;
+  }
+  return "scalar";
 }
 
 /// Whether this CPU (and OS) can run `level`.
 inline bool level_supported(Level level) {
   if (level == Level::scalar) return true;
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                      __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
+  return avx512 && (level == Level::avx512 || __builtin_cpu_supports("avx512bf16"));
 }
 
 /// The best level this CPU runs, worked out once.
 inline Level best_level() {
-  static const Level level = level_supported(Level::avx512) ? Level::avx512 : Level::scalar;
+  static const Level level = level_supported(Level::avx512_bf16) ? Level::avx512_bf16
+                             : level_supported(Level::avx512)    ? Level::avx512
+                                                                 : Level::scalar;
   return level;
+}
+
+/// How the vector code rounds f32 to bf16 (Note [simd levels]).
+enum class Bf16Rounding : bool {
+  integer,  ///< integer arithmetic (avx512)
+  native,   ///< vcvtneps2bf16 (avx512_bf16)
+};
+
+/// The rounding of `level`.
+constexpr Bf16Rounding rounding_of(Level level) {
+  return level == Level::avx512_bf16 ? Bf16Rounding::native : Bf16Rounding::integer;
 }
 
 /// Outputs of at least this many bytes are written with streaming stores (Note [streaming
@@ -125,7 +154,13 @@ DNNX_AVX512_INLINE __m512 load(const F16* p, __mmask16 mask) {
 
 // ---- conversions to the 16-bit storage types
 
+template <Bf16Rounding R = Bf16Rounding::integer>
 DNNX_AVX512_INLINE __m256i narrow_bf16(__m512 v) {
+  if constexpr (R == Bf16Rounding::native) {
+    __m256i narrow;
+    asm("vcvtneps2bf16 %1, %0" : "=v"(narrow) : "v"(v));
+    return narrow;
+  }
   const __m512i bits = _mm512_castps_si512(v);
   const __m512i high = _mm512_maskz_srli_epi32(all16, bits, 16);
   const __m512i lsb = _mm512_and_si512(high, _mm512_set1_epi32(1));
@@ -139,31 +174,44 @@ DNNX_AVX512_INLINE __m256i narrow_f16(__m512 v) {
   return _mm512_maskz_cvtps_ph(all16, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
-// ---- stores: 16 elements (or the lanes of `mask`)
+// ---- stores: 16 elements (or the lanes of `mask`); R matters for bf16 only
 
-DNNX_AVX512_INLINE void store(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
+template <Bf16Rounding R = Bf16Rounding::integer>
+DNNX_AVX512_INLINE void store(float* p, __m512 v) {
+  _mm512_storeu_ps(p, v);
+}
+template <Bf16Rounding R = Bf16Rounding::integer>
 DNNX_AVX512_INLINE void store(float* p, __m512 v, __mmask16 mask) {
   _mm512_mask_storeu_ps(p, mask, v);
 }
+template <Bf16Rounding R = Bf16Rounding::integer>
 DNNX_AVX512_INLINE void store(Bf16* p, __m512 v) {
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), narrow_bf16(v));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), narrow_bf16<R>(v));
 }
+template <Bf16Rounding R = Bf16Rounding::integer>
 DNNX_AVX512_INLINE void store(Bf16* p, __m512 v, __mmask16 mask) {
-  _mm256_mask_storeu_epi16(p, mask, narrow_bf16(v));
+  _mm256_mask_storeu_epi16(p, mask, narrow_bf16<R>(v));
 }
+template <Bf16Rounding R = Bf16Rounding::integer>
 DNNX_AVX512_INLINE void store(F16* p, __m512 v) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), narrow_f16(v));
 }
+template <Bf16Rounding R = Bf16Rounding::integer>
 DNNX_AVX512_INLINE void store(F16* p, __m512 v, __mmask16 mask) {
   _mm256_mask_storeu_epi16(p, mask, narrow_f16(v));
 }
 
 // ---- streaming stores (Note [streaming stores]): `p` aligned to 16 elements' bytes
 
-DNNX_AVX512_INLINE void stream(float* p, __m512 v) { _mm512_stream_ps(p, v); }
-DNNX_AVX512_INLINE void stream(Bf16* p, __m512 v) {
-  _mm256_stream_si256(reinterpret_cast<__m256i*>(p), narrow_bf16(v));
+template <Bf16Rounding R = Bf16Rounding::integer>
+DNNX_AVX512_INLINE void stream(float* p, __m512 v) {
+  _mm512_stream_ps(p, v);
 }
+template <Bf16Rounding R = Bf16Rounding::integer>
+DNNX_AVX512_INLINE void stream(Bf16* p, __m512 v) {
+  _mm256_stream_si256(reinterpret_cast<__m256i*>(p), narrow_bf16<R>(v));
+}
+template <Bf16Rounding R = Bf16Rounding::integer>
 DNNX_AVX512_INLINE void stream(F16* p, __m512 v) {
   _mm256_stream_si256(reinterpret_cast<__m256i*>(p), narrow_f16(v));
 }
@@ -177,27 +225,27 @@ DNNX_AVX512_INLINE std::int64_t to_stream_alignment(const T* p) {
   return static_cast<std::int64_t>(((bytes - address % bytes) % bytes) / sizeof(T));
 }
 
-/// Writes out[0, n) in vectors of 16: `body(i, mask)` (a DNNX_AVX512_LAMBDA) returns the f32
-/// values of elements [i, i + 16), of which the lanes of `mask` are stored (a masked tail, and a
-/// masked head up to the alignment of streaming stores). With `streaming` the aligned vectors are
+/// Writes out[0, n) in vectors of 16, rounding bf16 as R says: `body(i, mask)` (a
+/// DNNX_AVX512_LAMBDA) returns the f32 values of elements [i, i + 16), of which the lanes of
+/// `mask` are stored (a masked tail, and a masked head up to the alignment of streaming stores). With `streaming` the aligned vectors are
 /// streaming stores, followed by an sfence (their order is weak).
-template <typename T, typename Body>
+template <Bf16Rounding R = Bf16Rounding::integer, typename T, typename Body>
 DNNX_AVX512_INLINE void for_each_vector(T* out, std::int64_t n, bool streaming, Body&& body) {
   std::int64_t i = 0;
   if (streaming) {
     const std::int64_t head = to_stream_alignment(out);
     if (head > 0 && head < n) {
       const __mmask16 mask = first_lanes(head);
-      store(out, body(std::int64_t{0}, mask), mask);
+      store<R>(out, body(std::int64_t{0}, mask), mask);
       i = head;
     }
-    for (; i + width <= n; i += width) stream(out + i, body(i, first_lanes(width)));
+    for (; i + width <= n; i += width) stream<R>(out + i, body(i, first_lanes(width)));
   } else {
-    for (; i + width <= n; i += width) store(out + i, body(i, first_lanes(width)));
+    for (; i + width <= n; i += width) store<R>(out + i, body(i, first_lanes(width)));
   }
   if (i < n) {
     const __mmask16 mask = first_lanes(n - i);
-    store(out + i, body(i, mask), mask);
+    store<R>(out + i, body(i, mask), mask);
   }
   if (streaming) _mm_sfence();
 }
