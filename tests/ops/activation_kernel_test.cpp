@@ -1,16 +1,17 @@
 // The cpu backend's own activation kernel (src/backends/onednn/activation_kernel.cpp) at each simd
 // level this machine has (Note [simd levels]), called directly on raw buffers: every level against
-// the reference backend (Note [activation tolerances]) and the vector ones against scalar, forward and backward from src and
-// from dst, for every kind variant and dtype, on lengths around the vector width (1, 7, 16, 17),
-// spanning several thread chunks, and large enough for streaming stores (Note [streaming stores]).
-// Each run repeats bitwise, runs in place (dst over src, diff_src over diff_dst) bitwise like out
-// of place, and runs bitwise alike from a buffer that starts a few elements off the alignment of
-// the streaming stores (their masked head).
+// the reference backend (Note [activation tolerances]) and the vector ones against scalar, forward
+// and backward from src and from dst, for every kind variant and dtype, on lengths around the
+// vector width (1, 7, 16, 17), spanning several thread chunks, and large enough for streaming
+// stores (Note [streaming stores]). Each run repeats bitwise, runs in place (dst over src, diff_src
+// over diff_dst) bitwise like out of place, and runs bitwise alike from a buffer that starts a few
+// elements off the alignment of the streaming stores (their masked head).
+
+#include "backends/onednn/activation_kernel.hpp"
 
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/activation.hpp>
 
-#include "backends/onednn/activation_kernel.hpp"
 #include "ops/activation_cases.hpp"
 #include "support/compare.hpp"
 #include "support/random.hpp"
@@ -20,8 +21,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <iterator>
 #include <iostream>
+#include <iterator>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -72,9 +73,9 @@ std::vector<KernelCase> kernel_cases() {
         desc.alpha = v.alpha;
         desc.ceiling = v.ceiling;
         desc.validate();
-        cases.push_back({std::string(v.name) + "_" + std::to_string(size) + "_" +
-                             std::string(to_string(dtype)),
-                         desc});
+        cases.push_back(
+            {std::string(v.name) + "_" + std::to_string(size) + "_" + std::string(to_string(dtype)),
+             desc});
       }
     }
   }
@@ -118,8 +119,7 @@ struct Shifted {
   }
 };
 
-std::string label(const ActivationDesc& desc, Direction direction, Level level,
-                  const char* what) {
+std::string label(const ActivationDesc& desc, Direction direction, Level level, const char* what) {
   return activation_context(desc, direction,
                             std::string("cpu:kernel:act at level ") +
                                 std::string(onednn::simd::to_string(level)) + " " + what);
@@ -229,10 +229,16 @@ TEST(ActivationKernelRelu16, EveryBitPatternMatchesTheScalarLevel) {
     const bool bf16 = dtype == DType::bf16;
     const std::uint16_t inf = bf16 ? 0x7f80 : 0x7c00;
     const std::uint16_t one = bf16 ? 0x3f80 : 0x3c00;
-    const std::vector<std::uint16_t> dy_values = {
-        one, static_cast<std::uint16_t>(one | 0x8000), 0x0000, 0x8000, inf,
-        static_cast<std::uint16_t>(inf | 0x8000), static_cast<std::uint16_t>(inf | 0x40), 0x0001,
-        0x8001, static_cast<std::uint16_t>(one + 0x100)};
+    const std::vector<std::uint16_t> dy_values = {one,
+                                                  static_cast<std::uint16_t>(one | 0x8000),
+                                                  0x0000,
+                                                  0x8000,
+                                                  inf,
+                                                  static_cast<std::uint16_t>(inf | 0x8000),
+                                                  static_cast<std::uint16_t>(inf | 0x40),
+                                                  0x0001,
+                                                  0x8001,
+                                                  static_cast<std::uint16_t>(one + 0x100)};
     const std::int64_t n = 65536 + 37;  // a masked tail
     std::vector<std::uint16_t> x(static_cast<std::size_t>(n)), dy(x.size());
     for (std::size_t i = 0; i < x.size(); ++i) {
@@ -246,9 +252,9 @@ TEST(ActivationKernelRelu16, EveryBitPatternMatchesTheScalarLevel) {
       int shown = 0;
       for (std::size_t i = 0; i < vector.size(); ++i) {
         if (vector[i] == scalar[i] || (is_nan(vector[i]) && is_nan(scalar[i]))) continue;
-        ADD_FAILURE() << to_string(dtype) << " relu " << what << ": x bits 0x" << std::hex
-                      << x[i] << ", dy bits 0x" << dy[i] << ": avx512 0x" << vector[i]
-                      << ", scalar 0x" << scalar[i];
+        ADD_FAILURE() << to_string(dtype) << " relu " << what << ": x bits 0x" << std::hex << x[i]
+                      << ", dy bits 0x" << dy[i] << ": avx512 0x" << vector[i] << ", scalar 0x"
+                      << scalar[i];
         if (++shown == 5) return;
       }
     };
@@ -269,8 +275,9 @@ TEST(ActivationKernelRelu16, EveryBitPatternMatchesTheScalarLevel) {
 
 // Asking for a level the CPU lacks is an error, not a crash.
 TEST(ActivationKernelLevels, UnsupportedLevelIsAnInternalError) {
-  const Level* lacking = std::find_if(std::begin(onednn::simd::levels), std::end(onednn::simd::levels),
-                                      [](Level l) { return !onednn::simd::level_supported(l); });
+  const Level* lacking =
+      std::find_if(std::begin(onednn::simd::levels), std::end(onednn::simd::levels),
+                   [](Level l) { return !onednn::simd::level_supported(l); });
   if (lacking == std::end(onednn::simd::levels)) GTEST_SKIP() << "this CPU has every level";
   const ActivationDesc desc = ActivationDesc::from_dims(ActivationKind::relu, Dims{4});
   std::vector<float> x(4, 1.0f), y(4);

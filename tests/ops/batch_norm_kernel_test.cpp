@@ -1,17 +1,19 @@
 // The cpu backend's own batch-norm kernel (src/backends/onednn/batch_norm_kernel.cpp) at each simd
 // level this machine has (Note [simd levels]), called directly: every level against the
-// reference backend (Note [batch-norm tolerances]) and the vector ones against scalar, forward and backward, on shapes chosen for the
-// kernel's edges: plane runs shorter than a vector, not a multiple of 16, longer than a piece;
-// column counts not a multiple of 16 and wider than a tile; one and several row blocks; batch 1;
-// few statistics (the by-piece schedule) and many (by statistic); outputs large enough for
-// streaming stores, with runs that start unaligned. Every run repeats bitwise, and the two
-// schedules of the planes walk give the same bits (what makes the kernel independent of the
-// thread count, Note [batch-norm loops]). Also the threads the kernels run on (loop_pool.hpp).
+// reference backend (Note [batch-norm tolerances]) and the vector ones against scalar, forward and
+// backward, on shapes chosen for the kernel's edges: plane runs shorter than a vector, not a
+// multiple of 16, longer than a piece; column counts not a multiple of 16 and wider than a tile;
+// one and several row blocks; batch 1; few statistics (the by-piece schedule) and many (by
+// statistic); outputs large enough for streaming stores, with runs that start unaligned. Every run
+// repeats bitwise, and the two schedules of the planes walk give the same bits (what makes the
+// kernel independent of the thread count, Note [batch-norm loops]). Also the threads the kernels
+// run on (loop_pool.hpp).
+
+#include "backends/onednn/batch_norm_kernel.hpp"
 
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/batch_norm.hpp>
 
-#include "backends/onednn/batch_norm_kernel.hpp"
 #include "backends/onednn/loop_pool.hpp"
 #include "ops/batch_norm_cases.hpp"
 #include "support/random.hpp"
@@ -53,20 +55,20 @@ std::vector<KernelCase> kernel_cases() {
   const Layout first = Layout::channels_first;
   const Layout last = Layout::channels_last;
   const std::vector<Shape> shapes = {
-      {{2, 3, 5, 7}, M::spatial, first, false},     // planes: runs of 35, by piece
-      {{3, 20, 4, 4}, M::spatial, first, false},    // planes: runs of exactly 16, by statistic
-      {{1, 2, 3, 5}, M::spatial, first, false},     // batch 1, runs shorter than a vector
-      {{2, 5, 91, 91}, M::spatial, first, false},   // runs of 8281: two pieces
-      {{2, 9, 7}, M::spatial, first, false},        // 1-D, runs of 7
-      {{6, 33, 1, 1}, M::spatial, first, false},    // one position: walked as columns
-      {{2, 3, 5, 7}, M::spatial, last, false},      // columns: 3
-      {{4, 37, 6, 5}, M::spatial, last, false},     // columns: 16 + 16 + 5
-      {{3, 300, 3, 3}, M::spatial, last, false},    // two tiles, an odd row count
-      {{8, 16, 40, 40}, M::spatial, last, false},   // several row blocks, the last one short
-      {{8, 10}, M::per_activation, first, false},   // N x F
+      {{2, 3, 5, 7}, M::spatial, first, false},    // planes: runs of 35, by piece
+      {{3, 20, 4, 4}, M::spatial, first, false},   // planes: runs of exactly 16, by statistic
+      {{1, 2, 3, 5}, M::spatial, first, false},    // batch 1, runs shorter than a vector
+      {{2, 5, 91, 91}, M::spatial, first, false},  // runs of 8281: two pieces
+      {{2, 9, 7}, M::spatial, first, false},       // 1-D, runs of 7
+      {{6, 33, 1, 1}, M::spatial, first, false},   // one position: walked as columns
+      {{2, 3, 5, 7}, M::spatial, last, false},     // columns: 3
+      {{4, 37, 6, 5}, M::spatial, last, false},    // columns: 16 + 16 + 5
+      {{3, 300, 3, 3}, M::spatial, last, false},   // two tiles, an odd row count
+      {{8, 16, 40, 40}, M::spatial, last, false},  // several row blocks, the last one short
+      {{8, 10}, M::per_activation, first, false},  // N x F
       {{5, 3, 4, 7}, M::per_activation, last, false},
       {{2, 1, 3}, M::per_activation, first, false},  // two values per statistic
-      {{4, 64, 97, 95}, M::spatial, first, true},   // > 8 MiB of f32: streaming, unaligned runs
+      {{4, 64, 97, 95}, M::spatial, first, true},    // > 8 MiB of f32: streaming, unaligned runs
       {{4, 64, 129, 129}, M::spatial, first, true},  // > 8 MiB of bf16
       {{8, 64, 64, 64}, M::spatial, last, true},     // large columns
   };
@@ -83,9 +85,9 @@ std::vector<KernelCase> kernel_cases() {
         desc.affine = variant < 2;
         desc.eps = variant == 3 ? 1e-3 : 1e-5;
         desc.momentum = variant == 2 ? 0.3 : 0.1;
-        if (shape.large && !((dtype == DType::f32 && variant == 0) ||
-                             (dtype == DType::bf16 && variant == 1) ||
-                             (dtype == DType::f16 && variant == 2)))
+        if (shape.large &&
+            !((dtype == DType::f32 && variant == 0) || (dtype == DType::bf16 && variant == 1) ||
+              (dtype == DType::f16 && variant == 2)))
           continue;
         try {
           desc.validate();
@@ -155,9 +157,8 @@ BatchNormBwdResult kernel_bwd(const BatchNormDesc& desc, const BatchNormInputs& 
 }
 
 std::string label(const BatchNormDesc& desc, Direction direction, Level level) {
-  return batch_norm_context(desc, direction,
-                            "cpu:kernel:bnorm at level " +
-                                std::string(onednn::simd::to_string(level)));
+  return batch_norm_context(
+      desc, direction, "cpu:kernel:bnorm at level " + std::string(onednn::simd::to_string(level)));
 }
 
 class BatchNormKernel : public ::testing::TestWithParam<KernelCase> {};
@@ -183,10 +184,10 @@ TEST_P(BatchNormKernel, EachLevelMatchesTheReferenceAndTheOther) {
     fwd.push_back(kernel_fwd(desc, in, level, Schedule::automatic));
     EXPECT_TRUE(compare_batch_norm_fwd(desc, in, ref_fwd, fwd.back(), f));
     EXPECT_TRUE(bitwise_equal_fwd(fwd.back(), kernel_fwd(desc, in, level, Schedule::automatic), f));
-    bwd.push_back(
-        kernel_bwd(desc, in, ref_fwd.saved_mean, ref_fwd.saved_inv_std, level, Schedule::automatic));
-    EXPECT_TRUE(compare_batch_norm_bwd(desc, in, ref_fwd.saved_mean, ref_fwd.saved_inv_std,
-                                       ref_bwd, bwd.back(), b));
+    bwd.push_back(kernel_bwd(desc, in, ref_fwd.saved_mean, ref_fwd.saved_inv_std, level,
+                             Schedule::automatic));
+    EXPECT_TRUE(compare_batch_norm_bwd(desc, in, ref_fwd.saved_mean, ref_fwd.saved_inv_std, ref_bwd,
+                                       bwd.back(), b));
     EXPECT_TRUE(bitwise_equal_bwd(
         bwd.back(),
         kernel_bwd(desc, in, ref_fwd.saved_mean, ref_fwd.saved_inv_std, level, Schedule::automatic),
@@ -285,8 +286,9 @@ TEST(LoopThreads, CallsFromSeveralThreadsAtOnce) {
 
 // Asking for a level the CPU lacks is an error, not a crash.
 TEST(BatchNormKernelLevels, UnsupportedLevelIsAnInternalError) {
-  const Level* lacking = std::find_if(std::begin(onednn::simd::levels), std::end(onednn::simd::levels),
-                                      [](Level l) { return !onednn::simd::level_supported(l); });
+  const Level* lacking =
+      std::find_if(std::begin(onednn::simd::levels), std::end(onednn::simd::levels),
+                   [](Level l) { return !onednn::simd::level_supported(l); });
   if (lacking == std::end(onednn::simd::levels)) GTEST_SKIP() << "this CPU has every level";
   BatchNormDesc desc = BatchNormDesc::spatial_of(Dims{2, 3, 4, 4});
   std::vector<float> x(96, 1.0f), y(96);

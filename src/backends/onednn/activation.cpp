@@ -383,8 +383,7 @@ class KernelPlan final : public LayerPlan<detail::ActivationArgs> {
     check_workspace(workspace);
     const simd::Level level = simd::best_level();
     if (direction_ == Direction::fwd) {
-      act::forward(desc_, level, data_of(args.src, "src"), data_of(args.dst, "dst"),
-                   desc_.numel());
+      act::forward(desc_, level, data_of(args.src, "src"), data_of(args.dst, "dst"), desc_.numel());
       return;
     }
     // The identity's gradient reads neither forward tensor.

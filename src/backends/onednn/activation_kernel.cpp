@@ -9,7 +9,8 @@
 // rounds once. The AVX-512 level computes in f32:
 //   relu, clipped relu, identity: exact (x < 0 ? 0 : x keeps NaN and -0 as PyTorch does); the
 //     gradients multiply dy by 0 or 1, exact too. "x < ceiling" against the f64 ceiling is
-//     "x < the smallest float >= ceiling" on floats, so the kinks match the reference's bit for bit.
+//     "x < the smallest float >= ceiling" on floats, so the kinks match the reference's bit for
+//     bit.
 //   sigmoid 1 / (1 + e) or e / (1 + e) with e = exp(-|x|); tanh Cephes' tanhf (an odd polynomial
 //     below |x| = 0.625, (1 - e) / (1 + e) with e = exp(-2|x|) above); elu alpha expm1(x), expm1 a
 //     degree-9 Taylor polynomial above -0.5 (no cancellation near 0) and exp(x) - 1 below; swish
@@ -65,7 +66,8 @@ Params params_of(const ActivationDesc& desc) {
   return p;
 }
 
-// ---- the scalar level: each element in f64 (<cmath>), rounded once ---------------------------------
+// ---- the scalar level: each element in f64 (<cmath>), rounded once
+// ---------------------------------
 
 template <Kind K>
 double scalar_forward(double x, const Params& p) {
@@ -135,7 +137,8 @@ void backward_scalar(const T* data, const T* dy, T* dx, std::int64_t n, bool /*s
   }
 }
 
-// ---- the AVX-512 level: f32 formulas on 16 lanes (Note [cpu activation kernel]) -------------------
+// ---- the AVX-512 level: f32 formulas on 16 lanes (Note [cpu activation kernel])
+// -------------------
 //
 // Every helper is a DNNX_AVX512 function: GCC 12 folds the vector selects of a default-target
 // helper (before inlining it) into forms that it then compiles to scalar code inside the AVX-512
@@ -275,8 +278,8 @@ DNNX_AVX512 void forward_avx512(const T* x, T* y, std::int64_t n, bool streaming
 }
 
 template <Kind K, From F, typename T, simd::Bf16Rounding R>
-DNNX_AVX512 void backward_avx512(const T* data, const T* dy, T* dx, std::int64_t n,
-                                 bool streaming, const Params& params) {
+DNNX_AVX512 void backward_avx512(const T* data, const T* dy, T* dx, std::int64_t n, bool streaming,
+                                 const Params& params) {
   using namespace simd::avx512;
   const Coefficients p = coefficients_of(params);
   for_each_vector<R>(dx, n, streaming, [&](std::int64_t i, __mmask16 m) DNNX_AVX512_LAMBDA {
@@ -286,7 +289,8 @@ DNNX_AVX512 void backward_avx512(const T* data, const T* dy, T* dx, std::int64_t
   });
 }
 
-// ---- relu on bf16 / f16 bit patterns --------------------------------------------------------------
+// ---- relu on bf16 / f16 bit patterns
+// --------------------------------------------------------------
 //
 // Note [relu on 16-bit storage]
 // Relu and its gradient only compare and select, so on the 16-bit dtypes the AVX-512 level works
@@ -351,19 +355,19 @@ DNNX_AVX512 void relu_backward_bits(const T* data, const T* dy, T* dx, std::int6
   const __m512i inf = _mm512_set1_epi16(static_cast<short>(infinity_bits<T>()));
   const __m512i sign = _mm512_set1_epi16(static_cast<short>(0x8000));
   const __m512i magnitude = _mm512_set1_epi16(0x7fff);
-  const __m512i nan = _mm512_set1_epi16(static_cast<short>(std::is_same_v<T, Bf16> ? 0x7fc0 : 0x7e00));
-  for_each_vector32(reinterpret_cast<std::uint16_t*>(dx), n, streaming,
-                    [&](std::int64_t i, __mmask32 m) DNNX_AVX512_LAMBDA {
-                      const __m512i v = _mm512_maskz_loadu_epi16(m, v_bits + i);
-                      const __m512i g = _mm512_maskz_loadu_epi16(m, g_bits + i);
-                      const __mmask32 pass = _mm512_cmpgt_epi16_mask(v, _mm512_setzero_si512()) &
-                                             _mm512_cmple_epi16_mask(v, inf);
-                      const __mmask32 invalid =
-                          _mm512_cmpge_epu16_mask(_mm512_and_si512(g, magnitude), inf);
-                      const __m512i zero_times = _mm512_mask_mov_epi16(
-                          _mm512_and_si512(g, sign), invalid, nan);
-                      return _mm512_mask_mov_epi16(zero_times, pass, g);
-                    });
+  const __m512i nan =
+      _mm512_set1_epi16(static_cast<short>(std::is_same_v<T, Bf16> ? 0x7fc0 : 0x7e00));
+  for_each_vector32(
+      reinterpret_cast<std::uint16_t*>(dx), n, streaming,
+      [&](std::int64_t i, __mmask32 m) DNNX_AVX512_LAMBDA {
+        const __m512i v = _mm512_maskz_loadu_epi16(m, v_bits + i);
+        const __m512i g = _mm512_maskz_loadu_epi16(m, g_bits + i);
+        const __mmask32 pass =
+            _mm512_cmpgt_epi16_mask(v, _mm512_setzero_si512()) & _mm512_cmple_epi16_mask(v, inf);
+        const __mmask32 invalid = _mm512_cmpge_epu16_mask(_mm512_and_si512(g, magnitude), inf);
+        const __m512i zero_times = _mm512_mask_mov_epi16(_mm512_and_si512(g, sign), invalid, nan);
+        return _mm512_mask_mov_epi16(zero_times, pass, g);
+      });
 }
 
 template <typename T>
@@ -439,8 +443,7 @@ void run_forward(const ActivationDesc& desc, Level level, const void* src, void*
                  std::int64_t count) {
   const ForwardLoop<T> loop = forward_loop<T>(desc.kind, level);
   const Params p = params_of(desc);
-  const bool streaming =
-      static_cast<std::size_t>(count) * sizeof(T) >= simd::streaming_min_bytes;
+  const bool streaming = static_cast<std::size_t>(count) * sizeof(T) >= simd::streaming_min_bytes;
   const auto* x = static_cast<const T*>(src);
   auto* y = static_cast<T*>(dst);
   for_ranges(count, count * 2, [&](std::int64_t first, std::int64_t n) {
@@ -454,8 +457,7 @@ void run_backward(const ActivationDesc& desc, Level level, From from, const void
   const BackwardLoop<T> loop = from == From::src ? backward_loop<From::src, T>(desc.kind, level)
                                                  : backward_loop<From::dst, T>(desc.kind, level);
   const Params p = params_of(desc);
-  const bool streaming =
-      static_cast<std::size_t>(count) * sizeof(T) >= simd::streaming_min_bytes;
+  const bool streaming = static_cast<std::size_t>(count) * sizeof(T) >= simd::streaming_min_bytes;
   const auto* v = static_cast<const T*>(data);
   const auto* dy = static_cast<const T*>(diff_dst);
   auto* dx = static_cast<T*>(diff_src);
@@ -478,9 +480,10 @@ bool backward_supported(const ActivationDesc& desc, From from, std::string* why)
   if (from == From::src || activation_bwd_from_dst(desc.kind, desc.alpha)) return true;
   if (why != nullptr) {
     *why = desc.kind == Kind::elu
-               ? detail::cat("elu backward from dst needs alpha >= 0 (dst does not tell the "
-                             "branches apart otherwise), got alpha ",
-                             desc.alpha)
+               ? detail::cat(
+                     "elu backward from dst needs alpha >= 0 (dst does not tell the "
+                     "branches apart otherwise), got alpha ",
+                     desc.alpha)
                : detail::cat(to_string(desc.kind),
                              " has no derivative as a function of dst (it is not monotonic)");
   }
@@ -503,10 +506,8 @@ void backward(const ActivationDesc& desc, Level level, From from, const void* da
   std::string why;
   if (!backward_supported(desc, from, &why)) detail::raise(ErrorKind::Unsupported, why);
   switch (desc.dtype) {
-    case DType::f16:
-      return run_backward<F16>(desc, level, from, data, diff_dst, diff_src, count);
-    case DType::bf16:
-      return run_backward<Bf16>(desc, level, from, data, diff_dst, diff_src, count);
+    case DType::f16: return run_backward<F16>(desc, level, from, data, diff_dst, diff_src, count);
+    case DType::bf16: return run_backward<Bf16>(desc, level, from, data, diff_dst, diff_src, count);
     default: return run_backward<float>(desc, level, from, data, diff_dst, diff_src, count);
   }
 }

@@ -288,9 +288,9 @@ struct Avx512Level {
     for (std::int64_t r = 0; r < runs; ++r) {
       const T* in = x + r * stride;
       for_each_vector<R>(y + r * stride, length, streaming,
-                      [&](std::int64_t i, __mmask16 m) DNNX_AVX512_LAMBDA {
-                        return _mm512_fmadd_ps(load(in + i, m), va, vb);
-                      });
+                         [&](std::int64_t i, __mmask16 m) DNNX_AVX512_LAMBDA {
+                           return _mm512_fmadd_ps(load(in + i, m), va, vb);
+                         });
     }
   }
 
@@ -305,10 +305,10 @@ struct Avx512Level {
       const T* x_run = x + r * stride;
       const T* dy_run = dy + r * stride;
       for_each_vector<R>(dx + r * stride, length, streaming,
-                      [&](std::int64_t i, __mmask16 m) DNNX_AVX512_LAMBDA {
-                        return _mm512_fmadd_ps(va, load(dy_run + i, m),
-                                               _mm512_fmadd_ps(vb, load(x_run + i, m), vc));
-                      });
+                         [&](std::int64_t i, __mmask16 m) DNNX_AVX512_LAMBDA {
+                           return _mm512_fmadd_ps(va, load(dy_run + i, m),
+                                                  _mm512_fmadd_ps(vb, load(x_run + i, m), vc));
+                         });
     }
   }
 
@@ -404,17 +404,18 @@ struct Avx512Level {
       const std::int64_t o = r * stride;
       for (std::int64_t j = 0; j < width; j += simd::avx512::width) {
         const __mmask16 m = first_lanes(width - j);
-        const __m512 inner =
-            _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, b + j), load(x + o + j, m),
-                            _mm512_maskz_loadu_ps(m, c + j));
-        const __m512 a_dy = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + j), load(dy + o + j, m), inner);
+        const __m512 inner = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, b + j), load(x + o + j, m),
+                                             _mm512_maskz_loadu_ps(m, c + j));
+        const __m512 a_dy =
+            _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + j), load(dy + o + j, m), inner);
         store<R>(dx + o + j, a_dy, m);
       }
     }
   }
 };
 
-// ---- one level's primitives, by pointer -----------------------------------------------------------
+// ---- one level's primitives, by pointer
+// -----------------------------------------------------------
 
 template <typename T>
 struct Primitives {
@@ -436,7 +437,7 @@ struct Primitives {
 
 template <typename T, typename L>
 Primitives<T> primitives_of() {
-  return {&L::moments,      &L::gradient_sums,       &L::affine,       &L::affine2,
+  return {&L::moments,       &L::gradient_sums,       &L::affine,       &L::affine2,
           &L::block_moments, &L::block_gradient_sums, &L::block_affine, &L::block_affine2};
 }
 
@@ -449,18 +450,19 @@ Primitives<T> primitives(Level level) {
   return primitives_of<T, ScalarLevel<T>>();
 }
 
-// ---- the walk (Note [batch-norm loops]) -----------------------------------------------------------
+// ---- the walk (Note [batch-norm loops])
+// -----------------------------------------------------------
 
 struct Shape {
   bool planes = false;
-  std::int64_t k = 0;      // statistics
-  double count = 0;        // values per statistic
-  std::int64_t n = 0;      // planes: runs per statistic
-  std::int64_t s = 0;      // planes: run length
-  std::int64_t run_pieces = 0;      // planes: pieces per run (1 for runs shorter than a piece)
-  std::int64_t piece_runs = 0;      // planes: whole runs per piece (1 for longer runs)
-  std::int64_t pieces = 0;          // planes: pieces per statistic
-  std::int64_t rows = 0;   // columns: M
+  std::int64_t k = 0;           // statistics
+  double count = 0;             // values per statistic
+  std::int64_t n = 0;           // planes: runs per statistic
+  std::int64_t s = 0;           // planes: run length
+  std::int64_t run_pieces = 0;  // planes: pieces per run (1 for runs shorter than a piece)
+  std::int64_t piece_runs = 0;  // planes: whole runs per piece (1 for longer runs)
+  std::int64_t pieces = 0;      // planes: pieces per statistic
+  std::int64_t rows = 0;        // columns: M
   std::int64_t block_rows = 0, blocks = 0, tiles = 0;  // columns
 
   std::int64_t elements() const { return planes ? n * k * s : rows * k; }
@@ -472,8 +474,8 @@ Shape shape_of(const BatchNormDesc& desc) {
   shape.count = static_cast<double>(desc.reduction_size());
   const std::int64_t batch = desc.dims[0];
   const std::int64_t spatial = desc.reduction_size() / batch;
-  shape.planes = desc.mode == BatchNormMode::spatial && desc.layout == Layout::channels_first &&
-                 spatial > 1;
+  shape.planes =
+      desc.mode == BatchNormMode::spatial && desc.layout == Layout::channels_first && spatial > 1;
   if (shape.planes) {
     shape.n = batch;
     shape.s = spatial;
@@ -587,7 +589,8 @@ class Terms {
 struct Coefficients {
   std::vector<float> a, b, c;
   explicit Coefficients(std::int64_t k)
-      : a(static_cast<std::size_t>(k)), b(static_cast<std::size_t>(k)),
+      : a(static_cast<std::size_t>(k)),
+        b(static_cast<std::size_t>(k)),
         c(static_cast<std::size_t>(k)) {}
 };
 
@@ -639,11 +642,11 @@ class Walk {
     if (shape_.run_pieces > 1) {
       const std::int64_t n = i / shape_.run_pieces;
       const std::int64_t first = (i % shape_.run_pieces) * piece_values;
-      return {k, (n * shape_.k + k) * shape_.s + first, 1, std::min(piece_values, shape_.s - first)};
+      return {k, (n * shape_.k + k) * shape_.s + first, 1,
+              std::min(piece_values, shape_.s - first)};
     }
     const std::int64_t n = i * shape_.piece_runs;
-    return {k, (n * shape_.k + k) * shape_.s, std::min(shape_.piece_runs, shape_.n - n),
-            shape_.s};
+    return {k, (n * shape_.k + k) * shape_.s, std::min(shape_.piece_runs, shape_.n - n), shape_.s};
   }
   std::int64_t piece_count() const { return shape_.k * shape_.pieces; }
   // Runs of one statistic are k s apart.
@@ -719,7 +722,8 @@ class Walk {
       for (std::int64_t q = q0; q < q1; ++q) partial[static_cast<std::size_t>(q)] = moments_of(q);
     });
     for (std::int64_t k = 0; k < shape_.k; ++k)
-      coefficients(k, total(k, [&](std::int64_t q) { return partial[static_cast<std::size_t>(q)]; }));
+      coefficients(k,
+                   total(k, [&](std::int64_t q) { return partial[static_cast<std::size_t>(q)]; }));
     threads::run_ranges(piece_count(), elements * 2, normalise);
   }
 
@@ -769,7 +773,8 @@ class Walk {
       for (std::int64_t q = q0; q < q1; ++q) partial[static_cast<std::size_t>(q)] = sums_of(q);
     });
     for (std::int64_t k = 0; k < shape_.k; ++k)
-      coefficients(k, total(k, [&](std::int64_t q) { return partial[static_cast<std::size_t>(q)]; }));
+      coefficients(k,
+                   total(k, [&](std::int64_t q) { return partial[static_cast<std::size_t>(q)]; }));
     threads::run_ranges(piece_count(), elements * 3, gradient);
   }
 

@@ -16,8 +16,8 @@ namespace dnnx::onednn::bnorm {
 struct Stats {
   const float* scale = nullptr;
   const float* shift = nullptr;
-  float* running_mean = nullptr;  ///< read (inference) or updated (training forward)
-  float* running_var = nullptr;   ///< likewise; unbiased
+  float* running_mean = nullptr;   ///< read (inference) or updated (training forward)
+  float* running_var = nullptr;    ///< likewise; unbiased
   float* saved_mean = nullptr;     ///< written by a training forward, read by its backward
   float* saved_inv_std = nullptr;  ///< likewise: 1 / sqrt(biased variance + eps)
   float* diff_scale = nullptr;     ///< written by backward

@@ -137,7 +137,8 @@ DNNX_AVX512_INLINE __m512 load(const float* p, __mmask16 mask) {
   return _mm512_maskz_loadu_ps(mask, p);
 }
 DNNX_AVX512_INLINE __m512 widen_bf16(__m256i bits) {
-  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(all16, _mm512_maskz_cvtepu16_epi32(all16, bits), 16));
+  return _mm512_castsi512_ps(
+      _mm512_maskz_slli_epi32(all16, _mm512_maskz_cvtepu16_epi32(all16, bits), 16));
 }
 DNNX_AVX512_INLINE __m512 load(const Bf16* p) {
   return widen_bf16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
@@ -227,8 +228,9 @@ DNNX_AVX512_INLINE std::int64_t to_stream_alignment(const T* p) {
 
 /// Writes out[0, n) in vectors of 16, rounding bf16 as R says: `body(i, mask)` (a
 /// DNNX_AVX512_LAMBDA) returns the f32 values of elements [i, i + 16), of which the lanes of
-/// `mask` are stored (a masked tail, and a masked head up to the alignment of streaming stores). With `streaming` the aligned vectors are
-/// streaming stores, followed by an sfence (their order is weak).
+/// `mask` are stored (a masked tail, and a masked head up to the alignment of streaming stores).
+/// With `streaming` the aligned vectors are streaming stores, followed by an sfence (their order is
+/// weak).
 template <Bf16Rounding R = Bf16Rounding::integer, typename T, typename Body>
 DNNX_AVX512_INLINE void for_each_vector(T* out, std::int64_t n, bool streaming, Body&& body) {
   std::int64_t i = 0;
@@ -263,8 +265,7 @@ DNNX_AVX512_INLINE __m512d low_pd(__m512 v) {
   return _mm512_maskz_cvtps_pd(all8, __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7));
 }
 DNNX_AVX512_INLINE __m512d high_pd(__m512 v) {
-  return _mm512_maskz_cvtps_pd(all8,
-                               __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15));
+  return _mm512_maskz_cvtps_pd(all8, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15));
 }
 
 }  // namespace avx512
