@@ -38,7 +38,10 @@ struct KernelCase {
   ActivationDesc desc;
 };
 
-void PrintTo(const KernelCase& c, std::ostream* out) { *out << c.name; }
+void PrintTo(const KernelCase& c,  // NOLINT(readability-identifier-naming): gtest's name
+             std::ostream* out) {
+  *out << c.name;
+}
 
 std::vector<KernelCase> kernel_cases() {
   struct Variant {
@@ -112,9 +115,8 @@ struct Shifted {
     const std::size_t element = size_of(tensor.dtype());
     const std::size_t bytes = static_cast<std::size_t>(tensor.numel()) * element;
     storage.resize(bytes + (offset + 64) * element);
-    auto address = reinterpret_cast<std::uintptr_t>(storage.data());
-    address = (address + 63) / 64 * 64 + offset * element;
-    data = reinterpret_cast<void*>(address);
+    const auto address = reinterpret_cast<std::uintptr_t>(storage.data());
+    data = storage.data() + (64 - address % 64) % 64 + offset * element;
     std::memcpy(data, tensor.data(), bytes);
   }
 };

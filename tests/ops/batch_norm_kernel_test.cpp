@@ -42,7 +42,10 @@ struct KernelCase {
   BatchNormDesc desc;
 };
 
-void PrintTo(const KernelCase& c, std::ostream* out) { *out << c.name; }
+void PrintTo(const KernelCase& c,  // NOLINT(readability-identifier-naming): gtest's name
+             std::ostream* out) {
+  *out << c.name;
+}
 
 std::vector<KernelCase> kernel_cases() {
   struct Shape {

@@ -317,7 +317,7 @@ DNNX_AVX512_INLINE void for_each_vector32(std::uint16_t* out, std::int64_t n, bo
   };
   std::int64_t i = 0;
   if (streaming) {
-    const std::int64_t head =
+    const auto head =
         static_cast<std::int64_t>((64 - reinterpret_cast<std::uintptr_t>(out) % 64) % 64 / 2);
     if (head > 0 && head < n) {
       _mm512_mask_storeu_epi16(out, mask(head), body(std::int64_t{0}, mask(head)));

@@ -319,18 +319,18 @@ struct Avx512Level {
                                         std::int64_t width, const double* pivot, double* sum_a,
                                         double* sum_b) {
     using namespace simd::avx512;
-    constexpr int vectors = 2;
+    constexpr std::int64_t vectors = 2;
     for (std::int64_t c = 0; c < width; c += vectors * simd::avx512::width) {
       __mmask16 m[vectors];
       __m512d p[2 * vectors], s1[2 * vectors], s2[2 * vectors];
-      for (int v = 0; v < vectors; ++v) m[v] = some_lanes(width - c - 16 * v);
-      for (int j = 0; j < 2 * vectors; ++j) {
+      for (std::int64_t v = 0; v < vectors; ++v) m[v] = some_lanes(width - c - 16 * v);
+      for (std::int64_t j = 0; j < 2 * vectors; ++j) {
         p[j] = _mm512_maskz_loadu_pd(half_lanes(m[j / 2], j % 2), pivot + c + 8 * j);
         s1[j] = s2[j] = _mm512_setzero_pd();
       }
       for (std::int64_t r = 0; r < rows; ++r) {
         const T* row = x + r * stride + c;
-        for (int v = 0; v < vectors; ++v) {
+        for (std::int64_t v = 0; v < vectors; ++v) {
           const __m512 in = load(row + 16 * v, m[v]);
           const __m512d d0 = _mm512_sub_pd(low_pd(in), p[2 * v]);
           const __m512d d1 = _mm512_sub_pd(high_pd(in), p[2 * v + 1]);
@@ -340,7 +340,7 @@ struct Avx512Level {
           s2[2 * v + 1] = _mm512_fmadd_pd(d1, d1, s2[2 * v + 1]);
         }
       }
-      for (int j = 0; j < 2 * vectors; ++j) {
+      for (std::int64_t j = 0; j < 2 * vectors; ++j) {
         _mm512_mask_storeu_pd(sum_a + c + 8 * j, half_lanes(m[j / 2], j % 2), s1[j]);
         _mm512_mask_storeu_pd(sum_b + c + 8 * j, half_lanes(m[j / 2], j % 2), s2[j]);
       }
@@ -352,18 +352,18 @@ struct Avx512Level {
                                               std::int64_t stride, std::int64_t width,
                                               const double* mean, double* sum_a, double* sum_b) {
     using namespace simd::avx512;
-    constexpr int vectors = 4;
+    constexpr std::int64_t vectors = 4;
     for (std::int64_t c = 0; c < width; c += vectors * simd::avx512::width) {
       __mmask16 m[vectors];
       __m512d mu[2 * vectors], s1[2 * vectors], s2[2 * vectors];
-      for (int v = 0; v < vectors; ++v) m[v] = some_lanes(width - c - 16 * v);
-      for (int j = 0; j < 2 * vectors; ++j) {
+      for (std::int64_t v = 0; v < vectors; ++v) m[v] = some_lanes(width - c - 16 * v);
+      for (std::int64_t j = 0; j < 2 * vectors; ++j) {
         mu[j] = _mm512_maskz_loadu_pd(half_lanes(m[j / 2], j % 2), mean + c + 8 * j);
         s1[j] = s2[j] = _mm512_setzero_pd();
       }
       for (std::int64_t r = 0; r < rows; ++r) {
         const std::int64_t o = r * stride + c;
-        for (int v = 0; v < vectors; ++v) {
+        for (std::int64_t v = 0; v < vectors; ++v) {
           const __m512 g = load(dy + o + 16 * v, m[v]);
           const __m512 in = load(x + o + 16 * v, m[v]);
           const __m512d g0 = low_pd(g);
@@ -375,7 +375,7 @@ struct Avx512Level {
               _mm512_fmadd_pd(g1, _mm512_sub_pd(high_pd(in), mu[2 * v + 1]), s2[2 * v + 1]);
         }
       }
-      for (int j = 0; j < 2 * vectors; ++j) {
+      for (std::int64_t j = 0; j < 2 * vectors; ++j) {
         _mm512_mask_storeu_pd(sum_a + c + 8 * j, half_lanes(m[j / 2], j % 2), s1[j]);
         _mm512_mask_storeu_pd(sum_b + c + 8 * j, half_lanes(m[j / 2], j % 2), s2[j]);
       }
@@ -660,7 +660,7 @@ class Walk {
   // either way.
   bool by_statistic() const {
     if (schedule_ != Schedule::automatic) return schedule_ == Schedule::by_statistic;
-    return shape_.k >= 4 * threads::count();
+    return shape_.k >= std::int64_t{4} * threads::count();
   }
 
   // The sums of statistic k from its pieces, in order; `sums(q)` gives piece q's.

@@ -108,7 +108,7 @@ inline constexpr std::size_t streaming_min_bytes = std::size_t{8} << 20;
 namespace avx512 {
 
 /// Lanes of one f32 vector.
-inline constexpr int width = 16;
+inline constexpr std::int64_t width = 16;
 
 // The intrinsics below are the zero-masking forms under an all-lanes mask where a plain form
 // exists, and halves of vectors are __builtin_shufflevector rather than casts or extracts: GCC
