@@ -16,8 +16,9 @@
 // last bits (FMA contraction, summation order of the vector lanes).
 //   Conversions: bf16 -> f32 is a 16-bit shift. f32 -> bf16 rounds to nearest even: at the avx512
 // level in integer arithmetic (detail::float_to_bf16's formula, 9 instructions for 16 values), at
-// the avx512_bf16 level with vcvtneps2bf16 (one; it takes 20% off batch-norm's bf16 backward),
-// which gives the same bits except that it flushes results below 2^-126 (f32 subnormals) to zero.
+// the avx512_bf16 level with vcvtneps2bf16 (one: batch-norm training on 8x256x56x56 bf16, one
+// thread, went from 2.12 / 2.96 ms to 1.97 / 2.65 ms forward / backward), which gives the same
+// bits except that it flushes results below 2^-126 (f32 subnormals) to zero.
 // The instruction is written as inline assembly: GCC lets only functions targeted at avx512bf16
 // use its intrinsic, which would keep the whole kernel off CPUs without it. f16 <-> f32 are
 // F16C's vcvtph2ps / vcvtps2ph (round to nearest even), which agree with detail::half_to_float /
