@@ -15,6 +15,7 @@
 #include <dnnx/ops/batch_norm.hpp>
 
 #include "backends/onednn/loop_pool.hpp"
+#include "core/dtype.hpp"
 #include "ops/batch_norm_cases.hpp"
 #include "support/random.hpp"
 
@@ -22,10 +23,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
+#include <cmath>
+#include <cstdint>
 #include <iostream>
 #include <iterator>
 #include <mutex>
 #include <ostream>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
@@ -284,6 +289,103 @@ TEST(LoopThreads, CallsFromSeveralThreadsAtOnce) {
     }
     for (std::thread& caller : callers) caller.join();
     EXPECT_EQ(wrong.load(), 0);
+  }
+}
+
+// ---- layer_simd.hpp's conversions (Note [simd levels]), which both kernels use
+
+using onednn::simd::Bf16;
+using onednn::simd::Bf16Rounding;
+using onednn::simd::F16;
+
+// 16 elements through the AVX-512 loads (the masked ones with every lane on) and stores; only
+// pointers cross these functions (an __m512 argument would change the calling convention).
+template <typename T>
+DNNX_AVX512 void load_16(const T* in, float* plain, float* masked) {
+  onednn::simd::avx512::store(plain, onednn::simd::avx512::load(in));
+  onednn::simd::avx512::store(masked, onednn::simd::avx512::load(in, 0xffff));
+}
+template <Bf16Rounding R, typename T>
+DNNX_AVX512 void store_16(const float* in, T* plain, T* masked) {
+  const __m512 v = onednn::simd::avx512::load(in);
+  onednn::simd::avx512::store<R>(plain, v);
+  onednn::simd::avx512::store<R>(masked, v, 0xffff);
+}
+
+bool same_or_both_nan(float a, float b) {
+  return (std::isnan(a) && std::isnan(b)) ||
+         std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
+}
+
+TEST(LayerSimd, EveryHalfAndBf16LoadsExactly) {
+  if (!onednn::simd::level_supported(Level::avx512)) GTEST_SKIP() << "this CPU lacks AVX-512";
+  for (std::uint32_t first = 0; first < 65536; first += 16) {
+    F16 half[16];
+    Bf16 brain[16];
+    for (std::uint32_t j = 0; j < 16; ++j) {
+      half[j].bits = static_cast<std::uint16_t>(first + j);
+      brain[j].bits = static_cast<std::uint16_t>(first + j);
+    }
+    float plain[16], masked[16];
+    load_16(half, plain, masked);
+    for (std::uint32_t j = 0; j < 16; ++j) {
+      const float expected = detail::half_to_float(half[j].bits);
+      ASSERT_TRUE(same_or_both_nan(plain[j], expected)) << "f16 0x" << std::hex << first + j;
+      ASSERT_TRUE(same_or_both_nan(masked[j], expected)) << "f16 0x" << std::hex << first + j;
+    }
+    load_16(brain, plain, masked);
+    for (std::uint32_t j = 0; j < 16; ++j) {
+      const float expected = detail::bf16_to_float(brain[j].bits);
+      ASSERT_TRUE(same_or_both_nan(plain[j], expected)) << "bf16 0x" << std::hex << first + j;
+      ASSERT_TRUE(same_or_both_nan(masked[j], expected)) << "bf16 0x" << std::hex << first + j;
+    }
+  }
+}
+
+// Stores round to nearest even like the scalar conversions: random bit patterns, ties, the f16
+// overflow threshold, subnormals, infinities, NaN. vcvtneps2bf16 (the avx512_bf16 level) flushes
+// results below 2^-126 to zero, and only those.
+TEST(LayerSimd, StoresRoundLikeTheScalarConversions) {
+  if (!onednn::simd::level_supported(Level::avx512)) GTEST_SKIP() << "this CPU lacks AVX-512";
+  std::mt19937 rng(7);
+  std::vector<float> values;
+  for (int i = 0; i < 400000; ++i)
+    values.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(rng())));
+  for (const float f : {65504.0f, 65519.99f, 65520.0f, 1e-8f, 2.98e-8f, 5.96e-8f, 6.1e-5f,
+                        1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f,
+                        0x1p-127f, 0x1p-140f, 0.0f, INFINITY, NAN}) {
+    values.push_back(f);
+    values.push_back(-f);
+  }
+  while (values.size() % 16 != 0) values.push_back(1.0f);
+  const bool native = onednn::simd::level_supported(Level::avx512_bf16);
+  for (std::size_t first = 0; first < values.size(); first += 16) {
+    const float* in = values.data() + first;
+    F16 half[16], half_masked[16];
+    Bf16 brain[16], brain_masked[16], fast[16], fast_masked[16];
+    store_16<Bf16Rounding::integer>(in, half, half_masked);
+    store_16<Bf16Rounding::integer>(in, brain, brain_masked);
+    if (native) store_16<Bf16Rounding::native>(in, fast, fast_masked);
+    for (int j = 0; j < 16; ++j) {
+      const float f = in[j];
+      if (std::isnan(f)) {
+        EXPECT_TRUE(std::isnan(detail::half_to_float(half[j].bits)) &&
+                    std::isnan(detail::bf16_to_float(brain[j].bits)) &&
+                    (!native || std::isnan(detail::bf16_to_float(fast[j].bits))));
+        continue;
+      }
+      const std::uint16_t h = detail::float_to_half(f);
+      const std::uint16_t b = detail::float_to_bf16(f);
+      ASSERT_EQ(half[j].bits, h) << "f16 of " << f;
+      ASSERT_EQ(half_masked[j].bits, h) << "f16 of " << f;
+      ASSERT_EQ(brain[j].bits, b) << "bf16 of " << f;
+      ASSERT_EQ(brain_masked[j].bits, b) << "bf16 of " << f;
+      if (!native) continue;
+      const bool subnormal = std::fpclassify(f) == FP_SUBNORMAL;
+      const std::uint16_t want = subnormal ? static_cast<std::uint16_t>(b & 0x8000) : b;
+      ASSERT_EQ(fast[j].bits, want) << "vcvtneps2bf16 of " << f;
+      ASSERT_EQ(fast_masked[j].bits, want) << "vcvtneps2bf16 of " << f;
+    }
   }
 }
 

@@ -22,8 +22,9 @@
 // The instruction is written as inline assembly: GCC lets only functions targeted at avx512bf16
 // use its intrinsic, which would keep the whole kernel off CPUs without it. f16 <-> f32 are
 // F16C's vcvtph2ps / vcvtps2ph (round to nearest even), which agree with detail::half_to_float /
-// float_to_half on every non-NaN value (the tests check all 65536 halves and the rounding of a
-// sweep of floats; NaN stays NaN, its payload may differ).
+// float_to_half on every non-NaN value (LayerSimd in tests/ops/batch_norm_kernel_test.cpp checks
+// all 65536 halves and bf16s and the rounding of a sweep of floats; NaN stays NaN, its payload may
+// differ).
 //   Tails are masked loads and stores, so the vector code handles any length.
 //
 // Note [streaming stores]
