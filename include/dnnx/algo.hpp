@@ -112,8 +112,9 @@ struct TuneOptions {
   int benchmark_limit = 0;     ///< exhaustive: time at most this many candidates that ran; 0 = all
   int warmup_runs = 1;         ///< exhaustive: untimed runs per candidate before timing
   int timing_runs = 5;         ///< exhaustive: timed runs per candidate (median and min kept)
-  /// exhaustive: a candidate whose first timed run exceeds `abandon_factor` x the best median so
-  /// far is not timed further (keeps naive fallbacks from taking minutes).
+  /// exhaustive: a candidate whose first (cold) run exceeds `abandon_factor` x the best median so
+  /// far is not timed further (keeps naive fallbacks from taking minutes); nor is one whose next,
+  /// warm run exceeds max(1, abandon_factor / 2) x that median.
   double abandon_factor = 4.0;
   /// exhaustive and profiles: also time naive reference implementations (notes "reference")
   /// after faster candidates ran. Off by default: they take minutes on real layers.

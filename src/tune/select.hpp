@@ -56,7 +56,9 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
 
 /// Times candidates in list order. The first run of each is timed: if it exceeds abandon_factor x
 /// the best median so far the candidate is abandoned; otherwise it counts as the first warm-up,
-/// and options.timing_runs timed runs follow (median and min kept). Unless options.time_naive,
+/// and options.timing_runs timed runs follow (median and min kept), unless the first of them
+/// already exceeds max(1, abandon_factor / 2) x the best median, which abandons the candidate
+/// too (Note [abandoning slow candidates]). Unless options.time_naive,
 /// candidates noted "reference" (naive fallbacks) are abandoned without running once another
 /// candidate has been timed. Once a candidate has been abandoned, `probe` (when given) runs each
 /// later candidate on a slice first and abandons it when even that takes over 2x the best median

@@ -278,8 +278,13 @@ TEST(ExhaustivePolicy, AbandonsACandidateWhoseFirstRunIsFarSlower) {
   FakeBench bench;
   // Each candidate's first run is the abandonment probe (and its first warm-up). "slow" probes
   // at 5x the best median (10) and would then run at 1 ms: were it timed further it would win.
-  // "close" probes at 3.9x: within the factor, so it is timed fully.
-  bench.add(Algo("best"), {10.0}).add(Algo("slow"), {50.0, 1.0}).add(Algo("close"), {39.0});
+  // "close" probes at 3.9x: within the factor, and its warm runs take 15 (1.5x): timed fully.
+  // "warmslow" is within the factor cold (30) but its warm run takes 25, over 2x the best: it
+  // could not even contend in a final round, so it is abandoned after that run.
+  bench.add(Algo("best"), {10.0})
+      .add(Algo("slow"), {50.0, 1.0})
+      .add(Algo("close"), {39.0, 15.0})
+      .add(Algo("warmslow"), {30.0, 25.0, 1.0});
   TuneOptions options = options_with(AlgoPolicy::exhaustive());
   options.abandon_factor = 4.0;
   options.final_round = false;  // counts one pass's runs
@@ -293,7 +298,14 @@ TEST(ExhaustivePolicy, AbandonsACandidateWhoseFirstRunIsFarSlower) {
   EXPECT_EQ(bench.calls("slow"), 1);  // the probe, never again
   EXPECT_EQ(row_of(choice.timings, "close").status, CandidateStatus::ok);
   EXPECT_EQ(bench.calls("close"), 6);
-  EXPECT_EQ(choice.candidates_timed, 3);
+  EXPECT_DOUBLE_EQ(row_of(choice.timings, "close").median_ms, 15.0);
+  const ProfileRow& warmslow = row_of(choice.timings, "warmslow");
+  EXPECT_EQ(warmslow.status, CandidateStatus::abandoned);
+  EXPECT_EQ(warmslow.runs, 2);
+  EXPECT_DOUBLE_EQ(warmslow.median_ms, 25.0);
+  EXPECT_NE(warmslow.detail.find("warm run 25"), std::string::npos) << warmslow.detail;
+  EXPECT_EQ(bench.calls("warmslow"), 2);
+  EXPECT_EQ(choice.candidates_timed, 4);
   EXPECT_NE(choice.timings.front().status, CandidateStatus::abandoned);
 }
 
@@ -343,7 +355,8 @@ TEST(ExhaustivePolicy, ProbesOnASliceOnceASlowCandidateShowedUp) {
 
 // Note [final round]: "late" was timed while the machine was slow (12 ms) and would lose to
 // "early" (10 ms), but runs at 8 ms when both are timed again in alternation; "far" (over 2x the
-// best) is no contender and is not run again. The first pass times half the runs (3 of 5).
+// best) is no contender: abandoned after its warm run. The first pass times half the runs (3 of
+// 5).
 TEST(ExhaustivePolicy, FinalRoundReTimesTheContendersInterleaved) {
   FakeBench bench;
   bench.add(Algo("early"), {10.0})
@@ -356,8 +369,8 @@ TEST(ExhaustivePolicy, FinalRoundReTimesTheContendersInterleaved) {
   EXPECT_EQ(choice.runner_up, "early");
   EXPECT_EQ(bench.calls("early"), 1 + 3 + options.timing_runs);
   EXPECT_EQ(bench.calls("late"), 1 + 3 + options.timing_runs);
-  EXPECT_EQ(bench.calls("far"), 1 + 3);
-  EXPECT_EQ(row_of(choice.timings, "far").runs, 3);
+  EXPECT_EQ(bench.calls("far"), 2);
+  EXPECT_EQ(row_of(choice.timings, "far").status, CandidateStatus::abandoned);
   EXPECT_EQ(row_of(choice.timings, "late").runs, options.timing_runs);
   EXPECT_NE(row_of(choice.timings, "late").detail.find("final round"), std::string::npos);
   // Off: the timing phase's medians decide.
@@ -397,6 +410,18 @@ TEST(ExhaustivePolicy, AbandonFactorIsHonoured) {
   EXPECT_EQ(choice.algo.id, "slow");  // the 50 ms probe was its warm-up; then 1 ms x 5
   EXPECT_DOUBLE_EQ(choice.time_ms, 1.0);
   EXPECT_EQ(bench.calls("slow"), 6);
+  // The warm run is held to half the factor (50 here): 2.5x the best is timed fully.
+  FakeBench warm;
+  warm.add(Algo("best"), {10.0}).add(Algo("warmish"), {30.0, 25.0});
+  const Choice timed = select(warm, options);
+  EXPECT_EQ(row_of(timed.timings, "warmish").status, CandidateStatus::ok);
+  EXPECT_EQ(warm.calls("warmish"), 6);
+  // A factor of 1.5 holds it to 1x: a warm run slower than the best abandons.
+  options.abandon_factor = 1.5;
+  FakeBench tight;
+  tight.add(Algo("best"), {10.0}).add(Algo("close"), {12.0, 11.0});
+  EXPECT_EQ(row_of(select(tight, options).timings, "close").status, CandidateStatus::abandoned);
+  EXPECT_EQ(tight.calls("close"), 2);
 }
 
 TEST(ExhaustivePolicy, NaiveCandidatesAreNotRunOnceARealOneWasTimed) {
