@@ -36,7 +36,6 @@ void check_no_alias(const char* out_role, const Tensor& out, const char* in_role
 
 void check_args(const Context& context, const ConvDesc& desc, Direction direction,
                 const ConvArgs& args) {
-  desc.validate();
   switch (direction) {
     case Direction::fwd:
       check_tensor(context, desc, "src", *args.src, desc.src_dims());

@@ -1,7 +1,8 @@
 #pragma once
 // Note [op dispatch]
-// Every op call goes the same way, whatever the op: validate the tensors against the desc; look
-// the (desc, direction) up in the context's fast path; on a miss consult the choice cache, else
+// Every op call goes the same way, whatever the op: look the (desc, direction) up in the context's
+// fast path (a desc not found there is validated: one found was validated on its first call);
+// validate the tensors against the desc; on a miss consult the choice cache, else
 // select through src/tune (listing, timing on the real tensors, storing the choice); build or fetch
 // the plan; run it, falling back to the next admissible candidate when it fails at run time
 // (Note [run-time fallback]). Dispatch<Op> is that path for one op; Op is a small traits struct in
@@ -14,7 +15,8 @@
 //     static detail::PoolBackend& backend(detail::Backend& backend) { return backend.pool(); }
 //     // Throws InvalidArgument naming the tensor role, the value and what is accepted. Called
 //     // after desc.validate(); must check dtype, dims, density/layout, null data, device,
-//     aliasing. static void check(const Context&, const Desc&, Direction, const Args&);
+//     // aliasing.
+//     static void check(const Context&, const Desc&, Direction, const Args&);
 //     // Owns tensors holding valid random data for timing without user tensors.
 //     struct Scratch { Args args(Direction); ... };
 //     static Scratch scratch(const Context&, const Desc&, Direction);
@@ -144,14 +146,15 @@ class Dispatch {
                                            const Args& args) {
     return with_context(context, desc, direction, [&] {
       check_direction(Op::kind, direction);
-      desc.validate();
-      Op::check(context, desc, direction, args);
       ContextState& state = context.state();
       std::lock_guard lock(state.mutex());
-      const ChoiceCache& cache = *context.choice_cache();
       Calls& calls = state.slot<Calls>();
       const Key key{desc, direction};
       auto it = calls.find(key);
+      // A desc equal to one that ran before was validated then (the map holds only those).
+      if (it == calls.end()) desc.validate();
+      Op::check(context, desc, direction, args);
+      const ChoiceCache& cache = *context.choice_cache();
       const bool fresh = it != calls.end() && it->second.cache == &cache &&
                          it->second.cache_generation == cache.generation() &&
                          it->second.options == context.tune();

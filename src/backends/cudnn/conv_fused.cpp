@@ -48,6 +48,7 @@
 #include "core/check.hpp"
 #include "core/conv_fused_args.hpp"
 #include "core/strings.hpp"
+#include "core/threads.hpp"
 
 #include <algorithm>
 #include <array>
@@ -885,8 +886,7 @@ class CudnnConvFused final : public detail::ConvFusedBackend {
       }
     }
     if (to_build.size() < 2 || !graph) return;
-    const auto threads = std::min<std::size_t>(
-        {to_build.size(), 16, std::max(1u, std::thread::hardware_concurrency())});
+    const auto threads = std::min<std::size_t>({to_build.size(), 16, detail::hardware_threads()});
     std::vector<std::shared_ptr<detail::ConvFusedPlan>> built(to_build.size());
     std::atomic<std::size_t> next{0};
     const auto start = Clock::now();

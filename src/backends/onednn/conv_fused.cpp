@@ -37,6 +37,7 @@
 #include "core/conv_fused_args.hpp"
 #include "core/dtype.hpp"
 #include "core/strings.hpp"
+#include "core/threads.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -556,8 +557,7 @@ void epilogue(const ConvFusedDesc& desc, const void* conv_out, const void* bias,
   };
   // A thread costs tens of microseconds to start: split only work of a million elements or more.
   const std::int64_t elements = desc.dst_dims().product();
-  const auto hardware =
-      static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const auto hardware = static_cast<std::int64_t>(detail::hardware_threads());
   const std::int64_t threads =
       std::clamp<std::int64_t>(elements >> 20, 1, std::min(hardware, rows));
   if (threads <= 1) {

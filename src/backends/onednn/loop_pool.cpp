@@ -2,6 +2,8 @@
 
 #include "backends/onednn/loop_pool.hpp"
 
+#include "core/threads.hpp"
+
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -76,7 +78,7 @@ class LoopPool {
     using Query = int (*)();
     auto query = reinterpret_cast<Query>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
     const int omp = query != nullptr ? query() : 0;
-    const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int hardware = static_cast<int>(detail::hardware_threads());
     return std::clamp(omp > 0 ? omp : hardware, 1, 256);
   }
 

@@ -183,8 +183,7 @@ void parallel_ranges(std::int64_t count, double work,
                      const std::function<void(std::int64_t, std::int64_t)>& body) {
   // Starting a thread costs tens of microseconds: below ~256K visits one thread is faster.
   constexpr double min_work_per_thread = 1 << 18;
-  const auto hardware =
-      static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const auto hardware = static_cast<std::int64_t>(detail::hardware_threads());
   const std::int64_t threads = std::clamp<std::int64_t>(
       std::min<std::int64_t>(hardware, static_cast<std::int64_t>(work / min_work_per_thread)), 1,
       count);
@@ -640,6 +639,7 @@ namespace avx2 {
 #define DNNX_POOL_LANES 4
 namespace baseline {
 #include "backends/onednn/pool_indices_kernels.hpp"  // NOLINT(bugprone-suspicious-include)
+#include "core/threads.hpp"
 }  // namespace baseline
 #undef DNNX_POOL_ISA
 #undef DNNX_POOL_LANES

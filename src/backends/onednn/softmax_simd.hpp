@@ -14,6 +14,7 @@
 // machine always runs the same variant, so results are bitwise reproducible run to run.
 
 #include "core/dtype.hpp"
+#include "core/threads.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -238,8 +239,7 @@ inline constexpr std::int64_t min_elements_per_thread = std::int64_t{1} << 18;
 /// deterministic for any thread count.
 template <typename Body>
 void parallel_blocks(std::int64_t blocks, std::int64_t elements, Body&& body) {
-  const auto hardware =
-      static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const auto hardware = static_cast<std::int64_t>(detail::hardware_threads());
   const std::int64_t worth = std::max<std::int64_t>(1, elements / min_elements_per_thread);
   const std::int64_t threads = std::clamp<std::int64_t>(std::min(hardware, worth), 1, blocks);
   if (threads <= 1) {

@@ -29,6 +29,7 @@
 #include "core/check.hpp"
 #include "core/dtype.hpp"
 #include "core/strings.hpp"
+#include "core/threads.hpp"
 
 #include <algorithm>
 #include <array>
@@ -282,8 +283,7 @@ void parallel_for(std::int64_t count, double macs_per_item,
                   const std::function<void(std::int64_t, std::int64_t)>& body) {
   // Starting a thread costs tens of microseconds: below ~1M multiply-adds one thread is faster.
   constexpr double min_macs_per_thread = 1 << 20;
-  const auto hardware =
-      static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const auto hardware = static_cast<std::int64_t>(detail::hardware_threads());
   const auto worth =
       static_cast<std::int64_t>(static_cast<double>(count) * macs_per_item / min_macs_per_thread);
   const std::int64_t threads = std::clamp<std::int64_t>(std::min(hardware, worth), 1, count);
@@ -413,12 +413,13 @@ class DirectPlan final : public detail::ConvPlan {
         direction_(direction),
         geometry_(geometry_of(desc)),
         row_taps_(row_taps_of(geometry_)),
-        info_(direct_info()) {}
+        info_(direct_info()),
+        context_(context_of(desc_, direction_, to_string(direction_), direct_id)) {}
 
   const AlgoInfo& algo() const override { return info_; }
 
   void execute(const detail::ConvArgs& args, detail::Workspace /*workspace*/) override {
-    const ErrorContext context = context_of(desc_, direction_, to_string(direction_), direct_id);
+    const ErrorContext& context = context_;
     switch (direction_) {
       case Direction::fwd: {
         check_tensor(args.src, "src", desc_.src_dims(), desc_.dtype, context);
@@ -456,6 +457,7 @@ class DirectPlan final : public detail::ConvPlan {
   Geometry geometry_;
   std::vector<RowTap> row_taps_;
   AlgoInfo info_;
+  ErrorContext context_;  // built once: a repro string per call cost more than a tiny conv
 };
 
 // Throws the desc's own InvalidArgument, with the call's context, if it is not a valid conv.
