@@ -18,6 +18,7 @@
 #include "backends/cudnn/conv_padded.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
+#include "core/threads.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -287,8 +288,7 @@ class CudnnConv final : public detail::ConvBackend {
       const std::vector<Build>& to_build, const ConvDesc& desc, Direction direction) {
     std::vector<std::shared_ptr<detail::ConvPlan>> built(to_build.size());
     if (to_build.empty()) return built;
-    const auto threads = std::min<std::size_t>(
-        {to_build.size(), 16, std::max(1u, std::thread::hardware_concurrency())});
+    const auto threads = std::min<std::size_t>({to_build.size(), 16, detail::hardware_threads()});
     std::vector<double> build_ms(to_build.size(), 0.0);
     std::atomic<std::size_t> next{0};
     const auto start = Clock::now();
@@ -357,7 +357,9 @@ class CudnnConv final : public detail::ConvBackend {
     if (const std::optional<ConvDesc> padded = channel_padded(desc)) {
       std::vector<AlgoInfo> wrapped;
       for (const AlgoInfo& inner : candidates_locked(*padded, direction).infos) {
-        if (inner.supported) wrapped.push_back(padded_info(desc, *padded, inner));
+        const bool tensor_cores =
+            std::find(inner.notes.begin(), inner.notes.end(), "tensor_cores") != inner.notes.end();
+        if (inner.supported && tensor_cores) wrapped.push_back(padded_info(desc, *padded, inner));
       }
       candidates.infos.insert(std::find_if(candidates.infos.begin(), candidates.infos.end(),
                                            [](const AlgoInfo& info) { return !info.supported; }),

@@ -4,9 +4,11 @@
 // backward-data of ResNet-50's first layer (64x3x224x224, 7x7/2, f16 channels_last) takes 0.94 ms
 // with 3 input channels and 0.49 ms with 4, for a third more arithmetic (PyTorch 2.11, cuDNN
 // 9.19). So for f16/bf16 convolutions without groups whose input or output channel count is not a
-// multiple of 8, every supported candidate of the same convolution with the counts rounded up
-// (to 4 when at most 4, else to the next multiple of 8) is a candidate too, id
-// "cudnn:padc:<inner id>". Around the inner plan it copies, on the context's stream:
+// multiple of 8, every supported tensor-core candidate of the same convolution with the counts
+// rounded up (to 4 when at most 4, else to the next multiple of 8) is a candidate too, id
+// "cudnn:padc:<inner id>". (A kernel without tensor cores has no use for the alignment and would
+// only do the padded channels' extra arithmetic: wrapping those too doubled the candidates that
+// the search of that first layer times.) Around the inner plan it copies, on the context's stream:
 //   fwd          src -> zero-padded src; weights -> zero-padded weights; padded dst -> dst
 //   bwd_data     diff_dst -> padded; weights -> padded; padded diff_src -> diff_src
 //   bwd_weights  src -> padded; diff_dst -> padded; padded diff_weights -> diff_weights

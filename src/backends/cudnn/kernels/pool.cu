@@ -9,7 +9,10 @@
 // consecutive packs, so a warp reads whole 16-byte-aligned runs of channels, the memory-bound
 // case's best access pattern (max-pool 3x3/2 on 112x112x64 f16 NHWC reads each input pack about
 // 2.25 times, mostly from L2). channels_first tensors use one element per thread, consecutive
-// threads along W.
+// threads along W; the max forward and the backward from indices (ResNet's fp32 max pool) run
+// instead as "planes" kernels: a thread owns one position of the (n, c) plane and loops over
+// planes (grid y), so that the position's window bounds, which cost integer divisions, are worked
+// out once for several planes.
 //
 // Note [pool kernel backward]
 // The backward pass gathers: each input element sums, in a fixed order (D, H, W of the windows
@@ -24,14 +27,16 @@
 // Note [pool index check]
 // The backward from indices gathers as above, matching each window's saved index against the
 // input element's flat position. An index outside its window would match no element and its
-// gradient would vanish silently, so every window is checked once, by the thread of its first
-// input element (the window's corner: the only element whose thread visits every window it
-// corners): an index outside the window (outside the plane included) sets that thread's lane to
-// NaN and atomicMins the index's position (dst's logical order) into the plan's PoolIndexRecord.
-// The last block of the launch to finish (a counter in the same record) copies the lowest such
-// position, and the index read there, into the plan's PoolIndexReport in mapped pinned host
-// memory, and resets the record: Note [deferred label check] in backends/cudnn/cross_entropy.cpp
-// is the same scheme, and the plan raises the report on its next call.
+// gradient would vanish silently, so a second kernel checks every window once, one thread per
+// dst element: an index outside its window (outside the plane included) turns the window's first
+// input element in diff_src into NaN and atomicMins the index's position (dst's logical order)
+// into the plan's PoolIndexRecord. The last block of the launch to finish (a counter in the same
+// record) copies the lowest such position, and the index read there, into the plan's
+// PoolIndexReport in mapped pinned host memory, and resets the record: Note [deferred label
+// check] in backends/cudnn/cross_entropy.cpp is the same scheme, and the plan raises the report
+// on its next call. (The check used to run inside the gather, by the thread of each window's
+// first element; in channels_first tensors, one element per thread, its branch made ResNet's
+// fp32 max-pool backward 1.75x PyTorch's. As a pass of its own it reads the indices once more.)
 //
 // Note [pool kernel 3x3]
 // A window scanned with runtime bounds issues its loads one after the other. For 1 x 3 x 3
@@ -294,6 +299,41 @@ __global__ void __launch_bounds__(block_threads)
   }
 }
 
+// Max forward for channels_first tensors: a thread owns one output position and visits the
+// (n, c) planes blockIdx.y, blockIdx.y + gridDim.y, ..., so its window bounds (integer
+// divisions) are worked out once for several planes (as pool_bwd_indices_planes_kernel does);
+// what each plane writes is pool_fwd_kernel's.
+template <typename T, typename I, int FixedK, typename Index>
+__global__ void __launch_bounds__(block_threads)
+    pool_fwd_max_planes_kernel(Geometry<Index> g, const T* __restrict__ src, T* __restrict__ dst,
+                               ArgIndex* __restrict__ argmax, I* __restrict__ indices,
+                               Index planes) {
+  const int in_plane = g.in[0] * g.in[1] * g.in[2];
+  const int out_plane = g.out[0] * g.out[1] * g.out[2];
+  const int position = static_cast<int>(blockIdx.x) * block_threads + static_cast<int>(threadIdx.x);
+  if (position >= out_plane) return;
+  const int ow = position % g.out[2], oh = position / g.out[2] % g.out[1];
+  const int od = position / g.out[2] / g.out[1];
+  const Span sd = window(g, 0, od), sh = window(g, 1, oh), sw = window(g, 2, ow);
+  const int k1 = FixedK > 0 ? FixedK : g.kernel[1], k2 = FixedK > 0 ? FixedK : g.kernel[2];
+  for (Index plane = blockIdx.y; plane < planes; plane += gridDim.y) {
+    float best[1];
+    int at[1];
+    window_argmax<FixedK, T, 1, false>(g, src + plane * in_plane, Index{0}, Index{0}, sd, sh, sw,
+                                       best, at);
+    const Index out_at = plane * out_plane + position;
+    if (dst != nullptr) dst[out_at] = from_float<T>(best[0]);
+    if (argmax != nullptr) argmax[out_at] = static_cast<ArgIndex>(at[0]);
+    if (indices != nullptr) {
+      // Window-local (row-major over the whole window) to flat in the input plane.
+      const int d = sd.start + at[0] / (k1 * k2);
+      const int h = sh.start + at[0] / k2 % k1;
+      const int w = sw.start + at[0] % k2;
+      indices[out_at] = static_cast<I>((static_cast<long long>(d) * g.in[1] + h) * g.in[2] + w);
+    }
+  }
+}
+
 // Backward: one thread per input pack, gathering from the windows it lies in
 // (Note [pool kernel backward]). `strategy` matters for max only: MaxBackward::argmax reads the
 // indices the forward kernel stored in `argmax`; rescan recomputes them from src.
@@ -360,15 +400,14 @@ __global__ void __launch_bounds__(block_threads)
   }
 }
 
-// The backward from saved indices (Note [pool kernel backward], Note [pool index check]): one
-// thread per input pack; the last block publishes a bad index.
+// The backward from saved indices (Note [pool kernel backward]): one thread per input pack,
+// gathering the gradients of the windows whose saved index names it. The indices are checked by
+// pool_index_check_kernel (Note [pool index check]).
 template <typename T, typename I, int V, bool ChannelsLast, typename Index>
 __global__ void __launch_bounds__(block_threads)
     pool_bwd_indices_kernel(Geometry<Index> g, const T* __restrict__ diff_dst,
-                            const I* __restrict__ indices, T* __restrict__ diff_src, Index items,
-                            PoolIndexRecord* record, PoolIndexReport* report) {
+                            const I* __restrict__ indices, T* __restrict__ diff_src, Index items) {
   const Index step = static_cast<Index>(gridDim.x) * block_threads;
-  const long long out_plane = static_cast<long long>(g.out[0]) * g.out[1] * g.out[2];
   for (Index item = static_cast<Index>(blockIdx.x) * block_threads + threadIdx.x; item < items;
        item += step) {
     Index n, pack;
@@ -380,47 +419,18 @@ __global__ void __launch_bounds__(block_threads)
 #pragma unroll
     for (int v = 0; v < V; ++v) sum[v] = 0.0f;
     for (int od = rd.first; od <= rd.last; ++od) {
-      const Span sd = window(g, 0, od);
       for (int oh = rh.first; oh <= rh.last; ++oh) {
-        const Span sh = window(g, 1, oh);
         for (int ow = rw.first; ow <= rw.last; ++ow) {
-          const Span sw = window(g, 2, ow);
           const Index out_at = offset_of<ChannelsLast, V>(g, g.out, n, pack, od, oh, ow);
           const Pack<I, V> saved = *reinterpret_cast<const Pack<I, V>*>(indices + out_at);
-          const bool corner = id == sd.begin && ih == sh.begin && iw == sw.begin;
           bool any = false;
 #pragma unroll
           for (int v = 0; v < V; ++v) any = any || static_cast<long long>(saved.lane[v]) == own;
-          if (any) {
-            const Pack<T, V> grad = *reinterpret_cast<const Pack<T, V>*>(diff_dst + out_at);
-#pragma unroll
-            for (int v = 0; v < V; ++v) {
-              if (static_cast<long long>(saved.lane[v]) == own) sum[v] += to_float(grad.lane[v]);
-            }
-          }
-          if (!corner) continue;
+          if (!any) continue;
+          const Pack<T, V> grad = *reinterpret_cast<const Pack<T, V>*>(diff_dst + out_at);
 #pragma unroll
           for (int v = 0; v < V; ++v) {
-            const long long index = static_cast<long long>(saved.lane[v]);
-            // Inside the window: on one of its rows, between the row's first and last element.
-            // (A row scan rather than three 64-bit divisions of the index: channels_first runs one
-            // element per thread, so per-window integer work is not shared by lanes.)
-            bool inside = index == own;
-            for (int d = sd.begin; d < sd.end && !inside; ++d) {
-              for (int h = sh.begin; h < sh.end && !inside; ++h) {
-                const long long row = (static_cast<long long>(d) * g.in[1] + h) * g.in[2];
-                inside = index >= row + sw.begin && index < row + sw.end;
-              }
-            }
-            if (inside) continue;
-            sum[v] = __int_as_float(0x7fc00000);  // NaN
-            const long long channel =
-                ChannelsLast ? static_cast<long long>(pack) * V + v : static_cast<long long>(pack);
-            const long long position =
-                (static_cast<long long>(n) * g.channels + channel) * out_plane +
-                (static_cast<long long>(od) * g.out[1] + oh) * g.out[2] + ow;
-            atomicMin(&record->bad_position, static_cast<unsigned long long>(position));
-            __threadfence();
+            if (static_cast<long long>(saved.lane[v]) == own) sum[v] += to_float(grad.lane[v]);
           }
         }
       }
@@ -430,6 +440,89 @@ __global__ void __launch_bounds__(block_threads)
     for (int v = 0; v < V; ++v) result.lane[v] = from_float<T>(sum[v]);
     *reinterpret_cast<Pack<T, V>*>(
         diff_src + offset_of<ChannelsLast, V>(g, g.in, n, pack, id, ih, iw)) = result;
+  }
+}
+
+// The same gather for channels_first tensors (Note [pool kernel backward]): a thread owns one
+// input position and visits the (n, c) planes blockIdx.y, blockIdx.y + gridDim.y, ..., so the
+// position's coordinates and window ranges (integer divisions) are worked out once for several
+// planes; in a plane the work is only the windows' loads and compares. (One element per thread,
+// with that integer work per element, made ResNet's fp32 max-pool backward 1.4-1.75x PyTorch's,
+// whose kernel loops over planes the same way.)
+template <typename T, typename I, typename Index>
+__global__ void __launch_bounds__(block_threads)
+    pool_bwd_indices_planes_kernel(Geometry<Index> g, const T* __restrict__ diff_dst,
+                                   const I* __restrict__ indices, T* __restrict__ diff_src,
+                                   Index planes) {
+  const int in_plane = g.in[0] * g.in[1] * g.in[2];
+  const int out_plane = g.out[0] * g.out[1] * g.out[2];
+  const int position = static_cast<int>(blockIdx.x) * block_threads + static_cast<int>(threadIdx.x);
+  if (position >= in_plane) return;
+  const int iw = position % g.in[2], ih = position / g.in[2] % g.in[1];
+  const int id = position / g.in[2] / g.in[1];
+  const Range rd = windows_of(g, 0, id), rh = windows_of(g, 1, ih), rw = windows_of(g, 2, iw);
+  for (Index plane = blockIdx.y; plane < planes; plane += gridDim.y) {
+    const I* saved = indices + plane * out_plane;
+    const T* grad = diff_dst + plane * out_plane;
+    float sum = 0.0f;
+    for (int od = rd.first; od <= rd.last; ++od) {
+      for (int oh = rh.first; oh <= rh.last; ++oh) {
+        const int row = (od * g.out[1] + oh) * g.out[2];
+        for (int ow = rw.first; ow <= rw.last; ++ow) {
+          if (static_cast<long long>(saved[row + ow]) == position) sum += to_float(grad[row + ow]);
+        }
+      }
+    }
+    diff_src[plane * in_plane + position] = from_float<T>(sum);
+  }
+}
+
+// Note [pool index check]: one thread per dst element, in memory order, after the gather. A bad
+// index turns its window's first input element into NaN and competes for the lowest position; the
+// last block publishes it. The grid is capped (the threads stride over the elements) so that few
+// blocks end with the record's atomics.
+template <typename T, typename I, bool ChannelsLast, typename Index>
+__global__ void __launch_bounds__(block_threads)
+    pool_index_check_kernel(Geometry<Index> g, const I* __restrict__ indices,
+                            T* __restrict__ diff_src, long long items, PoolIndexRecord* record,
+                            PoolIndexReport* report) {
+  const long long out_plane = static_cast<long long>(g.out[0]) * g.out[1] * g.out[2];
+  const long long in_plane = static_cast<long long>(g.in[0]) * g.in[1] * g.in[2];
+  const long long channels = g.channels;
+  const long long step = static_cast<long long>(gridDim.x) * block_threads;
+  for (long long item = static_cast<long long>(blockIdx.x) * block_threads + threadIdx.x;
+       item < items; item += step) {
+    long long n, channel, position;
+    if (ChannelsLast) {
+      channel = item % channels;
+      position = item / channels % out_plane;
+      n = item / channels / out_plane;
+    } else {
+      position = item % out_plane;
+      channel = item / out_plane % channels;
+      n = item / out_plane / channels;
+    }
+    const int ow = static_cast<int>(position % g.out[2]);
+    const int oh = static_cast<int>(position / g.out[2] % g.out[1]);
+    const int od = static_cast<int>(position / g.out[2] / g.out[1]);
+    const Span sd = window(g, 0, od), sh = window(g, 1, oh), sw = window(g, 2, ow);
+    const long long index = static_cast<long long>(indices[item]);
+    bool inside = index >= 0 && index < in_plane;
+    if (inside) {
+      const long long w = index % g.in[2], h = index / g.in[2] % g.in[1];
+      const long long d = index / g.in[2] / g.in[1];
+      inside =
+          d >= sd.begin && d < sd.end && h >= sh.begin && h < sh.end && w >= sw.begin && w < sw.end;
+    }
+    if (inside) continue;
+    const long long corner =
+        (static_cast<long long>(sd.begin) * g.in[1] + sh.begin) * g.in[2] + sw.begin;
+    const long long at = ChannelsLast ? (n * in_plane + corner) * channels + channel
+                                      : (n * channels + channel) * in_plane + corner;
+    diff_src[at] = from_float<T>(__int_as_float(0x7fc00000));  // NaN
+    const long long logical = (n * channels + channel) * out_plane + position;
+    atomicMin(&record->bad_position, static_cast<unsigned long long>(logical));
+    __threadfence();
   }
 
   // The last block to finish publishes the lowest bad position and resets the record.
@@ -447,9 +540,9 @@ __global__ void __launch_bounds__(block_threads)
     const auto position = static_cast<long long>(bad);
     long long offset = position;
     if (ChannelsLast) {
-      const long long image = position / (g.channels * out_plane);
-      const long long channel = position / out_plane % g.channels;
-      offset = (image * out_plane + position % out_plane) * g.channels + channel;
+      const long long image = position / (channels * out_plane);
+      const long long channel = position / out_plane % channels;
+      offset = (image * out_plane + position % out_plane) * channels + channel;
     }
     report->value = static_cast<long long>(indices[offset]);
     __threadfence_system();
@@ -470,6 +563,16 @@ std::int64_t spatial_count(const int (&sizes)[3]) {
 
 std::int64_t window_volume(const PoolShape& shape) {
   return static_cast<std::int64_t>(shape.kernel[0]) * shape.kernel[1] * shape.kernel[2];
+}
+
+// The planes kernel keeps a plane's positions in int (and its grid x within limits).
+constexpr std::int64_t max_plane_positions = std::int64_t{1} << 30;
+
+// The grid of a planes kernel: x over a plane's positions, y over the (n, c) planes with about
+// eight planes per thread, as many as grid y allows.
+dim3 plane_grid(std::int64_t positions, std::int64_t planes) {
+  return {static_cast<unsigned>((positions + block_threads - 1) / block_threads),
+          static_cast<unsigned>(std::clamp<std::int64_t>((planes + 7) / 8, 1, 65535))};
 }
 
 int launch_blocks(std::int64_t items) {
@@ -554,8 +657,23 @@ struct FwdLaunch {
           g, in, out, nullptr, nullptr, static_cast<Index>(items));
       return cudaGetLastError();
     }
+    const bool window_3x3 = shape.kernel[0] == 1 && shape.kernel[1] == 3 && shape.kernel[2] == 3;
+    const std::int64_t out_plane = spatial_count(shape.output);
+    if (!ChannelsLast && out_plane <= max_plane_positions &&
+        spatial_count(shape.input) <= max_plane_positions) {
+      const dim3 grid = plane_grid(out_plane, shape.batch * shape.channels);
+      const auto planes = static_cast<Index>(shape.batch * shape.channels);
+      if (window_3x3) {
+        pool_fwd_max_planes_kernel<T, I, 3, Index>
+            <<<grid, block_threads, 0, stream>>>(g, in, out, argmax, indices, planes);
+      } else {
+        pool_fwd_max_planes_kernel<T, I, 0, Index>
+            <<<grid, block_threads, 0, stream>>>(g, in, out, argmax, indices, planes);
+      }
+      return cudaGetLastError();
+    }
     if constexpr (V > 1) {
-      if (shape.kernel[0] == 1 && shape.kernel[1] == 3 && shape.kernel[2] == 3) {
+      if (window_3x3) {
         pool_fwd_kernel<T, I, V, ChannelsLast, true, 3, Index>
             <<<blocks, block_threads, 0, stream>>>(g, in, out, argmax, indices,
                                                    static_cast<Index>(items));
@@ -582,14 +700,29 @@ struct BwdIndicesLaunch {
   cudaError_t run() const {
     const Geometry<Index> g = geometry_of<Index>(shape, V);
     const std::int64_t items = shape.batch * shape.channels / V * spatial_count(shape.input);
-    // Every block ends with an atomic on the record (Note [pool index check]), all on one
-    // address: a block per 256 items would queue ~200 000 of them on ResNet's max pool, so the
-    // grid is capped and the threads stride over the items instead.
-    constexpr int max_check_blocks = 2048;
-    const int blocks = std::min(launch_blocks(items), max_check_blocks);
-    pool_bwd_indices_kernel<T, I, V, ChannelsLast, Index><<<blocks, block_threads, 0, stream>>>(
-        g, static_cast<const T*>(diff_dst), static_cast<const I*>(indices),
-        static_cast<T*>(diff_src), static_cast<Index>(items), record, report);
+    const std::int64_t in_plane = spatial_count(shape.input);
+    if (!ChannelsLast && in_plane <= max_plane_positions) {
+      const std::int64_t planes = shape.batch * shape.channels;
+      pool_bwd_indices_planes_kernel<T, I, Index>
+          <<<plane_grid(in_plane, planes), block_threads, 0, stream>>>(
+              g, static_cast<const T*>(diff_dst), static_cast<const I*>(indices),
+              static_cast<T*>(diff_src), static_cast<Index>(planes));
+    } else {
+      pool_bwd_indices_kernel<T, I, V, ChannelsLast, Index>
+          <<<launch_blocks(items), block_threads, 0, stream>>>(
+              g, static_cast<const T*>(diff_dst), static_cast<const I*>(indices),
+              static_cast<T*>(diff_src), static_cast<Index>(items));
+    }
+    const cudaError_t status = cudaGetLastError();
+    if (status != cudaSuccess) return status;
+    // Every block of the check ends with an atomic on the record, all on one address (Note [pool
+    // index check]): about as many blocks as an H100/H200 holds at once, striding over dst.
+    constexpr int max_check_blocks = 1024;
+    const std::int64_t outputs = shape.batch * shape.channels * spatial_count(shape.output);
+    pool_index_check_kernel<T, I, ChannelsLast, Index>
+        <<<std::min(launch_blocks(outputs), max_check_blocks), block_threads, 0, stream>>>(
+            geometry_of<Index>(shape, 1), static_cast<const I*>(indices), static_cast<T*>(diff_src),
+            static_cast<long long>(outputs), record, report);
     return cudaGetLastError();
   }
 };
