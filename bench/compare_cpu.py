@@ -425,6 +425,32 @@ def fastest(**setups):
             "min_ms": min(r.get("min_ms", r["ms"]) for _, _, r in timed)}
 
 
+def round_summary(measured, shapes, dtype, batch, peak):
+    """One round's totals for `dtype`: dnnx over oneDNN user-layout and over PyTorch, the cases
+    within 5% of the yardstick and the 3x3 cases at >= 70% of the peak; None if incomplete."""
+    dnnx_total = user_total = torch_total = 0.0
+    within = cases = good_3x3 = cases_3x3 = 0
+    for shape in shapes:
+        for direction in DIRECTIONS:
+            name = case_name(shape, direction, dtype)
+            dnnx = measured["dnnx"].get(name, {}).get("ms")
+            torch_ms = measured["pytorch"].get(name, {}).get("ms")
+            user = fastest(**{k: measured["onednn"].get(f"{name}/{k}", {})
+                              for k in ("plain", "reorders", "nhwc_reorders")}).get("ms")
+            if dnnx is None or torch_ms is None or user is None:
+                return None
+            dnnx_total += dnnx
+            user_total += user
+            torch_total += torch_ms
+            cases += 1
+            within += dnnx <= TARGET_OVERHEAD * user
+            if shape["kh"] == 3 and shape["kw"] == 3:
+                cases_3x3 += 1
+                good_3x3 += 2.0 * macs(shape, batch) / (dnnx * 1e-3) * 1e-9 >= TARGET_3X3_PEAK * peak
+    return {"user": dnnx_total / user_total, "pytorch": dnnx_total / torch_total,
+            "within": within, "cases": cases, "good_3x3": good_3x3, "cases_3x3": cases_3x3}
+
+
 def ratio(a, b):
     return a / b if a is not None and b else None
 
@@ -560,6 +586,22 @@ def render(raw):
             f"{fmt(ratio(total['dnnx_min'], total['user_min']))}, dnnx/oneDNN best "
             f"{fmt(ratio(total['dnnx_min'], total['best_min']))}, dnnx/PyTorch "
             f"{fmt(ratio(total['dnnx_min'], total['pytorch_min']))}")
+    if len(raw.get("rounds", [])) > 1:
+        out("")
+        out("Each round on its own (the table above takes every case's median over the rounds; a "
+            "round whose cases were retried ran on a disturbed machine):")
+        out("")
+        out("| round | dtype | dnnx/oneDNN user-layout | cases within 5% | dnnx/PyTorch "
+            "| 3x3 >= 70% of peak | cases retried |")
+        out("|---|---|--:|--:|--:|--:|--:|")
+        for index, measured in enumerate(raw["rounds"]):
+            for dtype in args["dtypes"]:
+                r = round_summary(measured, shapes, dtype, batch, peak)
+                if r is None:
+                    continue
+                out(f"| {index + 1} | {dtype} | {r['user']:.3f} | {r['within']}/{r['cases']} | "
+                    f"{r['pytorch']:.3f} | {r['good_3x3']}/{r['cases_3x3']} | "
+                    f"{len(measured.get('retried', {}))} |")
     out("")
     out("Implementations that ran (dnnx: its exhaustive choice; oneDNN: the sweep's winner, with "
         "the layouts of the direction's two inputs and its output):")

@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdint>
 #include <functional>
 #include <iomanip>
@@ -87,7 +88,8 @@ Options parse(int argc, char** argv) {
                    "             [--configs f32_nchw,f16_nhwc,bf16_nchw,...]\n"
                    "             [--cases maxpool,maxpool_srcdst,bnorm56,bnorm7,relu,softmax,\n"
                    "                      xent]\n"
-                   "             [--loop 50] [--calls 30]\n";
+                   "             [--loop 50] [--calls 30]\n"
+                   "DNNX_VERBOSE set: every selection's decision line on stderr.\n";
       std::exit(0);
     } else {
       throw std::invalid_argument("unknown flag " + flag);
@@ -325,6 +327,8 @@ int main(int argc, char** argv) try {
     for (const std::string& name : options.cases) {
       Context context(options.backend);
       context.set_choice_cache(std::make_shared<ChoiceCache>());
+      // The selections' decision lines on stderr, as the library's own DNNX_VERBOSE would print.
+      context.tune().verbose = std::getenv("DNNX_VERBOSE") != nullptr;
       const std::unique_ptr<Case> owned = make_case(name, context, options.batch, dtype, layout);
       Case& c = *owned;
       const OpKind op = parse_op_kind(c.op);
