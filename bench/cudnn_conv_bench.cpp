@@ -232,17 +232,7 @@ class JsonLine {
 };
 
 detail::ConvArgs conv_args(Direction direction, Operands& t) {
-  detail::ConvArgs args;
-  switch (direction) {
-    case Direction::fwd: args.src = &t.src, args.weights = &t.weights, args.dst = &t.dst; break;
-    case Direction::bwd_data:
-      args.diff_dst = &t.dst, args.weights = &t.weights, args.diff_src = &t.src;
-      break;
-    case Direction::bwd_weights:
-      args.src = &t.src, args.diff_dst = &t.dst, args.diff_weights = &t.weights;
-      break;
-  }
-  return args;
+  return detail::ConvArgs::by_shape(direction, t.src, t.weights, t.dst);
 }
 
 // Median host microseconds per call of `issue` over batches of 100 unsynchronized calls.

@@ -44,15 +44,7 @@ struct Tiny {
   }
 
   detail::ConvArgs args(Direction direction) {
-    detail::ConvArgs a;
-    switch (direction) {
-      case Direction::fwd: a.src = &src, a.weights = &weights, a.dst = &dst; break;
-      case Direction::bwd_data: a.diff_dst = &dst, a.weights = &weights, a.diff_src = &src; break;
-      case Direction::bwd_weights:
-        a.src = &src, a.diff_dst = &dst, a.diff_weights = &weights;
-        break;
-    }
-    return a;
+    return detail::ConvArgs::by_shape(direction, src, weights, dst);
   }
 };
 

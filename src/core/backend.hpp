@@ -40,6 +40,21 @@ struct ConvArgs {
   Tensor* dst = nullptr;
   Tensor* diff_src = nullptr;
   Tensor* diff_weights = nullptr;
+
+  /// The arguments of `direction` from three tensors named by their shapes: `src` is diff_src
+  /// for bwd_data, `weights` is diff_weights for bwd_weights, `dst` is diff_dst for both
+  /// backwards (scratch tensors and benchmarks that run every direction on one set).
+  static ConvArgs by_shape(Direction direction, Tensor& src, Tensor& weights, Tensor& dst) {
+    ConvArgs a;
+    switch (direction) {
+      case Direction::fwd: a.src = &src, a.weights = &weights, a.dst = &dst; break;
+      case Direction::bwd_data: a.diff_dst = &dst, a.weights = &weights, a.diff_src = &src; break;
+      case Direction::bwd_weights:
+        a.src = &src, a.diff_dst = &dst, a.diff_weights = &weights;
+        break;
+    }
+    return a;
+  }
 };
 
 /// Key of everything kept per (desc, direction): candidate lists, resolved calls.

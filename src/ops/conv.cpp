@@ -80,17 +80,7 @@ void check_bias(const Context& context, const ConvDesc& desc, const char* role,
 // Tensors for timing without the user's (Note [scratch data]).
 struct Scratch {
   Tensor src, weights, dst;  // dst doubles as diff_dst, src as diff_src, weights as diff_weights
-  ConvArgs args(Direction direction) {
-    ConvArgs a;
-    switch (direction) {
-      case Direction::fwd: a.src = &src, a.weights = &weights, a.dst = &dst; break;
-      case Direction::bwd_data: a.diff_dst = &dst, a.weights = &weights, a.diff_src = &src; break;
-      case Direction::bwd_weights:
-        a.src = &src, a.diff_dst = &dst, a.diff_weights = &weights;
-        break;
-    }
-    return a;
-  }
+  ConvArgs args(Direction direction) { return ConvArgs::by_shape(direction, src, weights, dst); }
 };
 
 // The op's traits for Note [op dispatch].
