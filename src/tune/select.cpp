@@ -243,7 +243,11 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
 // in turn (timing_runs rounds), and the median of those interleaved runs decides and is what the
 // table reports: every contender sees the same conditions. A contender that fails now is dropped.
 // Since the final round measures the contenders, the first pass needs fewer runs to find them:
-// half of timing_runs, rounded up (3 of the default 5), which shortens every search.
+// half of timing_runs, rounded up (3 of the default 5), which shortens every search. In each
+// turn a contender runs twice and only the second run is timed: run right after another
+// candidate, a run finds the caches as that one left them, not as a call of its own would (on
+// the 2-vCPU machine, whose 260 MB L3 holds a 26 MB activation, relu's streaming-store kernel
+// timed after oneDNN's eltwise took 1.2 ms against 0.8 back to back, and lost to it).
 constexpr std::size_t final_contenders = 4;
 
 // Host wall time of an exhaustive search's parts (verbose output).
@@ -267,6 +271,7 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
     for (std::size_t i = 0; i < contenders.size(); ++i) {
       if (contenders[i]->status != CandidateStatus::ok) continue;
       try {
+        run(contenders[i]->algo);  // untimed: the state a run of its own leaves (see the Note)
         times[i].push_back(run(contenders[i]->algo));
       } catch (const std::exception& error) {
         contenders[i]->status = CandidateStatus::failed;

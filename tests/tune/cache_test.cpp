@@ -238,8 +238,9 @@ TEST(ChoiceCache, AHitDoesNotRetime) {
   };
   const auto first = lookup();
   const int runs = bench.total_calls();
-  // 1 + 3 runs each in the first pass, then 5 each in the final round (Note [final round]).
-  EXPECT_EQ(runs, 2 * (1 + 3) + 2 * options.timing_runs);
+  // 1 + 3 runs each in the first pass, then 5 turns of two runs each in the final round (Note
+  // [final round]).
+  EXPECT_EQ(runs, 2 * (1 + 3) + 2 * 2 * options.timing_runs);
   const auto second = lookup();
   EXPECT_EQ(second, first);
   EXPECT_EQ(bench.total_calls(), runs);

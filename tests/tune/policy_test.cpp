@@ -353,6 +353,19 @@ TEST(ExhaustivePolicy, ProbesOnASliceOnceASlowCandidateShowedUp) {
   EXPECT_EQ(row_of(unprobed.timings, "slow").runs, 1);
 }
 
+// Note [final round]: in each turn only a contender's second run is timed. "a" runs at 30 ms
+// right after another candidate (caches in the other's state) and 9 ms after a run of its own;
+// "b" takes 9.5 ms either way. Timing the first run of each turn would pick "b".
+TEST(ExhaustivePolicy, FinalRoundTimesTheSecondRunOfEachTurn) {
+  FakeBench bench;
+  bench.add(Algo("a"), {10.0, 10.0, 10.0, 10.0, 30.0, 9.0, 30.0, 9.0, 30.0, 9.0, 30.0, 9.0, 30.0,
+                        9.0})
+      .add(Algo("b"), {9.5});
+  const Choice choice = select(bench, options_with(AlgoPolicy::exhaustive()));
+  EXPECT_EQ(choice.algo.id, "a");
+  EXPECT_DOUBLE_EQ(choice.time_ms, 9.0);
+}
+
 // Note [final round]: "late" was timed while the machine was slow (12 ms) and would lose to
 // "early" (10 ms), but runs at 8 ms when both are timed again in alternation; "far" (over 2x the
 // best) is no contender: abandoned after its warm run. The first pass times half the runs (3 of
@@ -367,8 +380,9 @@ TEST(ExhaustivePolicy, FinalRoundReTimesTheContendersInterleaved) {
   EXPECT_EQ(choice.algo.id, "late");
   EXPECT_DOUBLE_EQ(choice.time_ms, 8.0);
   EXPECT_EQ(choice.runner_up, "early");
-  EXPECT_EQ(bench.calls("early"), 1 + 3 + options.timing_runs);
-  EXPECT_EQ(bench.calls("late"), 1 + 3 + options.timing_runs);
+  // Each final-round turn is an untimed run and a timed one.
+  EXPECT_EQ(bench.calls("early"), 1 + 3 + 2 * options.timing_runs);
+  EXPECT_EQ(bench.calls("late"), 1 + 3 + 2 * options.timing_runs);
   EXPECT_EQ(bench.calls("far"), 2);
   EXPECT_EQ(row_of(choice.timings, "far").status, CandidateStatus::abandoned);
   EXPECT_EQ(row_of(choice.timings, "late").runs, options.timing_runs);
