@@ -358,8 +358,9 @@ TEST(ExhaustivePolicy, ProbesOnASliceOnceASlowCandidateShowedUp) {
 // "b" takes 9.5 ms either way. Timing the first run of each turn would pick "b".
 TEST(ExhaustivePolicy, FinalRoundTimesTheSecondRunOfEachTurn) {
   FakeBench bench;
-  bench.add(Algo("a"), {10.0, 10.0, 10.0, 10.0, 30.0, 9.0, 30.0, 9.0, 30.0, 9.0, 30.0, 9.0, 30.0,
-                        9.0})
+  bench
+      .add(Algo("a"),
+           {10.0, 10.0, 10.0, 10.0, 30.0, 9.0, 30.0, 9.0, 30.0, 9.0, 30.0, 9.0, 30.0, 9.0})
       .add(Algo("b"), {9.5});
   const Choice choice = select(bench, options_with(AlgoPolicy::exhaustive()));
   EXPECT_EQ(choice.algo.id, "a");
