@@ -484,24 +484,16 @@ __global__ void __launch_bounds__(block_threads)
 template <typename T, typename I, bool ChannelsLast, typename Index>
 __global__ void __launch_bounds__(block_threads)
     pool_index_check_kernel(Geometry<Index> g, const I* __restrict__ indices,
-                            T* __restrict__ diff_src, long long items, PoolIndexRecord* record,
+                            T* __restrict__ diff_src, Index items, PoolIndexRecord* record,
                             PoolIndexReport* report) {
-  const long long out_plane = static_cast<long long>(g.out[0]) * g.out[1] * g.out[2];
-  const long long in_plane = static_cast<long long>(g.in[0]) * g.in[1] * g.in[2];
-  const long long channels = g.channels;
-  const long long step = static_cast<long long>(gridDim.x) * block_threads;
-  for (long long item = static_cast<long long>(blockIdx.x) * block_threads + threadIdx.x;
-       item < items; item += step) {
-    long long n, channel, position;
-    if (ChannelsLast) {
-      channel = item % channels;
-      position = item / channels % out_plane;
-      n = item / channels / out_plane;
-    } else {
-      position = item % out_plane;
-      channel = item / out_plane % channels;
-      n = item / out_plane / channels;
-    }
+  // Index arithmetic (32-bit when the tensors allow, dispatch()) on the common path; the bad path
+  // recomputes in 64 bits.
+  const Index out_plane = static_cast<Index>(g.out[0]) * g.out[1] * g.out[2];
+  const Index in_plane = static_cast<Index>(g.in[0]) * g.in[1] * g.in[2];
+  const Index step = static_cast<Index>(gridDim.x) * block_threads;
+  for (Index item = static_cast<Index>(blockIdx.x) * block_threads + threadIdx.x; item < items;
+       item += step) {
+    const Index position = (ChannelsLast ? item / g.channels : item) % out_plane;
     const int ow = static_cast<int>(position % g.out[2]);
     const int oh = static_cast<int>(position / g.out[2] % g.out[1]);
     const int od = static_cast<int>(position / g.out[2] / g.out[1]);
@@ -509,12 +501,18 @@ __global__ void __launch_bounds__(block_threads)
     const long long index = static_cast<long long>(indices[item]);
     bool inside = index >= 0 && index < in_plane;
     if (inside) {
-      const long long w = index % g.in[2], h = index / g.in[2] % g.in[1];
-      const long long d = index / g.in[2] / g.in[1];
+      const auto flat = static_cast<Index>(index);  // < in_plane
+      const int w = static_cast<int>(flat % g.in[2]);
+      const int h = static_cast<int>(flat / g.in[2] % g.in[1]);
+      const int d = static_cast<int>(flat / g.in[2] / g.in[1]);
       inside =
           d >= sd.begin && d < sd.end && h >= sh.begin && h < sh.end && w >= sw.begin && w < sw.end;
     }
     if (inside) continue;
+    const long long channels = g.channels;
+    const long long rest = ChannelsLast ? item / channels : item / out_plane;
+    const long long channel = ChannelsLast ? item % channels : rest % channels;
+    const long long n = ChannelsLast ? rest / out_plane : rest / channels;
     const long long corner =
         (static_cast<long long>(sd.begin) * g.in[1] + sh.begin) * g.in[2] + sw.begin;
     const long long at = ChannelsLast ? (n * in_plane + corner) * channels + channel
@@ -538,6 +536,7 @@ __global__ void __launch_bounds__(block_threads)
   const unsigned long long bad = atomicAdd(&record->bad_position, 0ull);
   if (bad != ~0ull) {
     const auto position = static_cast<long long>(bad);
+    const long long channels = g.channels;
     long long offset = position;
     if (ChannelsLast) {
       const long long image = position / (channels * out_plane);
@@ -722,7 +721,7 @@ struct BwdIndicesLaunch {
     pool_index_check_kernel<T, I, ChannelsLast, Index>
         <<<std::min(launch_blocks(outputs), max_check_blocks), block_threads, 0, stream>>>(
             geometry_of<Index>(shape, 1), static_cast<const I*>(indices), static_cast<T*>(diff_src),
-            static_cast<long long>(outputs), record, report);
+            static_cast<Index>(outputs), record, report);
     return cudaGetLastError();
   }
 };
