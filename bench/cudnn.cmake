@@ -3,7 +3,7 @@
 # libdnnx (no Google Benchmark), so it runs on the GPU machine as built here.
 # bench/compare_gpu.py runs it next to PyTorch and prints the results table.
 add_executable(cudnn_conv_bench ${CMAKE_CURRENT_LIST_DIR}/cudnn_conv_bench.cpp)
-target_link_libraries(cudnn_conv_bench PRIVATE dnnx_internal)
+target_link_libraries(cudnn_conv_bench PRIVATE dnnx_internal CUDA::cudart)
 target_compile_definitions(cudnn_conv_bench PRIVATE
                            DNNX_BENCH_DEFAULT_SHAPES="${CMAKE_CURRENT_LIST_DIR}/shapes/resnet50.txt")
 

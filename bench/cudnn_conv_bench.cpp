@@ -3,9 +3,10 @@
 //
 // Note [gpu timing method]
 // bench/compare_gpu.py times PyTorch the same way, in the same run:
-//   first call  wall time of the first call on fresh tensors: dnnx's exhaustive search (plan
-//               builds and timing of every admissible candidate) or PyTorch's cudnn.benchmark
-//               search, plus the call itself; synchronized;
+//   first call  wall time of the first call on fresh tensors, for a desc the process has not
+//               seen: dnnx's exhaustive search (listing the candidates, plan builds and timing
+//               of every admissible candidate) or PyTorch's cudnn.benchmark search, plus the
+//               call itself; synchronized;
 //   kernel      CUDA events on the backend's stream around a loop of `--loop` back-to-back calls,
 //               divided by the count, after warm-up: the GPU time per call with host overhead
 //               hidden behind the queue;
@@ -28,6 +29,8 @@
 
 #include "ops/context_state.hpp"
 
+#include <cuda_runtime_api.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -35,10 +38,12 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -98,6 +103,7 @@ struct Options {
   int loop = 50;
   int calls = 20;
   bool overhead_only = false;
+  bool study = false;  // Note [search study]
 };
 
 Options parse(int argc, char** argv) {
@@ -124,9 +130,12 @@ Options parse(int argc, char** argv) {
       o.calls = std::stoi(value());
     else if (arg == "--overhead-only")
       o.overhead_only = true;
+    else if (arg == "--study")
+      o.study = true;
     else if (arg == "--help") {
       std::cout << "cudnn_conv_bench [--shapes FILE] [--tag bench] [--batch 64]\n"
-                   "  [--configs f16_nhwc,f32_nchw] [--loop 50] [--calls 20] [--overhead-only]\n";
+                   "  [--configs f16_nhwc,f32_nchw] [--loop 50] [--calls 20] [--overhead-only]\n"
+                   "  [--study]  (every candidate on the full problem and on a slice, no selection)\n";
       std::exit(0);
     } else {
       throw std::runtime_error("unknown argument '" + arg + "' (see --help)");
@@ -219,6 +228,10 @@ class JsonLine {
     field(key) << value;
     return *this;
   }
+  JsonLine& raw(const std::string& key, const std::string& json) {
+    field(key) << json;
+    return *this;
+  }
   std::string str() const { return text_.str() + "}"; }
 
  private:
@@ -235,20 +248,167 @@ detail::ConvArgs conv_args(Direction direction, Operands& t) {
   return detail::ConvArgs::by_shape(direction, t.src, t.weights, t.dst);
 }
 
-// Median host microseconds per call of `issue` over batches of 100 unsynchronized calls.
-template <typename Issue>
-double host_us(detail::Backend& backend, Issue&& issue) {
+// Median host microseconds per call of `issue` over batches of 100 unsynchronized calls, with
+// `wait` (the stream's synchronization) between batches.
+template <typename Issue, typename Wait>
+double host_us_waiting(Issue&& issue, Wait&& wait) {
   for (int i = 0; i < 100; ++i) issue();
-  backend.synchronize();
+  wait();
   constexpr int batch = 100;
   std::vector<double> per_call_us;
   for (int r = 0; r < 30; ++r) {
     const auto start = Clock::now();
     for (int i = 0; i < batch; ++i) issue();
     per_call_us.push_back(ms_since(start) * 1000.0 / batch);
-    backend.synchronize();
+    wait();
   }
   return median(per_call_us);
+}
+
+template <typename Issue>
+double host_us(detail::Backend& backend, Issue&& issue) {
+  return host_us_waiting(issue, [&] { backend.synchronize(); });
+}
+
+void cuda_check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess)
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
+}
+
+// The CUDA runtime's own floor under a conv call on this host, measured like the calls: host
+// microseconds per cudaGraphLaunch of a graph that holds a single 4-byte memset (a plan called
+// again on the same memory is replayed as a graph, Note [graph replay]) and per plain
+// cudaMemsetAsync (one launch without a graph).
+std::pair<double, double> cuda_floor_us() {
+  cudaStream_t stream = nullptr;
+  cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  void* word = nullptr;
+  cuda_check(cudaMalloc(&word, 4), "cudaMalloc");
+  cuda_check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin capture");
+  cuda_check(cudaMemsetAsync(word, 0, 4, stream), "capturing a memset");
+  cudaGraph_t graph = nullptr;
+  cuda_check(cudaStreamEndCapture(stream, &graph), "end capture");
+  cudaGraphExec_t exec = nullptr;
+  cuda_check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+  auto wait = [&] { cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); };
+  const double graph_us =
+      host_us_waiting([&] { cuda_check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch"); }, wait);
+  const double memset_us = host_us_waiting(
+      [&] { cuda_check(cudaMemsetAsync(word, 0, 4, stream), "cudaMemsetAsync"); }, wait);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaFree(word);
+  cudaStreamDestroy(stream);
+  return {graph_us, memset_us};
+}
+
+// Note [search study]
+// What the search's shortcuts rest on, measured without them (--study): every supported
+// candidate of a case, in listing order, is run on the first eighth of the batch (the slice the
+// search probes on: first call, as the search sees it, then the median of 3 warm runs) and on the
+// full problem (likewise). A candidate whose warm slice already takes over 4x the best full
+// median so far cannot win (the full problem contains the slice's work) and is not run in full;
+// naive reference candidates are not run at all. Listing and plan builds are timed too.
+struct Timed {
+  double first_ms = -1, first_wall_ms = -1, warm_ms = -1;
+  std::vector<double> queuing_ms;  // host time of each execute() call, in order
+};
+
+template <typename Execute>
+Timed time_plan(detail::Backend& backend, Execute&& execute) {
+  Timed timed;
+  auto queued = [&] {
+    const auto start = Clock::now();
+    execute();
+    timed.queuing_ms.push_back(ms_since(start));
+  };
+  const auto start = Clock::now();
+  timed.first_ms = backend.time_ms(queued);
+  timed.first_wall_ms = ms_since(start);
+  std::vector<double> warm;
+  for (int i = 0; i < 3; ++i) warm.push_back(backend.time_ms(queued));
+  timed.warm_ms = median(warm);
+  return timed;
+}
+
+std::string json_numbers(const std::vector<double>& values) {
+  std::ostringstream out;
+  out << '[';
+  for (std::size_t i = 0; i < values.size(); ++i) out << (i ? "," : "") << values[i];
+  return out.str() + ']';
+}
+
+void study_case(std::ostream& out, Context& context, const ConvDesc& desc, Direction direction,
+                Operands& t, const std::string& case_name) {
+  detail::Backend& backend = context.state().backend();
+  detail::ConvBackend& conv = backend.conv();
+  auto start = Clock::now();
+  const std::vector<AlgoInfo> candidates = conv.list(desc, direction);
+  const double list_ms = ms_since(start);
+  std::vector<std::string> ids;
+  for (const AlgoInfo& algo : candidates) {
+    const bool naive =
+        std::find(algo.notes.begin(), algo.notes.end(), "reference") != algo.notes.end();
+    if (algo.supported && !naive) ids.push_back(algo.id);
+  }
+  start = Clock::now();
+  conv.prepare(desc, direction, ids);
+  const double prepare_ms = ms_since(start);
+  ConvDesc slice_desc = desc;
+  slice_desc.batch = desc.batch / 8;
+  start = Clock::now();
+  conv.prepare_probes(slice_desc, direction, ids);
+  const double prepare_probes_ms = ms_since(start);
+  out << JsonLine()
+             .add("kind", "study_case")
+             .add("case", case_name)
+             .add("candidates", static_cast<double>(candidates.size()))
+             .add("run", static_cast<double>(ids.size()))
+             .add("list_ms", list_ms)
+             .add("prepare_ms", prepare_ms)
+             .add("prepare_probes_ms", prepare_probes_ms)
+             .str()
+      << std::endl;
+  auto view = [&](Tensor& tensor, const Dims& dims) {
+    return Tensor::view(tensor.data(), dims, desc.dtype, desc.layout, tensor.device());
+  };
+  Tensor slice_src = view(t.src, slice_desc.src_dims());
+  Tensor slice_dst = view(t.dst, slice_desc.dst_dims());
+  const detail::ConvArgs full_args = conv_args(direction, t);
+  const detail::ConvArgs slice_args =
+      detail::ConvArgs::by_shape(direction, slice_src, t.weights, slice_dst);
+  double best = std::numeric_limits<double>::infinity();
+  for (const std::string& id : ids) {
+    JsonLine line;
+    line.add("kind", "study").add("case", case_name).add("id", id);
+    try {
+      Timed slice;
+      if (auto plan = conv.probe_plan(slice_desc, direction, id)) {
+        const detail::Workspace workspace =
+            context.state().workspace(plan->algo().workspace_bytes);
+        slice = time_plan(backend, [&] { plan->execute(slice_args, workspace); });
+      }
+      line.add("slice_first_ms", slice.first_ms)
+          .add("slice_first_wall_ms", slice.first_wall_ms)
+          .add("slice_ms", slice.warm_ms)
+          .raw("slice_queuing_ms", json_numbers(slice.queuing_ms));
+      Timed full;
+      if (slice.warm_ms < 0 || slice.warm_ms <= 4 * best) {
+        auto plan = conv.plan(desc, direction, id);
+        const detail::Workspace workspace =
+            context.state().workspace(plan->algo().workspace_bytes);
+        full = time_plan(backend, [&] { plan->execute(full_args, workspace); });
+        best = std::min(best, full.warm_ms);
+      }
+      line.add("full_first_ms", full.first_ms)
+          .add("full_first_wall_ms", full.first_wall_ms)
+          .add("full_ms", full.warm_ms)
+          .raw("full_queuing_ms", json_numbers(full.queuing_ms));
+    } catch (const std::exception& error) {
+      line.add("error", error.what());
+    }
+    out << line.str() << std::endl;
+  }
 }
 
 void host_overhead(std::ostream& out) {
@@ -260,6 +420,13 @@ void host_overhead(std::ostream& out) {
              device_random(desc.weights_dims(), desc.dtype, desc.layout, context, 2),
              device_random(desc.dst_dims(), desc.dtype, desc.layout, context, 3)};
   detail::Backend& backend = context.state().backend();
+  const auto [floor_graph_us, floor_memset_us] = cuda_floor_us();
+  out << JsonLine()
+             .add("kind", "cuda_floor")
+             .add("graph_launch_us", floor_graph_us)
+             .add("memset_async_us", floor_memset_us)
+             .str()
+      << '\n';
   const char* legacy_ids[] = {"cudnn:legacy:fwd:implicit_gemm:fma",
                               "cudnn:legacy:bwd_data:algo_1:fma",
                               "cudnn:legacy:bwd_weights:algo_1:fma"};
@@ -307,7 +474,7 @@ int main(int argc, char** argv) try {
                      .str()
               << '\n';
   }
-  host_overhead(std::cout);
+  if (!options.study) host_overhead(std::cout);
   if (options.overhead_only) return 0;
   const std::vector<Shape> shapes = read_shapes(options.shapes, options.tag);
   for (const std::string& config : options.configs) {
@@ -328,12 +495,17 @@ int main(int argc, char** argv) try {
                    device_random(desc.weights_dims(), dtype, layout, context, 2),
                    device_random(desc.dst_dims(), dtype, layout, context, 3)};
         context.state().backend().synchronize();
-        // The heuristic pick first (no timing), for the speedup of the search.
-        context.tune().policy(direction) = AlgoPolicy::heuristic();
-        const auto heuristic = call(context, desc, direction, t);
-        const double heuristic_ms = kernel_ms(context, desc, direction, t, options.loop);
+        const std::string direction_name(to_string(direction));
+        std::string case_name = s.name;
+        case_name.append("/").append(direction_name).append("/").append(config);
+        if (options.study) {
+          study_case(std::cout, context, desc, direction, t, case_name);
+          continue;
+        }
+        // The search first, in a process that has not seen this desc: its first call pays the
+        // listing (cached per backend, so it is timed apart as well), the plan builds and the
+        // timing of every candidate.
         context.tune().policy(direction) = AlgoPolicy::exhaustive();
-        // The search lists the candidates first (cached per backend): timed apart.
         const auto start = Clock::now();
         conv_list(context, desc, direction);
         const double list_ms = ms_since(start);
@@ -342,9 +514,10 @@ int main(int argc, char** argv) try {
         const double first_call_ms = ms_since(start);
         const double kernel = kernel_ms(context, desc, direction, t, options.loop);
         const double per_call = per_call_ms(context, desc, direction, t, options.calls);
-        const std::string direction_name(to_string(direction));
-        std::string case_name = s.name;
-        case_name.append("/").append(direction_name).append("/").append(config);
+        // The heuristic pick (no timing), for the speedup of the search.
+        context.tune().policy(direction) = AlgoPolicy::heuristic();
+        const auto heuristic = call(context, desc, direction, t);
+        const double heuristic_ms = kernel_ms(context, desc, direction, t, options.loop);
         std::cout << JsonLine()
                          .add("kind", "case")
                          .add("case", case_name)
