@@ -92,6 +92,12 @@ tune::Request make_request(Context& context, ContextState& state, OpKind op, Dir
           std::move(key)};
 }
 
+namespace {
+tune::FirstRun first_run(const Backend& backend) {
+  return backend.warm_timing() ? tune::FirstRun::warm : tune::FirstRun::may_be_cold;
+}
+}  // namespace
+
 std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState& state,
                                                   const tune::Request& request,
                                                   const SelectHooks& hooks) {
@@ -105,8 +111,8 @@ std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState
     }
     hooks.prepare(ids);
   }
-  auto choice =
-      std::make_shared<Choice>(tune::select(request, candidates, options, hooks.run, hooks.probe));
+  auto choice = std::make_shared<Choice>(
+      tune::select(request, candidates, options, hooks.run, hooks.probe, first_run(backend)));
   choice->backend = backend.name();
   choice->fingerprint = backend.fingerprint();
   choice->environment = environment_json(backend);
@@ -167,8 +173,13 @@ ProfileResult profile_locked(Context& context, ContextState& state, const tune::
   result.desc = request.desc;
   result.repro = request.repro;
   result.backend = state.backend().name();
-  result.rows = tune::time_candidates(hooks.list(), context.tune(), hooks.run,
-                                      /*apply_benchmark_limit=*/false, hooks.probe);
+  // No final round follows a profile, so every timed candidate gets all its runs (Note [warm
+  // first runs] in src/tune/select.cpp).
+  TuneOptions options = context.tune();
+  options.final_round = false;
+  result.rows = tune::time_candidates(hooks.list(), options, hooks.run,
+                                      /*apply_benchmark_limit=*/false, hooks.probe,
+                                      first_run(state.backend()));
   if (!result.rows.empty() && result.rows.front().status == CandidateStatus::ok)
     result.chosen = result.rows.front().algo.id;
   result.wall_ms =

@@ -113,16 +113,32 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 // when the slice alone already takes more than probe_factor (2, or abandon_factor if smaller) x
 // the best median, the candidate cannot win and is abandoned without a full run. The bound is
 // sound, so this factor can be tighter than abandon_factor, which judges a cold first run: a
-// slice is warm (plans prime on their first execute, Note [first launch]). Probing is not free (a
+// slice is timed warm (the cudnn backend times a cold run again, Note [cold runs]; the cpu
+// backend runs oneDNN's gemm plans once when it builds them). Probing is not free (a
 // plan for the smaller desc and an extra short run per candidate), so it starts only once a
 // candidate has been abandoned, i.e. once this (desc, direction) has shown that it has candidates
 // worth skipping; searches without slow candidates never probe. A slice the candidate cannot run
 // (nullopt or an error) leaves the decision to the full run.
 constexpr double probe_factor = 2.0;
 
+// Note [warm first runs]
+// A backend whose time_ms() reads a device clock and times a run again when it paid a one-time
+// cost (the cudnn backend, Note [cold runs] in backends/cudnn/backend.cpp) gives a fair sample
+// from a candidate's very first run. Then that run is judged at once by the warm bound (max(1,
+// abandon_factor / 2) x the best median: 2 by default) instead of the loose cold bound followed by
+// a warm run, and it is the first timed run. With a final round, a candidate whose first sample
+// is over screen_band x the best is not sampled further: the final round re-times the fastest
+// few within final_band, and for the rest one precise sample ranks well enough. On ResNet-50's
+// first layer in f16 (bwd_data: 249 candidates, ~110 of them within 4x of the best) this removes
+// about half of the runs a search makes (docs/benchmarks.md, session 5). Backends timing on a
+// host clock (cpu, reference) keep the cold/warm pair and every sample: their runs are noisier,
+// and a first run may include generating code.
+constexpr double screen_band = 1.25;
+
 std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
                                         const TuneOptions& options, const RunOnce& run,
-                                        bool apply_benchmark_limit, const ProbeOnce& probe) {
+                                        bool apply_benchmark_limit, const ProbeOnce& probe,
+                                        FirstRun first_run) {
   auto is_naive = [&options](const AlgoInfo& algo) {
     return !options.time_naive &&
            std::find(algo.notes.begin(), algo.notes.end(), "reference") != algo.notes.end();
@@ -156,12 +172,11 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
     // can always run, not to win; once a real candidate has been timed they are not run at all
     // (fixed:<id> runs them; time_naive times them). Any other candidate's first run is timed
     // and, if it is already abandon_factor x slower than the best, it is not run again. That run
-    // is cold (a GPU kernel's module loads at its first launch, a CPU kernel is generated), so
-    // the factor is loose; the next run is warm, and one over half of abandon_factor (2 by
-    // default, at least 1) x the best is not run again either: with the default it could not
-    // even be a final-round contender (final_band, also 2). A huge abandon_factor (time
-    // everything) turns both off. For ResNet-50's first layer in f16 (bwd_data) ~140 candidates
-    // run within 4x of the best, and their runs are most of the search's second.
+    // may be cold (a CPU kernel generated on first use), so the factor is loose; the next run is
+    // warm, and one over half of abandon_factor (2 by default, at least 1) x the best is not run
+    // again either: with the default it could not even be a final-round contender (final_band,
+    // also 2). A huge abandon_factor (time everything) turns both off. Where the backend's first
+    // timed run is already warm, the warm bound judges it at once (Note [warm first runs]).
     if (is_naive(algo) && std::isfinite(best)) {
       row.status = CandidateStatus::abandoned;
       row.detail =
@@ -188,33 +203,50 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
     ++ran;
     try {
       const double first = run(algo);
-      if (first > threshold) {
-        row.status = CandidateStatus::abandoned;
-        row.detail = detail::cat("first run ", first, " ms > ", options.abandon_factor, " x best ",
-                                 best, " ms");
-        row.median_ms = row.min_ms = first;
-        row.runs = 1;
-        if (probe) probing = true;
-        continue;
-      }
-      // The first run served as the first warm-up.
-      for (int i = 1; i < options.warmup_runs; ++i) run(algo);
+      const double warm_factor = std::max(1.0, options.abandon_factor / 2);
       std::vector<double> times;
       times.reserve(static_cast<std::size_t>(options.timing_runs));
-      if (options.warmup_runs == 0) times.push_back(first);
-      // Note [abandoning slow candidates], warm: the first run after the cold one.
-      const double warm = run(algo);
-      const double warm_factor = std::max(1.0, options.abandon_factor / 2);
-      if (warm > warm_factor * best) {
-        row.status = CandidateStatus::abandoned;
-        row.detail = detail::cat("first run ", first, " ms, then a warm run ", warm, " ms > ",
-                                 warm_factor, " x best ", best, " ms");
-        row.median_ms = row.min_ms = warm;
-        row.runs = 2;
-        continue;
+      if (first_run == FirstRun::warm) {  // Note [warm first runs]
+        if (first > warm_factor * best) {
+          row.status = CandidateStatus::abandoned;
+          row.detail = detail::cat("first run ", first, " ms (warm) > ", warm_factor, " x best ",
+                                   best, " ms");
+          row.median_ms = row.min_ms = first;
+          row.runs = 1;
+          if (probe) probing = true;
+          continue;
+        }
+        for (int i = 1; i < options.warmup_runs; ++i) run(algo);
+        times.push_back(first);
+      } else {
+        if (first > threshold) {
+          row.status = CandidateStatus::abandoned;
+          row.detail = detail::cat("first run ", first, " ms > ", options.abandon_factor,
+                                   " x best ", best, " ms");
+          row.median_ms = row.min_ms = first;
+          row.runs = 1;
+          if (probe) probing = true;
+          continue;
+        }
+        // The first run served as the first warm-up.
+        for (int i = 1; i < options.warmup_runs; ++i) run(algo);
+        if (options.warmup_runs == 0) times.push_back(first);
+        // Note [abandoning slow candidates], warm: the first run after the cold one.
+        const double warm = run(algo);
+        if (warm > warm_factor * best) {
+          row.status = CandidateStatus::abandoned;
+          row.detail = detail::cat("first run ", first, " ms, then a warm run ", warm, " ms > ",
+                                   warm_factor, " x best ", best, " ms");
+          row.median_ms = row.min_ms = warm;
+          row.runs = 2;
+          continue;
+        }
+        times.push_back(warm);
       }
-      times.push_back(warm);
-      while (static_cast<int>(times.size()) < options.timing_runs) times.push_back(run(algo));
+      const bool screened_out = first_run == FirstRun::warm && options.final_round &&
+                                times.front() > screen_band * best;
+      const int wanted = screened_out ? 1 : options.timing_runs;
+      while (static_cast<int>(times.size()) < wanted) times.push_back(run(algo));
       row.status = CandidateStatus::ok;
       row.median_ms = median(times);
       row.min_ms = *std::min_element(times.begin(), times.end());
@@ -290,7 +322,8 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
 }
 
 Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
-              const TuneOptions& options, const RunOnce& run, const ProbeOnce& probe) {
+              const TuneOptions& options, const RunOnce& run, const ProbeOnce& probe,
+              FirstRun first_run) {
   const auto start = std::chrono::steady_clock::now();
   const AlgoPolicy& policy = options.policy(parse_op_kind(request.op), request.direction);
   Choice choice;
@@ -377,7 +410,7 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
         };
       }
       choice.timings = time_candidates(candidates, screening, counted_run,
-                                       /*apply_benchmark_limit=*/true, counted_probe);
+                                       /*apply_benchmark_limit=*/true, counted_probe, first_run);
       const auto final_start = std::chrono::steady_clock::now();
       if (options.final_round) final_round(choice.timings, options, run);
       cost.final_ms = elapsed_ms(final_start);

@@ -22,6 +22,13 @@ using RunOnce = std::function<double(const AlgoInfo& algo)>;
 /// candidates]); nullopt when the candidate cannot run the slice. An empty ProbeOnce never probes.
 using ProbeOnce = std::function<std::optional<double>(const AlgoInfo& algo)>;
 
+/// What a backend's timed runs measure (Backend::warm_timing()): `may_be_cold` - a candidate's
+/// first run may include one-time costs (code generated or loaded on first use), so it is judged
+/// loosely and followed by a warm run; `warm` - the backend times such a run again and measures on
+/// a device clock, so the first timed run is already a fair sample (Note [warm first runs] in
+/// select.cpp).
+enum class FirstRun { may_be_cold, warm };
+
 /// What is being selected for, for messages, verbose lines and the Choice record.
 struct Request {
   std::string op;  ///< the op's name, to_string(OpKind): "conv", "pool", ...
@@ -52,13 +59,16 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 /// Throws Error(Unsupported) when no candidate is admissible (e.g. a workspace limit nothing
 /// meets). Writes one line to stderr when options.verbose.
 Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
-              const TuneOptions& options, const RunOnce& run, const ProbeOnce& probe = {});
+              const TuneOptions& options, const RunOnce& run, const ProbeOnce& probe = {},
+              FirstRun first_run = FirstRun::may_be_cold);
 
 /// Times candidates in list order. The first run of each is timed: if it exceeds abandon_factor x
 /// the best median so far the candidate is abandoned; otherwise it counts as the first warm-up,
 /// and options.timing_runs timed runs follow (median and min kept), unless the first of them
 /// already exceeds max(1, abandon_factor / 2) x the best median, which abandons the candidate
-/// too (Note [abandoning slow candidates]). Unless options.time_naive,
+/// too (Note [abandoning slow candidates]). With FirstRun::warm the first run is the first
+/// timed run instead, judged by that warm bound at once (Note [warm first runs]). Unless
+/// options.time_naive,
 /// candidates noted "reference" (naive fallbacks) are abandoned without running once another
 /// candidate has been timed. Once a candidate has been abandoned, `probe` (when given) runs each
 /// later candidate on a slice first and abandons it when even that takes over 2x the best median
@@ -69,7 +79,8 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
 /// first, then the rest in list order.
 std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
                                         const TuneOptions& options, const RunOnce& run,
-                                        bool apply_benchmark_limit, const ProbeOnce& probe = {});
+                                        bool apply_benchmark_limit, const ProbeOnce& probe = {},
+                                        FirstRun first_run = FirstRun::may_be_cold);
 
 /// The choice-cache key: every input that can change the answer. `desc_key` is the op's canonical
 /// desc text, `fingerprint` the backend's library versions / machine (Backend::fingerprint()).

@@ -266,6 +266,8 @@ TEST(CudnnXent, ProfileBenchmarkShapes) {
       desc.dtype = dtype;
       Context context =
           test::xent_context_for(BackendKind::cudnn, direction, AlgoPolicy::heuristic());
+      // Time every candidate fully: a slower one is otherwise abandoned after one run.
+      context.tune().abandon_factor = 1e9;
       const ProfileResult result = cross_entropy_profile(context, desc, direction);
       std::cout << result.table();
       ASSERT_EQ(result.rows.size(), 2u);

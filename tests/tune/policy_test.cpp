@@ -353,6 +353,65 @@ TEST(ExhaustivePolicy, ProbesOnASliceOnceASlowCandidateShowedUp) {
   EXPECT_EQ(row_of(unprobed.timings, "slow").runs, 1);
 }
 
+// Note [warm first runs]: where the backend's first reading is warm, it is the first timed run
+// and the warm bound (2x) judges it at once; with a final round, a reading over 1.25x the best
+// is not sampled again.
+TEST(ExhaustivePolicy, WarmFirstRunsAreJudgedAtOnceAndCountAsSamples) {
+  FakeBench bench;
+  bench.add(Algo("best"), {10.0})
+      .add(Algo("near"), {12.0})      // within 1.25x: every timed run (3 of the first pass)
+      .add(Algo("far"), {19.0})       // within 2x but over 1.25x: one sample
+      .add(Algo("slow"), {21.0, 1.0})  // over 2x on its first run: abandoned, never run again
+      .add(Algo("after"), {30.0});     // probed: its slice (25) is over 2x the best
+  std::map<std::string, int> probes;
+  const dnnx::tune::ProbeOnce probe = [&](const dnnx::AlgoInfo& algo) -> std::optional<double> {
+    ++probes[algo.id];
+    return 25.0;
+  };
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.final_round = false;
+  std::vector<ProfileRow> rows = dnnx::tune::time_candidates(
+      bench.candidates(), options, bench.run(), true, probe, dnnx::tune::FirstRun::warm);
+  // Without a final round every candidate within 2x gets all timing_runs (5), the first included.
+  EXPECT_EQ(bench.calls("best"), 5);
+  EXPECT_EQ(bench.calls("near"), 5);
+  EXPECT_EQ(bench.calls("far"), 5);
+  EXPECT_EQ(bench.calls("slow"), 1);
+  const ProfileRow& slow = row_of(rows, "slow");
+  EXPECT_EQ(slow.status, CandidateStatus::abandoned);
+  EXPECT_EQ(slow.runs, 1);
+  EXPECT_NE(slow.detail.find("warm"), std::string::npos) << slow.detail;
+  EXPECT_EQ(probes.count("best") + probes.count("near") + probes.count("far"), 0U);
+  EXPECT_EQ(probes["after"], 1);
+  EXPECT_EQ(bench.calls("after"), 0);
+
+  // With the final round (the default) the first pass samples "far" once and the others 3 times
+  // (half of timing_runs, rounded up); all three are within 2x, so they contend in the final
+  // round's 5 turns of 2 runs.
+  auto fresh = [] {
+    FakeBench b;
+    b.add(Algo("best"), {10.0})
+        .add(Algo("near"), {12.0})
+        .add(Algo("far"), {19.0})
+        .add(Algo("slow"), {21.0, 1.0});
+    return b;
+  };
+  FakeBench again = fresh();
+  options.final_round = true;
+  const Choice choice = dnnx::tune::select(fake_request(), again.candidates(), options,
+                                           again.run(), {}, dnnx::tune::FirstRun::warm);
+  EXPECT_EQ(choice.algo.id, "best");
+  EXPECT_EQ(again.calls("far"), 1 + 10);
+  EXPECT_EQ(again.calls("near"), 3 + 10);
+  EXPECT_EQ(again.calls("slow"), 1);
+
+  // The same candidates judged as possibly cold: "slow" (21 < 4x) gets its warm run (1 ms) and
+  // wins.
+  FakeBench cold = fresh();
+  const Choice loose = dnnx::tune::select(fake_request(), cold.candidates(), options, cold.run());
+  EXPECT_EQ(loose.algo.id, "slow");
+}
+
 // Note [final round]: in each turn only a contender's second run is timed. "a" runs at 30 ms
 // right after another candidate (caches in the other's state) and 9 ms after a run of its own;
 // "b" takes 9.5 ms either way. Timing the first run of each turn would pick "b".

@@ -240,13 +240,6 @@ std::vector<ConfigKey> knob_neighbours(const ConfigKey& seed,
 // ---- plans
 // ---------------------------------------------------------------------------------------
 
-// Note [first launch]
-// The first launch of a kernel loads its module (CUDA's lazy loading) and may finish cuDNN's own
-// lazy set-up: a one-time cost of up to milliseconds. Exhaustive selection times a candidate's
-// first run and abandons it if that run is already far slower than the best, so a plan runs its
-// work twice on its first execute(): the outputs are overwritten (beta = 0), and the timed first
-// run then shows the kernel, not the loading.
-
 class EnginePlan final : public detail::ConvPlan {
  public:
   EnginePlan(std::shared_ptr<Runtime> runtime, std::shared_ptr<OperationGraph> graph,
@@ -320,8 +313,6 @@ class EnginePlan final : public detail::ConvPlan {
       DNNX_CUDNN_CHECK(cudnnBackendExecute(runtime_->handle(), plan_.get(), variant_pack_.get()),
                        context_, "running the execution plan");
     };
-    if (!primed_) launch();  // Note [first launch]
-    primed_ = true;
     replay_.run(runtime_->settings().graphs, runtime_->stream(),
                 {pointers[0], pointers[1], pointers[2], workspace_data}, launch, context_);
   }
@@ -337,7 +328,6 @@ class EnginePlan final : public detail::ConvPlan {
   BackendDescriptor variant_pack_;
   std::array<void*, 3> last_pointers_{};
   void* last_workspace_ = nullptr;
-  bool primed_ = false;
   LaunchGraph replay_;  // Note [graph replay]
 };
 

@@ -413,10 +413,6 @@ class FusedEnginePlan final : public detail::ConvFusedPlan {
       DNNX_CUDNN_CHECK(cudnnBackendExecute(runtime_->handle(), plan_.get(), variant_pack_.get()),
                        context_, "running the execution plan");
     };
-    // Note [first launch] (conv_engine.cpp): the first call runs twice. Not in place: the second
-    // run would add the residual, which the first one overwrote, once more.
-    if (!primed_ && !detail::residual_in_place(args)) launch();
-    primed_ = true;
     const ExtraKey extra{p.bias, p.residual};
     if (extra != last_extra_) replay_ = LaunchGraph();
     last_extra_ = extra;
@@ -437,7 +433,6 @@ class FusedEnginePlan final : public detail::ConvFusedPlan {
   std::array<void*, 5> last_pointers_{};
   void* last_workspace_ = nullptr;
   ExtraKey last_extra_;
-  bool primed_ = false;
   LaunchGraph replay_;  // Note [graph replay]
 };
 
@@ -687,10 +682,6 @@ class LegacyFusedPlan final : public detail::ConvFusedPlan {
               d.bias.get(), p.bias, d.activation.get(), d.dst.get(), p.dst),
           context_, "running cudnnConvolutionBiasActivationForward");
     };
-    // Note [first launch] (conv_engine.cpp): the first call runs twice, except in place, where the
-    // second run would add the residual, which the first one overwrote, once more.
-    if (!primed_ && !detail::residual_in_place(args)) launch();
-    primed_ = true;
     const ExtraKey extra{p.bias, p.residual};
     if (extra != last_extra_) replay_ = LaunchGraph();
     last_extra_ = extra;
@@ -706,7 +697,6 @@ class LegacyFusedPlan final : public detail::ConvFusedPlan {
   cudnnConvolutionFwdAlgo_t algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   std::unique_ptr<LegacyDescriptors> descriptors_;
   ExtraKey last_extra_;
-  bool primed_ = false;
   LaunchGraph replay_;  // Note [graph replay]
 };
 

@@ -267,9 +267,6 @@ class LegacyPlan final : public detail::ConvPlan {
     const BoundTensors t = bind_tensors(args, direction_, context_);
     check_workspace(workspace, info_.workspace_bytes, context_);
     runtime_->make_current();
-    // Note [first launch] (conv_engine.cpp): the first call runs twice.
-    if (!primed_) launch(t, workspace);
-    primed_ = true;
     replay_.run(
         runtime_->settings().graphs, runtime_->stream(),
         {t.first, t.second, t.output, workspace.data}, [&] { launch(t, workspace); }, context_);
@@ -312,7 +309,6 @@ class LegacyPlan final : public detail::ConvPlan {
   Direction direction_;
   int algo_;
   std::unique_ptr<Descriptors> descriptors_;
-  bool primed_ = false;
   LaunchGraph replay_;  // Note [graph replay]
 };
 

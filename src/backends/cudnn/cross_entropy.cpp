@@ -199,7 +199,7 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
     report_device_ = static_cast<kernels::XentReport*>(device);
     DNNX_CUDNN_CHECK(kernels::xent_record_init(record(), runtime_->stream()), context_,
                      "initializing the label record");
-    // Note [first launch] (conv_engine.cpp), without running.
+    // The kernels load now rather than on the first timed run (Note [cold runs] in backend.cpp).
     DNNX_CUDNN_CHECK(kernels::xent_prime(params_), context_, "loading the cross-entropy kernels");
     if (!fused_) {
       const detail::AxisGeometry g = detail::axis_geometry(desc);
@@ -253,10 +253,6 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
       DNNX_CUDNN_CHECK(status, context_, "launching the cross-entropy kernel");
       return;
     }
-    // Note [first launch] (conv_engine.cpp): cuDNN's softmax kernel for this shape is loaded on
-    // its first call, so the first execution runs twice (every output is overwritten).
-    if (!primed_) launch_legacy(args, workspace, weights);
-    primed_ = true;
     launch_legacy(args, workspace, weights);
   }
 
@@ -321,7 +317,6 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
   PinnedHost report_host_;
   kernels::XentReport* report_device_ = nullptr;
   TensorDescriptor descriptor_;
-  bool primed_ = false;
 };
 
 class CudnnCrossEntropy final : public detail::CrossEntropyBackend {

@@ -341,10 +341,6 @@ class LegacyPlan final : public detail::PoolPlan {
     const Bound bound = bind(args, desc_, direction_, context_);
     check_workspace(workspace, info_.workspace_bytes, context_);
     runtime_->make_current();
-    // Note [first launch] (conv_engine.cpp): the first call runs twice, so that a timed first
-    // run shows the kernel rather than lazy loading.
-    if (!primed_) launch(bound);
-    primed_ = true;
     replay_.run(
         runtime_->settings().graphs, runtime_->stream(),
         {bound.src, bound.dst_in, bound.diff_dst, bound.out}, [&] { launch(bound); }, context_);
@@ -373,7 +369,6 @@ class LegacyPlan final : public detail::PoolPlan {
   Direction direction_;
   TensorDescriptor src_, dst_;  // also diff_src, diff_dst
   PoolingDescriptor pooling_;
-  bool primed_ = false;
   LaunchGraph replay_;  // Note [graph replay]
 };
 
@@ -458,8 +453,6 @@ class KernelPlan final : public detail::PoolPlan {
     check_workspace(workspace, info_.workspace_bytes, context_);
     if (check_) check_->raise_reported(desc_, context_);
     runtime_->make_current();
-    if (!primed_) launch(bound, workspace);  // Note [first launch], as for the legacy plans
-    primed_ = true;
     launch(bound, workspace);
   }
 
@@ -491,7 +484,6 @@ class KernelPlan final : public detail::PoolPlan {
   kernels::PoolShape shape_;
   kernels::MaxBackward strategy_;
   std::unique_ptr<IndexCheck> check_;  // backward with indices
-  bool primed_ = false;
 };
 
 // The candidates are records only: a plan is picked by its id.

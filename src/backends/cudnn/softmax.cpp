@@ -232,7 +232,7 @@ class KernelPlan final : public detail::OpPlan<detail::SoftmaxArgs> {
     const detail::AxisGeometry g = detail::axis_geometry(desc);
     shape_ = {g.outer, g.axis, g.inner};
     runtime_->make_current();
-    // Note [first launch] (conv_engine.cpp), without running: the output may be the input.
+    // The kernels load now rather than on the first timed run (Note [cold runs] in backend.cpp).
     DNNX_CUDNN_CHECK(kernels::softmax_prime(element_of(desc.dtype), desc.log, shape_), context_,
                      "loading the softmax kernels");
   }
@@ -282,10 +282,6 @@ class LegacyPlan final : public detail::OpPlan<detail::SoftmaxArgs> {
   void execute(const detail::SoftmaxArgs& args, detail::Workspace workspace) override {
     const Bound t = bind(args, desc_, direction_, runtime_->device(), context_);
     runtime_->make_current();
-    // Note [first launch] (conv_engine.cpp): run twice the first time, unless in place (a second
-    // run would normalize the output again).
-    if (!primed_ && t.first != t.output) launch(t);
-    primed_ = true;
     replay_.run(
         runtime_->settings().graphs, runtime_->stream(),
         {t.first, t.second, t.output, workspace.data}, [&] { launch(t); }, context_);
@@ -315,7 +311,6 @@ class LegacyPlan final : public detail::OpPlan<detail::SoftmaxArgs> {
   cudnnSoftmaxAlgorithm_t algo_;
   cudnnSoftmaxMode_t mode_ = CUDNN_SOFTMAX_MODE_CHANNEL;
   TensorDescriptor descriptor_;
-  bool primed_ = false;
   LaunchGraph replay_;  // Note [graph replay]
 };
 
