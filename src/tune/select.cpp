@@ -8,6 +8,8 @@
 #include <cmath>
 #include <iostream>
 #include <sstream>
+#include <string>
+#include <utility>
 
 namespace dnnx::tune {
 namespace {
@@ -184,7 +186,6 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
           "(set time_naive / --time-naive to time it)";
       continue;
     }
-    const double threshold = options.abandon_factor * best;
     if (probing) {  // Note [probing slow candidates]
       std::optional<double> slice;
       try {
@@ -202,49 +203,42 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
     }
     ++ran;
     try {
-      const double first = run(algo);
+      // A row abandoned after `runs` runs, the last taking `ms`.
+      auto abandon = [&row](double ms, int runs, std::string why) {
+        row.status = CandidateStatus::abandoned;
+        row.detail = std::move(why);
+        row.median_ms = row.min_ms = ms;
+        row.runs = runs;
+      };
+      const bool warm_first = first_run == FirstRun::warm;  // Note [warm first runs]
       const double warm_factor = std::max(1.0, options.abandon_factor / 2);
+      const double first = run(algo);
+      const double first_factor = warm_first ? warm_factor : options.abandon_factor;
+      if (first > first_factor * best) {
+        abandon(first, 1,
+                detail::cat("first run ", first, warm_first ? " ms (warm) > " : " ms > ",
+                            first_factor, " x best ", best, " ms"));
+        if (probe) probing = true;
+        continue;
+      }
+      // The first run served as the first warm-up (and, read warm, is the first sample too).
+      for (int i = 1; i < options.warmup_runs; ++i) run(algo);
       std::vector<double> times;
       times.reserve(static_cast<std::size_t>(options.timing_runs));
-      if (first_run == FirstRun::warm) {  // Note [warm first runs]
-        if (first > warm_factor * best) {
-          row.status = CandidateStatus::abandoned;
-          row.detail = detail::cat("first run ", first, " ms (warm) > ", warm_factor, " x best ",
-                                   best, " ms");
-          row.median_ms = row.min_ms = first;
-          row.runs = 1;
-          if (probe) probing = true;
-          continue;
-        }
-        for (int i = 1; i < options.warmup_runs; ++i) run(algo);
-        times.push_back(first);
-      } else {
-        if (first > threshold) {
-          row.status = CandidateStatus::abandoned;
-          row.detail = detail::cat("first run ", first, " ms > ", options.abandon_factor,
-                                   " x best ", best, " ms");
-          row.median_ms = row.min_ms = first;
-          row.runs = 1;
-          if (probe) probing = true;
-          continue;
-        }
-        // The first run served as the first warm-up.
-        for (int i = 1; i < options.warmup_runs; ++i) run(algo);
-        if (options.warmup_runs == 0) times.push_back(first);
+      if (warm_first || options.warmup_runs == 0) times.push_back(first);
+      if (!warm_first) {
         // Note [abandoning slow candidates], warm: the first run after the cold one.
         const double warm = run(algo);
         if (warm > warm_factor * best) {
-          row.status = CandidateStatus::abandoned;
-          row.detail = detail::cat("first run ", first, " ms, then a warm run ", warm, " ms > ",
-                                   warm_factor, " x best ", best, " ms");
-          row.median_ms = row.min_ms = warm;
-          row.runs = 2;
+          abandon(warm, 2,
+                  detail::cat("first run ", first, " ms, then a warm run ", warm, " ms > ",
+                              warm_factor, " x best ", best, " ms"));
           continue;
         }
         times.push_back(warm);
       }
-      const bool screened_out = first_run == FirstRun::warm && options.final_round &&
-                                times.front() > screen_band * best;
+      const bool screened_out =
+          warm_first && options.final_round && times.front() > screen_band * best;
       const int wanted = screened_out ? 1 : options.timing_runs;
       while (static_cast<int>(times.size()) < wanted) times.push_back(run(algo));
       row.status = CandidateStatus::ok;
