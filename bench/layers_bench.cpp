@@ -347,7 +347,17 @@ int main(int argc, char** argv) try {
                   << ", \"algo\": " << quoted(choice->algo.id)
                   << ", \"candidates_timed\": " << choice->candidates_timed
                   << ", \"first_call_ms\": " << first_ms << ", \"kernel_ms\": " << kernel
-                  << ", \"per_call_ms\": " << per_call << "}" << std::endl;
+                  << ", \"per_call_ms\": " << per_call << ", \"timings\": [";
+        // The search's rows, as the selection left them (final-round contenders re-timed).
+        for (std::size_t i = 0; i < choice->timings.size(); ++i) {
+          const ProfileRow& row = choice->timings[i];
+          std::cout << (i ? ", " : "") << "{\"id\": " << quoted(row.algo.id)
+                    << ", \"status\": " << quoted(std::string(to_string(row.status)))
+                    << ", \"median_ms\": " << (row.runs > 0 ? row.median_ms : -1.0)
+                    << ", \"runs\": " << row.runs << ", \"detail\": " << quoted(row.detail)
+                    << "}";
+        }
+        std::cout << "]}" << std::endl;
       }
     }
   }

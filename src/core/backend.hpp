@@ -132,9 +132,9 @@ class Backend {
   /// Milliseconds `work` takes, measured the backend's way (host clock, or device events on the
   /// backend's stream); returns once the work has finished.
   virtual double time_ms(const std::function<void()>& work) = 0;
-  /// Whether time_ms() reads a device clock and times a run again when it paid a one-time cost
-  /// (code loaded or set up on first use), so that a candidate's first timed run is already a
-  /// fair sample (Note [warm first runs] in src/tune/select.cpp).
+  /// Whether time_ms() reads a device clock that leaves one-time host costs (code loaded or set
+  /// up on first use) out of the reading, so that a candidate's first timed run is already a fair
+  /// sample (Note [warm first runs] in src/tune/select.cpp).
   virtual bool warm_timing() const { return false; }
   /// Waits for queued work (no-op on synchronous backends).
   virtual void synchronize() {}

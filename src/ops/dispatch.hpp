@@ -64,6 +64,7 @@ struct SelectHooks {
   std::function<void(const std::vector<std::string>&)> prepare;  ///< build plans ahead
   std::function<double(const AlgoInfo&)> run;                    ///< one timed run, ms
   tune::ProbeOnce probe;  ///< one timed run on a slice (empty: the op has no slices)
+  tune::RunLoop loop;     ///< runs back to back, timed together: ms per run
 };
 
 /// A choice and how it was found.
@@ -266,17 +267,23 @@ class Dispatch {
   static SelectHooks hooks(ContextState& state, const Desc& desc, Direction direction,
                            const ArgsSource& args) {
     auto& backend = Op::backend(state.backend());
+    // `runs` runs of `algo` back to back, timed together: ms per run.
+    tune::RunLoop loop = [&state, &backend, &desc, direction, &args](const AlgoInfo& algo,
+                                                                    int runs) {
+      auto plan = backend.plan(desc, direction, algo.id);
+      const Workspace workspace = state.workspace(plan->algo().workspace_bytes);
+      const Args& a = args();
+      return state.backend().time_ms([&] {
+        for (int i = 0; i < runs; ++i) plan->execute(a, workspace);
+      }) / runs;
+    };
     SelectHooks hooks{[&backend, &desc, direction] { return backend.list(desc, direction); },
                       [&backend, &desc, direction](const std::vector<std::string>& ids) {
                         backend.prepare(desc, direction, ids);
                       },
-                      [&state, &backend, &desc, direction, &args](const AlgoInfo& algo) {
-                        auto plan = backend.plan(desc, direction, algo.id);
-                        const Workspace workspace = state.workspace(plan->algo().workspace_bytes);
-                        const Args& a = args();
-                        return state.backend().time_ms([&] { plan->execute(a, workspace); });
-                      },
-                      {}};
+                      [loop](const AlgoInfo& algo) { return loop(algo, 1); },
+                      {},
+                      loop};
     if constexpr (requires { typename Op::Slice; }) {
       // Made on the first probe (from the timing tensors) and kept for the rest of the search.
       struct Lazy {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -115,8 +116,8 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 // when the slice alone already takes more than probe_factor (2, or abandon_factor if smaller) x
 // the best median, the candidate cannot win and is abandoned without a full run. The bound is
 // sound, so this factor can be tighter than abandon_factor, which judges a cold first run: a
-// slice is timed warm (the cudnn backend times a cold run again, Note [cold runs]; the cpu
-// backend runs oneDNN's gemm plans once when it builds them). Probing is not free (a
+// slice is timed warm (the cudnn backend's clock starts once the run is queued, Note [gated
+// timing]; the cpu backend runs oneDNN's gemm plans once when it builds them). Probing is not free (a
 // plan for the smaller desc and an extra short run per candidate), so it starts only once a
 // candidate has been abandoned, i.e. once this (desc, direction) has shown that it has candidates
 // worth skipping; searches without slow candidates never probe. A slice the candidate cannot run
@@ -124,9 +125,10 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 constexpr double probe_factor = 2.0;
 
 // Note [warm first runs]
-// A backend whose time_ms() reads a device clock and times a run again when it paid a one-time
-// cost (the cudnn backend, Note [cold runs] in backends/cudnn/backend.cpp) gives a fair sample
-// from a candidate's very first run. Then that run is judged at once by the warm bound (max(1,
+// A backend whose time_ms() reads a device clock that starts only once the run is queued, so
+// that one-time host costs (a module loading, a graph capture) stay out of it (the cudnn
+// backend, Note [gated timing] in backends/cudnn/backend.cpp), gives a fair sample from a
+// candidate's very first run. Then that run is judged at once by the warm bound (max(1,
 // abandon_factor / 2) x the best median: 2 by default) instead of the loose cold bound followed by
 // a warm run, and it is the first timed run. With a final round, a candidate whose first sample
 // is over screen_band x the best is not sampled further: the final round re-times the fastest
@@ -274,7 +276,20 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
 // candidate, a run finds the caches as that one left them, not as a call of its own would (on
 // the 2-vCPU machine, whose 260 MB L3 holds a 26 MB activation, relu's streaming-store kernel
 // timed after oneDNN's eltwise took 1.2 ms against 0.8 back to back, and lost to it).
+//
+// Where the backend can time a loop (RunLoop), the timed part of a turn is a loop of runs back to
+// back, enough of them to last final_loop_ms (at most final_loop_max): a network calls a layer
+// after other work is already queued, so the run's launch and ramp-up overlap the previous
+// kernel's tail, while a single run between two events pays them in full, and how much they cost
+// differs between candidates. On an H100, ResNet-50's 56x56 64->256 1x1 forward in f16 had two
+// engines whose single runs ranked one way and whose back-to-back runs (0.0530 against 0.0515 ms)
+// the other, so the search kept the one slower in the benchmark's loop and in a network (docs/
+// benchmarks.md, session 6). Kernels over final_loop_ms run once per turn, as before: for them
+// the difference is a few microseconds in a run. On a host clock a loop measures what single
+// runs do, averaged.
 constexpr std::size_t final_contenders = 4;
+constexpr double final_loop_ms = 0.5;
+constexpr int final_loop_max = 32;
 
 // Host wall time of an exhaustive search's parts (verbose output).
 struct SearchCost {
@@ -283,7 +298,8 @@ struct SearchCost {
 };
 constexpr double final_band = 2.0;
 
-void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, const RunOnce& run) {
+void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, const RunOnce& run,
+                 const RunLoop& loop) {
   std::vector<ProfileRow*> contenders;
   for (ProfileRow& row : rows) {  // fastest first
     if (row.status != CandidateStatus::ok || unsafe(row.algo)) continue;
@@ -292,13 +308,21 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
     if (contenders.size() == final_contenders) break;
   }
   if (contenders.size() < 2) return;
+  // One loop length for every contender, from the best first-pass median.
+  const double best = contenders.front()->median_ms;
+  const int loop_runs =
+      !loop || !(best > 0)
+          ? 1
+          : static_cast<int>(std::clamp(std::ceil(final_loop_ms / best), 1.0,
+                                        static_cast<double>(final_loop_max)));
   std::vector<std::vector<double>> times(contenders.size());
   for (int round = 0; round < options.timing_runs; ++round) {
     for (std::size_t i = 0; i < contenders.size(); ++i) {
       if (contenders[i]->status != CandidateStatus::ok) continue;
       try {
         run(contenders[i]->algo);  // untimed: the state a run of its own leaves (see the Note)
-        times[i].push_back(run(contenders[i]->algo));
+        times[i].push_back(loop_runs > 1 ? loop(contenders[i]->algo, loop_runs)
+                                         : run(contenders[i]->algo));
       } catch (const std::exception& error) {
         contenders[i]->status = CandidateStatus::failed;
         contenders[i]->detail = detail::cat("failed in the final round: ", error.what());
@@ -310,14 +334,18 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
     contenders[i]->median_ms = median(times[i]);
     contenders[i]->min_ms = *std::min_element(times[i].begin(), times[i].end());
     contenders[i]->runs = static_cast<int>(times[i].size());
-    contenders[i]->detail = "final round: interleaved with the other contenders";
+    contenders[i]->detail =
+        loop_runs > 1
+            ? detail::cat("final round: interleaved with the other contenders, ", loop_runs,
+                          " runs back to back per sample")
+            : std::string("final round: interleaved with the other contenders");
   }
   sort_fastest_first(rows);
 }
 
 Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
               const TuneOptions& options, const RunOnce& run, const ProbeOnce& probe,
-              FirstRun first_run) {
+              FirstRun first_run, const RunLoop& loop) {
   const auto start = std::chrono::steady_clock::now();
   const AlgoPolicy& policy = options.policy(parse_op_kind(request.op), request.direction);
   Choice choice;
@@ -406,7 +434,7 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
       choice.timings = time_candidates(candidates, screening, counted_run,
                                        /*apply_benchmark_limit=*/true, counted_probe, first_run);
       const auto final_start = std::chrono::steady_clock::now();
-      if (options.final_round) final_round(choice.timings, options, run);
+      if (options.final_round) final_round(choice.timings, options, run, loop);
       cost.final_ms = elapsed_ms(final_start);
       search_cost = detail::cat(" (", cost.runs, " full runs ", cost.run_ms, " ms, ", cost.probes,
                                 " probes on a slice ", cost.probe_ms, " ms, final round ",

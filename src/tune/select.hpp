@@ -22,10 +22,15 @@ using RunOnce = std::function<double(const AlgoInfo& algo)>;
 /// candidates]); nullopt when the candidate cannot run the slice. An empty ProbeOnce never probes.
 using ProbeOnce = std::function<std::optional<double>(const AlgoInfo& algo)>;
 
+/// Runs `algo` `runs` times back to back, timed together the backend's way, and returns the
+/// milliseconds per run: what a caller running it repeatedly sees (Note [final round]). An empty
+/// RunLoop times the final round with single runs.
+using RunLoop = std::function<double(const AlgoInfo& algo, int runs)>;
+
 /// What a backend's timed runs measure (Backend::warm_timing()): `may_be_cold` - a candidate's
 /// first run may include one-time costs (code generated or loaded on first use), so it is judged
-/// loosely and followed by a warm run; `warm` - the backend times such a run again and measures on
-/// a device clock, so the first timed run is already a fair sample (Note [warm first runs] in
+/// loosely and followed by a warm run; `warm` - the backend's device clock leaves such costs out
+/// of the reading, so the first timed run is already a fair sample (Note [warm first runs] in
 /// select.cpp).
 enum class FirstRun { may_be_cold, warm };
 
@@ -53,14 +58,16 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 ///                first deterministic one); runs nothing;
 ///   fixed      - the candidate with that id; unknown, unsupported or inadmissible ids throw,
 ///                naming the id, the reason and the valid ids;
-///   exhaustive - time_candidates() with the benchmark limit, fastest median wins.
+///   exhaustive - time_candidates() with the benchmark limit, then (options.final_round) the
+///                fastest few timed again in interleaved rounds, with `loop` when given (Note
+///                [final round]); fastest median wins.
 /// No automatic policy (heuristic, family, exhaustive) picks a candidate noted "overflow_risk"
 /// (Note [unsafe candidates]); exhaustive times it, and the timings list the choice first.
 /// Throws Error(Unsupported) when no candidate is admissible (e.g. a workspace limit nothing
 /// meets). Writes one line to stderr when options.verbose.
 Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
               const TuneOptions& options, const RunOnce& run, const ProbeOnce& probe = {},
-              FirstRun first_run = FirstRun::may_be_cold);
+              FirstRun first_run = FirstRun::may_be_cold, const RunLoop& loop = {});
 
 /// Times candidates in list order. The first run of each is timed: if it exceeds abandon_factor x
 /// the best median so far the candidate is abandoned; otherwise it counts as the first warm-up,

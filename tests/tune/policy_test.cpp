@@ -457,6 +457,50 @@ TEST(ExhaustivePolicy, FinalRoundReTimesTheContendersInterleaved) {
   EXPECT_EQ(again.calls("late"), 6);
 }
 
+// Note [final round]: with a RunLoop the timed part of a turn is a loop lasting about 0.5 ms.
+// "ramp" wins single runs (0.050 against 0.052 ms) but "steady" wins back to back (0.0515
+// against 0.053 ms), which is what a network calling the layer sees.
+TEST(ExhaustivePolicy, FinalRoundTimesShortContendersBackToBack) {
+  auto fresh = [] {
+    FakeBench bench;
+    bench.add(Algo("ramp"), {0.050}).add(Algo("steady"), {0.052});
+    return bench;
+  };
+  std::map<std::string, std::vector<int>> loops;  // the run counts asked for, per id
+  const dnnx::tune::RunLoop loop = [&loops](const dnnx::AlgoInfo& algo, int runs) {
+    loops[algo.id].push_back(runs);
+    return algo.id == "ramp" ? 0.053 : 0.0515;
+  };
+  const TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  FakeBench bench = fresh();
+  const Choice choice = dnnx::tune::select(fake_request(), bench.candidates(), options,
+                                           bench.run(), {}, dnnx::tune::FirstRun::warm, loop);
+  EXPECT_EQ(choice.algo.id, "steady");
+  EXPECT_DOUBLE_EQ(choice.time_ms, 0.0515);
+  EXPECT_EQ(choice.runner_up, "ramp");
+  // One loop per contender and round, ceil(0.5 ms / 0.050 ms) = 10 runs each, after the
+  // untimed single run of each turn.
+  EXPECT_EQ(loops["ramp"], std::vector<int>(options.timing_runs, 10));
+  EXPECT_EQ(loops["steady"], std::vector<int>(options.timing_runs, 10));
+  EXPECT_EQ(bench.calls("steady"), 3 + options.timing_runs);
+  EXPECT_TRUE(contains(row_of(choice.timings, "steady").detail, "10 runs back to back"));
+  // Without a loop the single runs decide.
+  FakeBench plain = fresh();
+  EXPECT_EQ(dnnx::tune::select(fake_request(), plain.candidates(), options, plain.run(), {},
+                               dnnx::tune::FirstRun::warm)
+                .algo.id,
+            "ramp");
+  // Contenders over 0.5 ms are timed one run per turn; the loop is not used.
+  loops.clear();
+  FakeBench long_runs;
+  long_runs.add(Algo("ramp"), {0.60}).add(Algo("steady"), {0.62});
+  EXPECT_EQ(dnnx::tune::select(fake_request(), long_runs.candidates(), options, long_runs.run(),
+                               {}, dnnx::tune::FirstRun::warm, loop)
+                .algo.id,
+            "ramp");
+  EXPECT_TRUE(loops.empty());
+}
+
 TEST(ExhaustivePolicy, NeverPicksACandidateNotedOverflowRisk) {
   // Note [unsafe candidates]: "fast" is timed and fastest, but only a fixed id may choose it.
   FakeBench bench;

@@ -7,11 +7,11 @@
 #include "backends/cudnn/conv_common.hpp"
 #include "backends/cudnn/cudnn.hpp"
 #include "backends/cudnn/handles.hpp"
+#include "backends/cudnn/kernels/gate.hpp"
 #include "backends/cudnn/runtime.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
 
-#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -60,24 +60,35 @@ int knob_variants_from_env(int fallback) {
   return static_cast<int>(parsed);
 }
 
-// Note [cold runs]
-// The first launch of a kernel loads its module (CUDA's lazy loading) and the first call of a
-// plan may finish cuDNN's own set-up: host work of a few hundred microseconds (0.4 ms on average
-// for the candidates of ResNet-50's first layer on an H100), during which the GPU waits between
-// the two timing events, so a cold run reads slow. Selection judges a candidate's first run and
-// abandons it when that is already too slow, so a cold reading would drop fast candidates of
-// small problems. Queuing warm work costs microseconds (a graph replay ~2 us, cudnnBackendExecute
-// 5-8 us, a legacy call 25-45 us), so time_ms() times the host's queuing too, and a run whose
-// queuing took over cold_queuing_ms, and over cold_share of the measured time (below that the
-// error does not matter), was cold: it is timed once more and that reading is returned. The
-// second run is then warm, and the selection can take the first reading as a fair sample (Note
-// [warm first runs] in src/tune/select.cpp). A candidate probed on a slice first has its modules
-// loaded by the probe and pays nothing extra; before this, plans ran their work twice on their
-// first call, which doubled the timed first run of every candidate. A plan's second call on the
-// same memory captures its launches as a CUDA graph (Note [graph replay]), 0.02-1.5 ms of queuing
-// (over 0.1 ms for ~15% of the conv candidates measured), and is timed again too: once per plan.
-constexpr double cold_queuing_ms = 0.1;
-constexpr double cold_share = 0.02;
+// Note [gated timing]
+// A run timed between two events on an idle stream measures, besides the GPU's work, the time the
+// host takes to queue it: the GPU processes the start event at once and then waits for each
+// launch. Warm, that is ~2 us for a graph replay, 5-8 us for cudnnBackendExecute and 25-45 us for
+// a legacy call (Note [graph replay]); cold, the first launch of a kernel loads its module (0.4 ms
+// on average for the candidates of ResNet-50's first layer on an H100), and a plan's second call
+// on the same memory captures a CUDA graph (0.02-1.5 ms). Those costs differ between candidates,
+// so the readings ranked them partly by host work: on an H100 the backend's fused batch-norm
+// backward for 64x2048x7x7 read 0.11-0.13 ms on its first run against ~0.05 ms for the GPU work,
+// was screened out, and cuDNN's 0.059 ms kernel was kept. (Before this, a run whose queuing took
+// over 0.1 ms was timed again; lazier costs went through, and the repeat was the plan's graph
+// capture.) So time_ms() first queues a kernel that holds the stream until the host opens a gate
+// (kernels/gate.cu), then the start event, the work and the stop event, and then opens the gate:
+// the GPU starts the clock only once everything is queued, so a reading is the GPU's time alone,
+// cold or warm, and a candidate's first run is a fair sample (Note [warm first runs] in
+// src/tune/select.cpp). nvbench times this way too (its "blocking kernel").
+//
+// The gate gives up after gate_timeout_ns, and a run whose gate timed out, which may include
+// host time, is timed again (at most gate_retries times). That matters more than it seems: CUDA's
+// lazy loading may synchronize the context to load a module, which waits for the gate kernel,
+// which waits for the host: a cold launch holds until the timeout. With a 20 ms timeout the
+// exhaustive searches of ResNet-50's first layer took 1.0-1.4 s instead of 0.4-0.8 s; so the
+// timeout is short, 0.25 ms: warm queuing takes microseconds (a loop of graph replays in the final
+// round included), a cold launch then costs 0.25 ms and a repeat, as a cold run cost one repeat
+// before. The second call of a plan may capture its graph for longer than that (Note [graph
+// replay]): its repeat is the third call, a replay. Work that waits for its own stream is thus
+// never stalled for long either.
+constexpr long long gate_timeout_ns = 250'000;
+constexpr int gate_retries = 2;
 
 class CudnnBackend final : public detail::Backend {
  public:
@@ -92,7 +103,9 @@ class CudnnBackend final : public detail::Backend {
         add_(make_add_backend(runtime_)),
         conv_fused_(make_conv_fused_backend(runtime_, *conv_)),
         start_(make_event(runtime_->context())),
-        stop_(make_event(runtime_->context())) {}
+        stop_(make_event(runtime_->context())),
+        gate_(make_mapped_host(sizeof(kernels::gate::Gate), "timing gate",
+                               runtime_->context())) {}
 
   BackendKind kind() const override { return BackendKind::cudnn; }
   std::string name() const override { return "cudnn"; }
@@ -128,27 +141,36 @@ class CudnnBackend final : public detail::Backend {
   Allocator& allocator() override { return runtime_->allocator(); }
 
   // Device time of the work queued on the backend's stream, between two events (Note [one
-  // stream]); returns once the work has finished. Note [cold runs]: a run whose queuing took
-  // long is timed again.
+  // stream]) behind the gate (Note [gated timing]); returns once the work has finished.
   double time_ms(const std::function<void()>& work) override {
     const ErrorContext context = runtime_->context();
     runtime_->make_current();
+    auto* gate = static_cast<volatile kernels::gate::Gate*>(gate_.host.get());
     for (int attempt = 0;; ++attempt) {
-      DNNX_CUDNN_CHECK(cudaEventRecord(start_.get(), runtime_->stream()), context,
-                       "recording the start event");
-      const auto queuing = std::chrono::steady_clock::now();
-      work();
-      const double queuing_ms = std::chrono::duration<double, std::milli>(
-                                    std::chrono::steady_clock::now() - queuing)
-                                    .count();
-      DNNX_CUDNN_CHECK(cudaEventRecord(stop_.get(), runtime_->stream()), context,
-                       "recording the stop event");
+      gate->open = 0;
+      gate->timed_out = 0;
+      DNNX_CUDNN_CHECK(kernels::gate::hold(static_cast<kernels::gate::Gate*>(gate_.device),
+                                           gate_timeout_ns, runtime_->stream()),
+                       context, "queuing the timing gate");
+      try {
+        DNNX_CUDNN_CHECK(cudaEventRecord(start_.get(), runtime_->stream()), context,
+                         "recording the start event");
+        work();
+        DNNX_CUDNN_CHECK(cudaEventRecord(stop_.get(), runtime_->stream()), context,
+                         "recording the stop event");
+      } catch (...) {
+        // A candidate that throws must not hold the stream, and the gate kernel must be done
+        // before the next run resets the gate.
+        gate->open = 1;
+        if (cudaStreamSynchronize(runtime_->stream()) != cudaSuccess) cudaGetLastError();
+        throw;
+      }
+      gate->open = 1;
       DNNX_CUDNN_CHECK(cudaEventSynchronize(stop_.get()), context, "waiting for the stop event");
       float ms = 0;
       DNNX_CUDNN_CHECK(cudaEventElapsedTime(&ms, start_.get(), stop_.get()), context,
                        "reading the elapsed time");
-      const bool cold = queuing_ms > cold_queuing_ms && queuing_ms > cold_share * ms;
-      if (attempt == 0 && cold) continue;
+      if (attempt < gate_retries && gate->timed_out != 0) continue;
       return ms;
     }
   }
@@ -183,6 +205,7 @@ class CudnnBackend final : public detail::Backend {
   std::unique_ptr<detail::AddBackend> add_;
   std::unique_ptr<detail::ConvFusedBackend> conv_fused_;
   Event start_, stop_;
+  MappedHost gate_;  // Note [gated timing]
 };
 
 struct Availability {

@@ -171,8 +171,6 @@ class DeviceBlock {
   void* data_;
 };
 
-using PinnedHost = Handle<void*, cudaFreeHost>;
-
 class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
  public:
   Plan(std::shared_ptr<Runtime> runtime, const CrossEntropyDesc& desc, Direction direction,
@@ -187,19 +185,12 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
         record_(runtime_, sizeof(kernels::XentRecord)) {
     runtime_->make_current();
     // Note [deferred label check]: the report lives in mapped pinned host memory.
-    void* host = nullptr;
-    DNNX_CUDNN_CHECK(cudaHostAlloc(&host, sizeof(kernels::XentReport), cudaHostAllocMapped),
-                     context_, "allocating the label report (mapped pinned memory)");
-    report_host_ = PinnedHost(host, "mapped pinned label report");
+    report_ = make_mapped_host(sizeof(kernels::XentReport), "label report", context_);
     report()->position = -1;
-    report()->value = 0;
-    void* device = nullptr;
-    DNNX_CUDNN_CHECK(cudaHostGetDevicePointer(&device, host, 0), context_,
-                     "mapping the label report into the device's address space");
-    report_device_ = static_cast<kernels::XentReport*>(device);
+    report_device_ = static_cast<kernels::XentReport*>(report_.device);
     DNNX_CUDNN_CHECK(kernels::xent_record_init(record(), runtime_->stream()), context_,
                      "initializing the label record");
-    // The kernels load now rather than on the first timed run (Note [cold runs] in backend.cpp).
+    // The kernels load now rather than on the plan's first call.
     DNNX_CUDNN_CHECK(kernels::xent_prime(params_), context_, "loading the cross-entropy kernels");
     if (!fused_) {
       const detail::AxisGeometry g = detail::axis_geometry(desc);
@@ -289,7 +280,7 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
 
   kernels::XentRecord* record() const { return static_cast<kernels::XentRecord*>(record_.data()); }
   volatile kernels::XentReport* report() const {
-    return static_cast<volatile kernels::XentReport*>(report_host_.get());
+    return static_cast<volatile kernels::XentReport*>(report_.host.get());
   }
 
   // Note [deferred label check].
@@ -314,7 +305,7 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
   bool fused_;
   kernels::XentParams params_;
   DeviceBlock record_;
-  PinnedHost report_host_;
+  MappedHost report_;
   kernels::XentReport* report_device_ = nullptr;
   TensorDescriptor descriptor_;
 };

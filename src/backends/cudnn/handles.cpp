@@ -1,6 +1,9 @@
 #include "backends/cudnn/handles.hpp"
 
+#include "core/strings.hpp"
+
 #include <atomic>
+#include <cstring>
 #include <cstdlib>
 #include <mutex>
 
@@ -64,6 +67,17 @@ Event make_event(const ErrorContext& context) {
   cudaEvent_t raw = nullptr;
   DNNX_CUDNN_CHECK(cudaEventCreate(&raw), context, "creating a CUDA event");
   return Event(raw, "cudaEvent_t");
+}
+
+MappedHost make_mapped_host(std::size_t bytes, const char* what, const ErrorContext& context) {
+  void* raw = nullptr;
+  DNNX_CUDNN_CHECK(cudaHostAlloc(&raw, bytes, cudaHostAllocMapped), context,
+                   detail::cat("allocating the ", what, " (mapped pinned memory)"));
+  MappedHost mapped{PinnedHost(raw, what), nullptr};
+  std::memset(raw, 0, bytes);
+  DNNX_CUDNN_CHECK(cudaHostGetDevicePointer(&mapped.device, raw, 0), context,
+                   detail::cat("mapping the ", what, " into the device's address space"));
+  return mapped;
 }
 
 }  // namespace dnnx::cudnn

@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include <cstddef>
 #include <utility>
 
 namespace dnnx::cudnn {
@@ -69,6 +70,14 @@ using Stream = Handle<cudaStream_t, cudaStreamDestroy>;
 using Event = Handle<cudaEvent_t, cudaEventDestroy>;
 using Graph = Handle<cudaGraph_t, cudaGraphDestroy>;
 using GraphExec = Handle<cudaGraphExec_t, cudaGraphExecDestroy>;
+using PinnedHost = Handle<void*, cudaFreeHost>;
+
+/// Pinned host memory mapped into the current device's address space: the host reads and writes
+/// it with plain (volatile) loads and stores, kernels through `device`.
+struct MappedHost {
+  PinnedHost host;
+  void* device = nullptr;
+};
 
 /// A cuDNN handle bound to `stream` (on the current device).
 CudnnHandle make_cudnn_handle(cudaStream_t stream, const ErrorContext& context);
@@ -82,5 +91,7 @@ BackendDescriptor make_backend_descriptor(cudnnBackendDescriptorType_t type,
 Stream make_stream(const ErrorContext& context);
 /// An event that records timing.
 Event make_event(const ErrorContext& context);
+/// `bytes` of zeroed mapped pinned host memory; `what` names it in messages.
+MappedHost make_mapped_host(std::size_t bytes, const char* what, const ErrorContext& context);
 
 }  // namespace dnnx::cudnn

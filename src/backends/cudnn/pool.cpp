@@ -372,8 +372,6 @@ class LegacyPlan final : public detail::PoolPlan {
   LaunchGraph replay_;  // Note [graph replay]
 };
 
-using PinnedHost = Handle<void*, cudaFreeHost>;
-
 // What a plan reading indices keeps to report a bad one (Note [pool index check] in
 // kernels/pool.cu): the kernels' record in device memory and the report in mapped pinned host
 // memory, which raise() reads with a plain host load.
@@ -382,16 +380,9 @@ class IndexCheck {
   IndexCheck(std::shared_ptr<Runtime> runtime, const ErrorContext& context)
       : runtime_(std::move(runtime)),
         record_(runtime_->allocator().allocate(sizeof(kernels::PoolIndexRecord))) {
-    void* host = nullptr;
-    DNNX_CUDNN_CHECK(cudaHostAlloc(&host, sizeof(kernels::PoolIndexReport), cudaHostAllocMapped),
-                     context, "allocating the index report (mapped pinned memory)");
-    report_host_ = PinnedHost(host, "mapped pinned index report");
+    report_ = make_mapped_host(sizeof(kernels::PoolIndexReport), "index report", context);
     report()->position = -1;
-    report()->value = 0;
-    void* device = nullptr;
-    DNNX_CUDNN_CHECK(cudaHostGetDevicePointer(&device, host, 0), context,
-                     "mapping the index report into the device's address space");
-    report_device_ = static_cast<kernels::PoolIndexReport*>(device);
+    report_device_ = static_cast<kernels::PoolIndexReport*>(report_.device);
     DNNX_CUDNN_CHECK(kernels::pool_index_record_init(record(), runtime_->stream()), context,
                      "initializing the index record");
   }
@@ -420,12 +411,12 @@ class IndexCheck {
 
  private:
   volatile kernels::PoolIndexReport* report() const {
-    return static_cast<volatile kernels::PoolIndexReport*>(report_host_.get());
+    return static_cast<volatile kernels::PoolIndexReport*>(report_.host.get());
   }
 
   std::shared_ptr<Runtime> runtime_;
   void* record_;
-  PinnedHost report_host_;
+  MappedHost report_;
   kernels::PoolIndexReport* report_device_ = nullptr;
 };
 

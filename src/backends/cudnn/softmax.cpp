@@ -232,7 +232,7 @@ class KernelPlan final : public detail::OpPlan<detail::SoftmaxArgs> {
     const detail::AxisGeometry g = detail::axis_geometry(desc);
     shape_ = {g.outer, g.axis, g.inner};
     runtime_->make_current();
-    // The kernels load now rather than on the first timed run (Note [cold runs] in backend.cpp).
+    // The kernels load now rather than on the plan's first call.
     DNNX_CUDNN_CHECK(kernels::softmax_prime(element_of(desc.dtype), desc.log, shape_), context_,
                      "loading the softmax kernels");
   }
