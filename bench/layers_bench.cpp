@@ -29,8 +29,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <iomanip>
 #include <iostream>
@@ -107,8 +107,8 @@ double median(std::vector<double> values) {
 }
 
 // Uniform values in [low, high) on the context's device, or the integers 0..classes-1 for labels.
-Tensor filled(Context& context, const Dims& dims, DType dtype, Layout layout, float low,
-              float high, unsigned seed) {
+Tensor filled(Context& context, const Dims& dims, DType dtype, Layout layout, float low, float high,
+              unsigned seed) {
   Tensor host = Tensor::empty(dims, dtype, layout);
   std::mt19937 rng(seed);
   std::vector<float> values(static_cast<std::size_t>(host.numel()));
@@ -255,8 +255,7 @@ std::unique_ptr<Case> make_case(const std::string& name, Context& context, std::
     desc.dtype = dtype;
     desc.layout = layout;
     const auto logits = tensor(desc.dims, -4, 4, dtype, layout, 1);
-    const auto labels =
-        tensor(desc.labels_dims(), 0, 1000, DType::i64, Layout::channels_first, 2);
+    const auto labels = tensor(desc.labels_dims(), 0, 1000, DType::i64, Layout::channels_first, 2);
     const auto loss = tensor(desc.loss_dims(), 0, 1, dtype, Layout::channels_first, 3);
     const auto diff_loss = tensor(desc.loss_dims(), 1, 1.0001f, dtype, Layout::channels_first, 4);
     const auto diff_logits = tensor(desc.dims, 0, 1, dtype, layout, 5);
@@ -354,8 +353,7 @@ int main(int argc, char** argv) try {
           std::cout << (i ? ", " : "") << "{\"id\": " << quoted(row.algo.id)
                     << ", \"status\": " << quoted(std::string(to_string(row.status)))
                     << ", \"median_ms\": " << (row.runs > 0 ? row.median_ms : -1.0)
-                    << ", \"runs\": " << row.runs << ", \"detail\": " << quoted(row.detail)
-                    << "}";
+                    << ", \"runs\": " << row.runs << ", \"detail\": " << quoted(row.detail) << "}";
         }
         std::cout << "]}" << std::endl;
       }

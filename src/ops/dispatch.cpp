@@ -111,9 +111,8 @@ std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState
     }
     hooks.prepare(ids);
   }
-  auto choice = std::make_shared<Choice>(
-      tune::select(request, candidates, options, hooks.run, hooks.probe, first_run(backend),
-                   hooks.loop));
+  auto choice = std::make_shared<Choice>(tune::select(request, candidates, options, hooks.run,
+                                                      hooks.probe, first_run(backend), hooks.loop));
   choice->backend = backend.name();
   choice->fingerprint = backend.fingerprint();
   choice->environment = environment_json(backend);

@@ -269,7 +269,7 @@ class Dispatch {
     auto& backend = Op::backend(state.backend());
     // `runs` runs of `algo` back to back, timed together: ms per run.
     tune::RunLoop loop = [&state, &backend, &desc, direction, &args](const AlgoInfo& algo,
-                                                                    int runs) {
+                                                                     int runs) {
       auto plan = backend.plan(desc, direction, algo.id);
       const Workspace workspace = state.workspace(plan->algo().workspace_bytes);
       const Args& a = args();

@@ -117,8 +117,8 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 // the best median, the candidate cannot win and is abandoned without a full run. The bound is
 // sound, so this factor can be tighter than abandon_factor, which judges a cold first run: a
 // slice is timed warm (the cudnn backend's clock starts once the run is queued, Note [gated
-// timing]; the cpu backend runs oneDNN's gemm plans once when it builds them). Probing is not free (a
-// plan for the smaller desc and an extra short run per candidate), so it starts only once a
+// timing]; the cpu backend runs oneDNN's gemm plans once when it builds them). Probing is not free
+// (a plan for the smaller desc and an extra short run per candidate), so it starts only once a
 // candidate has been abandoned, i.e. once this (desc, direction) has shown that it has candidates
 // worth skipping; searches without slow candidates never probe. A slice the candidate cannot run
 // (nullopt or an error) leaves the decision to the full run.
@@ -310,11 +310,10 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
   if (contenders.size() < 2) return;
   // One loop length for every contender, from the best first-pass median.
   const double best = contenders.front()->median_ms;
-  const int loop_runs =
-      !loop || !(best > 0)
-          ? 1
-          : static_cast<int>(std::clamp(std::ceil(final_loop_ms / best), 1.0,
-                                        static_cast<double>(final_loop_max)));
+  const int loop_runs = !loop || !(best > 0)
+                            ? 1
+                            : static_cast<int>(std::clamp(std::ceil(final_loop_ms / best), 1.0,
+                                                          static_cast<double>(final_loop_max)));
   std::vector<std::vector<double>> times(contenders.size());
   for (int round = 0; round < options.timing_runs; ++round) {
     for (std::size_t i = 0; i < contenders.size(); ++i) {
@@ -335,10 +334,9 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
     contenders[i]->min_ms = *std::min_element(times[i].begin(), times[i].end());
     contenders[i]->runs = static_cast<int>(times[i].size());
     contenders[i]->detail =
-        loop_runs > 1
-            ? detail::cat("final round: interleaved with the other contenders, ", loop_runs,
-                          " runs back to back per sample")
-            : std::string("final round: interleaved with the other contenders");
+        loop_runs > 1 ? detail::cat("final round: interleaved with the other contenders, ",
+                                    loop_runs, " runs back to back per sample")
+                      : std::string("final round: interleaved with the other contenders");
   }
   sort_fastest_first(rows);
 }

@@ -359,8 +359,8 @@ TEST(ExhaustivePolicy, ProbesOnASliceOnceASlowCandidateShowedUp) {
 TEST(ExhaustivePolicy, WarmFirstRunsAreJudgedAtOnceAndCountAsSamples) {
   FakeBench bench;
   bench.add(Algo("best"), {10.0})
-      .add(Algo("near"), {12.0})      // within 1.25x: every timed run (3 of the first pass)
-      .add(Algo("far"), {19.0})       // within 2x but over 1.25x: one sample
+      .add(Algo("near"), {12.0})       // within 1.25x: every timed run (3 of the first pass)
+      .add(Algo("far"), {19.0})        // within 2x but over 1.25x: one sample
       .add(Algo("slow"), {21.0, 1.0})  // over 2x on its first run: abandoned, never run again
       .add(Algo("after"), {30.0});     // probed: its slice (25) is over 2x the best
   std::map<std::string, int> probes;
@@ -398,8 +398,8 @@ TEST(ExhaustivePolicy, WarmFirstRunsAreJudgedAtOnceAndCountAsSamples) {
   };
   FakeBench again = fresh();
   options.final_round = true;
-  const Choice choice = dnnx::tune::select(fake_request(), again.candidates(), options,
-                                           again.run(), {}, dnnx::tune::FirstRun::warm);
+  const Choice choice = dnnx::tune::select(fake_request(), again.candidates(), options, again.run(),
+                                           {}, dnnx::tune::FirstRun::warm);
   EXPECT_EQ(choice.algo.id, "best");
   EXPECT_EQ(again.calls("far"), 1 + 10);
   EXPECT_EQ(again.calls("near"), 3 + 10);
@@ -473,8 +473,8 @@ TEST(ExhaustivePolicy, FinalRoundTimesShortContendersBackToBack) {
   };
   const TuneOptions options = options_with(AlgoPolicy::exhaustive());
   FakeBench bench = fresh();
-  const Choice choice = dnnx::tune::select(fake_request(), bench.candidates(), options,
-                                           bench.run(), {}, dnnx::tune::FirstRun::warm, loop);
+  const Choice choice = dnnx::tune::select(fake_request(), bench.candidates(), options, bench.run(),
+                                           {}, dnnx::tune::FirstRun::warm, loop);
   EXPECT_EQ(choice.algo.id, "steady");
   EXPECT_DOUBLE_EQ(choice.time_ms, 0.0515);
   EXPECT_EQ(choice.runner_up, "ramp");
@@ -494,8 +494,8 @@ TEST(ExhaustivePolicy, FinalRoundTimesShortContendersBackToBack) {
   loops.clear();
   FakeBench long_runs;
   long_runs.add(Algo("ramp"), {0.60}).add(Algo("steady"), {0.62});
-  EXPECT_EQ(dnnx::tune::select(fake_request(), long_runs.candidates(), options, long_runs.run(),
-                               {}, dnnx::tune::FirstRun::warm, loop)
+  EXPECT_EQ(dnnx::tune::select(fake_request(), long_runs.candidates(), options, long_runs.run(), {},
+                               dnnx::tune::FirstRun::warm, loop)
                 .algo.id,
             "ramp");
   EXPECT_TRUE(loops.empty());

@@ -3,11 +3,11 @@
 
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv.hpp"
-#include "backends/cudnn/layers.hpp"
 #include "backends/cudnn/conv_common.hpp"
 #include "backends/cudnn/cudnn.hpp"
 #include "backends/cudnn/handles.hpp"
 #include "backends/cudnn/kernels/gate.hpp"
+#include "backends/cudnn/layers.hpp"
 #include "backends/cudnn/runtime.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
@@ -104,8 +104,7 @@ class CudnnBackend final : public detail::Backend {
         conv_fused_(make_conv_fused_backend(runtime_, *conv_)),
         start_(make_event(runtime_->context())),
         stop_(make_event(runtime_->context())),
-        gate_(make_mapped_host(sizeof(kernels::gate::Gate), "timing gate",
-                               runtime_->context())) {}
+        gate_(make_mapped_host(sizeof(kernels::gate::Gate), "timing gate", runtime_->context())) {}
 
   BackendKind kind() const override { return BackendKind::cudnn; }
   std::string name() const override { return "cudnn"; }

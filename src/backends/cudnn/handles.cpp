@@ -3,8 +3,8 @@
 #include "core/strings.hpp"
 
 #include <atomic>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 namespace dnnx::cudnn {

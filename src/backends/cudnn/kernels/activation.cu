@@ -9,13 +9,13 @@
 // system is kept busy by many resident threads rather than by several loads per thread: on an H100
 // (64x256x56x56 relu, loops of 50 calls) 1024-thread blocks of one pack per thread beat 256
 // threads x 4 packs by 3.2% (f16 fwd, 0.0700 against 0.0723 ms), 2.7% (f32 fwd), 1.0% (f16 bwd)
-// and 0.6% (f32 bwd), and 256 x 1, 512 x 1 and 128 x 1-8 fell in between. 16-byte accesses need the tensors to be 16-byte
-// aligned alike: the first `head` elements (fewer than a pack) are done one by one to reach that
-// alignment, as are the last `tail` ones; tensors that are aligned differently (views at odd
-// offsets) take a scalar kernel. In place (dst == src, or diff_src == diff_dst) is safe: every
-// element is read and then written by the one thread that owns it. Arithmetic is f32 whatever the
-// storage type, with the accurate CUDA math functions (tanhf, expf, expm1f), and each element is
-// computed the same way on every run: the kernels are deterministic.
+// and 0.6% (f32 bwd), and 256 x 1, 512 x 1 and 128 x 1-8 fell in between. 16-byte accesses need the
+// tensors to be 16-byte aligned alike: the first `head` elements (fewer than a pack) are done one
+// by one to reach that alignment, as are the last `tail` ones; tensors that are aligned differently
+// (views at odd offsets) take a scalar kernel. In place (dst == src, or diff_src == diff_dst) is
+// safe: every element is read and then written by the one thread that owns it. Arithmetic is f32
+// whatever the storage type, with the accurate CUDA math functions (tanhf, expf, expm1f), and each
+// element is computed the same way on every run: the kernels are deterministic.
 
 #include "backends/cudnn/kernels/activation.hpp"
 
