@@ -365,11 +365,13 @@ std::vector<BadInput> bad_inputs() {
       {"cpu_index_past_the_plane",
        bwd_indices_with([](IndexTensors& t) { set_index(t, 1, 2, 4, 5, 1000); }, BackendKind::cpu),
        ErrorKind::InvalidArgument,
-       {"indices[1, 2, 4, 5] is 1000", "outside the 9x7 input plane"}},
+       {"indices[1, 2, 4, 5] is 1000", "outside the 9x7 input plane"},
+       BackendKind::cpu},
       {"cpu_index_outside_its_window_rows",
        bwd_indices_with([](IndexTensors& t) { set_index(t, 0, 0, 4, 0, 0); }, BackendKind::cpu),
        ErrorKind::InvalidArgument,
-       {"indices[0, 0, 4, 0] is 0 (input element 0, 0)", "outside that output's window"}},
+       {"indices[0, 0, 4, 0] is 0 (input element 0, 0)", "outside that output's window"},
+       BackendKind::cpu},
       {"unknown_fixed_id",
        [] {
          Context context = reference_context();

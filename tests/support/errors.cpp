@@ -12,6 +12,9 @@ void BadCaseAdder::operator()(std::string name, std::function<void()> call, Erro
 void PrintTo(const BadCase& bad, std::ostream* out) { *out << bad.name; }
 
 void expect_raises(const BadCase& bad, std::string_view op) {
+  if (std::string why; !backend_available(bad.backend, &why)) {
+    GTEST_SKIP() << bad.name << " needs backend " << to_string(bad.backend) << ": " << why;
+  }
   try {
     bad.call();
     ADD_FAILURE() << bad.name << ": expected " << to_string(bad.kind) << ", nothing was thrown";

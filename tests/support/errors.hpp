@@ -17,12 +17,14 @@ namespace dnnx::test {
 
 /// One bad input: `call` must raise dnnx::Error of `kind` whose message (without the context
 /// decorations) contains every entry of `needles`: the argument, the value received, what is
-/// accepted.
+/// accepted. `backend`: the backend the call runs on; where it is not available (a build without
+/// oneDNN, a machine without a GPU) the case is skipped, not failed.
 struct BadCase {
   std::string name;
   std::function<void()> call;
   ErrorKind kind = ErrorKind::InvalidArgument;
   std::vector<std::string> needles;
+  BackendKind backend = BackendKind::reference;
 };
 
 /// Appends to a table of cases: add(name, call, kind, needles).
@@ -40,7 +42,8 @@ class BadCaseAdder {
 void PrintTo(const BadCase& bad,  // NOLINT(readability-identifier-naming): gtest's name
              std::ostream* out);
 
-/// Runs `bad.call` and checks, as gtest expectations, that it raises bad.kind with every needle in
+/// Skips the test (GTEST_SKIP) when bad.backend is not available; otherwise runs `bad.call` and
+/// checks, as gtest expectations, that it raises bad.kind with every needle in
 /// the message. An error the op layer raised (its context's op starts with `op`, e.g. "pool")
 /// must also carry the desc's repro line, "dnnx profile <op> ...".
 void expect_raises(const BadCase& bad, std::string_view op);
