@@ -137,13 +137,35 @@ struct alignas(16) Pack {
   T v[size];
 };
 
-// Note [streaming accesses]: every byte is read once and written once, and a ResNet-sized tensor
-// is several times L2, so the packs are loaded and stored with the evict-first cache hint (.cs):
-// they do not push other data out of L2 for nothing.
+// Note [streaming accesses]
+// Every byte is read once and written once, and a ResNet-sized tensor is several times L2, so the
+// stores carry the evict-first hint (.cs): they do not push other data out of L2 for nothing. The
+// forward's loads carry it too; the backward's loads are plain (normal priority). Evict-first lines
+// are the first victims, so a kernel whose every access is evict-first never displaces the normal
+// lines that earlier work (another kernel, a copy) left in L2: loop after loop it streams through
+// the part of L2 those lines leave it, and its time depends on what ran before it. On an H100
+// (64x256x56x56 f16 relu, loops of 50), with L2 set up before each timing in four ways (emptied;
+// filled by a plain read of an unrelated tensor; by a plain pass over the kernel's inputs and an
+// unrelated output; by a host copy of the input), the backward with .cs loads ran 0.1026 ms after
+// the first and 0.1046-0.1054 after the others, and in layers_bench it read 0.1025-0.1075 by
+// process and by buffer, so :dst and :src (Note [cudnn activation candidates]), which differ only
+// in the buffer they read, swapped places from run to run, 2% apart. With plain loads it ran
+// 0.1031-0.1035 in all four (PyTorch's threshold_backward, plain too: 0.1035-0.1042), and in
+// layers_bench :dst and :src now time within 0.2%. The forward's .cs loads ran 0.0697-0.0710 in
+// the four states against 0.0704-0.0707 plain (PyTorch 0.0707), no clear loss, so they stay.
+// ld.global.nc behaved as .cs.
 template <typename P>
 __device__ __forceinline__ P load_streaming(const P* p) {
   static_assert(sizeof(P) == sizeof(uint4));
   const uint4 raw = __ldcs(reinterpret_cast<const uint4*>(p));
+  P value;
+  memcpy(&value, &raw, sizeof raw);
+  return value;
+}
+template <typename P>
+__device__ __forceinline__ P load_normal(const P* p) {
+  static_assert(sizeof(P) == sizeof(uint4));
+  const uint4 raw = __ldca(reinterpret_cast<const uint4*>(p));  // ld.global.ca: the default
   P value;
   memcpy(&value, &raw, sizeof raw);
   return value;
@@ -175,8 +197,12 @@ __global__ void __launch_bounds__(block_threads)
     for (int u = 0; u < unroll; ++u) {
       const std::int64_t i = base + static_cast<std::int64_t>(u) * block_threads;
       if (i < packs) {
-        values[u] = load_streaming(in_packs + i);
-        if constexpr (M != Mode::forward) grads[u] = load_streaming(dy_packs + i);
+        if constexpr (M == Mode::forward) {
+          values[u] = load_streaming(in_packs + i);
+        } else {  // Note [streaming accesses]
+          values[u] = load_normal(in_packs + i);
+          grads[u] = load_normal(dy_packs + i);
+        }
       }
     }
 #pragma unroll
