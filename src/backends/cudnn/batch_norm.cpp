@@ -50,6 +50,7 @@
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv_common.hpp"
 #include "backends/cudnn/handles.hpp"
+#include "backends/cudnn/launch_graph.hpp"
 #include "backends/cudnn/layer_common.hpp"
 #include "backends/cudnn/layers.hpp"
 #include "core/batch_norm_args.hpp"
@@ -60,6 +61,7 @@
 #include <array>
 #include <climits>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -402,6 +404,9 @@ float* param_of(T* tensor, const char* role, const ErrorContext& context, bool r
 
 // ---- cuDNN plans --------------------------------------------------------------------------------
 
+// The pointers of a call besides LaunchGraph's key of four: parameters and statistics.
+using Extras = std::array<const void*, 5>;
+
 class CudnnPlan final : public BatchNormPlan {
  public:
   CudnnPlan(std::shared_ptr<Runtime> runtime, const BatchNormDesc& desc, Direction direction,
@@ -454,63 +459,80 @@ class CudnnPlan final : public BatchNormPlan {
     const void* x = data_of(args.src, "src", context_);
     const float* scale = desc_.affine ? param_of(args.scale, "scale", context_, true) : ones;
 
+    // Every pointer is read (and checked) before anything runs; the launch below only queues the
+    // cuDNN call, so that a repeated call on the same memory replays it (Note [graph replay]).
+    std::function<void()> launch;
+    LaunchGraph::Key key{};
+    Extras extras{};
     if (direction_ == Direction::fwd) {
       void* y = data_of(args.dst, "dst", context_);
       const float* shift = desc_.affine ? param_of(args.shift, "shift", context_, true) : zeros;
       float* running_mean = param_of(args.running_mean, "running_mean", context_, !desc_.training);
       float* running_var = param_of(args.running_var, "running_var", context_,
                                     !desc_.training || running_mean != nullptr);
-      if (!desc_.training) {
-        DNNX_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
-                             handle, mode_, &one, &zero, x_desc, x, x_desc, y, p_desc, scale, shift,
-                             running_mean, running_var, desc_.eps),
-                         context_, "running cudnnBatchNormalizationForwardInference");
-        return;
-      }
       // Both or neither (the op layer's rule, which cuDNN shares).
-      float* saved_mean = param_of(args.saved_mean, "saved_mean", context_, false);
-      float* saved_inv_std =
-          param_of(args.saved_inv_std, "saved_inv_std", context_, saved_mean != nullptr);
-      if (ex_) {
-        DNNX_CUDNN_CHECK(
-            cudnnBatchNormalizationForwardTrainingEx(
-                handle, mode_, CUDNN_BATCHNORM_OPS_BN, &one, &zero, x_desc, x, nullptr, nullptr,
-                x_desc, y, p_desc, scale, shift, desc_.momentum, running_mean, running_var,
-                desc_.eps, saved_mean, saved_inv_std, nullptr, ex_workspace, info_.workspace_bytes,
-                reserve_bytes_ > 0 ? reserve_.data() : nullptr, reserve_bytes_),
-            context_, "running cudnnBatchNormalizationForwardTrainingEx");
-      } else {
-        DNNX_CUDNN_CHECK(
-            cudnnBatchNormalizationForwardTraining(
-                handle, mode_, &one, &zero, x_desc, x, x_desc, y, p_desc, scale, shift,
-                desc_.momentum, running_mean, running_var, desc_.eps, saved_mean, saved_inv_std),
-            context_, "running cudnnBatchNormalizationForwardTraining");
-      }
-      return;
-    }
-
-    const void* dy = data_of(args.diff_dst, "diff_dst", context_);
-    void* dx = data_of(args.diff_src, "diff_src", context_);
-    const float* saved_mean = param_of(args.saved_mean, "saved_mean", context_, true);
-    const float* saved_inv_std = param_of(args.saved_inv_std, "saved_inv_std", context_, true);
-    float* diff_scale =
-        desc_.affine ? param_of(args.diff_scale, "diff_scale", context_, true) : unit + 2 * k;
-    float* diff_shift =
-        desc_.affine ? param_of(args.diff_shift, "diff_shift", context_, true) : unit + 3 * k;
-    if (ex_) {
-      DNNX_CUDNN_CHECK(cudnnBatchNormalizationBackwardEx(
-                           handle, mode_, CUDNN_BATCHNORM_OPS_BN, &one, &zero, &one, &zero, x_desc,
-                           x, nullptr, nullptr, x_desc, dy, nullptr, nullptr, x_desc, dx, p_desc,
-                           scale, nullptr, diff_scale, diff_shift, desc_.eps, saved_mean,
-                           saved_inv_std, nullptr, ex_workspace, info_.workspace_bytes, nullptr, 0),
-                       context_, "running cudnnBatchNormalizationBackwardEx");
+      float* saved_mean =
+          desc_.training ? param_of(args.saved_mean, "saved_mean", context_, false) : nullptr;
+      float* saved_inv_std = desc_.training ? param_of(args.saved_inv_std, "saved_inv_std",
+                                                       context_, saved_mean != nullptr)
+                                            : nullptr;
+      key = {x, y, scale, ex_workspace};
+      extras = {shift, running_mean, running_var, saved_mean, saved_inv_std};
+      launch = [&, y, shift, running_mean, running_var, saved_mean, saved_inv_std] {
+        if (!desc_.training) {
+          DNNX_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
+                               handle, mode_, &one, &zero, x_desc, x, x_desc, y, p_desc, scale,
+                               shift, running_mean, running_var, desc_.eps),
+                           context_, "running cudnnBatchNormalizationForwardInference");
+        } else if (ex_) {
+          DNNX_CUDNN_CHECK(cudnnBatchNormalizationForwardTrainingEx(
+                               handle, mode_, CUDNN_BATCHNORM_OPS_BN, &one, &zero, x_desc, x,
+                               nullptr, nullptr, x_desc, y, p_desc, scale, shift, desc_.momentum,
+                               running_mean, running_var, desc_.eps, saved_mean, saved_inv_std,
+                               nullptr, ex_workspace, info_.workspace_bytes,
+                               reserve_bytes_ > 0 ? reserve_.data() : nullptr, reserve_bytes_),
+                           context_, "running cudnnBatchNormalizationForwardTrainingEx");
+        } else {
+          DNNX_CUDNN_CHECK(
+              cudnnBatchNormalizationForwardTraining(
+                  handle, mode_, &one, &zero, x_desc, x, x_desc, y, p_desc, scale, shift,
+                  desc_.momentum, running_mean, running_var, desc_.eps, saved_mean, saved_inv_std),
+              context_, "running cudnnBatchNormalizationForwardTraining");
+        }
+      };
     } else {
-      DNNX_CUDNN_CHECK(
-          cudnnBatchNormalizationBackward(handle, mode_, &one, &zero, &one, &zero, x_desc, x,
-                                          x_desc, dy, x_desc, dx, p_desc, scale, diff_scale,
-                                          diff_shift, desc_.eps, saved_mean, saved_inv_std),
-          context_, "running cudnnBatchNormalizationBackward");
+      const void* dy = data_of(args.diff_dst, "diff_dst", context_);
+      void* dx = data_of(args.diff_src, "diff_src", context_);
+      const float* saved_mean = param_of(args.saved_mean, "saved_mean", context_, true);
+      const float* saved_inv_std = param_of(args.saved_inv_std, "saved_inv_std", context_, true);
+      float* diff_scale =
+          desc_.affine ? param_of(args.diff_scale, "diff_scale", context_, true) : unit + 2 * k;
+      float* diff_shift =
+          desc_.affine ? param_of(args.diff_shift, "diff_shift", context_, true) : unit + 3 * k;
+      key = {x, dy, dx, ex_workspace};
+      extras = {scale, saved_mean, saved_inv_std, diff_scale, diff_shift};
+      launch = [&, dy, dx, saved_mean, saved_inv_std, diff_scale, diff_shift] {
+        if (ex_) {
+          DNNX_CUDNN_CHECK(
+              cudnnBatchNormalizationBackwardEx(
+                  handle, mode_, CUDNN_BATCHNORM_OPS_BN, &one, &zero, &one, &zero, x_desc, x,
+                  nullptr, nullptr, x_desc, dy, nullptr, nullptr, x_desc, dx, p_desc, scale,
+                  nullptr, diff_scale, diff_shift, desc_.eps, saved_mean, saved_inv_std, nullptr,
+                  ex_workspace, info_.workspace_bytes, nullptr, 0),
+              context_, "running cudnnBatchNormalizationBackwardEx");
+        } else {
+          DNNX_CUDNN_CHECK(
+              cudnnBatchNormalizationBackward(handle, mode_, &one, &zero, &one, &zero, x_desc, x,
+                                              x_desc, dy, x_desc, dx, p_desc, scale, diff_scale,
+                                              diff_shift, desc_.eps, saved_mean, saved_inv_std),
+              context_, "running cudnnBatchNormalizationBackward");
+        }
+      };
     }
+    // The graph holds every pointer: new parameters or statistics start a new one.
+    if (extras != last_extras_) replay_ = LaunchGraph();
+    last_extras_ = extras;
+    replay_.run(runtime_->settings().graphs, runtime_->stream(), key, launch, context_);
   }
 
  private:
@@ -525,6 +547,8 @@ class CudnnPlan final : public BatchNormPlan {
   Descriptors descriptors_;
   Tensor unit_;     // affine off: K ones, K zeros, 2 K gradient floats, on the device
   Tensor reserve_;  // Ex forward: cuDNN's reserve space
+  Extras last_extras_{};
+  LaunchGraph replay_;  // Note [graph replay]
 };
 
 // ---- kernel plans -------------------------------------------------------------------------------
