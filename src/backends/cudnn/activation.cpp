@@ -333,8 +333,8 @@ class LegacyPlan final : public detail::OpPlan<detail::ActivationArgs> {
       const void* x = need(args.src, "src", context_).data();
       void* y = need(args.dst, "dst", context_).data();
       replay_.run(
-          runtime_->settings().graphs, runtime_->stream(), {x, y, nullptr, nullptr},
-          [&] { forward(x, y); }, context_);
+          runtime_->settings().graphs, runtime_->stream(), {x, y}, [&] { forward(x, y); },
+          context_);
       return;
     }
     const void* x = need(args.src, "src", context_).data();

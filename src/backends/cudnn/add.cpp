@@ -383,7 +383,7 @@ class LegacyPlan final : public detail::OpPlan<detail::AddArgs> {
       const void* dy = need(args.diff_dst, "diff_dst", context_)->data();
       void* dx = need(args.diff_src, "diff_src", context_)->data();
       replay_.run(
-          runtime_->settings().graphs, runtime_->stream(), {dy, dx, workspace.data, nullptr},
+          runtime_->settings().graphs, runtime_->stream(), {dy, dx, workspace.data},
           [&] { reduce(dy, dx, workspace); }, context_);
       return;
     }
@@ -391,15 +391,15 @@ class LegacyPlan final : public detail::OpPlan<detail::AddArgs> {
       const void* dy = need(args.diff_dst, "diff_dst", context_)->data();
       void* dx = need(args.diff_src, "diff_src", context_)->data();
       replay_.run(
-          runtime_->settings().graphs, runtime_->stream(), {dy, dx, nullptr, nullptr},
-          [&] { add(dy, dx); }, context_);
+          runtime_->settings().graphs, runtime_->stream(), {dy, dx}, [&] { add(dy, dx); },
+          context_);
       return;
     }
     const void* src = need(args.src, "src", context_)->data();
     void* dst = need(args.dst, "dst", context_)->data();
     replay_.run(
-        runtime_->settings().graphs, runtime_->stream(), {src, dst, nullptr, nullptr},
-        [&] { add(src, dst); }, context_);
+        runtime_->settings().graphs, runtime_->stream(), {src, dst}, [&] { add(src, dst); },
+        context_);
   }
 
  private:

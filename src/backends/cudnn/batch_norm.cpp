@@ -61,7 +61,6 @@
 #include <array>
 #include <climits>
 #include <cstddef>
-#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -404,9 +403,6 @@ float* param_of(T* tensor, const char* role, const ErrorContext& context, bool r
 
 // ---- cuDNN plans --------------------------------------------------------------------------------
 
-// The pointers of a call besides LaunchGraph's key of four: parameters and statistics.
-using Extras = std::array<const void*, 5>;
-
 class CudnnPlan final : public BatchNormPlan {
  public:
   CudnnPlan(std::shared_ptr<Runtime> runtime, const BatchNormDesc& desc, Direction direction,
@@ -451,91 +447,101 @@ class CudnnPlan final : public BatchNormPlan {
     auto* unit = static_cast<float*>(unit_.data());
     const float* ones = desc_.affine ? nullptr : unit;
     const float* zeros = desc_.affine ? nullptr : unit + k;
-    void* ex_workspace = info_.workspace_bytes > 0 ? workspace.data : nullptr;
+    // Every pointer is read (and checked) before anything is queued, so that a repeated call on
+    // the same memory replays the cuDNN call (Note [graph replay]).
+    Call c;
+    c.x = data_of(args.src, "src", context_);
+    c.scale = desc_.affine ? param_of(args.scale, "scale", context_, true) : ones;
+    c.workspace = info_.workspace_bytes > 0 ? workspace.data : nullptr;
+    if (direction_ == Direction::fwd) {
+      c.y = data_of(args.dst, "dst", context_);
+      c.shift = desc_.affine ? param_of(args.shift, "shift", context_, true) : zeros;
+      c.running_mean = param_of(args.running_mean, "running_mean", context_, !desc_.training);
+      c.running_var = param_of(args.running_var, "running_var", context_,
+                               !desc_.training || c.running_mean != nullptr);
+      if (desc_.training) {
+        // Both or neither (the op layer's rule, which cuDNN shares).
+        c.saved_mean = param_of(args.saved_mean, "saved_mean", context_, false);
+        c.saved_inv_std =
+            param_of(args.saved_inv_std, "saved_inv_std", context_, c.saved_mean != nullptr);
+      }
+    } else {
+      c.dy = data_of(args.diff_dst, "diff_dst", context_);
+      c.dx = data_of(args.diff_src, "diff_src", context_);
+      c.saved_mean = param_of(args.saved_mean, "saved_mean", context_, true);
+      c.saved_inv_std = param_of(args.saved_inv_std, "saved_inv_std", context_, true);
+      c.diff_scale =
+          desc_.affine ? param_of(args.diff_scale, "diff_scale", context_, true) : unit + 2 * k;
+      c.diff_shift =
+          desc_.affine ? param_of(args.diff_shift, "diff_shift", context_, true) : unit + 3 * k;
+    }
+    replay_.run(
+        runtime_->settings().graphs, runtime_->stream(),
+        {c.x, c.y, c.dy, c.dx, c.scale, c.shift, c.running_mean, c.running_var, c.saved_mean,
+         c.saved_inv_std, c.diff_scale, c.diff_shift, c.workspace},
+        [&] { queue(c); }, context_);
+  }
+
+ private:
+  // One call's pointers (null where the direction or mode has none).
+  struct Call {
+    const void* x = nullptr;
+    void* y = nullptr;
+    const void* dy = nullptr;
+    void* dx = nullptr;
+    const float* scale = nullptr;
+    const float* shift = nullptr;
+    float* running_mean = nullptr;
+    float* running_var = nullptr;
+    float* saved_mean = nullptr;
+    float* saved_inv_std = nullptr;
+    float* diff_scale = nullptr;
+    float* diff_shift = nullptr;
+    void* workspace = nullptr;
+  };
+
+  // Queues the cuDNN call of this plan's direction and mode.
+  void queue(const Call& c) {
     const float one = 1.0f, zero = 0.0f;
     const cudnnHandle_t handle = runtime_->handle();
     const cudnnTensorDescriptor_t x_desc = descriptors_.x.get();
     const cudnnTensorDescriptor_t p_desc = descriptors_.params.get();
-    const void* x = data_of(args.src, "src", context_);
-    const float* scale = desc_.affine ? param_of(args.scale, "scale", context_, true) : ones;
-
-    // Every pointer is read (and checked) before anything runs; the launch below only queues the
-    // cuDNN call, so that a repeated call on the same memory replays it (Note [graph replay]).
-    std::function<void()> launch;
-    LaunchGraph::Key key{};
-    Extras extras{};
-    if (direction_ == Direction::fwd) {
-      void* y = data_of(args.dst, "dst", context_);
-      const float* shift = desc_.affine ? param_of(args.shift, "shift", context_, true) : zeros;
-      float* running_mean = param_of(args.running_mean, "running_mean", context_, !desc_.training);
-      float* running_var = param_of(args.running_var, "running_var", context_,
-                                    !desc_.training || running_mean != nullptr);
-      // Both or neither (the op layer's rule, which cuDNN shares).
-      float* saved_mean =
-          desc_.training ? param_of(args.saved_mean, "saved_mean", context_, false) : nullptr;
-      float* saved_inv_std = desc_.training ? param_of(args.saved_inv_std, "saved_inv_std",
-                                                       context_, saved_mean != nullptr)
-                                            : nullptr;
-      key = {x, y, scale, ex_workspace};
-      extras = {shift, running_mean, running_var, saved_mean, saved_inv_std};
-      launch = [&, y, shift, running_mean, running_var, saved_mean, saved_inv_std] {
-        if (!desc_.training) {
-          DNNX_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
-                               handle, mode_, &one, &zero, x_desc, x, x_desc, y, p_desc, scale,
-                               shift, running_mean, running_var, desc_.eps),
-                           context_, "running cudnnBatchNormalizationForwardInference");
-        } else if (ex_) {
-          DNNX_CUDNN_CHECK(cudnnBatchNormalizationForwardTrainingEx(
-                               handle, mode_, CUDNN_BATCHNORM_OPS_BN, &one, &zero, x_desc, x,
-                               nullptr, nullptr, x_desc, y, p_desc, scale, shift, desc_.momentum,
-                               running_mean, running_var, desc_.eps, saved_mean, saved_inv_std,
-                               nullptr, ex_workspace, info_.workspace_bytes,
-                               reserve_bytes_ > 0 ? reserve_.data() : nullptr, reserve_bytes_),
-                           context_, "running cudnnBatchNormalizationForwardTrainingEx");
-        } else {
-          DNNX_CUDNN_CHECK(
-              cudnnBatchNormalizationForwardTraining(
-                  handle, mode_, &one, &zero, x_desc, x, x_desc, y, p_desc, scale, shift,
-                  desc_.momentum, running_mean, running_var, desc_.eps, saved_mean, saved_inv_std),
-              context_, "running cudnnBatchNormalizationForwardTraining");
-        }
-      };
+    if (direction_ == Direction::fwd && !desc_.training) {
+      DNNX_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
+                           handle, mode_, &one, &zero, x_desc, c.x, x_desc, c.y, p_desc, c.scale,
+                           c.shift, c.running_mean, c.running_var, desc_.eps),
+                       context_, "running cudnnBatchNormalizationForwardInference");
+    } else if (direction_ == Direction::fwd && ex_) {
+      DNNX_CUDNN_CHECK(
+          cudnnBatchNormalizationForwardTrainingEx(
+              handle, mode_, CUDNN_BATCHNORM_OPS_BN, &one, &zero, x_desc, c.x, nullptr, nullptr,
+              x_desc, c.y, p_desc, c.scale, c.shift, desc_.momentum, c.running_mean, c.running_var,
+              desc_.eps, c.saved_mean, c.saved_inv_std, nullptr, c.workspace, info_.workspace_bytes,
+              reserve_bytes_ > 0 ? reserve_.data() : nullptr, reserve_bytes_),
+          context_, "running cudnnBatchNormalizationForwardTrainingEx");
+    } else if (direction_ == Direction::fwd) {
+      DNNX_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
+                           handle, mode_, &one, &zero, x_desc, c.x, x_desc, c.y, p_desc, c.scale,
+                           c.shift, desc_.momentum, c.running_mean, c.running_var, desc_.eps,
+                           c.saved_mean, c.saved_inv_std),
+                       context_, "running cudnnBatchNormalizationForwardTraining");
+    } else if (ex_) {
+      DNNX_CUDNN_CHECK(
+          cudnnBatchNormalizationBackwardEx(
+              handle, mode_, CUDNN_BATCHNORM_OPS_BN, &one, &zero, &one, &zero, x_desc, c.x, nullptr,
+              nullptr, x_desc, c.dy, nullptr, nullptr, x_desc, c.dx, p_desc, c.scale, nullptr,
+              c.diff_scale, c.diff_shift, desc_.eps, c.saved_mean, c.saved_inv_std, nullptr,
+              c.workspace, info_.workspace_bytes, nullptr, 0),
+          context_, "running cudnnBatchNormalizationBackwardEx");
     } else {
-      const void* dy = data_of(args.diff_dst, "diff_dst", context_);
-      void* dx = data_of(args.diff_src, "diff_src", context_);
-      const float* saved_mean = param_of(args.saved_mean, "saved_mean", context_, true);
-      const float* saved_inv_std = param_of(args.saved_inv_std, "saved_inv_std", context_, true);
-      float* diff_scale =
-          desc_.affine ? param_of(args.diff_scale, "diff_scale", context_, true) : unit + 2 * k;
-      float* diff_shift =
-          desc_.affine ? param_of(args.diff_shift, "diff_shift", context_, true) : unit + 3 * k;
-      key = {x, dy, dx, ex_workspace};
-      extras = {scale, saved_mean, saved_inv_std, diff_scale, diff_shift};
-      launch = [&, dy, dx, saved_mean, saved_inv_std, diff_scale, diff_shift] {
-        if (ex_) {
-          DNNX_CUDNN_CHECK(
-              cudnnBatchNormalizationBackwardEx(
-                  handle, mode_, CUDNN_BATCHNORM_OPS_BN, &one, &zero, &one, &zero, x_desc, x,
-                  nullptr, nullptr, x_desc, dy, nullptr, nullptr, x_desc, dx, p_desc, scale,
-                  nullptr, diff_scale, diff_shift, desc_.eps, saved_mean, saved_inv_std, nullptr,
-                  ex_workspace, info_.workspace_bytes, nullptr, 0),
-              context_, "running cudnnBatchNormalizationBackwardEx");
-        } else {
-          DNNX_CUDNN_CHECK(
-              cudnnBatchNormalizationBackward(handle, mode_, &one, &zero, &one, &zero, x_desc, x,
-                                              x_desc, dy, x_desc, dx, p_desc, scale, diff_scale,
-                                              diff_shift, desc_.eps, saved_mean, saved_inv_std),
-              context_, "running cudnnBatchNormalizationBackward");
-        }
-      };
+      DNNX_CUDNN_CHECK(
+          cudnnBatchNormalizationBackward(handle, mode_, &one, &zero, &one, &zero, x_desc, c.x,
+                                          x_desc, c.dy, x_desc, c.dx, p_desc, c.scale, c.diff_scale,
+                                          c.diff_shift, desc_.eps, c.saved_mean, c.saved_inv_std),
+          context_, "running cudnnBatchNormalizationBackward");
     }
-    // The graph holds every pointer: new parameters or statistics start a new one.
-    if (extras != last_extras_) replay_ = LaunchGraph();
-    last_extras_ = extras;
-    replay_.run(runtime_->settings().graphs, runtime_->stream(), key, launch, context_);
   }
 
- private:
   std::shared_ptr<Runtime> runtime_;
   BatchNormDesc desc_;
   Direction direction_;
@@ -545,9 +551,8 @@ class CudnnPlan final : public BatchNormPlan {
   bool ex_;
   std::size_t reserve_bytes_;
   Descriptors descriptors_;
-  Tensor unit_;     // affine off: K ones, K zeros, 2 K gradient floats, on the device
-  Tensor reserve_;  // Ex forward: cuDNN's reserve space
-  Extras last_extras_{};
+  Tensor unit_;         // affine off: K ones, K zeros, 2 K gradient floats, on the device
+  Tensor reserve_;      // Ex forward: cuDNN's reserve space
   LaunchGraph replay_;  // Note [graph replay]
 };
 

@@ -119,14 +119,6 @@ Pointers bind(const ConvFusedDesc& desc, const detail::ConvFusedArgs& args,
   return p;
 }
 
-// The pointers besides src, weights, dst and the workspace that a replayed CUDA graph bakes in:
-// when they change, the plan's LaunchGraph (keyed by four pointers) is replaced.
-struct ExtraKey {
-  const void* bias = nullptr;
-  const void* residual = nullptr;
-  bool operator==(const ExtraKey&) const = default;
-};
-
 // ---- graph API ----------------------------------------------------------------------------------
 
 // Unique ids of the graph's tensors (Note [fused operation graph]); virtual ones from 100.
@@ -413,11 +405,8 @@ class FusedEnginePlan final : public detail::ConvFusedPlan {
       DNNX_CUDNN_CHECK(cudnnBackendExecute(runtime_->handle(), plan_.get(), variant_pack_.get()),
                        context_, "running the execution plan");
     };
-    const ExtraKey extra{p.bias, p.residual};
-    if (extra != last_extra_) replay_ = LaunchGraph();
-    last_extra_ = extra;
     replay_.run(runtime_->settings().graphs, runtime_->stream(),
-                {p.src, p.weights, p.dst, workspace_data}, launch, context_);
+                {p.src, p.weights, p.dst, workspace_data, p.bias, p.residual}, launch, context_);
   }
 
  private:
@@ -432,7 +421,6 @@ class FusedEnginePlan final : public detail::ConvFusedPlan {
   BackendDescriptor variant_pack_;
   std::array<void*, 5> last_pointers_{};
   void* last_workspace_ = nullptr;
-  ExtraKey last_extra_;
   LaunchGraph replay_;  // Note [graph replay]
 };
 
@@ -682,11 +670,8 @@ class LegacyFusedPlan final : public detail::ConvFusedPlan {
               d.bias.get(), p.bias, d.activation.get(), d.dst.get(), p.dst),
           context_, "running cudnnConvolutionBiasActivationForward");
     };
-    const ExtraKey extra{p.bias, p.residual};
-    if (extra != last_extra_) replay_ = LaunchGraph();
-    last_extra_ = extra;
     replay_.run(runtime_->settings().graphs, runtime_->stream(),
-                {p.src, p.weights, p.dst, workspace.data}, launch, context_);
+                {p.src, p.weights, p.dst, workspace.data, p.bias, p.residual}, launch, context_);
   }
 
  private:
@@ -696,7 +681,6 @@ class LegacyFusedPlan final : public detail::ConvFusedPlan {
   ErrorContext context_;
   cudnnConvolutionFwdAlgo_t algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   std::unique_ptr<LegacyDescriptors> descriptors_;
-  ExtraKey last_extra_;
   LaunchGraph replay_;  // Note [graph replay]
 };
 

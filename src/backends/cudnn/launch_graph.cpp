@@ -2,16 +2,18 @@
 
 #include "backends/cudnn/check.hpp"
 
+#include <algorithm>
+
 namespace dnnx::cudnn {
 
-void LaunchGraph::run(bool enabled, cudaStream_t stream, const Key& key,
-                      const std::function<void()>& launch, const ErrorContext& context) {
+void LaunchGraph::run(bool enabled, cudaStream_t stream, std::initializer_list<const void*> key,
+                      LaunchRef launch, const ErrorContext& context) {
   if (!enabled || disabled_) {
     launch();
     return;
   }
-  if (key != key_) {
-    key_ = key;
+  if (!std::equal(key.begin(), key.end(), key_.begin(), key_.end())) {
+    key_.assign(key.begin(), key.end());
     repeats_ = 0;
     exec_.reset();
   }
@@ -24,7 +26,7 @@ void LaunchGraph::run(bool enabled, cudaStream_t stream, const Key& key,
   DNNX_CUDNN_CHECK(cudaGraphLaunch(exec_.get(), stream), context, "replaying the captured plan");
 }
 
-bool LaunchGraph::capture(cudaStream_t stream, const std::function<void()>& launch) {
+bool LaunchGraph::capture(cudaStream_t stream, LaunchRef launch) {
   if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
     cudaGetLastError();
     return false;

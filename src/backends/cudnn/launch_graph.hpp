@@ -13,24 +13,41 @@
 
 #include "backends/cudnn/handles.hpp"
 
-#include <array>
-#include <functional>
+#include <initializer_list>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace dnnx::cudnn {
 
-class LaunchGraph {
+/// A callable borrowed for one call, without a copy: a plan's launch runs on every call, and a
+/// std::function holding its captures would allocate each time.
+class LaunchRef {
  public:
-  using Key = std::array<const void*, 4>;  ///< the three tensors and the workspace
-
-  /// Runs `launch` (which queues work on `stream`), directly or by replaying the graph captured
-  /// from it for `key`. Throws like `launch` does.
-  void run(bool enabled, cudaStream_t stream, const Key& key, const std::function<void()>& launch,
-           const ErrorContext& context);
+  template <typename F>
+  requires(!std::is_same_v<std::remove_cvref_t<F>, LaunchRef>) LaunchRef(
+      F&& f)  // NOLINT(google-explicit-constructor): passed as a lambda at every call site
+      : object_(const_cast<void*>(static_cast<const void*>(&f))),
+        call_([](void* object) { (*static_cast<std::remove_reference_t<F>*>(object))(); }) {}
+  void operator()() const { call_(object_); }
 
  private:
-  bool capture(cudaStream_t stream, const std::function<void()>& launch);
+  void* object_;
+  void (*call_)(void*);
+};
 
-  Key key_{};
+class LaunchGraph {
+ public:
+  /// Runs `launch` (which queues work on `stream`), directly or by replaying the graph captured
+  /// from it for `key`: every pointer the launch bakes in (tensors, parameters, workspace).
+  /// Throws like `launch` does.
+  void run(bool enabled, cudaStream_t stream, std::initializer_list<const void*> key,
+           LaunchRef launch, const ErrorContext& context);
+
+ private:
+  bool capture(cudaStream_t stream, LaunchRef launch);
+
+  std::vector<const void*> key_;
   int repeats_ = 0;        // consecutive calls with key_
   bool disabled_ = false;  // a capture failed: run directly from now on
   GraphExec exec_;
