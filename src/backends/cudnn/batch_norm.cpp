@@ -448,96 +448,98 @@ class CudnnPlan final : public BatchNormPlan {
     const float* ones = desc_.affine ? nullptr : unit;
     const float* zeros = desc_.affine ? nullptr : unit + k;
     // Every pointer is read (and checked) before anything is queued, so that a repeated call on
-    // the same memory replays the cuDNN call (Note [graph replay]).
-    Call c;
-    c.x = data_of(args.src, "src", context_);
-    c.scale = desc_.affine ? param_of(args.scale, "scale", context_, true) : ones;
-    c.workspace = info_.workspace_bytes > 0 ? workspace.data : nullptr;
+    // the same memory replays the cuDNN call (Note [graph replay]); they are held in the structs
+    // of dnnx's own kernels (kernels/batch_norm.hpp).
+    bn::Forward f;
+    bn::Backward g;
+    const void* x = data_of(args.src, "src", context_);
+    const float* scale = desc_.affine ? param_of(args.scale, "scale", context_, true) : ones;
+    void* ws = info_.workspace_bytes > 0 ? workspace.data : nullptr;
     if (direction_ == Direction::fwd) {
-      c.y = data_of(args.dst, "dst", context_);
-      c.shift = desc_.affine ? param_of(args.shift, "shift", context_, true) : zeros;
-      c.running_mean = param_of(args.running_mean, "running_mean", context_, !desc_.training);
-      c.running_var = param_of(args.running_var, "running_var", context_,
-                               !desc_.training || c.running_mean != nullptr);
+      f.x = x;
+      f.scale = scale;
+      f.y = data_of(args.dst, "dst", context_);
+      f.shift = desc_.affine ? param_of(args.shift, "shift", context_, true) : zeros;
+      f.running_mean = param_of(args.running_mean, "running_mean", context_, !desc_.training);
+      f.running_var = param_of(args.running_var, "running_var", context_,
+                               !desc_.training || f.running_mean != nullptr);
       if (desc_.training) {
         // Both or neither (the op layer's rule, which cuDNN shares).
-        c.saved_mean = param_of(args.saved_mean, "saved_mean", context_, false);
-        c.saved_inv_std =
-            param_of(args.saved_inv_std, "saved_inv_std", context_, c.saved_mean != nullptr);
+        f.saved_mean = param_of(args.saved_mean, "saved_mean", context_, false);
+        f.saved_inv_std =
+            param_of(args.saved_inv_std, "saved_inv_std", context_, f.saved_mean != nullptr);
       }
-    } else {
-      c.dy = data_of(args.diff_dst, "diff_dst", context_);
-      c.dx = data_of(args.diff_src, "diff_src", context_);
-      c.saved_mean = param_of(args.saved_mean, "saved_mean", context_, true);
-      c.saved_inv_std = param_of(args.saved_inv_std, "saved_inv_std", context_, true);
-      c.diff_scale =
-          desc_.affine ? param_of(args.diff_scale, "diff_scale", context_, true) : unit + 2 * k;
-      c.diff_shift =
-          desc_.affine ? param_of(args.diff_shift, "diff_shift", context_, true) : unit + 3 * k;
+      replay_.run(
+          runtime_->settings().graphs, runtime_->stream(),
+          {f.x, f.y, f.scale, f.shift, f.running_mean, f.running_var, f.saved_mean, f.saved_inv_std,
+           ws},
+          [&] { queue(f, ws); }, context_);
+      return;
     }
+    g.x = x;
+    g.scale = scale;
+    g.dy = data_of(args.diff_dst, "diff_dst", context_);
+    g.dx = data_of(args.diff_src, "diff_src", context_);
+    g.saved_mean = param_of(args.saved_mean, "saved_mean", context_, true);
+    g.saved_inv_std = param_of(args.saved_inv_std, "saved_inv_std", context_, true);
+    g.diff_scale =
+        desc_.affine ? param_of(args.diff_scale, "diff_scale", context_, true) : unit + 2 * k;
+    g.diff_shift =
+        desc_.affine ? param_of(args.diff_shift, "diff_shift", context_, true) : unit + 3 * k;
     replay_.run(
         runtime_->settings().graphs, runtime_->stream(),
-        {c.x, c.y, c.dy, c.dx, c.scale, c.shift, c.running_mean, c.running_var, c.saved_mean,
-         c.saved_inv_std, c.diff_scale, c.diff_shift, c.workspace},
-        [&] { queue(c); }, context_);
+        {g.x, g.dy, g.dx, g.scale, g.saved_mean, g.saved_inv_std, g.diff_scale, g.diff_shift, ws},
+        [&] { queue(g, ws); }, context_);
   }
 
  private:
-  // One call's pointers (null where the direction or mode has none).
-  struct Call {
-    const void* x = nullptr;
-    void* y = nullptr;
-    const void* dy = nullptr;
-    void* dx = nullptr;
-    const float* scale = nullptr;
-    const float* shift = nullptr;
-    float* running_mean = nullptr;
-    float* running_var = nullptr;
-    float* saved_mean = nullptr;
-    float* saved_inv_std = nullptr;
-    float* diff_scale = nullptr;
-    float* diff_shift = nullptr;
-    void* workspace = nullptr;
-  };
-
-  // Queues the cuDNN call of this plan's direction and mode.
-  void queue(const Call& c) {
+  // Queues the cuDNN forward of this plan's mode.
+  void queue(const bn::Forward& f, void* ws) {
     const float one = 1.0f, zero = 0.0f;
     const cudnnHandle_t handle = runtime_->handle();
     const cudnnTensorDescriptor_t x_desc = descriptors_.x.get();
     const cudnnTensorDescriptor_t p_desc = descriptors_.params.get();
-    if (direction_ == Direction::fwd && !desc_.training) {
+    if (!desc_.training) {
       DNNX_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
-                           handle, mode_, &one, &zero, x_desc, c.x, x_desc, c.y, p_desc, c.scale,
-                           c.shift, c.running_mean, c.running_var, desc_.eps),
+                           handle, mode_, &one, &zero, x_desc, f.x, x_desc, f.y, p_desc, f.scale,
+                           f.shift, f.running_mean, f.running_var, desc_.eps),
                        context_, "running cudnnBatchNormalizationForwardInference");
-    } else if (direction_ == Direction::fwd && ex_) {
-      DNNX_CUDNN_CHECK(
-          cudnnBatchNormalizationForwardTrainingEx(
-              handle, mode_, CUDNN_BATCHNORM_OPS_BN, &one, &zero, x_desc, c.x, nullptr, nullptr,
-              x_desc, c.y, p_desc, c.scale, c.shift, desc_.momentum, c.running_mean, c.running_var,
-              desc_.eps, c.saved_mean, c.saved_inv_std, nullptr, c.workspace, info_.workspace_bytes,
-              reserve_bytes_ > 0 ? reserve_.data() : nullptr, reserve_bytes_),
-          context_, "running cudnnBatchNormalizationForwardTrainingEx");
-    } else if (direction_ == Direction::fwd) {
-      DNNX_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
-                           handle, mode_, &one, &zero, x_desc, c.x, x_desc, c.y, p_desc, c.scale,
-                           c.shift, desc_.momentum, c.running_mean, c.running_var, desc_.eps,
-                           c.saved_mean, c.saved_inv_std),
-                       context_, "running cudnnBatchNormalizationForwardTraining");
     } else if (ex_) {
       DNNX_CUDNN_CHECK(
+          cudnnBatchNormalizationForwardTrainingEx(
+              handle, mode_, CUDNN_BATCHNORM_OPS_BN, &one, &zero, x_desc, f.x, nullptr, nullptr,
+              x_desc, f.y, p_desc, f.scale, f.shift, desc_.momentum, f.running_mean, f.running_var,
+              desc_.eps, f.saved_mean, f.saved_inv_std, nullptr, ws, info_.workspace_bytes,
+              reserve_bytes_ > 0 ? reserve_.data() : nullptr, reserve_bytes_),
+          context_, "running cudnnBatchNormalizationForwardTrainingEx");
+    } else {
+      DNNX_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
+                           handle, mode_, &one, &zero, x_desc, f.x, x_desc, f.y, p_desc, f.scale,
+                           f.shift, desc_.momentum, f.running_mean, f.running_var, desc_.eps,
+                           f.saved_mean, f.saved_inv_std),
+                       context_, "running cudnnBatchNormalizationForwardTraining");
+    }
+  }
+
+  // Queues the cuDNN backward of this plan's mode.
+  void queue(const bn::Backward& g, void* ws) {
+    const float one = 1.0f, zero = 0.0f;
+    const cudnnHandle_t handle = runtime_->handle();
+    const cudnnTensorDescriptor_t x_desc = descriptors_.x.get();
+    const cudnnTensorDescriptor_t p_desc = descriptors_.params.get();
+    if (ex_) {
+      DNNX_CUDNN_CHECK(
           cudnnBatchNormalizationBackwardEx(
-              handle, mode_, CUDNN_BATCHNORM_OPS_BN, &one, &zero, &one, &zero, x_desc, c.x, nullptr,
-              nullptr, x_desc, c.dy, nullptr, nullptr, x_desc, c.dx, p_desc, c.scale, nullptr,
-              c.diff_scale, c.diff_shift, desc_.eps, c.saved_mean, c.saved_inv_std, nullptr,
-              c.workspace, info_.workspace_bytes, nullptr, 0),
+              handle, mode_, CUDNN_BATCHNORM_OPS_BN, &one, &zero, &one, &zero, x_desc, g.x, nullptr,
+              nullptr, x_desc, g.dy, nullptr, nullptr, x_desc, g.dx, p_desc, g.scale, nullptr,
+              g.diff_scale, g.diff_shift, desc_.eps, g.saved_mean, g.saved_inv_std, nullptr, ws,
+              info_.workspace_bytes, nullptr, 0),
           context_, "running cudnnBatchNormalizationBackwardEx");
     } else {
       DNNX_CUDNN_CHECK(
-          cudnnBatchNormalizationBackward(handle, mode_, &one, &zero, &one, &zero, x_desc, c.x,
-                                          x_desc, c.dy, x_desc, c.dx, p_desc, c.scale, c.diff_scale,
-                                          c.diff_shift, desc_.eps, c.saved_mean, c.saved_inv_std),
+          cudnnBatchNormalizationBackward(handle, mode_, &one, &zero, &one, &zero, x_desc, g.x,
+                                          x_desc, g.dy, x_desc, g.dx, p_desc, g.scale, g.diff_scale,
+                                          g.diff_shift, desc_.eps, g.saved_mean, g.saved_inv_std),
           context_, "running cudnnBatchNormalizationBackward");
     }
   }
