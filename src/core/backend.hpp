@@ -138,6 +138,10 @@ class Backend {
   virtual bool warm_timing() const { return false; }
   /// Waits for queued work (no-op on synchronous backends).
   virtual void synchronize() {}
+  /// Called once a selection or a profile has timed candidates: undoes what running them left
+  /// in the device's caches that would slow the work that follows (Note [cache after timing] in
+  /// src/backends/cudnn/backend.cpp). No-op where there is nothing to undo.
+  virtual void after_timing() {}
 
   virtual ConvBackend& conv() = 0;
   virtual PoolBackend& pool() = 0;

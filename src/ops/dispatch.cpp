@@ -113,6 +113,7 @@ std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState
   }
   auto choice = std::make_shared<Choice>(tune::select(request, candidates, options, hooks.run,
                                                       hooks.probe, first_run(backend), hooks.loop));
+  if (choice->candidates_timed > 0) backend.after_timing();
   choice->backend = backend.name();
   choice->fingerprint = backend.fingerprint();
   choice->environment = environment_json(backend);
@@ -180,6 +181,9 @@ ProfileResult profile_locked(Context& context, ContextState& state, const tune::
   result.rows = tune::time_candidates(hooks.list(), options, hooks.run,
                                       /*apply_benchmark_limit=*/false, hooks.probe,
                                       first_run(state.backend()));
+  if (std::any_of(result.rows.begin(), result.rows.end(),
+                  [](const ProfileRow& row) { return row.runs > 0; }))
+    state.backend().after_timing();
   if (!result.rows.empty() && result.rows.front().status == CandidateStatus::ok)
     result.chosen = result.rows.front().algo.id;
   result.wall_ms =

@@ -2,11 +2,11 @@
 // Note [op dispatch]
 // Every op call goes the same way, whatever the op: look the (desc, direction) up in the context's
 // fast path (a desc not found there is validated: one found was validated on its first call);
-// validate the tensors against the desc; on a miss consult the choice cache, else
-// select through src/tune (listing, timing on the real tensors, storing the choice); build or fetch
-// the plan; run it, falling back to the next admissible candidate when it fails at run time
-// (Note [run-time fallback]). Dispatch<Op> is that path for one op; Op is a small traits struct in
-// src/ops/<op>.cpp:
+// validate the tensors against the desc; on a miss consult the choice cache, else select through
+// src/tune (listing, timing on the real tensors, or on scratch ones for a call that changes its
+// inputs, storing the choice); build or fetch the plan; run it, falling back to the next
+// admissible candidate when it fails at run time (Note [run-time fallback]). Dispatch<Op> is that
+// path for one op; Op is a small traits struct in src/ops/<op>.cpp:
 //
 //   struct PoolOp {
 //     using Desc = PoolDesc;
@@ -24,6 +24,9 @@
 //     // of the tensors (e.g. part of the batch), null when the desc has no useful slice.
 //     struct Slice { Desc desc; Args args; ... };
 //     static std::unique_ptr<Slice> slice(const Desc&, Direction, const Args&);
+//     // Optional (Note [timing stateful calls] in src/ops/batch_norm.cpp): true when running the
+//     // call changes its inputs (running statistics), so selection times on Scratch instead.
+//     static bool stateful(const Desc&, Direction, const Args&);
 //   };
 //
 // Desc must have validate(), key(), hash(), repro(Direction) and operator==.
@@ -160,10 +163,22 @@ class Dispatch {
                          it->second.cache_generation == cache.generation() &&
                          it->second.options == context.tune();
       if (!fresh) {
-        const ArgsSource real = [&args]() -> const Args& { return args; };
+        // Timing runs on the call's own tensors, unless that would change their state (Note
+        // [timing stateful calls]): then on scratch tensors, made only if a candidate is timed.
+        std::unique_ptr<typename Op::Scratch> scratch;
+        Args scratch_args;
+        const ArgsSource timing = [&]() -> const Args& {
+          if (!stateful(desc, direction, args)) return args;
+          if (!scratch) {
+            scratch =
+                std::make_unique<typename Op::Scratch>(scratch_checked(context, desc, direction));
+            scratch_args = scratch->args(direction);
+          }
+          return scratch_args;
+        };
         Selected selected = select_locked(context, state, request(context, state, desc, direction),
-                                          hooks(state, desc, direction, real));
-        std::shared_ptr<Plan> plan = plan_for(context, state, desc, direction, real, selected);
+                                          hooks(state, desc, direction, timing));
+        std::shared_ptr<Plan> plan = plan_for(context, state, desc, direction, timing, selected);
         it = calls
                  .insert_or_assign(key, CallEntry{context.tune(), &cache, cache.generation(),
                                                   selected.choice, plan})
@@ -258,6 +273,15 @@ class Dispatch {
   using Calls = std::unordered_map<Key, CallEntry, KeyHash>;
   // The tensors selection times on, made only when a selection actually times candidates.
   using ArgsSource = std::function<const Args&()>;
+
+  // Whether running the call changes the state of its own inputs (Op::stateful, optional).
+  static bool stateful(const Desc& desc, Direction direction, const Args& args) {
+    if constexpr (requires { Op::stateful(desc, direction, args); }) {
+      return Op::stateful(desc, direction, args);
+    } else {
+      return false;
+    }
+  }
 
   static tune::Request request(Context& context, ContextState& state, const Desc& desc,
                                Direction direction) {

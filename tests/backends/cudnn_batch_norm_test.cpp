@@ -2,7 +2,8 @@
 // and Ex calls in every mode, the two-pass and fused kernels) of every case of the batch-norm
 // table against the reference, forward (dst, running statistics, saved statistics) and backward
 // (diff_src, diff_scale, diff_shift; training and the frozen-statistics inference backward);
-// bitwise determinism; workspace; the heuristic order; calls that allocate nothing; bad tensors.
+// bitwise determinism; workspace; the heuristic order; calls that allocate nothing; the L2 sweep
+// after a timed selection; bad tensors.
 // Every test skips with the reason when no usable GPU is present.
 
 #include <dnnx/dnnx.hpp>
@@ -12,6 +13,7 @@
 #include "ops/batch_norm_cases.hpp"
 #include "support/random.hpp"
 
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -253,6 +255,41 @@ TEST(CudnnBatchNorm, ExhaustiveTrainingForwardUpdatesRunningStatisticsOnce) {
   EXPECT_GE(timed.choice->candidates_timed, 2);
   EXPECT_TRUE(compare_batch_norm_fwd(
       desc, in, once, timed, batch_norm_context(desc, Direction::fwd, timed.choice->algo.id)));
+}
+
+// Note [cache after timing]: a selection that timed candidates reads a block of three times the
+// L2 size through the backend's caching allocator, which keeps it cached afterwards; one that
+// timed nothing sweeps nothing. Each context runs on a stream of its own, hence on a backend
+// instance (and allocator) of its own.
+TEST(CudnnBatchNorm, SelectionThatTimedSweepsTheL2) {
+  DNNX_REQUIRE_GPU();
+  int l2 = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0), cudaSuccess);
+  if (l2 <= 0) GTEST_SKIP() << "the device reports no L2 cache size; nothing is swept";
+  const std::size_t sweep = 3 * static_cast<std::size_t>(l2);
+  const BatchNormDesc desc = resnet_desc({8, 32, 6, 6}, DType::f32, Layout::channels_first);
+  for (const bool exhaustive : {false, true}) {
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    {
+      Context context =
+          batch_norm_context_with(BackendKind::cudnn, Direction::bwd_data).with_stream(stream);
+      context.tune().policy(OpKind::batch_norm, Direction::bwd_data) =
+          exhaustive ? AlgoPolicy::exhaustive() : AlgoPolicy::heuristic();
+      const auto choice = batch_norm_select(context, desc, Direction::bwd_data);
+      EXPECT_EQ(choice->candidates_timed > 0, exhaustive);
+      auto* allocator = dynamic_cast<cudnn::CachingAllocator*>(&context.allocator());
+      ASSERT_NE(allocator, nullptr);
+      const std::size_t mallocs = allocator->device_allocations();
+      void* block = allocator->allocate(sweep);
+      allocator->deallocate(block, sweep);
+      // Served from the cache exactly when the selection swept.
+      EXPECT_EQ(allocator->device_allocations(), mallocs + (exhaustive ? 0 : 1))
+          << (exhaustive ? "exhaustive" : "heuristic");
+      context.synchronize();
+    }
+    EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  }
 }
 
 // Plans own their descriptors and buffers: repeated calls make no device allocation.

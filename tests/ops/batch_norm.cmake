@@ -101,7 +101,7 @@ set_tests_properties(oracle.torch_bnorm_parity PROPERTIES
 if(DNNX_HAVE_CUDNN)
   add_executable(cudnn_batch_norm_test ${_bnorm_dir}/../backends/cudnn_batch_norm_test.cpp)
   target_link_libraries(cudnn_batch_norm_test PRIVATE dnnx_bnorm_cases dnnx_internal
-                                                      GTest::gtest_main)
+                                                      GTest::gtest_main CUDA::cudart)
   # One process (CUDA and cuDNN start once); shown as skipped where the backend is unavailable.
   add_test(NAME gpu.cudnn_batch_norm COMMAND cudnn_batch_norm_test)
   set_tests_properties(gpu.cudnn_batch_norm PROPERTIES LABELS "gpu" TIMEOUT 1200

@@ -7,6 +7,7 @@
 #include "backends/cudnn/cudnn.hpp"
 #include "backends/cudnn/handles.hpp"
 #include "backends/cudnn/kernels/gate.hpp"
+#include "backends/cudnn/kernels/sweep.hpp"
 #include "backends/cudnn/layers.hpp"
 #include "backends/cudnn/runtime.hpp"
 #include "core/check.hpp"
@@ -89,6 +90,33 @@ int knob_variants_from_env(int fallback) {
 // never stalled for long either.
 constexpr long long gate_timeout_ns = 250'000;
 constexpr int gate_retries = 2;
+
+// Note [cache after timing]
+// Running the candidates of a selection changes what the L2 cache holds, and that can slow the
+// chosen kernel for as long as it runs afterwards. On an H100, cuDNN's semi-persistent NHWC
+// batch-norm forward for 64x2048x7x7 fp16 (x and y, 12.8 MB each, fit the 50 MB L2 together)
+// took 0.0215-0.0236 ms per call in a fresh process, but 0.0255-0.0262 ms after twenty calls of
+// cuDNN's non-persistent kernel for the same desc (a candidate of that selection, 0.46 ms), on
+// the same tensors or on others, from the same cuDNN handle or another, and it stayed there over
+// hundreds of calls. So an exhaustive selection left the chosen kernel 10-19% slower than the
+// same choice made by a fixed policy. Clocks (the SM clock read 1960-1980 MHz either way) and
+// device settings (cache config, persisting-L2 limit, the stream's access window; and
+// cudaCtxResetPersistingL2Cache did nothing) do not explain it; what L2 holds does:
+// - reading a fresh 128 MB block and then cudaFree-ing it (which invalidates its lines): back to
+//   0.0215 ms; 10 GB of copies between buffers that were then freed: 0.0217;
+// - the same read from a block that stays allocated (L2 left full of its clean lines): 0.0252;
+//   writing 64-256 MB: 0.0235-0.0242; cudaMalloc + cudaFree without a read: 0.0256.
+// The kernel is fast when L2 is empty, not merely clean. (A fresh process inherits L2 from the
+// one before it: one started at 0.0254 ms after a process that ran the slow kernel last.)
+//
+// So after a selection or a profile that timed candidates, the backend reads a block of three
+// times the L2 size and then invalidates the block's lines with `discard.global.L2`
+// (kernels/sweep.cu): L2 is left empty, as after a free, without a cudaFree (which synchronizes
+// the device). 150 MB on an H100, ~50 us at HBM bandwidth once per selection, against the
+// milliseconds the selection took. The block comes from the caching allocator and goes back to
+// it (Note [caching allocator]); when it cannot be had, the sweep is skipped: it only speeds up
+// what follows.
+constexpr std::size_t sweep_l2_multiple = 3;
 
 class CudnnBackend final : public detail::Backend {
  public:
@@ -176,6 +204,26 @@ class CudnnBackend final : public detail::Backend {
   bool warm_timing() const override { return true; }
 
   void synchronize() override { runtime_->synchronize(); }
+
+  // Note [cache after timing]
+  void after_timing() override {
+    const std::size_t bytes = sweep_l2_multiple * runtime_->facts().l2_bytes;
+    if (bytes == 0) return;
+    runtime_->make_current();
+    Allocator& allocator = runtime_->allocator();
+    void* block = nullptr;
+    try {
+      block = allocator.allocate(bytes);
+    } catch (const Error& error) {
+      if (error.kind() != ErrorKind::OutOfMemory) throw;
+      return;
+    }
+    const cudaError_t status =
+        kernels::sweep::empty_l2(block, bytes, runtime_->facts().sm_count, runtime_->stream());
+    // Queued on the backend's one stream, so the block may go back at once.
+    allocator.deallocate(block, bytes);
+    DNNX_CUDNN_CHECK(status, runtime_->context(), "sweeping the L2 cache after timing");
+  }
 
   detail::ConvBackend& conv() override { return *conv_; }
   detail::PoolBackend& pool() override { return *pool_; }

@@ -43,6 +43,8 @@ DeviceFacts query_facts(int device, const ErrorContext& context) {
   facts.minor = properties.minor;
   facts.sm_count = properties.multiProcessorCount;
   facts.memory_bytes = properties.totalGlobalMem;
+  facts.l2_bytes =
+      properties.l2CacheSize > 0 ? static_cast<std::size_t>(properties.l2CacheSize) : 0;
   DNNX_CUDNN_CHECK(cudaDriverGetVersion(&facts.driver_version), context,
                    "reading the CUDA driver version");
   DNNX_CUDNN_CHECK(cudaRuntimeGetVersion(&facts.runtime_version), context,

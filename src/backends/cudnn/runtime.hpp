@@ -27,6 +27,7 @@ struct DeviceFacts {
   int major = 0, minor = 0;       ///< compute capability
   int sm_count = 0;               ///< multiprocessors
   std::size_t memory_bytes = 0;   ///< global memory
+  std::size_t l2_bytes = 0;       ///< L2 cache (cudaDeviceProp::l2CacheSize)
   int driver_version = 0;         ///< cudaDriverGetVersion, e.g. 13000
   int runtime_version = 0;        ///< cudaRuntimeGetVersion
   std::size_t cudnn_version = 0;  ///< cudnnGetVersion, e.g. 91900
