@@ -10,6 +10,7 @@
 #include <dnnx/ops/batch_norm.hpp>
 
 #include "backends/cudnn/allocator.hpp"
+#include "core/strings.hpp"
 #include "ops/batch_norm_cases.hpp"
 #include "support/random.hpp"
 
@@ -18,6 +19,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <regex>
@@ -259,8 +261,8 @@ TEST(CudnnBatchNorm, ExhaustiveTrainingForwardUpdatesRunningStatisticsOnce) {
 
 // Note [cache after timing]: a selection that timed candidates reads a block of three times the
 // L2 size through the backend's caching allocator, which keeps it cached afterwards; one that
-// timed nothing sweeps nothing. Each context runs on a stream of its own, hence on a backend
-// instance (and allocator) of its own.
+// timed nothing sweeps nothing, nor does one under DNNX_CUDNN_L2_SWEEP=0. Each context runs on a
+// stream of its own, hence on a backend instance (allocator, settings) of its own.
 TEST(CudnnBatchNorm, SelectionThatTimedSweepsTheL2) {
   DNNX_REQUIRE_GPU();
   int l2 = 0;
@@ -268,24 +270,33 @@ TEST(CudnnBatchNorm, SelectionThatTimedSweepsTheL2) {
   if (l2 <= 0) GTEST_SKIP() << "the device reports no L2 cache size; nothing is swept";
   const std::size_t sweep = 3 * static_cast<std::size_t>(l2);
   const BatchNormDesc desc = resnet_desc({8, 32, 6, 6}, DType::f32, Layout::channels_first);
-  for (const bool exhaustive : {false, true}) {
+  struct Case {
+    bool exhaustive;
+    bool sweep_off;
+    bool swept;
+  };
+  for (const Case c :
+       {Case{false, false, false}, Case{true, false, true}, Case{true, true, false}}) {
+    const std::string what = detail::cat(c.exhaustive ? "exhaustive" : "heuristic",
+                                         c.sweep_off ? ", DNNX_CUDNN_L2_SWEEP=0" : "");
+    if (c.sweep_off) ::setenv("DNNX_CUDNN_L2_SWEEP", "0", 1);
     cudaStream_t stream = nullptr;
     ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
     {
       Context context =
           batch_norm_context_with(BackendKind::cudnn, Direction::bwd_data).with_stream(stream);
       context.tune().policy(OpKind::batch_norm, Direction::bwd_data) =
-          exhaustive ? AlgoPolicy::exhaustive() : AlgoPolicy::heuristic();
+          c.exhaustive ? AlgoPolicy::exhaustive() : AlgoPolicy::heuristic();
       const auto choice = batch_norm_select(context, desc, Direction::bwd_data);
-      EXPECT_EQ(choice->candidates_timed > 0, exhaustive);
+      ::unsetenv("DNNX_CUDNN_L2_SWEEP");
+      EXPECT_EQ(choice->candidates_timed > 0, c.exhaustive) << what;
       auto* allocator = dynamic_cast<cudnn::CachingAllocator*>(&context.allocator());
       ASSERT_NE(allocator, nullptr);
       const std::size_t mallocs = allocator->device_allocations();
       void* block = allocator->allocate(sweep);
       allocator->deallocate(block, sweep);
       // Served from the cache exactly when the selection swept.
-      EXPECT_EQ(allocator->device_allocations(), mallocs + (exhaustive ? 0 : 1))
-          << (exhaustive ? "exhaustive" : "heuristic");
+      EXPECT_EQ(allocator->device_allocations(), mallocs + (c.swept ? 0 : 1)) << what;
       context.synchronize();
     }
     EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);

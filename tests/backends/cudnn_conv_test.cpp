@@ -535,6 +535,19 @@ TEST(CudnnConv, ChannelPaddedCandidatesForUnalignedHalfConvs) {
   }
 }
 
+TEST(CudnnSettings, L2SweepFromTheEnvironment) {
+  EXPECT_TRUE(cudnn::settings_from_env().l2_sweep);
+  {
+    const ScopedEnv off("DNNX_CUDNN_L2_SWEEP", "0");
+    EXPECT_FALSE(cudnn::settings_from_env().l2_sweep);
+  }
+  {
+    const ScopedEnv bad("DNNX_CUDNN_L2_SWEEP", "maybe");
+    expect_error(ErrorKind::InvalidArgument, {"DNNX_CUDNN_L2_SWEEP", "maybe"},
+                 [] { cudnn::settings_from_env(); });
+  }
+}
+
 TEST(CudnnSettings, KnobSearchFromTheEnvironment) {
   {
     const cudnn::Settings settings = cudnn::settings_from_env();

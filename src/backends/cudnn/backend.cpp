@@ -115,7 +115,8 @@ constexpr int gate_retries = 2;
 // the device). 150 MB on an H100, ~50 us at HBM bandwidth once per selection, against the
 // milliseconds the selection took. The block comes from the caching allocator and goes back to
 // it (Note [caching allocator]); when it cannot be had, the sweep is skipped: it only speeds up
-// what follows.
+// what follows. It also discards what other work on the device had cached (a process sharing the
+// GPU, another stream): DNNX_CUDNN_L2_SWEEP=0 turns it off.
 constexpr std::size_t sweep_l2_multiple = 3;
 
 class CudnnBackend final : public detail::Backend {
@@ -161,6 +162,7 @@ class CudnnBackend final : public detail::Backend {
             {"tf32", runtime_->allow_tf32() ? "on" : "off"},
             {"runtime_compiled_engines", runtime_->settings().runtime_compiled ? "on" : "off"},
             {"graph_replay", runtime_->settings().graphs ? "on" : "off"},
+            {"l2_sweep_after_timing", runtime_->settings().l2_sweep ? "on" : "off"},
             {"knob_search", knob_search_text()}};
   }
 
@@ -208,7 +210,7 @@ class CudnnBackend final : public detail::Backend {
   // Note [cache after timing]
   void after_timing() override {
     const std::size_t bytes = sweep_l2_multiple * runtime_->facts().l2_bytes;
-    if (bytes == 0) return;
+    if (!runtime_->settings().l2_sweep || bytes == 0) return;
     runtime_->make_current();
     Allocator& allocator = runtime_->allocator();
     void* block = nullptr;
@@ -344,6 +346,7 @@ Settings settings_from_env() {
   settings.allow_tf32 = switch_from_env(tf32_variable, settings.allow_tf32);
   settings.verbose = switch_from_env("DNNX_VERBOSE", settings.verbose);
   settings.graphs = switch_from_env("DNNX_CUDNN_GRAPHS", settings.graphs);
+  settings.l2_sweep = switch_from_env("DNNX_CUDNN_L2_SWEEP", settings.l2_sweep);
   settings.runtime_compiled = switch_from_env(runtime_compiled_variable, settings.runtime_compiled);
   settings.knob_search = knob_search_from_env();
   settings.knob_variants = knob_variants_from_env(settings.knob_variants);

@@ -48,6 +48,7 @@ struct Settings {
   bool allow_tf32 = false;        ///< DNNX_ALLOW_TF32: f32 may run on TF32 tensor cores
   bool verbose = false;           ///< DNNX_VERBOSE: listing and plan-building costs on stderr
   bool graphs = true;             ///< DNNX_CUDNN_GRAPHS: Note [graph replay]
+  bool l2_sweep = true;           ///< DNNX_CUDNN_L2_SWEEP: Note [cache after timing]
   bool runtime_compiled = false;  ///< DNNX_CUDNN_RUNTIME_COMPILED: Note [runtime-compiled engines]
   KnobSearch knob_search = KnobSearch::top;  ///< DNNX_CUDNN_KNOB_SEARCH: Note [knob search]
   int knob_variants = 24;                    ///< DNNX_CUDNN_KNOB_VARIANTS: per engine
@@ -57,8 +58,9 @@ struct Settings {
 const char* to_string(KnobSearch search);
 
 /// The settings the environment asks for (DNNX_ALLOW_TF32, DNNX_VERBOSE, DNNX_CUDNN_GRAPHS,
-/// DNNX_CUDNN_RUNTIME_COMPILED, DNNX_CUDNN_KNOB_SEARCH, DNNX_CUDNN_KNOB_VARIANTS); unset or empty
-/// variables keep the defaults. Throws InvalidArgument naming a malformed variable and its value.
+/// DNNX_CUDNN_L2_SWEEP, DNNX_CUDNN_RUNTIME_COMPILED, DNNX_CUDNN_KNOB_SEARCH,
+/// DNNX_CUDNN_KNOB_VARIANTS); unset or empty variables keep the defaults. Throws InvalidArgument
+/// naming a malformed variable and its value.
 Settings settings_from_env();
 
 class Runtime final : public detail::DeviceRuntime {
