@@ -165,16 +165,9 @@ class Dispatch {
       if (!fresh) {
         // Timing runs on the call's own tensors, unless that would change their state (Note
         // [timing stateful calls]): then on scratch tensors, made only if a candidate is timed.
-        std::unique_ptr<typename Op::Scratch> scratch;
-        Args scratch_args;
+        LazyScratch scratch{context, desc, direction};
         const ArgsSource timing = [&]() -> const Args& {
-          if (!stateful(desc, direction, args)) return args;
-          if (!scratch) {
-            scratch =
-                std::make_unique<typename Op::Scratch>(scratch_checked(context, desc, direction));
-            scratch_args = scratch->args(direction);
-          }
-          return scratch_args;
+          return stateful(desc, direction, args) ? scratch.args() : args;
         };
         Selected selected = select_locked(context, state, request(context, state, desc, direction),
                                           hooks(state, desc, direction, timing));
@@ -226,16 +219,8 @@ class Dispatch {
       desc.validate();
       ContextState& state = context.state();
       // Scratch tensors only when the answer is not cached and the policy times candidates.
-      std::unique_ptr<typename Op::Scratch> scratch;
-      Args args;
-      const ArgsSource lazy = [&]() -> const Args& {
-        if (!scratch) {
-          scratch =
-              std::make_unique<typename Op::Scratch>(scratch_checked(context, desc, direction));
-          args = scratch->args(direction);
-        }
-        return args;
-      };
+      LazyScratch scratch{context, desc, direction};
+      const ArgsSource lazy = [&]() -> const Args& { return scratch.args(); };
       std::lock_guard lock(state.mutex());
       return select_locked(context, state, request(context, state, desc, direction),
                            hooks(state, desc, direction, lazy))
@@ -273,6 +258,28 @@ class Dispatch {
   using Calls = std::unordered_map<Key, CallEntry, KeyHash>;
   // The tensors selection times on, made only when a selection actually times candidates.
   using ArgsSource = std::function<const Args&()>;
+
+  // Scratch tensors for timing, made on the first request for them.
+  class LazyScratch {
+   public:
+    LazyScratch(const Context& context, const Desc& desc, Direction direction)
+        : context_(context), desc_(desc), direction_(direction) {}
+    const Args& args() {
+      if (!scratch_) {
+        scratch_ =
+            std::make_unique<typename Op::Scratch>(scratch_checked(context_, desc_, direction_));
+        args_ = scratch_->args(direction_);
+      }
+      return args_;
+    }
+
+   private:
+    const Context& context_;
+    const Desc& desc_;
+    Direction direction_;
+    std::unique_ptr<typename Op::Scratch> scratch_;
+    Args args_;
+  };
 
   // Whether running the call changes the state of its own inputs (Op::stateful, optional).
   static bool stateful(const Desc& desc, Direction direction, const Args& args) {
