@@ -110,8 +110,8 @@ class HostAllocator final : public Allocator {
 }  // namespace
 
 Allocator& host_allocator() {
-  static HostAllocator allocator;
-  return allocator;
+  static auto* allocator = new HostAllocator;  // never destroyed: Note [static destruction]
+  return *allocator;
 }
 
 Storage::Storage(Allocator& allocator, std::size_t bytes)

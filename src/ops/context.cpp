@@ -40,8 +40,9 @@ Workspace ContextState::workspace(std::size_t bytes) {
 namespace {
 
 std::unique_ptr<Backend> make_backend(BackendKind kind, int device, void* stream) {
-  DNNX_CHECK_ARG(stream == nullptr || kind == BackendKind::cudnn, "a CUDA stream was given for the ",
-                 to_string(kind), " backend, which runs on the host; only cudnn accepts one");
+  DNNX_CHECK_ARG(stream == nullptr || kind == BackendKind::cudnn,
+                 "a CUDA stream was given for the ", to_string(kind),
+                 " backend, which runs on the host; only cudnn accepts one");
   switch (kind) {
     case BackendKind::reference:
       DNNX_CHECK_ARG(device == 0, "the reference backend runs on the host: device must be 0, got ",
@@ -61,8 +62,7 @@ std::unique_ptr<Backend> make_backend(BackendKind kind, int device, void* stream
 #else
       break;
 #endif
-    case BackendKind::automatic:
-      break;
+    case BackendKind::automatic: break;
   }
   std::string why;
   backend_available(kind, &why);
@@ -72,10 +72,14 @@ std::unique_ptr<Backend> make_backend(BackendKind kind, int device, void* stream
 }  // namespace
 
 std::shared_ptr<ContextState> shared_state(BackendKind backend, int device, void* stream) {
-  static std::mutex mutex;
-  static std::map<std::tuple<BackendKind, int, void*>, std::shared_ptr<ContextState>> states;
-  std::lock_guard lock(mutex);
-  auto& state = states[{backend, device, stream}];
+  // Never destroyed, nor is any state in it: Note [static destruction].
+  struct States {
+    std::mutex mutex;
+    std::map<std::tuple<BackendKind, int, void*>, std::shared_ptr<ContextState>> by_key;
+  };
+  static auto* states = new States;
+  std::lock_guard lock(states->mutex);
+  auto& state = states->by_key[{backend, device, stream}];
   if (!state) state = std::make_shared<ContextState>(make_backend(backend, device, stream));
   return state;
 }
@@ -89,8 +93,7 @@ bool backend_available(BackendKind kind, std::string* why) {
   };
   switch (kind) {
     case BackendKind::reference:
-    case BackendKind::automatic:
-      return true;
+    case BackendKind::automatic: return true;
     case BackendKind::cpu:
 #if DNNX_HAVE_ONEDNN
       return onednn::available(why);
@@ -101,7 +104,8 @@ bool backend_available(BackendKind kind, std::string* why) {
 #if DNNX_HAVE_CUDNN
       return cudnn::available(why);
 #else
-      return say("dnnx was built without the cudnn backend (DNNX_WITH_CUDNN=OFF or cuDNN not found)");
+      return say(
+          "dnnx was built without the cudnn backend (DNNX_WITH_CUDNN=OFF or cuDNN not found)");
 #endif
   }
   return say("unknown backend");
@@ -117,8 +121,7 @@ BackendKind resolve_backend(BackendKind kind) {
 
 std::string backend_version(BackendKind kind) {
   switch (resolve_backend(kind)) {
-    case BackendKind::reference:
-      return "reference (dnnx " + std::string(version()) + ")";
+    case BackendKind::reference: return "reference (dnnx " + std::string(version()) + ")";
     case BackendKind::cpu:
 #if DNNX_HAVE_ONEDNN
       return onednn::version();
@@ -131,8 +134,7 @@ std::string backend_version(BackendKind kind) {
 #else
       return "unavailable";
 #endif
-    case BackendKind::automatic:
-      return "unavailable";
+    case BackendKind::automatic: return "unavailable";
   }
   return "unavailable";
 }
@@ -150,9 +152,10 @@ Context::Context(BackendKind backend, int device, TypeConfig type_config)
     for (BackendKind kind : {BackendKind::reference, BackendKind::cpu, BackendKind::cudnn}) {
       if (backend_available(kind)) available.emplace_back(to_string(kind));
     }
-    detail::raise(ErrorKind::Unsupported,
-                  detail::cat("backend '", to_string(backend), "' was requested but is not available: ",
-                              why, "; available: ", detail::join(available, ", ")));
+    detail::raise(
+        ErrorKind::Unsupported,
+        detail::cat("backend '", to_string(backend), "' was requested but is not available: ", why,
+                    "; available: ", detail::join(available, ", ")));
   }
   state_ = detail::shared_state(backend_, device_);
 }
@@ -180,7 +183,8 @@ Context Context::from_env() {
   BackendKind backend = BackendKind::automatic;
   int device = 0;
   TypeConfig type_config = TypeConfig::float32;
-  if (const char* value = env("DNNX_BACKEND")) backend = parse_env("DNNX_BACKEND", value, parse_backend);
+  if (const char* value = env("DNNX_BACKEND"))
+    backend = parse_env("DNNX_BACKEND", value, parse_backend);
   if (const char* value = env("DNNX_TYPE"))
     type_config = parse_env("DNNX_TYPE", value, parse_type_config);
   if (const char* value = env("DNNX_DEVICE")) {
@@ -193,9 +197,9 @@ Context Context::from_env() {
     device = static_cast<int>(parsed);
   }
   const BackendKind resolved = resolve_backend(backend);
-  DNNX_CHECK_ARG(device == 0 || resolved == BackendKind::cudnn, "environment variable DNNX_DEVICE=",
-                 device, " names a device, but backend '", to_string(resolved),
-                 "' runs on the host (device must be 0)");
+  DNNX_CHECK_ARG(device == 0 || resolved == BackendKind::cudnn,
+                 "environment variable DNNX_DEVICE=", device, " names a device, but backend '",
+                 to_string(resolved), "' runs on the host (device must be 0)");
   Context context(backend, device, type_config);
   apply_tune_env(context.tune());
   return context;

@@ -62,8 +62,28 @@ class ContextState {
   void* last_slot_ = nullptr;
 };
 
-/// The process-wide state for (backend, device, stream); created on first use. `backend` is
-/// concrete; `stream` is a caller's CUDA stream or null (the backend's own).
+// Note [static destruction]
+// Statics are destroyed in the reverse order of their construction, so a Tensor or Context held
+// by a user's static (or by any static constructed before the library's own first use) would
+// otherwise be destroyed after what it uses: a Storage would give its memory back to a destroyed
+// allocator (a pure virtual call), a ContextState its workspace. So every process-wide object
+// that others point at is created on first use with `new` and never destroyed: the host
+// allocator (host_allocator()), every ContextState with its backend instance, allocator, oneDNN
+// engine and stream, cuDNN handles and plans (shared_state()), the device-runtime registry
+// (core/device.cpp), the cpu backend's loop threads (LoopPool) and the cudnn backend's probe
+// (availability()). The process's end reclaims their memory, and leak checkers find them
+// reachable through their static pointers. A cudnn backend's device memory and handles are left
+// to the driver, as Note [process exit] explains.
+// Every other function-local static of the library is trivially destructible (flags, counters,
+// function pointers), with one exception: ChoiceCache::global()'s shared pointer, whose cache
+// writes pending last-use times to its file when destroyed. Every Context shares ownership of its
+// cache and no ContextState holds one, so that cache is destroyed after the last Context that
+// uses it, whatever the order, and its destructor may use only itself and what cannot have been
+// destroyed before it (no function-local statics with a destructor).
+
+/// The process-wide state for (backend, device, stream); created on first use and never destroyed
+/// (Note [static destruction]). `backend` is concrete; `stream` is a caller's CUDA stream or null
+/// (the backend's own).
 std::shared_ptr<ContextState> shared_state(BackendKind backend, int device, void* stream = nullptr);
 
 }  // namespace dnnx::detail

@@ -263,8 +263,9 @@ struct Availability {
   int devices = 0;
 };
 
+// Never destroyed (Note [static destruction]): a Context made in a static's destructor asks it.
 const Availability& availability() {
-  static const Availability result = [] {
+  static const auto* result = new Availability([] {
     Availability a;
     int count = 0;
     const cudaError_t status = cudaGetDeviceCount(&count);
@@ -290,8 +291,8 @@ const Availability& availability() {
     log_destroy_failure(cudnnDestroy(handle), "the probe cuDNN handle");
     a.ok = true;
     return a;
-  }();
-  return result;
+  }());
+  return *result;
 }
 
 }  // namespace

@@ -14,12 +14,13 @@
 namespace dnnx::cudnn {
 
 // Note [process exit]
-// Backend instances live in a process-wide map that is destroyed after main returns, by which
-// time the CUDA runtime and cuDNN may already have torn themselves down (their exit handlers were
-// registered after the map was built): destroying a descriptor or freeing memory then corrupts
-// the heap or hangs. The first runtime registers an exit handler once CUDA and cuDNN are up, so
-// it runs before their teardown; from then on handles and the allocator leave their objects to
-// the operating system.
+// The CUDA runtime and cuDNN tear themselves down in exit handlers of their own. The backend
+// instances are never destroyed (Note [static destruction]), but other owners of CUDA and cuDNN
+// objects may be destroyed after that teardown: a tensor or context in a user's static, a runtime,
+// allocator or plan that a test or tool owns. Destroying a descriptor or freeing memory then
+// corrupts the heap or hangs. The first runtime registers an exit handler once CUDA and cuDNN are
+// up, so it runs before their teardown; from then on handles and the allocator leave their objects
+// to the operating system.
 
 /// True once the process has started exiting (Note [process exit]).
 bool process_exiting() noexcept;
