@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <set>
 
 namespace dnnx::test {
@@ -155,6 +156,58 @@ TEST(AddPolicyTest, HeuristicFixedAndExhaustive) {
   const ProfileResult profile = add_profile(context, desc, Direction::fwd);
   EXPECT_EQ(profile.op, "add");
   EXPECT_EQ(profile.rows.size(), algos.size());
+}
+
+// f16 and bf16 adds run on the cpu backend whatever the CPU: natively where oneDNN has kernels for
+// them, as f32-compute candidates otherwise (Note [f32 compute] in
+// src/backends/onednn/layer_common.hpp, Note [f32-compute adds] in src/backends/onednn/add.cpp).
+// Which of the two a formulation gets is read from the listing, never assumed of the CPU.
+TEST(AddPolicyTest, EveryDtypeRunsOnEveryCpu) {
+  DNNX_REQUIRE_CPU();
+  Context context = cpu_context();
+  for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    for (const AddDesc& desc :
+         {AddDesc::bias(Dims{2, 8, 5, 3}, dtype),
+          AddDesc::from_dims(Dims{1, 8, 1, 1}, Dims{2, 8, 5, 3}, 2.0f, 0.0f, dtype,
+                             Layout::channels_last),
+          AddDesc::from_dims(Dims{2, 8, 5, 3}, Dims{2, 8, 5, 3}, 0.5f, -1.0f, dtype)}) {
+      for (const Direction direction : {Direction::fwd, Direction::bwd_data}) {
+        SCOPED_TRACE(add_context(desc, direction, "(listing)"));
+        const std::vector<AlgoInfo> algos = add_list(context, desc, direction);
+        EXPECT_TRUE(f32_compute_marked_and_ordered(algos, dtype));
+        ASSERT_FALSE(first_supported(algos).empty()) << "no cpu candidate runs this add";
+        EXPECT_EQ(add_select(context, desc, direction)->algo.id, first_supported(algos));
+        // Per formulation (the first note): which implementations oneDNN has for the dtype.
+        struct Seen {
+          bool native = false, native_fast = false, f32 = false, f32_reference = false;
+        };
+        std::map<std::string, Seen> formulations;
+        const std::size_t copies =
+            static_cast<std::size_t>(desc.src_dims.product() + desc.dst_dims.product()) *
+            sizeof(float);
+        for (const AlgoInfo& algo : algos) {
+          ASSERT_FALSE(algo.notes.empty()) << algo.id;
+          if (algo.id.starts_with("onednn:unavailable:")) continue;
+          Seen& seen = formulations[algo.notes.front()];
+          if (is_f32_compute(algo)) {
+            seen.f32 = true;
+            seen.f32_reference = seen.f32_reference || is_onednn_reference(algo);
+            // The f32 copies of src and dst lie in the workspace (Note [f32 compute]).
+            if (algo.supported) EXPECT_GE(algo.workspace_bytes, copies) << algo.id;
+          } else {
+            seen.native = true;
+            seen.native_fast = seen.native_fast || !is_onednn_reference(algo);
+          }
+        }
+        for (const auto& [formulation, seen] : formulations) {
+          EXPECT_FALSE(seen.f32 && seen.native_fast)
+              << formulation << " has native non-reference candidates and f32-compute ones";
+          EXPECT_FALSE(seen.f32_reference && seen.native)
+              << formulation << " has a native candidate and an f32-compute ref:any";
+        }
+      }
+    }
+  }
 }
 
 TEST(AddPolicyTest, EnvironmentVariablesSetThePolicies) {

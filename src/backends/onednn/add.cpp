@@ -22,6 +22,15 @@
 // "onednn:unavailable:<formulation>" candidate with oneDNN's message. Scales and post-ops are
 // applied in f32 whatever the data type, so f16/bf16 results are rounded once. Every candidate is
 // deterministic (Note [determinism] in conv_list.cpp); the parity test checks it bitwise.
+//
+// Note [f32-compute adds]
+// f16/bf16 formulations whose native implementations are all ref:any or missing (oneDNN 3.2
+// without avx512_core_fp16 / avx512_core: none at all) also run in f32 (Note [f32 compute] in
+// layer_common.hpp): "onednn:<impl>:<formulation>:f32" converts src (and dst unless post_sum has
+// beta = 0) or diff_dst to f32 in the workspace, runs the f32 primitive and converts dst or
+// diff_src back. Its ref:any is listed only where the formulation has no native implementation at
+// all (a native ref:any does the same work without the conversions). The matmul formulation in
+// f32 needs no final reorder of its own: the conversion out is the one reorder.
 
 #include "backends/onednn/check.hpp"
 #include "backends/onednn/layer_common.hpp"
@@ -35,7 +44,9 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -217,7 +228,30 @@ struct Candidate {
   Formulation formulation = Formulation::scaled_dst;
   dnnl::primitive_desc second;        // matmul with two steps: the second product
   dnnl::primitive_desc_base convert;  // and, for f16/bf16, its f32 -> dtype reorder
+  // f32 compute (Note [f32-compute adds]): the conversions around the primitives, which then run
+  // on compute_desc(desc, true); null for native candidates.
+  std::shared_ptr<const F32Conversion> conversion;
 };
+
+// The desc a candidate's primitives compute: `desc` itself, or its f32 twin for f32 compute.
+AddDesc compute_desc(const AddDesc& desc, bool f32_compute) {
+  AddDesc compute = desc;
+  if (f32_compute) compute.dtype = DType::f32;
+  return compute;
+}
+
+// The caller's tensors an f32-compute candidate converts (Note [f32-compute adds]), in the order
+// its plan passes them: src then dst forward, diff_src then diff_dst backward.
+std::vector<ConvertedTensor> converted_tensors(const AddDesc& desc, Direction direction,
+                                               Formulation formulation) {
+  const memory::desc src = dense_md(desc.src_dims, desc);
+  const memory::desc dst = dense_md(desc.dst_dims, desc);
+  if (direction == Direction::fwd) {
+    const bool reads_dst = formulation == Formulation::scaled_dst || desc.beta != 0;
+    return {{src, Access::read}, {dst, reads_dst ? Access::read_write : Access::write}};
+  }
+  return {{src, Access::write}, {dst, Access::read}};
+}
 
 // src read as a dst-shaped tensor: stride 0 along the broadcast axes (binary source 0 of
 // post_sum; oneDNN 3.2 broadcasts only source 1, but its reference implementation reads any
@@ -293,81 +327,130 @@ dnnl::primitive_desc create_pd(const dnnl::engine& engine, const AddDesc& desc,
                                context, failure, Unavailable::unimplemented_or_invalid);
 }
 
+// Appends a candidate per implementation of `pd` (positioned at its first) of `formulation` on
+// `compute` (desc, or its f32 twin when `conversion` is set; then without ref:any when
+// `skip_reference`). `why` rules them all out when not empty. Returns how many were appended.
+std::size_t append_implementations(std::vector<Candidate>& list, std::set<std::string>& seen,
+                                   const dnnl::engine& engine, const AddDesc& compute,
+                                   Formulation formulation, const std::string& why,
+                                   dnnl::primitive_desc& pd,
+                                   const std::shared_ptr<const F32Conversion>& conversion,
+                                   bool skip_reference, const ErrorContext& context) {
+  const std::size_t before = list.size();
+  do {
+    const std::string impl = sanitize(pd.impl_info_str());
+    const bool reference = impl.starts_with("ref");
+    if (conversion && skip_reference && reference) continue;
+    Candidate candidate;
+    candidate.formulation = formulation;
+    candidate.info.id = detail::cat("onednn:", impl, ":", name_of(formulation),
+                                    conversion ? f32_compute_suffix : "");
+    if (!seen.insert(candidate.info.id).second) continue;
+    candidate.info.name =
+        detail::cat(impl, " (", name_of(formulation),
+                    conversion ? detail::cat(", ", f32_compute_name) : std::string(), ")");
+    candidate.info.deterministic = true;
+    candidate.info.notes = {std::string(name_of(formulation))};
+    if (conversion) candidate.info.notes.emplace_back(f32_compute_note);
+    if (reference) {
+      candidate.info.notes.emplace_back("reference");
+      candidate.info.families = {"none"};
+    }
+    if (!why.empty()) {
+      candidate.info.reason = why;
+      list.push_back(std::move(candidate));
+      continue;
+    }
+    candidate.pd = clone(pd, context);
+    candidate.conversion = conversion;
+    candidate.info.supported = true;
+    candidate.info.workspace_bytes = pd.scratchpad_desc().get_size();
+    if (formulation == Formulation::matmul) {
+      if (contains(impl, "brg")) candidate.info.notes.emplace_back("brgemm");
+      const MatmulShape m = matmul_shape(compute);
+      if (m.two_steps) {
+        candidate.second = dnnl_call(context, "creating the second matmul", [&] {
+          return dnnl::primitive_desc(
+              dnnl::matmul::primitive_desc(engine, m.a2, m.b2, m.c2, matmul_attr(compute.alpha)));
+        });
+        std::size_t scratch =
+            std::max(candidate.info.workspace_bytes, candidate.second.scratchpad_desc().get_size());
+        if (m.convert) {
+          candidate.convert = dnnl_call(context, "creating the result reorder", [&] {
+            return dnnl::primitive_desc_base(
+                dnnl::reorder::primitive_desc(engine, m.c2, engine, m.result, user_scratchpad()));
+          });
+          scratch = std::max(scratch, candidate.convert.scratchpad_desc().get_size());
+        }
+        // Workspace: T, the f32 result (when converted), then the largest scratchpad.
+        candidate.info.workspace_bytes =
+            round_up(m.buffer_bytes) + round_up(m.result_bytes) + scratch;
+      }
+    }
+    // Note [f32 compute]: the copies and their conversions' scratchpad come first.
+    if (conversion) candidate.info.workspace_bytes += conversion->bytes;
+    list.push_back(std::move(candidate));
+  } while (pd.next_impl());
+  return list.size() - before;
+}
+
 std::vector<Candidate> list_candidates(const dnnl::engine& engine, const AddDesc& desc,
                                        Direction direction, const std::string& isa) {
   const ErrorContext context = layer_context(op_text, direction, desc.repro(direction), {});
   std::vector<Candidate> list;
   std::set<std::string> seen;
   for (const auto& [formulation, why] : formulations(desc, direction)) {
-    const std::string suffix = detail::cat(":", name_of(formulation));
     std::string failure;
+    std::size_t listed = 0;
+    bool native_fast = false;  // a native implementation other than ref:any
     dnnl::primitive_desc pd = create_pd(engine, desc, formulation, context, failure);
-    if (!pd) {
-      Candidate candidate;
-      candidate.formulation = formulation;
-      candidate.info = unsupported_info(
-          detail::cat("onednn:unavailable", suffix),
-          detail::cat(name_of(formulation), " (no oneDNN implementation)"),
-          !why.empty()
-              ? why
-              : detail::cat(onednn_version(), " has no implementation of ", name_of(formulation),
-                            " for add ", to_string(direction), " ", to_string(desc.dtype), ' ',
-                            to_string(desc.layout), " on cpu isa ", isa, ": ", failure));
-      candidate.info.notes = {std::string(name_of(formulation))};
-      list.push_back(std::move(candidate));
-      continue;
+    if (pd) {
+      const std::size_t first = list.size();
+      listed += append_implementations(list, seen, engine, desc, formulation, why, pd, nullptr,
+                                       false, context);
+      native_fast =
+          std::any_of(list.begin() + static_cast<std::ptrdiff_t>(first), list.end(),
+                      [](const Candidate& c) { return !c.info.id.starts_with("onednn:ref:"); });
     }
-    do {
-      const std::string impl = sanitize(pd.impl_info_str());
-      Candidate candidate;
-      candidate.formulation = formulation;
-      candidate.info.id = detail::cat("onednn:", impl, suffix);
-      if (!seen.insert(candidate.info.id).second) continue;
-      candidate.info.name = detail::cat(impl, " (", name_of(formulation), ")");
-      candidate.info.deterministic = true;
-      candidate.info.notes = {std::string(name_of(formulation))};
-      if (impl.starts_with("ref")) {
-        candidate.info.notes.emplace_back("reference");
-        candidate.info.families = {"none"};
+    // Note [f32-compute adds]
+    if (desc.dtype != DType::f32 && !native_fast) {
+      const AddDesc f32 = compute_desc(desc, true);
+      std::string f32_failure;
+      dnnl::primitive_desc f32_pd = create_pd(engine, f32, formulation, context, f32_failure);
+      std::optional<F32Conversion> conversion;
+      if (f32_pd) {
+        conversion = f32_conversion(engine, converted_tensors(desc, direction, formulation),
+                                    context, f32_failure);
       }
-      if (!why.empty()) {
-        candidate.info.reason = why;
-      } else {
-        candidate.pd = clone(pd, context);
-        candidate.info.supported = true;
-        candidate.info.workspace_bytes = pd.scratchpad_desc().get_size();
-        if (formulation == Formulation::matmul) {
-          if (impl.find("brg") != std::string::npos) candidate.info.notes.emplace_back("brgemm");
-          const MatmulShape m = matmul_shape(desc);
-          if (m.two_steps) {
-            candidate.second = dnnl_call(context, "creating the second matmul", [&] {
-              return dnnl::primitive_desc(
-                  dnnl::matmul::primitive_desc(engine, m.a2, m.b2, m.c2, matmul_attr(desc.alpha)));
-            });
-            std::size_t scratch = std::max(candidate.info.workspace_bytes,
-                                           candidate.second.scratchpad_desc().get_size());
-            if (m.convert) {
-              candidate.convert = dnnl_call(context, "creating the result reorder", [&] {
-                return dnnl::primitive_desc_base(dnnl::reorder::primitive_desc(
-                    engine, m.c2, engine, m.result, user_scratchpad()));
-              });
-              scratch = std::max(scratch, candidate.convert.scratchpad_desc().get_size());
-            }
-            // Workspace: T, the f32 result (when converted), then the largest scratchpad.
-            candidate.info.workspace_bytes =
-                round_up(m.buffer_bytes) + round_up(m.result_bytes) + scratch;
-          }
-        }
+      if (conversion) {
+        listed += append_implementations(
+            list, seen, engine, f32, formulation, why, f32_pd,
+            std::make_shared<const F32Conversion>(std::move(*conversion)), listed > 0, context);
+      } else if (f32_failure != failure) {
+        failure = detail::cat(failure, "; in f32 (", f32_compute_name, "): ", f32_failure);
       }
-      list.push_back(std::move(candidate));
-    } while (pd.next_impl());
+    }
+    if (listed > 0) continue;
+    Candidate candidate;
+    candidate.formulation = formulation;
+    candidate.info = unsupported_info(
+        detail::cat("onednn:unavailable:", name_of(formulation)),
+        detail::cat(name_of(formulation), " (no oneDNN implementation)"),
+        !why.empty()
+            ? why
+            : detail::cat(onednn_version(), " has no implementation of ", name_of(formulation),
+                          " for add ", to_string(direction), " ", to_string(desc.dtype), ' ',
+                          to_string(desc.layout), " on cpu isa ", isa, ": ", failure));
+    candidate.info.notes = {std::string(name_of(formulation))};
+    list.push_back(std::move(candidate));
   }
   order_supported_first(list);
   return list;
 }
 
-// Runs one binary, reduction or eltwise primitive on the caller's memory. Built once; execute()
-// only rebinds pointers (Note [one stream] in runtime.hpp).
+// Runs one binary, reduction or eltwise primitive on the caller's memory, or on f32 copies of it
+// (Note [f32-compute adds]). Built once; execute() only rebinds pointers (Note [one stream] in
+// runtime.hpp).
 class Plan final : public LayerPlan<detail::AddArgs> {
  public:
   Plan(std::shared_ptr<Runtime> runtime, const AddDesc& desc, Direction direction,
@@ -377,12 +460,14 @@ class Plan final : public LayerPlan<detail::AddArgs> {
         runtime_(std::move(runtime)),
         direction_(direction) {
     const dnnl::engine& engine = runtime_->engine;
+    const AddDesc compute = compute_desc(desc, candidate.conversion != nullptr);
     const memory::desc src = candidate.formulation == Formulation::post_sum
-                                 ? broadcast_md(desc)
-                                 : dense_md(desc.src_dims, desc);
-    const memory::desc dst = dense_md(desc.dst_dims, desc);
+                                 ? broadcast_md(compute)
+                                 : dense_md(compute.src_dims, compute);
+    const memory::desc dst = dense_md(compute.dst_dims, compute);
     const memory::desc scale = memory::desc({1}, memory::data_type::f32, memory::dims{1});
     dnnl_call(context_, "building the primitive", [&] {
+      if (candidate.conversion) conversions_ = F32Conversions(candidate.conversion, engine);
       primitive_ = dnnl::primitive(candidate.pd.get());
       src_ = dnnl::memory(src, engine, DNNL_MEMORY_NONE);
       dst_ = dnnl::memory(dst, engine, DNNL_MEMORY_NONE);
@@ -398,7 +483,7 @@ class Plan final : public LayerPlan<detail::AddArgs> {
           if (desc.alpha != 1) add_scale(DNNL_ARG_SRC_1, desc.alpha, scale, engine);
           break;
         case Formulation::post_sum:
-          zero_ = dnnl::memory(scalar_md(desc), engine, zero_bytes_.data());
+          zero_ = dnnl::memory(scalar_md(compute), engine, zero_bytes_.data());
           args_ = {{DNNL_ARG_SRC_0, src_.get()},
                    {DNNL_ARG_SRC_1, zero_.get()},
                    {DNNL_ARG_DST, dst_.get()}};
@@ -426,14 +511,21 @@ class Plan final : public LayerPlan<detail::AddArgs> {
       dst = data_of(args.diff_dst, "diff_dst");
     }
     check_workspace(workspace);
+    auto* base = static_cast<std::byte*>(workspace.data);
     std::lock_guard lock(runtime_->mutex);
+    const dnnl_stream_t stream = runtime_->stream.get();
+    if (conversions_) {
+      conversions_.convert_in(std::array{src, dst}, base, stream, context_);
+      src = conversions_.copy(0, base);
+      dst = conversions_.copy(1, base);
+    }
     bind(src_, src);
     bind(dst_, dst);
-    if (scratchpad_) bind(scratchpad_, workspace.data);
-    const dnnl_stream_t stream = runtime_->stream.get();
+    if (scratchpad_) bind(scratchpad_, base + conversions_.bytes());
     DNNX_DNNL_CHECK(dnnl_primitive_execute(primitive_.get(), stream, static_cast<int>(args_.size()),
                                            args_.data()),
                     context_, "executing");
+    if (conversions_) conversions_.convert_out(base, stream, context_);
     wait(stream, context_);
   }
 
@@ -448,6 +540,7 @@ class Plan final : public LayerPlan<detail::AddArgs> {
 
   std::shared_ptr<Runtime> runtime_;
   Direction direction_;
+  F32Conversions conversions_;
   dnnl::primitive primitive_;
   dnnl::memory src_, dst_, scratchpad_, zero_;
   std::array<float, 2> scale_values_{};
@@ -458,7 +551,8 @@ class Plan final : public LayerPlan<detail::AddArgs> {
 };
 
 // Note [bias gradients by matmul]: one or two matmul primitives against the plan's vectors of
-// ones; built once, execute() only rebinds pointers (Note [one stream] in runtime.hpp).
+// ones, on the caller's memory or on f32 copies of it (Note [f32-compute adds]); built once,
+// execute() only rebinds pointers (Note [one stream] in runtime.hpp).
 class MatmulPlan final : public LayerPlan<detail::AddArgs> {
  public:
   MatmulPlan(std::shared_ptr<Runtime> runtime, const AddDesc& desc, const Candidate& candidate)
@@ -466,11 +560,13 @@ class MatmulPlan final : public LayerPlan<detail::AddArgs> {
                   layer_context(op_text, Direction::bwd_data, desc.repro(Direction::bwd_data),
                                 candidate.info.id)),
         runtime_(std::move(runtime)) {
-    const MatmulShape m = matmul_shape(desc);
+    const AddDesc compute = compute_desc(desc, candidate.conversion != nullptr);
+    const MatmulShape m = matmul_shape(compute);
     DNNX_ASSERT(m.reason.empty(), m.reason);
     const dnnl::engine& engine = runtime_->engine;
-    ones_ = ones(m.ones, desc.dtype);
+    ones_ = ones(m.ones, compute.dtype);
     dnnl_call(context_, "building the matmul primitives", [&] {
+      if (candidate.conversion) conversions_ = F32Conversions(candidate.conversion, engine);
       diff_dst_ = dnnl::memory(m.diff_dst_is_a ? m.a : m.b, engine, DNNL_MEMORY_NONE);
       ones_memory_ = dnnl::memory(m.diff_dst_is_a ? m.b : m.a, engine, ones_.data());
       output_ = dnnl::memory(m.c, engine, DNNL_MEMORY_NONE);
@@ -512,23 +608,34 @@ class MatmulPlan final : public LayerPlan<detail::AddArgs> {
     }
     check_workspace(workspace);
     auto* base = static_cast<std::byte*>(workspace.data);
+    void* diff_src = args.diff_src->data();
+    void* diff_dst = args.diff_dst->data();
     std::lock_guard lock(runtime_->mutex);
-    bind(diff_dst_, args.diff_dst->data());
+    const dnnl_stream_t stream = runtime_->stream.get();
+    if (conversions_) {
+      conversions_.convert_in(std::array{diff_src, diff_dst}, base, stream, context_);
+      diff_src = conversions_.copy(0, base);
+      diff_dst = conversions_.copy(1, base);
+      base += conversions_.bytes();
+    }
+    bind(diff_dst_, diff_dst);
     if (second_.primitive) {
       bind(output_, base + buffer_offset_);
       bind(buffer_, base + buffer_offset_);
       if (third_.primitive) {
         bind(diff_src_, base + result_offset_);
-        bind(converted_, args.diff_src->data());
+        bind(converted_, diff_src);
       } else {
-        bind(diff_src_, args.diff_src->data());
+        bind(diff_src_, diff_src);
       }
     } else {
-      bind(output_, args.diff_src->data());
+      bind(output_, diff_src);
     }
-    const dnnl_stream_t stream = runtime_->stream.get();
     for (Step* step : {&first_, &second_, &third_}) {
       if (step->primitive) run_step(*step, stream, base + scratch_offset_, context_);
+    }
+    if (conversions_) {
+      conversions_.convert_out(static_cast<std::byte*>(workspace.data), stream, context_);
     }
     wait(stream, context_);
   }
@@ -544,6 +651,7 @@ class MatmulPlan final : public LayerPlan<detail::AddArgs> {
   }
 
   std::shared_ptr<Runtime> runtime_;
+  F32Conversions conversions_;
   std::vector<std::byte> ones_, ones2_;
   Step first_, second_, third_;
   dnnl::memory diff_dst_, ones_memory_, output_, ones2_memory_, buffer_, diff_src_, converted_;

@@ -4,6 +4,9 @@
 #include "core/check.hpp"
 #include "core/strings.hpp"
 
+#include <algorithm>
+#include <utility>
+
 namespace dnnx::onednn {
 
 std::size_t round_up(std::size_t bytes) {
@@ -47,6 +50,16 @@ dnnl::primitive_desc clone(const dnnl::primitive_desc& pd, const ErrorContext& c
   DNNX_DNNL_CHECK(dnnl_primitive_desc_clone(&copy, pd.get()), context,
                   "cloning a primitive descriptor");
   return dnnl::primitive_desc(copy);
+}
+
+bool is_f32_compute(const AlgoInfo& info) {
+  return std::find(info.notes.begin(), info.notes.end(), f32_compute_note) != info.notes.end();
+}
+
+int supported_rank(const AlgoInfo& info) {
+  if (!info.supported) return 3;
+  if (info.id.starts_with("onednn:ref:")) return 2;
+  return is_f32_compute(info) ? 1 : 0;
 }
 
 AlgoInfo unsupported_info(std::string id, std::string name, std::string reason) {
@@ -115,6 +128,99 @@ void run_step(Step& step, dnnl_stream_t stream, void* scratchpad, const ErrorCon
 
 void wait(dnnl_stream_t stream, const ErrorContext& context) {
   DNNX_DNNL_CHECK(dnnl_stream_wait(stream), context, "waiting for the stream");
+}
+
+// ---- f32 compute (Note [f32 compute]) -----------------------------------------------------------
+
+dnnl::memory::desc as_f32(const dnnl::memory::desc& md) {
+  return dnnl::memory::desc(md.get_dims(), dnnl::memory::data_type::f32, md.get_strides());
+}
+
+std::optional<F32Conversion> f32_conversion(const dnnl::engine& engine,
+                                            std::vector<ConvertedTensor> tensors,
+                                            const ErrorContext& context, std::string& failure) {
+  F32Conversion conversion;
+  std::size_t offset = 0;
+  std::size_t scratchpad = 0;
+  for (const ConvertedTensor& tensor : tensors) {
+    const dnnl::memory::desc copy = as_f32(tensor.user);
+    const auto reorder = [&](const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
+      return create_or_unavailable(
+          [&] {
+            return dnnl::primitive_desc_base(
+                dnnl::reorder::primitive_desc(engine, from, engine, to, user_scratchpad()));
+          },
+          "f32 conversion reorder", context, failure);
+    };
+    dnnl::primitive_desc_base in, out;
+    if (tensor.access != Access::write) {
+      in = reorder(tensor.user, copy);
+      if (!in) return std::nullopt;
+      scratchpad = std::max(scratchpad, in.scratchpad_desc().get_size());
+    }
+    if (tensor.access != Access::read) {
+      out = reorder(copy, tensor.user);
+      if (!out) return std::nullopt;
+      scratchpad = std::max(scratchpad, out.scratchpad_desc().get_size());
+    }
+    conversion.copies.push_back(copy);
+    conversion.to_f32.push_back(std::move(in));
+    conversion.from_f32.push_back(std::move(out));
+    conversion.offsets.push_back(offset);
+    offset += round_up(copy.get_size());
+  }
+  conversion.tensors = std::move(tensors);
+  conversion.scratchpad_offset = offset;
+  conversion.bytes = offset + round_up(scratchpad);
+  return conversion;
+}
+
+F32Conversions::F32Conversions(std::shared_ptr<const F32Conversion> conversion,
+                               const dnnl::engine& engine)
+    : conversion_(std::move(conversion)) {
+  const std::size_t count = conversion_->tensors.size();
+  for (std::size_t i = 0; i < count; ++i) {
+    users_.push_back(dnnl::memory(conversion_->tensors[i].user, engine, DNNL_MEMORY_NONE));
+    copies_.push_back(dnnl::memory(conversion_->copies[i], engine, DNNL_MEMORY_NONE));
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    const dnnl::primitive_desc_base& in = conversion_->to_f32[i];
+    const dnnl::primitive_desc_base& out = conversion_->from_f32[i];
+    in_.push_back(
+        in ? make_step(in, {{DNNL_ARG_FROM, users_[i].get()}, {DNNL_ARG_TO, copies_[i].get()}},
+                       engine)
+           : Step{});
+    out_.push_back(
+        out ? make_step(out, {{DNNL_ARG_FROM, copies_[i].get()}, {DNNL_ARG_TO, users_[i].get()}},
+                        engine)
+            : Step{});
+  }
+}
+
+void F32Conversions::convert_in(std::span<void* const> data, std::byte* workspace,
+                                dnnl_stream_t stream, const ErrorContext& context) {
+  DNNX_ASSERT(data.size() == users_.size(), "f32 conversion of ", users_.size(), " tensors given ",
+              data.size(), " pointers");
+  for (std::size_t i = 0; i < users_.size(); ++i) {
+    bind(users_[i], data[i], context);
+    bind(copies_[i], copy(i, workspace), context);
+  }
+  std::byte* scratchpad = workspace + conversion_->scratchpad_offset;
+  for (Step& step : in_) {
+    if (step.primitive) run_step(step, stream, scratchpad, context);
+  }
+}
+
+void* F32Conversions::copy(std::size_t index, std::byte* workspace) const {
+  return workspace + conversion_->offsets[index];
+}
+
+void F32Conversions::convert_out(std::byte* workspace, dnnl_stream_t stream,
+                                 const ErrorContext& context) {
+  std::byte* scratchpad = workspace + conversion_->scratchpad_offset;
+  for (Step& step : out_) {
+    if (step.primitive) run_step(step, stream, scratchpad, context);
+  }
 }
 
 }  // namespace dnnx::onednn

@@ -2,7 +2,8 @@
 // What the cpu backend's layer ops (pool.cpp, activation.cpp, add.cpp, batch_norm.cpp,
 // conv_fused.cpp) share: naming oneDNN implementations as candidates, the error context of a
 // layer op, the checks and pointer bindings of a plan's execute(), the primitives a plan runs in
-// sequence, and the backend class itself (a ListedOpBackend on this backend's Runtime).
+// sequence, the f16/bf16 <-> f32 conversions of f32-compute candidates, and the backend class
+// itself (a ListedOpBackend on this backend's Runtime).
 
 #include <dnnx/algo.hpp>
 #include <dnnx/error.hpp>
@@ -18,8 +19,11 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -88,16 +92,28 @@ dnnl::primitive_desc clone(const dnnl::primitive_desc& pd, const ErrorContext& c
 /// The record of a candidate that cannot run: `id`, `name`, unsupported for `reason`.
 AlgoInfo unsupported_info(std::string id, std::string name, std::string reason);
 
+/// The note, id suffix and name part of f32-compute candidates (Note [f32 compute]).
+inline constexpr std::string_view f32_compute_note = "f32_compute";
+inline constexpr std::string_view f32_compute_suffix = ":f32";
+inline constexpr std::string_view f32_compute_name = "f32 compute";
+
+/// Whether `info` is an f32-compute candidate (it has the note f32_compute_note).
+bool is_f32_compute(const AlgoInfo& info);
+
+/// Where order_supported_first puts a candidate: 0 supported, neither oneDNN's ref:any nor f32
+/// compute; 1 supported f32 compute other than ref:any; 2 supported ref:any; 3 unsupported.
+int supported_rank(const AlgoInfo& info);
+
 /// Candidate order of most layer ops: supported implementations other than oneDNN's ref:any
-/// first, then the supported ref:any ones, then every unsupported one, each group in its listed
-/// order; priorities are then the positions. `Candidate` has an AlgoInfo `info`.
+/// first (those in the tensors' own data type, then the f32-compute ones), then the supported
+/// ref:any ones, then every unsupported one, each group in its listed order (supported_rank);
+/// priorities are then the positions. `Candidate` has an AlgoInfo `info`.
 template <typename Candidate>
 void order_supported_first(std::vector<Candidate>& candidates) {
-  std::stable_partition(candidates.begin(), candidates.end(), [](const Candidate& c) {
-    return c.info.supported && !c.info.id.starts_with("onednn:ref:");
-  });
-  std::stable_partition(candidates.begin(), candidates.end(),
-                        [](const Candidate& c) { return c.info.supported; });
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) {
+                     return supported_rank(a.info) < supported_rank(b.info);
+                   });
   for (std::size_t i = 0; i < candidates.size(); ++i)
     candidates[i].info.priority = static_cast<int>(i);
 }
@@ -147,6 +163,89 @@ void run_step(Step& step, dnnl_stream_t stream, void* scratchpad, const ErrorCon
 
 /// Waits until everything queued on `stream` has run.
 void wait(dnnl_stream_t stream, const ErrorContext& context);
+
+// ---- f32 compute --------------------------------------------------------------------------------
+
+// Note [f32 compute]
+// oneDNN 3.2 runs f16 primitives (binary, matmul, reduction, eltwise, ...) only where the CPU has
+// avx512_core_fp16 and bf16 ones only where it has avx512_core (both: or avx2_vnni_2); elsewhere,
+// e.g. on AVX2 CPUs, it has no implementation at all for them, not even ref:any. Which ones a CPU
+// gets is whatever oneDNN answers at listing time. Its reorders convert f16/bf16 to and from f32
+// on every ISA, so such an op still runs on oneDNN as an f32-compute candidate:
+//   1. convert each tensor the primitive reads into an f32 copy in the workspace (reorder),
+//   2. run the f32 primitive on the copies,
+//   3. convert each tensor it writes back into the caller's f16/bf16 tensor (reorder).
+// A tensor that is read and written (an accumulated dst) is converted both ways; one that is only
+// written is not converted in (its previous contents are never read). The conversions run inside
+// the plan's execute() and their buffers count in workspace_bytes, so timing and workspace limits
+// weigh them like the primitive itself. The native primitives compute in f32 too and round once
+// to the dtype, as these do, so results agree with theirs up to the order of f32 operations.
+// The candidates say what they are: id "onednn:<impl>:<formulation>:f32" (f32_compute_suffix),
+// note "f32_compute", "f32 compute" in the name; order_supported_first lists them after the
+// native non-reference candidates, which win the heuristic wherever the CPU has them.
+
+/// How the f32 primitive of an f32-compute candidate uses one of the caller's tensors.
+enum class Access : std::uint8_t {
+  read,       ///< converted in only
+  write,      ///< converted out only: its previous contents are not read
+  read_write  ///< converted in, then out
+};
+
+/// One caller's tensor of an f32-compute candidate.
+struct ConvertedTensor {
+  dnnl::memory::desc user;  ///< as the caller holds it (f16 or bf16)
+  Access access = Access::read;
+};
+
+/// The conversions of one f32-compute candidate (Note [f32 compute]), made when the candidate is
+/// listed and shared by its plans. Its part of the workspace, from the start: the f32 copy of
+/// each tensor (in `tensors` order, buffer_alignment apart), then the conversions' scratchpad;
+/// the f32 primitive's own workspace follows at `bytes`.
+struct F32Conversion {
+  std::vector<ConvertedTensor> tensors;
+  std::vector<dnnl::memory::desc> copies;         ///< per tensor: the user's dims and strides, f32
+  std::vector<dnnl::primitive_desc_base> to_f32;  ///< per tensor: reorder in (null: not read)
+  std::vector<dnnl::primitive_desc_base> from_f32;  ///< per tensor: reorder out (null: not written)
+  std::vector<std::size_t> offsets;                 ///< per tensor: of its copy in the workspace
+  std::size_t scratchpad_offset = 0;                ///< the reorders' scratchpad
+  std::size_t bytes = 0;  ///< the copies and the scratchpad; the primitive's workspace follows
+};
+
+/// The conversions of `tensors`; nullopt with oneDNN's message in `failure` when oneDNN has no
+/// reorder for one of them. Other oneDNN errors throw with `context`.
+std::optional<F32Conversion> f32_conversion(const dnnl::engine& engine,
+                                            std::vector<ConvertedTensor> tensors,
+                                            const ErrorContext& context, std::string& failure);
+
+/// The same dims and strides as `md` (a plain layout), data type f32.
+dnnl::memory::desc as_f32(const dnnl::memory::desc& md);
+
+/// The conversion steps of one plan of an f32-compute candidate: memory objects made once and
+/// rebound per call (Note [one stream] in runtime.hpp). Empty (false) for native candidates.
+class F32Conversions {
+ public:
+  F32Conversions() = default;
+  /// Call under dnnl_call: oneDNN's errors throw dnnl::error here.
+  F32Conversions(std::shared_ptr<const F32Conversion> conversion, const dnnl::engine& engine);
+
+  explicit operator bool() const { return conversion_ != nullptr; }
+  /// Bytes at the start of the workspace (F32Conversion::bytes; 0 when empty).
+  std::size_t bytes() const { return conversion_ ? conversion_->bytes : 0; }
+
+  /// Binds the caller's tensors (`data`, in F32Conversion::tensors order) and their copies in
+  /// `workspace`, then queues the conversions in on `stream` (without waiting).
+  void convert_in(std::span<void* const> data, std::byte* workspace, dnnl_stream_t stream,
+                  const ErrorContext& context);
+  /// Where tensor `index`'s f32 copy lies in `workspace`: the f32 primitive's argument.
+  void* copy(std::size_t index, std::byte* workspace) const;
+  /// Queues the conversions out on `stream` (after convert_in, on the same bindings).
+  void convert_out(std::byte* workspace, dnnl_stream_t stream, const ErrorContext& context);
+
+ private:
+  std::shared_ptr<const F32Conversion> conversion_;
+  std::vector<dnnl::memory> users_, copies_;
+  std::vector<Step> in_, out_;  // null primitives where a tensor is not converted that way
+};
 
 /// A layer op's plan on this backend: its record and error context (detail::LayerPlanBase) and
 /// the checks and bindings of its execute().
