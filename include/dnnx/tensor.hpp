@@ -79,11 +79,12 @@ class Dims {
   std::int64_t& operator[](int i) { return values_[static_cast<std::size_t>(i)]; }
   const std::int64_t* begin() const { return values_.data(); }
   const std::int64_t* end() const { return values_.data() + rank_; }
-  /// Product of all entries (1 for rank 0).
+  /// Product of all entries (1 for rank 0); throws InvalidArgument when it does not fit in 64 bits.
   std::int64_t product() const;
   /// "2x3x224x224".
   std::string to_string() const;
-  /// Parses "2x3x224x224" (also ',' separated); throws InvalidArgument naming `what`.
+  /// Parses "2x3x224x224" (also ',' separated): decimal integers with an optional '-', no '+' and
+  /// no spaces; throws InvalidArgument naming `what`, the text and the bad entry.
   static Dims parse(std::string_view text, std::string_view what = "dims");
 
   bool operator==(const Dims& other) const;
@@ -95,7 +96,8 @@ class Dims {
 
 std::ostream& operator<<(std::ostream& out, const Dims& dims);
 
-/// Dense element strides of `dims` in `layout` (rank 1 and 2 are always row-major).
+/// Dense element strides of `dims` in `layout` (rank 1 and 2 are always row-major); throws
+/// InvalidArgument when a stride does not fit in 64 bits.
 Dims dense_strides(const Dims& dims, Layout layout);
 
 /// A source of raw memory for one device. Device allocators (caching, CUDA) implement the same.
@@ -143,13 +145,16 @@ class Tensor {
   Tensor() = default;
 
   /// Allocates a dense tensor in `layout` on `allocator`'s device (contents uninitialised).
+  /// Throws InvalidArgument for a negative size or more than 2^60 elements (sizes of 0 counted
+  /// as 1, which also bounds the strides).
   static Tensor empty(const Dims& dims, DType dtype, Layout layout = Layout::channels_first,
                       Allocator& allocator = host_allocator());
   /// Like empty(), filled with zeros.
   static Tensor zeros(const Dims& dims, DType dtype, Layout layout = Layout::channels_first,
                       Allocator& allocator = host_allocator());
   /// A non-owning view of user memory with explicit element strides. The memory must outlive
-  /// every use of the view; nothing is copied.
+  /// every use of the view; nothing is copied. Throws InvalidArgument for dims as empty() does,
+  /// for negative strides, and for a span (first element to last) of more than 2^60 elements.
   static Tensor view(void* data, const Dims& dims, DType dtype, const Dims& strides,
                      Device device = Device::cpu());
   /// A non-owning dense view of user memory in `layout`.
@@ -171,12 +176,14 @@ class Tensor {
   std::optional<Layout> layout() const;
   /// True when the strides are the dense strides of `layout`.
   bool is_dense(Layout layout) const;
-  /// Bytes spanned from the first to one past the last element.
+  /// Bytes spanned from the first to one past the last element (empty() and view() bound it to
+  /// 2^60 elements, so it never overflows).
   std::size_t span_bytes() const;
 
   /// Host tensors only: every element converted to f32, in logical (row-major N,C,...) order.
   std::vector<float> to_f32() const;
-  /// Host tensors only: writes `values` (logical row-major order, numel entries) converted to dtype().
+  /// Host tensors only: writes `values` (logical row-major order, numel entries) converted to
+  /// dtype().
   void copy_from_f32(std::span<const float> values);
   /// Host tensors only: sets every element to `value`.
   void fill(float value);
@@ -197,7 +204,9 @@ std::string describe(const Tensor& tensor);
 /// tensors must be dense (channels_first or channels_last; two device tensors in the same layout).
 /// Returns when the copy has finished and is ordered after every op queued before it on the
 /// device's backend. Device memory needs a backend on that device (a Context on cuda:N) to exist;
-/// otherwise throws Error(Unsupported). Bad arguments throw InvalidArgument.
+/// otherwise throws Error(Unsupported). Bad arguments throw InvalidArgument, among them a dst whose
+/// memory overlaps src's (judged on the bytes each spans from its first element to its last): no
+/// memmove semantics. Copying a tensor onto itself (the same memory, dims and strides) is a no-op.
 void copy(const Tensor& src, Tensor& dst);
 
 }  // namespace dnnx

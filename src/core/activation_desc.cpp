@@ -126,12 +126,8 @@ void ActivationDesc::validate() const {
   for (int i = 0; i < dims.rank(); ++i) {
     DNNX_CHECK_ARG(dims[i] >= 1, "dims ", dims, ": entry ", i, " must be >= 1, got ", dims[i]);
   }
-  // Note [size limits] (conv_desc.cpp): element and byte counts must fit in 64 bits.
-  std::int64_t count = 1;
-  for (const std::int64_t d : dims) {
-    DNNX_CHECK_ARG(!__builtin_mul_overflow(count, d, &count) && count <= (std::int64_t{1} << 60),
-                   "dims ", dims, " have more elements than can be addressed");
-  }
+  // Note [size limits] (core/check.hpp): element and byte counts must fit in 64 bits.
+  detail::checked_count(dims, "dims");
   DNNX_CHECK_ARG(is_floating(dtype), "dtype must be f32, f16 or bf16, got ", to_string(dtype));
   DNNX_CHECK_ARG(layout == Layout::channels_first || layout == Layout::channels_last,
                  "layout has the invalid value ", static_cast<int>(layout));

@@ -24,15 +24,6 @@ std::string exact(float value) {
   return std::string(buffer.data(), end);
 }
 
-void check_count(const Dims& dims, const char* field) {
-  // Note [size limits] (conv_desc.cpp): element and byte counts must fit in 64 bits.
-  std::int64_t count = 1;
-  for (const std::int64_t d : dims) {
-    DNNX_CHECK_ARG(!__builtin_mul_overflow(count, d, &count) && count <= (std::int64_t{1} << 60),
-                   field, " ", dims, " have more elements than can be addressed");
-  }
-}
-
 }  // namespace
 
 AddDesc AddDesc::from_dims(const Dims& src, const Dims& dst, float alpha, float beta, DType dtype,
@@ -73,7 +64,8 @@ void AddDesc::validate() const {
                    " do not broadcast to dst_dims ", dst_dims, ": axis ", i, " has ", src_dims[i],
                    " in src and ", dst_dims[i], " in dst (each src dim must equal dst's or be 1)");
   }
-  check_count(dst_dims, "dst_dims");
+  // Note [size limits] (core/check.hpp); src has no more elements than dst, which it broadcasts to.
+  detail::checked_count(dst_dims, "dst_dims");
   DNNX_CHECK_ARG(is_floating(dtype), "dtype must be f32, f16 or bf16, got ", to_string(dtype));
   DNNX_CHECK_ARG(layout == Layout::channels_first || layout == Layout::channels_last,
                  "layout has the invalid value ", static_cast<int>(layout));

@@ -40,7 +40,21 @@ std::string_view layout_text(Layout layout) {
   return valid_layout(layout) ? to_string(layout) : std::string_view("?");
 }
 
-// Product of dims[first..rank), 1 when empty (no overflow: validate() bounds every product).
+// Throws InvalidArgument unless `dims` has rank 2 to 5, every entry in [1, 2^31] and at most 2^60
+// elements (Note [size limits] in core/check.hpp).
+void check_dims(const Dims& dims) {
+  DNNX_CHECK_ARG(dims.rank() >= 2 && dims.rank() <= 5, "dims ", dims, " have rank ", dims.rank(),
+                 "; batch-norm accepts rank 2 to 5 (N, C and up to 3 spatial dims)");
+  for (int i = 0; i < dims.rank(); ++i) {
+    const char* name = i == 0 ? "batch (N)" : i == 1 ? "channels (C)" : "spatial size";
+    DNNX_CHECK_ARG(dims[i] >= 1, name, " must be >= 1, got ", dims[i], " (dims ", dims, ")");
+    DNNX_CHECK_ARG(dims[i] <= detail::max_dim_size, name, " must be <= 2^31, got ", dims[i],
+                   " (dims ", dims, ")");
+  }
+  detail::checked_count(dims, "dims");
+}
+
+// Product of dims[first..rank), 1 when empty; check_dims(dims) has bounded every product.
 std::int64_t product_from(const Dims& dims, int first) {
   std::int64_t p = 1;
   for (int i = first; i < dims.rank(); ++i) p *= dims[i];
@@ -79,20 +93,7 @@ BatchNormDesc BatchNormDesc::spatial_of(const Dims& dims, bool training, DType d
 }
 
 void BatchNormDesc::validate() const {
-  DNNX_CHECK_ARG(dims.rank() >= 2 && dims.rank() <= 5, "dims ", dims, " have rank ", dims.rank(),
-                 "; batch-norm accepts rank 2 to 5 (N, C and up to 3 spatial dims)");
-  // Note [size limits] (conv_desc.cpp): every factor and every product fits in 64 bits.
-  constexpr std::int64_t max_size = std::int64_t{1} << 31;
-  std::int64_t count = 1;
-  for (int i = 0; i < dims.rank(); ++i) {
-    const char* name = i == 0 ? "batch (N)" : i == 1 ? "channels (C)" : "spatial size";
-    DNNX_CHECK_ARG(dims[i] >= 1, name, " must be >= 1, got ", dims[i], " (dims ", dims, ")");
-    DNNX_CHECK_ARG(dims[i] <= max_size, name, " must be <= 2^31, got ", dims[i], " (dims ", dims,
-                   ")");
-    DNNX_CHECK_ARG(
-        !__builtin_mul_overflow(count, dims[i], &count) && count <= (std::int64_t{1} << 60),
-        "dims ", dims, " have more elements than can be addressed");
-  }
+  check_dims(dims);
   DNNX_CHECK_ARG(valid_mode(mode), "mode must be per_activation or spatial, got ",
                  static_cast<int>(mode));
   DNNX_CHECK_ARG(is_floating(dtype), "dtype must be f32, f16 or bf16, got ", to_string(dtype));
@@ -112,21 +113,23 @@ void BatchNormDesc::validate() const {
   }
 }
 
+// Note [shapes of an unvalidated desc] (core/check.hpp): every shape accessor checks the dims
+// first.
 Dims BatchNormDesc::param_dims() const {
-  if (mode == BatchNormMode::spatial || dims.rank() < 2)
-    return Dims{dims.rank() >= 2 ? dims[1] : 0};
+  check_dims(dims);
+  if (mode == BatchNormMode::spatial) return Dims{dims[1]};
   Dims params = dims;
   params[0] = 1;
   return params;
 }
 
 std::int64_t BatchNormDesc::statistics() const {
-  if (dims.rank() < 2) return 0;
+  check_dims(dims);
   return mode == BatchNormMode::spatial ? dims[1] : product_from(dims, 1);
 }
 
 std::int64_t BatchNormDesc::reduction_size() const {
-  if (dims.rank() < 2) return 0;
+  check_dims(dims);
   return mode == BatchNormMode::spatial ? dims[0] * product_from(dims, 2) : dims[0];
 }
 

@@ -76,6 +76,24 @@ inline std::int64_t checked_count(const Dims& dims, std::string_view what) {
   return count == 0 ? 0 : bound;
 }
 
+// Note [shapes of an unvalidated desc]
+// A desc is plain data that a caller may fill in wrongly and never validate. Its shape accessors
+// (ConvDesc::dst_dims(), output_size(), SoftmaxDesc::axis_size(), ...) must not then return
+// negative or wrapped sizes, nor divide by zero: each checks the fields it computes from, and when
+// one is out of range it runs validate(), which throws InvalidArgument naming the first bad field
+// and its value. A valid desc pays only those range checks, not a full validation per call.
+
+/// Note [shapes of an unvalidated desc]: when `in_range` is false, runs desc.validate(), which
+/// throws naming the bad field; should validate() accept the desc, throws Internal naming
+/// `accessor`, whose range checks then disagree with validate().
+template <typename Desc>
+void validate_unless(bool in_range, const Desc& desc, std::string_view accessor) {
+  if (in_range) return;
+  desc.validate();
+  raise(ErrorKind::Internal,
+        cat(accessor, " found a field out of range that validate() accepts: ", desc));
+}
+
 }  // namespace dnnx::detail
 
 /// Throws InvalidArgument with the streamed message when `cond` is false.

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
@@ -15,9 +16,7 @@ namespace {
 
 constexpr const char* spatial_names[3][3] = {{"W", "", ""}, {"H", "W", ""}, {"D", "H", "W"}};
 
-const char* axis_name(int spatial_dims, int i) {
-  return spatial_names[spatial_dims - 1][i];
-}
+const char* axis_name(int spatial_dims, int i) { return spatial_names[spatial_dims - 1][i]; }
 
 // Per-spatial-dim text: "2" when all entries agree, else "2,1".
 std::string compact(const std::array<std::int64_t, 3>& values, int n) {
@@ -31,13 +30,48 @@ std::string compact(const std::array<std::int64_t, 3>& values, int n) {
 
 std::array<std::int64_t, 3> expand(const std::vector<std::int64_t>& values, int n,
                                    std::string_view what, std::int64_t fill) {
-  DNNX_CHECK_ARG(values.size() == 1 || values.size() == static_cast<std::size_t>(n), what,
-                 " has ", values.size(), " entries (", detail::join(values, ","),
-                 "); expected 1 or ", n, " (one per spatial dim)");
+  DNNX_CHECK_ARG(values.size() == 1 || values.size() == static_cast<std::size_t>(n), what, " has ",
+                 values.size(), " entries (", detail::join(values, ","), "); expected 1 or ", n,
+                 " (one per spatial dim)");
   std::array<std::int64_t, 3> out{fill, fill, fill};
   for (int i = 0; i < n; ++i)
-    out[static_cast<std::size_t>(i)] = values.size() == 1 ? values[0] : values[static_cast<std::size_t>(i)];
+    out[static_cast<std::size_t>(i)] =
+        values.size() == 1 ? values[0] : values[static_cast<std::size_t>(i)];
   return out;
+}
+
+// Output size along spatial dim `s`, or nullopt when a field it depends on is out of range (Note
+// [shapes of an unvalidated desc] in core/check.hpp).
+std::optional<std::int64_t> output_size_of(const ConvDesc& desc, std::size_t s) {
+  if (desc.input[s] < 1 || desc.kernel[s] < 1 || desc.stride[s] < 1 || desc.dilation[s] < 1 ||
+      desc.pad_before[s] < 0 || desc.pad_after[s] < 0)
+    return std::nullopt;
+  const auto span = detail::checked_mul(desc.dilation[s], desc.kernel[s] - 1);
+  const auto extent = span ? detail::checked_add(*span, 1) : std::nullopt;
+  const auto padded_before = detail::checked_add(desc.input[s], desc.pad_before[s]);
+  const auto padded =
+      padded_before ? detail::checked_add(*padded_before, desc.pad_after[s]) : std::nullopt;
+  if (!extent || !padded || *extent > *padded) return std::nullopt;
+  return (*padded - *extent) / desc.stride[s] + 1;
+}
+
+// N-or-O, C-or-C/groups, spatial... as Dims; `spatial_dims` must be in [1, 3].
+Dims shape_of(int spatial_dims, std::int64_t first, std::int64_t second,
+              const std::array<std::int64_t, 3>& spatial) {
+  std::array<std::int64_t, 5> v{first, second, 0, 0, 0};
+  for (int i = 0; i < spatial_dims; ++i)
+    v[static_cast<std::size_t>(2 + i)] = spatial[static_cast<std::size_t>(i)];
+  return Dims(std::span<const std::int64_t>(v.data(), static_cast<std::size_t>(spatial_dims + 2)));
+}
+
+bool valid_rank(const ConvDesc& desc) { return desc.spatial_dims >= 1 && desc.spatial_dims <= 3; }
+
+// Every spatial entry of `values` is >= 1.
+bool all_positive(const ConvDesc& desc, const std::array<std::int64_t, 3>& values) {
+  for (int i = 0; i < desc.spatial_dims; ++i) {
+    if (values[static_cast<std::size_t>(i)] < 1) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -60,9 +94,14 @@ ConvDesc ConvDesc::from_shapes(const Dims& src, const Dims& weights,
   desc.in_channels = src[1];
   desc.out_channels = weights[0];
   desc.groups = groups;
-  DNNX_CHECK_ARG(weights[1] * groups == src[1], "channel mismatch: src has ", src[1],
+  const auto expected_channels = detail::checked_mul(weights[1], groups);
+  DNNX_CHECK_ARG(expected_channels.has_value(), "channel mismatch: src has ", src[1],
                  " channels (dims ", src, ") but weights dims ", weights, " with groups=", groups,
-                 " expect ", weights[1] * groups, " (weights C/groups x groups)");
+                 " expect weights C/groups x groups = ", weights[1], " x ", groups,
+                 " channels, which does not fit in 64 bits");
+  DNNX_CHECK_ARG(*expected_channels == src[1], "channel mismatch: src has ", src[1],
+                 " channels (dims ", src, ") but weights dims ", weights, " with groups=", groups,
+                 " expect ", *expected_channels, " (weights C/groups x groups)");
   for (int i = 0; i < n; ++i) {
     desc.input[static_cast<std::size_t>(i)] = src[2 + i];
     desc.kernel[static_cast<std::size_t>(i)] = weights[2 + i];
@@ -89,19 +128,20 @@ void ConvDesc::validate() const {
                  " does not divide in_channels=", in_channels);
   DNNX_CHECK_ARG(out_channels % groups == 0, "groups=", groups,
                  " does not divide out_channels=", out_channels);
-  // Note [size limits]: sizes are bounded so that every derived quantity (extents, padded sizes,
-  // element counts, byte counts) fits in 64 bits; beyond this no machine has the memory anyway.
-  constexpr std::int64_t max_size = std::int64_t{1} << 31;
+  // Note [size limits] (core/check.hpp).
+  constexpr std::int64_t max_size = detail::max_dim_size;
   DNNX_CHECK_ARG(batch <= max_size, "batch (N) must be <= 2^31, got ", batch);
   DNNX_CHECK_ARG(in_channels <= max_size, "in_channels (C) must be <= 2^31, got ", in_channels);
   DNNX_CHECK_ARG(out_channels <= max_size, "out_channels (O) must be <= 2^31, got ", out_channels);
   for (int i = 0; i < spatial_dims; ++i) {
     const auto s = static_cast<std::size_t>(i);
     const char* axis = axis_name(spatial_dims, i);
-    for (const auto& [name, value] :
-         {std::pair<const char*, std::int64_t>{"input size", input[s]}, {"kernel size", kernel[s]},
-          {"stride", stride[s]}, {"dilation", dilation[s]}, {"pad_before", pad_before[s]},
-          {"pad_after", pad_after[s]}}) {
+    for (const auto& [name, value] : {std::pair<const char*, std::int64_t>{"input size", input[s]},
+                                      {"kernel size", kernel[s]},
+                                      {"stride", stride[s]},
+                                      {"dilation", dilation[s]},
+                                      {"pad_before", pad_before[s]},
+                                      {"pad_after", pad_after[s]}}) {
       DNNX_CHECK_ARG(value <= max_size, name, " along ", axis, " must be <= 2^31, got ", value);
     }
     DNNX_CHECK_ARG(input[s] >= 1, "input size along ", axis, " must be >= 1, got ", input[s]);
@@ -118,44 +158,54 @@ void ConvDesc::validate() const {
                    dilation[s], ", extent ", extent, ") is larger than the padded input (",
                    input[s], " + ", pad_before[s], " + ", pad_after[s], " = ", padded, ")");
   }
-  // Every tensor's element count must fit too (2^31 per factor can still overflow a product).
-  const auto checked_count = [](const Dims& dims, const char* role) {
-    std::int64_t count = 1;
-    for (std::int64_t d : dims) {
-      DNNX_CHECK_ARG(!__builtin_mul_overflow(count, d, &count) && count <= (std::int64_t{1} << 60),
-                     role, " dims ", dims, " have more elements than can be addressed");
-    }
-  };
-  checked_count(src_dims(), "src");
-  checked_count(weights_dims(), "weights");
-  checked_count(dst_dims(), "dst");
+  // Every tensor's element count must fit too (2^31 per factor can still overflow a product). The
+  // checks above make every entry of these shapes >= 1.
+  detail::checked_count(shape_of(spatial_dims, batch, in_channels, input), "src dims");
+  detail::checked_count(shape_of(spatial_dims, out_channels, in_channels / groups, kernel),
+                        "weights dims");
+  std::array<std::int64_t, 3> output{};
+  for (int i = 0; i < spatial_dims; ++i) {
+    const auto size = output_size_of(*this, static_cast<std::size_t>(i));
+    DNNX_ASSERT(size.has_value(), "output size along ", axis_name(spatial_dims, i), " of ", *this);
+    output[static_cast<std::size_t>(i)] = *size;
+  }
+  detail::checked_count(shape_of(spatial_dims, batch, out_channels, output), "dst dims");
 }
 
 std::int64_t ConvDesc::output_size(int i) const {
-  const auto s = static_cast<std::size_t>(i);
-  const std::int64_t extent = dilation[s] * (kernel[s] - 1) + 1;
-  return (input[s] + pad_before[s] + pad_after[s] - extent) / stride[s] + 1;
+  DNNX_CHECK_ARG(valid_rank(*this) && i >= 0 && i < spatial_dims, "output_size(", i,
+                 "): the spatial dim must be in [0, spatial_dims = ", spatial_dims, ")");
+  const auto size = output_size_of(*this, static_cast<std::size_t>(i));
+  detail::validate_unless(size.has_value(), *this, "ConvDesc::output_size");
+  return *size;
 }
 
 Dims ConvDesc::src_dims() const {
-  std::array<std::int64_t, 5> v{batch, in_channels, 0, 0, 0};
-  for (int i = 0; i < spatial_dims; ++i) v[static_cast<std::size_t>(2 + i)] = input[static_cast<std::size_t>(i)];
-  return Dims(std::span<const std::int64_t>(v.data(), static_cast<std::size_t>(spatial_dims + 2)));
+  detail::validate_unless(
+      valid_rank(*this) && batch >= 1 && in_channels >= 1 && all_positive(*this, input), *this,
+      "ConvDesc::src_dims");
+  return shape_of(spatial_dims, batch, in_channels, input);
 }
 
 Dims ConvDesc::weights_dims() const {
-  std::array<std::int64_t, 5> v{out_channels, in_channels / groups, 0, 0, 0};
-  for (int i = 0; i < spatial_dims; ++i) v[static_cast<std::size_t>(2 + i)] = kernel[static_cast<std::size_t>(i)];
-  return Dims(std::span<const std::int64_t>(v.data(), static_cast<std::size_t>(spatial_dims + 2)));
+  detail::validate_unless(valid_rank(*this) && out_channels >= 1 && groups >= 1 &&
+                              in_channels >= groups && all_positive(*this, kernel),
+                          *this, "ConvDesc::weights_dims");
+  return shape_of(spatial_dims, out_channels, in_channels / groups, kernel);
 }
 
 Dims ConvDesc::dst_dims() const {
-  std::array<std::int64_t, 5> v{batch, out_channels, 0, 0, 0};
-  for (int i = 0; i < spatial_dims; ++i) v[static_cast<std::size_t>(2 + i)] = output_size(i);
-  return Dims(std::span<const std::int64_t>(v.data(), static_cast<std::size_t>(spatial_dims + 2)));
+  detail::validate_unless(valid_rank(*this) && batch >= 1 && out_channels >= 1, *this,
+                          "ConvDesc::dst_dims");
+  std::array<std::int64_t, 3> output{};
+  for (int i = 0; i < spatial_dims; ++i) output[static_cast<std::size_t>(i)] = output_size(i);
+  return shape_of(spatial_dims, batch, out_channels, output);
 }
 
-Dims ConvDesc::bias_dims() const { return Dims{out_channels}; }
+Dims ConvDesc::bias_dims() const {
+  detail::validate_unless(out_channels >= 1, *this, "ConvDesc::bias_dims");
+  return Dims{out_channels};
+}
 
 double ConvDesc::macs() const {
   double macs = static_cast<double>(batch) * static_cast<double>(out_channels) *
@@ -200,10 +250,10 @@ std::string ConvDesc::key() const {
   auto list = [&](const std::array<std::int64_t, 3>& a) {
     return detail::join(std::span<const std::int64_t>(a.data(), n), ",");
   };
-  out << "conv" << spatial_dims << "d n=" << batch << " c=" << in_channels << " o="
-      << out_channels << " g=" << groups << " in=" << list(input) << " k=" << list(kernel)
-      << " s=" << list(stride) << " pb=" << list(pad_before) << " pa=" << list(pad_after)
-      << " d=" << list(dilation) << ' ' << to_string(dtype) << ' ' << to_string(layout);
+  out << "conv" << spatial_dims << "d n=" << batch << " c=" << in_channels << " o=" << out_channels
+      << " g=" << groups << " in=" << list(input) << " k=" << list(kernel) << " s=" << list(stride)
+      << " pb=" << list(pad_before) << " pa=" << list(pad_after) << " d=" << list(dilation) << ' '
+      << to_string(dtype) << ' ' << to_string(layout);
   return out.str();
 }
 

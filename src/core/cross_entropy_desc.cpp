@@ -46,11 +46,20 @@ void CrossEntropyDesc::validate() const {
                  static_cast<int>(layout));
 }
 
-std::int64_t CrossEntropyDesc::classes() const { return dims[1]; }
+// Note [shapes of an unvalidated desc] (core/check.hpp): every shape accessor checks the logits
+// dims first.
+std::int64_t CrossEntropyDesc::classes() const {
+  detail::validate_nc_dims(dims, "logits dims");
+  return dims[1];
+}
 
-std::int64_t CrossEntropyDesc::positions() const { return dims[0] * detail::spatial_size(dims); }
+std::int64_t CrossEntropyDesc::positions() const {
+  detail::validate_nc_dims(dims, "logits dims");
+  return dims[0] * detail::spatial_size(dims);
+}
 
 Dims CrossEntropyDesc::labels_dims() const {
+  detail::validate_nc_dims(dims, "logits dims");
   std::array<std::int64_t, 4> values{};
   values[0] = dims[0];
   for (int i = 2; i < dims.rank(); ++i) values[static_cast<std::size_t>(i - 1)] = dims[i];
@@ -62,7 +71,7 @@ Dims CrossEntropyDesc::loss_dims() const {
   return reduction == Reduction::none ? labels_dims() : Dims{1};
 }
 
-Dims CrossEntropyDesc::weights_dims() const { return Dims{dims[1]}; }
+Dims CrossEntropyDesc::weights_dims() const { return Dims{classes()}; }
 
 std::string CrossEntropyDesc::repro(Direction direction) const {
   // An invalid desc must still print (it is the context of the error that rejects it).

@@ -125,6 +125,30 @@ std::size_t dense_bytes(const Tensor& tensor) {
   return static_cast<std::size_t>(tensor.numel()) * size_of(tensor.dtype());
 }
 
+// Note [overlapping copy]
+// copy() writes dst element by element (host) or as one block (device), so if dst's memory
+// overlapped src's, some elements would be read after a write landed on them and the result would
+// depend on the order of the copy. Such a copy is an InvalidArgument rather than a memmove: a
+// strided memmove would need a staging buffer, and an overlapping copy is almost always a mistake.
+// The one exception is a tensor copied onto itself (the same memory, dims and strides), which
+// changes nothing and returns at once. Overlap is judged on the byte spans (first element to one
+// past the last) on the same device, as the ops judge it, so two interleaved views whose spans
+// cross are rejected even when they share no element.
+bool same_window(const Tensor& a, const Tensor& b) {
+  if (a.data() != b.data() || a.device() != b.device()) return false;
+  for (int i = 0; i < a.rank(); ++i) {
+    if (a.dims()[i] != 1 && a.strides()[i] != b.strides()[i]) return false;
+  }
+  return true;
+}
+
+bool spans_overlap(const Tensor& a, const Tensor& b) {
+  if (a.device() != b.device()) return false;
+  const char* a0 = static_cast<const char*>(a.data());
+  const char* b0 = static_cast<const char*>(b.data());
+  return a0 < b0 + b.span_bytes() && b0 < a0 + a.span_bytes();
+}
+
 }  // namespace
 
 void copy(const Tensor& src, Tensor& dst) {
@@ -136,6 +160,11 @@ void copy(const Tensor& src, Tensor& dst) {
   if (src.numel() == 0) return;
   DNNX_CHECK_ARG(src.data() != nullptr, "copy: src has null data");
   DNNX_CHECK_ARG(dst.data() != nullptr, "copy: dst has null data");
+  // Note [overlapping copy].
+  if (same_window(src, dst)) return;
+  DNNX_CHECK_ARG(!spans_overlap(src, dst), "copy: dst ", describe(dst), " at ", dst.data(),
+                 " overlaps src ", describe(src), " at ", src.data(),
+                 " in memory; copy needs separate buffers (or dst identical to src, a no-op)");
   const bool src_host = src.device().kind == Device::Kind::cpu;
   const bool dst_host = dst.device().kind == Device::Kind::cpu;
   using Kind = DeviceRuntime::CopyKind;

@@ -33,16 +33,12 @@ namespace detail {
 void validate_nc_dims(const Dims& dims, const char* field) {
   DNNX_CHECK_ARG(dims.rank() >= 2 && dims.rank() <= 5, field, " ", dims, " have rank ", dims.rank(),
                  "; accepted: rank 2 to 5 (N, C and 0 to 3 spatial dims)");
-  // Note [size limits] (conv_desc.cpp): every derived count must fit in 64 bits.
-  constexpr std::int64_t max_size = std::int64_t{1} << 31;
-  std::int64_t count = 1;
+  // Note [size limits] (core/check.hpp): every derived count must fit in 64 bits.
   for (int i = 0; i < dims.rank(); ++i) {
-    DNNX_CHECK_ARG(dims[i] >= 1 && dims[i] <= max_size, field, " ", dims, ": entry ", i, " is ",
+    DNNX_CHECK_ARG(dims[i] >= 1 && dims[i] <= max_dim_size, field, " ", dims, ": entry ", i, " is ",
                    dims[i], "; every entry must be in [1, 2^31]");
-    count *= dims[i];
-    DNNX_CHECK_ARG(count <= (std::int64_t{1} << 60), field, " ", dims,
-                   " have more elements than can be addressed (more than 2^60)");
   }
+  checked_count(dims, field);
 }
 
 }  // namespace detail
@@ -57,7 +53,9 @@ void SoftmaxDesc::validate() const {
                  static_cast<int>(layout));
 }
 
+// Note [shapes of an unvalidated desc] (core/check.hpp): the dims are checked before any division.
 std::int64_t SoftmaxDesc::axis_size() const {
+  detail::validate_nc_dims(dims, "dims");
   return mode == SoftmaxMode::instance ? dims.product() / dims[0] : dims[1];
 }
 

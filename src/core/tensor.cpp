@@ -4,6 +4,7 @@
 #include "core/dtype.hpp"
 #include "core/strings.hpp"
 
+#include <charconv>
 #include <cstdlib>
 #include <new>
 #include <ostream>
@@ -24,7 +25,12 @@ Dims::Dims(std::span<const std::int64_t> values) {
 
 std::int64_t Dims::product() const {
   std::int64_t p = 1;
-  for (std::int64_t v : *this) p *= v;
+  for (const std::int64_t v : *this) {
+    const auto next = detail::checked_mul(p, v);
+    DNNX_CHECK_ARG(next.has_value(), "the product of the entries of ", *this,
+                   " does not fit in 64 bits");
+    p = *next;
+  }
   return p;
 }
 
@@ -34,20 +40,20 @@ Dims Dims::parse(std::string_view text, std::string_view what) {
   const char separator = text.find(',') != std::string_view::npos ? ',' : 'x';
   std::vector<std::int64_t> values;
   for (const std::string& part : detail::split(text, separator)) {
-    std::size_t used = 0;
-    long long value = 0;
-    bool ok = !part.empty();
-    if (ok) {
-      try {
-        value = std::stoll(part, &used);
-      } catch (const std::exception&) {
-        ok = false;
-      }
-    }
-    if (!ok || used != part.size()) {
+    // from_chars takes an optional '-' and digits only: no '+', no spaces, nothing after.
+    std::int64_t value = 0;
+    const char* end = part.data() + part.size();
+    const auto [next, error] = std::from_chars(part.data(), end, value);
+    if (!part.empty() && next == end && error == std::errc::result_out_of_range) {
       detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat(what, " '", text, "' is malformed: expected integers separated by 'x'",
-                                " or ',' (e.g. 32x64x56x56)"));
+                    detail::cat(what, " '", text, "' is malformed: entry '", part,
+                                "' does not fit in 64 bits"));
+    }
+    if (part.empty() || error != std::errc() || next != end) {
+      detail::raise(ErrorKind::InvalidArgument,
+                    detail::cat(what, " '", text, "' is malformed: entry '", part,
+                                "' is not a decimal integer; expected integers (digits, no sign "
+                                "or spaces) separated by 'x' or ',' (e.g. 32x64x56x56)"));
     }
     values.push_back(value);
   }
@@ -82,7 +88,10 @@ Dims dense_strides(const Dims& dims, Layout layout) {
   for (int i = rank - 1; i >= 0; --i) {
     const int d = order[static_cast<std::size_t>(i)];
     strides[d] = stride;
-    stride *= std::max<std::int64_t>(dims[d], 1);
+    if (i == 0) break;
+    const auto next = detail::checked_mul(stride, std::max<std::int64_t>(dims[d], 1));
+    DNNX_CHECK_ARG(next.has_value(), "dense strides of dims ", dims, " do not fit in 64 bits");
+    stride = *next;
   }
   return strides;
 }
@@ -131,16 +140,20 @@ Storage::~Storage() {
 
 namespace {
 
-void check_dims(const Dims& dims) {
-  std::int64_t count = 1;
+// Elements from the first to the last one of a view of `dims` with `strides` (0 when empty), or
+// nullopt when that is more than max_elements (Note [size limits] in core/check.hpp).
+std::optional<std::int64_t> span_elements(const Dims& dims, const Dims& strides) {
+  std::int64_t last = 0;
   for (int i = 0; i < dims.rank(); ++i) {
-    DNNX_CHECK_ARG(dims[i] >= 0, "tensor dims ", dims, " have a negative size ", dims[i],
-                   " at position ", i);
-    // Byte counts (count x 4) must fit in 64 bits as well.
-    DNNX_CHECK_ARG(!__builtin_mul_overflow(count, dims[i], &count) &&
-                       count <= (std::int64_t{1} << 60),
-                   "tensor dims ", dims, " have more elements than can be addressed");
+    if (dims[i] == 0) return 0;
   }
+  for (int i = 0; i < dims.rank(); ++i) {
+    const auto step = detail::checked_mul(dims[i] - 1, strides[i]);
+    const auto next = step ? detail::checked_add(last, *step) : std::nullopt;
+    if (!next || *next >= detail::max_elements) return std::nullopt;
+    last = *next;
+  }
+  return last + 1;
 }
 
 // Calls f(element_offset) for every element in logical row-major order.
@@ -169,7 +182,7 @@ void for_each_offset(const Dims& dims, const Dims& strides, F&& f) {
 }  // namespace
 
 Tensor Tensor::empty(const Dims& dims, DType dtype, Layout layout, Allocator& allocator) {
-  check_dims(dims);
+  detail::checked_count(dims, "tensor dims");
   Tensor t;
   t.dims_ = dims;
   t.strides_ = dense_strides(dims, layout);
@@ -181,22 +194,25 @@ Tensor Tensor::empty(const Dims& dims, DType dtype, Layout layout, Allocator& al
 
 Tensor Tensor::zeros(const Dims& dims, DType dtype, Layout layout, Allocator& allocator) {
   Tensor t = empty(dims, dtype, layout, allocator);
-  DNNX_CHECK_ARG(allocator.device().kind == Device::Kind::cpu,
-                 "Tensor::zeros on device ", to_string(allocator.device()),
+  DNNX_CHECK_ARG(allocator.device().kind == Device::Kind::cpu, "Tensor::zeros on device ",
+                 to_string(allocator.device()),
                  " needs a device fill; only host tensors are supported here");
   t.fill(0.0f);
   return t;
 }
 
-Tensor Tensor::view(void* data, const Dims& dims, DType dtype, const Dims& strides,
-                    Device device) {
-  check_dims(dims);
+Tensor Tensor::view(void* data, const Dims& dims, DType dtype, const Dims& strides, Device device) {
+  detail::checked_count(dims, "view dims");
   DNNX_CHECK_ARG(strides.rank() == dims.rank(), "view strides ", strides, " have rank ",
                  strides.rank(), " but dims ", dims, " have rank ", dims.rank());
   for (int i = 0; i < strides.rank(); ++i) {
     DNNX_CHECK_ARG(strides[i] >= 0, "view strides ", strides, " have a negative stride ",
                    strides[i], " at position ", i);
   }
+  DNNX_CHECK_ARG(span_elements(dims, strides).has_value(), "a view of dims ", dims,
+                 " with strides ", strides,
+                 " spans more elements than can be addressed (from the first element to the last "
+                 "must be at most 2^60 elements)");
   Tensor t;
   t.dims_ = dims;
   t.strides_ = strides;
@@ -206,6 +222,7 @@ Tensor Tensor::view(void* data, const Dims& dims, DType dtype, const Dims& strid
 }
 
 Tensor Tensor::view(void* data, const Dims& dims, DType dtype, Layout layout, Device device) {
+  detail::checked_count(dims, "view dims");
   return view(data, dims, dtype, dense_strides(dims, layout), device);
 }
 
@@ -232,10 +249,10 @@ bool Tensor::is_dense(Layout layout) const {
 }
 
 std::size_t Tensor::span_bytes() const {
-  if (numel() == 0) return 0;
-  std::int64_t last = 0;
-  for (int i = 0; i < dims_.rank(); ++i) last += (dims_[i] - 1) * strides_[i];
-  return static_cast<std::size_t>(last + 1) * size_of(dtype_);
+  // empty() and view() bound the span (Note [size limits] in core/check.hpp).
+  const auto elements = span_elements(dims_, strides_);
+  DNNX_ASSERT(elements.has_value(), "tensor dims ", dims_, " strides ", strides_);
+  return static_cast<std::size_t>(*elements) * size_of(dtype_);
 }
 
 namespace {
@@ -262,9 +279,9 @@ std::vector<float> Tensor::to_f32() const {
 
 void Tensor::copy_from_f32(std::span<const float> values) {
   require_host(*this, "Tensor::copy_from_f32");
-  DNNX_CHECK_ARG(values.size() == static_cast<std::size_t>(numel()),
-                 "Tensor::copy_from_f32 got ", values.size(), " values for a tensor of ", numel(),
-                 " elements (dims ", dims_, ")");
+  DNNX_CHECK_ARG(values.size() == static_cast<std::size_t>(numel()), "Tensor::copy_from_f32 got ",
+                 values.size(), " values for a tensor of ", numel(), " elements (dims ", dims_,
+                 ")");
   char* base = static_cast<char*>(data());
   const std::size_t element = size_of(dtype_);
   std::size_t i = 0;
@@ -284,11 +301,10 @@ void Tensor::fill(float value) {
 
 std::string describe(const Tensor& tensor) {
   const auto layout = tensor.layout();
-  return detail::cat(to_string(tensor.dtype()), "[", tensor.dims(), " ",
-                     layout ? std::string(to_string(*layout))
-                            : "strides " + tensor.strides().to_string(),
-                     tensor.device().kind == Device::Kind::cpu ? "" : " " + to_string(tensor.device()),
-                     "]");
+  return detail::cat(
+      to_string(tensor.dtype()), "[", tensor.dims(), " ",
+      layout ? std::string(to_string(*layout)) : "strides " + tensor.strides().to_string(),
+      tensor.device().kind == Device::Kind::cpu ? "" : " " + to_string(tensor.device()), "]");
 }
 
 }  // namespace dnnx

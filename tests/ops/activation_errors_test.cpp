@@ -90,6 +90,10 @@ std::vector<BadCase> bad_cases() {
         d.dims = Dims{2, 0, 5};
       }),
       K::InvalidArgument, {"2x0x5", "entry 1", "got 0"});
+  add("dims_count_overflow", list_with([](ActivationDesc& d) {
+        d.dims = Dims{std::int64_t{1} << 40, std::int64_t{1} << 40};
+      }),
+      K::InvalidArgument, {"dims 1099511627776x1099511627776", "more elements"});
   add("integer_dtype", list_with([](ActivationDesc& d) { d.dtype = DType::i32; }),
       K::InvalidArgument, {"dtype", "i32"});
   add("bwd_weights_direction",

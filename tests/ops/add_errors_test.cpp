@@ -69,6 +69,12 @@ std::vector<BadCase> bad_cases() {
         d.src_dims = Dims{1, -3, 1, 1};
       }),
       K::InvalidArgument, {"src_dims 1x-3x1x1", "got -3"});
+  add("dst_count_overflow", list_with([](AddDesc& d) {
+        const std::int64_t big = std::int64_t{1} << 31;
+        d.src_dims = Dims{1, 1, 1, 1};
+        d.dst_dims = Dims{big, big, big, 1};
+      }),
+      K::InvalidArgument, {"dst_dims 2147483648x2147483648x2147483648x1", "more elements"});
   add("alpha_nan", list_with([](AddDesc& d) { d.alpha = std::numeric_limits<float>::quiet_NaN(); }),
       K::InvalidArgument, {"alpha", "nan"});
   add("beta_infinite",

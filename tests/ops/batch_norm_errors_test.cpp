@@ -129,6 +129,34 @@ std::vector<BadCase> bad_cases() {
         d.dims = {2, -3, 5, 7};
       }),
       K::InvalidArgument, {"channels (C)", "-3"});
+  add("element_count_overflow", list_with([](BatchNormDesc& d) {
+        const std::int64_t big = std::int64_t{1} << 31;
+        d.dims = {big, 1, big, big};
+      }),
+      K::InvalidArgument, {"dims 2147483648x1x2147483648x2147483648", "more elements"});
+  // Note [shapes of an unvalidated desc]: accessors check the dims before computing with them.
+  add("statistics_of_unvalidated_desc",
+      [] {
+        BatchNormDesc desc = base_desc();
+        desc.dims = {2, 0, 5};
+        desc.statistics();
+      },
+      K::InvalidArgument, {"channels (C)", "got 0"});
+  add("reduction_size_of_unvalidated_desc",
+      [] {
+        const std::int64_t big = std::int64_t{1} << 31;
+        BatchNormDesc desc = base_desc();
+        desc.dims = {big, 3, big, big};  // N x H x W = 2^93 without the check
+        desc.reduction_size();
+      },
+      K::InvalidArgument, {"dims 2147483648x3x2147483648x2147483648", "more elements"});
+  add("param_dims_of_unvalidated_rank_one",
+      [] {
+        BatchNormDesc desc = base_desc();
+        desc.dims = {7};
+        desc.param_dims();
+      },
+      K::InvalidArgument, {"dims 7", "rank 1"});
   add("training_one_value_per_statistic", list_with([](BatchNormDesc& d) {
         d.dims = {1, 3, 1, 1};
       }),

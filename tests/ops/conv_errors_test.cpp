@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -418,6 +419,121 @@ std::vector<BadCase> bad_cases() {
       },
       K::InvalidArgument, {"2305843009213693952"});
 
+  add("from_shapes_groups_product_overflow",
+      [] {
+        // weights C/groups x groups = 4 x (2^63 - 1) wrapped to -4 ("expect -4").
+        ConvDesc::from_shapes({1, 9, 8, 8}, {8, 4, 3, 3}, {1}, {0}, {1},
+                              std::numeric_limits<std::int64_t>::max());
+      },
+      K::InvalidArgument, {"groups=9223372036854775807", "4 x 9223372036854775807", "64 bits"});
+  add("dilation_overflow_through_output_size",
+      [] {
+        ConvDesc desc = base_desc();
+        desc.dilation = {std::int64_t{1} << 62, 1, 1};
+        desc.output_size(0);
+      },
+      K::InvalidArgument, {"dilation", "4611686018427387904"});
+
+  // --- shapes of a desc nobody validated: validate()'s error, never a negative or wrapped size ---
+  add("dst_dims_of_unvalidated_desc_kernel_too_large",
+      [] {
+        ConvDesc desc = base_desc();
+        desc.input = {4, 4, 1};
+        desc.pad_before = {0, 0, 0};
+        desc.pad_after = {0, 0, 0};
+        desc.kernel = {7, 7, 1};  // (4 - 7) / 1 + 1 = -2 without the check
+        desc.dst_dims();
+      },
+      K::InvalidArgument, {"kernel", "7", "4"});
+  add("output_size_of_unvalidated_desc_stride_zero",
+      [] {
+        ConvDesc desc = base_desc();
+        desc.stride = {0, 1, 1};  // a division by zero without the check
+        desc.output_size(0);
+      },
+      K::InvalidArgument, {"stride", "0"});
+  add("src_dims_of_unvalidated_desc_negative_batch",
+      [] {
+        ConvDesc desc = base_desc();
+        desc.batch = -2;
+        desc.src_dims();
+      },
+      K::InvalidArgument, {"batch", "-2"});
+  add("weights_dims_of_unvalidated_desc_groups_zero",
+      [] {
+        ConvDesc desc = base_desc();
+        desc.groups = 0;  // in_channels / groups without the check
+        desc.weights_dims();
+      },
+      K::InvalidArgument, {"groups", "0"});
+  add("dst_dims_of_unvalidated_desc_spatial_dims_seven",
+      [] {
+        ConvDesc desc = base_desc();
+        desc.spatial_dims = 7;
+        desc.dst_dims();
+      },
+      K::InvalidArgument, {"spatial_dims", "7"});
+  add("output_size_index_out_of_range", [] { base_desc().output_size(2); }, K::InvalidArgument,
+      {"output_size(2)", "spatial_dims = 2"});
+
+  // --- tensors, views and copies: sizes, strides and spans in 64 bits ---
+  add("dims_product_overflow",
+      [] {
+        Dims{std::int64_t{1} << 40, std::int64_t{1} << 40}.product();
+      },
+      K::InvalidArgument, {"1099511627776x1099511627776", "64 bits"});
+  add("dense_strides_overflow",
+      [] {
+        const std::int64_t big = std::int64_t{1} << 40;
+        dnnx::dense_strides(Dims{2, big, big, big}, Layout::channels_first);
+      },
+      K::InvalidArgument, {"2x1099511627776x1099511627776x1099511627776", "64 bits"});
+  add("view_numel_overflow",
+      [] {
+        static float element = 0;
+        const std::int64_t big = std::int64_t{1} << 40;
+        Tensor::view(&element, {big, big}, DType::f32);
+      },
+      K::InvalidArgument, {"view dims", "1099511627776x1099511627776"});
+  add("view_stride_product_overflow",
+      [] {
+        // (3 - 1) x 2^62 does not fit in 64 bits.
+        static float element = 0;
+        Tensor::view(&element, {3, 1}, DType::f32, Dims{std::int64_t{1} << 62, 1});
+      },
+      K::InvalidArgument, {"strides 4611686018427387904x1", "2^60"});
+  add("view_stride_sum_overflow",
+      [] {
+        // Each step fits in 64 bits; their sum, 2^59 + 2^63 - 1, does not.
+        static float element = 0;
+        Tensor::view(&element, {2, 2}, DType::f32,
+                     Dims{std::int64_t{1} << 59, std::numeric_limits<std::int64_t>::max()});
+      },
+      K::InvalidArgument, {"strides 576460752303423488x9223372036854775807"});
+  add("view_span_beyond_2_60",
+      [] {
+        static float element = 0;
+        Tensor::view(&element, {2, 1}, DType::f32, Dims{std::int64_t{1} << 60, 1});
+      },
+      K::InvalidArgument, {"strides 1152921504606846976x1", "2^60"});
+  add("copy_overlapping_views",
+      [] {
+        static std::vector<float> buffer(10);
+        const Tensor src = Tensor::view(buffer.data(), {8}, DType::f32);
+        Tensor dst = Tensor::view(buffer.data() + 2, {8}, DType::f32);
+        dnnx::copy(src, dst);
+      },
+      K::InvalidArgument, {"copy", "dst f32[8", "overlaps src"});
+  add("copy_transpose_onto_itself",
+      [] {
+        // The same memory read as a 4x4 and written as its transpose: not the same window.
+        static std::vector<float> buffer(16);
+        const Tensor src = Tensor::view(buffer.data(), {4, 4}, DType::f32, Dims{4, 1});
+        Tensor dst = Tensor::view(buffer.data(), {4, 4}, DType::f32, Dims{1, 4});
+        dnnx::copy(src, dst);
+      },
+      K::InvalidArgument, {"copy", "strides 1x4", "overlaps src"});
+
   // --- algorithm ids and policies ---
   add("fixed_unknown_id",
       [] {
@@ -458,6 +574,13 @@ std::vector<BadCase> bad_cases() {
   add("dims_parse_empty", [] { Dims::parse("", "input"); }, K::InvalidArgument, {"input"});
   add("dims_parse_too_many", [] { Dims::parse("1x2x3x4x5x6", "input"); }, K::InvalidArgument,
       {"input", "1x2x3x4x5x6", "5"});
+  // One grammar for every entry: no '+', no spaces (std::stoll took both).
+  add("dims_parse_plus_sign", [] { Dims::parse("+1x+4x8x8", "input"); }, K::InvalidArgument,
+      {"input", "'+1x+4x8x8'", "entry '+1'"});
+  add("dims_parse_space", [] { Dims::parse("2x 3", "weights"); }, K::InvalidArgument,
+      {"weights", "entry ' 3'"});
+  add("dims_parse_out_of_range", [] { Dims::parse("2x99999999999999999999", "input"); },
+      K::InvalidArgument, {"input", "entry '99999999999999999999'"});
 
   // --- backends ---
   add("cudnn_requested_explicitly", [] { Context context(BackendKind::cudnn); }, K::Unsupported,
@@ -496,6 +619,35 @@ INSTANTIATE_TEST_SUITE_P(Conv, ConvBadInput, testing::ValuesIn(bad_cases()),
                          });
 
 TEST(ConvBadInput, TableHasAtLeastTwentyFiveCases) { EXPECT_GE(bad_cases().size(), 25u); }
+
+// Copying a tensor onto itself (the same memory, dims and strides, size-1 dims aside) is a no-op
+// (Note [overlapping copy] in core/device.cpp); separate buffers copy as before.
+TEST(ConvBadInput, CopyOntoItselfIsANoOpAndSeparateBuffersCopy) {
+  std::vector<float> buffer{1, 2, 3, 4, 5, 6};
+  const Tensor src = Tensor::view(buffer.data(), {2, 3}, DType::f32);
+  Tensor same = Tensor::view(buffer.data(), {2, 3}, DType::f32);
+  dnnx::copy(src, same);
+  EXPECT_EQ(same.to_f32(), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  // A size-1 dim's stride never addresses a second element: still the same window.
+  const Tensor column = Tensor::view(buffer.data(), {6, 1}, DType::f32, Dims{1, 1});
+  Tensor column_again = Tensor::view(buffer.data(), {6, 1}, DType::f32, Dims{1, 99});
+  dnnx::copy(column, column_again);
+  std::vector<float> other(6, 0.0f);
+  Tensor dst = Tensor::view(other.data(), {2, 3}, DType::f32);
+  dnnx::copy(src, dst);
+  EXPECT_EQ(other, buffer);
+}
+
+// Every accessor of a desc that was never validated either returns the shape or throws; a valid
+// desc's shapes are unchanged by the checks.
+TEST(ConvBadInput, ShapesOfAValidDescAreUnchanged) {
+  const ConvDesc desc = base_desc();
+  EXPECT_EQ(desc.src_dims(), (Dims{2, 4, 9, 9}));
+  EXPECT_EQ(desc.weights_dims(), (Dims{6, 4, 3, 3}));
+  EXPECT_EQ(desc.dst_dims(), (Dims{2, 6, 9, 9}));
+  EXPECT_EQ(desc.output_size(1), 9);
+  EXPECT_EQ(desc.bias_dims(), (Dims{6}));
+}
 
 // A failed call must leave the context usable: the same context then runs a valid call.
 TEST(ConvBadInput, ContextStillWorksAfterErrors) {

@@ -226,6 +226,18 @@ std::vector<ErrorCase> cases() {
                    cross_entropy_bwd(context, good_desc(), logits, y, nullptr, diff_loss,
                                      diff_logits);
                  }});
+  // Note [shapes of an unvalidated desc]: shape accessors check the logits dims first.
+  out.push_back({"labels_dims_of_unvalidated_rank_one",
+                 ErrorKind::InvalidArgument,
+                 {"logits dims 7", "rank 1"},
+                 [](Context&) { good_desc(Dims{7}).labels_dims(); }});
+  out.push_back({"positions_of_unvalidated_count_overflow",
+                 ErrorKind::InvalidArgument,
+                 {"logits dims 2147483648x2147483648x2147483648", "more elements"},
+                 [](Context&) {
+                   const std::int64_t big = std::int64_t{1} << 31;
+                   good_desc(Dims{big, big, big}).positions();
+                 }});
   out.push_back(
       {"parse_reduction", ErrorKind::InvalidArgument, {"'avg'", "none, mean, sum"}, [](Context&) {
          parse_reduction("avg");

@@ -60,6 +60,34 @@ std::vector<ErrorCase> cases() {
                    fwd_with(desc)});
   }
   {
+    // 2^30 x 2^30 x 2^31 x 2^31: the running product passes 2^60 and then wraps in 64 bits.
+    SoftmaxDesc desc = good_desc();
+    desc.dims = Dims{std::int64_t{1} << 30, std::int64_t{1} << 30, std::int64_t{1} << 31,
+                     std::int64_t{1} << 31};
+    out.push_back({"element_count_overflow",
+                   ErrorKind::InvalidArgument,
+                   {"dims 1073741824x1073741824x2147483648x2147483648", "more elements"},
+                   fwd_with(desc)});
+  }
+  // Note [shapes of an unvalidated desc]: the dims are checked before any division by them.
+  out.push_back({"axis_size_of_unvalidated_zero_batch",
+                 ErrorKind::InvalidArgument,
+                 {"dims 0x3", "entry 0 is 0"},
+                 [](Context&) {
+                   SoftmaxDesc desc = good_desc();
+                   desc.dims = Dims{0, 3};
+                   desc.mode = SoftmaxMode::instance;
+                   desc.axis_size();
+                 }});
+  out.push_back({"groups_of_unvalidated_rank_one",
+                 ErrorKind::InvalidArgument,
+                 {"dims 7", "rank 1"},
+                 [](Context&) {
+                   SoftmaxDesc desc = good_desc();
+                   desc.dims = Dims{7};
+                   desc.groups();
+                 }});
+  {
     SoftmaxDesc desc = good_desc();
     desc.mode = static_cast<SoftmaxMode>(7);
     out.push_back({"mode_out_of_range",

@@ -67,6 +67,8 @@ struct BatchNormDesc {
 
   /// dims of src, dst, diff_src and diff_dst (the `dims` field).
   const Dims& src_dims() const { return dims; }
+  // param_dims(), statistics() and reduction_size() check `dims` first: InvalidArgument naming them
+  // when they are out of range (a desc that was never validated), never a negative or wrapped size.
   /// dims of every parameter and statistics tensor: {C} for spatial, {1, C, spatial...} (one
   /// sample of src) for per_activation. Per-activation ones are dense in `layout`, so each holds
   /// its values in the memory order of one sample of src; rank-1 ones are contiguous.

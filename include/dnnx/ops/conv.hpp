@@ -21,18 +21,18 @@ namespace dnnx {
 /// the error context and the test-case name. Spatial arrays hold `spatial_dims` meaningful entries
 /// in D, H, W order for 3-D, H, W for 2-D, W for 1-D (unused entries are ignored).
 struct ConvDesc {
-  int spatial_dims = 2;            ///< 1, 2 or 3
-  std::int64_t batch = 1;          ///< N
-  std::int64_t in_channels = 1;    ///< C of src
-  std::int64_t out_channels = 1;   ///< C of dst (= O of weights)
-  std::int64_t groups = 1;         ///< in/out channels are split into this many groups
-  std::array<std::int64_t, 3> input{};        ///< src spatial sizes, elements
-  std::array<std::int64_t, 3> kernel{};       ///< weights spatial sizes, elements
-  std::array<std::int64_t, 3> stride{1, 1, 1};      ///< elements
-  std::array<std::int64_t, 3> pad_before{};   ///< zero padding before each spatial dim, elements
-  std::array<std::int64_t, 3> pad_after{};    ///< zero padding after each spatial dim, elements
-  std::array<std::int64_t, 3> dilation{1, 1, 1};    ///< 1 = dense kernel
-  DType dtype = DType::f32;        ///< dtype of src, weights, dst (and their gradients)
+  int spatial_dims = 2;                         ///< 1, 2 or 3
+  std::int64_t batch = 1;                       ///< N
+  std::int64_t in_channels = 1;                 ///< C of src
+  std::int64_t out_channels = 1;                ///< C of dst (= O of weights)
+  std::int64_t groups = 1;                      ///< in/out channels are split into this many groups
+  std::array<std::int64_t, 3> input{};          ///< src spatial sizes, elements
+  std::array<std::int64_t, 3> kernel{};         ///< weights spatial sizes, elements
+  std::array<std::int64_t, 3> stride{1, 1, 1};  ///< elements
+  std::array<std::int64_t, 3> pad_before{};     ///< zero padding before each spatial dim, elements
+  std::array<std::int64_t, 3> pad_after{};      ///< zero padding after each spatial dim, elements
+  std::array<std::int64_t, 3> dilation{1, 1, 1};  ///< 1 = dense kernel
+  DType dtype = DType::f32;                ///< dtype of src, weights, dst (and their gradients)
   Layout layout = Layout::channels_first;  ///< memory order of every tensor of the op
 
   /// Builds a desc from PyTorch-style shapes: src N,C,spatial...; weights O,C/groups,kernel...
@@ -49,11 +49,13 @@ struct ConvDesc {
   /// Throws InvalidArgument naming the first bad field and its value.
   void validate() const;
 
+  // The shapes check the fields they are computed from: when one is out of range (a desc that
+  // was never validated) they throw validate()'s InvalidArgument, never a negative or wrapped size.
   Dims src_dims() const;      ///< N, C, spatial...
   Dims weights_dims() const;  ///< O, C/groups, kernel...
   Dims dst_dims() const;      ///< N, O, output spatial... (the output shape)
   Dims bias_dims() const;     ///< O
-  /// Output spatial size along spatial dim `i`.
+  /// Output spatial size along spatial dim `i` (in [0, spatial_dims); InvalidArgument otherwise).
   std::int64_t output_size(int i) const;
   /// Multiply-accumulates of the forward pass (each direction does the same number).
   double macs() const;
@@ -69,7 +71,8 @@ struct ConvDesc {
 
 std::ostream& operator<<(std::ostream& out, const ConvDesc& desc);
 
-/// dst = conv(src, weights) [+ bias, broadcast over channels, if given]. Returns the choice that ran.
+/// dst = conv(src, weights) [+ bias, broadcast over channels, if given]. Returns the choice that
+/// ran.
 std::shared_ptr<const Choice> conv_fwd(Context& context, const ConvDesc& desc, const Tensor& src,
                                        const Tensor& weights, Tensor& dst,
                                        const Tensor* bias = nullptr);

@@ -50,6 +50,8 @@ struct CrossEntropyDesc {
   /// Throws InvalidArgument naming the first bad field and its value.
   void validate() const;
 
+  // The shapes check `dims` first: InvalidArgument naming them when they are out of range (a desc
+  // that was never validated), never a negative size.
   std::int64_t classes() const;    ///< C
   std::int64_t positions() const;  ///< N * D * H * W: labels (and per-position losses)
   Dims labels_dims() const;        ///< N, spatial... (dense row-major, label_dtype)

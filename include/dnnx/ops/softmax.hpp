@@ -44,7 +44,8 @@ struct SoftmaxDesc {
   /// Throws InvalidArgument naming the first bad field and its value.
   void validate() const;
 
-  /// Elements normalized together (C for channel mode, C*D*H*W for instance mode).
+  /// Elements normalized together (C for channel mode, C*D*H*W for instance mode). This and
+  /// groups() check `dims` first: InvalidArgument naming them when they are out of range.
   std::int64_t axis_size() const;
   /// Number of independent softmaxes (N*D*H*W for channel mode, N for instance mode).
   std::int64_t groups() const;
