@@ -260,11 +260,13 @@ dnnx_cli_usage_error(bad.kernel_too_large "30" algos conv --input 1x4x8x8 --weig
 dnnx_cli_test(unavailable_backend CODE 1 STDERR "cudnn" ONE_LINE_ERROR UNAVAILABLE cudnn
               ARGS algos conv ${_conv} --backend cudnn)
 # A layer-direction that fails while tuning is reported and the others still run: exit status 1.
+# (A family the backend has no candidate of is a valid request it cannot serve; an unknown fixed id
+# is a bad command line, cli.bad.policy_fixed_unknown_id.)
 dnnx_cli_test(tune.step_failure CODE 1
-              STDOUT "tiny\\.conv +fwd +2 +FAILED.*failures:.*tiny\\.conv fwd: .*no:such:algorithm"
+              STDOUT "tiny\\.conv +fwd +2 +FAILED.*failures:.*tiny\\.conv fwd: .*family 'fft'"
               STDERR "dnnx: tune: 1 of 1 layer-directions failed"
               ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
-                   --direction fwd --policy fixed:no:such:algorithm)
+                   --direction fwd --backend reference --policy fft)
 
 # The persistent choice cache: a second `tune` finds every choice in the file the first wrote,
 # and `dnnx cache` manages that file. The tests share one file, ordered through fixtures.
@@ -302,3 +304,95 @@ foreach(step IN LISTS _dnnx_cli_cache_order)
   endif()
   set(_previous ${step})
 endforeach()
+
+# Bad numbers, files and words, and output that cannot be written (docs/cli.md): exit status 2 and
+# one line naming the flag, the value and what is accepted; a failure while running: exit status 1.
+# Every numeric flag has a range, --runs and --warmup one that keeps a typo from running for days.
+dnnx_cli_usage_error(bad.runs_too_large "--runs '2147483647': out of range; accepted: 1 to 1000"
+                     profile conv ${_conv} --runs 2147483647)
+dnnx_cli_usage_error(bad.runs_beyond_64_bits "--runs '99999999999999999999': out of range"
+                     profile conv ${_conv} --runs 99999999999999999999)
+dnnx_cli_usage_error(bad.warmup_too_large "--warmup '1001': out of range; accepted: 0 to 1000"
+                     profile act --input 2x3 --warmup 1001)
+dnnx_cli_usage_error(bad.benchmark_limit_too_large
+                     "--benchmark-limit '5000': out of range; accepted: 0 to 1000"
+                     tune --benchmark-limit 5000)
+dnnx_cli_usage_error(bad.batch_too_large "--batch '4294967296': out of range; accepted: 1 to 2147483648"
+                     tune --batch 4294967296)
+dnnx_cli_usage_error(bad.device_too_large "--device '5000': out of range; accepted: 0 to 1023"
+                     algos conv ${_conv} --device 5000)
+dnnx_cli_usage_error(bad.workspace_limit_too_large "--workspace-limit '9000000000000G': out of range"
+                     profile conv ${_conv} --workspace-limit 9000000000000G)
+dnnx_cli_test(help.ranges STDOUT "--runs N +timed runs per candidate, 1 to 1000.*--warmup N +untimed runs per candidate first, 0 to 1000"
+              ARGS profile conv --help)
+# One integer grammar for flags, lists and dims: no '+', no spaces.
+dnnx_cli_usage_error(bad.dims_plus_sign "--input '\\+1x\\+4x8x8': entry '\\+1' is not an integer"
+                     algos conv --input +1x+4x8x8 --weights 8x4x3x3)
+dnnx_cli_usage_error(bad.dims_space "--input '1x4x8x 8': entry ' 8' is not an integer"
+                     algos conv "--input=1x4x8x 8" --weights 8x4x3x3)
+dnnx_cli_usage_error(bad.stride_space "--stride ' 2': entry ' 2' is not an integer"
+                     algos conv ${_conv} "--stride= 2")
+dnnx_cli_usage_error(bad.pool_kernel_plus "--kernel '\\+2': entry '\\+2' is not an integer"
+                     algos pool --input 1x2x8x8 --kernel +2)
+dnnx_cli_usage_error(bad.groups_plus "--groups '\\+1': expected an integer"
+                     algos conv ${_conv} --groups +1)
+dnnx_cli_usage_error(bad.dims_too_many "--input '1x1x1x1x1x1': has 6 entries; at most 5"
+                     algos softmax --input 1x1x1x1x1x1)
+# A flag where a value belongs names the flag that lacks its value.
+dnnx_cli_usage_error(bad.value_is_a_flag "--stride: expected a value .* but got the flag '--pad'"
+                     algos conv ${_conv} --stride --pad 1)
+dnnx_cli_usage_error(bad.layer_value_is_a_flag "--mode: expected a value .* but got the flag '--log'"
+                     algos softmax --input 2x3 --mode --log)
+# A grouped convolution whose channel product overflows: the value, never a wrapped one.
+dnnx_cli_usage_error(bad.groups_overflow "groups=9223372036854775807 .*4 x 9223372036854775807"
+                     algos conv --input 1x9x8x8 --weights 8x4x3x3 --groups 9223372036854775807)
+# An unknown fixed id is a bad command line naming the id and the valid ones (from the flag or
+# from the environment), reported before anything is tuned.
+dnnx_cli_usage_error(bad.policy_fixed_unknown_id
+                     "--policy 'fixed:no:such:algorithm': no fwd candidate of backend reference has the id 'no:such:algorithm'; valid ids: reference:direct"
+                     tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
+                     --direction fwd --backend reference --policy fixed:no:such:algorithm)
+dnnx_cli_test(bad.env_policy_fixed_unknown_id CODE 2 ONE_LINE_ERROR
+              STDERR "DNNX_CONV_BWD_DATA_ALGO 'fixed:nope': no bwd_data candidate .*valid ids: "
+              ENV DNNX_CONV_BWD_DATA_ALGO=fixed:nope DNNX_CACHE=off
+              ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
+                   --direction bwd_data --backend reference)
+# Model files: regular files of at most 1 MiB only (/dev/zero never ends).
+dnnx_cli_usage_error(bad.model_missing "--model 'vgg': no such file; expected a built-in model \\(resnet50\\)"
+                     tune --model vgg)
+dnnx_cli_usage_error(bad.model_directory "--model '.*': is a directory" tune --model ${_dnnx_cli_dir})
+if(EXISTS /dev/zero)
+  dnnx_cli_usage_error(bad.model_device "--model '/dev/zero': is a character device"
+                       tune --model /dev/zero)
+endif()
+string(REPEAT "# padding\n" 104858 _dnnx_cli_padding)
+file(WRITE ${_dnnx_cli_dir}/huge_model.txt "${_dnnx_cli_padding}")
+dnnx_cli_usage_error(bad.model_too_large "huge_model.txt': the file has 1048580 bytes"
+                     tune --model ${_dnnx_cli_dir}/huge_model.txt)
+unset(_dnnx_cli_padding)
+# A profile in which no candidate ran timed nothing: exit status 1 after the table.
+dnnx_cli_test(profile.nothing_ran CODE 1 STDOUT "reference:direct .*unsupported: swish backward"
+              STDERR "dnnx: profile: no candidate ran for act bwd_data \\(1 unsupported\\)"
+              ARGS profile act --input 2x3 --kind swish --saved dst --direction bwd
+                   --backend reference --runs 1)
+dnnx_cli_test(profile.nothing_ran_json CODE 1 JSON stdout JSON_LENGTH 2
+              STDERR "no candidate ran for act bwd_data"
+              ARGS profile act --input 2x3 --kind swish --saved dst --direction all
+                   --backend reference --runs 1 --json)
+# Output that cannot be written is a failure naming where it went (Note [write errors]).
+if(EXISTS /dev/full)
+  add_test(NAME cli.write_error.stdout
+           COMMAND sh -c "\"$0\" \"$@\" 2>&1 >/dev/full; echo \"exit status $?\""
+                   $<TARGET_FILE:dnnx_cli> algos conv ${_conv} --direction fwd --backend reference)
+  set_tests_properties(cli.write_error.stdout PROPERTIES LABELS cli
+    PASS_REGULAR_EXPRESSION "dnnx: writing to stdout failed: No space left on device; the output is incomplete\nexit status 1")
+  add_test(NAME cli.write_error.help
+           COMMAND sh -c "\"$0\" \"$@\" 2>&1 >/dev/full; echo \"exit status $?\""
+                   $<TARGET_FILE:dnnx_cli> --help)
+  set_tests_properties(cli.write_error.help PROPERTIES LABELS cli
+    PASS_REGULAR_EXPRESSION "writing to stdout failed.*exit status 1")
+  dnnx_cli_test(write_error.tune_json CODE 1 STDERR "--json '/dev/full': writing the results failed"
+                ENV DNNX_CACHE=off
+                ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
+                     --direction fwd --backend reference --runs 1 --json /dev/full)
+endif()

@@ -14,13 +14,51 @@ std::string quoted(std::string_view flag, std::string_view text) {
   return std::string(flag) + " '" + std::string(text) + "'";
 }
 
-// from_chars rejects a leading '+', spaces and trailing garbage, which is what a flag wants.
-std::optional<std::int64_t> to_int(std::string_view text) {
+// Note [one integer grammar]
+// Every integer the command line or a model file holds (a flag's value, an entry of a list such
+// as --stride 2,2, an entry of dims such as --input 8x3x224x224) is read by to_int and nothing
+// else: an optional '-' and decimal digits, nothing before or after (no '+', no spaces, no
+// suffix), within 64 bits. from_chars implements exactly that grammar. The range each value must
+// lie in is checked after, with a message that names the flag, the text and the accepted range.
+
+// The integer `text` holds: its value, or nullopt with `out_of_range` telling digits beyond 64 bits
+// from malformed text.
+struct IntText {
+  std::optional<std::int64_t> value;
+  bool out_of_range = false;
+};
+
+IntText to_int(std::string_view text) {
   std::int64_t value = 0;
   const char* end = text.data() + text.size();
   const auto [next, error] = std::from_chars(text.data(), end, value);
-  if (text.empty() || error != std::errc() || next != end) return std::nullopt;
-  return value;
+  if (text.empty() || next != end) return {};
+  if (error == std::errc::result_out_of_range) return {std::nullopt, true};
+  if (error != std::errc()) return {};
+  return {value, false};
+}
+
+std::string range_text(std::int64_t min, std::int64_t max) {
+  if (max == std::numeric_limits<std::int64_t>::max()) return ">= " + std::to_string(min);
+  if (min == std::numeric_limits<std::int64_t>::min()) return "<= " + std::to_string(max);
+  return std::to_string(min) + " to " + std::to_string(max);
+}
+
+// Entry `part` of `text` (a list or dims) as an integer in [min, max]; `shape` says what the whole
+// text should look like.
+std::int64_t entry_in_range(std::string_view flag, std::string_view text, std::string_view part,
+                            std::int64_t min, std::int64_t max, std::string_view shape) {
+  const IntText parsed = to_int(part);
+  if (!parsed.value && !parsed.out_of_range) {
+    throw UsageError(quoted(flag, text) + ": entry '" + std::string(part) +
+                     "' is not an integer; expected " + std::string(shape) +
+                     " (decimal digits, no '+' or spaces)");
+  }
+  if (!parsed.value || *parsed.value < min || *parsed.value > max) {
+    throw UsageError(quoted(flag, text) + ": entry '" + std::string(part) +
+                     "' is out of range; every entry must be " + range_text(min, max));
+  }
+  return *parsed.value;
 }
 
 std::vector<std::string_view> split(std::string_view text, char separator) {
@@ -35,22 +73,43 @@ std::vector<std::string_view> split(std::string_view text, char separator) {
   return parts;
 }
 
-// A parsed stride/pad/dilation and the flag it came from; a single value fits every rank.
-struct SpatialList {
-  std::string_view flag;
-  std::vector<std::int64_t> values;
-};
+}  // namespace
 
-void check_spatial_count(const SpatialList& list, std::string_view text, int spatial_dims) {
-  const auto count = static_cast<int>(list.values.size());
-  if (count != 1 && count != spatial_dims) {
-    throw UsageError(quoted(list.flag, text) + ": expected 1 value or " +
-                     std::to_string(spatial_dims) + " (one per spatial dim of --input), got " +
-                     std::to_string(count));
+std::int64_t parse_int(std::string_view flag, std::string_view text, std::int64_t min,
+                       std::int64_t max) {
+  // Note [one integer grammar].
+  const IntText parsed = to_int(text);
+  if (!parsed.value && !parsed.out_of_range) {
+    throw UsageError(quoted(flag, text) + ": expected an integer, " + range_text(min, max) +
+                     " (decimal digits, no '+' or spaces)");
   }
+  if (!parsed.value || *parsed.value < min || *parsed.value > max)
+    throw UsageError(quoted(flag, text) + ": out of range; accepted: " + range_text(min, max));
+  return *parsed.value;
 }
 
-std::array<std::int64_t, 3> per_dim(const std::vector<std::int64_t>& values, int spatial_dims) {
+std::vector<std::int64_t> parse_int_list(std::string_view flag, std::string_view text,
+                                         std::int64_t min, std::int64_t max) {
+  std::vector<std::int64_t> values;
+  for (const std::string_view part : split(text, ',')) {
+    values.push_back(entry_in_range(flag, text, part, min, max,
+                                    "an integer or a comma-separated list such as 2,2"));
+  }
+  return values;
+}
+
+std::vector<std::int64_t> parse_spatial_list(std::string_view flag, std::string_view text,
+                                             std::int64_t min, int spatial_dims) {
+  std::vector<std::int64_t> values = parse_int_list(flag, text, min);
+  if (values.size() != 1 && values.size() != static_cast<std::size_t>(spatial_dims)) {
+    throw UsageError(quoted(flag, text) + ": expected 1 value or " + std::to_string(spatial_dims) +
+                     " (one per spatial dim of --input), got " + std::to_string(values.size()));
+  }
+  return values;
+}
+
+std::array<std::int64_t, 3> per_spatial_dim(const std::vector<std::int64_t>& values,
+                                            int spatial_dims) {
   std::array<std::int64_t, 3> out{};
   for (int i = 0; i < spatial_dims; ++i)
     out[static_cast<std::size_t>(i)] =
@@ -58,41 +117,20 @@ std::array<std::int64_t, 3> per_dim(const std::vector<std::int64_t>& values, int
   return out;
 }
 
-}  // namespace
-
-std::int64_t parse_int(std::string_view flag, std::string_view text, std::int64_t min,
-                       std::int64_t max) {
-  const auto value = to_int(text);
-  if (!value) throw UsageError(quoted(flag, text) + ": expected an integer");
-  if (*value < min) throw UsageError(quoted(flag, text) + ": must be >= " + std::to_string(min));
-  if (*value > max) throw UsageError(quoted(flag, text) + ": must be <= " + std::to_string(max));
-  return *value;
-}
-
-std::vector<std::int64_t> parse_int_list(std::string_view flag, std::string_view text,
-                                         std::int64_t min) {
-  std::vector<std::int64_t> values;
-  for (const std::string_view part : split(text, ',')) {
-    const auto value = to_int(part);
-    if (!value)
-      throw UsageError(quoted(flag, text) +
-                       ": expected an integer or a comma-separated list such as 2,2");
-    if (*value < min)
-      throw UsageError(quoted(flag, text) + ": every value must be >= " + std::to_string(min));
-    values.push_back(*value);
-  }
-  return values;
-}
-
 Dims parse_dims(std::string_view flag, std::string_view text) {
-  const Dims dims =
-      parse_with(flag, text, [&](std::string_view value) { return Dims::parse(value, flag); });
-  for (const std::int64_t size : dims) {
-    if (size < 1)
-      throw UsageError(quoted(flag, text) + ": every dimension must be >= 1, got " +
-                       std::to_string(size));
+  // The separators Dims::parse accepts: 'x', or ',' when the text holds one.
+  const char separator = text.find(',') != std::string_view::npos ? ',' : 'x';
+  const std::vector<std::string_view> parts = split(text, separator);
+  if (parts.size() > static_cast<std::size_t>(Dims::max_rank)) {
+    throw UsageError(quoted(flag, text) + ": has " + std::to_string(parts.size()) +
+                     " entries; at most " + std::to_string(Dims::max_rank) + " are accepted");
   }
-  return dims;
+  std::vector<std::int64_t> values;
+  for (const std::string_view part : parts) {
+    values.push_back(entry_in_range(flag, text, part, 1, std::numeric_limits<std::int64_t>::max(),
+                                    "dims such as 32x64x56x56, every entry >= 1"));
+  }
+  return Dims(std::span<const std::int64_t>(values));
 }
 
 std::size_t parse_bytes(std::string_view flag, std::string_view text) {
@@ -110,16 +148,19 @@ std::size_t parse_bytes(std::string_view flag, std::string_view text) {
     shift = 20;
   else if (suffix == "G" || suffix == "GIB")
     shift = 30;
-  const auto value = to_int(text.substr(0, digits));
-  if (!value || shift < 0) {
+  // Note [one integer grammar]: the digits before the suffix.
+  const IntText value = to_int(text.substr(0, digits));
+  if ((!value.value && !value.out_of_range) || shift < 0) {
     throw UsageError(quoted(flag, text) +
                      ": expected bytes as an integer with an optional K, M or G suffix "
                      "(powers of 1024), e.g. 268435456 or 256M");
   }
-  const auto bytes = static_cast<std::uint64_t>(*value);
-  if (bytes > (std::numeric_limits<std::uint64_t>::max() >> shift))
-    throw UsageError(quoted(flag, text) + ": too large");
-  return static_cast<std::size_t>(bytes << shift);
+  constexpr std::int64_t max_bytes = std::numeric_limits<std::int64_t>::max();
+  if (!value.value || *value.value > (max_bytes >> shift)) {
+    throw UsageError(quoted(flag, text) + ": out of range; accepted: 0 to " +
+                     std::to_string(max_bytes) + " bytes");
+  }
+  return static_cast<std::size_t>(*value.value << shift);
 }
 
 std::vector<Direction> parse_directions(std::string_view flag, std::string_view text) {
@@ -169,7 +210,9 @@ void add_backend_options(CLI::App& command, BackendArgs& args) {
       .add_option("--backend", args.backend,
                   "reference | cpu | cudnn | auto (default: $DNNX_BACKEND, else auto)")
       ->type_name("NAME");
-  command.add_option("--device", args.device, "device id for the cudnn backend")
+  command
+      .add_option("--device", args.device,
+                  "device id for the cudnn backend, 0 to " + std::to_string(max_device))
       ->type_name("N")
       ->capture_default_str();
 }
@@ -183,7 +226,7 @@ BackendChoice parse_backend_args(const BackendArgs& args) {
     choice.backend = parse_with("DNNX_BACKEND", env,
                                 [](std::string_view value) { return parse_backend(value); });
   }
-  choice.device = static_cast<int>(parse_int("--device", args.device, 0));
+  choice.device = static_cast<int>(parse_int("--device", args.device, 0, max_device));
   return choice;
 }
 
@@ -247,29 +290,22 @@ ConvDesc parse_conv(const ConvArgs& args) {
         " like --input (O x C/groups x kernel), got rank " + std::to_string(weights.rank()));
   }
   const int spatial_dims = src.rank() - 2;
-  const SpatialList stride{"--stride", parse_int_list("--stride", args.stride, 1)};
-  const SpatialList dilation{"--dilation", parse_int_list("--dilation", args.dilation, 1)};
-  const std::string pad_text = args.pad.empty() ? "0" : args.pad;
-  const std::string before_text = args.pad_before.empty() ? "0" : args.pad_before;
-  const std::string after_text = args.pad_after.empty() ? "0" : args.pad_after;
-  const SpatialList pad{"--pad", parse_int_list("--pad", pad_text, 0)};
-  const SpatialList pad_before{"--pad-before", parse_int_list("--pad-before", before_text, 0)};
-  const SpatialList pad_after{"--pad-after", parse_int_list("--pad-after", after_text, 0)};
-  check_spatial_count(stride, args.stride, spatial_dims);
-  check_spatial_count(dilation, args.dilation, spatial_dims);
-  check_spatial_count(pad, pad_text, spatial_dims);
-  check_spatial_count(pad_before, before_text, spatial_dims);
-  check_spatial_count(pad_after, after_text, spatial_dims);
+  const auto stride = parse_spatial_list("--stride", args.stride, 1, spatial_dims);
+  const auto dilation = parse_spatial_list("--dilation", args.dilation, 1, spatial_dims);
+  const auto pad = parse_spatial_list("--pad", args.pad.empty() ? "0" : args.pad, 0, spatial_dims);
+  const auto pad_before = parse_spatial_list(
+      "--pad-before", args.pad_before.empty() ? "0" : args.pad_before, 0, spatial_dims);
+  const auto pad_after = parse_spatial_list(
+      "--pad-after", args.pad_after.empty() ? "0" : args.pad_after, 0, spatial_dims);
   const std::int64_t groups =
       parse_int("--groups", args.groups, 1, std::numeric_limits<std::int64_t>::max());
   const DType dtype = parse_dtype_arg("--dtype", args.dtype);
   const Layout layout = parse_layout_arg("--layout", args.layout);
 
-  ConvDesc desc = ConvDesc::from_shapes(src, weights, stride.values, pad.values, dilation.values,
-                                        groups, dtype, layout);
+  ConvDesc desc = ConvDesc::from_shapes(src, weights, stride, pad, dilation, groups, dtype, layout);
   if (!args.pad_before.empty() || !args.pad_after.empty()) {
-    desc.pad_before = per_dim(pad_before.values, spatial_dims);
-    desc.pad_after = per_dim(pad_after.values, spatial_dims);
+    desc.pad_before = per_spatial_dim(pad_before, spatial_dims);
+    desc.pad_after = per_spatial_dim(pad_after, spatial_dims);
   }
   desc.validate();
   return desc;
@@ -288,11 +324,17 @@ void add_selection_options(CLI::App& command, SelectionArgs& args) {
                    "the library prints one line per decision on stderr (also $DNNX_VERBOSE)");
   command.add_flag("--time-naive", args.time_naive,
                    "also time naive reference implementations (slow: minutes on real layers)");
-  command.add_option("--runs", args.runs, "timed runs per candidate (median kept; default 5)")
+  command
+      .add_option("--runs", args.runs,
+                  "timed runs per candidate, " + std::to_string(min_runs) + " to " +
+                      std::to_string(max_runs) + " (median kept; default 5)")
       ->type_name("N");
   command.add_flag("--no-final-round", args.no_final_round,
                    "exhaustive: do not re-time the close contenders interleaved before choosing");
-  command.add_option("--warmup", args.warmup, "untimed runs per candidate first (default 1)")
+  command
+      .add_option(
+          "--warmup", args.warmup,
+          "untimed runs per candidate first, 0 to " + std::to_string(max_warmup) + " (default 1)")
       ->type_name("N");
 }
 
@@ -305,9 +347,10 @@ Selection parse_selection(const SelectionArgs& args) {
   selection.verbose = args.verbose;
   selection.time_naive = args.time_naive;
   selection.no_final_round = args.no_final_round;
-  if (!args.runs.empty()) selection.runs = static_cast<int>(parse_int("--runs", args.runs, 1));
+  if (!args.runs.empty())
+    selection.runs = static_cast<int>(parse_int("--runs", args.runs, min_runs, max_runs));
   if (!args.warmup.empty())
-    selection.warmup = static_cast<int>(parse_int("--warmup", args.warmup, 0));
+    selection.warmup = static_cast<int>(parse_int("--warmup", args.warmup, 0, max_warmup));
   return selection;
 }
 

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -23,6 +24,16 @@ inline constexpr int usage_exit_code = 2;
 /// Exit status of a failure while running (backend unavailable, unsupported, out of memory...).
 inline constexpr int failure_exit_code = 1;
 
+/// Accepted ranges of the numeric flags that set how much work a command does (docs/cli.md):
+/// wide enough for any real use, narrow enough that a typo cannot make a command run for days or
+/// ask for memory without bound (the timings of every run are kept).
+inline constexpr std::int64_t min_runs = 1;
+inline constexpr std::int64_t max_runs = 1000;                    ///< --runs
+inline constexpr std::int64_t max_warmup = 1000;                  ///< --warmup
+inline constexpr std::int64_t max_benchmark_limit = 1000;         ///< --benchmark-limit (0 = all)
+inline constexpr std::int64_t max_batch = std::int64_t{1} << 31;  ///< --batch (a desc's limit)
+inline constexpr std::int64_t max_device = 1023;                  ///< --device (a CUDA ordinal)
+
 /// A bad command-line argument; the message names the flag and the value received.
 class UsageError : public std::runtime_error {
  public:
@@ -32,13 +43,24 @@ class UsageError : public std::runtime_error {
 /// What a subcommand does once the whole command line has parsed.
 using Action = std::function<int()>;
 
-/// An integer in [min, max] ("--runs", "5"); throws UsageError.
+/// An integer in [min, max] ("--runs", "5"); throws UsageError "<flag> '<text>': ..." naming the
+/// accepted range. Every integer goes through one grammar (Note [one integer grammar], args.cpp):
+/// an optional '-' and decimal digits, no '+', no spaces.
 std::int64_t parse_int(std::string_view flag, std::string_view text, std::int64_t min,
                        std::int64_t max = std::numeric_limits<std::int32_t>::max());
-/// One integer or a comma-separated list ("2" or "2,2"), each >= `min`; throws UsageError.
-std::vector<std::int64_t> parse_int_list(std::string_view flag, std::string_view text,
-                                         std::int64_t min);
-/// Dims such as "32x64x56x56", every entry >= 1; throws UsageError.
+/// One integer or a comma-separated list ("2" or "2,2"), each in [min, max]; throws UsageError.
+std::vector<std::int64_t> parse_int_list(
+    std::string_view flag, std::string_view text, std::int64_t min,
+    std::int64_t max = std::numeric_limits<std::int64_t>::max());
+/// A list of parse_int_list with 1 entry (for every spatial dim) or `spatial_dims` entries, such
+/// as --stride or --pad; throws UsageError naming the flag and the count.
+std::vector<std::int64_t> parse_spatial_list(std::string_view flag, std::string_view text,
+                                             std::int64_t min, int spatial_dims);
+/// The `spatial_dims` values of a parse_spatial_list result (a single entry repeated).
+std::array<std::int64_t, 3> per_spatial_dim(const std::vector<std::int64_t>& values,
+                                            int spatial_dims);
+/// Dims such as "32x64x56x56" (or "32,64,56,56"), at most 5 entries, every entry >= 1; throws
+/// UsageError naming the flag, the text and the bad entry.
 Dims parse_dims(std::string_view flag, std::string_view text);
 /// Bytes: a plain integer or one with a K/M/G (KiB/MiB/GiB, powers of 1024) suffix.
 std::size_t parse_bytes(std::string_view flag, std::string_view text);
@@ -122,8 +144,6 @@ auto parse_with(std::string_view flag, std::string_view text, Parse&& parse) {
     return parse(text);
   } catch (const Error& error) {
     if (error.kind() != ErrorKind::InvalidArgument) throw;
-    // Parsers that were told the flag (Dims::parse) already name it and the value.
-    if (error.message().find(flag) != std::string::npos) throw UsageError(error.message());
     throw UsageError(std::string(flag) + " '" + std::string(text) + "': " + error.message());
   }
 }

@@ -2,11 +2,16 @@
 // profile results" table).
 
 #include "commands.hpp"
+#include "output.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace dnnx::cli {
 namespace {
@@ -34,12 +39,35 @@ int run_profile(const ProfileArgs& args) {
 
 }  // namespace
 
+namespace {
+
+// "3 failed, 1 unsupported": how many rows of `result` ended in each status.
+std::string status_counts(const ProfileResult& result) {
+  std::map<std::string, int> counts;
+  for (const ProfileRow& row : result.rows) ++counts[std::string(to_string(row.status))];
+  std::vector<std::string> parts;
+  for (const auto& [status, count] : counts) parts.push_back(std::to_string(count) + " " + status);
+  return parts.empty() ? "no candidates" : join(parts, ", ");
+}
+
+}  // namespace
+
 int print_profiles(const std::vector<Direction>& directions, bool json,
                    const std::function<ProfileResult(Direction)>& profile) {
   nlohmann::json document = nlohmann::json::array();
   bool first = true;
+  // A profile in which no candidate ran measured nothing: the command fails (after printing the
+  // tables, whose rows say why each candidate did not run).
+  std::vector<std::string> empty;
   for (const Direction direction : directions) {
     const ProfileResult result = profile(direction);
+    const bool ran = std::any_of(result.rows.begin(), result.rows.end(), [](const ProfileRow& row) {
+      return row.status == CandidateStatus::ok;
+    });
+    if (!ran) {
+      empty.push_back(result.op + " " + std::string(to_string(direction)) + " (" +
+                      status_counts(result) + ")");
+    }
     if (json) {
       document.push_back(nlohmann::json::parse(result.json()));
       continue;
@@ -49,6 +77,11 @@ int print_profiles(const std::vector<Direction>& directions, bool json,
     std::cout << result.table() << std::flush;
   }
   if (json) std::cout << document.dump(2) << '\n';
+  if (!empty.empty()) {
+    std::cerr << "dnnx: profile: no candidate ran for " << join(empty, "; ")
+              << "; nothing was timed (see each candidate's status and reason)\n";
+    return failure_exit_code;
+  }
   return 0;
 }
 

@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -76,9 +76,9 @@ struct StepResult {
   std::string heuristic_error;
   Timed heuristic_time;
   int candidates_timed = 0;
-  double tuning_ms = 0;     // the selection's own cost when it was made (maybe in another process)
-  double step_ms = 0;       // what this step cost in this process
-  bool cache_hit = false;   // the choice came from the choice cache (memory or file)
+  double tuning_ms = 0;    // the selection's own cost when it was made (maybe in another process)
+  double step_ms = 0;      // what this step cost in this process
+  bool cache_hit = false;  // the choice came from the choice cache (memory or file)
 
   bool ok() const { return error.empty(); }
   double speedup() const { return heuristic_time.ms / chosen_time.ms; }
@@ -96,7 +96,7 @@ const char* policy_env_variable(Direction direction) {
 TunePlan parse_plan(const TuneArgs& args) {
   TunePlan plan;
   plan.model = load_model(args.model);
-  plan.batch = parse_int("--batch", args.batch, 1, std::numeric_limits<std::int32_t>::max());
+  plan.batch = parse_int("--batch", args.batch, 1, max_batch);
   plan.dtype = parse_dtype_arg("--dtype", args.dtype);
   plan.layout = parse_layout_arg("--layout", args.layout);
   plan.directions = parse_directions("--direction", args.direction);
@@ -104,8 +104,8 @@ TunePlan parse_plan(const TuneArgs& args) {
   plan.selection = parse_selection(args.selection);
   if (!args.policy.empty()) plan.policy = parse_policy_arg("--policy", args.policy);
   if (!args.benchmark_limit.empty()) {
-    plan.benchmark_limit =
-        static_cast<int>(parse_int("--benchmark-limit", args.benchmark_limit, 0));
+    plan.benchmark_limit = static_cast<int>(
+        parse_int("--benchmark-limit", args.benchmark_limit, 0, max_benchmark_limit));
   }
   plan.json_file = args.json_file;
 
@@ -152,6 +152,32 @@ void apply_policies(const TunePlan& plan, TuneOptions& options) {
   }
   if (plan.benchmark_limit) options.benchmark_limit = *plan.benchmark_limit;
   plan.selection.apply(options);
+}
+
+// A fixed:<id> policy must name a candidate the backend lists for the direction it applies to
+// (for some planned layer: the lists hold unsupported candidates too, so they do not depend on the
+// shape). An unknown id is a bad command line, reported before any tuning; a known one that a
+// layer cannot run fails that layer-direction's step like any other failure.
+void check_fixed_ids(const TunePlan& plan, Context& context, const std::string& policy_flag) {
+  for (const Direction direction : plan.directions) {
+    const AlgoPolicy& policy = context.tune().policy(direction);
+    if (policy.kind != PolicyKind::fixed) continue;
+    std::vector<std::string> ids;
+    for (const ModelLayer* layer : plan.layers) {
+      const ConvDesc desc = layer->desc(plan.batch, plan.dtype, plan.layout);
+      for (const AlgoInfo& algo : conv_list(context, desc, direction)) {
+        if (std::find(ids.begin(), ids.end(), algo.id) == ids.end()) ids.push_back(algo.id);
+      }
+      if (std::find(ids.begin(), ids.end(), policy.id) != ids.end()) break;
+    }
+    if (std::find(ids.begin(), ids.end(), policy.id) != ids.end()) continue;
+    const std::string source =
+        plan.policy ? policy_flag : std::string(policy_env_variable(direction));
+    throw UsageError(source + " '" + policy.to_string() + "': no " +
+                     std::string(to_string(direction)) + " candidate of backend " +
+                     std::string(to_string(context.backend())) + " has the id '" + policy.id +
+                     "'; valid ids: " + (ids.empty() ? std::string("(none)") : join(ids, ", ")));
+  }
 }
 
 // Runs the op with candidate `id` forced and returns the median wall time of the timing runs.
@@ -472,6 +498,7 @@ int run_tune(const TuneArgs& args) {
 
   Context context = make_context(plan.backend, plan.dtype);
   apply_policies(plan, context.tune());
+  check_fixed_ids(plan, context, "--policy");
   const TuneOptions& options = context.tune();
   const auto limit = options.effective_workspace_limit();
   text << "dnnx tune: " << plan.model.name << ", " << plan.layers.size() << " layers x "
@@ -504,10 +531,16 @@ int run_tune(const TuneArgs& args) {
   print_report(text, results, plan.directions, wall_s);
   if (!plan.json_file.empty()) {
     const std::string document = report_json(plan, context, results, wall_s).dump(2) + "\n";
-    if (json_to_stdout)
+    if (json_to_stdout) {
       std::cout << document;
-    else
-      json_out << document;
+    } else {
+      json_out << document << std::flush;
+      if (!json_out) {
+        std::cerr << "dnnx: --json '" << plan.json_file
+                  << "': writing the results failed (disk full or file system error)\n";
+        return failure_exit_code;
+      }
+    }
   }
 
   const auto failed = std::count_if(results.begin(), results.end(),
@@ -533,7 +566,9 @@ void add_tune_command(CLI::App& app, Action& action) {
                    models + " | path to a shapes file (bench/shapes format)")
       ->type_name("MODEL")
       ->capture_default_str();
-  tune->add_option("--batch", args->batch, "batch size N")->type_name("N")->capture_default_str();
+  tune->add_option("--batch", args->batch, "batch size N, 1 to 2^31")
+      ->type_name("N")
+      ->capture_default_str();
   tune->add_option("--dtype", args->dtype, "f32 | f16 | bf16")
       ->type_name("DTYPE")
       ->capture_default_str();
@@ -548,8 +583,9 @@ void add_tune_command(CLI::App& app, Action& action) {
       ->type_name("POLICY");
   add_selection_options(*tune, args->selection);
   tune->add_option("--benchmark-limit", args->benchmark_limit,
-                   "exhaustive: time at most N candidates that run; 0 = all (default: "
-                   "$DNNX_BENCHMARK_LIMIT, else 0)")
+                   "exhaustive: time at most N candidates that run, 0 to " +
+                       std::to_string(max_benchmark_limit) +
+                       "; 0 = all (default: $DNNX_BENCHMARK_LIMIT, else 0)")
       ->type_name("N");
   tune->add_option("--layers", args->layers, "only these layers (comma-separated names)")
       ->type_name("NAME,...");

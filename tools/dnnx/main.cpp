@@ -3,7 +3,9 @@
 #include "commands.hpp"
 #include "output.hpp"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -39,6 +41,41 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& erro
   return path + ": a subcommand is required; accepted: " + accepted + " (see --help)";
 }
 
+// CLI11 gives an option that takes a value the next word even when that word is another flag, so
+// `--stride --pad 1` set the stride to "--pad" and then failed on the stray "1" without naming
+// --stride. No value of a dnnx option starts with "--": such a value is a forgotten one, reported
+// naming the option (this runs before CLI11's check for stray words).
+void reject_flags_as_values(CLI::App& command) {
+  for (CLI::Option* option : command.get_options()) {
+    if (option->get_positional() || option->get_expected_min() < 1) continue;  // flags, operands
+    const std::string type = option->get_type_name();
+    option->check(CLI::Validator(
+        [type](std::string& value) -> std::string {
+          if (value.rfind("--", 0) != 0) return {};
+          return "expected a value (" + type + ") but got the flag '" + value + "'";
+        },
+        "", "value, not a flag"));
+  }
+  for (CLI::App* sub : command.get_subcommands([](const CLI::App*) { return true; }))
+    reject_flags_as_values(*sub);
+}
+
+// Note [write errors]
+// Output that did not reach stdout (a full disk, a closed pipe, /dev/full) is a failure: the
+// command exits 1 with a message naming stdout rather than 0 with a truncated table or JSON.
+// Writes are buffered, so the error shows when stdout is flushed at the end.
+int check_stdout(int status) {
+  errno = 0;
+  std::cout.flush();
+  const bool flushed = std::fflush(stdout) == 0;
+  const int error = errno;
+  if (flushed && std::cout.good() && std::ferror(stdout) == 0) return status;
+  std::cerr << "dnnx: writing to stdout failed"
+            << (error != 0 ? std::string(": ") + std::strerror(error) : std::string())
+            << "; the output is incomplete\n";
+  return status == 0 ? dnnx::cli::failure_exit_code : status;
+}
+
 int run(int argc, char** argv) {
   using namespace dnnx::cli;
   CLI::App app{
@@ -64,13 +101,14 @@ int run(int argc, char** argv) {
   add_tune_command(app, action);
   add_version_command(app, action);
   add_cache_command(app, action);
+  reject_flags_as_values(app);
 
   try {
     app.parse(argc, argv);
-    return action();
+    return check_stdout(action());
   } catch (const CLI::ParseError& error) {
     if (error.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
-      return app.exit(error);  // --help / --version
+      return check_stdout(app.exit(error));  // --help / --version
     std::cerr << "dnnx: " << one_line(parse_error_message(app, error)) << '\n';
     return usage_exit_code;
   } catch (const UsageError& error) {

@@ -3,8 +3,11 @@
 #include "args.hpp"
 #include "output.hpp"
 
+#include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <system_error>
 
 namespace dnnx::cli {
 namespace detail {
@@ -25,6 +28,31 @@ const Builtin builtins[] = {
 
 std::string where(std::string_view source, int line) {
   return std::string(source) + ":" + std::to_string(line);
+}
+
+// Note [model files]
+// A shapes file is a few kilobytes (ResNet-50's has 53 lines). --model reads a path only if it
+// names a regular file (not a directory, a FIFO, /dev/zero or another device, which may never end)
+// of at most max_model_bytes, and reads at most that many bytes even if the file grows meanwhile.
+constexpr std::uintmax_t max_model_bytes = std::uintmax_t{1} << 20;
+
+std::string_view file_kind(std::filesystem::file_type type) {
+  using std::filesystem::file_type;
+  switch (type) {
+    case file_type::directory: return "a directory";
+    case file_type::character: return "a character device";
+    case file_type::block: return "a block device";
+    case file_type::fifo: return "a FIFO";
+    case file_type::socket: return "a socket";
+    default: return "not a regular file";
+  }
+}
+
+// The first characters of `line` for a message: a bad line of a large file stays one short line.
+std::string excerpt(std::string_view line) {
+  constexpr std::size_t max_chars = 80;
+  return line.size() <= max_chars ? std::string(line)
+                                  : std::string(line.substr(0, max_chars)) + "...";
 }
 
 }  // namespace
@@ -51,14 +79,32 @@ Model load_model(std::string_view name_or_path) {
     if (builtin.name == name_or_path)
       return parse_model(*builtin.text, builtin.name, builtin.source);
   }
-  std::ifstream file{std::string(name_or_path)};
-  if (!file) {
-    throw UsageError("--model '" + std::string(name_or_path) + "': neither a built-in model (" +
-                     join(builtin_models(), ", ") + ") nor a readable shapes file");
+  // Note [model files].
+  const std::string path(name_or_path);
+  const std::string flag = "--model '" + path + "': ";
+  const std::string accepted = "a built-in model (" + join(builtin_models(), ", ") +
+                               ") or a shapes file (a regular file of at most 1 MiB)";
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  if (error || !std::filesystem::exists(status))
+    throw UsageError(flag + "no such file; expected " + accepted);
+  if (!std::filesystem::is_regular_file(status))
+    throw UsageError(flag + "is " + std::string(file_kind(status.type())) + "; expected " +
+                     accepted);
+  const std::uintmax_t size = std::filesystem::file_size(path, error);
+  if (!error && size > max_model_bytes) {
+    throw UsageError(flag + "the file has " + std::to_string(size) + " bytes; expected " +
+                     accepted);
   }
-  std::ostringstream text;
-  text << file.rdbuf();
-  return parse_model(text.str(), name_or_path, name_or_path);
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw UsageError(flag + "cannot be opened for reading; expected " + accepted);
+  std::string text(max_model_bytes + 1, '\0');
+  file.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (file.bad()) throw UsageError(flag + "reading the file failed");
+  text.resize(static_cast<std::size_t>(file.gcount()));
+  if (text.size() > max_model_bytes)
+    throw UsageError(flag + "the file has more than 1 MiB; expected " + accepted);
+  return parse_model(text, path, path);
 }
 
 Model parse_model(std::string_view text, std::string_view name, std::string_view source) {
@@ -76,7 +122,7 @@ Model parse_model(std::string_view text, std::string_view name, std::string_view
     const std::string at = where(source, number);
     if (tokens.size() != 6 && !(tokens.size() == 7 && tokens[6] == "bench")) {
       throw UsageError(at + ": expected `name src weights stride pad count [bench]`, got '" +
-                       std::string(line) + "'");
+                       excerpt(line) + "'");
     }
     ModelLayer layer;
     layer.name = tokens[0];
