@@ -6,6 +6,7 @@
 
 #include "core/backend.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -27,6 +28,50 @@ struct PoolArgs {
   Tensor* indices = nullptr;           ///< fwd with indices: the argmax indices written
   Tensor* diff_src = nullptr;
 };
+
+/// One output's window along one spatial dim (Note [pooling windows] in the reference backend):
+/// the positions start + j * step, j < kernel, of the padded input; its input elements are begin,
+/// begin + step, ... below end.
+struct PoolSpan {
+  std::int64_t start = 0;   ///< the first position (in the front padding when negative)
+  std::int64_t begin = 0;   ///< the first input element
+  std::int64_t end = 0;     ///< one past the last input element
+  std::int64_t step = 1;    ///< the dilation
+  std::int64_t padded = 0;  ///< positions inside the padded input (avg_include_pad's count)
+
+  /// Input elements of the window (at least 1 in a valid desc: Note [windows between input
+  /// elements] in core/pool_desc.cpp).
+  std::int64_t count() const { return (end - begin - 1) / step + 1; }
+};
+
+/// The window that starts at `start` (o * stride - pad_before), of `kernel` positions `dilation`
+/// apart, over an input of `input` elements followed by `pad_after` of padding.
+inline PoolSpan pool_span(std::int64_t start, std::int64_t kernel, std::int64_t dilation,
+                          std::int64_t input, std::int64_t pad_after) {
+  PoolSpan span;
+  span.start = start;
+  span.step = dilation;
+  if (dilation == 1) {  // no divisions: the kernels call this per window
+    span.begin = std::max<std::int64_t>(start, 0);
+    span.end = std::min(start + kernel, input);
+    span.padded = std::min(start + kernel, input + pad_after) - start;
+    return span;
+  }
+  // Positions at or past 0 start after `skipped` ones; the last one below input is j = last.
+  const std::int64_t skipped = start < 0 ? (dilation - 1 - start) / dilation : 0;
+  const std::int64_t last = std::min(kernel - 1, (input - 1 - start) / dilation);
+  span.begin = start + skipped * dilation;
+  span.end = start + last * dilation + 1;
+  span.padded = std::min(kernel, (input + pad_after - start + dilation - 1) / dilation);
+  return span;
+}
+
+/// Output o's window along spatial dim i of `desc`.
+inline PoolSpan pool_span(const PoolDesc& desc, int i, std::int64_t o) {
+  const auto s = static_cast<std::size_t>(i);
+  return pool_span(o * desc.stride[s] - desc.pad_before[s], desc.kernel[s], desc.dilation[s],
+                   desc.input[s], desc.pad_after[s]);
+}
 
 /// The message of a bad argmax index (pool_bwd with indices): `element` is the position of the
 /// index in dst's logical (row-major N, C, spatial...) order, `value` the index read there. Names

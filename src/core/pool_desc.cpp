@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <ostream>
 #include <sstream>
 
@@ -41,12 +42,50 @@ std::array<std::int64_t, 3> expand(const std::vector<std::int64_t>& values, int 
   return out;
 }
 
+// Whether a dilation along the desc's spatial dims is not 1.
+bool dilated(const PoolDesc& desc) {
+  for (int i = 0; i < std::clamp(desc.spatial_dims, 0, 3); ++i) {
+    if (desc.dilation[static_cast<std::size_t>(i)] != 1) return true;
+  }
+  return false;
+}
+
 bool valid_mode(PoolMode mode) {
   return mode == PoolMode::max || mode == PoolMode::avg_include_pad ||
          mode == PoolMode::avg_exclude_pad;
 }
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// Note [windows between input elements]
+// Output o's window along a dim holds the positions o * stride - pad_before + j * dilation,
+// j < kernel. A window that starts inside the input holds its first position; one that starts in
+// the front padding holds its first position past the padding, start mod dilation (in
+// [0, dilation); PyTorch's kernels step to it the same way, `while (start < 0) start +=
+// dilation`), if that is inside the input, and PyTorch's padding rule keeps that position within
+// the window's `kernel` ones (pad_before <= ((kernel - 1) * dilation + 1) / 2 <= (kernel - 1) *
+// dilation). Windows start inside the input or the front padding: in floor mode the last one
+// starts at most at input + pad_after - effective kernel < input, and in ceil mode PyTorch's rule
+// drops a last window that would not. So a window holds no input element exactly when it starts
+// in the front padding and start mod dilation >= input, which needs dilation > input. PyTorch
+// returns -inf there, with an index past the plane; validate() rejects such a desc instead, so
+// every backend may rely on every window holding an input element.
+
+// The first output along spatial dim i whose window holds no input element, or -1
+// (Note [windows between input elements]). Visits the windows that start in the front padding,
+// only when the dilation exceeds the input; there are at most output_size(i) of them.
+std::int64_t empty_window(const PoolDesc& desc, int i) {
+  const auto s = static_cast<std::size_t>(i);
+  const std::int64_t dilation = desc.dilation[s];
+  if (dilation <= desc.input[s]) return -1;
+  const std::int64_t outputs = desc.output_size(i);
+  for (std::int64_t o = 0; o < outputs && o * desc.stride[s] < desc.pad_before[s]; ++o) {
+    const std::int64_t start = o * desc.stride[s] - desc.pad_before[s];
+    const std::int64_t first = (start % dilation + dilation) % dilation;
+    if (first >= desc.input[s]) return o;
+  }
+  return -1;
+}
 
 }  // namespace
 
@@ -74,6 +113,14 @@ PoolDesc PoolDesc::from_shapes(const Dims& src, const std::vector<std::int64_t>&
                                const std::vector<std::int64_t>& stride,
                                const std::vector<std::int64_t>& pad, PoolMode mode, bool ceil_mode,
                                DType dtype, Layout layout) {
+  return from_shapes(src, kernel, stride, pad, {1}, mode, ceil_mode, dtype, layout);
+}
+
+PoolDesc PoolDesc::from_shapes(const Dims& src, const std::vector<std::int64_t>& kernel,
+                               const std::vector<std::int64_t>& stride,
+                               const std::vector<std::int64_t>& pad,
+                               const std::vector<std::int64_t>& dilation, PoolMode mode,
+                               bool ceil_mode, DType dtype, Layout layout) {
   DNNX_CHECK_ARG(src.rank() >= 3 && src.rank() <= 5, "src dims ", src, " have rank ", src.rank(),
                  "; pooling accepts rank 3, 4 or 5 (N, C and 1-3 spatial dims)");
   PoolDesc desc;
@@ -86,6 +133,7 @@ PoolDesc PoolDesc::from_shapes(const Dims& src, const std::vector<std::int64_t>&
   desc.stride = stride.empty() ? desc.kernel : expand(stride, n, "stride", 1);
   desc.pad_before = expand(pad, n, "pad", 0);
   desc.pad_after = desc.pad_before;
+  desc.dilation = expand(dilation, n, "dilation", 1);
   desc.ceil_mode = ceil_mode;
   desc.mode = mode;
   desc.dtype = dtype;
@@ -107,10 +155,11 @@ void PoolDesc::validate() const {
                  "layout must be nchw or nhwc, got ", static_cast<int>(layout));
   DNNX_CHECK_ARG(!indices || mode == PoolMode::max, "indices is set with mode ", to_string(mode),
                  "; argmax indices exist for mode max only (clear indices or use mode max)");
-  // Note [size limits] (conv_desc.cpp): every derived quantity must fit in 64 bits.
-  constexpr std::int64_t max_size = std::int64_t{1} << 31;
-  DNNX_CHECK_ARG(batch <= max_size, "batch (N) must be <= 2^31, got ", batch);
-  DNNX_CHECK_ARG(channels <= max_size, "channels (C) must be <= 2^31, got ", channels);
+  // Note [size limits] (core/check.hpp): entries of at most 2^31 keep the effective kernel
+  // ((kernel - 1) * dilation + 1 < 2^62), the padded input (< 2^33) and every window position in
+  // 64 bits; element counts go through checked_count.
+  DNNX_CHECK_ARG(batch <= detail::max_dim_size, "batch (N) must be <= 2^31, got ", batch);
+  DNNX_CHECK_ARG(channels <= detail::max_dim_size, "channels (C) must be <= 2^31, got ", channels);
   for (int i = 0; i < spatial_dims; ++i) {
     const auto s = static_cast<std::size_t>(i);
     const char* axis = axis_name(spatial_dims, i);
@@ -118,45 +167,73 @@ void PoolDesc::validate() const {
                                       {"kernel size", kernel[s]},
                                       {"stride", stride[s]},
                                       {"pad_before", pad_before[s]},
-                                      {"pad_after", pad_after[s]}}) {
-      DNNX_CHECK_ARG(value <= max_size, name, " along ", axis, " must be <= 2^31, got ", value);
+                                      {"pad_after", pad_after[s]},
+                                      {"dilation", dilation[s]}}) {
+      DNNX_CHECK_ARG(value <= detail::max_dim_size, name, " along ", axis, " must be <= 2^31, got ",
+                     value);
     }
     DNNX_CHECK_ARG(input[s] >= 1, "input size along ", axis, " must be >= 1, got ", input[s]);
     DNNX_CHECK_ARG(kernel[s] >= 1, "kernel size along ", axis, " must be >= 1, got ", kernel[s]);
     DNNX_CHECK_ARG(stride[s] >= 1, "stride along ", axis, " must be >= 1, got ", stride[s]);
+    DNNX_CHECK_ARG(dilation[s] >= 1, "dilation along ", axis, " must be >= 1, got ", dilation[s]);
     DNNX_CHECK_ARG(pad_before[s] >= 0, "pad_before along ", axis, " must be >= 0, got ",
                    pad_before[s]);
     DNNX_CHECK_ARG(pad_after[s] >= 0, "pad_after along ", axis, " must be >= 0, got ",
                    pad_after[s]);
-    // PyTorch's rule ("pad should be at most half of kernel size"), per side: it guarantees that
-    // every window, ceil-mode ones included, holds at least one input element, so a max is never
-    // taken over padding alone and an exclude-pad average never divides by zero.
-    DNNX_CHECK_ARG(pad_before[s] <= kernel[s] / 2, "pad_before along ", axis, " is ", pad_before[s],
-                   " but must be at most half the kernel size (", kernel[s],
-                   " / 2 = ", kernel[s] / 2, "), as in PyTorch");
-    DNNX_CHECK_ARG(pad_after[s] <= kernel[s] / 2, "pad_after along ", axis, " is ", pad_after[s],
-                   " but must be at most half the kernel size (", kernel[s],
-                   " / 2 = ", kernel[s] / 2, "), as in PyTorch");
+    const std::int64_t extent = effective_kernel(i);
+    // Half the kernel as the messages give it: with a dilation, how the effective kernel comes
+    // about.
+    const std::string half =
+        dilation[s] == 1
+            ? detail::cat("kernel size (", kernel[s], " / 2 = ", extent / 2, ")")
+            : detail::cat("effective kernel size ((kernel ", kernel[s], " - 1) * dilation ",
+                          dilation[s], " + 1 = ", extent, "; ", extent, " / 2 = ", extent / 2, ")");
+    // PyTorch's rule (pooling_output_shape, pool2d_shape_check: "pad should be at most half of
+    // effective kernel size"), per side. With dense windows it guarantees that every window,
+    // ceil-mode ones included, holds at least one input element, so a max is never taken over
+    // padding alone and an exclude-pad average never divides by zero; dilated windows are checked
+    // below (Note [windows between input elements]).
+    DNNX_CHECK_ARG(pad_before[s] <= extent / 2, "pad_before along ", axis, " is ", pad_before[s],
+                   " but must be at most half the ", half, ", as in PyTorch");
+    DNNX_CHECK_ARG(pad_after[s] <= extent / 2, "pad_after along ", axis, " is ", pad_after[s],
+                   " but must be at most half the ", half, ", as in PyTorch");
     const std::int64_t padded = input[s] + pad_before[s] + pad_after[s];
-    DNNX_CHECK_ARG(kernel[s] <= padded, "kernel along ", axis, " (size ", kernel[s],
-                   ") is larger than the padded input (", input[s], " + ", pad_before[s], " + ",
+    DNNX_CHECK_ARG(extent <= padded,
+                   dilation[s] == 1
+                       ? detail::cat("kernel along ", axis, " (size ", kernel[s], ")")
+                       : detail::cat("effective kernel along ", axis, " ((kernel ", kernel[s],
+                                     " - 1) * dilation ", dilation[s], " + 1 = ", extent, ")"),
+                   " is larger than the padded input (", input[s], " + ", pad_before[s], " + ",
                    pad_after[s], " = ", padded, ")");
+    const std::int64_t empty = empty_window(*this, i);
+    DNNX_CHECK_ARG(empty < 0, "the window of output ", empty, " along ", axis,
+                   " holds no input element: its positions ", empty * stride[s] - pad_before[s],
+                   " + j * dilation ", dilation[s], " (j < kernel ", kernel[s],
+                   ") all lie outside the input [0, ", input[s],
+                   ") (PyTorch returns -inf there); use a smaller dilation or padding");
   }
-  const auto checked_count = [](const Dims& dims, const char* role) {
-    std::int64_t count = 1;
-    for (std::int64_t d : dims) {
-      DNNX_CHECK_ARG(!__builtin_mul_overflow(count, d, &count) && count <= (std::int64_t{1} << 60),
-                     role, " dims ", dims, " have more elements than can be addressed");
-    }
-  };
-  checked_count(src_dims(), "src");
-  checked_count(dst_dims(), "dst");
+  detail::checked_count(src_dims(), "src dims");
+  detail::checked_count(dst_dims(), "dst dims");
+}
+
+std::int64_t PoolDesc::effective_kernel(int i) const {
+  const auto s = static_cast<std::size_t>(i);
+  // Entries above 2^31 are rejected by validate(), which calls this only after checking them;
+  // unchecked descs (printing an invalid one) saturate instead of overflowing.
+  std::int64_t extent = 0;
+  if (__builtin_mul_overflow(kernel[s] - 1, dilation[s], &extent) ||
+      __builtin_add_overflow(extent, 1, &extent))
+    return std::numeric_limits<std::int64_t>::max();
+  return extent;
 }
 
 std::int64_t PoolDesc::output_size(int i) const {
   const auto s = static_cast<std::size_t>(i);
-  const std::int64_t span = input[s] + pad_before[s] + pad_after[s] - kernel[s];
-  if (span < 0 || stride[s] < 1) return 0;  // invalid desc; validate() names the field
+  std::int64_t span = 0;
+  if (stride[s] < 1 || __builtin_add_overflow(input[s], pad_before[s], &span) ||
+      __builtin_add_overflow(span, pad_after[s], &span) ||
+      __builtin_sub_overflow(span, effective_kernel(i), &span) || span < 0)
+    return 0;  // invalid desc; validate() names the field
   if (!ceil_mode) return span / stride[s] + 1;
   std::int64_t out = ceil_div(span, stride[s]) + 1;
   // PyTorch: the last window must start inside the input or the front padding.
@@ -168,7 +245,7 @@ std::int64_t PoolDesc::overhang(int i) const {
   const auto s = static_cast<std::size_t>(i);
   const std::int64_t out = output_size(i);
   if (out < 1) return 0;
-  const std::int64_t end = (out - 1) * stride[s] + kernel[s];
+  const std::int64_t end = (out - 1) * stride[s] + effective_kernel(i);
   return std::max<std::int64_t>(0, end - (input[s] + pad_before[s] + pad_after[s]));
 }
 
@@ -207,6 +284,7 @@ std::string PoolDesc::repro(Direction direction) const {
   } else {
     out << " --pad-before " << compact(pad_before, n) << " --pad-after " << compact(pad_after, n);
   }
+  if (dilated(*this)) out << " --dilation " << compact(dilation, n);
   if (ceil_mode) out << " --ceil";
   out << " --mode " << to_string(mode);
   if (indices) out << " --indices";
@@ -223,9 +301,11 @@ std::string PoolDesc::key() const {
   };
   out << "pool" << spatial_dims << "d " << to_string(mode) << " n=" << batch << " c=" << channels
       << " in=" << list(input) << " k=" << list(kernel) << " s=" << list(stride)
-      << " pb=" << list(pad_before) << " pa=" << list(pad_after) << " ceil=" << (ceil_mode ? 1 : 0)
-      << ' ' << to_string(dtype) << ' ' << to_string(layout);
-  // Only when set, so that the keys of descs without indices (and cache files holding them) stay.
+      << " pb=" << list(pad_before) << " pa=" << list(pad_after);
+  // Only when not 1, so that the keys of dense descs (and cache files holding them) stay.
+  if (dilated(*this)) out << " d=" << list(dilation);
+  out << " ceil=" << (ceil_mode ? 1 : 0) << ' ' << to_string(dtype) << ' ' << to_string(layout);
+  // Only when set, for the same reason.
   if (indices) out << " indices";
   return out.str();
 }
@@ -245,6 +325,7 @@ std::size_t PoolDesc::hash() const {
     mix(stride[s]);
     mix(pad_before[s]);
     mix(pad_after[s]);
+    mix(dilation[s]);
   }
   mix(ceil_mode ? 1 : 0);
   mix(static_cast<std::int64_t>(mode));
@@ -260,7 +341,8 @@ namespace detail {
 namespace {
 
 // The output coordinates (n, c, o...) of dst element `element` (logical row-major order), and
-// along each spatial dim the window's input elements [begin, end).
+// along each spatial dim the window's input elements: begin, begin + dilation, ... below end
+// (begin the first, end one past the last; Note [windows between input elements]).
 struct IndexSite {
   std::array<std::int64_t, 5> coordinates{};
   std::array<std::int64_t, 3> begin{}, end{};
@@ -275,9 +357,9 @@ IndexSite site_of(const PoolDesc& desc, std::int64_t element) {
   }
   for (int i = 0; i < desc.spatial_dims; ++i) {
     const auto s = static_cast<std::size_t>(i);
-    const std::int64_t start = site.coordinates[s + 2] * desc.stride[s] - desc.pad_before[s];
-    site.begin[s] = std::max<std::int64_t>(start, 0);
-    site.end[s] = std::min(start + desc.kernel[s], desc.input[s]);
+    const PoolSpan span = pool_span(desc, i, site.coordinates[s + 2]);
+    site.begin[s] = span.begin;
+    site.end[s] = span.end;
   }
   return site;
 }
@@ -302,6 +384,7 @@ bool pool_index_in_window(const PoolDesc& desc, std::int64_t element, std::int64
   for (int i = 0; i < desc.spatial_dims; ++i) {
     const auto s = static_cast<std::size_t>(i);
     if (at[s] < site.begin[s] || at[s] >= site.end[s]) return false;
+    if ((at[s] - site.begin[s]) % desc.dilation[s] != 0) return false;
   }
   return true;
 }
@@ -323,6 +406,7 @@ std::string bad_pool_index_message(const PoolDesc& desc, std::int64_t element, s
   std::string window;
   for (std::size_t s = 0; s < n; ++s) {
     window += detail::cat(s == 0 ? "" : " x ", '[', site.begin[s], ", ", site.end[s], ')');
+    if (desc.dilation[s] != 1) window += detail::cat(" step ", desc.dilation[s]);
   }
   return detail::cat("indices[", position, "] is ", value, " (input element ",
                      detail::join(std::span<const std::int64_t>(at.data(), n), ", "),

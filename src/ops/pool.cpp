@@ -126,14 +126,10 @@ Tensor random_indices(const Context& context, const PoolDesc& desc) {
     out[k] = desc.output_size(i);
     in[k] = desc.input[static_cast<std::size_t>(i)];
   }
-  // The input positions [begin, end) of output o's window along (3-D) dim k.
+  // The input elements of output o's window along (3-D) dim k.
   const auto span = [&](int k, std::int64_t o) {
     const int i = k - (3 - n);
-    if (i < 0) return std::array<std::int64_t, 2>{0, 1};
-    const auto s = static_cast<std::size_t>(i);
-    const std::int64_t start = o * desc.stride[s] - desc.pad_before[s];
-    return std::array<std::int64_t, 2>{std::max<std::int64_t>(start, 0),
-                                       std::min(start + desc.kernel[s], desc.input[s])};
+    return i < 0 ? detail::pool_span(0, 1, 1, 1, 0) : detail::pool_span(desc, i, o);
   };
   std::mt19937_64 rng(7);
   const std::int64_t out_plane = out[0] * out[1] * out[2];
@@ -143,9 +139,10 @@ Tensor random_indices(const Context& context, const PoolDesc& desc) {
                                                o % out[2]};
     std::int64_t flat = 0;
     for (int k = 0; k < 3; ++k) {
-      const auto [begin, end] = span(k, position[static_cast<std::size_t>(k)]);
-      flat = flat * in[static_cast<std::size_t>(k)] + begin +
-             static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(end - begin));
+      const detail::PoolSpan window = span(k, position[static_cast<std::size_t>(k)]);
+      flat = flat * in[static_cast<std::size_t>(k)] + window.begin +
+             window.step *
+                 static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(window.count()));
     }
     pattern[static_cast<std::size_t>(o)] = flat;
   }

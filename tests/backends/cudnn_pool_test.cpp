@@ -86,6 +86,25 @@ TEST(CudnnPool, ListsTheModesOfTheDescAndTheKernels) {
   EXPECT_TRUE(find(ceil_list, "cudnn:kernel:pool")->supported);
   EXPECT_TRUE(ceil_list.front().supported);  // supported candidates come first
 
+  // Dilated windows: cuDNN's pooling descriptor has none; the kernels run them, with indices too.
+  for (const bool with_indices : {false, true}) {
+    PoolDesc dilated = PoolDesc::from_shapes({2, 8, 12, 12}, {3}, {2}, {2}, {2}, PoolMode::max);
+    dilated.indices = with_indices;
+    for (const Direction direction : {Direction::fwd, Direction::bwd_data}) {
+      const auto list = pool_list(context, dilated, direction);
+      EXPECT_TRUE(list.front().supported);
+      ASSERT_NE(find(list, "cudnn:kernel:pool"), nullptr);
+      EXPECT_TRUE(find(list, "cudnn:kernel:pool")->supported);
+      const AlgoInfo* legacy_max = find(list, "cudnn:legacy:pool:max");
+      ASSERT_NE(legacy_max, nullptr);
+      EXPECT_FALSE(legacy_max->supported);
+      if (!with_indices) {
+        EXPECT_NE(legacy_max->reason.find("pooling descriptor has no dilation"), std::string::npos)
+            << legacy_max->reason;
+      }
+    }
+  }
+
   // Max with indices: dnnx's kernels only (Note [cudnn pool candidates]).
   PoolDesc indices = max;
   indices.indices = true;
@@ -365,6 +384,49 @@ TEST(CudnnPool, BadIndexIsReportedByTheNextCall) {
         copy(diff_src, host);
         EXPECT_TRUE(all_finite(host, "diff_src", context_text));
       }
+    }
+  }
+}
+
+// Dilated windows: an index between two positions of its window is reported as well (Note [pool
+// index check]), in both layouts; in channels_last with 16 channels the kernels use channel packs.
+TEST(CudnnPool, IndexBetweenDilatedPositionsIsReported) {
+  DNNX_REQUIRE_GPU();
+  for (const Layout layout : {Layout::channels_first, Layout::channels_last}) {
+    // 9x11 input, kernel 3, stride 2, pad 2, dilation 2: 5x6 outputs; dst [0, 3, 2, 1] has window
+    // rows 2, 4, 6 and columns 0, 2, 4.
+    PoolDesc desc = PoolDesc::from_shapes({1, 16, 9, 11}, {3}, {2}, {2}, {2}, PoolMode::max, false,
+                                          DType::f32, layout);
+    desc.indices = true;
+    const PoolOperands operands = pool_operands(desc, 35);
+    std::vector<std::int64_t> values = index_values(operands.indices);
+    const std::int64_t position = ((0 * 16 + 3) * 5 + 2) * 6 + 1;
+    values[static_cast<std::size_t>(position)] = 3 * 11 + 2;  // row 3: between rows 2 and 4
+    Context context = gpu_context();
+    const auto device = [&](const Tensor& host) {
+      Tensor on_device = Tensor::empty(host.dims(), host.dtype(), layout, context.allocator());
+      copy(host, on_device);
+      return on_device;
+    };
+    const Tensor diff_dst = device(operands.diff_dst);
+    const Tensor bad = device(index_tensor(desc.dst_dims(), DType::i64, layout, values));
+    Tensor diff_src = device(nan_tensor(desc.src_dims(), desc.dtype, layout));
+    pool_bwd(context, desc, diff_dst, bad, diff_src);
+    Tensor host = Tensor::empty(desc.src_dims(), desc.dtype, layout);
+    copy(diff_src, host);
+    // The window's first input element, [0, 3, 2, 0], holds NaN.
+    EXPECT_TRUE(std::isnan(host.to_f32()[static_cast<std::size_t>(((0 * 16 + 3) * 9 + 2) * 11)]))
+        << to_string(layout);
+    try {
+      pool_bwd(context, desc, diff_dst, bad, diff_src);
+      ADD_FAILURE() << "the bad index was not reported: " << to_string(layout);
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument) << error.what();
+      EXPECT_NE(error.message().find("indices[0, 3, 2, 1] is 35 (input element 3, 2)"),
+                std::string::npos)
+          << error.what();
+      EXPECT_NE(error.message().find("[2, 7) step 2 x [0, 5) step 2"), std::string::npos)
+          << error.what();
     }
   }
 }

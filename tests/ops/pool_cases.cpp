@@ -49,6 +49,10 @@ class Shape {
     desc_.ceil_mode = true;
     return *this;
   }
+  Shape& dilation(Sizes dilation) {
+    desc_.dilation = spatial(dilation, desc_.spatial_dims, 1);
+    return *this;
+  }
   const PoolDesc& desc() const { return desc_; }
 
  private:
@@ -94,6 +98,18 @@ std::vector<PoolShape> pool_edge_shapes() {
       // contiguous and the lane-by-lane loads; 2d_k3s2p1_odd and the benchmark shape have 2).
       {"2d_wide_stride1", Shape(1, 3, {4, 41}, {2, 3}).stride({1}).pad({1})},
       {"1d_wide_stride3_ceil", Shape(2, 2, {71}, {4}).stride({3}).pad({2}).ceil()},
+      // Dilated windows (PyTorch's max_pool dilation; the averages over the same positions).
+      // Ceil mode with an overhang past the padded input, padding of half the effective kernel.
+      {"1d_dilated_ceil", Shape(2, 3, {20}, {3}).stride({2}).pad({2}).dilation({2}).ceil()},
+      // Padding beyond half the kernel but within half the effective kernel; dilation 3 along W.
+      {"2d_dilated_odd", Shape(2, 5, {13, 11}, {3}).stride({2, 1}).pad({2, 3}).dilation({2, 3})},
+      // A row long enough for the cpu kernels' groups of 16 outputs, stride 2, ceil mode.
+      {"2d_dilated_wide_ceil",
+       Shape(1, 3, {5, 46}, {2, 3}).stride({1, 2}).pad({1, 2}).dilation({2}).ceil()},
+      {"3d_dilated_asym_pad", Shape(1, 16, {7, 6, 9}, {2, 2, 3})
+                                  .stride({1, 2, 2})
+                                  .pad2({1, 0, 2}, {0, 1, 1})
+                                  .dilation({2, 3, 2})},
   };
   std::vector<PoolShape> out;
   for (const auto& [name, shape] : shapes) {
@@ -154,11 +170,13 @@ Tensor pool_src(const PoolDesc& desc, std::uint64_t seed) {
   const Dims dims = desc.src_dims();
   if (desc.mode != PoolMode::max) return random_tensor(dims, desc.dtype, desc.layout, seed);
   // Note [tie-free inputs]: 3-D view (D, H, W) of the spatial dims, missing leading dims size 1.
-  std::array<std::int64_t, 3> in{1, 1, 1}, kernel{1, 1, 1};
+  std::array<std::int64_t, 3> in{1, 1, 1}, kernel{1, 1, 1}, dilation{1, 1, 1};
   const int missing = 3 - desc.spatial_dims;
   for (int i = 0; i < desc.spatial_dims; ++i) {
-    in[static_cast<std::size_t>(missing + i)] = desc.input[static_cast<std::size_t>(i)];
-    kernel[static_cast<std::size_t>(missing + i)] = desc.kernel[static_cast<std::size_t>(i)];
+    const auto k = static_cast<std::size_t>(missing + i), s = static_cast<std::size_t>(i);
+    in[k] = desc.input[s];
+    kernel[k] = desc.kernel[s];
+    dilation[k] = desc.dilation[s];
   }
   const std::int64_t window = kernel[0] * kernel[1] * kernel[2];
   if (window > 256) throw std::logic_error("pool_src: tie-free inputs need windows of <= 256");
@@ -166,16 +184,18 @@ Tensor pool_src(const PoolDesc& desc, std::uint64_t seed) {
   std::vector<float> values(static_cast<std::size_t>(dims.product()));
   std::mt19937_64 engine(seed);
   std::vector<std::int64_t> perm(static_cast<std::size_t>(window));
+  // The residue of a position along one dim: positions of one window differ in it.
+  const auto residue = [&](std::size_t k, std::int64_t x) { return x / dilation[k] % kernel[k]; };
   for (std::int64_t p = 0; p < desc.batch * desc.channels; ++p) {
     std::iota(perm.begin(), perm.end(), 0);
     for (std::size_t i = perm.size(); i > 1; --i)  // Fisher-Yates with a portable draw
       std::swap(perm[i - 1], perm[static_cast<std::size_t>(engine() % i)]);
     for (std::int64_t at = 0; at < plane; ++at) {
       const std::int64_t d = at / (in[1] * in[2]), h = at / in[2] % in[1], w = at % in[2];
-      const std::int64_t residue =
-          ((d % kernel[0]) * kernel[1] + h % kernel[1]) * kernel[2] + w % kernel[2];
+      const std::int64_t r =
+          (residue(0, d) * kernel[1] + residue(1, h)) * kernel[2] + residue(2, w);
       values[static_cast<std::size_t>(p * plane + at)] =
-          static_cast<float>(perm[static_cast<std::size_t>(residue)] - window / 2);
+          static_cast<float>(perm[static_cast<std::size_t>(r)] - window / 2);
     }
   }
   return tensor_from(dims, desc.dtype, desc.layout, values);

@@ -30,7 +30,8 @@ struct PoolShape {
 /// kernel), per-side padding, ceil mode with and without an overhang past the padded input and
 /// with PyTorch's "last window starts inside" rule, a kernel as large as the (padded) input,
 /// windows made mostly of padding, batch 1, odd sizes, channel counts that are and are not
-/// multiples of the kernels' channel packs.
+/// multiples of the kernels' channel packs, dilated windows in 1/2/3-D (with ceil mode, per-side
+/// padding and padding past half the kernel).
 std::vector<PoolShape> pool_edge_shapes();
 
 /// `shape` in every mode (max, max with indices, avg_include_pad, avg_exclude_pad), dtype (f32,
@@ -50,10 +51,12 @@ std::vector<PoolCase> pool_benchmark_cases(std::int64_t batch);
 // A max window with two equal maxima sends its gradient to the first in scan order; an
 // implementation that picks another is still "a" max pool, and rounding to f16/bf16 makes ties
 // common in random data. Test inputs for max therefore give every element of a window a distinct
-// value: value(d, h, w) = perm[(d mod kd, h mod kh, w mod kw)] - kd*kh*kw/2, a per-plane random
-// permutation of the residue triples (positions of one window have distinct residues), which
-// are small integers exact in every dtype (|value| <= 128 while the window holds at most 256
-// positions). Values are negative as well as positive, so padding mistaken for zeros would show.
+// value: value(d, h, w) = perm[(d / dd mod kd, h / dh mod kh, w / dw mod kw)] - kd*kh*kw/2 (dd, dh,
+// dw the dilations), a per-plane random permutation of the residue triples: the positions
+// x0 + j * dilation, j < kernel, of one window have consecutive (x0 / dilation + j), so distinct,
+// residues. They are small integers exact in every dtype (|value| <= 128 while the window holds
+// at most 256 positions). Values are negative as well as positive, so padding mistaken for zeros
+// would show.
 
 /// Inputs for `desc`'s src: tie-free integers for max (Note [tie-free inputs]), uniform values in
 /// [-1, 1) rounded to the dtype for the averages. Dense in desc.layout, desc.dtype; reproducible

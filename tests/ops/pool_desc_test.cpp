@@ -42,6 +42,33 @@ TEST(PoolDesc, OutputSizesArePyTorchs) {
   }
 }
 
+// With a dilation: PyTorch's pooling_output_shape, (input + 2 pad - dilation (kernel - 1) - 1) /
+// stride + 1, rounded up in ceil mode unless the last window would start in the back padding.
+TEST(PoolDesc, DilatedOutputSizesArePyTorchs) {
+  struct Row {
+    std::int64_t input, kernel, stride, pad, dilation;
+    bool ceil;
+    std::int64_t expected, extent;
+  };
+  for (const Row& row : std::vector<Row>{{112, 3, 2, 1, 2, false, 55, 5},
+                                         {112, 3, 2, 1, 2, true, 56, 5},
+                                         {20, 3, 2, 2, 2, true, 11, 5},
+                                         {11, 3, 1, 3, 3, false, 11, 7},
+                                         {7, 2, 2, 1, 2, false, 4, 3},
+                                         {6, 2, 2, 1, 2, true, 4, 3},
+                                         {10, 4, 3, 0, 3, false, 1, 10},
+                                         {5, 1, 1, 0, 9, false, 5, 1}}) {
+    const PoolDesc desc = PoolDesc::from_shapes({1, 1, row.input}, {row.kernel}, {row.stride},
+                                                {row.pad}, {row.dilation}, PoolMode::max, row.ceil);
+    EXPECT_EQ(desc.output_size(0), row.expected) << desc;
+    EXPECT_EQ(desc.effective_kernel(0), row.extent) << desc;
+  }
+  // The last of the 11 windows of (20, 3, 2, 2, 2, ceil) holds positions 18, 20 and 22; the
+  // padded input is [-2, 22): one position past it.
+  const PoolDesc ceil = PoolDesc::from_shapes({1, 1, 20}, {3}, {2}, {2}, {2}, PoolMode::max, true);
+  EXPECT_EQ(ceil.overhang(0), 1);
+}
+
 TEST(PoolDesc, OverhangIsTheCeilModeReachPastThePaddedInput) {
   EXPECT_EQ(one_d(10, 3, 2, 0, true).overhang(0), 1);  // windows start 0,2,4,6,8: 8+3 = 11 > 10
   EXPECT_EQ(one_d(10, 3, 2, 0, false).overhang(0), 0);
@@ -75,7 +102,7 @@ TEST(PoolDesc, FromShapesSpreadsListsAndDefaultsTheStrideToTheKernel) {
 
 TEST(PoolDesc, KeyHashAndEqualityCoverEveryField) {
   const PoolDesc base = PoolDesc::from_shapes({2, 3, 9, 9}, {3}, {2}, {1});
-  std::vector<PoolDesc> variants(12, base);
+  std::vector<PoolDesc> variants(13, base);
   variants[0].batch = 3;
   variants[1].channels = 4;
   variants[2].input[1] = 10;
@@ -88,6 +115,7 @@ TEST(PoolDesc, KeyHashAndEqualityCoverEveryField) {
   variants[9].dtype = DType::f16;
   variants[10].layout = Layout::channels_last;
   variants[11].indices = true;
+  variants[12].dilation[1] = 2;
   std::set<std::string> keys{base.key()};
   for (const PoolDesc& variant : variants) {
     EXPECT_NE(variant, base);
@@ -103,6 +131,15 @@ TEST(PoolDesc, KeyHashAndEqualityCoverEveryField) {
   // Descs without indices keep their keys (and cache files their entries).
   EXPECT_EQ(variants[11].key(), base.key() + " indices");
   EXPECT_NE(variants[11].hash(), base.hash());
+  // Dense descs keep their keys too; a dilation shows before ceil.
+  EXPECT_EQ(variants[12].key(),
+            "pool2d max n=2 c=3 in=9,9 k=3,3 s=2,2 pb=1,1 pa=1,1 d=1,2 ceil=0 f32 nchw");
+  EXPECT_NE(variants[12].hash(), base.hash());
+  // Only the spatial dims' entries count.
+  PoolDesc unused = base;
+  unused.dilation[2] = 5;
+  EXPECT_EQ(unused.key(), base.key());
+  EXPECT_EQ(unused.hash(), base.hash());
 }
 
 TEST(PoolDesc, ReproIsTheCliLine) {
@@ -121,6 +158,11 @@ TEST(PoolDesc, ReproIsTheCliLine) {
   EXPECT_EQ(indices.repro(Direction::bwd_data),
             "dnnx profile pool --input 2x3x9x9 --kernel 3 --stride 2 --pad 1 --mode max --indices "
             "--dtype f32 --layout nchw --direction bwd");
+  const PoolDesc dilated =
+      PoolDesc::from_shapes({2, 3, 9, 9}, {3}, {2}, {1}, {2, 1}, PoolMode::max, /*ceil_mode=*/true);
+  EXPECT_EQ(dilated.repro(Direction::fwd),
+            "dnnx profile pool --input 2x3x9x9 --kernel 3 --stride 2 --pad 1 --dilation 2,1 --ceil "
+            "--mode max --dtype f32 --layout nchw --direction fwd");
   // An invalid desc still prints (it is the context of the error that rejects it).
   PoolDesc bad = desc;
   bad.spatial_dims = 7;
@@ -153,11 +195,24 @@ TEST(PoolCases, NamesAreUniqueValidAndDescsValid) {
   }
 }
 
+TEST(PoolDesc, FromShapesTakesADilation) {
+  const PoolDesc desc =
+      PoolDesc::from_shapes({2, 3, 8, 10, 12}, {2}, {1}, {1}, {3, 2, 1}, PoolMode::avg_exclude_pad);
+  EXPECT_EQ(desc.dilation, (std::array<std::int64_t, 3>{3, 2, 1}));
+  EXPECT_EQ(desc.dst_dims(), (Dims{2, 3, 7, 10, 13}));
+  EXPECT_EQ(PoolDesc::from_shapes({2, 3, 8}, {2}).dilation, (std::array<std::int64_t, 3>{1, 1, 1}));
+  // A dilation larger than the input is fine while every window holds an input element
+  // (positions -2 and 2 of the input 0..2, then 0 and 4).
+  EXPECT_EQ(PoolDesc::from_shapes({1, 1, 3}, {2}, {2}, {2}, {4}, PoolMode::max).output_size(0), 2);
+}
+
 // The table covers what it promises: 1/2/3-D, ceil mode with and without overhang, the ceil
-// start rule, per-side padding, batch 1, strides above and below the kernel.
+// start rule, per-side padding, batch 1, strides above and below the kernel, dilation in 1/2/3-D
+// (with ceil mode, per-side padding and padding past half the kernel).
 TEST(PoolCases, TableCoversTheEdges) {
-  bool dims[4] = {}, ceil_overhang = false, ceil_no_overhang = false, start_rule = false,
-       asymmetric = false, batch1 = false, gaps = false, overlap = false;
+  bool dims[4] = {}, dilated_dims[4] = {}, ceil_overhang = false, ceil_no_overhang = false,
+       start_rule = false, asymmetric = false, batch1 = false, gaps = false, overlap = false,
+       dilated_ceil = false, dilated_asymmetric = false, dilated_wide_pad = false;
   for (const PoolShape& shape : pool_edge_shapes()) {
     const PoolDesc& d = shape.desc;
     dims[d.spatial_dims] = true;
@@ -167,16 +222,26 @@ TEST(PoolCases, TableCoversTheEdges) {
       const auto s = static_cast<std::size_t>(i);
       gaps |= d.stride[s] > d.kernel[s];
       overlap |= d.stride[s] < d.kernel[s];
+      if (d.dilation[s] > 1) {
+        dilated_dims[d.spatial_dims] = true;
+        dilated_ceil |= d.ceil_mode;
+        dilated_asymmetric |= d.pad_before[s] != d.pad_after[s];
+        dilated_wide_pad |= d.pad_before[s] > d.kernel[s] / 2;
+      }
       if (!d.ceil_mode) continue;
       (d.overhang(i) > 0 ? ceil_overhang : ceil_no_overhang) = true;
-      const std::int64_t rounded_up =
-          (d.input[s] + d.pad_before[s] + d.pad_after[s] - d.kernel[s] + d.stride[s] - 1) /
-              d.stride[s] +
-          1;
+      const std::int64_t rounded_up = (d.input[s] + d.pad_before[s] + d.pad_after[s] -
+                                       d.effective_kernel(i) + d.stride[s] - 1) /
+                                          d.stride[s] +
+                                      1;
       start_rule |= d.output_size(i) < rounded_up;
     }
   }
   EXPECT_TRUE(dims[1] && dims[2] && dims[3]);
+  EXPECT_TRUE(dilated_dims[1] && dilated_dims[2] && dilated_dims[3]);
+  EXPECT_TRUE(dilated_ceil);
+  EXPECT_TRUE(dilated_asymmetric);
+  EXPECT_TRUE(dilated_wide_pad);
   EXPECT_TRUE(ceil_overhang);
   EXPECT_TRUE(ceil_no_overhang);
   EXPECT_TRUE(start_rule);
@@ -192,12 +257,13 @@ TEST(PoolCases, MaxInputsAreTieFreeInEveryWindow) {
     if (c.desc.mode != PoolMode::max) continue;
     const PoolDesc& d = c.desc;
     const std::vector<float> values = pool_src(d, 7).to_f32();
-    std::array<std::int64_t, 3> in{1, 1, 1}, out{1, 1, 1}, k{1, 1, 1}, s{1, 1, 1}, p{0, 0, 0};
+    std::array<std::int64_t, 3> in{1, 1, 1}, out{1, 1, 1}, k{1, 1, 1}, s{1, 1, 1}, p{0, 0, 0},
+        dil{1, 1, 1};
     const int missing = 3 - d.spatial_dims;
     for (int i = 0; i < d.spatial_dims; ++i) {
       const auto a = static_cast<std::size_t>(missing + i), b = static_cast<std::size_t>(i);
       in[a] = d.input[b], out[a] = d.output_size(i), k[a] = d.kernel[b], s[a] = d.stride[b];
-      p[a] = d.pad_before[b];
+      p[a] = d.pad_before[b], dil[a] = d.dilation[b];
     }
     const std::int64_t plane = in[0] * in[1] * in[2];
     for (std::int64_t q = 0; q < d.batch * d.channels; ++q) {
@@ -206,14 +272,18 @@ TEST(PoolCases, MaxInputsAreTieFreeInEveryWindow) {
           for (std::int64_t ow = 0; ow < out[2]; ++ow) {
             std::set<float> seen;
             std::int64_t count = 0;
-            for (std::int64_t z = od * s[0] - p[0]; z < od * s[0] - p[0] + k[0]; ++z)
-              for (std::int64_t y = oh * s[1] - p[1]; y < oh * s[1] - p[1] + k[1]; ++y)
-                for (std::int64_t x = ow * s[2] - p[2]; x < ow * s[2] - p[2] + k[2]; ++x) {
+            for (std::int64_t jz = 0; jz < k[0]; ++jz)
+              for (std::int64_t jy = 0; jy < k[1]; ++jy)
+                for (std::int64_t jx = 0; jx < k[2]; ++jx) {
+                  const std::int64_t z = od * s[0] - p[0] + jz * dil[0];
+                  const std::int64_t y = oh * s[1] - p[1] + jy * dil[1];
+                  const std::int64_t x = ow * s[2] - p[2] + jx * dil[2];
                   if (z < 0 || y < 0 || x < 0 || z >= in[0] || y >= in[1] || x >= in[2]) continue;
                   ++count;
                   seen.insert(
                       values[static_cast<std::size_t>(q * plane + (z * in[1] + y) * in[2] + x)]);
                 }
+            ASSERT_GT(count, 0) << c.name;
             ASSERT_EQ(static_cast<std::int64_t>(seen.size()), count) << c.name;
           }
     }

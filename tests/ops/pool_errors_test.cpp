@@ -129,8 +129,98 @@ void set_index(IndexTensors& t, std::int64_t n, std::int64_t c, std::int64_t oh,
   static_cast<std::int64_t*>(t.indices.data())[((n * 3 + c) * 5 + oh) * 6 + ow] = value;
 }
 
+// The backward with indices of `desc` on `backend`, through valid indices (each window's first
+// input element: the reference forward of zeros) except the one at dst position `element`
+// (logical order), which is `value`.
+std::function<void()> bad_index(const PoolDesc& desc, std::int64_t element, std::int64_t value,
+                                BackendKind backend) {
+  return [desc, element, value, backend] {
+    Tensors t(desc);
+    Tensor indices = Tensor::zeros(desc.dst_dims(), DType::i64, desc.layout);
+    Context reference = reference_context();
+    dnnx::pool_fwd(reference, desc, t.src, t.dst, indices);
+    const Dims dims = desc.dst_dims();
+    std::int64_t rest = element, offset = 0;
+    for (int k = dims.rank() - 1; k >= 0; --k) {
+      offset += rest % dims[k] * indices.strides()[k];
+      rest /= dims[k];
+    }
+    static_cast<std::int64_t*>(indices.data())[offset] = value;
+    Context context = backend == BackendKind::reference ? reference_context() : Context(backend);
+    context.set_choice_cache(std::make_shared<ChoiceCache>());
+    dnnx::pool_bwd(context, desc, t.diff_dst, indices, t.diff_src);
+  };
+}
+
+// Indices outside their windows on the reference backend and the cpu backend's candidates (the
+// same message: Note [cpu pool index check]): per dim of 1-, 2- and 3-D windows, dense and
+// dilated, both layouts.
+void add_window_index_cases(std::vector<BadInput>& cases) {
+  PoolDesc dense_2d = indices_desc();
+  PoolDesc dilated_2d = indices_desc();  // 4x5 outputs; rows 2 oh - 1 + 2 j, columns ow + 2 j
+  dilated_2d.dilation = {2, 2, 1};
+  dilated_2d.layout = Layout::channels_last;
+  PoolDesc dense_3d = PoolDesc::from_shapes({1, 2, 4, 5, 6}, {2});  // 2x2x3 outputs
+  dense_3d.indices = true;
+  PoolDesc dilated_1d = PoolDesc::from_shapes({2, 3, 11}, {3}, {2}, {2}, {2}, PoolMode::max);
+  dilated_1d.indices = true;  // 6 outputs; positions 2 o - 2 + 2 j
+  struct Row {
+    const char* name;
+    PoolDesc desc;
+    std::int64_t element, value;
+    std::vector<std::string> needles;
+  };
+  const std::vector<Row> rows{
+      // [0, 0, 2, 1]: rows [3, 6), columns [1, 3); 33 is row 4, column 5.
+      {"index_outside_its_window_columns",
+       dense_2d,
+       ((0 * 3 + 0) * 5 + 2) * 6 + 1,
+       33,
+       {"indices[0, 0, 2, 1] is 33 (input element 4, 5)",
+        "outside that output's window [3, 6) x [1, 3)"}},
+      // [1, 2, 2, 3]: rows 3, 5, 7, columns 3, 5; 31 is row 4 (between two), column 3.
+      {"index_between_dilated_rows",
+       dilated_2d,
+       ((1 * 3 + 2) * 4 + 2) * 5 + 3,
+       31,
+       {"indices[1, 2, 2, 3] is 31 (input element 4, 3)",
+        "outside that output's window [3, 8) step 2 x [3, 6) step 2"}},
+      // The same output; 39 is row 5, column 4 (between two).
+      {"index_between_dilated_columns",
+       dilated_2d,
+       ((1 * 3 + 2) * 4 + 2) * 5 + 3,
+       39,
+       {"indices[1, 2, 2, 3] is 39 (input element 5, 4)", "[3, 8) step 2 x [3, 6) step 2"}},
+      // [0, 1, 1, 0, 2]: D [2, 4), H [0, 2), W [4, 6); 82 is (2, 3, 4), 97 is (3, 1, 1).
+      {"index_outside_its_window_3d_rows",
+       dense_3d,
+       (((0 * 2 + 1) * 2 + 1) * 2 + 0) * 3 + 2,
+       82,
+       {"indices[0, 1, 1, 0, 2] is 82 (input element 2, 3, 4)",
+        "outside that output's window [2, 4) x [0, 2) x [4, 6)"}},
+      {"index_outside_its_window_3d_columns",
+       dense_3d,
+       (((0 * 2 + 1) * 2 + 1) * 2 + 0) * 3 + 2,
+       97,
+       {"indices[0, 1, 1, 0, 2] is 97 (input element 3, 1, 1)"}},
+      // [1, 2, 3]: positions 4, 6, 8; 5 lies between two.
+      {"index_between_dilated_positions_1d",
+       dilated_1d,
+       (1 * 3 + 2) * 6 + 3,
+       5,
+       {"indices[1, 2, 3] is 5 (input element 5)", "outside that output's window [4, 9) step 2"}},
+  };
+  for (const Row& row : rows) {
+    for (const BackendKind backend : {BackendKind::reference, BackendKind::cpu}) {
+      const std::string prefix = backend == BackendKind::cpu ? "cpu_" : "";
+      cases.push_back({prefix + row.name, bad_index(row.desc, row.element, row.value, backend),
+                       ErrorKind::InvalidArgument, row.needles, backend});
+    }
+  }
+}
+
 std::vector<BadInput> bad_inputs() {
-  return {
+  std::vector<BadInput> cases = {
       {"kernel_larger_than_padded_input",
        desc_with([](PoolDesc& d) { d.kernel[1] = 8; }),
        ErrorKind::InvalidArgument,
@@ -382,7 +472,45 @@ std::vector<BadInput> bad_inputs() {
        },
        ErrorKind::InvalidArgument,
        {"algorithm id 'reference:nope'", "valid ids: reference:direct"}},
+      // ---- dilation
+      {"zero_dilation",
+       desc_with([](PoolDesc& d) { d.dilation[0] = 0; }),
+       ErrorKind::InvalidArgument,
+       {"dilation along H must be >= 1, got 0"}},
+      {"dilation_too_large",
+       desc_with([](PoolDesc& d) { d.dilation[1] = (std::int64_t{1} << 31) + 1; }),
+       ErrorKind::InvalidArgument,
+       {"dilation along W must be <= 2^31, got 2147483649"}},
+      {"pad_over_half_effective_kernel",
+       desc_with([](PoolDesc& d) {
+         d.dilation[0] = 2;
+         d.pad_before[0] = 3;
+       }),
+       ErrorKind::InvalidArgument,
+       {"pad_before along H is 3",
+        "at most half the effective kernel size ((kernel 3 - 1) * dilation 2 + 1 = 5; 5 / 2 = "
+        "2)"}},
+      {"effective_kernel_larger_than_padded_input",
+       desc_with([](PoolDesc& d) { d.dilation[1] = 7; }),
+       ErrorKind::InvalidArgument,
+       {"effective kernel along W ((kernel 2 - 1) * dilation 7 + 1 = 8)",
+        "larger than the padded input (7 + 0 + 0 = 7)"}},
+      {"window_between_input_elements",
+       [] {
+         PoolDesc::from_shapes({1, 1, 3}, {2}, {1}, {2}, {4}, PoolMode::max);
+       },
+       ErrorKind::InvalidArgument,
+       {"the window of output 1 along W holds no input element",
+        "positions -1 + j * dilation 4 (j < kernel 2) all lie outside the input [0, 3)"}},
+      {"from_shapes_dilation_count",
+       [] {
+         PoolDesc::from_shapes({2, 3, 8, 8}, {3}, {1}, {0}, {1, 2, 3}, PoolMode::max);
+       },
+       ErrorKind::InvalidArgument,
+       {"dilation has 3 entries (1,2,3)", "expected 1 or 2"}},
   };
+  add_window_index_cases(cases);
+  return cases;
 }
 
 class PoolErrors : public ::testing::TestWithParam<BadInput> {};
@@ -392,6 +520,28 @@ TEST_P(PoolErrors, RaisesKindNamingArgumentAndValue) { expect_raises(GetParam(),
 INSTANTIATE_TEST_SUITE_P(Pool, PoolErrors, ::testing::ValuesIn(bad_inputs()), bad_case_name);
 
 TEST(PoolErrorsTable, HasAtLeastFifteenCases) { EXPECT_GE(bad_inputs().size(), 15u); }
+
+// A bad index does not stop the others of the same call from being checked: the lowest bad
+// position is the one reported, on every backend.
+TEST(PoolErrorsIndices, TheLowestBadPositionIsReported) {
+  for (const BackendKind backend : {BackendKind::reference, BackendKind::cpu}) {
+    std::string why;
+    if (!backend_available(backend, &why)) continue;
+    const PoolDesc desc = indices_desc();
+    IndexTensors t(desc);
+    set_index(t, 1, 2, 4, 5, 0);  // outside its window, late in dst
+    set_index(t, 0, 1, 3, 2, 3);  // row 0 for a window of rows [5, 8): the lowest
+    Context context = backend == BackendKind::reference ? reference_context() : Context(backend);
+    context.set_choice_cache(std::make_shared<ChoiceCache>());
+    try {
+      dnnx::pool_bwd(context, desc, t.diff_dst, t.indices, t.diff_src);
+      ADD_FAILURE() << "nothing thrown on " << to_string(backend);
+    } catch (const dnnx::Error& error) {
+      EXPECT_NE(error.message().find("indices[0, 1, 3, 2] is 3"), std::string::npos)
+          << to_string(backend) << ": " << error.what();
+    }
+  }
+}
 
 // Errors raised inside an op carry the desc's repro line and the op name.
 TEST(PoolErrorsContext, OpErrorsCarryTheRepro) {

@@ -58,6 +58,11 @@ const std::vector<ExpectedReason<PoolDesc>>& expected_reasons() {
       {"cudnn: legacy pooling needs symmetric padding", std::regex("^cudnn:legacy:pool:"),
        std::regex("one padding per spatial dim"),
        [](const PoolDesc& desc, Direction) { return desc.pad_before != desc.pad_after; }},
+      {"cudnn: legacy pooling has no dilation", std::regex("^cudnn:legacy:pool:"),
+       std::regex("pooling descriptor has no dilation"),
+       [](const PoolDesc& desc, Direction) {
+         return desc.dilation != std::array<std::int64_t, 3>{1, 1, 1};
+       }},
       {"cudnn: legacy pooling has no ceil mode", std::regex("^cudnn:legacy:pool:"),
        std::regex("cuDNN has no ceil mode"),
        [](const PoolDesc& desc, Direction) { return desc.ceil_mode; }},

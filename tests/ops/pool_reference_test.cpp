@@ -96,6 +96,31 @@ TEST(PoolReference, BackwardRoutesAsPyTorch) {
                 {0.5, 0.5 + 1.0 / 3, 1.0 / 3, 1.0 / 3 + 1}, "avg_exclude_pad");
 }
 
+// Dilated windows: torch's F.max_pool1d(tensor([[[1., 5, 2, 4, 3, 6]]]), 2, 2, 1, dilation=2,
+// ceil_mode=True, return_indices=True) holds positions (-1, 1), (1, 3), (3, 5), (5, 7) of the
+// padded input [-1, 7): [5, 5, 6, 6] at [1, 1, 5, 5]. The averages (which PyTorch has no dilation
+// for) take the same positions: include-pad counts the ones inside the padded input (2, 2, 2, 1),
+// exclude-pad the input elements (1, 2, 2, 1).
+TEST(PoolReference, DilatedWindowsHoldEveryDilationthPosition) {
+  const std::vector<float> src{1, 5, 2, 4, 3, 6};
+  const auto dilated = [](PoolMode mode) {
+    return PoolDesc::from_shapes({1, 1, 6}, {2}, {2}, {1}, {2}, mode, /*ceil_mode=*/true);
+  };
+  std::vector<std::int64_t> indices;
+  PoolDesc max_indices = dilated(PoolMode::max);
+  max_indices.indices = true;
+  expect_values(forward(max_indices, src, &indices), {5, 5, 6, 6}, "max");
+  EXPECT_EQ(indices, (std::vector<std::int64_t>{1, 1, 5, 5}));
+  expect_values(forward(dilated(PoolMode::avg_include_pad), src), {2.5, 4.5, 5, 6},
+                "avg_include_pad");
+  expect_values(forward(dilated(PoolMode::avg_exclude_pad), src), {5, 4.5, 5, 6},
+                "avg_exclude_pad");
+  const std::vector<float> ones{1, 1, 1, 1};
+  expect_values(backward(dilated(PoolMode::max), src, ones), {0, 2, 0, 0, 0, 2}, "max backward");
+  expect_values(backward(dilated(PoolMode::avg_include_pad), src, ones),
+                {0, 0.5 + 0.5, 0, 0.5 + 0.5, 0, 0.5 + 1}, "avg_include_pad backward");
+}
+
 // Padding never wins a max, even over negative values; it counts as zeros only in include-pad.
 TEST(PoolReference, PaddingIsNeitherAMaximumNorAnExcludedCount) {
   const std::vector<float> src{-3, -1, -2, -5};
@@ -277,8 +302,9 @@ TEST_P(PoolFiniteDifferences, BackwardIsTheGradient) {
 
 std::vector<PoolCase> finite_difference_cases() {
   std::vector<PoolCase> cases;
-  for (const char* shape : {"1d_ceil_asym_pad", "2d_ceil_overhang", "2d_asym_pad",
-                            "2d_half_kernel_pad", "3d_asym_pad_ceil"}) {
+  for (const char* shape :
+       {"1d_ceil_asym_pad", "2d_ceil_overhang", "2d_asym_pad", "2d_half_kernel_pad",
+        "3d_asym_pad_ceil", "1d_dilated_ceil", "2d_dilated_odd", "3d_dilated_asym_pad"}) {
     for (const PoolShape& s : pool_edge_shapes()) {
       if (s.name != shape) continue;
       PoolShape small = s;

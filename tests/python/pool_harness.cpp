@@ -3,7 +3,8 @@
 //   pool_harness CASE_DIR
 //
 // reads CASE_DIR/case.json (the PoolDesc fields: spatial_dims, batch, channels, input, kernel,
-// stride, pad_before, pad_after, ceil_mode, mode, layout, and optionally indices) and the float32
+// stride, pad_before, pad_after, ceil_mode, mode, layout, and optionally dilation and indices)
+// and the float32
 // .npy inputs src.npy and diff_dst.npy (logical N, C, spatial... order, whatever the layout),
 // runs forward and backward on the reference backend in f32 and writes dst.npy and diff_src.npy
 // next to them. With "indices": true the forward also writes its i64 argmax indices, saved as
@@ -51,6 +52,8 @@ dnnx::PoolDesc read_desc(const fs::path& path) {
   desc.stride = spatial(json.at("stride"), desc.spatial_dims, "stride", 1);
   desc.pad_before = spatial(json.at("pad_before"), desc.spatial_dims, "pad_before", 0);
   desc.pad_after = spatial(json.at("pad_after"), desc.spatial_dims, "pad_after", 0);
+  if (json.contains("dilation"))
+    desc.dilation = spatial(json.at("dilation"), desc.spatial_dims, "dilation", 1);
   desc.ceil_mode = json.at("ceil_mode").get<bool>();
   desc.mode = dnnx::parse_pool_mode(json.at("mode").get<std::string>());
   desc.indices = json.value("indices", false);

@@ -4,9 +4,10 @@
     torch_pool_parity.py POOL_HARNESS [--keep DIR] [--case SUBSTRING]
 
 For every case of the table below and every mode (max, max with indices, avg_include_pad,
-avg_exclude_pad): numpy draws float32 inputs, pool_harness runs forward and backward on dnnx's
-reference backend, and torch computes the same in float64: F.max_pool{1,2,3}d (return_indices
-both ways) and F.avg_pool{1,2,3}d with ceil_mode and count_include_pad both ways, gradients
+avg_exclude_pad; max only for dilated cases, as PyTorch's avg_pool has no dilation): numpy draws
+float32 inputs, pool_harness runs forward and backward on dnnx's reference backend, and torch
+computes the same in float64: F.max_pool{1,2,3}d (dilation, return_indices both ways) and
+F.avg_pool{1,2,3}d with ceil_mode and count_include_pad both ways, gradients
 through autograd (for max with indices, max_pool*d_with_indices_backward through the saved
 indices). PyTorch pads symmetrically; per-side padding (floor mode) goes through F.pad: -inf for
 max, zeros for the include-pad average, and for the exclude-pad average the ratio of two
@@ -34,7 +35,8 @@ TOLERANCE = 4 * 2.0 ** -24
 MODES = ("max", "max_indices", "avg_include_pad", "avg_exclude_pad")
 
 
-def case(name, batch, channels, input, kernel, stride=None, pad=0, ceil=False, layout="nchw"):
+def case(name, batch, channels, input, kernel, stride=None, pad=0, ceil=False, layout="nchw",
+         dilation=1):
     """One row; per-spatial-dim fields take a scalar or a tuple; pad takes a scalar, a tuple
     (symmetric) or a pair of tuples (before, after); stride defaults to the kernel."""
     dims = len(input)
@@ -51,6 +53,7 @@ def case(name, batch, channels, input, kernel, stride=None, pad=0, ceil=False, l
         "name": name, "spatial_dims": dims, "batch": batch, "channels": channels,
         "input": list(input), "kernel": kernel, "stride": spread(stride) if stride else kernel,
         "pad_before": pad_before, "pad_after": pad_after, "ceil_mode": ceil, "layout": layout,
+        "dilation": spread(dilation),
     }
 
 
@@ -75,6 +78,16 @@ CASES = [
     case("3d_ceil_nhwc", 2, 2, (6, 5, 7), (2, 3, 3), (2, 1, 2), (1, 0, 1), ceil=True,
          layout="nhwc"),
     case("3d_asym_pad", 1, 2, (6, 5, 7), (2, 3, 3), (2, 1, 2), ((1, 0, 1), (0, 1, 0))),
+    # Dilated max pooling (symmetric padding; max modes only). Every padding here is also at most
+    # half the kernel itself, which PyTorch's max_pool1d without indices and max_pool3d require
+    # (and torch before 2.1 everywhere); dnnx accepts up to half the effective kernel.
+    case("1d_dilated", 2, 3, (19,), 3, 2, 1, dilation=2),
+    case("1d_dilated_ceil_overhang", 1, 2, (20,), 3, 2, 1, ceil=True, dilation=3),
+    case("2d_dilated", 2, 3, (13, 11), 3, (2, 1), 1, dilation=(2, 3)),
+    case("2d_dilated_ceil_nhwc", 1, 4, (9, 12), (3, 2), 2, (1, 1), ceil=True, layout="nhwc",
+         dilation=2),
+    case("3d_dilated_ceil", 1, 2, (7, 6, 9), (2, 2, 3), (1, 2, 2), (1, 1, 1), ceil=True,
+         dilation=(2, 3, 2)),
 ]
 
 
@@ -84,12 +97,14 @@ TIE_CASES = [
     case("ties_2d_resnet_stem", 2, 3, (13, 12), 3, 2, 1),
     case("ties_2d_ceil_nhwc", 1, 4, (9, 10), (3, 2), (2, 2), (1, 1), ceil=True, layout="nhwc"),
     case("ties_3d", 1, 2, (5, 6, 7), 3, 2, 1, ceil=True),
+    case("ties_2d_dilated", 2, 3, (11, 10), 3, 2, 1, ceil=True, dilation=2),
 ]
 
 
 def output_size(c, i):
     """PoolDesc::output_size: PyTorch's pooling_output_shape with per-side padding."""
-    span = c["input"][i] + c["pad_before"][i] + c["pad_after"][i] - c["kernel"][i]
+    extent = (c["kernel"][i] - 1) * c["dilation"][i] + 1
+    span = c["input"][i] + c["pad_before"][i] + c["pad_after"][i] - extent
     stride = c["stride"][i]
     if not c["ceil_mode"]:
         return span // stride + 1
@@ -110,12 +125,13 @@ def torch_pool(c, mode, src, diff_dst):
     dims = c["spatial_dims"]
     x = torch.tensor(src, dtype=torch.float64, requires_grad=True)
     g = torch.tensor(diff_dst, dtype=torch.float64)
-    k, s = c["kernel"], c["stride"]
+    k, s, d = c["kernel"], c["stride"], c["dilation"]
+    assert mode in ("max", "max_indices") or d == [1] * dims, "PyTorch's avg_pool has no dilation"
     max_pool = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[dims]
     avg_pool = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}[dims]
     if mode == "max_indices":
         assert c["pad_before"] == c["pad_after"], "indices are compared on symmetric padding"
-        y, indices = max_pool(x, k, s, c["pad_before"], ceil_mode=c["ceil_mode"],
+        y, indices = max_pool(x, k, s, c["pad_before"], dilation=d, ceil_mode=c["ceil_mode"],
                               return_indices=True)
         y.backward(g)
         return {"dst": y.detach().numpy(), "diff_src": x.grad.numpy(),
@@ -123,7 +139,7 @@ def torch_pool(c, mode, src, diff_dst):
     if c["pad_before"] == c["pad_after"]:
         p = c["pad_before"]
         if mode == "max":
-            y = max_pool(x, k, s, p, ceil_mode=c["ceil_mode"])
+            y = max_pool(x, k, s, p, dilation=d, ceil_mode=c["ceil_mode"])
         else:
             y = avg_pool(x, k, s, p, ceil_mode=c["ceil_mode"],
                          count_include_pad=mode == "avg_include_pad")
@@ -133,7 +149,7 @@ def torch_pool(c, mode, src, diff_dst):
         for i in reversed(range(dims)):
             pads += [c["pad_before"][i], c["pad_after"][i]]
         if mode == "max":
-            y = max_pool(F.pad(x, pads, value=float("-inf")), k, s, 0)
+            y = max_pool(F.pad(x, pads, value=float("-inf")), k, s, 0, dilation=d)
         elif mode == "avg_include_pad":
             y = avg_pool(F.pad(x, pads), k, s, 0)
         else:
@@ -230,9 +246,14 @@ def run_any(harness, c, name, directory, rng):
 
 def runs():
     """Every (name, case, note): the table in every mode (max with indices where the padding is
-    symmetric), then the tie cases."""
+    symmetric, the averages where the windows are dense), then the tie cases."""
+    def compared(c, mode):
+        if mode == "max_indices" and c["pad_before"] != c["pad_after"]:
+            return False
+        return mode in ("max", "max_indices") or c["dilation"] == [1] * c["spatial_dims"]
+
     table = [(f"{c['name']}_{mode}", dict(c, mode=mode), "") for c in CASES for mode in MODES
-             if mode != "max_indices" or c["pad_before"] == c["pad_after"]]
+             if compared(c, mode)]
     ties = [(f"{c['name']}_max_indices", dict(c, mode="max_indices", ties=True), "")
             for c in TIE_CASES]
     return table + ties

@@ -1,9 +1,10 @@
 #pragma once
 /// \file
 /// Pooling (1-, 2- and 3-D): max, average including padding, average excluding padding; per-side
-/// padding and ceil mode; forward and backward; max pooling that saves its argmax indices for the
-/// backward pass. The semantics are exactly PyTorch's max_pool{1,2,3}d (return_indices both ways)
-/// / avg_pool{1,2,3}d (docs/ops/pool.md).
+/// padding, dilation and ceil mode; forward and backward; max pooling that saves its argmax indices
+/// for the backward pass. The semantics are exactly PyTorch's max_pool{1,2,3}d (dilation,
+/// return_indices both ways) / avg_pool{1,2,3}d, and dilated averages are defined the same way
+/// (docs/ops/pool.md).
 
 #include <dnnx/algo.hpp>
 #include <dnnx/context.hpp>
@@ -37,8 +38,11 @@ PoolMode parse_pool_mode(std::string_view text);
 /// D, H, W order for 3-D, H, W for 2-D, W for 1-D (unused entries are ignored). src is
 /// N x C x input..., dst N x C x output... (output_size()).
 ///
-/// Output size along a dim (PyTorch's pooling_output_shape, with per-side padding):
-///   floor mode: (input + pad_before + pad_after - kernel) / stride + 1
+/// A window holds `kernel` positions spaced `dilation` apart: output o's window along a dim is
+/// o * stride - pad_before + j * dilation, j = 0 .. kernel - 1, of the padded input; it spans
+/// the effective kernel (kernel - 1) * dilation + 1. Output size along a dim (PyTorch's
+/// pooling_output_shape, with per-side padding):
+///   floor mode: (input + pad_before + pad_after - effective kernel) / stride + 1
 ///   ceil mode:  the same rounded up, minus one if that last window would start at or beyond
 ///               input + pad_before (it must start inside the input or the front padding).
 struct PoolDesc {
@@ -50,8 +54,11 @@ struct PoolDesc {
   std::array<std::int64_t, 3> stride{1, 1, 1};  ///< window steps, elements
   std::array<std::int64_t, 3> pad_before{};  ///< implicit padding before each spatial dim, elements
   std::array<std::int64_t, 3> pad_after{};   ///< implicit padding after each spatial dim, elements
-  bool ceil_mode = false;                    ///< round the output size up (PyTorch's ceil_mode)
-  PoolMode mode = PoolMode::max;             ///< what a window computes
+  /// Distance between the positions of a window, elements (1: dense windows). PyTorch's max_pool
+  /// dilation; the averages take it too, over the same positions (docs/ops/pool.md, "Dilation").
+  std::array<std::int64_t, 3> dilation{1, 1, 1};
+  bool ceil_mode = false;         ///< round the output size up (PyTorch's ceil_mode)
+  PoolMode mode = PoolMode::max;  ///< what a window computes
   /// Max pooling that saves / consumes argmax indices (PyTorch's max_pool*d_with_indices): the
   /// forward writes, next to dst, each window's argmax as a flat index into its (n, c) input
   /// plane, and the backward routes diff_dst through those indices instead of reading src and
@@ -70,17 +77,29 @@ struct PoolDesc {
                               const std::vector<std::int64_t>& pad = {0},
                               PoolMode mode = PoolMode::max, bool ceil_mode = false,
                               DType dtype = DType::f32, Layout layout = Layout::channels_first);
+  /// The same with a dilation (one entry per spatial dim or a single entry for all), as
+  /// PyTorch's max_pool*d(input, kernel, stride, padding, dilation, ceil_mode).
+  static PoolDesc from_shapes(const Dims& src, const std::vector<std::int64_t>& kernel,
+                              const std::vector<std::int64_t>& stride,
+                              const std::vector<std::int64_t>& pad,
+                              const std::vector<std::int64_t>& dilation, PoolMode mode,
+                              bool ceil_mode = false, DType dtype = DType::f32,
+                              Layout layout = Layout::channels_first);
 
   /// Throws InvalidArgument naming the first bad field and its value. Besides sizes >= 1 it
-  /// enforces PyTorch's rule that padding is at most half the kernel on each side (so every
-  /// window holds at least one input element), that every output size is >= 1, and that
-  /// `indices` comes with PoolMode::max only.
+  /// enforces PyTorch's rule that padding is at most half the effective kernel on each side,
+  /// that the effective kernel fits the padded input (every output size is >= 1), that every
+  /// window holds at least one input element (which the padding rule guarantees for dense
+  /// windows; a dilated window can fall between input elements, where PyTorch returns -inf and an
+  /// index outside the plane), and that `indices` comes with PoolMode::max only.
   void validate() const;
 
   Dims src_dims() const;  ///< N, C, input...
   Dims dst_dims() const;  ///< N, C, output... (the output shape)
   /// Output spatial size along spatial dim `i`.
   std::int64_t output_size(int i) const;
+  /// The extent of a window along spatial dim `i`: (kernel - 1) * dilation + 1.
+  std::int64_t effective_kernel(int i) const;
   /// Elements the last window along spatial dim `i` reaches past the padded input (ceil mode
   /// only; 0 when every window ends inside input + pad_after).
   std::int64_t overhang(int i) const;
@@ -90,7 +109,7 @@ struct PoolDesc {
 
   /// The `dnnx` CLI line reproducing this case, e.g.
   /// `dnnx profile pool --input 64x64x112x112 --kernel 3 --stride 2 --pad 1 --mode max ...`
-  /// (with `--indices` when `indices` is set).
+  /// (with `--dilation` when a dilation is not 1, `--indices` when `indices` is set).
   std::string repro(Direction direction = Direction::fwd) const;
   /// Canonical one-line text of every field (the cache-key part).
   std::string key() const;
@@ -124,10 +143,10 @@ std::shared_ptr<const Choice> pool_fwd(Context& context, const PoolDesc& desc, c
 /// diff_src[n, c, i] = the sum, over the outputs o of plane (n, c) whose window holds i and whose
 /// index is i, of diff_dst[n, c, o]; zero where no index points. Overlapping windows accumulate.
 /// `indices` is what the forward wrote (i64 or i32, dims and layout of dst): every index must name
-/// an element of its own window. An index outside its (n, c) plane raises InvalidArgument naming
-/// its value and position (on a GPU, at the next call of the same plan: docs/ops/pool.md); an
-/// index inside the plane but outside its window is rejected by the reference backend and gives
-/// an unspecified diff_src elsewhere. Returns the choice that ran.
+/// an element of its own window. An index that does not (outside its (n, c) plane, or inside it
+/// but not one of its window's positions) raises InvalidArgument naming the first such index's
+/// position and value and the window, on every backend (on a GPU at the next call of the same
+/// plan, docs/ops/pool.md; diff_src is then unspecified). Returns the choice that ran.
 std::shared_ptr<const Choice> pool_bwd(Context& context, const PoolDesc& desc,
                                        const Tensor& diff_dst, const Tensor& indices,
                                        Tensor& diff_src);

@@ -7,10 +7,12 @@
 //   cudnn:legacy:pool:avg_include_pad                             (mode avg_include_pad)
 //   cudnn:legacy:pool:avg_exclude_pad                             (mode avg_exclude_pad)
 //   cudnn:kernel:pool:argmax  (max backward only: an argmax pass into the workspace, then a gather)
-//   cudnn:kernel:pool         (every desc, no workspace; max backward rescans the windows)
-// A legacy pooling descriptor has one padding per spatial dim and cuDNN sizes the output by
-// rounding down, so the legacy candidates are unsupported (with the reason) for per-side padding
-// and for ceil mode whenever it changes an output size; 1-D runs as 2-D with height 1. bf16 is
+//   cudnn:kernel:pool         (every desc, dilated ones included, no workspace; max backward
+//                              rescans the windows)
+// A legacy pooling descriptor has one padding per spatial dim, no dilation, and cuDNN sizes the
+// output by rounding down, so the legacy candidates are unsupported (with the reason) for
+// dilated windows, per-side padding and for ceil mode whenever it changes an output size; 1-D
+// runs as 2-D with height 1. bf16 is
 // left to the kernels below compute capability 8.0. cuDNN's documentation lists
 // cudnnPoolingBackward with CUDNN_POOLING_MAX among the routines that are not reproducible
 // (atomics); its other modes, every forward and dnnx's kernels are deterministic (Note [pool
@@ -97,6 +99,13 @@ std::string legacy_exclusion(const PoolDesc& desc, const Runtime& runtime) {
         "with dst); max pooling with indices runs on ",
         kernel_id);
   }
+  for (int i = 0; i < n; ++i) {
+    const auto s = static_cast<std::size_t>(i);
+    if (desc.dilation[s] != 1) {
+      return detail::cat("cuDNN's pooling descriptor has no dilation; dilation ",
+                         spatial_text(desc.dilation, n), " runs on ", kernel_id);
+    }
+  }
   if (desc.pad_before != desc.pad_after) {
     for (int i = 0; i < n; ++i) {
       const auto s = static_cast<std::size_t>(i);
@@ -146,6 +155,8 @@ kernels::PoolShape kernel_shape(const PoolDesc& desc) {
     shape.stride[i] = static_cast<int>(desc.stride[s]);
     shape.pad_before[i] = static_cast<int>(desc.pad_before[s]);
     shape.pad_after[i] = static_cast<int>(desc.pad_after[s]);
+    // A single position has no spacing (and any dilation, up to 2^31, describes it).
+    shape.dilation[i] = desc.kernel[s] == 1 ? 1 : static_cast<int>(desc.dilation[s]);
   }
   shape.channels_last = desc.layout == Layout::channels_last;
   shape.mode = static_cast<kernels::PoolKernelMode>(static_cast<int>(desc.mode));
@@ -160,8 +171,8 @@ kernels::PoolShape kernel_shape(const PoolDesc& desc) {
 std::string kernel_exclusion(const PoolDesc& desc) {
   for (int i = 0; i < desc.spatial_dims; ++i) {
     const auto s = static_cast<std::size_t>(i);
-    for (std::int64_t value :
-         {desc.input[s], desc.kernel[s], desc.stride[s], desc.output_size(i)}) {
+    for (std::int64_t value : {desc.input[s], desc.kernel[s], desc.stride[s], desc.output_size(i),
+                               desc.effective_kernel(i)}) {
       if (value > INT_MAX / 4) {
         return detail::cat("spatial size ", value, " exceeds what the kernels' 32-bit window ",
                            "arithmetic holds (", INT_MAX / 4, ")");

@@ -3,16 +3,19 @@
 // memory.
 //
 // Note [oneDNN pooling semantics]
-// oneDNN sizes dst by (input + padding_l + padding_r - kernel) / stride + 1 and takes dst's dims
-// from the caller, checking they agree. dnnx passes its own output size (PoolDesc::output_size,
-// ceil mode included) and, when that needs it, a padding_r larger than pad_after that reaches
-// the ceil-mode overhang: the smallest padding_r that makes oneDNN's formula give the output size.
-// The padding is implicit in both libraries, so for max (padding never wins) and the exclude-pad
-// average (padding never counted) the extra padding changes nothing. oneDNN's include-pad average
-// divides every window by the whole kernel volume, while PyTorch counts the padding but not the
-// overhang past input + pad_after: the two agree exactly when no window overhangs, and otherwise
-// the oneDNN candidates are listed unsupported with that reason (never run to give another
-// answer).
+// oneDNN sizes dst by (input + padding_l + padding_r - effective kernel) / stride + 1 and takes
+// dst's dims from the caller, checking they agree; its dilation counts the elements skipped
+// between window positions (0: dense), dnnx's the distance between them (1: dense). dnnx passes its
+// own output size (PoolDesc::output_size, ceil mode included) and, when that needs it, a padding_r
+// larger than pad_after that reaches the ceil-mode overhang: the smallest padding_r that makes
+// oneDNN's formula give the output size. The padding is implicit in both libraries, so for max
+// (padding never wins) and the exclude-pad average (padding never counted) the extra padding
+// changes nothing. oneDNN's include-pad average divides every window by the whole kernel volume,
+// while PyTorch counts the padding but not the overhang past input + pad_after: the two agree
+// exactly when no window overhangs, and otherwise the oneDNN candidates are listed unsupported with
+// that reason (never run to give another answer). Dilated windows: oneDNN's exclude-pad average
+// counts the window's positions inside the input, its include-pad one the whole kernel, as dnnx
+// (pool_parity_test checks both).
 //
 // Note [max backward workspace]
 // oneDNN's max backward reads the argmax positions its forward_training pass wrote into a
@@ -113,12 +116,14 @@ Geometry geometry_of(const PoolDesc& desc) {
     dst.push_back(out);
     g.strides.push_back(desc.stride[i]);
     g.kernel.push_back(desc.kernel[i]);
-    g.dilation.push_back(0);
+    // oneDNN counts the elements skipped between window positions: 0 is dense.
+    g.dilation.push_back(desc.dilation[i] - 1);
     g.padding_l.push_back(desc.pad_before[i]);
     // The smallest right padding oneDNN's floor formula turns into `out` windows; never below
     // pad_after (which floor mode needs as it is).
-    const std::int64_t needed =
-        (out - 1) * desc.stride[i] + desc.kernel[i] - desc.input[i] - desc.pad_before[i];
+    const std::int64_t needed = (out - 1) * desc.stride[i] +
+                                desc.effective_kernel(static_cast<int>(i)) - desc.input[i] -
+                                desc.pad_before[i];
     g.padding_r.push_back(std::max(needed, desc.pad_after[i]));
     const std::int64_t overhang = desc.overhang(static_cast<int>(i));
     if (overhang > 0 && desc.mode == PoolMode::avg_include_pad && g.semantic_mismatch.empty()) {
@@ -201,7 +206,8 @@ void parallel_ranges(std::int64_t count, double work,
 // One pooling as 3-D (D, H, W; missing leading dims of size 1) with element strides per layout.
 struct LoopGeometry {
   std::int64_t batch = 0, channels = 0;
-  std::array<std::int64_t, 3> in{}, out{}, kernel{}, stride{}, pad_before{}, pad_after{};
+  std::array<std::int64_t, 3> in{}, out{}, kernel{}, stride{}, dilation{}, extent{}, pad_before{},
+      pad_after{};
   bool channels_last = false;
   PoolMode mode = PoolMode::max;
   DType dtype = DType::f32;
@@ -216,7 +222,7 @@ struct LoopGeometry {
     for (int i = 0; i < 3; ++i) {
       const auto k = static_cast<std::size_t>(i);
       if (i < missing) {
-        in[k] = out[k] = kernel[k] = stride[k] = 1;
+        in[k] = out[k] = kernel[k] = stride[k] = dilation[k] = extent[k] = 1;
         continue;
       }
       const auto s = static_cast<std::size_t>(i - missing);
@@ -224,6 +230,8 @@ struct LoopGeometry {
       out[k] = desc.output_size(i - missing);
       kernel[k] = desc.kernel[s];
       stride[k] = desc.stride[s];
+      dilation[k] = desc.dilation[s];
+      extent[k] = desc.effective_kernel(i - missing);
       pad_before[k] = desc.pad_before[s];
       pad_after[k] = desc.pad_after[s];
     }
@@ -240,24 +248,19 @@ struct LoopGeometry {
   }
 };
 
-struct LoopSpan {
-  std::int64_t start, begin, end, padded;
-};
+// Output o's window along (3-D) dim `dim`: its input elements begin, begin + step, ... below end.
+using LoopSpan = detail::PoolSpan;
 
 LoopSpan loop_window(const LoopGeometry& g, int dim, std::int64_t o) {
   const auto d = static_cast<std::size_t>(dim);
-  LoopSpan s;
-  s.start = o * g.stride[d] - g.pad_before[d];
-  s.padded = std::min(s.start + g.kernel[d], g.in[d] + g.pad_after[d]) - s.start;
-  s.begin = std::max<std::int64_t>(s.start, 0);
-  s.end = std::min(s.start + g.kernel[d], g.in[d]);
-  return s;
+  return detail::pool_span(o * g.stride[d] - g.pad_before[d], g.kernel[d], g.dilation[d], g.in[d],
+                           g.pad_after[d]);
 }
 
 float loop_divisor(const LoopGeometry& g, const std::array<LoopSpan, 3>& w) {
   float count = 1;
   for (const LoopSpan& s : w)
-    count *= static_cast<float>(g.mode == PoolMode::avg_include_pad ? s.padded : s.end - s.begin);
+    count *= static_cast<float>(g.mode == PoolMode::avg_include_pad ? s.padded : s.count());
   return count;
 }
 
@@ -289,25 +292,25 @@ struct Element {
 // Channels are processed in chunks small enough for per-channel state on the stack.
 constexpr std::int64_t channel_chunk = 64;
 
-// Per channel of [c0, c0 + count): the window-local index of the window's first maximum (a NaN
-// winning, as in PyTorch).
+// Per channel of [c0, c0 + count): the window-local index (row-major over the kernel's
+// positions, padding ones included) of the window's first maximum (a NaN winning, as in PyTorch).
 template <DType Storage>
 void loop_argmax(const LoopGeometry& g, const std::byte* src, std::int64_t n, std::int64_t c0,
                  std::int64_t count, const std::array<LoopSpan, 3>& w, std::int64_t* at) {
   const std::int64_t step = g.channel_step(g.in);
   float best[channel_chunk];
-  const std::int64_t first =
-      ((w[0].begin - w[0].start) * g.kernel[1] + (w[1].begin - w[1].start)) * g.kernel[2] +
-      (w[2].begin - w[2].start);
+  // The window-local indices of the first input element along each dim.
+  std::array<std::int64_t, 3> j0{};
+  for (std::size_t k = 0; k < 3; ++k) j0[k] = (w[k].begin - w[k].start) / w[k].step;
+  const std::int64_t first = (j0[0] * g.kernel[1] + j0[1]) * g.kernel[2] + j0[2];
   for (std::int64_t c = 0; c < count; ++c) {
     best[c] = -std::numeric_limits<float>::infinity();
     at[c] = first;
   }
-  for (std::int64_t d = w[0].begin; d < w[0].end; ++d) {
-    for (std::int64_t h = w[1].begin; h < w[1].end; ++h) {
-      for (std::int64_t x = w[2].begin; x < w[2].end; ++x) {
-        const std::int64_t local =
-            ((d - w[0].start) * g.kernel[1] + (h - w[1].start)) * g.kernel[2] + (x - w[2].start);
+  for (std::int64_t d = w[0].begin, jd = j0[0]; d < w[0].end; d += w[0].step, ++jd) {
+    for (std::int64_t h = w[1].begin, jh = j0[1]; h < w[1].end; h += w[1].step, ++jh) {
+      for (std::int64_t x = w[2].begin, jx = j0[2]; x < w[2].end; x += w[2].step, ++jx) {
+        const std::int64_t local = (jd * g.kernel[1] + jh) * g.kernel[2] + jx;
         const std::int64_t at_c0 = g.base(g.in, n, (d * g.in[1] + h) * g.in[2] + x) + c0 * step;
         for (std::int64_t c = 0; c < count; ++c) {
           const float value = Element<Storage>::load(src, at_c0 + c * step);
@@ -346,9 +349,9 @@ void loops_fwd(const LoopGeometry& g, const std::byte* src, std::byte* dst) {
               loop_argmax<Storage>(g, src, n, c0, count, w, at);
               for (std::int64_t c = 0; c < count; ++c) {
                 const std::int64_t local = at[c];
-                const std::int64_t x = local % g.kernel[2] + w[2].start;
-                const std::int64_t h = local / g.kernel[2] % g.kernel[1] + w[1].start;
-                const std::int64_t d = local / (g.kernel[1] * g.kernel[2]) + w[0].start;
+                const std::int64_t x = local % g.kernel[2] * w[2].step + w[2].start;
+                const std::int64_t h = local / g.kernel[2] % g.kernel[1] * w[1].step + w[1].start;
+                const std::int64_t d = local / (g.kernel[1] * g.kernel[2]) * w[0].step + w[0].start;
                 const std::int64_t from =
                     g.base(g.in, n, (d * g.in[1] + h) * g.in[2] + x) + (c0 + c) * in_step;
                 std::memcpy(
@@ -358,9 +361,9 @@ void loops_fwd(const LoopGeometry& g, const std::byte* src, std::byte* dst) {
               continue;
             }
             for (std::int64_t c = 0; c < count; ++c) sum[c] = 0.0f;
-            for (std::int64_t d = w[0].begin; d < w[0].end; ++d) {
-              for (std::int64_t h = w[1].begin; h < w[1].end; ++h) {
-                for (std::int64_t x = w[2].begin; x < w[2].end; ++x) {
+            for (std::int64_t d = w[0].begin; d < w[0].end; d += w[0].step) {
+              for (std::int64_t h = w[1].begin; h < w[1].end; h += w[1].step) {
+                for (std::int64_t x = w[2].begin; x < w[2].end; x += w[2].step) {
                   const std::int64_t at_c0 =
                       g.base(g.in, n, (d * g.in[1] + h) * g.in[2] + x) + c0 * in_step;
                   for (std::int64_t c = 0; c < count; ++c) {
@@ -397,20 +400,28 @@ void loops_bwd(const LoopGeometry& g, const std::byte* src, const std::byte* dif
           const std::int64_t position = item % in_plane;
           const std::array<std::int64_t, 3> i{position / (g.in[1] * g.in[2]),
                                               position / g.in[2] % g.in[1], position % g.in[2]};
-          // The outputs whose windows hold i, per dim.
+          // The outputs whose windows hold i, per dim: o in [lo, hi] whose window starts a
+          // multiple of the dilation before i (the others are skipped below).
           std::array<std::int64_t, 3> lo{}, hi{};
           for (std::size_t k = 0; k < 3; ++k) {
             const std::int64_t shifted = i[k] + g.pad_before[k];
-            lo[k] = shifted < g.kernel[k] ? 0 : (shifted - g.kernel[k]) / g.stride[k] + 1;
+            lo[k] = shifted < g.extent[k] ? 0 : (shifted - g.extent[k]) / g.stride[k] + 1;
             hi[k] = std::min(g.out[k] - 1, shifted / g.stride[k]);
           }
+          // Whether output o's window along dim k holds i.
+          const auto holds = [&](std::size_t k, std::int64_t o) {
+            return (i[k] + g.pad_before[k] - o * g.stride[k]) % g.dilation[k] == 0;
+          };
           const std::int64_t in_base = g.base(g.in, n, position);
           for (std::int64_t c0 = 0; c0 < g.channels; c0 += channel_chunk) {
             const std::int64_t count = std::min(channel_chunk, g.channels - c0);
             for (std::int64_t c = 0; c < count; ++c) sum[c] = 0.0f;
             for (std::int64_t od = lo[0]; od <= hi[0]; ++od) {
+              if (!holds(0, od)) continue;
               for (std::int64_t oh = lo[1]; oh <= hi[1]; ++oh) {
+                if (!holds(1, oh)) continue;
                 for (std::int64_t ow = lo[2]; ow <= hi[2]; ++ow) {
+                  if (!holds(2, ow)) continue;
                   const std::array<LoopSpan, 3> w{loop_window(g, 0, od), loop_window(g, 1, oh),
                                                   loop_window(g, 2, ow)};
                   const std::int64_t grad_c0 =
@@ -422,9 +433,10 @@ void loops_bwd(const LoopGeometry& g, const std::byte* src, const std::byte* dif
                     }
                     continue;
                   }
-                  const std::int64_t local =
-                      ((i[0] - w[0].start) * g.kernel[1] + (i[1] - w[1].start)) * g.kernel[2] +
-                      (i[2] - w[2].start);
+                  const std::int64_t local = ((i[0] - w[0].start) / w[0].step * g.kernel[1] +
+                                              (i[1] - w[1].start) / w[1].step) *
+                                                 g.kernel[2] +
+                                             (i[2] - w[2].start) / w[2].step;
                   loop_argmax<Storage>(g, src, n, c0, count, w, at);
                   for (std::int64_t c = 0; c < count; ++c) {
                     if (at[c] != local) continue;
@@ -515,15 +527,30 @@ class KernelPlan final : public LayerPlan<detail::PoolArgs> {
 //   is added at its index in output order, so every sum has a fixed order (the GPU gather's, Note
 //   [pool kernel backward]), and a work item owns whole diff_src planes (channels_first) or a block
 //   of 16 channels of one image (channels_last): the bits do not depend on the thread count. Index
-//   check: an index is used only if it falls in the current slices, [begin, end) x slice size, one
-//   unsigned comparison (testing a register of indices first, then scattering without tests, ran
-//   1.8x slower on one core: the test's vectors went through the stack); every index outside its
-//   plane fails it, and so does one outside its window's slices. The lowest such position raises
-//   InvalidArgument after the pass (detail::bad_pool_index_message). An index inside those slices
-//   but outside its window is not detected (that would take a division per index) and adds its
-//   gradient where it points. Threads: contiguous ranges of work items on OpenMP's threads, as the
-//   batch-norm and activation kernels (threads::run_ranges, Note [loop threads] in loop_pool.hpp);
-//   forward items are output rows, or output positions for channels_last.
+//   check: every index is checked against its own window before it is used (Note [cpu pool
+//   index check]); the lowest bad position raises InvalidArgument after the pass
+//   (detail::bad_pool_index_message), as the reference does. Dilated windows: a window's
+//   positions are `dilation` apart in every loop above (the forward's lanes load at x * dilation,
+//   its padded rows cover the effective kernel), and the slices of an outer output are those of
+//   its window's extent inside the input, gaps included (its first and last input element can
+//   move back from one output to the next; the extent's bounds cannot). Threads: contiguous
+//   ranges of work items on OpenMP's threads, as the batch-norm and activation kernels
+//   (threads::run_ranges, Note [loop threads] in loop_pool.hpp); forward items are output rows,
+//   or output positions for channels_last.
+//
+// Note [cpu pool index check]
+// The backward adds each diff_dst element at its index only if the index names a position of
+// its output's window, as the reference checks. The scatter already holds, relative to the
+// current outer output's slices, the offset `at = index - first slice * slice size`; one unsigned
+// comparison, at < slices held x slice size, rejects every index outside the plane and every one
+// outside the window's extent along the outermost dim. The inner dims need the index's
+// coordinates, a division by the slice size (and, in 3-D, by W) per index; done as an integer
+// division it made the backward of ResNet's max pool ~1.3x slower, so it is a multiplication by
+// a fixed-point reciprocal and a shift (Divider: exact for every at < 2^63, which the comparison
+// guarantees), and the coordinate is then compared with its window's span, one unsigned
+// comparison per dim. Dilated windows also need each coordinate's offset from its window's first
+// position to be a multiple of the dilation: the same reciprocal again (only when the dilation
+// is not 1). An index that fails is noted (the lowest position of the pass wins) and skipped.
 
 constexpr const char* max_indices_id = "cpu:kernel:max_indices";
 
@@ -544,6 +571,34 @@ AlgoInfo max_indices_info(const PoolDesc& desc, Direction direction) {
   return info;
 }
 
+// Unsigned division by a divisor fixed at construction, as a multiplication and a shift (Note
+// [cpu pool index check]): q = (n * multiplier) >> shift with multiplier = ceil(2^shift / d) and
+// shift = 63 + ceil(log2 d). The multiplier exceeds 2^shift / d by e = multiplier * d - 2^shift
+// / d < 1, so n * multiplier / 2^shift exceeds n / d by n e / 2^shift < 2^63 d / 2^shift
+// <= 1 / d for n < 2^63: never past the next integer. The multiplier fits 64 bits (it is at most
+// 2^64 - 1 for d >= 2 and 2^63 for d = 1), the product 128.
+class Divider {
+ public:
+  explicit Divider(std::uint64_t divisor = 1) : divisor_(divisor) {
+    int log = 0;
+    while ((std::uint64_t{1} << log) < divisor) ++log;
+    shift_ = 63 + log;
+    const unsigned __int128 power = static_cast<unsigned __int128>(1) << shift_;
+    multiplier_ = static_cast<std::uint64_t>((power + divisor - 1) / divisor);
+  }
+  /// n / divisor, for n < 2^63.
+  [[gnu::always_inline]] std::uint64_t divide(std::uint64_t n) const {
+    return static_cast<std::uint64_t>((static_cast<unsigned __int128>(n) * multiplier_) >> shift_);
+  }
+  /// Whether n (< 2^63) is a multiple of the divisor.
+  [[gnu::always_inline]] bool divides(std::uint64_t n) const { return divide(n) * divisor_ == n; }
+
+ private:
+  std::uint64_t divisor_;
+  std::uint64_t multiplier_ = 1;
+  int shift_ = 63;
+};
+
 // One max pooling in the kernels' terms: the 3-D view of LoopGeometry (leading dims of size 1),
 // and the split of the spatial dims into the outermost one (`outer`) and the rest.
 struct IndexGeometry {
@@ -554,6 +609,11 @@ struct IndexGeometry {
   std::int64_t in_plane = 1;   // input elements of a plane
   std::int64_t out_plane = 1;  // output elements of a plane
   bool narrow = true;          // int32 lane indices (planes below about 2^31 elements)
+  // Note [cpu pool index check]: division by the slice size and by W, and per (3-D) dim by the
+  // dilation; `dilated` when a dilation along the desc's dims is not 1.
+  Divider per_slice, per_row;
+  std::array<Divider, 3> per_dilation;
+  bool dilated = false;
 
   explicit IndexGeometry(const PoolDesc& desc) : loops(desc), outer(3 - desc.spatial_dims) {
     for (int k = outer + 1; k < 3; ++k) {
@@ -563,8 +623,14 @@ struct IndexGeometry {
     in_plane = in_slice * loops.in[static_cast<std::size_t>(outer)];
     out_plane = out_slice * loops.out[static_cast<std::size_t>(outer)];
     // Lane indices stay below 2^31 also in the lanes past a row's last output (16 outputs of
-    // stride and kernel beyond it).
-    narrow = in_plane + 16 * (loops.stride[2] + loops.kernel[2]) < (std::int64_t{1} << 31);
+    // stride and window extent beyond it).
+    narrow = in_plane + 16 * (loops.stride[2] + loops.extent[2]) < (std::int64_t{1} << 31);
+    per_slice = Divider(static_cast<std::uint64_t>(in_slice));
+    per_row = Divider(static_cast<std::uint64_t>(loops.in[2]));
+    for (std::size_t k = 0; k < 3; ++k) {
+      per_dilation[k] = Divider(static_cast<std::uint64_t>(loops.dilation[k]));
+      dilated = dilated || loops.dilation[k] != 1;
+    }
   }
 };
 
@@ -604,9 +670,9 @@ template <typename T>
                                                        float& best) {
   best = -std::numeric_limits<float>::infinity();
   std::int64_t at = (w[0].begin * g.in[1] + w[1].begin) * g.in[2] + w[2].begin;
-  for (std::int64_t d = w[0].begin; d < w[0].end; ++d) {
-    for (std::int64_t h = w[1].begin; h < w[1].end; ++h) {
-      for (std::int64_t x = w[2].begin; x < w[2].end; ++x) {
+  for (std::int64_t d = w[0].begin; d < w[0].end; d += w[0].step) {
+    for (std::int64_t h = w[1].begin; h < w[1].end; h += w[1].step) {
+      for (std::int64_t x = w[2].begin; x < w[2].end; x += w[2].step) {
         const std::int64_t position = (d * g.in[1] + h) * g.in[2] + x;
         const float value = simd::load(plane, position * step);
         if (value > best || std::isnan(value)) {
@@ -639,7 +705,6 @@ namespace avx2 {
 #define DNNX_POOL_LANES 4
 namespace baseline {
 #include "backends/onednn/pool_indices_kernels.hpp"  // NOLINT(bugprone-suspicious-include)
-#include "core/threads.hpp"
 }  // namespace baseline
 #undef DNNX_POOL_ISA
 #undef DNNX_POOL_LANES

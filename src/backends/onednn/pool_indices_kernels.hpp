@@ -2,8 +2,8 @@
 // instruction set. pool.cpp includes this file once per ISA, each time inside its own namespace
 // and with DNNX_POOL_ISA defined as the target attribute of that ISA and DNNX_POOL_LANES as its
 // vector width in floats (hence no include guard), after the types the kernels take:
-// IndexGeometry, LoopGeometry, LoopSpan, loop_window, scan_window, BadIndex, SharedBadIndex,
-// index_channel_block.
+// IndexGeometry, Divider, LoopGeometry, LoopSpan, loop_window, scan_window, BadIndex,
+// SharedBadIndex, index_channel_block.
 //
 // Note [per-ISA pool kernels]
 // The kernels hold a vector register of lanes in GCC vector types, as softmax_simd.hpp's do, but
@@ -189,8 +189,9 @@ DNNX_POOL_INLINE void store_group(T* dst, I* indices, std::int64_t count, Vec be
 // row ahead: a row's loads then never wait on its own copy's stores (store forwarding fails on
 // loads that straddle stores, and the copy had just run). When windows span one input slice
 // along D (kernel 1 along D: every 1-D and 2-D pooling), rows are kept by input row in a ring of
-// kernel + stride slots, so the rows shared with the previous output row are not copied again;
-// otherwise an output row's rows are copied into its own slots.
+// window extent + stride slots (the rows of one output row's windows lie within the extent, so
+// they never share a slot), so the rows shared with the previous output row are not copied
+// again; otherwise an output row's rows are copied into its own slots, one per window position.
 template <typename T>
 struct PaddedRows {
   const IndexGeometry& ig;
@@ -206,16 +207,20 @@ struct PaddedRows {
         src(source),
         length(row_length),
         ring(geometry.loops.kernel[0] == 1),
-        slots(ring ? geometry.loops.kernel[1] + geometry.loops.stride[1]
+        slots(ring ? geometry.loops.extent[1] + geometry.loops.stride[1]
                    : geometry.loops.kernel[0] * geometry.loops.kernel[1]),
         data(static_cast<std::size_t>(slots * length)),
         held(static_cast<std::size_t>(slots), -1) {}
 
-  // The slot of input row (plane p, d, h) for an output row whose windows start at (d0, h0).
+  // The slot of input row (plane p, d, h) for an output row whose windows' first input elements
+  // are (d0, h0).
   DNNX_POOL_INLINE std::int64_t slot(std::int64_t d, std::int64_t h, std::int64_t d0,
                                      std::int64_t h0) const {
     const LoopGeometry& g = ig.loops;
-    return ring ? h % slots : (d - d0) * g.kernel[1] + (h - h0);
+    if (ring) return h % slots;
+    const std::int64_t jd = g.dilation[0] == 1 ? d - d0 : (d - d0) / g.dilation[0];
+    const std::int64_t jh = g.dilation[1] == 1 ? h - h0 : (h - h0) / g.dilation[1];
+    return jd * g.kernel[1] + jh;
   }
 
   DNNX_POOL_INLINE const float* row(std::int64_t d, std::int64_t h, std::int64_t d0,
@@ -233,8 +238,8 @@ struct PaddedRows {
     const std::int64_t oh = r % g.out[1];
     const T* plane = src + p * ig.in_plane;
     const LoopSpan wd = loop_window(g, 0, od), wh = loop_window(g, 1, oh);
-    for (std::int64_t d = wd.begin; d < wd.end; ++d) {
-      for (std::int64_t h = wh.begin; h < wh.end; ++h) {
+    for (std::int64_t d = wd.begin; d < wd.end; d += wd.step) {
+      for (std::int64_t h = wh.begin; h < wh.end; h += wh.step) {
         const std::int64_t at = slot(d, h, wd.begin, wh.begin);
         const std::int64_t id = (p * g.in[0] + d) * g.in[1] + h;
         if (ring && held[static_cast<std::size_t>(at)] == id) continue;
@@ -266,14 +271,15 @@ DNNX_POOL_INLINE void fwd_first_rows(const IndexGeometry& ig, const T* src, T* d
   const LoopGeometry& g = ig.loops;
   const std::int64_t rows_per_plane = g.out[0] * g.out[1];
   const std::int64_t s = Step > 0 ? Step : g.stride[2];
-  const std::int64_t k = g.kernel[2], pb = g.pad_before[2];
+  const std::int64_t k = g.kernel[2], dw = g.dilation[2], pb = g.pad_before[2];
   const std::int64_t width = g.in[2], outputs = g.out[2];
   constexpr std::int64_t pass = std::int64_t{lanes} * G;
   // Every lane of every pass reads inside the padded row (load_strided reads one more element
   // for stride 2).
   const std::int64_t passes = (outputs + pass - 1) / pass;
-  PaddedRows<T> rows(ig, src, std::max((passes * pass - 1) * s + k + 1, pb + width));
+  PaddedRows<T> rows(ig, src, std::max((passes * pass - 1) * s + g.extent[2] + 1, pb + width));
   const VecI lane = iota() * static_cast<std::int32_t>(s);
+  const auto dilation = static_cast<std::int32_t>(dw);
   if (r0 < r1) rows.prepare(r0);
   for (std::int64_t r = r0; r < r1; ++r) {
     const std::int64_t p = r / rows_per_plane;
@@ -284,19 +290,21 @@ DNNX_POOL_INLINE void fwd_first_rows(const IndexGeometry& ig, const T* src, T* d
     const auto first_row = static_cast<std::int32_t>((wd.begin * g.in[1] + wh.begin) * width);
     for (std::int64_t ow = 0; ow < outputs; ow += pass) {
       // Lane j of group i: output ow + lanes i + j, its window's first column (may be in the
-      // padding), and the index of its first input element.
+      // padding), and the index of its first input element (the first position at or past
+      // column 0: the column mod the dilation when the window starts in the padding).
       Vec best[G];
       VecI at[G], column[G];
       for (int i = 0; i < G; ++i) {
         column[i] = lane + static_cast<std::int32_t>((ow + std::int64_t{lanes} * i) * s - pb);
         best[i] = splat(-std::numeric_limits<float>::infinity());
-        at[i] = (column[i] > 0 ? column[i] : VecI{}) + first_row;
+        const VecI inside = dw == 1 ? VecI{} : (column[i] % dilation + dilation) % dilation;
+        at[i] = (column[i] >= 0 ? column[i] : inside) + first_row;
       }
-      for (std::int64_t d = wd.begin; d < wd.end; ++d) {
-        for (std::int64_t h = wh.begin; h < wh.end; ++h) {
+      for (std::int64_t d = wd.begin; d < wd.end; d += wd.step) {
+        for (std::int64_t h = wh.begin; h < wh.end; h += wh.step) {
           const float* padded = rows.row(d, h, wd.begin, wh.begin) + ow * s;
           const auto base = static_cast<std::int32_t>((d * g.in[1] + h) * width);
-          for (std::int64_t x = 0; x < k; ++x) {
+          for (std::int64_t x = 0; x < k * dw; x += dw) {
             for (int i = 0; i < G; ++i) {
               take_max(load_step<Step>(padded + std::int64_t{lanes} * i * s + x, s),
                        column[i] + static_cast<std::int32_t>(base + x), best[i], at[i]);
@@ -374,9 +382,9 @@ DNNX_POOL_INLINE void fwd_last(const IndexGeometry& ig, const T* src, T* dst, I*
       Vec best = splat(-std::numeric_limits<float>::infinity());
       VecI at = VecI{} + static_cast<std::int32_t>((w[0].begin * g.in[1] + w[1].begin) * g.in[2] +
                                                    w[2].begin);
-      for (std::int64_t d = w[0].begin; d < w[0].end; ++d) {
-        for (std::int64_t h = w[1].begin; h < w[1].end; ++h) {
-          for (std::int64_t x = w[2].begin; x < w[2].end; ++x) {
+      for (std::int64_t d = w[0].begin; d < w[0].end; d += w[0].step) {
+        for (std::int64_t h = w[1].begin; h < w[1].end; h += w[1].step) {
+          for (std::int64_t x = w[2].begin; x < w[2].end; x += w[2].step) {
             const std::int64_t at_in = (d * g.in[1] + h) * g.in[2] + x;
             take_max(load_lanes(image + at_in * channels + c),
                      VecI{} + static_cast<std::int32_t>(at_in), best, at);
@@ -481,9 +489,34 @@ struct Accumulator {
 // Buffer slices an f16/bf16 work item keeps (Accumulator): the windows' extent along the
 // outermost dim, plus room to slide of up to 16 slices within 256 KiB.
 inline std::int64_t accumulator_capacity(const IndexGeometry& ig, std::int64_t block) {
-  const std::int64_t kernel = ig.loops.kernel[static_cast<std::size_t>(ig.outer)];
+  const std::int64_t kernel = ig.loops.extent[static_cast<std::size_t>(ig.outer)];
   const std::int64_t slice_bytes = ig.in_slice * block * static_cast<std::int64_t>(sizeof(float));
   return kernel + std::clamp<std::int64_t>((std::int64_t{1} << 18) / slice_bytes, 0, 16);
+}
+
+// Whether the index at offset `at` from the first element of the slices held (at < their size)
+// names a position of its window (Note [cpu pool index check]): `outer` is the offset of the
+// first slice held from the window's first position along the outermost dim, `row` and `column`
+// the window's first positions along H and W (in 3-D; W alone in 2-D).
+DNNX_POOL_INLINE bool in_window(const IndexGeometry& ig, std::uint64_t at, std::int64_t outer,
+                                std::int64_t row, std::int64_t column) {
+  const LoopGeometry& g = ig.loops;
+  const auto k = static_cast<std::size_t>(ig.outer);
+  // Offset of a coordinate from its window's first position: inside the window's extent and, if
+  // dilated, a multiple of the dilation.
+  const auto on_grid = [&](std::size_t dim, std::int64_t offset) {
+    if (static_cast<std::uint64_t>(offset) >= static_cast<std::uint64_t>(g.extent[dim]))
+      return false;
+    return !ig.dilated || ig.per_dilation[dim].divides(static_cast<std::uint64_t>(offset));
+  };
+  if (ig.outer == 2) return !ig.dilated || on_grid(2, static_cast<std::int64_t>(at) + outer);
+  const std::uint64_t slice = ig.per_slice.divide(at);
+  const auto rest = static_cast<std::int64_t>(at - slice * static_cast<std::uint64_t>(ig.in_slice));
+  // Along the outermost dim the slices held are the window's extent: only the grid is left.
+  if (ig.dilated && !on_grid(k, static_cast<std::int64_t>(slice) + outer)) return false;
+  if (ig.outer == 1) return on_grid(2, rest - column);
+  const auto h = static_cast<std::int64_t>(ig.per_row.divide(static_cast<std::uint64_t>(rest)));
+  return on_grid(1, h - row) && on_grid(2, rest - h * g.in[2] - column);
 }
 
 // One work item: the plane (n, c0) when channels_first (block 1), channels [c0, c0 + block) of
@@ -503,35 +536,48 @@ DNNX_POOL_INLINE void bwd_item(const IndexGeometry& ig, const T* diff_dst, const
       ChannelsLast ? n * ig.out_plane * channels + c0 : (n * channels + c0) * ig.out_plane;
   Accumulator<T, ChannelsLast> sums{
       diff_src + in_base, ig.in_slice, block, step, buffer, accumulator_capacity(ig, block)};
+  // The output positions of a slice: rows along H (3-D only) of outputs along W (2-D and 3-D).
+  const std::int64_t out_rows = ig.outer == 0 ? g.out[1] : 1;
+  const std::int64_t out_columns = ig.outer <= 1 ? g.out[2] : 1;
   for (std::int64_t o = 0; o < g.out[k]; ++o) {
-    const LoopSpan span = loop_window(g, static_cast<int>(k), o);
-    sums.retire(span.begin);
-    sums.extend(span.end);
-    if (!ChannelsLast && span.end < g.in[k]) {
+    // The slices of the window's extent inside the input: both bounds grow with o (a dilated
+    // window's first and last input elements need not).
+    const std::int64_t start = o * g.stride[k] - g.pad_before[k];
+    const std::int64_t begin = std::max<std::int64_t>(start, 0);
+    const std::int64_t end = std::min(start + g.extent[k], g.in[k]);
+    sums.retire(begin);
+    sums.extend(end);
+    if (!ChannelsLast && end < g.in[k]) {
       // The diff_src slices the next outer output adds (f32: zeroed there; f16/bf16: written
       // soon after): ask for them, for writing, while this one is scattered.
-      const T* next = diff_src + in_base + span.end * ig.in_slice;
-      const std::int64_t bytes = std::min(g.stride[k], g.in[k] - span.end) * ig.in_slice *
-                                 static_cast<std::int64_t>(sizeof(T));
+      const T* next = diff_src + in_base + end * ig.in_slice;
+      const std::int64_t bytes =
+          std::min(g.stride[k], g.in[k] - end) * ig.in_slice * static_cast<std::int64_t>(sizeof(T));
       for (std::int64_t at = 0; at < bytes; at += 64)
         __builtin_prefetch(reinterpret_cast<const char*>(next) + at, 1);
     }
     const std::int64_t offset = sums.base * ig.in_slice;
     const auto limit = static_cast<std::uint64_t>(sums.filled * ig.in_slice);
+    const std::int64_t outer = sums.base - start;
     const std::int64_t first = o * ig.out_slice;
     const I* index = indices + out_base + first * step;
     const T* grad = diff_dst + out_base + first * step;
-    for (std::int64_t q = 0; q < ig.out_slice; ++q, index += step, grad += step) {
-      for (std::int64_t c = 0; c < (ChannelsLast ? block : 1); ++c) {
-        const std::int64_t value = index[c];
-        // One unsigned comparison: inside this outer output's slices (and so the plane).
-        const std::uint64_t at =
-            static_cast<std::uint64_t>(value) - static_cast<std::uint64_t>(offset);
-        if (at < limit) [[likely]] {
-          sums(static_cast<std::int64_t>(at), c) += simd::load(grad, c);
-        } else {
-          // Its place in dst's logical order (n, c, position).
-          bad.note((n * channels + c0 + c) * ig.out_plane + first + q, value);
+    for (std::int64_t oh = 0; oh < out_rows; ++oh) {
+      const std::int64_t row = oh * g.stride[1] - g.pad_before[1];
+      for (std::int64_t ow = 0; ow < out_columns; ++ow, index += step, grad += step) {
+        const std::int64_t column = ow * g.stride[2] - g.pad_before[2];
+        for (std::int64_t c = 0; c < (ChannelsLast ? block : 1); ++c) {
+          const std::int64_t value = index[c];
+          // Relative to the slices held; outside the plane, or the window's extent along the
+          // outermost dim, it is at least `limit`.
+          const std::uint64_t at =
+              static_cast<std::uint64_t>(value) - static_cast<std::uint64_t>(offset);
+          if (at < limit && in_window(ig, at, outer, row, column)) [[likely]] {
+            sums(static_cast<std::int64_t>(at), c) += simd::load(grad, c);
+          } else {
+            // Its place in dst's logical order (n, c, position).
+            bad.note((n * channels + c0 + c) * ig.out_plane + first + oh * out_columns + ow, value);
+          }
         }
       }
     }

@@ -3,16 +3,19 @@
 // layout and strided view reads the same), outputs are accumulated in f64 and rounded once.
 //
 // Note [pooling windows]
-// Along one spatial dim, output o's window starts at o * stride - pad_before and covers `kernel`
-// positions of the padded input [-pad_before, input + pad_after). Its input elements are those in
-// [0, input). PyTorch's avg_pool divides by
+// Along one spatial dim, output o's window starts at o * stride - pad_before and holds `kernel`
+// positions of the padded input [-pad_before, input + pad_after), `dilation` apart (1: adjacent).
+// Its input elements are those in [0, input). PyTorch's avg_pool divides by
 //   count_include_pad=True:  the window clipped to the padded input (padding counts, but not the
 //                            ceil-mode overhang beyond input + pad_after), and
 //   count_include_pad=False: the number of input elements in the window;
-// the product over the spatial dims in both cases. max_pool takes the largest input element,
+// the product over the spatial dims in both cases; dnnx counts the window's positions the same
+// way when they are dilated (PyTorch's avg_pool has no dilation). max_pool takes the largest
+// input element,
 // the first one in scan order (D, then H, then W) on ties, and a NaN wins over any number, as
 // PyTorch's `val > max || isnan(val)` does; its gradient goes to that element only.
-// PoolDesc::validate() guarantees every window holds at least one input element.
+// PoolDesc::validate() guarantees every window holds at least one input element (Note [windows
+// between input elements] in core/pool_desc.cpp).
 //
 // Note [reference pool indices]
 // With desc.indices the forward also writes each window's argmax (the same scan as above) as a
@@ -49,24 +52,22 @@ AlgoInfo info_of(const PoolDesc&, Direction) {
 }
 
 // The window of one output position along one dim (Note [pooling windows]).
-struct Window {
-  std::int64_t begin = 0;   // first input element
-  std::int64_t end = 0;     // one past the last input element
-  std::int64_t padded = 0;  // positions inside the padded input (the include-pad count)
-};
+using Window = detail::PoolSpan;
 
 // One pooling's sizes, always 3 spatial dims (D, H, W): 1-D and 2-D pools are 3-D ones whose
-// leading dims have size 1, kernel 1, stride 1 and no padding (row-major offsets do not change).
+// leading dims have size 1, kernel 1, stride 1, dilation 1 and no padding (row-major offsets do
+// not change).
 struct Geometry {
   std::int64_t planes = 0;  // N * C
-  std::array<std::int64_t, 3> in{}, out{}, kernel{}, stride{}, pad_before{}, pad_after{};
+  std::array<std::int64_t, 3> in{}, out{}, kernel{}, stride{}, dilation{}, pad_before{},
+      pad_after{};
 
   explicit Geometry(const PoolDesc& desc) : planes(desc.batch * desc.channels) {
     const int missing = 3 - desc.spatial_dims;
     for (int i = 0; i < 3; ++i) {
       const auto k = static_cast<std::size_t>(i);
       if (i < missing) {
-        in[k] = out[k] = kernel[k] = stride[k] = 1;
+        in[k] = out[k] = kernel[k] = stride[k] = dilation[k] = 1;
         continue;
       }
       const auto s = static_cast<std::size_t>(i - missing);
@@ -74,6 +75,7 @@ struct Geometry {
       out[k] = desc.output_size(i - missing);
       kernel[k] = desc.kernel[s];
       stride[k] = desc.stride[s];
+      dilation[k] = desc.dilation[s];
       pad_before[k] = desc.pad_before[s];
       pad_after[k] = desc.pad_after[s];
     }
@@ -81,12 +83,8 @@ struct Geometry {
 
   Window window(int dim, std::int64_t o) const {
     const auto d = static_cast<std::size_t>(dim);
-    const std::int64_t start = o * stride[d] - pad_before[d];
-    Window w;
-    w.padded = std::min(start + kernel[d], in[d] + pad_after[d]) - start;
-    w.begin = std::max<std::int64_t>(start, 0);
-    w.end = std::min(start + kernel[d], in[d]);
-    return w;
+    return detail::pool_span(o * stride[d] - pad_before[d], kernel[d], dilation[d], in[d],
+                             pad_after[d]);
   }
   std::int64_t in_plane() const { return in[0] * in[1] * in[2]; }
   std::int64_t out_plane() const { return out[0] * out[1] * out[2]; }
@@ -112,9 +110,9 @@ void for_each_output(const Geometry& g, Visit&& visit) {
 std::int64_t argmax(const Geometry& g, const float* plane, const std::array<Window, 3>& w) {
   std::int64_t best_at = (w[0].begin * g.in[1] + w[1].begin) * g.in[2] + w[2].begin;
   float best = -std::numeric_limits<float>::infinity();
-  for (std::int64_t d = w[0].begin; d < w[0].end; ++d) {
-    for (std::int64_t h = w[1].begin; h < w[1].end; ++h) {
-      for (std::int64_t x = w[2].begin; x < w[2].end; ++x) {
+  for (std::int64_t d = w[0].begin; d < w[0].end; d += w[0].step) {
+    for (std::int64_t h = w[1].begin; h < w[1].end; h += w[1].step) {
+      for (std::int64_t x = w[2].begin; x < w[2].end; x += w[2].step) {
         const std::int64_t at = (d * g.in[1] + h) * g.in[2] + x;
         const float value = plane[at];
         if (value > best || std::isnan(value)) {
@@ -130,8 +128,8 @@ std::int64_t argmax(const Geometry& g, const float* plane, const std::array<Wind
 double divisor(PoolMode mode, const std::array<Window, 3>& w) {
   double count = 1;
   for (const Window& window : w) {
-    count *= static_cast<double>(mode == PoolMode::avg_include_pad ? window.padded
-                                                                   : window.end - window.begin);
+    count *=
+        static_cast<double>(mode == PoolMode::avg_include_pad ? window.padded : window.count());
   }
   return count;
 }
@@ -147,9 +145,9 @@ std::vector<double> pool_fwd(const Geometry& g, PoolMode mode, const std::vector
         return;
       }
       double sum = 0;
-      for (std::int64_t d = w[0].begin; d < w[0].end; ++d)
-        for (std::int64_t h = w[1].begin; h < w[1].end; ++h)
-          for (std::int64_t x = w[2].begin; x < w[2].end; ++x)
+      for (std::int64_t d = w[0].begin; d < w[0].end; d += w[0].step)
+        for (std::int64_t h = w[1].begin; h < w[1].end; h += w[1].step)
+          for (std::int64_t x = w[2].begin; x < w[2].end; x += w[2].step)
             sum += in[(d * g.in[1] + h) * g.in[2] + x];
       out[o] = sum / divisor(mode, w);
     });
@@ -172,9 +170,9 @@ std::vector<double> pool_bwd(const Geometry& g, PoolMode mode, const std::vector
         return;
       }
       const double share = grad[o] / divisor(mode, w);
-      for (std::int64_t d = w[0].begin; d < w[0].end; ++d)
-        for (std::int64_t h = w[1].begin; h < w[1].end; ++h)
-          for (std::int64_t x = w[2].begin; x < w[2].end; ++x)
+      for (std::int64_t d = w[0].begin; d < w[0].end; d += w[0].step)
+        for (std::int64_t h = w[1].begin; h < w[1].end; h += w[1].step)
+          for (std::int64_t x = w[2].begin; x < w[2].end; x += w[2].step)
             out[(d * g.in[1] + h) * g.in[2] + x] += share;
     });
   }

@@ -1,5 +1,5 @@
 // dnnx's pooling kernels (kernels/pool.hpp). Every case in one set of kernels: 1/2/3-D as 3-D,
-// per-side padding, ceil mode, both layouts, f32/f16/bf16 with f32 accumulation.
+// per-side padding, dilation, ceil mode, both layouts, f32/f16/bf16 with f32 accumulation.
 //
 // Note [pool kernel layout]
 // One thread per output element (forward) or per input element (backward): nothing is reduced
@@ -28,7 +28,8 @@
 // The backward from indices gathers as above, matching each window's saved index against the
 // input element's flat position. An index outside its window would match no element and its
 // gradient would vanish silently, so a second kernel checks every window once, one thread per
-// dst element: an index outside its window (outside the plane included) turns the window's first
+// dst element: an index that names no element of its window (outside the plane, outside the
+// window's extent, or between the positions of a dilated window) turns the window's first
 // input element in diff_src into NaN and atomicMins the index's position (dst's logical order)
 // into the plan's PoolIndexRecord. The last block of the launch to finish (a counter in the same
 // record) copies the lowest such position, and the index read there, into the plan's
@@ -39,7 +40,7 @@
 // fp32 max-pool backward 1.75x PyTorch's. As a pass of its own it reads the indices once more.)
 //
 // Note [pool kernel 3x3]
-// A window scanned with runtime bounds issues its loads one after the other. For 1 x 3 x 3
+// A window scanned with runtime bounds issues its loads one after the other. For dense 1 x 3 x 3
 // windows (ResNet's max pool) on channel packs the max kernel has constant trip counts instead:
 // all nine positions are tested against the input bounds and their packs loaded up front, so
 // the loads are in flight together; the comparisons then run in the same scan order.
@@ -94,14 +95,19 @@ struct Geometry {
   Index channels;
   Index packs;  // channel packs per position (channels_last), channels otherwise
   int in[3], out[3], kernel[3], stride[3], pad_before[3], pad_after[3];
-  int mode;  // PoolKernelMode
+  int dilation[3];  // distance between a window's positions
+  int extent[3];    // (kernel - 1) * dilation + 1
+  bool dilated;     // a dilation is not 1
+  int mode;         // PoolKernelMode
 };
 
-// One output position's window along one dim (Note [pooling windows] in the reference).
+// One output position's window along one dim (Note [pooling windows] in the reference): its input
+// elements are begin, begin + step, ... below end.
 struct Span {
   int start;   // first position, in input coordinates (may be in the front padding)
   int begin;   // first input element
   int end;     // one past the last input element
+  int step;    // the dilation
   int padded;  // positions inside the padded input: the include-pad count
 };
 
@@ -109,14 +115,36 @@ template <typename Index>
 __device__ __forceinline__ Span window(const Geometry<Index>& g, int dim, int o) {
   Span s;
   s.start = o * g.stride[dim] - g.pad_before[dim];
-  const int stop = s.start + g.kernel[dim];
-  s.padded = min(stop, g.in[dim] + g.pad_after[dim]) - s.start;
-  s.begin = max(s.start, 0);
-  s.end = min(stop, g.in[dim]);
+  s.step = g.dilation[dim];
+  if (s.step == 1) {
+    const int stop = s.start + g.kernel[dim];
+    s.padded = min(stop, g.in[dim] + g.pad_after[dim]) - s.start;
+    s.begin = max(s.start, 0);
+    s.end = min(stop, g.in[dim]);
+    return s;
+  }
+  // The positions start + j * step, j < kernel: the first at or past 0, the last below the
+  // input, and those inside the padded input (detail::pool_span on the host).
+  const int skipped = s.start < 0 ? (s.step - 1 - s.start) / s.step : 0;
+  const int last = min(g.kernel[dim] - 1, (g.in[dim] - 1 - s.start) / s.step);
+  s.begin = s.start + skipped * s.step;
+  s.end = s.start + last * s.step + 1;
+  s.padded = min(g.kernel[dim], (g.in[dim] + g.pad_after[dim] - s.start + s.step - 1) / s.step);
   return s;
 }
 
-// The outputs along one dim whose windows hold input position i.
+// The window-local index along one dim (j of position start + j * step) of position x.
+__device__ __forceinline__ int local_of(const Span& s, int x) {
+  return s.step == 1 ? x - s.start : (x - s.start) / s.step;
+}
+
+// The input elements of a window along one dim.
+__device__ __forceinline__ int count_of(const Span& s) {
+  return s.step == 1 ? s.end - s.begin : (s.end - s.begin - 1) / s.step + 1;
+}
+
+// The outputs along one dim within whose windows' extent input position i lies; with a dilation
+// only those whose window starts a multiple of it before i hold i (holds()).
 struct Range {
   int first, last;  // inclusive; empty when first > last
 };
@@ -125,9 +153,15 @@ template <typename Index>
 __device__ __forceinline__ Range windows_of(const Geometry<Index>& g, int dim, int i) {
   const int shifted = i + g.pad_before[dim];
   Range r;
-  r.first = shifted < g.kernel[dim] ? 0 : (shifted - g.kernel[dim]) / g.stride[dim] + 1;
+  r.first = shifted < g.extent[dim] ? 0 : (shifted - g.extent[dim]) / g.stride[dim] + 1;
   r.last = min(g.out[dim] - 1, shifted / g.stride[dim]);
   return r;
+}
+
+// Whether output o's window along one dim holds input position i (o from windows_of(i)).
+template <typename Index>
+__device__ __forceinline__ bool holds(const Geometry<Index>& g, int dim, int i, int o) {
+  return g.dilation[dim] == 1 || (i + g.pad_before[dim] - o * g.stride[dim]) % g.dilation[dim] == 0;
 }
 
 template <typename Index>
@@ -136,8 +170,8 @@ __device__ __forceinline__ float divisor(const Geometry<Index>& g, const Span& d
   if (g.mode == static_cast<int>(PoolKernelMode::avg_include_pad))
     return static_cast<float>(d.padded) * static_cast<float>(h.padded) *
            static_cast<float>(w.padded);
-  return static_cast<float>(d.end - d.begin) * static_cast<float>(h.end - h.begin) *
-         static_cast<float>(w.end - w.begin);
+  return static_cast<float>(count_of(d)) * static_cast<float>(count_of(h)) *
+         static_cast<float>(count_of(w));
 }
 
 // Where element (n, pack or channel, d, h, w) lives, for a tensor of spatial sizes `sizes`.
@@ -172,9 +206,9 @@ __device__ __forceinline__ void split(const Geometry<Index>& g, const int (&size
   n = item;
 }
 
-// The argmax of each lane over one window: the window-local index (row-major over the whole
-// window, padding positions included) of the first maximum, a NaN replacing any number.
-// FixedK > 0: a 1 x FixedK x FixedK window (Note [pool kernel 3x3]); 0: any window.
+// The argmax of each lane over one window: the window-local index (row-major over the window's
+// kernel positions, padding positions included) of the first maximum, a NaN replacing any number.
+// FixedK > 0: a dense 1 x FixedK x FixedK window (Note [pool kernel 3x3]); 0: any window.
 template <int FixedK, typename T, int V, bool ChannelsLast, typename Index>
 __device__ __forceinline__ void window_argmax(const Geometry<Index>& g, const T* __restrict__ src,
                                               Index n, Index pack, const Span& sd, const Span& sh,
@@ -182,8 +216,8 @@ __device__ __forceinline__ void window_argmax(const Geometry<Index>& g, const T*
 #pragma unroll
   for (int v = 0; v < V; ++v) {
     best[v] = __int_as_float(0xff800000);  // -inf
-    at[v] = ((sd.begin - sd.start) * g.kernel[1] + (sh.begin - sh.start)) * g.kernel[2] +
-            (sw.begin - sw.start);
+    at[v] = (local_of(sd, sd.begin) * g.kernel[1] + local_of(sh, sh.begin)) * g.kernel[2] +
+            local_of(sw, sw.begin);
   }
   if constexpr (FixedK > 0) {
     Pack<T, V> values[FixedK][FixedK];
@@ -216,10 +250,11 @@ __device__ __forceinline__ void window_argmax(const Geometry<Index>& g, const T*
       }
     }
   } else {
-    for (int d = sd.begin; d < sd.end; ++d) {
-      for (int h = sh.begin; h < sh.end; ++h) {
-        const int row = ((d - sd.start) * g.kernel[1] + (h - sh.start)) * g.kernel[2] - sw.start;
-        for (int w = sw.begin; w < sw.end; ++w) {
+    const int jw0 = local_of(sw, sw.begin);
+    for (int d = sd.begin, jd = local_of(sd, sd.begin); d < sd.end; d += sd.step, ++jd) {
+      for (int h = sh.begin, jh = local_of(sh, sh.begin); h < sh.end; h += sh.step, ++jh) {
+        const int row = (jd * g.kernel[1] + jh) * g.kernel[2];
+        for (int w = sw.begin, jw = jw0; w < sw.end; w += sw.step, ++jw) {
           const Pack<T, V> values = *reinterpret_cast<const Pack<T, V>*>(
               src + offset_of<ChannelsLast, V>(g, g.in, n, pack, d, h, w));
 #pragma unroll
@@ -227,13 +262,25 @@ __device__ __forceinline__ void window_argmax(const Geometry<Index>& g, const T*
             const float value = to_float(values.lane[v]);
             if (value > best[v] || isnan(value)) {
               best[v] = value;
-              at[v] = row + w;
+              at[v] = row + jw;
             }
           }
         }
       }
     }
   }
+}
+
+// A window-local index (row-major over the kernel's positions) as a flat index into the input
+// plane.
+template <typename Index>
+__device__ __forceinline__ long long flat_index(const Geometry<Index>& g, const Span& sd,
+                                                const Span& sh, const Span& sw, int local) {
+  const int area = g.kernel[1] * g.kernel[2];
+  const int d = sd.start + local / area * sd.step;
+  const int h = sh.start + local / g.kernel[2] % g.kernel[1] * sh.step;
+  const int w = sw.start + local % g.kernel[2] * sw.step;
+  return (static_cast<long long>(d) * g.in[1] + h) * g.in[2] + w;
 }
 
 // Forward: one thread per output pack. IsMax: dst = window max and, if `argmax` is set, the
@@ -266,24 +313,18 @@ __global__ void __launch_bounds__(block_threads)
       }
       if (indices != nullptr) {
         // Window-local (row-major over the whole window) to flat in the input plane.
-        const int area = g.kernel[1] * g.kernel[2];
         Pack<I, V> flat;
 #pragma unroll
-        for (int v = 0; v < V; ++v) {
-          const int d = sd.start + at[v] / area;
-          const int h = sh.start + at[v] / g.kernel[2] % g.kernel[1];
-          const int w = sw.start + at[v] % g.kernel[2];
-          flat.lane[v] = static_cast<I>((static_cast<long long>(d) * g.in[1] + h) * g.in[2] + w);
-        }
+        for (int v = 0; v < V; ++v) flat.lane[v] = static_cast<I>(flat_index(g, sd, sh, sw, at[v]));
         *reinterpret_cast<Pack<I, V>*>(indices + out_at) = flat;
       }
     } else {
       float sum[V];
 #pragma unroll
       for (int v = 0; v < V; ++v) sum[v] = 0.0f;
-      for (int d = sd.begin; d < sd.end; ++d) {
-        for (int h = sh.begin; h < sh.end; ++h) {
-          for (int w = sw.begin; w < sw.end; ++w) {
+      for (int d = sd.begin; d < sd.end; d += sd.step) {
+        for (int h = sh.begin; h < sh.end; h += sh.step) {
+          for (int w = sw.begin; w < sw.end; w += sw.step) {
             const Pack<T, V> values = *reinterpret_cast<const Pack<T, V>*>(
                 src + offset_of<ChannelsLast, V>(g, g.in, n, pack, d, h, w));
 #pragma unroll
@@ -315,7 +356,6 @@ __global__ void __launch_bounds__(block_threads)
   const int ow = position % g.out[2], oh = position / g.out[2] % g.out[1];
   const int od = position / g.out[2] / g.out[1];
   const Span sd = window(g, 0, od), sh = window(g, 1, oh), sw = window(g, 2, ow);
-  const int k1 = FixedK > 0 ? FixedK : g.kernel[1], k2 = FixedK > 0 ? FixedK : g.kernel[2];
   for (Index plane = blockIdx.y; plane < planes; plane += gridDim.y) {
     float best[1];
     int at[1];
@@ -324,13 +364,7 @@ __global__ void __launch_bounds__(block_threads)
     const Index out_at = plane * out_plane + position;
     if (dst != nullptr) dst[out_at] = from_float<T>(best[0]);
     if (argmax != nullptr) argmax[out_at] = static_cast<ArgIndex>(at[0]);
-    if (indices != nullptr) {
-      // Window-local (row-major over the whole window) to flat in the input plane.
-      const int d = sd.start + at[0] / (k1 * k2);
-      const int h = sh.start + at[0] / k2 % k1;
-      const int w = sw.start + at[0] % k2;
-      indices[out_at] = static_cast<I>((static_cast<long long>(d) * g.in[1] + h) * g.in[2] + w);
-    }
+    if (indices != nullptr) indices[out_at] = static_cast<I>(flat_index(g, sd, sh, sw, at[0]));
   }
 }
 
@@ -355,10 +389,13 @@ __global__ void __launch_bounds__(block_threads)
 #pragma unroll
     for (int v = 0; v < V; ++v) sum[v] = 0.0f;
     for (int od = rd.first; od <= rd.last; ++od) {
+      if (!holds(g, 0, id, od)) continue;
       const Span sd = window(g, 0, od);
       for (int oh = rh.first; oh <= rh.last; ++oh) {
+        if (!holds(g, 1, ih, oh)) continue;
         const Span sh = window(g, 1, oh);
         for (int ow = rw.first; ow <= rw.last; ++ow) {
+          if (!holds(g, 2, iw, ow)) continue;
           const Span sw = window(g, 2, ow);
           const Index out_at = offset_of<ChannelsLast, V>(g, g.out, n, pack, od, oh, ow);
           if (!max_mode) {
@@ -369,7 +406,7 @@ __global__ void __launch_bounds__(block_threads)
             continue;
           }
           const int local =
-              ((id - sd.start) * g.kernel[1] + (ih - sh.start)) * g.kernel[2] + (iw - sw.start);
+              (local_of(sd, id) * g.kernel[1] + local_of(sh, ih)) * g.kernel[2] + local_of(sw, iw);
           int at[V];
           if (rescan) {
             float best[V];
@@ -401,8 +438,9 @@ __global__ void __launch_bounds__(block_threads)
 }
 
 // The backward from saved indices (Note [pool kernel backward]): one thread per input pack,
-// gathering the gradients of the windows whose saved index names it. The indices are checked by
-// pool_index_check_kernel (Note [pool index check]).
+// gathering the gradients of the windows whose saved index names it (with a dilation, windows
+// whose extent holds it but not a position would only match a bad index, which the check
+// reports). The indices are checked by pool_index_check_kernel (Note [pool index check]).
 template <typename T, typename I, int V, bool ChannelsLast, typename Index>
 __global__ void __launch_bounds__(block_threads)
     pool_bwd_indices_kernel(Geometry<Index> g, const T* __restrict__ diff_dst,
@@ -507,6 +545,11 @@ __global__ void __launch_bounds__(block_threads)
       const int d = static_cast<int>(flat / g.in[2] / g.in[1]);
       inside =
           d >= sd.begin && d < sd.end && h >= sh.begin && h < sh.end && w >= sw.begin && w < sw.end;
+      // Dilated windows: a position, not an element between two.
+      if (inside && g.dilated) {
+        inside = (d - sd.begin) % sd.step == 0 && (h - sh.begin) % sh.step == 0 &&
+                 (w - sw.begin) % sw.step == 0;
+      }
     }
     if (inside) continue;
     const long long channels = g.channels;
@@ -592,6 +635,9 @@ Geometry<Index> geometry_of(const PoolShape& shape, int pack) {
     g.stride[i] = shape.stride[i];
     g.pad_before[i] = shape.pad_before[i];
     g.pad_after[i] = shape.pad_after[i];
+    g.dilation[i] = shape.dilation[i];
+    g.extent[i] = (shape.kernel[i] - 1) * shape.dilation[i] + 1;
+    g.dilated = g.dilated || shape.dilation[i] != 1;
   }
   g.mode = static_cast<int>(shape.mode);
   return g;
@@ -656,7 +702,8 @@ struct FwdLaunch {
           g, in, out, nullptr, nullptr, static_cast<Index>(items));
       return cudaGetLastError();
     }
-    const bool window_3x3 = shape.kernel[0] == 1 && shape.kernel[1] == 3 && shape.kernel[2] == 3;
+    const bool window_3x3 = shape.kernel[0] == 1 && shape.kernel[1] == 3 && shape.kernel[2] == 3 &&
+                            shape.dilation[1] == 1 && shape.dilation[2] == 1;
     const std::int64_t out_plane = spatial_count(shape.output);
     if (!ChannelsLast && out_plane <= max_plane_positions &&
         spatial_count(shape.input) <= max_plane_positions) {

@@ -17,8 +17,9 @@ enum class PoolKernelMode : int { max = 0, avg_include_pad = 1, avg_exclude_pad 
 enum class PoolKernelType : int { f32 = 0, f16 = 1, bf16 = 2 };
 
 /// One pooling in 3 spatial dims (D, H, W): 1-D and 2-D poolings have leading dims of size 1,
-/// kernel 1, stride 1 and no padding. Tensors are dense N, C, D, H, W (channels_last false) or
-/// N, D, H, W, C (channels_last true); dst is N x C x out.
+/// kernel 1, stride 1, dilation 1 and no padding. A window's positions are `dilation` apart.
+/// Tensors are dense N, C, D, H, W (channels_last false) or N, D, H, W, C (channels_last true); dst
+/// is N x C x out.
 struct PoolShape {
   std::int64_t batch = 1;
   std::int64_t channels = 1;
@@ -28,6 +29,7 @@ struct PoolShape {
   int stride[3] = {1, 1, 1};
   int pad_before[3] = {0, 0, 0};
   int pad_after[3] = {0, 0, 0};
+  int dilation[3] = {1, 1, 1};
   bool channels_last = false;
   PoolKernelMode mode = PoolKernelMode::max;
   PoolKernelType type = PoolKernelType::f32;
@@ -85,10 +87,11 @@ cudaError_t pool_fwd_indices(const PoolShape& shape, PoolIndexType index_type, c
                              void* dst, void* indices, cudaStream_t stream);
 
 /// Its backward, a gather: every diff_src element sums, in output order, the diff_dst elements of
-/// the windows that hold it and whose index names it; written once, zero where none does (no
-/// atomics, deterministic). An index outside its window is reported through `record` and
-/// `report` (the device address of a PoolIndexReport) and turns the diff_src element at its
-/// window's first input position into NaN. Queued on `stream`; returns the launch status.
+/// the windows within whose extent it lies and whose index names it; written once, zero where
+/// none does (no atomics, deterministic). An index that names no element of its window (outside
+/// the plane, the window's extent, or, dilated, between its positions) is reported through
+/// `record` and `report` (the device address of a PoolIndexReport) and turns the diff_src element
+/// at its window's first input position into NaN. Queued on `stream`; returns the launch status.
 cudaError_t pool_bwd_indices(const PoolShape& shape, PoolIndexType index_type, const void* diff_dst,
                              const void* indices, void* diff_src, PoolIndexRecord* record,
                              PoolIndexReport* report, cudaStream_t stream);
