@@ -28,6 +28,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace dnnx {
@@ -314,21 +315,61 @@ INSTANTIATE_TEST_SUITE_P(Layouts, Resnet3x3,
                            return std::string(to_string(info.param));
                          });
 
+bool is_f32_compute(const AlgoInfo& info) { return has_note(info, "f32_compute"); }
+bool is_ref(const AlgoInfo& info) { return info.id.rfind("onednn:ref:", 0) == 0; }
+
 TEST(OneDnnBackend, DtypesWithoutFastKernelsStillHaveCandidates) {
-  // f16 and bf16 are listed for every direction: at worst oneDNN's reference implementation,
-  // and anything oneDNN cannot do on this CPU is an unsupported candidate with a reason.
+  // Note [f32 compute convolution]: every f16/bf16 direction runs on every CPU, through
+  // f32-compute candidates where oneDNN has no f16/bf16 kernel; where it has native ones (the
+  // list says so, whatever the ISA), they come first, then the f32-compute ones, then ref:any.
   for (const DType dtype : {DType::f16, DType::bf16}) {
     for (const Layout layout : {Layout::channels_first, Layout::channels_last}) {
       const ConvDesc desc = resnet_3x3(layout, dtype);
       for (const Direction direction : all_directions) {
+        const std::string context = test::conv_context(desc, direction, "(list)");
         const std::vector<AlgoInfo> algos = cpu().conv().list(desc, direction);
         const auto supported = std::count_if(algos.begin(), algos.end(),
                                              [](const AlgoInfo& info) { return info.supported; });
-        EXPECT_GE(supported, 1) << test::conv_context(desc, direction, "(list)");
-        for (const AlgoInfo& info : algos)
-          if (!info.supported) EXPECT_NE(info.reason.find("oneDNN"), std::string::npos) << info.id;
+        EXPECT_GE(supported, 1) << context;
+        int f32_compute = 0;
+        int refs = 0;
+        std::set<std::string> f32_implementations;
+        // 0: native non-ref, 1: f32-compute non-ref, 2: ref:any; supported candidates never go
+        // back to a lower group.
+        int group = 0;
+        for (const AlgoInfo& info : algos) {
+          SCOPED_TRACE(info.id);
+          if (!info.supported) {
+            EXPECT_NE(info.reason.find("oneDNN"), std::string::npos) << info.reason;
+            continue;
+          }
+          const int here = is_ref(info) ? 2 : is_f32_compute(info) ? 1 : 0;
+          EXPECT_GE(here, group) << "out of order in\n" << context;
+          group = std::max(group, here);
+          if (is_ref(info)) ++refs;
+          if (!is_f32_compute(info)) continue;
+          ++f32_compute;
+          // The candidate says what it is.
+          EXPECT_TRUE(info.id.ends_with(":f32"));
+          EXPECT_NE(info.name.find("f32 compute"), std::string::npos) << info.name;
+          EXPECT_GT(info.workspace_bytes, 0u);  // the f32 copies
+          EXPECT_TRUE(info.deterministic);
+          // One f32-compute candidate per implementation: the id without its layouts.
+          const std::string layouts_and_suffix = info.id.substr(0, info.id.rfind(':'));
+          EXPECT_TRUE(f32_implementations
+                          .insert(layouts_and_suffix.substr(0, layouts_and_suffix.rfind(':')))
+                          .second)
+              << "a second f32-compute candidate of the same implementation";
+        }
+        EXPECT_GE(f32_compute, 1) << context;
+        EXPECT_LE(refs, 1) << "one ref:any candidate (Note [one reference candidate])\n" << context;
       }
     }
+  }
+  // f32 itself has no f32-compute candidates.
+  for (const Direction direction : all_directions) {
+    for (const AlgoInfo& info : cpu().conv().list(resnet_3x3(Layout::channels_first), direction))
+      EXPECT_FALSE(is_f32_compute(info) || info.id.ends_with(":f32")) << info.id;
   }
 }
 
@@ -490,9 +531,13 @@ TEST(OneDnnBackend, ExecuteChecksTensorsAndWorkspace) {
 // Workspace: what a candidate reports is what it uses.
 
 TEST(OneDnnBackend, WorkspaceBytesIsWhatTheCandidateUses) {
-  for (const Layout layout : {Layout::channels_first, Layout::channels_last}) {
+  // f16 adds the f32-compute candidates, whose conversions run inside the workspace too.
+  for (const auto& [dtype, layout] :
+       {std::pair{DType::f32, Layout::channels_first}, std::pair{DType::f32, Layout::channels_last},
+        std::pair{DType::f16, Layout::channels_first},
+        std::pair{DType::f16, Layout::channels_last}}) {
     const ConvDesc desc = ConvDesc::from_shapes(Dims{2, 32, 14, 14}, Dims{32, 32, 3, 3}, {1}, {1},
-                                                {1}, 1, DType::f32, layout);
+                                                {1}, 1, dtype, layout);
     for (const Direction direction : all_directions) {
       const test::ConvOperands operands = test::random_conv_operands(desc, direction, 11);
       for (const AlgoInfo& info : cpu().conv().list(desc, direction)) {
@@ -519,6 +564,13 @@ TEST(OneDnnBackend, WorkspaceBytesIsWhatTheCandidateUses) {
         }
         if (has_note(info, "blocked") || has_note(info, "nchw") || has_note(info, "nhwc")) {
           EXPECT_GE(info.workspace_bytes, std::min(bytes(desc.src_dims()), bytes(desc.dst_dims())));
+        }
+        // f32 compute: an f32 copy of every tensor of the direction.
+        if (is_f32_compute(info)) {
+          const std::size_t f32_copies =
+              (bytes(desc.src_dims()) + bytes(desc.weights_dims()) + bytes(desc.dst_dims())) *
+              size_of(DType::f32) / element;
+          EXPECT_GE(info.workspace_bytes, f32_copies);
         }
       }
     }
@@ -645,44 +697,45 @@ INSTANTIATE_TEST_SUITE_P(Cases, Parity, ::testing::ValuesIn(parity_cases()),
 // ---------------------------------------------------------------------------------------------
 // Bias.
 
-class Bias : public ::testing::TestWithParam<std::tuple<DType, Layout>> {};
-
-TEST_P(Bias, ForwardAddsAndBackwardSums) {
-  const auto [dtype, layout] = GetParam();
-  const ConvDesc desc =
-      ConvDesc::from_shapes(Dims{3, 5, 6, 7}, Dims{24, 5, 3, 3}, {1}, {1}, {1}, 1, dtype, layout);
+// bias_fwd on random dst and a `bias_dtype` bias: exact (one f32 addition rounded once to the
+// dtype); then bias_bwd of the result into a `diff_bias_dtype` diff_bias, against f64 sums.
+void expect_bias(const ConvDesc& desc, DType bias_dtype, DType diff_bias_dtype) {
   const std::string context = test::conv_context(desc, Direction::fwd, "bias");
-  const Dims dst_dims = desc.dst_dims();
-  const Tensor bias = test::random_tensor(desc.bias_dims(), dtype, Layout::channels_first, 3);
-  Tensor dst = test::random_tensor(dst_dims, dtype, layout, 4);
+  const Dims dims = desc.dst_dims();
+  const Tensor bias = test::random_tensor(desc.bias_dims(), bias_dtype, Layout::channels_first, 3);
+  Tensor dst = test::random_tensor(dims, desc.dtype, desc.layout, 4);
   const std::vector<float> before = dst.to_f32();
   const std::vector<float> bias_values = bias.to_f32();
   cpu().conv().bias_fwd(desc, bias, dst);
   const std::vector<float> after = dst.to_f32();
   const std::int64_t channels = desc.out_channels;
-  const std::int64_t spatial = dst_dims.product() / (dst_dims[0] * channels);
-  for (std::int64_t i = 0; i < dst_dims.product(); ++i) {
-    const auto c = static_cast<std::size_t>((i / spatial) % channels);
-    const auto k = static_cast<std::size_t>(i);
-    // One f32 addition rounded once to the dtype: exact agreement.
-    ASSERT_EQ(after[k], detail::round_to(dtype, before[k] + bias_values[c]))
-        << context << " at " << test::index_string(dst_dims, i);
-  }
-
-  Tensor diff_bias = Tensor::empty(desc.bias_dims(), dtype, Layout::channels_first);
-  diff_bias.fill(std::nanf(""));
-  cpu().conv().bias_bwd(desc, dst, diff_bias);
+  const std::int64_t spatial = dims.product() / (dims[0] * channels);
   std::vector<double> sums(static_cast<std::size_t>(channels), 0.0);
   std::vector<float> scale(static_cast<std::size_t>(channels), 0.0f);
-  for (std::int64_t i = 0; i < dst_dims.product(); ++i) {
+  for (std::int64_t i = 0; i < dims.product(); ++i) {
     const auto c = static_cast<std::size_t>((i / spatial) % channels);
-    sums[c] += after[static_cast<std::size_t>(i)];
-    scale[c] += std::fabs(after[static_cast<std::size_t>(i)]);
+    const auto k = static_cast<std::size_t>(i);
+    ASSERT_EQ(after[k], detail::round_to(desc.dtype, before[k] + bias_values[c]))
+        << context << " at " << test::index_string(dims, i);
+    sums[c] += after[k];
+    scale[c] += std::fabs(after[k]);
   }
-  const std::vector<float> expected(sums.begin(), sums.end());
+  Tensor diff_bias = Tensor::empty(desc.bias_dims(), diff_bias_dtype, Layout::channels_first);
+  diff_bias.fill(std::nanf(""));
+  cpu().conv().bias_bwd(desc, dst, diff_bias);
   EXPECT_TRUE(test::all_finite(diff_bias, "diff_bias", context));
-  EXPECT_TRUE(test::close_within_scale(diff_bias.to_f32(), expected, scale, desc.bias_dims(),
-                                       test::conv_tolerance(dtype), "diff_bias", context));
+  EXPECT_TRUE(test::close_within_scale(
+      diff_bias.to_f32(), std::vector<float>(sums.begin(), sums.end()), scale, desc.bias_dims(),
+      test::conv_tolerance(diff_bias_dtype), "diff_bias", context));
+}
+
+class Bias : public ::testing::TestWithParam<std::tuple<DType, Layout>> {};
+
+TEST_P(Bias, ForwardAddsAndBackwardSums) {
+  const auto [dtype, layout] = GetParam();
+  expect_bias(
+      ConvDesc::from_shapes(Dims{3, 5, 6, 7}, Dims{24, 5, 3, 3}, {1}, {1}, {1}, 1, dtype, layout),
+      dtype, dtype);
 }
 
 INSTANTIATE_TEST_SUITE_P(DtypesAndLayouts, Bias,
@@ -694,6 +747,16 @@ INSTANTIATE_TEST_SUITE_P(DtypesAndLayouts, Bias,
                                   std::string(to_string(std::get<1>(info.param)));
                          });
 
+TEST(OneDnnBackend, BiasOfAnotherDtypeOnALargeTensor) {
+  // The bias may have a dtype of its own; 2^21 elements and more are split over threads where the
+  // loops run (Note [bias without oneDNN]).
+  for (const Layout layout : {Layout::channels_first, Layout::channels_last}) {
+    expect_bias(ConvDesc::from_shapes(Dims{2, 32, 256, 128}, Dims{32, 32, 1, 1}, {1}, {0}, {1}, 1,
+                                      DType::f16, layout),
+                DType::f32, DType::bf16);
+  }
+}
+
 TEST(OneDnnBackend, BiasRejectsMismatchedTensors) {
   const ConvDesc desc = ConvDesc::from_shapes(Dims{2, 4, 5, 5}, Dims{8, 4, 3, 3}, {1}, {1});
   Tensor dst = Tensor::zeros(desc.dst_dims(), DType::f32);
@@ -704,6 +767,9 @@ TEST(OneDnnBackend, BiasRejectsMismatchedTensors) {
   Tensor wrong_dst = Tensor::zeros(Dims{2, 8, 5, 4}, DType::f32);
   expect_error(ErrorKind::InvalidArgument, {"dst", "2x8x5x5"},
                [&] { cpu().conv().bias_fwd(desc, bias, wrong_dst); });
+  const Tensor integer_bias = Tensor::zeros(Dims{8}, DType::i32);
+  expect_error(ErrorKind::InvalidArgument, {"bias", "i32", "f16 or bf16"},
+               [&] { cpu().conv().bias_fwd(desc, integer_bias, dst); });
 }
 
 }  // namespace

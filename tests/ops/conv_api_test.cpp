@@ -3,12 +3,12 @@
 // (conv_fwd with bias, conv_bwd_weights with diff_bias, conv_bias_fwd, conv_bias_bwd) against a
 // direct computation in double precision.
 
+#include <dnnx/dnnx.hpp>
+
 #include "ops/conv_cases.hpp"
 #include "support/compare.hpp"
 #include "support/conv.hpp"
 #include "support/random.hpp"
-
-#include <dnnx/dnnx.hpp>
 
 #include <gtest/gtest.h>
 
@@ -27,9 +27,12 @@ struct ApiCase {
 // A handful of edge shapes in every dtype and layout: the parity suite covers breadth, this
 // suite covers the call path.
 std::vector<ApiCase> api_cases() {
-  const std::set<std::string> shapes = {"1d_stride2_dilation2_asym_pad", "2d_basic",
-                                        "2d_groups4",  "2d_depthwise_multiplier2",
-                                        "2d_kernel_eq_padded_input", "3d_stride_dilation_asym_pad"};
+  const std::set<std::string> shapes = {"1d_stride2_dilation2_asym_pad",
+                                        "2d_basic",
+                                        "2d_groups4",
+                                        "2d_depthwise_multiplier2",
+                                        "2d_kernel_eq_padded_input",
+                                        "3d_stride_dilation_asym_pad"};
   std::vector<ApiCase> cases;
   for (const BackendKind backend : {BackendKind::reference, BackendKind::cpu}) {
     for (const ConvCase& conv : conv_edge_cases()) {
@@ -73,8 +76,8 @@ class ConvApi : public ::testing::TestWithParam<ApiCase> {
   void SetUp() override {
     std::string why;
     if (!backend_available(GetParam().backend, &why)) {
-      GTEST_SKIP() << "backend " << to_string(GetParam().backend) << " is not available here: "
-                   << why;
+      GTEST_SKIP() << "backend " << to_string(GetParam().backend)
+                   << " is not available here: " << why;
     }
   }
   const ConvDesc& desc() const { return GetParam().conv.desc; }
@@ -95,11 +98,18 @@ TEST_P(ConvApi, HeuristicMatchesReference) {
   const auto& [backend, conv] = GetParam();
   for (const Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
     SCOPED_TRACE(to_string(direction));
-    const ConvOperands operands = random_conv_operands(desc(), direction, seed(to_string(direction)));
+    const ConvOperands operands =
+        random_conv_operands(desc(), direction, seed(to_string(direction)));
     Context context(backend);
     const std::vector<AlgoInfo> algos = conv_list(context, desc(), direction);
     const auto first_supported =
         std::find_if(algos.begin(), algos.end(), [](const AlgoInfo& a) { return a.supported; });
+    // The cpu backend runs every desc on every CPU (f16/bf16 through f32-compute candidates
+    // where oneDNN has no native kernel).
+    if (backend == BackendKind::cpu) {
+      EXPECT_NE(first_supported, algos.end())
+          << "no supported cpu candidate\n  " << conv_context(desc(), direction, "(heuristic)");
+    }
     if (first_supported == algos.end()) {
       // Nothing can run it: the op must say Unsupported (the parity budget test tallies these).
       try {
@@ -112,7 +122,8 @@ TEST_P(ConvApi, HeuristicMatchesReference) {
       continue;
     }
     const ConvRun run = run_conv(context, desc(), direction, operands);
-    const std::string where = conv_context(desc(), direction, run.choice ? run.choice->algo.id : "?");
+    const std::string where =
+        conv_context(desc(), direction, run.choice ? run.choice->algo.id : "?");
     ASSERT_NE(run.choice, nullptr) << where;
     EXPECT_EQ(run.choice->op, "conv") << where;
     EXPECT_EQ(run.choice->direction, direction) << where;
@@ -124,9 +135,8 @@ TEST_P(ConvApi, HeuristicMatchesReference) {
     Context reference(BackendKind::reference);
     const ConvRun expected = run_conv(reference, desc(), direction, operands);
     EXPECT_TRUE(close_within_scale(run.output.to_f32(), expected.output.to_f32(),
-                                   conv_error_scale(desc(), direction, operands),
-                                   run.output.dims(), conv_tolerance(desc().dtype), "output",
-                                   where));
+                                   conv_error_scale(desc(), direction, operands), run.output.dims(),
+                                   conv_tolerance(desc().dtype), "output", where));
   }
 }
 
@@ -144,12 +154,13 @@ TEST_P(ConvApi, FwdWithBias) {
   // Direct: the f32 reference conv (f64 accumulation, no bias) plus bias, added in double.
   ConvDesc wide = desc();
   wide.dtype = DType::f32;
-  ConvOperands wide_operands{tensor_from(operands.src.dims(), DType::f32, wide.layout, operands.src.to_f32()),
-                             tensor_from(operands.weights.dims(), DType::f32, wide.layout,
-                                         operands.weights.to_f32()),
-                             {}};
+  ConvOperands wide_operands{
+      tensor_from(operands.src.dims(), DType::f32, wide.layout, operands.src.to_f32()),
+      tensor_from(operands.weights.dims(), DType::f32, wide.layout, operands.weights.to_f32()),
+      {}};
   Context reference(BackendKind::reference);
-  const std::vector<float> conv_only = run_conv(reference, wide, direction, wide_operands).output.to_f32();
+  const std::vector<float> conv_only =
+      run_conv(reference, wide, direction, wide_operands).output.to_f32();
   std::vector<float> scale = conv_error_scale(desc(), direction, operands);
   const std::vector<float> b = bias_values.to_f32();
   std::vector<float> expected(conv_only.size());
@@ -198,16 +209,14 @@ TEST_P(ConvApi, BwdWeightsWithDiffBias) {
   Context reference(BackendKind::reference);
   const ConvRun expected = run_conv(reference, desc(), direction, operands);
   EXPECT_TRUE(close_within_scale(diff_weights.to_f32(), expected.output.to_f32(),
-                                 conv_error_scale(desc(), direction, operands),
-                                 diff_weights.dims(), conv_tolerance(desc().dtype),
-                                 "diff_weights", where));
+                                 conv_error_scale(desc(), direction, operands), diff_weights.dims(),
+                                 conv_tolerance(desc().dtype), "diff_weights", where));
 
   const ChannelSums sums = channel_sums(operands.diff_dst);
-  EXPECT_TRUE(close_within_scale(diff_bias.to_f32(),
-                                 std::vector<float>(sums.sum.begin(), sums.sum.end()),
-                                 std::vector<float>(sums.magnitude.begin(), sums.magnitude.end()),
-                                 diff_bias.dims(), conv_tolerance(desc().dtype), "diff_bias",
-                                 where));
+  EXPECT_TRUE(
+      close_within_scale(diff_bias.to_f32(), std::vector<float>(sums.sum.begin(), sums.sum.end()),
+                         std::vector<float>(sums.magnitude.begin(), sums.magnitude.end()),
+                         diff_bias.dims(), conv_tolerance(desc().dtype), "diff_bias", where));
 }
 
 TEST_P(ConvApi, BiasBwd) {
@@ -219,11 +228,10 @@ TEST_P(ConvApi, BiasBwd) {
   const std::string where = conv_context(desc(), Direction::bwd_weights, "conv_bias_bwd");
   ASSERT_TRUE(all_finite(diff_bias, "diff_bias", where));
   const ChannelSums sums = channel_sums(diff_dst);
-  EXPECT_TRUE(close_within_scale(diff_bias.to_f32(),
-                                 std::vector<float>(sums.sum.begin(), sums.sum.end()),
-                                 std::vector<float>(sums.magnitude.begin(), sums.magnitude.end()),
-                                 diff_bias.dims(), conv_tolerance(desc().dtype), "diff_bias",
-                                 where));
+  EXPECT_TRUE(
+      close_within_scale(diff_bias.to_f32(), std::vector<float>(sums.sum.begin(), sums.sum.end()),
+                         std::vector<float>(sums.magnitude.begin(), sums.magnitude.end()),
+                         diff_bias.dims(), conv_tolerance(desc().dtype), "diff_bias", where));
 }
 
 INSTANTIATE_TEST_SUITE_P(Edge, ConvApi, ::testing::ValuesIn(api_cases()), api_name);

@@ -334,6 +334,45 @@ TEST(ConvFusedPolicy, HeuristicPicksTheFirstSupportedCandidate) {
   EXPECT_EQ(operands.call(context, desc)->algo.id, first->id);
 }
 
+bool has_note(const AlgoInfo& algo, const char* note) {
+  return std::find(algo.notes.begin(), algo.notes.end(), note) != algo.notes.end();
+}
+
+TEST(ConvFusedPolicy, LowPrecisionRunsOnEveryCpuNativeCandidatesFirst) {
+  // Note [candidate order] (src/backends/onednn/conv_list.cpp): native fused implementations,
+  // then f32-compute fused ones, then the unfused candidate, then ref:any. Which groups exist
+  // depends on the CPU; the f32-compute ones and a runnable unfused candidate exist everywhere.
+  if (!cpu_available()) GTEST_SKIP() << "cpu backend not available";
+  Context context = private_context(BackendKind::cpu);
+  for (const DType dtype : {DType::f16, DType::bf16}) {
+    ConvFusedDesc desc = small_desc();
+    desc.conv.dtype = dtype;
+    const auto algos = conv_fused_list(context, desc);
+    int group = 0;
+    int f32_compute = 0;
+    bool unfused = false;
+    for (const AlgoInfo& algo : algos) {
+      SCOPED_TRACE(algo.id);
+      if (!algo.supported) continue;
+      const bool ref = algo.id.starts_with("onednn:ref:");
+      const int here = ref                             ? 3
+                       : has_note(algo, "unfused")     ? 2
+                       : has_note(algo, "f32_compute") ? 1
+                                                       : 0;
+      EXPECT_GE(here, group) << "out of order";
+      group = std::max(group, here);
+      if (here == 1) {
+        ++f32_compute;
+        EXPECT_TRUE(algo.id.ends_with(":fused:f32"));
+        EXPECT_NE(algo.name.find("f32 compute"), std::string::npos) << algo.name;
+      }
+      if (here == 2) unfused = true;
+    }
+    EXPECT_GT(f32_compute, 0) << to_string(dtype);
+    EXPECT_TRUE(unfused) << to_string(dtype);
+  }
+}
+
 TEST(ConvFusedPolicy, FixedIdIsHonoured) {
   if (!cpu_available()) GTEST_SKIP() << "cpu backend not available";
   Context context = private_context(BackendKind::cpu);

@@ -9,12 +9,12 @@
 // must agree bitwise. Unsupported candidates are counted, reported, and each must carry one of
 // the reasons of Note [expected unsupported]; anything else fails.
 
+#include <dnnx/dnnx.hpp>
+
 #include "ops/conv_cases.hpp"
 #include "support/compare.hpp"
 #include "support/conv.hpp"
 #include "support/random.hpp"
-
-#include <dnnx/dnnx.hpp>
 
 #include <gtest/gtest.h>
 
@@ -57,17 +57,21 @@ struct ExpectedReason {
 const std::vector<ExpectedReason>& expected_reasons() {
   static const std::vector<ExpectedReason> reasons = {
       // oneDNN implements winograd for few shapes (3x3, stride 1, f32 forward on some ISAs).
-      {"onednn: no winograd implementation for the desc", std::regex("^onednn:unavailable:winograd$"),
-       std::regex("has no winograd implementation"), [](const ConvDesc&, Direction) { return true; }},
-      // f16/bf16 implementations exist only for some directions on some ISAs; f32 has oneDNN's
-      // reference implementations everywhere, so a missing f32 direct algorithm is a bug.
-      {"onednn: no direct implementation for f16/bf16 in this direction",
+      {"onednn: no winograd implementation for the desc",
+       std::regex("^onednn:unavailable:winograd$"), std::regex("has no winograd implementation"),
+       [](const ConvDesc&, Direction) { return true; }},
+      // Native f16/bf16 implementations exist only for some directions on some ISAs (the
+      // f32-compute candidates run the rest: Note [f32 compute convolution] in
+      // src/backends/onednn/conv_list.cpp); f32 has oneDNN's reference implementations
+      // everywhere, so a missing f32 direct algorithm is a bug.
+      {"onednn: no native direct implementation for f16/bf16 in this direction",
        std::regex("^onednn:unavailable:direct$"), std::regex("has no direct implementation"),
        [](const ConvDesc& desc, Direction) { return desc.dtype != DType::f32; }},
       // Note [known oneDNN defects] (src/backends/onednn/conv_list.cpp): implementations oneDNN
       // offers that compute wrong results for some descs (all in backward weights); the backend
       // lists them unsupported: jit_bf16 with a kernel longer than the input, jit_1x1 on strided
       // nhwc activations with few channels, jit:avx512_core on 3-D strided, front-padded depth.
+      // The same f32 implementations inside f32-compute candidates (ids ending in ":f32").
       {"onednn: known oneDNN defect (backward weights)", std::regex("^onednn:jit(_bf16|_1x1)?:"),
        std::regex("known oneDNN defect"),
        [](const ConvDesc&, Direction direction) { return direction == Direction::bwd_weights; }},
@@ -125,8 +129,8 @@ void ConvParity::check(Direction direction) {
   const ConvDesc& desc = conv.desc;
   SCOPED_TRACE(conv.name + " " + std::string(to_string(direction)));
 
-  const ConvOperands operands =
-      random_conv_operands(desc, direction, seed_from(conv.name + std::string(to_string(direction))));
+  const ConvOperands operands = random_conv_operands(
+      desc, direction, seed_from(conv.name + std::string(to_string(direction))));
   Context reference(BackendKind::reference);
   const ConvRun expected = run_conv(reference, desc, direction, operands);
   ASSERT_TRUE(all_finite(expected.output, "reference output",
@@ -181,11 +185,11 @@ void ConvParity::check(Direction direction) {
       continue;
     }
     double ratio = 0;
-    EXPECT_TRUE(close_within_scale(run.output.to_f32(), expected_values, scale,
-                                   run.output.dims(), tolerance, "output", context, &ratio));
+    EXPECT_TRUE(close_within_scale(run.output.to_f32(), expected_values, scale, run.output.dims(),
+                                   tolerance, "output", context, &ratio));
     worst_ratio = std::max(worst_ratio, ratio);
-    summary << "\n    ran  " << algo.id << " (" << ms << " ms, error " << ratio
-            << " of the bound" << (algo.deterministic ? ", deterministic" : "") << ")";
+    summary << "\n    ran  " << algo.id << " (" << ms << " ms, error " << ratio << " of the bound"
+            << (algo.deterministic ? ", deterministic" : "") << ")";
     if (algo.deterministic) {
       const ConvRun again = run_conv(fixed, desc, direction, operands);
       EXPECT_TRUE(bitwise_equal(run.output, again.output, "output", context));
@@ -201,6 +205,12 @@ void ConvParity::check(Direction direction) {
             << " unsupported, worst error " << worst_ratio << " of the bound" << summary.str()
             << "\n";
 
+  // The cpu backend runs every case on every CPU: f16/bf16 through f32-compute candidates where
+  // oneDNN has no native kernel (Note [f32 compute convolution]).
+  if (backend == BackendKind::cpu) {
+    EXPECT_GT(listed_supported, 0)
+        << "no supported cpu candidate\n  " << conv_context(desc, direction, "(none)");
+  }
   if (listed_supported == 0) {
     // No candidate: the op itself must then refuse with Unsupported, not run something else.
     Context heuristic(backend);
@@ -221,13 +231,13 @@ TEST_P(ConvParity, bwd_weights) { check(Direction::bwd_weights); }
 INSTANTIATE_TEST_SUITE_P(Edge, ConvParity, ::testing::ValuesIn(with_backends(conv_edge_cases())),
                          parity_name);
 INSTANTIATE_TEST_SUITE_P(Random, ConvParity,
-                         ::testing::ValuesIn(with_backends(
-                             conv_random_cases(random_table_seed, random_table_size))),
+                         ::testing::ValuesIn(with_backends(conv_random_cases(random_table_seed,
+                                                                             random_table_size))),
                          parity_name);
-INSTANTIATE_TEST_SUITE_P(ResNet50, ConvParity,
-                         ::testing::ValuesIn(with_backends(
-                             conv_resnet50_cases(1, resnet50_default_max_macs))),
-                         parity_name);
+INSTANTIATE_TEST_SUITE_P(
+    ResNet50, ConvParity,
+    ::testing::ValuesIn(with_backends(conv_resnet50_cases(1, resnet50_default_max_macs))),
+    parity_name);
 INSTANTIATE_TEST_SUITE_P(ResNet50All, ConvParity,
                          ::testing::ValuesIn(with_backends(resnet50_all_cases())), parity_name);
 
@@ -249,7 +259,8 @@ TEST(ConvParityBudget, EveryUnsupportedCandidateHasAnExpectedReason) {
   int total = 0;
   int supported = 0;
   for (const ConvCase& conv : cases) {
-    for (const Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
+    for (const Direction direction :
+         {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
       int supported_here = 0;
       for (const AlgoInfo& algo : conv_list(cpu, conv.desc, direction)) {
         ++total;
@@ -260,16 +271,15 @@ TEST(ConvParityBudget, EveryUnsupportedCandidateHasAnExpectedReason) {
         }
         const char* category = unsupported_category(conv.desc, direction, algo);
         ++by_category[category ? category : "UNEXPECTED"];
-        EXPECT_NE(category, nullptr)
-            << "unexpected reason \"" << algo.reason << "\"\n  "
-            << conv_context(conv.desc, direction, algo.id);
+        EXPECT_NE(category, nullptr) << "unexpected reason \"" << algo.reason << "\"\n  "
+                                     << conv_context(conv.desc, direction, algo.id);
       }
       if (supported_here == 0) {
         ++uncovered_by_dtype[std::string(to_string(conv.desc.dtype))];
-        // oneDNN's reference implementations cover every f32 convolution: the cpu backend must too.
-        EXPECT_NE(conv.desc.dtype, DType::f32)
-            << "no cpu candidate supports an f32 case\n  "
-            << conv_context(conv.desc, direction, "(none)");
+        // oneDNN's reference implementations cover every f32 convolution, and f16/bf16 run on
+        // f32 copies where oneDNN has no native kernel: every case has a cpu candidate.
+        ADD_FAILURE() << "no cpu candidate supports the case\n  "
+                      << conv_context(conv.desc, direction, "(none)");
       }
     }
   }
@@ -279,8 +289,8 @@ TEST(ConvParityBudget, EveryUnsupportedCandidateHasAnExpectedReason) {
     std::cout << "[ budget   ]   unsupported (" << category << "): " << count << "\n";
   }
   for (const auto& [dtype, count] : uncovered_by_dtype) {
-    std::cout << "[ budget   ]   " << dtype << " (case, direction) pairs without any cpu candidate: "
-              << count << "\n";
+    std::cout << "[ budget   ]   " << dtype
+              << " (case, direction) pairs without any cpu candidate: " << count << "\n";
   }
   EXPECT_GT(supported, 0);
 }

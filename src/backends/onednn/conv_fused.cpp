@@ -17,6 +17,11 @@
 // asked for under the memory-format strategies of Note [format strategies] (conv_list.cpp), and
 // its id names the layouts it chose: "onednn:<impl>:<algorithm>:<layouts>:fused". oneDNN's
 // ref:any keeps only its plain variant and stays last (Note [one reference candidate]).
+//   f16/bf16 descs also list f32-compute fused candidates, as plain convolution does (Note [f32
+// compute convolution], conv_list.cpp; id "onednn:<impl>:<algorithm>:<layouts>:fused:f32"): the
+// f32 implementation with the same post-ops, src and weights converted into f32 buffers, the bias
+// into an f32 copy, the residual converted by its copy into dst's f32 buffer (so its scaling is
+// done in f32, without the extra rounding above), and dst converted back once at the end.
 //
 // Note [unfused candidates]
 // "unfused:<conv id>" runs the backend's heuristic convolution (the first supported candidate of
@@ -25,11 +30,19 @@
 // convolution writes into the workspace, not dst, so that a residual which is dst itself is still
 // intact when the epilogue reads it; workspace_bytes counts that buffer.
 //
-// Order: fused implementations other than ref (oneDNN's order, strategies as for plain conv),
-// then the unfused candidate, then the fused ref:any, then "onednn:unavailable:<algorithm>:fused"
-// records for the algorithms oneDNN has no fused implementation of.
+// An f16/bf16 desc that oneDNN has no native convolution for runs its unfused candidate on the
+// first f32-compute convolution candidate; the epilogue then reads the convolution's output after
+// its rounding to the dtype (one more rounding, within Note [conv_fused tolerances]).
+//
+// Order (Note [candidate order], conv_list.cpp): native fused implementations other than ref
+// (oneDNN's order, strategies as for plain conv), the f32-compute fused ones, the unfused
+// candidate, the fused ref:any (in f32 only where no native one runs), then
+// "onednn:unavailable:<algorithm>:fused" records for the algorithms oneDNN has no native fused
+// implementation of.
 
 #include "backends/onednn/check.hpp"
+#include "backends/onednn/conv_bias.hpp"
+#include "backends/onednn/conv_list.hpp"
 #include "backends/onednn/layer_common.hpp"
 #include "backends/onednn/layers.hpp"
 #include "backends/onednn/memory.hpp"
@@ -37,7 +50,6 @@
 #include "core/conv_fused_args.hpp"
 #include "core/dtype.hpp"
 #include "core/strings.hpp"
-#include "core/threads.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -47,7 +59,6 @@
 #include <set>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -59,38 +70,6 @@ constexpr const char* op_text = "conv_fused";  // the op in messages
 ErrorContext context_of(const ConvFusedDesc& desc, std::string implementation) {
   return layer_context(op_text, Direction::fwd, desc.repro(Direction::fwd),
                        std::move(implementation));
-}
-
-std::string_view algorithm_name(dnnl::algorithm algorithm) {
-  switch (algorithm) {
-    case dnnl::algorithm::convolution_direct: return "direct";
-    case dnnl::algorithm::convolution_winograd: return "winograd";
-    case dnnl::algorithm::convolution_auto: return "auto";
-    default: return "other";
-  }
-}
-
-// Note [format strategies] (conv_list.cpp), in the same order of preference.
-enum class Strategy : std::uint8_t { plain, blocked_weights, blocked, transposed };
-
-std::array<Strategy, 4> strategy_order(const ConvDesc& desc) {
-  if (desc.layout == Layout::channels_last)
-    return {Strategy::blocked_weights, Strategy::blocked, Strategy::transposed, Strategy::plain};
-  return {Strategy::blocked, Strategy::transposed, Strategy::blocked_weights, Strategy::plain};
-}
-
-struct StrategyMds {
-  memory::desc src, weights, dst;
-};
-
-StrategyMds strategy_mds(const ConvGeometry& g, Strategy strategy) {
-  switch (strategy) {
-    case Strategy::plain: return {g.src, g.weights, g.dst};
-    case Strategy::blocked_weights: return {g.src, any_layout(g.weights), g.dst};
-    case Strategy::blocked: return {any_layout(g.src), any_layout(g.weights), any_layout(g.dst)};
-    case Strategy::transposed: return {g.src_transposed, any_layout(g.weights), g.dst_transposed};
-  }
-  return {g.src, g.weights, g.dst};
 }
 
 // The epilogue as oneDNN attributes (Note [oneDNN fused candidates]).
@@ -105,10 +84,11 @@ dnnl::primitive_attr fused_attr(const ConvFusedDesc& desc) {
   return attr;
 }
 
-memory::desc fused_bias_md(const ConvFusedDesc& desc) {
+// The bias as the caller holds it (`type` = its dtype) or as an f32-compute convolution reads it
+// (f32); null without a bias.
+memory::desc fused_bias_md(const ConvFusedDesc& desc, DType type) {
   if (!desc.bias) return {};
-  return memory::desc({desc.conv.out_channels}, data_type_of(desc.conv.dtype),
-                      memory::format_tag::x);
+  return memory::desc({desc.conv.out_channels}, data_type_of(type), memory::format_tag::x);
 }
 
 // Roles of the convolution's tensors in the arrays below.
@@ -118,6 +98,7 @@ constexpr const char* role_names[3] = {"src", "weights", "dst"};
 // One candidate: its public record and what a plan needs to build it.
 struct Candidate {
   AlgoInfo info;
+  CandidateOrigin origin;  // fused: what in_priority_order needs; unfused: none
   // Fused: the implementation, per role its descriptor and the reorder between it and the
   // caller's layout (null: none; src and weights user -> inner, dst inner -> user), the
   // residual's copy (user dst -> the dst the convolution accumulates onto, a reorder) and scaling
@@ -129,71 +110,44 @@ struct Candidate {
   dnnl::primitive_desc_base residual_copy;
   dnnl::primitive_desc_base residual_scaling;
   std::array<std::size_t, 3> buffer_offsets{};
+  // f32 compute (Note [f32 compute convolution], conv_list.cpp): the bias's conversion to f32
+  // and the offset of its copy (null, 0 otherwise).
+  dnnl::primitive_desc_base bias_reorder;
+  std::size_t bias_offset = 0;
   // Unfused: the convolution candidate it runs and where the convolution's output goes.
   std::string conv_id;
   std::size_t conv_workspace = 0;
   std::size_t staging_offset = 0;  // of the convolution's output when desc.residual
 };
 
-void describe(AlgoInfo& info, const std::string& impl, dnnl::algorithm algorithm,
-              const std::string& layouts) {
-  const bool winograd =
-      algorithm == dnnl::algorithm::convolution_winograd || contains(impl, "wino");
-  info.notes = {"fused", winograd ? "winograd" : "direct"};
-  if (impl.starts_with("ref")) {
-    info.notes.emplace_back("reference");
-    info.families = {"none"};
-  } else if (winograd) {
-    info.families = {"winograd"};
-  } else if (contains(impl, "gemm") && !contains(impl, "brg")) {
-    info.notes.emplace_back("gemm");
-    info.families = {"large"};
-  } else {
-    if (contains(impl, "brg")) info.notes.emplace_back("brgemm");
-    info.families = {"small"};
-  }
-  if (const std::string_view isa = isa_of(impl, {"amx", "avx512", "avx2", "sse41"}); !isa.empty())
-    info.notes.emplace_back(isa);
-  if (contains(impl, "1x1")) info.notes.emplace_back("1x1");
-  if (contains(impl, "dw")) info.notes.emplace_back("depthwise");
-  if (layouts != "plain") info.notes.push_back(layouts);
-}
-
 // The current implementation of `pd` as a fused candidate (unsupported, with the reason, when a
-// reorder it needs has no implementation).
+// reorder it needs has no implementation). `g` is the caller's geometry; `inner_g` the one the
+// implementation was asked for (g, or its f32 twin for an f32-compute candidate).
 Candidate fused_candidate(const dnnl::engine& engine, const dnnl::primitive_desc& pd,
                           dnnl::algorithm algorithm, const ConvFusedDesc& desc,
-                          const ConvGeometry& g, const ErrorContext& context) {
+                          const ConvGeometry& g, const ConvGeometry& inner_g, bool f32_compute,
+                          const ErrorContext& context) {
   Candidate candidate;
   candidate.conv = clone(pd, context);
   const std::string impl = sanitize(pd.impl_info_str());
   candidate.inner = {pd.src_desc(), pd.weights_desc(), pd.dst_desc()};
   const std::array<const memory::desc*, 3> user = {&g.src, &g.weights, &g.dst};
-  const std::array<const memory::desc*, 3> transposed = {&g.src_transposed, nullptr,
-                                                         &g.dst_transposed};
-  bool activations_user = true;
-  bool activations_transposed = true;
-  for (const std::size_t r : {role_src, role_dst}) {
-    if (!same_layout(candidate.inner[r], *user[r])) activations_user = false;
-    if (!same_layout(candidate.inner[r], *transposed[r])) activations_transposed = false;
-  }
-  const bool weights_user = same_layout(candidate.inner[role_weights], g.weights);
-  const Layout other =
-      g.layout == Layout::channels_first ? Layout::channels_last : Layout::channels_first;
-  const std::string layouts = activations_user ? (weights_user ? "plain" : "blocked_weights")
-                              : activations_transposed ? std::string(to_string(other))
-                                                       : "blocked";
+  const std::string layouts = chosen_layouts(
+      inner_g, candidate.inner[role_src], candidate.inner[role_weights], candidate.inner[role_dst]);
   const dnnl::algorithm resolved =
       algorithm == dnnl::algorithm::convolution_auto ? pd.get_algorithm() : algorithm;
 
+  candidate.origin = {detail::cat(impl, ':', algorithm_name(resolved)), layouts, f32_compute};
   AlgoInfo& info = candidate.info;
-  info.id = detail::cat("onednn:", impl, ':', algorithm_name(resolved), ':', layouts, ":fused");
-  info.name =
-      detail::cat(impl, " (", algorithm_name(resolved), ", ", layouts, ", epilogue as post-ops)");
+  info.id = detail::cat("onednn:", impl, ':', algorithm_name(resolved), ':', layouts, ":fused",
+                        f32_compute ? f32_compute_id_suffix : "");
+  info.name = detail::cat(impl, " (", algorithm_name(resolved), ", ", layouts,
+                          f32_compute ? ", f32 compute" : "", ", epilogue as post-ops)");
   // oneDNN's CPU convolutions are bitwise reproducible for a fixed thread count, which is part of
   // the fingerprint (Note [determinism], conv_list.cpp); post-ops run in the same threads.
   info.deterministic = true;
-  describe(info, impl, resolved, layouts);
+  info.notes = {"fused"};
+  describe(info, impl, resolved, layouts, f32_compute);
 
   std::size_t scratch = pd.scratchpad_desc().get_size();
   bool reordered = false;
@@ -255,12 +209,21 @@ Candidate fused_candidate(const dnnl::engine& engine, const dnnl::primitive_desc
       info.notes.emplace_back("scaled_residual");
     }
   }
+  if (f32_compute && desc.bias) {
+    candidate.bias_reorder =
+        reorder(fused_bias_md(desc, desc.conv.dtype), fused_bias_md(desc, DType::f32), "bias");
+    if (!candidate.bias_reorder) return candidate;
+  }
   // Without reorders the workspace is exactly the scratchpads'.
   std::size_t offset = reordered ? round_up(scratch) : scratch;
   for (std::size_t r = 0; r < 3; ++r) {
     if (!candidate.reorders[r]) continue;
     candidate.buffer_offsets[r] = offset;
     offset += round_up(candidate.inner[r].get_size());
+  }
+  if (candidate.bias_reorder) {
+    candidate.bias_offset = offset;
+    offset += round_up(fused_bias_md(desc, DType::f32).get_size());
   }
   info.workspace_bytes = offset;
   info.supported = true;
@@ -303,9 +266,12 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const ConvFus
                                        const std::string& isa, detail::ConvBackend& conv) {
   const ErrorContext context = context_of(desc, "");
   const ConvGeometry g = conv_geometry(desc.conv);
+  // Note [f32 compute convolution] (conv_list.cpp): the same convolution on f32 tensors.
+  ConvDesc f32_conv = desc.conv;
+  f32_conv.dtype = DType::f32;
+  const ConvGeometry f32_g = conv_geometry(f32_conv);
   const dnnl::primitive_attr attr = fused_attr(desc);
-  const memory::desc bias = fused_bias_md(desc);
-  std::vector<Candidate> fused;
+  std::vector<Candidate> found_candidates;
   std::vector<Candidate> missing;
   std::set<std::string> seen;
   constexpr dnnl::algorithm algorithms[] = {dnnl::algorithm::convolution_direct,
@@ -313,21 +279,27 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const ConvFus
                                             dnnl::algorithm::convolution_auto};
   for (const dnnl::algorithm algorithm : algorithms) {
     bool found = false;
-    std::string failure;
-    for (const Strategy strategy : strategy_order(desc.conv)) {
-      const StrategyMds mds = strategy_mds(g, strategy);
+    bool f32_found = false;
+    std::string failure;  // the native strategies' (the f32 ones' is not reported)
+    std::string f32_failure;
+    for (const FormatStrategy strategy : format_strategies(desc.conv)) {
+      const ConvGeometry& inner = strategy.f32_compute ? f32_g : g;
+      const StrategyMds mds = strategy_mds(inner, strategy.layouts);
+      const memory::desc bias =
+          fused_bias_md(desc, strategy.f32_compute ? DType::f32 : desc.conv.dtype);
       dnnl::convolution_forward::primitive_desc pd = create_or_unavailable(
           [&] {
             return dnnl::convolution_forward::primitive_desc(
                 engine, dnnl::prop_kind::forward_inference, algorithm, mds.src, mds.weights, bias,
                 mds.dst, g.strides, g.dilates, g.padding_l, g.padding_r, attr);
           },
-          "fused primitive descriptor", context, failure);
+          "fused primitive descriptor", context, strategy.f32_compute ? f32_failure : failure);
       if (!pd) continue;
-      found = true;
+      (strategy.f32_compute ? f32_found : found) = true;
       do {
-        Candidate candidate = fused_candidate(engine, pd, algorithm, desc, g, context);
-        if (seen.insert(candidate.info.id).second) fused.push_back(std::move(candidate));
+        Candidate candidate =
+            fused_candidate(engine, pd, algorithm, desc, g, inner, strategy.f32_compute, context);
+        if (seen.insert(candidate.info.id).second) found_candidates.push_back(std::move(candidate));
       } while (pd.next_impl());
     }
     if (found || algorithm == dnnl::algorithm::convolution_auto) continue;
@@ -337,29 +309,18 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const ConvFus
     info.name = detail::cat(algorithm_name(algorithm), " with post-ops (no oneDNN implementation)");
     info.notes = {"fused", std::string(algorithm_name(algorithm))};
     if (algorithm == dnnl::algorithm::convolution_winograd) info.families = {"winograd"};
-    info.reason = detail::cat(onednn_version(), " has no ", algorithm_name(algorithm),
-                              " implementation of conv fwd with this epilogue (",
-                              desc.bias ? "bias, " : "", desc.residual ? "sum, " : "",
-                              to_string(desc.activation), ") for ", to_string(desc.conv.dtype), ' ',
-                              to_string(desc.conv.layout), " on cpu isa ", isa, ": ", failure);
+    info.reason = detail::cat(
+        onednn_version(), " has no ", algorithm_name(algorithm),
+        " implementation of conv fwd with this epilogue (", desc.bias ? "bias, " : "",
+        desc.residual ? "sum, " : "", to_string(desc.activation), ") for ",
+        to_string(desc.conv.dtype), ' ', to_string(desc.conv.layout), " on cpu isa ", isa, ": ",
+        failure, f32_found ? " (its f32-compute candidates run it on f32 copies)" : "");
     missing.push_back(std::move(unavailable));
   }
-  // Note [one reference candidate] (conv_list.cpp): only ref's plain variant, listed last.
-  const auto is_ref = [](const Candidate& c) { return c.info.id.starts_with("onednn:ref:"); };
-  const auto is_plain_ref = [&](const Candidate& c) {
-    return c.info.supported && is_ref(c) && c.info.id.ends_with(":plain:fused");
-  };
-  if (std::any_of(fused.begin(), fused.end(), is_plain_ref)) {
-    std::erase_if(fused, [&](const Candidate& c) { return is_ref(c) && !is_plain_ref(c); });
-  }
-  const auto first_ref = std::stable_partition(fused.begin(), fused.end(),
-                                               [&](const Candidate& c) { return !is_ref(c); });
-  const auto refs = static_cast<std::size_t>(fused.end() - first_ref);
-  std::vector<Candidate> list;
-  for (std::size_t i = 0; i + refs < fused.size(); ++i) list.push_back(std::move(fused[i]));
-  list.push_back(unfused_candidate(desc, conv));
-  for (std::size_t i = fused.size() - refs; i < fused.size(); ++i)
-    list.push_back(std::move(fused[i]));
+  // Note [candidate order] (conv_list.cpp), with the unfused candidate just before ref:any.
+  std::vector<Candidate> unfused;
+  unfused.push_back(unfused_candidate(desc, conv));
+  std::vector<Candidate> list = in_priority_order(std::move(found_candidates), std::move(unfused));
   for (Candidate& candidate : missing) list.push_back(std::move(candidate));
   for (std::size_t i = 0; i < list.size(); ++i) list[i].info.priority = static_cast<int>(i);
   return list;
@@ -382,7 +343,8 @@ void check_common(const ConvFusedDesc& desc, const detail::ConvFusedArgs& args,
 
 // ---- the fused plan -----------------------------------------------------------------------------
 
-// Runs one fused candidate: reorders of src and weights into the workspace, the residual's copy
+// Runs one fused candidate: reorders of src and weights (and, computing in f32, the conversion
+// of the bias) into the workspace, the residual's copy
 // into the dst the convolution accumulates onto (skipped in place, when it is already there),
 // the convolution with its post-ops, the reorder of dst back. Every primitive and memory object is
 // made here, once; execute() only rebinds data pointers (Note [one stream], runtime.hpp).
@@ -392,7 +354,8 @@ class FusedPlan final : public LayerPlan<detail::ConvFusedArgs> {
       : LayerPlan(candidate.info, context_of(desc, candidate.info.id)),
         runtime_(std::move(runtime)),
         desc_(desc),
-        offsets_(candidate.buffer_offsets) {
+        offsets_(candidate.buffer_offsets),
+        bias_offset_(candidate.bias_offset) {
     const ConvGeometry g = conv_geometry(desc.conv);
     const dnnl::engine& engine = runtime_->engine;
     const std::array<const memory::desc*, 3> user = {&g.src, &g.weights, &g.dst};
@@ -446,8 +409,14 @@ class FusedPlan final : public LayerPlan<detail::ConvFusedArgs> {
            (candidate.reorders[role_weights] ? buffers_[role_weights] : user_[role_weights]).get()},
           {DNNL_ARG_DST, conv_dst.get()}};
       if (desc_.bias) {
-        bias_ = dnnl::memory(fused_bias_md(desc_), engine, DNNL_MEMORY_NONE);
-        conv_args.push_back({DNNL_ARG_BIAS, bias_.get()});
+        bias_ = dnnl::memory(fused_bias_md(desc_, desc_.conv.dtype), engine, DNNL_MEMORY_NONE);
+        if (candidate.bias_reorder) {
+          // f32 compute: the convolution reads an f32 copy, converted with the inputs.
+          bias_buffer_ = dnnl::memory(fused_bias_md(desc_, DType::f32), engine, DNNL_MEMORY_NONE);
+          steps_.push_back(make_step(candidate.bias_reorder, {{DNNL_ARG_FROM, bias_.get()},
+                                                              {DNNL_ARG_TO, bias_buffer_.get()}}));
+        }
+        conv_args.push_back({DNNL_ARG_BIAS, (bias_buffer_ ? bias_buffer_ : bias_).get()});
       }
       conv_step_ = make_step(candidate.conv, std::move(conv_args));
       if (candidate.reorders[role_dst]) {
@@ -470,6 +439,7 @@ class FusedPlan final : public LayerPlan<detail::ConvFusedArgs> {
       if (buffers_[r]) bind(buffers_[r], base + offsets_[r]);
     }
     if (bias_) bind(bias_, args.bias->data());
+    if (bias_buffer_) bind(bias_buffer_, base + bias_offset_);
     for (Step& step : steps_) run(step, base);
     if (residual_) {
       bind(residual_, args.residual->data());
@@ -499,7 +469,9 @@ class FusedPlan final : public LayerPlan<detail::ConvFusedArgs> {
   std::array<std::size_t, 3> offsets_;
   std::array<dnnl::memory, 3> user_;     // bound to the caller's src, weights, dst
   std::array<dnnl::memory, 3> buffers_;  // reordered copies in the workspace (null: none)
-  dnnl::memory bias_;
+  dnnl::memory bias_;                    // the caller's bias
+  dnnl::memory bias_buffer_;  // its f32 copy in the workspace (f32 compute; null otherwise)
+  std::size_t bias_offset_;
   dnnl::memory residual_;    // the caller's residual, in dst's layout
   dnnl::memory dst_plain_;   // the caller's dst as the residual's steps see it (dst not reordered)
   std::vector<Step> steps_;  // input reorders
@@ -511,90 +483,6 @@ class FusedPlan final : public LayerPlan<detail::ConvFusedArgs> {
 };
 
 // ---- the unfused plan ---------------------------------------------------------------------------
-
-// dst = act(conv + bias + scale * residual) elementwise, in f32, over dense tensors in `layout`:
-// channels_first runs per (n, c) plane with a constant bias, channels_last per position over the
-// channels, so the inner loops are unit-stride and vectorise (f32; f16/bf16 convert on the way).
-template <typename T, typename Load, typename Store>
-void epilogue_range(const ConvFusedDesc& desc, const T* conv_out, const T* bias, const T* residual,
-                    T* dst, std::int64_t first, std::int64_t last, Load load, Store store) {
-  const std::int64_t channels = desc.conv.out_channels;
-  const std::int64_t plane = desc.dst_dims().product() / (desc.conv.batch * channels);
-  const float scale = desc.residual_scale;
-  const bool relu = desc.activation == FusedActivation::relu;
-  const bool channels_last = desc.conv.layout == Layout::channels_last;
-  // One row: `count` elements from `offset`, channel `c` (channels_first) or channels 0.. (last).
-  const auto row = [&](std::int64_t offset, std::int64_t count, std::int64_t c) {
-    for (std::int64_t i = 0; i < count; ++i) {
-      float v = load(conv_out[offset + i]);
-      if (bias != nullptr) v += load(bias[channels_last ? i : c]);
-      if (residual != nullptr) v += scale * load(residual[offset + i]);
-      if (relu) v = v < 0.0f ? 0.0f : v;  // NaN stays NaN, as in the reference
-      dst[offset + i] = store(v);
-    }
-  };
-  // Rows are (n, c) planes for channels_first and (n, position) channel vectors for channels_last.
-  for (std::int64_t r = first; r < last; ++r) {
-    if (channels_last) {
-      row(r * channels, channels, 0);
-    } else {
-      row(r * plane, plane, r % channels);
-    }
-  }
-}
-
-template <typename T, typename Load, typename Store>
-void epilogue(const ConvFusedDesc& desc, const void* conv_out, const void* bias,
-              const void* residual, void* dst, Load load, Store store) {
-  const std::int64_t channels = desc.conv.out_channels;
-  const std::int64_t plane = desc.dst_dims().product() / (desc.conv.batch * channels);
-  const std::int64_t rows = desc.conv.layout == Layout::channels_last ? desc.conv.batch * plane
-                                                                      : desc.conv.batch * channels;
-  const auto body = [&](std::int64_t first, std::int64_t last) {
-    epilogue_range<T>(desc, static_cast<const T*>(conv_out), static_cast<const T*>(bias),
-                      static_cast<const T*>(residual), static_cast<T*>(dst), first, last, load,
-                      store);
-  };
-  // A thread costs tens of microseconds to start: split only work of a million elements or more.
-  const std::int64_t elements = desc.dst_dims().product();
-  const auto hardware = static_cast<std::int64_t>(detail::hardware_threads());
-  const std::int64_t threads =
-      std::clamp<std::int64_t>(elements >> 20, 1, std::min(hardware, rows));
-  if (threads <= 1) {
-    body(0, rows);
-    return;
-  }
-  std::vector<std::jthread> workers;
-  for (std::int64_t t = 1; t < threads; ++t)
-    workers.emplace_back(body, rows * t / threads, rows * (t + 1) / threads);
-  body(0, rows / threads);
-}
-
-void run_epilogue(const ConvFusedDesc& desc, const void* conv_out, const void* bias,
-                  const void* residual, void* dst) {
-  switch (desc.conv.dtype) {
-    case DType::f32:
-      epilogue<float>(
-          desc, conv_out, bias, residual, dst, [](float v) { return v; },
-          [](float v) { return v; });
-      return;
-    case DType::f16:
-      epilogue<std::uint16_t>(
-          desc, conv_out, bias, residual, dst,
-          [](std::uint16_t v) { return detail::half_to_float(v); },
-          [](float v) { return detail::float_to_half(v); });
-      return;
-    case DType::bf16:
-      epilogue<std::uint16_t>(
-          desc, conv_out, bias, residual, dst,
-          [](std::uint16_t v) { return detail::bf16_to_float(v); },
-          [](float v) { return detail::float_to_bf16(v); });
-      return;
-    case DType::i32:
-    case DType::i64: break;
-  }
-  DNNX_ASSERT(false, "conv_fused on dtype ", to_string(desc.conv.dtype));
-}
 
 class UnfusedPlan final : public LayerPlan<detail::ConvFusedArgs> {
  public:
@@ -635,7 +523,8 @@ class UnfusedPlan final : public LayerPlan<detail::ConvFusedArgs> {
         !desc_.bias && !desc_.residual && desc_.activation == FusedActivation::identity;
     if (nothing_to_do) return;
     run_epilogue(desc_, conv_out->data(), desc_.bias ? args.bias->data() : nullptr,
-                 desc_.residual ? args.residual->data() : nullptr, args.dst->data());
+                 desc_.conv.dtype, desc_.residual ? args.residual->data() : nullptr,
+                 args.dst->data());
   }
 
  private:

@@ -25,11 +25,44 @@
 // Priority 0 is oneDNN's own first implementation of convolution_direct under the strategy that
 // usually wins for the caller's layout (see strategy_order), then the rest of that list, then
 // the other strategies, each in oneDNN's order; winograd after direct, and convolution_auto only
-// where it adds an implementation the other two do not list. ref:any, last in each of oneDNN's
-// lists, stays last. An algorithm without any implementation is one unsupported candidate
+// where it adds an implementation the other two do not list. For f16/bf16 the f32-compute
+// candidates follow (Note [f32 compute convolution]): a native implementation reads and writes
+// the dtype directly and skips the conversions, so where the CPU has one the heuristic should
+// pick it. ref:any, last in each of oneDNN's
+// lists, stays last: it is a scalar loop, slower than any jit kernel even with the conversions
+// around it. An algorithm without any native implementation is one unsupported candidate
 // ("onednn:unavailable:<algorithm>") carrying oneDNN's message, so that `dnnx algos` shows what
-// is missing and why.
+// is missing and why, even where f32-compute candidates run the desc.
 //
+// Note [one reference candidate]
+// ref:any reads every layout with the same generic loops, so its blocked variants differ from
+// the plain one only by the copies around it: listed, they would only make exhaustive tuning
+// time the slowest candidate more than once. Only its plain variant stays (in_priority_order).
+//
+// Note [f32 compute convolution]
+// oneDNN 3.x runs f16 only where the CPU has AVX512-FP16 and bf16 only from AVX-512 on (or with
+// AVX2-VNNI-2: platform::has_data_type_support, which every implementation checks, ref:any
+// included), so on other CPUs an f16/bf16 convolution has no oneDNN implementation at all. Its
+// reorders convert f16/bf16 <-> f32 on every ISA, though, so each f16/bf16 desc also lists
+// f32-compute candidates: the f32 implementations asked for under the format strategies with
+// f32 descriptors. Note [format strategies]'s machinery does the rest: every role's inner
+// descriptor differs from the caller's (in data type, and in layout where the implementation
+// blocks it), so one reorder per role converts (and relayouts) the inputs into f32 buffers in
+// the workspace and the output back, inside execute(). Timing and workspace_bytes include the
+// conversions. The result is what a native implementation computes: products of f16/bf16 values
+// summed in f32 and rounded once to the dtype (bwd_weights overwrites diff_weights; dnnx does not
+// accumulate into it). These candidates say what they are: the id ends in ":f32"
+// (f32_compute_id_suffix), the name says "f32 compute", the notes hold "f32_compute".
+//   To keep the list (and the parity tests, which run every candidate) short, each f32
+// implementation is listed once, under the first strategy in which it is supported: the
+// conversions copy every tensor anyway, so a second layout of the same kernel rarely changes
+// much. ref:any in f32 is listed only where no native ref:any is (its plain variant: the
+// caller's layouts in f32): where one is, it runs the same loops without the copies.
+// Known defects (Note [known oneDNN defects]) are those of the f32 implementation inside, and
+// determinism is that of the f32 implementation (Note [determinism]): the reorders are
+// elementwise. Every f32-compute candidate needs workspace for its copies, so on a CPU without
+// native f16/bf16 kernels no candidate of such a desc runs without workspace.
+
 // Note [determinism]
 // oneDNN documents run-to-run bitwise reproducible results for most primitives in a fixed
 // environment (same hardware, library, runtime, environment variables); the exceptions it names
@@ -42,6 +75,7 @@
 #include "backends/onednn/conv_list.hpp"
 
 #include "backends/onednn/check.hpp"
+#include "backends/onednn/layer_common.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
 
@@ -56,49 +90,6 @@ namespace {
 
 using Shape = Role::Shape;
 
-// Which memory descriptors an implementation is asked to run on (Note [format strategies]).
-enum class Strategy : std::uint8_t {
-  plain,            // every tensor in the caller's layout: no copies
-  blocked_weights,  // activations in the caller's layout, weights in oneDNN's preferred one
-  blocked,          // activations and weights in oneDNN's preferred layouts
-  transposed,       // activations in the other plain layout (nchw <-> nhwc), weights preferred
-};
-
-constexpr std::size_t buffer_alignment = 64;
-
-std::size_t round_up(std::size_t bytes) {
-  return (bytes + buffer_alignment - 1) / buffer_alignment * buffer_alignment;
-}
-
-std::string_view algorithm_name(dnnl::algorithm algorithm) {
-  switch (algorithm) {
-    case dnnl::algorithm::convolution_direct: return "direct";
-    case dnnl::algorithm::convolution_winograd: return "winograd";
-    case dnnl::algorithm::convolution_auto: return "auto";
-    default: return "other";
-  }
-}
-
-std::string onednn_version() {
-  const dnnl_version_t* v = dnnl_version();
-  return detail::cat("oneDNN ", v->major, '.', v->minor, '.', v->patch);
-}
-
-// Ids travel through command lines and cache files: keep them to a safe alphabet.
-std::string sanitize(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '_' || c == ':' || c == '+' || c == '.' || c == '-';
-    if (!safe) c = '_';
-  }
-  return out;
-}
-
-bool contains(std::string_view text, std::string_view part) {
-  return text.find(part) != std::string_view::npos;
-}
-
 // The strategy that usually wins comes first (Note [candidate order]): brgemm kernels run
 // channels_last activations in place, while channels_first activations are only read by gemm and
 // ref, so blocking them pays for its reorders.
@@ -106,26 +97,6 @@ std::array<Strategy, 4> strategy_order(const ConvDesc& desc) {
   if (desc.layout == Layout::channels_last)
     return {Strategy::blocked_weights, Strategy::blocked, Strategy::transposed, Strategy::plain};
   return {Strategy::blocked, Strategy::transposed, Strategy::blocked_weights, Strategy::plain};
-}
-
-struct StrategyMds {
-  memory::desc src, weights, dst;
-};
-
-StrategyMds strategy_mds(const ConvGeometry& g, Strategy strategy) {
-  switch (strategy) {
-    case Strategy::plain: return {g.src, g.weights, g.dst};
-    case Strategy::blocked_weights: return {g.src, any_layout(g.weights), g.dst};
-    case Strategy::blocked: return {any_layout(g.src), any_layout(g.weights), any_layout(g.dst)};
-    case Strategy::transposed: return {g.src_transposed, any_layout(g.weights), g.dst_transposed};
-  }
-  return {g.src, g.weights, g.dst};
-}
-
-dnnl::primitive_attr user_scratchpad() {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  return attr;
 }
 
 // A convolution primitive descriptor and, for the backward directions, the forward one it was
@@ -178,47 +149,6 @@ ConvPd create_conv_pd(const dnnl::engine& engine, Direction direction, dnnl::alg
     failure = error.what();
     return {};
   }
-}
-
-// A snapshot of `pd` at its current implementation (next_impl() changes the object in place).
-dnnl::primitive_desc clone(const dnnl::primitive_desc& pd, const ErrorContext& context) {
-  dnnl_primitive_desc_t copy = nullptr;
-  DNNX_DNNL_CHECK(dnnl_primitive_desc_clone(&copy, pd.get()), context,
-                  "cloning a primitive descriptor");
-  return dnnl::primitive_desc(copy);
-}
-
-void describe(AlgoInfo& info, const std::string& impl, dnnl::algorithm algorithm,
-              const std::string& layouts) {
-  const bool winograd =
-      algorithm == dnnl::algorithm::convolution_winograd || contains(impl, "wino");
-  info.notes.emplace_back(winograd ? "winograd" : "direct");
-  if (impl.starts_with("ref")) {
-    info.notes.emplace_back("reference");
-    info.families = {"none"};
-  } else if (winograd) {
-    info.families = {"winograd"};
-  } else if (contains(impl, "gemm") && !contains(impl, "brg")) {
-    // im2col + GEMM: the large column buffer is its scratchpad (Theano's "large").
-    info.notes.emplace_back("gemm");
-    info.families = {"large"};
-  } else {
-    if (contains(impl, "brg")) info.notes.emplace_back("brgemm");
-    info.families = {"small"};
-  }
-  if (contains(impl, "amx")) {
-    info.notes.emplace_back("amx");
-  } else if (contains(impl, "avx512")) {
-    info.notes.emplace_back("avx512");
-  } else if (contains(impl, "avx2")) {
-    info.notes.emplace_back("avx2");
-  } else if (contains(impl, "sse41")) {
-    info.notes.emplace_back("sse41");
-  }
-  if (contains(impl, "1x1")) info.notes.emplace_back("1x1");
-  if (contains(impl, "dw")) info.notes.emplace_back("depthwise");
-  // "blocked", "blocked_weights", "nchw" or "nhwc": which tensors are reordered per call.
-  if (layouts != "plain") info.notes.push_back(layouts);
 }
 
 std::string layouts_phrase(const std::string& layouts) {
@@ -283,10 +213,13 @@ std::optional<std::string> known_defect(const std::string& impl, const ConvDesc&
 }
 
 // Turns the current implementation of `pd` into a candidate; unsupported, with the reason, when
-// it is a known defect for `desc` or a reorder it needs has no implementation.
+// it is a known defect for `desc` or a reorder it needs has no implementation. `g` is the
+// caller's geometry; `inner_g` the one the implementation was asked for (g itself, or its f32
+// twin for an f32-compute candidate), against which its layouts are named.
 Candidate make_candidate(const dnnl::engine& engine, const ConvPd& conv_pd,
                          dnnl::algorithm algorithm, const ConvDesc& desc, const ConvGeometry& g,
-                         Direction direction, const ErrorContext& context) {
+                         const ConvGeometry& inner_g, bool f32_compute, Direction direction,
+                         const ErrorContext& context) {
   const dnnl::primitive_desc& pd = conv_pd.pd;
   Candidate candidate;
   candidate.conv = clone(pd, context);
@@ -294,41 +227,29 @@ Candidate make_candidate(const dnnl::engine& engine, const ConvPd& conv_pd,
   const std::string impl = sanitize(pd.impl_info_str());
   const auto& direction_roles = roles(direction);
 
-  // Which layouts the implementation chose, by tensor kind (Note [format strategies]).
-  bool activations_user = true;
-  bool activations_transposed = true;
-  bool weights_user = true;
+  std::array<memory::desc, 3> by_shape;  // the inner descriptors as src, weights, dst
   for (std::size_t r = 0; r < 3; ++r) {
-    const Role& role = direction_roles[r];
-    candidate.inner[r] = pd.query_md(role.query);
-    const memory::desc& user = user_md(g, role);
-    if (role.shape == Shape::weights) {
-      weights_user = same_layout(candidate.inner[r], user);
-      continue;
-    }
-    const memory::desc& transposed = role.shape == Shape::src ? g.src_transposed : g.dst_transposed;
-    if (!same_layout(candidate.inner[r], user)) activations_user = false;
-    if (!same_layout(candidate.inner[r], transposed)) activations_transposed = false;
+    candidate.inner[r] = pd.query_md(direction_roles[r].query);
+    by_shape[static_cast<std::size_t>(direction_roles[r].shape)] = candidate.inner[r];
   }
-  const Layout other =
-      g.layout == Layout::channels_first ? Layout::channels_last : Layout::channels_first;
-  const std::string layouts = activations_user ? (weights_user ? "plain" : "blocked_weights")
-                              : activations_transposed ? std::string(to_string(other))
-                                                       : "blocked";
+  const std::string layouts = chosen_layouts(inner_g, by_shape[0], by_shape[1], by_shape[2]);
   // A resolved convolution_auto reports the algorithm it became.
   const dnnl::algorithm resolved =
       algorithm == dnnl::algorithm::convolution_auto ? pd.get_algorithm() : algorithm;
 
+  candidate.origin = {detail::cat(impl, ':', algorithm_name(resolved)), layouts, f32_compute};
   AlgoInfo& info = candidate.info;
-  info.id = detail::cat("onednn:", impl, ':', algorithm_name(resolved), ':', layouts);
-  info.name = detail::cat(impl, " (", algorithm_name(resolved), ", ", layouts_phrase(layouts), ")");
+  info.id = detail::cat("onednn:", impl, ':', algorithm_name(resolved), ':', layouts,
+                        f32_compute ? f32_compute_id_suffix : "");
+  info.name = detail::cat(impl, " (", algorithm_name(resolved), ", ", layouts_phrase(layouts),
+                          f32_compute ? ", f32 compute" : "", ")");
   info.deterministic = true;  // Note [determinism]
-  describe(info, impl, resolved, layouts);
+  describe(info, impl, resolved, layouts, f32_compute);
 
   // Plain nhwc activations: the caller's, or converted to them.
   const bool activations_channels_last =
-      (activations_user && g.layout == Layout::channels_last) ||
-      (!activations_user && activations_transposed && other == Layout::channels_last);
+      layouts == "nhwc" ||
+      (g.layout == Layout::channels_last && (layouts == "plain" || layouts == "blocked_weights"));
   if (auto defect = known_defect(impl, desc, direction, activations_channels_last)) {
     info.supported = false;
     info.reason = std::move(*defect);
@@ -341,6 +262,7 @@ Candidate make_candidate(const dnnl::engine& engine, const ConvPd& conv_pd,
   for (std::size_t r = 0; r < 3; ++r) {
     const Role& role = direction_roles[r];
     const memory::desc& user = user_md(g, role);
+    // Compares data types too: every role of an f32-compute candidate is converted.
     if (same_layout(candidate.inner[r], user)) continue;
     const bool output = r == 2;
     try {
@@ -373,6 +295,74 @@ Candidate make_candidate(const dnnl::engine& engine, const ConvPd& conv_pd,
 }
 
 }  // namespace
+
+std::vector<FormatStrategy> format_strategies(const ConvDesc& desc) {
+  std::vector<FormatStrategy> strategies;
+  for (const Strategy strategy : strategy_order(desc)) strategies.push_back({strategy, false});
+  if (desc.dtype != DType::f32) {
+    for (const Strategy strategy : strategy_order(desc)) strategies.push_back({strategy, true});
+  }
+  return strategies;
+}
+
+StrategyMds strategy_mds(const ConvGeometry& g, Strategy strategy) {
+  switch (strategy) {
+    case Strategy::plain: return {g.src, g.weights, g.dst};
+    case Strategy::blocked_weights: return {g.src, any_layout(g.weights), g.dst};
+    case Strategy::blocked: return {any_layout(g.src), any_layout(g.weights), any_layout(g.dst)};
+    case Strategy::transposed: return {g.src_transposed, any_layout(g.weights), g.dst_transposed};
+  }
+  return {g.src, g.weights, g.dst};
+}
+
+std::string chosen_layouts(const ConvGeometry& g, const memory::desc& src,
+                           const memory::desc& weights, const memory::desc& dst) {
+  const bool activations_user = same_layout(src, g.src) && same_layout(dst, g.dst);
+  const bool activations_transposed =
+      same_layout(src, g.src_transposed) && same_layout(dst, g.dst_transposed);
+  if (activations_user) return same_layout(weights, g.weights) ? "plain" : "blocked_weights";
+  if (activations_transposed) {
+    return std::string(to_string(g.layout == Layout::channels_first ? Layout::channels_last
+                                                                    : Layout::channels_first));
+  }
+  return "blocked";
+}
+
+std::string_view algorithm_name(dnnl::algorithm algorithm) {
+  switch (algorithm) {
+    case dnnl::algorithm::convolution_direct: return "direct";
+    case dnnl::algorithm::convolution_winograd: return "winograd";
+    case dnnl::algorithm::convolution_auto: return "auto";
+    default: return "other";
+  }
+}
+
+void describe(AlgoInfo& info, const std::string& impl, dnnl::algorithm algorithm,
+              const std::string& layouts, bool f32_compute) {
+  const bool winograd =
+      algorithm == dnnl::algorithm::convolution_winograd || contains(impl, "wino");
+  info.notes.emplace_back(winograd ? "winograd" : "direct");
+  if (impl.starts_with("ref")) {
+    info.notes.emplace_back("reference");
+    info.families = {"none"};
+  } else if (winograd) {
+    info.families = {"winograd"};
+  } else if (contains(impl, "gemm") && !contains(impl, "brg")) {
+    // im2col + GEMM: the large column buffer is its scratchpad (Theano's "large").
+    info.notes.emplace_back("gemm");
+    info.families = {"large"};
+  } else {
+    if (contains(impl, "brg")) info.notes.emplace_back("brgemm");
+    info.families = {"small"};
+  }
+  if (const std::string_view isa = isa_of(impl, {"amx", "avx512", "avx2", "sse41"}); !isa.empty())
+    info.notes.emplace_back(isa);
+  if (contains(impl, "1x1")) info.notes.emplace_back("1x1");
+  if (contains(impl, "dw")) info.notes.emplace_back("depthwise");
+  // "blocked", "blocked_weights", "nchw" or "nhwc": which tensors are reordered per call.
+  if (layouts != "plain") info.notes.push_back(layouts);
+  if (f32_compute) info.notes.emplace_back(f32_compute_note_text);
+}
 
 const std::array<Role, 3>& roles(Direction direction) {
   using dnnl::query;
@@ -429,7 +419,12 @@ CandidateList list_conv_candidates(const dnnl::engine& engine, const ConvDesc& d
   context.backend = "cpu";
 
   const ConvGeometry geometry = conv_geometry(desc);
-  CandidateList list;
+  // Note [f32 compute convolution]: the same convolution on f32 tensors.
+  ConvDesc f32_desc = desc;
+  f32_desc.dtype = DType::f32;
+  const ConvGeometry f32_geometry = conv_geometry(f32_desc);
+
+  std::vector<Candidate> found_candidates;
   std::set<std::string> seen;
   std::vector<Candidate> missing;
 
@@ -438,16 +433,21 @@ CandidateList list_conv_candidates(const dnnl::engine& engine, const ConvDesc& d
                                             dnnl::algorithm::convolution_auto};
   for (const dnnl::algorithm algorithm : algorithms) {
     bool found = false;
-    std::string failure;
-    for (const Strategy strategy : strategy_order(desc)) {
-      ConvPd conv_pd = create_conv_pd(engine, direction, algorithm, geometry,
-                                      strategy_mds(geometry, strategy), context, failure);
+    bool f32_found = false;
+    std::string failure;  // the native strategies' (the f32 ones' is not reported)
+    std::string f32_failure;
+    for (const FormatStrategy strategy : format_strategies(desc)) {
+      const ConvGeometry& inner = strategy.f32_compute ? f32_geometry : geometry;
+      ConvPd conv_pd =
+          create_conv_pd(engine, direction, algorithm, inner, strategy_mds(inner, strategy.layouts),
+                         context, strategy.f32_compute ? f32_failure : failure);
       if (!conv_pd.pd) continue;
-      found = true;
+      (strategy.f32_compute ? f32_found : found) = true;
       do {
-        Candidate candidate =
-            make_candidate(engine, conv_pd, algorithm, desc, geometry, direction, context);
-        if (seen.insert(candidate.info.id).second) list.candidates.push_back(std::move(candidate));
+        Candidate candidate = make_candidate(engine, conv_pd, algorithm, desc, geometry, inner,
+                                             strategy.f32_compute, direction, context);
+        if (!seen.insert(candidate.info.id).second) continue;
+        found_candidates.push_back(std::move(candidate));
       } while (conv_pd.pd.next_impl());
     }
     if (found || algorithm == dnnl::algorithm::convolution_auto) continue;
@@ -456,31 +456,18 @@ CandidateList list_conv_candidates(const dnnl::engine& engine, const ConvDesc& d
     info.id = detail::cat("onednn:unavailable:", algorithm_name(algorithm));
     info.name = detail::cat(algorithm_name(algorithm), " (no oneDNN implementation)");
     info.supported = false;
-    info.reason = detail::cat(onednn_version(), " has no ", algorithm_name(algorithm),
-                              " implementation of conv ", to_string(direction), " for ",
-                              to_string(desc.dtype), ' ', to_string(desc.layout), " on cpu isa ",
-                              isa, ": ", failure);
+    info.reason =
+        detail::cat(onednn_version(), " has no ", algorithm_name(algorithm),
+                    " implementation of conv ", to_string(direction), " for ",
+                    to_string(desc.dtype), ' ', to_string(desc.layout), " on cpu isa ", isa, ": ",
+                    failure, f32_found ? " (its f32-compute candidates run it on f32 copies)" : "");
     info.notes.emplace_back(algorithm_name(algorithm));
     if (algorithm == dnnl::algorithm::convolution_winograd) info.families = {"winograd"};
     missing.push_back(std::move(unavailable));
   }
-  // Note [one reference candidate]
-  // ref:any reads every layout with the same generic loops, so its blocked variants differ from
-  // the plain one only by the copies around it: listed, they would only make exhaustive tuning
-  // time the slowest candidate more than once.
-  const auto is_plain_ref = [](const Candidate& candidate) {
-    return candidate.info.supported && candidate.info.id.starts_with("onednn:ref:") &&
-           candidate.info.id.ends_with(":plain");
-  };
-  if (std::any_of(list.candidates.begin(), list.candidates.end(), is_plain_ref)) {
-    std::erase_if(list.candidates, [&](const Candidate& candidate) {
-      return candidate.info.id.starts_with("onednn:ref:") && !is_plain_ref(candidate);
-    });
-  }
-  // oneDNN lists ref:any last in every list; keep it last across the strategies too.
-  std::stable_partition(
-      list.candidates.begin(), list.candidates.end(),
-      [](const Candidate& candidate) { return !candidate.info.id.starts_with("onednn:ref:"); });
+
+  CandidateList list;
+  list.candidates = in_priority_order(std::move(found_candidates), {});
   for (Candidate& candidate : missing) list.candidates.push_back(std::move(candidate));
   for (std::size_t i = 0; i < list.candidates.size(); ++i)
     list.candidates[i].info.priority = static_cast<int>(i);
