@@ -40,11 +40,17 @@ std::array<std::int64_t, 3> expand(const std::vector<std::int64_t>& values, int 
   return out;
 }
 
+// A size validate() accepts: in [min, 2^31] (Note [size limits] in core/check.hpp).
+bool in_range(std::int64_t value, std::int64_t min = 1) {
+  return value >= min && value <= detail::max_dim_size;
+}
+
 // Output size along spatial dim `s`, or nullopt when a field it depends on is out of range (Note
 // [shapes of an unvalidated desc] in core/check.hpp).
 std::optional<std::int64_t> output_size_of(const ConvDesc& desc, std::size_t s) {
-  if (desc.input[s] < 1 || desc.kernel[s] < 1 || desc.stride[s] < 1 || desc.dilation[s] < 1 ||
-      desc.pad_before[s] < 0 || desc.pad_after[s] < 0)
+  if (!in_range(desc.input[s]) || !in_range(desc.kernel[s]) || !in_range(desc.stride[s]) ||
+      !in_range(desc.dilation[s]) || !in_range(desc.pad_before[s], 0) ||
+      !in_range(desc.pad_after[s], 0))
     return std::nullopt;
   const auto span = detail::checked_mul(desc.dilation[s], desc.kernel[s] - 1);
   const auto extent = span ? detail::checked_add(*span, 1) : std::nullopt;
@@ -66,10 +72,10 @@ Dims shape_of(int spatial_dims, std::int64_t first, std::int64_t second,
 
 bool valid_rank(const ConvDesc& desc) { return desc.spatial_dims >= 1 && desc.spatial_dims <= 3; }
 
-// Every spatial entry of `values` is >= 1.
-bool all_positive(const ConvDesc& desc, const std::array<std::int64_t, 3>& values) {
+// Every spatial entry of `values` is in range.
+bool all_in_range(const ConvDesc& desc, const std::array<std::int64_t, 3>& values) {
   for (int i = 0; i < desc.spatial_dims; ++i) {
-    if (values[static_cast<std::size_t>(i)] < 1) return false;
+    if (!in_range(values[static_cast<std::size_t>(i)])) return false;
   }
   return true;
 }
@@ -182,20 +188,21 @@ std::int64_t ConvDesc::output_size(int i) const {
 
 Dims ConvDesc::src_dims() const {
   detail::validate_unless(
-      valid_rank(*this) && batch >= 1 && in_channels >= 1 && all_positive(*this, input), *this,
-      "ConvDesc::src_dims");
+      valid_rank(*this) && in_range(batch) && in_range(in_channels) && all_in_range(*this, input),
+      *this, "ConvDesc::src_dims");
   return shape_of(spatial_dims, batch, in_channels, input);
 }
 
 Dims ConvDesc::weights_dims() const {
-  detail::validate_unless(valid_rank(*this) && out_channels >= 1 && groups >= 1 &&
-                              in_channels >= groups && all_positive(*this, kernel),
+  detail::validate_unless(valid_rank(*this) && in_range(out_channels) && in_range(in_channels) &&
+                              groups >= 1 && in_channels % groups == 0 &&
+                              all_in_range(*this, kernel),
                           *this, "ConvDesc::weights_dims");
   return shape_of(spatial_dims, out_channels, in_channels / groups, kernel);
 }
 
 Dims ConvDesc::dst_dims() const {
-  detail::validate_unless(valid_rank(*this) && batch >= 1 && out_channels >= 1, *this,
+  detail::validate_unless(valid_rank(*this) && in_range(batch) && in_range(out_channels), *this,
                           "ConvDesc::dst_dims");
   std::array<std::int64_t, 3> output{};
   for (int i = 0; i < spatial_dims; ++i) output[static_cast<std::size_t>(i)] = output_size(i);
@@ -203,7 +210,7 @@ Dims ConvDesc::dst_dims() const {
 }
 
 Dims ConvDesc::bias_dims() const {
-  detail::validate_unless(out_channels >= 1, *this, "ConvDesc::bias_dims");
+  detail::validate_unless(in_range(out_channels), *this, "ConvDesc::bias_dims");
   return Dims{out_channels};
 }
 

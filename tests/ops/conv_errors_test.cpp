@@ -473,6 +473,13 @@ std::vector<BadCase> bad_cases() {
         desc.dst_dims();
       },
       K::InvalidArgument, {"spatial_dims", "7"});
+  add("dst_dims_of_unvalidated_desc_huge_batch",
+      [] {
+        ConvDesc desc = base_desc();
+        desc.batch = std::int64_t{1} << 62;
+        desc.dst_dims();
+      },
+      K::InvalidArgument, {"batch", "4611686018427387904", "2^31"});
   add("output_size_index_out_of_range", [] { base_desc().output_size(2); }, K::InvalidArgument,
       {"output_size(2)", "spatial_dims = 2"});
 
