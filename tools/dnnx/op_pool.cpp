@@ -61,38 +61,19 @@ void add_pool_options(CLI::App& command, PoolArgs& args) {
   add_data_options(command, args.dtype, args.layout);
 }
 
-// A spatial list with 1 entry or one per spatial dim; throws UsageError naming the flag.
-std::vector<std::int64_t> spatial_list(std::string_view flag, std::string_view text,
-                                       std::int64_t min, int spatial_dims) {
-  std::vector<std::int64_t> values = parse_int_list(flag, text, min);
-  if (values.size() != 1 && values.size() != static_cast<std::size_t>(spatial_dims)) {
-    throw UsageError(std::string(flag) + " '" + std::string(text) + "': expected 1 value or " +
-                     std::to_string(spatial_dims) + " (one per spatial dim of --input), got " +
-                     std::to_string(values.size()));
-  }
-  return values;
-}
-
-std::array<std::int64_t, 3> per_dim(const std::vector<std::int64_t>& values, int spatial_dims) {
-  std::array<std::int64_t, 3> out{};
-  for (int i = 0; i < spatial_dims; ++i)
-    out[static_cast<std::size_t>(i)] =
-        values.size() == 1 ? values[0] : values[static_cast<std::size_t>(i)];
-  return out;
-}
-
 PoolDesc parse_pool(const PoolArgs& args) {
   const Dims src = parse_dims_of_rank("--input", args.input, 3, 5,
                                       "rank 3, 4 or 5 (N x C x 1 to 3 spatial dims)");
   const int spatial_dims = src.rank() - 2;
-  const auto kernel = spatial_list("--kernel", args.kernel, 1, spatial_dims);
-  const auto stride = args.stride.empty() ? std::vector<std::int64_t>{}
-                                          : spatial_list("--stride", args.stride, 1, spatial_dims);
-  const auto pad = spatial_list("--pad", args.pad.empty() ? "0" : args.pad, 0, spatial_dims);
-  const auto pad_before = spatial_list(
+  const auto kernel = parse_spatial_list("--kernel", args.kernel, 1, spatial_dims);
+  const auto stride = args.stride.empty()
+                          ? std::vector<std::int64_t>{}
+                          : parse_spatial_list("--stride", args.stride, 1, spatial_dims);
+  const auto pad = parse_spatial_list("--pad", args.pad.empty() ? "0" : args.pad, 0, spatial_dims);
+  const auto pad_before = parse_spatial_list(
       "--pad-before", args.pad_before.empty() ? "0" : args.pad_before, 0, spatial_dims);
-  const auto pad_after =
-      spatial_list("--pad-after", args.pad_after.empty() ? "0" : args.pad_after, 0, spatial_dims);
+  const auto pad_after = parse_spatial_list(
+      "--pad-after", args.pad_after.empty() ? "0" : args.pad_after, 0, spatial_dims);
   const PoolMode mode = parse_with("--mode", args.mode,
                                    [](std::string_view value) { return parse_pool_mode(value); });
   const DType dtype = parse_dtype_arg("--dtype", args.dtype);
@@ -103,13 +84,13 @@ PoolDesc parse_pool(const PoolArgs& args) {
   desc.batch = src[0];
   desc.channels = src[1];
   for (int i = 0; i < spatial_dims; ++i) desc.input[static_cast<std::size_t>(i)] = src[2 + i];
-  desc.kernel = per_dim(kernel, spatial_dims);
-  desc.stride = stride.empty() ? desc.kernel : per_dim(stride, spatial_dims);
+  desc.kernel = per_spatial_dim(kernel, spatial_dims);
+  desc.stride = stride.empty() ? desc.kernel : per_spatial_dim(stride, spatial_dims);
   if (!args.pad_before.empty() || !args.pad_after.empty()) {
-    desc.pad_before = per_dim(pad_before, spatial_dims);
-    desc.pad_after = per_dim(pad_after, spatial_dims);
+    desc.pad_before = per_spatial_dim(pad_before, spatial_dims);
+    desc.pad_after = per_spatial_dim(pad_after, spatial_dims);
   } else {
-    desc.pad_before = desc.pad_after = per_dim(pad, spatial_dims);
+    desc.pad_before = desc.pad_after = per_spatial_dim(pad, spatial_dims);
   }
   desc.ceil_mode = args.ceil;
   desc.mode = mode;
