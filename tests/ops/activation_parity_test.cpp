@@ -16,6 +16,7 @@
 
 #include "ops/activation_cases.hpp"
 #include "support/compare.hpp"
+#include "support/layer_cases.hpp"
 #include "support/random.hpp"
 #include "support/unsupported.hpp"
 
@@ -31,7 +32,9 @@ namespace {
 
 // Note [expected unsupported activations]: the only reasons a listed cpu candidate may be
 // unsupported (src/backends/onednn/activation.cpp, Notes [eltwise candidates] and [cpu activation
-// candidates]).
+// candidates]); f32-compute candidates (id suffix ":f32", Note [f32-compute activations]) share
+// their algorithm's reasons. None depends on the CPU: where oneDNN has no f16/bf16 eltwise, the
+// f32-compute candidates stand in, so "no implementation" is never expected.
 
 const std::vector<ExpectedReason<ActivationDesc>>& expected_reasons() {
   static const std::vector<ExpectedReason<ActivationDesc>> reasons = {
@@ -40,17 +43,17 @@ const std::vector<ExpectedReason<ActivationDesc>>& expected_reasons() {
        [](const ActivationDesc& d, Direction dir) {
          return dir != Direction::fwd && d.saved == ActivationSaved::dst;
        }},
-      {"backward reads dst, desc.saved = src", std::regex("_use_dst_for_bwd$"),
+      {"backward reads dst, desc.saved = src", std::regex("_use_dst_for_bwd(:f32)?$"),
        std::regex("reads dst in backward, and desc.saved = src"),
        [](const ActivationDesc& d, Direction dir) {
          return dir != Direction::fwd && d.saved == ActivationSaved::src;
        }},
-      {"clip's backward differs from hardtanh's at the ceiling", std::regex(":clip$"),
+      {"clip's backward differs from hardtanh's at the ceiling", std::regex(":clip(:f32)?$"),
        std::regex("passes the gradient at x == ceiling"),
        [](const ActivationDesc& d, Direction dir) {
          return dir != Direction::fwd && d.kind == ActivationKind::clipped_relu;
        }},
-      {"elu from dst needs alpha >= 0", std::regex("elu_use_dst_for_bwd$"),
+      {"elu from dst needs alpha >= 0", std::regex("elu_use_dst_for_bwd(:f32)?$"),
        std::regex("needs alpha >= 0"),
        [](const ActivationDesc& d, Direction dir) { return dir != Direction::fwd && d.alpha < 0; }},
       // dnnx's loops (Note [cpu activation candidates]).
@@ -215,13 +218,19 @@ void ActivationParity::check(Direction direction, ActivationSaved saved) {
       EXPECT_EQ(error.kind(), ErrorKind::Unsupported) << error.what();
     }
   }
-  if (computable) {
-    // oneDNN has an implementation of every algorithm in f32; the other dtypes too on this ISA
-    // family, but that is not promised.
-    if (desc.dtype == DType::f32) {
-      EXPECT_GT(ran, 0) << "no cpu candidate ran an f32 case";
-    }
+  // dnnx's kernel runs every computable case, and oneDNN every forward one in every dtype: natively
+  // or, where this CPU has no f16/bf16 eltwise, as f32 compute (Note [f32-compute activations]).
+  if (computable)
+    EXPECT_GT(ran, 0) << "no cpu candidate ran\n  "
+                      << activation_context(desc, direction, "(none)");
+  if (direction == Direction::fwd) {
+    EXPECT_TRUE(std::any_of(
+        algos.begin(), algos.end(),
+        [](const AlgoInfo& algo) { return algo.supported && algo.id.starts_with("onednn:"); }))
+        << "no oneDNN candidate runs this forward case\n  "
+        << activation_context(desc, direction, "(none)");
   }
+  EXPECT_TRUE(f32_compute_marked_and_ordered(algos, desc.dtype));
 }
 
 // One ctest test per case (a process each): forward, then backward with each desc.saved.

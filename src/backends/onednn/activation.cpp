@@ -36,6 +36,16 @@
 // [streaming stores]; bits, Note [relu on 16-bit storage]), but below streaming_min_bytes the
 // kernel's f32 loops gain nothing on oneDNN's, and oneDNN's forward is faster on the
 // transcendental kinds (tanh f32 1.97 against 2.47 ms); exhaustive selection times both.
+//
+// Note [f32-compute activations]
+// An f16/bf16 algorithm whose native implementations are all ref:any or missing (oneDNN 3.2
+// without avx512_core_fp16 / avx512_core: none at all) also gets one f32-compute candidate (Note
+// [f32 compute] in layer_common.hpp): "onednn:<impl>:<algorithm>:f32", oneDNN's first
+// implementation other than ref:any of the f32 primitive, which converts src (forward) or the
+// forward tensor read and diff_dst (backward) to f32 in the workspace and converts dst or diff_src
+// back. One per algorithm, since dnnx's kernel already runs every case without conversions and
+// without workspace; order_supported_first puts it after the kernel, so the heuristic picks the
+// kernel where oneDNN has no native code.
 
 #include "backends/onednn/activation_kernel.hpp"
 #include "backends/onednn/check.hpp"
@@ -47,8 +57,10 @@
 #include "core/strings.hpp"
 
 #include <array>
+#include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -166,7 +178,50 @@ struct Candidate {
   dnnl::primitive_desc hint;  // backward: the forward pd `pd` points to (must outlive it)
   Reads reads = Reads::src;
   bool kernel = false;  // dnnx's loops (Note [cpu activation candidates])
+  // Note [f32-compute activations]: the conversions around `pd`, which then runs on f32 copies of
+  // the tensors; null for native candidates.
+  std::shared_ptr<const F32Conversion> conversion;
 };
+
+// The caller's tensors an f32-compute candidate converts, in the order its plan binds them
+// (Plan::memories_): src, dst forward; the forward tensor read, diff_dst, diff_src backward.
+std::vector<ConvertedTensor> converted_tensors(const ActivationDesc& desc, Direction direction) {
+  const memory::desc md = user_md(desc);
+  if (direction == Direction::fwd) return {{md, Access::read}, {md, Access::write}};
+  return {{md, Access::read}, {md, Access::read}, {md, Access::write}};
+}
+
+// The eltwise primitive descriptors of `alg` on tensors `md`, at oneDNN's first implementation:
+// the forward one (also the backward's hint) and the one of `direction`; null with `failure` set
+// when oneDNN has none.
+struct Eltwise {
+  dnnl::primitive_desc hint, pd;
+};
+
+Eltwise create_eltwise(const dnnl::engine& engine, const memory::desc& md, const Algorithm& alg,
+                       Direction direction, const ErrorContext& context, std::string& failure) {
+  const dnnl::primitive_attr attr = user_scratchpad();
+  // oneDNN reports some parameters it cannot run (e.g. elu_use_dst_for_bwd with alpha < 0) as
+  // invalid arguments rather than unimplemented: both mean "no implementation" here.
+  dnnl::eltwise_forward::primitive_desc hint = create_or_unavailable(
+      [&] {
+        return dnnl::eltwise_forward::primitive_desc(engine, dnnl::prop_kind::forward_training,
+                                                     alg.kind, md, md, alg.alpha, alg.beta, attr);
+      },
+      detail::cat(alg.name, " forward primitive descriptor"), context, failure,
+      Unavailable::unimplemented_or_invalid);
+  Eltwise eltwise{hint, hint};
+  if (hint && direction != Direction::fwd) {
+    eltwise.pd = create_or_unavailable(
+        [&] {
+          return dnnl::primitive_desc(dnnl::eltwise_backward::primitive_desc(
+              engine, alg.kind, md, md, md, alg.alpha, alg.beta, hint, attr));
+        },
+        detail::cat(alg.name, " backward primitive descriptor"), context, failure,
+        Unavailable::unimplemented_or_invalid);
+  }
+  return eltwise;
+}
 
 // dnnx's loops for (desc, direction) (Note [cpu activation candidates]).
 void add_kernel_candidates(const ActivationDesc& desc, Direction direction,
@@ -210,9 +265,11 @@ void add_kernel_candidates(const ActivationDesc& desc, Direction direction,
   }
 }
 
-void describe(AlgoInfo& info, const std::string& impl, const Algorithm& alg) {
-  info.name = detail::cat(impl, " (", alg.name, ")");
+void describe(AlgoInfo& info, const std::string& impl, const Algorithm& alg, bool f32_compute) {
+  info.name = detail::cat(impl, " (", alg.name,
+                          f32_compute ? detail::cat(", ", f32_compute_name) : std::string(), ")");
   info.deterministic = true;
+  if (f32_compute) info.notes.emplace_back(f32_compute_note);
   if (impl.starts_with("ref")) {
     info.notes.emplace_back("reference");
     info.families = {"none"};
@@ -222,78 +279,100 @@ void describe(AlgoInfo& info, const std::string& impl, const Algorithm& alg) {
   if (alg.reads == Reads::dst) info.notes.emplace_back("use_dst");
 }
 
+// Appends a candidate per implementation of `eltwise` (at its first) of `alg`: every one for
+// native candidates, the first other than ref:any for f32 compute (`conversion` set; Note
+// [f32-compute activations]). `why` rules them out when not empty. Returns how many were
+// appended; `fast` is set when one of them is not ref:any.
+std::size_t append_implementations(std::vector<Candidate>& list, std::set<std::string>& seen,
+                                   Eltwise& eltwise, const Algorithm& alg, const std::string& why,
+                                   const std::shared_ptr<const F32Conversion>& conversion,
+                                   Direction direction, const ErrorContext& context, bool& fast) {
+  const std::size_t before = list.size();
+  do {
+    const std::string impl = sanitize(eltwise.pd.impl_info_str());
+    const bool reference = impl.starts_with("ref");
+    if (conversion && reference) continue;
+    Candidate candidate;
+    candidate.info.id =
+        detail::cat("onednn:", impl, ":", alg.name, conversion ? f32_compute_suffix : "");
+    if (!seen.insert(candidate.info.id).second) continue;
+    describe(candidate.info, impl, alg, conversion != nullptr);
+    candidate.reads = alg.reads;
+    fast = fast || !reference;
+    if (!why.empty()) {
+      candidate.info.reason = why;
+    } else {
+      candidate.pd = clone(eltwise.pd, context);
+      candidate.hint = direction == Direction::fwd ? dnnl::primitive_desc() : eltwise.hint;
+      candidate.conversion = conversion;
+      candidate.info.supported = true;
+      candidate.info.workspace_bytes =
+          eltwise.pd.scratchpad_desc().get_size() + (conversion ? conversion->bytes : 0);
+    }
+    list.push_back(std::move(candidate));
+    if (conversion) break;
+  } while (eltwise.pd.next_impl());
+  return list.size() - before;
+}
+
 std::vector<Candidate> list_candidates(const dnnl::engine& engine, const ActivationDesc& desc,
                                        Direction direction, const std::string& isa) {
   const ErrorContext context = layer_context(op_text, direction, desc.repro(direction), {});
   const memory::desc md = user_md(desc);
-  const dnnl::primitive_attr attr = user_scratchpad();
   std::vector<Candidate> list;
   std::set<std::string> seen;
   for (const Algorithm& alg : algorithms(desc, direction)) {
-    const std::string base = detail::cat(":", alg.name);
     // Implementations dnnx rules out are still listed, so that their ids do not depend on the desc.
     const std::string why = exclusion(desc, direction, alg);
-    // oneDNN reports some parameters it cannot run (e.g. elu_use_dst_for_bwd with alpha < 0) as
-    // invalid arguments rather than unimplemented: both mean "no implementation" here.
     std::string failure;
-    dnnl::eltwise_forward::primitive_desc hint = create_or_unavailable(
-        [&] {
-          return dnnl::eltwise_forward::primitive_desc(engine, dnnl::prop_kind::forward_training,
-                                                       alg.kind, md, md, alg.alpha, alg.beta, attr);
-        },
-        detail::cat(alg.name, " forward primitive descriptor"), context, failure,
-        Unavailable::unimplemented_or_invalid);
-    dnnl::primitive_desc pd = hint;
-    if (hint && direction != Direction::fwd) {
-      pd = create_or_unavailable(
-          [&] {
-            return dnnl::primitive_desc(dnnl::eltwise_backward::primitive_desc(
-                engine, alg.kind, md, md, md, alg.alpha, alg.beta, hint, attr));
-          },
-          detail::cat(alg.name, " backward primitive descriptor"), context, failure,
-          Unavailable::unimplemented_or_invalid);
+    std::size_t listed = 0;
+    bool native_fast = false;
+    Eltwise native = create_eltwise(engine, md, alg, direction, context, failure);
+    if (native.pd) {
+      listed += append_implementations(list, seen, native, alg, why, nullptr, direction, context,
+                                       native_fast);
     }
-    if (!pd) {
-      Candidate candidate;
-      candidate.info = unsupported_info(
-          detail::cat("onednn:unavailable", base),
-          detail::cat(alg.name, " (no oneDNN implementation)"),
-          !why.empty()
-              ? why
-              : detail::cat(onednn_version(), " has no ", alg.name, " implementation of act ",
-                            to_string(direction), " for ", to_string(desc.dtype), ' ',
-                            to_string(desc.layout), " on cpu isa ", isa, ": ", failure));
-      candidate.info.notes = {std::string(alg.name)};
-      list.push_back(std::move(candidate));
-      continue;
-    }
-    do {
-      const std::string impl = sanitize(pd.impl_info_str());
-      Candidate candidate;
-      candidate.info.id = detail::cat("onednn:", impl, base);
-      if (!seen.insert(candidate.info.id).second) continue;
-      describe(candidate.info, impl, alg);
-      candidate.reads = alg.reads;
-      if (!why.empty()) {
-        candidate.info.reason = why;
-        list.push_back(std::move(candidate));
-        continue;
+    // Note [f32-compute activations]
+    if (desc.dtype != DType::f32 && !native_fast) {
+      std::string f32_failure;
+      Eltwise f32 = create_eltwise(engine, as_f32(md), alg, direction, context, f32_failure);
+      std::optional<F32Conversion> conversion;
+      if (f32.pd) {
+        conversion =
+            f32_conversion(engine, converted_tensors(desc, direction), context, f32_failure);
       }
-      candidate.pd = clone(pd, context);
-      candidate.hint = direction == Direction::fwd ? dnnl::primitive_desc() : hint;
-      candidate.info.supported = true;
-      candidate.info.workspace_bytes = pd.scratchpad_desc().get_size();
-      list.push_back(std::move(candidate));
-    } while (pd.next_impl());
+      bool f32_fast = false;
+      if (conversion) {
+        listed +=
+            append_implementations(list, seen, f32, alg, why,
+                                   std::make_shared<const F32Conversion>(std::move(*conversion)),
+                                   direction, context, f32_fast);
+      } else if (f32_failure != failure) {
+        failure = detail::cat(failure, "; in f32 (", f32_compute_name, "): ", f32_failure);
+      }
+    }
+    if (listed > 0) continue;
+    Candidate candidate;
+    candidate.info = unsupported_info(
+        detail::cat("onednn:unavailable:", alg.name),
+        detail::cat(alg.name, " (no oneDNN implementation)"),
+        !why.empty()
+            ? why
+            : detail::cat(onednn_version(), " has no ", alg.name, " implementation of act ",
+                          to_string(direction), " for ", to_string(desc.dtype), ' ',
+                          to_string(desc.layout), " on cpu isa ", isa, ": ", failure));
+    candidate.info.notes = {std::string(alg.name)};
+    list.push_back(std::move(candidate));
   }
   add_kernel_candidates(desc, direction, list);
-  // Supported first; within them everything but ref:any first (Note [eltwise candidates]).
+  // Supported first; within them oneDNN's native code and dnnx's kernel, then f32 compute, then
+  // ref:any (Notes [eltwise candidates], [f32-compute activations]).
   order_supported_first(list);
   return list;
 }
 
-// Runs one eltwise primitive on the caller's memory. Built once; execute() only rebinds pointers
-// (Note [one stream] in runtime.hpp).
+// Runs one eltwise primitive on the caller's memory, or on f32 copies of it (Note [f32-compute
+// activations]). Built once; execute() only rebinds pointers (Note [one stream] in runtime.hpp).
 class Plan final : public LayerPlan<detail::ActivationArgs> {
  public:
   Plan(std::shared_ptr<Runtime> runtime, const ActivationDesc& desc, Direction direction,
@@ -304,9 +383,10 @@ class Plan final : public LayerPlan<detail::ActivationArgs> {
         direction_(direction),
         reads_(candidate.reads),
         hint_(candidate.hint) {
-    const memory::desc md = user_md(desc);
+    const memory::desc md = candidate.conversion ? as_f32(user_md(desc)) : user_md(desc);
     const dnnl::engine& engine = runtime_->engine;
     dnnl_call(context_, "building the primitive", [&] {
+      if (candidate.conversion) conversions_ = F32Conversions(candidate.conversion, engine);
       primitive_ = dnnl::primitive(candidate.pd.get());
       for (dnnl::memory& memory : memories_) memory = dnnl::memory(md, engine, DNNL_MEMORY_NONE);
       const memory::desc scratchpad = candidate.pd.scratchpad_desc();
@@ -345,14 +425,20 @@ class Plan final : public LayerPlan<detail::ActivationArgs> {
                   data_of(args.diff_dst, "diff_dst"), data_of(args.diff_src, "diff_src")};
     }
     check_workspace(workspace);
+    auto* base = static_cast<std::byte*>(workspace.data);
     std::lock_guard lock(runtime_->mutex);
-    const std::size_t bound = direction_ == Direction::fwd ? 2 : 3;
-    for (std::size_t i = 0; i < bound; ++i) bind(memories_[i], pointers[i]);
-    if (scratchpad_) bind(scratchpad_, workspace.data);
     const dnnl_stream_t stream = runtime_->stream.get();
+    const std::size_t bound = direction_ == Direction::fwd ? 2 : 3;
+    if (conversions_) {
+      conversions_.convert_in(std::span(pointers.data(), bound), base, stream, context_);
+      for (std::size_t i = 0; i < bound; ++i) pointers[i] = conversions_.copy(i, base);
+    }
+    for (std::size_t i = 0; i < bound; ++i) bind(memories_[i], pointers[i]);
+    if (scratchpad_) bind(scratchpad_, base + conversions_.bytes());
     DNNX_DNNL_CHECK(dnnl_primitive_execute(primitive_.get(), stream, static_cast<int>(args_.size()),
                                            args_.data()),
                     context_, "executing");
+    if (conversions_) conversions_.convert_out(base, stream, context_);
     wait(stream, context_);
   }
 
@@ -363,6 +449,7 @@ class Plan final : public LayerPlan<detail::ActivationArgs> {
   // oneDNN's backward primitives keep a plain pointer to their forward hint: held, and destroyed
   // after the primitive.
   dnnl::primitive_desc hint_;
+  F32Conversions conversions_;
   dnnl::primitive primitive_;
   std::array<dnnl::memory, 3> memories_;  // fwd: src, dst; bwd: src or dst, diff_dst, diff_src
   dnnl::memory scratchpad_;

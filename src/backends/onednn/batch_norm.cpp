@@ -29,6 +29,15 @@
 // bnorm, medians). Implementations are asked for on the caller's plain
 // layout only: the blocked layouts oneDNN's jit kernels also read would cost a reorder of src and
 // dst (and diff_dst, diff_src) per call, more than the memory-bound normalisation itself.
+//
+// Note [f32-compute batch norm]
+// f16/bf16 data for which oneDNN has no native implementation other than ref:any (oneDNN 3.2
+// without avx512_core_fp16 / avx512_core: none at all) also gets one f32-compute candidate (Note
+// [f32 compute] in layer_common.hpp): "onednn:<impl>:f32", oneDNN's first implementation other
+// than ref:any of the f32 primitive, which converts src (and diff_dst) to f32 in the workspace and
+// converts dst or diff_src back; the statistics are f32 either way. One only, listed after the
+// native plain C++ implementations and before ref:any: dnnx's kernel runs every case without the
+// conversions, so it stays ahead.
 
 #include "backends/onednn/batch_norm_kernel.hpp"
 #include "backends/onednn/check.hpp"
@@ -43,11 +52,15 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -106,22 +119,37 @@ struct Candidate {
   dnnl::primitive_desc pd;    // a oneDNN implementation (null for the kernel or unsupported)
   dnnl::primitive_desc hint;  // backward: the forward descriptor oneDNN keeps a pointer to
   std::size_t scratch_bytes = 0;
+  // Note [f32-compute batch norm]: the conversions around `pd`, which then runs on f32 copies of
+  // the data tensors; null for native candidates.
+  std::shared_ptr<const F32Conversion> conversion;
 };
 
-// Workspace regions of a oneDNN plan: the scratchpad at 0, then the statistics buffers a
+// The caller's data tensors an f32-compute candidate converts, in the order its plan binds them:
+// src, dst forward; src, diff_dst, diff_src backward.
+std::vector<ConvertedTensor> converted_tensors(const BatchNormDesc& desc, Direction direction) {
+  const memory::desc data = data_md(desc);
+  if (direction == Direction::fwd) return {{data, Access::read}, {data, Access::write}};
+  return {{data, Access::read}, {data, Access::read}, {data, Access::write}};
+}
+
+// Workspace regions of a oneDNN plan: the f32 copies of an f32-compute candidate (`converted`
+// bytes, Note [f32-compute batch norm]) at 0, then the scratchpad, then the statistics buffers a
 // direction needs (Note [batch-norm on oneDNN]).
 struct Regions {
+  std::size_t scratchpad = 0;
   std::size_t mean = 0;  // training forward: batch mean when saved_mean is not given
   std::size_t var = 0;   // training: the variance oneDNN writes (fwd) or reads (bwd)
   std::size_t total = 0;
 };
 
-Regions regions_of(const BatchNormDesc& desc, Direction direction, std::size_t scratch) {
+Regions regions_of(const BatchNormDesc& desc, Direction direction, std::size_t scratch,
+                   std::size_t converted) {
   const std::size_t stats = round_up(static_cast<std::size_t>(desc.statistics()) * sizeof(float));
   Regions r;
-  std::size_t offset = round_up(scratch);
+  r.scratchpad = converted;
+  std::size_t offset = converted + round_up(scratch);
   if (!desc.training) {
-    r.total = scratch;
+    r.total = converted + scratch;
     return r;
   }
   if (direction == Direction::fwd) {
@@ -133,7 +161,9 @@ Regions regions_of(const BatchNormDesc& desc, Direction direction, std::size_t s
   return r;
 }
 
-void describe(AlgoInfo& info, const std::string& impl) {
+void describe(AlgoInfo& info, const std::string& impl, bool f32_compute) {
+  info.name = f32_compute ? detail::cat(impl, " (", f32_compute_name, ")") : impl;
+  if (f32_compute) info.notes.emplace_back(f32_compute_note);
   if (impl.starts_with("ref")) {
     info.notes.emplace_back("reference");
     info.families = {"none"};
@@ -161,9 +191,9 @@ AlgoInfo kernel_info(const BatchNormDesc& desc) {
 // oneDNN's primitive descriptor for (desc, direction) at its first implementation, or null with
 // `failure` set when it has none.
 dnnl::primitive_desc create_pd(const dnnl::engine& engine, const BatchNormDesc& desc,
-                               Direction direction, const ErrorContext& context,
-                               dnnl::primitive_desc& hint, std::string& failure) {
-  const memory::desc data = data_md(desc);
+                               const memory::desc& data, Direction direction,
+                               const ErrorContext& context, dnnl::primitive_desc& hint,
+                               std::string& failure) {
   const auto flags = flags_of(desc);
   const auto eps = static_cast<float>(desc.eps);
   const dnnl::primitive_attr attr = user_scratchpad();
@@ -188,6 +218,28 @@ dnnl::primitive_desc create_pd(const dnnl::engine& engine, const BatchNormDesc& 
       "backward primitive descriptor", context, failure);
 }
 
+// The candidate of the implementation `pd` is at: native, or f32 compute when `conversion` is set.
+Candidate make_candidate(const BatchNormDesc& desc, Direction direction,
+                         const dnnl::primitive_desc& pd, const dnnl::primitive_desc& hint,
+                         const std::shared_ptr<const F32Conversion>& conversion,
+                         const ErrorContext& context) {
+  Candidate candidate;
+  candidate.pd = clone(pd, context);
+  candidate.hint = hint;
+  candidate.conversion = conversion;
+  const std::string impl = sanitize(pd.impl_info_str());
+  AlgoInfo& info = candidate.info;
+  info.id = detail::cat("onednn:", impl, conversion ? f32_compute_suffix : "");
+  info.supported = true;
+  info.deterministic = true;  // Note [determinism] (conv_list.cpp)
+  describe(info, impl, conversion != nullptr);
+  candidate.scratch_bytes = pd.scratchpad_desc().get_size();
+  info.workspace_bytes =
+      regions_of(desc, direction, candidate.scratch_bytes, conversion ? conversion->bytes : 0)
+          .total;
+  return candidate;
+}
+
 std::vector<Candidate> list_candidates(const dnnl::engine& engine, const BatchNormDesc& desc,
                                        Direction direction, const std::string& isa) {
   const ErrorContext context = context_of(desc, direction, "");
@@ -196,34 +248,49 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const BatchNo
   std::set<std::string> seen;
   std::string failure;
   dnnl::primitive_desc hint;
-  dnnl::primitive_desc pd = create_pd(engine, desc, direction, context, hint, failure);
+  dnnl::primitive_desc pd =
+      create_pd(engine, desc, data_md(desc), direction, context, hint, failure);
+  bool native_fast = false;
   if (pd) {
     do {
-      Candidate candidate;
-      candidate.pd = clone(pd, context);
-      candidate.hint = hint;
-      const std::string impl = sanitize(pd.impl_info_str());
-      AlgoInfo& info = candidate.info;
-      info.id = "onednn:" + impl;
-      info.name = impl;
-      info.supported = true;
-      info.deterministic = true;  // Note [determinism] (conv_list.cpp)
-      describe(info, impl);
-      candidate.scratch_bytes = pd.scratchpad_desc().get_size();
-      info.workspace_bytes = regions_of(desc, direction, candidate.scratch_bytes).total;
-      if (!seen.insert(info.id).second) continue;
-      (contains(impl, "jit") ? candidates : last).push_back(std::move(candidate));
+      Candidate candidate = make_candidate(desc, direction, pd, hint, nullptr, context);
+      if (!seen.insert(candidate.info.id).second) continue;
+      native_fast = native_fast || !candidate.info.id.starts_with("onednn:ref");
+      (contains(candidate.info.id, "jit") ? candidates : last).push_back(std::move(candidate));
     } while (pd.next_impl());
   }
   Candidate kernel;
   kernel.info = kernel_info(desc);
   candidates.push_back(std::move(kernel));
+  // Note [f32-compute batch norm]: oneDNN's first implementation in f32 other than ref:any.
+  bool f32_listed = false;
+  if (desc.dtype != DType::f32 && !native_fast) {
+    std::string f32_failure;
+    dnnl::primitive_desc f32_hint;
+    dnnl::primitive_desc f32_pd =
+        create_pd(engine, desc, as_f32(data_md(desc)), direction, context, f32_hint, f32_failure);
+    std::optional<F32Conversion> conversion;
+    if (f32_pd) {
+      conversion = f32_conversion(engine, converted_tensors(desc, direction), context, f32_failure);
+    }
+    if (conversion) {
+      const auto shared = std::make_shared<const F32Conversion>(std::move(*conversion));
+      do {
+        if (sanitize(f32_pd.impl_info_str()).starts_with("ref")) continue;
+        last.push_back(make_candidate(desc, direction, f32_pd, f32_hint, shared, context));
+        f32_listed = true;
+        break;
+      } while (f32_pd.next_impl());
+    } else if (f32_failure != failure) {
+      failure = detail::cat(failure, "; in f32 (", f32_compute_name, "): ", f32_failure);
+    }
+  }
   // ref:any is last among oneDNN's own.
   std::stable_partition(last.begin(), last.end(), [](const Candidate& candidate) {
     return !candidate.info.id.starts_with("onednn:ref");
   });
   for (Candidate& candidate : last) candidates.push_back(std::move(candidate));
-  if (!pd) {
+  if (!pd && !f32_listed) {
     Candidate unavailable;
     unavailable.info = unsupported_info(
         "onednn:unavailable:bnorm", "oneDNN batch normalization (no implementation)",
@@ -285,8 +352,9 @@ Stats stats_of(const BatchNormArgs& args, const BatchNormDesc& desc, Direction d
 
 // ---- oneDNN plans -------------------------------------------------------------------------------
 
-// Runs one oneDNN implementation on the caller's memory. The primitive and its memory objects are
-// made here, once; execute() rebinds data pointers (Note [one stream]).
+// Runs one oneDNN implementation on the caller's memory, or on f32 copies of its data tensors
+// (Note [f32-compute batch norm]). The primitive and its memory objects are made here, once;
+// execute() rebinds data pointers (Note [one stream]).
 class OneDnnPlan final : public LayerPlan<BatchNormArgs> {
  public:
   OneDnnPlan(std::shared_ptr<Runtime> runtime, const BatchNormDesc& desc, Direction direction,
@@ -296,11 +364,13 @@ class OneDnnPlan final : public LayerPlan<BatchNormArgs> {
         desc_(desc),
         direction_(direction),
         hint_(candidate.hint),
-        regions_(regions_of(desc, direction, candidate.scratch_bytes)) {
+        regions_(regions_of(desc, direction, candidate.scratch_bytes,
+                            candidate.conversion ? candidate.conversion->bytes : 0)) {
     const dnnl::engine& engine = runtime_->engine;
     dnnl_call(context_, "building the primitive", [&] {
+      if (candidate.conversion) conversions_ = F32Conversions(candidate.conversion, engine);
       primitive_ = dnnl::primitive(candidate.pd.get());
-      const memory::desc data = data_md(desc);
+      const memory::desc data = candidate.conversion ? as_f32(data_md(desc)) : data_md(desc);
       const memory::desc stats = stat_md(desc);
       auto bind_arg = [&](int arg, const memory::desc& md) {
         memories_.emplace_back(dnnl::memory(md, engine, DNNL_MEMORY_NONE));
@@ -359,25 +429,38 @@ class OneDnnPlan final : public LayerPlan<BatchNormArgs> {
     }
 
     std::lock_guard lock(runtime_->mutex);
-    bind(src_, args.src->data());
-    bind(dst_, fwd ? args.dst->data() : args.diff_src->data());
+    const dnnl_stream_t stream = runtime_->stream.get();
+    // src, dst or diff_src, diff_dst (fwd: unused).
+    std::array<void*, 3> data{args.src->data(), fwd ? args.dst->data() : args.diff_src->data(),
+                              fwd ? nullptr : args.diff_dst->data()};
+    if (conversions_) {
+      // Note [f32-compute batch norm]: converted_tensors' order is src, dst / src, diff_dst,
+      // diff_src.
+      std::array<void*, 3> ordered{data[0], fwd ? data[1] : data[2], data[1]};
+      conversions_.convert_in(std::span(ordered.data(), fwd ? 2 : 3), base, stream, context_);
+      data[0] = conversions_.copy(0, base);
+      data[1] = conversions_.copy(fwd ? 1 : 2, base);
+      if (!fwd) data[2] = conversions_.copy(1, base);
+    }
+    bind(src_, data[0]);
+    bind(dst_, data[1]);
     bind(mean_, mean);
     bind(var_, var);
     if (desc_.affine) bind(scale_, const_cast<float*>(s.scale));
     if (fwd) {
       if (desc_.affine) bind(shift_, const_cast<float*>(s.shift));
     } else {
-      bind(diff_dst_, args.diff_dst->data());
+      bind(diff_dst_, data[2]);
       if (desc_.affine) {
         bind(diff_scale_, s.diff_scale);
         bind(diff_shift_, s.diff_shift);
       }
     }
-    if (scratchpad_ != none) bind(scratchpad_, base);
-    const dnnl_stream_t stream = runtime_->stream.get();
+    if (scratchpad_ != none) bind(scratchpad_, base + regions_.scratchpad);
     DNNX_DNNL_CHECK(dnnl_primitive_execute(primitive_.get(), stream, static_cast<int>(args_.size()),
                                            args_.data()),
                     context_, "executing");
+    if (conversions_) conversions_.convert_out(base, stream, context_);
     wait(stream, context_);
     if (fwd && desc_.training) finish_training_fwd(desc_, s, mean, var, 0, k_count);
   }
@@ -393,6 +476,7 @@ class OneDnnPlan final : public LayerPlan<BatchNormArgs> {
   // oneDNN's backward primitive keeps a plain pointer to its forward hint: held here.
   dnnl::primitive_desc hint_;
   Regions regions_;
+  F32Conversions conversions_;
   dnnl::primitive primitive_;
   std::vector<dnnl::memory> memories_;
   std::vector<dnnl_exec_arg_t> args_;
