@@ -8,6 +8,7 @@
 #include <dnnx/ops/conv.hpp>
 #include <dnnx/tensor.hpp>
 
+#include "backends/onednn/convert.hpp"
 #include "backends/onednn/onednn.hpp"
 #include "backends/reference/reference.hpp"
 #include "core/dtype.hpp"
@@ -463,6 +464,73 @@ TEST(OneDnnBackend, KnownDefectJitAvx512StridedDepthBackwardWeights) {
     EXPECT_GT(expect_supported(along_h, Direction::bwd_weights, "onednn:jit:avx512_core:"), 0);
     EXPECT_GT(expect_supported(padded, Direction::fwd, "onednn:jit:avx512_core:"), 0);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The conversions of the f32-compute candidates (Note [dtype conversions]).
+
+// Bitwise equal floats, or both NaN (a NaN's payload may differ between the levels).
+bool same_value(float a, float b) {
+  return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0;
+}
+
+TEST(OneDnnConvert, EveryLevelMatchesTheScalarConversions) {
+  // Every f16 and bf16 bit pattern, and for the way back every value, every midpoint between
+  // neighbours (the ties of round to nearest even), and values beyond f16's range. Counts that
+  // are not multiples of the vector width exercise the tails; the offset start an unaligned one.
+  std::vector<std::uint16_t> all(65536 + 3);
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint16_t>(i - 3);
+  const auto count = static_cast<std::int64_t>(all.size() - 3);
+  std::vector<onednn::ConvertLevel> levels = {onednn::ConvertLevel::scalar};
+  if (onednn::best_convert_level() != onednn::ConvertLevel::scalar)
+    levels.push_back(onednn::best_convert_level());
+  for (const onednn::ConvertLevel level : levels) {
+    SCOPED_TRACE(static_cast<int>(level));
+    for (const DType type : {DType::f16, DType::bf16}) {
+      SCOPED_TRACE(to_string(type));
+      const auto widen = [&](std::uint16_t v) {
+        return type == DType::f16 ? detail::half_to_float(v) : detail::bf16_to_float(v);
+      };
+      const auto narrow = [&](float v) {
+        return type == DType::f16 ? detail::float_to_half(v) : detail::float_to_bf16(v);
+      };
+      std::vector<float> wide(all.size());
+      onednn::convert(all.data() + 3, type, wide.data() + 1, DType::f32, count, 1.0f, level);
+      std::vector<float> halves(wide.size());
+      onednn::convert(all.data() + 3, type, halves.data() + 1, DType::f32, count, 0.5f, level);
+      std::vector<float> probes;
+      for (std::int64_t i = 0; i < count; ++i) {
+        const float expected = widen(all[static_cast<std::size_t>(i + 3)]);
+        ASSERT_TRUE(same_value(wide[static_cast<std::size_t>(i + 1)], expected)) << i;
+        ASSERT_TRUE(same_value(halves[static_cast<std::size_t>(i + 1)], 0.5f * expected)) << i;
+        probes.push_back(expected);
+        const float next = widen(static_cast<std::uint16_t>(i + 1));
+        if (std::isfinite(expected) && std::isfinite(next))
+          probes.push_back(expected + (next - expected) / 2);
+      }
+      for (const float big : {65504.0f, 65519.0f, 65520.0f, 1e6f, 3e38f, -7e4f})
+        probes.push_back(big);
+      std::vector<std::uint16_t> narrowed(probes.size() + 1);
+      onednn::convert(probes.data(), DType::f32, narrowed.data() + 1, type,
+                      static_cast<std::int64_t>(probes.size()), 1.0f, level);
+      for (std::size_t i = 0; i < probes.size(); ++i) {
+        const std::uint16_t expected = narrow(probes[i]);
+        const std::uint16_t got = narrowed[i + 1];
+        ASSERT_TRUE(got == expected || (std::isnan(widen(got)) && std::isnan(widen(expected))))
+            << probes[i] << ": " << got << " vs " << expected;
+      }
+    }
+  }
+}
+
+TEST(OneDnnConvert, LargeCountsSplitOverThreadsGiveTheSameValues) {
+  const std::int64_t count = (1 << 20) + 77;
+  const Tensor values = test::random_tensor(Dims{count}, DType::f32, Layout::channels_first, 9);
+  const auto* in = static_cast<const float*>(values.data());
+  std::vector<std::uint16_t> out(static_cast<std::size_t>(count));
+  onednn::convert(in, DType::f32, out.data(), DType::bf16, count);
+  for (std::int64_t i = 0; i < count; ++i)
+    ASSERT_EQ(out[static_cast<std::size_t>(i)], detail::float_to_bf16(in[i])) << i;
 }
 
 // ---------------------------------------------------------------------------------------------

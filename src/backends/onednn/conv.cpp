@@ -7,6 +7,7 @@
 #include "backends/onednn/check.hpp"
 #include "backends/onednn/conv_bias.hpp"
 #include "backends/onednn/conv_list.hpp"
+#include "backends/onednn/layer_common.hpp"
 #include "backends/onednn/memory.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
@@ -16,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -52,8 +54,9 @@ Dims role_dims(const ConvDesc& desc, Role::Shape shape) {
 // run (and before a call's run), so the code generation is never timed.
 
 // Runs one candidate: optional reorders of the inputs into the workspace, the convolution, an
-// optional reorder of the output back. Every primitive and memory object is made here, once;
-// execute() only rebinds data pointers (Note [one stream]).
+// optional reorder of the output back; for an f32-compute candidate the conversions around them
+// (Note [f32 compute convolution] in conv_list.cpp). Every primitive and memory object is made
+// here, once; execute() only rebinds data pointers (Note [one stream]).
 class Plan final : public detail::ConvPlan {
  public:
   Plan(std::shared_ptr<Runtime> runtime, const ConvDesc& desc, Direction direction,
@@ -67,27 +70,45 @@ class Plan final : public detail::ConvPlan {
         hint_(candidate.hint) {
     const auto& direction_roles = roles(direction);
     const ConvGeometry geometry = conv_geometry(desc);
+    ConvDesc f32_desc = desc;
+    f32_desc.dtype = DType::f32;
+    const ConvGeometry f32_geometry = conv_geometry(f32_desc);
+    const bool f32_compute = candidate.origin.f32_compute;
     const dnnl::engine& engine = runtime_->engine;
     dnnl_call(context_, "building the primitives", [&] {
       for (std::size_t r = 0; r < 3; ++r) {
-        dims_[r] = role_dims(desc, direction_roles[r].shape);
+        const Role& role = direction_roles[r];
+        dims_[r] = role_dims(desc, role.shape);
         offsets_[r] = candidate.buffer_offsets[r];
-        if (candidate.reorders[r]) {
-          user_[r] = dnnl::memory(user_md(geometry, direction_roles[r]), engine, DNNL_MEMORY_NONE);
+        if (f32_compute) {
+          // The caller's tensor is only converted (by the host), never read by a primitive.
+          buffers_[r] = dnnl::memory(candidate.inner[r], engine, DNNL_MEMORY_NONE);
+          if (candidate.reorders[r]) {
+            user_[r] = dnnl::memory(user_md(f32_geometry, role), engine, DNNL_MEMORY_NONE);
+            offsets_user_[r] = candidate.staging_offset;
+          }
+        } else if (candidate.reorders[r]) {
+          user_[r] = dnnl::memory(user_md(geometry, role), engine, DNNL_MEMORY_NONE);
           buffers_[r] = dnnl::memory(candidate.inner[r], engine, DNNL_MEMORY_NONE);
         } else {
           // Same bytes as the caller's layout (same_layout), described as the conv expects.
           user_[r] = dnnl::memory(candidate.inner[r], engine, DNNL_MEMORY_NONE);
         }
       }
+      // The f32 copy of role r in the caller's layout: the staging region or its buffer.
+      const auto conversion = [&](std::size_t r, bool into_f32) {
+        return Conversion{r, candidate.reorders[r] ? candidate.staging_offset : offsets_[r],
+                          dims_[r].product(), dtype_, into_f32};
+      };
       for (std::size_t r = 0; r < 2; ++r) {
+        if (f32_compute) steps_.emplace_back(conversion(r, true));
         if (!candidate.reorders[r]) continue;
         add_step(candidate.reorders[r],
                  {{DNNL_ARG_FROM, user_[r].get()}, {DNNL_ARG_TO, buffers_[r].get()}});
       }
       std::vector<dnnl_exec_arg_t> conv_args;
       for (std::size_t r = 0; r < 3; ++r) {
-        const dnnl::memory& memory = candidate.reorders[r] ? buffers_[r] : user_[r];
+        const dnnl::memory& memory = buffers_[r] ? buffers_[r] : user_[r];
         conv_args.push_back({direction_roles[r].arg, memory.get()});
       }
       add_step(candidate.conv, std::move(conv_args));
@@ -95,6 +116,7 @@ class Plan final : public detail::ConvPlan {
         add_step(candidate.reorders[2],
                  {{DNNL_ARG_FROM, buffers_[2].get()}, {DNNL_ARG_TO, user_[2].get()}});
       }
+      if (f32_compute) steps_.emplace_back(conversion(2, false));
     });
     if (std::find(info_.notes.begin(), info_.notes.end(), "gemm") != info_.notes.end()) prime();
   }
@@ -105,78 +127,55 @@ class Plan final : public detail::ConvPlan {
     const std::array<const Tensor*, 3> tensors = bound_tensors(args);
     const auto& direction_roles = roles(direction_);
     for (std::size_t r = 0; r < 3; ++r) check_tensor(tensors[r], direction_roles[r], dims_[r]);
-    if (workspace.bytes < info_.workspace_bytes) {
-      detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat("workspace has ", workspace.bytes, " bytes; this candidate needs ",
-                                info_.workspace_bytes),
-                    context_);
-    }
-    if (info_.workspace_bytes > 0 && workspace.data == nullptr) {
-      detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat("workspace data is null; this candidate needs ",
-                                info_.workspace_bytes, " bytes"),
-                    context_);
-    }
-    auto* base = static_cast<std::byte*>(workspace.data);
-
+    check_workspace(workspace, info_.workspace_bytes, context_);
+    std::array<void*, 3> data{};
+    for (std::size_t r = 0; r < 3; ++r) data[r] = tensors[r]->data();
     std::lock_guard lock(runtime_->mutex);
-    for (std::size_t r = 0; r < 3; ++r) {
-      bind(user_[r], tensors[r]->data());
-      if (buffers_[r]) bind(buffers_[r], base + offsets_[r]);
-    }
-    run_steps(base);
+    run(static_cast<std::byte*>(workspace.data), data);
   }
 
  private:
-  // Runs every step with the memory objects bound; scratchpads at `base`.
-  void run_steps(std::byte* base) {
-    const dnnl_stream_t stream = runtime_->stream.get();
-    for (Step& step : steps_) {
-      if (step.scratchpad) bind(step.scratchpad, base);
-      DNNX_DNNL_CHECK(dnnl_primitive_execute(step.primitive.get(), stream,
-                                             static_cast<int>(step.args.size()), step.args.data()),
-                      context_, "executing");
+  // Binds the memory objects (the caller's tensors at `data`, the buffers in the workspace at
+  // `base`) and runs every step.
+  void run(std::byte* base, const std::array<void*, 3>& data) {
+    for (std::size_t r = 0; r < 3; ++r) {
+      if (user_[r]) bind(user_[r], offsets_user_[r] ? base + *offsets_user_[r] : data[r]);
+      if (buffers_[r]) bind(buffers_[r], base + offsets_[r]);
     }
-    DNNX_DNNL_CHECK(dnnl_stream_wait(stream), context_, "waiting for the stream");
+    const dnnl_stream_t stream = runtime_->stream.get();
+    run_plan_steps(steps_, stream, base, data, context_);
+    wait(stream, context_);
   }
 
   // Note [first execution]: one run on zeroed buffers of the plan's own, freed afterwards; the
   // memory objects are rebound to the caller's pointers by every execute().
   void prime() {
-    std::size_t bytes = info_.workspace_bytes;
-    for (std::size_t r = 0; r < 3; ++r) bytes += user_[r].get_desc().get_size() + 64;
-    std::vector<std::byte> scratch(bytes + 64);
-    auto* cursor = reinterpret_cast<std::byte*>(
-        (reinterpret_cast<std::uintptr_t>(scratch.data()) + 63) & ~std::uintptr_t{63});
-    std::lock_guard lock(runtime_->mutex);  // Note [one stream]
-    std::byte* base = cursor;
-    cursor += (info_.workspace_bytes + 63) & ~std::size_t{63};
+    std::size_t bytes = round_up(info_.workspace_bytes);
+    std::array<std::size_t, 3> sizes{};
     for (std::size_t r = 0; r < 3; ++r) {
-      bind(user_[r], cursor);
-      cursor += (user_[r].get_desc().get_size() + 63) & ~std::size_t{63};
-      if (buffers_[r]) bind(buffers_[r], base + offsets_[r]);
+      sizes[r] = round_up(static_cast<std::size_t>(dims_[r].product()) * size_of(dtype_));
+      bytes += sizes[r];
     }
-    run_steps(base);
-    for (std::size_t r = 0; r < 3; ++r) bind(user_[r], nullptr);
+    std::vector<std::byte> scratch(bytes + buffer_alignment);
+    auto* cursor = reinterpret_cast<std::byte*>(
+        (reinterpret_cast<std::uintptr_t>(scratch.data()) + buffer_alignment - 1) &
+        ~std::uintptr_t{buffer_alignment - 1});
+    std::byte* base = cursor;
+    cursor += round_up(info_.workspace_bytes);
+    std::array<void*, 3> data{};
+    for (std::size_t r = 0; r < 3; ++r) {
+      data[r] = cursor;
+      cursor += sizes[r];
+    }
+    std::lock_guard lock(runtime_->mutex);  // Note [one stream]
+    run(base, data);
   }
 
-  struct Step {
-    dnnl::primitive primitive;
-    std::vector<dnnl_exec_arg_t> args;  // handles of memory objects this plan owns
-    dnnl::memory scratchpad;            // null when the primitive needs none
-  };
+  // A member, so that a std::byte* argument does not find std::bind by argument-dependent lookup.
+  void bind(const dnnl::memory& memory, void* data) const { onednn::bind(memory, data, context_); }
 
   void add_step(const dnnl::primitive_desc_base& pd, std::vector<dnnl_exec_arg_t> args) {
-    Step step;
-    step.primitive = dnnl::primitive(pd.get());
-    const dnnl::memory::desc scratchpad = pd.scratchpad_desc();
-    if (scratchpad.get_size() > 0) {
-      // Every step's scratchpad starts at workspace offset 0: the steps run one after the other.
-      step.scratchpad = dnnl::memory(scratchpad, runtime_->engine, DNNL_MEMORY_NONE);
-      args.push_back({DNNL_ARG_SCRATCHPAD, step.scratchpad.get()});
-    }
-    step.args = std::move(args);
-    steps_.push_back(std::move(step));
+    steps_.emplace_back(make_step(pd, std::move(args), runtime_->engine));
   }
 
   std::array<const Tensor*, 3> bound_tensors(const detail::ConvArgs& args) const {
@@ -203,11 +202,6 @@ class Plan final : public detail::ConvPlan {
     }
   }
 
-  void bind(const dnnl::memory& memory, void* data) const {
-    DNNX_DNNL_CHECK(dnnl_memory_set_data_handle(memory.get(), data), context_,
-                    "binding a data pointer");
-  }
-
   std::shared_ptr<Runtime> runtime_;
   AlgoInfo info_;
   ErrorContext context_;
@@ -218,10 +212,13 @@ class Plan final : public detail::ConvPlan {
   // after the primitives) so that a plan stays valid after the backend and its candidate lists.
   dnnl::primitive_desc hint_;
   std::array<Dims, 3> dims_;
-  std::array<dnnl::memory, 3> user_;     // bound to the caller's tensors
-  std::array<dnnl::memory, 3> buffers_;  // reordered copies in the workspace (null: none)
+  // The caller's tensors as the primitives read them (null: not read by a primitive), or for an
+  // f32-compute candidate the f32 copy in the workspace a reorder reads or writes.
+  std::array<dnnl::memory, 3> user_;
+  std::array<std::optional<std::size_t>, 3> offsets_user_;  // where such a copy lies
+  std::array<dnnl::memory, 3> buffers_;  // the convolution's tensors in the workspace (null: none)
   std::array<std::size_t, 3> offsets_{};
-  std::vector<Step> steps_;
+  std::vector<PlanStep> steps_;
 };
 
 class OneDnnConv final : public detail::ConvBackend {

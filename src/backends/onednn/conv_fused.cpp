@@ -56,6 +56,7 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -91,8 +92,10 @@ memory::desc fused_bias_md(const ConvFusedDesc& desc, DType type) {
   return memory::desc({desc.conv.out_channels}, data_type_of(type), memory::format_tag::x);
 }
 
-// Roles of the convolution's tensors in the arrays below.
+// Roles of the convolution's tensors in the arrays below, and the indices of the other tensors
+// of a call (Conversion::tensor).
 constexpr std::size_t role_src = 0, role_weights = 1, role_dst = 2;
+constexpr std::size_t tensor_bias = 3, tensor_residual = 4;
 constexpr const char* role_names[3] = {"src", "weights", "dst"};
 
 // One candidate: its public record and what a plan needs to build it.
@@ -103,17 +106,18 @@ struct Candidate {
   // caller's layout (null: none; src and weights user -> inner, dst inner -> user), the
   // residual's copy (user dst -> the dst the convolution accumulates onto, a reorder) and scaling
   // (an eltwise_linear: from the residual into dst, or in place on dst's reorder buffer),
-  // workspace offsets.
+  // workspace offsets. f32 compute: the reorders and the residual's copy run from and to the f32
+  // copies in the caller's layout (the residual is scaled while converted: no scaling step).
   dnnl::primitive_desc conv;
   std::array<memory::desc, 3> inner;
   std::array<dnnl::primitive_desc_base, 3> reorders;
   dnnl::primitive_desc_base residual_copy;
   dnnl::primitive_desc_base residual_scaling;
   std::array<std::size_t, 3> buffer_offsets{};
-  // f32 compute (Note [f32 compute convolution], conv_list.cpp): the bias's conversion to f32
-  // and the offset of its copy (null, 0 otherwise).
-  dnnl::primitive_desc_base bias_reorder;
+  // f32 compute (Note [f32 compute convolution], conv_list.cpp): where the f32 copy of the bias
+  // lies, and the f32 copies in the caller's layout of the reordered roles (and the residual).
   std::size_t bias_offset = 0;
+  std::size_t f32_copy_offset = 0;
   // Unfused: the convolution candidate it runs and where the convolution's output goes.
   std::string conv_id;
   std::size_t conv_workspace = 0;
@@ -171,14 +175,28 @@ Candidate fused_candidate(const dnnl::engine& engine, const dnnl::primitive_desc
     scratch = std::max(scratch, reorder_pd.scratchpad_desc().get_size());
     return reorder_pd;
   };
+  // f32 compute: the reorders run between the f32 copies in the caller's layout and inner.
+  const std::array<const memory::desc*, 3> user_f32 = {&inner_g.src, &inner_g.weights,
+                                                       &inner_g.dst};
+  const auto& from_user = f32_compute ? user_f32 : user;
+  std::size_t staging_bytes = 0;
   for (std::size_t r = 0; r < 3; ++r) {
-    if (same_layout(candidate.inner[r], *user[r])) continue;
-    candidate.reorders[r] = r == role_dst ? reorder(candidate.inner[r], *user[r], role_names[r])
-                                          : reorder(*user[r], candidate.inner[r], role_names[r]);
+    if (same_layout(candidate.inner[r], *from_user[r])) continue;
+    candidate.reorders[r] = r == role_dst
+                                ? reorder(candidate.inner[r], *from_user[r], role_names[r])
+                                : reorder(*from_user[r], candidate.inner[r], role_names[r]);
     if (!candidate.reorders[r]) return candidate;
     reordered = true;
+    if (f32_compute) staging_bytes = std::max(staging_bytes, from_user[r]->get_size());
   }
-  if (desc.residual) {
+  if (desc.residual && f32_compute) {
+    // Converted (and scaled) into the f32 copy of dst in the caller's layout, which is dst's
+    // buffer or, when dst is reordered, reordered into it.
+    if (candidate.reorders[role_dst]) {
+      candidate.residual_copy = reorder(inner_g.dst, candidate.inner[role_dst], "residual");
+      if (!candidate.residual_copy) return candidate;
+    }
+  } else if (desc.residual) {
     const bool dst_reordered = static_cast<bool>(candidate.reorders[role_dst]);
     const bool scaled = desc.residual_scale != 1.0f;
     // Into the reorder buffer of dst, or into dst itself (a plain copy between equal layouts);
@@ -209,21 +227,22 @@ Candidate fused_candidate(const dnnl::engine& engine, const dnnl::primitive_desc
       info.notes.emplace_back("scaled_residual");
     }
   }
-  if (f32_compute && desc.bias) {
-    candidate.bias_reorder =
-        reorder(fused_bias_md(desc, desc.conv.dtype), fused_bias_md(desc, DType::f32), "bias");
-    if (!candidate.bias_reorder) return candidate;
-  }
-  // Without reorders the workspace is exactly the scratchpads'.
-  std::size_t offset = reordered ? round_up(scratch) : scratch;
+  if (desc.residual && desc.residual_scale != 1.0f && f32_compute)
+    info.notes.emplace_back("scaled_residual");
+  // Without buffers the workspace is exactly the scratchpads'.
+  std::size_t offset = reordered || f32_compute ? round_up(scratch) : scratch;
   for (std::size_t r = 0; r < 3; ++r) {
-    if (!candidate.reorders[r]) continue;
+    if (!candidate.reorders[r] && !f32_compute) continue;
     candidate.buffer_offsets[r] = offset;
     offset += round_up(candidate.inner[r].get_size());
   }
-  if (candidate.bias_reorder) {
+  if (f32_compute && desc.bias) {
     candidate.bias_offset = offset;
     offset += round_up(fused_bias_md(desc, DType::f32).get_size());
+  }
+  if (staging_bytes > 0) {
+    candidate.f32_copy_offset = offset;
+    offset += round_up(staging_bytes);
   }
   info.workspace_bytes = offset;
   info.supported = true;
@@ -354,14 +373,37 @@ class FusedPlan final : public LayerPlan<detail::ConvFusedArgs> {
       : LayerPlan(candidate.info, context_of(desc, candidate.info.id)),
         runtime_(std::move(runtime)),
         desc_(desc),
-        offsets_(candidate.buffer_offsets),
-        bias_offset_(candidate.bias_offset) {
+        offsets_(candidate.buffer_offsets) {
     const ConvGeometry g = conv_geometry(desc.conv);
+    ConvDesc f32_conv = desc.conv;
+    f32_conv.dtype = DType::f32;
+    const ConvGeometry f32_g = conv_geometry(f32_conv);
+    const bool f32_compute = candidate.origin.f32_compute;
     const dnnl::engine& engine = runtime_->engine;
     const std::array<const memory::desc*, 3> user = {&g.src, &g.weights, &g.dst};
+    const std::array<const memory::desc*, 3> user_f32 = {&f32_g.src, &f32_g.weights, &f32_g.dst};
+    const std::array<Dims, 3> dims = {desc.src_dims(), desc.weights_dims(), desc.dst_dims()};
+    // f32 compute: a conversion between the call's tensor `tensor` and the f32 copy of role r in
+    // the caller's layout (the staging region, or the role's buffer).
+    const auto conversion = [&](std::size_t tensor, std::size_t r, bool into_f32,
+                                float scale = 1.0f) {
+      return Conversion{tensor,
+                        candidate.reorders[r] ? candidate.f32_copy_offset : offsets_[r],
+                        dims[r].product(),
+                        desc.conv.dtype,
+                        into_f32,
+                        scale};
+    };
     dnnl_call(context_, "building the primitives", [&] {
       for (std::size_t r = 0; r < 3; ++r) {
-        if (candidate.reorders[r]) {
+        if (f32_compute) {
+          // The caller's tensor is only converted (by the host), never read by a primitive.
+          buffers_[r] = dnnl::memory(candidate.inner[r], engine, DNNL_MEMORY_NONE);
+          if (candidate.reorders[r]) {
+            user_[r] = dnnl::memory(*user_f32[r], engine, DNNL_MEMORY_NONE);
+            user_offsets_[r] = candidate.f32_copy_offset;
+          }
+        } else if (candidate.reorders[r]) {
           user_[r] = dnnl::memory(*user[r], engine, DNNL_MEMORY_NONE);
           buffers_[r] = dnnl::memory(candidate.inner[r], engine, DNNL_MEMORY_NONE);
         } else {
@@ -370,13 +412,30 @@ class FusedPlan final : public LayerPlan<detail::ConvFusedArgs> {
         }
       }
       for (const std::size_t r : {role_src, role_weights}) {
+        if (f32_compute) steps_.emplace_back(conversion(r, r, true));
         if (!candidate.reorders[r]) continue;
-        steps_.push_back(make_step(candidate.reorders[r], {{DNNL_ARG_FROM, user_[r].get()},
-                                                           {DNNL_ARG_TO, buffers_[r].get()}}));
+        steps_.emplace_back(make_step(candidate.reorders[r], {{DNNL_ARG_FROM, user_[r].get()},
+                                                              {DNNL_ARG_TO, buffers_[r].get()}}));
       }
-      const dnnl::memory& conv_dst =
-          candidate.reorders[role_dst] ? buffers_[role_dst] : user_[role_dst];
-      if (desc_.residual) {
+      const dnnl::memory& conv_dst = buffers_[role_dst] ? buffers_[role_dst] : user_[role_dst];
+      if (desc_.bias) {
+        bias_ = dnnl::memory(fused_bias_md(desc_, f32_compute ? DType::f32 : desc_.conv.dtype),
+                             engine, DNNL_MEMORY_NONE);
+        if (f32_compute) {
+          bias_offset_ = candidate.bias_offset;
+          steps_.emplace_back(Conversion{tensor_bias, candidate.bias_offset,
+                                         desc_.conv.out_channels, desc_.conv.dtype, true});
+        }
+      }
+      if (desc_.residual && f32_compute) {
+        // Converted and scaled into the f32 copy of dst, then reordered into dst's buffer.
+        steps_.emplace_back(conversion(tensor_residual, role_dst, true, desc_.residual_scale));
+        if (candidate.residual_copy) {
+          steps_.emplace_back(
+              make_step(candidate.residual_copy,
+                        {{DNNL_ARG_FROM, user_[role_dst].get()}, {DNNL_ARG_TO, conv_dst.get()}}));
+        }
+      } else if (desc_.residual) {
         residual_ = dnnl::memory(g.dst, engine, DNNL_MEMORY_NONE);
         // The residual's steps were created for the caller's dst descriptor; a plain dst is
         // described to them as such (the convolution's own descriptor of the same bytes may
@@ -403,27 +462,18 @@ class FusedPlan final : public LayerPlan<detail::ConvFusedArgs> {
         }
       }
       std::vector<dnnl_exec_arg_t> conv_args = {
-          {DNNL_ARG_SRC,
-           (candidate.reorders[role_src] ? buffers_[role_src] : user_[role_src]).get()},
+          {DNNL_ARG_SRC, (buffers_[role_src] ? buffers_[role_src] : user_[role_src]).get()},
           {DNNL_ARG_WEIGHTS,
-           (candidate.reorders[role_weights] ? buffers_[role_weights] : user_[role_weights]).get()},
+           (buffers_[role_weights] ? buffers_[role_weights] : user_[role_weights]).get()},
           {DNNL_ARG_DST, conv_dst.get()}};
-      if (desc_.bias) {
-        bias_ = dnnl::memory(fused_bias_md(desc_, desc_.conv.dtype), engine, DNNL_MEMORY_NONE);
-        if (candidate.bias_reorder) {
-          // f32 compute: the convolution reads an f32 copy, converted with the inputs.
-          bias_buffer_ = dnnl::memory(fused_bias_md(desc_, DType::f32), engine, DNNL_MEMORY_NONE);
-          steps_.push_back(make_step(candidate.bias_reorder, {{DNNL_ARG_FROM, bias_.get()},
-                                                              {DNNL_ARG_TO, bias_buffer_.get()}}));
-        }
-        conv_args.push_back({DNNL_ARG_BIAS, (bias_buffer_ ? bias_buffer_ : bias_).get()});
-      }
+      if (bias_) conv_args.push_back({DNNL_ARG_BIAS, bias_.get()});
       conv_step_ = make_step(candidate.conv, std::move(conv_args));
       if (candidate.reorders[role_dst]) {
-        dst_step_ = make_step(
+        dst_steps_.emplace_back(make_step(
             candidate.reorders[role_dst],
-            {{DNNL_ARG_FROM, buffers_[role_dst].get()}, {DNNL_ARG_TO, user_[role_dst].get()}});
+            {{DNNL_ARG_FROM, buffers_[role_dst].get()}, {DNNL_ARG_TO, user_[role_dst].get()}}));
       }
+      if (f32_compute) dst_steps_.emplace_back(conversion(role_dst, role_dst, false));
     });
   }
 
@@ -431,27 +481,30 @@ class FusedPlan final : public LayerPlan<detail::ConvFusedArgs> {
     check_common(desc_, args, context_);
     check_workspace(workspace);
     auto* base = static_cast<std::byte*>(workspace.data);
-    const std::array<const Tensor*, 3> tensors = {args.src, args.weights, args.dst};
+    // Indexed by role_* and tensor_*.
+    const std::array<void*, 5> data = {args.src->data(), args.weights->data(), args.dst->data(),
+                                       desc_.bias ? args.bias->data() : nullptr,
+                                       desc_.residual ? args.residual->data() : nullptr};
 
     std::lock_guard lock(runtime_->mutex);  // Note [one stream]
     for (std::size_t r = 0; r < 3; ++r) {
-      bind(user_[r], tensors[r]->data());
+      if (user_[r]) bind(user_[r], user_offsets_[r] ? base + *user_offsets_[r] : data[r]);
       if (buffers_[r]) bind(buffers_[r], base + offsets_[r]);
     }
-    if (bias_) bind(bias_, args.bias->data());
-    if (bias_buffer_) bind(bias_buffer_, base + bias_offset_);
-    for (Step& step : steps_) run(step, base);
+    if (bias_) bind(bias_, bias_offset_ ? base + *bias_offset_ : data[tensor_bias]);
+    const dnnl_stream_t stream = runtime_->stream.get();
+    run_plan_steps(steps_, stream, base, data, context_);
     if (residual_) {
-      bind(residual_, args.residual->data());
-      if (dst_plain_) bind(dst_plain_, args.dst->data());
+      bind(residual_, data[tensor_residual]);
+      if (dst_plain_) bind(dst_plain_, data[role_dst]);
       const bool in_place = detail::residual_in_place(args);
       for (auto& [step, skip_in_place] : residual_steps_) {
-        if (!(skip_in_place && in_place)) run(step, base);
+        if (!(skip_in_place && in_place)) run_step(step, stream, base, context_);
       }
     }
-    run(conv_step_, base);
-    if (dst_step_.primitive) run(dst_step_, base);
-    wait(runtime_->stream.get(), context_);
+    run_step(conv_step_, stream, base, context_);
+    run_plan_steps(dst_steps_, stream, base, data, context_);
+    wait(stream, context_);
   }
 
  private:
@@ -459,27 +512,26 @@ class FusedPlan final : public LayerPlan<detail::ConvFusedArgs> {
     return onednn::make_step(pd, std::move(args), runtime_->engine);
   }
 
-  // Every step's scratchpad starts at workspace offset 0: the steps run one after the other.
-  void run(Step& step, std::byte* workspace) {
-    run_step(step, runtime_->stream.get(), workspace, context_);
-  }
-
   std::shared_ptr<Runtime> runtime_;
   ConvFusedDesc desc_;
   std::array<std::size_t, 3> offsets_;
-  std::array<dnnl::memory, 3> user_;     // bound to the caller's src, weights, dst
-  std::array<dnnl::memory, 3> buffers_;  // reordered copies in the workspace (null: none)
-  dnnl::memory bias_;                    // the caller's bias
-  dnnl::memory bias_buffer_;  // its f32 copy in the workspace (f32 compute; null otherwise)
-  std::size_t bias_offset_;
-  dnnl::memory residual_;    // the caller's residual, in dst's layout
-  dnnl::memory dst_plain_;   // the caller's dst as the residual's steps see it (dst not reordered)
-  std::vector<Step> steps_;  // input reorders
+  // The caller's src, weights, dst as the primitives read them (null: not read by a primitive),
+  // or for an f32-compute candidate the f32 copy in the workspace a reorder reads or writes.
+  std::array<dnnl::memory, 3> user_;
+  std::array<std::optional<std::size_t>, 3> user_offsets_;  // where such a copy lies
+  std::array<dnnl::memory, 3> buffers_;  // the convolution's tensors in the workspace (null: none)
+  dnnl::memory bias_;                    // the caller's bias, or its f32 copy in the workspace
+  std::optional<std::size_t> bias_offset_;  // where that copy lies (f32 compute)
+  dnnl::memory residual_;                   // the caller's residual, in dst's layout
+  dnnl::memory dst_plain_;  // the caller's dst as the residual's steps see it (dst not reordered)
+  // Before the convolution: input reorders, and for f32 compute the conversions of the inputs,
+  // the bias and the residual.
+  std::vector<PlanStep> steps_;
   // Copy and scaling of the residual into the dst the convolution accumulates onto; a step with
   // `true` is skipped when the residual is dst itself.
   std::vector<std::pair<Step, bool>> residual_steps_;
   Step conv_step_;
-  Step dst_step_;
+  std::vector<PlanStep> dst_steps_;  // dst's reorder back, its conversion (f32 compute)
 };
 
 // ---- the unfused plan ---------------------------------------------------------------------------

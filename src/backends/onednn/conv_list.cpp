@@ -42,26 +42,31 @@
 // Note [f32 compute convolution]
 // oneDNN 3.x runs f16 only where the CPU has AVX512-FP16 and bf16 only from AVX-512 on (or with
 // AVX2-VNNI-2: platform::has_data_type_support, which every implementation checks, ref:any
-// included), so on other CPUs an f16/bf16 convolution has no oneDNN implementation at all. Its
-// reorders convert f16/bf16 <-> f32 on every ISA, though, so each f16/bf16 desc also lists
-// f32-compute candidates: the f32 implementations asked for under the format strategies with
-// f32 descriptors. Note [format strategies]'s machinery does the rest: every role's inner
-// descriptor differs from the caller's (in data type, and in layout where the implementation
-// blocks it), so one reorder per role converts (and relayouts) the inputs into f32 buffers in
-// the workspace and the output back, inside execute(). Timing and workspace_bytes include the
-// conversions. The result is what a native implementation computes: products of f16/bf16 values
-// summed in f32 and rounded once to the dtype (bwd_weights overwrites diff_weights; dnnx does not
-// accumulate into it). These candidates say what they are: the id ends in ":f32"
-// (f32_compute_id_suffix), the name says "f32 compute", the notes hold "f32_compute".
+// included), so on other CPUs an f16/bf16 convolution has no oneDNN implementation at all. Each
+// f16/bf16 desc therefore also lists f32-compute candidates: the f32 implementations, asked for
+// under the format strategies with f32 descriptors. Their plans run, inside execute():
+//   1. each input converted elementwise into an f32 copy in the caller's layout in the workspace
+//      (convert(), Note [dtype conversions] in convert.cpp: oneDNN's own f16/bf16 reorders are
+//      its reference loops on such CPUs, 30 times slower), then, when the implementation wants
+//      another layout, reordered (an f32 oneDNN reorder, jit) into its buffer; the copies of the
+//      reordered roles share one staging region, used one after the other;
+//   2. the f32 convolution on the buffers;
+//   3. the output reordered back into the caller's layout where needed and converted into the
+//      caller's tensor, rounding once to the dtype.
+// So timing and workspace_bytes include the conversions. The result is what a native
+// implementation computes: products of f16/bf16 values summed in f32 and rounded once to the
+// dtype (bwd_weights overwrites diff_weights; dnnx does not accumulate into it). These
+// candidates say what they are: the id ends in ":f32" (f32_compute_id_suffix), the name says
+// "f32 compute", the notes hold "f32_compute".
 //   To keep the list (and the parity tests, which run every candidate) short, each f32
 // implementation is listed once, under the first strategy in which it is supported: the
 // conversions copy every tensor anyway, so a second layout of the same kernel rarely changes
 // much. ref:any in f32 is listed only where no native ref:any is (its plain variant: the
 // caller's layouts in f32): where one is, it runs the same loops without the copies.
 // Known defects (Note [known oneDNN defects]) are those of the f32 implementation inside, and
-// determinism is that of the f32 implementation (Note [determinism]): the reorders are
-// elementwise. Every f32-compute candidate needs workspace for its copies, so on a CPU without
-// native f16/bf16 kernels no candidate of such a desc runs without workspace.
+// determinism is that of the f32 implementation (Note [determinism]): the conversions and
+// reorders are elementwise. Every f32-compute candidate needs workspace for its copies, so on a CPU
+// without native f16/bf16 kernels no candidate of such a desc runs without workspace.
 
 // Note [determinism]
 // oneDNN documents run-to-run bitwise reproducible results for most primitives in a fixed
@@ -75,6 +80,7 @@
 #include "backends/onednn/conv_list.hpp"
 
 #include "backends/onednn/check.hpp"
+#include "backends/onednn/convert.hpp"
 #include "backends/onednn/layer_common.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
@@ -258,11 +264,12 @@ Candidate make_candidate(const dnnl::engine& engine, const ConvPd& conv_pd,
 
   std::size_t scratch = pd.scratchpad_desc().get_size();
   bool reordered = false;
+  std::size_t staging_bytes = 0;
   const dnnl::primitive_attr attr = user_scratchpad();
   for (std::size_t r = 0; r < 3; ++r) {
     const Role& role = direction_roles[r];
-    const memory::desc& user = user_md(g, role);
-    // Compares data types too: every role of an f32-compute candidate is converted.
+    // f32 compute: the reorder runs between the f32 copy in the caller's layout and inner.
+    const memory::desc& user = user_md(f32_compute ? inner_g : g, role);
     if (same_layout(candidate.inner[r], user)) continue;
     const bool output = r == 2;
     try {
@@ -280,13 +287,18 @@ Candidate make_candidate(const dnnl::engine& engine, const ConvPd& conv_pd,
     }
     scratch = std::max(scratch, candidate.reorders[r].scratchpad_desc().get_size());
     reordered = true;
+    if (f32_compute) staging_bytes = std::max(staging_bytes, user.get_size());
   }
-  // Without reorders the workspace is exactly the convolution's scratchpad.
-  std::size_t offset = reordered ? round_up(scratch) : scratch;
+  // Without buffers the workspace is exactly the convolution's scratchpad.
+  std::size_t offset = reordered || f32_compute ? round_up(scratch) : scratch;
   for (std::size_t r = 0; r < 3; ++r) {
-    if (!candidate.reorders[r]) continue;
+    if (!candidate.reorders[r] && !f32_compute) continue;
     candidate.buffer_offsets[r] = offset;
     offset += round_up(candidate.inner[r].get_size());
+  }
+  if (staging_bytes > 0) {
+    candidate.staging_offset = offset;
+    offset += round_up(staging_bytes);
   }
   candidate.scratch_bytes = scratch;
   info.workspace_bytes = offset;
@@ -409,6 +421,24 @@ std::string CandidateList::ids() const {
   names.reserve(candidates.size());
   for (const Candidate& candidate : candidates) names.push_back(candidate.info.id);
   return detail::join(names, ", ");
+}
+
+void run_plan_steps(std::vector<PlanStep>& steps, dnnl_stream_t stream, std::byte* workspace,
+                    std::span<void* const> tensors, const ErrorContext& context) {
+  for (PlanStep& step : steps) {
+    if (Step* primitive = std::get_if<Step>(&step)) {
+      run_step(*primitive, stream, workspace, context);
+      continue;
+    }
+    const Conversion& c = std::get<Conversion>(step);
+    wait(stream, context);  // what the primitives before it wrote, or read from its target
+    void* copy = workspace + c.offset;
+    if (c.into_f32) {
+      convert(tensors[c.tensor], c.dtype, copy, DType::f32, c.count, c.scale);
+    } else {
+      convert(copy, DType::f32, tensors[c.tensor], c.dtype, c.count, c.scale);
+    }
+  }
 }
 
 CandidateList list_conv_candidates(const dnnl::engine& engine, const ConvDesc& desc,

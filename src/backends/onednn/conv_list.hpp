@@ -6,6 +6,7 @@
 #include <dnnx/algo.hpp>
 #include <dnnx/ops/conv.hpp>
 
+#include "backends/onednn/layer_common.hpp"
 #include "backends/onednn/memory.hpp"
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -14,8 +15,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 namespace dnnx::onednn {
@@ -140,11 +143,39 @@ struct Candidate {
   /// Backward: the forward primitive descriptor `conv` was created with. oneDNN keeps a plain
   /// pointer to it, so it must live as long as `conv` does.
   dnnl::primitive_desc hint;
-  std::array<memory::desc, 3> inner;                  ///< per role: the descriptor the conv uses
-  std::array<dnnl::primitive_desc_base, 3> reorders;  ///< per role: user <-> inner (null: none)
-  std::array<std::size_t, 3> buffer_offsets{};        ///< per reordered role: workspace offset
-  std::size_t scratch_bytes = 0;                      ///< scratchpad region at workspace offset 0
+  std::array<memory::desc, 3> inner;  ///< per role: the descriptor the conv uses
+  /// Per role: the reorder between the caller's tensor and inner (null: none), or for an
+  /// f32-compute candidate between the role's f32 copy in the caller's layout (at
+  /// staging_offset) and inner (null: the role's buffer is that copy).
+  std::array<dnnl::primitive_desc_base, 3> reorders;
+  /// Per role with a buffer in the workspace (a reordered one; every role of an f32-compute
+  /// candidate): its offset.
+  std::array<std::size_t, 3> buffer_offsets{};
+  /// f32 compute: where the f32 copies in the caller's layout of the roles with a reorder lie,
+  /// one after the other (Note [f32 compute convolution]).
+  std::size_t staging_offset = 0;
+  std::size_t scratch_bytes = 0;  ///< scratchpad region at workspace offset 0
 };
+
+/// One elementwise conversion of an f32-compute plan (Note [f32 compute convolution]): between a
+/// caller's tensor, bound per call, and its f32 copy in the caller's layout in the workspace.
+struct Conversion {
+  std::size_t tensor = 0;    ///< which of the call's tensor pointers it reads or writes
+  std::size_t offset = 0;    ///< of the f32 copy in the workspace
+  std::int64_t count = 0;    ///< values
+  DType dtype = DType::f32;  ///< of the caller's tensor
+  bool into_f32 = true;      ///< the caller's tensor -> the copy (else the copy -> the tensor)
+  float scale = 1;           ///< applied on the way into f32 (the fused convolution's residual)
+};
+
+/// A step of a convolution plan: a oneDNN primitive or a conversion.
+using PlanStep = std::variant<Step, Conversion>;
+
+/// Runs `steps` in order: primitives on `stream` with their scratchpads at `workspace`,
+/// conversions between tensors[tensor] and workspace + offset on the host's threads, after
+/// waiting for the stream. Does not wait at the end.
+void run_plan_steps(std::vector<PlanStep>& steps, dnnl_stream_t stream, std::byte* workspace,
+                    std::span<void* const> tensors, const ErrorContext& context);
 
 /// Every candidate of one (desc, direction), in priority order.
 struct CandidateList {
