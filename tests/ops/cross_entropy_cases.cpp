@@ -21,11 +21,21 @@ std::string reduction_name(Reduction reduction) { return std::string(to_string(r
 
 }  // namespace
 
+float XentCase::largest() const {
+  float center = 0;
+  for (const float v : centers) center = std::max(center, std::abs(v));
+  return center + magnitude;
+}
+
+bool XentCase::clustered_large() const {
+  return std::any_of(centers.begin(), centers.end(), [](float v) { return std::abs(v) >= 1e3f; });
+}
+
 std::vector<XentCase> xent_cases() {
   std::vector<XentCase> cases;
   auto add = [&](const std::string& tag, const Dims& dims, Reduction reduction, bool weighted,
                  DType label_dtype, Layout layout, std::int64_t ignore_index = -100,
-                 float magnitude = 4, double ignored = 0.125) {
+                 float magnitude = 4, double ignored = 0.125, std::vector<float> centers = {0.0f}) {
     XentCase c;
     c.desc.dims = dims;
     c.desc.reduction = reduction;
@@ -34,6 +44,7 @@ std::vector<XentCase> xent_cases() {
     c.desc.layout = layout;
     c.desc.ignore_index = ignore_index;
     c.magnitude = magnitude;
+    c.centers = std::move(centers);
     c.ignored = ignored;
     c.name = dims.to_string() + "_" + reduction_name(reduction) + (weighted ? "_w" : "") + "_" +
              std::string(to_string(label_dtype)) + "_" + std::string(to_string(layout)) +
@@ -70,7 +81,34 @@ std::vector<XentCase> xent_cases() {
   // Two positions: a sum of losses up to 2e4 each stays within f16's range (65504).
   add("large", Dims{1, 6, 1, 2}, Reduction::sum, false, DType::i64, Layout::channels_first, -100,
       1e4f, 0);
+  // Logits clustered near large centers (Note [large-logit rows] in softmax_cases.cpp): log p of
+  // order 1 next to logits of 1e4 or 1e5, through the rows, the columns (nchw with positions) and
+  // the GPU's block kernel (C above 2048).
+  const std::vector<float> near1e4{1e4f};
+  const std::vector<float> mixed1e4{1e4f, -1e4f, 0.0f, 2.5e3f};
+  const std::vector<float> mixed1e5{1e5f, -1e5f, 30.0f, -3e4f};
+  add("near1e4", Dims{8, 37}, Reduction::none, false, DType::i64, Layout::channels_first, -100, 4,
+      0.125, near1e4);
+  add("spread1e4", Dims{8, 37}, Reduction::none, true, DType::i64, Layout::channels_first, -100, 48,
+      0.125, near1e4);
+  add("near1e4", Dims{8, 37}, Reduction::mean, true, DType::i32, Layout::channels_first, -100, 4,
+      0.125, near1e4);
+  add("near1e5", Dims{2, 21, 6, 11}, Reduction::none, false, DType::i64, Layout::channels_first,
+      -100, 4, 0.125, {1e5f});
+  add("nearneg1e5", Dims{2, 21, 6, 11}, Reduction::sum, false, DType::i64, Layout::channels_last,
+      -100, 4, 0.125, {-1e5f});
+  add("mixed1e4", Dims{2, 21, 6, 11}, Reduction::none, true, DType::i32, Layout::channels_last,
+      -100, 4, 0.125, mixed1e4);
+  add("mixed1e4", Dims{2, 21, 6, 11}, Reduction::none, false, DType::i64, Layout::channels_first,
+      -100, 4, 0.125, mixed1e4);
+  add("mixed1e5", Dims{3, 2100}, Reduction::none, false, DType::i64, Layout::channels_first, -100,
+      4, 0, mixed1e5);
   return cases;
+}
+
+bool representable(const XentCase& c, DType dtype) {
+  // The largest finite f16 is 65504; f32 and bf16 reach 3.4e38.
+  return dtype != DType::f16 || c.largest() <= 65504.0f;
 }
 
 CrossEntropyDesc with_dtype(CrossEntropyDesc desc, DType dtype) {
@@ -110,9 +148,15 @@ std::vector<std::int64_t> labels_of(const Tensor& labels) {
 XentInputs xent_inputs(const XentCase& c, const CrossEntropyDesc& desc) {
   XentInputs inputs;
   const auto count = static_cast<std::size_t>(desc.dims.product());
-  inputs.logits =
-      tensor_from(desc.dims, desc.dtype, desc.layout,
-                  random_uniform(count, seed_from(c.name + "/logits"), -c.magnitude, c.magnitude));
+  std::vector<float> logits =
+      random_uniform(count, seed_from(c.name + "/logits"), -c.magnitude, c.magnitude);
+  if (c.centers.size() > 1 || c.centers.at(0) != 0.0f) {
+    const auto n = static_cast<float>(c.centers.size());
+    const std::vector<float> pick = random_uniform(count, seed_from(c.name + "/centers"), 0, n);
+    for (std::size_t k = 0; k < count; ++k)
+      logits[k] += c.centers[std::min(static_cast<std::size_t>(pick[k]), c.centers.size() - 1)];
+  }
+  inputs.logits = tensor_from(desc.dims, desc.dtype, desc.layout, logits);
   const auto positions = static_cast<std::size_t>(desc.positions());
   const std::vector<float> pick = random_uniform(positions, seed_from(c.name + "/labels"));
   const std::vector<float> ignore = random_uniform(positions, seed_from(c.name + "/ignore"), 0, 1);
@@ -239,6 +283,66 @@ Tolerance xent_tolerance(DType dtype) {
     case DType::bf16: return {4 * 0.00390625 + 2e-5, 1e-30};
     default: return {2e-5, 1e-30};
   }
+}
+
+// Note [xent large-logit tolerance]
+// The loss of a position is -w log p_y with log p_y = (x_y - m) - log(s) (Note [xent stats] in
+// src/backends/onednn/cross_entropy.cpp): as for log-softmax (Note [large-logit tolerance] in
+// softmax_cases.cpp) its f32 error is a few ulps of w max(1, |log p_y|) whatever the logits'
+// magnitude, xent_large_logit_ulps() of them (8 for libm's or CUDA's exp and log, 64 for oneDNN's
+// jit polynomials). Sum and mean add the positions' errors, plus the rounding of the sum (P ulps
+// of the sum of |w log p|, P positions, which covers f32 partial sums) and of the division by the
+// weight total (one more ulp). f16 / bf16 add four units of their rounding of |loss|. A log p_y
+// from a shift rounded to the maximum's ulp is thousands of ulps away.
+double xent_large_logit_ulps(const AlgoInfo& algo) {
+  const bool polynomial =
+      std::find(algo.notes.begin(), algo.notes.end(), "jit") != algo.notes.end();
+  return polynomial ? 64 : 8;
+}
+
+XentBound xent_forward_bound(const XentCase& c, const CrossEntropyDesc& desc,
+                             const XentInputs& inputs, const AlgoInfo& algo) {
+  if (!c.clustered_large()) return {xent_forward_scale(desc, inputs), xent_tolerance(desc.dtype)};
+  const std::vector<float> x = inputs.logits.to_f32();
+  const std::vector<std::int64_t> y = labels_of(inputs.labels);
+  const PositionTerms t = terms(desc, inputs);
+  const double ulp = 0x1p-23;
+  const double units = xent_large_logit_ulps(algo) * ulp;
+  const double dtype_units = desc.dtype == DType::f16    ? 4 * 0x1p-11
+                             : desc.dtype == DType::bf16 ? 4 * 0x1p-8
+                                                         : 0.0;
+  std::vector<double> error(y.size(), 0.0);
+  std::vector<double> loss(y.size(), 0.0);
+  for (std::size_t p = 0; p < y.size(); ++p) {
+    if (y[p] == desc.ignore_index) continue;
+    const double xy =
+        x[static_cast<std::size_t>(logical(desc, static_cast<std::int64_t>(p), y[p]))];
+    const double log_p = std::abs(xy - t.lse[p]);
+    error[p] = t.weight[p] * units * std::max(1.0, log_p);
+    loss[p] = t.weight[p] * log_p;
+  }
+  XentBound bound;
+  bound.tolerance = {1.0, xent_tolerance(desc.dtype).abs};
+  if (desc.reduction == Reduction::none) {
+    for (std::size_t p = 0; p < y.size(); ++p)
+      bound.scale.push_back(static_cast<float>(error[p] + dtype_units * loss[p]));
+    return bound;
+  }
+  double total_error = 0;
+  double total_loss = 0;
+  for (std::size_t p = 0; p < y.size(); ++p) {
+    total_error += error[p];
+    total_loss += loss[p];
+  }
+  total_error += static_cast<double>(y.size()) * ulp * total_loss;
+  if (desc.reduction == Reduction::mean) {
+    // An all-ignored batch's mean is NaN, compared as such by xent_close().
+    const double divisor = t.total_weight > 0 ? t.total_weight : 1.0;
+    total_error = total_error / divisor + ulp * total_loss / divisor;
+    total_loss /= divisor;
+  }
+  bound.scale.push_back(static_cast<float>(total_error + dtype_units * total_loss));
+  return bound;
 }
 
 std::string xent_context(const CrossEntropyDesc& desc, Direction direction,

@@ -18,15 +18,26 @@ namespace dnnx::test {
 struct XentCase {
   std::string name;  ///< unique, usable as a gtest name
   CrossEntropyDesc desc;
-  float magnitude = 4;     ///< logits uniform in [-magnitude, magnitude)
-  double ignored = 0.125;  ///< fraction of positions labelled ignore_index
+  float magnitude = 4;  ///< each logit is one of `centers` plus uniform in [-magnitude, magnitude)
+  std::vector<float> centers{0.0f};  ///< drawn at random for each logit
+  double ignored = 0.125;            ///< fraction of positions labelled ignore_index
+
+  /// The largest |logit| the case can draw (before rounding to a dtype).
+  float largest() const;
+  /// Whether the loss is held to Note [xent large-logit tolerance]: logits clustered near a
+  /// center of magnitude 1e3 or more (Note [large-logit rows] in softmax_cases.cpp).
+  bool clustered_large() const;
 };
 
 /// Shapes (batch 1, odd C, C = 1, C above the warp kernel's 2048, 1-D to 3-D spatial) x
 /// reduction x weights x label dtype x layout x ignore_index (PyTorch's -100, a class index, a
-/// value above C), logits of magnitude 1e4, and a batch whose every position is ignored (mean is
-/// NaN). f32; the parity tests run each in every dtype.
+/// value above C), logits of magnitude 1e4, a batch whose every position is ignored (mean is
+/// NaN), and logits clustered near +-1e4 / +-1e5. f32; the parity tests run each in every dtype
+/// that represents its logits.
 std::vector<XentCase> xent_cases();
+
+/// Whether every logit of `c` is finite in `dtype` (f16 stops at 65504).
+bool representable(const XentCase& c, DType dtype);
 
 CrossEntropyDesc with_dtype(CrossEntropyDesc desc, DType dtype);
 
@@ -64,6 +75,19 @@ std::vector<float> xent_backward_scale(const CrossEntropyDesc& desc, const XentI
 
 /// The bound for an output of `dtype` relative to those scales (Note [xent tolerances]).
 Tolerance xent_tolerance(DType dtype);
+
+/// What a parity test compares an output with: per-element scales and the bound relative to them.
+struct XentBound {
+  std::vector<float> scale;
+  Tolerance tolerance;
+};
+/// The f32 ulps (of max(1, |log p|) per position) by which candidate `algo`'s log-probabilities
+/// may miss the exact ones on logits of any magnitude (Note [xent large-logit tolerance]).
+double xent_large_logit_ulps(const AlgoInfo& algo);
+/// The forward (loss) bound of candidate `algo` on case `c` in `desc`'s dtype: Note [xent
+/// large-logit tolerance] for clustered_large() rows, Note [xent tolerances] otherwise.
+XentBound xent_forward_bound(const XentCase& c, const CrossEntropyDesc& desc,
+                             const XentInputs& inputs, const AlgoInfo& algo);
 
 /// "xent fwd [<id>] <desc> | <repro>" for failure messages.
 std::string xent_context(const CrossEntropyDesc& desc, Direction direction,

@@ -36,9 +36,10 @@ except ImportError as error:  # pragma: no cover - depends on the machine
 TOLERANCE = 8 * 2.0 ** -24
 
 
-def case(name, dims, mode="channel", log=False, layout="nchw", magnitude=4.0):
+def case(name, dims, mode="channel", log=False, layout="nchw", magnitude=4.0, centers=(0.0,)):
+    """Inputs: per element one of `centers` plus uniform noise in [-magnitude, magnitude)."""
     return {"name": name, "dims": list(dims), "mode": mode, "log": log, "layout": layout,
-            "magnitude": magnitude}
+            "magnitude": magnitude, "centers": list(centers)}
 
 
 CASES = []
@@ -57,6 +58,13 @@ for _log in (False, True):
         case(f"3d_instance_{_tag}", (1, 4, 3, 5, 6), "instance", _log),
         case(f"large_{_tag}", (4, 17), log=_log, magnitude=1e4),
         case(f"large_spatial_{_tag}", (2, 6, 3, 3), log=_log, magnitude=1e4),
+        # Logits clustered near large values (Note [large-logit rows] in
+        # tests/ops/softmax_cases.cpp): log(sum) of order 1 next to a maximum of 1e4 or 1e5.
+        case(f"near1e4_{_tag}", (4, 37), log=_log, centers=(1e4,)),
+        case(f"near1e5_spatial_{_tag}", (2, 21, 3, 5), log=_log, centers=(1e5,)),
+        case(f"nearneg1e5_instance_nhwc_{_tag}", (2, 3, 5, 7), "instance", _log, "nhwc",
+             centers=(-1e5,)),
+        case(f"mixed1e5_{_tag}", (4, 37), log=_log, centers=(1e5, -1e5, 30.0, -3e4)),
     ]
 
 
@@ -100,7 +108,9 @@ def compare(name, got, want, scale):
 
 
 def run_case(harness, c, directory, rng):
-    src = rng.uniform(-c["magnitude"], c["magnitude"], c["dims"]).astype(np.float32)
+    centers = np.array(c["centers"], dtype=np.float64)
+    src = (rng.choice(centers, c["dims"])
+           + rng.uniform(-c["magnitude"], c["magnitude"], c["dims"])).astype(np.float32)
     diff_dst = rng.uniform(-1, 1, c["dims"]).astype(np.float32)
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, "case.json"), "w") as out:

@@ -23,6 +23,22 @@
 // ref:any asks for a scratchpad on nchw), and runs in place. Its place in the list follows the
 // measurements in docs/ops/softmax.md: first for nchw channel mode with spatial dims (where
 // oneDNN's jit needs the nhwc copies), after oneDNN's jit implementations otherwise.
+//
+// Note [log-softmax shift]
+// Log-softmax is computed as (x - max) - log(sum), never as x - (max + log(sum)): the folded
+// shift max + log(sum) is rounded to the ulp of the maximum (2^-10 near 1e4, 2^-7 near 1e5), so
+// every output would be off by up to half that, however small the output (log-softmax of {1e4,
+// 1e4 + 1, 1e4 + 2, 1e4 + 3} would come out -0.4404297 instead of -0.4401897). x - max is exact
+// when x and max are within a factor 2 of each other (Sterbenz) and otherwise rounded relative to
+// itself, with |x - max| <= |y|; log(sum) carries the sum's relative error as an absolute one. The
+// result is then within a few ulps of max(1, |y|) whatever the logits' magnitude. Every kernel of
+// dnnx keeps the two apart: cpu:kernel's rows and columns here, the cross-entropy kernels (Note
+// [xent stats] in cross_entropy.cpp), and the cudnn backend's CUDA kernels. oneDNN 3.2's
+// softmax_log stores x - max and subtracts log(sum) afterwards (its jit code's polynomial exp and
+// log are good to a few tens of ulps, measured without any dependence on the logits' magnitude);
+// cuDNN's CUDNN_SOFTMAX_LOG folds the shift and is not offered for the forward pass (Note [cuDNN
+// log-softmax] in backends/cudnn/softmax.cpp). The parity tests hold every candidate to Note
+// [large-logit tolerance] (tests/ops/softmax_cases.cpp) on logits clustered near +-1e4 and +-1e5.
 
 #include "backends/onednn/check.hpp"
 #include "backends/onednn/layers.hpp"
@@ -155,10 +171,11 @@ template <typename T>
     simd::row_max_sum(in, axis, max, sum);
     std::int64_t a = 0;
     if (log) {
-      const float shift = max + std::log(sum);
+      // Note [log-softmax shift]: (x - max) - log(sum), never x - (max + log(sum)).
+      const float log_sum = std::log(sum);
       for (; a + lanes <= axis; a += lanes)
-        simd::store_vec(out + a, simd::load_vec(in + a) - shift);
-      for (; a < axis; ++a) simd::store(out, a, simd::load(in, a) - shift);
+        simd::store_vec(out + a, (simd::load_vec(in + a) - max) - log_sum);
+      for (; a < axis; ++a) simd::store(out, a, (simd::load(in, a) - max) - log_sum);
     } else {
       for (; a + lanes <= axis; a += lanes)
         simd::store_vec(out + a, simd::exp_vec(simd::load_vec(in + a) - max) / sum);
@@ -179,13 +196,15 @@ template <typename T>
   const std::int64_t first = o * axis * inner + i0;
   simd::column_max_sum(x + first, axis, inner, n, max, sum);
   if (log) {
-    for (std::int64_t i = 0; i < n; ++i) max[i] += std::log(sum[i]);
+    // Note [log-softmax shift]: sum[i] becomes log(sum[i]), max[i] stays apart.
+    for (std::int64_t i = 0; i < n; ++i) sum[i] = std::log(sum[i]);
   }
   for (std::int64_t a = 0; a < axis; ++a) {
     const T* in = x + first + a * inner;
     T* out = y + first + a * inner;
     if (log) {
-      for (std::int64_t i = 0; i < n; ++i) simd::store(out, i, simd::load(in, i) - max[i]);
+      for (std::int64_t i = 0; i < n; ++i)
+        simd::store(out, i, (simd::load(in, i) - max[i]) - sum[i]);
     } else {
       for (std::int64_t i = 0; i < n; ++i)
         simd::store(out, i, simd::exp_nonpositive(simd::load(in, i) - max[i]) / sum[i]);
@@ -708,7 +727,8 @@ class KernelPlan final : public detail::OpPlan<detail::SoftmaxArgs> {
 };
 
 // The candidate lists and plans of one backend instance (ListedOpBackend keeps both).
-class OneDnnSoftmax final : public detail::ListedOpBackend<SoftmaxDesc, detail::SoftmaxArgs, Candidate> {
+class OneDnnSoftmax final
+    : public detail::ListedOpBackend<SoftmaxDesc, detail::SoftmaxArgs, Candidate> {
  public:
   explicit OneDnnSoftmax(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
 
@@ -717,8 +737,9 @@ class OneDnnSoftmax final : public detail::ListedOpBackend<SoftmaxDesc, detail::
   std::vector<Candidate> enumerate(const SoftmaxDesc& desc, Direction direction) override {
     return list_candidates(runtime_->engine, desc, direction, runtime_->isa);
   }
-  std::shared_ptr<detail::OpPlan<detail::SoftmaxArgs>> build(const SoftmaxDesc& desc, Direction direction,
-                                                         const Candidate& candidate) override {
+  std::shared_ptr<detail::OpPlan<detail::SoftmaxArgs>> build(const SoftmaxDesc& desc,
+                                                             Direction direction,
+                                                             const Candidate& candidate) override {
     if (candidate.kernel) return std::make_shared<KernelPlan>(desc, direction);
     return std::make_shared<Plan>(runtime_, desc, direction, candidate);
   }
