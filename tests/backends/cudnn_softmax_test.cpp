@@ -1,7 +1,9 @@
 // The cudnn backend's softmax on a GPU (label "gpu"): every candidate (dnnx's kernel and each
 // legacy cuDNN algorithm) against the reference backend for every case of the softmax table in
-// f32, f16 and bf16, forward and backward; bitwise determinism; in place; the FAST candidate on
-// moderate inputs only and never as the heuristic choice; graph replay; no per-call cudaMalloc.
+// f32, f16 and bf16 (where representable), forward and backward, large-logit rows and the
+// reported large-logit case included; bitwise determinism; in place; the FAST candidate on
+// moderate inputs only and never as the heuristic choice; the LOG forward listed unsupported;
+// graph replay; no per-call cudaMalloc.
 // Every test skips with the reason when no usable GPU is present (CI has none).
 
 #include <dnnx/dnnx.hpp>
@@ -63,8 +65,11 @@ test::SoftmaxRun run_gpu(Context& context, const SoftmaxDesc& desc, Direction di
 }
 
 // Note [expected unsupported cudnn softmax]: cuDNN's legacy softmax may reject bf16 (before
-// compute capability 8.0, or in some releases); dnnx's kernel runs every desc.
-bool expected_unsupported(const SoftmaxDesc& desc, const AlgoInfo& algo) {
+// compute capability 8.0, or in some releases); its LOG forward is never offered (Note [cuDNN
+// log-softmax] in src/backends/cudnn/softmax.cpp); dnnx's kernel runs every desc.
+bool expected_unsupported(const SoftmaxDesc& desc, Direction direction, const AlgoInfo& algo) {
+  if (algo.id == "cudnn:legacy:softmax:log" && direction == Direction::fwd)
+    return algo.reason.find("max + log(sum) as one rounded value") != std::string::npos;
   return algo.id.rfind("cudnn:legacy:", 0) == 0 && desc.dtype == DType::bf16 &&
          algo.reason.find("cuDNN rejects it") != std::string::npos;
 }
@@ -78,8 +83,10 @@ void PrintTo(const Param& p, std::ostream* out) { *out << p.c.name << " " << to_
 
 std::vector<Param> params() {
   std::vector<Param> out;
-  for (const test::SoftmaxCase& c : test::softmax_cases())
-    for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) out.push_back({c, dtype});
+  for (const test::SoftmaxCase& c : test::softmax_cases()) {
+    for (const DType dtype : {DType::f32, DType::f16, DType::bf16})
+      if (test::representable(c, dtype)) out.push_back({c, dtype});
+  }
   return out;
 }
 
@@ -98,10 +105,9 @@ class CudnnSoftmaxParity : public ::testing::TestWithParam<Param> {
         direction == Direction::fwd
             ? dst
             : test::run_softmax(reference, desc, direction, dst, &diff_dst).output;
-    const std::vector<float> scale =
-        direction == Direction::fwd
-            ? test::softmax_forward_scale(desc, expected.to_f32())
-            : test::softmax_backward_scale(desc, dst.to_f32(), diff_dst.to_f32());
+    const std::vector<float> expected_values = expected.to_f32();
+    const std::vector<float> dst_values = dst.to_f32();
+    const std::vector<float> diff_dst_values = diff_dst.to_f32();
     const Tensor& input = direction == Direction::fwd ? src : dst;
     const Tensor* diff = direction == Direction::fwd ? nullptr : &diff_dst;
 
@@ -110,19 +116,22 @@ class CudnnSoftmaxParity : public ::testing::TestWithParam<Param> {
     for (const AlgoInfo& algo : softmax_list(lister, desc, direction)) {
       const std::string where = test::softmax_context(desc, direction, algo.id);
       if (!algo.supported) {
-        EXPECT_TRUE(expected_unsupported(desc, algo)) << algo.reason << "\n  " << where;
+        EXPECT_TRUE(expected_unsupported(desc, direction, algo)) << algo.reason << "\n  " << where;
         continue;
       }
       // CUDNN_SOFTMAX_FAST overflows on large inputs by design: tested on moderate ones.
-      if (has_note(algo, "overflow_risk") && c.magnitude > 10) continue;
+      if (has_note(algo, "overflow_risk") && c.largest() > 10) continue;
       Context context =
           test::softmax_context_for(BackendKind::cudnn, direction, AlgoPolicy::fixed(algo.id));
       const test::SoftmaxRun first = run_gpu(context, desc, direction, input, diff);
       ASSERT_EQ(first.choice->algo.id, algo.id) << where;
       ASSERT_TRUE(test::all_finite(first.output, "output", where));
-      EXPECT_TRUE(test::close_within_scale(first.output.to_f32(), expected.to_f32(), scale,
-                                           desc.dims, test::softmax_tolerance(desc.dtype), "output",
-                                           where));
+      const test::SoftmaxBound bound =
+          direction == Direction::fwd
+              ? test::softmax_forward_bound(c, desc, expected_values, algo)
+              : test::softmax_backward_bound(desc, dst_values, diff_dst_values);
+      EXPECT_TRUE(test::close_within_scale(first.output.to_f32(), expected_values, bound.scale,
+                                           desc.dims, bound.tolerance, "output", where));
       if (algo.deterministic) {
         const test::SoftmaxRun second = run_gpu(context, desc, direction, input, diff);
         EXPECT_TRUE(test::bitwise_equal(first.output, second.output, "output of two runs", where));
@@ -163,7 +172,18 @@ TEST(CudnnSoftmax, CandidatesAndHeuristic) {
       EXPECT_EQ(algo.workspace_bytes, 0u) << algo.id;
     }
     if (log) {
-      EXPECT_NE(std::find(ids.begin(), ids.end(), "cudnn:legacy:softmax:log"), ids.end());
+      // Listed, with the reason it is not offered (Note [cuDNN log-softmax]).
+      const auto legacy = std::find_if(algos.begin(), algos.end(), [](const AlgoInfo& algo) {
+        return algo.id == "cudnn:legacy:softmax:log";
+      });
+      ASSERT_NE(legacy, algos.end());
+      EXPECT_FALSE(legacy->supported);
+      EXPECT_NE(legacy->reason.find("CUDNN_SOFTMAX_LOG forward"), std::string::npos)
+          << legacy->reason;
+      const auto backward = softmax_list(context, desc, Direction::bwd_data);
+      EXPECT_TRUE(std::any_of(backward.begin(), backward.end(), [](const AlgoInfo& algo) {
+        return algo.id == "cudnn:legacy:softmax:log" && algo.supported;
+      })) << "the LOG backward stays a candidate";
     } else {
       EXPECT_NE(std::find(ids.begin(), ids.end(), "cudnn:legacy:softmax:accurate"), ids.end());
       // FAST is listed, last, and the heuristic never takes it.
@@ -171,6 +191,31 @@ TEST(CudnnSoftmax, CandidatesAndHeuristic) {
       EXPECT_TRUE(has_note(algos.back(), "overflow_risk"));
     }
     EXPECT_NE(softmax_select(context, desc, Direction::fwd)->algo.id, "cudnn:legacy:softmax:fast");
+  }
+}
+
+// The reported case of Note [large-logit rows] (tests/ops/softmax_cases.cpp) on every supported
+// candidate, through each kernel shape (column: 4 values; warp: 12; block: 1028), within
+// large_logit_ulps() of max(1, |y|).
+TEST(CudnnSoftmax, LargeLogitReportedCase) {
+  DNNX_REQUIRE_GPU();
+  for (const test::LargeLogitExample& example : test::large_logit_examples()) {
+    const SoftmaxDesc& desc = example.desc;
+    std::vector<float> scale(example.expected.size());
+    for (std::size_t k = 0; k < scale.size(); ++k)
+      scale[k] = std::max(1.0f, std::abs(example.expected[k]));
+    Context lister(BackendKind::cudnn);
+    for (const AlgoInfo& algo : softmax_list(lister, desc, Direction::fwd)) {
+      if (!algo.supported) continue;
+      const std::string where = test::softmax_context(desc, Direction::fwd, algo.id) + " logits " +
+                                std::to_string(example.base) + " + (c mod 4)";
+      Context context =
+          test::softmax_context_for(BackendKind::cudnn, Direction::fwd, AlgoPolicy::fixed(algo.id));
+      const test::SoftmaxRun run = run_gpu(context, desc, Direction::fwd, example.src);
+      EXPECT_TRUE(test::close_within_scale(run.output.to_f32(), example.expected, scale, desc.dims,
+                                           {test::large_logit_ulps(algo) * 0x1p-23, 0}, "output",
+                                           where));
+    }
   }
 }
 

@@ -3,11 +3,15 @@
 //                               logits (fwd); log-sum-exp, then w * g * (softmax - onehot) in one
 //                               more pass (bwd). Mean backward first sums the weights of the
 //                               labels (a second, small launch).
-//   cudnn:legacy:log+nll        fwd: cudnnSoftmaxForward(CUDNN_SOFTMAX_LOG) into the workspace,
-//                               then the NLL kernel;
+//   cudnn:legacy:log+nll        fwd: listed, never supported: it would read the loss from
+//                               cudnnSoftmaxForward(CUDNN_SOFTMAX_LOG), which subtracts max +
+//                               log(sum) as one rounded value (Note [cuDNN log-softmax] in
+//                               softmax.cpp), an error of up to half an ulp of the largest logit
+//                               in every loss;
 //   cudnn:legacy:accurate+nll   bwd: cudnnSoftmaxForward(CUDNN_SOFTMAX_ACCURATE) into
 //                               diff_logits, then w * g * (p - onehot) in place.
-// Both subtract the maximum, so logits of any magnitude are fine; none uses CUDNN_SOFTMAX_FAST.
+// Both that run subtract the maximum, so logits of any magnitude are fine; none uses
+// CUDNN_SOFTMAX_FAST.
 // Sums run in a fixed order (Note [xent last block] in kernels/cross_entropy.cu): every candidate
 // is deterministic. The legacy candidates' cuDNN support is probed like softmax's (Note [softmax
 // probe] in softmax.cpp).
@@ -53,9 +57,6 @@ namespace {
 constexpr const char* fused_id = "cudnn:kernel:fused";
 constexpr const char* log_nll_id = "cudnn:legacy:log+nll";
 constexpr const char* accurate_nll_id = "cudnn:legacy:accurate+nll";
-constexpr std::size_t alignment = 256;
-
-std::size_t round_up(std::size_t bytes) { return (bytes + alignment - 1) / alignment * alignment; }
 
 ErrorContext context_of(const CrossEntropyDesc& desc, Direction direction,
                         std::string implementation) {
@@ -130,14 +131,19 @@ std::string probe(Runtime& runtime, DType dtype, cudnnSoftmaxAlgorithm_t algo,
   return reason;
 }
 
-std::size_t workspace_of(const CrossEntropyDesc& desc, Direction direction, bool fused) {
+// The workspace of the candidates that run: the fused forward, and either backward.
+std::size_t workspace_of(const CrossEntropyDesc& desc, Direction direction) {
   const kernels::XentParams params = params_of(desc);
   if (direction == Direction::bwd_data) return kernels::xent_backward_workspace(params);
-  if (fused) return kernels::xent_fused_forward_workspace(params);
-  const std::size_t nll = kernels::xent_nll_workspace(params);
-  const auto log_probabilities =
-      static_cast<std::size_t>(desc.dims.product()) * size_of(desc.dtype);
-  return nll == 0 ? log_probabilities : round_up(log_probabilities) + nll;
+  return kernels::xent_fused_forward_workspace(params);
+}
+
+// Note [cuDNN log-softmax] (softmax.cpp): why cudnn:legacy:log+nll is not offered.
+std::string log_nll_reason(std::size_t cudnn_version) {
+  return detail::cat("cuDNN ", cudnn_version_text(cudnn_version),
+                     "'s CUDNN_SOFTMAX_LOG forward subtracts max + log(sum) as one rounded value, "
+                     "an error of up to half an ulp of the largest logit in every loss (4.9e-4 for "
+                     "logits near 1e4); cudnn:kernel:fused computes (x_y - max) - log(sum)");
 }
 
 void check_tensor(const Tensor* tensor, const char* role, const Dims& dims, DType dtype,
@@ -248,34 +254,21 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
   }
 
  private:
+  // cudnn:legacy:accurate+nll, the legacy candidate that runs (backward only).
   void launch_legacy(const detail::CrossEntropyArgs& args, const detail::Workspace& workspace,
                      const float* weights) {
     const float alpha = 1.0f;
     const float beta = 0.0f;
-    const cudaStream_t stream = runtime_->stream();
-    cudaError_t status = cudaSuccess;
-    if (direction_ == Direction::fwd) {
-      auto* base = static_cast<char*>(workspace.data);
-      const std::size_t log_probabilities =
-          round_up(static_cast<std::size_t>(desc_.dims.product()) * size_of(desc_.dtype));
-      DNNX_CUDNN_CHECK(cudnnSoftmaxForward(runtime_->handle(), CUDNN_SOFTMAX_LOG,
-                                           CUDNN_SOFTMAX_MODE_CHANNEL, &alpha, descriptor_.get(),
-                                           args.logits->data(), &beta, descriptor_.get(), base),
-                       context_, "running cudnnSoftmaxForward (LOG)");
-      status =
-          kernels::xent_nll_forward(params_, base, args.labels->data(), weights, args.loss->data(),
-                                    base + log_probabilities, record(), report_device_, stream);
-    } else {
-      DNNX_CUDNN_CHECK(cudnnSoftmaxForward(runtime_->handle(), CUDNN_SOFTMAX_ACCURATE,
-                                           CUDNN_SOFTMAX_MODE_CHANNEL, &alpha, descriptor_.get(),
-                                           args.logits->data(), &beta, descriptor_.get(),
-                                           args.diff_logits->data()),
-                       context_, "running cudnnSoftmaxForward (ACCURATE)");
-      status = kernels::xent_backward_from_probabilities(
-          params_, args.labels->data(), weights, args.diff_loss->data(), args.diff_logits->data(),
-          workspace.data, record(), report_device_, stream);
-    }
-    DNNX_CUDNN_CHECK(status, context_, "launching the cross-entropy kernel");
+    DNNX_CUDNN_CHECK(
+        cudnnSoftmaxForward(runtime_->handle(), CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_CHANNEL,
+                            &alpha, descriptor_.get(), args.logits->data(), &beta,
+                            descriptor_.get(), args.diff_logits->data()),
+        context_, "running cudnnSoftmaxForward (ACCURATE)");
+    DNNX_CUDNN_CHECK(
+        kernels::xent_backward_from_probabilities(
+            params_, args.labels->data(), weights, args.diff_loss->data(), args.diff_logits->data(),
+            workspace.data, record(), report_device_, runtime_->stream()),
+        context_, "launching the cross-entropy kernel");
   }
 
   kernels::XentRecord* record() const { return static_cast<kernels::XentRecord*>(record_.data()); }
@@ -323,7 +316,7 @@ class CudnnCrossEntropy final : public detail::CrossEntropyBackend {
                      : "dnnx kernel: softmax - onehot, log-sum-exp then one writing pass";
     fused.supported = true;
     fused.deterministic = true;
-    fused.workspace_bytes = workspace_of(desc, direction, true);
+    fused.workspace_bytes = workspace_of(desc, direction);
     fused.notes = {"kernel", "fused", "accurate"};
     fused.families = {"small"};
 
@@ -333,16 +326,18 @@ class CudnnCrossEntropy final : public detail::CrossEntropyBackend {
     legacy.name = fwd ? "cudnnSoftmaxForward LOG into the workspace + NLL kernel"
                       : "cudnnSoftmaxForward ACCURATE into diff_logits + (p - onehot) kernel";
     legacy.deterministic = true;
-    legacy.workspace_bytes = workspace_of(desc, direction, false);
+    legacy.workspace_bytes = fwd ? 0 : workspace_of(desc, direction);
     legacy.notes = {"legacy", "accurate"};
     legacy.families = {"large"};
     const detail::AxisGeometry g = detail::axis_geometry(desc);
-    if (g.elements() > INT_MAX) {
+    if (fwd) {
+      legacy.reason = log_nll_reason(runtime_->facts().cudnn_version);
+    } else if (g.elements() > INT_MAX) {
       legacy.reason = detail::cat("the logits have ", g.elements(),
                                   " elements; legacy cuDNN descriptors take at most INT_MAX");
     } else {
-      legacy.reason = probed(desc.dtype, fwd ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
-                             context_of(desc, direction, legacy.id));
+      legacy.reason =
+          probed(desc.dtype, CUDNN_SOFTMAX_ACCURATE, context_of(desc, direction, legacy.id));
     }
     legacy.supported = legacy.reason.empty();
     legacy.priority = 1;

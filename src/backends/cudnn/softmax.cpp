@@ -6,7 +6,7 @@
 //   cudnn:kernel:softmax          kernels/softmax.cu, max-subtracted (Note [softmax kernel
 //                                 shapes]); every desc, in place too, no workspace;
 //   cudnn:legacy:softmax:accurate CUDNN_SOFTMAX_ACCURATE (softmax) / ...:log CUDNN_SOFTMAX_LOG
-//                                 (log-softmax);
+//                                 (log-softmax; backward only, Note [cuDNN log-softmax]);
 //   cudnn:legacy:softmax:fast     CUDNN_SOFTMAX_FAST (softmax only): no max subtraction, so exp
 //                                 overflows to inf (and the output to NaN) once an input exceeds
 //                                 ~88 (log of the f32 maximum). Last, never the heuristic choice;
@@ -19,6 +19,18 @@
 // 1x2x1x1 scratch tensor (Note [softmax probe]). cuDNN does not list softmax among its
 // non-reproducible routines and dnnx's kernel reduces in a fixed order: every candidate is
 // deterministic (the gpu test checks it bitwise).
+//
+// Note [cuDNN log-softmax]
+// cudnnSoftmaxForward(CUDNN_SOFTMAX_LOG) subtracts max + log(sum) from each x as one rounded
+// value on most shapes: the hazard of Note [log-softmax shift] in
+// backends/onednn/softmax.cpp, an absolute error of up to half an ulp of the group's maximum
+// (4.9e-4 at 1e4, 3.9e-3 at 1e5) in every output, however small. cuDNN 9 did so for groups of
+// 1000 values, for channel mode with spatial positions and for instance mode, and computed groups
+// of up to 100 contiguous values accurately; which of its kernels runs is cuDNN's choice and cannot
+// be queried, so the forward LOG candidate is listed unsupported, with that reason, for every
+// desc (cudnn:kernel:softmax computes (x - max) - log(sum)). The backward (dy - exp(y) * sum(dy),
+// from dst) subtracts no shift and stays a candidate. docs/ops/softmax.md has the measurements and
+// the script that repeats them for a new cuDNN release.
 //
 // Note [softmax probe]
 // A legacy candidate is supported when cuDNN accepted the probe call: a failed status is the
@@ -136,6 +148,14 @@ class Scratch {
   std::size_t bytes_;
   void* data_;
 };
+
+// Note [cuDNN log-softmax]: why the forward LOG candidate is not offered.
+std::string log_forward_reason(std::size_t cudnn_version) {
+  return detail::cat("cuDNN ", cudnn_version_text(cudnn_version),
+                     "'s CUDNN_SOFTMAX_LOG forward subtracts max + log(sum) as one rounded value, "
+                     "an error of up to half an ulp of the group's maximum (4.9e-4 for logits "
+                     "near 1e4); cudnn:kernel:softmax computes (x - max) - log(sum)");
+}
 
 // Note [softmax probe]: "" when cuDNN runs `algo` for `dtype` in `direction`, else why not.
 std::string probe(Runtime& runtime, DType dtype, cudnnSoftmaxAlgorithm_t algo, Direction direction,
@@ -337,6 +357,8 @@ class CudnnSoftmax final : public detail::SoftmaxBackend {
                         " (max-subtracted)");
       }
       info.reason = shape.reason;
+      if (info.reason.empty() && legacy.algo == CUDNN_SOFTMAX_LOG && direction == Direction::fwd)
+        info.reason = log_forward_reason(runtime_->facts().cudnn_version);
       if (info.reason.empty())
         info.reason =
             probed(desc.dtype, legacy.algo, direction, context_of(desc, direction, info.id));

@@ -1,5 +1,6 @@
 // Cross-entropy kernels: fused log-sum-exp + NLL (forward), fused softmax - onehot (backward),
-// and the NLL / gradient halves that follow cuDNN's softmax.
+// and the gradient half that follows cuDNN's softmax. log p_y is (x_y - m) - log s, never
+// x_y - (m + log s) (Note [log-softmax shift] in backends/onednn/softmax.cpp).
 //
 // Note [xent kernel shapes]
 // Positions are handed out like softmax groups (Note [softmax kernel shapes] in softmax.cu):
@@ -222,7 +223,7 @@ __device__ void finish(const XentParams& params, Partial partial, Partial* parti
 // The loss of position p: (w * nll, w); (0, 0) when ignored; (NaN, 0) for a bad label.
 // `log_probability(y)` is log p_y: (x_y - m) - log s from a Running (Note [xent stats] in
 // backends/onednn/cross_entropy.cpp: m and s kept apart stay accurate for logits of any
-// magnitude), or read from cuDNN's log-softmax.
+// magnitude).
 template <typename LogProbability>
 __device__ __forceinline__ Partial position_loss(const XentParams& params, std::int64_t y, bool ok,
                                                  const float* weights,
@@ -315,28 +316,6 @@ __global__ void __launch_bounds__(column_threads)
     const bool ok = check_label(y, p, params, record);
     const Partial value = position_loss(params, y, ok, weights, [&](std::int64_t c) {
       return (to_float(logits[first + c * params.inner]) - r.max) - logf(r.sum);
-    });
-    store_or_add<T>(params, p, value, loss, partial);
-  }
-  partial.loss = block_sum(partial.loss);
-  partial.weight = block_sum(partial.weight);
-  finish<T, L>(params, partial, params.reduce == Reduce::none ? nullptr : partials, loss, nullptr,
-               labels, record, report);
-}
-
-// NLL from log-probabilities: one thread per position.
-template <typename T, typename L>
-__global__ void __launch_bounds__(reduce_threads)
-    nll(XentParams params, const T* log_probabilities, const L* labels, const float* weights,
-        T* loss, Partial* partials, XentRecord* record, XentReport* report) {
-  const std::int64_t positions = positions_of(params);
-  Partial partial{0.0, 0.0};
-  for (std::int64_t p = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; p < positions;
-       p += std::int64_t{gridDim.x} * blockDim.x) {
-    const std::int64_t y = label_at(labels, p);
-    const bool ok = check_label(y, p, params, record);
-    const Partial value = position_loss(params, y, ok, weights, [&](std::int64_t c) {
-      return to_float(log_probabilities[element(params, p, c)]);
     });
     store_or_add<T>(params, p, value, loss, partial);
   }
@@ -549,10 +528,6 @@ std::size_t xent_fused_forward_workspace(const XentParams& params) {
   return params.reduce == Reduce::none ? 0 : partials_bytes(fused_launch(params).grid);
 }
 
-std::size_t xent_nll_workspace(const XentParams& params) {
-  return params.reduce == Reduce::none ? 0 : partials_bytes(reduce_launch(params.positions()).grid);
-}
-
 // Mean: the weight total (f64) at offset 0, then the weight kernel's partials.
 std::size_t xent_backward_workspace(const XentParams& params) {
   if (params.reduce != Reduce::mean) return 0;
@@ -585,21 +560,6 @@ cudaError_t xent_fused_forward(const XentParams& params, const void* logits, con
                                                                        partials, record, report);
         break;
     }
-    return cudaGetLastError();
-  });
-}
-
-cudaError_t xent_nll_forward(const XentParams& params, const void* log_probabilities,
-                             const void* labels, const float* weights, void* loss, void* workspace,
-                             XentRecord* record, XentReport* report, cudaStream_t stream) {
-  if (params.positions() == 0) return cudaSuccess;
-  const Launch launch = reduce_launch(params.positions());
-  return dispatch(params, [&](auto t, auto l) {
-    using T = decltype(t);
-    using L = decltype(l);
-    nll<T, L><<<launch.grid, launch.block, 0, stream>>>(
-        params, static_cast<const T*>(log_probabilities), static_cast<const L*>(labels), weights,
-        static_cast<T*>(loss), static_cast<Partial*>(workspace), record, report);
     return cudaGetLastError();
   });
 }
@@ -688,7 +648,6 @@ cudaError_t xent_prime(const XentParams& params) {
         reinterpret_cast<const void*>(&forward_warp<T, L>),
         reinterpret_cast<const void*>(&forward_block<T, L>),
         reinterpret_cast<const void*>(&forward_column<T, L>),
-        reinterpret_cast<const void*>(&nll<T, L>),
         reinterpret_cast<const void*>(&weight_total<L>),
         reinterpret_cast<const void*>(&backward_warp<T, L>),
         reinterpret_cast<const void*>(&backward_block<T, L>),

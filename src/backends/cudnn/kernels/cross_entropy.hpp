@@ -1,7 +1,7 @@
 #pragma once
 // Cross-entropy CUDA kernels of the cudnn backend: the fused candidate (cudnn:kernel:fused) and
-// the NLL / gradient halves of the cuDNN-softmax candidates. Plain pointers, sizes and a stream;
-// no cuDNN or dnnx type.
+// the gradient half of the cuDNN-softmax candidate. Plain pointers, sizes and a stream; no cuDNN or
+// dnnx type.
 //
 // Logits are `outer` x `classes` x `inner` (class c of position p = o * inner + i at
 // (o * classes + c) * inner + i); labels, per-position losses and diff_loss are indexed by p.
@@ -55,7 +55,6 @@ cudaError_t xent_record_init(XentRecord* record, cudaStream_t stream);
 
 /// Workspace bytes of each launcher below for `params` (exact; 0 when none).
 std::size_t xent_fused_forward_workspace(const XentParams& params);
-std::size_t xent_nll_workspace(const XentParams& params);
 std::size_t xent_backward_workspace(const XentParams& params);
 
 /// loss = cross-entropy of logits (fused log-sum-exp + NLL, one read of the logits).
@@ -63,12 +62,6 @@ std::size_t xent_backward_workspace(const XentParams& params);
 cudaError_t xent_fused_forward(const XentParams& params, const void* logits, const void* labels,
                                const float* weights, void* loss, void* workspace,
                                XentRecord* record, XentReport* report, cudaStream_t stream);
-
-/// loss from log-probabilities (the element type, laid out like the logits), e.g. cuDNN's
-/// CUDNN_SOFTMAX_LOG output.
-cudaError_t xent_nll_forward(const XentParams& params, const void* log_probabilities,
-                             const void* labels, const float* weights, void* loss, void* workspace,
-                             XentRecord* record, XentReport* report, cudaStream_t stream);
 
 /// diff_logits = g * w[y] * (softmax - onehot) from the logits, fused (log-sum-exp, then the
 /// writing pass). For Reduce::mean the total weight is summed first into the workspace.

@@ -1,5 +1,6 @@
 // Softmax / log-softmax kernels (cudnn:kernel:softmax). Every group is max-subtracted (accurate)
-// and computed in f32 whatever the storage type.
+// and computed in f32 whatever the storage type; log-softmax is (x - max) - log(sum), never
+// x - (max + log(sum)) (Note [log-softmax shift] in backends/onednn/softmax.cpp).
 //
 // Note [softmax kernel shapes]
 // Three kernels cover every (outer, axis, inner):
@@ -172,7 +173,7 @@ __global__ void __launch_bounds__(warp_size* warp_rows_per_block)
 #pragma unroll
     for (int k = 0; k < N; ++k) {
       const int c = lane + k * warp_size;
-      if (c < axis) y[c] = from_float<T>(Log ? v[k] - max - log_sum : v[k] / sum);
+      if (c < axis) y[c] = from_float<T>(Log ? (v[k] - max) - log_sum : v[k] / sum);
     }
   }
 }
