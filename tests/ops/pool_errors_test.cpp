@@ -164,6 +164,11 @@ void add_window_index_cases(std::vector<BadInput>& cases) {
   dense_3d.indices = true;
   PoolDesc dilated_1d = PoolDesc::from_shapes({2, 3, 11}, {3}, {2}, {2}, {2}, PoolMode::max);
   dilated_1d.indices = true;  // 6 outputs; positions 2 o - 2 + 2 j
+  // Windows in the padding (the cpu backend's exact checks rather than its table).
+  PoolDesc padded_2d = PoolDesc::from_shapes({1, 2, 6, 8}, {3}, {2}, {1});  // 3x4 outputs
+  padded_2d.indices = true;
+  PoolDesc padded_3d = PoolDesc::from_shapes({1, 2, 4, 5, 6}, {3}, {2}, {1});  // 2x3x3 outputs
+  padded_3d.indices = true;
   struct Row {
     const char* name;
     PoolDesc desc;
@@ -203,6 +208,36 @@ void add_window_index_cases(std::vector<BadInput>& cases) {
        (((0 * 2 + 1) * 2 + 1) * 2 + 0) * 3 + 2,
        97,
        {"indices[0, 1, 1, 0, 2] is 97 (input element 3, 1, 1)"}},
+      // [0, 2, 0, 3]: rows [0, 2) (the window starts in the padding), columns [3, 5); 7 is
+      // row 1, column 0.
+      {"index_outside_a_window_in_the_padding_rows",
+       dense_2d,
+       ((0 * 3 + 2) * 5 + 0) * 6 + 3,
+       7,
+       {"indices[0, 2, 0, 3] is 7 (input element 1, 0)",
+        "outside that output's window [0, 2) x [3, 5)"}},
+      // [0, 1, 1, 0]: rows [1, 4), columns [0, 2) (the window starts in the padding); 21 is
+      // row 2, column 5.
+      {"index_outside_a_window_in_the_padding_columns",
+       padded_2d,
+       ((0 * 2 + 1) * 3 + 1) * 4 + 0,
+       21,
+       {"indices[0, 1, 1, 0] is 21 (input element 2, 5)",
+        "outside that output's window [1, 4) x [0, 2)"}},
+      // [1, 2, 0, 0]: rows 1, 3 (-1 is padding), columns 0, 2; 14 is row 2, column 0.
+      {"index_between_dilated_rows_in_the_padding",
+       dilated_2d,
+       ((1 * 3 + 2) * 4 + 0) * 5 + 0,
+       14,
+       {"indices[1, 2, 0, 0] is 14 (input element 2, 0)",
+        "outside that output's window [1, 4) step 2 x [0, 3) step 2"}},
+      // [0, 1, 0, 0, 0]: D, H and W [0, 2) (in the padding); 49 is (1, 3, 1).
+      {"index_outside_a_window_in_the_padding_3d",
+       padded_3d,
+       (((0 * 2 + 1) * 2 + 0) * 3 + 0) * 3 + 0,
+       49,
+       {"indices[0, 1, 0, 0, 0] is 49 (input element 1, 3, 1)",
+        "outside that output's window [0, 2) x [0, 2) x [0, 2)"}},
       // [1, 2, 3]: positions 4, 6, 8; 5 lies between two.
       {"index_between_dilated_positions_1d",
        dilated_1d,

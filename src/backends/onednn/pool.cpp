@@ -543,14 +543,25 @@ class KernelPlan final : public LayerPlan<detail::PoolArgs> {
 // its output's window, as the reference checks. The scatter already holds, relative to the
 // current outer output's slices, the offset `at = index - first slice * slice size`; one unsigned
 // comparison, at < slices held x slice size, rejects every index outside the plane and every one
-// outside the window's extent along the outermost dim. The inner dims need the index's
-// coordinates, a division by the slice size (and, in 3-D, by W) per index; done as an integer
-// division it made the backward of ResNet's max pool ~1.3x slower, so it is a multiplication by
-// a fixed-point reciprocal and a shift (Divider: exact for every at < 2^63, which the comparison
-// guarantees), and the coordinate is then compared with its window's span, one unsigned
-// comparison per dim. Dilated windows also need each coordinate's offset from its window's first
-// position to be a multiple of the dilation: the same reciprocal again (only when the dilation
-// is not 1). An index that fails is noted (the lowest position of the pass wins) and skipped.
+// outside the window's extent along the outermost dim. The rest must cost next to nothing: the
+// scatter is a handful of instructions per index (one output per index in channels_first), and
+// any arithmetic per index shows (the index's coordinates by a division per index, even as a
+// multiplication by a fixed-point reciprocal, made ResNet's max-pool backward 2x slower).
+//   - Windows inside the input (along the outermost dim: starting at or past 0, so the slices
+//     held start at the window's first position; along the others: wholly inside) use a table
+//     of the window's positions, IndexGeometry::positions: one byte per offset from the
+//     window's first position, 1 where the offset is a position (inside the window's extent
+//     along every dim and, dilated, on the dilation's grid). Indexed from the slices held
+//     through a pointer moved back by the window's first position along H and W, one load and
+//     one test per index. The offsets cover the window's extent along the outermost dim times a
+//     slice (kept up to 4 MiB), plus a slice of zeros in front for the pointer's move.
+//   - Windows that reach into the padding along an inner dim, or start in it along the outermost
+//     (the first and last outputs of a row: few), check the index's coordinates exactly:
+//     WholeCheck (1-D dense: the comparison above is the window), ColumnCheck / RowColumnCheck
+//     (dense windows of planes below 2^31 elements: the coordinates by a multiplication by a
+//     fixed-point reciprocal and a shift, Divider), GridCheck (dilated windows, larger planes,
+//     no table: integer divisions).
+// An index that fails is noted (the lowest position of the pass wins) and skipped.
 
 constexpr const char* max_indices_id = "cpu:kernel:max_indices";
 
@@ -571,32 +582,26 @@ AlgoInfo max_indices_info(const PoolDesc& desc, Direction direction) {
   return info;
 }
 
-// Unsigned division by a divisor fixed at construction, as a multiplication and a shift (Note
-// [cpu pool index check]): q = (n * multiplier) >> shift with multiplier = ceil(2^shift / d) and
-// shift = 63 + ceil(log2 d). The multiplier exceeds 2^shift / d by e = multiplier * d - 2^shift
-// / d < 1, so n * multiplier / 2^shift exceeds n / d by n e / 2^shift < 2^63 d / 2^shift
-// <= 1 / d for n < 2^63: never past the next integer. The multiplier fits 64 bits (it is at most
-// 2^64 - 1 for d >= 2 and 2^63 for d = 1), the product 128.
-class Divider {
- public:
-  explicit Divider(std::uint64_t divisor = 1) : divisor_(divisor) {
+// Unsigned division of numerators below 2^31 by a divisor d fixed at construction, as a
+// multiplication and a shift (Note [cpu pool index check]): n / d = (n * multiplier) >> shift with
+// shift = 31 + ceil(log2 d) and multiplier = ceil(2^shift / d). The multiplier exceeds 2^shift / d
+// by e / d, e = multiplier * d - 2^shift < d, so n * multiplier / 2^shift exceeds n / d by
+// n e / (d 2^shift) < 2^31 / 2^shift <= 1 / d: never past the next integer. The multiplier is at
+// most 2^32, the product below 2^63.
+struct Divider {
+  std::uint64_t multiplier = 1;
+  int shift = 0;
+
+  explicit Divider(std::uint64_t divisor = 1) {
     int log = 0;
     while ((std::uint64_t{1} << log) < divisor) ++log;
-    shift_ = 63 + log;
-    const unsigned __int128 power = static_cast<unsigned __int128>(1) << shift_;
-    multiplier_ = static_cast<std::uint64_t>((power + divisor - 1) / divisor);
+    shift = 31 + log;
+    multiplier = ((std::uint64_t{1} << shift) + divisor - 1) / divisor;
   }
-  /// n / divisor, for n < 2^63.
+  /// n / divisor, for n < 2^31.
   [[gnu::always_inline]] std::uint64_t divide(std::uint64_t n) const {
-    return static_cast<std::uint64_t>((static_cast<unsigned __int128>(n) * multiplier_) >> shift_);
+    return (n * multiplier) >> shift;
   }
-  /// Whether n (< 2^63) is a multiple of the divisor.
-  [[gnu::always_inline]] bool divides(std::uint64_t n) const { return divide(n) * divisor_ == n; }
-
- private:
-  std::uint64_t divisor_;
-  std::uint64_t multiplier_ = 1;
-  int shift_ = 63;
 };
 
 // One max pooling in the kernels' terms: the 3-D view of LoopGeometry (leading dims of size 1),
@@ -609,11 +614,16 @@ struct IndexGeometry {
   std::int64_t in_plane = 1;   // input elements of a plane
   std::int64_t out_plane = 1;  // output elements of a plane
   bool narrow = true;          // int32 lane indices (planes below about 2^31 elements)
-  // Note [cpu pool index check]: division by the slice size and by W, and per (3-D) dim by the
-  // dilation; `dilated` when a dilation along the desc's dims is not 1.
-  Divider per_slice, per_row;
-  std::array<Divider, 3> per_dilation;
+  // Note [cpu pool index check]: whether a dilation along the desc's dims is not 1; whether
+  // the exact check may divide by reciprocals (dense windows, planes below 2^31 elements), of
+  // the slice size and of W; the table of window positions.
   bool dilated = false;
+  bool reciprocal = false;
+  Divider per_slice, per_row;
+  // After a slice of zeros, per offset x from a window's first position below the window's
+  // extent along the outermost dim x slice size: 1 if x is one of its positions (empty: more
+  // than 4 MiB).
+  std::vector<std::uint8_t> positions;
 
   explicit IndexGeometry(const PoolDesc& desc) : loops(desc), outer(3 - desc.spatial_dims) {
     for (int k = outer + 1; k < 3; ++k) {
@@ -625,11 +635,27 @@ struct IndexGeometry {
     // Lane indices stay below 2^31 also in the lanes past a row's last output (16 outputs of
     // stride and window extent beyond it).
     narrow = in_plane + 16 * (loops.stride[2] + loops.extent[2]) < (std::int64_t{1} << 31);
-    per_slice = Divider(static_cast<std::uint64_t>(in_slice));
-    per_row = Divider(static_cast<std::uint64_t>(loops.in[2]));
-    for (std::size_t k = 0; k < 3; ++k) {
-      per_dilation[k] = Divider(static_cast<std::uint64_t>(loops.dilation[k]));
-      dilated = dilated || loops.dilation[k] != 1;
+    for (std::size_t k = 0; k < 3; ++k) dilated = dilated || loops.dilation[k] != 1;
+    reciprocal = !dilated && in_plane < (std::int64_t{1} << 31);
+    if (reciprocal) {
+      per_slice = Divider(static_cast<std::uint64_t>(in_slice));
+      per_row = Divider(static_cast<std::uint64_t>(loops.in[2]));
+    }
+    const std::int64_t span = loops.extent[static_cast<std::size_t>(outer)] * in_slice;
+    if (span <= (std::int64_t{1} << 22)) {
+      // The slice of zeros in front: the kernels index the table from a window's first position
+      // along H and W (less than a slice) back.
+      positions.assign(static_cast<std::size_t>(in_slice + span), 0);
+      for (std::int64_t x = 0; x < span; ++x) {
+        const std::int64_t at[3] = {x / in_slice, x % in_slice / loops.in[2], x % loops.in[2]};
+        bool position = at[0] % loops.dilation[static_cast<std::size_t>(outer)] == 0;
+        for (int d = outer + 1; d < 3; ++d) {
+          const auto s = static_cast<std::size_t>(d);
+          const std::int64_t offset = at[d];
+          position = position && offset < loops.extent[s] && offset % loops.dilation[s] == 0;
+        }
+        positions[static_cast<std::size_t>(in_slice + x)] = position ? 1 : 0;
+      }
     }
   }
 };

@@ -475,15 +475,16 @@ struct Accumulator {
     filled = end - base;
   }
 
-  // The sum of input position `position` (counted from slice `base`'s first) and channel
-  // `channel` of the item.
-  DNNX_POOL_INLINE float& operator()(std::int64_t position, std::int64_t channel) {
+  // The sums of the slices held: position p (counted from slice `base`'s first) and channel c
+  // of the item at sums()[p * sum_step() + c].
+  DNNX_POOL_INLINE float* sums() {
     if constexpr (direct) {
-      return out[(base * size + position) * step + channel];
+      return out + base * size * step;
     } else {
-      return buffer[floats(origin) + position * block + channel];
+      return buffer + floats(origin);
     }
   }
+  DNNX_POOL_INLINE std::int64_t sum_step() const { return direct ? step : block; }
 };
 
 // Buffer slices an f16/bf16 work item keeps (Accumulator): the windows' extent along the
@@ -494,37 +495,127 @@ inline std::int64_t accumulator_capacity(const IndexGeometry& ig, std::int64_t b
   return kernel + std::clamp<std::int64_t>((std::int64_t{1} << 18) / slice_bytes, 0, 16);
 }
 
-// Whether the index at offset `at` from the first element of the slices held (at < their size)
-// names a position of its window (Note [cpu pool index check]): `outer` is the offset of the
-// first slice held from the window's first position along the outermost dim, `row` and `column`
-// the window's first positions along H and W (in 3-D; W alone in 2-D).
-DNNX_POOL_INLINE bool in_window(const IndexGeometry& ig, std::uint64_t at, std::int64_t outer,
-                                std::int64_t row, std::int64_t column) {
-  const LoopGeometry& g = ig.loops;
-  const auto k = static_cast<std::size_t>(ig.outer);
-  // Offset of a coordinate from its window's first position: inside the window's extent and, if
-  // dilated, a multiple of the dilation.
-  const auto on_grid = [&](std::size_t dim, std::int64_t offset) {
-    if (static_cast<std::uint64_t>(offset) >= static_cast<std::uint64_t>(g.extent[dim]))
-      return false;
-    return !ig.dilated || ig.per_dilation[dim].divides(static_cast<std::uint64_t>(offset));
-  };
-  if (ig.outer == 2) return !ig.dilated || on_grid(2, static_cast<std::int64_t>(at) + outer);
-  const std::uint64_t slice = ig.per_slice.divide(at);
-  const auto rest = static_cast<std::int64_t>(at - slice * static_cast<std::uint64_t>(ig.in_slice));
-  // Along the outermost dim the slices held are the window's extent: only the grid is left.
-  if (ig.dilated && !on_grid(k, static_cast<std::int64_t>(slice) + outer)) return false;
-  if (ig.outer == 1) return on_grid(2, rest - column);
-  const auto h = static_cast<std::int64_t>(ig.per_row.divide(static_cast<std::uint64_t>(rest)));
-  return on_grid(1, h - row) && on_grid(2, rest - h * g.in[2] - column);
-}
+// The exact index checks of the backward (Note [cpu pool index check]): whether the index at
+// offset `at` from the first element of the slices held (at < their size, so inside the plane
+// and the window's extent along the outermost dim) names a position of its window. `outer` is the
+// offset of the first slice held from the window's first position along the outermost dim, `row`
+// and `column` the window's first positions along H and W (those of the dims after the outermost).
+
+// 1-D dense windows: the slices held are the window.
+struct WholeCheck {
+  DNNX_POOL_INLINE bool operator()(std::uint64_t, std::int64_t, std::int64_t, std::int64_t) const {
+    return true;
+  }
+};
+
+// 2-D dense windows: the column, by a reciprocal of W.
+struct ColumnCheck {
+  Divider per_row;
+  std::uint64_t width, extent;
+  DNNX_POOL_INLINE bool operator()(std::uint64_t at, std::int64_t, std::int64_t,
+                                   std::int64_t column) const {
+    const std::uint64_t w = at - per_row.divide(at) * width;
+    return w - static_cast<std::uint64_t>(column) < extent;
+  }
+};
+
+// 3-D dense windows: H and W, by reciprocals of H x W and W.
+struct RowColumnCheck {
+  Divider per_slice, per_row;
+  std::uint64_t slice, width, extent_h, extent_w;
+  DNNX_POOL_INLINE bool operator()(std::uint64_t at, std::int64_t, std::int64_t row,
+                                   std::int64_t column) const {
+    const std::uint64_t rest = at - per_slice.divide(at) * slice;
+    const std::uint64_t h = per_row.divide(rest);
+    const std::uint64_t w = rest - h * width;
+    return (h - static_cast<std::uint64_t>(row) < extent_h) &
+           (w - static_cast<std::uint64_t>(column) < extent_w);
+  }
+};
+
+// Any window, dilated ones and planes of 2^31 elements or more: plain divisions.
+struct GridCheck {
+  const IndexGeometry* ig;
+  DNNX_POOL_INLINE bool operator()(std::uint64_t at, std::int64_t outer, std::int64_t row,
+                                   std::int64_t column) const {
+    const LoopGeometry& g = ig->loops;
+    // An offset from a window's first position along (3-D) dim k: inside the extent, on a
+    // multiple of the dilation.
+    const auto on_grid = [&g](std::size_t k, std::int64_t offset) {
+      return offset >= 0 && offset < g.extent[k] && offset % g.dilation[k] == 0;
+    };
+    const auto k = static_cast<std::size_t>(ig->outer);
+    const auto slice = static_cast<std::int64_t>(at) / ig->in_slice;
+    const std::int64_t rest = static_cast<std::int64_t>(at) - slice * ig->in_slice;
+    if (!on_grid(k, slice + outer)) return false;
+    if (ig->outer == 2) return true;
+    if (ig->outer == 1) return on_grid(2, rest - column);
+    const std::int64_t h = rest / g.in[2];
+    return on_grid(1, h - row) && on_grid(2, rest - h * g.in[2] - column);
+  }
+};
+
+// The scatter of the outputs [w0, w1) of one row along W of the slices held (Note [cpu max-pool
+// indices]), each index checked by `inside` or, with UseTable, by the table of window positions
+// (IndexGeometry::positions, shifted back by the row's offset in the slice: `table`).
+template <typename T, typename I>
+struct ScatterRun {
+  const I* index;             // at the row's first output
+  const T* grad;              // at the row's first output
+  float* sums;                // Accumulator::sums()
+  std::int64_t step;          // between outputs' indices and gradients
+  std::int64_t sum_step;      // between positions of `sums`
+  std::int64_t block;         // channels per output
+  std::uint64_t offset;       // index of the first element of the slices held
+  std::uint64_t limit;        // elements of the slices held
+  std::int64_t logical;       // dst's logical position of the row's first output, channel 0
+  std::int64_t channel_step;  // between channels in dst's logical order
+
+  template <bool UseTable, typename Check>
+  DNNX_POOL_INLINE void run(const IndexGeometry& ig, const Check& inside, std::int64_t w0,
+                            std::int64_t w1, std::int64_t outer, std::int64_t row,
+                            const std::uint8_t* table, BadIndex& bad) const {
+    const LoopGeometry& g = ig.loops;
+    const std::int64_t column_step = g.stride[2];
+    std::int64_t column = w0 * column_step - g.pad_before[2];
+    // Along W the table moves back by the window's first column (not in 1-D: W is outermost).
+    const std::int64_t shift_step = ig.outer <= 1 ? column_step : 0;
+    const std::uint8_t* shifted = UseTable ? table - (ig.outer <= 1 ? column : 0) : nullptr;
+    const I* idx = index + w0 * step;
+    const T* grd = grad + w0 * step;
+    for (std::int64_t w = w0; w < w1; ++w, column += column_step, idx += step, grd += step) {
+      for (std::int64_t c = 0; c < block; ++c) {
+        const std::int64_t value = idx[c];
+        // Relative to the slices held: outside the plane or the window's extent along the
+        // outermost dim, it is at least `limit`.
+        const std::uint64_t at = static_cast<std::uint64_t>(value) - offset;
+        bool good = at < limit;
+        if constexpr (UseTable) {
+          good = good && shifted[at] != 0;
+        } else {
+          good = good && inside(at, outer, row, column);
+        }
+        if (good) [[likely]] {
+          sums[static_cast<std::int64_t>(at) * sum_step + c] += simd::load(grd, c);
+        } else {
+          bad.note(logical + c * channel_step + w, value);
+        }
+      }
+      if constexpr (UseTable) shifted -= shift_step;
+    }
+  }
+};
 
 // One work item: the plane (n, c0) when channels_first (block 1), channels [c0, c0 + block) of
-// image n when channels_last.
-template <typename T, typename I, bool ChannelsLast>
-DNNX_POOL_INLINE void bwd_item(const IndexGeometry& ig, const T* diff_dst, const I* indices,
-                               T* diff_src, std::int64_t n, std::int64_t c0, std::int64_t block,
-                               float* buffer, BadIndex& bad) {
+// image n when channels_last; indices are checked by the table of window positions or `inside`
+// (Note [cpu pool index check]). Not inlined: in one function with all its siblings, the
+// scatter loop's state did not fit the registers (the loop reloaded it from the stack per
+// index).
+template <typename T, typename I, bool ChannelsLast, typename Check>
+[[gnu::noinline]] DNNX_POOL_ISA void bwd_item(const IndexGeometry& ig, const Check& inside,
+                                              const T* diff_dst, const I* indices, T* diff_src,
+                                              std::int64_t n, std::int64_t c0, std::int64_t block,
+                                              float* buffer, BadIndex& bad) {
   const LoopGeometry& g = ig.loops;
   const auto k = static_cast<std::size_t>(ig.outer);
   const std::int64_t channels = g.channels;
@@ -536,9 +627,17 @@ DNNX_POOL_INLINE void bwd_item(const IndexGeometry& ig, const T* diff_dst, const
       ChannelsLast ? n * ig.out_plane * channels + c0 : (n * channels + c0) * ig.out_plane;
   Accumulator<T, ChannelsLast> sums{
       diff_src + in_base, ig.in_slice, block, step, buffer, accumulator_capacity(ig, block)};
-  // The output positions of a slice: rows along H (3-D only) of outputs along W (2-D and 3-D).
-  const std::int64_t out_rows = ig.outer == 0 ? g.out[1] : 1;
-  const std::int64_t out_columns = ig.outer <= 1 ? g.out[2] : 1;
+  // Outputs of a slice along W (2-D and 3-D; rows of them along H in 3-D).
+  const std::int64_t rows = ig.outer == 0 ? g.out[1] : 1;
+  const std::int64_t columns = ig.outer <= 1 ? g.out[2] : 1;
+  const std::int64_t column_step = g.stride[2];
+  // The table of window positions (IndexGeometry::positions), past its front padding.
+  const std::uint8_t* const table =
+      ig.positions.empty() ? nullptr : ig.positions.data() + ig.in_slice;
+  // The outputs along W whose windows lie inside the input: [inner_first, inner_last).
+  const std::int64_t inner_first = (g.pad_before[2] + column_step - 1) / column_step;
+  const std::int64_t room = g.in[2] + g.pad_before[2] - g.extent[2];
+  const std::int64_t inner_last = room < 0 ? 0 : room / column_step + 1;
   for (std::int64_t o = 0; o < g.out[k]; ++o) {
     // The slices of the window's extent inside the input: both bounds grow with o (a dilated
     // window's first and last input elements need not).
@@ -562,34 +661,47 @@ DNNX_POOL_INLINE void bwd_item(const IndexGeometry& ig, const T* diff_dst, const
     const std::int64_t first = o * ig.out_slice;
     const I* index = indices + out_base + first * step;
     const T* grad = diff_dst + out_base + first * step;
-    for (std::int64_t oh = 0; oh < out_rows; ++oh) {
-      const std::int64_t row = oh * g.stride[1] - g.pad_before[1];
-      for (std::int64_t ow = 0; ow < out_columns; ++ow, index += step, grad += step) {
-        const std::int64_t column = ow * g.stride[2] - g.pad_before[2];
-        for (std::int64_t c = 0; c < (ChannelsLast ? block : 1); ++c) {
-          const std::int64_t value = index[c];
-          // Relative to the slices held; outside the plane, or the window's extent along the
-          // outermost dim, it is at least `limit`.
-          const std::uint64_t at =
-              static_cast<std::uint64_t>(value) - static_cast<std::uint64_t>(offset);
-          if (at < limit && in_window(ig, at, outer, row, column)) [[likely]] {
-            sums(static_cast<std::int64_t>(at), c) += simd::load(grad, c);
-          } else {
-            // Its place in dst's logical order (n, c, position).
-            bad.note((n * channels + c0 + c) * ig.out_plane + first + oh * out_columns + ow, value);
-          }
-        }
+    float* const held = sums.sums();
+    const std::int64_t sum_step = ChannelsLast ? sums.sum_step() : 1;
+    // Windows that start inside the input along the outermost dim (then the slices held start
+    // at their first position) and lie inside it along the others check with the table.
+    const bool aligned = table != nullptr && start >= 0;
+    std::int64_t q = first;
+    std::int64_t row = -g.pad_before[1];
+    for (std::int64_t r = 0; r < rows; ++r, row += g.stride[1], q += columns) {
+      const bool row_inside = ig.outer != 0 || (row >= 0 && row + g.extent[1] <= g.in[1]);
+      const std::int64_t row_offset = ig.outer == 0 ? row * g.in[2] : 0;
+      // The outputs whose windows lie inside the input along W: [inner_begin, inner_end).
+      std::int64_t inner_begin = columns, inner_end = columns;
+      if (aligned && row_inside) {
+        inner_begin = ig.outer == 2 ? 0 : std::min(columns, inner_first);
+        inner_end = ig.outer == 2 ? columns : std::max(inner_begin, std::min(columns, inner_last));
       }
+      // The table, shifted so that it is indexed by the offset from the slices held.
+      const std::uint8_t* shifted = table == nullptr ? nullptr : table - row_offset;
+      const ScatterRun<T, I> at_row{index + (q - first) * step,
+                                    grad + (q - first) * step,
+                                    held,
+                                    step,
+                                    sum_step,
+                                    ChannelsLast ? block : 1,
+                                    static_cast<std::uint64_t>(offset),
+                                    limit,
+                                    (n * channels + c0) * ig.out_plane + q,
+                                    ig.out_plane};
+      at_row.template run<false>(ig, inside, 0, inner_begin, outer, row, shifted, bad);
+      at_row.template run<true>(ig, inside, inner_begin, inner_end, outer, row, shifted, bad);
+      at_row.template run<false>(ig, inside, inner_end, columns, outer, row, shifted, bad);
     }
   }
   sums.retire(g.in[k]);
 }
 
 // The work items [i0, i1): planes (channels_first) or (image, block of channels) pairs.
-template <typename T, typename I>
-DNNX_POOL_INLINE void bwd_items(const IndexGeometry& ig, const T* diff_dst, const I* indices,
-                                T* diff_src, std::int64_t i0, std::int64_t i1,
-                                SharedBadIndex& shared) {
+template <typename T, typename I, typename Check>
+DNNX_POOL_INLINE void bwd_items_checked(const IndexGeometry& ig, const Check& inside,
+                                        const T* diff_dst, const I* indices, T* diff_src,
+                                        std::int64_t i0, std::int64_t i1, SharedBadIndex& shared) {
   const LoopGeometry& g = ig.loops;
   const std::int64_t block = g.channels_last ? std::min(index_channel_block, g.channels) : 1;
   const std::int64_t blocks = (g.channels + block - 1) / block;
@@ -601,14 +713,39 @@ DNNX_POOL_INLINE void bwd_items(const IndexGeometry& ig, const T* diff_dst, cons
   for (std::int64_t item = i0; item < i1; ++item) {
     if (g.channels_last) {
       const std::int64_t c0 = item % blocks * block;
-      bwd_item<T, I, true>(ig, diff_dst, indices, diff_src, item / blocks, c0,
+      bwd_item<T, I, true>(ig, inside, diff_dst, indices, diff_src, item / blocks, c0,
                            std::min(block, g.channels - c0), buffer.data(), bad);
     } else {
-      bwd_item<T, I, false>(ig, diff_dst, indices, diff_src, item / g.channels, item % g.channels,
-                            1, buffer.data(), bad);
+      bwd_item<T, I, false>(ig, inside, diff_dst, indices, diff_src, item / g.channels,
+                            item % g.channels, 1, buffer.data(), bad);
     }
   }
   shared.merge(bad);
+}
+
+// The same with the index check the geometry needs (Note [cpu pool index check]).
+template <typename T, typename I>
+DNNX_POOL_INLINE void bwd_items(const IndexGeometry& ig, const T* diff_dst, const I* indices,
+                                T* diff_src, std::int64_t i0, std::int64_t i1,
+                                SharedBadIndex& shared) {
+  const LoopGeometry& g = ig.loops;
+  const auto width = static_cast<std::uint64_t>(g.in[2]);
+  if (ig.outer == 2 && !ig.dilated) {
+    bwd_items_checked(ig, WholeCheck{}, diff_dst, indices, diff_src, i0, i1, shared);
+  } else if (ig.outer == 1 && ig.reciprocal) {
+    const ColumnCheck check{ig.per_row, width, static_cast<std::uint64_t>(g.extent[2])};
+    bwd_items_checked(ig, check, diff_dst, indices, diff_src, i0, i1, shared);
+  } else if (ig.outer == 0 && ig.reciprocal) {
+    const RowColumnCheck check{ig.per_slice,
+                               ig.per_row,
+                               static_cast<std::uint64_t>(ig.in_slice),
+                               width,
+                               static_cast<std::uint64_t>(g.extent[1]),
+                               static_cast<std::uint64_t>(g.extent[2])};
+    bwd_items_checked(ig, check, diff_dst, indices, diff_src, i0, i1, shared);
+  } else {
+    bwd_items_checked(ig, GridCheck{&ig}, diff_dst, indices, diff_src, i0, i1, shared);
+  }
 }
 
 // ---- entry points -------------------------------------------------------------------------
