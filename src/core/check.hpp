@@ -51,6 +51,13 @@ inline constexpr std::int64_t max_elements = std::int64_t{1} << 60;
   return sum;
 }
 
+/// a - b, or nullopt when the difference does not fit in 64 bits.
+[[nodiscard]] inline std::optional<std::int64_t> checked_sub(std::int64_t a, std::int64_t b) {
+  std::int64_t difference = 0;
+  if (__builtin_sub_overflow(a, b, &difference)) return std::nullopt;
+  return difference;
+}
+
 /// The element count of a tensor of `dims`. Throws InvalidArgument naming `what` and `dims` when
 /// an entry is negative ("<what> <dims> have a negative size -4 at position 1") or the product of
 /// the entries, sizes of 0 counted as 1, exceeds max_elements: that product bounds the tensor's
