@@ -27,9 +27,9 @@ namespace dnnx::detail {
 // - a tensor holds at most max_elements = 2^60 elements, so that its byte count (at most 8 bytes
 //   per element) fits in a signed 64-bit integer too.
 // Signed overflow is undefined behaviour, and a wrapped value would pass the checks after it (a
-// negative element count is "small"), so every product or sum of sizes that is not already bounded
-// by the rules above goes through checked_mul / checked_add, and an overflow is an InvalidArgument
-// that names the argument and its value.
+// negative element count is "small"), so every product, sum or difference of sizes that is not
+// already bounded by the rules above goes through checked_mul / checked_add / checked_sub, and an
+// overflow is an InvalidArgument that names the argument and its value.
 
 /// Largest entry of a desc: batch, channels, spatial, kernel, stride, padding, dilation
 /// (Note [size limits]).
