@@ -289,11 +289,11 @@ Tolerance xent_tolerance(DType dtype) {
 // The loss of a position is -w log p_y with log p_y = (x_y - m) - log(s) (Note [xent stats] in
 // src/backends/onednn/cross_entropy.cpp): as for log-softmax (Note [large-logit tolerance] in
 // softmax_cases.cpp) its f32 error is a few ulps of w max(1, |log p_y|) whatever the logits'
-// magnitude, xent_large_logit_ulps() of them (8 for libm's or CUDA's exp and log, 64 for oneDNN's
-// jit polynomials). Sum and mean add the positions' errors, plus the rounding of the sum (P ulps
-// of the sum of |w log p|, P positions, which covers f32 partial sums) and of the division by the
-// weight total (one more ulp). f16 / bf16 add four units of their rounding of |loss|. A log p_y
-// from a shift rounded to the maximum's ulp is thousands of ulps away.
+// magnitude, xent_large_logit_ulps() of them (8 for dnnx's kernels and oneDNN's reference, 64
+// for oneDNN's jit polynomials). Sum and mean add the positions' errors, plus the rounding of the
+// sum (P ulps of the sum of |w log p|, P positions, which covers f32 partial sums) and of the
+// division by the weight total (one more ulp). f16 / bf16 add four units of their rounding of
+// |loss|. A log p_y from a shift rounded to the maximum's ulp is thousands of ulps away.
 double xent_large_logit_ulps(const AlgoInfo& algo) {
   const bool polynomial =
       std::find(algo.notes.begin(), algo.notes.end(), "jit") != algo.notes.end();

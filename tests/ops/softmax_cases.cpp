@@ -250,14 +250,14 @@ Tolerance softmax_tolerance(DType dtype) {
 // lanes) and of log itself. So a candidate is held, for f32 outputs, to
 //   log-softmax  |actual - expected| <= u * 2^-23 * max(1, |y|)
 //   softmax      |actual - expected| <= u * 2^-23 * |y|   (+ the dtype's absolute slack)
-// with u = large_logit_ulps(): 8 for libm's or CUDA's exp and log (dnnx's kernels, oneDNN's
-// reference; within 3 on the development host), 64 for oneDNN's jit, whose exp and log are
-// polynomials (within 30 on its avx2 code); and for f16 / bf16 four units of the dtype's rounding
-// of |y| on top (both sides round to the dtype, and oneDNN's jit may round x - max to it first).
-// The groups of the clustered rows hold at most 105 values, whose sums stay well inside u. A shift
-// rounded to the maximum's ulp (Note [log-softmax shift] in src/backends/onednn/softmax.cpp) is
-// off by up to 4096 ulps at 1e4 and 32768 at 1e5. The absolute slack covers softmax outputs below
-// f32's normal range, as in Note [softmax tolerances].
+// with u = large_logit_ulps(): 8 for exp and log good to a couple of ulps (dnnx's kernels,
+// oneDNN's reference; within 3 on the development host), 64 for oneDNN's jit, whose exp and log
+// are coarser polynomials (within 30 on its avx2 code); and for f16 / bf16 four units of the
+// dtype's rounding of |y| on top (both sides round to the dtype, and oneDNN's jit may round x - max
+// to it first). The clustered rows' groups hold up to 1100 values, whose lane-wise sums stay well
+// inside u. A shift rounded to the maximum's ulp (Note [log-softmax shift] in
+// src/backends/onednn/softmax.cpp) is off by up to 4096 ulps at 1e4 and 32768 at 1e5. The absolute
+// slack covers softmax outputs below f32's normal range, as in Note [softmax tolerances].
 double large_logit_ulps(const AlgoInfo& algo) {
   const bool polynomial =
       std::find(algo.notes.begin(), algo.notes.end(), "jit") != algo.notes.end();
