@@ -214,6 +214,13 @@ std::string_view to_string(CacheMode mode);
 /// Parses the names above; throws InvalidArgument listing them.
 CacheMode parse_cache_mode(std::string_view text);
 
+/// What a choice cache does when its file cannot be used (not a regular file, not a dnnx cache,
+/// no access, a folder that cannot be created; docs/tuning-cache.md).
+enum class FileProblem : std::uint8_t {
+  warn,   ///< say so once on stderr and go on: in memory only, or reading without writing
+  raise,  ///< throw Error naming the path (the `dnnx cache` command)
+};
+
 /// The file behind a choice cache.
 struct CacheFileOptions {
   /// Version of the file schema; part of the default file name (tune-v<N>.json).
@@ -222,6 +229,9 @@ struct CacheFileOptions {
   CacheMode mode = CacheMode::readwrite;  ///< off / read / readwrite
   std::string path;                       ///< the JSON file
   std::size_t max_entries = 4096;         ///< LRU bound on the file's entries
+  /// On loading and on writing new choices; explicit requests (import, export, prune, clear,
+  /// reload) always throw.
+  FileProblem on_problem = FileProblem::warn;
 
   /// From DNNX_CACHE (off|read|readwrite, default readwrite), DNNX_CACHE_FILE (default
   /// $XDG_CACHE_HOME/dnnx/tune-v<N>.json, else ~/.cache/dnnx/tune-v<N>.json) and
@@ -236,10 +246,14 @@ struct CacheFileStats {
   std::string path;               ///< the file ("" when the cache has none)
   CacheMode mode = CacheMode::off;
   std::size_t file_entries = 0;   ///< entries known from the file (after the last load/write)
-  std::size_t applied = 0;        ///< file entries that answered a lookup
+  std::size_t applied = 0;        ///< file entries that answered a lookup (and stayed valid)
   std::size_t invalidated = 0;    ///< file entries that failed re-validation and were re-selected
-  std::size_t writes = 0;         ///< successful atomic writes
+  std::size_t writes = 0;         ///< successful writes (appends to the journal or rewrites)
   std::size_t set_aside = 0;      ///< unreadable files renamed aside
+  std::size_t dropped = 0;        ///< malformed or out-of-range entries skipped when reading
+  /// The mode in force: `mode`, or lower when the file cannot be read (off) or written (read).
+  CacheMode in_force = CacheMode::off;
+  std::string problem;  ///< why `in_force` is lower than `mode`, naming the path; else empty
 };
 
 /// A thread-safe store of choices keyed by everything that changes the answer. Contexts share
@@ -249,9 +263,12 @@ class ChoiceCache {
  public:
   /// A memory-only cache.
   ChoiceCache();
-  /// A cache backed by a file: loaded now (an unreadable file is reported on stderr and renamed
-  /// aside, never applied), and in readwrite mode every new choice is merged into the file with an
-  /// advisory lock and an atomic rename, so concurrent processes lose nothing.
+  /// A cache backed by a file: loaded now, and in readwrite mode every new choice is merged into
+  /// the file under an advisory lock, so concurrent processes lose nothing (docs/tuning-cache.md).
+  /// A corrupt file of dnnx's is set aside (readwrite) or ignored (read), never applied. A file
+  /// that cannot be used is left untouched, and with FileProblem::warn (the default) the cache
+  /// says so once on stderr and keeps its choices in memory: it throws only for bad options, or
+  /// with FileProblem::raise.
   explicit ChoiceCache(CacheFileOptions file);
   ~ChoiceCache();
   ChoiceCache(const ChoiceCache&) = delete;
@@ -267,8 +284,11 @@ class ChoiceCache {
   /// Drops every entry and resets the counters.
   void clear();
   std::size_t size() const;
-  std::uint64_t hits() const;    ///< find() calls that returned a choice
-  std::uint64_t misses() const;  ///< find() calls that returned null
+  /// find() calls that returned a choice, less those whose file entry then failed re-validation
+  /// and was replaced by a new selection.
+  std::uint64_t hits() const;
+  /// find() calls that returned null, plus those file entries that failed re-validation.
+  std::uint64_t misses() const;
   /// Changes whenever an entry is inserted, replaced or cleared (lets callers keep a fast path
   /// in front of the cache and notice when it changed).
   std::uint64_t generation() const;
@@ -281,17 +301,23 @@ class ChoiceCache {
   /// File entries recorded for `backend` under a fingerprint other than `fingerprint`: choices
   /// measured on another device kind or library version, which are never applied.
   std::size_t foreign_entries(std::string_view backend, std::string_view fingerprint) const;
-  /// Re-reads the file, merging what other processes wrote meanwhile.
+  /// Re-reads the file, merging what other processes wrote meanwhile. Throws Error naming the
+  /// path when the file cannot be used.
   void reload();
   /// Writes every entry (memory and file) to `path` as a cache file; returns the entry count.
+  /// Replaces only a missing or empty file or a dnnx cache file (symbolic links followed, mode
+  /// kept); throws Error naming `path` otherwise.
   std::size_t export_file(const std::string& path) const;
   /// Merges the entries of the cache file at `path` (newer measurement wins) into this cache and,
-  /// in readwrite mode, into its file; returns the number of entries read. Throws InvalidArgument
-  /// if `path` is not a valid cache file.
+  /// in readwrite mode, into its file; returns the number of entries read (malformed ones are
+  /// skipped with a warning). Throws InvalidArgument if `path` is not a regular file holding a
+  /// cache document, and Error naming the cache file when it cannot be written.
   std::size_t import_file(const std::string& path);
   /// Keeps the `max_entries` most recently used file entries; returns how many were dropped.
+  /// Throws Error naming the path when the file cannot be written.
   std::size_t prune(std::size_t max_entries);
-  /// Empties the cache and its file (readwrite mode).
+  /// Empties the cache and its file (readwrite mode). Throws Error naming the path when the file
+  /// cannot be written.
   void clear_file();
 
  private:

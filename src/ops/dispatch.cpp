@@ -30,6 +30,34 @@ std::string environment_json(const Backend& backend) {
   return text + "}";
 }
 
+// Whether no automatic policy may pick `algo` (Note [unsafe candidates] in src/tune/select.cpp).
+bool unsafe(const AlgoInfo& algo) {
+  return std::find(algo.notes.begin(), algo.notes.end(), "overflow_risk") != algo.notes.end();
+}
+
+// Note [re-validating persisted choices]
+// A choice read from the cache file was made by another process: maybe under other limits, maybe
+// by a build whose candidates differ although its version string does not, maybe edited by hand.
+// Before it is reported or used, its id is looked up in the backend's current listing, and the
+// listed candidate (not the recorded one) must be supported, admissible under this call's
+// constraints and one an automatic policy may pick. A valid choice is stored back with the listed
+// candidate and from_file cleared, so later lookups in this process skip the check, and the file
+// is not rewritten; an invalid one is selected again from the same listing, and the new choice
+// replaces the file entry. The cost is one listing per key and process, which a call that runs
+// pays anyway: building the plan lists the candidates (cuDNN: 20-130 ms per layer and direction,
+// kept by the backend, so the plan built next reuses it). Only a lookup that runs nothing
+// (conv_select, `dnnx tune` on a hit) pays it for the check alone.
+std::optional<std::string> invalid_here(const Choice& cached, const std::vector<AlgoInfo>& listed,
+                                        const TuneOptions& options, AlgoInfo& current) {
+  const auto it = std::find_if(listed.begin(), listed.end(),
+                               [&](const AlgoInfo& algo) { return algo.id == cached.algo.id; });
+  if (it == listed.end()) return std::string("it is not a candidate here");
+  if (auto why = tune::exclusion(*it, options)) return why->detail;
+  if (unsafe(*it)) return std::string("no automatic policy may pick it (overflow_risk)");
+  current = *it;
+  return std::nullopt;
+}
+
 // Note [run-time fallback]: a candidate can pass selection and still fail when it runs (the
 // workspace allocation runs out of memory, the library rejects a rare configuration). The call
 // then moves on to the next admissible candidate in the order the policy ranks them (timings for
@@ -38,10 +66,8 @@ std::string environment_json(const Backend& backend) {
 std::vector<AlgoInfo> fallback_order(const TuneOptions& options, const Choice& failed,
                                      const std::vector<AlgoInfo>& listed) {
   std::vector<AlgoInfo> order;
-  // Never onto a candidate no automatic policy would pick (Note [unsafe candidates]).
-  auto safe = [](const AlgoInfo& algo) {
-    return std::find(algo.notes.begin(), algo.notes.end(), "overflow_risk") == algo.notes.end();
-  };
+  // Never onto a candidate no automatic policy would pick.
+  auto safe = [](const AlgoInfo& algo) { return !unsafe(algo); };
   for (const ProfileRow& row : failed.timings) {
     if (row.status == CandidateStatus::ok && safe(row.algo)) order.push_back(row.algo);
   }
@@ -132,29 +158,34 @@ Selected select_locked(Context& context, ContextState& state, tune::Request requ
   Selected selected{nullptr, std::move(request)};
   const tune::Request& req = selected.request;
   if (auto cached = cache.find(req.key)) {
-    // Note [re-validating persisted choices]: a choice read from the cache file was made by
-    // another process, maybe under other limits. Its key holds the backend's fingerprint and the
-    // dnnx version, so whether the id is a candidate, supported, and how much workspace it needs
-    // are as recorded; what may differ is this call's constraints, so the recorded candidate is
-    // checked against them (no listing: on cuDNN that costs 20-130 ms per layer and direction).
-    // A choice whose plan still cannot be built is selected again when the call runs.
-    const auto why = cached->from_file ? tune::exclusion(cached->algo, options) : std::nullopt;
-    if (!why) {
-      if (cached->from_file) {
-        auto validated = std::make_shared<Choice>(*cached);
-        validated->from_file = false;
-        cache.insert(req.key, validated);
-        cached = validated;
-      }
+    if (!cached->from_file) {
       if (options.verbose) std::cerr << tune::describe_decision(req, *cached, true) << '\n';
       selected.choice = std::move(cached);
       selected.from_cache = true;
       return selected;
     }
+    // Note [re-validating persisted choices]
+    const std::vector<AlgoInfo> listed = hooks.list();
+    AlgoInfo current;
+    const auto why = invalid_here(*cached, listed, options, current);
+    if (!why) {
+      auto validated = std::make_shared<Choice>(*cached);
+      validated->algo = std::move(current);
+      validated->from_file = false;
+      cache.insert(req.key, validated);
+      if (options.verbose) std::cerr << tune::describe_decision(req, *validated, true) << '\n';
+      selected.choice = std::move(validated);
+      selected.from_cache = true;
+      return selected;
+    }
     if (options.verbose) {
       std::cerr << "dnnx: cached choice " << cached->algo.id << " for " << req.desc
-                << " is not valid here (" << why->detail << "); selecting again\n";
+                << " is not valid here (" << *why << "); selecting again\n";
     }
+    SelectHooks relist = hooks;
+    relist.list = [&listed] { return listed; };
+    selected.choice = fresh_select_locked(context, state, req, relist);
+    return selected;
   } else if (options.verbose) {
     if (const std::size_t foreign = cache.foreign_entries(backend.name(), backend.fingerprint())) {
       std::cerr << "dnnx: tune cache holds " << foreign << " choices for " << backend.name()

@@ -10,10 +10,10 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <iostream>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <shared_mutex>
 #include <unordered_map>
 
@@ -32,7 +32,8 @@ CacheMode parse_cache_mode(std::string_view text) {
   const std::string name = detail::lower(text);
   if (name == "off" || name == "0" || name == "none") return CacheMode::off;
   if (name == "read" || name == "readonly" || name == "ro") return CacheMode::read;
-  if (name == "readwrite" || name == "rw" || name == "on" || name == "1") return CacheMode::readwrite;
+  if (name == "readwrite" || name == "rw" || name == "on" || name == "1")
+    return CacheMode::readwrite;
   detail::raise(ErrorKind::InvalidArgument,
                 detail::cat("unknown cache mode '", text, "'; accepted: off, read, readwrite"));
 }
@@ -84,6 +85,27 @@ std::uint64_t next_generation() {
   return ++counter;
 }
 
+// Says `message` on stderr once per process, however many caches run into it.
+void warn_once(const std::string& message) {
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  std::lock_guard lock(mutex);
+  if (said.insert(message).second) std::cerr << "dnnx: " << message << '\n';
+}
+
+// Whether a choice goes to the file: fixed ids and families are the user's own words.
+bool persisted(const Choice& choice) {
+  return choice.policy.kind == PolicyKind::exhaustive ||
+         choice.policy.kind == PolicyKind::heuristic;
+}
+
+// How a write treats the file (Note [journal] in cache_file.cpp).
+enum class Rewrite : std::uint8_t {
+  when_due,  // append to the journal unless a compaction is cheap or due
+  merge,     // compact now: file, journal and updates into one file
+  replace,   // compact now, dropping what the file and journal hold
+};
+
 }  // namespace
 
 struct ChoiceCache::Impl {
@@ -95,48 +117,144 @@ struct ChoiceCache::Impl {
 
   // The persistent side (guarded by `mutex`).
   CacheFileOptions file{CacheMode::off, {}, 0};
+  std::string target;  // file.path with symbolic links followed
   tune::FileRecords file_records;
-  mutable std::unordered_map<std::string, std::int64_t> used;  // key -> last use, not yet written
-  mutable std::mutex used_mutex;
+  mutable tune::UseTimes used;  // key -> last use, not yet written
+  // Keys whose file entry find() returned and the op layer has not re-validated yet (Note
+  // [re-validating persisted choices] in src/ops/dispatch.cpp).
+  mutable std::set<std::string> unvalidated;
+  mutable std::mutex used_mutex;  // guards used, unvalidated and stats.applied
   CacheFileStats stats;
+  std::optional<Error> problem;  // the first one fail() met; stats.problem is its message
 
-  bool persistent() const { return file.mode != CacheMode::off && !file.path.empty(); }
-  bool writable() const { return file.mode == CacheMode::readwrite && !file.path.empty(); }
+  bool writable() const { return stats.in_force == CacheMode::readwrite; }
 
-  void note_read(const tune::ReadResult& result) {
-    if (result.set_aside) ++stats.set_aside;
+  // Whether an explicit request (import, prune, clear) changes the file: in readwrite mode, and
+  // then it must be able to (Note [file problems]); other modes change the cache in memory only.
+  bool explicit_write() const {
+    if (file.mode != CacheMode::readwrite) return false;
+    if (!writable()) throw *problem;
+    return true;
   }
 
-  // Loads the file into file_records, merging with what is there. The lock is exclusive because
-  // an unreadable file is renamed aside, which must not race with another process's write.
-  void load() {
-    tune::FileLock lock(file.path, /*exclusive=*/true);
-    tune::ReadResult result = tune::read_file(file.path);
-    note_read(result);
+  // Note [file problems]: a file that cannot be read or written lowers the mode in force (to off,
+  // or to read) and is reported once, so selection never fails because of the cache file. Explicit
+  // requests (import, export, prune, clear, reload) and caches made with FileProblem::raise throw
+  // instead, naming the path.
+  void fail(CacheMode lowered, const Error& raw, bool explicit_request) {
+    const Error error = tune::through_link(raw, file.path, target);
+    if (explicit_request || file.on_problem == FileProblem::raise) throw error;
+    stats.in_force = std::min(stats.in_force, lowered);
+    if (!problem) {
+      problem = error;
+      stats.problem = error.message();
+    }
+    warn_once(detail::cat(error.message(), "; ",
+                          lowered == CacheMode::off ? "the choice cache runs in memory only"
+                                                    : "new choices are kept in memory only"));
+  }
+
+  void report(const tune::ReadResult& result) {
+    if (result.dropped.empty()) return;
+    stats.dropped += result.dropped.size();
+    warn_once(detail::cat("tune cache file '", target, "': skipped ", result.dropped.size(),
+                          " malformed entries (", result.dropped.front(),
+                          result.dropped.size() > 1 ? "; ..." : "", ")"));
+  }
+
+  // Renames a corrupt file of ours aside (Note [whose file]). Exclusive lock held.
+  void set_aside(const Error& why) {
+    const std::string aside = tune::set_aside(target);
+    ++stats.set_aside;
+    warn_once(
+        detail::cat(why.message(), "; moved it to '", aside, "' and starting with an empty cache"));
+  }
+
+  // Reads the file into file_records. Readers change nothing; a readwrite cache sets a corrupt
+  // file aside under the exclusive lock.
+  void load(bool explicit_request) {
+    tune::ReadResult result;
+    try {
+      target = tune::resolve_path(file.path);
+      {
+        tune::FileLock lock(target, tune::FileLock::Kind::shared);
+        result = tune::read_cache(target);
+      }
+      if (result.state == tune::FileState::corrupt && writable()) {
+        tune::FileLock lock(target, tune::FileLock::Kind::exclusive);
+        result = tune::read_cache(target);
+        if (result.state == tune::FileState::corrupt) {
+          set_aside(*result.problem);
+          result.state = tune::FileState::missing;
+        }
+      }
+    } catch (const Error& error) {
+      fail(CacheMode::off, error, explicit_request);
+      return;
+    }
+    report(result);
+    if (result.state == tune::FileState::corrupt) {
+      fail(CacheMode::off,
+           Error(result.problem->kind(), result.problem->message() +
+                                             "; it is not used (a process that writes the cache "
+                                             "sets it aside)"),
+           explicit_request);
+      return;
+    }
+    if (result.state == tune::FileState::unusable) {
+      fail(CacheMode::off, *result.problem, explicit_request);
+      return;
+    }
+    if (result.journal_state == tune::FileState::unusable && writable())
+      fail(CacheMode::read, *result.journal_problem, explicit_request);
     tune::merge(file_records, result.records);
     stats.file_entries = file_records.size();
   }
 
-  // Merges `updates` and pending last-use times into the file under the exclusive lock, prunes
-  // it, writes it atomically, and refreshes file_records with what is now on disk.
-  void write(const tune::FileRecords& updates, bool replace_all = false) {
-    tune::FileLock lock(file.path, /*exclusive=*/true);
-    tune::ReadResult current = tune::read_file(file.path);
-    note_read(current);
-    tune::FileRecords merged = replace_all ? tune::FileRecords{} : std::move(current.records);
-    tune::merge(merged, updates);
+  // Writes `updates` and the pending last-use times under the exclusive lock: appended to the
+  // journal, or merged with the file and journal, pruned and written as a new file (Note
+  // [journal]). A failure goes through fail(); the cache stays usable.
+  void write(const tune::FileRecords& updates, Rewrite how, bool explicit_request) {
+    if (!writable()) return;
+    tune::UseTimes uses;
     {
       std::lock_guard used_lock(used_mutex);
-      for (const auto& [key, when] : used) {
-        if (auto it = merged.find(key); it != merged.end())
-          it->second.last_used = std::max(it->second.last_used, when);
-      }
-      used.clear();
+      uses = used;
     }
-    tune::prune(merged, file.max_entries);
-    tune::write_file(file.path, merged);
+    try {
+      tune::FileLock lock(target, tune::FileLock::Kind::exclusive);
+      tune::check_writable(target);
+      const auto [file_bytes, journal_bytes] = tune::file_sizes(target);
+      if (how == Rewrite::when_due && tune::prefer_journal(file_bytes, journal_bytes)) {
+        tune::append_journal(target, updates, uses);
+        tune::merge(file_records, updates);
+        tune::apply_uses(file_records, uses);
+      } else {
+        tune::ReadResult current = tune::read_cache(target);
+        report(current);
+        if (current.state == tune::FileState::unusable) throw *current.problem;
+        if (current.journal_state == tune::FileState::unusable) throw *current.journal_problem;
+        if (current.state == tune::FileState::corrupt) set_aside(*current.problem);
+        tune::FileRecords merged =
+            how == Rewrite::replace ? tune::FileRecords{} : std::move(current.records);
+        tune::merge(merged, updates);
+        tune::apply_uses(merged, uses);
+        tune::prune(merged, file.max_entries);
+        tune::write_file(target, merged);
+        tune::remove_journal(target);
+        file_records = std::move(merged);
+      }
+    } catch (const Error& error) {
+      fail(CacheMode::read, error, explicit_request);
+      return;
+    }
+    {
+      std::lock_guard used_lock(used_mutex);
+      for (const auto& [key, when] : uses) {
+        if (auto it = used.find(key); it != used.end() && it->second <= when) used.erase(it);
+      }
+    }
     ++stats.writes;
-    file_records = std::move(merged);
     stats.file_entries = file_records.size();
   }
 };
@@ -144,13 +262,15 @@ struct ChoiceCache::Impl {
 ChoiceCache::ChoiceCache() : impl_(std::make_unique<Impl>()) {}
 
 ChoiceCache::ChoiceCache(CacheFileOptions file) : impl_(std::make_unique<Impl>()) {
-  DNNX_CHECK_ARG(file.mode == CacheMode::off || !file.path.empty(),
-                 "a cache file in mode ", to_string(file.mode), " needs a path");
+  DNNX_CHECK_ARG(file.mode == CacheMode::off || !file.path.empty(), "a cache file in mode ",
+                 to_string(file.mode), " needs a path");
   DNNX_CHECK_ARG(file.max_entries >= 1, "cache max_entries must be >= 1, got ", file.max_entries);
   impl_->file = std::move(file);
+  impl_->target = impl_->file.path;
   impl_->stats.path = impl_->file.path;
   impl_->stats.mode = impl_->file.mode;
-  if (impl_->persistent()) impl_->load();
+  impl_->stats.in_force = impl_->file.mode;
+  if (impl_->file.mode != CacheMode::off) impl_->load(/*explicit_request=*/false);
 }
 
 ChoiceCache::~ChoiceCache() {
@@ -165,7 +285,7 @@ ChoiceCache::~ChoiceCache() {
   if (!pending) return;
   try {
     std::unique_lock lock(impl_->mutex);
-    impl_->write({});
+    impl_->write({}, Rewrite::when_due, /*explicit_request=*/false);
   } catch (const std::exception& error) {
     std::cerr << "dnnx: could not record cache use times in '" << impl_->file.path
               << "': " << error.what() << '\n';
@@ -189,6 +309,7 @@ std::shared_ptr<const Choice> ChoiceCache::find(const std::string& key) const {
       std::lock_guard used_lock(impl_->used_mutex);
       impl_->used[key] = tune::now_seconds();
       ++impl_->stats.applied;
+      if (it->second.choice->from_file) impl_->unvalidated.insert(key);
     }
     return it->second.choice;
   }
@@ -201,20 +322,26 @@ void ChoiceCache::insert(const std::string& key, std::shared_ptr<const Choice> c
   std::unique_lock lock(impl_->mutex);
   const auto file_it = impl_->file_records.find(key);
   const bool known_on_file = file_it != impl_->file_records.end();
-  // A re-validated copy of a file entry (same measurement) needs no write; a file entry replaced
-  // by a new selection counts as invalidated.
+  // A re-validated copy of a file entry (same measurement) needs no write. A file entry that was
+  // looked up and is replaced before it was re-validated failed re-validation: that lookup counts
+  // as a miss, not a hit.
   const bool same_measurement = known_on_file &&
                                 file_it->second.choice->measured_at == choice->measured_at &&
                                 file_it->second.choice->algo.id == choice->algo.id;
-  if (known_on_file && !same_measurement && choice->from_file == false) ++impl_->stats.invalidated;
+  if (!choice->from_file) {
+    std::lock_guard used_lock(impl_->used_mutex);
+    if (impl_->unvalidated.erase(key) != 0 && !same_measurement) {
+      ++impl_->stats.invalidated;
+      --impl_->stats.applied;
+      --impl_->hits;
+      ++impl_->misses;
+    }
+  }
   impl_->entries[key] = choice;
   impl_->generation = next_generation();
-  // Only selections worth keeping go to disk: fixed ids and families are the user's own words.
-  const bool persist = choice->policy.kind == PolicyKind::exhaustive ||
-                       choice->policy.kind == PolicyKind::heuristic;
-  if (impl_->writable() && persist && !same_measurement) {
+  if (impl_->writable() && persisted(*choice) && !same_measurement) {
     tune::FileRecord record{choice, tune::now_seconds()};
-    impl_->write({{key, std::move(record)}});
+    impl_->write({{key, std::move(record)}}, Rewrite::when_due, /*explicit_request=*/false);
   }
 }
 
@@ -222,6 +349,10 @@ void ChoiceCache::clear() {
   std::unique_lock lock(impl_->mutex);
   impl_->entries.clear();
   impl_->file_records.clear();
+  {
+    std::lock_guard used_lock(impl_->used_mutex);
+    impl_->unvalidated.clear();
+  }
   impl_->hits = 0;
   impl_->misses = 0;
   impl_->generation = next_generation();
@@ -241,7 +372,7 @@ std::uint64_t ChoiceCache::generation() const { return impl_->generation; }
 std::vector<std::pair<std::string, std::shared_ptr<const Choice>>> ChoiceCache::entries() const {
   std::shared_lock lock(impl_->mutex);
   std::vector<std::pair<std::string, std::shared_ptr<const Choice>>> out(impl_->entries.begin(),
-                                                                          impl_->entries.end());
+                                                                         impl_->entries.end());
   for (const auto& [key, record] : impl_->file_records) {
     if (impl_->entries.count(key) == 0) out.emplace_back(key, record.choice);
   }
@@ -269,8 +400,8 @@ std::size_t ChoiceCache::foreign_entries(std::string_view backend,
 
 void ChoiceCache::reload() {
   std::unique_lock lock(impl_->mutex);
-  if (!impl_->persistent()) return;
-  impl_->load();
+  if (impl_->file.mode == CacheMode::off) return;
+  impl_->load(/*explicit_request=*/true);
   impl_->generation = next_generation();
 }
 
@@ -281,46 +412,35 @@ std::size_t ChoiceCache::export_file(const std::string& path) const {
     records = impl_->file_records;
     const std::int64_t now = tune::now_seconds();
     for (const auto& [key, choice] : impl_->entries) {
-      const bool persist = choice->policy.kind == PolicyKind::exhaustive ||
-                           choice->policy.kind == PolicyKind::heuristic;
-      if (persist) tune::merge(records, {{key, tune::FileRecord{choice, now}}});
+      if (persisted(*choice)) tune::merge(records, {{key, tune::FileRecord{choice, now}}});
     }
   }
-  tune::FileLock lock(path, /*exclusive=*/true);
-  tune::write_file(path, records);
+  tune::write_document(path, records);
   return records.size();
 }
 
 std::size_t ChoiceCache::import_file(const std::string& path) {
-  tune::FileRecords records;
-  {
-    tune::FileLock lock(path, /*exclusive=*/false);
-    std::ifstream in(path, std::ios::binary);
-    DNNX_CHECK_ARG(static_cast<bool>(in), "cannot open cache file '", path, "' for import");
-    std::ostringstream text;
-    text << in.rdbuf();
-    try {
-      records = tune::parse(text.str());
-    } catch (const Error& error) {
-      detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat("'", path, "' is not a valid dnnx cache file: ", error.message()));
-    }
+  tune::Parsed parsed = tune::read_document(path);
+  if (!parsed.dropped.empty()) {
+    warn_once(detail::cat("cache file '", path, "': skipped ", parsed.dropped.size(),
+                          " malformed entries (", parsed.dropped.front(),
+                          parsed.dropped.size() > 1 ? "; ..." : "", ")"));
   }
   std::unique_lock lock(impl_->mutex);
-  if (impl_->writable()) {
-    impl_->write(records);
+  if (impl_->explicit_write()) {
+    impl_->write(parsed.records, Rewrite::merge, /*explicit_request=*/true);
   } else {
-    tune::merge(impl_->file_records, records);
+    tune::merge(impl_->file_records, parsed.records);
     impl_->stats.file_entries = impl_->file_records.size();
   }
   impl_->generation = next_generation();
-  return records.size();
+  return parsed.records.size();
 }
 
 std::size_t ChoiceCache::prune(std::size_t max_entries) {
   DNNX_CHECK_ARG(max_entries >= 1, "prune needs max_entries >= 1, got ", max_entries);
   std::unique_lock lock(impl_->mutex);
-  if (!impl_->writable()) {
+  if (!impl_->explicit_write()) {
     const std::size_t dropped = tune::prune(impl_->file_records, max_entries);
     impl_->stats.file_entries = impl_->file_records.size();
     return dropped;
@@ -329,7 +449,7 @@ std::size_t ChoiceCache::prune(std::size_t max_entries) {
   const std::size_t before = impl_->file_records.size();
   impl_->file.max_entries = max_entries;
   try {
-    impl_->write({});
+    impl_->write({}, Rewrite::merge, /*explicit_request=*/true);
   } catch (...) {
     impl_->file.max_entries = saved;
     throw;
@@ -341,9 +461,10 @@ std::size_t ChoiceCache::prune(std::size_t max_entries) {
 
 void ChoiceCache::clear_file() {
   std::unique_lock lock(impl_->mutex);
+  if (impl_->explicit_write()) impl_->write({}, Rewrite::replace, /*explicit_request=*/true);
   impl_->entries.clear();
   impl_->file_records.clear();
-  if (impl_->writable()) impl_->write({}, /*replace_all=*/true);
+  impl_->stats.file_entries = 0;
   impl_->generation = next_generation();
 }
 

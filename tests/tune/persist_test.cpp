@@ -1,19 +1,22 @@
 // The persistent choice cache: round trip through a file, choices from other machines ignored,
-// re-validation before use, unreadable files set aside, concurrent writers, the LRU bound, modes.
+// re-validation before use, corrupt files set aside and files of others left alone, malformed
+// entries skipped, concurrent writers, the LRU bound, modes.
 
 #include <dnnx/dnnx.hpp>
 
+#include "cache_folder.hpp"
 #include "ops/context_state.hpp"
 #include "tune/cache_file.hpp"
 #include "tune/select.hpp"
 
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -23,60 +26,20 @@ namespace {
 namespace fs = std::filesystem;
 using namespace dnnx;
 
-// A fresh folder per test, removed afterwards.
-class PersistTest : public ::testing::Test {
+using testing_cache::fake_choice;
+
+class PersistTest : public testing_cache::CacheFolderTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    folder_ = fs::temp_directory_path() /
-              ("dnnx-persist-" + std::to_string(::getpid()) + "-" + info->name());
-    fs::remove_all(folder_);
-    fs::create_directories(folder_);
-  }
-  void TearDown() override { fs::remove_all(folder_); }
-
-  std::string file(const std::string& name = "tune.json") const { return (folder_ / name).string(); }
-
-  CacheFileOptions options(CacheMode mode = CacheMode::readwrite, std::size_t max_entries = 4096) {
-    return {mode, file(), max_entries};
-  }
-
-  static std::string read(const std::string& path) {
-    std::ifstream in(path);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-  }
-
   // A context on `backend` whose choices go to `cache`.
   static Context context_with(BackendKind backend, std::shared_ptr<ChoiceCache> cache) {
     Context context(backend);
     context.set_choice_cache(std::move(cache));
     return context;
   }
-
-  fs::path folder_;
 };
 
 ConvDesc small_desc() {
   return ConvDesc::from_shapes(Dims{2, 4, 9, 9}, Dims{6, 4, 3, 3}, {1}, {1});
-}
-
-std::shared_ptr<Choice> fake_choice(const std::string& key, const std::string& id,
-                                    std::int64_t measured_at) {
-  auto choice = std::make_shared<Choice>();
-  choice->key = key;
-  choice->op = "conv";
-  choice->policy = AlgoPolicy::exhaustive();
-  choice->algo.id = id;
-  choice->algo.name = id;
-  choice->algo.supported = true;
-  choice->time_ms = 1.0;
-  choice->backend = "fake";
-  choice->fingerprint = "fake-fp";
-  choice->environment = R"({"device":"test"})";
-  choice->measured_at = measured_at;
-  return choice;
 }
 
 TEST_F(PersistTest, ChoiceSurvivesTheProcessAndIsAppliedWithoutTiming) {
@@ -199,17 +162,73 @@ TEST_F(PersistTest, LoadedChoiceThatCannotBeBuiltIsReselectedWhenTheCallRuns) {
       << "the file must be corrected";
 }
 
-TEST_F(PersistTest, UnreadableFilesAreSetAsideNeverApplied) {
+TEST_F(PersistTest, LoadedChoiceThatIsNoCandidateIsNeitherReportedNorCountedAsAHit) {
+  const ConvDesc desc = small_desc();
+  Context probe(BackendKind::reference);
+  probe.tune().fwd = AlgoPolicy::exhaustive();
+  const std::string key =
+      tune::make_key("conv", desc.key(), Direction::fwd, probe.tune(),
+                     probe.state().backend().fingerprint() + " dnnx-" + std::string(version()));
+  tune::write_file(file(), {{key, tune::FileRecord{fake_choice(key, "reference:gone", 100), 100}}});
+
+  auto cache = std::make_shared<ChoiceCache>(options());
+  Context context = context_with(BackendKind::reference, cache);
+  context.tune() = probe.tune();
+  auto choice = conv_select(context, desc, Direction::fwd);
+  const auto listed = conv_list(context, desc, Direction::fwd);
+  EXPECT_TRUE(
+      std::any_of(listed.begin(), listed.end(),
+                  [&](const AlgoInfo& a) { return a.id == choice->algo.id && a.supported; }))
+      << choice->algo.id << " is not a supported candidate";
+  EXPECT_GT(choice->candidates_timed, 0) << "the stale entry must be selected again";
+  EXPECT_EQ(cache->hits(), 0u) << "a lookup whose entry failed re-validation is a miss";
+  EXPECT_EQ(cache->misses(), 1u);
+  EXPECT_EQ(cache->file_stats().applied, 0u);
+  EXPECT_EQ(cache->file_stats().invalidated, 1u);
+  EXPECT_EQ(tune::parse(read(file())).at(key).choice->algo.id, choice->algo.id)
+      << "the file entry must be replaced";
+
+  // The next lookup in the same process is a hit on the new choice, without listing again.
+  auto again = conv_select(context, desc, Direction::fwd);
+  EXPECT_EQ(again->algo.id, choice->algo.id);
+  EXPECT_EQ(cache->hits(), 1u);
+}
+
+TEST_F(PersistTest, LoadedChoiceIsReportedWithTheListedCandidate) {
+  const ConvDesc desc = small_desc();
+  Context probe(BackendKind::reference);
+  probe.tune().fwd = AlgoPolicy::exhaustive();
+  const auto listed = conv_list(probe, desc, Direction::fwd);
+  const auto supported =
+      std::find_if(listed.begin(), listed.end(), [](const AlgoInfo& a) { return a.supported; });
+  ASSERT_NE(supported, listed.end());
+  const std::string key =
+      tune::make_key("conv", desc.key(), Direction::fwd, probe.tune(),
+                     probe.state().backend().fingerprint() + " dnnx-" + std::string(version()));
+  auto recorded = fake_choice(key, supported->id, 100);
+  recorded->algo.name = "edited by hand";
+  recorded->algo.workspace_bytes = supported->workspace_bytes + 12345;
+  tune::write_file(file(), {{key, tune::FileRecord{recorded, 100}}});
+
+  auto cache = std::make_shared<ChoiceCache>(options());
+  Context context = context_with(BackendKind::reference, cache);
+  context.tune() = probe.tune();
+  auto choice = conv_select(context, desc, Direction::fwd);
+  EXPECT_EQ(choice->algo.id, supported->id);
+  EXPECT_EQ(choice->algo.workspace_bytes, supported->workspace_bytes);
+  EXPECT_EQ(choice->algo.name, supported->name);
+  EXPECT_EQ(choice->candidates_timed, 0) << "a valid entry is applied without timing";
+  EXPECT_EQ(cache->hits(), 1u);
+  EXPECT_EQ(cache->file_stats().writes, 0u);
+}
+
+TEST_F(PersistTest, CorruptFilesOfOursAreSetAsideNeverApplied) {
   const std::vector<std::pair<std::string, std::string>> crafted{
-      {"garbage", "this is not json {"},
-      {"empty", ""},
       {"truncated", R"({"schema":"dnnx.tune-cache","version":1,"entries":[{"key":"k","op":"co)"},
-      {"wrong_schema", R"({"schema":"something-else","version":1,"entries":[]})"},
-      {"wrong_version", R"({"schema":"dnnx.tune-cache","version":999,"entries":[]})"},
+      {"truncated_in_the_header", R"({ "schema" : "dnnx.tune)"},
       {"entries_not_array", R"({"schema":"dnnx.tune-cache","version":1,"entries":{}})"},
-      {"entry_missing_field",
-       R"({"schema":"dnnx.tune-cache","version":1,"entries":[{"key":"k","op":"conv"}]})"},
-      {"array_document", "[1, 2, 3]"},
+      {"no_version", R"({"schema":"dnnx.tune-cache","entries":[]})"},
+      {"earlier_layout_truncated", R"({"entries": [{"algo": {"deterministic": tr)"},
   };
   for (const auto& [name, text] : crafted) {
     SCOPED_TRACE(name);
@@ -219,6 +238,7 @@ TEST_F(PersistTest, UnreadableFilesAreSetAsideNeverApplied) {
     ::testing::internal::CaptureStderr();
     auto cache = std::make_shared<ChoiceCache>(options());
     const std::string log = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(log.find("moved it to"), std::string::npos) << log;
     EXPECT_EQ(cache->size(), 0u);
     EXPECT_EQ(cache->file_stats().set_aside, 1u);
     EXPECT_FALSE(fs::exists(file())) << "the unreadable file must be moved away";
@@ -236,6 +256,138 @@ TEST_F(PersistTest, UnreadableFilesAreSetAsideNeverApplied) {
     conv_select(context, small_desc(), Direction::fwd);
     EXPECT_NO_THROW(tune::parse(read(file())));
   }
+}
+
+TEST_F(PersistTest, SetAsideNamesNeverOverwriteEachOther) {
+  // Two corrupt files in the same second (and one more, named as a set-aside already is).
+  const std::string text = R"({"schema":"dnnx.tune-cache","version":1,"entries":[)";
+  for (int round = 0; round < 3; ++round) {
+    { std::ofstream(file()) << text << round; }
+    ::testing::internal::CaptureStderr();
+    ChoiceCache cache(options());
+    ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(cache.file_stats().set_aside, 1u);
+  }
+  std::set<std::string> contents;
+  for (const auto& entry : fs::directory_iterator(folder_)) {
+    if (entry.path().filename().string().starts_with("tune.json.corrupt-"))
+      contents.insert(read(entry.path().string()));
+  }
+  EXPECT_EQ(contents, (std::set<std::string>{text + "0", text + "1", text + "2"}));
+}
+
+TEST_F(PersistTest, FilesThatAreNotOursAreLeftUntouchedAndTheCacheRunsInMemory) {
+  const std::vector<std::pair<std::string, std::string>> crafted{
+      {"garbage", "this is not json {"},
+      {"wrong_schema", R"({"schema":"something-else","version":1,"entries":[]})"},
+      {"wrong_version", R"({"schema":"dnnx.tune-cache","version":999,"entries":[]})"},
+      {"wrong_version_truncated", R"({"schema":"dnnx.tune-cache","version":2,"entries":[{"ke)"},
+      {"array_document", "[1, 2, 3]"},
+      {"someone_elses_json", R"({"name": "my settings", "entries": 3})"},
+  };
+  for (const auto& [name, text] : crafted) {
+    SCOPED_TRACE(name);
+    fs::remove_all(folder_);
+    fs::create_directories(folder_);
+    { std::ofstream(file()) << text; }
+    ::testing::internal::CaptureStderr();
+    auto cache = std::make_shared<ChoiceCache>(options());
+    Context context = context_with(BackendKind::reference, cache);
+    context.tune().fwd = AlgoPolicy::exhaustive();
+    EXPECT_NO_THROW(conv_select(context, small_desc(), Direction::fwd));
+    ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(cache->file_stats().in_force, CacheMode::off);
+    EXPECT_NE(cache->file_stats().problem.find(file()), std::string::npos)
+        << cache->file_stats().problem;
+    EXPECT_NE(cache->file_stats().problem.find("left untouched"), std::string::npos)
+        << cache->file_stats().problem;
+    EXPECT_EQ(cache->file_stats().writes, 0u);
+    EXPECT_EQ(cache->file_stats().set_aside, 0u);
+    EXPECT_EQ(read(file()), text) << "a file that is not ours is never changed";
+    EXPECT_EQ(std::distance(fs::directory_iterator(folder_), fs::directory_iterator()), 1)
+        << "nothing is created beside it";
+    CacheFileOptions strict = options();
+    strict.on_problem = FileProblem::raise;
+    try {
+      ChoiceCache raising(strict);
+      ADD_FAILURE() << "FileProblem::raise must throw";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+      EXPECT_NE(error.message().find(file()), std::string::npos) << error.what();
+    }
+  }
+}
+
+TEST_F(PersistTest, EmptyFileHoldsNoChoicesAndIsReplaced) {
+  { std::ofstream(file()) << ""; }
+  auto cache = std::make_shared<ChoiceCache>(options());
+  EXPECT_EQ(cache->file_stats().in_force, CacheMode::readwrite);
+  EXPECT_EQ(cache->file_stats().set_aside, 0u);
+  cache->insert("k", fake_choice("k", "fake:a", 10));
+  EXPECT_EQ(tune::parse(read(file())).count("k"), 1u);
+}
+
+TEST_F(PersistTest, ReadersNeverChangeACorruptFile) {
+  const std::string text = R"({"schema":"dnnx.tune-cache","version":1,"entries":[{"key":)";
+  { std::ofstream(file()) << text; }
+  ::testing::internal::CaptureStderr();
+  {
+    ChoiceCache cache(options(CacheMode::read));
+    EXPECT_EQ(cache.file_stats().in_force, CacheMode::off);
+    EXPECT_NE(cache.file_stats().problem.find("unreadable"), std::string::npos);
+    EXPECT_EQ(cache.file_stats().set_aside, 0u);
+    cache.insert("k", fake_choice("k", "fake:a", 10));
+  }
+  CacheFileOptions strict = options(CacheMode::read);
+  strict.on_problem = FileProblem::raise;
+  EXPECT_THROW(ChoiceCache{strict}, Error) << "`dnnx cache show` reports it as an error";
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(read(file()), text);
+  EXPECT_EQ(std::distance(fs::directory_iterator(folder_), fs::directory_iterator()), 1)
+      << "a reader creates nothing (no lock file, no set-aside)";
+}
+
+TEST_F(PersistTest, MalformedEntriesAreSkippedNamingTheFieldAndTheRestIsUsed) {
+  tune::FileRecords records;
+  for (const char* key : {"good", "negative_workspace", "huge_priority", "float_runs", "bad_time"})
+    records.emplace(key, tune::FileRecord{fake_choice(key, "fake:a", 10), 10});
+  std::string text = tune::serialize(records);
+  auto replace_in_entry = [&](const std::string& key, const std::string& from,
+                              const std::string& to) {
+    const std::size_t entry = text.find("\"key\":\"" + key + "\"");
+    ASSERT_NE(entry, std::string::npos) << key;
+    const std::size_t line_start = text.rfind('\n', entry);
+    const std::size_t at = text.find(from, line_start);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+  };
+  replace_in_entry("negative_workspace", "\"workspace_bytes\":0", "\"workspace_bytes\":-5");
+  replace_in_entry("huge_priority", "\"priority\":0", "\"priority\":4294967296");
+  replace_in_entry("float_runs", "\"candidates_timed\":0", "\"candidates_timed\":2.5");
+  replace_in_entry("bad_time", "\"time_ms\":1.0", "\"time_ms\":-1.0");
+  { std::ofstream(file()) << text; }
+
+  ::testing::internal::CaptureStderr();
+  ChoiceCache cache(options());
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(cache.find("good"), nullptr);
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(cache.file_stats().dropped, 4u);
+  EXPECT_EQ(cache.file_stats().set_aside, 0u);
+  EXPECT_NE(log.find("skipped 4 malformed entries"), std::string::npos) << log;
+  EXPECT_NE(log.find("entry 0 ('bad_time'): field 'time_ms' is -1.0"), std::string::npos) << log;
+
+  const tune::Parsed parsed = tune::parse_document(text);
+  ASSERT_EQ(parsed.dropped.size(), 4u);
+  const std::string all =
+      parsed.dropped[0] + parsed.dropped[1] + parsed.dropped[2] + parsed.dropped[3];
+  for (const char* expected :
+       {"('negative_workspace'): field 'algo.workspace_bytes' is -5; accepted: an integer from 0",
+        "('huge_priority'): field 'algo.priority' is 4294967296; accepted: an integer from 0 to "
+        "2147483647",
+        "('float_runs'): field 'candidates_timed' is 2.5", "('bad_time'): field 'time_ms' is -1.0"})
+    EXPECT_NE(all.find(expected), std::string::npos) << expected << "\n" << all;
+  EXPECT_THROW(tune::parse(text), Error) << "the strict parser rejects the file";
 }
 
 // Writes `count` distinct entries through its own ChoiceCache, one insert (one file write) each.

@@ -22,11 +22,13 @@ struct CacheArgs {
 };
 
 // The cache the command works on: the file the library would use, or --file. Commands that only
-// read open it read-only so they can never modify it.
+// read open it read-only so they can never modify it. The user asked for this file, so a file
+// that cannot be used is an error naming it, not a warning.
 ChoiceCache open_cache(const CacheArgs& args, CacheMode mode) {
   CacheFileOptions options = CacheFileOptions::from_env();
   if (!args.file.empty()) options.path = args.file;
   options.mode = mode;
+  options.on_problem = FileProblem::raise;
   return ChoiceCache(options);
 }
 
@@ -88,9 +90,9 @@ int run_show(const CacheArgs& args) {
                     choice->runner_up.empty() ? "-" : choice->runner_up,
                     date_text(choice->measured_at), is_local(*choice, local) ? "yes" : "no", key});
   }
-  std::cout << format_table({"op", "backend", "chosen", "ms", "workspace", "runner-up", "measured",
-                             "here", "key"},
-                            rows, {3, 4});
+  std::cout << format_table(
+      {"op", "backend", "chosen", "ms", "workspace", "runner-up", "measured", "here", "key"}, rows,
+      {3, 4});
   return 0;
 }
 
@@ -99,19 +101,21 @@ int run_stats(const CacheArgs& args) {
   const auto entries = cache.entries();
   const auto local = local_fingerprints();
   std::map<std::pair<std::string, std::string>, std::size_t> by_fingerprint;
-  for (const auto& [key, choice] : entries) ++by_fingerprint[{choice->backend, choice->fingerprint}];
+  for (const auto& [key, choice] : entries)
+    ++by_fingerprint[{choice->backend, choice->fingerprint}];
   const CacheFileStats stats = cache.file_stats();
   std::cout << "file: " << stats.path << '\n'
             << "mode for this process: " << to_string(CacheFileOptions::from_env().mode) << '\n'
             << "entries: " << entries.size() << " (bound " << cache.file_options().max_entries
             << ", least recently used dropped first)\n";
   if (stats.set_aside > 0) std::cout << "unreadable file set aside: yes\n";
+  if (stats.dropped > 0) std::cout << "malformed entries skipped: " << stats.dropped << '\n';
   std::vector<std::vector<std::string>> rows;
   for (const auto& [group, count] : by_fingerprint) {
     const auto it = local.find(group.first);
     const bool here = it != local.end() && it->second == group.second;
-    rows.push_back({group.first, std::to_string(count), here ? "applies here" : "ignored here",
-                    group.second});
+    rows.push_back(
+        {group.first, std::to_string(count), here ? "applies here" : "ignored here", group.second});
   }
   std::cout << format_table({"backend", "entries", "status", "fingerprint"}, rows, {1});
   return 0;
@@ -143,9 +147,9 @@ int run_clear(const CacheArgs& args) {
 int run_prune(const CacheArgs& args) {
   ChoiceCache cache = open_cache(args, CacheMode::readwrite);
   const auto max_entries = static_cast<std::size_t>(
-      args.max_entries.empty() ? static_cast<std::int64_t>(cache.file_options().max_entries)
-                               : parse_int("--max", args.max_entries, 1,
-                                           std::numeric_limits<std::int64_t>::max()));
+      args.max_entries.empty()
+          ? static_cast<std::int64_t>(cache.file_options().max_entries)
+          : parse_int("--max", args.max_entries, 1, std::numeric_limits<std::int64_t>::max()));
   const std::size_t dropped = cache.prune(max_entries);
   std::cout << "pruned " << dropped << " least recently used entries; " << cache.size()
             << " remain (bound " << max_entries << ")\n";
@@ -155,10 +159,10 @@ int run_prune(const CacheArgs& args) {
 }  // namespace
 
 void add_cache_command(CLI::App& app, Action& action) {
-  CLI::App* cache = app.add_subcommand(
-      "cache",
-      "the persistent choice cache (file: --file, else $DNNX_CACHE_FILE, else "
-      "$XDG_CACHE_HOME/dnnx/tune-v1.json)");
+  CLI::App* cache =
+      app.add_subcommand("cache",
+                         "the persistent choice cache (file: --file, else $DNNX_CACHE_FILE, else "
+                         "$XDG_CACHE_HOME/dnnx/tune-v1.json)");
   cache->require_subcommand(1);
   auto args = std::make_shared<CacheArgs>();
   cache->add_option("--file", args->file, "the cache file to work on")->type_name("FILE");
@@ -180,8 +184,9 @@ void add_cache_command(CLI::App& app, Action& action) {
   import_command->add_option("FILE", args->path, "an exported cache file")->required();
   import_command->callback([&action, args] { action = [args] { return run_import(*args); }; });
 
-  cache->add_subcommand("clear", "remove every entry")
-      ->callback([&action, args] { action = [args] { return run_clear(*args); }; });
+  cache->add_subcommand("clear", "remove every entry")->callback([&action, args] {
+    action = [args] { return run_clear(*args); };
+  });
 
   CLI::App* prune =
       cache->add_subcommand("prune", "keep the N most recently used entries (default: the bound)");
