@@ -55,8 +55,6 @@ bool valid_mode(PoolMode mode) {
          mode == PoolMode::avg_exclude_pad;
 }
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-
 // Note [windows between input elements]
 // Output o's window along a dim holds the positions o * stride - pad_before + j * dilation,
 // j < kernel. A window that starts inside the input holds its first position; one that starts in
@@ -218,26 +216,26 @@ void PoolDesc::validate() const {
 
 std::int64_t PoolDesc::effective_kernel(int i) const {
   const auto s = static_cast<std::size_t>(i);
-  // Entries above 2^31 are rejected by validate(), which calls this only after checking them;
-  // unchecked descs (printing an invalid one) saturate instead of overflowing.
-  std::int64_t extent = 0;
-  if (__builtin_mul_overflow(kernel[s] - 1, dilation[s], &extent) ||
-      __builtin_add_overflow(extent, 1, &extent))
-    return std::numeric_limits<std::int64_t>::max();
-  return extent;
+  // validate() bounds every entry (Note [size limits]) before it calls this; an unchecked desc
+  // (an invalid one being printed) saturates instead of overflowing.
+  const auto less = detail::checked_sub(kernel[s], 1);
+  const auto spaced = less ? detail::checked_mul(*less, dilation[s]) : std::nullopt;
+  const auto extent = spaced ? detail::checked_add(*spaced, 1) : std::nullopt;
+  return extent.value_or(std::numeric_limits<std::int64_t>::max());
 }
 
 std::int64_t PoolDesc::output_size(int i) const {
   const auto s = static_cast<std::size_t>(i);
-  std::int64_t span = 0;
-  if (stride[s] < 1 || __builtin_add_overflow(input[s], pad_before[s], &span) ||
-      __builtin_add_overflow(span, pad_after[s], &span) ||
-      __builtin_sub_overflow(span, effective_kernel(i), &span) || span < 0)
-    return 0;  // invalid desc; validate() names the field
-  if (!ceil_mode) return span / stride[s] + 1;
-  std::int64_t out = ceil_div(span, stride[s]) + 1;
+  const auto front = detail::checked_add(input[s], pad_before[s]);
+  const auto padded = front ? detail::checked_add(*front, pad_after[s]) : std::nullopt;
+  const auto span = padded ? detail::checked_sub(*padded, effective_kernel(i)) : std::nullopt;
+  if (stride[s] < 1 || !span || *span < 0) return 0;  // invalid desc; validate() names the field
+  std::int64_t out = *span / stride[s] + 1;
+  if (!ceil_mode) return out;
+  if (*span % stride[s] != 0) ++out;
   // PyTorch: the last window must start inside the input or the front padding.
-  if ((out - 1) * stride[s] >= input[s] + pad_before[s]) --out;
+  const auto last_start = detail::checked_mul(out - 1, stride[s]);
+  if (!last_start || *last_start >= *front) --out;
   return out;
 }
 

@@ -56,7 +56,7 @@ endif()
 if(COMMAND dnnx_cli_test)
   set(_pool_cli --input 2x3x9x9 --kernel 3 --stride 2 --pad 1)
   dnnx_cli_test(help.algos_pool
-                STDOUT "--input.*--kernel.*--stride.*--pad-before.*--ceil.*--mode.*--layout.*--direction.*--json"
+                STDOUT "--input.*--kernel.*--stride.*--pad-before.*--dilation.*--ceil.*--mode.*--layout.*--direction.*--json"
                 ARGS algos pool --help)
   dnnx_cli_test(help.profile_pool STDOUT "--input.*--kernel.*--direction.*--json.*--runs.*--warmup"
                 ARGS profile pool --help)
@@ -96,6 +96,24 @@ if(COMMAND dnnx_cli_test)
                 STDOUT "repro: dnnx profile pool --input 2x3x9x9 --kernel 3 --stride 2 --pad 1 --mode max --indices --dtype bf16 --layout nhwc --direction bwd"
                 ARGS profile pool ${_pool_cli} --mode max --indices --dtype bf16 --layout nhwc
                      --direction bwd --runs 1 --backend reference)
+  # Dilation.
+  dnnx_cli_test(pool.algos_dilated STDOUT "pool2d max n=2 c=3 in=9,9 k=3,3 s=2,2 pb=2,1 pa=2,1 d=2,1 ceil=0"
+                ARGS algos pool --input 2x3x9x9 --kernel 3 --stride 2 --pad 2,1 --dilation 2,1
+                     --direction fwd --backend reference)
+  dnnx_cli_test(pool.algos_dilated_indices_cpu
+                STDOUT "pool2d max .* d=2,2 .*indices.*cpu:kernel:max_indices +supported"
+                ARGS algos pool --input 2x3x9x9 --kernel 3 --stride 2 --pad 2 --dilation 2 --indices
+                     --direction bwd --backend cpu)
+  dnnx_cli_test(pool.repro_roundtrip_dilated
+                STDOUT "repro: dnnx profile pool --input 2x3x9x9 --kernel 3 --stride 2 --pad 1 --dilation 2,1 --ceil --mode avg_exclude_pad --dtype f32 --layout nchw --direction bwd"
+                ARGS profile pool ${_pool_cli} --dilation 2,1 --ceil --mode avg_exclude_pad
+                     --direction bwd --runs 1 --backend reference)
+  dnnx_cli_usage_error(pool.bad_dilation "--dilation '0'" algos pool ${_pool_cli} --dilation 0)
+  dnnx_cli_usage_error(pool.bad_dilated_pad
+                       "pad_before along H is 3 but must be at most half the effective kernel size"
+                       algos pool --input 2x3x9x9 --kernel 3 --pad 3 --dilation 2)
+  dnnx_cli_usage_error(pool.bad_dilated_empty_window "the window of output 1 along W holds no input element"
+                       algos pool --input 1x1x3 --kernel 2 --stride 1 --pad 2 --dilation 4)
   dnnx_cli_usage_error(pool.bad_indices_mode "indices is set with mode avg_include_pad"
                        algos pool ${_pool_cli} --mode avg --indices)
   dnnx_cli_usage_error(pool.bad_mode "--mode 'sum': unknown pooling mode 'sum'; accepted: max"

@@ -20,6 +20,7 @@ struct PoolArgs {
   std::string pad;
   std::string pad_before;
   std::string pad_after;
+  std::string dilation;  // empty: 1 (dense windows)
   bool ceil = false;
   std::string mode = "max";
   bool indices = false;
@@ -51,6 +52,11 @@ void add_pool_options(CLI::App& command, PoolArgs& args) {
                     ->type_name("P[,P...]");
   pad->excludes(before);
   pad->excludes(after);
+  command
+      .add_option("--dilation", args.dilation,
+                  "distance between a window's positions: one value, or one per spatial dim "
+                  "(default 1; PyTorch's max_pool dilation)")
+      ->type_name("D[,D...]");
   command.add_flag("--ceil", args.ceil, "round output sizes up (PyTorch's ceil_mode=True)");
   command.add_option("--mode", args.mode, "max | avg_include_pad (avg) | avg_exclude_pad")
       ->type_name("MODE")
@@ -74,6 +80,10 @@ PoolDesc parse_pool(const PoolArgs& args) {
       "--pad-before", args.pad_before.empty() ? "0" : args.pad_before, 0, spatial_dims);
   const auto pad_after = parse_spatial_list(
       "--pad-after", args.pad_after.empty() ? "0" : args.pad_after, 0, spatial_dims);
+  const auto dilation =
+      per_spatial_dim(parse_spatial_list("--dilation", args.dilation.empty() ? "1" : args.dilation,
+                                         1, spatial_dims),
+                      spatial_dims);
   const PoolMode mode = parse_with("--mode", args.mode,
                                    [](std::string_view value) { return parse_pool_mode(value); });
   const DType dtype = parse_dtype_arg("--dtype", args.dtype);
@@ -92,6 +102,8 @@ PoolDesc parse_pool(const PoolArgs& args) {
   } else {
     desc.pad_before = desc.pad_after = per_spatial_dim(pad, spatial_dims);
   }
+  for (int i = 0; i < spatial_dims; ++i)  // unused entries keep PoolDesc's default, 1
+    desc.dilation[static_cast<std::size_t>(i)] = dilation[static_cast<std::size_t>(i)];
   desc.ceil_mode = args.ceil;
   desc.mode = mode;
   desc.indices = args.indices;
