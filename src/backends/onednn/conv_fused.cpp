@@ -144,9 +144,10 @@ Candidate fused_candidate(const dnnl::engine& engine, const dnnl::primitive_desc
   candidate.origin = {detail::cat(impl, ':', algorithm_name(resolved)), layouts, f32_compute};
   AlgoInfo& info = candidate.info;
   info.id = detail::cat("onednn:", impl, ':', algorithm_name(resolved), ':', layouts, ":fused",
-                        f32_compute ? f32_compute_id_suffix : "");
+                        f32_compute ? f32_compute_suffix : "");
   info.name = detail::cat(impl, " (", algorithm_name(resolved), ", ", layouts,
-                          f32_compute ? ", f32 compute" : "", ", epilogue as post-ops)");
+                          f32_compute ? detail::cat(", ", f32_compute_name) : "",
+                          ", epilogue as post-ops)");
   // oneDNN's CPU convolutions are bitwise reproducible for a fixed thread count, which is part of
   // the fingerprint (Note [determinism], conv_list.cpp); post-ops run in the same threads.
   info.deterministic = true;

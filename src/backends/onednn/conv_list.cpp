@@ -56,8 +56,9 @@
 // So timing and workspace_bytes include the conversions. The result is what a native
 // implementation computes: products of f16/bf16 values summed in f32 and rounded once to the
 // dtype (bwd_weights overwrites diff_weights; dnnx does not accumulate into it). These
-// candidates say what they are: the id ends in ":f32" (f32_compute_id_suffix), the name says
-// "f32 compute", the notes hold "f32_compute".
+// candidates say what they are, as those of the other ops do (Note [f32 compute] in
+// layer_common.hpp): the id ends in ":f32" (f32_compute_suffix), the name says "f32 compute",
+// the notes hold "f32_compute".
 //   To keep the list (and the parity tests, which run every candidate) short, each f32
 // implementation is listed once, under the first strategy in which it is supported: the
 // conversions copy every tensor anyway, so a second layout of the same kernel rarely changes
@@ -246,9 +247,9 @@ Candidate make_candidate(const dnnl::engine& engine, const ConvPd& conv_pd,
   candidate.origin = {detail::cat(impl, ':', algorithm_name(resolved)), layouts, f32_compute};
   AlgoInfo& info = candidate.info;
   info.id = detail::cat("onednn:", impl, ':', algorithm_name(resolved), ':', layouts,
-                        f32_compute ? f32_compute_id_suffix : "");
+                        f32_compute ? f32_compute_suffix : "");
   info.name = detail::cat(impl, " (", algorithm_name(resolved), ", ", layouts_phrase(layouts),
-                          f32_compute ? ", f32 compute" : "", ")");
+                          f32_compute ? detail::cat(", ", f32_compute_name) : "", ")");
   info.deterministic = true;  // Note [determinism]
   describe(info, impl, resolved, layouts, f32_compute);
 
@@ -373,7 +374,7 @@ void describe(AlgoInfo& info, const std::string& impl, dnnl::algorithm algorithm
   if (contains(impl, "dw")) info.notes.emplace_back("depthwise");
   // "blocked", "blocked_weights", "nchw" or "nhwc": which tensors are reordered per call.
   if (layouts != "plain") info.notes.push_back(layouts);
-  if (f32_compute) info.notes.emplace_back(f32_compute_note_text);
+  if (f32_compute) info.notes.emplace_back(f32_compute_note);
 }
 
 const std::array<Role, 3>& roles(Direction direction) {

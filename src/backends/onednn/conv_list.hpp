@@ -78,10 +78,6 @@ std::string_view algorithm_name(dnnl::algorithm algorithm);
 void describe(AlgoInfo& info, const std::string& impl, dnnl::algorithm algorithm,
               const std::string& layouts, bool f32_compute);
 
-/// The id suffix and note of f32-compute candidates (Note [f32 compute convolution]).
-inline constexpr std::string_view f32_compute_id_suffix = ":f32";
-inline constexpr std::string_view f32_compute_note_text = "f32_compute";
-
 /// Where a listed candidate comes from, beyond its record: what ordering the list needs.
 struct CandidateOrigin {
   std::string implementation;  ///< oneDNN's implementation and algorithm: "<impl>:<algorithm>"
