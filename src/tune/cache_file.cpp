@@ -819,9 +819,10 @@ FileLock::FileLock(const std::string& path, Kind kind) {
   } else {
     create_folder(lock_path);
     fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | flags, 0666);
+    const int error = errno;
     // flock() needs no write access: a lock file another user made is opened for reading.
-    if (fd_ < 0 && errno == EACCES) fd_ = ::open(lock_path.c_str(), O_RDONLY | flags);
-    if (fd_ < 0) os_failure("opening the lock file", lock_path, errno);
+    if (fd_ < 0 && error == EACCES) fd_ = ::open(lock_path.c_str(), O_RDONLY | flags);
+    if (fd_ < 0) os_failure("opening the lock file", lock_path, error);
   }
   if (fd_ < 0) return;
   struct stat info {};

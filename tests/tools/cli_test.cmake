@@ -305,6 +305,77 @@ foreach(step IN LISTS _dnnx_cli_cache_order)
   set(_previous ${step})
 endforeach()
 
+# The choice cache never stands in the way and never harms a file it does not own
+# (docs/tuning-cache.md): a location it cannot use costs a warning and fails nothing; `dnnx cache`
+# says which path it cannot use, and readers change nothing.
+file(WRITE ${_dnnx_cli_dir}/cache-folder-is-a-file "not a folder")
+set(_dnnx_cli_unusable_env DNNX_CACHE=readwrite DNNX_BACKEND=reference
+    DNNX_CACHE_FILE=${_dnnx_cli_dir}/cache-folder-is-a-file/tune.json)
+set(_dnnx_cli_tune_one tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
+    --direction fwd --runs 1)
+dnnx_cli_test(cache_safety.unusable_location_algos STDOUT "^conv fwd on reference: "
+              ENV ${_dnnx_cli_unusable_env} ARGS algos conv ${_conv} --direction fwd)
+dnnx_cli_test(cache_safety.unusable_location_tune STDOUT "cache hits: 0 of 1"
+              STDERR "dnnx: tune cache: creating the folder '[^']*cache-folder-is-a-file' failed: .*new choices are kept in memory only"
+              ENV ${_dnnx_cli_unusable_env} ARGS ${_dnnx_cli_tune_one})
+dnnx_cli_test(cache_safety.unusable_location_clear CODE 1 ONE_LINE_ERROR
+              STDERR "creating the folder '[^']*cache-folder-is-a-file' failed"
+              ENV ${_dnnx_cli_unusable_env} ARGS cache clear)
+if(EXISTS /dev/null)
+  dnnx_cli_test(cache_safety.device_tune STDOUT "cache hits: 0 of 1"
+                STDERR "'/dev/null' is a character device, not a regular file; it is left untouched"
+                ENV DNNX_CACHE=readwrite DNNX_CACHE_FILE=/dev/null DNNX_BACKEND=reference
+                ARGS ${_dnnx_cli_tune_one})
+  dnnx_cli_usage_error(cache_safety.device_show "'/dev/null' is a character device"
+                       cache --file /dev/null show)
+endif()
+if(EXISTS /dev/zero)
+  dnnx_cli_usage_error(cache_safety.import_device "'/dev/zero' is a character device"
+                       cache --file ${_dnnx_cli_dir}/cache-import-target.json import /dev/zero)
+endif()
+dnnx_cli_usage_error(cache_safety.export_over_folder "'[^']*cli' is a directory"
+                     cache --file ${_dnnx_cli_dir}/cache-folder-is-a-file/tune.json export
+                     ${_dnnx_cli_dir})
+# A corrupt cache file of dnnx's: readers report it and leave it where it is, so the last step
+# finds it as the first did. A file of someone else's: even writers leave it as it is.
+file(WRITE ${_dnnx_cli_dir}/cache-corrupt.json
+     "{\"schema\": \"dnnx.tune-cache\", \"version\": 1, \"entries\": [{\"key\": \"k\", \"op\": \"co")
+file(WRITE ${_dnnx_cli_dir}/cache-foreign.json "{\"my\": \"settings\"}\n")
+set(_dnnx_cli_corrupt --file ${_dnnx_cli_dir}/cache-corrupt.json)
+dnnx_cli_usage_error(cache_safety.corrupt_show "cache-corrupt.json' is unreadable"
+                     cache ${_dnnx_cli_corrupt} show)
+dnnx_cli_usage_error(cache_safety.corrupt_stats "cache-corrupt.json' is unreadable"
+                     cache ${_dnnx_cli_corrupt} stats)
+dnnx_cli_usage_error(cache_safety.corrupt_export "cache-corrupt.json' is unreadable"
+                     cache ${_dnnx_cli_corrupt} export ${_dnnx_cli_dir}/cache-corrupt-export.json)
+dnnx_cli_test(cache_safety.corrupt_read_mode_tune STDOUT "cache hits: 0 of 1"
+              STDERR "cache-corrupt.json' is unreadable .*it is not used"
+              ENV DNNX_CACHE=read DNNX_CACHE_FILE=${_dnnx_cli_dir}/cache-corrupt.json
+                  DNNX_BACKEND=reference
+              ARGS ${_dnnx_cli_tune_one})
+dnnx_cli_usage_error(cache_safety.foreign_clear "cache-foreign.json' is not a dnnx tune cache"
+                     cache --file ${_dnnx_cli_dir}/cache-foreign.json clear)
+dnnx_cli_test(cache_safety.foreign_tune STDOUT "cache hits: 0 of 1"
+              STDERR "cache-foreign.json' is not a dnnx tune cache .*left untouched"
+              ENV DNNX_CACHE=readwrite DNNX_CACHE_FILE=${_dnnx_cli_dir}/cache-foreign.json
+                  DNNX_BACKEND=reference
+              ARGS ${_dnnx_cli_tune_one})
+dnnx_cli_usage_error(cache_safety.corrupt_show_again "cache-corrupt.json' is unreadable"
+                     cache ${_dnnx_cli_corrupt} show)
+dnnx_cli_usage_error(cache_safety.foreign_show_again "cache-foreign.json' is not a dnnx tune cache"
+                     cache --file ${_dnnx_cli_dir}/cache-foreign.json show)
+set(_previous "")
+foreach(step IN ITEMS corrupt_show corrupt_stats corrupt_export corrupt_read_mode_tune
+                      foreign_clear foreign_tune corrupt_show_again foreign_show_again)
+  set_tests_properties(cli.cache_safety.${step} PROPERTIES FIXTURES_SETUP cli_cache_safety_${step}
+                                                           RESOURCE_LOCK cli_cache_safety)
+  if(_previous)
+    set_tests_properties(cli.cache_safety.${step} PROPERTIES
+                         FIXTURES_REQUIRED cli_cache_safety_${_previous})
+  endif()
+  set(_previous ${step})
+endforeach()
+
 # Bad numbers, files and words, and output that cannot be written (docs/cli.md): exit status 2 and
 # one line naming the flag, the value and what is accepted; a failure while running: exit status 1.
 # Every numeric flag has a range, --runs and --warmup one that keeps a typo from running for days.
