@@ -301,8 +301,9 @@ class ChoiceCache {
   /// File entries recorded for `backend` under a fingerprint other than `fingerprint`: choices
   /// measured on another device kind or library version, which are never applied.
   std::size_t foreign_entries(std::string_view backend, std::string_view fingerprint) const;
-  /// Re-reads the file, merging what other processes wrote meanwhile. Throws Error naming the
-  /// path when the file cannot be used.
+  /// Re-reads the file, merging what other processes wrote meanwhile; a file that could not be
+  /// used before is tried again (file_stats().in_force goes back to the mode). Throws Error naming
+  /// the path when the file cannot be used.
   void reload();
   /// Writes every entry (memory and file) to `path` as a cache file; returns the entry count.
   /// Replaces only a missing or empty file or a dnnx cache file (symbolic links followed, mode

@@ -176,21 +176,28 @@ struct ChoiceCache::Impl {
     tune::ReadResult result;
     try {
       target = tune::resolve_path(file.path);
-      {
-        tune::FileLock lock(target, tune::FileLock::Kind::shared);
-        result = tune::read_cache(target);
-      }
-      if (result.state == tune::FileState::corrupt && writable()) {
+      tune::FileLock lock(target, tune::FileLock::Kind::shared);
+      result = tune::read_cache(target);
+    } catch (const Error& error) {
+      fail(CacheMode::off, error, explicit_request);
+      return;
+    }
+    if (result.state == tune::FileState::corrupt && writable()) {
+      try {
         tune::FileLock lock(target, tune::FileLock::Kind::exclusive);
         result = tune::read_cache(target);
         if (result.state == tune::FileState::corrupt) {
           set_aside(*result.problem);
           result.state = tune::FileState::missing;
         }
+      } catch (const Error& error) {
+        fail(CacheMode::off,
+             Error(error.kind(),
+                   detail::cat(result.problem->message(),
+                               "; it is not used and cannot be set aside: ", error.message())),
+             explicit_request);
+        return;
       }
-    } catch (const Error& error) {
-      fail(CacheMode::off, error, explicit_request);
-      return;
     }
     report(result);
     if (result.state == tune::FileState::corrupt) {
@@ -226,6 +233,7 @@ struct ChoiceCache::Impl {
       tune::check_writable(target);
       const auto [file_bytes, journal_bytes] = tune::file_sizes(target);
       if (how == Rewrite::when_due && tune::prefer_journal(file_bytes, journal_bytes)) {
+        tune::remove_orphans(target);
         tune::append_journal(target, updates, uses);
         tune::merge(file_records, updates);
         tune::apply_uses(file_records, uses);
@@ -401,7 +409,17 @@ std::size_t ChoiceCache::foreign_entries(std::string_view backend,
 void ChoiceCache::reload() {
   std::unique_lock lock(impl_->mutex);
   if (impl_->file.mode == CacheMode::off) return;
-  impl_->load(/*explicit_request=*/true);
+  // A file that could not be used is tried again: it may have been fixed.
+  const CacheMode before = impl_->stats.in_force;
+  impl_->stats.in_force = impl_->file.mode;
+  try {
+    impl_->load(/*explicit_request=*/true);
+  } catch (...) {
+    impl_->stats.in_force = before;
+    throw;
+  }
+  impl_->problem.reset();
+  impl_->stats.problem.clear();
   impl_->generation = next_generation();
 }
 

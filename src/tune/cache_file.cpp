@@ -512,30 +512,6 @@ bool rename_no_replace(const std::string& from, const std::string& to) {
   return ::rename(from.c_str(), to.c_str()) == 0;
 }
 
-// Temporary files are `<file>.tmp-<pid>-<random>`; under the exclusive lock no writer is
-// writing one, so any that exists was left by a writer that died (Note [journal]).
-void remove_orphans(const fs::path& target) {
-  const std::string prefix = target.filename().string() + ".tmp-";
-  const fs::path folder = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-  auto temp_suffix = [](std::string_view suffix) {
-    const std::size_t dash = suffix.find('-');
-    auto digits = [](std::string_view s) {
-      return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
-    };
-    return dash != std::string_view::npos && digits(suffix.substr(0, dash)) &&
-           digits(suffix.substr(dash + 1));
-  };
-  std::error_code error;
-  for (fs::directory_iterator it(folder, error), end; !error && it != end; it.increment(error)) {
-    const std::string name = it->path().filename().string();
-    if (!name.starts_with(prefix) || !temp_suffix(std::string_view(name).substr(prefix.size())))
-      continue;
-    struct stat info {};
-    if (::lstat(it->path().c_str(), &info) == 0 && S_ISREG(info.st_mode))
-      ::unlink(it->path().c_str());
-  }
-}
-
 void create_folder(const fs::path& target) {
   const fs::path folder = target.parent_path();
   if (folder.empty()) return;
@@ -867,7 +843,7 @@ void write_file(const std::string& path, const FileRecords& records) {
   struct stat existing {};
   const bool exists = ::lstat(path.c_str(), &existing) == 0;
   const std::string text = serialize_within_limit(records);
-  remove_orphans(target);
+  remove_orphans(path);
   std::random_device entropy;
   const std::string temp =
       detail::cat(path, ".tmp-", static_cast<long>(::getpid()), "-", entropy());
@@ -976,6 +952,31 @@ void remove_journal(const std::string& path) {
 
 bool prefer_journal(std::uint64_t file_bytes, std::uint64_t journal_bytes) {
   return file_bytes + journal_bytes >= compact_below && journal_bytes < file_bytes / 4;
+}
+
+// Temporary files are `<file>.tmp-<pid>-<random>`; under the exclusive lock no writer is
+// writing one, so any that exists was left by a writer that died (Note [journal]).
+void remove_orphans(const std::string& path) {
+  const fs::path target(path);
+  const std::string prefix = target.filename().string() + ".tmp-";
+  const fs::path folder = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  auto temp_suffix = [](std::string_view suffix) {
+    const std::size_t dash = suffix.find('-');
+    auto digits = [](std::string_view s) {
+      return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
+    };
+    return dash != std::string_view::npos && digits(suffix.substr(0, dash)) &&
+           digits(suffix.substr(dash + 1));
+  };
+  std::error_code error;
+  for (fs::directory_iterator it(folder, error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (!name.starts_with(prefix) || !temp_suffix(std::string_view(name).substr(prefix.size())))
+      continue;
+    struct stat info {};
+    if (::lstat(it->path().c_str(), &info) == 0 && S_ISREG(info.st_mode))
+      ::unlink(it->path().c_str());
+  }
 }
 
 std::pair<std::uint64_t, std::uint64_t> file_sizes(const std::string& path) {

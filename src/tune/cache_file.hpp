@@ -148,6 +148,9 @@ void remove_journal(const std::string& path);
 /// Whether a writer appends to the journal (true) or merges it into a rewritten file, given the
 /// sizes of both now (Note [journal]).
 bool prefer_journal(std::uint64_t file_bytes, std::uint64_t journal_bytes);
+/// Removes the temporary files `<path>.tmp-<pid>-<n>` that writers killed while writing left
+/// behind (regular files only). Exclusive lock held: then no writer is writing one.
+void remove_orphans(const std::string& path);
 /// Sizes of the cache file and its journal now (0 when missing).
 std::pair<std::uint64_t, std::uint64_t> file_sizes(const std::string& path);
 

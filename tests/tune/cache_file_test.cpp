@@ -158,6 +158,13 @@ TEST_F(CacheFileTest, UnwritableLocationNeverFailsSelection) {
   EXPECT_NE(log.find("not-a-folder"), std::string::npos) << log;
   EXPECT_EQ(cache->size(), 2u) << "choices stay in memory";
   EXPECT_EQ(read(file("not-a-folder")), "x");
+  // Once the location is fixed, a reload uses the file again.
+  fs::remove(file("not-a-folder"));
+  cache->reload();
+  EXPECT_EQ(cache->file_stats().in_force, CacheMode::readwrite);
+  EXPECT_EQ(cache->file_stats().problem, "");
+  conv_select(context, small_desc(6), Direction::fwd);
+  EXPECT_EQ(tune::parse(read(under_a_file)).size(), 1u);
 
   // A folder this user may not create: the unprivileged child.
   DNNX_EXPECT_CHILD_PASSES(As::unprivileged, [&]() -> std::string {
@@ -400,8 +407,10 @@ TEST_F(CacheFileTest, BigFilesAreNotRewrittenForEveryChoice) {
   read_back = tune::read_cache(file());
   EXPECT_TRUE(read_back.dropped.empty());
   EXPECT_EQ(read_back.records.count("new1"), 1u);
+  std::ofstream(file("tune.json.tmp-1-1")) << "left by a killed compaction";
   ChoiceCache(options()).insert("new2", fake_choice("new2", "fake:b", 2002, 10));
   EXPECT_EQ(read(file() + ".journal").find("half"), std::string::npos);
+  EXPECT_FALSE(fs::exists(file("tune.json.tmp-1-1"))) << "an append removes orphans too";
   EXPECT_EQ(tune::read_cache(file()).records.count("new2"), 1u);
 
   // Once the journal outgrows a quarter of the file, it is merged into the file.
