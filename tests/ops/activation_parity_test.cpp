@@ -224,11 +224,8 @@ void ActivationParity::check(Direction direction, ActivationSaved saved) {
     EXPECT_GT(ran, 0) << "no cpu candidate ran\n  "
                       << activation_context(desc, direction, "(none)");
   if (direction == Direction::fwd) {
-    EXPECT_TRUE(std::any_of(
-        algos.begin(), algos.end(),
-        [](const AlgoInfo& algo) { return algo.supported && algo.id.starts_with("onednn:"); }))
-        << "no oneDNN candidate runs this forward case\n  "
-        << activation_context(desc, direction, "(none)");
+    EXPECT_TRUE(has_supported_onednn(algos)) << "no oneDNN candidate runs this forward case\n  "
+                                             << activation_context(desc, direction, "(none)");
   }
   EXPECT_TRUE(f32_compute_marked_and_ordered(algos, desc.dtype));
 }

@@ -11,6 +11,7 @@
 
 #include "ops/add_cases.hpp"
 #include "support/compare.hpp"
+#include "support/layer_cases.hpp"
 #include "support/random.hpp"
 #include "support/unsupported.hpp"
 
@@ -120,7 +121,10 @@ void AddParity::check(Direction direction) {
   std::cout << "[ parity   ] cpu " << name << " " << to_string(direction) << ": " << ran << " ran, "
             << unsupported << " unsupported, worst error " << worst << " of the bound"
             << summary.str() << "\n";
+  // Whatever the CPU: natively, or as f32 compute where oneDNN has no f16/bf16 kernels
+  // (Note [f32-compute adds] in src/backends/onednn/add.cpp).
   EXPECT_GT(ran, 0) << "no cpu candidate ran\n  " << add_context(desc, direction, "(none)");
+  EXPECT_TRUE(f32_compute_marked_and_ordered(algos, desc.dtype));
 }
 
 // One ctest test per case (a process each).

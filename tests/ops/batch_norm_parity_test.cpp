@@ -105,11 +105,8 @@ TEST_P(BatchNormParity, EveryCpuCandidateMatchesTheReference) {
       }
       summary << "\n    ran  " << algo.id;
     }
-    EXPECT_TRUE(std::any_of(
-        algos.begin(), algos.end(),
-        [](const AlgoInfo& algo) { return algo.supported && algo.id.starts_with("onednn:"); }))
-        << "no oneDNN candidate runs this case\n  "
-        << batch_norm_context(desc, direction, "(none)");
+    EXPECT_TRUE(has_supported_onednn(algos)) << "no oneDNN candidate runs this case\n  "
+                                             << batch_norm_context(desc, direction, "(none)");
     EXPECT_TRUE(f32_compute_marked_and_ordered(algos, desc.dtype));
     RecordProperty(direction == Direction::fwd ? "fwd_unsupported" : "bwd_unsupported",
                    unsupported);

@@ -41,6 +41,13 @@ inline bool is_f32_compute(const AlgoInfo& algo) {
 /// Whether `algo` is one of oneDNN's reference implementations (id "onednn:ref:...").
 inline bool is_onednn_reference(const AlgoInfo& algo) { return algo.id.starts_with("onednn:ref:"); }
 
+/// Whether a cpu listing has a supported oneDNN candidate (id "onednn:..."), native or f32 compute.
+inline bool has_supported_onednn(const std::vector<AlgoInfo>& algos) {
+  return std::any_of(algos.begin(), algos.end(), [](const AlgoInfo& algo) {
+    return algo.supported && algo.id.starts_with("onednn:");
+  });
+}
+
 /// Checks a cpu listing for tensors of `dtype` against Note [f32 compute]: an f32-compute candidate
 /// says so three ways at once (id ending in ":f32", note "f32_compute", "f32 compute" in its name);
 /// there are none for f32 tensors; and candidates come in the order supported native non-reference
