@@ -4,8 +4,10 @@
 #include "core/dtype.hpp"
 #include "core/strings.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <limits>
 #include <new>
 #include <ostream>
 
@@ -103,8 +105,13 @@ namespace {
 class HostAllocator final : public Allocator {
  public:
   void* allocate(std::size_t bytes) override {
-    const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, rounded);
+    // aligned_alloc wants a multiple of the alignment; near SIZE_MAX the rounding would wrap to a
+    // small size, so such a request fails as what it is, out of memory.
+    constexpr std::size_t alignment = 64;
+    const std::size_t wanted = std::max<std::size_t>(bytes, 1);
+    void* p = wanted > std::numeric_limits<std::size_t>::max() - (alignment - 1)
+                  ? nullptr
+                  : std::aligned_alloc(alignment, (wanted + alignment - 1) / alignment * alignment);
     if (p == nullptr) {
       detail::raise(ErrorKind::OutOfMemory,
                     detail::cat("host allocation of ", bytes, " bytes (",

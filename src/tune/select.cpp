@@ -139,6 +139,17 @@ constexpr double probe_factor = 2.0;
 // and a first run may include generating code.
 constexpr double screen_band = 1.25;
 
+// The same bounds as the CLI's --runs / --warmup (docs/cli.md): a search of 2^31 runs per
+// candidate would never end, and its timing table would not fit in memory.
+namespace {
+void check_run_counts(const TuneOptions& options) {
+  DNNX_CHECK_ARG(options.timing_runs >= 1 && options.timing_runs <= 1000,
+                 "timing_runs must be in [1, 1000], got ", options.timing_runs);
+  DNNX_CHECK_ARG(options.warmup_runs >= 0 && options.warmup_runs <= 1000,
+                 "warmup_runs must be in [0, 1000], got ", options.warmup_runs);
+}
+}  // namespace
+
 std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
                                         const TuneOptions& options, const RunOnce& run,
                                         bool apply_benchmark_limit, const ProbeOnce& probe,
@@ -147,8 +158,7 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
     return !options.time_naive &&
            std::find(algo.notes.begin(), algo.notes.end(), "reference") != algo.notes.end();
   };
-  DNNX_CHECK_ARG(options.timing_runs >= 1, "timing_runs must be >= 1, got ", options.timing_runs);
-  DNNX_CHECK_ARG(options.warmup_runs >= 0, "warmup_runs must be >= 0, got ", options.warmup_runs);
+  check_run_counts(options);
   DNNX_CHECK_ARG(options.benchmark_limit >= 0, "benchmark_limit must be >= 0, got ",
                  options.benchmark_limit);
   DNNX_CHECK_ARG(options.abandon_factor > 1.0, "abandon_factor must be > 1, got ",
@@ -408,6 +418,7 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
     case PolicyKind::exhaustive: {
       // With a final round the first pass only has to find the contenders: half the timed runs
       // (rounded up) each; the final round gives them the full count (Note [final round]).
+      check_run_counts(options);  // before the halving below
       TuneOptions screening = options;
       if (options.final_round) screening.timing_runs = (options.timing_runs + 1) / 2;
       // Where the search's wall time goes, for the verbose line.

@@ -645,6 +645,23 @@ TEST(ConvBadInput, CopyOntoItselfIsANoOpAndSeparateBuffersCopy) {
   EXPECT_EQ(other, buffer);
 }
 
+// A host allocation near SIZE_MAX is out of memory, not a wrapped round-up to a few bytes that
+// would then be written past.
+TEST(ConvBadInput, HostAllocationNearTheAddressSpaceIsOutOfMemory) {
+  for (const std::size_t bytes :
+       {std::numeric_limits<std::size_t>::max(), std::numeric_limits<std::size_t>::max() - 62}) {
+    try {
+      void* p = dnnx::host_allocator().allocate(bytes);
+      dnnx::host_allocator().deallocate(p, bytes);
+      ADD_FAILURE() << "allocating " << bytes << " bytes succeeded";
+    } catch (const dnnx::Error& error) {
+      EXPECT_EQ(error.kind(), dnnx::ErrorKind::OutOfMemory) << error.what();
+      EXPECT_NE(std::string(error.what()).find(std::to_string(bytes)), std::string::npos)
+          << error.what();
+    }
+  }
+}
+
 // Every accessor of a desc that was never validated either returns the shape or throws; a valid
 // desc's shapes are unchanged by the checks.
 TEST(ConvBadInput, ShapesOfAValidDescAreUnchanged) {

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <new>
 #include <optional>
@@ -749,6 +750,15 @@ TEST(ExhaustivePolicy, RejectsNonsensicalTimingOptions) {
   options.warmup_runs = -1;
   EXPECT_TRUE(contains(error_message([&] { select(bench, options); }, ErrorKind::InvalidArgument),
                        "warmup_runs"));
+  // The upper bounds: 2^31 - 1 runs would never end (and the timing table would not fit).
+  options = options_with(AlgoPolicy::exhaustive());
+  options.timing_runs = std::numeric_limits<int>::max();
+  EXPECT_TRUE(contains(error_message([&] { select(bench, options); }, ErrorKind::InvalidArgument),
+                       "timing_runs must be in [1, 1000], got 2147483647"));
+  options = options_with(AlgoPolicy::exhaustive());
+  options.warmup_runs = 1001;
+  EXPECT_TRUE(contains(error_message([&] { select(bench, options); }, ErrorKind::InvalidArgument),
+                       "warmup_runs must be in [0, 1000], got 1001"));
   options = options_with(AlgoPolicy::exhaustive());
   options.benchmark_limit = -3;
   EXPECT_TRUE(
