@@ -126,6 +126,10 @@ inline ChildResult in_child(const std::function<std::string()>& body, As as, int
         say("cannot become uid/gid 65534");
         ::_exit(77);
       }
+      if (::access(fs::temp_directory_path().c_str(), R_OK | X_OK) != 0) {
+        say("uid 65534 cannot enter the temporary folder " + fs::temp_directory_path().string());
+        ::_exit(77);
+      }
     }
     std::string failure;
     try {
@@ -172,7 +176,7 @@ inline ChildResult in_child(const std::function<std::string()>& body, As as, int
   do {                                                                                           \
     const auto dnnx_child = ::dnnx::testing_cache::in_child(__VA_ARGS__, as);                    \
     if (dnnx_child.outcome == ::dnnx::testing_cache::ChildResult::Outcome::no_unprivileged_user) \
-      GTEST_SKIP() << "running as root and " << dnnx_child.failure                               \
+      GTEST_SKIP() << "running as root, and " << dnnx_child.failure                              \
                    << ": root ignores file permissions, so the read-only paths are not reached"; \
     EXPECT_EQ(dnnx_child.outcome, ::dnnx::testing_cache::ChildResult::Outcome::passed)           \
         << dnnx_child.failure;                                                                   \
