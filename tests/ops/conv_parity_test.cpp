@@ -69,11 +69,12 @@ const std::vector<ExpectedReason>& expected_reasons() {
        [](const ConvDesc& desc, Direction) { return desc.dtype != DType::f32; }},
       // Note [known oneDNN defects] (src/backends/onednn/conv_list.cpp): implementations oneDNN
       // offers that compute wrong results for some descs (all in backward weights); the backend
-      // lists them unsupported: jit_bf16 with a kernel longer than the input, jit_1x1 on strided
-      // nhwc activations with few channels, jit:avx512_core on 3-D strided, front-padded depth.
-      // The same f32 implementations inside f32-compute candidates (ids ending in ":f32").
-      {"onednn: known oneDNN defect (backward weights)", std::regex("^onednn:jit(_bf16|_1x1)?:"),
-       std::regex("known oneDNN defect"),
+      // lists them unsupported: jit_bf16 and the AMX kernels (brgconv_bwd_w, jit) with a kernel
+      // longer than the input, jit_1x1 on strided nhwc activations with few channels,
+      // jit:avx512_core on 3-D strided, front-padded depth; also the f32 implementations inside
+      // f32-compute candidates (ids ending in ":f32").
+      {"onednn: known oneDNN defect (backward weights)",
+       std::regex("^onednn:(jit(_bf16|_1x1)?|brgconv_bwd_w):"), std::regex("known oneDNN defect"),
        [](const ConvDesc&, Direction direction) { return direction == Direction::bwd_weights; }},
   };
   return reasons;
