@@ -86,11 +86,13 @@ std::uint64_t next_generation() {
 }
 
 // Says `message` on stderr once per process, however many caches run into it.
+// Never destroyed (Note [static destruction] in src/ops/context_state.hpp): a cache held by a user
+// static warns from its destructor, after this function's statics would be gone.
 void warn_once(const std::string& message) {
-  static std::mutex mutex;
-  static std::set<std::string> said;
-  std::lock_guard lock(mutex);
-  if (said.insert(message).second) std::cerr << "dnnx: " << message << '\n';
+  static auto* const mutex = new std::mutex;
+  static auto* const said = new std::set<std::string>;
+  std::lock_guard lock(*mutex);
+  if (said->insert(message).second) std::cerr << "dnnx: " << message << '\n';
 }
 
 // Whether a choice goes to the file: fixed ids and families are the user's own words.
