@@ -307,7 +307,7 @@ std::size_t append_implementations(std::vector<Candidate>& list, std::set<std::s
       candidate.conversion = conversion;
       candidate.info.supported = true;
       candidate.info.workspace_bytes =
-          eltwise.pd.scratchpad_desc().get_size() + (conversion ? conversion->bytes : 0);
+          eltwise.pd.scratchpad_desc().get_size() + (conversion ? conversion->bytes() : 0);
     }
     list.push_back(std::move(candidate));
     if (conversion) break;
@@ -336,17 +336,12 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const Activat
     if (desc.dtype != DType::f32 && !native_fast) {
       std::string f32_failure;
       Eltwise f32 = create_eltwise(engine, as_f32(md), alg, direction, context, f32_failure);
-      std::optional<F32Conversion> conversion;
-      if (f32.pd) {
-        conversion =
-            f32_conversion(engine, converted_tensors(desc, direction), context, f32_failure);
-      }
       bool f32_fast = false;
-      if (conversion) {
-        listed +=
-            append_implementations(list, seen, f32, alg, why,
-                                   std::make_shared<const F32Conversion>(std::move(*conversion)),
-                                   direction, context, f32_fast);
+      if (f32.pd) {
+        listed += append_implementations(
+            list, seen, f32, alg, why,
+            std::make_shared<const F32Conversion>(converted_tensors(desc, direction)), direction,
+            context, f32_fast);
       } else if (f32_failure != failure) {
         failure = detail::cat(failure, "; in f32 (", f32_compute_name, "): ", f32_failure);
       }
@@ -386,7 +381,7 @@ class Plan final : public LayerPlan<detail::ActivationArgs> {
     const memory::desc md = candidate.conversion ? as_f32(user_md(desc)) : user_md(desc);
     const dnnl::engine& engine = runtime_->engine;
     dnnl_call(context_, "building the primitive", [&] {
-      if (candidate.conversion) conversions_ = F32Conversions(candidate.conversion, engine);
+      if (candidate.conversion) conversions_ = F32Conversions(candidate.conversion);
       primitive_ = dnnl::primitive(candidate.pd.get());
       for (dnnl::memory& memory : memories_) memory = dnnl::memory(md, engine, DNNL_MEMORY_NONE);
       const memory::desc scratchpad = candidate.pd.scratchpad_desc();
@@ -430,7 +425,7 @@ class Plan final : public LayerPlan<detail::ActivationArgs> {
     const dnnl_stream_t stream = runtime_->stream.get();
     const std::size_t bound = direction_ == Direction::fwd ? 2 : 3;
     if (conversions_) {
-      conversions_.convert_in(std::span(pointers.data(), bound), base, stream, context_);
+      conversions_.convert_in(std::span(pointers.data(), bound), base);
       for (std::size_t i = 0; i < bound; ++i) pointers[i] = conversions_.copy(i, base);
     }
     for (std::size_t i = 0; i < bound; ++i) bind(memories_[i], pointers[i]);

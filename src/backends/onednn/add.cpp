@@ -30,7 +30,7 @@
 // beta = 0) or diff_dst to f32 in the workspace, runs the f32 primitive and converts dst or
 // diff_src back. Its ref:any is listed only where the formulation has no native implementation at
 // all (a native ref:any does the same work without the conversions). The matmul formulation in
-// f32 needs no final reorder of its own: the conversion out is the one reorder.
+// f32 needs no final reorder of its own: the conversion out writes diff_src.
 
 #include "backends/onednn/check.hpp"
 #include "backends/onednn/layer_common.hpp"
@@ -46,7 +46,6 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -387,8 +386,8 @@ std::size_t append_implementations(std::vector<Candidate>& list, std::set<std::s
             round_up(m.buffer_bytes) + round_up(m.result_bytes) + scratch;
       }
     }
-    // Note [f32 compute]: the copies and their conversions' scratchpad come first.
-    if (conversion) candidate.info.workspace_bytes += conversion->bytes;
+    // Note [f32 compute]: the copies come first.
+    if (conversion) candidate.info.workspace_bytes += conversion->bytes();
     list.push_back(std::move(candidate));
   } while (pd.next_impl());
   return list.size() - before;
@@ -417,15 +416,11 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const AddDesc
       const AddDesc f32 = compute_desc(desc, true);
       std::string f32_failure;
       dnnl::primitive_desc f32_pd = create_pd(engine, f32, formulation, context, f32_failure);
-      std::optional<F32Conversion> conversion;
       if (f32_pd) {
-        conversion = f32_conversion(engine, converted_tensors(desc, direction, formulation),
-                                    context, f32_failure);
-      }
-      if (conversion) {
         listed += append_implementations(
             list, seen, engine, f32, formulation, why, f32_pd,
-            std::make_shared<const F32Conversion>(std::move(*conversion)), listed > 0, context);
+            std::make_shared<const F32Conversion>(converted_tensors(desc, direction, formulation)),
+            listed > 0, context);
       } else if (f32_failure != failure) {
         failure = detail::cat(failure, "; in f32 (", f32_compute_name, "): ", f32_failure);
       }
@@ -467,7 +462,7 @@ class Plan final : public LayerPlan<detail::AddArgs> {
     const memory::desc dst = dense_md(compute.dst_dims, compute);
     const memory::desc scale = memory::desc({1}, memory::data_type::f32, memory::dims{1});
     dnnl_call(context_, "building the primitive", [&] {
-      if (candidate.conversion) conversions_ = F32Conversions(candidate.conversion, engine);
+      if (candidate.conversion) conversions_ = F32Conversions(candidate.conversion);
       primitive_ = dnnl::primitive(candidate.pd.get());
       src_ = dnnl::memory(src, engine, DNNL_MEMORY_NONE);
       dst_ = dnnl::memory(dst, engine, DNNL_MEMORY_NONE);
@@ -515,7 +510,7 @@ class Plan final : public LayerPlan<detail::AddArgs> {
     std::lock_guard lock(runtime_->mutex);
     const dnnl_stream_t stream = runtime_->stream.get();
     if (conversions_) {
-      conversions_.convert_in(std::array{src, dst}, base, stream, context_);
+      conversions_.convert_in(std::array{src, dst}, base);
       src = conversions_.copy(0, base);
       dst = conversions_.copy(1, base);
     }
@@ -566,7 +561,7 @@ class MatmulPlan final : public LayerPlan<detail::AddArgs> {
     const dnnl::engine& engine = runtime_->engine;
     ones_ = ones(m.ones, compute.dtype);
     dnnl_call(context_, "building the matmul primitives", [&] {
-      if (candidate.conversion) conversions_ = F32Conversions(candidate.conversion, engine);
+      if (candidate.conversion) conversions_ = F32Conversions(candidate.conversion);
       diff_dst_ = dnnl::memory(m.diff_dst_is_a ? m.a : m.b, engine, DNNL_MEMORY_NONE);
       ones_memory_ = dnnl::memory(m.diff_dst_is_a ? m.b : m.a, engine, ones_.data());
       output_ = dnnl::memory(m.c, engine, DNNL_MEMORY_NONE);
@@ -613,7 +608,7 @@ class MatmulPlan final : public LayerPlan<detail::AddArgs> {
     std::lock_guard lock(runtime_->mutex);
     const dnnl_stream_t stream = runtime_->stream.get();
     if (conversions_) {
-      conversions_.convert_in(std::array{diff_src, diff_dst}, base, stream, context_);
+      conversions_.convert_in(std::array{diff_src, diff_dst}, base);
       diff_src = conversions_.copy(0, base);
       diff_dst = conversions_.copy(1, base);
       base += conversions_.bytes();

@@ -58,7 +58,6 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -235,7 +234,7 @@ Candidate make_candidate(const BatchNormDesc& desc, Direction direction,
   describe(info, impl, conversion != nullptr);
   candidate.scratch_bytes = pd.scratchpad_desc().get_size();
   info.workspace_bytes =
-      regions_of(desc, direction, candidate.scratch_bytes, conversion ? conversion->bytes : 0)
+      regions_of(desc, direction, candidate.scratch_bytes, conversion ? conversion->bytes() : 0)
           .total;
   return candidate;
 }
@@ -269,12 +268,8 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const BatchNo
     dnnl::primitive_desc f32_hint;
     dnnl::primitive_desc f32_pd =
         create_pd(engine, desc, as_f32(data_md(desc)), direction, context, f32_hint, f32_failure);
-    std::optional<F32Conversion> conversion;
     if (f32_pd) {
-      conversion = f32_conversion(engine, converted_tensors(desc, direction), context, f32_failure);
-    }
-    if (conversion) {
-      const auto shared = std::make_shared<const F32Conversion>(std::move(*conversion));
+      const auto shared = std::make_shared<const F32Conversion>(converted_tensors(desc, direction));
       do {
         if (sanitize(f32_pd.impl_info_str()).starts_with("ref")) continue;
         last.push_back(make_candidate(desc, direction, f32_pd, f32_hint, shared, context));
@@ -365,10 +360,10 @@ class OneDnnPlan final : public LayerPlan<BatchNormArgs> {
         direction_(direction),
         hint_(candidate.hint),
         regions_(regions_of(desc, direction, candidate.scratch_bytes,
-                            candidate.conversion ? candidate.conversion->bytes : 0)) {
+                            candidate.conversion ? candidate.conversion->bytes() : 0)) {
     const dnnl::engine& engine = runtime_->engine;
     dnnl_call(context_, "building the primitive", [&] {
-      if (candidate.conversion) conversions_ = F32Conversions(candidate.conversion, engine);
+      if (candidate.conversion) conversions_ = F32Conversions(candidate.conversion);
       primitive_ = dnnl::primitive(candidate.pd.get());
       const memory::desc data = candidate.conversion ? as_f32(data_md(desc)) : data_md(desc);
       const memory::desc stats = stat_md(desc);
@@ -437,7 +432,7 @@ class OneDnnPlan final : public LayerPlan<BatchNormArgs> {
       // Note [f32-compute batch norm]: converted_tensors' order is src, dst / src, diff_dst,
       // diff_src.
       std::array<void*, 3> ordered{data[0], fwd ? data[1] : data[2], data[1]};
-      conversions_.convert_in(std::span(ordered.data(), fwd ? 2 : 3), base, stream, context_);
+      conversions_.convert_in(std::span(ordered.data(), fwd ? 2 : 3), base);
       data[0] = conversions_.copy(0, base);
       data[1] = conversions_.copy(fwd ? 1 : 2, base);
       if (!fwd) data[2] = conversions_.copy(1, base);

@@ -1,6 +1,7 @@
 #include "backends/onednn/layer_common.hpp"
 
 #include "backends/onednn/check.hpp"
+#include "backends/onednn/convert.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
 
@@ -136,91 +137,60 @@ dnnl::memory::desc as_f32(const dnnl::memory::desc& md) {
   return dnnl::memory::desc(md.get_dims(), dnnl::memory::data_type::f32, md.get_strides());
 }
 
-std::optional<F32Conversion> f32_conversion(const dnnl::engine& engine,
-                                            std::vector<ConvertedTensor> tensors,
-                                            const ErrorContext& context, std::string& failure) {
-  F32Conversion conversion;
-  std::size_t offset = 0;
-  std::size_t scratchpad = 0;
+F32Conversion::F32Conversion(const std::vector<ConvertedTensor>& tensors) {
   for (const ConvertedTensor& tensor : tensors) {
-    const dnnl::memory::desc copy = as_f32(tensor.user);
-    const auto reorder = [&](const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
-      return create_or_unavailable(
-          [&] {
-            return dnnl::primitive_desc_base(
-                dnnl::reorder::primitive_desc(engine, from, engine, to, user_scratchpad()));
-          },
-          "f32 conversion reorder", context, failure);
-    };
-    dnnl::primitive_desc_base in, out;
-    if (tensor.access != Access::write) {
-      in = reorder(tensor.user, copy);
-      if (!in) return std::nullopt;
-      scratchpad = std::max(scratchpad, in.scratchpad_desc().get_size());
-    }
-    if (tensor.access != Access::read) {
-      out = reorder(copy, tensor.user);
-      if (!out) return std::nullopt;
-      scratchpad = std::max(scratchpad, out.scratchpad_desc().get_size());
-    }
-    conversion.copies.push_back(copy);
-    conversion.to_f32.push_back(std::move(in));
-    conversion.from_f32.push_back(std::move(out));
-    conversion.offsets.push_back(offset);
-    offset += round_up(copy.get_size());
-  }
-  conversion.tensors = std::move(tensors);
-  conversion.scratchpad_offset = offset;
-  conversion.bytes = offset + round_up(scratchpad);
-  return conversion;
-}
-
-F32Conversions::F32Conversions(std::shared_ptr<const F32Conversion> conversion,
-                               const dnnl::engine& engine)
-    : conversion_(std::move(conversion)) {
-  const std::size_t count = conversion_->tensors.size();
-  for (std::size_t i = 0; i < count; ++i) {
-    users_.push_back(dnnl::memory(conversion_->tensors[i].user, engine, DNNL_MEMORY_NONE));
-    copies_.push_back(dnnl::memory(conversion_->copies[i], engine, DNNL_MEMORY_NONE));
-  }
-  for (std::size_t i = 0; i < count; ++i) {
-    const dnnl::primitive_desc_base& in = conversion_->to_f32[i];
-    const dnnl::primitive_desc_base& out = conversion_->from_f32[i];
-    in_.push_back(
-        in ? make_step(in, {{DNNL_ARG_FROM, users_[i].get()}, {DNNL_ARG_TO, copies_[i].get()}},
-                       engine)
-           : Step{});
-    out_.push_back(
-        out ? make_step(out, {{DNNL_ARG_FROM, copies_[i].get()}, {DNNL_ARG_TO, users_[i].get()}},
-                        engine)
-            : Step{});
+    const dnnl::memory::data_type type = tensor.user.get_data_type();
+    DNNX_ASSERT(type == dnnl::memory::data_type::f16 || type == dnnl::memory::data_type::bf16,
+                "f32 compute converts f16 or bf16 tensors, got oneDNN data type ",
+                static_cast<int>(type));
+    std::int64_t count = 1;
+    for (const dnnl::memory::dim dim : tensor.user.get_dims()) count *= dim;
+    // Note [f32 compute]: elementwise over the buffer, so the tensor must fill it.
+    DNNX_ASSERT(tensor.user.get_size() == static_cast<std::size_t>(count) * 2,
+                "f32 compute converts dense tensors; this one has ", count, " values in ",
+                tensor.user.get_size(), " bytes");
+    copies_.push_back({type == dnnl::memory::data_type::f16 ? DType::f16 : DType::bf16, count,
+                       tensor.access, bytes_});
+    bytes_ += round_up(static_cast<std::size_t>(count) * sizeof(float));
   }
 }
 
-void F32Conversions::convert_in(std::span<void* const> data, std::byte* workspace,
-                                dnnl_stream_t stream, const ErrorContext& context) {
-  DNNX_ASSERT(data.size() == users_.size(), "f32 conversion of ", users_.size(), " tensors given ",
-              data.size(), " pointers");
-  for (std::size_t i = 0; i < users_.size(); ++i) {
-    bind(users_[i], data[i], context);
-    bind(copies_[i], copy(i, workspace), context);
-  }
-  std::byte* scratchpad = workspace + conversion_->scratchpad_offset;
-  for (Step& step : in_) {
-    if (step.primitive) run_step(step, stream, scratchpad, context);
+void F32Conversion::check(std::span<void* const> data) const {
+  DNNX_ASSERT(data.size() == copies_.size(), "f32 conversion of ", copies_.size(),
+              " tensors given ", data.size(), " pointers");
+}
+
+void F32Conversion::convert_in(std::span<void* const> data, std::byte* workspace) const {
+  check(data);
+  for (std::size_t i = 0; i < copies_.size(); ++i) {
+    const Copy& t = copies_[i];
+    if (t.access != Access::write)
+      convert(data[i], t.dtype, workspace + t.offset, DType::f32, t.count);
   }
 }
 
-void* F32Conversions::copy(std::size_t index, std::byte* workspace) const {
-  return workspace + conversion_->offsets[index];
+void* F32Conversion::copy(std::size_t index, std::byte* workspace) const {
+  return workspace + copies_.at(index).offset;
+}
+
+void F32Conversion::convert_out(std::span<void* const> data, std::byte* workspace) const {
+  check(data);
+  for (std::size_t i = 0; i < copies_.size(); ++i) {
+    const Copy& t = copies_[i];
+    if (t.access != Access::read)
+      convert(workspace + t.offset, DType::f32, data[i], t.dtype, t.count);
+  }
+}
+
+void F32Conversions::convert_in(std::span<void* const> data, std::byte* workspace) {
+  data_.assign(data.begin(), data.end());
+  conversion_->convert_in(data_, workspace);
 }
 
 void F32Conversions::convert_out(std::byte* workspace, dnnl_stream_t stream,
                                  const ErrorContext& context) {
-  std::byte* scratchpad = workspace + conversion_->scratchpad_offset;
-  for (Step& step : out_) {
-    if (step.primitive) run_step(step, stream, scratchpad, context);
-  }
+  wait(stream, context);
+  conversion_->convert_out(data_, workspace);
 }
 
 }  // namespace dnnx::onednn

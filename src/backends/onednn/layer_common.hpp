@@ -22,7 +22,6 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -170,16 +169,19 @@ void wait(dnnl_stream_t stream, const ErrorContext& context);
 // oneDNN 3.2 runs f16 primitives (binary, matmul, reduction, eltwise, ...) only where the CPU has
 // avx512_core_fp16 and bf16 ones only where it has avx512_core (both: or avx2_vnni_2); elsewhere,
 // e.g. on AVX2 CPUs, it has no implementation at all for them, not even ref:any. Which ones a CPU
-// gets is whatever oneDNN answers at listing time. Its reorders convert f16/bf16 to and from f32
-// on every ISA, so such an op still runs on oneDNN as an f32-compute candidate:
-//   1. convert each tensor the primitive reads into an f32 copy in the workspace (reorder),
+// gets is whatever oneDNN answers at listing time. Such an op still runs on oneDNN as an
+// f32-compute candidate:
+//   1. convert each tensor the primitive reads into an f32 copy in the workspace,
 //   2. run the f32 primitive on the copies,
-//   3. convert each tensor it writes back into the caller's f16/bf16 tensor (reorder).
+//   3. convert each tensor it writes back into the caller's f16/bf16 tensor.
 // A tensor that is read and written (an accumulated dst) is converted both ways; one that is only
-// written is not converted in (its previous contents are never read). The conversions run inside
-// the plan's execute() and their buffers count in workspace_bytes, so timing and workspace limits
-// weigh them like the primitive itself. The native primitives compute in f32 too and round once
-// to the dtype, as these do, so results agree with theirs up to the order of f32 operations.
+// written is not converted in (its previous contents are never read). The copies keep the
+// caller's dense layout, so each conversion is elementwise over the buffer: convert() (Note
+// [dtype conversions] in convert.cpp; oneDNN's own f16/bf16 reorders are its reference loops on
+// these CPUs, some fifty times slower than the f32 primitive). The conversions run inside the
+// plan's execute() and the copies count in workspace_bytes, so timing and workspace limits weigh
+// them like the primitive itself. The native primitives compute in f32 too and round once to the
+// dtype, as these do, so results agree with theirs up to the order of f32 operations.
 // The candidates say what they are: id "onednn:<impl>:<formulation>:f32" (f32_compute_suffix),
 // note "f32_compute", "f32 compute" in the name; order_supported_first lists them after the
 // native non-reference candidates, which win the heuristic wherever the CPU has them.
@@ -193,58 +195,71 @@ enum class Access : std::uint8_t {
 
 /// One caller's tensor of an f32-compute candidate.
 struct ConvertedTensor {
-  dnnl::memory::desc user;  ///< as the caller holds it (f16 or bf16)
+  dnnl::memory::desc user;  ///< as the caller holds it: dense, f16 or bf16
   Access access = Access::read;
 };
 
 /// The conversions of one f32-compute candidate (Note [f32 compute]), made when the candidate is
-/// listed and shared by its plans. Its part of the workspace, from the start: the f32 copy of
-/// each tensor (in `tensors` order, buffer_alignment apart), then the conversions' scratchpad;
-/// the f32 primitive's own workspace follows at `bytes`.
-struct F32Conversion {
-  std::vector<ConvertedTensor> tensors;
-  std::vector<dnnl::memory::desc> copies;         ///< per tensor: the user's dims and strides, f32
-  std::vector<dnnl::primitive_desc_base> to_f32;  ///< per tensor: reorder in (null: not read)
-  std::vector<dnnl::primitive_desc_base> from_f32;  ///< per tensor: reorder out (null: not written)
-  std::vector<std::size_t> offsets;                 ///< per tensor: of its copy in the workspace
-  std::size_t scratchpad_offset = 0;                ///< the reorders' scratchpad
-  std::size_t bytes = 0;  ///< the copies and the scratchpad; the primitive's workspace follows
-};
+/// listed and shared by its plans. They own the start of the workspace: the f32 copy of each
+/// tensor, in the order given, buffer_alignment apart; the f32 primitive's own workspace follows
+/// at bytes().
+class F32Conversion {
+ public:
+  /// The conversions of `tensors`. Throws Internal unless each is a dense f16 or bf16 tensor.
+  explicit F32Conversion(const std::vector<ConvertedTensor>& tensors);
 
-/// The conversions of `tensors`; nullopt with oneDNN's message in `failure` when oneDNN has no
-/// reorder for one of them. Other oneDNN errors throw with `context`.
-std::optional<F32Conversion> f32_conversion(const dnnl::engine& engine,
-                                            std::vector<ConvertedTensor> tensors,
-                                            const ErrorContext& context, std::string& failure);
+  /// Bytes at the start of the workspace.
+  std::size_t bytes() const { return bytes_; }
+  /// Converts the caller's tensors the primitive reads (`data`: every tensor, in the order given
+  /// at construction) into their copies in `workspace`.
+  void convert_in(std::span<void* const> data, std::byte* workspace) const;
+  /// Where tensor `index`'s f32 copy lies in `workspace`: the f32 primitive's argument.
+  void* copy(std::size_t index, std::byte* workspace) const;
+  /// Converts the copies of the tensors the primitive writes back into `data` (as convert_in);
+  /// call once the primitive has finished.
+  void convert_out(std::span<void* const> data, std::byte* workspace) const;
+
+ private:
+  struct Copy {
+    DType dtype;
+    std::int64_t count;
+    Access access;
+    std::size_t offset;
+  };
+  void check(std::span<void* const> data) const;
+
+  std::vector<Copy> copies_;
+  std::size_t bytes_ = 0;
+};
 
 /// The same dims and strides as `md` (a plain layout), data type f32.
 dnnl::memory::desc as_f32(const dnnl::memory::desc& md);
 
-/// The conversion steps of one plan of an f32-compute candidate: memory objects made once and
-/// rebound per call (Note [one stream] in runtime.hpp). Empty (false) for native candidates.
+/// A plan's side of its candidate's F32Conversion: the caller's pointers of the call under way,
+/// kept from convert_in to convert_out (plans run one call at a time, Note [one stream] in
+/// runtime.hpp). Empty (false) for native candidates.
 class F32Conversions {
  public:
   F32Conversions() = default;
-  /// Call under dnnl_call: oneDNN's errors throw dnnl::error here.
-  F32Conversions(std::shared_ptr<const F32Conversion> conversion, const dnnl::engine& engine);
+  explicit F32Conversions(std::shared_ptr<const F32Conversion> conversion)
+      : conversion_(std::move(conversion)) {}
 
   explicit operator bool() const { return conversion_ != nullptr; }
-  /// Bytes at the start of the workspace (F32Conversion::bytes; 0 when empty).
-  std::size_t bytes() const { return conversion_ ? conversion_->bytes : 0; }
-
-  /// Binds the caller's tensors (`data`, in F32Conversion::tensors order) and their copies in
-  /// `workspace`, then queues the conversions in on `stream` (without waiting).
-  void convert_in(std::span<void* const> data, std::byte* workspace, dnnl_stream_t stream,
-                  const ErrorContext& context);
-  /// Where tensor `index`'s f32 copy lies in `workspace`: the f32 primitive's argument.
-  void* copy(std::size_t index, std::byte* workspace) const;
-  /// Queues the conversions out on `stream` (after convert_in, on the same bindings).
+  /// Bytes at the start of the workspace (0 when empty).
+  std::size_t bytes() const { return conversion_ ? conversion_->bytes() : 0; }
+  /// F32Conversion::convert_in, keeping `data` for convert_out.
+  void convert_in(std::span<void* const> data, std::byte* workspace);
+  /// F32Conversion::copy.
+  void* copy(std::size_t index, std::byte* workspace) const {
+    return conversion_->copy(index, workspace);
+  }
+  /// Waits until what is queued on `stream` (the primitives writing the copies) has run, then
+  /// converts the written copies into the tensors given to convert_in.
   void convert_out(std::byte* workspace, dnnl_stream_t stream, const ErrorContext& context);
 
  private:
   std::shared_ptr<const F32Conversion> conversion_;
-  std::vector<dnnl::memory> users_, copies_;
-  std::vector<Step> in_, out_;  // null primitives where a tensor is not converted that way
+  std::vector<void*> data_;
 };
 
 /// A layer op's plan on this backend: its record and error context (detail::LayerPlanBase) and
