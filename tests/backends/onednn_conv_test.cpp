@@ -828,8 +828,8 @@ INSTANTIATE_TEST_SUITE_P(DtypesAndLayouts, Bias,
                          });
 
 TEST(OneDnnBackend, BiasOfAnotherDtypeOnALargeTensor) {
-  // The bias may have a dtype of its own; 2^21 elements and more are split over threads where the
-  // loops run (Note [bias without oneDNN]).
+  // The bias may have a dtype of its own; where the loops run (Note [bias without oneDNN]) a
+  // tensor this large is split over the backend's threads.
   for (const Layout layout : {Layout::channels_first, Layout::channels_last}) {
     expect_bias(ConvDesc::from_shapes(Dims{2, 32, 256, 128}, Dims{32, 32, 1, 1}, {1}, {0}, {1}, 1,
                                       DType::f16, layout),

@@ -12,23 +12,22 @@
 //   bwd  per channel, the sum in f64 of the elements of diff_dst, rounded once to the dtype of
 //        diff_bias. Each channel is summed by one thread in a fixed order, so the result does not
 //        depend on the thread count; it may differ from oneDNN's f32 reduction in the last bit.
-// Both split large tensors over threads.
+// Both split large tensors over the backend's threads (Note [loop threads]).
 
 #include "backends/onednn/conv_bias.hpp"
 
 #include "backends/onednn/check.hpp"
 #include "backends/onednn/layer_common.hpp"
+#include "backends/onednn/loop_pool.hpp"
 #include "backends/onednn/memory.hpp"
 #include "core/check.hpp"
 #include "core/dtype.hpp"
 #include "core/strings.hpp"
-#include "core/threads.hpp"
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
-#include <thread>
 #include <type_traits>
 #include <unordered_map>
 #include <vector>
@@ -128,23 +127,6 @@ void with_storage(DType dtype, Body&& body) {
   DNNX_ASSERT(false, "conv bias loops on dtype ", to_string(dtype));
 }
 
-// Runs body(first, last) over [0, count) split into contiguous ranges, one per thread. A thread
-// costs tens of microseconds to start: only `elements` of a million or more are split.
-template <typename Body>
-void split(std::int64_t count, std::int64_t elements, const Body& body) {
-  const auto hardware = static_cast<std::int64_t>(detail::hardware_threads());
-  const std::int64_t threads = std::clamp<std::int64_t>(
-      elements >> 20, 1, std::max<std::int64_t>(1, std::min(hardware, count)));
-  if (threads <= 1) {
-    body(std::int64_t{0}, count);
-    return;
-  }
-  std::vector<std::jthread> workers;
-  for (std::int64_t t = 1; t < threads; ++t)
-    workers.emplace_back(body, count * t / threads, count * (t + 1) / threads);
-  body(std::int64_t{0}, count / threads);
-}
-
 // Elements of one output channel per (n, c) plane (channels_first) or per position (last).
 std::int64_t positions(const ConvDesc& desc) {
   return desc.dst_dims().product() / (desc.batch * desc.out_channels);
@@ -158,30 +140,31 @@ void sum_channels(const ConvDesc& desc, const void* diff_dst, void* diff_bias, D
   with_storage(desc.dtype, [&](auto type, auto load, auto) {
     using T = typename decltype(type)::type;
     const T* in = static_cast<const T*>(diff_dst);
-    split(channels, desc.dst_dims().product(), [&](std::int64_t first, std::int64_t last) {
-      std::vector<double> sums(static_cast<std::size_t>(last - first), 0.0);
-      for (std::int64_t n = 0; n < desc.batch; ++n) {
-        if (channels_last) {
-          for (std::int64_t p = 0; p < plane; ++p) {
-            const T* row = in + (n * plane + p) * channels;
-            for (std::int64_t c = first; c < last; ++c)
-              sums[static_cast<std::size_t>(c - first)] += load(row[c]);
+    threads::run_ranges(
+        channels, desc.dst_dims().product(), [&](std::int64_t first, std::int64_t last) {
+          std::vector<double> sums(static_cast<std::size_t>(last - first), 0.0);
+          for (std::int64_t n = 0; n < desc.batch; ++n) {
+            if (channels_last) {
+              for (std::int64_t p = 0; p < plane; ++p) {
+                const T* row = in + (n * plane + p) * channels;
+                for (std::int64_t c = first; c < last; ++c)
+                  sums[static_cast<std::size_t>(c - first)] += load(row[c]);
+              }
+            } else {
+              for (std::int64_t c = first; c < last; ++c) {
+                const T* values = in + (n * channels + c) * plane;
+                double sum = 0.0;
+                for (std::int64_t p = 0; p < plane; ++p) sum += load(values[p]);
+                sums[static_cast<std::size_t>(c - first)] += sum;
+              }
+            }
           }
-        } else {
+          auto* out = static_cast<std::byte*>(diff_bias);
           for (std::int64_t c = first; c < last; ++c) {
-            const T* values = in + (n * channels + c) * plane;
-            double sum = 0.0;
-            for (std::int64_t p = 0; p < plane; ++p) sum += load(values[p]);
-            sums[static_cast<std::size_t>(c - first)] += sum;
+            detail::store_f32(out + static_cast<std::size_t>(c) * size_of(bias_dtype), bias_dtype,
+                              static_cast<float>(sums[static_cast<std::size_t>(c - first)]));
           }
-        }
-      }
-      auto* out = static_cast<std::byte*>(diff_bias);
-      for (std::int64_t c = first; c < last; ++c) {
-        detail::store_f32(out + static_cast<std::size_t>(c) * size_of(bias_dtype), bias_dtype,
-                          static_cast<float>(sums[static_cast<std::size_t>(c - first)]));
-      }
-    });
+        });
   });
 }
 
@@ -222,15 +205,16 @@ void run_epilogue(const ConvFusedDesc& desc, const void* conv_out, const void* b
         out[offset + i] = store(v);
       }
     };
-    split(rows, desc.dst_dims().product(), [&](std::int64_t first, std::int64_t last) {
-      for (std::int64_t r = first; r < last; ++r) {
-        if (channels_last) {
-          row(r * channels, channels, 0);
-        } else {
-          row(r * plane, plane, r % channels);
-        }
-      }
-    });
+    threads::run_ranges(rows, desc.dst_dims().product(),
+                        [&](std::int64_t first, std::int64_t last) {
+                          for (std::int64_t r = first; r < last; ++r) {
+                            if (channels_last) {
+                              row(r * channels, channels, 0);
+                            } else {
+                              row(r * plane, plane, r % channels);
+                            }
+                          }
+                        });
   });
 }
 

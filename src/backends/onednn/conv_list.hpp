@@ -147,8 +147,8 @@ struct Candidate {
   /// Per role with a buffer in the workspace (a reordered one; every role of an f32-compute
   /// candidate): its offset.
   std::array<std::size_t, 3> buffer_offsets{};
-  /// f32 compute: where the f32 copies in the caller's layout of the roles with a reorder lie,
-  /// one after the other (Note [f32 compute convolution]).
+  /// f32 compute: the region that holds, for one role with a reorder after the other, its f32
+  /// copy in the caller's layout (Note [f32 compute convolution]).
   std::size_t staging_offset = 0;
   std::size_t scratch_bytes = 0;  ///< scratchpad region at workspace offset 0
 };
