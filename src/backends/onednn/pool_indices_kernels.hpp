@@ -265,13 +265,15 @@ struct PaddedRows {
 // starts at its window's first input element, as PyTorch's. The G groups of a pass are updated
 // side by side, window position by window position: their maxima are independent chains the
 // core overlaps. dst or indices may be null.
-template <int G, int Step, typename T, typename I>
+template <int G, int Step, bool Dilated, typename T, typename I>
 DNNX_POOL_INLINE void fwd_first_rows(const IndexGeometry& ig, const T* src, T* dst, I* indices,
                                      std::int64_t r0, std::int64_t r1) {
   const LoopGeometry& g = ig.loops;
   const std::int64_t rows_per_plane = g.out[0] * g.out[1];
   const std::int64_t s = Step > 0 ? Step : g.stride[2];
-  const std::int64_t k = g.kernel[2], dw = g.dilation[2], pb = g.pad_before[2];
+  // Steps of 1 known at compile time for dense windows: runtime ones cost the dense loop.
+  const std::int64_t dw = Dilated ? g.dilation[2] : 1;
+  const std::int64_t k = g.kernel[2], pb = g.pad_before[2];
   const std::int64_t width = g.in[2], outputs = g.out[2];
   constexpr std::int64_t pass = std::int64_t{lanes} * G;
   // Every lane of every pass reads inside the padded row (load_strided reads one more element
@@ -297,11 +299,15 @@ DNNX_POOL_INLINE void fwd_first_rows(const IndexGeometry& ig, const T* src, T* d
       for (int i = 0; i < G; ++i) {
         column[i] = lane + static_cast<std::int32_t>((ow + std::int64_t{lanes} * i) * s - pb);
         best[i] = splat(-std::numeric_limits<float>::infinity());
-        const VecI inside = dw == 1 ? VecI{} : (column[i] % dilation + dilation) % dilation;
-        at[i] = (column[i] >= 0 ? column[i] : inside) + first_row;
+        if constexpr (Dilated) {
+          const VecI inside = (column[i] % dilation + dilation) % dilation;
+          at[i] = (column[i] >= 0 ? column[i] : inside) + first_row;
+        } else {
+          at[i] = (column[i] > 0 ? column[i] : VecI{}) + first_row;
+        }
       }
-      for (std::int64_t d = wd.begin; d < wd.end; d += wd.step) {
-        for (std::int64_t h = wh.begin; h < wh.end; h += wh.step) {
+      for (std::int64_t d = wd.begin; d < wd.end; d += Dilated ? wd.step : 1) {
+        for (std::int64_t h = wh.begin; h < wh.end; h += Dilated ? wh.step : 1) {
           const float* padded = rows.row(d, h, wd.begin, wh.begin) + ow * s;
           const auto base = static_cast<std::int32_t>((d * g.in[1] + h) * width);
           for (std::int64_t x = 0; x < k * dw; x += dw) {
@@ -325,8 +331,8 @@ DNNX_POOL_INLINE void fwd_first_rows(const IndexGeometry& ig, const T* src, T* d
   }
 }
 
-// channels_first: picks fwd_first_rows' pass width and stride. Planes near 2^31 elements (int32
-// lane indices would overflow) are scanned one output at a time.
+// channels_first: picks fwd_first_rows' pass width, stride and dilation. Planes near 2^31 elements
+// (int32 lane indices would overflow) are scanned one output at a time.
 template <typename T, typename I>
 DNNX_POOL_INLINE void fwd_first(const IndexGeometry& ig, const T* src, T* dst, I* indices,
                                 std::int64_t r0, std::int64_t r1) {
@@ -350,16 +356,20 @@ DNNX_POOL_INLINE void fwd_first(const IndexGeometry& ig, const T* src, T* dst, I
   }
   // One group per pass for short rows (no lanes computed for nothing), four otherwise.
   const bool short_rows = g.out[2] <= lanes;
+  if (ig.dilated) {  // dilated windows: any stride
+    return short_rows ? fwd_first_rows<1, 0, true>(ig, src, dst, indices, r0, r1)
+                      : fwd_first_rows<4, 0, true>(ig, src, dst, indices, r0, r1);
+  }
   switch (g.stride[2]) {
     case 1:
-      return short_rows ? fwd_first_rows<1, 1>(ig, src, dst, indices, r0, r1)
-                        : fwd_first_rows<4, 1>(ig, src, dst, indices, r0, r1);
+      return short_rows ? fwd_first_rows<1, 1, false>(ig, src, dst, indices, r0, r1)
+                        : fwd_first_rows<4, 1, false>(ig, src, dst, indices, r0, r1);
     case 2:
-      return short_rows ? fwd_first_rows<1, 2>(ig, src, dst, indices, r0, r1)
-                        : fwd_first_rows<4, 2>(ig, src, dst, indices, r0, r1);
+      return short_rows ? fwd_first_rows<1, 2, false>(ig, src, dst, indices, r0, r1)
+                        : fwd_first_rows<4, 2, false>(ig, src, dst, indices, r0, r1);
     default:
-      return short_rows ? fwd_first_rows<1, 0>(ig, src, dst, indices, r0, r1)
-                        : fwd_first_rows<4, 0>(ig, src, dst, indices, r0, r1);
+      return short_rows ? fwd_first_rows<1, 0, false>(ig, src, dst, indices, r0, r1)
+                        : fwd_first_rows<4, 0, false>(ig, src, dst, indices, r0, r1);
   }
 }
 
@@ -558,7 +568,7 @@ struct GridCheck {
 // The scatter of the outputs [w0, w1) of one row along W of the slices held (Note [cpu max-pool
 // indices]), each index checked by `inside` or, with UseTable, by the table of window positions
 // (IndexGeometry::positions, shifted back by the row's offset in the slice: `table`).
-template <typename T, typename I>
+template <typename T, typename I, bool ChannelsLast>
 struct ScatterRun {
   const I* index;             // at the row's first output
   const T* grad;              // at the row's first output
@@ -581,10 +591,14 @@ struct ScatterRun {
     // Along W the table moves back by the window's first column (not in 1-D: W is outermost).
     const std::int64_t shift_step = ig.outer <= 1 ? column_step : 0;
     const std::uint8_t* shifted = UseTable ? table - (ig.outer <= 1 ? column : 0) : nullptr;
-    const I* idx = index + w0 * step;
-    const T* grd = grad + w0 * step;
-    for (std::int64_t w = w0; w < w1; ++w, column += column_step, idx += step, grd += step) {
-      for (std::int64_t c = 0; c < block; ++c) {
+    // channels_first: one channel, adjacent outputs and sums, known at compile time.
+    const std::int64_t steps = ChannelsLast ? step : 1;
+    const std::int64_t sum_steps = ChannelsLast ? sum_step : 1;
+    const std::int64_t channels = ChannelsLast ? block : 1;
+    const I* idx = index + w0 * steps;
+    const T* grd = grad + w0 * steps;
+    for (std::int64_t w = w0; w < w1; ++w, column += column_step, idx += steps, grd += steps) {
+      for (std::int64_t c = 0; c < channels; ++c) {
         const std::int64_t value = idx[c];
         // Relative to the slices held: outside the plane or the window's extent along the
         // outermost dim, it is at least `limit`.
@@ -596,7 +610,7 @@ struct ScatterRun {
           good = good && inside(at, outer, row, column);
         }
         if (good) [[likely]] {
-          sums[static_cast<std::int64_t>(at) * sum_step + c] += simd::load(grd, c);
+          sums[static_cast<std::int64_t>(at) * sum_steps + c] += simd::load(grd, c);
         } else {
           bad.note(logical + c * channel_step + w, value);
         }
@@ -679,16 +693,16 @@ template <typename T, typename I, bool ChannelsLast, typename Check>
       }
       // The table, shifted so that it is indexed by the offset from the slices held.
       const std::uint8_t* shifted = table == nullptr ? nullptr : table - row_offset;
-      const ScatterRun<T, I> at_row{index + (q - first) * step,
-                                    grad + (q - first) * step,
-                                    held,
-                                    step,
-                                    sum_step,
-                                    ChannelsLast ? block : 1,
-                                    static_cast<std::uint64_t>(offset),
-                                    limit,
-                                    (n * channels + c0) * ig.out_plane + q,
-                                    ig.out_plane};
+      const ScatterRun<T, I, ChannelsLast> at_row{index + (q - first) * step,
+                                                  grad + (q - first) * step,
+                                                  held,
+                                                  step,
+                                                  sum_step,
+                                                  ChannelsLast ? block : 1,
+                                                  static_cast<std::uint64_t>(offset),
+                                                  limit,
+                                                  (n * channels + c0) * ig.out_plane + q,
+                                                  ig.out_plane};
       at_row.template run<false>(ig, inside, 0, inner_begin, outer, row, shifted, bad);
       at_row.template run<true>(ig, inside, inner_begin, inner_end, outer, row, shifted, bad);
       at_row.template run<false>(ig, inside, inner_end, columns, outer, row, shifted, bad);
