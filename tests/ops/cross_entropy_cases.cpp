@@ -21,15 +21,9 @@ std::string reduction_name(Reduction reduction) { return std::string(to_string(r
 
 }  // namespace
 
-float XentCase::largest() const {
-  float center = 0;
-  for (const float v : centers) center = std::max(center, std::abs(v));
-  return center + magnitude;
-}
+float XentCase::largest() const { return clustered_largest(magnitude, centers); }
 
-bool XentCase::clustered_large() const {
-  return std::any_of(centers.begin(), centers.end(), [](float v) { return std::abs(v) >= 1e3f; });
-}
+bool XentCase::clustered_large() const { return has_large_center(centers); }
 
 std::vector<XentCase> xent_cases() {
   std::vector<XentCase> cases;
@@ -148,14 +142,8 @@ std::vector<std::int64_t> labels_of(const Tensor& labels) {
 XentInputs xent_inputs(const XentCase& c, const CrossEntropyDesc& desc) {
   XentInputs inputs;
   const auto count = static_cast<std::size_t>(desc.dims.product());
-  std::vector<float> logits =
-      random_uniform(count, seed_from(c.name + "/logits"), -c.magnitude, c.magnitude);
-  if (c.centers.size() > 1 || c.centers.at(0) != 0.0f) {
-    const auto n = static_cast<float>(c.centers.size());
-    const std::vector<float> pick = random_uniform(count, seed_from(c.name + "/centers"), 0, n);
-    for (std::size_t k = 0; k < count; ++k)
-      logits[k] += c.centers[std::min(static_cast<std::size_t>(pick[k]), c.centers.size() - 1)];
-  }
+  const std::vector<float> logits = clustered_uniform(
+      count, seed_from(c.name + "/logits"), seed_from(c.name + "/centers"), c.magnitude, c.centers);
   inputs.logits = tensor_from(desc.dims, desc.dtype, desc.layout, logits);
   const auto positions = static_cast<std::size_t>(desc.positions());
   const std::vector<float> pick = random_uniform(positions, seed_from(c.name + "/labels"));

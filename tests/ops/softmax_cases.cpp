@@ -31,15 +31,9 @@ void for_each_group(const SoftmaxDesc& desc, F&& f) {
 
 }  // namespace
 
-float SoftmaxCase::largest() const {
-  float center = 0;
-  for (const float v : centers) center = std::max(center, std::abs(v));
-  return center + magnitude;
-}
+float SoftmaxCase::largest() const { return clustered_largest(magnitude, centers); }
 
-bool SoftmaxCase::clustered_large() const {
-  return std::any_of(centers.begin(), centers.end(), [](float v) { return std::abs(v) >= 1e3f; });
-}
+bool SoftmaxCase::clustered_large() const { return has_large_center(centers); }
 
 // Note [large-logit rows]
 // Logits spread uniformly over [-1e4, 1e4) do not show how a candidate rounds its shift: the
@@ -172,16 +166,8 @@ SoftmaxDesc with_dtype(SoftmaxDesc desc, DType dtype) {
 
 Tensor softmax_src(const SoftmaxCase& c, const SoftmaxDesc& desc) {
   const auto count = static_cast<std::size_t>(desc.dims.product());
-  std::vector<float> values =
-      random_uniform(count, seed_from(c.name + "/src"), -c.magnitude, c.magnitude);
-  if (c.centers.size() > 1 || c.centers.at(0) != 0.0f) {
-    const auto n = static_cast<float>(c.centers.size());
-    const std::vector<float> pick = random_uniform(count, seed_from(c.name + "/centers"), 0, n);
-    for (std::size_t k = 0; k < count; ++k) {
-      const auto index = std::min(static_cast<std::size_t>(pick[k]), c.centers.size() - 1);
-      values[k] += c.centers[index];
-    }
-  }
+  const std::vector<float> values = clustered_uniform(
+      count, seed_from(c.name + "/src"), seed_from(c.name + "/centers"), c.magnitude, c.centers);
   return tensor_from(desc.dims, desc.dtype, desc.layout, values);
 }
 

@@ -1,5 +1,6 @@
 #include "support/random.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -32,6 +33,29 @@ Tensor tensor_from(const Dims& dims, DType dtype, Layout layout, const std::vect
   Tensor tensor = Tensor::empty(dims, dtype, layout);
   tensor.copy_from_f32(values);
   return tensor;
+}
+
+std::vector<float> clustered_uniform(std::size_t count, std::uint64_t seed,
+                                     std::uint64_t centers_seed, float magnitude,
+                                     const std::vector<float>& centers) {
+  std::vector<float> values = random_uniform(count, seed, -magnitude, magnitude);
+  if (centers.size() > 1 || centers.at(0) != 0.0f) {
+    const auto n = static_cast<float>(centers.size());
+    const std::vector<float> pick = random_uniform(count, centers_seed, 0, n);
+    for (std::size_t k = 0; k < count; ++k)
+      values[k] += centers[std::min(static_cast<std::size_t>(pick[k]), centers.size() - 1)];
+  }
+  return values;
+}
+
+float clustered_largest(float magnitude, const std::vector<float>& centers) {
+  float center = 0;
+  for (const float v : centers) center = std::max(center, std::abs(v));
+  return center + magnitude;
+}
+
+bool has_large_center(const std::vector<float>& centers) {
+  return std::any_of(centers.begin(), centers.end(), [](float v) { return std::abs(v) >= 1e3f; });
 }
 
 Tensor random_tensor(const Dims& dims, DType dtype, Layout layout, std::uint64_t seed) {

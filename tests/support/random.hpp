@@ -18,6 +18,17 @@ std::uint64_t seed_from(std::string_view text);
 std::vector<float> random_uniform(std::size_t count, std::uint64_t seed, float lo = -1.0f,
                                   float hi = 1.0f);
 
+/// Values clustered near large centers (the large-logit rows of softmax and cross-entropy): `count`
+/// values uniform in [-magnitude, magnitude) from `seed`, each plus one of `centers` drawn
+/// uniformly with `centers_seed` (nothing is drawn or added when the only center is 0).
+std::vector<float> clustered_uniform(std::size_t count, std::uint64_t seed,
+                                     std::uint64_t centers_seed, float magnitude,
+                                     const std::vector<float>& centers);
+/// The largest |value| clustered_uniform can give (before rounding to a dtype).
+float clustered_largest(float magnitude, const std::vector<float>& centers);
+/// Whether some center is large (|center| >= 1e3): the rows held to the large-logit tolerances.
+bool has_large_center(const std::vector<float>& centers);
+
 /// A dense host tensor in `layout` filled with values uniform in [-1, 1) rounded to `dtype`.
 Tensor random_tensor(const Dims& dims, DType dtype, Layout layout, std::uint64_t seed);
 
