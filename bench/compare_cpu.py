@@ -8,7 +8,8 @@ In one run, with the same thread count for everything:
      implementation, three memory set-ups) and conv_bench (dnnx, cpu backend, exhaustive
      selection) time it, each in its own process filtered to that case (--benchmark_format=json);
   3. peak_fma again, to show whether the machine's capacity changed during the run;
-then prints a markdown table and whether the targets of issue 2 section 7 are met.
+then prints a markdown table and whether the targets are met (below: TARGET_*; docs/benchmarks.md,
+"CPU convolution vs oneDNN and PyTorch").
 
 Why case by case (Note [interleaving]): on a shared virtual machine the capacity the host gives
 the vCPUs changes over minutes (two vCPUs sometimes deliver one core's worth). Timing all of
@@ -43,7 +44,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIRECTIONS = ("fwd", "bwd_data", "bwd_weights")
 DTYPES = ("f32", "bf16")
-# Issue 2 section 7.
+# The CPU convolution targets (docs/benchmarks.md, "CPU convolution vs oneDNN and PyTorch").
 TARGET_OVERHEAD = 1.05        # dnnx time / raw oneDNN time
 TARGET_VS_PYTORCH = 0.85      # dnnx total / PyTorch total
 TARGET_3X3_PEAK = 0.70        # fraction of the fp32 peak on the 3x3 layers
@@ -631,7 +632,7 @@ def render(raw):
         rows = total["rows_3x3"]
         low = [f"{n} {100 * g / peak:.0f}%" if g else f"{n} n/a" for n, g in rows
                if g is None or g < TARGET_3X3_PEAK * peak]
-        # The issue's 3x3 target is set against the fp32 peak; bf16 is reported against it too.
+        # The 3x3 target is set against the fp32 peak; bf16 is reported against it too.
         goal = "" if dtype == "f32" else " (reported; the target is for f32)"
         out(f"- {dtype}, 3x3 layers >= 70% of the fp32 peak ({peak:.1f} GFLOP/s){goal}: "
             f"{len(rows) - len(low)}/{len(rows)} cases"

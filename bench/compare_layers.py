@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""dnnx vs PyTorch on the issue-4 layers, in the same run (Note [layer timing method] in
-bench/layers_bench.cpp): max-pool 3x3/2 on 112x112x64 (dnnx with argmax indices, as PyTorch,
+"""dnnx vs PyTorch on ResNet-50's pooling, batch-norm, relu, softmax and cross-entropy layers, in
+the same run (Note [layer timing method] in bench/layers_bench.cpp): max-pool 3x3/2 on 112x112x64 (dnnx with argmax indices, as PyTorch,
 and without: case maxpool_srcdst), batch-norm training on 56x56x256 and
 7x7x2048, relu on 56x56x256, softmax and cross-entropy over 1000 classes, forward and backward.
 

@@ -5,7 +5,7 @@
 // % of peak in docs/benchmarks.md is relative to these figures.
 //   fp32: vfmadd231ps zmm   = 16 lanes x 2 flops
 //   bf16: vdpbf16ps zmm     = 16 lanes x 2 bf16 pairs x 2 flops (AVX512_BF16, if the CPU has it)
-// The peak is threads x the one-thread rate (fastest repetition), i.e. the issue's
+// The peak is threads x the one-thread rate (fastest repetition), i.e. the textbook
 // "cores x 2 FMA units x 16 lanes x 2 flops x clock" with the clock measured instead of guessed.
 // All threads at once are measured too: on a virtual machine the host may run the vCPUs on
 // shared physical cores, and then that rate is lower than the sum. Both go in the results, since

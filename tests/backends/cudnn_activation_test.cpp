@@ -300,7 +300,7 @@ TEST(CudnnActivation, MisalignedViewsAndOddCounts) {
   }
 }
 
-// The benchmark case of issue 4 (ResNet-50's relu on 56x56x256 at batch 64, f16, NHWC): correct in
+// The relu benchmark case (ResNet-50's relu on 56x56x256 at batch 64, f16, NHWC): correct in
 // place, and the kernel at least about as fast as cuDNN's own call (it must beat PyTorch's, which
 // the benchmark measures; this guards against regressions that make it clearly slower).
 TEST(CudnnActivation, BenchmarkShapeReluInPlace) {

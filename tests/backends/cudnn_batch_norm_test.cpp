@@ -179,7 +179,7 @@ BatchNormDesc resnet_desc(Dims dims, DType dtype, Layout layout, bool training =
   return desc;
 }
 
-// The benchmark's layers (issue 4: ResNet-50's 56x56x256 and 7x7x2048), at batches the
+// The layers benchmark's shapes (ResNet-50's 56x56x256 and 7x7x2048), at batches the
 // reference computes in seconds, in both benchmark set-ups (f32 NCHW, f16 NHWC) and inference.
 TEST(CudnnBatchNorm, ResNetShapesEveryCandidate) {
   DNNX_REQUIRE_GPU();

@@ -3,7 +3,7 @@
 // reference backend (forward and backward; max with indices: the indices exactly, i64 and i32),
 // bitwise determinism of cudnn:legacy:pool:max_deterministic and dnnx's kernels on overlapping
 // windows at benchmark size, the kernels' scalar fallback on unaligned views, the deferred report
-// of a bad index, the zero-workspace guarantee, exhaustive selection, and a profile of the issue-4
+// of a bad index, the zero-workspace guarantee, exhaustive selection, and a profile of the pooling
 // benchmark layer for the log. Every test skips with the reason when no usable GPU is present.
 
 #include <dnnx/dnnx.hpp>
@@ -457,7 +457,7 @@ TEST(CudnnPool, ExhaustivePicksATimedCandidate) {
   }
 }
 
-// For the log: every candidate of the issue-4 benchmark layer at batch 64 (f32 and f16, NHWC),
+// For the log: every candidate of the pooling benchmark layer at batch 64 (f32 and f16, NHWC),
 // the numbers docs/ops/pool.md's candidate order rests on.
 TEST(CudnnPool, ProfileOfTheBenchmarkLayer) {
   DNNX_REQUIRE_GPU();

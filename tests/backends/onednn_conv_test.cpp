@@ -230,7 +230,7 @@ TEST_P(Resnet3x3, ListsEveryImplementationInPriorityOrder) {
         EXPECT_FALSE(info.reason.empty()) << info.id;
       }
     }
-    // The acceptance bar of the issue: more than one real candidate for a ResNet 3x3 layer, and
+    // The point of listing candidates: more than one real candidate for a ResNet 3x3 layer, and
     // oneDNN's own first choice first.
     EXPECT_GT(supported, 1);
     EXPECT_TRUE(algos.front().supported) << algos.front().id << ": " << algos.front().reason;

@@ -1,4 +1,4 @@
-# Activation tests (issue 4), included by tests/CMakeLists.txt: the case table, unit tests (desc,
+# Activation tests, included by tests/CMakeLists.txt: the case table, unit tests (desc,
 # reference against finite differences, selection policies, bad inputs), parity of every cpu
 # candidate with the reference, the PyTorch oracle (activations and tensor add share its harness),
 # the CLI, and the GPU tests of the cudnn backend.

@@ -1,4 +1,4 @@
-# Tensor-add tests (issue 4), included by tests/CMakeLists.txt: the case table, unit tests (desc,
+# Tensor-add tests, included by tests/CMakeLists.txt: the case table, unit tests (desc,
 # reference against finite differences, selection policies, bad inputs), parity of every cpu
 # candidate with the reference, the CLI, and the GPU tests of the cudnn backend. The PyTorch
 # oracle of add shares activation_harness (tests/ops/activation.cmake).

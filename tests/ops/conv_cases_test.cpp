@@ -62,7 +62,7 @@ TEST(ConvCases, RandomTableIsReproducible) {
   for (const ConvCase& c : conv_random_cases(7, 25, 2e5)) EXPECT_LE(c.desc.macs(), 2e5) << c.name;
 }
 
-// The features issue 2 §6 lists for the parity matrix, each asserted present in the edge table
+// The features the parity matrix must cover, each asserted present in the edge table
 // and (where the random draw should reach it) in the random table.
 TEST(ConvCases, CoversTheRequiredFeatures) {
   using Predicate = std::function<bool(const ConvDesc&)>;
@@ -122,7 +122,7 @@ TEST(ConvCases, ResNet50ShapesFile) {
     EXPECT_NO_THROW(desc_of(shape, 1)) << shape.name;
   }
   EXPECT_EQ(layers, 53) << "ResNet-50 has 53 conv layers (incl. conv1 and 4 downsamples)";
-  EXPECT_EQ(bench, 8) << "issue 2 §7 names 8 benchmark shapes";
+  EXPECT_EQ(bench, 8) << "the CPU and GPU conv benchmarks use 8 shapes";
   const ConvDesc conv1 = desc_of(shapes.front(), 2);
   EXPECT_EQ(shapes.front().name, "conv1");
   EXPECT_EQ(conv1.dst_dims(), (Dims{2, 64, 112, 112}));

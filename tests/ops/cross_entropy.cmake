@@ -1,4 +1,4 @@
-# Cross-entropy tests (issue 4), included by tests/CMakeLists.txt: the case table and its helpers,
+# Cross-entropy tests, included by tests/CMakeLists.txt: the case table and its helpers,
 # unit tests (reference against hand-computed values, PyTorch's conventions and finite
 # differences, bad inputs, the call path and its policies), parity of every cpu candidate with
 # the reference, the PyTorch oracle, the GPU test of every cudnn candidate, and the CLI.

@@ -1,4 +1,4 @@
-# Pooling tests (issue 4), included by tests/CMakeLists.txt: the case table and its helpers, unit
+# Pooling tests, included by tests/CMakeLists.txt: the case table and its helpers, unit
 # tests (desc, errors, dispatch and policies, the reference against hand-computed values and
 # finite differences), parity of every cpu candidate with the reference, the PyTorch oracle, the
 # GPU test of every cudnn candidate, and the CLI. Memory-only choice caches throughout

@@ -1,8 +1,8 @@
 #pragma once
 // THE pooling case table (STYLE.md "Tests"): hand-picked edge shapes, each in every mode, dtype and
-// layout, plus the benchmark shapes of issue 4. Every case has a unique name that is a valid gtest
-// parameter name; the desc itself prints, validates and reproduces the case. Also the inputs
-// every pooling test uses (Note [tie-free inputs]).
+// layout, plus the benchmark layer of bench/layers_bench.cpp. Every case has a unique name that is
+// a valid gtest parameter name; the desc itself prints, validates and reproduces the case. Also
+// the inputs every pooling test uses (Note [tie-free inputs]).
 
 #include <dnnx/ops/pool.hpp>
 #include <dnnx/tensor.hpp>
@@ -42,7 +42,7 @@ std::vector<PoolCase> pool_variants(const PoolShape& shape);
 /// Every variant of every edge shape.
 std::vector<PoolCase> pool_edge_cases();
 
-/// The issue-4 benchmark layer (ResNet-50's max-pool 3x3/2 pad 1 on 112x112x64) at `batch`, in
+/// The pooling benchmark layer (ResNet-50's max-pool 3x3/2 pad 1 on 112x112x64) at `batch`, in
 /// both layouts and every dtype, without indices (the first six, f32/f16/bf16 x nchw/nhwc) and
 /// with. Names: resnet50_maxpool[_indices]_n<batch>_<dtype>_<layout>.
 std::vector<PoolCase> pool_benchmark_cases(std::int64_t batch);
