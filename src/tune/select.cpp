@@ -134,9 +134,9 @@ constexpr double probe_factor = 2.0;
 // is over screen_band x the best is not sampled further: the final round re-times the fastest
 // few within final_band, and for the rest one precise sample ranks well enough. On ResNet-50's
 // first layer in f16 (bwd_data: 249 candidates, ~110 of them within 4x of the best) this removes
-// about half of the runs a search makes (docs/benchmarks.md, session 5). Backends timing on a
-// host clock (cpu, reference) keep the cold/warm pair and every sample: their runs are noisier,
-// and a first run may include generating code.
+// about half of the runs a search makes (docs/benchmarks.md, "Exhaustive search study"). Backends
+// timing on a host clock (cpu, reference) keep the cold/warm pair and every sample: their runs are
+// noisier, and a first run may include generating code.
 constexpr double screen_band = 1.25;
 
 // The same bounds as the CLI's --runs / --warmup (docs/cli.md): a search of 2^31 runs per
@@ -293,10 +293,10 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
 // kernel's tail, while a single run between two events pays them in full, and how much they cost
 // differs between candidates. On an H100, ResNet-50's 56x56 64->256 1x1 forward in f16 had two
 // engines whose single runs ranked one way and whose back-to-back runs (0.0530 against 0.0515 ms)
-// the other, so the search kept the one slower in the benchmark's loop and in a network (docs/
-// benchmarks.md, session 6). Kernels over final_loop_ms run once per turn, as before: for them
-// the difference is a few microseconds in a run. On a host clock a loop measures what single
-// runs do, averaged.
+// the other, so single runs would keep the one slower in the benchmark's loop and in a network
+// (docs/benchmarks.md, "GPU convolution vs PyTorch"). Kernels over final_loop_ms run once per
+// turn: for them the difference is a few microseconds in a run. On a host clock a loop measures
+// what single runs do, averaged.
 constexpr std::size_t final_contenders = 4;
 constexpr double final_loop_ms = 0.5;
 constexpr int final_loop_max = 32;

@@ -17,7 +17,7 @@
 // A config's knobs pick a kernel variant (tile shapes, cluster shape, split-k, stages...); the
 // heuristics propose a handful per engine and the default config is one more, but the fastest
 // variant for a shape is sometimes another (on an H200, a neighbour of cuDNN's configs was 5-13%
-// faster on 6 of 48 ResNet-50 layer-directions: docs/benchmarks.md). With
+// faster on 6 of 48 ResNet-50 layer-directions: docs/benchmarks.md, "cuDNN knob search modes"). With
 // DNNX_CUDNN_KNOB_SEARCH=top (the default) the first 4 distinct engines that heuristics modes A and
 // B propose and dnnx supports are searched around; with `all` every supported engine is; `off`
 // lists cuDNN's configs only. The seed of an engine is its first listed config (a heuristic one

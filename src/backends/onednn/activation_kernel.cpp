@@ -295,8 +295,8 @@ DNNX_AVX512 void backward_avx512(const T* data, const T* dy, T* dx, std::int64_t
 // Note [relu on 16-bit storage]
 // Relu and its gradient only compare and select, so on the 16-bit dtypes the AVX-512 level works
 // on the stored bits, 32 elements a vector, without converting to f32 and back (a third of the
-// instructions: on 8x256x56x56 bf16 relu took 0.59 ms forward and 0.78 ms backward through f32,
-// 0.44 and 0.65 ms on the bits). With `inf` the dtype's infinity (0x7f80 bf16, 0x7c00 f16):
+// instructions; docs/benchmarks.md, "Kernel design measurements"). With `inf` the dtype's infinity
+// (0x7f80 bf16, 0x7c00 f16):
 //   forward:  x is replaced by +0 when it is negative, non-zero and not NaN (bits in
 //             (0x8000, 0x8000 | inf]); -0 and NaN stay, as in the f32 formula;
 //   backward: dy passes where x (or y) is positive and not NaN (0 < bits <= inf as int16), else dy

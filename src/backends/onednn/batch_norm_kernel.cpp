@@ -313,7 +313,7 @@ struct Avx512Level {
   }
 
   // A few vectors of columns at a time down the block's rows, each column's sums in its own f64
-  // lane (32 columns for the moments, 64 for the gradient sums: the fastest on the machine of
+  // lane (32 columns for the moments, 64 for the gradient sums: the fastest on the AVX-512 VM of
   // docs/benchmarks.md). Masked columns load x = 0 and pivot = 0 and add nothing.
   DNNX_AVX512 static void block_moments(const T* x, std::int64_t rows, std::int64_t stride,
                                         std::int64_t width, const double* pivot, double* sum_a,

@@ -30,10 +30,9 @@
 // Note [streaming stores]
 // An output much larger than the caches is written with non-temporal stores (vmovntps and
 // friends): a normal store first reads the line it writes (read for ownership), so a kernel that
-// reads one tensor and writes another moves three bytes per two it needs. On the 2-core Sapphire
-// Rapids VM of docs/benchmarks.md, relu over 8x256x56x56 f32 took 1.03-1.11 ms with normal stores
-// and 0.88 ms with streaming ones, its backward 1.50 / 1.18 ms, bf16 0.50 / 0.44 ms. Below
-// streaming_min_bytes the output is left in the cache for the next layer to read.
+// reads one tensor and writes another moves three bytes per two it needs (relu on an 8x256x56x56
+// tensor: docs/benchmarks.md, "Kernel design measurements"). Below streaming_min_bytes the output is
+// left in the cache for the next layer to read.
 
 #include "backends/onednn/softmax_simd.hpp"
 

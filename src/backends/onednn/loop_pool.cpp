@@ -23,9 +23,9 @@ namespace {
 // microseconds on a VM: a tenth of a 0.3 ms normalisation. So a worker that has finished a task
 // spins (a pause loop) for up to spin_time watching for the next call before it blocks, and the
 // caller spins the same way for the workers to finish; back-to-back calls (a network's layers)
-// then never sleep. The OpenMP runtime oneDNN uses does the same (GOMP_SPINCOUNT). On the 2-core
-// VM of docs/benchmarks.md, spinning ~17 us took batch-norm training on 8x2048x7x7 bf16 from
-// 0.33-0.36 to 0.33 ms (no gain), ~85 us to 0.29-0.30 ms.
+// then never sleep. The OpenMP runtime oneDNN uses does the same (GOMP_SPINCOUNT). A spin of
+// ~17 us gained nothing on a small batch-norm, ~85 us did (docs/benchmarks.md,
+// "Kernel design measurements").
 class LoopPool {
  public:
   static LoopPool& instance() {

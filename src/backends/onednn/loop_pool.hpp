@@ -7,9 +7,8 @@
 // same threads, as many as oneDNN's primitives use (omp_get_max_threads, which OMP_NUM_THREADS
 // sets and Backend::fingerprint() records). A pool of the kernels' own would compete with them
 // for the cores: after a oneDNN primitive, OpenMP's threads spin for a while waiting for the
-// next region, and on the 2-core machine of docs/benchmarks.md batch-norm training on
-// 8x256x56x56 bf16 took 1.45-1.49 ms forward and 1.86-1.92 ms backward on such a pool against
-// 1.10-1.28 / 1.55-1.71 ms on OpenMP's threads (layers_bench, alternating runs). Without an
+// next region, so kernels on a pool of their own ran slower on the 2-core benchmark VM
+// (docs/benchmarks.md, "Kernel design measurements"). Without an
 // OpenMP runtime they run on a pool started once per process, as many threads as the hardware
 // has. A call splits its items into one contiguous range per thread; the caller runs the first
 // range and waits for the others. What a kernel computes never depends on how its items were

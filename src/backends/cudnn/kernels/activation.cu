@@ -6,10 +6,9 @@
 // busy. Each thread loads `unroll` 16-byte packs (8 f16/bf16 or 4 f32 elements) before it computes
 // and stores any; a block covers block_threads x unroll consecutive packs and the grid covers the
 // tensor once (a grid-stride loop only guards against grids too large to launch). The memory
-// system is kept busy by many resident threads rather than by several loads per thread: on an H100
-// (64x256x56x56 relu, loops of 50 calls) 1024-thread blocks of one pack per thread beat 256
-// threads x 4 packs by 3.2% (f16 fwd, 0.0700 against 0.0723 ms), 2.7% (f32 fwd), 1.0% (f16 bwd)
-// and 0.6% (f32 bwd), and 256 x 1, 512 x 1 and 128 x 1-8 fell in between. 16-byte accesses need the
+// system is kept busy by many resident threads rather than by several loads per thread: 1024-thread
+// blocks of one pack per thread were the fastest geometry measured on an H100 (docs/benchmarks.md,
+// "Kernel design measurements"). 16-byte accesses need the
 // tensors to be 16-byte aligned alike: the first `head` elements (fewer than a pack) are done one
 // by one to reach that alignment, as are the last `tail` ones; tensors that are aligned differently
 // (views at odd offsets) take a scalar kernel. In place (dst == src, or diff_src == diff_dst) is
@@ -143,17 +142,12 @@ struct alignas(16) Pack {
 // forward's loads carry it too; the backward's loads are plain (normal priority). Evict-first lines
 // are the first victims, so a kernel whose every access is evict-first never displaces the normal
 // lines that earlier work (another kernel, a copy) left in L2: loop after loop it streams through
-// the part of L2 those lines leave it, and its time depends on what ran before it. On an H100
-// (64x256x56x56 f16 relu, loops of 50), with L2 set up before each timing in four ways (emptied;
-// filled by a plain read of an unrelated tensor; by a plain pass over the kernel's inputs and an
-// unrelated output; by a host copy of the input), the backward with .cs loads ran 0.1026 ms after
-// the first and 0.1046-0.1054 after the others, and in layers_bench it read 0.1025-0.1075 by
-// process and by buffer, so :dst and :src (Note [cudnn activation candidates]), which differ only
-// in the buffer they read, swapped places from run to run, 2% apart. With plain loads it ran
-// 0.1031-0.1035 in all four (PyTorch's threshold_backward, plain too: 0.1035-0.1042), and in
-// layers_bench :dst and :src now time within 0.2%. The forward's .cs loads ran 0.0697-0.0710 in
-// the four states against 0.0704-0.0707 plain (PyTorch 0.0707), no clear loss, so they stay.
-// ld.global.nc behaved as .cs.
+// the part of L2 those lines leave it, and its time depends on what ran before it. With .cs loads
+// the backward's time moved by about 2% with what earlier work left in L2, so :dst and :src (Note
+// [cudnn activation candidates]), which differ only in the buffer they read, swapped places from
+// run to run; with plain loads it is the same in every L2 state and the two time alike. The
+// forward's .cs loads showed no such dependence and no loss, so they stay. ld.global.nc behaves as
+// .cs. Figures: docs/benchmarks.md, "Kernel design measurements".
 template <typename P>
 __device__ __forceinline__ P load_streaming(const P* p) {
   static_assert(sizeof(P) == sizeof(uint4));
