@@ -1,6 +1,6 @@
 #pragma once
 // The host's hardware threads, asked once per process: std::thread::hardware_concurrency() reads
-// sysfs on every call (glibc's get_nprocs), several microseconds that small ops used to pay on
+// sysfs on every call (glibc's get_nprocs), several microseconds a small op would pay on
 // every call (an 8 x 1000 cross-entropy takes about ten).
 
 #include <algorithm>
