@@ -612,7 +612,7 @@ def render(raw):
     for name, dnnx_impl, best_impl, user_impl in impl_rows:
         out(f"| {name} | `{dnnx_impl}` | {best_impl} | {user_impl} |")
     out("")
-    out("Targets (issue 2 section 7):")
+    out("Targets:")
     out("")
     for dtype in args["dtypes"]:
         total = totals[dtype]
