@@ -142,6 +142,18 @@ inline std::int64_t load_index(const void* p, DType dtype) {
   return i;
 }
 
+/// f64 -> f32 rounded to odd: truncated, with the last bit set when anything was cut off (Note
+/// [rounding once] in backends/reference/conv.cpp). The f32 -> f16/bf16 rounding to nearest even
+/// that follows then rounds the f64 value once, correctly. NaN stays NaN.
+inline float round_to_odd(double value) {
+  const auto nearest = static_cast<float>(value);
+  if (static_cast<double>(nearest) == value || std::isnan(value)) return nearest;
+  float truncated = nearest;
+  if (std::abs(static_cast<double>(nearest)) > std::abs(value))
+    truncated = std::nextafter(nearest, 0.0f);
+  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(truncated) | 1u);
+}
+
 /// Rounds `value` through `dtype` and back (what storing it would keep).
 inline float round_to(DType dtype, float value) {
   switch (dtype) {

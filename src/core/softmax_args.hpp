@@ -5,7 +5,8 @@
 #include <dnnx/ops/softmax.hpp>
 #include <dnnx/tensor.hpp>
 
-#include <bit>
+#include "core/dtype.hpp"
+
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -89,14 +90,8 @@ namespace dnnx::detail {
 /// first rounded to odd in f32, which the store's round-to-nearest then rounds correctly.
 inline float round_once_f32(double value, DType dtype) {
   const auto nearest = static_cast<float>(value);
-  if (dtype == DType::f32 || static_cast<double>(nearest) == value || std::isnan(value) ||
-      std::isinf(nearest)) {
-    return nearest;
-  }
-  float truncated = nearest;
-  if (std::abs(static_cast<double>(nearest)) > std::abs(value))
-    truncated = std::nextafter(nearest, 0.0f);
-  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(truncated) | 1u);
+  if (dtype == DType::f32 || std::isinf(nearest)) return nearest;
+  return round_to_odd(value);
 }
 
 /// Writes f64 results (logical order) into host tensor `out` of any strides, rounded once.

@@ -26,6 +26,7 @@
 
 #include "backends/reference/conv.hpp"
 
+#include "backends/reference/layer_common.hpp"
 #include "core/check.hpp"
 #include "core/dtype.hpp"
 #include "core/strings.hpp"
@@ -33,7 +34,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -47,19 +47,8 @@
 namespace dnnx::reference {
 namespace {
 
-constexpr const char* direct_id = "reference:direct";
-
 AlgoInfo direct_info() {
-  AlgoInfo info;
-  info.id = direct_id;
-  info.name = "direct loops (f64 accumulation)";
-  info.supported = true;
-  info.workspace_bytes = 0;
-  info.deterministic = true;
-  info.notes = {"direct", "reference"};
-  info.families = {"none"};
-  info.priority = 0;
-  return info;
+  return reference::direct_info("direct loops (f64 accumulation)", {"direct", "reference"});
 }
 
 ErrorContext context_of(const ConvDesc& desc, Direction direction, std::string_view op,
@@ -108,21 +97,10 @@ std::vector<float> to_dense(const Tensor& tensor) {
   return values;
 }
 
-// f64 -> f32 rounded to odd, see Note [rounding once].
-float to_f32_round_to_odd(double value) {
-  const float nearest = static_cast<float>(value);
-  if (static_cast<double>(nearest) == value || std::isnan(value)) return nearest;
-  float truncated = nearest;
-  if (std::abs(static_cast<double>(nearest)) > std::abs(value)) {
-    truncated = std::nextafter(nearest, 0.0f);
-  }
-  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(truncated) | 1u);
-}
-
 // Stores `value` rounded once to `dtype`.
 void store_rounded(std::byte* element, DType dtype, double value) {
   const float narrowed =
-      dtype == DType::f32 ? static_cast<float>(value) : to_f32_round_to_odd(value);
+      dtype == DType::f32 ? static_cast<float>(value) : detail::round_to_odd(value);
   detail::store_f32(element, dtype, narrowed);
 }
 

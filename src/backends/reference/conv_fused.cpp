@@ -8,6 +8,7 @@
 #include "backends/reference/layers.hpp"
 #include "core/check.hpp"
 #include "core/conv_fused_args.hpp"
+#include "core/dtype.hpp"
 #include "core/strings.hpp"
 
 #include <algorithm>
@@ -116,7 +117,7 @@ class DirectPlan final : public detail::LayerPlanBase<detail::ConvFusedArgs> {
             sum += static_cast<double>(desc_.residual_scale) * residual[flat];
           }
           if (desc_.activation == FusedActivation::relu) sum = std::max(sum, 0.0);
-          result[flat] = dtype == DType::f32 ? static_cast<float>(sum) : round_to_odd(sum);
+          result[flat] = dtype == DType::f32 ? static_cast<float>(sum) : detail::round_to_odd(sum);
         }
       }
     }

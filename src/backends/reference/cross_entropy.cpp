@@ -3,6 +3,7 @@
 // log-sum-exp subtracts the maximum, so logits of any magnitude are exact up to f64 rounding.
 // Labels are all checked before anything is written, and the lowest bad position is reported.
 
+#include "backends/reference/layer_common.hpp"
 #include "backends/reference/layers.hpp"
 #include "core/check.hpp"
 #include "core/cross_entropy_args.hpp"
@@ -17,44 +18,12 @@
 namespace dnnx::reference {
 namespace {
 
-constexpr const char* direct_id = "reference:direct";
-
 AlgoInfo direct_info() {
-  AlgoInfo info;
-  info.id = direct_id;
-  info.name = "direct loops (f64 log-sum-exp + NLL)";
-  info.supported = true;
-  info.workspace_bytes = 0;
-  info.deterministic = true;
-  info.notes = {"direct", "reference"};
-  info.families = {"none"};
-  info.priority = 0;
-  return info;
+  return reference::direct_info("direct loops (f64 log-sum-exp + NLL)", {"direct", "reference"});
 }
 
 ErrorContext context_of(const CrossEntropyDesc& desc, Direction direction) {
-  ErrorContext context;
-  context.op = detail::cat("xent ", to_string(direction));
-  context.repro = desc.repro(direction);
-  context.backend = "reference";
-  context.implementation = direct_id;
-  return context;
-}
-
-void check_tensor(const Tensor* tensor, const char* role, const Dims& dims, DType dtype,
-                  const ErrorContext& context) {
-  if (tensor == nullptr || tensor->is_null()) {
-    detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat(role, " is missing (null); expected a ", to_string(dtype),
-                              " tensor of dims ", dims),
-                  context);
-  }
-  if (!(tensor->dims() == dims) || tensor->dtype() != dtype || tensor->device() != Device::cpu()) {
-    detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat(role, " is ", describe(*tensor), " on ", to_string(tensor->device()),
-                              "; expected ", to_string(dtype), '[', dims.to_string(), "] on cpu"),
-                  context);
-  }
+  return layer_context("xent", direction, desc.repro(direction), direct_id);
 }
 
 // Labels in logical (row-major) order, read exactly.
@@ -87,10 +56,10 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
   const AlgoInfo& algo() const override { return info_; }
 
   void execute(const detail::CrossEntropyArgs& args, detail::Workspace) override {
-    check_tensor(args.logits, "logits", desc_.dims, desc_.dtype, context_);
-    check_tensor(args.labels, "labels", desc_.labels_dims(), desc_.label_dtype, context_);
+    check_cpu_tensor(args.logits, "logits", desc_.dims, desc_.dtype, context_);
+    check_cpu_tensor(args.labels, "labels", desc_.labels_dims(), desc_.label_dtype, context_);
     if (desc_.weighted) {
-      check_tensor(args.weights, "weights", desc_.weights_dims(), DType::f32, context_);
+      check_cpu_tensor(args.weights, "weights", desc_.weights_dims(), DType::f32, context_);
     }
     const std::vector<float> x = args.logits->to_f32();
     const std::vector<std::int64_t> y = read_labels(*args.labels);
@@ -111,11 +80,11 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
       w[p] = desc_.weighted ? class_weights[static_cast<std::size_t>(y[p])] : 1.0;
     }
     if (direction_ == Direction::fwd) {
-      check_tensor(args.loss, "loss", desc_.loss_dims(), desc_.dtype, context_);
+      check_cpu_tensor(args.loss, "loss", desc_.loss_dims(), desc_.dtype, context_);
       forward(x, y, w, *args.loss);
     } else {
-      check_tensor(args.diff_loss, "diff_loss", desc_.loss_dims(), desc_.dtype, context_);
-      check_tensor(args.diff_logits, "diff_logits", desc_.dims, desc_.dtype, context_);
+      check_cpu_tensor(args.diff_loss, "diff_loss", desc_.loss_dims(), desc_.dtype, context_);
+      check_cpu_tensor(args.diff_logits, "diff_logits", desc_.dims, desc_.dtype, context_);
       backward(x, y, w, args.diff_loss->to_f32(), *args.diff_logits);
     }
   }

@@ -1,11 +1,8 @@
 #include "backends/reference/layer_common.hpp"
 
 #include "core/check.hpp"
+#include "core/dtype.hpp"
 #include "core/strings.hpp"
-
-#include <bit>
-#include <cmath>
-#include <cstdint>
 
 namespace dnnx::reference {
 
@@ -53,20 +50,27 @@ Tensor& host_tensor(Tensor* tensor, const char* role, const Dims& dims, DType dt
   return *tensor;
 }
 
-float round_to_odd(double value) {
-  const auto nearest = static_cast<float>(value);
-  if (static_cast<double>(nearest) == value || std::isnan(value)) return nearest;
-  float truncated = nearest;
-  if (std::abs(static_cast<double>(nearest)) > std::abs(value))
-    truncated = std::nextafter(nearest, 0.0f);
-  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(truncated) | 1u);
+void check_cpu_tensor(const Tensor* tensor, const char* role, const Dims& dims, DType dtype,
+                      const ErrorContext& context) {
+  if (tensor == nullptr || tensor->is_null()) {
+    detail::raise(ErrorKind::InvalidArgument,
+                  detail::cat(role, " is missing (null); expected a ", to_string(dtype),
+                              " tensor of dims ", dims),
+                  context);
+  }
+  if (!(tensor->dims() == dims) || tensor->dtype() != dtype || tensor->device() != Device::cpu()) {
+    detail::raise(ErrorKind::InvalidArgument,
+                  detail::cat(role, " is ", describe(*tensor), " on ", to_string(tensor->device()),
+                              "; expected ", to_string(dtype), '[', dims.to_string(), "] on cpu"),
+                  context);
+  }
 }
 
 void store(const std::vector<double>& values, Tensor& tensor) {
   std::vector<float> narrowed(values.size());
   const bool f32 = tensor.dtype() == DType::f32;
   for (std::size_t i = 0; i < values.size(); ++i)
-    narrowed[i] = f32 ? static_cast<float>(values[i]) : round_to_odd(values[i]);
+    narrowed[i] = f32 ? static_cast<float>(values[i]) : detail::round_to_odd(values[i]);
   tensor.copy_from_f32(narrowed);
 }
 

@@ -45,12 +45,15 @@ const Tensor& host_tensor(const Tensor* tensor, const char* role, const Dims& di
 Tensor& host_tensor(Tensor* tensor, const char* role, const Dims& dims, DType dtype,
                     const ErrorContext& context);
 
-/// f64 -> f32 rounded to odd (Note [rounding once] in conv.cpp): the f32 -> f16/bf16 rounding to
-/// nearest even that follows then rounds the f64 value once, correctly.
-float round_to_odd(double value);
+/// The check of softmax.cpp and cross_entropy.cpp, which word it differently from host_tensor:
+/// throws InvalidArgument "<role> is missing (null); expected a <dtype> tensor of dims <dims>" or
+/// "<role> is <tensor> on <device>; expected <dtype>[<dims>] on cpu" unless `tensor` is present,
+/// of `dims` and `dtype`, on the cpu.
+void check_cpu_tensor(const Tensor* tensor, const char* role, const Dims& dims, DType dtype,
+                      const ErrorContext& context);
 
 /// Writes f64 values, in logical (row-major) order, into `tensor`, each rounded once to its dtype
-/// (through round_to_odd for f16/bf16).
+/// (through detail::round_to_odd for f16/bf16).
 void store(const std::vector<double>& values, Tensor& tensor);
 
 /// The only candidate of a reference layer op.

@@ -3,6 +3,7 @@
 // every layout and dtype, and dst may be src (the input is copied before anything is written).
 // Results are rounded once to the storage dtype (Note [rounding once] in conv.cpp).
 
+#include "backends/reference/layer_common.hpp"
 #include "backends/reference/layers.hpp"
 #include "core/check.hpp"
 #include "core/softmax_args.hpp"
@@ -16,46 +17,18 @@
 namespace dnnx::reference {
 namespace {
 
-constexpr const char* direct_id = "reference:direct";
-
 AlgoInfo direct_info() {
-  AlgoInfo info;
-  info.id = direct_id;
-  info.name = "direct loops (f64, max-subtracted)";
-  info.supported = true;
-  info.workspace_bytes = 0;
-  info.deterministic = true;
-  info.notes = {"direct", "reference", "accurate"};
-  info.families = {"none"};
-  info.priority = 0;
-  return info;
+  return reference::direct_info("direct loops (f64, max-subtracted)",
+                                {"direct", "reference", "accurate"});
 }
 
 ErrorContext context_of(const SoftmaxDesc& desc, Direction direction) {
-  ErrorContext context;
-  context.op = detail::cat("softmax ", to_string(direction));
-  context.repro = desc.repro(direction);
-  context.backend = "reference";
-  context.implementation = direct_id;
-  return context;
+  return layer_context("softmax", direction, desc.repro(direction), direct_id);
 }
 
 void check_tensor(const Tensor* tensor, const char* role, const SoftmaxDesc& desc,
                   const ErrorContext& context) {
-  if (tensor == nullptr || tensor->is_null()) {
-    detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat(role, " is missing (null); expected a ", to_string(desc.dtype),
-                              " tensor of dims ", desc.dims),
-                  context);
-  }
-  if (!(tensor->dims() == desc.dims) || tensor->dtype() != desc.dtype ||
-      tensor->device() != Device::cpu()) {
-    detail::raise(
-        ErrorKind::InvalidArgument,
-        detail::cat(role, " is ", describe(*tensor), " on ", to_string(tensor->device()),
-                    "; expected ", to_string(desc.dtype), '[', desc.dims.to_string(), "] on cpu"),
-        context);
-  }
+  check_cpu_tensor(tensor, role, desc.dims, desc.dtype, context);
 }
 
 // Visits every group of the logical order: f(first element offset, stride between elements).
