@@ -1,10 +1,10 @@
 // Parity of every listed cpu softmax candidate with the reference backend, forward and
-// backward, for every case of the softmax table in f32, f16 and bf16 (STYLE.md "Tests").
+// backward, for every case of the softmax table in f32, f16 and bf16 (STYLE.md "Tests"), through
+// the parity runner (support/parity.hpp).
 //
-// Per (case, dtype, direction): the reference computes the output (backward: from the
-// reference's own forward output, rounded to the dtype, and a random diff_dst); each candidate of
-// softmax_list() then runs through a context whose policy is fixed to its id. Outputs start as
-// NaN and are checked for NaN/Inf first, then against Note [softmax tolerances]. Every candidate
+// Per (case, dtype, direction): the backward runs on the reference's own forward output, rounded
+// to the dtype, and a random diff_dst. Outputs are compared with Note [softmax tolerances] (the
+// forward of the clustered large-logit rows with Note [large-logit tolerance]). Every candidate
 // claims determinism, so each runs twice and the results must agree bitwise. Unsupported
 // candidates are counted and must carry a reason of Note [expected unsupported softmax].
 
@@ -13,14 +13,12 @@
 
 #include "ops/softmax_cases.hpp"
 #include "support/compare.hpp"
-#include "support/random.hpp"
+#include "support/parity.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <iostream>
-#include <regex>
 #include <string>
 
 namespace dnnx::test {
@@ -34,75 +32,67 @@ bool expected_unsupported(const SoftmaxDesc& desc, const AlgoInfo& algo) {
          algo.reason.find("has no softmax") != std::string::npos;
 }
 
-struct ParityParam {
-  SoftmaxCase c;
-  DType dtype;
+// A row of the softmax table in one dtype, for the parity runner.
+class SoftmaxParityCase final : public ParityCase {
+ public:
+  SoftmaxParityCase(const SoftmaxCase& c, DType dtype)
+      : c_(c),
+        desc_(with_dtype(c.desc, dtype)),
+        src_(softmax_src(c_, desc_)),
+        diff_dst_(softmax_diff_dst(c_, desc_)) {
+    Context reference =
+        softmax_context_for(BackendKind::reference, Direction::fwd, AlgoPolicy::heuristic());
+    dst_ = run_softmax(reference, desc_, Direction::fwd, src_).output;
+  }
+
+  OpKind op_kind() const override { return OpKind::softmax; }
+  std::string label() const override {
+    return c_.name + " " + std::string(to_string(desc_.dtype));
+  }
+  std::string where(Direction direction, std::string_view candidate) const override {
+    return softmax_context(desc_, direction, std::string(candidate));
+  }
+  std::vector<AlgoInfo> list(Context& context, Direction direction) const override {
+    return softmax_list(context, desc_, direction);
+  }
+  ParityRun run(Context& context, Direction direction) const override {
+    const SoftmaxRun run = direction == Direction::fwd
+                               ? run_softmax(context, desc_, direction, src_)
+                               : run_softmax(context, desc_, direction, dst_, &diff_dst_);
+    return {{{"output", run.output}}, run.choice};
+  }
+  ::testing::AssertionResult close(Direction direction, const AlgoInfo& algo,
+                                   const ParityRun& actual, const ParityExpected& expected,
+                                   std::string_view where, double* worst) const override {
+    const std::vector<float> expected_values = expected.run.outputs[0].tensor.to_f32();
+    const SoftmaxBound bound =
+        direction == Direction::fwd
+            ? softmax_forward_bound(c_, desc_, expected_values, algo)
+            : softmax_backward_bound(desc_, dst_.to_f32(), diff_dst_.to_f32());
+    return close_within_scale(actual.outputs[0].tensor.to_f32(), expected_values, bound.scale,
+                              desc_.dims, bound.tolerance, "output", where, worst);
+  }
+  bool expected_unsupported(Direction, const AlgoInfo& algo) const override {
+    return dnnx::test::expected_unsupported(desc_, algo);
+  }
+  // Every candidate claims determinism; two runs agree bitwise whatever the flag says.
+  bool repeat_bitwise(const AlgoInfo&) const override { return true; }
+
+ private:
+  const SoftmaxCase& c_;
+  SoftmaxDesc desc_;
+  Tensor src_;
+  Tensor diff_dst_;
+  Tensor dst_;  ///< the reference's forward output, which the backward reads
 };
 
-void PrintTo(const ParityParam& p, std::ostream* out) {
-  *out << p.c.name << " " << to_string(p.dtype);
-}
-
-std::vector<ParityParam> params() {
-  std::vector<ParityParam> out;
-  for (const SoftmaxCase& c : softmax_cases()) {
-    for (const DType dtype : {DType::f32, DType::f16, DType::bf16})
-      if (representable(c, dtype)) out.push_back({c, dtype});
-  }
-  return out;
-}
-
-class SoftmaxParity : public ::testing::TestWithParam<ParityParam> {
+class SoftmaxParity : public ::testing::TestWithParam<DTypeCase<SoftmaxCase>> {
  protected:
-  void check(Direction direction);
-};
-
-void SoftmaxParity::check(Direction direction) {
-  if (!backend_available(BackendKind::cpu)) GTEST_SKIP() << "cpu backend not built";
-  const SoftmaxCase& c = GetParam().c;
-  const SoftmaxDesc desc = with_dtype(c.desc, GetParam().dtype);
-  const Tensor src = softmax_src(c, desc);
-  Context reference =
-      softmax_context_for(BackendKind::reference, Direction::fwd, AlgoPolicy::heuristic());
-  const Tensor dst = run_softmax(reference, desc, Direction::fwd, src).output;
-  const Tensor diff_dst = softmax_diff_dst(c, desc);
-  const Tensor& input = direction == Direction::fwd ? src : dst;
-  const Tensor* diff = direction == Direction::fwd ? nullptr : &diff_dst;
-  const Tensor expected = direction == Direction::fwd
-                              ? dst
-                              : run_softmax(reference, desc, direction, dst, &diff_dst).output;
-  const std::vector<float> expected_values = expected.to_f32();
-  const std::vector<float> dst_values = dst.to_f32();
-  const std::vector<float> diff_dst_values = diff_dst.to_f32();
-
-  Context cpu(BackendKind::cpu);
-  int ran = 0, unsupported = 0;
-  for (const AlgoInfo& algo : softmax_list(cpu, desc, direction)) {
-    const std::string where = softmax_context(desc, direction, algo.id);
-    if (!algo.supported) {
-      ++unsupported;
-      EXPECT_TRUE(expected_unsupported(desc, algo))
-          << "unexpected unsupported: " << algo.reason << "\n  " << where;
-      continue;
-    }
-    Context context = softmax_context_for(BackendKind::cpu, direction, AlgoPolicy::fixed(algo.id));
-    const SoftmaxRun first = run_softmax(context, desc, direction, input, diff);
-    ASSERT_EQ(first.choice->algo.id, algo.id) << where;
-    ASSERT_TRUE(all_finite(first.output, "output", where));
-    const SoftmaxBound bound = direction == Direction::fwd
-                                   ? softmax_forward_bound(c, desc, expected_values, algo)
-                                   : softmax_backward_bound(desc, dst_values, diff_dst_values);
-    double worst = 0;
-    EXPECT_TRUE(close_within_scale(first.output.to_f32(), expected_values, bound.scale, desc.dims,
-                                   bound.tolerance, "output", where, &worst));
-    const SoftmaxRun second = run_softmax(context, desc, direction, input, diff);
-    EXPECT_TRUE(bitwise_equal(first.output, second.output, "output of two runs", where));
-    ++ran;
+  void check(Direction direction) {
+    if (!backend_available(BackendKind::cpu)) GTEST_SKIP() << "cpu backend not built";
+    check_parity(SoftmaxParityCase(GetParam().c, GetParam().dtype), BackendKind::cpu, direction);
   }
-  EXPECT_GT(ran, 0) << "no cpu candidate ran for " << desc.repro(direction);
-  RecordProperty("candidates_run", ran);
-  RecordProperty("unsupported", unsupported);
-}
+};
 
 TEST_P(SoftmaxParity, Forward) { check(Direction::fwd); }
 TEST_P(SoftmaxParity, Backward) { check(Direction::bwd_data); }
@@ -131,14 +121,12 @@ TEST(SoftmaxLargeLogits, ReportedCaseOnEveryCandidate) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, SoftmaxParity, ::testing::ValuesIn(params()),
-                         [](const ::testing::TestParamInfo<ParityParam>& info) {
-                           std::string name =
-                               info.param.c.name + "_" + std::string(to_string(info.param.dtype));
-                           for (char& ch : name)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Table, SoftmaxParity,
+                         ::testing::ValuesIn(in_every_dtype(
+                             softmax_cases(), [](const SoftmaxCase& c, DType dtype) {
+                               return representable(c, dtype);
+                             })),
+                         dtype_case_name<SoftmaxCase>);
 
 }  // namespace
 }  // namespace dnnx::test
