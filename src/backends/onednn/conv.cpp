@@ -27,12 +27,7 @@ namespace dnnx::onednn {
 namespace {
 
 ErrorContext context_of(const ConvDesc& desc, Direction direction, std::string implementation) {
-  ErrorContext context;
-  context.op = detail::cat("conv ", to_string(direction));
-  context.repro = desc.repro(direction);
-  context.backend = "cpu";
-  context.implementation = std::move(implementation);
-  return context;
+  return layer_context("conv", direction, desc.repro(direction), std::move(implementation));
 }
 
 Dims role_dims(const ConvDesc& desc, Role::Shape shape) {
@@ -188,18 +183,7 @@ class Plan final : public detail::ConvPlan {
   }
 
   void check_tensor(const Tensor* tensor, const Role& role, const Dims& dims) const {
-    if (tensor == nullptr || tensor->data() == nullptr) {
-      detail::raise(ErrorKind::InvalidArgument, detail::cat(role.name, " is null"), context_);
-    }
-    if (tensor->dims() != dims || tensor->dtype() != dtype_ || !tensor->is_dense(layout_) ||
-        tensor->device() != Device::cpu()) {
-      detail::raise(
-          ErrorKind::InvalidArgument,
-          detail::cat(role.name, " is ", describe(*tensor), " on ", to_string(tensor->device()),
-                      "; this plan takes a dense ", to_string(dtype_), '[', dims.to_string(), ' ',
-                      to_string(layout_), "] on cpu"),
-          context_);
-    }
+    check_dense_on_cpu(tensor, role.name, dims, dtype_, layout_, context_);
   }
 
   std::shared_ptr<Runtime> runtime_;

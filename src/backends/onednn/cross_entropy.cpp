@@ -27,6 +27,7 @@
 // microseconds).
 
 #include "backends/onednn/check.hpp"
+#include "backends/onednn/layer_common.hpp"
 #include "backends/onednn/layers.hpp"
 #include "backends/onednn/memory.hpp"
 #include "backends/onednn/softmax_simd.hpp"
@@ -62,20 +63,10 @@ using Tag = memory::format_tag;
 
 constexpr const char* fused_id = "cpu:fused";
 constexpr std::int64_t block_positions = simd::column_block;
-constexpr std::size_t buffer_alignment = 64;
-
-std::size_t round_up(std::size_t bytes) {
-  return (bytes + buffer_alignment - 1) / buffer_alignment * buffer_alignment;
-}
 
 ErrorContext context_of(const CrossEntropyDesc& desc, Direction direction,
                         std::string implementation) {
-  ErrorContext context;
-  context.op = detail::cat("xent ", to_string(direction));
-  context.repro = desc.repro(direction);
-  context.backend = "cpu";
-  context.implementation = std::move(implementation);
-  return context;
+  return layer_context("xent", direction, desc.repro(direction), std::move(implementation));
 }
 
 // Note [xent stats]: each position's maximum m and sum s of exp(x - m), kept apart rather than
@@ -390,29 +381,6 @@ void fused_backward(const Call& call, const Kernels& kernels, const GradScale& s
 
 // ---- candidates --------------------------------------------------------------------------------
 
-std::string sanitize(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '_' || c == ':' || c == '+' || c == '.' || c == '-';
-    if (!safe) c = '_';
-  }
-  return out;
-}
-
-Tag activation_tag(int rank, Layout layout) {
-  constexpr Tag first[] = {Tag::ab, Tag::abc, Tag::abcd, Tag::abcde};
-  constexpr Tag last[] = {Tag::ab, Tag::acb, Tag::acdb, Tag::acdeb};
-  const auto r = static_cast<std::size_t>(rank - 2);
-  return layout == Layout::channels_last ? last[r] : first[r];
-}
-
-dnnl::primitive_attr user_scratchpad() {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  return attr;
-}
-
 struct Candidate {
   AlgoInfo info;
   bool fused = false;
@@ -442,11 +410,6 @@ AlgoInfo fused_info(const CrossEntropyDesc& desc, Direction direction) {
   info.notes = {"fused", "accurate"};
   info.families = {"small"};
   return info;
-}
-
-std::string onednn_version() {
-  const dnnl_version_t* v = dnnl_version();
-  return detail::cat("oneDNN ", v->major, '.', v->minor, '.', v->patch);
 }
 
 std::vector<Candidate> list_candidates(const dnnl::engine& engine, const CrossEntropyDesc& desc,
@@ -519,10 +482,7 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const CrossEn
         info.families = {"large"};
       }
       if (strategy.transposed) info.notes.emplace_back("nhwc");
-      dnnl_primitive_desc_t copy = nullptr;
-      DNNX_DNNL_CHECK(dnnl_primitive_desc_clone(&copy, pd.get()), context,
-                      "cloning a primitive descriptor");
-      candidate.softmax = dnnl::primitive_desc(copy);
+      candidate.softmax = clone(pd, context);
       candidate.reorder = reorder;
       candidate.user = user;
       candidate.probabilities = probabilities;
@@ -632,28 +592,11 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
   }
 
  private:
-  struct Step {
-    dnnl::primitive primitive;
-    std::vector<dnnl_exec_arg_t> args;
-    dnnl::memory scratchpad;
-  };
-
   void add_step(const dnnl::primitive_desc_base& pd, std::vector<dnnl_exec_arg_t> args) {
-    Step step;
-    step.primitive = dnnl::primitive(pd.get());
-    const memory::desc scratchpad = pd.scratchpad_desc();
-    if (scratchpad.get_size() > 0) {
-      step.scratchpad = dnnl::memory(scratchpad, runtime_->engine, DNNL_MEMORY_NONE);
-      args.push_back({DNNL_ARG_SCRATCHPAD, step.scratchpad.get()});
-    }
-    step.args = std::move(args);
-    steps_.push_back(std::move(step));
+    steps_.push_back(make_step(pd, std::move(args), runtime_->engine));
   }
 
-  void bind(const dnnl::memory& memory, void* data) const {
-    DNNX_DNNL_CHECK(dnnl_memory_set_data_handle(memory.get(), data), context_,
-                    "binding a data pointer");
-  }
+  void bind(const dnnl::memory& memory, void* data) const { onednn::bind(memory, data, context_); }
 
   // Note [one stream] (runtime.hpp): the primitives run under the runtime's lock.
   void run_primitives(void* logits, std::byte* base) {
@@ -661,13 +604,8 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
     bind(logits_, logits);
     bind(probabilities_, base + probabilities_offset_);
     const dnnl_stream_t stream = runtime_->stream.get();
-    for (Step& step : steps_) {
-      if (step.scratchpad) bind(step.scratchpad, base);
-      DNNX_DNNL_CHECK(dnnl_primitive_execute(step.primitive.get(), stream,
-                                             static_cast<int>(step.args.size()), step.args.data()),
-                      context_, "executing");
-    }
-    DNNX_DNNL_CHECK(dnnl_stream_wait(stream), context_, "waiting for the stream");
+    for (Step& step : steps_) run_step(step, stream, base, context_);
+    wait(stream, context_);
   }
 
   // diff_logits = g * (p - onehot), written in the order of the output's memory.
@@ -732,18 +670,7 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
 
   void check_tensor(const Tensor* tensor, const char* role, const Dims& dims, DType dtype,
                     Layout layout) const {
-    if (tensor == nullptr || tensor->data() == nullptr) {
-      detail::raise(ErrorKind::InvalidArgument, detail::cat(role, " is null"), context_);
-    }
-    if (!(tensor->dims() == dims) || tensor->dtype() != dtype || !tensor->is_dense(layout) ||
-        tensor->device() != Device::cpu()) {
-      detail::raise(
-          ErrorKind::InvalidArgument,
-          detail::cat(role, " is ", describe(*tensor), " on ", to_string(tensor->device()),
-                      "; this plan takes a dense ", to_string(dtype), '[', dims.to_string(), ' ',
-                      to_string(layout), "] on cpu"),
-          context_);
-    }
+    check_dense_on_cpu(tensor, role, dims, dtype, layout, context_);
   }
 
   std::shared_ptr<Runtime> runtime_;

@@ -29,6 +29,14 @@ std::string sanitize(std::string_view text) {
   return out;
 }
 
+dnnl::memory::format_tag activation_tag(int rank, Layout layout) {
+  using Tag = dnnl::memory::format_tag;
+  constexpr Tag first[] = {Tag::ab, Tag::abc, Tag::abcd, Tag::abcde};
+  constexpr Tag last[] = {Tag::ab, Tag::acb, Tag::acdb, Tag::acdeb};
+  const auto r = static_cast<std::size_t>(rank - 2);
+  return layout == Layout::channels_last ? last[r] : first[r];
+}
+
 bool contains(std::string_view text, std::string_view part) {
   return text.find(part) != std::string_view::npos;
 }
@@ -88,6 +96,19 @@ void check_dense(const Tensor* tensor, const char* role, const Dims& dims, DType
         detail::cat(role, " is ", describe(*tensor), "; this plan takes a dense ", to_string(dtype),
                     '[', dims.to_string(), ' ', to_string(layout), "] on cpu"),
         context);
+  }
+}
+
+void check_dense_on_cpu(const Tensor* tensor, const char* role, const Dims& dims, DType dtype,
+                        Layout layout, const ErrorContext& context) {
+  data_of(tensor, role, context);
+  if (tensor->dims() != dims || tensor->dtype() != dtype || !tensor->is_dense(layout) ||
+      tensor->device() != Device::cpu()) {
+    detail::raise(ErrorKind::InvalidArgument,
+                  detail::cat(role, " is ", describe(*tensor), " on ", to_string(tensor->device()),
+                              "; this plan takes a dense ", to_string(dtype), '[', dims.to_string(),
+                              ' ', to_string(layout), "] on cpu"),
+                  context);
   }
 }
 

@@ -46,6 +46,9 @@ std::string onednn_version();
 /// through command lines and cache files.
 std::string sanitize(std::string_view text);
 
+/// The plain format tag of an N, C, spatial... tensor of `rank` (2 to 5) in `layout`.
+dnnl::memory::format_tag activation_tag(int rank, Layout layout);
+
 /// Whether `part` occurs in `text`.
 bool contains(std::string_view text, std::string_view part);
 
@@ -134,6 +137,12 @@ void* data_of(const Tensor* tensor, const char* role, const ErrorContext& contex
 /// plan takes a dense <dtype>[<dims> <layout>] on cpu" (or "<role> is null").
 void check_dense(const Tensor* tensor, const char* role, const Dims& dims, DType dtype,
                  Layout layout, const ErrorContext& context);
+
+/// check_dense as the conv, softmax and xent plans word it, naming the tensor's device: throws
+/// InvalidArgument "<role> is <tensor> on <device>; this plan takes a dense <dtype>[<dims>
+/// <layout>] on cpu" (or "<role> is null").
+void check_dense_on_cpu(const Tensor* tensor, const char* role, const Dims& dims, DType dtype,
+                        Layout layout, const ErrorContext& context);
 
 /// Throws InvalidArgument "workspace has <n> bytes; this candidate needs <needed>" when the
 /// workspace is smaller than `needed` bytes, or null while `needed` > 0.

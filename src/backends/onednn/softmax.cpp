@@ -41,6 +41,7 @@
 // [large-logit tolerance] (tests/ops/softmax_cases.cpp) on logits clustered near +-1e4 and +-1e5.
 
 #include "backends/onednn/check.hpp"
+#include "backends/onednn/layer_common.hpp"
 #include "backends/onednn/layers.hpp"
 #include "backends/onednn/memory.hpp"
 #include "backends/onednn/softmax_simd.hpp"
@@ -66,36 +67,8 @@ namespace {
 
 using Tag = memory::format_tag;
 
-constexpr std::size_t buffer_alignment = 64;
-std::size_t round_up(std::size_t bytes) {
-  return (bytes + buffer_alignment - 1) / buffer_alignment * buffer_alignment;
-}
-
 ErrorContext context_of(const SoftmaxDesc& desc, Direction direction, std::string implementation) {
-  ErrorContext context;
-  context.op = detail::cat("softmax ", to_string(direction));
-  context.repro = desc.repro(direction);
-  context.backend = "cpu";
-  context.implementation = std::move(implementation);
-  return context;
-}
-
-// Ids travel through command lines and cache files: keep them to a safe alphabet.
-std::string sanitize(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '_' || c == ':' || c == '+' || c == '.' || c == '-';
-    if (!safe) c = '_';
-  }
-  return out;
-}
-
-Tag activation_tag(int rank, Layout layout) {
-  constexpr Tag first[] = {Tag::ab, Tag::abc, Tag::abcd, Tag::abcde};
-  constexpr Tag last[] = {Tag::ab, Tag::acb, Tag::acdb, Tag::acdeb};
-  const auto r = static_cast<std::size_t>(rank - 2);
-  return layout == Layout::channels_last ? last[r] : first[r];
+  return layer_context("softmax", direction, desc.repro(direction), std::move(implementation));
 }
 
 // The caller's tensors as oneDNN sees them (Note [softmax strategies]); axis 1 in every case.
@@ -343,12 +316,6 @@ bool kernel_first(const SoftmaxDesc& desc) {
          detail::spatial_size(desc.dims) > 1;
 }
 
-dnnl::primitive_attr user_scratchpad() {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  return attr;
-}
-
 // One tensor of a direction: fwd src -> dst; bwd dst, diff_dst -> diff_src.
 struct Role {
   int arg;
@@ -371,13 +338,6 @@ struct Candidate {
   std::size_t scratch_bytes = 0;
 };
 
-dnnl::primitive_desc clone(const dnnl::primitive_desc& pd, const ErrorContext& context) {
-  dnnl_primitive_desc_t copy = nullptr;
-  DNNX_DNNL_CHECK(dnnl_primitive_desc_clone(&copy, pd.get()), context,
-                  "cloning a primitive descriptor");
-  return dnnl::primitive_desc(copy);
-}
-
 // The softmax primitive descriptor on `md` (positioned at oneDNN's first implementation), or
 // null with `failure` set when oneDNN has none.
 struct SoftmaxPd {
@@ -389,25 +349,16 @@ SoftmaxPd create_pd(const dnnl::engine& engine, const SoftmaxDesc& desc, Directi
   const dnnl::algorithm algorithm =
       desc.log ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate;
   const dnnl::primitive_attr attr = user_scratchpad();
-  dnnl::softmax_forward::primitive_desc hint;
-  try {
-    hint = dnnl::softmax_forward::primitive_desc(engine, dnnl::prop_kind::forward_training,
-                                                 algorithm, md, md, 1, attr);
-    if (direction == Direction::fwd) return {hint, {}};
-    return {dnnl::softmax_backward::primitive_desc(engine, algorithm, md, md, md, 1, hint, attr),
+  return create_or_unavailable(
+      [&]() -> SoftmaxPd {
+        const dnnl::softmax_forward::primitive_desc hint(engine, dnnl::prop_kind::forward_training,
+                                                         algorithm, md, md, 1, attr);
+        if (direction == Direction::fwd) return {hint, {}};
+        return {
+            dnnl::softmax_backward::primitive_desc(engine, algorithm, md, md, md, 1, hint, attr),
             hint};
-  } catch (const dnnl::error& error) {
-    if (error.status != dnnl_unimplemented)
-      raise_dnnl(error.status,
-                 detail::cat("creating the softmax primitive descriptor: ", error.what()), context);
-    failure = error.what();
-    return {};
-  }
-}
-
-std::string onednn_version() {
-  const dnnl_version_t* v = dnnl_version();
-  return detail::cat("oneDNN ", v->major, '.', v->minor, '.', v->patch);
+      },
+      "softmax primitive descriptor", context, failure);
 }
 
 std::vector<Candidate> list_candidates(const dnnl::engine& engine, const SoftmaxDesc& desc,
@@ -585,54 +536,21 @@ class Plan final : public detail::OpPlan<detail::SoftmaxArgs> {
     for (std::size_t b = 0; b < buffers_.size(); ++b)
       if (buffers_[b]) bind(buffers_[b], base + offsets_[b]);
     const dnnl_stream_t stream = runtime_->stream.get();
-    for (Step& step : steps_) {
-      if (step.scratchpad) bind(step.scratchpad, base);
-      DNNX_DNNL_CHECK(dnnl_primitive_execute(step.primitive.get(), stream,
-                                             static_cast<int>(step.args.size()), step.args.data()),
-                      context_, "executing");
-    }
-    DNNX_DNNL_CHECK(dnnl_stream_wait(stream), context_, "waiting for the stream");
+    // Every step's scratchpad starts at workspace offset 0: the steps run one after the other.
+    for (Step& step : steps_) run_step(step, stream, base, context_);
+    wait(stream, context_);
   }
 
  private:
-  struct Step {
-    dnnl::primitive primitive;
-    std::vector<dnnl_exec_arg_t> args;
-    dnnl::memory scratchpad;
-  };
-
   void add_step(const dnnl::primitive_desc_base& pd, std::vector<dnnl_exec_arg_t> args) {
-    Step step;
-    step.primitive = dnnl::primitive(pd.get());
-    const memory::desc scratchpad = pd.scratchpad_desc();
-    if (scratchpad.get_size() > 0) {
-      // Every step's scratchpad starts at workspace offset 0: the steps run one after the other.
-      step.scratchpad = dnnl::memory(scratchpad, runtime_->engine, DNNL_MEMORY_NONE);
-      args.push_back({DNNL_ARG_SCRATCHPAD, step.scratchpad.get()});
-    }
-    step.args = std::move(args);
-    steps_.push_back(std::move(step));
+    steps_.push_back(make_step(pd, std::move(args), runtime_->engine));
   }
 
   void check_tensor(const Tensor* tensor, const char* role) const {
-    if (tensor == nullptr || tensor->data() == nullptr) {
-      detail::raise(ErrorKind::InvalidArgument, detail::cat(role, " is null"), context_);
-    }
-    if (!(tensor->dims() == desc_.dims) || tensor->dtype() != desc_.dtype ||
-        !tensor->is_dense(desc_.layout) || tensor->device() != Device::cpu()) {
-      detail::raise(
-          ErrorKind::InvalidArgument,
-          detail::cat(role, " is ", describe(*tensor), " on ", to_string(tensor->device()),
-                      "; this plan takes a dense ", to_string(desc_.dtype), '[',
-                      desc_.dims.to_string(), ' ', to_string(desc_.layout), "] on cpu"),
-          context_);
-    }
+    check_dense_on_cpu(tensor, role, desc_.dims, desc_.dtype, desc_.layout, context_);
   }
 
-  void bind(const dnnl::memory& memory, void* data) const {
-    DNNX_DNNL_CHECK(dnnl_memory_set_data_handle(memory.get(), data), context_,
-                    "binding a data pointer");
-  }
+  void bind(const dnnl::memory& memory, void* data) const { onednn::bind(memory, data, context_); }
 
   std::shared_ptr<Runtime> runtime_;
   AlgoInfo info_;
@@ -704,18 +622,7 @@ class KernelPlan final : public detail::OpPlan<detail::SoftmaxArgs> {
 
  private:
   void check(const Tensor* tensor, const char* role) const {
-    if (tensor == nullptr || tensor->data() == nullptr) {
-      detail::raise(ErrorKind::InvalidArgument, detail::cat(role, " is null"), context_);
-    }
-    if (!(tensor->dims() == desc_.dims) || tensor->dtype() != desc_.dtype ||
-        !tensor->is_dense(desc_.layout) || tensor->device() != Device::cpu()) {
-      detail::raise(
-          ErrorKind::InvalidArgument,
-          detail::cat(role, " is ", describe(*tensor), " on ", to_string(tensor->device()),
-                      "; this plan takes a dense ", to_string(desc_.dtype), '[',
-                      desc_.dims.to_string(), ' ', to_string(desc_.layout), "] on cpu"),
-          context_);
-    }
+    check_dense_on_cpu(tensor, role, desc_.dims, desc_.dtype, desc_.layout, context_);
   }
 
   AlgoInfo info_;
