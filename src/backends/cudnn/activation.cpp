@@ -48,6 +48,7 @@
 #include "backends/cudnn/conv_common.hpp"
 #include "backends/cudnn/handles.hpp"
 #include "backends/cudnn/launch_graph.hpp"
+#include "backends/cudnn/layer_common.hpp"
 #include "backends/cudnn/layers.hpp"
 #include "core/activation_args.hpp"
 #include "core/check.hpp"
@@ -72,12 +73,7 @@ constexpr const char* kernel_dst_id = "cudnn:kernel:act:dst";
 constexpr const char* kernel_src_id = "cudnn:kernel:act:src";
 
 ErrorContext context_of(const ActivationDesc& desc, Direction direction, std::string id = {}) {
-  ErrorContext context;
-  context.op = detail::cat("act ", to_string(direction));
-  context.repro = desc.repro(direction);
-  context.backend = "cudnn";
-  context.implementation = std::move(id);
-  return context;
+  return layer_context("act", direction, desc.repro(direction), std::move(id));
 }
 
 act::Params kernel_params(const ActivationDesc& desc) {

@@ -39,6 +39,7 @@
 #include "backends/cudnn/conv_common.hpp"
 #include "backends/cudnn/handles.hpp"
 #include "backends/cudnn/launch_graph.hpp"
+#include "backends/cudnn/layer_common.hpp"
 #include "backends/cudnn/layers.hpp"
 #include "core/add_args.hpp"
 #include "core/check.hpp"
@@ -68,12 +69,7 @@ constexpr const char* op_tensor_id = "cudnn:legacy:op_tensor";
 constexpr const char* reduce_tensor_id = "cudnn:legacy:reduce_tensor";
 
 ErrorContext context_of(const AddDesc& desc, Direction direction, std::string id = {}) {
-  ErrorContext context;
-  context.op = detail::cat("add ", to_string(direction));
-  context.repro = desc.repro(direction);
-  context.backend = "cudnn";
-  context.implementation = std::move(id);
-  return context;
+  return layer_context("add", direction, desc.repro(direction), std::move(id));
 }
 
 kadd::Element element_of(DType dtype) {

@@ -1,5 +1,6 @@
 #include "backends/cudnn/conv_common.hpp"
 
+#include "backends/cudnn/layer_common.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
 
@@ -77,12 +78,7 @@ Geometry conv_geometry(const ConvDesc& desc) {
 }
 
 ErrorContext conv_context(const ConvDesc& desc, Direction direction, std::string implementation) {
-  ErrorContext context;
-  context.op = detail::cat("conv ", to_string(direction));
-  context.repro = desc.repro(direction);
-  context.backend = "cudnn";
-  context.implementation = std::move(implementation);
-  return context;
+  return layer_context("conv", direction, desc.repro(direction), std::move(implementation));
 }
 
 BoundTensors bind_tensors(const detail::ConvArgs& args, Direction direction,

@@ -37,6 +37,7 @@
 
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/handles.hpp"
+#include "backends/cudnn/layer_common.hpp"
 #include "backends/cudnn/layers.hpp"
 #include "core/check.hpp"
 #include "core/cross_entropy_args.hpp"
@@ -60,12 +61,7 @@ constexpr const char* accurate_nll_id = "cudnn:legacy:accurate+nll";
 
 ErrorContext context_of(const CrossEntropyDesc& desc, Direction direction,
                         std::string implementation) {
-  ErrorContext context;
-  context.op = detail::cat("xent ", to_string(direction));
-  context.repro = desc.repro(direction);
-  context.backend = "cudnn";
-  context.implementation = std::move(implementation);
-  return context;
+  return layer_context("xent", direction, desc.repro(direction), std::move(implementation));
 }
 
 cudnnDataType_t data_type_of(DType dtype) {

@@ -43,6 +43,7 @@
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/handles.hpp"
 #include "backends/cudnn/launch_graph.hpp"
+#include "backends/cudnn/layer_common.hpp"
 #include "backends/cudnn/layers.hpp"
 #include "core/check.hpp"
 #include "core/softmax_args.hpp"
@@ -64,12 +65,7 @@ constexpr const char* kernel_id = "cudnn:kernel:softmax";
 constexpr const char* legacy_prefix = "cudnn:legacy:softmax:";
 
 ErrorContext context_of(const SoftmaxDesc& desc, Direction direction, std::string implementation) {
-  ErrorContext context;
-  context.op = detail::cat("softmax ", to_string(direction));
-  context.repro = desc.repro(direction);
-  context.backend = "cudnn";
-  context.implementation = std::move(implementation);
-  return context;
+  return layer_context("softmax", direction, desc.repro(direction), std::move(implementation));
 }
 
 cudnnDataType_t data_type_of(DType dtype) {
