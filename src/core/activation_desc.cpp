@@ -3,13 +3,11 @@
 #include <dnnx/ops/activation.hpp>
 
 #include "core/check.hpp"
+#include "core/hash.hpp"
 #include "core/strings.hpp"
 
 #include <array>
-#include <charconv>
 #include <cmath>
-#include <cstring>
-#include <functional>
 #include <ostream>
 #include <sstream>
 
@@ -20,13 +18,7 @@ constexpr std::array<std::string_view, 7> kind_names{"identity", "relu", "clippe
                                                      "sigmoid",  "elu",  "swish"};
 constexpr std::array<std::string_view, 3> saved_names{"src_and_dst", "dst", "src"};
 
-// The shortest text that reads back as the same double (the repro line must reproduce exactly).
-std::string exact(double value) {
-  std::array<char, 64> buffer{};
-  const auto [end, error] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
-  if (error != std::errc()) return std::to_string(value);
-  return std::string(buffer.data(), end);
-}
+using detail::shortest;
 
 bool valid_kind(ActivationKind kind) { return static_cast<std::size_t>(kind) < kind_names.size(); }
 
@@ -135,11 +127,11 @@ void ActivationDesc::validate() const {
                  "saved has the invalid value ", static_cast<int>(saved),
                  "; accepted: ", detail::join(saved_names, ", "));
   if (kind == ActivationKind::elu) {
-    DNNX_CHECK_ARG(std::isfinite(alpha), "alpha of elu must be finite, got ", exact(alpha));
+    DNNX_CHECK_ARG(std::isfinite(alpha), "alpha of elu must be finite, got ", shortest(alpha));
   }
   if (kind == ActivationKind::clipped_relu) {
     DNNX_CHECK_ARG(std::isfinite(ceiling) && ceiling > 0,
-                   "ceiling of clipped_relu must be finite and > 0, got ", exact(ceiling));
+                   "ceiling of clipped_relu must be finite and > 0, got ", shortest(ceiling));
   }
 }
 
@@ -156,8 +148,8 @@ std::string ActivationDesc::repro(Direction direction) const {
   // An invalid desc must still print: it is the context of the error that rejects it.
   std::ostringstream out;
   out << "dnnx profile act --input " << dims << " --kind " << to_string(kind);
-  if (kind == ActivationKind::elu) out << " --alpha " << exact(alpha);
-  if (kind == ActivationKind::clipped_relu) out << " --ceiling " << exact(ceiling);
+  if (kind == ActivationKind::elu) out << " --alpha " << shortest(alpha);
+  if (kind == ActivationKind::clipped_relu) out << " --ceiling " << shortest(ceiling);
   out << " --dtype " << to_string(dtype) << " --layout " << to_string(layout) << " --direction "
       << (direction == Direction::fwd ? "fwd" : "bwd");
   if (direction != Direction::fwd) out << " --saved " << to_string(saved);
@@ -167,8 +159,8 @@ std::string ActivationDesc::repro(Direction direction) const {
 std::string ActivationDesc::key() const {
   std::ostringstream out;
   out << "act " << to_string(kind);
-  if (kind == ActivationKind::elu) out << " alpha=" << exact(alpha);
-  if (kind == ActivationKind::clipped_relu) out << " ceiling=" << exact(ceiling);
+  if (kind == ActivationKind::elu) out << " alpha=" << shortest(alpha);
+  if (kind == ActivationKind::clipped_relu) out << " ceiling=" << shortest(ceiling);
   out << " dims=" << dims << ' ' << to_string(dtype) << ' ' << to_string(layout)
       << " saved=" << to_string(saved);
   return out.str();
@@ -176,19 +168,11 @@ std::string ActivationDesc::key() const {
 
 std::size_t ActivationDesc::hash() const {
   std::size_t h = 0;
-  auto mix = [&h](std::uint64_t v) {
-    h ^= std::hash<std::uint64_t>{}(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  };
-  auto bits = [](double v) {
-    if (v == 0) v = 0;  // -0.0 == 0.0, so both must hash alike
-    std::uint64_t b = 0;
-    std::memcpy(&b, &v, sizeof b);
-    return b;
-  };
+  auto mix = [&h](std::uint64_t v) { detail::hash_mix(h, v); };
   mix(static_cast<std::uint64_t>(kind));
   // Parameters the kind ignores stay out, as in key(); equal descs still hash equal.
-  if (kind == ActivationKind::elu) mix(bits(alpha));
-  if (kind == ActivationKind::clipped_relu) mix(bits(ceiling));
+  if (kind == ActivationKind::elu) mix(detail::hash_bits(alpha));
+  if (kind == ActivationKind::clipped_relu) mix(detail::hash_bits(ceiling));
   mix(static_cast<std::uint64_t>(dims.rank()));
   for (const std::int64_t d : dims) mix(static_cast<std::uint64_t>(d));
   mix(static_cast<std::uint64_t>(dtype));

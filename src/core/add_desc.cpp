@@ -3,26 +3,17 @@
 #include <dnnx/ops/add.hpp>
 
 #include "core/check.hpp"
+#include "core/hash.hpp"
 #include "core/strings.hpp"
 
-#include <array>
-#include <charconv>
 #include <cmath>
-#include <cstring>
-#include <functional>
 #include <ostream>
 #include <sstream>
 
 namespace dnnx {
 namespace {
 
-// The shortest text that reads back as the same float (the repro line must reproduce exactly).
-std::string exact(float value) {
-  std::array<char, 64> buffer{};
-  const auto [end, error] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
-  if (error != std::errc()) return std::to_string(value);
-  return std::string(buffer.data(), end);
-}
+using detail::shortest;
 
 }  // namespace
 
@@ -69,15 +60,15 @@ void AddDesc::validate() const {
   DNNX_CHECK_ARG(is_floating(dtype), "dtype must be f32, f16 or bf16, got ", to_string(dtype));
   DNNX_CHECK_ARG(layout == Layout::channels_first || layout == Layout::channels_last,
                  "layout has the invalid value ", static_cast<int>(layout));
-  DNNX_CHECK_ARG(std::isfinite(alpha), "alpha must be finite, got ", exact(alpha));
-  DNNX_CHECK_ARG(std::isfinite(beta), "beta must be finite, got ", exact(beta));
+  DNNX_CHECK_ARG(std::isfinite(alpha), "alpha must be finite, got ", shortest(alpha));
+  DNNX_CHECK_ARG(std::isfinite(beta), "beta must be finite, got ", shortest(beta));
 }
 
 std::string AddDesc::repro(Direction direction) const {
   // An invalid desc must still print: it is the context of the error that rejects it.
   std::ostringstream out;
   out << "dnnx profile add --src " << src_dims << " --dst " << dst_dims << " --alpha "
-      << exact(alpha) << " --beta " << exact(beta) << " --dtype " << to_string(dtype)
+      << shortest(alpha) << " --beta " << shortest(beta) << " --dtype " << to_string(dtype)
       << " --layout " << to_string(layout) << " --direction "
       << (direction == Direction::fwd ? "fwd" : "bwd");
   return out.str();
@@ -85,30 +76,22 @@ std::string AddDesc::repro(Direction direction) const {
 
 std::string AddDesc::key() const {
   std::ostringstream out;
-  out << "add src=" << src_dims << " dst=" << dst_dims << " alpha=" << exact(alpha)
-      << " beta=" << exact(beta) << ' ' << to_string(dtype) << ' ' << to_string(layout);
+  out << "add src=" << src_dims << " dst=" << dst_dims << " alpha=" << shortest(alpha)
+      << " beta=" << shortest(beta) << ' ' << to_string(dtype) << ' ' << to_string(layout);
   return out.str();
 }
 
 std::size_t AddDesc::hash() const {
   std::size_t h = 0;
-  auto mix = [&h](std::uint64_t v) {
-    h ^= std::hash<std::uint64_t>{}(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  };
-  auto bits = [](float v) {
-    if (v == 0) v = 0;  // -0.0f == 0.0f, so both must hash alike
-    std::uint32_t b = 0;
-    std::memcpy(&b, &v, sizeof b);
-    return b;
-  };
+  auto mix = [&h](std::uint64_t v) { detail::hash_mix(h, v); };
   mix(static_cast<std::uint64_t>(dst_dims.rank()));
   for (int i = 0; i < dst_dims.rank(); ++i) {
     mix(static_cast<std::uint64_t>(dst_dims[i]));
     mix(static_cast<std::uint64_t>(i < src_dims.rank() ? src_dims[i] : -1));
   }
   mix(static_cast<std::uint64_t>(src_dims.rank()));
-  mix(bits(alpha));
-  mix(bits(beta));
+  mix(detail::hash_bits(alpha));
+  mix(detail::hash_bits(beta));
   mix(static_cast<std::uint64_t>(dtype));
   mix(static_cast<std::uint64_t>(layout));
   return h;

@@ -4,25 +4,17 @@
 #include <dnnx/ops/batch_norm.hpp>
 
 #include "core/check.hpp"
+#include "core/hash.hpp"
 #include "core/strings.hpp"
 
-#include <array>
-#include <bit>
-#include <charconv>
 #include <cmath>
-#include <functional>
 #include <ostream>
 #include <sstream>
 
 namespace dnnx {
 namespace {
 
-// The shortest text that reads back as exactly `value` (repro lines and keys must round-trip).
-std::string shortest(double value) {
-  std::array<char, 64> buffer{};
-  const auto result = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
-  return std::string(buffer.data(), result.ptr);
-}
+using detail::shortest;
 
 bool valid_mode(BatchNormMode mode) {
   return mode == BatchNormMode::per_activation || mode == BatchNormMode::spatial;
@@ -156,16 +148,13 @@ std::string BatchNormDesc::key() const {
 
 std::size_t BatchNormDesc::hash() const {
   std::size_t h = 0;
-  auto mix = [&h](std::uint64_t v) {
-    h ^= std::hash<std::uint64_t>{}(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  };
+  auto mix = [&h](std::uint64_t v) { detail::hash_mix(h, v); };
   mix(static_cast<std::uint64_t>(dims.rank()));
   for (const std::int64_t d : dims) mix(static_cast<std::uint64_t>(d));
   mix(static_cast<std::uint64_t>(mode));
   mix(static_cast<std::uint64_t>(training) * 2 + static_cast<std::uint64_t>(affine));
-  // -0.0 == 0.0, so both must hash alike.
-  mix(std::bit_cast<std::uint64_t>(eps == 0 ? 0.0 : eps));
-  mix(std::bit_cast<std::uint64_t>(momentum == 0 ? 0.0 : momentum));
+  mix(detail::hash_bits(eps));
+  mix(detail::hash_bits(momentum));
   mix(static_cast<std::uint64_t>(dtype));
   mix(static_cast<std::uint64_t>(layout));
   return h;

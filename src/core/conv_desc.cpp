@@ -3,10 +3,11 @@
 #include <dnnx/ops/conv.hpp>
 
 #include "core/check.hpp"
+#include "core/hash.hpp"
+#include "core/spatial.hpp"
 #include "core/strings.hpp"
 
 #include <algorithm>
-#include <functional>
 #include <optional>
 #include <ostream>
 #include <sstream>
@@ -14,31 +15,9 @@
 namespace dnnx {
 namespace {
 
-constexpr const char* spatial_names[3][3] = {{"W", "", ""}, {"H", "W", ""}, {"D", "H", "W"}};
-
-const char* axis_name(int spatial_dims, int i) { return spatial_names[spatial_dims - 1][i]; }
-
-// Per-spatial-dim text: "2" when all entries agree, else "2,1".
-std::string compact(const std::array<std::int64_t, 3>& values, int n) {
-  if (n == 0) return "?";
-  bool same = true;
-  for (int i = 1; i < n; ++i) same = same && values[static_cast<std::size_t>(i)] == values[0];
-  if (same) return std::to_string(values[0]);
-  return detail::join(std::span<const std::int64_t>(values.data(), static_cast<std::size_t>(n)),
-                      ",");
-}
-
-std::array<std::int64_t, 3> expand(const std::vector<std::int64_t>& values, int n,
-                                   std::string_view what, std::int64_t fill) {
-  DNNX_CHECK_ARG(values.size() == 1 || values.size() == static_cast<std::size_t>(n), what, " has ",
-                 values.size(), " entries (", detail::join(values, ","), "); expected 1 or ", n,
-                 " (one per spatial dim)");
-  std::array<std::int64_t, 3> out{fill, fill, fill};
-  for (int i = 0; i < n; ++i)
-    out[static_cast<std::size_t>(i)] =
-        values.size() == 1 ? values[0] : values[static_cast<std::size_t>(i)];
-  return out;
-}
+using detail::axis_name;
+using detail::compact;
+using detail::expand;
 
 // A size validate() accepts: in [min, 2^31] (Note [size limits] in core/check.hpp).
 bool in_range(std::int64_t value, std::int64_t min = 1) {
@@ -150,14 +129,8 @@ void ConvDesc::validate() const {
                                       {"pad_after", pad_after[s]}}) {
       DNNX_CHECK_ARG(value <= max_size, name, " along ", axis, " must be <= 2^31, got ", value);
     }
-    DNNX_CHECK_ARG(input[s] >= 1, "input size along ", axis, " must be >= 1, got ", input[s]);
-    DNNX_CHECK_ARG(kernel[s] >= 1, "kernel size along ", axis, " must be >= 1, got ", kernel[s]);
-    DNNX_CHECK_ARG(stride[s] >= 1, "stride along ", axis, " must be >= 1, got ", stride[s]);
-    DNNX_CHECK_ARG(dilation[s] >= 1, "dilation along ", axis, " must be >= 1, got ", dilation[s]);
-    DNNX_CHECK_ARG(pad_before[s] >= 0, "pad_before along ", axis, " must be >= 0, got ",
-                   pad_before[s]);
-    DNNX_CHECK_ARG(pad_after[s] >= 0, "pad_after along ", axis, " must be >= 0, got ",
-                   pad_after[s]);
+    detail::check_window_entries(axis, input[s], kernel[s], stride[s], dilation[s], pad_before[s],
+                                 pad_after[s]);
     const std::int64_t extent = dilation[s] * (kernel[s] - 1) + 1;
     const std::int64_t padded = input[s] + pad_before[s] + pad_after[s];
     DNNX_CHECK_ARG(extent <= padded, "kernel along ", axis, " (size ", kernel[s], ", dilation ",
@@ -266,9 +239,7 @@ std::string ConvDesc::key() const {
 
 std::size_t ConvDesc::hash() const {
   std::size_t h = 0;
-  auto mix = [&h](std::int64_t v) {
-    h ^= std::hash<std::int64_t>{}(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  };
+  auto mix = [&h](std::int64_t v) { detail::hash_mix(h, static_cast<std::uint64_t>(v)); };
   mix(spatial_dims);
   mix(batch);
   mix(in_channels);

@@ -4,9 +4,9 @@
 #include <dnnx/ops/conv_fused.hpp>
 
 #include "core/check.hpp"
+#include "core/hash.hpp"
 #include "core/strings.hpp"
 
-#include <charconv>
 #include <cmath>
 #include <functional>
 #include <ostream>
@@ -15,13 +15,7 @@
 namespace dnnx {
 namespace {
 
-// The shortest text that reads back as the same float: keys must tell 0.1f from 0.10000001f.
-std::string float_text(float value) {
-  char buffer[32];
-  const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value);
-  if (error != std::errc()) return std::to_string(value);
-  return std::string(buffer, end);
-}
+using detail::shortest;
 
 constexpr std::string_view conv_prefix = "dnnx profile conv ";
 constexpr std::string_view fused_prefix = "dnnx profile conv_fused ";
@@ -50,8 +44,7 @@ void ConvFusedDesc::validate() const {
                  "activation must be identity or relu, got value ", static_cast<int>(activation));
   DNNX_CHECK_ARG(std::isfinite(residual_scale), "residual_scale must be finite, got ",
                  residual_scale);
-  DNNX_CHECK_ARG(residual || residual_scale == 1.0f, "residual_scale is ",
-                 float_text(residual_scale),
+  DNNX_CHECK_ARG(residual || residual_scale == 1.0f, "residual_scale is ", shortest(residual_scale),
                  " but residual is false; set residual = true to add a scaled residual, or "
                  "leave residual_scale at 1");
 }
@@ -64,7 +57,7 @@ std::string ConvFusedDesc::repro(Direction direction) const {
   std::string epilogue;
   if (bias) epilogue += " --bias";
   if (residual) epilogue += " --residual";
-  if (residual_scale != 1.0f) epilogue += " --residual-scale " + float_text(residual_scale);
+  if (residual_scale != 1.0f) epilogue += " --residual-scale " + shortest(residual_scale);
   epilogue += detail::cat(" --activation ", to_string(activation));
   const std::size_t at = line.rfind(" --direction ");
   line.insert(at == std::string::npos ? line.size() : at, epilogue);
@@ -74,14 +67,14 @@ std::string ConvFusedDesc::repro(Direction direction) const {
 std::string ConvFusedDesc::key() const {
   std::string text = conv.key();
   if (bias) text += " +bias";
-  if (residual) text += " +residual*" + float_text(residual_scale);
+  if (residual) text += " +residual*" + shortest(residual_scale);
   text += detail::cat(' ', to_string(activation));
   return text;
 }
 
 std::size_t ConvFusedDesc::hash() const {
   std::size_t h = conv.hash();
-  auto mix = [&h](std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  auto mix = [&h](std::size_t v) { detail::hash_mix(h, v); };
   mix(static_cast<std::size_t>(bias));
   mix(static_cast<std::size_t>(residual));
   mix(std::hash<float>{}(residual_scale));

@@ -5,10 +5,10 @@
 
 #include "core/check.hpp"
 #include "core/cross_entropy_args.hpp"
+#include "core/hash.hpp"
 #include "core/strings.hpp"
 
 #include <array>
-#include <functional>
 #include <ostream>
 #include <sstream>
 
@@ -97,9 +97,7 @@ std::string CrossEntropyDesc::key() const {
 
 std::size_t CrossEntropyDesc::hash() const {
   std::size_t h = 0;
-  auto mix = [&h](std::int64_t v) {
-    h ^= std::hash<std::int64_t>{}(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  };
+  auto mix = [&h](std::int64_t v) { detail::hash_mix(h, static_cast<std::uint64_t>(v)); };
   mix(dims.rank());
   for (std::int64_t d : dims) mix(d);
   mix(static_cast<std::int64_t>(reduction));

@@ -4,11 +4,12 @@
 #include <dnnx/ops/pool.hpp>
 
 #include "core/check.hpp"
+#include "core/hash.hpp"
 #include "core/pool_args.hpp"
+#include "core/spatial.hpp"
 #include "core/strings.hpp"
 
 #include <algorithm>
-#include <functional>
 #include <limits>
 #include <ostream>
 #include <sstream>
@@ -16,31 +17,9 @@
 namespace dnnx {
 namespace {
 
-constexpr const char* spatial_names[3][3] = {{"W", "", ""}, {"H", "W", ""}, {"D", "H", "W"}};
-
-const char* axis_name(int spatial_dims, int i) { return spatial_names[spatial_dims - 1][i]; }
-
-// Per-spatial-dim text: "2" when all entries agree, else "2,1".
-std::string compact(const std::array<std::int64_t, 3>& values, int n) {
-  if (n == 0) return "?";
-  bool same = true;
-  for (int i = 1; i < n; ++i) same = same && values[static_cast<std::size_t>(i)] == values[0];
-  if (same) return std::to_string(values[0]);
-  return detail::join(std::span<const std::int64_t>(values.data(), static_cast<std::size_t>(n)),
-                      ",");
-}
-
-std::array<std::int64_t, 3> expand(const std::vector<std::int64_t>& values, int n,
-                                   std::string_view what, std::int64_t fill) {
-  DNNX_CHECK_ARG(values.size() == 1 || values.size() == static_cast<std::size_t>(n), what, " has ",
-                 values.size(), " entries (", detail::join(values, ","), "); expected 1 or ", n,
-                 " (one per spatial dim)");
-  std::array<std::int64_t, 3> out{fill, fill, fill};
-  for (int i = 0; i < n; ++i)
-    out[static_cast<std::size_t>(i)] =
-        values.size() == 1 ? values[0] : values[static_cast<std::size_t>(i)];
-  return out;
-}
+using detail::axis_name;
+using detail::compact;
+using detail::expand;
 
 // Whether a dilation along the desc's spatial dims is not 1.
 bool dilated(const PoolDesc& desc) {
@@ -170,14 +149,8 @@ void PoolDesc::validate() const {
       DNNX_CHECK_ARG(value <= detail::max_dim_size, name, " along ", axis, " must be <= 2^31, got ",
                      value);
     }
-    DNNX_CHECK_ARG(input[s] >= 1, "input size along ", axis, " must be >= 1, got ", input[s]);
-    DNNX_CHECK_ARG(kernel[s] >= 1, "kernel size along ", axis, " must be >= 1, got ", kernel[s]);
-    DNNX_CHECK_ARG(stride[s] >= 1, "stride along ", axis, " must be >= 1, got ", stride[s]);
-    DNNX_CHECK_ARG(dilation[s] >= 1, "dilation along ", axis, " must be >= 1, got ", dilation[s]);
-    DNNX_CHECK_ARG(pad_before[s] >= 0, "pad_before along ", axis, " must be >= 0, got ",
-                   pad_before[s]);
-    DNNX_CHECK_ARG(pad_after[s] >= 0, "pad_after along ", axis, " must be >= 0, got ",
-                   pad_after[s]);
+    detail::check_window_entries(axis, input[s], kernel[s], stride[s], dilation[s], pad_before[s],
+                                 pad_after[s]);
     const std::int64_t extent = effective_kernel(i);
     // Half the kernel as the messages give it: with a dilation, how the effective kernel comes
     // about.
@@ -310,9 +283,7 @@ std::string PoolDesc::key() const {
 
 std::size_t PoolDesc::hash() const {
   std::size_t h = 0;
-  auto mix = [&h](std::int64_t v) {
-    h ^= std::hash<std::int64_t>{}(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  };
+  auto mix = [&h](std::int64_t v) { detail::hash_mix(h, static_cast<std::uint64_t>(v)); };
   mix(spatial_dims);
   mix(batch);
   mix(channels);

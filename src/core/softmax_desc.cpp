@@ -3,10 +3,10 @@
 #include <dnnx/ops/softmax.hpp>
 
 #include "core/check.hpp"
+#include "core/hash.hpp"
 #include "core/softmax_args.hpp"
 #include "core/strings.hpp"
 
-#include <functional>
 #include <ostream>
 #include <sstream>
 
@@ -81,9 +81,7 @@ std::string SoftmaxDesc::key() const {
 
 std::size_t SoftmaxDesc::hash() const {
   std::size_t h = 0;
-  auto mix = [&h](std::int64_t v) {
-    h ^= std::hash<std::int64_t>{}(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  };
+  auto mix = [&h](std::int64_t v) { detail::hash_mix(h, static_cast<std::uint64_t>(v)); };
   mix(dims.rank());
   for (std::int64_t d : dims) mix(d);
   mix(static_cast<std::int64_t>(mode));

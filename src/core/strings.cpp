@@ -1,6 +1,8 @@
 #include "core/strings.hpp"
 
+#include <array>
 #include <cctype>
+#include <charconv>
 #include <cstdio>
 #include <iomanip>
 
@@ -17,6 +19,22 @@ std::vector<std::string> split(std::string_view text, char separator) {
   }
   return parts;
 }
+
+namespace {
+
+template <typename Float>
+std::string shortest_text(Float value) {
+  std::array<char, 64> buffer{};
+  const auto [end, error] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
+  if (error != std::errc()) return std::to_string(value);
+  return std::string(buffer.data(), end);
+}
+
+}  // namespace
+
+std::string shortest(double value) { return shortest_text(value); }
+
+std::string shortest(float value) { return shortest_text(value); }
 
 std::string lower(std::string_view text) {
   std::string out(text);

@@ -35,6 +35,11 @@ std::vector<std::string> split(std::string_view text, char separator);
 std::string lower(std::string_view text);
 /// `text` as a JSON string literal (quotes and escapes included).
 std::string json_quote(std::string_view text);
+/// The shortest text that reads back as exactly `value` (std::to_chars): repro lines must
+/// reproduce the case and keys must tell 0.1f from 0.10000001f.
+std::string shortest(double value);
+/// The shortest text that reads back as exactly `value` (std::to_chars).
+std::string shortest(float value);
 /// Human bytes: "0 B", "7.4 KiB", "19.6 MiB".
 std::string format_bytes(double bytes);
 
