@@ -17,6 +17,7 @@
 // element is computed the same way on every run: the kernels are deterministic.
 
 #include "backends/cudnn/kernels/activation.hpp"
+#include "backends/cudnn/kernels/common.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -30,25 +31,6 @@ namespace {
 
 constexpr int block_threads = 1024;
 constexpr int unroll = 1;
-
-__device__ __forceinline__ float to_float(float v) { return v; }
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ float from_float<float>(float v) {
-  return v;
-}
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
 
 __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 

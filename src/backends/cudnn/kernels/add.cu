@@ -20,6 +20,7 @@
 // order of addition is fixed by (shape, SM count), so the result is bitwise reproducible.
 
 #include "backends/cudnn/kernels/add.hpp"
+#include "backends/cudnn/kernels/common.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -34,30 +35,6 @@ namespace {
 constexpr int block_threads = 256;
 constexpr int column_tile = 32;  // outputs per block of the columns kernel (one warp wide)
 constexpr int column_rows = 8;   // rows of threads per block of the columns kernel
-
-__device__ __forceinline__ float to_float(float v) { return v; }
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ float from_float<float>(float v) {
-  return v;
-}
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-
-template <typename T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
 
 // A merged shape for the forward kernel: src's stride along each axis (0 where broadcast).
 struct ForwardGeometry {

@@ -27,6 +27,7 @@
 // one write, against two reads in the two-pass path.
 
 #include "backends/cudnn/kernels/batch_norm.hpp"
+#include "backends/cudnn/kernels/common.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -43,31 +44,6 @@ constexpr int fused_items = 16;     // values per thread in the fused path
 constexpr int column_threads = 32;  // blockDim.x of the column kernels
 constexpr int column_rows = 8;      // blockDim.y of the column kernels
 constexpr std::size_t region_alignment = 256;
-
-__device__ __forceinline__ float to_float(float v) { return v; }
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ float from_float<float>(float v) {
-  return v;
-}
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-
-// V consecutive elements loaded or stored as one access (16 bytes for the widest V).
-template <typename T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
 
 // Sums `a` and `b` over the block in a fixed order; the totals are valid in thread 0. `shared`
 // holds 64 doubles. Every thread of the block must call it.

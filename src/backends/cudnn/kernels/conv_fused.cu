@@ -9,6 +9,7 @@
 // residual being dst) are safe, and the result does not depend on the launch: deterministic.
 
 #include "backends/cudnn/kernels/conv_fused.hpp"
+#include "backends/cudnn/kernels/common.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -21,30 +22,6 @@ namespace {
 
 constexpr int block_threads = 256;
 constexpr std::int64_t max_blocks = 65536;  // grid-stride beyond this
-
-__device__ __forceinline__ float to_float(float v) { return v; }
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ float from_float<float>(float v) {
-  return v;
-}
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-
-template <typename T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
 
 // Note [epilogue kernel]: `packs` groups of V consecutive elements.
 template <typename T, int V>

@@ -21,6 +21,7 @@
 // resets the record for the next launch.
 
 #include "backends/cudnn/kernels/cross_entropy.hpp"
+#include "backends/cudnn/kernels/common.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -32,7 +33,6 @@
 namespace dnnx::cudnn::kernels {
 namespace {
 
-constexpr int warp_size = 32;
 constexpr int warp_positions_per_block = 4;
 constexpr int block_threads = 512;
 constexpr int column_threads = 256;
@@ -42,88 +42,8 @@ constexpr std::int64_t warp_max_classes = 2048;
 constexpr std::int64_t max_blocks = 4096;
 constexpr unsigned long long no_position = ~0ull;
 
-__device__ __forceinline__ float to_float(float v) { return v; }
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ float from_float<float>(float v) {
-  return v;
-}
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-
 __device__ __forceinline__ std::int64_t positions_of(const XentParams& params) {
   return params.outer * params.inner;
-}
-
-__device__ __forceinline__ float rescaled(float sum, float max, float m) {
-  return max == -INFINITY ? sum * 0.0f : sum * expf(max - m);
-}
-
-// A running (max, sum of exp(x - max)); see Running in softmax.cu.
-struct Running {
-  float max = -INFINITY;
-  float sum = 0.0f;
-  __device__ __forceinline__ void add(float x) {
-    if (x != x) {
-      sum = x;
-    } else if (x > max) {
-      sum = rescaled(sum, max, x) + 1.0f;
-      max = x;
-    } else if (x != -INFINITY) {
-      sum += expf(x - max);
-    }
-  }
-  __device__ __forceinline__ void merge(float other_max, float other_sum) {
-    const float m = fmaxf(max, other_max);
-    sum = rescaled(sum, max, m) + rescaled(other_sum, other_max, m);
-    max = m;
-  }
-};
-
-__device__ __forceinline__ Running warp_merge(Running r) {
-  for (int offset = warp_size / 2; offset > 0; offset /= 2) {
-    const float m = __shfl_xor_sync(0xffffffffu, r.max, offset);
-    const float s = __shfl_xor_sync(0xffffffffu, r.sum, offset);
-    r.merge(m, s);
-  }
-  return r;
-}
-
-__device__ Running block_merge(Running r) {
-  __shared__ float maxes[block_threads / warp_size];
-  __shared__ float sums[block_threads / warp_size];
-  const int lane = threadIdx.x % warp_size;
-  const int warp = threadIdx.x / warp_size;
-  r = warp_merge(r);
-  if (lane == 0) {
-    maxes[warp] = r.max;
-    sums[warp] = r.sum;
-  }
-  __syncthreads();
-  Running total;
-  if (lane < blockDim.x / warp_size) {
-    total.max = maxes[lane];
-    total.sum = sums[lane];
-  }
-  total = warp_merge(total);
-  __syncthreads();
-  return total;
-}
-
-__device__ __forceinline__ double warp_sum(double v) {
-  for (int offset = warp_size / 2; offset > 0; offset /= 2)
-    v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
 }
 
 // The block's sum of `v` (every thread of the block takes part), valid in thread 0. Fixed order.
@@ -284,7 +204,7 @@ __global__ void __launch_bounds__(block_threads)
     const T* row = logits + p * params.classes;
     Running r;
     for (std::int64_t c = threadIdx.x; c < params.classes; c += blockDim.x) r.add(to_float(row[c]));
-    r = block_merge(r);
+    r = block_merge<block_threads>(r);
     if (threadIdx.x == 0) {
       const std::int64_t y = label_at(labels, p);
       const bool ok = check_label(y, p, params, record);
@@ -402,7 +322,7 @@ __global__ void __launch_bounds__(block_threads)
     T* out = diff_logits + p * params.classes;
     Running r;
     for (std::int64_t c = threadIdx.x; c < params.classes; c += blockDim.x) r.add(to_float(row[c]));
-    r = block_merge(r);
+    r = block_merge<block_threads>(r);
     const std::int64_t y = label_at(labels, p);
     const bool ok = threadIdx.x == 0 ? check_label(y, p, params, record)
                                      : (y == params.ignore_index || (y >= 0 && y < params.classes));

@@ -46,6 +46,7 @@
 // the loads are in flight together; the comparisons then run in the same scan order.
 
 #include "backends/cudnn/kernels/pool.hpp"
+#include "backends/cudnn/kernels/common.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -62,31 +63,6 @@ constexpr int block_threads = 256;
 // The argmax pass stores window-local indices as bytes: windows of up to 255 positions.
 using ArgIndex = std::uint8_t;
 constexpr int max_argmax_window = 255;
-
-__device__ __forceinline__ float to_float(float v) { return v; }
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ float from_float<float>(float v) {
-  return v;
-}
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-
-// V consecutive elements, loaded and stored as one aligned access.
-template <typename T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T lane[V];
-};
 
 // The shape in the kernels' index type (Note [pool kernel layout]).
 template <typename Index>
@@ -241,7 +217,7 @@ __device__ __forceinline__ void window_argmax(const Geometry<Index>& g, const T*
         if (!inside[kh][kw]) continue;
 #pragma unroll
         for (int v = 0; v < V; ++v) {
-          const float value = to_float(values[kh][kw].lane[v]);
+          const float value = to_float(values[kh][kw].v[v]);
           if (value > best[v] || isnan(value)) {
             best[v] = value;
             at[v] = kh * FixedK + kw;
@@ -259,7 +235,7 @@ __device__ __forceinline__ void window_argmax(const Geometry<Index>& g, const T*
               src + offset_of<ChannelsLast, V>(g, g.in, n, pack, d, h, w));
 #pragma unroll
           for (int v = 0; v < V; ++v) {
-            const float value = to_float(values.lane[v]);
+            const float value = to_float(values.v[v]);
             if (value > best[v] || isnan(value)) {
               best[v] = value;
               at[v] = row + jw;
@@ -304,18 +280,18 @@ __global__ void __launch_bounds__(block_threads)
       int at[V];
       window_argmax<FixedK, T, V, ChannelsLast>(g, src, n, pack, sd, sh, sw, best, at);
 #pragma unroll
-      for (int v = 0; v < V; ++v) result.lane[v] = from_float<T>(best[v]);
+      for (int v = 0; v < V; ++v) result.v[v] = from_float<T>(best[v]);
       if (argmax != nullptr) {
         Pack<ArgIndex, V> local;
 #pragma unroll
-        for (int v = 0; v < V; ++v) local.lane[v] = static_cast<ArgIndex>(at[v]);
+        for (int v = 0; v < V; ++v) local.v[v] = static_cast<ArgIndex>(at[v]);
         *reinterpret_cast<Pack<ArgIndex, V>*>(argmax + out_at) = local;
       }
       if (indices != nullptr) {
         // Window-local (row-major over the whole window) to flat in the input plane.
         Pack<I, V> flat;
 #pragma unroll
-        for (int v = 0; v < V; ++v) flat.lane[v] = static_cast<I>(flat_index(g, sd, sh, sw, at[v]));
+        for (int v = 0; v < V; ++v) flat.v[v] = static_cast<I>(flat_index(g, sd, sh, sw, at[v]));
         *reinterpret_cast<Pack<I, V>*>(indices + out_at) = flat;
       }
     } else {
@@ -328,13 +304,13 @@ __global__ void __launch_bounds__(block_threads)
             const Pack<T, V> values = *reinterpret_cast<const Pack<T, V>*>(
                 src + offset_of<ChannelsLast, V>(g, g.in, n, pack, d, h, w));
 #pragma unroll
-            for (int v = 0; v < V; ++v) sum[v] += to_float(values.lane[v]);
+            for (int v = 0; v < V; ++v) sum[v] += to_float(values.v[v]);
           }
         }
       }
       const float count = divisor(g, sd, sh, sw);
 #pragma unroll
-      for (int v = 0; v < V; ++v) result.lane[v] = from_float<T>(sum[v] / count);
+      for (int v = 0; v < V; ++v) result.v[v] = from_float<T>(sum[v] / count);
     }
     if (dst != nullptr) *reinterpret_cast<Pack<T, V>*>(dst + out_at) = result;
   }
@@ -402,7 +378,7 @@ __global__ void __launch_bounds__(block_threads)
             const Pack<T, V> grad = *reinterpret_cast<const Pack<T, V>*>(diff_dst + out_at);
             const float count = divisor(g, sd, sh, sw);
 #pragma unroll
-            for (int v = 0; v < V; ++v) sum[v] += to_float(grad.lane[v]) / count;
+            for (int v = 0; v < V; ++v) sum[v] += to_float(grad.v[v]) / count;
             continue;
           }
           const int local =
@@ -415,7 +391,7 @@ __global__ void __launch_bounds__(block_threads)
             const Pack<ArgIndex, V> indices =
                 *reinterpret_cast<const Pack<ArgIndex, V>*>(argmax + out_at);
 #pragma unroll
-            for (int v = 0; v < V; ++v) at[v] = indices.lane[v];
+            for (int v = 0; v < V; ++v) at[v] = indices.v[v];
           }
           bool any = false;
 #pragma unroll
@@ -424,14 +400,14 @@ __global__ void __launch_bounds__(block_threads)
           const Pack<T, V> grad = *reinterpret_cast<const Pack<T, V>*>(diff_dst + out_at);
 #pragma unroll
           for (int v = 0; v < V; ++v) {
-            if (at[v] == local) sum[v] += to_float(grad.lane[v]);
+            if (at[v] == local) sum[v] += to_float(grad.v[v]);
           }
         }
       }
     }
     Pack<T, V> result;
 #pragma unroll
-    for (int v = 0; v < V; ++v) result.lane[v] = from_float<T>(sum[v]);
+    for (int v = 0; v < V; ++v) result.v[v] = from_float<T>(sum[v]);
     *reinterpret_cast<Pack<T, V>*>(
         diff_src + offset_of<ChannelsLast, V>(g, g.in, n, pack, id, ih, iw)) = result;
   }
@@ -463,19 +439,19 @@ __global__ void __launch_bounds__(block_threads)
           const Pack<I, V> saved = *reinterpret_cast<const Pack<I, V>*>(indices + out_at);
           bool any = false;
 #pragma unroll
-          for (int v = 0; v < V; ++v) any = any || static_cast<long long>(saved.lane[v]) == own;
+          for (int v = 0; v < V; ++v) any = any || static_cast<long long>(saved.v[v]) == own;
           if (!any) continue;
           const Pack<T, V> grad = *reinterpret_cast<const Pack<T, V>*>(diff_dst + out_at);
 #pragma unroll
           for (int v = 0; v < V; ++v) {
-            if (static_cast<long long>(saved.lane[v]) == own) sum[v] += to_float(grad.lane[v]);
+            if (static_cast<long long>(saved.v[v]) == own) sum[v] += to_float(grad.v[v]);
           }
         }
       }
     }
     Pack<T, V> result;
 #pragma unroll
-    for (int v = 0; v < V; ++v) result.lane[v] = from_float<T>(sum[v]);
+    for (int v = 0; v < V; ++v) result.v[v] = from_float<T>(sum[v]);
     *reinterpret_cast<Pack<T, V>*>(
         diff_src + offset_of<ChannelsLast, V>(g, g.in, n, pack, id, ih, iw)) = result;
   }

@@ -20,6 +20,7 @@
 // butterfly order and shared memory in warp order: results are bitwise reproducible.
 
 #include "backends/cudnn/kernels/softmax.hpp"
+#include "backends/cudnn/kernels/common.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -31,100 +32,10 @@
 namespace dnnx::cudnn::kernels {
 namespace {
 
-constexpr int warp_size = 32;
 constexpr int warp_rows_per_block = 4;
 constexpr int block_threads = 512;
 constexpr int column_threads = 256;
 constexpr std::int64_t max_blocks = std::int64_t{1} << 20;  // grid-stride beyond this
-
-__device__ __forceinline__ float to_float(float v) { return v; }
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ float from_float<float>(float v) {
-  return v;
-}
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-
-__device__ __forceinline__ float warp_max(float v) {
-  for (int offset = warp_size / 2; offset > 0; offset /= 2)
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
-  return v;
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int offset = warp_size / 2; offset > 0; offset /= 2)
-    v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
-}
-
-// sum * exp(max - m) for a running pair; an empty pair (max -inf) is 0 and a NaN sum stays NaN.
-__device__ __forceinline__ float rescaled(float sum, float max, float m) {
-  return max == -INFINITY ? sum * 0.0f : sum * expf(max - m);
-}
-
-// A running (max, sum of exp(x - max)). -inf elements contribute nothing; a NaN element makes the
-// sum NaN, which every later step keeps (fmaxf alone would drop it).
-struct Running {
-  float max = -INFINITY;
-  float sum = 0.0f;
-  __device__ __forceinline__ void add(float x) {
-    if (x != x) {
-      sum = x;
-    } else if (x > max) {
-      sum = rescaled(sum, max, x) + 1.0f;
-      max = x;
-    } else if (x != -INFINITY) {
-      sum += expf(x - max);
-    }
-  }
-  __device__ __forceinline__ void merge(float other_max, float other_sum) {
-    const float m = fmaxf(max, other_max);
-    sum = rescaled(sum, max, m) + rescaled(other_sum, other_max, m);
-    max = m;
-  }
-};
-
-__device__ __forceinline__ Running warp_merge(Running r) {
-  for (int offset = warp_size / 2; offset > 0; offset /= 2) {
-    const float m = __shfl_xor_sync(0xffffffffu, r.max, offset);
-    const float s = __shfl_xor_sync(0xffffffffu, r.sum, offset);
-    r.merge(m, s);
-  }
-  return r;
-}
-
-// The whole block's merge, same result in every thread.
-__device__ Running block_merge(Running r) {
-  __shared__ float maxes[block_threads / warp_size];
-  __shared__ float sums[block_threads / warp_size];
-  const int lane = threadIdx.x % warp_size;
-  const int warp = threadIdx.x / warp_size;
-  r = warp_merge(r);
-  if (lane == 0) {
-    maxes[warp] = r.max;
-    sums[warp] = r.sum;
-  }
-  __syncthreads();
-  Running total;
-  if (lane < blockDim.x / warp_size) {
-    total.max = maxes[lane];
-    total.sum = sums[lane];
-  }
-  total = warp_merge(total);
-  __syncthreads();  // the arrays are reused by the next group
-  return total;
-}
 
 __device__ float block_sum(float v) {
   __shared__ float sums[block_threads / warp_size];
@@ -186,7 +97,7 @@ __global__ void __launch_bounds__(block_threads)
     T* y = dst + row * axis;
     Running r;
     for (std::int64_t c = threadIdx.x; c < axis; c += blockDim.x) r.add(to_float(x[c]));
-    const Running total = block_merge(r);
+    const Running total = block_merge<block_threads>(r);
     const float log_sum = logf(total.sum);
     for (std::int64_t c = threadIdx.x; c < axis; c += blockDim.x) {
       const float shifted = to_float(x[c]) - total.max;
