@@ -1,15 +1,15 @@
 // Parity of every listed cpu candidate of activations with the reference backend, forward and
 // backward (each desc.saved), out of place and in place, for every case of the activation table
-// (STYLE.md "Tests").
+// (STYLE.md "Tests"), through the parity runner (support/parity.hpp).
 //
 // Per case: src from activation_src() (kinks included), dst its reference forward pass (rounded
 // to the dtype, so that candidates reading dst see what a forward pass would have left), diff_dst
-// uniform in [-1, 1). Each candidate runs alone, through a Context whose policy for the direction
-// is AlgoPolicy::fixed(id), into outputs that start as NaN; NaN/Inf are checked first, then
-// activation_close() against the reference. Candidates that claim determinism run twice and must
-// agree bitwise; the in-place run (dst over src, diff_src over diff_dst) must agree bitwise with
-// the out-of-place one. Unsupported candidates are counted and each must carry one of the reasons
-// of Note [expected unsupported activations]; anything else fails.
+// uniform in [-1, 1); outputs are compared with activation_close(). Beyond the runner's checks:
+// the in-place run (dst over src, diff_src over diff_dst) must agree bitwise with the
+// out-of-place one (within the tolerance for a candidate that does not claim determinism); a
+// backward that no saved tensor allows must be refused; every forward case has a oneDNN
+// candidate; and the listing follows Note [f32 compute]. Unsupported candidates are counted and
+// each must carry one of the reasons of Note [expected unsupported activations].
 
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/activation.hpp>
@@ -17,15 +17,14 @@
 #include "ops/activation_cases.hpp"
 #include "support/compare.hpp"
 #include "support/layer_cases.hpp"
+#include "support/parity.hpp"
 #include "support/random.hpp"
 #include "support/unsupported.hpp"
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <iostream>
 #include <regex>
-#include <sstream>
+#include <string>
 
 namespace dnnx::test {
 namespace {
@@ -116,122 +115,105 @@ Outcome run_bwd(Context& context, const ActivationDesc& desc, const Tensor& src,
   return run;
 }
 
-class ActivationParity : public ::testing::TestWithParam<ActivationCase> {
- protected:
-  void check(Direction direction, ActivationSaved saved);
+// A row of the activation table with one desc.saved, for the parity runner.
+class ActivationParityCase final : public ParityCase {
+ public:
+  ActivationParityCase(const ActivationCase& c, ActivationSaved saved)
+      : name_(c.name), desc_(c.desc) {
+    desc_.saved = saved;
+    src_ = activation_src(desc_, seed_from(name_));
+    dst_ = reference_activation_fwd(desc_, src_);
+    diff_dst_ = tensor_from(
+        desc_.dims, desc_.dtype, desc_.layout,
+        random_uniform(static_cast<std::size_t>(desc_.numel()), seed_from(name_ + "dy")));
+  }
+
+  OpKind op_kind() const override { return OpKind::activation; }
+  std::string label() const override {
+    return name_ + " saved=" + std::string(to_string(desc_.saved));
+  }
+  std::string where(Direction direction, std::string_view candidate) const override {
+    return activation_context(desc_, direction, candidate);
+  }
+  std::vector<AlgoInfo> list(Context& context, Direction direction) const override {
+    return activation_list(context, desc_, direction);
+  }
+  ParityRun run(Context& context, Direction direction) const override {
+    return to_parity(run_direction(context, direction, false));
+  }
+  bool computable(Direction direction) const override {
+    return direction == Direction::fwd || desc_.bwd_computable();
+  }
+  ::testing::AssertionResult close(Direction direction, const AlgoInfo&, const ParityRun& actual,
+                                   const ParityExpected& expected, std::string_view where,
+                                   double* worst) const override {
+    return close_to(direction, actual.outputs[0].tensor, expected, where, worst);
+  }
+  bool expected_unsupported(Direction direction, const AlgoInfo& algo) const override {
+    return unsupported_category(expected_reasons(), desc_, direction, algo) != nullptr;
+  }
+  void check_listing(BackendKind, Direction direction,
+                     const std::vector<AlgoInfo>& algos) const override {
+    // dnnx's kernel runs every computable case, and oneDNN every forward one in every dtype:
+    // natively or, where this CPU has no f16/bf16 eltwise, as f32 compute (Note [f32-compute
+    // activations]).
+    if (direction == Direction::fwd) {
+      EXPECT_TRUE(has_supported_onednn(algos))
+          << "no oneDNN candidate runs this forward case\n  " << where(direction, "(none)");
+    }
+    EXPECT_TRUE(f32_compute_marked_and_ordered(algos, desc_.dtype));
+  }
+  // In place (dst over src, diff_src over diff_dst): the same bits as out of place for a
+  // deterministic candidate, within the tolerance otherwise.
+  void check_candidate(Context& fixed, Direction direction, const AlgoInfo& algo,
+                       const ParityRun& first, const ParityExpected& expected,
+                       std::string_view where) const override {
+    const Outcome in_place = run_direction(fixed, direction, true);
+    EXPECT_EQ(in_place.choice->algo.id, algo.id) << where;
+    if (algo.deterministic) {
+      EXPECT_TRUE(
+          bitwise_equal(first.outputs[0].tensor, in_place.output, "in-place output", where));
+    } else {
+      EXPECT_TRUE(close_to(direction, in_place.output, expected, where, nullptr));
+    }
+  }
+
+ private:
+  Outcome run_direction(Context& context, Direction direction, bool in_place) const {
+    return direction == Direction::fwd ? run_fwd(context, desc_, src_, in_place)
+                                       : run_bwd(context, desc_, src_, dst_, diff_dst_, in_place);
+  }
+  static ParityRun to_parity(Outcome outcome) {
+    return {{{"output", std::move(outcome.output)}}, std::move(outcome.choice)};
+  }
+  ::testing::AssertionResult close_to(Direction direction, const Tensor& actual,
+                                      const ParityExpected& expected, std::string_view where,
+                                      double* worst) const {
+    return activation_close(desc_, direction, actual, expected.run.outputs[0].tensor,
+                            direction == Direction::fwd ? nullptr : &diff_dst_, where, worst);
+  }
+
+  std::string name_;
+  ActivationDesc desc_;
+  Tensor src_;
+  Tensor dst_;
+  Tensor diff_dst_;
 };
 
-void ActivationParity::check(Direction direction, ActivationSaved saved) {
-  std::string why;
-  if (!backend_available(BackendKind::cpu, &why))
-    GTEST_SKIP() << "cpu backend unavailable: " << why;
-  ActivationDesc desc = GetParam().desc;
-  desc.saved = saved;
-  const std::string label =
-      GetParam().name + " " + std::string(to_string(direction)) +
-      (direction == Direction::fwd ? "" : " saved=" + std::string(to_string(saved)));
-  SCOPED_TRACE(label);
-
-  const Tensor src = activation_src(desc, seed_from(GetParam().name));
-  const Tensor dst = reference_activation_fwd(desc, src);
-  const Tensor diff_dst = tensor_from(
-      desc.dims, desc.dtype, desc.layout,
-      random_uniform(static_cast<std::size_t>(desc.numel()), seed_from(GetParam().name + "dy")));
-  const bool computable = direction == Direction::fwd || desc.bwd_computable();
-  Tensor expected;
-  if (computable) {
-    expected =
-        direction == Direction::fwd ? dst : reference_activation_bwd(desc, src, dst, diff_dst);
+class ActivationParity : public ::testing::TestWithParam<ActivationCase> {
+ protected:
+  void check(Direction direction, ActivationSaved saved) {
+    const ActivationParityCase c(GetParam(), saved);
+    SCOPED_TRACE(c.label() + " " + std::string(to_string(direction)));
+    check_parity(c, BackendKind::cpu, direction);
   }
-
-  Context base(BackendKind::cpu);
-  base.set_choice_cache(std::make_shared<ChoiceCache>());
-  const std::vector<AlgoInfo> algos = activation_list(base, desc, direction);
-  ASSERT_FALSE(algos.empty()) << activation_context(desc, direction, "(none)");
-  int ran = 0, unsupported = 0;
-  double worst = 0;
-  std::ostringstream summary;
-  for (const AlgoInfo& algo : algos) {
-    const std::string context = activation_context(desc, direction, algo.id);
-    if (!algo.supported) {
-      ++unsupported;
-      summary << "\n    skip " << algo.id << ": " << algo.reason;
-      EXPECT_NE(unsupported_category(expected_reasons(), desc, direction, algo), nullptr)
-          << "candidate " << algo.id << " is unsupported for a reason not in the expected list "
-          << "(Note [expected unsupported activations]): \"" << algo.reason << "\"\n  " << context;
-      continue;
-    }
-    EXPECT_TRUE(computable) << "a candidate claims support where no derivative exists\n  "
-                            << context;
-    if (!computable) continue;
-    Context fixed = base;
-    fixed.tune().policy(OpKind::activation, direction) = AlgoPolicy::fixed(algo.id);
-    Outcome out, again, in_place;
-    try {
-      if (direction == Direction::fwd) {
-        out = run_fwd(fixed, desc, src, false);
-        again = run_fwd(fixed, desc, src, false);
-        in_place = run_fwd(fixed, desc, src, true);
-      } else {
-        out = run_bwd(fixed, desc, src, dst, diff_dst, false);
-        again = run_bwd(fixed, desc, src, dst, diff_dst, false);
-        in_place = run_bwd(fixed, desc, src, dst, diff_dst, true);
-      }
-    } catch (const Error& error) {
-      ADD_FAILURE() << "candidate listed as supported threw " << to_string(error.kind()) << ": "
-                    << error.what() << "\n  " << context;
-      continue;
-    }
-    ++ran;
-    ASSERT_NE(out.choice, nullptr);
-    EXPECT_EQ(out.choice->algo.id, algo.id)
-        << "a fixed policy ran another candidate\n  " << context;
-    double ratio = 0;
-    EXPECT_TRUE(activation_close(desc, direction, out.output, expected,
-                                 direction == Direction::fwd ? nullptr : &diff_dst, context,
-                                 &ratio));
-    worst = std::max(worst, ratio);
-    summary << "\n    ran  " << algo.id << " (error " << ratio << " of the bound)";
-    EXPECT_EQ(in_place.choice->algo.id, algo.id) << context;
-    if (algo.deterministic) {
-      EXPECT_TRUE(bitwise_equal(out.output, again.output, "output", context));
-      EXPECT_TRUE(bitwise_equal(out.output, in_place.output, "in-place output", context));
-    } else {
-      EXPECT_TRUE(activation_close(desc, direction, in_place.output, expected,
-                                   direction == Direction::fwd ? nullptr : &diff_dst, context));
-    }
-  }
-  RecordProperty("candidates_run", ran);
-  RecordProperty("candidates_unsupported", unsupported);
-  std::cout << "[ parity   ] cpu " << label << ": " << ran << " ran, " << unsupported
-            << " unsupported, worst error " << worst << " of the bound" << summary.str() << "\n";
-
-  if (!computable || ran == 0) {
-    // Nothing can run: the op itself must refuse with Unsupported, not run something else.
-    Context heuristic(BackendKind::cpu);
-    heuristic.set_choice_cache(std::make_shared<ChoiceCache>());
-    try {
-      run_bwd(heuristic, desc, src, dst, diff_dst, false);
-      ADD_FAILURE() << "no candidate is supported but the op ran anyway\n  "
-                    << activation_context(desc, direction, "(heuristic)");
-    } catch (const Error& error) {
-      EXPECT_EQ(error.kind(), ErrorKind::Unsupported) << error.what();
-    }
-  }
-  // dnnx's kernel runs every computable case, and oneDNN every forward one in every dtype: natively
-  // or, where this CPU has no f16/bf16 eltwise, as f32 compute (Note [f32-compute activations]).
-  if (computable)
-    EXPECT_GT(ran, 0) << "no cpu candidate ran\n  "
-                      << activation_context(desc, direction, "(none)");
-  if (direction == Direction::fwd) {
-    EXPECT_TRUE(has_supported_onednn(algos)) << "no oneDNN candidate runs this forward case\n  "
-                                             << activation_context(desc, direction, "(none)");
-  }
-  EXPECT_TRUE(f32_compute_marked_and_ordered(algos, desc.dtype));
-}
+};
 
 // One ctest test per case (a process each): forward, then backward with each desc.saved.
 TEST_P(ActivationParity, fwd_and_bwd) {
+  std::string why;
+  if (!backend_available(BackendKind::cpu, &why))
+    GTEST_SKIP() << "cpu backend unavailable: " << why;
   check(Direction::fwd, ActivationSaved::src_and_dst);
   for (const ActivationSaved saved :
        {ActivationSaved::src_and_dst, ActivationSaved::dst, ActivationSaved::src})

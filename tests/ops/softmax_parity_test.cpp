@@ -46,9 +46,7 @@ class SoftmaxParityCase final : public ParityCase {
   }
 
   OpKind op_kind() const override { return OpKind::softmax; }
-  std::string label() const override {
-    return c_.name + " " + std::string(to_string(desc_.dtype));
-  }
+  std::string label() const override { return c_.name + " " + std::string(to_string(desc_.dtype)); }
   std::string where(Direction direction, std::string_view candidate) const override {
     return softmax_context(desc_, direction, std::string(candidate));
   }
@@ -122,10 +120,10 @@ TEST(SoftmaxLargeLogits, ReportedCaseOnEveryCandidate) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, SoftmaxParity,
-                         ::testing::ValuesIn(in_every_dtype(
-                             softmax_cases(), [](const SoftmaxCase& c, DType dtype) {
-                               return representable(c, dtype);
-                             })),
+                         ::testing::ValuesIn(in_every_dtype(softmax_cases(),
+                                                            [](const SoftmaxCase& c, DType dtype) {
+                                                              return representable(c, dtype);
+                                                            })),
                          dtype_case_name<SoftmaxCase>);
 
 }  // namespace

@@ -202,8 +202,9 @@ ParityTally check_parity(const ParityCase& c, BackendKind backend, Direction dir
   std::vector<float> got = actual.to_f32();
   const std::vector<float> want = expected.to_f32();
   if (got.size() != want.size()) {
-    return ::testing::AssertionFailure() << what << ": " << got.size() << " elements, the reference "
-                                         << want.size() << "\n  " << where;
+    return ::testing::AssertionFailure()
+           << what << ": " << got.size() << " elements, the reference " << want.size() << "\n  "
+           << where;
   }
   // Where the reference is not finite, this check has nothing to say.
   for (std::size_t k = 0; k < got.size(); ++k)

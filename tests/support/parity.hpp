@@ -53,10 +53,10 @@ struct ParityExpected {
 /// What check_parity() saw for one (case, backend, direction).
 struct ParityTally {
   int listed = 0;
-  int supported = 0;      ///< listed as supported
-  int ran = 0;            ///< ran without throwing
-  int unsupported = 0;    ///< counted skips, each with an expected reason
-  double worst = 0;       ///< largest error / bound of the candidates that ran
+  int supported = 0;    ///< listed as supported
+  int ran = 0;          ///< ran without throwing
+  int unsupported = 0;  ///< counted skips, each with an expected reason
+  double worst = 0;     ///< largest error / bound of the candidates that ran
   std::vector<std::string> ran_ids;
 };
 
@@ -94,9 +94,8 @@ class ParityCase {
   /// The comparison with the reference within the op's tolerance for the dtype (and, where the
   /// op needs it, the direction and candidate); `worst` receives the largest error / bound.
   virtual ::testing::AssertionResult close(Direction direction, const AlgoInfo& algo,
-                                           const ParityRun& actual,
-                                           const ParityExpected& expected, std::string_view where,
-                                           double* worst) const = 0;
+                                           const ParityRun& actual, const ParityExpected& expected,
+                                           std::string_view where, double* worst) const = 0;
   /// Whether `algo` may be unsupported for this case and direction: judged from the reason the
   /// listing gives, never from what one machine's ISA offers.
   virtual bool expected_unsupported(Direction direction, const AlgoInfo& algo) const = 0;
