@@ -1,10 +1,11 @@
 // Parity of every listed cpu candidate of tensor add with the reference backend, forward and
-// backward, for every case of the add table (STYLE.md "Tests").
+// backward, for every case of the add table (STYLE.md "Tests"), through the parity runner
+// (support/parity.hpp).
 //
 // Forward starts dst from random values, or from NaN when beta = 0 (dst must then not be read);
-// backward writes into NaN. NaN/Inf are checked first, then add_close() against the reference.
-// Candidates that claim determinism run twice and must agree bitwise. Unsupported candidates are
-// counted and must carry one of the reasons of Note [expected unsupported adds].
+// backward writes into NaN. Outputs are compared with add_close(). Unsupported candidates are
+// counted and must carry one of the reasons of Note [expected unsupported adds]. Beyond the
+// runner's checks, the listing follows Note [f32 compute].
 
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/add.hpp>
@@ -12,15 +13,14 @@
 #include "ops/add_cases.hpp"
 #include "support/compare.hpp"
 #include "support/layer_cases.hpp"
+#include "support/parity.hpp"
 #include "support/random.hpp"
 #include "support/unsupported.hpp"
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <iostream>
 #include <regex>
-#include <sstream>
+#include <string>
 
 namespace dnnx::test {
 namespace {
@@ -50,82 +50,80 @@ const std::vector<ExpectedReason<AddDesc>>& expected_reasons() {
   return reasons;
 }
 
-class AddParity : public ::testing::TestWithParam<AddCase> {
- protected:
-  void check(Direction direction);
+// A row of the add table, for the parity runner.
+class AddParityCase final : public ParityCase {
+ public:
+  explicit AddParityCase(const AddCase& c)
+      : name_(c.name),
+        desc_(c.desc),
+        src_(random_tensor(desc_.src_dims, desc_.dtype, desc_.layout, seed_from(name_ + "src"))),
+        dst0_(desc_.beta == 0 ? nan_tensor(desc_.dst_dims, desc_.dtype, desc_.layout)
+                              : random_tensor(desc_.dst_dims, desc_.dtype, desc_.layout,
+                                              seed_from(name_ + "dst"))),
+        diff_dst_(
+            random_tensor(desc_.dst_dims, desc_.dtype, desc_.layout, seed_from(name_ + "dy"))) {}
+
+  OpKind op_kind() const override { return OpKind::add; }
+  std::string label() const override { return name_; }
+  std::string where(Direction direction, std::string_view candidate) const override {
+    return add_context(desc_, direction, candidate);
+  }
+  std::vector<AlgoInfo> list(Context& context, Direction direction) const override {
+    return add_list(context, desc_, direction);
+  }
+  ParityRun run(Context& context, Direction direction) const override {
+    ParityRun run;
+    if (direction == Direction::fwd) {
+      Tensor out = Tensor::empty(desc_.dst_dims, desc_.dtype, desc_.layout);
+      out.copy_from_f32(dst0_.to_f32());
+      run.choice = add_fwd(context, desc_, src_, out);
+      run.outputs.push_back({"output", std::move(out)});
+    } else {
+      Tensor out = nan_tensor(desc_.src_dims, desc_.dtype, desc_.layout);
+      run.choice = add_bwd(context, desc_, diff_dst_, out);
+      run.outputs.push_back({"output", std::move(out)});
+    }
+    return run;
+  }
+  ::testing::AssertionResult close(Direction direction, const AlgoInfo&, const ParityRun& actual,
+                                   const ParityExpected& expected, std::string_view where,
+                                   double* worst) const override {
+    return add_close(desc_, direction, actual.outputs[0].tensor, expected.run.outputs[0].tensor,
+                     src_, dst0_, diff_dst_, where, worst);
+  }
+  bool expected_unsupported(Direction direction, const AlgoInfo& algo) const override {
+    return unsupported_category(expected_reasons(), desc_, direction, algo) != nullptr;
+  }
+  // Whatever the CPU, some candidate runs: natively, or as f32 compute where oneDNN has no
+  // f16/bf16 kernels (Note [f32-compute adds] in src/backends/onednn/add.cpp); the runner requires
+  // one. The listing itself follows Note [f32 compute].
+  void check_listing(BackendKind, Direction, const std::vector<AlgoInfo>& algos) const override {
+    EXPECT_TRUE(f32_compute_marked_and_ordered(algos, desc_.dtype));
+  }
+  // A candidate that does not claim determinism still runs twice: the second run must not throw.
+  void check_candidate(Context& fixed, Direction direction, const AlgoInfo& algo, const ParityRun&,
+                       const ParityExpected&, std::string_view) const override {
+    if (!algo.deterministic) run(fixed, direction);
+  }
+
+ private:
+  std::string name_;
+  AddDesc desc_;
+  Tensor src_;
+  Tensor dst0_;  ///< what dst holds before the forward (NaN when beta = 0: it must not be read)
+  Tensor diff_dst_;
 };
 
-void AddParity::check(Direction direction) {
-  std::string why;
-  if (!backend_available(BackendKind::cpu, &why))
-    GTEST_SKIP() << "cpu backend unavailable: " << why;
-  const AddDesc& desc = GetParam().desc;
-  const std::string& name = GetParam().name;
-  SCOPED_TRACE(name + " " + std::string(to_string(direction)));
-  const Tensor src = random_tensor(desc.src_dims, desc.dtype, desc.layout, seed_from(name + "src"));
-  const Tensor dst0 = desc.beta == 0 ? nan_tensor(desc.dst_dims, desc.dtype, desc.layout)
-                                     : random_tensor(desc.dst_dims, desc.dtype, desc.layout,
-                                                     seed_from(name + "dst"));
-  const Tensor diff_dst =
-      random_tensor(desc.dst_dims, desc.dtype, desc.layout, seed_from(name + "dy"));
-  const Tensor expected = direction == Direction::fwd ? reference_add_fwd(desc, src, dst0)
-                                                      : reference_add_bwd(desc, diff_dst);
-  const auto run = [&](Context& context) {
-    if (direction == Direction::fwd) {
-      Tensor out = Tensor::empty(desc.dst_dims, desc.dtype, desc.layout);
-      out.copy_from_f32(dst0.to_f32());
-      add_fwd(context, desc, src, out);
-      return out;
-    }
-    Tensor out = nan_tensor(desc.src_dims, desc.dtype, desc.layout);
-    add_bwd(context, desc, diff_dst, out);
-    return out;
-  };
-
-  Context base(BackendKind::cpu);
-  base.set_choice_cache(std::make_shared<ChoiceCache>());
-  const std::vector<AlgoInfo> algos = add_list(base, desc, direction);
-  int ran = 0, unsupported = 0;
-  double worst = 0;
-  std::ostringstream summary;
-  for (const AlgoInfo& algo : algos) {
-    const std::string context = add_context(desc, direction, algo.id);
-    if (!algo.supported) {
-      ++unsupported;
-      summary << "\n    skip " << algo.id << ": " << algo.reason;
-      EXPECT_NE(unsupported_category(expected_reasons(), desc, direction, algo), nullptr)
-          << "candidate " << algo.id << " is unsupported for a reason not in the expected list "
-          << "(Note [expected unsupported adds]): \"" << algo.reason << "\"\n  " << context;
-      continue;
-    }
-    Context fixed = base;
-    fixed.tune().policy(OpKind::add, direction) = AlgoPolicy::fixed(algo.id);
-    Tensor out, again;
-    try {
-      out = run(fixed);
-      again = run(fixed);
-    } catch (const Error& error) {
-      ADD_FAILURE() << "candidate listed as supported threw " << to_string(error.kind()) << ": "
-                    << error.what() << "\n  " << context;
-      continue;
-    }
-    ++ran;
-    double ratio = 0;
-    EXPECT_TRUE(add_close(desc, direction, out, expected, src, dst0, diff_dst, context, &ratio));
-    worst = std::max(worst, ratio);
-    summary << "\n    ran  " << algo.id << " (error " << ratio << " of the bound)";
-    if (algo.deterministic) {
-      EXPECT_TRUE(bitwise_equal(out, again, "output", context));
-    }
+class AddParity : public ::testing::TestWithParam<AddCase> {
+ protected:
+  void check(Direction direction) {
+    std::string why;
+    if (!backend_available(BackendKind::cpu, &why))
+      GTEST_SKIP() << "cpu backend unavailable: " << why;
+    SCOPED_TRACE(GetParam().name + " " + std::string(to_string(direction)));
+    check_parity(AddParityCase(GetParam()), BackendKind::cpu, direction);
   }
-  std::cout << "[ parity   ] cpu " << name << " " << to_string(direction) << ": " << ran << " ran, "
-            << unsupported << " unsupported, worst error " << worst << " of the bound"
-            << summary.str() << "\n";
-  // Whatever the CPU: natively, or as f32 compute where oneDNN has no f16/bf16 kernels
-  // (Note [f32-compute adds] in src/backends/onednn/add.cpp).
-  EXPECT_GT(ran, 0) << "no cpu candidate ran\n  " << add_context(desc, direction, "(none)");
-  EXPECT_TRUE(f32_compute_marked_and_ordered(algos, desc.dtype));
-}
+};
 
 // One ctest test per case (a process each).
 TEST_P(AddParity, fwd_and_bwd) {
