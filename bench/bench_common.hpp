@@ -4,13 +4,14 @@
 // case names the comparison script joins on, and the timing defaults (Note [timing method]).
 // Header-only and free of dnnx and oneDNN types: each benchmark sees only what it measures.
 
+#include "shapes/shapes_file.hpp"
+
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
 #include <initializer_list>
 #include <iostream>
 #include <optional>
@@ -120,17 +121,12 @@ inline std::vector<std::int64_t> parse_dims(std::string_view text, std::size_t r
 /// Reads a shape file: `name CxHxW OxC/gxKHxKW stride pad count [tags...]` per line, '#' comments.
 /// Throws std::runtime_error naming the file, the line and the bad field.
 inline std::vector<ConvShape> read_shapes(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open shape file '" + path + "' (--shapes)");
+  const auto lines = shapes::read_lines(path);
+  if (!lines) throw std::runtime_error("cannot open shape file '" + path + "' (--shapes)");
   std::vector<ConvShape> shapes;
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    if (const std::size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
-    std::istringstream fields(line);
-    std::vector<std::string> tokens;
-    for (std::string token; fields >> token;) tokens.push_back(token);
-    if (tokens.empty()) continue;
-    const std::string where = path + ":" + std::to_string(number);
+  for (const shapes::Line& line : *lines) {
+    const std::vector<std::string>& tokens = line.fields;
+    const std::string where = path + ":" + std::to_string(line.number);
     if (tokens.size() < 6) {
       throw std::runtime_error(where +
                                ": expected 'name CxHxW OxCgxKHxKW stride pad count [tags]'"

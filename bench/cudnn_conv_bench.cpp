@@ -18,7 +18,7 @@
 // chosen plan's execute() alone, and for a legacy algorithm through the op layer.
 //
 // Output: one JSON object per line (the comparison script reads them), then a summary table.
-// The shape file is parsed here rather than through bench_common.hpp, which needs Google
+// The shape file's fields are read here rather than through bench_common.hpp, which needs Google
 // Benchmark: this program runs on the GPU machine, where only dnnx and the CUDA libraries are.
 
 #include <dnnx/algo.hpp>
@@ -28,14 +28,15 @@
 #include <dnnx/tensor.hpp>
 
 #include "ops/context_state.hpp"
+#include "shapes/shapes_file.hpp"
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <limits>
@@ -65,30 +66,31 @@ std::vector<std::int64_t> split_dims(const std::string& text) {
   return values;
 }
 
-// `name CxHxW OxC/gxKHxKW stride pad count [tags...]` per line; '#' starts a comment.
+// Whether all of `text` is an integer, then stored in `value`.
+bool parse_integer(const std::string& text, std::int64_t& value) {
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return error == std::errc() && end == text.data() + text.size();
+}
+
+// `name CxHxW OxC/gxKHxKW stride pad count [tags...]` per line (Note [shapes file lines]).
 std::vector<Shape> read_shapes(const std::string& path, const std::string& tag) {
-  std::ifstream file(path);
-  if (!file) throw std::runtime_error("cannot read shape file " + path);
+  const auto lines = shapes::read_lines(path);
+  if (!lines) throw std::runtime_error("cannot read shape file " + path);
   std::vector<Shape> shapes;
-  std::string line;
-  int number = 0;
-  while (std::getline(file, line)) {
-    ++number;
-    line = line.substr(0, line.find('#'));
-    std::stringstream in(line);
-    std::string name, src, weights;
+  for (const shapes::Line& line : *lines) {
+    const std::vector<std::string>& fields = line.fields;
+    const std::string where = path + ":" + std::to_string(line.number);
     std::int64_t stride = 0, pad = 0, count = 0;
-    if (!(in >> name)) continue;
-    if (!(in >> src >> weights >> stride >> pad >> count))
-      throw std::runtime_error(path + ":" + std::to_string(number) + ": malformed line");
+    if (fields.size() < 6 || !parse_integer(fields[3], stride) || !parse_integer(fields[4], pad) ||
+        !parse_integer(fields[5], count))
+      throw std::runtime_error(where + ": malformed line");
     Shape s;
-    s.name = name;
-    const auto a = split_dims(src), b = split_dims(weights);
-    if (a.size() != 3 || b.size() != 4)
-      throw std::runtime_error(path + ":" + std::to_string(number) + ": bad dims");
+    s.name = fields[0];
+    const auto a = split_dims(fields[1]), b = split_dims(fields[2]);
+    if (a.size() != 3 || b.size() != 4) throw std::runtime_error(where + ": bad dims");
     s.c = a[0], s.h = a[1], s.w = a[2], s.o = b[0], s.cg = b[1], s.kh = b[2], s.kw = b[3];
     s.stride = stride, s.pad = pad;
-    for (std::string t; in >> t;) s.tags.push_back(t);
+    s.tags.assign(fields.begin() + 6, fields.end());
     if (tag.empty() || std::find(s.tags.begin(), s.tags.end(), tag) != s.tags.end())
       shapes.push_back(s);
   }

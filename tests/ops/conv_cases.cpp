@@ -1,8 +1,9 @@
 #include "ops/conv_cases.hpp"
 
+#include "shapes_file.hpp"
+
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -197,18 +198,12 @@ std::vector<ConvCase> conv_random_cases(std::uint64_t seed, int count, double ma
 }
 
 std::vector<ConvShape> read_conv_shapes(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot open the shapes file");
+  const auto lines = shapes::read_lines(path);
+  if (!lines) throw std::runtime_error(path + ": cannot open the shapes file");
   std::vector<ConvShape> shapes;
-  std::string text;
-  int line = 0;
-  while (std::getline(in, text)) {
-    ++line;
-    text = text.substr(0, text.find('#'));
-    std::istringstream fields(text);
-    std::vector<std::string> tokens;
-    for (std::string token; fields >> token;) tokens.push_back(token);
-    if (tokens.empty()) continue;
+  for (const shapes::Line& text : *lines) {
+    const std::vector<std::string>& tokens = text.fields;
+    const int line = text.number;
     if (tokens.size() != 6 && tokens.size() != 7) {
       throw shapes_error(path, line,
                          "expected 'name src weights stride pad count [bench]', got " +

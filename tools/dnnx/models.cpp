@@ -2,11 +2,11 @@
 
 #include "args.hpp"
 #include "output.hpp"
+#include "shapes_file.hpp"
 
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <system_error>
 
 namespace dnnx::cli {
@@ -109,20 +109,12 @@ Model load_model(std::string_view name_or_path) {
 
 Model parse_model(std::string_view text, std::string_view name, std::string_view source) {
   Model model{std::string(name), {}};
-  std::istringstream lines{std::string(text)};
-  std::string line;
-  int number = 0;
-  while (std::getline(lines, line)) {
-    ++number;
-    if (const auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
-    std::istringstream fields(line);
-    std::vector<std::string> tokens;
-    for (std::string token; fields >> token;) tokens.push_back(token);
-    if (tokens.empty()) continue;
-    const std::string at = where(source, number);
+  for (const shapes::Line& line : shapes::split_lines(text)) {
+    const std::vector<std::string>& tokens = line.fields;
+    const std::string at = where(source, line.number);
     if (tokens.size() != 6 && !(tokens.size() == 7 && tokens[6] == "bench")) {
       throw UsageError(at + ": expected `name src weights stride pad count [bench]`, got '" +
-                       excerpt(line) + "'");
+                       excerpt(line.text) + "'");
     }
     ModelLayer layer;
     layer.name = tokens[0];
