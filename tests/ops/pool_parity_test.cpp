@@ -1,16 +1,14 @@
 // Parity of every listed pooling candidate of every non-reference backend with the reference
-// backend, forward and backward, for every case of the pool case table (STYLE.md "Tests").
+// backend, forward and backward, for every case of the pool case table (STYLE.md "Tests"),
+// through the parity runner (support/parity.hpp).
 //
 // One test per (backend, shape); it runs the shape in every mode (max with indices included),
-// dtype and layout. With indices the forward's indices must equal the reference's exactly, and
-// both directions also run with i32 indices (the backward reading the reference's). Per variant
-// and direction: tie-free inputs (Note [tie-free inputs]) are computed by the reference (the
-// oracle), then by each candidate of pool_list() individually through a Context whose pool
-// policy is AlgoPolicy::fixed(id). Outputs start as NaN and are checked for NaN/Inf first; then
-// |candidate - reference| <= tolerance * scale elementwise (Note [pool tolerances]). Candidates
-// that claim determinism run twice and must agree bitwise. Unsupported candidates are counted,
-// reported, and each must carry one of the reasons of Note [expected unsupported pool]; anything
-// else fails. Finally the heuristic policy must run (every cpu case has a candidate).
+// dtype and layout. Inputs are tie-free (Note [tie-free inputs]); outputs are compared elementwise
+// within Note [pool tolerances]. Beyond the runner's checks: with indices the forward's indices
+// must equal the reference's exactly, and both directions also run with i32 indices (the backward
+// reading the reference's); the heuristic policy must run the first supported candidate, within
+// the tolerance. Unsupported candidates are counted, reported, and each must carry one of the
+// reasons of Note [expected unsupported pool]; anything else fails.
 
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/pool.hpp>
@@ -18,17 +16,16 @@
 #include "ops/pool_cases.hpp"
 #include "ops/pool_support.hpp"
 #include "support/compare.hpp"
+#include "support/parity.hpp"
 #include "support/random.hpp"
 #include "support/unsupported.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <iostream>
 #include <map>
 #include <regex>
-#include <sstream>
 
 namespace dnnx::test {
 namespace {
@@ -85,146 +82,115 @@ const std::vector<ExpectedReason<PoolDesc>>& expected_reasons() {
   return reasons;
 }
 
-struct ParityCase {
+struct PoolParityParam {
   BackendKind backend;
   std::string name;
   std::vector<PoolCase> variants;
 };
 
-void PrintTo(const ParityCase& param, std::ostream* out) {
+void PrintTo(const PoolParityParam& param, std::ostream* out) {
   *out << to_string(param.backend) << " " << param.name << " (" << param.variants.size()
        << " variants)";
 }
 
-std::string parity_name(const ::testing::TestParamInfo<ParityCase>& info) {
+std::string parity_name(const ::testing::TestParamInfo<PoolParityParam>& info) {
   return std::string(to_string(info.param.backend)) + "_" + info.param.name;
 }
 
-std::vector<BackendKind> tested_backends() {
-  std::vector<BackendKind> backends{BackendKind::cpu};
-  if (backend_available(BackendKind::cudnn)) backends.push_back(BackendKind::cudnn);
-  return backends;
-}
-
-std::vector<ParityCase> edge_params() {
-  std::vector<ParityCase> params;
-  for (const BackendKind backend : tested_backends()) {
+std::vector<PoolParityParam> edge_params() {
+  std::vector<PoolParityParam> params;
+  for (const BackendKind backend : parity_backends(true)) {
     for (const PoolShape& shape : pool_edge_shapes())
       params.push_back({backend, shape.name, pool_variants(shape)});
   }
   return params;
 }
 
-std::vector<ParityCase> benchmark_params() {
-  std::vector<ParityCase> params;
-  for (const BackendKind backend : tested_backends())
+std::vector<PoolParityParam> benchmark_params() {
+  std::vector<PoolParityParam> params;
+  for (const BackendKind backend : parity_backends(true))
     params.push_back({backend, "resnet50_maxpool_n1", pool_benchmark_cases(1)});
   return params;
 }
 
-class PoolParity : public ::testing::TestWithParam<ParityCase> {
- protected:
-  void check(const PoolCase& variant, Direction direction);
+// One variant of the pool table, for the parity runner.
+class PoolParityCase final : public ParityCase {
+ public:
+  explicit PoolParityCase(const PoolCase& variant)
+      : variant_(variant), operands_(pool_operands(variant.desc, seed_from(variant.name))) {}
+
+  OpKind op_kind() const override { return OpKind::pool; }
+  std::string label() const override { return variant_.name; }
+  std::string where(Direction direction, std::string_view candidate) const override {
+    return pool_context(desc(), direction, candidate);
+  }
+  std::vector<AlgoInfo> list(Context& context, Direction direction) const override {
+    return pool_list(context, desc(), direction);
+  }
+  ParityRun run(Context& context, Direction direction) const override {
+    PoolRun run = run_pool(context, desc(), direction, operands_);
+    ParityRun out{{{"output", std::move(run.output)}}, std::move(run.choice)};
+    // Only the forward writes indices; two runs must then agree on them bitwise too.
+    if (desc().indices && direction == Direction::fwd)
+      out.outputs.push_back({"indices", std::move(run.indices)});
+    return out;
+  }
+  ParityExpected reference(Direction direction) const override {
+    ParityExpected expected = ParityCase::reference(direction);
+    expected.scale = pool_error_scale(desc(), direction, operands_);
+    return expected;
+  }
+  ::testing::AssertionResult close(Direction direction, const AlgoInfo&, const ParityRun& actual,
+                                   const ParityExpected& expected, std::string_view where,
+                                   double* worst) const override {
+    const Tensor& output = actual.outputs[0].tensor;
+    return close_within_scale(output.to_f32(), expected.run.outputs[0].tensor.to_f32(),
+                              expected.scale, output.dims(), pool_tolerance(desc(), direction),
+                              "output", where, worst);
+  }
+  bool expected_unsupported(Direction direction, const AlgoInfo& algo) const override {
+    return unsupported_category(expected_reasons(), desc(), direction, algo) != nullptr;
+  }
+  // With indices: the forward's equal the reference's exactly, and i32 indices give the same
+  // results (the backward reading the reference's, converted).
+  void check_candidate(Context& fixed, Direction direction, const AlgoInfo&, const ParityRun& first,
+                       const ParityExpected& expected, std::string_view where) const override {
+    if (!desc().indices) return;
+    const bool fwd = direction == Direction::fwd;
+    if (fwd) {
+      EXPECT_EQ(index_values(first.outputs[1].tensor), index_values(expected.run.outputs[1].tensor))
+          << where;
+    }
+    const PoolRun narrow = run_pool(fixed, desc(), direction, operands_, DType::i32);
+    EXPECT_TRUE(
+        bitwise_equal(narrow.output, first.outputs[0].tensor, "output with i32 indices", where));
+    if (fwd) {
+      EXPECT_EQ(narrow.indices.dtype(), DType::i32);
+      EXPECT_EQ(index_values(narrow.indices), index_values(expected.run.outputs[1].tensor))
+          << where;
+    }
+  }
+  // The heuristic policy runs the first supported candidate.
+  void check_after(Context& base, Direction direction, const std::vector<AlgoInfo>& algos,
+                   const ParityTally&, const ParityExpected& expected) const override {
+    const ParityRun heuristic = run(base, direction);
+    const auto first = std::find_if(algos.begin(), algos.end(),
+                                    [](const AlgoInfo& algo) { return algo.supported; });
+    if (first != algos.end()) {
+      EXPECT_EQ(heuristic.choice->algo.id, first->id);
+    }
+    EXPECT_TRUE(close(direction, AlgoInfo{}, heuristic, expected, where(direction, "(heuristic)"),
+                      nullptr));
+  }
+
+ private:
+  const PoolDesc& desc() const { return variant_.desc; }
+
+  const PoolCase& variant_;
+  PoolOperands operands_;
 };
 
-void PoolParity::check(const PoolCase& variant, Direction direction) {
-  const BackendKind backend = GetParam().backend;
-  const PoolDesc& desc = variant.desc;
-  SCOPED_TRACE(variant.name + " " + pool_direction_name(direction));
-
-  const PoolOperands operands = pool_operands(desc, seed_from(variant.name));
-  Context reference(BackendKind::reference);
-  const PoolRun expected = run_pool(reference, desc, direction, operands);
-  ASSERT_TRUE(all_finite(expected.output, "reference output",
-                         pool_context(desc, direction, expected.choice->algo.id)));
-  const std::vector<float> expected_values = expected.output.to_f32();
-  const std::vector<float> scale = pool_error_scale(desc, direction, operands);
-  const Tolerance tolerance = pool_tolerance(desc, direction);
-
-  Context base(backend);
-  base.set_choice_cache(std::make_shared<ChoiceCache>());
-  const std::vector<AlgoInfo> algos = pool_list(base, desc, direction);
-  ASSERT_FALSE(algos.empty()) << "pool_list returned no candidates at all\n  "
-                              << pool_context(desc, direction, "(none)");
-
-  std::ostringstream summary;
-  int ran = 0;
-  int unsupported = 0;
-  double worst_ratio = 0;
-  for (const AlgoInfo& algo : algos) {
-    const std::string context = pool_context(desc, direction, algo.id);
-    if (!algo.supported) {
-      ++unsupported;
-      summary << "\n    skip " << algo.id << ": " << algo.reason;
-      EXPECT_NE(unsupported_category(expected_reasons(), desc, direction, algo), nullptr)
-          << "candidate " << algo.id << " is unsupported for a reason not in the expected list "
-          << "(Note [expected unsupported pool]): \"" << algo.reason << "\"\n  " << context;
-      continue;
-    }
-    Context fixed = base;
-    fixed.tune().policy(OpKind::pool, direction) = AlgoPolicy::fixed(algo.id);
-    const auto start = std::chrono::steady_clock::now();
-    PoolRun run;
-    try {
-      run = run_pool(fixed, desc, direction, operands);
-    } catch (const Error& error) {
-      ADD_FAILURE() << "candidate listed as supported threw " << to_string(error.kind()) << ": "
-                    << error.what() << "\n  " << context;
-      continue;
-    }
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    ++ran;
-    ASSERT_NE(run.choice, nullptr) << context;
-    EXPECT_EQ(run.choice->algo.id, algo.id)
-        << "a fixed policy ran another candidate\n  " << context;
-    const ::testing::AssertionResult finite = all_finite(run.output, "output", context);
-    if (!finite) {
-      ADD_FAILURE() << finite.message();
-      continue;
-    }
-    double ratio = 0;
-    EXPECT_TRUE(close_within_scale(run.output.to_f32(), expected_values, scale, run.output.dims(),
-                                   tolerance, "output", context, &ratio));
-    worst_ratio = std::max(worst_ratio, ratio);
-    if (desc.indices) {
-      if (direction == Direction::fwd)
-        EXPECT_EQ(index_values(run.indices), index_values(expected.indices)) << context;
-      // i32 indices: the same results.
-      const PoolRun narrow = run_pool(fixed, desc, direction, operands, DType::i32);
-      EXPECT_TRUE(bitwise_equal(narrow.output, run.output, "output with i32 indices", context));
-      if (direction == Direction::fwd) {
-        EXPECT_EQ(narrow.indices.dtype(), DType::i32);
-        EXPECT_EQ(index_values(narrow.indices), index_values(expected.indices)) << context;
-      }
-    }
-    summary << "\n    ran  " << algo.id << " (" << ms << " ms, error " << ratio << " of the bound"
-            << (algo.deterministic ? ", deterministic" : "") << ")";
-    if (algo.deterministic) {
-      const PoolRun again = run_pool(fixed, desc, direction, operands);
-      EXPECT_TRUE(bitwise_equal(run.output, again.output, "output", context));
-      if (desc.indices && direction == Direction::fwd)
-        EXPECT_TRUE(bitwise_equal(run.indices, again.indices, "indices", context));
-    }
-  }
-  std::cout << "[ parity   ] " << to_string(backend) << " " << variant.name << " "
-            << pool_direction_name(direction) << ": " << ran << " ran, " << unsupported
-            << " unsupported, worst error " << worst_ratio << " of the bound" << summary.str()
-            << "\n";
-  EXPECT_GT(ran, 0) << "no candidate of backend " << to_string(backend) << " ran\n  "
-                    << pool_context(desc, direction, "(none)");
-
-  // The heuristic policy runs the first admissible candidate.
-  const PoolRun heuristic = run_pool(base, desc, direction, operands);
-  const auto first =
-      std::find_if(algos.begin(), algos.end(), [](const AlgoInfo& algo) { return algo.supported; });
-  if (first != algos.end()) {
-    EXPECT_EQ(heuristic.choice->algo.id, first->id);
-  }
-  EXPECT_TRUE(close_within_scale(heuristic.output.to_f32(), expected_values, scale,
-                                 heuristic.output.dims(), tolerance, "heuristic output",
-                                 pool_context(desc, direction, "(heuristic)")));
-}
+class PoolParity : public ::testing::TestWithParam<PoolParityParam> {};
 
 TEST_P(PoolParity, EveryCandidateMatchesTheReference) {
   std::string why;
@@ -232,8 +198,11 @@ TEST_P(PoolParity, EveryCandidateMatchesTheReference) {
     GTEST_SKIP() << "backend " << to_string(GetParam().backend)
                  << " is not available here: " << why;
   for (const PoolCase& variant : GetParam().variants) {
-    for (const Direction direction : {Direction::fwd, Direction::bwd_data})
-      check(variant, direction);
+    const PoolParityCase c(variant);
+    for (const Direction direction : {Direction::fwd, Direction::bwd_data}) {
+      SCOPED_TRACE(variant.name + " " + pool_direction_name(direction));
+      check_parity(c, GetParam().backend, direction);
+    }
   }
 }
 
