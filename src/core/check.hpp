@@ -7,6 +7,7 @@
 
 #include "core/strings.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -81,6 +82,19 @@ inline std::int64_t checked_count(const Dims& dims, std::string_view what) {
     count = dims[i] == 0 ? 0 : count;
   }
   return count == 0 ? 0 : bound;
+}
+
+/// Throws InvalidArgument "workspace has <bytes> bytes[ (null)]; this candidate needs <needed>"
+/// unless a plan's workspace of `bytes` bytes at `data` can hold `needed` bytes (a null one only
+/// when nothing is needed).
+inline void check_workspace_bytes(std::size_t bytes, const void* data, std::size_t needed,
+                                  const ErrorContext& context) {
+  if (bytes < needed || (needed > 0 && data == nullptr)) {
+    raise(ErrorKind::InvalidArgument,
+          cat("workspace has ", bytes, " bytes", data == nullptr ? " (null)" : "",
+              "; this candidate needs ", needed),
+          context);
+  }
 }
 
 // Note [shapes of an unvalidated desc]

@@ -104,13 +104,7 @@ BoundTensors bind_tensors(const detail::ConvArgs& args, Direction direction,
 
 void check_workspace(const detail::Workspace& workspace, std::size_t needed,
                      const ErrorContext& context) {
-  if (workspace.bytes < needed || (needed > 0 && workspace.data == nullptr)) {
-    detail::raise(
-        ErrorKind::InvalidArgument,
-        detail::cat("workspace has ", workspace.bytes, " bytes",
-                    workspace.data == nullptr ? " (null)" : "", "; this candidate needs ", needed),
-        context);
-  }
+  detail::check_workspace_bytes(workspace.bytes, workspace.data, needed, context);
 }
 
 bool contains(const std::vector<std::string>& list, const std::string& item) {

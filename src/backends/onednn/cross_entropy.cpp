@@ -259,6 +259,16 @@ struct Call {
   float weight(std::int64_t y) const { return weights != nullptr ? weights[y] : 1.0f; }
 };
 
+// g[p - p0] for the positions p0..p1 of a backward pass: the scale of each position's gradient
+// (0 where its label is ignore_index).
+[[gnu::always_inline]] inline void gradient_scales(const Call& call, const GradScale& scale,
+                                                   std::int64_t p0, std::int64_t p1, float* g) {
+  for (std::int64_t p = p0; p < p1; ++p) {
+    const std::int64_t y = call.labels.at(p);
+    g[p - p0] = y == call.desc->ignore_index ? 0.0f : scale(p, call.weight(y));
+  }
+}
+
 // Finishes a forward pass from per-position losses already stored (none) or from the block
 // partials (sum / mean).
 void finish_loss(const Call& call, Tensor& loss) {
@@ -341,10 +351,7 @@ void fused_backward(const Call& call, const Kernels& kernels, const GradScale& s
     for (std::int64_t b = b0; b < b1; ++b) {
       const std::int64_t p0 = b * block_positions;
       const std::int64_t p1 = std::min(positions, p0 + block_positions);
-      for (std::int64_t p = p0; p < p1; ++p) {
-        const std::int64_t y = call.labels.at(p);
-        g[p - p0] = y == call.desc->ignore_index ? 0.0f : scale(p, call.weight(y));
-      }
+      gradient_scales(call, scale, p0, p1, g);
       for_each_run(call.g, p0, p1,
                    [&](std::int64_t o, std::int64_t i0, std::int64_t i1, std::int64_t first) {
                      const std::int64_t k = first - p0;
@@ -623,10 +630,7 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
       for (std::int64_t b = b0; b < b1; ++b) {
         const std::int64_t p0 = b * block_positions;
         const std::int64_t p1 = std::min(positions, p0 + block_positions);
-        for (std::int64_t p = p0; p < p1; ++p) {
-          const std::int64_t y = call.labels.at(p);
-          g[p - p0] = y == desc_.ignore_index ? 0.0f : scale(p, call.weight(y));
-        }
+        gradient_scales(call, scale, p0, p1, g);
         for_each_run(
             og, p0, p1, [&](std::int64_t o, std::int64_t i0, std::int64_t i1, std::int64_t first) {
               for (std::int64_t c = 0; c < classes; ++c) {

@@ -114,13 +114,7 @@ void check_dense_on_cpu(const Tensor* tensor, const char* role, const Dims& dims
 
 void check_workspace(const detail::Workspace& workspace, std::size_t needed,
                      const ErrorContext& context) {
-  if (workspace.bytes < needed || (needed > 0 && workspace.data == nullptr)) {
-    detail::raise(
-        ErrorKind::InvalidArgument,
-        detail::cat("workspace has ", workspace.bytes, " bytes",
-                    workspace.data == nullptr ? " (null)" : "", "; this candidate needs ", needed),
-        context);
-  }
+  detail::check_workspace_bytes(workspace.bytes, workspace.data, needed, context);
 }
 
 void bind(const dnnl::memory& memory, void* data, const ErrorContext& context) {

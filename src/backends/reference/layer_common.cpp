@@ -20,8 +20,12 @@ AlgoInfo direct_info(std::string name, std::vector<std::string> notes) {
 
 namespace {
 
+// How a present but mismatched tensor is described: host_tensor and check_cpu_tensor word it
+// differently (layer_common.hpp).
+enum class Wording : bool { host_memory, on_cpu };
+
 void check_host(const Tensor* tensor, const char* role, const Dims& dims, DType dtype,
-                const ErrorContext& context) {
+                const ErrorContext& context, Wording wording = Wording::host_memory) {
   if (tensor == nullptr || tensor->is_null()) {
     detail::raise(ErrorKind::InvalidArgument,
                   detail::cat(role, " is missing (null); expected a ", to_string(dtype),
@@ -29,10 +33,14 @@ void check_host(const Tensor* tensor, const char* role, const Dims& dims, DType 
                   context);
   }
   if (tensor->dims() != dims || tensor->dtype() != dtype || tensor->device() != Device::cpu()) {
-    detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat(role, " is ", describe(*tensor), "; expected ", to_string(dtype), '[',
-                              dims.to_string(), "] in host memory"),
-                  context);
+    detail::raise(
+        ErrorKind::InvalidArgument,
+        wording == Wording::host_memory
+            ? detail::cat(role, " is ", describe(*tensor), "; expected ", to_string(dtype), '[',
+                          dims.to_string(), "] in host memory")
+            : detail::cat(role, " is ", describe(*tensor), " on ", to_string(tensor->device()),
+                          "; expected ", to_string(dtype), '[', dims.to_string(), "] on cpu"),
+        context);
   }
 }
 
@@ -52,18 +60,7 @@ Tensor& host_tensor(Tensor* tensor, const char* role, const Dims& dims, DType dt
 
 void check_cpu_tensor(const Tensor* tensor, const char* role, const Dims& dims, DType dtype,
                       const ErrorContext& context) {
-  if (tensor == nullptr || tensor->is_null()) {
-    detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat(role, " is missing (null); expected a ", to_string(dtype),
-                              " tensor of dims ", dims),
-                  context);
-  }
-  if (!(tensor->dims() == dims) || tensor->dtype() != dtype || tensor->device() != Device::cpu()) {
-    detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat(role, " is ", describe(*tensor), " on ", to_string(tensor->device()),
-                              "; expected ", to_string(dtype), '[', dims.to_string(), "] on cpu"),
-                  context);
-  }
+  check_host(tensor, role, dims, dtype, context, Wording::on_cpu);
 }
 
 void store(const std::vector<double>& values, Tensor& tensor) {
