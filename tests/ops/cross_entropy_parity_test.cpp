@@ -1,20 +1,24 @@
 // Parity of every listed cpu cross-entropy candidate with the reference backend, forward (loss)
-// and backward (diff_logits), for every case of the xent table in f32, f16 and bf16.
+// and backward (diff_logits), for every case of the xent table in f32, f16 and bf16, through the
+// parity runner (support/parity.hpp).
 //
-// Each candidate runs through a context whose policy is fixed to its id; outputs start as NaN;
 // NaN is accepted only where the reference has it (the mean of an all-ignored batch); the rest is
 // compared with Note [xent tolerances] (the loss of the clustered large-logit rows with Note
-// [xent large-logit tolerance]). Every candidate claims determinism and runs twice
-// (bitwise). Unsupported candidates are counted and must carry a reason of Note [expected
-// unsupported xent].
+// [xent large-logit tolerance]). Every candidate claims determinism and runs twice (bitwise).
+// Unsupported candidates are counted and must carry a reason of Note [expected unsupported xent];
+// the fused candidate and, where oneDNN has a softmax for the dtype, a oneDNN one must run.
 
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/cross_entropy.hpp>
 
 #include "ops/cross_entropy_cases.hpp"
 #include "support/compare.hpp"
+#include "support/parity.hpp"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
 
 namespace dnnx::test {
 namespace {
@@ -27,80 +31,83 @@ bool expected_unsupported(const CrossEntropyDesc& desc, const AlgoInfo& algo) {
          algo.reason.find("has no softmax") != std::string::npos;
 }
 
-struct ParityParam {
-  XentCase c;
-  DType dtype;
-};
+// A row of the xent table in one dtype, for the parity runner.
+class XentParityCase final : public ParityCase {
+ public:
+  XentParityCase(const XentCase& c, DType dtype)
+      : c_(c), desc_(with_dtype(c.desc, dtype)), inputs_(xent_inputs(c_, desc_)) {}
 
-void PrintTo(const ParityParam& p, std::ostream* out) {
-  *out << p.c.name << " " << to_string(p.dtype);
-}
-
-std::vector<ParityParam> params() {
-  std::vector<ParityParam> out;
-  for (const XentCase& c : xent_cases()) {
-    for (const DType dtype : {DType::f32, DType::f16, DType::bf16})
-      if (representable(c, dtype)) out.push_back({c, dtype});
+  OpKind op_kind() const override { return OpKind::cross_entropy; }
+  std::string label() const override { return c_.name + " " + std::string(to_string(desc_.dtype)); }
+  std::string where(Direction direction, std::string_view candidate) const override {
+    return xent_context(desc_, direction, std::string(candidate));
   }
-  return out;
-}
-
-class XentParity : public ::testing::TestWithParam<ParityParam> {
- protected:
-  void check(Direction direction);
-};
-
-void XentParity::check(Direction direction) {
-  if (!backend_available(BackendKind::cpu)) GTEST_SKIP() << "cpu backend not built";
-  const XentCase& c = GetParam().c;
-  const CrossEntropyDesc desc = with_dtype(c.desc, GetParam().dtype);
-  const XentInputs inputs = xent_inputs(c, desc);
-  Context reference = xent_context_for(BackendKind::reference, direction, AlgoPolicy::heuristic());
-  const std::vector<float> expected = run_xent(reference, desc, direction, inputs).output.to_f32();
-  const std::vector<float> backward_scale =
-      direction == Direction::fwd ? std::vector<float>() : xent_backward_scale(desc, inputs);
-  const Dims dims = direction == Direction::fwd ? desc.loss_dims() : desc.dims;
-
-  Context cpu(BackendKind::cpu);
-  int ran = 0;
-  bool onednn_unavailable = false;
-  for (const AlgoInfo& algo : cross_entropy_list(cpu, desc, direction)) {
-    const std::string where = xent_context(desc, direction, algo.id);
-    if (!algo.supported) {
-      const bool expected = expected_unsupported(desc, algo);
-      EXPECT_TRUE(expected) << "unexpected unsupported: " << algo.reason << "\n  " << where;
-      onednn_unavailable = onednn_unavailable || expected;
-      continue;
-    }
-    Context context = xent_context_for(BackendKind::cpu, direction, AlgoPolicy::fixed(algo.id));
-    const XentRun first = run_xent(context, desc, direction, inputs);
-    ASSERT_EQ(first.choice->algo.id, algo.id) << where;
+  std::vector<AlgoInfo> list(Context& context, Direction direction) const override {
+    return cross_entropy_list(context, desc_, direction);
+  }
+  ParityRun run(Context& context, Direction direction) const override {
+    XentRun run = run_xent(context, desc_, direction, inputs_);
+    return {{{"output", std::move(run.output)}}, std::move(run.choice)};
+  }
+  ParityExpected reference(Direction direction) const override {
+    ParityExpected expected = ParityCase::reference(direction);
+    if (direction != Direction::fwd) expected.scale = xent_backward_scale(desc_, inputs_);
+    return expected;
+  }
+  // The mean loss of a batch whose every position is ignored is NaN, in the reference too.
+  ::testing::AssertionResult finite(const ParityRun& run, const ParityRun& expected,
+                                    std::string_view where) const override {
+    return finite_where_expected(run.outputs[0].tensor, expected.outputs[0].tensor, "output",
+                                 where);
+  }
+  ::testing::AssertionResult close(Direction direction, const AlgoInfo& algo,
+                                   const ParityRun& actual, const ParityExpected& expected,
+                                   std::string_view where, double*) const override {
     const XentBound bound = direction == Direction::fwd
-                                ? xent_forward_bound(c, desc, inputs, algo)
-                                : XentBound{backward_scale, xent_tolerance(desc.dtype)};
-    EXPECT_TRUE(xent_close(first.output, expected, bound.scale, dims, bound.tolerance, where));
-    const XentRun second = run_xent(context, desc, direction, inputs);
-    EXPECT_TRUE(bitwise_equal(first.output, second.output, "output of two runs", where));
-    ++ran;
+                                ? xent_forward_bound(c_, desc_, inputs_, algo)
+                                : XentBound{expected.scale, xent_tolerance(desc_.dtype)};
+    const Dims dims = direction == Direction::fwd ? desc_.loss_dims() : desc_.dims;
+    return xent_close(actual.outputs[0].tensor, expected.run.outputs[0].tensor.to_f32(),
+                      bound.scale, dims, bound.tolerance, std::string(where));
   }
+  bool expected_unsupported(Direction, const AlgoInfo& algo) const override {
+    return dnnx::test::expected_unsupported(desc_, algo);
+  }
+  // Every candidate claims determinism; two runs agree bitwise whatever the flag says.
+  bool repeat_bitwise(const AlgoInfo&) const override { return true; }
   // The fused candidate always runs; oneDNN's run too unless this CPU has no softmax for the
   // dtype (Note [expected unsupported xent]), which the listing says.
-  EXPECT_GE(ran, onednn_unavailable ? 1 : 2)
-      << "the fused and, where oneDNN has a softmax for the dtype, a oneDNN candidate must run: "
-      << desc.repro(direction);
-}
+  int min_ran(BackendKind, Direction, const std::vector<AlgoInfo>& algos) const override {
+    const bool onednn_unavailable =
+        std::any_of(algos.begin(), algos.end(), [&](const AlgoInfo& algo) {
+          return !algo.supported && dnnx::test::expected_unsupported(desc_, algo);
+        });
+    return onednn_unavailable ? 1 : 2;
+  }
+
+ private:
+  const XentCase& c_;
+  CrossEntropyDesc desc_;
+  XentInputs inputs_;
+};
+
+class XentParity : public ::testing::TestWithParam<DTypeCase<XentCase>> {
+ protected:
+  void check(Direction direction) {
+    if (!backend_available(BackendKind::cpu)) GTEST_SKIP() << "cpu backend not built";
+    check_parity(XentParityCase(GetParam().c, GetParam().dtype), BackendKind::cpu, direction);
+  }
+};
 
 TEST_P(XentParity, Forward) { check(Direction::fwd); }
 TEST_P(XentParity, Backward) { check(Direction::bwd_data); }
 
-INSTANTIATE_TEST_SUITE_P(Table, XentParity, ::testing::ValuesIn(params()),
-                         [](const ::testing::TestParamInfo<ParityParam>& info) {
-                           std::string name =
-                               info.param.c.name + "_" + std::string(to_string(info.param.dtype));
-                           for (char& ch : name)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Table, XentParity,
+                         ::testing::ValuesIn(in_every_dtype(xent_cases(),
+                                                            [](const XentCase& c, DType dtype) {
+                                                              return representable(c, dtype);
+                                                            })),
+                         dtype_case_name<XentCase>);
 
 }  // namespace
 }  // namespace dnnx::test

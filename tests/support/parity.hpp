@@ -92,7 +92,8 @@ class ParityCase {
   virtual ::testing::AssertionResult finite(const ParityRun& run, const ParityRun& expected,
                                             std::string_view where) const;
   /// The comparison with the reference within the op's tolerance for the dtype (and, where the
-  /// op needs it, the direction and candidate); `worst` receives the largest error / bound.
+  /// op needs it, the direction and candidate); `worst` receives the largest error / bound, where
+  /// the comparison reports it.
   virtual ::testing::AssertionResult close(Direction direction, const AlgoInfo& algo,
                                            const ParityRun& actual, const ParityExpected& expected,
                                            std::string_view where, double* worst) const = 0;
