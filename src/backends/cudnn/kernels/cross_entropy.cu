@@ -166,6 +166,31 @@ __device__ __forceinline__ void store_or_add(const XentParams& params, std::int6
   }
 }
 
+// Position p's loss from its row's running (max, sum), the logit of class c being logit(c): the
+// label checked, the loss stored (none) or added to `partial`.
+template <typename T, typename L, typename Logit>
+__device__ __forceinline__ void add_position_loss(const XentParams& params, std::int64_t p,
+                                                  const Running& r, const L* labels,
+                                                  const float* weights, T* loss, XentRecord* record,
+                                                  Partial& partial, Logit&& logit) {
+  const std::int64_t y = label_at(labels, p);
+  const bool ok = check_label(y, p, params, record);
+  const Partial value = position_loss(
+      params, y, ok, weights, [&](std::int64_t c) { return (logit(c) - r.max) - logf(r.sum); });
+  store_or_add<T>(params, p, value, loss, partial);
+}
+
+// The end of every forward kernel: the block's sums of `partial`, then finish().
+template <typename T, typename L>
+__device__ __forceinline__ void finish_forward(const XentParams& params, Partial partial,
+                                               Partial* partials, T* loss, const L* labels,
+                                               XentRecord* record, XentReport* report) {
+  partial.loss = block_sum(partial.loss);
+  partial.weight = block_sum(partial.weight);
+  finish<T, L>(params, partial, params.reduce == Reduce::none ? nullptr : partials, loss, nullptr,
+               labels, record, report);
+}
+
 template <typename T, typename L>
 __global__ void __launch_bounds__(warp_size* warp_positions_per_block)
     forward_warp(XentParams params, const T* logits, const L* labels, const float* weights, T* loss,
@@ -180,18 +205,11 @@ __global__ void __launch_bounds__(warp_size* warp_positions_per_block)
     for (std::int64_t c = lane; c < params.classes; c += warp_size) r.add(to_float(row[c]));
     r = warp_merge(r);
     if (lane == 0) {
-      const std::int64_t y = label_at(labels, p);
-      const bool ok = check_label(y, p, params, record);
-      const Partial value = position_loss(params, y, ok, weights, [&](std::int64_t c) {
-        return (to_float(row[c]) - r.max) - logf(r.sum);
-      });
-      store_or_add<T>(params, p, value, loss, partial);
+      add_position_loss<T>(params, p, r, labels, weights, loss, record, partial,
+                           [&](std::int64_t c) { return to_float(row[c]); });
     }
   }
-  partial.loss = block_sum(partial.loss);
-  partial.weight = block_sum(partial.weight);
-  finish<T, L>(params, partial, params.reduce == Reduce::none ? nullptr : partials, loss, nullptr,
-               labels, record, report);
+  finish_forward<T, L>(params, partial, partials, loss, labels, record, report);
 }
 
 template <typename T, typename L>
@@ -206,18 +224,11 @@ __global__ void __launch_bounds__(block_threads)
     for (std::int64_t c = threadIdx.x; c < params.classes; c += blockDim.x) r.add(to_float(row[c]));
     r = block_merge<block_threads>(r);
     if (threadIdx.x == 0) {
-      const std::int64_t y = label_at(labels, p);
-      const bool ok = check_label(y, p, params, record);
-      const Partial value = position_loss(params, y, ok, weights, [&](std::int64_t c) {
-        return (to_float(row[c]) - r.max) - logf(r.sum);
-      });
-      store_or_add<T>(params, p, value, loss, partial);
+      add_position_loss<T>(params, p, r, labels, weights, loss, record, partial,
+                           [&](std::int64_t c) { return to_float(row[c]); });
     }
   }
-  partial.loss = block_sum(partial.loss);
-  partial.weight = block_sum(partial.weight);
-  finish<T, L>(params, partial, params.reduce == Reduce::none ? nullptr : partials, loss, nullptr,
-               labels, record, report);
+  finish_forward<T, L>(params, partial, partials, loss, labels, record, report);
 }
 
 template <typename T, typename L>
@@ -232,17 +243,11 @@ __global__ void __launch_bounds__(column_threads)
     Running r;
     for (std::int64_t c = 0; c < params.classes; ++c)
       r.add(to_float(logits[first + c * params.inner]));
-    const std::int64_t y = label_at(labels, p);
-    const bool ok = check_label(y, p, params, record);
-    const Partial value = position_loss(params, y, ok, weights, [&](std::int64_t c) {
-      return (to_float(logits[first + c * params.inner]) - r.max) - logf(r.sum);
+    add_position_loss<T>(params, p, r, labels, weights, loss, record, partial, [&](std::int64_t c) {
+      return to_float(logits[first + c * params.inner]);
     });
-    store_or_add<T>(params, p, value, loss, partial);
   }
-  partial.loss = block_sum(partial.loss);
-  partial.weight = block_sum(partial.weight);
-  finish<T, L>(params, partial, params.reduce == Reduce::none ? nullptr : partials, loss, nullptr,
-               labels, record, report);
+  finish_forward<T, L>(params, partial, partials, loss, labels, record, report);
 }
 
 // ---- backward ------------------------------------------------------------------------------
