@@ -1,29 +1,30 @@
 // Parity of every candidate of the cpu backend with the reference backend, forward and backward,
-// for every case of the batch-norm table (STYLE.md "Tests"); the cudnn backend's are in
-// tests/backends/cudnn_batch_norm_test.cpp (label gpu).
+// for every case of the batch-norm table (STYLE.md "Tests"), through the parity runner
+// (support/parity.hpp); the cudnn backend's are in tests/backends/cudnn_batch_norm_test.cpp
+// (label gpu).
 //
-// Per (case, direction): the reference runs the case (the oracle); each candidate listed by
-// batch_norm_list() runs it alone, through a context whose policy is fixed:<id>, on the same
-// inputs (the backward on the reference forward's saved statistics). Outputs start as NaN and are
-// checked for NaN/Inf first, then against the reference within Note [batch-norm tolerances]:
-// dst, the running statistics after the call, saved_mean / saved_inv_std; diff_src, diff_scale,
-// diff_shift. Candidates that claim determinism run twice and must agree bitwise. Unsupported
-// candidates are counted and each must carry one of the reasons of Note [expected unsupported].
+// Per (case, direction): the backward runs on the reference forward's saved statistics. Outputs
+// are compared with the reference within Note [batch-norm tolerances]: dst, the running
+// statistics after the call, saved_mean / saved_inv_std; diff_src, diff_scale, diff_shift; a
+// deterministic candidate's second run must agree bitwise on all of them. Unsupported candidates
+// are counted and each must carry one of the reasons of Note [expected unsupported]. Beyond the
+// runner's checks, each listing has a zero-workspace candidate and a oneDNN one, and follows
+// Note [f32 compute].
 
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/batch_norm.hpp>
 
 #include "ops/batch_norm_cases.hpp"
 #include "support/layer_cases.hpp"
+#include "support/parity.hpp"
 #include "support/random.hpp"
 #include "support/unsupported.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <iostream>
 #include <regex>
-#include <sstream>
+#include <string>
 
 namespace dnnx::test {
 namespace {
@@ -39,6 +40,90 @@ const std::vector<ExpectedReason<BatchNormDesc>>& expected_reasons() {
   return reasons;
 }
 
+// A row of the batch-norm table, for the parity runner. Outputs in a fixed order, the optional
+// ones null where the desc has none: forward dst, running_mean, running_var, saved_mean,
+// saved_inv_std; backward diff_src, diff_scale, diff_shift.
+class BatchNormParityCase final : public ParityCase {
+ public:
+  explicit BatchNormParityCase(const BatchNormCase& c)
+      : c_(c), inputs_(batch_norm_inputs(c.desc, seed_from(c.name))) {
+    Context reference = batch_norm_context_with(BackendKind::reference, Direction::fwd);
+    reference_fwd_ = run_batch_norm_fwd(reference, desc(), inputs_);
+  }
+
+  OpKind op_kind() const override { return OpKind::batch_norm; }
+  std::string label() const override { return c_.name; }
+  std::string where(Direction direction, std::string_view candidate) const override {
+    return batch_norm_context(desc(), direction, candidate);
+  }
+  std::vector<AlgoInfo> list(Context& context, Direction direction) const override {
+    return batch_norm_list(context, desc(), direction);
+  }
+  ParityRun run(Context& context, Direction direction) const override {
+    if (direction == Direction::fwd) return to_parity(run_batch_norm_fwd(context, desc(), inputs_));
+    return to_parity(run_batch_norm_bwd(context, desc(), inputs_, reference_fwd_.saved_mean,
+                                        reference_fwd_.saved_inv_std));
+  }
+  ParityExpected reference(Direction direction) const override {
+    if (direction == Direction::fwd) return {to_parity(reference_fwd_), {}};
+    return ParityCase::reference(direction);
+  }
+  ::testing::AssertionResult close(Direction direction, const AlgoInfo&, const ParityRun& actual,
+                                   const ParityExpected& expected, std::string_view where,
+                                   double* worst) const override {
+    if (direction == Direction::fwd) {
+      return compare_batch_norm_fwd(desc(), inputs_, fwd_of(expected.run), fwd_of(actual), where,
+                                    worst);
+    }
+    return compare_batch_norm_bwd(desc(), inputs_, reference_fwd_.saved_mean,
+                                  reference_fwd_.saved_inv_std, bwd_of(expected.run),
+                                  bwd_of(actual), where, worst);
+  }
+  bool expected_unsupported(Direction direction, const AlgoInfo& algo) const override {
+    return unsupported_category(expected_reasons(), desc(), direction, algo) != nullptr;
+  }
+  void check_listing(BackendKind, Direction direction,
+                     const std::vector<AlgoInfo>& algos) const override {
+    EXPECT_TRUE(
+        std::any_of(algos.begin(), algos.end(),
+                    [](const AlgoInfo& a) { return a.supported && a.workspace_bytes == 0; }))
+        << "no zero-workspace candidate\n  " << where(direction, "(none)");
+    EXPECT_TRUE(has_supported_onednn(algos))
+        << "no oneDNN candidate runs this case\n  " << where(direction, "(none)");
+    EXPECT_TRUE(f32_compute_marked_and_ordered(algos, desc().dtype));
+  }
+
+ private:
+  const BatchNormDesc& desc() const { return c_.desc; }
+
+  static ParityRun to_parity(BatchNormFwdResult r) {
+    return {{{"dst", std::move(r.dst)},
+             {"running_mean", std::move(r.running_mean)},
+             {"running_var", std::move(r.running_var)},
+             {"saved_mean", std::move(r.saved_mean)},
+             {"saved_inv_std", std::move(r.saved_inv_std)}},
+            std::move(r.choice)};
+  }
+  static ParityRun to_parity(BatchNormBwdResult r) {
+    return {{{"diff_src", std::move(r.diff_src)},
+             {"diff_scale", std::move(r.diff_scale)},
+             {"diff_shift", std::move(r.diff_shift)}},
+            std::move(r.choice)};
+  }
+  static BatchNormFwdResult fwd_of(const ParityRun& run) {
+    const std::vector<ParityOutput>& o = run.outputs;
+    return {o[0].tensor, o[1].tensor, o[2].tensor, o[3].tensor, o[4].tensor, run.choice};
+  }
+  static BatchNormBwdResult bwd_of(const ParityRun& run) {
+    const std::vector<ParityOutput>& o = run.outputs;
+    return {o[0].tensor, o[1].tensor, o[2].tensor, run.choice};
+  }
+
+  const BatchNormCase& c_;
+  BatchNormInputs inputs_;
+  BatchNormFwdResult reference_fwd_;
+};
+
 class BatchNormParity : public ::testing::TestWithParam<BatchNormCase> {
  protected:
   void SetUp() override {
@@ -49,72 +134,9 @@ class BatchNormParity : public ::testing::TestWithParam<BatchNormCase> {
 };
 
 TEST_P(BatchNormParity, EveryCpuCandidateMatchesTheReference) {
-  const BatchNormCase& c = GetParam();
-  const BatchNormDesc& desc = c.desc;
-  const BatchNormInputs inputs = batch_norm_inputs(desc, seed_from(c.name));
-
-  Context reference = batch_norm_context_with(BackendKind::reference, Direction::fwd);
-  const BatchNormFwdResult ref_fwd = run_batch_norm_fwd(reference, desc, inputs);
-  const BatchNormBwdResult ref_bwd =
-      run_batch_norm_bwd(reference, desc, inputs, ref_fwd.saved_mean, ref_fwd.saved_inv_std);
-  ASSERT_TRUE(all_finite(ref_fwd.dst, "reference dst", c.name));
-  ASSERT_TRUE(all_finite(ref_bwd.diff_src, "reference diff_src", c.name));
-
-  Context cpu = batch_norm_context_with(BackendKind::cpu, Direction::fwd);
-  std::ostringstream summary;
-  for (const Direction direction : {Direction::fwd, Direction::bwd_data}) {
-    const std::vector<AlgoInfo> algos = batch_norm_list(cpu, desc, direction);
-    ASSERT_FALSE(algos.empty()) << batch_norm_context(desc, direction, "(none)");
-    EXPECT_TRUE(
-        std::any_of(algos.begin(), algos.end(),
-                    [](const AlgoInfo& a) { return a.supported && a.workspace_bytes == 0; }))
-        << "no zero-workspace candidate\n  " << batch_norm_context(desc, direction, "(none)");
-    int ran = 0, unsupported = 0;
-    double worst = 0;
-    for (const AlgoInfo& algo : algos) {
-      const std::string context = batch_norm_context(desc, direction, algo.id);
-      if (!algo.supported) {
-        ++unsupported;
-        EXPECT_NE(unsupported_category(expected_reasons(), desc, direction, algo), nullptr)
-            << "candidate " << algo.id << " is unsupported for a reason not in the expected list "
-            << "(Note [expected unsupported]): \"" << algo.reason << "\"\n  " << context;
-        summary << "\n    skip " << algo.id << ": " << algo.reason;
-        continue;
-      }
-      Context fixed = batch_norm_context_with(BackendKind::cpu, direction, algo.id);
-      ++ran;
-      if (direction == Direction::fwd) {
-        const BatchNormFwdResult run = run_batch_norm_fwd(fixed, desc, inputs);
-        EXPECT_EQ(run.choice->algo.id, algo.id) << context;
-        EXPECT_TRUE(compare_batch_norm_fwd(desc, inputs, ref_fwd, run, context, &worst));
-        if (algo.deterministic) {
-          EXPECT_TRUE(bitwise_equal_fwd(run, run_batch_norm_fwd(fixed, desc, inputs), context));
-        }
-      } else {
-        const BatchNormBwdResult run =
-            run_batch_norm_bwd(fixed, desc, inputs, ref_fwd.saved_mean, ref_fwd.saved_inv_std);
-        EXPECT_EQ(run.choice->algo.id, algo.id) << context;
-        EXPECT_TRUE(compare_batch_norm_bwd(desc, inputs, ref_fwd.saved_mean, ref_fwd.saved_inv_std,
-                                           ref_bwd, run, context, &worst));
-        if (algo.deterministic) {
-          EXPECT_TRUE(bitwise_equal_bwd(
-              run,
-              run_batch_norm_bwd(fixed, desc, inputs, ref_fwd.saved_mean, ref_fwd.saved_inv_std),
-              context));
-        }
-      }
-      summary << "\n    ran  " << algo.id;
-    }
-    EXPECT_TRUE(has_supported_onednn(algos)) << "no oneDNN candidate runs this case\n  "
-                                             << batch_norm_context(desc, direction, "(none)");
-    EXPECT_TRUE(f32_compute_marked_and_ordered(algos, desc.dtype));
-    RecordProperty(direction == Direction::fwd ? "fwd_unsupported" : "bwd_unsupported",
-                   unsupported);
-    std::cout << "[ parity   ] cpu " << c.name << ' ' << to_string(direction) << ": " << ran
-              << " ran, " << unsupported << " unsupported (expected), worst error " << worst
-              << " of the bound" << summary.str() << '\n';
-    summary.str({});
-  }
+  const BatchNormParityCase c(GetParam());
+  for (const Direction direction : {Direction::fwd, Direction::bwd_data})
+    check_parity(c, BackendKind::cpu, direction);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, BatchNormParity, ::testing::ValuesIn(batch_norm_cases()),
