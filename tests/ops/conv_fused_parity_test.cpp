@@ -1,28 +1,27 @@
 // Parity of every listed cpu candidate of the fused convolution (fused post-op implementations
-// and the unfused one) with the reference backend, over the conv_fused case table.
+// and the unfused one) with the reference backend, over the conv_fused case table, through the
+// parity runner (support/parity.hpp).
 //
-// Per case: random inputs in [-1, 1) rounded to the dtype go through the reference (the oracle),
-// then through each candidate of conv_fused_list() with the conv forward policy fixed to its id.
-// Outputs start as NaN (or, in place, as the residual) and are checked for NaN/Inf first, then
-// |candidate - reference| <= tol * scale elementwise (Note [conv_fused tolerances]). Candidates
-// that claim determinism run twice and must agree bitwise. Unsupported candidates are counted and
-// each must carry a reason of Note [expected unsupported fused]; anything else fails.
+// Per case: random inputs in [-1, 1) rounded to the dtype; outputs start as NaN (or, in place, as
+// the residual) and are compared elementwise within Note [conv_fused tolerances]. Unsupported
+// candidates are counted and each must carry a reason of Note [expected unsupported fused];
+// anything else fails. Beyond the runner's checks: every candidate's notes say fused or unfused,
+// an unfused candidate is listed, a fused one runs, and f16/bf16 have an f32-compute fused one.
 
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/conv_fused.hpp>
 
 #include "ops/conv_fused_support.hpp"
 #include "support/compare.hpp"
+#include "support/parity.hpp"
 #include "support/random.hpp"
 #include "support/unsupported.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
-#include <iostream>
 #include <regex>
-#include <sstream>
+#include <string>
 
 namespace dnnx::test {
 namespace {
@@ -46,6 +45,78 @@ const std::vector<ExpectedReason<ConvFusedDesc>>& expected_reasons() {
   return reasons;
 }
 
+bool has_note(const AlgoInfo& algo, std::string_view note) {
+  return std::find(algo.notes.begin(), algo.notes.end(), note) != algo.notes.end();
+}
+
+// A row of the conv_fused table, for the parity runner (forward only).
+class ConvFusedParityCase final : public ParityCase {
+ public:
+  explicit ConvFusedParityCase(const ConvFusedCase& param)
+      : param_(param), operands_(random_conv_fused_operands(param.desc, seed_from(param.name))) {}
+
+  OpKind op_kind() const override { return OpKind::conv_fused; }
+  std::string label() const override { return param_.name; }
+  std::string where(Direction, std::string_view candidate) const override {
+    return conv_fused_context(desc(), candidate, param_.in_place);
+  }
+  std::vector<AlgoInfo> list(Context& context, Direction direction) const override {
+    return conv_fused_list(context, desc(), direction);
+  }
+  ParityRun run(Context& context, Direction) const override {
+    ConvFusedRun run = run_conv_fused(context, desc(), operands_, param_.in_place);
+    return {{{"dst", std::move(run.dst)}}, std::move(run.choice)};
+  }
+  ParityExpected reference(Direction direction) const override {
+    ParityExpected expected = ParityCase::reference(direction);
+    expected.scale = conv_fused_error_scale(desc(), operands_);
+    return expected;
+  }
+  ::testing::AssertionResult close(Direction, const AlgoInfo&, const ParityRun& actual,
+                                   const ParityExpected& expected, std::string_view where,
+                                   double* worst) const override {
+    const Tensor& dst = actual.outputs[0].tensor;
+    return close_within_scale(dst.to_f32(), expected.run.outputs[0].tensor.to_f32(), expected.scale,
+                              dst.dims(), conv_fused_tolerance(desc().conv.dtype), "dst", where,
+                              worst);
+  }
+  bool expected_unsupported(Direction direction, const AlgoInfo& algo) const override {
+    return unsupported_category(expected_reasons(), desc(), direction, algo) != nullptr;
+  }
+  void check_listing(BackendKind, Direction direction,
+                     const std::vector<AlgoInfo>& algos) const override {
+    EXPECT_TRUE(std::any_of(algos.begin(), algos.end(), [](const AlgoInfo& a) {
+      return a.id.starts_with("unfused:");
+    })) << "no unfused candidate listed";
+    for (const AlgoInfo& algo : algos) {
+      EXPECT_TRUE(has_note(algo, "fused") != has_note(algo, "unfused"))
+          << "notes must say fused or unfused\n  " << where(direction, algo.id);
+    }
+    // f32 always has oneDNN's ref:any with post-ops, and f16/bf16 at least its f32-compute
+    // variant.
+    if (desc().conv.dtype != DType::f32) {
+      EXPECT_TRUE(std::any_of(algos.begin(), algos.end(), [](const AlgoInfo& a) {
+        return a.supported && a.id.ends_with(":fused:f32");
+      })) << "no supported f32-compute fused candidate";
+    }
+  }
+  // So a fused candidate must have run on every CPU.
+  void check_after(Context&, Direction, const std::vector<AlgoInfo>& algos,
+                   const ParityTally& tally, const ParityExpected&) const override {
+    const auto fused = std::count_if(algos.begin(), algos.end(), [&](const AlgoInfo& a) {
+      return has_note(a, "fused") &&
+             std::find(tally.ran_ids.begin(), tally.ran_ids.end(), a.id) != tally.ran_ids.end();
+    });
+    EXPECT_GT(fused, 0) << "no fused cpu candidate ran";
+  }
+
+ private:
+  const ConvFusedDesc& desc() const { return param_.desc; }
+
+  const ConvFusedCase& param_;
+  ConvFusedOperands operands_;
+};
+
 class ConvFusedParity : public ::testing::TestWithParam<ConvFusedCase> {};
 
 std::string case_name(const ::testing::TestParamInfo<ConvFusedCase>& info) {
@@ -56,89 +127,7 @@ TEST_P(ConvFusedParity, cpu) {
   std::string why;
   if (!backend_available(BackendKind::cpu, &why))
     GTEST_SKIP() << "cpu backend not available: " << why;
-  const ConvFusedCase& param = GetParam();
-  const ConvFusedDesc& desc = param.desc;
-  const ConvFusedOperands operands = random_conv_fused_operands(desc, seed_from(param.name));
-
-  Context reference(BackendKind::reference);
-  const ConvFusedRun expected = run_conv_fused(reference, desc, operands, param.in_place);
-  ASSERT_TRUE(all_finite(expected.dst, "reference dst",
-                         conv_fused_context(desc, "reference:direct", param.in_place)));
-  const std::vector<float> expected_values = expected.dst.to_f32();
-  const std::vector<float> scale = conv_fused_error_scale(desc, operands);
-  const Tolerance tolerance = conv_fused_tolerance(desc.conv.dtype);
-
-  Context base(BackendKind::cpu);
-  base.set_choice_cache(std::make_shared<ChoiceCache>());
-  const std::vector<AlgoInfo> algos = conv_fused_list(base, desc);
-  ASSERT_FALSE(algos.empty());
-  EXPECT_TRUE(std::any_of(algos.begin(), algos.end(), [](const AlgoInfo& a) {
-    return a.id.starts_with("unfused:");
-  })) << "no unfused candidate listed";
-
-  std::ostringstream summary;
-  int ran = 0, unsupported = 0, fused = 0;
-  double worst = 0;
-  for (const AlgoInfo& algo : algos) {
-    const std::string context = conv_fused_context(desc, algo.id, param.in_place);
-    const bool is_fused =
-        std::find(algo.notes.begin(), algo.notes.end(), "fused") != algo.notes.end();
-    const bool is_unfused =
-        std::find(algo.notes.begin(), algo.notes.end(), "unfused") != algo.notes.end();
-    EXPECT_TRUE(is_fused != is_unfused) << "notes must say fused or unfused\n  " << context;
-    if (!algo.supported) {
-      ++unsupported;
-      summary << "\n    skip " << algo.id << ": " << algo.reason;
-      EXPECT_NE(unsupported_category(expected_reasons(), desc, Direction::fwd, algo), nullptr)
-          << "unsupported for a reason not in Note [expected unsupported fused]: \"" << algo.reason
-          << "\"\n  " << context;
-      continue;
-    }
-    Context fixed = base;
-    fixed.tune().fwd = AlgoPolicy::fixed(algo.id);
-    const auto start = std::chrono::steady_clock::now();
-    ConvFusedRun run;
-    try {
-      run = run_conv_fused(fixed, desc, operands, param.in_place);
-    } catch (const Error& error) {
-      ADD_FAILURE() << "supported candidate threw " << to_string(error.kind()) << ": "
-                    << error.what() << "\n  " << context;
-      continue;
-    }
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    ++ran;
-    if (is_fused) ++fused;
-    EXPECT_EQ(run.choice->algo.id, algo.id)
-        << "a fixed policy ran another candidate\n  " << context;
-    if (!all_finite(run.dst, "dst", context)) {
-      ADD_FAILURE() << all_finite(run.dst, "dst", context).message();
-      continue;
-    }
-    double ratio = 0;
-    EXPECT_TRUE(close_within_scale(run.dst.to_f32(), expected_values, scale, run.dst.dims(),
-                                   tolerance, "dst", context, &ratio));
-    worst = std::max(worst, ratio);
-    summary << "\n    ran  " << algo.id << " (" << ms << " ms, error " << ratio << " of the bound)";
-    if (algo.deterministic) {
-      const ConvFusedRun again = run_conv_fused(fixed, desc, operands, param.in_place);
-      EXPECT_TRUE(bitwise_equal(run.dst, again.dst, "dst", context));
-    }
-  }
-  // f32 always has oneDNN's ref:any with post-ops, and f16/bf16 at least its f32-compute
-  // variant, so a fused candidate must have run on every CPU.
-  EXPECT_GT(fused, 0) << "no fused cpu candidate ran";
-  if (desc.conv.dtype != DType::f32) {
-    EXPECT_TRUE(std::any_of(algos.begin(), algos.end(), [](const AlgoInfo& a) {
-      return a.supported && a.id.ends_with(":fused:f32");
-    })) << "no supported f32-compute fused candidate";
-  }
-  RecordProperty("candidates", static_cast<int>(algos.size()));
-  RecordProperty("candidates_run", ran);
-  RecordProperty("candidates_unsupported", unsupported);
-  std::cout << "[ parity   ] cpu " << param.name << ": " << ran << " ran (" << fused << " fused), "
-            << unsupported << " unsupported, worst error " << worst << " of the bound"
-            << summary.str() << "\n";
+  check_parity(ConvFusedParityCase(GetParam()), BackendKind::cpu, Direction::fwd);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, ConvFusedParity, ::testing::ValuesIn(conv_fused_cases()),
