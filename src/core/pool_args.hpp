@@ -7,6 +7,8 @@
 #include "core/backend.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -72,6 +74,36 @@ inline PoolSpan pool_span(const PoolDesc& desc, int i, std::int64_t o) {
   return pool_span(o * desc.stride[s] - desc.pad_before[s], desc.kernel[s], desc.dilation[s],
                    desc.input[s], desc.pad_after[s]);
 }
+
+/// The spatial fields of a pooling as 3 dims (D, H, W), as the cpu and reference loops walk it:
+/// a 1-D or 2-D pooling is a 3-D one whose leading dims have size 1, kernel 1, stride 1,
+/// dilation 1 and no padding, which changes no row-major offset.
+struct PoolWindows3d {
+  std::array<std::int64_t, 3> in{}, out{}, kernel{}, stride{}, dilation{};
+  std::array<std::int64_t, 3> extent{};  ///< the effective kernel, (kernel - 1) * dilation + 1
+  std::array<std::int64_t, 3> pad_before{}, pad_after{};
+
+  /// The fields of a valid `desc`, promoted to 3 spatial dims.
+  explicit PoolWindows3d(const PoolDesc& desc) {
+    const int missing = 3 - desc.spatial_dims;
+    for (int i = 0; i < 3; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      if (i < missing) {
+        in[k] = out[k] = kernel[k] = stride[k] = dilation[k] = extent[k] = 1;
+        continue;
+      }
+      const auto s = static_cast<std::size_t>(i - missing);
+      in[k] = desc.input[s];
+      out[k] = desc.output_size(i - missing);
+      kernel[k] = desc.kernel[s];
+      stride[k] = desc.stride[s];
+      dilation[k] = desc.dilation[s];
+      extent[k] = desc.effective_kernel(i - missing);
+      pad_before[k] = desc.pad_before[s];
+      pad_after[k] = desc.pad_after[s];
+    }
+  }
+};
 
 /// The message of a bad argmax index (pool_bwd with indices): `element` is the position of the
 /// index in dst's logical (row-major N, C, spatial...) order, `value` the index read there. Names

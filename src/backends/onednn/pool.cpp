@@ -204,38 +204,19 @@ void parallel_ranges(std::int64_t count, double work,
 }
 
 // One pooling as 3-D (D, H, W; missing leading dims of size 1) with element strides per layout.
-struct LoopGeometry {
+struct LoopGeometry : detail::PoolWindows3d {
   std::int64_t batch = 0, channels = 0;
-  std::array<std::int64_t, 3> in{}, out{}, kernel{}, stride{}, dilation{}, extent{}, pad_before{},
-      pad_after{};
   bool channels_last = false;
   PoolMode mode = PoolMode::max;
   DType dtype = DType::f32;
 
   explicit LoopGeometry(const PoolDesc& desc)
-      : batch(desc.batch),
+      : detail::PoolWindows3d(desc),
+        batch(desc.batch),
         channels(desc.channels),
         channels_last(desc.layout == Layout::channels_last),
         mode(desc.mode),
-        dtype(desc.dtype) {
-    const int missing = 3 - desc.spatial_dims;
-    for (int i = 0; i < 3; ++i) {
-      const auto k = static_cast<std::size_t>(i);
-      if (i < missing) {
-        in[k] = out[k] = kernel[k] = stride[k] = dilation[k] = extent[k] = 1;
-        continue;
-      }
-      const auto s = static_cast<std::size_t>(i - missing);
-      in[k] = desc.input[s];
-      out[k] = desc.output_size(i - missing);
-      kernel[k] = desc.kernel[s];
-      stride[k] = desc.stride[s];
-      dilation[k] = desc.dilation[s];
-      extent[k] = desc.effective_kernel(i - missing);
-      pad_before[k] = desc.pad_before[s];
-      pad_after[k] = desc.pad_after[s];
-    }
-  }
+        dtype(desc.dtype) {}
   // Element offset of (n, c = 0, position) and the stride between channels, in a tensor whose
   // spatial sizes are `sizes`.
   std::int64_t base(const std::array<std::int64_t, 3>& sizes, std::int64_t n,

@@ -54,32 +54,12 @@ AlgoInfo info_of(const PoolDesc&, Direction) {
 // The window of one output position along one dim (Note [pooling windows]).
 using Window = detail::PoolSpan;
 
-// One pooling's sizes, always 3 spatial dims (D, H, W): 1-D and 2-D pools are 3-D ones whose
-// leading dims have size 1, kernel 1, stride 1, dilation 1 and no padding (row-major offsets do
-// not change).
-struct Geometry {
+// One pooling's sizes, always 3 spatial dims (D, H, W; detail::PoolWindows3d).
+struct Geometry : detail::PoolWindows3d {
   std::int64_t planes = 0;  // N * C
-  std::array<std::int64_t, 3> in{}, out{}, kernel{}, stride{}, dilation{}, pad_before{},
-      pad_after{};
 
-  explicit Geometry(const PoolDesc& desc) : planes(desc.batch * desc.channels) {
-    const int missing = 3 - desc.spatial_dims;
-    for (int i = 0; i < 3; ++i) {
-      const auto k = static_cast<std::size_t>(i);
-      if (i < missing) {
-        in[k] = out[k] = kernel[k] = stride[k] = dilation[k] = 1;
-        continue;
-      }
-      const auto s = static_cast<std::size_t>(i - missing);
-      in[k] = desc.input[s];
-      out[k] = desc.output_size(i - missing);
-      kernel[k] = desc.kernel[s];
-      stride[k] = desc.stride[s];
-      dilation[k] = desc.dilation[s];
-      pad_before[k] = desc.pad_before[s];
-      pad_after[k] = desc.pad_after[s];
-    }
-  }
+  explicit Geometry(const PoolDesc& desc)
+      : detail::PoolWindows3d(desc), planes(desc.batch * desc.channels) {}
 
   Window window(int dim, std::int64_t o) const {
     const auto d = static_cast<std::size_t>(dim);
