@@ -1,31 +1,30 @@
 // Parity of every listed candidate of every non-reference backend with the reference backend,
-// for every direction of every case of the conv case table (STYLE.md "Tests").
+// for every direction of every case of the conv case table (STYLE.md "Tests"), through the
+// parity runner (support/parity.hpp).
 //
-// Per (backend, case, direction): random inputs in [-1, 1) rounded to the dtype are computed by
-// the reference (the oracle) and then by each candidate of conv_list() individually, through a
-// Context whose policy for the direction is AlgoPolicy::fixed(id). Outputs start as NaN and are
-// checked for NaN/Inf first; then |candidate - reference| <= tol * scale elementwise, where scale
-// is the sum of |products| behind the element. Candidates that claim determinism run twice and
-// must agree bitwise. Unsupported candidates are counted, reported, and each must carry one of
-// the reasons of Note [expected unsupported]; anything else fails.
+// Per (backend, case, direction): random inputs in [-1, 1) rounded to the dtype; outputs are
+// compared elementwise within Note [conv tolerances], relative to the sum of |products| behind
+// each element. Unsupported candidates are counted, reported, and each must carry one of the
+// reasons of Note [expected unsupported]; anything else fails. The cpu backend must run every
+// case; a backend that supports no candidate must refuse the case with Unsupported.
 
 #include <dnnx/dnnx.hpp>
 
 #include "ops/conv_cases.hpp"
 #include "support/compare.hpp"
 #include "support/conv.hpp"
+#include "support/parity.hpp"
 #include "support/random.hpp"
+#include "support/unsupported.hpp"
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <limits>
 #include <map>
 #include <regex>
-#include <sstream>
+#include <string>
 
 namespace dnnx::test {
 namespace {
@@ -48,14 +47,8 @@ std::vector<ConvCase> resnet50_all_cases() {
 
 // Note [expected unsupported]: the only reasons a listed candidate may be unsupported. A reason
 // outside this list fails the test, so a backend cannot quietly stop supporting a case.
-struct ExpectedReason {
-  const char* category;
-  std::regex id;      // the candidate ids it applies to
-  std::regex reason;  // what the reason must say
-  bool (*applies)(const ConvDesc&, Direction);
-};
-const std::vector<ExpectedReason>& expected_reasons() {
-  static const std::vector<ExpectedReason> reasons = {
+const std::vector<ExpectedReason<ConvDesc>>& expected_reasons() {
+  static const std::vector<ExpectedReason<ConvDesc>> reasons = {
       // oneDNN implements winograd for few shapes (3x3, stride 1, f32 forward on some ISAs).
       {"onednn: no winograd implementation for the desc",
        std::regex("^onednn:unavailable:winograd$"), std::regex("has no winograd implementation"),
@@ -80,150 +73,92 @@ const std::vector<ExpectedReason>& expected_reasons() {
   return reasons;
 }
 
-const char* unsupported_category(const ConvDesc& desc, Direction direction, const AlgoInfo& algo) {
-  for (const ExpectedReason& reason : expected_reasons()) {
-    if (std::regex_search(algo.id, reason.id) && std::regex_search(algo.reason, reason.reason) &&
-        reason.applies(desc, direction)) {
-      return reason.category;
-    }
-  }
-  return nullptr;
-}
-
-struct ParityCase {
+struct ConvParityParam {
   BackendKind backend;
   ConvCase conv;
 };
 
 // The backends compared with the reference: cpu always (skipped with a message when not built),
 // cudnn where it can run.
-std::vector<ParityCase> with_backends(const std::vector<ConvCase>& cases) {
-  std::vector<BackendKind> backends{BackendKind::cpu};
-  if (backend_available(BackendKind::cudnn)) backends.push_back(BackendKind::cudnn);
-  std::vector<ParityCase> out;
-  for (const BackendKind backend : backends) {
+std::vector<ConvParityParam> with_backends(const std::vector<ConvCase>& cases) {
+  std::vector<ConvParityParam> out;
+  for (const BackendKind backend : parity_backends(true)) {
     for (const ConvCase& conv : cases) out.push_back({backend, conv});
   }
   return out;
 }
 
 // gtest prints parameters on failure; the default would be a byte dump.
-void PrintTo(const ParityCase& param, std::ostream* out) {
+void PrintTo(const ConvParityParam& param, std::ostream* out) {
   *out << to_string(param.backend) << " " << param.conv.name << " (" << param.conv.desc << ")";
 }
 
-std::string parity_name(const ::testing::TestParamInfo<ParityCase>& info) {
+std::string parity_name(const ::testing::TestParamInfo<ConvParityParam>& info) {
   return std::string(to_string(info.param.backend)) + "_" + info.param.conv.name;
 }
 
-class ConvParity : public ::testing::TestWithParam<ParityCase> {
- protected:
-  void check(Direction direction);
+// One case of the conv table in one direction, for the parity runner.
+class ConvParityCase final : public ParityCase {
+ public:
+  ConvParityCase(const ConvCase& conv, Direction direction)
+      : conv_(conv),
+        operands_(random_conv_operands(conv.desc, direction,
+                                       seed_from(conv.name + std::string(to_string(direction))))) {}
+
+  OpKind op_kind() const override { return OpKind::conv; }
+  std::string label() const override { return conv_.name; }
+  std::string where(Direction direction, std::string_view candidate) const override {
+    return conv_context(desc(), direction, candidate);
+  }
+  std::vector<AlgoInfo> list(Context& context, Direction direction) const override {
+    return conv_list(context, desc(), direction);
+  }
+  ParityRun run(Context& context, Direction direction) const override {
+    ConvRun run = run_conv(context, desc(), direction, operands_);
+    return {{{"output", std::move(run.output)}}, std::move(run.choice)};
+  }
+  ParityExpected reference(Direction direction) const override {
+    ParityExpected expected = ParityCase::reference(direction);
+    expected.scale = conv_error_scale(desc(), direction, operands_);
+    return expected;
+  }
+  ::testing::AssertionResult close(Direction, const AlgoInfo&, const ParityRun& actual,
+                                   const ParityExpected& expected, std::string_view where,
+                                   double* worst) const override {
+    const Tensor& output = actual.outputs[0].tensor;
+    return close_within_scale(output.to_f32(), expected.run.outputs[0].tensor.to_f32(),
+                              expected.scale, output.dims(), conv_tolerance(desc().dtype), "output",
+                              where, worst);
+  }
+  bool expected_unsupported(Direction direction, const AlgoInfo& algo) const override {
+    return unsupported_category(expected_reasons(), desc(), direction, algo) != nullptr;
+  }
+  // The cpu backend runs every case on every CPU: f16/bf16 through f32-compute candidates where
+  // oneDNN has no native kernel (Note [f32 compute convolution]). cudnn may support none (the op
+  // must then refuse the case, which the runner checks).
+  int min_ran(BackendKind backend, Direction, const std::vector<AlgoInfo>&) const override {
+    return backend == BackendKind::cpu ? 1 : 0;
+  }
+
+ private:
+  const ConvDesc& desc() const { return conv_.desc; }
+
+  const ConvCase& conv_;
+  ConvOperands operands_;
 };
 
-void ConvParity::check(Direction direction) {
-  const auto& [backend, conv] = GetParam();
-  std::string why;
-  if (!backend_available(backend, &why)) {
-    GTEST_SKIP() << "backend " << to_string(backend) << " is not available here: " << why;
+class ConvParity : public ::testing::TestWithParam<ConvParityParam> {
+ protected:
+  void check(Direction direction) {
+    const auto& [backend, conv] = GetParam();
+    std::string why;
+    if (!backend_available(backend, &why)) {
+      GTEST_SKIP() << "backend " << to_string(backend) << " is not available here: " << why;
+    }
+    SCOPED_TRACE(conv.name + " " + std::string(to_string(direction)));
+    check_parity(ConvParityCase(conv, direction), backend, direction);
   }
-  const ConvDesc& desc = conv.desc;
-  SCOPED_TRACE(conv.name + " " + std::string(to_string(direction)));
-
-  const ConvOperands operands = random_conv_operands(
-      desc, direction, seed_from(conv.name + std::string(to_string(direction))));
-  Context reference(BackendKind::reference);
-  const ConvRun expected = run_conv(reference, desc, direction, operands);
-  ASSERT_TRUE(all_finite(expected.output, "reference output",
-                         conv_context(desc, direction, expected.choice->algo.id)));
-  const std::vector<float> expected_values = expected.output.to_f32();
-  const std::vector<float> scale = conv_error_scale(desc, direction, operands);
-  const Tolerance tolerance = conv_tolerance(desc.dtype);
-
-  Context base(backend);
-  const std::vector<AlgoInfo> algos = conv_list(base, desc, direction);
-  ASSERT_FALSE(algos.empty()) << "conv_list returned no candidates at all\n  "
-                              << conv_context(desc, direction, "(none)");
-
-  std::ostringstream summary;
-  int ran = 0;
-  int unsupported = 0;
-  const auto listed_supported =
-      std::count_if(algos.begin(), algos.end(), [](const AlgoInfo& a) { return a.supported; });
-  double worst_ratio = 0;
-  for (const AlgoInfo& algo : algos) {
-    const std::string context = conv_context(desc, direction, algo.id);
-    if (!algo.supported) {
-      ++unsupported;
-      const char* category = unsupported_category(desc, direction, algo);
-      summary << "\n    skip " << algo.id << ": " << algo.reason;
-      EXPECT_NE(category, nullptr)
-          << "candidate " << algo.id << " is unsupported for a reason not in the expected list "
-          << "(Note [expected unsupported]): \"" << algo.reason << "\"\n  " << context;
-      EXPECT_FALSE(algo.reason.empty()) << "unsupported candidate without a reason\n  " << context;
-      continue;
-    }
-    Context fixed = base;
-    fixed.tune().policy(direction) = AlgoPolicy::fixed(algo.id);
-    const auto start = std::chrono::steady_clock::now();
-    ConvRun run;
-    try {
-      run = run_conv(fixed, desc, direction, operands);
-    } catch (const Error& error) {
-      ADD_FAILURE() << "candidate listed as supported threw " << to_string(error.kind()) << ": "
-                    << error.what() << "\n  " << context;
-      continue;
-    }
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    ++ran;
-    ASSERT_NE(run.choice, nullptr) << context;
-    EXPECT_EQ(run.choice->algo.id, algo.id)
-        << "a fixed policy ran another candidate\n  " << context;
-    EXPECT_EQ(run.choice->direction, direction) << context;
-    if (!all_finite(run.output, "output", context)) {
-      ADD_FAILURE() << all_finite(run.output, "output", context).message();
-      continue;
-    }
-    double ratio = 0;
-    EXPECT_TRUE(close_within_scale(run.output.to_f32(), expected_values, scale, run.output.dims(),
-                                   tolerance, "output", context, &ratio));
-    worst_ratio = std::max(worst_ratio, ratio);
-    summary << "\n    ran  " << algo.id << " (" << ms << " ms, error " << ratio << " of the bound"
-            << (algo.deterministic ? ", deterministic" : "") << ")";
-    if (algo.deterministic) {
-      const ConvRun again = run_conv(fixed, desc, direction, operands);
-      EXPECT_TRUE(bitwise_equal(run.output, again.output, "output", context));
-    }
-  }
-
-  // Counted skips: visible in the test output and in the XML report.
-  RecordProperty("candidates", static_cast<int>(algos.size()));
-  RecordProperty("candidates_run", ran);
-  RecordProperty("candidates_unsupported", unsupported);
-  std::cout << "[ parity   ] " << to_string(backend) << " " << conv.name << " "
-            << to_string(direction) << ": " << ran << " ran, " << unsupported
-            << " unsupported, worst error " << worst_ratio << " of the bound" << summary.str()
-            << "\n";
-
-  // The cpu backend runs every case on every CPU: f16/bf16 through f32-compute candidates where
-  // oneDNN has no native kernel (Note [f32 compute convolution]).
-  if (backend == BackendKind::cpu) {
-    EXPECT_GT(listed_supported, 0)
-        << "no supported cpu candidate\n  " << conv_context(desc, direction, "(none)");
-  }
-  if (listed_supported == 0) {
-    // No candidate: the op itself must then refuse with Unsupported, not run something else.
-    Context heuristic(backend);
-    try {
-      run_conv(heuristic, desc, direction, operands);
-      ADD_FAILURE() << "every candidate is unsupported but the op ran anyway\n  "
-                    << conv_context(desc, direction, "(heuristic)");
-    } catch (const Error& error) {
-      EXPECT_EQ(error.kind(), ErrorKind::Unsupported) << error.what();
-    }
-  }
-}
+};
 
 TEST_P(ConvParity, fwd) { check(Direction::fwd); }
 TEST_P(ConvParity, bwd_data) { check(Direction::bwd_data); }
@@ -270,7 +205,7 @@ TEST(ConvParityBudget, EveryUnsupportedCandidateHasAnExpectedReason) {
           ++supported_here;
           continue;
         }
-        const char* category = unsupported_category(conv.desc, direction, algo);
+        const char* category = unsupported_category(expected_reasons(), conv.desc, direction, algo);
         ++by_category[category ? category : "UNEXPECTED"];
         EXPECT_NE(category, nullptr) << "unexpected reason \"" << algo.reason << "\"\n  "
                                      << conv_context(conv.desc, direction, algo.id);
