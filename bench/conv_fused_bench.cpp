@@ -163,7 +163,7 @@ struct Timing {
 };
 
 Timing time_calls(Context& context, const std::function<void()>& call, const Options& options) {
-  detail::Backend& backend = context.state().backend();
+  detail::Backend& backend = detail::state_of(context).backend();
   for (int i = 0; i < 3; ++i) call();
   std::vector<double> samples;
   samples.reserve(static_cast<std::size_t>(std::max(3, options.calls)));
@@ -394,7 +394,7 @@ int main(int argc, char** argv) try {
     std::cout << JsonLine()
                      .add("kind", "device")
                      .add("describe", probe.describe())
-                     .add("fingerprint", probe.state().backend().fingerprint())
+                     .add("fingerprint", probe.fingerprint())
                      .add("batch", static_cast<double>(options.batch))
                      .str()
               << std::endl;

@@ -169,6 +169,7 @@ std::shared_ptr<const Choice> call(Context& context, const ConvDesc& desc, Direc
     case Direction::fwd: return conv_fwd(context, desc, t.src, t.weights, t.dst);
     case Direction::bwd_data: return conv_bwd_data(context, desc, t.dst, t.weights, t.src);
     case Direction::bwd_weights: return conv_bwd_weights(context, desc, t.src, t.dst, t.weights);
+    case Direction::fwd_training: break;  // not a convolution direction
   }
   return nullptr;
 }
@@ -185,7 +186,7 @@ double ms_since(Clock::time_point start) {
 // Kernel-bound ms per call: events around `loop` back-to-back calls (Note [gpu timing method]).
 double kernel_ms(Context& context, const ConvDesc& desc, Direction direction, Operands& t,
                  int loop) {
-  detail::Backend& backend = context.state().backend();
+  detail::Backend& backend = detail::state_of(context).backend();
   for (int i = 0; i < 3; ++i) call(context, desc, direction, t);
   std::vector<double> samples;
   samples.reserve(3);
@@ -199,7 +200,7 @@ double kernel_ms(Context& context, const ConvDesc& desc, Direction direction, Op
 
 double per_call_ms(Context& context, const ConvDesc& desc, Direction direction, Operands& t,
                    int calls) {
-  detail::Backend& backend = context.state().backend();
+  detail::Backend& backend = detail::state_of(context).backend();
   std::vector<double> samples;
   for (int i = 0; i < calls; ++i) {
     const auto start = Clock::now();
@@ -342,7 +343,7 @@ std::string json_numbers(const std::vector<double>& values) {
 
 void study_case(std::ostream& out, Context& context, const ConvDesc& desc, Direction direction,
                 Operands& t, const std::string& case_name) {
-  detail::Backend& backend = context.state().backend();
+  detail::Backend& backend = detail::state_of(context).backend();
   detail::ConvBackend& conv = backend.conv();
   auto start = Clock::now();
   const std::vector<AlgoInfo> candidates = conv.list(desc, direction);
@@ -387,7 +388,7 @@ void study_case(std::ostream& out, Context& context, const ConvDesc& desc, Direc
       Timed slice;
       if (auto plan = conv.probe_plan(slice_desc, direction, id)) {
         const detail::Workspace workspace =
-            context.state().workspace(plan->algo().workspace_bytes);
+            detail::state_of(context).workspace(plan->algo().workspace_bytes);
         slice = time_plan(backend, [&] { plan->execute(slice_args, workspace); });
       }
       line.add("slice_first_ms", slice.first_ms)
@@ -398,7 +399,7 @@ void study_case(std::ostream& out, Context& context, const ConvDesc& desc, Direc
       if (slice.warm_ms < 0 || slice.warm_ms <= 4 * best) {
         auto plan = conv.plan(desc, direction, id);
         const detail::Workspace workspace =
-            context.state().workspace(plan->algo().workspace_bytes);
+            detail::state_of(context).workspace(plan->algo().workspace_bytes);
         full = time_plan(backend, [&] { plan->execute(full_args, workspace); });
         best = std::min(best, full.warm_ms);
       }
@@ -421,7 +422,7 @@ void host_overhead(std::ostream& out) {
   Operands t{device_random(desc.src_dims(), desc.dtype, desc.layout, context, 1),
              device_random(desc.weights_dims(), desc.dtype, desc.layout, context, 2),
              device_random(desc.dst_dims(), desc.dtype, desc.layout, context, 3)};
-  detail::Backend& backend = context.state().backend();
+  detail::Backend& backend = detail::state_of(context).backend();
   const auto [floor_graph_us, floor_memset_us] = cuda_floor_us();
   out << JsonLine()
              .add("kind", "cuda_floor")
@@ -439,7 +440,7 @@ void host_overhead(std::ostream& out) {
     const double gpu_us = kernel_ms(context, desc, direction, t, 200) * 1000.0;
     // The same candidate's plan executed directly: what the op layer adds is the difference.
     const auto plan = backend.conv().plan(desc, direction, choice->algo.id);
-    const detail::Workspace workspace = context.state().workspace(plan->algo().workspace_bytes);
+    const detail::Workspace workspace = detail::state_of(context).workspace(plan->algo().workspace_bytes);
     const detail::ConvArgs args = conv_args(direction, t);
     const double plan_us = host_us(backend, [&] { plan->execute(args, workspace); });
     // A legacy algorithm through the op layer (cudnnConvolution* instead of the graph API).
@@ -472,7 +473,7 @@ int main(int argc, char** argv) try {
     std::cout << JsonLine()
                      .add("kind", "device")
                      .add("describe", probe.describe())
-                     .add("fingerprint", probe.state().backend().fingerprint())
+                     .add("fingerprint", probe.fingerprint())
                      .str()
               << '\n';
   }
@@ -496,7 +497,7 @@ int main(int argc, char** argv) try {
         Operands t{device_random(desc.src_dims(), dtype, layout, context, 1),
                    device_random(desc.weights_dims(), dtype, layout, context, 2),
                    device_random(desc.dst_dims(), dtype, layout, context, 3)};
-        context.state().backend().synchronize();
+        detail::state_of(context).backend().synchronize();
         const std::string direction_name(to_string(direction));
         std::string case_name = s.name;
         case_name.append("/").append(direction_name).append("/").append(config);
@@ -512,7 +513,7 @@ int main(int argc, char** argv) try {
         conv_list(context, desc, direction);
         const double list_ms = ms_since(start);
         const auto choice = call(context, desc, direction, t);
-        context.state().backend().synchronize();
+        detail::state_of(context).backend().synchronize();
         const double first_call_ms = ms_since(start);
         const double kernel = kernel_ms(context, desc, direction, t, options.loop);
         const double per_call = per_call_ms(context, desc, direction, t, options.calls);

@@ -39,6 +39,7 @@ struct Tiny {
       case Direction::fwd: return conv_fwd(context, desc, src, weights, dst);
       case Direction::bwd_data: return conv_bwd_data(context, desc, dst, weights, src);
       case Direction::bwd_weights: return conv_bwd_weights(context, desc, src, dst, weights);
+      case Direction::fwd_training: break;  // not a convolution direction
     }
     return nullptr;
   }
@@ -59,9 +60,9 @@ void BM_plan_execute(benchmark::State& state) {
   Tiny tiny;
   const auto direction = static_cast<Direction>(state.range(0));
   const auto choice = tiny.call(direction);
-  detail::Backend& backend = tiny.context.state().backend();
+  detail::Backend& backend = detail::state_of(tiny.context).backend();
   const auto plan = backend.conv().plan(tiny.desc, direction, choice->algo.id);
-  const detail::Workspace workspace = tiny.context.state().workspace(plan->algo().workspace_bytes);
+  const detail::Workspace workspace = detail::state_of(tiny.context).workspace(plan->algo().workspace_bytes);
   const detail::ConvArgs args = tiny.args(direction);
   for (auto _ : state) plan->execute(args, workspace);
 }

@@ -1,8 +1,7 @@
-// The issue-4 layers on ResNet-50-sized tensors, on any backend: max-pool 3x3/2 on 112x112x64
-// (with argmax indices as PyTorch, and without),
-// batch-norm training on 56x56x256 and 7x7x2048, relu on 56x56x256, softmax and cross-entropy
-// over 1000 classes; forward and backward. bench/compare_layers.py runs it next to PyTorch in
-// the same run and prints the table.
+// ResNet-50's layers other than convolution, at its sizes, on any backend: max-pool 3x3/2 on
+// 112x112x64 (with argmax indices as PyTorch, and without), batch-norm training on 56x56x256 and
+// 7x7x2048, relu on 56x56x256, softmax and cross-entropy over 1000 classes; forward and backward.
+// bench/compare_layers.py runs it next to PyTorch in the same run and prints the table.
 //
 // Note [layer timing method]
 // For each case and direction: exhaustive selection first (every candidate timed, not counted),
@@ -277,7 +276,7 @@ std::unique_ptr<Case> make_case(const std::string& name, Context& context, std::
 }
 
 double kernel_ms(Context& context, Case& c, Direction direction, int loop) {
-  detail::Backend& backend = context.state().backend();
+  detail::Backend& backend = detail::state_of(context).backend();
   for (int i = 0; i < 3; ++i) c.call(context, direction);
   std::vector<double> samples;
   for (int r = 0; r < 5; ++r) {
@@ -289,7 +288,7 @@ double kernel_ms(Context& context, Case& c, Direction direction, int loop) {
 }
 
 double per_call_ms(Context& context, Case& c, Direction direction, int calls) {
-  detail::Backend& backend = context.state().backend();
+  detail::Backend& backend = detail::state_of(context).backend();
   std::vector<double> samples;
   for (int i = 0; i < calls; ++i) {
     const auto start = Clock::now();

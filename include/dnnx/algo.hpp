@@ -9,36 +9,102 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <dnnx/op_table.hpp>
+
 namespace dnnx {
 
-/// Which computation of a layer: forward, gradient w.r.t. the input, gradient w.r.t. the weights.
-enum class Direction : std::uint8_t { fwd, bwd_data, bwd_weights };
+/// Which computation of an op. Each op has its own set (OpInfo::directions): convolution fwd,
+/// bwd_data and bwd_weights; ops with one backward pass fwd and bwd_data (spelled "bwd" in the CLI
+/// and the environment); an op whose forward keeps state for its backward (a recurrent layer's
+/// reserve space) may offer fwd_training beside fwd, the forward for inference.
+enum class Direction : std::uint8_t {
+  fwd,           ///< forward (for inference where the op also has fwd_training)
+  bwd_data,      ///< gradient w.r.t. the input (the only backward pass of most ops)
+  bwd_weights,   ///< gradient w.r.t. the weights
+  fwd_training,  ///< forward that hands its backward a SavedState
+};
+/// Number of Direction values.
+inline constexpr int direction_count = 4;
 
-/// "fwd", "bwd_data", "bwd_weights".
+/// "fwd", "bwd_data", "bwd_weights", "fwd_training".
 std::string_view to_string(Direction direction);
-/// Parses "fwd"/"forward", "bwd_data"/"backward_data", "bwd_weights"/"backward_weights"/"bwd_filter".
+/// Parses "fwd"/"forward", "bwd_data"/"backward_data", "bwd_weights"/"backward_weights"/
+/// "bwd_filter", "fwd_training"/"forward_training".
 Direction parse_direction(std::string_view text);
 
-/// The ops whose implementation is selected; each has its own policies.
+/// One direction of an op and how the op spells it in the CLI (--direction) and in environment
+/// variables (DNNX_ALGO_<OP>_<NAME>).
+struct OpDirection {
+  Direction direction;
+  std::string_view name;
+};
+
+/// The direction sets of the op table (op_table.hpp's `directions` column).
+namespace op_directions {
+inline constexpr OpDirection conv[] = {{Direction::fwd, "fwd"},
+                                       {Direction::bwd_data, "bwd_data"},
+                                       {Direction::bwd_weights, "bwd_weights"}};
+/// One backward pass, the gradient w.r.t. the input (Direction::bwd_data).
+inline constexpr OpDirection fwd_bwd[] = {{Direction::fwd, "fwd"}, {Direction::bwd_data, "bwd"}};
+inline constexpr OpDirection fwd_only[] = {{Direction::fwd, "fwd"}};
+}  // namespace op_directions
+
+/// Every op, from the op table (op_table.hpp).
 enum class OpKind : std::uint8_t {
-  conv,           ///< "conv": convolution (fwd, bwd_data, bwd_weights)
-  pool,           ///< "pool": pooling (fwd, bwd)
-  activation,     ///< "act": activations (fwd, bwd)
-  softmax,        ///< "softmax": softmax / log-softmax (fwd, bwd)
-  cross_entropy,  ///< "xent": log-softmax + negative log-likelihood (fwd, bwd)
-  batch_norm,     ///< "bnorm": batch normalization (fwd, bwd)
-  add,            ///< "add": broadcasting tensor add (fwd, bwd)
+#define DNNX_OP_KIND(kind, ...) kind,
+  DNNX_OP_TABLE(DNNX_OP_KIND)
+#undef DNNX_OP_KIND
 };
 /// Number of OpKind values.
-inline constexpr int op_kind_count = 7;
-/// "conv", "pool", "act", "softmax", "xent", "bnorm", "add" (the CLI's op names).
+inline constexpr int op_kind_count = 0
+#define DNNX_OP_COUNT(...) +1
+    DNNX_OP_TABLE(DNNX_OP_COUNT)
+#undef DNNX_OP_COUNT
+    ;
+
+enum class BackendKind : std::uint8_t;
+
+/// One line of the op table.
+struct OpInfo {
+  OpKind kind;
+  std::string_view name;     ///< "conv", "pool", "act", ... (CLI, cache keys, messages)
+  std::string_view aliases;  ///< other spellings parse_op_kind accepts, comma-separated
+  std::span<const OpDirection> directions;  ///< in the order the CLI lists them
+  std::uint8_t backends;  ///< bit (1 << BackendKind) set for each backend implementing the op
+  OpKind policies;        ///< the op whose TuneOptions policies select this op's candidates
+
+  /// Whether the op has `direction`.
+  bool has(Direction direction) const;
+  /// How the op spells `direction` ("bwd" for bwd_data of single-backward ops); to_string()
+  /// of a direction the op does not have.
+  std::string_view direction_name(Direction direction) const;
+  /// Parses one of the op's direction names or a canonical direction name (parse_direction);
+  /// throws InvalidArgument when the op does not have it, listing the op's directions.
+  Direction parse_direction(std::string_view text) const;
+  /// Throws InvalidArgument unless the op has `direction`: "<op> has no direction <d>; accepted:
+  /// ..." (or "<op> has only the forward direction (fwd); got <d>").
+  void check(Direction direction) const;
+  /// Whether `backend` (a concrete backend) implements the op.
+  bool implemented_on(BackendKind backend) const;
+  /// The environment variables holding the policy of `direction`: "DNNX_ALGO_<NAME>_<DIRECTION>"
+  /// (e.g. DNNX_ALGO_POOL_BWD) and the older spelling "DNNX_<NAME>_<DIRECTION>_ALGO" (e.g.
+  /// DNNX_CONV_FWD_ALGO), in that order.
+  std::array<std::string, 2> policy_env_names(Direction direction) const;
+};
+
+/// The op table, in OpKind order.
+std::span<const OpInfo> op_table();
+/// The table's line of `op`.
+const OpInfo& op_info(OpKind op);
+
+/// The op's name (the op table's `name` column, e.g. "conv", "act", "xent").
 std::string_view to_string(OpKind op);
-/// Parses the names above (and "activation", "cross_entropy", "batch_norm"); throws
-/// InvalidArgument listing them.
+/// Parses an op name or alias; throws InvalidArgument listing the names.
 OpKind parse_op_kind(std::string_view text);
 
 /// How a candidate is picked.
@@ -94,6 +160,17 @@ struct AlgoInfo {
   std::vector<std::string> notes;     ///< "direct", "gemm", "winograd", "fft", "tensor_cores", ...
   std::vector<std::string> families;  ///< Theano families this candidate belongs to
   int priority = 0;  ///< backend preference, 0 = the backend's first choice
+  /// A plain reference loop (note "reference"): listed and run by id, but timed only with
+  /// TuneOptions::time_naive and never ahead of another candidate that runs.
+  bool naive = false;
+  /// Correct only for inputs of a limited range (note "overflow_risk", e.g. an unshifted
+  /// exp): runs when named by id, never picked by an automatic policy.
+  bool overflow_risk = false;
+  /// Forward candidates: bytes of SavedState the candidate fills for the backward (0: none).
+  std::size_t saved_state_bytes = 0;
+  /// The layout of the SavedState the candidate writes (a forward) or reads (a backward); empty
+  /// when it uses none. A backward runs only on a state of its own format.
+  std::string saved_state_format;
 };
 
 /// Constraints and knobs of selection; part of every choice-cache key.
@@ -101,9 +178,10 @@ struct TuneOptions {
   AlgoPolicy fwd;          ///< convolution's policy for Direction::fwd
   AlgoPolicy bwd_data;     ///< convolution's policy for Direction::bwd_data
   AlgoPolicy bwd_weights;  ///< convolution's policy for Direction::bwd_weights
-  /// The other ops' policies, [OpKind - 1][0 = fwd, 1 = bwd]; heuristic unless set. Their backward
-  /// pass is Direction::bwd_data (the gradient w.r.t. the input).
-  std::array<std::array<AlgoPolicy, 2>, op_kind_count - 1> op_policies{};
+  /// The other ops' policies, [OpKind][Direction]; heuristic unless set. Reach them through
+  /// policy(op, direction), which checks that the op has the direction (convolution's row is
+  /// unused: its policies are the three fields above).
+  std::array<std::array<AlgoPolicy, direction_count>, op_kind_count> op_policies{};
   /// Largest workspace a candidate may use, bytes; nullopt = no limit.
   std::optional<std::size_t> workspace_limit;
   bool deterministic = false;  ///< only candidates that are bitwise reproducible
@@ -127,8 +205,8 @@ struct TuneOptions {
   /// Convolution's policy for `direction`.
   const AlgoPolicy& policy(Direction direction) const;
   AlgoPolicy& policy(Direction direction);
-  /// `op`'s policy for `direction`; throws InvalidArgument for bwd_weights of an op other than
-  /// conv (those ops have one backward pass, Direction::bwd_data).
+  /// `op`'s policy for `direction` (OpInfo::policies': the fused convolution's are
+  /// convolution's); throws InvalidArgument when the op has no such direction.
   const AlgoPolicy& policy(OpKind op, Direction direction) const;
   AlgoPolicy& policy(OpKind op, Direction direction);
   /// The limit in force: nullopt when fastest is set.

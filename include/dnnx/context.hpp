@@ -44,9 +44,12 @@ BackendKind resolve_backend(BackendKind kind);
 /// Library versions a backend runs on, e.g. "oneDNN 3.2.0 (cpu isa avx512_core_amx)".
 std::string backend_version(BackendKind kind);
 
+class Context;
 namespace detail {
 class ContextState;
-}
+/// Internal (src/ops/context_state.hpp documents it): the backend state a context runs on.
+ContextState& state_of(const Context& context);
+}  // namespace detail
 
 /// Where and how ops run. Cheap to copy: copies share backend state (engines, handles, plan caches,
 /// workspace) but each copy has its own TuneOptions.
@@ -57,9 +60,10 @@ class Context {
   explicit Context(BackendKind backend = BackendKind::automatic, int device = 0,
                    TypeConfig type_config = TypeConfig::float32);
 
-  /// Built from DNNX_BACKEND, DNNX_DEVICE, DNNX_TYPE and the tuning variables
-  /// (DNNX_CONV_FWD_ALGO, DNNX_CONV_BWD_DATA_ALGO, DNNX_CONV_BWD_WEIGHTS_ALGO,
-  /// DNNX_WORKSPACE_LIMIT, DNNX_DETERMINISTIC, DNNX_FASTEST, DNNX_VERBOSE, DNNX_BENCHMARK_LIMIT).
+  /// Built from DNNX_BACKEND, DNNX_DEVICE, DNNX_TYPE and the tuning variables (apply_tune_env:
+  /// DNNX_ALGO_<OP>_<DIRECTION> for every op and direction, e.g. DNNX_ALGO_CONV_FWD, also spelled
+  /// DNNX_CONV_FWD_ALGO; DNNX_WORKSPACE_LIMIT, DNNX_DETERMINISTIC, DNNX_FASTEST, DNNX_VERBOSE,
+  /// DNNX_BENCHMARK_LIMIT).
   /// Malformed values throw InvalidArgument naming the variable.
   static Context from_env();
 
@@ -105,10 +109,9 @@ class Context {
   /// are in use.
   Context with_stream(void* stream) const;
 
-  /// Internal: backend state. Not for users.
-  detail::ContextState& state() const { return *state_; }
-
  private:
+  friend detail::ContextState& detail::state_of(const Context& context);
+
   BackendKind requested_;
   BackendKind backend_;
   int device_;

@@ -5,6 +5,7 @@
 #include <dnnx/algo.hpp>
 #include <dnnx/context.hpp>
 #include <dnnx/error.hpp>
+#include <dnnx/op_table.hpp>
 #include <dnnx/ops/activation.hpp>
 #include <dnnx/ops/add.hpp>
 #include <dnnx/ops/batch_norm.hpp>
@@ -13,5 +14,6 @@
 #include <dnnx/ops/cross_entropy.hpp>
 #include <dnnx/ops/pool.hpp>
 #include <dnnx/ops/softmax.hpp>
+#include <dnnx/saved_state.hpp>
 #include <dnnx/tensor.hpp>
 #include <dnnx/version.hpp>

@@ -9,6 +9,7 @@
 
 #include "core/op_backend.hpp"
 
+#include <array>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -17,13 +18,9 @@
 #include <vector>
 
 namespace dnnx {
-struct PoolDesc;
-struct ActivationDesc;
-struct SoftmaxDesc;
-struct CrossEntropyDesc;
-struct BatchNormDesc;
-struct AddDesc;
-struct ConvFusedDesc;
+#define DNNX_DECLARE_DESC(kind, Type, ...) struct Type##Desc;
+DNNX_OP_TABLE(DNNX_DECLARE_DESC)
+#undef DNNX_DECLARE_DESC
 }  // namespace dnnx
 
 namespace dnnx::detail {
@@ -52,6 +49,7 @@ struct ConvArgs {
       case Direction::bwd_weights:
         a.src = &src, a.diff_dst = &dst, a.diff_weights = &weights;
         break;
+      case Direction::fwd_training: break;  // not a convolution direction
     }
     return a;
   }
@@ -95,22 +93,66 @@ class ConvBackend : public OpBackend<ConvDesc, ConvArgs> {
   virtual void bias_bwd(const ConvDesc& desc, const Tensor& diff_dst, Tensor& diff_bias) = 0;
 };
 
-// The other ops' interfaces; each op's Args struct is in core/<op>_args.hpp.
-struct PoolArgs;
-struct ActivationArgs;
-struct SoftmaxArgs;
-struct CrossEntropyArgs;
-struct BatchNormArgs;
-struct AddArgs;
-struct ConvFusedArgs;
-using PoolBackend = OpBackend<PoolDesc, PoolArgs>;
-using ActivationBackend = OpBackend<ActivationDesc, ActivationArgs>;
-using SoftmaxBackend = OpBackend<SoftmaxDesc, SoftmaxArgs>;
-using CrossEntropyBackend = OpBackend<CrossEntropyDesc, CrossEntropyArgs>;
-using BatchNormBackend = OpBackend<BatchNormDesc, BatchNormArgs>;
-using AddBackend = OpBackend<AddDesc, AddArgs>;
-/// Forward convolution with a fused epilogue (bias, residual add, activation).
-using ConvFusedBackend = OpBackend<ConvFusedDesc, ConvFusedArgs>;
+// Each op's Args struct is in core/<op>_args.hpp (convolution's above).
+#define DNNX_DECLARE_ARGS(kind, Type, ...) struct Type##Args;
+DNNX_OP_TABLE(DNNX_DECLARE_ARGS)
+#undef DNNX_DECLARE_ARGS
+
+/// The interface a backend implements an op through: OpBackend<Desc, Args>, or a class derived
+/// from it where the op needs more (ConvBackend's bias).
+template <typename Desc, typename Args>
+struct OpInterface {
+  using type = OpBackend<Desc, Args>;
+};
+template <>
+struct OpInterface<ConvDesc, ConvArgs> {
+  using type = ConvBackend;
+};
+
+/// The types of op `kind`, from the op table: Desc, Args and the backend Interface.
+template <OpKind kind>
+struct OpTypes;
+#define DNNX_OP_TYPES(kind, Type, ...)                          \
+  template <>                                                   \
+  struct OpTypes<OpKind::kind> {                                \
+    using Desc = Type##Desc;                                    \
+    using Args = Type##Args;                                    \
+    using Interface = typename OpInterface<Desc, Args>::type;   \
+  };
+DNNX_OP_TABLE(DNNX_OP_TYPES)
+#undef DNNX_OP_TYPES
+
+/// The interface op `kind` is implemented through (ConvBackend for convolution).
+template <OpKind kind>
+using OpBackendOf = typename OpTypes<kind>::Interface;
+
+/// The op backends of one backend instance, one slot per op of the table; a slot stays empty
+/// where the backend does not implement the op.
+class OpBackends {
+ public:
+  template <OpKind kind>
+  void set(std::unique_ptr<typename OpTypes<kind>::Interface> backend) {
+    slots_[static_cast<std::size_t>(kind)] = std::move(backend);
+  }
+  /// Op `kind`'s backend, or null.
+  template <OpKind kind>
+  typename OpTypes<kind>::Interface* find() const {
+    return static_cast<typename OpTypes<kind>::Interface*>(
+        slots_[static_cast<std::size_t>(kind)].get());
+  }
+  /// Op `kind`'s backend; throws Unsupported naming `backend` and the backends that implement
+  /// the op (missing_op) when there is none.
+  template <OpKind kind>
+  typename OpTypes<kind>::Interface& get(BackendKind backend) const {
+    auto* found = find<kind>();
+    if (found == nullptr) missing_op(kind, backend);
+    return *found;
+  }
+
+ private:
+  [[noreturn]] static void missing_op(OpKind kind, BackendKind backend);
+  std::array<std::unique_ptr<OpBackendBase>, op_kind_count> slots_;
+};
 
 /// One backend instance, bound to a device. Owned by a Context's shared state.
 class Backend {
@@ -143,14 +185,18 @@ class Backend {
   /// src/backends/cudnn/backend.cpp). No-op where there is nothing to undo.
   virtual void after_timing() {}
 
-  virtual ConvBackend& conv() = 0;
-  virtual PoolBackend& pool() = 0;
-  virtual ActivationBackend& activation() = 0;
-  virtual SoftmaxBackend& softmax() = 0;
-  virtual CrossEntropyBackend& cross_entropy() = 0;
-  virtual BatchNormBackend& batch_norm() = 0;
-  virtual AddBackend& add() = 0;
-  virtual ConvFusedBackend& conv_fused() = 0;
+  /// Op `kind`'s implementations on this backend; throws Unsupported naming the backends that
+  /// implement the op when this one does not.
+  template <OpKind kind>
+  typename OpTypes<kind>::Interface& op() {
+    return ops().template get<kind>(this->kind());
+  }
+  /// Convolution's implementations (op<OpKind::conv>()).
+  ConvBackend& conv() { return op<OpKind::conv>(); }
+
+ protected:
+  /// The op backends this instance built (one per op of the table it implements).
+  virtual const OpBackends& ops() const = 0;
 };
 
 }  // namespace dnnx::detail

@@ -4,8 +4,15 @@
 #include <dnnx/context.hpp>
 #include <dnnx/tensor.hpp>
 
+#include "core/backend.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdint>
+#include <iterator>
 
 namespace dnnx {
 
@@ -67,6 +74,7 @@ std::string_view to_string(Direction direction) {
     case Direction::fwd: return "fwd";
     case Direction::bwd_data: return "bwd_data";
     case Direction::bwd_weights: return "bwd_weights";
+    case Direction::fwd_training: return "fwd_training";
   }
   return "?";
 }
@@ -77,35 +85,146 @@ Direction parse_direction(std::string_view text) {
   if (name == "bwd_data" || name == "backward_data") return Direction::bwd_data;
   if (name == "bwd_weights" || name == "backward_weights" || name == "bwd_filter")
     return Direction::bwd_weights;
+  if (name == "fwd_training" || name == "forward_training") return Direction::fwd_training;
   detail::raise(ErrorKind::InvalidArgument,
-                detail::cat("unknown direction '", text, "'; accepted: fwd, bwd_data, bwd_weights"));
+                detail::cat("unknown direction '", text,
+                            "'; accepted: fwd, bwd_data, bwd_weights, fwd_training"));
 }
 
-std::string_view to_string(OpKind op) {
-  switch (op) {
-    case OpKind::conv: return "conv";
-    case OpKind::pool: return "pool";
-    case OpKind::activation: return "act";
-    case OpKind::softmax: return "softmax";
-    case OpKind::cross_entropy: return "xent";
-    case OpKind::batch_norm: return "bnorm";
-    case OpKind::add: return "add";
+namespace {
+
+constexpr std::uint8_t backend_bits(int reference, int cpu, int cudnn) {
+  return static_cast<std::uint8_t>(reference << static_cast<int>(BackendKind::reference) |
+                                   cpu << static_cast<int>(BackendKind::cpu) |
+                                   cudnn << static_cast<int>(BackendKind::cudnn));
+}
+
+constexpr OpInfo op_infos[] = {
+#define DNNX_OP_INFO(kind, Type, name, aliases, directions, reference, cpu, cudnn, policies) \
+  {OpKind::kind, name, aliases, op_directions::directions, backend_bits(reference, cpu, cudnn), \
+   OpKind::policies},
+    DNNX_OP_TABLE(DNNX_OP_INFO)
+#undef DNNX_OP_INFO
+};
+static_assert(std::size(op_infos) == op_kind_count);
+
+std::string upper(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+std::span<const OpInfo> op_table() { return op_infos; }
+
+const OpInfo& op_info(OpKind op) {
+  const auto index = static_cast<std::size_t>(op);
+  DNNX_CHECK_ARG(index < std::size(op_infos), "op kind ", index, " is not in the op table (",
+                 op_kind_count, " ops)");
+  return op_infos[index];
+}
+
+bool OpInfo::has(Direction direction) const {
+  return std::any_of(directions.begin(), directions.end(),
+                     [direction](const OpDirection& d) { return d.direction == direction; });
+}
+
+std::string_view OpInfo::direction_name(Direction direction) const {
+  for (const OpDirection& d : directions) {
+    if (d.direction == direction) return d.name;
   }
-  return "?";
+  return to_string(direction);
+}
+
+namespace {
+
+// "fwd, bwd_data (bwd)": canonical names, each followed by the op's own spelling where it differs.
+std::string accepted_directions(const OpInfo& op) {
+  std::string text;
+  for (const OpDirection& d : op.directions) {
+    if (!text.empty()) text += ", ";
+    text += to_string(d.direction);
+    if (d.name != to_string(d.direction)) text += detail::cat(" (", d.name, ")");
+  }
+  return text;
+}
+
+}  // namespace
+
+void OpInfo::check(Direction direction) const {
+  if (has(direction)) return;
+  if (directions.size() == 1 && directions[0].direction == Direction::fwd) {
+    detail::raise(ErrorKind::InvalidArgument,
+                  detail::cat(name, " has only the forward direction (fwd); got ",
+                              to_string(direction)));
+  }
+  detail::raise(ErrorKind::InvalidArgument,
+                detail::cat(name, " has no direction ", to_string(direction),
+                            "; accepted: ", accepted_directions(*this)));
+}
+
+Direction OpInfo::parse_direction(std::string_view text) const {
+  const std::string lowered = detail::lower(text);
+  for (const OpDirection& d : directions) {
+    if (lowered == d.name) return d.direction;
+  }
+  Direction direction;
+  try {
+    direction = dnnx::parse_direction(text);
+  } catch (const Error&) {
+    detail::raise(ErrorKind::InvalidArgument,
+                  detail::cat("unknown direction '", text, "' for ", name,
+                              "; accepted: ", accepted_directions(*this)));
+  }
+  check(direction);
+  return direction;
+}
+
+bool OpInfo::implemented_on(BackendKind backend) const {
+  return backend != BackendKind::automatic && (backends >> static_cast<int>(backend) & 1) != 0;
+}
+
+std::array<std::string, 2> OpInfo::policy_env_names(Direction direction) const {
+  const std::string op = upper(name);
+  const std::string dir = upper(direction_name(direction));
+  return {detail::cat("DNNX_ALGO_", op, "_", dir), detail::cat("DNNX_", op, "_", dir, "_ALGO")};
+}
+
+namespace detail {
+
+void OpBackends::missing_op(OpKind kind, BackendKind backend) {
+  const OpInfo& op = op_info(kind);
+  std::string implemented;
+  for (BackendKind candidate : {BackendKind::reference, BackendKind::cpu, BackendKind::cudnn}) {
+    if (op.implemented_on(candidate))
+      implemented += cat(implemented.empty() ? "" : ", ", to_string(candidate));
+  }
+  raise(ErrorKind::Unsupported,
+        cat(op.name, " is not implemented by the ", to_string(backend), " backend; ",
+            implemented.empty() ? std::string("no backend implements it")
+                                : "backends that implement it: " + implemented));
+}
+
+}  // namespace detail
+
+std::string_view to_string(OpKind op) {
+  const auto index = static_cast<std::size_t>(op);
+  return index < std::size(op_infos) ? op_infos[index].name : std::string_view("?");
 }
 
 OpKind parse_op_kind(std::string_view text) {
   const std::string name = detail::lower(text);
-  if (name == "conv" || name == "convolution") return OpKind::conv;
-  if (name == "pool" || name == "pooling") return OpKind::pool;
-  if (name == "act" || name == "activation") return OpKind::activation;
-  if (name == "softmax") return OpKind::softmax;
-  if (name == "xent" || name == "cross_entropy") return OpKind::cross_entropy;
-  if (name == "bnorm" || name == "batch_norm") return OpKind::batch_norm;
-  if (name == "add") return OpKind::add;
+  std::string accepted;
+  for (const OpInfo& op : op_infos) {
+    if (name == op.name) return op.kind;
+    for (const std::string& alias : detail::split(op.aliases, ',')) {
+      if (!alias.empty() && name == alias) return op.kind;
+    }
+    accepted += detail::cat(accepted.empty() ? "" : ", ", op.name);
+  }
   detail::raise(ErrorKind::InvalidArgument,
-                detail::cat("unknown op '", text,
-                            "'; accepted: conv, pool, act, softmax, xent, bnorm, add"));
+                detail::cat("unknown op '", text, "'; accepted: ", accepted));
 }
 
 std::string_view to_string(BackendKind kind) {

@@ -5,10 +5,10 @@
 // OpBackend through src/tune the same way, whatever the op.
 //
 // Note [directions of single-backward ops]
-// Pooling, activations, softmax, cross-entropy, batch-norm and tensor add have one backward pass,
-// the gradient w.r.t. their input. It is Direction::bwd_data, so TuneOptions::bwd_data (and
-// DNNX_<OP>_BWD_ALGO) is its policy; Direction::bwd_weights is not a direction of these ops
-// (batch-norm's diff_scale / diff_shift come out of the same backward pass).
+// An op with one backward pass, the gradient w.r.t. its input (the op table's `fwd_bwd` set),
+// runs it as Direction::bwd_data, spelled "bwd" in the CLI and in DNNX_ALGO_<OP>_BWD;
+// Direction::bwd_weights is not one of its directions (batch-norm's diff_scale / diff_shift come
+// out of the same backward pass).
 
 #include <dnnx/algo.hpp>
 #include <dnnx/error.hpp>
@@ -23,6 +23,22 @@
 #include <vector>
 
 namespace dnnx::detail {
+
+/// Marks `info` a naive candidate (AlgoInfo::naive): a plain reference loop, noted "reference" and
+/// in Theano's family "none".
+inline void mark_naive(AlgoInfo& info) {
+  info.naive = true;
+  if (std::find(info.notes.begin(), info.notes.end(), "reference") == info.notes.end())
+    info.notes.emplace_back("reference");
+  info.families = {"none"};
+}
+
+/// Marks `info` correct only for a limited input range (AlgoInfo::overflow_risk), noted
+/// "overflow_risk".
+inline void mark_overflow_risk(AlgoInfo& info) {
+  info.overflow_risk = true;
+  info.notes.emplace_back("overflow_risk");
+}
 
 /// Scratch memory handed to an implementation for one call.
 struct Workspace {
@@ -41,11 +57,16 @@ class OpPlan {
   virtual void execute(const Args& args, Workspace workspace) = 0;
 };
 
+/// What every op's backend is, whatever its Desc and Args (Backend keeps them in one table).
+class OpBackendBase {
+ public:
+  virtual ~OpBackendBase() = default;
+};
+
 /// A backend's implementations of one op.
 template <typename Desc, typename Args>
-class OpBackend {
+class OpBackend : public OpBackendBase {
  public:
-  virtual ~OpBackend() = default;
   /// Every candidate for (desc, direction) in priority order, supported or not (with the reason),
   /// without running anything. The first supported entry is the backend's heuristic choice.
   /// Ids are stable across processes for the same library versions and machine.

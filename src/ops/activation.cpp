@@ -134,9 +134,6 @@ struct ActivationOp {
   using Desc = ActivationDesc;
   using Args = ActivationArgs;
   static constexpr OpKind kind = OpKind::activation;
-  static detail::ActivationBackend& backend(detail::Backend& backend) {
-    return backend.activation();
-  }
   static void check(const Context& context, const ActivationDesc& desc, Direction direction,
                     const ActivationArgs& args) {
     if (direction == Direction::fwd) {

@@ -64,7 +64,6 @@ struct AddOp {
   using Desc = AddDesc;
   using Args = AddArgs;
   static constexpr OpKind kind = OpKind::add;
-  static detail::AddBackend& backend(detail::Backend& backend) { return backend.add(); }
   static void check(const Context& context, const AddDesc& desc, Direction direction,
                     const AddArgs& args) {
     check_args(context, desc, direction, args);

@@ -226,6 +226,10 @@ void Context::set_choice_cache(std::shared_ptr<ChoiceCache> cache) {
   cache_ = std::move(cache);
 }
 
+namespace detail {
+ContextState& state_of(const Context& context) { return *context.state_; }
+}  // namespace detail
+
 std::string Context::fingerprint() const { return state_->backend().fingerprint(); }
 
 void Context::synchronize() const {

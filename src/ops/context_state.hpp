@@ -1,6 +1,11 @@
 #pragma once
 // What Contexts share: one backend instance per (backend, device) in the process, its workspace,
 // and the per-call fast paths in front of the choice cache (one per op).
+//
+// The one internal header that tests and benchmarks include to reach past the public API:
+// detail::state_of(context) (declared in <dnnx/context.hpp>) gives a context's ContextState, whose
+// backend() holds the op backends (Backend::op<OpKind>()), their candidate lists and plans, and
+// whose workspace() is the scratch a plan runs with.
 
 #include <dnnx/context.hpp>
 

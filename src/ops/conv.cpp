@@ -58,6 +58,7 @@ void check_args(const Context& context, const ConvDesc& desc, Direction directio
       check_no_alias("diff_weights", *args.diff_weights, "src", *args.src);
       check_no_alias("diff_weights", *args.diff_weights, "diff_dst", *args.diff_dst);
       break;
+    case Direction::fwd_training: break;  // not a convolution direction
   }
 }
 
@@ -88,7 +89,6 @@ struct ConvOp {
   using Desc = ConvDesc;
   using Args = ConvArgs;
   static constexpr OpKind kind = OpKind::conv;
-  static detail::ConvBackend& backend(detail::Backend& backend) { return backend.conv(); }
   static void check(const Context& context, const ConvDesc& desc, Direction direction,
                     const ConvArgs& args) {
     check_args(context, desc, direction, args);
@@ -156,7 +156,7 @@ void bias_fwd_locked(Context& context, const ConvDesc& desc, const Tensor& bias,
   check_bias(context, desc, "bias", bias);
   check_tensor(context, desc, "dst", dst, desc.dst_dims());
   check_no_alias("dst", dst, "bias", bias);
-  ContextState& state = context.state();
+  ContextState& state = detail::state_of(context);
   std::lock_guard lock(state.mutex());
   state.backend().conv().bias_fwd(desc, bias, dst);
 }
@@ -166,7 +166,7 @@ void bias_bwd_locked(Context& context, const ConvDesc& desc, const Tensor& diff_
   check_bias(context, desc, "diff_bias", diff_bias);
   check_tensor(context, desc, "diff_dst", diff_dst, desc.dst_dims());
   check_no_alias("diff_bias", diff_bias, "diff_dst", diff_dst);
-  ContextState& state = context.state();
+  ContextState& state = detail::state_of(context);
   std::lock_guard lock(state.mutex());
   state.backend().conv().bias_bwd(desc, diff_dst, diff_bias);
 }

@@ -1,6 +1,6 @@
 // Fused forward convolution, backend-agnostic: the checks of a call against the desc and the
-// scratch tensors for timing; the call itself goes through Note [op dispatch] with convolution's
-// forward policy (OpKind::conv, Direction::fwd), the desc's key telling its choices apart.
+// scratch tensors for timing; the call itself goes through Note [op dispatch], selected under
+// convolution's forward policy (the op table's `policies` column).
 
 #include <dnnx/ops/conv_fused.hpp>
 
@@ -18,13 +18,6 @@ namespace {
 using detail::ConvFusedArgs;
 
 // ---- argument validation ------------------------------------------------------------------------
-
-// The op has one direction; the dispatcher accepts every direction of OpKind::conv, so the
-// others are refused here, before anything is listed or run.
-void check_fused_direction(Direction direction) {
-  DNNX_CHECK_ARG(direction == Direction::fwd,
-                 "conv_fused has only the forward direction (fwd); got ", to_string(direction));
-}
 
 void check_tensor(const Context& context, const ConvFusedDesc& desc, const char* role,
                   const Tensor& tensor, const Dims& expected) {
@@ -60,7 +53,6 @@ void check_no_alias(const Tensor& dst, const char* in_role, const Tensor& in) {
 
 void check_args(const Context& context, const ConvFusedDesc& desc, Direction direction,
                 const ConvFusedArgs& args) {
-  check_fused_direction(direction);
   desc.validate();
   check_presence("bias", args.bias, desc.bias, "bias");
   check_presence("residual", args.residual, desc.residual, "residual");
@@ -102,17 +94,13 @@ struct Scratch {
 struct ConvFusedOp {
   using Desc = ConvFusedDesc;
   using Args = ConvFusedArgs;
-  static constexpr OpKind kind = OpKind::conv;
-  static detail::ConvFusedBackend& backend(detail::Backend& backend) {
-    return backend.conv_fused();
-  }
+  static constexpr OpKind kind = OpKind::conv_fused;
   static void check(const Context& context, const ConvFusedDesc& desc, Direction direction,
                     const ConvFusedArgs& args) {
     check_args(context, desc, direction, args);
   }
   using Scratch = dnnx::Scratch;
   static Scratch scratch(const Context& context, const ConvFusedDesc& desc, Direction direction) {
-    check_fused_direction(direction);
     const ConvDesc& conv = desc.conv;
     Scratch s;
     s.src = detail::random_tensor(context, conv.src_dims(), conv.dtype, conv.layout, -1, 1, 1);
@@ -146,27 +134,16 @@ std::shared_ptr<const Choice> conv_fused_fwd(Context& context, const ConvFusedDe
 
 std::vector<AlgoInfo> conv_fused_list(Context& context, const ConvFusedDesc& desc,
                                       Direction direction) {
-  return Dispatch::with_context(context, desc, direction, [&] {
-    check_fused_direction(direction);
-    return Dispatch::list(context, desc, direction);
-  });
+  return Dispatch::list(context, desc, direction);
 }
 
 std::shared_ptr<const Choice> conv_fused_select(Context& context, const ConvFusedDesc& desc,
                                                 Direction direction) {
-  return Dispatch::with_context(context, desc, direction, [&] {
-    check_fused_direction(direction);
-    return Dispatch::select(context, desc, direction);
-  });
+  return Dispatch::select(context, desc, direction);
 }
 
 ProfileResult conv_fused_profile(Context& context, const ConvFusedDesc& desc, Direction direction) {
-  ProfileResult result = Dispatch::with_context(context, desc, direction, [&] {
-    check_fused_direction(direction);
-    return Dispatch::profile(context, desc, direction);
-  });
-  result.op = "conv_fused";  // the selection ran under convolution's name (OpKind::conv)
-  return result;
+  return Dispatch::profile(context, desc, direction);
 }
 
 }  // namespace dnnx

@@ -75,9 +75,6 @@ struct CrossEntropyOp {
   using Desc = CrossEntropyDesc;
   using Args = CrossEntropyArgs;
   static constexpr OpKind kind = OpKind::cross_entropy;
-  static detail::CrossEntropyBackend& backend(detail::Backend& backend) {
-    return backend.cross_entropy();
-  }
 
   static void check(const Context& context, const Desc& desc, Direction direction,
                     const Args& args) {

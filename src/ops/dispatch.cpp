@@ -30,11 +30,6 @@ std::string environment_json(const Backend& backend) {
   return text + "}";
 }
 
-// Whether no automatic policy may pick `algo` (Note [unsafe candidates] in src/tune/select.cpp).
-bool unsafe(const AlgoInfo& algo) {
-  return std::find(algo.notes.begin(), algo.notes.end(), "overflow_risk") != algo.notes.end();
-}
-
 // Note [re-validating persisted choices]
 // A choice read from the cache file was made by another process: maybe under other limits, maybe
 // by a build whose candidates differ although its version string does not, maybe edited by hand.
@@ -53,7 +48,7 @@ std::optional<std::string> invalid_here(const Choice& cached, const std::vector<
                                [&](const AlgoInfo& algo) { return algo.id == cached.algo.id; });
   if (it == listed.end()) return std::string("it is not a candidate here");
   if (auto why = tune::exclusion(*it, options)) return why->detail;
-  if (unsafe(*it)) return std::string("no automatic policy may pick it (overflow_risk)");
+  if (it->overflow_risk) return std::string("no automatic policy may pick it (overflow_risk)");
   current = *it;
   return std::nullopt;
 }
@@ -67,7 +62,7 @@ std::vector<AlgoInfo> fallback_order(const TuneOptions& options, const Choice& f
                                      const std::vector<AlgoInfo>& listed) {
   std::vector<AlgoInfo> order;
   // Never onto a candidate no automatic policy would pick.
-  auto safe = [](const AlgoInfo& algo) { return !unsafe(algo); };
+  auto safe = [](const AlgoInfo& algo) { return !algo.overflow_risk; };
   for (const ProfileRow& row : failed.timings) {
     if (row.status == CandidateStatus::ok && safe(row.algo)) order.push_back(row.algo);
   }
@@ -97,11 +92,6 @@ ErrorContext op_error_context(const Context& context, OpKind op, Direction direc
           std::string(to_string(context.backend())),
           {},
           {}};
-}
-
-void check_direction(OpKind op, Direction direction) {
-  DNNX_CHECK_ARG(op == OpKind::conv || direction != Direction::bwd_weights, to_string(op),
-                 " has no direction bwd_weights; accepted: fwd, bwd_data (its backward pass)");
 }
 
 tune::Request make_request(Context& context, ContextState& state, OpKind op, Direction direction,
@@ -260,6 +250,55 @@ std::shared_ptr<const Choice> fall_back(
 // pattern does not line up with any dim. The speed of the candidates does not depend on which
 // finite values they see.
 constexpr std::int64_t scratch_block = 65521;
+
+void SavedStateWriter::fill(SavedState& state, Allocator& allocator, OpKind op,
+                            Direction direction, std::string desc_key, const AlgoInfo& producer) {
+  const std::size_t bytes = producer.saved_state_bytes;
+  const bool reusable = state.storage_ != nullptr && state.storage_->bytes() >= bytes &&
+                        state.storage_->device() == allocator.device();
+  if (bytes == 0) {
+    state.storage_.reset();
+  } else if (!reusable) {
+    // The old buffer goes first, so that replacing it never needs both at once.
+    state.storage_.reset();
+    state.storage_ = std::make_shared<Storage>(allocator, bytes);
+  }
+  state.op_ = op;
+  state.direction_ = direction;
+  state.desc_ = std::move(desc_key);
+  state.producer_ = producer.id;
+  state.format_ = producer.saved_state_format;
+  state.bytes_ = bytes;
+}
+
+void check_saved_state(const SavedState& state, OpKind op, const std::string& desc_key) {
+  DNNX_CHECK_ARG(!state.empty(),
+                 "saved_state is empty: no forward has filled it; run the forward with the same "
+                 "SavedState first");
+  DNNX_CHECK_ARG(state.op() == op, "saved_state was filled by a ", to_string(state.op()),
+                 " forward, not a ", to_string(op), " one");
+  DNNX_CHECK_ARG(state.desc() == desc_key, "saved_state was filled by a forward of another ",
+                 to_string(op), " (", state.desc(), "); this call's desc is ", desc_key);
+}
+
+std::vector<AlgoInfo> restrict_to_saved_state(std::vector<AlgoInfo> candidates,
+                                              const SavedState& state) {
+  for (AlgoInfo& algo : candidates) {
+    if (!algo.supported || algo.saved_state_format == state.format()) continue;
+    algo.supported = false;
+    algo.reason = cat("reads saved state of format '", algo.saved_state_format,
+                      "'; the forward's candidate ", state.producer(), " wrote '", state.format(),
+                      "'");
+  }
+  return candidates;
+}
+
+void check_reads_saved_state(const AlgoInfo& algo, const SavedState& state) {
+  DNNX_CHECK_ARG(algo.saved_state_format == state.format(), "candidate ", algo.id,
+                 " reads saved state of format '", algo.saved_state_format,
+                 "', but the forward's candidate ", state.producer(), " wrote '", state.format(),
+                 "'");
+}
 
 Tensor random_tensor(const Context& context, const Dims& dims, DType dtype, Layout layout,
                      float low, float high, unsigned seed) {

@@ -11,8 +11,7 @@
 //   struct PoolOp {
 //     using Desc = PoolDesc;
 //     using Args = detail::PoolArgs;
-//     static constexpr OpKind kind = OpKind::pool;
-//     static detail::PoolBackend& backend(detail::Backend& backend) { return backend.pool(); }
+//     static constexpr OpKind kind = OpKind::pool;  // its line of the op table
 //     // Throws InvalidArgument naming the tensor role, the value and what is accepted. Called
 //     // after desc.validate(); must check dtype, dims, density/layout, null data, device,
 //     // aliasing.
@@ -27,12 +26,18 @@
 //     // Optional (Note [timing stateful calls] in src/ops/batch_norm.cpp): true when running the
 //     // call changes its inputs (running statistics), so selection times on Scratch instead.
 //     static bool stateful(const Desc&, Direction, const Args&);
+//     // Optional (Note [saved state]): the call's SavedState, or null.
+//     static SavedState* saved_state(const Args&);
+//     // Optional: the op's implementations, when they are not the backend's op<kind>() (tests
+//     // drive Dispatch with ops of their own this way).
+//     static OpBackend<Desc, Args>& backend(ContextState&);
 //   };
 //
 // Desc must have validate(), key(), hash(), repro(Direction) and operator==.
 
 #include <dnnx/algo.hpp>
 #include <dnnx/context.hpp>
+#include <dnnx/saved_state.hpp>
 
 #include "core/backend.hpp"
 #include "core/check.hpp"
@@ -57,9 +62,6 @@ namespace dnnx::detail {
 /// "pool fwd [cpu]" style error context of one call.
 ErrorContext op_error_context(const Context& context, OpKind op, Direction direction,
                               std::string repro);
-
-/// Throws InvalidArgument when `op` has no `direction` (only conv has bwd_weights).
-void check_direction(OpKind op, Direction direction);
 
 /// What selection may do with the candidates of one (desc, direction).
 struct SelectHooks {
@@ -105,6 +107,36 @@ std::shared_ptr<const Choice> fall_back(
     const std::function<std::vector<AlgoInfo>()>& list,
     const std::function<AlgoInfo(const std::string& id)>& run_id);
 
+// Note [saved state]
+// A forward may keep state for its backward in a SavedState the caller passes to both (a
+// recurrent layer's reserve space, a dropout mask). Its size and layout belong to the candidate
+// that writes it, so they are part of the candidate's listing (AlgoInfo::saved_state_bytes and
+// saved_state_format), known before anything runs:
+// - a forward (fwd or fwd_training) given a state fills it: before the chosen candidate runs, and
+//   before each candidate a selection times, the state is sized for that candidate (its buffer
+//   kept when large enough) and records the op, direction, desc key, candidate id and format;
+// - a backward given a state checks first that a forward of the same op and desc filled it
+//   (InvalidArgument otherwise), and selects only among candidates that read the state's format:
+//   the others are listed unsupported for this call, the format is part of the choice-cache key,
+//   and a layer-held choice of another format is refused.
+
+/// Writes a SavedState's record (Note [saved state]).
+struct SavedStateWriter {
+  /// Sizes `state` for `producer` on `allocator`'s device (keeping its buffer when large enough
+  /// and on that device) and records what filled it.
+  static void fill(SavedState& state, Allocator& allocator, OpKind op, Direction direction,
+                   std::string desc_key, const AlgoInfo& producer);
+};
+/// Throws InvalidArgument unless a forward of `op` on the desc with key `desc_key` filled
+/// `state`, naming what did.
+void check_saved_state(const SavedState& state, OpKind op, const std::string& desc_key);
+/// `candidates` with those reading another saved-state format than `state`'s marked unsupported,
+/// saying why.
+std::vector<AlgoInfo> restrict_to_saved_state(std::vector<AlgoInfo> candidates,
+                                              const SavedState& state);
+/// Throws InvalidArgument unless `algo` reads `state`'s format (a choice made for another).
+void check_reads_saved_state(const AlgoInfo& algo, const SavedState& state);
+
 /// A tensor on the context's device holding uniform random values in [low, high), a block of
 /// them repeated over the tensor (Note [scratch data] in dispatch.cpp). Throws OutOfMemory when it
 /// cannot be allocated.
@@ -149,15 +181,17 @@ class Dispatch {
   static std::shared_ptr<const Choice> run(Context& context, const Desc& desc, Direction direction,
                                            const Args& args) {
     return with_context(context, desc, direction, [&] {
-      check_direction(Op::kind, direction);
-      ContextState& state = context.state();
+      op_info(Op::kind).check(direction);
+      ContextState& state = state_of(context);
       std::lock_guard lock(state.mutex());
       Calls& calls = state.slot<Calls>();
-      const Key key{desc, direction};
+      const SavedState* consumed = consumed_state(direction, args);
+      const Key key{desc, direction, consumed != nullptr ? consumed->format() : std::string()};
       auto it = calls.find(key);
       // A desc equal to one that ran before was validated then (the map holds only those).
       if (it == calls.end()) desc.validate();
       Op::check(context, desc, direction, args);
+      if (consumed != nullptr) check_saved_state(*consumed, Op::kind, desc.key());
       const ChoiceCache& cache = *context.choice_cache();
       const bool fresh = it != calls.end() && it->second.cache == &cache &&
                          it->second.cache_generation == cache.generation() &&
@@ -169,9 +203,11 @@ class Dispatch {
         const ArgsSource timing = [&]() -> const Args& {
           return stateful(desc, direction, args) ? scratch.args() : args;
         };
-        Selected selected = select_locked(context, state, request(context, state, desc, direction),
-                                          hooks(state, desc, direction, timing));
-        std::shared_ptr<Plan> plan = plan_for(context, state, desc, direction, timing, selected);
+        Selected selected =
+            select_locked(context, state, request(context, state, desc, direction, consumed),
+                          hooks(state, desc, direction, timing, consumed));
+        std::shared_ptr<Plan> plan =
+            plan_for(context, state, desc, direction, timing, consumed, selected);
         it = calls
                  .insert_or_assign(key, CallEntry{context.tune(), &cache, cache.generation(),
                                                   selected.choice, plan})
@@ -190,12 +226,14 @@ class Dispatch {
                                                   Direction direction, const Args& args,
                                                   std::shared_ptr<const Choice> choice) {
     return with_context(context, desc, direction, [&] {
-      check_direction(Op::kind, direction);
+      op_info(Op::kind).check(direction);
       desc.validate();
       Op::check(context, desc, direction, args);
-      ContextState& state = context.state();
+      const SavedState* consumed = consumed_state(direction, args);
+      if (consumed != nullptr) check_saved_state(*consumed, Op::kind, desc.key());
+      ContextState& state = state_of(context);
       std::lock_guard lock(state.mutex());
-      auto plan = Op::backend(state.backend()).plan(desc, direction, choice->algo.id);
+      auto plan = op_backend(state).plan(desc, direction, choice->algo.id);
       return execute(context, state, desc, direction, args, std::move(choice), std::move(plan));
     });
   }
@@ -203,11 +241,11 @@ class Dispatch {
   /// Every candidate, nothing run.
   static std::vector<AlgoInfo> list(Context& context, const Desc& desc, Direction direction) {
     return with_context(context, desc, direction, [&] {
-      check_direction(Op::kind, direction);
+      op_info(Op::kind).check(direction);
       desc.validate();
-      ContextState& state = context.state();
+      ContextState& state = state_of(context);
       std::lock_guard lock(state.mutex());
-      return Op::backend(state.backend()).list(desc, direction);
+      return op_backend(state).list(desc, direction);
     });
   }
 
@@ -215,15 +253,15 @@ class Dispatch {
   static std::shared_ptr<const Choice> select(Context& context, const Desc& desc,
                                               Direction direction) {
     return with_context(context, desc, direction, [&] {
-      check_direction(Op::kind, direction);
+      op_info(Op::kind).check(direction);
       desc.validate();
-      ContextState& state = context.state();
+      ContextState& state = state_of(context);
       // Scratch tensors only when the answer is not cached and the policy times candidates.
       LazyScratch scratch{context, desc, direction};
       const ArgsSource lazy = [&]() -> const Args& { return scratch.args(); };
       std::lock_guard lock(state.mutex());
-      return select_locked(context, state, request(context, state, desc, direction),
-                           hooks(state, desc, direction, lazy))
+      return select_locked(context, state, request(context, state, desc, direction, nullptr),
+                           hooks(state, desc, direction, lazy, nullptr))
           .choice;
     });
   }
@@ -231,23 +269,65 @@ class Dispatch {
   /// Times every candidate on scratch tensors.
   static ProfileResult profile(Context& context, const Desc& desc, Direction direction) {
     return with_context(context, desc, direction, [&] {
-      check_direction(Op::kind, direction);
+      op_info(Op::kind).check(direction);
       desc.validate();
       const auto start = std::chrono::steady_clock::now();
-      ContextState& state = context.state();
+      ContextState& state = state_of(context);
       typename Op::Scratch scratch = scratch_checked(context, desc, direction);
       const Args args = scratch.args(direction);
       const ArgsSource source = [&args]() -> const Args& { return args; };
       std::lock_guard lock(state.mutex());
-      return profile_locked(context, state, request(context, state, desc, direction),
-                            hooks(state, desc, direction, source), start);
+      return profile_locked(context, state, request(context, state, desc, direction, nullptr),
+                            hooks(state, desc, direction, source, nullptr), start);
     });
   }
 
  private:
+  // The op's implementations on the context's backend (Unsupported when it has none).
+  static OpBackend<Desc, Args>& op_backend(ContextState& state) {
+    if constexpr (requires { Op::backend(state); }) {
+      return Op::backend(state);
+    } else {
+      return state.backend().template op<Op::kind>();
+    }
+  }
+
+  // Note [saved state]: the state a call fills (a forward) or reads (a backward), or null.
+  static SavedState* saved_state(const Args& args) {
+    if constexpr (requires { Op::saved_state(args); }) {
+      return Op::saved_state(args);
+    } else {
+      return nullptr;
+    }
+  }
+  static bool fills(Direction direction) {
+    return direction == Direction::fwd || direction == Direction::fwd_training;
+  }
+  static const SavedState* consumed_state(Direction direction, const Args& args) {
+    return fills(direction) ? nullptr : saved_state(args);
+  }
+  // Sizes and records the state a forward `algo` is about to fill.
+  static void fill_state(ContextState& state, const Desc& desc, Direction direction,
+                         const Args& args, const AlgoInfo& algo) {
+    if (!fills(direction)) return;
+    if (SavedState* saved = saved_state(args)) {
+      SavedStateWriter::fill(*saved, state.backend().allocator(), Op::kind, direction, desc.key(),
+                             algo);
+    }
+  }
+  // The candidates a call may run: the backend's list, less those reading another saved-state
+  // format than the call's.
+  static std::vector<AlgoInfo> listing(ContextState& state, const Desc& desc, Direction direction,
+                                       const SavedState* consumed) {
+    std::vector<AlgoInfo> candidates = op_backend(state).list(desc, direction);
+    if (consumed == nullptr) return candidates;
+    return restrict_to_saved_state(std::move(candidates), *consumed);
+  }
+
   struct Key {
     Desc desc;
     Direction direction = Direction::fwd;
+    std::string saved_format;  // the format of the state a backward reads
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
@@ -291,24 +371,30 @@ class Dispatch {
   }
 
   static tune::Request request(Context& context, ContextState& state, const Desc& desc,
-                               Direction direction) {
-    return make_request(context, state, Op::kind, direction, desc.key(), desc.repro(direction));
+                               Direction direction, const SavedState* consumed) {
+    std::string key = desc.key();
+    if (consumed != nullptr) key += " | saved_state=" + consumed->format();
+    return make_request(context, state, Op::kind, direction, std::move(key),
+                        desc.repro(direction));
   }
 
   static SelectHooks hooks(ContextState& state, const Desc& desc, Direction direction,
-                           const ArgsSource& args) {
-    auto& backend = Op::backend(state.backend());
+                           const ArgsSource& args, const SavedState* consumed) {
+    auto& backend = op_backend(state);
     // `runs` runs of `algo` back to back, timed together: ms per run.
     tune::RunLoop loop = [&state, &backend, &desc, direction, &args](const AlgoInfo& algo,
                                                                      int runs) {
       auto plan = backend.plan(desc, direction, algo.id);
       const Workspace workspace = state.workspace(plan->algo().workspace_bytes);
       const Args& a = args();
+      fill_state(state, desc, direction, a, plan->algo());
       return state.backend().time_ms([&] {
         for (int i = 0; i < runs; ++i) plan->execute(a, workspace);
       }) / runs;
     };
-    SelectHooks hooks{[&backend, &desc, direction] { return backend.list(desc, direction); },
+    SelectHooks hooks{[&state, &desc, direction, consumed] {
+                        return listing(state, desc, direction, consumed);
+                      },
                       [&backend, &desc, direction](const std::vector<std::string>& ids) {
                         backend.prepare(desc, direction, ids);
                       },
@@ -360,8 +446,8 @@ class Dispatch {
   // candidate this build does not have after all) is selected again rather than failing the call.
   static std::shared_ptr<Plan> plan_for(Context& context, ContextState& state, const Desc& desc,
                                         Direction direction, const ArgsSource& args,
-                                        Selected& selected) {
-    auto& backend = Op::backend(state.backend());
+                                        const SavedState* consumed, Selected& selected) {
+    auto& backend = op_backend(state);
     try {
       return backend.plan(desc, direction, selected.choice->algo.id);
     } catch (const Error& error) {
@@ -374,7 +460,7 @@ class Dispatch {
                      selected.choice->algo.id.c_str(), error.message().c_str());
       }
       selected.choice = fresh_select_locked(context, state, selected.request,
-                                            hooks(state, desc, direction, args));
+                                            hooks(state, desc, direction, args, consumed));
       selected.from_cache = false;
       return backend.plan(desc, direction, selected.choice->algo.id);
     }
@@ -386,16 +472,20 @@ class Dispatch {
                                                std::shared_ptr<const Choice> choice,
                                                std::shared_ptr<Plan> plan) {
     // The common path builds nothing: the fallback's functions exist only once a run failed.
+    const SavedState* consumed = consumed_state(direction, args);
+    if (consumed != nullptr) check_reads_saved_state(plan->algo(), *consumed);
     try {
+      fill_state(state, desc, direction, args, plan->algo());
       plan->execute(args, state.workspace(plan->algo().workspace_bytes));
       return choice;
     } catch (const Error& error) {
-      auto& backend = Op::backend(state.backend());
+      auto& backend = op_backend(state);
       return fall_back(
           context, state, Op::kind, direction, std::move(choice), error,
-          [&] { return backend.list(desc, direction); },
+          [&] { return listing(state, desc, direction, consumed); },
           [&](const std::string& id) {
             auto next = backend.plan(desc, direction, id);
+            fill_state(state, desc, direction, args, next->algo());
             next->execute(args, state.workspace(next->algo().workspace_bytes));
             return next->algo();
           });

@@ -170,7 +170,6 @@ struct PoolOp {
   using Desc = PoolDesc;
   using Args = PoolArgs;
   static constexpr OpKind kind = OpKind::pool;
-  static detail::PoolBackend& backend(detail::Backend& backend) { return backend.pool(); }
   static void check(const Context& context, const PoolDesc& desc, Direction direction,
                     const PoolArgs& args) {
     check_args(context, desc, direction, args);

@@ -30,7 +30,6 @@ struct SoftmaxOp {
   using Desc = SoftmaxDesc;
   using Args = SoftmaxArgs;
   static constexpr OpKind kind = OpKind::softmax;
-  static detail::SoftmaxBackend& backend(detail::Backend& backend) { return backend.softmax(); }
 
   static void check(const Context& context, const Desc& desc, Direction direction,
                     const Args& args) {

@@ -84,7 +84,9 @@ const AlgoPolicy& TuneOptions::policy(Direction direction) const {
     case Direction::fwd: return fwd;
     case Direction::bwd_data: return bwd_data;
     case Direction::bwd_weights: return bwd_weights;
+    case Direction::fwd_training: break;
   }
+  op_info(OpKind::conv).check(direction);
   return fwd;
 }
 
@@ -93,11 +95,10 @@ AlgoPolicy& TuneOptions::policy(Direction direction) {
 }
 
 const AlgoPolicy& TuneOptions::policy(OpKind op, Direction direction) const {
-  if (op == OpKind::conv) return policy(direction);
-  DNNX_CHECK_ARG(direction != Direction::bwd_weights, to_string(op),
-                 " has no bwd_weights direction (its backward pass is bwd_data); accepted: fwd, "
-                 "bwd_data");
-  return op_policies[static_cast<std::size_t>(op) - 1][direction == Direction::fwd ? 0 : 1];
+  const OpInfo& info = op_info(op);
+  info.check(direction);
+  if (info.policies == OpKind::conv) return policy(direction);
+  return op_policies[static_cast<std::size_t>(info.policies)][static_cast<std::size_t>(direction)];
 }
 
 AlgoPolicy& TuneOptions::policy(OpKind op, Direction direction) {
@@ -151,25 +152,25 @@ AlgoPolicy parse_policy_env(const char* name, std::string_view text) {
 void apply_tune_env(TuneOptions& target) {
   // Parsed into a copy so that a malformed variable leaves the options untouched.
   TuneOptions options = target;
-  struct PolicyVar {
-    const char* name;
-    Direction direction;
-  };
-  for (const PolicyVar& var : {PolicyVar{"DNNX_CONV_FWD_ALGO", Direction::fwd},
-                               PolicyVar{"DNNX_CONV_BWD_DATA_ALGO", Direction::bwd_data},
-                               PolicyVar{"DNNX_CONV_BWD_WEIGHTS_ALGO", Direction::bwd_weights}}) {
-    if (const char* value = env(var.name))
-      options.policy(var.direction) = parse_policy_env(var.name, value);
-  }
-  // DNNX_<OP>_FWD_ALGO and DNNX_<OP>_BWD_ALGO for the other ops, e.g. DNNX_POOL_BWD_ALGO.
-  for (int i = 1; i < op_kind_count; ++i) {
-    const auto op = static_cast<OpKind>(i);
-    std::string prefix = "DNNX_";
-    for (char c : to_string(op)) prefix += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    for (Direction direction : {Direction::fwd, Direction::bwd_data}) {
-      const std::string name = prefix + (direction == Direction::fwd ? "_FWD_ALGO" : "_BWD_ALGO");
-      if (const char* value = env(name.c_str()))
-        options.policy(op, direction) = parse_policy_env(name.c_str(), value);
+  // Every (op, direction) of the op table: DNNX_ALGO_<OP>_<DIRECTION> (e.g. DNNX_ALGO_POOL_BWD),
+  // and the older spelling DNNX_<OP>_<DIRECTION>_ALGO (DNNX_CONV_FWD_ALGO, DNNX_POOL_BWD_ALGO).
+  // Ops selected under another op's policies (OpInfo::policies) have no variables of their own.
+  for (const OpInfo& op : op_table()) {
+    if (op.policies != op.kind) continue;
+    for (const OpDirection& direction : op.directions) {
+      const auto [name, older] = op.policy_env_names(direction.direction);
+      const char* value = env(name.c_str());
+      const char* older_value = env(older.c_str());
+      if (value != nullptr && older_value != nullptr && std::string_view(value) != older_value) {
+        detail::raise(ErrorKind::InvalidArgument,
+                      detail::cat("environment variables ", name, "='", value, "' and ", older,
+                                  "='", older_value,
+                                  "' set different policies for the same direction; set one"));
+      }
+      if (value == nullptr) value = older_value;
+      if (value == nullptr) continue;
+      options.policy(op.kind, direction.direction) =
+          parse_policy_env(value == older_value ? older.c_str() : name.c_str(), value);
     }
   }
   if (const char* value = env("DNNX_WORKSPACE_LIMIT")) {

@@ -47,15 +47,11 @@ void sort_fastest_first(std::vector<ProfileRow>& rows) {
   });
 }
 
-bool has_note(const AlgoInfo& algo, std::string_view note) {
-  return std::find(algo.notes.begin(), algo.notes.end(), note) != algo.notes.end();
-}
-
-// Note [unsafe candidates]: a candidate noted "overflow_risk" (cuDNN's FAST softmax: exp(x)
+// Note [unsafe candidates]: a candidate marked overflow_risk (cuDNN's FAST softmax: exp(x)
 // without subtracting the maximum, inf above ~88) is correct only for inputs the caller knows to
 // be bounded. It is listed, profiled and runs when named by id (fixed:<id>), but no automatic
 // policy picks it: the heuristic skips it and exhaustive selection times it without choosing it.
-bool unsafe(const AlgoInfo& algo) { return has_note(algo, "overflow_risk"); }
+bool unsafe(const AlgoInfo& algo) { return algo.overflow_risk; }
 
 bool in_family(const AlgoInfo& algo, const std::string& family) {
   if (family == "deterministic") return algo.deterministic;
@@ -154,10 +150,7 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
                                         const TuneOptions& options, const RunOnce& run,
                                         bool apply_benchmark_limit, const ProbeOnce& probe,
                                         FirstRun first_run) {
-  auto is_naive = [&options](const AlgoInfo& algo) {
-    return !options.time_naive &&
-           std::find(algo.notes.begin(), algo.notes.end(), "reference") != algo.notes.end();
-  };
+  auto is_naive = [&options](const AlgoInfo& algo) { return !options.time_naive && algo.naive; };
   check_run_counts(options);
   DNNX_CHECK_ARG(options.benchmark_limit >= 0, "benchmark_limit must be >= 0, got ",
                  options.benchmark_limit);

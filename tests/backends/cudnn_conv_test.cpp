@@ -15,6 +15,7 @@
 #include "ops/context_state.hpp"
 #include "support/compare.hpp"
 #include "support/conv.hpp"
+#include "support/errors.hpp"
 #include "support/random.hpp"
 
 #include <gtest/gtest.h>
@@ -102,6 +103,7 @@ GpuRun run_gpu(Context& context, const ConvDesc& desc, Direction direction,
     case Direction::bwd_weights:
       run.choice = conv_bwd_weights(context, desc, operands.src, operands.diff_dst, output);
       break;
+    case Direction::fwd_training: break;  // not a convolution direction
   }
   run.output = to_host(output);
   return run;
@@ -111,18 +113,7 @@ bool has_note(const AlgoInfo& info, const std::string& note) {
   return std::find(info.notes.begin(), info.notes.end(), note) != info.notes.end();
 }
 
-template <typename Body>
-void expect_error(ErrorKind kind, const std::vector<std::string>& mentions, Body&& body) {
-  try {
-    body();
-    ADD_FAILURE() << "expected " << to_string(kind) << ", nothing was thrown";
-  } catch (const Error& error) {
-    EXPECT_EQ(error.kind(), kind) << error.what();
-    for (const std::string& mention : mentions)
-      EXPECT_NE(std::string(error.what()).find(mention), std::string::npos)
-          << "message does not mention '" << mention << "': " << error.what();
-  }
-}
+using test::expect_error;
 
 ConvDesc make_desc(const Dims& src, const Dims& weights, const std::vector<std::int64_t>& stride,
                    const std::vector<std::int64_t>& pad, const std::vector<std::int64_t>& dilation,
@@ -185,7 +176,7 @@ TEST(CudnnBackend, AvailableOrSaysWhy) {
   Context context(BackendKind::cudnn);
   EXPECT_EQ(context.device(), Device::cuda(0));
   EXPECT_EQ(resolve_backend(BackendKind::automatic), BackendKind::cudnn);
-  const detail::Backend& backend = context.state().backend();
+  const detail::Backend& backend = detail::state_of(context).backend();
   const std::string fingerprint = backend.fingerprint();
   for (const char* part :
        {"cuDNN 9.", "CUDA ", "driver ", " sm_", "SMs=", "tf32=off", "rtc=off", "knobs=top/24"})
@@ -267,11 +258,11 @@ TEST(CudnnBackend, TimingLeavesHostQueuingOut) {
   {
     Context own = gpu_context();
     Context context = own.with_stream(stream);
-    detail::Backend& backend = context.state().backend();
+    detail::Backend& backend = detail::state_of(context).backend();
     EXPECT_TRUE(backend.warm_timing());
     // The claims below are about warm runs; the process's first gate launch may also load the
-    // module (lazy loading), which can outlast the gate (a session-8 H100 run failed the first
-    // check with two runs, this warm-up absent).
+    // module (lazy loading), which can outlast the gate and force a repeat: without this warm-up
+    // the first check below can see two runs instead of one.
     backend.time_ms([&] { EXPECT_EQ(cudaMemsetAsync(buffer, 0, bytes, stream), cudaSuccess); });
     int runs = 0;
     const double paused = backend.time_ms([&] {
@@ -481,7 +472,7 @@ TEST(CudnnConv, KnobSearchListsVariantsAfterEveryOtherCandidate) {
         EXPECT_EQ(changed, 1u) << info.id << " vs its seed " << seed_id;
         EXPECT_GE(knobs.size(), seed_knobs.size()) << info.id;
         // Its plan builds from the id alone.
-        EXPECT_NO_THROW(context.state().backend().conv().plan(desc, direction, info.id)) << info.id;
+        EXPECT_NO_THROW(detail::state_of(context).backend().conv().plan(desc, direction, info.id)) << info.id;
       }
       EXPECT_LE(per_engine.size(), 4u);
       for (const auto& [engine, count] : per_engine) EXPECT_LE(count, 24u) << "engine " << engine;
@@ -700,9 +691,9 @@ TEST(CudnnConv, CallersStreamRunsTheOpsAndCopiesWaitForIt) {
   Context context = own.with_stream(stream);
   EXPECT_EQ(context.stream(), static_cast<void*>(stream));
   EXPECT_EQ(own.stream(), nullptr);
-  EXPECT_NE(&context.state(), &own.state());                      // an instance of its own
-  EXPECT_EQ(&context.state(), &own.with_stream(stream).state());  // shared by that stream
-  EXPECT_EQ(&context.with_stream(nullptr).state(), &own.state());
+  EXPECT_NE(&detail::state_of(context), &detail::state_of(own));                      // an instance of its own
+  EXPECT_EQ(&detail::state_of(context), &detail::state_of(own.with_stream(stream)));  // shared by that stream
+  EXPECT_EQ(&detail::state_of(context.with_stream(nullptr)), &detail::state_of(own));
   EXPECT_NE(context.describe().find("caller's stream"), std::string::npos) << context.describe();
   Context reference(BackendKind::reference);
   const ConvDesc desc = desc_matrix()[1];
@@ -758,6 +749,7 @@ TEST(CudnnConv, GraphReplayRecomputesEveryCall) {
             case Direction::bwd_weights:
               choice = conv_bwd_weights(context, desc, device.src, device.diff_dst, output);
               break;
+            case Direction::fwd_training: break;  // not a convolution direction
           }
           const std::string where = test::conv_context(desc, direction, choice->algo.id) +
                                     " call " + std::to_string(call);

@@ -14,6 +14,7 @@
 #include "core/dtype.hpp"
 #include "support/compare.hpp"
 #include "support/conv.hpp"
+#include "support/errors.hpp"
 #include "support/random.hpp"
 
 #include <gtest/gtest.h>
@@ -111,6 +112,7 @@ detail::ConvArgs conv_args(Direction direction, const test::ConvOperands& operan
       args.diff_dst = &operands.diff_dst;
       args.diff_weights = &output;
       break;
+    case Direction::fwd_training: break;  // not a convolution direction
   }
   return args;
 }
@@ -144,18 +146,7 @@ std::vector<float> error_scale(const ConvDesc& desc, Direction direction,
   return run(reference_backend(), wide, direction, "reference:direct", magnitudes).to_f32();
 }
 
-template <typename Body>
-void expect_error(ErrorKind kind, const std::vector<std::string>& mentions, Body&& body) {
-  try {
-    body();
-    ADD_FAILURE() << "expected " << to_string(kind) << ", nothing was thrown";
-  } catch (const Error& error) {
-    EXPECT_EQ(error.kind(), kind) << error.what();
-    for (const std::string& mention : mentions)
-      EXPECT_NE(std::string(error.what()).find(mention), std::string::npos)
-          << "message does not mention '" << mention << "': " << error.what();
-  }
-}
+using test::expect_error;
 
 // ---------------------------------------------------------------------------------------------
 // Enumeration and ids.

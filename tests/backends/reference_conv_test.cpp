@@ -149,6 +149,7 @@ std::vector<float> run(detail::ConvBackend& conv, const ConvDesc& desc, Directio
       args.diff_dst = &second;
       args.diff_weights = &out;
       break;
+    case Direction::fwd_training: break;  // not a convolution direction
   }
   // Garbage in the output proves every element is written.
   out.fill(std::numeric_limits<float>::quiet_NaN());

@@ -74,7 +74,7 @@ if(COMMAND dnnx_cli_test)
   dnnx_cli_usage_error(bnorm.rank_one "--input '7': expected rank 2 to 5" algos bnorm --input 7)
   dnnx_cli_usage_error(bnorm.training_and_inference "--training excludes --inference"
                        algos bnorm ${_bn} --training --inference)
-  dnnx_cli_usage_error(bnorm.bad_direction "--direction 'bwd_weights': unknown direction"
+  dnnx_cli_usage_error(bnorm.bad_direction "--direction 'bwd_weights': bnorm has no direction bwd_weights; accepted: fwd, bwd_data \\(bwd\\)"
                        algos bnorm ${_bn} --direction bwd_weights)
   dnnx_cli_usage_error(bnorm.training_one_value "more than one value per statistic, got 1"
                        algos bnorm --input 1x3x1x1 --backend reference)

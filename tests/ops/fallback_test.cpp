@@ -82,7 +82,7 @@ class RunTimeFallback : public ::testing::Test {
       throw Error(kind, "scripted failure of " + choice->algo.id);
     } catch (const Error& error) {
       return dnnx::detail::fall_back(
-          context_, context_.state(), OpKind::pool, Direction::fwd, std::move(choice), error,
+          context_, dnnx::detail::state_of(context_), OpKind::pool, Direction::fwd, std::move(choice), error,
           [&] { return script.listed; }, [&](const std::string& id) { return script.run(id); });
     }
   }
@@ -126,7 +126,7 @@ TEST_F(RunTimeFallback, HeuristicFollowsTheListSkippingInadmissibleCandidates) {
   Script script;
   script.listed = {algo("first"), algo("big", 1 << 20), algo("unsupported", 0, false),
                    algo("risky"), algo("small", 16)};
-  script.listed[3].notes = {"overflow_risk"};  // Note [unsafe candidates]
+  dnnx::detail::mark_overflow_risk(script.listed[3]);  // Note [unsafe candidates]
   context_.tune().workspace_limit = 1024;
   auto chosen = choice(AlgoPolicy::heuristic(), script.listed[0]);
   const auto ran = fail_and_fall_back(chosen, ErrorKind::OutOfMemory, script);

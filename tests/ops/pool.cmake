@@ -126,7 +126,7 @@ if(COMMAND dnnx_cli_test)
                        algos pool --input 2x3x9x9 --kernel 3 --pad 2)
   dnnx_cli_usage_error(pool.bad_kernel_too_large "kernel along W \\(size 12\\) is larger than the padded input"
                        algos pool --input 2x3x9x9 --kernel 3,12)
-  dnnx_cli_usage_error(pool.bad_direction "--direction 'bwd_weights': unknown direction"
+  dnnx_cli_usage_error(pool.bad_direction "--direction 'bwd_weights': pool has no direction bwd_weights; accepted: fwd, bwd_data \\(bwd\\)"
                        algos pool ${_pool_cli} --direction bwd_weights)
   dnnx_cli_usage_error(pool.bad_flag "--frob" algos pool ${_pool_cli} --frob)
   dnnx_cli_usage_error(pool.missing_kernel "--kernel is required" algos pool --input 2x3x9x9)

@@ -82,7 +82,7 @@ if(COMMAND dnnx_cli_test)
   dnnx_cli_usage_error(softmax.bad_dtype "--dtype 'i32': softmax takes f32, f16 or bf16"
                        algos softmax --input 4x5 --dtype i32)
   dnnx_cli_usage_error(softmax.bad_layout "--layout 'nwhc'" algos softmax --input 4x5 --layout nwhc)
-  dnnx_cli_usage_error(softmax.bad_direction "--direction 'bwd_weights': unknown direction"
+  dnnx_cli_usage_error(softmax.bad_direction "--direction 'bwd_weights': softmax has no direction bwd_weights; accepted: fwd, bwd_data \\(bwd\\)"
                        algos softmax --input 4x5 --direction bwd_weights)
   dnnx_cli_usage_error(softmax.missing_input "--input is required" algos softmax --log)
   dnnx_cli_usage_error(softmax.bad_flag "--axis" algos softmax --input 4x5 --axis 1)

@@ -31,6 +31,7 @@ Dims conv_output_dims(const ConvDesc& desc, Direction direction) {
       return desc.src_dims();
     case Direction::bwd_weights:
       return desc.weights_dims();
+    case Direction::fwd_training: break;  // not a convolution direction
   }
   return {};
 }
@@ -48,6 +49,7 @@ ConvRun run_conv(Context& context, const ConvDesc& desc, Direction direction,
     case Direction::bwd_weights:
       run.choice = conv_bwd_weights(context, desc, operands.src, operands.diff_dst, run.output);
       break;
+    case Direction::fwd_training: break;  // not a convolution direction
   }
   return run;
 }

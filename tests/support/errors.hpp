@@ -51,6 +51,21 @@ void expect_raises(const BadCase& bad, std::string_view op);
 /// The name of a parameterized BadCase test: the case's name.
 std::string bad_case_name(const ::testing::TestParamInfo<BadCase>& info);
 
+/// Runs `body` and checks, as gtest expectations, that it throws dnnx::Error of `kind` whose full
+/// text (what()) mentions every entry of `mentions`.
+template <typename Body>
+void expect_error(ErrorKind kind, const std::vector<std::string>& mentions, Body&& body) {
+  try {
+    body();
+    ADD_FAILURE() << "expected " << to_string(kind) << ", nothing was thrown";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), kind) << error.what();
+    for (const std::string& mention : mentions)
+      EXPECT_NE(std::string(error.what()).find(mention), std::string::npos)
+          << "message does not mention '" << mention << "': " << error.what();
+  }
+}
+
 /// A context on the reference backend with a memory-only choice cache (tests must not write the
 /// user's cache file).
 Context reference_context();

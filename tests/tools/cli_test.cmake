@@ -145,7 +145,7 @@ dnnx_cli_test(help.algos STDOUT "conv" ARGS algos --help)
 dnnx_cli_test(help.algos_conv STDOUT "--input.*--weights.*--pad-before.*--layout.*--direction.*--json"
               ARGS algos conv --help)
 dnnx_cli_test(help.profile STDOUT "conv" ARGS profile --help)
-dnnx_cli_test(help.profile_conv STDOUT "--input.*--runs.*--warmup.*--direction.*--json"
+dnnx_cli_test(help.profile_conv STDOUT "--input.*--direction.*--json.*--runs.*--warmup"
               ARGS profile conv --help)
 dnnx_cli_test(help.tune
               STDOUT "--model.*--batch.*--dtype.*--backend.*--policy.*--workspace-limit.*--deterministic.*--benchmark-limit.*--layers.*--json"

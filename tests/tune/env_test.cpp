@@ -25,29 +25,20 @@ using dnnx::Reuse;
 using dnnx::TuneOptions;
 using dnnx::TypeConfig;
 
-constexpr const char* all_variables[] = {"DNNX_BACKEND",
-                                         "DNNX_TYPE",
-                                         "DNNX_DEVICE",
-                                         "DNNX_CONV_FWD_ALGO",
-                                         "DNNX_CONV_BWD_DATA_ALGO",
-                                         "DNNX_CONV_BWD_WEIGHTS_ALGO",
-                                         "DNNX_WORKSPACE_LIMIT",
-                                         "DNNX_DETERMINISTIC",
-                                         "DNNX_FASTEST",
-                                         "DNNX_VERBOSE",
-                                         "DNNX_BENCHMARK_LIMIT",
-                                         "DNNX_POOL_FWD_ALGO",
-                                         "DNNX_POOL_BWD_ALGO",
-                                         "DNNX_ACT_FWD_ALGO",
-                                         "DNNX_ACT_BWD_ALGO",
-                                         "DNNX_SOFTMAX_FWD_ALGO",
-                                         "DNNX_SOFTMAX_BWD_ALGO",
-                                         "DNNX_XENT_FWD_ALGO",
-                                         "DNNX_XENT_BWD_ALGO",
-                                         "DNNX_BNORM_FWD_ALGO",
-                                         "DNNX_BNORM_BWD_ALGO",
-                                         "DNNX_ADD_FWD_ALGO",
-                                         "DNNX_ADD_BWD_ALGO"};
+// Every variable the library reads: the general ones and both spellings of every (op, direction)
+// policy of the op table.
+std::vector<std::string> all_variables() {
+  std::vector<std::string> names = {"DNNX_BACKEND",         "DNNX_TYPE",          "DNNX_DEVICE",
+                                    "DNNX_WORKSPACE_LIMIT", "DNNX_DETERMINISTIC", "DNNX_FASTEST",
+                                    "DNNX_VERBOSE",         "DNNX_BENCHMARK_LIMIT"};
+  for (const dnnx::OpInfo& op : dnnx::op_table()) {
+    for (const dnnx::OpDirection& direction : op.directions) {
+      for (const std::string& name : op.policy_env_names(direction.direction))
+        names.push_back(name);
+    }
+  }
+  return names;
+}
 
 using Vars = std::vector<std::pair<std::string, std::string>>;
 
@@ -56,10 +47,10 @@ using Vars = std::vector<std::pair<std::string, std::string>>;
 class ScopedEnv {
  public:
   explicit ScopedEnv(Vars values) {
-    for (const char* name : all_variables) {
-      const char* old = std::getenv(name);
+    for (const std::string& name : all_variables()) {
+      const char* old = std::getenv(name.c_str());
       saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-      unsetenv(name);
+      unsetenv(name.c_str());
     }
     for (const auto& [name, value] : values) setenv(name.c_str(), value.c_str(), 1);
   }
@@ -117,27 +108,48 @@ TEST(TuneEnv, EachPolicyVariableOnlyTouchesItsDirection) {
 }
 
 // Every op other than conv has its own fwd and bwd policy variables; each touches only its slot.
+// Both spellings of every (op, direction) of the op table set that policy and no other; an op
+// selected under another op's policies (the fused convolution) has none of its own.
 TEST(TuneEnv, EachOpHasItsOwnPolicyVariables) {
-  using dnnx::Direction;
-  using dnnx::OpKind;
-  for (int i = 1; i < dnnx::op_kind_count; ++i) {
-    const auto op = static_cast<OpKind>(i);
-    std::string upper;
-    for (char c : dnnx::to_string(op)) upper += static_cast<char>(std::toupper(c));
-    for (const Direction direction : {Direction::fwd, Direction::bwd_data}) {
-      const std::string name =
-          "DNNX_" + upper + (direction == Direction::fwd ? "_FWD_ALGO" : "_BWD_ALGO");
-      const TuneOptions options = applied({{name, "time_once"}});
-      for (int j = 0; j < dnnx::op_kind_count; ++j) {
-        const auto other = static_cast<OpKind>(j);
-        for (const Direction d : {Direction::fwd, Direction::bwd_data}) {
-          const bool set = other == op && d == direction;
-          EXPECT_EQ(options.policy(other, d),
-                    set ? AlgoPolicy::exhaustive(Reuse::once) : AlgoPolicy::heuristic())
-              << name << " -> " << dnnx::to_string(other) << " " << dnnx::to_string(d);
+  using dnnx::OpDirection;
+  using dnnx::OpInfo;
+  for (const OpInfo& op : dnnx::op_table()) {
+    if (op.policies != op.kind) continue;
+    for (const OpDirection& direction : op.directions) {
+      for (const std::string& name : op.policy_env_names(direction.direction)) {
+        const TuneOptions options = applied({{name, "time_once"}});
+        for (const OpInfo& other : dnnx::op_table()) {
+          for (const OpDirection& d : other.directions) {
+            const bool set = other.policies == op.kind && d.direction == direction.direction;
+            EXPECT_EQ(options.policy(other.kind, d.direction),
+                      set ? AlgoPolicy::exhaustive(Reuse::once) : AlgoPolicy::heuristic())
+                << name << " -> " << other.name << " " << d.name;
+          }
         }
       }
     }
+  }
+}
+
+TEST(TuneEnv, BothSpellingsOfOnePolicyMustAgree) {
+  TuneOptions options =
+      applied({{"DNNX_ALGO_POOL_BWD", "exhaustive"}, {"DNNX_POOL_BWD_ALGO", "exhaustive"}});
+  EXPECT_EQ(options.policy(dnnx::OpKind::pool, dnnx::Direction::bwd_data),
+            AlgoPolicy::exhaustive());
+  try {
+    applied({{"DNNX_ALGO_CONV_FWD", "exhaustive"}, {"DNNX_CONV_FWD_ALGO", "heuristic"}});
+    ADD_FAILURE() << "two spellings with different policies were accepted";
+  } catch (const dnnx::Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+    for (const char* part : {"DNNX_ALGO_CONV_FWD='exhaustive'", "DNNX_CONV_FWD_ALGO='heuristic'"})
+      EXPECT_NE(error.message().find(part), std::string::npos) << error.message();
+  }
+  // A malformed value names the spelling it came from.
+  try {
+    applied({{"DNNX_ALGO_ACT_BWD", "sideways"}});
+    ADD_FAILURE() << "a malformed policy was accepted";
+  } catch (const dnnx::Error& error) {
+    EXPECT_NE(error.message().find("DNNX_ALGO_ACT_BWD"), std::string::npos) << error.message();
   }
 }
 

@@ -4,6 +4,8 @@
 // depend on real timing.
 
 #include <dnnx/algo.hpp>
+
+#include "core/op_backend.hpp"
 #include <dnnx/error.hpp>
 
 #include "tune/select.hpp"
@@ -40,6 +42,16 @@ class Algo {
   }
   Algo& note(std::string text) {
     info_.notes.push_back(std::move(text));
+    return *this;
+  }
+  /// A naive reference loop (AlgoInfo::naive), as detail::mark_naive marks one.
+  Algo& naive() {
+    detail::mark_naive(info_);
+    return *this;
+  }
+  /// Correct only for bounded inputs (AlgoInfo::overflow_risk).
+  Algo& overflow_risk() {
+    detail::mark_overflow_risk(info_);
     return *this;
   }
   Algo& family(std::string name) {

@@ -77,7 +77,7 @@ TEST_F(PersistTest, EntriesFromAnotherDeviceOrVersionAreIgnoredAndCounted) {
   const ConvDesc desc = small_desc();
   Context probe(BackendKind::reference);
   probe.tune().fwd = AlgoPolicy::exhaustive();
-  const std::string fingerprint = probe.state().backend().fingerprint();
+  const std::string fingerprint = probe.fingerprint();
   // The same desc and options, measured under another library version.
   const std::string foreign_key = tune::make_key("conv", desc.key(), Direction::fwd, probe.tune(),
                                                  "reference dnnx-0.0.1 dnnx-0.0.1");
@@ -118,12 +118,12 @@ TEST_F(PersistTest, LoadedChoiceOverTheWorkspaceLimitIsReselectedAndTheFileUpdat
   probe.tune().workspace_limit = heavy->workspace_bytes - 1;
   const std::string key =
       tune::make_key("conv", desc.key(), Direction::fwd, probe.tune(),
-                     probe.state().backend().fingerprint() + " dnnx-" + std::string(version()));
+                     probe.fingerprint() + " dnnx-" + std::string(version()));
   auto stale = fake_choice(key, heavy->id, 100);
   stale->algo.workspace_bytes = heavy->workspace_bytes;  // as recorded where it was chosen
   stale->policy = AlgoPolicy::heuristic();
   stale->backend = "cpu";
-  stale->fingerprint = probe.state().backend().fingerprint();
+  stale->fingerprint = probe.fingerprint();
   tune::write_file(file(), {{key, tune::FileRecord{stale, 100}}});
 
   auto cache = std::make_shared<ChoiceCache>(options());
@@ -145,7 +145,7 @@ TEST_F(PersistTest, LoadedChoiceThatCannotBeBuiltIsReselectedWhenTheCallRuns) {
   probe.tune().fwd = AlgoPolicy::heuristic();
   const std::string key =
       tune::make_key("conv", desc.key(), Direction::fwd, probe.tune(),
-                     probe.state().backend().fingerprint() + " dnnx-" + std::string(version()));
+                     probe.fingerprint() + " dnnx-" + std::string(version()));
   auto bogus = fake_choice(key, "reference:renamed_in_a_later_version", 100);
   bogus->policy = AlgoPolicy::heuristic();
   tune::write_file(file(), {{key, tune::FileRecord{bogus, 100}}});
@@ -168,7 +168,7 @@ TEST_F(PersistTest, LoadedChoiceThatIsNoCandidateIsNeitherReportedNorCountedAsAH
   probe.tune().fwd = AlgoPolicy::exhaustive();
   const std::string key =
       tune::make_key("conv", desc.key(), Direction::fwd, probe.tune(),
-                     probe.state().backend().fingerprint() + " dnnx-" + std::string(version()));
+                     probe.fingerprint() + " dnnx-" + std::string(version()));
   tune::write_file(file(), {{key, tune::FileRecord{fake_choice(key, "reference:gone", 100), 100}}});
 
   auto cache = std::make_shared<ChoiceCache>(options());
@@ -204,7 +204,7 @@ TEST_F(PersistTest, LoadedChoiceIsReportedWithTheListedCandidate) {
   ASSERT_NE(supported, listed.end());
   const std::string key =
       tune::make_key("conv", desc.key(), Direction::fwd, probe.tune(),
-                     probe.state().backend().fingerprint() + " dnnx-" + std::string(version()));
+                     probe.fingerprint() + " dnnx-" + std::string(version()));
   auto recorded = fake_choice(key, supported->id, 100);
   recorded->algo.name = "edited by hand";
   recorded->algo.workspace_bytes = supported->workspace_bytes + 12345;

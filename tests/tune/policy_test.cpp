@@ -506,7 +506,7 @@ TEST(ExhaustivePolicy, NeverPicksACandidateNotedOverflowRisk) {
   // Note [unsafe candidates]: "fast" is timed and fastest, but only a fixed id may choose it.
   FakeBench bench;
   bench.add(Algo("accurate"), {2.0})
-      .add(Algo("fast").note("overflow_risk"), {1.0})
+      .add(Algo("fast").overflow_risk(), {1.0})
       .add(Algo("other"), {3.0});
   const Choice choice = select(bench, options_with(AlgoPolicy::exhaustive()));
   EXPECT_EQ(choice.algo.id, "accurate");
@@ -515,7 +515,7 @@ TEST(ExhaustivePolicy, NeverPicksACandidateNotedOverflowRisk) {
   EXPECT_EQ(row_of(choice.timings, "fast").status, CandidateStatus::ok);
   EXPECT_EQ(select(bench, options_with(AlgoPolicy::fixed("fast"))).algo.id, "fast");
   FakeBench only;
-  only.add(Algo("fast").note("overflow_risk"), {1.0}).add(Algo("accurate"), {2.0});
+  only.add(Algo("fast").overflow_risk(), {1.0}).add(Algo("accurate"), {2.0});
   EXPECT_EQ(select(only, options_with(AlgoPolicy::heuristic())).algo.id, "accurate");
 }
 
@@ -545,10 +545,10 @@ TEST(ExhaustivePolicy, AbandonFactorIsHonoured) {
 
 TEST(ExhaustivePolicy, NaiveCandidatesAreNotRunOnceARealOneWasTimed) {
   FakeBench bench;
-  // Noted "reference": a naive fallback. Listed after a timed candidate it is not run at all,
+  // Marked naive (a reference loop). Listed after a timed candidate it is not run at all,
   // even though here it would be fastest, and it does not use up a benchmark slot.
   bench.add(Algo("real"), {2.0})
-      .add(Algo("naive").note("reference"), {0.5})
+      .add(Algo("naive").naive(), {0.5})
       .add(Algo("other"), {3.0});
   TuneOptions options = options_with(AlgoPolicy::exhaustive());
   options.benchmark_limit = 2;
@@ -570,14 +570,14 @@ TEST(ExhaustivePolicy, NaiveCandidatesAreNotRunOnceARealOneWasTimed) {
 TEST(ExhaustivePolicy, ANaiveCandidateListedFirstIsTimed) {
   // Nothing has been timed when its turn comes, so it may be all there is.
   FakeBench bench;
-  bench.add(Algo("naive").note("reference"), {5.0}).add(Algo("real"), {1.0});
+  bench.add(Algo("naive").naive(), {5.0}).add(Algo("real"), {1.0});
   const Choice choice = select(bench, options_with(AlgoPolicy::exhaustive()));
   EXPECT_EQ(choice.algo.id, "real");
   EXPECT_EQ(bench.calls("naive"), 1 + 3);  // first pass only: 5 ms is no contender of 1 ms
   EXPECT_EQ(row_of(choice.timings, "naive").status, CandidateStatus::ok);
 
   FakeBench alone;
-  alone.add(Algo("naive").note("reference"), {5.0});
+  alone.add(Algo("naive").naive(), {5.0});
   EXPECT_EQ(select(alone, options_with(AlgoPolicy::exhaustive())).algo.id, "naive");
 }
 

@@ -163,34 +163,31 @@ std::size_t parse_bytes(std::string_view flag, std::string_view text) {
   return static_cast<std::size_t>(*value.value << shift);
 }
 
-std::vector<Direction> parse_directions(std::string_view flag, std::string_view text) {
-  if (text == "all") return {Direction::fwd, Direction::bwd_data, Direction::bwd_weights};
+std::vector<Direction> parse_directions(OpKind op, std::string_view flag, std::string_view text) {
+  const OpInfo& info = op_info(op);
   std::vector<Direction> directions;
+  if (text == "all") {
+    for (const OpDirection& direction : info.directions) directions.push_back(direction.direction);
+    return directions;
+  }
   for (const std::string_view part : split(text, ',')) {
-    const Direction direction =
-        parse_with(flag, part, [&](std::string_view value) { return parse_direction(value); });
+    const Direction direction = parse_with(
+        flag, part, [&](std::string_view value) { return info.parse_direction(value); });
     if (std::find(directions.begin(), directions.end(), direction) == directions.end())
       directions.push_back(direction);
   }
   return directions;
 }
 
-std::vector<Direction> parse_layer_directions(std::string_view flag, std::string_view text) {
-  if (text == "all") return {Direction::fwd, Direction::bwd_data};
-  std::vector<Direction> directions;
-  for (const std::string_view part : split(text, ',')) {
-    Direction direction = Direction::fwd;
-    if (part == "fwd" || part == "forward") {
-      direction = Direction::fwd;
-    } else if (part == "bwd" || part == "backward" || part == "bwd_data") {
-      direction = Direction::bwd_data;
-    } else {
-      throw UsageError(quoted(flag, part) + ": unknown direction; accepted: fwd, bwd, all");
-    }
-    if (std::find(directions.begin(), directions.end(), direction) == directions.end())
-      directions.push_back(direction);
+std::string direction_help(OpKind op) {
+  const OpInfo& info = op_info(op);
+  if (info.directions.size() == 1) {
+    return std::string(info.directions[0].name) + " (the only direction of " +
+           std::string(info.name) + "; all = " + std::string(info.directions[0].name) + ")";
   }
-  return directions;
+  std::string help;
+  for (const OpDirection& direction : info.directions) help += std::string(direction.name) + " | ";
+  return help + "all, or a comma-separated list";
 }
 
 DType parse_dtype_arg(std::string_view flag, std::string_view text) {

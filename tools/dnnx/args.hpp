@@ -64,11 +64,12 @@ std::array<std::int64_t, 3> per_spatial_dim(const std::vector<std::int64_t>& val
 Dims parse_dims(std::string_view flag, std::string_view text);
 /// Bytes: a plain integer or one with a K/M/G (KiB/MiB/GiB, powers of 1024) suffix.
 std::size_t parse_bytes(std::string_view flag, std::string_view text);
-/// "all" or a comma-separated list of directions, in the order given, without repeats.
-std::vector<Direction> parse_directions(std::string_view flag, std::string_view text);
-/// Directions of an op with one backward pass: "fwd", "bwd" (= bwd_data), "bwd_data", "all", or
-/// a comma-separated list; throws UsageError naming the flag.
-std::vector<Direction> parse_layer_directions(std::string_view flag, std::string_view text);
+/// `op`'s directions (the op table's): "all" or a comma-separated list of the op's direction names
+/// ("bwd" for single-backward ops) or canonical names ("bwd_data"), in the order given, without
+/// repeats; throws UsageError naming the flag and what the op accepts.
+std::vector<Direction> parse_directions(OpKind op, std::string_view flag, std::string_view text);
+/// The help line of --direction for `op`: "fwd | bwd | all, or a comma-separated list".
+std::string direction_help(OpKind op);
 DType parse_dtype_arg(std::string_view flag, std::string_view text);
 Layout parse_layout_arg(std::string_view flag, std::string_view text);
 AlgoPolicy parse_policy_arg(std::string_view flag, std::string_view text);

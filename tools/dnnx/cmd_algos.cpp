@@ -1,4 +1,5 @@
-// `dnnx algos conv ...`: every candidate of each direction, before anything runs.
+// `dnnx algos <op> ...`: every candidate of each direction, before anything runs. The ops' own
+// subcommands are added by add_<op>_commands (op_<op>.cpp).
 
 #include "commands.hpp"
 
@@ -11,13 +12,6 @@
 namespace dnnx::cli {
 namespace {
 
-struct AlgosArgs {
-  ConvArgs conv;
-  BackendArgs backend;
-  std::string direction = "all";
-  bool json = false;
-};
-
 nlohmann::json to_json(const AlgoInfo& algo) {
   return {{"id", algo.id},
           {"name", algo.name},
@@ -28,19 +22,6 @@ nlohmann::json to_json(const AlgoInfo& algo) {
           {"notes", algo.notes},
           {"families", algo.families},
           {"priority", algo.priority}};
-}
-
-int run_algos(const AlgosArgs& args) {
-  const ConvDesc desc = parse_conv(args.conv);
-  const std::vector<Direction> directions = parse_directions("--direction", args.direction);
-  const BackendChoice backend = parse_backend_args(args.backend);
-  Context context = make_context(backend, desc.dtype);
-  std::ostringstream desc_text;
-  desc_text << desc;
-  return print_algos(
-      "conv", desc_text.str(), context, directions, args.json,
-      [&](Direction direction) { return conv_list(context, desc, direction); },
-      [&](Direction direction) { return desc.repro(direction); });
 }
 
 }  // namespace
@@ -78,17 +59,6 @@ void add_algos_command(CLI::App& app, Action& action) {
   CLI::App* algos =
       app.add_subcommand("algos", "list the candidate algorithms of an op (nothing is run)");
   algos->require_subcommand(1);
-  CLI::App* conv = algos->add_subcommand(
-      "conv", "candidates of a convolution: id, support status or reason, workspace, determinism");
-  auto args = std::make_shared<AlgosArgs>();
-  add_conv_options(*conv, args->conv);
-  add_backend_options(*conv, args->backend);
-  conv->add_option("--direction", args->direction,
-                   "fwd | bwd_data | bwd_weights | all, or a comma-separated list")
-      ->type_name("DIR")
-      ->capture_default_str();
-  conv->add_flag("--json", args->json, "print a JSON array, one entry per direction");
-  conv->callback([&action, args] { action = [args] { return run_algos(*args); }; });
 }
 
 }  // namespace dnnx::cli

@@ -1,5 +1,5 @@
-// `dnnx profile conv ...`: times every candidate of each direction (the seed's "FwdAlgorithms
-// profile results" table).
+// `dnnx profile <op> ...`: times every candidate of each direction (the seed's "FwdAlgorithms
+// profile results" table). The ops' own subcommands are added by add_<op>_commands (op_<op>.cpp).
 
 #include "commands.hpp"
 #include "output.hpp"
@@ -14,31 +14,6 @@
 #include <vector>
 
 namespace dnnx::cli {
-namespace {
-
-struct ProfileArgs {
-  ConvArgs conv;
-  BackendArgs backend;
-  SelectionArgs selection;
-  std::string direction = "all";
-  bool json = false;
-};
-
-int run_profile(const ProfileArgs& args) {
-  const ConvDesc desc = parse_conv(args.conv);
-  const std::vector<Direction> directions = parse_directions("--direction", args.direction);
-  const BackendChoice backend = parse_backend_args(args.backend);
-  const Selection selection = parse_selection(args.selection);
-  Context context = make_context(backend, desc.dtype);
-  selection.apply(context.tune());
-
-  return print_profiles(directions, args.json, [&](Direction direction) {
-    return conv_profile(context, desc, direction);
-  });
-}
-
-}  // namespace
-
 namespace {
 
 // "3 failed, 1 unsupported": how many rows of `result` ended in each status.
@@ -88,18 +63,6 @@ int print_profiles(const std::vector<Direction>& directions, bool json,
 void add_profile_command(CLI::App& app, Action& action) {
   CLI::App* profile = app.add_subcommand("profile", "time every candidate algorithm of an op");
   profile->require_subcommand(1);
-  CLI::App* conv = profile->add_subcommand(
-      "conv", "time every candidate of a convolution, per direction, sorted by median time");
-  auto args = std::make_shared<ProfileArgs>();
-  add_conv_options(*conv, args->conv);
-  add_backend_options(*conv, args->backend);
-  add_selection_options(*conv, args->selection);
-  conv->add_option("--direction", args->direction,
-                   "fwd | bwd_data | bwd_weights | all, or a comma-separated list")
-      ->type_name("DIR")
-      ->capture_default_str();
-  conv->add_flag("--json", args->json, "print a JSON array, one profile per direction");
-  conv->callback([&action, args] { action = [args] { return run_profile(*args); }; });
 }
 
 }  // namespace dnnx::cli

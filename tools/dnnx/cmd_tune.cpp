@@ -84,13 +84,14 @@ struct StepResult {
   double speedup() const { return heuristic_time.ms / chosen_time.ms; }
 };
 
-const char* policy_env_variable(Direction direction) {
-  switch (direction) {
-    case Direction::fwd: return "DNNX_CONV_FWD_ALGO";
-    case Direction::bwd_data: return "DNNX_CONV_BWD_DATA_ALGO";
-    case Direction::bwd_weights: return "DNNX_CONV_BWD_WEIGHTS_ALGO";
+// The variable of the environment that sets convolution's policy for `direction` (either
+// spelling), or empty.
+std::string policy_env_variable(Direction direction) {
+  for (const std::string& name : op_info(OpKind::conv).policy_env_names(direction)) {
+    const char* value = std::getenv(name.c_str());
+    if (value != nullptr && *value != '\0') return name;
   }
-  return "";
+  return {};
 }
 
 TunePlan parse_plan(const TuneArgs& args) {
@@ -99,7 +100,7 @@ TunePlan parse_plan(const TuneArgs& args) {
   plan.batch = parse_int("--batch", args.batch, 1, max_batch);
   plan.dtype = parse_dtype_arg("--dtype", args.dtype);
   plan.layout = parse_layout_arg("--layout", args.layout);
-  plan.directions = parse_directions("--direction", args.direction);
+  plan.directions = parse_directions(OpKind::conv, "--direction", args.direction);
   plan.backend = parse_backend_args(args.backend);
   plan.selection = parse_selection(args.selection);
   if (!args.policy.empty()) plan.policy = parse_policy_arg("--policy", args.policy);
@@ -140,15 +141,15 @@ TunePlan parse_plan(const TuneArgs& args) {
   return plan;
 }
 
-// The exhaustive default applies to a direction unless --policy or its DNNX_CONV_*_ALGO says
-// otherwise (flags beat the environment, the environment beats the default).
+// The exhaustive default applies to a direction unless --policy or its DNNX_ALGO_CONV_<DIR> /
+// DNNX_CONV_<DIR>_ALGO says otherwise (flags beat the environment, the environment beats the
+// default).
 void apply_policies(const TunePlan& plan, TuneOptions& options) {
-  for (const Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
-    const char* env = std::getenv(policy_env_variable(direction));
+  for (const OpDirection& direction : op_info(OpKind::conv).directions) {
     if (plan.policy)
-      options.policy(direction) = *plan.policy;
-    else if (env == nullptr || *env == '\0')
-      options.policy(direction) = AlgoPolicy::exhaustive();
+      options.policy(direction.direction) = *plan.policy;
+    else if (policy_env_variable(direction.direction).empty())
+      options.policy(direction.direction) = AlgoPolicy::exhaustive();
   }
   if (plan.benchmark_limit) options.benchmark_limit = *plan.benchmark_limit;
   plan.selection.apply(options);
@@ -172,7 +173,7 @@ void check_fixed_ids(const TunePlan& plan, Context& context, const std::string& 
     }
     if (std::find(ids.begin(), ids.end(), policy.id) != ids.end()) continue;
     const std::string source =
-        plan.policy ? policy_flag : std::string(policy_env_variable(direction));
+        plan.policy ? policy_flag : policy_env_variable(direction);
     throw UsageError(source + " '" + policy.to_string() + "': no " +
                      std::string(to_string(direction)) + " candidate of backend " +
                      std::string(to_string(context.backend())) + " has the id '" + policy.id +
@@ -209,6 +210,7 @@ double measure_ms(const Context& context, const ConvDesc& desc, Direction direct
       case Direction::fwd: conv_fwd(fixed, desc, src, weights, dst); break;
       case Direction::bwd_data: conv_bwd_data(fixed, desc, dst, weights, src); break;
       case Direction::bwd_weights: conv_bwd_weights(fixed, desc, src, dst, weights); break;
+      case Direction::fwd_training: break;  // not a convolution direction
     }
     if (!host) copy(probe, probe_host);
   };

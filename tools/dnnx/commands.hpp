@@ -29,16 +29,12 @@ int print_algos(std::string_view op, std::string_view desc_text, Context& contex
 int print_profiles(const std::vector<Direction>& directions, bool json,
                    const std::function<ProfileResult(Direction)>& profile);
 
-/// The other ops' subcommands of `dnnx algos` and `dnnx profile` (tools/dnnx/op_<op>.cpp): each
-/// adds `<op>` under both, with its own flags plus --backend/--device, --direction and --json
-/// (and the selection flags under profile).
-void add_pool_commands(CLI::App& algos, CLI::App& profile, Action& action);
-void add_activation_commands(CLI::App& algos, CLI::App& profile, Action& action);
-void add_softmax_commands(CLI::App& algos, CLI::App& profile, Action& action);
-void add_cross_entropy_commands(CLI::App& algos, CLI::App& profile, Action& action);
-void add_batch_norm_commands(CLI::App& algos, CLI::App& profile, Action& action);
-void add_add_commands(CLI::App& algos, CLI::App& profile, Action& action);
-/// `dnnx algos|profile conv_fused`: forward convolution with a fused epilogue.
-void add_conv_fused_commands(CLI::App& algos, CLI::App& profile, Action& action);
+/// Every op's subcommands of `dnnx algos` and `dnnx profile` (tools/dnnx/op_<op>.cpp), one per
+/// line of the op table: each adds `<op>` under both, with its own flags plus --backend/--device,
+/// --direction and --json (and the selection flags under profile).
+#define DNNX_CLI_DECLARE_COMMANDS(kind, ...) \
+  void add_##kind##_commands(CLI::App& algos, CLI::App& profile, Action& action);
+DNNX_OP_TABLE(DNNX_CLI_DECLARE_COMMANDS)
+#undef DNNX_CLI_DECLARE_COMMANDS
 
 }  // namespace dnnx::cli

@@ -1,8 +1,8 @@
 #pragma once
-// The `dnnx algos <op>` and `dnnx profile <op>` subcommands of every op but conv have the same
-// shape: the op's own flags, --backend/--device, --direction (fwd | bwd | all), --json, and under
-// profile the selection flags. An op describes its flags and how a parsed desc is listed and
-// profiled (LayerCommand); add_layer_commands builds both subcommands from that.
+// The `dnnx algos <op>` and `dnnx profile <op>` subcommands of every op have the same shape: the
+// op's own flags, --backend/--device, --direction (the op's directions, from the op table, or
+// all), --json, and under profile the selection flags. An op describes its flags and how a parsed
+// desc is listed and profiled (LayerCommand); add_layer_commands builds both subcommands from that.
 
 #include "commands.hpp"
 
@@ -25,7 +25,7 @@ struct ParsedLayer {
 };
 
 /// The parsed form of any desc with operator<< and repro(), whose tensors are of `dtype`, listed
-/// and profiled by the op's `list` and `profile` calls (e.g. softmax_list, softmax_profile).
+/// and profiled by the op's `list` and `profile` calls (e.g. conv_list, conv_profile).
 template <typename Desc, typename List, typename Profile>
 ParsedLayer parsed_layer(Desc desc, DType dtype, List list, Profile profile) {
   std::ostringstream text;
@@ -46,20 +46,16 @@ ParsedLayer parsed_layer(Desc desc, DType dtype, List list, Profile profile) {
 /// One op's subcommands. `OpArgs` holds its flags exactly as typed.
 template <typename OpArgs>
 struct LayerCommand {
-  std::string name;          ///< the subcommand, e.g. "softmax"
+  OpKind op;                 ///< the op (its table name is the subcommand)
   std::string algos_help;    ///< help line under `dnnx algos`
   std::string profile_help;  ///< help line under `dnnx profile`
   std::function<void(CLI::App&, OpArgs&)> add_options;  ///< the op's own flags
   /// The desc the flags describe; throws UsageError for a malformed flag, dnnx::Error for a desc
   /// the library rejects.
   std::function<ParsedLayer(const OpArgs&)> parse;
-  /// Directions accepted by --direction (default: fwd | bwd | all).
-  std::function<std::vector<Direction>(std::string_view, std::string_view)> directions =
-      parse_layer_directions;
-  std::string direction_help = "fwd | bwd | all, or a comma-separated list";
 };
 
-/// Adds `command.name` under `algos` and under `profile`.
+/// Adds the subcommand `to_string(command.op)` under `algos` and under `profile`.
 template <typename OpArgs>
 void add_layer_commands(CLI::App& algos, CLI::App& profile, Action& action,
                         LayerCommand<OpArgs> command) {
@@ -74,28 +70,29 @@ void add_layer_commands(CLI::App& algos, CLI::App& profile, Action& action,
   auto add_common = [&shared](CLI::App& sub, Args& args, const char* json_help) {
     shared->add_options(sub, args.op);
     add_backend_options(sub, args.backend);
-    sub.add_option("--direction", args.direction, shared->direction_help)
+    sub.add_option("--direction", args.direction, direction_help(shared->op))
         ->type_name("DIR")
         ->capture_default_str();
     sub.add_flag("--json", args.json, json_help);
   };
 
-  CLI::App* list = algos.add_subcommand(shared->name, shared->algos_help);
+  const std::string name(to_string(shared->op));
+  CLI::App* list = algos.add_subcommand(name, shared->algos_help);
   auto list_args = std::make_shared<Args>();
   add_common(*list, *list_args, "print a JSON array, one entry per direction");
   list->callback([&action, shared, list_args] {
     action = [shared, list_args] {
       const Args& args = *list_args;
       const ParsedLayer parsed = shared->parse(args.op);
-      const std::vector<Direction> directions = shared->directions("--direction", args.direction);
+      const std::vector<Direction> directions = parse_directions(shared->op, "--direction", args.direction);
       Context context = make_context(parse_backend_args(args.backend), parsed.dtype);
       return print_algos(
-          shared->name, parsed.desc_text, context, directions, args.json,
+          to_string(shared->op), parsed.desc_text, context, directions, args.json,
           [&](Direction direction) { return parsed.list(context, direction); }, parsed.repro);
     };
   });
 
-  CLI::App* time = profile.add_subcommand(shared->name, shared->profile_help);
+  CLI::App* time = profile.add_subcommand(name, shared->profile_help);
   auto time_args = std::make_shared<Args>();
   add_common(*time, *time_args, "print a JSON array, one profile per direction");
   add_selection_options(*time, time_args->selection);
@@ -103,7 +100,7 @@ void add_layer_commands(CLI::App& algos, CLI::App& profile, Action& action,
     action = [shared, time_args] {
       const Args& args = *time_args;
       const ParsedLayer parsed = shared->parse(args.op);
-      const std::vector<Direction> directions = shared->directions("--direction", args.direction);
+      const std::vector<Direction> directions = parse_directions(shared->op, "--direction", args.direction);
       const BackendChoice backend = parse_backend_args(args.backend);
       const Selection selection = parse_selection(args.selection);
       Context context = make_context(backend, parsed.dtype);

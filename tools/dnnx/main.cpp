@@ -90,13 +90,9 @@ int run(int argc, char** argv) {
   {
     CLI::App& algos = *app.get_subcommand("algos");
     CLI::App& profile = *app.get_subcommand("profile");
-    add_pool_commands(algos, profile, action);
-    add_activation_commands(algos, profile, action);
-    add_softmax_commands(algos, profile, action);
-    add_cross_entropy_commands(algos, profile, action);
-    add_batch_norm_commands(algos, profile, action);
-    add_add_commands(algos, profile, action);
-    add_conv_fused_commands(algos, profile, action);
+#define DNNX_CLI_ADD_COMMANDS(kind, ...) add_##kind##_commands(algos, profile, action);
+    DNNX_OP_TABLE(DNNX_CLI_ADD_COMMANDS)
+#undef DNNX_CLI_ADD_COMMANDS
   }
   add_tune_command(app, action);
   add_version_command(app, action);

@@ -74,7 +74,7 @@ ActivationDesc parse_activation(const ActivationArgs& args) {
 void add_activation_commands(CLI::App& algos, CLI::App& profile, Action& action) {
   add_layer_commands<ActivationArgs>(
       algos, profile, action,
-      {.name = "act",
+      {.op = OpKind::activation,
        .algos_help =
            "candidates of an activation: id, support status or reason, workspace, determinism",
        .profile_help =

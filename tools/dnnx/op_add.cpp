@@ -50,7 +50,7 @@ AddDesc parse_add(const AddArgs& args) {
 void add_add_commands(CLI::App& algos, CLI::App& profile, Action& action) {
   add_layer_commands<AddArgs>(
       algos, profile, action,
-      {.name = "add",
+      {.op = OpKind::add,
        .algos_help =
            "candidates of a broadcasting tensor add: id, support status or reason, workspace",
        .profile_help =

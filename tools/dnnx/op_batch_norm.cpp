@@ -68,7 +68,7 @@ BatchNormDesc parse_batch_norm(const BatchNormArgs& args) {
 void add_batch_norm_commands(CLI::App& algos, CLI::App& profile, Action& action) {
   add_layer_commands<BatchNormArgs>(
       algos, profile, action,
-      {.name = "bnorm",
+      {.op = OpKind::batch_norm,
        .algos_help = "candidates of a batch normalization: id, support status or reason, "
                      "workspace, determinism",
        .profile_help =

@@ -51,18 +51,12 @@ ConvFusedDesc parse_conv_fused(const ConvFusedArgs& args) {
   return desc;
 }
 
-// Directions other than fwd parse, and the library rejects them with its own message; all is fwd.
-std::vector<Direction> fused_directions(std::string_view flag, std::string_view text) {
-  if (text == "all") return {Direction::fwd};
-  return parse_directions(flag, text);
-}
-
 }  // namespace
 
 void add_conv_fused_commands(CLI::App& algos, CLI::App& profile, Action& action) {
   add_layer_commands<ConvFusedArgs>(
       algos, profile, action,
-      {.name = "conv_fused",
+      {.op = OpKind::conv_fused,
        .algos_help = "candidates of a forward convolution with a fused bias / residual / "
                      "activation epilogue: id, support status or reason, workspace, determinism",
        .profile_help = "time every candidate of a forward convolution with a fused epilogue, "
@@ -76,9 +70,7 @@ void add_conv_fused_commands(CLI::App& algos, CLI::App& profile, Action& action)
            [](const ConvFusedArgs& args) {
              const ConvFusedDesc desc = parse_conv_fused(args);
              return parsed_layer(desc, desc.conv.dtype, conv_fused_list, conv_fused_profile);
-           },
-       .directions = fused_directions,
-       .direction_help = "fwd (the only direction of a fused convolution; all = fwd)"});
+           }});
 }
 
 }  // namespace dnnx::cli

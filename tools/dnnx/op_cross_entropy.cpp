@@ -77,7 +77,7 @@ CrossEntropyDesc parse_xent(const XentArgs& args) {
 
 void add_cross_entropy_commands(CLI::App& algos, CLI::App& profile, Action& action) {
   LayerCommand<XentArgs> command;
-  command.name = "xent";
+  command.op = OpKind::cross_entropy;
   command.algos_help =
       "candidates of a cross-entropy loss (log-softmax + NLL over the channels): id, support "
       "status or reason, workspace, determinism";

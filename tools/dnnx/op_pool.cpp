@@ -118,7 +118,7 @@ PoolDesc parse_pool(const PoolArgs& args) {
 void add_pool_commands(CLI::App& algos, CLI::App& profile, Action& action) {
   add_layer_commands<PoolArgs>(
       algos, profile, action,
-      {.name = "pool",
+      {.op = OpKind::pool,
        .algos_help =
            "candidates of a pooling: id, support status or reason, workspace, determinism",
        .profile_help = "time every candidate of a pooling, per direction, sorted by median time",

@@ -59,7 +59,7 @@ SoftmaxDesc parse_softmax(const SoftmaxArgs& args) {
 
 void add_softmax_commands(CLI::App& algos, CLI::App& profile, Action& action) {
   LayerCommand<SoftmaxArgs> command;
-  command.name = "softmax";
+  command.op = OpKind::softmax;
   command.algos_help =
       "candidates of a softmax / log-softmax: id, support status or reason, workspace, "
       "determinism";

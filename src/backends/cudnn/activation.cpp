@@ -368,7 +368,7 @@ class LegacyPlan final : public detail::OpPlan<detail::ActivationArgs> {
   LaunchGraph replay_;  // Note [graph replay]
 };
 
-class CudnnActivation final : public detail::ActivationBackend {
+class CudnnActivation final : public detail::OpBackendOf<OpKind::activation> {
  public:
   explicit CudnnActivation(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
 
@@ -411,8 +411,7 @@ class CudnnActivation final : public detail::ActivationBackend {
 
 }  // namespace
 
-std::unique_ptr<detail::ActivationBackend> make_activation_backend(
-    std::shared_ptr<Runtime> runtime) {
+std::unique_ptr<detail::OpBackendOf<OpKind::activation>> make_activation_backend(std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
   return std::make_unique<CudnnActivation>(std::move(runtime));
 }
 

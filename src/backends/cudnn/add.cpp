@@ -444,7 +444,7 @@ struct KeyHash {
   }
 };
 
-class CudnnAdd final : public detail::AddBackend {
+class CudnnAdd final : public detail::OpBackendOf<OpKind::add> {
  public:
   explicit CudnnAdd(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
 
@@ -502,7 +502,7 @@ class CudnnAdd final : public detail::AddBackend {
 
 }  // namespace
 
-std::unique_ptr<detail::AddBackend> make_add_backend(std::shared_ptr<Runtime> runtime) {
+std::unique_ptr<detail::OpBackendOf<OpKind::add>> make_add_backend(std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
   return std::make_unique<CudnnAdd>(std::move(runtime));
 }
 

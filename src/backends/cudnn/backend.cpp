@@ -2,7 +2,6 @@
 // (runtime.hpp), CUDA-event timing on that stream, and the convolution (conv.cpp).
 
 #include "backends/cudnn/check.hpp"
-#include "backends/cudnn/conv.hpp"
 #include "backends/cudnn/conv_common.hpp"
 #include "backends/cudnn/cudnn.hpp"
 #include "backends/cudnn/handles.hpp"
@@ -64,15 +63,12 @@ int knob_variants_from_env(int fallback) {
 // Note [gated timing]
 // A run timed between two events on an idle stream measures, besides the GPU's work, the time the
 // host takes to queue it: the GPU processes the start event at once and then waits for each
-// launch. Warm, that is ~2 us for a graph replay, 5-8 us for cudnnBackendExecute and 25-45 us for
-// a legacy call (Note [graph replay]); cold, the first launch of a kernel loads its module (0.4 ms
-// on average for the candidates of ResNet-50's first layer on an H100), and a plan's second call
-// on the same memory captures a CUDA graph (0.02-1.5 ms). Those costs differ between candidates,
-// so the readings ranked them partly by host work: on an H100 the backend's fused batch-norm
-// backward for 64x2048x7x7 read 0.11-0.13 ms on its first run against ~0.05 ms for the GPU work,
-// was screened out, and cuDNN's 0.059 ms kernel was kept. (Before this, a run whose queuing took
-// over 0.1 ms was timed again; lazier costs went through, and the repeat was the plan's graph
-// capture.) So time_ms() first queues a kernel that holds the stream until the host opens a gate
+// launch. Warm, that is a few microseconds for a graph replay and more for cudnnBackendExecute or
+// a legacy call (Note [graph replay]); cold, the first launch of a kernel loads its module, and a
+// plan's second call on the same memory captures a CUDA graph, each of which can take longer than
+// the GPU's work. Those costs differ between candidates, so ungated readings rank candidates
+// partly by host work, and a fast kernel with a costly first launch can be screened out on its
+// first run. So time_ms() first queues a kernel that holds the stream until the host opens a gate
 // (kernels/gate.cu), then the start event, the work and the stop event, and then opens the gate:
 // the GPU starts the clock only once everything is queued, so a reading is the GPU's time alone,
 // cold or warm, and a candidate's first run is a fair sample (Note [warm first runs] in
@@ -81,56 +77,46 @@ int knob_variants_from_env(int fallback) {
 // The gate gives up after gate_timeout_ns, and a run whose gate timed out, which may include
 // host time, is timed again (at most gate_retries times). That matters more than it seems: CUDA's
 // lazy loading may synchronize the context to load a module, which waits for the gate kernel,
-// which waits for the host: a cold launch holds until the timeout. With a 20 ms timeout the
-// exhaustive searches of ResNet-50's first layer took 1.0-1.4 s instead of 0.4-0.8 s; so the
-// timeout is short, 0.25 ms: warm queuing takes microseconds (a loop of graph replays in the final
-// round included), a cold launch then costs 0.25 ms and a repeat, as a cold run cost one repeat
-// before. The second call of a plan may capture its graph for longer than that (Note [graph
-// replay]): its repeat is the third call, a replay. Work that waits for its own stream is thus
-// never stalled for long either.
+// which waits for the host: a cold launch holds until the timeout, so a long timeout is paid by
+// every cold candidate of an exhaustive search. Hence the timeout is short, 0.25 ms: warm queuing
+// takes microseconds (a loop of graph replays in the final round included), and a cold launch
+// costs one timeout and a repeat. The second call of a plan may capture its graph for longer than
+// that (Note [graph replay]): its repeat is the third call, a replay. Work that waits for its own
+// stream is thus never stalled for long either. Figures: docs/benchmarks.md, "Kernel design
+// measurements" (GPU timing gate).
 constexpr long long gate_timeout_ns = 250'000;
 constexpr int gate_retries = 2;
 
 // Note [cache after timing]
 // Running the candidates of a selection changes what the L2 cache holds, and that can slow the
-// chosen kernel for as long as it runs afterwards. On an H100, cuDNN's semi-persistent NHWC
-// batch-norm forward for 64x2048x7x7 fp16 (x and y, 12.8 MB each, fit the 50 MB L2 together)
-// took 0.0215-0.0236 ms per call in a fresh process, but 0.0255-0.0262 ms after twenty calls of
-// cuDNN's non-persistent kernel for the same desc (a candidate of that selection, 0.46 ms), on
-// the same tensors or on others, from the same cuDNN handle or another, and it stayed there over
-// hundreds of calls. So an exhaustive selection left the chosen kernel 10-19% slower than the
-// same choice made by a fixed policy. Clocks (the SM clock read 1960-1980 MHz either way) and
-// device settings (cache config, persisting-L2 limit, the stream's access window; and
-// cudaCtxResetPersistingL2Cache did nothing) do not explain it; what L2 holds does:
-// - reading a fresh 128 MB block and then cudaFree-ing it (which invalidates its lines): back to
-//   0.0215 ms; 10 GB of copies between buffers that were then freed: 0.0217;
-// - the same read from a block that stays allocated (L2 left full of its clean lines): 0.0252;
-//   writing 64-256 MB: 0.0235-0.0242; cudaMalloc + cudaFree without a read: 0.0256.
-// The kernel is fast when L2 is empty, not merely clean. (A fresh process inherits L2 from the
-// one before it: one started at 0.0254 ms after a process that ran the slow kernel last.)
+// chosen kernel for as long as it runs afterwards. cuDNN's semi-persistent NHWC batch-norm
+// forward for 64x2048x7x7 fp16 (x and y fit L2 together) runs measurably slower after cuDNN's
+// non-persistent kernel for the same desc (a candidate of that selection) has run, on the same
+// tensors or on others, from the same cuDNN handle or another, and stays slower over hundreds of
+// calls: an exhaustive selection left the chosen kernel slower than the same choice made by a
+// fixed policy. Clocks and device settings (cache config, persisting-L2 limit, the stream's access
+// window; cudaCtxResetPersistingL2Cache does nothing) do not explain it; what L2 holds does. The
+// kernel is fast again after a block is read and then cudaFree-d (which invalidates its lines), but
+// not after the same read from a block that stays allocated (L2 left full of its clean lines) or
+// a cudaMalloc + cudaFree without a read, and only partly after writes: it is fast when L2 is
+// empty, not merely clean. (A fresh process inherits L2 from the one before it.)
 //
 // So after a selection or a profile that timed candidates, the backend reads a block of three
 // times the L2 size and then invalidates the block's lines with `discard.global.L2`
 // (kernels/sweep.cu): L2 is left empty, as after a free, without a cudaFree (which synchronizes
-// the device). 150 MB on an H100, ~50 us at HBM bandwidth once per selection, against the
+// the device). One pass at HBM bandwidth once per selection costs tens of microseconds, against the
 // milliseconds the selection took. The block comes from the caching allocator and goes back to
 // it (Note [caching allocator]); when it cannot be had, the sweep is skipped: it only speeds up
 // what follows. It also discards what other work on the device had cached (a process sharing the
-// GPU, another stream): DNNX_CUDNN_L2_SWEEP=0 turns it off.
+// GPU, another stream): DNNX_CUDNN_L2_SWEEP=0 turns it off. Figures: docs/benchmarks.md, "GPU
+// layers vs PyTorch (batch 64)".
 constexpr std::size_t sweep_l2_multiple = 3;
 
 class CudnnBackend final : public detail::Backend {
  public:
   CudnnBackend(int device, Settings settings, cudaStream_t stream)
       : runtime_(std::make_shared<Runtime>(device, settings, stream)),
-        conv_(make_conv_backend(runtime_)),
-        pool_(make_pool_backend(runtime_)),
-        activation_(make_activation_backend(runtime_)),
-        softmax_(make_softmax_backend(runtime_)),
-        cross_entropy_(make_cross_entropy_backend(runtime_)),
-        batch_norm_(make_batch_norm_backend(runtime_)),
-        add_(make_add_backend(runtime_)),
-        conv_fused_(make_conv_fused_backend(runtime_, *conv_)),
+        ops_(make_ops(runtime_)),
         start_(make_event(runtime_->context())),
         stop_(make_event(runtime_->context())),
         gate_(make_mapped_host(sizeof(kernels::gate::Gate), "timing gate", runtime_->context())) {}
@@ -227,16 +213,19 @@ class CudnnBackend final : public detail::Backend {
     DNNX_CUDNN_CHECK(status, runtime_->context(), "sweeping the L2 cache after timing");
   }
 
-  detail::ConvBackend& conv() override { return *conv_; }
-  detail::PoolBackend& pool() override { return *pool_; }
-  detail::ActivationBackend& activation() override { return *activation_; }
-  detail::SoftmaxBackend& softmax() override { return *softmax_; }
-  detail::CrossEntropyBackend& cross_entropy() override { return *cross_entropy_; }
-  detail::BatchNormBackend& batch_norm() override { return *batch_norm_; }
-  detail::AddBackend& add() override { return *add_; }
-  detail::ConvFusedBackend& conv_fused() override { return *conv_fused_; }
+ protected:
+  const detail::OpBackends& ops() const override { return ops_; }
 
  private:
+  // Every op the op table marks as implemented by this backend, in table order.
+  static detail::OpBackends make_ops(const std::shared_ptr<Runtime>& runtime) {
+    detail::OpBackends ops;
+#define DNNX_CUDNN_MAKE(kind, Type, name, aliases, directions, reference, cpu, cudnn, ...) \
+  DNNX_OP_IF(cudnn, ops.set<OpKind::kind>(make_##kind##_backend(runtime, ops));)
+    DNNX_OP_TABLE(DNNX_CUDNN_MAKE)
+#undef DNNX_CUDNN_MAKE
+    return ops;
+  }
   // "off", or "top/24": the mode and the per-engine cap, both of which change the candidates.
   std::string knob_search_text() const {
     const Settings& s = runtime_->settings();
@@ -245,14 +234,7 @@ class CudnnBackend final : public detail::Backend {
   }
 
   std::shared_ptr<Runtime> runtime_;
-  std::unique_ptr<detail::ConvBackend> conv_;
-  std::unique_ptr<detail::PoolBackend> pool_;
-  std::unique_ptr<detail::ActivationBackend> activation_;
-  std::unique_ptr<detail::SoftmaxBackend> softmax_;
-  std::unique_ptr<detail::CrossEntropyBackend> cross_entropy_;
-  std::unique_ptr<detail::BatchNormBackend> batch_norm_;
-  std::unique_ptr<detail::AddBackend> add_;
-  std::unique_ptr<detail::ConvFusedBackend> conv_fused_;
+  detail::OpBackends ops_;
   Event start_, stop_;
   MappedHost gate_;  // Note [gated timing]
 };

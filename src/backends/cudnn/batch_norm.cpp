@@ -657,8 +657,7 @@ class CudnnBatchNorm final : public LayerBackend<BatchNormDesc, BatchNormArgs, C
 
 }  // namespace
 
-std::unique_ptr<detail::BatchNormBackend> make_batch_norm_backend(
-    std::shared_ptr<Runtime> runtime) {
+std::unique_ptr<detail::OpBackendOf<OpKind::batch_norm>> make_batch_norm_backend(std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
   return std::make_unique<CudnnBatchNorm>(std::move(runtime));
 }
 

@@ -9,7 +9,7 @@
 // when no engine is admissible (e.g. a workspace limit that rules out every engine needing
 // workspace, while legacy implicit_gemm needs none).
 
-#include "backends/cudnn/conv.hpp"
+#include "backends/cudnn/layers.hpp"
 
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv_common.hpp"
@@ -386,7 +386,7 @@ class CudnnConv final : public detail::ConvBackend {
 
 }  // namespace
 
-std::unique_ptr<detail::ConvBackend> make_conv_backend(std::shared_ptr<Runtime> runtime) {
+std::unique_ptr<detail::OpBackendOf<OpKind::conv>> make_conv_backend(std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
   return std::make_unique<CudnnConv>(std::move(runtime));
 }
 

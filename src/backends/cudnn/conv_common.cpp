@@ -98,6 +98,7 @@ BoundTensors bind_tensors(const detail::ConvArgs& args, Direction direction,
     case Direction::bwd_weights:
       return {need(args.src, "src"), need(args.diff_dst, "diff_dst"),
               need(args.diff_weights, "diff_weights")};
+    case Direction::fwd_training: break;  // not a convolution direction
   }
   return {};
 }

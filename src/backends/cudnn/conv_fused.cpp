@@ -824,7 +824,7 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-class CudnnConvFused final : public detail::ConvFusedBackend {
+class CudnnConvFused final : public detail::OpBackendOf<OpKind::conv_fused> {
  public:
   CudnnConvFused(std::shared_ptr<Runtime> runtime, detail::ConvBackend& conv)
       : runtime_(std::move(runtime)), conv_(conv) {}
@@ -965,9 +965,8 @@ class CudnnConvFused final : public detail::ConvFusedBackend {
 
 }  // namespace
 
-std::unique_ptr<detail::ConvFusedBackend> make_conv_fused_backend(std::shared_ptr<Runtime> runtime,
-                                                                  detail::ConvBackend& conv) {
-  return std::make_unique<CudnnConvFused>(std::move(runtime), conv);
+std::unique_ptr<detail::OpBackendOf<OpKind::conv_fused>> make_conv_fused_backend(std::shared_ptr<Runtime> runtime, const detail::OpBackends& built) {
+  return std::make_unique<CudnnConvFused>(std::move(runtime), built.get<OpKind::conv>(BackendKind::cudnn));
 }
 
 }  // namespace dnnx::cudnn

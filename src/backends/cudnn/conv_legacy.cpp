@@ -71,6 +71,7 @@ std::span<const AlgoSpec> algos(Direction direction) {
     case Direction::fwd: return fwd_algos;
     case Direction::bwd_data: return bwd_data_algos;
     case Direction::bwd_weights: return bwd_weights_algos;
+    case Direction::fwd_training: break;  // not a convolution direction
   }
   return {};
 }
@@ -160,6 +161,7 @@ cudnnStatus_t workspace_size(cudnnHandle_t handle, const Descriptors& d, Directi
       return cudnnGetConvolutionBackwardFilterWorkspaceSize(
           handle, d.src.get(), d.dst.get(), d.conv.get(), d.weights.get(),
           static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), &bytes);
+    case Direction::fwd_training: break;  // not a convolution direction
   }
   return CUDNN_STATUS_BAD_PARAM;
 }
@@ -211,6 +213,7 @@ std::vector<Ranked> heuristic_ranking(cudnnHandle_t handle, const Descriptors& d
       collect(results);
       break;
     }
+    case Direction::fwd_training: break;  // not a convolution direction
   }
   return ranked;
 }
@@ -349,6 +352,17 @@ std::vector<AlgoInfo> legacy_candidates(Runtime& runtime, const ConvDesc& desc,
     ranking = heuristic_ranking(runtime.handle(), *d, direction, context);
   }
 
+  // Note [legacy ranks]
+  // The listing's order: first the (algorithm, math) pairs cuDNN's heuristic ranks, in its order
+  // (ranks below ranked_pairs: cuDNN ranks at most one pair per algorithm and math); then the
+  // pairs it did not rank, grouped by where their algorithm first appears in its ranking
+  // (algorithms it never ranks follow, from unranked_algorithms on, in enum order), each group in
+  // the order of `maths` (at most maths_per_algorithm); unsupported pairs last, in that same
+  // order (unsupported_offset).
+  constexpr int ranked_pairs = 100;
+  constexpr int unranked_algorithms = 1000;
+  constexpr int maths_per_algorithm = 8;
+  constexpr int unsupported_offset = 100000;
   struct Entry {
     AlgoInfo info;
     int rank;
@@ -360,7 +374,8 @@ std::vector<AlgoInfo> legacy_candidates(Runtime& runtime, const ConvDesc& desc,
     const auto first_algo = std::find_if(ranking.begin(), ranking.end(),
                                          [&](const Ranked& r) { return r.algo == algo; });
     const int algo_rank =
-        first_algo == ranking.end() ? 1000 + algo : static_cast<int>(first_algo - ranking.begin());
+        first_algo == ranking.end() ? unranked_algorithms + algo
+                                    : static_cast<int>(first_algo - ranking.begin());
     for (std::size_t m = 0; m < maths.size(); ++m) {
       const MathSpec& math = maths[m];
       AlgoInfo info;
@@ -377,8 +392,9 @@ std::vector<AlgoInfo> legacy_candidates(Runtime& runtime, const ConvDesc& desc,
       const auto exact = std::find_if(ranking.begin(), ranking.end(), [&](const Ranked& r) {
         return r.algo == algo && r.math == math.math;
       });
-      int rank = exact != ranking.end() ? static_cast<int>(exact - ranking.begin())
-                                        : 100 + algo_rank * 8 + static_cast<int>(m);
+      int rank = exact != ranking.end()
+                     ? static_cast<int>(exact - ranking.begin())
+                     : ranked_pairs + algo_rank * maths_per_algorithm + static_cast<int>(m);
       std::string reason = common_reason;
       if (reason.empty()) reason = math_exclusion(desc, math.math, runtime);
       if (reason.empty()) {
@@ -396,7 +412,7 @@ std::vector<AlgoInfo> legacy_candidates(Runtime& runtime, const ConvDesc& desc,
       }
       info.supported = reason.empty();
       info.reason = std::move(reason);
-      if (!info.supported) rank += 100000;
+      if (!info.supported) rank += unsupported_offset;
       entries.push_back({std::move(info), rank});
     }
   }

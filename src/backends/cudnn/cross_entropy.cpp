@@ -299,7 +299,7 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
   TensorDescriptor descriptor_;
 };
 
-class CudnnCrossEntropy final : public detail::CrossEntropyBackend {
+class CudnnCrossEntropy final : public detail::OpBackendOf<OpKind::cross_entropy> {
  public:
   explicit CudnnCrossEntropy(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
 
@@ -382,8 +382,7 @@ class CudnnCrossEntropy final : public detail::CrossEntropyBackend {
 
 }  // namespace
 
-std::unique_ptr<detail::CrossEntropyBackend> make_cross_entropy_backend(
-    std::shared_ptr<Runtime> runtime) {
+std::unique_ptr<detail::OpBackendOf<OpKind::cross_entropy>> make_cross_entropy_backend(std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
   return std::make_unique<CudnnCrossEntropy>(std::move(runtime));
 }
 

@@ -330,7 +330,7 @@ class LegacyPlan final : public detail::OpPlan<detail::SoftmaxArgs> {
   LaunchGraph replay_;  // Note [graph replay]
 };
 
-class CudnnSoftmax final : public detail::SoftmaxBackend {
+class CudnnSoftmax final : public detail::OpBackendOf<OpKind::softmax> {
  public:
   explicit CudnnSoftmax(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
 
@@ -346,7 +346,7 @@ class CudnnSoftmax final : public detail::SoftmaxBackend {
       info.families = {"none"};
       if (legacy.algo == CUDNN_SOFTMAX_FAST) {
         info.name = "cudnnSoftmax* FAST (no max subtraction: overflows for inputs above ~88)";
-        info.notes.emplace_back("overflow_risk");
+        detail::mark_overflow_risk(info);
       } else {
         info.name =
             detail::cat("cudnnSoftmax* ", legacy.algo == CUDNN_SOFTMAX_LOG ? "LOG" : "ACCURATE",
@@ -415,7 +415,7 @@ class CudnnSoftmax final : public detail::SoftmaxBackend {
 
 }  // namespace
 
-std::unique_ptr<detail::SoftmaxBackend> make_softmax_backend(std::shared_ptr<Runtime> runtime) {
+std::unique_ptr<detail::OpBackendOf<OpKind::softmax>> make_softmax_backend(std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
   return std::make_unique<CudnnSoftmax>(std::move(runtime));
 }
 

@@ -30,12 +30,11 @@
 // cpu:kernel:act:dst (the derivative from dst, Note [backward from dst]) and cpu:kernel:act:src,
 // each unsupported when desc.saved lacks the tensor it reads (the identity reads neither). Every
 // kind, dtype and layout, in place or not, no workspace, deterministic. They come after oneDNN's so
-// that the heuristic's pick stays oneDNN's: on 8x256x56x56 (2 Sapphire Rapids cores, dnnx profile
-// act, medians) relu took 1.06 / 1.91 ms (fwd / bwd) on oneDNN's best jit code in f32 and
-// 0.86 / 1.27 ms on the kernel, 0.59 / 0.95 against 0.44 / 0.65 ms in bf16 (streaming stores, Note
-// [streaming stores]; bits, Note [relu on 16-bit storage]), but below streaming_min_bytes the
-// kernel's f32 loops gain nothing on oneDNN's, and oneDNN's forward is faster on the
-// transcendental kinds (tanh f32 1.97 against 2.47 ms); exhaustive selection times both.
+// that the heuristic's pick stays oneDNN's: the kernel beats oneDNN's best jit code on large relu
+// tensors in f32 and bf16 (streaming stores, Note [streaming stores]; bits, Note [relu on 16-bit
+// storage]), but below streaming_min_bytes its f32 loops gain nothing on oneDNN's, and oneDNN's
+// forward is faster on the transcendental kinds such as tanh; exhaustive selection times both.
+// Figures: docs/benchmarks.md, "Kernel design measurements" (CPU activation kernel vs oneDNN).
 //
 // Note [f32-compute activations]
 // An f16/bf16 algorithm whose native implementations are all ref:any or missing (oneDNN 3.2
@@ -271,8 +270,7 @@ void describe(AlgoInfo& info, const std::string& impl, const Algorithm& alg, boo
   info.deterministic = true;
   if (f32_compute) info.notes.emplace_back(f32_compute_note);
   if (impl.starts_with("ref")) {
-    info.notes.emplace_back("reference");
-    info.families = {"none"};
+    detail::mark_naive(info);
   }
   if (const std::string_view isa = isa_of(impl, {"avx512", "avx2", "avx", "sse41"}); !isa.empty())
     info.notes.emplace_back(isa);
@@ -503,8 +501,7 @@ class OneDnnActivation final
 
 }  // namespace
 
-std::unique_ptr<detail::ActivationBackend> make_activation_backend(
-    std::shared_ptr<Runtime> runtime) {
+std::unique_ptr<detail::OpBackendOf<OpKind::activation>> make_activation_backend(std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
   return std::make_unique<OneDnnActivation>(std::move(runtime));
 }
 

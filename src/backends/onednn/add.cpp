@@ -352,8 +352,7 @@ std::size_t append_implementations(std::vector<Candidate>& list, std::set<std::s
     candidate.info.notes = {std::string(name_of(formulation))};
     if (conversion) candidate.info.notes.emplace_back(f32_compute_note);
     if (reference) {
-      candidate.info.notes.emplace_back("reference");
-      candidate.info.families = {"none"};
+      detail::mark_naive(candidate.info);
     }
     if (!why.empty()) {
       candidate.info.reason = why;
@@ -409,7 +408,7 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const AddDesc
                                        false, context);
       native_fast =
           std::any_of(list.begin() + static_cast<std::ptrdiff_t>(first), list.end(),
-                      [](const Candidate& c) { return !c.info.id.starts_with("onednn:ref:"); });
+                      [](const Candidate& c) { return !c.info.naive; });
     }
     // Note [f32-compute adds]
     if (desc.dtype != DType::f32 && !native_fast) {
@@ -674,7 +673,7 @@ class OneDnnAdd final : public LayerBackend<AddDesc, detail::AddArgs, Candidate>
 
 }  // namespace
 
-std::unique_ptr<detail::AddBackend> make_add_backend(std::shared_ptr<Runtime> runtime) {
+std::unique_ptr<detail::OpBackendOf<OpKind::add>> make_add_backend(std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
   return std::make_unique<OneDnnAdd>(std::move(runtime));
 }
 

@@ -1,7 +1,6 @@
 // The cpu backend: one oneDNN CPU engine and stream, host memory, the host clock.
 
 #include "backends/onednn/check.hpp"
-#include "backends/onednn/conv.hpp"
 #include "backends/onednn/layers.hpp"
 #include "backends/onednn/memory.hpp"
 #include "backends/onednn/onednn.hpp"
@@ -56,14 +55,7 @@ class OneDnnBackend final : public detail::Backend {
  public:
   OneDnnBackend()
       : runtime_(make_runtime()),
-        conv_(make_conv_backend(runtime_)),
-        pool_(make_pool_backend(runtime_)),
-        activation_(make_activation_backend(runtime_)),
-        softmax_(make_softmax_backend(runtime_)),
-        cross_entropy_(make_cross_entropy_backend(runtime_)),
-        batch_norm_(make_batch_norm_backend(runtime_)),
-        add_(make_add_backend(runtime_)),
-        conv_fused_(make_conv_fused_backend(runtime_, *conv_)) {}
+        ops_(make_ops(runtime_)) {}
 
   BackendKind kind() const override { return BackendKind::cpu; }
   std::string name() const override { return "cpu"; }
@@ -99,16 +91,19 @@ class OneDnnBackend final : public detail::Backend {
     DNNX_DNNL_CHECK(dnnl_stream_wait(runtime_->stream.get()), context, "waiting for the stream");
   }
 
-  detail::ConvBackend& conv() override { return *conv_; }
-  detail::PoolBackend& pool() override { return *pool_; }
-  detail::ActivationBackend& activation() override { return *activation_; }
-  detail::SoftmaxBackend& softmax() override { return *softmax_; }
-  detail::CrossEntropyBackend& cross_entropy() override { return *cross_entropy_; }
-  detail::BatchNormBackend& batch_norm() override { return *batch_norm_; }
-  detail::AddBackend& add() override { return *add_; }
-  detail::ConvFusedBackend& conv_fused() override { return *conv_fused_; }
+ protected:
+  const detail::OpBackends& ops() const override { return ops_; }
 
  private:
+  // Every op the op table marks as implemented by this backend, in table order.
+  static detail::OpBackends make_ops(const std::shared_ptr<Runtime>& runtime) {
+    detail::OpBackends ops;
+#define DNNX_ONEDNN_MAKE(kind, Type, name, aliases, directions, reference, cpu, cudnn, ...) \
+  DNNX_OP_IF(cpu, ops.set<OpKind::kind>(make_##kind##_backend(runtime, ops));)
+    DNNX_OP_TABLE(DNNX_ONEDNN_MAKE)
+#undef DNNX_ONEDNN_MAKE
+    return ops;
+  }
   static std::shared_ptr<Runtime> make_runtime() {
     ErrorContext context;
     context.backend = "cpu";
@@ -120,14 +115,7 @@ class OneDnnBackend final : public detail::Backend {
   }
 
   std::shared_ptr<Runtime> runtime_;
-  std::unique_ptr<detail::ConvBackend> conv_;
-  std::unique_ptr<detail::PoolBackend> pool_;
-  std::unique_ptr<detail::ActivationBackend> activation_;
-  std::unique_ptr<detail::SoftmaxBackend> softmax_;
-  std::unique_ptr<detail::CrossEntropyBackend> cross_entropy_;
-  std::unique_ptr<detail::BatchNormBackend> batch_norm_;
-  std::unique_ptr<detail::AddBackend> add_;
-  std::unique_ptr<detail::ConvFusedBackend> conv_fused_;
+  detail::OpBackends ops_;
 };
 
 }  // namespace

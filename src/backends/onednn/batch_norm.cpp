@@ -22,13 +22,12 @@
 // oneDNN's jit implementations in oneDNN's own order, then dnnx's kernel (cpu:kernel:bnorm,
 // batch_norm_kernel.cpp: every dtype, layout and mode, no workspace), then oneDNN's plain C++
 // implementations (ncsp_bnorm, nspc_bnorm), then ref:any. On channels-first data oneDNN 3.2 offers
-// no jit implementation, and on 8x256x56x56 (training, 2 Sapphire Rapids cores) its ncsp_bnorm
-// took 11.6 / 11.8 ms (fwd / bwd) in f32 and 15.1 / 14.5 ms in bf16 where the kernel took
-// 1.7 / 2.4-4.0 and 1.5 / 1.9 ms; on channels-last data its bnorm_jit took 2.2 / 3.3 ms in f32 and
-// 1.7 / 2.5 ms in bf16, the kernel 3.7 / 5.1 and 2.0 / 2.4 ms, nspc_bnorm 53 / 57 ms (dnnx profile
-// bnorm, medians). Implementations are asked for on the caller's plain
-// layout only: the blocked layouts oneDNN's jit kernels also read would cost a reorder of src and
-// dst (and diff_dst, diff_src) per call, more than the memory-bound normalisation itself.
+// no jit implementation, and its ncsp_bnorm is several times slower than the kernel; on
+// channels-last data its bnorm_jit is faster than the kernel, and nspc_bnorm far slower than
+// either (figures: docs/benchmarks.md, "Kernel design measurements", CPU batch-norm kernel vs
+// oneDNN). Implementations are asked for on the caller's plain layout only: the blocked layouts
+// oneDNN's jit kernels also read would cost a reorder of src and dst (and diff_dst, diff_src) per
+// call, more than the memory-bound normalisation itself.
 //
 // Note [f32-compute batch norm]
 // f16/bf16 data for which oneDNN has no native implementation other than ref:any (oneDNN 3.2
@@ -164,8 +163,7 @@ void describe(AlgoInfo& info, const std::string& impl, bool f32_compute) {
   info.name = f32_compute ? detail::cat(impl, " (", f32_compute_name, ")") : impl;
   if (f32_compute) info.notes.emplace_back(f32_compute_note);
   if (impl.starts_with("ref")) {
-    info.notes.emplace_back("reference");
-    info.families = {"none"};
+    detail::mark_naive(info);
   } else {
     info.notes.emplace_back(contains(impl, "jit") ? "jit" : "direct");
   }
@@ -254,7 +252,7 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const BatchNo
     do {
       Candidate candidate = make_candidate(desc, direction, pd, hint, nullptr, context);
       if (!seen.insert(candidate.info.id).second) continue;
-      native_fast = native_fast || !candidate.info.id.starts_with("onednn:ref");
+      native_fast = native_fast || !candidate.info.naive;
       (contains(candidate.info.id, "jit") ? candidates : last).push_back(std::move(candidate));
     } while (pd.next_impl());
   }
@@ -282,7 +280,7 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const BatchNo
   }
   // ref:any is last among oneDNN's own.
   std::stable_partition(last.begin(), last.end(), [](const Candidate& candidate) {
-    return !candidate.info.id.starts_with("onednn:ref");
+    return !candidate.info.naive;
   });
   for (Candidate& candidate : last) candidates.push_back(std::move(candidate));
   if (!pd && !f32_listed) {
@@ -527,8 +525,7 @@ class OneDnnBatchNorm final : public LayerBackend<BatchNormDesc, BatchNormArgs, 
 
 }  // namespace
 
-std::unique_ptr<detail::BatchNormBackend> make_batch_norm_backend(
-    std::shared_ptr<Runtime> runtime) {
+std::unique_ptr<detail::OpBackendOf<OpKind::batch_norm>> make_batch_norm_backend(std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
   return std::make_unique<OneDnnBatchNorm>(std::move(runtime));
 }
 

@@ -2,7 +2,7 @@
 // backend instance, and plans that run a oneDNN convolution, with its reorders, on the caller's
 // memory.
 
-#include "backends/onednn/conv.hpp"
+#include "backends/onednn/layers.hpp"
 
 #include "backends/onednn/check.hpp"
 #include "backends/onednn/conv_bias.hpp"
@@ -273,7 +273,7 @@ class OneDnnConv final : public detail::ConvBackend {
 
 }  // namespace
 
-std::unique_ptr<detail::ConvBackend> make_conv_backend(std::shared_ptr<Runtime> runtime) {
+std::unique_ptr<detail::OpBackendOf<OpKind::conv>> make_conv_backend(std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
   return std::make_unique<OneDnnConv>(std::move(runtime));
 }
 

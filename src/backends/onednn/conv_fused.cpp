@@ -614,9 +614,8 @@ class OneDnnConvFused final : public LayerBackend<ConvFusedDesc, detail::ConvFus
 
 }  // namespace
 
-std::unique_ptr<detail::ConvFusedBackend> make_conv_fused_backend(std::shared_ptr<Runtime> runtime,
-                                                                  detail::ConvBackend& conv) {
-  return std::make_unique<OneDnnConvFused>(std::move(runtime), conv);
+std::unique_ptr<detail::OpBackendOf<OpKind::conv_fused>> make_conv_fused_backend(std::shared_ptr<Runtime> runtime, const detail::OpBackends& built) {
+  return std::make_unique<OneDnnConvFused>(std::move(runtime), built.get<OpKind::conv>(BackendKind::cpu));
 }
 
 }  // namespace dnnx::onednn

@@ -360,8 +360,7 @@ void describe(AlgoInfo& info, const std::string& impl, dnnl::algorithm algorithm
       algorithm == dnnl::algorithm::convolution_winograd || contains(impl, "wino");
   info.notes.emplace_back(winograd ? "winograd" : "direct");
   if (impl.starts_with("ref")) {
-    info.notes.emplace_back("reference");
-    info.families = {"none"};
+    detail::mark_naive(info);
   } else if (winograd) {
     info.families = {"winograd"};
   } else if (contains(impl, "gemm") && !contains(impl, "brg")) {
@@ -402,6 +401,7 @@ const std::array<Role, 3>& roles(Direction direction) {
     case Direction::fwd: return fwd;
     case Direction::bwd_data: return bwd_data;
     case Direction::bwd_weights: return bwd_weights;
+    case Direction::fwd_training: break;  // not a convolution direction
   }
   return fwd;
 }

@@ -8,10 +8,9 @@
 // Note [xent cpu candidates]
 // The fused candidate reads the logits twice per group (max, then sum of exponentials; a third
 // time for the gradient) while they sit in L1, and writes nothing but the loss; the oneDNN
-// candidates write and re-read an f32 copy of the whole tensor. Measured with `dnnx profile xent`
-// on the 2-core avx512_core_fp16 host (docs/ops/cross_entropy.md has the table), the fused
-// candidate is faster on every shape tried, so it is the heuristic first choice; exhaustive
-// selection times them all.
+// candidates write and re-read an f32 copy of the whole tensor. So the fused candidate is the
+// faster one on every shape measured (docs/ops/cross_entropy.md, "cpu (oneDNN 3.2 + dnnx C++)"),
+// and it is the heuristic first choice; exhaustive selection times them all.
 //
 // Note [xent label scan]
 // Every plan first walks the labels once: out-of-range labels raise InvalidArgument naming the
@@ -482,8 +481,7 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const CrossEn
       info.deterministic = true;  // Note [determinism] in conv_list.cpp, Note [xent blocks]
       info.notes = {"accurate"};
       if (impl.starts_with("ref")) {
-        info.notes.emplace_back("reference");
-        info.families = {"none"};
+        detail::mark_naive(info);
       } else {
         info.notes.emplace_back("jit");
         info.families = {"large"};
@@ -503,7 +501,7 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const CrossEn
     } while (pd.next_impl());
   }
   std::stable_partition(onednn.begin(), onednn.end(),
-                        [](const Candidate& c) { return !c.info.id.starts_with("onednn:ref:"); });
+                        [](const Candidate& c) { return !c.info.naive; });
   if (onednn.empty()) {
     Candidate unavailable;
     unavailable.info.id = "onednn:unavailable:softmax+nll";
@@ -717,8 +715,7 @@ class OneDnnCrossEntropy final : public detail::ListedOpBackend<CrossEntropyDesc
 
 }  // namespace
 
-std::unique_ptr<detail::CrossEntropyBackend> make_cross_entropy_backend(
-    std::shared_ptr<Runtime> runtime) {
+std::unique_ptr<detail::OpBackendOf<OpKind::cross_entropy>> make_cross_entropy_backend(std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
   return std::make_unique<OneDnnCrossEntropy>(std::move(runtime));
 }
 

@@ -67,7 +67,7 @@ bool is_f32_compute(const AlgoInfo& info) {
 
 int supported_rank(const AlgoInfo& info) {
   if (!info.supported) return 3;
-  if (info.id.starts_with("onednn:ref:")) return 2;
+  if (info.naive) return 2;
   return is_f32_compute(info) ? 1 : 0;
 }
 

@@ -152,8 +152,7 @@ struct Candidate {
 
 void describe(AlgoInfo& info, const std::string& impl) {
   if (impl.starts_with("ref")) {
-    info.notes.emplace_back("reference");
-    info.families = {"none"};
+    detail::mark_naive(info);
   } else {
     info.notes.emplace_back(contains(impl, "jit") ? "jit" : "simple");
     info.families = {"small"};
@@ -527,7 +526,8 @@ class KernelPlan final : public LayerPlan<detail::PoolArgs> {
 // outside the window's extent along the outermost dim. The rest must cost next to nothing: the
 // scatter is a handful of instructions per index (one output per index in channels_first), and
 // any arithmetic per index shows (the index's coordinates by a division per index, even as a
-// multiplication by a fixed-point reciprocal, made ResNet's max-pool backward 2x slower).
+// multiplication by a fixed-point reciprocal, doubles the time of ResNet-50's max-pool backward:
+// docs/benchmarks.md, "CPU max-pool index check").
 //   - Windows inside the input (along the outermost dim: starting at or past 0, so the slices
 //     held start at the window's first position; along the others: wholly inside) use a table
 //     of the window's positions, IndexGeometry::positions: one byte per offset from the
@@ -917,9 +917,9 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const PoolDes
   // ref:any, last in oneDNN's list, stays last, after dnnx's loops (Note [cpu pool loops]);
   // supported candidates before unsupported ones.
   std::stable_partition(list.begin(), list.end(),
-                        [](const Candidate& c) { return !c.info.id.starts_with("onednn:ref"); });
+                        [](const Candidate& c) { return !c.info.naive; });
   const auto ref = std::find_if(list.begin(), list.end(), [](const Candidate& c) {
-    return c.info.id.starts_with("onednn:ref");
+    return c.info.naive;
   });
   Candidate loops;
   loops.info = kernel_info();
@@ -1056,7 +1056,7 @@ class OneDnnPool final : public LayerBackend<PoolDesc, detail::PoolArgs, Candida
 
 }  // namespace
 
-std::unique_ptr<detail::PoolBackend> make_pool_backend(std::shared_ptr<Runtime> runtime) {
+std::unique_ptr<detail::OpBackendOf<OpKind::pool>> make_pool_backend(std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
   return std::make_unique<OneDnnPool>(std::move(runtime));
 }
 

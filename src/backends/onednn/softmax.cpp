@@ -396,8 +396,7 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const Softmax
       info.deterministic = true;
       info.notes = {desc.log ? "log" : "accurate"};
       if (impl.starts_with("ref")) {
-        info.notes.emplace_back("reference");
-        info.families = {"none"};
+        detail::mark_naive(info);
       } else {
         info.notes.emplace_back("jit");
         info.families = {"small"};
@@ -437,7 +436,7 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const Softmax
     } while (softmax.pd.next_impl());
   }
   std::stable_partition(candidates.begin(), candidates.end(),
-                        [](const Candidate& c) { return !c.info.id.starts_with("onednn:ref:"); });
+                        [](const Candidate& c) { return !c.info.naive; });
   const bool none = candidates.empty();
   Candidate kernel;
   kernel.kernel = true;
@@ -446,7 +445,7 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const Softmax
       kernel_first(desc)
           ? candidates.begin()
           : std::find_if(candidates.begin(), candidates.end(),
-                         [](const Candidate& c) { return c.info.id.starts_with("onednn:ref:"); });
+                         [](const Candidate& c) { return c.info.naive; });
   candidates.insert(before, std::move(kernel));
   if (none) {
     Candidate unavailable;
@@ -660,7 +659,7 @@ class OneDnnSoftmax final
 
 }  // namespace
 
-std::unique_ptr<detail::SoftmaxBackend> make_softmax_backend(std::shared_ptr<Runtime> runtime) {
+std::unique_ptr<detail::OpBackendOf<OpKind::softmax>> make_softmax_backend(std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
   return std::make_unique<OneDnnSoftmax>(std::move(runtime));
 }
 

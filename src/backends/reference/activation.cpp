@@ -138,7 +138,7 @@ class DirectPlan final : public detail::LayerPlanBase<detail::ActivationArgs> {
 
 }  // namespace
 
-std::unique_ptr<detail::ActivationBackend> make_activation_backend() {
+std::unique_ptr<detail::OpBackendOf<OpKind::activation>> make_activation_backend(const detail::OpBackends&) {
   return DirectBackend<ActivationDesc, detail::ActivationArgs>::of<DirectPlan>(op_text, info_of);
 }
 

@@ -96,7 +96,7 @@ class DirectPlan final : public detail::LayerPlanBase<detail::AddArgs> {
 
 }  // namespace
 
-std::unique_ptr<detail::AddBackend> make_add_backend() {
+std::unique_ptr<detail::OpBackendOf<OpKind::add>> make_add_backend(const detail::OpBackends&) {
   return DirectBackend<AddDesc, detail::AddArgs>::of<DirectPlan>(op_text, info_of);
 }
 

@@ -2,7 +2,6 @@
 
 #include <dnnx/version.hpp>
 
-#include "backends/reference/conv.hpp"
 #include "backends/reference/layers.hpp"
 #include "backends/reference/reference.hpp"
 #include "core/strings.hpp"
@@ -15,14 +14,7 @@ namespace {
 class ReferenceBackend final : public detail::Backend {
  public:
   ReferenceBackend()
-      : conv_(make_conv_backend()),
-        pool_(make_pool_backend()),
-        activation_(make_activation_backend()),
-        softmax_(make_softmax_backend()),
-        cross_entropy_(make_cross_entropy_backend()),
-        batch_norm_(make_batch_norm_backend()),
-        add_(make_add_backend()),
-        conv_fused_(make_conv_fused_backend(*conv_)) {}
+      : ops_(make_ops()) {}
 
   BackendKind kind() const override { return BackendKind::reference; }
   std::string name() const override { return "reference"; }
@@ -39,24 +31,20 @@ class ReferenceBackend final : public detail::Backend {
     return std::chrono::duration<double, std::milli>(stop - start).count();
   }
 
-  detail::ConvBackend& conv() override { return *conv_; }
-  detail::PoolBackend& pool() override { return *pool_; }
-  detail::ActivationBackend& activation() override { return *activation_; }
-  detail::SoftmaxBackend& softmax() override { return *softmax_; }
-  detail::CrossEntropyBackend& cross_entropy() override { return *cross_entropy_; }
-  detail::BatchNormBackend& batch_norm() override { return *batch_norm_; }
-  detail::AddBackend& add() override { return *add_; }
-  detail::ConvFusedBackend& conv_fused() override { return *conv_fused_; }
+ protected:
+  const detail::OpBackends& ops() const override { return ops_; }
 
  private:
-  std::unique_ptr<detail::ConvBackend> conv_;
-  std::unique_ptr<detail::PoolBackend> pool_;
-  std::unique_ptr<detail::ActivationBackend> activation_;
-  std::unique_ptr<detail::SoftmaxBackend> softmax_;
-  std::unique_ptr<detail::CrossEntropyBackend> cross_entropy_;
-  std::unique_ptr<detail::BatchNormBackend> batch_norm_;
-  std::unique_ptr<detail::AddBackend> add_;
-  std::unique_ptr<detail::ConvFusedBackend> conv_fused_;
+  // Every op the op table marks as implemented by this backend, in table order.
+  static detail::OpBackends make_ops() {
+    detail::OpBackends ops;
+#define DNNX_REFERENCE_MAKE(kind, Type, name, aliases, directions, reference, cpu, cudnn, ...) \
+  DNNX_OP_IF(reference, ops.set<OpKind::kind>(make_##kind##_backend(ops));)
+    DNNX_OP_TABLE(DNNX_REFERENCE_MAKE)
+#undef DNNX_REFERENCE_MAKE
+    return ops;
+  }
+  detail::OpBackends ops_;
 };
 
 }  // namespace

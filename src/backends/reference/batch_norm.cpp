@@ -201,7 +201,7 @@ class DirectPlan final : public detail::LayerPlanBase<detail::BatchNormArgs> {
 
 }  // namespace
 
-std::unique_ptr<detail::BatchNormBackend> make_batch_norm_backend() {
+std::unique_ptr<detail::OpBackendOf<OpKind::batch_norm>> make_batch_norm_backend(const detail::OpBackends&) {
   return DirectBackend<BatchNormDesc, detail::BatchNormArgs>::of<DirectPlan>(op_text, info_of);
 }
 

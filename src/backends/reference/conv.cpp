@@ -24,7 +24,7 @@
 // 1, stride 1, dilation 1 and no padding. Size-1 dims change no row-major offset, so the dense
 // arrays of Note [dense copies] are already laid out as the 3-D loops expect.
 
-#include "backends/reference/conv.hpp"
+#include "backends/reference/layers.hpp"
 
 #include "backends/reference/layer_common.hpp"
 #include "core/check.hpp"
@@ -516,7 +516,7 @@ class DirectConvBackend final : public detail::ConvBackend {
 
 }  // namespace
 
-std::unique_ptr<detail::ConvBackend> make_conv_backend() {
+std::unique_ptr<detail::OpBackendOf<OpKind::conv>> make_conv_backend(const detail::OpBackends&) {
   return std::make_unique<DirectConvBackend>();
 }
 

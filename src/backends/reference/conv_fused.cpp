@@ -132,7 +132,7 @@ class DirectPlan final : public detail::LayerPlanBase<detail::ConvFusedArgs> {
 
 }  // namespace
 
-std::unique_ptr<detail::ConvFusedBackend> make_conv_fused_backend(detail::ConvBackend&) {
+std::unique_ptr<detail::OpBackendOf<OpKind::conv_fused>> make_conv_fused_backend(const detail::OpBackends&) {
   return DirectBackend<ConvFusedDesc, detail::ConvFusedArgs>::of<DirectPlan>(
       op_text, info_of, detail::LayerDirections::fwd_only);
 }

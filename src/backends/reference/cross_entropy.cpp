@@ -159,7 +159,7 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
   ErrorContext context_;
 };
 
-class ReferenceCrossEntropy final : public detail::CrossEntropyBackend {
+class ReferenceCrossEntropy final : public detail::OpBackendOf<OpKind::cross_entropy> {
  public:
   std::vector<AlgoInfo> list(const CrossEntropyDesc& desc, Direction direction) override {
     desc.validate();
@@ -186,7 +186,7 @@ class ReferenceCrossEntropy final : public detail::CrossEntropyBackend {
 
 }  // namespace
 
-std::unique_ptr<detail::CrossEntropyBackend> make_cross_entropy_backend() {
+std::unique_ptr<detail::OpBackendOf<OpKind::cross_entropy>> make_cross_entropy_backend(const detail::OpBackends&) {
   return std::make_unique<ReferenceCrossEntropy>();
 }
 

@@ -14,7 +14,7 @@ AlgoInfo direct_info(std::string name, std::vector<std::string> notes) {
   info.workspace_bytes = 0;
   info.deterministic = true;
   info.notes = std::move(notes);
-  info.families = {"none"};
+  detail::mark_naive(info);
   return info;
 }
 

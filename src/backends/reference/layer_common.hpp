@@ -22,8 +22,8 @@ namespace dnnx::reference {
 /// The id of every reference layer op's one candidate.
 inline constexpr const char* direct_id = "reference:direct";
 
-/// The record of a reference:direct candidate: supported, deterministic, no workspace, family
-/// "none", with `name` and `notes` (which name it "reference").
+/// The record of a reference:direct candidate: supported, deterministic, no workspace, naive
+/// (detail::mark_naive), with `name` and `notes`.
 AlgoInfo direct_info(std::string name, std::vector<std::string> notes);
 
 /// The context of errors about one layer op call on the reference backend

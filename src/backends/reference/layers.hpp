@@ -1,6 +1,8 @@
 #pragma once
-// Factories of this backend's implementations of the ops other than convolution (internal to this
-// folder); each is defined in <op>.cpp.
+// Factories of this backend's op implementations (internal to this folder), one per op the op
+// table (include/dnnx/op_table.hpp) marks as implemented by the reference backend; each is defined
+// in <op>.cpp. `built` holds the ops built before it, in table order (the fused convolution runs
+// the unfused candidates' convolution through the conv backend).
 
 #include "core/backend.hpp"
 
@@ -8,14 +10,10 @@
 
 namespace dnnx::reference {
 
-std::unique_ptr<detail::PoolBackend> make_pool_backend();
-std::unique_ptr<detail::ActivationBackend> make_activation_backend();
-std::unique_ptr<detail::SoftmaxBackend> make_softmax_backend();
-std::unique_ptr<detail::CrossEntropyBackend> make_cross_entropy_backend();
-std::unique_ptr<detail::BatchNormBackend> make_batch_norm_backend();
-std::unique_ptr<detail::AddBackend> make_add_backend();
-/// Fused forward convolution; `conv` (this backend's, outliving the result) runs the unfused
-/// candidates' convolution.
-std::unique_ptr<detail::ConvFusedBackend> make_conv_fused_backend(detail::ConvBackend& conv);
+#define DNNX_REFERENCE_FACTORY(kind, Type, name, aliases, directions, reference, cpu, cudnn, ...) \
+  DNNX_OP_IF(reference, std::unique_ptr<detail::OpTypes<OpKind::kind>::Interface>                \
+                            make_##kind##_backend(const detail::OpBackends& built);)
+DNNX_OP_TABLE(DNNX_REFERENCE_FACTORY)
+#undef DNNX_REFERENCE_FACTORY
 
 }  // namespace dnnx::reference

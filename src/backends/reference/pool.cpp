@@ -304,7 +304,7 @@ class DirectPlan final : public detail::LayerPlanBase<detail::PoolArgs> {
 
 }  // namespace
 
-std::unique_ptr<detail::PoolBackend> make_pool_backend() {
+std::unique_ptr<detail::OpBackendOf<OpKind::pool>> make_pool_backend(const detail::OpBackends&) {
   return DirectBackend<PoolDesc, detail::PoolArgs>::of<DirectPlan>(op_text, info_of);
 }
 

@@ -111,7 +111,7 @@ class Plan final : public detail::OpPlan<detail::SoftmaxArgs> {
   ErrorContext context_;
 };
 
-class ReferenceSoftmax final : public detail::SoftmaxBackend {
+class ReferenceSoftmax final : public detail::OpBackendOf<OpKind::softmax> {
  public:
   std::vector<AlgoInfo> list(const SoftmaxDesc& desc, Direction direction) override {
     desc.validate();
@@ -138,7 +138,7 @@ class ReferenceSoftmax final : public detail::SoftmaxBackend {
 
 }  // namespace
 
-std::unique_ptr<detail::SoftmaxBackend> make_softmax_backend() {
+std::unique_ptr<detail::OpBackendOf<OpKind::softmax>> make_softmax_backend(const detail::OpBackends&) {
   return std::make_unique<ReferenceSoftmax>();
 }
 
