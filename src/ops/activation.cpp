@@ -15,9 +15,7 @@
 #include <dnnx/ops/activation.hpp>
 
 #include "core/activation_args.hpp"
-#include "core/check.hpp"
-#include "core/strings.hpp"
-#include "ops/dispatch.hpp"
+#include "ops/op_calls.hpp"
 
 namespace dnnx {
 namespace {
@@ -26,13 +24,10 @@ using detail::ActivationArgs;
 
 void check_tensor(const Context& context, const ActivationDesc& desc, const char* role,
                   const Tensor& tensor) {
-  DNNX_CHECK_ARG(tensor.dtype() == desc.dtype, "dtype mix: ", role, " is ",
-                 to_string(tensor.dtype()), " but the desc's dtype is ", to_string(desc.dtype));
-  DNNX_CHECK_ARG(tensor.dims() == desc.dims, role, " dims ", tensor.dims(),
-                 " do not match the desc, which expects ", desc.dims);
-  DNNX_CHECK_ARG(tensor.data() != nullptr, role, " has null data");
-  DNNX_CHECK_ARG(tensor.device() == context.device(), role, " is on ", to_string(tensor.device()),
-                 " but the context runs on ", to_string(context.device()));
+  detail::check_dtype(role, tensor, desc.dtype);
+  detail::check_dims(role, tensor, desc.dims);
+  detail::check_data(role, tensor);
+  detail::check_device(context, role, tensor);
 }
 
 void check_layout(const ActivationDesc& desc, const char* role, const Tensor& tensor) {
@@ -130,17 +125,11 @@ struct Scratch {
 };
 
 // The op's traits for Note [op dispatch].
-struct ActivationOp {
-  using Desc = ActivationDesc;
-  using Args = ActivationArgs;
-  static constexpr OpKind kind = OpKind::activation;
-  static void check(const Context& context, const ActivationDesc& desc, Direction direction,
-                    const ActivationArgs& args) {
-    if (direction == Direction::fwd) {
-      check_fwd(context, desc, args);
-    } else {
-      check_bwd(context, desc, args);
-    }
+struct ActivationOp : detail::OpTraits<ActivationDesc, ActivationArgs, OpKind::activation> {
+  static void check(const Context& context, const Desc& desc, Direction direction,
+                    const Args& args) {
+    if (direction == Direction::fwd) return check_fwd(context, desc, args);
+    check_bwd(context, desc, args);
   }
   using Scratch = dnnx::Scratch;
   static Scratch scratch(const Context& context, const ActivationDesc& desc, Direction direction) {
@@ -162,9 +151,7 @@ using Dispatch = detail::Dispatch<ActivationOp>;
 
 std::shared_ptr<const Choice> activation_fwd(Context& context, const ActivationDesc& desc,
                                              const Tensor& src, Tensor& dst) {
-  ActivationArgs args;
-  args.src = &src, args.dst = &dst;
-  return Dispatch::run(context, desc, Direction::fwd, args);
+  return detail::run_fwd<ActivationOp>(context, desc, src, dst);
 }
 
 std::shared_ptr<const Choice> activation_bwd(Context& context, const ActivationDesc& desc,
@@ -175,19 +162,6 @@ std::shared_ptr<const Choice> activation_bwd(Context& context, const ActivationD
   return Dispatch::run(context, desc, Direction::bwd_data, args);
 }
 
-std::vector<AlgoInfo> activation_list(Context& context, const ActivationDesc& desc,
-                                      Direction direction) {
-  return Dispatch::list(context, desc, direction);
-}
-
-std::shared_ptr<const Choice> activation_select(Context& context, const ActivationDesc& desc,
-                                                Direction direction) {
-  return Dispatch::select(context, desc, direction);
-}
-
-ProfileResult activation_profile(Context& context, const ActivationDesc& desc,
-                                 Direction direction) {
-  return Dispatch::profile(context, desc, direction);
-}
+DNNX_DEFINE_OP_CALLS(activation, ActivationOp)
 
 }  // namespace dnnx

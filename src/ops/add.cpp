@@ -4,9 +4,7 @@
 #include <dnnx/ops/add.hpp>
 
 #include "core/add_args.hpp"
-#include "core/check.hpp"
-#include "core/strings.hpp"
-#include "ops/dispatch.hpp"
+#include "ops/op_calls.hpp"
 
 namespace dnnx {
 namespace {
@@ -60,14 +58,8 @@ struct Scratch {
 };
 
 // The op's traits for Note [op dispatch].
-struct AddOp {
-  using Desc = AddDesc;
-  using Args = AddArgs;
-  static constexpr OpKind kind = OpKind::add;
-  static void check(const Context& context, const AddDesc& desc, Direction direction,
-                    const AddArgs& args) {
-    check_args(context, desc, direction, args);
-  }
+struct AddOp : detail::OpTraits<AddDesc, AddArgs, OpKind::add> {
+  static constexpr auto& check = check_args;
   using Scratch = dnnx::Scratch;
   static Scratch scratch(const Context& context, const AddDesc& desc, Direction) {
     return {detail::random_tensor(context, desc.src_dims, desc.dtype, desc.layout, -1, 1, 1),
@@ -80,9 +72,7 @@ using Dispatch = detail::Dispatch<AddOp>;
 
 std::shared_ptr<const Choice> add_fwd(Context& context, const AddDesc& desc, const Tensor& src,
                                       Tensor& dst) {
-  AddArgs args;
-  args.src = &src, args.dst = &dst;
-  return Dispatch::run(context, desc, Direction::fwd, args);
+  return detail::run_fwd<AddOp>(context, desc, src, dst);
 }
 
 std::shared_ptr<const Choice> add_bwd(Context& context, const AddDesc& desc, const Tensor& diff_dst,
@@ -92,17 +82,6 @@ std::shared_ptr<const Choice> add_bwd(Context& context, const AddDesc& desc, con
   return Dispatch::run(context, desc, Direction::bwd_data, args);
 }
 
-std::vector<AlgoInfo> add_list(Context& context, const AddDesc& desc, Direction direction) {
-  return Dispatch::list(context, desc, direction);
-}
-
-std::shared_ptr<const Choice> add_select(Context& context, const AddDesc& desc,
-                                         Direction direction) {
-  return Dispatch::select(context, desc, direction);
-}
-
-ProfileResult add_profile(Context& context, const AddDesc& desc, Direction direction) {
-  return Dispatch::profile(context, desc, direction);
-}
+DNNX_DEFINE_OP_CALLS(add, AddOp)
 
 }  // namespace dnnx

@@ -14,9 +14,7 @@
 #include <dnnx/ops/batch_norm.hpp>
 
 #include "core/batch_norm_args.hpp"
-#include "core/check.hpp"
-#include "core/strings.hpp"
-#include "ops/dispatch.hpp"
+#include "ops/op_calls.hpp"
 
 #include <initializer_list>
 #include <iterator>
@@ -43,18 +41,16 @@ void check_param(const Context& context, const BatchNormDesc& desc, const char* 
   DNNX_CHECK_ARG(tensor->dtype() == DType::f32, role, " dtype must be f32 (batch-norm parameters ",
                  "and statistics are f32 whatever the data dtype), got ",
                  to_string(tensor->dtype()));
-  DNNX_CHECK_ARG(tensor->dims() == expected, role, " dims ", tensor->dims(),
-                 " do not match the desc, which expects ", expected,
-                 desc.mode == BatchNormMode::spatial
-                     ? " (one value per channel)"
-                     : " (one value per activation: src dims with N = 1)");
-  DNNX_CHECK_ARG(tensor->data() != nullptr, role, " has null data");
+  detail::check_dims(role, *tensor, expected,
+                     desc.mode == BatchNormMode::spatial
+                         ? " (one value per channel)"
+                         : " (one value per activation: src dims with N = 1)");
+  detail::check_data(role, *tensor);
   const Layout layout = expected.rank() == 1 ? Layout::channels_first : desc.layout;
   DNNX_CHECK_ARG(tensor->is_dense(layout), "layout mismatch: ", role, " strides ",
                  tensor->strides(), " are not dense (expected strides ",
                  dense_strides(expected, layout), ")");
-  DNNX_CHECK_ARG(tensor->device() == context.device(), role, " is on ", to_string(tensor->device()),
-                 " but the context runs on ", to_string(context.device()));
+  detail::check_device(context, role, *tensor);
 }
 
 struct Role {
@@ -256,17 +252,11 @@ struct Scratch {
   }
 };
 
-struct BatchNormOp {
-  using Desc = BatchNormDesc;
-  using Args = BatchNormArgs;
-  static constexpr OpKind kind = OpKind::batch_norm;
-  static void check(const Context& context, const BatchNormDesc& desc, Direction direction,
-                    const BatchNormArgs& args) {
-    if (direction == Direction::fwd) {
-      check_fwd(context, desc, args);
-    } else {
-      check_bwd(context, desc, args);
-    }
+struct BatchNormOp : detail::OpTraits<BatchNormDesc, BatchNormArgs, OpKind::batch_norm> {
+  static void check(const Context& context, const Desc& desc, Direction direction,
+                    const Args& args) {
+    if (direction == Direction::fwd) return check_fwd(context, desc, args);
+    check_bwd(context, desc, args);
   }
   // Note [timing stateful calls]
   static bool stateful(const BatchNormDesc& desc, Direction direction, const BatchNormArgs& args) {
@@ -323,18 +313,6 @@ std::shared_ptr<const Choice> batch_norm_bwd(Context& context, const BatchNormDe
                        bwd_args(desc, src, diff_dst, tensors, diff_src, diff_scale, diff_shift));
 }
 
-std::vector<AlgoInfo> batch_norm_list(Context& context, const BatchNormDesc& desc,
-                                      Direction direction) {
-  return Dispatch::list(context, desc, direction);
-}
-
-std::shared_ptr<const Choice> batch_norm_select(Context& context, const BatchNormDesc& desc,
-                                                Direction direction) {
-  return Dispatch::select(context, desc, direction);
-}
-
-ProfileResult batch_norm_profile(Context& context, const BatchNormDesc& desc, Direction direction) {
-  return Dispatch::profile(context, desc, direction);
-}
+DNNX_DEFINE_OP_CALLS(batch_norm, BatchNormOp)
 
 }  // namespace dnnx

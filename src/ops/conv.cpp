@@ -4,9 +4,7 @@
 #include <dnnx/ops/conv.hpp>
 #include <dnnx/version.hpp>
 
-#include "core/check.hpp"
-#include "core/strings.hpp"
-#include "ops/dispatch.hpp"
+#include "ops/op_calls.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -64,16 +62,7 @@ void check_args(const Context& context, const ConvDesc& desc, Direction directio
 
 void check_bias(const Context& context, const ConvDesc& desc, const char* role,
                 const Tensor& bias) {
-  DNNX_CHECK_ARG(bias.dtype() == desc.dtype, "dtype mix: ", role, " is ", to_string(bias.dtype()),
-                 " but the desc's dtype is ", to_string(desc.dtype));
-  DNNX_CHECK_ARG(bias.dims() == desc.bias_dims(), role, " dims ", bias.dims(),
-                 " do not match the desc, which expects ", desc.bias_dims(),
-                 " (one value per output channel)");
-  DNNX_CHECK_ARG(bias.data() != nullptr, role, " has null data");
-  DNNX_CHECK_ARG(bias.strides()[0] == 1 || bias.dims()[0] == 1, role,
-                 " must be contiguous, got stride ", bias.strides()[0]);
-  DNNX_CHECK_ARG(bias.device() == context.device(), role, " is on ", to_string(bias.device()),
-                 " but the context runs on ", to_string(context.device()));
+  detail::check_bias(context, role, bias, desc.bias_dims(), desc.dtype);
 }
 
 // ---- scratch tensors for selection without user tensors ----------------------------------------
@@ -85,14 +74,8 @@ struct Scratch {
 };
 
 // The op's traits for Note [op dispatch].
-struct ConvOp {
-  using Desc = ConvDesc;
-  using Args = ConvArgs;
-  static constexpr OpKind kind = OpKind::conv;
-  static void check(const Context& context, const ConvDesc& desc, Direction direction,
-                    const ConvArgs& args) {
-    check_args(context, desc, direction, args);
-  }
+struct ConvOp : detail::OpTraits<ConvDesc, ConvArgs, OpKind::conv> {
+  static constexpr auto& check = check_args;
   using Scratch = dnnx::Scratch;
   static Scratch scratch(const Context& context, const ConvDesc& desc, Direction) {
     return {detail::random_tensor(context, desc.src_dims(), desc.dtype, desc.layout, -1, 1, 1),
@@ -228,18 +211,7 @@ void conv_bias_bwd(Context& context, const ConvDesc& desc, const Tensor& diff_ds
   });
 }
 
-std::vector<AlgoInfo> conv_list(Context& context, const ConvDesc& desc, Direction direction) {
-  return Dispatch::list(context, desc, direction);
-}
-
-std::shared_ptr<const Choice> conv_select(Context& context, const ConvDesc& desc,
-                                          Direction direction) {
-  return Dispatch::select(context, desc, direction);
-}
-
-ProfileResult conv_profile(Context& context, const ConvDesc& desc, Direction direction) {
-  return Dispatch::profile(context, desc, direction);
-}
+DNNX_DEFINE_OP_CALLS(conv, ConvOp)
 
 // ---- Convolution (layer state) ----------------------------------------------------------------
 

@@ -4,10 +4,8 @@
 
 #include <dnnx/ops/conv_fused.hpp>
 
-#include "core/check.hpp"
 #include "core/conv_fused_args.hpp"
-#include "core/strings.hpp"
-#include "ops/dispatch.hpp"
+#include "ops/op_calls.hpp"
 
 #include <optional>
 #include <utility>
@@ -22,20 +20,6 @@ using detail::ConvFusedArgs;
 void check_tensor(const Context& context, const ConvFusedDesc& desc, const char* role,
                   const Tensor& tensor, const Dims& expected) {
   detail::check_operand(context, role, tensor, expected, desc.conv.dtype, desc.conv.layout);
-}
-
-void check_bias(const Context& context, const ConvFusedDesc& desc, const Tensor& bias) {
-  const DType dtype = desc.conv.dtype;
-  DNNX_CHECK_ARG(bias.dtype() == dtype, "dtype mix: bias is ", to_string(bias.dtype()),
-                 " but the desc's dtype is ", to_string(dtype));
-  DNNX_CHECK_ARG(bias.dims() == desc.bias_dims(), "bias dims ", bias.dims(),
-                 " do not match the desc, which expects ", desc.bias_dims(),
-                 " (one value per output channel)");
-  DNNX_CHECK_ARG(bias.data() != nullptr, "bias has null data");
-  DNNX_CHECK_ARG(bias.strides()[0] == 1 || bias.dims()[0] == 1,
-                 "bias must be contiguous, got stride ", bias.strides()[0]);
-  DNNX_CHECK_ARG(bias.device() == context.device(), "bias is on ", to_string(bias.device()),
-                 " but the context runs on ", to_string(context.device()));
 }
 
 // An optional tensor must be passed exactly when the desc asks for it.
@@ -59,7 +43,8 @@ void check_args(const Context& context, const ConvFusedDesc& desc, Direction dir
   check_tensor(context, desc, "src", *args.src, desc.src_dims());
   check_tensor(context, desc, "weights", *args.weights, desc.weights_dims());
   check_tensor(context, desc, "dst", *args.dst, desc.dst_dims());
-  if (args.bias != nullptr) check_bias(context, desc, *args.bias);
+  if (args.bias != nullptr)
+    detail::check_bias(context, "bias", *args.bias, desc.bias_dims(), desc.conv.dtype);
   if (args.residual != nullptr)
     check_tensor(context, desc, "residual", *args.residual, desc.residual_dims());
   check_no_alias(*args.dst, "src", *args.src);
@@ -91,14 +76,8 @@ struct Scratch {
 };
 
 // The op's traits for Note [op dispatch].
-struct ConvFusedOp {
-  using Desc = ConvFusedDesc;
-  using Args = ConvFusedArgs;
-  static constexpr OpKind kind = OpKind::conv_fused;
-  static void check(const Context& context, const ConvFusedDesc& desc, Direction direction,
-                    const ConvFusedArgs& args) {
-    check_args(context, desc, direction, args);
-  }
+struct ConvFusedOp : detail::OpTraits<ConvFusedDesc, ConvFusedArgs, OpKind::conv_fused> {
+  static constexpr auto& check = check_args;
   using Scratch = dnnx::Scratch;
   static Scratch scratch(const Context& context, const ConvFusedDesc& desc, Direction direction) {
     const ConvDesc& conv = desc.conv;
@@ -132,18 +111,6 @@ std::shared_ptr<const Choice> conv_fused_fwd(Context& context, const ConvFusedDe
   return Dispatch::run(context, desc, Direction::fwd, args);
 }
 
-std::vector<AlgoInfo> conv_fused_list(Context& context, const ConvFusedDesc& desc,
-                                      Direction direction) {
-  return Dispatch::list(context, desc, direction);
-}
-
-std::shared_ptr<const Choice> conv_fused_select(Context& context, const ConvFusedDesc& desc,
-                                                Direction direction) {
-  return Dispatch::select(context, desc, direction);
-}
-
-ProfileResult conv_fused_profile(Context& context, const ConvFusedDesc& desc, Direction direction) {
-  return Dispatch::profile(context, desc, direction);
-}
+DNNX_DEFINE_OP_CALLS(conv_fused, ConvFusedOp)
 
 }  // namespace dnnx

@@ -3,10 +3,8 @@
 
 #include <dnnx/ops/cross_entropy.hpp>
 
-#include "core/check.hpp"
 #include "core/cross_entropy_args.hpp"
-#include "core/strings.hpp"
-#include "ops/dispatch.hpp"
+#include "ops/op_calls.hpp"
 
 #include <cstdint>
 #include <cstring>
@@ -34,16 +32,13 @@ void check_logits(const Context& context, const CrossEntropyDesc& desc, const ch
 void check_row_major(const Context& context, const char* role, const Tensor* tensor, DType dtype,
                      const char* dtype_origin, const Dims& expected) {
   check_present(role, tensor, dtype, expected);
-  DNNX_CHECK_ARG(tensor->dtype() == dtype, "dtype mix: ", role, " is ", to_string(tensor->dtype()),
-                 " but ", dtype_origin, " is ", to_string(dtype));
-  DNNX_CHECK_ARG(tensor->dims() == expected, role, " dims ", tensor->dims(),
-                 " do not match the desc, which expects ", expected);
-  DNNX_CHECK_ARG(tensor->data() != nullptr, role, " has null data");
+  detail::check_dtype(role, *tensor, dtype, dtype_origin);
+  detail::check_dims(role, *tensor, expected);
+  detail::check_data(role, *tensor);
   DNNX_CHECK_ARG(tensor->is_dense(Layout::channels_first), "layout mismatch: ", role, " strides ",
                  tensor->strides(), " are not dense row-major (expected strides ",
                  dense_strides(expected, Layout::channels_first), ")");
-  DNNX_CHECK_ARG(tensor->device() == context.device(), role, " is on ", to_string(tensor->device()),
-                 " but the context runs on ", to_string(context.device()));
+  detail::check_device(context, role, *tensor);
 }
 
 // Optional inputs (weights) are null when absent.
@@ -71,11 +66,8 @@ void check_inputs(const Context& context, const CrossEntropyDesc& desc,
   }
 }
 
-struct CrossEntropyOp {
-  using Desc = CrossEntropyDesc;
-  using Args = CrossEntropyArgs;
-  static constexpr OpKind kind = OpKind::cross_entropy;
-
+struct CrossEntropyOp
+    : detail::OpTraits<CrossEntropyDesc, CrossEntropyArgs, OpKind::cross_entropy> {
   static void check(const Context& context, const Desc& desc, Direction direction,
                     const Args& args) {
     check_inputs(context, desc, args);
@@ -149,11 +141,7 @@ struct CrossEntropyOp {
         std::memcpy(bytes + static_cast<std::size_t>(i) * size, &label, size);
       }
     }
-    if (context.device() == Device::cpu()) return host;
-    Tensor device =
-        Tensor::empty(dims, desc.label_dtype, Layout::channels_first, context.allocator());
-    copy(host, device);
-    return device;
+    return detail::on_context_device(context, std::move(host), Layout::channels_first);
   }
 };
 
@@ -184,19 +172,6 @@ std::shared_ptr<const Choice> cross_entropy_bwd(Context& context, const CrossEnt
   return Dispatch::run(context, desc, Direction::bwd_data, args);
 }
 
-std::vector<AlgoInfo> cross_entropy_list(Context& context, const CrossEntropyDesc& desc,
-                                         Direction direction) {
-  return Dispatch::list(context, desc, direction);
-}
-
-std::shared_ptr<const Choice> cross_entropy_select(Context& context, const CrossEntropyDesc& desc,
-                                                   Direction direction) {
-  return Dispatch::select(context, desc, direction);
-}
-
-ProfileResult cross_entropy_profile(Context& context, const CrossEntropyDesc& desc,
-                                    Direction direction) {
-  return Dispatch::profile(context, desc, direction);
-}
+DNNX_DEFINE_OP_CALLS(cross_entropy, CrossEntropyOp)
 
 }  // namespace dnnx

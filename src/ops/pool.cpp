@@ -3,10 +3,8 @@
 
 #include <dnnx/ops/pool.hpp>
 
-#include "core/check.hpp"
 #include "core/pool_args.hpp"
-#include "core/strings.hpp"
-#include "ops/dispatch.hpp"
+#include "ops/op_calls.hpp"
 
 #include <algorithm>
 #include <array>
@@ -159,21 +157,12 @@ Tensor random_indices(const Context& context, const PoolDesc& desc) {
       data[at] = pattern[static_cast<std::size_t>(o)];
     }
   }
-  if (context.device() == Device::cpu()) return host;
-  Tensor device = Tensor::empty(dims, DType::i64, desc.layout, context.allocator());
-  copy(host, device);
-  return device;
+  return detail::on_context_device(context, std::move(host), desc.layout);
 }
 
 // The op's traits for Note [op dispatch].
-struct PoolOp {
-  using Desc = PoolDesc;
-  using Args = PoolArgs;
-  static constexpr OpKind kind = OpKind::pool;
-  static void check(const Context& context, const PoolDesc& desc, Direction direction,
-                    const PoolArgs& args) {
-    check_args(context, desc, direction, args);
-  }
+struct PoolOp : detail::OpTraits<PoolDesc, PoolArgs, OpKind::pool> {
+  static constexpr auto& check = check_args;
   using Scratch = dnnx::Scratch;
   static Scratch scratch(const Context& context, const PoolDesc& desc, Direction direction) {
     Scratch scratch;
@@ -209,10 +198,7 @@ using Dispatch = detail::Dispatch<PoolOp>;
 
 std::shared_ptr<const Choice> pool_fwd(Context& context, const PoolDesc& desc, const Tensor& src,
                                        Tensor& dst) {
-  PoolArgs args;
-  args.src = &src;
-  args.dst = &dst;
-  return Dispatch::run(context, desc, Direction::fwd, args);
+  return detail::run_fwd<PoolOp>(context, desc, src, dst);
 }
 
 std::shared_ptr<const Choice> pool_bwd(Context& context, const PoolDesc& desc, const Tensor& src,
@@ -229,9 +215,7 @@ std::shared_ptr<const Choice> pool_bwd(Context& context, const PoolDesc& desc, c
 std::shared_ptr<const Choice> pool_fwd(Context& context, const PoolDesc& desc, const Tensor& src,
                                        Tensor& dst, Tensor& indices) {
   PoolArgs args;
-  args.src = &src;
-  args.dst = &dst;
-  args.indices = &indices;
+  args.src = &src, args.dst = &dst, args.indices = &indices;
   return Dispatch::run(context, desc, Direction::fwd, args);
 }
 
@@ -245,17 +229,6 @@ std::shared_ptr<const Choice> pool_bwd(Context& context, const PoolDesc& desc,
   return Dispatch::run(context, desc, Direction::bwd_data, args);
 }
 
-std::vector<AlgoInfo> pool_list(Context& context, const PoolDesc& desc, Direction direction) {
-  return Dispatch::list(context, desc, direction);
-}
-
-std::shared_ptr<const Choice> pool_select(Context& context, const PoolDesc& desc,
-                                          Direction direction) {
-  return Dispatch::select(context, desc, direction);
-}
-
-ProfileResult pool_profile(Context& context, const PoolDesc& desc, Direction direction) {
-  return Dispatch::profile(context, desc, direction);
-}
+DNNX_DEFINE_OP_CALLS(pool, PoolOp)
 
 }  // namespace dnnx

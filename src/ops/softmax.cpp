@@ -3,9 +3,8 @@
 
 #include <dnnx/ops/softmax.hpp>
 
-#include "core/check.hpp"
 #include "core/softmax_args.hpp"
-#include "ops/dispatch.hpp"
+#include "ops/op_calls.hpp"
 
 #include <cmath>
 #include <random>
@@ -21,16 +20,11 @@ using detail::SoftmaxArgs;
 void check_tensor(const Context& context, const SoftmaxDesc& desc, const char* role,
                   const Tensor* tensor) {
   DNNX_CHECK_ARG(tensor != nullptr, role, " is missing (null pointer)");
-  DNNX_CHECK_ARG(tensor->dims() == desc.dims, role, " dims ", tensor->dims(),
-                 " do not match the desc, which expects ", desc.dims);
+  detail::check_dims(role, *tensor, desc.dims);
   detail::check_operand(context, role, *tensor, desc.dims, desc.dtype, desc.layout);
 }
 
-struct SoftmaxOp {
-  using Desc = SoftmaxDesc;
-  using Args = SoftmaxArgs;
-  static constexpr OpKind kind = OpKind::softmax;
-
+struct SoftmaxOp : detail::OpTraits<SoftmaxDesc, SoftmaxArgs, OpKind::softmax> {
   static void check(const Context& context, const Desc& desc, Direction direction,
                     const Args& args) {
     if (direction == Direction::fwd) {
@@ -102,10 +96,7 @@ struct SoftmaxOp {
     }
     Tensor host = Tensor::empty(desc.dims, desc.dtype, desc.layout);
     host.copy_from_f32(values);
-    if (context.device() == Device::cpu()) return host;
-    Tensor device = Tensor::empty(desc.dims, desc.dtype, desc.layout, context.allocator());
-    copy(host, device);
-    return device;
+    return detail::on_context_device(context, std::move(host), desc.layout);
   }
 };
 
@@ -115,9 +106,7 @@ using Dispatch = detail::Dispatch<SoftmaxOp>;
 
 std::shared_ptr<const Choice> softmax_fwd(Context& context, const SoftmaxDesc& desc,
                                           const Tensor& src, Tensor& dst) {
-  SoftmaxArgs args;
-  args.src = &src, args.dst = &dst;
-  return Dispatch::run(context, desc, Direction::fwd, args);
+  return detail::run_fwd<SoftmaxOp>(context, desc, src, dst);
 }
 
 std::shared_ptr<const Choice> softmax_bwd(Context& context, const SoftmaxDesc& desc,
@@ -128,17 +117,6 @@ std::shared_ptr<const Choice> softmax_bwd(Context& context, const SoftmaxDesc& d
   return Dispatch::run(context, desc, Direction::bwd_data, args);
 }
 
-std::vector<AlgoInfo> softmax_list(Context& context, const SoftmaxDesc& desc, Direction direction) {
-  return Dispatch::list(context, desc, direction);
-}
-
-std::shared_ptr<const Choice> softmax_select(Context& context, const SoftmaxDesc& desc,
-                                             Direction direction) {
-  return Dispatch::select(context, desc, direction);
-}
-
-ProfileResult softmax_profile(Context& context, const SoftmaxDesc& desc, Direction direction) {
-  return Dispatch::profile(context, desc, direction);
-}
+DNNX_DEFINE_OP_CALLS(softmax, SoftmaxOp)
 
 }  // namespace dnnx

@@ -1,0 +1,93 @@
+// What every op's file in src/ops shares beside Note [op dispatch]: the common part of an op's
+// traits, the per-tensor checks whose messages every op spells the same way, and the public
+// list / select / profile calls, which only forward to the op's Dispatch.
+
+#pragma once
+
+#include "core/check.hpp"
+#include "core/strings.hpp"
+#include "ops/dispatch.hpp"
+
+#include <string_view>
+#include <utility>
+
+namespace dnnx::detail {
+
+/// The types and kind of an op's traits for Note [op dispatch]; the traits add `check`,
+/// `Scratch` and `scratch` (and the optional members dispatch.hpp names).
+template <typename DescType, typename ArgsType, OpKind op_kind>
+struct OpTraits {
+  using Desc = DescType;
+  using Args = ArgsType;
+  static constexpr OpKind kind = op_kind;
+};
+
+/// "dtype mix: <role> is <got> but <origin> is <dtype>".
+inline void check_dtype(const char* role, const Tensor& tensor, DType dtype,
+                        std::string_view origin = "the desc's dtype") {
+  DNNX_CHECK_ARG(tensor.dtype() == dtype, "dtype mix: ", role, " is ", to_string(tensor.dtype()),
+                 " but ", origin, " is ", to_string(dtype));
+}
+
+/// "<role> dims <got> do not match the desc, which expects <expected><what>".
+inline void check_dims(const char* role, const Tensor& tensor, const Dims& expected,
+                       std::string_view what = "") {
+  DNNX_CHECK_ARG(tensor.dims() == expected, role, " dims ", tensor.dims(),
+                 " do not match the desc, which expects ", expected, what);
+}
+
+/// "<role> has null data".
+inline void check_data(const char* role, const Tensor& tensor) {
+  DNNX_CHECK_ARG(tensor.data() != nullptr, role, " has null data");
+}
+
+/// "<role> is on <device> but the context runs on <device>".
+inline void check_device(const Context& context, const char* role, const Tensor& tensor) {
+  DNNX_CHECK_ARG(tensor.device() == context.device(), role, " is on ", to_string(tensor.device()),
+                 " but the context runs on ", to_string(context.device()));
+}
+
+/// A bias (or its gradient): the desc's dtype, one value per output channel, contiguous.
+inline void check_bias(const Context& context, const char* role, const Tensor& bias,
+                       const Dims& expected, DType dtype) {
+  check_dtype(role, bias, dtype);
+  check_dims(role, bias, expected, " (one value per output channel)");
+  check_data(role, bias);
+  DNNX_CHECK_ARG(bias.strides()[0] == 1 || bias.dims()[0] == 1, role,
+                 " must be contiguous, got stride ", bias.strides()[0]);
+  check_device(context, role, bias);
+}
+
+/// `host` where the context runs: itself on the cpu, else a copy in the context's memory, dense
+/// in `layout`. Scratch data that must be exact (indices, labels) is written on the host.
+inline Tensor on_context_device(const Context& context, Tensor host, Layout layout) {
+  if (context.device() == Device::cpu()) return host;
+  Tensor device = Tensor::empty(host.dims(), host.dtype(), layout, context.allocator());
+  copy(host, device);
+  return device;
+}
+
+/// The forward call of an op whose forward takes `src` and `dst` alone.
+template <typename Op>
+std::shared_ptr<const Choice> run_fwd(Context& context, const typename Op::Desc& desc,
+                                      const Tensor& src, Tensor& dst) {
+  typename Op::Args args;
+  args.src = &src, args.dst = &dst;
+  return Dispatch<Op>::run(context, desc, Direction::fwd, args);
+}
+
+}  // namespace dnnx::detail
+
+/// Defines `<op>_list`, `<op>_select` and `<op>_profile` (include/dnnx/ops/<op>.hpp) for the
+/// traits `Op`, inside namespace dnnx.
+#define DNNX_DEFINE_OP_CALLS(op, Op)                                                             \
+  std::vector<AlgoInfo> op##_list(Context& context, const Op::Desc& desc, Direction direction) { \
+    return ::dnnx::detail::Dispatch<Op>::list(context, desc, direction);                         \
+  }                                                                                              \
+  std::shared_ptr<const Choice> op##_select(Context& context, const Op::Desc& desc,              \
+                                            Direction direction) {                               \
+    return ::dnnx::detail::Dispatch<Op>::select(context, desc, direction);                       \
+  }                                                                                              \
+  ProfileResult op##_profile(Context& context, const Op::Desc& desc, Direction direction) {      \
+    return ::dnnx::detail::Dispatch<Op>::profile(context, desc, direction);                      \
+  }
