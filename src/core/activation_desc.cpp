@@ -76,10 +76,15 @@ bool activation_bwd_from_dst(ActivationKind kind, double alpha) {
   return false;
 }
 
-ActivationDesc ActivationDesc::from_dims(ActivationKind kind, const Dims& dims, DType dtype,
-                                         Layout layout) {
+namespace {
+
+// A validated desc of `kind`, with `parameter` (alpha or ceiling, for the kinds that have one) set
+// to `value`.
+ActivationDesc make_desc(ActivationKind kind, const Dims& dims, DType dtype, Layout layout,
+                         double ActivationDesc::*parameter = nullptr, double value = 0) {
   ActivationDesc desc;
   desc.kind = kind;
+  if (parameter != nullptr) desc.*parameter = value;
   desc.dims = dims;
   desc.dtype = dtype;
   desc.layout = layout;
@@ -87,27 +92,21 @@ ActivationDesc ActivationDesc::from_dims(ActivationKind kind, const Dims& dims, 
   return desc;
 }
 
+}  // namespace
+
+ActivationDesc ActivationDesc::from_dims(ActivationKind kind, const Dims& dims, DType dtype,
+                                         Layout layout) {
+  return make_desc(kind, dims, dtype, layout);
+}
+
 ActivationDesc ActivationDesc::elu(const Dims& dims, double alpha, DType dtype, Layout layout) {
-  ActivationDesc desc;
-  desc.kind = ActivationKind::elu;
-  desc.alpha = alpha;
-  desc.dims = dims;
-  desc.dtype = dtype;
-  desc.layout = layout;
-  desc.validate();
-  return desc;
+  return make_desc(ActivationKind::elu, dims, dtype, layout, &ActivationDesc::alpha, alpha);
 }
 
 ActivationDesc ActivationDesc::clipped_relu(const Dims& dims, double ceiling, DType dtype,
                                             Layout layout) {
-  ActivationDesc desc;
-  desc.kind = ActivationKind::clipped_relu;
-  desc.ceiling = ceiling;
-  desc.dims = dims;
-  desc.dtype = dtype;
-  desc.layout = layout;
-  desc.validate();
-  return desc;
+  return make_desc(ActivationKind::clipped_relu, dims, dtype, layout, &ActivationDesc::ceiling,
+                   ceiling);
 }
 
 void ActivationDesc::validate() const {

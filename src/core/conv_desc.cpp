@@ -92,19 +92,11 @@ ConvDesc ConvDesc::from_shapes(const Dims& src, const Dims& weights,
     desc.kernel[static_cast<std::size_t>(i)] = weights[2 + i];
   }
   desc.stride = expand(stride, n, "stride", 1);
-  desc.pad_before = expand(pad, n, "pad", 0);
-  desc.pad_after = desc.pad_before;
-  desc.dilation = expand(dilation, n, "dilation", 1);
-  desc.dtype = dtype;
-  desc.layout = layout;
-  desc.validate();
-  return desc;
+  return detail::finish_from_shapes(desc, pad, dilation, dtype, layout);
 }
 
 void ConvDesc::validate() const {
-  DNNX_CHECK_ARG(spatial_dims >= 1 && spatial_dims <= 3, "spatial_dims must be 1, 2 or 3, got ",
-                 spatial_dims);
-  DNNX_CHECK_ARG(batch >= 1, "batch (N) must be >= 1, got ", batch);
+  detail::check_spatial_dims_and_batch(spatial_dims, batch);
   DNNX_CHECK_ARG(in_channels >= 1, "in_channels (C) must be >= 1, got ", in_channels);
   DNNX_CHECK_ARG(out_channels >= 1, "out_channels (O) must be >= 1, got ", out_channels);
   DNNX_CHECK_ARG(groups >= 1, "groups must be >= 1, got ", groups);
@@ -121,16 +113,7 @@ void ConvDesc::validate() const {
   for (int i = 0; i < spatial_dims; ++i) {
     const auto s = static_cast<std::size_t>(i);
     const char* axis = axis_name(spatial_dims, i);
-    for (const auto& [name, value] : {std::pair<const char*, std::int64_t>{"input size", input[s]},
-                                      {"kernel size", kernel[s]},
-                                      {"stride", stride[s]},
-                                      {"dilation", dilation[s]},
-                                      {"pad_before", pad_before[s]},
-                                      {"pad_after", pad_after[s]}}) {
-      DNNX_CHECK_ARG(value <= max_size, name, " along ", axis, " must be <= 2^31, got ", value);
-    }
-    detail::check_window_entries(axis, input[s], kernel[s], stride[s], dilation[s], pad_before[s],
-                                 pad_after[s]);
+    detail::check_window(*this, i);
     const std::int64_t extent = dilation[s] * (kernel[s] - 1) + 1;
     const std::int64_t padded = input[s] + pad_before[s] + pad_after[s];
     DNNX_CHECK_ARG(extent <= padded, "kernel along ", axis, " (size ", kernel[s], ", dilation ",
@@ -245,15 +228,7 @@ std::size_t ConvDesc::hash() const {
   mix(in_channels);
   mix(out_channels);
   mix(groups);
-  for (int i = 0; i < spatial_dims; ++i) {
-    const auto s = static_cast<std::size_t>(i);
-    mix(input[s]);
-    mix(kernel[s]);
-    mix(stride[s]);
-    mix(pad_before[s]);
-    mix(pad_after[s]);
-    mix(dilation[s]);
-  }
+  detail::hash_window(h, *this, spatial_dims);
   mix(static_cast<std::int64_t>(dtype));
   mix(static_cast<std::int64_t>(layout));
   return h;

@@ -22,20 +22,18 @@ constexpr std::string_view fused_prefix = "dnnx profile conv_fused ";
 
 }  // namespace
 
+constexpr std::array<detail::EnumName<FusedActivation>, 2> fused_activation_names{{
+    {FusedActivation::identity, "identity", {"none"}},
+    {FusedActivation::relu, "relu"},
+}};
+
 std::string_view to_string(FusedActivation activation) {
-  switch (activation) {
-    case FusedActivation::identity: return "identity";
-    case FusedActivation::relu: return "relu";
-  }
-  return "unknown";
+  return detail::enum_name(fused_activation_names, activation, "unknown");
 }
 
 FusedActivation parse_fused_activation(std::string_view text) {
-  const std::string name = detail::lower(text);
-  if (name == "identity" || name == "none") return FusedActivation::identity;
-  if (name == "relu") return FusedActivation::relu;
-  detail::raise(ErrorKind::InvalidArgument, detail::cat("unknown fused activation '", text,
-                                                        "'; accepted: identity (also none), relu"));
+  return detail::parse_enum(fused_activation_names, text, "fused activation",
+                            "identity (also none), relu");
 }
 
 void ConvFusedDesc::validate() const {

@@ -14,22 +14,18 @@
 
 namespace dnnx {
 
+constexpr std::array<detail::EnumName<Reduction>, 3> reduction_names{{
+    {Reduction::none, "none"},
+    {Reduction::mean, "mean"},
+    {Reduction::sum, "sum"},
+}};
+
 std::string_view to_string(Reduction reduction) {
-  switch (reduction) {
-    case Reduction::none: return "none";
-    case Reduction::mean: return "mean";
-    case Reduction::sum: return "sum";
-  }
-  return "?";
+  return detail::enum_name(reduction_names, reduction);
 }
 
 Reduction parse_reduction(std::string_view text) {
-  const std::string name = detail::lower(text);
-  if (name == "none") return Reduction::none;
-  if (name == "mean") return Reduction::mean;
-  if (name == "sum") return Reduction::sum;
-  detail::raise(ErrorKind::InvalidArgument,
-                detail::cat("unknown reduction '", text, "'; accepted: none, mean, sum"));
+  return detail::parse_enum(reduction_names, text, "reduction", "none, mean, sum");
 }
 
 void CrossEntropyDesc::validate() const {

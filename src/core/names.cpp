@@ -16,26 +16,18 @@
 
 namespace dnnx {
 
-std::string_view to_string(DType dtype) {
-  switch (dtype) {
-    case DType::f32: return "f32";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
-    case DType::i32: return "i32";
-    case DType::i64: return "i64";
-  }
-  return "?";
-}
+constexpr std::array<detail::EnumName<DType>, 5> dtype_names{{
+    {DType::f32, "f32", {"float", "float32"}},
+    {DType::f16, "f16", {"half", "float16"}},
+    {DType::bf16, "bf16", {"bfloat16"}},
+    {DType::i32, "i32", {"int32"}},
+    {DType::i64, "i64", {"int64"}},
+}};
+
+std::string_view to_string(DType dtype) { return detail::enum_name(dtype_names, dtype); }
 
 DType parse_dtype(std::string_view text) {
-  const std::string name = detail::lower(text);
-  if (name == "f32" || name == "float" || name == "float32") return DType::f32;
-  if (name == "f16" || name == "half" || name == "float16") return DType::f16;
-  if (name == "bf16" || name == "bfloat16") return DType::bf16;
-  if (name == "i32" || name == "int32") return DType::i32;
-  if (name == "i64" || name == "int64") return DType::i64;
-  detail::raise(ErrorKind::InvalidArgument,
-                detail::cat("unknown dtype '", text, "'; accepted: f32, f16, bf16, i32, i64"));
+  return detail::parse_enum(dtype_names, text, "dtype", "f32, f16, bf16, i32, i64");
 }
 
 std::size_t size_of(DType dtype) {
@@ -69,26 +61,20 @@ std::string to_string(Device device) {
                                           : "cuda:" + std::to_string(device.index);
 }
 
+constexpr std::array<detail::EnumName<Direction>, 4> direction_names{{
+    {Direction::fwd, "fwd", {"forward"}},
+    {Direction::bwd_data, "bwd_data", {"backward_data"}},
+    {Direction::bwd_weights, "bwd_weights", {"backward_weights", "bwd_filter"}},
+    {Direction::fwd_training, "fwd_training", {"forward_training"}},
+}};
+
 std::string_view to_string(Direction direction) {
-  switch (direction) {
-    case Direction::fwd: return "fwd";
-    case Direction::bwd_data: return "bwd_data";
-    case Direction::bwd_weights: return "bwd_weights";
-    case Direction::fwd_training: return "fwd_training";
-  }
-  return "?";
+  return detail::enum_name(direction_names, direction);
 }
 
 Direction parse_direction(std::string_view text) {
-  const std::string name = detail::lower(text);
-  if (name == "fwd" || name == "forward") return Direction::fwd;
-  if (name == "bwd_data" || name == "backward_data") return Direction::bwd_data;
-  if (name == "bwd_weights" || name == "backward_weights" || name == "bwd_filter")
-    return Direction::bwd_weights;
-  if (name == "fwd_training" || name == "forward_training") return Direction::fwd_training;
-  detail::raise(ErrorKind::InvalidArgument,
-                detail::cat("unknown direction '", text,
-                            "'; accepted: fwd, bwd_data, bwd_weights, fwd_training"));
+  return detail::parse_enum(direction_names, text, "direction",
+                            "fwd, bwd_data, bwd_weights, fwd_training");
 }
 
 namespace {
@@ -227,42 +213,31 @@ OpKind parse_op_kind(std::string_view text) {
                 detail::cat("unknown op '", text, "'; accepted: ", accepted));
 }
 
-std::string_view to_string(BackendKind kind) {
-  switch (kind) {
-    case BackendKind::reference: return "reference";
-    case BackendKind::cpu: return "cpu";
-    case BackendKind::cudnn: return "cudnn";
-    case BackendKind::automatic: return "auto";
-  }
-  return "?";
-}
+constexpr std::array<detail::EnumName<BackendKind>, 4> backend_names{{
+    {BackendKind::reference, "reference", {"ref"}},
+    {BackendKind::cpu, "cpu", {"onednn"}},
+    {BackendKind::cudnn, "cudnn", {"cuda", "gpu"}},
+    {BackendKind::automatic, "auto", {"automatic"}},
+}};
+
+std::string_view to_string(BackendKind kind) { return detail::enum_name(backend_names, kind); }
 
 BackendKind parse_backend(std::string_view text) {
-  const std::string name = detail::lower(text);
-  if (name == "reference" || name == "ref") return BackendKind::reference;
-  if (name == "cpu" || name == "onednn") return BackendKind::cpu;
-  if (name == "cudnn" || name == "cuda" || name == "gpu") return BackendKind::cudnn;
-  if (name == "auto" || name == "automatic") return BackendKind::automatic;
-  detail::raise(ErrorKind::InvalidArgument,
-                detail::cat("unknown backend '", text, "'; accepted: reference, cpu, cudnn, auto"));
+  return detail::parse_enum(backend_names, text, "backend", "reference, cpu, cudnn, auto");
 }
 
+constexpr std::array<detail::EnumName<TypeConfig>, 3> type_config_names{{
+    {TypeConfig::float32, "float", {"float32", "f32"}},
+    {TypeConfig::half, "half", {"float16", "f16"}},
+    {TypeConfig::bfloat16, "bfloat16", {"bf16"}},
+}};
+
 std::string_view to_string(TypeConfig config) {
-  switch (config) {
-    case TypeConfig::float32: return "float";
-    case TypeConfig::half: return "half";
-    case TypeConfig::bfloat16: return "bfloat16";
-  }
-  return "?";
+  return detail::enum_name(type_config_names, config);
 }
 
 TypeConfig parse_type_config(std::string_view text) {
-  const std::string name = detail::lower(text);
-  if (name == "float" || name == "float32" || name == "f32") return TypeConfig::float32;
-  if (name == "half" || name == "float16" || name == "f16") return TypeConfig::half;
-  if (name == "bfloat16" || name == "bf16") return TypeConfig::bfloat16;
-  detail::raise(ErrorKind::InvalidArgument,
-                detail::cat("unknown type config '", text, "'; accepted: float, half, bfloat16"));
+  return detail::parse_enum(type_config_names, text, "type config", "float, half, bfloat16");
 }
 
 DType dtype_of(TypeConfig config) {

@@ -66,24 +66,17 @@ std::int64_t empty_window(const PoolDesc& desc, int i) {
 
 }  // namespace
 
-std::string_view to_string(PoolMode mode) {
-  switch (mode) {
-    case PoolMode::max: return "max";
-    case PoolMode::avg_include_pad: return "avg_include_pad";
-    case PoolMode::avg_exclude_pad: return "avg_exclude_pad";
-  }
-  return "?";
-}
+constexpr std::array<detail::EnumName<PoolMode>, 3> pool_mode_names{{
+    {PoolMode::max, "max"},
+    {PoolMode::avg_include_pad, "avg_include_pad", {"avg_include", "avg"}},
+    {PoolMode::avg_exclude_pad, "avg_exclude_pad", {"avg_exclude"}},
+}};
+
+std::string_view to_string(PoolMode mode) { return detail::enum_name(pool_mode_names, mode); }
 
 PoolMode parse_pool_mode(std::string_view text) {
-  const std::string name = detail::lower(text);
-  if (name == "max") return PoolMode::max;
-  if (name == "avg_include_pad" || name == "avg_include" || name == "avg")
-    return PoolMode::avg_include_pad;
-  if (name == "avg_exclude_pad" || name == "avg_exclude") return PoolMode::avg_exclude_pad;
-  detail::raise(ErrorKind::InvalidArgument,
-                detail::cat("unknown pooling mode '", text,
-                            "'; accepted: max, avg_include_pad (avg), avg_exclude_pad"));
+  return detail::parse_enum(pool_mode_names, text, "pooling mode",
+                            "max, avg_include_pad (avg), avg_exclude_pad");
 }
 
 PoolDesc PoolDesc::from_shapes(const Dims& src, const std::vector<std::int64_t>& kernel,
@@ -108,21 +101,13 @@ PoolDesc PoolDesc::from_shapes(const Dims& src, const std::vector<std::int64_t>&
   for (int i = 0; i < n; ++i) desc.input[static_cast<std::size_t>(i)] = src[2 + i];
   desc.kernel = expand(kernel, n, "kernel", 1);
   desc.stride = stride.empty() ? desc.kernel : expand(stride, n, "stride", 1);
-  desc.pad_before = expand(pad, n, "pad", 0);
-  desc.pad_after = desc.pad_before;
-  desc.dilation = expand(dilation, n, "dilation", 1);
   desc.ceil_mode = ceil_mode;
   desc.mode = mode;
-  desc.dtype = dtype;
-  desc.layout = layout;
-  desc.validate();
-  return desc;
+  return detail::finish_from_shapes(desc, pad, dilation, dtype, layout);
 }
 
 void PoolDesc::validate() const {
-  DNNX_CHECK_ARG(spatial_dims >= 1 && spatial_dims <= 3, "spatial_dims must be 1, 2 or 3, got ",
-                 spatial_dims);
-  DNNX_CHECK_ARG(batch >= 1, "batch (N) must be >= 1, got ", batch);
+  detail::check_spatial_dims_and_batch(spatial_dims, batch);
   DNNX_CHECK_ARG(channels >= 1, "channels (C) must be >= 1, got ", channels);
   DNNX_CHECK_ARG(is_floating(dtype), "dtype must be f32, f16 or bf16, got ", to_string(dtype),
                  " (pooling computes on values; integer dtypes hold labels)");
@@ -140,17 +125,7 @@ void PoolDesc::validate() const {
   for (int i = 0; i < spatial_dims; ++i) {
     const auto s = static_cast<std::size_t>(i);
     const char* axis = axis_name(spatial_dims, i);
-    for (const auto& [name, value] : {std::pair<const char*, std::int64_t>{"input size", input[s]},
-                                      {"kernel size", kernel[s]},
-                                      {"stride", stride[s]},
-                                      {"pad_before", pad_before[s]},
-                                      {"pad_after", pad_after[s]},
-                                      {"dilation", dilation[s]}}) {
-      DNNX_CHECK_ARG(value <= detail::max_dim_size, name, " along ", axis, " must be <= 2^31, got ",
-                     value);
-    }
-    detail::check_window_entries(axis, input[s], kernel[s], stride[s], dilation[s], pad_before[s],
-                                 pad_after[s]);
+    detail::check_window(*this, i, /*dilation_last=*/true);
     const std::int64_t extent = effective_kernel(i);
     // Half the kernel as the messages give it: with a dilation, how the effective kernel comes
     // about.
@@ -287,15 +262,7 @@ std::size_t PoolDesc::hash() const {
   mix(spatial_dims);
   mix(batch);
   mix(channels);
-  for (int i = 0; i < std::clamp(spatial_dims, 0, 3); ++i) {
-    const auto s = static_cast<std::size_t>(i);
-    mix(input[s]);
-    mix(kernel[s]);
-    mix(stride[s]);
-    mix(pad_before[s]);
-    mix(pad_after[s]);
-    mix(dilation[s]);
-  }
+  detail::hash_window(h, *this, std::clamp(spatial_dims, 0, 3));
   mix(ceil_mode ? 1 : 0);
   mix(static_cast<std::int64_t>(mode));
   mix(static_cast<std::int64_t>(dtype));

@@ -12,20 +12,15 @@
 
 namespace dnnx {
 
-std::string_view to_string(SoftmaxMode mode) {
-  switch (mode) {
-    case SoftmaxMode::instance: return "instance";
-    case SoftmaxMode::channel: return "channel";
-  }
-  return "?";
-}
+constexpr std::array<detail::EnumName<SoftmaxMode>, 2> softmax_mode_names{{
+    {SoftmaxMode::instance, "instance"},
+    {SoftmaxMode::channel, "channel"},
+}};
+
+std::string_view to_string(SoftmaxMode mode) { return detail::enum_name(softmax_mode_names, mode); }
 
 SoftmaxMode parse_softmax_mode(std::string_view text) {
-  const std::string name = detail::lower(text);
-  if (name == "instance") return SoftmaxMode::instance;
-  if (name == "channel") return SoftmaxMode::channel;
-  detail::raise(ErrorKind::InvalidArgument,
-                detail::cat("unknown softmax mode '", text, "'; accepted: instance, channel"));
+  return detail::parse_enum(softmax_mode_names, text, "softmax mode", "instance, channel");
 }
 
 namespace detail {

@@ -1,5 +1,7 @@
 #include "core/strings.hpp"
 
+#include "core/check.hpp"
+
 #include <array>
 #include <cctype>
 #include <charconv>
@@ -7,6 +9,10 @@
 #include <iomanip>
 
 namespace dnnx::detail {
+
+void raise_unknown_name(std::string_view what, std::string_view text, std::string_view accepted) {
+  raise(ErrorKind::InvalidArgument, cat("unknown ", what, " '", text, "'; accepted: ", accepted));
+}
 
 std::vector<std::string> split(std::string_view text, char separator) {
   std::vector<std::string> parts;

@@ -19,23 +19,16 @@
 
 namespace dnnx {
 
-std::string_view to_string(CacheMode mode) {
-  switch (mode) {
-    case CacheMode::off: return "off";
-    case CacheMode::read: return "read";
-    case CacheMode::readwrite: return "readwrite";
-  }
-  return "?";
-}
+constexpr std::array<detail::EnumName<CacheMode>, 3> cache_mode_names{{
+    {CacheMode::off, "off", {"0", "none"}},
+    {CacheMode::read, "read", {"readonly", "ro"}},
+    {CacheMode::readwrite, "readwrite", {"rw", "on", "1"}},
+}};
+
+std::string_view to_string(CacheMode mode) { return detail::enum_name(cache_mode_names, mode); }
 
 CacheMode parse_cache_mode(std::string_view text) {
-  const std::string name = detail::lower(text);
-  if (name == "off" || name == "0" || name == "none") return CacheMode::off;
-  if (name == "read" || name == "readonly" || name == "ro") return CacheMode::read;
-  if (name == "readwrite" || name == "rw" || name == "on" || name == "1")
-    return CacheMode::readwrite;
-  detail::raise(ErrorKind::InvalidArgument,
-                detail::cat("unknown cache mode '", text, "'; accepted: off, read, readwrite"));
+  return detail::parse_enum(cache_mode_names, text, "cache mode", "off, read, readwrite");
 }
 
 std::string CacheFileOptions::default_path() {
