@@ -20,6 +20,20 @@ constexpr std::array<std::string_view, 3> saved_names{"src_and_dst", "dst", "src
 
 using detail::shortest;
 
+// The value named `text` in `names` (indexed by value) or by `alias`; else InvalidArgument naming
+// `what` and listing `names`, then `alias_note`.
+template <typename Enum, std::size_t size>
+Enum parse_indexed(const std::array<std::string_view, size>& names, std::string_view text,
+                   std::string_view alias, Enum alias_value, std::string_view what,
+                   std::string_view alias_note) {
+  const std::string name = detail::lower(text);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (name == names[i]) return static_cast<Enum>(i);
+  }
+  if (name == alias) return alias_value;
+  detail::raise_unknown_name(what, text, detail::cat(detail::join(names, ", "), alias_note));
+}
+
 bool valid_kind(ActivationKind kind) { return static_cast<std::size_t>(kind) < kind_names.size(); }
 
 }  // namespace
@@ -29,14 +43,8 @@ std::string_view to_string(ActivationKind kind) {
 }
 
 ActivationKind parse_activation_kind(std::string_view text) {
-  const std::string name = detail::lower(text);
-  for (std::size_t i = 0; i < kind_names.size(); ++i) {
-    if (name == kind_names[i]) return static_cast<ActivationKind>(i);
-  }
-  if (name == "silu") return ActivationKind::swish;
-  detail::raise(ErrorKind::InvalidArgument,
-                detail::cat("unknown activation kind '", text,
-                            "'; accepted: ", detail::join(kind_names, ", "), " (silu = swish)"));
+  return parse_indexed(kind_names, text, "silu", ActivationKind::swish, "activation kind",
+                       " (silu = swish)");
 }
 
 std::string_view to_string(ActivationSaved saved) {
@@ -45,14 +53,8 @@ std::string_view to_string(ActivationSaved saved) {
 }
 
 ActivationSaved parse_activation_saved(std::string_view text) {
-  const std::string name = detail::lower(text);
-  for (std::size_t i = 0; i < saved_names.size(); ++i) {
-    if (name == saved_names[i]) return static_cast<ActivationSaved>(i);
-  }
-  if (name == "both") return ActivationSaved::src_and_dst;
-  detail::raise(ErrorKind::InvalidArgument,
-                detail::cat("unknown saved-tensor set '", text, "'; accepted: ",
-                            detail::join(saved_names, ", "), " (both = src_and_dst)"));
+  return parse_indexed(saved_names, text, "both", ActivationSaved::src_and_dst, "saved-tensor set",
+                       " (both = src_and_dst)");
 }
 
 // Note [backward from dst]
@@ -172,8 +174,7 @@ std::size_t ActivationDesc::hash() const {
   // Parameters the kind ignores stay out, as in key(); equal descs still hash equal.
   if (kind == ActivationKind::elu) mix(detail::hash_bits(alpha));
   if (kind == ActivationKind::clipped_relu) mix(detail::hash_bits(ceiling));
-  mix(static_cast<std::uint64_t>(dims.rank()));
-  for (const std::int64_t d : dims) mix(static_cast<std::uint64_t>(d));
+  detail::hash_dims(h, dims);
   mix(static_cast<std::uint64_t>(dtype));
   mix(static_cast<std::uint64_t>(layout));
   mix(static_cast<std::uint64_t>(saved));

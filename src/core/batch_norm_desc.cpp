@@ -149,8 +149,7 @@ std::string BatchNormDesc::key() const {
 std::size_t BatchNormDesc::hash() const {
   std::size_t h = 0;
   auto mix = [&h](std::uint64_t v) { detail::hash_mix(h, v); };
-  mix(static_cast<std::uint64_t>(dims.rank()));
-  for (const std::int64_t d : dims) mix(static_cast<std::uint64_t>(d));
+  detail::hash_dims(h, dims);
   mix(static_cast<std::uint64_t>(mode));
   mix(static_cast<std::uint64_t>(training) * 2 + static_cast<std::uint64_t>(affine));
   mix(detail::hash_bits(eps));

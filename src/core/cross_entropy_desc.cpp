@@ -94,8 +94,7 @@ std::string CrossEntropyDesc::key() const {
 std::size_t CrossEntropyDesc::hash() const {
   std::size_t h = 0;
   auto mix = [&h](std::int64_t v) { detail::hash_mix(h, static_cast<std::uint64_t>(v)); };
-  mix(dims.rank());
-  for (std::int64_t d : dims) mix(d);
+  detail::hash_dims(h, dims);
   mix(static_cast<std::int64_t>(reduction));
   mix(ignore_index);
   mix(weighted ? 1 : 0);

@@ -24,4 +24,11 @@ inline std::uint32_t hash_bits(float value) {
   return std::bit_cast<std::uint32_t>(value == 0 ? 0.0f : value);
 }
 
+/// Folds `dims` (a Dims) into `seed`: its rank, then each entry.
+template <typename DimsType>
+void hash_dims(std::size_t& seed, const DimsType& dims) {
+  hash_mix(seed, static_cast<std::uint64_t>(dims.rank()));
+  for (const std::int64_t d : dims) hash_mix(seed, static_cast<std::uint64_t>(d));
+}
+
 }  // namespace dnnx::detail

@@ -77,8 +77,7 @@ std::string SoftmaxDesc::key() const {
 std::size_t SoftmaxDesc::hash() const {
   std::size_t h = 0;
   auto mix = [&h](std::int64_t v) { detail::hash_mix(h, static_cast<std::uint64_t>(v)); };
-  mix(dims.rank());
-  for (std::int64_t d : dims) mix(d);
+  detail::hash_dims(h, dims);
   mix(static_cast<std::int64_t>(mode));
   mix(log ? 1 : 0);
   mix(static_cast<std::int64_t>(dtype));
