@@ -160,11 +160,20 @@ __device__ __forceinline__ Index offset_of(const Geometry<Index>& g, const int (
   return (n * g.channels + pack) * plane + position;
 }
 
+// One item of a grid-stride loop: its sample, channel pack and spatial position.
+template <typename Index>
+struct Item {
+  Index n, pack;
+  int d, h, w;
+};
+
 // Splits a flat item index into (n, pack, d, h, w) over spatial sizes `sizes`, packs fastest
 // for channels_last and W fastest for channels_first (Note [pool kernel layout]).
 template <bool ChannelsLast, typename Index>
-__device__ __forceinline__ void split(const Geometry<Index>& g, const int (&sizes)[3], Index item,
-                                      Index& n, Index& pack, int& d, int& h, int& w) {
+__device__ __forceinline__ Item<Index> split(const Geometry<Index>& g, const int (&sizes)[3],
+                                             Index item) {
+  Index n, pack;
+  int d, h, w;
   if (ChannelsLast) {
     pack = item % g.packs;
     item /= g.packs;
@@ -180,6 +189,7 @@ __device__ __forceinline__ void split(const Geometry<Index>& g, const int (&size
     item /= g.packs;
   }
   n = item;
+  return {n, pack, d, h, w};
 }
 
 // The argmax of each lane over one window: the window-local index (row-major over the window's
@@ -269,9 +279,7 @@ __global__ void __launch_bounds__(block_threads)
   const Index step = static_cast<Index>(gridDim.x) * block_threads;
   for (Index item = static_cast<Index>(blockIdx.x) * block_threads + threadIdx.x; item < items;
        item += step) {
-    Index n, pack;
-    int od, oh, ow;
-    split<ChannelsLast>(g, g.out, item, n, pack, od, oh, ow);
+    const auto [n, pack, od, oh, ow] = split<ChannelsLast>(g, g.out, item);
     const Span sd = window(g, 0, od), sh = window(g, 1, oh), sw = window(g, 2, ow);
     const Index out_at = offset_of<ChannelsLast, V>(g, g.out, n, pack, od, oh, ow);
     Pack<T, V> result;
@@ -316,6 +324,29 @@ __global__ void __launch_bounds__(block_threads)
   }
 }
 
+// What a thread of a planes kernel (pool_fwd_max_planes_kernel, pool_bwd_indices_planes_kernel)
+// starts from: the elements of one input and one output (n, c) plane, and the position it owns.
+struct PlaneThread {
+  int in_plane, out_plane, position;
+};
+template <typename Index>
+__device__ __forceinline__ PlaneThread plane_thread(const Geometry<Index>& g) {
+  const int in_plane = g.in[0] * g.in[1] * g.in[2];
+  const int out_plane = g.out[0] * g.out[1] * g.out[2];
+  const int position = static_cast<int>(blockIdx.x) * block_threads + static_cast<int>(threadIdx.x);
+  return {in_plane, out_plane, position};
+}
+
+// The (d, h, w) coordinates of `position` in a plane of `dims` (row-major).
+struct Coordinates {
+  int d, h, w;
+};
+__device__ __forceinline__ Coordinates coordinates(int position, const int (&dims)[3]) {
+  const int w = position % dims[2], h = position / dims[2] % dims[1];
+  const int d = position / dims[2] / dims[1];
+  return {d, h, w};
+}
+
 // Max forward for channels_first tensors: a thread owns one output position and visits the
 // (n, c) planes blockIdx.y, blockIdx.y + gridDim.y, ..., so its window bounds (integer
 // divisions) are worked out once for several planes (as pool_bwd_indices_planes_kernel does);
@@ -325,12 +356,9 @@ __global__ void __launch_bounds__(block_threads)
     pool_fwd_max_planes_kernel(Geometry<Index> g, const T* __restrict__ src, T* __restrict__ dst,
                                ArgIndex* __restrict__ argmax, I* __restrict__ indices,
                                Index planes) {
-  const int in_plane = g.in[0] * g.in[1] * g.in[2];
-  const int out_plane = g.out[0] * g.out[1] * g.out[2];
-  const int position = static_cast<int>(blockIdx.x) * block_threads + static_cast<int>(threadIdx.x);
+  const auto [in_plane, out_plane, position] = plane_thread(g);
   if (position >= out_plane) return;
-  const int ow = position % g.out[2], oh = position / g.out[2] % g.out[1];
-  const int od = position / g.out[2] / g.out[1];
+  const auto [od, oh, ow] = coordinates(position, g.out);
   const Span sd = window(g, 0, od), sh = window(g, 1, oh), sw = window(g, 2, ow);
   for (Index plane = blockIdx.y; plane < planes; plane += gridDim.y) {
     float best[1];
@@ -357,9 +385,7 @@ __global__ void __launch_bounds__(block_threads)
   const Index step = static_cast<Index>(gridDim.x) * block_threads;
   for (Index item = static_cast<Index>(blockIdx.x) * block_threads + threadIdx.x; item < items;
        item += step) {
-    Index n, pack;
-    int id, ih, iw;
-    split<ChannelsLast>(g, g.in, item, n, pack, id, ih, iw);
+    const auto [n, pack, id, ih, iw] = split<ChannelsLast>(g, g.in, item);
     const Range rd = windows_of(g, 0, id), rh = windows_of(g, 1, ih), rw = windows_of(g, 2, iw);
     float sum[V];
 #pragma unroll
@@ -424,9 +450,7 @@ __global__ void __launch_bounds__(block_threads)
   const Index step = static_cast<Index>(gridDim.x) * block_threads;
   for (Index item = static_cast<Index>(blockIdx.x) * block_threads + threadIdx.x; item < items;
        item += step) {
-    Index n, pack;
-    int id, ih, iw;
-    split<ChannelsLast>(g, g.in, item, n, pack, id, ih, iw);
+    const auto [n, pack, id, ih, iw] = split<ChannelsLast>(g, g.in, item);
     const long long own = (static_cast<long long>(id) * g.in[1] + ih) * g.in[2] + iw;
     const Range rd = windows_of(g, 0, id), rh = windows_of(g, 1, ih), rw = windows_of(g, 2, iw);
     float sum[V];
@@ -468,12 +492,9 @@ __global__ void __launch_bounds__(block_threads)
     pool_bwd_indices_planes_kernel(Geometry<Index> g, const T* __restrict__ diff_dst,
                                    const I* __restrict__ indices, T* __restrict__ diff_src,
                                    Index planes) {
-  const int in_plane = g.in[0] * g.in[1] * g.in[2];
-  const int out_plane = g.out[0] * g.out[1] * g.out[2];
-  const int position = static_cast<int>(blockIdx.x) * block_threads + static_cast<int>(threadIdx.x);
+  const auto [in_plane, out_plane, position] = plane_thread(g);
   if (position >= in_plane) return;
-  const int iw = position % g.in[2], ih = position / g.in[2] % g.in[1];
-  const int id = position / g.in[2] / g.in[1];
+  const auto [id, ih, iw] = coordinates(position, g.in);
   const Range rd = windows_of(g, 0, id), rh = windows_of(g, 1, ih), rw = windows_of(g, 2, iw);
   for (Index plane = blockIdx.y; plane < planes; plane += gridDim.y) {
     const I* saved = indices + plane * out_plane;
