@@ -443,10 +443,7 @@ std::size_t partials_bytes(unsigned grid) { return std::size_t{grid} * sizeof(Pa
 }  // namespace
 
 cudaError_t xent_record_init(XentRecord* record, cudaStream_t stream) {
-  const cudaError_t status =
-      cudaMemsetAsync(&record->bad_position, 0xff, sizeof record->bad_position, stream);
-  if (status != cudaSuccess) return status;
-  return cudaMemsetAsync(&record->blocks_done, 0, sizeof record->blocks_done, stream);
+  return init_bad_value_record(record, stream);
 }
 
 std::size_t xent_fused_forward_workspace(const XentParams& params) {

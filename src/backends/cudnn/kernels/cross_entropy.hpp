@@ -12,6 +12,7 @@
 // (with the label's value) into the XentReport, which lives in mapped pinned host memory, and
 // resets the record. The loss of such a position is NaN, and so is its gradient row.
 
+#include "backends/cudnn/kernels/bad_value.hpp"
 #include "backends/cudnn/kernels/softmax.hpp"
 
 #include <cuda_runtime_api.h>
@@ -38,17 +39,10 @@ struct XentParams {
 
 /// Device state of one plan, in device memory; xent_record_init() before the first launch. The
 /// kernels leave it initialized again when they finish.
-struct XentRecord {
-  unsigned long long bad_position;  ///< lowest bad position of the running launch, or ~0
-  unsigned int blocks_done;         ///< blocks of the running launch that have finished
-  unsigned int unused;
-};
+struct XentRecord : BadValueRecord {};
 
-/// What the host reads (mapped pinned memory, written by the device): position -1 when clean.
-struct XentReport {
-  long long position;
-  long long value;
-};
+/// What the host reads: position -1 when clean, else the lowest bad label's position and value.
+struct XentReport : BadValueReport {};
 
 /// Queues the initialization of `record` on `stream`.
 cudaError_t xent_record_init(XentRecord* record, cudaStream_t stream);

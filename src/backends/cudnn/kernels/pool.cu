@@ -895,10 +895,7 @@ cudaError_t pool_bwd(const PoolShape& shape, MaxBackward strategy, const void* s
 }
 
 cudaError_t pool_index_record_init(PoolIndexRecord* record, cudaStream_t stream) {
-  const cudaError_t status =
-      cudaMemsetAsync(&record->bad_position, 0xff, sizeof record->bad_position, stream);
-  if (status != cudaSuccess) return status;
-  return cudaMemsetAsync(&record->blocks_done, 0, sizeof record->blocks_done, stream);
+  return init_bad_value_record(record, stream);
 }
 
 cudaError_t pool_fwd_indices(const PoolShape& shape, PoolIndexType index_type, const void* src,

@@ -4,6 +4,8 @@
 // channels-last fast path. Plain pointers, sizes and a stream; no cuDNN types. Semantics: Note
 // [pooling windows] and Note [reference pool indices] (src/backends/reference/pool.cpp).
 
+#include "backends/cudnn/kernels/bad_value.hpp"
+
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -62,19 +64,11 @@ enum class PoolIndexType : int { i32 = 0, i64 = 1 };
 /// Device state of one plan reading indices, in device memory; pool_index_record_init() before
 /// the first launch, and every launch leaves it initialized again (Note [pool index check] in
 /// kernels/pool.cu).
-struct PoolIndexRecord {
-  unsigned long long bad_position;  ///< lowest bad index position of the running launch, or ~0
-  unsigned int blocks_done;         ///< blocks of the running launch that have finished
-  unsigned int unused;
-};
+struct PoolIndexRecord : BadValueRecord {};
 
-/// What the host reads (mapped pinned memory, written by the device): position -1 when clean,
-/// else the position of a bad index in dst's logical (row-major N, C, spatial...) order and the
-/// index read there.
-struct PoolIndexReport {
-  long long position;
-  long long value;
-};
+/// What the host reads: position -1 when clean, else the position of a bad index in dst's logical
+/// (row-major N, C, spatial...) order and the index read there.
+struct PoolIndexReport : BadValueReport {};
 
 /// Queues the initialization of `record` on `stream`.
 cudaError_t pool_index_record_init(PoolIndexRecord* record, cudaStream_t stream);
