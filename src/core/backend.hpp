@@ -17,12 +17,6 @@
 #include <utility>
 #include <vector>
 
-namespace dnnx {
-#define DNNX_DECLARE_DESC(kind, Type, ...) struct Type##Desc;
-DNNX_OP_TABLE(DNNX_DECLARE_DESC)
-#undef DNNX_DECLARE_DESC
-}  // namespace dnnx
-
 namespace dnnx::detail {
 
 /// The tensors of one convolution call. Which are set depends on the direction:

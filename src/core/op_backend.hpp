@@ -11,7 +11,10 @@
 // out of the same backward pass).
 
 #include <dnnx/algo.hpp>
+#include <dnnx/context.hpp>
 #include <dnnx/error.hpp>
+
+#include "core/strings.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -22,7 +25,46 @@
 #include <unordered_map>
 #include <vector>
 
+namespace dnnx {
+#define DNNX_DECLARE_DESC(kind, Type, ...) struct Type##Desc;
+DNNX_OP_TABLE(DNNX_DECLARE_DESC)
+#undef DNNX_DECLARE_DESC
+}  // namespace dnnx
+
 namespace dnnx::detail {
+
+/// The op whose desc is `Desc`, from the op table: OpOf<SoftmaxDesc>::kind is OpKind::softmax.
+template <typename Desc>
+struct OpOf;
+#define DNNX_OP_OF(kind_, Type, ...)                  \
+  template <>                                         \
+  struct OpOf<Type##Desc> {                           \
+    static constexpr OpKind kind = OpKind::kind_;     \
+  };
+DNNX_OP_TABLE(DNNX_OP_OF)
+#undef DNNX_OP_OF
+
+/// The context of errors about one op call: op "<op> <direction>" (e.g. "pool bwd_data", as the
+/// dispatcher names it), the desc's repro line, `backend` ("cpu", "cudnn", "reference") and
+/// `implementation` (a candidate id, or empty).
+inline ErrorContext layer_context(std::string_view backend, std::string_view op,
+                                  Direction direction, std::string repro,
+                                  std::string implementation) {
+  ErrorContext context;
+  context.op = cat(op, ' ', to_string(direction));
+  context.repro = std::move(repro);
+  context.backend = std::string(backend);
+  context.implementation = std::move(implementation);
+  return context;
+}
+
+/// layer_context for (desc, direction) on `backend`, the op named by the op table.
+template <typename Desc>
+ErrorContext op_context(BackendKind backend, const Desc& desc, Direction direction,
+                        std::string implementation = {}) {
+  return layer_context(to_string(backend), op_info(OpOf<Desc>::kind).name, direction,
+                       desc.repro(direction), std::move(implementation));
+}
 
 /// Marks `info` a naive candidate (AlgoInfo::naive): a plain reference loop, noted "reference" and
 /// in Theano's family "none".
@@ -129,15 +171,20 @@ class PlanCache {
   std::unordered_map<std::string, std::shared_ptr<Plan>> plans_;
 };
 
-/// An OpBackend whose candidates for a (desc, direction) are worked out once, as `Candidate`s
-/// (anything with an `AlgoInfo info` member plus what building its plan needs), and kept. list()
-/// returns their infos; plan(id) finds the candidate, rejects an id that is not one
+/// The one base of op backends whose candidates for a (desc, direction) are worked out once, as
+/// `Candidate`s (anything with an `AlgoInfo info` member plus what building its plan needs), and
+/// kept. The op comes from the op table (OpOf<Desc>): list() and plan() refuse a direction the
+/// op does not have before anything else (InvalidArgument, as OpInfo::check words it), then list()
+/// returns the candidates' infos and plan(id) finds the candidate, rejects an id that is not one
 /// (InvalidArgument listing the valid ids) or an unsupported one (Unsupported with its reason), and
-/// builds its plan once (PlanCache). Thread-safe.
+/// builds its plan once (PlanCache). Errors carry op_context(backend, ...). Thread-safe.
 template <typename Desc, typename Args, typename Candidate>
 class ListedOpBackend : public OpBackend<Desc, Args> {
  public:
+  explicit ListedOpBackend(BackendKind backend) : backend_(backend) {}
+
   std::vector<AlgoInfo> list(const Desc& desc, Direction direction) override {
+    check_direction(desc, direction);
     desc.validate();
     std::lock_guard lock(mutex_);
     std::vector<AlgoInfo> infos;
@@ -148,6 +195,7 @@ class ListedOpBackend : public OpBackend<Desc, Args> {
 
   std::shared_ptr<OpPlan<Args>> plan(const Desc& desc, Direction direction,
                                      const std::string& id) override {
+    check_direction(desc, direction);
     desc.validate();
     return plans_.get_or_build(desc, direction, id, [&] {
       Candidate candidate;
@@ -163,7 +211,8 @@ class ListedOpBackend : public OpBackend<Desc, Args> {
             valid += (valid.empty() ? "" : ", ") + c.info.id;
           }
           throw Error(ErrorKind::InvalidArgument,
-                      "algorithm id '" + id + "' is not a candidate for this " + op_name() + " " +
+                      "algorithm id '" + id + "' is not a candidate for this " +
+                          std::string(op().name) + " " +
                           std::string(to_string(direction)) +
                           "; valid ids: " + (valid.empty() ? "(none)" : valid),
                       error_context(desc, direction, id));
@@ -178,18 +227,29 @@ class ListedOpBackend : public OpBackend<Desc, Args> {
   }
 
  protected:
-  /// The op's name in messages ("pool", "act", ...).
-  virtual std::string op_name() const = 0;
+  /// The op's line of the op table.
+  static const OpInfo& op() { return op_info(OpOf<Desc>::kind); }
+  /// The backend this instance belongs to.
+  BackendKind backend_kind() const { return backend_; }
   /// Every candidate of (desc, direction) in priority order; called once per key.
   virtual std::vector<Candidate> enumerate(const Desc& desc, Direction direction) = 0;
   /// The plan of a supported candidate.
   virtual std::shared_ptr<OpPlan<Args>> build(const Desc& desc, Direction direction,
                                               const Candidate& candidate) = 0;
   /// The context of errors about (desc, direction, id): backend, implementation, repro.
-  virtual ErrorContext error_context(const Desc& desc, Direction direction,
-                                     const std::string& id) const = 0;
+  ErrorContext error_context(const Desc& desc, Direction direction, const std::string& id) const {
+    return op_context(backend_, desc, direction, id);
+  }
 
  private:
+  void check_direction(const Desc& desc, Direction direction) const {
+    try {
+      op().check(direction);
+    } catch (const Error& error) {
+      throw error.with_context(op_context(backend_, desc, Direction::fwd));
+    }
+  }
+
   const std::vector<Candidate>& candidates_locked(const Desc& desc, Direction direction) {
     const std::string key = desc.key() + " | " + std::string(to_string(direction));
     auto found = lists_.find(key);
@@ -197,6 +257,7 @@ class ListedOpBackend : public OpBackend<Desc, Args> {
     return found->second;
   }
 
+  BackendKind backend_;
   std::mutex mutex_;
   std::unordered_map<std::string, std::vector<Candidate>> lists_;
   PlanCache<Desc, Args> plans_;

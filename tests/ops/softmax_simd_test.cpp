@@ -1,9 +1,9 @@
 // The building blocks of the cpu backend's own softmax and cross-entropy kernels
-// (src/backends/onednn/softmax_simd.hpp), checked exhaustively where that is cheap: every f16
+// (src/backends/onednn/simd.hpp), checked exhaustively where that is cheap: every f16
 // and bf16 value through the 16-lane loads, a sweep of f32 values through the rounding stores
 // (against core/dtype.hpp's scalar conversions), and exp's error over the range it serves.
 
-#include "backends/onednn/softmax_simd.hpp"
+#include "backends/onednn/simd.hpp"
 
 #include "core/dtype.hpp"
 

@@ -73,7 +73,7 @@ constexpr const char* kernel_dst_id = "cudnn:kernel:act:dst";
 constexpr const char* kernel_src_id = "cudnn:kernel:act:src";
 
 ErrorContext context_of(const ActivationDesc& desc, Direction direction, std::string id = {}) {
-  return layer_context("act", direction, desc.repro(direction), std::move(id));
+  return detail::op_context(BackendKind::cudnn, desc, direction, std::move(id));
 }
 
 act::Params kernel_params(const ActivationDesc& desc) {
@@ -234,17 +234,25 @@ AlgoInfo legacy_info(const ActivationDesc& desc, Direction direction) {
   return info;
 }
 
-std::vector<AlgoInfo> candidates(const ActivationDesc& desc, Direction direction) {
-  std::vector<AlgoInfo> list;
+// A candidate: dnnx's kernel (reading the forward's src or dst) or cuDNN's legacy call.
+struct Candidate {
+  AlgoInfo info;
+  bool kernel = false;
+  Reads reads = Reads::src;  // what a kernel's backward reads
+};
+
+std::vector<Candidate> candidates(const ActivationDesc& desc, Direction direction) {
+  std::vector<Candidate> list;
   if (direction == Direction::fwd) {
-    list.push_back(kernel_info(desc, direction, kernel_fwd_id, Reads::src));
+    list.push_back({kernel_info(desc, direction, kernel_fwd_id, Reads::src), true, Reads::src});
   } else {
-    list.push_back(kernel_info(desc, direction, kernel_dst_id, Reads::dst));
-    list.push_back(kernel_info(desc, direction, kernel_src_id, Reads::src));
+    list.push_back({kernel_info(desc, direction, kernel_dst_id, Reads::dst), true, Reads::dst});
+    list.push_back({kernel_info(desc, direction, kernel_src_id, Reads::src), true, Reads::src});
   }
-  list.push_back(legacy_info(desc, direction));
-  std::stable_partition(list.begin(), list.end(), [](const AlgoInfo& a) { return a.supported; });
-  for (std::size_t i = 0; i < list.size(); ++i) list[i].priority = static_cast<int>(i);
+  list.push_back({legacy_info(desc, direction), false, Reads::both});
+  std::stable_partition(list.begin(), list.end(),
+                        [](const Candidate& c) { return c.info.supported; });
+  for (std::size_t i = 0; i < list.size(); ++i) list[i].info.priority = static_cast<int>(i);
   return list;
 }
 
@@ -257,13 +265,13 @@ const Tensor& need(const Tensor* tensor, const char* role, const ErrorContext& c
 class KernelPlan final : public detail::OpPlan<detail::ActivationArgs> {
  public:
   KernelPlan(std::shared_ptr<Runtime> runtime, const ActivationDesc& desc, Direction direction,
-             AlgoInfo info)
+             AlgoInfo info, Reads reads)
       : runtime_(std::move(runtime)),
         info_(std::move(info)),
         context_(context_of(desc, direction, info_.id)),
         direction_(direction),
         params_(kernel_params(desc)),
-        from_dst_(info_.id == kernel_dst_id),
+        from_dst_(reads == Reads::dst),
         count_(desc.numel()) {}
 
   const AlgoInfo& algo() const override { return info_; }
@@ -368,45 +376,23 @@ class LegacyPlan final : public detail::OpPlan<detail::ActivationArgs> {
   LaunchGraph replay_;  // Note [graph replay]
 };
 
-class CudnnActivation final : public detail::OpBackendOf<OpKind::activation> {
+class CudnnActivation final : public LayerBackend<ActivationDesc, detail::ActivationArgs, Candidate> {
  public:
-  explicit CudnnActivation(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
-
-  std::vector<AlgoInfo> list(const ActivationDesc& desc, Direction direction) override {
-    desc.validate();
-    return candidates(desc, direction);
-  }
-
-  std::shared_ptr<detail::OpPlan<detail::ActivationArgs>> plan(const ActivationDesc& desc,
-                                                               Direction direction,
-                                                               const std::string& id) override {
-    desc.validate();
-    return plans_.get_or_build(
-        desc, direction, id, [&]() -> std::shared_ptr<detail::OpPlan<detail::ActivationArgs>> {
-          const std::vector<AlgoInfo> list = candidates(desc, direction);
-          const auto found =
-              std::find_if(list.begin(), list.end(), [&](const AlgoInfo& a) { return a.id == id; });
-          if (found == list.end()) {
-            std::vector<std::string> ids;
-            ids.reserve(list.size());
-            for (const AlgoInfo& a : list) ids.push_back(a.id);
-            detail::raise(
-                ErrorKind::InvalidArgument,
-                detail::cat("algorithm id '", id, "' is not a cudnn candidate for this act ",
-                            to_string(direction), "; valid ids: ", detail::join(ids, ", ")),
-                context_of(desc, direction, id));
-          }
-          if (!found->supported)
-            detail::raise(ErrorKind::Unsupported, found->reason, context_of(desc, direction, id));
-          if (found->id.starts_with("cudnn:kernel:"))
-            return std::make_shared<KernelPlan>(runtime_, desc, direction, *found);
-          return std::make_shared<LegacyPlan>(runtime_, desc, direction, *found);
-        });
-  }
+  explicit CudnnActivation(std::shared_ptr<Runtime> runtime)
+      : RuntimeLayerBackend(BackendKind::cudnn, std::move(runtime)) {}
 
  private:
-  std::shared_ptr<Runtime> runtime_;
-  detail::PlanCache<ActivationDesc, detail::ActivationArgs> plans_;
+  std::vector<Candidate> enumerate(const ActivationDesc& desc, Direction direction) override {
+    return candidates(desc, direction);
+  }
+  std::shared_ptr<detail::OpPlan<detail::ActivationArgs>> build(
+      const ActivationDesc& desc, Direction direction, const Candidate& candidate) override {
+    if (candidate.kernel) {
+      return std::make_shared<KernelPlan>(runtime_, desc, direction, candidate.info,
+                                          candidate.reads);
+    }
+    return std::make_shared<LegacyPlan>(runtime_, desc, direction, candidate.info);
+  }
 };
 
 }  // namespace

@@ -48,9 +48,8 @@
 #include <algorithm>
 #include <array>
 #include <climits>
-#include <mutex>
+#include <cstdint>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -68,8 +67,16 @@ constexpr const char* add_tensor_id = "cudnn:legacy:add_tensor";
 constexpr const char* op_tensor_id = "cudnn:legacy:op_tensor";
 constexpr const char* reduce_tensor_id = "cudnn:legacy:reduce_tensor";
 
+// What a candidate runs: dnnx's kernel or one of cuDNN's legacy calls.
+enum class Impl : std::uint8_t { kernel, add_tensor, op_tensor, reduce_tensor };
+
+struct Candidate {
+  AlgoInfo info;
+  Impl impl = Impl::kernel;
+};
+
 ErrorContext context_of(const AddDesc& desc, Direction direction, std::string id = {}) {
-  return layer_context("add", direction, desc.repro(direction), std::move(id));
+  return detail::op_context(BackendKind::cudnn, desc, direction, std::move(id));
 }
 
 kadd::Element element_of(DType dtype) {
@@ -249,26 +256,28 @@ Reduction make_reduction(Runtime& runtime, const AddDesc& desc, const ErrorConte
   return r;
 }
 
-std::vector<AlgoInfo> list_candidates(Runtime& runtime, const AddDesc& desc, Direction direction) {
+std::vector<Candidate> list_candidates(Runtime& runtime, const AddDesc& desc, Direction direction) {
   const std::vector<std::string> kernel_notes{"kernel"};
-  std::vector<AlgoInfo> list;
+  std::vector<Candidate> list;
   const std::string size_reason = legacy_size_reason(desc);
   if (direction == Direction::fwd) {
-    list.push_back(info_of(kernel_id, "dnnx broadcast kernel", {}, kernel_notes));
+    list.push_back({info_of(kernel_id, "dnnx broadcast kernel", {}, kernel_notes), Impl::kernel});
     std::string reason = size_reason.empty() ? add_tensor_reason(desc) : size_reason;
-    list.push_back(info_of(add_tensor_id, "cudnnAddTensor", reason, {"legacy"}));
+    list.push_back({info_of(add_tensor_id, "cudnnAddTensor", reason, {"legacy"}), Impl::add_tensor});
     reason = size_reason;
     if (reason.empty() && desc.beta == 0) {
       reason =
           "cudnnOpTensor's first operand must be full-size, so it is dst, read even with "
           "beta = 0, where NaN or Inf in dst would become NaN (0 * NaN)";
     }
-    list.push_back(info_of(op_tensor_id, "cudnnOpTensor (add)", reason, {"legacy"}));
+    list.push_back({info_of(op_tensor_id, "cudnnOpTensor (add)", reason, {"legacy"}), Impl::op_tensor});
   } else {
-    list.push_back(info_of(kernel_id, "dnnx deterministic reduction kernel", {}, kernel_notes,
-                           kadd::backward_workspace(kernel_shape(desc), runtime.facts().sm_count)));
+    list.push_back({info_of(kernel_id, "dnnx deterministic reduction kernel", {}, kernel_notes,
+                           kadd::backward_workspace(kernel_shape(desc), runtime.facts().sm_count)),
+                    Impl::kernel});
     std::string reason = size_reason.empty() ? add_tensor_bwd_reason(desc) : size_reason;
-    list.push_back(info_of(add_tensor_id, "cudnnAddTensor (scaled copy)", reason, {"legacy"}));
+    list.push_back(
+        {info_of(add_tensor_id, "cudnnAddTensor (scaled copy)", reason, {"legacy"}), Impl::add_tensor});
     reason = size_reason.empty() ? reduce_tensor_reason(desc) : size_reason;
     std::size_t workspace = 0;
     if (reason.empty()) {
@@ -276,11 +285,12 @@ std::vector<AlgoInfo> list_candidates(Runtime& runtime, const AddDesc& desc, Dir
       reason = r.reason;
       workspace = r.workspace;
     }
-    list.push_back(
-        info_of(reduce_tensor_id, "cudnnReduceTensor (add)", reason, {"legacy"}, workspace));
+    list.push_back({info_of(reduce_tensor_id, "cudnnReduceTensor (add)", reason, {"legacy"}, workspace),
+                    Impl::reduce_tensor});
   }
-  std::stable_partition(list.begin(), list.end(), [](const AlgoInfo& a) { return a.supported; });
-  for (std::size_t i = 0; i < list.size(); ++i) list[i].priority = static_cast<int>(i);
+  std::stable_partition(list.begin(), list.end(),
+                        [](const Candidate& c) { return c.info.supported; });
+  for (std::size_t i = 0; i < list.size(); ++i) list[i].info.priority = static_cast<int>(i);
   return list;
 }
 
@@ -336,15 +346,15 @@ class KernelPlan final : public detail::OpPlan<detail::AddArgs> {
 class LegacyPlan final : public detail::OpPlan<detail::AddArgs> {
  public:
   LegacyPlan(std::shared_ptr<Runtime> runtime, const AddDesc& desc, Direction direction,
-             AlgoInfo info)
+             AlgoInfo info, Impl impl)
       : runtime_(std::move(runtime)),
         info_(std::move(info)),
         context_(context_of(desc, direction, info_.id)),
         alpha_(desc.alpha),
         beta_(direction == Direction::fwd ? desc.beta : 0.0f),
-        scaled_copy_(direction != Direction::fwd && info_.id == add_tensor_id) {
+        scaled_copy_(direction != Direction::fwd && impl == Impl::add_tensor) {
     runtime_->make_current();
-    if (info_.id == reduce_tensor_id) {
+    if (impl == Impl::reduce_tensor) {
       reduction_ = std::make_unique<Reduction>(make_reduction(*runtime_, desc, context_));
       if (!reduction_->reason.empty())
         detail::raise(ErrorKind::Unsupported, reduction_->reason, context_);
@@ -359,7 +369,7 @@ class LegacyPlan final : public detail::OpPlan<detail::AddArgs> {
     }
     src_ = make_descriptor(desc.src_dims, desc, context_, "src");
     dst_ = make_descriptor(desc.dst_dims, desc, context_, "dst");
-    if (info_.id == op_tensor_id) {
+    if (impl == Impl::op_tensor) {
       cudnnOpTensorDescriptor_t raw = nullptr;
       DNNX_CUDNN_CHECK(cudnnCreateOpTensorDescriptor(&raw), context_,
                        "creating the op-tensor descriptor");
@@ -433,71 +443,23 @@ class LegacyPlan final : public detail::OpPlan<detail::AddArgs> {
   LaunchGraph replay_;  // Note [graph replay]
 };
 
-struct Key {
-  AddDesc desc;
-  Direction direction;
-  bool operator==(const Key&) const = default;
-};
-struct KeyHash {
-  std::size_t operator()(const Key& key) const {
-    return key.desc.hash() * 3 + static_cast<std::size_t>(key.direction);
-  }
-};
-
-class CudnnAdd final : public detail::OpBackendOf<OpKind::add> {
+// Backward listings ask cuDNN for workspace sizes: ListedOpBackend keeps them per (desc,
+// direction).
+class CudnnAdd final : public LayerBackend<AddDesc, detail::AddArgs, Candidate> {
  public:
-  explicit CudnnAdd(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
-
-  std::vector<AlgoInfo> list(const AddDesc& desc, Direction direction) override {
-    desc.validate();
-    std::lock_guard lock(mutex_);
-    return list_locked(desc, direction);
-  }
-
-  std::shared_ptr<detail::OpPlan<detail::AddArgs>> plan(const AddDesc& desc, Direction direction,
-                                                        const std::string& id) override {
-    desc.validate();
-    return plans_.get_or_build(
-        desc, direction, id, [&]() -> std::shared_ptr<detail::OpPlan<detail::AddArgs>> {
-          AlgoInfo info;
-          {
-            std::lock_guard lock(mutex_);
-            const std::vector<AlgoInfo>& list = list_locked(desc, direction);
-            const auto found = std::find_if(list.begin(), list.end(),
-                                            [&](const AlgoInfo& a) { return a.id == id; });
-            if (found == list.end()) {
-              std::vector<std::string> ids;
-              ids.reserve(list.size());
-              for (const AlgoInfo& a : list) ids.push_back(a.id);
-              detail::raise(
-                  ErrorKind::InvalidArgument,
-                  detail::cat("algorithm id '", id, "' is not a cudnn candidate for this add ",
-                              to_string(direction), "; valid ids: ", detail::join(ids, ", ")),
-                  context_of(desc, direction, id));
-            }
-            if (!found->supported)
-              detail::raise(ErrorKind::Unsupported, found->reason, context_of(desc, direction, id));
-            info = *found;
-          }
-          if (id == kernel_id) return std::make_shared<KernelPlan>(runtime_, desc, direction, info);
-          return std::make_shared<LegacyPlan>(runtime_, desc, direction, info);
-        });
-  }
+  explicit CudnnAdd(std::shared_ptr<Runtime> runtime)
+      : RuntimeLayerBackend(BackendKind::cudnn, std::move(runtime)) {}
 
  private:
-  // Backward listings ask cuDNN for workspace sizes: kept per (desc, direction).
-  const std::vector<AlgoInfo>& list_locked(const AddDesc& desc, Direction direction) {
-    const Key key{desc, direction};
-    auto found = lists_.find(key);
-    if (found == lists_.end())
-      found = lists_.emplace(key, list_candidates(*runtime_, desc, direction)).first;
-    return found->second;
+  std::vector<Candidate> enumerate(const AddDesc& desc, Direction direction) override {
+    return list_candidates(*runtime_, desc, direction);
   }
-
-  std::shared_ptr<Runtime> runtime_;
-  std::mutex mutex_;  // guards lists_
-  std::unordered_map<Key, std::vector<AlgoInfo>, KeyHash> lists_;
-  detail::PlanCache<AddDesc, detail::AddArgs> plans_;
+  std::shared_ptr<detail::OpPlan<detail::AddArgs>> build(const AddDesc& desc, Direction direction,
+                                                         const Candidate& candidate) override {
+    if (candidate.impl == Impl::kernel)
+      return std::make_shared<KernelPlan>(runtime_, desc, direction, candidate.info);
+    return std::make_shared<LegacyPlan>(runtime_, desc, direction, candidate.info, candidate.impl);
+  }
 };
 
 }  // namespace

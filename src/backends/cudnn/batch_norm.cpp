@@ -72,7 +72,6 @@ namespace bn = kernels::batch_norm;
 using detail::BatchNormArgs;
 using BatchNormPlan = detail::OpPlan<BatchNormArgs>;
 
-constexpr const char* op_text = "bnorm";  // the op in messages
 constexpr const char* kernel_id = "cudnn:kernel:bnorm";
 constexpr const char* fused_id = "cudnn:kernel:bnorm_fused";
 // PyTorch's limits for routing batch normalization to cuDNN
@@ -81,7 +80,7 @@ constexpr std::int64_t max_training_batch = 880801;
 constexpr std::int64_t max_inference_batch = 65535;
 
 ErrorContext context_of(const BatchNormDesc& desc, Direction direction, std::string id = {}) {
-  return layer_context(op_text, direction, desc.repro(direction), std::move(id));
+  return detail::op_context(BackendKind::cudnn, desc, direction, std::move(id));
 }
 
 // ---- the candidates -----------------------------------------------------------------------------
@@ -639,7 +638,7 @@ class KernelPlan final : public BatchNormPlan {
 class CudnnBatchNorm final : public LayerBackend<BatchNormDesc, BatchNormArgs, Candidate> {
  public:
   explicit CudnnBatchNorm(std::shared_ptr<Runtime> runtime)
-      : RuntimeLayerBackend("cudnn", op_text, std::move(runtime)) {}
+      : RuntimeLayerBackend(BackendKind::cudnn, std::move(runtime)) {}
 
  protected:
   std::vector<Candidate> enumerate(const BatchNormDesc& desc, Direction direction) override {

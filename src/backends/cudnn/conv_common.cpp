@@ -78,7 +78,7 @@ Geometry conv_geometry(const ConvDesc& desc) {
 }
 
 ErrorContext conv_context(const ConvDesc& desc, Direction direction, std::string implementation) {
-  return layer_context("conv", direction, desc.repro(direction), std::move(implementation));
+  return detail::op_context(BackendKind::cudnn, desc, direction, std::move(implementation));
 }
 
 BoundTensors bind_tensors(const detail::ConvArgs& args, Direction direction,

@@ -74,8 +74,7 @@ constexpr std::string_view legacy_prefix = "cudnn:fused:legacy:";
 constexpr std::string_view unfused_prefix = "unfused:";
 
 ErrorContext fused_context(const ConvFusedDesc& desc, std::string implementation) {
-  return layer_context("conv_fused", Direction::fwd, desc.repro(Direction::fwd),
-                       std::move(implementation));
+  return detail::op_context(BackendKind::cudnn, desc, Direction::fwd, std::move(implementation));
 }
 
 void check_direction(const ConvFusedDesc& desc, Direction direction) {

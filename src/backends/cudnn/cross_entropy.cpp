@@ -61,7 +61,7 @@ constexpr const char* accurate_nll_id = "cudnn:legacy:accurate+nll";
 
 ErrorContext context_of(const CrossEntropyDesc& desc, Direction direction,
                         std::string implementation) {
-  return layer_context("xent", direction, desc.repro(direction), std::move(implementation));
+  return detail::op_context(BackendKind::cudnn, desc, direction, std::move(implementation));
 }
 
 cudnnDataType_t data_type_of(DType dtype) {
@@ -176,13 +176,13 @@ class DeviceBlock {
 class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
  public:
   Plan(std::shared_ptr<Runtime> runtime, const CrossEntropyDesc& desc, Direction direction,
-       AlgoInfo info)
+       AlgoInfo info, bool fused)
       : runtime_(std::move(runtime)),
         info_(std::move(info)),
         context_(context_of(desc, direction, info_.id)),
         desc_(desc),
         direction_(direction),
-        fused_(info_.id == fused_id),
+        fused_(fused),
         params_(params_of(desc)),
         record_(runtime_, sizeof(kernels::XentRecord)) {
     runtime_->make_current();
@@ -299,12 +299,20 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
   TensorDescriptor descriptor_;
 };
 
-class CudnnCrossEntropy final : public detail::OpBackendOf<OpKind::cross_entropy> {
- public:
-  explicit CudnnCrossEntropy(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
+// A candidate: dnnx's fused kernel, or cuDNN's legacy softmax followed by a dnnx kernel.
+struct Candidate {
+  AlgoInfo info;
+  bool fused = false;
+};
 
-  std::vector<AlgoInfo> list(const CrossEntropyDesc& desc, Direction direction) override {
-    desc.validate();
+class CudnnCrossEntropy final
+    : public LayerBackend<CrossEntropyDesc, detail::CrossEntropyArgs, Candidate> {
+ public:
+  explicit CudnnCrossEntropy(std::shared_ptr<Runtime> runtime)
+      : RuntimeLayerBackend(BackendKind::cudnn, std::move(runtime)) {}
+
+ private:
+  std::vector<Candidate> enumerate(const CrossEntropyDesc& desc, Direction direction) override {
     AlgoInfo fused;
     fused.id = fused_id;
     fused.name = direction == Direction::fwd
@@ -337,32 +345,14 @@ class CudnnCrossEntropy final : public detail::OpBackendOf<OpKind::cross_entropy
     }
     legacy.supported = legacy.reason.empty();
     legacy.priority = 1;
-    return {fused, legacy};
+    return {{fused, true}, {legacy, false}};
   }
 
-  std::shared_ptr<detail::OpPlan<detail::CrossEntropyArgs>> plan(const CrossEntropyDesc& desc,
-                                                                 Direction direction,
-                                                                 const std::string& id) override {
-    desc.validate();
-    return plans_.get_or_build(desc, direction, id, [&] {
-      const std::vector<AlgoInfo> infos = list(desc, direction);
-      const auto found = std::find_if(infos.begin(), infos.end(),
-                                      [&](const AlgoInfo& info) { return info.id == id; });
-      if (found == infos.end()) {
-        detail::raise(
-            ErrorKind::InvalidArgument,
-            detail::cat("algorithm id '", id, "' is not a cudnn xent candidate for ",
-                        to_string(direction), "; valid ids: ", infos[0].id, ", ", infos[1].id),
-            context_of(desc, direction, id));
-      }
-      if (!found->supported) {
-        detail::raise(ErrorKind::Unsupported, found->reason, context_of(desc, direction, id));
-      }
-      return std::make_shared<Plan>(runtime_, desc, direction, *found);
-    });
+  std::shared_ptr<detail::OpPlan<detail::CrossEntropyArgs>> build(
+      const CrossEntropyDesc& desc, Direction direction, const Candidate& candidate) override {
+    return std::make_shared<Plan>(runtime_, desc, direction, candidate.info, candidate.fused);
   }
 
- private:
   std::string probed(DType dtype, cudnnSoftmaxAlgorithm_t algo, const ErrorContext& context) {
     const auto key = std::make_tuple(dtype, algo);
     {
@@ -374,10 +364,8 @@ class CudnnCrossEntropy final : public detail::OpBackendOf<OpKind::cross_entropy
     return probes_.emplace(key, std::move(reason)).first->second;
   }
 
-  std::shared_ptr<Runtime> runtime_;
   std::mutex mutex_;  // guards probes_
   std::map<std::tuple<DType, cudnnSoftmaxAlgorithm_t>, std::string> probes_;
-  detail::PlanCache<CrossEntropyDesc, detail::CrossEntropyArgs> plans_;
 };
 
 }  // namespace

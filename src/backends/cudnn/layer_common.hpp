@@ -18,19 +18,13 @@
 
 namespace dnnx::cudnn {
 
-/// The context of errors about one layer op call on the cudnn backend (detail::layer_context).
-inline ErrorContext layer_context(std::string_view op, Direction direction, std::string repro,
-                                  std::string implementation) {
-  return detail::layer_context("cudnn", op, direction, std::move(repro), std::move(implementation));
-}
-
 /// The data of a tensor a plan needs; throws InvalidArgument "<role> is null" when the tensor or
 /// its data is null.
 void* data_of(const Tensor* tensor, const char* role, const ErrorContext& context);
 
 /// A layer op's backend on one Runtime: the candidates of a (desc, direction) are listed once and
 /// kept, plans are built once (ListedOpBackend); errors name backend "cudnn" and the op.
-/// Subclasses construct it as RuntimeLayerBackend("cudnn", op, runtime) and give enumerate() and
+/// Subclasses construct it as RuntimeLayerBackend(BackendKind::cudnn, runtime) and give enumerate() and
 /// build().
 template <typename Desc, typename Args, typename Candidate>
 using LayerBackend = detail::RuntimeLayerBackend<Desc, Args, Candidate, Runtime>;

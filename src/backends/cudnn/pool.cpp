@@ -56,13 +56,12 @@ namespace {
 
 using PoolingDescriptor = Handle<cudnnPoolingDescriptor_t, cudnnDestroyPoolingDescriptor>;
 
-constexpr const char* op_text = "pool";  // the op in messages
 constexpr const char* kernel_id = "cudnn:kernel:pool";
 constexpr const char* kernel_argmax_id = "cudnn:kernel:pool:argmax";
 constexpr const char* legacy_prefix = "cudnn:legacy:pool:";
 
 ErrorContext context_of(const PoolDesc& desc, Direction direction, std::string implementation) {
-  return layer_context(op_text, direction, desc.repro(direction), std::move(implementation));
+  return detail::op_context(BackendKind::cudnn, desc, direction, std::move(implementation));
 }
 
 struct LegacyMode {
@@ -496,7 +495,7 @@ struct Candidate {
 class CudnnPool final : public LayerBackend<PoolDesc, detail::PoolArgs, Candidate> {
  public:
   explicit CudnnPool(std::shared_ptr<Runtime> runtime)
-      : RuntimeLayerBackend("cudnn", op_text, std::move(runtime)) {}
+      : RuntimeLayerBackend(BackendKind::cudnn, std::move(runtime)) {}
 
  protected:
   std::vector<Candidate> enumerate(const PoolDesc& desc, Direction direction) override {

@@ -53,6 +53,7 @@
 #include <climits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -65,7 +66,7 @@ constexpr const char* kernel_id = "cudnn:kernel:softmax";
 constexpr const char* legacy_prefix = "cudnn:legacy:softmax:";
 
 ErrorContext context_of(const SoftmaxDesc& desc, Direction direction, std::string implementation) {
-  return layer_context("softmax", direction, desc.repro(direction), std::move(implementation));
+  return detail::op_context(BackendKind::cudnn, desc, direction, std::move(implementation));
 }
 
 cudnnDataType_t data_type_of(DType dtype) {
@@ -330,13 +331,20 @@ class LegacyPlan final : public detail::OpPlan<detail::SoftmaxArgs> {
   LaunchGraph replay_;  // Note [graph replay]
 };
 
-class CudnnSoftmax final : public detail::OpBackendOf<OpKind::softmax> {
- public:
-  explicit CudnnSoftmax(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
+// A candidate: dnnx's kernel, or cuDNN's legacy softmax with one of its algorithms.
+struct Candidate {
+  AlgoInfo info;
+  std::optional<cudnnSoftmaxAlgorithm_t> legacy;  // empty for the kernel
+};
 
-  std::vector<AlgoInfo> list(const SoftmaxDesc& desc, Direction direction) override {
-    desc.validate();
-    std::vector<AlgoInfo> infos{kernel_info()};
+class CudnnSoftmax final : public LayerBackend<SoftmaxDesc, detail::SoftmaxArgs, Candidate> {
+ public:
+  explicit CudnnSoftmax(std::shared_ptr<Runtime> runtime)
+      : RuntimeLayerBackend(BackendKind::cudnn, std::move(runtime)) {}
+
+ private:
+  std::vector<Candidate> enumerate(const SoftmaxDesc& desc, Direction direction) override {
+    std::vector<Candidate> candidates{{kernel_info(), std::nullopt}};
     const LegacyShape shape = legacy_shape(desc);
     for (const LegacyAlgo& legacy : legacy_algos(desc)) {
       AlgoInfo info;
@@ -359,42 +367,24 @@ class CudnnSoftmax final : public detail::OpBackendOf<OpKind::softmax> {
         info.reason =
             probed(desc.dtype, legacy.algo, direction, context_of(desc, direction, info.id));
       info.supported = info.reason.empty();
-      infos.push_back(std::move(info));
+      candidates.push_back({std::move(info), legacy.algo});
     }
     // Supported candidates before unsupported ones, each group in priority order.
-    std::stable_partition(infos.begin(), infos.end(),
-                          [](const AlgoInfo& info) { return info.supported; });
-    for (std::size_t i = 0; i < infos.size(); ++i) infos[i].priority = static_cast<int>(i);
-    return infos;
+    std::stable_partition(candidates.begin(), candidates.end(),
+                          [](const Candidate& candidate) { return candidate.info.supported; });
+    for (std::size_t i = 0; i < candidates.size(); ++i)
+      candidates[i].info.priority = static_cast<int>(i);
+    return candidates;
   }
 
-  std::shared_ptr<detail::OpPlan<detail::SoftmaxArgs>> plan(const SoftmaxDesc& desc,
-                                                            Direction direction,
-                                                            const std::string& id) override {
-    desc.validate();
-    return plans_.get_or_build(
-        desc, direction, id, [&]() -> std::shared_ptr<detail::OpPlan<detail::SoftmaxArgs>> {
-          if (id == kernel_id) return std::make_shared<KernelPlan>(runtime_, desc, direction);
-          for (const AlgoInfo& info : list(desc, direction)) {
-            if (info.id != id) continue;
-            if (!info.supported) {
-              detail::raise(ErrorKind::Unsupported, info.reason, context_of(desc, direction, id));
-            }
-            for (const LegacyAlgo& legacy : legacy_algos(desc)) {
-              if (id == detail::cat(legacy_prefix, legacy.name))
-                return std::make_shared<LegacyPlan>(runtime_, desc, direction, info, legacy.algo);
-            }
-          }
-          std::vector<std::string> ids;
-          for (const AlgoInfo& info : list(desc, direction)) ids.push_back(info.id);
-          detail::raise(ErrorKind::InvalidArgument,
-                        detail::cat("algorithm id '", id, "' is not a cudnn softmax candidate for ",
-                                    to_string(direction), "; valid ids: ", detail::join(ids, ", ")),
-                        context_of(desc, direction, id));
-        });
+  std::shared_ptr<detail::OpPlan<detail::SoftmaxArgs>> build(const SoftmaxDesc& desc,
+                                                             Direction direction,
+                                                             const Candidate& candidate) override {
+    if (!candidate.legacy) return std::make_shared<KernelPlan>(runtime_, desc, direction);
+    return std::make_shared<LegacyPlan>(runtime_, desc, direction, candidate.info,
+                                        *candidate.legacy);
   }
 
- private:
   std::string probed(DType dtype, cudnnSoftmaxAlgorithm_t algo, Direction direction,
                      const ErrorContext& context) {
     const auto key = std::make_tuple(dtype, algo, direction);
@@ -407,10 +397,8 @@ class CudnnSoftmax final : public detail::OpBackendOf<OpKind::softmax> {
     return probes_.emplace(key, std::move(reason)).first->second;
   }
 
-  std::shared_ptr<Runtime> runtime_;
   std::mutex mutex_;  // guards probes_
   std::map<std::tuple<DType, cudnnSoftmaxAlgorithm_t, Direction>, std::string> probes_;
-  detail::PlanCache<SoftmaxDesc, detail::SoftmaxArgs> plans_;
 };
 
 }  // namespace

@@ -70,7 +70,6 @@ namespace {
 
 using dnnl::algorithm;
 
-constexpr const char* op_text = "act";  // the op in messages
 
 // Note [cpu activation candidates]
 constexpr const char* kernel_fwd_id = "cpu:kernel:act";
@@ -315,7 +314,7 @@ std::size_t append_implementations(std::vector<Candidate>& list, std::set<std::s
 
 std::vector<Candidate> list_candidates(const dnnl::engine& engine, const ActivationDesc& desc,
                                        Direction direction, const std::string& isa) {
-  const ErrorContext context = layer_context(op_text, direction, desc.repro(direction), {});
+  const ErrorContext context = detail::op_context(BackendKind::cpu, desc, direction);
   const memory::desc md = user_md(desc);
   std::vector<Candidate> list;
   std::set<std::string> seen;
@@ -371,7 +370,7 @@ class Plan final : public LayerPlan<detail::ActivationArgs> {
   Plan(std::shared_ptr<Runtime> runtime, const ActivationDesc& desc, Direction direction,
        const Candidate& candidate)
       : LayerPlan(candidate.info,
-                  layer_context(op_text, direction, desc.repro(direction), candidate.info.id)),
+                  detail::op_context(BackendKind::cpu, desc, direction, candidate.info.id)),
         runtime_(std::move(runtime)),
         direction_(direction),
         reads_(candidate.reads),
@@ -454,7 +453,7 @@ class KernelPlan final : public LayerPlan<detail::ActivationArgs> {
  public:
   KernelPlan(const ActivationDesc& desc, Direction direction, const Candidate& candidate)
       : LayerPlan(candidate.info,
-                  layer_context(op_text, direction, desc.repro(direction), candidate.info.id)),
+                  detail::op_context(BackendKind::cpu, desc, direction, candidate.info.id)),
         desc_(desc),
         direction_(direction),
         reads_(candidate.reads) {}
@@ -486,7 +485,7 @@ class OneDnnActivation final
     : public LayerBackend<ActivationDesc, detail::ActivationArgs, Candidate> {
  public:
   explicit OneDnnActivation(std::shared_ptr<Runtime> runtime)
-      : RuntimeLayerBackend("cpu", op_text, std::move(runtime)) {}
+      : RuntimeLayerBackend(BackendKind::cpu, std::move(runtime)) {}
 
  protected:
   std::vector<Candidate> enumerate(const ActivationDesc& desc, Direction direction) override {

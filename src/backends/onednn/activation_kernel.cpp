@@ -14,7 +14,7 @@
 //   sigmoid 1 / (1 + e) or e / (1 + e) with e = exp(-|x|); tanh Cephes' tanhf (an odd polynomial
 //     below |x| = 0.625, (1 - e) / (1 + e) with e = exp(-2|x|) above); elu alpha expm1(x), expm1 a
 //     degree-9 Taylor polynomial above -0.5 (no cancellation near 0) and exp(x) - 1 below; swish
-//     x sigmoid(x). exp is softmax_simd.hpp's exp_nonpositive (within 2 ulps): every argument
+//     x sigmoid(x). exp is simd.hpp's exp_nonpositive (within 2 ulps): every argument
 //     above is <= 0. The results are within a few f32 ulps (Note [activation tolerances] in
 //     tests/ops/activation_cases.cpp).
 // The elementwise loops are memory-bound: outputs of at least simd::streaming_min_bytes use

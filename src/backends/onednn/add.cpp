@@ -55,7 +55,6 @@
 namespace dnnx::onednn {
 namespace {
 
-constexpr const char* op_text = "add";  // the op in messages
 
 // A dense tensor of `dims` in the desc's layout.
 memory::desc dense_md(const Dims& dims, const AddDesc& desc) {
@@ -394,7 +393,7 @@ std::size_t append_implementations(std::vector<Candidate>& list, std::set<std::s
 
 std::vector<Candidate> list_candidates(const dnnl::engine& engine, const AddDesc& desc,
                                        Direction direction, const std::string& isa) {
-  const ErrorContext context = layer_context(op_text, direction, desc.repro(direction), {});
+  const ErrorContext context = detail::op_context(BackendKind::cpu, desc, direction);
   std::vector<Candidate> list;
   std::set<std::string> seen;
   for (const auto& [formulation, why] : formulations(desc, direction)) {
@@ -450,7 +449,7 @@ class Plan final : public LayerPlan<detail::AddArgs> {
   Plan(std::shared_ptr<Runtime> runtime, const AddDesc& desc, Direction direction,
        const Candidate& candidate)
       : LayerPlan(candidate.info,
-                  layer_context(op_text, direction, desc.repro(direction), candidate.info.id)),
+                  detail::op_context(BackendKind::cpu, desc, direction, candidate.info.id)),
         runtime_(std::move(runtime)),
         direction_(direction) {
     const dnnl::engine& engine = runtime_->engine;
@@ -551,8 +550,7 @@ class MatmulPlan final : public LayerPlan<detail::AddArgs> {
  public:
   MatmulPlan(std::shared_ptr<Runtime> runtime, const AddDesc& desc, const Candidate& candidate)
       : LayerPlan(candidate.info,
-                  layer_context(op_text, Direction::bwd_data, desc.repro(Direction::bwd_data),
-                                candidate.info.id)),
+                  detail::op_context(BackendKind::cpu, desc, Direction::bwd_data, candidate.info.id)),
         runtime_(std::move(runtime)) {
     const AddDesc compute = compute_desc(desc, candidate.conversion != nullptr);
     const MatmulShape m = matmul_shape(compute);
@@ -657,7 +655,7 @@ class MatmulPlan final : public LayerPlan<detail::AddArgs> {
 class OneDnnAdd final : public LayerBackend<AddDesc, detail::AddArgs, Candidate> {
  public:
   explicit OneDnnAdd(std::shared_ptr<Runtime> runtime)
-      : RuntimeLayerBackend("cpu", op_text, std::move(runtime)) {}
+      : RuntimeLayerBackend(BackendKind::cpu, std::move(runtime)) {}
 
  protected:
   std::vector<Candidate> enumerate(const AddDesc& desc, Direction direction) override {

@@ -72,12 +72,11 @@ using detail::BatchNormArgs;
 using Tag = memory::format_tag;
 using BatchNormPlan = detail::OpPlan<BatchNormArgs>;
 
-constexpr const char* op_text = "bnorm";  // the op in messages
 constexpr const char* kernel_id = "cpu:kernel:bnorm";
 
 ErrorContext context_of(const BatchNormDesc& desc, Direction direction,
                         std::string implementation) {
-  return layer_context(op_text, direction, desc.repro(direction), std::move(implementation));
+  return detail::op_context(BackendKind::cpu, desc, direction, std::move(implementation));
 }
 
 // ---- shapes (Note [batch-norm on oneDNN])
@@ -510,7 +509,7 @@ class KernelPlan final : public LayerPlan<BatchNormArgs> {
 class OneDnnBatchNorm final : public LayerBackend<BatchNormDesc, BatchNormArgs, Candidate> {
  public:
   explicit OneDnnBatchNorm(std::shared_ptr<Runtime> runtime)
-      : RuntimeLayerBackend("cpu", op_text, std::move(runtime)) {}
+      : RuntimeLayerBackend(BackendKind::cpu, std::move(runtime)) {}
 
  protected:
   std::vector<Candidate> enumerate(const BatchNormDesc& desc, Direction direction) override {

@@ -27,7 +27,7 @@ namespace dnnx::onednn {
 namespace {
 
 ErrorContext context_of(const ConvDesc& desc, Direction direction, std::string implementation) {
-  return layer_context("conv", direction, desc.repro(direction), std::move(implementation));
+  return detail::op_context(BackendKind::cpu, desc, direction, std::move(implementation));
 }
 
 Dims role_dims(const ConvDesc& desc, Role::Shape shape) {

@@ -66,11 +66,9 @@
 namespace dnnx::onednn {
 namespace {
 
-constexpr const char* op_text = "conv_fused";  // the op in messages
 
 ErrorContext context_of(const ConvFusedDesc& desc, std::string implementation) {
-  return layer_context(op_text, Direction::fwd, desc.repro(Direction::fwd),
-                       std::move(implementation));
+  return detail::op_context(BackendKind::cpu, desc, Direction::fwd, std::move(implementation));
 }
 
 // The epilogue as oneDNN attributes (Note [oneDNN fused candidates]).
@@ -592,7 +590,7 @@ class UnfusedPlan final : public LayerPlan<detail::ConvFusedArgs> {
 class OneDnnConvFused final : public LayerBackend<ConvFusedDesc, detail::ConvFusedArgs, Candidate> {
  public:
   OneDnnConvFused(std::shared_ptr<Runtime> runtime, detail::ConvBackend& conv)
-      : RuntimeLayerBackend("cpu", op_text, std::move(runtime), detail::LayerDirections::fwd_only),
+      : RuntimeLayerBackend(BackendKind::cpu, std::move(runtime)),
         conv_(conv) {}
 
  protected:

@@ -29,7 +29,7 @@
 #include "backends/onednn/layer_common.hpp"
 #include "backends/onednn/layers.hpp"
 #include "backends/onednn/memory.hpp"
-#include "backends/onednn/softmax_simd.hpp"
+#include "backends/onednn/simd.hpp"
 #include "core/check.hpp"
 #include "core/cross_entropy_args.hpp"
 #include "core/dtype.hpp"
@@ -65,7 +65,7 @@ constexpr std::int64_t block_positions = simd::column_block;
 
 ErrorContext context_of(const CrossEntropyDesc& desc, Direction direction,
                         std::string implementation) {
-  return layer_context("xent", direction, desc.repro(direction), std::move(implementation));
+  return detail::op_context(BackendKind::cpu, desc, direction, std::move(implementation));
 }
 
 // Note [xent stats]: each position's maximum m and sum s of exp(x - m), kept apart rather than
@@ -692,12 +692,13 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
 };
 
 // The candidate lists and plans of one backend instance (ListedOpBackend keeps both).
-class OneDnnCrossEntropy final : public detail::ListedOpBackend<CrossEntropyDesc, detail::CrossEntropyArgs, Candidate> {
+class OneDnnCrossEntropy final
+    : public LayerBackend<CrossEntropyDesc, detail::CrossEntropyArgs, Candidate> {
  public:
-  explicit OneDnnCrossEntropy(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
+  explicit OneDnnCrossEntropy(std::shared_ptr<Runtime> runtime)
+      : RuntimeLayerBackend(BackendKind::cpu, std::move(runtime)) {}
 
  private:
-  std::string op_name() const override { return "xent"; }
   std::vector<Candidate> enumerate(const CrossEntropyDesc& desc, Direction direction) override {
     return list_candidates(runtime_->engine, desc, direction, runtime_->isa);
   }
@@ -705,12 +706,6 @@ class OneDnnCrossEntropy final : public detail::ListedOpBackend<CrossEntropyDesc
                                                          const Candidate& candidate) override {
     return std::make_shared<Plan>(runtime_, desc, direction, candidate);
   }
-  ErrorContext error_context(const CrossEntropyDesc& desc, Direction direction,
-                             const std::string& id) const override {
-    return context_of(desc, direction, id);
-  }
-
-  std::shared_ptr<Runtime> runtime_;
 };
 
 }  // namespace

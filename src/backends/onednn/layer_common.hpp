@@ -122,12 +122,6 @@ void order_supported_first(std::vector<Candidate>& candidates) {
 
 // ---- errors and plans ---------------------------------------------------------------------------
 
-/// The context of errors about one layer op call on the cpu backend (detail::layer_context).
-inline ErrorContext layer_context(std::string_view op, Direction direction, std::string repro,
-                                  std::string implementation) {
-  return detail::layer_context("cpu", op, direction, std::move(repro), std::move(implementation));
-}
-
 /// The data of a tensor a plan needs; throws InvalidArgument "<role> is null" when the tensor or
 /// its data is null.
 void* data_of(const Tensor* tensor, const char* role, const ErrorContext& context);
@@ -293,7 +287,7 @@ class LayerPlan : public detail::LayerPlanBase<Args> {
 
 /// A layer op's backend on one Runtime: the candidates of a (desc, direction) are listed once and
 /// kept, plans are built once (ListedOpBackend); errors name backend "cpu" and the op. Subclasses
-/// construct it as RuntimeLayerBackend("cpu", op, runtime) and give enumerate() and build().
+/// construct it as RuntimeLayerBackend(BackendKind::cpu, runtime) and give enumerate() and build().
 template <typename Desc, typename Args, typename Candidate>
 using LayerBackend = detail::RuntimeLayerBackend<Desc, Args, Candidate, Runtime>;
 

@@ -9,7 +9,7 @@
 //   avx512_bf16  AVX-512 and AVX512_BF16 (Cooper Lake, Sapphire Rapids, Zen 4 and later);
 //   avx512       AVX-512 F, BW, VL, DQ with F16C and FMA (x86-64-v4);
 //   scalar       any x86-64;
-// the best the CPU and the OS support. Unlike softmax_simd.hpp's target_clones, the choice is an
+// the best the CPU and the OS support. Unlike simd.hpp's target_clones, the choice is an
 // argument, so the tests run every level the machine has and compare them
 // (tests/ops/batch_norm_kernel_test.cpp, tests/ops/activation_kernel_test.cpp). A level is a fixed
 // sequence of operations, so each is bitwise reproducible run to run; levels may differ in the
@@ -34,7 +34,7 @@
 // tensor: docs/benchmarks.md, "Kernel design measurements"). Below streaming_min_bytes the output is
 // left in the cache for the next layer to read.
 
-#include "backends/onednn/softmax_simd.hpp"
+#include "backends/onednn/simd.hpp"
 
 #include <immintrin.h>
 

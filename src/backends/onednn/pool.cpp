@@ -46,7 +46,7 @@
 #include "backends/onednn/layers.hpp"
 #include "backends/onednn/loop_pool.hpp"
 #include "backends/onednn/memory.hpp"
-#include "backends/onednn/softmax_simd.hpp"
+#include "backends/onednn/simd.hpp"
 #include "core/check.hpp"
 #include "core/dtype.hpp"
 #include "core/pool_args.hpp"
@@ -78,13 +78,12 @@ namespace {
 
 using Tag = memory::format_tag;
 
-constexpr const char* op_text = "pool";  // the op in messages
 constexpr const char* kernel_id = "cpu:kernel:pool";
 
 constexpr Tag activation_tags[2][3] = {{Tag::ncw, Tag::nchw, Tag::ncdhw},
                                        {Tag::nwc, Tag::nhwc, Tag::ndhwc}};
 ErrorContext context_of(const PoolDesc& desc, Direction direction, std::string implementation) {
-  return layer_context(op_text, direction, desc.repro(direction), std::move(implementation));
+  return detail::op_context(BackendKind::cpu, desc, direction, std::move(implementation));
 }
 
 dnnl::algorithm algorithm_of(PoolMode mode) {
@@ -1039,7 +1038,7 @@ class Plan final : public LayerPlan<detail::PoolArgs> {
 class OneDnnPool final : public LayerBackend<PoolDesc, detail::PoolArgs, Candidate> {
  public:
   explicit OneDnnPool(std::shared_ptr<Runtime> runtime)
-      : RuntimeLayerBackend("cpu", op_text, std::move(runtime)) {}
+      : RuntimeLayerBackend(BackendKind::cpu, std::move(runtime)) {}
 
  protected:
   std::vector<Candidate> enumerate(const PoolDesc& desc, Direction direction) override {

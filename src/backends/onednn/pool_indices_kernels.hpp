@@ -6,7 +6,7 @@
 // SharedBadIndex, index_channel_block.
 //
 // Note [per-ISA pool kernels]
-// The kernels hold a vector register of lanes in GCC vector types, as softmax_simd.hpp's do, but
+// The kernels hold a vector register of lanes in GCC vector types, as simd.hpp's do, but
 // also compare and select lanes (the max rule, the NaN tests of the conversions). GCC lowers the
 // vector operations of a function for that function's own target before inlining it or cloning
 // it for target_clones, and a comparison or select wider than the target's registers becomes one
@@ -40,7 +40,7 @@ DNNX_POOL_INLINE VecI iota() {
   return v;
 }
 
-// ---- lanes in and out of storage (the formulas of softmax_simd.hpp, under this ISA) ---------
+// ---- lanes in and out of storage (the formulas of simd.hpp, under this ISA) ---------
 
 DNNX_POOL_INLINE Vec load_lanes(const float* p) {
   Vec v;

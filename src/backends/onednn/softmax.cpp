@@ -17,7 +17,7 @@
 // Determinism: Note [determinism] in conv_list.cpp applies (static work split, fixed order).
 //
 // Note [cpu softmax kernel]
-// cpu:kernel is dnnx's own C++ softmax (softmax_simd.hpp): groups read as rows (inner 1) or,
+// cpu:kernel is dnnx's own C++ softmax (simd.hpp): groups read as rows (inner 1) or,
 // for channel mode on nchw, as columns vectorized over 64 positions at a time, so it needs no
 // copies and no workspace in any layout. It is the backend's zero-workspace candidate (oneDNN's
 // ref:any asks for a scratchpad on nchw), and runs in place. Its place in the list follows the
@@ -44,7 +44,7 @@
 #include "backends/onednn/layer_common.hpp"
 #include "backends/onednn/layers.hpp"
 #include "backends/onednn/memory.hpp"
-#include "backends/onednn/softmax_simd.hpp"
+#include "backends/onednn/simd.hpp"
 #include "core/check.hpp"
 #include "core/softmax_args.hpp"
 #include "core/strings.hpp"
@@ -68,7 +68,7 @@ namespace {
 using Tag = memory::format_tag;
 
 ErrorContext context_of(const SoftmaxDesc& desc, Direction direction, std::string implementation) {
-  return layer_context("softmax", direction, desc.repro(direction), std::move(implementation));
+  return detail::op_context(BackendKind::cpu, desc, direction, std::move(implementation));
 }
 
 // The caller's tensors as oneDNN sees them (Note [softmax strategies]); axis 1 in every case.
@@ -633,13 +633,12 @@ class KernelPlan final : public detail::OpPlan<detail::SoftmaxArgs> {
 };
 
 // The candidate lists and plans of one backend instance (ListedOpBackend keeps both).
-class OneDnnSoftmax final
-    : public detail::ListedOpBackend<SoftmaxDesc, detail::SoftmaxArgs, Candidate> {
+class OneDnnSoftmax final : public LayerBackend<SoftmaxDesc, detail::SoftmaxArgs, Candidate> {
  public:
-  explicit OneDnnSoftmax(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
+  explicit OneDnnSoftmax(std::shared_ptr<Runtime> runtime)
+      : RuntimeLayerBackend(BackendKind::cpu, std::move(runtime)) {}
 
  private:
-  std::string op_name() const override { return "softmax"; }
   std::vector<Candidate> enumerate(const SoftmaxDesc& desc, Direction direction) override {
     return list_candidates(runtime_->engine, desc, direction, runtime_->isa);
   }
@@ -649,12 +648,6 @@ class OneDnnSoftmax final
     if (candidate.kernel) return std::make_shared<KernelPlan>(desc, direction);
     return std::make_shared<Plan>(runtime_, desc, direction, candidate);
   }
-  ErrorContext error_context(const SoftmaxDesc& desc, Direction direction,
-                             const std::string& id) const override {
-    return context_of(desc, direction, id);
-  }
-
-  std::shared_ptr<Runtime> runtime_;
 };
 
 }  // namespace

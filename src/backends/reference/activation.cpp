@@ -18,7 +18,6 @@
 namespace dnnx::reference {
 namespace {
 
-constexpr const char* op_text = "act";  // the op in messages
 
 // Why backward cannot run with what desc.saved keeps; empty when it can.
 std::string bwd_reason(const ActivationDesc& desc) {
@@ -98,7 +97,7 @@ class DirectPlan final : public detail::LayerPlanBase<detail::ActivationArgs> {
  public:
   DirectPlan(const ActivationDesc& desc, Direction direction)
       : LayerPlanBase(info_of(desc, direction),
-                      layer_context(op_text, direction, desc.repro(direction), direct_id)),
+                      detail::op_context(BackendKind::reference, desc, direction, direct_id)),
         desc_(desc),
         direction_(direction) {}
 
@@ -139,7 +138,7 @@ class DirectPlan final : public detail::LayerPlanBase<detail::ActivationArgs> {
 }  // namespace
 
 std::unique_ptr<detail::OpBackendOf<OpKind::activation>> make_activation_backend(const detail::OpBackends&) {
-  return DirectBackend<ActivationDesc, detail::ActivationArgs>::of<DirectPlan>(op_text, info_of);
+  return DirectBackend<ActivationDesc, detail::ActivationArgs>::of<DirectPlan>(info_of);
 }
 
 }  // namespace dnnx::reference

@@ -16,7 +16,6 @@
 namespace dnnx::reference {
 namespace {
 
-constexpr const char* op_text = "add";  // the op in messages
 
 AlgoInfo info_of(const AddDesc&, Direction) {
   return direct_info("direct loop (f64)", {"reference"});
@@ -52,7 +51,7 @@ class DirectPlan final : public detail::LayerPlanBase<detail::AddArgs> {
  public:
   DirectPlan(const AddDesc& desc, Direction direction)
       : LayerPlanBase(info_of(desc, direction),
-                      layer_context(op_text, direction, desc.repro(direction), direct_id)),
+                      detail::op_context(BackendKind::reference, desc, direction, direct_id)),
         desc_(desc),
         direction_(direction),
         map_(src_index_map(desc)) {}
@@ -97,7 +96,7 @@ class DirectPlan final : public detail::LayerPlanBase<detail::AddArgs> {
 }  // namespace
 
 std::unique_ptr<detail::OpBackendOf<OpKind::add>> make_add_backend(const detail::OpBackends&) {
-  return DirectBackend<AddDesc, detail::AddArgs>::of<DirectPlan>(op_text, info_of);
+  return DirectBackend<AddDesc, detail::AddArgs>::of<DirectPlan>(info_of);
 }
 
 }  // namespace dnnx::reference

@@ -27,7 +27,6 @@
 namespace dnnx::reference {
 namespace {
 
-constexpr const char* op_text = "bnorm";  // the op in messages
 
 AlgoInfo info_of(const BatchNormDesc&, Direction) {
   return direct_info("direct loops (f64 accumulation)", {"direct", "reference"});
@@ -56,7 +55,7 @@ class DirectPlan final : public detail::LayerPlanBase<detail::BatchNormArgs> {
  public:
   DirectPlan(const BatchNormDesc& desc, Direction direction)
       : LayerPlanBase(info_of(desc, direction),
-                      layer_context(op_text, direction, desc.repro(direction), direct_id)),
+                      detail::op_context(BackendKind::reference, desc, direction, direct_id)),
         desc_(desc),
         direction_(direction),
         view_(view_of(desc)) {}
@@ -202,7 +201,7 @@ class DirectPlan final : public detail::LayerPlanBase<detail::BatchNormArgs> {
 }  // namespace
 
 std::unique_ptr<detail::OpBackendOf<OpKind::batch_norm>> make_batch_norm_backend(const detail::OpBackends&) {
-  return DirectBackend<BatchNormDesc, detail::BatchNormArgs>::of<DirectPlan>(op_text, info_of);
+  return DirectBackend<BatchNormDesc, detail::BatchNormArgs>::of<DirectPlan>(info_of);
 }
 
 }  // namespace dnnx::reference

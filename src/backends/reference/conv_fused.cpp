@@ -21,7 +21,6 @@
 namespace dnnx::reference {
 namespace {
 
-constexpr const char* op_text = "conv_fused";  // the op in messages
 
 AlgoInfo info_of(const ConvFusedDesc&, Direction) {
   return direct_info("direct loops, epilogue fused (f64 accumulation)",
@@ -29,8 +28,7 @@ AlgoInfo info_of(const ConvFusedDesc&, Direction) {
 }
 
 ErrorContext context_of(const ConvFusedDesc& desc, std::string implementation) {
-  return layer_context(op_text, Direction::fwd, desc.repro(Direction::fwd),
-                       std::move(implementation));
+  return detail::op_context(BackendKind::reference, desc, Direction::fwd, std::move(implementation));
 }
 
 // Reads a host tensor of `dims` and `dtype` in logical (row-major N, C, ...) order.
@@ -133,8 +131,7 @@ class DirectPlan final : public detail::LayerPlanBase<detail::ConvFusedArgs> {
 }  // namespace
 
 std::unique_ptr<detail::OpBackendOf<OpKind::conv_fused>> make_conv_fused_backend(const detail::OpBackends&) {
-  return DirectBackend<ConvFusedDesc, detail::ConvFusedArgs>::of<DirectPlan>(
-      op_text, info_of, detail::LayerDirections::fwd_only);
+  return DirectBackend<ConvFusedDesc, detail::ConvFusedArgs>::of<DirectPlan>(info_of);
 }
 
 }  // namespace dnnx::reference

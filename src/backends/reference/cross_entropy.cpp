@@ -23,7 +23,7 @@ AlgoInfo direct_info() {
 }
 
 ErrorContext context_of(const CrossEntropyDesc& desc, Direction direction) {
-  return layer_context("xent", direction, desc.repro(direction), direct_id);
+  return detail::op_context(BackendKind::reference, desc, direction, direct_id);
 }
 
 // Labels in logical (row-major) order, read exactly.
@@ -159,35 +159,11 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
   ErrorContext context_;
 };
 
-class ReferenceCrossEntropy final : public detail::OpBackendOf<OpKind::cross_entropy> {
- public:
-  std::vector<AlgoInfo> list(const CrossEntropyDesc& desc, Direction direction) override {
-    desc.validate();
-    return {direct_info()};
-  }
-
-  std::shared_ptr<detail::OpPlan<detail::CrossEntropyArgs>> plan(const CrossEntropyDesc& desc,
-                                                                 Direction direction,
-                                                                 const std::string& id) override {
-    if (id != direct_id) {
-      detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat("algorithm id '", id,
-                                "' is not a reference xent candidate; valid ids: ", direct_id),
-                    context_of(desc, direction));
-    }
-    desc.validate();
-    return plans_.get_or_build(desc, direction, id,
-                               [&] { return std::make_shared<Plan>(desc, direction); });
-  }
-
- private:
-  detail::PlanCache<CrossEntropyDesc, detail::CrossEntropyArgs> plans_;
-};
-
 }  // namespace
 
 std::unique_ptr<detail::OpBackendOf<OpKind::cross_entropy>> make_cross_entropy_backend(const detail::OpBackends&) {
-  return std::make_unique<ReferenceCrossEntropy>();
+  return DirectBackend<CrossEntropyDesc, detail::CrossEntropyArgs>::of<Plan>(
+      [](const CrossEntropyDesc&, Direction) { return direct_info(); });
 }
 
 }  // namespace dnnx::reference

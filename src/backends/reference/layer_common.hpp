@@ -26,14 +26,6 @@ inline constexpr const char* direct_id = "reference:direct";
 /// (detail::mark_naive), with `name` and `notes`.
 AlgoInfo direct_info(std::string name, std::vector<std::string> notes);
 
-/// The context of errors about one layer op call on the reference backend
-/// (detail::layer_context).
-inline ErrorContext layer_context(std::string_view op, Direction direction, std::string repro,
-                                  std::string implementation) {
-  return detail::layer_context("reference", op, direction, std::move(repro),
-                               std::move(implementation));
-}
-
 /// `tensor`, checked for what the loops read: present, of `dims` and `dtype`, in host memory (any
 /// strides: the loops read through Tensor::to_f32 and copy_from_f32). Callers below the op layer
 /// (tests, tools) are kept from reading out of bounds; the op layer checks more. Throws
@@ -61,32 +53,26 @@ struct DirectCandidate {
   AlgoInfo info;
 };
 
-/// A reference layer op's backend: the one candidate reference:direct, whose record for (desc,
+/// A reference op's backend: the one candidate reference:direct, whose record for (desc,
 /// direction) is `info` (unsupported where the loops cannot run it) and whose plans `make_plan`
 /// builds; listing, id checks and the plan cache are ListedOpBackend's.
 template <typename Desc, typename Args>
-class DirectBackend : public detail::LayerOpBackend<Desc, Args, DirectCandidate> {
+class DirectBackend : public detail::ListedOpBackend<Desc, Args, DirectCandidate> {
  public:
   using Info = std::function<AlgoInfo(const Desc&, Direction)>;
   using MakePlan = std::function<std::shared_ptr<detail::OpPlan<Args>>(const Desc&, Direction)>;
 
-  DirectBackend(std::string op, Info info, MakePlan make_plan,
-                detail::LayerDirections directions = detail::LayerDirections::fwd_and_bwd)
-      : detail::LayerOpBackend<Desc, Args, DirectCandidate>("reference", std::move(op), directions),
+  DirectBackend(Info info, MakePlan make_plan)
+      : detail::ListedOpBackend<Desc, Args, DirectCandidate>(BackendKind::reference),
         info_(std::move(info)),
         make_plan_(std::move(make_plan)) {}
 
   /// The backend whose plans are Plan(desc, direction).
   template <typename Plan>
-  static std::unique_ptr<DirectBackend> of(
-      std::string op, Info info,
-      detail::LayerDirections directions = detail::LayerDirections::fwd_and_bwd) {
-    return std::make_unique<DirectBackend>(
-        std::move(op), std::move(info),
-        [](const Desc& desc, Direction direction) {
-          return std::make_shared<Plan>(desc, direction);
-        },
-        directions);
+  static std::unique_ptr<DirectBackend> of(Info info) {
+    return std::make_unique<DirectBackend>(std::move(info), [](const Desc& desc, Direction direction) {
+      return std::make_shared<Plan>(desc, direction);
+    });
   }
 
  protected:

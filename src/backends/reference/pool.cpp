@@ -45,7 +45,6 @@
 namespace dnnx::reference {
 namespace {
 
-constexpr const char* op_text = "pool";  // the op in messages
 
 AlgoInfo info_of(const PoolDesc&, Direction) {
   return direct_info("direct loops (f64 accumulation)", {"direct", "reference"});
@@ -250,7 +249,7 @@ class DirectPlan final : public detail::LayerPlanBase<detail::PoolArgs> {
  public:
   DirectPlan(const PoolDesc& desc, Direction direction)
       : LayerPlanBase(info_of(desc, direction),
-                      layer_context(op_text, direction, desc.repro(direction), direct_id)),
+                      detail::op_context(BackendKind::reference, desc, direction, direct_id)),
         desc_(desc),
         direction_(direction),
         geometry_(desc) {}
@@ -305,7 +304,7 @@ class DirectPlan final : public detail::LayerPlanBase<detail::PoolArgs> {
 }  // namespace
 
 std::unique_ptr<detail::OpBackendOf<OpKind::pool>> make_pool_backend(const detail::OpBackends&) {
-  return DirectBackend<PoolDesc, detail::PoolArgs>::of<DirectPlan>(op_text, info_of);
+  return DirectBackend<PoolDesc, detail::PoolArgs>::of<DirectPlan>(info_of);
 }
 
 }  // namespace dnnx::reference

@@ -23,7 +23,7 @@ AlgoInfo direct_info() {
 }
 
 ErrorContext context_of(const SoftmaxDesc& desc, Direction direction) {
-  return layer_context("softmax", direction, desc.repro(direction), direct_id);
+  return detail::op_context(BackendKind::reference, desc, direction, direct_id);
 }
 
 void check_tensor(const Tensor* tensor, const char* role, const SoftmaxDesc& desc,
@@ -111,35 +111,11 @@ class Plan final : public detail::OpPlan<detail::SoftmaxArgs> {
   ErrorContext context_;
 };
 
-class ReferenceSoftmax final : public detail::OpBackendOf<OpKind::softmax> {
- public:
-  std::vector<AlgoInfo> list(const SoftmaxDesc& desc, Direction direction) override {
-    desc.validate();
-    return {direct_info()};
-  }
-
-  std::shared_ptr<detail::OpPlan<detail::SoftmaxArgs>> plan(const SoftmaxDesc& desc,
-                                                            Direction direction,
-                                                            const std::string& id) override {
-    if (id != direct_id) {
-      detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat("algorithm id '", id,
-                                "' is not a reference softmax candidate; valid ids: ", direct_id),
-                    context_of(desc, direction));
-    }
-    desc.validate();
-    return plans_.get_or_build(desc, direction, id,
-                               [&] { return std::make_shared<Plan>(desc, direction); });
-  }
-
- private:
-  detail::PlanCache<SoftmaxDesc, detail::SoftmaxArgs> plans_;
-};
-
 }  // namespace
 
 std::unique_ptr<detail::OpBackendOf<OpKind::softmax>> make_softmax_backend(const detail::OpBackends&) {
-  return std::make_unique<ReferenceSoftmax>();
+  return DirectBackend<SoftmaxDesc, detail::SoftmaxArgs>::of<Plan>(
+      [](const SoftmaxDesc&, Direction) { return direct_info(); });
 }
 
 }  // namespace dnnx::reference

@@ -1,6 +1,6 @@
 #pragma once
-// Vectorizable f32 building blocks of the cpu backend's own softmax (cpu:kernel) and fused
-// cross-entropy (cpu:fused) candidates: a branch-free exp, loads and stores of the three storage
+// Vectorizable f32 building blocks of the cpu backend's own kernels (its softmax, cross-entropy,
+// pooling and activation candidates): a branch-free exp, loads and stores of the three storage
 // types, and the (max, sum of exp) of a group laid out as a row or as a column.
 //
 // Note [simd clones]
