@@ -68,20 +68,8 @@ struct BiasDescriptors {
 BiasDescriptors bias_descriptors(const ConvDesc& desc, const ErrorContext& context) {
   const Geometry g = conv_geometry(desc);
   BiasDescriptors d{make_tensor_descriptor(context), make_tensor_descriptor(context)};
-  std::array<int, 5> bias{}, bias_strides{}, dst{}, dst_strides{};
-  for (int i = 0; i < g.nb_dims; ++i) {
-    const auto s = static_cast<std::size_t>(i);
-    bias[s] = static_cast<int>(g.bias[s]);
-    bias_strides[s] = static_cast<int>(g.bias_strides[s]);
-    dst[s] = static_cast<int>(g.dst[s]);
-    dst_strides[s] = static_cast<int>(g.dst_strides[s]);
-  }
-  DNNX_CUDNN_CHECK(cudnnSetTensorNdDescriptor(d.bias.get(), g.data_type, g.nb_dims, bias.data(),
-                                              bias_strides.data()),
-                   context, "describing the bias");
-  DNNX_CUDNN_CHECK(cudnnSetTensorNdDescriptor(d.output.get(), g.data_type, g.nb_dims, dst.data(),
-                                              dst_strides.data()),
-                   context, "describing the conv output");
+  set_tensor_descriptor(d.bias, g, g.bias, g.bias_strides, context, "describing the bias");
+  set_tensor_descriptor(d.output, g, g.dst, g.dst_strides, context, "describing the conv output");
   return d;
 }
 
@@ -109,29 +97,20 @@ class CudnnConv final : public detail::ConvBackend {
   // of a search are built up front on up to 16 host threads. Legacy plans are only descriptors.
   void prepare(const ConvDesc& desc, Direction direction,
                const std::vector<std::string>& ids) override {
-    std::vector<Build> to_build;
-    {
-      std::lock_guard lock(mutex_);
-      const std::optional<ConvDesc> padded = channel_padded(desc);
-      for (const std::string& listed_id : ids) {
-        // A padded candidate's plan is cheap; its inner engine plan is what takes time.
-        const bool inner = is_padded_id(listed_id) && padded.has_value();
-        const ConvDesc& build_desc = inner ? *padded : desc;
-        const std::string id = inner ? inner_id(listed_id) : listed_id;
-        const Candidates& candidates = candidates_locked(build_desc, direction);
-        const AlgoInfo* info = candidates.find(id);
-        if (info == nullptr || !info->supported || !is_engine_id(id) || !candidates.graph) continue;
-        detail::ConvPlanKey key{build_desc, direction, id};
-        if (plans_.count(key) != 0) continue;
-        queue(to_build, std::move(key), *info, candidates.graph);
-      }
-    }
-    const auto built = build_in_parallel(to_build, desc, direction);
-    std::lock_guard lock(mutex_);
-    for (std::size_t i = 0; i < to_build.size(); ++i) {
-      // A failure is left for plan() to build again and report where the search records it.
-      if (built[i]) plans_.emplace(std::move(to_build[i].key), built[i]);
-    }
+    build_for_ids(
+        desc, direction, ids,
+        [&](std::vector<Build>& to_build, const ConvDesc& build_desc, const std::string& id) {
+          const Candidates& candidates = candidates_locked(build_desc, direction);
+          const AlgoInfo* info = candidates.find(id);
+          if (info == nullptr || !info->supported || !is_engine_id(id) || !candidates.graph) return;
+          detail::ConvPlanKey key{build_desc, direction, id};
+          if (plans_.count(key) != 0) return;
+          queue(to_build, std::move(key), *info, candidates.graph);
+        },
+        [&](detail::ConvPlanKey& key, const std::shared_ptr<detail::ConvPlan>& plan) {
+          // A failure is left for plan() to build again and report where the search records it.
+          if (plan) plans_.emplace(std::move(key), plan);
+        });
   }
 
   // Probe plans are built from the id alone (engine config keys and legacy ids say everything a
@@ -147,28 +126,20 @@ class CudnnConv final : public detail::ConvBackend {
   // hundred for ResNet-50's first layer: 0.3-2 ms each).
   void prepare_probes(const ConvDesc& desc, Direction direction,
                       const std::vector<std::string>& ids) override {
-    std::vector<Build> to_build;
-    {
-      std::lock_guard lock(mutex_);
-      const std::optional<ConvDesc> padded = channel_padded(desc);
-      for (const std::string& listed_id : ids) {
-        const bool inner = is_padded_id(listed_id) && padded.has_value();
-        const ConvDesc& build_desc = inner ? *padded : desc;
-        const std::string id = inner ? inner_id(listed_id) : listed_id;
-        if (!is_engine_id(id)) continue;
-        detail::ConvPlanKey key{build_desc, direction, id};
-        if (probe_plans_.count(key) != 0) continue;
-        std::shared_ptr<OperationGraph> graph = probe_graph_locked(build_desc, direction);
-        if (!graph) continue;
-        queue(to_build, std::move(key), unlisted_info(id), std::move(graph));
-      }
-    }
-    const auto built = build_in_parallel(to_build, desc, direction);
-    std::lock_guard lock(mutex_);
-    for (std::size_t i = 0; i < to_build.size(); ++i) {
-      // Null: the config cannot run the slice, which probe_plan() reports as null too.
-      probe_plans_.emplace(std::move(to_build[i].key), built[i]);
-    }
+    build_for_ids(
+        desc, direction, ids,
+        [&](std::vector<Build>& to_build, const ConvDesc& build_desc, const std::string& id) {
+          if (!is_engine_id(id)) return;
+          detail::ConvPlanKey key{build_desc, direction, id};
+          if (probe_plans_.count(key) != 0) return;
+          std::shared_ptr<OperationGraph> graph = probe_graph_locked(build_desc, direction);
+          if (!graph) return;
+          queue(to_build, std::move(key), unlisted_info(id), std::move(graph));
+        },
+        [&](detail::ConvPlanKey& key, const std::shared_ptr<detail::ConvPlan>& plan) {
+          // Null: the config cannot run the slice, which probe_plan() reports as null too.
+          probe_plans_.emplace(std::move(key), plan);
+        });
   }
 
   void bias_fwd(const ConvDesc& desc, const Tensor& bias, Tensor& dst) override {
@@ -281,6 +252,27 @@ class CudnnConv final : public detail::ConvBackend {
     const bool queued = std::any_of(to_build.begin(), to_build.end(),
                                     [&](const Build& build) { return build.key == key; });
     if (!queued) to_build.push_back({std::move(key), std::move(info), std::move(graph)});
+  }
+
+  // Note [parallel plan builds]: `queue_one(to_build, build_desc, id)` queues what one id of a
+  // search needs built (a padded candidate's plan is cheap; its inner engine plan on the padded
+  // desc is what takes time), under the lock; the plans are built on several threads, then
+  // `keep(key, plan)` files each one (null where its build failed), under the lock again.
+  template <typename QueueOne, typename Keep>
+  void build_for_ids(const ConvDesc& desc, Direction direction,
+                     const std::vector<std::string>& ids, QueueOne queue_one, Keep keep) {
+    std::vector<Build> to_build;
+    {
+      std::lock_guard lock(mutex_);
+      const std::optional<ConvDesc> padded = channel_padded(desc);
+      for (const std::string& listed_id : ids) {
+        const bool inner = is_padded_id(listed_id) && padded.has_value();
+        queue_one(to_build, inner ? *padded : desc, inner ? inner_id(listed_id) : listed_id);
+      }
+    }
+    const auto built = build_in_parallel(to_build, desc, direction);
+    std::lock_guard lock(mutex_);
+    for (std::size_t i = 0; i < to_build.size(); ++i) keep(to_build[i].key, built[i]);
   }
 
   // Builds the engine plans on up to 16 threads; null where a build failed.

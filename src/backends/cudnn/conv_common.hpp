@@ -6,6 +6,8 @@
 #include <dnnx/error.hpp>
 #include <dnnx/ops/conv.hpp>
 
+#include "backends/cudnn/check.hpp"
+#include "backends/cudnn/handles.hpp"
 #include "core/backend.hpp"
 
 #include <cudnn.h>
@@ -38,6 +40,28 @@ struct Geometry {
 };
 
 Geometry conv_geometry(const ConvDesc& desc);
+
+/// The first g.nb_dims entries of `values` (dims or strides of `g`) as int, the legacy API's type.
+inline std::array<int, 5> narrow_to_int(const Geometry& g,
+                                        const std::array<std::int64_t, 5>& values) {
+  std::array<int, 5> out{};
+  for (int i = 0; i < g.nb_dims; ++i)
+    out[static_cast<std::size_t>(i)] = static_cast<int>(values[static_cast<std::size_t>(i)]);
+  return out;
+}
+
+/// cudnnSetTensorNdDescriptor of `descriptor` to `dims` and `strides` of `g`; `what` is the
+/// action a failure reports ("describing src").
+inline void set_tensor_descriptor(const TensorDescriptor& descriptor, const Geometry& g,
+                                  const std::array<std::int64_t, 5>& dims,
+                                  const std::array<std::int64_t, 5>& strides,
+                                  const ErrorContext& context, const char* what) {
+  const std::array<int, 5> narrow_dims = narrow_to_int(g, dims),
+                           narrow_strides = narrow_to_int(g, strides);
+  DNNX_CUDNN_CHECK(cudnnSetTensorNdDescriptor(descriptor.get(), g.data_type, g.nb_dims,
+                                              narrow_dims.data(), narrow_strides.data()),
+                   context, what);
+}
 
 /// CUDNN_DATA_FLOAT / HALF / BFLOAT16.
 cudnnDataType_t data_type(DType dtype);

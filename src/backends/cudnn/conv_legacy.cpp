@@ -109,21 +109,9 @@ bool fits_int(const Geometry& g) {
 Descriptors make_descriptors(const ConvDesc& desc, const Geometry& g, const ErrorContext& context) {
   Descriptors d{make_tensor_descriptor(context), make_tensor_descriptor(context),
                 make_filter_descriptor(context), make_convolution_descriptor(context)};
-  auto narrow = [&](const std::array<std::int64_t, 5>& values) {
-    std::array<int, 5> out{};
-    for (int i = 0; i < g.nb_dims; ++i)
-      out[static_cast<std::size_t>(i)] = static_cast<int>(values[static_cast<std::size_t>(i)]);
-    return out;
-  };
-  const auto src = narrow(g.src), src_strides = narrow(g.src_strides);
-  const auto dst = narrow(g.dst), dst_strides = narrow(g.dst_strides);
-  const auto weights = narrow(g.weights);
-  DNNX_CUDNN_CHECK(cudnnSetTensorNdDescriptor(d.src.get(), g.data_type, g.nb_dims, src.data(),
-                                              src_strides.data()),
-                   context, "describing src");
-  DNNX_CUDNN_CHECK(cudnnSetTensorNdDescriptor(d.dst.get(), g.data_type, g.nb_dims, dst.data(),
-                                              dst_strides.data()),
-                   context, "describing dst");
+  const auto weights = narrow_to_int(g, g.weights);
+  set_tensor_descriptor(d.src, g, g.src, g.src_strides, context, "describing src");
+  set_tensor_descriptor(d.dst, g, g.dst, g.dst_strides, context, "describing dst");
   const cudnnTensorFormat_t format =
       desc.layout == Layout::channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
   DNNX_CUDNN_CHECK(

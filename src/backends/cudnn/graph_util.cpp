@@ -236,24 +236,36 @@ cudnnStatus_t build_config(const BackendDescriptor& graph, const ConfigKey& key,
   return cudnnBackendFinalize(out.config.get());
 }
 
+namespace {
+
+// The notes of one kind (`attribute`, of cuDNN type `type`; at most `capacity`) an engine carries.
+template <typename Note, std::size_t capacity>
+std::vector<Note> engine_attribute_notes(const BackendDescriptor& engine,
+                                         cudnnBackendAttributeName_t attribute,
+                                         cudnnBackendAttributeType_t type,
+                                         const ErrorContext& context, const char* what) {
+  std::array<Note, capacity> notes{};
+  std::int64_t count = 0;
+  DNNX_CUDNN_CHECK(
+      cudnnBackendGetAttribute(engine.get(), attribute, type,
+                               static_cast<std::int64_t>(notes.size()), &count, notes.data()),
+      context, what);
+  return std::vector<Note>(notes.begin(),
+                           notes.begin() + std::clamp<std::int64_t>(count, 0, notes.size()));
+}
+
+}  // namespace
+
 EngineNotes engine_notes(const BackendDescriptor& engine, const ErrorContext& context) {
   EngineNotes notes;
-  std::array<cudnnBackendNumericalNote_t, CUDNN_NUMERICAL_NOTE_TYPE_COUNT> numerical{};
-  std::int64_t count = 0;
-  DNNX_CUDNN_CHECK(cudnnBackendGetAttribute(
-                       engine.get(), CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
-                       static_cast<std::int64_t>(numerical.size()), &count, numerical.data()),
-                   context, "reading an engine's numerical notes");
-  notes.numerical.assign(numerical.begin(),
-                         numerical.begin() + std::clamp<std::int64_t>(count, 0, numerical.size()));
-  std::array<cudnnBackendBehaviorNote_t, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT> behavior{};
-  count = 0;
-  DNNX_CUDNN_CHECK(cudnnBackendGetAttribute(
-                       engine.get(), CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
-                       static_cast<std::int64_t>(behavior.size()), &count, behavior.data()),
-                   context, "reading an engine's behavior notes");
-  notes.behavior.assign(behavior.begin(),
-                        behavior.begin() + std::clamp<std::int64_t>(count, 0, behavior.size()));
+  notes.numerical =
+      engine_attribute_notes<cudnnBackendNumericalNote_t, CUDNN_NUMERICAL_NOTE_TYPE_COUNT>(
+          engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE, context,
+          "reading an engine's numerical notes");
+  notes.behavior =
+      engine_attribute_notes<cudnnBackendBehaviorNote_t, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT>(
+          engine, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE, context,
+          "reading an engine's behavior notes");
   return notes;
 }
 
