@@ -40,59 +40,10 @@ DNNX_POOL_INLINE VecI iota() {
   return v;
 }
 
-// ---- lanes in and out of storage (the formulas of simd.hpp, under this ISA) ---------
+// ---- lanes in and out of storage (simd.hpp's formulas, under this ISA) -------------------
 
-DNNX_POOL_INLINE Vec load_lanes(const float* p) {
-  Vec v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-// binary16 -> f32, exact (simd::load_vec(const F16*)).
-DNNX_POOL_INLINE Vec load_lanes(const simd::F16* p) {
-  VecS half;
-  std::memcpy(&half, p, sizeof half);
-  const VecU h = __builtin_convertvector(half, VecU);
-  const VecU magnitude = (h & 0x7fffu) << 13;
-  const Vec scaled = reinterpret_cast<Vec>(magnitude) * 0x1p112f;
-  const VecU special = magnitude | 0x7f800000u;
-  const VecU bits = (h & 0x7c00u) == 0x7c00u ? special : reinterpret_cast<VecU>(scaled);
-  return reinterpret_cast<Vec>(bits | ((h & 0x8000u) << 16));
-}
-DNNX_POOL_INLINE Vec load_lanes(const simd::Bf16* p) {
-  VecS bits;
-  std::memcpy(&bits, p, sizeof bits);
-  return reinterpret_cast<Vec>(__builtin_convertvector(bits, VecU) << 16);
-}
-
-DNNX_POOL_INLINE void store_lanes(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
-// f32 -> binary16, round to nearest even (simd::store_vec(F16*, Vec)).
-DNNX_POOL_INLINE void store_lanes(simd::F16* p, Vec v) {
-  const VecU bits = reinterpret_cast<VecU>(v);
-  const VecU sign = (bits >> 16) & 0x8000u;
-  const VecU magnitude = bits & 0x7fffffffu;
-  const VecU overflow = magnitude > 0x7f800000u ? 0x7e00u : 0x7c00u;
-  constexpr std::uint32_t denorm_magic = ((127 - 15) + (23 - 10) + 1) << 23;
-  const VecU subnormal = reinterpret_cast<VecU>(reinterpret_cast<Vec>(magnitude) +
-                                                std::bit_cast<float>(denorm_magic)) -
-                         denorm_magic;
-  const VecU normal = (magnitude + (static_cast<std::uint32_t>(15 - 127) << 23) + 0xfffu +
-                       ((magnitude >> 13) & 1u)) >>
-                      13;
-  const VecU chosen = magnitude >= 0x477ff000u   ? overflow
-                      : magnitude < (113u << 23) ? subnormal
-                                                 : normal;
-  const VecS narrow = __builtin_convertvector(chosen | sign, VecS);
-  std::memcpy(p, &narrow, sizeof narrow);
-}
-// f32 -> bf16, round to nearest even, NaN stays NaN (simd::store_vec(Bf16*, Vec)).
-DNNX_POOL_INLINE void store_lanes(simd::Bf16* p, Vec v) {
-  const VecU bits = reinterpret_cast<VecU>(v);
-  const VecU rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
-  const VecU nan = (bits >> 16) | 0x40u;
-  const VecU chosen = (bits & 0x7fffffffu) > 0x7f800000u ? nan : rounded;
-  const VecS narrow = __builtin_convertvector(chosen, VecS);
-  std::memcpy(p, &narrow, sizeof narrow);
-}
+#define DNNX_LANE_INLINE DNNX_POOL_INLINE
+#include "backends/onednn/lane_storage.hpp"  // NOLINT(bugprone-suspicious-include)
 
 // The even lanes of a and b, in order.
 DNNX_POOL_INLINE Vec even_lanes(Vec a, Vec b) {

@@ -34,6 +34,21 @@
 
 namespace dnnx::onednn::simd {
 
+/// exp(x - n ln 2) for |x - n ln 2| <= ln 2 / 2: Cephes' expf polynomial, on a float or on the
+/// lanes of a Vec (F), so that exp_nonpositive and exp_vec compute the same bits per lane.
+template <typename F>
+[[gnu::always_inline]] inline F exp_reduced(F x, F n) {
+  F r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  F p = F{} + 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  return p * r * r + r + 1.0f;
+}
+
 /// exp(x) for x <= 0 (callers subtract the maximum first), Cephes' expf: range reduction by ln 2
 /// and a degree-6 polynomial, within 2 ulp. Inputs below -87 give about 1.6e-38 instead of a
 /// denormal or zero (a softmax value below 1e-38 either way); inputs above 0 give 1 (they only
@@ -43,15 +58,7 @@ namespace dnnx::onednn::simd {
   x = x > 0.0f ? 0.0f : x;
   // Round to nearest through the 1.5 * 2^23 magic number (no libm rint, vectorizable).
   const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  float r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
+  const float p = exp_reduced(x, n);
   const auto bits = static_cast<std::uint32_t>(static_cast<std::int32_t>(n) + 127) << 23;
   return p * std::bit_cast<float>(bits);
 }
@@ -92,58 +99,23 @@ using VecS = std::uint16_t __attribute__((vector_size(32)));
 
 [[gnu::always_inline]] inline Vec splat(float v) { return Vec{} + v; }
 
-[[gnu::always_inline]] inline Vec load_vec(const float* p) {
-  Vec v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
+// The conversions, shared with the per-ISA pool kernels, in a namespace of their own: there
+// argument-dependent lookup of load_lanes on an F16 or Bf16 pointer in a pool kernel does not
+// find them beside that kernel's own.
+namespace wide {
+#define DNNX_LANE_INLINE [[gnu::always_inline]] inline
+#include "backends/onednn/lane_storage.hpp"  // NOLINT(bugprone-suspicious-include)
+}  // namespace wide
+
+/// 16 lanes from storage type T (float, F16 or Bf16), exactly.
+template <typename T>
+[[gnu::always_inline]] inline Vec load_vec(const T* p) {
+  return wide::load_lanes(p);
 }
-// binary16 -> f32 on 16 lanes, exact: the exponent and mantissa bits moved into place and scaled
-// by 2^112 (which also normalizes subnormals), inf / NaN given an all-ones exponent.
-[[gnu::always_inline]] inline Vec load_vec(const F16* p) {
-  VecS half;
-  std::memcpy(&half, p, sizeof half);
-  const VecU h = __builtin_convertvector(half, VecU);
-  const VecU magnitude = (h & 0x7fffu) << 13;
-  const Vec scaled = reinterpret_cast<Vec>(magnitude) * 0x1p112f;
-  const VecU special = magnitude | 0x7f800000u;
-  const VecU bits = (h & 0x7c00u) == 0x7c00u ? special : reinterpret_cast<VecU>(scaled);
-  return reinterpret_cast<Vec>(bits | ((h & 0x8000u) << 16));
-}
-[[gnu::always_inline]] inline Vec load_vec(const Bf16* p) {
-  VecS bits;
-  std::memcpy(&bits, p, sizeof bits);
-  return reinterpret_cast<Vec>(__builtin_convertvector(bits, VecU) << 16);
-}
-[[gnu::always_inline]] inline void store_vec(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
-// f32 -> binary16 on 16 lanes, round to nearest even (detail::float_to_half): overflow to inf,
-// NaN to a quiet NaN, results below binary16's normal range through a float addition that rounds
-// them onto the subnormal grid.
-[[gnu::always_inline]] inline void store_vec(F16* p, Vec v) {
-  const VecU bits = reinterpret_cast<VecU>(v);
-  const VecU sign = (bits >> 16) & 0x8000u;
-  const VecU magnitude = bits & 0x7fffffffu;
-  const VecU overflow = magnitude > 0x7f800000u ? 0x7e00u : 0x7c00u;
-  constexpr std::uint32_t denorm_magic = ((127 - 15) + (23 - 10) + 1) << 23;
-  const VecU subnormal = reinterpret_cast<VecU>(reinterpret_cast<Vec>(magnitude) +
-                                                std::bit_cast<float>(denorm_magic)) -
-                         denorm_magic;
-  const VecU normal = (magnitude + (static_cast<std::uint32_t>(15 - 127) << 23) + 0xfffu +
-                       ((magnitude >> 13) & 1u)) >>
-                      13;
-  const VecU chosen = magnitude >= 0x477ff000u   ? overflow
-                      : magnitude < (113u << 23) ? subnormal
-                                                 : normal;
-  const VecS narrow = __builtin_convertvector(chosen | sign, VecS);
-  std::memcpy(p, &narrow, sizeof narrow);
-}
-[[gnu::always_inline]] inline void store_vec(Bf16* p, Vec v) {
-  // store(Bf16*) on 16 lanes: round to nearest even, NaN stays NaN.
-  const VecU bits = reinterpret_cast<VecU>(v);
-  const VecU rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
-  const VecU nan = (bits >> 16) | 0x40u;
-  const VecU chosen = (bits & 0x7fffffffu) > 0x7f800000u ? nan : rounded;
-  const VecS narrow = __builtin_convertvector(chosen, VecS);
-  std::memcpy(p, &narrow, sizeof narrow);
+/// 16 lanes to storage type T, rounded to nearest even as store() rounds.
+template <typename T>
+[[gnu::always_inline]] inline void store_vec(T* p, Vec v) {
+  wide::store_lanes(p, v);
 }
 
 /// exp_nonpositive on 16 lanes.
@@ -151,15 +123,7 @@ using VecS = std::uint16_t __attribute__((vector_size(32)));
   x = x < splat(-87.0f) ? splat(-87.0f) : x;
   x = x > splat(0.0f) ? splat(0.0f) : x;
   const Vec n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  Vec r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  Vec p = splat(1.9875691500e-4f);
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
+  const Vec p = exp_reduced(x, n);
   const VecI exponent = (__builtin_convertvector(n, VecI) + 127) << 23;
   return p * reinterpret_cast<Vec>(exponent);
 }
