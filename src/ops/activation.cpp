@@ -149,10 +149,7 @@ using Dispatch = detail::Dispatch<ActivationOp>;
 
 }  // namespace
 
-std::shared_ptr<const Choice> activation_fwd(Context& context, const ActivationDesc& desc,
-                                             const Tensor& src, Tensor& dst) {
-  return detail::run_fwd<ActivationOp>(context, desc, src, dst);
-}
+DNNX_DEFINE_SRC_DST_FWD(activation, ActivationOp)
 
 std::shared_ptr<const Choice> activation_bwd(Context& context, const ActivationDesc& desc,
                                              const Tensor* src, const Tensor* dst,

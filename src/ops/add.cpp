@@ -70,10 +70,7 @@ using Dispatch = detail::Dispatch<AddOp>;
 
 }  // namespace
 
-std::shared_ptr<const Choice> add_fwd(Context& context, const AddDesc& desc, const Tensor& src,
-                                      Tensor& dst) {
-  return detail::run_fwd<AddOp>(context, desc, src, dst);
-}
+DNNX_DEFINE_SRC_DST_FWD(add, AddOp)
 
 std::shared_ptr<const Choice> add_bwd(Context& context, const AddDesc& desc, const Tensor& diff_dst,
                                       Tensor& diff_src) {

@@ -67,15 +67,6 @@ inline Tensor on_context_device(const Context& context, Tensor host, Layout layo
   return device;
 }
 
-/// The forward call of an op whose forward takes `src` and `dst` alone.
-template <typename Op>
-std::shared_ptr<const Choice> run_fwd(Context& context, const typename Op::Desc& desc,
-                                      const Tensor& src, Tensor& dst) {
-  typename Op::Args args;
-  args.src = &src, args.dst = &dst;
-  return Dispatch<Op>::run(context, desc, Direction::fwd, args);
-}
-
 }  // namespace dnnx::detail
 
 /// Defines `<op>_list`, `<op>_select` and `<op>_profile` (include/dnnx/ops/<op>.hpp) for the
@@ -90,4 +81,14 @@ std::shared_ptr<const Choice> run_fwd(Context& context, const typename Op::Desc&
   }                                                                                              \
   ProfileResult op##_profile(Context& context, const Op::Desc& desc, Direction direction) {      \
     return ::dnnx::detail::Dispatch<Op>::profile(context, desc, direction);                      \
+  }
+
+/// Defines `<op>_fwd(context, desc, src, dst)` (include/dnnx/ops/<op>.hpp), the forward call of
+/// an op whose forward takes `src` and `dst` alone, for the traits `Op`, inside namespace dnnx.
+#define DNNX_DEFINE_SRC_DST_FWD(op, Op)                                            \
+  std::shared_ptr<const Choice> op##_fwd(Context& context, const Op::Desc& desc,   \
+                                         const Tensor& src, Tensor& dst) {         \
+    Op::Args args;                                                                 \
+    args.src = &src, args.dst = &dst;                                              \
+    return ::dnnx::detail::Dispatch<Op>::run(context, desc, Direction::fwd, args); \
   }

@@ -196,37 +196,28 @@ using Dispatch = detail::Dispatch<PoolOp>;
 
 }  // namespace
 
-std::shared_ptr<const Choice> pool_fwd(Context& context, const PoolDesc& desc, const Tensor& src,
-                                       Tensor& dst) {
-  return detail::run_fwd<PoolOp>(context, desc, src, dst);
-}
+DNNX_DEFINE_SRC_DST_FWD(pool, PoolOp)
 
 std::shared_ptr<const Choice> pool_bwd(Context& context, const PoolDesc& desc, const Tensor& src,
                                        const Tensor& dst, const Tensor& diff_dst,
                                        Tensor& diff_src) {
-  PoolArgs args;
-  args.src = &src;
-  args.dst_in = &dst;
-  args.diff_dst = &diff_dst;
-  args.diff_src = &diff_src;
-  return Dispatch::run(context, desc, Direction::bwd_data, args);
+  return Dispatch::run(
+      context, desc, Direction::bwd_data,
+      PoolArgs{.src = &src, .dst_in = &dst, .diff_dst = &diff_dst, .diff_src = &diff_src});
 }
 
 std::shared_ptr<const Choice> pool_fwd(Context& context, const PoolDesc& desc, const Tensor& src,
                                        Tensor& dst, Tensor& indices) {
-  PoolArgs args;
-  args.src = &src, args.dst = &dst, args.indices = &indices;
-  return Dispatch::run(context, desc, Direction::fwd, args);
+  return Dispatch::run(context, desc, Direction::fwd,
+                       PoolArgs{.src = &src, .dst = &dst, .indices = &indices});
 }
 
 std::shared_ptr<const Choice> pool_bwd(Context& context, const PoolDesc& desc,
                                        const Tensor& diff_dst, const Tensor& indices,
                                        Tensor& diff_src) {
-  PoolArgs args;
-  args.diff_dst = &diff_dst;
-  args.indices_in = &indices;
-  args.diff_src = &diff_src;
-  return Dispatch::run(context, desc, Direction::bwd_data, args);
+  return Dispatch::run(
+      context, desc, Direction::bwd_data,
+      PoolArgs{.diff_dst = &diff_dst, .indices_in = &indices, .diff_src = &diff_src});
 }
 
 DNNX_DEFINE_OP_CALLS(pool, PoolOp)

@@ -104,10 +104,7 @@ using Dispatch = detail::Dispatch<SoftmaxOp>;
 
 }  // namespace
 
-std::shared_ptr<const Choice> softmax_fwd(Context& context, const SoftmaxDesc& desc,
-                                          const Tensor& src, Tensor& dst) {
-  return detail::run_fwd<SoftmaxOp>(context, desc, src, dst);
-}
+DNNX_DEFINE_SRC_DST_FWD(softmax, SoftmaxOp)
 
 std::shared_ptr<const Choice> softmax_bwd(Context& context, const SoftmaxDesc& desc,
                                           const Tensor& dst, const Tensor& diff_dst,
