@@ -24,9 +24,8 @@
 // 1, stride 1, dilation 1 and no padding. Size-1 dims change no row-major offset, so the dense
 // arrays of Note [dense copies] are already laid out as the 3-D loops expect.
 
-#include "backends/reference/layers.hpp"
-
 #include "backends/reference/layer_common.hpp"
+#include "backends/reference/layers.hpp"
 #include "core/check.hpp"
 #include "core/dtype.hpp"
 #include "core/strings.hpp"
@@ -38,6 +37,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -277,73 +277,55 @@ void parallel_for(std::int64_t count, double macs_per_item,
   body(0, count / threads);
 }  // the jthreads join here
 
-// dst[n, oc] = sum over the group's input channels and taps of weights * src.
-std::vector<double> conv_fwd(const Geometry& g, const std::vector<RowTap>& row_taps,
-                             const std::vector<float>& src, const std::vector<float>& weights) {
+// The two data passes, one loop: forward (to_src false) accumulates each dst plane (n, oc) from
+// the src planes of oc's group, dst[n, oc] = sum over the group's input channels and taps of
+// weights * src; bwd_data (to_src true) is its exact adjoint: every product weights * src of the
+// forward pass sends weights * diff_dst back to the src element it read, each diff_src plane
+// (n, ic) summed over its own group's output channels. Elements no output reads stay 0.
+template <bool to_src>
+std::vector<double> conv_data(const Geometry& g, const std::vector<RowTap>& row_taps,
+                              const std::vector<float>& from, const std::vector<float>& weights) {
   const std::int64_t in_plane = g.in_plane();
   const std::int64_t out_plane = g.out_plane();
   const std::int64_t taps = g.kernel_volume();
   const std::int64_t in_step = g.stride[2];
-  std::vector<double> dst(static_cast<std::size_t>(g.batch * g.out_channels * out_plane), 0.0);
+  // The accumulated tensor's channels and planes, and those of the tensor read (`from`).
+  const std::int64_t channels = to_src ? g.in_channels : g.out_channels;
+  const std::int64_t per_group = to_src ? g.in_per_group : g.out_per_group;
+  const std::int64_t plane = to_src ? in_plane : out_plane;
+  const std::int64_t from_channels = to_src ? g.out_channels : g.in_channels;
+  const std::int64_t from_per_group = to_src ? g.out_per_group : g.in_per_group;
+  const std::int64_t from_plane = to_src ? out_plane : in_plane;
+  std::vector<double> acc(static_cast<std::size_t>(g.batch * channels * plane), 0.0);
   const double macs_per_item =
-      static_cast<double>(out_plane) * static_cast<double>(g.in_per_group * taps);
-  // Each item is one (n, oc) output plane, accumulated in place.
-  parallel_for(g.batch * g.out_channels, macs_per_item, [&](std::int64_t first, std::int64_t last) {
+      static_cast<double>(out_plane) * static_cast<double>(from_per_group * taps);
+  // Each item is one (n, channel) plane of the accumulated tensor, accumulated in place.
+  parallel_for(g.batch * channels, macs_per_item, [&](std::int64_t first, std::int64_t last) {
     for (std::int64_t item = first; item < last; ++item) {
-      const std::int64_t n = item / g.out_channels;
-      const std::int64_t oc = item % g.out_channels;
-      const std::int64_t group = oc / g.out_per_group;
-      double* out = dst.data() + item * out_plane;
-      for (std::int64_t icg = 0; icg < g.in_per_group; ++icg) {
-        const std::int64_t ic = group * g.in_per_group + icg;
-        const float* in = src.data() + (n * g.in_channels + ic) * in_plane;
+      const std::int64_t n = item / channels;
+      const std::int64_t c = item % channels;
+      const std::int64_t group = c / per_group;
+      double* to = acc.data() + item * plane;
+      for (std::int64_t fg = 0; fg < from_per_group; ++fg) {
+        const std::int64_t f = group * from_per_group + fg;
+        const float* read = from.data() + (n * from_channels + f) * from_plane;
+        const std::int64_t oc = to_src ? f : c;
+        const std::int64_t icg = to_src ? c % per_group : fg;
         const float* w = weights.data() + (oc * g.in_per_group + icg) * taps;
         for (const RowTap& row : row_taps) {
           const double weight = w[row.tap];
           for (std::int64_t ow = row.begin; ow < row.end; ++ow) {
-            out[row.out_row + ow] += weight * in[row.in_row + ow * in_step];
+            if constexpr (to_src) {
+              to[row.in_row + ow * in_step] += weight * read[row.out_row + ow];
+            } else {
+              to[row.out_row + ow] += weight * read[row.in_row + ow * in_step];
+            }
           }
         }
       }
     }
   });
-  return dst;
-}
-
-// The exact adjoint of conv_fwd: every product weights * src of the forward pass sends
-// weights * diff_dst back to the src element it read. Elements no output reads stay 0.
-std::vector<double> conv_bwd_data(const Geometry& g, const std::vector<RowTap>& row_taps,
-                                  const std::vector<float>& diff_dst,
-                                  const std::vector<float>& weights) {
-  const std::int64_t in_plane = g.in_plane();
-  const std::int64_t out_plane = g.out_plane();
-  const std::int64_t taps = g.kernel_volume();
-  const std::int64_t in_step = g.stride[2];
-  std::vector<double> diff_src(static_cast<std::size_t>(g.batch * g.in_channels * in_plane), 0.0);
-  const double macs_per_item =
-      static_cast<double>(out_plane) * static_cast<double>(g.out_per_group * taps);
-  // Each item is one (n, ic) input plane; only its own group's output channels read it.
-  parallel_for(g.batch * g.in_channels, macs_per_item, [&](std::int64_t first, std::int64_t last) {
-    for (std::int64_t item = first; item < last; ++item) {
-      const std::int64_t n = item / g.in_channels;
-      const std::int64_t ic = item % g.in_channels;
-      const std::int64_t group = ic / g.in_per_group;
-      const std::int64_t icg = ic % g.in_per_group;
-      double* in = diff_src.data() + item * in_plane;
-      for (std::int64_t ocg = 0; ocg < g.out_per_group; ++ocg) {
-        const std::int64_t oc = group * g.out_per_group + ocg;
-        const float* out = diff_dst.data() + (n * g.out_channels + oc) * out_plane;
-        const float* w = weights.data() + (oc * g.in_per_group + icg) * taps;
-        for (const RowTap& row : row_taps) {
-          const double weight = w[row.tap];
-          for (std::int64_t ow = row.begin; ow < row.end; ++ow) {
-            in[row.in_row + ow * in_step] += weight * out[row.out_row + ow];
-          }
-        }
-      }
-    }
-  });
-  return diff_src;
+  return acc;
 }
 
 // diff_weights[oc, icg, tap] = sum over n and outputs of diff_dst * the src element the tap read.
@@ -381,6 +363,17 @@ std::vector<double> conv_bwd_weights(const Geometry& g, const std::vector<RowTap
   return diff_weights;
 }
 
+// Calls body(c, first, plane) for every (n, c) plane of dst, n-major: c its channel, `first` the
+// offset of its first element in a dense dst, `plane` its element count.
+template <typename Body>
+void for_each_out_plane(const ConvDesc& desc, Body&& body) {
+  const std::int64_t plane = geometry_of(desc).out_plane();
+  for (std::int64_t n = 0; n < desc.batch; ++n) {
+    for (std::int64_t c = 0; c < desc.out_channels; ++c)
+      body(c, (n * desc.out_channels + c) * plane, plane);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The plan and the backend.
 
@@ -403,17 +396,18 @@ class DirectPlan final : public detail::ConvPlan {
         check_tensor(args.src, "src", desc_.src_dims(), desc_.dtype, context);
         check_tensor(args.weights, "weights", desc_.weights_dims(), desc_.dtype, context);
         check_tensor(args.dst, "dst", desc_.dst_dims(), desc_.dtype, context);
-        from_dense(conv_fwd(geometry_, row_taps_, to_dense(*args.src), to_dense(*args.weights)),
-                   *args.dst);
+        from_dense(
+            conv_data<false>(geometry_, row_taps_, to_dense(*args.src), to_dense(*args.weights)),
+            *args.dst);
         return;
       }
       case Direction::bwd_data: {
         check_tensor(args.diff_dst, "diff_dst", desc_.dst_dims(), desc_.dtype, context);
         check_tensor(args.weights, "weights", desc_.weights_dims(), desc_.dtype, context);
         check_tensor(args.diff_src, "diff_src", desc_.src_dims(), desc_.dtype, context);
-        from_dense(
-            conv_bwd_data(geometry_, row_taps_, to_dense(*args.diff_dst), to_dense(*args.weights)),
-            *args.diff_src);
+        from_dense(conv_data<true>(geometry_, row_taps_, to_dense(*args.diff_dst),
+                                   to_dense(*args.weights)),
+                   *args.diff_src);
         return;
       }
       case Direction::bwd_weights: {
@@ -438,13 +432,29 @@ class DirectPlan final : public detail::ConvPlan {
   ErrorContext context_;  // built once: a repro string per call cost more than a tiny conv
 };
 
-// Throws the desc's own InvalidArgument, with the call's context, if it is not a valid conv.
-void validate(const ConvDesc& desc, const ErrorContext& context) {
+// Throws the desc's own InvalidArgument, with the call's context, if it is not a valid conv;
+// returns that context.
+ErrorContext validate(const ConvDesc& desc, ErrorContext context) {
   try {
     desc.validate();
   } catch (const Error& error) {
     throw error.with_context(context);
   }
+  return context;
+}
+
+// One tensor of a bias call and the dims it must have.
+struct BiasTensor {
+  const Tensor* tensor;
+  const char* role;
+  Dims dims;
+};
+
+// Validates the desc, then checks the tensors in order, with the context of bias call `what`.
+void check_bias_call(const ConvDesc& desc, Direction direction, std::string_view what,
+                     std::initializer_list<BiasTensor> tensors) {
+  const ErrorContext context = validate(desc, context_of(desc, direction, what, direct_id));
+  for (const BiasTensor& t : tensors) check_tensor(t.tensor, t.role, t.dims, desc.dtype, context);
 }
 
 class DirectConvBackend final : public detail::ConvBackend {
@@ -477,39 +487,30 @@ class DirectConvBackend final : public detail::ConvBackend {
   }
 
   void bias_fwd(const ConvDesc& desc, const Tensor& bias, Tensor& dst) override {
-    const ErrorContext context = context_of(desc, Direction::fwd, "bias_fwd", direct_id);
-    validate(desc, context);
-    check_tensor(&bias, "bias", desc.bias_dims(), desc.dtype, context);
-    check_tensor(&dst, "dst", desc.dst_dims(), desc.dtype, context);
+    check_bias_call(desc, Direction::fwd, "bias_fwd",
+                    {{&bias, "bias", desc.bias_dims()}, {&dst, "dst", desc.dst_dims()}});
     const std::vector<float> bias_values = to_dense(bias);
     const std::vector<float> dst_values = to_dense(dst);
     std::vector<double> values(dst_values.begin(), dst_values.end());
-    const std::int64_t plane = geometry_of(desc).out_plane();
-    for (std::int64_t n = 0; n < desc.batch; ++n) {
-      for (std::int64_t c = 0; c < desc.out_channels; ++c) {
-        double* out = values.data() + (n * desc.out_channels + c) * plane;
-        const double b = bias_values[static_cast<std::size_t>(c)];
-        for (std::int64_t i = 0; i < plane; ++i) out[i] += b;
-      }
-    }
+    for_each_out_plane(desc, [&](std::int64_t c, std::int64_t first, std::int64_t plane) {
+      double* out = values.data() + first;
+      const double b = bias_values[static_cast<std::size_t>(c)];
+      for (std::int64_t i = 0; i < plane; ++i) out[i] += b;
+    });
     from_dense(values, dst);
   }
 
   void bias_bwd(const ConvDesc& desc, const Tensor& diff_dst, Tensor& diff_bias) override {
-    const ErrorContext context = context_of(desc, Direction::bwd_weights, "bias_bwd", direct_id);
-    validate(desc, context);
-    check_tensor(&diff_dst, "diff_dst", desc.dst_dims(), desc.dtype, context);
-    check_tensor(&diff_bias, "diff_bias", desc.bias_dims(), desc.dtype, context);
+    check_bias_call(
+        desc, Direction::bwd_weights, "bias_bwd",
+        {{&diff_dst, "diff_dst", desc.dst_dims()}, {&diff_bias, "diff_bias", desc.bias_dims()}});
     const std::vector<float> values = to_dense(diff_dst);
     std::vector<double> sums(static_cast<std::size_t>(desc.out_channels), 0.0);
-    const std::int64_t plane = geometry_of(desc).out_plane();
-    for (std::int64_t n = 0; n < desc.batch; ++n) {
-      for (std::int64_t c = 0; c < desc.out_channels; ++c) {
-        const float* out = values.data() + (n * desc.out_channels + c) * plane;
-        double& sum = sums[static_cast<std::size_t>(c)];
-        for (std::int64_t i = 0; i < plane; ++i) sum += out[i];
-      }
-    }
+    for_each_out_plane(desc, [&](std::int64_t c, std::int64_t first, std::int64_t plane) {
+      const float* out = values.data() + first;
+      double& sum = sums[static_cast<std::size_t>(c)];
+      for (std::int64_t i = 0; i < plane; ++i) sum += out[i];
+    });
     from_dense(sums, diff_bias);
   }
 };
