@@ -55,7 +55,6 @@
 namespace dnnx::onednn {
 namespace {
 
-
 // A dense tensor of `dims` in the desc's layout.
 memory::desc dense_md(const Dims& dims, const AddDesc& desc) {
   const Dims strides = dense_strides(dims, desc.layout);
@@ -405,9 +404,8 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const AddDesc
       const std::size_t first = list.size();
       listed += append_implementations(list, seen, engine, desc, formulation, why, pd, nullptr,
                                        false, context);
-      native_fast =
-          std::any_of(list.begin() + static_cast<std::ptrdiff_t>(first), list.end(),
-                      [](const Candidate& c) { return !c.info.naive; });
+      native_fast = std::any_of(list.begin() + static_cast<std::ptrdiff_t>(first), list.end(),
+                                [](const Candidate& c) { return !c.info.naive; });
     }
     // Note [f32-compute adds]
     if (desc.dtype != DType::f32 && !native_fast) {
@@ -507,11 +505,7 @@ class Plan final : public LayerPlan<detail::AddArgs> {
     auto* base = static_cast<std::byte*>(workspace.data);
     std::lock_guard lock(runtime_->mutex);
     const dnnl_stream_t stream = runtime_->stream.get();
-    if (conversions_) {
-      conversions_.convert_in(std::array{src, dst}, base);
-      src = conversions_.copy(0, base);
-      dst = conversions_.copy(1, base);
-    }
+    if (conversions_) conversions_.use_copies(base, src, dst);
     bind(src_, src);
     bind(dst_, dst);
     if (scratchpad_) bind(scratchpad_, base + conversions_.bytes());
@@ -549,8 +543,8 @@ class Plan final : public LayerPlan<detail::AddArgs> {
 class MatmulPlan final : public LayerPlan<detail::AddArgs> {
  public:
   MatmulPlan(std::shared_ptr<Runtime> runtime, const AddDesc& desc, const Candidate& candidate)
-      : LayerPlan(candidate.info,
-                  detail::op_context(BackendKind::cpu, desc, Direction::bwd_data, candidate.info.id)),
+      : LayerPlan(candidate.info, detail::op_context(BackendKind::cpu, desc, Direction::bwd_data,
+                                                     candidate.info.id)),
         runtime_(std::move(runtime)) {
     const AddDesc compute = compute_desc(desc, candidate.conversion != nullptr);
     const MatmulShape m = matmul_shape(compute);
@@ -605,9 +599,7 @@ class MatmulPlan final : public LayerPlan<detail::AddArgs> {
     std::lock_guard lock(runtime_->mutex);
     const dnnl_stream_t stream = runtime_->stream.get();
     if (conversions_) {
-      conversions_.convert_in(std::array{diff_src, diff_dst}, base);
-      diff_src = conversions_.copy(0, base);
-      diff_dst = conversions_.copy(1, base);
+      conversions_.use_copies(base, diff_src, diff_dst);
       base += conversions_.bytes();
     }
     bind(diff_dst_, diff_dst);
@@ -671,7 +663,8 @@ class OneDnnAdd final : public LayerBackend<AddDesc, detail::AddArgs, Candidate>
 
 }  // namespace
 
-std::unique_ptr<detail::OpBackendOf<OpKind::add>> make_add_backend(std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
+std::unique_ptr<detail::OpBackendOf<OpKind::add>> make_add_backend(std::shared_ptr<Runtime> runtime,
+                                                                   const detail::OpBackends&) {
   return std::make_unique<OneDnnAdd>(std::move(runtime));
 }
 

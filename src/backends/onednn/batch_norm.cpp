@@ -173,12 +173,9 @@ void describe(AlgoInfo& info, const std::string& impl, bool f32_compute) {
 }
 
 AlgoInfo kernel_info(const BatchNormDesc& desc) {
-  AlgoInfo info;
-  info.id = kernel_id;
-  info.name = "dnnx kernel (f64 sums, fixed reduction tree)";
-  info.supported = true;
-  // The sums follow a fixed tree whatever the thread count (Note [batch-norm loops]).
-  info.deterministic = true;
+  // Deterministic: the sums follow a fixed tree whatever the thread count (Note [batch-norm
+  // loops]).
+  AlgoInfo info = kernel_info_of(kernel_id, "dnnx kernel (f64 sums, fixed reduction tree)");
   info.notes = {"direct", "dnnx", std::string(simd::to_string(simd::best_level()))};
   info.families = {"none"};
   return info;
@@ -278,9 +275,8 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const BatchNo
     }
   }
   // ref:any is last among oneDNN's own.
-  std::stable_partition(last.begin(), last.end(), [](const Candidate& candidate) {
-    return !candidate.info.naive;
-  });
+  std::stable_partition(last.begin(), last.end(),
+                        [](const Candidate& candidate) { return !candidate.info.naive; });
   for (Candidate& candidate : last) candidates.push_back(std::move(candidate));
   if (!pd && !f32_listed) {
     Candidate unavailable;
@@ -524,7 +520,8 @@ class OneDnnBatchNorm final : public LayerBackend<BatchNormDesc, BatchNormArgs, 
 
 }  // namespace
 
-std::unique_ptr<detail::OpBackendOf<OpKind::batch_norm>> make_batch_norm_backend(std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
+std::unique_ptr<detail::OpBackendOf<OpKind::batch_norm>> make_batch_norm_backend(
+    std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
   return std::make_unique<OneDnnBatchNorm>(std::move(runtime));
 }
 

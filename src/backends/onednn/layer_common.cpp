@@ -80,6 +80,15 @@ AlgoInfo unsupported_info(std::string id, std::string name, std::string reason) 
   return info;
 }
 
+AlgoInfo kernel_info_of(std::string id, std::string name) {
+  AlgoInfo info;
+  info.id = std::move(id);
+  info.name = std::move(name);
+  info.supported = true;
+  info.deterministic = true;
+  return info;
+}
+
 void* data_of(const Tensor* tensor, const char* role, const ErrorContext& context) {
   if (tensor == nullptr || tensor->data() == nullptr)
     detail::raise(ErrorKind::InvalidArgument, detail::cat(role, " is null"), context);

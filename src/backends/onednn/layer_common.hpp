@@ -18,6 +18,8 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <array>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -93,6 +95,10 @@ dnnl::primitive_desc clone(const dnnl::primitive_desc& pd, const ErrorContext& c
 
 /// The record of a candidate that cannot run: `id`, `name`, unsupported for `reason`.
 AlgoInfo unsupported_info(std::string id, std::string name, std::string reason);
+
+/// The record of one of dnnx's own kernels: `id`, `name`, supported and deterministic (its
+/// reductions follow a fixed order whatever the thread count).
+AlgoInfo kernel_info_of(std::string id, std::string name);
 
 /// The note, id suffix and name part of f32-compute candidates (Note [f32 compute]).
 inline constexpr std::string_view f32_compute_note = "f32_compute";
@@ -255,6 +261,13 @@ class F32Conversions {
   /// F32Conversion::copy.
   void* copy(std::size_t index, std::byte* workspace) const {
     return conversion_->copy(index, workspace);
+  }
+  /// convert_in on the tensors `data...` point at, in that order, then each pointer replaced by
+  /// its copy.
+  void use_copies(std::byte* workspace, std::same_as<void*> auto&... data) {
+    convert_in(std::array<void*, sizeof...(data)>{data...}, workspace);
+    std::size_t index = 0;
+    ((data = copy(index++, workspace)), ...);
   }
   /// Waits until what is queued on `stream` (the primitives writing the copies) has run, then
   /// converts the written copies into the tensors given to convert_in.

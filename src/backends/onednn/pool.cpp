@@ -201,6 +201,15 @@ void parallel_ranges(std::int64_t count, double work,
   body(0, count / threads);
 }
 
+// Runs body(n, position) for every position of a `plane` of every image n < batch, the images'
+// planes one after the other in contiguous ranges as parallel_ranges splits them.
+template <typename Body>
+void parallel_positions(std::int64_t batch, std::int64_t plane, double work, Body&& body) {
+  parallel_ranges(batch * plane, work, [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t item = first; item < last; ++item) body(item / plane, item % plane);
+  });
+}
+
 // One pooling as 3-D (D, H, W; missing leading dims of size 1) with element strides per layout.
 struct LoopGeometry : detail::PoolWindows3d {
   std::int64_t batch = 0, channels = 0;
@@ -310,51 +319,46 @@ void loops_fwd(const LoopGeometry& g, const std::byte* src, std::byte* dst) {
   const std::int64_t in_step = g.channel_step(g.in);
   const std::int64_t out_step = g.channel_step(g.out);
   const auto window = static_cast<double>(g.kernel[0] * g.kernel[1] * g.kernel[2]);
-  parallel_ranges(
-      g.batch * out_plane, static_cast<double>(g.batch * out_plane * g.channels) * window,
-      [&](std::int64_t first, std::int64_t last) {
+  parallel_positions(
+      g.batch, out_plane, static_cast<double>(g.batch * out_plane * g.channels) * window,
+      [&](std::int64_t n, std::int64_t position) {
         std::int64_t at[channel_chunk];
         float sum[channel_chunk];
-        for (std::int64_t item = first; item < last; ++item) {
-          const std::int64_t n = item / out_plane;
-          const std::int64_t position = item % out_plane;
-          const std::array<LoopSpan, 3> w{loop_window(g, 0, position / (g.out[1] * g.out[2])),
-                                          loop_window(g, 1, position / g.out[2] % g.out[1]),
-                                          loop_window(g, 2, position % g.out[2])};
-          const std::int64_t out_base = g.base(g.out, n, position);
-          for (std::int64_t c0 = 0; c0 < g.channels; c0 += channel_chunk) {
-            const std::int64_t count = std::min(channel_chunk, g.channels - c0);
-            if (g.mode == PoolMode::max) {
-              loop_argmax<Storage>(g, src, n, c0, count, w, at);
-              for (std::int64_t c = 0; c < count; ++c) {
-                const std::int64_t local = at[c];
-                const std::int64_t x = local % g.kernel[2] * w[2].step + w[2].start;
-                const std::int64_t h = local / g.kernel[2] % g.kernel[1] * w[1].step + w[1].start;
-                const std::int64_t d = local / (g.kernel[1] * g.kernel[2]) * w[0].step + w[0].start;
-                const std::int64_t from =
-                    g.base(g.in, n, (d * g.in[1] + h) * g.in[2] + x) + (c0 + c) * in_step;
-                std::memcpy(
-                    dst + static_cast<std::size_t>(out_base + (c0 + c) * out_step) * element,
-                    src + static_cast<std::size_t>(from) * element, element);
-              }
-              continue;
+        const std::array<LoopSpan, 3> w{loop_window(g, 0, position / (g.out[1] * g.out[2])),
+                                        loop_window(g, 1, position / g.out[2] % g.out[1]),
+                                        loop_window(g, 2, position % g.out[2])};
+        const std::int64_t out_base = g.base(g.out, n, position);
+        for (std::int64_t c0 = 0; c0 < g.channels; c0 += channel_chunk) {
+          const std::int64_t count = std::min(channel_chunk, g.channels - c0);
+          if (g.mode == PoolMode::max) {
+            loop_argmax<Storage>(g, src, n, c0, count, w, at);
+            for (std::int64_t c = 0; c < count; ++c) {
+              const std::int64_t local = at[c];
+              const std::int64_t x = local % g.kernel[2] * w[2].step + w[2].start;
+              const std::int64_t h = local / g.kernel[2] % g.kernel[1] * w[1].step + w[1].start;
+              const std::int64_t d = local / (g.kernel[1] * g.kernel[2]) * w[0].step + w[0].start;
+              const std::int64_t from =
+                  g.base(g.in, n, (d * g.in[1] + h) * g.in[2] + x) + (c0 + c) * in_step;
+              std::memcpy(dst + static_cast<std::size_t>(out_base + (c0 + c) * out_step) * element,
+                          src + static_cast<std::size_t>(from) * element, element);
             }
-            for (std::int64_t c = 0; c < count; ++c) sum[c] = 0.0f;
-            for (std::int64_t d = w[0].begin; d < w[0].end; d += w[0].step) {
-              for (std::int64_t h = w[1].begin; h < w[1].end; h += w[1].step) {
-                for (std::int64_t x = w[2].begin; x < w[2].end; x += w[2].step) {
-                  const std::int64_t at_c0 =
-                      g.base(g.in, n, (d * g.in[1] + h) * g.in[2] + x) + c0 * in_step;
-                  for (std::int64_t c = 0; c < count; ++c) {
-                    sum[c] += Element<Storage>::load(src, at_c0 + c * in_step);
-                  }
+            continue;
+          }
+          for (std::int64_t c = 0; c < count; ++c) sum[c] = 0.0f;
+          for (std::int64_t d = w[0].begin; d < w[0].end; d += w[0].step) {
+            for (std::int64_t h = w[1].begin; h < w[1].end; h += w[1].step) {
+              for (std::int64_t x = w[2].begin; x < w[2].end; x += w[2].step) {
+                const std::int64_t at_c0 =
+                    g.base(g.in, n, (d * g.in[1] + h) * g.in[2] + x) + c0 * in_step;
+                for (std::int64_t c = 0; c < count; ++c) {
+                  sum[c] += Element<Storage>::load(src, at_c0 + c * in_step);
                 }
               }
             }
-            const float divisor = loop_divisor(g, w);
-            for (std::int64_t c = 0; c < count; ++c) {
-              Element<Storage>::store(dst, out_base + (c0 + c) * out_step, sum[c] / divisor);
-            }
+          }
+          const float divisor = loop_divisor(g, w);
+          for (std::int64_t c = 0; c < count; ++c) {
+            Element<Storage>::store(dst, out_base + (c0 + c) * out_step, sum[c] / divisor);
           }
         }
       });
@@ -367,69 +371,81 @@ void loops_bwd(const LoopGeometry& g, const std::byte* src, const std::byte* dif
   const std::int64_t in_step = g.channel_step(g.in);
   const std::int64_t out_step = g.channel_step(g.out);
   const auto window = static_cast<double>(g.kernel[0] * g.kernel[1] * g.kernel[2]);
-  parallel_ranges(
-      g.batch * in_plane,
+  parallel_positions(
+      g.batch, in_plane,
       static_cast<double>(g.batch * in_plane * g.channels) *
           (g.mode == PoolMode::max ? window * 2 : 2.0),
-      [&](std::int64_t first, std::int64_t last) {
+      [&](std::int64_t n, std::int64_t position) {
         std::int64_t at[channel_chunk];
         float sum[channel_chunk];
-        for (std::int64_t item = first; item < last; ++item) {
-          const std::int64_t n = item / in_plane;
-          const std::int64_t position = item % in_plane;
-          const std::array<std::int64_t, 3> i{position / (g.in[1] * g.in[2]),
-                                              position / g.in[2] % g.in[1], position % g.in[2]};
-          // The outputs whose windows hold i, per dim: o in [lo, hi] whose window starts a
-          // multiple of the dilation before i (the others are skipped below).
-          std::array<std::int64_t, 3> lo{}, hi{};
-          for (std::size_t k = 0; k < 3; ++k) {
-            const std::int64_t shifted = i[k] + g.pad_before[k];
-            lo[k] = shifted < g.extent[k] ? 0 : (shifted - g.extent[k]) / g.stride[k] + 1;
-            hi[k] = std::min(g.out[k] - 1, shifted / g.stride[k]);
-          }
-          // Whether output o's window along dim k holds i.
-          const auto holds = [&](std::size_t k, std::int64_t o) {
-            return (i[k] + g.pad_before[k] - o * g.stride[k]) % g.dilation[k] == 0;
-          };
-          const std::int64_t in_base = g.base(g.in, n, position);
-          for (std::int64_t c0 = 0; c0 < g.channels; c0 += channel_chunk) {
-            const std::int64_t count = std::min(channel_chunk, g.channels - c0);
-            for (std::int64_t c = 0; c < count; ++c) sum[c] = 0.0f;
-            for (std::int64_t od = lo[0]; od <= hi[0]; ++od) {
-              if (!holds(0, od)) continue;
-              for (std::int64_t oh = lo[1]; oh <= hi[1]; ++oh) {
-                if (!holds(1, oh)) continue;
-                for (std::int64_t ow = lo[2]; ow <= hi[2]; ++ow) {
-                  if (!holds(2, ow)) continue;
-                  const std::array<LoopSpan, 3> w{loop_window(g, 0, od), loop_window(g, 1, oh),
-                                                  loop_window(g, 2, ow)};
-                  const std::int64_t grad_c0 =
-                      g.base(g.out, n, (od * g.out[1] + oh) * g.out[2] + ow) + c0 * out_step;
-                  if (g.mode != PoolMode::max) {
-                    const float divisor = loop_divisor(g, w);
-                    for (std::int64_t c = 0; c < count; ++c) {
-                      sum[c] += Element<Storage>::load(diff_dst, grad_c0 + c * out_step) / divisor;
-                    }
-                    continue;
-                  }
-                  const std::int64_t local = ((i[0] - w[0].start) / w[0].step * g.kernel[1] +
-                                              (i[1] - w[1].start) / w[1].step) *
-                                                 g.kernel[2] +
-                                             (i[2] - w[2].start) / w[2].step;
-                  loop_argmax<Storage>(g, src, n, c0, count, w, at);
+        const std::array<std::int64_t, 3> i{position / (g.in[1] * g.in[2]),
+                                            position / g.in[2] % g.in[1], position % g.in[2]};
+        // The outputs whose windows hold i, per dim: o in [lo, hi] whose window starts a
+        // multiple of the dilation before i (the others are skipped below).
+        std::array<std::int64_t, 3> lo{}, hi{};
+        for (std::size_t k = 0; k < 3; ++k) {
+          const std::int64_t shifted = i[k] + g.pad_before[k];
+          lo[k] = shifted < g.extent[k] ? 0 : (shifted - g.extent[k]) / g.stride[k] + 1;
+          hi[k] = std::min(g.out[k] - 1, shifted / g.stride[k]);
+        }
+        // Whether output o's window along dim k holds i.
+        const auto holds = [&](std::size_t k, std::int64_t o) {
+          return (i[k] + g.pad_before[k] - o * g.stride[k]) % g.dilation[k] == 0;
+        };
+        const std::int64_t in_base = g.base(g.in, n, position);
+        for (std::int64_t c0 = 0; c0 < g.channels; c0 += channel_chunk) {
+          const std::int64_t count = std::min(channel_chunk, g.channels - c0);
+          for (std::int64_t c = 0; c < count; ++c) sum[c] = 0.0f;
+          for (std::int64_t od = lo[0]; od <= hi[0]; ++od) {
+            if (!holds(0, od)) continue;
+            for (std::int64_t oh = lo[1]; oh <= hi[1]; ++oh) {
+              if (!holds(1, oh)) continue;
+              for (std::int64_t ow = lo[2]; ow <= hi[2]; ++ow) {
+                if (!holds(2, ow)) continue;
+                const std::array<LoopSpan, 3> w{loop_window(g, 0, od), loop_window(g, 1, oh),
+                                                loop_window(g, 2, ow)};
+                const std::int64_t grad_c0 =
+                    g.base(g.out, n, (od * g.out[1] + oh) * g.out[2] + ow) + c0 * out_step;
+                if (g.mode != PoolMode::max) {
+                  const float divisor = loop_divisor(g, w);
                   for (std::int64_t c = 0; c < count; ++c) {
-                    if (at[c] != local) continue;
-                    sum[c] += Element<Storage>::load(diff_dst, grad_c0 + c * out_step);
+                    sum[c] += Element<Storage>::load(diff_dst, grad_c0 + c * out_step) / divisor;
                   }
+                  continue;
+                }
+                const std::int64_t local = ((i[0] - w[0].start) / w[0].step * g.kernel[1] +
+                                            (i[1] - w[1].start) / w[1].step) *
+                                               g.kernel[2] +
+                                           (i[2] - w[2].start) / w[2].step;
+                loop_argmax<Storage>(g, src, n, c0, count, w, at);
+                for (std::int64_t c = 0; c < count; ++c) {
+                  if (at[c] != local) continue;
+                  sum[c] += Element<Storage>::load(diff_dst, grad_c0 + c * out_step);
                 }
               }
             }
-            for (std::int64_t c = 0; c < count; ++c) {
-              Element<Storage>::store(diff_src, in_base + (c0 + c) * in_step, sum[c]);
-            }
+          }
+          for (std::int64_t c = 0; c < count; ++c) {
+            Element<Storage>::store(diff_src, in_base + (c0 + c) * in_step, sum[c]);
           }
         }
       });
+}
+
+// The tensors of a call without indices, dense in the desc's dtype and layout: src, then dst
+// (fwd) or diff_dst and diff_src (bwd_data).
+void check_src_dst_args(const PoolDesc& desc, Direction direction, const detail::PoolArgs& args,
+                        const ErrorContext& context) {
+  const auto check = [&](const Tensor* tensor, const char* role, const Dims& dims) {
+    check_dense(tensor, role, dims, desc.dtype, desc.layout, context);
+  };
+  check(args.src, "src", desc.src_dims());
+  if (direction == Direction::fwd) {
+    check(args.dst, "dst", desc.dst_dims());
+  } else {
+    check(args.diff_dst, "diff_dst", desc.dst_dims());
+    check(args.diff_src, "diff_src", desc.src_dims());
+  }
 }
 
 class KernelPlan final : public LayerPlan<detail::PoolArgs> {
@@ -441,13 +457,7 @@ class KernelPlan final : public LayerPlan<detail::PoolArgs> {
         geometry_(desc) {}
 
   void execute(const detail::PoolArgs& args, detail::Workspace /*workspace*/) override {
-    check(args.src, "src", desc_.src_dims());
-    if (direction_ == Direction::fwd) {
-      check(args.dst, "dst", desc_.dst_dims());
-    } else {
-      check(args.diff_dst, "diff_dst", desc_.dst_dims());
-      check(args.diff_src, "diff_src", desc_.src_dims());
-    }
+    check_src_dst_args(desc_, direction_, args, context_);
     switch (desc_.dtype) {
       case DType::f32: return run<DType::f32>(args);
       case DType::f16: return run<DType::f16>(args);
@@ -468,10 +478,6 @@ class KernelPlan final : public LayerPlan<detail::PoolArgs> {
     }
     loops_bwd<Storage>(geometry_, src, static_cast<const std::byte*>(args.diff_dst->data()),
                        static_cast<std::byte*>(args.diff_src->data()));
-  }
-
-  void check(const Tensor* tensor, const char* role, const Dims& dims) const {
-    check_dense(tensor, role, dims, desc_.dtype, desc_.layout, context_);
   }
 
   PoolDesc desc_;
@@ -915,11 +921,9 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const PoolDes
 
   // ref:any, last in oneDNN's list, stays last, after dnnx's loops (Note [cpu pool loops]);
   // supported candidates before unsupported ones.
-  std::stable_partition(list.begin(), list.end(),
-                        [](const Candidate& c) { return !c.info.naive; });
-  const auto ref = std::find_if(list.begin(), list.end(), [](const Candidate& c) {
-    return c.info.naive;
-  });
+  std::stable_partition(list.begin(), list.end(), [](const Candidate& c) { return !c.info.naive; });
+  const auto ref =
+      std::find_if(list.begin(), list.end(), [](const Candidate& c) { return c.info.naive; });
   Candidate loops;
   loops.info = kernel_info();
   if (desc.indices) {
@@ -986,13 +990,7 @@ class Plan final : public LayerPlan<detail::PoolArgs> {
   }
 
   void execute(const detail::PoolArgs& args, detail::Workspace workspace) override {
-    check_tensor(args.src, "src", desc_.src_dims());
-    if (direction_ == Direction::fwd) {
-      check_tensor(args.dst, "dst", desc_.dst_dims());
-    } else {
-      check_tensor(args.diff_dst, "diff_dst", desc_.dst_dims());
-      check_tensor(args.diff_src, "diff_src", desc_.src_dims());
-    }
+    check_src_dst_args(desc_, direction_, args, context_);
     check_workspace(workspace);
     auto* base = static_cast<std::byte*>(workspace.data);
 
@@ -1017,10 +1015,6 @@ class Plan final : public LayerPlan<detail::PoolArgs> {
  private:
   void add_step(const dnnl::primitive_desc& pd, std::vector<dnnl_exec_arg_t> args) {
     steps_.push_back(make_step(pd, std::move(args), runtime_->engine));
-  }
-
-  void check_tensor(const Tensor* tensor, const char* role, const Dims& dims) const {
-    check_dense(tensor, role, dims, desc_.dtype, desc_.layout, context_);
   }
 
   std::shared_ptr<Runtime> runtime_;
@@ -1055,7 +1049,8 @@ class OneDnnPool final : public LayerBackend<PoolDesc, detail::PoolArgs, Candida
 
 }  // namespace
 
-std::unique_ptr<detail::OpBackendOf<OpKind::pool>> make_pool_backend(std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
+std::unique_ptr<detail::OpBackendOf<OpKind::pool>> make_pool_backend(
+    std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
   return std::make_unique<OneDnnPool>(std::move(runtime));
 }
 

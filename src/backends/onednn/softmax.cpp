@@ -299,11 +299,8 @@ Kernels kernels_of(DType dtype) {
 }
 
 AlgoInfo kernel_info(const SoftmaxDesc& desc) {
-  AlgoInfo info;
-  info.id = kernel_id;
-  info.name = "dnnx C++ SIMD (max-subtracted; rows, or columns on nchw)";
-  info.supported = true;
-  info.deterministic = true;
+  AlgoInfo info =
+      kernel_info_of(kernel_id, "dnnx C++ SIMD (max-subtracted; rows, or columns on nchw)");
   info.workspace_bytes = 0;
   info.notes = {"kernel", desc.log ? "log" : "accurate"};
   info.families = {"small"};
@@ -441,11 +438,10 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const Softmax
   Candidate kernel;
   kernel.kernel = true;
   kernel.info = kernel_info(desc);
-  const auto before =
-      kernel_first(desc)
-          ? candidates.begin()
-          : std::find_if(candidates.begin(), candidates.end(),
-                         [](const Candidate& c) { return c.info.naive; });
+  const auto before = kernel_first(desc)
+                          ? candidates.begin()
+                          : std::find_if(candidates.begin(), candidates.end(),
+                                         [](const Candidate& c) { return c.info.naive; });
   candidates.insert(before, std::move(kernel));
   if (none) {
     Candidate unavailable;
@@ -652,7 +648,8 @@ class OneDnnSoftmax final : public LayerBackend<SoftmaxDesc, detail::SoftmaxArgs
 
 }  // namespace
 
-std::unique_ptr<detail::OpBackendOf<OpKind::softmax>> make_softmax_backend(std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
+std::unique_ptr<detail::OpBackendOf<OpKind::softmax>> make_softmax_backend(
+    std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
   return std::make_unique<OneDnnSoftmax>(std::move(runtime));
 }
 
