@@ -22,10 +22,7 @@ using detail::ConvArgs;
 
 // ---- argument validation ------------------------------------------------------------------------
 
-void check_tensor(const Context& context, const ConvDesc& desc, const char* role,
-                  const Tensor& tensor, const Dims& expected) {
-  detail::check_operand(context, role, tensor, expected, desc.dtype, desc.layout);
-}
+using detail::check_tensor;
 
 void check_no_alias(const char* out_role, const Tensor& out, const char* in_role,
                     const Tensor& in) {

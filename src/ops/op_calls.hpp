@@ -47,6 +47,13 @@ inline void check_device(const Context& context, const char* role, const Tensor&
                  " but the context runs on ", to_string(context.device()));
 }
 
+/// check_operand against the desc's dtype and layout.
+template <typename Desc>
+void check_tensor(const Context& context, const Desc& desc, const char* role, const Tensor& tensor,
+                  const Dims& expected) {
+  check_operand(context, role, tensor, expected, desc.dtype, desc.layout);
+}
+
 /// A bias (or its gradient): the desc's dtype, one value per output channel, contiguous.
 inline void check_bias(const Context& context, const char* role, const Tensor& bias,
                        const Dims& expected, DType dtype) {
