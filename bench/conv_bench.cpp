@@ -53,6 +53,7 @@ std::shared_ptr<const dnnx::Choice> call(dnnx::Context& context, const Case& c, 
       return dnnx::conv_bwd_data(context, c.desc, t.dst, t.weights, t.src);
     case dnnx::Direction::bwd_weights:
       return dnnx::conv_bwd_weights(context, c.desc, t.src, t.dst, t.weights);
+    case dnnx::Direction::fwd_training: break;  // not a convolution direction
   }
   return nullptr;
 }

@@ -178,8 +178,11 @@ class PlanCache {
 /// returns the candidates' infos and plan(id) finds the candidate, rejects an id that is not one
 /// (InvalidArgument listing the valid ids) or an unsupported one (Unsupported with its reason), and
 /// builds its plan once (PlanCache). Errors carry op_context(backend, ...). Thread-safe.
-template <typename Desc, typename Args, typename Candidate>
-class ListedOpBackend : public OpBackend<Desc, Args> {
+/// `Interface` is the op's backend interface when it is more than OpBackend<Desc, Args>
+/// (convolution's ConvBackend, whose bias calls the subclass gives).
+template <typename Desc, typename Args, typename Candidate,
+          typename Interface = OpBackend<Desc, Args>>
+class ListedOpBackend : public Interface {
  public:
   explicit ListedOpBackend(BackendKind backend) : backend_(backend) {}
 

@@ -428,6 +428,16 @@ dnnx_cli_test(bad.env_policy_fixed_unknown_id CODE 2 ONE_LINE_ERROR
               ENV DNNX_CONV_BWD_DATA_ALGO=fixed:nope DNNX_CACHE=off
               ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
                    --direction bwd_data --backend reference)
+dnnx_cli_test(bad.env_algo_policy_fixed_unknown_id CODE 2 ONE_LINE_ERROR
+              STDERR "DNNX_ALGO_CONV_BWD_WEIGHTS 'fixed:nope': no bwd_weights candidate .*valid ids: "
+              ENV DNNX_ALGO_CONV_BWD_WEIGHTS=fixed:nope DNNX_CACHE=off
+              ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
+                   --direction bwd_weights --backend reference)
+# Both spellings of one policy, set to different values: exit 2 naming both.
+dnnx_cli_test(bad.env_policy_two_spellings CODE 2 ONE_LINE_ERROR
+              STDERR "DNNX_ALGO_POOL_BWD='exhaustive' and DNNX_POOL_BWD_ALGO='heuristic'"
+              ENV DNNX_ALGO_POOL_BWD=exhaustive DNNX_POOL_BWD_ALGO=heuristic DNNX_CACHE=off
+              ARGS profile pool --input 1x1x4x4 --kernel 2 --backend reference --direction bwd)
 # Model files: regular files of at most 1 MiB only (/dev/zero never ends).
 dnnx_cli_usage_error(bad.model_missing "--model 'vgg': no such file; expected a built-in model \\(resnet50\\)"
                      tune --model vgg)

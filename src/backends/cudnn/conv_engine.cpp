@@ -279,6 +279,7 @@ class EnginePlan final : public detail::ConvPlan {
       case Direction::bwd_weights:  // x = src, w = diff_weights, y = diff_dst
         pointers = {const_cast<void*>(t.first), t.output, const_cast<void*>(t.second)};
         break;
+      case Direction::fwd_training: break;  // not a convolution direction
     }
     for (void* pointer : pointers) {
       if (reinterpret_cast<std::uintptr_t>(pointer) % tensor_alignment != 0) {

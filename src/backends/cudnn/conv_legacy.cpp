@@ -291,6 +291,7 @@ class LegacyPlan final : public detail::ConvPlan {
                              workspace.data, workspace.bytes, &beta, d.weights.get(), t.output),
                          context_, "running the convolution");
         break;
+      case Direction::fwd_training: break;  // not a convolution direction
     }
   }
 

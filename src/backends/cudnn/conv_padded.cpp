@@ -177,6 +177,7 @@ class PaddedPlan final : public detail::ConvPlan {
       case Direction::bwd_weights:
         inner.src = &x.view, inner.diff_dst = &y.view, inner.diff_weights = &w.view;
         break;
+      case Direction::fwd_training: break;  // not a convolution direction
     }
     inner_->execute(inner, {base, inner_->algo().workspace_bytes});
     if (order[2]->padded)

@@ -19,7 +19,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -178,6 +177,7 @@ class Plan final : public detail::ConvPlan {
       case Direction::fwd: return {args.src, args.weights, args.dst};
       case Direction::bwd_data: return {args.diff_dst, args.weights, args.diff_src};
       case Direction::bwd_weights: return {args.src, args.diff_dst, args.diff_weights};
+      case Direction::fwd_training: break;  // not a convolution direction
     }
     return {};
   }
@@ -205,43 +205,12 @@ class Plan final : public detail::ConvPlan {
   std::vector<PlanStep> steps_;
 };
 
-class OneDnnConv final : public detail::ConvBackend {
+// Candidate lists and plans are ListedOpBackend's (kept per (desc, direction) and per id).
+class OneDnnConv final
+    : public detail::ListedOpBackend<ConvDesc, detail::ConvArgs, Candidate, detail::ConvBackend> {
  public:
   explicit OneDnnConv(std::shared_ptr<Runtime> runtime)
-      : runtime_(std::move(runtime)), bias_(runtime_) {}
-
-  std::vector<AlgoInfo> list(const ConvDesc& desc, Direction direction) override {
-    desc.validate();
-    std::lock_guard lock(mutex_);
-    const CandidateList& candidates = candidates_locked(desc, direction);
-    std::vector<AlgoInfo> infos;
-    infos.reserve(candidates.candidates.size());
-    for (const Candidate& candidate : candidates.candidates) infos.push_back(candidate.info);
-    return infos;
-  }
-
-  std::shared_ptr<detail::ConvPlan> plan(const ConvDesc& desc, Direction direction,
-                                         const std::string& id) override {
-    detail::ConvPlanKey key{desc, direction, id};
-    std::lock_guard lock(mutex_);
-    if (auto found = plans_.find(key); found != plans_.end()) return found->second;
-    desc.validate();
-    const CandidateList& candidates = candidates_locked(desc, direction);
-    const Candidate* candidate = candidates.find(id);
-    if (candidate == nullptr) {
-      detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat("algorithm id '", id, "' is not a cpu candidate for this conv ",
-                                to_string(direction), "; valid ids: ", candidates.ids()),
-                    context_of(desc, direction, id));
-    }
-    if (!candidate->info.supported) {
-      detail::raise(ErrorKind::Unsupported, candidate->info.reason,
-                    context_of(desc, direction, id));
-    }
-    auto plan = std::make_shared<Plan>(runtime_, desc, direction, *candidate);
-    plans_.emplace(std::move(key), plan);
-    return plan;
-  }
+      : ListedOpBackend(BackendKind::cpu), runtime_(std::move(runtime)), bias_(runtime_) {}
 
   void bias_fwd(const ConvDesc& desc, const Tensor& bias, Tensor& dst) override {
     bias_.fwd(desc, bias, dst);
@@ -252,22 +221,15 @@ class OneDnnConv final : public detail::ConvBackend {
   }
 
  private:
-  const CandidateList& candidates_locked(const ConvDesc& desc, Direction direction) {
-    detail::ConvKey key{desc, direction};
-    auto found = lists_.find(key);
-    if (found == lists_.end()) {
-      found =
-          lists_
-              .emplace(key, list_conv_candidates(runtime_->engine, desc, direction, runtime_->isa))
-              .first;
-    }
-    return found->second;
+  std::vector<Candidate> enumerate(const ConvDesc& desc, Direction direction) override {
+    return list_conv_candidates(runtime_->engine, desc, direction, runtime_->isa).candidates;
+  }
+  std::shared_ptr<detail::ConvPlan> build(const ConvDesc& desc, Direction direction,
+                                          const Candidate& candidate) override {
+    return std::make_shared<Plan>(runtime_, desc, direction, candidate);
   }
 
   std::shared_ptr<Runtime> runtime_;
-  std::mutex mutex_;  // guards lists_ and plans_
-  std::unordered_map<detail::ConvKey, CandidateList, detail::ConvKeyHash> lists_;
-  std::unordered_map<detail::ConvPlanKey, std::shared_ptr<Plan>, detail::ConvKeyHash> plans_;
   ConvBias bias_;
 };
 

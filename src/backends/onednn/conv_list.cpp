@@ -415,19 +415,6 @@ const memory::desc& user_md(const ConvGeometry& geometry, const Role& role) {
   return geometry.src;
 }
 
-const Candidate* CandidateList::find(const std::string& id) const {
-  for (const Candidate& candidate : candidates)
-    if (candidate.info.id == id) return &candidate;
-  return nullptr;
-}
-
-std::string CandidateList::ids() const {
-  std::vector<std::string> names;
-  names.reserve(candidates.size());
-  for (const Candidate& candidate : candidates) names.push_back(candidate.info.id);
-  return detail::join(names, ", ");
-}
-
 void run_plan_steps(std::vector<PlanStep>& steps, dnnl_stream_t stream, std::byte* workspace,
                     std::span<void* const> tensors, const ErrorContext& context) {
   for (PlanStep& step : steps) {

@@ -176,10 +176,6 @@ void run_plan_steps(std::vector<PlanStep>& steps, dnnl_stream_t stream, std::byt
 /// Every candidate of one (desc, direction), in priority order.
 struct CandidateList {
   std::vector<Candidate> candidates;
-  /// The candidate with `id`, or null.
-  const Candidate* find(const std::string& id) const;
-  /// "id1, id2, ..." for error messages.
-  std::string ids() const;
 };
 
 /// Enumerates the candidates (creates primitive descriptors, compiles nothing). Throws only for

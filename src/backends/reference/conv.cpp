@@ -419,6 +419,7 @@ class DirectPlan final : public detail::ConvPlan {
             *args.diff_weights);
         return;
       }
+      case Direction::fwd_training: break;  // not a convolution direction
     }
     DNNX_ASSERT(false, "unknown direction ", static_cast<int>(direction_));
   }
