@@ -125,7 +125,7 @@ struct Scratch {
 };
 
 // The op's traits for Note [op dispatch].
-struct ActivationOp : detail::OpTraits<ActivationDesc, ActivationArgs, OpKind::activation> {
+struct ActivationOp : detail::OpTraits<OpKind::activation> {
   static void check(const Context& context, const Desc& desc, Direction direction,
                     const Args& args) {
     if (direction == Direction::fwd) return check_fwd(context, desc, args);

@@ -58,7 +58,7 @@ struct Scratch {
 };
 
 // The op's traits for Note [op dispatch].
-struct AddOp : detail::OpTraits<AddDesc, AddArgs, OpKind::add> {
+struct AddOp : detail::OpTraits<OpKind::add> {
   static constexpr auto& check = check_args;
   using Scratch = dnnx::Scratch;
   static Scratch scratch(const Context& context, const AddDesc& desc, Direction) {

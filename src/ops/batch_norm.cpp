@@ -252,7 +252,7 @@ struct Scratch {
   }
 };
 
-struct BatchNormOp : detail::OpTraits<BatchNormDesc, BatchNormArgs, OpKind::batch_norm> {
+struct BatchNormOp : detail::OpTraits<OpKind::batch_norm> {
   static void check(const Context& context, const Desc& desc, Direction direction,
                     const Args& args) {
     if (direction == Direction::fwd) return check_fwd(context, desc, args);

@@ -71,7 +71,7 @@ struct Scratch {
 };
 
 // The op's traits for Note [op dispatch].
-struct ConvOp : detail::OpTraits<ConvDesc, ConvArgs, OpKind::conv> {
+struct ConvOp : detail::OpTraits<OpKind::conv> {
   static constexpr auto& check = check_args;
   using Scratch = dnnx::Scratch;
   static Scratch scratch(const Context& context, const ConvDesc& desc, Direction) {

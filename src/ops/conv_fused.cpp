@@ -76,7 +76,7 @@ struct Scratch {
 };
 
 // The op's traits for Note [op dispatch].
-struct ConvFusedOp : detail::OpTraits<ConvFusedDesc, ConvFusedArgs, OpKind::conv_fused> {
+struct ConvFusedOp : detail::OpTraits<OpKind::conv_fused> {
   static constexpr auto& check = check_args;
   using Scratch = dnnx::Scratch;
   static Scratch scratch(const Context& context, const ConvFusedDesc& desc, Direction direction) {

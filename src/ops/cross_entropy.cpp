@@ -67,7 +67,7 @@ void check_inputs(const Context& context, const CrossEntropyDesc& desc,
 }
 
 struct CrossEntropyOp
-    : detail::OpTraits<CrossEntropyDesc, CrossEntropyArgs, OpKind::cross_entropy> {
+    : detail::OpTraits<OpKind::cross_entropy> {
   static void check(const Context& context, const Desc& desc, Direction direction,
                     const Args& args) {
     check_inputs(context, desc, args);

@@ -87,11 +87,8 @@ bool recoverable(const Error& error) {
 
 ErrorContext op_error_context(const Context& context, OpKind op, Direction direction,
                               std::string repro) {
-  return {cat(to_string(op), " ", to_string(direction)),
-          std::move(repro),
-          std::string(to_string(context.backend())),
-          {},
-          {}};
+  return layer_context(to_string(context.backend()), to_string(op), direction, std::move(repro),
+                       {});
 }
 
 tune::Request make_request(Context& context, ContextState& state, OpKind op, Direction direction,

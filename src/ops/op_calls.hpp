@@ -15,10 +15,10 @@ namespace dnnx::detail {
 
 /// The types and kind of an op's traits for Note [op dispatch]; the traits add `check`,
 /// `Scratch` and `scratch` (and the optional members dispatch.hpp names).
-template <typename DescType, typename ArgsType, OpKind op_kind>
+template <OpKind op_kind>
 struct OpTraits {
-  using Desc = DescType;
-  using Args = ArgsType;
+  using Desc = typename OpTypes<op_kind>::Desc;  // from the op table
+  using Args = typename OpTypes<op_kind>::Args;
   static constexpr OpKind kind = op_kind;
 };
 

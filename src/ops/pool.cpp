@@ -158,7 +158,7 @@ Tensor random_indices(const Context& context, const PoolDesc& desc) {
 }
 
 // The op's traits for Note [op dispatch].
-struct PoolOp : detail::OpTraits<PoolDesc, PoolArgs, OpKind::pool> {
+struct PoolOp : detail::OpTraits<OpKind::pool> {
   static constexpr auto& check = check_args;
   using Scratch = dnnx::Scratch;
   static Scratch scratch(const Context& context, const PoolDesc& desc, Direction direction) {

@@ -24,7 +24,7 @@ void check_tensor(const Context& context, const SoftmaxDesc& desc, const char* r
   detail::check_operand(context, role, *tensor, desc.dims, desc.dtype, desc.layout);
 }
 
-struct SoftmaxOp : detail::OpTraits<SoftmaxDesc, SoftmaxArgs, OpKind::softmax> {
+struct SoftmaxOp : detail::OpTraits<OpKind::softmax> {
   static void check(const Context& context, const Desc& desc, Direction direction,
                     const Args& args) {
     if (direction == Direction::fwd) {
