@@ -25,7 +25,8 @@ std::string_view to_string(BackendKind kind);
 /// Parses the names above; throws InvalidArgument listing them.
 BackendKind parse_backend(std::string_view text);
 
-/// The default dtype of tensors a context creates (nnabla's type_config).
+/// The default dtype of the tensors and descs a context creates (nnabla's type_config):
+/// Context::empty and Context::desc.
 enum class TypeConfig : std::uint8_t {
   float32,   ///< "float"
   half,      ///< "half"
@@ -79,6 +80,23 @@ class Context {
   Device device() const;
   /// Allocator for tensors on device().
   Allocator& allocator() const;
+
+  /// A dense tensor of dtype() on device() (contents uninitialised), as Tensor::empty.
+  Tensor empty(const Dims& dims, Layout layout = Layout::channels_first) const;
+  /// An op's desc with every field at its default but the dtype, which is dtype(): with the type
+  /// config the one place a network's precision is set (nnabla's type_config), a network built
+  /// from `context.desc<ConvDesc>()`, `context.desc<PoolDesc>()`, ... switches to f16 by
+  /// constructing its context with TypeConfig::half (or DNNX_TYPE=half under from_env()). A
+  /// ConvFusedDesc gets it in its convolution.
+  template <typename Desc>
+  Desc desc() const {
+    Desc made{};
+    if constexpr (requires { made.conv.dtype; })
+      made.conv.dtype = dtype();
+    else
+      made.dtype = dtype();
+    return made;
+  }
 
   /// Selection options; modify freely.
   TuneOptions& tune() { return tune_; }

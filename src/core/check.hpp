@@ -99,7 +99,7 @@ inline void check_workspace_bytes(std::size_t bytes, const void* data, std::size
 
 // Note [shapes of an unvalidated desc]
 // A desc is plain data that a caller may fill in wrongly and never validate. Its shape accessors
-// (ConvDesc::dst_dims(), output_size(), SoftmaxDesc::axis_size(), ...) must not then return
+// (ConvDesc::dst_dims(), output_size(), PoolDesc::dst_dims(), ...) must not then return
 // negative or wrapped sizes, nor divide by zero: each checks the fields it computes from, and when
 // one is out of range it runs validate(), which throws InvalidArgument naming the first bad field
 // and its value. A valid desc pays only those range checks, not a full validation per call.

@@ -33,7 +33,7 @@ DNNX_OP_TABLE(DNNX_DECLARE_DESC)
 
 namespace dnnx::detail {
 
-/// The op whose desc is `Desc`, from the op table: OpOf<SoftmaxDesc>::kind is OpKind::softmax.
+/// The op whose desc is `Desc`, from the op table: OpOf<PoolDesc>::kind is OpKind::pool.
 template <typename Desc>
 struct OpOf;
 #define DNNX_OP_OF(kind_, Type, ...)                  \

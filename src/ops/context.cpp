@@ -211,6 +211,10 @@ Device Context::device() const {
 
 Allocator& Context::allocator() const { return state_->backend().allocator(); }
 
+Tensor Context::empty(const Dims& dims, Layout layout) const {
+  return Tensor::empty(dims, dtype(), layout, allocator());
+}
+
 Context Context::with_stream(void* stream) const {
   DNNX_CHECK_ARG(stream == nullptr || backend_ == BackendKind::cudnn,
                  "with_stream: a CUDA stream was given for a context on the ", to_string(backend_),

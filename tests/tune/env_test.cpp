@@ -291,6 +291,37 @@ TEST(ContextFromEnv, DefaultsToAutomatic) {
   EXPECT_EQ(context.tune(), TuneOptions{});
 }
 
+// DNNX_TYPE reaches the descs and tensors a context makes, and an op built from them runs in
+// that dtype.
+TEST(ContextFromEnv, TypeConfigSetsTheDtypeOfDescsAndTensors) {
+  ScopedEnv env({{"DNNX_BACKEND", "reference"}, {"DNNX_TYPE", "bf16"}});
+  Context context = Context::from_env();
+  auto desc = context.desc<dnnx::SoftmaxDesc>();
+  EXPECT_EQ(desc.dtype, dnnx::DType::bf16);
+  EXPECT_EQ(desc, (dnnx::SoftmaxDesc{.dtype = dnnx::DType::bf16}));
+  EXPECT_EQ(context.desc<dnnx::ConvDesc>().dtype, dnnx::DType::bf16);
+  EXPECT_EQ(context.desc<dnnx::ConvFusedDesc>().conv.dtype, dnnx::DType::bf16);
+  EXPECT_EQ(context.desc<dnnx::PoolDesc>().dtype, dnnx::DType::bf16);
+  EXPECT_EQ(context.desc<dnnx::BatchNormDesc>().dtype, dnnx::DType::bf16);
+
+  desc.dims = dnnx::Dims{2, 3};
+  dnnx::Tensor src = context.empty(desc.dims);
+  EXPECT_EQ(src.dtype(), dnnx::DType::bf16);
+  EXPECT_EQ(src.device(), context.device());
+  EXPECT_TRUE(src.is_dense(dnnx::Layout::channels_first));
+  EXPECT_TRUE(context.empty(dnnx::Dims{2, 3, 4, 5}, dnnx::Layout::channels_last)
+                  .is_dense(dnnx::Layout::channels_last));
+  src.copy_from_f32(std::vector<float>{0, 1, 2, 3, 3, 3});
+  dnnx::Tensor dst = context.empty(desc.dims);
+  dnnx::softmax_fwd(context, desc, src, dst);
+  const std::vector<float> values = dst.to_f32();
+  EXPECT_NEAR(values[0] + values[1] + values[2], 1.0f, 1e-2f);
+  EXPECT_NEAR(values[3], 1.0f / 3.0f, 1e-2f);
+
+  ScopedEnv half({{"DNNX_BACKEND", "reference"}, {"DNNX_TYPE", "half"}});
+  EXPECT_EQ(Context::from_env().desc<dnnx::ActivationDesc>().dtype, dnnx::DType::f16);
+}
+
 TEST(ContextFromEnv, BackendTypeAndDevice) {
   {
     ScopedEnv env({{"DNNX_BACKEND", "reference"}, {"DNNX_TYPE", "half"}, {"DNNX_DEVICE", "0"}});

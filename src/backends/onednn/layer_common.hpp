@@ -138,7 +138,7 @@ void* data_of(const Tensor* tensor, const char* role, const ErrorContext& contex
 void check_dense(const Tensor* tensor, const char* role, const Dims& dims, DType dtype,
                  Layout layout, const ErrorContext& context);
 
-/// check_dense as the conv, softmax and xent plans word it, naming the tensor's device: throws
+/// check_dense as the listed plans word it, naming the tensor's device: throws
 /// InvalidArgument "<role> is <tensor> on <device>; this plan takes a dense <dtype>[<dims>
 /// <layout>] on cpu" (or "<role> is null").
 void check_dense_on_cpu(const Tensor* tensor, const char* role, const Dims& dims, DType dtype,

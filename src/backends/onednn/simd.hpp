@@ -1,5 +1,5 @@
 #pragma once
-// Vectorizable f32 building blocks of the cpu backend's own kernels (its softmax, cross-entropy,
+// Vectorizable f32 building blocks of the cpu backend's own kernels (its normalization, loss,
 // pooling and activation candidates): a branch-free exp, loads and stores of the three storage
 // types, and the (max, sum of exp) of a group laid out as a row or as a column.
 //
@@ -51,7 +51,7 @@ template <typename F>
 
 /// exp(x) for x <= 0 (callers subtract the maximum first), Cephes' expf: range reduction by ln 2
 /// and a degree-6 polynomial, within 2 ulp. Inputs below -87 give about 1.6e-38 instead of a
-/// denormal or zero (a softmax value below 1e-38 either way); inputs above 0 give 1 (they only
+/// denormal or zero (a normalized value below 1e-38 either way); inputs above 0 give 1 (they only
 /// arise from rounding, e.g. x - lse with x the maximum). NaN stays NaN.
 [[gnu::always_inline]] inline float exp_nonpositive(float x) {
   x = x < -87.0f ? -87.0f : x;

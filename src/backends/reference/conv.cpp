@@ -458,34 +458,16 @@ void check_bias_call(const ConvDesc& desc, Direction direction, std::string_view
   for (const BiasTensor& t : tensors) check_tensor(t.tensor, t.role, t.dims, desc.dtype, context);
 }
 
-class DirectConvBackend final : public detail::ConvBackend {
+// The one candidate, reference:direct, runs every valid desc; listing, id checks and the plan
+// cache are DirectBackend's. The bias calls are convolution's own.
+class DirectConvBackend final
+    : public DirectBackend<ConvDesc, detail::ConvArgs, detail::ConvBackend> {
  public:
-  std::vector<AlgoInfo> list(const ConvDesc& desc, Direction /*direction*/) override {
-    AlgoInfo info = direct_info();
-    // The loops run every valid desc; an invalid one is the only thing they cannot run.
-    try {
-      desc.validate();
-    } catch (const Error& error) {
-      info.supported = false;
-      info.reason = error.message();
-    }
-    return {info};
-  }
-
-  // A plan holds nothing but the desc's geometry, so building one costs what a cache lookup
-  // would; every call gets its own.
-  std::shared_ptr<detail::ConvPlan> plan(const ConvDesc& desc, Direction direction,
-                                         const std::string& id) override {
-    if (id != direct_id) {
-      detail::raise(
-          ErrorKind::InvalidArgument,
-          detail::cat("algorithm id '", id,
-                      "' is not a candidate of the reference backend; valid ids: ", direct_id),
-          context_of(desc, direction, to_string(direction), ""));
-    }
-    validate(desc, context_of(desc, direction, to_string(direction), direct_id));
-    return std::make_shared<DirectPlan>(desc, direction);
-  }
+  DirectConvBackend()
+      : DirectBackend([](const ConvDesc&, Direction) { return direct_info(); },
+                      [](const ConvDesc& desc, Direction direction) {
+                        return std::make_shared<DirectPlan>(desc, direction);
+                      }) {}
 
   void bias_fwd(const ConvDesc& desc, const Tensor& bias, Tensor& dst) override {
     check_bias_call(desc, Direction::fwd, "bias_fwd",

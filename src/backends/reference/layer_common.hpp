@@ -37,7 +37,7 @@ const Tensor& host_tensor(const Tensor* tensor, const char* role, const Dims& di
 Tensor& host_tensor(Tensor* tensor, const char* role, const Dims& dims, DType dtype,
                     const ErrorContext& context);
 
-/// The check of softmax.cpp and cross_entropy.cpp, which word it differently from host_tensor:
+/// The check of the ops whose messages name the device, worded differently from host_tensor:
 /// throws InvalidArgument "<role> is missing (null); expected a <dtype> tensor of dims <dims>" or
 /// "<role> is <tensor> on <device>; expected <dtype>[<dims>] on cpu" unless `tensor` is present,
 /// of `dims` and `dtype`, on the cpu.
@@ -55,15 +55,17 @@ struct DirectCandidate {
 
 /// A reference op's backend: the one candidate reference:direct, whose record for (desc,
 /// direction) is `info` (unsupported where the loops cannot run it) and whose plans `make_plan`
-/// builds; listing, id checks and the plan cache are ListedOpBackend's.
-template <typename Desc, typename Args>
-class DirectBackend : public detail::ListedOpBackend<Desc, Args, DirectCandidate> {
+/// builds; listing, id checks and the plan cache are ListedOpBackend's. `Interface` is the op's
+/// backend interface when it is more than OpBackend<Desc, Args> (convolution's ConvBackend, whose
+/// bias calls a subclass gives).
+template <typename Desc, typename Args, typename Interface = detail::OpBackend<Desc, Args>>
+class DirectBackend : public detail::ListedOpBackend<Desc, Args, DirectCandidate, Interface> {
  public:
   using Info = std::function<AlgoInfo(const Desc&, Direction)>;
   using MakePlan = std::function<std::shared_ptr<detail::OpPlan<Args>>(const Desc&, Direction)>;
 
   DirectBackend(Info info, MakePlan make_plan)
-      : detail::ListedOpBackend<Desc, Args, DirectCandidate>(BackendKind::reference),
+      : detail::ListedOpBackend<Desc, Args, DirectCandidate, Interface>(BackendKind::reference),
         info_(std::move(info)),
         make_plan_(std::move(make_plan)) {}
 
