@@ -161,6 +161,14 @@ class PlanCache {
     std::lock_guard lock(mutex_);
     return plans_.emplace(key, std::move(plan)).first->second;
   }
+  /// The plan of (desc, direction, id) if one was built; null otherwise.
+  std::shared_ptr<Plan> find(const Desc& desc, Direction direction, const std::string& id) {
+    const std::string key =
+        desc.key() + " | " + std::to_string(static_cast<int>(direction)) + " | " + id;
+    std::lock_guard lock(mutex_);
+    const auto it = plans_.find(key);
+    return it == plans_.end() ? nullptr : it->second;
+  }
   void clear() {
     std::lock_guard lock(mutex_);
     plans_.clear();
@@ -243,6 +251,27 @@ class ListedOpBackend : public Interface {
   ErrorContext error_context(const Desc& desc, Direction direction, const std::string& id) const {
     return op_context(backend_, desc, direction, id);
   }
+  /// The candidates of (desc, direction), enumerated on first use, for an op backend's own calls
+  /// beside list() and plan() (e.g. building plans ahead of a search). A list never changes once
+  /// made and is kept as long as the backend, so the reference stays valid after the lock is
+  /// released. Not for enumerate(), which runs with the lock held: candidates_locked() there.
+  const std::vector<Candidate>& candidates(const Desc& desc, Direction direction) {
+    std::lock_guard lock(mutex_);
+    return candidates_locked(desc, direction);
+  }
+  /// candidates() for enumerate() alone, which runs with the lock held: the list of one desc may
+  /// take in another's (the cudnn convolution's channel-padded candidates wrap those of the
+  /// padded desc). `desc` must not be the desc being enumerated.
+  const std::vector<Candidate>& candidates_locked(const Desc& desc, Direction direction) {
+    const std::string key = desc.key() + " | " + std::string(to_string(direction));
+    auto found = lists_.find(key);
+    if (found == lists_.end()) found = lists_.emplace(key, enumerate(desc, direction)).first;
+    return found->second;
+  }
+  /// The plan cache plan() serves from: an op backend that builds plans ahead (prepare()) files
+  /// them here, and a plan made of another candidate's plan (a wrapper) finds or builds that one
+  /// here.
+  PlanCache<Desc, Args>& plans() { return plans_; }
 
  private:
   void check_direction(const Desc& desc, Direction direction) const {
@@ -251,13 +280,6 @@ class ListedOpBackend : public Interface {
     } catch (const Error& error) {
       throw error.with_context(op_context(backend_, desc, Direction::fwd));
     }
-  }
-
-  const std::vector<Candidate>& candidates_locked(const Desc& desc, Direction direction) {
-    const std::string key = desc.key() + " | " + std::string(to_string(direction));
-    auto found = lists_.find(key);
-    if (found == lists_.end()) found = lists_.emplace(key, enumerate(desc, direction)).first;
-    return found->second;
   }
 
   BackendKind backend_;

@@ -21,9 +21,9 @@
 #include "core/threads.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
-#include <functional>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -42,23 +42,65 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-struct Candidates {
-  std::vector<AlgoInfo> infos;
+// Note [cudnn conv candidates]
+// A candidate is listed as data: its AlgoInfo and, per kind, what building its plan takes, so a
+// plan is built from the candidate and never from its id:
+//   engine  a graph-API config (ConfigKey: engine index and knobs) on the operation graph of the
+//           desc it was listed for (Note [engine candidates]);
+//   legacy  a cuDNN algorithm of the direction under a math mode (Note [legacy candidates]);
+//   padded  a candidate of the channel-padded desc, wrapped in the padding copies (Note [channel
+//           padding]).
+// An id names the same config for every desc (Note [engine candidates]), so the backend also
+// keeps, per direction, the candidate of every supported id it has listed: a search's probes run
+// a candidate listed for one desc on a smaller slice of it (Note [probing slow candidates]) from
+// that record, built on the slice's own operation graph, without listing the slice.
+struct Candidate {
+  enum class Kind { engine, legacy, padded };
+  AlgoInfo info;
+  Kind kind = Kind::engine;
+  /// Runs on tensor cores (Note [channel padding] wraps only such candidates).
+  bool tensor_cores = false;
+  // engine: the config, and the operation graph of the listed desc (null when cuDNN's graph API
+  // rejects that desc; every engine candidate is unsupported then).
+  ConfigKey config;
   std::shared_ptr<OperationGraph> graph;
-
-  const AlgoInfo* find(const std::string& id) const {
-    auto it = std::find_if(infos.begin(), infos.end(),
-                           [&](const AlgoInfo& info) { return info.id == id; });
-    return it == infos.end() ? nullptr : &*it;
-  }
-  std::string supported_ids() const {
-    std::vector<std::string> ids;
-    for (const AlgoInfo& info : infos) {
-      if (info.supported) ids.push_back(info.id);
-    }
-    return ids.empty() ? std::string("(none)") : detail::join(ids, ", ");
-  }
+  // legacy
+  LegacyConfig legacy;
+  // padded: the desc with its channels rounded up, and the candidate of it that this one wraps.
+  ConvDesc padded;
+  std::shared_ptr<const Candidate> inner;
 };
+
+Candidate engine_candidate(EngineCandidate engine, std::shared_ptr<OperationGraph> graph) {
+  Candidate candidate;
+  candidate.info = std::move(engine.info);
+  candidate.kind = Candidate::Kind::engine;
+  candidate.tensor_cores = engine.tensor_cores;
+  candidate.config = std::move(engine.config);
+  candidate.graph = std::move(graph);
+  return candidate;
+}
+
+Candidate legacy_candidate(LegacyCandidate legacy) {
+  Candidate candidate;
+  candidate.info = std::move(legacy.info);
+  candidate.kind = Candidate::Kind::legacy;
+  candidate.tensor_cores = legacy.tensor_cores;
+  candidate.legacy = legacy.config;
+  return candidate;
+}
+
+Candidate padded_candidate(const ConvDesc& desc, const ConvDesc& padded, const Candidate& inner) {
+  Candidate candidate;
+  candidate.info = padded_info(desc, padded, inner.info);
+  candidate.kind = Candidate::Kind::padded;
+  candidate.tensor_cores = inner.tensor_cores;
+  candidate.padded = padded;
+  candidate.inner = std::make_shared<const Candidate>(inner);
+  return candidate;
+}
+
+bool is_supported(const Candidate& candidate) { return candidate.info.supported; }
 
 // Bias tensors and the conv's output, described for cudnnAddTensor / cudnnConvolutionBackwardBias.
 struct BiasDescriptors {
@@ -73,21 +115,11 @@ BiasDescriptors bias_descriptors(const ConvDesc& desc, const ErrorContext& conte
   return d;
 }
 
-class CudnnConv final : public detail::ConvBackend {
+class CudnnConv final
+    : public detail::ListedOpBackend<ConvDesc, detail::ConvArgs, Candidate, detail::ConvBackend> {
  public:
-  explicit CudnnConv(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
-
-  std::vector<AlgoInfo> list(const ConvDesc& desc, Direction direction) override {
-    desc.validate();
-    std::lock_guard lock(mutex_);
-    return candidates_locked(desc, direction).infos;
-  }
-
-  std::shared_ptr<detail::ConvPlan> plan(const ConvDesc& desc, Direction direction,
-                                         const std::string& id) override {
-    std::lock_guard lock(mutex_);
-    return plan_locked(desc, direction, id);
-  }
+  explicit CudnnConv(std::shared_ptr<Runtime> runtime)
+      : ListedOpBackend(BackendKind::cudnn), runtime_(std::move(runtime)) {}
 
   // Note [parallel plan builds]
   // Finalizing an engine's execution plan compiles or loads its kernels: about a millisecond for
@@ -95,51 +127,78 @@ class CudnnConv final : public detail::ConvBackend {
   // ~100 configs spends most of its time here. cuDNN allows plans to be finalized concurrently
   // (cudnn-frontend's multithreaded build_plans does the same with one handle), so the engine plans
   // of a search are built up front on up to 16 host threads. Legacy plans are only descriptors.
+  // A padded candidate's plan is cheap too; its inner engine plan on the padded desc is what takes
+  // time, so that one is built ahead, filed under the padded desc where build() finds it.
   void prepare(const ConvDesc& desc, Direction direction,
                const std::vector<std::string>& ids) override {
-    build_for_ids(
-        desc, direction, ids,
-        [&](std::vector<Build>& to_build, const ConvDesc& build_desc, const std::string& id) {
-          const Candidates& candidates = candidates_locked(build_desc, direction);
-          const AlgoInfo* info = candidates.find(id);
-          if (info == nullptr || !info->supported || !is_engine_id(id) || !candidates.graph) return;
-          detail::ConvPlanKey key{build_desc, direction, id};
-          if (plans_.count(key) != 0) return;
-          queue(to_build, std::move(key), *info, candidates.graph);
-        },
-        [&](detail::ConvPlanKey& key, const std::shared_ptr<detail::ConvPlan>& plan) {
-          // A failure is left for plan() to build again and report where the search records it.
-          if (plan) plans_.emplace(std::move(key), plan);
-        });
+    const std::vector<Candidate>& listed = candidates(desc, direction);
+    std::vector<Build> to_build;
+    for (const std::string& id : ids) {
+      const auto found = std::find_if(listed.begin(), listed.end(),
+                                      [&](const Candidate& c) { return c.info.id == id; });
+      if (found == listed.end()) continue;
+      const bool padded = found->kind == Candidate::Kind::padded;
+      const ConvDesc& build_desc = padded ? found->padded : desc;
+      const Candidate& candidate = padded ? *found->inner : *found;
+      if (!candidate.info.supported || candidate.kind != Candidate::Kind::engine ||
+          !candidate.graph)
+        continue;
+      if (plans().find(build_desc, direction, candidate.info.id)) continue;
+      queue(to_build, {build_desc, direction, candidate.info.id}, candidate.info, candidate.graph,
+            candidate.config);
+    }
+    const auto built = build_in_parallel(to_build, desc, direction);
+    for (std::size_t i = 0; i < to_build.size(); ++i) {
+      // A failure is left for plan() to build again and report where the search records it.
+      if (!built[i]) continue;
+      const detail::ConvPlanKey& key = to_build[i].key;
+      plans().get_or_build(key.desc, direction, key.id, [&] { return built[i]; });
+    }
   }
 
-  // Probe plans are built from the id alone (engine config keys and legacy ids say everything a
-  // plan needs): listing a sliced desc would cost a knob search of 60-100 ms per probe desc. They
-  // are kept apart from plans_, whose entries carry their listing's AlgoInfo.
+  // Probe plans are built from the record of their id (Note [cudnn conv candidates]): listing a
+  // sliced desc would cost a knob search of 60-100 ms per probe desc. They are kept apart from
+  // plan()'s, whose entries carry their listing's AlgoInfo.
   std::shared_ptr<detail::ConvPlan> probe_plan(const ConvDesc& desc, Direction direction,
                                                const std::string& id) override {
-    std::lock_guard lock(mutex_);
-    return probe_plan_locked(desc, direction, id);
+    const std::shared_ptr<const Candidate> candidate = recorded(direction, id);
+    if (!candidate) return nullptr;  // never listed: nothing says what it would run
+    std::lock_guard lock(probe_mutex_);
+    return probe_plan_locked(desc, direction, *candidate);
   }
 
   // The engine plans of a search's probes, built on several threads like prepare()'s (a few
   // hundred for ResNet-50's first layer: 0.3-2 ms each).
   void prepare_probes(const ConvDesc& desc, Direction direction,
                       const std::vector<std::string>& ids) override {
-    build_for_ids(
-        desc, direction, ids,
-        [&](std::vector<Build>& to_build, const ConvDesc& build_desc, const std::string& id) {
-          if (!is_engine_id(id)) return;
-          detail::ConvPlanKey key{build_desc, direction, id};
-          if (probe_plans_.count(key) != 0) return;
-          std::shared_ptr<OperationGraph> graph = probe_graph_locked(build_desc, direction);
-          if (!graph) return;
-          queue(to_build, std::move(key), unlisted_info(id), std::move(graph));
-        },
-        [&](detail::ConvPlanKey& key, const std::shared_ptr<detail::ConvPlan>& plan) {
-          // Null: the config cannot run the slice, which probe_plan() reports as null too.
-          probe_plans_.emplace(std::move(key), plan);
-        });
+    std::vector<Build> to_build;
+    {
+      std::lock_guard lock(probe_mutex_);
+      const std::optional<ConvDesc> padded = channel_padded(desc);
+      for (const std::string& id : ids) {
+        std::shared_ptr<const Candidate> candidate = recorded(direction, id);
+        if (!candidate) continue;
+        const ConvDesc* build_desc = &desc;
+        if (candidate->kind == Candidate::Kind::padded) {
+          if (!padded) continue;
+          build_desc = &*padded;
+          candidate = candidate->inner;
+        }
+        if (candidate->kind != Candidate::Kind::engine) continue;
+        detail::ConvPlanKey key{*build_desc, direction, candidate->info.id};
+        if (probe_plans_.count(key) != 0) continue;
+        std::shared_ptr<OperationGraph> graph = probe_graph_locked(*build_desc, direction);
+        if (!graph) continue;
+        queue(to_build, std::move(key), unlisted_info(candidate->info.id), std::move(graph),
+              candidate->config);
+      }
+    }
+    const auto built = build_in_parallel(to_build, desc, direction);
+    std::lock_guard lock(probe_mutex_);
+    for (std::size_t i = 0; i < to_build.size(); ++i) {
+      // Null: the config cannot run the slice, which probe_plan() reports as null too.
+      probe_plans_.emplace(to_build[i].key, built[i]);
+    }
   }
 
   void bias_fwd(const ConvDesc& desc, const Tensor& bias, Tensor& dst) override {
@@ -166,55 +225,110 @@ class CudnnConv final : public detail::ConvBackend {
   }
 
  private:
-  std::shared_ptr<detail::ConvPlan> plan_locked(const ConvDesc& desc, Direction direction,
-                                                const std::string& id) {
-    detail::ConvPlanKey key{desc, direction, id};
-    if (auto found = plans_.find(key); found != plans_.end()) return found->second;
-    desc.validate();
-    const Candidates& candidates = candidates_locked(desc, direction);
-    const AlgoInfo* info = candidates.find(id);
-    if (info == nullptr) {
-      detail::raise(ErrorKind::InvalidArgument,
-                    detail::cat("algorithm id '", id, "' is not a cudnn candidate for this conv ",
-                                to_string(direction), "; valid ids: ", candidates.supported_ids()),
-                    conv_context(desc, direction, id));
+  // Note [cudnn candidate order]. Runs with ListedOpBackend's lock held.
+  std::vector<Candidate> enumerate(const ConvDesc& desc, Direction direction) override {
+    const auto start = Clock::now();
+    EngineCandidates engines = engine_candidates(*runtime_, desc, direction);
+    const double engines_ms = ms_since(start);
+    std::vector<LegacyCandidate> legacy = legacy_candidates(*runtime_, desc, direction);
+    if (runtime_->verbose()) {
+      std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": listed "
+                << engines.configs.size() + engines.knob_variants.size() << " engine configs ("
+                << engines.knob_variants.size() << " knob variants) in " << engines_ms << " ms and "
+                << legacy.size() << " legacy algorithms in " << ms_since(start) - engines_ms
+                << " ms\n";
     }
-    if (!info->supported) {
-      detail::raise(ErrorKind::Unsupported,
-                    detail::cat("algorithm '", id, "' cannot run this conv: ", info->reason,
-                                "; valid ids: ", candidates.supported_ids()),
-                    conv_context(desc, direction, id));
+    std::vector<Candidate> candidates;
+    for (EngineCandidate& config : engines.configs)
+      candidates.push_back(engine_candidate(std::move(config), engines.graph));
+    for (LegacyCandidate& algorithm : legacy)
+      candidates.push_back(legacy_candidate(std::move(algorithm)));
+    std::stable_partition(candidates.begin(), candidates.end(), is_supported);
+    // Knob variants (all supported) after every supported candidate: Note [knob search].
+    std::vector<Candidate> variants;
+    for (EngineCandidate& variant : engines.knob_variants)
+      variants.push_back(engine_candidate(std::move(variant), engines.graph));
+    candidates.insert(std::find_if_not(candidates.begin(), candidates.end(), is_supported),
+                      std::make_move_iterator(variants.begin()),
+                      std::make_move_iterator(variants.end()));
+    // Channel-padded candidates after every other supported one: Note [channel padding].
+    if (const std::optional<ConvDesc> padded = channel_padded(desc)) {
+      std::vector<Candidate> wrapped;
+      for (const Candidate& inner : candidates_locked(*padded, direction)) {
+        if (inner.info.supported && inner.tensor_cores)
+          wrapped.push_back(padded_candidate(desc, *padded, inner));
+      }
+      candidates.insert(std::find_if_not(candidates.begin(), candidates.end(), is_supported),
+                        std::make_move_iterator(wrapped.begin()),
+                        std::make_move_iterator(wrapped.end()));
     }
-    std::shared_ptr<detail::ConvPlan> plan;
-    if (is_padded_id(id)) {  // Note [channel padding]
-      const ConvDesc padded = *channel_padded(desc);
-      plan = make_padded_plan(runtime_, desc, padded, direction,
-                              plan_locked(padded, direction, inner_id(id)));
-    } else if (is_legacy_id(id)) {
-      plan = make_legacy_plan(runtime_, desc, direction, *info);
-    } else {
-      plan = make_engine_plan(runtime_, candidates.graph, desc, direction, *info);
+    for (std::size_t i = 0; i < candidates.size(); ++i)
+      candidates[i].info.priority = static_cast<int>(i);
+    record(direction, candidates);
+    return candidates;
+  }
+
+  std::shared_ptr<detail::ConvPlan> build(const ConvDesc& desc, Direction direction,
+                                          const Candidate& candidate) override {
+    switch (candidate.kind) {
+      case Candidate::Kind::engine:
+        return make_engine_plan(runtime_, candidate.graph, desc, direction, candidate.info,
+                                candidate.config);
+      case Candidate::Kind::legacy:
+        return make_legacy_plan(runtime_, desc, direction, candidate.info, candidate.legacy);
+      case Candidate::Kind::padded: {
+        // The inner plan is the padded desc's own (plan() of it serves the same one).
+        const Candidate& inner = *candidate.inner;
+        std::shared_ptr<detail::ConvPlan> inner_plan =
+            plans().get_or_build(candidate.padded, direction, inner.info.id,
+                                 [&] { return build(candidate.padded, direction, inner); });
+        return make_padded_plan(runtime_, desc, candidate.padded, direction, std::move(inner_plan));
+      }
     }
-    plans_.emplace(std::move(key), plan);
-    return plan;
+    return nullptr;
+  }
+
+  // Note [cudnn conv candidates]: the supported candidates of a listing, by id. An id listed
+  // before keeps its first record (every record of an id names the same config).
+  void record(Direction direction, const std::vector<Candidate>& candidates) {
+    std::lock_guard lock(records_mutex_);
+    auto& by_id = records_[static_cast<std::size_t>(direction)];
+    for (const Candidate& candidate : candidates) {
+      if (candidate.info.supported && by_id.count(candidate.info.id) == 0)
+        by_id.emplace(candidate.info.id, std::make_shared<const Candidate>(candidate));
+    }
+  }
+
+  // The record of `id` for `direction`; null when no listing had it supported.
+  std::shared_ptr<const Candidate> recorded(Direction direction, const std::string& id) {
+    std::lock_guard lock(records_mutex_);
+    const auto& by_id = records_[static_cast<std::size_t>(direction)];
+    const auto found = by_id.find(id);
+    return found == by_id.end() ? nullptr : found->second;
   }
 
   std::shared_ptr<detail::ConvPlan> probe_plan_locked(const ConvDesc& desc, Direction direction,
-                                                      const std::string& id) {
-    detail::ConvPlanKey key{desc, direction, id};
+                                                      const Candidate& candidate) {
+    detail::ConvPlanKey key{desc, direction, candidate.info.id};
     if (auto found = probe_plans_.find(key); found != probe_plans_.end()) return found->second;
     std::shared_ptr<detail::ConvPlan> plan;
     try {
-      if (is_padded_id(id)) {
-        if (const std::optional<ConvDesc> padded = channel_padded(desc)) {
-          if (auto inner = probe_plan_locked(*padded, direction, inner_id(id)))
-            plan = make_padded_plan(runtime_, desc, *padded, direction, std::move(inner));
-        }
-      } else if (is_legacy_id(id)) {
-        plan = make_legacy_plan(runtime_, desc, direction, unlisted_info(id));
-      } else if (is_engine_id(id)) {
-        if (auto graph = probe_graph_locked(desc, direction))
-          plan = make_engine_plan(runtime_, std::move(graph), desc, direction, unlisted_info(id));
+      switch (candidate.kind) {
+        case Candidate::Kind::padded:
+          if (const std::optional<ConvDesc> padded = channel_padded(desc)) {
+            if (auto inner = probe_plan_locked(*padded, direction, *candidate.inner))
+              plan = make_padded_plan(runtime_, desc, *padded, direction, std::move(inner));
+          }
+          break;
+        case Candidate::Kind::legacy:
+          plan = make_legacy_plan(runtime_, desc, direction, unlisted_info(candidate.info.id),
+                                  candidate.legacy);
+          break;
+        case Candidate::Kind::engine:
+          if (auto graph = probe_graph_locked(desc, direction))
+            plan = make_engine_plan(runtime_, std::move(graph), desc, direction,
+                                    unlisted_info(candidate.info.id), candidate.config);
+          break;
       }
     } catch (const Error&) {
       plan = nullptr;  // this candidate cannot run the slice; the full run decides
@@ -231,7 +345,7 @@ class CudnnConv final : public detail::ConvBackend {
     return found->second;
   }
 
-  // What a plan built from its id alone knows about itself.
+  // What a probe plan, built without a listing of its desc, knows about itself.
   static AlgoInfo unlisted_info(const std::string& id) {
     AlgoInfo info;
     info.id = id;
@@ -240,39 +354,19 @@ class CudnnConv final : public detail::ConvBackend {
     return info;
   }
 
-  // A plan to build on one of several threads (Note [parallel plan builds]).
+  // An engine plan to build on one of several threads (Note [parallel plan builds]).
   struct Build {
     detail::ConvPlanKey key;
     AlgoInfo info;
     std::shared_ptr<OperationGraph> graph;
+    ConfigKey config;
   };
 
   static void queue(std::vector<Build>& to_build, detail::ConvPlanKey key, AlgoInfo info,
-                    std::shared_ptr<OperationGraph> graph) {
+                    std::shared_ptr<OperationGraph> graph, const ConfigKey& config) {
     const bool queued = std::any_of(to_build.begin(), to_build.end(),
                                     [&](const Build& build) { return build.key == key; });
-    if (!queued) to_build.push_back({std::move(key), std::move(info), std::move(graph)});
-  }
-
-  // Note [parallel plan builds]: `queue_one(to_build, build_desc, id)` queues what one id of a
-  // search needs built (a padded candidate's plan is cheap; its inner engine plan on the padded
-  // desc is what takes time), under the lock; the plans are built on several threads, then
-  // `keep(key, plan)` files each one (null where its build failed), under the lock again.
-  template <typename QueueOne, typename Keep>
-  void build_for_ids(const ConvDesc& desc, Direction direction,
-                     const std::vector<std::string>& ids, QueueOne queue_one, Keep keep) {
-    std::vector<Build> to_build;
-    {
-      std::lock_guard lock(mutex_);
-      const std::optional<ConvDesc> padded = channel_padded(desc);
-      for (const std::string& listed_id : ids) {
-        const bool inner = is_padded_id(listed_id) && padded.has_value();
-        queue_one(to_build, inner ? *padded : desc, inner ? inner_id(listed_id) : listed_id);
-      }
-    }
-    const auto built = build_in_parallel(to_build, desc, direction);
-    std::lock_guard lock(mutex_);
-    for (std::size_t i = 0; i < to_build.size(); ++i) keep(to_build[i].key, built[i]);
+    if (!queued) to_build.push_back({std::move(key), std::move(info), std::move(graph), config});
   }
 
   // Builds the engine plans on up to 16 threads; null where a build failed.
@@ -289,7 +383,8 @@ class CudnnConv final : public detail::ConvBackend {
         const auto begin = Clock::now();
         try {
           const Build& build = to_build[i];
-          built[i] = make_engine_plan(runtime_, build.graph, build.key.desc, direction, build.info);
+          built[i] = make_engine_plan(runtime_, build.graph, build.key.desc, direction, build.info,
+                                      build.config);
         } catch (const std::exception&) {
           built[i] = nullptr;
         }
@@ -315,61 +410,13 @@ class CudnnConv final : public detail::ConvBackend {
     return built;
   }
 
-  const Candidates& candidates_locked(const ConvDesc& desc, Direction direction) {
-    detail::ConvKey key{desc, direction};
-    auto found = lists_.find(key);
-    if (found != lists_.end()) return found->second;
-    // Note [cudnn candidate order]
-    const auto start = Clock::now();
-    EngineCandidates engines = engine_candidates(*runtime_, desc, direction);
-    const double engines_ms = ms_since(start);
-    std::vector<AlgoInfo> legacy = legacy_candidates(*runtime_, desc, direction);
-    if (runtime_->verbose()) {
-      std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": listed "
-                << engines.infos.size() + engines.knob_variants.size() << " engine configs ("
-                << engines.knob_variants.size() << " knob variants) in " << engines_ms << " ms and "
-                << legacy.size() << " legacy algorithms in " << ms_since(start) - engines_ms
-                << " ms\n";
-    }
-    Candidates candidates;
-    candidates.graph = std::move(engines.graph);
-    candidates.infos = std::move(engines.infos);
-    candidates.infos.insert(candidates.infos.end(), std::make_move_iterator(legacy.begin()),
-                            std::make_move_iterator(legacy.end()));
-    std::stable_partition(candidates.infos.begin(), candidates.infos.end(),
-                          [](const AlgoInfo& info) { return info.supported; });
-    // Knob variants (all supported) after every supported candidate: Note [knob search].
-    const auto first_unsupported =
-        std::find_if(candidates.infos.begin(), candidates.infos.end(),
-                     [](const AlgoInfo& info) { return !info.supported; });
-    candidates.infos.insert(first_unsupported,
-                            std::make_move_iterator(engines.knob_variants.begin()),
-                            std::make_move_iterator(engines.knob_variants.end()));
-    // Channel-padded candidates after every other supported one: Note [channel padding].
-    if (const std::optional<ConvDesc> padded = channel_padded(desc)) {
-      std::vector<AlgoInfo> wrapped;
-      for (const AlgoInfo& inner : candidates_locked(*padded, direction).infos) {
-        const bool tensor_cores =
-            std::find(inner.notes.begin(), inner.notes.end(), "tensor_cores") != inner.notes.end();
-        if (inner.supported && tensor_cores) wrapped.push_back(padded_info(desc, *padded, inner));
-      }
-      candidates.infos.insert(std::find_if(candidates.infos.begin(), candidates.infos.end(),
-                                           [](const AlgoInfo& info) { return !info.supported; }),
-                              std::make_move_iterator(wrapped.begin()),
-                              std::make_move_iterator(wrapped.end()));
-    }
-    for (std::size_t i = 0; i < candidates.infos.size(); ++i) {
-      candidates.infos[i].priority = static_cast<int>(i);
-    }
-    return lists_.emplace(key, std::move(candidates)).first->second;
-  }
-
   std::shared_ptr<Runtime> runtime_;
-  std::mutex mutex_;  // guards lists_, plans_ and the probe caches
-  std::unordered_map<detail::ConvKey, Candidates, detail::ConvKeyHash> lists_;
-  std::unordered_map<detail::ConvPlanKey, std::shared_ptr<detail::ConvPlan>, detail::ConvKeyHash>
-      plans_;
+  // Lock order: ListedOpBackend's lock (held in enumerate) or probe_mutex_, then records_mutex_.
+  std::mutex records_mutex_;  // guards records_
+  std::array<std::unordered_map<std::string, std::shared_ptr<const Candidate>>, direction_count>
+      records_;
   // Note [probing slow candidates]: plans for probes, and the graphs they were built from.
+  std::mutex probe_mutex_;  // guards probe_plans_ and probe_graphs_
   std::unordered_map<detail::ConvPlanKey, std::shared_ptr<detail::ConvPlan>, detail::ConvKeyHash>
       probe_plans_;
   std::unordered_map<detail::ConvKey, std::shared_ptr<OperationGraph>, detail::ConvKeyHash>

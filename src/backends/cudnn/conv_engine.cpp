@@ -8,20 +8,21 @@
 //   2. then those of mode B, then of the FALLBACK mode, that are not already listed,
 //   3. then every engine by global index with its default knobs.
 // A config's id is "cudnn:engine:<global index>" for default knobs, or
-// "cudnn:engine:<global index>:<knob>=<value>,..." with the knobs in cuDNN's enum order, so a plan
-// can be rebuilt from the id alone in any process. Support comes from finalizing the engine and
-// the config: a failure is the unsupported reason (cuDNN's status and message). The config's
-// workspace is CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE, so nothing is compiled while listing.
+// "cudnn:engine:<global index>:<knob>=<value>,..." with the knobs in cuDNN's enum order, so an id
+// names the same config in any process and for any desc (choice caches persist ids; a search's
+// probes run a config listed for one desc on a smaller one). Support comes from finalizing the
+// engine and the config: a failure is the unsupported reason (cuDNN's status and message). The
+// config's workspace is CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE, so nothing is compiled while listing.
 //
 // Note [knob search]
 // A config's knobs pick a kernel variant (tile shapes, cluster shape, split-k, stages...); the
 // heuristics propose a handful per engine and the default config is one more, but the fastest
 // variant for a shape is sometimes another (on an H200, a neighbour of cuDNN's configs was 5-13%
-// faster on 6 of 48 ResNet-50 layer-directions: docs/benchmarks.md, "cuDNN knob search modes"). With
-// DNNX_CUDNN_KNOB_SEARCH=top (the default) the first 4 distinct engines that heuristics modes A and
-// B propose and dnnx supports are searched around; with `all` every supported engine is; `off`
-// lists cuDNN's configs only. The seed of an engine is its first listed config (a heuristic one
-// where there is one, else the default); its variants change one knob at a time, over the range
+// faster on 6 of 48 ResNet-50 layer-directions: docs/benchmarks.md, "cuDNN knob search modes").
+// With DNNX_CUDNN_KNOB_SEARCH=top (the default) the first 4 distinct engines that heuristics modes
+// A and B propose and dnnx supports are searched around; with `all` every supported engine is;
+// `off` lists cuDNN's configs only. The seed of an engine is its first listed config (a heuristic
+// one where there is one, else the default); its variants change one knob at a time, over the range
 // CUDNN_ATTR_ENGINE_KNOB_INFO gives (min..max by stride), nearest the seed's value first and taking
 // the knobs in turn, so a cap keeps the closest neighbours of every knob. DNNX_CUDNN_KNOB_VARIANTS
 // (default 24) caps the variants per engine that cuDNN accepts; those it rejects are dropped, not
@@ -61,7 +62,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cstdint>
 #include <iostream>
 #include <string_view>
@@ -332,22 +332,22 @@ class EnginePlan final : public detail::ConvPlan {
   LaunchGraph replay_;  // Note [graph replay]
 };
 
-// Note [knob search]. `listed` and `infos` are parallel (every config listed so far); the first
-// `from_heuristics_ab` of them came from heuristics modes A and B.
+// Note [knob search]. `listed` holds the key of every config listed so far, `configs` first (the
+// first `from_heuristics_ab` of those came from heuristics modes A and B).
 void add_knob_variants(Runtime& runtime, const OperationGraph& graph, const ConvDesc& desc,
                        Direction direction, std::vector<ConfigKey>& listed,
-                       const std::vector<AlgoInfo>& infos, std::size_t from_heuristics_ab,
-                       std::vector<AlgoInfo>& variants, const ErrorContext& context) {
+                       const std::vector<EngineCandidate>& configs, std::size_t from_heuristics_ab,
+                       std::vector<EngineCandidate>& variants, const ErrorContext& context) {
   constexpr std::size_t top_engines = 4;
   const Settings& settings = runtime.settings();
   if (settings.knob_search == KnobSearch::off) return;
   const std::size_t seeds_from =
-      settings.knob_search == KnobSearch::top ? from_heuristics_ab : listed.size();
-  std::vector<std::size_t> seeds;  // indices into listed, one per engine
+      settings.knob_search == KnobSearch::top ? from_heuristics_ab : configs.size();
+  std::vector<std::size_t> seeds;  // indices into configs, one per engine
   for (std::size_t i = 0; i < seeds_from; ++i) {
-    if (!infos[i].supported) continue;
+    if (!configs[i].info.supported) continue;
     const bool seen = std::any_of(seeds.begin(), seeds.end(), [&](std::size_t s) {
-      return listed[s].engine == listed[i].engine;
+      return configs[s].config.engine == configs[i].config.engine;
     });
     if (!seen) seeds.push_back(i);
     if (settings.knob_search == KnobSearch::top && seeds.size() == top_engines) break;
@@ -355,11 +355,11 @@ void add_knob_variants(Runtime& runtime, const OperationGraph& graph, const Conv
   const auto cap = static_cast<std::size_t>(settings.knob_variants);
   std::size_t tried = 0;
   for (std::size_t s : seeds) {
-    const ConfigKey seed = listed[s];
+    const ConfigKey seed = configs[s].config;
     EngineConfig config;
     if (build_config(graph.graph, seed, config, context) != CUDNN_STATUS_SUCCESS) continue;
     const std::vector<KnobRange> ranges = knob_ranges(config.engine, context);
-    const std::string origin = detail::cat(", knob variant of ", infos[s].id);
+    const std::string origin = detail::cat(", knob variant of ", configs[s].info.id);
     std::size_t accepted = 0;
     // cuDNN rejects many combinations; stop looking after a few times the cap.
     std::size_t attempts = 0;
@@ -367,10 +367,11 @@ void add_knob_variants(Runtime& runtime, const OperationGraph& graph, const Conv
       if (accepted == cap || attempts == 4 * cap) break;
       if (std::find(listed.begin(), listed.end(), key) != listed.end()) continue;
       ++attempts;
-      AlgoInfo info = describe_config(runtime, graph.graph, desc, direction, key, origin, context);
-      if (!info.supported) continue;
+      EngineCandidate variant =
+          describe_config(runtime, graph.graph, desc, direction, key, origin, context);
+      if (!variant.info.supported) continue;
       listed.push_back(key);
-      variants.push_back(std::move(info));
+      variants.push_back(std::move(variant));
       ++accepted;
     }
     tried += attempts;
@@ -383,8 +384,6 @@ void add_knob_variants(Runtime& runtime, const OperationGraph& graph, const Conv
 }
 
 }  // namespace
-
-bool is_engine_id(const std::string& id) { return id.rfind("cudnn:engine:", 0) == 0; }
 
 std::shared_ptr<OperationGraph> operation_graph(Runtime& runtime, const ConvDesc& desc,
                                                 Direction direction) {
@@ -400,19 +399,19 @@ EngineCandidates engine_candidates(Runtime& runtime, const ConvDesc& desc, Direc
   std::string failure;
   result.graph = build_graph(runtime, desc, direction, context, failure);
   if (!result.graph) {
-    AlgoInfo info;
-    info.id = "cudnn:engine:none";
-    info.name = "graph API";
-    info.notes = {"graph_api"};
-    info.reason = "cuDNN's graph API rejects " + failure;
-    result.infos.push_back(std::move(info));
+    EngineCandidate none;
+    none.info.id = detail::cat(engine_id_prefix, "none");
+    none.info.name = "graph API";
+    none.info.notes = {"graph_api"};
+    none.info.reason = "cuDNN's graph API rejects " + failure;
+    result.configs.push_back(std::move(none));
     return result;
   }
   std::vector<ConfigKey> listed;
   auto add = [&](const ConfigKey& key, std::string_view origin) {
     if (std::find(listed.begin(), listed.end(), key) != listed.end()) return;
     listed.push_back(key);
-    result.infos.push_back(
+    result.configs.push_back(
         describe_config(runtime, result.graph->graph, desc, direction, key, origin, context));
   };
   const std::pair<cudnnBackendHeurMode_t, std::string_view> modes[] = {
@@ -430,23 +429,22 @@ EngineCandidates engine_candidates(Runtime& runtime, const ConvDesc& desc, Direc
   for (std::int64_t engine = 0; engine < result.graph->engine_count; ++engine) {
     add(ConfigKey{engine, {}}, "");
   }
-  add_knob_variants(runtime, *result.graph, desc, direction, listed, result.infos,
+  add_knob_variants(runtime, *result.graph, desc, direction, listed, result.configs,
                     from_heuristics_ab, result.knob_variants, context);
   // Supported first (priority order kept), the rest after: the first supported entry is the
   // heuristic pick.
-  std::stable_partition(result.infos.begin(), result.infos.end(),
-                        [](const AlgoInfo& info) { return info.supported; });
+  std::stable_partition(result.configs.begin(), result.configs.end(),
+                        [](const EngineCandidate& config) { return config.info.supported; });
   return result;
 }
 
 std::shared_ptr<detail::ConvPlan> make_engine_plan(std::shared_ptr<Runtime> runtime,
                                                    std::shared_ptr<OperationGraph> graph,
                                                    const ConvDesc& desc, Direction direction,
-                                                   const AlgoInfo& info) {
-  const auto key = parse_config_id(info.id);
-  DNNX_ASSERT(key.has_value() && graph != nullptr, "malformed engine id '", info.id, "'");
+                                                   const AlgoInfo& info, const ConfigKey& config) {
+  DNNX_ASSERT(graph != nullptr, "engine candidate '", info.id, "' has no operation graph");
   return std::make_shared<EnginePlan>(std::move(runtime), std::move(graph), desc, direction, info,
-                                      *key);
+                                      config);
 }
 
 }  // namespace dnnx::cudnn

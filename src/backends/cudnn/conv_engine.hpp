@@ -6,6 +6,7 @@
 #include <dnnx/algo.hpp>
 #include <dnnx/ops/conv.hpp>
 
+#include "backends/cudnn/graph_util.hpp"
 #include "backends/cudnn/runtime.hpp"
 #include "core/backend.hpp"
 
@@ -20,9 +21,9 @@ struct OperationGraph;
 
 /// The engine candidates of one (desc, direction) and the graph their plans are built from.
 struct EngineCandidates {
-  std::vector<AlgoInfo> infos;            ///< priority order (Note [engine candidates])
-  std::vector<AlgoInfo> knob_variants;    ///< supported only, listed last (Note [knob search])
-  std::shared_ptr<OperationGraph> graph;  ///< null when the graph itself is not supported
+  std::vector<EngineCandidate> configs;        ///< priority order (Note [engine candidates])
+  std::vector<EngineCandidate> knob_variants;  ///< supported only, listed last (Note [knob search])
+  std::shared_ptr<OperationGraph> graph;       ///< null when the graph itself is not supported
 };
 
 EngineCandidates engine_candidates(Runtime& runtime, const ConvDesc& desc, Direction direction);
@@ -32,14 +33,12 @@ EngineCandidates engine_candidates(Runtime& runtime, const ConvDesc& desc, Direc
 std::shared_ptr<OperationGraph> operation_graph(Runtime& runtime, const ConvDesc& desc,
                                                 Direction direction);
 
-/// Whether `id` names a graph-API candidate ("cudnn:engine:...").
-bool is_engine_id(const std::string& id);
-
-/// The execution plan of the supported engine candidate `info` (compiles its kernels; cuDNN
-/// allows several to be built at once on different threads).
+/// The execution plan of engine config `config` on `graph` (the operation graph of desc and
+/// direction), recorded as `info` (its workspace made exact): compiles its kernels; cuDNN allows
+/// several to be built at once on different threads.
 std::shared_ptr<detail::ConvPlan> make_engine_plan(std::shared_ptr<Runtime> runtime,
                                                    std::shared_ptr<OperationGraph> graph,
                                                    const ConvDesc& desc, Direction direction,
-                                                   const AlgoInfo& info);
+                                                   const AlgoInfo& info, const ConfigKey& config);
 
 }  // namespace dnnx::cudnn

@@ -56,11 +56,9 @@
 #include <chrono>
 #include <climits>
 #include <iostream>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -75,15 +73,6 @@ constexpr std::string_view unfused_prefix = "unfused:";
 
 ErrorContext fused_context(const ConvFusedDesc& desc, std::string implementation) {
   return detail::op_context(BackendKind::cudnn, desc, Direction::fwd, std::move(implementation));
-}
-
-void check_direction(const ConvFusedDesc& desc, Direction direction) {
-  if (direction != Direction::fwd) {
-    detail::raise(
-        ErrorKind::InvalidArgument,
-        detail::cat("conv_fused has only the forward direction (fwd); got ", to_string(direction)),
-        fused_context(desc, ""));
-  }
 }
 
 std::size_t round_up(std::size_t bytes) {
@@ -120,7 +109,8 @@ Pointers bind(const ConvFusedDesc& desc, const detail::ConvFusedArgs& args,
 
 // ---- graph API ----------------------------------------------------------------------------------
 
-// Unique ids of the graph's tensors (Note [fused operation graph]); virtual ones from 100.
+// Unique ids of the graph's tensors (Note [fused operation graph]). The virtual ones are
+// uid_virtual + stage, a range clear of the real tensors' ids, which the variant pack binds.
 constexpr std::int64_t uid_x = 1;
 constexpr std::int64_t uid_w = 2;
 constexpr std::int64_t uid_y = 3;
@@ -283,41 +273,32 @@ std::shared_ptr<FusedGraph> build_fused_graph(Runtime& runtime, const ConvFusedD
   return graph;
 }
 
-// "cudnn:engine:5:..." (describe_config's id) -> "cudnn:fused:engine:5:...", and back.
-std::string fused_engine_id(const std::string& engine_id) {
-  constexpr std::string_view plain = "cudnn:engine:";
-  return std::string(engine_prefix) + engine_id.substr(plain.size());
-}
-
-std::optional<ConfigKey> parse_fused_engine_id(const std::string& id) {
-  if (id.rfind(engine_prefix, 0) != 0) return std::nullopt;
-  return parse_config_id("cudnn:engine:" + id.substr(engine_prefix.size()));
-}
-
-// The graph-API candidates, in priority order (Note [fused operation graph]).
-std::vector<AlgoInfo> engine_infos(Runtime& runtime, const FusedGraph* graph,
-                                   const ConvFusedDesc& desc, const std::string& failure,
-                                   const ErrorContext& context) {
-  std::vector<AlgoInfo> infos;
+// The graph-API candidates, in priority order (Note [fused operation graph]); ids
+// config_id(key, engine_prefix).
+std::vector<EngineCandidate> engine_candidates(Runtime& runtime, const FusedGraph* graph,
+                                               const ConvFusedDesc& desc,
+                                               const std::string& failure,
+                                               const ErrorContext& context) {
+  std::vector<EngineCandidate> candidates;
   if (graph == nullptr) {
-    AlgoInfo info;
-    info.id = std::string(engine_prefix) + "none";
-    info.name = "graph API, epilogue fused";
-    info.notes = {"graph_api", "fused"};
-    info.reason = "cuDNN's graph API rejects " + failure;
-    infos.push_back(std::move(info));
-    return infos;
+    EngineCandidate none;
+    none.info.id = detail::cat(engine_prefix, "none");
+    none.info.name = "graph API, epilogue fused";
+    none.info.notes = {"graph_api", "fused"};
+    none.info.reason = "cuDNN's graph API rejects " + failure;
+    candidates.push_back(std::move(none));
+    return candidates;
   }
   std::vector<ConfigKey> listed;
   auto add = [&](const ConfigKey& key, std::string_view origin) {
     if (std::find(listed.begin(), listed.end(), key) != listed.end()) return;
     listed.push_back(key);
-    AlgoInfo info =
+    EngineCandidate candidate =
         describe_config(runtime, graph->graph, desc.conv, Direction::fwd, key, origin, context);
-    info.id = fused_engine_id(info.id);
-    info.name += ", epilogue fused";
-    info.notes.insert(info.notes.begin() + 1, "fused");
-    infos.push_back(std::move(info));
+    candidate.info.id = config_id(key, engine_prefix);
+    candidate.info.name += ", epilogue fused";
+    candidate.info.notes.insert(candidate.info.notes.begin() + 1, "fused");
+    candidates.push_back(std::move(candidate));
   };
   const std::pair<cudnnBackendHeurMode_t, std::string_view> modes[] = {
       {CUDNN_HEUR_MODE_A, "heuristics A"},
@@ -331,7 +312,7 @@ std::vector<AlgoInfo> engine_infos(Runtime& runtime, const FusedGraph* graph,
   }
   for (std::int64_t engine = 0; engine < graph->engine_count; ++engine)
     add(ConfigKey{engine, {}}, "");
-  return infos;
+  return candidates;
 }
 
 class FusedEnginePlan final : public detail::ConvFusedPlan {
@@ -554,9 +535,16 @@ std::string legacy_id(std::string_view algo, std::string_view math) {
   return detail::cat(legacy_prefix, algo, ':', math);
 }
 
+// A cudnnConvolutionBiasActivationForward candidate: its listing entry and what its plan runs.
+struct LegacyFusedCandidate {
+  AlgoInfo info;
+  cudnnConvolutionFwdAlgo_t algorithm = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+};
+
 // Note [legacy fused candidates].
-std::vector<AlgoInfo> legacy_infos(Runtime& runtime, const ConvFusedDesc& desc,
-                                   const ErrorContext& context) {
+std::vector<LegacyFusedCandidate> legacy_candidates(Runtime& runtime, const ConvFusedDesc& desc,
+                                                    const ErrorContext& context) {
   const Geometry g = conv_geometry(desc.conv);
   std::string common;
   if (!desc.bias) {
@@ -575,10 +563,13 @@ std::vector<AlgoInfo> legacy_infos(Runtime& runtime, const ConvFusedDesc& desc,
     runtime.make_current();
     d = std::make_unique<LegacyDescriptors>(make_legacy_descriptors(desc, context));
   }
-  std::vector<AlgoInfo> infos;
+  std::vector<LegacyFusedCandidate> candidates;
   for (const LegacyAlgo& algo : legacy_algos) {
     for (const MathMode& math : math_order(desc, runtime)) {
-      AlgoInfo info;
+      LegacyFusedCandidate candidate;
+      candidate.algorithm = algo.algo;
+      candidate.math = math.math;
+      AlgoInfo& info = candidate.info;
       info.id = legacy_id(algo.name, math.name);
       info.name =
           detail::cat("cudnnConvolutionBiasActivationForward, ", algo.name, " (", math.name, ")");
@@ -612,35 +603,24 @@ std::vector<AlgoInfo> legacy_infos(Runtime& runtime, const ConvFusedDesc& desc,
       }
       info.supported = reason.empty();
       info.reason = std::move(reason);
-      infos.push_back(std::move(info));
+      candidates.push_back(std::move(candidate));
     }
   }
-  return infos;
+  return candidates;
 }
 
 class LegacyFusedPlan final : public detail::ConvFusedPlan {
  public:
-  LegacyFusedPlan(std::shared_ptr<Runtime> runtime, const ConvFusedDesc& desc, AlgoInfo info)
+  LegacyFusedPlan(std::shared_ptr<Runtime> runtime, const ConvFusedDesc& desc, AlgoInfo info,
+                  cudnnConvolutionFwdAlgo_t algorithm, cudnnMathType_t math)
       : runtime_(std::move(runtime)),
         desc_(desc),
         info_(std::move(info)),
-        context_(fused_context(desc, info_.id)) {
-    const std::vector<std::string> parts = detail::split(info_.id, ':');  // cudnn:fused:legacy:a:m
-    const LegacyAlgo* algo = nullptr;
-    const MathMode* math = nullptr;
-    if (parts.size() == 5) {
-      for (const LegacyAlgo& a : legacy_algos) {
-        if (a.name == parts[3]) algo = &a;
-      }
-      for (const MathMode& m : math_modes) {
-        if (m.name == parts[4]) math = &m;
-      }
-    }
-    DNNX_ASSERT(algo != nullptr && math != nullptr, "malformed legacy fused id '", info_.id, "'");
-    algo_ = algo->algo;
+        context_(fused_context(desc, info_.id)),
+        algo_(algorithm) {
     runtime_->make_current();
     descriptors_ = std::make_unique<LegacyDescriptors>(make_legacy_descriptors(desc_, context_));
-    DNNX_CUDNN_CHECK(cudnnSetConvolutionMathType(descriptors_->conv.get(), math->math), context_,
+    DNNX_CUDNN_CHECK(cudnnSetConvolutionMathType(descriptors_->conv.get(), math), context_,
                      "setting the math mode");
     std::size_t bytes = 0;
     DNNX_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
@@ -685,27 +665,28 @@ class LegacyFusedPlan final : public detail::ConvFusedPlan {
 
 // ---- unfused ------------------------------------------------------------------------------------
 
-struct UnfusedInfo {
+// The unfused candidate: its listing entry and the id of the convolution candidate it runs
+// (the conv backend's heuristic pick, whose plan that backend builds).
+struct UnfusedCandidate {
   AlgoInfo info;
   std::string conv_id;
-  std::size_t staging_offset = 0;  // of the convolution's output when desc.residual
 };
 
-UnfusedInfo unfused_info(const ConvFusedDesc& desc, detail::ConvBackend& conv) {
-  UnfusedInfo unfused;
+UnfusedCandidate unfused_candidate(const ConvFusedDesc& desc, detail::ConvBackend& conv) {
+  UnfusedCandidate unfused;
   AlgoInfo& info = unfused.info;
   const std::vector<AlgoInfo> convs = conv.list(desc.conv, Direction::fwd);
   const auto heuristic =
       std::find_if(convs.begin(), convs.end(), [](const AlgoInfo& algo) { return algo.supported; });
   if (heuristic == convs.end()) {
-    info.id = "unfused:none";
+    info.id = detail::cat(unfused_prefix, "none");
     info.name = "convolution, then the epilogue kernel (no convolution candidate)";
     info.notes = {"unfused"};
     info.reason = "the cudnn convolution has no supported candidate for this desc";
     return unfused;
   }
   unfused.conv_id = heuristic->id;
-  info.id = std::string(unfused_prefix) + heuristic->id;
+  info.id = detail::cat(unfused_prefix, heuristic->id);
   info.name = detail::cat(heuristic->name, ", then the epilogue kernel");
   info.notes = {"unfused", "kernel"};
   info.notes.insert(info.notes.end(), heuristic->notes.begin(), heuristic->notes.end());
@@ -713,10 +694,8 @@ UnfusedInfo unfused_info(const ConvFusedDesc& desc, detail::ConvBackend& conv) {
   info.deterministic = heuristic->deterministic;  // the kernel is (Note [epilogue kernel])
   info.supported = true;
   info.workspace_bytes = heuristic->workspace_bytes;
-  if (desc.residual) {
-    unfused.staging_offset = round_up(heuristic->workspace_bytes);
-    info.workspace_bytes = unfused.staging_offset + dst_bytes(desc);
-  }
+  // With a residual the convolution's output is staged after its own workspace.
+  if (desc.residual) info.workspace_bytes = round_up(heuristic->workspace_bytes) + dst_bytes(desc);
   return unfused;
 }
 
@@ -730,14 +709,13 @@ kernels::conv_fused::Element element_of(DType dtype) {
 
 class UnfusedPlan final : public detail::ConvFusedPlan {
  public:
-  UnfusedPlan(std::shared_ptr<Runtime> runtime, const ConvFusedDesc& desc,
-              const UnfusedInfo& unfused, std::shared_ptr<detail::ConvPlan> conv)
+  UnfusedPlan(std::shared_ptr<Runtime> runtime, const ConvFusedDesc& desc, AlgoInfo info,
+              std::shared_ptr<detail::ConvPlan> conv)
       : runtime_(std::move(runtime)),
         desc_(desc),
-        info_(unfused.info),
-        context_(fused_context(desc, unfused.info.id)),
-        conv_(std::move(conv)),
-        staging_offset_(unfused.staging_offset) {
+        info_(std::move(info)),
+        context_(fused_context(desc, info_.id)),
+        conv_(std::move(conv)) {
     // The convolution's plan knows its exact workspace (an engine's may differ from the listed
     // one): the staging buffer goes after it, and the workspace is exact for this plan.
     info_.workspace_bytes = conv_->algo().workspace_bytes;
@@ -789,76 +767,57 @@ class UnfusedPlan final : public detail::ConvFusedPlan {
   AlgoInfo info_;
   ErrorContext context_;
   std::shared_ptr<detail::ConvPlan> conv_;
-  std::size_t staging_offset_;
+  std::size_t staging_offset_ = 0;  // of the convolution's output (desc.residual)
   Tensor staged_;  // the convolution's output in the workspace (desc.residual)
   kernels::conv_fused::Shape shape_;
 };
 
 // ---- the backend --------------------------------------------------------------------------------
 
-struct Candidates {
-  std::vector<AlgoInfo> infos;
+// A candidate of the fused convolution, listed as data: its AlgoInfo and, per kind, what building
+// its plan takes, so a plan is built from the candidate and never from its id.
+struct Candidate {
+  enum class Kind { engine, legacy, unfused };
+  AlgoInfo info;
+  Kind kind = Kind::engine;
+  // engine: the config on the desc's fused operation graph (null when cuDNN's graph API rejects
+  // the desc; every engine candidate is unsupported then).
+  ConfigKey config;
   std::shared_ptr<FusedGraph> graph;
-  UnfusedInfo unfused;
-
-  const AlgoInfo* find(const std::string& id) const {
-    const auto it = std::find_if(infos.begin(), infos.end(),
-                                 [&](const AlgoInfo& info) { return info.id == id; });
-    return it == infos.end() ? nullptr : &*it;
-  }
-  std::string supported_ids() const {
-    std::vector<std::string> ids;
-    for (const AlgoInfo& info : infos) {
-      if (info.supported) ids.push_back(info.id);
-    }
-    return ids.empty() ? std::string("(none)") : detail::join(ids, ", ");
-  }
+  // legacy: cudnnConvolutionBiasActivationForward's algorithm and math mode.
+  cudnnConvolutionFwdAlgo_t algorithm = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  // unfused: the convolution candidate it runs.
+  std::string conv_id;
 };
 
-struct DescHash {
-  std::size_t operator()(const ConvFusedDesc& desc) const { return desc.hash(); }
-};
+bool is_supported(const Candidate& candidate) { return candidate.info.supported; }
 
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-class CudnnConvFused final : public detail::OpBackendOf<OpKind::conv_fused> {
+class CudnnConvFused final
+    : public detail::ListedOpBackend<ConvFusedDesc, detail::ConvFusedArgs, Candidate> {
  public:
   CudnnConvFused(std::shared_ptr<Runtime> runtime, detail::ConvBackend& conv)
-      : runtime_(std::move(runtime)), conv_(conv) {}
-
-  std::vector<AlgoInfo> list(const ConvFusedDesc& desc, Direction direction) override {
-    check_direction(desc, direction);
-    desc.validate();
-    std::lock_guard lock(mutex_);
-    return candidates_locked(desc).infos;
-  }
-
-  std::shared_ptr<detail::ConvFusedPlan> plan(const ConvFusedDesc& desc, Direction direction,
-                                              const std::string& id) override {
-    check_direction(desc, direction);
-    return plans_.get_or_build(desc, direction, id, [&] { return build(desc, id); });
-  }
+      : ListedOpBackend(BackendKind::cudnn), runtime_(std::move(runtime)), conv_(conv) {}
 
   // Note [parallel plan builds] (conv.cpp): the engine plans of a search are built up front on
   // host threads.
   void prepare(const ConvFusedDesc& desc, Direction direction,
                const std::vector<std::string>& ids) override {
-    check_direction(desc, direction);
-    std::vector<std::pair<std::string, AlgoInfo>> to_build;
-    std::shared_ptr<FusedGraph> graph;
-    {
-      std::lock_guard lock(mutex_);
-      const Candidates& candidates = candidates_locked(desc);
-      graph = candidates.graph;
-      for (const std::string& id : ids) {
-        const AlgoInfo* info = candidates.find(id);
-        if (info != nullptr && info->supported && parse_fused_engine_id(id))
-          to_build.emplace_back(id, *info);
-      }
+    if (direction != Direction::fwd) return;  // plan() reports it
+    const std::vector<Candidate>& listed = candidates(desc, direction);
+    std::vector<const Candidate*> to_build;
+    for (const std::string& id : ids) {
+      const auto found = std::find_if(listed.begin(), listed.end(),
+                                      [&](const Candidate& c) { return c.info.id == id; });
+      if (found != listed.end() && found->info.supported &&
+          found->kind == Candidate::Kind::engine && found->graph)
+        to_build.push_back(&*found);
     }
-    if (to_build.size() < 2 || !graph) return;
+    if (to_build.size() < 2) return;
     const auto threads = std::min<std::size_t>({to_build.size(), 16, detail::hardware_threads()});
     std::vector<std::shared_ptr<detail::ConvFusedPlan>> built(to_build.size());
     std::atomic<std::size_t> next{0};
@@ -866,8 +825,7 @@ class CudnnConvFused final : public detail::OpBackendOf<OpKind::conv_fused> {
     auto worker = [&] {
       for (std::size_t i = next++; i < to_build.size(); i = next++) {
         try {
-          built[i] = std::make_shared<FusedEnginePlan>(runtime_, graph, desc, to_build[i].second,
-                                                       *parse_fused_engine_id(to_build[i].first));
+          built[i] = build(desc, direction, *to_build[i]);
         } catch (const std::exception&) {
           // plan() builds it again and reports the error where the search records it.
         }
@@ -883,83 +841,75 @@ class CudnnConvFused final : public detail::OpBackendOf<OpKind::conv_fused> {
     }
     for (std::size_t i = 0; i < to_build.size(); ++i) {
       if (built[i]) {
-        plans_.get_or_build(desc, direction, to_build[i].first, [&] { return built[i]; });
+        plans().get_or_build(desc, direction, to_build[i]->info.id, [&] { return built[i]; });
       }
     }
   }
 
  private:
-  std::shared_ptr<detail::ConvFusedPlan> build(const ConvFusedDesc& desc, const std::string& id) {
-    desc.validate();
-    AlgoInfo info;
-    std::shared_ptr<FusedGraph> graph;
-    UnfusedInfo unfused;
-    {
-      std::lock_guard lock(mutex_);
-      const Candidates& candidates = candidates_locked(desc);
-      const AlgoInfo* found = candidates.find(id);
-      if (found == nullptr) {
-        detail::raise(ErrorKind::InvalidArgument,
-                      detail::cat("algorithm id '", id,
-                                  "' is not a cudnn candidate for this conv_fused; valid ids: ",
-                                  candidates.supported_ids()),
-                      fused_context(desc, id));
-      }
-      if (!found->supported) {
-        detail::raise(ErrorKind::Unsupported,
-                      detail::cat("algorithm '", id, "' cannot run this conv_fused: ",
-                                  found->reason, "; valid ids: ", candidates.supported_ids()),
-                      fused_context(desc, id));
-      }
-      info = *found;
-      graph = candidates.graph;
-      unfused = candidates.unfused;
-    }
-    if (const auto key = parse_fused_engine_id(id)) {
-      return std::make_shared<FusedEnginePlan>(runtime_, std::move(graph), desc, info, *key);
-    }
-    if (id.rfind(legacy_prefix, 0) == 0) {
-      return std::make_shared<LegacyFusedPlan>(runtime_, desc, info);
-    }
-    DNNX_ASSERT(id == unfused.info.id, "unknown conv_fused candidate kind '", id, "'");
-    return std::make_shared<UnfusedPlan>(runtime_, desc, unfused,
-                                         conv_.plan(desc.conv, Direction::fwd, unfused.conv_id));
-  }
-
-  const Candidates& candidates_locked(const ConvFusedDesc& desc) {
-    auto found = lists_.find(desc);
-    if (found != lists_.end()) return found->second;
+  // Order: supported graph-API configs, then supported legacy candidates, then the unfused one,
+  // then every unsupported candidate with its reason.
+  std::vector<Candidate> enumerate(const ConvFusedDesc& desc, Direction direction) override {
     const auto start = Clock::now();
     const ErrorContext context = fused_context(desc, {});
     runtime_->make_current();
-    Candidates candidates;
     std::string failure;
-    candidates.graph = build_fused_graph(*runtime_, desc, context, failure);
-    candidates.infos = engine_infos(*runtime_, candidates.graph.get(), desc, failure, context);
-    const double engines_ms = ms_since(start);
-    std::vector<AlgoInfo> legacy = legacy_infos(*runtime_, desc, context);
-    candidates.infos.insert(candidates.infos.end(), std::make_move_iterator(legacy.begin()),
-                            std::make_move_iterator(legacy.end()));
-    candidates.unfused = unfused_info(desc, conv_);
-    candidates.infos.push_back(candidates.unfused.info);
-    std::stable_partition(candidates.infos.begin(), candidates.infos.end(),
-                          [](const AlgoInfo& info) { return info.supported; });
-    for (std::size_t i = 0; i < candidates.infos.size(); ++i) {
-      candidates.infos[i].priority = static_cast<int>(i);
+    const std::shared_ptr<FusedGraph> graph = build_fused_graph(*runtime_, desc, context, failure);
+    std::vector<Candidate> candidates;
+    for (EngineCandidate& engine :
+         engine_candidates(*runtime_, graph.get(), desc, failure, context)) {
+      Candidate candidate;
+      candidate.info = std::move(engine.info);
+      candidate.kind = Candidate::Kind::engine;
+      candidate.config = std::move(engine.config);
+      candidate.graph = graph;
+      candidates.push_back(std::move(candidate));
     }
+    const double engines_ms = ms_since(start);
+    for (LegacyFusedCandidate& legacy : legacy_candidates(*runtime_, desc, context)) {
+      Candidate candidate;
+      candidate.info = std::move(legacy.info);
+      candidate.kind = Candidate::Kind::legacy;
+      candidate.algorithm = legacy.algorithm;
+      candidate.math = legacy.math;
+      candidates.push_back(std::move(candidate));
+    }
+    UnfusedCandidate unfused = unfused_candidate(desc, conv_);
+    Candidate candidate;
+    candidate.info = std::move(unfused.info);
+    candidate.kind = Candidate::Kind::unfused;
+    candidate.conv_id = std::move(unfused.conv_id);
+    candidates.push_back(std::move(candidate));
+    std::stable_partition(candidates.begin(), candidates.end(), is_supported);
+    for (std::size_t i = 0; i < candidates.size(); ++i)
+      candidates[i].info.priority = static_cast<int>(i);
     if (runtime_->verbose()) {
-      std::cerr << "dnnx: cudnn: conv_fused " << desc << ": listed " << candidates.infos.size()
+      std::cerr << "dnnx: cudnn: conv_fused " << desc << ": listed " << candidates.size()
                 << " candidates (engine configs in " << engines_ms << " ms, all in "
                 << ms_since(start) << " ms)\n";
     }
-    return lists_.emplace(desc, std::move(candidates)).first->second;
+    return candidates;
+  }
+
+  std::shared_ptr<detail::ConvFusedPlan> build(const ConvFusedDesc& desc, Direction,
+                                               const Candidate& candidate) override {
+    switch (candidate.kind) {
+      case Candidate::Kind::engine:
+        return std::make_shared<FusedEnginePlan>(runtime_, candidate.graph, desc, candidate.info,
+                                                 candidate.config);
+      case Candidate::Kind::legacy:
+        return std::make_shared<LegacyFusedPlan>(runtime_, desc, candidate.info,
+                                                 candidate.algorithm, candidate.math);
+      case Candidate::Kind::unfused:
+        return std::make_shared<UnfusedPlan>(
+            runtime_, desc, candidate.info,
+            conv_.plan(desc.conv, Direction::fwd, candidate.conv_id));
+    }
+    return nullptr;
   }
 
   std::shared_ptr<Runtime> runtime_;
   detail::ConvBackend& conv_;
-  std::mutex mutex_;  // guards lists_
-  std::unordered_map<ConvFusedDesc, Candidates, DescHash> lists_;
-  detail::PlanCache<ConvFusedDesc, detail::ConvFusedArgs> plans_;
 };
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include <array>
 #include <climits>
 #include <string_view>
+#include <variant>
 
 namespace dnnx::cudnn {
 namespace {
@@ -75,6 +76,23 @@ std::span<const AlgoSpec> algos(Direction direction) {
   }
   return {};
 }
+
+// Algorithm `index` of algos(direction) (the tables follow cuDNN's numbering).
+LegacyAlgorithm algorithm_of(Direction direction, int index) {
+  switch (direction) {
+    case Direction::fwd: return static_cast<cudnnConvolutionFwdAlgo_t>(index);
+    case Direction::bwd_data: return static_cast<cudnnConvolutionBwdDataAlgo_t>(index);
+    case Direction::bwd_weights: return static_cast<cudnnConvolutionBwdFilterAlgo_t>(index);
+    case Direction::fwd_training: break;  // not a convolution direction
+  }
+  return {};
+}
+
+// One callable of several lambdas, for std::visit over a LegacyAlgorithm.
+template <typename... Lambdas>
+struct Overloaded : Lambdas... {
+  using Lambdas::operator()...;
+};
 
 struct MathSpec {
   cudnnMathType_t math;
@@ -133,25 +151,24 @@ Descriptors make_descriptors(const ConvDesc& desc, const Geometry& g, const Erro
   return d;
 }
 
-// Workspace bytes of `algo` under the math mode set on d.conv; a failed status is returned.
-cudnnStatus_t workspace_size(cudnnHandle_t handle, const Descriptors& d, Direction direction,
-                             int algo, std::size_t& bytes) {
-  switch (direction) {
-    case Direction::fwd:
-      return cudnnGetConvolutionForwardWorkspaceSize(
-          handle, d.src.get(), d.weights.get(), d.conv.get(), d.dst.get(),
-          static_cast<cudnnConvolutionFwdAlgo_t>(algo), &bytes);
-    case Direction::bwd_data:
-      return cudnnGetConvolutionBackwardDataWorkspaceSize(
-          handle, d.weights.get(), d.dst.get(), d.conv.get(), d.src.get(),
-          static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), &bytes);
-    case Direction::bwd_weights:
-      return cudnnGetConvolutionBackwardFilterWorkspaceSize(
-          handle, d.src.get(), d.dst.get(), d.conv.get(), d.weights.get(),
-          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), &bytes);
-    case Direction::fwd_training: break;  // not a convolution direction
-  }
-  return CUDNN_STATUS_BAD_PARAM;
+// Workspace bytes of `algorithm` under the math mode set on d.conv; a failed status is returned.
+cudnnStatus_t workspace_size(cudnnHandle_t handle, const Descriptors& d,
+                             const LegacyAlgorithm& algorithm, std::size_t& bytes) {
+  return std::visit(
+      Overloaded{
+          [&](cudnnConvolutionFwdAlgo_t algo) {
+            return cudnnGetConvolutionForwardWorkspaceSize(handle, d.src.get(), d.weights.get(),
+                                                           d.conv.get(), d.dst.get(), algo, &bytes);
+          },
+          [&](cudnnConvolutionBwdDataAlgo_t algo) {
+            return cudnnGetConvolutionBackwardDataWorkspaceSize(
+                handle, d.weights.get(), d.dst.get(), d.conv.get(), d.src.get(), algo, &bytes);
+          },
+          [&](cudnnConvolutionBwdFilterAlgo_t algo) {
+            return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                handle, d.src.get(), d.dst.get(), d.conv.get(), d.weights.get(), algo, &bytes);
+          }},
+      algorithm);
 }
 
 struct Ranked {
@@ -235,20 +252,20 @@ std::array<MathSpec, 4> math_order(const ConvDesc& desc, const Runtime& runtime)
 class LegacyPlan final : public detail::ConvPlan {
  public:
   LegacyPlan(std::shared_ptr<Runtime> runtime, const ConvDesc& desc, Direction direction,
-             AlgoInfo info, int algo, cudnnMathType_t math)
+             AlgoInfo info, const LegacyConfig& config)
       : runtime_(std::move(runtime)),
         info_(std::move(info)),
         context_(conv_context(desc, direction, info_.id)),
         direction_(direction),
-        algo_(algo) {
+        algorithm_(config.algorithm) {
     runtime_->make_current();
     const Geometry g = conv_geometry(desc);
     descriptors_ = std::make_unique<Descriptors>(make_descriptors(desc, g, context_));
-    DNNX_CUDNN_CHECK(cudnnSetConvolutionMathType(descriptors_->conv.get(), math), context_,
+    DNNX_CUDNN_CHECK(cudnnSetConvolutionMathType(descriptors_->conv.get(), config.math), context_,
                      "setting the math mode");
     std::size_t bytes = 0;
-    DNNX_CUDNN_CHECK(workspace_size(runtime_->handle(), *descriptors_, direction_, algo_, bytes),
-                     context_, "querying the workspace size");
+    DNNX_CUDNN_CHECK(workspace_size(runtime_->handle(), *descriptors_, algorithm_, bytes), context_,
+                     "querying the workspace size");
     info_.workspace_bytes = bytes;
   }
 
@@ -269,47 +286,41 @@ class LegacyPlan final : public detail::ConvPlan {
     const float beta = 0.0f;
     const Descriptors& d = *descriptors_;
     const cudnnHandle_t handle = runtime_->handle();
-    switch (direction_) {
-      case Direction::fwd:
-        DNNX_CUDNN_CHECK(
-            cudnnConvolutionForward(handle, &alpha, d.src.get(), t.first, d.weights.get(), t.second,
-                                    d.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(algo_),
-                                    workspace.data, workspace.bytes, &beta, d.dst.get(), t.output),
-            context_, "running the convolution");
-        break;
-      case Direction::bwd_data:
-        DNNX_CUDNN_CHECK(cudnnConvolutionBackwardData(
-                             handle, &alpha, d.weights.get(), t.second, d.dst.get(), t.first,
-                             d.conv.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(algo_),
-                             workspace.data, workspace.bytes, &beta, d.src.get(), t.output),
-                         context_, "running the convolution");
-        break;
-      case Direction::bwd_weights:
-        DNNX_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-                             handle, &alpha, d.src.get(), t.first, d.dst.get(), t.second,
-                             d.conv.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo_),
-                             workspace.data, workspace.bytes, &beta, d.weights.get(), t.output),
-                         context_, "running the convolution");
-        break;
-      case Direction::fwd_training: break;  // not a convolution direction
-    }
+    const cudnnStatus_t status = std::visit(
+        Overloaded{[&](cudnnConvolutionFwdAlgo_t algo) {
+                     return cudnnConvolutionForward(handle, &alpha, d.src.get(), t.first,
+                                                    d.weights.get(), t.second, d.conv.get(), algo,
+                                                    workspace.data, workspace.bytes, &beta,
+                                                    d.dst.get(), t.output);
+                   },
+                   [&](cudnnConvolutionBwdDataAlgo_t algo) {
+                     return cudnnConvolutionBackwardData(handle, &alpha, d.weights.get(), t.second,
+                                                         d.dst.get(), t.first, d.conv.get(), algo,
+                                                         workspace.data, workspace.bytes, &beta,
+                                                         d.src.get(), t.output);
+                   },
+                   [&](cudnnConvolutionBwdFilterAlgo_t algo) {
+                     return cudnnConvolutionBackwardFilter(
+                         handle, &alpha, d.src.get(), t.first, d.dst.get(), t.second, d.conv.get(),
+                         algo, workspace.data, workspace.bytes, &beta, d.weights.get(), t.output);
+                   }},
+        algorithm_);
+    DNNX_CUDNN_CHECK(status, context_, "running the convolution");
   }
 
   std::shared_ptr<Runtime> runtime_;
   AlgoInfo info_;
   ErrorContext context_;
   Direction direction_;
-  int algo_;
+  LegacyAlgorithm algorithm_;  // of direction_'s enum
   std::unique_ptr<Descriptors> descriptors_;
   LaunchGraph replay_;  // Note [graph replay]
 };
 
 }  // namespace
 
-bool is_legacy_id(const std::string& id) { return id.rfind("cudnn:legacy:", 0) == 0; }
-
-std::vector<AlgoInfo> legacy_candidates(Runtime& runtime, const ConvDesc& desc,
-                                        Direction direction) {
+std::vector<LegacyCandidate> legacy_candidates(Runtime& runtime, const ConvDesc& desc,
+                                               Direction direction) {
   const ErrorContext context = conv_context(desc, direction, {});
   const Geometry g = conv_geometry(desc);
   const auto specs = algos(direction);
@@ -342,18 +353,36 @@ std::vector<AlgoInfo> legacy_candidates(Runtime& runtime, const ConvDesc& desc,
   }
 
   // Note [legacy ranks]
-  // The listing's order: first the (algorithm, math) pairs cuDNN's heuristic ranks, in its order
-  // (ranks below ranked_pairs: cuDNN ranks at most one pair per algorithm and math); then the
-  // pairs it did not rank, grouped by where their algorithm first appears in its ranking
-  // (algorithms it never ranks follow, from unranked_algorithms on, in enum order), each group in
-  // the order of `maths` (at most maths_per_algorithm); unsupported pairs last, in that same
-  // order (unsupported_offset).
+  // The listing's order is one sort key (rank) per (algorithm, math) pair, in bands:
+  //   [0, ranked_pairs)   the pairs cuDNN's heuristic ranks, at their place in its ranking;
+  //   ranked_pairs + algorithm_rank * maths_per_algorithm + (place of the math in `maths`)
+  //                       the pairs it did not rank, grouped by their algorithm's rank (where the
+  //                       algorithm first appears in cuDNN's ranking; for an algorithm it never
+  //                       ranks, unranked_algorithms + its enum value), each group in `maths`
+  //                       order;
+  //   + unsupported_offset  an unsupported pair: after every supported one, in the same order.
+  // The numbers only separate the bands, so each must exceed everything the band below it can
+  // reach: cuDNN's ranking has at most max_algorithms entries (we ask for as many results as the
+  // direction has algorithms), and `maths` has math_modes.size() entries. The static_asserts
+  // below check exactly that; the values themselves are arbitrary round numbers.
+  constexpr int max_algorithms =
+      std::max({static_cast<int>(CUDNN_CONVOLUTION_FWD_ALGO_COUNT),
+                static_cast<int>(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT),
+                static_cast<int>(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT)});
   constexpr int ranked_pairs = 100;
   constexpr int unranked_algorithms = 1000;
   constexpr int maths_per_algorithm = 8;
   constexpr int unsupported_offset = 100000;
+  static_assert(ranked_pairs >= max_algorithms, "a ranked pair's place is below max_algorithms");
+  static_assert(unranked_algorithms >= max_algorithms,
+                "an algorithm cuDNN ranks has a place below max_algorithms");
+  static_assert(maths_per_algorithm >= static_cast<int>(math_modes.size()),
+                "one algorithm's group holds every math mode");
+  static_assert(unsupported_offset >
+                    ranked_pairs + (unranked_algorithms + max_algorithms) * maths_per_algorithm,
+                "every supported pair ranks below unsupported_offset");
   struct Entry {
-    AlgoInfo info;
+    LegacyCandidate candidate;
     int rank;
   };
   std::vector<Entry> entries;
@@ -367,13 +396,16 @@ std::vector<AlgoInfo> legacy_candidates(Runtime& runtime, const ConvDesc& desc,
                                     : static_cast<int>(first_algo - ranking.begin());
     for (std::size_t m = 0; m < maths.size(); ++m) {
       const MathSpec& math = maths[m];
-      AlgoInfo info;
+      LegacyCandidate candidate;
+      candidate.config = {algorithm_of(direction, algo), math.math};
+      candidate.tensor_cores =
+          math.math == CUDNN_TENSOR_OP_MATH || math.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+      AlgoInfo& info = candidate.info;
       info.id = legacy_id(direction, spec.name, math.name);
       info.name = detail::cat(spec.name, " (", math.name, ")");
       info.deterministic = spec.deterministic;
       info.notes = {"legacy", std::string(spec.note)};
-      if (math.math == CUDNN_TENSOR_OP_MATH || math.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
-        info.notes.emplace_back("tensor_cores");
+      if (candidate.tensor_cores) info.notes.emplace_back("tensor_cores");
       if (math.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
         info.notes.emplace_back("down_convert");
       if (!spec.family.empty()) info.families.emplace_back(spec.family);
@@ -390,7 +422,8 @@ std::vector<AlgoInfo> legacy_candidates(Runtime& runtime, const ConvDesc& desc,
         DNNX_CUDNN_CHECK(cudnnSetConvolutionMathType(d->conv.get(), math.math), context,
                          "setting the math mode");
         std::size_t bytes = 0;
-        const cudnnStatus_t status = workspace_size(runtime.handle(), *d, direction, algo, bytes);
+        const cudnnStatus_t status =
+            workspace_size(runtime.handle(), *d, candidate.config.algorithm, bytes);
         if (status == CUDNN_STATUS_SUCCESS) {
           info.workspace_bytes = bytes;
         } else {
@@ -402,36 +435,22 @@ std::vector<AlgoInfo> legacy_candidates(Runtime& runtime, const ConvDesc& desc,
       info.supported = reason.empty();
       info.reason = std::move(reason);
       if (!info.supported) rank += unsupported_offset;
-      entries.push_back({std::move(info), rank});
+      entries.push_back({std::move(candidate), rank});
     }
   }
   std::stable_sort(entries.begin(), entries.end(),
                    [](const Entry& a, const Entry& b) { return a.rank < b.rank; });
-  std::vector<AlgoInfo> infos;
-  infos.reserve(entries.size());
-  for (Entry& entry : entries) infos.push_back(std::move(entry.info));
-  return infos;
+  std::vector<LegacyCandidate> candidates;
+  candidates.reserve(entries.size());
+  for (Entry& entry : entries) candidates.push_back(std::move(entry.candidate));
+  return candidates;
 }
 
 std::shared_ptr<detail::ConvPlan> make_legacy_plan(std::shared_ptr<Runtime> runtime,
                                                    const ConvDesc& desc, Direction direction,
-                                                   const AlgoInfo& info) {
-  // "cudnn:legacy:<direction>:<algorithm>:<math>"
-  const std::vector<std::string> parts = detail::split(info.id, ':');
-  const auto specs = algos(direction);
-  int algo = -1;
-  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
-  bool math_found = false;
-  if (parts.size() == 5) {
-    for (std::size_t a = 0; a < specs.size(); ++a) {
-      if (specs[a].name == parts[3]) algo = static_cast<int>(a);
-    }
-    for (const MathSpec& spec : math_modes) {
-      if (spec.name == parts[4]) math = spec.math, math_found = true;
-    }
-  }
-  DNNX_ASSERT(algo >= 0 && math_found, "malformed legacy id '", info.id, "'");
-  return std::make_shared<LegacyPlan>(std::move(runtime), desc, direction, info, algo, math);
+                                                   const AlgoInfo& info,
+                                                   const LegacyConfig& config) {
+  return std::make_shared<LegacyPlan>(std::move(runtime), desc, direction, info, config);
 }
 
 }  // namespace dnnx::cudnn

@@ -8,23 +8,42 @@
 #include "backends/cudnn/runtime.hpp"
 #include "core/backend.hpp"
 
+#include <cudnn.h>
+
 #include <memory>
-#include <string>
+#include <variant>
 #include <vector>
 
 namespace dnnx::cudnn {
 
+/// A legacy algorithm: a value of its direction's cuDNN enum.
+using LegacyAlgorithm = std::variant<cudnnConvolutionFwdAlgo_t, cudnnConvolutionBwdDataAlgo_t,
+                                     cudnnConvolutionBwdFilterAlgo_t>;
+
+/// What a legacy plan runs: an algorithm under a math mode.
+struct LegacyConfig {
+  LegacyAlgorithm algorithm = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+};
+
+/// One legacy candidate: its listing entry and its config.
+struct LegacyCandidate {
+  AlgoInfo info;
+  LegacyConfig config;
+  /// A tensor-op math mode (Note [channel padding] wraps only tensor-core candidates).
+  bool tensor_cores = false;
+};
+
 /// Every legacy candidate of (desc, direction): algorithm x math mode, supported or not, in
 /// priority order (Note [legacy candidates]).
-std::vector<AlgoInfo> legacy_candidates(Runtime& runtime, const ConvDesc& desc,
-                                        Direction direction);
+std::vector<LegacyCandidate> legacy_candidates(Runtime& runtime, const ConvDesc& desc,
+                                               Direction direction);
 
-/// Whether `id` names a legacy candidate ("cudnn:legacy:...").
-bool is_legacy_id(const std::string& id);
-
-/// The plan of the supported legacy candidate `info`.
+/// The plan of legacy config `config` (an algorithm of `direction`) for desc, recorded as `info`
+/// (its workspace made exact).
 std::shared_ptr<detail::ConvPlan> make_legacy_plan(std::shared_ptr<Runtime> runtime,
                                                    const ConvDesc& desc, Direction direction,
-                                                   const AlgoInfo& info);
+                                                   const AlgoInfo& info,
+                                                   const LegacyConfig& config);
 
 }  // namespace dnnx::cudnn

@@ -229,10 +229,6 @@ std::optional<ConvDesc> channel_padded(const ConvDesc& desc) {
   return padded;
 }
 
-bool is_padded_id(const std::string& id) { return id.rfind(padded_prefix, 0) == 0; }
-
-std::string inner_id(const std::string& id) { return id.substr(padded_prefix.size()); }
-
 AlgoInfo padded_info(const ConvDesc& desc, const ConvDesc& padded, const AlgoInfo& inner) {
   AlgoInfo info = inner;
   info.id = detail::cat(padded_prefix, inner.id);

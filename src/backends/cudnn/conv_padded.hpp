@@ -11,7 +11,6 @@
 
 #include <memory>
 #include <optional>
-#include <string>
 
 namespace dnnx::cudnn {
 
@@ -19,13 +18,8 @@ namespace dnnx::cudnn {
 /// desc is not a case for padding (f32, groups, channels already aligned).
 std::optional<ConvDesc> channel_padded(const ConvDesc& desc);
 
-/// Whether `id` names a padded candidate ("cudnn:padc:<inner id>").
-bool is_padded_id(const std::string& id);
-/// The id of the candidate of the padded desc that a padded id wraps.
-std::string inner_id(const std::string& id);
-
 /// The listing entry of the padded candidate wrapping `inner` (a supported candidate of
-/// `padded`): its workspace is the inner one plus the padded copies.
+/// `padded`), id "cudnn:padc:<inner id>": its workspace is the inner one plus the padded copies.
 AlgoInfo padded_info(const ConvDesc& desc, const ConvDesc& padded, const AlgoInfo& inner);
 
 /// The plan running `inner` (a plan of `padded`) for `desc`.

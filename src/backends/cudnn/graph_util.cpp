@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cstdint>
 #include <string_view>
 #include <utility>
@@ -74,49 +73,14 @@ std::string knob_name(std::int64_t type) {
   return detail::cat('k', type);
 }
 
-bool parse_int(std::string_view text, std::int64_t& value) {
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  return ec == std::errc() && ptr == end && !text.empty();
-}
-
-std::optional<std::int64_t> knob_type(std::string_view name) {
-  for (std::size_t i = 0; i < knob_names.size(); ++i) {
-    if (knob_names[i] == name) return static_cast<std::int64_t>(i);
-  }
-  std::int64_t value = 0;
-  if (name.size() > 1 && name[0] == 'k' && parse_int(name.substr(1), value)) return value;
-  return std::nullopt;
-}
-
 }  // namespace
 
-std::string config_id(const ConfigKey& key) {
-  std::string id = detail::cat("cudnn:engine:", key.engine);
+std::string config_id(const ConfigKey& key, std::string_view prefix) {
+  std::string id = detail::cat(prefix, key.engine);
   for (std::size_t i = 0; i < key.knobs.size(); ++i) {
     id += detail::cat(i == 0 ? ':' : ',', knob_name(key.knobs[i].first), '=', key.knobs[i].second);
   }
   return id;
-}
-
-std::optional<ConfigKey> parse_config_id(const std::string& id) {
-  constexpr std::string_view prefix = "cudnn:engine:";
-  if (id.rfind(prefix, 0) != 0) return std::nullopt;
-  std::string_view rest(id);
-  rest.remove_prefix(prefix.size());
-  const std::size_t colon = rest.find(':');
-  ConfigKey key;
-  if (!parse_int(rest.substr(0, colon), key.engine)) return std::nullopt;
-  if (colon == std::string_view::npos) return key;
-  for (const std::string& part : detail::split(rest.substr(colon + 1), ',')) {
-    const std::size_t eq = part.find('=');
-    if (eq == std::string::npos) return std::nullopt;
-    const auto type = knob_type(std::string_view(part).substr(0, eq));
-    std::int64_t value = 0;
-    if (!type || !parse_int(std::string_view(part).substr(eq + 1), value)) return std::nullopt;
-    key.knobs.emplace_back(*type, value);
-  }
-  return key;
 }
 
 // ---- thin wrappers over cudnnBackend{Set,Get}Attribute ----------------------------------------
@@ -324,10 +288,12 @@ std::string numeric_exclusion(const EngineNotes& notes, const ConvDesc& desc,
 
 }  // namespace
 
-AlgoInfo describe_config(Runtime& runtime, const BackendDescriptor& graph, const ConvDesc& desc,
-                         Direction direction, const ConfigKey& key, std::string_view origin,
-                         const ErrorContext& context) {
-  AlgoInfo info;
+EngineCandidate describe_config(Runtime& runtime, const BackendDescriptor& graph,
+                                const ConvDesc& desc, Direction direction, const ConfigKey& key,
+                                std::string_view origin, const ErrorContext& context) {
+  EngineCandidate candidate;
+  candidate.config = key;
+  AlgoInfo& info = candidate.info;
   info.id = config_id(key);
   info.name =
       detail::cat("engine ", key.engine, key.knobs.empty() ? " (default knobs)" : "", origin);
@@ -336,11 +302,12 @@ AlgoInfo describe_config(Runtime& runtime, const BackendDescriptor& graph, const
   const cudnnStatus_t status = build_config(graph, key, config, context);
   if (status != CUDNN_STATUS_SUCCESS) {
     info.reason = "cuDNN rejects it: " + rejection(status);
-    return info;
+    return candidate;
   }
   const EngineNotes notes = engine_notes(config.engine, context);
   info.deterministic = !notes.has(CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC);
-  if (notes.has(CUDNN_NUMERICAL_NOTE_TENSOR_CORE)) info.notes.emplace_back("tensor_cores");
+  candidate.tensor_cores = notes.has(CUDNN_NUMERICAL_NOTE_TENSOR_CORE);
+  if (candidate.tensor_cores) info.notes.emplace_back("tensor_cores");
   if (notes.has(CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)) info.notes.emplace_back("down_convert");
   if (notes.has(CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION))
     info.notes.emplace_back("reduced_precision_reduction");
@@ -373,7 +340,7 @@ AlgoInfo describe_config(Runtime& runtime, const BackendDescriptor& graph, const
                                            context, "reading a config's workspace size"));
     info.supported = true;
   }
-  return info;
+  return candidate;
 }
 
 // The configs heuristics mode `mode` proposes, in its order (empty if the mode has none).

@@ -19,7 +19,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -38,10 +37,21 @@ struct ConfigKey {
   bool operator==(const ConfigKey&) const = default;
 };
 
-/// "cudnn:engine:<index>" or "cudnn:engine:<index>:<knob>=<value>,..." (knobs in enum order).
-std::string config_id(const ConfigKey& key);
-/// The key an id of config_id() names; nullopt when `id` is not one.
-std::optional<ConfigKey> parse_config_id(const std::string& id);
+/// The prefix of the convolution's engine ids.
+inline constexpr std::string_view engine_id_prefix = "cudnn:engine:";
+
+/// "<prefix><index>" or "<prefix><index>:<knob>=<value>,..." (knobs in enum order), e.g.
+/// "cudnn:engine:5:split_k=2". Ids are only ever made from keys: a candidate carries its key.
+std::string config_id(const ConfigKey& key, std::string_view prefix = engine_id_prefix);
+
+/// One engine configuration as a candidate: its listing entry, the key its plan is built from,
+/// and what selection among candidates reads as data rather than from the entry's notes.
+struct EngineCandidate {
+  AlgoInfo info;
+  ConfigKey config;
+  /// Numerical note TENSOR_CORE (Note [channel padding] wraps only tensor-core candidates).
+  bool tensor_cores = false;
+};
 
 // ---- thin wrappers over cudnnBackend{Set,Get}Attribute ----------------------------------------
 
@@ -93,13 +103,13 @@ struct EngineNotes {
 /// The numerical and behaviour notes of a finalized engine.
 EngineNotes engine_notes(const BackendDescriptor& engine, const ErrorContext& context);
 
-/// The candidate record of config `key` on `graph` (the operation graph of `desc` and
-/// `direction`): support (cuDNN's finalize status, Note [TF32], Note [asymmetric padding engines],
-/// Note [runtime-compiled engines]), workspace, determinism, notes and families. `origin` is
-/// appended to the name (", heuristics A #1").
-AlgoInfo describe_config(Runtime& runtime, const BackendDescriptor& graph, const ConvDesc& desc,
-                         Direction direction, const ConfigKey& key, std::string_view origin,
-                         const ErrorContext& context);
+/// The candidate of config `key` on `graph` (the operation graph of `desc` and `direction`), id
+/// config_id(key): support (cuDNN's finalize status, Note [TF32], Note [asymmetric padding
+/// engines], Note [runtime-compiled engines]), workspace, determinism, notes and families.
+/// `origin` is appended to the name (", heuristics A #1").
+EngineCandidate describe_config(Runtime& runtime, const BackendDescriptor& graph,
+                                const ConvDesc& desc, Direction direction, const ConfigKey& key,
+                                std::string_view origin, const ErrorContext& context);
 
 /// The configs heuristics mode `mode` proposes for `graph`, in its order (empty if the mode has
 /// none).
