@@ -79,7 +79,9 @@ if(NOT DNNX_WITH_CUDNN STREQUAL "OFF")
     if(NOT TARGET dnnx::cudnn_libraries)
       add_library(dnnx::cudnn_libraries INTERFACE IMPORTED)
       target_include_directories(dnnx::cudnn_libraries INTERFACE "${DNNX_CUDNN_INCLUDE_DIR}")
-      target_link_libraries(dnnx::cudnn_libraries INTERFACE "${DNNX_CUDNN_LIBRARY}" CUDA::cudart)
+      # cuBLASLt and cuBLAS run the matrix multiply (src/backends/cudnn/matmul.cpp).
+      target_link_libraries(dnnx::cudnn_libraries INTERFACE "${DNNX_CUDNN_LIBRARY}" CUDA::cudart
+                                                            CUDA::cublasLt CUDA::cublas)
     endif()
     get_filename_component(DNNX_CUDNN_LIBRARY_DIR "${DNNX_CUDNN_LIBRARY}" DIRECTORY)
     message(STATUS "cuDNN ${DNNX_CUDNN_VERSION}: ${DNNX_CUDNN_LIBRARY}; CUDA runtime "

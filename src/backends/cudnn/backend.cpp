@@ -128,7 +128,8 @@ class CudnnBackend final : public detail::Backend {
   // device model and size, and whether f32 may run as TF32.
   std::string fingerprint() const override {
     const DeviceFacts& f = runtime_->facts();
-    return detail::cat("cuDNN ", cudnn_version_text(f.cudnn_version), " CUDA ",
+    return detail::cat("cuDNN ", cudnn_version_text(f.cudnn_version), " cuBLASLt ",
+                       cublas_version_text(f.cublaslt_version), " CUDA ",
                        cuda_version_text(f.runtime_version), " driver ",
                        cuda_version_text(f.driver_version), " ", f.name, " sm_", f.major, f.minor,
                        " SMs=", f.sm_count, " tf32=", runtime_->allow_tf32() ? "on" : "off",
@@ -145,6 +146,7 @@ class CudnnBackend final : public detail::Backend {
             {"cuda_driver", cuda_version_text(f.driver_version)},
             {"cuda_runtime", cuda_version_text(f.runtime_version)},
             {"cudnn_version", cudnn_version_text(f.cudnn_version)},
+            {"cublaslt_version", cublas_version_text(f.cublaslt_version)},
             {"tf32", runtime_->allow_tf32() ? "on" : "off"},
             {"runtime_compiled_engines", runtime_->settings().runtime_compiled ? "on" : "off"},
             {"graph_replay", runtime_->settings().graphs ? "on" : "off"},

@@ -17,12 +17,19 @@ std::string status_name(cudaError_t status) {
   return text != nullptr ? text : "cudaError_" + std::to_string(static_cast<int>(status));
 }
 
+std::string status_name(cublasStatus_t status) {
+  const char* text = cublasGetStatusName(status);
+  return text != nullptr ? text : "CUBLAS_STATUS_" + std::to_string(static_cast<int>(status));
+}
+
 bool out_of_memory(cudnnStatus_t status) {
   return status == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
          status == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
 }
 
 bool out_of_memory(cudaError_t status) { return status == cudaErrorMemoryAllocation; }
+
+bool out_of_memory(cublasStatus_t status) { return status == CUBLAS_STATUS_ALLOC_FAILED; }
 
 std::string last_cudnn_message() {
   std::array<char, 1024> buffer{};
@@ -56,6 +63,17 @@ void raise_status(cudaError_t status, std::string_view what, ErrorContext contex
                 std::move(message), std::move(context), file, line);
 }
 
+void raise_status(cublasStatus_t status, std::string_view what, ErrorContext context,
+                  const char* file, int line) {
+  context.status = status_name(status);
+  if (context.backend.empty()) context.backend = "cudnn";
+  std::string message(what);
+  if (const char* text = cublasGetStatusString(status); text != nullptr)
+    message += detail::cat(" (", text, ")");
+  detail::raise(out_of_memory(status) ? ErrorKind::OutOfMemory : ErrorKind::BackendFailure,
+                std::move(message), std::move(context), file, line);
+}
+
 void log_destroy_failure(cudnnStatus_t status, const char* what) noexcept {
   if (status == CUDNN_STATUS_SUCCESS) return;
   try {
@@ -67,6 +85,15 @@ void log_destroy_failure(cudnnStatus_t status, const char* what) noexcept {
 
 void log_destroy_failure(cudaError_t status, const char* what) noexcept {
   if (status == cudaSuccess || status == cudaErrorCudartUnloading) return;
+  try {
+    std::cerr << "dnnx: cudnn backend: destroying " << what << " failed: " << status_name(status)
+              << '\n';
+  } catch (...) {
+  }
+}
+
+void log_destroy_failure(cublasStatus_t status, const char* what) noexcept {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
   try {
     std::cerr << "dnnx: cudnn backend: destroying " << what << " failed: " << status_name(status)
               << '\n';

@@ -69,6 +69,48 @@ Event make_event(const ErrorContext& context) {
   return Event(raw, "cudaEvent_t");
 }
 
+CublasHandle make_cublas_handle(const ErrorContext& context) {
+  cublasHandle_t raw = nullptr;
+  DNNX_CUBLAS_CHECK(cublasCreate(&raw), context, "creating a cuBLAS handle");
+  CublasHandle handle(raw, "cublasHandle_t");
+  DNNX_CUBLAS_CHECK(cublasSetMathMode(raw, static_cast<cublasMath_t>(
+                                               CUBLAS_DEFAULT_MATH |
+                                               CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
+                    context, "setting the cuBLAS math mode");
+  DNNX_CUBLAS_CHECK(cublasSetAtomicsMode(raw, CUBLAS_ATOMICS_NOT_ALLOWED), context,
+                    "setting the cuBLAS atomics mode");
+  return handle;
+}
+
+CublasLtHandle make_cublaslt_handle(const ErrorContext& context) {
+  cublasLtHandle_t raw = nullptr;
+  DNNX_CUBLAS_CHECK(cublasLtCreate(&raw), context, "creating a cuBLASLt handle");
+  return CublasLtHandle(raw, "cublasLtHandle_t");
+}
+
+MatmulDescriptor make_matmul_descriptor(cublasComputeType_t compute, cudaDataType_t scale,
+                                        const ErrorContext& context) {
+  cublasLtMatmulDesc_t raw = nullptr;
+  DNNX_CUBLAS_CHECK(cublasLtMatmulDescCreate(&raw, compute, scale), context,
+                    "creating a cuBLASLt matmul descriptor");
+  return MatmulDescriptor(raw, "cublasLtMatmulDesc_t");
+}
+
+MatrixLayout make_matrix_layout(cudaDataType_t type, std::uint64_t rows, std::uint64_t cols,
+                                std::int64_t ld, const ErrorContext& context) {
+  cublasLtMatrixLayout_t raw = nullptr;
+  DNNX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&raw, type, rows, cols, ld), context,
+                    detail::cat("creating a cuBLASLt layout of ", rows, " x ", cols, ", ld ", ld));
+  return MatrixLayout(raw, "cublasLtMatrixLayout_t");
+}
+
+MatmulPreference make_matmul_preference(const ErrorContext& context) {
+  cublasLtMatmulPreference_t raw = nullptr;
+  DNNX_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&raw), context,
+                    "creating a cuBLASLt preference");
+  return MatmulPreference(raw, "cublasLtMatmulPreference_t");
+}
+
 MappedHost make_mapped_host(std::size_t bytes, const char* what, const ErrorContext& context) {
   void* raw = nullptr;
   DNNX_CUDNN_CHECK(cudaHostAlloc(&raw, bytes, cudaHostAllocMapped), context,

@@ -1,14 +1,17 @@
 #pragma once
-// RAII for every CUDA and cuDNN object the backend owns (STYLE.md): one move-only template,
+// RAII for every CUDA, cuDNN and cuBLAS object the backend owns (STYLE.md): one move-only template,
 // Handle<T, Destroy>, and a creating factory per kind. Objects are created in the factories
 // (throwing dnnx::Error on failure) and destroyed exactly once; destructors never throw, they log.
 
 #include "backends/cudnn/check.hpp"
 
+#include <cublasLt.h>
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 
 namespace dnnx::cudnn {
@@ -72,6 +75,11 @@ using Event = Handle<cudaEvent_t, cudaEventDestroy>;
 using Graph = Handle<cudaGraph_t, cudaGraphDestroy>;
 using GraphExec = Handle<cudaGraphExec_t, cudaGraphExecDestroy>;
 using PinnedHost = Handle<void*, cudaFreeHost>;
+using CublasHandle = Handle<cublasHandle_t, cublasDestroy>;
+using CublasLtHandle = Handle<cublasLtHandle_t, cublasLtDestroy>;
+using MatmulDescriptor = Handle<cublasLtMatmulDesc_t, cublasLtMatmulDescDestroy>;
+using MatrixLayout = Handle<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy>;
+using MatmulPreference = Handle<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy>;
 
 /// Pinned host memory mapped into the current device's address space: the host reads and writes
 /// it with plain (volatile) loads and stores, kernels through `device`.
@@ -92,6 +100,19 @@ BackendDescriptor make_backend_descriptor(cudnnBackendDescriptorType_t type,
 Stream make_stream(const ErrorContext& context);
 /// An event that records timing.
 Event make_event(const ErrorContext& context);
+/// A cuBLAS handle (on the current device) that never reduces in a type narrower than the compute
+/// type (CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION) and never uses atomics.
+CublasHandle make_cublas_handle(const ErrorContext& context);
+/// A cuBLASLt handle (on the current device).
+CublasLtHandle make_cublaslt_handle(const ErrorContext& context);
+/// A cuBLASLt matmul descriptor computing in `compute` with scale (alpha, beta) type `scale`.
+MatmulDescriptor make_matmul_descriptor(cublasComputeType_t compute, cudaDataType_t scale,
+                                        const ErrorContext& context);
+/// A column-major cuBLASLt matrix layout of `rows` x `cols` with leading dimension `ld`.
+MatrixLayout make_matrix_layout(cudaDataType_t type, std::uint64_t rows, std::uint64_t cols,
+                                std::int64_t ld, const ErrorContext& context);
+/// A cuBLASLt heuristic-search preference with every attribute at its default.
+MatmulPreference make_matmul_preference(const ErrorContext& context);
 /// `bytes` of zeroed mapped pinned host memory; `what` names it in messages.
 MappedHost make_mapped_host(std::size_t bytes, const char* what, const ErrorContext& context);
 

@@ -19,6 +19,11 @@ const char* to_string(KnobSearch search) {
   return "?";
 }
 
+std::string cublas_version_text(std::size_t version) {
+  // cuBLAS encodes major * 10000 + minor * 100 + patch.
+  return detail::cat(version / 10000, '.', version / 100 % 100, '.', version % 100);
+}
+
 std::string cuda_version_text(int version) {
   return detail::cat(version / 1000, '.', version % 1000 / 10);
 }
@@ -50,6 +55,7 @@ DeviceFacts query_facts(int device, const ErrorContext& context) {
   DNNX_CUDNN_CHECK(cudaRuntimeGetVersion(&facts.runtime_version), context,
                    "reading the CUDA runtime version");
   facts.cudnn_version = cudnnGetVersion();
+  facts.cublaslt_version = cublasLtGetVersion();
   return facts;
 }
 
@@ -80,6 +86,24 @@ Runtime::~Runtime() {
   if (process_exiting()) return;
   int current = -1;
   if (cudaGetDevice(&current) == cudaSuccess && current != device_) cudaSetDevice(device_);
+}
+
+cublasLtHandle_t Runtime::blas_lt() {
+  std::lock_guard lock(blas_mutex_);
+  if (!blas_lt_) {
+    make_current();
+    blas_lt_ = make_cublaslt_handle(context());
+  }
+  return blas_lt_.get();
+}
+
+cublasHandle_t Runtime::blas() {
+  std::lock_guard lock(blas_mutex_);
+  if (!blas_) {
+    make_current();
+    blas_ = make_cublas_handle(context());
+  }
+  return blas_.get();
 }
 
 void Runtime::make_current() const { cudnn::make_current(device_, context()); }

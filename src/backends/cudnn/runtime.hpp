@@ -9,12 +9,20 @@
 // allocator may reuse a block as soon as the host frees it (Note [caching allocator]). The op
 // layer serializes calls on one backend instance (ContextState::mutex), which is also what the
 // cuDNN handle requires.
+//
+// Note [cuBLAS handles]
+// The matrix multiply runs on cuBLASLt (and cuBLAS's cublasGemmEx). Their handles are created on
+// first use, since most programs never multiply matrices on the GPU and a cuBLAS handle costs
+// device memory. cublasLtMatmul takes the stream and workspace per call; the cuBLAS handle is bound
+// to stream() before each call (cublasSetStream), then given the call's workspace
+// (cublasSetWorkspace: cublasSetStream resets it to cuBLAS's own pool, which dnnx does not use).
 
 #include "backends/cudnn/allocator.hpp"
 #include "backends/cudnn/handles.hpp"
 #include "core/device.hpp"
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,18 +31,20 @@ namespace dnnx::cudnn {
 
 /// What the device and libraries are; part of every choice-cache key through the fingerprint.
 struct DeviceFacts {
-  std::string name;               ///< "NVIDIA H100 80GB HBM3"
-  int major = 0, minor = 0;       ///< compute capability
-  int sm_count = 0;               ///< multiprocessors
-  std::size_t memory_bytes = 0;   ///< global memory
-  std::size_t l2_bytes = 0;       ///< L2 cache (cudaDeviceProp::l2CacheSize)
-  int driver_version = 0;         ///< cudaDriverGetVersion, e.g. 13000
-  int runtime_version = 0;        ///< cudaRuntimeGetVersion
-  std::size_t cudnn_version = 0;  ///< cudnnGetVersion, e.g. 91900
+  std::string name;                  ///< "NVIDIA H100 80GB HBM3"
+  int major = 0, minor = 0;          ///< compute capability
+  int sm_count = 0;                  ///< multiprocessors
+  std::size_t memory_bytes = 0;      ///< global memory
+  std::size_t l2_bytes = 0;          ///< L2 cache (cudaDeviceProp::l2CacheSize)
+  int driver_version = 0;            ///< cudaDriverGetVersion, e.g. 13000
+  int runtime_version = 0;           ///< cudaRuntimeGetVersion
+  std::size_t cudnn_version = 0;     ///< cudnnGetVersion, e.g. 91900
+  std::size_t cublaslt_version = 0;  ///< cublasLtGetVersion, e.g. 130100
 };
 
-/// "9.19.0" from 91900; "13.0" from 13000.
+/// "9.19.0" from 91900; "13.0" from 13000; "13.1.0" from cuBLAS's 130100.
 std::string cudnn_version_text(std::size_t version);
+std::string cublas_version_text(std::size_t version);
 std::string cuda_version_text(int version);
 
 /// Makes `device` the calling thread's current CUDA device if it is not already.
@@ -81,6 +91,11 @@ class Runtime final : public detail::DeviceRuntime {
   /// Whether the stream is the caller's (Context::with_stream) rather than this runtime's own.
   bool external_stream() const { return !stream_; }
   cudnnHandle_t handle() const { return handle_.get(); }
+  /// The cuBLASLt handle, created on the first call (Note [cuBLAS handles]).
+  cublasLtHandle_t blas_lt();
+  /// The cuBLAS handle, created on the first call (Note [cuBLAS handles]); bind it to stream()
+  /// and a workspace before each use.
+  cublasHandle_t blas();
   CachingAllocator& allocator() { return *allocator_; }
   /// Makes this runtime's device current on the calling thread.
   void make_current() const;
@@ -99,6 +114,9 @@ class Runtime final : public detail::DeviceRuntime {
   Stream stream_;  // empty for an external stream
   cudaStream_t stream_raw_ = nullptr;
   CudnnHandle handle_;
+  std::mutex blas_mutex_;  // guards the creation of the two handles below
+  CublasLtHandle blas_lt_;
+  CublasHandle blas_;
   std::unique_ptr<CachingAllocator> allocator_;
   bool registered_ = false;
 };

@@ -1,0 +1,203 @@
+// The matrix multiply's kernels beside cuBLAS.
+//
+// Note [bias gradient kernel]
+// diff_bias is the column sums of a dense row-major rows x n diff_dst. A block reads 32
+// consecutive columns (one warp wide: coalesced) with 8 rows of threads, each summing every 8th
+// row of its chunk of rows; the 8 partial sums are then added in row order. When one block per 32
+// columns would leave the GPU idle (few columns, many rows) the rows are split into chunks whose
+// f32 partial sums go to the workspace and are added in chunk order by a second kernel. Every order
+// of addition is fixed by (rows, n, SM count), so the result is bitwise reproducible.
+
+#include "backends/cudnn/kernels/common.cuh"
+#include "backends/cudnn/kernels/matmul.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace dnnx::cudnn::kernels::matmul {
+namespace {
+
+constexpr int block_threads = 256;
+constexpr int column_tile = 32;  // columns per block of the gradient kernel (one warp wide)
+constexpr int column_rows = 8;   // rows of threads per block of the gradient kernel
+constexpr std::int64_t max_blocks = 1 << 20;
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+unsigned grid_for(std::int64_t items, std::int64_t per_block) {
+  return static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(items, per_block), 1, max_blocks));
+}
+
+// The split of Note [bias gradient kernel].
+struct Chunks {
+  std::int64_t count = 1;
+  std::int64_t rows_per_chunk = 1;
+};
+
+Chunks chunks_of(std::int64_t rows, std::int64_t n, int sm_count) {
+  const std::int64_t target_blocks = 4 * static_cast<std::int64_t>(std::max(sm_count, 1));
+  const std::int64_t tiles = ceil_div(n, column_tile);
+  std::int64_t wanted = std::clamp<std::int64_t>(ceil_div(target_blocks, tiles), 1,
+                                                 std::max<std::int64_t>(rows / 64, 1));
+  wanted = std::min<std::int64_t>(wanted, 65535);  // gridDim.y
+  Chunks chunks;
+  chunks.rows_per_chunk = ceil_div(rows, wanted);
+  chunks.count = ceil_div(rows, chunks.rows_per_chunk);
+  return chunks;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(block_threads)
+    add_bias_kernel(const T* bias, T* dst, std::int64_t count, std::int64_t n) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x;
+       i < count; i += static_cast<std::int64_t>(gridDim.x) * block_threads) {
+    dst[i] = from_float<T>(to_float(dst[i]) + to_float(bias[i % n]));
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ void store_sum(T* out, std::int64_t j, float total, float beta) {
+  out[j] = from_float<T>(beta != 0.0f ? total + beta * to_float(out[j]) : total);
+}
+
+// Note [bias gradient kernel]: columns of tile blockIdx.x, rows of chunk blockIdx.y.
+template <typename T>
+__global__ void __launch_bounds__(column_tile* column_rows)
+    column_sums_kernel(const T* x, T* out, float* partial, std::int64_t rows, std::int64_t n,
+                       std::int64_t rows_per_chunk, float beta) {
+  __shared__ float sums[column_rows][column_tile + 1];
+  const std::int64_t tiles = (n + column_tile - 1) / column_tile;
+  const std::int64_t begin = static_cast<std::int64_t>(blockIdx.y) * rows_per_chunk;
+  const std::int64_t end = begin + rows_per_chunk < rows ? begin + rows_per_chunk : rows;
+  for (std::int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const std::int64_t j = tile * column_tile + threadIdx.x;
+    float acc = 0.0f;
+    if (j < n) {
+      for (std::int64_t r = begin + threadIdx.y; r < end; r += column_rows)
+        acc += to_float(x[r * n + j]);
+    }
+    sums[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y == 0 && j < n) {
+      float total = 0.0f;
+#pragma unroll
+      for (int y = 0; y < column_rows; ++y) total += sums[y][threadIdx.x];
+      if (gridDim.y == 1) {
+        store_sum(out, j, total, beta);
+      } else {
+        partial[static_cast<std::int64_t>(blockIdx.y) * n + j] = total;
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// Adds the chunks' partial sums of each column in chunk order.
+template <typename T>
+__global__ void __launch_bounds__(block_threads)
+    finalize_kernel(const float* partial, T* out, std::int64_t n, std::int64_t chunks, float beta) {
+  for (std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x; j < n;
+       j += static_cast<std::int64_t>(gridDim.x) * block_threads) {
+    float total = 0.0f;
+    for (std::int64_t c = 0; c < chunks; ++c) total += partial[c * n + j];
+    store_sum(out, j, total, beta);
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(block_threads)
+    store_kernel(const float* accumulator, T* out, std::int64_t count, float beta) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x;
+       i < count; i += static_cast<std::int64_t>(gridDim.x) * block_threads) {
+    store_sum(out, i, accumulator[i], beta);
+  }
+}
+
+template <typename T>
+cudaError_t bias_gradient_typed(std::int64_t rows, std::int64_t n, const void* diff_dst, float beta,
+                                void* diff_bias, void* workspace, int sm_count,
+                                cudaStream_t stream) {
+  const Chunks chunks = chunks_of(rows, n, sm_count);
+  if (chunks.count > 1 && workspace == nullptr) return cudaErrorInvalidValue;
+  auto* out = static_cast<T*>(diff_bias);
+  auto* partial = static_cast<float*>(workspace);
+  const dim3 grid(grid_for(n, column_tile), static_cast<unsigned>(chunks.count));
+  column_sums_kernel<T><<<grid, dim3(column_tile, column_rows), 0, stream>>>(
+      static_cast<const T*>(diff_dst), out, partial, rows, n, chunks.rows_per_chunk, beta);
+  if (const cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
+  if (chunks.count > 1) {
+    finalize_kernel<T><<<grid_for(n, block_threads), block_threads, 0, stream>>>(
+        partial, out, n, chunks.count, beta);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t add_bias(Element element, std::int64_t rows, std::int64_t n, const void* bias,
+                     void* dst, cudaStream_t stream) {
+  const std::int64_t count = rows * n;
+  const unsigned grid = grid_for(count, block_threads);
+  switch (element) {
+    case Element::f32:
+      add_bias_kernel<float><<<grid, block_threads, 0, stream>>>(
+          static_cast<const float*>(bias), static_cast<float*>(dst), count, n);
+      break;
+    case Element::f16:
+      add_bias_kernel<__half><<<grid, block_threads, 0, stream>>>(
+          static_cast<const __half*>(bias), static_cast<__half*>(dst), count, n);
+      break;
+    case Element::bf16:
+      add_bias_kernel<__nv_bfloat16><<<grid, block_threads, 0, stream>>>(
+          static_cast<const __nv_bfloat16*>(bias), static_cast<__nv_bfloat16*>(dst), count, n);
+      break;
+  }
+  return cudaGetLastError();
+}
+
+std::size_t bias_gradient_workspace(std::int64_t rows, std::int64_t n, int sm_count) {
+  const Chunks chunks = chunks_of(rows, n, sm_count);
+  return chunks.count > 1 ? static_cast<std::size_t>(chunks.count * n) * sizeof(float) : 0;
+}
+
+cudaError_t bias_gradient(Element element, std::int64_t rows, std::int64_t n, const void* diff_dst,
+                          float beta, void* diff_bias, void* workspace, int sm_count,
+                          cudaStream_t stream) {
+  switch (element) {
+    case Element::f32:
+      return bias_gradient_typed<float>(rows, n, diff_dst, beta, diff_bias, workspace, sm_count,
+                                        stream);
+    case Element::f16:
+      return bias_gradient_typed<__half>(rows, n, diff_dst, beta, diff_bias, workspace, sm_count,
+                                         stream);
+    case Element::bf16:
+      return bias_gradient_typed<__nv_bfloat16>(rows, n, diff_dst, beta, diff_bias, workspace,
+                                                sm_count, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t store_accumulator(Element element, std::int64_t count, const float* accumulator,
+                              float beta, void* out, cudaStream_t stream) {
+  const unsigned grid = grid_for(count, block_threads);
+  switch (element) {
+    case Element::f32:
+      store_kernel<float>
+          <<<grid, block_threads, 0, stream>>>(accumulator, static_cast<float*>(out), count, beta);
+      break;
+    case Element::f16:
+      store_kernel<__half>
+          <<<grid, block_threads, 0, stream>>>(accumulator, static_cast<__half*>(out), count, beta);
+      break;
+    case Element::bf16:
+      store_kernel<__nv_bfloat16><<<grid, block_threads, 0, stream>>>(
+          accumulator, static_cast<__nv_bfloat16*>(out), count, beta);
+      break;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace dnnx::cudnn::kernels::matmul

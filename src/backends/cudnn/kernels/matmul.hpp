@@ -1,0 +1,38 @@
+#pragma once
+// The matrix multiply's kernels beside cuBLAS (src/backends/cudnn/matmul.cpp): the bias add and the
+// bias gradient of the candidates whose GEMM has no fused epilogue, and the last step of a GEMM
+// that accumulated in f32 scratch. Plain pointers to dense row-major data; no cuBLAS types.
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dnnx::cudnn::kernels::matmul {
+
+/// Storage type of every tensor; arithmetic is f32.
+enum class Element : int { f32, f16, bf16 };
+
+/// dst[r][j] = dst[r][j] + bias[j] for a `rows` x `n` dst, one rounding per element. Queues the
+/// work on `stream` and returns the launch status.
+cudaError_t add_bias(Element element, std::int64_t rows, std::int64_t n, const void* bias,
+                     void* dst, cudaStream_t stream);
+
+/// Bytes of f32 scratch `bias_gradient` needs for (rows, n) on a device with `sm_count`
+/// multiprocessors (0 when one pass suffices).
+std::size_t bias_gradient_workspace(std::int64_t rows, std::int64_t n, int sm_count);
+
+/// diff_bias[j] = sum over r of diff_dst[r][j] + beta * diff_bias[j] (diff_bias is not read when
+/// beta is 0), summed in f32 in an order fixed by (rows, n, sm_count): bitwise reproducible.
+/// `workspace` holds bias_gradient_workspace() bytes. Queues the work on `stream` and returns the
+/// launch status.
+cudaError_t bias_gradient(Element element, std::int64_t rows, std::int64_t n, const void* diff_dst,
+                          float beta, void* diff_bias, void* workspace, int sm_count,
+                          cudaStream_t stream);
+
+/// out[i] = accumulator[i] + beta * out[i] for `count` elements (out is not read when beta is 0),
+/// one rounding to the storage type. Queues the work on `stream` and returns the launch status.
+cudaError_t store_accumulator(Element element, std::int64_t count, const float* accumulator,
+                              float beta, void* out, cudaStream_t stream);
+
+}  // namespace dnnx::cudnn::kernels::matmul

@@ -1,0 +1,518 @@
+// The cudnn backend's matrix multiply on a GPU (label "gpu"): every listed supported candidate
+// (cuBLASLt configurations with and without fused epilogues, cublas:gemm_ex) of every direction
+// against the reference backend, on odd shapes, a linear layer with bias, and a batch in every
+// transpose and broadcast combination, in f32, f16 and bf16, with beta 0 (on a NaN-filled output,
+// which must not be read) and beta 1; bitwise determinism where claimed; unsupported candidates
+// only for the reasons of Note [expected unsupported cudnn matmul]; the listing the same from a
+// second backend instance; the heuristic pick, a fixed id, an unknown id and an unsupported one;
+// an exhaustive search. Every test skips with the reason when no usable GPU is present.
+
+#include <dnnx/dnnx.hpp>
+#include <dnnx/ops/matmul.hpp>
+
+#include "support/compare.hpp"
+#include "support/random.hpp"
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dnnx::test {
+namespace {
+
+#define DNNX_REQUIRE_GPU()                                                          \
+  do {                                                                              \
+    std::string dnnx_why_;                                                          \
+    if (!backend_available(BackendKind::cudnn, &dnnx_why_))                         \
+      GTEST_SKIP() << "cudnn backend not available (no usable GPU): " << dnnx_why_; \
+  } while (false)
+
+constexpr Layout rows_layout = Layout::channels_first;  // row-major at every rank
+
+Context context_with(BackendKind backend, Direction direction, AlgoPolicy policy) {
+  Context context(backend);
+  context.set_choice_cache(std::make_shared<ChoiceCache>());
+  context.tune().policy(OpKind::matmul, direction) = std::move(policy);
+  return context;
+}
+
+Tensor to_device(const Tensor& host, Context& context) {
+  Tensor device = Tensor::empty(host.dims(), host.dtype(), rows_layout, context.allocator());
+  copy(host, device);
+  return device;
+}
+
+Tensor to_host(const Tensor& device) {
+  Tensor host = Tensor::empty(device.dims(), device.dtype(), rows_layout);
+  copy(device, host);
+  return host;
+}
+
+bool has_note(const AlgoInfo& info, const char* note) {
+  return std::find(info.notes.begin(), info.notes.end(), note) != info.notes.end();
+}
+
+// ---- cases -------------------------------------------------------------------------------------
+
+struct Case {
+  std::string name;
+  MatmulDesc desc;
+  bool both_betas = true;  // also beta = 1 (the large case runs beta = 0 only)
+};
+
+MatmulDesc desc_of(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, bool ta,
+                   bool tb, bool broadcast, bool bias) {
+  MatmulDesc d;
+  d.batch = batch, d.m = m, d.n = n, d.k = k;
+  d.transpose_a = ta, d.transpose_b = tb, d.broadcast_b = broadcast, d.bias = bias;
+  return d;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  out.push_back({"1x1x1", desc_of(1, 1, 1, 1, false, false, false, false)});
+  out.push_back({"1x1x1_bias", desc_of(1, 1, 1, 1, false, false, false, true)});
+  out.push_back({"7x13x5", desc_of(1, 7, 13, 5, false, false, false, false)});
+  MatmulDesc scaled = desc_of(1, 7, 13, 5, true, true, false, true);
+  scaled.alpha = 0.5f;
+  out.push_back({"7x13x5_tt_bias_alpha", scaled});
+  out.push_back({"linear_64x1000x2048_bias", MatmulDesc::linear(64, 2048, 1000, true), false});
+  for (const bool ta : {false, true}) {
+    for (const bool tb : {false, true}) {
+      for (const bool broadcast : {false, true}) {
+        std::string name = "batch_3x17x9x33";
+        name += ta ? "_ta" : "";
+        name += tb ? "_tb" : "";
+        name += broadcast ? "_shared_b" : "";
+        name += "_bias";
+        out.push_back({name, desc_of(3, 17, 9, 33, ta, tb, broadcast, true)});
+      }
+    }
+  }
+  return out;
+}
+
+// ---- running a direction -----------------------------------------------------------------------
+
+// Host tensors of one call: the inputs, and the outputs' previous contents.
+struct Operands {
+  Tensor a, b, bias, diff_dst;  // inputs (bias: fwd only)
+  Tensor out, out_bias;         // dst / diff_a / diff_b, and diff_bias (bwd_weights with bias)
+};
+
+Dims out_dims(const MatmulDesc& d, Direction direction) {
+  switch (direction) {
+    case Direction::bwd_data: return d.a_dims();
+    case Direction::bwd_weights: return d.b_dims();
+    default: return d.dst_dims();
+  }
+}
+
+bool has_out_bias(const MatmulDesc& d, Direction direction) {
+  return d.bias && direction == Direction::bwd_weights;
+}
+
+Operands operands_of(const std::string& name, const MatmulDesc& d, Direction direction) {
+  const std::uint64_t seed = seed_from(name + " " + std::string(to_string(d.dtype)) + " " +
+                                       std::string(to_string(direction)));
+  Operands o;
+  o.a = random_tensor(d.a_dims(), d.dtype, rows_layout, seed + 1);
+  o.b = random_tensor(d.b_dims(), d.dtype, rows_layout, seed + 2);
+  if (d.bias) o.bias = random_tensor(d.bias_dims(), d.dtype, rows_layout, seed + 3);
+  o.diff_dst = random_tensor(d.dst_dims(), d.dtype, rows_layout, seed + 4);
+  // beta = 0: the output must not be read, NaN says if it was.
+  o.out = d.beta == 0.0f ? nan_tensor(out_dims(d, direction), d.dtype, rows_layout)
+                         : random_tensor(out_dims(d, direction), d.dtype, rows_layout, seed + 5);
+  if (has_out_bias(d, direction))
+    o.out_bias = d.beta == 0.0f ? nan_tensor(d.bias_dims(), d.dtype, rows_layout)
+                                : random_tensor(d.bias_dims(), d.dtype, rows_layout, seed + 6);
+  return o;
+}
+
+// |x| of every operand (the reference run on these gives each output's error scale).
+Operands abs_of(const Operands& o, const MatmulDesc& d) {
+  Operands out;
+  auto abs = [&](const Tensor& t) {
+    return t.is_null() ? Tensor() : abs_tensor(t, d.dtype, rows_layout);
+  };
+  out.a = abs(o.a), out.b = abs(o.b), out.bias = abs(o.bias), out.diff_dst = abs(o.diff_dst);
+  out.out = abs(o.out), out.out_bias = abs(o.out_bias);
+  return out;
+}
+
+struct Result {
+  std::shared_ptr<const Choice> choice;
+  Tensor out, out_bias;  // on the host
+};
+
+Result run(Context& context, const MatmulDesc& d, Direction direction, const Operands& h) {
+  Result result;
+  Tensor out = to_device(h.out, context);
+  Tensor out_bias = h.out_bias.is_null() ? Tensor() : to_device(h.out_bias, context);
+  switch (direction) {
+    case Direction::fwd: {
+      const Tensor a = to_device(h.a, context);
+      const Tensor b = to_device(h.b, context);
+      const Tensor bias = d.bias ? to_device(h.bias, context) : Tensor();
+      result.choice = matmul_fwd(context, d, a, b, bias, out);
+      break;
+    }
+    case Direction::bwd_data: {
+      const Tensor g = to_device(h.diff_dst, context);
+      const Tensor b = to_device(h.b, context);
+      result.choice = matmul_bwd_data(context, d, g, b, out);
+      break;
+    }
+    default: {
+      const Tensor a = to_device(h.a, context);
+      const Tensor g = to_device(h.diff_dst, context);
+      result.choice = matmul_bwd_weights(context, d, a, g, out, out_bias);
+      break;
+    }
+  }
+  result.out = to_host(out);
+  if (!out_bias.is_null()) result.out_bias = to_host(out_bias);
+  return result;
+}
+
+// ---- tolerances --------------------------------------------------------------------------------
+
+// Note [matmul tolerance]
+// Each element is compared within rel * scale + abs, scale being the same computation on |x|
+// (|alpha| sum |a||b| + |beta| |old| + |bias|, or for diff_bias sum |diff_dst| + |beta| |old|).
+// rel is three roundings to the storage type (the reference's one, and the GPU's GEMM result and
+// its separate bias add) plus (terms + 2) f32 additions at 2^-23 each: twice f32's unit roundoff,
+// since tensor cores' adders may truncate rather than round. TF32 (only with DNNX_ALLOW_TF32, on
+// the candidates noted "tf32") rounds each input to 11 significant bits, 2^-10 relative per
+// product: loosened by that.
+Tolerance tolerance_for(DType dtype, std::int64_t terms, bool tf32) {
+  double unit = std::ldexp(1.0, -24);
+  if (dtype == DType::f16) unit = std::ldexp(1.0, -11);
+  if (dtype == DType::bf16) unit = std::ldexp(1.0, -8);
+  Tolerance t;
+  t.rel = 3 * unit + static_cast<double>(terms + 2) * std::ldexp(1.0, -23);
+  if (tf32) t.rel += std::ldexp(1.0, -10);
+  t.abs = dtype == DType::f16 ? std::ldexp(1.0, -24) : 1e-30;  // f16's subnormal step
+  return t;
+}
+
+// The length of each output element's sum.
+std::int64_t terms_of(const MatmulDesc& d, Direction direction) {
+  switch (direction) {
+    case Direction::bwd_data: return d.n;
+    case Direction::bwd_weights: return d.broadcast_b ? d.batch * d.m : d.m;
+    default: return d.k;
+  }
+}
+
+// Note [expected unsupported cudnn matmul]: what a listed candidate may be refused for. cuBLASLt
+// decides which configurations and epilogues exist for a problem on a GPU, so the test asks the
+// listing rather than naming them: each refusal must be one of src/backends/cudnn/matmul.cpp's.
+bool expected_unsupported(const AlgoInfo& algo) {
+  for (const char* reason :
+       {"cublasLtMatmulAlgoCheck rejects", "cublasLtMatmulAlgoGetHeuristic offers no",
+        "the fused bias gradient", "accumulates in f16", "bytes of workspace",
+        "adds its split-K partial sums"})
+    if (algo.reason.find(reason) != std::string::npos) return true;
+  return false;
+}
+
+// Totals printed at the end: what the GPU ran.
+std::atomic<long> runs_compared{0};
+std::atomic<long> runs_bitwise{0};
+std::atomic<long> unsupported_listed{0};
+// Runs per note, for the kinds of candidate worth counting.
+constexpr const char* counted_notes[] = {
+    "heuristic",           "enumerated",           "cublas",  "fused_bias",   "bias_kernel",
+    "fused_bias_gradient", "bias_gradient_kernel", "split_k", "tensor_cores", "tf32"};
+std::map<std::string, long> runs_by_note;
+
+class Totals : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::cout << "[ matmul   ] " << runs_compared << " candidate runs compared with the reference, "
+              << runs_bitwise << " determinism reruns bitwise equal checks, " << unsupported_listed
+              << " unsupported listings\n[ matmul   ] runs by note:";
+    for (const auto& [note, runs] : runs_by_note) std::cout << ' ' << note << '=' << runs;
+    std::cout << '\n';
+  }
+};
+[[maybe_unused]] const auto* const totals = ::testing::AddGlobalTestEnvironment(new Totals);
+
+// ---- parity ------------------------------------------------------------------------------------
+
+struct Param {
+  Case c;
+  DType dtype;
+  float beta;
+  Direction direction;
+};
+
+void PrintTo(const Param& p, std::ostream* out) {
+  *out << p.c.name << " " << to_string(p.dtype) << " beta " << p.beta << " "
+       << to_string(p.direction);
+}
+
+std::vector<Param> params() {
+  std::vector<Param> out;
+  for (const Case& c : cases()) {
+    for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+      for (const float beta : {0.0f, 1.0f}) {
+        if (beta != 0.0f && !c.both_betas) continue;
+        for (const Direction direction :
+             {Direction::fwd, Direction::bwd_data, Direction::bwd_weights})
+          out.push_back({c, dtype, beta, direction});
+      }
+    }
+  }
+  return out;
+}
+
+class CudnnMatmulParity : public ::testing::TestWithParam<Param> {};
+
+TEST_P(CudnnMatmulParity, EveryCandidateMatchesTheReference) {
+  DNNX_REQUIRE_GPU();
+  const Param& param = GetParam();
+  MatmulDesc desc = param.c.desc;
+  desc.dtype = param.dtype;
+  desc.beta = param.beta;
+  const Direction direction = param.direction;
+  const Operands host = operands_of(param.c.name, desc, direction);
+
+  Context reference = context_with(BackendKind::reference, direction, AlgoPolicy::heuristic());
+  const Result expected = run(reference, desc, direction, host);
+  MatmulDesc abs_desc = desc;
+  abs_desc.alpha = std::fabs(desc.alpha);
+  abs_desc.beta = std::fabs(desc.beta);
+  const Result scale = run(reference, abs_desc, direction, abs_of(host, desc));
+
+  Context lister(BackendKind::cudnn);
+  lister.set_choice_cache(std::make_shared<ChoiceCache>());
+  const std::vector<AlgoInfo> algos = matmul_list(lister, desc, direction);
+  ASSERT_FALSE(algos.empty()) << desc.repro(direction);
+  int ran = 0;
+  for (const AlgoInfo& algo : algos) {
+    const std::string where = desc.repro(direction) + " [" + algo.id + "]";
+    if (!algo.supported) {
+      ++unsupported_listed;
+      EXPECT_TRUE(expected_unsupported(algo)) << algo.reason << "\n  " << where;
+      continue;
+    }
+    Context context = context_with(BackendKind::cudnn, direction, AlgoPolicy::fixed(algo.id));
+    const Result first = run(context, desc, direction, host);
+    ASSERT_EQ(first.choice->algo.id, algo.id) << where;
+    const bool tf32 = has_note(algo, "tf32");
+    ASSERT_TRUE(all_finite(first.out, "output", where));
+    EXPECT_TRUE(close_within_scale(
+        first.out.to_f32(), expected.out.to_f32(), scale.out.to_f32(), first.out.dims(),
+        tolerance_for(desc.dtype, terms_of(desc, direction), tf32), "output", where));
+    if (has_out_bias(desc, direction)) {
+      ASSERT_TRUE(all_finite(first.out_bias, "diff_bias", where));
+      EXPECT_TRUE(close_within_scale(first.out_bias.to_f32(), expected.out_bias.to_f32(),
+                                     scale.out_bias.to_f32(), first.out_bias.dims(),
+                                     tolerance_for(desc.dtype, desc.batch * desc.m, false),
+                                     "diff_bias", where));
+    }
+    ++runs_compared;
+    for (const char* note : counted_notes)
+      if (has_note(algo, note)) ++runs_by_note[note];
+    if (algo.deterministic) {
+      const Result second = run(context, desc, direction, host);
+      EXPECT_TRUE(bitwise_equal(first.out, second.out, "output of two runs", where));
+      if (has_out_bias(desc, direction)) {
+        EXPECT_TRUE(bitwise_equal(first.out_bias, second.out_bias, "diff_bias of two runs", where));
+      }
+      ++runs_bitwise;
+    }
+    ++ran;
+  }
+  // cublas:gemm_ex runs every desc, and cuBLASLt's heuristic offers at least one configuration.
+  EXPECT_GE(ran, 2) << desc.repro(direction);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, CudnnMatmulParity, ::testing::ValuesIn(params()),
+                         [](const ::testing::TestParamInfo<Param>& info) {
+                           const Param& p = info.param;
+                           std::string name = p.c.name + "_" + std::string(to_string(p.dtype)) +
+                                              (p.beta == 0.0f ? "_beta0_" : "_beta1_") +
+                                              std::string(to_string(p.direction));
+                           for (char& ch : name)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return name;
+                         });
+
+// ---- listing and selection ---------------------------------------------------------------------
+
+TEST(CudnnMatmul, ListingNamesEveryKindOfCandidate) {
+  DNNX_REQUIRE_GPU();
+  Context context(BackendKind::cudnn);
+  context.set_choice_cache(std::make_shared<ChoiceCache>());
+  const MatmulDesc linear = MatmulDesc::linear(64, 2048, 1000, true, DType::f16);
+  const auto fwd = matmul_list(context, linear, Direction::fwd);
+  ASSERT_FALSE(fwd.empty());
+  EXPECT_EQ(fwd.front().id.rfind("cublaslt:a", 0), 0u) << fwd.front().id;
+  EXPECT_TRUE(fwd.front().supported) << fwd.front().reason;
+  bool gemm_ex = false;
+  for (const AlgoInfo& algo : fwd) {
+    for (const char ch : algo.id) {
+      EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(ch)) ||
+                  std::string("_:+.-").find(ch) != std::string::npos)
+          << algo.id;
+    }
+    if (algo.id == "cublas:gemm_ex") {
+      gemm_ex = true;
+      EXPECT_TRUE(algo.supported);
+      EXPECT_TRUE(algo.deterministic);
+      EXPECT_TRUE(has_note(algo, "bias_kernel"));
+    } else if (algo.supported) {
+      // The fused bias epilogue, or the bias kernel when cuBLASLt has none for the problem.
+      EXPECT_TRUE(has_note(algo, "fused_bias") || has_note(algo, "bias_kernel")) << algo.id;
+    }
+  }
+  EXPECT_TRUE(gemm_ex);
+  int heuristic = 0, enumerated = 0, refused = 0;
+  for (const AlgoInfo& algo : fwd) {
+    if (!algo.supported) {
+      ++refused;
+    } else {
+      heuristic += has_note(algo, "heuristic") ? 1 : 0;
+      enumerated += has_note(algo, "enumerated") ? 1 : 0;
+    }
+  }
+  std::cout << "[ matmul   ] f16 linear 64x2048->1000 fwd: " << fwd.size() << " candidates ("
+            << heuristic << " from the heuristic, " << enumerated << " enumerated, " << refused
+            << " unsupported), first " << fwd.front().id << " (" << fwd.front().name << ")\n";
+  for (const AlgoInfo& algo : fwd) {
+    if (!algo.supported) {
+      std::cout << "[ matmul   ]   e.g. unsupported " << algo.id << ": " << algo.reason << '\n';
+      break;
+    }
+  }
+
+  // Without bias and in f32, some GEMM needs no workspace (Note [matmul workspace]).
+  MatmulDesc plain = desc_of(1, 7, 13, 5, false, false, false, false);
+  const auto algos = matmul_list(context, plain, Direction::fwd);
+  EXPECT_TRUE(std::any_of(algos.begin(), algos.end(), [](const AlgoInfo& algo) {
+    return algo.supported && algo.workspace_bytes == 0;
+  }));
+}
+
+// The same ids, in the same order, from a second backend instance (a context on another stream
+// builds its own): the listing does not depend on the instance, as persisted choices need.
+TEST(CudnnMatmul, ListingIsStableAcrossBackendInstances) {
+  DNNX_REQUIRE_GPU();
+  Context first(BackendKind::cudnn);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  // The stream is never destroyed: the backend instance on it lives until the process ends.
+  Context second = first.with_stream(stream);
+  for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    MatmulDesc desc = desc_of(3, 17, 9, 33, true, false, true, true);
+    desc.dtype = dtype;
+    for (const Direction direction :
+         {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
+      const auto a = matmul_list(first, desc, direction);
+      const auto b = matmul_list(second, desc, direction);
+      ASSERT_EQ(a.size(), b.size()) << desc.repro(direction);
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        EXPECT_EQ(a[i].id, b[i].id) << desc.repro(direction);
+        EXPECT_EQ(a[i].supported, b[i].supported) << a[i].id;
+        EXPECT_EQ(a[i].workspace_bytes, b[i].workspace_bytes) << a[i].id;
+        EXPECT_EQ(a[i].deterministic, b[i].deterministic) << a[i].id;
+      }
+      // And twice from one instance.
+      const auto again = matmul_list(first, desc, direction);
+      ASSERT_EQ(again.size(), a.size());
+      for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(again[i].id, a[i].id);
+    }
+  }
+}
+
+TEST(CudnnMatmul, HeuristicPicksTheFirstSupportedCandidate) {
+  DNNX_REQUIRE_GPU();
+  for (const Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
+    Context context = context_with(BackendKind::cudnn, direction, AlgoPolicy::heuristic());
+    const MatmulDesc desc = MatmulDesc::linear(64, 2048, 1000, true, DType::bf16);
+    const auto algos = matmul_list(context, desc, direction);
+    const auto first = std::find_if(algos.begin(), algos.end(),
+                                    [](const AlgoInfo& algo) { return algo.supported; });
+    ASSERT_NE(first, algos.end());
+    EXPECT_EQ(matmul_select(context, desc, direction)->algo.id, first->id);
+  }
+}
+
+TEST(CudnnMatmul, FixedIdRunsThatCandidate) {
+  DNNX_REQUIRE_GPU();
+  const MatmulDesc desc = desc_of(1, 7, 13, 5, false, true, false, true);
+  for (const char* id : {"cublas:gemm_ex"}) {
+    Context context = context_with(BackendKind::cudnn, Direction::fwd, AlgoPolicy::fixed(id));
+    EXPECT_EQ(matmul_select(context, desc, Direction::fwd)->algo.id, id);
+  }
+  // The last supported cuBLASLt configuration, never the heuristic's pick.
+  Context lister(BackendKind::cudnn);
+  const auto algos = matmul_list(lister, desc, Direction::fwd);
+  std::string last;
+  for (const AlgoInfo& algo : algos)
+    if (algo.supported && algo.id.rfind("cublaslt:", 0) == 0) last = algo.id;
+  ASSERT_FALSE(last.empty());
+  Context context = context_with(BackendKind::cudnn, Direction::fwd, AlgoPolicy::fixed(last));
+  EXPECT_EQ(matmul_select(context, desc, Direction::fwd)->algo.id, last);
+}
+
+TEST(CudnnMatmul, UnknownAndUnsupportedIdsAreErrors) {
+  DNNX_REQUIRE_GPU();
+  MatmulDesc desc = MatmulDesc::linear(64, 2048, 1000, true, DType::f16);
+  {
+    Context context =
+        context_with(BackendKind::cudnn, Direction::fwd, AlgoPolicy::fixed("cublaslt:a99999"));
+    try {
+      matmul_select(context, desc, Direction::fwd);
+      ADD_FAILURE() << "an unknown id was accepted";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument) << error.what();
+      EXPECT_NE(std::string(error.what()).find("cublaslt:a99999"), std::string::npos)
+          << error.what();
+    }
+  }
+  // beta 1 with bias: the fused bias gradient is listed, refused (Note [matmul bias]).
+  desc.beta = 1.0f;
+  Context lister(BackendKind::cudnn);
+  const auto algos = matmul_list(lister, desc, Direction::bwd_weights);
+  const auto refused = std::find_if(algos.begin(), algos.end(), [](const AlgoInfo& algo) {
+    return !algo.supported && algo.reason.find("overwrites diff_bias") != std::string::npos;
+  });
+  ASSERT_NE(refused, algos.end());
+  Context context =
+      context_with(BackendKind::cudnn, Direction::bwd_weights, AlgoPolicy::fixed(refused->id));
+  try {
+    matmul_select(context, desc, Direction::bwd_weights);
+    ADD_FAILURE() << "an unsupported id was accepted";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::Unsupported) << error.what();
+    EXPECT_NE(std::string(error.what()).find("overwrites diff_bias"), std::string::npos)
+        << error.what();
+  }
+}
+
+TEST(CudnnMatmul, ExhaustiveTimesTheCandidates) {
+  DNNX_REQUIRE_GPU();
+  const MatmulDesc desc = MatmulDesc::linear(64, 2048, 1000, true, DType::f16);
+  Context context = context_with(BackendKind::cudnn, Direction::fwd, AlgoPolicy::exhaustive());
+  const auto choice = matmul_select(context, desc, Direction::fwd);
+  EXPECT_GT(choice->candidates_timed, 1);
+  EXPECT_TRUE(std::isfinite(choice->time_ms));
+  std::cout << "[ matmul   ] exhaustive f16 linear fwd: " << choice->algo.id << " "
+            << choice->time_ms << " ms, " << choice->candidates_timed << " timed\n";
+}
+
+}  // namespace
+}  // namespace dnnx::test
