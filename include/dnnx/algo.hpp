@@ -46,6 +46,7 @@ struct OpDirection {
 
 /// The direction sets of the op table (op_table.hpp's `directions` column).
 namespace op_directions {
+/// Forward and the gradients w.r.t. the data input and the weights (convolution, matmul).
 inline constexpr OpDirection conv[] = {{Direction::fwd, "fwd"},
                                        {Direction::bwd_data, "bwd_data"},
                                        {Direction::bwd_weights, "bwd_weights"}};

@@ -31,7 +31,8 @@
   X(cross_entropy, CrossEntropy, "xent",       "cross_entropy", fwd_bwd,  1, 1, 1, cross_entropy) \
   X(batch_norm,    BatchNorm,    "bnorm",      "batch_norm",    fwd_bwd,  1, 1, 1, batch_norm)    \
   X(add,           Add,          "add",        "",              fwd_bwd,  1, 1, 1, add)           \
-  X(conv_fused,    ConvFused,    "conv_fused", "",              fwd_only, 1, 1, 1, conv)
+  X(conv_fused,    ConvFused,    "conv_fused", "",              fwd_only, 1, 1, 1, conv)          \
+  X(matmul,        Matmul,       "matmul",     "linear,gemm",   conv,     1, 1, 1, matmul)
 // clang-format on
 
 /// Expands `code` when `flag` (a table column) is 1, to nothing when it is 0.

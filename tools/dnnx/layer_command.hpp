@@ -10,6 +10,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -93,6 +94,15 @@ void add_layer_commands(CLI::App& algos, CLI::App& profile, Action& action,
   });
 
   CLI::App* time = profile.add_subcommand(name, shared->profile_help);
+  // The op table's other spellings ("convolution", "linear", ...) name the same subcommands.
+  for (std::string_view rest = op_info(shared->op).aliases; !rest.empty();) {
+    const std::size_t comma = rest.find(',');
+    const std::string alias(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    if (alias.empty()) continue;
+    list->alias(alias);
+    time->alias(alias);
+  }
   auto time_args = std::make_shared<Args>();
   add_common(*time, *time_args, "print a JSON array, one profile per direction");
   add_selection_options(*time, time_args->selection);

@@ -1,0 +1,252 @@
+// Matrix multiplies of real networks on any backend, every direction: ResNet-50's classifier
+// (a linear layer 2048 -> 1000 with bias), transformer blocks (a square 4096^3 product, a
+// 4096 -> 1024 projection of 8192 tokens) and the batched attention products of a 12-head,
+// 64-dim model at sequence length 512 (Q K^T and P V). bench/compare_matmul.py runs it next to
+// PyTorch in the same run and prints the table.
+//
+// Timing as Note [layer timing method] in bench/layers_bench.cpp: exhaustive selection first (not
+// counted), then `kernel`, the backend's timer around a loop of back-to-back calls, divided by
+// the count, median of five loops; and `per call`, the median host time of single synchronized
+// calls. Output: one JSON object per line, with the achieved TFLOP/s (2 m n k per product).
+
+#include <dnnx/algo.hpp>
+#include <dnnx/context.hpp>
+#include <dnnx/error.hpp>
+#include <dnnx/ops/matmul.hpp>
+#include <dnnx/tensor.hpp>
+
+#include "ops/context_state.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace dnnx;
+using Clock = std::chrono::steady_clock;
+
+// A case: a name and its desc (dtype filled per config). `rows` scales the linear layers' rows
+// (the batch of samples or tokens) when --rows is given.
+struct Shape {
+  std::string name;
+  MatmulDesc desc;
+  std::string what;
+};
+
+MatmulDesc linear(std::int64_t rows, std::int64_t in, std::int64_t out, bool bias) {
+  MatmulDesc d;
+  d.m = rows, d.k = in, d.n = out, d.transpose_b = true, d.bias = bias;
+  return d;
+}
+
+MatmulDesc product(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k,
+                   bool transpose_b) {
+  MatmulDesc d;
+  d.batch = batch, d.m = m, d.n = n, d.k = k, d.transpose_b = transpose_b;
+  return d;
+}
+
+// Every case. With `rows` > 0 (the CPU runs batch 8) the linear layers and the square product
+// have that many rows and the attention products cover rows / 8 sequences (at least one).
+std::vector<Shape> shapes(std::int64_t rows) {
+  const auto classifier = [](std::int64_t m) {
+    return Shape{"cls" + std::to_string(m), linear(m, 2048, 1000, true),
+                 "ResNet-50 classifier, " + std::to_string(m) + " x 2048 -> 1000 + bias"};
+  };
+  const std::int64_t square = rows > 0 ? rows : 4096;
+  const std::int64_t tokens = rows > 0 ? rows : 8192;
+  const std::int64_t sequences = rows > 0 ? std::max<std::int64_t>(1, rows / 8) : 8;
+  std::vector<Shape> list;
+  if (rows > 0) {
+    list.push_back(classifier(rows));
+  } else {
+    list.push_back(classifier(64));
+    list.push_back(classifier(256));
+  }
+  list.push_back({"sq4096", product(1, square, 4096, 4096, false),
+                  "square product " + std::to_string(square) + " x 4096 x 4096"});
+  list.push_back({"proj", linear(tokens, 4096, 1024, false),
+                  "projection, " + std::to_string(tokens) + " tokens x 4096 -> 1024"});
+  const std::string heads = "12 heads x " + std::to_string(sequences) + " seqs";
+  list.push_back({"attn_qk", product(sequences * 12, 512, 512, 64, true),
+                  "attention Q K^T, " + heads + ", 512 x 64 x 512"});
+  list.push_back({"attn_pv", product(sequences * 12, 512, 64, 512, false),
+                  "attention P V, " + heads + ", 512 x 512 x 64"});
+  return list;
+}
+
+struct Options {
+  BackendKind backend = BackendKind::automatic;
+  std::vector<std::string> configs{"f16", "bf16", "f32"};
+  std::vector<std::string> cases;  // empty: all
+  std::int64_t rows = 0;
+  int loop = 20;
+  int calls = 20;
+};
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, sep)) parts.push_back(part);
+  return parts;
+}
+
+Options parse(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
+      return argv[++i];
+    };
+    if (flag == "--backend") {
+      options.backend = parse_backend(value());
+    } else if (flag == "--configs") {
+      options.configs = split(value(), ',');
+    } else if (flag == "--cases") {
+      options.cases = split(value(), ',');
+    } else if (flag == "--rows") {
+      options.rows = std::stoll(value());
+    } else if (flag == "--loop") {
+      options.loop = std::stoi(value());
+    } else if (flag == "--calls") {
+      options.calls = std::stoi(value());
+    } else if (flag == "--help" || flag == "-h") {
+      std::cout << "matmul_bench [--backend cpu|cudnn|reference|auto] [--configs f16,bf16,f32]\n"
+                   "             [--cases cls64,cls256,sq4096,proj,attn_qk,attn_pv]\n"
+                   "             [--rows N (rows of the large products; attention: N/8 seqs)]\n"
+                   "             [--loop 20] [--calls 20]\n";
+      std::exit(0);
+    } else {
+      throw std::invalid_argument("unknown flag " + flag);
+    }
+  }
+  if (options.loop < 1 || options.calls < 1 || options.rows < 0)
+    throw std::invalid_argument("--loop and --calls must be >= 1, --rows >= 0");
+  return options;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+// Uniform values in [-1, 1) on the context's device.
+Tensor filled(Context& context, const Dims& dims, DType dtype, unsigned seed) {
+  Tensor host = Tensor::empty(dims, dtype);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> values(static_cast<std::size_t>(host.numel()));
+  for (float& v : values) v = uniform(rng);
+  host.copy_from_f32(values);
+  if (context.device().kind == Device::Kind::cpu) return host;
+  Tensor device = context.empty(dims);
+  copy(host, device);
+  return device;
+}
+
+// The tensors of one case, every direction on them (a, b, bias double as their gradients).
+struct Tensors {
+  Tensor a, b, bias, dst;
+  std::shared_ptr<const Choice> call(Context& context, const MatmulDesc& d, Direction direction) {
+    switch (direction) {
+      case Direction::fwd: return matmul_fwd(context, d, a, b, bias, dst);
+      case Direction::bwd_data: return matmul_bwd_data(context, d, dst, b, a);
+      default: return matmul_bwd_weights(context, d, a, dst, b, bias);
+    }
+  }
+};
+
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char ch : text) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const Options options = parse(argc, argv);
+  std::cout << std::setprecision(6);
+  {
+    Context probe(options.backend);
+    std::cout << "{\"kind\": \"device\", \"describe\": " << quoted(probe.describe())
+              << ", \"fingerprint\": " << quoted(probe.fingerprint()) << "}\n";
+  }
+  for (const std::string& config : options.configs) {
+    for (const Shape& shape : shapes(options.rows)) {
+      if (!options.cases.empty() &&
+          std::find(options.cases.begin(), options.cases.end(), shape.name) == options.cases.end())
+        continue;
+      Context context(options.backend, 0, parse_type_config(config));
+      context.set_choice_cache(std::make_shared<ChoiceCache>());
+      context.tune().verbose = std::getenv("DNNX_VERBOSE") != nullptr;
+      MatmulDesc desc = shape.desc;
+      desc.dtype = context.dtype();
+      desc.validate();
+      Tensors t;
+      t.a = filled(context, desc.a_dims(), desc.dtype, 1);
+      t.b = filled(context, desc.b_dims(), desc.dtype, 2);
+      if (desc.bias) t.bias = filled(context, desc.bias_dims(), desc.dtype, 3);
+      t.dst = filled(context, desc.dst_dims(), desc.dtype, 4);
+      detail::Backend& backend = detail::state_of(context).backend();
+      for (const Direction direction :
+           {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
+        context.tune().policy(OpKind::matmul, direction) = AlgoPolicy::exhaustive();
+        const auto start = Clock::now();
+        const auto choice = t.call(context, desc, direction);
+        context.synchronize();
+        const double first_ms =
+            std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+        for (int i = 0; i < 3; ++i) t.call(context, desc, direction);
+        std::vector<double> loops;
+        for (int r = 0; r < 5; ++r) {
+          loops.push_back(backend.time_ms([&] {
+            for (int i = 0; i < options.loop; ++i) t.call(context, desc, direction);
+          }) / options.loop);
+        }
+        const double kernel = median(loops);
+        std::vector<double> calls;
+        for (int i = 0; i < options.calls; ++i) {
+          const auto begin = Clock::now();
+          t.call(context, desc, direction);
+          backend.synchronize();
+          calls.push_back(std::chrono::duration<double, std::milli>(Clock::now() - begin).count());
+        }
+        std::cout << "{\"kind\": \"case\", \"case\": " << quoted(shape.name)
+                  << ", \"shape\": " << quoted(shape.what) << ", \"config\": " << quoted(config)
+                  << ", \"direction\": " << quoted(std::string(to_string(direction)))
+                  << ", \"batch\": " << desc.batch << ", \"m\": " << desc.m
+                  << ", \"n\": " << desc.n << ", \"k\": " << desc.k
+                  << ", \"transpose_b\": " << (desc.transpose_b ? "true" : "false")
+                  << ", \"bias\": " << (desc.bias ? "true" : "false")
+                  << ", \"algo\": " << quoted(choice->algo.id)
+                  << ", \"candidates_timed\": " << choice->candidates_timed
+                  << ", \"first_call_ms\": " << first_ms << ", \"kernel_ms\": " << kernel
+                  << ", \"per_call_ms\": " << median(calls)
+                  << ", \"tflops\": " << desc.flops() / (kernel * 1e9) << "}" << std::endl;
+      }
+    }
+  }
+  return 0;
+} catch (const dnnx::Error& error) {
+  std::cerr << "matmul_bench: " << error.what() << '\n';
+  return 1;
+} catch (const std::exception& error) {
+  std::cerr << "matmul_bench: " << error.what() << '\n';
+  return 2;
+}
