@@ -37,7 +37,10 @@ def run_dnnx(args):
     if args.cases:
         cmd += ["--cases", args.cases]
     print("$", " ".join(cmd), flush=True)
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    env = dict(os.environ)
+    if args.bench_library_path:
+        env["LD_LIBRARY_PATH"] = args.bench_library_path
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
     sys.stderr.write(out.stderr)
     return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
 
@@ -88,6 +91,9 @@ def main():
     parser.add_argument("--loop", type=int, default=None, help="calls per timed loop")
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--threads", type=int, default=2, help="cpu: PyTorch threads")
+    parser.add_argument("--bench-library-path", default="",
+                        help="LD_LIBRARY_PATH of the benchmark alone (cuDNN, CUDA libraries), so "
+                             "that PyTorch in this process loads its own cuBLAS")
     parser.add_argument("--json", help="write every figure to this file")
     args = parser.parse_args()
     args.configs = (args.configs or ("f16,bf16,f32" if args.device == "cuda" else "f32")).split(",")

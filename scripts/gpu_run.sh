@@ -3,29 +3,34 @@
 # need not build anything): every cudnn test binary of BUILD (label gpu), then the benchmarks that
 # compare with PyTorch in the same run. Logs and JSON go to OUT.
 #
-#   bash scripts/gpu_run.sh BUILD OUT [tests|bench|all]
+#   bash scripts/gpu_run.sh BUILD OUT [WHAT]
+#
+# WHAT is a comma-separated list of tests, bench (convolution, layers, fused convolution), matmul
+# (matmul_bench through compare_matmul.py), or all of them (the default).
 #
 # OUT receives few files (the device tool brings back at most eight): gpu.txt (the GPU, then the
 # benchmarks' stderr), tests.log (every test binary's output, one after the other), tests-xml.tar
 # (their gtest XML reports), conv.md / conv.json (cudnn_conv_bench against PyTorch through
-# compare_gpu.py), layers.md / layers.json (compare_layers.py) and conv_fused.jsonl
-# (conv_fused_bench).
+# compare_gpu.py), layers.md / layers.json (compare_layers.py), conv_fused.jsonl
+# (conv_fused_bench) and matmul.md / matmul.json (compare_matmul.py): ask for at most eight of
+# them in one call.
 #
 # BUILD is a build tree configured with the cudnn backend (e.g. -DDNNX_WITH_ONEDNN=OFF on a machine
 # without oneDNN); cuDNN and the CUDA runtime are found through LD_LIBRARY_PATH (set it to the
 # cuDNN 9.19 of the PyTorch environment, see docs/testing.md). PYTHON (default python3) must have
 # torch with CUDA for the benchmarks.
 set -uo pipefail
-build=${1:?usage: gpu_run.sh BUILD OUT [tests|bench|all]}
-out=${2:?usage: gpu_run.sh BUILD OUT [tests|bench|all]}
+build=${1:?usage: gpu_run.sh BUILD OUT [tests,bench,matmul|all]}
+out=${2:?usage: gpu_run.sh BUILD OUT [tests,bench,matmul|all]}
 what=${3:-all}
+wants() { [[ ,$what, == *,$1,* || $what == all ]]; }
 python=${PYTHON:-python3}
 mkdir -p "$out"
 status=0
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/gpu.txt" 2>&1 || true
 
-if [[ $what == tests || $what == all ]]; then
+if wants tests; then
   shopt -s nullglob
   xml=$(mktemp -d)
   : > "$out/tests.log"
@@ -34,7 +39,9 @@ if [[ $what == tests || $what == all ]]; then
     echo "== $name"
     start=$(date +%s)
     echo "===== $name" >> "$out/tests.log"
-    "$test" --gtest_output="xml:$xml/$name.xml" > "$xml/$name.log" 2>&1
+    # A hung binary must not take the whole call: it is killed after GPU_TEST_TIMEOUT seconds.
+    timeout "${GPU_TEST_TIMEOUT:-300}" "$test" --gtest_output="xml:$xml/$name.xml" \
+      > "$xml/$name.log" 2>&1
     rc=$?
     cat "$xml/$name.log" >> "$out/tests.log"
     echo "   rc=$rc $(($(date +%s) - start)) s: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$xml/$name.log" | tr '\n' ' ')"
@@ -43,7 +50,7 @@ if [[ $what == tests || $what == all ]]; then
   tar -C "$xml" -cf "$out/tests-xml.tar" .
 fi
 
-if [[ $what == bench || $what == all ]]; then
+if wants bench; then
   if [[ -x $build/bench/cudnn_conv_bench ]]; then
     echo "== cudnn_conv_bench + compare_gpu (ResNet-50 shapes, fp16 NHWC and fp32 NCHW, batch 64)"
     conv_results=$(mktemp)
@@ -65,5 +72,12 @@ if [[ $what == bench || $what == all ]]; then
     "$build/bench/conv_fused_bench" > "$out/conv_fused.jsonl" 2>> "$out/gpu.txt" || status=1
     tail -n 30 "$out/conv_fused.jsonl"
   fi
+fi
+
+if wants matmul && [[ -x $build/bench/matmul_bench ]]; then
+  echo "== matmul_bench + compare_matmul (classifier, transformer and attention products; f16, bf16, f32)"
+  env -u LD_LIBRARY_PATH "$python" bench/compare_matmul.py --bench "$build/bench/matmul_bench" \
+    --device cuda --bench-library-path "${LD_LIBRARY_PATH:-}" --json "$out/matmul.json" > "$out/matmul.md" 2>> "$out/gpu.txt" || status=1
+  grep -E "total" "$out/matmul.md"
 fi
 exit $status

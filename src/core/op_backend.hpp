@@ -252,15 +252,17 @@ class ListedOpBackend : public Interface {
     return op_context(backend_, desc, direction, id);
   }
   /// The candidates of (desc, direction), enumerated on first use, for an op backend's own calls
-  /// beside list() and plan() (e.g. building plans ahead of a search). A list never changes once
+  /// beside list() and plan() (e.g. building plans ahead of a search). Named apart from what a
+  /// subclass calls its own listing functions, which a member of the same name would hide (and
+  /// calling this from enumerate() would deadlock on the lock it holds). A list never changes once
   /// made and is kept as long as the backend, so the reference stays valid after the lock is
   /// released. Not for enumerate(), which runs with the lock held: candidates_locked() there.
-  const std::vector<Candidate>& candidates(const Desc& desc, Direction direction) {
+  const std::vector<Candidate>& listed_candidates(const Desc& desc, Direction direction) {
     std::lock_guard lock(mutex_);
     return candidates_locked(desc, direction);
   }
-  /// candidates() for enumerate() alone, which runs with the lock held: the list of one desc may
-  /// take in another's (the cudnn convolution's channel-padded candidates wrap those of the
+  /// listed_candidates() for enumerate() alone, which runs with the lock held: the list of one
+  /// desc may take in another's (the cudnn convolution's channel-padded candidates wrap those of the
   /// padded desc). `desc` must not be the desc being enumerated.
   const std::vector<Candidate>& candidates_locked(const Desc& desc, Direction direction) {
     const std::string key = desc.key() + " | " + std::string(to_string(direction));

@@ -4,9 +4,3 @@ add_executable(cudnn_conv_test ${CMAKE_CURRENT_LIST_DIR}/cudnn_conv_test.cpp)
 target_link_libraries(cudnn_conv_test PRIVATE GTest::gtest_main dnnx_internal dnnx_test_support
                                               CUDA::cudart)
 gtest_discover_tests(cudnn_conv_test PROPERTIES LABELS "gpu" TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
-
-# The matrix multiply's cuBLASLt and cuBLAS candidates against the reference backend.
-add_executable(cudnn_matmul_test ${CMAKE_CURRENT_LIST_DIR}/cudnn_matmul_test.cpp)
-target_link_libraries(cudnn_matmul_test PRIVATE GTest::gtest_main dnnx_test_support CUDA::cudart)
-gtest_discover_tests(cudnn_matmul_test PROPERTIES LABELS "gpu" ENVIRONMENT "DNNX_CACHE=off"
-                     TIMEOUT 1200 DISCOVERY_TIMEOUT 60)

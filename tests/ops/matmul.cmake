@@ -52,3 +52,12 @@ add_test(NAME oracle.torch_matmul_parity
 # 77: torch or numpy is not importable; ctest shows the test as skipped, not passed.
 set_tests_properties(oracle.torch_matmul_parity PROPERTIES
   LABELS "oracle" SKIP_RETURN_CODE 77 TIMEOUT 300)
+
+# The cudnn backend's cuBLASLt and cuBLAS candidates against the reference (label gpu); every test
+# skips, saying why, without a GPU.
+if(DNNX_HAVE_CUDNN)
+  add_executable(cudnn_matmul_test ${CMAKE_CURRENT_LIST_DIR}/../backends/cudnn_matmul_test.cpp)
+  target_link_libraries(cudnn_matmul_test PRIVATE GTest::gtest_main dnnx_test_support CUDA::cudart)
+  gtest_discover_tests(cudnn_matmul_test PROPERTIES LABELS "gpu" ENVIRONMENT "DNNX_CACHE=off"
+                       TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
+endif()

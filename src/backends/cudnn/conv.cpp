@@ -131,7 +131,7 @@ class CudnnConv final
   // time, so that one is built ahead, filed under the padded desc where build() finds it.
   void prepare(const ConvDesc& desc, Direction direction,
                const std::vector<std::string>& ids) override {
-    const std::vector<Candidate>& listed = candidates(desc, direction);
+    const std::vector<Candidate>& listed = listed_candidates(desc, direction);
     std::vector<Build> to_build;
     for (const std::string& id : ids) {
       const auto found = std::find_if(listed.begin(), listed.end(),

@@ -808,7 +808,7 @@ class CudnnConvFused final
   void prepare(const ConvFusedDesc& desc, Direction direction,
                const std::vector<std::string>& ids) override {
     if (direction != Direction::fwd) return;  // plan() reports it
-    const std::vector<Candidate>& listed = candidates(desc, direction);
+    const std::vector<Candidate>& listed = listed_candidates(desc, direction);
     std::vector<const Candidate*> to_build;
     for (const std::string& id : ids) {
       const auto found = std::find_if(listed.begin(), listed.end(),
