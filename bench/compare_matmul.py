@@ -128,7 +128,7 @@ def main():
             rows.append(dict(r, torch_kernel_ms=tk, torch_per_call_ms=tc, kernel_ratio=ratio,
                              torch_tflops=flops / (tk * 1e9)))
             print(f"| {r['shape']} | {r['direction']} | `{r['algo']}` | {r['kernel_ms']:.4f} | "
-                  f"{tk:.4f} | {ratio:.2f} | {r['tflops']:.1f} | {flops / (tk * 1e9):.1f} | "
+                  f"{tk:.4f} | {ratio:.2f} | {r['tflops']:.3g} | {flops / (tk * 1e9):.3g} | "
                   f"{r['per_call_ms']:.4f} | {tc:.4f} |")
         config_rows = [row for row in rows if row["config"] == config]
         if config_rows:

@@ -6,67 +6,78 @@
 #include "core/matmul_args.hpp"
 #include "ops/op_calls.hpp"
 
+#include <cstddef>
+#include <vector>
+
 namespace dnnx {
 namespace {
 
 using detail::MatmulArgs;
 
-// Every matmul tensor is dense row-major (channels_first is the row-major layout at every rank).
-void check_matrix(const Context& context, const MatmulDesc& desc, const char* role,
-                  const Tensor& tensor, const Dims& expected) {
-  detail::check_operand(context, role, tensor, expected, desc.dtype, Layout::channels_first);
-}
+// One tensor of a call: its role, the tensor (null when the call has none there), the dims the desc
+// gives it, and whether it is a bias (a contiguous vector, given exactly when desc.bias).
+struct Operand {
+  const char* role;
+  const Tensor* tensor;
+  Dims dims;
+  bool bias = false;
+};
 
-void check_no_alias(const char* out_role, const Tensor& out, const char* in_role,
-                    const Tensor& in) {
-  detail::check_no_overlap("matmul", out_role, out, in_role, in);
-}
+// The inputs and the outputs of a direction.
+struct Operands {
+  std::vector<Operand> inputs, outputs;
+};
 
-// A bias tensor is given exactly when the desc has one.
-void check_bias_given(const MatmulDesc& desc, const char* role, const Tensor* bias) {
-  const bool given = bias != nullptr && !bias->is_null();
-  DNNX_CHECK_ARG(given == desc.bias, role,
-                 desc.bias ? " is missing but the desc has bias set"
-                           : " was given but the desc has no bias (set desc.bias)");
-}
-
-void check_args(const Context& context, const MatmulDesc& desc, Direction direction,
-                const MatmulArgs& args) {
+Operands operands_of(const MatmulDesc& d, Direction direction, const MatmulArgs& args) {
   switch (direction) {
     case Direction::fwd:
-      check_matrix(context, desc, "a", *args.a, desc.a_dims());
-      check_matrix(context, desc, "b", *args.b, desc.b_dims());
-      check_matrix(context, desc, "dst", *args.dst, desc.dst_dims());
-      check_bias_given(desc, "bias", args.bias);
-      check_no_alias("dst", *args.dst, "a", *args.a);
-      check_no_alias("dst", *args.dst, "b", *args.b);
-      if (desc.bias) {
-        detail::check_bias(context, "bias", *args.bias, desc.bias_dims(), desc.dtype);
-        check_no_alias("dst", *args.dst, "bias", *args.bias);
-      }
-      break;
+      return {{{"a", args.a, d.a_dims()},
+               {"b", args.b, d.b_dims()},
+               {"bias", args.bias, d.bias_dims(), true}},
+              {{"dst", args.dst, d.dst_dims()}}};
     case Direction::bwd_data:
-      check_matrix(context, desc, "diff_dst", *args.diff_dst, desc.dst_dims());
-      check_matrix(context, desc, "b", *args.b, desc.b_dims());
-      check_matrix(context, desc, "diff_a", *args.diff_a, desc.a_dims());
-      check_no_alias("diff_a", *args.diff_a, "diff_dst", *args.diff_dst);
-      check_no_alias("diff_a", *args.diff_a, "b", *args.b);
-      break;
+      return {{{"diff_dst", args.diff_dst, d.dst_dims()}, {"b", args.b, d.b_dims()}},
+              {{"diff_a", args.diff_a, d.a_dims()}}};
     case Direction::bwd_weights:
-      check_matrix(context, desc, "a", *args.a, desc.a_dims());
-      check_matrix(context, desc, "diff_dst", *args.diff_dst, desc.dst_dims());
-      check_matrix(context, desc, "diff_b", *args.diff_b, desc.b_dims());
-      check_bias_given(desc, "diff_bias", args.diff_bias);
-      check_no_alias("diff_b", *args.diff_b, "a", *args.a);
-      check_no_alias("diff_b", *args.diff_b, "diff_dst", *args.diff_dst);
-      if (desc.bias) {
-        detail::check_bias(context, "diff_bias", *args.diff_bias, desc.bias_dims(), desc.dtype);
-        check_no_alias("diff_bias", *args.diff_bias, "a", *args.a);
-        check_no_alias("diff_bias", *args.diff_bias, "diff_dst", *args.diff_dst);
-        check_no_alias("diff_bias", *args.diff_bias, "diff_b", *args.diff_b);
-      }
-      break;
+      return {{{"a", args.a, d.a_dims()}, {"diff_dst", args.diff_dst, d.dst_dims()}},
+              {{"diff_b", args.diff_b, d.b_dims()},
+               {"diff_bias", args.diff_bias, d.bias_dims(), true}}};
     case Direction::fwd_training: break;  // not a matmul direction (OpInfo::check rejects it)
+  }
+  return {};
+}
+
+// Every tensor against the desc (dense row-major: channels_first is the row-major layout at every
+// rank; a bias given exactly when desc.bias), then no output overlapping any other tensor.
+void check_args(const Context& context, const MatmulDesc& desc, Direction direction,
+                const MatmulArgs& args) {
+  const Operands operands = operands_of(desc, direction, args);
+  std::vector<const Operand*> present;  // the inputs, then the outputs, as given
+  std::size_t first_output = 0;
+  for (const auto* group : {&operands.inputs, &operands.outputs}) {
+    if (group == &operands.outputs) first_output = present.size();
+    for (const Operand& operand : *group) {
+      if (operand.bias) {
+        const bool given = operand.tensor != nullptr && !operand.tensor->is_null();
+        DNNX_CHECK_ARG(given == desc.bias, operand.role,
+                       desc.bias ? " is missing but the desc has bias set"
+                                 : " was given but the desc has no bias (set desc.bias)");
+        if (!given) continue;
+        detail::check_bias(context, operand.role, *operand.tensor, operand.dims, desc.dtype);
+      } else {
+        DNNX_ASSERT(operand.tensor != nullptr, operand.role);
+        detail::check_operand(context, operand.role, *operand.tensor, operand.dims, desc.dtype,
+                              Layout::channels_first);
+      }
+      present.push_back(&operand);
+    }
+  }
+  // Each output against every tensor before it: the inputs and the earlier outputs.
+  for (std::size_t i = first_output; i < present.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      detail::check_no_overlap("matmul", present[i]->role, *present[i]->tensor, present[j]->role,
+                               *present[j]->tensor);
+    }
   }
 }
 

@@ -47,7 +47,7 @@ void sort_fastest_first(std::vector<ProfileRow>& rows) {
   });
 }
 
-// Note [unsafe candidates]: a candidate marked overflow_risk (cuDNN's FAST softmax: exp(x)
+// Note [unsafe candidates]: a candidate marked overflow_risk (e.g. a cuDNN mode that takes exp(x)
 // without subtracting the maximum, inf above ~88) is correct only for inputs the caller knows to
 // be bounded. It is listed, profiled and runs when named by id (fixed:<id>), but no automatic
 // policy picks it: the heuristic skips it and exhaustive selection times it without choosing it.

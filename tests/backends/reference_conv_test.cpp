@@ -524,20 +524,24 @@ TEST(ReferenceBackend, ListsOneDirectCandidate) {
   }
 }
 
-TEST(ReferenceBackend, InvalidDescIsListedUnsupportedWithTheReason) {
+// As every backend's listing (ListedOpBackend): an invalid desc is an InvalidArgument naming the
+// field, from list() and plan() alike.
+TEST(ReferenceBackend, InvalidDescIsRejectedWithTheReason) {
   const std::unique_ptr<detail::Backend> backend = reference::make_backend();
   ConvDesc d = ConvDesc::from_shapes({1, 4, 6, 6}, {4, 4, 3, 3});
   d.groups = 3;  // does not divide 4 channels
-  const std::vector<AlgoInfo> algos = backend->conv().list(d, Direction::fwd);
-  ASSERT_EQ(algos.size(), 1u);
-  EXPECT_FALSE(algos[0].supported);
-  EXPECT_NE(algos[0].reason.find("groups"), std::string::npos) << algos[0].reason;
-  try {
-    backend->conv().plan(d, Direction::fwd, direct_id);
-    FAIL() << "plan accepted groups=3 for 4 channels";
-  } catch (const Error& error) {
-    EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
-    EXPECT_NE(error.message().find("groups"), std::string::npos) << error.what();
+  for (const bool listing : {true, false}) {
+    try {
+      if (listing) {
+        backend->conv().list(d, Direction::fwd);
+      } else {
+        backend->conv().plan(d, Direction::fwd, direct_id);
+      }
+      FAIL() << (listing ? "list" : "plan") << " accepted groups=3 for 4 channels";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+      EXPECT_NE(error.message().find("groups"), std::string::npos) << error.what();
+    }
   }
 }
 

@@ -74,31 +74,30 @@ void raise_status(cublasStatus_t status, std::string_view what, ErrorContext con
                 std::move(message), std::move(context), file, line);
 }
 
-void log_destroy_failure(cudnnStatus_t status, const char* what) noexcept {
-  if (status == CUDNN_STATUS_SUCCESS) return;
+namespace {
+
+// The line of a failed destroy call; never throws (it runs in destructors).
+template <typename Status>
+void log_failed_destroy(Status status, const char* what) noexcept {
   try {
     std::cerr << "dnnx: cudnn backend: destroying " << what << " failed: " << status_name(status)
               << '\n';
   } catch (...) {
   }
+}
+
+}  // namespace
+
+void log_destroy_failure(cudnnStatus_t status, const char* what) noexcept {
+  if (status != CUDNN_STATUS_SUCCESS) log_failed_destroy(status, what);
 }
 
 void log_destroy_failure(cudaError_t status, const char* what) noexcept {
-  if (status == cudaSuccess || status == cudaErrorCudartUnloading) return;
-  try {
-    std::cerr << "dnnx: cudnn backend: destroying " << what << " failed: " << status_name(status)
-              << '\n';
-  } catch (...) {
-  }
+  if (status != cudaSuccess && status != cudaErrorCudartUnloading) log_failed_destroy(status, what);
 }
 
 void log_destroy_failure(cublasStatus_t status, const char* what) noexcept {
-  if (status == CUBLAS_STATUS_SUCCESS) return;
-  try {
-    std::cerr << "dnnx: cudnn backend: destroying " << what << " failed: " << status_name(status)
-              << '\n';
-  } catch (...) {
-  }
+  if (status != CUBLAS_STATUS_SUCCESS) log_failed_destroy(status, what);
 }
 
 }  // namespace dnnx::cudnn

@@ -52,19 +52,12 @@ void log_destroy_failure(cublasStatus_t status, const char* what) noexcept;
 
 }  // namespace dnnx::cudnn
 
-/// Checks a cudnnStatus_t or cudaError_t; on failure throws via raise_status() with `context`
-/// (an ErrorContext naming op, implementation and repro) and `what` (the attempted action).
+/// Checks a cudnnStatus_t, cudaError_t or cublasStatus_t (cuBLAS and cuBLASLt); on failure throws
+/// via raise_status() with `context` (an ErrorContext naming op, implementation and repro) and
+/// `what` (the attempted action).
 #define DNNX_CUDNN_CHECK(expr, context, what)                             \
   do {                                                                    \
     const auto dnnx_cudnn_status_ = (expr);                               \
     if (::dnnx::cudnn::failed(dnnx_cudnn_status_))                        \
       ::dnnx::cudnn::raise_status(dnnx_cudnn_status_, (what), (context)); \
-  } while (false)
-
-/// Checks a cublasStatus_t (cuBLAS or cuBLASLt) the same way.
-#define DNNX_CUBLAS_CHECK(expr, context, what)                             \
-  do {                                                                     \
-    const cublasStatus_t dnnx_cublas_status_ = (expr);                     \
-    if (::dnnx::cudnn::failed(dnnx_cublas_status_))                        \
-      ::dnnx::cudnn::raise_status(dnnx_cublas_status_, (what), (context)); \
   } while (false)

@@ -12,6 +12,16 @@ namespace {
 
 std::atomic<bool> exiting{false};
 
+// The owner of the handle `create(&raw)` makes, named `type` in messages; a failing status throws
+// InvalidArgument or BackendFailure saying `what` was attempted, with `context`.
+template <typename Owner, typename Raw, typename Create>
+Owner created(Create&& create, const char* type, const std::string& what,
+              const ErrorContext& context) {
+  Raw raw = nullptr;
+  DNNX_CUDNN_CHECK(create(&raw), context, what);
+  return Owner(raw, type);
+}
+
 }  // namespace
 
 bool process_exiting() noexcept { return exiting.load(std::memory_order_relaxed); }
@@ -22,93 +32,89 @@ void watch_process_exit() {
 }
 
 CudnnHandle make_cudnn_handle(cudaStream_t stream, const ErrorContext& context) {
-  cudnnHandle_t raw = nullptr;
-  DNNX_CUDNN_CHECK(cudnnCreate(&raw), context, "creating a cuDNN handle");
-  CudnnHandle handle(raw, "cudnnHandle_t");
-  DNNX_CUDNN_CHECK(cudnnSetStream(raw, stream), context, "binding the cuDNN handle to its stream");
+  CudnnHandle handle =
+      created<CudnnHandle, cudnnHandle_t>([](auto* raw) { return cudnnCreate(raw); },
+                                          "cudnnHandle_t", "creating a cuDNN handle", context);
+  DNNX_CUDNN_CHECK(cudnnSetStream(handle.get(), stream), context,
+                   "binding the cuDNN handle to its stream");
   return handle;
 }
 
 TensorDescriptor make_tensor_descriptor(const ErrorContext& context) {
-  cudnnTensorDescriptor_t raw = nullptr;
-  DNNX_CUDNN_CHECK(cudnnCreateTensorDescriptor(&raw), context, "creating a tensor descriptor");
-  return TensorDescriptor(raw, "cudnnTensorDescriptor_t");
+  return created<TensorDescriptor, cudnnTensorDescriptor_t>(
+      [](auto* raw) { return cudnnCreateTensorDescriptor(raw); }, "cudnnTensorDescriptor_t",
+      "creating a tensor descriptor", context);
 }
 
 FilterDescriptor make_filter_descriptor(const ErrorContext& context) {
-  cudnnFilterDescriptor_t raw = nullptr;
-  DNNX_CUDNN_CHECK(cudnnCreateFilterDescriptor(&raw), context, "creating a filter descriptor");
-  return FilterDescriptor(raw, "cudnnFilterDescriptor_t");
+  return created<FilterDescriptor, cudnnFilterDescriptor_t>(
+      [](auto* raw) { return cudnnCreateFilterDescriptor(raw); }, "cudnnFilterDescriptor_t",
+      "creating a filter descriptor", context);
 }
 
 ConvolutionDescriptor make_convolution_descriptor(const ErrorContext& context) {
-  cudnnConvolutionDescriptor_t raw = nullptr;
-  DNNX_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&raw), context,
-                   "creating a convolution descriptor");
-  return ConvolutionDescriptor(raw, "cudnnConvolutionDescriptor_t");
+  return created<ConvolutionDescriptor, cudnnConvolutionDescriptor_t>(
+      [](auto* raw) { return cudnnCreateConvolutionDescriptor(raw); },
+      "cudnnConvolutionDescriptor_t", "creating a convolution descriptor", context);
 }
 
 BackendDescriptor make_backend_descriptor(cudnnBackendDescriptorType_t type,
                                           const ErrorContext& context) {
-  cudnnBackendDescriptor_t raw = nullptr;
-  DNNX_CUDNN_CHECK(cudnnBackendCreateDescriptor(type, &raw), context,
-                   "creating a graph-API descriptor");
-  return BackendDescriptor(raw, "cudnnBackendDescriptor_t");
+  return created<BackendDescriptor, cudnnBackendDescriptor_t>(
+      [type](auto* raw) { return cudnnBackendCreateDescriptor(type, raw); },
+      "cudnnBackendDescriptor_t", "creating a graph-API descriptor", context);
 }
 
 Stream make_stream(const ErrorContext& context) {
-  cudaStream_t raw = nullptr;
-  DNNX_CUDNN_CHECK(cudaStreamCreateWithFlags(&raw, cudaStreamNonBlocking), context,
-                   "creating a CUDA stream");
-  return Stream(raw, "cudaStream_t");
+  return created<Stream, cudaStream_t>(
+      [](auto* raw) { return cudaStreamCreateWithFlags(raw, cudaStreamNonBlocking); },
+      "cudaStream_t", "creating a CUDA stream", context);
 }
 
 Event make_event(const ErrorContext& context) {
-  cudaEvent_t raw = nullptr;
-  DNNX_CUDNN_CHECK(cudaEventCreate(&raw), context, "creating a CUDA event");
-  return Event(raw, "cudaEvent_t");
+  return created<Event, cudaEvent_t>([](auto* raw) { return cudaEventCreate(raw); }, "cudaEvent_t",
+                                     "creating a CUDA event", context);
 }
 
 CublasHandle make_cublas_handle(const ErrorContext& context) {
-  cublasHandle_t raw = nullptr;
-  DNNX_CUBLAS_CHECK(cublasCreate(&raw), context, "creating a cuBLAS handle");
-  CublasHandle handle(raw, "cublasHandle_t");
-  DNNX_CUBLAS_CHECK(cublasSetMathMode(raw, static_cast<cublasMath_t>(
-                                               CUBLAS_DEFAULT_MATH |
-                                               CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
-                    context, "setting the cuBLAS math mode");
-  DNNX_CUBLAS_CHECK(cublasSetAtomicsMode(raw, CUBLAS_ATOMICS_NOT_ALLOWED), context,
-                    "setting the cuBLAS atomics mode");
+  CublasHandle handle =
+      created<CublasHandle, cublasHandle_t>([](auto* raw) { return cublasCreate(raw); },
+                                            "cublasHandle_t", "creating a cuBLAS handle", context);
+  cublasHandle_t raw = handle.get();
+  DNNX_CUDNN_CHECK(cublasSetMathMode(raw, static_cast<cublasMath_t>(
+                                              CUBLAS_DEFAULT_MATH |
+                                              CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
+                   context, "setting the cuBLAS math mode");
+  DNNX_CUDNN_CHECK(cublasSetAtomicsMode(raw, CUBLAS_ATOMICS_NOT_ALLOWED), context,
+                   "setting the cuBLAS atomics mode");
   return handle;
 }
 
 CublasLtHandle make_cublaslt_handle(const ErrorContext& context) {
-  cublasLtHandle_t raw = nullptr;
-  DNNX_CUBLAS_CHECK(cublasLtCreate(&raw), context, "creating a cuBLASLt handle");
-  return CublasLtHandle(raw, "cublasLtHandle_t");
+  return created<CublasLtHandle, cublasLtHandle_t>([](auto* raw) { return cublasLtCreate(raw); },
+                                                   "cublasLtHandle_t", "creating a cuBLASLt handle",
+                                                   context);
 }
 
 MatmulDescriptor make_matmul_descriptor(cublasComputeType_t compute, cudaDataType_t scale,
                                         const ErrorContext& context) {
-  cublasLtMatmulDesc_t raw = nullptr;
-  DNNX_CUBLAS_CHECK(cublasLtMatmulDescCreate(&raw, compute, scale), context,
-                    "creating a cuBLASLt matmul descriptor");
-  return MatmulDescriptor(raw, "cublasLtMatmulDesc_t");
+  return created<MatmulDescriptor, cublasLtMatmulDesc_t>(
+      [&](auto* raw) { return cublasLtMatmulDescCreate(raw, compute, scale); },
+      "cublasLtMatmulDesc_t", "creating a cuBLASLt matmul descriptor", context);
 }
 
 MatrixLayout make_matrix_layout(cudaDataType_t type, std::uint64_t rows, std::uint64_t cols,
                                 std::int64_t ld, const ErrorContext& context) {
-  cublasLtMatrixLayout_t raw = nullptr;
-  DNNX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&raw, type, rows, cols, ld), context,
-                    detail::cat("creating a cuBLASLt layout of ", rows, " x ", cols, ", ld ", ld));
-  return MatrixLayout(raw, "cublasLtMatrixLayout_t");
+  return created<MatrixLayout, cublasLtMatrixLayout_t>(
+      [&](auto* raw) { return cublasLtMatrixLayoutCreate(raw, type, rows, cols, ld); },
+      "cublasLtMatrixLayout_t",
+      detail::cat("creating a cuBLASLt layout of ", rows, " x ", cols, ", ld ", ld), context);
 }
 
 MatmulPreference make_matmul_preference(const ErrorContext& context) {
-  cublasLtMatmulPreference_t raw = nullptr;
-  DNNX_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&raw), context,
-                    "creating a cuBLASLt preference");
-  return MatmulPreference(raw, "cublasLtMatmulPreference_t");
+  return created<MatmulPreference, cublasLtMatmulPreference_t>(
+      [](auto* raw) { return cublasLtMatmulPreferenceCreate(raw); }, "cublasLtMatmulPreference_t",
+      "creating a cuBLASLt preference", context);
 }
 
 MappedHost make_mapped_host(std::size_t bytes, const char* what, const ErrorContext& context) {

@@ -415,26 +415,26 @@ void add_bias_notes(AlgoInfo& info, BiasWork bias, Direction direction) {
 template <typename T>
 void set_desc(const MatmulDescriptor& desc, cublasLtMatmulDescAttributes_t attribute,
               const T& value, const ErrorContext& context) {
-  DNNX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.get(), attribute, &value, sizeof(value)),
-                    context,
-                    detail::cat("setting attribute ", static_cast<int>(attribute),
-                                " of the cuBLASLt matmul descriptor"));
+  DNNX_CUDNN_CHECK(cublasLtMatmulDescSetAttribute(desc.get(), attribute, &value, sizeof(value)),
+                   context,
+                   detail::cat("setting attribute ", static_cast<int>(attribute),
+                               " of the cuBLASLt matmul descriptor"));
 }
 
 template <typename T>
 void set_layout(const MatrixLayout& layout, cublasLtMatrixLayoutAttribute_t attribute,
                 const T& value, const ErrorContext& context) {
-  DNNX_CUBLAS_CHECK(
-      cublasLtMatrixLayoutSetAttribute(layout.get(), attribute, &value, sizeof(value)), context,
-      detail::cat("setting attribute ", static_cast<int>(attribute),
-                  " of a cuBLASLt matrix layout"));
+  DNNX_CUDNN_CHECK(cublasLtMatrixLayoutSetAttribute(layout.get(), attribute, &value, sizeof(value)),
+                   context,
+                   detail::cat("setting attribute ", static_cast<int>(attribute),
+                               " of a cuBLASLt matrix layout"));
 }
 
 template <typename T>
 void set_preference(const MatmulPreference& preference,
                     cublasLtMatmulPreferenceAttributes_t attribute, const T& value,
                     const ErrorContext& context) {
-  DNNX_CUBLAS_CHECK(
+  DNNX_CUDNN_CHECK(
       cublasLtMatmulPreferenceSetAttribute(preference.get(), attribute, &value, sizeof(value)),
       context,
       detail::cat("setting attribute ", static_cast<int>(attribute), " of a cuBLASLt preference"));
@@ -669,7 +669,7 @@ class LtPlan final : public MatmulPlan {
     check_alignment(out, 2, "the output");
     check_alignment(out, 3, "the output");
     const float alpha = desc_.alpha;
-    DNNX_CUBLAS_CHECK(
+    DNNX_CUDNN_CHECK(
         cublasLtMatmul(runtime_->blas_lt(), lt_.operation.get(), &alpha, l, lt_.l.get(), r,
                        lt_.r.get(), &beta, out, lt_.out.get(), out, lt_.out.get(), &algo_,
                        workspace, scratch_.gemm, runtime_->stream()),
@@ -697,22 +697,22 @@ class GemmExPlan final : public MatmulPlan {
  private:
   void prepare(const Bound&) override {
     const cublasHandle_t handle = runtime_->blas();
-    DNNX_CUBLAS_CHECK(cublasSetStream(handle, runtime_->stream()), context_,
-                      "binding the cuBLAS handle to the stream");
+    DNNX_CUDNN_CHECK(cublasSetStream(handle, runtime_->stream()), context_,
+                     "binding the cuBLAS handle to the stream");
   }
 
   void run_gemm(const void* l, const void* r, float beta, void* out, void* workspace) override {
     const cublasHandle_t handle = runtime_->blas();
     // After cublasSetStream, which resets the workspace to cuBLAS's pool (Note [cuBLAS handles]).
-    DNNX_CUBLAS_CHECK(cublasSetWorkspace(handle, workspace, scratch_.gemm), context_,
-                      "giving cuBLAS its workspace");
+    DNNX_CUDNN_CHECK(cublasSetWorkspace(handle, workspace, scratch_.gemm), context_,
+                     "giving cuBLAS its workspace");
     const float alpha = desc_.alpha;
     const Gemm& g = gemm_;
-    DNNX_CUBLAS_CHECK(cublasGemmStridedBatchedEx_64(
-                          handle, g.l.op, g.r.op, g.m, g.n, g.k, &alpha, l, ab_, g.l.ld,
-                          g.l.batch_stride, r, ab_, g.r.ld, g.r.batch_stride, &beta, out, out_, g.m,
-                          g.out_batch_stride, g.batch, compute_, CUBLAS_GEMM_DEFAULT),
-                      context_, "running cublasGemmStridedBatchedEx");
+    DNNX_CUDNN_CHECK(cublasGemmStridedBatchedEx_64(
+                         handle, g.l.op, g.r.op, g.m, g.n, g.k, &alpha, l, ab_, g.l.ld,
+                         g.l.batch_stride, r, ab_, g.r.ld, g.r.batch_stride, &beta, out, out_, g.m,
+                         g.out_batch_stride, g.batch, compute_, CUBLAS_GEMM_DEFAULT),
+                     context_, "running cublasGemmStridedBatchedEx");
   }
 
   cublasComputeType_t compute_;

@@ -88,23 +88,9 @@ Runtime::~Runtime() {
   if (cudaGetDevice(&current) == cudaSuccess && current != device_) cudaSetDevice(device_);
 }
 
-cublasLtHandle_t Runtime::blas_lt() {
-  std::lock_guard lock(blas_mutex_);
-  if (!blas_lt_) {
-    make_current();
-    blas_lt_ = make_cublaslt_handle(context());
-  }
-  return blas_lt_.get();
-}
+cublasLtHandle_t Runtime::blas_lt() { return created_once(blas_lt_, make_cublaslt_handle); }
 
-cublasHandle_t Runtime::blas() {
-  std::lock_guard lock(blas_mutex_);
-  if (!blas_) {
-    make_current();
-    blas_ = make_cublas_handle(context());
-  }
-  return blas_.get();
-}
+cublasHandle_t Runtime::blas() { return created_once(blas_, make_cublas_handle); }
 
 void Runtime::make_current() const { cudnn::make_current(device_, context()); }
 

@@ -107,6 +107,18 @@ class Runtime final : public detail::DeviceRuntime {
   void synchronize_device() override;
 
  private:
+  // `handle`, made by make(context()) with this runtime's device current on the first call (under
+  // blas_mutex_), then the same raw handle every time.
+  template <typename Handle, typename Make>
+  auto created_once(Handle& handle, Make make) {
+    std::lock_guard lock(blas_mutex_);
+    if (!handle) {
+      make_current();
+      handle = make(context());
+    }
+    return handle.get();
+  }
+
   int device_;
   Settings settings_;
   DeviceFacts facts_;

@@ -481,20 +481,16 @@ class KernelPlan final : public LayerPlan<detail::ActivationArgs> {
   Reads reads_;
 };
 
-class OneDnnActivation final
-    : public LayerBackend<ActivationDesc, detail::ActivationArgs, Candidate> {
+class OneDnnActivation final : public ListedLayerBackend<ActivationDesc, detail::ActivationArgs,
+                                                         Candidate, list_candidates, Plan> {
  public:
-  explicit OneDnnActivation(std::shared_ptr<Runtime> runtime)
-      : RuntimeLayerBackend(BackendKind::cpu, std::move(runtime)) {}
+  using ListedLayerBackend::ListedLayerBackend;
 
  protected:
-  std::vector<Candidate> enumerate(const ActivationDesc& desc, Direction direction) override {
-    return list_candidates(runtime_->engine, desc, direction, runtime_->isa);
-  }
   std::shared_ptr<detail::OpPlan<detail::ActivationArgs>> build(
       const ActivationDesc& desc, Direction direction, const Candidate& candidate) override {
     if (candidate.kernel) return std::make_shared<KernelPlan>(desc, direction, candidate);
-    return std::make_shared<Plan>(runtime_, desc, direction, candidate);
+    return ListedLayerBackend::build(desc, direction, candidate);
   }
 };
 

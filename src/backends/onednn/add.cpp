@@ -644,20 +644,17 @@ class MatmulPlan final : public LayerPlan<detail::AddArgs> {
   std::size_t scratch_offset_ = 0;
 };
 
-class OneDnnAdd final : public LayerBackend<AddDesc, detail::AddArgs, Candidate> {
+class OneDnnAdd final
+    : public ListedLayerBackend<AddDesc, detail::AddArgs, Candidate, list_candidates, Plan> {
  public:
-  explicit OneDnnAdd(std::shared_ptr<Runtime> runtime)
-      : RuntimeLayerBackend(BackendKind::cpu, std::move(runtime)) {}
+  using ListedLayerBackend::ListedLayerBackend;
 
  protected:
-  std::vector<Candidate> enumerate(const AddDesc& desc, Direction direction) override {
-    return list_candidates(runtime_->engine, desc, direction, runtime_->isa);
-  }
   std::shared_ptr<detail::OpPlan<detail::AddArgs>> build(const AddDesc& desc, Direction direction,
                                                          const Candidate& candidate) override {
     if (candidate.formulation == Formulation::matmul)
       return std::make_shared<MatmulPlan>(runtime_, desc, candidate);
-    return std::make_shared<Plan>(runtime_, desc, direction, candidate);
+    return ListedLayerBackend::build(desc, direction, candidate);
   }
 };
 

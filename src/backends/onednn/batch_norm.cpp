@@ -502,19 +502,17 @@ class KernelPlan final : public LayerPlan<BatchNormArgs> {
 
 // ---- the backend --------------------------------------------------------------------------------
 
-class OneDnnBatchNorm final : public LayerBackend<BatchNormDesc, BatchNormArgs, Candidate> {
+class OneDnnBatchNorm final : public ListedLayerBackend<BatchNormDesc, BatchNormArgs, Candidate,
+                                                        list_candidates, OneDnnPlan> {
  public:
-  explicit OneDnnBatchNorm(std::shared_ptr<Runtime> runtime)
-      : RuntimeLayerBackend(BackendKind::cpu, std::move(runtime)) {}
+  using ListedLayerBackend::ListedLayerBackend;
 
  protected:
-  std::vector<Candidate> enumerate(const BatchNormDesc& desc, Direction direction) override {
-    return list_candidates(runtime_->engine, desc, direction, runtime_->isa);
-  }
-  std::shared_ptr<BatchNormPlan> build(const BatchNormDesc& desc, Direction direction,
-                                       const Candidate& candidate) override {
+  std::shared_ptr<detail::OpPlan<BatchNormArgs>> build(const BatchNormDesc& desc,
+                                                       Direction direction,
+                                                       const Candidate& candidate) override {
     if (candidate.info.id == kernel_id) return std::make_shared<KernelPlan>(desc, direction);
-    return std::make_shared<OneDnnPlan>(runtime_, desc, direction, candidate);
+    return ListedLayerBackend::build(desc, direction, candidate);
   }
 };
 

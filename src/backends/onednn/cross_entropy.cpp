@@ -691,27 +691,11 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
   std::vector<Step> steps_;
 };
 
-// The candidate lists and plans of one backend instance (ListedOpBackend keeps both).
-class OneDnnCrossEntropy final
-    : public LayerBackend<CrossEntropyDesc, detail::CrossEntropyArgs, Candidate> {
- public:
-  explicit OneDnnCrossEntropy(std::shared_ptr<Runtime> runtime)
-      : RuntimeLayerBackend(BackendKind::cpu, std::move(runtime)) {}
-
- private:
-  std::vector<Candidate> enumerate(const CrossEntropyDesc& desc, Direction direction) override {
-    return list_candidates(runtime_->engine, desc, direction, runtime_->isa);
-  }
-  std::shared_ptr<detail::OpPlan<detail::CrossEntropyArgs>> build(const CrossEntropyDesc& desc, Direction direction,
-                                                         const Candidate& candidate) override {
-    return std::make_shared<Plan>(runtime_, desc, direction, candidate);
-  }
-};
-
 }  // namespace
 
 std::unique_ptr<detail::OpBackendOf<OpKind::cross_entropy>> make_cross_entropy_backend(std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
-  return std::make_unique<OneDnnCrossEntropy>(std::move(runtime));
+  return std::make_unique<ListedLayerBackend<CrossEntropyDesc, detail::CrossEntropyArgs, Candidate,
+                                             list_candidates, Plan>>(std::move(runtime));
 }
 
 }  // namespace dnnx::onednn

@@ -304,4 +304,26 @@ class LayerPlan : public detail::LayerPlanBase<Args> {
 template <typename Desc, typename Args, typename Candidate>
 using LayerBackend = detail::RuntimeLayerBackend<Desc, Args, Candidate, Runtime>;
 
+/// The LayerBackend of an op whose candidates `list(engine, desc, direction, isa)` gives and whose
+/// plans are Plan(runtime, desc, direction, candidate); an op with plans of other kinds (its own
+/// kernels) derives from it and overrides build(), handing the rest to this one.
+template <typename Desc, typename Args, typename Candidate,
+          std::vector<Candidate> (*list)(const dnnl::engine&, const Desc&, Direction,
+                                         const std::string&),
+          typename Plan>
+class ListedLayerBackend : public LayerBackend<Desc, Args, Candidate> {
+ public:
+  explicit ListedLayerBackend(std::shared_ptr<Runtime> runtime)
+      : LayerBackend<Desc, Args, Candidate>(BackendKind::cpu, std::move(runtime)) {}
+
+ protected:
+  std::vector<Candidate> enumerate(const Desc& desc, Direction direction) override {
+    return list(this->runtime_->engine, desc, direction, this->runtime_->isa);
+  }
+  std::shared_ptr<detail::OpPlan<Args>> build(const Desc& desc, Direction direction,
+                                              const Candidate& candidate) override {
+    return std::make_shared<Plan>(this->runtime_, desc, direction, candidate);
+  }
+};
+
 }  // namespace dnnx::onednn

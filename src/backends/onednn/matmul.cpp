@@ -608,27 +608,13 @@ class Plan final : public LayerPlan<detail::MatmulArgs> {
   std::vector<float> f32_bias_;
 };
 
-class OneDnnMatmul final : public LayerBackend<MatmulDesc, detail::MatmulArgs, Candidate> {
- public:
-  explicit OneDnnMatmul(std::shared_ptr<Runtime> runtime)
-      : RuntimeLayerBackend(BackendKind::cpu, std::move(runtime)) {}
-
- protected:
-  std::vector<Candidate> enumerate(const MatmulDesc& desc, Direction direction) override {
-    return list_candidates(runtime_->engine, desc, direction, runtime_->isa);
-  }
-  std::shared_ptr<detail::OpPlan<detail::MatmulArgs>> build(const MatmulDesc& desc,
-                                                            Direction direction,
-                                                            const Candidate& candidate) override {
-    return std::make_shared<Plan>(runtime_, desc, direction, candidate);
-  }
-};
-
 }  // namespace
 
 std::unique_ptr<detail::OpBackendOf<OpKind::matmul>> make_matmul_backend(
     std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
-  return std::make_unique<OneDnnMatmul>(std::move(runtime));
+  return std::make_unique<
+      ListedLayerBackend<MatmulDesc, detail::MatmulArgs, Candidate, list_candidates, Plan>>(
+      std::move(runtime));
 }
 
 }  // namespace dnnx::onednn

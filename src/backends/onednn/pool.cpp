@@ -1029,21 +1029,18 @@ class Plan final : public LayerPlan<detail::PoolArgs> {
   std::vector<Step> steps_;
 };
 
-class OneDnnPool final : public LayerBackend<PoolDesc, detail::PoolArgs, Candidate> {
+class OneDnnPool final
+    : public ListedLayerBackend<PoolDesc, detail::PoolArgs, Candidate, list_candidates, Plan> {
  public:
-  explicit OneDnnPool(std::shared_ptr<Runtime> runtime)
-      : RuntimeLayerBackend(BackendKind::cpu, std::move(runtime)) {}
+  using ListedLayerBackend::ListedLayerBackend;
 
  protected:
-  std::vector<Candidate> enumerate(const PoolDesc& desc, Direction direction) override {
-    return list_candidates(runtime_->engine, desc, direction, runtime_->isa);
-  }
-  std::shared_ptr<detail::PoolPlan> build(const PoolDesc& desc, Direction direction,
-                                          const Candidate& candidate) override {
+  std::shared_ptr<detail::OpPlan<detail::PoolArgs>> build(const PoolDesc& desc, Direction direction,
+                                                          const Candidate& candidate) override {
     if (candidate.info.id == kernel_id) return std::make_shared<KernelPlan>(desc, direction);
     if (candidate.info.id == max_indices_id)
       return std::make_shared<MaxIndicesPlan>(desc, direction);
-    return std::make_shared<Plan>(runtime_, desc, direction, candidate);
+    return ListedLayerBackend::build(desc, direction, candidate);
   }
 };
 

@@ -629,20 +629,17 @@ class KernelPlan final : public detail::OpPlan<detail::SoftmaxArgs> {
 };
 
 // The candidate lists and plans of one backend instance (ListedOpBackend keeps both).
-class OneDnnSoftmax final : public LayerBackend<SoftmaxDesc, detail::SoftmaxArgs, Candidate> {
+class OneDnnSoftmax final : public ListedLayerBackend<SoftmaxDesc, detail::SoftmaxArgs, Candidate,
+                                                      list_candidates, Plan> {
  public:
-  explicit OneDnnSoftmax(std::shared_ptr<Runtime> runtime)
-      : RuntimeLayerBackend(BackendKind::cpu, std::move(runtime)) {}
+  using ListedLayerBackend::ListedLayerBackend;
 
- private:
-  std::vector<Candidate> enumerate(const SoftmaxDesc& desc, Direction direction) override {
-    return list_candidates(runtime_->engine, desc, direction, runtime_->isa);
-  }
+ protected:
   std::shared_ptr<detail::OpPlan<detail::SoftmaxArgs>> build(const SoftmaxDesc& desc,
                                                              Direction direction,
                                                              const Candidate& candidate) override {
     if (candidate.kernel) return std::make_shared<KernelPlan>(desc, direction);
-    return std::make_shared<Plan>(runtime_, desc, direction, candidate);
+    return ListedLayerBackend::build(desc, direction, candidate);
   }
 };
 

@@ -93,13 +93,10 @@ double derivative_from_dst(const ActivationDesc& desc, double y) {
                 detail::cat(to_string(desc.kind), " has no derivative as a function of dst"));
 }
 
-class DirectPlan final : public detail::LayerPlanBase<detail::ActivationArgs> {
+class DirectPlan final : public DirectPlanBase<ActivationDesc, detail::ActivationArgs> {
  public:
   DirectPlan(const ActivationDesc& desc, Direction direction)
-      : LayerPlanBase(info_of(desc, direction),
-                      detail::op_context(BackendKind::reference, desc, direction, direct_id)),
-        desc_(desc),
-        direction_(direction) {}
+      : DirectPlanBase(info_of(desc, direction), desc, direction) {}
 
   void execute(const detail::ActivationArgs& args, detail::Workspace) override {
     if (direction_ == Direction::fwd) {
@@ -130,9 +127,6 @@ class DirectPlan final : public detail::LayerPlanBase<detail::ActivationArgs> {
   T& tensor(T* t, const char* role) const {
     return host_tensor(t, role, desc_.dims, desc_.dtype, context_);
   }
-
-  ActivationDesc desc_;
-  Direction direction_;
 };
 
 }  // namespace

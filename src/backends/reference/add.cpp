@@ -47,14 +47,10 @@ std::vector<std::int64_t> src_index_map(const AddDesc& desc) {
   return map;
 }
 
-class DirectPlan final : public detail::LayerPlanBase<detail::AddArgs> {
+class DirectPlan final : public DirectPlanBase<AddDesc, detail::AddArgs> {
  public:
   DirectPlan(const AddDesc& desc, Direction direction)
-      : LayerPlanBase(info_of(desc, direction),
-                      detail::op_context(BackendKind::reference, desc, direction, direct_id)),
-        desc_(desc),
-        direction_(direction),
-        map_(src_index_map(desc)) {}
+      : DirectPlanBase(info_of(desc, direction), desc, direction), map_(src_index_map(desc)) {}
 
   void execute(const detail::AddArgs& args, detail::Workspace) override {
     const double alpha = desc_.alpha;
@@ -88,8 +84,6 @@ class DirectPlan final : public detail::LayerPlanBase<detail::AddArgs> {
   }
 
  private:
-  AddDesc desc_;
-  Direction direction_;
   std::vector<std::int64_t> map_;  // dst element -> src element
 };
 

@@ -51,14 +51,10 @@ View view_of(const BatchNormDesc& desc) {
   return v;
 }
 
-class DirectPlan final : public detail::LayerPlanBase<detail::BatchNormArgs> {
+class DirectPlan final : public DirectPlanBase<BatchNormDesc, detail::BatchNormArgs> {
  public:
   DirectPlan(const BatchNormDesc& desc, Direction direction)
-      : LayerPlanBase(info_of(desc, direction),
-                      detail::op_context(BackendKind::reference, desc, direction, direct_id)),
-        desc_(desc),
-        direction_(direction),
-        view_(view_of(desc)) {}
+      : DirectPlanBase(info_of(desc, direction), desc, direction), view_(view_of(desc)) {}
 
   void execute(const detail::BatchNormArgs& args, detail::Workspace /*workspace*/) override {
     check(args.src, "src", desc_.dims, desc_.dtype);
@@ -193,8 +189,6 @@ class DirectPlan final : public detail::LayerPlanBase<detail::BatchNormArgs> {
     store(running_var, *args.running_var);
   }
 
-  BatchNormDesc desc_;
-  Direction direction_;
   View view_;
 };
 

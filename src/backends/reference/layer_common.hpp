@@ -48,6 +48,22 @@ void check_cpu_tensor(const Tensor* tensor, const char* role, const Dims& dims, 
 /// (through detail::round_to_odd for f16/bf16).
 void store(const std::vector<double>& values, Tensor& tensor);
 
+/// What every reference plan keeps: its record and error context (detail::LayerPlanBase, the
+/// context naming the op, direction and reference:direct), its desc and its direction.
+template <typename Desc, typename Args>
+class DirectPlanBase : public detail::LayerPlanBase<Args> {
+ protected:
+  DirectPlanBase(AlgoInfo info, const Desc& desc, Direction direction)
+      : detail::LayerPlanBase<Args>(
+            std::move(info),
+            detail::op_context(BackendKind::reference, desc, direction, direct_id)),
+        desc_(desc),
+        direction_(direction) {}
+
+  Desc desc_;
+  Direction direction_;
+};
+
 /// The only candidate of a reference layer op.
 struct DirectCandidate {
   AlgoInfo info;

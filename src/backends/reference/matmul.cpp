@@ -20,21 +20,34 @@ AlgoInfo info_of(const MatmulDesc&, Direction) {
   return direct_info("direct loops (f64 accumulation)", {"direct", "reference"});
 }
 
-// Element (i, l) of op(a) and (l, j) of op(b) in product p, as offsets into the dense copies.
+// Offsets into the dense copies of element (i, l) of op(a), (l, j) of op(b) and (i, j) of dst in
+// product p, as functions (p, row, column).
 struct Operands {
   const MatmulDesc& d;
-  Index a(std::int64_t p, std::int64_t i, std::int64_t l) const {
-    const std::int64_t base = p * d.m * d.k;
-    return static_cast<Index>(d.transpose_a ? base + l * d.m + i : base + i * d.k + l);
+  auto a() const {
+    return [&d = d](std::int64_t p, std::int64_t i, std::int64_t l) {
+      const std::int64_t base = p * d.m * d.k;
+      return static_cast<Index>(d.transpose_a ? base + l * d.m + i : base + i * d.k + l);
+    };
   }
-  Index b(std::int64_t p, std::int64_t l, std::int64_t j) const {
-    const std::int64_t base = (d.broadcast_b ? 0 : p) * d.k * d.n;
-    return static_cast<Index>(d.transpose_b ? base + j * d.k + l : base + l * d.n + j);
+  auto b() const {
+    return [&d = d](std::int64_t p, std::int64_t l, std::int64_t j) {
+      const std::int64_t base = (d.broadcast_b ? 0 : p) * d.k * d.n;
+      return static_cast<Index>(d.transpose_b ? base + j * d.k + l : base + l * d.n + j);
+    };
   }
-  Index dst(std::int64_t p, std::int64_t i, std::int64_t j) const {
-    return static_cast<Index>((p * d.m + i) * d.n + j);
+  auto dst() const {
+    return [&d = d](std::int64_t p, std::int64_t i, std::int64_t j) {
+      return static_cast<Index>((p * d.m + i) * d.n + j);
+    };
   }
 };
+
+// The offsets of the transposed operand: (p, r, c) of the result is (p, c, r) of `index`.
+template <typename Offsets>
+auto transposed(Offsets index) {
+  return [index](std::int64_t p, std::int64_t r, std::int64_t c) { return index(p, c, r); };
+}
 
 // out = sums + beta * out's previous contents (not read when beta is 0: it may hold NaN).
 void store_output(std::vector<double>& sums, double beta, Tensor& out) {
@@ -45,83 +58,64 @@ void store_output(std::vector<double>& sums, double beta, Tensor& out) {
   store(sums, out);
 }
 
-class DirectPlan final : public detail::LayerPlanBase<detail::MatmulArgs> {
+// out[o(p, r, c)] += alpha * sum over t of x[xi(p, r, t)] * y[yi(p, t, c)], for every product p,
+// row r, column c, with t < inner: each direction is this product on its operands' offsets (+=:
+// the products of a batch sharing b add into one gradient).
+template <typename XIndex, typename YIndex, typename OutIndex>
+void product(std::int64_t batch, std::int64_t rows, std::int64_t cols, std::int64_t inner,
+             double alpha, const std::vector<float>& x, XIndex xi, const std::vector<float>& y,
+             YIndex yi, std::vector<double>& out, OutIndex o) {
+  for (std::int64_t p = 0; p < batch; ++p) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t c = 0; c < cols; ++c) {
+        double sum = 0;
+        for (std::int64_t t = 0; t < inner; ++t)
+          sum += static_cast<double>(x[xi(p, r, t)]) * y[yi(p, t, c)];
+        out[o(p, r, c)] += alpha * sum;
+      }
+    }
+  }
+}
+
+class DirectPlan final : public DirectPlanBase<MatmulDesc, detail::MatmulArgs> {
  public:
   DirectPlan(const MatmulDesc& desc, Direction direction)
-      : LayerPlanBase(info_of(desc, direction),
-                      detail::op_context(BackendKind::reference, desc, direction, direct_id)),
-        desc_(desc),
-        direction_(direction) {}
+      : DirectPlanBase(info_of(desc, direction), desc, direction) {}
 
   void execute(const detail::MatmulArgs& args, detail::Workspace) override {
     const MatmulDesc& d = desc_;
     const Operands at{d};
     const double alpha = d.alpha;
     switch (direction_) {
-      case Direction::fwd: {
+      case Direction::fwd: {  // dst(i, j) = sum_l a(i, l) b(l, j)
         const std::vector<float> a = read(args.a, "a", d.a_dims());
         const std::vector<float> b = read(args.b, "b", d.b_dims());
-        std::vector<float> bias;
-        if (d.bias) bias = read(args.bias, "bias", d.bias_dims());
         Tensor& dst = host_tensor(args.dst, "dst", d.dst_dims(), d.dtype, context_);
-        std::vector<double> out(static_cast<Index>(d.dst_dims().product()));
-        for (std::int64_t p = 0; p < d.batch; ++p) {
-          for (std::int64_t i = 0; i < d.m; ++i) {
-            for (std::int64_t j = 0; j < d.n; ++j) {
-              double sum = 0;
-              for (std::int64_t l = 0; l < d.k; ++l)
-                sum += static_cast<double>(a[at.a(p, i, l)]) * b[at.b(p, l, j)];
-              out[at.dst(p, i, j)] = alpha * sum;
-            }
-          }
-        }
+        std::vector<double> out(static_cast<Index>(d.dst_dims().product()), 0.0);
+        product(d.batch, d.m, d.n, d.k, alpha, a, at.a(), b, at.b(), out, at.dst());
         if (d.bias) {
-          // dst = alpha * op(a) op(b) + beta * dst + bias: the bias is added after beta's term,
-          // in f64, so the one rounding stays the last step.
-          if (d.beta != 0) {
-            const std::vector<float> old = dst.to_f32();
-            for (Index i = 0; i < out.size(); ++i) out[i] += d.beta * static_cast<double>(old[i]);
-          }
+          // In f64 with the rest, so that the one rounding stays the last step.
+          const std::vector<float> bias = read(args.bias, "bias", d.bias_dims());
           for (Index i = 0; i < out.size(); ++i) out[i] += bias[i % static_cast<Index>(d.n)];
-          store(out, dst);
-        } else {
-          store_output(out, d.beta, dst);
         }
+        store_output(out, d.beta, dst);
         return;
       }
-      case Direction::bwd_data: {
+      case Direction::bwd_data: {  // diff_a(i, l) = sum_j diff_dst(i, j) b(l, j)
         const std::vector<float> g = read(args.diff_dst, "diff_dst", d.dst_dims());
         const std::vector<float> b = read(args.b, "b", d.b_dims());
         Tensor& diff_a = host_tensor(args.diff_a, "diff_a", d.a_dims(), d.dtype, context_);
-        std::vector<double> out(static_cast<Index>(d.a_dims().product()));
-        for (std::int64_t p = 0; p < d.batch; ++p) {
-          for (std::int64_t i = 0; i < d.m; ++i) {
-            for (std::int64_t l = 0; l < d.k; ++l) {
-              double sum = 0;
-              for (std::int64_t j = 0; j < d.n; ++j)
-                sum += static_cast<double>(g[at.dst(p, i, j)]) * b[at.b(p, l, j)];
-              out[at.a(p, i, l)] = alpha * sum;
-            }
-          }
-        }
+        std::vector<double> out(static_cast<Index>(d.a_dims().product()), 0.0);
+        product(d.batch, d.m, d.k, d.n, alpha, g, at.dst(), b, transposed(at.b()), out, at.a());
         store_output(out, d.beta, diff_a);
         return;
       }
-      case Direction::bwd_weights: {
+      case Direction::bwd_weights: {  // diff_b(l, j) = sum_i a(i, l) diff_dst(i, j)
         const std::vector<float> a = read(args.a, "a", d.a_dims());
         const std::vector<float> g = read(args.diff_dst, "diff_dst", d.dst_dims());
         Tensor& diff_b = host_tensor(args.diff_b, "diff_b", d.b_dims(), d.dtype, context_);
         std::vector<double> out(static_cast<Index>(d.b_dims().product()), 0.0);
-        for (std::int64_t p = 0; p < d.batch; ++p) {
-          for (std::int64_t l = 0; l < d.k; ++l) {
-            for (std::int64_t j = 0; j < d.n; ++j) {
-              double sum = 0;
-              for (std::int64_t i = 0; i < d.m; ++i)
-                sum += static_cast<double>(a[at.a(p, i, l)]) * g[at.dst(p, i, j)];
-              out[at.b(p, l, j)] += alpha * sum;  // += : a shared b sums over the batch
-            }
-          }
-        }
+        product(d.batch, d.k, d.n, d.m, alpha, a, transposed(at.a()), g, at.dst(), out, at.b());
         store_output(out, d.beta, diff_b);
         if (d.bias) {
           Tensor& diff_bias =
@@ -141,9 +135,6 @@ class DirectPlan final : public detail::LayerPlanBase<detail::MatmulArgs> {
   std::vector<float> read(const Tensor* tensor, const char* role, const Dims& dims) const {
     return host_tensor(tensor, role, dims, desc_.dtype, context_).to_f32();
   }
-
-  MatmulDesc desc_;
-  Direction direction_;
 };
 
 }  // namespace

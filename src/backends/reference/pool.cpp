@@ -245,14 +245,10 @@ std::vector<double> max_bwd_indices(const PoolDesc& desc, const Geometry& g,
 }
 
 // A plan holds only the desc's geometry.
-class DirectPlan final : public detail::LayerPlanBase<detail::PoolArgs> {
+class DirectPlan final : public DirectPlanBase<PoolDesc, detail::PoolArgs> {
  public:
   DirectPlan(const PoolDesc& desc, Direction direction)
-      : LayerPlanBase(info_of(desc, direction),
-                      detail::op_context(BackendKind::reference, desc, direction, direct_id)),
-        desc_(desc),
-        direction_(direction),
-        geometry_(desc) {}
+      : DirectPlanBase(info_of(desc, direction), desc, direction), geometry_(desc) {}
 
   void execute(const detail::PoolArgs& args, detail::Workspace /*workspace*/) override {
     const DType dtype = desc_.dtype;
@@ -296,8 +292,6 @@ class DirectPlan final : public detail::LayerPlanBase<detail::PoolArgs> {
     return host_tensor(tensor, "indices", desc_.dst_dims(), dtype, context_);
   }
 
-  PoolDesc desc_;
-  Direction direction_;
   Geometry geometry_;
 };
 
