@@ -6,8 +6,8 @@
 #include "core/matmul_args.hpp"
 #include "ops/op_calls.hpp"
 
+#include <array>
 #include <cstddef>
-#include <vector>
 
 namespace dnnx {
 namespace {
@@ -17,34 +17,59 @@ using detail::MatmulArgs;
 // One tensor of a call: its role, the tensor (null when the call has none there), the dims the desc
 // gives it, and whether it is a bias (a contiguous vector, given exactly when desc.bias).
 struct Operand {
-  const char* role;
-  const Tensor* tensor;
+  const char* role = "";
+  const Tensor* tensor = nullptr;
   Dims dims;
   bool bias = false;
 };
 
-// The inputs and the outputs of a direction.
+// The inputs and the outputs of a direction, in fixed storage: the checks run on every call.
 struct Operands {
-  std::vector<Operand> inputs, outputs;
+  std::array<Operand, 3> inputs;
+  std::size_t input_count = 0;
+  std::array<Operand, 2> outputs;
+  std::size_t output_count = 0;
 };
 
 Operands operands_of(const MatmulDesc& d, Direction direction, const MatmulArgs& args) {
   switch (direction) {
     case Direction::fwd:
-      return {{{"a", args.a, d.a_dims()},
-               {"b", args.b, d.b_dims()},
-               {"bias", args.bias, d.bias_dims(), true}},
-              {{"dst", args.dst, d.dst_dims()}}};
+      return {{{{"a", args.a, d.a_dims()},
+                {"b", args.b, d.b_dims()},
+                {"bias", args.bias, d.bias_dims(), true}}},
+              3,
+              {{{"dst", args.dst, d.dst_dims()}}},
+              1};
     case Direction::bwd_data:
-      return {{{"diff_dst", args.diff_dst, d.dst_dims()}, {"b", args.b, d.b_dims()}},
-              {{"diff_a", args.diff_a, d.a_dims()}}};
+      return {{{{"diff_dst", args.diff_dst, d.dst_dims()}, {"b", args.b, d.b_dims()}}},
+              2,
+              {{{"diff_a", args.diff_a, d.a_dims()}}},
+              1};
     case Direction::bwd_weights:
-      return {{{"a", args.a, d.a_dims()}, {"diff_dst", args.diff_dst, d.dst_dims()}},
-              {{"diff_b", args.diff_b, d.b_dims()},
-               {"diff_bias", args.diff_bias, d.bias_dims(), true}}};
+      return {{{{"a", args.a, d.a_dims()}, {"diff_dst", args.diff_dst, d.dst_dims()}}},
+              2,
+              {{{"diff_b", args.diff_b, d.b_dims()},
+                {"diff_bias", args.diff_bias, d.bias_dims(), true}}},
+              2};
     case Direction::fwd_training: break;  // not a matmul direction (OpInfo::check rejects it)
   }
   return {};
+}
+
+// Checks `operand` against the desc; false when it is a bias the call rightly does not have.
+bool check_operand(const Context& context, const MatmulDesc& desc, const Operand& operand) {
+  if (operand.bias) {
+    const bool given = operand.tensor != nullptr && !operand.tensor->is_null();
+    DNNX_CHECK_ARG(given == desc.bias, operand.role,
+                   desc.bias ? " is missing but the desc has bias set"
+                             : " was given but the desc has no bias (set desc.bias)");
+    if (given) detail::check_bias(context, operand.role, *operand.tensor, operand.dims, desc.dtype);
+    return given;
+  }
+  DNNX_ASSERT(operand.tensor != nullptr, operand.role);
+  detail::check_operand(context, operand.role, *operand.tensor, operand.dims, desc.dtype,
+                        Layout::channels_first);
+  return true;
 }
 
 // Every tensor against the desc (dense row-major: channels_first is the row-major layout at every
@@ -52,28 +77,17 @@ Operands operands_of(const MatmulDesc& d, Direction direction, const MatmulArgs&
 void check_args(const Context& context, const MatmulDesc& desc, Direction direction,
                 const MatmulArgs& args) {
   const Operands operands = operands_of(desc, direction, args);
-  std::vector<const Operand*> present;  // the inputs, then the outputs, as given
-  std::size_t first_output = 0;
-  for (const auto* group : {&operands.inputs, &operands.outputs}) {
-    if (group == &operands.outputs) first_output = present.size();
-    for (const Operand& operand : *group) {
-      if (operand.bias) {
-        const bool given = operand.tensor != nullptr && !operand.tensor->is_null();
-        DNNX_CHECK_ARG(given == desc.bias, operand.role,
-                       desc.bias ? " is missing but the desc has bias set"
-                                 : " was given but the desc has no bias (set desc.bias)");
-        if (!given) continue;
-        detail::check_bias(context, operand.role, *operand.tensor, operand.dims, desc.dtype);
-      } else {
-        DNNX_ASSERT(operand.tensor != nullptr, operand.role);
-        detail::check_operand(context, operand.role, *operand.tensor, operand.dims, desc.dtype,
-                              Layout::channels_first);
-      }
-      present.push_back(&operand);
-    }
+  std::array<const Operand*, 5> present{};  // the inputs, then the outputs, as given
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < operands.input_count; ++i) {
+    if (check_operand(context, desc, operands.inputs[i])) present[count++] = &operands.inputs[i];
+  }
+  const std::size_t first_output = count;
+  for (std::size_t i = 0; i < operands.output_count; ++i) {
+    if (check_operand(context, desc, operands.outputs[i])) present[count++] = &operands.outputs[i];
   }
   // Each output against every tensor before it: the inputs and the earlier outputs.
-  for (std::size_t i = first_output; i < present.size(); ++i) {
+  for (std::size_t i = first_output; i < count; ++i) {
     for (std::size_t j = 0; j < i; ++j) {
       detail::check_no_overlap("matmul", present[i]->role, *present[i]->tensor, present[j]->role,
                                *present[j]->tensor);
