@@ -24,7 +24,7 @@
 #include <dnnx/ops/softmax.hpp>
 #include <dnnx/tensor.hpp>
 
-#include "ops/context_state.hpp"
+#include "line_bench.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -35,13 +35,15 @@
 #include <iostream>
 #include <memory>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 namespace {
 
 using namespace dnnx;
+using bench::median;
+using bench::quoted;
+using bench::split;
 using Clock = std::chrono::steady_clock;
 
 struct Options {
@@ -53,14 +55,6 @@ struct Options {
   int loop = 50;
   int calls = 30;
 };
-
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> parts;
-  std::stringstream in(text);
-  std::string part;
-  while (std::getline(in, part, sep)) parts.push_back(part);
-  return parts;
-}
 
 Options parse(int argc, char** argv) {
   Options options;
@@ -97,12 +91,6 @@ Options parse(int argc, char** argv) {
   if (options.batch < 1 || options.loop < 1 || options.calls < 1)
     throw std::invalid_argument("--batch, --loop and --calls must be >= 1");
   return options;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
 // Uniform values in [low, high) on the context's device, or the integers 0..classes-1 for labels.
@@ -275,39 +263,6 @@ std::unique_ptr<Case> make_case(const std::string& name, Context& context, std::
   return owned;
 }
 
-double kernel_ms(Context& context, Case& c, Direction direction, int loop) {
-  detail::Backend& backend = detail::state_of(context).backend();
-  for (int i = 0; i < 3; ++i) c.call(context, direction);
-  std::vector<double> samples;
-  for (int r = 0; r < 5; ++r) {
-    samples.push_back(backend.time_ms([&] {
-      for (int i = 0; i < loop; ++i) c.call(context, direction);
-    }) / loop);
-  }
-  return median(samples);
-}
-
-double per_call_ms(Context& context, Case& c, Direction direction, int calls) {
-  detail::Backend& backend = detail::state_of(context).backend();
-  std::vector<double> samples;
-  for (int i = 0; i < calls; ++i) {
-    const auto start = Clock::now();
-    c.call(context, direction);
-    backend.synchronize();
-    samples.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-  }
-  return median(samples);
-}
-
-std::string quoted(const std::string& text) {
-  std::string out = "\"";
-  for (char ch : text) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    out += ch;
-  }
-  return out + "\"";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -337,8 +292,9 @@ int main(int argc, char** argv) try {
         context.synchronize();
         const double first_ms =
             std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-        const double kernel = kernel_ms(context, c, direction, options.loop);
-        const double per_call = per_call_ms(context, c, direction, options.calls);
+        const auto call = [&] { c.call(context, direction); };
+        const double kernel = bench::kernel_ms(context, options.loop, call);
+        const double per_call = bench::per_call_ms(context, options.calls, call);
         std::cout << "{\"kind\": \"case\", \"case\": " << quoted(name)
                   << ", \"shape\": " << quoted(c.shape) << ", \"config\": " << quoted(config)
                   << ", \"direction\": " << quoted(direction == Direction::fwd ? "fwd" : "bwd")

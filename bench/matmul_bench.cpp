@@ -15,7 +15,7 @@
 #include <dnnx/ops/matmul.hpp>
 #include <dnnx/tensor.hpp>
 
-#include "ops/context_state.hpp"
+#include "line_bench.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -25,13 +25,14 @@
 #include <iostream>
 #include <memory>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 namespace {
 
 using namespace dnnx;
+using bench::quoted;
+using bench::split;
 using Clock = std::chrono::steady_clock;
 
 // A case: a name and its desc (dtype filled per config). `rows` scales the linear layers' rows
@@ -93,14 +94,6 @@ struct Options {
   int calls = 20;
 };
 
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> parts;
-  std::stringstream in(text);
-  std::string part;
-  while (std::getline(in, part, sep)) parts.push_back(part);
-  return parts;
-}
-
 Options parse(int argc, char** argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {
@@ -136,12 +129,6 @@ Options parse(int argc, char** argv) {
   return options;
 }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 // Uniform values in [-1, 1) on the context's device.
 Tensor filled(Context& context, const Dims& dims, DType dtype, unsigned seed) {
   Tensor host = Tensor::empty(dims, dtype);
@@ -167,15 +154,6 @@ struct Tensors {
     }
   }
 };
-
-std::string quoted(const std::string& text) {
-  std::string out = "\"";
-  for (char ch : text) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    out += ch;
-  }
-  return out + "\"";
-}
 
 }  // namespace
 
@@ -203,7 +181,6 @@ int main(int argc, char** argv) try {
       t.b = filled(context, desc.b_dims(), desc.dtype, 2);
       if (desc.bias) t.bias = filled(context, desc.bias_dims(), desc.dtype, 3);
       t.dst = filled(context, desc.dst_dims(), desc.dtype, 4);
-      detail::Backend& backend = detail::state_of(context).backend();
       for (const Direction direction :
            {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
         context.tune().policy(OpKind::matmul, direction) = AlgoPolicy::exhaustive();
@@ -212,32 +189,20 @@ int main(int argc, char** argv) try {
         context.synchronize();
         const double first_ms =
             std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-        for (int i = 0; i < 3; ++i) t.call(context, desc, direction);
-        std::vector<double> loops;
-        for (int r = 0; r < 5; ++r) {
-          loops.push_back(backend.time_ms([&] {
-            for (int i = 0; i < options.loop; ++i) t.call(context, desc, direction);
-          }) / options.loop);
-        }
-        const double kernel = median(loops);
-        std::vector<double> calls;
-        for (int i = 0; i < options.calls; ++i) {
-          const auto begin = Clock::now();
-          t.call(context, desc, direction);
-          backend.synchronize();
-          calls.push_back(std::chrono::duration<double, std::milli>(Clock::now() - begin).count());
-        }
+        const auto call = [&] { t.call(context, desc, direction); };
+        const double kernel = bench::kernel_ms(context, options.loop, call);
+        const double per_call = bench::per_call_ms(context, options.calls, call);
         std::cout << "{\"kind\": \"case\", \"case\": " << quoted(shape.name)
                   << ", \"shape\": " << quoted(shape.what) << ", \"config\": " << quoted(config)
                   << ", \"direction\": " << quoted(std::string(to_string(direction)))
-                  << ", \"batch\": " << desc.batch << ", \"m\": " << desc.m
-                  << ", \"n\": " << desc.n << ", \"k\": " << desc.k
+                  << ", \"batch\": " << desc.batch << ", \"m\": " << desc.m << ", \"n\": " << desc.n
+                  << ", \"k\": " << desc.k
                   << ", \"transpose_b\": " << (desc.transpose_b ? "true" : "false")
                   << ", \"bias\": " << (desc.bias ? "true" : "false")
                   << ", \"algo\": " << quoted(choice->algo.id)
                   << ", \"candidates_timed\": " << choice->candidates_timed
                   << ", \"first_call_ms\": " << first_ms << ", \"kernel_ms\": " << kernel
-                  << ", \"per_call_ms\": " << median(calls)
+                  << ", \"per_call_ms\": " << per_call
                   << ", \"tflops\": " << desc.flops() / (kernel * 1e9) << "}" << std::endl;
       }
     }
