@@ -10,6 +10,7 @@
 
 #include "ops/activation_cases.hpp"
 #include "support/compare.hpp"
+#include "support/gpu.hpp"
 #include "support/random.hpp"
 
 #include <gtest/gtest.h>
@@ -23,13 +24,6 @@
 
 namespace dnnx::test {
 namespace {
-
-#define DNNX_REQUIRE_GPU()                                                          \
-  do {                                                                              \
-    std::string dnnx_why_;                                                          \
-    if (!backend_available(BackendKind::cudnn, &dnnx_why_))                         \
-      GTEST_SKIP() << "cudnn backend not available (no usable GPU): " << dnnx_why_; \
-  } while (false)
 
 // A cudnn context with a private, memory-only choice cache (fixed ids must not reach the
 // persistent cache file).

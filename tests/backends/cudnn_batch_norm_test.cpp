@@ -12,6 +12,7 @@
 #include "backends/cudnn/allocator.hpp"
 #include "core/strings.hpp"
 #include "ops/batch_norm_cases.hpp"
+#include "support/gpu.hpp"
 #include "support/random.hpp"
 
 #include <cuda_runtime_api.h>
@@ -28,13 +29,6 @@
 
 namespace dnnx::test {
 namespace {
-
-#define DNNX_REQUIRE_GPU()                                                          \
-  do {                                                                              \
-    std::string dnnx_why_;                                                          \
-    if (!backend_available(BackendKind::cudnn, &dnnx_why_))                         \
-      GTEST_SKIP() << "cudnn backend not available (no usable GPU): " << dnnx_why_; \
-  } while (false)
 
 // Note [expected unsupported] for the cudnn backend (Note [cudnn batch-norm candidates]): the
 // only reasons a candidate may be unsupported on the case table.

@@ -16,6 +16,7 @@
 #include "support/compare.hpp"
 #include "support/conv.hpp"
 #include "support/errors.hpp"
+#include "support/gpu.hpp"
 #include "support/random.hpp"
 
 #include <gtest/gtest.h>
@@ -41,12 +42,6 @@ constexpr Direction all_directions[] = {Direction::fwd, Direction::bwd_data,
                                         Direction::bwd_weights};
 
 // Skips the calling test when the cudnn backend cannot run here, saying why.
-#define DNNX_REQUIRE_GPU()                                                          \
-  do {                                                                              \
-    std::string dnnx_why_;                                                          \
-    if (!backend_available(BackendKind::cudnn, &dnnx_why_))                         \
-      GTEST_SKIP() << "cudnn backend not available (no usable GPU): " << dnnx_why_; \
-  } while (false)
 
 // A cudnn context with a private, memory-only choice cache (fixed ids must not reach the
 // persistent cache file).

@@ -12,6 +12,7 @@
 #include "backends/cudnn/allocator.hpp"
 #include "ops/cross_entropy_cases.hpp"
 #include "support/compare.hpp"
+#include "support/gpu.hpp"
 #include "support/random.hpp"
 
 #include <gtest/gtest.h>
@@ -22,13 +23,6 @@
 
 namespace dnnx {
 namespace {
-
-#define DNNX_REQUIRE_GPU()                                                          \
-  do {                                                                              \
-    std::string dnnx_why_;                                                          \
-    if (!backend_available(BackendKind::cudnn, &dnnx_why_))                         \
-      GTEST_SKIP() << "cudnn backend not available (no usable GPU): " << dnnx_why_; \
-  } while (false)
 
 Tensor to_device(const Tensor& host, Context& context) {
   Tensor device =

@@ -11,6 +11,7 @@
 #include <dnnx/ops/matmul.hpp>
 
 #include "support/compare.hpp"
+#include "support/gpu.hpp"
 #include "support/random.hpp"
 
 #include <cuda_runtime_api.h>
@@ -28,13 +29,6 @@
 
 namespace dnnx::test {
 namespace {
-
-#define DNNX_REQUIRE_GPU()                                                          \
-  do {                                                                              \
-    std::string dnnx_why_;                                                          \
-    if (!backend_available(BackendKind::cudnn, &dnnx_why_))                         \
-      GTEST_SKIP() << "cudnn backend not available (no usable GPU): " << dnnx_why_; \
-  } while (false)
 
 constexpr Layout rows_layout = Layout::channels_first;  // row-major at every rank
 
