@@ -627,7 +627,8 @@ class LtPlan final : public MatmulPlan {
          const Candidate& candidate)
       : MatmulPlan(std::move(runtime), desc, direction, candidate),
         algo_(candidate.algo),
-        epilogue_(candidate.epilogue) {
+        epilogue_(candidate.epilogue),
+        handle_(runtime_->blas_lt()) {
     Problem p;
     p.gemm = candidate.gemm;
     p.ab = data_type_of(desc.dtype);
@@ -669,15 +670,15 @@ class LtPlan final : public MatmulPlan {
     check_alignment(out, 2, "the output");
     check_alignment(out, 3, "the output");
     const float alpha = desc_.alpha;
-    DNNX_CUDNN_CHECK(
-        cublasLtMatmul(runtime_->blas_lt(), lt_.operation.get(), &alpha, l, lt_.l.get(), r,
-                       lt_.r.get(), &beta, out, lt_.out.get(), out, lt_.out.get(), &algo_,
-                       workspace, scratch_.gemm, runtime_->stream()),
-        context_, "running cublasLtMatmul");
+    DNNX_CUDNN_CHECK(cublasLtMatmul(handle_, lt_.operation.get(), &alpha, l, lt_.l.get(), r,
+                                    lt_.r.get(), &beta, out, lt_.out.get(), out, lt_.out.get(),
+                                    &algo_, workspace, scratch_.gemm, runtime_->stream()),
+                     context_, "running cublasLtMatmul");
   }
 
   cublasLtMatmulAlgo_t algo_;
   cublasLtEpilogue_t epilogue_;
+  cublasLtHandle_t handle_;  // the runtime's, made when the plan is built
   LtProblem lt_;
   std::array<std::uint32_t, 4> alignment_{1, 1, 1, 1};
 };
@@ -691,25 +692,23 @@ class GemmExPlan final : public MatmulPlan {
         ab_(data_type_of(desc.dtype)),
         out_(candidate.gemm.f32_accumulator ? CUDA_R_32F : ab_) {
     runtime_->make_current();
-    runtime_->blas();  // created now rather than on the first call
+    handle_ = runtime_->blas();  // created now rather than on the first call
   }
 
  private:
   void prepare(const Bound&) override {
-    const cublasHandle_t handle = runtime_->blas();
-    DNNX_CUDNN_CHECK(cublasSetStream(handle, runtime_->stream()), context_,
+    DNNX_CUDNN_CHECK(cublasSetStream(handle_, runtime_->stream()), context_,
                      "binding the cuBLAS handle to the stream");
   }
 
   void run_gemm(const void* l, const void* r, float beta, void* out, void* workspace) override {
-    const cublasHandle_t handle = runtime_->blas();
     // After cublasSetStream, which resets the workspace to cuBLAS's pool (Note [cuBLAS handles]).
-    DNNX_CUDNN_CHECK(cublasSetWorkspace(handle, workspace, scratch_.gemm), context_,
+    DNNX_CUDNN_CHECK(cublasSetWorkspace(handle_, workspace, scratch_.gemm), context_,
                      "giving cuBLAS its workspace");
     const float alpha = desc_.alpha;
     const Gemm& g = gemm_;
     DNNX_CUDNN_CHECK(cublasGemmStridedBatchedEx_64(
-                         handle, g.l.op, g.r.op, g.m, g.n, g.k, &alpha, l, ab_, g.l.ld,
+                         handle_, g.l.op, g.r.op, g.m, g.n, g.k, &alpha, l, ab_, g.l.ld,
                          g.l.batch_stride, r, ab_, g.r.ld, g.r.batch_stride, &beta, out, out_, g.m,
                          g.out_batch_stride, g.batch, compute_, CUBLAS_GEMM_DEFAULT),
                      context_, "running cublasGemmStridedBatchedEx");
@@ -718,6 +717,7 @@ class GemmExPlan final : public MatmulPlan {
   cublasComputeType_t compute_;
   cudaDataType_t ab_;
   cudaDataType_t out_;
+  cublasHandle_t handle_ = nullptr;  // the runtime's, made when the plan is built
 };
 
 // ---- the op backend ----------------------------------------------------------------------------

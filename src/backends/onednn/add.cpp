@@ -424,15 +424,11 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const AddDesc
     if (listed > 0) continue;
     Candidate candidate;
     candidate.formulation = formulation;
-    candidate.info = unsupported_info(
-        detail::cat("onednn:unavailable:", name_of(formulation)),
-        detail::cat(name_of(formulation), " (no oneDNN implementation)"),
-        !why.empty()
-            ? why
-            : detail::cat(onednn_version(), " has no implementation of ", name_of(formulation),
-                          " for add ", to_string(direction), " ", to_string(desc.dtype), ' ',
-                          to_string(desc.layout), " on cpu isa ", isa, ": ", failure));
-    candidate.info.notes = {std::string(name_of(formulation))};
+    candidate.info =
+        unavailable_info(name_of(formulation), why,
+                         detail::cat("add ", to_string(direction), " ", to_string(desc.dtype), ' ',
+                                     to_string(desc.layout)),
+                         isa, failure);
     list.push_back(std::move(candidate));
   }
   order_supported_first(list);

@@ -80,6 +80,17 @@ AlgoInfo unsupported_info(std::string id, std::string name, std::string reason) 
   return info;
 }
 
+AlgoInfo unavailable_info(std::string_view name, const std::string& why, std::string_view problem,
+                          std::string_view isa, std::string_view failure) {
+  AlgoInfo info = unsupported_info(
+      detail::cat("onednn:unavailable:", name), detail::cat(name, " (no oneDNN implementation)"),
+      !why.empty() ? why
+                   : detail::cat(onednn_version(), " has no implementation of ", name, " for ",
+                                 problem, " on cpu isa ", isa, ": ", failure));
+  info.notes = {std::string(name)};
+  return info;
+}
+
 AlgoInfo kernel_info_of(std::string id, std::string name) {
   AlgoInfo info;
   info.id = std::move(id);

@@ -96,6 +96,13 @@ dnnl::primitive_desc clone(const dnnl::primitive_desc& pd, const ErrorContext& c
 /// The record of a candidate that cannot run: `id`, `name`, unsupported for `reason`.
 AlgoInfo unsupported_info(std::string id, std::string name, std::string reason);
 
+/// The record of formulation `name` when no oneDNN implementation runs it: id
+/// "onednn:unavailable:<name>", noted `name`, unsupported for `why` where dnnx rules the
+/// formulation out, else for "<oneDNN version> has no implementation of <name> for <problem> on
+/// cpu isa <isa>: <oneDNN's failure>" (problem e.g. "add fwd f16 nchw").
+AlgoInfo unavailable_info(std::string_view name, const std::string& why, std::string_view problem,
+                          std::string_view isa, std::string_view failure);
+
 /// The record of one of dnnx's own kernels: `id`, `name`, supported and deterministic (its
 /// reductions follow a fixed order whatever the thread count).
 AlgoInfo kernel_info_of(std::string id, std::string name);
