@@ -42,3 +42,8 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/dnnxConfigVersion.cmake
                                  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/dnnxConfig.cmake ${PROJECT_BINARY_DIR}/dnnxConfigVersion.cmake
         DESTINATION ${DNNX_INSTALL_CMAKEDIR})
+
+# The same package for the build tree: find_package(dnnx) with dnnx_DIR=<build folder> links the
+# libdnnx built there (the Python module, python/, is built this way instead of compiling the
+# library again).
+export(EXPORT dnnxTargets NAMESPACE dnnx:: FILE ${PROJECT_BINARY_DIR}/dnnxTargets.cmake)

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs, builds (scripts/setup.sh) and runs every test through ctest, in stages:
 #   release     BUILD_DIR (Release): every test, or the CTEST_ARGS given after --
+#   python      pytest python/tests with the project venv's Python, on the dnnx package that
+#               setup.sh installed there (built against BUILD_DIR's libdnnx)
 #   avx2        BUILD_DIR again: the `unit` and `parity` tests under ONEDNN_MAX_CPU_ISA=AVX2, so
 #               that what oneDNN lists on a CPU without AVX-512 is tested on every machine
 #               (skipped, and said so, where oneDNN runs at AVX2 or below anyway)
 #   sanitizers  BUILD_DIR-asan (Debug, ASan + UBSan + LSan): the `unit` and `cli` tests
 #
-#   bash scripts/test.sh [--build-dir DIR] [--no-avx2] [--no-sanitizers] [-DNAME=VALUE ...]
-#                        [-- CTEST_ARGS ...]
+#   bash scripts/test.sh [--build-dir DIR] [--no-python] [--no-avx2] [--no-sanitizers]
+#                        [-DNAME=VALUE ...] [-- CTEST_ARGS ...]
 #
 # Tests labelled `gpu` skip themselves on a machine without a usable GPU. Every stage runs even if
 # an earlier one failed. The end repeats each stage's result, then prints the summary of all of
@@ -19,6 +21,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${DNNX_BUILD_DIR:-$root/build}
 sanitizers=1
 avx2=1
+python_tests=1
 setup_args=()
 ctest_args=()
 while (($#)); do
@@ -27,10 +30,11 @@ while (($#)); do
     --build-dir=*) build_dir=${1#*=}; shift ;;
     --no-sanitizers) sanitizers=0; shift ;;
     --no-avx2) avx2=0; shift ;;
+    --no-python) python_tests=0; shift ;;
     -D*) setup_args+=("$1"); shift ;;
     --) shift; ctest_args=("$@"); break ;;
-    -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "test.sh: unknown argument '$1' (accepted: --build-dir DIR, --no-avx2, --no-sanitizers," \
+    -h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "test.sh: unknown argument '$1' (accepted: --build-dir DIR, --no-python, --no-avx2, --no-sanitizers," \
             "-DNAME=VALUE, -- CTEST_ARGS)" >&2
        exit 2 ;;
   esac
@@ -105,6 +109,41 @@ stage_release() {
   log "stage release: ctest -j$ctest_jobs in $build_dir (log: $build_dir/ctest.log)"
   run_ctest "$build_dir/ctest.log" --test-dir "$build_dir" "${ctest_args[@]}" || status=$?
   finish_stage release "$status" $((SECONDS - start)) "$(ctest_summary "$build_dir/ctest.log")"
+}
+
+# ---- stage: python ----------------------------------------------------------------------------
+# The Python package's tests (python/tests) under pytest, pinned in python/requirements.txt and
+# installed into the venv by setup.sh, as is the package itself. pytest runs from the build
+# folder, so `import dnnx` is the installed package, not python/dnnx of the source tree. Its
+# counts go into the summary in ctest's words; skipped tests count as passed, as ctest counts them.
+venv_python=$root/.venv/bin/python
+
+# pytest's counts in JUNIT_XML as a ctest summary line, or why there are none.
+pytest_summary() {
+  python3 - "$1" <<'PY'
+import sys
+import xml.etree.ElementTree as ET
+try:
+    root = ET.parse(sys.argv[1]).getroot()
+except (OSError, ET.ParseError) as error:
+    print(f"pytest wrote no report ({error})")
+    sys.exit()
+suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+count = lambda name: sum(int(suite.get(name, 0)) for suite in suites)
+total, failed, skipped = count("tests"), count("failures") + count("errors"), count("skipped")
+percent = (total - failed) * 100 // total if total else 100
+print(f"{percent}% tests passed, {failed} tests failed out of {total} ({skipped} skipped)")
+PY
+}
+
+stage_python() {
+  local start=$SECONDS status=0 report=$build_dir/pytest.xml
+  log "stage python: pytest $root/python/tests with $venv_python (log: $build_dir/pytest.log)"
+  rm -f "$report"
+  (cd "$build_dir" && "$venv_python" -m pytest -p no:cacheprovider -ra \
+     -c "$root/python/pyproject.toml" --rootdir "$root/python" --junitxml="$report" \
+     "$root/python/tests") 2>&1 | tee "$build_dir/pytest.log" || status=${PIPESTATUS[0]}
+  finish_stage python "$status" $((SECONDS - start)) "$(pytest_summary "$report")"
 }
 
 # ---- stage: avx2 ------------------------------------------------------------------------------
@@ -218,6 +257,11 @@ stage_sanitizers() {
 }
 
 stage_release
+if ((python_tests)); then
+  stage_python
+else
+  log "stage python: skipped (--no-python)"
+fi
 if ((avx2)); then
   stage_avx2
 else

@@ -1,0 +1,111 @@
+"""Arrays across the boundary: what the C++ module receives, and outputs in the caller's framework.
+
+Inputs go to the C++ module as they are: it reads any object with ``__dlpack__`` or the buffer
+protocol without copying. Outputs are allocated by the framework of the call's first array input
+(NumPy in, NumPy out; torch in, torch out on the same device; CuPy likewise), dense in the op's
+layout, unless the caller passes ``out=``.
+"""
+
+import sys
+
+from . import _dnnx
+from ._errors import InvalidArgument, Unsupported
+
+_TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i32": "int32",
+                 "i64": "int64"}
+
+
+def _module_of(array):
+    return type(array).__module__.split(".", 1)[0]
+
+
+def dtype_name(array, name="array"):
+    """The dnnx dtype name ('f32', 'f16', 'bf16', 'i32', 'i64') of an array's dtype."""
+    dtype = getattr(array, "dtype", None)
+    if dtype is None:
+        raise InvalidArgument(f"{name}: {type(array).__name__} has no dtype; pass an array "
+                              "(NumPy, PyTorch, CuPy or any object with __dlpack__)")
+    text = str(dtype)
+    if text.startswith("torch."):
+        text = text[len("torch."):]
+    return _dnnx.parse_dtype(text)
+
+
+def layout_name(array, name="array"):
+    """'nchw' or 'nhwc': the dense layout of an array's strides (InvalidArgument otherwise)."""
+    return _dnnx.layout_of(array, name)
+
+
+def shape_of(array, name="array"):
+    shape = getattr(array, "shape", None)
+    if shape is None:
+        raise InvalidArgument(f"{name}: {type(array).__name__} has no shape; pass an array "
+                              "(NumPy, PyTorch, CuPy or any object with __dlpack__)")
+    return tuple(int(size) for size in shape)
+
+
+def arg(array):
+    """What the C++ module is given for an array argument: the array itself, or for a torch
+    tensor that requires grad, its detached view (same memory: DLPack refuses the tensor)."""
+    if array is not None and getattr(array, "requires_grad", False) and _module_of(array) == "torch":
+        return array.detach()
+    return array
+
+
+def _physical(dims, layout):
+    """The dense shape in memory order and the permutation back to the logical order."""
+    rank = len(dims)
+    if layout == "nhwc" and rank >= 3:
+        physical = (dims[0],) + tuple(dims[2:]) + (dims[1],)
+        return physical, (0, rank - 1) + tuple(range(1, rank - 1))
+    return tuple(dims), tuple(range(rank))
+
+
+def _numpy_empty(like, dims, dtype, layout):
+    import numpy
+    if dtype == "bf16":
+        raise Unsupported("NumPy has no bfloat16: pass torch tensors (or any DLPack bfloat16 "
+                          "array) and an out= array for bf16 results")
+    physical, order = _physical(dims, layout)
+    return numpy.empty(physical, dtype=_TORCH_DTYPES[dtype]).transpose(order)
+
+
+def _torch_empty(like, dims, dtype, layout):
+    torch = sys.modules["torch"]
+    physical, order = _physical(dims, layout)
+    return torch.empty(physical, dtype=getattr(torch, _TORCH_DTYPES[dtype]),
+                       device=like.device).permute(order)
+
+
+def _cupy_empty(like, dims, dtype, layout):
+    cupy = sys.modules["cupy"]
+    if dtype == "bf16":
+        raise Unsupported("CuPy has no bfloat16: pass torch tensors or an out= array")
+    physical, order = _physical(dims, layout)
+    with cupy.cuda.Device(like.device.id):
+        return cupy.empty(physical, dtype=_TORCH_DTYPES[dtype]).transpose(order)
+
+
+def _other_empty(like, dims, dtype, layout):
+    device = like.__dlpack_device__() if hasattr(like, "__dlpack_device__") else (1, 0)
+    if device[0] in (1, 3):  # host memory: NumPy holds the result
+        return _numpy_empty(like, dims, dtype, layout)
+    raise Unsupported(f"results for a {type(like).__name__} on DLPack device {tuple(device)}: "
+                      "dnnx allocates outputs with NumPy, PyTorch or CuPy; pass out=")
+
+
+_ALLOCATORS = {"numpy": _numpy_empty, "torch": _torch_empty, "cupy": _cupy_empty}
+
+
+def empty_like(like, dims, dtype, layout="nchw"):
+    """A dense array of `dims` and `dtype` in `layout`, from the framework of `like`, on its
+    device."""
+    return _ALLOCATORS.get(_module_of(like), _other_empty)(like, tuple(dims), dtype, layout)
+
+
+def output(out, like, dims, dtype, layout="nchw"):
+    """`out` when the caller gave one (the C++ module checks it), else a new array like `like`."""
+    if out is not None:
+        return out
+    return empty_like(like, dims, dtype, layout)
+

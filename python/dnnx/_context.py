@@ -1,0 +1,194 @@
+"""The Context class, the current context of a block, selection rows."""
+
+import contextlib
+import contextvars
+from collections import namedtuple
+
+from . import _dnnx
+from ._errors import InvalidArgument
+
+Row = namedtuple("Row", "id status reason time workspace deterministic notes")
+Row.__doc__ = """One candidate of an op: its id, status ('supported' / 'unsupported' in a listing;
+'ok', 'unsupported', 'over_workspace_limit', 'not_deterministic', 'failed', 'abandoned' or
+'not_timed' in a profile), why it did not run, its median time in ms (profiles; None otherwise),
+workspace bytes, whether it is deterministic, and its notes."""
+
+_current = contextvars.ContextVar("dnnx_context", default=None)
+_default = None
+
+# TuneOptions fields that take a value as they are.
+_TUNE_FIELDS = ("fwd", "bwd_data", "bwd_weights", "workspace_limit", "deterministic", "fastest",
+                "verbose", "benchmark_limit", "warmup_runs", "timing_runs", "abandon_factor",
+                "time_naive", "final_round")
+_OP_DIRECTIONS = dict(_dnnx.ops())
+
+
+def _apply(tune, options):
+    """Sets `options` on a TuneOptions: its fields by name, and per op either one policy for all
+    of the op's directions (``pool="exhaustive"``) or a dict per direction
+    (``pool={"bwd": "exhaustive"}``)."""
+    for name, value in options.items():
+        if name in _TUNE_FIELDS:
+            setattr(tune, name, value)
+            continue
+        try:
+            policies = getattr(tune, name)
+        except AttributeError:
+            policies = None
+        if not isinstance(policies, _dnnx.OpPolicies):
+            raise InvalidArgument(
+                f"tuning option '{name}' is neither a TuneOptions field ({', '.join(_TUNE_FIELDS)})"
+                f" nor an op ({', '.join(_OP_DIRECTIONS)})")
+        if isinstance(value, dict):
+            for direction, policy in value.items():
+                setattr(policies, direction, policy)
+        else:
+            for direction in policies.directions:
+                setattr(policies, direction, value)
+
+
+class Context(_dnnx.Context):
+    """Where and how ops run: ``dnnx.Context(backend="auto", device=0, type_config="float")``.
+
+    ``ctx.tune`` holds the selection options (``ctx.tune.fwd = "exhaustive"``,
+    ``ctx.tune.pool.bwd = "fixed:<id>"``, ``ctx.tune.workspace_limit = 64 << 20``, ...).
+    ``with ctx:`` makes it the context of the ops called in the block without ``ctx=``;
+    ``with ctx.tuning(**options):`` changes its options for a block only.
+    """
+
+    def __init__(self, backend="auto", device=0, type_config="float"):
+        # A dnnx context as `backend`: a copy of it (sharing its backend state, options copied).
+        if isinstance(backend, _dnnx.Context):
+            super().__init__(backend)
+        else:
+            super().__init__(backend, device, type_config)
+        self._tokens = []
+
+    @classmethod
+    def from_env(cls):
+        """A context from DNNX_BACKEND, DNNX_DEVICE, DNNX_TYPE and the DNNX_* tuning variables."""
+        return cls(_dnnx.Context.from_env())
+
+    def copy(self):
+        """A copy sharing the backend state, with its own tuning options."""
+        return Context(self)
+
+    def __enter__(self):
+        self._tokens.append(_current.set(self))
+        return self
+
+    def __exit__(self, *exc):
+        _current.reset(self._tokens.pop())
+        return False
+
+    @contextlib.contextmanager
+    def tuning(self, **options):
+        """Sets tuning options for a block and restores the previous ones after it::
+
+            with ctx.tuning(fwd="exhaustive", workspace_limit=1 << 26, pool={"bwd": "heuristic"}):
+                ...
+        """
+        saved = self.tune.copy()
+        try:
+            _apply(self.tune, options)
+            yield self
+        finally:
+            self.tune = saved
+
+    def with_stream(self, stream):
+        """A copy whose ops go on the CUDA stream `stream`: a cudaStream_t as an int, or an object
+        with ``cuda_stream`` (torch.cuda.Stream) or ``ptr`` (cupy.cuda.Stream). cudnn only."""
+        handle = getattr(stream, "cuda_stream", None)
+        if handle is None:
+            handle = getattr(stream, "ptr", stream)
+        if not isinstance(handle, int):
+            raise InvalidArgument(f"stream: expected a CUDA stream or its handle as an int, got "
+                                  f"{type(stream).__name__}")
+        return Context(_dnnx.Context.with_stream(self, handle))
+
+
+def default_context():
+    """The context ops use outside any ``with ctx:`` block (built from the environment on first
+    use, as dnnx::Context::from_env)."""
+    global _default
+    if _default is None:
+        _default = Context.from_env()
+    return _default
+
+
+def set_default_context(context):
+    """Replaces the default context (None: built from the environment again on next use)."""
+    global _default
+    if context is not None and not isinstance(context, _dnnx.Context):
+        raise InvalidArgument(f"set_default_context: expected a dnnx.Context, got "
+                              f"{type(context).__name__}")
+    _default = context
+
+
+def current(context=None):
+    """`context` if given, else the one of the enclosing ``with ctx:`` block, else the default."""
+    if context is not None:
+        if not isinstance(context, _dnnx.Context):
+            raise InvalidArgument(f"ctx: expected a dnnx.Context, got {type(context).__name__}")
+        return context
+    return _current.get() or default_context()
+
+
+@contextlib.contextmanager
+def tuning(**options):
+    """``with dnnx.tuning(...)``: ``current().tuning(...)``."""
+    context = current()
+    saved = context.tune.copy()
+    try:
+        _apply(context.tune, options)
+        yield context
+    finally:
+        context.tune = saved
+
+
+class Profile(list):
+    """The rows of a profile (fastest first, then the rest), with ``chosen`` (the id exhaustive
+    selection picks), ``table()``, ``json()``, ``repro``, ``desc``, ``backend``, ``wall_ms``."""
+
+    def __init__(self, result):
+        super().__init__(Row(*row) for row in result.rows)
+        self.result = result
+        self.chosen = result.chosen
+        self.repro = result.repro
+        self.desc = result.desc
+        self.backend = result.backend
+        self.op = result.op
+        self.direction = result.direction
+        self.wall_ms = result.wall_ms
+
+    def table(self):
+        return self.result.table()
+
+    def json(self):
+        return self.result.json()
+
+
+def _check_desc(desc):
+    if not hasattr(desc, "key") or not hasattr(type(desc), "fields"):
+        raise InvalidArgument(f"desc: expected a dnnx desc (ConvDesc, PoolDesc, ...), got "
+                              f"{type(desc).__name__}")
+
+
+def algos(desc, direction="fwd", ctx=None):
+    """Every candidate of the context's backend for (desc, direction), in priority order, nothing
+    run: a list of Row (time is None)."""
+    _check_desc(desc)
+    return [Row(*row) for row in _dnnx.algos(current(ctx), desc, direction)]
+
+
+def select(desc, direction="fwd", ctx=None):
+    """The choice the context's policy makes for (desc, direction) (may time candidates;
+    cached): a Choice (id, policy, time_ms, workspace, ...)."""
+    _check_desc(desc)
+    return _dnnx.select(current(ctx), desc, direction)
+
+
+def profile(desc, direction="fwd", ctx=None):
+    """Times every candidate for (desc, direction) on scratch tensors: a Profile (list of Row)."""
+    _check_desc(desc)
+    return Profile(_dnnx.profile(current(ctx), desc, direction))

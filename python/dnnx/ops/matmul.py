@@ -1,0 +1,58 @@
+"""Matrix multiply and linear layers (dnnx::matmul_fwd / bwd_data / bwd_weights)."""
+
+from .. import _dnnx
+from .._arrays import arg, dtype_name, output, shape_of
+from .._errors import InvalidArgument
+from .._context import current
+
+MatmulDesc = _dnnx.MatmulDesc
+
+
+def desc_for(a, b, transpose_a=False, transpose_b=False, bias=False, alpha=1.0, beta=0.0):
+    """The MatmulDesc of op(a) @ op(b) for a (m, k) or (batch, m, k) and b (k, n), (batch, k, n)
+    or, broadcast, (k, n) with a batched a (transposes swap the last two dims)."""
+    a_shape, b_shape = shape_of(a, "a"), shape_of(b, "b")
+    if len(a_shape) not in (2, 3) or len(b_shape) not in (2, 3):
+        raise InvalidArgument(f"matmul: a and b must have 2 or 3 dims, got a {a_shape} and "
+                              f"b {b_shape}")
+    batch = a_shape[0] if len(a_shape) == 3 else 1
+    m, k = a_shape[-2:][::-1] if transpose_a else a_shape[-2:]
+    k_b, n = b_shape[-2:][::-1] if transpose_b else b_shape[-2:]
+    if len(b_shape) == 3 and len(a_shape) == 2:
+        raise InvalidArgument(f"matmul: a batched b {b_shape} needs a batched a, got a {a_shape}")
+    return MatmulDesc(batch=batch, m=m, n=n, k=k, transpose_a=transpose_a,
+                      transpose_b=transpose_b, broadcast_b=len(b_shape) == 2 and batch > 1,
+                      bias=bias, alpha=alpha, beta=beta, dtype=dtype_name(a, "a"))
+
+
+def linear_desc(src, weight, bias=None):
+    """The MatmulDesc of F.linear(src, weight, bias): src (rows, in), weight (out, in)."""
+    rows, in_features = shape_of(src, "src")[-2:] if len(shape_of(src, "src")) >= 2 else (1, 0)
+    return MatmulDesc.linear(rows, in_features, shape_of(weight, "weight")[0],
+                             bias is not None, dtype_name(src, "src"))
+
+
+def fwd(desc, a, b, bias=None, *, out=None, ctx=None):
+    """dst = alpha * op(a) op(b) + beta * out (+ bias); beta != 0 reads out."""
+    a, b, bias = arg(a), arg(b), arg(bias)
+    dst = output(out, a, desc.dst_dims(), desc.dtype)
+    _dnnx.matmul_fwd(current(ctx), desc, a, b, bias, dst)
+    return dst
+
+
+def bwd_data(desc, diff_dst, b, *, out=None, ctx=None):
+    """diff_a = alpha * diff_dst op(b)^T (+ beta * out), stored as a is."""
+    diff_dst, b = arg(diff_dst), arg(b)
+    diff_a = output(out, diff_dst, desc.a_dims(), desc.dtype)
+    _dnnx.matmul_bwd_data(current(ctx), desc, diff_dst, b, diff_a)
+    return diff_a
+
+
+def bwd_weights(desc, a, diff_dst, *, out=None, ctx=None):
+    """diff_b, or (diff_b, diff_bias) when desc.bias; out= takes the same."""
+    a, diff_dst = arg(a), arg(diff_dst)
+    out_b, out_bias = out if desc.bias and out is not None else (out, None)
+    diff_b = output(out_b, a, desc.b_dims(), desc.dtype)
+    diff_bias = output(out_bias, a, desc.bias_dims(), desc.dtype) if desc.bias else None
+    _dnnx.matmul_bwd_weights(current(ctx), desc, a, diff_dst, diff_b, diff_bias)
+    return (diff_b, diff_bias) if desc.bias else diff_b
