@@ -1,0 +1,347 @@
+"""dnnx for PyTorch models: autograd functions and drop-in modules that run convolutions, linear
+layers and batch-norm through dnnx, each direction selected under its own policy.
+
+    import dnnx.torch
+    dnnx.torch.convert(model)                         # swaps nn.Conv*d, nn.Linear, nn.BatchNorm*d
+    dnnx.torch.algo(model.conv1).fwd = "exhaustive"   # per layer and direction
+    dnnx.torch.algo(model.conv1).bwd_weights = "fixed:<id>"
+    loss = model(x).sum(); loss.backward()
+    print(dnnx.torch.report(model))                   # chosen id, time, workspace per direction
+
+Converted modules keep their class's parameters, buffers, hooks and state_dict keys (convert
+changes the class of each module in place, as cudnn.convert does), so optimizers and `.to()` keep
+working. On a CUDA tensor an op runs on a cudnn context of the tensor's device queued on
+PyTorch's current stream (torch.cuda.current_stream()), so it is ordered with the surrounding
+PyTorch work without any synchronisation. On the host it runs on the current dnnx context.
+
+The autograd path is what PyTorch 1.13 (Debian's) offers; registering the ops as torch.library
+custom ops for torch.compile needs PyTorch >= 2.4 and is not done yet.
+"""
+
+import torch
+
+from . import _dnnx
+from ._context import Context, current
+from ._errors import InvalidArgument
+from .ops import batch_norm as _batch_norm
+from .ops import conv as _conv
+from .ops import matmul as _matmul
+
+_cuda_contexts = {}
+
+
+def _device_context(tensor):
+    """The context a call on `tensor` runs on before any per-layer options."""
+    if tensor.device.type != "cuda":
+        return current()
+    device = tensor.device.index if tensor.device.index is not None else \
+        torch.cuda.current_device()
+    stream = torch.cuda.current_stream(device).cuda_stream
+    context = _cuda_contexts.get((device, stream))
+    if context is None:
+        context = Context("cudnn", device=device).with_stream(stream)
+        _cuda_contexts[(device, stream)] = context
+    return context
+
+
+def _layer_context(tensor, tune):
+    """The device's context with a layer's own TuneOptions, if it has any."""
+    context = _device_context(tensor)
+    if tune is None:
+        return context
+    context = context.copy()
+    context.tune = tune
+    return context
+
+
+def _dense(tensor):
+    """`tensor` dense in the layout its strides suggest, and the memory format that is."""
+    if tensor.dim() == 4 and not tensor.is_contiguous() and \
+            tensor.is_contiguous(memory_format=torch.channels_last):
+        return tensor, torch.channels_last
+    if tensor.dim() == 5 and not tensor.is_contiguous() and \
+            tensor.is_contiguous(memory_format=torch.channels_last_3d):
+        return tensor, torch.channels_last_3d
+    return tensor.contiguous(), torch.contiguous_format
+
+
+def _record(layer, direction, desc, context):
+    if layer is not None:
+        layer.__dict__.setdefault("_dnnx_calls", {})[direction] = (desc, context)
+
+
+class ConvFunction(torch.autograd.Function):
+    """F.conv1d/2d/3d through dnnx: fwd, bwd_data and bwd_weights (with the bias gradient)."""
+
+    @staticmethod
+    def forward(fctx, src, weight, bias, stride, padding, dilation, groups, tune, layer):
+        src, memory_format = _dense(src)
+        weight = weight.contiguous(memory_format=memory_format)
+        context = _layer_context(src, tune)
+        desc = _conv.desc_for(src, weight, stride, padding, dilation, groups)
+        dst = _conv.fwd(desc, src, weight, None if bias is None else bias.contiguous(),
+                        ctx=context)
+        _record(layer, "fwd", desc, context)
+        fctx.save_for_backward(src, weight)
+        fctx.desc, fctx.tune, fctx.layer = desc, tune, layer
+        fctx.memory_format, fctx.has_bias = memory_format, bias is not None
+        return dst
+
+    @staticmethod
+    def backward(fctx, diff_dst):
+        src, weight = fctx.saved_tensors
+        diff_dst = diff_dst.contiguous(memory_format=fctx.memory_format)
+        context = _layer_context(diff_dst, fctx.tune)
+        diff_src = diff_weight = diff_bias = None
+        if fctx.needs_input_grad[0]:
+            diff_src = _conv.bwd_data(fctx.desc, diff_dst, weight, ctx=context)
+            _record(fctx.layer, "bwd_data", fctx.desc, context)
+        if fctx.needs_input_grad[1] or fctx.needs_input_grad[2]:
+            if fctx.has_bias:
+                diff_weight, diff_bias = _conv.bwd_weights(fctx.desc, src, diff_dst, bias=True,
+                                                           ctx=context)
+            else:
+                diff_weight = _conv.bwd_weights(fctx.desc, src, diff_dst, ctx=context)
+            _record(fctx.layer, "bwd_weights", fctx.desc, context)
+        return diff_src, diff_weight, diff_bias, None, None, None, None, None, None
+
+
+class LinearFunction(torch.autograd.Function):
+    """F.linear through dnnx's matmul: src (..., in) x weight (out, in)^T + bias."""
+
+    @staticmethod
+    def forward(fctx, src, weight, bias, tune, layer):
+        shape = src.shape
+        rows = src.reshape(-1, shape[-1]).contiguous()
+        weight = weight.contiguous()
+        context = _layer_context(src, tune)
+        desc = _matmul.linear_desc(rows, weight, bias)
+        dst = _matmul.fwd(desc, rows, weight, None if bias is None else bias.contiguous(),
+                          ctx=context)
+        _record(layer, "fwd", desc, context)
+        fctx.save_for_backward(rows, weight)
+        fctx.desc, fctx.tune, fctx.layer, fctx.shape = desc, tune, layer, shape
+        return dst.reshape(*shape[:-1], weight.shape[0])
+
+    @staticmethod
+    def backward(fctx, diff_dst):
+        rows, weight = fctx.saved_tensors
+        diff_dst = diff_dst.reshape(-1, weight.shape[0]).contiguous()
+        context = _layer_context(diff_dst, fctx.tune)
+        diff_src = diff_weight = diff_bias = None
+        if fctx.needs_input_grad[0]:
+            diff_src = _matmul.bwd_data(fctx.desc, diff_dst, weight,
+                                        ctx=context).reshape(fctx.shape)
+            _record(fctx.layer, "bwd_data", fctx.desc, context)
+        if fctx.needs_input_grad[1] or fctx.needs_input_grad[2]:
+            result = _matmul.bwd_weights(fctx.desc, rows, diff_dst, ctx=context)
+            diff_weight, diff_bias = result if fctx.desc.bias else (result, None)
+            _record(fctx.layer, "bwd_weights", fctx.desc, context)
+        return diff_src, diff_weight, diff_bias, None, None
+
+
+class BatchNormFunction(torch.autograd.Function):
+    """F.batch_norm through dnnx: training (batch statistics, running ones updated in place) or
+    inference, and the backward of either."""
+
+    @staticmethod
+    def forward(fctx, src, weight, bias, running_mean, running_var, training, momentum, eps,
+                tune, layer):
+        src, memory_format = _dense(src)
+        context = _layer_context(src, tune)
+        desc = _batch_norm.desc_for(src, training=training, eps=eps, momentum=momentum,
+                                    affine=weight is not None)
+        if training:
+            dst, mean, inv_std = _batch_norm.fwd(desc, src, weight, bias, running_mean,
+                                                 running_var, ctx=context)
+        else:
+            dst = _batch_norm.fwd(desc, src, weight, bias, running_mean, running_var,
+                                  ctx=context)
+            mean = inv_std = None
+        _record(layer, "fwd", desc, context)
+        fctx.save_for_backward(src, weight, mean, inv_std)
+        # Inference backward reads the running statistics as they are now.
+        fctx.running = (None, None) if training else (running_mean.clone(), running_var.clone())
+        fctx.desc, fctx.tune, fctx.layer, fctx.memory_format = desc, tune, layer, memory_format
+        return dst
+
+    @staticmethod
+    def backward(fctx, diff_dst):
+        src, weight, mean, inv_std = fctx.saved_tensors
+        diff_dst = diff_dst.contiguous(memory_format=fctx.memory_format)
+        context = _layer_context(diff_dst, fctx.tune)
+        result = _batch_norm.bwd(fctx.desc, src, diff_dst, weight, mean, inv_std, *fctx.running,
+                                 ctx=context)
+        _record(fctx.layer, "bwd_data", fctx.desc, context)
+        diff_src, diff_weight, diff_bias = result if fctx.desc.affine else (result, None, None)
+        return diff_src, diff_weight, diff_bias, None, None, None, None, None, None, None
+
+
+def conv(src, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, tune=None):
+    """F.conv1d/2d/3d through dnnx (autograd: every direction through dnnx). `tune`: a
+    dnnx.TuneOptions for this call (default: the context's)."""
+    return ConvFunction.apply(src, weight, bias, stride, padding, dilation, groups, tune, None)
+
+
+def linear(src, weight, bias=None, tune=None):
+    """F.linear through dnnx."""
+    return LinearFunction.apply(src, weight, bias, tune, None)
+
+
+def batch_norm(src, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5, tune=None):
+    """F.batch_norm through dnnx (argument order as PyTorch's)."""
+    return BatchNormFunction.apply(src, weight, bias, running_mean, running_var, training,
+                                   momentum, eps, tune, None)
+
+
+class _ConvMixin:
+    def forward(self, input):
+        return ConvFunction.apply(input, self.weight, self.bias, self.stride, self.padding,
+                                  self.dilation, self.groups, self.__dict__.get("_dnnx_tune"),
+                                  self)
+
+
+class Conv1d(_ConvMixin, torch.nn.Conv1d):
+    """nn.Conv1d through dnnx (zero padding mode, numeric padding)."""
+
+
+class Conv2d(_ConvMixin, torch.nn.Conv2d):
+    """nn.Conv2d through dnnx (zero padding mode, numeric padding)."""
+
+
+class Conv3d(_ConvMixin, torch.nn.Conv3d):
+    """nn.Conv3d through dnnx (zero padding mode, numeric padding)."""
+
+
+class Linear(torch.nn.Linear):
+    """nn.Linear through dnnx's matmul."""
+
+    def forward(self, input):
+        return LinearFunction.apply(input, self.weight, self.bias,
+                                    self.__dict__.get("_dnnx_tune"), self)
+
+
+class _BatchNormMixin:
+    def forward(self, input):
+        self._check_input_dim(input)
+        momentum = self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+        training = self.training or self.running_mean is None
+        track = not self.training or self.track_running_stats
+        return BatchNormFunction.apply(input, self.weight, self.bias,
+                                       self.running_mean if track else None,
+                                       self.running_var if track else None, training, momentum,
+                                       self.eps, self.__dict__.get("_dnnx_tune"), self)
+
+
+class BatchNorm1d(_BatchNormMixin, torch.nn.BatchNorm1d):
+    """nn.BatchNorm1d through dnnx (a momentum, not the cumulative average)."""
+
+
+class BatchNorm2d(_BatchNormMixin, torch.nn.BatchNorm2d):
+    """nn.BatchNorm2d through dnnx (a momentum, not the cumulative average)."""
+
+
+class BatchNorm3d(_BatchNormMixin, torch.nn.BatchNorm3d):
+    """nn.BatchNorm3d through dnnx (a momentum, not the cumulative average)."""
+
+
+_CONVERTED = {
+    torch.nn.Conv1d: Conv1d, torch.nn.Conv2d: Conv2d, torch.nn.Conv3d: Conv3d,
+    torch.nn.Linear: Linear,
+    torch.nn.BatchNorm1d: BatchNorm1d, torch.nn.BatchNorm2d: BatchNorm2d,
+    torch.nn.BatchNorm3d: BatchNorm3d,
+}
+# Which op's policies a converted module's directions are.
+_OPS = {Conv1d: "conv", Conv2d: "conv", Conv3d: "conv", Linear: "matmul",
+        BatchNorm1d: "bnorm", BatchNorm2d: "bnorm", BatchNorm3d: "bnorm"}
+
+
+def why_not_converted(module):
+    """Why convert() leaves `module` as it is, or None when it converts it."""
+    if type(module) not in _CONVERTED:
+        return f"{type(module).__name__} has no dnnx counterpart"
+    if isinstance(module, torch.nn.modules.conv._ConvNd):
+        if module.padding_mode != "zeros":
+            return f"padding_mode '{module.padding_mode}' (dnnx pads with zeros)"
+        if isinstance(module.padding, str):
+            return f"padding '{module.padding}' (dnnx takes numeric padding)"
+    if isinstance(module, torch.nn.modules.batchnorm._BatchNorm) and module.momentum is None:
+        return "momentum None (the cumulative average; dnnx updates with a momentum)"
+    return None
+
+
+def convert(model, exclude=None):
+    """Swaps, in place, every nn.Conv1d/2d/3d, nn.Linear and nn.BatchNorm1d/2d/3d of `model`
+    (itself included) for its dnnx counterpart, unless exclude(module) is true or the module
+    uses something dnnx does not do (why_not_converted). Parameters, buffers, hooks and
+    state_dict stay the same objects. Returns `model`."""
+    for module in model.modules():
+        if exclude is not None and exclude(module):
+            continue
+        if why_not_converted(module) is None:
+            module.__class__ = _CONVERTED[type(module)]
+    return model
+
+
+_DIRECTIONS = ("fwd", "bwd", "bwd_data", "bwd_weights", "fwd_training")
+
+
+class LayerAlgo:
+    """A converted layer's selection options: its directions' policies (fwd, bwd_data,
+    bwd_weights for convolutions and linear layers; fwd and bwd for batch-norm) and every
+    TuneOptions field (workspace_limit, deterministic, ...)."""
+
+    def __init__(self, module, op):
+        object.__setattr__(self, "_tune", module.__dict__["_dnnx_tune"])
+        object.__setattr__(self, "_policies", getattr(module.__dict__["_dnnx_tune"], op))
+
+    def __getattr__(self, name):
+        if name in _DIRECTIONS:
+            return getattr(self._policies, name)
+        return getattr(self._tune, name)
+
+    def __setattr__(self, name, value):
+        if name in _DIRECTIONS:  # the op's own (OpPolicies names those it lacks)
+            setattr(self._policies, name, value)
+        elif hasattr(self._tune, name):
+            setattr(self._tune, name, value)
+        else:
+            raise InvalidArgument(f"no selection option '{name}' for a {self._policies.op} layer; "
+                                  f"directions: {', '.join(self._policies.directions)}")
+
+    def __repr__(self):
+        return f"LayerAlgo({self._policies!r}, {self._tune!r})"
+
+
+def algo(module):
+    """The selection options of a converted layer (created from the current context's on first
+    use): ``dnnx.torch.algo(layer).fwd = "fixed:<id>"``."""
+    op = _OPS.get(type(module))
+    if op is None:
+        raise InvalidArgument(f"algo: {type(module).__name__} is not a dnnx layer; convert the "
+                              "model first (dnnx.torch.convert)")
+    if "_dnnx_tune" not in module.__dict__:
+        module.__dict__["_dnnx_tune"] = current().tune.copy()
+    return LayerAlgo(module, op)
+
+
+def report(model):
+    """One line per converted layer and direction that ran: the chosen id, its time (when a policy
+    timed it), workspace, and the speedup over the heuristic's choice where both were timed."""
+    lines = []
+    for name, module in model.named_modules():
+        for direction, (desc, context) in module.__dict__.get("_dnnx_calls", {}).items():
+            choice = _dnnx.select(context, desc, direction)
+            time = f"{choice.time_ms:.3f} ms" if choice.time_ms is not None else "not timed"
+            line = (f"{name or '(model)'} {type(module).__name__} {direction}: {choice.id} "
+                    f"[{choice.policy}] {time}, workspace {choice.workspace} B")
+            heuristic = next((row[0] for row in _dnnx.algos(context, desc, direction)
+                              if row[1] == "supported"), None)
+            timed = {row[0]: row[3] for row in choice.timings if row[3] is not None}
+            if choice.time_ms and heuristic in timed and heuristic != choice.id:
+                line += f", {timed[heuristic] / choice.time_ms:.2f}x over heuristic {heuristic}"
+            lines.append(line)
+    return "\n".join(lines)

@@ -1,0 +1,138 @@
+"""dnnx.torch: autograd functions against PyTorch's, a converted model against the unconverted one
+(outputs, gradients, running statistics, state_dict identity), per-layer policies and the report."""
+
+import copy
+
+import pytest
+
+import dnnx
+
+torch = pytest.importorskip("torch")
+dt = pytest.importorskip("dnnx.torch")
+F = torch.nn.functional
+
+
+def close(actual, expected, tol=1e-4):
+    torch.testing.assert_close(actual, expected, rtol=tol, atol=tol)
+
+
+def test_conv_function_gradients():
+    torch.manual_seed(0)
+    src = torch.randn(2, 3, 7, 7, requires_grad=True)
+    weight = torch.randn(4, 3, 3, 3, requires_grad=True)
+    bias = torch.randn(4, requires_grad=True)
+    with dnnx.Context("reference"):
+        dst = dt.conv(src, weight, bias, stride=2, padding=1)
+        ours = torch.autograd.grad(dst.square().sum(), (src, weight, bias))
+    expected_dst = F.conv2d(src, weight, bias, stride=2, padding=1)
+    theirs = torch.autograd.grad(expected_dst.square().sum(), (src, weight, bias))
+    close(dst, expected_dst)
+    for mine, reference in zip(ours, theirs):
+        close(mine, reference, 1e-3)
+
+
+def test_linear_function_on_3d_input(ctx):
+    torch.manual_seed(1)
+    src = torch.randn(2, 3, 5, requires_grad=True)
+    weight = torch.randn(4, 5, requires_grad=True)
+    bias = torch.randn(4, requires_grad=True)
+    with ctx:
+        dst = dt.linear(src, weight, bias)
+        ours = torch.autograd.grad(dst.sum() + dst.square().sum(), (src, weight, bias))
+    expected = F.linear(src, weight, bias)
+    theirs = torch.autograd.grad(expected.sum() + expected.square().sum(), (src, weight, bias))
+    close(dst, expected)
+    for mine, reference in zip(ours, theirs):
+        close(mine, reference, 1e-3)
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = torch.nn.BatchNorm2d(8)
+        self.conv2 = torch.nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=2, bias=False)
+        self.pool = torch.nn.MaxPool2d(2)
+        self.fc = torch.nn.Linear(8 * 2 * 2, 5)
+        self.reflect = torch.nn.Conv2d(3, 3, 1, padding_mode="reflect")
+
+    def forward(self, x):
+        x = torch.relu(self.bn1(self.conv1(x)))
+        x = self.pool(torch.relu(self.conv2(x)))
+        return self.fc(x.flatten(1))
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_converted_model_matches(ctx, channels_last):
+    torch.manual_seed(2)
+    model = Net()
+    converted = copy.deepcopy(model)
+    parameters = {name: p.data_ptr() for name, p in converted.state_dict().items()}
+    assert dt.convert(converted) is converted
+    assert type(converted.conv1) is dt.Conv2d and type(converted.fc) is dt.Linear
+    assert type(converted.bn1) is dt.BatchNorm2d
+    assert type(converted.reflect) is torch.nn.Conv2d  # reflect padding stays PyTorch's
+    assert "padding_mode" in dt.why_not_converted(converted.reflect)
+    # The same parameters and buffers, not copies; the same keys.
+    assert {name: p.data_ptr() for name, p in converted.state_dict().items()} == parameters
+
+    x = torch.randn(4, 3, 8, 8)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    with ctx:
+        out = converted(x)
+        out.square().sum().backward()
+    expected = model(x)
+    expected.square().sum().backward()
+    close(out, expected, 1e-3)
+    for (name, mine), (_, reference) in zip(converted.named_parameters(),
+                                            model.named_parameters()):
+        if reference.grad is None:
+            assert mine.grad is None, name
+            continue
+        close(mine.grad, reference.grad, 2e-3)
+    close(converted.bn1.running_mean, model.bn1.running_mean)
+    close(converted.bn1.running_var, model.bn1.running_var)
+    assert converted.bn1.num_batches_tracked.item() == model.bn1.num_batches_tracked.item() == 1
+
+    converted.eval()
+    model.eval()
+    with ctx:
+        close(converted(x), model(x), 1e-3)
+
+
+def test_exclude_and_optimizer_step():
+    torch.manual_seed(3)
+    model = Net()
+    dt.convert(model, exclude=lambda module: isinstance(module, torch.nn.Linear))
+    assert type(model.fc) is torch.nn.Linear and type(model.conv1) is dt.Conv2d
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    before = model.conv1.weight.detach().clone()
+    with dnnx.Context("reference"):
+        model(torch.randn(2, 3, 8, 8)).sum().backward()
+    optimizer.step()
+    assert not torch.equal(before, model.conv1.weight)
+
+
+def test_layer_policies_and_report(reference):
+    torch.manual_seed(4)
+    model = dt.convert(Net())
+    x = torch.randn(2, 3, 8, 8)
+    desc = dnnx.conv.desc_for(x, model.conv1.weight.detach(), padding=1)
+    ids = [row.id for row in dnnx.algos(desc, "fwd", ctx=reference) if row.status == "supported"]
+    layer = dt.algo(model.conv1)
+    layer.fwd = "fixed:" + ids[-1]
+    layer.bwd_weights = "exhaustive"
+    layer.workspace_limit = 1 << 30
+    assert layer.fwd == "fixed:" + ids[-1] and layer.workspace_limit == 1 << 30
+    assert dt.algo(model.bn1).bwd == "heuristic"
+    with pytest.raises(dnnx.InvalidArgument):
+        dt.algo(model.bn1).bwd_weights = "exhaustive"
+    with pytest.raises(dnnx.InvalidArgument):
+        dt.algo(model.pool)
+    with reference:
+        model(x).sum().backward()
+    text = dt.report(model)
+    assert f"conv1 Conv2d fwd: {ids[-1]} [fixed:{ids[-1]}]" in text
+    assert "conv1 Conv2d bwd_weights" in text and "[exhaustive]" in text
+    assert "fc Linear bwd_data" in text and "bn1 BatchNorm2d fwd" in text
