@@ -1,6 +1,8 @@
 """Errors: the class hierarchy, the fields the C++ error carries, and garbage arguments that must
 raise (never crash the interpreter or let a C++ exception through)."""
 
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -131,28 +133,62 @@ def test_labels_out_of_range(reference):
         dnnx.cross_entropy.fwd(desc, logits, labels, ctx=reference)
 
 
-def test_wrong_device_memory_is_refused(reference):
-    # An array on a device dnnx cannot address (DLPack device type 4: OpenCL) is named.
-    torch = pytest.importorskip("torch")
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
 
-    class OnOtherDevice:
-        def __init__(self, array):
-            self.array = array
 
-        def __dlpack__(self, stream=None):
-            capsule = torch.utils.dlpack.to_dlpack(self.array)
-            return capsule
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
 
-        def __dlpack_device__(self):
-            return (4, 0)
 
-    # The capsule itself says cpu: dnnx reads the device from it, so this array is accepted.
-    desc = dnnx.ActivationDesc(kind="relu", dims=(2,))
-    assert dnnx.activation.fwd(desc, OnOtherDevice(torch.ones(2)), out=np.zeros(2, np.float32),
-                               ctx=reference).tolist() == [1.0, 1.0]
-    # With no out=, dnnx cannot allocate results for an unknown framework on a device.
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p)]
+
+
+class ClaimsDevice:
+    """A DLPack producer whose capsule says its (host) memory is on `device_type`: what a
+    CUDA tensor looks like to the module, without a GPU. Only the device is ever looked at."""
+
+    def __init__(self, device_type, shape=(2, 3)):
+        self.host = np.zeros(shape, np.float32)
+        self.shape = (ctypes.c_int64 * len(shape))(*shape)
+        self.managed = _DLManagedTensor()
+        tensor = self.managed.dl_tensor
+        tensor.data = self.host.ctypes.data
+        tensor.device = _DLDevice(device_type, 0)
+        tensor.ndim = len(shape)
+        tensor.dtype = _DLDataType(2, 32, 1)  # float32
+        tensor.shape = self.shape
+        tensor.strides = None
+
+    def __dlpack__(self, stream=None):
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p,
+                                                       ctypes.c_void_p]
+        return new(ctypes.addressof(self.managed), b"dltensor", None)
+
+    def __dlpack_device__(self):
+        return (self.managed.dl_tensor.device.device_type, 0)
+
+
+def test_memory_on_another_device_is_refused(reference):
+    desc = dnnx.ActivationDesc(kind="relu", dims=(2, 3))
+    cuda = ClaimsDevice(2)  # kDLCUDA
+    with pytest.raises(dnnx.InvalidArgument, match="cuda:0") as caught:
+        dnnx.activation.fwd(desc, cuda, out=np.zeros((2, 3), np.float32), ctx=reference)
+    assert "context runs on cpu" in str(caught.value)
+    with pytest.raises(dnnx.InvalidArgument, match="device type 4"):
+        dnnx.activation.fwd(desc, ClaimsDevice(4), out=np.zeros((2, 3), np.float32),
+                            ctx=reference)
     with pytest.raises(dnnx.Unsupported, match="out="):
-        dnnx.activation.fwd(desc, OnOtherDevice(torch.ones(2)), ctx=reference)
+        dnnx.activation.fwd(desc, ClaimsDevice(2), ctx=reference)
 
 
 def test_interpreter_survives_a_burst_of_errors(reference):
