@@ -112,9 +112,15 @@ log "built: $build_dir"
 # scikit-build-core builds the module in $build_dir/python (kept, so re-runs rebuild only what
 # changed) against the libdnnx just built (its CMake package in $build_dir): the library is not
 # compiled a second time.
-log "installing the Python package dnnx into $venv (module built in $build_dir/python)"
-"$venv/bin/python" -m pip install --disable-pip-version-check -q --no-build-isolation --no-deps \
-  --no-index --config-settings=cmake.define.dnnx_DIR="$build_dir" \
-  --config-settings=build-dir="$build_dir/python" "$root/python"
-"$venv/bin/python" -c 'import dnnx' || { echo "setup.sh: import dnnx failed in $venv" >&2; exit 1; }
-log "installed: $venv/bin/python -c 'import dnnx'"
+# A sanitizer build's libdnnx cannot be loaded by a plain Python (the sanitizer runtime must come
+# first), so the package is built only against uninstrumented builds.
+if grep -q '^DNNX_SANITIZE:[A-Z]*=.' "$build_dir/CMakeCache.txt"; then
+  log "Python package: not installed from a sanitizer build ($build_dir)"
+else
+  log "installing the Python package dnnx into $venv (module built in $build_dir/python)"
+  "$venv/bin/python" -m pip install --disable-pip-version-check -q --no-build-isolation --no-deps \
+    --no-index --config-settings=cmake.define.dnnx_DIR="$build_dir" \
+    --config-settings=build-dir="$build_dir/python" "$root/python"
+  "$venv/bin/python" -c 'import dnnx' || { echo "setup.sh: import dnnx failed in $venv" >&2; exit 1; }
+  log "installed: $venv/bin/python -c 'import dnnx'"
+fi

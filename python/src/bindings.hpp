@@ -144,6 +144,7 @@ class DescClass {
     class_.def(
         "__init__",
         [fields](nb::handle self, nb::kwargs kwargs) {
+          if (nb::inst_ready(self)) nb::inst_destruct(self);  // __init__ called again
           new (nb::inst_ptr<Desc>(self)) Desc{};
           nb::inst_mark_ready(self);
           for (auto [key, value] : kwargs) {

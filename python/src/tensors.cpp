@@ -162,18 +162,14 @@ std::vector<std::int64_t> ints_from_python(nb::handle value, std::string_view na
                                                 ": expected an int or a sequence of ints, got " +
                                                 nb::cast<std::string>(nb::repr(value)));
   for (nb::handle item : value) {
-    if (!nb::isinstance<nb::int_>(item) || nb::isinstance<nb::bool_>(item)) {
-      // Sizes from torch.Size are ints; NumPy integers convert through __index__.
-      if (!nb::hasattr(item, "__index__"))
-        throw Error(ErrorKind::InvalidArgument, std::string(name) + ": entries must be ints, got " +
-                                                    nb::cast<std::string>(nb::repr(item)) + " in " +
-                                                    nb::cast<std::string>(nb::repr(value)));
-    }
+    // Python ints, and what converts through __index__ (NumPy integers); not bools or floats.
     std::int64_t entry = 0;
-    if (!nb::try_cast<std::int64_t>(item.attr("__index__")(), entry))
-      throw Error(ErrorKind::InvalidArgument, std::string(name) + ": entry " +
-                                                  nb::cast<std::string>(nb::repr(item)) +
-                                                  " does not fit in 64 bits");
+    const bool integer = !nb::isinstance<nb::bool_>(item) && nb::hasattr(item, "__index__");
+    if (!integer || !nb::try_cast<std::int64_t>(item.attr("__index__")(), entry))
+      throw Error(ErrorKind::InvalidArgument, std::string(name) +
+                                                  ": entries must be ints of 64 bits, got " +
+                                                  nb::cast<std::string>(nb::repr(item)) + " in " +
+                                                  nb::cast<std::string>(nb::repr(value)));
     values.push_back(entry);
   }
   return values;

@@ -179,6 +179,10 @@ def test_desc_classes():
     assert "stride" in dnnx.ConvDesc.fields()
     fused = dnnx.ConvFusedDesc(conv=desc, residual=True, residual_scale=0.5)
     assert fused.conv == desc and fused.activation == "relu"
+    # NumPy integers and torch.Size are sequences of ints too.
+    assert dnnx.ActivationDesc(dims=np.array([2, 3])).dims == (2, 3)
+    desc.__init__(batch=5)  # again: a fresh desc
+    assert desc.batch == 5 and desc.in_channels == 1
     pool = dnnx.PoolDesc(batch=1, channels=2, input=(6, 6), kernel=2, stride=2, mode="avg")
     assert pool.mode == "avg_include_pad" and pool.dst_dims() == (1, 2, 3, 3)
 

@@ -113,6 +113,12 @@ def test_garbage_desc_fields():
         dnnx.ConvDesc(batch=-1).validate()
     with pytest.raises(dnnx.InvalidArgument):
         dnnx.ConvDesc.from_shapes((1, 3, 8, 8), (4, 2, 3, 3))
+    with pytest.raises(dnnx.InvalidArgument, match="True"):
+        dnnx.ConvDesc(stride=(True, 1))
+    with pytest.raises(dnnx.InvalidArgument, match="1.5"):
+        dnnx.ActivationDesc(dims=(2, 1.5))
+    with pytest.raises(dnnx.InvalidArgument, match="64 bits"):
+        dnnx.ActivationDesc(dims=(2, 1 << 70))
 
 
 def test_invalid_desc_in_a_call_is_invalid_argument(reference):
