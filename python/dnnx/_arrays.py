@@ -47,7 +47,8 @@ def shape_of(array, name="array"):
 def arg(array):
     """What the C++ module is given for an array argument: the array itself, or for a torch
     tensor that requires grad, its detached view (same memory: DLPack refuses the tensor)."""
-    if array is not None and getattr(array, "requires_grad", False) and _module_of(array) == "torch":
+    if array is not None and getattr(array, "requires_grad", False) and \
+            _module_of(array) == "torch":
         return array.detach()
     return array
 

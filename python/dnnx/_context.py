@@ -2,6 +2,7 @@
 
 import contextlib
 import contextvars
+import sys
 from collections import namedtuple
 
 from . import _dnnx
@@ -132,6 +133,35 @@ def current(context=None):
             raise InvalidArgument(f"ctx: expected a dnnx.Context, got {type(context).__name__}")
         return context
     return _current.get() or default_context()
+
+
+def _caller_stream(array):
+    """The CUDA stream the caller's framework queues its work on for `array`'s device (PyTorch's
+    or CuPy's current stream), or None for host arrays and other frameworks."""
+    device = getattr(array, "device", None)
+    framework = type(array).__module__.split(".", 1)[0]
+    if framework == "torch" and getattr(device, "type", None) == "cuda":
+        torch = sys.modules["torch"]
+        return torch.cuda.current_stream(device).cuda_stream
+    if framework == "cupy":
+        cupy = sys.modules["cupy"]
+        with cupy.cuda.Device(device.id):
+            return cupy.cuda.get_current_stream().ptr
+    return None
+
+
+def resolve(context, array):
+    """The context a call on `array` runs on: current(context), moved onto the caller's current
+    CUDA stream when it is a cudnn context on the backend's own stream and `array` is a PyTorch or
+    CuPy array on the GPU, so the op is ordered with the caller's work on that stream without any
+    synchronisation (docs/python.md, "Streams")."""
+    context = current(context)
+    if context.stream or context.backend != "cudnn" or array is None:
+        return context
+    stream = _caller_stream(array)
+    if not stream:  # none, or the legacy default stream (0), which dnnx's own already orders with
+        return context
+    return context.with_stream(stream)
 
 
 @contextlib.contextmanager

@@ -48,3 +48,17 @@ def test_ops_on_a_side_stream_need_no_synchronisation():
     torch.testing.assert_close(out, expected, rtol=2e-3, atol=2e-3)
     for mine, reference in zip(converted.parameters(), model.parameters()):
         torch.testing.assert_close(mine.grad, reference.grad, rtol=5e-3, atol=5e-3)
+
+
+def test_plain_cudnn_context_follows_torch_current_stream():
+    ctx = dnnx.Context("cudnn")
+    x = torch.randn(64, 64, 64, 64, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        desc = dnnx.activation.desc_for(x, "relu")
+        y = dnnx.activation.fwd(desc, x, ctx=ctx)  # queued on `side`, the current stream
+        z = y * 2  # PyTorch reads it on the same stream: no synchronisation in between
+    torch.cuda.current_stream().wait_stream(side)
+    torch.testing.assert_close(z, torch.relu(x) * 2)
+    assert ctx.stream == 0  # the caller's context is not changed

@@ -2,7 +2,7 @@
 
 from .. import _dnnx
 from .._arrays import arg, dtype_name, layout_name, output, shape_of
-from .._context import current
+from .._context import resolve
 
 ActivationDesc = _dnnx.ActivationDesc
 
@@ -19,7 +19,7 @@ def fwd(desc, src, *, out=None, ctx=None):
     """dst = f(src); out may be src (in place)."""
     src = arg(src)
     dst = output(out, src, desc.dims, desc.dtype, desc.layout)
-    _dnnx.activation_fwd(current(ctx), desc, src, dst)
+    _dnnx.activation_fwd(resolve(ctx, src), desc, src, dst)
     return dst
 
 
@@ -27,5 +27,5 @@ def bwd(desc, diff_dst, src=None, dst=None, *, out=None, ctx=None):
     """diff_src = diff_dst * f'(x), from the forward tensors desc.saved names."""
     diff_dst = arg(diff_dst)
     diff_src = output(out, diff_dst, desc.dims, desc.dtype, desc.layout)
-    _dnnx.activation_bwd(current(ctx), desc, arg(src), arg(dst), diff_dst, diff_src)
+    _dnnx.activation_bwd(resolve(ctx, diff_dst), desc, arg(src), arg(dst), diff_dst, diff_src)
     return diff_src

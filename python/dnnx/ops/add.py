@@ -2,7 +2,7 @@
 
 from .. import _dnnx
 from .._arrays import arg, dtype_name, layout_name, output, shape_of
-from .._context import current
+from .._context import resolve
 
 AddDesc = _dnnx.AddDesc
 
@@ -15,7 +15,7 @@ def desc_for(src, dst, alpha=1.0, beta=1.0):
 
 def fwd(desc, src, dst, *, ctx=None):
     """dst = alpha * broadcast(src) + beta * dst, in place; returns dst."""
-    _dnnx.add_fwd(current(ctx), desc, arg(src), dst)
+    _dnnx.add_fwd(resolve(ctx, src), desc, arg(src), dst)
     return dst
 
 
@@ -23,5 +23,5 @@ def bwd(desc, diff_dst, *, out=None, ctx=None):
     """diff_src = alpha * diff_dst summed over the broadcast axes."""
     diff_dst = arg(diff_dst)
     diff_src = output(out, diff_dst, desc.src_dims, desc.dtype, desc.layout)
-    _dnnx.add_bwd(current(ctx), desc, diff_dst, diff_src)
+    _dnnx.add_bwd(resolve(ctx, diff_dst), desc, diff_dst, diff_src)
     return diff_src

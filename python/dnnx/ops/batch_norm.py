@@ -2,7 +2,7 @@
 
 from .. import _dnnx
 from .._arrays import arg, dtype_name, layout_name, output, shape_of
-from .._context import current
+from .._context import resolve
 
 BatchNormDesc = _dnnx.BatchNormDesc
 
@@ -23,12 +23,12 @@ def fwd(desc, src, scale=None, shift=None, running_mean=None, running_var=None, 
     running_mean, running_var = arg(running_mean), arg(running_var)
     dst = output(out, src, desc.dims, desc.dtype, desc.layout)
     if not desc.training:
-        _dnnx.batch_norm_fwd(current(ctx), desc, src, dst, scale, shift, running_mean,
+        _dnnx.batch_norm_fwd(resolve(ctx, src), desc, src, dst, scale, shift, running_mean,
                              running_var, None, None)
         return dst
     saved_mean = output(None, src, desc.param_dims(), "f32", desc.layout)
     saved_inv_std = output(None, src, desc.param_dims(), "f32", desc.layout)
-    _dnnx.batch_norm_fwd(current(ctx), desc, src, dst, scale, shift, running_mean, running_var,
+    _dnnx.batch_norm_fwd(resolve(ctx, src), desc, src, dst, scale, shift, running_mean, running_var,
                          saved_mean, saved_inv_std)
     return dst, saved_mean, saved_inv_std
 
@@ -43,7 +43,7 @@ def bwd(desc, src, diff_dst, scale=None, saved_mean=None, saved_inv_std=None, ru
     if desc.affine:
         diff_scale = output(None, src, desc.param_dims(), "f32", desc.layout)
         diff_shift = output(None, src, desc.param_dims(), "f32", desc.layout)
-    _dnnx.batch_norm_bwd(current(ctx), desc, src, diff_dst, scale, arg(running_mean),
+    _dnnx.batch_norm_bwd(resolve(ctx, src), desc, src, diff_dst, scale, arg(running_mean),
                          arg(running_var), arg(saved_mean), arg(saved_inv_std), diff_src,
                          diff_scale, diff_shift)
     return (diff_src, diff_scale, diff_shift) if desc.affine else diff_src

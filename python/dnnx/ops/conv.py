@@ -2,7 +2,7 @@
 
 from .. import _dnnx
 from .._arrays import arg, dtype_name, layout_name, output, shape_of
-from .._context import current
+from .._context import resolve
 
 ConvDesc = _dnnx.ConvDesc
 
@@ -19,7 +19,7 @@ def fwd(desc, src, weights, bias=None, *, out=None, ctx=None):
     """dst = conv(src, weights) (+ bias per channel)."""
     src, weights, bias = arg(src), arg(weights), arg(bias)
     dst = output(out, src, desc.dst_dims(), desc.dtype, desc.layout)
-    _dnnx.conv_fwd(current(ctx), desc, src, weights, dst, bias)
+    _dnnx.conv_fwd(resolve(ctx, src), desc, src, weights, dst, bias)
     return dst
 
 
@@ -27,7 +27,7 @@ def bwd_data(desc, diff_dst, weights, *, out=None, ctx=None):
     """diff_src: the gradient w.r.t. src given diff_dst."""
     diff_dst, weights = arg(diff_dst), arg(weights)
     diff_src = output(out, diff_dst, desc.src_dims(), desc.dtype, desc.layout)
-    _dnnx.conv_bwd_data(current(ctx), desc, diff_dst, weights, diff_src)
+    _dnnx.conv_bwd_data(resolve(ctx, diff_dst), desc, diff_dst, weights, diff_src)
     return diff_src
 
 
@@ -37,13 +37,13 @@ def bwd_weights(desc, src, diff_dst, *, bias=False, out=None, ctx=None):
     out_weights, out_bias = (out if bias and out is not None else (out, None))
     diff_weights = output(out_weights, src, desc.weights_dims(), desc.dtype, desc.layout)
     diff_bias = output(out_bias, src, desc.bias_dims(), desc.dtype) if bias else None
-    _dnnx.conv_bwd_weights(current(ctx), desc, src, diff_dst, diff_weights, diff_bias)
+    _dnnx.conv_bwd_weights(resolve(ctx, src), desc, src, diff_dst, diff_weights, diff_bias)
     return (diff_weights, diff_bias) if bias else diff_weights
 
 
 def bias_fwd(desc, bias, dst, *, ctx=None):
     """dst += bias per channel, in place; returns dst."""
-    _dnnx.conv_bias_fwd(current(ctx), desc, arg(bias), dst)
+    _dnnx.conv_bias_fwd(resolve(ctx, bias), desc, arg(bias), dst)
     return dst
 
 
@@ -51,5 +51,5 @@ def bias_bwd(desc, diff_dst, *, out=None, ctx=None):
     """diff_bias = sum of diff_dst over N and the spatial positions."""
     diff_dst = arg(diff_dst)
     diff_bias = output(out, diff_dst, desc.bias_dims(), desc.dtype)
-    _dnnx.conv_bias_bwd(current(ctx), desc, diff_dst, diff_bias)
+    _dnnx.conv_bias_bwd(resolve(ctx, diff_dst), desc, diff_dst, diff_bias)
     return diff_bias

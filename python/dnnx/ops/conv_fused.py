@@ -2,7 +2,7 @@
 
 from .. import _dnnx
 from .._arrays import arg, output
-from .._context import current
+from .._context import resolve
 from . import conv
 
 ConvFusedDesc = _dnnx.ConvFusedDesc
@@ -21,5 +21,5 @@ def fwd(desc, src, weights, bias=None, residual=None, *, out=None, ctx=None):
     """dst = act(conv(src, weights) + bias + residual_scale * residual). out may be residual."""
     src, weights, bias, residual = arg(src), arg(weights), arg(bias), arg(residual)
     dst = output(out, src, desc.dst_dims(), desc.conv.dtype, desc.conv.layout)
-    _dnnx.conv_fused_fwd(current(ctx), desc, src, weights, bias, residual, dst)
+    _dnnx.conv_fused_fwd(resolve(ctx, src), desc, src, weights, bias, residual, dst)
     return dst

@@ -2,7 +2,7 @@
 
 from .. import _dnnx
 from .._arrays import arg, dtype_name, layout_name, output, shape_of
-from .._context import current
+from .._context import resolve
 
 CrossEntropyDesc = _dnnx.CrossEntropyDesc
 
@@ -20,7 +20,7 @@ def fwd(desc, logits, labels, weights=None, *, out=None, ctx=None):
     """The loss: desc.loss_dims() (shape (1,) for mean and sum)."""
     logits, labels, weights = arg(logits), arg(labels), arg(weights)
     loss = output(out, logits, desc.loss_dims(), desc.dtype)
-    _dnnx.cross_entropy_fwd(current(ctx), desc, logits, labels, weights, loss)
+    _dnnx.cross_entropy_fwd(resolve(ctx, logits), desc, logits, labels, weights, loss)
     return loss
 
 
@@ -28,5 +28,6 @@ def bwd(desc, logits, labels, diff_loss, weights=None, *, out=None, ctx=None):
     """diff_logits given diff_loss (the loss's dims)."""
     logits, labels, weights, diff_loss = arg(logits), arg(labels), arg(weights), arg(diff_loss)
     diff_logits = output(out, logits, desc.dims, desc.dtype, desc.layout)
-    _dnnx.cross_entropy_bwd(current(ctx), desc, logits, labels, weights, diff_loss, diff_logits)
+    _dnnx.cross_entropy_bwd(resolve(ctx, logits), desc, logits, labels, weights, diff_loss,
+                            diff_logits)
     return diff_logits

@@ -3,7 +3,7 @@
 from .. import _dnnx
 from .._arrays import arg, dtype_name, output, shape_of
 from .._errors import InvalidArgument
-from .._context import current
+from .._context import resolve
 
 MatmulDesc = _dnnx.MatmulDesc
 
@@ -36,7 +36,7 @@ def fwd(desc, a, b, bias=None, *, out=None, ctx=None):
     """dst = alpha * op(a) op(b) + beta * out (+ bias); beta != 0 reads out."""
     a, b, bias = arg(a), arg(b), arg(bias)
     dst = output(out, a, desc.dst_dims(), desc.dtype)
-    _dnnx.matmul_fwd(current(ctx), desc, a, b, bias, dst)
+    _dnnx.matmul_fwd(resolve(ctx, a), desc, a, b, bias, dst)
     return dst
 
 
@@ -44,7 +44,7 @@ def bwd_data(desc, diff_dst, b, *, out=None, ctx=None):
     """diff_a = alpha * diff_dst op(b)^T (+ beta * out), stored as a is."""
     diff_dst, b = arg(diff_dst), arg(b)
     diff_a = output(out, diff_dst, desc.a_dims(), desc.dtype)
-    _dnnx.matmul_bwd_data(current(ctx), desc, diff_dst, b, diff_a)
+    _dnnx.matmul_bwd_data(resolve(ctx, diff_dst), desc, diff_dst, b, diff_a)
     return diff_a
 
 
@@ -54,5 +54,5 @@ def bwd_weights(desc, a, diff_dst, *, out=None, ctx=None):
     out_b, out_bias = out if desc.bias and out is not None else (out, None)
     diff_b = output(out_b, a, desc.b_dims(), desc.dtype)
     diff_bias = output(out_bias, a, desc.bias_dims(), desc.dtype) if desc.bias else None
-    _dnnx.matmul_bwd_weights(current(ctx), desc, a, diff_dst, diff_b, diff_bias)
+    _dnnx.matmul_bwd_weights(resolve(ctx, a), desc, a, diff_dst, diff_b, diff_bias)
     return (diff_b, diff_bias) if desc.bias else diff_b

@@ -2,7 +2,7 @@
 
 from .. import _dnnx
 from .._arrays import arg, dtype_name, layout_name, output, shape_of
-from .._context import current
+from .._context import resolve
 
 PoolDesc = _dnnx.PoolDesc
 
@@ -24,10 +24,10 @@ def fwd(desc, src, *, out=None, ctx=None):
     out_dst, out_indices = out if desc.indices and out is not None else (out, None)
     dst = output(out_dst, src, desc.dst_dims(), desc.dtype, desc.layout)
     if not desc.indices:
-        _dnnx.pool_fwd(current(ctx), desc, src, dst)
+        _dnnx.pool_fwd(resolve(ctx, src), desc, src, dst)
         return dst
     indices = output(out_indices, src, desc.dst_dims(), "i64", desc.layout)
-    _dnnx.pool_fwd(current(ctx), desc, src, dst, indices)
+    _dnnx.pool_fwd(resolve(ctx, src), desc, src, dst, indices)
     return dst, indices
 
 
@@ -36,7 +36,7 @@ def bwd(desc, diff_dst, src=None, dst=None, *, indices=None, out=None, ctx=None)
     diff_dst = arg(diff_dst)
     diff_src = output(out, diff_dst, desc.src_dims(), desc.dtype, desc.layout)
     if desc.indices:
-        _dnnx.pool_bwd_indices(current(ctx), desc, diff_dst, arg(indices), diff_src)
+        _dnnx.pool_bwd_indices(resolve(ctx, diff_dst), desc, diff_dst, arg(indices), diff_src)
     else:
-        _dnnx.pool_bwd(current(ctx), desc, arg(src), arg(dst), diff_dst, diff_src)
+        _dnnx.pool_bwd(resolve(ctx, diff_dst), desc, arg(src), arg(dst), diff_dst, diff_src)
     return diff_src

@@ -2,7 +2,7 @@
 
 from .. import _dnnx
 from .._arrays import arg, dtype_name, layout_name, output, shape_of
-from .._context import current
+from .._context import resolve
 
 SoftmaxDesc = _dnnx.SoftmaxDesc
 
@@ -17,7 +17,7 @@ def fwd(desc, src, *, out=None, ctx=None):
     """dst = softmax(src) (or log-softmax); out may be src (in place)."""
     src = arg(src)
     dst = output(out, src, desc.dims, desc.dtype, desc.layout)
-    _dnnx.softmax_fwd(current(ctx), desc, src, dst)
+    _dnnx.softmax_fwd(resolve(ctx, src), desc, src, dst)
     return dst
 
 
@@ -25,5 +25,5 @@ def bwd(desc, dst, diff_dst, *, out=None, ctx=None):
     """diff_src from the forward's output dst and diff_dst."""
     dst, diff_dst = arg(dst), arg(diff_dst)
     diff_src = output(out, diff_dst, desc.dims, desc.dtype, desc.layout)
-    _dnnx.softmax_bwd(current(ctx), desc, dst, diff_dst, diff_src)
+    _dnnx.softmax_bwd(resolve(ctx, dst), desc, dst, diff_dst, diff_src)
     return diff_src
