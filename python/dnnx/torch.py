@@ -1,8 +1,9 @@
 """dnnx for PyTorch models: autograd functions and drop-in modules that run convolutions, linear
-layers and batch-norm through dnnx, each direction selected under its own policy.
+layers, batch-norm, pooling, activations, softmax and cross-entropy through dnnx, each direction
+selected under its own policy.
 
     import dnnx.torch
-    dnnx.torch.convert(model)                         # swaps nn.Conv*d, nn.Linear, nn.BatchNorm*d
+    dnnx.torch.convert(model)                         # swaps nn.Conv*d, nn.Linear, ... in place
     dnnx.torch.algo(model.conv1).fwd = "exhaustive"   # per layer and direction
     dnnx.torch.algo(model.conv1).bwd_weights = "fixed:<id>"
     loss = model(x).sum(); loss.backward()
@@ -23,9 +24,13 @@ import torch
 from . import _dnnx
 from ._context import Context, current
 from ._errors import InvalidArgument
+from .ops import activation as _activation
 from .ops import batch_norm as _batch_norm
 from .ops import conv as _conv
+from .ops import cross_entropy as _cross_entropy
 from .ops import matmul as _matmul
+from .ops import pool as _pool
+from .ops import softmax as _softmax
 
 _cuda_contexts = {}
 
@@ -177,6 +182,110 @@ class BatchNormFunction(torch.autograd.Function):
         return diff_src, diff_weight, diff_bias, None, None, None, None, None, None, None
 
 
+class PoolFunction(torch.autograd.Function):
+    """Max and average pooling through dnnx (mode 'max', 'avg_include_pad', 'avg_exclude_pad')."""
+
+    @staticmethod
+    def forward(fctx, src, kernel, stride, padding, dilation, ceil_mode, mode, tune, layer):
+        src, memory_format = _dense(src)
+        context = _layer_context(src, tune)
+        desc = _pool.desc_for(src, kernel, stride, padding, dilation, mode, ceil_mode)
+        dst = _pool.fwd(desc, src, ctx=context)
+        _record(layer, "fwd", desc, context)
+        fctx.save_for_backward(src, dst)
+        fctx.desc, fctx.tune, fctx.layer, fctx.memory_format = desc, tune, layer, memory_format
+        return dst
+
+    @staticmethod
+    def backward(fctx, diff_dst):
+        src, dst = fctx.saved_tensors
+        diff_dst = diff_dst.contiguous(memory_format=fctx.memory_format)
+        context = _layer_context(diff_dst, fctx.tune)
+        diff_src = _pool.bwd(fctx.desc, diff_dst, src, dst, ctx=context)
+        _record(fctx.layer, "bwd_data", fctx.desc, context)
+        return diff_src, None, None, None, None, None, None, None, None
+
+
+class ActivationFunction(torch.autograd.Function):
+    """An elementwise activation through dnnx ('relu', 'tanh', 'sigmoid', 'elu', 'swish',
+    'clipped_relu'); the backward reads the forward's input and output."""
+
+    @staticmethod
+    def forward(fctx, src, kind, alpha, ceiling, tune, layer):
+        src, memory_format = _dense(src)
+        context = _layer_context(src, tune)
+        desc = _activation.desc_for(src, kind, alpha=alpha, ceiling=ceiling)
+        dst = _activation.fwd(desc, src, ctx=context)
+        _record(layer, "fwd", desc, context)
+        fctx.save_for_backward(src, dst)
+        fctx.desc, fctx.tune, fctx.layer, fctx.memory_format = desc, tune, layer, memory_format
+        return dst
+
+    @staticmethod
+    def backward(fctx, diff_dst):
+        src, dst = fctx.saved_tensors
+        diff_dst = diff_dst.contiguous(memory_format=fctx.memory_format)
+        context = _layer_context(diff_dst, fctx.tune)
+        diff_src = _activation.bwd(fctx.desc, diff_dst, src, dst, ctx=context)
+        _record(fctx.layer, "bwd_data", fctx.desc, context)
+        return diff_src, None, None, None, None, None
+
+
+class SoftmaxFunction(torch.autograd.Function):
+    """Softmax or log-softmax over dim 1 through dnnx (channel mode)."""
+
+    @staticmethod
+    def forward(fctx, src, log, tune, layer):
+        src, memory_format = _dense(src)
+        context = _layer_context(src, tune)
+        desc = _softmax.desc_for(src, mode="channel", log=log)
+        dst = _softmax.fwd(desc, src, ctx=context)
+        _record(layer, "fwd", desc, context)
+        fctx.save_for_backward(dst)
+        fctx.desc, fctx.tune, fctx.layer, fctx.memory_format = desc, tune, layer, memory_format
+        return dst
+
+    @staticmethod
+    def backward(fctx, diff_dst):
+        dst, = fctx.saved_tensors
+        diff_dst = diff_dst.contiguous(memory_format=fctx.memory_format)
+        context = _layer_context(diff_dst, fctx.tune)
+        diff_src = _softmax.bwd(fctx.desc, dst, diff_dst, ctx=context)
+        _record(fctx.layer, "bwd_data", fctx.desc, context)
+        return diff_src, None, None, None
+
+
+class CrossEntropyFunction(torch.autograd.Function):
+    """F.cross_entropy with class-index targets through dnnx (weights, ignore_index, reduction);
+    the gradient flows to the logits."""
+
+    @staticmethod
+    def forward(fctx, logits, labels, weight, ignore_index, reduction, tune, layer):
+        if labels.is_floating_point():
+            raise InvalidArgument("cross_entropy: dnnx takes class-index targets (int32/int64), "
+                                  "not class probabilities")
+        logits, memory_format = _dense(logits)
+        labels = labels.contiguous()
+        weight = None if weight is None else weight.contiguous()
+        context = _layer_context(logits, tune)
+        desc = _cross_entropy.desc_for(logits, labels, reduction, ignore_index, weight)
+        loss = _cross_entropy.fwd(desc, logits, labels, weight, ctx=context)
+        _record(layer, "fwd", desc, context)
+        fctx.save_for_backward(logits, labels, weight)
+        fctx.desc, fctx.tune, fctx.layer, fctx.memory_format = desc, tune, layer, memory_format
+        return loss if reduction == "none" else loss.reshape(())
+
+    @staticmethod
+    def backward(fctx, diff_loss):
+        logits, labels, weight = fctx.saved_tensors
+        diff_loss = diff_loss.reshape(fctx.desc.loss_dims()).contiguous()
+        context = _layer_context(logits, fctx.tune)
+        diff_logits = _cross_entropy.bwd(fctx.desc, logits, labels, diff_loss, weight,
+                                         ctx=context)
+        _record(fctx.layer, "bwd_data", fctx.desc, context)
+        return diff_logits, None, None, None, None, None, None
+
+
 def conv(src, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, tune=None):
     """F.conv1d/2d/3d through dnnx (autograd: every direction through dnnx). `tune`: a
     dnnx.TuneOptions for this call (default: the context's)."""
@@ -193,6 +302,29 @@ def batch_norm(src, running_mean, running_var, weight=None, bias=None, training=
     """F.batch_norm through dnnx (argument order as PyTorch's)."""
     return BatchNormFunction.apply(src, weight, bias, running_mean, running_var, training,
                                    momentum, eps, tune, None)
+
+
+def pool(src, kernel, stride=None, padding=0, dilation=1, ceil_mode=False, mode="max",
+         tune=None):
+    """F.max_pool*d (mode 'max') and F.avg_pool*d ('avg_include_pad': count_include_pad=True,
+    'avg_exclude_pad') through dnnx."""
+    return PoolFunction.apply(src, kernel, stride, padding, dilation, ceil_mode, mode, tune, None)
+
+
+def activation(src, kind="relu", alpha=1.0, ceiling=6.0, tune=None):
+    """An activation through dnnx: 'relu', 'tanh', 'sigmoid', 'elu' (alpha), 'swish' (F.silu),
+    'clipped_relu' (F.hardtanh(x, 0, ceiling))."""
+    return ActivationFunction.apply(src, kind, alpha, ceiling, tune, None)
+
+
+def softmax(src, log=False, tune=None):
+    """F.softmax(src, dim=1) (F.log_softmax with log=True) through dnnx."""
+    return SoftmaxFunction.apply(src, log, tune, None)
+
+
+def cross_entropy(logits, labels, weight=None, ignore_index=-100, reduction="mean", tune=None):
+    """F.cross_entropy with class-index labels through dnnx."""
+    return CrossEntropyFunction.apply(logits, labels, weight, ignore_index, reduction, tune, None)
 
 
 class _ConvMixin:
@@ -248,15 +380,106 @@ class BatchNorm3d(_BatchNormMixin, torch.nn.BatchNorm3d):
     """nn.BatchNorm3d through dnnx (a momentum, not the cumulative average)."""
 
 
+def _tune_of(module):
+    return module.__dict__.get("_dnnx_tune")
+
+
+class _PoolMixin:
+    def forward(self, input):
+        if isinstance(self, torch.nn.modules.pooling._MaxPoolNd):
+            mode, dilation = "max", self.dilation
+        else:
+            mode = "avg_include_pad" if self.count_include_pad else "avg_exclude_pad"
+            dilation = 1
+        return PoolFunction.apply(input, self.kernel_size, self.stride, self.padding, dilation,
+                                  self.ceil_mode, mode, _tune_of(self), self)
+
+
+class MaxPool1d(_PoolMixin, torch.nn.MaxPool1d):
+    """nn.MaxPool1d through dnnx (without return_indices)."""
+
+
+class MaxPool2d(_PoolMixin, torch.nn.MaxPool2d):
+    """nn.MaxPool2d through dnnx (without return_indices)."""
+
+
+class MaxPool3d(_PoolMixin, torch.nn.MaxPool3d):
+    """nn.MaxPool3d through dnnx (without return_indices)."""
+
+
+class AvgPool1d(_PoolMixin, torch.nn.AvgPool1d):
+    """nn.AvgPool1d through dnnx."""
+
+
+class AvgPool2d(_PoolMixin, torch.nn.AvgPool2d):
+    """nn.AvgPool2d through dnnx (without divisor_override)."""
+
+
+class AvgPool3d(_PoolMixin, torch.nn.AvgPool3d):
+    """nn.AvgPool3d through dnnx (without divisor_override)."""
+
+
+def _activation_module(name, kind, doc, base, options=lambda module: {}):
+    def forward(self, input):
+        settings = {"alpha": 1.0, "ceiling": 6.0}
+        settings.update(options(self))
+        return ActivationFunction.apply(input, kind, settings["alpha"], settings["ceiling"],
+                                        _tune_of(self), self)
+
+    return type(name, (base,), {"forward": forward, "__doc__": doc})
+
+
+ReLU = _activation_module("ReLU", "relu", "nn.ReLU through dnnx (out of place).", torch.nn.ReLU)
+ReLU6 = _activation_module("ReLU6", "clipped_relu", "nn.ReLU6 through dnnx (out of place).",
+                           torch.nn.ReLU6)
+Tanh = _activation_module("Tanh", "tanh", "nn.Tanh through dnnx.", torch.nn.Tanh)
+Sigmoid = _activation_module("Sigmoid", "sigmoid", "nn.Sigmoid through dnnx.", torch.nn.Sigmoid)
+SiLU = _activation_module("SiLU", "swish", "nn.SiLU through dnnx (out of place).", torch.nn.SiLU)
+ELU = _activation_module("ELU", "elu", "nn.ELU through dnnx (out of place).", torch.nn.ELU,
+                         lambda module: {"alpha": module.alpha})
+
+
+class Softmax(torch.nn.Softmax):
+    """nn.Softmax(dim=1) through dnnx."""
+
+    def forward(self, input):
+        return SoftmaxFunction.apply(input, False, _tune_of(self), self)
+
+
+class LogSoftmax(torch.nn.LogSoftmax):
+    """nn.LogSoftmax(dim=1) through dnnx."""
+
+    def forward(self, input):
+        return SoftmaxFunction.apply(input, True, _tune_of(self), self)
+
+
+class CrossEntropyLoss(torch.nn.CrossEntropyLoss):
+    """nn.CrossEntropyLoss with class-index targets through dnnx (no label smoothing)."""
+
+    def forward(self, input, target):
+        return CrossEntropyFunction.apply(input, target, self.weight, self.ignore_index,
+                                          self.reduction, _tune_of(self), self)
+
+
 _CONVERTED = {
     torch.nn.Conv1d: Conv1d, torch.nn.Conv2d: Conv2d, torch.nn.Conv3d: Conv3d,
     torch.nn.Linear: Linear,
     torch.nn.BatchNorm1d: BatchNorm1d, torch.nn.BatchNorm2d: BatchNorm2d,
     torch.nn.BatchNorm3d: BatchNorm3d,
+    torch.nn.MaxPool1d: MaxPool1d, torch.nn.MaxPool2d: MaxPool2d, torch.nn.MaxPool3d: MaxPool3d,
+    torch.nn.AvgPool1d: AvgPool1d, torch.nn.AvgPool2d: AvgPool2d, torch.nn.AvgPool3d: AvgPool3d,
+    torch.nn.ReLU: ReLU, torch.nn.ReLU6: ReLU6, torch.nn.Tanh: Tanh, torch.nn.Sigmoid: Sigmoid,
+    torch.nn.SiLU: SiLU, torch.nn.ELU: ELU,
+    torch.nn.Softmax: Softmax, torch.nn.LogSoftmax: LogSoftmax,
+    torch.nn.CrossEntropyLoss: CrossEntropyLoss,
 }
 # Which op's policies a converted module's directions are.
 _OPS = {Conv1d: "conv", Conv2d: "conv", Conv3d: "conv", Linear: "matmul",
-        BatchNorm1d: "bnorm", BatchNorm2d: "bnorm", BatchNorm3d: "bnorm"}
+        BatchNorm1d: "bnorm", BatchNorm2d: "bnorm", BatchNorm3d: "bnorm",
+        MaxPool1d: "pool", MaxPool2d: "pool", MaxPool3d: "pool", AvgPool1d: "pool",
+        AvgPool2d: "pool", AvgPool3d: "pool", ReLU: "act", ReLU6: "act", Tanh: "act",
+        Sigmoid: "act", SiLU: "act", ELU: "act", Softmax: "softmax", LogSoftmax: "softmax",
+        CrossEntropyLoss: "xent"}
 
 
 def why_not_converted(module):
@@ -270,12 +493,23 @@ def why_not_converted(module):
             return f"padding '{module.padding}' (dnnx takes numeric padding)"
     if isinstance(module, torch.nn.modules.batchnorm._BatchNorm) and module.momentum is None:
         return "momentum None (the cumulative average; dnnx updates with a momentum)"
+    if isinstance(module, torch.nn.modules.pooling._MaxPoolNd) and module.return_indices:
+        return "return_indices (the module returns a tuple)"
+    if isinstance(module, (torch.nn.AvgPool2d, torch.nn.AvgPool3d)) and \
+            module.divisor_override is not None:
+        return "divisor_override"
+    if isinstance(module, (torch.nn.Softmax, torch.nn.LogSoftmax)) and module.dim != 1:
+        return f"dim {module.dim} (dnnx normalises over dim 1, the channels)"
+    if isinstance(module, torch.nn.CrossEntropyLoss) and \
+            getattr(module, "label_smoothing", 0.0) != 0.0:
+        return "label_smoothing"
     return None
 
 
 def convert(model, exclude=None):
-    """Swaps, in place, every nn.Conv1d/2d/3d, nn.Linear and nn.BatchNorm1d/2d/3d of `model`
-    (itself included) for its dnnx counterpart, unless exclude(module) is true or the module
+    """Swaps, in place, every nn.Conv1d/2d/3d, nn.Linear, nn.BatchNorm1d/2d/3d,
+    nn.MaxPool1d/2d/3d, nn.AvgPool1d/2d/3d, nn.ReLU, ReLU6, Tanh, Sigmoid, SiLU, ELU, nn.Softmax,
+    nn.LogSoftmax and nn.CrossEntropyLoss of `model` (itself included) for its dnnx counterpart, unless exclude(module) is true or the module
     uses something dnnx does not do (why_not_converted). Parameters, buffers, hooks and
     state_dict stay the same objects. Returns `model`."""
     for module in model.modules():
@@ -291,7 +525,7 @@ _DIRECTIONS = ("fwd", "bwd", "bwd_data", "bwd_weights", "fwd_training")
 
 class LayerAlgo:
     """A converted layer's selection options: its directions' policies (fwd, bwd_data,
-    bwd_weights for convolutions and linear layers; fwd and bwd for batch-norm) and every
+    bwd_weights for convolutions and linear layers; fwd and bwd for the others) and every
     TuneOptions field (workspace_limit, deterministic, ...)."""
 
     def __init__(self, module, op):

@@ -54,11 +54,14 @@ class Net(torch.nn.Module):
         self.conv2 = torch.nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=2, bias=False)
         self.pool = torch.nn.MaxPool2d(2)
         self.fc = torch.nn.Linear(8 * 2 * 2, 5)
+        self.relu = torch.nn.ReLU(inplace=True)
+        self.act = torch.nn.SiLU()
+        self.avg = torch.nn.AvgPool2d(3, stride=1, padding=1, count_include_pad=False)
         self.reflect = torch.nn.Conv2d(3, 3, 1, padding_mode="reflect")
 
     def forward(self, x):
-        x = torch.relu(self.bn1(self.conv1(x)))
-        x = self.pool(torch.relu(self.conv2(x)))
+        x = self.relu(self.bn1(self.conv1(x)))
+        x = self.pool(self.act(self.avg(self.conv2(x))))
         return self.fc(x.flatten(1))
 
 
@@ -70,7 +73,8 @@ def test_converted_model_matches(ctx, channels_last):
     parameters = {name: p.data_ptr() for name, p in converted.state_dict().items()}
     assert dt.convert(converted) is converted
     assert type(converted.conv1) is dt.Conv2d and type(converted.fc) is dt.Linear
-    assert type(converted.bn1) is dt.BatchNorm2d
+    assert type(converted.bn1) is dt.BatchNorm2d and type(converted.relu) is dt.ReLU
+    assert type(converted.pool) is dt.MaxPool2d and type(converted.avg) is dt.AvgPool2d
     assert type(converted.reflect) is torch.nn.Conv2d  # reflect padding stays PyTorch's
     assert "padding_mode" in dt.why_not_converted(converted.reflect)
     # The same parameters and buffers, not copies; the same keys.
@@ -129,10 +133,57 @@ def test_layer_policies_and_report(reference):
     with pytest.raises(dnnx.InvalidArgument):
         dt.algo(model.bn1).bwd_weights = "exhaustive"
     with pytest.raises(dnnx.InvalidArgument):
-        dt.algo(model.pool)
+        dt.algo(torch.nn.Identity())
+    dt.algo(model.pool).bwd = "exhaustive"
     with reference:
         model(x).sum().backward()
     text = dt.report(model)
     assert f"conv1 Conv2d fwd: {ids[-1]} [fixed:{ids[-1]}]" in text
     assert "conv1 Conv2d bwd_weights" in text and "[exhaustive]" in text
     assert "fc Linear bwd_data" in text and "bn1 BatchNorm2d fwd" in text
+    assert "pool MaxPool2d bwd_data" in text and "relu ReLU fwd" in text
+
+
+ACTIVATIONS = [torch.nn.Tanh(), torch.nn.Sigmoid(), torch.nn.ELU(0.5), torch.nn.ReLU6(),
+               torch.nn.SiLU(), torch.nn.Softmax(dim=1), torch.nn.LogSoftmax(dim=1),
+               torch.nn.AvgPool1d(2), torch.nn.MaxPool1d(3, stride=2, padding=1, dilation=1)]
+
+
+@pytest.mark.parametrize("module", ACTIVATIONS, ids=[type(m).__name__ for m in ACTIVATIONS])
+def test_elementwise_and_pooling_modules(ctx, module):
+    torch.manual_seed(5)
+    converted = dt.convert(copy.deepcopy(module))
+    assert type(converted) is not type(module) and isinstance(converted, type(module))
+    x = (torch.randn(2, 4, 6) * 3).requires_grad_()
+    x_ref = x.detach().clone().requires_grad_()
+    with ctx:
+        out = converted(x)
+        out.backward(torch.ones_like(out) * torch.arange(out.numel()).reshape(out.shape) / 10)
+    expected = module(x_ref)
+    expected.backward(torch.ones_like(expected) * torch.arange(expected.numel()).reshape(
+        expected.shape) / 10)
+    close(out, expected)
+    close(x.grad, x_ref.grad, 1e-3)
+
+
+def test_cross_entropy_loss_module(ctx):
+    torch.manual_seed(6)
+    weight = torch.rand(5) + 0.5
+    loss = dt.convert(torch.nn.CrossEntropyLoss(weight=weight, ignore_index=1))
+    reference = torch.nn.CrossEntropyLoss(weight=weight, ignore_index=1)
+    assert type(loss) is dt.CrossEntropyLoss
+    logits = torch.randn(6, 5, requires_grad=True)
+    logits_ref = logits.detach().clone().requires_grad_()
+    labels = torch.tensor([0, 1, 4, 2, 3, 1])
+    with ctx:
+        value = loss(logits, labels)
+        value.backward()
+    expected = reference(logits_ref, labels)
+    expected.backward()
+    assert value.shape == expected.shape == ()
+    close(value, expected)
+    close(logits.grad, logits_ref.grad)
+    with pytest.raises(dnnx.InvalidArgument, match="class-index"):
+        loss(logits, torch.rand(6, 5))
+    assert "label_smoothing" in dt.why_not_converted(torch.nn.CrossEntropyLoss(label_smoothing=0.1))
+    assert "dim" in dt.why_not_converted(torch.nn.Softmax(dim=-1))
