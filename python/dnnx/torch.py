@@ -509,8 +509,9 @@ def why_not_converted(module):
 def convert(model, exclude=None):
     """Swaps, in place, every nn.Conv1d/2d/3d, nn.Linear, nn.BatchNorm1d/2d/3d,
     nn.MaxPool1d/2d/3d, nn.AvgPool1d/2d/3d, nn.ReLU, ReLU6, Tanh, Sigmoid, SiLU, ELU, nn.Softmax,
-    nn.LogSoftmax and nn.CrossEntropyLoss of `model` (itself included) for its dnnx counterpart, unless exclude(module) is true or the module
-    uses something dnnx does not do (why_not_converted). Parameters, buffers, hooks and
+    nn.LogSoftmax and nn.CrossEntropyLoss of `model` (itself included) for its dnnx counterpart,
+    unless exclude(module) is true or the module uses something dnnx does not do
+    (why_not_converted). Parameters, buffers, hooks and
     state_dict stay the same objects. Returns `model`."""
     for module in model.modules():
         if exclude is not None and exclude(module):
