@@ -57,6 +57,15 @@ def test_unavailable_backend_is_unsupported():
     assert isinstance(caught.value, NotImplementedError) and caught.value.kind == "Unsupported"
 
 
+def test_failed_allocation_is_out_of_memory(reference):
+    # Profiling allocates scratch tensors of the desc's size: 16 TiB cannot be had.
+    huge = dnnx.ActivationDesc(kind="relu", dims=(1 << 21, 1 << 21))
+    with pytest.raises(dnnx.OutOfMemory) as caught:
+        dnnx.profile(huge, "fwd", ctx=reference)
+    assert isinstance(caught.value, MemoryError) and caught.value.kind == "OutOfMemory"
+    assert "bytes" in caught.value.message and "dnnx profile act" in caught.value.repro
+
+
 def test_bad_context_arguments():
     with pytest.raises(dnnx.InvalidArgument, match="tpu"):
         dnnx.Context("tpu")
