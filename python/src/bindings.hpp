@@ -130,15 +130,15 @@ void bind_selection(nb::module_& module, OpKind op,
       nb::arg("context"), nb::arg("desc"), nb::arg("direction"));
 }
 
-/// Binds a desc struct as a Python class: a keyword constructor (every field, by name), fields as
-/// attributes, repr = operator<<, ==, hash, key(), repro(direction), validate(), fields().
-/// Enum fields read and write their CLI spelling ("f32", "nhwc", "max", ...); spatial arrays read
-/// as 3-tuples and take an int (every entry) or 1 to 3 entries (the first ones); Dims fields read
-/// as tuples and take sequences of ints.
+/// Binds the desc struct of `op` as a Python class: a keyword constructor (every field, by name),
+/// fields as attributes, repr = operator<<, ==, hash, key(), repro(direction), validate(),
+/// fields(). Enum fields read and write their CLI spelling ("f32", "nhwc", "max", ...); spatial
+/// arrays read as 3-tuples and take an int (every entry) or 1 to 3 entries (the first ones); Dims
+/// fields read as tuples and take sequences of ints.
 template <typename Desc>
 class DescClass {
  public:
-  DescClass(nb::module_& module, const char* name, const char* doc)
+  DescClass(nb::module_& module, const char* name, OpKind op, const char* doc)
       : class_(module, name, doc), fields_(std::make_shared<std::vector<std::string>>()) {
     auto fields = fields_;
     class_.def(
@@ -171,8 +171,8 @@ class DescClass {
     class_.def("key", &Desc::key, "Canonical one-line text of every field (the cache-key part).");
     class_.def(
         "repro",
-        [](const Desc& desc, std::string_view direction) {
-          return desc.repro(parse_direction(direction));
+        [op](const Desc& desc, std::string_view direction) {
+          return desc.repro(direction_of(op, direction));
         },
         nb::arg("direction") = "fwd", "The `dnnx` CLI line that reproduces the case.");
     class_.def("validate", &Desc::validate,

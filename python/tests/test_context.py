@@ -172,6 +172,7 @@ def test_desc_classes():
     assert desc.dst_dims() == (2, 8, 5, 6)
     assert repr(desc) == desc.key()
     assert "dnnx profile conv" in desc.repro("bwd_data")
+    assert "--direction bwd" in dnnx.PoolDesc.from_shapes((1, 2, 4, 4), 2).repro("bwd")
     same = dnnx.ConvDesc.from_shapes((2, 3, 5, 6), (8, 3, 3, 3), pad=1, dtype="f16",
                                      layout="nhwc")
     assert same == desc and hash(same) == hash(desc)

@@ -6,7 +6,7 @@
 namespace dnnx::python {
 
 void bind_activation(nb::module_& module) {
-  DescClass<ActivationDesc> desc(module, "ActivationDesc",
+  DescClass<ActivationDesc> desc(module, "ActivationDesc", OpKind::activation,
                                  "An elementwise activation (dnnx::ActivationDesc).");
   desc.enum_field("kind", &ActivationDesc::kind, &parse_activation_kind,
                   "'identity', 'relu', 'clipped_relu', 'tanh', 'sigmoid', 'elu' or 'swish'")

@@ -5,7 +5,7 @@
 namespace dnnx::python {
 
 void bind_add(nb::module_& module) {
-  DescClass<AddDesc> desc(module, "AddDesc",
+  DescClass<AddDesc> desc(module, "AddDesc", OpKind::add,
                           "dst = alpha * broadcast(src) + beta * dst (dnnx::AddDesc).");
   desc.dims("src_dims", &AddDesc::src_dims, "each equal to dst's or 1 (broadcast), same rank")
       .dims("dst_dims", &AddDesc::dst_dims, "N, C, spatial... (rank 1 to 5)")

@@ -34,7 +34,7 @@ struct Parameters {
 }  // namespace
 
 void bind_batch_norm(nb::module_& module) {
-  DescClass<BatchNormDesc> desc(module, "BatchNormDesc",
+  DescClass<BatchNormDesc> desc(module, "BatchNormDesc", OpKind::batch_norm,
                                 "Batch normalization, training or inference, spatial or per "
                                 "activation (dnnx::BatchNormDesc).");
   desc.dims("dims", &BatchNormDesc::dims, "src dims N, C, [D,] [H,] W")

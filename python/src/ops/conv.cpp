@@ -5,7 +5,7 @@
 namespace dnnx::python {
 
 void bind_conv(nb::module_& module) {
-  DescClass<ConvDesc> desc(module, "ConvDesc",
+  DescClass<ConvDesc> desc(module, "ConvDesc", OpKind::conv,
                            "What a convolution computes (dnnx::ConvDesc); cross-correlation as "
                            "PyTorch's conv1d/2d/3d.");
   desc.field("spatial_dims", &ConvDesc::spatial_dims, "1, 2 or 3")

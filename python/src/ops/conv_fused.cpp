@@ -6,7 +6,7 @@
 namespace dnnx::python {
 
 void bind_conv_fused(nb::module_& module) {
-  DescClass<ConvFusedDesc> desc(module, "ConvFusedDesc",
+  DescClass<ConvFusedDesc> desc(module, "ConvFusedDesc", OpKind::conv_fused,
                                 "act(conv(src, weights) + bias + residual_scale * residual) "
                                 "(dnnx::ConvFusedDesc).");
   desc.field("conv", &ConvFusedDesc::conv, "the convolution (a ConvDesc)")

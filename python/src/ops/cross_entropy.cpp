@@ -6,7 +6,7 @@
 namespace dnnx::python {
 
 void bind_cross_entropy(nb::module_& module) {
-  DescClass<CrossEntropyDesc> desc(module, "CrossEntropyDesc",
+  DescClass<CrossEntropyDesc> desc(module, "CrossEntropyDesc", OpKind::cross_entropy,
                                    "Log-softmax over the channels and the negative "
                                    "log-likelihood of each label (dnnx::CrossEntropyDesc).");
   desc.dims("dims", &CrossEntropyDesc::dims, "logits: N, C, spatial... (rank 2 to 5)")

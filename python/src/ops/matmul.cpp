@@ -6,7 +6,7 @@
 namespace dnnx::python {
 
 void bind_matmul(nb::module_& module) {
-  DescClass<MatmulDesc> desc(module, "MatmulDesc",
+  DescClass<MatmulDesc> desc(module, "MatmulDesc", OpKind::matmul,
                              "dst = alpha * op(a) op(b) + beta * dst (+ bias), batched "
                              "(dnnx::MatmulDesc).");
   desc.field("batch", &MatmulDesc::batch, "independent products")

@@ -6,7 +6,7 @@
 namespace dnnx::python {
 
 void bind_pool(nb::module_& module) {
-  DescClass<PoolDesc> desc(module, "PoolDesc",
+  DescClass<PoolDesc> desc(module, "PoolDesc", OpKind::pool,
                            "What a pooling computes (dnnx::PoolDesc): max or average windows, "
                            "padding, dilation, ceil mode, argmax indices.");
   desc.field("spatial_dims", &PoolDesc::spatial_dims, "1, 2 or 3")

@@ -6,7 +6,7 @@
 namespace dnnx::python {
 
 void bind_softmax(nb::module_& module) {
-  DescClass<SoftmaxDesc> desc(module, "SoftmaxDesc",
+  DescClass<SoftmaxDesc> desc(module, "SoftmaxDesc", OpKind::softmax,
                               "Softmax or log-softmax over the channels or a whole instance "
                               "(dnnx::SoftmaxDesc).");
   desc.dims("dims", &SoftmaxDesc::dims, "N, C, spatial... (rank 2 to 5)")
