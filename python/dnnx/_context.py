@@ -82,19 +82,13 @@ class Context(_dnnx.Context):
         _current.reset(self._tokens.pop())
         return False
 
-    @contextlib.contextmanager
     def tuning(self, **options):
         """Sets tuning options for a block and restores the previous ones after it::
 
             with ctx.tuning(fwd="exhaustive", workspace_limit=1 << 26, pool={"bwd": "heuristic"}):
                 ...
         """
-        saved = self.tune.copy()
-        try:
-            _apply(self.tune, options)
-            yield self
-        finally:
-            self.tune = saved
+        return _tuned(self, options)
 
     def with_stream(self, stream):
         """A copy whose ops go on the CUDA stream `stream`: a cudaStream_t as an int, or an object
@@ -165,15 +159,18 @@ def resolve(context, array):
 
 
 @contextlib.contextmanager
-def tuning(**options):
-    """``with dnnx.tuning(...)``: ``current().tuning(...)``."""
-    context = current()
+def _tuned(context, options):
     saved = context.tune.copy()
     try:
         _apply(context.tune, options)
         yield context
     finally:
         context.tune = saved
+
+
+def tuning(**options):
+    """``with dnnx.tuning(...)``: ``current().tuning(...)``."""
+    return _tuned(current(), options)
 
 
 class Profile(list):

@@ -70,6 +70,17 @@ def _dense(tensor):
     return tensor.contiguous(), torch.contiguous_format
 
 
+def _keep(fctx, desc, tune, layer, memory_format):
+    """What a backward needs besides its saved tensors."""
+    fctx.desc, fctx.tune, fctx.layer, fctx.memory_format = desc, tune, layer, memory_format
+
+
+def _gradient(fctx, diff_dst):
+    """diff_dst in the forward's layout, and the context its backward runs on."""
+    diff_dst = diff_dst.contiguous(memory_format=fctx.memory_format)
+    return diff_dst, _layer_context(diff_dst, fctx.tune)
+
+
 def _record(layer, direction, desc, context):
     if layer is not None:
         layer.__dict__.setdefault("_dnnx_calls", {})[direction] = (desc, context)
@@ -88,15 +99,14 @@ class ConvFunction(torch.autograd.Function):
                         ctx=context)
         _record(layer, "fwd", desc, context)
         fctx.save_for_backward(src, weight)
-        fctx.desc, fctx.tune, fctx.layer = desc, tune, layer
-        fctx.memory_format, fctx.has_bias = memory_format, bias is not None
+        _keep(fctx, desc, tune, layer, memory_format)
+        fctx.has_bias = bias is not None
         return dst
 
     @staticmethod
     def backward(fctx, diff_dst):
         src, weight = fctx.saved_tensors
-        diff_dst = diff_dst.contiguous(memory_format=fctx.memory_format)
-        context = _layer_context(diff_dst, fctx.tune)
+        diff_dst, context = _gradient(fctx, diff_dst)
         diff_src = diff_weight = diff_bias = None
         if fctx.needs_input_grad[0]:
             diff_src = _conv.bwd_data(fctx.desc, diff_dst, weight, ctx=context)
@@ -167,14 +177,13 @@ class BatchNormFunction(torch.autograd.Function):
         fctx.save_for_backward(src, weight, mean, inv_std)
         # Inference backward reads the running statistics as they are now.
         fctx.running = (None, None) if training else (running_mean.clone(), running_var.clone())
-        fctx.desc, fctx.tune, fctx.layer, fctx.memory_format = desc, tune, layer, memory_format
+        _keep(fctx, desc, tune, layer, memory_format)
         return dst
 
     @staticmethod
     def backward(fctx, diff_dst):
         src, weight, mean, inv_std = fctx.saved_tensors
-        diff_dst = diff_dst.contiguous(memory_format=fctx.memory_format)
-        context = _layer_context(diff_dst, fctx.tune)
+        diff_dst, context = _gradient(fctx, diff_dst)
         result = _batch_norm.bwd(fctx.desc, src, diff_dst, weight, mean, inv_std, *fctx.running,
                                  ctx=context)
         _record(fctx.layer, "bwd_data", fctx.desc, context)
@@ -193,14 +202,13 @@ class PoolFunction(torch.autograd.Function):
         dst = _pool.fwd(desc, src, ctx=context)
         _record(layer, "fwd", desc, context)
         fctx.save_for_backward(src, dst)
-        fctx.desc, fctx.tune, fctx.layer, fctx.memory_format = desc, tune, layer, memory_format
+        _keep(fctx, desc, tune, layer, memory_format)
         return dst
 
     @staticmethod
     def backward(fctx, diff_dst):
         src, dst = fctx.saved_tensors
-        diff_dst = diff_dst.contiguous(memory_format=fctx.memory_format)
-        context = _layer_context(diff_dst, fctx.tune)
+        diff_dst, context = _gradient(fctx, diff_dst)
         diff_src = _pool.bwd(fctx.desc, diff_dst, src, dst, ctx=context)
         _record(fctx.layer, "bwd_data", fctx.desc, context)
         return diff_src, None, None, None, None, None, None, None, None
@@ -218,14 +226,13 @@ class ActivationFunction(torch.autograd.Function):
         dst = _activation.fwd(desc, src, ctx=context)
         _record(layer, "fwd", desc, context)
         fctx.save_for_backward(src, dst)
-        fctx.desc, fctx.tune, fctx.layer, fctx.memory_format = desc, tune, layer, memory_format
+        _keep(fctx, desc, tune, layer, memory_format)
         return dst
 
     @staticmethod
     def backward(fctx, diff_dst):
         src, dst = fctx.saved_tensors
-        diff_dst = diff_dst.contiguous(memory_format=fctx.memory_format)
-        context = _layer_context(diff_dst, fctx.tune)
+        diff_dst, context = _gradient(fctx, diff_dst)
         diff_src = _activation.bwd(fctx.desc, diff_dst, src, dst, ctx=context)
         _record(fctx.layer, "bwd_data", fctx.desc, context)
         return diff_src, None, None, None, None, None
@@ -242,14 +249,13 @@ class SoftmaxFunction(torch.autograd.Function):
         dst = _softmax.fwd(desc, src, ctx=context)
         _record(layer, "fwd", desc, context)
         fctx.save_for_backward(dst)
-        fctx.desc, fctx.tune, fctx.layer, fctx.memory_format = desc, tune, layer, memory_format
+        _keep(fctx, desc, tune, layer, memory_format)
         return dst
 
     @staticmethod
     def backward(fctx, diff_dst):
         dst, = fctx.saved_tensors
-        diff_dst = diff_dst.contiguous(memory_format=fctx.memory_format)
-        context = _layer_context(diff_dst, fctx.tune)
+        diff_dst, context = _gradient(fctx, diff_dst)
         diff_src = _softmax.bwd(fctx.desc, dst, diff_dst, ctx=context)
         _record(fctx.layer, "bwd_data", fctx.desc, context)
         return diff_src, None, None, None
@@ -272,7 +278,7 @@ class CrossEntropyFunction(torch.autograd.Function):
         loss = _cross_entropy.fwd(desc, logits, labels, weight, ctx=context)
         _record(layer, "fwd", desc, context)
         fctx.save_for_backward(logits, labels, weight)
-        fctx.desc, fctx.tune, fctx.layer, fctx.memory_format = desc, tune, layer, memory_format
+        _keep(fctx, desc, tune, layer, memory_format)
         return loss if reduction == "none" else loss.reshape(())
 
     @staticmethod
