@@ -235,3 +235,23 @@ def test_results_do_not_depend_on_the_backend_choice_api(reference):
         with reference.tuning(fwd="fixed:" + algo):
             np.testing.assert_allclose(dnnx.conv.fwd(desc, src, weights, ctx=reference), first,
                                        rtol=1e-5, atol=1e-5)
+
+
+def test_context_from_env(monkeypatch):
+    monkeypatch.setenv("DNNX_BACKEND", "reference")
+    monkeypatch.setenv("DNNX_TYPE", "bf16")
+    monkeypatch.setenv("DNNX_ALGO_CONV_FWD", "exhaustive")
+    monkeypatch.setenv("DNNX_ALGO_POOL_BWD", "time_once")
+    monkeypatch.setenv("DNNX_WORKSPACE_LIMIT", "1024")
+    ctx = dnnx.Context.from_env()
+    assert isinstance(ctx, dnnx.Context)
+    assert ctx.backend == "reference" and ctx.type_config == "bfloat16"
+    assert ctx.tune.fwd == "exhaustive" and ctx.tune.pool.bwd == "exhaustive:once"
+    assert ctx.tune.workspace_limit == 1024
+    copied = ctx.copy()
+    assert isinstance(copied, dnnx.Context) and copied.tune == ctx.tune
+    copied.tune.fwd = "heuristic"
+    assert ctx.tune.fwd == "exhaustive"
+    monkeypatch.setenv("DNNX_DETERMINISTIC", "maybe")
+    with pytest.raises(dnnx.InvalidArgument, match="DNNX_DETERMINISTIC"):
+        dnnx.Context.from_env()
