@@ -144,12 +144,52 @@ def _caller_stream(array):
     return None
 
 
+_device_defaults = {}
+
+
+def _device_of(array):
+    """(DLPack device type, id) of an array; host memory for the buffer protocol."""
+    if array is not None and hasattr(array, "__dlpack_device__"):
+        try:
+            device_type, device_id = array.__dlpack_device__()
+            return int(device_type), int(device_id)
+        except Exception:  # a broken producer: the C++ module names the problem
+            pass
+    return 1, 0
+
+
+def _default_for(array):
+    """The default context for `array`'s device: the default context where it runs on that
+    device, else one of that device (cudnn for CUDA memory; cpu, else reference, for host memory)
+    with the default context's tuning options."""
+    default = default_context()
+    device_type, device_id = _device_of(array)
+    wanted = f"cuda:{device_id}" if device_type in (2, 13) else "cpu"
+    if device_type not in (1, 2, 3, 13) or default.device == wanted:
+        return default
+    context = _device_defaults.get(wanted)
+    if context is None:
+        if wanted == "cpu":
+            backend = "cpu" if _dnnx.backend_available("cpu")[0] else "reference"
+            context = Context(backend, 0, default.type_config)
+        else:
+            context = Context("cudnn", device_id, default.type_config)
+        _device_defaults[wanted] = context
+    context.tune = default.tune
+    return context
+
+
 def resolve(context, array):
-    """The context a call on `array` runs on: current(context), moved onto the caller's current
-    CUDA stream when it is a cudnn context on the backend's own stream and `array` is a PyTorch or
-    CuPy array on the GPU, so the op is ordered with the caller's work on that stream without any
-    synchronisation (docs/python.md, "Streams")."""
-    context = current(context)
+    """The context a call on `array` runs on. `context` if given, else the one of the enclosing
+    ``with ctx:`` block, else the default context for the array's device (_default_for: host
+    arrays run on the host, CUDA arrays on their GPU, whatever the default context resolved
+    to). A cudnn context on the backend's own stream then moves onto the caller's current CUDA
+    stream when `array` is a PyTorch or CuPy array on the GPU, so the op is ordered with the
+    caller's work on that stream without any synchronisation (docs/python.md, "Streams")."""
+    if context is None and _current.get() is None:
+        context = _default_for(array)
+    else:
+        context = current(context)
     if context.stream or context.backend != "cudnn" or array is None:
         return context
     stream = _caller_stream(array)

@@ -255,3 +255,22 @@ def test_context_from_env(monkeypatch):
     monkeypatch.setenv("DNNX_DETERMINISTIC", "maybe")
     with pytest.raises(dnnx.InvalidArgument, match="DNNX_DETERMINISTIC"):
         dnnx.Context.from_env()
+
+
+def test_default_context_follows_the_arrays_device():
+    saved = dnnx.default_context()
+    try:
+        dnnx.set_default_context(dnnx.Context("reference"))
+        dnnx.default_context().tune.fwd = "exhaustive"
+        src = np.zeros((1, 3, 4, 4), np.float32)
+        weights = np.zeros((2, 3, 1, 1), np.float32)
+        desc = dnnx.conv.desc_for(src, weights)
+        # Host arrays, a host default: the default itself runs them, with its options.
+        assert dnnx.conv.fwd(desc, src, weights).shape == (1, 2, 4, 4)
+        assert dnnx._context.resolve(None, src) is dnnx.default_context()
+        # Inside a block, the block's context, whatever the arrays.
+        block = dnnx.Context("reference")
+        with block:
+            assert dnnx._context.resolve(None, src) is block
+    finally:
+        dnnx.set_default_context(saved)
