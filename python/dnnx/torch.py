@@ -22,7 +22,7 @@ custom ops for torch.compile needs PyTorch >= 2.4 and is not done yet.
 import torch
 
 from . import _dnnx
-from ._context import Context, current
+from ._context import current, resolve
 from ._errors import InvalidArgument
 from .ops import activation as _activation
 from .ops import batch_norm as _batch_norm
@@ -32,21 +32,11 @@ from .ops import matmul as _matmul
 from .ops import pool as _pool
 from .ops import softmax as _softmax
 
-_cuda_contexts = {}
-
-
 def _device_context(tensor):
-    """The context a call on `tensor` runs on before any per-layer options."""
-    if tensor.device.type != "cuda":
-        return current()
-    device = tensor.device.index if tensor.device.index is not None else \
-        torch.cuda.current_device()
-    stream = torch.cuda.current_stream(device).cuda_stream
-    context = _cuda_contexts.get((device, stream))
-    if context is None:
-        context = Context("cudnn", device=device).with_stream(stream)
-        _cuda_contexts[(device, stream)] = context
-    return context
+    """The context a call on `tensor` runs on before any per-layer options: the current context
+    (with dnnx.Context(...) blocks) or the default one of the tensor's device, on PyTorch's
+    current stream for CUDA tensors (dnnx._context.resolve)."""
+    return resolve(None, tensor)
 
 
 def _layer_context(tensor, tune):
