@@ -90,9 +90,11 @@ log "Python tools (python/requirements.txt) in $venv"
 debian_site=/usr/lib/python3/dist-packages
 debian_pth=$site/dnnx-debian-dist-packages.pth
 venv_version=$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-debian_version=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true)
+debian_version=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' \
+                 2>/dev/null || true)
 if [[ $venv_version != "$debian_version" ]]; then
-  log "not adding $debian_site to $venv: its Python is $venv_version, Debian's ${debian_version:-missing} (the PyTorch tests will skip)"
+  log "not adding $debian_site to $venv: its Python is $venv_version," \
+      "Debian's ${debian_version:-missing} (the PyTorch tests will skip)"
 elif [[ $(cat "$debian_pth" 2>/dev/null) != "$debian_site" ]]; then
   log "making Debian's PyTorch and NumPy visible in $venv ($debian_pth)"
   echo "$debian_site" >"$debian_pth"

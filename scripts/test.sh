@@ -34,8 +34,8 @@ while (($#)); do
     -D*) setup_args+=("$1"); shift ;;
     --) shift; ctest_args=("$@"); break ;;
     -h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "test.sh: unknown argument '$1' (accepted: --build-dir DIR, --no-python, --no-avx2, --no-sanitizers," \
-            "-DNAME=VALUE, -- CTEST_ARGS)" >&2
+    *) echo "test.sh: unknown argument '$1' (accepted: --build-dir DIR, --no-python, --no-avx2," \
+            "--no-sanitizers, -DNAME=VALUE, -- CTEST_ARGS)" >&2
        exit 2 ;;
   esac
 done
