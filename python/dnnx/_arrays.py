@@ -67,15 +67,19 @@ def _numpy_empty(like, dims, dtype, layout):
     if dtype == "bf16":
         raise Unsupported("NumPy has no bfloat16: pass torch tensors (or any DLPack bfloat16 "
                           "array) and an out= array for bf16 results")
+    if layout != "nhwc":
+        return numpy.empty(dims, dtype=_TORCH_DTYPES[dtype])
     physical, order = _physical(dims, layout)
     return numpy.empty(physical, dtype=_TORCH_DTYPES[dtype]).transpose(order)
 
 
 def _torch_empty(like, dims, dtype, layout):
     torch = sys.modules["torch"]
+    torch_dtype = getattr(torch, _TORCH_DTYPES[dtype])
+    if layout != "nhwc":
+        return torch.empty(dims, dtype=torch_dtype, device=like.device)
     physical, order = _physical(dims, layout)
-    return torch.empty(physical, dtype=getattr(torch, _TORCH_DTYPES[dtype]),
-                       device=like.device).permute(order)
+    return torch.empty(physical, dtype=torch_dtype, device=like.device).permute(order)
 
 
 def _cupy_empty(like, dims, dtype, layout):

@@ -149,6 +149,12 @@ _device_defaults = {}
 
 def _device_of(array):
     """(DLPack device type, id) of an array; host memory for the buffer protocol."""
+    framework = type(array).__module__.split(".", 1)[0]
+    if framework == "numpy":
+        return 1, 0
+    if framework == "torch":  # its __dlpack_device__ is Python code, far slower than this
+        device = array.device
+        return (2, device.index or 0) if device.type == "cuda" else (1, 0)
     if array is not None and hasattr(array, "__dlpack_device__"):
         try:
             device_type, device_id = array.__dlpack_device__()
