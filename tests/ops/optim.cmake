@@ -16,7 +16,7 @@ gtest_discover_tests(optim_parity_test NO_PRETTY_VALUES PROPERTIES LABELS "parit
 if(COMMAND dnnx_cli_test)
   dnnx_cli_test(sgd_algos_cpu
     ARGS algos sgd --sizes 64x3x7x7,0,64 --momentum --nesterov --backend cpu
-    STDOUT "sgd fwd on cpu: sgd f32 momentum nesterov tensors=3 64x3x7x7;0;64.*cpu:kernel:sgd")
+    STDOUT "sgd fwd on cpu: sgd f32 momentum nesterov tensors=3 64x3x7x7.0.64.*cpu:kernel:sgd")
   dnnx_cli_test(adam_algos_resnet_json
     ARGS algos adamw --model resnet50 --decoupled-weight-decay --dtype bf16 --master-weights --backend reference --json
     JSON stdout JSON_LENGTH 1 JSON_REQUIRE "0/algos/0/id|0/repro"

@@ -266,10 +266,13 @@ class OptimParityCase final : public ParityCase {
     }
     return ::testing::AssertionSuccess();
   }
-  // f32 arithmetic against the reference's f64: a few roundings per call, a few calls (the
-  // element's scale is floored at 1e-3 of the list's largest value, where an update cancels);
-  // f16/bf16 parameters two units in the last place (a rounding tie decided the other way
-  // before the last call).
+  // f32 arithmetic against the reference's f64, a few roundings per call over a few calls:
+  // 1e-5 of the element, and at least 1e-5 of 5% of the list's largest value (a few f32 units of
+  // it, where an update cancelled a large value to a small one). f16/bf16 outputs: two units in
+  // the last place of the element, and at least one of the list's largest value (a rounding tie
+  // decided the other way in an earlier call, when the element was larger). Such a tie also
+  // reaches the f32 state of f16/bf16 parameters without master copies, through the weight
+  // decay: there the state is held to state_rel().
   ::testing::AssertionResult close(Direction, const AlgoInfo&, const ParityRun& actual,
                                    const ParityExpected& expected, std::string_view where,
                                    double* worst) const override {
@@ -299,9 +302,11 @@ class OptimParityCase final : public ParityCase {
           }
           av[k] = ev[k] = 0;
         }
-        scale[k] = std::max(std::abs(ev[k]), 1e-3f * largest);
+        scale[k] = std::max(std::abs(ev[k]), (a.dtype() == DType::f32 ? 0.05f : 0.5f) * largest);
       }
-      const double rel = a.dtype() == DType::f32 ? 1e-5 : a.dtype() == DType::f16 ? 2e-3 : 1.6e-2;
+      const double rel = a.dtype() == DType::f32   ? state_rel()
+                         : a.dtype() == DType::f16 ? 2.0 / 1024
+                                                   : 2.0 / 128;
       double ratio = 0;
       auto result = close_within_scale(av, ev, scale, a.dims(), {rel, 1e-30},
                                        actual.outputs[i].name, where, &ratio);
@@ -311,7 +316,7 @@ class OptimParityCase final : public ParityCase {
     return ::testing::AssertionSuccess();
   }
   bool expected_unsupported(Direction, const AlgoInfo& algo) const override {
-    return algo.id.ends_with(":multi_tensor") && non_empty(c_.shapes) > 448 &&
+    return algo.id.ends_with(":multi_tensor") && non_empty(c_.shapes) > 384 &&
            algo.reason.find("a multi-tensor launch takes at most") != std::string::npos;
   }
 
@@ -323,6 +328,13 @@ class OptimParityCase final : public ParityCase {
       case OpKind::unscale: return c_.unscale.repro(direction);
       default: return UpdateScaleDesc{}.repro(direction);
     }
+  }
+  // The relative tolerance of f32 outputs: 1e-5, or (parameters of 16 bits updated in place) one
+  // unit in the last place of the parameter dtype, relative.
+  double state_rel() const {
+    const bool master = c_.op == OpKind::sgd ? c_.sgd.master_weights : c_.adam.master_weights;
+    if (dtype_ == DType::f32 || master || c_.op == OpKind::unscale) return 1e-5;
+    return dtype_ == DType::f16 ? 1.0 / 1024 : 1.0 / 128;
   }
   float found_inf_at(int step) const {
     return static_cast<std::size_t>(step) < c_.found_inf.size() ? c_.found_inf[step] : 0.0f;

@@ -10,8 +10,9 @@ A step marked found_inf is skipped by torch (GradScaler.step does not call optim
 passed found_inf = 1 in dnnx, which must skip it on its own; with a grad scale dnnx is given the
 gradients times the scale (a power of two: exact) and divides them inside the step. Every
 parameter, state tensor and the step count must agree within 1e-6 relative: |dnnx - torch| <=
-1e-6 * max(|torch|, 1e-3 * largest |torch| of the tensor) (the floor where a moment's update
-cancels to near zero). A bf16 case with f32 master weights compares the master copy with torch's
+1e-6 * max(|torch|, magnitude), the magnitude being that of the terms the element was formed
+from (class Magnitudes: where ten steps of exponential averaging cancel a moment to near zero,
+torch's own f32 roundings are of the size of the terms that cancelled, not of the result). A bf16 case with f32 master weights compares the master copy with torch's
 f32 parameters (torch given the bf16-rounded gradients) and the bf16 parameter with the master
 rounded to bf16.
 
@@ -89,10 +90,41 @@ def torch_optimizer(c, params):
                 weight_decay=c["weight_decay"], amsgrad=c["amsgrad"], maximize=c["maximize"])
 
 
-def close(name, got, want):
+def close(name, got, want, magnitude):
+    """1e-6 relative to the larger of the element and the magnitude of the terms that formed it."""
     want = np.asarray(want, dtype=np.float64)
-    floor = 1e-3 * (float(np.abs(want).max()) if want.size else 0.0)
-    return oracle_common.compare(name, got, want, 1e-6 * np.maximum(np.abs(want), floor))
+    return oracle_common.compare(name, got, want, 1e-6 * np.maximum(np.abs(want), magnitude))
+
+
+class Magnitudes:
+    """Per element, in float64, the size of the terms a step sums: for the momentum buffer or
+    exp_avg the same exponential average taken over |g| (+ weight_decay * |p| where the decay goes
+    into the gradient), for a parameter the largest |p| it had. Where ten steps of averaging
+    cancel a moment to near zero, torch's own f32 roundings are of the size of these terms, not of
+    the result; exp_avg_sq and max_exp_avg_sq sum positive terms and are held to themselves."""
+
+    def __init__(self, c, params):
+        self.c = c
+        self.moment = [np.zeros(p.shape) for p in params]
+        self.param = [np.abs(p.astype(np.float64)) for p in params]
+        self.steps = 0
+
+    def step(self, params, grads):
+        c = self.c
+        decay_in_grad = c["op"] == "sgd" or not c["decoupled"]
+        for i, (p, g) in enumerate(zip(params, grads)):
+            p = np.abs(p.detach().numpy().astype(np.float64))
+            term = np.abs(g.astype(np.float64)) + (c["weight_decay"] * p if decay_in_grad else 0)
+            if c["op"] == "sgd":
+                self.moment[i] = term if self.steps == 0 else (
+                    c["momentum_value"] * self.moment[i] + (1 - c["dampening"]) * term)
+            else:
+                self.moment[i] = c["beta1"] * self.moment[i] + (1 - c["beta1"]) * term
+        self.steps += 1
+
+    def after(self, params):
+        for i, p in enumerate(params):
+            self.param[i] = np.maximum(self.param[i], np.abs(p.detach().numpy()))
 
 
 def run_optimizer(harness, c, directory, rng):
@@ -113,20 +145,24 @@ def run_optimizer(harness, c, directory, rng):
 
     tensors = [torch.tensor(p, dtype=torch.float32, requires_grad=True) for p in params]
     optimizer = torch_optimizer(c, tensors)
+    magnitudes = Magnitudes(c, params)
     runs = 0
     for s in range(STEPS):
         if c["found_inf"][s]:
             continue
         for t, g in zip(tensors, grads[s]):
             t.grad = torch.tensor(g)
+        magnitudes.step(tensors, grads[s])
         optimizer.step()
+        magnitudes.after(tensors)
         runs += 1
 
     ok, messages = True, []
 
-    def check(name, got_file, want):
+    def check(name, got_file, want, magnitude=0.0):
         nonlocal ok
-        good, message = close(name, oracle_common.load_output(directory, got_file), want)
+        good, message = close(name, oracle_common.load_output(directory, got_file), want,
+                               magnitude)
         ok = ok and good
         if not good or name.endswith("_0"):
             messages.append(message)
@@ -134,20 +170,21 @@ def run_optimizer(harness, c, directory, rng):
     for i, t in enumerate(tensors):
         want = t.detach().numpy()
         if c["master"]:
-            check(f"master_{i}", f"master_{i}", want)
+            check(f"master_{i}", f"master_{i}", want, magnitudes.param[i])
             got = oracle_common.load_output(directory, f"param_{i}")
             master = oracle_common.load_output(directory, f"master_{i}")
             if not np.array_equal(got, bf16_round(master)):
                 ok = False
                 messages.append(f"param_{i}: not the master copy rounded to bf16")
         else:
-            check(f"param_{i}", f"param_{i}", want)
+            check(f"param_{i}", f"param_{i}", want, magnitudes.param[i])
         state = optimizer.state[t]
         if c["op"] == "sgd":
             if c["momentum"] and "momentum_buffer" in state:
-                check(f"buf_{i}", f"buf_{i}", state["momentum_buffer"].numpy())
+                check(f"buf_{i}", f"buf_{i}", state["momentum_buffer"].numpy(),
+                      magnitudes.moment[i])
         else:
-            check(f"exp_avg_{i}", f"exp_avg_{i}", state["exp_avg"].numpy())
+            check(f"exp_avg_{i}", f"exp_avg_{i}", state["exp_avg"].numpy(), magnitudes.moment[i])
             check(f"exp_avg_sq_{i}", f"exp_avg_sq_{i}", state["exp_avg_sq"].numpy())
             if c["amsgrad"]:
                 check(f"max_exp_avg_sq_{i}", f"max_exp_avg_sq_{i}",

@@ -5,12 +5,12 @@
 // chunk_elements; a block takes chunks in a grid-stride loop and finds each chunk's tensor by
 // binary search over the tensors' first-chunk numbers. The table (every non-empty tensor's
 // pointers, element count, first chunk and whether its pointers allow vector accesses) travels in
-// the kernel's parameters, sized by a capacity tier (32, 192 or max_tensors tensors: a launch pays
-// for the parameter bytes of its tier, not of max_tensors), so one launch serves every tensor and
-// no table is copied to the device. A tensor whose every pointer is aligned to a pack of `vector`
-// elements is read and written in packs (chunks start at multiples of `vector`); the rest of it,
-// and every other tensor, element by element. The per-tensor form launches the same kernel with a
-// table of one tensor, once per tensor.
+// the kernel's parameters, sized by a capacity tier (32, 192 or max_tensors = 384 tensors: a launch
+// pays for the parameter bytes of its tier, not of max_tensors), so one launch serves every tensor
+// and no table is copied to the device. A tensor whose every pointer is aligned to a pack of
+// `vector` elements is read and written in packs (chunks start at multiples of `vector`); the rest
+// of it, and every other tensor, element by element. The per-tensor form launches the same kernel
+// with a table of one tensor, once per tensor.
 //
 // The table and the call's values are __grid_constant__ parameters: the kernels take references
 // to them without the compiler copying the table into every thread's local memory.
@@ -36,7 +36,7 @@ namespace math = ::dnnx::detail::optim;
 
 constexpr int block_threads = 256;
 constexpr int vector = 4;
-constexpr std::int64_t chunk_elements = 16384;  // a multiple of vector * block_threads
+constexpr std::int64_t chunk_elements = 8192;  // a multiple of vector * block_threads
 constexpr std::int64_t max_grid = 1 << 20;
 
 static_assert(chunk_elements % (vector * block_threads) == 0);
@@ -54,7 +54,10 @@ struct Table {
   int count;
   std::int64_t total_chunks;
 };
-static_assert(sizeof(Table<max_tensors>) <= 32764, "the table must fit the kernel parameters");
+// Every parameter of a launch together must fit CUDA's 32764 bytes: the largest table and the
+// largest call values (AdamParams), with room to spare.
+static_assert(sizeof(Table<max_tensors>) + 256 <= 32764,
+              "the table must fit the kernel parameters");
 
 // The tensor of `chunk`: the last with first_chunk <= chunk (every tensor of the table has at
 // least one chunk).
@@ -221,11 +224,14 @@ __global__ void __launch_bounds__(block_threads)
     adam_kernel(const __grid_constant__ Table<N> t, const __grid_constant__ AdamParams p) {
   if (!step_runs(p.scalars)) return;
   const bool scaled = p.scalars.grad_scale != nullptr;
-  // The bias corrections in double from the advanced step, once per thread (cheap beside the
-  // chunk's memory traffic).
-  const auto s = math::AdamScalars<float>::make(p.lr, p.beta1, p.beta2, p.eps, p.weight_decay,
-                                                static_cast<double>(*p.scalars.step));
-  AdamOp<T, N> op{t, p, s, scaled ? *p.scalars.grad_scale : 1.0f, scaled};
+  // The bias corrections in double from the advanced step (two pow calls): once per block.
+  __shared__ math::AdamScalars<float> shared;
+  if (threadIdx.x == 0) {
+    shared = math::AdamScalars<float>::make(p.lr, p.beta1, p.beta2, p.eps, p.weight_decay,
+                                            static_cast<double>(*p.scalars.step));
+  }
+  __syncthreads();
+  AdamOp<T, N> op{t, p, shared, scaled ? *p.scalars.grad_scale : 1.0f, scaled};
   walk(t, op);
 }
 

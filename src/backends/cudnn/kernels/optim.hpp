@@ -30,7 +30,7 @@ enum class Launch : int {
 
 /// Most non-empty tensors one multi-tensor launch takes (the table in its parameters: CUDA 12.1's
 /// 32 KB kernel-parameter limit).
-constexpr int max_tensors = 448;
+constexpr int max_tensors = 384;
 
 /// The device scalars of a step (Note [optimizer step count]).
 struct StepScalars {
