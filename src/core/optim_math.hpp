@@ -102,7 +102,9 @@ struct AdamScalars {
   }
 };
 
-/// One element of an Adam step: returns the new parameter, updates *m, *v and (amsgrad) *v_max.
+/// One element of an Adam step: returns the new parameter, updates *m and *v, and writes *v_max:
+/// with amsgrad the running maximum, otherwise v itself (scratch the caller discards). Stored
+/// unconditionally, so that a loop over elements has no branch around a store and vectorises.
 template <typename T>
 DNNX_OPTIM_HD T adam_element(T p, T g, T* m, T* v, T* v_max, AdamFlags flags,
                              const AdamScalars<T>& s) {
@@ -116,10 +118,8 @@ DNNX_OPTIM_HD T adam_element(T p, T g, T* m, T* v, T* v_max, AdamFlags flags,
   T new_v = *v * s.beta2 + s.one_minus_beta2 * (g * g);
   *m = new_m;
   *v = new_v;
-  if (flags.amsgrad) {
-    new_v = *v_max > new_v ? *v_max : new_v;
-    *v_max = new_v;
-  }
+  if (flags.amsgrad) new_v = *v_max > new_v ? *v_max : new_v;
+  *v_max = new_v;
   const T denom = root(new_v) / s.bias_correction2_sqrt + s.eps;
   return p + s.neg_step_size * (new_m / denom);
 }

@@ -238,6 +238,12 @@ std::vector<BadCase> bad_cases() {
         s.found_inf = Tensor::zeros(Dims{2}, DType::f32);
       }),
       K::InvalidArgument, {"found_inf dims 2 do not match"});
+  add("sgd_found_inf_on_gpu", sgd_call([](SgdDesc& d, SgdHyper&, State& s) {
+        d.found_inf = true;
+        s.found_inf = Tensor::view(s.inv_scale.data(), Dims{1}, DType::f32, Layout::channels_first,
+                                   Device::cuda(0));
+      }),
+      K::InvalidArgument, {"found_inf is on cuda:0 but the context runs on cpu"});
   // overlap
   add("sgd_param_is_buffer", sgd_tensors([](SgdTensors&, State& s) { s.buffers[1] = s.params[1]; }),
       K::InvalidArgument, {"overlaps", "momentum_buffers[1]", "params[1]"});

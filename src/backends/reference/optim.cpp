@@ -113,7 +113,8 @@ class AdamPlan final : public DirectPlanBase<AdamDesc, detail::AdamArgs> {
       std::vector<double> v = widen(t.exp_avg_sq[i]);
       std::vector<double> v_max = d.amsgrad ? widen(t.max_exp_avg_sq[i]) : std::vector<double>();
       for (std::size_t e = 0; e < p.size(); ++e) {
-        p[e] = optim::adam_element(p[e], g[e], &m[e], &v[e], d.amsgrad ? &v_max[e] : nullptr, flags,
+        double unused = 0;  // adam_element's v_max without amsgrad
+        p[e] = optim::adam_element(p[e], g[e], &m[e], &v[e], d.amsgrad ? &v_max[e] : &unused, flags,
                                    s);
       }
       store_parameter(p, t.params[i], master);
