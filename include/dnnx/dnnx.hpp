@@ -13,6 +13,7 @@
 #include <dnnx/ops/conv_fused.hpp>
 #include <dnnx/ops/cross_entropy.hpp>
 #include <dnnx/ops/matmul.hpp>
+#include <dnnx/ops/optim.hpp>
 #include <dnnx/ops/pool.hpp>
 #include <dnnx/ops/softmax.hpp>
 #include <dnnx/saved_state.hpp>
