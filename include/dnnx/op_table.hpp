@@ -32,7 +32,9 @@
   X(batch_norm,    BatchNorm,    "bnorm",      "batch_norm",    fwd_bwd,  1, 1, 1, batch_norm)    \
   X(add,           Add,          "add",        "",              fwd_bwd,  1, 1, 1, add)           \
   X(conv_fused,    ConvFused,    "conv_fused", "",              fwd_only, 1, 1, 1, conv)          \
-  X(matmul,        Matmul,       "matmul",     "linear,gemm",   conv,     1, 1, 1, matmul)
+  X(matmul,        Matmul,       "matmul",     "linear,gemm",   conv,     1, 1, 1, matmul)        \
+  X(fill,          Fill,         "fill",       "init",          fwd_only, 1, 1, 1, fill)          \
+  X(dropout,       Dropout,      "dropout",    "",              training, 1, 1, 1, dropout)
 // clang-format on
 
 /// Expands `code` when `flag` (a table column) is 1, to nothing when it is 0.
