@@ -567,12 +567,12 @@ TEST(Dropout, BadInputs) {
                [&] { dropout_fwd_training(context, desc, generator, src, src, state); });
   expect_error(ErrorKind::InvalidArgument, {"dropout has no direction bwd_weights"},
                [&] { dropout_list(context, desc, Direction::bwd_weights); });
-  // A state another op filled is refused too (batch-norm, add... use none yet: a fill's desc).
+  // A state of another desc (other dims) is refused too.
   DropoutDesc bigger = desc;
   bigger.dims = {32};
-  Tensor big = Tensor::empty({32}, DType::f32);
+  Tensor big = Tensor::empty({32}, DType::f32), big_out = Tensor::empty({32}, DType::f32);
   expect_error(ErrorKind::InvalidArgument, {"saved_state"},
-               [&] { dropout_bwd(context, bigger, big, big, state); });
+               [&] { dropout_bwd(context, bigger, big, big_out, state); });
   EXPECT_EQ(op_info(OpKind::dropout).parse_direction("fwd_training"), Direction::fwd_training);
   EXPECT_EQ(op_info(OpKind::dropout).direction_name(Direction::bwd_data), "bwd");
 }
