@@ -53,6 +53,11 @@ inline constexpr OpDirection conv[] = {{Direction::fwd, "fwd"},
 /// One backward pass, the gradient w.r.t. the input (Direction::bwd_data).
 inline constexpr OpDirection fwd_bwd[] = {{Direction::fwd, "fwd"}, {Direction::bwd_data, "bwd"}};
 inline constexpr OpDirection fwd_only[] = {{Direction::fwd, "fwd"}};
+/// An inference forward, a training forward that keeps a SavedState for the backward, and the
+/// backward reading it (Direction::bwd_data, spelled "bwd"): dropout.
+inline constexpr OpDirection training[] = {{Direction::fwd, "fwd"},
+                                           {Direction::fwd_training, "fwd_training"},
+                                           {Direction::bwd_data, "bwd"}};
 }  // namespace op_directions
 
 /// Every op, from the op table (op_table.hpp).

@@ -5,6 +5,7 @@
 #include <dnnx/algo.hpp>
 #include <dnnx/context.hpp>
 #include <dnnx/error.hpp>
+#include <dnnx/init.hpp>
 #include <dnnx/op_table.hpp>
 #include <dnnx/ops/activation.hpp>
 #include <dnnx/ops/add.hpp>
@@ -12,10 +13,13 @@
 #include <dnnx/ops/conv.hpp>
 #include <dnnx/ops/conv_fused.hpp>
 #include <dnnx/ops/cross_entropy.hpp>
+#include <dnnx/ops/dropout.hpp>
+#include <dnnx/ops/fill.hpp>
 #include <dnnx/ops/matmul.hpp>
 #include <dnnx/ops/optim.hpp>
 #include <dnnx/ops/pool.hpp>
 #include <dnnx/ops/softmax.hpp>
+#include <dnnx/random.hpp>
 #include <dnnx/saved_state.hpp>
 #include <dnnx/tensor.hpp>
 #include <dnnx/version.hpp>

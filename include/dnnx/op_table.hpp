@@ -36,7 +36,9 @@
   X(sgd,           Sgd,          "sgd",        "",              fwd_only, 1, 1, 1, sgd)           \
   X(adam,          Adam,         "adam",       "adamw",         fwd_only, 1, 1, 1, adam)          \
   X(unscale,       Unscale,      "unscale",    "amp_unscale",   fwd_only, 1, 1, 1, unscale)       \
-  X(update_scale,  UpdateScale,  "update_scale", "amp_update_scale", fwd_only, 1, 1, 1, update_scale)
+  X(update_scale,  UpdateScale,  "update_scale", "amp_update_scale", fwd_only, 1, 1, 1, update_scale)  \
+  X(fill,          Fill,         "fill",       "init",          fwd_only, 1, 1, 1, fill)          \
+  X(dropout,       Dropout,      "dropout",    "",              training, 1, 1, 1, dropout)
 // clang-format on
 
 /// Expands `code` when `flag` (a table column) is 1, to nothing when it is 0.

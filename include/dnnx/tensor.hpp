@@ -149,7 +149,7 @@ class Tensor {
   /// as 1, which also bounds the strides).
   static Tensor empty(const Dims& dims, DType dtype, Layout layout = Layout::channels_first,
                       Allocator& allocator = host_allocator());
-  /// Like empty(), filled with zeros.
+  /// Like empty(), filled with zeros; on a device, through its backend (Tensor::fill).
   static Tensor zeros(const Dims& dims, DType dtype, Layout layout = Layout::channels_first,
                       Allocator& allocator = host_allocator());
   /// A non-owning view of user memory with explicit element strides. The memory must outlive
@@ -185,7 +185,10 @@ class Tensor {
   /// Host tensors only: writes `values` (logical row-major order, numel entries) converted to
   /// dtype().
   void copy_from_f32(std::span<const float> values);
-  /// Host tensors only: sets every element to `value`.
+  /// Sets every element to `value` converted to dtype() (round to nearest even). Host tensors of
+  /// any strides; device tensors dense in some layout, filled on the device's backend stream
+  /// after every op queued there, returning once done (as copy()). Throws Unsupported when no
+  /// backend on that device exists (create a Context on it first).
   void fill(float value);
 
  private:

@@ -7,6 +7,7 @@
 #include <dnnx/tensor.hpp>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace dnnx::detail {
 
@@ -19,6 +20,11 @@ class DeviceRuntime {
   /// Copies `bytes` bytes and returns once the copy has finished. The copy runs after every
   /// operation the backend queued before it.
   virtual void memcpy(void* dst, const void* src, std::size_t bytes, CopyKind kind) = 0;
+  /// Writes `pattern` (its low `element_bytes` bytes: 1, 2, 4 or 8) into each of `count`
+  /// consecutive elements at `dst` and returns once the fill has finished. The fill runs after
+  /// every operation the backend queued before it (Tensor::zeros, Tensor::fill).
+  virtual void fill(void* dst, std::size_t count, std::size_t element_bytes,
+                    std::uint64_t pattern) = 0;
   /// Waits for every operation the backend queued.
   virtual void synchronize() = 0;
   /// Waits for every operation queued on the device, on any stream (a device-wide wait: it never

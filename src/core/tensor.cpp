@@ -1,12 +1,14 @@
 #include <dnnx/tensor.hpp>
 
 #include "core/check.hpp"
+#include "core/device.hpp"
 #include "core/dtype.hpp"
 #include "core/strings.hpp"
 
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <new>
 #include <ostream>
@@ -201,9 +203,6 @@ Tensor Tensor::empty(const Dims& dims, DType dtype, Layout layout, Allocator& al
 
 Tensor Tensor::zeros(const Dims& dims, DType dtype, Layout layout, Allocator& allocator) {
   Tensor t = empty(dims, dtype, layout, allocator);
-  DNNX_CHECK_ARG(allocator.device().kind == Device::Kind::cpu, "Tensor::zeros on device ",
-                 to_string(allocator.device()),
-                 " needs a device fill; only host tensors are supported here");
   t.fill(0.0f);
   return t;
 }
@@ -297,7 +296,61 @@ void Tensor::copy_from_f32(std::span<const float> values) {
   });
 }
 
+namespace {
+
+// The bits of one element of `dtype` holding `value`, converted as the host path converts it
+// (detail::store_f32).
+std::uint64_t element_bits(DType dtype, float value) {
+  switch (dtype) {
+    case DType::f32: {
+      std::uint32_t bits;
+      std::memcpy(&bits, &value, sizeof bits);
+      return bits;
+    }
+    case DType::f16: return detail::float_to_half(value);
+    case DType::bf16: return detail::float_to_bf16(value);
+
+    case DType::i32: {
+      std::int32_t i = 0;
+      detail::store_f32(&i, DType::i32, value);
+      return static_cast<std::uint32_t>(i);
+    }
+    case DType::i64: {
+      std::int64_t i = 0;
+      detail::store_f32(&i, DType::i64, value);
+      return static_cast<std::uint64_t>(i);
+    }
+  }
+  return 0;
+}
+
+// Tensor::fill of a device tensor: one pattern fill on the device's backend stream.
+void device_fill(const Tensor& tensor, float value) {
+  DNNX_CHECK_ARG(tensor.layout().has_value(),
+                 "Tensor::fill of a device tensor needs a dense one "
+                 "(channels_first or channels_last), got ",
+                 describe(tensor));
+  if (tensor.numel() == 0) return;
+  DNNX_CHECK_ARG(tensor.data() != nullptr, "Tensor::fill on a tensor with null data");
+  detail::DeviceRuntime* runtime = detail::device_runtime(tensor.device());
+  if (runtime == nullptr) {
+    detail::raise(ErrorKind::Unsupported,
+                  detail::cat("Tensor::fill: the tensor is on ", to_string(tensor.device()),
+                              ", which has no backend in this process; create a Context on that "
+                              "device (BackendKind::cudnn, device ",
+                              tensor.device().index, ") first"));
+  }
+  runtime->fill(tensor.data(), static_cast<std::size_t>(tensor.numel()), size_of(tensor.dtype()),
+                element_bits(tensor.dtype(), value));
+}
+
+}  // namespace
+
 void Tensor::fill(float value) {
+  if (device().kind != Device::Kind::cpu) {
+    device_fill(*this, value);
+    return;
+  }
   require_host(*this, "Tensor::fill");
   char* base = static_cast<char*>(data());
   const std::size_t element = size_of(dtype_);

@@ -67,8 +67,8 @@ TEST(OpTable, DirectionsBelongToTheOp) {
                [&] { pool.parse_direction("bwd_weights"); });
   expect_error(ErrorKind::InvalidArgument, {"unknown direction 'sideways' for pool", "fwd"},
                [&] { pool.parse_direction("sideways"); });
-  // No op of the table has a training forward yet: it is a direction only ops that keep state
-  // for their backward declare.
+  // A training forward is a direction only ops that keep state for their backward declare
+  // (dropout).
   expect_error(ErrorKind::InvalidArgument, {"softmax has no direction fwd_training"},
                [] { op_info(OpKind::softmax).check(Direction::fwd_training); });
 
@@ -76,6 +76,11 @@ TEST(OpTable, DirectionsBelongToTheOp) {
   expect_error(ErrorKind::InvalidArgument,
                {"conv_fused has only the forward direction (fwd); got bwd_data"},
                [&] { fused.check(Direction::bwd_data); });
+
+  const OpInfo& dropout = op_info(OpKind::dropout);
+  EXPECT_TRUE(dropout.has(Direction::fwd_training));
+  EXPECT_EQ(dropout.direction_name(Direction::bwd_data), "bwd");
+  EXPECT_FALSE(dropout.has(Direction::bwd_weights));
 
   EXPECT_EQ(to_string(Direction::fwd_training), "fwd_training");
   EXPECT_EQ(parse_direction("forward_training"), Direction::fwd_training);

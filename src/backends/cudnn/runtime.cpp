@@ -1,5 +1,6 @@
 #include "backends/cudnn/runtime.hpp"
 
+#include "backends/cudnn/kernels/random.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
 
@@ -114,6 +115,18 @@ void Runtime::memcpy(void* dst, const void* src, std::size_t bytes, CopyKind kin
                    detail::cat("copying ", bytes, " bytes"));
   // Pageable host memory may still be read after cudaMemcpyAsync returns: wait, as promised.
   DNNX_CUDNN_CHECK(cudaStreamSynchronize(stream_raw_), ctx, "waiting for a copy");
+}
+
+void Runtime::fill(void* dst, std::size_t count, std::size_t element_bytes, std::uint64_t pattern) {
+  const ErrorContext ctx = context();
+  make_current();
+  const cudaError_t status =
+      pattern == 0 ? cudaMemsetAsync(dst, 0, count * element_bytes, stream_raw_)
+                   : kernels::random::fill_pattern(dst, count, element_bytes, pattern, stream_raw_);
+  DNNX_CUDNN_CHECK(status, ctx,
+                   detail::cat("filling ", count, " elements of ", element_bytes, " bytes"));
+  // Tensors may be used next on another stream (Context::with_stream): wait, as copy() does.
+  DNNX_CUDNN_CHECK(cudaStreamSynchronize(stream_raw_), ctx, "waiting for a fill");
 }
 
 void Runtime::synchronize_device() {

@@ -103,6 +103,8 @@ class Runtime final : public detail::DeviceRuntime {
   ErrorContext context(std::string implementation = {}) const;
 
   void memcpy(void* dst, const void* src, std::size_t bytes, CopyKind kind) override;
+  void fill(void* dst, std::size_t count, std::size_t element_bytes,
+            std::uint64_t pattern) override;
   void synchronize() override;
   void synchronize_device() override;
 
