@@ -217,18 +217,18 @@ class CudnnPlan final : public detail::LayerPlanBase<detail::DropoutArgs> {
     DNNX_CUDNN_CHECK(cudnnCreateDropoutDescriptor(&raw), context_,
                      "creating the dropout descriptor");
     dropout_ = DropoutDescriptor(raw, "cudnnDropoutDescriptor_t");
-    if (direction_ == Direction::bwd_data) {
-      // The backward needs p alone: no RNG states (cudnnSetDropoutDescriptor skips their
-      // initialisation when states is null).
-      DNNX_CUDNN_CHECK(
-          cudnnSetDropoutDescriptor(dropout_.get(), runtime_->handle(), p_, nullptr, 0, 0),
-          context_, "setting the dropout descriptor");
-      return;
-    }
     std::size_t bytes = 0;
     DNNX_CUDNN_CHECK(cudnnDropoutGetStatesSize(runtime_->handle(), &bytes), context_,
                      "asking for the RNG states size");
     states_ = std::make_unique<Storage>(runtime_->allocator(), bytes);
+    if (direction_ == Direction::bwd_data) {
+      // The backward reads p and the forward's mask alone, but cuDNN rejects a descriptor
+      // without states at run time. Restoring (unlike setting) attaches a states buffer without
+      // running the initialisation kernel over it; nothing draws from it.
+      DNNX_CUDNN_CHECK(cudnnRestoreDropoutDescriptor(dropout_.get(), runtime_->handle(), p_,
+                                                     states_->data(), states_->bytes(), 0),
+                       context_, "setting the dropout descriptor");
+    }
   }
 
   void execute(const detail::DropoutArgs& args, detail::Workspace) override {
