@@ -398,8 +398,7 @@ TEST(Fill, DescKeyAndRepro) {
   EXPECT_FALSE(desc == other);
 }
 
-// ---- device fills without a device
-// ----------------------------------------------------------------
+// ---- device fills without a device --------------------------------------------------------------
 
 // An allocator that claims a CUDA device nobody created a backend for (host memory underneath).
 class FakeDeviceAllocator final : public Allocator {
@@ -422,8 +421,7 @@ TEST(DeviceFill, NeedsABackendOnTheDevice) {
   expect_error(ErrorKind::InvalidArgument, {"needs a dense one"}, [&] { strided.fill(1.0f); });
 }
 
-// ---- dropout: reference and cpu bit-identical
-// ------------------------------------------------------
+// ---- dropout: reference and cpu bit-identical ---------------------------------------------------
 
 struct DropoutRun {
   Tensor dst, diff_src;
