@@ -44,8 +44,7 @@
 
 namespace dnnx::detail::random {
 
-// ---- IEEE arithmetic that no compiler contracts (Note [bit-identical draws])
-// ---------------------
+// ---- IEEE arithmetic that no compiler contracts (Note [bit-identical draws]) --------------------
 
 DNNX_RANDOM_FN float fma(float a, float b, float c) {
 #if defined(__CUDA_ARCH__)
@@ -117,8 +116,7 @@ DNNX_RANDOM_FN float float_of(std::uint32_t bits) {
 #endif
 }
 
-// ---- Philox4x32-10
-// -------------------------------------------------------------------------------
+// ---- Philox4x32-10 ------------------------------------------------------------------------------
 
 /// Four 32-bit words: a Philox counter or its output.
 struct Words {
@@ -160,8 +158,7 @@ DNNX_RANDOM_FN float unit_open_zero(std::uint32_t word) {
   return static_cast<float>((word >> 8) + 1u) * 5.9604644775390625e-8f;
 }
 
-// ---- dnnx's own elementary functions
-// --------------------------------------------------------------
+// ---- dnnx's own elementary functions ------------------------------------------------------------
 
 /// Natural logarithm of an f32, < 1 ulp (FreeBSD's e_logf.c reduction to [sqrt(2)/2, sqrt(2))
 /// and its polynomial, as musl's logf had it). log(0) = -inf, log(x < 0) = NaN, log(inf) = inf.
@@ -277,8 +274,10 @@ DNNX_RANDOM_FN float erfinv(float x) {
   return mul(p, x);
 }
 
-// ---- f32 -> f16 / bf16, round to nearest even
-// ------------------------------------------------------
+// ---- f32 -> f16 / bf16, round to nearest even ---------------------------------------------------
+// The rounding of core/dtype.hpp's float_to_half / float_to_bf16, written again here because
+// that header is host-only C++20 (std::bit_cast) and nvcc compiles this one as C++17 device code;
+// tests/ops/random_test.cpp checks that the two agree on a sweep of f32 values.
 
 /// IEEE binary16 bits of `value` rounded to nearest even; overflow gives inf, NaN stays NaN.
 DNNX_RANDOM_FN std::uint16_t to_half_bits(float value) {
@@ -310,8 +309,7 @@ DNNX_RANDOM_FN std::uint16_t to_bf16_bits(float value) {
   return static_cast<std::uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
 }
 
-// ---- element order
-// --------------------------------------------------------------------------------
+// ---- element order ------------------------------------------------------------------------------
 
 /// Where the elements of a dense tensor lie: the memory offset (in elements) of each logical
 /// row-major index, which is the index itself when the layout's memory order is row-major (every
@@ -335,8 +333,7 @@ struct Geometry {
   }
 };
 
-// ---- distributions
-// -------------------------------------------------------------------------------
+// ---- distributions ------------------------------------------------------------------------------
 
 /// What fill draws, with the parameters the op layer derives once per call on the host (so every
 /// backend computes from the same f32 values).

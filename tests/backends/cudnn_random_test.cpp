@@ -21,6 +21,12 @@
 namespace dnnx::test {
 namespace {
 
+Context reference_context() {
+  Context context(BackendKind::reference);
+  context.set_choice_cache(std::make_shared<ChoiceCache>());
+  return context;
+}
+
 Context gpu_context() {
   Context context(BackendKind::cudnn);
   context.set_choice_cache(std::make_shared<ChoiceCache>());
@@ -56,7 +62,7 @@ const std::vector<Dims>& shapes() {
 TEST(CudnnFill, BitsEqualTheReferences) {
   DNNX_REQUIRE_GPU();
   Context gpu = gpu_context();
-  Context reference(BackendKind::reference);
+  Context reference = reference_context();
   const std::vector<std::pair<Distribution, FillParams>> draws = {
       {Distribution::constant, FillParams::constant(0.75f)},
       {Distribution::uniform, FillParams::uniform(-3.0f, 5.0f)},
@@ -87,7 +93,7 @@ TEST(CudnnFill, BitsEqualTheReferences) {
 TEST(CudnnDropout, MasksAndOutputsEqualTheReferences) {
   DNNX_REQUIRE_GPU();
   Context gpu = gpu_context();
-  Context reference(BackendKind::reference);
+  Context reference = reference_context();
   for (const float p : {0.0f, 0.2f, 0.5f, 1.0f}) {
     for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
       for (const Layout layout : {Layout::channels_first, Layout::channels_last}) {
@@ -203,7 +209,7 @@ TEST(CudnnTensor, DeviceZerosAndFill) {
 TEST(CudnnInit, InitialisersRunOnTheDevice) {
   DNNX_REQUIRE_GPU();
   Context gpu = gpu_context();
-  Context reference(BackendKind::reference);
+  Context reference = reference_context();
   Generator a(1), b(1);
   Tensor host = Tensor::empty({64, 32, 3, 3}, DType::f32);
   Tensor device =

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,7 @@ class DropoutParityCase final : public ParityCase {
  public:
   explicit DropoutParityCase(DropoutDesc desc) : desc_(desc) {
     Context reference(BackendKind::reference);
+    reference.set_choice_cache(std::make_shared<ChoiceCache>());
     FillDesc input;
     input.dims = desc.dims, input.dtype = desc.dtype, input.layout = desc.layout;
     Generator generator(21);
