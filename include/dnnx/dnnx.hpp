@@ -6,14 +6,17 @@
 #include <dnnx/context.hpp>
 #include <dnnx/error.hpp>
 #include <dnnx/op_table.hpp>
+#include <dnnx/ops/accuracy.hpp>
 #include <dnnx/ops/activation.hpp>
 #include <dnnx/ops/add.hpp>
+#include <dnnx/ops/argmax.hpp>
 #include <dnnx/ops/batch_norm.hpp>
 #include <dnnx/ops/conv.hpp>
 #include <dnnx/ops/conv_fused.hpp>
 #include <dnnx/ops/cross_entropy.hpp>
 #include <dnnx/ops/matmul.hpp>
 #include <dnnx/ops/pool.hpp>
+#include <dnnx/ops/reduce.hpp>
 #include <dnnx/ops/softmax.hpp>
 #include <dnnx/saved_state.hpp>
 #include <dnnx/tensor.hpp>
