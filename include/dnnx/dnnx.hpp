@@ -7,8 +7,10 @@
 #include <dnnx/error.hpp>
 #include <dnnx/init.hpp>
 #include <dnnx/op_table.hpp>
+#include <dnnx/ops/accuracy.hpp>
 #include <dnnx/ops/activation.hpp>
 #include <dnnx/ops/add.hpp>
+#include <dnnx/ops/argmax.hpp>
 #include <dnnx/ops/batch_norm.hpp>
 #include <dnnx/ops/conv.hpp>
 #include <dnnx/ops/conv_fused.hpp>
@@ -18,6 +20,7 @@
 #include <dnnx/ops/matmul.hpp>
 #include <dnnx/ops/optim.hpp>
 #include <dnnx/ops/pool.hpp>
+#include <dnnx/ops/reduce.hpp>
 #include <dnnx/ops/softmax.hpp>
 #include <dnnx/random.hpp>
 #include <dnnx/saved_state.hpp>

@@ -38,7 +38,10 @@
   X(unscale,       Unscale,      "unscale",    "amp_unscale",   fwd_only, 1, 1, 1, unscale)       \
   X(update_scale,  UpdateScale,  "update_scale", "amp_update_scale", fwd_only, 1, 1, 1, update_scale)  \
   X(fill,          Fill,         "fill",       "init",          fwd_only, 1, 1, 1, fill)          \
-  X(dropout,       Dropout,      "dropout",    "",              training, 1, 1, 1, dropout)
+  X(dropout,       Dropout,      "dropout",    "",              training, 1, 1, 1, dropout)       \
+  X(reduce,        Reduce,       "reduce",     "",              fwd_bwd,  1, 1, 1, reduce)        \
+  X(argmax,        Argmax,       "argmax",     "",              fwd_only, 1, 1, 1, argmax)        \
+  X(accuracy,      Accuracy,     "accuracy",   "",              fwd_only, 1, 1, 1, accuracy)
 // clang-format on
 
 /// Expands `code` when `flag` (a table column) is 1, to nothing when it is 0.

@@ -54,14 +54,7 @@ std::int64_t CrossEntropyDesc::positions() const {
   return dims[0] * detail::spatial_size(dims);
 }
 
-Dims CrossEntropyDesc::labels_dims() const {
-  detail::validate_nc_dims(dims, "logits dims");
-  std::array<std::int64_t, 4> values{};
-  values[0] = dims[0];
-  for (int i = 2; i < dims.rank(); ++i) values[static_cast<std::size_t>(i - 1)] = dims[i];
-  return Dims(
-      std::span<const std::int64_t>(values.data(), static_cast<std::size_t>(dims.rank() - 1)));
-}
+Dims CrossEntropyDesc::labels_dims() const { return detail::nc_position_dims(dims, "logits dims"); }
 
 Dims CrossEntropyDesc::loss_dims() const {
   return reduction == Reduction::none ? labels_dims() : Dims{1};

@@ -75,6 +75,8 @@ namespace dnnx::detail {
 /// Throws InvalidArgument unless `dims` is N, C, spatial... of rank 2 to 5 with every entry in
 /// [1, 2^31] and at most 2^60 elements; `field` names it in the message ("dims", "logits dims").
 void validate_nc_dims(const Dims& dims, const char* field);
+/// N, spatial... of N, C, spatial... dims (one entry per position), after validate_nc_dims.
+Dims nc_position_dims(const Dims& dims, const char* field);
 
 /// Whether `layout` is one of the Layout values (a desc may hold a cast integer).
 inline bool valid_layout(Layout layout) {

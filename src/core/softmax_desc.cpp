@@ -7,6 +7,7 @@
 #include "core/softmax_args.hpp"
 #include "core/strings.hpp"
 
+#include <array>
 #include <ostream>
 #include <sstream>
 
@@ -34,6 +35,15 @@ void validate_nc_dims(const Dims& dims, const char* field) {
                    dims[i], "; every entry must be in [1, 2^31]");
   }
   checked_count(dims, field);
+}
+
+Dims nc_position_dims(const Dims& dims, const char* field) {
+  validate_nc_dims(dims, field);
+  std::array<std::int64_t, 4> values{};
+  values[0] = dims[0];
+  for (int i = 2; i < dims.rank(); ++i) values[static_cast<std::size_t>(i - 1)] = dims[i];
+  return Dims(
+      std::span<const std::int64_t>(values.data(), static_cast<std::size_t>(dims.rank() - 1)));
 }
 
 }  // namespace detail

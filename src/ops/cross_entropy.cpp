@@ -108,7 +108,8 @@ struct CrossEntropyOp
     Scratch s;
     s.weighted = desc.weighted;
     s.logits = detail::random_tensor(context, desc.dims, desc.dtype, desc.layout, -4.0f, 4.0f, 1);
-    s.labels = random_labels(context, desc);
+    s.labels = detail::random_labels(context, desc.labels_dims(), desc.label_dtype, desc.classes(),
+                                     desc.ignore_index, 6);
     if (desc.weighted) {
       s.weights = detail::random_tensor(context, desc.weights_dims(), DType::f32,
                                         Layout::channels_first, 0.5f, 1.5f, 4);
@@ -122,26 +123,6 @@ struct CrossEntropyOp
       s.diff_logits = Tensor::empty(desc.dims, desc.dtype, desc.layout, context.allocator());
     }
     return s;
-  }
-
-  // Labels are written as integers: through f32 they would lose classes above 2^24.
-  static Tensor random_labels(const Context& context, const Desc& desc) {
-    const Dims dims = desc.labels_dims();
-    Tensor host = Tensor::empty(dims, desc.label_dtype);
-    std::mt19937_64 rng(6);
-    std::uniform_int_distribution<std::int64_t> classes(0, desc.classes() - 1);
-    auto* bytes = static_cast<unsigned char*>(host.data());
-    const std::size_t size = size_of(desc.label_dtype);
-    for (std::int64_t i = 0; i < host.numel(); ++i) {
-      const std::int64_t label = (rng() % 8 == 0) ? desc.ignore_index : classes(rng);
-      if (desc.label_dtype == DType::i32) {
-        const auto narrow = static_cast<std::int32_t>(label);
-        std::memcpy(bytes + static_cast<std::size_t>(i) * size, &narrow, size);
-      } else {
-        std::memcpy(bytes + static_cast<std::size_t>(i) * size, &label, size);
-      }
-    }
-    return detail::on_context_device(context, std::move(host), Layout::channels_first);
   }
 };
 

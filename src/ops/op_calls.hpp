@@ -8,6 +8,9 @@
 #include "core/strings.hpp"
 #include "ops/dispatch.hpp"
 
+#include <cstdint>
+#include <cstring>
+#include <random>
 #include <string_view>
 #include <utility>
 
@@ -72,6 +75,28 @@ inline Tensor on_context_device(const Context& context, Tensor host, Layout layo
   Tensor device = Tensor::empty(host.dims(), host.dtype(), layout, context.allocator());
   copy(host, device);
   return device;
+}
+
+/// Class labels of `dims` in `dtype` (i32 or i64) on the context's device, uniform in [0, classes)
+/// with one in eight (at random) `ignore_index`, from `seed` (Note [scratch data]). Written as
+/// integers: through f32 they would lose classes above 2^24.
+inline Tensor random_labels(const Context& context, const Dims& dims, DType dtype,
+                            std::int64_t classes, std::int64_t ignore_index, unsigned seed) {
+  Tensor host = Tensor::empty(dims, dtype);
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<std::int64_t> pick(0, classes - 1);
+  auto* bytes = static_cast<unsigned char*>(host.data());
+  const std::size_t size = size_of(dtype);
+  for (std::int64_t i = 0; i < host.numel(); ++i) {
+    const std::int64_t label = (rng() % 8 == 0) ? ignore_index : pick(rng);
+    if (dtype == DType::i32) {
+      const auto narrow = static_cast<std::int32_t>(label);
+      std::memcpy(bytes + static_cast<std::size_t>(i) * size, &narrow, size);
+    } else {
+      std::memcpy(bytes + static_cast<std::size_t>(i) * size, &label, size);
+    }
+  }
+  return on_context_device(context, std::move(host), Layout::channels_first);
 }
 
 }  // namespace dnnx::detail

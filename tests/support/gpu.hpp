@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 
 /// In a test body: GTEST_SKIP() with the reason when the cudnn backend is not available (no
@@ -16,3 +17,30 @@
     if (!::dnnx::backend_available(::dnnx::BackendKind::cudnn, &dnnx_why_))         \
       GTEST_SKIP() << "cudnn backend not available (no usable GPU): " << dnnx_why_; \
   } while (false)
+
+namespace dnnx::test {
+
+/// A cudnn context with a private memory-only choice cache (tests must not write the user's
+/// cache file).
+inline Context gpu_test_context() {
+  Context context(BackendKind::cudnn);
+  context.set_choice_cache(std::make_shared<ChoiceCache>());
+  return context;
+}
+
+/// A copy of dense host tensor `host` in `context`'s memory, in the same layout.
+inline Tensor device_copy(const Tensor& host, Context& context) {
+  Tensor device =
+      Tensor::empty(host.dims(), host.dtype(), host.layout().value(), context.allocator());
+  copy(host, device);
+  return device;
+}
+
+/// A host copy of dense tensor `device`, in the same layout.
+inline Tensor host_copy_of(const Tensor& device) {
+  Tensor host = Tensor::empty(device.dims(), device.dtype(), device.layout().value());
+  copy(device, host);
+  return host;
+}
+
+}  // namespace dnnx::test

@@ -111,50 +111,15 @@ kadd::Shape kernel_shape(const AddDesc& desc) {
   return kadd::make_shape(rank, dst.data(), src.data());
 }
 
-// A tensor as cuDNN's legacy calls see it: 4-D or 5-D dims and strides (Note [cudnn add
-// candidates]).
-struct Described {
-  int nb_dims = 4;
-  std::array<int, 5> dims{}, strides{};
-};
-
-Dims lifted(const Dims& dims) {
-  switch (dims.rank()) {
-    case 1: return Dims{1, 1, 1, dims[0]};
-    case 2: return Dims{dims[0], dims[1], 1, 1};
-    case 3: return Dims{dims[0], dims[1], 1, dims[2]};
-    default: return dims;
-  }
-}
-
-Described describe_tensor(const Dims& dims, Layout layout) {
-  // Rank 1 and 2 tensors are row-major in either layout, which is what channels_first lifts to.
-  const Layout effective = dims.rank() <= 2 ? Layout::channels_first : layout;
-  const Dims shape = lifted(dims);
-  const Dims strides = dense_strides(shape, effective);
-  Described d;
-  d.nb_dims = shape.rank();
-  for (int i = 0; i < shape.rank(); ++i) {
-    d.dims[static_cast<std::size_t>(i)] = static_cast<int>(shape[i]);
-    d.strides[static_cast<std::size_t>(i)] = static_cast<int>(strides[i]);
-  }
-  return d;
-}
-
 TensorDescriptor make_descriptor(const Dims& dims, const AddDesc& desc, const ErrorContext& context,
                                  const char* role) {
-  TensorDescriptor tensor = make_tensor_descriptor(context);
-  const Described d = describe_tensor(dims, desc.layout);
-  DNNX_CUDNN_CHECK(cudnnSetTensorNdDescriptor(tensor.get(), data_type(desc.dtype), d.nb_dims,
-                                              d.dims.data(), d.strides.data()),
-                   context, detail::cat("describing ", role));
-  return tensor;
+  return legacy_tensor_descriptor(dims, desc.dtype, desc.layout, context, role);
 }
 
 // Note [cudnn add candidates]: the broadcast patterns cudnnAddTensor is offered for.
 std::string add_tensor_reason(const AddDesc& desc) {
-  const Dims src = lifted(desc.src_dims);
-  const Dims dst = lifted(desc.dst_dims);
+  const Dims src = legacy_dims(desc.src_dims);
+  const Dims dst = legacy_dims(desc.dst_dims);
   bool n_whole = true, c = false, spatial_all = true, spatial_any = false;
   for (int i = 0; i < dst.rank(); ++i) {
     const bool broadcast = src[i] == 1 && dst[i] != 1;
@@ -211,19 +176,6 @@ std::string legacy_size_reason(const AddDesc& desc) {
   return {};
 }
 
-AlgoInfo info_of(const char* id, std::string name, std::string reason,
-                 std::vector<std::string> notes, std::size_t workspace = 0) {
-  AlgoInfo info;
-  info.id = id;
-  info.name = std::move(name);
-  info.reason = std::move(reason);
-  info.supported = info.reason.empty();
-  info.workspace_bytes = info.supported ? workspace : 0;
-  info.deterministic = true;
-  info.notes = std::move(notes);
-  return info;
-}
-
 // The reduction descriptors of backward, and the workspace cuDNN asks for (or why not).
 struct Reduction {
   TensorDescriptor diff_dst, diff_src;
@@ -261,23 +213,28 @@ std::vector<Candidate> list_candidates(Runtime& runtime, const AddDesc& desc, Di
   std::vector<Candidate> list;
   const std::string size_reason = legacy_size_reason(desc);
   if (direction == Direction::fwd) {
-    list.push_back({info_of(kernel_id, "dnnx broadcast kernel", {}, kernel_notes), Impl::kernel});
+    list.push_back(
+        {candidate_info(kernel_id, "dnnx broadcast kernel", {}, kernel_notes), Impl::kernel});
     std::string reason = size_reason.empty() ? add_tensor_reason(desc) : size_reason;
-    list.push_back({info_of(add_tensor_id, "cudnnAddTensor", reason, {"legacy"}), Impl::add_tensor});
+    list.push_back(
+        {candidate_info(add_tensor_id, "cudnnAddTensor", reason, {"legacy"}), Impl::add_tensor});
     reason = size_reason;
     if (reason.empty() && desc.beta == 0) {
       reason =
           "cudnnOpTensor's first operand must be full-size, so it is dst, read even with "
           "beta = 0, where NaN or Inf in dst would become NaN (0 * NaN)";
     }
-    list.push_back({info_of(op_tensor_id, "cudnnOpTensor (add)", reason, {"legacy"}), Impl::op_tensor});
+    list.push_back(
+        {candidate_info(op_tensor_id, "cudnnOpTensor (add)", reason, {"legacy"}), Impl::op_tensor});
   } else {
-    list.push_back({info_of(kernel_id, "dnnx deterministic reduction kernel", {}, kernel_notes,
-                           kadd::backward_workspace(kernel_shape(desc), runtime.facts().sm_count)),
-                    Impl::kernel});
+    list.push_back(
+        {candidate_info(kernel_id, "dnnx deterministic reduction kernel", {}, kernel_notes,
+                        kadd::backward_workspace(kernel_shape(desc), runtime.facts().sm_count)),
+         Impl::kernel});
     std::string reason = size_reason.empty() ? add_tensor_bwd_reason(desc) : size_reason;
     list.push_back(
-        {info_of(add_tensor_id, "cudnnAddTensor (scaled copy)", reason, {"legacy"}), Impl::add_tensor});
+        {candidate_info(add_tensor_id, "cudnnAddTensor (scaled copy)", reason, {"legacy"}),
+         Impl::add_tensor});
     reason = size_reason.empty() ? reduce_tensor_reason(desc) : size_reason;
     std::size_t workspace = 0;
     if (reason.empty()) {
@@ -285,8 +242,9 @@ std::vector<Candidate> list_candidates(Runtime& runtime, const AddDesc& desc, Di
       reason = r.reason;
       workspace = r.workspace;
     }
-    list.push_back({info_of(reduce_tensor_id, "cudnnReduceTensor (add)", reason, {"legacy"}, workspace),
-                    Impl::reduce_tensor});
+    list.push_back(
+        {candidate_info(reduce_tensor_id, "cudnnReduceTensor (add)", reason, {"legacy"}, workspace),
+         Impl::reduce_tensor});
   }
   std::stable_partition(list.begin(), list.end(),
                         [](const Candidate& c) { return c.info.supported; });

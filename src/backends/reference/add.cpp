@@ -8,7 +8,6 @@
 #include "core/check.hpp"
 #include "core/strings.hpp"
 
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -21,36 +20,11 @@ AlgoInfo info_of(const AddDesc&, Direction) {
   return direct_info("direct loop (f64)", {"reference"});
 }
 
-// For every dst element in logical row-major order, the row-major index of the src element
-// broadcast onto it.
-std::vector<std::int64_t> src_index_map(const AddDesc& desc) {
-  const int rank = desc.dst_dims.rank();
-  std::array<std::int64_t, Dims::max_rank> src_strides{};  // row-major, 0 along broadcast axes
-  std::int64_t stride = 1;
-  for (int i = rank - 1; i >= 0; --i) {
-    src_strides[static_cast<std::size_t>(i)] = desc.src_dims[i] == 1 ? 0 : stride;
-    stride *= desc.src_dims[i];
-  }
-  std::vector<std::int64_t> map(static_cast<std::size_t>(desc.dst_dims.product()));
-  std::array<std::int64_t, Dims::max_rank> index{};
-  std::int64_t offset = 0;
-  for (std::int64_t& entry : map) {
-    entry = offset;
-    for (int d = rank - 1; d >= 0; --d) {  // odometer step
-      const auto k = static_cast<std::size_t>(d);
-      offset += src_strides[k];
-      if (++index[k] < desc.dst_dims[d]) break;
-      offset -= src_strides[k] * desc.dst_dims[d];
-      index[k] = 0;
-    }
-  }
-  return map;
-}
-
 class DirectPlan final : public DirectPlanBase<AddDesc, detail::AddArgs> {
  public:
   DirectPlan(const AddDesc& desc, Direction direction)
-      : DirectPlanBase(info_of(desc, direction), desc, direction), map_(src_index_map(desc)) {}
+      : DirectPlanBase(info_of(desc, direction), desc, direction),
+        map_(collapsed_index_map(desc.dst_dims, desc.src_dims)) {}
 
   void execute(const detail::AddArgs& args, detail::Workspace) override {
     const double alpha = desc_.alpha;

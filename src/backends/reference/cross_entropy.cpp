@@ -26,25 +26,6 @@ ErrorContext context_of(const CrossEntropyDesc& desc, Direction direction) {
   return detail::op_context(BackendKind::reference, desc, direction, direct_id);
 }
 
-// Labels in logical (row-major) order, read exactly.
-std::vector<std::int64_t> read_labels(const Tensor& labels) {
-  std::vector<std::int64_t> out(static_cast<std::size_t>(labels.numel()));
-  const auto* base = static_cast<const unsigned char*>(labels.data());
-  const std::size_t size = size_of(labels.dtype());
-  const Dims& dims = labels.dims();
-  const Dims& strides = labels.strides();
-  for (std::size_t flat = 0; flat < out.size(); ++flat) {
-    auto rest = static_cast<std::int64_t>(flat);
-    std::int64_t offset = 0;
-    for (int d = dims.rank() - 1; d >= 0; --d) {
-      offset += (rest % dims[d]) * strides[d];
-      rest /= dims[d];
-    }
-    out[flat] = detail::load_index(base + static_cast<std::size_t>(offset) * size, labels.dtype());
-  }
-  return out;
-}
-
 class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
  public:
   Plan(const CrossEntropyDesc& desc, Direction direction)
@@ -62,7 +43,7 @@ class Plan final : public detail::OpPlan<detail::CrossEntropyArgs> {
       check_cpu_tensor(args.weights, "weights", desc_.weights_dims(), DType::f32, context_);
     }
     const std::vector<float> x = args.logits->to_f32();
-    const std::vector<std::int64_t> y = read_labels(*args.labels);
+    const std::vector<std::int64_t> y = read_indices(*args.labels);
     const std::int64_t classes = desc_.classes();
     for (std::size_t p = 0; p < y.size(); ++p) {
       if (!detail::label_ok(y[p], classes, desc_.ignore_index)) {

@@ -10,6 +10,7 @@
 #include "core/layer_backend.hpp"
 #include "core/op_backend.hpp"
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -47,6 +48,16 @@ void check_cpu_tensor(const Tensor* tensor, const char* role, const Dims& dims, 
 /// Writes f64 values, in logical (row-major) order, into `tensor`, each rounded once to its dtype
 /// (through detail::round_to_odd for f16/bf16).
 void store(const std::vector<double>& values, Tensor& tensor);
+
+/// For every element of a tensor of `dims` in logical row-major order, the row-major index of the
+/// element of a tensor of `collapsed` (dims' rank, each entry dims' or 1) that it broadcasts from
+/// or reduces into: add's src (collapsed) on its dst, a reduction's dst (collapsed) of its src.
+std::vector<std::int64_t> collapsed_index_map(const Dims& dims, const Dims& collapsed);
+
+/// The elements of an i32 or i64 tensor of any strides in logical (row-major) order, read exactly.
+std::vector<std::int64_t> read_indices(const Tensor& tensor);
+/// Writes `values` (logical order) into an i32 or i64 tensor of any strides; each value must fit.
+void write_indices(const std::vector<std::int64_t>& values, Tensor& tensor);
 
 /// What every reference plan keeps: its record and error context (detail::LayerPlanBase, the
 /// context naming the op, direction and reference:direct), its desc and its direction.
