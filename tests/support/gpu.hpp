@@ -28,17 +28,24 @@ inline Context gpu_test_context() {
   return context;
 }
 
-/// A copy of dense host tensor `host` in `context`'s memory, in the same layout.
+/// The layout whose dense strides are exactly `dense`'s. Tensor::layout() answers channels_first
+/// for a tensor dense in both (a size-1 channel dim), whose channels_last strides still differ.
+inline Layout exact_layout(const Tensor& dense) {
+  return dense.strides() == dense_strides(dense.dims(), Layout::channels_last)
+             ? Layout::channels_last
+             : dense.layout().value();
+}
+
+/// A copy of dense host tensor `host` in `context`'s memory, with the same strides.
 inline Tensor device_copy(const Tensor& host, Context& context) {
-  Tensor device =
-      Tensor::empty(host.dims(), host.dtype(), host.layout().value(), context.allocator());
+  Tensor device = Tensor::empty(host.dims(), host.dtype(), exact_layout(host), context.allocator());
   copy(host, device);
   return device;
 }
 
-/// A host copy of dense tensor `device`, in the same layout.
+/// A host copy of dense tensor `device`, with the same strides.
 inline Tensor host_copy_of(const Tensor& device) {
-  Tensor host = Tensor::empty(device.dims(), device.dtype(), device.layout().value());
+  Tensor host = Tensor::empty(device.dims(), device.dtype(), exact_layout(device));
   copy(device, host);
   return host;
 }
