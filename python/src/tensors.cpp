@@ -121,7 +121,7 @@ struct TorchObjects {
   std::array<std::pair<PyObject*, DType>, 5> dtypes{};
   PyObject *dtype = nullptr, *layout = nullptr, *is_cuda = nullptr, *is_cpu = nullptr,
            *get_device = nullptr, *data_ptr = nullptr, *size = nullptr, *stride = nullptr,
-           *device = nullptr;
+           *device = nullptr, *is_neg = nullptr;
 };
 
 /// The objects, or null while torch is not (fully) imported. Needs the GIL.
@@ -160,6 +160,7 @@ const TorchObjects* torch_objects() {
   found.size = PyUnicode_InternFromString("size");
   found.stride = PyUnicode_InternFromString("stride");
   found.device = PyUnicode_InternFromString("device");
+  found.is_neg = PyUnicode_InternFromString("is_neg");
   objects = found;
   ready = true;
   return &objects;
@@ -222,24 +223,33 @@ bool read_torch_view(PyObject* object, const TorchObjects& torch, TorchView& vie
     if (!value.is_valid()) return -1;
     return PyObject_IsTrue(value.ptr());
   };
-  const int cuda = flag(torch.is_cuda);
-  if (cuda < 0) return false;
-  if (cuda) {
-    nb::object index = nb::steal(PyObject_CallMethodNoArgs(object, torch.get_device));
-    if (!index.is_valid()) return false;
-    const long id = PyLong_AsLong(index.ptr());
-    if (id == -1 && PyErr_Occurred()) return false;
-    view.device = Device::cuda(static_cast<int>(id));
+  const int cpu = flag(torch.is_cpu);
+  if (cpu < 0) return false;
+  if (cpu) {
+    view.device = Device::cpu();
   } else {
-    const int cpu = flag(torch.is_cpu);
-    if (cpu < 0) return false;
-    if (!cpu) {
+    const int cuda = flag(torch.is_cuda);
+    if (cuda < 0) return false;
+    if (!cuda) {
       nb::object device = nb::steal(PyObject_GetAttr(object, torch.device));
       view.refusal = "memory on device " + (device.is_valid() ? text_of(device.ptr()) : "?") +
                      " is not supported; accepted: cpu, cuda";
       return true;
     }
-    view.device = Device::cpu();
+    nb::object index = nb::steal(PyObject_CallMethodNoArgs(object, torch.get_device));
+    if (!index.is_valid()) return false;
+    const long id = PyLong_AsLong(index.ptr());
+    if (id == -1 && PyErr_Occurred()) return false;
+    view.device = Device::cuda(static_cast<int>(id));
+  }
+  {
+    // A negative-bit view's memory holds the negated values (DLPack refuses such views too).
+    nb::object negated = nb::steal(PyObject_CallMethodNoArgs(object, torch.is_neg));
+    if (!negated.is_valid()) return false;
+    if (negated.ptr() == Py_True) {
+      view.refusal = "a view with the negative bit set (torch._neg_view); call resolve_neg() first";
+      return true;
+    }
   }
   nb::object size = nb::steal(PyObject_CallMethodNoArgs(object, torch.size));
   if (!size.is_valid() || !PyTuple_Check(size.ptr())) return false;

@@ -176,3 +176,21 @@ def test_dropout_bad_arguments(reference):
         dnnx.dropout.fwd_training(desc, torch.randn(4, 7), ctx=reference)
     with pytest.raises(TypeError):
         dnnx.dropout.bwd(desc, x, "state", ctx=reference)
+
+
+def test_torch_tensors_are_read_without_dlpack(reference):
+    # Tensors that require grad, parameters and channels_last views are taken as they are.
+    w = torch.nn.Parameter(torch.randn(4, 3, 2, 2).contiguous(memory_format=torch.channels_last))
+    assert dnnx.data_ptr(w) == w.data_ptr() and dnnx.layout_of(w) == "nhwc"
+    view = torch.randn(10, 8)[2:]
+    assert dnnx.data_ptr(view) == view.data_ptr()
+    with pytest.raises(dnnx.InvalidArgument, match="float64"):
+        dnnx.data_ptr(torch.ones(3, dtype=torch.float64, requires_grad=True))
+    with pytest.raises(dnnx.InvalidArgument, match="sparse"):
+        dnnx.data_ptr(torch.ones(3, 3).to_sparse())
+    with pytest.raises(dnnx.InvalidArgument, match="meta"):
+        dnnx.data_ptr(torch.ones(3, device="meta"))
+    with pytest.raises(dnnx.InvalidArgument, match="negative bit"):
+        dnnx.data_ptr(torch._neg_view(torch.ones(3)))
+    with pytest.raises(dnnx.InvalidArgument, match="rank 6"):
+        dnnx.data_ptr(torch.ones(1, 1, 1, 1, 1, 1))
