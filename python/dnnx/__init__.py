@@ -14,11 +14,14 @@ from ._errors import (BackendFailure, Error, Internal, InvalidArgument, OutOfMem
 from . import _dnnx  # noqa: E402  (needs dnnx._errors first: it raises those classes)
 from ._context import (Context, Profile, Row, algos, current, default_context,  # noqa: F401
                        profile, select, set_default_context, tuning)
-from ._dnnx import (ActivationDesc, AddDesc, BatchNormDesc, ChoiceCache, ConvDesc,  # noqa: F401
-                    ConvFusedDesc, CrossEntropyDesc, MatmulDesc, PoolDesc, SoftmaxDesc,
-                    TuneOptions, backend_available, backend_version, resolve_backend)
+from ._dnnx import (ActivationDesc, AddDesc, AdamDesc, BatchNormDesc, ChoiceCache,  # noqa: F401
+                    ConvDesc, ConvFusedDesc, CrossEntropyDesc, DropoutDesc, FillDesc, MatmulDesc,
+                    PoolDesc, SavedState, SgdDesc, SoftmaxDesc, TuneOptions, UnscaleDesc,
+                    UpdateScaleDesc, backend_available, backend_version, resolve_backend)
+from ._random import Generator, default_generator, manual_seed  # noqa: F401
 from .ops import (activation, add, batch_norm, conv, conv_fused, cross_entropy,  # noqa: F401
-                  matmul, pool, softmax)
+                  dropout, fill, matmul, pool, softmax)
+from . import init  # noqa: F401,E402
 
 __version__ = _dnnx.version
 
@@ -38,4 +41,8 @@ def __getattr__(name):
     # dnnx.cache: the process-wide choice cache, created (and its file read) on first use.
     if name == "cache":
         return _dnnx.ChoiceCache.process()
+    # dnnx.optim and dnnx.amp need PyTorch: imported on first use.
+    if name in ("optim", "amp"):
+        import importlib
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'dnnx' has no attribute '{name}'")

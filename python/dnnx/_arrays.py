@@ -15,8 +15,17 @@ _TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i32": 
                  "i64": "int64"}
 
 
+_modules = {}
+
+
 def _module_of(array):
-    return type(array).__module__.split(".", 1)[0]
+    """The top-level module of an array's class ('numpy', 'torch', 'cupy', ...), cached per
+    class."""
+    cls = type(array)
+    module = _modules.get(cls)
+    if module is None:
+        module = _modules[cls] = cls.__module__.split(".", 1)[0]
+    return module
 
 
 def dtype_name(array, name="array"):
@@ -45,11 +54,9 @@ def shape_of(array, name="array"):
 
 
 def arg(array):
-    """What the C++ module is given for an array argument: the array itself, or for a torch
-    tensor that requires grad, its detached view (same memory: DLPack refuses the tensor)."""
-    if array is not None and getattr(array, "requires_grad", False) and \
-            _module_of(array) == "torch":
-        return array.detach()
+    """What the C++ module is given for an array argument: the array itself. PyTorch tensors,
+    those that require grad too, are read through their attributes, not DLPack (whose export
+    refuses tensors that require grad): python/src/bindings.hpp, Note [torch tensors in]."""
     return array
 
 
@@ -73,13 +80,17 @@ def _numpy_empty(like, dims, dtype, layout):
     return numpy.empty(physical, dtype=_TORCH_DTYPES[dtype]).transpose(order)
 
 
+_torch_dtypes = {}
+
+
 def _torch_empty(like, dims, dtype, layout):
-    torch = sys.modules["torch"]
-    torch_dtype = getattr(torch, _TORCH_DTYPES[dtype])
-    if layout != "nhwc":
-        return torch.empty(dims, dtype=torch_dtype, device=like.device)
+    torch_dtype = _torch_dtypes.get(dtype)
+    if torch_dtype is None:
+        torch_dtype = _torch_dtypes[dtype] = getattr(sys.modules["torch"], _TORCH_DTYPES[dtype])
+    if layout != "nhwc":  # new_empty: like's device, without parsing a device argument
+        return like.new_empty(dims, dtype=torch_dtype)
     physical, order = _physical(dims, layout)
-    return torch.empty(physical, dtype=torch_dtype, device=like.device).permute(order)
+    return like.new_empty(physical, dtype=torch_dtype).permute(order)
 
 
 def _cupy_empty(like, dims, dtype, layout):

@@ -6,6 +6,7 @@ import sys
 from collections import namedtuple
 
 from . import _dnnx
+from ._arrays import _module_of
 from ._errors import InvalidArgument
 
 Row = namedtuple("Row", "id status reason time workspace deterministic notes")
@@ -145,23 +146,26 @@ def _caller_stream(array):
 
 
 _device_defaults = {}
+_host_default = [None]  # the default context when it runs on the host
+
+
+_HOST = (1, 0)
 
 
 def _device_of(array):
     """(DLPack device type, id) of an array; host memory for the buffer protocol."""
-    framework = type(array).__module__.split(".", 1)[0]
+    framework = _module_of(array)
     if framework == "numpy":
-        return 1, 0
+        return _HOST
     if framework == "torch":  # its __dlpack_device__ is Python code, far slower than this
-        device = array.device
-        return (2, device.index or 0) if device.type == "cuda" else (1, 0)
+        return (2, array.get_device()) if array.is_cuda else _HOST
     if array is not None and hasattr(array, "__dlpack_device__"):
         try:
             device_type, device_id = array.__dlpack_device__()
             return int(device_type), int(device_id)
         except Exception:  # a broken producer: the C++ module names the problem
             pass
-    return 1, 0
+    return _HOST
 
 
 def _default_for(array):
@@ -170,8 +174,12 @@ def _default_for(array):
     with the default context's tuning options."""
     default = default_context()
     device_type, device_id = _device_of(array)
+    if device_type in (1, 3) and default is _host_default[0]:
+        return default
     wanted = f"cuda:{device_id}" if device_type in (2, 13) else "cpu"
     if device_type not in (1, 2, 3, 13) or default.device == wanted:
+        if wanted == "cpu":
+            _host_default[0] = default  # host arrays run on it until the default changes
         return default
     context = _device_defaults.get(wanted)
     if context is None:
@@ -192,11 +200,13 @@ def resolve(context, array):
     to). A cudnn context on the backend's own stream then moves onto the caller's current CUDA
     stream when `array` is a PyTorch or CuPy array on the GPU, so the op is ordered with the
     caller's work on that stream without any synchronisation (docs/python.md, "Streams")."""
-    if context is None and _current.get() is None:
-        context = _default_for(array)
-    else:
-        context = current(context)
-    if context.stream or context.backend != "cudnn" or array is None:
+    if context is None:
+        context = _current.get()
+        if context is None:
+            context = _default_for(array)
+    elif not isinstance(context, _dnnx.Context):
+        raise InvalidArgument(f"ctx: expected a dnnx.Context, got {type(context).__name__}")
+    if array is None or context.stream or context.backend != "cudnn":
         return context
     stream = _caller_stream(array)
     if not stream:  # none, or the legacy default stream (0), which dnnx's own already orders with

@@ -21,6 +21,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -38,7 +39,10 @@ namespace nb = nanobind;
   X(cross_entropy)         \
   X(batch_norm)            \
   X(add)                   \
-  X(matmul)
+  X(matmul)                \
+  X(fill)                  \
+  X(dropout)               \
+  X(optim)
 
 #define DNNX_PYTHON_DECLARE_OP(op) void bind_##op(nb::module_& module);
 DNNX_PYTHON_OPS(DNNX_PYTHON_DECLARE_OP)
@@ -49,11 +53,45 @@ void bind_tensors(nb::module_& module);
 void bind_selection_types(nb::module_& module);
 void bind_context(nb::module_& module);
 
-/// An array argument an op reads: anything with __dlpack__ or the buffer protocol (read-only ones
-/// too). Never copied: no dtype or order is requested, so nanobind passes the caller's memory.
-using InArray = nb::ndarray<nb::ro>;
+/// What a PyTorch tensor argument is read as without DLPack (Note [torch tensors in]).
+struct TorchView {
+  void* data = nullptr;
+  DType dtype = DType::f32;
+  Device device = Device::cpu();
+  int rank = 0;
+  std::array<std::int64_t, Dims::max_rank> dims{}, strides{};
+  /// Why dnnx cannot take the tensor ("dtype torch.float64", ...); empty when it can.
+  std::string refusal;
+};
+
+/// Reads `object` when it is a torch.Tensor (or a subclass: nn.Parameter) and PyTorch is imported;
+/// false for anything else (and for a tensor whose attributes cannot be read), which then goes
+/// through nanobind's DLPack import. Needs the GIL; throws nothing.
+bool read_torch(PyObject* object, TorchView& view) noexcept;
+
+/// An array argument as the bindings receive it: anything with __dlpack__ or the buffer protocol
+/// (read-only ones too when ReadOnly), never copied (no dtype or order is requested, so nanobind
+/// passes the caller's memory), and PyTorch tensors through their own attributes.
+///
+/// Note [torch tensors in]
+/// A torch tensor's __dlpack__ is Python code that builds a capsule: about 5 us a tensor, most of
+/// a small op's host time. torch.Tensor's C attributes (dtype, layout, is_cuda, data_ptr(), size(),
+/// stride()) give the same view, the same memory, in well under a microsecond, and a tensor that
+/// requires grad needs no detached view (its __dlpack__ refuses it). The view is checked like any
+/// other (to_tensor); a tensor dnnx cannot take (float64, sparse, on another device) is refused by
+/// name as the DLPack path would refuse it.
+template <bool ReadOnly>
+struct Array {
+  std::conditional_t<ReadOnly, nb::ndarray<nb::ro>, nb::ndarray<>> array;
+  nb::object torch_tensor;  ///< the tensor when read through TorchView (kept alive)
+  TorchView torch;
+  bool is_torch() const { return torch_tensor.is_valid(); }
+};
+
+/// An array argument an op reads.
+using InArray = Array<true>;
 /// An array argument an op writes.
-using OutArray = nb::ndarray<>;
+using OutArray = Array<false>;
 
 /// A view of `array` (argument `name` of the call): dtype, dims and strides as the array has them,
 /// on its device. Strides of size-1 dims are normalised to the dense layout the other strides
@@ -61,6 +99,8 @@ using OutArray = nb::ndarray<>;
 /// InvalidArgument naming `name` for a dtype, rank or device dnnx does not handle.
 Tensor to_tensor(const nb::ndarray<nb::ro>& array, std::string_view name);
 Tensor to_tensor(const nb::ndarray<>& array, std::string_view name);
+Tensor to_tensor(const InArray& array, std::string_view name);
+Tensor to_tensor(const OutArray& array, std::string_view name);
 
 /// The dense layout of a view, or InvalidArgument naming `name`, its dims and strides.
 Layout layout_of(const Tensor& tensor, std::string_view name);
@@ -232,6 +272,26 @@ class DescClass {
     return *this;
   }
 
+  /// A list of Dims (the multi-tensor ops' shapes), read as a list of tuples.
+  DescClass& dims_list(const char* name, std::vector<Dims> Desc::*member, const char* doc) {
+    fields_->emplace_back(name);
+    std::string field_name = name;
+    class_.def_prop_rw(
+        name,
+        [member](const Desc& desc) {
+          nb::list shapes;
+          for (const Dims& dims : desc.*member) shapes.append(dims_tuple(dims));
+          return shapes;
+        },
+        [member, field_name](Desc& desc, nb::handle value) {
+          std::vector<Dims> shapes;
+          for (nb::handle entry : value) shapes.push_back(dims_from_python(entry, field_name));
+          desc.*member = std::move(shapes);
+        },
+        doc);
+    return *this;
+  }
+
   /// A method returning Dims (src_dims, dst_dims, ...), as a tuple.
   DescClass& shape(const char* name, Dims (Desc::*method)() const, const char* doc) {
     class_.def(
@@ -261,3 +321,27 @@ struct Optional {
 };
 
 }  // namespace dnnx::python
+
+namespace nanobind::detail {
+
+/// Array<ReadOnly>: read_torch for PyTorch tensors, nanobind's ndarray import otherwise.
+template <bool ReadOnly>
+struct type_caster<dnnx::python::Array<ReadOnly>> {
+  using Inner = std::conditional_t<ReadOnly, ndarray<ro>, ndarray<>>;
+  NB_TYPE_CASTER(dnnx::python::Array<ReadOnly>, const_name("ndarray"))
+
+  bool from_python(handle src, uint8_t flags, cleanup_list* cleanup) noexcept {
+    if (dnnx::python::read_torch(src.ptr(), value.torch)) {
+      value.torch_tensor = borrow(src);
+      return true;
+    }
+    make_caster<Inner> inner;
+    if (!inner.from_python(src, flags, cleanup)) return false;
+    value.array = std::move(inner.value);
+    return true;
+  }
+
+  static handle from_cpp(const Value&, rv_policy, cleanup_list*) noexcept { return handle(); }
+};
+
+}  // namespace nanobind::detail

@@ -114,13 +114,202 @@ Tensor tensor_of(const Array& array, std::string_view name) {
   }
 }
 
+/// PyTorch's objects read_torch compares with, fetched once torch is imported.
+struct TorchObjects {
+  PyObject* tensor_type = nullptr;
+  PyObject* strided = nullptr;
+  std::array<std::pair<PyObject*, DType>, 5> dtypes{};
+  PyObject *dtype = nullptr, *layout = nullptr, *is_cuda = nullptr, *is_cpu = nullptr,
+           *get_device = nullptr, *data_ptr = nullptr, *size = nullptr, *stride = nullptr,
+           *device = nullptr, *is_neg = nullptr;
+};
+
+/// The objects, or null while torch is not (fully) imported. Needs the GIL.
+const TorchObjects* torch_objects() {
+  static TorchObjects objects;
+  static bool ready = false;
+  if (ready) return &objects;
+  PyObject* torch = PyDict_GetItemString(PyImport_GetModuleDict(), "torch");  // borrowed
+  if (torch == nullptr) return nullptr;
+  const auto get = [torch](const char* name) {
+    PyObject* value = PyObject_GetAttrString(torch, name);
+    if (value == nullptr) PyErr_Clear();
+    return value;  // a reference kept for the process's life
+  };
+  TorchObjects found;
+  found.tensor_type = get("Tensor");
+  found.strided = get("strided");
+  const std::array<std::pair<const char*, DType>, 5> names{{{"float32", DType::f32},
+                                                            {"float16", DType::f16},
+                                                            {"bfloat16", DType::bf16},
+                                                            {"int32", DType::i32},
+                                                            {"int64", DType::i64}}};
+  bool complete =
+      found.tensor_type != nullptr && PyType_Check(found.tensor_type) && found.strided != nullptr;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    found.dtypes[i] = {get(names[i].first), names[i].second};
+    complete = complete && found.dtypes[i].first != nullptr;
+  }
+  if (!complete) return nullptr;  // torch is still being imported: DLPack until it is
+  found.dtype = PyUnicode_InternFromString("dtype");
+  found.layout = PyUnicode_InternFromString("layout");
+  found.is_cuda = PyUnicode_InternFromString("is_cuda");
+  found.is_cpu = PyUnicode_InternFromString("is_cpu");
+  found.get_device = PyUnicode_InternFromString("get_device");
+  found.data_ptr = PyUnicode_InternFromString("data_ptr");
+  found.size = PyUnicode_InternFromString("size");
+  found.stride = PyUnicode_InternFromString("stride");
+  found.device = PyUnicode_InternFromString("device");
+  found.is_neg = PyUnicode_InternFromString("is_neg");
+  objects = found;
+  ready = true;
+  return &objects;
+}
+
+/// str(object), or "?" when that fails.
+std::string text_of(PyObject* object) {
+  nb::object text = nb::steal(PyObject_Str(object));
+  if (!text.is_valid()) {
+    PyErr_Clear();
+    return "?";
+  }
+  const char* utf8 = PyUnicode_AsUTF8(text.ptr());
+  if (utf8 == nullptr) {
+    PyErr_Clear();
+    return "?";
+  }
+  return utf8;
+}
+
+/// Reads a tuple of ints (torch.Size, a stride tuple) into `values`; false otherwise.
+bool read_ints(PyObject* tuple, int rank, std::array<std::int64_t, Dims::max_rank>& values) {
+  if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != rank) return false;
+  for (int i = 0; i < rank; ++i) {
+    values[static_cast<std::size_t>(i)] = PyLong_AsLongLong(PyTuple_GET_ITEM(tuple, i));
+    if (values[static_cast<std::size_t>(i)] == -1 && PyErr_Occurred()) return false;
+  }
+  return true;
+}
+
+bool read_torch_view(PyObject* object, const TorchObjects& torch, TorchView& view) {
+  view.refusal.clear();
+  {
+    nb::object layout = nb::steal(PyObject_GetAttr(object, torch.layout));
+    if (!layout.is_valid()) return false;
+    if (layout.ptr() != torch.strided) {
+      view.refusal = "layout " + text_of(layout.ptr()) + " is not supported; accepted: strided";
+      return true;
+    }
+  }
+  {
+    nb::object dtype = nb::steal(PyObject_GetAttr(object, torch.dtype));
+    if (!dtype.is_valid()) return false;
+    bool known = false;
+    for (const auto& [candidate, value] : torch.dtypes)
+      if (dtype.ptr() == candidate) {
+        view.dtype = value;
+        known = true;
+      }
+    if (!known) {
+      std::string name = text_of(dtype.ptr());
+      if (name.rfind("torch.", 0) == 0) name = name.substr(6);
+      view.refusal =
+          "dtype " + name + " is not supported; accepted: float32, float16, bfloat16, int32, int64";
+      return true;
+    }
+  }
+  const auto flag = [object](PyObject* name) {
+    nb::object value = nb::steal(PyObject_GetAttr(object, name));
+    if (!value.is_valid()) return -1;
+    return PyObject_IsTrue(value.ptr());
+  };
+  const int cpu = flag(torch.is_cpu);
+  if (cpu < 0) return false;
+  if (cpu) {
+    view.device = Device::cpu();
+  } else {
+    const int cuda = flag(torch.is_cuda);
+    if (cuda < 0) return false;
+    if (!cuda) {
+      nb::object device = nb::steal(PyObject_GetAttr(object, torch.device));
+      view.refusal = "memory on device " + (device.is_valid() ? text_of(device.ptr()) : "?") +
+                     " is not supported; accepted: cpu, cuda";
+      return true;
+    }
+    nb::object index = nb::steal(PyObject_CallMethodNoArgs(object, torch.get_device));
+    if (!index.is_valid()) return false;
+    const long id = PyLong_AsLong(index.ptr());
+    if (id == -1 && PyErr_Occurred()) return false;
+    view.device = Device::cuda(static_cast<int>(id));
+  }
+  {
+    // A negative-bit view's memory holds the negated values (DLPack refuses such views too).
+    nb::object negated = nb::steal(PyObject_CallMethodNoArgs(object, torch.is_neg));
+    if (!negated.is_valid()) return false;
+    if (negated.ptr() == Py_True) {
+      view.refusal = "a view with the negative bit set (torch._neg_view); call resolve_neg() first";
+      return true;
+    }
+  }
+  nb::object size = nb::steal(PyObject_CallMethodNoArgs(object, torch.size));
+  if (!size.is_valid() || !PyTuple_Check(size.ptr())) return false;
+  const Py_ssize_t rank = PyTuple_GET_SIZE(size.ptr());
+  if (rank > Dims::max_rank) {
+    view.refusal = "rank " + std::to_string(rank) + " is not supported; at most " +
+                   std::to_string(Dims::max_rank) + " dims";
+    return true;
+  }
+  view.rank = static_cast<int>(rank);
+  nb::object stride = nb::steal(PyObject_CallMethodNoArgs(object, torch.stride));
+  if (!stride.is_valid() || !read_ints(size.ptr(), view.rank, view.dims) ||
+      !read_ints(stride.ptr(), view.rank, view.strides))
+    return false;
+  nb::object pointer = nb::steal(PyObject_CallMethodNoArgs(object, torch.data_ptr));
+  if (!pointer.is_valid()) return false;
+  view.data = PyLong_AsVoidPtr(pointer.ptr());
+  return !(view.data == nullptr && PyErr_Occurred());
+}
+
+Tensor tensor_of(const TorchView& view, std::string_view name) {
+  if (!view.refusal.empty())
+    throw Error(ErrorKind::InvalidArgument, std::string(name) + ": " + view.refusal);
+  const Dims dims(
+      std::span<const std::int64_t>(view.dims.data(), static_cast<std::size_t>(view.rank)));
+  const Dims given(
+      std::span<const std::int64_t>(view.strides.data(), static_cast<std::size_t>(view.rank)));
+  try {
+    return Tensor::view(view.data, dims, view.dtype, normalised_strides(dims, given), view.device);
+  } catch (const Error& error) {
+    throw Error(error.kind(), std::string(name) + ": " + error.message());
+  }
+}
+
 }  // namespace
+
+bool read_torch(PyObject* object, TorchView& view) noexcept {
+  try {
+    const TorchObjects* torch = torch_objects();
+    if (torch == nullptr ||
+        !PyObject_TypeCheck(object, reinterpret_cast<PyTypeObject*>(torch->tensor_type)))
+      return false;
+    if (read_torch_view(object, *torch, view)) return true;
+  } catch (...) {  // std::bad_alloc: the DLPack path reports what it finds
+  }
+  PyErr_Clear();
+  return false;
+}
 
 Tensor to_tensor(const nb::ndarray<nb::ro>& array, std::string_view name) {
   return tensor_of(array, name);
 }
 Tensor to_tensor(const nb::ndarray<>& array, std::string_view name) {
   return tensor_of(array, name);
+}
+Tensor to_tensor(const InArray& array, std::string_view name) {
+  return array.is_torch() ? tensor_of(array.torch, name) : tensor_of(array.array, name);
+}
+Tensor to_tensor(const OutArray& array, std::string_view name) {
+  return array.is_torch() ? tensor_of(array.torch, name) : tensor_of(array.array, name);
 }
 
 Layout layout_of(const Tensor& tensor, std::string_view name) {
@@ -230,7 +419,10 @@ void bind_tensors(nb::module_& module) {
       nb::arg("array"), nb::arg("name") = "array",
       "How dnnx sees `array`: dtype, dims, layout (the view is made without a copy).");
   module.def(
-      "data_ptr", [](InArray array) { return reinterpret_cast<std::uintptr_t>(array.data()); },
+      "data_ptr",
+      [](InArray array) {
+        return reinterpret_cast<std::uintptr_t>(to_tensor(array, "array").data());
+      },
       nb::arg("array"), "The address of `array`'s first element as dnnx receives it.");
   module.def(
       "parse_dtype",
