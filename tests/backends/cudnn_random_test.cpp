@@ -27,25 +27,6 @@ Context reference_context() {
   return context;
 }
 
-Context gpu_context() {
-  Context context(BackendKind::cudnn);
-  context.set_choice_cache(std::make_shared<ChoiceCache>());
-  return context;
-}
-
-Tensor to_device(const Tensor& host, Context& context) {
-  Tensor device =
-      Tensor::empty(host.dims(), host.dtype(), host.layout().value(), context.allocator());
-  copy(host, device);
-  return device;
-}
-
-Tensor to_host(const Tensor& device) {
-  Tensor host = Tensor::empty(device.dims(), device.dtype(), device.layout().value());
-  copy(device, host);
-  return host;
-}
-
 std::vector<std::uint32_t> bits_of(const Tensor& host) {
   const std::vector<float> values = host.to_f32();
   std::vector<std::uint32_t> bits(values.size());
@@ -61,7 +42,7 @@ const std::vector<Dims>& shapes() {
 
 TEST(CudnnFill, BitsEqualTheReferences) {
   DNNX_REQUIRE_GPU();
-  Context gpu = gpu_context();
+  Context gpu = gpu_test_context();
   Context reference = reference_context();
   const std::vector<std::pair<Distribution, FillParams>> draws = {
       {Distribution::constant, FillParams::constant(0.75f)},
@@ -82,7 +63,7 @@ TEST(CudnnFill, BitsEqualTheReferences) {
           Tensor device = Tensor::empty(dims, dtype, layout, gpu.allocator());
           const auto choice = fill_fwd(gpu, desc, params, b, device);
           EXPECT_EQ(choice->algo.id, "cudnn:kernel:fill");
-          ASSERT_EQ(bits_of(host), bits_of(to_host(device))) << desc.repro();
+          ASSERT_EQ(bits_of(host), bits_of(host_copy_of(device))) << desc.repro();
           EXPECT_EQ(a.offset(), b.offset());
         }
       }
@@ -92,7 +73,7 @@ TEST(CudnnFill, BitsEqualTheReferences) {
 
 TEST(CudnnDropout, MasksAndOutputsEqualTheReferences) {
   DNNX_REQUIRE_GPU();
-  Context gpu = gpu_context();
+  Context gpu = gpu_test_context();
   Context reference = reference_context();
   for (const float p : {0.0f, 0.2f, 0.5f, 1.0f}) {
     for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
@@ -111,14 +92,15 @@ TEST(CudnnDropout, MasksAndOutputsEqualTheReferences) {
           SavedState host_state, device_state;
           dropout_fwd_training(reference, desc, a, src, dst, host_state);
           dropout_bwd(reference, desc, dy, dx, host_state);
-          Tensor src_d = to_device(src, gpu), dy_d = to_device(dy, gpu);
+          Tensor src_d = device_copy(src, gpu), dy_d = device_copy(dy, gpu);
           Tensor dst_d = Tensor::empty(dims, dtype, layout, gpu.allocator());
           Tensor dx_d = Tensor::empty(dims, dtype, layout, gpu.allocator());
           EXPECT_EQ(dropout_fwd_training(gpu, desc, b, src_d, dst_d, device_state)->algo.id,
                     "cudnn:kernel:dropout");
           dropout_bwd(gpu, desc, dy_d, dx_d, device_state);
-          ASSERT_EQ(bits_of(dst), bits_of(to_host(dst_d))) << desc.repro(Direction::fwd_training);
-          ASSERT_EQ(bits_of(dx), bits_of(to_host(dx_d))) << desc.repro(Direction::bwd_data);
+          ASSERT_EQ(bits_of(dst), bits_of(host_copy_of(dst_d)))
+              << desc.repro(Direction::fwd_training);
+          ASSERT_EQ(bits_of(dx), bits_of(host_copy_of(dx_d))) << desc.repro(Direction::bwd_data);
           ASSERT_EQ(host_state.bytes(), device_state.bytes());
           if (host_state.bytes() > 0) {
             const Dims words{static_cast<std::int64_t>(host_state.bytes() / 4)};
@@ -132,7 +114,7 @@ TEST(CudnnDropout, MasksAndOutputsEqualTheReferences) {
           // Inference is a copy.
           Tensor copied = Tensor::empty(dims, dtype, layout, gpu.allocator());
           dropout_fwd(gpu, desc, src_d, copied);
-          ASSERT_EQ(bits_of(src), bits_of(to_host(copied)));
+          ASSERT_EQ(bits_of(src), bits_of(host_copy_of(copied)));
         }
       }
     }
@@ -141,7 +123,7 @@ TEST(CudnnDropout, MasksAndOutputsEqualTheReferences) {
 
 TEST(CudnnDropout, CudnnsOwnDropoutOnlyWhenNotReproducible) {
   DNNX_REQUIRE_GPU();
-  Context gpu = gpu_context();
+  Context gpu = gpu_test_context();
   DropoutDesc desc;
   desc.dims = {1 << 20};
   desc.p = 0.3f;
@@ -160,12 +142,12 @@ TEST(CudnnDropout, CudnnsOwnDropoutOnlyWhenNotReproducible) {
   EXPECT_EQ(forward.saved_state_format, "cudnn:dropout_reserve");
   EXPECT_GT(forward.saved_state_bytes, 0u);
 
-  Context fixed = gpu_context();
+  Context fixed = gpu_test_context();
   fixed.tune().policy(OpKind::dropout, Direction::fwd_training) =
       AlgoPolicy::fixed("cudnn:dropout");
   Tensor ones = Tensor::empty(desc.dims, DType::f32);
   ones.fill(1.0f);
-  Tensor src = to_device(ones, gpu);
+  Tensor src = device_copy(ones, gpu);
   Tensor dst = Tensor::empty(desc.dims, DType::f32, Layout::channels_first, gpu.allocator());
   Tensor dx = Tensor::empty(desc.dims, DType::f32, Layout::channels_first, gpu.allocator());
   Generator generator(12);
@@ -175,8 +157,8 @@ TEST(CudnnDropout, CudnnsOwnDropoutOnlyWhenNotReproducible) {
   EXPECT_EQ(state.format(), "cudnn:dropout_reserve");
   // The backward selects among candidates of the state's format: cuDNN's.
   EXPECT_EQ(dropout_bwd(gpu, desc, src, dx, state)->algo.id, "cudnn:dropout");
-  const std::vector<float> y = to_host(dst).to_f32();
-  const std::vector<float> g = to_host(dx).to_f32();
+  const std::vector<float> y = host_copy_of(dst).to_f32();
+  const std::vector<float> g = host_copy_of(dx).to_f32();
   const double n = static_cast<double>(y.size());
   const float scale = desc.scale();
   double kept = 0;
@@ -190,25 +172,25 @@ TEST(CudnnDropout, CudnnsOwnDropoutOnlyWhenNotReproducible) {
 
 TEST(CudnnTensor, DeviceZerosAndFill) {
   DNNX_REQUIRE_GPU();
-  Context gpu = gpu_context();
+  Context gpu = gpu_test_context();
   for (const DType dtype : {DType::f32, DType::f16, DType::bf16, DType::i32, DType::i64}) {
     Tensor zeros = Tensor::zeros({3, 1001}, dtype, Layout::channels_first, gpu.allocator());
-    for (const float v : to_host(zeros).to_f32()) ASSERT_EQ(v, 0.0f) << to_string(dtype);
+    for (const float v : host_copy_of(zeros).to_f32()) ASSERT_EQ(v, 0.0f) << to_string(dtype);
     zeros.fill(-3.0f);
-    for (const float v : to_host(zeros).to_f32()) ASSERT_EQ(v, -3.0f) << to_string(dtype);
+    for (const float v : host_copy_of(zeros).to_f32()) ASSERT_EQ(v, -3.0f) << to_string(dtype);
   }
   Tensor nhwc = Tensor::empty({2, 3, 4, 5}, DType::f16, Layout::channels_last, gpu.allocator());
   nhwc.fill(0.1f);
   Tensor expected = Tensor::empty({1}, DType::f16);
   expected.fill(0.1f);
-  for (const float v : to_host(nhwc).to_f32()) ASSERT_EQ(v, expected.to_f32()[0]);
+  for (const float v : host_copy_of(nhwc).to_f32()) ASSERT_EQ(v, expected.to_f32()[0]);
   Tensor empty = Tensor::zeros({0, 4}, DType::f32, Layout::channels_first, gpu.allocator());
   EXPECT_EQ(empty.numel(), 0);
 }
 
 TEST(CudnnInit, InitialisersRunOnTheDevice) {
   DNNX_REQUIRE_GPU();
-  Context gpu = gpu_context();
+  Context gpu = gpu_test_context();
   Context reference = reference_context();
   Generator a(1), b(1);
   Tensor host = Tensor::empty({64, 32, 3, 3}, DType::f32);
@@ -216,9 +198,9 @@ TEST(CudnnInit, InitialisersRunOnTheDevice) {
       Tensor::empty({64, 32, 3, 3}, DType::f32, Layout::channels_first, gpu.allocator());
   init::kaiming_uniform(reference, a, host, std::sqrt(5.0));
   init::kaiming_uniform(gpu, b, device, std::sqrt(5.0));
-  EXPECT_EQ(bits_of(host), bits_of(to_host(device)));
+  EXPECT_EQ(bits_of(host), bits_of(host_copy_of(device)));
   init::ones(gpu, device);
-  for (const float v : to_host(device).to_f32()) ASSERT_EQ(v, 1.0f);
+  for (const float v : host_copy_of(device).to_f32()) ASSERT_EQ(v, 1.0f);
 }
 
 }  // namespace
