@@ -30,7 +30,7 @@ Context reference_context() {
 std::vector<std::uint32_t> bits_of(const Tensor& host) {
   const std::vector<float> values = host.to_f32();
   std::vector<std::uint32_t> bits(values.size());
-  std::memcpy(bits.data(), values.data(), values.size() * sizeof(float));
+  if (!values.empty()) std::memcpy(bits.data(), values.data(), values.size() * sizeof(float));
   return bits;
 }
 
