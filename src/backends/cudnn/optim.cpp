@@ -90,12 +90,20 @@ class KernelPlanBase : public detail::LayerPlanBase<Args> {
             detail::op_context(BackendKind::cudnn, desc, Direction::fwd, candidate.info.id)),
         runtime_(std::move(runtime)),
         desc_(desc),
-        launch_(candidate.launch) {}
+        launch_(candidate.launch) {
+    if constexpr (requires { desc.shapes; }) {
+      refs_.resize(desc.shapes.size());
+      for (std::size_t i = 0; i < refs_.size(); ++i) refs_[i].numel = desc.shapes[i].product();
+    }
+  }
 
  protected:
   std::shared_ptr<Runtime> runtime_;
   Desc desc_;
   kopt::Launch launch_;
+  // One entry per tensor, sizes set once; each call writes the tensors' addresses (the same
+  // fields every call, as the desc decides which exist), so a step allocates nothing on the host.
+  std::vector<kopt::TensorRef> refs_;
 };
 
 class SgdPlan final : public KernelPlanBase<SgdDesc, detail::SgdArgs> {
@@ -105,14 +113,12 @@ class SgdPlan final : public KernelPlanBase<SgdDesc, detail::SgdArgs> {
   void execute(const detail::SgdArgs& args, detail::Workspace) override {
     const SgdDesc& d = desc_;
     const SgdTensors& t = args.tensors;
-    std::vector<kopt::TensorRef> refs(d.shapes.size());
-    for (std::size_t i = 0; i < refs.size(); ++i) {
-      kopt::TensorRef& r = refs[i];
+    for (std::size_t i = 0; i < refs_.size(); ++i) {
+      kopt::TensorRef& r = refs_[i];
       r.param = t.params[i].data();
       r.grad = t.grads[i].data();
       if (d.master_weights) r.master = pointer<float>(t.master[i]);
       if (d.momentum) r.state[0] = pointer<float>(t.momentum_buffers[i]);
-      r.numel = d.shapes[i].product();
     }
     kopt::SgdCall call;
     call.element = element_of(d.dtype);
@@ -127,7 +133,7 @@ class SgdPlan final : public KernelPlanBase<SgdDesc, detail::SgdArgs> {
                     optional_scalar(t.found_inf)};
     runtime_->make_current();
     DNNX_CUDNN_CHECK(
-        kopt::sgd(call, refs.data(), static_cast<int>(refs.size()), launch_, runtime_->stream()),
+        kopt::sgd(call, refs_.data(), static_cast<int>(refs_.size()), launch_, runtime_->stream()),
         context_, "launching the sgd kernels");
   }
 };
@@ -139,16 +145,14 @@ class AdamPlan final : public KernelPlanBase<AdamDesc, detail::AdamArgs> {
   void execute(const detail::AdamArgs& args, detail::Workspace) override {
     const AdamDesc& d = desc_;
     const AdamTensors& t = args.tensors;
-    std::vector<kopt::TensorRef> refs(d.shapes.size());
-    for (std::size_t i = 0; i < refs.size(); ++i) {
-      kopt::TensorRef& r = refs[i];
+    for (std::size_t i = 0; i < refs_.size(); ++i) {
+      kopt::TensorRef& r = refs_[i];
       r.param = t.params[i].data();
       r.grad = t.grads[i].data();
       if (d.master_weights) r.master = pointer<float>(t.master[i]);
       r.state[0] = pointer<float>(t.exp_avg[i]);
       r.state[1] = pointer<float>(t.exp_avg_sq[i]);
       if (d.amsgrad) r.state[2] = pointer<float>(t.max_exp_avg_sq[i]);
-      r.numel = d.shapes[i].product();
     }
     const AdamHyper& h = args.hyper;
     kopt::AdamCall call;
@@ -165,7 +169,7 @@ class AdamPlan final : public KernelPlanBase<AdamDesc, detail::AdamArgs> {
                     optional_scalar(t.found_inf)};
     runtime_->make_current();
     DNNX_CUDNN_CHECK(
-        kopt::adam(call, refs.data(), static_cast<int>(refs.size()), launch_, runtime_->stream()),
+        kopt::adam(call, refs_.data(), static_cast<int>(refs_.size()), launch_, runtime_->stream()),
         context_, "launching the adam kernels");
   }
 };
@@ -175,11 +179,7 @@ class UnscalePlan final : public KernelPlanBase<UnscaleDesc, detail::UnscaleArgs
   using KernelPlanBase::KernelPlanBase;
 
   void execute(const detail::UnscaleArgs& args, detail::Workspace) override {
-    std::vector<kopt::TensorRef> refs(desc_.shapes.size());
-    for (std::size_t i = 0; i < refs.size(); ++i) {
-      refs[i].param = args.grads[i].data();
-      refs[i].numel = desc_.shapes[i].product();
-    }
+    for (std::size_t i = 0; i < refs_.size(); ++i) refs_[i].param = args.grads[i].data();
     kopt::UnscaleCall call;
     call.element = element_of(desc_.dtype);
     call.reset_found_inf = desc_.reset_found_inf;
@@ -187,7 +187,7 @@ class UnscalePlan final : public KernelPlanBase<UnscaleDesc, detail::UnscaleArgs
     call.found_inf = pointer<float>(*args.found_inf);
     call.inv_scale = pointer<const float>(*args.inv_scale);
     runtime_->make_current();
-    DNNX_CUDNN_CHECK(kopt::unscale(call, refs.data(), static_cast<int>(refs.size()), launch_,
+    DNNX_CUDNN_CHECK(kopt::unscale(call, refs_.data(), static_cast<int>(refs_.size()), launch_,
                                    runtime_->stream()),
                      context_, "launching the unscale kernels");
   }
