@@ -6,8 +6,9 @@
 #   bash scripts/gpu_run.sh BUILD OUT [WHAT]
 #
 # WHAT is a comma-separated list of tests, bench (convolution, layers, fused convolution), matmul
-# (matmul_bench through compare_matmul.py), optim (optim_bench through compare_optim.py), or all
-# of them (the default).
+# (matmul_bench through compare_matmul.py), optim (optim_bench through compare_optim.py), python
+# (the Python package built against BUILD's libdnnx and python/tests run with PYTHON's CUDA torch,
+# through scripts/gpu_python.sh: pytest.log, pytest.xml), or all of them (the default).
 #
 # OUT receives few files (the device tool brings back at most eight): gpu.txt (the GPU, then the
 # benchmarks' stderr), tests.log (every test binary's output, one after the other), tests-xml.tar
@@ -87,5 +88,10 @@ if wants optim && [[ -x $build/bench/optim_bench ]]; then
   env -u LD_LIBRARY_PATH "$python" bench/compare_optim.py --bench "$build/bench/optim_bench" \
     --device cuda --bench-library-path "${LD_LIBRARY_PATH:-}" --json "$out/optim.json" > "$out/optim.md" 2>> "$out/gpu.txt" || status=1
   cat "$out/optim.md"
+fi
+
+if wants python; then
+  echo "== python/tests with $python (module built against $build/src/libdnnx)"
+  PYTHON=$python bash "$(dirname "$0")/gpu_python.sh" "$build/src" "$out" || status=1
 fi
 exit $status
