@@ -1,5 +1,5 @@
 """dnnx for PyTorch models: autograd functions and drop-in modules that run convolutions, linear
-layers, batch-norm, pooling, activations, softmax and cross-entropy through dnnx, each direction
+layers, batch-norm, pooling, activations, dropout, softmax and cross-entropy through dnnx, each direction
 selected under its own policy.
 
     import dnnx.torch
@@ -28,6 +28,7 @@ from .ops import activation as _activation
 from .ops import batch_norm as _batch_norm
 from .ops import conv as _conv
 from .ops import cross_entropy as _cross_entropy
+from .ops import dropout as _dropout
 from .ops import matmul as _matmul
 from .ops import pool as _pool
 from .ops import softmax as _softmax
@@ -282,6 +283,29 @@ class CrossEntropyFunction(torch.autograd.Function):
         return diff_logits, None, None, None, None, None, None
 
 
+class DropoutFunction(torch.autograd.Function):
+    """F.dropout(training=True) through dnnx: the mask is drawn from a dnnx.Generator (not from
+    PyTorch's generator) and kept as the forward's SavedState for the backward."""
+
+    @staticmethod
+    def forward(fctx, src, p, generator, tune, layer):
+        src, memory_format = _dense(src)
+        context = _layer_context(src, tune)
+        desc = _dropout.desc_for(src, p)
+        dst, state = _dropout.fwd_training(desc, src, generator=generator, ctx=context)
+        _record(layer, "fwd_training", desc, context)
+        fctx.state = state
+        _keep(fctx, desc, tune, layer, memory_format)
+        return dst
+
+    @staticmethod
+    def backward(fctx, diff_dst):
+        diff_dst, context = _gradient(fctx, diff_dst)
+        diff_src = _dropout.bwd(fctx.desc, diff_dst, fctx.state, ctx=context)
+        _record(fctx.layer, "bwd", fctx.desc, context)
+        return diff_src, None, None, None, None
+
+
 def conv(src, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, tune=None):
     """F.conv1d/2d/3d through dnnx (autograd: every direction through dnnx). `tune`: a
     dnnx.TuneOptions for this call (default: the context's)."""
@@ -311,6 +335,14 @@ def activation(src, kind="relu", alpha=1.0, ceiling=6.0, tune=None):
     """An activation through dnnx: 'relu', 'tanh', 'sigmoid', 'elu' (alpha), 'swish' (F.silu),
     'clipped_relu' (F.hardtanh(x, 0, ceiling))."""
     return ActivationFunction.apply(src, kind, alpha, ceiling, tune, None)
+
+
+def dropout(src, p=0.5, training=True, generator=None, tune=None):
+    """F.dropout through dnnx: the input itself when not training or p is 0, as F.dropout; the
+    mask from `generator` (default: dnnx.default_generator)."""
+    if not training or p == 0.0:
+        return src
+    return DropoutFunction.apply(src, p, generator, tune, None)
 
 
 def softmax(src, log=False, tune=None):
@@ -435,6 +467,18 @@ ELU = _activation_module("ELU", "elu", "nn.ELU through dnnx (out of place).", to
                          lambda module: {"alpha": module.alpha})
 
 
+class Dropout(torch.nn.Dropout):
+    """nn.Dropout through dnnx (out of place, also when `inplace`): in eval mode, or with p 0, the
+    input itself. The mask comes from dnnx.default_generator (dnnx.manual_seed seeds it), or from
+    the module's `generator` attribute when set to a dnnx.Generator."""
+
+    def forward(self, input):
+        if not self.training or self.p == 0.0:
+            return input
+        return DropoutFunction.apply(input, self.p, getattr(self, "generator", None),
+                                     _tune_of(self), self)
+
+
 class Softmax(torch.nn.Softmax):
     """nn.Softmax(dim=1) through dnnx."""
 
@@ -465,7 +509,7 @@ _CONVERTED = {
     torch.nn.MaxPool1d: MaxPool1d, torch.nn.MaxPool2d: MaxPool2d, torch.nn.MaxPool3d: MaxPool3d,
     torch.nn.AvgPool1d: AvgPool1d, torch.nn.AvgPool2d: AvgPool2d, torch.nn.AvgPool3d: AvgPool3d,
     torch.nn.ReLU: ReLU, torch.nn.ReLU6: ReLU6, torch.nn.Tanh: Tanh, torch.nn.Sigmoid: Sigmoid,
-    torch.nn.SiLU: SiLU, torch.nn.ELU: ELU,
+    torch.nn.SiLU: SiLU, torch.nn.ELU: ELU, torch.nn.Dropout: Dropout,
     torch.nn.Softmax: Softmax, torch.nn.LogSoftmax: LogSoftmax,
     torch.nn.CrossEntropyLoss: CrossEntropyLoss,
 }
@@ -474,7 +518,7 @@ _OPS = {Conv1d: "conv", Conv2d: "conv", Conv3d: "conv", Linear: "matmul",
         BatchNorm1d: "bnorm", BatchNorm2d: "bnorm", BatchNorm3d: "bnorm",
         MaxPool1d: "pool", MaxPool2d: "pool", MaxPool3d: "pool", AvgPool1d: "pool",
         AvgPool2d: "pool", AvgPool3d: "pool", ReLU: "act", ReLU6: "act", Tanh: "act",
-        Sigmoid: "act", SiLU: "act", ELU: "act", Softmax: "softmax", LogSoftmax: "softmax",
+        Sigmoid: "act", SiLU: "act", ELU: "act", Dropout: "dropout", Softmax: "softmax", LogSoftmax: "softmax",
         CrossEntropyLoss: "xent"}
 
 
@@ -504,7 +548,8 @@ def why_not_converted(module):
 
 def convert(model, exclude=None):
     """Swaps, in place, every nn.Conv1d/2d/3d, nn.Linear, nn.BatchNorm1d/2d/3d,
-    nn.MaxPool1d/2d/3d, nn.AvgPool1d/2d/3d, nn.ReLU, ReLU6, Tanh, Sigmoid, SiLU, ELU, nn.Softmax,
+    nn.MaxPool1d/2d/3d, nn.AvgPool1d/2d/3d, nn.ReLU, ReLU6, Tanh, Sigmoid, SiLU, ELU, nn.Dropout,
+    nn.Softmax,
     nn.LogSoftmax and nn.CrossEntropyLoss of `model` (itself included) for its dnnx counterpart,
     unless exclude(module) is true or the module uses something dnnx does not do
     (why_not_converted). Parameters, buffers, hooks and

@@ -187,3 +187,33 @@ def test_cross_entropy_loss_module(ctx):
         loss(logits, torch.rand(6, 5))
     assert "label_smoothing" in dt.why_not_converted(torch.nn.CrossEntropyLoss(label_smoothing=0.1))
     assert "dim" in dt.why_not_converted(torch.nn.Softmax(dim=-1))
+
+
+def test_dropout_module(ctx):
+    torch.manual_seed(4)
+    x = torch.randn(64, 3, 8, 8, requires_grad=True)
+    model = dt.convert(torch.nn.Sequential(torch.nn.Dropout(0.25)))
+    assert type(model[0]) is dt.Dropout
+    with ctx:
+        model.eval()
+        assert model(x) is x
+        model.train()
+        dnnx.manual_seed(7)
+        y = model(x)
+        (dx,) = torch.autograd.grad((y * 2).sum(), (x,))
+        dnnx.manual_seed(7)
+        again = model(x.detach())
+    kept = y != 0
+    rate = 1 - kept.float().mean().item()
+    sigma = (0.25 * 0.75 / x.numel()) ** 0.5
+    assert abs(rate - 0.25) < 3 * sigma
+    close(y[kept], x.detach()[kept] / 0.75, 1e-6)
+    # The backward applies the forward's mask: 2 / (1 - p) where kept, 0 elsewhere.
+    close(dx, kept.float() * (2 / 0.75), 1e-6)
+    assert torch.equal(again, y.detach())
+    calls = model[0].__dict__["_dnnx_calls"]
+    assert set(calls) == {"fwd_training", "bwd"}
+    algo = dt.algo(model[0])
+    algo.fwd_training = "exhaustive"
+    assert algo.fwd_training == "exhaustive"
+    assert dt.dropout(x, 0.5, training=False) is x
