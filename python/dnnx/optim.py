@@ -5,7 +5,9 @@ within a group) over every parameter with a gradient. The state lives in torch t
 ``momentum_buffer``; ``exp_avg``, ``exp_avg_sq``, ``max_exp_avg_sq`` (f32, as the parameter is
 laid out); ``step`` (an f32 tensor of shape (1,), one shared by the parameters of a call: the
 count lives on the device, so a step that dnnx.amp.GradScaler skips for an inf changes nothing
-without the host reading anything).
+without the host reading anything); with ``master_weights=True``, ``master`` (an f32 copy of an
+f16 / bf16 parameter, made from it on the first step: the op updates the copy and writes it
+rounded to the parameter, so small updates accumulate instead of vanishing in f16).
 
 The op-level calls (dnnx.ops.optim) are here too: ``sgd``, ``adam``, ``unscale``,
 ``update_scale`` and their desc builders.
@@ -54,9 +56,10 @@ def grouped(params, name="params"):
 class _Optimizer(torch.optim.Optimizer):
     """The shared part: param groups, buckets, the shared step tensor, the desc cache."""
 
-    def __init__(self, params, defaults, ctx=None):
+    def __init__(self, params, defaults, ctx=None, master_weights=False):
         super().__init__(params, defaults)
         self.ctx = ctx
+        self.master_weights = bool(master_weights)
         self._descs = {}
 
     def _state(self, p, group):
@@ -65,7 +68,18 @@ class _Optimizer(torch.optim.Optimizer):
             for name in self._state_names(group):
                 state[name] = torch.zeros_like(p, dtype=torch.float32,
                                                memory_format=torch.preserve_format)
+            if self._has_master(p):
+                state["master"] = p.detach().to(torch.float32, memory_format=torch.preserve_format)
         return state
+
+    def _has_master(self, p):
+        """Whether `p` is stepped through an f32 master copy (f16 / bf16 with master_weights)."""
+        return self.master_weights and p.dtype in (torch.float16, torch.bfloat16)
+
+    def _masters(self, params, states):
+        if not self._has_master(params[0]):
+            return [], False
+        return [flat(s["master"], "master") for s in states], True
 
     def _step_tensor(self, params):
         step = None
@@ -115,55 +129,60 @@ class SGD(_Optimizer):
     buffers to the gradients, as PyTorch's first step does."""
 
     def __init__(self, params, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False,
-                 *, maximize=False, ctx=None):
+                 *, maximize=False, master_weights=False, ctx=None):
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
                         weight_decay=weight_decay, nesterov=nesterov, maximize=maximize)
-        super().__init__(params, defaults, ctx)
+        super().__init__(params, defaults, ctx, master_weights)
 
     def _state_names(self, group):
         return ("momentum_buffer",) if group["momentum"] != 0 else ()
 
     def _step(self, group, params, grad_scale, found_inf):
         has_momentum = group["momentum"] != 0
-        flags = (has_momentum, group["nesterov"], group["maximize"], False,
+        states = [self._state(p, group) for p in params]
+        master, has_master = self._masters(params, states)
+        flags = (has_momentum, group["nesterov"], group["maximize"], has_master,
                  grad_scale is not None, found_inf is not None)
         desc = self._desc(sgd_desc, params, flags)
-        states = [self._state(p, group) for p in params]
         buffers = [flat(s["momentum_buffer"], "momentum_buffer") for s in states] \
             if has_momentum else []
         sgd(desc, [flat(p, "params") for p in params], [flat(p.grad, "grads") for p in params],
             self._step_tensor(params), lr=group["lr"], momentum=group["momentum"],
             dampening=group["dampening"], weight_decay=group["weight_decay"],
-            momentum_buffers=buffers, grad_scale=grad_scale, found_inf=found_inf, ctx=self.ctx)
+            master=master, momentum_buffers=buffers, grad_scale=grad_scale,
+            found_inf=found_inf, ctx=self.ctx)
 
 
 class Adam(_Optimizer):
     """torch.optim.Adam(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
-    amsgrad=False, *, maximize=False) on dnnx's adam op."""
+    amsgrad=False, *, maximize=False) on dnnx's adam op; master_weights=True steps f16 / bf16
+    parameters through f32 master copies."""
 
     _decoupled = False
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
-                 amsgrad=False, *, maximize=False, ctx=None):
+                 amsgrad=False, *, maximize=False, master_weights=False, ctx=None):
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize)
-        super().__init__(params, defaults, ctx)
+        super().__init__(params, defaults, ctx, master_weights)
 
     def _state_names(self, group):
         names = ("exp_avg", "exp_avg_sq")
         return names + ("max_exp_avg_sq",) if group["amsgrad"] else names
 
     def _step(self, group, params, grad_scale, found_inf):
-        flags = (group["amsgrad"], self._decoupled, group["maximize"], False,
+        states = [self._state(p, group) for p in params]
+        master, has_master = self._masters(params, states)
+        flags = (group["amsgrad"], self._decoupled, group["maximize"], has_master,
                  grad_scale is not None, found_inf is not None)
         desc = self._desc(adam_desc, params, flags)
-        states = [self._state(p, group) for p in params]
 
         def of(name):
             return [flat(s[name], name) for s in states]
 
         adam(desc, [flat(p, "params") for p in params], [flat(p.grad, "grads") for p in params],
-             of("exp_avg"), of("exp_avg_sq"), self._step_tensor(params), lr=group["lr"],
+             of("exp_avg"), of("exp_avg_sq"), self._step_tensor(params), master=master,
+             lr=group["lr"],
              betas=group["betas"], eps=group["eps"], weight_decay=group["weight_decay"],
              max_exp_avg_sq=of("max_exp_avg_sq") if group["amsgrad"] else [],
              grad_scale=grad_scale, found_inf=found_inf, ctx=self.ctx)
@@ -176,6 +195,6 @@ class AdamW(Adam):
     _decoupled = True
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
-                 amsgrad=False, *, maximize=False, ctx=None):
+                 amsgrad=False, *, maximize=False, master_weights=False, ctx=None):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
-                         ctx=ctx)
+                         master_weights=master_weights, ctx=ctx)

@@ -76,6 +76,43 @@ def test_adam_matches_torch(ctx, options, decoupled):
     assert a.state[ours[1]]["step"].item() == 5
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("make", [
+    lambda p, ctx, master: dnnx.optim.SGD(p, lr=1e-3, momentum=0.9, master_weights=master, ctx=ctx),
+    lambda p, ctx, master: dnnx.optim.AdamW(p, lr=1e-4, master_weights=master, ctx=ctx)],
+    ids=["sgd", "adamw"])
+def test_master_weights_follow_an_f32_run(ctx, dtype, make):
+    """f16 / bf16 parameters stepped through f32 masters follow torch's f32 optimizer given the
+    same gradients: the masters match it, the parameters are the masters rounded. Without masters
+    the small updates are lost to rounding."""
+    low = [torch.nn.Parameter(p.detach().to(dtype)) for p in make_params()]
+    start = [p.detach().clone() for p in low]
+    plain = [torch.nn.Parameter(p.detach().clone()) for p in low]
+    full = [torch.nn.Parameter(p.detach().float()) for p in low]
+    ours, without = make(low, ctx, True), make(plain, ctx, False)
+    theirs = (torch.optim.SGD(full, lr=1e-3, momentum=0.9) if isinstance(ours, dnnx.optim.SGD)
+              else torch.optim.AdamW(full, lr=1e-4))
+    for step in range(10):
+        set_grads(full, step)
+        for p, q, f in zip(low, plain, full):
+            f.grad = f.grad.to(dtype).float()
+            p.grad = f.grad.to(dtype)
+            q.grad = f.grad.to(dtype)
+        ours.step()
+        without.step()
+        theirs.step()
+    for p, f in zip(low, full):
+        master = ours.state[p]["master"]
+        assert master.dtype == torch.float32
+        torch.testing.assert_close(master, f.detach(), rtol=1e-6, atol=1e-6)
+        assert torch.equal(p.detach(), master.to(dtype))
+    moved = sum((p.detach() != s).sum().item() for p, s in zip(low, start))
+    moved_without = sum((q.detach() != s).sum().item() for q, s in zip(plain, start))
+    assert moved > moved_without
+    assert "master" in ours.state_dict()["state"][0]
+    assert "master" not in without.state_dict()["state"][0]
+
+
 def test_param_groups_and_state_dict(ctx):
     groups = [dict(lr=0.1), dict(lr=0.01, weight_decay=0.1)]
     a, b, ours, theirs = run_pair(lambda p: dnnx.optim.Adam(p, ctx=ctx),
