@@ -41,7 +41,19 @@ def dtype_name(array, name="array"):
 
 
 def layout_name(array, name="array"):
-    """'nchw' or 'nhwc': the dense layout of an array's strides (InvalidArgument otherwise)."""
+    """'nchw' or 'nhwc': the dense layout of an array's strides (InvalidArgument otherwise).
+    A PyTorch tensor in one of its memory formats is answered from the tensor's own checks, which
+    read no data: FakeTensors (torch.compile's shape propagation) have shapes and strides but no
+    data pointer for the module to view."""
+    if _module_of(array) == "torch":
+        torch = sys.modules["torch"]
+        if array.layout == torch.strided:
+            if array.is_contiguous():
+                return "nchw"
+            rank = array.dim()
+            if (rank == 4 and array.is_contiguous(memory_format=torch.channels_last)) or \
+                    (rank == 5 and array.is_contiguous(memory_format=torch.channels_last_3d)):
+                return "nhwc"
     return _dnnx.layout_of(array, name)
 
 

@@ -77,18 +77,51 @@ def _record(layer, direction, desc, context):
         layer.__dict__.setdefault("_dnnx_calls", {})[direction] = (desc, context)
 
 
+# Each op's computation, shared by its autograd function (the eager path) and its torch.library
+# custom ops (torch.compile, dnnx/_torch_library.py): <op>_setup makes the inputs dense and builds
+# the desc, <op>_fwd and <op>_bwd run the directions on the context of the inputs' device with the
+# layer's options, and record what ran for report().
+
+
+def _conv_setup(src, weight, stride, padding, dilation, groups):
+    src, memory_format = _dense(src)
+    weight = weight.contiguous(memory_format=memory_format)
+    desc = _conv.desc_for(src, weight, stride, padding, dilation, groups)
+    return src, weight, desc, memory_format
+
+
+def _conv_fwd(desc, src, weight, bias, tune, layer):
+    context = _layer_context(src, tune)
+    dst = _conv.fwd(desc, src, weight, None if bias is None else bias.contiguous(), ctx=context)
+    _record(layer, "fwd", desc, context)
+    return dst
+
+
+def _conv_bwd(desc, memory_format, diff_dst, src, weight, need_src, need_weight, has_bias, tune,
+              layer):
+    diff_dst = diff_dst.contiguous(memory_format=memory_format)
+    context = _layer_context(diff_dst, tune)
+    diff_src = diff_weight = diff_bias = None
+    if need_src:
+        diff_src = _conv.bwd_data(desc, diff_dst, weight, ctx=context)
+        _record(layer, "bwd_data", desc, context)
+    if need_weight:
+        if has_bias:
+            diff_weight, diff_bias = _conv.bwd_weights(desc, src, diff_dst, bias=True, ctx=context)
+        else:
+            diff_weight = _conv.bwd_weights(desc, src, diff_dst, ctx=context)
+        _record(layer, "bwd_weights", desc, context)
+    return diff_src, diff_weight, diff_bias
+
+
 class ConvFunction(torch.autograd.Function):
     """F.conv1d/2d/3d through dnnx: fwd, bwd_data and bwd_weights (with the bias gradient)."""
 
     @staticmethod
     def forward(fctx, src, weight, bias, stride, padding, dilation, groups, tune, layer):
-        src, memory_format = _dense(src)
-        weight = weight.contiguous(memory_format=memory_format)
-        context = _layer_context(src, tune)
-        desc = _conv.desc_for(src, weight, stride, padding, dilation, groups)
-        dst = _conv.fwd(desc, src, weight, None if bias is None else bias.contiguous(),
-                        ctx=context)
-        _record(layer, "fwd", desc, context)
+        src, weight, desc, memory_format = _conv_setup(src, weight, stride, padding, dilation,
+                                                       groups)
+        dst = _conv_fwd(desc, src, weight, bias, tune, layer)
         fctx.save_for_backward(src, weight)
         _keep(fctx, desc, tune, layer, memory_format)
         fctx.has_bias = bias is not None
@@ -97,19 +130,37 @@ class ConvFunction(torch.autograd.Function):
     @staticmethod
     def backward(fctx, diff_dst):
         src, weight = fctx.saved_tensors
-        diff_dst, context = _gradient(fctx, diff_dst)
-        diff_src = diff_weight = diff_bias = None
-        if fctx.needs_input_grad[0]:
-            diff_src = _conv.bwd_data(fctx.desc, diff_dst, weight, ctx=context)
-            _record(fctx.layer, "bwd_data", fctx.desc, context)
-        if fctx.needs_input_grad[1] or fctx.needs_input_grad[2]:
-            if fctx.has_bias:
-                diff_weight, diff_bias = _conv.bwd_weights(fctx.desc, src, diff_dst, bias=True,
-                                                           ctx=context)
-            else:
-                diff_weight = _conv.bwd_weights(fctx.desc, src, diff_dst, ctx=context)
-            _record(fctx.layer, "bwd_weights", fctx.desc, context)
-        return diff_src, diff_weight, diff_bias, None, None, None, None, None, None
+        needs = fctx.needs_input_grad
+        grads = _conv_bwd(fctx.desc, fctx.memory_format, diff_dst, src, weight, needs[0],
+                          needs[1] or needs[2], fctx.has_bias, fctx.tune, fctx.layer)
+        return (*grads, None, None, None, None, None, None)
+
+
+def _linear_setup(src, weight, bias):
+    rows = src.reshape(-1, src.shape[-1]).contiguous()
+    return rows, weight.contiguous(), _matmul.linear_desc(rows, weight, bias)
+
+
+def _linear_fwd(desc, rows, weight, bias, shape, tune, layer):
+    context = _layer_context(rows, tune)
+    dst = _matmul.fwd(desc, rows, weight, None if bias is None else bias.contiguous(),
+                      ctx=context)
+    _record(layer, "fwd", desc, context)
+    return dst.reshape(*shape[:-1], weight.shape[0])
+
+
+def _linear_bwd(desc, diff_dst, rows, weight, shape, need_src, need_weight, tune, layer):
+    diff_dst = diff_dst.reshape(-1, weight.shape[0]).contiguous()
+    context = _layer_context(diff_dst, tune)
+    diff_src = diff_weight = diff_bias = None
+    if need_src:
+        diff_src = _matmul.bwd_data(desc, diff_dst, weight, ctx=context).reshape(shape)
+        _record(layer, "bwd_data", desc, context)
+    if need_weight:
+        result = _matmul.bwd_weights(desc, rows, diff_dst, ctx=context)
+        diff_weight, diff_bias = result if desc.bias else (result, None)
+        _record(layer, "bwd_weights", desc, context)
+    return diff_src, diff_weight, diff_bias
 
 
 class LinearFunction(torch.autograd.Function):
@@ -117,33 +168,48 @@ class LinearFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(fctx, src, weight, bias, tune, layer):
-        shape = src.shape
-        rows = src.reshape(-1, shape[-1]).contiguous()
-        weight = weight.contiguous()
-        context = _layer_context(src, tune)
-        desc = _matmul.linear_desc(rows, weight, bias)
-        dst = _matmul.fwd(desc, rows, weight, None if bias is None else bias.contiguous(),
-                          ctx=context)
-        _record(layer, "fwd", desc, context)
+        rows, weight, desc = _linear_setup(src, weight, bias)
+        dst = _linear_fwd(desc, rows, weight, bias, src.shape, tune, layer)
         fctx.save_for_backward(rows, weight)
-        fctx.desc, fctx.tune, fctx.layer, fctx.shape = desc, tune, layer, shape
-        return dst.reshape(*shape[:-1], weight.shape[0])
+        fctx.desc, fctx.tune, fctx.layer, fctx.shape = desc, tune, layer, src.shape
+        return dst
 
     @staticmethod
     def backward(fctx, diff_dst):
         rows, weight = fctx.saved_tensors
-        diff_dst = diff_dst.reshape(-1, weight.shape[0]).contiguous()
-        context = _layer_context(diff_dst, fctx.tune)
-        diff_src = diff_weight = diff_bias = None
-        if fctx.needs_input_grad[0]:
-            diff_src = _matmul.bwd_data(fctx.desc, diff_dst, weight,
-                                        ctx=context).reshape(fctx.shape)
-            _record(fctx.layer, "bwd_data", fctx.desc, context)
-        if fctx.needs_input_grad[1] or fctx.needs_input_grad[2]:
-            result = _matmul.bwd_weights(fctx.desc, rows, diff_dst, ctx=context)
-            diff_weight, diff_bias = result if fctx.desc.bias else (result, None)
-            _record(fctx.layer, "bwd_weights", fctx.desc, context)
-        return diff_src, diff_weight, diff_bias, None, None
+        needs = fctx.needs_input_grad
+        grads = _linear_bwd(fctx.desc, diff_dst, rows, weight, fctx.shape, needs[0],
+                            needs[1] or needs[2], fctx.tune, fctx.layer)
+        return (*grads, None, None)
+
+
+def _batch_norm_setup(src, weight, training, momentum, eps):
+    src, memory_format = _dense(src)
+    desc = _batch_norm.desc_for(src, training=training, eps=eps, momentum=momentum,
+                                affine=weight is not None)
+    return src, desc, memory_format
+
+
+def _batch_norm_fwd(desc, src, weight, bias, running_mean, running_var, tune, layer):
+    """(dst, saved mean, saved inverse std); the saved statistics are None in inference."""
+    context = _layer_context(src, tune)
+    if desc.training:
+        result = _batch_norm.fwd(desc, src, weight, bias, running_mean, running_var, ctx=context)
+    else:
+        result = (_batch_norm.fwd(desc, src, weight, bias, running_mean, running_var,
+                                  ctx=context), None, None)
+    _record(layer, "fwd", desc, context)
+    return result
+
+
+def _batch_norm_bwd(desc, memory_format, diff_dst, src, weight, mean, inv_std, running_mean,
+                    running_var, tune, layer):
+    diff_dst = diff_dst.contiguous(memory_format=memory_format)
+    context = _layer_context(diff_dst, tune)
+    result = _batch_norm.bwd(desc, src, diff_dst, weight, mean, inv_std, running_mean,
+                             running_var, ctx=context)
+    _record(layer, "bwd_data", desc, context)
+    return result if desc.affine else (result, None, None)
 
 
 class BatchNormFunction(torch.autograd.Function):
@@ -153,18 +219,9 @@ class BatchNormFunction(torch.autograd.Function):
     @staticmethod
     def forward(fctx, src, weight, bias, running_mean, running_var, training, momentum, eps,
                 tune, layer):
-        src, memory_format = _dense(src)
-        context = _layer_context(src, tune)
-        desc = _batch_norm.desc_for(src, training=training, eps=eps, momentum=momentum,
-                                    affine=weight is not None)
-        if training:
-            dst, mean, inv_std = _batch_norm.fwd(desc, src, weight, bias, running_mean,
-                                                 running_var, ctx=context)
-        else:
-            dst = _batch_norm.fwd(desc, src, weight, bias, running_mean, running_var,
-                                  ctx=context)
-            mean = inv_std = None
-        _record(layer, "fwd", desc, context)
+        src, desc, memory_format = _batch_norm_setup(src, weight, training, momentum, eps)
+        dst, mean, inv_std = _batch_norm_fwd(desc, src, weight, bias, running_mean, running_var,
+                                             tune, layer)
         fctx.save_for_backward(src, weight, mean, inv_std)
         # Inference backward reads the running statistics as they are now.
         fctx.running = (None, None) if training else (running_mean.clone(), running_var.clone())
@@ -174,12 +231,30 @@ class BatchNormFunction(torch.autograd.Function):
     @staticmethod
     def backward(fctx, diff_dst):
         src, weight, mean, inv_std = fctx.saved_tensors
-        diff_dst, context = _gradient(fctx, diff_dst)
-        result = _batch_norm.bwd(fctx.desc, src, diff_dst, weight, mean, inv_std, *fctx.running,
-                                 ctx=context)
-        _record(fctx.layer, "bwd_data", fctx.desc, context)
-        diff_src, diff_weight, diff_bias = result if fctx.desc.affine else (result, None, None)
-        return diff_src, diff_weight, diff_bias, None, None, None, None, None, None, None
+        grads = _batch_norm_bwd(fctx.desc, fctx.memory_format, diff_dst, src, weight, mean,
+                                inv_std, *fctx.running, fctx.tune, fctx.layer)
+        return (*grads, None, None, None, None, None, None, None)
+
+
+def _pool_setup(src, kernel, stride, padding, dilation, ceil_mode, mode):
+    src, memory_format = _dense(src)
+    return src, _pool.desc_for(src, kernel, stride, padding, dilation, mode, ceil_mode), \
+        memory_format
+
+
+def _pool_fwd(desc, src, tune, layer):
+    context = _layer_context(src, tune)
+    dst = _pool.fwd(desc, src, ctx=context)
+    _record(layer, "fwd", desc, context)
+    return dst
+
+
+def _pool_bwd(desc, memory_format, diff_dst, src, dst, tune, layer):
+    diff_dst = diff_dst.contiguous(memory_format=memory_format)
+    context = _layer_context(diff_dst, tune)
+    diff_src = _pool.bwd(desc, diff_dst, src, dst, ctx=context)
+    _record(layer, "bwd_data", desc, context)
+    return diff_src
 
 
 class PoolFunction(torch.autograd.Function):
@@ -187,11 +262,9 @@ class PoolFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(fctx, src, kernel, stride, padding, dilation, ceil_mode, mode, tune, layer):
-        src, memory_format = _dense(src)
-        context = _layer_context(src, tune)
-        desc = _pool.desc_for(src, kernel, stride, padding, dilation, mode, ceil_mode)
-        dst = _pool.fwd(desc, src, ctx=context)
-        _record(layer, "fwd", desc, context)
+        src, desc, memory_format = _pool_setup(src, kernel, stride, padding, dilation, ceil_mode,
+                                               mode)
+        dst = _pool_fwd(desc, src, tune, layer)
         fctx.save_for_backward(src, dst)
         _keep(fctx, desc, tune, layer, memory_format)
         return dst
@@ -199,10 +272,29 @@ class PoolFunction(torch.autograd.Function):
     @staticmethod
     def backward(fctx, diff_dst):
         src, dst = fctx.saved_tensors
-        diff_dst, context = _gradient(fctx, diff_dst)
-        diff_src = _pool.bwd(fctx.desc, diff_dst, src, dst, ctx=context)
-        _record(fctx.layer, "bwd_data", fctx.desc, context)
+        diff_src = _pool_bwd(fctx.desc, fctx.memory_format, diff_dst, src, dst, fctx.tune,
+                             fctx.layer)
         return diff_src, None, None, None, None, None, None, None, None
+
+
+def _activation_setup(src, kind, alpha, ceiling):
+    src, memory_format = _dense(src)
+    return src, _activation.desc_for(src, kind, alpha=alpha, ceiling=ceiling), memory_format
+
+
+def _activation_fwd(desc, src, tune, layer):
+    context = _layer_context(src, tune)
+    dst = _activation.fwd(desc, src, ctx=context)
+    _record(layer, "fwd", desc, context)
+    return dst
+
+
+def _activation_bwd(desc, memory_format, diff_dst, src, dst, tune, layer):
+    diff_dst = diff_dst.contiguous(memory_format=memory_format)
+    context = _layer_context(diff_dst, tune)
+    diff_src = _activation.bwd(desc, diff_dst, src, dst, ctx=context)
+    _record(layer, "bwd_data", desc, context)
+    return diff_src
 
 
 class ActivationFunction(torch.autograd.Function):
@@ -211,11 +303,8 @@ class ActivationFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(fctx, src, kind, alpha, ceiling, tune, layer):
-        src, memory_format = _dense(src)
-        context = _layer_context(src, tune)
-        desc = _activation.desc_for(src, kind, alpha=alpha, ceiling=ceiling)
-        dst = _activation.fwd(desc, src, ctx=context)
-        _record(layer, "fwd", desc, context)
+        src, desc, memory_format = _activation_setup(src, kind, alpha, ceiling)
+        dst = _activation_fwd(desc, src, tune, layer)
         fctx.save_for_backward(src, dst)
         _keep(fctx, desc, tune, layer, memory_format)
         return dst
@@ -223,10 +312,29 @@ class ActivationFunction(torch.autograd.Function):
     @staticmethod
     def backward(fctx, diff_dst):
         src, dst = fctx.saved_tensors
-        diff_dst, context = _gradient(fctx, diff_dst)
-        diff_src = _activation.bwd(fctx.desc, diff_dst, src, dst, ctx=context)
-        _record(fctx.layer, "bwd_data", fctx.desc, context)
+        diff_src = _activation_bwd(fctx.desc, fctx.memory_format, diff_dst, src, dst, fctx.tune,
+                                   fctx.layer)
         return diff_src, None, None, None, None, None
+
+
+def _softmax_setup(src, log):
+    src, memory_format = _dense(src)
+    return src, _softmax.desc_for(src, mode="channel", log=log), memory_format
+
+
+def _softmax_fwd(desc, src, tune, layer):
+    context = _layer_context(src, tune)
+    dst = _softmax.fwd(desc, src, ctx=context)
+    _record(layer, "fwd", desc, context)
+    return dst
+
+
+def _softmax_bwd(desc, memory_format, diff_dst, dst, tune, layer):
+    diff_dst = diff_dst.contiguous(memory_format=memory_format)
+    context = _layer_context(diff_dst, tune)
+    diff_src = _softmax.bwd(desc, dst, diff_dst, ctx=context)
+    _record(layer, "bwd_data", desc, context)
+    return diff_src
 
 
 class SoftmaxFunction(torch.autograd.Function):
@@ -234,11 +342,8 @@ class SoftmaxFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(fctx, src, log, tune, layer):
-        src, memory_format = _dense(src)
-        context = _layer_context(src, tune)
-        desc = _softmax.desc_for(src, mode="channel", log=log)
-        dst = _softmax.fwd(desc, src, ctx=context)
-        _record(layer, "fwd", desc, context)
+        src, desc, memory_format = _softmax_setup(src, log)
+        dst = _softmax_fwd(desc, src, tune, layer)
         fctx.save_for_backward(dst)
         _keep(fctx, desc, tune, layer, memory_format)
         return dst
@@ -246,10 +351,35 @@ class SoftmaxFunction(torch.autograd.Function):
     @staticmethod
     def backward(fctx, diff_dst):
         dst, = fctx.saved_tensors
-        diff_dst, context = _gradient(fctx, diff_dst)
-        diff_src = _softmax.bwd(fctx.desc, dst, diff_dst, ctx=context)
-        _record(fctx.layer, "bwd_data", fctx.desc, context)
+        diff_src = _softmax_bwd(fctx.desc, fctx.memory_format, diff_dst, dst, fctx.tune,
+                                fctx.layer)
         return diff_src, None, None, None
+
+
+def _cross_entropy_setup(logits, labels, weight, ignore_index, reduction):
+    if labels.is_floating_point():
+        raise InvalidArgument("cross_entropy: dnnx takes class-index targets (int32/int64), "
+                              "not class probabilities")
+    logits, _ = _dense(logits)
+    labels = labels.contiguous()
+    weight = None if weight is None else weight.contiguous()
+    desc = _cross_entropy.desc_for(logits, labels, reduction, ignore_index, weight)
+    return logits, labels, weight, desc
+
+
+def _cross_entropy_fwd(desc, logits, labels, weight, tune, layer):
+    context = _layer_context(logits, tune)
+    loss = _cross_entropy.fwd(desc, logits, labels, weight, ctx=context)
+    _record(layer, "fwd", desc, context)
+    return loss if desc.reduction == "none" else loss.reshape(())
+
+
+def _cross_entropy_bwd(desc, diff_loss, logits, labels, weight, tune, layer):
+    diff_loss = diff_loss.reshape(desc.loss_dims()).contiguous()
+    context = _layer_context(logits, tune)
+    diff_logits = _cross_entropy.bwd(desc, logits, labels, diff_loss, weight, ctx=context)
+    _record(layer, "bwd_data", desc, context)
+    return diff_logits
 
 
 class CrossEntropyFunction(torch.autograd.Function):
@@ -258,28 +388,18 @@ class CrossEntropyFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(fctx, logits, labels, weight, ignore_index, reduction, tune, layer):
-        if labels.is_floating_point():
-            raise InvalidArgument("cross_entropy: dnnx takes class-index targets (int32/int64), "
-                                  "not class probabilities")
-        logits, memory_format = _dense(logits)
-        labels = labels.contiguous()
-        weight = None if weight is None else weight.contiguous()
-        context = _layer_context(logits, tune)
-        desc = _cross_entropy.desc_for(logits, labels, reduction, ignore_index, weight)
-        loss = _cross_entropy.fwd(desc, logits, labels, weight, ctx=context)
-        _record(layer, "fwd", desc, context)
+        logits, labels, weight, desc = _cross_entropy_setup(logits, labels, weight, ignore_index,
+                                                            reduction)
+        loss = _cross_entropy_fwd(desc, logits, labels, weight, tune, layer)
         fctx.save_for_backward(logits, labels, weight)
-        _keep(fctx, desc, tune, layer, memory_format)
-        return loss if reduction == "none" else loss.reshape(())
+        fctx.desc, fctx.tune, fctx.layer = desc, tune, layer
+        return loss
 
     @staticmethod
     def backward(fctx, diff_loss):
         logits, labels, weight = fctx.saved_tensors
-        diff_loss = diff_loss.reshape(fctx.desc.loss_dims()).contiguous()
-        context = _layer_context(logits, fctx.tune)
-        diff_logits = _cross_entropy.bwd(fctx.desc, logits, labels, diff_loss, weight,
-                                         ctx=context)
-        _record(fctx.layer, "bwd_data", fctx.desc, context)
+        diff_logits = _cross_entropy_bwd(fctx.desc, diff_loss, logits, labels, weight, fctx.tune,
+                                         fctx.layer)
         return diff_logits, None, None, None, None, None, None
 
 
@@ -306,35 +426,160 @@ class DropoutFunction(torch.autograd.Function):
         return diff_src, None, None, None, None
 
 
+# Note [eager and compiled calls]: every call goes through one _run_<op> below. Eagerly it applies
+# the op's autograd function, which keeps Python objects (the desc, the layer) for its backward.
+# While torch.compile traces (PyTorch >= 2.4) it calls the op's torch.library custom op
+# (dnnx/_torch_library.py) instead, which the compiled graph keeps as one opaque node; a layer
+# reaches it as its key and a call with its own `tune` (no layer) runs eagerly (a graph break).
+# Under torch.autocast the inputs are cast first as autocast casts them for PyTorch's own ops:
+# convolutions and linear layers to the autocast dtype, softmax and cross-entropy to f32.
+
+try:
+    _is_compiling = torch.compiler.is_compiling
+except AttributeError:  # PyTorch < 2.3: nothing compiles
+    def _is_compiling():
+        return False
+
+
+def _compiled(tune, layer):
+    """The layer's key for the custom ops when this call is being compiled, else None."""
+    if not (_library.AVAILABLE and _is_compiling()):
+        return None
+    if layer is not None:
+        return getattr(layer, "_dnnx_key", "")
+    return "" if tune is None else None
+
+
+def _autocast_state(kind):
+    """(whether autocast is on for device type `kind`, its dtype)."""
+    if hasattr(torch, "get_autocast_dtype"):  # PyTorch >= 2.4
+        return torch.is_autocast_enabled(kind), torch.get_autocast_dtype(kind)
+    if kind == "cuda":
+        return torch.is_autocast_enabled(), torch.get_autocast_gpu_dtype()
+    return torch.is_autocast_cpu_enabled(), torch.get_autocast_cpu_dtype()
+
+
+def _autocast(lower, *tensors):
+    """`tensors` as autocast hands them to PyTorch's own op: floating-point ones in the autocast
+    dtype (lower=True, as for convolutions) or in f32 (lower=False, as for softmax)."""
+    kind = tensors[0].device.type
+    if kind not in ("cuda", "cpu"):
+        return tensors
+    enabled, dtype = _autocast_state(kind)
+    if not enabled:
+        return tensors
+    target = dtype if lower else torch.float32
+    return tuple(t.to(target) if t is not None and t.is_floating_point() and t.dtype != target
+                 else t for t in tensors)
+
+
+def _ints(value, rank, name):
+    """A per-dimension list of `rank` ints from an int or a sequence."""
+    if isinstance(value, int):
+        return [value] * rank
+    value = [int(v) for v in value]
+    if len(value) == 1:
+        return value * rank
+    if len(value) != rank:
+        raise InvalidArgument(f"{name}: {len(value)} values for {rank} spatial dimensions")
+    return value
+
+
+def _run_conv(src, weight, bias, stride, padding, dilation, groups, tune, layer):
+    src, weight, bias = _autocast(True, src, weight, bias)
+    key = _compiled(tune, layer)
+    if key is not None:
+        rank = src.dim() - 2
+        return _library.OPS["conv"](src, weight, bias, _ints(stride, rank, "stride"),
+                                    _ints(padding, rank, "padding"),
+                                    _ints(dilation, rank, "dilation"), groups, key)
+    return ConvFunction.apply(src, weight, bias, stride, padding, dilation, groups, tune, layer)
+
+
+def _run_linear(src, weight, bias, tune, layer):
+    src, weight, bias = _autocast(True, src, weight, bias)
+    key = _compiled(tune, layer)
+    if key is not None:
+        return _library.OPS["linear"](src, weight, bias, key)
+    return LinearFunction.apply(src, weight, bias, tune, layer)
+
+
+def _run_batch_norm(src, weight, bias, running_mean, running_var, training, momentum, eps, tune,
+                    layer):
+    key = _compiled(tune, layer)
+    if key is not None:
+        return _library.OPS["batch_norm"](src, weight, bias, running_mean, running_var, training,
+                                          momentum, eps, key)
+    return BatchNormFunction.apply(src, weight, bias, running_mean, running_var, training,
+                                   momentum, eps, tune, layer)
+
+
+def _run_pool(src, kernel, stride, padding, dilation, ceil_mode, mode, tune, layer):
+    key = _compiled(tune, layer)
+    if key is not None:
+        rank = src.dim() - 2
+        kernel = _ints(kernel, rank, "kernel")
+        stride = kernel if stride is None or stride == [] else _ints(stride, rank, "stride")
+        return _library.OPS["pool"](src, kernel, stride, _ints(padding, rank, "padding"),
+                                    _ints(dilation, rank, "dilation"), ceil_mode, mode, key)
+    return PoolFunction.apply(src, kernel, stride, padding, dilation, ceil_mode, mode, tune,
+                              layer)
+
+
+def _run_activation(src, kind, alpha, ceiling, tune, layer):
+    key = _compiled(tune, layer)
+    if key is not None:
+        return _library.OPS["activation"](src, kind, float(alpha), float(ceiling), key)
+    return ActivationFunction.apply(src, kind, alpha, ceiling, tune, layer)
+
+
+def _run_softmax(src, log, tune, layer):
+    src, = _autocast(False, src)
+    key = _compiled(tune, layer)
+    if key is not None:
+        return _library.OPS["softmax"](src, log, key)
+    return SoftmaxFunction.apply(src, log, tune, layer)
+
+
+def _run_cross_entropy(logits, labels, weight, ignore_index, reduction, tune, layer):
+    logits, weight = _autocast(False, logits, weight)
+    key = _compiled(tune, layer)
+    if key is not None:
+        return _library.OPS["cross_entropy"](logits, labels, weight, ignore_index, reduction,
+                                             key)
+    return CrossEntropyFunction.apply(logits, labels, weight, ignore_index, reduction, tune,
+                                      layer)
+
+
 def conv(src, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, tune=None):
     """F.conv1d/2d/3d through dnnx (autograd: every direction through dnnx). `tune`: a
     dnnx.TuneOptions for this call (default: the context's)."""
-    return ConvFunction.apply(src, weight, bias, stride, padding, dilation, groups, tune, None)
+    return _run_conv(src, weight, bias, stride, padding, dilation, groups, tune, None)
 
 
 def linear(src, weight, bias=None, tune=None):
     """F.linear through dnnx."""
-    return LinearFunction.apply(src, weight, bias, tune, None)
+    return _run_linear(src, weight, bias, tune, None)
 
 
 def batch_norm(src, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-5, tune=None):
     """F.batch_norm through dnnx (argument order as PyTorch's)."""
-    return BatchNormFunction.apply(src, weight, bias, running_mean, running_var, training,
-                                   momentum, eps, tune, None)
+    return _run_batch_norm(src, weight, bias, running_mean, running_var, training, momentum, eps,
+                           tune, None)
 
 
 def pool(src, kernel, stride=None, padding=0, dilation=1, ceil_mode=False, mode="max",
          tune=None):
     """F.max_pool*d (mode 'max') and F.avg_pool*d ('avg_include_pad': count_include_pad=True,
     'avg_exclude_pad') through dnnx."""
-    return PoolFunction.apply(src, kernel, stride, padding, dilation, ceil_mode, mode, tune, None)
+    return _run_pool(src, kernel, stride, padding, dilation, ceil_mode, mode, tune, None)
 
 
 def activation(src, kind="relu", alpha=1.0, ceiling=6.0, tune=None):
     """An activation through dnnx: 'relu', 'tanh', 'sigmoid', 'elu' (alpha), 'swish' (F.silu),
     'clipped_relu' (F.hardtanh(x, 0, ceiling))."""
-    return ActivationFunction.apply(src, kind, alpha, ceiling, tune, None)
+    return _run_activation(src, kind, alpha, ceiling, tune, None)
 
 
 def dropout(src, p=0.5, training=True, generator=None, tune=None):
@@ -347,19 +592,18 @@ def dropout(src, p=0.5, training=True, generator=None, tune=None):
 
 def softmax(src, log=False, tune=None):
     """F.softmax(src, dim=1) (F.log_softmax with log=True) through dnnx."""
-    return SoftmaxFunction.apply(src, log, tune, None)
+    return _run_softmax(src, log, tune, None)
 
 
 def cross_entropy(logits, labels, weight=None, ignore_index=-100, reduction="mean", tune=None):
     """F.cross_entropy with class-index labels through dnnx."""
-    return CrossEntropyFunction.apply(logits, labels, weight, ignore_index, reduction, tune, None)
+    return _run_cross_entropy(logits, labels, weight, ignore_index, reduction, tune, None)
 
 
 class _ConvMixin:
     def forward(self, input):
-        return ConvFunction.apply(input, self.weight, self.bias, self.stride, self.padding,
-                                  self.dilation, self.groups, self.__dict__.get("_dnnx_tune"),
-                                  self)
+        return _run_conv(input, self.weight, self.bias, self.stride, self.padding,
+                         self.dilation, self.groups, _tune_of(self), self)
 
 
 class Conv1d(_ConvMixin, torch.nn.Conv1d):
@@ -378,8 +622,7 @@ class Linear(torch.nn.Linear):
     """nn.Linear through dnnx's matmul."""
 
     def forward(self, input):
-        return LinearFunction.apply(input, self.weight, self.bias,
-                                    self.__dict__.get("_dnnx_tune"), self)
+        return _run_linear(input, self.weight, self.bias, _tune_of(self), self)
 
 
 class _BatchNormMixin:
@@ -390,10 +633,10 @@ class _BatchNormMixin:
             self.num_batches_tracked.add_(1)
         training = self.training or self.running_mean is None
         track = not self.training or self.track_running_stats
-        return BatchNormFunction.apply(input, self.weight, self.bias,
-                                       self.running_mean if track else None,
-                                       self.running_var if track else None, training, momentum,
-                                       self.eps, self.__dict__.get("_dnnx_tune"), self)
+        return _run_batch_norm(input, self.weight, self.bias,
+                               self.running_mean if track else None,
+                               self.running_var if track else None, training, momentum, self.eps,
+                               _tune_of(self), self)
 
 
 class BatchNorm1d(_BatchNormMixin, torch.nn.BatchNorm1d):
@@ -419,8 +662,8 @@ class _PoolMixin:
         else:
             mode = "avg_include_pad" if self.count_include_pad else "avg_exclude_pad"
             dilation = 1
-        return PoolFunction.apply(input, self.kernel_size, self.stride, self.padding, dilation,
-                                  self.ceil_mode, mode, _tune_of(self), self)
+        return _run_pool(input, self.kernel_size, self.stride, self.padding, dilation,
+                         self.ceil_mode, mode, _tune_of(self), self)
 
 
 class MaxPool1d(_PoolMixin, torch.nn.MaxPool1d):
@@ -451,8 +694,8 @@ def _activation_module(name, kind, doc, base, options=lambda module: {}):
     def forward(self, input):
         settings = {"alpha": 1.0, "ceiling": 6.0}
         settings.update(options(self))
-        return ActivationFunction.apply(input, kind, settings["alpha"], settings["ceiling"],
-                                        _tune_of(self), self)
+        return _run_activation(input, kind, settings["alpha"], settings["ceiling"],
+                               _tune_of(self), self)
 
     return type(name, (base,), {"forward": forward, "__doc__": doc})
 
@@ -483,22 +726,22 @@ class Softmax(torch.nn.Softmax):
     """nn.Softmax(dim=1) through dnnx."""
 
     def forward(self, input):
-        return SoftmaxFunction.apply(input, False, _tune_of(self), self)
+        return _run_softmax(input, False, _tune_of(self), self)
 
 
 class LogSoftmax(torch.nn.LogSoftmax):
     """nn.LogSoftmax(dim=1) through dnnx."""
 
     def forward(self, input):
-        return SoftmaxFunction.apply(input, True, _tune_of(self), self)
+        return _run_softmax(input, True, _tune_of(self), self)
 
 
 class CrossEntropyLoss(torch.nn.CrossEntropyLoss):
     """nn.CrossEntropyLoss with class-index targets through dnnx (no label smoothing)."""
 
     def forward(self, input, target):
-        return CrossEntropyFunction.apply(input, target, self.weight, self.ignore_index,
-                                          self.reduction, _tune_of(self), self)
+        return _run_cross_entropy(input, target, self.weight, self.ignore_index, self.reduction,
+                                  _tune_of(self), self)
 
 
 _CONVERTED = {
@@ -559,6 +802,8 @@ def convert(model, exclude=None):
             continue
         if why_not_converted(module) is None:
             module.__class__ = _CONVERTED[type(module)]
+            if _library.AVAILABLE:
+                _library.layer_key(module)
     return model
 
 
@@ -621,3 +866,6 @@ def report(model):
                 line += f", {timed[heuristic] / choice.time_ms:.2f}x over heuristic {heuristic}"
             lines.append(line)
     return "\n".join(lines)
+
+
+from . import _torch_library as _library  # noqa: E402  (it builds on the functions above)

@@ -2,6 +2,8 @@
 current stream (a side stream here), through the functional API and dnnx.torch. Skipped where
 PyTorch has no usable CUDA device or dnnx has no cudnn backend (Debian's CPU PyTorch)."""
 
+import copy
+
 import pytest
 
 import dnnx
@@ -62,3 +64,138 @@ def test_plain_cudnn_context_follows_torch_current_stream():
     torch.cuda.current_stream().wait_stream(side)
     torch.testing.assert_close(z, torch.relu(x) * 2)
     assert ctx.stream == 0  # the caller's context is not changed
+
+
+def _no_tf32():
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+
+
+def test_converted_resnet50_follows_the_unconverted_loss_curve():
+    """50 SGD steps of torchvision's ResNet-50 (f32, TF32 off), converted and not, from the same
+    weights on the same batches: the loss curves agree."""
+    torchvision = pytest.importorskip("torchvision")
+    import dnnx.torch as dt
+    _no_tf32()
+    torch.manual_seed(0)
+    model = torchvision.models.resnet50(num_classes=10).cuda().to(memory_format=torch.channels_last)
+    converted = dt.convert(copy.deepcopy(model))
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    batches = [(torch.randn(8, 3, 64, 64, device="cuda", generator=gen)
+                .contiguous(memory_format=torch.channels_last),
+                torch.randint(0, 10, (8,), device="cuda", generator=gen)) for _ in range(5)]
+    curves = []
+    for net in (model, converted):
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+        losses = []
+        for step in range(50):
+            x, labels = batches[step % len(batches)]
+            optimizer.zero_grad()
+            loss = F.cross_entropy(net(x), labels)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        curves.append(torch.tensor(losses))
+    theirs, ours = curves
+    assert ours[-1] < ours[0] * 0.5  # it learns the five batches
+    relative = ((ours - theirs).abs() / theirs.abs().clamp_min(1e-3))
+    assert relative[:10].max() < 1e-2, (ours, theirs)
+    assert relative.max() < 5e-2, (ours, theirs)
+
+
+def test_converted_model_under_autocast_and_compile():
+    """A converted channels_last model under torch.autocast (f16) and torch.compile (inductor):
+    one graph, outputs and gradients as the unconverted model's under autocast."""
+    import dnnx.torch as dt
+    from dnnx import _torch_library
+    if not _torch_library.AVAILABLE:
+        pytest.skip("torch.library.custom_op needs PyTorch >= 2.4")
+    _no_tf32()
+    torch.manual_seed(2)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, padding=1, bias=False), torch.nn.BatchNorm2d(16),
+        torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Conv2d(16, 32, 3, padding=1),
+        torch.nn.SiLU(), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+        torch.nn.Linear(32, 10)).cuda().to(memory_format=torch.channels_last)
+    converted = dt.convert(copy.deepcopy(model))
+    x = torch.randn(16, 3, 32, 32, device="cuda").contiguous(memory_format=torch.channels_last)
+    labels = torch.randint(0, 10, (16,), device="cuda")
+    loss_module = dt.convert(torch.nn.CrossEntropyLoss())
+    explanation = torch._dynamo.explain(converted)(x)
+    assert explanation.graph_break_count == 0, explanation.break_reasons
+    compiled = torch.compile(converted)
+    with torch.autocast("cuda", dtype=torch.float16):
+        out = compiled(x)
+        loss = loss_module(out, labels)
+    loss.backward()
+    with torch.autocast("cuda", dtype=torch.float16):
+        expected = model(x)
+        expected_loss = F.cross_entropy(expected, labels)
+    expected_loss.backward()
+    assert out.dtype == expected.dtype == torch.float16
+    torch.testing.assert_close(out, expected, rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(loss, expected_loss, rtol=1e-2, atol=1e-2)
+    for (name, mine), theirs in zip(converted.named_parameters(), model.parameters()):
+        assert mine.grad is not None and mine.grad.dtype == torch.float32, name
+        torch.testing.assert_close(mine.grad, theirs.grad, rtol=5e-2, atol=5e-2, msg=name)
+    assert "bwd_weights" in converted[0].__dict__["_dnnx_calls"]
+
+
+def test_compiled_layer_uses_its_own_policy():
+    import dnnx.torch as dt
+    from dnnx import _torch_library
+    if not _torch_library.AVAILABLE:
+        pytest.skip("torch.library.custom_op needs PyTorch >= 2.4")
+    torch.manual_seed(3)
+    conv = dt.convert(torch.nn.Conv2d(8, 16, 3, padding=1)).cuda()
+    x = torch.randn(4, 8, 16, 16, device="cuda")
+    ctx = dnnx.Context("cudnn")
+    desc = dnnx.conv.desc_for(x, conv.weight.detach(), padding=1)
+    supported = [row.id for row in dnnx.algos(desc, "fwd", ctx=ctx) if row.status == "supported"]
+    assert len(supported) > 1
+    chosen = supported[-1]
+    dt.algo(conv).fwd = f"fixed:{chosen}"
+    torch.compile(conv, backend="aot_eager")(x)
+    desc, context = conv.__dict__["_dnnx_calls"]["fwd"]
+    assert dnnx.select(desc, "fwd", ctx=context).id == chosen
+
+
+def _ddp_nccl_worker(rank, port, path):
+    import os
+    import dnnx.torch as dt
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    torch.distributed.init_process_group("nccl", rank=rank, world_size=1)
+    try:
+        torch.manual_seed(0)
+        model = dt.convert(torch.nn.Sequential(
+            torch.nn.Conv2d(3, 6, 3, padding=1), torch.nn.BatchNorm2d(6), torch.nn.ReLU(),
+            torch.nn.Flatten(), torch.nn.Linear(6 * 8 * 8, 3)).cuda())
+        parallel = torch.nn.parallel.DistributedDataParallel(model, device_ids=[0])
+        x = torch.randn(4, 3, 8, 8, generator=torch.Generator().manual_seed(5)).cuda()
+        parallel(x).square().sum().backward()
+        torch.save({name: p.grad.cpu() for name, p in model.named_parameters()}, path)
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+def test_converted_model_under_ddp_nccl(tmp_path):
+    """DistributedDataParallel with NCCL on one GPU (world size 1): the gradients through the
+    all-reduce are the plain model's."""
+    if not torch.distributed.is_available() or not torch.distributed.is_nccl_available():
+        pytest.skip("torch.distributed without NCCL")
+    import socket
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    path = str(tmp_path / "grads.pt")
+    torch.multiprocessing.spawn(_ddp_nccl_worker, args=(port, path), nprocs=1, join=True)
+    reduced = torch.load(path)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 6, 3, padding=1), torch.nn.BatchNorm2d(6), torch.nn.ReLU(),
+        torch.nn.Flatten(), torch.nn.Linear(6 * 8 * 8, 3)).cuda()
+    x = torch.randn(4, 3, 8, 8, generator=torch.Generator().manual_seed(5)).cuda()
+    model(x).square().sum().backward()
+    for name, parameter in model.named_parameters():
+        torch.testing.assert_close(reduced[name], parameter.grad.cpu(), rtol=2e-3, atol=2e-3)
