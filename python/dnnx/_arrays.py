@@ -101,8 +101,17 @@ def _torch_empty(like, dims, dtype, layout):
         torch_dtype = _torch_dtypes[dtype] = getattr(sys.modules["torch"], _TORCH_DTYPES[dtype])
     if layout != "nhwc":  # new_empty: like's device, without parsing a device argument
         return like.new_empty(dims, dtype=torch_dtype)
-    physical, order = _physical(dims, layout)
-    return like.new_empty(physical, dtype=torch_dtype).permute(order)
+    # A tensor of its own in the channels_last format, not a permuted view of one: autograd
+    # forbids in-place changes (ResNet's `out += identity`) to a view a custom Function returns.
+    torch = sys.modules["torch"]
+    rank = len(dims)
+    memory_order = (0, *range(2, rank), 1) if rank >= 3 else tuple(range(rank))
+    strides = [0] * rank
+    step = 1
+    for axis in reversed(memory_order):  # innermost first
+        strides[axis] = step
+        step *= max(dims[axis], 1)
+    return torch.empty_strided(dims, strides, dtype=torch_dtype, device=like.device)
 
 
 def _cupy_empty(like, dims, dtype, layout):

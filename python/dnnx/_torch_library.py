@@ -27,9 +27,10 @@ _layers = weakref.WeakValueDictionary()
 
 
 def layer_key(module):
-    """The key naming `module` to the custom ops, made (and registered) on first use."""
+    """The key naming `module` to the custom ops, made (and registered) on first use; a module
+    that carries another module's key (a deep copy) gets its own."""
     key = module.__dict__.get("_dnnx_key")
-    if key is None:
+    if key is None or _layers.get(key) not in (None, module):
         key = f"{type(module).__name__}@{id(module):x}"
         module.__dict__["_dnnx_key"] = key
     _layers[key] = module

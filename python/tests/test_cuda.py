@@ -121,7 +121,7 @@ def test_converted_model_under_autocast_and_compile():
     x = torch.randn(16, 3, 32, 32, device="cuda").contiguous(memory_format=torch.channels_last)
     labels = torch.randint(0, 10, (16,), device="cuda")
     loss_module = dt.convert(torch.nn.CrossEntropyLoss())
-    explanation = torch._dynamo.explain(converted)(x)
+    explanation = torch._dynamo.explain(dt.convert(copy.deepcopy(converted)))(x)
     assert explanation.graph_break_count == 0, explanation.break_reasons
     compiled = torch.compile(converted)
     with torch.autocast("cuda", dtype=torch.float16):

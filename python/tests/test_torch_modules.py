@@ -217,3 +217,25 @@ def test_dropout_module(ctx):
     algo.fwd_training = "exhaustive"
     assert algo.fwd_training == "exhaustive"
     assert dt.dropout(x, 0.5, training=False) is x
+
+
+def test_channels_last_outputs_take_in_place_updates(ctx):
+    """Outputs are tensors of their own, not views: autograd allows in-place changes to them (a
+    ResNet block's `out += identity` after batch-norm)."""
+    torch.manual_seed(5)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4))
+    model = model.to(memory_format=torch.channels_last)
+    converted = dt.convert(copy.deepcopy(model))
+    x = torch.randn(2, 3, 6, 6).contiguous(memory_format=torch.channels_last)
+    identity = torch.randn(2, 4, 6, 6)
+    with ctx:
+        out = converted(x)
+        assert out.is_contiguous(memory_format=torch.channels_last) and out._base is None
+        out += identity
+        out.square().sum().backward()
+    expected = model(x)
+    expected += identity
+    expected.square().sum().backward()
+    close(out, expected)
+    for mine, theirs in zip(converted.parameters(), model.parameters()):
+        close(mine.grad, theirs.grad, 1e-3)
