@@ -49,7 +49,7 @@ class Trainer:
         self.context = None
         if converted:
             self.context = dnnx.Context("cudnn")
-            for direction in ("fwd", "bwd", "bwd_data", "bwd_weights"):
+            for direction in ("fwd", "bwd_data", "bwd_weights"):  # bwd is bwd_data
                 setattr(self.context.tune, direction, "exhaustive")
         gen = torch.Generator(device="cuda").manual_seed(1)
         self.x = torch.randn(batch, 3, 224, 224, device="cuda", generator=gen).contiguous(

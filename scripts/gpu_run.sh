@@ -8,7 +8,9 @@
 # WHAT is a comma-separated list of tests, bench (convolution, layers, fused convolution), matmul
 # (matmul_bench through compare_matmul.py), optim (optim_bench through compare_optim.py), python
 # (the Python package built against BUILD's libdnnx and python/tests run with PYTHON's CUDA torch,
-# through scripts/gpu_python.sh: pytest.log, pytest.xml), or all of them (the default).
+# through scripts/gpu_python.sh: pytest.log, pytest.xml), resnet50 (bench/torch_resnet50.py:
+# converted torchvision ResNet-50 training steps against PyTorch; torch_resnet50.md / .json; needs
+# the python part first, whose package it imports), or all of them (the default).
 #
 # OUT receives few files (the device tool brings back at most eight): gpu.txt (the GPU, then the
 # benchmarks' stderr), tests.log (every test binary's output, one after the other), tests-xml.tar
@@ -92,6 +94,20 @@ fi
 
 if wants python; then
   echo "== python/tests with $python (module built against $build/src/libdnnx)"
-  PYTHON=$python bash "$(dirname "$0")/gpu_python.sh" "$build/src" "$out" || status=1
+  GPU_PYTHON_WORK=${GPU_PYTHON_WORK:-${TMPDIR:-/tmp}/dnnx-gpu-python} PYTHON=$python \
+    bash "$(dirname "$0")/gpu_python.sh" "$build/src" "$out" || status=1
+fi
+
+if wants resnet50; then
+  echo "== bench/torch_resnet50.py (converted torchvision ResNet-50 training steps vs PyTorch)"
+  stage=${GPU_PYTHON_WORK:-${TMPDIR:-/tmp}/dnnx-gpu-python}/stage
+  if [[ ! -d $stage/dnnx ]]; then
+    echo "gpu_run.sh: resnet50 needs the package the python part builds ($stage)" >&2
+    status=1
+  else
+    PYTHONPATH=$stage "$python" bench/torch_resnet50.py --json "$out/torch_resnet50.json" \
+      > "$out/torch_resnet50.md" 2>> "$out/gpu.txt" || status=1
+    cat "$out/torch_resnet50.md"
+  fi
 fi
 exit $status

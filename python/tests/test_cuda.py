@@ -73,7 +73,9 @@ def _no_tf32():
 
 def test_converted_resnet50_follows_the_unconverted_loss_curve():
     """50 SGD steps of torchvision's ResNet-50 (f32, TF32 off), converted and not, from the same
-    weights on the same batches: the loss curves agree."""
+    weights on the same batches: the loss curves agree. The learning rate is small enough that
+    training is not chaotic (at 0.01 with momentum, batch 8, the loss jumps and last-bit
+    differences of the algorithms grow to percents within a few steps, converted or not)."""
     torchvision = pytest.importorskip("torchvision")
     import dnnx.torch as dt
     _no_tf32()
@@ -86,7 +88,7 @@ def test_converted_resnet50_follows_the_unconverted_loss_curve():
                 torch.randint(0, 10, (8,), device="cuda", generator=gen)) for _ in range(5)]
     curves = []
     for net in (model, converted):
-        optimizer = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+        optimizer = torch.optim.SGD(net.parameters(), lr=1e-3, momentum=0.5)
         losses = []
         for step in range(50):
             x, labels = batches[step % len(batches)]
@@ -97,10 +99,10 @@ def test_converted_resnet50_follows_the_unconverted_loss_curve():
             losses.append(loss.item())
         curves.append(torch.tensor(losses))
     theirs, ours = curves
-    assert ours[-1] < ours[0] * 0.5  # it learns the five batches
     relative = ((ours - theirs).abs() / theirs.abs().clamp_min(1e-3))
-    assert relative[:10].max() < 1e-2, (ours, theirs)
-    assert relative.max() < 5e-2, (ours, theirs)
+    assert relative[:10].max() < 2e-3, (relative, ours, theirs)
+    assert relative.max() < 2e-2, (relative, ours, theirs)
+    assert ours[-5:].mean() < ours[:5].mean() * 0.95, ours  # it learns the five batches
 
 
 def test_converted_model_under_autocast_and_compile():

@@ -101,4 +101,4 @@ def test_compiled_converted_model_matches_eager(reference):
     # The compiled graph runs the layers' own options and records what ran.
     assert "fwd" in converted.features[0].__dict__["_dnnx_calls"]
     assert "bwd_weights" in converted.features[0].__dict__["_dnnx_calls"]
-    assert "conv" in dt.report(converted)
+    assert "features.0 Conv2d bwd_weights" in dt.report(converted)
