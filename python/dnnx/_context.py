@@ -137,6 +137,9 @@ def _caller_stream(array):
     framework = type(array).__module__.split(".", 1)[0]
     if framework == "torch" and getattr(device, "type", None) == "cuda":
         torch = sys.modules["torch"]
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        if raw is not None and device.index is not None:  # the handle, without a Stream object
+            return raw(device.index)
         return torch.cuda.current_stream(device).cuda_stream
     if framework == "cupy":
         cupy = sys.modules["cupy"]
