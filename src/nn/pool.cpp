@@ -62,11 +62,15 @@ std::string Pool::extra_repr() const {
                        ", dilation=", as_given(options_.dilation),
                        ", ceil_mode=", detail::py_bool(options_.ceil_mode));
   }
-  std::string out = detail::cat("kernel_size=", as_given(kernel_), ", stride=", stride,
-                                ", padding=", as_given(options_.padding));
-  if (options_.ceil_mode) out += ", ceil_mode=True";
-  if (!options_.count_include_pad) out += ", count_include_pad=False";
-  return out;
+  // As torch's AvgPoolNd.extra_repr: AvgPool1d holds its arguments as tuples, and ceil_mode and
+  // count_include_pad are not printed.
+  if (spatial_dims_ == 1) {
+    return detail::cat("kernel_size=", detail::tuple({kernel_[0]}), ", stride=",
+                       detail::tuple({(options_.stride.empty() ? kernel_ : options_.stride)[0]}),
+                       ", padding=", detail::tuple({options_.padding[0]}));
+  }
+  return detail::cat("kernel_size=", as_given(kernel_), ", stride=", stride,
+                     ", padding=", as_given(options_.padding));
 }
 
 PoolDesc Pool::desc_for(const Tensor& src) const {

@@ -275,6 +275,25 @@ TEST(NnModule, LayersRefuseBadUse) {
   });
 }
 
+TEST(NnModule, ReshapeSharesStorage) {
+  Tensor x = input(Dims{2, 3, 4}, 1);
+  const Tensor flat = x.reshape(Dims{2, 12});
+  EXPECT_EQ(flat.data(), x.data());
+  EXPECT_EQ(flat.to_f32(), x.to_f32());
+  EXPECT_EQ(flat.strides(), (Dims{12, 1}));
+  try {
+    x.reshape(Dims{5, 5});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& error) {
+    EXPECT_NE(error.message().find("reshape dims 5x5 hold 25 elements but the tensor 2x3x4 holds "
+                                   "24"),
+              std::string::npos)
+        << error.message();
+  }
+  const Tensor strided = Tensor::view(x.data(), Dims{2, 3}, DType::f32, Dims{12, 1});
+  EXPECT_THROW(strided.reshape(Dims{6}), Error);
+}
+
 TEST(NnModule, LinearTakesLeadingDims) {
   Context context = fast_context();
   nn::Linear linear(context, 6, 3);

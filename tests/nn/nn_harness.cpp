@@ -3,7 +3,8 @@
 // writing the first step's logits and gradients, every step's loss and the final state.
 //
 // case.json: {"model": "fashion" | "resnet", "backend": "reference" | "cpu", "seed": N,
-//             "steps": S, "lr": x, "momentum": x, "classes": C}
+//             "steps": S, "lr": x, "momentum": x, "classes": C}, or for one layer
+//            {"layer": {...}, "backend": ..., "input": dims} (run_layer below)
 // inputs:    x<k>.npy (float32 N x C x H x W) and y<k>.npy (labels as float32), k < S
 // outputs:   repr.txt, keys.txt (state_dict keys, one a line), init.<key>.npy, out.npy,
 //            grad.<key>.npy (parameters), losses.npy, final.<key>.npy
@@ -77,9 +78,125 @@ Tensor load_labels(const harness::fs::path& dir, const std::string& name, std::i
   return labels;
 }
 
+std::vector<std::int64_t> ints(const nlohmann::json& spec, const char* key,
+                               std::vector<std::int64_t> fallback) {
+  return spec.contains(key) ? spec.at(key).get<std::vector<std::int64_t>>() : fallback;
+}
+
+// One layer from its JSON spec (the "layer" entry of a case; torch_nn_parity.py builds the same
+// torch module from it).
+std::shared_ptr<nn::Module> make_layer(const Context& context, const nlohmann::json& spec) {
+  const std::string type = spec.at("type");
+  const int dims = spec.value("dims", 2);
+  if (type == "Conv") {
+    nn::ConvOptions options;
+    options.stride = ints(spec, "stride", {1});
+    options.padding = ints(spec, "padding", {0});
+    options.dilation = ints(spec, "dilation", {1});
+    options.groups = spec.value("groups", 1);
+    options.bias = spec.value("bias", true);
+    return std::make_shared<nn::Conv>(context, dims, spec.at("in").get<std::int64_t>(),
+                                      spec.at("out").get<std::int64_t>(), ints(spec, "kernel", {}),
+                                      options);
+  }
+  if (type == "Linear") {
+    return std::make_shared<nn::Linear>(context, spec.at("in").get<std::int64_t>(),
+                                        spec.at("out").get<std::int64_t>(),
+                                        spec.value("bias", true));
+  }
+  if (type == "BatchNorm") {
+    nn::BatchNormOptions options;
+    options.eps = spec.value("eps", 1e-5);
+    options.momentum = spec.value("momentum", 0.1);
+    options.affine = spec.value("affine", true);
+    options.track_running_stats = spec.value("track", true);
+    return std::make_shared<nn::BatchNorm>(context, dims, spec.at("features").get<std::int64_t>(),
+                                           options);
+  }
+  if (type == "Activation") {
+    return std::make_shared<nn::Activation>(
+        context, parse_activation_kind(spec.at("kind").get<std::string>()),
+        spec.value("inplace", false), spec.value("alpha", 1.0), spec.value("ceiling", 6.0));
+  }
+  if (type == "MaxPool" || type == "AvgPool") {
+    nn::PoolOptions options;
+    options.stride = ints(spec, "stride", {});
+    options.padding = ints(spec, "padding", {0});
+    options.dilation = ints(spec, "dilation", {1});
+    options.ceil_mode = spec.value("ceil_mode", false);
+    options.count_include_pad = spec.value("count_include_pad", true);
+    return std::make_shared<nn::Pool>(context, dims,
+                                      type == "MaxPool" ? PoolMode::max : PoolMode::avg_include_pad,
+                                      ints(spec, "kernel", {}), options);
+  }
+  if (type == "GlobalAvgPool") return std::make_shared<nn::GlobalAvgPool>(context, dims);
+  if (type == "Softmax") {
+    return std::make_shared<nn::Softmax>(
+        context, spec.value("instance", false) ? SoftmaxMode::instance : SoftmaxMode::channel,
+        spec.value("log", false));
+  }
+  if (type == "Flatten") {
+    return std::make_shared<nn::Flatten>(context, spec.value("start", 1), spec.value("end", -1));
+  }
+  throw std::runtime_error("unknown layer type " + type);
+}
+
+// One layer: repr, initial state, output, input gradient and parameter gradients for the
+// script's input x.npy and output gradient dy.npy, and the state after the forward (running
+// statistics). A CrossEntropyLoss takes labels y.npy (and class weights w.npy) and its backward
+// runs with a diff_loss of ones.
+void run_layer(const harness::fs::path& dir, const nlohmann::json& spec, const Context& context,
+               const Dims& dims) {
+  const auto& layer_spec = spec.at("layer");
+  const Tensor x = harness::load(dir, "x.npy", dims, Layout::channels_first);
+  if (layer_spec.at("type") == "CrossEntropyLoss") {
+    nn::CrossEntropyOptions options;
+    options.reduction = parse_reduction(layer_spec.value("reduction", std::string("mean")));
+    options.ignore_index = layer_spec.value("ignore_index", std::int64_t{-100});
+    if (layer_spec.value("weighted", false)) {
+      options.weight = harness::load(dir, "w.npy", Dims{dims[1]}, Layout::channels_first);
+    }
+    nn::CrossEntropyLoss loss(context, options);
+    std::vector<std::int64_t> label_dims{dims[0]};
+    for (int i = 2; i < dims.rank(); ++i) label_dims.push_back(dims[i]);
+    const Tensor floats = harness::load(dir, "y.npy", Dims(label_dims), Layout::channels_first);
+    Tensor labels = Tensor::empty(floats.dims(), DType::i64);
+    const auto values = floats.to_f32();
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      static_cast<std::int64_t*>(labels.data())[i] = static_cast<std::int64_t>(values[i]);
+    }
+    std::ofstream(dir / "repr.txt") << loss.repr();
+    harness::save(dir, "out.npy", loss.forward(x, labels));
+    harness::save(dir, "dx.npy", loss.backward());
+    return;
+  }
+  std::shared_ptr<nn::Module> layer = make_layer(context, layer_spec);
+  std::ofstream(dir / "repr.txt") << layer->repr();
+  {
+    std::ofstream keys(dir / "keys.txt");
+    for (auto& [key, tensor] : layer->state_dict()) keys << key << "\n";
+  }
+  save_state(dir, "init.", *layer);
+  const Tensor y = layer->forward(x);
+  harness::save(dir, "out.npy", y);
+  const Tensor dy = harness::load(dir, "dy.npy", y.dims(), Layout::channels_first);
+  harness::save(dir, "dx.npy", layer->backward(dy));
+  for (auto& [key, parameter] : layer->named_parameters()) {
+    harness::save(dir, "grad." + key + ".npy", parameter->grad);
+  }
+  save_state(dir, "final.", *layer);
+}
+
 void run(const harness::fs::path& dir) {
   const auto spec = harness::read_json(dir / "case.json");
   Context context(parse_backend(spec.at("backend").get<std::string>()));
+  if (spec.contains("layer")) {
+    nn::manual_seed(spec.value("seed", std::uint64_t{1}));
+    run_layer(
+        dir, spec, context,
+        Dims(std::span<const std::int64_t>(spec.at("input").get<std::vector<std::int64_t>>())));
+    return;
+  }
   const std::string kind = spec.at("model");
   const Dims dims =
       Dims(std::span<const std::int64_t>(spec.at("input").get<std::vector<std::int64_t>>()));

@@ -1,6 +1,7 @@
 """dnnx::nn against torch.nn: a model's printed tree, state_dict keys, first-step logits and
 parameter gradients, then the loss of every step of an SGD run (and the final state), for the
-Fashion-MNIST CNN and a small residual network built from the same initial weights.
+Fashion-MNIST CNN and a small residual network built from the same initial weights; and every
+kind of layer alone (forward, input and parameter gradients, running statistics).
 
 The harness (nn_harness) builds the dnnx model, writes its tree and initial state_dict, and trains
 it on the batches this script writes; the script loads the same state into the torch model and
@@ -85,6 +86,197 @@ CASES = [
     {"name": "resnet_cpu", "model": "resnet", "backend": "cpu", "seed": 10,
      "input": [4, 3, 16, 16], "classes": 5, "steps": 20, "lr": 0.01, "momentum": 0.9},
 ]
+
+
+# Single layers against their torch.nn module: repr, state_dict keys, output, input gradient,
+# parameter gradients and the state after the forward (running statistics), in training mode.
+LAYERS = [
+    ("conv1d_dilated_groups", [2, 4, 11], {"type": "Conv", "dims": 1, "in": 4, "out": 6,
+                                           "kernel": [3], "stride": [2], "padding": [2],
+                                           "dilation": [2], "groups": 2}),
+    ("conv2d_no_bias", [2, 3, 7, 6], {"type": "Conv", "dims": 2, "in": 3, "out": 5,
+                                      "kernel": [3, 2], "stride": [1, 2], "padding": [1, 0],
+                                      "bias": False}),
+    ("conv3d", [1, 2, 5, 4, 4], {"type": "Conv", "dims": 3, "in": 2, "out": 3, "kernel": [2],
+                                 "padding": [1]}),
+    ("linear", [3, 2, 7], {"type": "Linear", "in": 7, "out": 4}),
+    ("batchnorm1d_nc", [6, 5], {"type": "BatchNorm", "dims": 0, "features": 5,
+                                "momentum": 0.3}),
+    ("batchnorm1d_ncl", [4, 3, 6], {"type": "BatchNorm", "dims": 0, "features": 3,
+                                    "eps": 1e-3}),
+    ("batchnorm3d_no_affine", [2, 3, 3, 2, 4], {"type": "BatchNorm", "dims": 3, "features": 3,
+                                                "affine": False}),
+    ("batchnorm2d_no_tracking", [3, 4, 3, 3], {"type": "BatchNorm", "dims": 2, "features": 4,
+                                               "track": False}),
+    ("relu6_inplace", [2, 3, 4, 4], {"type": "Activation", "kind": "clipped_relu",
+                                     "inplace": True}),
+    ("hardtanh", [2, 3, 4], {"type": "Activation", "kind": "clipped_relu", "ceiling": 0.5}),
+    ("tanh", [2, 5], {"type": "Activation", "kind": "tanh"}),
+    ("sigmoid_inplace", [2, 5], {"type": "Activation", "kind": "sigmoid", "inplace": True}),
+    ("elu", [2, 3, 4], {"type": "Activation", "kind": "elu", "alpha": 0.7}),
+    ("silu", [2, 3, 4], {"type": "Activation", "kind": "swish"}),
+    ("maxpool1d_ceil", [2, 3, 10], {"type": "MaxPool", "dims": 1, "kernel": [3], "stride": [2],
+                                    "ceil_mode": True}),
+    ("maxpool2d_dilated", [2, 2, 9, 9], {"type": "MaxPool", "dims": 2, "kernel": [3],
+                                         "stride": [2], "padding": [1], "dilation": [2]}),
+    ("maxpool3d", [1, 2, 4, 6, 6], {"type": "MaxPool", "dims": 3, "kernel": [2]}),
+    ("avgpool2d_exclude_pad", [2, 3, 7, 7], {"type": "AvgPool", "dims": 2, "kernel": [3],
+                                             "stride": [2], "padding": [1],
+                                             "count_include_pad": False}),
+    ("avgpool1d_ceil", [2, 2, 9], {"type": "AvgPool", "dims": 1, "kernel": [4], "stride": [3],
+                                   "padding": [1], "ceil_mode": True}),
+    ("avgpool3d", [1, 2, 4, 4, 4], {"type": "AvgPool", "dims": 3, "kernel": [2]}),
+    ("global_avgpool2d", [2, 3, 5, 4], {"type": "GlobalAvgPool", "dims": 2}),
+    ("softmax_spatial", [2, 4, 3, 3], {"type": "Softmax"}),
+    ("logsoftmax_volumetric", [2, 3, 2, 2, 2], {"type": "Softmax", "log": True}),
+    ("flatten_middle", [2, 3, 4, 5], {"type": "Flatten", "start": 1, "end": 2}),
+    ("xent_spatial_weighted_ignore", [2, 4, 3, 3], {"type": "CrossEntropyLoss", "weighted": True,
+                                                    "ignore_index": 2}),
+    ("xent_sum", [5, 7], {"type": "CrossEntropyLoss", "reduction": "sum"}),
+]
+
+
+def torch_layer(spec):
+    """The torch.nn module of a layer spec (nn_harness.cpp's make_layer)."""
+    kind = spec["type"]
+    dims = spec.get("dims", 2)
+    if kind == "Conv":
+        conv = [nn.Conv1d, nn.Conv2d, nn.Conv3d][dims - 1]
+        size = lambda key, default: tuple(spec.get(key, [default]) * (dims if len(spec.get(key, [default])) == 1 else 1))  # noqa: E731,E501
+        return conv(spec["in"], spec["out"], size("kernel", 1), stride=size("stride", 1),
+                    padding=size("padding", 0), dilation=size("dilation", 1),
+                    groups=spec.get("groups", 1), bias=spec.get("bias", True))
+    if kind == "Linear":
+        return nn.Linear(spec["in"], spec["out"], bias=spec.get("bias", True))
+    if kind == "BatchNorm":
+        norm = {0: nn.BatchNorm1d, 2: nn.BatchNorm2d, 3: nn.BatchNorm3d}[dims]
+        return norm(spec["features"], eps=spec.get("eps", 1e-5),
+                    momentum=spec.get("momentum", 0.1), affine=spec.get("affine", True),
+                    track_running_stats=spec.get("track", True))
+    if kind == "Activation":
+        inplace = spec.get("inplace", False)
+        name = spec["kind"]
+        if name == "relu":
+            return nn.ReLU(inplace)
+        if name == "clipped_relu":
+            ceiling = spec.get("ceiling", 6.0)
+            return nn.ReLU6(inplace) if ceiling == 6.0 else nn.Hardtanh(0.0, ceiling, inplace)
+        if name == "tanh":
+            return nn.Tanh()
+        if name == "sigmoid":
+            return nn.Sigmoid()
+        if name == "elu":
+            return nn.ELU(spec.get("alpha", 1.0), inplace)
+        if name == "swish":
+            return nn.SiLU(inplace)
+    if kind == "MaxPool":
+        pool = [nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d][dims - 1]
+        single = lambda key, default: spec.get(key, [default])[0]  # noqa: E731
+        return pool(single("kernel", 1), stride=spec.get("stride", [None])[0],
+                    padding=single("padding", 0), dilation=single("dilation", 1),
+                    ceil_mode=spec.get("ceil_mode", False))
+    if kind == "AvgPool":
+        pool = [nn.AvgPool1d, nn.AvgPool2d, nn.AvgPool3d][dims - 1]
+        single = lambda key, default: spec.get(key, [default])[0]  # noqa: E731
+        return pool(single("kernel", 1), stride=spec.get("stride", [None])[0],
+                    padding=single("padding", 0), ceil_mode=spec.get("ceil_mode", False),
+                    count_include_pad=spec.get("count_include_pad", True))
+    if kind == "GlobalAvgPool":
+        return [nn.AdaptiveAvgPool1d(1), nn.AdaptiveAvgPool2d((1, 1)),
+                nn.AdaptiveAvgPool3d((1, 1, 1))][dims - 1]
+    if kind == "Softmax":
+        return nn.LogSoftmax(dim=1) if spec.get("log", False) else nn.Softmax(dim=1)
+    if kind == "Flatten":
+        return nn.Flatten(spec.get("start", 1), spec.get("end", -1))
+    raise ValueError(f"unknown layer type {kind}")
+
+
+def run_layer(harness, case, name, directory, rng):
+    shape = case["input"]
+    spec = case["layer"]
+    x = rng.standard_normal(shape).astype(np.float32)
+    arrays = {"x": x}
+    if spec["type"] == "CrossEntropyLoss":
+        labels = rng.integers(0, shape[1], size=[shape[0]] + shape[2:]).astype(np.float32)
+        arrays["y"] = labels
+        weight = None
+        if spec.get("weighted", False):
+            weight = rng.uniform(0.5, 2.0, size=[shape[1]]).astype(np.float32)
+            arrays["w"] = weight
+        failure = run_harness(harness, directory, case, arrays)
+        if failure:
+            return False, [failure]
+        module = nn.CrossEntropyLoss(
+            weight=None if weight is None else torch.from_numpy(weight),
+            reduction=spec.get("reduction", "mean"), ignore_index=spec.get("ignore_index", -100))
+        xt = torch.from_numpy(x).requires_grad_()
+        loss = module(xt, torch.from_numpy(labels).long())
+        loss.backward(torch.ones_like(loss))
+        messages = []
+        ok = True
+        with open(os.path.join(directory, "repr.txt")) as text:
+            if text.read() != repr(module):
+                ok = False
+                messages.append(f"repr differs from {module!r}")
+        for role, want in (("out", loss.detach().numpy().reshape(-1)), ("dx", xt.grad.numpy())):
+            got = np.load(os.path.join(directory, role + ".npy")).reshape(want.shape)
+            good, message = compare(role, got, want, bound_of(want))
+            ok &= good
+            messages.append(message)
+        return ok, messages
+
+    module = torch_layer(spec)
+    module.train()
+    # The output's shape, for dy: run torch once on a copy (in-place layers write over x).
+    with torch.no_grad():
+        out_shape = list(module(torch.from_numpy(x.copy())).shape)
+    module = torch_layer(spec)
+    module.train()
+    arrays["dy"] = rng.standard_normal(out_shape).astype(np.float32)
+    failure = run_harness(harness, directory, case, arrays)
+    if failure:
+        return False, [failure]
+    ok = True
+    messages = []
+    with open(os.path.join(directory, "repr.txt")) as text:
+        got = text.read()
+    want = repr(module)
+    if spec.get("inplace", False) and spec.get("kind") in ("tanh", "sigmoid"):
+        want = want[:-1] + "inplace=True)"  # dnnx's extension: torch's have no inplace
+    if got != want:
+        ok = False
+        messages.append(f"repr {got!r} differs from {want!r}")
+    with open(os.path.join(directory, "keys.txt")) as text:
+        keys = text.read().split()
+    if keys != list(module.state_dict().keys()):
+        return False, messages + [f"state_dict keys {keys} differ from torch's "
+                                  f"{list(module.state_dict().keys())}"]
+    if keys:
+        module.load_state_dict(load_state(directory, "init.", module))
+    xt = torch.from_numpy(x.copy()).requires_grad_()
+    # An in-place first layer cannot write over a leaf that requires grad: feed it a copy.
+    out = module(xt * 1.0 if spec.get("inplace", False) else xt)
+    out.backward(torch.from_numpy(arrays["dy"]))
+    checks = [("out", out.detach().numpy()), ("dx", xt.grad.numpy())]
+    checks += [("grad." + key, p.grad.numpy()) for key, p in module.named_parameters()]
+    for role, want in checks:
+        got = np.load(os.path.join(directory, role + ".npy")).reshape(want.shape)
+        good, message = compare(role, got, want, bound_of(want))
+        ok &= good
+        if not good or role in ("out", "dx"):
+            messages.append(message)
+    final = load_state(directory, "final.", module) if keys else {}
+    for key, value in module.state_dict().items():
+        if key.endswith("num_batches_tracked"):
+            good = int(final[key]) == int(value)
+            message = f"{key}: dnnx {int(final[key])}, torch {int(value)}"
+        else:
+            want = value.numpy()
+            good, message = compare("final." + key, final[key].numpy(), want, bound_of(want))
+        if not good:
+            ok = False
+            messages.append(message)
+    return ok, messages
 
 
 def bound_of(want, rtol=RTOL, floor=FLOOR):
@@ -187,6 +379,15 @@ def run_one(harness, case, name, directory, rng):
     return ok, messages
 
 
+def run_any(harness, case, name, directory, rng):
+    return (run_layer if "layer" in case else run_one)(harness, case, name, directory, rng)
+
+
 if __name__ == "__main__":
-    sys.exit(main(__doc__, "nn_harness",
-                  [(case["name"], case, "") for case in CASES], run_one))
+    runs = [(case["name"], case, "") for case in CASES]
+    for backend in ("reference", "cpu"):
+        for layer_name, shape, spec in LAYERS:
+            case = {"name": f"{layer_name}_{backend}", "backend": backend, "input": shape,
+                    "layer": spec}
+            runs.append((case["name"], case, ""))
+    sys.exit(main(__doc__, "nn_harness", runs, run_any))
