@@ -7,6 +7,11 @@ namespace dnnx::nn {
 
 CrossEntropyLoss::CrossEntropyLoss(const Context& context, CrossEntropyOptions options)
     : Module(context, OpKind::cross_entropy), options_(std::move(options)) {
+  if (options_.label_smoothing != 0.0) {
+    dnnx::detail::raise(ErrorKind::Unsupported,
+                        detail::cat("CrossEntropyLoss: label_smoothing ", options_.label_smoothing,
+                                    " is not offered (the xent op has no smoothing); use 0"));
+  }
   if (!options_.weight.is_null()) {
     DNNX_CHECK_ARG(options_.weight.rank() == 1 && options_.weight.dtype() == DType::f32,
                    "CrossEntropyLoss: weight ", describe(options_.weight),

@@ -267,6 +267,11 @@ TEST(NnModule, LayersRefuseBadUse) {
   expect(ErrorKind::InvalidArgument, "call forward(logits, labels)", [&] {
     nn::CrossEntropyLoss(context).forward(input(Dims{2, 3}, 1));
   });
+  expect(ErrorKind::Unsupported, "label_smoothing 0.1 is not offered", [&] {
+    nn::CrossEntropyOptions options;
+    options.label_smoothing = 0.1;
+    nn::CrossEntropyLoss loss(context, options);
+  });
   expect(ErrorKind::InvalidArgument, "no op of its own",
          [&] { nn::Sequential(context).policy(Direction::fwd); });
   nn::Linear linear(context, 6, 2);

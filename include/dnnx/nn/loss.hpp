@@ -2,8 +2,8 @@
 /// \file
 /// torch.nn.CrossEntropyLoss on N x C logits and, per position, on N x C x spatial logits
 /// (cudnn.torch's SpatialCrossEntropyCriterion / VolumetricCrossEntropyCriterion), with class
-/// weights, ignore_index and every reduction the xent op offers. label_smoothing and
-/// probability targets are not offered by the op (the constructor has no such option).
+/// weights, ignore_index and every reduction the xent op offers. Label smoothing and
+/// probability targets are not offered by the op (label_smoothing != 0 raises Unsupported).
 
 #include <dnnx/nn/module.hpp>
 #include <dnnx/ops/cross_entropy.hpp>
@@ -21,6 +21,8 @@ struct CrossEntropyOptions {
   std::int64_t ignore_index = -100;       ///< label marking a position as ignored
   /// Per-class weights (f32 {C} on the loss's device), or a null Tensor for none.
   Tensor weight;
+  /// PyTorch's label smoothing: the xent op has none, so anything but 0 is Unsupported.
+  double label_smoothing = 0.0;
 };
 
 /// The loss between logits and integer labels. forward(logits, labels) keeps both for
