@@ -142,7 +142,11 @@ def torch_layer(spec):
     dims = spec.get("dims", 2)
     if kind == "Conv":
         conv = [nn.Conv1d, nn.Conv2d, nn.Conv3d][dims - 1]
-        size = lambda key, default: tuple(spec.get(key, [default]) * (dims if len(spec.get(key, [default])) == 1 else 1))  # noqa: E731,E501
+
+        def size(key, default):
+            values = spec.get(key, [default])
+            return tuple(values * dims if len(values) == 1 else values)
+
         return conv(spec["in"], spec["out"], size("kernel", 1), stride=size("stride", 1),
                     padding=size("padding", 0), dilation=size("dilation", 1),
                     groups=spec.get("groups", 1), bias=spec.get("bias", True))
