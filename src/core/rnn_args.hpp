@@ -53,8 +53,7 @@ inline std::vector<std::int32_t> sequence_lengths(const RnnDesc& desc, const Rnn
   if (args.lengths == nullptr) return out;
   const auto* data = static_cast<const std::int32_t*>(args.lengths->data());
   const std::int64_t stride = args.lengths->strides()[0];
-  for (std::int64_t n = 0; n < desc.batch; ++n)
-    out[static_cast<std::size_t>(n)] = data[n * stride];
+  for (std::int64_t n = 0; n < desc.batch; ++n) out[static_cast<std::size_t>(n)] = data[n * stride];
   return out;
 }
 

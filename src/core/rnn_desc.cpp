@@ -131,9 +131,9 @@ Dims RnnDesc::dst_dims() const {
 }
 
 Dims RnnDesc::state_dims() const {
-  detail::validate_unless(layers >= 1 && layers <= max_layers && in_range(batch) &&
-                              in_range(hidden_size),
-                          *this, "RnnDesc::state_dims");
+  detail::validate_unless(
+      layers >= 1 && layers <= max_layers && in_range(batch) && in_range(hidden_size), *this,
+      "RnnDesc::state_dims");
   return Dims{layers * directions(), batch, hidden_size};
 }
 
@@ -206,8 +206,8 @@ std::string RnnDesc::repro(Direction direction) const {
 
 std::string RnnDesc::key() const {
   std::ostringstream out;
-  out << "rnn " << to_string(cell) << " T=" << seq_length << " N=" << batch
-      << " in=" << input_size << " H=" << hidden_size << " layers=" << layers
+  out << "rnn " << to_string(cell) << " T=" << seq_length << " N=" << batch << " in=" << input_size
+      << " H=" << hidden_size << " layers=" << layers
       << (bidirectional ? " bidirectional" : " unidirectional") << (bias ? " bias" : " no_bias")
       << (batch_first ? " batch_first" : " seq_major")
       << (variable_lengths ? " variable_lengths" : " full_lengths")

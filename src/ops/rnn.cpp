@@ -112,8 +112,8 @@ void check_args(const Context& context, const RnnDesc& desc, Direction direction
 }
 
 // A backward timed on its own reads a state of the reference format (Note [rnn reference
-// state]), as a reference backward w.r.t. the data would have left it; candidates of another format time on a
-// buffer of their own instead (Note [timing an rnn backward] in rnn_args.hpp).
+// state]), as a reference backward w.r.t. the data would have left it; candidates of another format
+// time on a buffer of their own instead (Note [timing an rnn backward] in rnn_args.hpp).
 void fill_scratch_state(const Context& context, const RnnDesc& desc, SavedState& state) {
   const std::vector<unsigned char> contents = detail::rnn_reference_scratch(desc);
   AlgoInfo writer;
@@ -133,8 +133,8 @@ void fill_scratch_state(const Context& context, const RnnDesc& desc, SavedState&
 // Tensors for timing without the user's (Note [scratch data]). Lengths, with variable lengths,
 // run from T down to about T / 2, unsorted.
 struct Scratch {
-  Tensor src, weights, hx, cx, dst, hy, cy, diff_dst, diff_hy, diff_cy, diff_src, diff_hx,
-      diff_cx, diff_weights, lengths;
+  Tensor src, weights, hx, cx, dst, hy, cy, diff_dst, diff_hy, diff_cy, diff_src, diff_hx, diff_cx,
+      diff_weights, lengths;
   SavedState state;
   bool lstm = false;
   bool variable = false;
@@ -151,8 +151,7 @@ struct Scratch {
         if (lstm) a.cy = &cy;
         break;
       case Direction::bwd_data:
-        a.diff_dst = &diff_dst, a.diff_hy = &diff_hy, a.diff_src = &diff_src,
-        a.diff_hx = &diff_hx;
+        a.diff_dst = &diff_dst, a.diff_hy = &diff_hy, a.diff_src = &diff_src, a.diff_hx = &diff_hx;
         if (lstm) a.diff_cy = &diff_cy, a.diff_cx = &diff_cx;
         break;
       case Direction::bwd_weights: a.diff_weights = &diff_weights; break;
@@ -168,8 +167,8 @@ struct RnnOp : detail::OpTraits<OpKind::rnn> {
   using Scratch = dnnx::Scratch;
   static Scratch scratch(const Context& context, const RnnDesc& desc, Direction direction) {
     auto random = [&](const Dims& dims, float scale, unsigned seed) {
-      return detail::random_tensor(context, dims, desc.dtype, Layout::channels_first, -scale,
-                                   scale, seed);
+      return detail::random_tensor(context, dims, desc.dtype, Layout::channels_first, -scale, scale,
+                                   seed);
     };
     const Dims state = desc.state_dims();
     // PyTorch's initialization range, 1 / sqrt(H), keeps the states away from saturation.
@@ -201,7 +200,8 @@ struct RnnOp : detail::OpTraits<OpKind::rnn> {
       auto* values = static_cast<std::int32_t*>(s.lengths.data());
       for (std::int64_t n = 0; n < desc.batch; ++n) {
         const std::int64_t shortened = (n * 7919 % desc.batch) * desc.seq_length / (2 * desc.batch);
-        values[n] = static_cast<std::int32_t>(std::max<std::int64_t>(1, desc.seq_length - shortened));
+        values[n] =
+            static_cast<std::int32_t>(std::max<std::int64_t>(1, desc.seq_length - shortened));
       }
     }
     if (backward) fill_scratch_state(context, desc, s.state);

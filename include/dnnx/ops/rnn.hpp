@@ -65,15 +65,15 @@ enum class RnnWeight : std::uint8_t {
 /// Between layers (not after the last), training forwards drop elements of a layer's output with
 /// probability `dropout` (dnnx's Philox stream: Note [rnn dropout] in src/core/rnn_desc.cpp).
 struct RnnDesc {
-  RnnCell cell = RnnCell::lstm;  ///< the cell
-  std::int64_t seq_length = 1;   ///< T (>= 1): the padded length
-  std::int64_t batch = 1;        ///< N (>= 1)
-  std::int64_t input_size = 1;   ///< features of src (>= 1)
-  std::int64_t hidden_size = 1;  ///< H (>= 1)
-  std::int64_t layers = 1;       ///< stacked layers (>= 1)
-  bool bidirectional = false;    ///< a reverse direction per layer, outputs concatenated
-  bool bias = true;              ///< b_ih and b_hh in every layer and direction
-  bool batch_first = false;      ///< src and dst are {N, T, C} instead of {T, N, C}
+  RnnCell cell = RnnCell::lstm;   ///< the cell
+  std::int64_t seq_length = 1;    ///< T (>= 1): the padded length
+  std::int64_t batch = 1;         ///< N (>= 1)
+  std::int64_t input_size = 1;    ///< features of src (>= 1)
+  std::int64_t hidden_size = 1;   ///< H (>= 1)
+  std::int64_t layers = 1;        ///< stacked layers (>= 1)
+  bool bidirectional = false;     ///< a reverse direction per layer, outputs concatenated
+  bool bias = true;               ///< b_ih and b_hh in every layer and direction
+  bool batch_first = false;       ///< src and dst are {N, T, C} instead of {T, N, C}
   bool variable_lengths = false;  ///< calls pass per-sequence lengths
   float dropout = 0.0f;           ///< between layers in training forwards, in [0, 1)
   DType dtype = DType::f32;       ///< of every floating tensor (f32, f16, bf16)
@@ -179,8 +179,7 @@ std::shared_ptr<const Choice> rnn_bwd_data(Context& context, const RnnDesc& desc
                                            const RnnBackwardData& tensors, SavedState& state);
 /// Backward w.r.t. the weights, after rnn_bwd_data on the same `state`.
 std::shared_ptr<const Choice> rnn_bwd_weights(Context& context, const RnnDesc& desc,
-                                              const RnnBackwardWeights& tensors,
-                                              SavedState& state);
+                                              const RnnBackwardWeights& tensors, SavedState& state);
 
 /// Every candidate of the context's backend for (desc, direction), nothing run.
 std::vector<AlgoInfo> rnn_list(Context& context, const RnnDesc& desc, Direction direction);

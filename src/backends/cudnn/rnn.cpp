@@ -166,8 +166,8 @@ struct Descriptors {
       const int dims[3] = {static_cast<int>(desc.layers * desc.directions()),
                            static_cast<int>(desc.batch), hidden};
       const int strides[3] = {dims[1] * dims[2], dims[2], 1};
-      if ((status = cudnnSetTensorNdDescriptor(h.get(), data_type(desc.dtype), 3, dims,
-                                               strides)) != CUDNN_STATUS_SUCCESS)
+      if ((status = cudnnSetTensorNdDescriptor(h.get(), data_type(desc.dtype), 3, dims, strides)) !=
+          CUDNN_STATUS_SUCCESS)
         return failure("cudnnSetTensorNdDescriptor (states)", status);
     }
     return {};
@@ -194,9 +194,9 @@ struct Descriptors {
         cudnnSetRNNDataDescriptor(x.get(), type, layout, T, N, static_cast<int>(desc.input_size),
                                   lengths.data(), padding_fill);
     if (status == CUDNN_STATUS_SUCCESS) {
-      status = cudnnSetRNNDataDescriptor(
-          y.get(), type, layout, T, N, static_cast<int>(desc.directions() * desc.hidden_size),
-          lengths.data(), padding_fill);
+      status = cudnnSetRNNDataDescriptor(y.get(), type, layout, T, N,
+                                         static_cast<int>(desc.directions() * desc.hidden_size),
+                                         lengths.data(), padding_fill);
     }
     if (status != CUDNN_STATUS_SUCCESS) {
       std::string text = detail::cat("cudnnSetRNNDataDescriptor failed: ", status_name(status));
@@ -215,7 +215,8 @@ std::string desc_reason(const RnnDesc& desc) {
         "cuDNN's RNN dropout draws its own masks (cuDNN's RNG states), not dnnx's Philox stream "
         "(Note [rnn dropout]), so its training forward would differ from every other backend's; "
         "dropout ",
-        detail::shortest(desc.dropout), " between layers is computed by the reference backend only");
+        detail::shortest(desc.dropout),
+        " between layers is computed by the reference backend only");
   }
   const std::int64_t d = desc.directions();
   const std::int64_t largest_vector = std::max(desc.input_size, d * desc.hidden_size);
@@ -238,8 +239,7 @@ std::string math_reason(const RnnDesc& desc, cudnnMathType_t math, bool allow_tf
   return {};
 }
 
-std::vector<Candidate> list_candidates(Runtime& runtime, const RnnDesc& desc,
-                                       Direction direction) {
+std::vector<Candidate> list_candidates(Runtime& runtime, const RnnDesc& desc, Direction direction) {
   const std::string common = desc_reason(desc);
   const std::vector<std::int32_t> full(static_cast<std::size_t>(desc.batch),
                                        static_cast<std::int32_t>(desc.seq_length));
@@ -270,8 +270,8 @@ std::vector<Candidate> list_candidates(Runtime& runtime, const RnnDesc& desc,
                                                            d.x.get(), &c.workspace, &c.reserve);
           if (status != CUDNN_STATUS_SUCCESS && algo.algo == CUDNN_RNN_ALGO_PERSIST_DYNAMIC) {
             // The dynamic algorithm may need its kernels compiled before cuDNN sizes them.
-            status = cudnnBuildRNNDynamic(runtime.handle(), d.rnn.get(),
-                                          static_cast<int>(desc.batch));
+            status =
+                cudnnBuildRNNDynamic(runtime.handle(), d.rnn.get(), static_cast<int>(desc.batch));
             if (status == CUDNN_STATUS_SUCCESS) {
               status = cudnnGetRNNTempSpaceSizes(runtime.handle(), d.rnn.get(), mode, d.x.get(),
                                                  &c.workspace, &c.reserve);
@@ -347,9 +347,9 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
     }
     const cudnnForwardMode_t mode =
         direction == Direction::fwd ? CUDNN_FWD_MODE_INFERENCE : CUDNN_FWD_MODE_TRAINING;
-    DNNX_CUDNN_CHECK(cudnnGetRNNTempSpaceSizes(handle, d_.rnn.get(), mode, d_.x.get(), &workspace_,
-                                               &reserve_),
-                     context_, "asking for the workspace and reserve sizes");
+    DNNX_CUDNN_CHECK(
+        cudnnGetRNNTempSpaceSizes(handle, d_.rnn.get(), mode, d_.x.get(), &workspace_, &reserve_),
+        context_, "asking for the workspace and reserve sizes");
     info_.workspace_bytes = workspace_;
     if (direction == Direction::fwd_training) info_.saved_state_bytes = reserve_;
     map_weights(handle);
@@ -384,13 +384,12 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
         void* hy = args.hy != nullptr ? data_of(args.hy, "hy", context_) : nullptr;
         void* cy = args.cy != nullptr ? data_of(args.cy, "cy", context_) : nullptr;
         DNNX_CUDNN_CHECK(
-            cudnnRNNForward(handle, d_.rnn.get(),
-                            direction_ == Direction::fwd ? CUDNN_FWD_MODE_INFERENCE
-                                                         : CUDNN_FWD_MODE_TRAINING,
-                            lengths(), d_.x.get(), data_of(args.src, "src", context_), d_.y.get(),
-                            data_of(args.dst, "dst", context_), h, hx, hy, h, cx, cy,
-                            weight_bytes_, weights, workspace_, workspace.data, reserve_bytes,
-                            reserve),
+            cudnnRNNForward(
+                handle, d_.rnn.get(),
+                direction_ == Direction::fwd ? CUDNN_FWD_MODE_INFERENCE : CUDNN_FWD_MODE_TRAINING,
+                lengths(), d_.x.get(), data_of(args.src, "src", context_), d_.y.get(),
+                data_of(args.dst, "dst", context_), h, hx, hy, h, cx, cy, weight_bytes_, weights,
+                workspace_, workspace.data, reserve_bytes, reserve),
             context_, "running cudnnRNNForward");
         return;
       }
@@ -401,17 +400,17 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
           DNNX_CUDNN_CHECK(cudaMemsetAsync(dx, 0, args.diff_src->span_bytes(), stream), context_,
                            "clearing diff_src");
         }
-        const void* dhy = args.diff_hy != nullptr ? data_of(args.diff_hy, "diff_hy", context_)
-                                                  : nullptr;
-        const void* dcy = args.diff_cy != nullptr ? data_of(args.diff_cy, "diff_cy", context_)
-                                                  : nullptr;
+        const void* dhy =
+            args.diff_hy != nullptr ? data_of(args.diff_hy, "diff_hy", context_) : nullptr;
+        const void* dcy =
+            args.diff_cy != nullptr ? data_of(args.diff_cy, "diff_cy", context_) : nullptr;
         void* dhx = args.diff_hx != nullptr ? data_of(args.diff_hx, "diff_hx", context_) : nullptr;
         void* dcx = args.diff_cx != nullptr ? data_of(args.diff_cx, "diff_cx", context_) : nullptr;
         DNNX_CUDNN_CHECK(
             cudnnRNNBackwardData_v8(handle, d_.rnn.get(), lengths(), d_.y.get(),
                                     data_of(args.dst, "dst", context_),
-                                    data_of(args.diff_dst, "diff_dst", context_), d_.x.get(), dx,
-                                    h, hx, dhy, dhx, h, cx, dcy, dcx, weight_bytes_, weights,
+                                    data_of(args.diff_dst, "diff_dst", context_), d_.x.get(), dx, h,
+                                    hx, dhy, dhx, h, cx, dcy, dcx, weight_bytes_, weights,
                                     workspace_, workspace.data, reserve_bytes, reserve),
             context_, "running cudnnRNNBackwardData_v8");
         return;
@@ -448,10 +447,10 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
     call_lengths_ = detail::sequence_lengths(desc_, args);
     for (const std::int32_t length : call_lengths_) {
       if (length < 1 || length > desc_.seq_length)
-        detail::raise(ErrorKind::InvalidArgument,
-                      detail::cat("lengths holds ", length, "; each must be in [1, ",
-                                  desc_.seq_length, "]"),
-                      context_);
+        detail::raise(
+            ErrorKind::InvalidArgument,
+            detail::cat("lengths holds ", length, "; each must be in [1, ", desc_.seq_length, "]"),
+            context_);
     }
     if (const std::string problem = d_.set_data(desc_, call_lengths_); !problem.empty())
       detail::raise(ErrorKind::BackendFailure, problem, context_);
@@ -485,8 +484,8 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
                     context_);
     }
     if (state->bytes() < reserve_ ||
-        (reserve_ > 0 && (state->data() == nullptr ||
-                          state->device() != Device::cuda(runtime_->device())))) {
+        (reserve_ > 0 &&
+         (state->data() == nullptr || state->device() != Device::cuda(runtime_->device())))) {
       detail::raise(ErrorKind::InvalidArgument,
                     detail::cat("the SavedState holds ", state->bytes(), " bytes on ",
                                 to_string(state->device()), "; this candidate's reserve space is ",
@@ -545,8 +544,7 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
       info_.notes.emplace_back("weights_converted");
       if (direction_ == Direction::bwd_weights) {
         diff_space_ = std::make_unique<Storage>(runtime_->allocator(), weight_bytes_);
-        DNNX_CUDNN_CHECK(cudaMemsetAsync(diff_space_->data(), 0, weight_bytes_,
-                                         runtime_->stream()),
+        DNNX_CUDNN_CHECK(cudaMemsetAsync(diff_space_->data(), 0, weight_bytes_, runtime_->stream()),
                          context_, "clearing the gradient space");
       }
     }
@@ -587,9 +585,9 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
     for (const Segment& segment : segments_) {
       void* dst = to_space ? s + segment.space : f + segment.flat;
       const void* src = to_space ? f + segment.flat : s + segment.space;
-      DNNX_CUDNN_CHECK(cudaMemcpyAsync(dst, src, segment.bytes, cudaMemcpyDeviceToDevice,
-                                       runtime_->stream()),
-                       context_, "converting the weights (Note [cudnn rnn weights])");
+      DNNX_CUDNN_CHECK(
+          cudaMemcpyAsync(dst, src, segment.bytes, cudaMemcpyDeviceToDevice, runtime_->stream()),
+          context_, "converting the weights (Note [cudnn rnn weights])");
     }
   }
 
@@ -629,8 +627,8 @@ class CudnnRnn final : public LayerBackend<RnnDesc, RnnArgs, Candidate> {
 
 }  // namespace
 
-std::unique_ptr<detail::OpBackendOf<OpKind::rnn>> make_rnn_backend(
-    std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
+std::unique_ptr<detail::OpBackendOf<OpKind::rnn>> make_rnn_backend(std::shared_ptr<Runtime> runtime,
+                                                                   const detail::OpBackends&) {
   return std::make_unique<CudnnRnn>(std::move(runtime));
 }
 

@@ -123,7 +123,8 @@ class Rnn {
       if (layer == 0) {
         for (std::int64_t t = 0; t < T_; ++t)
           for (std::int64_t n = 0; n < N_; ++n)
-            for (std::int64_t c = 0; c < in; ++c) x[seq_index(t, n, c, in)] = src[io_index(t, n, c, in)];
+            for (std::int64_t c = 0; c < in; ++c)
+              x[seq_index(t, n, c, in)] = src[io_index(t, n, c, in)];
       } else {
         x = tr.outputs.back();
         if (masks != nullptr) {
@@ -154,7 +155,8 @@ class Rnn {
             for (std::int64_t g = 0; g < G_ * H_; ++g) {
               double a = b.b_ih != nullptr ? b.b_ih[g] : 0.0;
               double r = b.b_hh != nullptr ? b.b_hh[g] : 0.0;
-              for (std::int64_t k = 0; k < in; ++k) a += b.w_ih[g * in + k] * x[seq_index(t, n, k, in)];
+              for (std::int64_t k = 0; k < in; ++k)
+                a += b.w_ih[g * in + k] * x[seq_index(t, n, k, in)];
               for (std::int64_t k = 0; k < H_; ++k)
                 r += b.w_hh[g * H_ + k] * h[static_cast<std::size_t>(k)];
               pre[static_cast<std::size_t>(g)] = a;
@@ -222,8 +224,9 @@ class Rnn {
 
   // Back-propagation through time from the gradients of dst ({T, N, D*H} in the io layout), hy
   // and cy.
-  Gradients backward(const Trace& tr, const std::uint32_t* masks, const std::vector<double>& diff_dst,
-                     const std::vector<double>& diff_hy, const std::vector<double>& diff_cy) const {
+  Gradients backward(const Trace& tr, const std::uint32_t* masks,
+                     const std::vector<double>& diff_dst, const std::vector<double>& diff_hy,
+                     const std::vector<double>& diff_cy) const {
     Gradients out;
     const std::int64_t DH = D_ * H_;
     out.diff_hx.assign(diff_hy.size(), 0.0);
@@ -269,7 +272,9 @@ class Rnn {
             for (std::int64_t j = 0; j < H_; ++j) {
               const auto J = static_cast<std::size_t>(j);
               const double dht = dh[J] + dy[seq_index(t, n, dir * H_ + j, DH)];
-              auto gate = [&](std::int64_t g) { return gates[seq_index(t, n, g * H_ + j, G_ * H_)]; };
+              auto gate = [&](std::int64_t g) {
+                return gates[seq_index(t, n, g * H_ + j, G_ * H_)];
+              };
               auto put = [&](std::int64_t g, double p, double r) {
                 dpre[static_cast<std::size_t>(g * H_ + j)] = p;
                 drec[static_cast<std::size_t>(g * H_ + j)] = r;
@@ -345,7 +350,8 @@ class Rnn {
     out.diff_src.assign(dx.size(), 0.0);
     for (std::int64_t t = 0; t < T_; ++t)
       for (std::int64_t n = 0; n < N_; ++n)
-        for (std::int64_t c = 0; c < in; ++c) out.diff_src[io_index(t, n, c, in)] = dx[seq_index(t, n, c, in)];
+        for (std::int64_t c = 0; c < in; ++c)
+          out.diff_src[io_index(t, n, c, in)] = dx[seq_index(t, n, c, in)];
     return out;
   }
 
@@ -355,7 +361,8 @@ class Rnn {
     std::vector<double> out(tr.outputs.back().size(), 0.0);
     for (std::int64_t t = 0; t < T_; ++t)
       for (std::int64_t n = 0; n < N_; ++n)
-        for (std::int64_t c = 0; c < DH; ++c) out[io_index(t, n, c, DH)] = tr.outputs.back()[seq_index(t, n, c, DH)];
+        for (std::int64_t c = 0; c < DH; ++c)
+          out[io_index(t, n, c, DH)] = tr.outputs.back()[seq_index(t, n, c, DH)];
     return out;
   }
 
@@ -479,9 +486,9 @@ class DirectPlan final : public DirectPlanBase<RnnDesc, RnnArgs> {
                             state->producer(), "'), not '", detail::rnn_reference_format, "'");
     } else if (state->bytes() < bytes || state->data() == nullptr ||
                state->device() != Device::cpu()) {
-      problem = detail::cat("the SavedState holds ", state->bytes(), " bytes on ",
-                            to_string(state->device()), "; this candidate needs ", bytes,
-                            " on cpu");
+      problem =
+          detail::cat("the SavedState holds ", state->bytes(), " bytes on ",
+                      to_string(state->device()), "; this candidate needs ", bytes, " on cpu");
     }
     if (!problem.empty()) detail::raise(ErrorKind::InvalidArgument, problem, context_);
     return static_cast<unsigned char*>(state->data());
@@ -493,8 +500,8 @@ class DirectPlan final : public DirectPlanBase<RnnDesc, RnnArgs> {
     detail::random::Words words{};
     for (std::int64_t i = 0; i < count; ++i) {
       if (i % 4 == 0)
-        words = detail::random::block_words(args.seed,
-                                            args.offset + static_cast<std::uint64_t>(i / 4));
+        words =
+            detail::random::block_words(args.seed, args.offset + static_cast<std::uint64_t>(i / 4));
       if (detail::random::keep(words.v[i % 4], desc_.dropout))
         masks[i / 32] |= std::uint32_t{1} << (i % 32);
     }
