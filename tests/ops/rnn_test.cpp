@@ -328,7 +328,7 @@ TEST(RnnReference, BackwardWeightsNeedsTheBackwardDataFirst) {
   Tensor other_diff = Tensor::empty(Dims{other.weights_count()}, other.dtype);
   RnnBackwardWeights o{&other_in.src, &other_in.weights, &other_in.hx, nullptr,
                        nullptr,       &other_dst,        &other_diff,  false};
-  expect_error(ErrorKind::InvalidArgument, {"SavedState"},
+  expect_error(ErrorKind::InvalidArgument, {"saved_state was filled by a forward of another rnn"},
                [&] { rnn_bwd_weights(context, other, o, state); });
 }
 
