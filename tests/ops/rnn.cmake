@@ -29,7 +29,7 @@ if(COMMAND dnnx_cli_test)
   dnnx_cli_test(rnn_bad_dropout ARGS algos rnn --seq 2 --batch 1 --input 1 --hidden 2 --dropout 1
     CODE 2 ONE_LINE_ERROR STDERR "dropout must be in .0, 1., got 1")
   dnnx_cli_test(rnn_bad_direction ARGS algos rnn --seq 2 --batch 1 --input 1 --hidden 2 --direction bwd
-    CODE 2 ONE_LINE_ERROR STDERR "rnn has no direction")
+    CODE 2 ONE_LINE_ERROR STDERR "unknown direction 'bwd' for rnn")
   dnnx_cli_test(rnn_help ARGS profile rnn --help
     STDOUT "--cell.*--seq.*--batch.*--input.*--hidden.*--layers.*--bidirectional.*--no-bias.*--batch-first.*--variable-lengths.*--dropout")
 endif()
