@@ -332,6 +332,27 @@ TEST(RnnReference, BackwardWeightsNeedsTheBackwardDataFirst) {
                [&] { rnn_bwd_weights(context, other, o, state); });
 }
 
+// An exhaustive selection times an accumulating backward w.r.t. the weights on scratch tensors
+// (each timed run would add to the caller's diff_weights again): the caller's tensor receives
+// exactly one gradient, as under the heuristic.
+TEST(RnnReference, ExhaustiveSelectionAccumulatesOnce) {
+  const RnnDesc d = small(RnnCell::lstm, 2);
+  const RnnInputs in = rnn_inputs(d, {}, 21);
+  auto step = [&](PolicyKind kind) {
+    Context context = reference_context();
+    for (const Direction direction :
+         {Direction::fwd, Direction::fwd_training, Direction::bwd_data, Direction::bwd_weights}) {
+      context.tune().policy(OpKind::rnn, direction) =
+          kind == PolicyKind::exhaustive ? AlgoPolicy::exhaustive() : AlgoPolicy::heuristic();
+    }
+    return run_rnn_step(context, d, in);
+  };
+  const RnnStep timed = step(PolicyKind::exhaustive);
+  const RnnStep plain = step(PolicyKind::heuristic);
+  for (const auto& [name, tensor] : plain.outputs)
+    EXPECT_EQ(values(timed.outputs.at(name)), values(tensor)) << name;
+}
+
 // ---- bad inputs ----------------------------------------------------------------------------
 
 std::function<void()> list_with(std::function<void(RnnDesc&)> edit) {
