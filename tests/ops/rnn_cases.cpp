@@ -1,5 +1,6 @@
 #include "rnn_cases.hpp"
 
+#include "support/gpu.hpp"
 #include "support/random.hpp"
 
 #include <cmath>
@@ -28,12 +29,10 @@ RnnCase make(std::string name, RnnCell cell, std::int64_t seq, std::int64_t batc
   return c;
 }
 
+// `host` in the context's memory (itself on the cpu).
 Tensor on(Context& context, const Tensor& host) {
   if (context.device() == Device::cpu() || host.data() == nullptr) return host;
-  Tensor device =
-      Tensor::empty(host.dims(), host.dtype(), Layout::channels_first, context.allocator());
-  copy(host, device);
-  return device;
+  return device_copy(host, context);
 }
 
 Tensor output(Context& context, const Dims& dims, DType dtype) {
@@ -41,10 +40,7 @@ Tensor output(Context& context, const Dims& dims, DType dtype) {
 }
 
 Tensor host_of(const Tensor& tensor) {
-  if (tensor.device() == Device::cpu()) return tensor;
-  Tensor host = Tensor::empty(tensor.dims(), tensor.dtype(), Layout::channels_first);
-  copy(tensor, host);
-  return host;
+  return tensor.device() == Device::cpu() ? tensor : host_copy_of(tensor);
 }
 
 }  // namespace
