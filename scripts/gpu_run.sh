@@ -6,26 +6,28 @@
 #   bash scripts/gpu_run.sh BUILD OUT [WHAT]
 #
 # WHAT is a comma-separated list of tests, bench (convolution, layers, fused convolution), matmul
-# (matmul_bench through compare_matmul.py), optim (optim_bench through compare_optim.py), python
-# (the Python package built against BUILD's libdnnx and python/tests run with PYTHON's CUDA torch,
-# through scripts/gpu_python.sh: pytest.log, pytest.xml), resnet50 (bench/torch_resnet50.py:
-# converted torchvision ResNet-50 training steps against PyTorch; torch_resnet50.md / .json; needs
-# the python part first, whose package it imports), or all of them (the default).
+# (matmul_bench through compare_matmul.py), optim (optim_bench through compare_optim.py), rnn
+# (rnn_bench through compare_rnn.py), python (the Python package built against BUILD's libdnnx
+# and python/tests run with PYTHON's CUDA torch, through scripts/gpu_python.sh: pytest.log,
+# pytest.xml), resnet50 (bench/torch_resnet50.py: converted torchvision ResNet-50 training steps
+# against PyTorch; torch_resnet50.md / .json; needs the python part first, whose package it
+# imports), or all of them (the default).
 #
 # OUT receives few files (the device tool brings back at most eight): gpu.txt (the GPU, then the
 # benchmarks' stderr), tests.log (every test binary's output, one after the other), tests-xml.tar
 # (their gtest XML reports), conv.md / conv.json (cudnn_conv_bench against PyTorch through
 # compare_gpu.py), layers.md / layers.json (compare_layers.py), conv_fused.jsonl
-# (conv_fused_bench), matmul.md / matmul.json (compare_matmul.py) and optim.md / optim.json
-# (compare_optim.py): ask for at most eight of them in one call.
+# (conv_fused_bench), matmul.md / matmul.json (compare_matmul.py), optim.md / optim.json
+# (compare_optim.py) and rnn.md / rnn.json (compare_rnn.py): ask for at most eight of them in one
+# call.
 #
 # BUILD is a build tree configured with the cudnn backend (e.g. -DDNNX_WITH_ONEDNN=OFF on a machine
 # without oneDNN); cuDNN and the CUDA runtime are found through LD_LIBRARY_PATH (set it to the
 # cuDNN 9.19 of the PyTorch environment, see docs/testing.md). PYTHON (default python3) must have
 # torch with CUDA for the benchmarks.
 set -uo pipefail
-build=${1:?usage: gpu_run.sh BUILD OUT [tests,bench,matmul,optim|all]}
-out=${2:?usage: gpu_run.sh BUILD OUT [tests,bench,matmul,optim|all]}
+build=${1:?usage: gpu_run.sh BUILD OUT [tests,bench,matmul,optim,rnn|all]}
+out=${2:?usage: gpu_run.sh BUILD OUT [tests,bench,matmul,optim,rnn|all]}
 what=${3:-all}
 wants() { [[ ,$what, == *,$1,* || $what == all ]]; }
 python=${PYTHON:-python3}
@@ -90,6 +92,13 @@ if wants optim && [[ -x $build/bench/optim_bench ]]; then
   env -u LD_LIBRARY_PATH "$python" bench/compare_optim.py --bench "$build/bench/optim_bench" \
     --device cuda --bench-library-path "${LD_LIBRARY_PATH:-}" --json "$out/optim.json" > "$out/optim.md" 2>> "$out/gpu.txt" || status=1
   cat "$out/optim.md"
+fi
+
+if wants rnn && [[ -x $build/bench/rnn_bench ]]; then
+  echo "== rnn_bench + compare_rnn (LSTM, GRU: inference and training step; f16, f32)"
+  env -u LD_LIBRARY_PATH "$python" bench/compare_rnn.py --bench "$build/bench/rnn_bench" \
+    --bench-library-path "${LD_LIBRARY_PATH:-}" --json "$out/rnn.json" > "$out/rnn.md" 2>> "$out/gpu.txt" || status=1
+  cat "$out/rnn.md"
 fi
 
 if wants python; then

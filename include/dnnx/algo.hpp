@@ -58,6 +58,13 @@ inline constexpr OpDirection fwd_only[] = {{Direction::fwd, "fwd"}};
 inline constexpr OpDirection training[] = {{Direction::fwd, "fwd"},
                                            {Direction::fwd_training, "fwd_training"},
                                            {Direction::bwd_data, "bwd"}};
+/// A recurrent layer: the inference forward, the training forward that keeps its reserve space in
+/// a SavedState, the backward w.r.t. the input and initial states, and the backward w.r.t. the
+/// weights (both reading that state).
+inline constexpr OpDirection recurrent[] = {{Direction::fwd, "fwd"},
+                                            {Direction::fwd_training, "fwd_training"},
+                                            {Direction::bwd_data, "bwd_data"},
+                                            {Direction::bwd_weights, "bwd_weights"}};
 }  // namespace op_directions
 
 /// Every op, from the op table (op_table.hpp).

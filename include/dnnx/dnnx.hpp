@@ -22,6 +22,7 @@
 #include <dnnx/ops/optim.hpp>
 #include <dnnx/ops/pool.hpp>
 #include <dnnx/ops/reduce.hpp>
+#include <dnnx/ops/rnn.hpp>
 #include <dnnx/ops/softmax.hpp>
 #include <dnnx/random.hpp>
 #include <dnnx/saved_state.hpp>

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""dnnx vs PyTorch: recurrent layers (LSTM, GRU) on the GPU, inference and a training step, in the
+same run (bench/rnn_bench.cpp selects every direction exhaustively among cuDNN's RNN algorithms and
+math types).
+
+  python3 bench/compare_rnn.py --bench build/bench/rnn_bench [--rows ...] [--dtypes f16,f32] \
+      [--bench-library-path PATH] [--json out.json]
+
+PyTorch runs torch.nn.LSTM / nn.GRU of the same shape (input size = hidden size, seq-major, with
+initial states) on cuDNN, picking its algorithm by its fixed rules: the inference forward under
+torch.no_grad(), and a training step of forward plus backward of sum(output * g), which computes
+the gradients of the input, the initial states and every parameter (what dnnx's step computes).
+Timed as dnnx is: CUDA events around a loop of back-to-back calls, divided by the count, median
+of five loops after three untimed ones. f32 rows run with torch.backends.cudnn.allow_tf32 = False,
+dnnx's default (dnnx admits TF32 math for f32 only with DNNX_ALLOW_TF32=1). The table gives each
+row's times and the ratio dnnx / torch (below 1: dnnx faster), and the totals.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+
+def run_dnnx(args):
+    cmd = [args.bench, "--backend", "cudnn", "--dtypes", args.dtypes, "--loop", str(args.loop)]
+    if args.rows:
+        cmd += ["--rows", args.rows]
+    print("$", " ".join(cmd), flush=True)
+    env = dict(os.environ)
+    if args.bench_library_path:
+        env["LD_LIBRARY_PATH"] = args.bench_library_path
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
+    sys.stderr.write(out.stderr)
+    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+
+
+def time_loop(torch, loop, step):
+    for _ in range(3):
+        step()
+    samples = []
+    for _ in range(5):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(loop):
+            step()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) / loop)
+    return statistics.median(samples)
+
+
+def torch_row(torch, row, loop):
+    dtype = {"f16": torch.float16, "f32": torch.float32, "bf16": torch.bfloat16}[row["dtype"]]
+    torch.backends.cudnn.allow_tf32 = False
+    cls = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU}.get(row["cell"])
+    kwargs = dict(input_size=row["hidden"], hidden_size=row["hidden"], num_layers=row["layers"],
+                  bidirectional=row["bidirectional"])
+    if cls is None:
+        cls = torch.nn.RNN
+        kwargs["nonlinearity"] = row["cell"][4:]
+    module = cls(**kwargs).to(device="cuda", dtype=dtype)
+    d = 2 if row["bidirectional"] else 1
+    x = torch.rand(row["seq"], row["batch"], row["hidden"], device="cuda", dtype=dtype,
+                   requires_grad=True)
+    h = torch.rand(row["layers"] * d, row["batch"], row["hidden"], device="cuda", dtype=dtype,
+                   requires_grad=True)
+    state = (h, torch.rand_like(h).requires_grad_()) if row["cell"] == "lstm" else h
+    g = torch.rand(row["seq"], row["batch"], d * row["hidden"], device="cuda", dtype=dtype)
+
+    def inference():
+        with torch.no_grad():
+            module(x, state)
+
+    def training():
+        y, _ = module(x, state)
+        y.backward(g)
+
+    return time_loop(torch, loop, inference), time_loop(torch, loop, training)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bench", required=True, help="path of rnn_bench")
+    parser.add_argument("--rows", default="", help="rnn_bench's --rows (default: its own)")
+    parser.add_argument("--dtypes", default="f16,f32")
+    parser.add_argument("--loop", type=int, default=5)
+    parser.add_argument("--bench-library-path", default="",
+                        help="LD_LIBRARY_PATH for rnn_bench (its cuDNN), not for torch")
+    parser.add_argument("--json", help="write every row's figures here")
+    args = parser.parse_args()
+    rows = run_dnnx(args)
+    import torch  # after dnnx ran: torch brings its own cuDNN
+    if not torch.cuda.is_available():
+        print("compare_rnn: torch has no CUDA device", file=sys.stderr)
+        return 1
+    print(f"torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, "
+          f"{torch.cuda.get_device_name()}\n")
+    print("| row | dtype | dnnx inference ms | torch | ratio | dnnx training ms | torch | ratio |"
+          " dnnx algorithms (fwd / training) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    totals = [0.0, 0.0, 0.0, 0.0]
+    for row in rows:
+        inference, training = torch_row(torch, row, args.loop)
+        row["torch_inference_ms"], row["torch_training_ms"] = inference, training
+        totals = [a + b for a, b in zip(totals, (row["inference_ms"], inference,
+                                                  row["training_ms"], training))]
+        print(f"| {row['row']} | {row['dtype']} | {row['inference_ms']:.3f} | {inference:.3f} | "
+              f"{row['inference_ms'] / inference:.2f} | {row['training_ms']:.3f} | "
+              f"{training:.3f} | {row['training_ms'] / training:.2f} | "
+              f"{row['fwd_algo']} / {row['training_algo']} |")
+    if rows:
+        print(f"| total | | {totals[0]:.3f} | {totals[1]:.3f} | {totals[0] / totals[1]:.2f} | "
+              f"{totals[2]:.3f} | {totals[3]:.3f} | {totals[2] / totals[3]:.2f} | |")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(rows, out, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,635 @@
+// The cudnn backend's recurrent layer: cuDNN 9's RNN API (cudnnSetRNNDescriptor_v8,
+// cudnnRNNForward, cudnnRNNBackwardData_v8, cudnnRNNBackwardWeights_v8).
+//
+// Note [cudnn rnn candidates]
+// cuDNN has no find or heuristic call for RNNs; the algorithm is a field of the RNN descriptor.
+// The candidates are every algorithm (standard, persist_static, persist_static_small_h,
+// persist_dynamic) under every math type (fma, default, tensor_op, tensor_op_allow_conversion),
+// ids "cudnn:rnn:<algo>:<math>", in that order (standard first: it takes every configuration, so
+// the heuristic pick always runs). Whether one is supported is asked of cuDNN when listing: the
+// descriptor is set and the workspace and reserve sizes queried (cudnnGetRNNTempSpaceSizes, the
+// TRAINING mode for every direction but fwd) for the desc's largest case (every sequence T long);
+// a failure is the reason, with cuDNN's status and message (persistent kernels on variable
+// lengths, hidden sizes or compute capabilities they do not take, ...). Listing refuses, without
+// asking cuDNN: dropout > 0 (cuDNN draws its own masks, not dnnx's Philox stream of Note [rnn
+// dropout], so its training forward would not match any other backend's), sizes beyond int, and
+// for f32 the math types that may round to TF32 or f16 unless DNNX_ALLOW_TF32 is set. Compute
+// precision is f32 for every dtype. persist_dynamic's plan is compiled once for the desc's batch
+// (cudnnBuildRNNDynamic) when its plan is built and kept with it.
+//
+// Data goes to cuDNN in its unpacked layouts (SEQ_MAJOR_UNPACKED, or BATCH_MAJOR_UNPACKED for
+// batch_first) with padded I/O enabled and the call's lengths, dst's padding filled with zeros.
+// When cuDNN refuses that for an algorithm and the desc is sequence-major with full lengths, the
+// same memory is described as SEQ_MAJOR_PACKED without padded I/O (identical bytes when every
+// sequence is T long), the form persistent kernels may need.
+//
+// Note [cudnn rnn weights]
+// cuDNN keeps the weights in its own weight space; cudnnGetRNNWeightParams gives each gate
+// matrix's and bias's address there (pseudo-layer layer * D + direction, linLayerID g for W_ih's
+// gate g and G + g for W_hh's, in PyTorch's gate order, which is cuDNN's). When building a plan,
+// those addresses are compared with dnnx's flat layout (Note [rnn weight layout]): when every one
+// sits at the same byte offset and the sizes agree, the plan passes the caller's weights (and
+// diff_weights) to cuDNN as they are, converting nothing. Otherwise the plan keeps a weight space
+// of its own and copies the caller's weights into it on every call (one device-to-device copy per
+// contiguous run of matrices: a fraction of a step's cost, paid because a tensor's contents can
+// change under the same pointer with no version to compare), and a backward w.r.t. the weights
+// computes into a gradient space of its own and copies back (reading the caller's diff_weights in
+// first when accumulating). The plan's listing record says which ("weights_converted" note).
+
+#include "backends/cudnn/check.hpp"
+#include "backends/cudnn/conv_common.hpp"
+#include "backends/cudnn/handles.hpp"
+#include "backends/cudnn/layer_common.hpp"
+#include "backends/cudnn/layers.hpp"
+#include "core/rnn_args.hpp"
+#include "core/strings.hpp"
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dnnx::cudnn {
+namespace {
+
+using detail::RnnArgs;
+using RnnDescriptor = Handle<cudnnRNNDescriptor_t, cudnnDestroyRNNDescriptor>;
+using RnnDataDescriptor = Handle<cudnnRNNDataDescriptor_t, cudnnDestroyRNNDataDescriptor>;
+using DropoutDescriptor = Handle<cudnnDropoutDescriptor_t, cudnnDestroyDropoutDescriptor>;
+
+struct AlgoName {
+  cudnnRNNAlgo_t algo;
+  const char* name;
+};
+constexpr std::array<AlgoName, 4> algos{{
+    {CUDNN_RNN_ALGO_STANDARD, "standard"},
+    {CUDNN_RNN_ALGO_PERSIST_STATIC, "persist_static"},
+    {CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H, "persist_static_small_h"},
+    {CUDNN_RNN_ALGO_PERSIST_DYNAMIC, "persist_dynamic"},
+}};
+
+struct MathName {
+  cudnnMathType_t math;
+  const char* name;
+};
+constexpr std::array<MathName, 4> maths{{
+    {CUDNN_FMA_MATH, "fma"},
+    {CUDNN_DEFAULT_MATH, "default"},
+    {CUDNN_TENSOR_OP_MATH, "tensor_op"},
+    {CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, "tensor_op_allow_conversion"},
+}};
+
+// How the data tensors are described to cuDNN (Note [cudnn rnn candidates]).
+enum class Io : std::uint8_t { padded, packed };
+
+struct Candidate {
+  AlgoInfo info;
+  cudnnRNNAlgo_t algo = CUDNN_RNN_ALGO_STANDARD;
+  cudnnMathType_t math = CUDNN_FMA_MATH;
+  Io io = Io::padded;
+  std::size_t workspace = 0;
+  std::size_t reserve = 0;
+};
+
+ErrorContext context_of(const RnnDesc& desc, Direction direction, std::string id = {}) {
+  return detail::op_context(BackendKind::cudnn, desc, direction, std::move(id));
+}
+
+cudnnRNNMode_t mode_of(RnnCell cell) {
+  switch (cell) {
+    case RnnCell::rnn_relu: return CUDNN_RNN_RELU;
+    case RnnCell::rnn_tanh: return CUDNN_RNN_TANH;
+    case RnnCell::lstm: return CUDNN_LSTM;
+    case RnnCell::gru: return CUDNN_GRU;
+  }
+  return CUDNN_LSTM;
+}
+
+bool is_backward(Direction direction) {
+  return direction == Direction::bwd_data || direction == Direction::bwd_weights;
+}
+
+// The descriptors of one configuration; set() reports the first cuDNN failure instead of throwing.
+struct Descriptors {
+  DropoutDescriptor dropout;
+  RnnDescriptor rnn;
+  RnnDataDescriptor x, y;
+  TensorDescriptor h;
+  Io io = Io::padded;
+  double padding_fill[1] = {0.0};  // zero bits: 0 in every dtype; cuDNN reads it at set time
+
+  // "" on success, else what failed with cuDNN's status and message.
+  std::string set(cudnnHandle_t handle, const RnnDesc& desc, cudnnRNNAlgo_t algo,
+                  cudnnMathType_t math, Io layout, const std::vector<std::int32_t>& lengths) {
+    io = layout;
+    auto failure = [](const char* what, cudnnStatus_t status) {
+      std::string text = detail::cat(what, " failed: ", status_name(status));
+      if (const std::string message = last_cudnn_message(); !message.empty())
+        text += detail::cat(" (", message, ")");
+      return text;
+    };
+    cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
+    if (!dropout) {
+      cudnnDropoutDescriptor_t raw = nullptr;
+      if ((status = cudnnCreateDropoutDescriptor(&raw)) != CUDNN_STATUS_SUCCESS)
+        return failure("cudnnCreateDropoutDescriptor", status);
+      dropout = DropoutDescriptor(raw, "cudnnDropoutDescriptor_t");
+      // No dropout: no RNG states (as PyTorch's set_no_dropout).
+      if ((status = cudnnSetDropoutDescriptor(dropout.get(), handle, 0.0f, nullptr, 0, 0)) !=
+          CUDNN_STATUS_SUCCESS)
+        return failure("cudnnSetDropoutDescriptor", status);
+    }
+    if (!rnn) {
+      cudnnRNNDescriptor_t raw = nullptr;
+      if ((status = cudnnCreateRNNDescriptor(&raw)) != CUDNN_STATUS_SUCCESS)
+        return failure("cudnnCreateRNNDescriptor", status);
+      rnn = RnnDescriptor(raw, "cudnnRNNDescriptor_t");
+    }
+    const auto hidden = static_cast<std::int32_t>(desc.hidden_size);
+    status = cudnnSetRNNDescriptor_v8(
+        rnn.get(), algo, mode_of(desc.cell), desc.bias ? CUDNN_RNN_DOUBLE_BIAS : CUDNN_RNN_NO_BIAS,
+        desc.bidirectional ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT,
+        data_type(desc.dtype), CUDNN_DATA_FLOAT, math, static_cast<std::int32_t>(desc.input_size),
+        hidden, hidden, static_cast<std::int32_t>(desc.layers), dropout.get(),
+        layout == Io::padded ? CUDNN_RNN_PADDED_IO_ENABLED : CUDNN_RNN_PADDED_IO_DISABLED);
+    if (status != CUDNN_STATUS_SUCCESS) return failure("cudnnSetRNNDescriptor_v8", status);
+    if (std::string problem = set_data(desc, lengths); !problem.empty()) return problem;
+    if (!h) {
+      cudnnTensorDescriptor_t raw = nullptr;
+      if ((status = cudnnCreateTensorDescriptor(&raw)) != CUDNN_STATUS_SUCCESS)
+        return failure("cudnnCreateTensorDescriptor", status);
+      h = TensorDescriptor(raw, "cudnnTensorDescriptor_t");
+      const int dims[3] = {static_cast<int>(desc.layers * desc.directions()),
+                           static_cast<int>(desc.batch), hidden};
+      const int strides[3] = {dims[1] * dims[2], dims[2], 1};
+      if ((status = cudnnSetTensorNdDescriptor(h.get(), data_type(desc.dtype), 3, dims, strides)) !=
+          CUDNN_STATUS_SUCCESS)
+        return failure("cudnnSetTensorNdDescriptor (states)", status);
+    }
+    return {};
+  }
+
+  // The data descriptors for `lengths` (per call with variable lengths).
+  std::string set_data(const RnnDesc& desc, const std::vector<std::int32_t>& lengths) {
+    const cudnnRNNDataLayout_t layout = io == Io::packed ? CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED
+                                        : desc.batch_first
+                                            ? CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED
+                                            : CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED;
+    const auto T = static_cast<int>(desc.seq_length);
+    const auto N = static_cast<int>(desc.batch);
+    for (RnnDataDescriptor* d : {&x, &y}) {
+      if (*d) continue;
+      cudnnRNNDataDescriptor_t raw = nullptr;
+      if (const cudnnStatus_t status = cudnnCreateRNNDataDescriptor(&raw);
+          status != CUDNN_STATUS_SUCCESS)
+        return detail::cat("cudnnCreateRNNDataDescriptor failed: ", status_name(status));
+      *d = RnnDataDescriptor(raw, "cudnnRNNDataDescriptor_t");
+    }
+    const cudnnDataType_t type = data_type(desc.dtype);
+    cudnnStatus_t status =
+        cudnnSetRNNDataDescriptor(x.get(), type, layout, T, N, static_cast<int>(desc.input_size),
+                                  lengths.data(), padding_fill);
+    if (status == CUDNN_STATUS_SUCCESS) {
+      status = cudnnSetRNNDataDescriptor(y.get(), type, layout, T, N,
+                                         static_cast<int>(desc.directions() * desc.hidden_size),
+                                         lengths.data(), padding_fill);
+    }
+    if (status != CUDNN_STATUS_SUCCESS) {
+      std::string text = detail::cat("cudnnSetRNNDataDescriptor failed: ", status_name(status));
+      if (const std::string message = last_cudnn_message(); !message.empty())
+        text += detail::cat(" (", message, ")");
+      return text;
+    }
+    return {};
+  }
+};
+
+// Why no candidate of this backend can run the desc (before asking cuDNN); "" when they may.
+std::string desc_reason(const RnnDesc& desc) {
+  if (desc.dropout > 0.0f && desc.layers > 1) {
+    return detail::cat(
+        "cuDNN's RNN dropout draws its own masks (cuDNN's RNG states), not dnnx's Philox stream "
+        "(Note [rnn dropout]), so its training forward would differ from every other backend's; "
+        "dropout ",
+        detail::shortest(desc.dropout),
+        " between layers is computed by the reference backend only");
+  }
+  const std::int64_t d = desc.directions();
+  const std::int64_t largest_vector = std::max(desc.input_size, d * desc.hidden_size);
+  if (desc.seq_length > INT_MAX || desc.batch > INT_MAX || largest_vector > INT_MAX ||
+      desc.layers * d * desc.batch * desc.hidden_size > INT_MAX) {
+    return detail::cat("cuDNN's RNN descriptors hold int sizes; got seq_length ", desc.seq_length,
+                       ", batch ", desc.batch, ", input_size ", desc.input_size, ", hidden_size ",
+                       desc.hidden_size, " (each, and each state's element count, must be at most ",
+                       INT_MAX, ")");
+  }
+  return {};
+}
+
+// Why `math` is refused for the desc's dtype by dnnx itself; "" when cuDNN is asked.
+std::string math_reason(const RnnDesc& desc, cudnnMathType_t math, bool allow_tf32) {
+  if (desc.dtype == DType::f32 && math != CUDNN_FMA_MATH && !allow_tf32) {
+    return "on f32 this math type lets cuDNN round operands to TF32 (or to f16 with "
+           "allow_conversion), below f32 accuracy; set DNNX_ALLOW_TF32=1 to admit it";
+  }
+  return {};
+}
+
+std::vector<Candidate> list_candidates(Runtime& runtime, const RnnDesc& desc, Direction direction) {
+  const std::string common = desc_reason(desc);
+  const std::vector<std::int32_t> full(static_cast<std::size_t>(desc.batch),
+                                       static_cast<std::int32_t>(desc.seq_length));
+  const cudnnForwardMode_t mode =
+      direction == Direction::fwd ? CUDNN_FWD_MODE_INFERENCE : CUDNN_FWD_MODE_TRAINING;
+  std::vector<Candidate> list;
+  for (const AlgoName& algo : algos) {
+    for (const MathName& math : maths) {
+      Candidate c;
+      c.algo = algo.algo;
+      c.math = math.math;
+      c.info.id = detail::cat("cudnn:rnn:", algo.name, ":", math.name);
+      c.info.name = detail::cat("cuDNN RNN ", algo.name, " algorithm, ", math.name, " math");
+      c.info.notes = {"rnn", algo.name, math.name};
+      if (math.math != CUDNN_FMA_MATH) c.info.notes.emplace_back("tensor_cores");
+      if (algo.algo != CUDNN_RNN_ALGO_STANDARD) c.info.notes.emplace_back("persistent");
+      // Note [cudnn rnn candidates]: cuDNN documents no bitwise guarantee for its backward passes.
+      c.info.deterministic = !is_backward(direction);
+      if (direction != Direction::fwd) c.info.saved_state_format = c.info.id;
+      std::string reason = common;
+      if (reason.empty()) reason = math_reason(desc, math.math, runtime.allow_tf32());
+      if (reason.empty()) {
+        Descriptors d;
+        std::string padded = d.set(runtime.handle(), desc, algo.algo, math.math, Io::padded, full);
+        auto sizes = [&](std::string& problem) {
+          if (!problem.empty()) return;
+          cudnnStatus_t status = cudnnGetRNNTempSpaceSizes(runtime.handle(), d.rnn.get(), mode,
+                                                           d.x.get(), &c.workspace, &c.reserve);
+          if (status != CUDNN_STATUS_SUCCESS && algo.algo == CUDNN_RNN_ALGO_PERSIST_DYNAMIC) {
+            // The dynamic algorithm may need its kernels compiled before cuDNN sizes them.
+            status =
+                cudnnBuildRNNDynamic(runtime.handle(), d.rnn.get(), static_cast<int>(desc.batch));
+            if (status == CUDNN_STATUS_SUCCESS) {
+              status = cudnnGetRNNTempSpaceSizes(runtime.handle(), d.rnn.get(), mode, d.x.get(),
+                                                 &c.workspace, &c.reserve);
+            }
+          }
+          if (status != CUDNN_STATUS_SUCCESS) {
+            problem = detail::cat("cudnnGetRNNTempSpaceSizes failed: ", status_name(status));
+            if (const std::string message = last_cudnn_message(); !message.empty())
+              problem += detail::cat(" (", message, ")");
+          }
+        };
+        sizes(padded);
+        reason = padded;
+        if (!padded.empty() && !desc.batch_first && !desc.variable_lengths) {
+          std::string packed =
+              d.set(runtime.handle(), desc, algo.algo, math.math, Io::packed, full);
+          sizes(packed);
+          if (packed.empty()) {
+            c.io = Io::packed;
+            reason.clear();
+          } else {
+            reason = detail::cat("padded I/O: ", padded, "; packed I/O: ", packed);
+          }
+        } else if (!padded.empty()) {
+          reason = detail::cat(padded, desc.variable_lengths ? " (variable lengths need padded I/O)"
+                                                             : " (batch_first needs padded I/O)");
+        }
+      }
+      c.info.supported = reason.empty();
+      c.info.reason = std::move(reason);
+      if (c.info.supported) {
+        c.info.workspace_bytes = c.workspace;
+        if (direction == Direction::fwd_training) c.info.saved_state_bytes = c.reserve;
+        if (c.io == Io::packed) c.info.notes.emplace_back("packed_io");
+      } else {
+        c.workspace = c.reserve = 0;
+      }
+      list.push_back(std::move(c));
+    }
+  }
+  for (std::size_t i = 0; i < list.size(); ++i) list[i].info.priority = static_cast<int>(i);
+  return list;
+}
+
+// One contiguous run of bytes copied between dnnx's flat weights and cuDNN's weight space.
+struct Segment {
+  std::size_t flat = 0;   // byte offset in dnnx's layout
+  std::size_t space = 0;  // byte offset in cuDNN's weight space
+  std::size_t bytes = 0;
+};
+
+class Plan final : public detail::LayerPlanBase<RnnArgs> {
+ public:
+  Plan(std::shared_ptr<Runtime> runtime, const RnnDesc& desc, Direction direction,
+       const Candidate& candidate)
+      : LayerPlanBase(candidate.info, context_of(desc, direction, candidate.info.id)),
+        runtime_(std::move(runtime)),
+        desc_(desc),
+        direction_(direction),
+        candidate_(candidate),
+        full_lengths_(static_cast<std::size_t>(desc.batch),
+                      static_cast<std::int32_t>(desc.seq_length)) {
+    runtime_->make_current();
+    const cudnnHandle_t handle = runtime_->handle();
+    if (const std::string problem =
+            d_.set(handle, desc, candidate.algo, candidate.math, candidate.io, full_lengths_);
+        !problem.empty()) {
+      detail::raise(ErrorKind::BackendFailure, problem, context_);
+    }
+    if (candidate.algo == CUDNN_RNN_ALGO_PERSIST_DYNAMIC) {
+      DNNX_CUDNN_CHECK(cudnnBuildRNNDynamic(handle, d_.rnn.get(), static_cast<int>(desc.batch)),
+                       context_, "compiling the persist_dynamic plan (cudnnBuildRNNDynamic)");
+    }
+    const cudnnForwardMode_t mode =
+        direction == Direction::fwd ? CUDNN_FWD_MODE_INFERENCE : CUDNN_FWD_MODE_TRAINING;
+    DNNX_CUDNN_CHECK(
+        cudnnGetRNNTempSpaceSizes(handle, d_.rnn.get(), mode, d_.x.get(), &workspace_, &reserve_),
+        context_, "asking for the workspace and reserve sizes");
+    info_.workspace_bytes = workspace_;
+    if (direction == Direction::fwd_training) info_.saved_state_bytes = reserve_;
+    map_weights(handle);
+    lengths_device_ = std::make_unique<Storage>(runtime_->allocator(),
+                                                full_lengths_.size() * sizeof(std::int32_t));
+    DNNX_CUDNN_CHECK(cudaMemcpyAsync(lengths_device_->data(), full_lengths_.data(),
+                                     full_lengths_.size() * sizeof(std::int32_t),
+                                     cudaMemcpyHostToDevice, runtime_->stream()),
+                     context_, "copying the sequence lengths to the device");
+    // The copy reads full_lengths_, a member: done before any call can change it (none does).
+  }
+
+  void execute(const RnnArgs& args, detail::Workspace workspace) override {
+    runtime_->make_current();
+    const cudnnHandle_t handle = runtime_->handle();
+    const cudaStream_t stream = runtime_->stream();
+    DNNX_ASSERT(workspace.bytes >= workspace_ || workspace_ == 0);
+    set_lengths(args);
+    const void* weights = data_of(args.weights, "weights", context_);
+    if (!identity_) {
+      weights = weight_space_->data();
+      copy_segments(args.weights->data(), weight_space_->data(), true);
+    }
+    void* reserve = direction_ == Direction::fwd ? nullptr : reserve_of(args);
+    const std::size_t reserve_bytes = direction_ == Direction::fwd ? 0 : reserve_;
+    const void* hx = args.hx != nullptr ? data_of(args.hx, "hx", context_) : nullptr;
+    const void* cx = args.cx != nullptr ? data_of(args.cx, "cx", context_) : nullptr;
+    const cudnnTensorDescriptor_t h = d_.h.get();
+    switch (direction_) {
+      case Direction::fwd:
+      case Direction::fwd_training: {
+        void* hy = args.hy != nullptr ? data_of(args.hy, "hy", context_) : nullptr;
+        void* cy = args.cy != nullptr ? data_of(args.cy, "cy", context_) : nullptr;
+        DNNX_CUDNN_CHECK(
+            cudnnRNNForward(
+                handle, d_.rnn.get(),
+                direction_ == Direction::fwd ? CUDNN_FWD_MODE_INFERENCE : CUDNN_FWD_MODE_TRAINING,
+                lengths(), d_.x.get(), data_of(args.src, "src", context_), d_.y.get(),
+                data_of(args.dst, "dst", context_), h, hx, hy, h, cx, cy, weight_bytes_, weights,
+                workspace_, workspace.data, reserve_bytes, reserve),
+            context_, "running cudnnRNNForward");
+        return;
+      }
+      case Direction::bwd_data: {
+        void* dx = data_of(args.diff_src, "diff_src", context_);
+        if (desc_.variable_lengths) {
+          // diff_src past a sequence's end is 0 (include/dnnx/ops/rnn.hpp), whatever cuDNN leaves.
+          DNNX_CUDNN_CHECK(cudaMemsetAsync(dx, 0, args.diff_src->span_bytes(), stream), context_,
+                           "clearing diff_src");
+        }
+        const void* dhy =
+            args.diff_hy != nullptr ? data_of(args.diff_hy, "diff_hy", context_) : nullptr;
+        const void* dcy =
+            args.diff_cy != nullptr ? data_of(args.diff_cy, "diff_cy", context_) : nullptr;
+        void* dhx = args.diff_hx != nullptr ? data_of(args.diff_hx, "diff_hx", context_) : nullptr;
+        void* dcx = args.diff_cx != nullptr ? data_of(args.diff_cx, "diff_cx", context_) : nullptr;
+        DNNX_CUDNN_CHECK(
+            cudnnRNNBackwardData_v8(handle, d_.rnn.get(), lengths(), d_.y.get(),
+                                    data_of(args.dst, "dst", context_),
+                                    data_of(args.diff_dst, "diff_dst", context_), d_.x.get(), dx, h,
+                                    hx, dhy, dhx, h, cx, dcy, dcx, weight_bytes_, weights,
+                                    workspace_, workspace.data, reserve_bytes, reserve),
+            context_, "running cudnnRNNBackwardData_v8");
+        return;
+      }
+      case Direction::bwd_weights: {
+        void* user = data_of(args.diff_weights, "diff_weights", context_);
+        void* dweights = user;
+        if (!identity_) {
+          dweights = diff_space_->data();
+          if (args.accumulate) copy_segments(user, dweights, true);
+        }
+        DNNX_CUDNN_CHECK(
+            cudnnRNNBackwardWeights_v8(
+                handle, d_.rnn.get(), args.accumulate ? CUDNN_WGRAD_MODE_ADD : CUDNN_WGRAD_MODE_SET,
+                lengths(), d_.x.get(), data_of(args.src, "src", context_), h, hx, d_.y.get(),
+                data_of(args.dst, "dst", context_), weight_bytes_, dweights, workspace_,
+                workspace.data, reserve_bytes, reserve),
+            context_, "running cudnnRNNBackwardWeights_v8");
+        if (!identity_) copy_segments(user, dweights, false);
+        return;
+      }
+    }
+  }
+
+ private:
+  const std::int32_t* lengths() const {
+    return static_cast<const std::int32_t*>(lengths_device_->data());
+  }
+
+  // With variable lengths, the data descriptors and the device copy of the call's lengths.
+  void set_lengths(const RnnArgs& args) {
+    if (!desc_.variable_lengths) return;
+    DNNX_ASSERT(args.lengths != nullptr);
+    call_lengths_ = detail::sequence_lengths(desc_, args);
+    for (const std::int32_t length : call_lengths_) {
+      if (length < 1 || length > desc_.seq_length)
+        detail::raise(
+            ErrorKind::InvalidArgument,
+            detail::cat("lengths holds ", length, "; each must be in [1, ", desc_.seq_length, "]"),
+            context_);
+    }
+    if (const std::string problem = d_.set_data(desc_, call_lengths_); !problem.empty())
+      detail::raise(ErrorKind::BackendFailure, problem, context_);
+    // From pageable memory: the call returns once the bytes are staged, so call_lengths_ may
+    // change on the next call while this copy is still queued.
+    DNNX_CUDNN_CHECK(cudaMemcpyAsync(lengths_device_->data(), call_lengths_.data(),
+                                     call_lengths_.size() * sizeof(std::int32_t),
+                                     cudaMemcpyHostToDevice, runtime_->stream()),
+                     context_, "copying the sequence lengths to the device");
+  }
+
+  // The reserve space: the state's buffer when it holds this candidate's format, a buffer of the
+  // plan's own when a selection times a backward on the op layer's scratch state (Note [timing an
+  // rnn backward]).
+  void* reserve_of(const RnnArgs& args) {
+    const SavedState* state = args.state;
+    if (state == nullptr)
+      detail::raise(ErrorKind::InvalidArgument, "the call has no SavedState", context_);
+    if (is_backward(direction_) && state->format() != info_.saved_state_format &&
+        state->producer() == detail::rnn_scratch_producer) {
+      if (!timing_reserve_ && reserve_ > 0)
+        timing_reserve_ = std::make_unique<Storage>(runtime_->allocator(), reserve_);
+      return timing_reserve_ ? timing_reserve_->data() : nullptr;
+    }
+    if (state->format() != info_.saved_state_format) {
+      detail::raise(ErrorKind::InvalidArgument,
+                    detail::cat("the SavedState holds format '", state->format(), "' (from '",
+                                state->producer(), "'), not '", info_.saved_state_format,
+                                "': a backward runs the algorithm of the training forward that "
+                                "filled its state"),
+                    context_);
+    }
+    if (state->bytes() < reserve_ ||
+        (reserve_ > 0 &&
+         (state->data() == nullptr || state->device() != Device::cuda(runtime_->device())))) {
+      detail::raise(ErrorKind::InvalidArgument,
+                    detail::cat("the SavedState holds ", state->bytes(), " bytes on ",
+                                to_string(state->device()), "; this candidate's reserve space is ",
+                                reserve_, " bytes on cuda:", runtime_->device()),
+                    context_);
+    }
+    return state->data();
+  }
+
+  // Note [cudnn rnn weights]: where each matrix lies in cuDNN's weight space.
+  void map_weights(cudnnHandle_t handle) {
+    DNNX_CUDNN_CHECK(cudnnGetRNNWeightSpaceSize(handle, d_.rnn.get(), &weight_bytes_), context_,
+                     "asking for the weight space size");
+    const std::size_t element = size_of(desc_.dtype);
+    const auto flat_bytes = static_cast<std::size_t>(desc_.weights_count()) * element;
+    // A real buffer for the address queries: it becomes the plan's weight space when converting.
+    weight_space_ = std::make_unique<Storage>(runtime_->allocator(), weight_bytes_);
+    auto* base = static_cast<std::byte*>(weight_space_->data());
+    TensorDescriptor matrix = make_tensor_descriptor(context_);
+    TensorDescriptor bias = make_tensor_descriptor(context_);
+    const std::int64_t G = desc_.gates(), H = desc_.hidden_size;
+    std::vector<Segment> segments;
+    bool identity = weight_bytes_ == flat_bytes;
+    for (std::int64_t layer = 0; layer < desc_.layers; ++layer) {
+      const std::int64_t in = desc_.layer_input_size(layer);
+      for (std::int64_t dir = 0; dir < desc_.directions(); ++dir) {
+        const auto pseudo = static_cast<std::int32_t>(layer * desc_.directions() + dir);
+        for (std::int64_t id = 0; id < 2 * G; ++id) {
+          void* m = nullptr;
+          void* b = nullptr;
+          DNNX_CUDNN_CHECK(cudnnGetRNNWeightParams(handle, d_.rnn.get(), pseudo, weight_bytes_,
+                                                   base, static_cast<std::int32_t>(id),
+                                                   matrix.get(), &m, bias.get(), &b),
+                           context_, "asking where the weights lie (cudnnGetRNNWeightParams)");
+          const bool input = id < G;
+          const std::int64_t gate = input ? id : id - G;
+          const std::int64_t cols = input ? in : H;
+          const std::int64_t matrix_at =
+              desc_.weight_offset(layer, dir, input ? RnnWeight::w_ih : RnnWeight::w_hh) +
+              gate * H * cols;
+          add_segment(segments, identity, m, base, matrix_at, H * cols);
+          if (desc_.bias) {
+            const std::int64_t bias_at =
+                desc_.weight_offset(layer, dir, input ? RnnWeight::b_ih : RnnWeight::b_hh) +
+                gate * H;
+            add_segment(segments, identity, b, base, bias_at, H);
+          }
+        }
+      }
+    }
+    identity_ = identity;
+    segments_ = std::move(segments);
+    if (identity_) {
+      weight_space_.reset();
+    } else {
+      info_.notes.emplace_back("weights_converted");
+      if (direction_ == Direction::bwd_weights) {
+        diff_space_ = std::make_unique<Storage>(runtime_->allocator(), weight_bytes_);
+        DNNX_CUDNN_CHECK(cudaMemsetAsync(diff_space_->data(), 0, weight_bytes_, runtime_->stream()),
+                         context_, "clearing the gradient space");
+      }
+    }
+  }
+
+  void add_segment(std::vector<Segment>& segments, bool& identity, void* address,
+                   const std::byte* base, std::int64_t flat_offset, std::int64_t count) const {
+    if (address == nullptr) {
+      detail::raise(ErrorKind::BackendFailure,
+                    "cudnnGetRNNWeightParams gave no address for a weight matrix or bias",
+                    context_);
+    }
+    const std::size_t element = size_of(desc_.dtype);
+    const auto space = static_cast<std::size_t>(static_cast<const std::byte*>(address) - base);
+    const auto flat = static_cast<std::size_t>(flat_offset) * element;
+    const auto bytes = static_cast<std::size_t>(count) * element;
+    if (space + bytes > weight_bytes_) {
+      detail::raise(ErrorKind::BackendFailure,
+                    detail::cat("cudnnGetRNNWeightParams placed ", bytes, " bytes at offset ",
+                                space, " of a weight space of ", weight_bytes_, " bytes"),
+                    context_);
+    }
+    if (space != flat) identity = false;
+    if (!segments.empty()) {
+      Segment& last = segments.back();
+      if (last.flat + last.bytes == flat && last.space + last.bytes == space) {
+        last.bytes += bytes;
+        return;
+      }
+    }
+    segments.push_back({flat, space, bytes});
+  }
+
+  // Copies every segment from dnnx's layout into cuDNN's (to_space) or back.
+  void copy_segments(void* flat, void* space, bool to_space) const {
+    auto* f = static_cast<std::byte*>(flat);
+    auto* s = static_cast<std::byte*>(space);
+    for (const Segment& segment : segments_) {
+      void* dst = to_space ? s + segment.space : f + segment.flat;
+      const void* src = to_space ? f + segment.flat : s + segment.space;
+      DNNX_CUDNN_CHECK(
+          cudaMemcpyAsync(dst, src, segment.bytes, cudaMemcpyDeviceToDevice, runtime_->stream()),
+          context_, "converting the weights (Note [cudnn rnn weights])");
+    }
+  }
+
+  std::shared_ptr<Runtime> runtime_;  // first: outlives the buffers it allocated
+  RnnDesc desc_;
+  Direction direction_;
+  Candidate candidate_;
+  Descriptors d_;
+  std::size_t workspace_ = 0;
+  std::size_t reserve_ = 0;
+  std::size_t weight_bytes_ = 0;
+  bool identity_ = false;
+  std::vector<Segment> segments_;
+  std::unique_ptr<Storage> weight_space_;    // cuDNN's layout, when converting
+  std::unique_ptr<Storage> diff_space_;      // bwd_weights, when converting
+  std::unique_ptr<Storage> timing_reserve_;  // Note [timing an rnn backward]
+  std::unique_ptr<Storage> lengths_device_;
+  std::vector<std::int32_t> full_lengths_;
+  std::vector<std::int32_t> call_lengths_;
+};
+
+class CudnnRnn final : public LayerBackend<RnnDesc, RnnArgs, Candidate> {
+ public:
+  explicit CudnnRnn(std::shared_ptr<Runtime> runtime)
+      : RuntimeLayerBackend(BackendKind::cudnn, std::move(runtime)) {}
+
+ private:
+  std::vector<Candidate> enumerate(const RnnDesc& desc, Direction direction) override {
+    runtime_->make_current();
+    return list_candidates(*runtime_, desc, direction);
+  }
+  std::shared_ptr<detail::OpPlan<RnnArgs>> build(const RnnDesc& desc, Direction direction,
+                                                 const Candidate& candidate) override {
+    return std::make_shared<Plan>(runtime_, desc, direction, candidate);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<detail::OpBackendOf<OpKind::rnn>> make_rnn_backend(std::shared_ptr<Runtime> runtime,
+                                                                   const detail::OpBackends&) {
+  return std::make_unique<CudnnRnn>(std::move(runtime));
+}
+
+}  // namespace dnnx::cudnn

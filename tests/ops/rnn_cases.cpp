@@ -1,0 +1,167 @@
+#include "rnn_cases.hpp"
+
+#include "support/gpu.hpp"
+#include "support/random.hpp"
+
+#include <cmath>
+#include <utility>
+
+namespace dnnx::test {
+namespace {
+
+RnnCase make(std::string name, RnnCell cell, std::int64_t seq, std::int64_t batch,
+             std::int64_t input, std::int64_t hidden, std::int64_t layers = 1,
+             bool bidirectional = false, bool batch_first = false,
+             std::vector<std::int32_t> lengths = {}, bool bias = true) {
+  RnnCase c;
+  c.name = std::move(name);
+  c.desc.cell = cell;
+  c.desc.seq_length = seq;
+  c.desc.batch = batch;
+  c.desc.input_size = input;
+  c.desc.hidden_size = hidden;
+  c.desc.layers = layers;
+  c.desc.bidirectional = bidirectional;
+  c.desc.batch_first = batch_first;
+  c.desc.bias = bias;
+  c.desc.variable_lengths = !lengths.empty();
+  c.lengths = std::move(lengths);
+  return c;
+}
+
+// `host` in the context's memory (itself on the cpu).
+Tensor on(Context& context, const Tensor& host) {
+  if (context.device() == Device::cpu() || host.data() == nullptr) return host;
+  return device_copy(host, context);
+}
+
+Tensor output(Context& context, const Dims& dims, DType dtype) {
+  return on(context, nan_tensor(dims, dtype, Layout::channels_first));
+}
+
+Tensor host_of(const Tensor& tensor) {
+  return tensor.device() == Device::cpu() ? tensor : host_copy_of(tensor);
+}
+
+}  // namespace
+
+std::vector<RnnCase> rnn_cases() {
+  using C = RnnCell;
+  return {
+      make("lstm_5x3x4h6", C::lstm, 5, 3, 4, 6),
+      make("lstm_bi_2layers", C::lstm, 4, 2, 3, 5, 2, true),
+      make("lstm_varlen_batch_first", C::lstm, 6, 4, 3, 4, 1, false, true, {6, 2, 5, 1}),
+      make("lstm_seq1_batch1", C::lstm, 1, 1, 2, 3),
+      make("gru_5x3x4h6", C::gru, 5, 3, 4, 6),
+      make("gru_bi_varlen", C::gru, 5, 3, 2, 3, 1, true, false, {3, 5, 1}),
+      make("gru_2layers_no_bias", C::gru, 3, 2, 5, 4, 2, false, false, {}, false),
+      make("rnn_tanh_7x2x3h5", C::rnn_tanh, 7, 2, 3, 5),
+      make("rnn_relu_bi_3layers", C::rnn_relu, 3, 2, 4, 3, 3, true),
+      make("rnn_tanh_varlen_2layers", C::rnn_tanh, 4, 3, 3, 4, 2, false, false, {2, 4, 3}),
+      make("gru_batch_first_bi_h33", C::gru, 3, 2, 3, 33, 1, true, true),
+  };
+}
+
+RnnInputs rnn_inputs(const RnnDesc& desc, const std::vector<std::int32_t>& lengths,
+                     std::uint64_t seed) {
+  const Layout rows = Layout::channels_first;
+  const Dims state = desc.state_dims();
+  const Dims weights{desc.weights_count()};
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(desc.hidden_size)));
+  auto draw = [&](const Dims& dims, std::uint64_t salt, float range) {
+    return tensor_from(
+        dims, desc.dtype, rows,
+        random_uniform(static_cast<std::size_t>(dims.product()), seed + salt, -range, range));
+  };
+  RnnInputs in;
+  in.src = draw(desc.src_dims(), 1, 1.0f);
+  in.weights = draw(weights, 2, scale);
+  in.hx = draw(state, 3, 1.0f);
+  in.diff_dst = draw(desc.dst_dims(), 4, 1.0f);
+  in.diff_hy = draw(state, 5, 1.0f);
+  in.diff_weights0 = draw(weights, 6, 1.0f);
+  if (desc.cell == RnnCell::lstm) {
+    in.cx = draw(state, 7, 1.0f);
+    in.diff_cy = draw(state, 8, 1.0f);
+  }
+  if (desc.variable_lengths) {
+    in.lengths = Tensor::empty(Dims{desc.batch}, DType::i32);
+    for (std::int64_t n = 0; n < desc.batch; ++n) {
+      static_cast<std::int32_t*>(in.lengths.data())[n] =
+          n < static_cast<std::int64_t>(lengths.size())
+              ? lengths[static_cast<std::size_t>(n)]
+              : static_cast<std::int32_t>(desc.seq_length);
+    }
+  }
+  return in;
+}
+
+RnnStep run_rnn_step(Context& context, const RnnDesc& desc, const RnnInputs& in,
+                     Generator generator) {
+  const bool lstm = desc.cell == RnnCell::lstm;
+  const Dims state = desc.state_dims();
+  const Dims weights{desc.weights_count()};
+  const DType dt = desc.dtype;
+  const Tensor src = on(context, in.src), w = on(context, in.weights), hx = on(context, in.hx);
+  const Tensor cx = lstm ? on(context, in.cx) : Tensor();
+  const Tensor diff_dst = on(context, in.diff_dst), diff_hy = on(context, in.diff_hy);
+  const Tensor diff_cy = lstm ? on(context, in.diff_cy) : Tensor();
+  const Tensor* lengths = desc.variable_lengths ? &in.lengths : nullptr;
+  std::map<std::string, Tensor> out;
+  RnnStep step;
+  auto fresh = [&](const char* name, const Dims& dims) -> Tensor* {
+    out[name] = output(context, dims, dt);
+    return &out[name];
+  };
+  {
+    RnnForward f{&src,
+                 &w,
+                 &hx,
+                 lstm ? &cx : nullptr,
+                 lengths,
+                 fresh("dst_inference", desc.dst_dims()),
+                 fresh("hy_inference", state),
+                 lstm ? fresh("cy_inference", state) : nullptr};
+    step.ran["fwd"] = rnn_fwd(context, desc, f)->algo.id;
+  }
+  SavedState saved;
+  RnnForward f{&src,
+               &w,
+               &hx,
+               lstm ? &cx : nullptr,
+               lengths,
+               fresh("dst", desc.dst_dims()),
+               fresh("hy", state),
+               lstm ? fresh("cy", state) : nullptr};
+  step.ran["fwd_training"] = rnn_fwd_training(context, desc, generator, f, saved)->algo.id;
+  RnnBackwardData b{&src,
+                    &w,
+                    &hx,
+                    lstm ? &cx : nullptr,
+                    lengths,
+                    f.dst,
+                    &diff_dst,
+                    &diff_hy,
+                    lstm ? &diff_cy : nullptr,
+                    fresh("diff_src", desc.src_dims()),
+                    fresh("diff_hx", state),
+                    lstm ? fresh("diff_cx", state) : nullptr};
+  step.ran["bwd_data"] = rnn_bwd_data(context, desc, b, saved)->algo.id;
+  RnnBackwardWeights g{
+      &src, &w, &hx, lstm ? &cx : nullptr, lengths, f.dst, fresh("diff_weights", weights), false};
+  step.ran["bwd_weights"] = rnn_bwd_weights(context, desc, g, saved)->algo.id;
+  out["diff_weights_acc"] = on(context, in.diff_weights0);
+  // A copy: `on` returns the host input itself on the cpu.
+  if (context.device() == Device::cpu()) {
+    Tensor copy_of = Tensor::empty(weights, dt);
+    copy(in.diff_weights0, copy_of);
+    out["diff_weights_acc"] = copy_of;
+  }
+  g.diff_weights = &out["diff_weights_acc"];
+  g.accumulate = true;
+  rnn_bwd_weights(context, desc, g, saved);
+  for (auto& [name, tensor] : out) step.outputs[name] = host_of(tensor);
+  return step;
+}
+
+}  // namespace dnnx::test

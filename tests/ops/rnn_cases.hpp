@@ -1,0 +1,47 @@
+#pragma once
+// The recurrent layer's case table and the helpers its tests share (rnn_test.cpp on the
+// reference backend, tests/backends/cudnn_rnn_test.cpp on a GPU, bench/rnn_bench.cpp): host
+// inputs drawn from the case's name, and one training step (every direction) through the public
+// API on any context.
+
+#include <dnnx/dnnx.hpp>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace dnnx::test {
+
+/// One row of the table: a name and the desc (dtype f32; tests set theirs).
+struct RnnCase {
+  std::string name;
+  RnnDesc desc;
+  std::vector<std::int32_t> lengths;  ///< with desc.variable_lengths
+};
+
+/// Cells x layers x directions x batch_first x variable lengths, odd sizes, seq length 1, batch 1.
+std::vector<RnnCase> rnn_cases();
+
+/// The inputs of one call, on the host: src, weights (uniform in +-1/sqrt(H), PyTorch's range),
+/// hx, cx (lstm), diff_dst, diff_hy, diff_cy (lstm), a previous diff_weights for accumulation,
+/// lengths (variable lengths), all drawn from `seed` in desc.dtype.
+struct RnnInputs {
+  Tensor src, weights, hx, cx, diff_dst, diff_hy, diff_cy, diff_weights0, lengths;
+};
+RnnInputs rnn_inputs(const RnnDesc& desc, const std::vector<std::int32_t>& lengths,
+                     std::uint64_t seed);
+
+/// Every output of one training step and one inference forward, on the host, by name: "dst",
+/// "hy", "cy" (lstm) of the training forward; "dst_inference", "hy_inference", "cy_inference"
+/// of the inference forward; "diff_src", "diff_hx", "diff_cx" (lstm); "diff_weights"
+/// (overwritten) and "diff_weights_acc" (accumulated onto diff_weights0). Tensors go to
+/// `context`'s device and back. The choices that ran, by direction name.
+struct RnnStep {
+  std::map<std::string, Tensor> outputs;
+  std::map<std::string, std::string> ran;
+};
+RnnStep run_rnn_step(Context& context, const RnnDesc& desc, const RnnInputs& inputs,
+                     Generator generator = Generator());
+
+}  // namespace dnnx::test
