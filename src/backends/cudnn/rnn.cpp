@@ -261,6 +261,12 @@ std::vector<Candidate> list_candidates(Runtime& runtime, const RnnDesc& desc, Di
       if (direction != Direction::fwd) c.info.saved_state_format = c.info.id;
       std::string reason = common;
       if (reason.empty()) reason = math_reason(desc, math.math, runtime.allow_tf32());
+      if (reason.empty() && desc.variable_lengths && algo.algo != CUDNN_RNN_ALGO_STANDARD) {
+        // cuDNN sizes these plans for variable lengths, and then its forward refuses them with
+        // CUDNN_STATUS_NOT_SUPPORTED: they are listed as unsupported instead.
+        reason = "persistent algorithms take sequences of one length only (cudnnRNNForward "
+                 "answers CUDNN_STATUS_NOT_SUPPORTED for variable lengths)";
+      }
       if (reason.empty()) {
         Descriptors d;
         std::string padded = d.set(runtime.handle(), desc, algo.algo, math.math, Io::padded, full);
@@ -417,14 +423,18 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
       }
       case Direction::bwd_weights: {
         void* user = data_of(args.diff_weights, "diff_weights", context_);
-        void* dweights = user;
-        if (!identity_) {
-          dweights = diff_space_->data();
-          if (args.accumulate) copy_segments(user, dweights, true);
+        void* dweights = identity_ ? user : diff_space_->data();
+        // cudnnRNNBackwardWeights_v8 takes CUDNN_WGRAD_MODE_ADD only (SET answers
+        // CUDNN_STATUS_NOT_SUPPORTED): overwriting is adding to zeros.
+        if (args.accumulate) {
+          if (!identity_) copy_segments(user, dweights, true);
+        } else {
+          DNNX_CUDNN_CHECK(cudaMemsetAsync(dweights, 0, weight_bytes_, stream), context_,
+                           "clearing diff_weights");
         }
         DNNX_CUDNN_CHECK(
             cudnnRNNBackwardWeights_v8(
-                handle, d_.rnn.get(), args.accumulate ? CUDNN_WGRAD_MODE_ADD : CUDNN_WGRAD_MODE_SET,
+                handle, d_.rnn.get(), CUDNN_WGRAD_MODE_ADD,
                 lengths(), d_.x.get(), data_of(args.src, "src", context_), h, hx, d_.y.get(),
                 data_of(args.dst, "dst", context_), weight_bytes_, dweights, workspace_,
                 workspace.data, reserve_bytes, reserve),
