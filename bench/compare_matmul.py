@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """dnnx vs PyTorch on the matrix multiplies of real networks, every direction, in the same run:
 ResNet-50's classifier (2048 -> 1000 + bias), a square 4096^3 product, a 4096 -> 1024
-projection of 8192 tokens, and the attention products of a 12-head, 64-dim model at sequence
-length 512 (bench/matmul_bench.cpp lists them).
+projection of 8192 tokens, the attention products of a 12-head, 64-dim model at sequence
+length 512, and a transformer MLP's up-projection 1024 -> 4096 with a bias and a relu or gelu
+(tanh) epilogue (bench/matmul_bench.cpp lists them).
 
   GPU:  python3 bench/compare_matmul.py --bench build/bench/matmul_bench --device cuda \
             [--configs f16,bf16,f32] [--json out.json]
@@ -13,7 +14,11 @@ PyTorch is timed as matmul_bench times dnnx (Note [layer timing method] in
 bench/layers_bench.cpp, through compare_layers.time_torch): the functions autograd runs for a
 linear layer and for torch.matmul, called directly: forward aten.addmm (with bias) / mm / bmm,
 backward data mm / bmm of diff_dst with the weight, backward weights mm / bmm of diff_dst^T with
-the input, plus sum over the rows for the bias gradient. TF32 is off on both sides. The table
+the input, plus sum over the rows for the bias gradient. With an activation, PyTorch composes
+what autograd runs for F.linear then F.relu / F.gelu(approximate='tanh'): forward (and the
+training forward) addmm then the activation, each backward the activation's backward (on the
+saved output / input) then the product; dnnx runs its fused or unfused candidates. TF32 is off on
+both sides. The table
 gives both times, their ratio and the achieved TFLOP/s (2 m n k per product); the total is the
 sum of dnnx's kernel times over PyTorch's.
 """
@@ -63,6 +68,21 @@ def torch_call(torch, args, r):
     bias = rand(n) if r["bias"] else None
     mul = aten.bmm if batch > 1 else aten.mm
     direction = r["direction"]
+    activation = r.get("activation", "none")
+    if activation != "none":
+        pre = aten.addmm(bias, a, op_b)
+        if activation == "relu":
+            act = lambda x: aten.relu(x)  # noqa: E731
+            out = act(pre)
+            dact = lambda: aten.threshold_backward(g, out, 0)  # noqa: E731
+        else:
+            act = lambda x: aten.gelu(x, approximate="tanh")  # noqa: E731
+            dact = lambda: aten.gelu_backward(g, pre, approximate="tanh")  # noqa: E731
+        if direction in ("fwd", "fwd_training"):
+            return lambda: act(aten.addmm(bias, a, op_b))
+        if direction == "bwd_data":
+            return lambda: mul(dact(), op_b.transpose(-1, -2))
+        return lambda: (lambda gp: (mul(gp.transpose(-1, -2), a), aten.sum(gp, [0])))(dact())
     if direction == "fwd":
         if bias is not None:
             return lambda: aten.addmm(bias, a, op_b)

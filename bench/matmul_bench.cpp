@@ -1,8 +1,11 @@
 // Matrix multiplies of real networks on any backend, every direction: ResNet-50's classifier
 // (a linear layer 2048 -> 1000 with bias), transformer blocks (a square 4096^3 product, a
 // 4096 -> 1024 projection of 8192 tokens) and the batched attention products of a 12-head,
-// 64-dim model at sequence length 512 (Q K^T and P V). bench/compare_matmul.py runs it next to
-// PyTorch in the same run and prints the table.
+// 64-dim model at sequence length 512 (Q K^T and P V), and a transformer MLP's up-projection
+// 1024 -> 4096 of 8192 tokens with a bias and a relu or gelu (tanh) epilogue, whose forward for
+// training keeps the activation's state for the two backward passes. bench/compare_matmul.py
+// runs it next to PyTorch (F.linear then F.relu / F.gelu composed) in the same run and prints the
+// table.
 //
 // Timing as Note [layer timing method] in bench/layers_bench.cpp: exhaustive selection first (not
 // counted), then `kernel`, the backend's timer around a loop of back-to-back calls, divided by
@@ -13,6 +16,7 @@
 #include <dnnx/context.hpp>
 #include <dnnx/error.hpp>
 #include <dnnx/ops/matmul.hpp>
+#include <dnnx/saved_state.hpp>
 #include <dnnx/tensor.hpp>
 
 #include "line_bench.hpp"
@@ -43,9 +47,11 @@ struct Shape {
   std::string what;
 };
 
-MatmulDesc linear(std::int64_t rows, std::int64_t in, std::int64_t out, bool bias) {
+MatmulDesc linear(std::int64_t rows, std::int64_t in, std::int64_t out, bool bias,
+                  MatmulActivation activation = MatmulActivation::none) {
   MatmulDesc d;
   d.m = rows, d.k = in, d.n = out, d.transpose_b = true, d.bias = bias;
+  d.activation = activation;
   return d;
 }
 
@@ -82,6 +88,12 @@ std::vector<Shape> shapes(std::int64_t rows) {
                   "attention Q K^T, " + heads + ", 512 x 64 x 512"});
   list.push_back({"attn_pv", product(sequences * 12, 512, 64, 512, false),
                   "attention P V, " + heads + ", 512 x 512 x 64"});
+  for (const MatmulActivation act : {MatmulActivation::relu, MatmulActivation::gelu_tanh}) {
+    const std::string name(to_string(act));
+    list.push_back({"mlp_" + name, linear(tokens, 1024, 4096, true, act),
+                    "MLP up-projection + " + name + ", " + std::to_string(tokens) +
+                        " tokens x 1024 -> 4096 + bias"});
+  }
   return list;
 }
 
@@ -116,7 +128,8 @@ Options parse(int argc, char** argv) {
       options.calls = std::stoi(value());
     } else if (flag == "--help" || flag == "-h") {
       std::cout << "matmul_bench [--backend cpu|cudnn|reference|auto] [--configs f16,bf16,f32]\n"
-                   "             [--cases cls64,cls256,sq4096,proj,attn_qk,attn_pv]\n"
+                   "             [--cases cls64,cls256,sq4096,proj,attn_qk,attn_pv,mlp_relu,\n"
+                   "                      mlp_gelu_tanh]\n"
                    "             [--rows N (rows of the large products; attention: N/8 seqs)]\n"
                    "             [--loop 20] [--calls 20]\n";
       std::exit(0);
@@ -143,14 +156,22 @@ Tensor filled(Context& context, const Dims& dims, DType dtype, unsigned seed) {
   return device;
 }
 
-// The tensors of one case, every direction on them (a, b, bias double as their gradients).
+// The tensors of one case, every direction on them (a, b, bias double as their gradients); with
+// an activation the training forward fills `state`, which the backward passes then read.
 struct Tensors {
   Tensor a, b, bias, dst;
+  SavedState state;
   std::shared_ptr<const Choice> call(Context& context, const MatmulDesc& d, Direction direction) {
+    const bool act = d.activation != MatmulActivation::none;
     switch (direction) {
       case Direction::fwd: return matmul_fwd(context, d, a, b, bias, dst);
-      case Direction::bwd_data: return matmul_bwd_data(context, d, dst, b, a);
-      default: return matmul_bwd_weights(context, d, a, dst, b, bias);
+      case Direction::fwd_training: return matmul_fwd_training(context, d, a, b, bias, dst, state);
+      case Direction::bwd_data:
+        return act ? matmul_bwd_data(context, d, dst, b, a, state)
+                   : matmul_bwd_data(context, d, dst, b, a);
+      default:
+        return act ? matmul_bwd_weights(context, d, a, dst, b, bias, state)
+                   : matmul_bwd_weights(context, d, a, dst, b, bias);
     }
   }
 };
@@ -182,7 +203,9 @@ int main(int argc, char** argv) try {
       if (desc.bias) t.bias = filled(context, desc.bias_dims(), desc.dtype, 3);
       t.dst = filled(context, desc.dst_dims(), desc.dtype, 4);
       for (const Direction direction :
-           {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
+           {Direction::fwd, Direction::fwd_training, Direction::bwd_data, Direction::bwd_weights}) {
+        if (direction == Direction::fwd_training && desc.activation == MatmulActivation::none)
+          continue;
         context.tune().policy(OpKind::matmul, direction) = AlgoPolicy::exhaustive();
         const auto start = Clock::now();
         const auto choice = t.call(context, desc, direction);
@@ -199,6 +222,7 @@ int main(int argc, char** argv) try {
                   << ", \"k\": " << desc.k
                   << ", \"transpose_b\": " << (desc.transpose_b ? "true" : "false")
                   << ", \"bias\": " << (desc.bias ? "true" : "false")
+                  << ", \"activation\": " << quoted(std::string(to_string(desc.activation)))
                   << ", \"algo\": " << quoted(choice->algo.id)
                   << ", \"candidates_timed\": " << choice->candidates_timed
                   << ", \"first_call_ms\": " << first_ms << ", \"kernel_ms\": " << kernel

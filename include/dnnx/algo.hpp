@@ -46,7 +46,7 @@ struct OpDirection {
 
 /// The direction sets of the op table (op_table.hpp's `directions` column).
 namespace op_directions {
-/// Forward and the gradients w.r.t. the data input and the weights (convolution, matmul).
+/// Forward and the gradients w.r.t. the data input and the weights (convolution).
 inline constexpr OpDirection conv[] = {{Direction::fwd, "fwd"},
                                        {Direction::bwd_data, "bwd_data"},
                                        {Direction::bwd_weights, "bwd_weights"}};
@@ -58,13 +58,13 @@ inline constexpr OpDirection fwd_only[] = {{Direction::fwd, "fwd"}};
 inline constexpr OpDirection training[] = {{Direction::fwd, "fwd"},
                                            {Direction::fwd_training, "fwd_training"},
                                            {Direction::bwd_data, "bwd"}};
-/// A recurrent layer: the inference forward, the training forward that keeps its reserve space in
-/// a SavedState, the backward w.r.t. the input and initial states, and the backward w.r.t. the
-/// weights (both reading that state).
-inline constexpr OpDirection recurrent[] = {{Direction::fwd, "fwd"},
-                                            {Direction::fwd_training, "fwd_training"},
-                                            {Direction::bwd_data, "bwd_data"},
-                                            {Direction::bwd_weights, "bwd_weights"}};
+/// Forward for inference, a training forward that keeps a SavedState for the backward, and the
+/// gradients w.r.t. the data input and the weights (a matmul with an activation epilogue, a
+/// recurrent layer).
+inline constexpr OpDirection training_weights[] = {{Direction::fwd, "fwd"},
+                                                   {Direction::fwd_training, "fwd_training"},
+                                                   {Direction::bwd_data, "bwd_data"},
+                                                   {Direction::bwd_weights, "bwd_weights"}};
 }  // namespace op_directions
 
 /// Every op, from the op table (op_table.hpp).

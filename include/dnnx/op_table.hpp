@@ -32,7 +32,7 @@
   X(batch_norm,    BatchNorm,    "bnorm",      "batch_norm",    fwd_bwd,  1, 1, 1, batch_norm)    \
   X(add,           Add,          "add",        "",              fwd_bwd,  1, 1, 1, add)           \
   X(conv_fused,    ConvFused,    "conv_fused", "",              fwd_only, 1, 1, 1, conv)          \
-  X(matmul,        Matmul,       "matmul",     "linear,gemm",   conv,     1, 1, 1, matmul)        \
+  X(matmul,        Matmul,       "matmul",     "linear,gemm",   training_weights, 1, 1, 1, matmul) \
   X(sgd,           Sgd,          "sgd",        "",              fwd_only, 1, 1, 1, sgd)           \
   X(adam,          Adam,         "adam",       "adamw",         fwd_only, 1, 1, 1, adam)          \
   X(unscale,       Unscale,      "unscale",    "amp_unscale",   fwd_only, 1, 1, 1, unscale)       \
@@ -42,7 +42,7 @@
   X(reduce,        Reduce,       "reduce",     "",              fwd_bwd,  1, 1, 1, reduce)        \
   X(argmax,        Argmax,       "argmax",     "",              fwd_only, 1, 1, 1, argmax)        \
   X(accuracy,      Accuracy,     "accuracy",   "",              fwd_only, 1, 1, 1, accuracy)      \
-  X(rnn,           Rnn,          "rnn",        "recurrent",     recurrent, 1, 0, 1, rnn)
+  X(rnn,           Rnn,          "rnn",        "recurrent",     training_weights, 1, 0, 1, rnn)
 // clang-format on
 
 /// Expands `code` when `flag` (a table column) is 1, to nothing when it is 0.

@@ -6,6 +6,7 @@
 #include "core/hash.hpp"
 #include "core/strings.hpp"
 
+#include <array>
 #include <cmath>
 #include <ostream>
 #include <sstream>
@@ -29,7 +30,22 @@ void check_sizes(const MatmulDesc& desc) {
     desc.validate();
 }
 
+constexpr std::array<detail::EnumName<MatmulActivation>, 3> activation_names{{
+    {MatmulActivation::none, "none", {"identity"}},
+    {MatmulActivation::relu, "relu"},
+    {MatmulActivation::gelu_tanh, "gelu_tanh", {"gelu"}},
+}};
+
 }  // namespace
+
+std::string_view to_string(MatmulActivation activation) {
+  return detail::enum_name(activation_names, activation);
+}
+
+MatmulActivation parse_matmul_activation(std::string_view text) {
+  return detail::parse_enum(activation_names, text, "matmul activation",
+                            "none, relu, gelu_tanh (gelu)");
+}
 
 MatmulDesc MatmulDesc::linear(std::int64_t rows, std::int64_t in, std::int64_t out, bool bias,
                               DType dtype) {
@@ -61,6 +77,10 @@ void MatmulDesc::validate() const {
   DNNX_CHECK_ARG(is_floating(dtype), "dtype must be f32, f16 or bf16, got ", to_string(dtype));
   DNNX_CHECK_ARG(std::isfinite(alpha), "alpha must be finite, got ", shortest(alpha));
   DNNX_CHECK_ARG(std::isfinite(beta), "beta must be finite, got ", shortest(beta));
+  DNNX_CHECK_ARG(activation == MatmulActivation::none || activation == MatmulActivation::relu ||
+                     activation == MatmulActivation::gelu_tanh,
+                 "activation must be none, relu or gelu_tanh, got value ",
+                 static_cast<int>(activation));
 }
 
 Dims MatmulDesc::a_dims() const {
@@ -95,8 +115,9 @@ std::string MatmulDesc::repro(Direction direction) const {
   out << "dnnx profile matmul --batch " << batch << " --m " << m << " --n " << n << " --k " << k
       << (transpose_a ? " --transpose-a" : "") << (transpose_b ? " --transpose-b" : "")
       << (broadcast_b ? " --broadcast-b" : "") << (bias ? " --bias" : "") << " --alpha "
-      << shortest(alpha) << " --beta " << shortest(beta) << " --dtype " << to_string(dtype)
-      << " --direction " << to_string(direction);
+      << shortest(alpha) << " --beta " << shortest(beta) << " --dtype " << to_string(dtype);
+  if (activation != MatmulActivation::none) out << " --activation " << to_string(activation);
+  out << " --direction " << to_string(direction);
   return out.str();
 }
 
@@ -106,6 +127,8 @@ std::string MatmulDesc::key() const {
       << (transpose_a ? "T" : "N") << " b" << (transpose_b ? "T" : "N")
       << (broadcast_b ? " shared_b" : "") << (bias ? " +bias" : "")
       << " alpha=" << shortest(alpha) << " beta=" << shortest(beta) << ' ' << to_string(dtype);
+  // Left out for none, so that the keys of descs without activation stay what they were.
+  if (activation != MatmulActivation::none) out << " act=" << to_string(activation);
   return out.str();
 }
 
@@ -121,6 +144,7 @@ std::size_t MatmulDesc::hash() const {
   mix(detail::hash_bits(alpha));
   mix(detail::hash_bits(beta));
   mix(static_cast<std::uint64_t>(dtype));
+  mix(static_cast<std::uint64_t>(activation));
   return h;
 }
 

@@ -28,6 +28,9 @@
 //     static bool stateful(const Desc&, Direction, const Args&);
 //     // Optional (Note [saved state]): the call's SavedState, or null.
 //     static SavedState* saved_state(const Args&);
+//     // Optional (Note [saved state]): the text a SavedState records of the desc and a backward
+//     // compares (the desc's key() when absent; a field the backward may change is left out).
+//     static std::string saved_state_key(const Desc&);
 //     // Optional: the op's implementations, when they are not the backend's op<kind>() (tests
 //     // drive Dispatch with ops of their own this way).
 //     static OpBackend<Desc, Args>& backend(ContextState&);
@@ -191,7 +194,7 @@ class Dispatch {
       // A desc equal to one that ran before was validated then (the map holds only those).
       if (it == calls.end()) desc.validate();
       Op::check(context, desc, direction, args);
-      if (consumed != nullptr) check_saved_state(*consumed, Op::kind, desc.key());
+      if (consumed != nullptr) check_saved_state(*consumed, Op::kind, state_key(desc));
       const ChoiceCache& cache = *context.choice_cache();
       const bool fresh = it != calls.end() && it->second.cache == &cache &&
                          it->second.cache_generation == cache.generation() &&
@@ -230,7 +233,7 @@ class Dispatch {
       desc.validate();
       Op::check(context, desc, direction, args);
       const SavedState* consumed = consumed_state(direction, args);
-      if (consumed != nullptr) check_saved_state(*consumed, Op::kind, desc.key());
+      if (consumed != nullptr) check_saved_state(*consumed, Op::kind, state_key(desc));
       ContextState& state = state_of(context);
       std::lock_guard lock(state.mutex());
       auto plan = op_backend(state).plan(desc, direction, choice->algo.id);
@@ -300,6 +303,14 @@ class Dispatch {
       return nullptr;
     }
   }
+  // The desc's part of a SavedState's record (Op::saved_state_key, optional: the whole key).
+  static std::string state_key(const Desc& desc) {
+    if constexpr (requires { Op::saved_state_key(desc); }) {
+      return Op::saved_state_key(desc);
+    } else {
+      return desc.key();
+    }
+  }
   static bool fills(Direction direction) {
     return direction == Direction::fwd || direction == Direction::fwd_training;
   }
@@ -311,8 +322,8 @@ class Dispatch {
                          const Args& args, const AlgoInfo& algo) {
     if (!fills(direction)) return;
     if (SavedState* saved = saved_state(args)) {
-      SavedStateWriter::fill(*saved, state.backend().allocator(), Op::kind, direction, desc.key(),
-                             algo);
+      SavedStateWriter::fill(*saved, state.backend().allocator(), Op::kind, direction,
+                             state_key(desc), algo);
     }
   }
   // The candidates a call may run: the backend's list, less those reading another saved-state

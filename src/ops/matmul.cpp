@@ -8,6 +8,8 @@
 
 #include <array>
 #include <cstddef>
+#include <cstring>
+#include <string>
 
 namespace dnnx {
 namespace {
@@ -34,6 +36,7 @@ struct Operands {
 Operands operands_of(const MatmulDesc& d, Direction direction, const MatmulArgs& args) {
   switch (direction) {
     case Direction::fwd:
+    case Direction::fwd_training:
       return {{{{"a", args.a, d.a_dims()},
                 {"b", args.b, d.b_dims()},
                 {"bias", args.bias, d.bias_dims(), true}}},
@@ -51,7 +54,6 @@ Operands operands_of(const MatmulDesc& d, Direction direction, const MatmulArgs&
               {{{"diff_b", args.diff_b, d.b_dims()},
                 {"diff_bias", args.diff_bias, d.bias_dims(), true}}},
               2};
-    case Direction::fwd_training: break;  // not a matmul direction (OpInfo::check rejects it)
   }
   return {};
 }
@@ -72,10 +74,35 @@ bool check_operand(const Context& context, const MatmulDesc& desc, const Operand
   return true;
 }
 
+// The SavedState against the desc's activation: fwd_training needs an activation (it keeps
+// nothing otherwise); a backward has a state exactly when the desc has one.
+void check_state(const MatmulDesc& desc, Direction direction, const MatmulArgs& args) {
+  const bool activation = desc.activation != MatmulActivation::none;
+  if (direction == Direction::fwd) return;
+  if (direction == Direction::fwd_training) {
+    DNNX_CHECK_ARG(activation,
+                   "fwd_training keeps the activation's state for the backward, but "
+                   "the desc has activation none (run fwd; the backward needs no state)");
+    DNNX_ASSERT(args.state != nullptr);
+    return;
+  }
+  if (activation) {
+    DNNX_CHECK_ARG(args.state != nullptr, "state is missing: a desc with activation ",
+                   to_string(desc.activation),
+                   " needs the SavedState its matmul_fwd_training "
+                   "filled");
+  } else {
+    DNNX_CHECK_ARG(args.state == nullptr,
+                   "state was given but the desc has activation none "
+                   "(its backward reads no state)");
+  }
+}
+
 // Every tensor against the desc (dense row-major: channels_first is the row-major layout at every
 // rank; a bias given exactly when desc.bias), then no output overlapping any other tensor.
 void check_args(const Context& context, const MatmulDesc& desc, Direction direction,
                 const MatmulArgs& args) {
+  check_state(desc, direction, args);
   const Operands operands = operands_of(desc, direction, args);
   std::array<const Operand*, 5> present{};  // the inputs, then the outputs, as given
   std::size_t count = 0;
@@ -95,12 +122,48 @@ void check_args(const Context& context, const MatmulDesc& desc, Direction direct
   }
 }
 
+// The text a SavedState records of the desc (Note [saved state]): every field but beta, which
+// scales each direction's own output (MatmulDesc).
+std::string state_record_key(const MatmulDesc& desc) {
+  MatmulDesc recorded = desc;
+  recorded.beta = 0;
+  return recorded.key();
+}
+
+// A backward timed on its own reads a state of Note [matmul aux]'s format as if a training
+// forward had filled it: every other element kept (relu), or pre in [-3, 3) (gelu).
+void fill_scratch_state(const Context& context, const MatmulDesc& desc, SavedState& state) {
+  AlgoInfo writer;
+  writer.id = "scratch";
+  writer.saved_state_format = detail::matmul_aux_format(desc);
+  writer.saved_state_bytes = detail::matmul_aux_bytes(desc);
+  detail::SavedStateWriter::fill(state, context.allocator(), OpKind::matmul,
+                                 Direction::fwd_training, state_record_key(desc), writer);
+  const Layout rows = Layout::channels_first;
+  if (desc.activation == MatmulActivation::gelu_tanh) {
+    const Tensor values =
+        detail::random_tensor(context, desc.dst_dims(), desc.dtype, rows, -3, 3, 5);
+    Tensor buffer = Tensor::view(state.data(), desc.dst_dims(), desc.dtype, rows, state.device());
+    copy(values, buffer);
+    return;
+  }
+  const Dims words{static_cast<std::int64_t>(writer.saved_state_bytes / 4)};
+  Tensor host = Tensor::empty(words, DType::i32);
+  std::memset(host.data(), 0x55, writer.saved_state_bytes);
+  Tensor buffer = Tensor::view(state.data(), words, DType::i32, rows, state.device());
+  copy(host, buffer);
+}
+
 // Tensors for timing without the user's (Note [scratch data]).
 struct Scratch {
   bool with_bias = false;
+  bool with_state = false;
   Tensor a, b, bias, dst;  // dst doubles as diff_dst, a as diff_a, b as diff_b, bias as diff_bias
+  SavedState state;        // filled for a backward; a training forward fills it itself
   MatmulArgs args(Direction direction) {
-    return MatmulArgs::by_shape(direction, with_bias, a, b, bias, dst);
+    MatmulArgs args = MatmulArgs::by_shape(direction, with_bias, a, b, bias, dst);
+    if (with_state && direction != Direction::fwd) args.state = &state;
+    return args;
   }
 };
 
@@ -108,10 +171,13 @@ struct Scratch {
 struct MatmulOp : detail::OpTraits<OpKind::matmul> {
   static constexpr auto& check = check_args;
   using Scratch = dnnx::Scratch;
-  static Scratch scratch(const Context& context, const MatmulDesc& desc, Direction) {
+  static Scratch scratch(const Context& context, const MatmulDesc& desc, Direction direction) {
     const Layout rows = Layout::channels_first;
     Scratch s;
     s.with_bias = desc.bias;
+    s.with_state = desc.activation != MatmulActivation::none;
+    if (s.with_state && (direction == Direction::bwd_data || direction == Direction::bwd_weights))
+      fill_scratch_state(context, desc, s.state);
     s.a = detail::random_tensor(context, desc.a_dims(), desc.dtype, rows, -1, 1, 1);
     s.b = detail::random_tensor(context, desc.b_dims(), desc.dtype, rows, -1, 1, 2);
     s.dst = detail::random_tensor(context, desc.dst_dims(), desc.dtype, rows, -1, 1, 3);
@@ -123,6 +189,8 @@ struct MatmulOp : detail::OpTraits<OpKind::matmul> {
   static bool stateful(const MatmulDesc& desc, Direction, const MatmulArgs&) {
     return desc.beta != 0.0f;
   }
+  static SavedState* saved_state(const MatmulArgs& args) { return args.state; }
+  static std::string saved_state_key(const MatmulDesc& desc) { return state_record_key(desc); }
 };
 using Dispatch = detail::Dispatch<MatmulOp>;
 
@@ -141,11 +209,31 @@ std::shared_ptr<const Choice> matmul_fwd(Context& context, const MatmulDesc& des
   return matmul_fwd(context, desc, a, b, Tensor(), dst);
 }
 
+std::shared_ptr<const Choice> matmul_fwd_training(Context& context, const MatmulDesc& desc,
+                                                  const Tensor& a, const Tensor& b,
+                                                  const Tensor& bias, Tensor& dst,
+                                                  SavedState& state) {
+  MatmulArgs args;
+  args.a = &a, args.b = &b, args.dst = &dst, args.state = &state;
+  args.bias = bias.is_null() ? nullptr : &bias;
+  return Dispatch::run(context, desc, Direction::fwd_training, args);
+}
+
 std::shared_ptr<const Choice> matmul_bwd_data(Context& context, const MatmulDesc& desc,
                                               const Tensor& diff_dst, const Tensor& b,
                                               Tensor& diff_a) {
   MatmulArgs args;
   args.diff_dst = &diff_dst, args.b = &b, args.diff_a = &diff_a;
+  return Dispatch::run(context, desc, Direction::bwd_data, args);
+}
+
+std::shared_ptr<const Choice> matmul_bwd_data(Context& context, const MatmulDesc& desc,
+                                              const Tensor& diff_dst, const Tensor& b,
+                                              Tensor& diff_a, const SavedState& state) {
+  MatmulArgs args;
+  args.diff_dst = &diff_dst, args.b = &b, args.diff_a = &diff_a;
+  // A backward only reads the state (Note [saved state]); Args holds one pointer for both uses.
+  args.state = const_cast<SavedState*>(&state);
   return Dispatch::run(context, desc, Direction::bwd_data, args);
 }
 
@@ -163,6 +251,17 @@ std::shared_ptr<const Choice> matmul_bwd_weights(Context& context, const MatmulD
                                                  Tensor& diff_b) {
   Tensor no_bias;
   return matmul_bwd_weights(context, desc, a, diff_dst, diff_b, no_bias);
+}
+
+std::shared_ptr<const Choice> matmul_bwd_weights(Context& context, const MatmulDesc& desc,
+                                                 const Tensor& a, const Tensor& diff_dst,
+                                                 Tensor& diff_b, Tensor& diff_bias,
+                                                 const SavedState& state) {
+  MatmulArgs args;
+  args.a = &a, args.diff_dst = &diff_dst, args.diff_b = &diff_b;
+  args.diff_bias = diff_bias.is_null() ? nullptr : &diff_bias;
+  args.state = const_cast<SavedState*>(&state);
+  return Dispatch::run(context, desc, Direction::bwd_weights, args);
 }
 
 DNNX_DEFINE_OP_CALLS(matmul, MatmulOp)

@@ -5,7 +5,11 @@
 // which must not be read) and beta 1; bitwise determinism where claimed; unsupported candidates
 // only for the reasons of Note [expected unsupported cudnn matmul]; the listing the same from a
 // second backend instance; the heuristic pick, a fixed id, an unknown id and an unsupported one;
-// an exhaustive search. Every test skips with the reason when no usable GPU is present.
+// an exhaustive search. With relu and gelu epilogues (Note [matmul activation candidates]): every
+// candidate of fwd, fwd_training (dst, and the state: relu's mask bits against dst, gelu's pre
+// against the reference's, which checks cuBLASLt's GELU aux layout) and both backward passes,
+// the backward compared with the reference run on the GPU's own state. Every test skips with
+// the reason when no usable GPU is present.
 
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/matmul.hpp>
@@ -215,7 +219,7 @@ bool expected_unsupported(const AlgoInfo& algo) {
   for (const char* reason :
        {"cublasLtMatmulAlgoCheck rejects", "cublasLtMatmulAlgoGetHeuristic offers no",
         "the fused bias gradient", "accumulates in f16", "bytes of workspace",
-        "adds its split-K partial sums"})
+        "adds its split-K partial sums", "the GELU aux epilogue's leading dimension"})
     if (algo.reason.find(reason) != std::string::npos) return true;
   return false;
 }
@@ -343,6 +347,216 @@ INSTANTIATE_TEST_SUITE_P(Cases, CudnnMatmulParity, ::testing::ValuesIn(params())
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return name;
                          });
+
+// ---- activation epilogues ----------------------------------------------------------------------
+
+struct ActParam {
+  std::string name;
+  MatmulDesc desc;
+  Direction direction;
+};
+
+void PrintTo(const ActParam& p, std::ostream* out) {
+  *out << p.name << " " << to_string(p.desc.dtype) << " " << to_string(p.direction);
+}
+
+std::vector<ActParam> act_params() {
+  std::vector<std::pair<std::string, MatmulDesc>> descs;
+  MatmulDesc relu = MatmulDesc::linear(48, 72, 40, true);  // n a multiple of 8
+  relu.activation = MatmulActivation::relu;
+  descs.emplace_back("linear_48x40x72_relu", relu);
+  MatmulDesc gelu = MatmulDesc::linear(33, 29, 13, true);  // n not: no fused GELU aux
+  gelu.activation = MatmulActivation::gelu_tanh;
+  descs.emplace_back("linear_33x13x29_gelu", gelu);
+  MatmulDesc batched = desc_of(3, 17, 16, 9, true, false, false, false);
+  batched.activation = MatmulActivation::gelu_tanh;
+  batched.beta = 1;  // dst's old contents before the activation; the gradients accumulate
+  descs.emplace_back("batch_3x17x16x9_ta_gelu_beta1", batched);
+  MatmulDesc plain = desc_of(1, 7, 13, 5, false, false, false, false);
+  plain.activation = MatmulActivation::relu;
+  plain.alpha = 0.5f;
+  descs.emplace_back("7x13x5_relu_alpha", plain);
+  std::vector<ActParam> out;
+  for (const auto& [name, desc] : descs) {
+    for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+      for (const OpDirection& direction : op_info(OpKind::matmul).directions) {
+        MatmulDesc d = desc;
+        d.dtype = dtype;
+        out.push_back({name, d, direction.direction});
+      }
+    }
+  }
+  return out;
+}
+
+// The state's bytes, copied to the host.
+std::vector<unsigned char> state_bytes(const SavedState& state) {
+  std::vector<unsigned char> bytes(state.bytes());
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(bytes.data(), state.data(), bytes.size(), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  return bytes;
+}
+
+// One call of `direction`; the backward reads `state`, the training forward fills it.
+Result run_act(Context& context, const MatmulDesc& d, Direction direction, const Operands& h,
+               SavedState& state) {
+  const bool device = context.device() != Device::cpu();
+  const auto put = [&](const Tensor& t) { return device ? to_device(t, context) : t; };
+  const auto get = [&](const Tensor& t) { return device ? to_host(t) : t; };
+  Result result;
+  Tensor out = put(h.out);
+  Tensor out_bias = h.out_bias.is_null() ? Tensor() : put(h.out_bias);
+  switch (direction) {
+    case Direction::fwd:
+    case Direction::fwd_training: {
+      const Tensor a = put(h.a), b = put(h.b);
+      const Tensor bias = d.bias ? put(h.bias) : Tensor();
+      result.choice = direction == Direction::fwd
+                          ? matmul_fwd(context, d, a, b, bias, out)
+                          : matmul_fwd_training(context, d, a, b, bias, out, state);
+      break;
+    }
+    case Direction::bwd_data:
+      result.choice = matmul_bwd_data(context, d, put(h.diff_dst), put(h.b), out, state);
+      break;
+    default:
+      result.choice =
+          matmul_bwd_weights(context, d, put(h.a), put(h.diff_dst), out, out_bias, state);
+  }
+  result.out = get(out);
+  if (!out_bias.is_null()) result.out_bias = get(out_bias);
+  return result;
+}
+
+class CudnnMatmulActivation : public ::testing::TestWithParam<ActParam> {};
+
+TEST_P(CudnnMatmulActivation, EveryCandidateMatchesTheReference) {
+  DNNX_REQUIRE_GPU();
+  const MatmulDesc desc = GetParam().desc;
+  const Direction direction = GetParam().direction;
+  const Operands host = operands_of(GetParam().name, desc, direction);
+  const bool training = direction == Direction::fwd_training;
+  const bool backward = direction == Direction::bwd_data || direction == Direction::bwd_weights;
+
+  // The state a backward reads: the GPU's heuristic training forward's, and the reference's
+  // (filled on the host, then given the GPU's bytes) for the expected result.
+  Context gpu_forward(BackendKind::cudnn);
+  Context reference(BackendKind::reference);
+  SavedState device_state, host_state;
+  if (backward) {
+    Operands fwd = operands_of(GetParam().name, desc, Direction::fwd_training);
+    run_act(gpu_forward, desc, Direction::fwd_training, fwd, device_state);
+    run_act(reference, desc, Direction::fwd_training, fwd, host_state);
+    const std::vector<unsigned char> bytes = state_bytes(device_state);
+    ASSERT_EQ(bytes.size(), host_state.bytes());
+    std::copy(bytes.begin(), bytes.end(), static_cast<unsigned char*>(host_state.data()));
+  }
+  SavedState expected_state;
+  const Result expected =
+      run_act(reference, desc, direction, host, backward ? host_state : expected_state);
+  MatmulDesc abs_desc = desc;
+  abs_desc.alpha = std::fabs(desc.alpha);
+  abs_desc.beta = std::fabs(desc.beta);
+  abs_desc.activation = MatmulActivation::none;
+  const Direction scale_direction = training ? Direction::fwd : direction;
+  const Result scale = run(reference, abs_desc, scale_direction, abs_of(host, desc));
+
+  Context lister(BackendKind::cudnn);
+  const std::vector<AlgoInfo> algos = matmul_list(lister, desc, direction);
+  ASSERT_FALSE(algos.empty()) << desc.repro(direction);
+  int ran = 0;
+  for (const AlgoInfo& algo : algos) {
+    const std::string where = desc.repro(direction) + " [" + algo.id + "]";
+    if (!algo.supported) {
+      ++unsupported_listed;
+      EXPECT_TRUE(expected_unsupported(algo)) << algo.reason << "\n  " << where;
+      continue;
+    }
+    Context context = context_with(BackendKind::cudnn, direction, AlgoPolicy::fixed(algo.id));
+    SavedState state;
+    const Result got = run_act(context, desc, direction, host, backward ? device_state : state);
+    ASSERT_EQ(got.choice->algo.id, algo.id) << where;
+    // Note [matmul tolerance], times 3 for the activation (its slope at most 1.13, and pre or
+    // diff_dst * act'(pre) rounded to the dtype on the unfused paths).
+    Tolerance tolerance =
+        tolerance_for(desc.dtype, terms_of(desc, direction), has_note(algo, "tf32"));
+    tolerance.rel *= 3;
+    ASSERT_TRUE(all_finite(got.out, "output", where));
+    EXPECT_TRUE(close_within_scale(got.out.to_f32(), expected.out.to_f32(), scale.out.to_f32(),
+                                   got.out.dims(), tolerance, "output", where));
+    if (has_out_bias(desc, direction)) {
+      Tolerance bias_tolerance = tolerance_for(desc.dtype, desc.batch * desc.m, false);
+      bias_tolerance.rel *= 3;
+      EXPECT_TRUE(close_within_scale(got.out_bias.to_f32(), expected.out_bias.to_f32(),
+                                     scale.out_bias.to_f32(), got.out_bias.dims(), bias_tolerance,
+                                     "diff_bias", where));
+    }
+    if (training) {
+      ASSERT_EQ(state.bytes(), algo.saved_state_bytes) << where;
+      const std::vector<unsigned char> bytes = state_bytes(state);
+      const std::vector<float> dst = got.out.to_f32();
+      if (desc.activation == MatmulActivation::relu) {
+        // Note [matmul aux]: bit i of the mask is dst[i] > 0.
+        for (std::size_t i = 0; i < dst.size(); ++i) {
+          const bool bit = ((bytes[i / 8] >> (i % 8)) & 1) != 0;
+          ASSERT_EQ(bit, dst[i] > 0) << "mask bit " << i << " of dst " << dst[i] << "\n  " << where;
+        }
+      } else {
+        Tensor pre = Tensor::empty(desc.dst_dims(), desc.dtype, rows_layout);
+        std::copy(bytes.begin(), bytes.end(), static_cast<unsigned char*>(pre.data()));
+        const Tensor want =
+            Tensor::view(expected_state.data(), desc.dst_dims(), desc.dtype, rows_layout);
+        Tolerance pre_tolerance = tolerance_for(desc.dtype, desc.k, has_note(algo, "tf32"));
+        EXPECT_TRUE(close_within_scale(pre.to_f32(), want.to_f32(), scale.out.to_f32(), pre.dims(),
+                                       pre_tolerance, "the GELU state (pre)", where));
+      }
+    }
+    ++runs_compared;
+    if (algo.deterministic) {
+      SavedState again;
+      const Result second =
+          run_act(context, desc, direction, host, backward ? device_state : again);
+      EXPECT_TRUE(bitwise_equal(got.out, second.out, "output of two runs", where));
+      ++runs_bitwise;
+    }
+    ++ran;
+  }
+  // The +act / +dact candidates run every desc (cublas:gemm_ex under them).
+  EXPECT_GE(ran, 1) << desc.repro(direction);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, CudnnMatmulActivation, ::testing::ValuesIn(act_params()),
+                         [](const ::testing::TestParamInfo<ActParam>& info) {
+                           const ActParam& p = info.param;
+                           std::string name = p.name + "_" + std::string(to_string(p.desc.dtype)) +
+                                              "_" + std::string(to_string(p.direction));
+                           for (char& ch : name)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return name;
+                         });
+
+// The fused cuBLASLt epilogues are listed where cuBLASLt offers them: the relu forward on a
+// linear layer in f16 (CUBLASLT_EPILOGUE_RELU_BIAS), and the GELU aux for n % 8 == 0.
+TEST(CudnnMatmul, ActivationEpiloguesAreListed) {
+  DNNX_REQUIRE_GPU();
+  Context context(BackendKind::cudnn);
+  MatmulDesc d = MatmulDesc::linear(64, 256, 128, true, DType::f16);
+  d.activation = MatmulActivation::relu;
+  const auto ids = [&](Direction direction) {
+    std::string all;
+    for (const AlgoInfo& algo : matmul_list(context, d, direction))
+      if (algo.supported) all += algo.id + " ";
+    return all;
+  };
+  EXPECT_NE(ids(Direction::fwd).find(":relu_bias "), std::string::npos) << ids(Direction::fwd);
+  EXPECT_NE(ids(Direction::fwd_training).find(":relu_bias+mask"), std::string::npos)
+      << ids(Direction::fwd_training);
+  d.activation = MatmulActivation::gelu_tanh;
+  EXPECT_NE(ids(Direction::fwd_training).find(":gelu_aux_bias "), std::string::npos)
+      << ids(Direction::fwd_training);
+  EXPECT_NE(ids(Direction::bwd_weights).find("+dact"), std::string::npos);
+}
 
 // ---- listing and selection ---------------------------------------------------------------------
 

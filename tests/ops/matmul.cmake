@@ -36,8 +36,19 @@ if(COMMAND dnnx_cli_test)
   dnnx_cli_test(matmul_missing_k ARGS algos matmul --m 2 --n 2 CODE 2 ONE_LINE_ERROR STDERR "--k")
   dnnx_cli_test(matmul_bad_direction ARGS algos matmul --m 2 --n 2 --k 2 --direction bwd CODE 2
     ONE_LINE_ERROR STDERR "bwd_data")
+  dnnx_cli_test(matmul_algos_gelu_cpu
+    ARGS algos matmul --m 8 --n 16 --k 32 --transpose-b --bias --activation gelu --backend cpu
+    STDOUT "matmul fwd on cpu: .* act=gelu_tanh.*:gelu_tanh.*matmul fwd_training on cpu.*\\+act.*matmul bwd_data on cpu.*\\+dact.*matmul bwd_weights on cpu.*\\+dact")
+  dnnx_cli_test(matmul_profile_reference_relu
+    ARGS profile matmul --m 4 --n 8 --k 3 --bias --activation relu --backend reference --direction bwd_weights
+    STDOUT "reference:direct.*repro: dnnx profile matmul --batch 1 --m 4 --n 8 --k 3 --bias --alpha 1 --beta 0 --dtype f32 --activation relu --direction bwd_weights")
+  dnnx_cli_test(matmul_profile_cpu_training_json
+    ARGS profile matmul --m 16 --n 8 --k 24 --activation relu --backend cpu --direction fwd_training --json
+    JSON stdout JSON_LENGTH 1 JSON_REQUIRE "0/chosen|0/rows/0/algo/id")
+  dnnx_cli_test(matmul_bad_activation ARGS algos matmul --m 2 --n 2 --k 2 --activation swish CODE 2
+    ONE_LINE_ERROR STDERR "--activation.*swish")
   dnnx_cli_test(matmul_help ARGS profile matmul --help
-    STDOUT "--m.*--n.*--k.*--transpose-a.*--transpose-b.*--broadcast-b.*--bias.*--alpha.*--beta")
+    STDOUT "--m.*--n.*--k.*--transpose-a.*--transpose-b.*--broadcast-b.*--bias.*--alpha.*--beta.*--activation")
 endif()
 
 # The reference against PyTorch (label oracle): matmul_harness runs the reference on .npy inputs,

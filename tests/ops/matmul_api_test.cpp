@@ -10,7 +10,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
+#include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,85 @@ TEST(MatmulDesc, KeysAndHashesTellEveryFieldApart) {
     }
   }
   EXPECT_EQ(base.hash(), MatmulDesc::linear(8, 4, 2).hash());
+  MatmulDesc relu = base, gelu = base;
+  relu.activation = MatmulActivation::relu;
+  gelu.activation = parse_matmul_activation("gelu");
+  EXPECT_EQ(gelu.activation, MatmulActivation::gelu_tanh);
+  EXPECT_NE(relu.key(), base.key());
+  EXPECT_NE(relu.key(), gelu.key());
+  EXPECT_NE(relu.hash(), gelu.hash());
+  // No activation keeps the key and repro line a desc had before the field existed.
+  EXPECT_EQ(base.key().find("act"), std::string::npos);
+  EXPECT_NE(gelu.repro(Direction::fwd_training)
+                .find("--activation gelu_tanh --direction "
+                      "fwd_training"),
+            std::string::npos);
+}
+
+// pre = a b + bias = [[-1 1.5] [1 -0.5]] for a = [[1 2] [4 3]], b = [[1 -1] [-1 1]],
+// bias = [0 0.5]; the activation and both gradients worked out by hand, on every host backend.
+TEST(MatmulSemantics, ActivationsAndTheirGradientsWorkedOutByHand) {
+  const auto gelu = [](double x) {
+    return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+  };
+  const std::vector<double> pre = {-1, 1.5, 1, -0.5};
+  const std::vector<double> g = {1, 2, 3, 4};
+  for (const BackendKind backend : {BackendKind::reference, BackendKind::cpu}) {
+    if (!backend_available(backend)) continue;
+    for (const MatmulActivation act : {MatmulActivation::relu, MatmulActivation::gelu_tanh}) {
+      SCOPED_TRACE(std::string(to_string(backend)) + " " + std::string(to_string(act)));
+      Context context(backend);
+      MatmulDesc d;
+      d.m = d.n = d.k = 2;
+      d.bias = true;
+      d.activation = act;
+      const Tensor a = host({2, 2}, {1, 2, 4, 3});
+      const Tensor b = host({2, 2}, {1, -1, -1, 1});
+      const Tensor bias = host({2}, {0, 0.5f});
+      Tensor dst = nan_tensor({2, 2}, DType::f32, rows);
+      SavedState state;
+      matmul_fwd_training(context, d, a, b, bias, dst, state);
+      // slope = act'(pre): relu's mask, or gelu's derivative by central differences.
+      std::vector<double> slope(4);
+      for (std::size_t i = 0; i < 4; ++i) {
+        const double h = 1e-4;
+        slope[i] = act == MatmulActivation::relu ? (pre[i] > 0 ? 1.0 : 0.0)
+                                                 : (gelu(pre[i] + h) - gelu(pre[i] - h)) / (2 * h);
+        const double want = act == MatmulActivation::relu ? std::max(pre[i], 0.0) : gelu(pre[i]);
+        EXPECT_NEAR(dst.to_f32()[i], want, 1e-6) << i;
+      }
+      ASSERT_FALSE(state.empty());
+      if (act == MatmulActivation::relu) {
+        EXPECT_EQ(state.format(), "dnnx:matmul_relu_mask");
+        ASSERT_EQ(state.bytes(), 4u);
+        EXPECT_EQ(*static_cast<const std::uint32_t*>(state.data()), 6u);  // elements 1 and 2
+      } else {
+        EXPECT_EQ(state.format(), "dnnx:matmul_gelu_pre");
+        ASSERT_EQ(state.bytes(), 16u);
+        const auto* kept = static_cast<const float*>(state.data());
+        for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(kept[i], static_cast<float>(pre[i])) << i;
+      }
+      // gm = g * slope; diff_a = gm b^T, diff_b = a^T gm, diff_bias = column sums of gm.
+      std::vector<double> gm(4);
+      for (std::size_t i = 0; i < 4; ++i) gm[i] = g[i] * slope[i];
+      const Tensor diff_dst = host({2, 2}, {1, 2, 3, 4});
+      Tensor diff_a = nan_tensor({2, 2}, DType::f32, rows);
+      matmul_bwd_data(context, d, diff_dst, b, diff_a, state);
+      const std::vector<double> want_a = {gm[0] - gm[1], -gm[0] + gm[1], gm[2] - gm[3],
+                                          -gm[2] + gm[3]};
+      Tensor diff_b = nan_tensor({2, 2}, DType::f32, rows);
+      Tensor diff_bias = nan_tensor({2}, DType::f32, rows);
+      matmul_bwd_weights(context, d, a, diff_dst, diff_b, diff_bias, state);
+      const std::vector<double> want_b = {gm[0] + 4 * gm[2], gm[1] + 4 * gm[3],
+                                          2 * gm[0] + 3 * gm[2], 2 * gm[1] + 3 * gm[3]};
+      for (std::size_t i = 0; i < 4; ++i) {
+        EXPECT_NEAR(diff_a.to_f32()[i], want_a[i], 1e-4) << i;
+        EXPECT_NEAR(diff_b.to_f32()[i], want_b[i], 1e-4) << i;
+      }
+      EXPECT_NEAR(diff_bias.to_f32()[0], gm[0] + gm[2], 1e-4);
+      EXPECT_NEAR(diff_bias.to_f32()[1], gm[1] + gm[3], 1e-4);
+    }
+  }
 }
 
 // [[1 2] [3 4]] . [[5 6] [7 8]] = [[19 22] [43 50]], by hand.
@@ -135,26 +215,33 @@ TEST(MatmulSemantics, SharedBGradientSumsTheBatch) {
 
 // With beta = 1 the output is read: exhaustive selection must not time the call on the caller's
 // tensors (which would add the product once per timed run), so the result is one accumulation.
+// With an activation the backward times on scratch tensors and a scratch state, and the training
+// forward fills the caller's state once, from the candidate chosen.
 TEST(MatmulSemantics, ExhaustiveSelectionAccumulatesOnce) {
-  for (const BackendKind backend : {BackendKind::reference, BackendKind::cpu}) {
-    if (!backend_available(backend)) continue;
-    SCOPED_TRACE(std::string(to_string(backend)));
-    MatmulDesc d = MatmulDesc::linear(16, 24, 8);
-    d.beta = 1;
-    const MatmulInputs in = matmul_inputs(d, "accumulate");
-    Context context(backend);
-    context.set_choice_cache(std::make_shared<ChoiceCache>());
-    context.tune().policy(OpKind::matmul, Direction::fwd) = AlgoPolicy::exhaustive();
-    context.tune().policy(OpKind::matmul, Direction::bwd_weights) = AlgoPolicy::exhaustive();
-    Context reference(BackendKind::reference);
-    for (const Direction direction : {Direction::fwd, Direction::bwd_weights}) {
-      MatmulOutputs got = matmul_outputs(d, direction, in);
-      MatmulOutputs want = matmul_outputs(d, direction, in);
-      run_matmul(context, d, direction, in, got);
-      run_matmul(reference, d, direction, in, want);
-      EXPECT_TRUE(matmul_close(d, direction, got, want, in, matmul_context(d, direction, "chosen")));
+  for (const BackendKind backend : {BackendKind::reference, BackendKind::cpu})
+    for (const MatmulActivation act : {MatmulActivation::none, MatmulActivation::gelu_tanh}) {
+      if (!backend_available(backend)) continue;
+      SCOPED_TRACE(std::string(to_string(backend)) + " " + std::string(to_string(act)));
+      MatmulDesc d = MatmulDesc::linear(16, 24, 8);
+      d.beta = 1;
+      d.activation = act;
+      const MatmulInputs in = matmul_inputs(d, "accumulate");
+      Context context(backend);
+      context.set_choice_cache(std::make_shared<ChoiceCache>());
+      for (const OpDirection& direction : op_info(OpKind::matmul).directions)
+        context.tune().policy(OpKind::matmul, direction.direction) = AlgoPolicy::exhaustive();
+      Context reference(BackendKind::reference);
+      for (const Direction direction :
+           {Direction::fwd, Direction::fwd_training, Direction::bwd_data, Direction::bwd_weights}) {
+        if (direction == Direction::fwd_training && act == MatmulActivation::none) continue;
+        MatmulOutputs got = matmul_outputs(d, direction, in);
+        MatmulOutputs want = matmul_outputs(d, direction, in);
+        run_matmul(context, d, direction, in, got);
+        run_matmul(reference, d, direction, in, want);
+        EXPECT_TRUE(
+            matmul_close(d, direction, got, want, in, matmul_context(d, direction, "chosen")));
+      }
     }
-  }
 }
 
 // Every backend that runs here lists candidates for every direction, the first supported one
@@ -169,6 +256,20 @@ TEST(MatmulApi, EveryAvailableBackendListsEveryDirection) {
       ASSERT_FALSE(algos.empty()) << to_string(backend);
       EXPECT_TRUE(algos.front().supported) << to_string(backend) << " " << algos.front().reason;
     }
+    // With an activation every direction, the training forward included; without one the
+    // training forward has nothing to keep.
+    MatmulDesc relu = MatmulDesc::linear(32, 64, 16);
+    relu.activation = MatmulActivation::relu;
+    for (const OpDirection& direction : op_info(OpKind::matmul).directions) {
+      const std::vector<AlgoInfo> algos = matmul_list(context, relu, direction.direction);
+      ASSERT_FALSE(algos.empty()) << to_string(backend);
+      EXPECT_TRUE(algos.front().supported) << to_string(backend) << " " << algos.front().reason;
+    }
+    for (const AlgoInfo& algo :
+         matmul_list(context, MatmulDesc::linear(32, 64, 16), Direction::fwd_training)) {
+      EXPECT_FALSE(algo.supported) << algo.id;
+      EXPECT_NE(algo.reason.find("activation none"), std::string::npos) << algo.reason;
+    }
   }
 }
 
@@ -178,7 +279,8 @@ TEST(MatmulApi, PoliciesAreTheOpTablesLine) {
   EXPECT_EQ(info.name, "matmul");
   EXPECT_EQ(parse_op_kind("linear"), OpKind::matmul);
   EXPECT_EQ(parse_op_kind("gemm"), OpKind::matmul);
-  ASSERT_EQ(info.directions.size(), 3u);
+  ASSERT_EQ(info.directions.size(), 4u);
+  EXPECT_EQ(info.parse_direction("fwd_training"), Direction::fwd_training);
   const auto names = info.policy_env_names(Direction::bwd_weights);
   EXPECT_NE(std::find(names.begin(), names.end(), "DNNX_ALGO_MATMUL_BWD_WEIGHTS"), names.end());
 }

@@ -18,7 +18,11 @@ struct Shape {
   std::int64_t batch, m, n, k;
   bool transpose_a, transpose_b, broadcast_b, bias;
   float alpha, beta;
+  MatmulActivation activation = MatmulActivation::none;
 };
+
+constexpr MatmulActivation relu = MatmulActivation::relu;
+constexpr MatmulActivation gelu = MatmulActivation::gelu_tanh;
 
 // Sizes 1, odd sizes, the linear layer (b transposed, bias), each transpose, batched with and
 // without a shared b; scales covering beta 0 (not read), 1 (accumulation) and neither.
@@ -35,6 +39,15 @@ constexpr Shape shapes[] = {
     {"batch4_shared_nt_6x10x8_bias", 4, 6, 10, 8, false, true, true, true, 1.0f, 0.0f},
     {"batch3_shared_tn_5x7x9", 3, 5, 7, 9, true, false, true, false, 0.75f, 0.0f},
     {"batch2_shared_tt_3x4x5_acc", 2, 3, 4, 5, true, true, true, true, 1.0f, 1.0f},
+    // Epilogues: the linear layer (n a multiple of 8 or not), scaled, accumulating (beta 1 in
+    // the forward adds dst before the activation, in the backward accumulates the gradients),
+    // batched with a shared b.
+    {"linear_13x7x29_relu", 1, 13, 7, 29, false, true, false, true, 1.0f, 0.0f, relu},
+    {"linear_16x24x40_gelu", 1, 16, 24, 40, false, true, false, true, 1.0f, 0.0f, gelu},
+    {"nn_9x11x6_relu_scaled", 1, 9, 11, 6, false, false, false, false, 0.5f, 0.0f, relu},
+    {"tn_6x8x5_gelu_acc", 1, 6, 8, 5, true, false, false, true, 1.0f, 1.0f, gelu},
+    {"batch3_shared_nt_5x16x7_gelu", 3, 5, 16, 7, false, true, true, true, 1.0f, 0.0f, gelu},
+    {"batch2_tt_4x9x3_relu_acc", 2, 4, 9, 3, true, true, false, true, -1.0f, 1.0f, relu},
 };
 
 MatmulDesc desc_of(const Shape& s, DType dtype) {
@@ -42,6 +55,7 @@ MatmulDesc desc_of(const Shape& s, DType dtype) {
   d.batch = s.batch, d.m = s.m, d.n = s.n, d.k = s.k;
   d.transpose_a = s.transpose_a, d.transpose_b = s.transpose_b, d.broadcast_b = s.broadcast_b;
   d.bias = s.bias, d.alpha = s.alpha, d.beta = s.beta, d.dtype = dtype;
+  d.activation = s.activation;
   d.validate();
   return d;
 }
@@ -84,6 +98,11 @@ MatmulInputs matmul_inputs(const MatmulDesc& desc, std::string_view seed) {
   in.diff_a0 = initial(desc, desc.a_dims(), s + "da0");
   in.diff_b0 = initial(desc, desc.b_dims(), s + "db0");
   if (desc.bias) in.diff_bias0 = initial(desc, desc.bias_dims(), s + "dbias0");
+  if (desc.activation != MatmulActivation::none) {
+    Context reference(BackendKind::reference);
+    Tensor dst = copy_of(in.dst0);
+    matmul_fwd_training(reference, desc, in.a, in.b, in.bias, dst, in.state);
+  }
   return in;
 }
 
@@ -91,13 +110,13 @@ MatmulOutputs matmul_outputs(const MatmulDesc& desc, Direction direction,
                              const MatmulInputs& inputs) {
   MatmulOutputs out;
   switch (direction) {
-    case Direction::fwd: out.tensors.emplace_back("dst", copy_of(inputs.dst0)); break;
+    case Direction::fwd:
+    case Direction::fwd_training: out.tensors.emplace_back("dst", copy_of(inputs.dst0)); break;
     case Direction::bwd_data: out.tensors.emplace_back("diff_a", copy_of(inputs.diff_a0)); break;
     case Direction::bwd_weights:
       out.tensors.emplace_back("diff_b", copy_of(inputs.diff_b0));
       if (desc.bias) out.tensors.emplace_back("diff_bias", copy_of(inputs.diff_bias0));
       break;
-    case Direction::fwd_training: break;
   }
   return out;
 }
@@ -105,18 +124,36 @@ MatmulOutputs matmul_outputs(const MatmulDesc& desc, Direction direction,
 std::shared_ptr<const Choice> run_matmul(Context& context, const MatmulDesc& desc,
                                          Direction direction, const MatmulInputs& inputs,
                                          MatmulOutputs& outputs) {
+  const bool activation = desc.activation != MatmulActivation::none;
   switch (direction) {
     case Direction::fwd:
       return matmul_fwd(context, desc, inputs.a, inputs.b, inputs.bias, outputs.tensors[0].second);
+    case Direction::fwd_training: {
+      SavedState state;
+      auto choice = matmul_fwd_training(context, desc, inputs.a, inputs.b, inputs.bias,
+                                        outputs.tensors[0].second, state);
+      if (desc.activation == MatmulActivation::gelu_tanh) {
+        Tensor pre = Tensor::view(state.data(), desc.dst_dims(), desc.dtype, rows, state.device());
+        outputs.tensors.emplace_back("pre", copy_of(pre));
+      }
+      return choice;
+    }
     case Direction::bwd_data:
+      if (activation) {
+        return matmul_bwd_data(context, desc, inputs.diff_dst, inputs.b, outputs.tensors[0].second,
+                               inputs.state);
+      }
       return matmul_bwd_data(context, desc, inputs.diff_dst, inputs.b, outputs.tensors[0].second);
     case Direction::bwd_weights: {
       Tensor no_bias;
       Tensor& diff_bias = desc.bias ? outputs.tensors[1].second : no_bias;
+      if (activation) {
+        return matmul_bwd_weights(context, desc, inputs.a, inputs.diff_dst,
+                                  outputs.tensors[0].second, diff_bias, inputs.state);
+      }
       return matmul_bwd_weights(context, desc, inputs.a, inputs.diff_dst,
                                 outputs.tensors[0].second, diff_bias);
     }
-    case Direction::fwd_training: break;
   }
   return nullptr;
 }
@@ -128,7 +165,10 @@ std::shared_ptr<const Choice> run_matmul(Context& context, const MatmulDesc& des
 // (|alpha| sum |a||b|, plus |beta| |old| and |bias|), plus one rounding of the dtype (u). That
 // magnitude is itself computed by the reference on |inputs|; the bias gradient is the same with
 // the rows summed as its k. The factor 2 covers the post-op order (scale, bias, sum) and the
-// f32-compute candidates' conversions, which are exact on the way in.
+// f32-compute candidates' conversions, which are exact on the way in. An activation's slope is at
+// most 1.13 (gelu_tanh; relu 1) and a candidate may round pre (forward) or diff_dst * act'(pre)
+// (backward) to the dtype before the rest: the bound of the same desc without the activation,
+// magnitudes from the reference on |inputs|, times 3.
 ::testing::AssertionResult matmul_close(const MatmulDesc& desc, Direction direction,
                                         const MatmulOutputs& actual,
                                         const MatmulOutputs& expected, const MatmulInputs& inputs,
@@ -139,6 +179,9 @@ std::shared_ptr<const Choice> run_matmul(Context& context, const MatmulDesc& des
   magnitude.alpha = std::fabs(desc.alpha);
   magnitude.beta = std::fabs(desc.beta);
   magnitude.dtype = DType::f32;
+  magnitude.activation = MatmulActivation::none;
+  const Direction scale_direction =
+      direction == Direction::fwd_training ? Direction::fwd : direction;
   const auto abs = [](const Tensor& t) { return abs_tensor(t, DType::f32, rows); };
   MatmulInputs abs_in;
   abs_in.a = abs(inputs.a);
@@ -153,9 +196,9 @@ std::shared_ptr<const Choice> run_matmul(Context& context, const MatmulDesc& des
   abs_in.diff_a0 = old(inputs.diff_a0);
   abs_in.diff_b0 = old(inputs.diff_b0);
   if (desc.bias) abs_in.diff_bias0 = old(inputs.diff_bias0);
-  MatmulOutputs scale = matmul_outputs(magnitude, direction, abs_in);
+  MatmulOutputs scale = matmul_outputs(magnitude, scale_direction, abs_in);
   Context reference(BackendKind::reference);
-  run_matmul(reference, magnitude, direction, abs_in, scale);
+  run_matmul(reference, magnitude, scale_direction, abs_in, scale);
 
   const std::int64_t rows_summed = desc.batch * desc.m;
   for (std::size_t i = 0; i < actual.tensors.size(); ++i) {
@@ -168,12 +211,15 @@ std::shared_ptr<const Choice> run_matmul(Context& context, const MatmulDesc& des
     if (direction == Direction::bwd_weights)
       terms = desc.broadcast_b || name == "diff_bias" ? rows_summed : desc.m;
     const double rel =
-        2.0 * (static_cast<double>(terms + 2) * u32 + (desc.dtype == DType::f32 ? 0.0 : u));
+        (desc.activation == MatmulActivation::none ? 2.0 : 6.0) *
+        (static_cast<double>(terms + 2) * u32 + (desc.dtype == DType::f32 ? 0.0 : u));
     // abs: f16 results may round into its subnormals, spaced 2^-24.
     const Tolerance tolerance{rel, desc.dtype == DType::f16 ? std::ldexp(1.0, -24) : 0.0};
-    ::testing::AssertionResult ok = close_within_scale(
-        got, expected.tensors[i].second.to_f32(), scale.tensors[i].second.to_f32(),
-        tensor.dims(), tolerance, name, context, worst);
+    // "pre" (fwd_training with gelu) has dst's bound.
+    const Tensor& bound = scale.tensors[std::min(i, scale.tensors.size() - 1)].second;
+    ::testing::AssertionResult ok =
+        close_within_scale(got, expected.tensors[i].second.to_f32(), bound.to_f32(), tensor.dims(),
+                           tolerance, name, context, worst);
     if (!ok) return ok;
   }
   return ::testing::AssertionSuccess();

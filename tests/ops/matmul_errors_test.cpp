@@ -55,6 +55,39 @@ std::function<void()> call_with(Direction direction,
   };
 }
 
+// A training forward of `trained` fills a state, then a backward of `desc` (edited base_desc()
+// with `edit`) reads `state_for_backward(state)`: the state's checks.
+std::function<void()> backward_with_state(
+    Direction direction,
+    std::function<void(MatmulDesc& trained, MatmulDesc& desc, bool& pass_state)> edit) {
+  return [direction, edit] {
+    MatmulDesc trained = base_desc();
+    trained.activation = MatmulActivation::relu;
+    MatmulDesc desc = trained;
+    bool pass_state = true;
+    edit(trained, desc, pass_state);
+    Context context = reference_context();
+    SavedState state;
+    Tensors t = tensors_of(trained);
+    if (trained.activation != MatmulActivation::none)
+      dnnx::matmul_fwd_training(context, trained, t.a, t.b, t.bias, t.dst, state);
+    Tensors u = tensors_of(desc);
+    Tensor no_bias;
+    Tensor& diff_bias = desc.bias ? u.diff_bias : no_bias;
+    if (direction == Direction::bwd_data) {
+      if (pass_state) {
+        dnnx::matmul_bwd_data(context, desc, u.diff_dst, u.b, u.diff_a, state);
+      } else {
+        dnnx::matmul_bwd_data(context, desc, u.diff_dst, u.b, u.diff_a);
+      }
+    } else if (pass_state) {
+      dnnx::matmul_bwd_weights(context, desc, u.a, u.diff_dst, u.diff_b, diff_bias, state);
+    } else {
+      dnnx::matmul_bwd_weights(context, desc, u.a, u.diff_dst, u.diff_b, diff_bias);
+    }
+  };
+}
+
 std::vector<BadCase> bad_cases() {
   using K = ErrorKind;
   const Direction fwd = Direction::fwd, bwd_data = Direction::bwd_data,
@@ -83,11 +116,12 @@ std::vector<BadCase> bad_cases() {
       K::InvalidArgument, {"alpha must be finite, got nan"});
   add("beta_inf", list_with([](MatmulDesc& d) { d.beta = std::numeric_limits<float>::infinity(); }),
       K::InvalidArgument, {"beta must be finite, got inf"});
-  add("direction_fwd_training", [] {
+  add("direction_fwd_training_without_activation",
+      [] {
         Context context = reference_context();
-        dnnx::matmul_list(context, base_desc(), Direction::fwd_training);
+        dnnx::matmul_select(context, base_desc(), Direction::fwd_training);
       },
-      K::InvalidArgument, {"fwd_training", "matmul"});
+      K::Unsupported, {"fwd_training", "activation none"});
 
   // --- the tensors ---
   add("a_dims", call_with(fwd, [](MatmulDesc&, Tensors& t) {
@@ -145,7 +179,45 @@ std::vector<BadCase> bad_cases() {
         t.diff_b = random_tensor(Dims{6, 5}, DType::f32, Layout::channels_first, 1);
       }),
       K::InvalidArgument, {"diff_b dims 6x5", "5x6"});
+  // --- the activation and its state ---
+  add("activation_out_of_range",
+      list_with([](MatmulDesc& d) { d.activation = static_cast<MatmulActivation>(9); }),
+      K::InvalidArgument, {"activation must be none, relu or gelu_tanh", "got value 9"});
+  add("fwd_training_without_activation",
+      [] {
+        const MatmulDesc desc = base_desc();
+        Tensors t = tensors_of(desc);
+        Context context = reference_context();
+        SavedState state;
+        dnnx::matmul_fwd_training(context, desc, t.a, t.b, t.bias, t.dst, state);
+      },
+      K::InvalidArgument, {"fwd_training", "activation none"});
+  add("bwd_data_activation_without_state",
+      backward_with_state(bwd_data, [](MatmulDesc&, MatmulDesc&, bool& pass) { pass = false; }),
+      K::InvalidArgument, {"state is missing", "activation relu"});
+  add("bwd_weights_state_without_activation",
+      backward_with_state(bwd_weights, [](MatmulDesc&, MatmulDesc& d,
+                                          bool&) { d.activation = MatmulActivation::none; }),
+      K::InvalidArgument, {"state was given", "activation none"});
+  add("bwd_weights_state_never_filled",
+      backward_with_state(bwd_weights, [](MatmulDesc& trained, MatmulDesc&,
+                                          bool&) { trained.activation = MatmulActivation::none; }),
+      K::InvalidArgument, {"saved_state is empty"});
+  add("bwd_data_state_of_another_activation",
+      backward_with_state(bwd_data, [](MatmulDesc&, MatmulDesc& d,
+                                       bool&) { d.activation = MatmulActivation::gelu_tanh; }),
+      K::InvalidArgument, {"another matmul", "act=relu"});
+  add("bwd_data_state_of_another_alpha",
+      backward_with_state(bwd_data, [](MatmulDesc&, MatmulDesc& d, bool&) { d.alpha = 2; }),
+      K::InvalidArgument, {"alpha=1"});
   return cases;
+}
+
+// beta is left out of the state's record: a forward with beta 0 serves a backward that
+// accumulates (beta 1), the way a layer accumulates gradients.
+TEST(MatmulErrors, StateServesABackwardOfAnotherBeta) {
+  EXPECT_NO_THROW(backward_with_state(Direction::bwd_weights,
+                                      [](MatmulDesc&, MatmulDesc& d, bool&) { d.beta = 1; })());
 }
 
 class MatmulErrors : public ::testing::TestWithParam<BadCase> {};
@@ -154,7 +226,7 @@ TEST_P(MatmulErrors, RaisesWithKindAndMessage) { expect_raises(GetParam(), "matm
 
 INSTANTIATE_TEST_SUITE_P(Table, MatmulErrors, ::testing::ValuesIn(bad_cases()), bad_case_name);
 
-TEST(MatmulErrors, TableHasAtLeastFifteenCases) { EXPECT_GE(bad_cases().size(), 15u); }
+TEST(MatmulErrors, TableHasAtLeastFifteenCases) { EXPECT_GE(bad_cases().size(), 22u); }
 
 // An unknown id names the valid ones; the inner product's reason reaches a fixed policy.
 TEST(MatmulErrors, FixedIdsAreCheckedAgainstTheListing) {

@@ -3,11 +3,13 @@
 //   matmul_harness CASE_DIR
 //
 // reads CASE_DIR/case.json ({"batch", "m", "n", "k": integers, "transpose_a", "transpose_b",
-// "broadcast_b", "bias": booleans, "alpha", "beta": numbers}) and the float32 .npy inputs a, b,
+// "broadcast_b", "bias": booleans, "alpha", "beta": numbers, optional "activation": "none",
+// "relu" or "gelu_tanh"}) and the float32 .npy inputs a, b,
 // diff_dst, bias (with "bias") and the outputs' previous contents dst0, diff_a0, diff_b0,
 // diff_bias0 (with "bias"), each as MatmulDesc's dims say; runs fwd, bwd_data and bwd_weights on
-// the reference backend in f32 and writes dst.npy, diff_a.npy, diff_b.npy (and diff_bias.npy)
-// next to them. Exit 0 on success, 1 with one line on stderr on any failure, 2 on bad usage.
+// the reference backend in f32 (with an activation: fwd_training, whose SavedState both backward
+// passes read) and writes dst.npy, diff_a.npy, diff_b.npy (and diff_bias.npy) next to them. Exit 0
+// on success, 1 with one line on stderr on any failure, 2 on bad usage.
 
 #include <dnnx/dnnx.hpp>
 
@@ -33,6 +35,8 @@ dnnx::MatmulDesc read_desc(const path& file) {
   desc.alpha = json.at("alpha").get<float>();
   desc.beta = json.at("beta").get<float>();
   desc.dtype = dnnx::DType::f32;
+  if (json.contains("activation"))
+    desc.activation = dnnx::parse_matmul_activation(json.at("activation").get<std::string>());
   desc.validate();
   return desc;
 }
@@ -50,9 +54,16 @@ void run(const path& dir) {
   dnnx::Tensor diff_bias =
       d.bias ? load(dir, "diff_bias0.npy", d.bias_dims(), rows) : dnnx::Tensor();
   dnnx::Context context(dnnx::BackendKind::reference);
-  dnnx::matmul_fwd(context, d, a, b, bias, dst);
-  dnnx::matmul_bwd_data(context, d, diff_dst, b, diff_a);
-  dnnx::matmul_bwd_weights(context, d, a, diff_dst, diff_b, diff_bias);
+  if (d.activation == dnnx::MatmulActivation::none) {
+    dnnx::matmul_fwd(context, d, a, b, bias, dst);
+    dnnx::matmul_bwd_data(context, d, diff_dst, b, diff_a);
+    dnnx::matmul_bwd_weights(context, d, a, diff_dst, diff_b, diff_bias);
+  } else {
+    dnnx::SavedState state;
+    dnnx::matmul_fwd_training(context, d, a, b, bias, dst, state);
+    dnnx::matmul_bwd_data(context, d, diff_dst, b, diff_a, state);
+    dnnx::matmul_bwd_weights(context, d, a, diff_dst, diff_b, diff_bias, state);
+  }
   save(dir, "dst.npy", dst);
   save(dir, "diff_a.npy", diff_a);
   save(dir, "diff_b.npy", diff_b);

@@ -8,9 +8,12 @@ forward, backward data and backward weights on dnnx's reference backend, and tor
 same in float64: torch.matmul of op(a) and op(b) (transposes as views, a b shared by the batch
 broadcast by torch.matmul), or F.linear for linear layers, plus beta times the output's previous
 contents and the bias, and autograd for the gradients of sum(dst * diff_dst) w.r.t. a, b and the
-bias (the gradient of a shared b summed over the batch by autograd). The reference sums in f64
-and rounds once to f32, so every element must agree within 4 f32 units of rounding of its scale,
-the same expression on absolute values.
+bias (the gradient of a shared b summed over the batch by autograd). With an activation, torch
+applies F.relu or F.gelu(approximate='tanh') to op(a) op(b) + beta * dst0 + bias and autograd
+differentiates through it; dnnx runs fwd_training and both backward passes on its SavedState.
+The reference sums in f64 and rounds once to f32, so every element must agree within 4 f32 units
+of rounding of its scale, the same expression on absolute values without the activation (16
+with one: gelu's state is pre rounded to f32, and its slope is at most 1.13).
 
 Exit codes: 0 all cases agree, 1 a mismatch or a harness failure, 77 torch or numpy missing
 (ctest reports SKIP), 2 bad usage.
@@ -25,9 +28,10 @@ ULP = 2.0 ** -24
 
 
 def case(name, batch, m, n, k, ta=False, tb=False, shared=False, bias=False, alpha=1.0,
-         beta=0.0):
+         beta=0.0, act="none"):
     return {"name": name, "batch": batch, "m": m, "n": n, "k": k, "transpose_a": ta,
-            "transpose_b": tb, "broadcast_b": shared, "bias": bias, "alpha": alpha, "beta": beta}
+            "transpose_b": tb, "broadcast_b": shared, "bias": bias, "alpha": alpha, "beta": beta,
+            "activation": act}
 
 
 CASES = [
@@ -41,6 +45,11 @@ CASES = [
     case("shared_linear", 4, 6, 10, 8, tb=True, shared=True, bias=True),
     case("shared_tn", 3, 5, 7, 9, ta=True, shared=True, alpha=0.75),
     case("one", 1, 1, 1, 1, bias=True),
+    case("linear_relu", 1, 13, 7, 29, tb=True, bias=True, act="relu"),
+    case("linear_gelu", 1, 16, 24, 40, tb=True, bias=True, act="gelu_tanh"),
+    case("linear_gelu_acc", 1, 8, 12, 20, tb=True, bias=True, beta=1.0, act="gelu_tanh"),
+    case("shared_tn_relu_scaled", 3, 5, 7, 9, ta=True, shared=True, alpha=0.75, act="relu"),
+    case("batched_gelu", 2, 6, 11, 4, bias=True, alpha=-1.5, act="gelu_tanh"),
 ]
 
 
@@ -67,13 +76,19 @@ def torch_matmul(c, a, b, bias, diff_dst, dst0, diff_a0, diff_b0, diff_bias0):
         y = c["alpha"] * torch.matmul(op_a, op_b)
         if tbias is not None:
             y = y + tbias
-    y.backward(torch.tensor(diff_dst, dtype=torch.float64))
     beta = c["beta"]
+    activation = c.get("activation", "none")
+    if activation != "none":
+        # The epilogue's input is the whole sum, dst's previous contents included.
+        if beta != 0:
+            y = y + beta * torch.tensor(dst0, dtype=torch.float64)
+        y = F.relu(y) if activation == "relu" else F.gelu(y, approximate="tanh")
+    y.backward(torch.tensor(diff_dst, dtype=torch.float64))
 
     def plus_old(value, old):
         return value + beta * old.astype(np.float64) if beta != 0 else value
 
-    dst = plus_old(y.detach().numpy(), dst0)
+    dst = y.detach().numpy() if activation != "none" else plus_old(y.detach().numpy(), dst0)
     diff_a = plus_old(ta.grad.numpy(), diff_a0)
     diff_b = plus_old(tb.grad.numpy(), diff_b0)
     diff_bias = plus_old(tbias.grad.numpy(), diff_bias0) if tbias is not None else None
@@ -107,7 +122,8 @@ def run_case(harness, c, name, directory, rng):
     absolute = {key: np.abs(value) if key in ("a", "b", "bias", "diff_dst") else
                 (np.zeros_like(value) if c["beta"] == 0 else np.abs(value))
                 for key, value in arrays.items()}
-    scale_case = dict(c, alpha=abs(c["alpha"]), beta=abs(c["beta"]))
+    scale_case = dict(c, alpha=abs(c["alpha"]), beta=abs(c["beta"]), activation="none")
+    units = 4 if c["activation"] == "none" else 16
     scale = torch_matmul(scale_case, absolute["a"], absolute["b"],
                          absolute.get("bias"), absolute["diff_dst"], absolute["dst0"],
                          absolute["diff_a0"], absolute["diff_b0"], absolute.get("diff_bias0"))
@@ -117,7 +133,7 @@ def run_case(harness, c, name, directory, rng):
             continue
         good, message = oracle_common.compare(
             output, oracle_common.load_output(directory, output), expected,
-            4 * ULP * np.abs(magnitude))
+            units * ULP * np.abs(magnitude))
         ok, messages = ok and good, messages + [message]
     return ok, messages
 

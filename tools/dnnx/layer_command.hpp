@@ -23,7 +23,19 @@ struct ParsedLayer {
   std::function<std::vector<AlgoInfo>(Context&, Direction)> list;
   std::function<ProfileResult(Context&, Direction)> profile;
   std::function<std::string(Direction)> repro;
+  /// Whether `--direction all` takes a direction of the op for this desc (unset: every one), e.g.
+  /// a matmul's fwd_training only with an activation.
+  std::function<bool(Direction)> has_direction;
 };
+
+/// The directions `--direction` names, less those `parsed` does not have when it says "all".
+inline std::vector<Direction> directions_of(OpKind op, const ParsedLayer& parsed,
+                                            const std::string& text) {
+  std::vector<Direction> directions = parse_directions(op, "--direction", text);
+  if (text != "all" || !parsed.has_direction) return directions;
+  std::erase_if(directions, [&](Direction d) { return !parsed.has_direction(d); });
+  return directions;
+}
 
 /// The parsed form of any desc with operator<< and repro(), whose tensors are of `dtype`, listed
 /// and profiled by the op's `list` and `profile` calls (e.g. conv_list, conv_profile).
@@ -85,7 +97,7 @@ void add_layer_commands(CLI::App& algos, CLI::App& profile, Action& action,
     action = [shared, list_args] {
       const Args& args = *list_args;
       const ParsedLayer parsed = shared->parse(args.op);
-      const std::vector<Direction> directions = parse_directions(shared->op, "--direction", args.direction);
+      const std::vector<Direction> directions = directions_of(shared->op, parsed, args.direction);
       Context context = make_context(parse_backend_args(args.backend), parsed.dtype);
       return print_algos(
           to_string(shared->op), parsed.desc_text, context, directions, args.json,
@@ -110,7 +122,7 @@ void add_layer_commands(CLI::App& algos, CLI::App& profile, Action& action,
     action = [shared, time_args] {
       const Args& args = *time_args;
       const ParsedLayer parsed = shared->parse(args.op);
-      const std::vector<Direction> directions = parse_directions(shared->op, "--direction", args.direction);
+      const std::vector<Direction> directions = directions_of(shared->op, parsed, args.direction);
       const BackendChoice backend = parse_backend_args(args.backend);
       const Selection selection = parse_selection(args.selection);
       Context context = make_context(backend, parsed.dtype);

@@ -21,6 +21,7 @@ struct MatmulArgs {
   std::string alpha = "1";
   std::string beta = "0";
   std::string dtype = "f32";
+  std::string activation = "none";
 };
 
 void add_matmul_options(CLI::App& command, MatmulArgs& args) {
@@ -45,6 +46,12 @@ void add_matmul_options(CLI::App& command, MatmulArgs& args) {
   command.add_option("--dtype", args.dtype, "f32 | f16 | bf16")
       ->type_name("DTYPE")
       ->capture_default_str();
+  command
+      .add_option("--activation", args.activation,
+                  "none | relu | gelu_tanh (gelu): the epilogue's function, applied last; "
+                  "fwd_training keeps its state for the backward")
+      ->type_name("ACT")
+      ->capture_default_str();
 }
 
 MatmulDesc parse_matmul(const MatmulArgs& args) {
@@ -62,6 +69,9 @@ MatmulDesc parse_matmul(const MatmulArgs& args) {
   desc.alpha = parse_number<float>("--alpha", args.alpha, Finite::any);
   desc.beta = parse_number<float>("--beta", args.beta, Finite::any);
   desc.dtype = parse_dtype_arg("--dtype", args.dtype);
+  desc.activation = parse_with("--activation", args.activation, [](std::string_view value) {
+    return parse_matmul_activation(value);
+  });
   desc.validate();
   return desc;
 }
@@ -76,7 +86,15 @@ void add_matmul_commands(CLI::App& algos, CLI::App& profile, Action& action) {
                      "reason, workspace, determinism",
        .profile_help = "time every candidate of a matrix multiply, per direction, by median time",
        .add_options = add_matmul_options,
-       .parse = layer_parser<MatmulArgs>(parse_matmul, matmul_list, matmul_profile)});
+       .parse = [](const MatmulArgs& args) {
+         const MatmulDesc desc = parse_matmul(args);
+         ParsedLayer parsed = parsed_layer(desc, desc.dtype, matmul_list, matmul_profile);
+         // fwd_training keeps an activation's state: there is none to keep without one.
+         parsed.has_direction = [desc](Direction direction) {
+           return direction != Direction::fwd_training || desc.activation != MatmulActivation::none;
+         };
+         return parsed;
+       }});
 }
 
 }  // namespace dnnx::cli

@@ -1,11 +1,13 @@
 #pragma once
 /// \file
-/// Matrix multiply, batched and strided-batched, with transposes and a bias: a linear layer's
-/// forward (dst = src W^T + bias) and both its backward passes, as BLAS's GEMM and cuBLASLt's
-/// cublasLtMatmul compute them.
+/// Matrix multiply, batched and strided-batched, with transposes, a bias and an activation
+/// epilogue (relu, gelu): a linear layer's forward (dst = act(src W^T + bias)), its forward for
+/// training (which keeps what the activation's derivative needs in a SavedState) and both its
+/// backward passes, as BLAS's GEMM and cuBLASLt's cublasLtMatmul with its epilogues compute them.
 
 #include <dnnx/algo.hpp>
 #include <dnnx/context.hpp>
+#include <dnnx/saved_state.hpp>
 #include <dnnx/tensor.hpp>
 
 #include <cstddef>
@@ -13,9 +15,22 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dnnx {
+
+/// The function a matmul applies to its result (its epilogue).
+enum class MatmulActivation : std::uint8_t {
+  none,       ///< the identity
+  relu,       ///< max(x, 0)
+  gelu_tanh,  ///< 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))): the tanh approximation of
+              ///< GELU, cuBLASLt's CUBLASLT_EPILOGUE_GELU and torch's F.gelu(approximate='tanh')
+};
+/// "none", "relu", "gelu_tanh".
+std::string_view to_string(MatmulActivation activation);
+/// Parses the names above (and "gelu" for gelu_tanh); throws InvalidArgument listing them.
+MatmulActivation parse_matmul_activation(std::string_view text);
 
 /// What a matrix multiply computes. Plain data: comparable, hashable, printable; it is the cache
 /// key, the error context and the test-case name.
@@ -37,6 +52,19 @@ namespace dnnx {
 /// Accumulation is f32 (f64 on the reference backend) for every dtype. beta scales the previous
 /// contents of the direction's output (0: the output is not read, so it may hold anything, NaN
 /// included: the BLAS convention); beta = 1 accumulates gradients.
+///
+/// With an activation (Note [matmul activation] in docs/ops/matmul.md), pre = alpha * op(a) op(b)
+/// + beta * dst + bias is the epilogue's input and
+///   fwd:          dst = act(pre) (inference: nothing kept)
+///   fwd_training: dst = act(pre), and the SavedState keeps what act' needs: a bit per element
+///                 of dst (pre > 0) for relu, pre itself (in dtype) for gelu_tanh
+///   bwd_data:     diff_a = alpha * (diff_dst * act'(pre)) op(b)^T + beta * diff_a
+///   bwd_weights:  diff_b = alpha * op(a)^T (diff_dst * act'(pre)) + beta * diff_b, and
+///                 diff_bias = sum of diff_dst * act'(pre) + beta * diff_bias
+/// where the backward passes read act'(pre) from the SavedState a fwd_training of the same desc
+/// filled; beta may differ between the forward and the backward (the state's record leaves it
+/// out): a layer runs its forward with beta 0 and accumulates gradients with beta 1. The
+/// gradient w.r.t. dst's previous contents (beta != 0 in the forward) is not computed.
 struct MatmulDesc {
   std::int64_t batch = 1;     ///< independent products (>= 1)
   std::int64_t m = 1;         ///< rows of op(a) and dst
@@ -49,6 +77,8 @@ struct MatmulDesc {
   float alpha = 1.0f;         ///< scale of the product (finite)
   float beta = 0.0f;          ///< scale of the output's previous contents (finite)
   DType dtype = DType::f32;   ///< of every tensor (f32, f16, bf16)
+  /// The epilogue's function; fwd_training needs one other than none.
+  MatmulActivation activation = MatmulActivation::none;
 
   /// A linear layer: dst {rows, out} = src {rows, in} weight^T {in, out} (+ bias {out}).
   static MatmulDesc linear(std::int64_t rows, std::int64_t in, std::int64_t out, bool bias = true,
@@ -78,7 +108,7 @@ struct MatmulDesc {
 
 std::ostream& operator<<(std::ostream& out, const MatmulDesc& desc);
 
-/// dst = alpha * op(a) op(b) + beta * dst, plus `bias` (a {n} tensor) on every row when
+/// dst = act(alpha * op(a) op(b) + beta * dst + bias), `bias` (a {n} tensor) on every row when
 /// desc.bias (pass an empty Tensor() otherwise). dst must not overlap a, b or bias. Returns the
 /// choice that ran.
 std::shared_ptr<const Choice> matmul_fwd(Context& context, const MatmulDesc& desc, const Tensor& a,
@@ -86,11 +116,24 @@ std::shared_ptr<const Choice> matmul_fwd(Context& context, const MatmulDesc& des
 /// dst = alpha * op(a) op(b) + beta * dst for a desc without bias.
 std::shared_ptr<const Choice> matmul_fwd(Context& context, const MatmulDesc& desc, const Tensor& a,
                                          const Tensor& b, Tensor& dst);
+/// The forward for training of a desc with an activation: dst as matmul_fwd computes it, and
+/// `state` filled with what the activation's derivative needs (see MatmulDesc), for
+/// matmul_bwd_data and matmul_bwd_weights. Returns the choice that ran.
+std::shared_ptr<const Choice> matmul_fwd_training(Context& context, const MatmulDesc& desc,
+                                                  const Tensor& a, const Tensor& b,
+                                                  const Tensor& bias, Tensor& dst,
+                                                  SavedState& state);
 /// diff_a = alpha * diff_dst op(b)^T + beta * diff_a, the gradient w.r.t. a (a linear layer's
-/// input). diff_a must not overlap diff_dst or b. Returns the choice that ran.
+/// input), for a desc without activation. diff_a must not overlap diff_dst or b. Returns the
+/// choice that ran.
 std::shared_ptr<const Choice> matmul_bwd_data(Context& context, const MatmulDesc& desc,
                                               const Tensor& diff_dst, const Tensor& b,
                                               Tensor& diff_a);
+/// matmul_bwd_data through the activation: diff_dst * act'(pre) in place of diff_dst, act'(pre)
+/// from the `state` a matmul_fwd_training of the desc (beta aside) filled.
+std::shared_ptr<const Choice> matmul_bwd_data(Context& context, const MatmulDesc& desc,
+                                              const Tensor& diff_dst, const Tensor& b,
+                                              Tensor& diff_a, const SavedState& state);
 /// diff_b = alpha * op(a)^T diff_dst + beta * diff_b, the gradient w.r.t. b (a linear layer's
 /// weight), and diff_bias = sum(diff_dst) + beta * diff_bias when desc.bias (pass an empty
 /// Tensor() otherwise). Outputs must not overlap inputs or each other. Returns the choice that ran.
@@ -101,6 +144,13 @@ std::shared_ptr<const Choice> matmul_bwd_weights(Context& context, const MatmulD
 std::shared_ptr<const Choice> matmul_bwd_weights(Context& context, const MatmulDesc& desc,
                                                  const Tensor& a, const Tensor& diff_dst,
                                                  Tensor& diff_b);
+/// matmul_bwd_weights through the activation: diff_dst * act'(pre) in place of diff_dst (for
+/// diff_b and diff_bias), act'(pre) from the `state` a matmul_fwd_training of the desc (beta
+/// aside) filled. Pass an empty Tensor() as diff_bias for a desc without bias.
+std::shared_ptr<const Choice> matmul_bwd_weights(Context& context, const MatmulDesc& desc,
+                                                 const Tensor& a, const Tensor& diff_dst,
+                                                 Tensor& diff_b, Tensor& diff_bias,
+                                                 const SavedState& state);
 
 /// Every candidate of the context's backend for (desc, direction), nothing run; priority order,
 /// the first supported one is the heuristic pick.

@@ -14,8 +14,10 @@
 //       so a persisted choice finds its algorithm again. A suffix names a fused epilogue: ":bias"
 //       (CUBLASLT_EPILOGUE_BIAS, fwd), ":bgrada" / ":bgradb" (the bias gradient of bwd_weights);
 //       without one, a desc with bias gets it from dnnx's kernels (kernels/matmul.cu) after the
-//       GEMM. (The activation epilogues, RELU and GELU, have no place here: a MatmulDesc has no
-//       activation.)
+//       GEMM. A desc with an activation lists only its fused candidates here (Note [matmul
+//       activation candidates] in src/core/matmul_activation.hpp adds the others): fwd with
+//       ":relu", ":relu_bias", ":gelu" or ":gelu_bias" (CUBLASLT_EPILOGUE_RELU, ..._GELU_BIAS),
+//       fwd_training with gelu ":gelu_aux" / ":gelu_aux_bias" (Note [matmul gelu aux]).
 //   cublas:gemm_ex
 //       cublasGemmStridedBatchedEx with CUBLAS_GEMM_DEFAULT (cuBLAS picks its kernel), bias by
 //       dnnx's kernels.
@@ -86,6 +88,8 @@
 #include "backends/cudnn/layer_common.hpp"
 #include "backends/cudnn/layers.hpp"
 #include "core/check.hpp"
+#include "core/dropout_args.hpp"
+#include "core/matmul_activation.hpp"
 #include "core/matmul_args.hpp"
 #include "core/strings.hpp"
 
@@ -193,6 +197,7 @@ Gemm gemm_of(const MatmulDesc& d, Direction direction) {
   g.rows = d.batch * d.m;
   switch (direction) {
     case Direction::fwd:  // dst^T (n x rows) = op(b)^T op(a)^T
+    case Direction::fwd_training:
       g.l = stored(Source::b, b_rows, b_cols, d.transpose_b, b_stride);
       g.r = stored(Source::a, a_rows, a_cols, d.transpose_a, a_stride);
       g.m = d.n, g.n = rows, g.k = d.k;
@@ -237,7 +242,6 @@ Gemm gemm_of(const MatmulDesc& d, Direction direction) {
         g.f32_accumulator = d.dtype != DType::f32;
       }
       break;
-    case Direction::fwd_training: break;  // not a matmul direction
   }
   return g;
 }
@@ -309,6 +313,12 @@ Problem problem_of(const MatmulDesc& desc, Direction direction, bool allow_tf32)
 
 const char* epilogue_suffix(cublasLtEpilogue_t epilogue) {
   switch (epilogue) {
+    case CUBLASLT_EPILOGUE_RELU: return ":relu";
+    case CUBLASLT_EPILOGUE_RELU_BIAS: return ":relu_bias";
+    case CUBLASLT_EPILOGUE_GELU: return ":gelu";
+    case CUBLASLT_EPILOGUE_GELU_BIAS: return ":gelu_bias";
+    case CUBLASLT_EPILOGUE_GELU_AUX: return ":gelu_aux";
+    case CUBLASLT_EPILOGUE_GELU_AUX_BIAS: return ":gelu_aux_bias";
     case CUBLASLT_EPILOGUE_BIAS: return ":bias";
     case CUBLASLT_EPILOGUE_BGRADA: return ":bgrada";
     case CUBLASLT_EPILOGUE_BGRADB: return ":bgradb";
@@ -318,6 +328,12 @@ const char* epilogue_suffix(cublasLtEpilogue_t epilogue) {
 
 const char* epilogue_name(cublasLtEpilogue_t epilogue) {
   switch (epilogue) {
+    case CUBLASLT_EPILOGUE_RELU: return "CUBLASLT_EPILOGUE_RELU";
+    case CUBLASLT_EPILOGUE_RELU_BIAS: return "CUBLASLT_EPILOGUE_RELU_BIAS";
+    case CUBLASLT_EPILOGUE_GELU: return "CUBLASLT_EPILOGUE_GELU";
+    case CUBLASLT_EPILOGUE_GELU_BIAS: return "CUBLASLT_EPILOGUE_GELU_BIAS";
+    case CUBLASLT_EPILOGUE_GELU_AUX: return "CUBLASLT_EPILOGUE_GELU_AUX";
+    case CUBLASLT_EPILOGUE_GELU_AUX_BIAS: return "CUBLASLT_EPILOGUE_GELU_AUX_BIAS";
     case CUBLASLT_EPILOGUE_BIAS: return "CUBLASLT_EPILOGUE_BIAS";
     case CUBLASLT_EPILOGUE_BGRADA: return "CUBLASLT_EPILOGUE_BGRADA";
     case CUBLASLT_EPILOGUE_BGRADB: return "CUBLASLT_EPILOGUE_BGRADB";
@@ -404,10 +420,11 @@ bool lt_deterministic(const Config& c) {
 }
 
 void add_bias_notes(AlgoInfo& info, BiasWork bias, Direction direction) {
+  const bool gradient = direction == Direction::bwd_weights;
   if (bias == BiasWork::fused)
-    info.notes.emplace_back(direction == Direction::fwd ? "fused_bias" : "fused_bias_gradient");
+    info.notes.emplace_back(gradient ? "fused_bias_gradient" : "fused_bias");
   if (bias == BiasWork::kernel)
-    info.notes.emplace_back(direction == Direction::fwd ? "bias_kernel" : "bias_gradient_kernel");
+    info.notes.emplace_back(gradient ? "bias_gradient_kernel" : "bias_kernel");
 }
 
 // ---- cuBLASLt descriptors ----------------------------------------------------------------------
@@ -452,6 +469,20 @@ MatrixLayout layout_of(cudaDataType_t type, std::int64_t rows, std::int64_t cols
   return layout;
 }
 
+// Note [matmul gelu aux]
+// CUBLASLT_EPILOGUE_GELU_AUX(_BIAS) writes the GELU's input, pre = alpha * AB + beta * C (+ bias),
+// as a matrix shaped as D in D's type, with its own leading dimension and batch stride, both
+// multiples of 8 elements (cublasLt.h, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD / _BATCH_STRIDE). D is
+// dst^T (Note [row-major matmul]): n x (batch) m column-major, leading dimension n, which is
+// Note [matmul aux]'s gelu state (pre row-major as dst) when the aux takes D's leading dimension
+// n and batch stride m * n; both are multiples of 8 exactly when n is, so the fused training
+// forward is offered for n % 8 == 0 only (else the +act candidates write the state). Its relu
+// counterpart writes an opaque bit-mask (leading dimension a multiple of 128 bits) that only
+// cuBLASLt's DRELU epilogues read; dnnx's relu state is its own mask, written from dst.
+bool has_aux(cublasLtEpilogue_t epilogue) {
+  return epilogue == CUBLASLT_EPILOGUE_GELU_AUX || epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+}
+
 // The descriptors of one cuBLASLt GEMM: the operation, cuBLAS's A (l), B (r) and D (also C).
 struct LtProblem {
   MatmulDescriptor operation;
@@ -468,6 +499,14 @@ LtProblem make_lt_problem(const Problem& p, cublasLtEpilogue_t epilogue,
   if (epilogue != CUBLASLT_EPILOGUE_DEFAULT)
     set_desc(lt.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, static_cast<std::uint32_t>(epilogue),
              context);
+  if (has_aux(epilogue)) {
+    // Note [matmul gelu aux]: pre laid out as D (dst^T, column-major, leading dimension n).
+    set_desc(lt.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, static_cast<std::int64_t>(g.m),
+             context);
+    if (g.batch > 1)
+      set_desc(lt.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE,
+               static_cast<std::int64_t>(g.out_batch_stride), context);
+  }
   lt.l = layout_of(p.ab, g.l.rows, g.l.cols, g.l.ld, g.batch, g.l.batch_stride, context);
   lt.r = layout_of(p.ab, g.r.rows, g.r.cols, g.r.ld, g.batch, g.r.batch_stride, context);
   lt.out = layout_of(p.out, g.m, g.n, g.m, g.batch, g.out_batch_stride, context);
@@ -515,6 +554,7 @@ struct Bound {
   const void* bias = nullptr;      // fwd with bias
   const void* diff_dst = nullptr;  // bwd_weights: the bias gradient's input
   void* diff_bias = nullptr;       // bwd_weights with bias
+  void* aux = nullptr;             // fwd_training: the state (Note [matmul gelu aux])
 };
 
 const void* source_of(Source source, const detail::MatmulArgs& args, const ErrorContext& context) {
@@ -533,6 +573,7 @@ Bound bind(const detail::MatmulArgs& args, const MatmulDesc& desc, Direction dir
   t.r = source_of(g.r.source, args, context);
   switch (direction) {
     case Direction::fwd:
+    case Direction::fwd_training:
       t.out = data_of(args.dst, "dst", context);
       if (desc.bias) t.bias = data_of(args.bias, "bias", context);
       break;
@@ -544,7 +585,6 @@ Bound bind(const detail::MatmulArgs& args, const MatmulDesc& desc, Direction dir
         t.diff_bias = data_of(args.diff_bias, "diff_bias", context);
       }
       break;
-    case Direction::fwd_training: break;
   }
   return t;
 }
@@ -569,7 +609,15 @@ class MatmulPlan : public detail::LayerPlanBase<detail::MatmulArgs> {
         element_(element_bytes(desc.dtype)) {}
 
   void execute(const detail::MatmulArgs& args, detail::Workspace workspace) override {
-    const Bound t = bind(args, desc_, direction_, gemm_, context_);
+    Bound t = bind(args, desc_, direction_, gemm_, context_);
+    if (direction_ == Direction::fwd_training) {
+      // A caller below the op layer may hand any state: checked before cuBLASLt writes it.
+      const std::string problem = detail::mask_state_problem(
+          args.state, detail::matmul_aux_format(desc_), detail::matmul_aux_bytes(desc_),
+          Device::cuda(runtime_->device()));
+      if (!problem.empty()) detail::raise(ErrorKind::InvalidArgument, problem, context_);
+      t.aux = args.state->data();
+    }
     detail::check_workspace_bytes(workspace.bytes, workspace.data, scratch_.total, context_);
     auto* base = static_cast<char*>(workspace.data);
     void* gemm_workspace = scratch_.gemm > 0 ? base : nullptr;
@@ -650,9 +698,20 @@ class LtPlan final : public MatmulPlan {
 
  private:
   void prepare(const Bound& t) override {
-    if (epilogue_ == CUBLASLT_EPILOGUE_DEFAULT) return;
-    const void* bias = direction_ == Direction::fwd ? t.bias : t.diff_bias;
-    set_desc(lt_.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias, context_);
+    if (bias_ == BiasWork::fused) {
+      const void* bias = direction_ == Direction::bwd_weights ? t.diff_bias : t.bias;
+      set_desc(lt_.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias, context_);
+    }
+    if (has_aux(epilogue_)) {
+      DNNX_ASSERT(t.aux != nullptr);
+      if (reinterpret_cast<std::uintptr_t>(t.aux) % assumed_alignment != 0) {
+        detail::raise(ErrorKind::BackendFailure,
+                      detail::cat("the GELU aux epilogue needs the state ", assumed_alignment,
+                                  "-byte aligned; got address ", t.aux),
+                      context_);
+      }
+      set_desc(lt_.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, t.aux, context_);
+    }
   }
 
   void check_alignment(const void* pointer, std::size_t which, const char* role) const {
@@ -735,7 +794,9 @@ class CudnnMatmul final : public LayerBackend<MatmulDesc, detail::MatmulArgs, Ca
     runtime_->make_current();
     std::vector<Candidate> candidates;
     std::set<std::string> seen;
-    if (p.gemm.batch > INT32_MAX) {
+    if (desc.activation != MatmulActivation::none) {
+      list_fused_activation(desc, direction, p, context, candidates, seen);
+    } else if (p.gemm.batch > INT32_MAX) {
       AlgoInfo info;
       info.id = lt_prefix;
       info.name = "cublasLtMatmul";
@@ -745,7 +806,8 @@ class CudnnMatmul final : public LayerBackend<MatmulDesc, detail::MatmulArgs, Ca
     } else {
       list_lt(desc, direction, p, context, candidates, seen);
     }
-    candidates.push_back(gemm_ex_candidate(desc, direction, p));
+    if (desc.activation == MatmulActivation::none)
+      candidates.push_back(gemm_ex_candidate(desc, direction, p));
     // Supported candidates before unsupported ones, each group in priority order.
     std::stable_partition(candidates.begin(), candidates.end(),
                           [](const Candidate& candidate) { return candidate.info.supported; });
@@ -782,6 +844,49 @@ class CudnnMatmul final : public LayerBackend<MatmulDesc, detail::MatmulArgs, Ca
       return detail::cat("the fused bias gradient is offered for alpha 1; alpha is ",
                          detail::shortest(desc.alpha));
     return {};
+  }
+
+  // Note [matmul activation candidates]: the epilogues that apply the activation (fwd) and write
+  // its state (fwd_training with gelu, Note [matmul gelu aux]); nothing for the other directions.
+  void list_fused_activation(const MatmulDesc& desc, Direction direction, const Problem& p,
+                             const ErrorContext& context, std::vector<Candidate>& candidates,
+                             std::set<std::string>& seen) {
+    const bool relu = desc.activation == MatmulActivation::relu;
+    const bool training = direction == Direction::fwd_training;
+    if ((direction != Direction::fwd && !training) || (training && relu)) return;
+    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+    if (training) {
+      epilogue = desc.bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+    } else if (relu) {
+      epilogue = desc.bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+    } else {
+      epilogue = desc.bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+    }
+    std::string reason;
+    if (p.gemm.batch > INT32_MAX) {
+      reason = detail::cat("cuBLASLt takes at most ", INT32_MAX,
+                           " products in a batched layout; got batch ", p.gemm.batch);
+    } else if (training && desc.n % 8 != 0) {
+      reason = detail::cat(
+          "the GELU aux epilogue's leading dimension must be a multiple of 8 "
+          "elements and dnnx's state has n; n is ",
+          desc.n, " (Note [matmul gelu aux])");
+    }
+    if (!reason.empty()) {
+      AlgoInfo info;
+      info.id = detail::cat(lt_prefix, epilogue_suffix(epilogue));
+      info.name = detail::cat("cublasLtMatmul with ", epilogue_name(epilogue));
+      info.reason = std::move(reason);
+      candidates.push_back(Candidate::unsupported(std::move(info)));
+      return;
+    }
+    const BiasWork bias = desc.bias ? BiasWork::fused : BiasWork::none;
+    heuristic(desc, direction, p, epilogue, bias, lt_workspace_offer, context, candidates, seen);
+    // Note [matmul workspace]: a configuration that needs no workspace of its own.
+    if (std::none_of(candidates.begin(), candidates.end(),
+                     [](const Candidate& c) { return c.info.supported && c.scratch.gemm == 0; }))
+      heuristic(desc, direction, p, epilogue, bias, 0, context, candidates, seen);
+    enumerated(desc, direction, p, epilogue, bias, context, candidates, seen);
   }
 
   void list_lt(const MatmulDesc& desc, Direction direction, const Problem& p,
@@ -862,6 +967,11 @@ class CudnnMatmul final : public LayerBackend<MatmulDesc, detail::MatmulArgs, Ca
     if (p.tf32) info.notes.emplace_back("tf32");
     if (c.split_k > 1) info.notes.emplace_back("split_k");
     add_bias_notes(info, bias, direction);
+    if (desc.activation != MatmulActivation::none) info.notes.emplace_back("fused_activation");
+    if (direction == Direction::fwd_training) {
+      info.saved_state_format = detail::matmul_aux_format(desc);
+      info.saved_state_bytes = detail::matmul_aux_bytes(desc);
+    }
     if ((c.numerics & CUBLASLT_NUMERICAL_IMPL_FLAGS_ACCUMULATOR_16F) != 0) {
       info.reason = "accumulates in f16; dnnx accumulates in f32";
     } else if (workspace > lt_workspace_offer) {
@@ -999,11 +1109,48 @@ class CudnnMatmul final : public LayerBackend<MatmulDesc, detail::MatmulArgs, Ca
   }
 };
 
+// Note [matmul activation candidates]: the passes as dnnx's kernels on the runtime's stream.
+class KernelPasses final : public detail::MatmulActivationPasses {
+ public:
+  explicit KernelPasses(std::shared_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
+
+  void forward(const MatmulDesc& desc, void* dst, void* aux, const ErrorContext& context) override {
+    runtime_->make_current();
+    DNNX_CUDNN_CHECK(kernels::matmul::activation_forward(element_of(desc.dtype), activation(desc),
+                                                         count(desc), dst, aux, runtime_->stream()),
+                     context, "launching the activation kernel");
+  }
+
+  void backward(const MatmulDesc& desc, const void* diff_dst, const void* aux, void* diff_pre,
+                const ErrorContext& context) override {
+    runtime_->make_current();
+    DNNX_CUDNN_CHECK(
+        kernels::matmul::activation_backward(element_of(desc.dtype), activation(desc), count(desc),
+                                             diff_dst, aux, diff_pre, runtime_->stream()),
+        context, "launching the activation derivative kernel");
+  }
+
+  Device device() const override { return Device::cuda(runtime_->device()); }
+  std::string name() const override { return "dnnx kernel"; }
+
+ private:
+  static kernels::matmul::Activation activation(const MatmulDesc& desc) {
+    return desc.activation == MatmulActivation::relu ? kernels::matmul::Activation::relu
+                                                     : kernels::matmul::Activation::gelu_tanh;
+  }
+  static std::int64_t count(const MatmulDesc& desc) { return desc.batch * desc.m * desc.n; }
+
+  std::shared_ptr<Runtime> runtime_;
+};
+
 }  // namespace
 
 std::unique_ptr<detail::OpBackendOf<OpKind::matmul>> make_matmul_backend(
     std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
-  return std::make_unique<CudnnMatmul>(std::move(runtime));
+  auto passes = std::make_shared<KernelPasses>(runtime);
+  return detail::with_activation_passes(BackendKind::cudnn, "cudnn",
+                                        std::make_unique<CudnnMatmul>(std::move(runtime)),
+                                        std::move(passes));
 }
 
 }  // namespace dnnx::cudnn

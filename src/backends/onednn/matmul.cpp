@@ -32,12 +32,14 @@
 #include "backends/onednn/memory.hpp"
 #include "core/check.hpp"
 #include "core/dtype.hpp"
+#include "core/matmul_activation.hpp"
 #include "core/matmul_args.hpp"
 #include "core/strings.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -224,6 +226,11 @@ dnnl::primitive_attr attr_of(const MatmulDesc& desc, bool with_alpha) {
     }
   }
   if (desc.beta != 0) ops.append_sum(desc.beta);
+  // Note [matmul activation candidates]: the activation after everything else.
+  if (desc.activation == MatmulActivation::relu)
+    ops.append_eltwise(dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  if (desc.activation == MatmulActivation::gelu_tanh)
+    ops.append_eltwise(dnnl::algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
   if (ops.len() > 0) attr.set_post_ops(ops);
   return attr;
 }
@@ -302,8 +309,10 @@ std::size_t append_implementations(std::vector<Candidate>& list, std::set<std::s
     const std::string impl = sanitize(pd.impl_info_str());
     Candidate candidate;
     candidate.formulation = formulation;
-    candidate.info.id = detail::cat("onednn:", impl, ":", name_of(formulation),
-                                    conversion ? f32_compute_suffix : "");
+    const bool fused = compute.activation != MatmulActivation::none;
+    candidate.info.id = detail::cat(
+        "onednn:", impl, ":", name_of(formulation), conversion ? f32_compute_suffix : "",
+        fused ? detail::cat(":", to_string(compute.activation)) : std::string());
     if (!seen.insert(candidate.info.id).second) continue;
     candidate.info.name =
         detail::cat(impl, " (", name_of(formulation),
@@ -314,6 +323,7 @@ std::size_t append_implementations(std::vector<Candidate>& list, std::set<std::s
     if (contains(impl, "brg")) candidate.info.notes.emplace_back("brgemm");
     if (contains(impl, "gemm")) candidate.info.notes.emplace_back("gemm");
     if (conversion) candidate.info.notes.emplace_back(f32_compute_note);
+    if (fused) candidate.info.notes.emplace_back("fused_activation");
     if (impl.starts_with("ref")) detail::mark_naive(candidate.info);
     candidate.pd = clone(pd, context);
     candidate.hint = hint;
@@ -340,6 +350,9 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const MatmulD
   const ErrorContext context = detail::op_context(BackendKind::cpu, desc, direction);
   std::vector<Candidate> list;
   std::set<std::string> seen;
+  // Note [matmul activation candidates]: with an activation, only the fused forward (an eltwise
+  // post-op); the rest is made of the candidates without it and dnnx's passes.
+  if (desc.activation != MatmulActivation::none && direction != Direction::fwd) return list;
   for (const Formulation formulation : {Formulation::matmul, Formulation::inner_product}) {
     const std::string why = formulation == Formulation::inner_product
                                 ? inner_product_reason(desc, direction)
@@ -602,13 +615,63 @@ class Plan final : public LayerPlan<detail::MatmulArgs> {
   std::vector<float> f32_bias_;
 };
 
+// Note [matmul activation candidates]: the activation and its derivative as plain loops over the
+// caller's host memory, in f32 and rounded once to the dtype (the GEMM before has waited for its
+// stream).
+class HostPasses final : public detail::MatmulActivationPasses {
+ public:
+  void forward(const MatmulDesc& desc, void* dst, void* aux, const ErrorContext&) override {
+    const std::int64_t count = desc.batch * desc.m * desc.n;
+    auto* words = static_cast<std::uint32_t*>(aux);
+    if (words != nullptr && desc.activation == MatmulActivation::relu)
+      std::fill(words, words + detail::matmul_aux_bytes(desc) / 4, 0u);
+    const std::size_t size = size_of(desc.dtype);
+    auto* values = static_cast<std::byte*>(dst);
+    for (std::int64_t i = 0; i < count; ++i) {
+      std::byte* at = values + static_cast<std::size_t>(i) * size;
+      const float x = detail::load_f32(at, desc.dtype);
+      if (desc.activation == MatmulActivation::relu) {
+        if (words != nullptr && x > 0) words[i / 32] |= 1u << (i % 32);
+        if (x < 0) detail::store_f32(at, desc.dtype, 0.0f);  // NaN stays NaN, as in torch
+      } else {
+        if (aux != nullptr) std::memcpy(static_cast<std::byte*>(aux) + (at - values), at, size);
+        detail::store_f32(at, desc.dtype, detail::gelu_tanh(x));
+      }
+    }
+  }
+
+  void backward(const MatmulDesc& desc, const void* diff_dst, const void* aux, void* diff_pre,
+                const ErrorContext&) override {
+    const std::int64_t count = desc.batch * desc.m * desc.n;
+    const std::size_t size = size_of(desc.dtype);
+    const auto* in = static_cast<const std::byte*>(diff_dst);
+    auto* out = static_cast<std::byte*>(diff_pre);
+    const auto* words = static_cast<const std::uint32_t*>(aux);
+    const auto* pre = static_cast<const std::byte*>(aux);
+    for (std::int64_t i = 0; i < count; ++i) {
+      const std::size_t at = static_cast<std::size_t>(i) * size;
+      const float g = detail::load_f32(in + at, desc.dtype);
+      const float slope = desc.activation == MatmulActivation::relu
+                              ? static_cast<float>((words[i / 32] >> (i % 32)) & 1u)
+                              : detail::gelu_tanh_grad(detail::load_f32(pre + at, desc.dtype));
+      detail::store_f32(out + at, desc.dtype, g * slope);
+    }
+  }
+
+  Device device() const override { return Device::cpu(); }
+  std::string name() const override { return "dnnx host loop"; }
+};
+
 }  // namespace
 
 std::unique_ptr<detail::OpBackendOf<OpKind::matmul>> make_matmul_backend(
     std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
-  return std::make_unique<
-      ListedLayerBackend<MatmulDesc, detail::MatmulArgs, Candidate, list_candidates, Plan>>(
-      std::move(runtime));
+  return detail::with_activation_passes(
+      BackendKind::cpu, "onednn",
+      std::make_unique<
+          ListedLayerBackend<MatmulDesc, detail::MatmulArgs, Candidate, list_candidates, Plan>>(
+          std::move(runtime)),
+      std::make_shared<HostPasses>());
 }
 
 }  // namespace dnnx::onednn

@@ -200,4 +200,128 @@ cudaError_t store_accumulator(Element element, std::int64_t count, const float* 
   return cudaGetLastError();
 }
 
+namespace {
+
+// ---- activation passes (Note [matmul activation candidates] in src/core/matmul_activation.hpp)
+
+constexpr float sqrt_2_over_pi = 0.7978845608028654f;
+constexpr float gelu_cubic = 0.044715f;
+
+__device__ __forceinline__ float gelu_tanh(float x) {
+  return 0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * (x + gelu_cubic * x * x * x)));
+}
+
+__device__ __forceinline__ float gelu_tanh_grad(float x) {
+  const float t = tanhf(sqrt_2_over_pi * (x + gelu_cubic * x * x * x));
+  return 0.5f * (1.0f + t) +
+         0.5f * x * (1.0f - t * t) * sqrt_2_over_pi * (1.0f + 3.0f * gelu_cubic * x * x);
+}
+
+// relu over the 32 elements of mask word w (fewer in the last), writing the word when asked.
+template <typename T>
+__global__ void __launch_bounds__(block_threads)
+    relu_kernel(T* dst, std::uint32_t* mask, std::int64_t count) {
+  const std::int64_t words = (count + 31) / 32;
+  for (std::int64_t w = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x;
+       w < words; w += static_cast<std::int64_t>(gridDim.x) * block_threads) {
+    std::uint32_t bits = 0;
+    const std::int64_t begin = w * 32;
+    const std::int64_t end = begin + 32 < count ? begin + 32 : count;
+    for (std::int64_t i = begin; i < end; ++i) {
+      const float x = to_float(dst[i]);
+      if (x > 0.0f) bits |= 1u << static_cast<unsigned>(i - begin);
+      if (x < 0.0f) dst[i] = from_float<T>(0.0f);  // NaN stays NaN, as in torch
+    }
+    if (mask != nullptr) mask[w] = bits;
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(block_threads) gelu_kernel(T* dst, T* pre, std::int64_t count) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x;
+       i < count; i += static_cast<std::int64_t>(gridDim.x) * block_threads) {
+    const T x = dst[i];
+    if (pre != nullptr) pre[i] = x;
+    dst[i] = from_float<T>(gelu_tanh(to_float(x)));
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(block_threads)
+    relu_grad_kernel(const T* diff_dst, const std::uint32_t* mask, T* diff_pre,
+                     std::int64_t count) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x;
+       i < count; i += static_cast<std::int64_t>(gridDim.x) * block_threads) {
+    const bool kept = ((mask[i / 32] >> static_cast<unsigned>(i % 32)) & 1u) != 0;
+    diff_pre[i] = from_float<T>(kept ? to_float(diff_dst[i]) : 0.0f);
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(block_threads)
+    gelu_grad_kernel(const T* diff_dst, const T* pre, T* diff_pre, std::int64_t count) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x;
+       i < count; i += static_cast<std::int64_t>(gridDim.x) * block_threads) {
+    diff_pre[i] = from_float<T>(to_float(diff_dst[i]) * gelu_tanh_grad(to_float(pre[i])));
+  }
+}
+
+template <typename T>
+void launch_forward(Activation activation, std::int64_t count, void* dst, void* aux,
+                    cudaStream_t stream) {
+  if (activation == Activation::relu) {
+    relu_kernel<T><<<grid_for((count + 31) / 32, block_threads), block_threads, 0, stream>>>(
+        static_cast<T*>(dst), static_cast<std::uint32_t*>(aux), count);
+  } else {
+    gelu_kernel<T><<<grid_for(count, block_threads), block_threads, 0, stream>>>(
+        static_cast<T*>(dst), static_cast<T*>(aux), count);
+  }
+}
+
+template <typename T>
+void launch_backward(Activation activation, std::int64_t count, const void* diff_dst,
+                     const void* aux, void* diff_pre, cudaStream_t stream) {
+  const unsigned grid = grid_for(count, block_threads);
+  if (activation == Activation::relu) {
+    relu_grad_kernel<T><<<grid, block_threads, 0, stream>>>(static_cast<const T*>(diff_dst),
+                                                            static_cast<const std::uint32_t*>(aux),
+                                                            static_cast<T*>(diff_pre), count);
+  } else {
+    gelu_grad_kernel<T><<<grid, block_threads, 0, stream>>>(static_cast<const T*>(diff_dst),
+                                                            static_cast<const T*>(aux),
+                                                            static_cast<T*>(diff_pre), count);
+  }
+}
+
+}  // namespace
+
+cudaError_t activation_forward(Element element, Activation activation, std::int64_t count,
+                               void* dst, void* aux, cudaStream_t stream) {
+  if (count <= 0) return cudaSuccess;
+  switch (element) {
+    case Element::f32: launch_forward<float>(activation, count, dst, aux, stream); break;
+    case Element::f16: launch_forward<__half>(activation, count, dst, aux, stream); break;
+    case Element::bf16: launch_forward<__nv_bfloat16>(activation, count, dst, aux, stream); break;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t activation_backward(Element element, Activation activation, std::int64_t count,
+                                const void* diff_dst, const void* aux, void* diff_pre,
+                                cudaStream_t stream) {
+  if (count <= 0) return cudaSuccess;
+  switch (element) {
+    case Element::f32:
+      launch_backward<float>(activation, count, diff_dst, aux, diff_pre, stream);
+      break;
+    case Element::f16:
+      launch_backward<__half>(activation, count, diff_dst, aux, diff_pre, stream);
+      break;
+    case Element::bf16:
+      launch_backward<__nv_bfloat16>(activation, count, diff_dst, aux, diff_pre, stream);
+      break;
+  }
+  return cudaGetLastError();
+}
+
 }  // namespace dnnx::cudnn::kernels::matmul

@@ -1,7 +1,8 @@
 #pragma once
 // The matrix multiply's kernels beside cuBLAS (src/backends/cudnn/matmul.cpp): the bias add and the
-// bias gradient of the candidates whose GEMM has no fused epilogue, and the last step of a GEMM
-// that accumulated in f32 scratch. Plain pointers to dense row-major data; no cuBLAS types.
+// bias gradient of the candidates whose GEMM has no fused epilogue, the last step of a GEMM that
+// accumulated in f32 scratch, and the activation passes of Note [matmul activation candidates].
+// Plain pointers to dense row-major data; no cuBLAS types.
 
 #include <cuda_runtime_api.h>
 
@@ -34,5 +35,24 @@ cudaError_t bias_gradient(Element element, std::int64_t rows, std::int64_t n, co
 /// one rounding to the storage type. Queues the work on `stream` and returns the launch status.
 cudaError_t store_accumulator(Element element, std::int64_t count, const float* accumulator,
                               float beta, void* out, cudaStream_t stream);
+
+/// The activation of the passes below.
+enum class Activation : int { relu, gelu_tanh };
+
+/// In place over `count` elements of dst: dst = act(dst) (relu: max(x, 0), NaN kept; gelu_tanh:
+/// the tanh approximation, in f32, rounded once). With a non-null `aux`, first the state of
+/// Note [matmul aux] (src/core/matmul_args.hpp) of dst's values as pre: relu's mask words (bit
+/// i % 32 of word i / 32 set when x > 0, every word of ceil(count / 32) written), or gelu's pre
+/// (a copy of dst, same type). dst and aux may have any alignment of their type. Queues the work
+/// on `stream` and returns the launch status.
+cudaError_t activation_forward(Element element, Activation activation, std::int64_t count,
+                               void* dst, void* aux, cudaStream_t stream);
+
+/// diff_pre[i] = diff_dst[i] * act'(pre_i) for `count` elements, act' from `aux` (the state
+/// above), in f32 rounded once. diff_pre must not overlap diff_dst or aux. Queues the work on
+/// `stream` and returns the launch status.
+cudaError_t activation_backward(Element element, Activation activation, std::int64_t count,
+                                const void* diff_dst, const void* aux, void* diff_pre,
+                                cudaStream_t stream);
 
 }  // namespace dnnx::cudnn::kernels::matmul

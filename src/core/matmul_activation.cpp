@@ -1,0 +1,263 @@
+// Note [matmul activation candidates] (matmul_activation.hpp).
+
+#include "core/matmul_activation.hpp"
+
+#include "core/check.hpp"
+#include "core/dropout_args.hpp"
+#include "core/strings.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dnnx::detail {
+namespace {
+
+using Inner = OpBackend<MatmulDesc, MatmulArgs>;
+using Plan = OpPlan<MatmulArgs>;
+
+constexpr std::size_t workspace_alignment = 256;
+
+std::size_t aligned(std::size_t bytes) {
+  return (bytes + workspace_alignment - 1) / workspace_alignment * workspace_alignment;
+}
+
+enum class Kind { fused, mask, act, dact };
+
+constexpr std::string_view mask_suffix = "+mask";
+constexpr std::string_view act_suffix = "+act";
+constexpr std::string_view dact_suffix = "+dact";
+
+MatmulDesc without_activation(const MatmulDesc& desc) {
+  MatmulDesc base = desc;
+  base.activation = MatmulActivation::none;
+  return base;
+}
+
+bool is_backward(Direction direction) {
+  return direction == Direction::bwd_data || direction == Direction::bwd_weights;
+}
+
+// Bytes of diff_pre at the start of a +dact candidate's workspace.
+std::size_t diff_pre_bytes(const MatmulDesc& desc) {
+  return aligned(static_cast<std::size_t>(desc.dst_dims().product()) * size_of(desc.dtype));
+}
+
+// What a wrapped candidate runs: its kind and the inner candidate's id.
+struct Parsed {
+  Kind kind = Kind::fused;
+  std::string inner;
+};
+
+Parsed parse(const std::string& id) {
+  for (const auto& [suffix, kind] :
+       {std::pair{mask_suffix, Kind::mask}, std::pair{act_suffix, Kind::act},
+        std::pair{dact_suffix, Kind::dact}}) {
+    if (id.size() > suffix.size() && id.ends_with(suffix))
+      return {kind, id.substr(0, id.size() - suffix.size())};
+  }
+  return {Kind::fused, id};
+}
+
+// The state's buffer for `desc`, checked (a caller below the op layer may pass any state).
+void* aux_of(const MatmulDesc& desc, const SavedState* state, Device device,
+             const ErrorContext& context) {
+  const std::string problem =
+      mask_state_problem(state, matmul_aux_format(desc), matmul_aux_bytes(desc), device);
+  if (!problem.empty()) raise(ErrorKind::InvalidArgument, problem, context);
+  return state->data();
+}
+
+void* data_of(const Tensor* tensor, const char* role, const ErrorContext& context) {
+  if (tensor == nullptr || tensor->data() == nullptr)
+    raise(ErrorKind::InvalidArgument, cat(role, " is missing (null)"), context);
+  return const_cast<void*>(tensor->data());
+}
+
+// A candidate of Note [matmul activation candidates] other than a fused one: an inner plan and
+// the backend's pass before or after it.
+class WrappedPlan final : public Plan {
+ public:
+  WrappedPlan(AlgoInfo info, Kind kind, const MatmulDesc& desc, Direction direction,
+              std::shared_ptr<Plan> inner, std::shared_ptr<MatmulActivationPasses> passes,
+              ErrorContext context)
+      : info_(std::move(info)),
+        kind_(kind),
+        desc_(desc),
+        direction_(direction),
+        inner_(std::move(inner)),
+        passes_(std::move(passes)),
+        context_(std::move(context)) {}
+
+  const AlgoInfo& algo() const override { return info_; }
+
+  void execute(const MatmulArgs& args, Workspace workspace) override {
+    check_workspace_bytes(workspace.bytes, workspace.data, info_.workspace_bytes, context_);
+    MatmulArgs inner = args;
+    inner.state = nullptr;
+    if (kind_ == Kind::dact) {
+      const void* aux = aux_of(desc_, args.state, passes_->device(), context_);
+      const void* diff_dst = data_of(args.diff_dst, "diff_dst", context_);
+      const std::size_t offset = diff_pre_bytes(desc_);
+      passes_->backward(desc_, diff_dst, aux, workspace.data, context_);
+      const Tensor diff_pre = Tensor::view(workspace.data, desc_.dst_dims(), desc_.dtype,
+                                           Layout::channels_first, passes_->device());
+      inner.diff_dst = &diff_pre;
+      inner_->execute(inner,
+                      {static_cast<std::byte*>(workspace.data) + offset, workspace.bytes - offset});
+      return;
+    }
+    void* aux = direction_ == Direction::fwd_training
+                    ? aux_of(desc_, args.state, passes_->device(), context_)
+                    : nullptr;
+    inner_->execute(inner, workspace);
+    passes_->forward(desc_, data_of(args.dst, "dst", context_), aux, context_);
+  }
+
+ private:
+  AlgoInfo info_;
+  Kind kind_;
+  MatmulDesc desc_;
+  Direction direction_;
+  std::shared_ptr<Plan> inner_;
+  std::shared_ptr<MatmulActivationPasses> passes_;
+  ErrorContext context_;
+};
+
+class ActivationBackend final : public Inner {
+ public:
+  ActivationBackend(BackendKind backend, std::string prefix, std::unique_ptr<Inner> inner,
+                    std::shared_ptr<MatmulActivationPasses> passes)
+      : backend_(backend),
+        prefix_(std::move(prefix)),
+        inner_(std::move(inner)),
+        passes_(std::move(passes)) {}
+
+  std::vector<AlgoInfo> list(const MatmulDesc& desc, Direction direction) override {
+    if (desc.activation == MatmulActivation::none) {
+      if (direction != Direction::fwd_training) return inner_->list(desc, direction);
+      op_info(OpKind::matmul).check(direction);
+      desc.validate();
+      AlgoInfo info;
+      info.id = prefix_ + ":no_activation";
+      info.name = "training forward without an activation";
+      info.reason = "fwd_training keeps an activation's state; the desc has activation none";
+      return {std::move(info)};
+    }
+    std::vector<AlgoInfo> out;
+    if (!is_backward(direction)) {
+      for (AlgoInfo info : inner_->list(desc, direction)) {
+        if (std::find(info.notes.begin(), info.notes.end(), "fused_activation") == info.notes.end())
+          info.notes.emplace_back("fused_activation");
+        out.push_back(std::move(info));
+      }
+    }
+    if (direction == Direction::fwd_training && desc.activation == MatmulActivation::relu) {
+      for (AlgoInfo info : inner_->list(desc, Direction::fwd))
+        out.push_back(wrapped(desc, direction, std::move(info), Kind::mask));
+    }
+    const Direction base_direction = is_backward(direction) ? direction : Direction::fwd;
+    const Kind kind = is_backward(direction) ? Kind::dact : Kind::act;
+    for (AlgoInfo info : inner_->list(without_activation(desc), base_direction))
+      out.push_back(wrapped(desc, direction, std::move(info), kind));
+    std::stable_partition(out.begin(), out.end(), [](const AlgoInfo& a) { return a.supported; });
+    for (std::size_t i = 0; i < out.size(); ++i) out[i].priority = static_cast<int>(i);
+    return out;
+  }
+
+  // Without an activation everything is the inner backend's (its plans built ahead, its probes).
+  void prepare(const MatmulDesc& desc, Direction direction,
+               const std::vector<std::string>& ids) override {
+    if (desc.activation == MatmulActivation::none) inner_->prepare(desc, direction, ids);
+  }
+  std::shared_ptr<Plan> probe_plan(const MatmulDesc& desc, Direction direction,
+                                   const std::string& id) override {
+    if (desc.activation == MatmulActivation::none) return inner_->probe_plan(desc, direction, id);
+    return Inner::probe_plan(desc, direction, id);
+  }
+  void prepare_probes(const MatmulDesc& desc, Direction direction,
+                      const std::vector<std::string>& ids) override {
+    if (desc.activation == MatmulActivation::none) inner_->prepare_probes(desc, direction, ids);
+  }
+
+  std::shared_ptr<Plan> plan(const MatmulDesc& desc, Direction direction,
+                             const std::string& id) override {
+    if (desc.activation == MatmulActivation::none && direction != Direction::fwd_training)
+      return inner_->plan(desc, direction, id);
+    return plans_.get_or_build(desc, direction, id, [&]() -> std::shared_ptr<Plan> {
+      const ErrorContext context = op_context(backend_, desc, direction, id);
+      const std::vector<AlgoInfo> listed = list(desc, direction);
+      const auto found = std::find_if(listed.begin(), listed.end(),
+                                      [&](const AlgoInfo& info) { return info.id == id; });
+      if (found == listed.end()) {
+        std::string valid;
+        for (const AlgoInfo& info : listed) {
+          if (info.supported) valid += (valid.empty() ? "" : ", ") + info.id;
+        }
+        raise(ErrorKind::InvalidArgument,
+              cat("algorithm id '", id, "' is not a candidate for this matmul ",
+                  to_string(direction), "; valid ids: ", valid.empty() ? "(none)" : valid),
+              context);
+      }
+      if (!found->supported) raise(ErrorKind::Unsupported, found->reason, context);
+      const Parsed parsed = parse(id);
+      if (parsed.kind == Kind::fused) return inner_->plan(desc, direction, id);
+      std::shared_ptr<Plan> inner =
+          parsed.kind == Kind::mask
+              ? inner_->plan(desc, Direction::fwd, parsed.inner)
+              : inner_->plan(without_activation(desc),
+                             is_backward(direction) ? direction : Direction::fwd, parsed.inner);
+      return std::make_shared<WrappedPlan>(*found, parsed.kind, desc, direction, std::move(inner),
+                                           passes_, context);
+    });
+  }
+
+ private:
+  // The record of an inner candidate wrapped as `kind` for (desc, direction).
+  AlgoInfo wrapped(const MatmulDesc& desc, Direction direction, AlgoInfo info, Kind kind) const {
+    const std::string act(to_string(desc.activation));
+    switch (kind) {
+      case Kind::mask:
+        info.id += mask_suffix;
+        info.name = cat(info.name, ", then the relu mask from dst (", passes_->name(), ")");
+        info.notes.emplace_back("fused_activation");
+        info.notes.emplace_back("mask_pass");
+        break;
+      case Kind::act:
+        info.id += act_suffix;
+        info.name = cat(info.name, ", then ", act, " (", passes_->name(), ")");
+        info.notes.emplace_back("activation_pass");
+        break;
+      case Kind::dact:
+        info.id += dact_suffix;
+        info.name = cat(act, " derivative (", passes_->name(), "), then ", info.name);
+        info.notes.emplace_back("activation_pass");
+        info.workspace_bytes += diff_pre_bytes(desc);
+        break;
+      case Kind::fused: break;
+    }
+    if (direction != Direction::fwd) info.saved_state_format = matmul_aux_format(desc);
+    if (direction == Direction::fwd_training) info.saved_state_bytes = matmul_aux_bytes(desc);
+    return info;
+  }
+
+  BackendKind backend_;
+  std::string prefix_;
+  std::unique_ptr<Inner> inner_;
+  std::shared_ptr<MatmulActivationPasses> passes_;
+  PlanCache<MatmulDesc, MatmulArgs> plans_;
+};
+
+}  // namespace
+
+std::unique_ptr<OpBackend<MatmulDesc, MatmulArgs>> with_activation_passes(
+    BackendKind backend, std::string prefix,
+    std::unique_ptr<OpBackend<MatmulDesc, MatmulArgs>> inner,
+    std::shared_ptr<MatmulActivationPasses> passes) {
+  return std::make_unique<ActivationBackend>(backend, std::move(prefix), std::move(inner),
+                                             std::move(passes));
+}
+
+}  // namespace dnnx::detail
