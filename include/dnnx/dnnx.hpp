@@ -7,6 +7,7 @@
 #include <dnnx/data.hpp>
 #include <dnnx/error.hpp>
 #include <dnnx/init.hpp>
+#include <dnnx/nn/nn.hpp>
 #include <dnnx/op_table.hpp>
 #include <dnnx/ops/accuracy.hpp>
 #include <dnnx/ops/activation.hpp>

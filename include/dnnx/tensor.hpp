@@ -161,6 +161,12 @@ class Tensor {
   static Tensor view(void* data, const Dims& dims, DType dtype,
                      Layout layout = Layout::channels_first, Device device = Device::cpu());
 
+  /// A tensor over the same storage (kept alive by both) with dims `dims` of the same element
+  /// count, dense row-major (channels_first): PyTorch's view() of a contiguous tensor, e.g. the
+  /// N x C x H x W -> N x CHW of a flatten. Throws InvalidArgument when this tensor is not dense
+  /// channels_first or the element counts differ.
+  Tensor reshape(const Dims& dims) const;
+
   const Dims& dims() const { return dims_; }
   const Dims& strides() const { return strides_; }
   int rank() const { return dims_.rank(); }

@@ -232,6 +232,19 @@ Tensor Tensor::view(void* data, const Dims& dims, DType dtype, Layout layout, De
   return view(data, dims, dtype, dense_strides(dims, layout), device);
 }
 
+Tensor Tensor::reshape(const Dims& dims) const {
+  detail::checked_count(dims, "reshape dims");
+  DNNX_CHECK_ARG(is_dense(Layout::channels_first),
+                 "reshape needs a dense channels_first (row-major) ", "tensor; got dims ", dims_,
+                 " strides ", strides_);
+  DNNX_CHECK_ARG(dims.product() == numel(), "reshape dims ", dims, " hold ", dims.product(),
+                 " elements but the tensor ", dims_, " holds ", numel());
+  Tensor t = *this;
+  t.dims_ = dims;
+  t.strides_ = dense_strides(dims, Layout::channels_first);
+  return t;
+}
+
 Device Tensor::device() const { return storage_ ? storage_->device() : Device::cpu(); }
 
 void* Tensor::data() const {
