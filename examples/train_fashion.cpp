@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   nn::manual_seed(1);
   auto model = nn::models::fashion_cnn(context);
   nn::CrossEntropyLoss criterion(context);
-  nn::SGD optimizer(context, model->parameters(), SgdHyper{.lr = 0.05, .momentum = 0.9});
+  nn::Adam optimizer(context, model->parameters(), AdamHyper{.lr = 1e-3});
 
   for (int epoch = 1; epoch <= epochs; ++epoch) {
     model->train();
