@@ -91,6 +91,8 @@ if(NOT DNNX_WITH_CUDNN STREQUAL "OFF")
 endif()
 
 find_package(nlohmann_json 3 REQUIRED)
+find_package(ZLIB REQUIRED)
+find_package(Threads REQUIRED)
 if(DNNX_BUILD_TOOLS)
   find_package(CLI11 REQUIRED)
 endif()

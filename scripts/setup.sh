@@ -34,6 +34,8 @@ log() { printf '[setup] %s\n' "$*"; }
 apt_packages=(
   build-essential cmake ninja-build git
   nlohmann-json3-dev libcli11-dev libgtest-dev libbenchmark-dev
+  zlib1g-dev                   # gzip-compressed IDX files (src/data)
+  dataset-fashion-mnist        # Fashion-MNIST, /usr/share/datasets/fashion-mnist (dnnx train)
   python3-venv python3-dev     # the project venv; Python's headers for the dnnx module
   python3-torch python3-numpy  # the PyTorch oracle of the parity tests and the CPU benchmark
   clang libclang-rt-14-dev     # libFuzzer, for the tune-cache loader's fuzz test

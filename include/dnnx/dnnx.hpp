@@ -4,6 +4,7 @@
 
 #include <dnnx/algo.hpp>
 #include <dnnx/context.hpp>
+#include <dnnx/data.hpp>
 #include <dnnx/error.hpp>
 #include <dnnx/init.hpp>
 #include <dnnx/nn/nn.hpp>
@@ -25,6 +26,7 @@
 #include <dnnx/ops/rnn.hpp>
 #include <dnnx/ops/softmax.hpp>
 #include <dnnx/random.hpp>
+#include <dnnx/safetensors.hpp>
 #include <dnnx/saved_state.hpp>
 #include <dnnx/tensor.hpp>
 #include <dnnx/version.hpp>

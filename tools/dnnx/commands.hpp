@@ -18,6 +18,7 @@ void add_profile_command(CLI::App& app, Action& action);
 void add_tune_command(CLI::App& app, Action& action);
 void add_version_command(CLI::App& app, Action& action);
 void add_cache_command(CLI::App& app, Action& action);
+void add_train_command(CLI::App& app, Action& action);
 
 /// Prints `op`'s candidates for each direction as `dnnx algos` does: a table per direction, or
 /// with `json` one JSON array (an entry per direction). Returns the exit status.

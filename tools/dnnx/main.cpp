@@ -97,6 +97,7 @@ int run(int argc, char** argv) {
   add_tune_command(app, action);
   add_version_command(app, action);
   add_cache_command(app, action);
+  add_train_command(app, action);
   reject_flags_as_values(app);
 
   try {
