@@ -42,9 +42,14 @@ void expect_same_step(const std::shared_ptr<nn::Module>& model, const Dims& dims
   nn::convert(*model, gpu);
   const auto got = step(*model, gpu, x, y);
   ASSERT_EQ(got.size(), want.size());
+  // Each tensor against its own scale (gradients of early layers are small), but at least 1% of
+  // the largest parameter gradient's: a convolution's bias in front of a batch-norm has a zero
+  // gradient, whose computed value is rounding noise on either backend.
+  float largest = 0;
+  for (std::size_t i = 2; i < want.size(); ++i)
+    for (float v : want[i]) largest = std::max(largest, std::abs(v));
   for (std::size_t i = 0; i < got.size(); ++i) {
-    // Each tensor against its own scale: gradients of early layers are small.
-    float scale = 0;
+    float scale = i >= 2 ? 0.01f * largest : 0.0f;
     for (float v : want[i]) scale = std::max(scale, std::abs(v));
     EXPECT_LE(worst_ratio(got[i], want[i], rtol, atol * scale), 1.0) << "tensor " << i;
   }
@@ -61,7 +66,9 @@ TEST(NnCudnn, FashionCnnMatchesReference) {
 TEST(NnCudnn, ResNet18MatchesReference) {
   DNNX_REQUIRE_GPU();
   nn::manual_seed(2);
-  expect_same_step(nn::models::resnet18(Context(BackendKind::reference), 10, 3), Dims{2, 3, 32, 32},
+  // 48x48 leaves layer4 2x2 positions: with batch 4, each of its batch-norms normalises 16
+  // values (at 32x32 and batch 2, two, where rounding differences decide the outputs).
+  expect_same_step(nn::models::resnet18(Context(BackendKind::reference), 10, 3), Dims{4, 3, 48, 48},
                    10, 1e-2, 5e-3);
 }
 
