@@ -870,10 +870,11 @@ class CudnnMatmul final : public LayerBackend<MatmulDesc, detail::MatmulArgs, Ca
       // Note [matmul activation candidates]: with beta != 0 the epilogues' output is not
       // act(alpha * AB + beta * C + bias), the activation of dnnx's desc; the GEMM followed by
       // dnnx's activation kernel (the "+act" candidates) serves such a desc.
-      reason = detail::cat("cuBLASLt's activation epilogues are offered for beta 0 (with beta != 0 "
-                           "they do not apply the activation to alpha * AB + beta * C + bias); "
-                           "beta is ",
-                           detail::shortest(desc.beta));
+      reason = detail::cat(
+          "cuBLASLt's activation epilogues are offered for beta 0 (with beta != 0 "
+          "they do not apply the activation to alpha * AB + beta * C + bias); "
+          "beta is ",
+          detail::shortest(desc.beta));
     } else if (training && desc.n % 8 != 0) {
       reason = detail::cat(
           "the GELU aux epilogue's leading dimension must be a multiple of 8 "

@@ -264,8 +264,9 @@ std::vector<Candidate> list_candidates(Runtime& runtime, const RnnDesc& desc, Di
       if (reason.empty() && desc.variable_lengths && algo.algo != CUDNN_RNN_ALGO_STANDARD) {
         // cuDNN sizes these plans for variable lengths, and then its forward refuses them with
         // CUDNN_STATUS_NOT_SUPPORTED: they are listed as unsupported instead.
-        reason = "persistent algorithms take sequences of one length only (cudnnRNNForward "
-                 "answers CUDNN_STATUS_NOT_SUPPORTED for variable lengths)";
+        reason =
+            "persistent algorithms take sequences of one length only (cudnnRNNForward "
+            "answers CUDNN_STATUS_NOT_SUPPORTED for variable lengths)";
       }
       if (reason.empty()) {
         Descriptors d;
@@ -432,13 +433,12 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
           DNNX_CUDNN_CHECK(cudaMemsetAsync(dweights, 0, weight_bytes_, stream), context_,
                            "clearing diff_weights");
         }
-        DNNX_CUDNN_CHECK(
-            cudnnRNNBackwardWeights_v8(
-                handle, d_.rnn.get(), CUDNN_WGRAD_MODE_ADD,
-                lengths(), d_.x.get(), data_of(args.src, "src", context_), h, hx, d_.y.get(),
-                data_of(args.dst, "dst", context_), weight_bytes_, dweights, workspace_,
-                workspace.data, reserve_bytes, reserve),
-            context_, "running cudnnRNNBackwardWeights_v8");
+        DNNX_CUDNN_CHECK(cudnnRNNBackwardWeights_v8(
+                             handle, d_.rnn.get(), CUDNN_WGRAD_MODE_ADD, lengths(), d_.x.get(),
+                             data_of(args.src, "src", context_), h, hx, d_.y.get(),
+                             data_of(args.dst, "dst", context_), weight_bytes_, dweights,
+                             workspace_, workspace.data, reserve_bytes, reserve),
+                         context_, "running cudnnRNNBackwardWeights_v8");
         if (!identity_) copy_segments(user, dweights, false);
         return;
       }
