@@ -246,6 +246,30 @@ def test_linear(ctx):
     close(diff_bias, bias.grad)
 
 
+@pytest.mark.parametrize("activation", ["relu", "gelu_tanh"])
+def test_linear_with_activation(ctx, activation):
+    torch.manual_seed(16)
+    src, weight, bias = randn(6, 9), randn(8, 9), torch.randn(8, requires_grad=True)
+    act = torch.relu if activation == "relu" else (lambda x: F.gelu(x, approximate="tanh"))
+    expected = act(F.linear(src, weight, bias))
+    desc = dnnx.matmul.linear_desc(src, weight, bias, activation=activation)
+    assert desc.activation == activation
+    close(dnnx.matmul.fwd(desc, src, weight, bias, ctx=ctx), expected)
+    dst, state = dnnx.matmul.fwd_training(desc, src, weight, bias, ctx=ctx)
+    close(dst, expected)
+    assert isinstance(state, dnnx.SavedState) and not state.empty and state.op == "matmul"
+    diff_dst = torch.randn_like(expected)
+    expected.backward(diff_dst)
+    close(dnnx.matmul.bwd_data(desc, diff_dst, weight, state=state, ctx=ctx), src.grad)
+    diff_weight, diff_bias = dnnx.matmul.bwd_weights(desc, src, diff_dst, state=state, ctx=ctx)
+    close(diff_weight, weight.grad)
+    close(diff_bias, bias.grad)
+    with pytest.raises(dnnx.InvalidArgument):  # a backward through an activation needs the state
+        dnnx.matmul.bwd_data(desc, diff_dst, weight, ctx=ctx)
+    with pytest.raises(dnnx.InvalidArgument):
+        dnnx.matmul.linear_desc(src, weight, bias, activation="swish")
+
+
 def test_batched_matmul_and_beta(ctx):
     a, b = torch.randn(3, 4, 5), torch.randn(3, 6, 5)
     desc = dnnx.matmul.desc_for(a, b, transpose_b=True, alpha=2.0)

@@ -1,4 +1,5 @@
-"""Matrix multiply and linear layers (dnnx::matmul_fwd / bwd_data / bwd_weights)."""
+"""Matrix multiply and linear layers (dnnx::matmul_fwd / fwd_training / bwd_data / bwd_weights),
+with an optional activation ('relu', 'gelu_tanh') applied to the result."""
 
 from .. import _dnnx
 from .._arrays import arg, dtype_name, output, shape_of
@@ -8,7 +9,8 @@ from .._context import resolve
 MatmulDesc = _dnnx.MatmulDesc
 
 
-def desc_for(a, b, transpose_a=False, transpose_b=False, bias=False, alpha=1.0, beta=0.0):
+def desc_for(a, b, transpose_a=False, transpose_b=False, bias=False, alpha=1.0, beta=0.0,
+             activation="none"):
     """The MatmulDesc of op(a) @ op(b) for a (m, k) or (batch, m, k) and b (k, n), (batch, k, n)
     or, broadcast, (k, n) with a batched a (transposes swap the last two dims)."""
     a_shape, b_shape = shape_of(a, "a"), shape_of(b, "b")
@@ -22,14 +24,18 @@ def desc_for(a, b, transpose_a=False, transpose_b=False, bias=False, alpha=1.0, 
         raise InvalidArgument(f"matmul: a batched b {b_shape} needs a batched a, got a {a_shape}")
     return MatmulDesc(batch=batch, m=m, n=n, k=k, transpose_a=transpose_a,
                       transpose_b=transpose_b, broadcast_b=len(b_shape) == 2 and batch > 1,
-                      bias=bias, alpha=alpha, beta=beta, dtype=dtype_name(a, "a"))
+                      bias=bias, alpha=alpha, beta=beta, dtype=dtype_name(a, "a"),
+                      activation=activation)
 
 
-def linear_desc(src, weight, bias=None):
-    """The MatmulDesc of F.linear(src, weight, bias): src (rows, in), weight (out, in)."""
+def linear_desc(src, weight, bias=None, activation="none"):
+    """The MatmulDesc of F.linear(src, weight, bias) (followed by `activation`): src (rows, in),
+    weight (out, in)."""
     rows, in_features = shape_of(src, "src")[-2:] if len(shape_of(src, "src")) >= 2 else (1, 0)
-    return MatmulDesc.linear(rows, in_features, shape_of(weight, "weight")[0],
+    desc = MatmulDesc.linear(rows, in_features, shape_of(weight, "weight")[0],
                              bias is not None, dtype_name(src, "src"))
+    desc.activation = activation
+    return desc
 
 
 def fwd(desc, a, b, bias=None, *, out=None, ctx=None):
@@ -40,19 +46,32 @@ def fwd(desc, a, b, bias=None, *, out=None, ctx=None):
     return dst
 
 
-def bwd_data(desc, diff_dst, b, *, out=None, ctx=None):
-    """diff_a = alpha * diff_dst op(b)^T (+ beta * out), stored as a is."""
+def fwd_training(desc, a, b, bias=None, *, out=None, ctx=None):
+    """The training forward of a desc with an activation: (dst, state), the state (a
+    dnnx.SavedState) holding what the activation's derivative needs for bwd_data and
+    bwd_weights."""
+    a, b, bias = arg(a), arg(b), arg(bias)
+    dst = output(out, a, desc.dst_dims(), desc.dtype)
+    state = _dnnx.SavedState()
+    _dnnx.matmul_fwd_training(resolve(ctx, a), desc, a, b, bias, dst, state)
+    return dst, state
+
+
+def bwd_data(desc, diff_dst, b, *, state=None, out=None, ctx=None):
+    """diff_a = alpha * diff_dst op(b)^T (+ beta * out), stored as a is; with the `state` of
+    fwd_training, diff_dst * act'(pre) in place of diff_dst."""
     diff_dst, b = arg(diff_dst), arg(b)
     diff_a = output(out, diff_dst, desc.a_dims(), desc.dtype)
-    _dnnx.matmul_bwd_data(resolve(ctx, diff_dst), desc, diff_dst, b, diff_a)
+    _dnnx.matmul_bwd_data(resolve(ctx, diff_dst), desc, diff_dst, b, diff_a, state)
     return diff_a
 
 
-def bwd_weights(desc, a, diff_dst, *, out=None, ctx=None):
-    """diff_b, or (diff_b, diff_bias) when desc.bias; out= takes the same."""
+def bwd_weights(desc, a, diff_dst, *, state=None, out=None, ctx=None):
+    """diff_b, or (diff_b, diff_bias) when desc.bias; out= takes the same; with the `state` of
+    fwd_training, through the activation's derivative."""
     a, diff_dst = arg(a), arg(diff_dst)
     out_b, out_bias = out if desc.bias and out is not None else (out, None)
     diff_b = output(out_b, a, desc.b_dims(), desc.dtype)
     diff_bias = output(out_bias, a, desc.bias_dims(), desc.dtype) if desc.bias else None
-    _dnnx.matmul_bwd_weights(resolve(ctx, a), desc, a, diff_dst, diff_b, diff_bias)
+    _dnnx.matmul_bwd_weights(resolve(ctx, a), desc, a, diff_dst, diff_b, diff_bias, state)
     return (diff_b, diff_bias) if desc.bias else diff_b

@@ -1,4 +1,4 @@
-// Matrix multiply: MatmulDesc and matmul_fwd / bwd_data / bwd_weights
+// Matrix multiply: MatmulDesc and matmul_fwd / fwd_training / bwd_data / bwd_weights
 // (include/dnnx/ops/matmul.hpp).
 
 #include "bindings.hpp"
@@ -7,7 +7,7 @@ namespace dnnx::python {
 
 void bind_matmul(nb::module_& module) {
   DescClass<MatmulDesc> desc(module, "MatmulDesc", OpKind::matmul,
-                             "dst = alpha * op(a) op(b) + beta * dst (+ bias), batched "
+                             "dst = act(alpha * op(a) op(b) + beta * dst (+ bias)), batched "
                              "(dnnx::MatmulDesc).");
   desc.field("batch", &MatmulDesc::batch, "independent products")
       .field("m", &MatmulDesc::m, "rows of op(a) and dst")
@@ -20,6 +20,8 @@ void bind_matmul(nb::module_& module) {
       .field("alpha", &MatmulDesc::alpha, "scale of the product")
       .field("beta", &MatmulDesc::beta, "scale of the output's previous contents")
       .enum_field("dtype", &MatmulDesc::dtype, &parse_dtype, "'f32', 'f16' or 'bf16'")
+      .enum_field("activation", &MatmulDesc::activation, &parse_matmul_activation,
+                  "'none', 'relu' or 'gelu_tanh' (also spelled 'gelu'), applied to the result")
       .shape("a_dims", &MatmulDesc::a_dims, "dims of a")
       .shape("b_dims", &MatmulDesc::b_dims, "dims of b")
       .shape("dst_dims", &MatmulDesc::dst_dims, "dims of dst")
@@ -46,27 +48,48 @@ void bind_matmul(nb::module_& module) {
       nb::arg("context"), nb::arg("desc"), nb::arg("a"), nb::arg("b"), nb::arg("bias").none(),
       nb::arg("dst"));
   module.def(
+      "matmul_fwd_training",
+      [](Context& context, const MatmulDesc& desc, InArray a, InArray b,
+         std::optional<InArray> bias, OutArray dst, SavedState& state) {
+        const Tensor ta = to_tensor(a, "a"), tb = to_tensor(b, "b");
+        Optional tbias(bias, "bias");
+        Tensor d = to_tensor(dst, "dst");
+        nb::gil_scoped_release released;
+        matmul_fwd_training(context, desc, ta, tb, tbias.or_empty(), d, state);
+      },
+      nb::arg("context"), nb::arg("desc"), nb::arg("a"), nb::arg("b"), nb::arg("bias").none(),
+      nb::arg("dst"), nb::arg("state"));
+  module.def(
       "matmul_bwd_data",
-      [](Context& context, const MatmulDesc& desc, InArray diff_dst, InArray b, OutArray diff_a) {
+      [](Context& context, const MatmulDesc& desc, InArray diff_dst, InArray b, OutArray diff_a,
+         const SavedState* state) {
         const Tensor dd = to_tensor(diff_dst, "diff_dst"), tb = to_tensor(b, "b");
         Tensor da = to_tensor(diff_a, "diff_a");
         nb::gil_scoped_release released;
-        matmul_bwd_data(context, desc, dd, tb, da);
+        if (state != nullptr)
+          matmul_bwd_data(context, desc, dd, tb, da, *state);
+        else
+          matmul_bwd_data(context, desc, dd, tb, da);
       },
-      nb::arg("context"), nb::arg("desc"), nb::arg("diff_dst"), nb::arg("b"), nb::arg("diff_a"));
+      nb::arg("context"), nb::arg("desc"), nb::arg("diff_dst"), nb::arg("b"), nb::arg("diff_a"),
+      nb::arg("state").none() = nb::none());
   module.def(
       "matmul_bwd_weights",
       [](Context& context, const MatmulDesc& desc, InArray a, InArray diff_dst, OutArray diff_b,
-         std::optional<OutArray> diff_bias) {
+         std::optional<OutArray> diff_bias, const SavedState* state) {
         const Tensor ta = to_tensor(a, "a"), dd = to_tensor(diff_dst, "diff_dst");
         Tensor db = to_tensor(diff_b, "diff_b");
         Optional dbias(diff_bias, "diff_bias");
         nb::gil_scoped_release released;
         Tensor none;
-        matmul_bwd_weights(context, desc, ta, dd, db, dbias.present ? dbias.tensor : none);
+        if (state != nullptr)
+          matmul_bwd_weights(context, desc, ta, dd, db, dbias.present ? dbias.tensor : none,
+                             *state);
+        else
+          matmul_bwd_weights(context, desc, ta, dd, db, dbias.present ? dbias.tensor : none);
       },
       nb::arg("context"), nb::arg("desc"), nb::arg("a"), nb::arg("diff_dst"), nb::arg("diff_b"),
-      nb::arg("diff_bias").none() = nb::none());
+      nb::arg("diff_bias").none() = nb::none(), nb::arg("state").none() = nb::none());
 }
 
 }  // namespace dnnx::python
