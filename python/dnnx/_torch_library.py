@@ -45,11 +45,12 @@ def _layer(key):
     return module.__dict__.get("_dnnx_tune"), module
 
 
-def _none_if_empty(tensor, wanted):
+def _if_wanted(tensor, wanted):
+    """A backward op's output as autograd takes it: None for a gradient it was not asked for."""
     return tensor if wanted else None
 
 
-def _placeholder(tensor, like):
+def _tensor_or_empty(tensor, like):
     """A backward op returns tensors only: an empty one stands for a gradient not computed."""
     return like.new_empty(0) if tensor is None else tensor
 
@@ -79,7 +80,7 @@ def _register():
                                                            dilation, groups)
         grads = _dt._conv_bwd(desc, memory_format, diff_dst, src, weight, need_src, need_weight,
                               has_bias, *_layer(layer))
-        return tuple(_placeholder(g, diff_dst) for g in grads)
+        return tuple(_tensor_or_empty(g, diff_dst) for g in grads)
 
     @conv_backward.register_fake
     def _(diff_dst, src, weight, stride, padding, dilation, groups, need_src, need_weight,
@@ -102,8 +103,8 @@ def _register():
         need_weight = needs[1] or (ctx.has_bias and needs[2])
         diff_src, diff_weight, diff_bias = torch.ops.dnnx.conv_backward(
             diff_dst, src, weight, *ctx.args, needs[0], need_weight, ctx.has_bias, ctx.layer)
-        return (_none_if_empty(diff_src, needs[0]), _none_if_empty(diff_weight, need_weight),
-                _none_if_empty(diff_bias, need_weight and ctx.has_bias), None, None, None, None,
+        return (_if_wanted(diff_src, needs[0]), _if_wanted(diff_weight, need_weight),
+                _if_wanted(diff_bias, need_weight and ctx.has_bias), None, None, None, None,
                 None)
 
     conv.register_autograd(conv_grad, setup_context=conv_setup_context)
@@ -112,7 +113,7 @@ def _register():
     # ---- linear -----------------------------------------------------------------------------
     @torch.library.custom_op("dnnx::linear", mutates_args=())
     def linear(src: Tensor, weight: Tensor, bias: Optional[Tensor], layer: str) -> Tensor:
-        rows, weight, desc = _dt._linear_setup(src, weight, bias)
+        rows, weight, desc = _dt._linear_setup(src, weight, bias is not None)
         return _dt._linear_fwd(desc, rows, weight, bias, src.shape, *_layer(layer))
 
     @linear.register_fake
@@ -123,11 +124,10 @@ def _register():
     def linear_backward(diff_dst: Tensor, src: Tensor, weight: Tensor, need_src: bool,
                         need_weight: bool, has_bias: bool, layer: str) -> Tuple[Tensor, Tensor,
                                                                                 Tensor]:
-        bias = weight.new_empty(weight.shape[0]) if has_bias else None  # only its presence
-        rows, weight, desc = _dt._linear_setup(src, weight, bias)
+        rows, weight, desc = _dt._linear_setup(src, weight, has_bias)
         grads = _dt._linear_bwd(desc, diff_dst, rows, weight, src.shape, need_src, need_weight,
                                 *_layer(layer))
-        return tuple(_placeholder(g, diff_dst) for g in grads)
+        return tuple(_tensor_or_empty(g, diff_dst) for g in grads)
 
     @linear_backward.register_fake
     def _(diff_dst, src, weight, need_src, need_weight, has_bias, layer):
@@ -147,8 +147,8 @@ def _register():
         need_weight = needs[1] or (ctx.has_bias and needs[2])
         diff_src, diff_weight, diff_bias = torch.ops.dnnx.linear_backward(
             diff_dst, src, weight, needs[0], need_weight, ctx.has_bias, ctx.layer)
-        return (_none_if_empty(diff_src, needs[0]), _none_if_empty(diff_weight, need_weight),
-                _none_if_empty(diff_bias, need_weight and ctx.has_bias), None)
+        return (_if_wanted(diff_src, needs[0]), _if_wanted(diff_weight, need_weight),
+                _if_wanted(diff_bias, need_weight and ctx.has_bias), None)
 
     linear.register_autograd(linear_grad, setup_context=linear_setup_context)
     ops["linear"] = linear
@@ -195,7 +195,7 @@ def _register():
                                     mean if training else None, inv_std if training else None,
                                     None if training else running_mean,
                                     None if training else running_var, *_layer(layer))
-        return tuple(_placeholder(g, diff_dst) for g in grads)
+        return tuple(_tensor_or_empty(g, diff_dst) for g in grads)
 
     @batch_norm_backward.register_fake
     def _(diff_dst, src, weight, mean, inv_std, running_mean, running_var, training, momentum,

@@ -136,9 +136,9 @@ class ConvFunction(torch.autograd.Function):
         return (*grads, None, None, None, None, None, None)
 
 
-def _linear_setup(src, weight, bias):
+def _linear_setup(src, weight, has_bias):
     rows = src.reshape(-1, src.shape[-1]).contiguous()
-    return rows, weight.contiguous(), _matmul.linear_desc(rows, weight, bias)
+    return rows, weight.contiguous(), _matmul.linear_desc(rows, weight, has_bias)
 
 
 def _linear_fwd(desc, rows, weight, bias, shape, tune, layer):
@@ -168,7 +168,7 @@ class LinearFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(fctx, src, weight, bias, tune, layer):
-        rows, weight, desc = _linear_setup(src, weight, bias)
+        rows, weight, desc = _linear_setup(src, weight, bias is not None)
         dst = _linear_fwd(desc, rows, weight, bias, src.shape, tune, layer)
         fctx.save_for_backward(rows, weight)
         fctx.desc, fctx.tune, fctx.layer, fctx.shape = desc, tune, layer, src.shape

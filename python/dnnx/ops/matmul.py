@@ -30,10 +30,11 @@ def desc_for(a, b, transpose_a=False, transpose_b=False, bias=False, alpha=1.0, 
 
 def linear_desc(src, weight, bias=None, activation="none"):
     """The MatmulDesc of F.linear(src, weight, bias) (followed by `activation`): src (rows, in),
-    weight (out, in)."""
+    weight (out, in); `bias` is the bias tensor, None, or whether there is one."""
     rows, in_features = shape_of(src, "src")[-2:] if len(shape_of(src, "src")) >= 2 else (1, 0)
-    desc = MatmulDesc.linear(rows, in_features, shape_of(weight, "weight")[0],
-                             bias is not None, dtype_name(src, "src"))
+    has_bias = bias if isinstance(bias, bool) else bias is not None
+    desc = MatmulDesc.linear(rows, in_features, shape_of(weight, "weight")[0], has_bias,
+                             dtype_name(src, "src"))
     desc.activation = activation
     return desc
 
