@@ -92,11 +92,16 @@ class Context(_dnnx.Context):
         return _tuned(self, options)
 
     def with_stream(self, stream):
-        """A copy whose ops go on the CUDA stream `stream`: a cudaStream_t as an int, or an object
-        with ``cuda_stream`` (torch.cuda.Stream) or ``ptr`` (cupy.cuda.Stream). cudnn only."""
+        """A copy whose ops go on the CUDA stream `stream`: a cudaStream_t as an int (0: the
+        backend's own stream), or an object with ``cuda_stream`` (torch.cuda.Stream) or ``ptr``
+        (cupy.cuda.Stream), whose default stream is the legacy default stream. cudnn only."""
         handle = getattr(stream, "cuda_stream", None)
         if handle is None:
             handle = getattr(stream, "ptr", stream)
+        if handle == 0 and not isinstance(stream, int):
+            # A framework's default stream (Note [the caller's default stream] in resolve); the
+            # int 0 itself keeps its C++ meaning, the backend's own stream.
+            handle = _LEGACY_STREAM
         if not isinstance(handle, int):
             raise InvalidArgument(f"stream: expected a CUDA stream or its handle as an int, got "
                                   f"{type(stream).__name__}")
@@ -147,6 +152,9 @@ def _caller_stream(array):
             return cupy.cuda.get_current_stream().ptr
     return None
 
+
+# cudaStreamLegacy: the legacy default stream, as a handle the CUDA runtime and DLPack accept.
+_LEGACY_STREAM = 1
 
 _device_defaults = {}
 _host_default = [None]  # the default context when it runs on the host
@@ -212,9 +220,12 @@ def resolve(context, array):
     if array is None or context.stream or context.backend != "cudnn":
         return context
     stream = _caller_stream(array)
-    if not stream:  # none, or the legacy default stream (0), which dnnx's own already orders with
+    if stream is None:
         return context
-    return context.with_stream(stream)
+    # Note [the caller's default stream]: the handle 0 is the legacy default stream, which does
+    # not order with dnnx's own stream (a non-blocking one), so an op on that stream runs on
+    # cudaStreamLegacy (handle 1) instead, as DLPack's stream argument names it.
+    return context.with_stream(stream or _LEGACY_STREAM)
 
 
 @contextlib.contextmanager

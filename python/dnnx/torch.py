@@ -15,8 +15,9 @@ working. On a CUDA tensor an op runs on a cudnn context of the tensor's device q
 PyTorch's current stream (torch.cuda.current_stream()), so it is ordered with the surrounding
 PyTorch work without any synchronisation. On the host it runs on the current dnnx context.
 
-The autograd path is what PyTorch 1.13 (Debian's) offers; registering the ops as torch.library
-custom ops for torch.compile needs PyTorch >= 2.4 and is not done yet.
+The autograd path is what PyTorch 1.13 (Debian's) offers; with PyTorch >= 2.4 the ops are also
+torch.library custom ops (torch.ops.dnnx.*, dnnx/_torch_library.py), which torch.compile traces
+(Note [eager and compiled calls]).
 """
 
 import torch

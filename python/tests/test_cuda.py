@@ -66,6 +66,24 @@ def test_plain_cudnn_context_follows_torch_current_stream():
     assert ctx.stream == 0  # the caller's context is not changed
 
 
+def test_default_stream_calls_run_on_the_legacy_default_stream():
+    """PyTorch's default stream (handle 0) is the legacy default stream; dnnx's own stream is a
+    non-blocking one that does not wait for it, so calls there go on cudaStreamLegacy (1)."""
+    from dnnx._context import resolve
+    x = torch.randn(4096, 4096, device="cuda")
+    assert resolve(None, x).stream == 1
+    assert dnnx.Context("cudnn").with_stream(torch.cuda.default_stream()).stream == 1
+    assert dnnx.Context("cudnn").with_stream(0).stream == 0  # the int keeps its C++ meaning
+    ctx = dnnx.Context("cudnn")
+    for _ in range(5):
+        # A queue of slow PyTorch work on the default stream, then dnnx reading its result.
+        y = x
+        for _ in range(20):
+            y = y @ x * (1.0 / 64)
+        z = dnnx.activation.fwd(dnnx.activation.desc_for(y, "relu"), y, ctx=ctx)
+        torch.testing.assert_close(z, torch.relu(y))
+
+
 def _no_tf32():
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False

@@ -208,10 +208,14 @@ struct RnnOp : detail::OpTraits<OpKind::rnn> {
     return s;
   }
   static SavedState* saved_state(const RnnArgs& args) { return args.state; }
-  // An accumulating backward w.r.t. the weights changes diff_weights at every run: selection
-  // times it on scratch tensors (Note [timing stateful calls] in src/ops/batch_norm.cpp).
+  // Selection times these on scratch tensors (Note [timing stateful calls] in
+  // src/ops/batch_norm.cpp): an accumulating backward w.r.t. the weights changes diff_weights at
+  // every run, and a backward w.r.t. the data may write into its saved state (cuDNN's
+  // cudnnRNNBackwardData_v8 leaves there what cudnnRNNBackwardWeights_v8 reads, overwriting what
+  // the forward left), so a second run of it on the call's own state reads its own leftovers.
   static bool stateful(const RnnDesc&, Direction direction, const RnnArgs& args) {
-    return direction == Direction::bwd_weights && args.accumulate;
+    return direction == Direction::bwd_data ||
+           (direction == Direction::bwd_weights && args.accumulate);
   }
 };
 using Dispatch = detail::Dispatch<RnnOp>;

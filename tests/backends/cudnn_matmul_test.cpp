@@ -406,8 +406,10 @@ Result run_act(Context& context, const MatmulDesc& d, Direction direction, const
   const auto put = [&](const Tensor& t) { return device ? to_device(t, context) : t; };
   const auto get = [&](const Tensor& t) { return device ? to_host(t) : t; };
   Result result;
-  Tensor out = put(h.out);
-  Tensor out_bias = h.out_bias.is_null() ? Tensor() : put(h.out_bias);
+  // The outputs are always copies: with beta != 0 the call reads and overwrites them, and the
+  // operands are shared by every run of the test.
+  Tensor out = to_device(h.out, context);
+  Tensor out_bias = h.out_bias.is_null() ? Tensor() : to_device(h.out_bias, context);
   switch (direction) {
     case Direction::fwd:
     case Direction::fwd_training: {
