@@ -90,10 +90,13 @@ def _no_tf32():
 
 
 def test_converted_resnet50_follows_the_unconverted_loss_curve():
-    """50 SGD steps of torchvision's ResNet-50 (f32, TF32 off), converted and not, from the same
-    weights on the same batches: the loss curves agree. The learning rate is small enough that
-    training is not chaotic (at 0.01 with momentum, batch 8, the loss jumps and last-bit
-    differences of the algorithms grow to percents within a few steps, converted or not)."""
+    """torchvision's ResNet-50 (f32, TF32 off), converted and not, from the same weights on the
+    same batches: the first step's loss and all 161 gradients agree, and over 50 SGD steps both
+    learn and their loss curves agree in ten-step means. Step by step they cannot agree: at this
+    size (batch 8, 64x64, layer4 at 2x2) the training is so sensitive to rounding that PyTorch
+    against its own deep copy, with cuDNN's non-deterministic algorithms, already differs by
+    half in the second step's gradients (bitwise equal with torch.backends.cudnn.deterministic);
+    dnnx's algorithms round differently from PyTorch's, deterministic or not."""
     torchvision = pytest.importorskip("torchvision")
     import dnnx.torch as dt
     _no_tf32()
@@ -104,7 +107,7 @@ def test_converted_resnet50_follows_the_unconverted_loss_curve():
     batches = [(torch.randn(8, 3, 64, 64, device="cuda", generator=gen)
                 .contiguous(memory_format=torch.channels_last),
                 torch.randint(0, 10, (8,), device="cuda", generator=gen)) for _ in range(5)]
-    curves = []
+    curves, first_gradients = [], []
     for net in (model, converted):
         optimizer = torch.optim.SGD(net.parameters(), lr=1e-3, momentum=0.5)
         losses = []
@@ -113,14 +116,22 @@ def test_converted_resnet50_follows_the_unconverted_loss_curve():
             optimizer.zero_grad()
             loss = F.cross_entropy(net(x), labels)
             loss.backward()
+            if step == 0:
+                first_gradients.append([p.grad.clone() for p in net.parameters()])
             optimizer.step()
             losses.append(loss.item())
         curves.append(torch.tensor(losses))
     theirs, ours = curves
-    relative = ((ours - theirs).abs() / theirs.abs().clamp_min(1e-3))
-    assert relative[:10].max() < 2e-3, (relative, ours, theirs)
-    assert relative.max() < 2e-2, (relative, ours, theirs)
-    assert ours[-5:].mean() < ours[:5].mean() * 0.95, ours  # it learns the five batches
+    assert torch.isfinite(ours).all(), ours
+    assert abs(ours[0] - theirs[0]) <= 1e-5 * theirs[0], (ours[0], theirs[0])
+    names = [name for name, _ in model.named_parameters()]
+    for name, mine, reference in zip(names, *first_gradients):
+        error = (mine - reference).abs().max() / reference.abs().max().clamp_min(1e-12)
+        assert error < 1e-4, (name, error)
+    means = ours.reshape(5, 10).mean(1), theirs.reshape(5, 10).mean(1)
+    assert ((means[0] - means[1]).abs() / means[1]).max() < 0.05, means
+    for curve in (ours, theirs):  # both learn the five batches
+        assert curve[-5:].mean() < curve[:5].mean() * 0.95, curve
 
 
 def test_converted_model_under_autocast_and_compile():
