@@ -828,6 +828,19 @@ TEST(OneDnnBackend, BiasOfAnotherDtypeOnALargeTensor) {
   }
 }
 
+TEST(OneDnnBackend, BiasOfOneOutputPosition) {
+  // Batch 1 and a 1x1 output: diff_dst has the bias's dims, a reduction over nothing, which
+  // oneDNN refuses (dnnl_invalid_arguments); the loops sum it.
+  for (const DType dtype : {DType::f32, DType::bf16}) {
+    expect_bias(ConvDesc::from_shapes(Dims{1, 3, 1, 1}, Dims{5, 3, 1, 1}, {1}, {0}, {1}, 1, dtype,
+                                      Layout::channels_first),
+                dtype, dtype);
+    expect_bias(ConvDesc::from_shapes(Dims{1, 2, 3, 3}, Dims{4, 2, 3, 3}, {1}, {0}, {1}, 1, dtype,
+                                      Layout::channels_last),
+                dtype, dtype);
+  }
+}
+
 TEST(OneDnnBackend, BiasRejectsMismatchedTensors) {
   const ConvDesc desc = ConvDesc::from_shapes(Dims{2, 4, 5, 5}, Dims{8, 4, 3, 3}, {1}, {1});
   Tensor dst = Tensor::zeros(desc.dst_dims(), DType::f32);

@@ -242,7 +242,10 @@ struct ConvBias::Impl {
           return dnnl::reduction::primitive_desc(engine, dnnl::algorithm::reduction_sum,
                                                  activations, bias, 0.0f, 0.0f);
         },
-        "bias primitive descriptor", context, failure);
+        "bias primitive descriptor", context, failure,
+        // A reduction over nothing (batch 1, one output position: diff_dst has the bias's
+        // dims) is dnnl_invalid_arguments to oneDNN: the loops run it.
+        key.op == BiasOp::bwd ? Unavailable::unimplemented_or_invalid : Unavailable::unimplemented);
     if (!pd) {
       built->context = context_of(key.desc, key.op, true);
       cache.emplace(key, built);
