@@ -41,14 +41,27 @@ def _device_context(tensor):
     return resolve(None, tensor)
 
 
+_tuned_copies = {}
+
+
 def _layer_context(tensor, tune):
-    """The device's context with a layer's own TuneOptions, if it has any."""
+    """The device's context with a layer's own TuneOptions, if it has any: a copy, kept for the
+    next call while the options and the choice cache stay those it was made with (Note [contexts
+    on the caller's stream] in _context.py)."""
     context = _device_context(tensor)
     if tune is None:
         return context
-    context = context.copy()
-    context.tune = tune
-    return context
+    key = (id(context), id(tune))
+    kept = _tuned_copies.get(key)
+    if kept is not None and kept[0] is context and kept[1] is tune and kept[2].tune == tune and \
+            kept[2].choice_cache is context.choice_cache:
+        return kept[2]
+    copy = context.copy()
+    copy.tune = tune
+    if len(_tuned_copies) >= 1024:
+        _tuned_copies.clear()
+    _tuned_copies[key] = (context, tune, copy)
+    return copy
 
 
 def _dense(tensor):
