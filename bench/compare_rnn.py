@@ -4,7 +4,11 @@ same run (bench/rnn_bench.cpp selects every direction exhaustively among cuDNN's
 math types).
 
   python3 bench/compare_rnn.py --bench build/bench/rnn_bench [--rows ...] [--dtypes f16,f32] \
-      [--bench-library-path PATH] [--json out.json]
+      [--bench-library-path PATH] [--json out.json] [--device cpu --threads 2]
+
+With --device cpu, dnnx runs on its cpu backend (oneDNN) and PyTorch on the CPU with
+torch.set_num_threads(--threads); both are timed on the host clock (time.perf_counter for torch,
+the backend's timer for dnnx), median of five loops after three untimed ones.
 
 PyTorch runs torch.nn.LSTM / nn.GRU of the same shape (input size = hidden size, seq-major, with
 initial states) on cuDNN, picking its algorithm by its fixed rules: the inference forward under
@@ -25,7 +29,7 @@ import sys
 
 
 def run_dnnx(args):
-    cmd = [args.bench, "--backend", "cudnn", "--dtypes", args.dtypes, "--loop", str(args.loop)]
+    cmd = [args.bench, "--backend", "cpu" if args.device == "cpu" else "cudnn", "--dtypes", args.dtypes, "--loop", str(args.loop)]
     if args.rows:
         cmd += ["--rows", args.rows]
     print("$", " ".join(cmd), flush=True)
@@ -37,9 +41,18 @@ def run_dnnx(args):
     return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
 
 
-def time_loop(torch, loop, step):
+def time_loop(torch, loop, step, device="cuda"):
     for _ in range(3):
         step()
+    if device == "cpu":
+        import time
+        samples = []
+        for _ in range(5):
+            start = time.perf_counter()
+            for _ in range(loop):
+                step()
+            samples.append((time.perf_counter() - start) * 1e3 / loop)
+        return statistics.median(samples)
     samples = []
     for _ in range(5):
         start = torch.cuda.Event(enable_timing=True)
@@ -53,7 +66,7 @@ def time_loop(torch, loop, step):
     return statistics.median(samples)
 
 
-def torch_row(torch, row, loop):
+def torch_row(torch, row, loop, device="cuda"):
     dtype = {"f16": torch.float16, "f32": torch.float32, "bf16": torch.bfloat16}[row["dtype"]]
     torch.backends.cudnn.allow_tf32 = False
     cls = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU}.get(row["cell"])
@@ -62,14 +75,14 @@ def torch_row(torch, row, loop):
     if cls is None:
         cls = torch.nn.RNN
         kwargs["nonlinearity"] = row["cell"][4:]
-    module = cls(**kwargs).to(device="cuda", dtype=dtype)
+    module = cls(**kwargs).to(device=device, dtype=dtype)
     d = 2 if row["bidirectional"] else 1
-    x = torch.rand(row["seq"], row["batch"], row["hidden"], device="cuda", dtype=dtype,
+    x = torch.rand(row["seq"], row["batch"], row["hidden"], device=device, dtype=dtype,
                    requires_grad=True)
-    h = torch.rand(row["layers"] * d, row["batch"], row["hidden"], device="cuda", dtype=dtype,
+    h = torch.rand(row["layers"] * d, row["batch"], row["hidden"], device=device, dtype=dtype,
                    requires_grad=True)
     state = (h, torch.rand_like(h).requires_grad_()) if row["cell"] == "lstm" else h
-    g = torch.rand(row["seq"], row["batch"], d * row["hidden"], device="cuda", dtype=dtype)
+    g = torch.rand(row["seq"], row["batch"], d * row["hidden"], device=device, dtype=dtype)
 
     def inference():
         with torch.no_grad():
@@ -79,7 +92,7 @@ def torch_row(torch, row, loop):
         y, _ = module(x, state)
         y.backward(g)
 
-    return time_loop(torch, loop, inference), time_loop(torch, loop, training)
+    return time_loop(torch, loop, inference, device), time_loop(torch, loop, training, device)
 
 
 def main():
@@ -91,20 +104,27 @@ def main():
     parser.add_argument("--bench-library-path", default="",
                         help="LD_LIBRARY_PATH for rnn_bench (its cuDNN), not for torch")
     parser.add_argument("--json", help="write every row's figures here")
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
+                        help="cpu: dnnx's cpu backend against PyTorch on the CPU")
+    parser.add_argument("--threads", type=int, default=2, help="PyTorch's threads with --device cpu")
     args = parser.parse_args()
     rows = run_dnnx(args)
     import torch  # after dnnx ran: torch brings its own cuDNN
-    if not torch.cuda.is_available():
+    if args.device == "cpu":
+        torch.set_num_threads(args.threads)
+        print(f"torch {torch.__version__} on the CPU, {torch.get_num_threads()} threads\n")
+    elif not torch.cuda.is_available():
         print("compare_rnn: torch has no CUDA device", file=sys.stderr)
         return 1
-    print(f"torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, "
-          f"{torch.cuda.get_device_name()}\n")
+    else:
+        print(f"torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, "
+              f"{torch.cuda.get_device_name()}\n")
     print("| row | dtype | dnnx inference ms | torch | ratio | dnnx training ms | torch | ratio |"
           " dnnx algorithms (fwd / training) |")
     print("|---|---|---|---|---|---|---|---|---|")
     totals = [0.0, 0.0, 0.0, 0.0]
     for row in rows:
-        inference, training = torch_row(torch, row, args.loop)
+        inference, training = torch_row(torch, row, args.loop, args.device)
         row["torch_inference_ms"], row["torch_training_ms"] = inference, training
         totals = [a + b for a, b in zip(totals, (row["inference_ms"], inference,
                                                   row["training_ms"], training))]

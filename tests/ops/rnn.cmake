@@ -9,6 +9,12 @@ add_executable(rnn_test ${CMAKE_CURRENT_LIST_DIR}/rnn_test.cpp)
 target_link_libraries(rnn_test PRIVATE dnnx_rnn_cases GTest::gtest_main)
 gtest_discover_tests(rnn_test NO_PRETTY_VALUES PROPERTIES LABELS "unit" TIMEOUT 300 DISCOVERY_TIMEOUT 60)
 
+# The cpu backend's candidates against the reference, every direction (label parity).
+add_executable(rnn_cpu_test ${CMAKE_CURRENT_LIST_DIR}/rnn_cpu_test.cpp)
+target_link_libraries(rnn_cpu_test PRIVATE dnnx_rnn_cases GTest::gtest_main)
+gtest_discover_tests(rnn_cpu_test NO_PRETTY_VALUES PROPERTIES LABELS "parity" ENVIRONMENT "DNNX_CACHE=off"
+                     TIMEOUT 300 DISCOVERY_TIMEOUT 60)
+
 if(COMMAND dnnx_cli_test)
   dnnx_cli_test(rnn_algos_reference
     ARGS algos rnn --cell gru --seq 5 --batch 3 --input 4 --hidden 6 --layers 2 --bidirectional --backend reference
@@ -30,6 +36,18 @@ if(COMMAND dnnx_cli_test)
     CODE 2 ONE_LINE_ERROR STDERR "dropout must be in .0, 1., got 1")
   dnnx_cli_test(rnn_bad_direction ARGS algos rnn --seq 2 --batch 1 --input 1 --hidden 2 --direction bwd
     CODE 2 ONE_LINE_ERROR STDERR "unknown direction 'bwd' for rnn")
+  dnnx_cli_test(rnn_algos_cpu
+    ARGS algos rnn --cell gru --seq 5 --batch 3 --input 4 --hidden 6 --layers 2 --bidirectional --backend cpu
+    STDOUT "rnn fwd on cpu: rnn gru T=5 N=3 in=4 H=6 layers=2 bidirectional.*onednn:[a-z0-9_:.+-]+:lbr_gru.*rnn bwd_weights on cpu.*onednn:[a-z0-9_:.+-]+:lbr_gru")
+  dnnx_cli_test(rnn_algos_cpu_varlen
+    ARGS algos rnn --cell lstm --seq 4 --batch 2 --input 3 --hidden 4 --variable-lengths --backend cpu --direction fwd
+    STDOUT "take no sequence lengths")
+  dnnx_cli_test(rnn_profile_cpu_training_json
+    ARGS profile rnn --cell lstm --seq 3 --batch 2 --input 3 --hidden 4 --layers 2 --dropout 0.5 --dtype bf16 --backend cpu --direction fwd_training --json
+    JSON stdout JSON_LENGTH 1 JSON_REQUIRE "0/chosen|0/rows/0/algo/id")
+  dnnx_cli_test(rnn_profile_cpu_bwd_weights
+    ARGS profile rnn --cell rnn_tanh --seq 4 --batch 2 --input 3 --hidden 5 --batch-first --no-bias --backend cpu --direction bwd_weights
+    STDOUT "rnn bwd_weights profile.*onednn:[a-z0-9_:.+-]+:vanilla_rnn.*repro: dnnx profile rnn --cell rnn_tanh")
   dnnx_cli_test(rnn_help ARGS profile rnn --help
     STDOUT "--cell.*--seq.*--batch.*--input.*--hidden.*--layers.*--bidirectional.*--no-bias.*--batch-first.*--variable-lengths.*--dropout")
 endif()

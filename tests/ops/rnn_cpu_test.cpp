@@ -1,0 +1,330 @@
+// The cpu backend's recurrent layer against the reference (label parity): for every case of the
+// table in f32, bf16 and f16 (and cases with dropout between layers), every candidate the
+// training forward lists as supported runs a whole step — inference forward, training forward,
+// backward w.r.t. the data, backward w.r.t. the weights overwriting and accumulating — with every
+// direction's policy fixed to it, each output compared with the reference backend's; unsupported
+// candidates must say why in one of the ways Note [cpu rnn candidates] lists, and the f32 (or
+// f32-compute) candidate must run every case without variable lengths. Also the call orders of
+// Note [cpu rnn backward] (weights before data refused, repeated backwards, a later forward
+// clearing the gradients), an exhaustive selection whose backwards run the training forward's
+// candidate, and variable lengths refused with the reason.
+
+#include <dnnx/dnnx.hpp>
+
+#include "rnn_cases.hpp"
+#include "support/compare.hpp"
+#include "support/errors.hpp"
+#include "support/random.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace dnnx::test {
+namespace {
+
+constexpr Direction all_directions[] = {Direction::fwd, Direction::fwd_training,
+                                        Direction::bwd_data, Direction::bwd_weights};
+
+Context cpu_context() {
+  Context context(BackendKind::cpu);
+  context.set_choice_cache(std::make_shared<ChoiceCache>());
+  return context;
+}
+
+Context fixed_context(const std::string& id) {
+  Context context = cpu_context();
+  for (const Direction direction : all_directions)
+    context.tune().policy(OpKind::rnn, direction) = AlgoPolicy::fixed(id);
+  return context;
+}
+
+// Relative to each element's scale, max(|reference|, the RMS of the reference tensor) (as the
+// cudnn test): oneDNN computes in f32 (native bf16 / f16 candidates round each layer's output,
+// the states and their gates to the dtype), the reference in f64 from the same rounded inputs.
+Tolerance tolerance_of(DType dtype) {
+  switch (dtype) {
+    case DType::f16: return {2e-2, 1e-4};
+    case DType::bf16: return {1e-1, 1e-3};
+    default: return {2e-4, 1e-6};
+  }
+}
+
+std::vector<float> scale_of(const std::vector<float>& expected) {
+  double sum = 0;
+  for (const float v : expected) sum += double{v} * v;
+  const auto rms = static_cast<float>(expected.empty() ? 0.0 : std::sqrt(sum / expected.size()));
+  std::vector<float> scale(expected.size());
+  std::transform(expected.begin(), expected.end(), scale.begin(),
+                 [rms](float v) { return std::max(std::abs(v), rms); });
+  return scale;
+}
+
+bool expected_unsupported(const AlgoInfo& info) {
+  for (const char* reason :
+       {"has no implementation of", "take no sequence lengths",
+        "dropout between layers is applied in f32 only", "has no backward of"}) {
+    if (info.reason.find(reason) != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::vector<RnnCase> cpu_cases() {
+  std::vector<RnnCase> cases = rnn_cases();
+  RnnCase dropout;
+  dropout.name = "lstm_bi_3layers_dropout";
+  dropout.desc.cell = RnnCell::lstm;
+  dropout.desc.seq_length = 4;
+  dropout.desc.batch = 3;
+  dropout.desc.input_size = 5;
+  dropout.desc.hidden_size = 4;
+  dropout.desc.layers = 3;
+  dropout.desc.bidirectional = true;
+  dropout.desc.dropout = 0.4f;
+  cases.push_back(dropout);
+  RnnCase gru = dropout;
+  gru.name = "gru_2layers_dropout_batch_first";
+  gru.desc.cell = RnnCell::gru;
+  gru.desc.layers = 2;
+  gru.desc.bidirectional = false;
+  gru.desc.batch_first = true;
+  gru.desc.dropout = 0.25f;
+  cases.push_back(gru);
+  return cases;
+}
+
+struct CpuCase {
+  RnnCase c;
+  DType dtype;
+};
+
+std::vector<CpuCase> cpu_table() {
+  std::vector<CpuCase> out;
+  for (const RnnCase& c : cpu_cases())
+    for (const DType dtype : {DType::f32, DType::bf16, DType::f16}) out.push_back({c, dtype});
+  return out;
+}
+
+void expect_close(const RnnStep& got, const RnnStep& expected, DType dtype,
+                  const std::string& where) {
+  for (const auto& [name, want] : expected.outputs) {
+    const Tensor& have = got.outputs.at(name);
+    ASSERT_TRUE(all_finite(have, name, where));
+    const std::vector<float> w = want.to_f32();
+    EXPECT_TRUE(close_within_scale(have.to_f32(), w, scale_of(w), have.dims(), tolerance_of(dtype),
+                                   name, where));
+  }
+}
+
+class CpuRnn : public ::testing::TestWithParam<CpuCase> {};
+
+TEST_P(CpuRnn, EveryCandidateMatchesTheReference) {
+  const CpuCase& p = GetParam();
+  RnnDesc desc = p.c.desc;
+  desc.dtype = p.dtype;
+  const RnnInputs inputs = rnn_inputs(desc, p.c.lengths, seed_from(p.c.name));
+  Context reference = reference_context();
+  const RnnStep expected = run_rnn_step(reference, desc, inputs, Generator(1234));
+  for (const auto& [name, tensor] : expected.outputs)
+    ASSERT_TRUE(all_finite(tensor, "reference " + name, desc.repro()));
+
+  Context base = cpu_context();
+  const std::vector<AlgoInfo> training = rnn_list(base, desc, Direction::fwd_training);
+  ASSERT_FALSE(training.empty());
+  int ran = 0, unsupported = 0, f32_ran = 0;
+  for (const AlgoInfo& info : training) {
+    const std::string where = info.id + " | " + desc.repro(Direction::fwd_training);
+    if (!info.supported) {
+      ++unsupported;
+      EXPECT_TRUE(expected_unsupported(info))
+          << "unexpected reason: " << info.reason << " | " << where;
+      continue;
+    }
+    EXPECT_GT(info.saved_state_bytes, 0U) << where;
+    EXPECT_EQ(info.saved_state_format, info.id) << where;
+    Context context = fixed_context(info.id);
+    RnnStep step;
+    try {
+      step = run_rnn_step(context, desc, inputs, Generator(1234));
+    } catch (const Error& error) {
+      ADD_FAILURE() << "candidate failed: " << error.what() << " | " << where;
+      continue;
+    }
+    ++ran;
+    const bool f32_compute =
+        std::find(info.notes.begin(), info.notes.end(), "f32_compute") != info.notes.end();
+    if (desc.dtype == DType::f32 || f32_compute) ++f32_ran;
+    for (const auto& [direction, id] : step.ran)
+      EXPECT_EQ(id, info.id) << direction << " | " << where;
+    expect_close(step, expected, desc.dtype, where);
+    if (info.deterministic) {
+      const RnnStep again = run_rnn_step(context, desc, inputs, Generator(1234));
+      for (const char* name : {"dst", "hy", "dst_inference", "diff_src", "diff_weights"})
+        EXPECT_TRUE(bitwise_equal(step.outputs.at(name), again.outputs.at(name), name, where));
+    }
+  }
+  std::cout << "  " << p.c.name << " " << to_string(desc.dtype) << ": " << ran << " ran, "
+            << unsupported << " unsupported of " << training.size() << "\n";
+  if (!desc.variable_lengths) {
+    EXPECT_GE(f32_ran, 1) << "no f32 or f32-compute candidate ran | " << desc.repro();
+  } else {
+    EXPECT_EQ(ran, 0) << desc.repro();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, CpuRnn, ::testing::ValuesIn(cpu_table()),
+                         [](const ::testing::TestParamInfo<CpuCase>& info) {
+                           return info.param.c.name + "_" +
+                                  std::string(to_string(info.param.dtype));
+                         });
+
+RnnDesc order_desc() {
+  RnnDesc desc;
+  desc.cell = RnnCell::gru;
+  desc.seq_length = 5;
+  desc.batch = 3;
+  desc.input_size = 4;
+  desc.hidden_size = 6;
+  desc.layers = 2;
+  desc.bidirectional = true;
+  return desc;
+}
+
+struct Buffers {
+  Tensor dst, hy, diff_src, diff_hx, diff_weights;
+  explicit Buffers(const RnnDesc& desc)
+      : dst(Tensor::empty(desc.dst_dims(), desc.dtype)),
+        hy(Tensor::empty(desc.state_dims(), desc.dtype)),
+        diff_src(Tensor::empty(desc.src_dims(), desc.dtype)),
+        diff_hx(Tensor::empty(desc.state_dims(), desc.dtype)),
+        diff_weights(Tensor::empty(Dims{desc.weights_count()}, desc.dtype)) {}
+};
+
+// Note [cpu rnn backward]: every call order the op allows gives the gradients of the last
+// backward w.r.t. the data since the last training forward, or a clear error.
+TEST(CpuRnnOrder, BackwardWeightsReadsTheLastBackwardData) {
+  const RnnDesc desc = order_desc();
+  const RnnInputs a = rnn_inputs(desc, {}, 11);
+  const RnnInputs b = rnn_inputs(desc, {}, 12);  // another diff_dst
+  Context context = cpu_context();
+  Generator generator;
+  Buffers out(desc);
+  SavedState state;
+  const RnnForward forward{&a.src, &a.weights, &a.hx, nullptr, nullptr, &out.dst, &out.hy, nullptr};
+  rnn_fwd_training(context, desc, generator, forward, state);
+  RnnBackwardWeights weights{&a.src,   &a.weights,        &a.hx, nullptr, nullptr,
+                             &out.dst, &out.diff_weights, false};
+  // Before any backward w.r.t. the data: refused.
+  expect_error(ErrorKind::InvalidArgument, {"rnn_bwd_data", "no weight gradients"},
+               [&] { rnn_bwd_weights(context, desc, weights, state); });
+  auto backward_data = [&](const RnnInputs& grads) {
+    const RnnBackwardData data{&a.src,  &a.weights,    &a.hx,           nullptr,
+                               nullptr, &out.dst,      &grads.diff_dst, &grads.diff_hy,
+                               nullptr, &out.diff_src, &out.diff_hx,    nullptr};
+    rnn_bwd_data(context, desc, data, state);
+  };
+  // The reference's gradients for diff_dst of `grads`.
+  auto expected_weights = [&](const RnnInputs& grads) {
+    RnnInputs mixed = a;
+    mixed.diff_dst = grads.diff_dst;
+    mixed.diff_hy = grads.diff_hy;
+    Context reference = reference_context();
+    return run_rnn_step(reference, desc, mixed).outputs.at("diff_weights");
+  };
+  backward_data(a);
+  backward_data(b);  // a second backward replaces the gradients
+  rnn_bwd_weights(context, desc, weights, state);
+  Tensor first = Tensor::empty(out.diff_weights.dims(), desc.dtype);
+  copy(out.diff_weights, first);
+  rnn_bwd_weights(context, desc, weights, state);  // repeatable
+  EXPECT_TRUE(bitwise_equal(first, out.diff_weights, "diff_weights", "second bwd_weights"));
+  const std::vector<float> want = expected_weights(b).to_f32();
+  EXPECT_TRUE(close_within_scale(first.to_f32(), want, scale_of(want), first.dims(),
+                                 tolerance_of(DType::f32), "diff_weights", "after two bwd_data"));
+  // Accumulating adds the same gradients once more.
+  weights.accumulate = true;
+  rnn_bwd_weights(context, desc, weights, state);
+  const std::vector<float> got = out.diff_weights.to_f32();
+  const std::vector<float> once = first.to_f32();
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_FLOAT_EQ(got[i], once[i] + once[i]) << i;
+  // A new training forward clears the gradients.
+  rnn_fwd_training(context, desc, generator, forward, state);
+  expect_error(ErrorKind::InvalidArgument, {"rnn_bwd_data"},
+               [&] { rnn_bwd_weights(context, desc, weights, state); });
+}
+
+TEST(CpuRnnOrder, BackwardRefusesAStateOfAnotherBackend) {
+  const RnnDesc desc = order_desc();
+  const RnnInputs a = rnn_inputs(desc, {}, 13);
+  Context reference = reference_context();
+  Context context = cpu_context();
+  Generator generator;
+  Buffers out(desc);
+  SavedState state;
+  const RnnForward forward{&a.src, &a.weights, &a.hx, nullptr, nullptr, &out.dst, &out.hy, nullptr};
+  rnn_fwd_training(reference, desc, generator, forward, state);
+  const RnnBackwardData data{&a.src,  &a.weights,    &a.hx,        nullptr,
+                             nullptr, &out.dst,      &a.diff_dst,  &a.diff_hy,
+                             nullptr, &out.diff_src, &out.diff_hx, nullptr};
+  try {
+    rnn_bwd_data(context, desc, data, state);
+    ADD_FAILURE() << "a cpu backward ran on the reference's state";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("rnn_reference"), std::string::npos) << error.what();
+  }
+}
+
+TEST(CpuRnnSelection, ExhaustiveTrainingForwardThenBackwardsOfItsCandidate) {
+  RnnDesc desc = order_desc();
+  desc.cell = RnnCell::lstm;
+  desc.dtype = DType::bf16;
+  const RnnInputs inputs = rnn_inputs(desc, {}, 77);
+  Context context = cpu_context();
+  for (const Direction direction : all_directions)
+    context.tune().policy(OpKind::rnn, direction) = AlgoPolicy::exhaustive();
+  const RnnStep step = run_rnn_step(context, desc, inputs);
+  EXPECT_EQ(step.ran.at("bwd_data"), step.ran.at("fwd_training"));
+  EXPECT_EQ(step.ran.at("bwd_weights"), step.ran.at("fwd_training"));
+  Context reference = reference_context();
+  expect_close(step, run_rnn_step(reference, desc, inputs), desc.dtype, desc.repro());
+}
+
+TEST(CpuRnnListing, VariableLengthsAreUnsupportedWithTheReason) {
+  RnnDesc desc = order_desc();
+  desc.variable_lengths = true;
+  Context context = cpu_context();
+  for (const Direction direction : all_directions) {
+    const std::vector<AlgoInfo> list = rnn_list(context, desc, direction);
+    ASSERT_FALSE(list.empty());
+    for (const AlgoInfo& info : list) {
+      EXPECT_FALSE(info.supported) << info.id;
+      EXPECT_NE(info.reason.find("take no sequence lengths"), std::string::npos) << info.reason;
+    }
+  }
+  expect_error(ErrorKind::Unsupported, {"sequence lengths"},
+               [&] { rnn_select(context, desc, Direction::fwd); });
+}
+
+TEST(CpuRnnListing, CandidatesCarryWorkspaceAndState) {
+  RnnDesc desc = order_desc();
+  Context context = cpu_context();
+  for (const Direction direction : all_directions) {
+    const std::vector<AlgoInfo> list = rnn_list(context, desc, direction);
+    ASSERT_FALSE(list.empty());
+    const AlgoInfo& first = list.front();
+    EXPECT_TRUE(first.supported) << first.id << ": " << first.reason;
+    EXPECT_EQ(first.id.rfind("onednn:", 0), 0U) << first.id;
+    EXPECT_NE(first.id.find(":lbr_gru"), std::string::npos) << first.id;
+    // f32 bwd_weights only copies the gradients out of the state: no workspace.
+    if (direction != Direction::bwd_weights) EXPECT_GT(first.workspace_bytes, 0U) << first.id;
+    if (direction == Direction::fwd) EXPECT_TRUE(first.saved_state_format.empty());
+    if (direction != Direction::fwd) EXPECT_EQ(first.saved_state_format, first.id);
+  }
+}
+
+}  // namespace
+}  // namespace dnnx::test
