@@ -818,8 +818,9 @@ def _run_rnn(module, input, hx):
     if unbatched:
         h0 = None if h0 is None else h0.unsqueeze(1)
         c0 = None if c0 is None else c0.unsqueeze(1)
-    names = module._flat_weights_names
-    weights = [getattr(module, name) for name in names]
+    weights = [getattr(module, name) for name in module._flat_weights_names]
+    # Under autocast, in the autocast dtype (cuDNN's RNN is one of autocast's lower-precision ops).
+    src, h0, c0, *weights = _autocast(True, src, h0, c0, *weights)
     layers, directions = module.num_layers, 2 if module.bidirectional else 1
     if module.training and module.dropout > 0 and layers > 1:
         # As nn::RNNBase (Note [rnn module dropout] in src/nn/rnn.cpp): one layer at a time,

@@ -302,6 +302,26 @@ def test_converted_dropout_between_layers(rctx):
         close(module(x)[0], lstm.eval()(x)[0])
 
 
+def test_converted_under_autocast(reference):
+    """Under autocast the input, states and weights are cast to the autocast dtype (as cuDNN's RNN
+    is): bf16 outputs close to f32 torch's, f32 gradients on the f32 parameters."""
+    torch.manual_seed(8)
+    gru = nn.GRU(3, 8, num_layers=2)
+    module = dt.convert(copy.deepcopy(gru))
+    x = torch.randn(5, 2, 3)
+    with reference, torch.autocast("cpu", dtype=torch.bfloat16):
+        out, h = module(x)
+        out.float().sum().backward()
+    assert out.dtype == torch.bfloat16 and h.dtype == torch.bfloat16
+    want, h_want = gru(x)
+    close(out, want, 3e-2)
+    close(h, h_want, 3e-2)
+    want.sum().backward()
+    for mine, theirs in zip(module.parameters(), gru.parameters()):
+        assert mine.grad.dtype == torch.float32
+        close(mine.grad, theirs.grad, 1e-1)
+
+
 def test_converted_bad_inputs(reference):
     module = dt.convert(nn.GRU(3, 4))
     with reference, pytest.raises(dnnx.InvalidArgument):
