@@ -16,11 +16,11 @@ from ._context import (Context, Profile, Row, algos, current, default_context,  
                        profile, select, set_default_context, tuning)
 from ._dnnx import (ActivationDesc, AddDesc, AdamDesc, BatchNormDesc, ChoiceCache,  # noqa: F401
                     ConvDesc, ConvFusedDesc, CrossEntropyDesc, DropoutDesc, FillDesc, MatmulDesc,
-                    PoolDesc, SavedState, SgdDesc, SoftmaxDesc, TuneOptions, UnscaleDesc,
+                    PoolDesc, RnnDesc, SavedState, SgdDesc, SoftmaxDesc, TuneOptions, UnscaleDesc,
                     UpdateScaleDesc, backend_available, backend_version, resolve_backend)
 from ._random import Generator, default_generator, manual_seed  # noqa: F401
 from .ops import (activation, add, batch_norm, conv, conv_fused, cross_entropy,  # noqa: F401
-                  dropout, fill, matmul, pool, softmax)
+                  dropout, fill, matmul, pool, rnn, softmax)
 from . import init  # noqa: F401,E402
 
 __version__ = _dnnx.version

@@ -1,6 +1,6 @@
 """dnnx for PyTorch models: autograd functions and drop-in modules that run convolutions, linear
-layers, batch-norm, pooling, activations, dropout, softmax and cross-entropy through dnnx, each direction
-selected under its own policy.
+layers, batch-norm, pooling, activations, dropout, softmax, cross-entropy and recurrent layers
+(RNN, LSTM, GRU) through dnnx, each direction selected under its own policy.
 
     import dnnx.torch
     dnnx.torch.convert(model)                         # swaps nn.Conv*d, nn.Linear, ... in place
@@ -32,6 +32,7 @@ from .ops import cross_entropy as _cross_entropy
 from .ops import dropout as _dropout
 from .ops import matmul as _matmul
 from .ops import pool as _pool
+from .ops import rnn as _rnn
 from .ops import softmax as _softmax
 
 def _device_context(tensor):
@@ -440,6 +441,55 @@ class DropoutFunction(torch.autograd.Function):
         return diff_src, None, None, None, None
 
 
+class RnnFunction(torch.autograd.Function):
+    """nn.RNN / LSTM / GRU through dnnx's rnn op: one call for the whole stack (or one layer of
+    it, see _run_rnn), fwd or fwd_training, then bwd_data and bwd_weights. Outputs (dst, hy)
+    and cy for LSTM. The flat weights are the module's parameters concatenated in
+    _flat_weights order (one copy per call); their gradient is handed back split per
+    parameter. The backward runs on the forward's context (its SavedState is that backend's)."""
+
+    @staticmethod
+    def forward(fctx, src, h0, c0, lengths, desc, training, tune, layer, *weights):
+        src = src.contiguous()
+        h0 = None if h0 is None else h0.contiguous()
+        c0 = None if c0 is None else c0.contiguous()
+        flat = torch.cat([weight.reshape(-1) for weight in weights])
+        context = _layer_context(src, tune)
+        if training:
+            dst, hy, cy, state = _rnn.fwd_training(desc, src, flat, h0, c0, lengths, ctx=context)
+            _record(layer, "fwd_training", desc, context)
+            fctx.save_for_backward(src, h0, c0, dst)
+            fctx.flat, fctx.state, fctx.lengths = flat, state, lengths
+            fctx.shapes = [weight.shape for weight in weights]
+            fctx.desc, fctx.context, fctx.layer = desc, context, layer
+        else:
+            dst, hy, cy = _rnn.fwd(desc, src, flat, h0, c0, lengths, ctx=context)
+            _record(layer, "fwd", desc, context)
+        return (dst, hy) if cy is None else (dst, hy, cy)
+
+    @staticmethod
+    def backward(fctx, diff_dst, diff_hy, diff_cy=None):
+        src, h0, c0, dst = fctx.saved_tensors
+        desc = fctx.desc
+        # The forward's context: the state is its backend's (and on a GPU autograd runs a
+        # backward on the stream of its forward).
+        context = fctx.context
+        diff_src, diff_hx, diff_cx = _rnn.bwd_data(
+            desc, src, fctx.flat, dst, diff_dst.contiguous(), fctx.state, h0, c0, fctx.lengths,
+            diff_hy.contiguous(), None if diff_cy is None else diff_cy.contiguous(), ctx=context)
+        _record(fctx.layer, "bwd_data", desc, context)
+        diff_flat = _rnn.bwd_weights(desc, src, fctx.flat, dst, fctx.state, h0, c0,
+                                     fctx.lengths, ctx=context)
+        _record(fctx.layer, "bwd_weights", desc, context)
+        diff_weights, offset = [], 0
+        for shape in fctx.shapes:
+            count = shape.numel()
+            diff_weights.append(diff_flat[offset:offset + count].view(shape))
+            offset += count
+        return (diff_src, None if h0 is None else diff_hx, None if c0 is None else diff_cx,
+                None, None, None, None, None, *diff_weights)
+
+
 # Note [eager and compiled calls]: every call goes through one _run_<op> below. Eagerly it applies
 # the op's autograd function, which keeps Python objects (the desc, the layer) for its backward.
 # While torch.compile traces (PyTorch >= 2.4) it calls the op's torch.library custom op
@@ -736,6 +786,102 @@ class Dropout(torch.nn.Dropout):
                                      _tune_of(self), self)
 
 
+def _run_rnn_stack(module, src, h0, c0, lengths, weights, layers, batch_first):
+    """(output, h_n, c_n) of `layers` stacked layers of `module` from one rnn call."""
+    desc = _rnn.desc_for(src, module.hidden_size, module.mode, layers, module.bias, batch_first,
+                         0.0, module.bidirectional, lengths)
+    training = torch.is_grad_enabled() and any(
+        t is not None and t.requires_grad for t in (src, h0, c0, *weights))
+    outputs = RnnFunction.apply(src, h0, c0, lengths, desc, training, _tune_of(module), module,
+                                *weights)
+    return outputs if len(outputs) == 3 else (*outputs, None)
+
+
+def _pack_like(padded, packed):
+    """The PackedSequence of padded (T, N, C) outputs with `packed`'s batch sizes and order."""
+    batch_sizes = packed.batch_sizes
+    if packed.sorted_indices is not None:
+        padded = padded.index_select(1, packed.sorted_indices.to(padded.device))
+    steps = torch.arange(padded.shape[1]).unsqueeze(0) < batch_sizes.unsqueeze(1)
+    data = padded[: batch_sizes.shape[0]][steps.to(padded.device)]
+    return torch.nn.utils.rnn.PackedSequence(data, batch_sizes, packed.sorted_indices,
+                                             packed.unsorted_indices)
+
+
+def _run_rnn(module, input, hx):
+    """torch.nn.RNNBase.forward through dnnx: a tensor (batched or not) or a PackedSequence,
+    hx (h_0, or (h_0, c_0) for LSTM, in the input's batch order), returning (output, h_n) or
+    (output, (h_n, c_n)) as PyTorch does."""
+    packed = isinstance(input, torch.nn.utils.rnn.PackedSequence)
+    lstm = module.mode == "LSTM"
+    lengths = None
+    unbatched = False
+    if packed:
+        src, lengths = torch.nn.utils.rnn.pad_packed_sequence(input, batch_first=False)
+    else:
+        src = input
+        if src.dim() == 2:  # unbatched (seq, features): a batch of one, sequence-major
+            unbatched = True
+            src = src.unsqueeze(1)
+    batch_first = module.batch_first and not packed and not unbatched
+    if src.dim() != 3 or src.shape[2] != module.input_size:
+        shape = tuple((input.data if packed else input).shape)
+        raise InvalidArgument(f"{type(module).__name__}: input of shape {shape} must have 2 or 3 "
+                              f"dims and input_size = {module.input_size} features in the last")
+    h0, c0 = (hx if lstm else (hx, None)) if hx is not None else (None, None)
+    if unbatched:
+        h0 = None if h0 is None else h0.unsqueeze(1)
+        c0 = None if c0 is None else c0.unsqueeze(1)
+    weights = [getattr(module, name) for name in module._flat_weights_names]
+    # Under autocast, in the autocast dtype (cuDNN's RNN is one of autocast's lower-precision ops).
+    src, h0, c0, *weights = _autocast(True, src, h0, c0, *weights)
+    layers, directions = module.num_layers, 2 if module.bidirectional else 1
+    if module.training and module.dropout > 0 and layers > 1:
+        # As nn::RNNBase (Note [rnn module dropout] in src/nn/rnn.cpp): one layer at a time,
+        # dnnx's dropout between them, the same masks on every backend.
+        per_layer = len(weights) // layers
+        layer_input, h_n, c_n = src, [], []
+        for layer in range(layers):
+            rows = slice(layer * directions, (layer + 1) * directions)
+            out, h, c = _run_rnn_stack(
+                module, layer_input, None if h0 is None else h0[rows],
+                None if c0 is None else c0[rows], lengths,
+                weights[layer * per_layer:(layer + 1) * per_layer], 1, batch_first)
+            h_n.append(h)
+            c_n.append(c)
+            layer_input = out if layer + 1 == layers else DropoutFunction.apply(
+                out, module.dropout, getattr(module, "generator", None), _tune_of(module), None)
+        output, h_n = layer_input, torch.cat(h_n)
+        c_n = torch.cat(c_n) if lstm else None
+    else:
+        output, h_n, c_n = _run_rnn_stack(module, src, h0, c0, lengths, weights, layers,
+                                          batch_first)
+    if packed:
+        output = _pack_like(output, input)
+    elif unbatched:
+        output, h_n = output.squeeze(1), h_n.squeeze(1)
+        c_n = None if c_n is None else c_n.squeeze(1)
+    return output, ((h_n, c_n) if lstm else h_n)
+
+
+class _RnnMixin:
+    def forward(self, input, hx=None):
+        return _run_rnn(self, input, hx)
+
+
+class RNN(_RnnMixin, torch.nn.RNN):
+    """nn.RNN (tanh or relu) through dnnx's rnn op. Dropout between layers draws from
+    dnnx.default_generator (or the module's `generator` attribute)."""
+
+
+class LSTM(_RnnMixin, torch.nn.LSTM):
+    """nn.LSTM through dnnx's rnn op (no proj_size). Dropout as RNN's."""
+
+
+class GRU(_RnnMixin, torch.nn.GRU):
+    """nn.GRU through dnnx's rnn op. Dropout as RNN's."""
+
+
 class Softmax(torch.nn.Softmax):
     """nn.Softmax(dim=1) through dnnx."""
 
@@ -769,6 +915,7 @@ _CONVERTED = {
     torch.nn.SiLU: SiLU, torch.nn.ELU: ELU, torch.nn.Dropout: Dropout,
     torch.nn.Softmax: Softmax, torch.nn.LogSoftmax: LogSoftmax,
     torch.nn.CrossEntropyLoss: CrossEntropyLoss,
+    torch.nn.RNN: RNN, torch.nn.LSTM: LSTM, torch.nn.GRU: GRU,
 }
 # Which op's policies a converted module's directions are.
 _OPS = {Conv1d: "conv", Conv2d: "conv", Conv3d: "conv", Linear: "matmul",
@@ -776,7 +923,7 @@ _OPS = {Conv1d: "conv", Conv2d: "conv", Conv3d: "conv", Linear: "matmul",
         MaxPool1d: "pool", MaxPool2d: "pool", MaxPool3d: "pool", AvgPool1d: "pool",
         AvgPool2d: "pool", AvgPool3d: "pool", ReLU: "act", ReLU6: "act", Tanh: "act",
         Sigmoid: "act", SiLU: "act", ELU: "act", Dropout: "dropout", Softmax: "softmax", LogSoftmax: "softmax",
-        CrossEntropyLoss: "xent"}
+        CrossEntropyLoss: "xent", RNN: "rnn", LSTM: "rnn", GRU: "rnn"}
 
 
 def why_not_converted(module):
@@ -800,17 +947,18 @@ def why_not_converted(module):
     if isinstance(module, torch.nn.CrossEntropyLoss) and \
             getattr(module, "label_smoothing", 0.0) != 0.0:
         return "label_smoothing"
+    if isinstance(module, torch.nn.LSTM) and module.proj_size != 0:
+        return f"proj_size {module.proj_size} (dnnx's LSTM has no projections)"
     return None
 
 
 def convert(model, exclude=None):
     """Swaps, in place, every nn.Conv1d/2d/3d, nn.Linear, nn.BatchNorm1d/2d/3d,
     nn.MaxPool1d/2d/3d, nn.AvgPool1d/2d/3d, nn.ReLU, ReLU6, Tanh, Sigmoid, SiLU, ELU, nn.Dropout,
-    nn.Softmax,
-    nn.LogSoftmax and nn.CrossEntropyLoss of `model` (itself included) for its dnnx counterpart,
-    unless exclude(module) is true or the module uses something dnnx does not do
-    (why_not_converted). Parameters, buffers, hooks and
-    state_dict stay the same objects. Returns `model`."""
+    nn.Softmax, nn.LogSoftmax, nn.CrossEntropyLoss, nn.RNN, nn.LSTM and nn.GRU of `model`
+    (itself included) for its dnnx counterpart, unless exclude(module) is true or the module uses
+    something dnnx does not do (why_not_converted). Parameters, buffers, hooks and state_dict stay
+    the same objects. Returns `model`."""
     for module in model.modules():
         if exclude is not None and exclude(module):
             continue

@@ -42,6 +42,7 @@ namespace nb = nanobind;
   X(matmul)                \
   X(fill)                  \
   X(dropout)               \
+  X(rnn)                   \
   X(optim)
 
 #define DNNX_PYTHON_DECLARE_OP(op) void bind_##op(nb::module_& module);

@@ -1,6 +1,7 @@
 // dnnx::nn on the cudnn backend (label gpu; skipped without a GPU): the Fashion CNN and a
 // ResNet-18 moved there with nn::convert give the reference backend's logits, input gradients and
-// parameter gradients; f16 with f32 master weights trains; per-layer fixed ids run there.
+// parameter gradients; f16 with f32 master weights trains; per-layer fixed ids run there; LSTM
+// and GRU modules (dropout between layers, lengths) match the reference.
 
 #include "nn/nn_test_util.hpp"
 #include "support/gpu.hpp"
@@ -212,6 +213,62 @@ TEST(NnCudnn, FixedIdPerLayer) {
     conv.policy(direction) = AlgoPolicy::heuristic();
   }
   std::cout << nn::report(conv).table();
+}
+
+// Recurrent layers moved to the GPU with nn::convert compute the reference's outputs, final
+// states and gradients. The LSTM has dropout between its layers, which runs the layers one at a
+// time with the dropout op (Note [rnn module dropout]): with the same seed both backends draw the
+// same masks. cuDNN rounds each layer's output to f32 and accumulates in its own order: 2e-4 of
+// each tensor's scale.
+TEST(NnCudnn, RecurrentLayersMatchReference) {
+  DNNX_REQUIRE_GPU();
+  Context reference(BackendKind::reference);
+  Context gpu = gpu_test_context();
+  nn::RnnOptions options;
+  options.num_layers = 2;
+  options.bidirectional = true;
+  options.dropout = 0.3;
+  nn::manual_seed(4);
+  nn::LSTM lstm(reference, 5, 16, options);
+  nn::RnnOptions gru_options;
+  gru_options.batch_first = true;
+  nn::GRU gru(reference, 5, 12, gru_options);
+  const Tensor x = input(Dims{7, 3, 5}, 1);
+  const Tensor h0 = input(Dims{4, 3, 16}, 2), c0 = input(Dims{4, 3, 16}, 3);
+  const Tensor dy = input(Dims{7, 3, 32}, 4), dh = input(Dims{4, 3, 16}, 5);
+  Tensor lengths = Tensor::empty(Dims{3}, DType::i64);
+  for (std::int64_t n = 0; n < 3; ++n) static_cast<std::int64_t*>(lengths.data())[n] = 7 - 2 * n;
+  const auto run = [&](Context& context) {
+    const bool device = context.backend() == BackendKind::cudnn;
+    const auto on = [&](const Tensor& t) { return device ? device_copy(t, context) : t; };
+    const auto host = [&](const Tensor& t) {
+      return device ? host_copy_of(t).to_f32() : t.to_f32();
+    };
+    std::vector<std::vector<float>> out;
+    lstm.zero_grad();
+    gru.zero_grad();
+    nn::manual_seed(9);
+    const nn::RnnOutput a = lstm.forward(on(x), on(h0), on(c0), lengths);
+    const nn::RnnGradients ga = lstm.backward(on(dy), on(dh));
+    const nn::RnnOutput b = gru.forward(on(input(Dims{3, 7, 5}, 6)), Tensor(), Tensor(), lengths);
+    const Tensor db = gru.backward(on(input(Dims{3, 7, 12}, 7)));
+    for (const Tensor& t : {a.output, a.h_n, a.c_n, ga.diff_input, ga.diff_h0, ga.diff_c0,
+                            lstm.flat_grads(), b.output, b.h_n, db, gru.flat_grads()}) {
+      out.push_back(host(t));
+    }
+    return out;
+  };
+  const auto want = run(reference);
+  nn::convert(lstm, gpu);
+  nn::convert(gru, gpu);
+  const auto got = run(gpu);
+  EXPECT_EQ(lstm.choice(Direction::fwd_training)->backend, "cudnn");
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    float scale = 0;
+    for (float v : want[i]) scale = std::max(scale, std::abs(v));
+    EXPECT_LE(worst_ratio(got[i], want[i], 0, 2e-4 * scale), 1.0) << "tensor " << i;
+  }
 }
 
 }  // namespace

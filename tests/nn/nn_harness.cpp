@@ -4,7 +4,8 @@
 //
 // case.json: {"model": "fashion" | "resnet", "backend": "reference" | "cpu", "seed": N,
 //             "steps": S, "lr": x, "momentum": x, "classes": C}, or for one layer
-//            {"layer": {...}, "backend": ..., "input": dims} (run_layer below)
+//            {"layer": {...}, "backend": ..., "input": dims} (run_layer below; recurrent layers:
+//            run_recurrent)
 // inputs:    x<k>.npy (float32 N x C x H x W) and y<k>.npy (labels as float32), k < S
 // outputs:   repr.txt, keys.txt (state_dict keys, one a line), init.<key>.npy, out.npy,
 //            grad.<key>.npy (parameters), losses.npy, final.<key>.npy
@@ -138,7 +139,73 @@ std::shared_ptr<nn::Module> make_layer(const Context& context, const nlohmann::j
   if (type == "Flatten") {
     return std::make_shared<nn::Flatten>(context, spec.value("start", 1), spec.value("end", -1));
   }
+  if (type == "RNN" || type == "LSTM" || type == "GRU") {
+    nn::RnnOptions options;
+    options.num_layers = spec.value("layers", std::int64_t{1});
+    options.bias = spec.value("bias", true);
+    options.batch_first = spec.value("batch_first", false);
+    options.dropout = spec.value("dropout", 0.0);
+    options.bidirectional = spec.value("bidirectional", false);
+    const std::int64_t in = spec.at("in"), hidden = spec.at("hidden");
+    if (type == "LSTM") return std::make_shared<nn::LSTM>(context, in, hidden, options);
+    if (type == "GRU") return std::make_shared<nn::GRU>(context, in, hidden, options);
+    return std::make_shared<nn::RNN>(context, in, hidden, options,
+                                     spec.value("nonlinearity", std::string("tanh")));
+  }
   throw std::runtime_error("unknown layer type " + type);
+}
+
+// A recurrent layer: as run_layer, with initial states h0.npy / c0.npy and lengths.npy when the
+// spec asks ("states", "lengths"), the final states' gradients dhn.npy / dcn.npy; writes hn.npy,
+// cn.npy, dh0.npy, dc0.npy besides, and the state_dict as state.safetensors; only
+// unsupported.txt (the reason) when the backend does not run the rnn op.
+void run_recurrent(const harness::fs::path& dir, const nlohmann::json& spec, nn::RNNBase& layer,
+                   const Dims& dims) {
+  const Tensor x = harness::load(dir, "x.npy", dims, Layout::channels_first);
+  const bool lstm = layer.cell() == RnnCell::lstm;
+  const auto& layer_spec = spec.at("layer");
+  const bool batch_first = layer.options().batch_first;
+  const std::int64_t batch = dims[batch_first ? 0 : 1];
+  const std::int64_t rows = layer.options().num_layers * (layer.options().bidirectional ? 2 : 1);
+  const Dims state_dims{rows, batch, layer.hidden_size()};
+  Tensor h0, c0, lengths;
+  if (layer_spec.value("states", false)) {
+    h0 = harness::load(dir, "h0.npy", state_dims, Layout::channels_first);
+    if (lstm) c0 = harness::load(dir, "c0.npy", state_dims, Layout::channels_first);
+  }
+  if (layer_spec.value("lengths", false)) {
+    const auto values =
+        harness::load(dir, "lengths.npy", Dims{batch}, Layout::channels_first).to_f32();
+    lengths = Tensor::empty(Dims{batch}, DType::i64);
+    for (std::int64_t n = 0; n < batch; ++n) {
+      static_cast<std::int64_t*>(lengths.data())[n] =
+          static_cast<std::int64_t>(values[static_cast<std::size_t>(n)]);
+    }
+  }
+  nn::RnnOutput out;
+  try {
+    out = layer.forward(x, h0, c0, lengths);
+  } catch (const Error& error) {
+    // A backend without the rnn op: the script reports the case as not run, with the reason.
+    if (error.kind() != ErrorKind::Unsupported) throw;
+    std::ofstream(dir / "unsupported.txt") << error.what();
+    return;
+  }
+  harness::save(dir, "out.npy", out.output);
+  harness::save(dir, "hn.npy", out.h_n);
+  if (lstm) harness::save(dir, "cn.npy", out.c_n);
+  const Tensor dy = harness::load(dir, "dy.npy", out.output.dims(), Layout::channels_first);
+  const Tensor dhn = harness::load(dir, "dhn.npy", state_dims, Layout::channels_first);
+  const Tensor dcn =
+      lstm ? harness::load(dir, "dcn.npy", state_dims, Layout::channels_first) : Tensor();
+  const nn::RnnGradients grads = layer.backward(dy, dhn, dcn);
+  harness::save(dir, "dx.npy", grads.diff_input);
+  harness::save(dir, "dh0.npy", grads.diff_h0);
+  if (lstm) harness::save(dir, "dc0.npy", grads.diff_c0);
+  for (auto& [key, parameter] : layer.named_parameters()) {
+    harness::save(dir, "grad." + key + ".npy", parameter->grad);
+  }
+  safetensors::save((dir / "state.safetensors").string(), layer.state_dict());
 }
 
 // One layer: repr, initial state, output, input gradient and parameter gradients for the
@@ -177,6 +244,10 @@ void run_layer(const harness::fs::path& dir, const nlohmann::json& spec, const C
     for (auto& [key, tensor] : layer->state_dict()) keys << key << "\n";
   }
   save_state(dir, "init.", *layer);
+  if (auto* recurrent = dynamic_cast<nn::RNNBase*>(layer.get())) {
+    run_recurrent(dir, spec, *recurrent, dims);
+    return;
+  }
   const Tensor y = layer->forward(x);
   harness::save(dir, "out.npy", y);
   const Tensor dy = harness::load(dir, "dy.npy", y.dims(), Layout::channels_first);

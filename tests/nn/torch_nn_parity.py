@@ -1,7 +1,8 @@
 """dnnx::nn against torch.nn: a model's printed tree, state_dict keys, first-step logits and
 parameter gradients, then the loss of every step of an SGD run (and the final state), for the
 Fashion-MNIST CNN and a small residual network built from the same initial weights; and every
-kind of layer alone (forward, input and parameter gradients, running statistics).
+kind of layer alone (forward, input and parameter gradients, running statistics), recurrent layers
+with initial states, packed sequences and a safetensors checkpoint loaded into torch.
 
 The harness (nn_harness) builds the dnnx model, writes its tree and initial state_dict, and trains
 it on the batches this script writes; the script loads the same state into the torch model and
@@ -133,6 +134,19 @@ LAYERS = [
     ("xent_spatial_weighted_ignore", [2, 4, 3, 3], {"type": "CrossEntropyLoss", "weighted": True,
                                                     "ignore_index": 2}),
     ("xent_sum", [5, 7], {"type": "CrossEntropyLoss", "reduction": "sum"}),
+    # Recurrent layers (run_recurrent): input {T, N, C} ({N, T, C} batch_first).
+    ("lstm_2_layers_bidirectional_states_lengths", [5, 3, 4],
+     {"type": "LSTM", "in": 4, "hidden": 6, "layers": 2, "bidirectional": True, "states": True,
+      "lengths": True}),
+    ("gru_batch_first_no_bias", [3, 4, 5], {"type": "GRU", "in": 5, "hidden": 4,
+                                            "batch_first": True, "bias": False, "states": True}),
+    ("rnn_relu_2_layers_lengths", [4, 3, 3], {"type": "RNN", "in": 3, "hidden": 5, "layers": 2,
+                                              "nonlinearity": "relu", "lengths": True}),
+    # Dropout 1 between the layers is deterministic (zeros): the layers run one at a time with
+    # the dropout op between them (Note [rnn module dropout]) and must still agree.
+    ("rnn_tanh_dropout_all_bidirectional", [4, 2, 3],
+     {"type": "RNN", "in": 3, "hidden": 4, "layers": 2, "bidirectional": True, "dropout": 1.0,
+      "states": True}),
 ]
 
 
@@ -192,6 +206,13 @@ def torch_layer(spec):
         return nn.LogSoftmax(dim=1) if spec.get("log", False) else nn.Softmax(dim=1)
     if kind == "Flatten":
         return nn.Flatten(spec.get("start", 1), spec.get("end", -1))
+    if kind in ("RNN", "LSTM", "GRU"):
+        extra = {"nonlinearity": spec.get("nonlinearity", "tanh")} if kind == "RNN" else {}
+        return getattr(nn, kind)(spec["in"], spec["hidden"], num_layers=spec.get("layers", 1),
+                                 bias=spec.get("bias", True),
+                                 batch_first=spec.get("batch_first", False),
+                                 dropout=spec.get("dropout", 0.0),
+                                 bidirectional=spec.get("bidirectional", False), **extra)
     raise ValueError(f"unknown layer type {kind}")
 
 
@@ -283,6 +304,143 @@ def run_layer(harness, case, name, directory, rng):
     return ok, messages
 
 
+def check_tree(directory, module):
+    """(ok, messages) for the printed tree (repr.txt) and the state_dict keys (keys.txt) the
+    harness wrote against `module`'s; ok is None when the keys differ (nothing else can be
+    compared then)."""
+    with open(os.path.join(directory, "repr.txt")) as text:
+        got = text.read()
+    ok, messages = True, []
+    if got != repr(module):
+        ok = False
+        messages.append(f"repr differs:\n--- dnnx\n{got}\n--- torch\n{module!r}")
+    with open(os.path.join(directory, "keys.txt")) as text:
+        keys = text.read().split()
+    if keys != list(module.state_dict().keys()):
+        return None, messages + [f"state_dict keys differ: dnnx {keys}, torch "
+                                 f"{list(module.state_dict().keys())}"]
+    return ok, messages
+
+
+def read_safetensors(path):
+    """{name: torch tensor} of a safetensors file: with the `safetensors` package when it is
+    importable, else from the format itself (an 8-byte little-endian header size, the JSON header,
+    the data)."""
+    try:
+        from safetensors.torch import load_file
+    except ImportError:
+        import json
+        with open(path, "rb") as f:
+            blob = f.read()
+        size = int.from_bytes(blob[:8], "little")
+        header = json.loads(blob[8:8 + size])
+        dtypes = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "I64": np.int64}
+        tensors = {}
+        for name, entry in header.items():
+            if name == "__metadata__":
+                continue
+            begin, end = entry["data_offsets"]
+            array = np.frombuffer(blob[8 + size + begin:8 + size + end],
+                                  dtype=dtypes[entry["dtype"]])
+            tensors[name] = torch.from_numpy(array.copy()).reshape(entry["shape"])
+        return tensors
+    return load_file(path)
+
+
+def run_recurrent(harness, case, name, directory, rng):
+    """A recurrent layer against its torch.nn module in float64 (dnnx's reference accumulates in
+    f64 and rounds once): repr, state_dict keys, output and final states, the gradients of the
+    input, the initial states and the parameters; then the safetensors file of dnnx's state_dict
+    loaded into a fresh torch module (strict) computes the same output."""
+    spec = case["layer"]
+    shape = case["input"]
+    batch_first = spec.get("batch_first", False)
+    seq, batch = (shape[1], shape[0]) if batch_first else (shape[0], shape[1])
+    rows = spec.get("layers", 1) * (2 if spec.get("bidirectional", False) else 1)
+    lstm = spec["type"] == "LSTM"
+    state_shape = [rows, batch, spec["hidden"]]
+    out_shape = list(shape[:2]) + [spec["hidden"] * (2 if spec.get("bidirectional") else 1)]
+    arrays = {"x": rng.standard_normal(shape).astype(np.float32),
+              "dy": rng.standard_normal(out_shape).astype(np.float32),
+              "dhn": rng.standard_normal(state_shape).astype(np.float32)}
+    if lstm:
+        arrays["dcn"] = rng.standard_normal(state_shape).astype(np.float32)
+    if spec.get("states", False):
+        arrays["h0"] = rng.standard_normal(state_shape).astype(np.float32)
+        if lstm:
+            arrays["c0"] = rng.standard_normal(state_shape).astype(np.float32)
+    lengths = None
+    if spec.get("lengths", False):
+        lengths = rng.integers(1, seq + 1, size=batch)
+        lengths[rng.integers(0, batch)] = seq
+        arrays["lengths"] = lengths.astype(np.float32)
+    failure = run_harness(harness, directory, case, arrays)
+    if failure:
+        return False, [failure]
+    unsupported = os.path.join(directory, "unsupported.txt")
+    if os.path.exists(unsupported):
+        with open(unsupported) as text:
+            return True, [f"not run: the backend has no rnn op ({text.read().strip()})"]
+    module = torch_layer(spec)
+    ok, messages = check_tree(directory, module)
+    if ok is None:
+        return False, messages
+    module.load_state_dict(load_state(directory, "init.", module))
+    module = module.double().train()
+    x = torch.from_numpy(arrays["x"]).double().requires_grad_()
+    leaves = [x]
+    hx = None
+    if "h0" in arrays:
+        h0 = torch.from_numpy(arrays["h0"]).double().requires_grad_()
+        leaves.append(h0)
+        hx = h0
+        if lstm:
+            c0 = torch.from_numpy(arrays["c0"]).double().requires_grad_()
+            leaves.append(c0)
+            hx = (h0, c0)
+
+    def run(module, x, hx):
+        if lengths is None:
+            out, state = module(x, hx)
+        else:
+            packed = nn.utils.rnn.pack_padded_sequence(x, torch.from_numpy(lengths),
+                                                       batch_first=batch_first,
+                                                       enforce_sorted=False)
+            out, state = module(packed, hx)
+            out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=batch_first,
+                                                      total_length=seq)
+        return [out] + (list(state) if lstm else [state])
+
+    outputs = run(module, x, hx)
+    seeds = [torch.from_numpy(arrays[k]).double() for k in ("dy", "dhn", "dcn") if k in arrays]
+    params = list(module.named_parameters())
+    grads = torch.autograd.grad(outputs, leaves + [p for _, p in params], seeds)
+    names = ["dx"] + (["dh0"] if "h0" in arrays else []) + (["dc0"] if "c0" in arrays else [])
+    checks = [("out", outputs[0]), ("hn", outputs[1])] + ([("cn", outputs[2])] if lstm else [])
+    checks += list(zip(names, grads[:len(leaves)]))
+    checks += [("grad." + key, g) for (key, _), g in zip(params, grads[len(leaves):])]
+    for role, want in checks:
+        want = want.detach().numpy()
+        got = np.load(os.path.join(directory, role + ".npy")).reshape(want.shape)
+        good, message = compare(role, got, want, bound_of(want, 1e-5, 1e-5))
+        ok &= good
+        if not good or role in ("out", "dx"):
+            messages.append(message)
+    # The checkpoint: dnnx's state_dict as safetensors, into a fresh torch module.
+    fresh = torch_layer(spec)
+    fresh.load_state_dict(read_safetensors(os.path.join(directory, "state.safetensors")))
+    fresh = fresh.double().train()
+    with torch.no_grad():
+        again = run(fresh, x.detach(), None if hx is None else
+                    (tuple(h.detach() for h in hx) if lstm else hx.detach()))
+    if not torch.equal(again[0], outputs[0].detach()):
+        ok = False
+        messages.append("the safetensors checkpoint loaded into torch computes another output")
+    else:
+        messages.append("safetensors checkpoint loads into torch")
+    return ok, messages
+
+
 def bound_of(want, rtol=RTOL, floor=FLOOR):
     scale = float(np.abs(want).max()) if want.size else 0.0
     return rtol * np.abs(want) + floor * scale
@@ -311,18 +469,9 @@ def run_one(harness, case, name, directory, rng):
     torch.manual_seed(0)
     build = fashion_cnn if case["model"] == "fashion" else small_resnet
     model = build(shape[1], case["classes"])
-    messages = []
-    ok = True
-    with open(os.path.join(directory, "repr.txt")) as text:
-        got = text.read()
-    if got != repr(model):
-        ok = False
-        messages.append(f"repr differs:\n--- dnnx\n{got}\n--- torch\n{model!r}")
-    with open(os.path.join(directory, "keys.txt")) as text:
-        keys = text.read().split()
-    if keys != list(model.state_dict().keys()):
-        return False, messages + [f"state_dict keys differ: dnnx {keys}, torch "
-                                  f"{list(model.state_dict().keys())}"]
+    ok, messages = check_tree(directory, model)
+    if ok is None:
+        return False, messages
     model.load_state_dict(load_state(directory, "init.", model))
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=case["lr"], momentum=case["momentum"])
@@ -384,6 +533,8 @@ def run_one(harness, case, name, directory, rng):
 
 
 def run_any(harness, case, name, directory, rng):
+    if "layer" in case and case["layer"]["type"] in ("RNN", "LSTM", "GRU"):
+        return run_recurrent(harness, case, name, directory, rng)
     return (run_layer if "layer" in case else run_one)(harness, case, name, directory, rng)
 
 

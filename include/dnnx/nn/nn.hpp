@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// dnnx::nn in one include: modules, layers, containers, the loss, optimizers, model builders,
-/// report and convert.
+/// dnnx::nn in one include: modules, layers, recurrent layers, containers, the loss, optimizers,
+/// model builders, report and convert.
 
 #include <dnnx/nn/containers.hpp>
 #include <dnnx/nn/layers.hpp>
@@ -9,4 +9,5 @@
 #include <dnnx/nn/models.hpp>
 #include <dnnx/nn/module.hpp>
 #include <dnnx/nn/optim.hpp>
+#include <dnnx/nn/rnn.hpp>
 #include <dnnx/nn/tools.hpp>
