@@ -13,8 +13,8 @@ The shape suite (bench/shapes/*.txt: 1-, 2- and 3-D layers, groups, dilation; No
 lines] in bench/shapes/shapes_file.hpp) runs one file after the other, every layer of each
 (--tag all), at each file's own training batch (its batch=N line) unless --batch is given:
 
-  python3 bench/compare_gpu.py --suite [--files mobilenetv2,deeplabv3] [--max-layers 4]
-      [--budget-s 300] [--dry-run]
+  python3 bench/compare_gpu.py --suite [--files mobilenetv2,deeplabv3] [--tag dw]
+      [--max-layers 4] [--budget-s 300] [--dry-run]
 
 Per layer and direction it reports dnnx's and PyTorch's ms, their ratio, dnnx's chosen candidate
 and dnnx's search time (listing + plan builds + timing, seconds); per file and config the totals,
@@ -343,7 +343,7 @@ def run_suite(args):
     paths = suite_files(args.files.split(",") if args.files else None)
     files = []
     for path in paths:
-        shapes, file_batch = read_shapes_file(path, "all")
+        shapes, file_batch = read_shapes_file(path, args.tag)
         if args.max_layers:
             shapes = shapes[:args.max_layers]
         files.append((path, shapes, args.batch or file_batch or 64))
@@ -364,7 +364,7 @@ def run_suite(args):
             if budget <= 0:
                 print(f"\n## {os.path.basename(path)}: skipped (budget of {args.budget_s} s spent)")
                 continue
-        records = run_dnnx(args, shapes_path=path, tag="all", budget_s=budget)
+        records = run_dnnx(args, shapes_path=path, tag=args.tag, budget_s=budget)
         suite = next((r for r in records if r["kind"] == "suite"), {})
         batch = int(suite.get("batch", batch))
         ran = {r["case"] for r in records if r["kind"] == "case"}
@@ -401,8 +401,9 @@ def main():
     parser.add_argument("--bench", default=os.path.join(HERE, "..", "build", "bench",
                                                         "cudnn_conv_bench"))
     parser.add_argument("--shapes", default=os.path.join(HERE, "shapes", "resnet50.txt"))
-    parser.add_argument("--tag", default="bench",
-                        help="layers carrying this tag ('all': every layer)")
+    parser.add_argument("--tag", default=None,
+                        help="layers carrying this tag ('all': every layer; default: bench, and "
+                             "all for --suite)")
     parser.add_argument("--batch", type=int, default=None,
                         help="batch (default: the shapes file's batch=N line, else 64)")
     parser.add_argument("--configs", default="f16_nhwc,f32_nchw")
@@ -426,8 +427,11 @@ def main():
                         help="suite: list the layers and their descs; needs no GPU")
     args = parser.parse_args()
     args.configs = args.configs.split(",")
+    suite = args.suite or args.files or args.dry_run
+    if args.tag is None:
+        args.tag = "all" if suite else "bench"
     try:
-        if args.suite or args.files or args.dry_run:
+        if suite:
             run_suite(args)
             return
         shapes, file_batch = read_shapes_file(args.shapes, args.tag)

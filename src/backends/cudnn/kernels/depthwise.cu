@@ -8,8 +8,9 @@
 //   output channel pack (channels_last, consecutive threads along the channels), summing its
 //   window in the order D, H, W of the kernel in f32.
 // - bwd_data: a gather, one thread per input element (or channel pack), summing over the
-//   multiplier's output channels and then the kernel positions (D, H, W) whose window holds it;
-//   each diff_src element is written once: no atomics, deterministic.
+//   multiplier's output channels and then the outputs (D, H, W) whose window holds it (Note
+//   [depthwise backward data]); each diff_src element is written once: no atomics,
+//   deterministic.
 // - bwd_weights: each weight is a sum over N and every output position. A block owns one output
 //   channel (channels_first: 256 threads along the positions) or 32 channels (channels_last: 32
 //   lanes along the channels x 8 rows along the positions), a chunk of up to 16 kernel positions
@@ -62,6 +63,7 @@ constexpr std::int64_t max_kernel_volume = std::int64_t{1} << 19;
 // The shape as the kernels read it.
 struct Geo {
   int in[3], out[3], k[3], s[3], p[3], d[3];
+  int ext[3];    // (k - 1) * d + 1: a window's extent
   int channels;  // C
   int mult;      // M
   int outc;      // O = C * M
@@ -81,6 +83,7 @@ Geo geo_of(const DepthwiseShape& shape) {
     g.s[i] = shape.stride[i];
     g.p[i] = shape.pad_before[i];
     g.d[i] = shape.dilation[i];
+    g.ext[i] = (shape.kernel[i] - 1) * shape.dilation[i] + 1;
   }
   g.channels = static_cast<int>(shape.channels);
   g.mult = static_cast<int>(shape.multiplier);
@@ -210,6 +213,36 @@ __global__ void __launch_bounds__(block_threads)
 
 // ---- backward data ------------------------------------------------------------------------------
 
+// Note [depthwise backward data]
+// Input position x (shifted by the front padding: x + pad) lies in the window of output o when
+// o * stride <= x + pad <= o * stride + extent - 1 (extent = (kernel - 1) * dilation + 1), at
+// kernel position (x + pad - o * stride) / dilation when that divides. The gather walks these
+// outputs, first..last per dim (at most ceil(extent / stride)), rather than every kernel position:
+// two divisions per dim instead of one per kernel position, by a stride that is mostly 1 or 2
+// (shifts), and a dilation division only where the dilation is not 1.
+
+// x / s for x >= 0 (stride 1 and 2 without a division).
+__device__ __forceinline__ int divide(int x, int s) { return s == 1 ? x : s == 2 ? x >> 1 : x / s; }
+
+struct Outputs {
+  int first, last;  // inclusive; empty when first > last
+};
+
+__device__ __forceinline__ Outputs outputs_of(int shifted, int extent, int stride, int out) {
+  Outputs r;
+  r.first = shifted < extent ? 0 : divide(shifted - extent, stride) + 1;
+  r.last = min(out - 1, divide(shifted, stride));
+  return r;
+}
+
+// The kernel position at `offset` (0 <= offset < extent) from a window's start, or -1 when the
+// offset falls between two positions of a dilated window.
+__device__ __forceinline__ int position_of(int offset, int dilation) {
+  if (dilation == 1) return offset;
+  const int k = offset / dilation;
+  return k * dilation == offset ? k : -1;
+}
+
 template <typename T, int V, bool CL, int KH, int KW>
 __global__ void __launch_bounds__(block_threads)
     bwd_data_kernel(Geo g, const T* __restrict__ dd, const T* __restrict__ w, T* __restrict__ ds) {
@@ -234,12 +267,15 @@ __global__ void __launch_bounds__(block_threads)
     id = t % g.in[0];
     c = t / g.in[0];
   }
-  const int kd_n = KH > 0 ? 1 : g.k[0];
   const int kh_n = KH > 0 ? KH : g.k[1];
   const int kw_n = KW > 0 ? KW : g.k[2];
+  // The outputs whose windows hold this element, per dim (Note [depthwise backward data]).
   const int d0 = id + g.p[0];
   const int h0 = ih + g.p[1];
   const int w0 = iw + g.p[2];
+  const Outputs rd = outputs_of(d0, g.ext[0], g.s[0], g.out[0]);
+  const Outputs rh = outputs_of(h0, g.ext[1], g.s[1], g.out[1]);
+  const Outputs rw = outputs_of(w0, g.ext[2], g.s[2], g.out[2]);
   const int in_offset = CL ? idx * V : idx;
   for (std::int64_t n = blockIdx.y; n < g.batch; n += gridDim.y) {
     const T* grad = dd + n * g.dst_sample;
@@ -250,25 +286,16 @@ __global__ void __launch_bounds__(block_threads)
       const int o = c * g.mult + m;  // V > 1 only with multiplier 1
       const T* weights = w + static_cast<std::int64_t>(o) * g.kvol;
       const int channel_offset = CL ? o : o * g.out_plane;
-      for (int kd = 0; kd < kd_n; ++kd) {
-        // Output od's window holds this element at kd when od * stride + kd * dilation = d0.
-        const int td = d0 - kd * g.d[0];
-        if (td < 0) break;  // smaller for every later kd
-        const int od = td / g.s[0];
-        if (od * g.s[0] != td || od >= g.out[0]) continue;
-#pragma unroll
-        for (int kh = 0; kh < kh_n; ++kh) {
-          const int th = h0 - kh * g.d[1];
-          if (th < 0) break;
-          const int oh = th / g.s[1];
-          if (oh * g.s[1] != th || oh >= g.out[1]) continue;
+      for (int od = rd.first; od <= rd.last; ++od) {
+        const int kd = position_of(d0 - od * g.s[0], g.d[0]);
+        if (kd < 0) continue;
+        for (int oh = rh.first; oh <= rh.last; ++oh) {
+          const int kh = position_of(h0 - oh * g.s[1], g.d[1]);
+          if (kh < 0) continue;
           const int row = (od * g.out[1] + oh) * g.out[2];
-#pragma unroll
-          for (int kw = 0; kw < kw_n; ++kw) {
-            const int tw = w0 - kw * g.d[2];
-            if (tw < 0) break;
-            const int ow = tw / g.s[2];
-            if (ow * g.s[2] != tw || ow >= g.out[2]) continue;
+          for (int ow = rw.first; ow <= rw.last; ++ow) {
+            const int kw = position_of(w0 - ow * g.s[2], g.d[2]);
+            if (kw < 0) continue;
             const int k = (kd * kh_n + kh) * kw_n + kw;
             if (CL) {
               const Pack<T, V> x = *reinterpret_cast<const Pack<T, V>*>(
