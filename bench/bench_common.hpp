@@ -118,13 +118,17 @@ inline std::vector<std::int64_t> parse_dims(std::string_view text, std::size_t r
 
 }  // namespace detail
 
-/// Reads a shape file: `name CxHxW OxC/gxKHxKW stride pad count [tags...]` per line, '#' comments.
-/// Throws std::runtime_error naming the file, the line and the bad field.
+/// Reads a shape file: `name CxHxW OxC/gxKHxKW stride pad count [options] [tags...]` per line,
+/// '#' comments (Note [shapes file lines]). These benchmarks run 2-D layers with one stride and pad
+/// and no dilation: a 1-D or 3-D layer, a per-dim list or a dilation other than 1 is an error
+/// naming the line, like every malformed field; `batch=N` lines are skipped (the batch is
+/// --batch). Throws std::runtime_error naming the file, the line and the bad field.
 inline std::vector<ConvShape> read_shapes(const std::string& path) {
   const auto lines = shapes::read_lines(path);
   if (!lines) throw std::runtime_error("cannot open shape file '" + path + "' (--shapes)");
   std::vector<ConvShape> shapes;
   for (const shapes::Line& line : *lines) {
+    if (shapes::is_directive(line)) continue;
     const std::vector<std::string>& tokens = line.fields;
     const std::string where = path + ":" + std::to_string(line.number);
     if (tokens.size() < 6) {
@@ -135,6 +139,17 @@ inline std::vector<ConvShape> read_shapes(const std::string& path) {
     }
     ConvShape shape;
     shape.name = tokens[0];
+    shapes::LayerOptions options;
+    if (const std::string error = shapes::parse_options(tokens, 6, options); !error.empty())
+      throw std::runtime_error(where + ": " + error);
+    for (const std::int64_t d : options.dilation) {
+      if (d != 1)
+        throw std::runtime_error(where + ": dilation " + std::to_string(d) +
+                                 " is not supported by this benchmark (2-D, dilation 1)");
+    }
+    if (detail::split(tokens[1], 'x').size() != 3)
+      throw std::runtime_error(where + ": src '" + tokens[1] +
+                               "' is not CxHxW: this benchmark runs 2-D layers only");
     const auto src = detail::parse_dims(tokens[1], 3, where, "src (CxHxW)");
     const auto weights = detail::parse_dims(tokens[2], 4, where, "weights (OxCgxKHxKW)");
     shape.in_channels = src[0];
@@ -147,12 +162,17 @@ inline std::vector<ConvShape> read_shapes(const std::string& path) {
     shape.stride = detail::parse_positive(tokens[3], where, "stride");
     shape.pad = detail::parse_positive(tokens[4], where, "pad", 0);
     shape.count = detail::parse_positive(tokens[5], where, "count");
-    shape.tags.assign(tokens.begin() + 6, tokens.end());
+    shape.tags = options.tags;
     if (shape.in_channels % shape.group_channels != 0 || shape.out_channels % shape.groups() != 0) {
       throw std::runtime_error(
           where + ": weights' C/groups " + std::to_string(shape.group_channels) +
           " must divide src C " + std::to_string(shape.in_channels) +
           " and give a group count dividing O " + std::to_string(shape.out_channels));
+    }
+    if (options.groups != 0 && options.groups != shape.groups()) {
+      throw std::runtime_error(
+          where + ": groups=" + std::to_string(options.groups) +
+          " disagrees with src C / weights' C/groups = " + std::to_string(shape.groups()));
     }
     if (shape.out_height() < 1 || shape.out_width() < 1) {
       throw std::runtime_error(where + ": kernel " + tokens[2] + " is larger than the padded " +

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""dnnx's cudnn backend vs PyTorch (cudnn.benchmark=True) on the benchmark ResNet-50 shapes.
+"""dnnx's cudnn backend vs PyTorch (cudnn.benchmark=True) on shapes files (ResNet-50 by default).
 
 Runs build/bench/cudnn_conv_bench (exhaustive selection per layer and direction), then PyTorch on
 the same cases in the same run, timed the same way (Note [gpu timing method] in
@@ -8,6 +8,18 @@ to PyTorch's first-call cost, and the host overhead per call. TF32 is off on bot
 
   python3 bench/compare_gpu.py --bench build/bench/cudnn_conv_bench [--batch 64]
       [--configs f16_nhwc,f32_nchw] [--json results.json] [--dnnx-results bench_output.jsonl]
+
+The shape suite (bench/shapes/*.txt: 1-, 2- and 3-D layers, groups, dilation; Note [shapes file
+lines] in bench/shapes/shapes_file.hpp) runs one file after the other, every layer of each
+(--tag all), at each file's own training batch (its batch=N line) unless --batch is given:
+
+  python3 bench/compare_gpu.py --suite [--files mobilenetv2,deeplabv3] [--tag dw]
+      [--max-layers 4] [--budget-s 300] [--dry-run]
+
+Per layer and direction it reports dnnx's and PyTorch's ms, their ratio, dnnx's chosen candidate
+and dnnx's search time (listing + plan builds + timing, seconds); per file and config the totals,
+the worst row and the median and worst search time. --dry-run lists the layers and their descs
+without a GPU, PyTorch or the benchmark binary.
 """
 
 import argparse
@@ -22,30 +34,134 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DIRECTIONS = ("fwd", "bwd_data", "bwd_weights")
 
 
-def read_shapes(path, tag):
-    shapes = []
+class ShapesError(ValueError):
+    """A malformed shapes file: the message names the file and the line."""
+
+
+def _int_list(text, minimum, rank, where, what):
+    """A stride/pad/dilation field: one integer for every dim or one per dim."""
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise ShapesError(f"{where}: {what} '{text}' must be an integer or a comma-separated list")
+    if any(v < minimum for v in values):
+        raise ShapesError(f"{where}: {what} '{text}' must be >= {minimum}")
+    if len(values) == 1:
+        return values * rank
+    if len(values) != rank:
+        raise ShapesError(f"{where}: {what} '{text}' needs 1 or {rank} entries")
+    return values
+
+
+def read_shapes_file(path, tag):
+    """(layers, default batch or None) of a shapes file (Note [shapes file lines]); `tag` "all"
+    or "" keeps every layer. Raises ShapesError naming the line for every malformed field."""
+    shapes, batch = [], None
     with open(path) as f:
-        for line in f:
-            line = line.split("#", 1)[0].split()
-            if not line:
+        for number, raw in enumerate(f, 1):
+            fields = raw.split("#", 1)[0].split()
+            if not fields:
                 continue
-            name, src, weights, stride, pad, _count, *tags = line
-            c, h, w = (int(v) for v in src.split("x"))
-            o, cg, kh, kw = (int(v) for v in weights.split("x"))
-            if tag and tag not in tags:
+            where = f"{path}:{number}"
+            if len(fields) == 1 and "=" in fields[0]:
+                key, _, value = fields[0].partition("=")
+                if key != "batch" or not value.isdigit() or int(value) < 1:
+                    raise ShapesError(f"{where}: bad directive '{fields[0]}' (known: batch=N)")
+                batch = int(value)
                 continue
-            shapes.append(dict(name=name, c=c, h=h, w=w, o=o, cg=cg, kh=kh, kw=kw,
-                               stride=int(stride), pad=int(pad)))
-    return shapes
+            if len(fields) < 6:
+                raise ShapesError(f"{where}: expected 'name src weights stride pad count "
+                                  f"[options] [tags]', got {len(fields)} fields")
+            name, src, weights, stride, pad, count, *rest = fields
+            try:
+                src = [int(v) for v in src.split("x")]
+                weights = [int(v) for v in weights.split("x")]
+                count = int(count)
+            except ValueError:
+                raise ShapesError(f"{where}: src '{fields[1]}', weights '{fields[2]}' or count "
+                                  f"'{fields[5]}' is not made of integers")
+            if not 2 <= len(src) <= 4 or len(weights) != len(src) + 1 or min(src + weights) < 1:
+                raise ShapesError(f"{where}: src '{fields[1]}' must be C x 1-3 spatial sizes and "
+                                  f"weights '{fields[2]}' O x C/groups x as many kernel sizes")
+            rank = len(src) - 1
+            groups = src[0] // weights[1] if src[0] % weights[1] == 0 else 0
+            if groups == 0 or weights[0] % groups != 0:
+                raise ShapesError(f"{where}: weights' C/groups {weights[1]} must divide C "
+                                  f"{src[0]} and the groups must divide O {weights[0]}")
+            dilation, tags = [1] * rank, []
+            for field in rest:
+                if "=" not in field:
+                    tags.append(field)
+                    continue
+                key, _, value = field.partition("=")
+                if key == "groups":
+                    if not value.isdigit() or int(value) != groups:
+                        raise ShapesError(f"{where}: groups={value} disagrees with C / "
+                                          f"weights' C/groups = {groups}")
+                elif key == "dilation":
+                    dilation = _int_list(value, 1, rank, where, "dilation")
+                else:
+                    raise ShapesError(f"{where}: unknown option '{field}' (known: groups=N, "
+                                      f"dilation=D)")
+            layer = dict(name=name, c=src[0], spatial=src[1:], o=weights[0], cg=weights[1],
+                         kernel=weights[2:], stride=_int_list(stride, 1, rank, where, "stride"),
+                         pad=_int_list(pad, 0, rank, where, "pad"), dilation=dilation,
+                         groups=groups, count=count, tags=tags)
+            out = output_size(layer)
+            if min(out) < 1:
+                raise ShapesError(f"{where}: the kernel does not fit the padded input")
+            if not tag or tag == "all" or tag in tags:
+                shapes.append(layer)
+    return shapes, batch
 
 
-def run_dnnx(args, results_file=None):
+def read_shapes(path, tag):
+    return read_shapes_file(path, tag)[0]
+
+
+def output_size(s):
+    return [(i + 2 * p - d * (k - 1) - 1) // st + 1 for i, p, d, k, st in
+            zip(s["spatial"], s["pad"], s["dilation"], s["kernel"], s["stride"])]
+
+
+def describe(s, batch):
+    dims = "x".join(str(v) for v in [batch, s["c"]] + s["spatial"])
+    w = "x".join(str(v) for v in [s["o"], s["cg"]] + s["kernel"])
+    join = lambda v: ",".join(str(x) for x in v)  # noqa: E731
+    return (f"{dims} * {w} s{join(s['stride'])} p{join(s['pad'])} d{join(s['dilation'])} "
+            f"g{s['groups']}")
+
+
+def suite_files(names):
+    """Paths of the suite's files: every bench/shapes/*.txt but resnet50 (run by default), or the
+    named ones (a name or a path)."""
+    folder = os.path.join(HERE, "shapes")
+    if not names:
+        return sorted(os.path.join(folder, f) for f in os.listdir(folder)
+                      if f.endswith(".txt") and f != "resnet50.txt")
+    paths = []
+    for name in names:
+        path = name if os.path.sep in name or name.endswith(".txt") else os.path.join(
+            folder, name + ".txt")
+        if not os.path.isfile(path):
+            raise ShapesError(f"--files: no shapes file '{name}' ({path})")
+        paths.append(path)
+    return paths
+
+
+def run_dnnx(args, results_file=None, shapes_path=None, tag=None, budget_s=None):
     if results_file:
         with open(results_file) as f:
             return [json.loads(line) for line in f if line.startswith("{")]
-    cmd = [args.bench, "--shapes", args.shapes, "--batch", str(args.batch),
+    cmd = [args.bench, "--shapes", shapes_path or args.shapes, "--tag", tag or args.tag,
            "--configs", ",".join(args.configs), "--loop", str(args.loop),
            "--calls", str(args.calls)]
+    if args.batch:
+        cmd += ["--batch", str(args.batch)]
+    if args.max_layers:
+        cmd += ["--max-layers", str(args.max_layers)]
+    if budget_s:
+        cmd += ["--budget-s", f"{budget_s:.1f}"]
     print("$", " ".join(cmd), flush=True)
     start = time.time()
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -55,9 +171,10 @@ def run_dnnx(args, results_file=None):
     return records
 
 
-def run_torch(args, shapes):
+def run_torch(args, shapes, batch, wanted=None):
+    """PyTorch on `shapes` at `batch`, timed like the C++ bench; `wanted` (a set of
+    layer/direction/config keys) limits it to the cases dnnx ran."""
     import torch
-    import torch.nn.functional as F
 
     torch.backends.cudnn.enabled = True
     torch.backends.cudnn.benchmark = True
@@ -70,32 +187,41 @@ def run_torch(args, shapes):
     for config in args.configs:
         dtype = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[
             config.split("_")[0]]
-        fmt = torch.channels_last if config.endswith("nhwc") else torch.contiguous_format
         for s in shapes:
-            groups = s["c"] // s["cg"]
-            x = torch.empty(args.batch, s["c"], s["h"], s["w"], device=dev, dtype=dtype)
+            keys = [f"{s['name']}/{d}/{config}" for d in DIRECTIONS]
+            if wanted is not None and not any(k in wanted for k in keys):
+                continue
+            rank = len(s["spatial"])
+            fmt = torch.contiguous_format
+            if config.endswith("nhwc") and rank == 2:
+                fmt = torch.channels_last
+            elif config.endswith("nhwc") and rank == 3:
+                fmt = torch.channels_last_3d
+            # 1-D tensors have one layout: channels_last 1-D runs as channels-first in PyTorch.
+            x = torch.empty(batch, s["c"], *s["spatial"], device=dev, dtype=dtype)
             x.uniform_(-1, 1)
             x = x.contiguous(memory_format=fmt)
-            w = torch.empty(s["o"], s["cg"], s["kh"], s["kw"], device=dev, dtype=dtype)
+            w = torch.empty(s["o"], s["cg"], *s["kernel"], device=dev, dtype=dtype)
             w.uniform_(-1, 1)
             w = w.contiguous(memory_format=fmt)
-            stride, pad = [s["stride"]] * 2, [s["pad"]] * 2
-            # dy's shape from arithmetic: running conv2d here would let the forward's search
-            # happen before its first call is timed.
-            oh = (s["h"] + 2 * s["pad"] - s["kh"]) // s["stride"] + 1
-            ow = (s["w"] + 2 * s["pad"] - s["kw"]) // s["stride"] + 1
-            dy = torch.empty(args.batch, s["o"], oh, ow, device=dev, dtype=dtype)
+            stride, pad, dilation, groups = s["stride"], s["pad"], s["dilation"], s["groups"]
+            # dy's shape from arithmetic: running the forward here would let its search happen
+            # before its first call is timed.
+            dy = torch.empty(batch, s["o"], *output_size(s), device=dev, dtype=dtype)
             dy.uniform_(-1, 1)
             dy = dy.contiguous(memory_format=fmt)
 
             def make(direction):
                 if direction == "fwd":
-                    return lambda: F.conv2d(x, w, None, stride, pad, 1, groups)
+                    return lambda: torch.ops.aten.convolution(x, w, None, stride, pad, dilation,
+                                                              False, [0] * rank, groups)
                 mask = [direction == "bwd_data", direction == "bwd_weights", False]
                 return lambda: torch.ops.aten.convolution_backward(
-                    dy, x, w, None, stride, pad, [1, 1], False, [0, 0], groups, mask)
+                    dy, x, w, None, stride, pad, dilation, False, [0] * rank, groups, mask)
 
             for direction in DIRECTIONS:
+                if wanted is not None and f"{s['name']}/{direction}/{config}" not in wanted:
+                    continue
                 fn = make(direction)
                 # The first call of a new shape runs cudnn.benchmark's search.
                 torch.cuda.synchronize()
@@ -129,17 +255,144 @@ def run_torch(args, shapes):
     x = torch.randn(1, 8, 8, 8, device=dev)
     w = torch.randn(8, 8, 3, 3, device=dev)
     for _ in range(200):
-        F.conv2d(x, w, None, 1, 1)
+        torch.nn.functional.conv2d(x, w, None, 1, 1)
     torch.cuda.synchronize()
     per_call = []
     for _ in range(30):
         t0 = time.perf_counter()
         for _ in range(100):
-            F.conv2d(x, w, None, 1, 1)
+            torch.nn.functional.conv2d(x, w, None, 1, 1)
         per_call.append((time.perf_counter() - t0) * 1e6 / 100)
         torch.cuda.synchronize()
     info["host_us_per_call_fwd"] = statistics.median(per_call)
     return results, info
+
+
+def search_s(record):
+    """dnnx's search time for a case: listing + plan builds + timing (seconds)."""
+    if "search_s" in record:
+        return record["search_s"]
+    return record["first_call_ms"] / 1e3  # older bench output: the whole first call
+
+
+def print_tables(args, shapes, records, torch_results, batch):
+    """The per-config tables; returns a summary per config."""
+    cases = {r["case"]: r for r in records if r["kind"] == "case"}
+    summaries = {}
+    for config in args.configs:
+        print(f"### {config} (kernel-bound ms per call; per-call ms = synchronous wall time)\n")
+        print("| layer | dir | dnnx kernel | torch kernel | dnnx/torch | dnnx call "
+              "| torch call | dnnx search s | torch 1st call s | dnnx choice | speedup vs heuristic |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        tot_d = tot_t = tot_dc = tot_tc = tot_tune = tot_first = 0.0
+        worst, worst_row, searches = 0.0, "", []
+        for s in shapes:
+            for direction in DIRECTIONS:
+                key = f"{s['name']}/{direction}/{config}"
+                d, t = cases.get(key), torch_results.get(key)
+                if d is None or t is None:
+                    print(f"| {s['name']} | {direction} | missing | | | | | | | | |")
+                    continue
+                ratio = d["kernel_ms"] / t["kernel_ms"]
+                if ratio > worst:
+                    worst, worst_row = ratio, f"{s['name']} {direction}"
+                search = search_s(d)
+                searches.append((search, f"{s['name']} {direction}"))
+                tot_d += d["kernel_ms"]
+                tot_t += t["kernel_ms"]
+                tot_dc += d["call_ms"]
+                tot_tc += t["call_ms"]
+                tot_tune += search
+                tot_first += t["first_call_ms"] / 1e3
+                print(f"| {s['name']} | {direction} | {d['kernel_ms']:.3f} "
+                      f"| {t['kernel_ms']:.3f} | {ratio:.2f} | {d['call_ms']:.3f} "
+                      f"| {t['call_ms']:.3f} "
+                      f"| {search:.2f} | {t['first_call_ms'] / 1e3:.2f} "
+                      f"| `{d['algo']}` | {d['heuristic_kernel_ms'] / d['kernel_ms']:.2f} |")
+        if tot_t > 0:
+            print(f"| **total** | | **{tot_d:.3f}** | **{tot_t:.3f}** "
+                  f"| **{tot_d / tot_t:.2f}** | {tot_dc:.3f} | {tot_tc:.3f} "
+                  f"| {tot_tune:.1f} | {tot_first:.1f} | "
+                  f"worst layer {worst:.2f} | |\n")
+            slowest = max(searches)
+            median = statistics.median(v for v, _ in searches)
+            print(f"worst row: {worst_row} ({worst:.2f}x PyTorch); search time per "
+                  f"layer-direction: median {median:.2f} s, worst {slowest[0]:.2f} s "
+                  f"({slowest[1]})\n")
+            summaries[config] = dict(dnnx_ms=tot_d, torch_ms=tot_t, ratio=tot_d / tot_t,
+                                     worst_ratio=worst, worst_row=worst_row,
+                                     search_total_s=tot_tune, search_median_s=median,
+                                     search_worst_s=slowest[0], search_worst_row=slowest[1],
+                                     rows=len(searches), batch=batch)
+    return summaries
+
+
+def print_overhead(records, torch_info):
+    overhead = [r for r in records if r["kind"] == "overhead"]
+    print("Host overhead per conv call (tiny 1x8x8x8 conv, batches of 100 calls, no sync):")
+    for r in overhead:
+        print(f"  dnnx {r['direction']}: {r['host_us_per_call']:.2f} us host through the op layer "
+              f"({r['algo']}; its plan's execute() alone {r['plan_execute_us']:.2f} us; "
+              f"{r['legacy_algo']} {r['legacy_host_us_per_call']:.2f} us; "
+              f"GPU {r['gpu_us_per_call']:.2f} us/call)")
+    print(f"  torch fwd: {torch_info['host_us_per_call_fwd']:.2f} us host")
+
+
+def run_suite(args):
+    """Every file of the suite, one after the other (see the module's docstring)."""
+    paths = suite_files(args.files.split(",") if args.files else None)
+    files = []
+    for path in paths:
+        shapes, file_batch = read_shapes_file(path, args.tag)
+        if args.max_layers:
+            shapes = shapes[:args.max_layers]
+        files.append((path, shapes, args.batch or file_batch or 64))
+    if args.dry_run:
+        for path, shapes, batch in files:
+            print(f"## {os.path.basename(path)}: {len(shapes)} layers at batch {batch}")
+            for s in shapes:
+                print(f"  {s['name']:28} {describe(s, batch)}  x{s['count']}")
+        print(f"{sum(len(s) for _, s, _ in files)} layers, "
+              f"{3 * len(args.configs) * sum(len(s) for _, s, _ in files)} layer-direction-configs")
+        return
+    start = time.time()
+    results = []
+    for path, shapes, batch in files:
+        budget = None
+        if args.budget_s:
+            budget = args.budget_s - (time.time() - start)
+            if budget <= 0:
+                print(f"\n## {os.path.basename(path)}: skipped (budget of {args.budget_s} s spent)")
+                continue
+        records = run_dnnx(args, shapes_path=path, tag=args.tag, budget_s=budget)
+        suite = next((r for r in records if r["kind"] == "suite"), {})
+        batch = int(suite.get("batch", batch))
+        ran = {r["case"] for r in records if r["kind"] == "case"}
+        torch_results, torch_info = run_torch(args, shapes, batch, wanted=ran)
+        device = next((r for r in records if r["kind"] == "device"), {})
+        print(f"\n## {os.path.basename(path)}: batch {batch}, {len(shapes)} layers\n")
+        print(f"GPU: {torch_info['gpu']}; dnnx: {device.get('fingerprint', '?')}; "
+              f"PyTorch {torch_info['torch']} (cuDNN {torch_info['cudnn']}), "
+              f"cudnn.benchmark=True, TF32 off\n")
+        for r in records:
+            if r["kind"] == "budget":
+                print(f"budget: {int(r['skipped'])} layer-configs left out: {r['left_out']}\n")
+        summaries = print_tables(args, shapes, records, torch_results, batch)
+        results.append(dict(file=os.path.basename(path), batch=batch, dnnx=records,
+                            torch=torch_results, torch_info=torch_info, summary=summaries))
+    print("\n## Suite summary\n")
+    print("| file | config | batch | dnnx ms | torch ms | dnnx/torch | worst row | "
+          "median search s | worst search s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        for config, m in r["summary"].items():
+            print(f"| {r['file']} | {config} | {m['batch']} | {m['dnnx_ms']:.3f} "
+                  f"| {m['torch_ms']:.3f} | {m['ratio']:.2f} | {m['worst_row']} "
+                  f"({m['worst_ratio']:.2f}) | {m['search_median_s']:.2f} "
+                  f"| {m['search_worst_s']:.2f} ({m['search_worst_row']}) |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
 
 
 def main():
@@ -148,8 +401,11 @@ def main():
     parser.add_argument("--bench", default=os.path.join(HERE, "..", "build", "bench",
                                                         "cudnn_conv_bench"))
     parser.add_argument("--shapes", default=os.path.join(HERE, "shapes", "resnet50.txt"))
-    parser.add_argument("--tag", default="bench")
-    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--tag", default=None,
+                        help="layers carrying this tag ('all': every layer; default: bench, and "
+                             "all for --suite)")
+    parser.add_argument("--batch", type=int, default=None,
+                        help="batch (default: the shapes file's batch=N line, else 64)")
     parser.add_argument("--configs", default="f16_nhwc,f32_nchw")
     parser.add_argument("--loop", type=int, default=50)
     parser.add_argument("--calls", type=int, default=20)
@@ -158,9 +414,30 @@ def main():
                         help="read cudnn_conv_bench's output from this file instead of running "
                              "it; several files, comma-separated, give one set of tables each "
                              "against the same PyTorch run")
+    parser.add_argument("--suite", action="store_true",
+                        help="run the shape suite: every bench/shapes/*.txt but resnet50, or "
+                             "--files")
+    parser.add_argument("--files", help="suite files, comma-separated: names in bench/shapes "
+                                        "(mobilenetv2) or paths")
+    parser.add_argument("--max-layers", type=int, default=0,
+                        help="only the first N layers of each file")
+    parser.add_argument("--budget-s", type=float, default=0,
+                        help="suite: start no new layer (dnnx) or file after this many seconds")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="suite: list the layers and their descs; needs no GPU")
     args = parser.parse_args()
     args.configs = args.configs.split(",")
-    shapes = read_shapes(args.shapes, args.tag)
+    suite = args.suite or args.files or args.dry_run
+    if args.tag is None:
+        args.tag = "all" if suite else "bench"
+    try:
+        if suite:
+            run_suite(args)
+            return
+        shapes, file_batch = read_shapes_file(args.shapes, args.tag)
+    except ShapesError as error:
+        sys.exit(f"compare_gpu.py: {error}")
+    batch = args.batch or file_batch or 64
 
     torch_results, torch_info = None, None
     runs = args.dnnx_results.split(",") if args.dnnx_results else [None]
@@ -169,56 +446,16 @@ def main():
         records = run_dnnx(args, results_file)
         all_records.append(records)
         if torch_results is None:
-            torch_results, torch_info = run_torch(args, shapes)
+            torch_results, torch_info = run_torch(args, shapes, batch)
         if results_file:
             print(f"\n## dnnx results: {results_file}")
         device = next((r for r in records if r["kind"] == "device"), {})
-        overhead = [r for r in records if r["kind"] == "overhead"]
-        cases = {r["case"]: r for r in records if r["kind"] == "case"}
 
         print(f"\nGPU: {torch_info['gpu']}; dnnx: {device.get('fingerprint', '?')}; "
               f"PyTorch {torch_info['torch']} (cuDNN {torch_info['cudnn']}), "
-              f"cudnn.benchmark=True, TF32 off; batch {args.batch}\n")
-        for config in args.configs:
-            print(f"### {config} (kernel-bound ms per call; per-call ms = synchronous wall time)\n")
-            print("| layer | dir | dnnx kernel | torch kernel | dnnx/torch | dnnx call "
-                  "| torch call | dnnx search s | torch 1st call s | dnnx choice | speedup vs heuristic |")
-            print("|---|---|---|---|---|---|---|---|---|---|---|")
-            tot_d = tot_t = tot_dc = tot_tc = tot_tune = tot_first = 0.0
-            worst = 0.0
-            for s in shapes:
-                for direction in DIRECTIONS:
-                    key = f"{s['name']}/{direction}/{config}"
-                    d, t = cases.get(key), torch_results.get(key)
-                    if d is None or t is None:
-                        print(f"| {s['name']} | {direction} | missing | | | | | | | | |")
-                        continue
-                    ratio = d["kernel_ms"] / t["kernel_ms"]
-                    worst = max(worst, ratio)
-                    tot_d += d["kernel_ms"]
-                    tot_t += t["kernel_ms"]
-                    tot_dc += d["call_ms"]
-                    tot_tc += t["call_ms"]
-                    tot_tune += d["first_call_ms"] / 1e3
-                    tot_first += t["first_call_ms"] / 1e3
-                    first_s = d["first_call_ms"] / 1e3  # includes listing (list_ms)
-                    print(f"| {s['name']} | {direction} | {d['kernel_ms']:.3f} "
-                          f"| {t['kernel_ms']:.3f} | {ratio:.2f} | {d['call_ms']:.3f} "
-                          f"| {t['call_ms']:.3f} "
-                          f"| {first_s:.2f} | {t['first_call_ms'] / 1e3:.2f} "
-                          f"| `{d['algo']}` | {d['heuristic_kernel_ms'] / d['kernel_ms']:.2f} |")
-            if tot_t > 0:
-                print(f"| **total** | | **{tot_d:.3f}** | **{tot_t:.3f}** "
-                      f"| **{tot_d / tot_t:.2f}** | {tot_dc:.3f} | {tot_tc:.3f} "
-                      f"| {tot_tune:.1f} | {tot_first:.1f} | "
-                      f"worst layer {worst:.2f} | |\n")
-    print("Host overhead per conv call (tiny 1x8x8x8 conv, batches of 100 calls, no sync):")
-    for r in overhead:
-        print(f"  dnnx {r['direction']}: {r['host_us_per_call']:.2f} us host through the op layer "
-              f"({r['algo']}; its plan's execute() alone {r['plan_execute_us']:.2f} us; "
-              f"{r['legacy_algo']} {r['legacy_host_us_per_call']:.2f} us; "
-              f"GPU {r['gpu_us_per_call']:.2f} us/call)")
-    print(f"  torch fwd: {torch_info['host_us_per_call_fwd']:.2f} us host")
+              f"cudnn.benchmark=True, TF32 off; batch {batch}\n")
+        print_tables(args, shapes, records, torch_results, batch)
+    print_overhead(all_records[-1], torch_info)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(dnnx=records if len(all_records) == 1 else all_records,

@@ -42,6 +42,7 @@
 #include <limits>
 #include <memory>
 #include <random>
+#include <span>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -52,55 +53,103 @@ namespace {
 using namespace dnnx;
 using Clock = std::chrono::steady_clock;
 
+// One layer of a shapes file (Note [shapes file lines]): 1-, 2- or 3-D, groups, dilation.
 struct Shape {
   std::string name;
-  std::int64_t c = 0, h = 0, w = 0, o = 0, cg = 0, kh = 0, kw = 0, stride = 1, pad = 0;
+  std::vector<std::int64_t> src;      // C x spatial
+  std::vector<std::int64_t> weights;  // O x C/groups x kernel
+  std::vector<std::int64_t> stride, pad, dilation{1};
+  std::int64_t groups = 1;
   std::vector<std::string> tags;
+
+  ConvDesc desc(std::int64_t batch, DType dtype, Layout layout) const {
+    std::vector<std::int64_t> dims{batch};
+    dims.insert(dims.end(), src.begin(), src.end());
+    return ConvDesc::from_shapes(Dims(std::span<const std::int64_t>(dims)),
+                                 Dims(std::span<const std::int64_t>(weights)), stride, pad,
+                                 dilation, groups, dtype, layout);
+  }
 };
 
+// The sizes of a `CxHxW`-style field, or an empty list when one is not an integer >= 1.
 std::vector<std::int64_t> split_dims(const std::string& text) {
   std::vector<std::int64_t> values;
   std::stringstream in(text);
   std::string part;
-  while (std::getline(in, part, 'x')) values.push_back(std::stoll(part));
+  while (std::getline(in, part, 'x')) {
+    const auto value = shapes::parse_int(part, 1);
+    if (!value) return {};
+    values.push_back(*value);
+  }
   return values;
 }
 
-// Whether all of `text` is an integer, then stored in `value`.
-bool parse_integer(const std::string& text, std::int64_t& value) {
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  return error == std::errc() && end == text.data() + text.size();
-}
+struct ShapesFile {
+  std::vector<Shape> shapes;
+  std::int64_t batch = 0;  // the file's `batch=N`; 0 when absent
+};
 
-// `name CxHxW OxC/gxKHxKW stride pad count [tags...]` per line (Note [shapes file lines]).
-std::vector<Shape> read_shapes(const std::string& path, const std::string& tag) {
+// `name src weights stride pad count [options] [tags...]` per line, `batch=N` directives (Note
+// [shapes file lines]); layers carrying `tag` ("all" or "": every layer). Every layer's desc is
+// validated at batch 1, so a bad field is an error naming its line before anything runs.
+ShapesFile read_shapes(const std::string& path, const std::string& tag) {
   const auto lines = shapes::read_lines(path);
   if (!lines) throw std::runtime_error("cannot read shape file " + path);
-  std::vector<Shape> shapes;
+  ShapesFile file;
+  if (const std::string error = shapes::parse_directives(*lines, file.batch); !error.empty())
+    throw std::runtime_error(path + ": " + error);
   for (const shapes::Line& line : *lines) {
+    if (shapes::is_directive(line)) continue;
     const std::vector<std::string>& fields = line.fields;
     const std::string where = path + ":" + std::to_string(line.number);
-    std::int64_t stride = 0, pad = 0, count = 0;
-    if (fields.size() < 6 || !parse_integer(fields[3], stride) || !parse_integer(fields[4], pad) ||
-        !parse_integer(fields[5], count))
-      throw std::runtime_error(where + ": malformed line");
+    if (fields.size() < 6)
+      throw std::runtime_error(where +
+                               ": expected 'name src weights stride pad count [options] "
+                               "[tags]', got " +
+                               std::to_string(fields.size()) + " fields");
     Shape s;
     s.name = fields[0];
-    const auto a = split_dims(fields[1]), b = split_dims(fields[2]);
-    if (a.size() != 3 || b.size() != 4) throw std::runtime_error(where + ": bad dims");
-    s.c = a[0], s.h = a[1], s.w = a[2], s.o = b[0], s.cg = b[1], s.kh = b[2], s.kw = b[3];
-    s.stride = stride, s.pad = pad;
-    s.tags.assign(fields.begin() + 6, fields.end());
-    if (tag.empty() || std::find(s.tags.begin(), s.tags.end(), tag) != s.tags.end())
-      shapes.push_back(s);
+    s.src = split_dims(fields[1]);
+    s.weights = split_dims(fields[2]);
+    if (s.src.size() < 2 || s.src.size() > 4 || s.weights.size() != s.src.size() + 1)
+      throw std::runtime_error(where + ": src '" + fields[1] + "' must be C x 1 to 3 spatial " +
+                               "sizes and weights '" + fields[2] +
+                               "' O x C/groups x as many kernel sizes (integers >= 1)");
+    const auto stride = shapes::parse_int_list(fields[3], 1);
+    const auto pad = shapes::parse_int_list(fields[4], 0);
+    if (!stride || !pad || !shapes::parse_int(fields[5], 1))
+      throw std::runtime_error(where + ": stride '" + fields[3] + "', pad '" + fields[4] +
+                               "' (integers or comma-separated lists) or count '" + fields[5] +
+                               "' (an integer >= 1) is malformed");
+    s.stride = *stride;
+    s.pad = *pad;
+    shapes::LayerOptions options;
+    if (const std::string error = shapes::parse_options(fields, 6, options); !error.empty())
+      throw std::runtime_error(where + ": " + error);
+    s.groups = s.src[0] % s.weights[1] == 0 ? s.src[0] / s.weights[1] : 1;
+    if (options.groups != 0 && options.groups != s.groups)
+      throw std::runtime_error(
+          where + ": groups=" + std::to_string(options.groups) +
+          " disagrees with src C / weights' C/groups = " + std::to_string(s.groups));
+    if (!options.dilation.empty()) s.dilation = options.dilation;
+    s.tags = options.tags;
+    try {
+      s.desc(1, DType::f32, Layout::channels_first);
+    } catch (const std::exception& error) {
+      throw std::runtime_error(where + ": layer '" + s.name + "': " + error.what());
+    }
+    if (tag.empty() || tag == "all" || std::find(s.tags.begin(), s.tags.end(), tag) != s.tags.end())
+      file.shapes.push_back(s);
   }
-  return shapes;
+  return file;
 }
 
 struct Options {
   std::string shapes = DNNX_BENCH_DEFAULT_SHAPES;
   std::string tag = "bench";
-  std::int64_t batch = 64;
+  std::int64_t batch = 0;  // 0: the shapes file's batch=N, else 64
+  int max_layers = 0;      // 0: every layer the tag selects
+  double budget_s = 0;     // 0: no budget; else no new layer starts after this many seconds
   std::vector<std::string> configs{"f16_nhwc", "f32_nchw"};
   int loop = 50;
   int calls = 20;
@@ -122,6 +171,10 @@ Options parse(int argc, char** argv) {
       o.tag = value();
     else if (arg == "--batch")
       o.batch = std::stoll(value());
+    else if (arg == "--max-layers")
+      o.max_layers = std::stoi(value());
+    else if (arg == "--budget-s")
+      o.budget_s = std::stod(value());
     else if (arg == "--configs") {
       o.configs.clear();
       std::stringstream in(value());
@@ -135,15 +188,27 @@ Options parse(int argc, char** argv) {
     else if (arg == "--study")
       o.study = true;
     else if (arg == "--help") {
-      std::cout << "cudnn_conv_bench [--shapes FILE] [--tag bench] [--batch 64]\n"
-                   "  [--configs f16_nhwc,f32_nchw] [--loop 50] [--calls 20] [--overhead-only]\n"
-                   "  [--study]  (every candidate on the full problem and on a slice, no selection)\n";
+      std::cout
+          << "cudnn_conv_bench [--shapes FILE] [--tag bench|all] [--batch N]\n"
+             "  [--configs f16_nhwc,f32_nchw] [--loop 50] [--calls 20] [--overhead-only]\n"
+             "  [--max-layers N]  (the first N layers the tag selects)\n"
+             "  [--budget-s S]    (no new layer starts after S seconds; a 'budget' record\n"
+             "                     names what was left out)\n"
+             "  --batch defaults to the shapes file's batch=N line, else 64\n"
+             "  [--study]  (every candidate on the full problem and on a slice, no selection)\n";
       std::exit(0);
     } else {
       throw std::runtime_error("unknown argument '" + arg + "' (see --help)");
     }
   }
   return o;
+}
+
+// The desc in one line for the report ("128x96x112x112 * 96x1x3x3 s2 p1 d1 g96").
+std::string detail_desc(const ConvDesc& desc) {
+  std::ostringstream out;
+  out << desc;
+  return out.str();
 }
 
 Tensor device_random(const Dims& dims, DType dtype, Layout layout, Context& context,
@@ -467,6 +532,8 @@ void host_overhead(std::ostream& out) {
 
 int main(int argc, char** argv) try {
   const Options options = parse(argc, argv);
+  // The shapes file first: a bad field is reported before any GPU work.
+  const ShapesFile file = read_shapes(options.shapes, options.tag);
   std::cout << std::setprecision(6);
   {
     Context probe(BackendKind::cudnn);
@@ -479,7 +546,20 @@ int main(int argc, char** argv) try {
   }
   if (!options.study) host_overhead(std::cout);
   if (options.overhead_only) return 0;
-  const std::vector<Shape> shapes = read_shapes(options.shapes, options.tag);
+  std::vector<Shape> shapes = file.shapes;
+  if (options.max_layers > 0 && shapes.size() > static_cast<std::size_t>(options.max_layers))
+    shapes.resize(static_cast<std::size_t>(options.max_layers));
+  const std::int64_t batch = options.batch > 0 ? options.batch : (file.batch > 0 ? file.batch : 64);
+  std::cout << JsonLine()
+                   .add("kind", "suite")
+                   .add("shapes", options.shapes)
+                   .add("batch", static_cast<double>(batch))
+                   .add("layers", static_cast<double>(shapes.size()))
+                   .add("file_layers", static_cast<double>(file.shapes.size()))
+                   .str()
+            << std::endl;
+  const auto suite_start = Clock::now();
+  std::vector<std::string> skipped;  // layer/config pairs the budget left out
   for (const std::string& config : options.configs) {
     const DType dtype = config.rfind("f16", 0) == 0    ? DType::f16
                         : config.rfind("bf16", 0) == 0 ? DType::bf16
@@ -487,9 +567,11 @@ int main(int argc, char** argv) try {
     const Layout layout =
         config.find("nhwc") != std::string::npos ? Layout::channels_last : Layout::channels_first;
     for (const Shape& s : shapes) {
-      const ConvDesc desc =
-          ConvDesc::from_shapes(Dims{options.batch, s.c, s.h, s.w}, Dims{s.o, s.cg, s.kh, s.kw},
-                                {s.stride}, {s.pad}, {1}, s.c / s.cg, dtype, layout);
+      if (options.budget_s > 0 && ms_since(suite_start) > options.budget_s * 1e3) {
+        skipped.push_back(s.name + "/" + config);
+        continue;
+      }
+      const ConvDesc desc = s.desc(batch, dtype, layout);
       for (Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
         // A fresh context and cache per case: the first call pays the whole search.
         Context context(BackendKind::cudnn);
@@ -515,6 +597,9 @@ int main(int argc, char** argv) try {
         const auto choice = call(context, desc, direction, t);
         detail::state_of(context).backend().synchronize();
         const double first_call_ms = ms_since(start);
+        // The search alone: the listing plus the selection's own wall time (plan builds and
+        // the timing of every candidate), without the chosen candidate's first run.
+        const double search_ms = list_ms + choice->tuning_ms;
         const double kernel = kernel_ms(context, desc, direction, t, options.loop);
         const double per_call = per_call_ms(context, desc, direction, t, options.calls);
         // The heuristic pick (no timing), for the speedup of the search.
@@ -527,9 +612,12 @@ int main(int argc, char** argv) try {
                          .add("layer", s.name)
                          .add("direction", direction_name)
                          .add("config", config)
+                         .add("desc", detail_desc(desc))
+                         .add("batch", static_cast<double>(batch))
                          .add("kernel_ms", kernel)
                          .add("call_ms", per_call)
                          .add("first_call_ms", first_call_ms)
+                         .add("search_s", search_ms / 1e3)
                          .add("list_ms", list_ms)
                          .add("tuning_ms", choice->tuning_ms)
                          .add("candidates_timed", choice->candidates_timed)
@@ -544,6 +632,17 @@ int main(int argc, char** argv) try {
                   << std::endl;
       }
     }
+  }
+  if (!skipped.empty()) {
+    std::string left_out;
+    for (const std::string& name : skipped) left_out += (left_out.empty() ? "" : ",") + name;
+    std::cout << JsonLine()
+                     .add("kind", "budget")
+                     .add("budget_s", options.budget_s)
+                     .add("skipped", static_cast<double>(skipped.size()))
+                     .add("left_out", left_out)
+                     .str()
+              << std::endl;
   }
   return 0;
 } catch (const std::exception& error) {

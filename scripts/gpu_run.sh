@@ -11,7 +11,16 @@
 # and python/tests run with PYTHON's CUDA torch, through scripts/gpu_python.sh: pytest.log,
 # pytest.xml), resnet50 (bench/torch_resnet50.py: converted torchvision ResNet-50 training steps
 # against PyTorch; torch_resnet50.md / .json; needs the python part first, whose package it
-# imports), or all of them (the default).
+# imports), shapes (the convolution shape suite, bench/shapes/*.txt, through compare_gpu.py
+# --suite: shapes.md / shapes.json; not part of all, it runs for as long as it is given), or all
+# of them (the default).
+#
+# The shapes part is sized by the environment: SHAPES_FILES (comma-separated names in bench/shapes,
+# default mobilenetv2), SHAPES_MAX_LAYERS (the first N layers of each file; default 0: all),
+# SHAPES_BUDGET_S (no new layer or file starts after this many seconds; default 300),
+# SHAPES_TAG (only the layers with this tag, e.g. dw; default all) and SHAPES_CONFIGS (default
+# f16_nhwc,f32_nchw). E.g. a few minutes of GPU time:
+#   SHAPES_FILES=mobilenetv2,deeplabv3 SHAPES_MAX_LAYERS=6 bash scripts/gpu_run.sh build out shapes
 #
 # OUT receives few files (the device tool brings back at most eight): gpu.txt (the GPU, then the
 # benchmarks' stderr), tests.log (every test binary's output, one after the other), tests-xml.tar
@@ -30,6 +39,7 @@ build=${1:?usage: gpu_run.sh BUILD OUT [tests,bench,matmul,optim,rnn|all]}
 out=${2:?usage: gpu_run.sh BUILD OUT [tests,bench,matmul,optim,rnn|all]}
 what=${3:-all}
 wants() { [[ ,$what, == *,$1,* || $what == all ]]; }
+wants_only() { [[ ,$what, == *,$1,* ]]; }  # parts that `all` leaves out
 python=${PYTHON:-python3}
 mkdir -p "$out"
 status=0
@@ -99,6 +109,27 @@ if wants rnn && [[ -x $build/bench/rnn_bench ]]; then
   env -u LD_LIBRARY_PATH "$python" bench/compare_rnn.py --bench "$build/bench/rnn_bench" \
     --bench-library-path "${LD_LIBRARY_PATH:-}" --json "$out/rnn.json" > "$out/rnn.md" 2>> "$out/gpu.txt" || status=1
   cat "$out/rnn.md"
+fi
+
+if wants_only shapes; then
+  if [[ -x $build/bench/cudnn_conv_bench ]]; then
+    echo "== shape suite: ${SHAPES_FILES:-mobilenetv2} (max layers ${SHAPES_MAX_LAYERS:-0}, budget ${SHAPES_BUDGET_S:-300} s)"
+    # The benchmark runs with the build's cuDNN (LD_LIBRARY_PATH), PyTorch with its own.
+    bench_env=$(mktemp)
+    printf '#!/usr/bin/env bash\nLD_LIBRARY_PATH=%q exec %q "$@"\n' "${LD_LIBRARY_PATH:-}" \
+      "$(cd "$build/bench" && pwd)/cudnn_conv_bench" > "$bench_env"
+    chmod +x "$bench_env"
+    env -u LD_LIBRARY_PATH "$python" bench/compare_gpu.py --suite --bench "$bench_env" \
+      --files "${SHAPES_FILES:-mobilenetv2}" --max-layers "${SHAPES_MAX_LAYERS:-0}" \
+      --budget-s "${SHAPES_BUDGET_S:-300}" --configs "${SHAPES_CONFIGS:-f16_nhwc,f32_nchw}" \
+      --tag "${SHAPES_TAG:-all}" \
+      --json "$out/shapes.json" > "$out/shapes.md" 2>> "$out/gpu.txt" || status=1
+    rm -f "$bench_env"
+    sed -n '/## Suite summary/,$p' "$out/shapes.md"
+  else
+    echo "gpu_run.sh: shapes needs $build/bench/cudnn_conv_bench" >&2
+    status=1
+  fi
 fi
 
 if wants python; then

@@ -4,3 +4,8 @@ add_executable(cudnn_conv_test ${CMAKE_CURRENT_LIST_DIR}/cudnn_conv_test.cpp)
 target_link_libraries(cudnn_conv_test PRIVATE GTest::gtest_main dnnx_internal dnnx_test_support
                                               CUDA::cudart)
 gtest_discover_tests(cudnn_conv_test PROPERTIES LABELS "gpu" TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
+add_executable(cudnn_conv_depthwise_test ${CMAKE_CURRENT_LIST_DIR}/cudnn_conv_depthwise_test.cpp)
+target_link_libraries(cudnn_conv_depthwise_test PRIVATE GTest::gtest_main dnnx_internal
+                                                        dnnx_test_support CUDA::cudart)
+gtest_discover_tests(cudnn_conv_depthwise_test PROPERTIES LABELS "gpu" TIMEOUT 1200
+                     DISCOVERY_TIMEOUT 60)

@@ -355,6 +355,11 @@ TEST(CudnnConv, ListsLegacyAndEngineCandidates) {
           EXPECT_FALSE(info.supported) << info.id;
           EXPECT_NE(info.reason.find("TF32"), std::string::npos) << info.reason;
         }
+      } else if (info.id.rfind("cudnn:kernel:depthwise:", 0) == 0) {
+        // dnnx's depthwise kernels (cudnn_conv_depthwise_test): this desc is not depthwise.
+        EXPECT_FALSE(info.supported) << info.id;
+        EXPECT_NE(info.reason.find("not a depthwise convolution"), std::string::npos)
+            << info.reason;
       } else {
         EXPECT_EQ(info.id.rfind("cudnn:engine:", 0), 0u) << info.id;
         ++engines;
@@ -612,7 +617,9 @@ TEST(CudnnConv, EveryCandidateMatchesTheReference) {
       for (const AlgoInfo& info : conv_list(context, desc, direction)) {
         if (!info.supported) {
           ++unsupported;
-          ++unsupported_by_kind[info.id.rfind("cudnn:legacy:", 0) == 0 ? "legacy" : "engine"];
+          ++unsupported_by_kind[info.id.rfind("cudnn:legacy:", 0) == 0   ? "legacy"
+                                : info.id.rfind("cudnn:kernel:", 0) == 0 ? "kernel"
+                                                                         : "engine"];
           continue;
         }
         const std::string where = test::conv_context(desc, direction, info.id);
@@ -642,7 +649,8 @@ TEST(CudnnConv, EveryCandidateMatchesTheReference) {
   }
   std::cout << "[ cudnn    ] " << checked << " candidate runs matched the reference; "
             << unsupported << " unsupported listings (legacy " << unsupported_by_kind["legacy"]
-            << ", engine " << unsupported_by_kind["engine"] << ")\n";
+            << ", engine " << unsupported_by_kind["engine"] << ", kernel "
+            << unsupported_by_kind["kernel"] << ")\n";
 }
 
 TEST(CudnnConv, BiasMatchesTheReference) {

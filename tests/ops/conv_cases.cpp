@@ -74,7 +74,8 @@ struct NamedShape {
 std::vector<NamedShape> edge_shapes() {
   return {
       {"1d_basic", Shape(2, 3, 4, {17}, {3}).pad({1})},
-      {"1d_stride2_dilation2_asym_pad", Shape(2, 4, 6, {23}, {5}).stride({2}).dilation({2}).pad2({3}, {1})},
+      {"1d_stride2_dilation2_asym_pad",
+       Shape(2, 4, 6, {23}, {5}).stride({2}).dilation({2}).pad2({3}, {1})},
       {"1d_groups3", Shape(2, 6, 9, {11}, {3}).groups(3).pad2({1}, {0})},
       {"1d_depthwise_even_kernel", Shape(1, 5, 5, {16}, {4}).groups(5).pad2({2}, {1})},
       {"2d_basic", Shape(2, 3, 4, {8, 8}, {3, 3}).pad({1})},
@@ -86,6 +87,8 @@ std::vector<NamedShape> edge_shapes() {
       {"2d_depthwise", Shape(2, 8, 8, {10, 10}, {3, 3}).groups(8).pad({1})},
       {"2d_depthwise_stride2", Shape(1, 16, 16, {11, 11}, {3, 3}).groups(16).stride({2}).pad({1})},
       {"2d_depthwise_multiplier2", Shape(2, 4, 8, {9, 9}, {3, 3}).groups(4).pad({1})},
+      {"2d_depthwise_5x5_dilation2_asym_pad",
+       Shape(2, 6, 6, {13, 12}, {5, 5}).groups(6).stride({2}).dilation({2}).pad2({4, 3}, {2, 4})},
       {"2d_batch1", Shape(1, 5, 3, {13, 7}, {3, 3})},
       {"2d_pointwise", Shape(2, 16, 8, {6, 6}, {1, 1})},
       {"2d_pointwise_stride2", Shape(2, 8, 16, {9, 9}, {1, 1}).stride({2})},
@@ -101,8 +104,10 @@ std::vector<NamedShape> edge_shapes() {
       {"2d_channels64", Shape(2, 64, 64, {8, 8}, {3, 3}).pad({1})},
       {"2d_channel_tails", Shape(2, 17, 33, {7, 9}, {3, 3}).pad({1})},
       {"3d_basic", Shape(2, 3, 4, {5, 6, 7}, {3, 3, 3}).pad({1})},
-      {"3d_stride_dilation_asym_pad",
-       Shape(2, 4, 4, {7, 8, 9}, {2, 3, 3}).stride({2, 1, 2}).dilation({1, 2, 1}).pad2({1, 0, 2}, {0, 2, 1})},
+      {"3d_stride_dilation_asym_pad", Shape(2, 4, 4, {7, 8, 9}, {2, 3, 3})
+                                          .stride({2, 1, 2})
+                                          .dilation({1, 2, 1})
+                                          .pad2({1, 0, 2}, {0, 2, 1})},
       {"3d_depthwise", Shape(1, 6, 6, {5, 5, 5}, {3, 3, 3}).groups(6).pad({1})},
       {"3d_groups2_batch1", Shape(1, 4, 6, {4, 6, 5}, {1, 3, 3}).groups(2).pad({0, 1, 1})},
       {"3d_pointwise", Shape(2, 8, 16, {4, 5, 6}, {1, 1, 1})},
@@ -197,16 +202,19 @@ std::vector<ConvCase> conv_random_cases(std::uint64_t seed, int count, double ma
   return cases;
 }
 
-std::vector<ConvShape> read_conv_shapes(const std::string& path) {
+ConvShapesFile read_conv_shapes_file(const std::string& path) {
   const auto lines = shapes::read_lines(path);
   if (!lines) throw std::runtime_error(path + ": cannot open the shapes file");
-  std::vector<ConvShape> shapes;
+  ConvShapesFile file;
+  if (const std::string error = shapes::parse_directives(*lines, file.batch); !error.empty())
+    throw std::runtime_error(path + ": " + error);
   for (const shapes::Line& text : *lines) {
+    if (shapes::is_directive(text)) continue;
     const std::vector<std::string>& tokens = text.fields;
     const int line = text.number;
-    if (tokens.size() != 6 && tokens.size() != 7) {
+    if (tokens.size() < 6) {
       throw shapes_error(path, line,
-                         "expected 'name src weights stride pad count [bench]', got " +
+                         "expected 'name src weights stride pad count [options] [tags]', got " +
                              std::to_string(tokens.size()) + " fields");
     }
     ConvShape shape;
@@ -214,36 +222,68 @@ std::vector<ConvShape> read_conv_shapes(const std::string& path) {
     try {
       shape.src = Dims::parse(tokens[1], "src");
       shape.weights = Dims::parse(tokens[2], "weights");
-      shape.stride = std::stoll(tokens[3]);
-      shape.pad = std::stoll(tokens[4]);
       shape.count = std::stoi(tokens[5]);
     } catch (const std::exception& error) {
       throw shapes_error(path, line, std::string("malformed layer '") + tokens[0] + "': " +
                                          error.what());
     }
-    if (shape.src.rank() != shape.weights.rank() - 1) {
+    const auto stride = shapes::parse_int_list(tokens[3], 1);
+    const auto pad = shapes::parse_int_list(tokens[4], 0);
+    if (!stride || !pad) {
+      throw shapes_error(path, line,
+                         "malformed layer '" + tokens[0] + "': stride '" + tokens[3] +
+                             "' and pad '" + tokens[4] +
+                             "' must be integers or comma-separated lists");
+    }
+    shape.stride = *stride;
+    shape.pad = *pad;
+    if (shape.src.rank() < 2 || shape.src.rank() > 4 ||
+        shape.src.rank() != shape.weights.rank() - 1) {
       throw shapes_error(path, line, "src " + shape.src.to_string() + " (C x spatial) and weights " +
                                          shape.weights.to_string() +
                                          " (O x C x kernel) disagree in rank");
     }
-    if (tokens.size() == 7) {
-      if (tokens[6] != "bench") {
-        throw shapes_error(path, line, "7th field must be 'bench', got '" + tokens[6] + "'");
-      }
-      shape.bench = true;
+    shapes::LayerOptions options;
+    if (const std::string error = shapes::parse_options(tokens, 6, options); !error.empty())
+      throw shapes_error(path, line, "layer '" + tokens[0] + "': " + error);
+    const std::int64_t per_group = shape.weights[1];
+    shape.groups = per_group > 0 && shape.src[0] % per_group == 0 ? shape.src[0] / per_group : 1;
+    if (options.groups != 0 && options.groups != shape.groups) {
+      throw shapes_error(path, line,
+                         "layer '" + tokens[0] + "': groups=" + std::to_string(options.groups) +
+                             " disagrees with src C " + std::to_string(shape.src[0]) +
+                             " / weights' C/groups " + std::to_string(per_group));
     }
-    shapes.push_back(shape);
+    if (!options.dilation.empty()) shape.dilation = options.dilation;
+    shape.tags = options.tags;
+    shape.bench = std::find(shape.tags.begin(), shape.tags.end(), "bench") != shape.tags.end();
+    try {
+      desc_of(shape, 1);
+    } catch (const std::exception& error) {
+      throw shapes_error(path, line, "layer '" + tokens[0] + "': " + error.what());
+    }
+    file.layers.push_back(shape);
   }
-  return shapes;
+  return file;
+}
+
+std::vector<ConvShape> read_conv_shapes(const std::string& path) {
+  return read_conv_shapes_file(path).layers;
 }
 
 std::string resnet50_shapes_path() { return DNNX_RESNET50_SHAPES; }
+
+std::string shapes_dir() {
+  const std::string path = resnet50_shapes_path();
+  return path.substr(0, path.find_last_of('/'));
+}
 
 ConvDesc desc_of(const ConvShape& shape, std::int64_t batch, DType dtype, Layout layout) {
   std::vector<std::int64_t> src{batch};
   src.insert(src.end(), shape.src.begin(), shape.src.end());
   return ConvDesc::from_shapes(Dims(std::span<const std::int64_t>(src)), shape.weights,
-                               {shape.stride}, {shape.pad}, {1}, 1, dtype, layout);
+                               shape.stride, shape.pad, shape.dilation, shape.groups, dtype,
+                               layout);
 }
 
 std::vector<ConvCase> conv_resnet50_cases(std::int64_t batch, double max_macs) {

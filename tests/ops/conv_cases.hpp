@@ -30,25 +30,41 @@ std::vector<ConvCase> conv_edge_cases();
 /// padding per side, random dtype and layout, at most `max_macs` multiply-accumulates each.
 std::vector<ConvCase> conv_random_cases(std::uint64_t seed, int count, double max_macs = 1.5e6);
 
-/// One line of a shapes file such as bench/shapes/resnet50.txt.
+/// One line of a shapes file such as bench/shapes/resnet50.txt (Note [shapes file lines]).
 struct ConvShape {
   std::string name;     ///< layer name, e.g. "l1.conv3x3"
-  Dims src;             ///< C x H x W (batch left out)
-  Dims weights;         ///< O x C/groups x KH x KW
-  std::int64_t stride = 1;
-  std::int64_t pad = 0;
+  Dims src;             ///< C x spatial (batch left out): C x W, C x H x W or C x D x H x W
+  Dims weights;         ///< O x C/groups x kernel
+  std::vector<std::int64_t> stride{1};    ///< one entry, or one per spatial dim
+  std::vector<std::int64_t> pad{0};       ///< one entry, or one per spatial dim (symmetric)
+  std::vector<std::int64_t> dilation{1};  ///< one entry, or one per spatial dim
+  std::int64_t groups = 1;                ///< C / weights' C/groups (the groups= option must agree)
   int count = 1;        ///< times the shape occurs in the network
-  bool bench = false;   ///< one of the benchmark shapes
+  bool bench = false;   ///< one of the benchmark shapes (tag "bench")
+  std::vector<std::string> tags;  ///< every tag of the line, "bench" included
 };
 
-/// Parses a shapes file ('#' comments; name src weights stride pad count [bench]); throws
-/// std::runtime_error naming the file, line and field on malformed input.
+/// A shapes file: its layers and its default batch (the `batch=N` line; 0 when absent).
+struct ConvShapesFile {
+  std::vector<ConvShape> layers;
+  std::int64_t batch = 0;
+};
+
+/// Parses a shapes file ('#' comments; name src weights stride pad count [options] [tags]); throws
+/// std::runtime_error naming the file, line and field on malformed input, including a layer
+/// whose desc would not validate.
+ConvShapesFile read_conv_shapes_file(const std::string& path);
+
+/// The layers of read_conv_shapes_file(path).
 std::vector<ConvShape> read_conv_shapes(const std::string& path);
 
 /// bench/shapes/resnet50.txt of this source tree.
 std::string resnet50_shapes_path();
 
-/// The desc of `shape` at `batch` (groups 1, symmetric padding).
+/// The bench/shapes folder of this source tree (every suite file: *.txt).
+std::string shapes_dir();
+
+/// The desc of `shape` at `batch` (its groups and dilation, symmetric padding).
 ConvDesc desc_of(const ConvShape& shape, std::int64_t batch, DType dtype = DType::f32,
                  Layout layout = Layout::channels_first);
 

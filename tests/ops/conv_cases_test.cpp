@@ -3,11 +3,12 @@
 // shapes file the benchmarks share, and the test helpers the parity suite relies on.
 
 #include "ops/conv_cases.hpp"
+
+#include <dnnx/dnnx.hpp>
+
 #include "support/compare.hpp"
 #include "support/npy.hpp"
 #include "support/random.hpp"
-
-#include <dnnx/dnnx.hpp>
 
 #include <gtest/gtest.h>
 
@@ -16,6 +17,7 @@
 #include <filesystem>
 #include <functional>
 #include <limits>
+#include <map>
 #include <set>
 
 namespace dnnx::test {
@@ -147,6 +149,92 @@ TEST(ConvCases, MalformedShapesFileNamesTheLine) {
   } catch (const std::runtime_error& error) {
     EXPECT_NE(std::string(error.what()).find(":3:"), std::string::npos) << error.what();
     EXPECT_NE(std::string(error.what()).find("bad"), std::string::npos) << error.what();
+  }
+  std::remove(path.c_str());
+}
+
+// Every file of the shape suite reads (Note [shapes file lines]): its default batch, valid descs,
+// and the features each file is there for.
+TEST(ConvCases, ShapeSuiteFilesRead) {
+  std::map<std::string, ConvShapesFile> files;
+  for (const auto& entry : std::filesystem::directory_iterator(shapes_dir())) {
+    if (entry.path().extension() != ".txt") continue;
+    SCOPED_TRACE(entry.path().string());
+    ConvShapesFile file = read_conv_shapes_file(entry.path().string());
+    EXPECT_FALSE(file.layers.empty());
+    if (entry.path().filename() != "resnet50.txt") {
+      EXPECT_GT(file.batch, 0) << "no batch=N line";
+    }
+    files.emplace(entry.path().stem().string(), std::move(file));
+  }
+  auto any = [&](const std::string& name, const std::function<bool(const ConvDesc&)>& has) {
+    const auto found = files.find(name);
+    if (found == files.end()) return false;
+    for (const ConvShape& shape : found->second.layers) {
+      if (has(desc_of(shape, 1))) return true;
+    }
+    return false;
+  };
+  auto depthwise = [](const ConvDesc& d) { return d.groups > 1 && d.groups == d.in_channels; };
+  EXPECT_TRUE(any("mobilenetv2", depthwise));
+  EXPECT_TRUE(any("efficientnet_b0",
+                  [](const ConvDesc& d) { return d.groups == d.in_channels && d.kernel[0] == 5; }));
+  EXPECT_TRUE(any("deeplabv3", [](const ConvDesc& d) { return d.dilation[0] == 36; }));
+  EXPECT_TRUE(any("resnext50_32x4d", [](const ConvDesc& d) { return d.groups == 32; }));
+  EXPECT_TRUE(any("r2plus1d_18", [](const ConvDesc& d) {
+    return d.spatial_dims == 3 && d.stride[0] == 2 && d.stride[1] == 1;
+  }));
+  EXPECT_TRUE(any("c3d", [](const ConvDesc& d) { return d.spatial_dims == 3; }));
+  EXPECT_TRUE(any("unet", [](const ConvDesc& d) { return d.input[0] == 572; }));
+  EXPECT_TRUE(any("odd_sizes", [](const ConvDesc& d) {
+    return d.spatial_dims == 2 && d.kernel[0] == 1 && d.kernel[1] == 7 && d.pad_before[1] == 3;
+  }));
+  EXPECT_TRUE(any("odd_sizes", [](const ConvDesc& d) { return d.spatial_dims == 1; }));
+  EXPECT_EQ(files.at("mobilenetv2").batch, 128);
+}
+
+TEST(ConvCases, ShapesFileOptionsAndDirectives) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "dnnx_conv_cases_options.txt").string();
+  auto write = [&](const char* text) {
+    std::FILE* file = std::fopen(path.c_str(), "w");
+    ASSERT_NE(file, nullptr);
+    std::fputs(text, file);
+    std::fclose(file);
+  };
+  write(
+      "batch=7\ndw 8x9x9 16x1x3x3 1 2 1 dw groups=8 dilation=2\n"
+      "v 4x5x6x7 8x4x1x3x3 1,2,2 0,1,1 3\n");
+  const ConvShapesFile file = read_conv_shapes_file(path);
+  EXPECT_EQ(file.batch, 7);
+  ASSERT_EQ(file.layers.size(), 2u);
+  const ConvDesc dw = desc_of(file.layers[0], 2);
+  EXPECT_EQ(dw.groups, 8);
+  EXPECT_EQ(dw.out_channels, 16);
+  EXPECT_EQ(dw.dilation[0], 2);
+  EXPECT_EQ(dw.dst_dims(), (Dims{2, 16, 9, 9}));
+  EXPECT_EQ(file.layers[0].tags, std::vector<std::string>{"dw"});
+  const ConvDesc video = desc_of(file.layers[1], 1);
+  EXPECT_EQ(video.spatial_dims, 3);
+  EXPECT_EQ(video.dst_dims(), (Dims{1, 8, 5, 3, 4}));
+  const std::vector<std::pair<const char*, const char*>> bad{
+      {"x 8x9x9 8x1x3x3 1 1 1 groups=4\n", "groups=4"},
+      {"x 8x9x9 8x1x3x3 1 1 1 dilation=0\n", "dilation"},
+      {"x 8x9x9 8x1x3x3 1 1 1 color=red\n", "unknown option 'color=red'"},
+      {"batch=0\nx 8x9x9 8x1x3x3 1 1 1\n", "batch"},
+      {"batches=2\n", "unknown directive"},
+      {"x 8x9x9 8x1x3x3 1,1,1 1 1\n", "stride"},
+      {"x 8x9x9 8x1x3x3 1 1 1 dilation=9\n", "kernel"},
+  };
+  for (const auto& [text, expected] : bad) {
+    write(text);
+    try {
+      read_conv_shapes_file(path);
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const std::runtime_error& error) {
+      EXPECT_NE(std::string(error.what()).find(expected), std::string::npos)
+          << text << " -> " << error.what();
+    }
   }
   std::remove(path.c_str());
 }

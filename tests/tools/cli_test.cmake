@@ -251,6 +251,22 @@ dnnx_cli_usage_error(bad.json_path "--json '/nonexistent/dir/out.json'"
 file(WRITE ${_dnnx_cli_dir}/broken_model.txt "ok.layer 4x8x8 8x4x3x3 1 1 1\nbroken 4x8x8 8x4x3x3 1 1\n")
 dnnx_cli_usage_error(bad.model_line "broken_model.txt:2: expected"
                      tune --model ${_dnnx_cli_dir}/broken_model.txt)
+# The shapes file's options (Note [shapes file lines]): groups=, dilation=, a 3-D layer with
+# per-dim stride and pad, tags, and the batch=N directive (the tool's batch stays --batch).
+file(WRITE ${_dnnx_cli_dir}/options_model.txt
+     "batch=64\n"
+     "opt.dilated  8x9x9  8x1x3x3  1  2  1  dw groups=8 dilation=2\n"
+     "opt.video  4x4x6x6  8x4x1x3x3  1,2,2  0,1,1  1\n")
+dnnx_cli_test(tune.model_options
+              STDOUT "opt\\.dilated +fwd +1 .*opt\\.video +fwd +1 "
+              ARGS tune --model ${_dnnx_cli_dir}/options_model.txt --batch 1 --direction fwd
+                   --runs 1 --warmup 0 --backend reference)
+file(WRITE ${_dnnx_cli_dir}/bad_option_model.txt "x 8x9x9 8x1x3x3 1 1 1 colour=red\n")
+dnnx_cli_usage_error(bad.model_option "bad_option_model.txt:1: unknown option 'colour=red'"
+                     tune --model ${_dnnx_cli_dir}/bad_option_model.txt)
+file(WRITE ${_dnnx_cli_dir}/bad_groups_model.txt "x 8x9x9 8x1x3x3 1 1 1 groups=4\n")
+dnnx_cli_usage_error(bad.model_groups "bad_groups_model.txt:1: groups=4 disagrees"
+                     tune --model ${_dnnx_cli_dir}/bad_groups_model.txt)
 # Shapes the library rejects (dnnx::Error InvalidArgument) are bad arguments too.
 dnnx_cli_usage_error(bad.channel_mismatch "8x3x3x3" algos conv --input 1x4x8x8 --weights 8x3x3x3)
 dnnx_cli_usage_error(bad.kernel_too_large "30" algos conv --input 1x4x8x8 --weights 8x4x30x3)

@@ -4,6 +4,7 @@
 #include "output.hpp"
 #include "shapes_file.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -65,7 +66,7 @@ ConvDesc ModelLayer::desc(std::int64_t batch, DType dtype, Layout layout) const 
   const std::int64_t per_group = weights[1];
   const std::int64_t groups = per_group > 0 && src[0] % per_group == 0 ? src[0] / per_group : 1;
   return ConvDesc::from_shapes(Dims(std::span<const std::int64_t>(src_dims)), weights, stride, pad,
-                               {1}, groups, dtype, layout);
+                               dilation, groups, dtype, layout);
 }
 
 std::vector<std::string> builtin_models() {
@@ -112,10 +113,15 @@ Model parse_model(std::string_view text, std::string_view name, std::string_view
   for (const shapes::Line& line : shapes::split_lines(text)) {
     const std::vector<std::string>& tokens = line.fields;
     const std::string at = where(source, line.number);
-    if (tokens.size() != 6 && !(tokens.size() == 7 && tokens[6] == "bench")) {
-      throw UsageError(at + ": expected `name src weights stride pad count [bench]`, got '" +
+    if (shapes::is_directive(line)) continue;  // `batch=N`: the tool's batch is --batch
+    if (tokens.size() < 6) {
+      throw UsageError(at +
+                       ": expected `name src weights stride pad count [options] [tags]`, got '" +
                        excerpt(line.text) + "'");
     }
+    shapes::LayerOptions options;
+    if (const std::string error = shapes::parse_options(tokens, 6, options); !error.empty())
+      throw UsageError(at + ": " + error + " in '" + excerpt(line.text) + "'");
     ModelLayer layer;
     layer.name = tokens[0];
     layer.src = parse_dims(at + " src", tokens[1]);
@@ -129,7 +135,17 @@ Model parse_model(std::string_view text, std::string_view name, std::string_view
     layer.stride = parse_int_list(at + " stride", tokens[3], 1);
     layer.pad = parse_int_list(at + " pad", tokens[4], 0);
     layer.count = parse_int(at + " count", tokens[5], 1);
-    layer.bench = tokens.size() == 7;
+    layer.bench =
+        std::find(options.tags.begin(), options.tags.end(), "bench") != options.tags.end();
+    if (!options.dilation.empty()) layer.dilation = options.dilation;
+    const std::int64_t per_group = layer.weights[1];
+    const std::int64_t groups =
+        per_group > 0 && layer.src[0] % per_group == 0 ? layer.src[0] / per_group : 1;
+    if (options.groups != 0 && options.groups != groups) {
+      throw UsageError(at + ": groups=" + std::to_string(options.groups) +
+                       " disagrees with src C " + std::to_string(layer.src[0]) +
+                       " / weights' C/groups " + std::to_string(per_group));
+    }
     for (const ModelLayer& other : model.layers) {
       if (other.name == layer.name)
         throw UsageError(at + ": layer name '" + layer.name + "' appears twice");

@@ -18,6 +18,7 @@ struct ModelLayer {
   Dims weights;                      ///< O x C/groups x kernel...
   std::vector<std::int64_t> stride;  ///< one entry or one per spatial dim
   std::vector<std::int64_t> pad;     ///< symmetric; one entry or one per spatial dim
+  std::vector<std::int64_t> dilation{1};  ///< one entry or one per spatial dim (dilation=)
   std::int64_t count = 1;            ///< times the shape occurs in the network
   bool bench = false;                ///< one of the benchmark shapes
 
@@ -34,7 +35,8 @@ struct Model {
 std::vector<std::string> builtin_models();
 /// A built-in model by name, or else a shapes file at that path; throws UsageError naming --model.
 Model load_model(std::string_view name_or_path);
-/// Parses a shapes file: per line `name src weights stride pad count [bench]`, '#' comments.
+/// Parses a shapes file: per line `name src weights stride pad count [options] [tags]`, '#'
+/// comments (Note [shapes file lines]); `batch=N` lines are skipped (the batch is --batch).
 /// Throws UsageError naming `source` and the line.
 Model parse_model(std::string_view text, std::string_view name, std::string_view source);
 

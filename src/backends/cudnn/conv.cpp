@@ -4,18 +4,19 @@
 // then every engine with default knobs: Note [engine candidates]) and the legacy algorithms after
 // them (Note [legacy candidates]), then the knob variants dnnx adds (Note [knob search]), then
 // the channel-padded candidates of f16/bf16 convs with unaligned channels (Note [channel
-// padding]). The
+// padding]). dnnx's depthwise kernels come right after the supported graph-API and legacy
+// candidates (Note [depthwise candidates]). The
 // heuristic policy therefore picks mode A's first admissible config, and a legacy algorithm only
 // when no engine is admissible (e.g. a workspace limit that rules out every engine needing
 // workspace, while legacy implicit_gemm needs none).
 
-#include "backends/cudnn/layers.hpp"
-
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv_common.hpp"
+#include "backends/cudnn/conv_depthwise.hpp"
 #include "backends/cudnn/conv_engine.hpp"
 #include "backends/cudnn/conv_legacy.hpp"
 #include "backends/cudnn/conv_padded.hpp"
+#include "backends/cudnn/layers.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
 #include "core/threads.hpp"
@@ -49,13 +50,14 @@ double ms_since(Clock::time_point start) {
 //           desc it was listed for (Note [engine candidates]);
 //   legacy  a cuDNN algorithm of the direction under a math mode (Note [legacy candidates]);
 //   padded  a candidate of the channel-padded desc, wrapped in the padding copies (Note [channel
-//           padding]).
+//           padding]);
+//   kernel  one of dnnx's depthwise kernels (Note [depthwise candidates]), named by its id.
 // An id names the same config for every desc (Note [engine candidates]), so the backend also
 // keeps, per direction, the candidate of every supported id it has listed: a search's probes run
 // a candidate listed for one desc on a smaller slice of it (Note [probing slow candidates]) from
 // that record, built on the slice's own operation graph, without listing the slice.
 struct Candidate {
-  enum class Kind { engine, legacy, padded };
+  enum class Kind { engine, legacy, padded, kernel };
   AlgoInfo info;
   Kind kind = Kind::engine;
   /// Runs on tensor cores (Note [channel padding] wraps only such candidates).
@@ -97,6 +99,13 @@ Candidate padded_candidate(const ConvDesc& desc, const ConvDesc& padded, const C
   candidate.tensor_cores = inner.tensor_cores;
   candidate.padded = padded;
   candidate.inner = std::make_shared<const Candidate>(inner);
+  return candidate;
+}
+
+Candidate kernel_candidate(AlgoInfo info) {
+  Candidate candidate;
+  candidate.info = std::move(info);
+  candidate.kind = Candidate::Kind::kernel;
   return candidate;
 }
 
@@ -244,6 +253,16 @@ class CudnnConv final
     for (LegacyCandidate& algorithm : legacy)
       candidates.push_back(legacy_candidate(std::move(algorithm)));
     std::stable_partition(candidates.begin(), candidates.end(), is_supported);
+    // dnnx's depthwise kernels: the supported ones after cuDNN's supported candidates, the
+    // others last (Note [depthwise candidates]).
+    for (AlgoInfo& info : depthwise_candidates(desc, direction)) {
+      const bool supported = info.supported;
+      Candidate kernel = kernel_candidate(std::move(info));
+      candidates.insert(supported
+                            ? std::find_if_not(candidates.begin(), candidates.end(), is_supported)
+                            : candidates.end(),
+                        std::move(kernel));
+    }
     // Knob variants (all supported) after every supported candidate: Note [knob search].
     std::vector<Candidate> variants;
     for (EngineCandidate& variant : engines.knob_variants)
@@ -284,6 +303,8 @@ class CudnnConv final
                                  [&] { return build(candidate.padded, direction, inner); });
         return make_padded_plan(runtime_, desc, candidate.padded, direction, std::move(inner_plan));
       }
+      case Candidate::Kind::kernel:
+        return make_depthwise_plan(runtime_, desc, direction, candidate.info);
     }
     return nullptr;
   }
@@ -323,6 +344,9 @@ class CudnnConv final
         case Candidate::Kind::legacy:
           plan = make_legacy_plan(runtime_, desc, direction, unlisted_info(candidate.info.id),
                                   candidate.legacy);
+          break;
+        case Candidate::Kind::kernel:
+          plan = make_depthwise_plan(runtime_, desc, direction, unlisted_info(candidate.info.id));
           break;
         case Candidate::Kind::engine:
           if (auto graph = probe_graph_locked(desc, direction))

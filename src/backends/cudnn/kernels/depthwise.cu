@@ -1,0 +1,734 @@
+// dnnx's depthwise convolution kernels (kernels/depthwise.hpp).
+//
+// Note [depthwise kernels]
+// A depthwise convolution reads few values per output (a kernel window of one channel), so it is
+// bound by memory traffic and index arithmetic, not by multiply-adds; the kernels aim at coalesced
+// accesses and cheap indexing rather than at data reuse in shared memory.
+// - fwd: one thread per output element (channels_first, consecutive threads along W) or per
+//   output channel pack (channels_last, consecutive threads along the channels), summing its
+//   window in the order D, H, W of the kernel in f32.
+// - bwd_data: a gather, one thread per input element (or channel pack), summing over the
+//   multiplier's output channels and then the outputs (D, H, W) whose window holds it (Note
+//   [depthwise backward data]); each diff_src element is written once: no atomics,
+//   deterministic.
+// - bwd_weights: each weight is a sum over N and every output position. A block owns one output
+//   channel (channels_first: 256 threads along the positions) or 32 channels (channels_last: 32
+//   lanes along the channels x 8 rows along the positions), a chunk of up to 16 kernel positions
+//   (the unrolled variant: all 9 or 25) kept in registers per thread, and one contiguous split of
+//   the N * positions range. The block reduces its threads' sums in a fixed order (butterfly warp
+//   sums, then the warps' or rows' sums in index order); when the range is split over several
+//   blocks (to fill the GPU when there are few channels), each split writes f32 partial sums to
+//   the workspace and a second kernel adds them in split order. The split count is a function of
+//   the shape only, so results are bitwise reproducible on any GPU.
+// Indices inside a sample are 32-bit (a sample's src and dst hold fewer than 2^31 elements,
+// spatial coordinates stay below 2^29: depthwise_unsupported()), the sample offset is 64-bit, and
+// the batch is walked by a grid dimension bounded to 65535 blocks.
+//
+// Note [depthwise variants]
+// direct         runtime kernel sizes, one element per thread; every depthwise desc.
+// unrolled       3x3 and 5x5 2-D kernels with compile-time trip counts: the window's loads are
+//                issued together and its offsets are constants.
+// channel_packs  channels_last with multiplier 1: V = 2, 4 or 8 consecutive channels per thread
+//                (up to 16 bytes per access; V narrows at run time when a pointer is not aligned
+//                for it), 3x3 and 5x5 unrolled, other kernels at runtime sizes; fwd and bwd_data.
+
+#include "backends/cudnn/kernels/common.cuh"
+#include "backends/cudnn/kernels/depthwise.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+
+namespace dnnx::cudnn::kernels {
+namespace {
+
+constexpr int block_threads = 256;
+constexpr int max_grid_y = 65535;
+// bwd_weights: kernel positions per block in the runtime-size kernels.
+constexpr int weights_chunk = 16;
+// bwd_weights channels_last blocks: 32 channels x 8 rows of positions.
+constexpr int rows = block_threads / warp_size;
+// bwd_weights splits: enough blocks to fill a large GPU, each split at least this many positions.
+constexpr std::int64_t target_blocks = 2048;
+constexpr std::int64_t min_split_positions = 1024;
+constexpr std::int64_t max_splits = 1024;
+// Bounds of depthwise_unsupported() (Note [depthwise kernels]).
+constexpr std::int64_t max_coordinate = std::int64_t{1} << 29;
+constexpr std::int64_t max_sample = (std::int64_t{1} << 31) - 1;
+constexpr std::int64_t max_kernel_volume = std::int64_t{1} << 19;
+
+// The shape as the kernels read it.
+struct Geo {
+  int in[3], out[3], k[3], s[3], p[3], d[3];
+  int ext[3];    // (k - 1) * d + 1: a window's extent
+  int channels;  // C
+  int mult;      // M
+  int outc;      // O = C * M
+  int kvol;      // kernel volume
+  int in_plane, out_plane;
+  int items;  // threads' items per sample (x extent of the grid)
+  std::int64_t src_sample, dst_sample;
+  std::int64_t batch;
+};
+
+Geo geo_of(const DepthwiseShape& shape) {
+  Geo g{};
+  for (int i = 0; i < 3; ++i) {
+    g.in[i] = shape.input[i];
+    g.out[i] = shape.output[i];
+    g.k[i] = shape.kernel[i];
+    g.s[i] = shape.stride[i];
+    g.p[i] = shape.pad_before[i];
+    g.d[i] = shape.dilation[i];
+    g.ext[i] = (shape.kernel[i] - 1) * shape.dilation[i] + 1;
+  }
+  g.channels = static_cast<int>(shape.channels);
+  g.mult = static_cast<int>(shape.multiplier);
+  g.outc = static_cast<int>(shape.channels * shape.multiplier);
+  g.kvol = shape.kernel[0] * shape.kernel[1] * shape.kernel[2];
+  g.in_plane = shape.input[0] * shape.input[1] * shape.input[2];
+  g.out_plane = shape.output[0] * shape.output[1] * shape.output[2];
+  g.src_sample = static_cast<std::int64_t>(g.channels) * g.in_plane;
+  g.dst_sample = static_cast<std::int64_t>(g.outc) * g.out_plane;
+  g.batch = shape.batch;
+  return g;
+}
+
+std::int64_t volume(const int (&v)[3]) { return static_cast<std::int64_t>(v[0]) * v[1] * v[2]; }
+
+// The compile-time kernel size of a shape for the unrolled code: 3, 5, or 0 (runtime sizes).
+int unrolled_size(const DepthwiseShape& shape) {
+  if (shape.kernel[0] != 1 || shape.kernel[1] != shape.kernel[2]) return 0;
+  return shape.kernel[1] == 3 || shape.kernel[1] == 5 ? shape.kernel[1] : 0;
+}
+
+template <typename T>
+constexpr int max_pack() {
+  return static_cast<int>(16 / sizeof(T));
+}
+
+bool aligned(const void* p, std::size_t bytes) {
+  return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
+}
+
+// The widest pack (8, 4, 2 channels; 16 bytes at most) that divides the channels and to which
+// every pointer is aligned; 1 when none.
+template <typename T>
+int pack_width(const DepthwiseShape& shape, std::initializer_list<const void*> pointers) {
+  for (int v = max_pack<T>(); v >= 2; v /= 2) {
+    if (shape.channels % v != 0) continue;
+    bool ok = true;
+    for (const void* p : pointers) ok = ok && aligned(p, sizeof(T) * static_cast<std::size_t>(v));
+    if (ok) return v;
+  }
+  return 1;
+}
+
+__device__ __forceinline__ bool inside(int x, int size) {
+  return static_cast<unsigned>(x) < static_cast<unsigned>(size);
+}
+
+// ---- forward ------------------------------------------------------------------------------------
+
+// KH, KW > 0: a 2-D KH x KW kernel (kernel D is 1), loops unrolled; 0: runtime sizes.
+template <typename T, int V, bool CL, int KH, int KW>
+__global__ void __launch_bounds__(block_threads)
+    fwd_kernel(Geo g, const T* __restrict__ src, const T* __restrict__ w, T* __restrict__ dst) {
+  const std::int64_t item = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x;
+  if (item >= g.items) return;
+  const int idx = static_cast<int>(item);
+  int o, od, oh, ow;
+  if (CL) {
+    const int packs = g.outc / V;
+    o = idx % packs * V;
+    int pos = idx / packs;
+    ow = pos % g.out[2];
+    pos /= g.out[2];
+    oh = pos % g.out[1];
+    od = pos / g.out[1];
+  } else {
+    int t = idx;
+    ow = t % g.out[2];
+    t /= g.out[2];
+    oh = t % g.out[1];
+    t /= g.out[1];
+    od = t % g.out[0];
+    o = t / g.out[0];
+  }
+  const int kd_n = KH > 0 ? 1 : g.k[0];
+  const int kh_n = KH > 0 ? KH : g.k[1];
+  const int kw_n = KW > 0 ? KW : g.k[2];
+  const int c = o / g.mult;  // V > 1 only with multiplier 1
+  const int d0 = od * g.s[0] - g.p[0];
+  const int h0 = oh * g.s[1] - g.p[1];
+  const int w0 = ow * g.s[2] - g.p[2];
+  // Offset of the channel in a sample, and of the output element (pack) in a sample.
+  const int channel_offset = CL ? c : c * g.in_plane;
+  const int out_offset = CL ? idx * V : idx;
+  const T* weights = w + static_cast<std::int64_t>(o) * g.kvol;
+  for (std::int64_t n = blockIdx.y; n < g.batch; n += gridDim.y) {
+    const T* s = src + n * g.src_sample + channel_offset;
+    float acc[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) acc[v] = 0.0f;
+    for (int kd = 0; kd < kd_n; ++kd) {
+      const int id = d0 + kd * g.d[0];
+      if (!inside(id, g.in[0])) continue;
+#pragma unroll
+      for (int kh = 0; kh < kh_n; ++kh) {
+        const int ih = h0 + kh * g.d[1];
+        if (!inside(ih, g.in[1])) continue;
+        const int row = (id * g.in[1] + ih) * g.in[2];
+#pragma unroll
+        for (int kw = 0; kw < kw_n; ++kw) {
+          const int iw = w0 + kw * g.d[2];
+          if (!inside(iw, g.in[2])) continue;
+          const int k = (kd * kh_n + kh) * kw_n + kw;
+          if (CL) {
+            const Pack<T, V> x = *reinterpret_cast<const Pack<T, V>*>(
+                s + static_cast<std::int64_t>(row + iw) * g.channels);
+#pragma unroll
+            for (int v = 0; v < V; ++v)
+              acc[v] += to_float(x.v[v]) * to_float(weights[v * g.kvol + k]);
+          } else {
+            acc[0] += to_float(s[row + iw]) * to_float(weights[k]);
+          }
+        }
+      }
+    }
+    T* out = dst + n * g.dst_sample + out_offset;
+    if (V == 1) {
+      out[0] = from_float<T>(acc[0]);
+    } else {
+      Pack<T, V> y;
+#pragma unroll
+      for (int v = 0; v < V; ++v) y.v[v] = from_float<T>(acc[v]);
+      *reinterpret_cast<Pack<T, V>*>(out) = y;
+    }
+  }
+}
+
+// ---- backward data ------------------------------------------------------------------------------
+
+// Note [depthwise backward data]
+// Input position x (shifted by the front padding: x + pad) lies in the window of output o when
+// o * stride <= x + pad <= o * stride + extent - 1 (extent = (kernel - 1) * dilation + 1), at
+// kernel position (x + pad - o * stride) / dilation when that divides. The gather walks these
+// outputs, first..last per dim (at most ceil(extent / stride)), rather than every kernel position:
+// two divisions per dim instead of one per kernel position, by a stride that is mostly 1 or 2
+// (shifts), and a dilation division only where the dilation is not 1.
+
+// x / s for x >= 0 (stride 1 and 2 without a division).
+__device__ __forceinline__ int divide(int x, int s) { return s == 1 ? x : s == 2 ? x >> 1 : x / s; }
+
+struct Outputs {
+  int first, last;  // inclusive; empty when first > last
+};
+
+__device__ __forceinline__ Outputs outputs_of(int shifted, int extent, int stride, int out) {
+  Outputs r;
+  r.first = shifted < extent ? 0 : divide(shifted - extent, stride) + 1;
+  r.last = min(out - 1, divide(shifted, stride));
+  return r;
+}
+
+// The kernel position at `offset` (0 <= offset < extent) from a window's start, or -1 when the
+// offset falls between two positions of a dilated window.
+__device__ __forceinline__ int position_of(int offset, int dilation) {
+  if (dilation == 1) return offset;
+  const int k = offset / dilation;
+  return k * dilation == offset ? k : -1;
+}
+
+template <typename T, int V, bool CL, int KH, int KW>
+__global__ void __launch_bounds__(block_threads)
+    bwd_data_kernel(Geo g, const T* __restrict__ dd, const T* __restrict__ w, T* __restrict__ ds) {
+  const std::int64_t item = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x;
+  if (item >= g.items) return;
+  const int idx = static_cast<int>(item);
+  int c, id, ih, iw;
+  if (CL) {
+    const int packs = g.channels / V;
+    c = idx % packs * V;
+    int pos = idx / packs;
+    iw = pos % g.in[2];
+    pos /= g.in[2];
+    ih = pos % g.in[1];
+    id = pos / g.in[1];
+  } else {
+    int t = idx;
+    iw = t % g.in[2];
+    t /= g.in[2];
+    ih = t % g.in[1];
+    t /= g.in[1];
+    id = t % g.in[0];
+    c = t / g.in[0];
+  }
+  const int kh_n = KH > 0 ? KH : g.k[1];
+  const int kw_n = KW > 0 ? KW : g.k[2];
+  // The outputs whose windows hold this element, per dim (Note [depthwise backward data]).
+  const int d0 = id + g.p[0];
+  const int h0 = ih + g.p[1];
+  const int w0 = iw + g.p[2];
+  const Outputs rd = outputs_of(d0, g.ext[0], g.s[0], g.out[0]);
+  const Outputs rh = outputs_of(h0, g.ext[1], g.s[1], g.out[1]);
+  const Outputs rw = outputs_of(w0, g.ext[2], g.s[2], g.out[2]);
+  const int in_offset = CL ? idx * V : idx;
+  for (std::int64_t n = blockIdx.y; n < g.batch; n += gridDim.y) {
+    const T* grad = dd + n * g.dst_sample;
+    float acc[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) acc[v] = 0.0f;
+    for (int m = 0; m < g.mult; ++m) {
+      const int o = c * g.mult + m;  // V > 1 only with multiplier 1
+      const T* weights = w + static_cast<std::int64_t>(o) * g.kvol;
+      const int channel_offset = CL ? o : o * g.out_plane;
+      for (int od = rd.first; od <= rd.last; ++od) {
+        const int kd = position_of(d0 - od * g.s[0], g.d[0]);
+        if (kd < 0) continue;
+        for (int oh = rh.first; oh <= rh.last; ++oh) {
+          const int kh = position_of(h0 - oh * g.s[1], g.d[1]);
+          if (kh < 0) continue;
+          const int row = (od * g.out[1] + oh) * g.out[2];
+          for (int ow = rw.first; ow <= rw.last; ++ow) {
+            const int kw = position_of(w0 - ow * g.s[2], g.d[2]);
+            if (kw < 0) continue;
+            const int k = (kd * kh_n + kh) * kw_n + kw;
+            if (CL) {
+              const Pack<T, V> x = *reinterpret_cast<const Pack<T, V>*>(
+                  grad + static_cast<std::int64_t>(row + ow) * g.outc + channel_offset);
+#pragma unroll
+              for (int v = 0; v < V; ++v)
+                acc[v] += to_float(x.v[v]) * to_float(weights[v * g.kvol + k]);
+            } else {
+              acc[0] += to_float(grad[channel_offset + row + ow]) * to_float(weights[k]);
+            }
+          }
+        }
+      }
+    }
+    T* out = ds + n * g.src_sample + in_offset;
+    if (V == 1) {
+      out[0] = from_float<T>(acc[0]);
+    } else {
+      Pack<T, V> y;
+#pragma unroll
+      for (int v = 0; v < V; ++v) y.v[v] = from_float<T>(acc[v]);
+      *reinterpret_cast<Pack<T, V>*>(out) = y;
+    }
+  }
+}
+
+// ---- backward weights ---------------------------------------------------------------------------
+
+// How bwd_weights splits its work (Note [depthwise kernels]); a function of the shape only.
+struct WeightsSplit {
+  int chunk = 1;   // kernel positions per block
+  int chunks = 1;  // grid y
+  int grid_x = 1;  // output channels (channels_first) or blocks of 32 of them (channels_last)
+  int splits = 1;  // grid z
+  std::int64_t total = 0;      // N * output positions
+  std::int64_t per_split = 0;  // positions per split
+};
+
+WeightsSplit weights_split(const DepthwiseShape& shape, DepthwiseVariant variant) {
+  WeightsSplit w;
+  const int kvol = static_cast<int>(volume(shape.kernel));
+  const int unrolled = variant == DepthwiseVariant::unrolled ? unrolled_size(shape) : 0;
+  w.chunk = unrolled > 0 ? kvol : std::min(kvol, weights_chunk);
+  w.chunks = (kvol + w.chunk - 1) / w.chunk;
+  const std::int64_t outc = shape.channels * shape.multiplier;
+  w.grid_x = static_cast<int>(shape.channels_last ? (outc + warp_size - 1) / warp_size : outc);
+  w.total = shape.batch * volume(shape.output);
+  const std::int64_t base = static_cast<std::int64_t>(w.grid_x) * w.chunks;
+  std::int64_t splits = (target_blocks + base - 1) / base;
+  splits = std::min({splits, max_splits, std::max<std::int64_t>(1, w.total / min_split_positions)});
+  splits = std::max<std::int64_t>(splits, 1);
+  w.per_split = std::max<std::int64_t>(1, (w.total + splits - 1) / splits);
+  // No empty split: recount from the rounded-up split size.
+  w.splits = static_cast<int>(std::max<std::int64_t>(1, (w.total + w.per_split - 1) / w.per_split));
+  return w;
+}
+
+// The chunk's kernel positions as offsets (kd, kh, kw) * dilation, in shared memory.
+template <int KC>
+__device__ __forceinline__ void chunk_offsets(const Geo& g, int k0, int kc, int tid,
+                                              int (&offs)[KC][3]) {
+  if (tid < kc) {
+    const int k = k0 + tid;
+    const int kw = k % g.k[2];
+    const int t = k / g.k[2];
+    const int kh = t % g.k[1];
+    const int kd = t / g.k[1];
+    offs[tid][0] = kd * g.d[0];
+    offs[tid][1] = kh * g.d[1];
+    offs[tid][2] = kw * g.d[2];
+  }
+}
+
+// Adds gv * src(window position i) for the chunk's positions to acc. `s` points at the channel's
+// first element in its sample; `step` is the distance of W neighbours (1, or C channels_last).
+template <typename T, int KC, int KH, int KW>
+__device__ __forceinline__ void accumulate(const Geo& g, const T* __restrict__ s, int step, int bd,
+                                           int bh, int bw, int kc, const int (&offs)[KC][3],
+                                           float gv, float (&acc)[KC]) {
+#pragma unroll
+  for (int i = 0; i < KC; ++i) {
+    if (KH == 0 && i >= kc) break;
+    const int id = KH > 0 ? bd : bd + offs[i][0];
+    const int ih = KH > 0 ? bh + (i / KW) * g.d[1] : bh + offs[i][1];
+    const int iw = KH > 0 ? bw + (i % KW) * g.d[2] : bw + offs[i][2];
+    if (inside(id, g.in[0]) && inside(ih, g.in[1]) && inside(iw, g.in[2]))
+      acc[i] +=
+          gv * to_float(s[static_cast<std::int64_t>((id * g.in[1] + ih) * g.in[2] + iw) * step]);
+  }
+}
+
+// channels_first: block (output channel, chunk, split), 256 threads along the positions.
+template <typename T, int KC, int KH, int KW>
+__global__ void __launch_bounds__(block_threads)
+    bwd_weights_cf_kernel(Geo g, const T* __restrict__ src, const T* __restrict__ dd,
+                          float* __restrict__ partial, T* __restrict__ dw, int chunk,
+                          std::int64_t total, std::int64_t per_split) {
+  __shared__ int offs[KC][3];
+  __shared__ float red[block_threads / warp_size][KC];
+  const int o = blockIdx.x;
+  const int k0 = blockIdx.y * chunk;
+  const int kc = min(chunk, g.kvol - k0);
+  const int tid = threadIdx.x;
+  chunk_offsets<KC>(g, k0, kc, tid, offs);
+  __syncthreads();
+  float acc[KC];
+#pragma unroll
+  for (int i = 0; i < KC; ++i) acc[i] = 0.0f;
+  const int c = o / g.mult;
+  const std::int64_t j0 = static_cast<std::int64_t>(blockIdx.z) * per_split;
+  const std::int64_t j1 = j0 + per_split < total ? j0 + per_split : total;
+  std::int64_t j = j0 + tid;
+  if (j < j1) {
+    std::int64_t n = j / g.out_plane;
+    int p = static_cast<int>(j - n * g.out_plane);
+    for (; j < j1; j += block_threads) {
+      int t = p;
+      const int ow = t % g.out[2];
+      t /= g.out[2];
+      const int oh = t % g.out[1];
+      const int od = t / g.out[1];
+      const float gv =
+          to_float(dd[n * g.dst_sample + static_cast<std::int64_t>(o) * g.out_plane + p]);
+      const T* s = src + n * g.src_sample + static_cast<std::int64_t>(c) * g.in_plane;
+      accumulate<T, KC, KH, KW>(g, s, 1, od * g.s[0] - g.p[0], oh * g.s[1] - g.p[1],
+                                ow * g.s[2] - g.p[2], kc, offs, gv, acc);
+      p += block_threads;
+      if (p >= g.out_plane) {
+        n += p / g.out_plane;
+        p %= g.out_plane;
+      }
+    }
+  }
+  const int lane = tid % warp_size;
+  const int warp = tid / warp_size;
+#pragma unroll
+  for (int i = 0; i < KC; ++i) {
+    const float v = warp_sum(acc[i]);
+    if (lane == 0) red[warp][i] = v;
+  }
+  __syncthreads();
+  if (tid < kc) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int w = 0; w < block_threads / warp_size; ++w) sum += red[w][tid];
+    const std::int64_t at = static_cast<std::int64_t>(o) * g.kvol + k0 + tid;
+    if (partial != nullptr)
+      partial[static_cast<std::int64_t>(blockIdx.z) * g.outc * g.kvol + at] = sum;
+    else
+      dw[at] = from_float<T>(sum);
+  }
+}
+
+// channels_last: block (32 output channels, chunk, split), 32 lanes along the channels x 8 rows
+// along the positions.
+template <typename T, int KC, int KH, int KW>
+__global__ void __launch_bounds__(block_threads)
+    bwd_weights_cl_kernel(Geo g, const T* __restrict__ src, const T* __restrict__ dd,
+                          float* __restrict__ partial, T* __restrict__ dw, int chunk,
+                          std::int64_t total, std::int64_t per_split) {
+  __shared__ int offs[KC][3];
+  __shared__ float red[rows][KC][warp_size + 1];
+  const int k0 = blockIdx.y * chunk;
+  const int kc = min(chunk, g.kvol - k0);
+  const int lane = threadIdx.x;
+  const int row = threadIdx.y;
+  const int tid = row * warp_size + lane;
+  chunk_offsets<KC>(g, k0, kc, tid, offs);
+  __syncthreads();
+  float acc[KC];
+#pragma unroll
+  for (int i = 0; i < KC; ++i) acc[i] = 0.0f;
+  const int o = blockIdx.x * warp_size + lane;
+  const bool valid = o < g.outc;
+  const int c = valid ? o / g.mult : 0;
+  const std::int64_t j0 = static_cast<std::int64_t>(blockIdx.z) * per_split;
+  const std::int64_t j1 = j0 + per_split < total ? j0 + per_split : total;
+  std::int64_t j = j0 + row;
+  if (valid && j < j1) {
+    std::int64_t n = j / g.out_plane;
+    int p = static_cast<int>(j - n * g.out_plane);
+    for (; j < j1; j += rows) {
+      int t = p;
+      const int ow = t % g.out[2];
+      t /= g.out[2];
+      const int oh = t % g.out[1];
+      const int od = t / g.out[1];
+      const float gv = to_float(dd[n * g.dst_sample + static_cast<std::int64_t>(p) * g.outc + o]);
+      const T* s = src + n * g.src_sample + c;
+      accumulate<T, KC, KH, KW>(g, s, g.channels, od * g.s[0] - g.p[0], oh * g.s[1] - g.p[1],
+                                ow * g.s[2] - g.p[2], kc, offs, gv, acc);
+      p += rows;
+      if (p >= g.out_plane) {
+        n += p / g.out_plane;
+        p %= g.out_plane;
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < KC; ++i) red[row][i][lane] = acc[i];
+  __syncthreads();
+  if (row == 0 && valid) {
+    for (int i = 0; i < kc; ++i) {
+      float sum = 0.0f;
+#pragma unroll
+      for (int r = 0; r < rows; ++r) sum += red[r][i][lane];
+      const std::int64_t at = static_cast<std::int64_t>(o) * g.kvol + k0 + i;
+      if (partial != nullptr)
+        partial[static_cast<std::int64_t>(blockIdx.z) * g.outc * g.kvol + at] = sum;
+      else
+        dw[at] = from_float<T>(sum);
+    }
+  }
+}
+
+// dw = the sum of the splits' partial sums, in split order.
+template <typename T>
+__global__ void __launch_bounds__(block_threads)
+    reduce_splits_kernel(const float* __restrict__ partial, T* __restrict__ dw, std::int64_t count,
+                         int splits) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x;
+       i < count; i += static_cast<std::int64_t>(gridDim.x) * block_threads) {
+    float sum = 0.0f;
+    for (int s = 0; s < splits; ++s) sum += partial[static_cast<std::int64_t>(s) * count + i];
+    dw[i] = from_float<T>(sum);
+  }
+}
+
+// ---- launches -----------------------------------------------------------------------------------
+
+dim3 grid_of(std::int64_t items, std::int64_t batch) {
+  return dim3(static_cast<unsigned>((items + block_threads - 1) / block_threads),
+              static_cast<unsigned>(std::min<std::int64_t>(batch, max_grid_y)), 1);
+}
+
+// Launches fwd (Forward true) or bwd_data with pack V, layout and compile-time kernel size K.
+template <bool Forward, typename T, int V, bool CL, int K>
+cudaError_t launch_elementwise(Geo g, const void* a, const void* w, void* out,
+                               cudaStream_t stream) {
+  const std::int64_t positions = Forward ? g.out_plane : g.in_plane;
+  const std::int64_t channels = Forward ? g.outc : g.channels;
+  g.items = static_cast<int>(positions * (channels / V));
+  const dim3 grid = grid_of(g.items, g.batch);
+  if (Forward) {
+    fwd_kernel<T, V, CL, K, K><<<grid, block_threads, 0, stream>>>(
+        g, static_cast<const T*>(a), static_cast<const T*>(w), static_cast<T*>(out));
+  } else {
+    bwd_data_kernel<T, V, CL, K, K><<<grid, block_threads, 0, stream>>>(
+        g, static_cast<const T*>(a), static_cast<const T*>(w), static_cast<T*>(out));
+  }
+  return cudaGetLastError();
+}
+
+template <bool Forward, typename T, int V, bool CL>
+cudaError_t launch_sized(int size, const Geo& g, const void* a, const void* w, void* out,
+                         cudaStream_t stream) {
+  switch (size) {
+    case 3: return launch_elementwise<Forward, T, V, CL, 3>(g, a, w, out, stream);
+    case 5: return launch_elementwise<Forward, T, V, CL, 5>(g, a, w, out, stream);
+    default: return launch_elementwise<Forward, T, V, CL, 0>(g, a, w, out, stream);
+  }
+}
+
+template <bool Forward, typename T>
+cudaError_t elementwise_typed(const DepthwiseShape& shape, DepthwiseVariant variant, const void* a,
+                              const void* w, void* out, cudaStream_t stream) {
+  const Geo g = geo_of(shape);
+  switch (variant) {
+    case DepthwiseVariant::direct:
+      return shape.channels_last ? launch_sized<Forward, T, 1, true>(0, g, a, w, out, stream)
+                                 : launch_sized<Forward, T, 1, false>(0, g, a, w, out, stream);
+    case DepthwiseVariant::unrolled: {
+      const int size = unrolled_size(shape);
+      return shape.channels_last ? launch_sized<Forward, T, 1, true>(size, g, a, w, out, stream)
+                                 : launch_sized<Forward, T, 1, false>(size, g, a, w, out, stream);
+    }
+    case DepthwiseVariant::channel_packs: {
+      const int size = unrolled_size(shape);
+      switch (pack_width<T>(shape, {a, out})) {
+        case 8:
+          if constexpr (max_pack<T>() >= 8)
+            return launch_sized<Forward, T, 8, true>(size, g, a, w, out, stream);
+          break;
+        case 4: return launch_sized<Forward, T, 4, true>(size, g, a, w, out, stream);
+        case 2: return launch_sized<Forward, T, 2, true>(size, g, a, w, out, stream);
+        default: return launch_sized<Forward, T, 1, true>(size, g, a, w, out, stream);
+      }
+      return cudaErrorInvalidValue;
+    }
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <bool Forward>
+cudaError_t elementwise(const DepthwiseShape& shape, DepthwiseVariant variant, const void* a,
+                        const void* w, void* out, cudaStream_t stream) {
+  if (depthwise_unsupported(shape, variant, false) != nullptr) return cudaErrorInvalidValue;
+  if (shape.batch == 0) return cudaSuccess;
+  switch (shape.type) {
+    case DepthwiseType::f32:
+      return elementwise_typed<Forward, float>(shape, variant, a, w, out, stream);
+    case DepthwiseType::f16:
+      return elementwise_typed<Forward, __half>(shape, variant, a, w, out, stream);
+    case DepthwiseType::bf16:
+      return elementwise_typed<Forward, __nv_bfloat16>(shape, variant, a, w, out, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <typename T, int KC, int K>
+cudaError_t launch_weights(const DepthwiseShape& shape, const WeightsSplit& split, const void* src,
+                           const void* dd, void* dw, float* partial, cudaStream_t stream) {
+  const Geo g = geo_of(shape);
+  const dim3 grid(static_cast<unsigned>(split.grid_x), static_cast<unsigned>(split.chunks),
+                  static_cast<unsigned>(split.splits));
+  const T* s = static_cast<const T*>(src);
+  const T* d = static_cast<const T*>(dd);
+  T* out = static_cast<T*>(dw);
+  if (shape.channels_last) {
+    bwd_weights_cl_kernel<T, KC, K, K><<<grid, dim3(warp_size, rows), 0, stream>>>(
+        g, s, d, partial, out, split.chunk, split.total, split.per_split);
+  } else {
+    bwd_weights_cf_kernel<T, KC, K, K><<<grid, block_threads, 0, stream>>>(
+        g, s, d, partial, out, split.chunk, split.total, split.per_split);
+  }
+  cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess || partial == nullptr) return status;
+  const std::int64_t count = static_cast<std::int64_t>(g.outc) * g.kvol;
+  const std::int64_t blocks =
+      std::min<std::int64_t>((count + block_threads - 1) / block_threads, 65535);
+  reduce_splits_kernel<T><<<static_cast<unsigned>(blocks), block_threads, 0, stream>>>(
+      partial, out, count, split.splits);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t weights_typed(const DepthwiseShape& shape, DepthwiseVariant variant, const void* src,
+                          const void* dd, void* dw, void* workspace, cudaStream_t stream) {
+  const WeightsSplit split = weights_split(shape, variant);
+  float* partial = split.splits > 1 ? static_cast<float*>(workspace) : nullptr;
+  if (split.splits > 1 && workspace == nullptr) return cudaErrorInvalidValue;
+  if (variant == DepthwiseVariant::unrolled) {
+    switch (unrolled_size(shape)) {
+      case 3: return launch_weights<T, 9, 3>(shape, split, src, dd, dw, partial, stream);
+      case 5: return launch_weights<T, 25, 5>(shape, split, src, dd, dw, partial, stream);
+      default: return cudaErrorInvalidValue;
+    }
+  }
+  return launch_weights<T, weights_chunk, 0>(shape, split, src, dd, dw, partial, stream);
+}
+
+std::size_t element_size(DepthwiseType type) { return type == DepthwiseType::f32 ? 4 : 2; }
+
+}  // namespace
+
+const char* depthwise_unsupported(const DepthwiseShape& shape, DepthwiseVariant variant,
+                                  bool backward_weights) {
+  if (shape.batch < 0 || shape.channels < 1 || shape.multiplier < 1)
+    return "the shape has a negative batch or no channels";
+  for (int i = 0; i < 3; ++i) {
+    const std::int64_t extent =
+        static_cast<std::int64_t>(shape.kernel[i] - 1) * shape.dilation[i] + 1;
+    const std::int64_t reach = static_cast<std::int64_t>(shape.output[i]) * shape.stride[i];
+    if (shape.input[i] < 1 || shape.output[i] < 1 || shape.kernel[i] < 1 || shape.stride[i] < 1 ||
+        shape.dilation[i] < 1 || shape.pad_before[i] < 0)
+      return "a spatial size, stride or dilation below 1, or a negative padding";
+    if (shape.input[i] > max_coordinate || shape.pad_before[i] > max_coordinate ||
+        extent > max_coordinate || reach > max_coordinate)
+      return "spatial sizes, strides, paddings or kernel extents beyond 2^29";
+  }
+  const std::int64_t outc = shape.channels * shape.multiplier;
+  if (outc > max_sample || shape.channels * volume(shape.input) > max_sample ||
+      outc * volume(shape.output) > max_sample)
+    return "a sample of src or dst holds 2^31 elements or more";
+  if (volume(shape.kernel) > max_kernel_volume) return "a kernel of more than 2^19 positions";
+  switch (variant) {
+    case DepthwiseVariant::direct: return nullptr;
+    case DepthwiseVariant::unrolled:
+      return unrolled_size(shape) == 0 ? "the unrolled variant runs 2-D 3x3 and 5x5 kernels only"
+                                       : nullptr;
+    case DepthwiseVariant::channel_packs:
+      if (!shape.channels_last) return "channel packs need the channels_last layout";
+      if (shape.multiplier != 1) return "channel packs need a channel multiplier of 1";
+      if (shape.channels % 2 != 0) return "channel packs need an even channel count";
+      if (backward_weights)
+        return "channel packs have no bwd_weights kernel (the direct and unrolled variants do)";
+      return nullptr;
+  }
+  return "unknown variant";
+}
+
+std::size_t depthwise_bwd_weights_workspace_bytes(const DepthwiseShape& shape,
+                                                  DepthwiseVariant variant) {
+  if (depthwise_unsupported(shape, variant, true) != nullptr || shape.batch == 0) return 0;
+  const WeightsSplit split = weights_split(shape, variant);
+  if (split.splits <= 1) return 0;
+  return static_cast<std::size_t>(split.splits) *
+         static_cast<std::size_t>(shape.channels * shape.multiplier) *
+         static_cast<std::size_t>(volume(shape.kernel)) * sizeof(float);
+}
+
+cudaError_t depthwise_fwd(const DepthwiseShape& shape, DepthwiseVariant variant, const void* src,
+                          const void* weights, void* dst, cudaStream_t stream) {
+  return elementwise<true>(shape, variant, src, weights, dst, stream);
+}
+
+cudaError_t depthwise_bwd_data(const DepthwiseShape& shape, DepthwiseVariant variant,
+                               const void* diff_dst, const void* weights, void* diff_src,
+                               cudaStream_t stream) {
+  return elementwise<false>(shape, variant, diff_dst, weights, diff_src, stream);
+}
+
+cudaError_t depthwise_bwd_weights(const DepthwiseShape& shape, DepthwiseVariant variant,
+                                  const void* src, const void* diff_dst, void* diff_weights,
+                                  void* workspace, cudaStream_t stream) {
+  if (depthwise_unsupported(shape, variant, true) != nullptr) return cudaErrorInvalidValue;
+  if (shape.batch == 0) {
+    // No position contributes: every gradient is 0 (all-zero bits in f32, f16 and bf16).
+    const std::size_t bytes = static_cast<std::size_t>(shape.channels * shape.multiplier) *
+                              static_cast<std::size_t>(volume(shape.kernel)) *
+                              element_size(shape.type);
+    return cudaMemsetAsync(diff_weights, 0, bytes, stream);
+  }
+  switch (shape.type) {
+    case DepthwiseType::f32:
+      return weights_typed<float>(shape, variant, src, diff_dst, diff_weights, workspace, stream);
+    case DepthwiseType::f16:
+      return weights_typed<__half>(shape, variant, src, diff_dst, diff_weights, workspace, stream);
+    case DepthwiseType::bf16:
+      return weights_typed<__nv_bfloat16>(shape, variant, src, diff_dst, diff_weights, workspace,
+                                          stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace dnnx::cudnn::kernels

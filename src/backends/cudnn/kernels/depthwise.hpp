@@ -1,0 +1,79 @@
+#pragma once
+// dnnx's own depthwise convolution kernels (cudnn:kernel:depthwise:*): groups == in_channels, a
+// channel multiplier M = out_channels / groups >= 1, 1/2/3 spatial dims, any kernel size, stride,
+// per-side padding and dilation, channels_first or channels_last, f32/f16/bf16 storage with f32
+// accumulation, every direction. Plain pointers, sizes and a stream; no cuDNN types. The layouts
+// and the work split: Note [depthwise kernels] in depthwise.cu.
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dnnx::cudnn::kernels {
+
+/// Element type of every tensor (f32 accumulation for all three).
+enum class DepthwiseType : int { f32 = 0, f16 = 1, bf16 = 2 };
+
+/// The kernel variants; each is a candidate of its own (Note [depthwise variants] in depthwise.cu).
+enum class DepthwiseVariant : int {
+  /// Every depthwise desc: runtime kernel sizes, one element (channel) per thread.
+  direct = 0,
+  /// 2-D (or 1-D) kernels of 3x3 or 5x5 positions, their loops unrolled at compile time.
+  unrolled = 1,
+  /// channels_last, multiplier 1, even channel counts: packs of 2-8 channels per thread (up to
+  /// 16 bytes per access); 3x3 and 5x5 kernels unrolled.
+  channel_packs = 2,
+};
+
+/// One depthwise convolution in 3 spatial dims (D, H, W): 1-D and 2-D convolutions have leading
+/// dims of size 1 (kernel 1, stride 1, dilation 1, no padding). Output channel o reads input
+/// channel o / multiplier. Tensors are dense: src N, C, D, H, W (channels_last: N, D, H, W, C); dst
+/// N, O, out (channels_last: N, out, O) with O = C * multiplier; weights O x kernel volume in
+/// either layout (O, 1, KD, KH, KW and O, KD, KH, KW, 1 are the same bytes). Padding after each
+/// dim is implied by `output`.
+struct DepthwiseShape {
+  std::int64_t batch = 1;
+  std::int64_t channels = 1;    ///< C = groups
+  std::int64_t multiplier = 1;  ///< M
+  int input[3] = {1, 1, 1};
+  int output[3] = {1, 1, 1};
+  int kernel[3] = {1, 1, 1};
+  int stride[3] = {1, 1, 1};
+  int pad_before[3] = {0, 0, 0};
+  int dilation[3] = {1, 1, 1};
+  bool channels_last = false;
+  DepthwiseType type = DepthwiseType::f32;
+};
+
+/// Why `variant` cannot run `shape` (a static string), or nullptr when it can. Every variant needs
+/// each sample's src and dst below 2^31 elements and spatial coordinates below 2^30; the others'
+/// domains are in DepthwiseVariant. `backward_weights`: the bwd_weights direction.
+const char* depthwise_unsupported(const DepthwiseShape& shape, DepthwiseVariant variant,
+                                  bool backward_weights);
+
+/// Workspace bytes depthwise_bwd_weights needs (f32 partial sums of its split reduction; 0 when
+/// the reduction is not split). A function of the shape and variant only.
+std::size_t depthwise_bwd_weights_workspace_bytes(const DepthwiseShape& shape,
+                                                  DepthwiseVariant variant);
+
+/// dst = conv(src, weights), queued on `stream`. Returns the launch status (cudaErrorInvalidValue
+/// when the variant cannot run the shape).
+cudaError_t depthwise_fwd(const DepthwiseShape& shape, DepthwiseVariant variant, const void* src,
+                          const void* weights, void* dst, cudaStream_t stream);
+
+/// diff_src = gradient w.r.t. src, queued on `stream`: a gather, each diff_src element written
+/// once, summing its windows in a fixed order (deterministic, no atomics).
+cudaError_t depthwise_bwd_data(const DepthwiseShape& shape, DepthwiseVariant variant,
+                               const void* diff_dst, const void* weights, void* diff_src,
+                               cudaStream_t stream);
+
+/// diff_weights = gradient w.r.t. the weights (overwritten), queued on `stream`: per weight, a
+/// reduction over N and the output positions in a fixed order (block reductions, then a second
+/// pass over the splits' partial sums in `workspace`); deterministic, no atomics. `workspace`
+/// holds depthwise_bwd_weights_workspace_bytes(shape, variant) bytes.
+cudaError_t depthwise_bwd_weights(const DepthwiseShape& shape, DepthwiseVariant variant,
+                                  const void* src, const void* diff_dst, void* diff_weights,
+                                  void* workspace, cudaStream_t stream);
+
+}  // namespace dnnx::cudnn::kernels
