@@ -139,11 +139,27 @@ void RNNBase::pack() {
   // The parameters' dtype under the (possibly new) context, not the old flat weights'.
   RnnDesc desc = desc_for(1, 1, false);
   desc.dtype = parameter_dtype(context());
+  const auto names = parameter_names(options_.num_layers, options_.bidirectional, options_.bias);
+  // Already packed (load_state_dict copied into the views): keep the storage, which an optimizer
+  // built on the parameters holds.
+  const auto at = [&](const Tensor& flat, std::int64_t offset) {
+    return static_cast<const void*>(static_cast<const std::byte*>(flat.data()) +
+                                    static_cast<std::size_t>(offset) * size_of(desc.dtype));
+  };
+  bool packed = !flat_weights_.is_null() && flat_weights_.dtype() == desc.dtype &&
+                flat_weights_.device() == context().device();
+  for (const auto& [name, layer, direction, which] : names) {
+    if (!packed) break;
+    Parameter& entry = parameter(name);
+    const std::int64_t offset = desc.weight_offset(layer, direction, which);
+    packed = entry.value.data() == at(flat_weights_, offset) &&
+             entry.grad.data() == at(flat_grads_, offset);
+  }
+  if (packed) return;
   const Dims flat{desc.weights_count()};
   Tensor weights = detail::empty(context(), flat, desc.dtype);
   Tensor grads = detail::empty(context(), flat, desc.dtype);
-  for (const auto& [name, layer, direction, which] :
-       parameter_names(options_.num_layers, options_.bidirectional, options_.bias)) {
+  for (const auto& [name, layer, direction, which] : names) {
     Parameter& entry = parameter(name);
     const std::int64_t offset = desc.weight_offset(layer, direction, which);
     const Dims dims = desc.weight_dims(layer, direction, which);

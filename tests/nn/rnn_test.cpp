@@ -218,6 +218,8 @@ TEST(NnRnn, StateDictSafetensorsAndConvert) {
   b.eval();
   const Tensor x = input(Dims{4, 2, 3}, 1);
   const Tensor before = b.forward(x);
+  const void* storage = b.flat_weights().data();
+  nn::SGD sgd(b.context(), b.parameters(), SgdHyper{0.5, 0.0, 0.0, 0.0});
   const auto path =
       (std::filesystem::temp_directory_path() / "dnnx_nn_rnn_test.safetensors").string();
   safetensors::save(path, a.state_dict());
@@ -227,6 +229,16 @@ TEST(NnRnn, StateDictSafetensorsAndConvert) {
   std::filesystem::remove(path);
   b.load_state_dict(loaded);
   expect_equal(b.forward(x), a.forward(x), "loaded");
+  // Loaded in place: the optimizer built before still updates the module's weights.
+  EXPECT_EQ(b.flat_weights().data(), storage);
+  b.train();
+  b.forward(x);
+  b.backward(input(Dims{4, 2, 4}, 2));
+  const std::vector<float> loaded_values = b.flat_weights().to_f32();
+  sgd.step();
+  EXPECT_NE(b.flat_weights().to_f32(), loaded_values);
+  b.load_state_dict(loaded);
+  b.eval();
   EXPECT_NE(before.to_f32(), a.forward(x).to_f32());
   // The parameters are views of the (new) flat weights after the load.
   EXPECT_EQ(b.named_parameters()[0].second->value.data(), b.flat_weights().data());

@@ -50,7 +50,9 @@ struct RnnGradients {
 /// The parameters are views of one flat tensor in the op's weight layout (PyTorch's
 /// _flat_weights order), and their gradients views of one flat gradient, so every call hands
 /// the op a single weights tensor without copies (flat_weights(), flat_grads()). Tensors taken
-/// from the parameters (state_dict()) are views: they live as long as the module.
+/// from the parameters (state_dict(), an optimizer's) are views: they live as long as the module
+/// and its flat storage. load_state_dict copies into that storage; to() (convert) allocates a new
+/// one, so optimizers built before must be built again, as for every module.
 ///
 /// Inputs are dense channels_first tensors of the weights' dtype, rank 3 (batched; PyTorch's
 /// unbatched rank-2 input is not taken). `lengths` ({N}, i32 or i64, host memory, each in
