@@ -168,7 +168,9 @@ TEST_P(CpuRnn, EveryCandidateMatchesTheReference) {
     }
   }
   std::cout << "  " << p.c.name << " " << to_string(desc.dtype) << ": " << ran << " ran, "
-            << unsupported << " unsupported of " << training.size() << "\n";
+            << unsupported << " unsupported of " << training.size() << ":";
+  for (const AlgoInfo& info : training) std::cout << ' ' << info.id;
+  std::cout << "\n";
   if (!desc.variable_lengths) {
     EXPECT_GE(f32_ran, 1) << "no f32 or f32-compute candidate ran | " << desc.repro();
   } else {

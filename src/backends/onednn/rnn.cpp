@@ -19,8 +19,9 @@
 // bidirectional_concat direction: layer l reads layer l-1's output {T, N, D*H}, so layers of
 // different input sizes need no padding and the dropout between layers (Note [rnn dropout]) is
 // applied between the primitives with dnnx's own masks. Data tensors are tnc, or ntc (the same
-// bytes as {N, T, C}) for batch_first, the layer outputs between layers too: oneDNN 3.2's
-// backward computed wrong weight gradients (values near 1e33) for an ntc input with a tnc output.
+// bytes as {N, T, C}) for batch_first, the layer outputs between layers too: with layer 0
+// reading ntc and writing tnc, oneDNN 3.2's backward gave wrong weight gradients (values near
+// 1e33) in the parity test (a 2-layer batch_first gru).
 // The states {layers * D, N, H} are ldnc, layer l's part a contiguous slice.
 //
 // Note [cpu rnn weights]
