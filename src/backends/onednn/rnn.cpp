@@ -77,6 +77,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -383,6 +384,9 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const RnnDesc
   std::vector<DType> computes = {desc.dtype};
   if (desc.dtype != DType::f32) computes.push_back(DType::f32);
   std::vector<Candidate> candidates;
+  // oneDNN may answer next_impl with an implementation of a name already listed (seen for the
+  // f32 lstm in a process that created other RNN primitives before): listed once.
+  std::set<std::string> seen;
   for (const DType ct : computes) {
     const bool f32_compute = ct != desc.dtype;
     const std::string formulation =
@@ -415,6 +419,7 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const RnnDesc
       c.ct = ct;
       AlgoInfo& info = c.info;
       info.id = detail::cat("onednn:", impl, ':', formulation);
+      if (!seen.insert(info.id).second) continue;
       info.notes = {"rnn", cell_name(desc.cell)};
       if (f32_compute) info.notes.emplace_back(f32_compute_note);
       info.deterministic = true;
