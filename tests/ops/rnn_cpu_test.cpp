@@ -2,7 +2,8 @@
 // table in f32, bf16 and f16 (and cases with dropout between layers), every candidate the
 // training forward lists as supported runs a whole step — inference forward, training forward,
 // backward w.r.t. the data, backward w.r.t. the weights overwriting and accumulating — with every
-// direction's policy fixed to it, each output compared with the reference backend's; unsupported
+// direction's policy fixed to it, each output compared with the reference backend's (candidates of
+// the inference forward alone run it with the other directions left to the heuristic); unsupported
 // candidates must say why in one of the ways Note [cpu rnn candidates] lists, and the f32 (or
 // f32-compute) candidate must run every case without variable lengths. Also the call orders of
 // Note [cpu rnn backward] (weights before data refused, repeated backwards, a later forward
@@ -167,8 +168,25 @@ TEST_P(CpuRnn, EveryCandidateMatchesTheReference) {
         EXPECT_TRUE(bitwise_equal(step.outputs.at(name), again.outputs.at(name), name, where));
     }
   }
-  std::cout << "  " << p.c.name << " " << to_string(desc.dtype) << ": " << ran << " ran, "
-            << unsupported << " unsupported of " << training.size() << ":";
+  // Candidates of the inference forward alone (a native bf16 forward whose backward oneDNN lacks):
+  // the step runs with the inference forward fixed to them.
+  int inference_only = 0;
+  for (const AlgoInfo& info : rnn_list(base, desc, Direction::fwd)) {
+    if (!info.supported) continue;
+    const auto trained = std::find_if(training.begin(), training.end(),
+                                      [&](const AlgoInfo& t) { return t.id == info.id; });
+    if (trained != training.end() && trained->supported) continue;  // ran above
+    const std::string where = info.id + " | " + desc.repro(Direction::fwd);
+    Context context = cpu_context();
+    context.tune().policy(OpKind::rnn, Direction::fwd) = AlgoPolicy::fixed(info.id);
+    const RnnStep step = run_rnn_step(context, desc, inputs, Generator(1234));
+    EXPECT_EQ(step.ran.at("fwd"), info.id) << where;
+    expect_close(step, expected, desc.dtype, where);
+    ++inference_only;
+  }
+  std::cout << "  " << p.c.name << " " << to_string(desc.dtype) << ": " << inference_only
+            << " inference-only ran; " << ran << " ran, " << unsupported << " unsupported of "
+            << training.size() << ":";
   for (const AlgoInfo& info : training) std::cout << ' ' << info.id;
   std::cout << "\n";
   if (!desc.variable_lengths) {
