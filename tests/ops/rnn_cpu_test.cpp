@@ -55,16 +55,6 @@ Tolerance tolerance_of(DType dtype) {
   }
 }
 
-std::vector<float> scale_of(const std::vector<float>& expected) {
-  double sum = 0;
-  for (const float v : expected) sum += double{v} * v;
-  const auto rms = static_cast<float>(expected.empty() ? 0.0 : std::sqrt(sum / expected.size()));
-  std::vector<float> scale(expected.size());
-  std::transform(expected.begin(), expected.end(), scale.begin(),
-                 [rms](float v) { return std::max(std::abs(v), rms); });
-  return scale;
-}
-
 bool expected_unsupported(const AlgoInfo& info) {
   for (const char* reason :
        {"has no implementation of", "take no sequence lengths",
@@ -116,8 +106,8 @@ void expect_close(const RnnStep& got, const RnnStep& expected, DType dtype,
     const Tensor& have = got.outputs.at(name);
     ASSERT_TRUE(all_finite(have, name, where));
     const std::vector<float> w = want.to_f32();
-    EXPECT_TRUE(close_within_scale(have.to_f32(), w, scale_of(w), have.dims(), tolerance_of(dtype),
-                                   name, where));
+    EXPECT_TRUE(close_within_scale(have.to_f32(), w, rnn_scale_of(w), have.dims(),
+                                   tolerance_of(dtype), name, where));
   }
 }
 
@@ -263,7 +253,7 @@ TEST(CpuRnnOrder, BackwardWeightsReadsTheLastBackwardData) {
   rnn_bwd_weights(context, desc, weights, state);  // repeatable
   EXPECT_TRUE(bitwise_equal(first, out.diff_weights, "diff_weights", "second bwd_weights"));
   const std::vector<float> want = expected_weights(b).to_f32();
-  EXPECT_TRUE(close_within_scale(first.to_f32(), want, scale_of(want), first.dims(),
+  EXPECT_TRUE(close_within_scale(first.to_f32(), want, rnn_scale_of(want), first.dims(),
                                  tolerance_of(DType::f32), "diff_weights", "after two bwd_data"));
   // Accumulating adds the same gradients once more.
   weights.accumulate = true;
