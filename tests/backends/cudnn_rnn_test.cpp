@@ -54,16 +54,6 @@ Tolerance tolerance_of(DType dtype, bool tensor_cores) {
   }
 }
 
-std::vector<float> scale_of(const std::vector<float>& expected) {
-  double sum = 0;
-  for (const float v : expected) sum += double{v} * v;
-  const auto rms = static_cast<float>(expected.empty() ? 0.0 : std::sqrt(sum / expected.size()));
-  std::vector<float> scale(expected.size());
-  std::transform(expected.begin(), expected.end(), scale.begin(),
-                 [rms](float v) { return std::max(std::abs(v), rms); });
-  return scale;
-}
-
 bool expected_unsupported(const AlgoInfo& info) {
   for (const char* reason :
        {"DNNX_ALLOW_TF32", "cudnnGetRNNTempSpaceSizes failed", "cudnnSetRNNDescriptor_v8 failed",
@@ -163,7 +153,7 @@ TEST_P(CudnnRnn, EveryCandidateMatchesTheReference) {
       ASSERT_TRUE(all_finite(got, name, where));
       const std::vector<float> w = want.to_f32();
       EXPECT_TRUE(
-          close_within_scale(got.to_f32(), w, scale_of(w), got.dims(), tolerance, name, where));
+          close_within_scale(got.to_f32(), w, rnn_scale_of(w), got.dims(), tolerance, name, where));
     }
     if (info.deterministic) {
       const RnnStep again = run_rnn_step(context, desc, inputs);
@@ -200,7 +190,7 @@ TEST(CudnnRnnSelection, ExhaustiveTrainingForwardThenBackwardsOfItsAlgorithm) {
   const RnnStep expected = run_rnn_step(reference, desc, inputs);
   for (const auto& [name, want] : expected.outputs) {
     const std::vector<float> w = want.to_f32();
-    EXPECT_TRUE(close_within_scale(step.outputs.at(name).to_f32(), w, scale_of(w), want.dims(),
+    EXPECT_TRUE(close_within_scale(step.outputs.at(name).to_f32(), w, rnn_scale_of(w), want.dims(),
                                    tolerance_of(desc.dtype, true), name, step.ran.at("fwd")));
   }
 }

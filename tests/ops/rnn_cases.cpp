@@ -3,6 +3,7 @@
 #include "support/gpu.hpp"
 #include "support/random.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -162,6 +163,16 @@ RnnStep run_rnn_step(Context& context, const RnnDesc& desc, const RnnInputs& in,
   rnn_bwd_weights(context, desc, g, saved);
   for (auto& [name, tensor] : out) step.outputs[name] = host_of(tensor);
   return step;
+}
+
+std::vector<float> rnn_scale_of(const std::vector<float>& expected) {
+  double sum = 0;
+  for (const float v : expected) sum += double{v} * v;
+  const auto rms = static_cast<float>(expected.empty() ? 0.0 : std::sqrt(sum / expected.size()));
+  std::vector<float> scale(expected.size());
+  std::transform(expected.begin(), expected.end(), scale.begin(),
+                 [rms](float v) { return std::max(std::abs(v), rms); });
+  return scale;
 }
 
 }  // namespace dnnx::test

@@ -44,4 +44,9 @@ struct RnnStep {
 RnnStep run_rnn_step(Context& context, const RnnDesc& desc, const RnnInputs& inputs,
                      Generator generator = Generator());
 
+/// The per-element scale the backend tests compare an output against the reference with:
+/// max(|expected|, the RMS of `expected`), so that elements small by cancellation (gradients summed
+/// over steps and sequences) are held to the error of the sums they come from.
+std::vector<float> rnn_scale_of(const std::vector<float>& expected);
+
 }  // namespace dnnx::test

@@ -2,7 +2,8 @@
 // table in f32, bf16 and f16 (and cases with dropout between layers), every candidate the
 // training forward lists as supported runs a whole step — inference forward, training forward,
 // backward w.r.t. the data, backward w.r.t. the weights overwriting and accumulating — with every
-// direction's policy fixed to it, each output compared with the reference backend's; unsupported
+// direction's policy fixed to it, each output compared with the reference backend's (candidates of
+// the inference forward alone run it with the other directions left to the heuristic); unsupported
 // candidates must say why in one of the ways Note [cpu rnn candidates] lists, and the f32 (or
 // f32-compute) candidate must run every case without variable lengths. Also the call orders of
 // Note [cpu rnn backward] (weights before data refused, repeated backwards, a later forward
@@ -52,16 +53,6 @@ Tolerance tolerance_of(DType dtype) {
     case DType::bf16: return {1e-1, 1e-3};
     default: return {2e-4, 1e-6};
   }
-}
-
-std::vector<float> scale_of(const std::vector<float>& expected) {
-  double sum = 0;
-  for (const float v : expected) sum += double{v} * v;
-  const auto rms = static_cast<float>(expected.empty() ? 0.0 : std::sqrt(sum / expected.size()));
-  std::vector<float> scale(expected.size());
-  std::transform(expected.begin(), expected.end(), scale.begin(),
-                 [rms](float v) { return std::max(std::abs(v), rms); });
-  return scale;
 }
 
 bool expected_unsupported(const AlgoInfo& info) {
@@ -115,8 +106,8 @@ void expect_close(const RnnStep& got, const RnnStep& expected, DType dtype,
     const Tensor& have = got.outputs.at(name);
     ASSERT_TRUE(all_finite(have, name, where));
     const std::vector<float> w = want.to_f32();
-    EXPECT_TRUE(close_within_scale(have.to_f32(), w, scale_of(w), have.dims(), tolerance_of(dtype),
-                                   name, where));
+    EXPECT_TRUE(close_within_scale(have.to_f32(), w, rnn_scale_of(w), have.dims(),
+                                   tolerance_of(dtype), name, where));
   }
 }
 
@@ -167,8 +158,27 @@ TEST_P(CpuRnn, EveryCandidateMatchesTheReference) {
         EXPECT_TRUE(bitwise_equal(step.outputs.at(name), again.outputs.at(name), name, where));
     }
   }
-  std::cout << "  " << p.c.name << " " << to_string(desc.dtype) << ": " << ran << " ran, "
-            << unsupported << " unsupported of " << training.size() << "\n";
+  // Candidates of the inference forward alone (a native bf16 forward whose backward oneDNN lacks):
+  // the step runs with the inference forward fixed to them.
+  int inference_only = 0;
+  for (const AlgoInfo& info : rnn_list(base, desc, Direction::fwd)) {
+    if (!info.supported) continue;
+    const auto trained = std::find_if(training.begin(), training.end(),
+                                      [&](const AlgoInfo& t) { return t.id == info.id; });
+    if (trained != training.end() && trained->supported) continue;  // ran above
+    const std::string where = info.id + " | " + desc.repro(Direction::fwd);
+    Context context = cpu_context();
+    context.tune().policy(OpKind::rnn, Direction::fwd) = AlgoPolicy::fixed(info.id);
+    const RnnStep step = run_rnn_step(context, desc, inputs, Generator(1234));
+    EXPECT_EQ(step.ran.at("fwd"), info.id) << where;
+    expect_close(step, expected, desc.dtype, where);
+    ++inference_only;
+  }
+  std::cout << "  " << p.c.name << " " << to_string(desc.dtype) << ": " << inference_only
+            << " inference-only ran; " << ran << " ran, " << unsupported << " unsupported of "
+            << training.size() << ":";
+  for (const AlgoInfo& info : training) std::cout << ' ' << info.id;
+  std::cout << "\n";
   if (!desc.variable_lengths) {
     EXPECT_GE(f32_ran, 1) << "no f32 or f32-compute candidate ran | " << desc.repro();
   } else {
@@ -243,7 +253,7 @@ TEST(CpuRnnOrder, BackwardWeightsReadsTheLastBackwardData) {
   rnn_bwd_weights(context, desc, weights, state);  // repeatable
   EXPECT_TRUE(bitwise_equal(first, out.diff_weights, "diff_weights", "second bwd_weights"));
   const std::vector<float> want = expected_weights(b).to_f32();
-  EXPECT_TRUE(close_within_scale(first.to_f32(), want, scale_of(want), first.dims(),
+  EXPECT_TRUE(close_within_scale(first.to_f32(), want, rnn_scale_of(want), first.dims(),
                                  tolerance_of(DType::f32), "diff_weights", "after two bwd_data"));
   // Accumulating adds the same gradients once more.
   weights.accumulate = true;
