@@ -252,6 +252,16 @@ struct ProfileRow {
   int runs = 0;                   ///< timed runs
 };
 
+/// Where the host wall time of one search went (an exhaustive selection or a profile), ms. The
+/// parts add up to about the whole: list_ms + build_ms + time_ms.
+struct SearchTimes {
+  double list_ms = 0;   ///< listing the candidates (free when this process listed the key before)
+  double build_ms = 0;  ///< building plans ahead and waiting for the ones still compiling
+  double time_ms = 0;   ///< running the candidates: full runs, probes on a slice, final round
+  /// Plans that were not ready within the backend's compile budget (their rows say so).
+  int plans_skipped = 0;
+};
+
 /// The selected candidate for one (desc, direction) under one TuneOptions.
 struct Choice {
   AlgoInfo algo;                 ///< what runs
@@ -269,6 +279,7 @@ struct Choice {
   std::string fingerprint;       ///< that backend's library versions / machine facts
   std::string environment;       ///< JSON object: device, libraries, dnnx version
   std::int64_t measured_at = 0;  ///< when it was made, seconds since the Unix epoch
+  SearchTimes search;            ///< exhaustive: where the selection's wall time went
   /// Read from the cache file and not yet re-validated in this process (the op layer checks the
   /// id is still supported and admissible before using it).
   bool from_file = false;
@@ -284,6 +295,7 @@ struct ProfileResult {
   std::vector<ProfileRow> rows;  ///< timed rows by median time, then the rest
   std::string chosen;            ///< the id exhaustive selection would pick (empty if none ran)
   double wall_ms = 0;            ///< wall time of the whole profile, ms
+  SearchTimes search;            ///< where that wall time went
 
   /// Fixed-width text table like the seed's "FwdAlgorithms profile results".
   std::string table() const;

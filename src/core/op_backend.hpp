@@ -123,6 +123,21 @@ class OpBackend : public OpBackendBase {
   /// report. The default builds nothing.
   virtual void prepare(const Desc& desc, Direction direction, const std::vector<std::string>& ids) {
   }
+  /// The ids whose plans the last prepare() of (desc, direction) left building on other threads
+  /// (a backend whose plans may take seconds to compile, under a compile budget): the search
+  /// times every other candidate first and then asks await_plan() for these. The default: none.
+  virtual std::vector<std::string> pending_plans(const Desc& desc, Direction direction) {
+    return {};
+  }
+  /// Waits for the plan of `id` (one pending_plans() named) at most until the search's compile
+  /// budget runs out: empty when the plan is ready, else why the search skips it.
+  virtual std::string await_plan(const Desc& desc, Direction direction, const std::string& id) {
+    return {};
+  }
+  /// Called after a selection whose choice goes to the persistent choice cache, with the chosen
+  /// id: a backend whose plans are costly to build may save that plan for other processes
+  /// (Note [saved plans] in src/tune/plan_store.hpp). The default keeps nothing.
+  virtual void keep_plan(const Desc& desc, Direction direction, const std::string& id) {}
   /// A plan of `id`, a candidate listed for another desc of the op, for the smaller `desc` a
   /// search probes with (Note [probing slow candidates] in src/tune/select.cpp); null when it
   /// cannot run `desc`. A backend whose listing is costly may build it without listing `desc`

@@ -111,22 +111,115 @@ tune::FirstRun first_run(const Backend& backend) {
 }
 }  // namespace
 
+namespace {
+
+bool has(const std::vector<std::string>& ids, const std::string& id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+double ms_between(std::chrono::steady_clock::time_point start,
+                  std::chrono::steady_clock::time_point end) {
+  return std::chrono::duration<double, std::milli>(end - start).count();
+}
+
+// Note [compile budget]
+// A backend may leave some plans building on other threads when prepare() returns (the cudnn
+// convolution's runtime-compiled engines: Note [runtime-compiled engines] in
+// backends/cudnn/conv_engine.cpp), so that their compiles overlap the timing of every other
+// candidate. A search therefore times the candidates whose plans are ready first, in their
+// order, and the pending ones last, each after await_plan(): the backend waits for that plan at
+// most until its compile budget runs out and otherwise says why it is skipped, which becomes the
+// row's not_timed reason (tune::Skipped). The time spent waiting counts as build time.
+struct Prepared {
+  std::vector<AlgoInfo> candidates;  // the pending ones moved last
+  std::vector<std::string> pending;
+  double build_ms = 0;
+};
+
+Prepared prepare_search(const TuneOptions& options, std::vector<AlgoInfo> candidates,
+                        const SelectHooks& hooks) {
+  Prepared prepared;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> ids;
+  for (const AlgoInfo& algo : candidates) {
+    if (!tune::exclusion(algo, options)) ids.push_back(algo.id);
+  }
+  hooks.prepare(ids);
+  if (hooks.pending) prepared.pending = hooks.pending();
+  prepared.build_ms = ms_between(start, std::chrono::steady_clock::now());
+  std::stable_partition(candidates.begin(), candidates.end(),
+                        [&](const AlgoInfo& algo) { return !has(prepared.pending, algo.id); });
+  prepared.candidates = std::move(candidates);
+  return prepared;
+}
+
+// The run hook of a search: a pending candidate's first run waits for its plan (Note [compile
+// budget]); `wait_ms` adds up the waits, `skipped` counts the skips.
+tune::RunOnce budgeted_run(const SelectHooks& hooks, const std::vector<std::string>& pending,
+                           double& wait_ms, int& skipped) {
+  if (pending.empty() || !hooks.await) return hooks.run;
+  auto awaited = std::make_shared<std::vector<std::string>>();
+  return [&hooks, &pending, &wait_ms, &skipped, awaited](const AlgoInfo& algo) {
+    if (has(pending, algo.id) && !has(*awaited, algo.id)) {
+      const auto start = std::chrono::steady_clock::now();
+      const std::string why = hooks.await(algo.id);
+      wait_ms += ms_between(start, std::chrono::steady_clock::now());
+      if (!why.empty()) {
+        ++skipped;
+        throw tune::Skipped(why);
+      }
+      awaited->push_back(algo.id);
+    }
+    return hooks.run(algo);
+  };
+}
+
+}  // namespace
+
 std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState& state,
                                                   const tune::Request& request,
                                                   const SelectHooks& hooks) {
   Backend& backend = state.backend();
   const TuneOptions& options = context.tune();
-  const std::vector<AlgoInfo> candidates = hooks.list();
+  const auto list_start = std::chrono::steady_clock::now();
+  std::vector<AlgoInfo> candidates = hooks.list();
+  SearchTimes search;
+  search.list_ms = ms_between(list_start, std::chrono::steady_clock::now());
+  std::vector<std::string> pending;
   if (options.policy(parse_op_kind(request.op), request.direction).kind == PolicyKind::exhaustive) {
-    std::vector<std::string> ids;
-    for (const AlgoInfo& algo : candidates) {
-      if (!tune::exclusion(algo, options)) ids.push_back(algo.id);
-    }
-    hooks.prepare(ids);
+    Prepared prepared = prepare_search(options, std::move(candidates), hooks);
+    candidates = std::move(prepared.candidates);
+    pending = std::move(prepared.pending);
+    search.build_ms = prepared.build_ms;
   }
-  auto choice = std::make_shared<Choice>(tune::select(request, candidates, options, hooks.run,
-                                                      hooks.probe, first_run(backend), hooks.loop));
+  double wait_ms = 0;
+  const tune::RunOnce run = budgeted_run(hooks, pending, wait_ms, search.plans_skipped);
+  auto choice = std::make_shared<Choice>(
+      tune::select(request, candidates, options, run, hooks.probe, first_run(backend), hooks.loop));
+  if (choice->policy.kind == PolicyKind::exhaustive) {
+    search.build_ms += wait_ms;
+    search.time_ms = std::max(0.0, choice->tuning_ms - wait_ms);
+    choice->search = search;
+    // tuning_ms is the whole search, listing and building ahead included.
+    choice->tuning_ms = search.list_ms + search.build_ms + search.time_ms;
+    if (options.verbose) {
+      std::cerr << "dnnx: " << request.op << ' ' << to_string(request.direction) << " search: list "
+                << search.list_ms << " ms, build " << search.build_ms << " ms (" << pending.size()
+                << " plans compiling alongside the timing, " << search.plans_skipped
+                << " skipped over the compile budget), time " << search.time_ms << " ms\n";
+    }
+  }
   if (choice->candidates_timed > 0) backend.after_timing();
+  // Note [saved plans]: a choice the cache file keeps may have its plan kept too.
+  if (hooks.keep && context.choice_cache()->file_options().mode == CacheMode::readwrite) {
+    try {
+      hooks.keep(choice->algo.id);
+    } catch (const Error& error) {
+      // Saving is an optimization for later processes; it never fails the call.
+      std::cerr << "dnnx: could not save the plan of " << choice->algo.id << ": " << error.message()
+                << '\n';
+    }
+  }
   choice->backend = backend.name();
   choice->fingerprint = backend.fingerprint();
   choice->environment = environment_json(backend);
@@ -196,9 +289,22 @@ ProfileResult profile_locked(Context& context, ContextState& state, const tune::
   // first runs] in src/tune/select.cpp).
   TuneOptions options = context.tune();
   options.final_round = false;
-  result.rows = tune::time_candidates(hooks.list(), options, hooks.run,
+  // Plans are built ahead as for an exhaustive search, under the same compile budget (Note
+  // [compile budget]).
+  const auto list_start = std::chrono::steady_clock::now();
+  std::vector<AlgoInfo> listed = hooks.list();
+  result.search.list_ms = ms_between(list_start, std::chrono::steady_clock::now());
+  Prepared prepared = prepare_search(options, std::move(listed), hooks);
+  double wait_ms = 0;
+  const tune::RunOnce run =
+      budgeted_run(hooks, prepared.pending, wait_ms, result.search.plans_skipped);
+  const auto time_start = std::chrono::steady_clock::now();
+  result.rows = tune::time_candidates(prepared.candidates, options, run,
                                       /*apply_benchmark_limit=*/false, hooks.probe,
                                       first_run(state.backend()));
+  result.search.build_ms = prepared.build_ms + wait_ms;
+  result.search.time_ms =
+      std::max(0.0, ms_between(time_start, std::chrono::steady_clock::now()) - wait_ms);
   if (std::any_of(result.rows.begin(), result.rows.end(),
                   [](const ProfileRow& row) { return row.runs > 0; }))
     state.backend().after_timing();

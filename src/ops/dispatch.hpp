@@ -73,6 +73,13 @@ struct SelectHooks {
   std::function<double(const AlgoInfo&)> run;                    ///< one timed run, ms
   tune::ProbeOnce probe;  ///< one timed run on a slice (empty: the op has no slices)
   tune::RunLoop loop;     ///< runs back to back, timed together: ms per run
+  /// After prepare(): the ids whose plans are still building (empty function: none ever are).
+  std::function<std::vector<std::string>()> pending;
+  /// Waits for a pending id's plan within the compile budget: empty, or why it is skipped.
+  std::function<std::string(const std::string&)> await;
+  /// After a selection that the choice cache's file keeps: the chosen id, whose plan the backend
+  /// may save for other processes (empty function: nothing to do).
+  std::function<void(const std::string&)> keep;
 };
 
 /// A choice and how it was found.
@@ -403,15 +410,21 @@ class Dispatch {
         for (int i = 0; i < runs; ++i) plan->execute(a, workspace);
       }) / runs;
     };
-    SelectHooks hooks{[&state, &desc, direction, consumed] {
-                        return listing(state, desc, direction, consumed);
-                      },
-                      [&backend, &desc, direction](const std::vector<std::string>& ids) {
-                        backend.prepare(desc, direction, ids);
-                      },
-                      [loop](const AlgoInfo& algo) { return loop(algo, 1); },
-                      {},
-                      loop};
+    SelectHooks hooks{
+        [&state, &desc, direction, consumed] { return listing(state, desc, direction, consumed); },
+        [&backend, &desc, direction](const std::vector<std::string>& ids) {
+          backend.prepare(desc, direction, ids);
+        },
+        [loop](const AlgoInfo& algo) { return loop(algo, 1); },
+        {},
+        loop,
+        [&backend, &desc, direction] { return backend.pending_plans(desc, direction); },
+        [&backend, &desc, direction](const std::string& id) {
+          return backend.await_plan(desc, direction, id);
+        },
+        [&backend, &desc, direction](const std::string& id) {
+          backend.keep_plan(desc, direction, id);
+        }};
     if constexpr (requires { typename Op::Slice; }) {
       // Made on the first probe (from the timing tensors) and kept for the rest of the search.
       struct Lazy {

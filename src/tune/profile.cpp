@@ -92,7 +92,12 @@ std::string ProfileResult::table() const {
   }
   out << render(cells);
   out << "fastest: " << (chosen.empty() ? std::string("(none ran)") : chosen) << "  (profile took "
-      << ms_text(wall_ms) << " ms)\n";
+      << ms_text(wall_ms) << " ms: list " << ms_text(search.list_ms) << ", build "
+      << ms_text(search.build_ms) << ", time " << ms_text(search.time_ms) << ")\n";
+  if (search.plans_skipped > 0) {
+    out << "plans skipped over the compile budget: " << search.plans_skipped
+        << " (their rows say why)\n";
+  }
   out << "repro: " << repro << '\n';
   return out.str();
 }
@@ -106,6 +111,10 @@ std::string ProfileResult::json() const {
   doc["backend"] = backend;
   doc["chosen"] = chosen;
   doc["wall_ms"] = wall_ms;
+  doc["search"] = {{"list_ms", search.list_ms},
+                   {"build_ms", search.build_ms},
+                   {"time_ms", search.time_ms},
+                   {"plans_skipped", search.plans_skipped}};
   doc["rows"] = nlohmann::json::array();
   for (const ProfileRow& row : rows) {
     doc["rows"].push_back({{"algo", algo_json(row.algo)},

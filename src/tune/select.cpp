@@ -117,7 +117,8 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 // (a plan for the smaller desc and an extra short run per candidate), so it starts only once a
 // candidate has been abandoned, i.e. once this (desc, direction) has shown that it has candidates
 // worth skipping; searches without slow candidates never probe. A slice the candidate cannot run
-// (nullopt or an error) leaves the decision to the full run.
+// (nullopt or an error) leaves the decision to the full run. A candidate noted "heuristics_top"
+// (a library's own top picks, which an exhaustive search promises to run) is never probed.
 constexpr double probe_factor = 2.0;
 
 // Note [warm first runs]
@@ -191,7 +192,11 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
           "(set time_naive / --time-naive to time it)";
       continue;
     }
-    if (probing) {  // Note [probing slow candidates]
+    // Note [probing slow candidates]; a candidate noted "heuristics_top" (the library's own top
+    // picks: Note [heuristics' top configs] in backends/cudnn/conv_engine.cpp) always gets a
+    // full run.
+    if (probing &&
+        std::find(algo.notes.begin(), algo.notes.end(), "heuristics_top") == algo.notes.end()) {
       std::optional<double> slice;
       try {
         slice = probe(algo);
@@ -252,6 +257,10 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
       row.runs = static_cast<int>(times.size());
       // Only a candidate an automatic policy may pick sets the bar for abandoning others.
       if (!unsafe(algo)) best = std::min(best, row.median_ms);
+    } catch (const Skipped& skipped) {
+      --ran;  // it did not run: the benchmark limit counts runs
+      row.status = CandidateStatus::not_timed;
+      row.detail = skipped.what();
     } catch (const Error& error) {
       row.status = CandidateStatus::failed;
       row.detail = error.what();

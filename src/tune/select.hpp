@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,14 @@ using ProbeOnce = std::function<std::optional<double>(const AlgoInfo& algo)>;
 /// milliseconds per run: what a caller running it repeatedly sees (Note [final round]). An empty
 /// RunLoop times the final round with single runs.
 using RunLoop = std::function<double(const AlgoInfo& algo, int runs)>;
+
+/// Thrown by a RunOnce when a candidate cannot be timed in this search although nothing is wrong
+/// with it (its plan was not ready within the backend's compile budget): time_candidates()
+/// marks its row not_timed with the message, never failed.
+class Skipped : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 /// What a backend's timed runs measure (Backend::warm_timing()): `may_be_cold` - a candidate's
 /// first run may include one-time costs (code generated or loaded on first use), so it is judged

@@ -9,3 +9,11 @@ target_link_libraries(cudnn_conv_depthwise_test PRIVATE GTest::gtest_main dnnx_i
                                                         dnnx_test_support CUDA::cudart)
 gtest_discover_tests(cudnn_conv_depthwise_test PROPERTIES LABELS "gpu" TIMEOUT 1200
                      DISCOVERY_TIMEOUT 60)
+
+# The conv's search: runtime-compiled candidates under the compile budget, saved plans, the
+# heuristics' top configs among the timed, the search's time split (its settings tests need no GPU).
+add_executable(cudnn_conv_search_test ${CMAKE_CURRENT_LIST_DIR}/cudnn_conv_search_test.cpp)
+target_link_libraries(cudnn_conv_search_test PRIVATE GTest::gtest_main dnnx_internal
+                                                     dnnx_test_support CUDA::cudart)
+gtest_discover_tests(cudnn_conv_search_test PROPERTIES LABELS "gpu" TIMEOUT 1200
+                     DISCOVERY_TIMEOUT 60)

@@ -290,13 +290,15 @@ set(_dnnx_cli_cache ${_dnnx_cli_dir}/cli-cache.json)
 set(_dnnx_cli_cache_env DNNX_CACHE=readwrite DNNX_CACHE_FILE=${_dnnx_cli_cache} DNNX_BACKEND=reference)
 set(_dnnx_cli_tune_args tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 2 --layers tiny.depthwise
     --runs 1)
-dnnx_cli_test(cache.clear STDOUT "^cleared [0-9]+ entries from .*cli-cache.json"
+dnnx_cli_test(cache.clear
+              STDOUT "^cleared [0-9]+ entries from .*cli-cache.json.cleared [0-9]+ saved plans from .*cli-cache.json.plans"
               ENV ${_dnnx_cli_cache_env} ARGS cache clear)
 dnnx_cli_test(cache.tune_first STDOUT "choice cache: readwrite .*cache hits: 0 of 3"
               ENV ${_dnnx_cli_cache_env} ARGS ${_dnnx_cli_tune_args})
 dnnx_cli_test(cache.tune_second STDOUT "0 candidates timed.*cache hits: 3 of 3"
               ENV ${_dnnx_cli_cache_env} ARGS ${_dnnx_cli_tune_args})
-dnnx_cli_test(cache.stats STDOUT "entries: 6 .*reference +6 +applies here"
+dnnx_cli_test(cache.stats
+              STDOUT "entries: 6 .*saved plans .*cli-cache.json.plans: 0 .*reference +6 +applies here"
               ENV ${_dnnx_cli_cache_env} ARGS cache stats)
 dnnx_cli_test(cache.show_json JSON stdout JSON_LENGTH 6 ENV ${_dnnx_cli_cache_env}
               ARGS cache show --json)

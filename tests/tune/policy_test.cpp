@@ -219,6 +219,30 @@ TEST(ExhaustivePolicy, PicksTheFastestAndSortsRowsFastestFirst) {
   }
 }
 
+// Note [compile budget] in src/ops/dispatch.cpp: a run that throws tune::Skipped (its plan not
+// ready within the backend's compile budget) leaves the candidate not_timed with the reason, not
+// failed, and does not count against the benchmark limit.
+TEST(ExhaustivePolicy, SkippedCandidatesAreNotTimedWithTheReason) {
+  FakeBench bench;
+  bench.add(Algo("a"), {3.0}).add(Algo("slow_to_build"), {0.5}).add(Algo("c"), {2.0});
+  dnnx::tune::RunOnce scripted = bench.run();
+  const dnnx::tune::RunOnce run = [&](const dnnx::AlgoInfo& algo) -> double {
+    if (algo.id == "slow_to_build") throw dnnx::tune::Skipped("not compiled within the budget");
+    return scripted(algo);
+  };
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.benchmark_limit = 2;
+  const Choice choice = dnnx::tune::select(fake_request(), bench.candidates(), options, run);
+  EXPECT_EQ(choice.algo.id, "c");
+  const ProfileRow& skipped = row_of(choice.timings, "slow_to_build");
+  EXPECT_EQ(skipped.status, CandidateStatus::not_timed);
+  EXPECT_EQ(skipped.detail, "not compiled within the budget");
+  EXPECT_EQ(skipped.runs, 0);
+  EXPECT_EQ(row_of(choice.timings, "c").status, CandidateStatus::ok)
+      << "a skipped candidate used up the benchmark limit";
+  EXPECT_EQ(choice.candidates_timed, 2);
+}
+
 TEST(ExhaustivePolicy, WarmupRunsAreRunButNotCounted) {
   FakeBench bench;
   // The warm-up of "a" is slow and that of "b" absurdly fast: counting either would flip the
@@ -352,6 +376,30 @@ TEST(ExhaustivePolicy, ProbesOnASliceOnceASlowCandidateShowedUp) {
       dnnx::tune::select(fake_request(), plain.candidates(), options, plain.run());
   EXPECT_EQ(unprobed.algo.id, "fast");
   EXPECT_EQ(row_of(unprobed.timings, "slow").runs, 1);
+}
+
+// Note [heuristics' top configs] (backends/cudnn/conv_engine.cpp): a candidate noted
+// "heuristics_top" always gets a full run, even once probing has started.
+TEST(ExhaustivePolicy, HeuristicsTopCandidatesAreNeverJudgedOnASlice) {
+  FakeBench bench;
+  bench.add(Algo("best"), {10.0})
+      .add(Algo("huge"), {200.0})                          // abandoned: probing on from here
+      .add(Algo("slow"), {300.0})                          // its slice alone rules it out
+      .add(Algo("top_b").note("heuristics_top"), {30.0});  // a slice would too; runs instead
+  std::map<std::string, int> probes;
+  const dnnx::tune::ProbeOnce probe = [&](const dnnx::AlgoInfo& algo) -> std::optional<double> {
+    ++probes[algo.id];
+    return 50.0;
+  };
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.abandon_factor = 4.0;
+  const Choice choice =
+      dnnx::tune::select(fake_request(), bench.candidates(), options, bench.run(), probe);
+  EXPECT_EQ(choice.algo.id, "best");
+  EXPECT_EQ(probes["slow"], 1);
+  EXPECT_EQ(probes.count("top_b"), 0U);
+  EXPECT_GE(row_of(choice.timings, "top_b").runs, 1);
+  EXPECT_EQ(row_of(choice.timings, "slow").runs, 0);
 }
 
 // Note [warm first runs]: where the backend's first reading is warm, it is the first timed run

@@ -1,4 +1,7 @@
-// `dnnx cache show|stats|export FILE|import FILE|clear|prune`: the persistent choice cache.
+// `dnnx cache show|stats|export FILE|import FILE|clear|prune`: the persistent choice cache and
+// the saved plans next to it.
+
+#include <dnnx/saved_plans.hpp>
 
 #include "commands.hpp"
 #include "output.hpp"
@@ -30,6 +33,19 @@ ChoiceCache open_cache(const CacheArgs& args, CacheMode mode) {
   options.mode = mode;
   options.on_problem = FileProblem::raise;
   return ChoiceCache(options);
+}
+
+// The saved plans that go with the cache file (DNNX_PLAN_DIR, else "<file>.plans").
+SavedPlans plans_of(const ChoiceCache& cache) {
+  CacheFileOptions options = cache.file_options();
+  options.mode = CacheMode::readwrite;  // the folder exists whatever this command's mode
+  return saved_plans(options);
+}
+
+std::string plans_line(const SavedPlans& plans) {
+  if (plans.folder.empty()) return "saved plans: none (DNNX_PLAN_DIR is off)\n";
+  return "saved plans " + plans.folder + ": " + std::to_string(plans.files) + " (" +
+         format_bytes(plans.bytes) + ")\n";
 }
 
 std::string date_text(std::int64_t unix_seconds) {
@@ -93,6 +109,7 @@ int run_show(const CacheArgs& args) {
   std::cout << format_table(
       {"op", "backend", "chosen", "ms", "workspace", "runner-up", "measured", "here", "key"}, rows,
       {3, 4});
+  std::cout << plans_line(plans_of(cache));
   return 0;
 }
 
@@ -110,6 +127,7 @@ int run_stats(const CacheArgs& args) {
             << ", least recently used dropped first)\n";
   if (stats.set_aside > 0) std::cout << "unreadable file set aside: yes\n";
   if (stats.dropped > 0) std::cout << "malformed entries skipped: " << stats.dropped << '\n';
+  std::cout << plans_line(plans_of(cache));
   std::vector<std::vector<std::string>> rows;
   for (const auto& [group, count] : by_fingerprint) {
     const auto it = local.find(group.first);
@@ -141,6 +159,13 @@ int run_clear(const CacheArgs& args) {
   const std::size_t before = cache.size();
   cache.clear_file();
   std::cout << "cleared " << before << " entries from " << cache.file_options().path << '\n';
+  // Plans were saved for those choices: they go too.
+  CacheFileOptions options = cache.file_options();
+  const SavedPlans plans = saved_plans(options);
+  if (!plans.folder.empty()) {
+    std::cout << "cleared " << clear_saved_plans(options) << " saved plans from " << plans.folder
+              << '\n';
+  }
   return 0;
 }
 
@@ -184,9 +209,8 @@ void add_cache_command(CLI::App& app, Action& action) {
   import_command->add_option("FILE", args->path, "an exported cache file")->required();
   import_command->callback([&action, args] { action = [args] { return run_import(*args); }; });
 
-  cache->add_subcommand("clear", "remove every entry")->callback([&action, args] {
-    action = [args] { return run_clear(*args); };
-  });
+  cache->add_subcommand("clear", "remove every entry and the saved plans that go with them")
+      ->callback([&action, args] { action = [args] { return run_clear(*args); }; });
 
   CLI::App* prune =
       cache->add_subcommand("prune", "keep the N most recently used entries (default: the bound)");

@@ -11,6 +11,7 @@
 #include "backends/cudnn/runtime.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
+#include "tune/plan_store.hpp"
 
 #include <cstdlib>
 #include <mutex>
@@ -58,6 +59,33 @@ int knob_variants_from_env(int fallback) {
                               "' is not a variant count; accepted: an integer in 1..4096"));
   }
   return static_cast<int>(parsed);
+}
+
+// DNNX_CUDNN_COMPILE_BUDGET: seconds, a decimal number in [0, 3600]; unset or empty means
+// `fallback`.
+double compile_budget_from_env(double fallback) {
+  const char* value = std::getenv(compile_budget_variable);
+  if (value == nullptr || *value == '\0') return fallback;
+  char* end = nullptr;
+  const double parsed = std::strtod(value, &end);
+  if (end == value || *end != '\0' || !(parsed >= 0 && parsed <= 3600)) {
+    detail::raise(ErrorKind::InvalidArgument,
+                  detail::cat("environment variable ", compile_budget_variable, "='", value,
+                              "' is not a compile budget; accepted: seconds in [0, 3600]"));
+  }
+  return parsed;
+}
+
+// DNNX_PLAN_DIR, else next to the choice cache's file (Note [saved plans] in
+// src/tune/plan_store.hpp).
+std::string plan_dir_from_env() {
+  CacheFileOptions cache;
+  try {
+    cache = CacheFileOptions::from_env();
+  } catch (const Error&) {
+    cache.mode = CacheMode::off;  // a malformed DNNX_CACHE* variable is reported by the cache
+  }
+  return tune::PlanStore::folder_from_env(cache);
 }
 
 // Note [gated timing]
@@ -133,8 +161,7 @@ class CudnnBackend final : public detail::Backend {
                        cuda_version_text(f.runtime_version), " driver ",
                        cuda_version_text(f.driver_version), " ", f.name, " sm_", f.major, f.minor,
                        " SMs=", f.sm_count, " tf32=", runtime_->allow_tf32() ? "on" : "off",
-                       " rtc=", runtime_->settings().runtime_compiled ? "on" : "off",
-                       " knobs=", knob_search_text());
+                       " rtc=", runtime_compiled_text(), " knobs=", knob_search_text());
   }
 
   std::vector<std::pair<std::string, std::string>> environment() const override {
@@ -148,7 +175,9 @@ class CudnnBackend final : public detail::Backend {
             {"cudnn_version", cudnn_version_text(f.cudnn_version)},
             {"cublaslt_version", cublas_version_text(f.cublaslt_version)},
             {"tf32", runtime_->allow_tf32() ? "on" : "off"},
-            {"runtime_compiled_engines", runtime_->settings().runtime_compiled ? "on" : "off"},
+            {"runtime_compiled_engines", runtime_compiled_text()},
+            {"saved_plans", runtime_->settings().plan_dir.empty() ? std::string("off")
+                                                                  : runtime_->settings().plan_dir},
             {"graph_replay", runtime_->settings().graphs ? "on" : "off"},
             {"l2_sweep_after_timing", runtime_->settings().l2_sweep ? "on" : "off"},
             {"knob_search", knob_search_text()}};
@@ -227,6 +256,13 @@ class CudnnBackend final : public detail::Backend {
     DNNX_OP_TABLE(DNNX_CUDNN_MAKE)
 #undef DNNX_CUDNN_MAKE
     return ops;
+  }
+  // "off", or "on/1s" (the conv's runtime-compiled engines under a compile budget of 1 s), with
+  // "+fused" when the fused conv's are candidates too: each changes what a search can pick.
+  std::string runtime_compiled_text() const {
+    const Settings& s = runtime_->settings();
+    if (!s.runtime_compiled) return "off";
+    return detail::cat("on/", s.compile_budget_s, 's', s.runtime_compiled_fused ? "+fused" : "");
   }
   // "off", or "top/24": the mode and the per-engine cap, both of which change the candidates.
   std::string knob_search_text() const {
@@ -332,7 +368,15 @@ Settings settings_from_env() {
   settings.verbose = switch_from_env("DNNX_VERBOSE", settings.verbose);
   settings.graphs = switch_from_env("DNNX_CUDNN_GRAPHS", settings.graphs);
   settings.l2_sweep = switch_from_env("DNNX_CUDNN_L2_SWEEP", settings.l2_sweep);
-  settings.runtime_compiled = switch_from_env(runtime_compiled_variable, settings.runtime_compiled);
+  // Unset: the conv's runtime-compiled engines are candidates, the fused conv's are not; set, the
+  // switch applies to both (Note [runtime-compiled engines]).
+  const char* runtime_compiled = std::getenv(runtime_compiled_variable);
+  if (runtime_compiled != nullptr && *runtime_compiled != '\0') {
+    settings.runtime_compiled = switch_from_env(runtime_compiled_variable, true);
+    settings.runtime_compiled_fused = settings.runtime_compiled;
+  }
+  settings.compile_budget_s = compile_budget_from_env(settings.compile_budget_s);
+  settings.plan_dir = plan_dir_from_env();
   settings.knob_search = knob_search_from_env();
   settings.knob_variants = knob_variants_from_env(settings.knob_variants);
   return settings;

@@ -2,7 +2,8 @@
 // list() returns every supported candidate before every unsupported one; within each group the
 // graph-API candidates come first (heuristics mode A's configs, then B's, then the fallback's,
 // then every engine with default knobs: Note [engine candidates]) and the legacy algorithms after
-// them (Note [legacy candidates]), then the knob variants dnnx adds (Note [knob search]), then
+// them (Note [legacy candidates]), then the supported runtime-compiled engines (Note
+// [runtime-compiled engines]), then the knob variants dnnx adds (Note [knob search]), then
 // the channel-padded candidates of f16/bf16 convs with unaligned channels (Note [channel
 // padding]). dnnx's depthwise kernels come right after the supported graph-API and legacy
 // candidates (Note [depthwise candidates]). The
@@ -12,6 +13,7 @@
 
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv_common.hpp"
+#include "backends/cudnn/conv_compile.hpp"
 #include "backends/cudnn/conv_depthwise.hpp"
 #include "backends/cudnn/conv_engine.hpp"
 #include "backends/cudnn/conv_legacy.hpp"
@@ -28,6 +30,7 @@
 #include <iostream>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -62,6 +65,8 @@ struct Candidate {
   Kind kind = Kind::engine;
   /// Runs on tensor cores (Note [channel padding] wraps only such candidates).
   bool tensor_cores = false;
+  /// Its plan compiles kernels with NVRTC (Note [runtime-compiled engines]).
+  bool runtime_compiled = false;
   // engine: the config, and the operation graph of the listed desc (null when cuDNN's graph API
   // rejects that desc; every engine candidate is unsupported then).
   ConfigKey config;
@@ -78,6 +83,7 @@ Candidate engine_candidate(EngineCandidate engine, std::shared_ptr<OperationGrap
   candidate.info = std::move(engine.info);
   candidate.kind = Candidate::Kind::engine;
   candidate.tensor_cores = engine.tensor_cores;
+  candidate.runtime_compiled = engine.runtime_compiled;
   candidate.config = std::move(engine.config);
   candidate.graph = std::move(graph);
   return candidate;
@@ -128,20 +134,27 @@ class CudnnConv final
     : public detail::ListedOpBackend<ConvDesc, detail::ConvArgs, Candidate, detail::ConvBackend> {
  public:
   explicit CudnnConv(std::shared_ptr<Runtime> runtime)
-      : ListedOpBackend(BackendKind::cudnn), runtime_(std::move(runtime)) {}
+      : ListedOpBackend(BackendKind::cudnn),
+        runtime_(std::move(runtime)),
+        background_(runtime_),
+        store_(runtime_->settings().plan_dir) {}
 
   // Note [parallel plan builds]
   // Finalizing an engine's execution plan compiles or loads its kernels: about a millisecond for
   // precompiled engines and much more for runtime-compiled ones, so an exhaustive search over
   // ~100 configs spends most of its time here. cuDNN allows plans to be finalized concurrently
   // (cudnn-frontend's multithreaded build_plans does the same with one handle), so the engine plans
-  // of a search are built up front on up to 16 host threads. Legacy plans are only descriptors.
+  // of a search are built up front on up to 16 host threads, except the runtime-compiled ones,
+  // which compile in the background under the compile budget (Note [runtime-compiled engines]).
+  // Legacy plans are only descriptors.
   // A padded candidate's plan is cheap too; its inner engine plan on the padded desc is what takes
   // time, so that one is built ahead, filed under the padded desc where build() finds it.
   void prepare(const ConvDesc& desc, Direction direction,
                const std::vector<std::string>& ids) override {
+    const auto start = Clock::now();
     const std::vector<Candidate>& listed = listed_candidates(desc, direction);
     std::vector<Build> to_build;
+    std::vector<BackgroundBuilds::Request> compiled;  // Note [runtime-compiled engines]
     for (const std::string& id : ids) {
       const auto found = std::find_if(listed.begin(), listed.end(),
                                       [&](const Candidate& c) { return c.info.id == id; });
@@ -153,15 +166,101 @@ class CudnnConv final
           !candidate.graph)
         continue;
       if (plans().find(build_desc, direction, candidate.info.id)) continue;
+      if (candidate.runtime_compiled) {
+        compiled.push_back(
+            {{build_desc, direction, candidate.info.id}, candidate.info, candidate.config});
+        continue;
+      }
       queue(to_build, {build_desc, direction, candidate.info.id}, candidate.info, candidate.graph,
             candidate.config);
     }
+    start_compiles(desc, direction, compiled, start);
     const auto built = build_in_parallel(to_build, desc, direction);
     for (std::size_t i = 0; i < to_build.size(); ++i) {
       // A failure is left for plan() to build again and report where the search records it.
       if (!built[i]) continue;
       const detail::ConvPlanKey& key = to_build[i].key;
       plans().get_or_build(key.desc, direction, key.id, [&] { return built[i]; });
+    }
+  }
+
+  // Note [compile budget] (src/ops/dispatch.cpp): the runtime-compiled plans the last prepare()
+  // of (desc, direction) left compiling and that are not built yet.
+  std::vector<std::string> pending_plans(const ConvDesc& desc, Direction direction) override {
+    std::vector<std::string> ids;
+    {
+      std::lock_guard lock(compile_mutex_);
+      const auto found = compiling_.find(detail::ConvKey{desc, direction});
+      if (found != compiling_.end()) ids = found->second;
+    }
+    ids.erase(std::remove_if(ids.begin(), ids.end(),
+                             [&](const std::string& id) {
+                               return plans().find(desc, direction, id) != nullptr;
+                             }),
+              ids.end());
+    return ids;
+  }
+
+  std::string await_plan(const ConvDesc& desc, Direction direction,
+                         const std::string& id) override {
+    if (plans().find(desc, direction, id)) return {};
+    const detail::ConvPlanKey key{desc, direction, id};
+    BackgroundBuilds::Outcome outcome = background_.await(key);
+    const double budget = runtime_->settings().compile_budget_s;
+    switch (outcome.state) {
+      case BackgroundBuilds::State::none: return {};  // plan() builds it
+      case BackgroundBuilds::State::ready:
+        plans().get_or_build(desc, direction, id, [&] { return outcome.plan; });
+        return {};
+      case BackgroundBuilds::State::failed: {
+        // The run's plan() reports it, as for any build that fails.
+        std::lock_guard lock(compile_mutex_);
+        failed_compiles_[key] = outcome.error;
+        return {};
+      }
+      case BackgroundBuilds::State::running:
+        return detail::cat("runtime-compiled plan still compiling when the compile budget of ",
+                           budget, " s ran out (", compile_budget_variable,
+                           "); its build goes on in the background for a later search or call");
+      case BackgroundBuilds::State::queued:
+      case BackgroundBuilds::State::cancelled:
+        return detail::cat(
+            "runtime-compiled plan not compiled: the compile budget of ", budget, " s (",
+            compile_budget_variable, ") ran out before its turn",
+            outcome.queued_ahead > 0
+                ? detail::cat(" (", outcome.queued_ahead, " compiles were queued before it)")
+                : std::string());
+    }
+    return {};
+  }
+
+  // Note [saved plans]: the chosen engine plan goes to the plan store where cuDNN serializes it
+  // (it documents that for runtime-compiled engines), so that another process with the same
+  // choice cache loads it instead of compiling it again. Legacy and channel-padded plans have no
+  // serialization (engine_plan_json() is empty for them).
+  void keep_plan(const ConvDesc& desc, Direction direction, const std::string& id) override {
+    if (!store_.enabled()) return;
+    const std::shared_ptr<detail::ConvPlan> plan = plans().find(desc, direction, id);
+    if (!plan) return;
+    const std::string key = saved_plan_key(runtime_->facts(), desc, direction, id);
+    {
+      std::lock_guard lock(compile_mutex_);
+      if (!stored_.insert(key).second) return;  // loaded from or saved to the store already
+    }
+    const std::string json = engine_plan_json(*plan);
+    if (json.empty()) {
+      if (runtime_->verbose())
+        std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": " << id
+                  << ": cuDNN does not serialize this plan; not saved\n";
+      return;
+    }
+    std::string problem;
+    if (!store_.save(key, json, &problem)) {
+      std::cerr << "dnnx: cudnn: cannot save the plan of " << id << ": " << problem << '\n';
+    } else if (runtime_->verbose()) {
+      std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc
+                << ": saved the plan of " << id << " (" << json.size() << " bytes) to "
+                << store_.path_of(key) << '\n';
     }
   }
 
@@ -172,6 +271,7 @@ class CudnnConv final
                                                const std::string& id) override {
     const std::shared_ptr<const Candidate> candidate = recorded(direction, id);
     if (!candidate) return nullptr;  // never listed: nothing says what it would run
+    if (candidate->runtime_compiled) return nullptr;  // see prepare_probes()
     std::lock_guard lock(probe_mutex_);
     return probe_plan_locked(desc, direction, *candidate);
   }
@@ -193,7 +293,8 @@ class CudnnConv final
           build_desc = &*padded;
           candidate = candidate->inner;
         }
-        if (candidate->kind != Candidate::Kind::engine) continue;
+        // A runtime-compiled plan would compile for seconds to time a slice: the full run decides.
+        if (candidate->kind != Candidate::Kind::engine || candidate->runtime_compiled) continue;
         detail::ConvPlanKey key{*build_desc, direction, candidate->info.id};
         if (probe_plans_.count(key) != 0) continue;
         std::shared_ptr<OperationGraph> graph = probe_graph_locked(*build_desc, direction);
@@ -263,6 +364,12 @@ class CudnnConv final
                             : candidates.end(),
                         std::move(kernel));
     }
+    // Supported runtime-compiled engines after every other supported candidate, so that the
+    // heuristic policy never compiles for seconds where another candidate can run (Note
+    // [runtime-compiled engines]).
+    std::stable_partition(candidates.begin(),
+                          std::find_if_not(candidates.begin(), candidates.end(), is_supported),
+                          [](const Candidate& c) { return !c.runtime_compiled; });
     // Knob variants (all supported) after every supported candidate: Note [knob search].
     std::vector<Candidate> variants;
     for (EngineCandidate& variant : engines.knob_variants)
@@ -274,7 +381,8 @@ class CudnnConv final
     if (const std::optional<ConvDesc> padded = channel_padded(desc)) {
       std::vector<Candidate> wrapped;
       for (const Candidate& inner : candidates_locked(*padded, direction)) {
-        if (inner.info.supported && inner.tensor_cores)
+        // Not the runtime-compiled ones: Note [runtime-compiled engines].
+        if (inner.info.supported && inner.tensor_cores && !inner.runtime_compiled)
           wrapped.push_back(padded_candidate(desc, *padded, inner));
       }
       candidates.insert(std::find_if_not(candidates.begin(), candidates.end(), is_supported),
@@ -291,6 +399,10 @@ class CudnnConv final
                                           const Candidate& candidate) override {
     switch (candidate.kind) {
       case Candidate::Kind::engine:
+        if (candidate.runtime_compiled) return runtime_compiled_plan(desc, direction, candidate);
+        if (std::shared_ptr<detail::ConvPlan> saved =
+                saved_plan({desc, direction, candidate.info.id}, candidate.info))
+          return saved;
         return make_engine_plan(runtime_, candidate.graph, desc, direction, candidate.info,
                                 candidate.config);
       case Candidate::Kind::legacy:
@@ -307,6 +419,86 @@ class CudnnConv final
         return make_depthwise_plan(runtime_, desc, direction, candidate.info);
     }
     return nullptr;
+  }
+
+  // Note [runtime-compiled engines]: their plans are compiled on background threads (after those
+  // of the plan store are loaded), in the order given (heuristics' ranks first), until `start`
+  // plus the compile budget.
+  void start_compiles(const ConvDesc& desc, Direction direction,
+                      const std::vector<BackgroundBuilds::Request>& requests,
+                      Clock::time_point start) {
+    std::vector<BackgroundBuilds::Request> to_compile;
+    for (const BackgroundBuilds::Request& request : requests) {
+      if (std::shared_ptr<detail::ConvPlan> saved = saved_plan(request.key, request.info)) {
+        plans().get_or_build(request.key.desc, direction, request.key.id, [&] { return saved; });
+        continue;
+      }
+      to_compile.push_back(request);
+    }
+    const auto budget = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(runtime_->settings().compile_budget_s));
+    background_.submit(to_compile, start + budget);
+    std::vector<std::string> ids;
+    for (const BackgroundBuilds::Request& request : to_compile) ids.push_back(request.key.id);
+    if (runtime_->verbose() && !requests.empty()) {
+      std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": "
+                << requests.size() - to_compile.size() << " runtime-compiled plans loaded, "
+                << to_compile.size() << " compiling on " << background_.threads()
+                << " background threads for up to " << runtime_->settings().compile_budget_s
+                << " s\n";
+    }
+    std::lock_guard lock(compile_mutex_);
+    compiling_[detail::ConvKey{desc, direction}] = std::move(ids);
+  }
+
+  // The plan of a runtime-compiled candidate needed now: from a background build, the plan
+  // store, or compiled here.
+  std::shared_ptr<detail::ConvPlan> runtime_compiled_plan(const ConvDesc& desc, Direction direction,
+                                                          const Candidate& candidate) {
+    const detail::ConvPlanKey key{desc, direction, candidate.info.id};
+    const ErrorContext context = conv_context(desc, direction, candidate.info.id);
+    {
+      std::lock_guard lock(compile_mutex_);
+      if (const auto failed = failed_compiles_.find(key); failed != failed_compiles_.end()) {
+        const std::string error = failed->second;
+        failed_compiles_.erase(failed);
+        detail::raise(ErrorKind::BackendFailure, "building the plan failed: " + error, context);
+      }
+    }
+    BackgroundBuilds::Outcome outcome = background_.take(key);
+    if (outcome.state == BackgroundBuilds::State::ready) return outcome.plan;
+    if (outcome.state == BackgroundBuilds::State::failed)
+      detail::raise(ErrorKind::BackendFailure, "building the plan failed: " + outcome.error,
+                    context);
+    if (std::shared_ptr<detail::ConvPlan> saved = saved_plan(key, candidate.info)) return saved;
+    return make_engine_plan(runtime_, candidate.graph, desc, direction, candidate.info,
+                            candidate.config);
+  }
+
+  // Note [saved plans]: the plan of `key` from the plan store, or null. A saved plan that is not
+  // a whole file of its key or that cuDNN cannot load is dropped with a warning.
+  std::shared_ptr<detail::ConvPlan> saved_plan(const detail::ConvPlanKey& plan_key,
+                                               const AlgoInfo& info) {
+    if (!store_.enabled()) return nullptr;
+    const std::string key =
+        saved_plan_key(runtime_->facts(), plan_key.desc, plan_key.direction, plan_key.id);
+    std::string problem;
+    const std::optional<std::string> json = store_.load(key, &problem);
+    if (!problem.empty()) std::cerr << "dnnx: cudnn: " << problem << "; building the plan again\n";
+    if (!json) return nullptr;
+    try {
+      std::shared_ptr<detail::ConvPlan> plan =
+          load_engine_plan(runtime_, plan_key.desc, plan_key.direction, info, *json);
+      std::lock_guard lock(compile_mutex_);
+      stored_.insert(key);
+      return plan;
+    } catch (const Error& error) {
+      store_.remove(key);
+      std::cerr << "dnnx: cudnn: saved plan " << store_.path_of(key)
+                << " dropped: cuDNN cannot load it (" << error.message()
+                << "); building the plan again\n";
+      return nullptr;
+    }
   }
 
   // Note [cudnn conv candidates]: the supported candidates of a listing, by id. An id listed
@@ -445,6 +637,13 @@ class CudnnConv final
       probe_plans_;
   std::unordered_map<detail::ConvKey, std::shared_ptr<OperationGraph>, detail::ConvKeyHash>
       probe_graphs_;
+  // Note [runtime-compiled engines] and Note [saved plans].
+  BackgroundBuilds background_;
+  tune::PlanStore store_;
+  std::mutex compile_mutex_;  // guards the three below
+  std::unordered_map<detail::ConvKey, std::vector<std::string>, detail::ConvKeyHash> compiling_;
+  std::unordered_map<detail::ConvPlanKey, std::string, detail::ConvKeyHash> failed_compiles_;
+  std::set<std::string> stored_;  // plan-store keys loaded or saved by this backend
 };
 
 }  // namespace

@@ -41,11 +41,30 @@
 //
 // Note [runtime-compiled engines]
 // Engines noted RUNTIME_COMPILATION compile their kernels with NVRTC when their plan is built:
-// 0.4 to 16 s per shape on an H200 (engines 69, 77, 80, 84 for the ResNet-50 layers in f16), where
-// every other plan of a search builds in under 1 s all together. None of them won a single
-// ResNet-50 layer or direction in bench/compare_gpu.py, so by default they are listed unsupported
-// with that reason and an exhaustive search stays near a second; DNNX_CUDNN_RUNTIME_COMPILED=1
-// makes them candidates (and is part of the backend's fingerprint, hence of every cache key).
+// 0.4 to 16 s per shape on an H200 (engines 69, 77, 80, 84 for the ResNet-50 layers in f16),
+// where every other plan of a search builds in under 1 s all together. None of them won a
+// ResNet-50 layer or direction in bench/compare_gpu.py, but some shapes have no fast precompiled
+// kernel: MobileNetV2's first depthwise bwd_data (batch 128, 96 channels, 112x112, 3x3 stride 2,
+// f16 NHWC) took 2.61 ms on an H100 with the best of the others against 0.53 ms with engine 6
+// (dgrad2d_c1_k1_nhwc_specialized), which PyTorch's cudnn.benchmark found. So they are
+// candidates by default, at a cost kept in bounds:
+//   - they are listed after every other supported candidate (conv.cpp, Note [cudnn candidate
+//     order]), so the heuristic policy compiles only when nothing else can run, and no knob
+//     variants or probes are made of them (each would compile), nor channel-padded wrappers;
+//   - an exhaustive search (and a profile) compiles their plans on background threads, each
+//     with a cuDNN handle of its own (conv_compile.hpp), in listing order, so heuristics modes
+//     A and B's picks first, while the main thread times every other candidate; then it waits
+//     for them until the compile budget (DNNX_CUDNN_COMPILE_BUDGET seconds from the search's
+//     start, default 1) runs out, and a plan not built by then is timed no more in that search:
+//     its row is not_timed with the reason (Note [compile budget] in src/ops/dispatch.cpp). A
+//     compile that has started finishes in the background and serves a later search or call;
+//     one that has not is never started;
+//   - the chosen plan is saved next to the choice cache, so another process with the cache
+//     neither compiles nor times it (Note [saved plans] in src/tune/plan_store.hpp).
+// DNNX_CUDNN_RUNTIME_COMPILED=0 lists them unsupported with that reason; =1 also makes the fused
+// convolution's runtime-compiled engines candidates, whose searches build every plan up front
+// and have no budget (unset, they stay unsupported). The setting and the budget are part of the
+// backend's fingerprint, hence of every cache key.
 //
 // Note [f32 accumulation]
 // Every convolution, whatever its storage dtype, accumulates in f32: the compute type of both
@@ -62,6 +81,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <iostream>
 #include <string_view>
@@ -84,7 +104,7 @@ constexpr std::int64_t uid_y = 3;
 
 // Builds the graph; a finalize failure of the operation or graph (cuDNN cannot express the desc)
 // is returned as `failure` instead of thrown.
-std::shared_ptr<OperationGraph> build_graph(Runtime& runtime, const ConvDesc& desc,
+std::shared_ptr<OperationGraph> build_graph(cudnnHandle_t handle, const ConvDesc& desc,
                                             Direction direction, const ErrorContext& context,
                                             std::string& failure) {
   const Geometry g = conv_geometry(desc);
@@ -142,7 +162,6 @@ std::shared_ptr<OperationGraph> build_graph(Runtime& runtime, const ConvDesc& de
   cudnnBackendDescriptor_t operation = graph->operation.get();
   set(graph->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &operation,
       context, "adding the operation to the graph");
-  cudnnHandle_t handle = runtime.handle();
   set(graph->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, context,
       "binding the graph to the handle");
   if (const cudnnStatus_t status = cudnnBackendFinalize(graph->graph.get());
@@ -154,6 +173,14 @@ std::shared_ptr<OperationGraph> build_graph(Runtime& runtime, const ConvDesc& de
                                   context, "counting the engines");
   return graph;
 }
+
+// Note [heuristics' top configs]
+// The first heuristics_top_count supported configs of heuristics modes A and B are what cuDNN
+// expects to be fastest; an exhaustive search must not judge them by a run on a slice (Note
+// [probing slow candidates] in src/tune/select.cpp), which starts once any candidate has been
+// abandoned and so could otherwise leave mode B's picks with no full run at all. They carry the
+// note "heuristics_top", which exempts them from probing: each gets at least one full run.
+constexpr std::size_t heuristics_top_count = 3;
 
 // ---- knob search -------------------------------------------------------------------------------
 
@@ -240,10 +267,19 @@ std::vector<ConfigKey> knob_neighbours(const ConfigKey& seed,
 // ---- plans
 // ---------------------------------------------------------------------------------------
 
+// Note [saved plans] counters: engine plans finalized from a config (compiled: their kernels
+// loaded or, for runtime-compiled engines, compiled with NVRTC) and loaded from saved JSON.
+std::atomic<std::uint64_t> plans_built{0};
+std::atomic<std::uint64_t> runtime_compiled_plans_built{0};
+std::atomic<std::uint64_t> plans_loaded{0};
+
 class EnginePlan final : public detail::ConvPlan {
  public:
+  // Builds the plan of `key` on `graph`, with `handle` (the runtime's, or a build handle of its:
+  // Runtime::build_handle) bound to it.
   EnginePlan(std::shared_ptr<Runtime> runtime, std::shared_ptr<OperationGraph> graph,
-             const ConvDesc& desc, Direction direction, AlgoInfo info, const ConfigKey& key)
+             const ConvDesc& desc, Direction direction, AlgoInfo info, const ConfigKey& key,
+             cudnnHandle_t handle)
       : runtime_(std::move(runtime)),
         graph_(std::move(graph)),
         info_(std::move(info)),
@@ -253,7 +289,6 @@ class EnginePlan final : public detail::ConvPlan {
     DNNX_CUDNN_CHECK(build_config(graph_->graph, key, config_, context_), context_,
                      "building the engine config");
     plan_ = make_backend_descriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, context_);
-    cudnnHandle_t handle = runtime_->handle();
     set(plan_, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, context_,
         "binding the plan to the handle");
     set_descriptor(plan_, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config_.config, context_,
@@ -261,6 +296,51 @@ class EnginePlan final : public detail::ConvPlan {
     finalize(plan_, context_, "building the execution plan");
     info_.workspace_bytes = static_cast<std::size_t>(get_int64(
         plan_, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, context_, "reading the plan's workspace"));
+    ++plans_built;
+    if (std::find(info_.notes.begin(), info_.notes.end(), "runtime_compiled") != info_.notes.end())
+      ++runtime_compiled_plans_built;
+  }
+
+  // Loads a plan from cuDNN's JSON serialization of it (Note [saved plans]); cuDNN's refusal
+  // throws BackendFailure.
+  EnginePlan(std::shared_ptr<Runtime> runtime, const ConvDesc& desc, Direction direction,
+             AlgoInfo info, const std::string& json)
+      : runtime_(std::move(runtime)),
+        info_(std::move(info)),
+        context_(conv_context(desc, direction, info_.id)),
+        direction_(direction) {
+    runtime_->make_current();
+    plan_ = make_backend_descriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, context_);
+    set(plan_, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
+        static_cast<std::int64_t>(json.size()), json.data(), context_,
+        "setting the saved plan's JSON");
+    cudnnHandle_t handle = runtime_->handle();
+    set(plan_, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, context_,
+        "binding the saved plan to the handle");
+    finalize(plan_, context_, "loading the saved execution plan");
+    info_.workspace_bytes =
+        static_cast<std::size_t>(get_int64(plan_, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                           context_, "reading the saved plan's workspace"));
+    ++plans_loaded;
+  }
+
+  // cuDNN's JSON serialization of the plan; empty when cuDNN does not serialize this engine's
+  // plans (it documents serialization for runtime-compiled engines).
+  std::string json() const {
+    std::int64_t count = 0;
+    if (cudnnBackendGetAttribute(plan_.get(), CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION,
+                                 CUDNN_TYPE_CHAR, 0, &count, nullptr) != CUDNN_STATUS_SUCCESS ||
+        count <= 0)
+      return {};
+    std::string text(static_cast<std::size_t>(count), '\0');
+    std::int64_t written = 0;
+    if (cudnnBackendGetAttribute(plan_.get(), CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION,
+                                 CUDNN_TYPE_CHAR, count, &written,
+                                 text.data()) != CUDNN_STATUS_SUCCESS)
+      return {};
+    text.resize(static_cast<std::size_t>(std::clamp<std::int64_t>(written, 0, count)));
+    while (!text.empty() && text.back() == '\0') text.pop_back();
+    return text;
   }
 
   const AlgoInfo& algo() const override { return info_; }
@@ -345,7 +425,8 @@ void add_knob_variants(Runtime& runtime, const OperationGraph& graph, const Conv
       settings.knob_search == KnobSearch::top ? from_heuristics_ab : configs.size();
   std::vector<std::size_t> seeds;  // indices into configs, one per engine
   for (std::size_t i = 0; i < seeds_from; ++i) {
-    if (!configs[i].info.supported) continue;
+    // A runtime-compiled engine's variants would each compile for seconds.
+    if (!configs[i].info.supported || configs[i].runtime_compiled) continue;
     const bool seen = std::any_of(seeds.begin(), seeds.end(), [&](std::size_t s) {
       return configs[s].config.engine == configs[i].config.engine;
     });
@@ -367,8 +448,8 @@ void add_knob_variants(Runtime& runtime, const OperationGraph& graph, const Conv
       if (accepted == cap || attempts == 4 * cap) break;
       if (std::find(listed.begin(), listed.end(), key) != listed.end()) continue;
       ++attempts;
-      EngineCandidate variant =
-          describe_config(runtime, graph.graph, desc, direction, key, origin, context);
+      EngineCandidate variant = describe_config(runtime, graph.graph, desc, direction, key, origin,
+                                                runtime.settings().runtime_compiled, context);
       if (!variant.info.supported) continue;
       listed.push_back(key);
       variants.push_back(std::move(variant));
@@ -386,10 +467,11 @@ void add_knob_variants(Runtime& runtime, const OperationGraph& graph, const Conv
 }  // namespace
 
 std::shared_ptr<OperationGraph> operation_graph(Runtime& runtime, const ConvDesc& desc,
-                                                Direction direction) {
+                                                Direction direction, cudnnHandle_t handle) {
   runtime.make_current();
   std::string failure;
-  return build_graph(runtime, desc, direction, conv_context(desc, direction, {}), failure);
+  return build_graph(handle != nullptr ? handle : runtime.handle(), desc, direction,
+                     conv_context(desc, direction, {}), failure);
 }
 
 EngineCandidates engine_candidates(Runtime& runtime, const ConvDesc& desc, Direction direction) {
@@ -397,7 +479,7 @@ EngineCandidates engine_candidates(Runtime& runtime, const ConvDesc& desc, Direc
   runtime.make_current();
   EngineCandidates result;
   std::string failure;
-  result.graph = build_graph(runtime, desc, direction, context, failure);
+  result.graph = build_graph(runtime.handle(), desc, direction, context, failure);
   if (!result.graph) {
     EngineCandidate none;
     none.info.id = detail::cat(engine_id_prefix, "none");
@@ -411,8 +493,8 @@ EngineCandidates engine_candidates(Runtime& runtime, const ConvDesc& desc, Direc
   auto add = [&](const ConfigKey& key, std::string_view origin) {
     if (std::find(listed.begin(), listed.end(), key) != listed.end()) return;
     listed.push_back(key);
-    result.configs.push_back(
-        describe_config(runtime, result.graph->graph, desc, direction, key, origin, context));
+    result.configs.push_back(describe_config(runtime, result.graph->graph, desc, direction, key,
+                                             origin, runtime.settings().runtime_compiled, context));
   };
   const std::pair<cudnnBackendHeurMode_t, std::string_view> modes[] = {
       {CUDNN_HEUR_MODE_A, "heuristics A"},
@@ -421,8 +503,18 @@ EngineCandidates engine_candidates(Runtime& runtime, const ConvDesc& desc, Direc
   std::size_t from_heuristics_ab = 0;  // how many of `listed` modes A and B proposed
   for (const auto& [mode, name] : modes) {
     int rank = 0;
+    std::size_t top = 0;  // supported configs of this mode marked heuristics_top
     for (const ConfigKey& key : heuristic_configs(result.graph->graph, mode, context)) {
       add(key, detail::cat(", ", name, " #", ++rank));
+      if (mode == CUDNN_HEUR_MODE_FALLBACK || top == heuristics_top_count) continue;
+      // Note [heuristics' top configs]
+      const auto config = std::find_if(result.configs.begin(), result.configs.end(),
+                                       [&](const EngineCandidate& c) { return c.config == key; });
+      if (config == result.configs.end() || !config->info.supported) continue;
+      ++top;
+      if (std::find(config->info.notes.begin(), config->info.notes.end(), "heuristics_top") ==
+          config->info.notes.end())
+        config->info.notes.emplace_back("heuristics_top");
     }
     if (mode != CUDNN_HEUR_MODE_FALLBACK) from_heuristics_ab = listed.size();
   }
@@ -441,10 +533,42 @@ EngineCandidates engine_candidates(Runtime& runtime, const ConvDesc& desc, Direc
 std::shared_ptr<detail::ConvPlan> make_engine_plan(std::shared_ptr<Runtime> runtime,
                                                    std::shared_ptr<OperationGraph> graph,
                                                    const ConvDesc& desc, Direction direction,
-                                                   const AlgoInfo& info, const ConfigKey& config) {
+                                                   const AlgoInfo& info, const ConfigKey& config,
+                                                   cudnnHandle_t handle) {
   DNNX_ASSERT(graph != nullptr, "engine candidate '", info.id, "' has no operation graph");
+  if (handle == nullptr) handle = runtime->handle();
   return std::make_shared<EnginePlan>(std::move(runtime), std::move(graph), desc, direction, info,
-                                      config);
+                                      config, handle);
+}
+
+std::shared_ptr<detail::ConvPlan> load_engine_plan(std::shared_ptr<Runtime> runtime,
+                                                   const ConvDesc& desc, Direction direction,
+                                                   const AlgoInfo& info, const std::string& json) {
+  return std::make_shared<EnginePlan>(std::move(runtime), desc, direction, info, json);
+}
+
+std::string engine_plan_json(const detail::ConvPlan& plan) {
+  const auto* engine = dynamic_cast<const EnginePlan*>(&plan);
+  return engine != nullptr ? engine->json() : std::string();
+}
+
+std::vector<std::string> heuristic_ids(const ConvDesc& desc, Direction direction,
+                                       cudnnBackendHeurMode_t mode, int device) {
+  const ErrorContext context = conv_context(desc, direction, {});
+  make_current(device, context);
+  const CudnnHandle handle = make_cudnn_handle(nullptr, context);
+  std::string failure;
+  const std::shared_ptr<OperationGraph> graph =
+      build_graph(handle.get(), desc, direction, context, failure);
+  if (!graph) return {};
+  std::vector<std::string> ids;
+  for (const ConfigKey& key : heuristic_configs(graph->graph, mode, context))
+    ids.push_back(config_id(key));
+  return ids;
+}
+
+EnginePlanCounts engine_plan_counts() {
+  return {plans_built.load(), runtime_compiled_plans_built.load(), plans_loaded.load()};
 }
 
 }  // namespace dnnx::cudnn

@@ -10,6 +10,7 @@
 #include "backends/cudnn/runtime.hpp"
 #include "core/backend.hpp"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,17 +29,46 @@ struct EngineCandidates {
 
 EngineCandidates engine_candidates(Runtime& runtime, const ConvDesc& desc, Direction direction);
 
-/// The operation graph of (desc, direction) alone, without listing its engines; null when
-/// cuDNN's graph API cannot express the desc.
+/// The operation graph of (desc, direction) alone, without listing its engines, bound to
+/// `handle` (null: the runtime's own); null when cuDNN's graph API cannot express the desc.
 std::shared_ptr<OperationGraph> operation_graph(Runtime& runtime, const ConvDesc& desc,
-                                                Direction direction);
+                                                Direction direction,
+                                                cudnnHandle_t handle = nullptr);
 
 /// The execution plan of engine config `config` on `graph` (the operation graph of desc and
 /// direction), recorded as `info` (its workspace made exact): compiles its kernels; cuDNN allows
-/// several to be built at once on different threads.
+/// several to be built at once on different threads. `handle` is the cuDNN handle the graph and
+/// the plan are bound to (null: the runtime's own).
 std::shared_ptr<detail::ConvPlan> make_engine_plan(std::shared_ptr<Runtime> runtime,
                                                    std::shared_ptr<OperationGraph> graph,
                                                    const ConvDesc& desc, Direction direction,
-                                                   const AlgoInfo& info, const ConfigKey& config);
+                                                   const AlgoInfo& info, const ConfigKey& config,
+                                                   cudnnHandle_t handle = nullptr);
+
+/// The plan that cuDNN's JSON serialization `json` describes (Note [saved plans]), recorded as
+/// `info` (its workspace made exact); throws BackendFailure when cuDNN cannot load it (a corrupt
+/// or stale plan, another GPU or cuDNN).
+std::shared_ptr<detail::ConvPlan> load_engine_plan(std::shared_ptr<Runtime> runtime,
+                                                   const ConvDesc& desc, Direction direction,
+                                                   const AlgoInfo& info, const std::string& json);
+
+/// cuDNN's JSON serialization of an engine plan (make_engine_plan / load_engine_plan); empty for
+/// another kind of plan or when cuDNN does not serialize this engine's plans.
+std::string engine_plan_json(const detail::ConvPlan& plan);
+
+/// The ids of the configs heuristics mode `mode` proposes for (desc, direction), in its order,
+/// whether dnnx supports them or not (empty when the graph API rejects the desc); for tests that
+/// check a search against the heuristics' own answer.
+/// Uses a cuDNN handle of its own on CUDA device `device`.
+std::vector<std::string> heuristic_ids(const ConvDesc& desc, Direction direction,
+                                       cudnnBackendHeurMode_t mode, int device = 0);
+
+/// Engine plans made in this process so far, for tests and verbose output.
+struct EnginePlanCounts {
+  std::uint64_t built = 0;             ///< finalized from an engine config
+  std::uint64_t runtime_compiled = 0;  ///< of those, runtime-compiled engines' (NVRTC compiles)
+  std::uint64_t loaded = 0;            ///< loaded from saved JSON
+};
+EnginePlanCounts engine_plan_counts();
 
 }  // namespace dnnx::cudnn

@@ -294,7 +294,8 @@ std::vector<EngineCandidate> engine_candidates(Runtime& runtime, const FusedGrap
     if (std::find(listed.begin(), listed.end(), key) != listed.end()) return;
     listed.push_back(key);
     EngineCandidate candidate =
-        describe_config(runtime, graph->graph, desc.conv, Direction::fwd, key, origin, context);
+        describe_config(runtime, graph->graph, desc.conv, Direction::fwd, key, origin,
+                        runtime.settings().runtime_compiled_fused, context);
     candidate.info.id = config_id(key, engine_prefix);
     candidate.info.name += ", epilogue fused";
     candidate.info.notes.insert(candidate.info.notes.begin() + 1, "fused");

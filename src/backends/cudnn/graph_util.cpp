@@ -290,7 +290,8 @@ std::string numeric_exclusion(const EngineNotes& notes, const ConvDesc& desc,
 
 EngineCandidate describe_config(Runtime& runtime, const BackendDescriptor& graph,
                                 const ConvDesc& desc, Direction direction, const ConfigKey& key,
-                                std::string_view origin, const ErrorContext& context) {
+                                std::string_view origin, bool runtime_compiled,
+                                const ErrorContext& context) {
   EngineCandidate candidate;
   candidate.config = key;
   AlgoInfo& info = candidate.info;
@@ -322,17 +323,20 @@ EngineCandidate describe_config(Runtime& runtime, const BackendDescriptor& graph
     info.notes.emplace_back("winograd");
     info.families.emplace_back("winograd");
   }
-  if (notes.has(CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION))
-    info.notes.emplace_back("runtime_compiled");
+  candidate.runtime_compiled = notes.has(CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION);
+  if (candidate.runtime_compiled) info.notes.emplace_back("runtime_compiled");
   if (!info.deterministic) info.notes.emplace_back("nondeterministic");
   info.reason = numeric_exclusion(notes, desc, runtime);
   if (info.reason.empty()) info.reason = padding_exclusion(desc, direction, key.engine);
-  if (info.reason.empty() && notes.has(CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) &&
-      !runtime.settings().runtime_compiled) {
+  if (info.reason.empty() && candidate.runtime_compiled && !runtime_compiled) {
+    // Off by the user's DNNX_CUDNN_RUNTIME_COMPILED=0, or by default for an op that has no
+    // compile budget (the fused convolution).
     info.reason = detail::cat(
-        "runtime-compiled engine: its plan compiles kernels with NVRTC for "
-        "this shape (seconds); set ",
-        runtime_compiled_variable, "=1 to include it (Note [runtime-compiled engines])");
+        "runtime-compiled engine: its plan compiles kernels with NVRTC for this shape (seconds); ",
+        runtime.settings().runtime_compiled
+            ? detail::cat("set ", runtime_compiled_variable, "=1 to include it")
+            : detail::cat(runtime_compiled_variable, "=0 excludes it"),
+        " (Note [runtime-compiled engines])");
   }
   if (info.reason.empty()) {
     info.workspace_bytes =

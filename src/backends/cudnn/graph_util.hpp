@@ -51,6 +51,9 @@ struct EngineCandidate {
   ConfigKey config;
   /// Numerical note TENSOR_CORE (Note [channel padding] wraps only tensor-core candidates).
   bool tensor_cores = false;
+  /// Behaviour note RUNTIME_COMPILATION: its plan compiles kernels with NVRTC (Note
+  /// [runtime-compiled engines]).
+  bool runtime_compiled = false;
 };
 
 // ---- thin wrappers over cudnnBackend{Set,Get}Attribute ----------------------------------------
@@ -106,10 +109,12 @@ EngineNotes engine_notes(const BackendDescriptor& engine, const ErrorContext& co
 /// The candidate of config `key` on `graph` (the operation graph of `desc` and `direction`), id
 /// config_id(key): support (cuDNN's finalize status, Note [TF32], Note [asymmetric padding
 /// engines], Note [runtime-compiled engines]), workspace, determinism, notes and families.
-/// `origin` is appended to the name (", heuristics A #1").
+/// `origin` is appended to the name (", heuristics A #1"). Runtime-compiled engines are
+/// unsupported unless `runtime_compiled` (the caller's setting).
 EngineCandidate describe_config(Runtime& runtime, const BackendDescriptor& graph,
                                 const ConvDesc& desc, Direction direction, const ConfigKey& key,
-                                std::string_view origin, const ErrorContext& context);
+                                std::string_view origin, bool runtime_compiled,
+                                const ErrorContext& context);
 
 /// The configs heuristics mode `mode` proposes for `graph`, in its order (empty if the mode has
 /// none).

@@ -93,6 +93,17 @@ cublasLtHandle_t Runtime::blas_lt() { return created_once(blas_lt_, make_cublasl
 
 cublasHandle_t Runtime::blas() { return created_once(blas_, make_cublas_handle); }
 
+cudnnHandle_t Runtime::build_handle(std::size_t slot) {
+  std::lock_guard lock(build_handles_mutex_);
+  if (build_handles_.size() <= slot) build_handles_.resize(slot + 1);
+  std::unique_ptr<CudnnHandle>& handle = build_handles_[slot];
+  if (!handle) {
+    make_current();
+    handle = std::make_unique<CudnnHandle>(make_cudnn_handle(stream_raw_, context()));
+  }
+  return handle->get();
+}
+
 void Runtime::make_current() const { cudnn::make_current(device_, context()); }
 
 ErrorContext Runtime::context(std::string implementation) const {

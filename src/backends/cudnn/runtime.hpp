@@ -59,7 +59,19 @@ struct Settings {
   bool verbose = false;           ///< DNNX_VERBOSE: listing and plan-building costs on stderr
   bool graphs = true;             ///< DNNX_CUDNN_GRAPHS: Note [graph replay]
   bool l2_sweep = true;           ///< DNNX_CUDNN_L2_SWEEP: Note [cache after timing]
-  bool runtime_compiled = false;  ///< DNNX_CUDNN_RUNTIME_COMPILED: Note [runtime-compiled engines]
+  /// DNNX_CUDNN_RUNTIME_COMPILED: the convolution's runtime-compiled engines are candidates
+  /// (default on, under the compile budget); Note [runtime-compiled engines]
+  bool runtime_compiled = true;
+  /// The fused convolution's too: only when DNNX_CUDNN_RUNTIME_COMPILED=1 is set explicitly (its
+  /// searches build every plan up front, with no compile budget).
+  bool runtime_compiled_fused = false;
+  /// DNNX_CUDNN_COMPILE_BUDGET: seconds a search waits, from its start, for the plans that
+  /// compile alongside its timing (Note [compile budget] in src/ops/dispatch.cpp)
+  double compile_budget_s = 1.0;
+  /// DNNX_PLAN_DIR: the folder of saved plans (Note [saved plans] in src/tune/plan_store.hpp);
+  /// by default "<choice-cache file>.plans", empty (off) when the choice cache has no file or
+  /// the variable is "off"
+  std::string plan_dir;
   KnobSearch knob_search = KnobSearch::top;  ///< DNNX_CUDNN_KNOB_SEARCH: Note [knob search]
   int knob_variants = 24;                    ///< DNNX_CUDNN_KNOB_VARIANTS: per engine
 };
@@ -68,9 +80,9 @@ struct Settings {
 const char* to_string(KnobSearch search);
 
 /// The settings the environment asks for (DNNX_ALLOW_TF32, DNNX_VERBOSE, DNNX_CUDNN_GRAPHS,
-/// DNNX_CUDNN_L2_SWEEP, DNNX_CUDNN_RUNTIME_COMPILED, DNNX_CUDNN_KNOB_SEARCH,
-/// DNNX_CUDNN_KNOB_VARIANTS); unset or empty variables keep the defaults. Throws InvalidArgument
-/// naming a malformed variable and its value.
+/// DNNX_CUDNN_L2_SWEEP, DNNX_CUDNN_RUNTIME_COMPILED, DNNX_CUDNN_COMPILE_BUDGET,
+/// DNNX_PLAN_DIR, DNNX_CUDNN_KNOB_SEARCH, DNNX_CUDNN_KNOB_VARIANTS); unset or empty
+/// variables keep the defaults. Throws InvalidArgument naming a malformed variable and its value.
 Settings settings_from_env();
 
 class Runtime final : public detail::DeviceRuntime {
@@ -91,6 +103,10 @@ class Runtime final : public detail::DeviceRuntime {
   /// Whether the stream is the caller's (Context::with_stream) rather than this runtime's own.
   bool external_stream() const { return !stream_; }
   cudnnHandle_t handle() const { return handle_.get(); }
+  /// A cuDNN handle of its own for background plan builds slot `slot` (created on first use, kept
+  /// as long as the runtime, which the plans built with it keep alive): cuDNN allows a handle on
+  /// one thread at a time, and those builds run while the main thread executes on handle().
+  cudnnHandle_t build_handle(std::size_t slot);
   /// The cuBLASLt handle, created on the first call (Note [cuBLAS handles]).
   cublasLtHandle_t blas_lt();
   /// The cuBLAS handle, created on the first call (Note [cuBLAS handles]); bind it to stream()
@@ -131,6 +147,8 @@ class Runtime final : public detail::DeviceRuntime {
   std::mutex blas_mutex_;  // guards the creation of the two handles below
   CublasLtHandle blas_lt_;
   CublasHandle blas_;
+  std::mutex build_handles_mutex_;  // guards build_handles_
+  std::vector<std::unique_ptr<CudnnHandle>> build_handles_;
   std::unique_ptr<CachingAllocator> allocator_;
   bool registered_ = false;
 };

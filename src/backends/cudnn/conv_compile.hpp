@@ -1,0 +1,101 @@
+#pragma once
+// The cudnn convolution's runtime-compiled plans: built on background threads while a search
+// times the other candidates, under the search's compile budget (Note [runtime-compiled
+// engines] in conv_engine.cpp, Note [compile budget] in src/ops/dispatch.cpp), and saved across
+// processes (Note [saved plans] in src/tune/plan_store.hpp).
+
+#include <dnnx/algo.hpp>
+#include <dnnx/ops/conv.hpp>
+
+#include "backends/cudnn/graph_util.hpp"
+#include "backends/cudnn/runtime.hpp"
+#include "core/backend.hpp"
+#include "tune/plan_store.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace dnnx::cudnn {
+
+/// Engine plans built on a few background threads, each with a cuDNN handle of its own
+/// (Runtime::build_handle: a handle may not be used on two threads at once, and the main thread
+/// keeps executing on the runtime's). A build that has not started by its deadline is never
+/// started; one that is running finishes and is kept for whoever asks next.
+class BackgroundBuilds {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  /// What one build needs: the plan's key, its listing entry and its engine config.
+  struct Request {
+    detail::ConvPlanKey key;
+    AlgoInfo info;
+    ConfigKey config;
+  };
+
+  enum class State { none, queued, running, ready, failed, cancelled };
+
+  /// Where a build stands after await() or take().
+  struct Outcome {
+    State state = State::none;
+    std::shared_ptr<detail::ConvPlan> plan;  ///< ready
+    std::string error;                       ///< failed: the build's error message
+    std::size_t queued_ahead = 0;            ///< queued: builds queued before it
+  };
+
+  explicit BackgroundBuilds(std::shared_ptr<Runtime> runtime);
+  /// Drops the queued builds and waits for the running ones.
+  ~BackgroundBuilds();
+  BackgroundBuilds(const BackgroundBuilds&) = delete;
+  BackgroundBuilds& operator=(const BackgroundBuilds&) = delete;
+
+  /// Queues the builds not already known, in order, with `deadline`; a known build that is
+  /// still queued or was cancelled gets the new deadline (a new search, a new budget).
+  void submit(const std::vector<Request>& requests, Clock::time_point deadline);
+
+  /// Waits until the build of `key` has finished or its deadline has passed; a build still
+  /// queued then is cancelled. A finished build (ready or failed) is handed over and forgotten.
+  Outcome await(const detail::ConvPlanKey& key);
+
+  /// For a plan needed now (not within a search): a finished build is handed over, a running
+  /// one waited for; a queued one is cancelled and reported as none (the caller builds it
+  /// itself, sooner than the queue would).
+  Outcome take(const detail::ConvPlanKey& key);
+
+  /// How many threads build.
+  std::size_t threads() const { return threads_.size(); }
+
+ private:
+  struct Job {
+    Request request;
+    State state = State::queued;
+    Clock::time_point deadline;
+    std::shared_ptr<detail::ConvPlan> plan;
+    std::string error;
+  };
+
+  void work(std::size_t slot);
+  Outcome hand_over_locked(const detail::ConvPlanKey& key, Job& job);
+
+  std::shared_ptr<Runtime> runtime_;
+  std::mutex mutex_;  // guards everything below
+  std::condition_variable changed_;
+  std::unordered_map<detail::ConvPlanKey, std::shared_ptr<Job>, detail::ConvKeyHash> jobs_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+/// The key a plan is saved under (Note [saved plans]): the device and library facts a plan
+/// depends on, then the op, direction, desc and candidate id.
+std::string saved_plan_key(const DeviceFacts& facts, const ConvDesc& desc, Direction direction,
+                           const std::string& id);
+
+}  // namespace dnnx::cudnn

@@ -1,0 +1,572 @@
+// The cudnn convolution's search (label "gpu"): runtime-compiled engines as candidates by default
+// under the compile budget (Note [runtime-compiled engines] in conv_engine.cpp, Note [compile
+// budget] in src/ops/dispatch.cpp), saved plans across contexts (Note [saved plans] in
+// src/tune/plan_store.hpp), the heuristics' top configs among the timed ones (Note [knob search]),
+// and the search's time split. Tests that need a GPU skip with the reason where there is none;
+// the settings tests run anywhere.
+
+#include <dnnx/algo.hpp>
+#include <dnnx/context.hpp>
+#include <dnnx/error.hpp>
+#include <dnnx/ops/conv.hpp>
+#include <dnnx/tensor.hpp>
+
+#include "backends/cudnn/conv_engine.hpp"
+#include "backends/cudnn/runtime.hpp"
+#include "ops/context_state.hpp"
+#include "support/compare.hpp"
+#include "support/conv.hpp"
+#include "support/gpu.hpp"
+#include "support/random.hpp"
+#include "tune/plan_store.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dnnx {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Sets an environment variable for one scope (unset: nullptr), restoring the previous value.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) {
+      had_ = true;
+      old_ = old;
+    }
+    if (value == nullptr) {
+      ::unsetenv(name);
+    } else {
+      ::setenv(name, value, 1);
+    }
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      ::setenv(name_.c_str(), old_.c_str(), 1);
+    } else {
+      ::unsetenv(name_.c_str());
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+// A fresh folder per test, removed afterwards.
+class TempFolder {
+ public:
+  TempFolder() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = fs::temp_directory_path() /
+            ("dnnx-search-" + std::string(info->name()) + "-" + std::to_string(::getpid()));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempFolder() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+ConvDesc make_desc(const Dims& src, const Dims& weights, std::int64_t stride, std::int64_t pad,
+                   std::int64_t dilation, std::int64_t groups, DType dtype, Layout layout) {
+  return ConvDesc::from_shapes(src, weights, {stride}, {pad}, {dilation}, groups, dtype, layout);
+}
+
+// MobileNetV2's first depthwise layer at batch 16 (the benchmark runs batch 128): 96 channels,
+// 112x112, 3x3 stride 2, f16 NHWC. Its bwd_data is where cuDNN's runtime-compiled engine 6 runs
+// 5x faster than any precompiled one on an H100.
+ConvDesc depthwise_desc() {
+  return make_desc({16, 96, 112, 112}, {96, 1, 3, 3}, 2, 1, 1, 96, DType::f16,
+                   Layout::channels_last);
+}
+
+// A 3-D f16 conv with dilation (the shapes where PyTorch's search found segment-k kernels).
+ConvDesc dilated_3d_desc() {
+  return make_desc({2, 32, 8, 16, 16}, {32, 32, 3, 3, 3}, 1, 2, 2, 1, DType::f16,
+                   Layout::channels_last);
+}
+
+bool has_note(const AlgoInfo& info, const std::string& note) {
+  return std::find(info.notes.begin(), info.notes.end(), note) != info.notes.end();
+}
+
+std::vector<AlgoInfo> runtime_compiled(const std::vector<AlgoInfo>& algos, bool supported) {
+  std::vector<AlgoInfo> out;
+  for (const AlgoInfo& info : algos) {
+    if (has_note(info, "runtime_compiled") && info.supported == supported) out.push_back(info);
+  }
+  return out;
+}
+
+Context cudnn_context(std::shared_ptr<ChoiceCache> cache = std::make_shared<ChoiceCache>()) {
+  Context context(BackendKind::cudnn);
+  context.set_choice_cache(std::move(cache));
+  return context;
+}
+
+// The device operands of bwd_data and a NaN-poisoned device output.
+struct BwdData {
+  Tensor diff_dst, weights, diff_src;
+};
+
+BwdData bwd_data_operands(const ConvDesc& desc, Context& context) {
+  const test::ConvOperands host =
+      test::random_conv_operands(desc, Direction::bwd_data, test::seed_from(desc.key()));
+  BwdData d;
+  d.diff_dst = test::device_copy(host.diff_dst, context);
+  d.weights = test::device_copy(host.weights, context);
+  d.diff_src = test::device_copy(
+      test::nan_tensor(test::conv_output_dims(desc, Direction::bwd_data), desc.dtype, desc.layout),
+      context);
+  return d;
+}
+
+std::vector<float> output_of(const Tensor& device) { return test::host_copy_of(device).to_f32(); }
+
+// ---- settings (no GPU needed) --------------------------------------------------------------
+
+TEST(CudnnSearchSettings, RuntimeCompiledOnByDefaultWithABudget) {
+  const ScopedEnv rtc("DNNX_CUDNN_RUNTIME_COMPILED", nullptr);
+  const ScopedEnv budget("DNNX_CUDNN_COMPILE_BUDGET", nullptr);
+  const cudnn::Settings defaults = cudnn::settings_from_env();
+  EXPECT_TRUE(defaults.runtime_compiled);
+  EXPECT_FALSE(defaults.runtime_compiled_fused);
+  EXPECT_GT(defaults.compile_budget_s, 0.0);
+  EXPECT_LE(defaults.compile_budget_s, 2.0) << "the budget must fit the search-time target";
+  {
+    const ScopedEnv off("DNNX_CUDNN_RUNTIME_COMPILED", "0");
+    const cudnn::Settings s = cudnn::settings_from_env();
+    EXPECT_FALSE(s.runtime_compiled);
+    EXPECT_FALSE(s.runtime_compiled_fused);
+  }
+  {
+    const ScopedEnv on("DNNX_CUDNN_RUNTIME_COMPILED", "1");
+    const cudnn::Settings s = cudnn::settings_from_env();
+    EXPECT_TRUE(s.runtime_compiled);
+    EXPECT_TRUE(s.runtime_compiled_fused);
+  }
+  {
+    const ScopedEnv set("DNNX_CUDNN_COMPILE_BUDGET", "0.25");
+    EXPECT_DOUBLE_EQ(cudnn::settings_from_env().compile_budget_s, 0.25);
+  }
+  for (const char* bad : {"-1", "soon", "1s", "4000"}) {
+    const ScopedEnv set("DNNX_CUDNN_COMPILE_BUDGET", bad);
+    try {
+      cudnn::settings_from_env();
+      ADD_FAILURE() << "DNNX_CUDNN_COMPILE_BUDGET=" << bad << " was accepted";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+      EXPECT_NE(error.message().find("DNNX_CUDNN_COMPILE_BUDGET"), std::string::npos)
+          << error.message();
+      EXPECT_NE(error.message().find(bad), std::string::npos) << error.message();
+    }
+  }
+}
+
+TEST(CudnnSearchSettings, PlanFolderFollowsTheCacheOrTheVariable) {
+  const ScopedEnv cache_file("DNNX_CACHE_FILE", "/tmp/dnnx-search-settings/tune.json");
+  {
+    const ScopedEnv cache("DNNX_CACHE", "readwrite");
+    const ScopedEnv dir("DNNX_PLAN_DIR", nullptr);
+    EXPECT_EQ(cudnn::settings_from_env().plan_dir, "/tmp/dnnx-search-settings/tune.json.plans");
+  }
+  {
+    const ScopedEnv cache("DNNX_CACHE", "off");
+    const ScopedEnv dir("DNNX_PLAN_DIR", nullptr);
+    EXPECT_EQ(cudnn::settings_from_env().plan_dir, "");
+  }
+  {
+    const ScopedEnv dir("DNNX_PLAN_DIR", "/tmp/dnnx-search-settings/plans");
+    EXPECT_EQ(cudnn::settings_from_env().plan_dir, "/tmp/dnnx-search-settings/plans");
+  }
+  {
+    const ScopedEnv dir("DNNX_PLAN_DIR", "off");
+    EXPECT_EQ(cudnn::settings_from_env().plan_dir, "");
+  }
+}
+
+// ---- runtime-compiled candidates -------------------------------------------------------------
+
+TEST(CudnnSearch, DepthwiseHalfListsARuntimeCompiledCandidateByDefault) {
+  DNNX_REQUIRE_GPU();
+  const ScopedEnv rtc("DNNX_CUDNN_RUNTIME_COMPILED", nullptr);
+  Context context = cudnn_context();
+  EXPECT_NE(context.fingerprint().find("rtc=on/"), std::string::npos) << context.fingerprint();
+  const ConvDesc desc = depthwise_desc();
+  const std::vector<AlgoInfo> algos = conv_list(context, desc, Direction::bwd_data);
+  const std::vector<AlgoInfo> supported = runtime_compiled(algos, true);
+  ASSERT_FALSE(supported.empty()) << "no runtime-compiled candidate is supported for "
+                                  << test::conv_context(desc, Direction::bwd_data, "(list)")
+                                  << "; unsupported ones: "
+                                  << runtime_compiled(algos, false).size();
+  for (const AlgoInfo& info : supported)
+    std::cout << "[ cudnn    ] runtime-compiled: " << info.id << '\n';
+  // After every other supported candidate: the heuristic pick compiles nothing.
+  const auto first_supported =
+      std::find_if(algos.begin(), algos.end(), [](const AlgoInfo& a) { return a.supported; });
+  ASSERT_NE(first_supported, algos.end());
+  const bool only_compiled = std::all_of(algos.begin(), algos.end(), [](const AlgoInfo& a) {
+    return !a.supported || has_note(a, "runtime_compiled");
+  });
+  if (!only_compiled) {
+    EXPECT_FALSE(has_note(*first_supported, "runtime_compiled")) << first_supported->id;
+  }
+  bool in_block = false, block_done = false;
+  for (const AlgoInfo& info : algos) {
+    if (!info.supported) break;
+    const bool compiled = has_note(info, "runtime_compiled");
+    if (compiled) {
+      EXPECT_FALSE(block_done) << info.id << ": runtime-compiled candidates are not contiguous";
+      in_block = true;
+    } else if (in_block) {
+      block_done = true;
+      EXPECT_NE(info.name.find("knob variant"), std::string::npos)
+          << info.id << " (" << info.name << ") listed after a runtime-compiled candidate";
+    }
+  }
+
+  // The opt-out lists them unsupported, saying so.
+  const ScopedEnv off("DNNX_CUDNN_RUNTIME_COMPILED", "0");
+  Context opted_out = cudnn_context();
+  const std::vector<AlgoInfo> off_algos = conv_list(opted_out, desc, Direction::bwd_data);
+  EXPECT_TRUE(runtime_compiled(off_algos, true).empty());
+  for (const AlgoInfo& info : runtime_compiled(off_algos, false)) {
+    const bool explained = info.reason.find("DNNX_CUDNN_RUNTIME_COMPILED=0") != std::string::npos ||
+                           info.reason.find("TF32") != std::string::npos;
+    EXPECT_TRUE(explained) << info.id << ": " << info.reason;
+  }
+}
+
+// Runtime-compiled candidates compute what the reference does (the parity runner runs with them
+// off, to keep its time; these descs cover them).
+TEST(CudnnSearch, RuntimeCompiledCandidatesMatchTheReference) {
+  DNNX_REQUIRE_GPU();
+  const ScopedEnv rtc("DNNX_CUDNN_RUNTIME_COMPILED", nullptr);
+  const ScopedEnv dir("DNNX_PLAN_DIR", "off");
+  Context context = cudnn_context();
+  Context reference(BackendKind::reference);
+  reference.set_choice_cache(std::make_shared<ChoiceCache>());
+  std::size_t checked = 0;
+  const std::vector<ConvDesc> descs{
+      make_desc({2, 32, 14, 14}, {32, 1, 3, 3}, 2, 1, 1, 32, DType::f16, Layout::channels_last),
+      make_desc({1, 8, 6, 7, 5}, {16, 8, 3, 3, 3}, 1, 2, 2, 1, DType::f16, Layout::channels_last),
+      make_desc({2, 16, 9, 9}, {16, 16, 3, 3}, 1, 1, 1, 1, DType::bf16, Layout::channels_last)};
+  for (const ConvDesc& desc : descs) {
+    for (Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
+      const test::ConvOperands host =
+          test::random_conv_operands(desc, direction, test::seed_from(desc.key()));
+      const std::vector<float> expected =
+          test::run_conv(reference, desc, direction, host).output.to_f32();
+      const std::vector<float> scale = test::conv_error_scale(desc, direction, host);
+      const Dims out_dims = test::conv_output_dims(desc, direction);
+      for (const AlgoInfo& info : runtime_compiled(conv_list(context, desc, direction), true)) {
+        const std::string where = test::conv_context(desc, direction, info.id);
+        context.tune().policy(direction) = AlgoPolicy::fixed(info.id);
+        Tensor output =
+            test::device_copy(test::nan_tensor(out_dims, desc.dtype, desc.layout), context);
+        try {
+          switch (direction) {
+            case Direction::fwd:
+              conv_fwd(context, desc, test::device_copy(host.src, context),
+                       test::device_copy(host.weights, context), output);
+              break;
+            case Direction::bwd_data:
+              conv_bwd_data(context, desc, test::device_copy(host.diff_dst, context),
+                            test::device_copy(host.weights, context), output);
+              break;
+            default:
+              conv_bwd_weights(context, desc, test::device_copy(host.src, context),
+                               test::device_copy(host.diff_dst, context), output);
+              break;
+          }
+        } catch (const Error& error) {
+          ADD_FAILURE() << "listed as supported but failed: " << error.what() << "\n" << where;
+          continue;
+        }
+        const std::vector<float> actual = output_of(output);
+        EXPECT_TRUE(test::all_finite(actual, out_dims, "output", where));
+        EXPECT_TRUE(test::close_within_scale(actual, expected, scale, out_dims,
+                                             test::conv_tolerance(desc.dtype), "output", where));
+        ++checked;
+      }
+      context.tune().policy(direction) = AlgoPolicy::heuristic();
+    }
+  }
+  std::cout << "[ cudnn    ] " << checked << " runtime-compiled candidate runs matched\n";
+  EXPECT_GT(checked, 0u) << "no runtime-compiled candidate on any of the descs";
+}
+
+// Note [compile budget]: with a budget of 0 nothing compiles in the search; every
+// runtime-compiled row says why it was skipped, the search still picks a timed candidate, and
+// the time split adds up.
+TEST(CudnnSearch, OverBudgetPlansAreSkippedWithTheReason) {
+  DNNX_REQUIRE_GPU();
+  const ScopedEnv rtc("DNNX_CUDNN_RUNTIME_COMPILED", nullptr);
+  const ScopedEnv budget("DNNX_CUDNN_COMPILE_BUDGET", "0");
+  const ScopedEnv dir("DNNX_PLAN_DIR", "off");
+  Context context = cudnn_context();
+  context.tune().bwd_data = AlgoPolicy::exhaustive();
+  const ConvDesc desc = depthwise_desc();
+  const std::vector<AlgoInfo> compiled =
+      runtime_compiled(conv_list(context, desc, Direction::bwd_data), true);
+  ASSERT_FALSE(compiled.empty()) << "no runtime-compiled candidate to skip";
+  const std::uint64_t compiled_before = cudnn::engine_plan_counts().runtime_compiled;
+  BwdData d = bwd_data_operands(desc, context);
+  const std::shared_ptr<const Choice> choice =
+      conv_bwd_data(context, desc, d.diff_dst, d.weights, d.diff_src);
+  EXPECT_FALSE(has_note(choice->algo, "runtime_compiled")) << choice->algo.id;
+  std::size_t skipped = 0;
+  for (const ProfileRow& row : choice->timings) {
+    if (!has_note(row.algo, "runtime_compiled")) continue;
+    EXPECT_EQ(row.status, CandidateStatus::not_timed) << row.algo.id << ": " << row.detail;
+    EXPECT_NE(row.detail.find("compile budget"), std::string::npos) << row.detail;
+    EXPECT_NE(row.detail.find("DNNX_CUDNN_COMPILE_BUDGET"), std::string::npos) << row.detail;
+    ++skipped;
+  }
+  EXPECT_EQ(skipped, compiled.size());
+  EXPECT_EQ(choice->search.plans_skipped, static_cast<int>(compiled.size()));
+  EXPECT_EQ(cudnn::engine_plan_counts().runtime_compiled, compiled_before)
+      << "a compile started after the budget ran out";
+  EXPECT_GE(choice->search.list_ms, 0.0);
+  EXPECT_GT(choice->search.build_ms, 0.0);
+  EXPECT_GT(choice->search.time_ms, 0.0);
+  EXPECT_NEAR(choice->tuning_ms,
+              choice->search.list_ms + choice->search.build_ms + choice->search.time_ms, 1e-6);
+  std::cout << "[ cudnn    ] search: list " << choice->search.list_ms << " ms, build "
+            << choice->search.build_ms << " ms, time " << choice->search.time_ms << " ms\n";
+
+  // A profile applies the same budget and says so in its rows.
+  const ProfileResult profile = conv_profile(context, desc, Direction::bwd_data);
+  EXPECT_EQ(profile.search.plans_skipped, static_cast<int>(compiled.size()));
+  EXPECT_NE(profile.table().find("compile budget"), std::string::npos) << profile.table();
+}
+
+// With a budget that lets them compile, the runtime-compiled candidates are timed, and the search
+// stays within the target for the depthwise layer (reported, not asserted: shared CI GPUs vary).
+TEST(CudnnSearch, RuntimeCompiledCandidatesAreTimedWithinTheBudget) {
+  DNNX_REQUIRE_GPU();
+  const ScopedEnv rtc("DNNX_CUDNN_RUNTIME_COMPILED", nullptr);
+  const ScopedEnv budget("DNNX_CUDNN_COMPILE_BUDGET", "60");
+  const ScopedEnv dir("DNNX_PLAN_DIR", "off");
+  Context context = cudnn_context();
+  context.tune().bwd_data = AlgoPolicy::exhaustive();
+  const ConvDesc desc = depthwise_desc();
+  BwdData d = bwd_data_operands(desc, context);
+  const std::shared_ptr<const Choice> choice =
+      conv_bwd_data(context, desc, d.diff_dst, d.weights, d.diff_src);
+  std::size_t timed = 0;
+  for (const ProfileRow& row : choice->timings) {
+    if (!has_note(row.algo, "runtime_compiled")) continue;
+    EXPECT_NE(row.status, CandidateStatus::not_timed) << row.algo.id << ": " << row.detail;
+    timed += row.runs > 0;
+  }
+  EXPECT_GT(timed, 0u);
+  EXPECT_EQ(choice->search.plans_skipped, 0);
+  std::cout << "[ cudnn    ] depthwise bwd_data: " << choice->algo.id << " " << choice->time_ms
+            << " ms; search " << choice->tuning_ms << " ms (list " << choice->search.list_ms
+            << ", build " << choice->search.build_ms << ", time " << choice->search.time_ms
+            << ")\n";
+}
+
+// ---- saved plans -----------------------------------------------------------------------------
+
+// Note [saved plans]: a runtime-compiled plan kept by one context is loaded, not compiled, by the
+// next; a corrupt or stale file is dropped with a warning and the plan built again.
+TEST(CudnnSearch, SavedPlansAreLoadedByTheNextContextAndBadOnesDropped) {
+  DNNX_REQUIRE_GPU();
+  TempFolder folder;
+  const std::string plans = folder.file("plans");
+  const ScopedEnv rtc("DNNX_CUDNN_RUNTIME_COMPILED", nullptr);
+  const ScopedEnv dir("DNNX_PLAN_DIR", plans.c_str());
+  const ConvDesc desc = depthwise_desc();
+  const Direction direction = Direction::bwd_data;
+  std::string id;
+  std::vector<float> first_output;
+  {
+    Context context = cudnn_context();
+    const std::vector<AlgoInfo> compiled =
+        runtime_compiled(conv_list(context, desc, direction), true);
+    ASSERT_FALSE(compiled.empty());
+    id = compiled.front().id;
+    context.tune().bwd_data = AlgoPolicy::fixed(id);
+    BwdData d = bwd_data_operands(desc, context);
+    const cudnn::EnginePlanCounts before = cudnn::engine_plan_counts();
+    conv_bwd_data(context, desc, d.diff_dst, d.weights, d.diff_src);
+    EXPECT_EQ(cudnn::engine_plan_counts().runtime_compiled, before.runtime_compiled + 1);
+    first_output = output_of(d.diff_src);
+    detail::state_of(context).backend().conv().keep_plan(desc, direction, id);
+  }
+  const tune::PlanStore::Summary saved = tune::PlanStore::summarize(plans);
+  ASSERT_EQ(saved.files, 1u) << "the kept plan was not saved (does cuDNN serialize " << id
+                             << "'s plans?)";
+
+  auto run_again = [&](const char* what) {
+    Context context = cudnn_context();
+    context.tune().bwd_data = AlgoPolicy::fixed(id);
+    BwdData d = bwd_data_operands(desc, context);
+    conv_bwd_data(context, desc, d.diff_dst, d.weights, d.diff_src);
+    const std::vector<float> output = output_of(d.diff_src);
+    EXPECT_EQ(output, first_output) << what << ": the same kernel gave other values";
+    detail::state_of(context).backend().conv().keep_plan(desc, direction, id);
+  };
+  {
+    const cudnn::EnginePlanCounts before = cudnn::engine_plan_counts();
+    run_again("loaded");
+    const cudnn::EnginePlanCounts after = cudnn::engine_plan_counts();
+    EXPECT_EQ(after.built, before.built) << "the saved plan was built again";
+    EXPECT_EQ(after.loaded, before.loaded + 1);
+  }
+
+  // A file cut short: the store drops it, the plan is compiled again and saved anew.
+  const std::string file = (fs::directory_iterator(plans))->path().string();
+  {
+    std::ifstream in(file, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    in.close();
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << text.substr(0, text.size() / 2);
+    ::testing::internal::CaptureStderr();
+    const cudnn::EnginePlanCounts before = cudnn::engine_plan_counts();
+    run_again("after a truncated file");
+    const std::string warning = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(warning.find("dropped"), std::string::npos) << warning;
+    EXPECT_NE(warning.find(file), std::string::npos) << warning;
+    EXPECT_EQ(cudnn::engine_plan_counts().runtime_compiled, before.runtime_compiled + 1);
+    EXPECT_EQ(tune::PlanStore::summarize(plans).files, 1u) << "not saved anew";
+  }
+  // A whole file whose plan cuDNN cannot load (a stale or foreign plan): dropped with cuDNN's
+  // reason, compiled again.
+  {
+    std::ifstream in(file, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    in.close();
+    const std::string key_line = text.substr(0, text.find("\npayload "));
+    const std::string key = key_line.substr(key_line.find('\n', key_line.find("key ")) + 1);
+    std::ofstream(file, std::ios::binary | std::ios::trunc)
+        << tune::PlanStore::encode(key, "{\"not\": \"a cudnn plan\"}");
+    ::testing::internal::CaptureStderr();
+    const cudnn::EnginePlanCounts before = cudnn::engine_plan_counts();
+    run_again("after a plan cuDNN rejects");
+    const std::string warning = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(warning.find("cuDNN cannot load it"), std::string::npos) << warning;
+    EXPECT_EQ(cudnn::engine_plan_counts().runtime_compiled, before.runtime_compiled + 1);
+  }
+}
+
+// A second context with the same cache file and saved plans: the choice comes from the file (no
+// candidate timed) with the same id, and its plan is loaded, not built, where cuDNN serializes it
+// (runtime-compiled engines; other engines' plans build in about a millisecond).
+TEST(CudnnSearch, ASecondContextWithTheCacheNeitherTimesNorCompiles) {
+  DNNX_REQUIRE_GPU();
+  TempFolder folder;
+  const ScopedEnv rtc("DNNX_CUDNN_RUNTIME_COMPILED", nullptr);
+  const ScopedEnv budget("DNNX_CUDNN_COMPILE_BUDGET", "60");
+  const ScopedEnv dir("DNNX_PLAN_DIR", folder.file("plans").c_str());
+  CacheFileOptions file;
+  file.mode = CacheMode::readwrite;
+  file.path = folder.file("tune.json");
+  const ConvDesc desc = depthwise_desc();
+  std::string chosen;
+  {
+    Context context = cudnn_context(std::make_shared<ChoiceCache>(file));
+    context.tune().bwd_data = AlgoPolicy::exhaustive();
+    BwdData d = bwd_data_operands(desc, context);
+    const auto choice = conv_bwd_data(context, desc, d.diff_dst, d.weights, d.diff_src);
+    chosen = choice->algo.id;
+    EXPECT_GT(choice->candidates_timed, 0);
+  }
+  const cudnn::EnginePlanCounts before = cudnn::engine_plan_counts();
+  const auto start = std::chrono::steady_clock::now();
+  const auto cache = std::make_shared<ChoiceCache>(file);
+  Context context = cudnn_context(cache);
+  context.tune().bwd_data = AlgoPolicy::exhaustive();
+  BwdData d = bwd_data_operands(desc, context);
+  const auto choice = conv_bwd_data(context, desc, d.diff_dst, d.weights, d.diff_src);
+  const double second_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(choice->algo.id, chosen);
+  // From the file and still valid here: nothing was selected (so nothing timed) again.
+  EXPECT_EQ(cache->hits(), 1u);
+  EXPECT_EQ(cache->misses(), 0u);
+  const cudnn::EnginePlanCounts after = cudnn::engine_plan_counts();
+  EXPECT_EQ(after.runtime_compiled, before.runtime_compiled) << "compiled again";
+  EXPECT_LE(after.built, before.built + 1) << "more than the chosen plan was built";
+  if (tune::PlanStore::summarize(folder.file("plans")).files > 0) {
+    EXPECT_EQ(after.built, before.built) << "a saved plan was built again";
+  }
+  std::cout << "[ cudnn    ] second context: " << chosen << " in " << second_ms << " ms (built "
+            << after.built - before.built << ", loaded " << after.loaded - before.loaded << ")\n";
+}
+
+// ---- knob coverage -----------------------------------------------------------------------------
+
+// Note [knob search]: the configs heuristics modes A and B rank first are always timed by an
+// exhaustive search (when dnnx supports them), checked against cuDNN's own answer.
+TEST(CudnnSearch, HeuristicTopConfigsAreAmongTheTimed) {
+  DNNX_REQUIRE_GPU();
+  const ScopedEnv rtc("DNNX_CUDNN_RUNTIME_COMPILED", nullptr);
+  const ScopedEnv budget("DNNX_CUDNN_COMPILE_BUDGET", "60");
+  const ScopedEnv dir("DNNX_PLAN_DIR", "off");
+  for (const ConvDesc& desc : {depthwise_desc(), dilated_3d_desc()}) {
+    for (Direction direction : {Direction::fwd, Direction::bwd_data}) {
+      SCOPED_TRACE(test::conv_context(desc, direction, "(search)"));
+      Context context = cudnn_context();
+      context.tune().policy(direction) = AlgoPolicy::exhaustive();
+      const std::vector<AlgoInfo> listed = conv_list(context, desc, direction);
+      const test::ConvOperands host =
+          test::random_conv_operands(desc, direction, test::seed_from(desc.key()));
+      Tensor output = test::device_copy(
+          test::nan_tensor(test::conv_output_dims(desc, direction), desc.dtype, desc.layout),
+          context);
+      const std::shared_ptr<const Choice> choice =
+          direction == Direction::fwd
+              ? conv_fwd(context, desc, test::device_copy(host.src, context),
+                         test::device_copy(host.weights, context), output)
+              : conv_bwd_data(context, desc, test::device_copy(host.diff_dst, context),
+                              test::device_copy(host.weights, context), output);
+      for (const cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B}) {
+        const std::vector<std::string> ids = cudnn::heuristic_ids(desc, direction, mode);
+        std::size_t top_checked = 0;
+        for (const std::string& id : ids) {
+          const auto info = std::find_if(listed.begin(), listed.end(),
+                                         [&](const AlgoInfo& a) { return a.id == id; });
+          ASSERT_NE(info, listed.end()) << id << " (heuristics) is not listed";
+          if (!info->supported) continue;  // dnnx rules it out, saying why
+          const auto row = std::find_if(choice->timings.begin(), choice->timings.end(),
+                                        [&](const ProfileRow& r) { return r.algo.id == id; });
+          ASSERT_NE(row, choice->timings.end()) << id << " has no row";
+          EXPECT_TRUE(row->runs > 0 || row->status == CandidateStatus::failed)
+              << id << " (heuristics " << (mode == CUDNN_HEUR_MODE_A ? 'A' : 'B') << " #"
+              << (&id - ids.data()) + 1 << ") was not timed: " << to_string(row->status) << " "
+              << row->detail;
+          if (++top_checked == 3) break;
+        }
+      }
+      std::cout << "[ cudnn    ] " << desc << " " << to_string(direction) << ": " << choice->algo.id
+                << " " << choice->time_ms << " ms, search " << choice->tuning_ms << " ms\n";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dnnx
