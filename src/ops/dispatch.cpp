@@ -194,21 +194,17 @@ std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState
   }
   double wait_ms = 0;
   const tune::RunOnce run = budgeted_run(hooks, pending, wait_ms, search.plans_skipped);
-  auto choice = std::make_shared<Choice>(
-      tune::select(request, candidates, options, run, hooks.probe, first_run(backend), hooks.loop));
-  if (choice->policy.kind == PolicyKind::exhaustive) {
+  // Exhaustive: the time split, and tuning_ms made the whole search, listing and building ahead
+  // included (select's verbose line shows both).
+  auto finish = [&](Choice& made) {
+    if (made.policy.kind != PolicyKind::exhaustive) return;
     search.build_ms += wait_ms;
-    search.time_ms = std::max(0.0, choice->tuning_ms - wait_ms);
-    choice->search = search;
-    // tuning_ms is the whole search, listing and building ahead included.
-    choice->tuning_ms = search.list_ms + search.build_ms + search.time_ms;
-    if (options.verbose) {
-      std::cerr << "dnnx: " << request.op << ' ' << to_string(request.direction) << " search: list "
-                << search.list_ms << " ms, build " << search.build_ms << " ms (" << pending.size()
-                << " plans compiling alongside the timing, " << search.plans_skipped
-                << " skipped over the compile budget), time " << search.time_ms << " ms\n";
-    }
-  }
+    search.time_ms = std::max(0.0, made.tuning_ms - wait_ms);
+    made.search = search;
+    made.tuning_ms = search.list_ms + search.build_ms + search.time_ms;
+  };
+  auto choice = std::make_shared<Choice>(tune::select(
+      request, candidates, options, run, hooks.probe, first_run(backend), hooks.loop, finish));
   if (choice->candidates_timed > 0) backend.after_timing();
   // Note [saved plans]: a choice the cache file keeps may have its plan kept too.
   if (hooks.keep && context.choice_cache()->file_options().mode == CacheMode::readwrite) {

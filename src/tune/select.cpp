@@ -355,7 +355,7 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
 
 Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
               const TuneOptions& options, const RunOnce& run, const ProbeOnce& probe,
-              FirstRun first_run, const RunLoop& loop) {
+              FirstRun first_run, const RunLoop& loop, const std::function<void(Choice&)>& finish) {
   const auto start = std::chrono::steady_clock::now();
   const AlgoPolicy& policy = options.policy(parse_op_kind(request.op), request.direction);
   Choice choice;
@@ -486,6 +486,15 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
     }
   }
   choice.tuning_ms = elapsed_ms(start);
+  if (finish) finish(choice);
+  if (options.verbose && policy.kind == PolicyKind::exhaustive) {
+    const SearchTimes& s = choice.search;
+    search_cost += detail::cat(
+        " [list ", s.list_ms, " ms, build ", s.build_ms, " ms, time ", s.time_ms, " ms",
+        s.plans_skipped > 0 ? detail::cat(", ", s.plans_skipped, " plans over the compile budget")
+                            : std::string(),
+        "]");
+  }
   if (options.verbose)
     std::cerr << describe_decision(request, choice, false) << search_cost << '\n';
   return choice;

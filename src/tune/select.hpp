@@ -74,9 +74,12 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 /// (Note [unsafe candidates]); exhaustive times it, and the timings list the choice first.
 /// Throws Error(Unsupported) when no candidate is admissible (e.g. a workspace limit nothing
 /// meets). Writes one line to stderr when options.verbose.
+/// `finish`, when given, completes the choice before that line is written (the op layer adds
+/// the search's time split, Choice::search, which the line then shows).
 Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
               const TuneOptions& options, const RunOnce& run, const ProbeOnce& probe = {},
-              FirstRun first_run = FirstRun::may_be_cold, const RunLoop& loop = {});
+              FirstRun first_run = FirstRun::may_be_cold, const RunLoop& loop = {},
+              const std::function<void(Choice&)>& finish = {});
 
 /// Times candidates in list order. The first run of each is timed: if it exceeds abandon_factor x
 /// the best median so far the candidate is abandoned; otherwise it counts as the first warm-up,
