@@ -20,6 +20,7 @@
 #include "support/random.hpp"
 #include "tune/plan_store.hpp"
 
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -119,8 +120,14 @@ std::vector<AlgoInfo> runtime_compiled(const std::vector<AlgoInfo>& algos, bool 
   return out;
 }
 
+// A context on a CUDA stream of its own: contexts on one stream share one backend instance, whose
+// settings are read from the environment once, when it is made (Context::with_stream), so a
+// context of the process's default backend would not see what a test's ScopedEnv sets. The
+// stream lives as long as the process, as with_stream requires.
 Context cudnn_context(std::shared_ptr<ChoiceCache> cache = std::make_shared<ChoiceCache>()) {
-  Context context(BackendKind::cudnn);
+  cudaStream_t stream = nullptr;
+  EXPECT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  Context context = Context(BackendKind::cudnn).with_stream(stream);
   context.set_choice_cache(std::move(cache));
   return context;
 }
