@@ -181,13 +181,16 @@ dnnl::primitive_desc forward_pd(const dnnl::engine& engine, const RnnDesc& desc,
   return {};
 }
 
-// A copy of `pd` as the forward primitive descriptor type `Pd` (a backward's hint).
+// A copy of `pd` as the forward primitive descriptor type `Pd` (a backward's hint). The typed
+// constructor from a C handle clones the handle itself (reset_with_clone) and leaves the one it
+// is given to its owner: `pd` keeps its own.
 template <typename Pd>
 Pd typed_clone(const dnnl::primitive_desc& pd, const ErrorContext& context) {
-  dnnl_primitive_desc_t copy = nullptr;
-  DNNX_DNNL_CHECK(dnnl_primitive_desc_clone(&copy, pd.get()), context,
-                  "cloning a primitive descriptor");
-  return Pd(copy);
+  try {
+    return Pd(pd.get());
+  } catch (const dnnl::error& error) {
+    raise_dnnl(error.status, detail::cat("typing a primitive descriptor: ", error.what()), context);
+  }
 }
 
 // The backward primitive descriptor of layer `layer` for the training forward `hint`.
