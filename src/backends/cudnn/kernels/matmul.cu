@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 
 namespace dnnx::cudnn::kernels::matmul {
 namespace {
@@ -207,89 +208,198 @@ namespace {
 constexpr float sqrt_2_over_pi = 0.7978845608028654f;
 constexpr float gelu_cubic = 0.044715f;
 
-__device__ __forceinline__ float gelu_tanh(float x) {
-  return 0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * (x + gelu_cubic * x * x * x)));
+// Note [gelu tanh for 16-bit types]
+// The tanh of the GELU enters its value and derivative only as 0.5 (1 + t) and 1 - t^2, so an
+// absolute error of t of a few f32 ulps is all that reaches them. For f16 and bf16 results, whose
+// rounding is far coarser, t = 1 - 2 / (1 + e^(2u)) with the hardware exponential (__expf) takes
+// a fraction of tanhf's instructions, which count in a pass of a few bytes per element; f32
+// results keep tanhf. e^(2u) overflowing to infinity gives t = 1, underflowing to 0 gives -1.
+template <typename T>
+__device__ __forceinline__ float tanh_for(float u) {
+  if constexpr (sizeof(T) == 2) {
+    return 1.0f - 2.0f / (1.0f + __expf(2.0f * u));
+  } else {
+    return tanhf(u);
+  }
 }
 
+template <typename T>
+__device__ __forceinline__ float gelu_tanh(float x) {
+  return 0.5f * x * (1.0f + tanh_for<T>(sqrt_2_over_pi * (x + gelu_cubic * x * x * x)));
+}
+
+template <typename T>
 __device__ __forceinline__ float gelu_tanh_grad(float x) {
-  const float t = tanhf(sqrt_2_over_pi * (x + gelu_cubic * x * x * x));
+  const float t = tanh_for<T>(sqrt_2_over_pi * (x + gelu_cubic * x * x * x));
   return 0.5f * (1.0f + t) +
          0.5f * x * (1.0f - t * t) * sqrt_2_over_pi * (1.0f + 3.0f * gelu_cubic * x * x);
 }
 
-// relu over the 32 elements of mask word w (fewer in the last), writing the word when asked.
+// Note [matmul activation kernels]
+// The passes are memory-bound, so each thread takes a group of eight consecutive elements: group g
+// is elements [8g, 8g + 8), read and written as 16-byte accesses when every tensor of the pass is
+// 16-byte aligned (one for 2-byte types, two for f32) and one by one otherwise or at the end.
+// relu's mask (Note [matmul aux]) is then one byte per group: byte g holds bits 8(g % 4) ..
+// 8(g % 4) + 7 of word g / 4 on the little-endian device, so a thread reads or writes its own byte
+// and no thread assembles a word from others. The forward writes every byte of the
+// ceil(count / 32) words, elements past the end counting as zero bits.
+constexpr int group_size = 8;
+
 template <typename T>
-__global__ void __launch_bounds__(block_threads)
-    relu_kernel(T* dst, std::uint32_t* mask, std::int64_t count) {
-  const std::int64_t words = (count + 31) / 32;
-  for (std::int64_t w = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x;
-       w < words; w += static_cast<std::int64_t>(gridDim.x) * block_threads) {
-    std::uint32_t bits = 0;
-    const std::int64_t begin = w * 32;
-    const std::int64_t end = begin + 32 < count ? begin + 32 : count;
-    for (std::int64_t i = begin; i < end; ++i) {
-      const float x = to_float(dst[i]);
-      if (x > 0.0f) bits |= 1u << static_cast<unsigned>(i - begin);
-      if (x < 0.0f) dst[i] = from_float<T>(0.0f);  // NaN stays NaN, as in torch
+__device__ __forceinline__ void load_group(const T* p, std::int64_t first, std::int64_t count,
+                                           bool vector, float (&out)[group_size]) {
+  if (vector) {
+    constexpr int lanes = 16 / static_cast<int>(sizeof(T));
+#pragma unroll
+    for (int j = 0; j < group_size / lanes; ++j) {
+      const Pack<T, lanes> pack = *reinterpret_cast<const Pack<T, lanes>*>(p + first + j * lanes);
+#pragma unroll
+      for (int k = 0; k < lanes; ++k) out[j * lanes + k] = to_float(pack.v[k]);
     }
-    if (mask != nullptr) mask[w] = bits;
+  } else {
+#pragma unroll
+    for (int k = 0; k < group_size; ++k) out[k] = first + k < count ? to_float(p[first + k]) : 0.0f;
   }
 }
 
 template <typename T>
-__global__ void __launch_bounds__(block_threads) gelu_kernel(T* dst, T* pre, std::int64_t count) {
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x;
-       i < count; i += static_cast<std::int64_t>(gridDim.x) * block_threads) {
-    const T x = dst[i];
-    if (pre != nullptr) pre[i] = x;
-    dst[i] = from_float<T>(gelu_tanh(to_float(x)));
+__device__ __forceinline__ void store_group(T* p, std::int64_t first, std::int64_t count,
+                                            bool vector, const float (&in)[group_size]) {
+  if (vector) {
+    constexpr int lanes = 16 / static_cast<int>(sizeof(T));
+#pragma unroll
+    for (int j = 0; j < group_size / lanes; ++j) {
+      Pack<T, lanes> pack;
+#pragma unroll
+      for (int k = 0; k < lanes; ++k) pack.v[k] = from_float<T>(in[j * lanes + k]);
+      *reinterpret_cast<Pack<T, lanes>*>(p + first + j * lanes) = pack;
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < group_size; ++k) {
+      if (first + k < count) p[first + k] = from_float<T>(in[k]);
+    }
+  }
+}
+
+// Groups [0, groups) by a grid-stride loop; `vector` is whether group g may use 16-byte accesses.
+#define DNNX_FOR_EACH_GROUP(groups)                                                          \
+  for (std::int64_t g = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x; \
+       g < (groups); g += static_cast<std::int64_t>(gridDim.x) * block_threads)
+
+// relu in place, and the mask bytes when asked (bytes: 4 per mask word, covering every group).
+template <typename T>
+__global__ void __launch_bounds__(block_threads)
+    relu_kernel(T* dst, std::uint8_t* mask, std::int64_t count, std::int64_t bytes, bool aligned) {
+  DNNX_FOR_EACH_GROUP(bytes) {
+    const std::int64_t first = g * group_size;
+    if (first >= count) {  // the last word's bytes past the end
+      if (mask != nullptr) mask[g] = 0;
+      continue;
+    }
+    const bool vector = aligned && first + group_size <= count;
+    float x[group_size];
+    load_group(dst, first, count, vector, x);
+    unsigned bits = 0;
+    bool negative = false;
+#pragma unroll
+    for (int k = 0; k < group_size; ++k) {
+      if (x[k] > 0.0f) bits |= 1u << k;
+      negative |= x[k] < 0.0f;
+    }
+    if (negative) {  // NaN stays NaN, as in torch; elements past the end read as 0 stay unwritten
+#pragma unroll
+      for (int k = 0; k < group_size; ++k) x[k] = x[k] < 0.0f ? 0.0f : x[k];
+      store_group(dst, first, count, vector, x);
+    }
+    if (mask != nullptr) mask[g] = static_cast<std::uint8_t>(bits);
   }
 }
 
 template <typename T>
 __global__ void __launch_bounds__(block_threads)
-    relu_grad_kernel(const T* diff_dst, const std::uint32_t* mask, T* diff_pre,
-                     std::int64_t count) {
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x;
-       i < count; i += static_cast<std::int64_t>(gridDim.x) * block_threads) {
-    const bool kept = ((mask[i / 32] >> static_cast<unsigned>(i % 32)) & 1u) != 0;
-    diff_pre[i] = from_float<T>(kept ? to_float(diff_dst[i]) : 0.0f);
+    gelu_kernel(T* dst, T* pre, std::int64_t count, bool aligned) {
+  DNNX_FOR_EACH_GROUP((count + group_size - 1) / group_size) {
+    const std::int64_t first = g * group_size;
+    const bool vector = aligned && first + group_size <= count;
+    float x[group_size];
+    load_group(dst, first, count, vector, x);
+    if (pre != nullptr) store_group(pre, first, count, vector, x);  // exact: x came from T
+#pragma unroll
+    for (int k = 0; k < group_size; ++k) x[k] = gelu_tanh<T>(x[k]);
+    store_group(dst, first, count, vector, x);
   }
 }
 
 template <typename T>
 __global__ void __launch_bounds__(block_threads)
-    gelu_grad_kernel(const T* diff_dst, const T* pre, T* diff_pre, std::int64_t count) {
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x;
-       i < count; i += static_cast<std::int64_t>(gridDim.x) * block_threads) {
-    diff_pre[i] = from_float<T>(to_float(diff_dst[i]) * gelu_tanh_grad(to_float(pre[i])));
+    relu_grad_kernel(const T* diff_dst, const std::uint8_t* mask, T* diff_pre, std::int64_t count,
+                     bool aligned) {
+  DNNX_FOR_EACH_GROUP((count + group_size - 1) / group_size) {
+    const std::int64_t first = g * group_size;
+    const bool vector = aligned && first + group_size <= count;
+    float d[group_size];
+    load_group(diff_dst, first, count, vector, d);
+    const unsigned bits = mask[g];
+#pragma unroll
+    for (int k = 0; k < group_size; ++k) d[k] = (bits >> k) & 1u ? d[k] : 0.0f;
+    store_group(diff_pre, first, count, vector, d);
   }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(block_threads)
+    gelu_grad_kernel(const T* diff_dst, const T* pre, T* diff_pre, std::int64_t count,
+                     bool aligned) {
+  DNNX_FOR_EACH_GROUP((count + group_size - 1) / group_size) {
+    const std::int64_t first = g * group_size;
+    const bool vector = aligned && first + group_size <= count;
+    float d[group_size];
+    float x[group_size];
+    load_group(diff_dst, first, count, vector, d);
+    load_group(pre, first, count, vector, x);
+#pragma unroll
+    for (int k = 0; k < group_size; ++k) d[k] *= gelu_tanh_grad<T>(x[k]);
+    store_group(diff_pre, first, count, vector, d);
+  }
+}
+
+#undef DNNX_FOR_EACH_GROUP
+
+bool aligned16(std::initializer_list<const void*> pointers) {
+  for (const void* p : pointers) {
+    if (p != nullptr && reinterpret_cast<std::uintptr_t>(p) % 16 != 0) return false;
+  }
+  return true;
 }
 
 template <typename T>
 void launch_forward(Activation activation, std::int64_t count, void* dst, void* aux,
                     cudaStream_t stream) {
+  const std::int64_t groups = (count + group_size - 1) / group_size;
+  const bool aligned = aligned16({dst, activation == Activation::relu ? nullptr : aux});
   if (activation == Activation::relu) {
-    relu_kernel<T><<<grid_for((count + 31) / 32, block_threads), block_threads, 0, stream>>>(
-        static_cast<T*>(dst), static_cast<std::uint32_t*>(aux), count);
+    const std::int64_t bytes = (count + 31) / 32 * 4;
+    relu_kernel<T><<<grid_for(bytes, block_threads), block_threads, 0, stream>>>(
+        static_cast<T*>(dst), static_cast<std::uint8_t*>(aux), count, bytes, aligned);
   } else {
-    gelu_kernel<T><<<grid_for(count, block_threads), block_threads, 0, stream>>>(
-        static_cast<T*>(dst), static_cast<T*>(aux), count);
+    gelu_kernel<T><<<grid_for(groups, block_threads), block_threads, 0, stream>>>(
+        static_cast<T*>(dst), static_cast<T*>(aux), count, aligned);
   }
 }
 
 template <typename T>
 void launch_backward(Activation activation, std::int64_t count, const void* diff_dst,
                      const void* aux, void* diff_pre, cudaStream_t stream) {
-  const unsigned grid = grid_for(count, block_threads);
+  const unsigned grid = grid_for((count + group_size - 1) / group_size, block_threads);
   if (activation == Activation::relu) {
-    relu_grad_kernel<T><<<grid, block_threads, 0, stream>>>(static_cast<const T*>(diff_dst),
-                                                            static_cast<const std::uint32_t*>(aux),
-                                                            static_cast<T*>(diff_pre), count);
+    relu_grad_kernel<T><<<grid, block_threads, 0, stream>>>(
+        static_cast<const T*>(diff_dst), static_cast<const std::uint8_t*>(aux),
+        static_cast<T*>(diff_pre), count, aligned16({diff_dst, diff_pre}));
   } else {
-    gelu_grad_kernel<T><<<grid, block_threads, 0, stream>>>(static_cast<const T*>(diff_dst),
-                                                            static_cast<const T*>(aux),
-                                                            static_cast<T*>(diff_pre), count);
+    gelu_grad_kernel<T><<<grid, block_threads, 0, stream>>>(
+        static_cast<const T*>(diff_dst), static_cast<const T*>(aux), static_cast<T*>(diff_pre),
+        count, aligned16({diff_dst, aux, diff_pre}));
   }
 }
 
