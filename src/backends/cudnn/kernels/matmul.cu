@@ -211,13 +211,15 @@ constexpr float gelu_cubic = 0.044715f;
 // Note [gelu tanh for 16-bit types]
 // The tanh of the GELU enters its value and derivative only as 0.5 (1 + t) and 1 - t^2, so an
 // absolute error of t of a few f32 ulps is all that reaches them. For f16 and bf16 results, whose
-// rounding is far coarser, t = 1 - 2 / (1 + e^(2u)) with the hardware exponential (__expf) takes
-// a fraction of tanhf's instructions, which count in a pass of a few bytes per element; f32
-// results keep tanhf. e^(2u) overflowing to infinity gives t = 1, underflowing to 0 gives -1.
+// rounding is far coarser, t = 1 - 2 / (1 + e^(2u)) with the hardware's approximate exponential
+// and reciprocal (__expf, __fdividef: a few instructions, where tanhf and an IEEE division take
+// tens, which count in a pass of a few bytes per element); f32 results keep tanhf. e^(2u)
+// overflowing to infinity gives t = 1 (the reciprocal of infinity is 0), underflowing to 0 gives
+// -1.
 template <typename T>
 __device__ __forceinline__ float tanh_for(float u) {
   if constexpr (sizeof(T) == 2) {
-    return 1.0f - 2.0f / (1.0f + __expf(2.0f * u));
+    return 1.0f - __fdividef(2.0f, 1.0f + __expf(2.0f * u));
   } else {
     return tanhf(u);
   }
