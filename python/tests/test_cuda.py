@@ -191,42 +191,52 @@ def test_compiled_layer_uses_its_own_policy():
     assert dnnx.select(desc, "fwd", ctx=context).id == chosen
 
 
-def _ddp_nccl_worker(rank, port, path):
+def _ddp_model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 6, 3, padding=1), torch.nn.BatchNorm2d(6), torch.nn.ReLU(),
+        torch.nn.Flatten(), torch.nn.Linear(6 * 8 * 8, 3))
+
+
+def _ddp_batch(rank):
+    return torch.randn(4, 3, 8, 8, generator=torch.Generator().manual_seed(5 + rank))
+
+
+def _ddp_nccl_worker(rank, world_size, port, path):
     import os
     import dnnx.torch as dt
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
-    torch.distributed.init_process_group("nccl", rank=rank, world_size=1)
+    torch.cuda.set_device(rank)
+    torch.distributed.init_process_group("nccl", rank=rank, world_size=world_size)
     try:
-        torch.manual_seed(0)
-        model = dt.convert(torch.nn.Sequential(
-            torch.nn.Conv2d(3, 6, 3, padding=1), torch.nn.BatchNorm2d(6), torch.nn.ReLU(),
-            torch.nn.Flatten(), torch.nn.Linear(6 * 8 * 8, 3)).cuda())
-        parallel = torch.nn.parallel.DistributedDataParallel(model, device_ids=[0])
-        x = torch.randn(4, 3, 8, 8, generator=torch.Generator().manual_seed(5)).cuda()
-        parallel(x).square().sum().backward()
-        torch.save({name: p.grad.cpu() for name, p in model.named_parameters()}, path)
+        model = dt.convert(_ddp_model().cuda(rank))
+        parallel = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank])
+        parallel(_ddp_batch(rank).cuda(rank)).square().sum().backward()
+        if rank == 0:
+            torch.save({name: p.grad.cpu() for name, p in model.named_parameters()}, path)
     finally:
         torch.distributed.destroy_process_group()
 
 
 def test_converted_model_under_ddp_nccl(tmp_path):
-    """DistributedDataParallel with NCCL on one GPU (world size 1): the gradients through the
-    all-reduce are the plain model's."""
+    """DistributedDataParallel with NCCL, one process per GPU of the machine (world size 1 on one
+    GPU), each on its own batch: the all-reduced gradients are the plain model's mean over the
+    ranks' batches (batch-norm with each rank's own statistics)."""
     if not torch.distributed.is_available() or not torch.distributed.is_nccl_available():
         pytest.skip("torch.distributed without NCCL")
     import socket
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
+    world_size = torch.cuda.device_count()
     path = str(tmp_path / "grads.pt")
-    torch.multiprocessing.spawn(_ddp_nccl_worker, args=(port, path), nprocs=1, join=True)
+    torch.multiprocessing.spawn(_ddp_nccl_worker, args=(world_size, port, path),
+                                nprocs=world_size, join=True)
     reduced = torch.load(path)
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(
-        torch.nn.Conv2d(3, 6, 3, padding=1), torch.nn.BatchNorm2d(6), torch.nn.ReLU(),
-        torch.nn.Flatten(), torch.nn.Linear(6 * 8 * 8, 3)).cuda()
-    x = torch.randn(4, 3, 8, 8, generator=torch.Generator().manual_seed(5)).cuda()
-    model(x).square().sum().backward()
+    model = _ddp_model().cuda()
+    loss = sum(model(_ddp_batch(rank).cuda()).square().sum() for rank in range(world_size))
+    (loss / world_size).backward()
+    print(f"DDP over NCCL: world size {world_size}")
     for name, parameter in model.named_parameters():
         torch.testing.assert_close(reduced[name], parameter.grad.cpu(), rtol=2e-3, atol=2e-3)
