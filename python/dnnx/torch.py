@@ -139,8 +139,12 @@ def _gradient(fctx, diff_dst):
 
 
 def _record(layer, direction, desc, context):
+    """Keeps what `layer`'s `direction` ran, for report()."""
     if layer is not None:
-        layer.__dict__.setdefault("_dnnx_calls", {})[direction] = (desc, context)
+        calls = layer.__dict__.get("_dnnx_calls")
+        if calls is None:
+            calls = layer.__dict__["_dnnx_calls"] = {}
+        calls[direction] = (desc, context)
 
 
 # Each op's computation, shared by its autograd function (the eager path) and its torch.library
@@ -696,7 +700,7 @@ def _autocast(lower, *tensors):
                  else t for t in tensors)
 
 
-def _recorded(*tensors):
+def _autograd_records(*tensors):
     """Whether autograd records a call on `tensors`: grad mode on and one of them requires grad.
     A call it does not record runs the op's directions without the autograd function (Note
     [calls autograd does not record])."""
@@ -736,7 +740,7 @@ def _run_conv(src, weight, bias, stride, padding, dilation, groups, tune, layer)
         return _library.OPS["conv"](src, weight, bias, _ints(stride, rank, "stride"),
                                     _ints(padding, rank, "padding"),
                                     _ints(dilation, rank, "dilation"), groups, key)
-    if not _recorded(src, weight, bias):  # Note [calls autograd does not record]
+    if not _autograd_records(src, weight, bias):  # Note [calls autograd does not record]
         src, weight, desc, _ = _conv_setup(src, weight, stride, padding, dilation, groups)
         return _conv_fwd(desc, src, weight, bias, tune, layer)
     return ConvFunction.apply(src, weight, bias, stride, padding, dilation, groups, tune, layer)
@@ -747,7 +751,7 @@ def _run_linear(src, weight, bias, tune, layer):
     key = _compiled(tune, layer)
     if key is not None:
         return _library.OPS["linear"](src, weight, bias, key)
-    if not _recorded(src, weight, bias):  # Note [calls autograd does not record]
+    if not _autograd_records(src, weight, bias):  # Note [calls autograd does not record]
         rows, weight, desc = _linear_setup(src, weight, bias is not None)
         return _linear_fwd(desc, rows, weight, bias, src.shape, tune, layer)
     return LinearFunction.apply(src, weight, bias, tune, layer)
@@ -759,7 +763,7 @@ def _run_batch_norm(src, weight, bias, running_mean, running_var, training, mome
     if key is not None:
         return _library.OPS["batch_norm"](src, weight, bias, running_mean, running_var, training,
                                           momentum, eps, key)
-    if not _recorded(src, weight, bias):  # Note [calls autograd does not record]
+    if not _autograd_records(src, weight, bias):  # Note [calls autograd does not record]
         src, desc, _ = _batch_norm_setup(src, weight, training, momentum, eps)
         return _batch_norm_fwd(desc, src, weight, bias, running_mean, running_var, tune,
                                layer)[0]
@@ -775,7 +779,7 @@ def _run_pool(src, kernel, stride, padding, dilation, ceil_mode, mode, tune, lay
         stride = kernel if stride is None or stride == [] else _ints(stride, rank, "stride")
         return _library.OPS["pool"](src, kernel, stride, _ints(padding, rank, "padding"),
                                     _ints(dilation, rank, "dilation"), ceil_mode, mode, key)
-    if not _recorded(src):  # Note [calls autograd does not record]
+    if not _autograd_records(src):  # Note [calls autograd does not record]
         src, desc, _ = _pool_setup(src, kernel, stride, padding, dilation, ceil_mode, mode)
         return _pool_fwd(desc, src, tune, layer)
     return PoolFunction.apply(src, kernel, stride, padding, dilation, ceil_mode, mode, tune,
@@ -786,7 +790,7 @@ def _run_activation(src, kind, alpha, ceiling, tune, layer):
     key = _compiled(tune, layer)
     if key is not None:
         return _library.OPS["activation"](src, kind, float(alpha), float(ceiling), key)
-    if not _recorded(src):  # Note [calls autograd does not record]
+    if not _autograd_records(src):  # Note [calls autograd does not record]
         src, desc, _ = _activation_setup(src, kind, alpha, ceiling)
         return _activation_fwd(desc, src, tune, layer)
     return ActivationFunction.apply(src, kind, alpha, ceiling, tune, layer)
@@ -797,7 +801,7 @@ def _run_softmax(src, log, tune, layer):
     key = _compiled(tune, layer)
     if key is not None:
         return _library.OPS["softmax"](src, log, key)
-    if not _recorded(src):  # Note [calls autograd does not record]
+    if not _autograd_records(src):  # Note [calls autograd does not record]
         src, desc, _ = _softmax_setup(src, log)
         return _softmax_fwd(desc, src, tune, layer)
     return SoftmaxFunction.apply(src, log, tune, layer)
@@ -809,7 +813,7 @@ def _run_cross_entropy(logits, labels, weight, ignore_index, reduction, tune, la
     if key is not None:
         return _library.OPS["cross_entropy"](logits, labels, weight, ignore_index, reduction,
                                              key)
-    if not _recorded(logits, weight):  # Note [calls autograd does not record]
+    if not _autograd_records(logits, weight):  # Note [calls autograd does not record]
         logits, labels, weight, desc = _cross_entropy_setup(logits, labels, weight, ignore_index,
                                                             reduction)
         return _cross_entropy_fwd(desc, logits, labels, weight, tune, layer)
