@@ -108,6 +108,23 @@ def _keep_entry(table, key, entry):
     return entry
 
 
+def _dense_setup(table, src, settings, make_desc):
+    """`src` dense in the layout its strides suggest, make_desc(that tensor), and the memory
+    format: the desc kept in `table` under src's shape, strides, dtype and `settings` (Note [kept
+    descs])."""
+    key = (src.shape, src.stride(), src.dtype, settings)
+    kept = _kept(table, key)
+    if kept is None:
+        dense, memory_format = _dense(src)
+        desc = make_desc(dense)
+        _keep_entry(table, key, (desc, memory_format, dense is src))
+        return dense, desc, memory_format
+    desc, memory_format, src_dense = kept
+    if not src_dense:
+        src = src.contiguous(memory_format=memory_format)
+    return src, desc, memory_format
+
+
 _MEMORY_FORMATS = {("nhwc", 4): torch.channels_last, ("nhwc", 5): torch.channels_last_3d}
 _TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
                  "i32": torch.int32, "i64": torch.int64}
@@ -287,18 +304,9 @@ _batch_norm_descs = {}
 
 def _batch_norm_setup(src, weight, training, momentum, eps):
     affine = weight is not None
-    key = (src.shape, src.stride(), src.dtype, training, momentum, eps, affine)
-    kept = _kept(_batch_norm_descs, key)
-    if kept is None:  # Note [kept descs]
-        dense, memory_format = _dense(src)
-        desc = _batch_norm.desc_for(dense, training=training, eps=eps, momentum=momentum,
-                                    affine=affine)
-        _keep_entry(_batch_norm_descs, key, (desc, memory_format, dense is src))
-        return dense, desc, memory_format
-    desc, memory_format, src_dense = kept
-    if not src_dense:
-        src = src.contiguous(memory_format=memory_format)
-    return src, desc, memory_format
+    return _dense_setup(_batch_norm_descs, src, (training, momentum, eps, affine),
+                        lambda dense: _batch_norm.desc_for(dense, training=training, eps=eps,
+                                                           momentum=momentum, affine=affine))
 
 
 def _batch_norm_fwd(desc, src, weight, bias, running_mean, running_var, tune, layer):
@@ -364,17 +372,9 @@ _pool_descs = {}
 
 
 def _pool_setup(src, kernel, stride, padding, dilation, ceil_mode, mode):
-    key = (src.shape, src.stride(), src.dtype, kernel, stride, padding, dilation, ceil_mode, mode)
-    kept = _kept(_pool_descs, key)
-    if kept is None:  # Note [kept descs]
-        dense, memory_format = _dense(src)
-        desc = _pool.desc_for(dense, kernel, stride, padding, dilation, mode, ceil_mode)
-        _keep_entry(_pool_descs, key, (desc, memory_format, dense is src))
-        return dense, desc, memory_format
-    desc, memory_format, src_dense = kept
-    if not src_dense:
-        src = src.contiguous(memory_format=memory_format)
-    return src, desc, memory_format
+    return _dense_setup(_pool_descs, src, (kernel, stride, padding, dilation, ceil_mode, mode),
+                        lambda dense: _pool.desc_for(dense, kernel, stride, padding, dilation,
+                                                     mode, ceil_mode))
 
 
 def _pool_fwd(desc, src, tune, layer):
@@ -418,17 +418,9 @@ _activation_descs = {}
 
 
 def _activation_setup(src, kind, alpha, ceiling):
-    key = (src.shape, src.stride(), src.dtype, kind, alpha, ceiling)
-    kept = _kept(_activation_descs, key)
-    if kept is None:  # Note [kept descs]
-        dense, memory_format = _dense(src)
-        desc = _activation.desc_for(dense, kind, alpha=alpha, ceiling=ceiling)
-        _keep_entry(_activation_descs, key, (desc, memory_format, dense is src))
-        return dense, desc, memory_format
-    desc, memory_format, src_dense = kept
-    if not src_dense:
-        src = src.contiguous(memory_format=memory_format)
-    return src, desc, memory_format
+    return _dense_setup(_activation_descs, src, (kind, alpha, ceiling),
+                        lambda dense: _activation.desc_for(dense, kind, alpha=alpha,
+                                                           ceiling=ceiling))
 
 
 def _activation_fwd(desc, src, tune, layer):
@@ -472,17 +464,8 @@ _softmax_descs = {}
 
 
 def _softmax_setup(src, log):
-    key = (src.shape, src.stride(), src.dtype, log)
-    kept = _kept(_softmax_descs, key)
-    if kept is None:  # Note [kept descs]
-        dense, memory_format = _dense(src)
-        desc = _softmax.desc_for(dense, mode="channel", log=log)
-        _keep_entry(_softmax_descs, key, (desc, memory_format, dense is src))
-        return dense, desc, memory_format
-    desc, memory_format, src_dense = kept
-    if not src_dense:
-        src = src.contiguous(memory_format=memory_format)
-    return src, desc, memory_format
+    return _dense_setup(_softmax_descs, src, log,
+                        lambda dense: _softmax.desc_for(dense, mode="channel", log=log))
 
 
 def _softmax_fwd(desc, src, tune, layer):
