@@ -15,8 +15,10 @@ for the torch layer and the converted one, and their ratio. Each figure is the f
 `repeats` rounds of `calls` calls (bench/python_overhead.py's per_call_us); on CUDA each round ends
 with a synchronisation, so a round whose GPU work outlasts the host's shows as GPU time.
 
---device cuda runs on CUDA tensors (dnnx's cudnn backend on PyTorch's current stream);
---device cpu on host tensors with the default context set to --backend.
+--device cuda runs on CUDA tensors (dnnx's cudnn backend on PyTorch's current stream, TF32 off);
+--device cpu on host tensors with the default context set to --backend. --dtype f16 is for
+--device cuda (PyTorch's CPU convolution has no f16). Each converted layer's output is first
+checked against the PyTorch layer's.
 """
 
 import argparse
@@ -62,6 +64,9 @@ def main():
     dtype = {"f32": torch.float32, "f16": torch.float16}[args.dtype]
     if args.device == "cpu":
         dnnx.set_default_context(dnnx.Context(args.backend))
+    else:  # PyTorch's f32 convolutions and matrix products in f32, as dnnx's
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
     wanted = set(filter(None, args.layers.split(",")))
     sync = torch.cuda.synchronize if args.device == "cuda" else None
 
