@@ -5,7 +5,7 @@ call costs on the host (Python, autograd, the binding, the op layer).
     .venv/bin/python bench/torch_layer_overhead.py [--device cpu|cuda] [--backend cpu|reference]
         [--calls 500] [--repeats 15] [--dtype f32|f16] [--channels-last] [--layers conv,bn,...]
 
-For each layer (ResNet-50's kinds: Conv2d 1x1, BatchNorm2d, ReLU, MaxPool2d, Linear,
+For each layer (ResNet-50's kinds: Conv2d 1x1 and 3x3, BatchNorm2d, ReLU, MaxPool2d, Linear,
 CrossEntropyLoss; AdaptiveAvgPool2d and the residual add are not converted and stay PyTorch's) it
 prints microseconds per call of
   no_grad  y = layer(x) under torch.no_grad() (inference)
