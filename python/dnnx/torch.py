@@ -20,11 +20,13 @@ torch.library custom ops (torch.ops.dnnx.*, dnnx/_torch_library.py), which torch
 (Note [eager and compiled calls]).
 """
 
+import threading
+
 import torch
 
 from . import _dnnx
 from . import _arrays
-from ._context import current, resolve
+from ._context import _current, current, resolve
 from ._errors import InvalidArgument
 from .ops import activation as _activation
 from .ops import batch_norm as _batch_norm
@@ -147,6 +149,36 @@ def _empty(like, dims, layout="nchw", dtype=None):
 def _keep(fctx, desc, tune, layer, memory_format):
     """What a backward needs besides its saved tensors."""
     fctx.desc, fctx.tune, fctx.layer, fctx.memory_format = desc, tune, layer, memory_format
+    _keep_block(fctx)
+
+
+# Note [the forward's block in the backward]
+# A call picks the context of the enclosing `with ctx:` block, a context variable of the thread
+# that runs it. PyTorch runs the backward of CUDA tensors on an autograd thread of the device,
+# where no block is open: the backward would run on the device's default context, with its
+# policies, not the block's (a `with ctx.tuning(fwd="exhaustive", bwd_data="exhaustive", ...)`
+# around a training step would search the forward only). So each autograd function keeps the
+# forward's block and thread, and its backward runs under that block when it runs on another
+# thread that has no block of its own. A backward on the forward's thread (on the host, autograd
+# runs it on the caller's) sees the blocks of that thread, as any call does.
+def _keep_block(fctx):
+    fctx.block = (_current.get(), threading.get_ident())
+
+
+def _under_forward_block(backward):
+    """`backward` of an autograd function, run under the forward's block (Note [the forward's
+    block in the backward])."""
+    def run(fctx, *grads):
+        block, thread = fctx.block
+        if block is None or thread == threading.get_ident() or _current.get() is not None:
+            return backward(fctx, *grads)
+        token = _current.set(block)
+        try:
+            return backward(fctx, *grads)
+        finally:
+            _current.reset(token)
+    run.__doc__ = backward.__doc__
+    return run
 
 
 def _gradient(fctx, diff_dst):
@@ -232,6 +264,7 @@ class ConvFunction(torch.autograd.Function):
         return dst
 
     @staticmethod
+    @_under_forward_block
     def backward(fctx, diff_dst):
         src, weight = fctx.saved_tensors
         needs = fctx.needs_input_grad
@@ -288,9 +321,11 @@ class LinearFunction(torch.autograd.Function):
         dst = _linear_fwd(desc, rows, weight, bias, src.shape, tune, layer)
         fctx.save_for_backward(rows, weight)
         fctx.desc, fctx.tune, fctx.layer, fctx.shape = desc, tune, layer, src.shape
+        _keep_block(fctx)
         return dst
 
     @staticmethod
+    @_under_forward_block
     def backward(fctx, diff_dst):
         rows, weight = fctx.saved_tensors
         needs = fctx.needs_input_grad
@@ -361,6 +396,7 @@ class BatchNormFunction(torch.autograd.Function):
         return dst
 
     @staticmethod
+    @_under_forward_block
     def backward(fctx, diff_dst):
         src, weight, mean, inv_std = fctx.saved_tensors
         grads = _batch_norm_bwd(fctx.desc, fctx.memory_format, diff_dst, src, weight, mean,
@@ -407,6 +443,7 @@ class PoolFunction(torch.autograd.Function):
         return dst
 
     @staticmethod
+    @_under_forward_block
     def backward(fctx, diff_dst):
         src, dst = fctx.saved_tensors
         diff_src = _pool_bwd(fctx.desc, fctx.memory_format, diff_dst, src, dst, fctx.tune,
@@ -453,6 +490,7 @@ class ActivationFunction(torch.autograd.Function):
         return dst
 
     @staticmethod
+    @_under_forward_block
     def backward(fctx, diff_dst):
         src, dst = fctx.saved_tensors
         diff_src = _activation_bwd(fctx.desc, fctx.memory_format, diff_dst, src, dst, fctx.tune,
@@ -497,6 +535,7 @@ class SoftmaxFunction(torch.autograd.Function):
         return dst
 
     @staticmethod
+    @_under_forward_block
     def backward(fctx, diff_dst):
         dst, = fctx.saved_tensors
         diff_src = _softmax_bwd(fctx.desc, fctx.memory_format, diff_dst, dst, fctx.tune,
@@ -551,9 +590,11 @@ class CrossEntropyFunction(torch.autograd.Function):
         loss = _cross_entropy_fwd(desc, logits, labels, weight, tune, layer)
         fctx.save_for_backward(logits, labels, weight)
         fctx.desc, fctx.tune, fctx.layer = desc, tune, layer
+        _keep_block(fctx)
         return loss
 
     @staticmethod
+    @_under_forward_block
     def backward(fctx, diff_loss):
         logits, labels, weight = fctx.saved_tensors
         diff_logits = _cross_entropy_bwd(fctx.desc, diff_loss, logits, labels, weight, fctx.tune,
@@ -577,6 +618,7 @@ class DropoutFunction(torch.autograd.Function):
         return dst
 
     @staticmethod
+    @_under_forward_block
     def backward(fctx, diff_dst):
         diff_dst, context = _gradient(fctx, diff_dst)
         diff_src = _dropout.bwd(fctx.desc, diff_dst, fctx.state, ctx=context)

@@ -166,3 +166,42 @@ def test_kept_tables_stay_bounded(reference):
         assert len(dt._activation_descs) <= dt._KEPT_LIMIT
         x = torch.randn(1, 2, 3)
         close(dt.activation(x), torch.relu(x))
+
+
+def test_backward_on_another_thread_runs_under_the_forwards_block():
+    """On a GPU PyTorch runs the backward on an autograd thread of its own, where the forward's
+    `with ctx:` block is not open (Note [the forward's block in the backward]); here a thread
+    stands in for it."""
+    import threading
+    if not dnnx.backend_available("cpu")[0]:
+        pytest.skip("the cpu backend (several convolution candidates) is not built")
+    context = dnnx.Context("cpu")
+    theirs, ours = conv_pair(8, padding=1)
+    x = torch.randn(2, 3, 8, 8)
+    desc = dnnx.conv.desc_for(x, ours.weight.detach(), padding=1)
+    ids = [row.id for row in dnnx.algos(desc, "bwd_data", ctx=context)
+           if row.status == "supported"]
+    chosen = ids[-1]
+    relu = dt.convert(torch.nn.ReLU())
+    failures = []
+
+    def backward(loss):
+        try:
+            loss.backward()
+        except Exception as error:  # reported below, in the test's thread
+            failures.append(error)
+
+    with context.tuning(conv={"bwd_data": "fixed:" + chosen}):
+        with context:
+            loss = relu(ours(x.requires_grad_(True))).sum()
+        worker = threading.Thread(target=backward, args=(loss,))  # no block open there
+        worker.start()
+        worker.join()
+        assert not failures, failures
+        text = dt.report(ours)
+        assert f"Conv2d bwd_data: {chosen} [fixed:{chosen}]" in text, text
+    assert ours.__dict__["_dnnx_calls"]["bwd_data"][1] is context
+    assert relu.__dict__["_dnnx_calls"]["bwd_data"][1] is context
+    expected = theirs(x.detach().requires_grad_(True))
+    torch.relu(expected).sum().backward()
+    close(ours.weight.grad, theirs.weight.grad, 1e-3)
