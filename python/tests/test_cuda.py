@@ -201,6 +201,26 @@ def test_layer_follows_the_current_stream_and_policy_between_calls():
         torch.testing.assert_close(out, expected, rtol=1e-3, atol=1e-3)
 
 
+def test_backward_runs_under_the_forwards_block():
+    """PyTorch runs a CUDA backward on its autograd thread of the device, where the forward's
+    `with ctx:` block is not open: the backward still runs under the block's context and
+    policies (Note [the forward's block in the backward])."""
+    import dnnx.torch as dt
+    torch.manual_seed(6)
+    conv = dt.convert(torch.nn.Conv2d(8, 16, 3, padding=1)).cuda()
+    x = torch.randn(4, 8, 16, 16, device="cuda", requires_grad=True)
+    context = dnnx.Context("cudnn")
+    desc = dnnx.conv.desc_for(x, conv.weight.detach(), padding=1)
+    supported = [row.id for row in dnnx.algos(desc, "bwd_data", ctx=context)
+                 if row.status == "supported"]
+    chosen = supported[-1]
+    with context.tuning(conv={"bwd_data": f"fixed:{chosen}"}), context:
+        conv(x).square().sum().backward()
+        desc, used = conv.__dict__["_dnnx_calls"]["bwd_data"]
+        assert dnnx.select(desc, "bwd_data", ctx=used).id == chosen
+        assert f"Conv2d bwd_data: {chosen} [fixed:{chosen}]" in dt.report(conv)
+
+
 def test_converted_training_step_captures_into_a_cuda_graph():
     """The capture recipe of docs/python.md ("CUDA graphs"): warm up on the stream that then
     captures, so that dnnx's backend for that stream, its plans, workspace blocks and choices
