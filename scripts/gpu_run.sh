@@ -10,7 +10,8 @@
 # (rnn_bench through compare_rnn.py), python (the Python package built against BUILD's libdnnx
 # and python/tests run with PYTHON's CUDA torch, through scripts/gpu_python.sh: pytest.log,
 # pytest.xml), resnet50 (bench/torch_resnet50.py: converted torchvision ResNet-50 training steps
-# against PyTorch; torch_resnet50.md / .json; needs the python part first, whose package it
+# against PyTorch; torch_resnet50.md / .json; then bench/torch_layer_overhead.py on CUDA, f32 and
+# f16 channels_last: torch_layers.md; needs the python part first, whose package it
 # imports), shapes (the convolution shape suite, bench/shapes/*.txt, through compare_gpu.py
 # --suite: shapes.md / shapes.json; not part of all, it runs for as long as it is given), or all
 # of them (the default).
@@ -148,6 +149,13 @@ if wants resnet50; then
     PYTHONPATH=$stage "$python" bench/torch_resnet50.py --json "$out/torch_resnet50.json" \
       > "$out/torch_resnet50.md" 2>> "$out/gpu.txt" || status=1
     cat "$out/torch_resnet50.md"
+    : > "$out/torch_layers.md"
+    for options in "" "--dtype f16 --channels-last"; do
+      # shellcheck disable=SC2086  # the options are words
+      PYTHONPATH=$stage "$python" bench/torch_layer_overhead.py --device cuda $options \
+        >> "$out/torch_layers.md" 2>> "$out/gpu.txt" || status=1
+    done
+    cat "$out/torch_layers.md"
   fi
 fi
 exit $status

@@ -135,20 +135,27 @@ def current(context=None):
     return _current.get() or default_context()
 
 
+_raw_stream = []  # torch._C._cuda_getCurrentRawStream (or None), looked up once
+
+
 def _caller_stream(array):
     """The CUDA stream the caller's framework queues its work on for `array`'s device (PyTorch's
     or CuPy's current stream), or None for host arrays and other frameworks."""
-    device = getattr(array, "device", None)
-    framework = type(array).__module__.split(".", 1)[0]
-    if framework == "torch" and getattr(device, "type", None) == "cuda":
+    framework = _module_of(array)
+    if framework == "torch":
+        if not array.is_cuda:
+            return None
         torch = sys.modules["torch"]
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        if raw is not None and device.index is not None:  # the handle, without a Stream object
-            return raw(device.index)
-        return torch.cuda.current_stream(device).cuda_stream
+        if not _raw_stream:
+            _raw_stream.append(getattr(torch._C, "_cuda_getCurrentRawStream", None))
+        raw = _raw_stream[0]
+        index = array.get_device()
+        if raw is not None and index >= 0:  # the handle, without a Stream object
+            return raw(index)
+        return torch.cuda.current_stream(array.device).cuda_stream
     if framework == "cupy":
         cupy = sys.modules["cupy"]
-        with cupy.cuda.Device(device.id):
+        with cupy.cuda.Device(array.device.id):
             return cupy.cuda.get_current_stream().ptr
     return None
 

@@ -20,10 +20,13 @@ torch.library custom ops (torch.ops.dnnx.*, dnnx/_torch_library.py), which torch
 (Note [eager and compiled calls]).
 """
 
+import threading
+
 import torch
 
 from . import _dnnx
-from ._context import current, resolve
+from . import _arrays
+from ._context import _current, current, resolve
 from ._errors import InvalidArgument
 from .ops import activation as _activation
 from .ops import batch_norm as _batch_norm
@@ -76,9 +79,106 @@ def _dense(tensor):
     return tensor.contiguous(), torch.contiguous_format
 
 
+# Note [kept descs]
+# A layer called again on an input of the same metadata builds the same desc: desc_for reads the
+# input's shape, strides (its layout), dtype and the layer's settings, never its values or its
+# device. Building one from Python costs several microseconds (reading the tensors' attributes,
+# the desc's constructor), a large part of a small call's host time, so each op keeps the descs
+# it built keyed by exactly what they were built from: the shapes, strides and dtypes of the
+# tensors, and every other argument of its desc_for. A change of any of them is another key, so
+# a kept desc is never stale; arguments that cannot be a key (a list of strides) build the desc
+# each call. A kept entry also holds whether the tensors were already dense in the op's layout
+# (a key includes their strides), so that the call skips _dense. The tables are bounded.
+_KEPT_LIMIT = 1024
+
+
+def _kept(table, key):
+    """The entry kept in `table` for `key`; None when there is none or `key` cannot be one."""
+    try:
+        return table.get(key)
+    except TypeError:  # an unhashable argument (a list)
+        return None
+
+
+def _keep_entry(table, key, entry):
+    try:
+        if len(table) >= _KEPT_LIMIT:
+            table.clear()
+        table[key] = entry
+    except TypeError:
+        pass
+    return entry
+
+
+def _dense_setup(table, src, settings, make_desc):
+    """`src` dense in the layout its strides suggest, make_desc(that tensor), and the memory
+    format: the desc kept in `table` under src's shape, strides, dtype and `settings` (Note [kept
+    descs])."""
+    key = (src.shape, src.stride(), src.dtype, settings)
+    kept = _kept(table, key)
+    if kept is None:
+        dense, memory_format = _dense(src)
+        desc = make_desc(dense)
+        _keep_entry(table, key, (desc, memory_format, dense is src))
+        return dense, desc, memory_format
+    desc, memory_format, src_dense = kept
+    if not src_dense:
+        src = src.contiguous(memory_format=memory_format)
+    return src, desc, memory_format
+
+
+_MEMORY_FORMATS = {("nhwc", 4): torch.channels_last, ("nhwc", 5): torch.channels_last_3d}
+_TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
+                 "i32": torch.int32, "i64": torch.int64}
+
+
+def _empty(like, dims, layout="nchw", dtype=None):
+    """A new dense tensor of `dims` on `like`'s device, in `layout` ('nhwc': channels_last),
+    of `like`'s dtype or the dnnx dtype `dtype`: the cheapest torch calls for it (the same tensor
+    dnnx._arrays.empty_like makes)."""
+    torch_dtype = like.dtype if dtype is None else _TORCH_DTYPES[dtype]
+    if layout == "nhwc":
+        memory_format = _MEMORY_FORMATS.get((layout, len(dims)))
+        if memory_format is not None:
+            return torch.empty(dims, dtype=torch_dtype, device=like.device,
+                               memory_format=memory_format)
+        return _arrays.empty_like(like, dims, dtype or _arrays.dtype_name(like), layout)
+    return like.new_empty(dims, dtype=torch_dtype)
+
+
 def _keep(fctx, desc, tune, layer, memory_format):
     """What a backward needs besides its saved tensors."""
     fctx.desc, fctx.tune, fctx.layer, fctx.memory_format = desc, tune, layer, memory_format
+    _keep_block(fctx)
+
+
+# Note [the forward's block in the backward]
+# A call picks the context of the enclosing `with ctx:` block, a context variable of the thread
+# that runs it. PyTorch runs the backward of CUDA tensors on an autograd thread of the device,
+# where no block is open: the backward would run on the device's default context, with its
+# policies, not the block's (a `with ctx.tuning(fwd="exhaustive", bwd_data="exhaustive", ...)`
+# around a training step would search the forward only). So each autograd function keeps the
+# forward's block and thread, and its backward runs under that block when it runs on another
+# thread that has no block of its own. A backward on the forward's thread (on the host, autograd
+# runs it on the caller's) sees the blocks of that thread, as any call does.
+def _keep_block(fctx):
+    fctx.block = (_current.get(), threading.get_ident())
+
+
+def _under_forward_block(backward):
+    """`backward` of an autograd function, run under the forward's block (Note [the forward's
+    block in the backward])."""
+    def run(fctx, *grads):
+        block, thread = fctx.block
+        if block is None or thread == threading.get_ident() or _current.get() is not None:
+            return backward(fctx, *grads)
+        token = _current.set(block)
+        try:
+            return backward(fctx, *grads)
+        finally:
+            _current.reset(token)
+    run.__doc__ = backward.__doc__
+    return run
 
 
 def _gradient(fctx, diff_dst):
@@ -88,8 +188,12 @@ def _gradient(fctx, diff_dst):
 
 
 def _record(layer, direction, desc, context):
+    """Keeps what `layer`'s `direction` ran, for report()."""
     if layer is not None:
-        layer.__dict__.setdefault("_dnnx_calls", {})[direction] = (desc, context)
+        calls = layer.__dict__.get("_dnnx_calls")
+        if calls is None:
+            calls = layer.__dict__["_dnnx_calls"] = {}
+        calls[direction] = (desc, context)
 
 
 # Each op's computation, shared by its autograd function (the eager path) and its torch.library
@@ -98,16 +202,31 @@ def _record(layer, direction, desc, context):
 # layer's options, and record what ran for report().
 
 
+_conv_descs = {}
+
+
 def _conv_setup(src, weight, stride, padding, dilation, groups):
-    src, memory_format = _dense(src)
-    weight = weight.contiguous(memory_format=memory_format)
-    desc = _conv.desc_for(src, weight, stride, padding, dilation, groups)
+    key = (src.shape, src.stride(), src.dtype, weight.shape, weight.stride(), weight.dtype, stride,
+           padding, dilation, groups)
+    kept = _kept(_conv_descs, key)
+    if kept is None:  # Note [kept descs]
+        dense, memory_format = _dense(src)
+        dense_weight = weight.contiguous(memory_format=memory_format)
+        desc = _conv.desc_for(dense, dense_weight, stride, padding, dilation, groups)
+        _keep_entry(_conv_descs, key, (desc, memory_format, dense is src, dense_weight is weight))
+        return dense, dense_weight, desc, memory_format
+    desc, memory_format, src_dense, weight_dense = kept
+    if not src_dense:
+        src = src.contiguous(memory_format=memory_format)
+    if not weight_dense:
+        weight = weight.contiguous(memory_format=memory_format)
     return src, weight, desc, memory_format
 
 
 def _conv_fwd(desc, src, weight, bias, tune, layer):
     context = _layer_context(src, tune)
-    dst = _conv.fwd(desc, src, weight, None if bias is None else bias.contiguous(), ctx=context)
+    dst = _empty(src, desc.dst_dims(), desc.layout)
+    _dnnx.conv_fwd(context, desc, src, weight, dst, None if bias is None else bias.contiguous())
     _record(layer, "fwd", desc, context)
     return dst
 
@@ -117,14 +236,16 @@ def _conv_bwd(desc, memory_format, diff_dst, src, weight, need_src, need_weight,
     diff_dst = diff_dst.contiguous(memory_format=memory_format)
     context = _layer_context(diff_dst, tune)
     diff_src = diff_weight = diff_bias = None
+    layout = desc.layout
     if need_src:
-        diff_src = _conv.bwd_data(desc, diff_dst, weight, ctx=context)
+        diff_src = _empty(diff_dst, desc.src_dims(), layout)
+        _dnnx.conv_bwd_data(context, desc, diff_dst, weight, diff_src)
         _record(layer, "bwd_data", desc, context)
     if need_weight:
+        diff_weight = _empty(src, desc.weights_dims(), layout)
         if has_bias:
-            diff_weight, diff_bias = _conv.bwd_weights(desc, src, diff_dst, bias=True, ctx=context)
-        else:
-            diff_weight = _conv.bwd_weights(desc, src, diff_dst, ctx=context)
+            diff_bias = _empty(src, desc.bias_dims())
+        _dnnx.conv_bwd_weights(context, desc, src, diff_dst, diff_weight, diff_bias)
         _record(layer, "bwd_weights", desc, context)
     return diff_src, diff_weight, diff_bias
 
@@ -143,6 +264,7 @@ class ConvFunction(torch.autograd.Function):
         return dst
 
     @staticmethod
+    @_under_forward_block
     def backward(fctx, diff_dst):
         src, weight = fctx.saved_tensors
         needs = fctx.needs_input_grad
@@ -151,15 +273,23 @@ class ConvFunction(torch.autograd.Function):
         return (*grads, None, None, None, None, None, None)
 
 
+_linear_descs = {}
+
+
 def _linear_setup(src, weight, has_bias):
     rows = src.reshape(-1, src.shape[-1]).contiguous()
-    return rows, weight.contiguous(), _matmul.linear_desc(rows, weight, has_bias)
+    key = (rows.shape, rows.dtype, weight.shape, has_bias)
+    desc = _kept(_linear_descs, key)
+    if desc is None:  # Note [kept descs]
+        desc = _keep_entry(_linear_descs, key, _matmul.linear_desc(rows, weight, has_bias))
+    return rows, weight.contiguous(), desc
 
 
 def _linear_fwd(desc, rows, weight, bias, shape, tune, layer):
     context = _layer_context(rows, tune)
-    dst = _matmul.fwd(desc, rows, weight, None if bias is None else bias.contiguous(),
-                      ctx=context)
+    dst = _empty(rows, desc.dst_dims())
+    _dnnx.matmul_fwd(context, desc, rows, weight, None if bias is None else bias.contiguous(),
+                     dst)
     _record(layer, "fwd", desc, context)
     return dst.reshape(*shape[:-1], weight.shape[0])
 
@@ -169,11 +299,15 @@ def _linear_bwd(desc, diff_dst, rows, weight, shape, need_src, need_weight, tune
     context = _layer_context(diff_dst, tune)
     diff_src = diff_weight = diff_bias = None
     if need_src:
-        diff_src = _matmul.bwd_data(desc, diff_dst, weight, ctx=context).reshape(shape)
+        diff_src = _empty(diff_dst, desc.a_dims())
+        _dnnx.matmul_bwd_data(context, desc, diff_dst, weight, diff_src, None)
+        diff_src = diff_src.reshape(shape)
         _record(layer, "bwd_data", desc, context)
     if need_weight:
-        result = _matmul.bwd_weights(desc, rows, diff_dst, ctx=context)
-        diff_weight, diff_bias = result if desc.bias else (result, None)
+        diff_weight = _empty(rows, desc.b_dims())
+        if desc.bias:
+            diff_bias = _empty(rows, desc.bias_dims())
+        _dnnx.matmul_bwd_weights(context, desc, rows, diff_dst, diff_weight, diff_bias, None)
         _record(layer, "bwd_weights", desc, context)
     return diff_src, diff_weight, diff_bias
 
@@ -187,9 +321,11 @@ class LinearFunction(torch.autograd.Function):
         dst = _linear_fwd(desc, rows, weight, bias, src.shape, tune, layer)
         fctx.save_for_backward(rows, weight)
         fctx.desc, fctx.tune, fctx.layer, fctx.shape = desc, tune, layer, src.shape
+        _keep_block(fctx)
         return dst
 
     @staticmethod
+    @_under_forward_block
     def backward(fctx, diff_dst):
         rows, weight = fctx.saved_tensors
         needs = fctx.needs_input_grad
@@ -198,33 +334,49 @@ class LinearFunction(torch.autograd.Function):
         return (*grads, None, None)
 
 
+_batch_norm_descs = {}
+
+
 def _batch_norm_setup(src, weight, training, momentum, eps):
-    src, memory_format = _dense(src)
-    desc = _batch_norm.desc_for(src, training=training, eps=eps, momentum=momentum,
-                                affine=weight is not None)
-    return src, desc, memory_format
+    affine = weight is not None
+    return _dense_setup(_batch_norm_descs, src, (training, momentum, eps, affine),
+                        lambda dense: _batch_norm.desc_for(dense, training=training, eps=eps,
+                                                           momentum=momentum, affine=affine))
 
 
 def _batch_norm_fwd(desc, src, weight, bias, running_mean, running_var, tune, layer):
     """(dst, saved mean, saved inverse std); the saved statistics are None in inference."""
     context = _layer_context(src, tune)
+    layout = desc.layout
+    dims = desc.dims
+    dst = _empty(src, dims, layout)
     if desc.training:
-        result = _batch_norm.fwd(desc, src, weight, bias, running_mean, running_var, ctx=context)
+        param_dims = desc.param_dims()
+        mean = _empty(src, param_dims, layout, "f32")
+        inv_std = _empty(src, param_dims, layout, "f32")
     else:
-        result = (_batch_norm.fwd(desc, src, weight, bias, running_mean, running_var,
-                                  ctx=context), None, None)
+        mean = inv_std = None
+    _dnnx.batch_norm_fwd(context, desc, src, dst, weight, bias, running_mean, running_var, mean,
+                         inv_std)
     _record(layer, "fwd", desc, context)
-    return result
+    return dst, mean, inv_std
 
 
 def _batch_norm_bwd(desc, memory_format, diff_dst, src, weight, mean, inv_std, running_mean,
                     running_var, tune, layer):
     diff_dst = diff_dst.contiguous(memory_format=memory_format)
     context = _layer_context(diff_dst, tune)
-    result = _batch_norm.bwd(desc, src, diff_dst, weight, mean, inv_std, running_mean,
-                             running_var, ctx=context)
+    layout = desc.layout
+    diff_src = _empty(diff_dst, desc.dims, layout)
+    diff_scale = diff_shift = None
+    if desc.affine:
+        param_dims = desc.param_dims()
+        diff_scale = _empty(src, param_dims, layout, "f32")
+        diff_shift = _empty(src, param_dims, layout, "f32")
+    _dnnx.batch_norm_bwd(context, desc, src, diff_dst, weight, running_mean, running_var, mean,
+                         inv_std, diff_src, diff_scale, diff_shift)
     _record(layer, "bwd_data", desc, context)
-    return result if desc.affine else (result, None, None)
+    return diff_src, diff_scale, diff_shift
 
 
 class BatchNormFunction(torch.autograd.Function):
@@ -244,6 +396,7 @@ class BatchNormFunction(torch.autograd.Function):
         return dst
 
     @staticmethod
+    @_under_forward_block
     def backward(fctx, diff_dst):
         src, weight, mean, inv_std = fctx.saved_tensors
         grads = _batch_norm_bwd(fctx.desc, fctx.memory_format, diff_dst, src, weight, mean,
@@ -251,15 +404,19 @@ class BatchNormFunction(torch.autograd.Function):
         return (*grads, None, None, None, None, None, None, None)
 
 
+_pool_descs = {}
+
+
 def _pool_setup(src, kernel, stride, padding, dilation, ceil_mode, mode):
-    src, memory_format = _dense(src)
-    return src, _pool.desc_for(src, kernel, stride, padding, dilation, mode, ceil_mode), \
-        memory_format
+    return _dense_setup(_pool_descs, src, (kernel, stride, padding, dilation, ceil_mode, mode),
+                        lambda dense: _pool.desc_for(dense, kernel, stride, padding, dilation,
+                                                     mode, ceil_mode))
 
 
 def _pool_fwd(desc, src, tune, layer):
     context = _layer_context(src, tune)
-    dst = _pool.fwd(desc, src, ctx=context)
+    dst = _empty(src, desc.dst_dims(), desc.layout)
+    _dnnx.pool_fwd(context, desc, src, dst)
     _record(layer, "fwd", desc, context)
     return dst
 
@@ -267,7 +424,8 @@ def _pool_fwd(desc, src, tune, layer):
 def _pool_bwd(desc, memory_format, diff_dst, src, dst, tune, layer):
     diff_dst = diff_dst.contiguous(memory_format=memory_format)
     context = _layer_context(diff_dst, tune)
-    diff_src = _pool.bwd(desc, diff_dst, src, dst, ctx=context)
+    diff_src = _empty(diff_dst, desc.src_dims(), desc.layout)
+    _dnnx.pool_bwd(context, desc, src, dst, diff_dst, diff_src)
     _record(layer, "bwd_data", desc, context)
     return diff_src
 
@@ -285,6 +443,7 @@ class PoolFunction(torch.autograd.Function):
         return dst
 
     @staticmethod
+    @_under_forward_block
     def backward(fctx, diff_dst):
         src, dst = fctx.saved_tensors
         diff_src = _pool_bwd(fctx.desc, fctx.memory_format, diff_dst, src, dst, fctx.tune,
@@ -292,14 +451,19 @@ class PoolFunction(torch.autograd.Function):
         return diff_src, None, None, None, None, None, None, None, None
 
 
+_activation_descs = {}
+
+
 def _activation_setup(src, kind, alpha, ceiling):
-    src, memory_format = _dense(src)
-    return src, _activation.desc_for(src, kind, alpha=alpha, ceiling=ceiling), memory_format
+    return _dense_setup(_activation_descs, src, (kind, alpha, ceiling),
+                        lambda dense: _activation.desc_for(dense, kind, alpha=alpha,
+                                                           ceiling=ceiling))
 
 
 def _activation_fwd(desc, src, tune, layer):
     context = _layer_context(src, tune)
-    dst = _activation.fwd(desc, src, ctx=context)
+    dst = _empty(src, desc.dims, desc.layout)
+    _dnnx.activation_fwd(context, desc, src, dst)
     _record(layer, "fwd", desc, context)
     return dst
 
@@ -307,7 +471,8 @@ def _activation_fwd(desc, src, tune, layer):
 def _activation_bwd(desc, memory_format, diff_dst, src, dst, tune, layer):
     diff_dst = diff_dst.contiguous(memory_format=memory_format)
     context = _layer_context(diff_dst, tune)
-    diff_src = _activation.bwd(desc, diff_dst, src, dst, ctx=context)
+    diff_src = _empty(diff_dst, desc.dims, desc.layout)
+    _dnnx.activation_bwd(context, desc, src, dst, diff_dst, diff_src)
     _record(layer, "bwd_data", desc, context)
     return diff_src
 
@@ -325,6 +490,7 @@ class ActivationFunction(torch.autograd.Function):
         return dst
 
     @staticmethod
+    @_under_forward_block
     def backward(fctx, diff_dst):
         src, dst = fctx.saved_tensors
         diff_src = _activation_bwd(fctx.desc, fctx.memory_format, diff_dst, src, dst, fctx.tune,
@@ -332,14 +498,18 @@ class ActivationFunction(torch.autograd.Function):
         return diff_src, None, None, None, None, None
 
 
+_softmax_descs = {}
+
+
 def _softmax_setup(src, log):
-    src, memory_format = _dense(src)
-    return src, _softmax.desc_for(src, mode="channel", log=log), memory_format
+    return _dense_setup(_softmax_descs, src, log,
+                        lambda dense: _softmax.desc_for(dense, mode="channel", log=log))
 
 
 def _softmax_fwd(desc, src, tune, layer):
     context = _layer_context(src, tune)
-    dst = _softmax.fwd(desc, src, ctx=context)
+    dst = _empty(src, desc.dims, desc.layout)
+    _dnnx.softmax_fwd(context, desc, src, dst)
     _record(layer, "fwd", desc, context)
     return dst
 
@@ -347,7 +517,8 @@ def _softmax_fwd(desc, src, tune, layer):
 def _softmax_bwd(desc, memory_format, diff_dst, dst, tune, layer):
     diff_dst = diff_dst.contiguous(memory_format=memory_format)
     context = _layer_context(diff_dst, tune)
-    diff_src = _softmax.bwd(desc, dst, diff_dst, ctx=context)
+    diff_src = _empty(diff_dst, desc.dims, desc.layout)
+    _dnnx.softmax_bwd(context, desc, dst, diff_dst, diff_src)
     _record(layer, "bwd_data", desc, context)
     return diff_src
 
@@ -364,11 +535,15 @@ class SoftmaxFunction(torch.autograd.Function):
         return dst
 
     @staticmethod
+    @_under_forward_block
     def backward(fctx, diff_dst):
         dst, = fctx.saved_tensors
         diff_src = _softmax_bwd(fctx.desc, fctx.memory_format, diff_dst, dst, fctx.tune,
                                 fctx.layer)
         return diff_src, None, None, None
+
+
+_cross_entropy_descs = {}
 
 
 def _cross_entropy_setup(logits, labels, weight, ignore_index, reduction):
@@ -378,13 +553,19 @@ def _cross_entropy_setup(logits, labels, weight, ignore_index, reduction):
     logits, _ = _dense(logits)
     labels = labels.contiguous()
     weight = None if weight is None else weight.contiguous()
-    desc = _cross_entropy.desc_for(logits, labels, reduction, ignore_index, weight)
+    key = (logits.shape, logits.stride(), logits.dtype, labels.shape, labels.dtype,
+           weight is None, reduction, ignore_index)
+    desc = _kept(_cross_entropy_descs, key)
+    if desc is None:  # Note [kept descs]
+        desc = _keep_entry(_cross_entropy_descs, key, _cross_entropy.desc_for(
+            logits, labels, reduction, ignore_index, weight))
     return logits, labels, weight, desc
 
 
 def _cross_entropy_fwd(desc, logits, labels, weight, tune, layer):
     context = _layer_context(logits, tune)
-    loss = _cross_entropy.fwd(desc, logits, labels, weight, ctx=context)
+    loss = _empty(logits, desc.loss_dims(), dtype=desc.dtype)
+    _dnnx.cross_entropy_fwd(context, desc, logits, labels, weight, loss)
     _record(layer, "fwd", desc, context)
     return loss if desc.reduction == "none" else loss.reshape(())
 
@@ -392,7 +573,8 @@ def _cross_entropy_fwd(desc, logits, labels, weight, tune, layer):
 def _cross_entropy_bwd(desc, diff_loss, logits, labels, weight, tune, layer):
     diff_loss = diff_loss.reshape(desc.loss_dims()).contiguous()
     context = _layer_context(logits, tune)
-    diff_logits = _cross_entropy.bwd(desc, logits, labels, diff_loss, weight, ctx=context)
+    diff_logits = _empty(logits, desc.dims, desc.layout)
+    _dnnx.cross_entropy_bwd(context, desc, logits, labels, weight, diff_loss, diff_logits)
     _record(layer, "bwd_data", desc, context)
     return diff_logits
 
@@ -408,9 +590,11 @@ class CrossEntropyFunction(torch.autograd.Function):
         loss = _cross_entropy_fwd(desc, logits, labels, weight, tune, layer)
         fctx.save_for_backward(logits, labels, weight)
         fctx.desc, fctx.tune, fctx.layer = desc, tune, layer
+        _keep_block(fctx)
         return loss
 
     @staticmethod
+    @_under_forward_block
     def backward(fctx, diff_loss):
         logits, labels, weight = fctx.saved_tensors
         diff_logits = _cross_entropy_bwd(fctx.desc, diff_loss, logits, labels, weight, fctx.tune,
@@ -434,6 +618,7 @@ class DropoutFunction(torch.autograd.Function):
         return dst
 
     @staticmethod
+    @_under_forward_block
     def backward(fctx, diff_dst):
         diff_dst, context = _gradient(fctx, diff_dst)
         diff_src = _dropout.bwd(fctx.desc, diff_dst, fctx.state, ctx=context)
@@ -514,13 +699,16 @@ def _compiled(tune, layer):
     return "" if tune is None else None
 
 
-def _autocast_state(kind):
-    """(whether autocast is on for device type `kind`, its dtype)."""
-    if hasattr(torch, "get_autocast_dtype"):  # PyTorch >= 2.4
+if hasattr(torch, "get_autocast_dtype"):  # PyTorch >= 2.4
+    def _autocast_state(kind):
+        """(whether autocast is on for device type `kind`, its dtype)."""
         return torch.is_autocast_enabled(kind), torch.get_autocast_dtype(kind)
-    if kind == "cuda":
-        return torch.is_autocast_enabled(), torch.get_autocast_gpu_dtype()
-    return torch.is_autocast_cpu_enabled(), torch.get_autocast_cpu_dtype()
+else:
+    def _autocast_state(kind):
+        """(whether autocast is on for device type `kind`, its dtype)."""
+        if kind == "cuda":
+            return torch.is_autocast_enabled(), torch.get_autocast_gpu_dtype()
+        return torch.is_autocast_cpu_enabled(), torch.get_autocast_cpu_dtype()
 
 
 def _autocast(lower, *tensors):
@@ -535,6 +723,26 @@ def _autocast(lower, *tensors):
     target = dtype if lower else torch.float32
     return tuple(t.to(target) if t is not None and t.is_floating_point() and t.dtype != target
                  else t for t in tensors)
+
+
+def _autograd_records(*tensors):
+    """Whether autograd records a call on `tensors`: grad mode on and one of them requires grad.
+    A call it does not record runs the op's directions without the autograd function (Note
+    [calls autograd does not record])."""
+    if not torch.is_grad_enabled():
+        return False
+    for tensor in tensors:
+        if tensor is not None and tensor.requires_grad:
+            return True
+    return False
+
+
+# Note [calls autograd does not record]
+# torch.autograd.Function.apply costs several microseconds of host time (the Function object,
+# its context, the graph node), as much as the op itself for a small layer. Under torch.no_grad()
+# or on tensors none of which requires grad (inference, an evaluation loop) autograd records
+# nothing and the result is the forward's alone: those calls run the op's setup and forward
+# directly, with the same desc, context and choice report as under the function.
 
 
 def _ints(value, rank, name):
@@ -557,6 +765,9 @@ def _run_conv(src, weight, bias, stride, padding, dilation, groups, tune, layer)
         return _library.OPS["conv"](src, weight, bias, _ints(stride, rank, "stride"),
                                     _ints(padding, rank, "padding"),
                                     _ints(dilation, rank, "dilation"), groups, key)
+    if not _autograd_records(src, weight, bias):  # Note [calls autograd does not record]
+        src, weight, desc, _ = _conv_setup(src, weight, stride, padding, dilation, groups)
+        return _conv_fwd(desc, src, weight, bias, tune, layer)
     return ConvFunction.apply(src, weight, bias, stride, padding, dilation, groups, tune, layer)
 
 
@@ -565,6 +776,9 @@ def _run_linear(src, weight, bias, tune, layer):
     key = _compiled(tune, layer)
     if key is not None:
         return _library.OPS["linear"](src, weight, bias, key)
+    if not _autograd_records(src, weight, bias):  # Note [calls autograd does not record]
+        rows, weight, desc = _linear_setup(src, weight, bias is not None)
+        return _linear_fwd(desc, rows, weight, bias, src.shape, tune, layer)
     return LinearFunction.apply(src, weight, bias, tune, layer)
 
 
@@ -574,6 +788,10 @@ def _run_batch_norm(src, weight, bias, running_mean, running_var, training, mome
     if key is not None:
         return _library.OPS["batch_norm"](src, weight, bias, running_mean, running_var, training,
                                           momentum, eps, key)
+    if not _autograd_records(src, weight, bias):  # Note [calls autograd does not record]
+        src, desc, _ = _batch_norm_setup(src, weight, training, momentum, eps)
+        return _batch_norm_fwd(desc, src, weight, bias, running_mean, running_var, tune,
+                               layer)[0]
     return BatchNormFunction.apply(src, weight, bias, running_mean, running_var, training,
                                    momentum, eps, tune, layer)
 
@@ -586,6 +804,9 @@ def _run_pool(src, kernel, stride, padding, dilation, ceil_mode, mode, tune, lay
         stride = kernel if stride is None or stride == [] else _ints(stride, rank, "stride")
         return _library.OPS["pool"](src, kernel, stride, _ints(padding, rank, "padding"),
                                     _ints(dilation, rank, "dilation"), ceil_mode, mode, key)
+    if not _autograd_records(src):  # Note [calls autograd does not record]
+        src, desc, _ = _pool_setup(src, kernel, stride, padding, dilation, ceil_mode, mode)
+        return _pool_fwd(desc, src, tune, layer)
     return PoolFunction.apply(src, kernel, stride, padding, dilation, ceil_mode, mode, tune,
                               layer)
 
@@ -594,6 +815,9 @@ def _run_activation(src, kind, alpha, ceiling, tune, layer):
     key = _compiled(tune, layer)
     if key is not None:
         return _library.OPS["activation"](src, kind, float(alpha), float(ceiling), key)
+    if not _autograd_records(src):  # Note [calls autograd does not record]
+        src, desc, _ = _activation_setup(src, kind, alpha, ceiling)
+        return _activation_fwd(desc, src, tune, layer)
     return ActivationFunction.apply(src, kind, alpha, ceiling, tune, layer)
 
 
@@ -602,6 +826,9 @@ def _run_softmax(src, log, tune, layer):
     key = _compiled(tune, layer)
     if key is not None:
         return _library.OPS["softmax"](src, log, key)
+    if not _autograd_records(src):  # Note [calls autograd does not record]
+        src, desc, _ = _softmax_setup(src, log)
+        return _softmax_fwd(desc, src, tune, layer)
     return SoftmaxFunction.apply(src, log, tune, layer)
 
 
@@ -611,6 +838,10 @@ def _run_cross_entropy(logits, labels, weight, ignore_index, reduction, tune, la
     if key is not None:
         return _library.OPS["cross_entropy"](logits, labels, weight, ignore_index, reduction,
                                              key)
+    if not _autograd_records(logits, weight):  # Note [calls autograd does not record]
+        logits, labels, weight, desc = _cross_entropy_setup(logits, labels, weight, ignore_index,
+                                                            reduction)
+        return _cross_entropy_fwd(desc, logits, labels, weight, tune, layer)
     return CrossEntropyFunction.apply(logits, labels, weight, ignore_index, reduction, tune,
                                       layer)
 

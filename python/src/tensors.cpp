@@ -114,15 +114,35 @@ Tensor tensor_of(const Array& array, std::string_view name) {
   }
 }
 
+/// One attribute or method of torch.Tensor that read_torch reads: its interned name and, where
+/// torch.Tensor's attribute is a C descriptor of the kind expected (a getset for properties, a
+/// method descriptor for methods), that descriptor (Note [torch attributes read directly]).
+struct TorchMember {
+  PyObject* name = nullptr;
+  PyObject* descriptor = nullptr;
+};
+
 /// PyTorch's objects read_torch compares with, fetched once torch is imported.
 struct TorchObjects {
   PyObject* tensor_type = nullptr;
+  PyObject* parameter_type = nullptr;  ///< torch.nn.Parameter, or null
   PyObject* strided = nullptr;
   std::array<std::pair<PyObject*, DType>, 5> dtypes{};
-  PyObject *dtype = nullptr, *layout = nullptr, *is_cuda = nullptr, *is_cpu = nullptr,
-           *get_device = nullptr, *data_ptr = nullptr, *size = nullptr, *stride = nullptr,
-           *device = nullptr, *is_neg = nullptr;
+  TorchMember dtype, layout, is_cuda, is_cpu, get_device, data_ptr, size, stride, device, is_neg;
 };
+
+// Note [torch attributes read directly]
+// Reading a tensor's attributes by name (PyObject_GetAttr, PyObject_CallMethod) walks
+// torch.Tensor's class hierarchy and, for a method, makes a bound method object each time: about
+// 0.1 us an attribute, about 1 us a tensor, a third of a small op's binding. torch.Tensor's
+// attributes are C descriptors of torch._C's tensor base class, so for an object whose type is
+// exactly torch.Tensor or torch.nn.Parameter (whose classes define none of these names
+// themselves), the descriptor that the lookup would find is fetched once from torch.Tensor and
+// called directly: tp_descr_get for a property, a vectorcall with the tensor for a method. The
+// descriptors check their argument's type themselves, and PyTorch's own dispatch
+// (__torch_function__) runs inside them as it does through the name. Any other type (a subclass
+// that may override an attribute), or a descriptor of another kind (another PyTorch version),
+// goes through the name.
 
 /// The objects, or null while torch is not (fully) imported. Needs the GIL.
 const TorchObjects* torch_objects() {
@@ -151,16 +171,50 @@ const TorchObjects* torch_objects() {
     complete = complete && found.dtypes[i].first != nullptr;
   }
   if (!complete) return nullptr;  // torch is still being imported: DLPack until it is
-  found.dtype = PyUnicode_InternFromString("dtype");
-  found.layout = PyUnicode_InternFromString("layout");
-  found.is_cuda = PyUnicode_InternFromString("is_cuda");
-  found.is_cpu = PyUnicode_InternFromString("is_cpu");
-  found.get_device = PyUnicode_InternFromString("get_device");
-  found.data_ptr = PyUnicode_InternFromString("data_ptr");
-  found.size = PyUnicode_InternFromString("size");
-  found.stride = PyUnicode_InternFromString("stride");
-  found.device = PyUnicode_InternFromString("device");
-  found.is_neg = PyUnicode_InternFromString("is_neg");
+  PyObject* nn = get("nn");
+  if (nn != nullptr) {
+    found.parameter_type = PyObject_GetAttrString(nn, "Parameter");
+    if (found.parameter_type == nullptr || !PyType_Check(found.parameter_type)) {
+      PyErr_Clear();
+      found.parameter_type = nullptr;
+    }
+  }
+  // Note [torch attributes read directly]
+  const auto member = [&found](const char* name, bool method) {
+    TorchMember result;
+    result.name = PyUnicode_InternFromString(name);
+    PyObject* descriptor =
+        result.name == nullptr ? nullptr : PyObject_GetAttr(found.tensor_type, result.name);
+    if (descriptor == nullptr) {
+      PyErr_Clear();
+      return result;
+    }
+    const bool expected = method ? PyObject_TypeCheck(descriptor, &PyMethodDescr_Type)
+                                 : PyObject_TypeCheck(descriptor, &PyGetSetDescr_Type);
+    if (expected)
+      result.descriptor = descriptor;  // a reference kept for the process's life
+    else
+      Py_DECREF(descriptor);
+    return result;
+  };
+  found.dtype = member("dtype", false);
+  found.layout = member("layout", false);
+  found.is_cuda = member("is_cuda", false);
+  found.is_cpu = member("is_cpu", false);
+  found.device = member("device", false);
+  found.get_device = member("get_device", true);
+  found.data_ptr = member("data_ptr", true);
+  found.size = member("size", true);
+  found.stride = member("stride", true);
+  found.is_neg = member("is_neg", true);
+  if (found.dtype.name == nullptr || found.layout.name == nullptr ||
+      found.is_cuda.name == nullptr || found.is_cpu.name == nullptr ||
+      found.device.name == nullptr || found.get_device.name == nullptr ||
+      found.data_ptr.name == nullptr || found.size.name == nullptr ||
+      found.stride.name == nullptr || found.is_neg.name == nullptr) {
+    PyErr_Clear();
+    return nullptr;
+  }
   objects = found;
   ready = true;
   return &objects;
@@ -191,10 +245,31 @@ bool read_ints(PyObject* tuple, int rank, std::array<std::int64_t, Dims::max_ran
   return true;
 }
 
+/// `object`'s attribute `member` (a new reference, or null with a Python error set): through its
+/// descriptor when `direct`, else by name.
+PyObject* attribute(PyObject* object, const TorchMember& member, bool direct) {
+  if (direct && member.descriptor != nullptr)
+    return Py_TYPE(member.descriptor)
+        ->tp_descr_get(member.descriptor, object, reinterpret_cast<PyObject*>(Py_TYPE(object)));
+  return PyObject_GetAttr(object, member.name);
+}
+
+/// `object`.`member`() (a new reference, or null with a Python error set).
+PyObject* call(PyObject* object, const TorchMember& member, bool direct) {
+  if (direct && member.descriptor != nullptr) {
+    PyObject* arguments[] = {object};
+    return PyObject_Vectorcall(member.descriptor, arguments, 1, nullptr);
+  }
+  return PyObject_CallMethodNoArgs(object, member.name);
+}
+
 bool read_torch_view(PyObject* object, const TorchObjects& torch, TorchView& view) {
   view.refusal.clear();
+  // Note [torch attributes read directly]
+  const PyObject* type = reinterpret_cast<const PyObject*>(Py_TYPE(object));
+  const bool direct = type == torch.tensor_type || type == torch.parameter_type;
   {
-    nb::object layout = nb::steal(PyObject_GetAttr(object, torch.layout));
+    nb::object layout = nb::steal(attribute(object, torch.layout, direct));
     if (!layout.is_valid()) return false;
     if (layout.ptr() != torch.strided) {
       view.refusal = "layout " + text_of(layout.ptr()) + " is not supported; accepted: strided";
@@ -202,7 +277,7 @@ bool read_torch_view(PyObject* object, const TorchObjects& torch, TorchView& vie
     }
   }
   {
-    nb::object dtype = nb::steal(PyObject_GetAttr(object, torch.dtype));
+    nb::object dtype = nb::steal(attribute(object, torch.dtype, direct));
     if (!dtype.is_valid()) return false;
     bool known = false;
     for (const auto& [candidate, value] : torch.dtypes)
@@ -218,8 +293,8 @@ bool read_torch_view(PyObject* object, const TorchObjects& torch, TorchView& vie
       return true;
     }
   }
-  const auto flag = [object](PyObject* name) {
-    nb::object value = nb::steal(PyObject_GetAttr(object, name));
+  const auto flag = [object, direct](const TorchMember& name) {
+    nb::object value = nb::steal(attribute(object, name, direct));
     if (!value.is_valid()) return -1;
     return PyObject_IsTrue(value.ptr());
   };
@@ -231,12 +306,12 @@ bool read_torch_view(PyObject* object, const TorchObjects& torch, TorchView& vie
     const int cuda = flag(torch.is_cuda);
     if (cuda < 0) return false;
     if (!cuda) {
-      nb::object device = nb::steal(PyObject_GetAttr(object, torch.device));
+      nb::object device = nb::steal(attribute(object, torch.device, direct));
       view.refusal = "memory on device " + (device.is_valid() ? text_of(device.ptr()) : "?") +
                      " is not supported; accepted: cpu, cuda";
       return true;
     }
-    nb::object index = nb::steal(PyObject_CallMethodNoArgs(object, torch.get_device));
+    nb::object index = nb::steal(call(object, torch.get_device, direct));
     if (!index.is_valid()) return false;
     const long id = PyLong_AsLong(index.ptr());
     if (id == -1 && PyErr_Occurred()) return false;
@@ -244,14 +319,14 @@ bool read_torch_view(PyObject* object, const TorchObjects& torch, TorchView& vie
   }
   {
     // A negative-bit view's memory holds the negated values (DLPack refuses such views too).
-    nb::object negated = nb::steal(PyObject_CallMethodNoArgs(object, torch.is_neg));
+    nb::object negated = nb::steal(call(object, torch.is_neg, direct));
     if (!negated.is_valid()) return false;
     if (negated.ptr() == Py_True) {
       view.refusal = "a view with the negative bit set (torch._neg_view); call resolve_neg() first";
       return true;
     }
   }
-  nb::object size = nb::steal(PyObject_CallMethodNoArgs(object, torch.size));
+  nb::object size = nb::steal(call(object, torch.size, direct));
   if (!size.is_valid() || !PyTuple_Check(size.ptr())) return false;
   const Py_ssize_t rank = PyTuple_GET_SIZE(size.ptr());
   if (rank > Dims::max_rank) {
@@ -260,11 +335,11 @@ bool read_torch_view(PyObject* object, const TorchObjects& torch, TorchView& vie
     return true;
   }
   view.rank = static_cast<int>(rank);
-  nb::object stride = nb::steal(PyObject_CallMethodNoArgs(object, torch.stride));
+  nb::object stride = nb::steal(call(object, torch.stride, direct));
   if (!stride.is_valid() || !read_ints(size.ptr(), view.rank, view.dims) ||
       !read_ints(stride.ptr(), view.rank, view.strides))
     return false;
-  nb::object pointer = nb::steal(PyObject_CallMethodNoArgs(object, torch.data_ptr));
+  nb::object pointer = nb::steal(call(object, torch.data_ptr, direct));
   if (!pointer.is_valid()) return false;
   view.data = PyLong_AsVoidPtr(pointer.ptr());
   return !(view.data == nullptr && PyErr_Occurred());

@@ -172,6 +172,100 @@ def test_converted_model_under_autocast_and_compile():
     assert "bwd_weights" in converted[0].__dict__["_dnnx_calls"]
 
 
+def test_layer_follows_the_current_stream_and_policy_between_calls():
+    """A converted layer's kept desc and context copies (Note [kept descs], Note [contexts on the
+    caller's stream]) follow the current stream and the layer's policy from one call to the
+    next."""
+    import dnnx.torch as dt
+    torch.manual_seed(4)
+    model = torch.nn.Conv2d(8, 16, 3, padding=1).cuda()
+    conv = dt.convert(copy.deepcopy(model))
+    x = torch.randn(4, 8, 16, 16, device="cuda")
+    expected = model(x)
+    side = torch.cuda.Stream()
+    supported = [row.id for row in dnnx.algos(dnnx.conv.desc_for(x, conv.weight.detach(),
+                                                                  padding=1),
+                                              "fwd", ctx=dnnx.Context("cudnn"))
+                 if row.status == "supported"]
+    for call, stream in enumerate([None, side, None, side]):
+        if stream is not None:
+            stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream if stream is not None else torch.cuda.default_stream()):
+            chosen = supported[0] if call % 2 == 0 else supported[-1]
+            dt.algo(conv).fwd = f"fixed:{chosen}"
+            out = conv(x)
+            desc, context = conv.__dict__["_dnnx_calls"]["fwd"]
+            assert context.stream == (stream.cuda_stream if stream is not None else 1)
+            assert dnnx.select(desc, "fwd", ctx=context).id == chosen
+        torch.cuda.current_stream().wait_stream(side)
+        torch.testing.assert_close(out, expected, rtol=1e-3, atol=1e-3)
+
+
+def test_backward_runs_under_the_forwards_block():
+    """PyTorch runs a CUDA backward on its autograd thread of the device, where the forward's
+    `with ctx:` block is not open: the backward still runs under the block's context and
+    policies (Note [the forward's block in the backward])."""
+    import dnnx.torch as dt
+    torch.manual_seed(6)
+    conv = dt.convert(torch.nn.Conv2d(8, 16, 3, padding=1)).cuda()
+    x = torch.randn(4, 8, 16, 16, device="cuda", requires_grad=True)
+    context = dnnx.Context("cudnn")
+    desc = dnnx.conv.desc_for(x, conv.weight.detach(), padding=1)
+    supported = [row.id for row in dnnx.algos(desc, "bwd_data", ctx=context)
+                 if row.status == "supported"]
+    chosen = supported[-1]
+    with context.tuning(conv={"bwd_data": f"fixed:{chosen}"}), context:
+        conv(x).square().sum().backward()
+        desc, used = conv.__dict__["_dnnx_calls"]["bwd_data"]
+        assert dnnx.select(desc, "bwd_data", ctx=used).id == chosen
+        assert f"Conv2d bwd_data: {chosen} [fixed:{chosen}]" in dt.report(conv)
+
+
+def test_converted_training_step_captures_into_a_cuda_graph():
+    """The capture recipe of docs/python.md ("CUDA graphs"): warm up on the stream that then
+    captures, so that dnnx's backend for that stream, its plans, workspace blocks and choices
+    exist before the capture; the captured forward and backward, replayed on new data, give
+    PyTorch's loss and gradients."""
+    import dnnx.torch as dt
+    torch.manual_seed(5)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(16 * 8 * 8, 10)).cuda()
+    converted = dt.convert(copy.deepcopy(model))
+    loss_module = dt.convert(torch.nn.CrossEntropyLoss())
+    static_x = torch.randn(4, 8, 16, 16, device="cuda")
+    static_labels = torch.randint(0, 10, (4,), device="cuda")
+
+    def step():
+        loss = loss_module(converted(static_x), static_labels)
+        loss.backward()
+        return loss
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            converted.zero_grad(set_to_none=True)
+            step()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    converted.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph, stream=stream):
+        static_loss = step()
+    for seed in (6, 7):
+        torch.manual_seed(seed)
+        static_x.copy_(torch.randn(4, 8, 16, 16, device="cuda"))
+        static_labels.copy_(torch.randint(0, 10, (4,), device="cuda"))
+        graph.replay()
+        torch.cuda.synchronize()
+        model.zero_grad(set_to_none=True)
+        expected = F.cross_entropy(model(static_x), static_labels)
+        expected.backward()
+        torch.testing.assert_close(static_loss, expected, rtol=1e-3, atol=1e-3)
+        for (name, mine), theirs in zip(converted.named_parameters(), model.parameters()):
+            torch.testing.assert_close(mine.grad, theirs.grad, rtol=1e-2, atol=1e-2, msg=name)
+
+
 def test_compiled_layer_uses_its_own_policy():
     import dnnx.torch as dt
     from dnnx import _torch_library

@@ -768,6 +768,77 @@ TEST(CudnnConv, GraphReplayRecomputesEveryCall) {
   }
 }
 
+// A caller's own CUDA graph capture (torch.cuda.graph does one in cudaStreamCaptureModeGlobal) on
+// the stream of a with_stream context records the op's launches, also for a plan that replays a
+// graph of its own after the warm-up's repeated calls (Note [inside a caller's capture]):
+// capturing runs nothing, the caller's graph recomputes the output at each launch, and the op
+// still works (and replays) after the capture. The output is poisoned before each check.
+TEST(CudnnConv, CallersCaptureRecordsTheOps) {
+  DNNX_REQUIRE_GPU();
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  {
+    Context own = gpu_context();
+    Context context = own.with_stream(stream);
+    Context reference(BackendKind::reference);
+    for (const ConvDesc& desc : {desc_matrix()[0], desc_matrix()[1]}) {
+      const test::ConvOperands host = test::random_conv_operands(desc, Direction::fwd, 31);
+      const DeviceOperands device = upload(host, context);
+      const std::vector<float> expected =
+          test::run_conv(reference, desc, Direction::fwd, host).output.to_f32();
+      const std::vector<float> scale = test::conv_error_scale(desc, Direction::fwd, host);
+      const Tensor poison = test::nan_tensor(desc.dst_dims(), desc.dtype, desc.layout);
+      Tensor dst = to_device(poison, context);
+      const auto matches = [&](const std::string& when) -> ::testing::AssertionResult {
+        const std::vector<float> actual = to_host(dst).to_f32();
+        const std::string where = test::conv_context(desc, Direction::fwd, when);
+        ::testing::AssertionResult finite = test::all_finite(actual, desc.dst_dims(), "dst", where);
+        if (!finite) return finite;
+        return test::close_within_scale(actual, expected, scale, desc.dst_dims(),
+                                        test::conv_tolerance(desc.dtype), "dst", where);
+      };
+      // Warm-up on the stream: the choice, the plan, its workspace block and, from the second
+      // call on the same buffers, the plan's own graph.
+      for (int call = 0; call < 3; ++call) conv_fwd(context, desc, device.src, device.weights, dst);
+      ASSERT_TRUE(matches("warm-up"));
+      copy(poison, dst);
+
+      cudaGraph_t graph = nullptr;
+      ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+      std::string failure;
+      try {
+        conv_fwd(context, desc, device.src, device.weights, dst);
+      } catch (const Error& error) {
+        failure = error.what();
+      }
+      const cudaError_t ended = cudaStreamEndCapture(stream, &graph);  // whatever happened
+      ASSERT_TRUE(failure.empty()) << "conv_fwd inside the capture: " << failure;
+      ASSERT_EQ(ended, cudaSuccess) << cudaGetErrorString(ended);
+      ASSERT_NE(graph, nullptr);
+      cudaGraphExec_t exec = nullptr;
+      const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+      EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+      ASSERT_EQ(instantiated, cudaSuccess) << cudaGetErrorString(instantiated);
+      EXPECT_FALSE(test::all_finite(to_host(dst).to_f32(), desc.dst_dims(), "dst", "capture"))
+          << "capturing must queue nothing";
+      for (int launch = 0; launch < 2; ++launch) {
+        copy(poison, dst);
+        ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+        ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+        EXPECT_TRUE(matches("the caller's graph, launch " + std::to_string(launch)));
+      }
+      EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+      for (int call = 0; call < 3; ++call) {
+        copy(poison, dst);
+        conv_fwd(context, desc, device.src, device.weights, dst);
+        EXPECT_TRUE(matches("after the capture, call " + std::to_string(call)));
+      }
+    }
+    context.synchronize();
+  }
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Determinism.
 

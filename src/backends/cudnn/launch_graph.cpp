@@ -5,10 +5,31 @@
 #include <algorithm>
 
 namespace dnnx::cudnn {
+namespace {
+
+// Note [inside a caller's capture]
+// A caller may capture dnnx's work into a CUDA graph of its own (torch.cuda.graph, a
+// cudaStreamBeginCapture on the stream of Context::with_stream). Its capture then records the
+// plan's launches as they are: a capture of our own cannot begin on a stream that is already
+// capturing, and replaying our graph there would make the caller's graph depend on an executable
+// graph that the next pointer change destroys. So while the stream captures, the launch runs
+// directly and the replay state (key_, repeats_, exec_) stays as it was, for the calls after the
+// capture. A stream whose status cannot be read (the legacy stream while another stream
+// captures) is treated the same way.
+bool inside_capture(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+    cudaGetLastError();
+    return true;
+  }
+  return status != cudaStreamCaptureStatusNone;
+}
+
+}  // namespace
 
 void LaunchGraph::run(bool enabled, cudaStream_t stream, std::initializer_list<const void*> key,
                       LaunchRef launch, const ErrorContext& context) {
-  if (!enabled || disabled_) {
+  if (!enabled || disabled_ || inside_capture(stream)) {
     launch();
     return;
   }

@@ -9,7 +9,8 @@
 // captured once into a CUDA graph on the backend's stream and replayed with cudaGraphLaunch,
 // which skips that bookkeeping. New pointers drop the graph and run directly; a capture that
 // fails (an engine doing something graphs cannot hold) turns replay off for that plan. Switched
-// off with DNNX_CUDNN_GRAPHS=0.
+// off with DNNX_CUDNN_GRAPHS=0. Inside a capture of the caller's, the launches run directly (Note
+// [inside a caller's capture] in launch_graph.cpp).
 
 #include "backends/cudnn/handles.hpp"
 
