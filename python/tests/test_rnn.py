@@ -31,12 +31,6 @@ RNN_BACKENDS = [name for name in ("reference", "cpu")
                 if dnnx.backend_available(name)[0] and _has_rnn(name)]
 
 
-def _refuses_variable_lengths(ctx):
-    """The cpu backend lists every candidate of a desc with sequence lengths unsupported, saying
-    why (oneDNN's RNN primitives take none: docs/ops/rnn.md); a call there is that error."""
-    return ctx.backend == "cpu"
-
-
 @pytest.fixture(params=RNN_BACKENDS)
 def rctx(request):
     """A context per host backend that implements the rnn op."""
@@ -97,10 +91,6 @@ def test_op_against_torch(rctx, cell, layers, bidirectional, batch_first, bias, 
     hy_ref, cy_ref = state if c0 is not None else (state, None)
     weights = flat(module)
 
-    if variable and _refuses_variable_lengths(rctx):
-        with pytest.raises(dnnx.Unsupported, match="sequence lengths"):
-            dnnx.rnn.fwd(desc, x, weights, h0, c0, lengths, ctx=rctx)
-        return
     dst, hy, cy = dnnx.rnn.fwd(desc, x, weights, h0, c0, lengths, ctx=rctx)
     close(dst, out)
     close(hy, hy_ref)
@@ -226,10 +216,6 @@ def test_converted_module_matches_torch(rctx, cell, layers, bidirectional, batch
         return pack(x, torch.tensor(lengths), batch_first=batch_first,
                     enforce_sorted=packed == "sorted")
 
-    if packed and _refuses_variable_lengths(rctx):
-        with rctx, pytest.raises(dnnx.Unsupported, match="sequence lengths"):
-            _run(module, inputs(), hx)
-        return
     with rctx:
         got = _run(module, inputs(), hx)
     want = _run(reference_module, inputs(), hx)

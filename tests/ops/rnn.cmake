@@ -41,7 +41,10 @@ if(COMMAND dnnx_cli_test)
     STDOUT "rnn fwd on cpu: rnn gru T=5 N=3 in=4 H=6 layers=2 bidirectional.*onednn:[a-z0-9_:.+-]+:lbr_gru.*rnn bwd_weights on cpu.*onednn:[a-z0-9_:.+-]+:lbr_gru")
   dnnx_cli_test(rnn_algos_cpu_varlen
     ARGS algos rnn --cell lstm --seq 4 --batch 2 --input 3 --hidden 4 --variable-lengths --backend cpu --direction fwd
-    STDOUT "take no sequence lengths")
+    STDOUT "variable_lengths.*onednn:[a-z0-9_:.+-]+:lstm +supported.*grouped_by_length")
+  dnnx_cli_test(rnn_profile_cpu_varlen_bwd_data
+    ARGS profile rnn --cell gru --seq 5 --batch 3 --input 3 --hidden 4 --layers 2 --bidirectional --variable-lengths --dropout 0.25 --backend cpu --direction bwd_data
+    STDOUT "rnn bwd_data profile.*onednn:[a-z0-9_:.+-]+:lbr_gru.*repro: dnnx profile rnn --cell gru --seq 5 --batch 3 --input 3 --hidden 4 --layers 2 --bidirectional --variable-lengths")
   dnnx_cli_test(rnn_profile_cpu_training_json
     ARGS profile rnn --cell lstm --seq 3 --batch 2 --input 3 --hidden 4 --layers 2 --dropout 0.5 --dtype bf16 --backend cpu --direction fwd_training --json
     JSON stdout JSON_LENGTH 1 JSON_REQUIRE "0/chosen|0/rows/0/algo/id")

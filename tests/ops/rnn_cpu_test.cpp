@@ -5,10 +5,14 @@
 // direction's policy fixed to it, each output compared with the reference backend's (candidates of
 // the inference forward alone run it with the other directions left to the heuristic); unsupported
 // candidates must say why in one of the ways Note [cpu rnn candidates] lists, and the f32 (or
-// f32-compute) candidate must run every case without variable lengths. Also the call orders of
+// f32-compute) candidate must run every case. The cases with variable lengths (Note [cpu rnn
+// variable lengths]) have them unsorted, repeated, of 1 and of seq_length, all equal to
+// seq_length (one group, the caller's tensors) or all equal and shorter. Also the call orders of
 // Note [cpu rnn backward] (weights before data refused, repeated backwards, a later forward
 // clearing the gradients), an exhaustive selection whose backwards run the training forward's
-// candidate, and variable lengths refused with the reason.
+// candidate, and with variable lengths: the listing, lengths all seq_length giving the results
+// of the desc without lengths bit for bit, a backward with other lengths than its forward's
+// refused, calls with other lengths on the same plans.
 
 #include <dnnx/dnnx.hpp>
 
@@ -23,6 +27,7 @@
 #include <cmath>
 #include <iostream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace dnnx::test {
@@ -57,7 +62,7 @@ Tolerance tolerance_of(DType dtype) {
 
 bool expected_unsupported(const AlgoInfo& info) {
   for (const char* reason :
-       {"has no implementation of", "take no sequence lengths",
+       {"has no implementation of", "but not for one sequence",
         "dropout between layers is applied in f32 only", "has no backward of"}) {
     if (info.reason.find(reason) != std::string::npos) return true;
   }
@@ -85,6 +90,33 @@ std::vector<RnnCase> cpu_cases() {
   gru.desc.batch_first = true;
   gru.desc.dropout = 0.25f;
   cases.push_back(gru);
+  // Variable lengths (Note [cpu rnn variable lengths]); rnn_cases() has more.
+  RnnCase varlen = dropout;
+  varlen.name = "lstm_bi_2layers_dropout_varlen";
+  varlen.desc.seq_length = 5;
+  varlen.desc.batch = 4;
+  varlen.desc.layers = 2;
+  varlen.desc.dropout = 0.3f;
+  varlen.desc.variable_lengths = true;
+  varlen.lengths = {3, 5, 1, 3};
+  cases.push_back(varlen);
+  RnnCase full = gru;
+  full.name = "gru_bi_2layers_dropout_varlen_all_full";
+  full.desc.bidirectional = true;
+  full.desc.variable_lengths = true;
+  full.lengths = {4, 4, 4};
+  cases.push_back(full);
+  RnnCase shorter;
+  shorter.name = "rnn_relu_batch_first_varlen_all_2_of_4";
+  shorter.desc.cell = RnnCell::rnn_relu;
+  shorter.desc.seq_length = 4;
+  shorter.desc.batch = 2;
+  shorter.desc.input_size = 3;
+  shorter.desc.hidden_size = 5;
+  shorter.desc.batch_first = true;
+  shorter.desc.variable_lengths = true;
+  shorter.lengths = {2, 2};
+  cases.push_back(shorter);
   return cases;
 }
 
@@ -179,11 +211,7 @@ TEST_P(CpuRnn, EveryCandidateMatchesTheReference) {
             << training.size() << ":";
   for (const AlgoInfo& info : training) std::cout << ' ' << info.id;
   std::cout << "\n";
-  if (!desc.variable_lengths) {
-    EXPECT_GE(f32_ran, 1) << "no f32 or f32-compute candidate ran | " << desc.repro();
-  } else {
-    EXPECT_EQ(ran, 0) << desc.repro();
-  }
+  EXPECT_GE(f32_ran, 1) << "no f32 or f32-compute candidate ran | " << desc.repro();
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, CpuRnn, ::testing::ValuesIn(cpu_table()),
@@ -303,20 +331,136 @@ TEST(CpuRnnSelection, ExhaustiveTrainingForwardThenBackwardsOfItsCandidate) {
   expect_close(step, run_rnn_step(reference, desc, inputs), desc.dtype, desc.repro());
 }
 
-TEST(CpuRnnListing, VariableLengthsAreUnsupportedWithTheReason) {
+RnnDesc varlen_desc() {
   RnnDesc desc = order_desc();
+  desc.cell = RnnCell::lstm;
+  desc.seq_length = 6;
+  desc.batch = 5;
   desc.variable_lengths = true;
+  return desc;
+}
+
+// Note [cpu rnn variable lengths]: the candidates of the desc without lengths, sized for any
+// lengths.
+TEST(CpuRnnVariableLengths, ListedAsTheDescWithoutLengthsGroupedByLength) {
+  const RnnDesc desc = varlen_desc();
+  RnnDesc fixed = desc;
+  fixed.variable_lengths = false;
   Context context = cpu_context();
   for (const Direction direction : all_directions) {
     const std::vector<AlgoInfo> list = rnn_list(context, desc, direction);
+    const std::vector<AlgoInfo> without = rnn_list(context, fixed, direction);
     ASSERT_FALSE(list.empty());
+    ASSERT_TRUE(list.front().supported) << list.front().id << ": " << list.front().reason;
     for (const AlgoInfo& info : list) {
-      EXPECT_FALSE(info.supported) << info.id;
-      EXPECT_NE(info.reason.find("take no sequence lengths"), std::string::npos) << info.reason;
+      if (!info.supported) continue;
+      EXPECT_NE(std::find(info.notes.begin(), info.notes.end(), "grouped_by_length"),
+                info.notes.end())
+          << info.id;
+      const auto same = std::find_if(without.begin(), without.end(),
+                                     [&](const AlgoInfo& w) { return w.id == info.id; });
+      ASSERT_NE(same, without.end()) << info.id;
+      // The gathered tensors come on top of the whole batch's workspace; the groups' states on
+      // top of the call's.
+      if (direction != Direction::bwd_weights) {
+        EXPECT_GT(info.workspace_bytes, same->workspace_bytes) << info.id;
+      }
+      if (direction == Direction::fwd_training) {
+        EXPECT_GT(info.saved_state_bytes, same->saved_state_bytes) << info.id;
+      }
     }
   }
-  expect_error(ErrorKind::Unsupported, {"sequence lengths"},
-               [&] { rnn_select(context, desc, Direction::fwd); });
+}
+
+struct VarlenCall {
+  RnnDesc desc;
+  RnnInputs in;
+  Tensor dst, hy, cy, diff_src, diff_hx, diff_cx, diff_weights;
+  VarlenCall(const RnnDesc& d, const std::vector<std::int32_t>& lengths, std::uint64_t seed)
+      : desc(d),
+        in(rnn_inputs(d, lengths, seed)),
+        dst(Tensor::empty(d.dst_dims(), d.dtype)),
+        hy(Tensor::empty(d.state_dims(), d.dtype)),
+        cy(Tensor::empty(d.state_dims(), d.dtype)),
+        diff_src(Tensor::empty(d.src_dims(), d.dtype)),
+        diff_hx(Tensor::empty(d.state_dims(), d.dtype)),
+        diff_cx(Tensor::empty(d.state_dims(), d.dtype)),
+        diff_weights(Tensor::empty(Dims{d.weights_count()}, d.dtype)) {}
+  const Tensor* lengths() const { return desc.variable_lengths ? &in.lengths : nullptr; }
+  void forward(Context& context, SavedState& state) {
+    Generator generator(5);
+    const RnnForward f{&in.src, &in.weights, &in.hx, &in.cx, lengths(), &dst, &hy, &cy};
+    rnn_fwd_training(context, desc, generator, f, state);
+  }
+  void backward(Context& context, SavedState& state, const Tensor* other_lengths = nullptr) {
+    const Tensor* l = other_lengths != nullptr ? other_lengths : lengths();
+    const RnnBackwardData data{&in.src,     &in.weights, &in.hx,       &in.cx,
+                               l,           &dst,        &in.diff_dst, &in.diff_hy,
+                               &in.diff_cy, &diff_src,   &diff_hx,     &diff_cx};
+    rnn_bwd_data(context, desc, data, state);
+    const RnnBackwardWeights weights{&in.src, &in.weights, &in.hx,        &in.cx,
+                                     l,       &dst,        &diff_weights, false};
+    rnn_bwd_weights(context, desc, weights, state);
+  }
+};
+
+// Lengths all seq_length: one group on the caller's tensors, the results of the desc without
+// lengths bit for bit.
+TEST(CpuRnnVariableLengths, AllFullLengthIsTheDescWithoutLengths) {
+  RnnDesc desc = varlen_desc();
+  desc.dropout = 0.3f;
+  RnnDesc fixed = desc;
+  fixed.variable_lengths = false;
+  Context context = cpu_context();
+  VarlenCall with(desc, std::vector<std::int32_t>(5, 6), 21);
+  VarlenCall without(fixed, {}, 21);
+  SavedState a, b;
+  with.forward(context, a);
+  without.forward(context, b);
+  with.backward(context, a);
+  without.backward(context, b);
+  for (const auto& [name, x, y] :
+       {std::tuple{"dst", &with.dst, &without.dst}, std::tuple{"hy", &with.hy, &without.hy},
+        std::tuple{"cy", &with.cy, &without.cy},
+        std::tuple{"diff_src", &with.diff_src, &without.diff_src},
+        std::tuple{"diff_hx", &with.diff_hx, &without.diff_hx},
+        std::tuple{"diff_cx", &with.diff_cx, &without.diff_cx},
+        std::tuple{"diff_weights", &with.diff_weights, &without.diff_weights}}) {
+    EXPECT_TRUE(bitwise_equal(*x, *y, name, desc.repro()));
+  }
+}
+
+TEST(CpuRnnVariableLengths, BackwardWithOtherLengthsIsRefused) {
+  const RnnDesc desc = varlen_desc();
+  Context context = cpu_context();
+  VarlenCall call(desc, {6, 2, 4, 1, 4}, 22);
+  SavedState state;
+  call.forward(context, state);
+  Tensor other = Tensor::empty(Dims{desc.batch}, DType::i32);
+  auto* values = static_cast<std::int32_t*>(other.data());
+  for (std::int32_t n = 0; n < 5; ++n)
+    values[n] = static_cast<const std::int32_t*>(call.in.lengths.data())[n];
+  values[3] = 2;
+  expect_error(ErrorKind::InvalidArgument, {"lengths[3] is 2", "ran with 1"},
+               [&] { call.backward(context, state, &other); });
+}
+
+// One context (one plan per candidate and direction) through calls of other lengths, each
+// against the reference.
+TEST(CpuRnnVariableLengths, CallsWithOtherLengthsReuseThePlans) {
+  RnnDesc desc = varlen_desc();
+  desc.bidirectional = true;
+  desc.batch_first = true;
+  Context context = cpu_context();
+  Context reference = reference_context();
+  for (const std::vector<std::int32_t>& lengths :
+       {std::vector<std::int32_t>{6, 2, 4, 1, 4}, std::vector<std::int32_t>{1, 1, 1, 1, 1},
+        std::vector<std::int32_t>{6, 2, 4, 1, 4}, std::vector<std::int32_t>{5, 6, 5, 6, 3}}) {
+    const RnnInputs inputs = rnn_inputs(desc, lengths, 30 + lengths[0]);
+    const std::string where = desc.repro() + " lengths " + std::to_string(lengths[0]) + "...";
+    expect_close(run_rnn_step(context, desc, inputs), run_rnn_step(reference, desc, inputs),
+                 desc.dtype, where);
+  }
 }
 
 TEST(CpuRnnListing, CandidatesCarryWorkspaceAndState) {

@@ -458,16 +458,29 @@ std::vector<BadCase> bad_cases() {
         rnn_fwd(context, d, f);
       },
       K::InvalidArgument, {"cx was given", "gru"});
-  // The cpu backend has no variable lengths (docs/ops/rnn.md): every candidate says why.
-  add("cpu_variable_lengths",
+  // The cpu backend's variable lengths (Note [cpu rnn variable lengths]): a backward must take
+  // the lengths of the training forward that filled its state.
+  add("cpu_backward_other_lengths",
       [] {
         RnnDesc d = small(RnnCell::lstm);
         d.variable_lengths = true;
+        RnnInputs in = rnn_inputs(d, {4, 3}, 1);
+        Tensor dst = Tensor::empty(d.dst_dims(), d.dtype);
+        Tensor diff_src = Tensor::empty(d.src_dims(), d.dtype);
         Context context(BackendKind::cpu);
         context.set_choice_cache(std::make_shared<ChoiceCache>());
-        rnn_select(context, d, Direction::fwd);
+        Generator generator;
+        SavedState state;
+        rnn_fwd_training(
+            context, d, generator,
+            {&in.src, &in.weights, &in.hx, &in.cx, &in.lengths, &dst, nullptr, nullptr}, state);
+        static_cast<std::int32_t*>(in.lengths.data())[1] = 2;
+        rnn_bwd_data(context, d,
+                     {&in.src, &in.weights, &in.hx, &in.cx, &in.lengths, &dst, &in.diff_dst,
+                      nullptr, nullptr, &diff_src, nullptr, nullptr},
+                     state);
       },
-      K::Unsupported, {"onednn:unavailable:lstm", "take no sequence lengths"});
+      K::InvalidArgument, {"lengths[1] is 2", "training forward", "ran with 3"});
   return cases;
 }
 

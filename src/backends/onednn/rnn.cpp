@@ -58,9 +58,26 @@
 // the op layer's scratch state (Note [timing an rnn backward]) runs on a zeroed buffer of the
 // plan's own instead.
 //
-// Variable lengths are not implemented: oneDNN's RNN takes no sequence lengths, and running each
-// group of sequences of one length as its own batch is not done here; such descs are listed
-// unsupported with that reason (the reference backend computes them).
+// Note [cpu rnn variable lengths]
+// oneDNN's RNN takes no sequence lengths. A desc with variable lengths lists the candidates of
+// the same desc without them (same ids, "grouped_by_length" in the notes); a call splits its
+// batch into groups, the sequences of one length (longest group first, each group's sequences in
+// batch order), and runs each group as a batch of its own of that many steps: a plan of the same
+// candidate for (group size, length), made on first use and kept by the call's plan (like the
+// layers' primitives), with the caller's tensors of the group gathered into the workspace and its
+// outputs scattered back, zeros past each sequence's end (dst, diff_src). A sequence that
+// stops at step t thus has its final state at t and its reverse direction starts at t, as
+// PyTorch's packed sequences. The cost: one run of every layer's primitive per distinct length,
+// the weights converted per group, the gathers and scatters; a call whose lengths are all
+// seq_length is one group running on the caller's tensors, as a desc without variable lengths
+// (its only extra work is its dropout masks copied into its group's state).
+// The training forward's state (StateLayout::grouped) holds the flag, the dropout masks of the
+// whole call (drawn as the reference draws them, Note [rnn dropout]), the summed weight
+// gradients, the call's lengths (a backward with other lengths is refused), then each group's own
+// state (Note [cpu rnn state] without gradients, its masks gathered from the call's). The
+// backward w.r.t. the data runs the groups' backwards, each adding its weight gradients to the
+// sum (the first writing it); the backward w.r.t. the weights copies or accumulates that sum as
+// without lengths. Workspace and state are sized from the desc for any lengths (list_candidates).
 
 #include "backends/onednn/check.hpp"
 #include "backends/onednn/convert.hpp"
@@ -76,6 +93,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -249,15 +268,33 @@ std::size_t elements_bytes(std::int64_t count, DType dtype) {
   return static_cast<std::size_t>(count) * size_of(dtype);
 }
 
-// Note [cpu rnn state].
+// Note [cpu rnn state]; a group's state (Note [cpu rnn variable lengths]) has no gradients
+// (`with_grads` false): the groups' gradients are summed into the whole call's.
 struct StateLayout {
   std::size_t masks = 0, hy = 0, cy = 0, grads = 0, bytes = 0;
   std::vector<std::size_t> workspace;  // per layer
   std::vector<std::size_t> output;     // per layer but the last
   std::vector<std::size_t> input;      // per layer (0 unused): the layer's input
+  // Variable lengths (Note [cpu rnn variable lengths]): the call's lengths (N i32) and the start
+  // of the groups' states, `group_bytes` reserved for them.
+  std::size_t lengths = 0, groups = 0, group_bytes = 0;
 
   StateLayout() = default;
-  StateLayout(const RnnDesc& desc, DType ct, const std::vector<std::size_t>& workspace_bytes) {
+  // The state of a call with variable lengths: flag, masks, gradients, lengths, groups.
+  static StateLayout grouped(const RnnDesc& desc, std::size_t group_bytes) {
+    StateLayout s;
+    Carver c;
+    c.take(sizeof(std::uint64_t));
+    s.masks = c.take(static_cast<std::size_t>((desc.dropout_draws() + 31) / 32) * 4);
+    s.grads = c.take(elements_bytes(desc.weights_count(), DType::f32));
+    s.lengths = c.take(elements_bytes(desc.batch, DType::i32));
+    s.groups = c.take(group_bytes);
+    s.group_bytes = group_bytes;
+    s.bytes = c.bytes;
+    return s;
+  }
+  StateLayout(const RnnDesc& desc, DType ct, const std::vector<std::size_t>& workspace_bytes,
+              bool with_grads = true) {
     Carver c;
     c.take(sizeof(std::uint64_t));
     const bool dropout = desc.dropout_draws() > 0;
@@ -274,7 +311,7 @@ struct StateLayout {
       input[static_cast<std::size_t>(l + 1)] =
           dropout ? c.take(elements_bytes(layer_out, ct)) : output.back();
     }
-    grads = c.take(elements_bytes(desc.weights_count(), DType::f32));
+    if (with_grads) grads = c.take(elements_bytes(desc.weights_count(), DType::f32));
     bytes = c.bytes;
   }
 };
@@ -352,6 +389,43 @@ struct WorkLayout {
   }
 };
 
+// The workspace of a call with variable lengths (Note [cpu rnn variable lengths]), but the
+// backward w.r.t. the weights (which runs no primitive): one group's tensors gathered in the
+// caller's dtype, each sized for the whole batch, then `sub_bytes` for the group's own plan.
+struct GroupWork {
+  std::size_t src = 0, hx = 0, cx = 0, dst = 0, hy = 0, cy = 0;
+  std::size_t diff_dst = 0, diff_hy = 0, diff_cy = 0, diff_src = 0, diff_hx = 0, diff_cx = 0;
+  std::size_t sub = 0, sub_bytes = 0, bytes = 0;
+
+  GroupWork() = default;
+  GroupWork(const RnnDesc& desc, Direction direction, std::size_t sub_work) {
+    Carver c;
+    const DType dt = desc.dtype;
+    const bool lstm = desc.cell == RnnCell::lstm;
+    const std::size_t src_bytes = elements_bytes(desc.src_dims().product(), dt);
+    const std::size_t dst_bytes = elements_bytes(desc.dst_dims().product(), dt);
+    const std::size_t state_bytes = elements_bytes(desc.state_dims().product(), dt);
+    src = c.take(src_bytes);
+    hx = c.take(state_bytes);
+    if (lstm) cx = c.take(state_bytes);
+    dst = c.take(dst_bytes);
+    if (direction == Direction::bwd_data) {
+      diff_dst = c.take(dst_bytes);
+      diff_hy = c.take(state_bytes);
+      if (lstm) diff_cy = c.take(state_bytes);
+      diff_src = c.take(src_bytes);
+      diff_hx = c.take(state_bytes);
+      if (lstm) diff_cx = c.take(state_bytes);
+    } else {
+      hy = c.take(state_bytes);
+      if (lstm) cy = c.take(state_bytes);
+    }
+    sub = c.take(sub_work);
+    sub_bytes = sub_work;
+    bytes = c.bytes;
+  }
+};
+
 // ---- candidates ---------------------------------------------------------------------------------
 
 struct Candidate {
@@ -361,15 +435,15 @@ struct Candidate {
   std::vector<dnnl::primitive_desc> backward;  // per layer, backward directions
   WorkLayout work;
   StateLayout state;
+  std::vector<std::size_t> workspaces;  // per layer, oneDNN's workspace (but fwd)
+  // Variable lengths (Note [cpu rnn variable lengths]): the plan runs groups; `work` and `state`
+  // above are then those of the whole batch at seq_length and of the call respectively.
+  bool grouped = false;
+  GroupWork group_work;
 };
 
 // Why the cpu backend cannot run the desc in compute type `ct` without asking oneDNN; "" if it may.
 std::string desc_reason(const RnnDesc& desc, Direction direction, DType ct) {
-  if (desc.variable_lengths) {
-    return "oneDNN's RNN primitives take no sequence lengths (every sequence runs seq_length "
-           "steps), and the cpu backend does not split a batch into groups of one length: "
-           "variable lengths run on the reference backend";
-  }
   if (ct != DType::f32 && direction != Direction::fwd && desc.dropout_draws() > 0) {
     return detail::cat(
         "the dropout between layers is applied in f32 only: the f32-compute "
@@ -379,8 +453,9 @@ std::string desc_reason(const RnnDesc& desc, Direction direction, DType ct) {
   return {};
 }
 
-std::vector<Candidate> list_candidates(const dnnl::engine& engine, const RnnDesc& desc,
-                                       Direction direction, const std::string& isa) {
+// The candidates of a desc without variable lengths.
+std::vector<Candidate> list_fixed(const dnnl::engine& engine, const RnnDesc& desc,
+                                  Direction direction, const std::string& isa) {
   const ErrorContext context = context_of(desc, direction);
   const dnnl::prop_kind prop = direction == Direction::fwd ? dnnl::prop_kind::forward_inference
                                                            : dnnl::prop_kind::forward_training;
@@ -497,12 +572,63 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const RnnDesc
       c.work = WorkLayout(desc, direction, ct, scratch, mds);
       info.workspace_bytes = c.work.bytes;
       if (direction != Direction::fwd) {
+        c.workspaces = workspaces;
         c.state = StateLayout(desc, ct, workspaces);
         if (direction == Direction::fwd_training) info.saved_state_bytes = c.state.bytes;
       }
       info.supported = true;
       candidates.push_back(std::move(c));
     } while (first.next_impl());
+  }
+  order_supported_first(candidates);
+  return candidates;
+}
+
+// Note [cpu rnn variable lengths]: the candidates of the desc without lengths, each running
+// groups. What a call needs depends on its lengths, the listing knows only the desc, so the
+// workspace and the saved state are sized for the worst case: a group's tensors are at most the
+// whole batch's; a group's own plan needs at most the larger workspace of the whole batch and of
+// one sequence, both of length seq_length; the groups' states together at most N times the state
+// of one sequence of length seq_length (N groups of one; a group of n sequences of length t <= T
+// keeps no more than n such states, every part of a state growing with the batch and the length).
+// A call checks what its groups need against these and raises a clear error if ever exceeded.
+std::vector<Candidate> list_candidates(const dnnl::engine& engine, const RnnDesc& desc,
+                                       Direction direction, const std::string& isa) {
+  if (!desc.variable_lengths) return list_fixed(engine, desc, direction, isa);
+  RnnDesc fixed = desc;
+  fixed.variable_lengths = false;
+  std::vector<Candidate> candidates = list_fixed(engine, fixed, direction, isa);
+  RnnDesc single = fixed;
+  single.batch = 1;
+  const std::vector<Candidate> singles =
+      desc.batch == 1 ? candidates : list_fixed(engine, single, direction, isa);
+  for (Candidate& c : candidates) {
+    c.grouped = true;
+    if (!c.info.supported) continue;
+    const auto one = std::find_if(singles.begin(), singles.end(), [&](const Candidate& s) {
+      return s.info.supported && s.info.id == c.info.id;
+    });
+    if (one == singles.end()) {
+      c.info.supported = false;
+      c.info.reason = detail::cat(
+          onednn_version(), " offers ", c.info.id,
+          " for the whole batch but not for one sequence: variable lengths run each group of "
+          "sequences of one length as a batch of its own, down to one sequence");
+      c.forward.clear();
+      c.backward.clear();
+      continue;
+    }
+    c.info.name += ", grouped by length";
+    c.info.notes.emplace_back("grouped_by_length");
+    if (direction != Direction::fwd) {
+      const std::size_t one_state = StateLayout(single, one->ct, one->workspaces, false).bytes;
+      c.state = StateLayout::grouped(desc, one_state * static_cast<std::size_t>(desc.batch));
+      if (direction == Direction::fwd_training) c.info.saved_state_bytes = c.state.bytes;
+    }
+    if (direction != Direction::bwd_weights) {
+      c.group_work = GroupWork(desc, direction, std::max(c.work.bytes, one->work.bytes));
+      c.info.workspace_bytes = c.group_work.bytes;
+    }
   }
   order_supported_first(candidates);
   return candidates;
@@ -528,8 +654,10 @@ class Plan final : public LayerPlan<RnnArgs> {
         work_(candidate.work),
         state_(candidate.state),
         forward_(candidate.forward),
-        backward_(candidate.backward) {
-    if (direction == Direction::bwd_weights) return;
+        backward_(candidate.backward),
+        grouped_(candidate.grouped),
+        group_work_(candidate.group_work) {
+    if (direction == Direction::bwd_weights || grouped_) return;
     dnnl_call(context_, "building the primitives", [&] {
       const dnnl::engine& engine = runtime_->engine;
       for (std::int64_t l = 0; l < desc_.layers; ++l) {
@@ -575,10 +703,25 @@ class Plan final : public LayerPlan<RnnArgs> {
     auto* base = static_cast<std::byte*>(workspace.data);
     std::lock_guard lock(runtime_->mutex);
     dnnl_call(context_, "running the rnn primitives", [&] {
+      const bool training = direction_ == Direction::fwd_training;
       switch (direction_) {
         case Direction::fwd:
-        case Direction::fwd_training: forward(args, base); return;
-        case Direction::bwd_data: backward_data(args, base); return;
+        case Direction::fwd_training:
+          if (grouped_) {
+            forward_grouped(args, base);
+          } else {
+            forward(args, base, training ? state_of(args) : nullptr, true);
+          }
+          return;
+        case Direction::bwd_data:
+          if (grouped_) {
+            backward_data_grouped(args, base);
+          } else {
+            std::byte* state = state_of(args);
+            backward_data(args, base, state, reinterpret_cast<float*>(state + state_.grads), false);
+            set_flag(state, 1);
+          }
+          return;
         case Direction::bwd_weights: backward_weights(args, base); return;
       }
     });
@@ -640,8 +783,9 @@ class Plan final : public LayerPlan<RnnArgs> {
     const SavedState* state = args.state;
     if (state == nullptr)
       detail::raise(ErrorKind::InvalidArgument, "the call has no SavedState", context_);
-    if (is_backward(direction_) && state->format() != info_.saved_state_format &&
-        state->producer() == detail::rnn_scratch_producer) {
+    timing_ = is_backward(direction_) && state->format() != info_.saved_state_format &&
+              state->producer() == detail::rnn_scratch_producer;
+    if (timing_) {
       // Note [timing an rnn backward]: a zeroed buffer of the plan's own, its flag set.
       if (timing_state_.empty()) {
         timing_state_.assign(state_.bytes + buffer_alignment, std::byte{0});
@@ -744,7 +888,9 @@ class Plan final : public LayerPlan<RnnArgs> {
   }
 
   // Note [cpu rnn weights]: layer l's f32 gradients (oneDNN's layout) into the flat gradients.
-  void gradients_to_flat(std::int64_t l, const std::byte* base, float* grads) const {
+  // With `add`, added to `grads` instead.
+  void gradients_to_flat(std::int64_t l, const std::byte* base, float* grads, bool add) const {
+    const auto put = [add](float& to, float value) { to = add ? to + value : value; };
     const std::int64_t D = desc_.directions(), H = desc_.hidden_size, G = desc_.gates();
     const std::int64_t GB = bias_gates(desc_);
     const std::int64_t in = desc_.layer_input_size(l);
@@ -759,8 +905,8 @@ class Plan final : public LayerPlan<RnnArgs> {
         for (std::int64_t o = 0; o < H; ++o) {
           float* row_ih = w_ih + (pg * H + o) * in;
           float* row_hh = w_hh + (pg * H + o) * H;
-          for (std::int64_t k = 0; k < in; ++k) row_ih[k] = dl[((d * in + k) * G + g) * H + o];
-          for (std::int64_t k = 0; k < H; ++k) row_hh[k] = di[((d * H + k) * G + g) * H + o];
+          for (std::int64_t k = 0; k < in; ++k) put(row_ih[k], dl[((d * in + k) * G + g) * H + o]);
+          for (std::int64_t k = 0; k < H; ++k) put(row_hh[k], di[((d * H + k) * G + g) * H + o]);
         }
       }
       if (!desc_.bias) continue;
@@ -771,13 +917,13 @@ class Plan final : public LayerPlan<RnnArgs> {
         for (std::int64_t o = 0; o < H; ++o) {
           const float value = b[g * H + o];
           if (desc_.cell == RnnCell::gru && g == 2) {
-            b_ih[2 * H + o] = value;
+            put(b_ih[2 * H + o], value);
           } else if (desc_.cell == RnnCell::gru && g == 3) {
-            b_hh[2 * H + o] = value;
+            put(b_hh[2 * H + o], value);
           } else {
             const std::int64_t pg = torch_gate(desc_, g);
-            b_ih[pg * H + o] = value;
-            b_hh[pg * H + o] = value;
+            put(b_ih[pg * H + o], value);
+            put(b_hh[pg * H + o], value);
           }
         }
       }
@@ -821,10 +967,11 @@ class Plan final : public LayerPlan<RnnArgs> {
     }
   }
 
-  void forward(const RnnArgs& args, std::byte* base) {
+  // The forward of every layer; `state` is the training forward's (Note [cpu rnn state]), whose
+  // masks it draws when `draw` (a group's plan finds them gathered there instead).
+  void forward(const RnnArgs& args, std::byte* base, std::byte* state, bool draw) {
     const bool training = direction_ == Direction::fwd_training;
     const bool lstm = desc_.cell == RnnCell::lstm;
-    std::byte* state = training ? state_of(args) : nullptr;
     convert_weights(*args.weights, base);
     void* src = input(args.src, base + work_.src, desc_.src_dims().product());
     void* hx = input(args.hx, base + work_.hx, state_count());
@@ -834,11 +981,10 @@ class Plan final : public LayerPlan<RnnArgs> {
     void* cy = !lstm ? nullptr : training ? state + state_.cy : output(args.cy, base + work_.cy);
     std::uint32_t* masks = nullptr;
     if (training) {
-      const std::uint64_t flag = 0;
-      std::memcpy(state, &flag, sizeof flag);
+      set_flag(state, 0);
       if (dropout()) {
         masks = reinterpret_cast<std::uint32_t*>(state + state_.masks);
-        draw_masks(args, masks);
+        if (draw) draw_masks(args, masks);
       }
     }
     for (std::int64_t l = 0; l < desc_.layers; ++l) {
@@ -890,9 +1036,11 @@ class Plan final : public LayerPlan<RnnArgs> {
     }
   }
 
-  void backward_data(const RnnArgs& args, std::byte* base) {
+  // The backward of every layer on the training forward's `state`: writes the gradients w.r.t.
+  // the data, and the weight gradients (f32, flat) into `grads`, or adds them there when `add`.
+  void backward_data(const RnnArgs& args, std::byte* base, std::byte* state, float* grads,
+                     bool add) {
     const bool lstm = desc_.cell == RnnCell::lstm;
-    std::byte* state = state_of(args);
     convert_weights(*args.weights, base);
     void* src = input(args.src, base + work_.src, desc_.src_dims().product());
     void* hx = input(args.hx, base + work_.hx, state_count());
@@ -904,7 +1052,6 @@ class Plan final : public LayerPlan<RnnArgs> {
     void* diff_src = output(args.diff_src, base + work_.diff_src);
     void* diff_hx = output(args.diff_hx, base + work_.diff_hx);
     void* diff_cx = lstm ? output(args.diff_cx, base + work_.diff_cx) : nullptr;
-    auto* grads = reinterpret_cast<float*>(state + state_.grads);
     const auto* masks = reinterpret_cast<const std::uint32_t*>(state + state_.masks);
     for (std::int64_t l = desc_.layers - 1; l >= 0; --l) {
       const auto i = static_cast<std::size_t>(l);
@@ -937,7 +1084,7 @@ class Plan final : public LayerPlan<RnnArgs> {
       bind_arg(l, DNNL_ARG_DIFF_WEIGHTS_ITER, base + work_.diff_iter);
       bind_arg(l, DNNL_ARG_DIFF_BIAS, base + work_.diff_bias);
       run_layer(l, base);
-      gradients_to_flat(l, base, grads);
+      gradients_to_flat(l, base, grads, add);
       if (l > 0 && dropout()) {
         auto* values = static_cast<float*>(diff_in);
         apply_mask(masks, l - 1, values, values);
@@ -946,8 +1093,6 @@ class Plan final : public LayerPlan<RnnArgs> {
     finish(args.diff_src, static_cast<std::byte*>(diff_src), desc_.src_dims().product());
     finish(args.diff_hx, static_cast<std::byte*>(diff_hx), state_count());
     if (lstm) finish(args.diff_cx, static_cast<std::byte*>(diff_cx), state_count());
-    const std::uint64_t flag = 1;
-    std::memcpy(state, &flag, sizeof flag);
   }
 
   void backward_weights(const RnnArgs& args, std::byte* base) {
@@ -975,6 +1120,299 @@ class Plan final : public LayerPlan<RnnArgs> {
     if (desc_.dtype != DType::f32) convert(sum, DType::f32, out, desc_.dtype, count);
   }
 
+  static void set_flag(std::byte* state, std::uint64_t flag) {
+    std::memcpy(state, &flag, sizeof flag);
+  }
+
+  // ---- variable lengths (Note [cpu rnn variable lengths]) ----
+
+  // The sequences of one length: `members` in batch order.
+  struct Group {
+    std::int64_t length = 0;
+    std::vector<std::int64_t> members;
+    Plan* plan = nullptr;
+    std::size_t state = 0;  // its state's offset in the call's state (training, backward)
+    std::int64_t size() const { return static_cast<std::int64_t>(members.size()); }
+  };
+
+  // The call's groups, longest first, each with its plan and, but in an inference forward, its
+  // state's place in `state_.groups`.
+  std::vector<Group> groups_of(const std::vector<std::int32_t>& lengths) {
+    std::map<std::int32_t, std::vector<std::int64_t>, std::greater<>> by_length;
+    for (std::size_t n = 0; n < lengths.size(); ++n)
+      by_length[lengths[n]].push_back(static_cast<std::int64_t>(n));
+    std::vector<Group> groups;
+    Carver states;
+    for (auto& [length, members] : by_length) {
+      Group g;
+      g.length = length;
+      g.members = std::move(members);
+      g.plan = &group_plan(g.size(), g.length);
+      if (direction_ != Direction::fwd) g.state = state_.groups + states.take(g.plan->state_.bytes);
+      groups.push_back(std::move(g));
+    }
+    if (states.bytes > state_.group_bytes) {
+      detail::raise(ErrorKind::InvalidArgument,
+                    detail::cat("the groups of sequences of one length need ", states.bytes,
+                                " bytes of saved state, more than the ", state_.group_bytes,
+                                " the candidate reserved for them from the desc"),
+                    context_);
+    }
+    return groups;
+  }
+
+  // Plans kept for groups of distinct (size, length); past this many the cache starts over.
+  static constexpr std::size_t max_group_plans = 256;
+
+  // The plan of candidate info_.id for `batch` sequences of length `length`, made once.
+  Plan& group_plan(std::int64_t batch, std::int64_t length) {
+    const std::pair key{batch, length};
+    if (const auto found = group_plans_.find(key); found != group_plans_.end())
+      return *found->second;
+    if (group_plans_.size() >= max_group_plans) group_plans_.clear();
+    RnnDesc desc = desc_;
+    desc.variable_lengths = false;
+    desc.batch = batch;
+    desc.seq_length = length;
+    std::vector<Candidate> listed = list_fixed(runtime_->engine, desc, direction_, runtime_->isa);
+    const auto it = std::find_if(listed.begin(), listed.end(), [&](const Candidate& c) {
+      return c.info.supported && c.info.id == info_.id;
+    });
+    if (it == listed.end()) {
+      detail::raise(ErrorKind::Unsupported,
+                    detail::cat(onednn_version(), " offers no ", info_.id, " for the group of ",
+                                batch, " sequences of length ", length,
+                                " (variable lengths run each group as a batch of its own)"),
+                    context_);
+    }
+    Candidate c = *it;
+    if (direction_ != Direction::fwd) c.state = StateLayout(desc, c.ct, c.workspaces, false);
+    if (direction_ != Direction::bwd_weights && c.work.bytes > group_work_.sub_bytes) {
+      detail::raise(ErrorKind::Unsupported,
+                    detail::cat("the group of ", batch, " sequences of length ", length, " needs ",
+                                c.work.bytes, " workspace bytes, more than the ",
+                                group_work_.sub_bytes, " the candidate reserved from the desc"),
+                    context_);
+    }
+    auto plan = std::make_unique<Plan>(runtime_, desc, direction_, c);
+    return *group_plans_.emplace(key, std::move(plan)).first->second;
+  }
+
+  // Whether group `g` is the whole batch at full length: it runs on the caller's tensors.
+  bool whole(const Group& g) const {
+    return g.size() == desc_.batch && g.length == desc_.seq_length;
+  }
+  // Element (t, n) of a {T, N, C} or {N, T, C} tensor of `batch` sequences of `steps` steps.
+  std::int64_t step_at(std::int64_t t, std::int64_t n, std::int64_t steps,
+                       std::int64_t batch) const {
+    return desc_.batch_first ? n * steps + t : t * batch + n;
+  }
+  // The first g.length steps of g's sequences of `from` ({T, N, C} in the data layout) into
+  // `to` ({g.length, g.size(), C} likewise), the caller's dtype.
+  void gather_steps(const Tensor* from, void* to, const Group& g, std::int64_t C) const {
+    const auto* f = static_cast<const std::byte*>(from->data());
+    auto* o = static_cast<std::byte*>(to);
+    const std::size_t row = elements_bytes(C, desc_.dtype);
+    for (std::int64_t j = 0; j < g.size(); ++j) {
+      const std::int64_t n = g.members[static_cast<std::size_t>(j)];
+      for (std::int64_t t = 0; t < g.length; ++t) {
+        std::memcpy(
+            o + static_cast<std::size_t>(step_at(t, j, g.length, g.size())) * row,
+            f + static_cast<std::size_t>(step_at(t, n, desc_.seq_length, desc_.batch)) * row, row);
+      }
+    }
+  }
+  // The reverse of gather_steps, zeros past each sequence's end.
+  void scatter_steps(const void* from, Tensor* to, const Group& g, std::int64_t C) const {
+    const auto* f = static_cast<const std::byte*>(from);
+    auto* o = static_cast<std::byte*>(to->data());
+    const std::size_t row = elements_bytes(C, desc_.dtype);
+    for (std::int64_t j = 0; j < g.size(); ++j) {
+      const std::int64_t n = g.members[static_cast<std::size_t>(j)];
+      for (std::int64_t t = 0; t < desc_.seq_length; ++t) {
+        std::byte* out =
+            o + static_cast<std::size_t>(step_at(t, n, desc_.seq_length, desc_.batch)) * row;
+        if (t < g.length) {
+          std::memcpy(out, f + static_cast<std::size_t>(step_at(t, j, g.length, g.size())) * row,
+                      row);
+        } else {
+          std::memset(out, 0, row);
+        }
+      }
+    }
+  }
+  // g's rows of a {layers * D, N, H} state into `to` ({layers * D, g.size(), H}), and back.
+  void gather_state(const Tensor* from, void* to, const Group& g) const {
+    move_state(static_cast<const std::byte*>(from->data()), static_cast<std::byte*>(to), g, true);
+  }
+  void scatter_state(const void* from, Tensor* to, const Group& g) const {
+    move_state(static_cast<const std::byte*>(from), static_cast<std::byte*>(to->data()), g, false);
+  }
+  void move_state(const std::byte* from, std::byte* to, const Group& g, bool gather) const {
+    const std::size_t row = elements_bytes(desc_.hidden_size, desc_.dtype);
+    const std::int64_t rows = desc_.layers * desc_.directions();
+    for (std::int64_t k = 0; k < rows; ++k) {
+      for (std::int64_t j = 0; j < g.size(); ++j) {
+        const auto whole_row =
+            static_cast<std::size_t>(k * desc_.batch + g.members[static_cast<std::size_t>(j)]);
+        const auto group_row = static_cast<std::size_t>(k * g.size() + j);
+        if (gather) {
+          std::memcpy(to + group_row * row, from + whole_row * row, row);
+        } else {
+          std::memcpy(to + whole_row * row, from + group_row * row, row);
+        }
+      }
+    }
+  }
+  // g's bits of the call's dropout masks (Note [rnn dropout]) as the masks of g's own desc.
+  void gather_masks(const std::uint32_t* from, const Group& g, std::uint32_t* to) const {
+    const std::int64_t T = desc_.seq_length, N = desc_.batch, C = layer_state_count() / N;
+    const std::int64_t Tg = g.length, Ng = g.size();
+    std::memset(to, 0, static_cast<std::size_t>(((desc_.layers - 1) * Tg * Ng * C + 31) / 32) * 4);
+    for (std::int64_t b = 0; b + 1 < desc_.layers; ++b) {
+      for (std::int64_t t = 0; t < Tg; ++t) {
+        for (std::int64_t j = 0; j < Ng; ++j) {
+          const std::int64_t n = g.members[static_cast<std::size_t>(j)];
+          const std::int64_t f = ((b * T + t) * N + n) * C, o = ((b * Tg + t) * Ng + j) * C;
+          for (std::int64_t c = 0; c < C; ++c) {
+            if (kept(from, f + c)) to[(o + c) / 32] |= std::uint32_t{1} << ((o + c) % 32);
+          }
+        }
+      }
+    }
+  }
+  Tensor group_tensor(std::byte* data, const Dims& dims) const {
+    return Tensor::view(data, dims, desc_.dtype);
+  }
+
+  void forward_grouped(const RnnArgs& args, std::byte* base) {
+    const bool training = direction_ == Direction::fwd_training;
+    const bool lstm = desc_.cell == RnnCell::lstm;
+    const std::int64_t C = desc_.directions() * desc_.hidden_size;
+    std::byte* state = training ? state_of(args) : nullptr;
+    const std::vector<std::int32_t> lengths = detail::sequence_lengths(desc_, args);
+    const std::vector<Group> groups = groups_of(lengths);
+    std::uint32_t* masks = nullptr;
+    if (training) {
+      set_flag(state, 0);
+      std::memcpy(state + state_.lengths, lengths.data(), lengths.size() * sizeof(std::int32_t));
+      if (dropout()) {
+        masks = reinterpret_cast<std::uint32_t*>(state + state_.masks);
+        draw_masks(args, masks);
+      }
+    }
+    const GroupWork& w = group_work_;
+    std::byte* sub = base + w.sub;
+    for (const Group& g : groups) {
+      Plan& plan = *g.plan;
+      std::byte* group_state = training ? state + g.state : nullptr;
+      if (masks != nullptr) {
+        gather_masks(masks, g, reinterpret_cast<std::uint32_t*>(group_state + plan.state_.masks));
+      }
+      if (whole(g)) {
+        RnnArgs a = args;
+        a.lengths = nullptr;
+        plan.forward(a, sub, group_state, false);
+        continue;
+      }
+      const RnnDesc& gd = plan.desc_;
+      Tensor src = group_tensor(base + w.src, gd.src_dims());
+      Tensor dst = group_tensor(base + w.dst, gd.dst_dims());
+      Tensor hx = group_tensor(base + w.hx, gd.state_dims());
+      Tensor hy = group_tensor(base + w.hy, gd.state_dims());
+      Tensor cx, cy;
+      gather_steps(args.src, src.data(), g, desc_.input_size);
+      RnnArgs a;
+      a.src = &src;
+      a.weights = args.weights;
+      a.dst = &dst;
+      if (args.hx != nullptr) gather_state(args.hx, hx.data(), g), a.hx = &hx;
+      if (args.hy != nullptr) a.hy = &hy;
+      if (lstm) {
+        cx = group_tensor(base + w.cx, gd.state_dims());
+        cy = group_tensor(base + w.cy, gd.state_dims());
+        if (args.cx != nullptr) gather_state(args.cx, cx.data(), g), a.cx = &cx;
+        if (args.cy != nullptr) a.cy = &cy;
+      }
+      plan.forward(a, sub, group_state, false);
+      scatter_steps(dst.data(), args.dst, g, C);
+      if (args.hy != nullptr) scatter_state(hy.data(), args.hy, g);
+      if (lstm && args.cy != nullptr) scatter_state(cy.data(), args.cy, g);
+    }
+  }
+
+  void backward_data_grouped(const RnnArgs& args, std::byte* base) {
+    const bool lstm = desc_.cell == RnnCell::lstm;
+    const std::int64_t C = desc_.directions() * desc_.hidden_size;
+    std::byte* state = state_of(args);
+    const std::vector<std::int32_t> lengths = detail::sequence_lengths(desc_, args);
+    if (!timing_) {
+      std::vector<std::int32_t> forward(lengths.size());
+      std::memcpy(forward.data(), state + state_.lengths, forward.size() * sizeof(std::int32_t));
+      for (std::size_t n = 0; n < lengths.size(); ++n) {
+        if (lengths[n] != forward[n]) {
+          detail::raise(ErrorKind::InvalidArgument,
+                        detail::cat("lengths[", n, "] is ", lengths[n],
+                                    " but the training forward that filled the SavedState ran "
+                                    "with ",
+                                    forward[n], "; a backward takes its forward's lengths"),
+                        context_);
+        }
+      }
+    }
+    const std::vector<Group> groups = groups_of(lengths);
+    auto* grads = reinterpret_cast<float*>(state + state_.grads);
+    const GroupWork& w = group_work_;
+    std::byte* sub = base + w.sub;
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+      const Group& g = groups[i];
+      Plan& plan = *g.plan;
+      std::byte* group_state = state + g.state;
+      if (whole(g)) {
+        RnnArgs a = args;
+        a.lengths = nullptr;
+        plan.backward_data(a, sub, group_state, grads, i > 0);
+        continue;
+      }
+      const RnnDesc& gd = plan.desc_;
+      Tensor src = group_tensor(base + w.src, gd.src_dims());
+      Tensor dst = group_tensor(base + w.dst, gd.dst_dims());
+      Tensor diff_dst = group_tensor(base + w.diff_dst, gd.dst_dims());
+      Tensor diff_src = group_tensor(base + w.diff_src, gd.src_dims());
+      Tensor hx = group_tensor(base + w.hx, gd.state_dims());
+      Tensor diff_hy = group_tensor(base + w.diff_hy, gd.state_dims());
+      Tensor diff_hx = group_tensor(base + w.diff_hx, gd.state_dims());
+      Tensor cx, diff_cy, diff_cx;
+      gather_steps(args.src, src.data(), g, desc_.input_size);
+      gather_steps(args.dst, dst.data(), g, C);
+      gather_steps(args.diff_dst, diff_dst.data(), g, C);
+      RnnArgs a;
+      a.src = &src;
+      a.weights = args.weights;
+      a.dst = &dst;
+      a.diff_dst = &diff_dst;
+      a.diff_src = &diff_src;
+      if (args.hx != nullptr) gather_state(args.hx, hx.data(), g), a.hx = &hx;
+      if (args.diff_hy != nullptr)
+        gather_state(args.diff_hy, diff_hy.data(), g), a.diff_hy = &diff_hy;
+      if (args.diff_hx != nullptr) a.diff_hx = &diff_hx;
+      if (lstm) {
+        cx = group_tensor(base + w.cx, gd.state_dims());
+        diff_cy = group_tensor(base + w.diff_cy, gd.state_dims());
+        diff_cx = group_tensor(base + w.diff_cx, gd.state_dims());
+        if (args.cx != nullptr) gather_state(args.cx, cx.data(), g), a.cx = &cx;
+        if (args.diff_cy != nullptr)
+          gather_state(args.diff_cy, diff_cy.data(), g), a.diff_cy = &diff_cy;
+        if (args.diff_cx != nullptr) a.diff_cx = &diff_cx;
+      }
+      plan.backward_data(a, sub, group_state, grads, i > 0);
+      scatter_steps(diff_src.data(), args.diff_src, g, desc_.input_size);
+      if (args.diff_hx != nullptr) scatter_state(diff_hx.data(), args.diff_hx, g);
+      if (lstm && args.diff_cx != nullptr) scatter_state(diff_cx.data(), args.diff_cx, g);
+    }
+    set_flag(state, 1);
+  }
+
   LayerMds forward_mds(std::int64_t layer) const { return layer_mds(desc_, layer, ct_); }
 
   std::shared_ptr<Runtime> runtime_;
@@ -987,6 +1425,11 @@ class Plan final : public LayerPlan<RnnArgs> {
   std::vector<dnnl::primitive_desc> backward_;
   std::vector<LayerRun> runs_;
   std::vector<std::byte> timing_state_;  // Note [timing an rnn backward]
+  bool timing_ = false;                  // the last state_of handed out timing_state_
+  // Variable lengths (Note [cpu rnn variable lengths]).
+  bool grouped_ = false;
+  GroupWork group_work_;
+  std::map<std::pair<std::int64_t, std::int64_t>, std::unique_ptr<Plan>> group_plans_;
 };
 
 using OneDnnRnn = ListedLayerBackend<RnnDesc, RnnArgs, Candidate, list_candidates, Plan>;
