@@ -67,7 +67,7 @@ Tensor Conv::forward(const Tensor& src) {
   detail::check_input(type_name(), src, spatial_dims_ + 2, spatial_dims_ + 2);
   const Tensor& weights = weight().value;
   // Note [nn layouts]: the weights' layout decides when the input is dense in both.
-  const Layout weights_layout = detail::stored_layout(weights);
+  const Layout weights_layout = weights_layout_;
   const Layout layout = src.is_dense(weights_layout) ? weights_layout : detail::layout_of(src);
   DNNX_CHECK_ARG(layout == weights_layout, type_name(), ": input ", describe(src), " is ",
                  to_string(layout), " but the weights ", describe(weights), " are ",
@@ -118,6 +118,11 @@ Tensor Conv::backward(const Tensor& diff_dst) {
   });
   src_ = Tensor();
   return diff_src;
+}
+
+void Conv::to_layout(Layout layout) {
+  Module::to_layout(layout);
+  weights_layout_ = layout;
 }
 
 std::shared_ptr<const Choice> Conv::heuristic_choice(Direction direction) {

@@ -320,6 +320,23 @@ Tensor& Module::buffer(const std::string& name) {
   dnnx::detail::raise(ErrorKind::Internal, cat(type_name(), " has no buffer ", name));
 }
 
+void Module::to_layout(Layout layout) {
+  for (auto& [name, parameter] : parameters_) {
+    if (parameter->value.rank() < 3) continue;
+    // Exact strides, so that weights dense in both layouts (1x1 kernels) are made in the one
+    // asked for (stored_layout keeps it through convert).
+    const auto rewrite = [&](Tensor& tensor) {
+      if (tensor.strides() == dense_strides(tensor.dims(), layout)) return;
+      Tensor out = detail::empty(context_, tensor.dims(), tensor.dtype(), layout);
+      detail::assign(tensor, out);
+      tensor = out;
+    };
+    rewrite(parameter->value);
+    if (!parameter->master.is_null()) rewrite(parameter->master);
+    rewrite(parameter->grad);
+  }
+}
+
 void Module::to(const Context& context) {
   const DType dtype = parameter_dtype(context);
   for (auto& [name, parameter] : parameters_) {

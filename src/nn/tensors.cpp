@@ -25,8 +25,10 @@ Tensor zeros(const Context& context, const Dims& dims, DType dtype, Layout layou
 Layout layout_of(const Tensor& tensor) { return tensor.layout().value_or(Layout::channels_first); }
 
 Layout stored_layout(const Tensor& tensor) {
-  if (tensor.rank() > 2 &&
-      tensor.strides() == dense_strides(tensor.dims(), Layout::channels_last)) {
+  if (tensor.strides() == dense_strides(tensor.dims(), Layout::channels_first)) {
+    return Layout::channels_first;
+  }
+  if (tensor.strides() == dense_strides(tensor.dims(), Layout::channels_last)) {
     return Layout::channels_last;
   }
   return layout_of(tensor);

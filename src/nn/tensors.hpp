@@ -30,9 +30,10 @@ Tensor zeros(const Context& context, const Dims& dims, DType dtype,
              Layout layout = Layout::channels_first);
 /// The dense layout of `tensor` (channels_first for rank <= 2, and for a tensor dense in both).
 Layout layout_of(const Tensor& tensor);
-/// The layout `tensor` was made in: channels_last when its strides are exactly the dense
-/// channels_last ones (size-1 dims included, as Tensor::empty makes them), else layout_of. A 1x1
-/// convolution's weights are dense in both layouts; this tells which one to_layout chose.
+/// The layout `tensor` was made in: channels_first or channels_last when its strides are exactly
+/// that layout's dense strides (size-1 dims included, as Tensor::empty makes them; channels_first
+/// when they are both's), else layout_of. A 1x1 convolution's weights are dense in both layouts;
+/// this keeps the one Module::to_layout made them in through convert.
 Layout stored_layout(const Tensor& tensor);
 /// A copy of `src` converted to `dtype` on `context`'s device, dense in src's layout (through
 /// the host when the dtype changes; floating dtypes only then).

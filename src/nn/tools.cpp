@@ -99,24 +99,7 @@ std::string Report::table() const {
 }
 
 void to_layout(Module& model, Layout layout) {
-  for (auto& [module_name, module] : model.named_modules()) {
-    const Context& context = module->context();
-    for (auto& [name, parameter] : module->named_parameters()) {
-      // Its own parameters only (a child's are named "child.name"), on its own context.
-      if (name.find('.') != std::string::npos || parameter->value.rank() < 3) continue;
-      // Exact strides, so that weights dense in both layouts (1x1 kernels) record the choice
-      // (stored_layout).
-      const auto rewrite = [&](Tensor& tensor) {
-        if (tensor.strides() == dense_strides(tensor.dims(), layout)) return;
-        Tensor out = detail::empty(context, tensor.dims(), tensor.dtype(), layout);
-        detail::assign(tensor, out);
-        tensor = out;
-      };
-      rewrite(parameter->value);
-      if (!parameter->master.is_null()) rewrite(parameter->master);
-      rewrite(parameter->grad);
-    }
-  }
+  for (auto& [name, module] : model.named_modules()) module->to_layout(layout);
 }
 
 void convert(Module& model, const Context& context,

@@ -209,6 +209,12 @@ std::vector<LayerCase> layer_cases() {
          options.groups = 2;
          return std::make_shared<nn::Conv2d>(c, 4, 6, V{3}, options);
        }});
+  // One input channel and a 1x1 kernel: the input and the first weights are dense in both
+  // layouts, and the weights' layout (to_layout's) carries channels_last on.
+  cases.push_back({"conv1x1_one_channel", Dims{2, 1, 5, 5}, [](const Context& c) {
+                     return sequential(c, {std::make_shared<nn::Conv2d>(c, 1, 4, V{1}),
+                                           std::make_shared<nn::Conv2d>(c, 4, 3, V{3})});
+                   }});
   cases.push_back({"conv3d", Dims{2, 2, 4, 4, 3}, [](const Context& c) {
                      nn::ConvOptions options;
                      options.bias = false;

@@ -61,12 +61,16 @@ class Conv : public Module {
   bool has_bias() const { return options_.bias; }
   /// The desc of the last forward (nullopt before).
   const std::optional<ConvDesc>& desc() const { return desc_; }
+  /// The layout the weights are stored in: channels_first until to_layout (Note [nn layouts]).
+  Layout weights_layout() const { return weights_layout_; }
+  void to_layout(Layout layout) override;
 
  private:
   int spatial_dims_;
   std::int64_t in_channels_, out_channels_;
   std::vector<std::int64_t> kernel_;
   ConvOptions options_;
+  Layout weights_layout_ = Layout::channels_first;
   std::optional<ConvDesc> desc_;
   Tensor src_;
 };

@@ -154,6 +154,9 @@ class Module {
   /// are kept when the backend stays the same, else the new context's are taken. nn::convert
   /// applies it to a tree.
   virtual void to(const Context& context);
+  /// Stores this module's own parameters of rank 3 or more (convolution weights: value, master
+  /// copy, gradient) dense in `layout` (Note [nn layouts]); nn::to_layout applies it to a tree.
+  virtual void to_layout(Layout layout);
 
  protected:
   /// Registers a parameter initialised to `initial` (f32, on the context's device): its value
