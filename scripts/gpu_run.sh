@@ -12,9 +12,9 @@
 # pytest.xml), resnet50 (bench/torch_resnet50.py: converted torchvision ResNet-50 training steps
 # against PyTorch; torch_resnet50.md / .json; needs the python part first, whose package it
 # imports), train (bench/train_bench through bench/train_resnet50_gpu.py: a dnnx::nn ResNet-50
-# training step, fp16 NHWC, against PyTorch; train.md / train.json), shapes (the convolution shape suite, bench/shapes/*.txt, through compare_gpu.py
-# --suite: shapes.md / shapes.json; not part of all, it runs for as long as it is given), or all
-# of them (the default).
+# training step, fp16 NHWC, against PyTorch; train.md / train.json), shapes (the convolution
+# shape suite, bench/shapes/*.txt, through compare_gpu.py --suite: shapes.md / shapes.json; not
+# part of all, it runs for as long as it is given), or all of them (the default).
 #
 # The shapes part is sized by the environment: SHAPES_FILES (comma-separated names in bench/shapes,
 # default mobilenetv2), SHAPES_MAX_LAYERS (the first N layers of each file; default 0: all),
@@ -37,8 +37,8 @@
 # cuDNN 9.19 of the PyTorch environment, see docs/testing.md). PYTHON (default python3) must have
 # torch with CUDA for the benchmarks.
 set -uo pipefail
-build=${1:?usage: gpu_run.sh BUILD OUT [tests,bench,matmul,optim,rnn|all]}
-out=${2:?usage: gpu_run.sh BUILD OUT [tests,bench,matmul,optim,rnn|all]}
+build=${1:?usage: gpu_run.sh BUILD OUT [tests,bench,matmul,optim,rnn,train|all]}
+out=${2:?usage: gpu_run.sh BUILD OUT [tests,bench,matmul,optim,rnn,train|all]}
 what=${3:-all}
 wants() { [[ ,$what, == *,$1,* || $what == all ]]; }
 wants_only() { [[ ,$what, == *,$1,* ]]; }  # parts that `all` leaves out
