@@ -346,11 +346,12 @@ TEST(NnCudnn, ChannelsLastMatchesReference) {
         for (float v : want[i]) scale = std::max(scale, std::abs(v));
         return scale;
       };
-      // ResNet-18's f16 gradients are far from f32 ones in either layout (Note [f16 gradients
-      // of a deep model] in layout_test.cpp): the channels_last run's distance from the
-      // reference must be at most three times the channels_first f16 run's, plus 5% of the
-      // scale; its logits and the shallow net's every tensor are compared directly.
-      const bool through_nchw = type == TypeConfig::half && std::string(c.name) == "resnet18";
+      // f16 gradients through a batch norm are far from f32 ones in either layout (Note [f16
+      // gradients of a deep model] in layout_test.cpp; 10% of the scale already for the shallow
+      // net's first convolution): the channels_last run's distance from the reference must be
+      // at most three times the channels_first f16 run's, plus 5% of the scale. The logits, and
+      // f32, are compared directly.
+      const bool through_nchw = type == TypeConfig::half;
       const auto nchw = through_nchw ? run(Layout::channels_first) : got;
       // f16 activations and gradients: a few 1e-3 of each tensor's scale (f32: TF32 may serve).
       const double atol = type == TypeConfig::half ? 2e-2 : 5e-3;
