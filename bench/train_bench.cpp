@@ -24,7 +24,8 @@
 // the timed rounds alone.
 //
 // Note [train bench loss scaling]
-// f16 training scales the loss so that small gradients survive in f16. The step does what
+// f16 training scales the loss so that small gradients survive in f16 (bf16, with f32's range,
+// does not). The step does what
 // PyTorch's GradScaler does around a fused SGD: the backward starts from `loss_scale` instead of
 // 1; the unscale op with an inverse scale of 1 checks every gradient for inf / NaN (found_inf, on
 // the device, the gradients unchanged: GradScaler's check before a fused step); the sgd op divides
@@ -179,7 +180,8 @@ class Trainer {
     model_ = options.model == "resnet50" ? nn::models::resnet50(context, classes, 3)
                                          : nn::models::resnet18(context, classes, 3);
     nn::to_layout(*model_, layout);
-    scaled_ = dtype != DType::f32;
+    // bf16 has f32's exponent range: only f16 scales its loss (as PyTorch's AMP).
+    scaled_ = dtype == DType::f16;
     groups_ = nn::group_parameters(model_->parameters());
     for (const nn::ParameterGroup& group : groups_) {
       SgdDesc desc;
@@ -405,7 +407,7 @@ int run(const Options& options) {
        << "\", \"backend\": \"" << context.describe() << "\", \"batch\": " << options.batch
        << ", \"size\": " << options.size << ", \"dtype\": \"" << to_string(dtype)
        << "\", \"layout\": \"" << to_string(layout) << "\", \"policy\": \"" << options.policy
-       << "\", \"loss_scale\": " << (dtype == DType::f32 ? 1.0f : options.loss_scale)
+       << "\", \"loss_scale\": " << (dtype == DType::f16 ? options.loss_scale : 1.0f)
        << ", \"first_step_s\": " << first_step_s << ", \"steps\": " << options.steps
        << ", \"step_ms\": " << json_list(step_ms) << ", \"median_step_ms\": ";
   if (std::isnan(median_ms)) {
