@@ -25,15 +25,14 @@
 //
 // Note [train bench loss scaling]
 // f16 training scales the loss so that small gradients survive in f16 (bf16, with f32's range,
-// does not). The step does what
-// PyTorch's GradScaler does around a fused SGD: the backward starts from `loss_scale` instead of
-// 1; the unscale op with an inverse scale of 1 checks every gradient for inf / NaN (found_inf, on
-// the device, the gradients unchanged: GradScaler's check before a fused step); the sgd op divides
-// the gradients by the scale (grad_scale) and skips the whole step when found_inf is set, master
-// weights included. The scale is static: PyTorch's update() (one tiny kernel halving or growing
-// the scale) is left out, so a run whose gradients overflow at this scale skips every step; the
-// last loss is printed, and the number of skipped steps is not (reading found_inf would
-// synchronise).
+// does not). The step does what PyTorch's GradScaler does around a fused SGD: the backward starts
+// from `loss_scale` instead of 1; the unscale op with an inverse scale of 1 checks every gradient
+// for inf / NaN (found_inf, on the device, the gradients unchanged: GradScaler's check before a
+// fused step); the sgd op divides the gradients by the scale (grad_scale) and skips the whole step
+// when found_inf is set, master weights included. The scale is static: PyTorch's update() (one
+// tiny kernel halving or growing the scale) is left out, so a run whose gradients overflow at this
+// scale skips every step; the last loss is printed, and the number of skipped steps is not
+// (reading found_inf would synchronise).
 
 #include <dnnx/context.hpp>
 #include <dnnx/error.hpp>
