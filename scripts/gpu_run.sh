@@ -11,10 +11,11 @@
 # and python/tests run with PYTHON's CUDA torch, through scripts/gpu_python.sh: pytest.log,
 # pytest.xml), resnet50 (bench/torch_resnet50.py: converted torchvision ResNet-50 training steps
 # against PyTorch; torch_resnet50.md / .json; then bench/torch_layer_overhead.py on CUDA, f32 and
-# f16 channels_last: torch_layers.md; needs the python part first, whose package it
-# imports), shapes (the convolution shape suite, bench/shapes/*.txt, through compare_gpu.py
-# --suite: shapes.md / shapes.json; not part of all, it runs for as long as it is given), or all
-# of them (the default).
+# f16 channels_last: torch_layers.md; needs the python part first, whose package it imports),
+# train (bench/train_bench through bench/train_resnet50_gpu.py: a dnnx::nn ResNet-50 training
+# step, fp16 NHWC, against PyTorch; train.md / train.json), shapes (the convolution shape suite,
+# bench/shapes/*.txt, through compare_gpu.py --suite: shapes.md / shapes.json; not part of all,
+# it runs for as long as it is given), or all of them (the default).
 #
 # The shapes part is sized by the environment: SHAPES_FILES (comma-separated names in bench/shapes,
 # default mobilenetv2), SHAPES_MAX_LAYERS (the first N layers of each file; default 0: all),
@@ -28,7 +29,8 @@
 # (their gtest XML reports), conv.md / conv.json (cudnn_conv_bench against PyTorch through
 # compare_gpu.py), layers.md / layers.json (compare_layers.py), conv_fused.jsonl
 # (conv_fused_bench), matmul.md / matmul.json (compare_matmul.py), optim.md / optim.json
-# (compare_optim.py) and rnn.md / rnn.json (compare_rnn.py): ask for at most eight of them in one
+# (compare_optim.py), rnn.md / rnn.json (compare_rnn.py) and train.md / train.json
+# (train_resnet50_gpu.py): ask for at most eight of them in one
 # call.
 #
 # BUILD is a build tree configured with the cudnn backend (e.g. -DDNNX_WITH_ONEDNN=OFF on a machine
@@ -36,8 +38,8 @@
 # cuDNN 9.19 of the PyTorch environment, see docs/testing.md). PYTHON (default python3) must have
 # torch with CUDA for the benchmarks.
 set -uo pipefail
-build=${1:?usage: gpu_run.sh BUILD OUT [tests,bench,matmul,optim,rnn|all]}
-out=${2:?usage: gpu_run.sh BUILD OUT [tests,bench,matmul,optim,rnn|all]}
+build=${1:?usage: gpu_run.sh BUILD OUT [tests,bench,matmul,optim,rnn,train|all]}
+out=${2:?usage: gpu_run.sh BUILD OUT [tests,bench,matmul,optim,rnn,train|all]}
 what=${3:-all}
 wants() { [[ ,$what, == *,$1,* || $what == all ]]; }
 wants_only() { [[ ,$what, == *,$1,* ]]; }  # parts that `all` leaves out
@@ -110,6 +112,13 @@ if wants rnn && [[ -x $build/bench/rnn_bench ]]; then
   env -u LD_LIBRARY_PATH "$python" bench/compare_rnn.py --bench "$build/bench/rnn_bench" \
     --bench-library-path "${LD_LIBRARY_PATH:-}" --json "$out/rnn.json" > "$out/rnn.md" 2>> "$out/gpu.txt" || status=1
   cat "$out/rnn.md"
+fi
+
+if wants train && [[ -x $build/bench/train_bench ]]; then
+  echo "== train_bench + train_resnet50_gpu (ResNet-50 training step, fp16 NHWC, batch 64, vs PyTorch)"
+  env -u LD_LIBRARY_PATH "$python" bench/train_resnet50_gpu.py --bench "$build/bench/train_bench" \
+    --bench-library-path "${LD_LIBRARY_PATH:-}" --json "$out/train.json" > "$out/train.md" 2>> "$out/gpu.txt" || status=1
+  cat "$out/train.md"
 fi
 
 if wants_only shapes; then

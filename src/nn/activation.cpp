@@ -56,7 +56,8 @@ std::string Activation::extra_repr() const {
 }
 
 ActivationDesc Activation::desc_for(const Tensor& src) const {
-  ActivationDesc desc = ActivationDesc::from_dims(kind_, src.dims(), src.dtype());
+  ActivationDesc desc =
+      ActivationDesc::from_dims(kind_, src.dims(), src.dtype(), detail::layout_of(src));
   desc.alpha = alpha_;
   desc.ceiling = ceiling_;
   desc.saved = inplace_ ? ActivationSaved::dst : ActivationSaved::src;
@@ -67,7 +68,7 @@ Tensor Activation::forward_at(std::size_t slot, const Tensor& src) {
   detail::check_input(type_name(), src, 1, Dims::max_rank);
   const ActivationDesc desc = desc_for(src);
   desc.validate();
-  Tensor dst = inplace_ ? src : detail::empty(context(), src.dims(), src.dtype());
+  Tensor dst = inplace_ ? src : detail::empty(context(), src.dims(), src.dtype(), desc.layout);
   const std::string key = desc.key();
   Context& run_context = call_context(
       Direction::fwd, key, [&](Context& c) { return activation_list(c, desc, Direction::fwd); });
@@ -82,8 +83,8 @@ Tensor Activation::backward_at(std::size_t slot, const Tensor& diff_dst) {
   require_forward(slot < saved_.size() ? saved_[slot] : Tensor());
   const Tensor saved = saved_[slot];
   ActivationDesc desc = desc_for(saved);
-  check_diff(diff_dst, desc.dims, desc.dtype);
-  Tensor diff_src = detail::empty(context(), desc.dims, desc.dtype);
+  check_diff(diff_dst, desc.dims, desc.dtype, desc.layout);
+  Tensor diff_src = detail::empty(context(), desc.dims, desc.dtype, desc.layout);
   const std::string key = desc.key();
   Context& run_context = call_context(Direction::bwd_data, key, [&](Context& c) {
     return activation_list(c, desc, Direction::bwd_data);

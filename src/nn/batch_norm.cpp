@@ -48,7 +48,8 @@ std::string BatchNorm::extra_repr() const {
 }
 
 BatchNormDesc BatchNorm::desc_for(const Tensor& src, bool training) const {
-  BatchNormDesc desc = BatchNormDesc::spatial_of(src.dims(), training, src.dtype());
+  BatchNormDesc desc =
+      BatchNormDesc::spatial_of(src.dims(), training, src.dtype(), detail::layout_of(src));
   desc.eps = options_.eps;
   desc.momentum = options_.momentum;
   desc.affine = options_.affine;
@@ -80,7 +81,7 @@ Tensor BatchNorm::forward(const Tensor& src) {
     tensors.saved_mean = &saved_mean;
     tensors.saved_inv_std = &saved_inv_std;
   }
-  Tensor dst = detail::empty(context(), src.dims(), src.dtype());
+  Tensor dst = detail::empty(context(), src.dims(), src.dtype(), desc.layout);
   const std::string key = desc.key();
   Context& run_context = call_context(
       Direction::fwd, key, [&](Context& c) { return batch_norm_list(c, desc, Direction::fwd); });
@@ -100,7 +101,7 @@ Tensor BatchNorm::forward(const Tensor& src) {
 Tensor BatchNorm::backward(const Tensor& diff_dst) {
   require_forward(src_);
   const BatchNormDesc desc = *desc_;
-  check_diff(diff_dst, desc.dims, desc.dtype);
+  check_diff(diff_dst, desc.dims, desc.dtype, desc.layout);
   BatchNormTensors tensors;
   if (options_.affine) {
     tensors.scale = &weight().value;
@@ -113,7 +114,7 @@ Tensor BatchNorm::backward(const Tensor& diff_dst) {
     tensors.running_mean = &buffer("running_mean");
     tensors.running_var = &buffer("running_var");
   }
-  Tensor diff_src = detail::empty(context(), desc.dims, desc.dtype);
+  Tensor diff_src = detail::empty(context(), desc.dims, desc.dtype, desc.layout);
   const std::string key = desc.key();
   const auto run = [&](Tensor* diff_scale, Tensor* diff_shift) {
     Context& run_context = call_context(Direction::bwd_data, key, [&](Context& c) {

@@ -49,9 +49,13 @@ SumModule::SumModule(const Context& context) : Module(context, OpKind::add) {}
 Tensor SumModule::sum(const Tensor& a, const Tensor& b) {
   DNNX_CHECK_ARG(a.dims() == b.dims() && a.dtype() == b.dtype(), type_name(),
                  ": the terms of the sum differ: ", describe(a), " and ", describe(b));
-  Tensor dst = detail::empty(context(), a.dims(), a.dtype());
-  const AddDesc copy_desc = AddDesc::from_dims(a.dims(), a.dims(), 1.0f, 0.0f, a.dtype());
-  const AddDesc desc = AddDesc::from_dims(a.dims(), a.dims(), 1.0f, 1.0f, a.dtype());
+  const Layout layout = detail::check_input(type_name(), a, 1, Dims::max_rank);
+  DNNX_CHECK_ARG(b.is_dense(layout), type_name(),
+                 ": the terms of the sum differ in layout: ", describe(a), " is ",
+                 to_string(layout), ", ", describe(b), " is not");
+  Tensor dst = detail::empty(context(), a.dims(), a.dtype(), layout);
+  const AddDesc copy_desc = AddDesc::from_dims(a.dims(), a.dims(), 1.0f, 0.0f, a.dtype(), layout);
+  const AddDesc desc = AddDesc::from_dims(a.dims(), a.dims(), 1.0f, 1.0f, a.dtype(), layout);
   Context& copy_context = call_context(Direction::fwd, copy_desc.key(), [&](Context& c) {
     return add_list(c, copy_desc, Direction::fwd);
   });

@@ -66,16 +66,24 @@ std::string Conv::extra_repr() const {
 Tensor Conv::forward(const Tensor& src) {
   detail::check_input(type_name(), src, spatial_dims_ + 2, spatial_dims_ + 2);
   const Tensor& weights = weight().value;
+  // Note [nn layouts]: the weights' layout decides when the input is dense in both.
+  const Layout weights_layout = weights_layout_;
+  const Layout layout = src.is_dense(weights_layout) ? weights_layout : detail::layout_of(src);
+  DNNX_CHECK_ARG(layout == weights_layout, type_name(), ": input ", describe(src), " is ",
+                 to_string(layout), " but the weights ", describe(weights), " are ",
+                 to_string(weights_layout), "; call nn::to_layout(model, Layout::",
+                 layout == Layout::channels_last ? "channels_last" : "channels_first",
+                 ") first (PyTorch's model.to(memory_format=...)), then build the optimizer");
   DNNX_CHECK_ARG(src.dtype() == weights.dtype(), type_name(), ": input ", describe(src),
                  " must have the weights' dtype ", to_string(weights.dtype()),
                  " (nn::convert the model, or feed it ", to_string(weights.dtype()), " data)");
   DNNX_CHECK_ARG(src.dims()[1] == in_channels_, type_name(), ": input ", describe(src), " has ",
                  src.dims()[1], " channels; expected ", in_channels_);
-  ConvDesc desc = ConvDesc::from_shapes(src.dims(), weights.dims(), options_.stride,
-                                        options_.padding, options_.dilation, options_.groups,
-                                        src.dtype(), Layout::channels_first);
+  ConvDesc desc =
+      ConvDesc::from_shapes(src.dims(), weights.dims(), options_.stride, options_.padding,
+                            options_.dilation, options_.groups, src.dtype(), layout);
   desc.validate();
-  Tensor dst = detail::empty(context(), desc.dst_dims(), desc.dtype);
+  Tensor dst = detail::empty(context(), desc.dst_dims(), desc.dtype, layout);
   const std::string key = desc.key();
   Context& run_context = call_context(
       Direction::fwd, key, [&](Context& c) { return conv_list(c, desc, Direction::fwd); });
@@ -89,9 +97,9 @@ Tensor Conv::forward(const Tensor& src) {
 Tensor Conv::backward(const Tensor& diff_dst) {
   require_forward(src_);
   const ConvDesc desc = *desc_;
-  check_diff(diff_dst, desc.dst_dims(), desc.dtype);
+  check_diff(diff_dst, desc.dst_dims(), desc.dtype, desc.layout);
   const std::string key = desc.key();
-  Tensor diff_src = detail::empty(context(), desc.src_dims(), desc.dtype);
+  Tensor diff_src = detail::empty(context(), desc.src_dims(), desc.dtype, desc.layout);
   Context& data_context = call_context(Direction::bwd_data, key, [&](Context& c) {
     return conv_list(c, desc, Direction::bwd_data);
   });
@@ -110,6 +118,11 @@ Tensor Conv::backward(const Tensor& diff_dst) {
   });
   src_ = Tensor();
   return diff_src;
+}
+
+void Conv::to_layout(Layout layout) {
+  Module::to_layout(layout);
+  weights_layout_ = layout;
 }
 
 std::shared_ptr<const Choice> Conv::heuristic_choice(Direction direction) {

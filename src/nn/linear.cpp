@@ -42,7 +42,7 @@ MatmulDesc Linear::desc_for(std::int64_t rows, Direction direction, bool accumul
 }
 
 Tensor Linear::forward(const Tensor& src) {
-  detail::check_input("Linear", src, 1, Dims::max_rank);
+  detail::check_input("Linear", src, 1, Dims::max_rank, detail::Accepts::channels_first);
   const Tensor& weights = weight().value;
   DNNX_CHECK_ARG(src.dims()[src.rank() - 1] == in_features_, "Linear: input ", describe(src),
                  " must have ", in_features_, " features in its last dim");

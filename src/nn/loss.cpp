@@ -28,9 +28,10 @@ Tensor CrossEntropyLoss::forward(const Tensor&) {
 }
 
 Tensor CrossEntropyLoss::forward(const Tensor& logits, const Tensor& labels) {
-  detail::check_input("CrossEntropyLoss", logits, 2, Dims::max_rank);
+  const Layout layout = detail::check_input("CrossEntropyLoss", logits, 2, Dims::max_rank);
   CrossEntropyDesc desc;
   desc.dims = logits.dims();
+  desc.layout = layout;
   desc.reduction = options_.reduction;
   desc.ignore_index = options_.ignore_index;
   const bool weighted = !options_.weight.is_null();
@@ -70,7 +71,7 @@ Tensor CrossEntropyLoss::backward(const Tensor& diff_loss) {
                  "CrossEntropyLoss.backward called without a forward before it");
   const CrossEntropyDesc desc = *desc_;
   check_diff(diff_loss, desc.loss_dims(), desc.dtype);
-  Tensor diff_logits = detail::empty(context(), desc.dims, desc.dtype);
+  Tensor diff_logits = detail::empty(context(), desc.dims, desc.dtype, desc.layout);
   const std::string key = desc.key();
   Context& run_context = call_context(Direction::bwd_data, key, [&](Context& c) {
     return cross_entropy_list(c, desc, Direction::bwd_data);

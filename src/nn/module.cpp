@@ -30,10 +30,13 @@ void Module::train(bool on) {
 }
 
 void Module::zero_grad() {
-  for (auto& [name, parameter] : named_parameters()) {
-    parameter->grad.fill(0.0f);
+  // Each module's own parameters on its own context (they live on its device): Note [zero_grad
+  // without waiting].
+  for (auto& [name, parameter] : parameters_) {
+    detail::fill_zeros(context_, parameter->grad);
     parameter->grad_live = false;
   }
+  for (auto& [name, child] : children_) child->zero_grad();
 }
 
 void Module::collect_parameters(const std::string& prefix,
@@ -266,12 +269,13 @@ void Module::require_forward(const Tensor& saved) const {
                  "training forward; eval mode keeps nothing)");
 }
 
-void Module::check_diff(const Tensor& diff_dst, const Dims& dims, DType dtype) const {
+void Module::check_diff(const Tensor& diff_dst, const Dims& dims, DType dtype,
+                        Layout layout) const {
   DNNX_CHECK_ARG(diff_dst.dims() == dims && diff_dst.dtype() == dtype, type_name(),
                  ".backward: diff_dst ", describe(diff_dst),
                  " must have the forward output's dims ", dims, " and dtype ", to_string(dtype));
-  DNNX_CHECK_ARG(diff_dst.is_dense(Layout::channels_first), type_name(), ".backward: diff_dst ",
-                 describe(diff_dst), " must be dense channels_first");
+  DNNX_CHECK_ARG(diff_dst.is_dense(layout), type_name(), ".backward: diff_dst ", describe(diff_dst),
+                 " must be dense ", to_string(layout), ", the layout of the forward output");
 }
 
 Parameter& Module::register_parameter(std::string name, Tensor initial) {
@@ -316,6 +320,23 @@ Tensor& Module::buffer(const std::string& name) {
   dnnx::detail::raise(ErrorKind::Internal, cat(type_name(), " has no buffer ", name));
 }
 
+void Module::to_layout(Layout layout) {
+  for (auto& [name, parameter] : parameters_) {
+    if (parameter->value.rank() < 3) continue;
+    // Exact strides, so that weights dense in both layouts (1x1 kernels) are made in the one
+    // asked for (stored_layout keeps it through convert).
+    const auto rewrite = [&](Tensor& tensor) {
+      if (tensor.strides() == dense_strides(tensor.dims(), layout)) return;
+      Tensor out = detail::empty(context_, tensor.dims(), tensor.dtype(), layout);
+      detail::assign(tensor, out);
+      tensor = out;
+    };
+    rewrite(parameter->value);
+    if (!parameter->master.is_null()) rewrite(parameter->master);
+    rewrite(parameter->grad);
+  }
+}
+
 void Module::to(const Context& context) {
   const DType dtype = parameter_dtype(context);
   for (auto& [name, parameter] : parameters_) {
@@ -325,7 +346,8 @@ void Module::to(const Context& context) {
     Tensor master = dtype == DType::f32 ? Tensor() : detail::converted(context, source, DType::f32);
     parameter->value = std::move(value);
     parameter->master = std::move(master);
-    parameter->grad = detail::zeros(context, parameter->value.dims(), dtype);
+    parameter->grad = detail::zeros(context, parameter->value.dims(), dtype,
+                                    detail::stored_layout(parameter->value));
     parameter->grad_live = false;
   }
   for (auto& [name, buffer] : buffers_) {

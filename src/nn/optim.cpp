@@ -15,7 +15,7 @@ std::vector<ParameterGroup> group_parameters(const std::vector<Parameter*>& para
       if (existing.dtype == parameter.value.dtype()) group = &existing;
     }
     if (group == nullptr) {
-      groups.push_back(ParameterGroup{parameter.value.dtype(), {}, {}, {}, {}});
+      groups.push_back(ParameterGroup{parameter.value.dtype(), {}, {}, {}, {}, {}});
       group = &groups.back();
     } else {
       DNNX_CHECK_ARG(group->params.front().device() == parameter.value.device(), "parameter ", i,
@@ -25,10 +25,27 @@ std::vector<ParameterGroup> group_parameters(const std::vector<Parameter*>& para
                      to_string(parameter.value.dtype()),
                      ") and the earlier ones of its dtype do not all have master copies");
     }
-    group->shapes.push_back(parameter.value.dims());
-    group->params.push_back(parameter.value);
-    group->grads.push_back(parameter.grad);
-    if (!parameter.master.is_null()) group->master.push_back(parameter.master);
+    if (parameter.value.is_dense(Layout::channels_first)) {
+      group->shapes.push_back(parameter.value.dims());
+      group->params.push_back(parameter.value);
+      group->grads.push_back(parameter.grad);
+      if (!parameter.master.is_null()) group->master.push_back(parameter.master);
+      continue;
+    }
+    // Note [nn layouts]: a channels_last parameter is updated as the flat array it is.
+    const Dims flat{parameter.value.numel()};
+    const auto flat_view = [&](const Tensor& tensor, const char* what) {
+      DNNX_CHECK_ARG(tensor.is_dense(Layout::channels_last), "parameter ", i, ": its ", what, " ",
+                     describe(tensor), " is not dense channels_last like its value ",
+                     describe(parameter.value));
+      group->owners.push_back(tensor);
+      return Tensor::view(tensor.data(), flat, tensor.dtype(), Layout::channels_first,
+                          tensor.device());
+    };
+    group->shapes.push_back(flat);
+    group->params.push_back(flat_view(parameter.value, "value"));
+    group->grads.push_back(flat_view(parameter.grad, "gradient"));
+    if (!parameter.master.is_null()) group->master.push_back(flat_view(parameter.master, "master"));
   }
   return groups;
 }
@@ -41,9 +58,9 @@ std::vector<Tensor> zeros_like(const Context& context, const std::vector<Dims>& 
   return out;
 }
 
-void zero_all(const std::vector<Parameter*>& parameters) {
+void zero_all(Context& context, const std::vector<Parameter*>& parameters) {
   for (Parameter* parameter : parameters) {
-    parameter->grad.fill(0.0f);
+    detail::fill_zeros(context, parameter->grad);
     parameter->grad_live = false;
   }
 }
@@ -81,7 +98,7 @@ void SGD::step() {
   }
 }
 
-void SGD::zero_grad() { zero_all(parameters_); }
+void SGD::zero_grad() { zero_all(context_, parameters_); }
 
 Adam::Adam(Context context, const std::vector<Parameter*>& parameters, AdamHyper hyper,
            bool decoupled_weight_decay, bool amsgrad)
@@ -119,6 +136,6 @@ void Adam::step() {
   }
 }
 
-void Adam::zero_grad() { zero_all(parameters_); }
+void Adam::zero_grad() { zero_all(context_, parameters_); }
 
 }  // namespace dnnx::nn

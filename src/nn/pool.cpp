@@ -76,10 +76,12 @@ std::string Pool::extra_repr() const {
 PoolDesc Pool::desc_for(const Tensor& src) const {
   if (global_) {
     const std::vector<std::int64_t> window(src.dims().begin() + 2, src.dims().end());
-    return PoolDesc::from_shapes(src.dims(), window, window, {0}, mode_, false, src.dtype());
+    return PoolDesc::from_shapes(src.dims(), window, window, {0}, mode_, false, src.dtype(),
+                                 detail::layout_of(src));
   }
   PoolDesc desc = PoolDesc::from_shapes(src.dims(), kernel_, options_.stride, options_.padding,
-                                        options_.dilation, mode_, options_.ceil_mode, src.dtype());
+                                        options_.dilation, mode_, options_.ceil_mode, src.dtype(),
+                                        detail::layout_of(src));
   // Max pooling in training keeps its argmax: the backward then reads neither src nor dst, which
   // a later in-place layer may have overwritten.
   desc.indices = mode_ == PoolMode::max && is_training();
@@ -90,13 +92,13 @@ Tensor Pool::forward(const Tensor& src) {
   detail::check_input(type_name(), src, spatial_dims_ + 2, spatial_dims_ + 2);
   const PoolDesc desc = desc_for(src);
   desc.validate();
-  Tensor dst = detail::empty(context(), desc.dst_dims(), desc.dtype);
+  Tensor dst = detail::empty(context(), desc.dst_dims(), desc.dtype, desc.layout);
   Tensor indices;
   const std::string key = desc.key();
   Context& run_context = call_context(
       Direction::fwd, key, [&](Context& c) { return pool_list(c, desc, Direction::fwd); });
   if (desc.indices) {
-    indices = detail::empty(context(), desc.dst_dims(), DType::i64);
+    indices = detail::empty(context(), desc.dst_dims(), DType::i64, desc.layout);
     record(Direction::fwd, pool_fwd(run_context, desc, src, dst, indices), key);
   } else {
     record(Direction::fwd, pool_fwd(run_context, desc, src, dst), key);
@@ -115,8 +117,8 @@ Tensor Pool::forward(const Tensor& src) {
 Tensor Pool::backward(const Tensor& diff_dst) {
   require_forward(desc_ && desc_->indices ? indices_ : src_);
   const PoolDesc desc = *desc_;
-  check_diff(diff_dst, desc.dst_dims(), desc.dtype);
-  Tensor diff_src = detail::empty(context(), desc.src_dims(), desc.dtype);
+  check_diff(diff_dst, desc.dst_dims(), desc.dtype, desc.layout);
+  Tensor diff_src = detail::empty(context(), desc.src_dims(), desc.dtype, desc.layout);
   const std::string key = desc.key();
   Context& run_context = call_context(Direction::bwd_data, key, [&](Context& c) {
     return pool_list(c, desc, Direction::bwd_data);

@@ -203,7 +203,7 @@ RnnOutput RNNBase::forward(const Tensor& input, const Tensor& h0, const Tensor& 
   DNNX_CHECK_ARG(input.rank() == 3, who, ": input ", describe(input), " must have 3 dims (",
                  options_.batch_first ? "batch, seq, features" : "seq, batch, features",
                  "); unbatched input is not taken");
-  detail::check_input(who, input, 3, 3);
+  detail::check_input(who, input, 3, 3, detail::Accepts::channels_first);
   DNNX_CHECK_ARG(input.dtype() == dtype && input.dims()[2] == input_size_, who, ": input ",
                  describe(input), " must be ", to_string(dtype), " with input_size ", input_size_,
                  " features in its last dim");

@@ -27,8 +27,14 @@ Tensor Flatten::forward(const Tensor& src) {
   for (int i = start; i <= end; ++i) merged *= src.dims()[i];
   dims.push_back(merged);
   for (int i = end + 1; i < rank; ++i) dims.push_back(src.dims()[i]);
-  Tensor dst = src.reshape(Dims(dims));
+  // PyTorch flattens in logical (C, H, W) order whatever the memory format: a channels_last
+  // input is made channels_first first (Note [layout changes in nn]).
+  DNNX_CHECK_ARG(src.layout().has_value(), "Flatten: input ", describe(src), " with strides ",
+                 src.strides(), " must be dense channels_first (NCHW) or channels_last (NHWC)");
+  const Layout layout = detail::layout_of(src);
+  Tensor dst = detail::relayout(context(), src, Layout::channels_first).reshape(Dims(dims));
   src_dims_ = src.dims();
+  src_layout_ = layout;
   dst_dims_ = dst.dims();
   saved_ = is_training();
   return dst;
@@ -38,7 +44,7 @@ Tensor Flatten::backward(const Tensor& diff_dst) {
   DNNX_CHECK_ARG(saved_, "Flatten.backward called without a training forward before it");
   check_diff(diff_dst, dst_dims_, diff_dst.dtype());
   saved_ = false;
-  return diff_dst.reshape(src_dims_);
+  return detail::relayout(context(), diff_dst.reshape(src_dims_), src_layout_);
 }
 
 Dropout::Dropout(const Context& context, float p) : Module(context, OpKind::dropout), p_(p) {
@@ -57,7 +63,7 @@ Tensor Dropout::forward(const Tensor& src) {
   }
   const DropoutDesc desc = DropoutDesc::of(src, p_);
   desc.validate();
-  Tensor dst = detail::empty(context(), src.dims(), src.dtype());
+  Tensor dst = detail::empty(context(), src.dims(), src.dtype(), desc.layout);
   const std::string key = desc.key();
   Context& run_context = call_context(Direction::fwd_training, key, [&](Context& c) {
     return dropout_list(c, desc, Direction::fwd_training);
@@ -72,8 +78,8 @@ Tensor Dropout::forward(const Tensor& src) {
 Tensor Dropout::backward(const Tensor& diff_dst) {
   DNNX_CHECK_ARG(saved_, "Dropout.backward called without a training forward before it");
   const DropoutDesc desc = *desc_;
-  check_diff(diff_dst, desc.dims, desc.dtype);
-  Tensor diff_src = detail::empty(context(), desc.dims, desc.dtype);
+  check_diff(diff_dst, desc.dims, desc.dtype, desc.layout);
+  Tensor diff_src = detail::empty(context(), desc.dims, desc.dtype, desc.layout);
   const std::string key = desc.key();
   Context& run_context = call_context(Direction::bwd_data, key, [&](Context& c) {
     return dropout_list(c, desc, Direction::bwd_data);
@@ -99,14 +105,15 @@ std::string Softmax::extra_repr() const {
 }
 
 Tensor Softmax::forward(const Tensor& src) {
-  detail::check_input(type_name(), src, 2, Dims::max_rank);
+  const Layout layout = detail::check_input(type_name(), src, 2, Dims::max_rank);
   SoftmaxDesc desc;
   desc.dims = src.dims();
+  desc.layout = layout;
   desc.mode = mode_;
   desc.log = log_;
   desc.dtype = src.dtype();
   desc.validate();
-  Tensor dst = detail::empty(context(), src.dims(), src.dtype());
+  Tensor dst = detail::empty(context(), src.dims(), src.dtype(), layout);
   const std::string key = desc.key();
   Context& run_context = call_context(
       Direction::fwd, key, [&](Context& c) { return softmax_list(c, desc, Direction::fwd); });
@@ -119,8 +126,8 @@ Tensor Softmax::forward(const Tensor& src) {
 Tensor Softmax::backward(const Tensor& diff_dst) {
   require_forward(dst_);
   const SoftmaxDesc desc = *desc_;
-  check_diff(diff_dst, desc.dims, desc.dtype);
-  Tensor diff_src = detail::empty(context(), desc.dims, desc.dtype);
+  check_diff(diff_dst, desc.dims, desc.dtype, desc.layout);
+  Tensor diff_src = detail::empty(context(), desc.dims, desc.dtype, desc.layout);
   const std::string key = desc.key();
   Context& run_context = call_context(Direction::bwd_data, key, [&](Context& c) {
     return softmax_list(c, desc, Direction::bwd_data);

@@ -1,6 +1,8 @@
 #include "nn/tensors.hpp"
 
 #include <dnnx/ops/add.hpp>
+#include <dnnx/ops/fill.hpp>
+#include <dnnx/random.hpp>
 
 #include "core/check.hpp"
 
@@ -10,14 +12,26 @@
 
 namespace dnnx::nn::detail {
 
-Tensor empty(const Context& context, const Dims& dims, DType dtype) {
-  return Tensor::empty(dims, dtype, Layout::channels_first, context.allocator());
+Tensor empty(const Context& context, const Dims& dims, DType dtype, Layout layout) {
+  return Tensor::empty(dims, dtype, layout, context.allocator());
 }
 
-Tensor zeros(const Context& context, const Dims& dims, DType dtype) {
-  Tensor tensor = empty(context, dims, dtype);
+Tensor zeros(const Context& context, const Dims& dims, DType dtype, Layout layout) {
+  Tensor tensor = empty(context, dims, dtype, layout);
   tensor.fill(0.0f);
   return tensor;
+}
+
+Layout layout_of(const Tensor& tensor) { return tensor.layout().value_or(Layout::channels_first); }
+
+Layout stored_layout(const Tensor& tensor) {
+  if (tensor.strides() == dense_strides(tensor.dims(), Layout::channels_first)) {
+    return Layout::channels_first;
+  }
+  if (tensor.strides() == dense_strides(tensor.dims(), Layout::channels_last)) {
+    return Layout::channels_last;
+  }
+  return layout_of(tensor);
 }
 
 namespace {
@@ -33,7 +47,22 @@ Tensor on_host(const Tensor& src) {
 }  // namespace
 
 Tensor converted(const Context& context, const Tensor& src, DType dtype) {
-  Tensor dst = empty(context, src.dims(), dtype);
+  Tensor dst = empty(context, src.dims(), dtype, stored_layout(src));
+  assign(src, dst);
+  return dst;
+}
+
+// Note [layout changes in nn]
+// dnnx's ops take every tensor of a call in the desc's one layout, and copy() moves a device
+// tensor into another layout only through the host (there is no transpose op). The modules
+// therefore keep the input's layout from layer to layer and change it in two places only: once,
+// when to_layout() rewrites the convolution weights (not per step), and in Flatten when its input
+// is channels_last with a spatial extent (PyTorch flattens in C, H, W order): on the host that is
+// one strided copy, on a GPU a round trip through host memory — correct, and slow, which is why
+// ResNet's flatten of an N x C x 1 x 1 tensor, dense in both layouts, changes nothing.
+Tensor relayout(const Context& context, const Tensor& src, Layout layout) {
+  if (src.is_dense(layout)) return src;
+  Tensor dst = empty(context, src.dims(), src.dtype(), layout);
   assign(src, dst);
   return dst;
 }
@@ -42,6 +71,13 @@ void assign(const Tensor& src, Tensor& dst) {
   DNNX_CHECK_ARG(src.dims() == dst.dims(), "cannot assign a tensor of dims ", src.dims(),
                  " to one of dims ", dst.dims());
   if (src.dtype() == dst.dtype()) {
+    const bool on_devices =
+        src.device().kind != Device::Kind::cpu && dst.device().kind != Device::Kind::cpu;
+    if (on_devices && !src.is_dense(layout_of(dst))) {
+      // A device-to-device copy keeps the layout (Note [layout changes in nn]).
+      copy(on_host(src), dst);
+      return;
+    }
     copy(src, dst);
     return;
   }
@@ -54,6 +90,18 @@ void assign(const Tensor& src, Tensor& dst) {
   copy(host, dst);
 }
 
+// Note [zero_grad without waiting]
+// Tensor::fill on a device tensor waits for the device (a tensor may be read next on another
+// stream), so zero_grad through it waited once per parameter: a ResNet-50 step began with 161
+// synchronisations, and the GPU idled while the host queued the forward. The fill op runs on the
+// module's context instead, ordered on its stream with the backward that writes the gradients next.
+void fill_zeros(Context& context, Tensor& tensor) {
+  if (tensor.numel() == 0) return;
+  Generator unused(0);  // a constant fill draws nothing
+  fill_fwd(context, FillDesc::of(tensor, Distribution::constant), FillParams::constant(0.0f),
+           unused, tensor);
+}
+
 void accumulate(Context& context, const std::vector<Parameter*>& parameters,
                 const std::function<void(std::vector<Tensor*>&)>& compute) {
   std::vector<Tensor> scratch(parameters.size());
@@ -61,7 +109,8 @@ void accumulate(Context& context, const std::vector<Parameter*>& parameters,
   for (std::size_t i = 0; i < parameters.size(); ++i) {
     Parameter& parameter = *parameters[i];
     if (parameter.grad_live) {
-      scratch[i] = empty(context, parameter.grad.dims(), parameter.grad.dtype());
+      scratch[i] =
+          empty(context, parameter.grad.dims(), parameter.grad.dtype(), layout_of(parameter.grad));
       targets[i] = &scratch[i];
     } else {
       targets[i] = &parameter.grad;
@@ -72,22 +121,31 @@ void accumulate(Context& context, const std::vector<Parameter*>& parameters,
     Parameter& parameter = *parameters[i];
     if (targets[i] == &scratch[i]) {
       const Dims& dims = parameter.grad.dims();
-      add_fwd(context, AddDesc::from_dims(dims, dims, 1.0f, 1.0f, parameter.grad.dtype()),
+      add_fwd(context,
+              AddDesc::from_dims(dims, dims, 1.0f, 1.0f, parameter.grad.dtype(),
+                                 layout_of(parameter.grad)),
               scratch[i], parameter.grad);
     }
     parameter.grad_live = true;
   }
 }
 
-void check_input(std::string_view who, const Tensor& src, int min_rank, int max_rank) {
+Layout check_input(std::string_view who, const Tensor& src, int min_rank, int max_rank,
+                   Accepts accepts) {
   DNNX_CHECK_ARG(!src.is_null() || src.numel() == 0, who, ": the input is a null tensor");
   DNNX_CHECK_ARG(src.rank() >= min_rank && src.rank() <= max_rank, who, ": input ", describe(src),
                  " has rank ", src.rank(), "; expected ",
                  min_rank == max_rank ? std::to_string(min_rank) : cat(min_rank, " to ", max_rank));
   DNNX_CHECK_ARG(is_floating(src.dtype()), who, ": input ", describe(src),
                  " must be f32, f16 or bf16");
-  DNNX_CHECK_ARG(src.is_dense(Layout::channels_first), who, ": input ", describe(src),
-                 " must be dense channels_first (NCHW); channels_last modules are not offered");
+  if (accepts == Accepts::channels_first) {
+    DNNX_CHECK_ARG(src.is_dense(Layout::channels_first), who, ": input ", describe(src),
+                   " must be dense channels_first (row-major)");
+    return Layout::channels_first;
+  }
+  DNNX_CHECK_ARG(src.layout().has_value(), who, ": input ", describe(src), " with strides ",
+                 src.strides(), " must be dense channels_first (NCHW) or channels_last (NHWC)");
+  return layout_of(src);
 }
 
 std::string tuple(const std::vector<std::int64_t>& values) {

@@ -22,15 +22,32 @@ namespace dnnx::nn::detail {
 using ::dnnx::detail::cat;
 using ::dnnx::detail::join;
 
-/// A dense channels_first tensor of `dims` and `dtype` on `context`'s device (uninitialised).
-Tensor empty(const Context& context, const Dims& dims, DType dtype);
+/// A dense tensor of `dims` and `dtype` in `layout` on `context`'s device (uninitialised).
+Tensor empty(const Context& context, const Dims& dims, DType dtype,
+             Layout layout = Layout::channels_first);
 /// The same filled with zeros.
-Tensor zeros(const Context& context, const Dims& dims, DType dtype);
-/// A copy of `src` converted to `dtype` on `context`'s device (through the host when the dtype
-/// changes; floating dtypes only then).
+Tensor zeros(const Context& context, const Dims& dims, DType dtype,
+             Layout layout = Layout::channels_first);
+/// The dense layout of `tensor` (channels_first for rank <= 2, and for a tensor dense in both).
+Layout layout_of(const Tensor& tensor);
+/// The layout `tensor` was made in: channels_first or channels_last when its strides are exactly
+/// that layout's dense strides (size-1 dims included, as Tensor::empty makes them; channels_first
+/// when they are both's), else layout_of. A 1x1 convolution's weights are dense in both layouts;
+/// this keeps the one Module::to_layout made them in through convert.
+Layout stored_layout(const Tensor& tensor);
+/// A copy of `src` converted to `dtype` on `context`'s device, dense in src's layout (through
+/// the host when the dtype changes; floating dtypes only then).
 Tensor converted(const Context& context, const Tensor& src, DType dtype);
+/// `src` itself when it is dense in `layout`, else a copy of it dense in `layout` on `context`'s
+/// device (Note [layout changes in nn]).
+Tensor relayout(const Context& context, const Tensor& src, Layout layout);
 /// Copies `src` into `dst` (same dims), converting the dtype through the host when it differs.
 void assign(const Tensor& src, Tensor& dst);
+
+/// Sets `tensor` (on `context`'s device) to zeros with the fill op on the context: queued on its
+/// stream like the ops around it, where Tensor::fill waits for the device (Note [zero_grad
+/// without waiting]).
+void fill_zeros(Context& context, Tensor& tensor);
 
 /// Runs `compute` on the tensor the gradients of `parameters` should be written to and makes the
 /// parameters' grads hold the sum of what they held and what was computed: a parameter whose
@@ -39,9 +56,13 @@ void assign(const Tensor& src, Tensor& dst);
 void accumulate(Context& context, const std::vector<Parameter*>& parameters,
                 const std::function<void(std::vector<Tensor*>&)>& compute);
 
-/// Throws InvalidArgument "<who>: input must be dense channels_first ... got ..." unless `src`
-/// is dense channels_first with rank in [min_rank, max_rank] and a floating dtype.
-void check_input(std::string_view who, const Tensor& src, int min_rank, int max_rank);
+/// Which memory orders a module accepts.
+enum class Accepts : std::uint8_t { channels_first, any_dense };
+/// Throws InvalidArgument naming `who` unless `src` has rank in [min_rank, max_rank], a floating
+/// dtype and is dense channels_first or (with Accepts::any_dense) channels_last. Returns its
+/// layout (layout_of): what the module's ops run in and its outputs keep.
+Layout check_input(std::string_view who, const Tensor& src, int min_rank, int max_rank,
+                   Accepts accepts = Accepts::any_dense);
 
 /// PyTorch's tuple text: "(3, 3)" for {3, 3}, "(3,)" for {3}.
 std::string tuple(const std::vector<std::int64_t>& values);

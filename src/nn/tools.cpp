@@ -98,6 +98,10 @@ std::string Report::table() const {
   return text.str();
 }
 
+void to_layout(Module& model, Layout layout) {
+  for (auto& [name, module] : model.named_modules()) module->to_layout(layout);
+}
+
 void convert(Module& model, const Context& context,
              const std::function<bool(const std::string& name, const Module& module)>& exclude) {
   for (auto& [name, module] : model.named_modules()) {

@@ -6,6 +6,11 @@
 #include "nn/nn_test_util.hpp"
 #include "support/gpu.hpp"
 
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <string>
+
 namespace dnnx::test::nn {
 namespace {
 
@@ -268,6 +273,105 @@ TEST(NnCudnn, RecurrentLayersMatchReference) {
     float scale = 0;
     for (float v : want[i]) scale = std::max(scale, std::abs(v));
     EXPECT_LE(worst_ratio(got[i], want[i], 0, 2e-4 * scale), 1.0) << "tensor " << i;
+  }
+}
+
+// channels_last on the GPU (Note [nn layouts]): ResNet-18 and a conv -> flatten -> linear net
+// (whose flatten of an NHWC tensor with a spatial extent goes through the host) run in f16 and
+// f32 with NHWC inputs and OHWI weights (nn::to_layout) follow the reference backend's NCHW f32
+// step: logits, input gradient, every parameter gradient; the cudnn results keep channels_last.
+TEST(NnCudnn, ChannelsLastMatchesReference) {
+  DNNX_REQUIRE_GPU();
+  const auto flatten_net = [](const Context& context) -> std::shared_ptr<nn::Module> {
+    auto model = std::make_shared<nn::Sequential>(context);
+    nn::ConvOptions same;
+    same.padding = {1};
+    model->push_back(
+        std::make_shared<nn::Conv2d>(context, 3, 8, std::vector<std::int64_t>{3}, same));
+    model->push_back(std::make_shared<nn::BatchNorm2d>(context, 8));
+    model->push_back(std::make_shared<nn::ReLU>(context, true));
+    model->push_back(std::make_shared<nn::MaxPool2d>(context, std::vector<std::int64_t>{2}));
+    model->push_back(std::make_shared<nn::Flatten>(context));
+    model->push_back(std::make_shared<nn::Linear>(context, 8 * 6 * 6, 10));
+    return model;
+  };
+  const auto resnet = [](const Context& context) -> std::shared_ptr<nn::Module> {
+    return nn::models::resnet18(context, 10, 3);
+  };
+  struct Case {
+    const char* name;
+    std::function<std::shared_ptr<nn::Module>(const Context&)> build;
+    Dims dims;
+  };
+  for (const Case& c : {Case{"flatten_net", flatten_net, Dims{4, 3, 12, 12}},
+                        Case{"resnet18", resnet, Dims{4, 3, 48, 48}}}) {
+    for (TypeConfig type : {TypeConfig::float32, TypeConfig::half}) {
+      SCOPED_TRACE(std::string(c.name) + " " + std::string(to_string(type)));
+      Context reference(BackendKind::reference);
+      Context gpu(BackendKind::cudnn, 0, type);
+      gpu.set_choice_cache(std::make_shared<ChoiceCache>());
+      const DType dtype = dtype_of(type);
+      nn::manual_seed(4);
+      auto want_model = c.build(reference);
+      const Tensor x = input(c.dims, 3);
+      const Tensor y = labels(c.dims[0], 10, 4);
+      const auto want = step(*want_model, reference, x, y);
+      // One training step on the GPU with the input and the weights in `layout`.
+      const auto run = [&](Layout layout) {
+        nn::manual_seed(4);
+        auto model = c.build(gpu);
+        nn::to_layout(*model, layout);
+        nn::CrossEntropyLoss loss(gpu);
+        model->zero_grad();
+        Tensor typed = Tensor::empty(x.dims(), dtype, layout);
+        typed.copy_from_f32(x.to_f32());
+        const Tensor logits = model->forward(device_copy(typed, gpu));
+        loss.forward(logits, device_copy(y, gpu));
+        const Tensor dx = model->backward(loss.backward());
+        EXPECT_TRUE(dx.is_dense(layout)) << describe(dx);
+        std::vector<std::vector<float>> got{host_copy_of(logits).to_f32(),
+                                            host_copy_of(dx).to_f32()};
+        for (auto* parameter : model->parameters()) {
+          got.push_back(host_copy_of(parameter->grad).to_f32());
+        }
+        return got;
+      };
+      const auto got = run(Layout::channels_last);
+      ASSERT_EQ(got.size(), want.size());
+      float largest = 0;
+      for (std::size_t i = 2; i < want.size(); ++i)
+        for (float v : want[i]) largest = std::max(largest, std::abs(v));
+      const auto scale_of = [&](std::size_t i) {
+        float scale = i >= 2 ? 0.01f * largest : 0.0f;
+        for (float v : want[i]) scale = std::max(scale, std::abs(v));
+        return scale;
+      };
+      // f16 gradients through a batch norm are far from f32 ones in either layout (Note [f16
+      // gradients of a deep model] in layout_test.cpp; 10% of the scale already for the shallow
+      // net's first convolution): the channels_last run's distance from the reference must be
+      // at most three times the channels_first f16 run's, plus 5% of the scale. The logits, and
+      // f32, are compared directly.
+      const bool through_nchw = type == TypeConfig::half;
+      const auto nchw = through_nchw ? run(Layout::channels_first) : got;
+      // f16 activations and gradients: a few 1e-3 of each tensor's scale (f32: TF32 may serve).
+      const double atol = type == TypeConfig::half ? 2e-2 : 5e-3;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const float scale = scale_of(i);
+        if (!through_nchw || i == 0) {
+          EXPECT_LE(worst_ratio(got[i], want[i], 2e-2, atol * scale), 1.0) << "tensor " << i;
+          continue;
+        }
+        const auto error = [&](const std::vector<float>& values) {
+          double worst = 0;
+          for (std::size_t k = 0; k < values.size(); ++k) {
+            if (!std::isfinite(values[k])) return double(INFINITY);
+            worst = std::max(worst, double(std::abs(values[k] - want[i][k])));
+          }
+          return worst / scale;
+        };
+        EXPECT_LE(error(got[i]), 3 * error(nchw[i]) + 5e-2) << "tensor " << i;
+      }
+    }
   }
 }
 

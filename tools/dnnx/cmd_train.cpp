@@ -43,6 +43,7 @@ struct TrainArgs {
   std::string weight_decay = "0";
   bool nesterov = false;
   std::string dtype = "f32";
+  std::string layout = "nchw";
   std::string seed = "0";
   std::string save;
   std::string resume;
@@ -67,6 +68,7 @@ struct TrainConfig {
   std::int64_t test_limit = 0;
   OptimizerConfig optimizer;
   DType dtype = DType::f32;
+  Layout layout = Layout::channels_first;
   std::uint64_t seed = 0;
   std::string save;
   std::string resume;
@@ -133,6 +135,7 @@ TrainConfig parse_train(const TrainArgs& args) {
   }
   config.optimizer.nesterov = args.nesterov;
   config.dtype = parse_dtype_arg("--dtype", args.dtype);
+  config.layout = parse_layout_arg("--layout", args.layout);
   if (!is_floating(config.dtype)) {
     throw UsageError("--dtype '" + args.dtype + "': expected f32, f16 or bf16");
   }
@@ -287,6 +290,9 @@ int run_train(const TrainArgs& args) {
     first_epoch =
         parse_int("the epoch of " + optimizer_path(config.resume), epoch->second, 0, 100000);
   }
+  // Note [nn layouts]: the convolution weights are stored in the layout the data comes in,
+  // before the optimizer takes the parameters.
+  nn::to_layout(*model, config.layout);
   TrainOptimizer optimizer(context, *model, config.optimizer);
   if (optimizer_state) optimizer.load_state(*optimizer_state);
 
@@ -297,6 +303,7 @@ int run_train(const TrainArgs& args) {
   options.std = std;
   options.prefetch = config.prefetch;
   options.dtype = context.dtype();
+  options.layout = config.layout;
   options.device = context;
   data::DataLoader train_loader(train_set, options, first_epoch);
   data::LoaderOptions test_options = options;
@@ -304,9 +311,9 @@ int run_train(const TrainArgs& args) {
 
   std::cout << "train " << config.model << " on " << config.dataset << " (" << train_set->size()
             << " train, " << test_set->size() << " test, " << train_set->image_dims().to_string()
-            << ", " << train_set->classes() << " classes): " << context.describe() << ", batch "
-            << config.batch << ", " << to_string(config.optimizer.kind) << " lr "
-            << config.optimizer.lr;
+            << ", " << train_set->classes() << " classes): " << context.describe() << ", "
+            << to_string(config.layout) << ", batch " << config.batch << ", "
+            << to_string(config.optimizer.kind) << " lr " << config.optimizer.lr;
   if (config.optimizer.kind == OptimizerKind::sgd) {
     std::cout << " momentum " << config.optimizer.momentum;
   }
@@ -323,6 +330,10 @@ int run_train(const TrainArgs& args) {
     Tensor correct = Tensor::zeros({1}, DType::i64, Layout::channels_first, context.allocator());
     std::int64_t images = 0;
     std::int64_t step = 0;
+    // The first step of a run selects (and, under exhaustive policies, times) every layer's
+    // algorithms: the rate after it is the steady one.
+    double first_step_seconds = NAN;
+    std::int64_t first_step_images = 0;
     while (auto batch = train_loader.next()) {
       model->zero_grad();
       const Tensor logits = model->forward(batch->images);
@@ -338,6 +349,11 @@ int run_train(const TrainArgs& args) {
       images += batch->labels.dims()[0];
       ++step;
       ++steps_done;
+      if (step == 1) {
+        context.synchronize();
+        first_step_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        first_step_images = images;
+      }
       const bool last = config.steps > 0 && steps_done >= config.steps;
       if (losses.pending() >= 32 || (config.progress == Progress::bar && step % 10 == 0)) {
         losses.flush();
@@ -364,7 +380,7 @@ int run_train(const TrainArgs& args) {
     const std::int64_t train_correct = read_count(correct);
     const auto [test_correct, tested] =
         evaluate(*model, test_set, test_options, context, config.test_limit);
-    char line[512];
+    char line[640];
     std::snprintf(
         line, sizeof line,
         "epoch %" PRId64 "/%" PRId64 " steps %" PRId64
@@ -374,7 +390,16 @@ int run_train(const TrainArgs& args) {
         images > 0 ? static_cast<double>(train_correct) / static_cast<double>(images) : 0.0,
         tested > 0 ? static_cast<double>(test_correct) / static_cast<double>(tested) : 0.0,
         test_correct, tested, train_seconds, images / train_seconds);
-    std::cout << line << std::endl;
+    std::cout << line;
+    // The steady rate: the epoch's steps but the first (excluded from the queue of work it
+    // waited for by a synchronize after it).
+    if (step > 1) {
+      std::snprintf(
+          line, sizeof line, " (first step %.3f s, after it %.0f images/s)", first_step_seconds,
+          static_cast<double>(images - first_step_images) / (train_seconds - first_step_seconds));
+      std::cout << line;
+    }
+    std::cout << std::endl;
     if (!config.save.empty()) {
       safetensors::File weights;
       for (const auto& [name, tensor] : model->state_dict()) weights.set(name, tensor);
@@ -447,6 +472,12 @@ void add_train_command(CLI::App& app, Action& action) {
   command->add_flag("--nesterov", args.nesterov, "Nesterov momentum (sgd)");
   command->add_option("--dtype", args.dtype, "f32 | f16 | bf16 (f32 master weights for f16/bf16)")
       ->type_name("DTYPE")
+      ->capture_default_str();
+  command
+      ->add_option("--layout", args.layout,
+                   "nchw | nhwc: the images' memory order and the convolution weights' (nhwc: "
+                   "PyTorch's channels_last)")
+      ->type_name("LAYOUT")
       ->capture_default_str();
   command->add_option("--seed", args.seed, "seed of the weights, the shuffles and synthetic data")
       ->type_name("N")

@@ -35,7 +35,10 @@ TrainOptimizer::TrainOptimizer(Context context, nn::Module& model, OptimizerConf
   for (nn::ParameterGroup& tensors : groups) {
     Group group;
     for (const auto& [name, parameter] : named) {
-      if (parameter->value.dtype() == tensors.dtype) group.names.push_back(name);
+      if (parameter->value.dtype() != tensors.dtype) continue;
+      group.names.push_back(name);
+      group.stored.emplace_back(parameter->value.dims(),
+                                parameter->value.layout().value_or(Layout::channels_first));
     }
     const bool master = !tensors.master.empty();
     if (config_.kind == OptimizerKind::sgd) {
@@ -95,14 +98,28 @@ void TrainOptimizer::step() {
   }
 }
 
+namespace {
+
+// `tensor` (a parameter's state, flat when the parameter is channels_last) as a view in the
+// parameter's dims and layout.
+Tensor as_stored(const Tensor& tensor, const std::pair<Dims, Layout>& stored) {
+  if (tensor.dims() == stored.first) return tensor;
+  return Tensor::view(tensor.data(), stored.first, tensor.dtype(), stored.second, tensor.device());
+}
+
+}  // namespace
+
 void TrainOptimizer::save_state(safetensors::File& file) const {
   const char* first = config_.kind == OptimizerKind::sgd ? ".momentum_buffer" : ".exp_avg";
   for (const Group& group : groups_) {
     for (std::size_t i = 0; i < group.names.size(); ++i) {
-      if (!group.first.empty()) file.set(group.names[i] + first, group.first[i]);
-      if (!group.second.empty()) file.set(group.names[i] + ".exp_avg_sq", group.second[i]);
+      const auto& stored = group.stored[i];
+      if (!group.first.empty()) file.set(group.names[i] + first, as_stored(group.first[i], stored));
+      if (!group.second.empty()) {
+        file.set(group.names[i] + ".exp_avg_sq", as_stored(group.second[i], stored));
+      }
       if (!group.tensors.master.empty()) {
-        file.set(group.names[i] + ".master", group.tensors.master[i]);
+        file.set(group.names[i] + ".master", as_stored(group.tensors.master[i], stored));
       }
     }
     file.set("step." + std::string(dnnx::to_string(group.tensors.dtype)), group.step);
@@ -121,10 +138,18 @@ void TrainOptimizer::load_state(const safetensors::File& file) {
   const char* first = config_.kind == OptimizerKind::sgd ? ".momentum_buffer" : ".exp_avg";
   for (Group& group : groups_) {
     for (std::size_t i = 0; i < group.names.size(); ++i) {
-      if (!group.first.empty()) file.copy_to(group.names[i] + first, group.first[i]);
-      if (!group.second.empty()) file.copy_to(group.names[i] + ".exp_avg_sq", group.second[i]);
+      const auto& stored = group.stored[i];
+      if (!group.first.empty()) {
+        Tensor target = as_stored(group.first[i], stored);
+        file.copy_to(group.names[i] + first, target);
+      }
+      if (!group.second.empty()) {
+        Tensor target = as_stored(group.second[i], stored);
+        file.copy_to(group.names[i] + ".exp_avg_sq", target);
+      }
       if (!group.tensors.master.empty()) {
-        file.copy_to(group.names[i] + ".master", group.tensors.master[i]);
+        Tensor target = as_stored(group.tensors.master[i], stored);
+        file.copy_to(group.names[i] + ".master", target);
       }
     }
     file.copy_to("step." + std::string(dnnx::to_string(group.tensors.dtype)), group.step);

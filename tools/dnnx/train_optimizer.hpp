@@ -10,6 +10,7 @@
 #include <dnnx/safetensors.hpp>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dnnx::cli {
@@ -44,6 +45,10 @@ class TrainOptimizer {
   struct Group {
     nn::ParameterGroup tensors;
     std::vector<std::string> names;
+    // Each parameter's dims and layout: a channels_last parameter's state is held flat
+    // (nn::group_parameters) and saved as a view in the parameter's dims and layout, so that a
+    // checkpoint holds PyTorch's order whatever the layout.
+    std::vector<std::pair<Dims, Layout>> stored;
     SgdDesc sgd;
     AdamDesc adam;
     std::vector<Tensor> first;   // momentum buffers or exp_avg

@@ -3,8 +3,9 @@
 /// Layers: convolution, linear, batch normalization, activations, pooling, flatten, dropout,
 /// softmax, identity. Names, arguments, defaults, initialisation and state_dict keys are
 /// PyTorch's (torch.nn.Conv2d, ...). Each runs one op (Module::op()) whose per-direction policies
-/// it owns. Data tensors are dense channels_first (NCHW); layers with weights take inputs of
-/// their weights' dtype, the others compute in their input's dtype.
+/// it owns. Data tensors are dense channels_first (NCHW) or channels_last (NHWC): Note [nn
+/// layouts] in module.hpp. Layers with weights take inputs of their weights' dtype, the others
+/// compute in their input's dtype.
 
 #include <dnnx/nn/module.hpp>
 #include <dnnx/ops/activation.hpp>
@@ -60,12 +61,16 @@ class Conv : public Module {
   bool has_bias() const { return options_.bias; }
   /// The desc of the last forward (nullopt before).
   const std::optional<ConvDesc>& desc() const { return desc_; }
+  /// The layout the weights are stored in: channels_first until to_layout (Note [nn layouts]).
+  Layout weights_layout() const { return weights_layout_; }
+  void to_layout(Layout layout) override;
 
  private:
   int spatial_dims_;
   std::int64_t in_channels_, out_channels_;
   std::vector<std::int64_t> kernel_;
   ConvOptions options_;
+  Layout weights_layout_ = Layout::channels_first;
   std::optional<ConvDesc> desc_;
   Tensor src_;
 };
@@ -350,7 +355,10 @@ class GlobalAvgPool : public Pool {
   std::string extra_repr() const override;
 };
 
-/// torch.nn.Flatten: dims start_dim..end_dim merged into one (a view: no copy, no op).
+/// torch.nn.Flatten: dims start_dim..end_dim merged into one, in logical (PyTorch's) order: a view
+/// (no copy, no op) of a channels_first input; a channels_last input with a spatial extent is
+/// copied into channels_first first, and backward copies the gradient back (Note [layout changes
+/// in nn]: through the host on a GPU).
 class Flatten : public Module {
  public:
   /// Negative dims count from the end, as PyTorch's.
@@ -364,6 +372,7 @@ class Flatten : public Module {
  private:
   int start_, end_;
   Dims src_dims_, dst_dims_;
+  Layout src_layout_ = Layout::channels_first;
   bool saved_ = false;
 };
 

@@ -12,6 +12,24 @@
 /// backward per training forward, in reverse order across modules (containers do that). Gradients
 /// accumulate over backward calls until zero_grad(), as in PyTorch. A forward in eval mode keeps
 /// nothing.
+///
+/// Note [nn layouts]
+/// The memory format follows the input, as in PyTorch: a module given a dense channels_last
+/// (NHWC) tensor runs its op in channels_last and returns channels_last; given channels_first it
+/// stays channels_first (a tensor dense in both, such as N x C x 1 x 1, counts as
+/// channels_first, except for a convolution, which takes its weights' layout then). backward's
+/// diff_dst must be dense in the layout of the forward's output (InvalidArgument otherwise) and
+/// the gradient it returns has the input's layout. Linear, RNN and losses on rank-2 tensors are
+/// row-major anyway; Linear and the RNNs refuse a channels_last input of rank 3 or more.
+/// Convolution weights are the exception to "follows the input": dnnx's conv op takes src,
+/// weights and dst in one layout (OHWI weights for NHWC data), so the weights are stored in the
+/// layout the model runs in, chosen once with nn::to_layout(model, layout) (PyTorch's
+/// model.to(memory_format=torch.channels_last)) before the optimizer is built; a convolution
+/// given an input of the other layout throws InvalidArgument saying so. The parameters keep
+/// their logical dims O x I x kH x kW in either layout, so state_dict(), load_state_dict() and
+/// safetensors checkpoints are PyTorch's OIHW order whatever the storage order (Tensor's
+/// logical order), and the optimizers update them as flat arrays (every tensor of a parameter
+/// shares its layout).
 
 #include <dnnx/algo.hpp>
 #include <dnnx/context.hpp>
@@ -136,6 +154,9 @@ class Module {
   /// are kept when the backend stays the same, else the new context's are taken. nn::convert
   /// applies it to a tree.
   virtual void to(const Context& context);
+  /// Stores this module's own parameters of rank 3 or more (convolution weights: value, master
+  /// copy, gradient) dense in `layout` (Note [nn layouts]); nn::to_layout applies it to a tree.
+  virtual void to_layout(Layout layout);
 
  protected:
   /// Registers a parameter initialised to `initial` (f32, on the context's device): its value
@@ -179,8 +200,10 @@ class Module {
   /// Throws InvalidArgument "<type_name>.backward called without a training forward" unless
   /// `saved` (what the forward kept) holds a tensor.
   void require_forward(const Tensor& saved) const;
-  /// Throws InvalidArgument unless diff_dst has `dims` and `dtype`.
-  void check_diff(const Tensor& diff_dst, const Dims& dims, DType dtype) const;
+  /// Throws InvalidArgument unless diff_dst has `dims` and `dtype` and is dense in `layout` (the
+  /// forward output's: Note [nn layouts]).
+  void check_diff(const Tensor& diff_dst, const Dims& dims, DType dtype,
+                  Layout layout = Layout::channels_first) const;
 
  private:
   struct Slot {

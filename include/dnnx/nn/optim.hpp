@@ -21,10 +21,16 @@ struct ParameterGroup {
   std::vector<Tensor> params;  ///< the values (sharing the parameters' storage)
   std::vector<Tensor> grads;   ///< the gradients (sharing storage)
   std::vector<Tensor> master;  ///< the f32 master copies (all or none)
+  /// The parameters' own tensors behind params, grads and master where those are flat views
+  /// (kept alive with them).
+  std::vector<Tensor> owners;
 };
 
-/// Groups `parameters` by dtype, in order of first appearance. Throws InvalidArgument when the
-/// parameters of one dtype mix master copies and none, or live on different devices.
+/// Groups `parameters` by dtype, in order of first appearance. A parameter stored channels_last
+/// (nn::to_layout) is given as flat views {numel} of its value, gradient and master copy: the
+/// updates are elementwise, and the three share one layout (Note [nn layouts]). Throws
+/// InvalidArgument when the parameters of one dtype mix master copies and none, live on
+/// different devices, or a parameter's tensors are not dense or differ in layout.
 std::vector<ParameterGroup> group_parameters(const std::vector<Parameter*>& parameters);
 
 /// torch.optim.SGD over `parameters` (model.parameters()), with momentum buffers when

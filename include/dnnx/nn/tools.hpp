@@ -56,4 +56,11 @@ void convert(
     Module& model, const Context& context,
     const std::function<bool(const std::string& name, const Module& module)>& exclude = {});
 
+/// Module::to_layout on every module of `model`: every parameter of rank 3 or more (the
+/// convolution weights: value, f32 master copy and gradient) is stored dense in `layout`, and
+/// the convolutions run in it, as after PyTorch's model.to(memory_format=...) (Note [nn
+/// layouts]); parameters already in it are left alone. The values are unchanged (a copy through
+/// the host on a GPU: call it once, not per step). Optimizers built before must be built again.
+void to_layout(Module& model, Layout layout);
+
 }  // namespace dnnx::nn

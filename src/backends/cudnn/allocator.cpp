@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <bit>
 
 namespace dnnx::cudnn {
@@ -67,6 +68,7 @@ void* CachingAllocator::allocate(std::size_t bytes) {
     cached_ -= size;
     in_use_ += size;
     live_.emplace(block, size);
+    note_peaks();
     return block;
   }
   CurrentDevice current(device_);
@@ -98,6 +100,7 @@ void* CachingAllocator::allocate(std::size_t bytes) {
   ++device_allocations_;
   in_use_ += size;
   live_.emplace(block, size);
+  note_peaks();
   return block;
 }
 
@@ -142,6 +145,27 @@ void CachingAllocator::release_cached_locked() noexcept {
 std::size_t CachingAllocator::bytes_in_use() const {
   std::lock_guard lock(mutex_);
   return in_use_;
+}
+
+void CachingAllocator::note_peaks() noexcept {
+  peak_in_use_ = std::max(peak_in_use_, in_use_);
+  peak_reserved_ = std::max(peak_reserved_, in_use_ + cached_);
+}
+
+std::size_t CachingAllocator::peak_bytes_in_use() const {
+  std::lock_guard lock(mutex_);
+  return peak_in_use_;
+}
+
+std::size_t CachingAllocator::peak_bytes_reserved() const {
+  std::lock_guard lock(mutex_);
+  return peak_reserved_;
+}
+
+void CachingAllocator::reset_peaks() {
+  std::lock_guard lock(mutex_);
+  peak_in_use_ = in_use_;
+  peak_reserved_ = in_use_ + cached_;
 }
 
 std::size_t CachingAllocator::bytes_cached() const {

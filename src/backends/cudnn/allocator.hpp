@@ -41,6 +41,13 @@ class CachingAllocator final : public Allocator {
   std::size_t bytes_cached() const;
   /// cudaMalloc calls made so far (tests check that repeated calls make none).
   std::size_t device_allocations() const;
+  /// The most bytes_in_use() and bytes_in_use() + bytes_cached() have been since the allocator
+  /// was made or reset_peaks() was called (PyTorch's max_memory_allocated and
+  /// max_memory_reserved; bucket sizes, so up to 12.5% above the requests).
+  std::size_t peak_bytes_in_use() const;
+  std::size_t peak_bytes_reserved() const;
+  /// Starts the peaks again from the present figures.
+  void reset_peaks();
 
   /// The bucket a request of `bytes` is served from: 512 B steps up to 1 MiB, 2 MiB steps up to
   /// 64 MiB, then steps of 1/8 of the power of two below (at most 12.5% slack).
@@ -57,6 +64,10 @@ class CachingAllocator final : public Allocator {
   std::size_t in_use_ = 0;
   std::size_t cached_ = 0;
   std::size_t device_allocations_ = 0;
+  std::size_t peak_in_use_ = 0;
+  std::size_t peak_reserved_ = 0;
+
+  void note_peaks() noexcept;
 };
 
 }  // namespace dnnx::cudnn
