@@ -12,6 +12,7 @@
 #include "backends/cudnn/cudnn.hpp"
 #endif
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <map>
@@ -24,7 +25,29 @@ ContextState::~ContextState() {
   if (workspace_ != nullptr) backend_->allocator().deallocate(workspace_, workspace_bytes_);
 }
 
+// Note [search workspace]
+// The workspace is one buffer per backend instance that grows to the largest request and stays,
+// so that calls never allocate. An exhaustive search times candidates whose workspace can be far
+// larger than the one it picks (tens of GB for some convolution algorithms at ResNet-50's first
+// layer), and a buffer grown for them would stay allocated for the rest of the process. So the
+// timing runs ask through search_workspace(), which grows the same buffer without counting
+// towards what calls need, and end_search() returns the buffer to the allocator when it is
+// larger than the largest request of a call's plan; the next call allocates what it needs (from
+// the allocator's cache on the cudnn backend).
 Workspace ContextState::workspace(std::size_t bytes) {
+  call_bytes_ = std::max(call_bytes_, bytes);
+  return search_workspace(bytes);
+}
+
+void ContextState::end_search() {
+  if (workspace_ != nullptr && workspace_bytes_ > call_bytes_) {
+    backend_->allocator().deallocate(workspace_, workspace_bytes_);
+    workspace_ = nullptr;
+    workspace_bytes_ = 0;
+  }
+}
+
+Workspace ContextState::search_workspace(std::size_t bytes) {
   if (bytes > workspace_bytes_) {
     if (workspace_ != nullptr) {
       backend_->allocator().deallocate(workspace_, workspace_bytes_);

@@ -40,9 +40,14 @@ class ContextState {
 
   /// Serialises execution on this backend instance: the workspace is shared by its calls.
   std::mutex& mutex() { return mutex_; }
-  /// At least `bytes` of scratch on the backend's device; grows, never shrinks. Call with mutex()
-  /// held; valid until the next call. Throws Error(OutOfMemory).
+  /// At least `bytes` of scratch on the backend's device for a call's plan; grows, shrinking only
+  /// after a search (end_search()). Call with mutex() held; valid until the next call. Throws
+  /// Error(OutOfMemory).
   Workspace workspace(std::size_t bytes);
+  /// The same buffer for the timing runs of a search (Note [search workspace]).
+  Workspace search_workspace(std::size_t bytes);
+  /// After a search's timing runs: gives back what only the search needed.
+  void end_search();
 
   /// Per-op state of type T (e.g. an op's fast-path map), created on first use. Call with
   /// mutex() held.
@@ -61,6 +66,7 @@ class ContextState {
   std::mutex mutex_;
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = 0;
+  std::size_t call_bytes_ = 0;  // the most a call's plan has asked of workspace()
   std::unordered_map<std::type_index, std::shared_ptr<void>> slots_;
   // Consecutive calls of one op skip the map lookup.
   std::type_index last_slot_type_ = std::type_index(typeid(void));

@@ -206,6 +206,7 @@ std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState
   auto choice = std::make_shared<Choice>(tune::select(
       request, candidates, options, run, hooks.probe, first_run(backend), hooks.loop, finish));
   if (choice->candidates_timed > 0) backend.after_timing();
+  state.end_search();  // Note [search workspace]
   // Note [saved plans]: a choice the cache file keeps may have its plan kept too.
   if (hooks.keep && context.choice_cache()->file_options().mode == CacheMode::readwrite) {
     try {
@@ -304,6 +305,7 @@ ProfileResult profile_locked(Context& context, ContextState& state, const tune::
   if (std::any_of(result.rows.begin(), result.rows.end(),
                   [](const ProfileRow& row) { return row.runs > 0; }))
     state.backend().after_timing();
+  state.end_search();  // Note [search workspace]
   if (!result.rows.empty() && result.rows.front().status == CandidateStatus::ok)
     result.chosen = result.rows.front().algo.id;
   result.wall_ms =

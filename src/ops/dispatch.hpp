@@ -403,7 +403,7 @@ class Dispatch {
     tune::RunLoop loop = [&state, &backend, &desc, direction, &args](const AlgoInfo& algo,
                                                                      int runs) {
       auto plan = backend.plan(desc, direction, algo.id);
-      const Workspace workspace = state.workspace(plan->algo().workspace_bytes);
+      const Workspace workspace = state.search_workspace(plan->algo().workspace_bytes);
       const Args& a = args();
       fill_state(state, desc, direction, a, plan->algo());
       return state.backend().time_ms([&] {
@@ -448,7 +448,7 @@ class Dispatch {
         const typename Op::Slice& slice = *lazy->slice;
         auto plan = backend.probe_plan(slice.desc, direction, algo.id);
         if (!plan) return std::nullopt;
-        const Workspace workspace = state.workspace(plan->algo().workspace_bytes);
+        const Workspace workspace = state.search_workspace(plan->algo().workspace_bytes);
         return state.backend().time_ms([&] { plan->execute(slice.args, workspace); });
       };
     }

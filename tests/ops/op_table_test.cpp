@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <mutex>
 #include <set>
 #include <string>
 
@@ -149,3 +150,23 @@ TEST(OpTable, AMissingOpNamesTheBackendsThatHaveIt) {
 }
 
 }  // namespace
+
+// Note [search workspace]: what a search's timing runs grew the workspace to is given back when
+// the search ends; what a call's plan asked for stays.
+TEST(ContextWorkspace, TheSearchesShareIsGivenBackTheCallsStays) {
+  Context context(BackendKind::reference);
+  detail::ContextState& state = detail::state_of(context);
+  std::lock_guard lock(state.mutex());
+  EXPECT_GE(state.workspace(4096).bytes, 4096u);
+  const detail::Workspace searched = state.search_workspace(std::size_t{1} << 20);
+  EXPECT_GE(searched.bytes, std::size_t{1} << 20);
+  EXPECT_NE(searched.data, nullptr);
+  state.end_search();
+  EXPECT_EQ(state.search_workspace(0).bytes, 0u);  // freed: the next call allocates its own
+  const detail::Workspace call = state.workspace(4096);
+  EXPECT_GE(call.bytes, 4096u);
+  state.end_search();  // a search that needed no more than the calls leaves the buffer alone
+  const detail::Workspace kept = state.search_workspace(0);
+  EXPECT_EQ(kept.data, call.data);
+  EXPECT_EQ(kept.bytes, call.bytes);
+}
