@@ -192,6 +192,11 @@ class Trainer {
       desc.found_inf = scaled_;
       desc.validate();
       sgd_.push_back(desc);
+      UnscaleDesc check;
+      check.shapes = group.shapes;
+      check.dtype = group.dtype;
+      check.reset_found_inf = unscale_.empty();
+      unscale_.push_back(std::move(check));
       std::vector<Tensor> buffers;
       for (const Dims& dims : group.shapes) buffers.push_back(scalar_like(context, dims, 0.0f));
       momentum_.push_back(std::move(buffers));
@@ -236,11 +241,7 @@ class Trainer {
     model_->backward(criterion_.backward(diff_loss_));
     if (scaled_) {
       for (std::size_t i = 0; i < groups_.size(); ++i) {
-        UnscaleDesc check;
-        check.shapes = groups_[i].shapes;
-        check.dtype = groups_[i].dtype;
-        check.reset_found_inf = i == 0;
-        unscale(context_, check, groups_[i].grads, found_inf_, one_);
+        unscale(context_, unscale_[i], groups_[i].grads, found_inf_, one_);
       }
     }
     const SgdHyper hyper{0.01, 0.9};
@@ -280,6 +281,7 @@ class Trainer {
   nn::CrossEntropyLoss criterion_;
   std::vector<nn::ParameterGroup> groups_;
   std::vector<SgdDesc> sgd_;
+  std::vector<UnscaleDesc> unscale_;  // the first resets found_inf
   std::vector<std::vector<Tensor>> momentum_;
   std::vector<Tensor> steps_;
   Tensor scale_, one_, found_inf_;
