@@ -11,9 +11,15 @@ inside it), then `warmup` steps, then `steps` steps timed with CUDA events aroun
 the first step of each in a fresh process: PyTorch searches again, dnnx reads its choices from
 the choice-cache file the first process wrote (DNNX_CACHE_FILE, a temporary one unless given).
 Prints a Markdown table; --json writes the figures.
+
+With --graphed, each side's step is also captured into a CUDA graph (torch.cuda.graph, after a
+warm-up on the capturing stream; a static loss scale instead of GradScaler, whose step reads the
+found-inf flag on the host) and replayed: the same work without the host's per-call cost, which
+the eager figures include, on both sides (Note [graphed steps]).
 """
 
 import argparse
+import contextlib
 import copy
 import json
 import os
@@ -92,6 +98,58 @@ class Trainer:
         return begin.elapsed_time(end) / steps
 
 
+# Note [graphed steps]
+# A captured step replays its kernels with no Python, dispatcher or dnnx host work, so the graphed
+# figures compare the two sides' GPU work alone, and the eager figures minus the graphed ones are
+# each side's host-bound share. GradScaler cannot be captured (its step synchronizes to read
+# found_inf), so both sides scale the loss by a constant, multiply the gradients back with one
+# foreach kernel and run the same fused SGD: the same extra work on both sides. Gradients are set
+# to None before the capture so that the backward allocates them from the graph's pool, as
+# PyTorch's whole-network capture recipe does.
+class GraphedTrainer:
+    scale = 1024.0
+
+    def __init__(self, trainer):
+        self.t = trainer
+        self.graph = None
+
+    def _step(self):
+        t = self.t
+        with torch.autocast("cuda", dtype=torch.float16, cache_enabled=False):
+            loss = torch.nn.functional.cross_entropy(t.model(t.x), t.labels)
+        (loss * self.scale).backward()
+        grads = [p.grad for p in t.model.parameters() if p.grad is not None]
+        torch._foreach_mul_(grads, 1.0 / self.scale)
+        t.optimizer.step()
+        return loss
+
+    def capture(self, warmup=3):
+        t = self.t
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        ctx = t.context if t.context is not None else contextlib.nullcontext()
+        with ctx, torch.cuda.stream(stream):
+            for _ in range(warmup):
+                t.optimizer.zero_grad(set_to_none=True)
+                self._step()
+        torch.cuda.current_stream().wait_stream(stream)
+        torch.cuda.synchronize()
+        t.optimizer.zero_grad(set_to_none=True)
+        self.graph = torch.cuda.CUDAGraph()
+        with ctx, torch.cuda.graph(self.graph, stream=stream):
+            self.loss = self._step()
+        torch.cuda.synchronize()
+
+    def timed_ms(self, steps):
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        for _ in range(steps):
+            self.graph.replay()
+        end.record()
+        end.synchronize()
+        return begin.elapsed_time(end) / steps
+
+
 def first_step_in_fresh_process(which, batch, cache_file):
     env = dict(os.environ, DNNX_CACHE_FILE=cache_file, DNNX_CACHE="readwrite")
     result = subprocess.run([sys.executable, __file__, "--first-step-only", which, "--batch",
@@ -107,6 +165,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json")
     parser.add_argument("--first-step-only", choices=["torch", "dnnx"])
+    parser.add_argument("--graphed", action="store_true",
+                        help="also time each side's step captured into a CUDA graph")
     args = parser.parse_args()
 
     torch.backends.cudnn.benchmark = True
@@ -139,6 +199,16 @@ def main():
     for _ in range(args.rounds):
         times["torch"].append(theirs.timed_ms(args.steps))
         times["dnnx"].append(ours.timed_ms(args.steps))
+    graphed = {}
+    if args.graphed:
+        graphs = {"torch": GraphedTrainer(theirs), "dnnx": GraphedTrainer(ours)}
+        for g in graphs.values():
+            g.capture()
+        graphed = {"torch": [], "dnnx": []}
+        for _ in range(args.rounds):
+            for which, g in graphs.items():
+                graphed[which].append(g.timed_ms(args.steps))
+        del graphs
     del ours, theirs, base
     torch.cuda.empty_cache()
     second = {which: first_step_in_fresh_process(which, args.batch, cache_file)
@@ -160,6 +230,20 @@ def main():
     print()
     print(f"dnnx / PyTorch throughput: {rate['dnnx'] / rate['torch']:.3f}; dnnx fresh-process "
           f"first step / first step: {second['dnnx']['first_step_s'] / first['dnnx'][0]:.3f}")
+    if graphed:
+        gmed = {which: sorted(values)[len(values) // 2] for which, values in graphed.items()}
+        print()
+        print("Captured into a CUDA graph (static loss scale; Note [graphed steps]):")
+        print()
+        print("| | step (ms, median of rounds) | rounds | images/s |")
+        print("|---|---:|---|---:|")
+        for which, label in (("torch", "PyTorch, graphed"), ("dnnx", "dnnx.torch, graphed")):
+            rounds = ", ".join(f"{v:.2f}" for v in graphed[which])
+            print(f"| {label} | {gmed[which]:.2f} | {rounds} | "
+                  f"{args.batch * 1000.0 / gmed[which]:.0f} |")
+        print()
+        print(f"graphed dnnx / PyTorch throughput: {gmed['torch'] / gmed['dnnx']:.3f}; dnnx "
+              f"graphed / PyTorch eager: {median['torch'] / gmed['dnnx']:.3f}")
     if args.json:
         with open(args.json, "w") as out:
             json.dump({"batch": args.batch, "device": torch.cuda.get_device_name(),
@@ -167,7 +251,8 @@ def main():
                        "first_step_s": {k: v[0] for k, v in first.items()},
                        "first_loss": {k: v[1] for k, v in first.items()},
                        "fresh_process_first_step_s": {k: v["first_step_s"]
-                                                      for k, v in second.items()}},
+                                                      for k, v in second.items()},
+                       "graphed_step_ms": graphed},
                       out, indent=1)
 
 

@@ -4,7 +4,8 @@
 //
 //   train_bench [--device cuda|cpu|reference] [--model resnet50|resnet18] [--batch 64] [--size 224]
 //               [--dtype f16|bf16|f32] [--layout nhwc|nchw] [--policy exhaustive|heuristic]
-//               [--steps 20] [--warmup 5] [--rounds 3] [--loss-scale 1024] [--first-step-only]
+//               [--steps 20] [--warmup 5] [--rounds 3] [--loss-scale 1024] [--lr 0.01]
+//               [--graph] [--first-step-only]
 //
 // Prints one JSON line: the first step's wall time (selection, and under exhaustive timing,
 // happens inside it; a choice cache given by DNNX_CACHE / DNNX_CACHE_FILE makes it short), the
@@ -22,6 +23,16 @@
 // allocator's most bytes handed out (peak_in_use, PyTorch's max_memory_allocated) and most bytes
 // held (peak_reserved, max_memory_reserved): over the whole run (first step included) and over
 // the timed rounds alone.
+//
+// Note [train bench graph]
+// Whether a step is bound by the GPU or by the host's enqueueing is told by two more figures on
+// a GPU: host_ms, the host clock around each of `steps` single steps started on an idle stream
+// (the time to queue one step's work: when it is close to the step time, the GPU waits for the
+// host), and with --graph, the step captured once into a CUDA graph (cudaStreamBeginCapture on
+// the bench's stream, relaxed mode; the caching allocator is warm by then, so no allocation needs
+// the driver) and replayed in rounds timed like the others: the GPU's work alone. A capture that
+// fails (a step that waits for the device, which a capture forbids) is reported as graph_error.
+// The graph reuses the captured step's memory, so nothing else runs after it.
 //
 // Note [train bench loss scaling]
 // f16 training scales the loss so that small gradients survive in f16 (bf16, with f32's range,
@@ -78,6 +89,8 @@ struct Options {
   int warmup = 5;
   int rounds = 3;
   float loss_scale = 1024.0f;
+  double lr = 0.01;
+  bool graph = false;  // Note [train bench graph]
   bool first_step_only = false;
 };
 
@@ -87,7 +100,7 @@ struct Options {
                "[--batch N] "
                "[--size N] [--dtype f16|bf16|f32] [--layout nhwc|nchw] [--policy "
                "exhaustive|heuristic] [--steps N] [--warmup N] [--rounds N] [--loss-scale X] "
-               "[--first-step-only]\n";
+               "[--lr X] [--graph] [--first-step-only]\n";
   std::exit(2);
 }
 
@@ -111,6 +124,10 @@ Options parse(int argc, char** argv) {
     const std::string flag = argv[i];
     if (flag == "--first-step-only") {
       options.first_step_only = true;
+      continue;
+    }
+    if (flag == "--graph") {
+      options.graph = true;
       continue;
     }
     if (i + 1 >= argc) usage(flag + " needs a value");
@@ -144,6 +161,15 @@ Options parse(int argc, char** argv) {
       if (!(options.loss_scale > 0) || !std::isfinite(options.loss_scale)) {
         usage("--loss-scale '" + value + "': expected a finite number > 0");
       }
+    } else if (flag == "--lr") {
+      try {
+        options.lr = std::stod(value);
+      } catch (const std::exception&) {
+        usage("--lr '" + value + "': expected a number");
+      }
+      if (!(options.lr > 0) || !std::isfinite(options.lr)) {
+        usage("--lr '" + value + "': expected a finite number > 0");
+      }
     } else {
       usage("unknown argument '" + flag + "'");
     }
@@ -173,7 +199,7 @@ void cuda_check(cudaError_t status, const char* what) {
 class Trainer {
  public:
   Trainer(Context& context, const Options& options, Layout layout, DType dtype)
-      : context_(context), criterion_(context) {
+      : context_(context), criterion_(context), lr_(options.lr) {
     nn::manual_seed(0);
     const std::int64_t classes = 1000;
     model_ = options.model == "resnet50" ? nn::models::resnet50(context, classes, 3)
@@ -244,7 +270,7 @@ class Trainer {
         unscale(context_, unscale_[i], groups_[i].grads, found_inf_, one_);
       }
     }
-    const SgdHyper hyper{0.01, 0.9};
+    const SgdHyper hyper{lr_, 0.9};
     for (std::size_t i = 0; i < groups_.size(); ++i) {
       SgdTensors tensors;
       tensors.params = groups_[i].params;
@@ -279,6 +305,7 @@ class Trainer {
   float scale_value_ = 1.0f;
   std::shared_ptr<nn::ResNet> model_;
   nn::CrossEntropyLoss criterion_;
+  double lr_;
   std::vector<nn::ParameterGroup> groups_;
   std::vector<SgdDesc> sgd_;
   std::vector<UnscaleDesc> unscale_;  // the first resets found_inf
@@ -342,6 +369,8 @@ int run(const Options& options) {
   const double first_step_s = std::chrono::duration<double>(Clock::now() - first_start).count();
 
   std::vector<double> step_ms;
+  std::vector<double> host_ms, graph_ms;  // Note [train bench graph]
+  std::string graph_error;
   double peak_run_in_use = 0, peak_run_reserved = 0, peak_steady_in_use = 0,
          peak_steady_reserved = 0;
   if (!options.first_step_only) {
@@ -379,6 +408,48 @@ int run(const Options& options) {
                         options.steps);
     }
 #ifdef DNNX_BENCH_CUDA
+    // Note [train bench graph]: the host's share, then the step captured and replayed.
+    if (cuda) {
+      for (int i = 0; i < options.steps; ++i) {
+        context.synchronize();
+        const auto start = Clock::now();
+        trainer.step();
+        host_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+      }
+      context.synchronize();
+    }
+    if (cuda && options.graph) {
+      cudaGraph_t graph = nullptr;
+      cudaGraphExec_t exec = nullptr;
+      cuda_check(cudaStreamBeginCapture(cuda_stream, cudaStreamCaptureModeRelaxed),
+                 "cudaStreamBeginCapture");
+      try {
+        trainer.step();
+      } catch (const std::exception& error) {
+        graph_error = error.what();
+      }
+      const cudaError_t ended = cudaStreamEndCapture(cuda_stream, &graph);
+      if (graph_error.empty() && ended != cudaSuccess) graph_error = cudaGetErrorString(ended);
+      if (graph_error.empty()) {
+        const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+        if (made != cudaSuccess) graph_error = cudaGetErrorString(made);
+      }
+      cudaGetLastError();
+      if (graph_error.empty()) {
+        for (int round = 0; round < options.rounds; ++round) {
+          cuda_check(cudaEventRecord(begin, cuda_stream), "cudaEventRecord");
+          for (int i = 0; i < options.steps; ++i)
+            cuda_check(cudaGraphLaunch(exec, cuda_stream), "cudaGraphLaunch");
+          cuda_check(cudaEventRecord(end, cuda_stream), "cudaEventRecord");
+          cuda_check(cudaEventSynchronize(end), "cudaEventSynchronize");
+          float ms = 0;
+          cuda_check(cudaEventElapsedTime(&ms, begin, end), "cudaEventElapsedTime");
+          graph_ms.push_back(ms / options.steps);
+        }
+      }
+      if (exec != nullptr) cudaGraphExecDestroy(exec);
+      if (graph != nullptr) cudaGraphDestroy(graph);
+    }
     if (allocator) {
       peak_steady_in_use = static_cast<double>(allocator->peak_bytes_in_use());
       peak_steady_reserved = static_cast<double>(allocator->peak_bytes_reserved());
@@ -416,7 +487,16 @@ int run(const Options& options) {
   } else {
     line << median_ms << ", \"images_per_s\": " << options.batch * 1000.0 / median_ms;
   }
-  line << ", \"last_loss\": " << loss;
+  line << ", \"lr\": " << options.lr << ", \"last_loss\": " << loss;
+  if (!host_ms.empty()) line << ", \"host_ms\": " << json_list(host_ms);
+  if (options.graph) {
+    line << ", \"graph_step_ms\": " << json_list(graph_ms);
+    if (!graph_error.empty()) {
+      std::string quoted;
+      for (char c : graph_error) quoted += c == '"' || c == '\\' ? ' ' : c;
+      line << ", \"graph_error\": \"" << quoted << "\"";
+    }
+  }
   if (cuda) {
     line << ", \"peak_bytes_in_use\": " << peak_run_in_use
          << ", \"peak_bytes_reserved\": " << peak_run_reserved

@@ -38,7 +38,8 @@ def run_bench(args, extra, cache_file):
     command = [args.bench, "--device", args.device, "--model", "resnet50",
                "--batch", str(args.batch), "--size", str(args.size), "--dtype", "f16",
                "--layout", "nhwc", "--policy", args.policy, "--steps", str(args.steps),
-               "--warmup", str(args.warmup), "--rounds", str(args.rounds), *extra]
+               "--warmup", str(args.warmup), "--rounds", str(args.rounds), "--lr", str(args.lr),
+               *(["--graph"] if args.graph else []), *extra]
     env = dict(os.environ, DNNX_CACHE="readwrite", DNNX_CACHE_FILE=cache_file)
     if args.bench_library_path:
         env["LD_LIBRARY_PATH"] = args.bench_library_path
@@ -54,17 +55,17 @@ def run_bench(args, extra, cache_file):
 
 
 class TorchTrainer:
-    def __init__(self, torch, torchvision, device, batch, size):
+    def __init__(self, torch, torchvision, device, batch, size, lr=0.01):
         self.torch = torch
         self.device = device
         torch.manual_seed(0)
         self.model = torchvision.models.resnet50().to(device).to(
             memory_format=torch.channels_last)
         try:
-            self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.01, momentum=0.9,
+            self.optimizer = torch.optim.SGD(self.model.parameters(), lr=lr, momentum=0.9,
                                              fused=True)
         except (TypeError, RuntimeError):
-            self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.01, momentum=0.9)
+            self.optimizer = torch.optim.SGD(self.model.parameters(), lr=lr, momentum=0.9)
         cuda = device == "cuda"
         # On the host (the smoke check of this script) no loss scaling: bf16 autocast needs none.
         self.scaler = torch.amp.GradScaler("cuda") if cuda else None
@@ -87,6 +88,56 @@ class TorchTrainer:
         self.scaler.step(self.optimizer)
         self.scaler.update()
         return loss
+
+    def graphed_ms(self, steps, rounds, scale=1024.0):
+        """The step captured into a CUDA graph and replayed (train_bench's --graph): a static
+        loss scale, the gradients multiplied back by one foreach kernel before the same fused
+        SGD, since GradScaler's step reads found_inf on the host and cannot be captured."""
+        torch = self.torch
+
+        def step():
+            with torch.autocast("cuda", dtype=torch.float16, cache_enabled=False):
+                loss = torch.nn.functional.cross_entropy(self.model(self.x), self.labels)
+            (loss * scale).backward()
+            grads = [p.grad for p in self.model.parameters() if p.grad is not None]
+            torch._foreach_mul_(grads, 1.0 / scale)
+            self.optimizer.step()
+
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(3):
+                self.optimizer.zero_grad(set_to_none=True)
+                step()
+        torch.cuda.current_stream().wait_stream(stream)
+        torch.cuda.synchronize()
+        self.optimizer.zero_grad(set_to_none=True)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            step()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(rounds):
+            begin = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            begin.record()
+            for _ in range(steps):
+                graph.replay()
+            end.record()
+            end.synchronize()
+            times.append(begin.elapsed_time(end) / steps)
+        return times
+
+    def host_ms(self, steps):
+        """The host clock around single steps started on an idle GPU (train_bench's host_ms)."""
+        times = []
+        for _ in range(steps):
+            self.sync()
+            start = time.perf_counter()
+            self.step()
+            times.append((time.perf_counter() - start) * 1000.0)
+        self.sync()
+        return times
 
     def sync(self):
         if self.device == "cuda":
@@ -127,7 +178,7 @@ def torch_modules():
 
 def torch_run(args):
     torch, torchvision = torch_modules()
-    trainer = TorchTrainer(torch, torchvision, args.device, args.batch, args.size)
+    trainer = TorchTrainer(torch, torchvision, args.device, args.batch, args.size, args.lr)
     cuda = args.device == "cuda"
     if cuda:
         torch.cuda.reset_peak_memory_stats()
@@ -152,6 +203,10 @@ def torch_run(args):
         result["cudnn"] = torch.backends.cudnn.version()
     result["torch"] = torch.__version__
     result["last_loss"] = float(trainer.step().item())
+    if cuda:
+        result["host_ms"] = trainer.host_ms(args.steps)
+        if args.graph:
+            result["graph_step_ms"] = trainer.graphed_ms(args.steps, args.rounds)
     return result
 
 
@@ -185,13 +240,16 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--lr", type=float, default=0.01, help="SGD's learning rate, both sides")
+    parser.add_argument("--graph", action="store_true",
+                        help="also each side's step captured into a CUDA graph and replayed")
     parser.add_argument("--json")
     parser.add_argument("--torch-first-step-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.torch_first_step_only:
         torch, torchvision = torch_modules()
-        trainer = TorchTrainer(torch, torchvision, args.device, args.batch, args.size)
+        trainer = TorchTrainer(torch, torchvision, args.device, args.batch, args.size, args.lr)
         print(json.dumps({"first_step_s": trainer.first_step_s()[0]}))
         return
     if not args.bench:
@@ -233,9 +291,20 @@ def main():
           f"step / first step: {cache_ratio:.3f} (target <= 0.05); last losses: dnnx "
           f"{fresh['last_loss']:.4f} / {cached['last_loss']:.4f}, PyTorch "
           f"{theirs['last_loss']:.4f}")
+    if "host_ms" in theirs and "host_ms" in cached:
+        print(f"host time to queue one step (median of {args.steps} single steps, ms): dnnx "
+              f"{median(cached['host_ms']):.2f}, PyTorch {median(theirs['host_ms']):.2f}")
+    if args.graph:
+        if cached.get("graph_error"):
+            print(f"dnnx step not captured: {cached['graph_error']}")
+        elif cached.get("graph_step_ms") and theirs.get("graph_step_ms"):
+            ours_g, theirs_g = median(cached["graph_step_ms"]), median(theirs["graph_step_ms"])
+            print(f"captured into a CUDA graph (ms, median of rounds): dnnx {ours_g:.2f}, "
+                  f"PyTorch {theirs_g:.2f} (static loss scale); dnnx / PyTorch images/s "
+                  f"{theirs_g / ours_g:.3f}")
     if args.json:
         with open(args.json, "w") as out:
-            json.dump({"batch": args.batch, "size": args.size, "steps": args.steps,
+            json.dump({"batch": args.batch, "lr": args.lr, "size": args.size, "steps": args.steps,
                        "rounds": args.rounds, "device": where, "dnnx_fresh": fresh,
                        "dnnx_cached": cached, "torch": theirs,
                        "images_per_s": {"dnnx": ours_rate, "torch": theirs_rate},

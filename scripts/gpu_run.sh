@@ -116,7 +116,8 @@ fi
 
 if wants train && [[ -x $build/bench/train_bench ]]; then
   echo "== train_bench + train_resnet50_gpu (ResNet-50 training step, fp16 NHWC, batch 64, vs PyTorch)"
-  env -u LD_LIBRARY_PATH "$python" bench/train_resnet50_gpu.py --bench "$build/bench/train_bench" \
+  env -u LD_LIBRARY_PATH "$python" bench/train_resnet50_gpu.py --bench "$build/bench/train_bench" --graph \
+    --lr "${TRAIN_LR:-0.002}" \
     --bench-library-path "${LD_LIBRARY_PATH:-}" --json "$out/train.json" > "$out/train.md" 2>> "$out/gpu.txt" || status=1
   cat "$out/train.md"
 fi
