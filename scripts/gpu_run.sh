@@ -156,7 +156,7 @@ if wants resnet50; then
     echo "gpu_run.sh: resnet50 needs the package the python part builds ($stage)" >&2
     status=1
   else
-    PYTHONPATH=$stage "$python" bench/torch_resnet50.py --json "$out/torch_resnet50.json" \
+    PYTHONPATH=$stage "$python" bench/torch_resnet50.py --graphed --json "$out/torch_resnet50.json" \
       > "$out/torch_resnet50.md" 2>> "$out/gpu.txt" || status=1
     cat "$out/torch_resnet50.md"
     : > "$out/torch_layers.md"
