@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -113,6 +114,22 @@ class OpBackend : public OpBackendBase {
   /// without running anything. The first supported entry is the backend's heuristic choice.
   /// Ids are stable across processes for the same library versions and machine.
   virtual std::vector<AlgoInfo> list(const Desc& desc, Direction direction) = 0;
+  /// Candidate `id` of (desc, direction) alone, as list() describes it in every field selection
+  /// reads (supported or why not, workspace, determinism, overflow_risk, saved-state format), or
+  /// nullopt when `id` is not one of list()'s ids (Note [re-validating persisted choices] in
+  /// src/ops/dispatch.cpp). Where the backend's candidates are costly to list, an override
+  /// describes the one id without listing the others, and may build its plan on the way (then
+  /// the workspace is the plan's, exact); only what says where the id stands among the others
+  /// (priority, the origin in its name, notes such as "heuristics_top") may differ from the
+  /// listing's. A candidate the backend can run but whose listing would leave it out (a cap on
+  /// generated variants) may be described as supported. The default lists and looks `id` up.
+  virtual std::optional<AlgoInfo> describe_candidate(const Desc& desc, Direction direction,
+                                                     const std::string& id) {
+    for (AlgoInfo& info : list(desc, direction)) {
+      if (info.id == id) return std::move(info);
+    }
+    return std::nullopt;
+  }
   /// The plan for candidate `id` (built on first request, then served from the backend's cache).
   /// Throws Error(Unsupported) naming the reason if `id` cannot run `desc`, Error(InvalidArgument)
   /// if `id` is not a candidate at all.
@@ -280,7 +297,7 @@ class ListedOpBackend : public Interface {
   /// desc may take in another's (the cudnn convolution's channel-padded candidates wrap those of the
   /// padded desc). `desc` must not be the desc being enumerated.
   const std::vector<Candidate>& candidates_locked(const Desc& desc, Direction direction) {
-    const std::string key = desc.key() + " | " + std::string(to_string(direction));
+    const std::string key = list_key(desc, direction);
     auto found = lists_.find(key);
     if (found == lists_.end()) found = lists_.emplace(key, enumerate(desc, direction)).first;
     return found->second;
@@ -289,14 +306,24 @@ class ListedOpBackend : public Interface {
   /// them here, and a plan made of another candidate's plan (a wrapper) finds or builds that one
   /// here.
   PlanCache<Desc, Args>& plans() { return plans_; }
-
- private:
+  /// Whether the candidates of (desc, direction) have been enumerated (a describe_candidate()
+  /// override answers from them when they have: the lookup costs nothing then).
+  bool is_listed(const Desc& desc, Direction direction) {
+    std::lock_guard lock(mutex_);
+    return lists_.count(list_key(desc, direction)) != 0;
+  }
+  /// Throws InvalidArgument (with the op's context) when the op has no `direction`.
   void check_direction(const Desc& desc, Direction direction) const {
     try {
       op().check(direction);
     } catch (const Error& error) {
       throw error.with_context(op_context(backend_, desc, Direction::fwd));
     }
+  }
+
+ private:
+  static std::string list_key(const Desc& desc, Direction direction) {
+    return desc.key() + " | " + std::string(to_string(direction));
   }
 
   BackendKind backend_;

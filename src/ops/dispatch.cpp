@@ -33,23 +33,34 @@ std::string environment_json(const Backend& backend) {
 // Note [re-validating persisted choices]
 // A choice read from the cache file was made by another process: maybe under other limits, maybe
 // by a build whose candidates differ although its version string does not, maybe edited by hand.
-// Before it is reported or used, its id is looked up in the backend's current listing, and the
-// listed candidate (not the recorded one) must be supported, admissible under this call's
-// constraints and one an automatic policy may pick. A valid choice is stored back with the listed
-// candidate and from_file cleared, so later lookups in this process skip the check, and the file
-// is not rewritten; an invalid one is selected again from the same listing, and the new choice
-// replaces the file entry. The cost is one listing per key and process, which a call that runs
-// pays anyway: building the plan lists the candidates (cuDNN: 20-130 ms per layer and direction,
-// kept by the backend, so the plan built next reuses it). Only a lookup that runs nothing
-// (conv_select, `dnnx tune` on a hit) pays it for the check alone.
-std::optional<std::string> invalid_here(const Choice& cached, const std::vector<AlgoInfo>& listed,
-                                        const TuneOptions& options, AlgoInfo& current) {
+// Before it is reported or used, the backend's current description of its id must be supported,
+// admissible under this call's constraints and one an automatic policy may pick; the recorded
+// description is never trusted. A valid choice is stored back with the current description and
+// from_file cleared, so later lookups in this process skip the check, and the file is not
+// rewritten; an invalid one is selected again, and the new choice replaces the file entry.
+// The check asks for the one id first (SelectHooks::describe, OpBackend::describe_candidate): a
+// backend whose listing is costly describes it without listing the others (cuDNN convolutions:
+// a listing takes 5-180 ms per layer and direction, ~160 of them in a ResNet-50 training step;
+// the single description parses the id back into its config and builds that plan, which the
+// call then runs, or loads it from the plan store: Note [saved plans]). So a second process
+// with the cache file pays one plan per key and nothing for the candidates it does not run. Only
+// when that description is missing or not admissible is the full listing made, and the listing
+// decides exactly as when no description exists: the id looked up there, and if it is not valid
+// there either, a fresh selection from that same listing. A description that throws counts as
+// missing. Backends with cheap listings (reference, cpu, and cudnn ops other than the
+// convolution) keep the default describe_candidate(), which lists and looks the id up.
+std::optional<AlgoInfo> find_listed(const std::vector<AlgoInfo>& listed, const std::string& id) {
   const auto it = std::find_if(listed.begin(), listed.end(),
-                               [&](const AlgoInfo& algo) { return algo.id == cached.algo.id; });
-  if (it == listed.end()) return std::string("it is not a candidate here");
-  if (auto why = tune::exclusion(*it, options)) return why->detail;
-  if (it->overflow_risk) return std::string("no automatic policy may pick it (overflow_risk)");
-  current = *it;
+                               [&](const AlgoInfo& algo) { return algo.id == id; });
+  if (it == listed.end()) return std::nullopt;
+  return *it;
+}
+
+std::optional<std::string> invalid_here(const std::optional<AlgoInfo>& current,
+                                        const TuneOptions& options) {
+  if (!current) return std::string("it is not a candidate here");
+  if (auto why = tune::exclusion(*current, options)) return why->detail;
+  if (current->overflow_risk) return std::string("no automatic policy may pick it (overflow_risk)");
   return std::nullopt;
 }
 
@@ -242,10 +253,7 @@ Selected select_locked(Context& context, ContextState& state, tune::Request requ
       return selected;
     }
     // Note [re-validating persisted choices]
-    const std::vector<AlgoInfo> listed = hooks.list();
-    AlgoInfo current;
-    const auto why = invalid_here(*cached, listed, options, current);
-    if (!why) {
+    auto accept = [&](AlgoInfo current) {
       auto validated = std::make_shared<Choice>(*cached);
       validated->algo = std::move(current);
       validated->from_file = false;
@@ -254,7 +262,23 @@ Selected select_locked(Context& context, ContextState& state, tune::Request requ
       selected.choice = std::move(validated);
       selected.from_cache = true;
       return selected;
+    };
+    if (hooks.describe) {
+      std::optional<AlgoInfo> described;
+      try {
+        described = hooks.describe(cached->algo.id);
+      } catch (const Error& error) {
+        if (options.verbose) {
+          std::cerr << "dnnx: cannot describe cached choice " << cached->algo.id << " alone ("
+                    << error.message() << "); listing the candidates\n";
+        }
+      }
+      if (described && !invalid_here(described, options)) return accept(std::move(*described));
     }
+    const std::vector<AlgoInfo> listed = hooks.list();
+    std::optional<AlgoInfo> current = find_listed(listed, cached->algo.id);
+    const auto why = invalid_here(current, options);
+    if (!why) return accept(std::move(*current));
     if (options.verbose) {
       std::cerr << "dnnx: cached choice " << cached->algo.id << " for " << req.desc
                 << " is not valid here (" << *why << "); selecting again\n";

@@ -69,6 +69,10 @@ ErrorContext op_error_context(const Context& context, OpKind op, Direction direc
 /// What selection may do with the candidates of one (desc, direction).
 struct SelectHooks {
   std::function<std::vector<AlgoInfo>()> list;                   ///< the backend's candidates
+  /// One candidate by id as `list` would describe it, or nullopt when it is not one, without
+  /// listing the others where the backend can (Note [re-validating persisted choices]); empty
+  /// function: `list` and look the id up.
+  std::function<std::optional<AlgoInfo>(const std::string&)> describe;
   std::function<void(const std::vector<std::string>&)> prepare;  ///< build plans ahead
   std::function<double(const AlgoInfo&)> run;                    ///< one timed run, ms
   tune::ProbeOnce probe;  ///< one timed run on a slice (empty: the op has no slices)
@@ -342,6 +346,15 @@ class Dispatch {
     return restrict_to_saved_state(std::move(candidates), *consumed);
   }
 
+  // Candidate `id` as listing() would give it (Note [re-validating persisted choices]).
+  static std::optional<AlgoInfo> described(ContextState& state, const Desc& desc,
+                                           Direction direction, const SavedState* consumed,
+                                           const std::string& id) {
+    std::optional<AlgoInfo> info = op_backend(state).describe_candidate(desc, direction, id);
+    if (!info || consumed == nullptr) return info;
+    return restrict_to_saved_state({std::move(*info)}, *consumed).front();
+  }
+
   struct Key {
     Desc desc;
     Direction direction = Direction::fwd;
@@ -412,6 +425,9 @@ class Dispatch {
     };
     SelectHooks hooks{
         [&state, &desc, direction, consumed] { return listing(state, desc, direction, consumed); },
+        [&state, &desc, direction, consumed](const std::string& id) {
+          return described(state, desc, direction, consumed, id);
+        },
         [&backend, &desc, direction](const std::vector<std::string>& ids) {
           backend.prepare(desc, direction, ids);
         },

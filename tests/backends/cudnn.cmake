@@ -17,3 +17,12 @@ target_link_libraries(cudnn_conv_search_test PRIVATE GTest::gtest_main dnnx_inte
                                                      dnnx_test_support CUDA::cudart)
 gtest_discover_tests(cudnn_conv_search_test PROPERTIES LABELS "gpu" TIMEOUT 1200
                      DISCOVERY_TIMEOUT 60)
+
+# Single-candidate descriptions (Note [re-validating persisted choices]): every kind of id
+# described without a listing, a choice from the cache file run by a fresh context that lists
+# nothing (its id-parsing tests need no GPU).
+add_executable(cudnn_conv_describe_test ${CMAKE_CURRENT_LIST_DIR}/cudnn_conv_describe_test.cpp)
+target_link_libraries(cudnn_conv_describe_test PRIVATE GTest::gtest_main dnnx_internal
+                                                       dnnx_test_support CUDA::cudart)
+gtest_discover_tests(cudnn_conv_describe_test PROPERTIES LABELS "gpu" TIMEOUT 1200
+                     DISCOVERY_TIMEOUT 60)

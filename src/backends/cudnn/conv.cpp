@@ -58,7 +58,10 @@ double ms_since(Clock::time_point start) {
 // An id names the same config for every desc (Note [engine candidates]), so the backend also
 // keeps, per direction, the candidate of every supported id it has listed: a search's probes run
 // a candidate listed for one desc on a smaller slice of it (Note [probing slow candidates]) from
-// that record, built on the slice's own operation graph, without listing the slice.
+// that record, built on the slice's own operation graph, without listing the slice. And an id
+// alone is turned back into its candidate, by the code of its kind that makes such ids, to
+// re-validate a choice read from the cache file without listing (unlisted_candidate(): Note
+// [re-validating persisted choices] in src/ops/dispatch.cpp).
 struct Candidate {
   enum class Kind { engine, legacy, padded, kernel };
   AlgoInfo info;
@@ -116,6 +119,10 @@ Candidate kernel_candidate(AlgoInfo info) {
 }
 
 bool is_supported(const Candidate& candidate) { return candidate.info.supported; }
+
+// conv_listing_counts()
+std::atomic<std::uint64_t> listings{0};
+std::atomic<std::uint64_t> descriptions{0};
 
 // Bias tensors and the conv's output, described for cudnnAddTensor / cudnnConvolutionBackwardBias.
 struct BiasDescriptors {
@@ -264,6 +271,41 @@ class CudnnConv final
     }
   }
 
+  // Note [re-validating persisted choices] (src/ops/dispatch.cpp): candidate `id` without a
+  // listing of (desc, direction), unless that listing exists already. The id is parsed back into
+  // its candidate (Note [cudnn conv candidates]) and the candidate's plan is built, or loaded
+  // from the plan store (Note [saved plans]), into the plan cache, where the call that follows
+  // finds it; the plan's AlgoInfo (its workspace exact) is the answer. The listing cache is left
+  // alone, so a later fallback, search or `dnnx algos` lists every candidate as before.
+  std::optional<AlgoInfo> describe_candidate(const ConvDesc& desc, Direction direction,
+                                             const std::string& id) override {
+    check_direction(desc, direction);
+    desc.validate();
+    if (is_listed(desc, direction)) return ListedOpBackend::describe_candidate(desc, direction, id);
+    if (const std::shared_ptr<detail::ConvPlan> built = plans().find(desc, direction, id))
+      return built->algo();
+    const auto start = Clock::now();
+    ++descriptions;
+    const std::optional<Candidate> candidate = unlisted_candidate(desc, direction, id);
+    if (!candidate || !candidate->info.supported) {
+      if (runtime_->verbose()) {
+        std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": " << id
+                  << (candidate ? " is unsupported here (" + candidate->info.reason + ")"
+                                : std::string(" is not a candidate here"))
+                  << "\n";
+      }
+      if (!candidate) return std::nullopt;
+      return candidate->info;
+    }
+    const std::shared_ptr<detail::ConvPlan> plan = plans().get_or_build(
+        desc, direction, id, [&] { return build(desc, direction, *candidate); });
+    if (runtime_->verbose()) {
+      std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": described "
+                << id << " and built its plan without listing, in " << ms_since(start) << " ms\n";
+    }
+    return plan->algo();
+  }
+
   // Probe plans are built from the record of their id (Note [cudnn conv candidates]): listing a
   // sliced desc would cost a knob search of 60-100 ms per probe desc. They are kept apart from
   // plan()'s, whose entries carry their listing's AlgoInfo.
@@ -338,6 +380,7 @@ class CudnnConv final
   // Note [cudnn candidate order]. Runs with ListedOpBackend's lock held.
   std::vector<Candidate> enumerate(const ConvDesc& desc, Direction direction) override {
     const auto start = Clock::now();
+    ++listings;
     EngineCandidates engines = engine_candidates(*runtime_, desc, direction);
     const double engines_ms = ms_since(start);
     std::vector<LegacyCandidate> legacy = legacy_candidates(*runtime_, desc, direction);
@@ -393,6 +436,36 @@ class CudnnConv final
       candidates[i].info.priority = static_cast<int>(i);
     record(direction, candidates);
     return candidates;
+  }
+
+  // Note [cudnn conv candidates]: the candidate enumerate() lists as `id` for (desc, direction),
+  // made from the id alone (supported or not, as listed), or nullopt where the listing has no
+  // such id. Each kind's own code turns ids back into what they were made from.
+  std::optional<Candidate> unlisted_candidate(const ConvDesc& desc, Direction direction,
+                                              const std::string& id) {
+    if (const std::optional<std::string> inner_id = padded_inner_id(id)) {
+      const std::optional<ConvDesc> padded = channel_padded(desc);
+      if (!padded) return std::nullopt;
+      const std::optional<Candidate> inner = unlisted_candidate(*padded, direction, *inner_id);
+      // What enumerate() wraps (Note [channel padding], Note [runtime-compiled engines]).
+      if (!inner || !inner->info.supported || !inner->tensor_cores || inner->runtime_compiled ||
+          inner->kind == Candidate::Kind::padded)
+        return std::nullopt;
+      return padded_candidate(desc, *padded, *inner);
+    }
+    if (is_depthwise_id(id)) {
+      for (AlgoInfo& info : depthwise_candidates(desc, direction)) {
+        if (info.id == id) return kernel_candidate(std::move(info));
+      }
+      return std::nullopt;
+    }
+    if (std::optional<LegacyCandidate> legacy = legacy_candidate_of(*runtime_, desc, direction, id))
+      return legacy_candidate(std::move(*legacy));
+    std::shared_ptr<OperationGraph> graph;
+    if (std::optional<EngineCandidate> engine =
+            engine_candidate_of(*runtime_, desc, direction, id, graph))
+      return engine_candidate(std::move(*engine), std::move(graph));
+    return std::nullopt;
   }
 
   std::shared_ptr<detail::ConvPlan> build(const ConvDesc& desc, Direction direction,
@@ -647,6 +720,8 @@ class CudnnConv final
 };
 
 }  // namespace
+
+ConvListingCounts conv_listing_counts() { return {listings.load(), descriptions.load()}; }
 
 std::unique_ptr<detail::OpBackendOf<OpKind::conv>> make_conv_backend(std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
   return std::make_unique<CudnnConv>(std::move(runtime));

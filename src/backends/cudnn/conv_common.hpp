@@ -88,6 +88,17 @@ void check_workspace(const detail::Workspace& workspace, std::size_t needed,
 /// Whether `list` contains `item`.
 bool contains(const std::vector<std::string>& list, const std::string& item);
 
+/// What the cudnn convolution backends of this process have worked out about candidates, for
+/// tests and verbose output: listings (every candidate of a desc and direction, Note [cudnn
+/// candidate order]; a channel-padded desc's listing lists the padded desc too) and single
+/// descriptions (one id without a listing, Note [re-validating persisted choices] in
+/// src/ops/dispatch.cpp).
+struct ConvListingCounts {
+  std::uint64_t listed = 0;
+  std::uint64_t described = 0;
+};
+ConvListingCounts conv_listing_counts();
+
 /// Names of the switches that reasons mention.
 inline constexpr const char* tf32_variable = "DNNX_ALLOW_TF32";
 inline constexpr const char* runtime_compiled_variable = "DNNX_CUDNN_RUNTIME_COMPILED";

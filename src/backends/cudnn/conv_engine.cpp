@@ -530,6 +530,22 @@ EngineCandidates engine_candidates(Runtime& runtime, const ConvDesc& desc, Direc
   return result;
 }
 
+std::optional<EngineCandidate> engine_candidate_of(Runtime& runtime, const ConvDesc& desc,
+                                                   Direction direction, const std::string& id,
+                                                   std::shared_ptr<OperationGraph>& graph) {
+  const std::optional<ConfigKey> key = parse_config_id(id);
+  if (!key) return std::nullopt;
+  const ErrorContext context = conv_context(desc, direction, {});
+  runtime.make_current();
+  std::string failure;
+  graph = build_graph(runtime.handle(), desc, direction, context, failure);
+  // Without a graph the listing holds only cudnn:engine:none; engine indices stop at the count.
+  if (!graph || key->engine >= graph->engine_count) return std::nullopt;
+  // As engine_candidates() describes a config (knob variants included), less the origin.
+  return describe_config(runtime, graph->graph, desc, direction, *key, "",
+                         runtime.settings().runtime_compiled, context);
+}
+
 std::shared_ptr<detail::ConvPlan> make_engine_plan(std::shared_ptr<Runtime> runtime,
                                                    std::shared_ptr<OperationGraph> graph,
                                                    const ConvDesc& desc, Direction direction,

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,17 @@ struct EngineCandidates {
 };
 
 EngineCandidates engine_candidates(Runtime& runtime, const ConvDesc& desc, Direction direction);
+
+/// The candidate engine_candidates() lists as `id` for (desc, direction), described alone (Note
+/// [re-validating persisted choices] in src/ops/dispatch.cpp): `id` parsed back into its config
+/// (parse_config_id), the operation graph built into `graph` and the config described there as
+/// the listing describes it; its name lacks the listing's origin (", heuristics A #1") and its
+/// notes "heuristics_top". nullopt when `id` is no engine id, the graph API rejects the desc or
+/// the engine index is out of range. A knob variant is described whether or not the listing's
+/// knob search would reach it.
+std::optional<EngineCandidate> engine_candidate_of(Runtime& runtime, const ConvDesc& desc,
+                                                   Direction direction, const std::string& id,
+                                                   std::shared_ptr<OperationGraph>& graph);
 
 /// The operation graph of (desc, direction) alone, without listing its engines, bound to
 /// `handle` (null: the runtime's own); null when cuDNN's graph API cannot express the desc.

@@ -317,6 +317,62 @@ class LegacyPlan final : public detail::ConvPlan {
   LaunchGraph replay_;  // Note [graph replay]
 };
 
+// Why no legacy algorithm can run `desc` (Note [legacy candidates]); empty if that is not so.
+std::string common_exclusion(const ConvDesc& desc, const Geometry& g) {
+  if (!g.symmetric_padding) {
+    return detail::cat(
+        "legacy cuDNN takes one padding per spatial dim; asymmetric padding (before ",
+        detail::join(std::span(desc.pad_before.data(), static_cast<std::size_t>(desc.spatial_dims)),
+                     "x"),
+        ", after ",
+        detail::join(std::span(desc.pad_after.data(), static_cast<std::size_t>(desc.spatial_dims)),
+                     "x"),
+        ") needs a graph-API engine (cudnn:engine:...)");
+  }
+  if (!fits_int(g)) return "a dim or stride exceeds INT_MAX, which legacy descriptors cannot hold";
+  return {};
+}
+
+// The candidate of algorithm `algo` (of algos(direction), `spec`) under `math`: what the listing
+// says of it, whatever its place there. `d` holds the descriptors of desc (null when
+// `common_reason` rules every algorithm out); its math mode is set here for the query.
+LegacyCandidate describe_pair(Runtime& runtime, const ConvDesc& desc, Direction direction, int algo,
+                              const AlgoSpec& spec, const MathSpec& math,
+                              const std::string& common_reason, const Descriptors* d,
+                              const ErrorContext& context) {
+  LegacyCandidate candidate;
+  candidate.config = {algorithm_of(direction, algo), math.math};
+  candidate.tensor_cores =
+      math.math == CUDNN_TENSOR_OP_MATH || math.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+  AlgoInfo& info = candidate.info;
+  info.id = legacy_id(direction, spec.name, math.name);
+  info.name = detail::cat(spec.name, " (", math.name, ")");
+  info.deterministic = spec.deterministic;
+  info.notes = {"legacy", std::string(spec.note)};
+  if (candidate.tensor_cores) info.notes.emplace_back("tensor_cores");
+  if (math.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) info.notes.emplace_back("down_convert");
+  if (!spec.family.empty()) info.families.emplace_back(spec.family);
+  std::string reason = common_reason;
+  if (reason.empty()) reason = math_exclusion(desc, math.math, runtime);
+  if (reason.empty()) {
+    DNNX_CUDNN_CHECK(cudnnSetConvolutionMathType(d->conv.get(), math.math), context,
+                     "setting the math mode");
+    std::size_t bytes = 0;
+    const cudnnStatus_t status =
+        workspace_size(runtime.handle(), *d, candidate.config.algorithm, bytes);
+    if (status == CUDNN_STATUS_SUCCESS) {
+      info.workspace_bytes = bytes;
+    } else {
+      reason = detail::cat("cuDNN rejects it: ", status_name(status));
+      if (const std::string message = last_cudnn_message(); !message.empty())
+        reason += " (" + message + ")";
+    }
+  }
+  info.supported = reason.empty();
+  info.reason = std::move(reason);
+  return candidate;
+}
+
 }  // namespace
 
 std::vector<LegacyCandidate> legacy_candidates(Runtime& runtime, const ConvDesc& desc,
@@ -326,20 +382,7 @@ std::vector<LegacyCandidate> legacy_candidates(Runtime& runtime, const ConvDesc&
   const auto specs = algos(direction);
   const auto maths = math_order(desc, runtime);
 
-  std::string common_reason;
-  if (!g.symmetric_padding) {
-    common_reason = detail::cat(
-        "legacy cuDNN takes one padding per spatial dim; asymmetric padding (before ",
-        detail::join(std::span(desc.pad_before.data(), static_cast<std::size_t>(desc.spatial_dims)),
-                     "x"),
-        ", after ",
-        detail::join(std::span(desc.pad_after.data(), static_cast<std::size_t>(desc.spatial_dims)),
-                     "x"),
-        ") needs a graph-API engine (cudnn:engine:...)");
-  } else if (!fits_int(g)) {
-    common_reason = "a dim or stride exceeds INT_MAX, which legacy descriptors cannot hold";
-  }
-
+  const std::string common_reason = common_exclusion(desc, g);
   std::unique_ptr<Descriptors> d;
   std::vector<Ranked> ranking;
   if (common_reason.empty()) {
@@ -396,45 +439,15 @@ std::vector<LegacyCandidate> legacy_candidates(Runtime& runtime, const ConvDesc&
                                     : static_cast<int>(first_algo - ranking.begin());
     for (std::size_t m = 0; m < maths.size(); ++m) {
       const MathSpec& math = maths[m];
-      LegacyCandidate candidate;
-      candidate.config = {algorithm_of(direction, algo), math.math};
-      candidate.tensor_cores =
-          math.math == CUDNN_TENSOR_OP_MATH || math.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-      AlgoInfo& info = candidate.info;
-      info.id = legacy_id(direction, spec.name, math.name);
-      info.name = detail::cat(spec.name, " (", math.name, ")");
-      info.deterministic = spec.deterministic;
-      info.notes = {"legacy", std::string(spec.note)};
-      if (candidate.tensor_cores) info.notes.emplace_back("tensor_cores");
-      if (math.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
-        info.notes.emplace_back("down_convert");
-      if (!spec.family.empty()) info.families.emplace_back(spec.family);
-
+      LegacyCandidate candidate = describe_pair(runtime, desc, direction, algo, spec, math,
+                                                common_reason, d.get(), context);
       const auto exact = std::find_if(ranking.begin(), ranking.end(), [&](const Ranked& r) {
         return r.algo == algo && r.math == math.math;
       });
       int rank = exact != ranking.end()
                      ? static_cast<int>(exact - ranking.begin())
                      : ranked_pairs + algo_rank * maths_per_algorithm + static_cast<int>(m);
-      std::string reason = common_reason;
-      if (reason.empty()) reason = math_exclusion(desc, math.math, runtime);
-      if (reason.empty()) {
-        DNNX_CUDNN_CHECK(cudnnSetConvolutionMathType(d->conv.get(), math.math), context,
-                         "setting the math mode");
-        std::size_t bytes = 0;
-        const cudnnStatus_t status =
-            workspace_size(runtime.handle(), *d, candidate.config.algorithm, bytes);
-        if (status == CUDNN_STATUS_SUCCESS) {
-          info.workspace_bytes = bytes;
-        } else {
-          reason = detail::cat("cuDNN rejects it: ", status_name(status));
-          if (const std::string message = last_cudnn_message(); !message.empty())
-            reason += " (" + message + ")";
-        }
-      }
-      info.supported = reason.empty();
-      info.reason = std::move(reason);
-      if (!info.supported) rank += unsupported_offset;
+      if (!candidate.info.supported) rank += unsupported_offset;
       entries.push_back({std::move(candidate), rank});
     }
   }
@@ -444,6 +457,28 @@ std::vector<LegacyCandidate> legacy_candidates(Runtime& runtime, const ConvDesc&
   candidates.reserve(entries.size());
   for (Entry& entry : entries) candidates.push_back(std::move(entry.candidate));
   return candidates;
+}
+
+std::optional<LegacyCandidate> legacy_candidate_of(Runtime& runtime, const ConvDesc& desc,
+                                                   Direction direction, const std::string& id) {
+  // The ids legacy_candidates() makes, matched by making them (one place spells them).
+  const auto specs = algos(direction);
+  for (std::size_t a = 0; a < specs.size(); ++a) {
+    for (const MathSpec& math : math_modes) {
+      if (legacy_id(direction, specs[a].name, math.name) != id) continue;
+      const ErrorContext context = conv_context(desc, direction, {});
+      const Geometry g = conv_geometry(desc);
+      const std::string common_reason = common_exclusion(desc, g);
+      std::unique_ptr<Descriptors> d;
+      if (common_reason.empty()) {
+        runtime.make_current();
+        d = std::make_unique<Descriptors>(make_descriptors(desc, g, context));
+      }
+      return describe_pair(runtime, desc, direction, static_cast<int>(a), specs[a], math,
+                           common_reason, d.get(), context);
+    }
+  }
+  return std::nullopt;
 }
 
 std::shared_ptr<detail::ConvPlan> make_legacy_plan(std::shared_ptr<Runtime> runtime,

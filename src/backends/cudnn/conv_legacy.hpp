@@ -11,6 +11,8 @@
 #include <cudnn.h>
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -38,6 +40,12 @@ struct LegacyCandidate {
 /// priority order (Note [legacy candidates]).
 std::vector<LegacyCandidate> legacy_candidates(Runtime& runtime, const ConvDesc& desc,
                                                Direction direction);
+
+/// The candidate legacy_candidates() lists as `id` for (desc, direction), described alone
+/// without cuDNN's ranking (Note [re-validating persisted choices] in src/ops/dispatch.cpp), or
+/// nullopt when `id` is not a legacy id of `direction`.
+std::optional<LegacyCandidate> legacy_candidate_of(Runtime& runtime, const ConvDesc& desc,
+                                                   Direction direction, const std::string& id);
 
 /// The plan of legacy config `config` (an algorithm of `direction`) for desc, recorded as `info`
 /// (its workspace made exact).

@@ -239,6 +239,11 @@ AlgoInfo padded_info(const ConvDesc& desc, const ConvDesc& padded, const AlgoInf
   return info;
 }
 
+std::optional<std::string> padded_inner_id(std::string_view id) {
+  if (id.substr(0, padded_prefix.size()) != padded_prefix) return std::nullopt;
+  return std::string(id.substr(padded_prefix.size()));
+}
+
 std::shared_ptr<detail::ConvPlan> make_padded_plan(std::shared_ptr<Runtime> runtime,
                                                    const ConvDesc& desc, const ConvDesc& padded,
                                                    Direction direction,

@@ -11,6 +11,8 @@
 
 #include <memory>
 #include <optional>
+#include <string>
+#include <string_view>
 
 namespace dnnx::cudnn {
 
@@ -21,6 +23,10 @@ std::optional<ConvDesc> channel_padded(const ConvDesc& desc);
 /// The listing entry of the padded candidate wrapping `inner` (a supported candidate of
 /// `padded`), id "cudnn:padc:<inner id>": its workspace is the inner one plus the padded copies.
 AlgoInfo padded_info(const ConvDesc& desc, const ConvDesc& padded, const AlgoInfo& inner);
+
+/// The inner id of a padded candidate's id (the inverse of padded_info()'s naming), or nullopt
+/// when `id` is not "cudnn:padc:<inner id>".
+std::optional<std::string> padded_inner_id(std::string_view id);
 
 /// The plan running `inner` (a plan of `padded`) for `desc`.
 std::shared_ptr<detail::ConvPlan> make_padded_plan(std::shared_ptr<Runtime> runtime,

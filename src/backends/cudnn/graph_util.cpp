@@ -13,8 +13,11 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstdint>
+#include <optional>
 #include <string_view>
+#include <system_error>
 #include <utility>
 
 namespace dnnx::cudnn {
@@ -81,6 +84,60 @@ std::string config_id(const ConfigKey& key, std::string_view prefix) {
     id += detail::cat(i == 0 ? ':' : ',', knob_name(key.knobs[i].first), '=', key.knobs[i].second);
   }
   return id;
+}
+
+namespace {
+
+// A canonical decimal int64 ("0", "-12"; no sign on zero, no leading zeros, no '+'), as
+// detail::cat prints one; nullopt for anything else.
+std::optional<std::int64_t> parse_int64(std::string_view text) {
+  std::int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (error != std::errc() || stop != end || detail::cat(value) != text) return std::nullopt;
+  return value;
+}
+
+// The knob type knob_name() names `name`.
+std::optional<std::int64_t> knob_type(std::string_view name) {
+  for (std::size_t type = 0; type < knob_names.size(); ++type) {
+    if (knob_names[type] == name) return static_cast<std::int64_t>(type);
+  }
+  if (name.size() < 2 || name[0] != 'k') return std::nullopt;
+  return parse_int64(name.substr(1));
+}
+
+}  // namespace
+
+std::optional<ConfigKey> parse_config_id(std::string_view id, std::string_view prefix) {
+  if (id.substr(0, prefix.size()) != prefix) return std::nullopt;
+  std::string_view rest = id.substr(prefix.size());
+  const std::size_t colon = rest.find(':');
+  ConfigKey key;
+  const std::optional<std::int64_t> engine = parse_int64(rest.substr(0, colon));
+  if (!engine || *engine < 0) return std::nullopt;
+  key.engine = *engine;
+  if (colon != std::string_view::npos) {
+    std::string_view knobs = rest.substr(colon + 1);
+    while (true) {
+      const std::size_t comma = knobs.find(',');
+      const std::string_view knob = knobs.substr(0, comma);
+      const std::size_t equals = knob.find('=');
+      if (equals == std::string_view::npos) return std::nullopt;
+      const std::optional<std::int64_t> type = knob_type(knob.substr(0, equals));
+      const std::optional<std::int64_t> value = parse_int64(knob.substr(equals + 1));
+      if (!type || !value) return std::nullopt;
+      key.knobs.emplace_back(*type, *value);
+      if (comma == std::string_view::npos) break;
+      knobs = knobs.substr(comma + 1);
+    }
+  }
+  // Exactly the ids config_id() makes: knobs sorted by type, each once, names as it spells them.
+  if (config_id(key, prefix) != id) return std::nullopt;
+  for (std::size_t i = 1; i < key.knobs.size(); ++i) {
+    if (key.knobs[i - 1].first >= key.knobs[i].first) return std::nullopt;
+  }
+  return key;
 }
 
 // ---- thin wrappers over cudnnBackend{Set,Get}Attribute ----------------------------------------

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -43,6 +44,11 @@ inline constexpr std::string_view engine_id_prefix = "cudnn:engine:";
 /// "<prefix><index>" or "<prefix><index>:<knob>=<value>,..." (knobs in enum order), e.g.
 /// "cudnn:engine:5:split_k=2". Ids are only ever made from keys: a candidate carries its key.
 std::string config_id(const ConfigKey& key, std::string_view prefix = engine_id_prefix);
+/// The key config_id(key, prefix) makes `id` of, exactly its inverse: nullopt for any string
+/// config_id() never returns (another prefix, knobs out of order or repeated, non-canonical
+/// numbers, unknown knob names).
+std::optional<ConfigKey> parse_config_id(std::string_view id,
+                                         std::string_view prefix = engine_id_prefix);
 
 /// One engine configuration as a candidate: its listing entry, the key its plan is built from,
 /// and what selection among candidates reads as data rather than from the entry's notes.

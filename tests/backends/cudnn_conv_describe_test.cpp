@@ -1,0 +1,384 @@
+// The cudnn convolution's single-candidate descriptions (label "gpu"; Note [re-validating
+// persisted choices] in src/ops/dispatch.cpp, Note [cudnn conv candidates] in conv.cpp): every
+// kind of id is parsed back into its candidate and described on a backend that never listed the
+// desc, as the listing describes it; a choice read from the cache file runs in a fresh context
+// with no listing at all; the listing made afterwards is the full one. The id parsing tests need
+// no GPU.
+
+#include <dnnx/algo.hpp>
+#include <dnnx/context.hpp>
+#include <dnnx/error.hpp>
+#include <dnnx/ops/conv.hpp>
+#include <dnnx/tensor.hpp>
+
+#include "backends/cudnn/conv_common.hpp"
+#include "backends/cudnn/conv_padded.hpp"
+#include "backends/cudnn/graph_util.hpp"
+#include "ops/context_state.hpp"
+#include "support/compare.hpp"
+#include "support/conv.hpp"
+#include "support/gpu.hpp"
+#include "support/random.hpp"
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dnnx {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr Direction directions[] = {Direction::fwd, Direction::bwd_data, Direction::bwd_weights};
+
+// Sets an environment variable for one scope (unset: nullptr), restoring the previous value.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) {
+      had_ = true;
+      old_ = old;
+    }
+    if (value == nullptr) {
+      ::unsetenv(name);
+    } else {
+      ::setenv(name, value, 1);
+    }
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      ::setenv(name_.c_str(), old_.c_str(), 1);
+    } else {
+      ::unsetenv(name_.c_str());
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+// A fresh folder per test, removed afterwards.
+class TempFolder {
+ public:
+  TempFolder() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = fs::temp_directory_path() /
+            ("dnnx-describe-" + std::string(info->name()) + "-" + std::to_string(::getpid()));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempFolder() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+// A context with a cudnn backend instance of its own (contexts on one stream share one, so a
+// context on a new stream has nothing listed and reads the environment afresh). The stream lives
+// as long as the process, as Context::with_stream requires.
+Context fresh_context(std::shared_ptr<ChoiceCache> cache = std::make_shared<ChoiceCache>()) {
+  cudaStream_t stream = nullptr;
+  EXPECT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  Context context = Context(BackendKind::cudnn).with_stream(stream);
+  context.set_choice_cache(std::move(cache));
+  return context;
+}
+
+ConvDesc make_desc(const Dims& src, const Dims& weights, std::int64_t stride, std::int64_t pad,
+                   std::int64_t groups, DType dtype, Layout layout) {
+  return ConvDesc::from_shapes(src, weights, {stride}, {pad}, {1}, groups, dtype, layout);
+}
+
+// One desc of each kind of candidate: tensor-core engines and knob variants (f16 NHWC), f32
+// without TF32 (fma legacy, non-tensor-core engines), 3-D, dnnx's depthwise kernels, grouped,
+// and unaligned f16 channels (channel-padded candidates).
+struct NamedDesc {
+  const char* name;
+  ConvDesc desc;
+};
+std::vector<NamedDesc> descs() {
+  return {
+      {"f16_nhwc",
+       make_desc({4, 64, 14, 14}, {64, 64, 3, 3}, 1, 1, 1, DType::f16, Layout::channels_last)},
+      {"f32_nchw",
+       make_desc({2, 16, 15, 15}, {32, 16, 3, 3}, 2, 1, 1, DType::f32, Layout::channels_first)},
+      {"f16_3d",
+       make_desc({2, 16, 6, 8, 8}, {16, 16, 3, 3, 3}, 1, 1, 1, DType::f16, Layout::channels_last)},
+      {"depthwise",
+       make_desc({2, 32, 16, 16}, {32, 1, 3, 3}, 1, 1, 32, DType::f16, Layout::channels_last)},
+      {"grouped",
+       make_desc({2, 16, 12, 12}, {16, 4, 3, 3}, 1, 1, 4, DType::f32, Layout::channels_first)},
+      {"padc",
+       make_desc({2, 12, 16, 16}, {20, 12, 3, 3}, 1, 1, 1, DType::f16, Layout::channels_last)},
+  };
+}
+
+// `direction` of desc on `context`'s device: the host operands copied there, the output a
+// NaN-filled device tensor (unwritten elements fail the finiteness check).
+test::ConvRun run_on_device(Context& context, const ConvDesc& desc, Direction direction,
+                            const test::ConvOperands& host) {
+  test::ConvOperands device;
+  if (!host.src.is_null()) device.src = test::device_copy(host.src, context);
+  if (!host.weights.is_null()) device.weights = test::device_copy(host.weights, context);
+  if (!host.diff_dst.is_null()) device.diff_dst = test::device_copy(host.diff_dst, context);
+  test::ConvRun run{test::device_copy(test::nan_tensor(test::conv_output_dims(desc, direction),
+                                                       desc.dtype, desc.layout),
+                                      context),
+                    nullptr};
+  switch (direction) {
+    case Direction::fwd:
+      run.choice = conv_fwd(context, desc, device.src, device.weights, run.output);
+      break;
+    case Direction::bwd_data:
+      run.choice = conv_bwd_data(context, desc, device.diff_dst, device.weights, run.output);
+      break;
+    case Direction::bwd_weights:
+      run.choice = conv_bwd_weights(context, desc, device.src, device.diff_dst, run.output);
+      break;
+    case Direction::fwd_training: break;  // not a convolution direction
+  }
+  return run;
+}
+
+std::vector<std::string> without(std::vector<std::string> notes, const std::string& note) {
+  notes.erase(std::remove(notes.begin(), notes.end(), note), notes.end());
+  return notes;
+}
+
+// ---- ids (no GPU needed) -----------------------------------------------------------------------
+
+TEST(CudnnConvIds, EngineIdsParseBackIntoTheirConfigs) {
+  const std::vector<cudnn::ConfigKey> keys{
+      {0, {}},
+      {5, {}},
+      {123, {}},
+      {7, {{0, 2}}},
+      {12, {{0, 2}, {3, -1}, {9, 64}}},
+      {64, {{1, 0}, {1000, 7}}},  // a knob type past the named ones is spelled k<type>
+  };
+  for (const auto& key : keys) {
+    for (const std::string_view prefix :
+         {cudnn::engine_id_prefix, std::string_view("cudnn:fused:engine:")}) {
+      const std::string id = cudnn::config_id(key, prefix);
+      const std::optional<cudnn::ConfigKey> parsed = cudnn::parse_config_id(id, prefix);
+      ASSERT_TRUE(parsed.has_value()) << id;
+      EXPECT_EQ(*parsed, key) << id;
+      EXPECT_EQ(cudnn::config_id(*parsed, prefix), id);
+    }
+  }
+  // Strings config_id() never makes.
+  const std::string k0 = cudnn::config_id({1, {{0, 1}}});  // the first knob's own name
+  const std::string named = k0.substr(k0.rfind(':') + 1, k0.find('=') - k0.rfind(':') - 1);
+  ASSERT_NE(named, "k0");
+  for (const std::string& id :
+       {std::string("cudnn:engine:"), std::string("cudnn:engine:none"),
+        std::string("cudnn:engine:05"), std::string("cudnn:engine:+5"),
+        std::string("cudnn:engine:-1"), std::string("cudnn:engine:5 "),
+        std::string("cudnn:engine:5:"), std::string("cudnn:engine:5:") + named,
+        std::string("cudnn:engine:5:") + named + "=",
+        std::string("cudnn:engine:5:") + named + "=01",
+        std::string("cudnn:engine:5:") + named + "=1," + named + "=2",  // repeated
+        std::string("cudnn:engine:5:k0=1"),                             // named knob as k<type>
+        std::string("cudnn:engine:5:k1000=1,") + named + "=1",          // out of order
+        std::string("cudnn:engine:5:no_such_knob=1"), std::string("cudnn:legacy:fwd:gemm:fma"),
+        std::string("cudnn:padc:cudnn:engine:5"), std::string("cudnn:fused:engine:5"),
+        std::string("engine:5")}) {
+    EXPECT_FALSE(cudnn::parse_config_id(id).has_value()) << id;
+  }
+}
+
+TEST(CudnnConvIds, PaddedIdsNameTheirInnerId) {
+  const ConvDesc desc =
+      make_desc({2, 3, 16, 16}, {12, 3, 3, 3}, 1, 1, 1, DType::f16, Layout::channels_last);
+  const std::optional<ConvDesc> padded = cudnn::channel_padded(desc);
+  ASSERT_TRUE(padded.has_value());
+  for (const std::string inner : {"cudnn:engine:5", "cudnn:engine:12:tile_k=2",
+                                  "cudnn:legacy:fwd:implicit_precomp_gemm:tensor_op"}) {
+    AlgoInfo info;
+    info.id = inner;
+    info.supported = true;
+    const AlgoInfo wrapped = cudnn::padded_info(desc, *padded, info);
+    EXPECT_EQ(cudnn::padded_inner_id(wrapped.id), inner) << wrapped.id;
+  }
+  EXPECT_FALSE(cudnn::padded_inner_id("cudnn:engine:5").has_value());
+  EXPECT_FALSE(cudnn::padded_inner_id("cudnn:pad:cudnn:engine:5").has_value());
+}
+
+// ---- descriptions ------------------------------------------------------------------------------
+
+// For every desc and direction: every listed id described by a backend that has never listed the
+// desc, compared with the listing (and, for the workspace, with the plan the listing's path
+// builds: the plan's workspace is exact); the describing backend lists nothing until asked, and
+// then lists exactly what a listing always did.
+TEST(CudnnConvDescribe, EveryListedIdIsDescribedAloneAsListed) {
+  DNNX_REQUIRE_GPU();
+  // Runtime-compiled plans compile for seconds each: listed unsupported on both sides here
+  // (their single description is the engine path, exercised by every other engine id).
+  const ScopedEnv rtc("DNNX_CUDNN_RUNTIME_COMPILED", "0");
+  const ScopedEnv plans("DNNX_PLAN_DIR", nullptr);
+  std::size_t described_ids = 0;
+  for (const NamedDesc& named : descs()) {
+    for (const Direction direction : directions) {
+      const ConvDesc& desc = named.desc;
+      SCOPED_TRACE(std::string(named.name) + " " + std::string(to_string(direction)) + ": " +
+                   desc.repro(direction));
+      Context lister = fresh_context();
+      const std::vector<AlgoInfo> listed = conv_list(lister, desc, direction);
+      auto& listing_backend = detail::state_of(lister).backend().conv();
+
+      Context describer = fresh_context();
+      auto& backend = detail::state_of(describer).backend().conv();
+      const cudnn::ConvListingCounts before = cudnn::conv_listing_counts();
+      bool any_padded = false;
+      for (const AlgoInfo& info : listed) {
+        SCOPED_TRACE(info.id);
+        std::optional<AlgoInfo> described;
+        std::string threw;
+        try {
+          described = backend.describe_candidate(desc, direction, info.id);
+        } catch (const Error& error) {
+          threw = error.message();
+        }
+        if (!threw.empty()) {
+          // Allowed only where the plan cannot be built either way (the dispatcher then lists).
+          EXPECT_TRUE(info.supported) << "describing an unsupported id threw: " << threw;
+          EXPECT_THROW(listing_backend.plan(desc, direction, info.id), Error)
+              << "describing threw (" << threw << ") but the listing's plan builds";
+          continue;
+        }
+        if (!info.supported) {
+          // An unsupported id is never described as supported (unknown is allowed: the listing
+          // decides then).
+          if (described)
+            EXPECT_FALSE(described->supported) << "listed unsupported: " << info.reason;
+          continue;
+        }
+        ++described_ids;
+        any_padded = any_padded || info.id.rfind("cudnn:padc:", 0) == 0;
+        ASSERT_TRUE(described.has_value()) << "a listed supported id is described unknown";
+        EXPECT_TRUE(described->supported) << described->reason;
+        EXPECT_EQ(described->id, info.id);
+        EXPECT_EQ(described->deterministic, info.deterministic);
+        EXPECT_EQ(described->overflow_risk, info.overflow_risk);
+        EXPECT_EQ(described->saved_state_format, info.saved_state_format);
+        EXPECT_EQ(described->families, info.families);
+        EXPECT_EQ(without(described->notes, "heuristics_top"),
+                  without(info.notes, "heuristics_top"));
+        const auto listed_plan = listing_backend.plan(desc, direction, info.id);
+        EXPECT_EQ(described->workspace_bytes, listed_plan->algo().workspace_bytes)
+            << "the described workspace must be the plan's";
+        // The plan the description built is the one the call gets, without listing.
+        const auto plan = backend.plan(desc, direction, info.id);
+        EXPECT_EQ(plan->algo().workspace_bytes, described->workspace_bytes);
+      }
+      for (const std::string id :
+           {"cudnn:engine:999999", "cudnn:engine:none", "cudnn:nothing",
+            "cudnn:legacy:fwd:no_such_algo:fma", "cudnn:padc:cudnn:kernel:depthwise:direct"}) {
+        std::optional<AlgoInfo> described;
+        ASSERT_NO_THROW(described = backend.describe_candidate(desc, direction, id)) << id;
+        EXPECT_TRUE(!described || !described->supported) << id << " described supported";
+      }
+      const cudnn::ConvListingCounts after = cudnn::conv_listing_counts();
+      EXPECT_EQ(after.listed, before.listed) << "describing must not list";
+      EXPECT_GT(after.described, before.described);
+
+      // The describing backend's own listing is the full one, plans built above included.
+      const std::vector<AlgoInfo> relisted = conv_list(describer, desc, direction);
+      EXPECT_GT(cudnn::conv_listing_counts().listed, after.listed);
+      ASSERT_EQ(relisted.size(), listed.size());
+      for (std::size_t i = 0; i < listed.size(); ++i) {
+        EXPECT_EQ(relisted[i].id, listed[i].id) << i;
+        EXPECT_EQ(relisted[i].supported, listed[i].supported) << listed[i].id;
+      }
+      if (const std::optional<ConvDesc> padded = cudnn::channel_padded(desc)) {
+        // Note [channel padding]: wrapped are the padded desc's supported tensor-core candidates.
+        const std::vector<AlgoInfo> inner = conv_list(lister, *padded, direction);
+        const bool wrappable = std::any_of(inner.begin(), inner.end(), [](const AlgoInfo& a) {
+          const auto has = [&](const char* note) {
+            return std::find(a.notes.begin(), a.notes.end(), note) != a.notes.end();
+          };
+          return a.supported && has("tensor_cores") && !has("runtime_compiled");
+        });
+        EXPECT_EQ(any_padded, wrappable) << "channel-padded ids described";
+      }
+    }
+  }
+  std::cout << "[ cudnn    ] described " << described_ids << " supported ids alone\n";
+}
+
+// A choice an exhaustive search made and saved, read by a fresh context with a fresh backend
+// (as another process would): the call runs it with no listing, builds at most its plan (none
+// when the plan store has it), and gives the output the first context gave.
+TEST(CudnnConvDescribe, AChoiceFromTheFileRunsInAFreshContextWithoutListing) {
+  DNNX_REQUIRE_GPU();
+  TempFolder folder;
+  const ScopedEnv dir("DNNX_PLAN_DIR", folder.file("plans").c_str());
+  const ScopedEnv budget("DNNX_CUDNN_COMPILE_BUDGET", "2");
+  CacheFileOptions file;
+  file.mode = CacheMode::readwrite;
+  file.path = folder.file("tune.json");
+  for (const NamedDesc& named : descs()) {
+    for (const Direction direction : directions) {
+      const ConvDesc& desc = named.desc;
+      SCOPED_TRACE(std::string(named.name) + " " + std::string(to_string(direction)) + ": " +
+                   desc.repro(direction));
+      const test::ConvOperands operands =
+          test::random_conv_operands(desc, direction, test::seed_from(desc.key()));
+      test::ConvRun first;
+      {
+        Context context = fresh_context(std::make_shared<ChoiceCache>(file));
+        context.tune().fwd = context.tune().bwd_data = context.tune().bwd_weights =
+            AlgoPolicy::exhaustive();
+        first = run_on_device(context, desc, direction, operands);
+        EXPECT_GT(first.choice->candidates_timed, 0);
+      }
+      const auto cache = std::make_shared<ChoiceCache>(file);
+      Context context = fresh_context(cache);
+      context.tune().fwd = context.tune().bwd_data = context.tune().bwd_weights =
+          AlgoPolicy::exhaustive();
+      const cudnn::ConvListingCounts before = cudnn::conv_listing_counts();
+      const test::ConvRun second = run_on_device(context, desc, direction, operands);
+      const cudnn::ConvListingCounts after = cudnn::conv_listing_counts();
+      EXPECT_EQ(second.choice->algo.id, first.choice->algo.id);
+      EXPECT_EQ(second.choice->candidates_timed, first.choice->candidates_timed)
+          << "the file's choice, not a new search";
+      EXPECT_EQ(cache->file_stats().applied, 1u);
+      EXPECT_EQ(after.listed, before.listed) << "a valid choice from the file must not list";
+      EXPECT_EQ(after.described, before.described + 1);
+      const std::string where = test::conv_context(desc, direction, second.choice->algo.id);
+      const Tensor a = test::host_copy_of(first.output);
+      const Tensor b = test::host_copy_of(second.output);
+      ASSERT_TRUE(test::all_finite(b, "output", where));
+      if (second.choice->algo.deterministic) {
+        EXPECT_TRUE(test::bitwise_equal(a, b, "output", where));
+      } else {
+        const Dims dims = test::conv_output_dims(desc, direction);
+        EXPECT_TRUE(test::close_within_scale(
+            b.to_f32(), a.to_f32(), test::conv_error_scale(desc, direction, operands), dims,
+            test::conv_tolerance(desc.dtype), "output", where));
+      }
+      std::cout << "[ cudnn    ] " << named.name << ' ' << to_string(direction) << ": "
+                << second.choice->algo.id << " from the file, nothing listed\n";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dnnx

@@ -1,0 +1,311 @@
+// Note [re-validating persisted choices] (src/ops/dispatch.cpp): a choice read from the cache file
+// is checked by describing its id alone (OpBackend::describe_candidate), and the candidates are
+// listed only when that description is missing or not admissible here; then the listing decides
+// as it always did. Driven through detail::Dispatch with an op of this test's own (it borrows
+// add's line of the op table) whose backend counts its listings and descriptions, so every
+// expectation is exact. A first Context writes the file; a fresh Context with a fresh cache
+// object reads it, as another process would.
+
+#include <dnnx/dnnx.hpp>
+
+#include "core/check.hpp"
+#include "ops/dispatch.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace dnnx;
+namespace fs = std::filesystem;
+
+struct RevalDesc {
+  std::int64_t size = 8;
+  void validate() const { DNNX_CHECK_ARG(size > 0, "size must be positive, got ", size); }
+  std::string key() const { return "revalidate size=" + std::to_string(size); }
+  std::size_t hash() const { return std::hash<std::int64_t>{}(size); }
+  std::string repro(Direction direction) const {
+    return "revalidate --size " + std::to_string(size) + " --direction " +
+           std::string(to_string(direction));
+  }
+  bool operator==(const RevalDesc&) const = default;
+};
+
+struct RevalArgs {
+  const Tensor* src = nullptr;
+  Tensor* dst = nullptr;
+};
+
+AlgoInfo supported(std::string id, std::size_t workspace = 0, bool deterministic = true) {
+  AlgoInfo info;
+  info.id = std::move(id);
+  info.name = info.id;
+  info.supported = true;
+  info.workspace_bytes = workspace;
+  info.deterministic = deterministic;
+  return info;
+}
+
+// What the backend lists, in order; each test sets it before each Context.
+struct Table {
+  std::vector<AlgoInfo> candidates;
+  // Ids whose description throws (a backend failing to build the plan it describes by).
+  std::vector<std::string> describe_throws;
+  int listings = 0;
+  int descriptions = 0;
+  std::vector<std::string> ran;
+  void reset_counts() {
+    listings = 0;
+    descriptions = 0;
+    ran.clear();
+  }
+};
+
+Table& table() {
+  static Table t;
+  return t;
+}
+
+class RevalPlan final : public detail::OpPlan<RevalArgs> {
+ public:
+  explicit RevalPlan(AlgoInfo info) : info_(std::move(info)) {}
+  const AlgoInfo& algo() const override { return info_; }
+  void execute(const RevalArgs& args, detail::Workspace workspace) override {
+    EXPECT_GE(workspace.bytes, info_.workspace_bytes);
+    table().ran.push_back(info_.id);
+    args.dst->copy_from_f32(args.src->to_f32());
+  }
+
+ private:
+  AlgoInfo info_;
+};
+
+// `Direct`: whether describe_candidate() answers without listing (a backend whose listing is
+// costly) or keeps OpBackend's default (list, look the id up).
+template <bool Direct>
+class RevalBackend final : public detail::OpBackend<RevalDesc, RevalArgs> {
+ public:
+  std::vector<AlgoInfo> list(const RevalDesc&, Direction) override {
+    ++table().listings;
+    return table().candidates;
+  }
+  std::optional<AlgoInfo> describe_candidate(const RevalDesc& desc, Direction direction,
+                                             const std::string& id) override {
+    if constexpr (!Direct) {
+      return OpBackend::describe_candidate(desc, direction, id);
+    } else {
+      ++table().descriptions;
+      const auto& throws = table().describe_throws;
+      if (std::find(throws.begin(), throws.end(), id) != throws.end())
+        throw Error(ErrorKind::BackendFailure, "cannot build the plan of " + id);
+      for (const AlgoInfo& info : table().candidates) {
+        if (info.id == id) return info;
+      }
+      return std::nullopt;
+    }
+  }
+  // Plans are found without listing, as a backend's plan cache would serve them.
+  std::shared_ptr<detail::OpPlan<RevalArgs>> plan(const RevalDesc&, Direction,
+                                                  const std::string& id) override {
+    for (const AlgoInfo& info : table().candidates) {
+      if (info.id != id) continue;
+      if (!info.supported) throw Error(ErrorKind::Unsupported, info.reason);
+      return std::make_shared<RevalPlan>(info);
+    }
+    throw Error(ErrorKind::InvalidArgument, "not a candidate: " + id);
+  }
+};
+
+template <bool Direct>
+struct RevalOp {
+  using Desc = RevalDesc;
+  using Args = RevalArgs;
+  static constexpr OpKind kind = OpKind::add;
+  static detail::OpBackend<RevalDesc, RevalArgs>& backend(detail::ContextState&) {
+    static RevalBackend<Direct> instance;
+    return instance;
+  }
+  static void check(const Context&, const RevalDesc&, Direction, const RevalArgs&) {}
+  struct Scratch {
+    Tensor src, dst;
+    RevalArgs args(Direction) { return {&src, &dst}; }
+  };
+  static Scratch scratch(const Context&, const RevalDesc& desc, Direction) {
+    return {Tensor::zeros(Dims{desc.size}, DType::f32), Tensor::zeros(Dims{desc.size}, DType::f32)};
+  }
+};
+
+class RevalidateTest : public ::testing::Test {
+ protected:
+  RevalidateTest() {
+    std::string pattern = (fs::temp_directory_path() / "dnnx-revalidate-XXXXXX").string();
+    const char* made = mkdtemp(pattern.data());
+    EXPECT_NE(made, nullptr);
+    folder_ = pattern;
+    table() = Table{};
+  }
+  ~RevalidateTest() override {
+    std::error_code ignored;
+    fs::remove_all(folder_, ignored);
+  }
+
+  // A context whose cache reads and writes this test's file, with a cache object of its own.
+  Context context(TuneOptions tune = {}) {
+    CacheFileOptions file;
+    file.mode = CacheMode::readwrite;
+    file.path = (folder_ / "tune.json").string();
+    cache_ = std::make_shared<ChoiceCache>(file);
+    Context made(BackendKind::reference);
+    made.set_choice_cache(cache_);
+    tune.fwd = AlgoPolicy::heuristic();
+    made.tune() = tune;
+    return made;
+  }
+
+  template <bool Direct = true>
+  std::shared_ptr<const Choice> run(Context& context) {
+    Tensor src = Tensor::zeros(Dims{8}, DType::f32);
+    Tensor dst = Tensor::zeros(Dims{8}, DType::f32);
+    return detail::Dispatch<RevalOp<Direct>>::run(context, RevalDesc{}, Direction::fwd,
+                                                  RevalArgs{&src, &dst});
+  }
+
+  // No file and no cache object that could still write one: the next context starts afresh.
+  void forget_the_file() {
+    cache_.reset();
+    fs::remove_all(folder_);
+    fs::create_directories(folder_);
+  }
+
+  // The first process: its heuristic pick, "test:b" (listed first), goes to the file.
+  template <bool Direct = true>
+  void write_choice_of_b(TuneOptions tune = {}) {
+    table().candidates = {supported("test:b", 1024), supported("test:a")};
+    Context first = context(tune);
+    EXPECT_EQ(run<Direct>(first)->algo.id, "test:b");
+    EXPECT_EQ(cache_->file_stats().writes, 1u);
+    table().reset_counts();
+  }
+
+  fs::path folder_;
+  std::shared_ptr<ChoiceCache> cache_;
+};
+
+TEST_F(RevalidateTest, AValidChoiceFromTheFileIsDescribedAloneAndNeverListed) {
+  write_choice_of_b();
+  Context second = context();
+  const auto choice = run(second);
+  EXPECT_EQ(choice->algo.id, "test:b");
+  EXPECT_FALSE(choice->from_file);
+  EXPECT_EQ(choice->algo.workspace_bytes, 1024u) << "the description, not the file's record";
+  EXPECT_EQ(table().listings, 0) << "a valid persisted choice must not list the candidates";
+  EXPECT_EQ(table().descriptions, 1);
+  EXPECT_EQ(table().ran, std::vector<std::string>{"test:b"});
+  EXPECT_EQ(cache_->file_stats().applied, 1u);
+  EXPECT_EQ(cache_->file_stats().invalidated, 0u);
+  EXPECT_EQ(cache_->hits(), 1u);
+
+  // Validated once per key and process: the next calls neither describe nor list.
+  run(second);
+  detail::Dispatch<RevalOp<true>>::select(second, RevalDesc{}, Direction::fwd);
+  EXPECT_EQ(table().listings, 0);
+  EXPECT_EQ(table().descriptions, 1);
+}
+
+TEST_F(RevalidateTest, TheDescriptionIsWhatTheChecksJudge) {
+  // The file says 1024 B; the backend now describes b with more workspace than the limit, which
+  // is the same in both processes (it is part of the key).
+  TuneOptions limited;
+  limited.workspace_limit = 2048;
+  write_choice_of_b(limited);
+  table().candidates = {supported("test:b", 4096), supported("test:a")};
+  Context second = context(limited);
+  const auto choice = run(second);
+  EXPECT_EQ(choice->algo.id, "test:a");
+  EXPECT_EQ(table().descriptions, 1);
+  EXPECT_EQ(table().listings, 1) << "an inadmissible description falls back to the listing";
+  EXPECT_EQ(table().ran, std::vector<std::string>{"test:a"});
+  EXPECT_EQ(cache_->file_stats().invalidated, 1u);
+}
+
+// Each way a persisted id can stop being admissible: described unknown, unsupported, not
+// deterministic under deterministic mode, overflow_risk. Every one lists once and re-selects
+// from that listing, as before descriptions existed.
+TEST_F(RevalidateTest, AnInadmissibleDescriptionFallsBackToTheListingAndReselects) {
+  struct Case {
+    const char* what;
+    bool deterministic_mode;
+    AlgoInfo b_now;  // id "" = b is gone
+  };
+  AlgoInfo unsupported = supported("test:b", 1024);
+  unsupported.supported = false;
+  unsupported.reason = "not on this device";
+  AlgoInfo risky = supported("test:b", 1024);
+  detail::mark_overflow_risk(risky);
+  const std::vector<Case> cases{
+      {"unknown id", false, AlgoInfo{}},
+      {"unsupported", false, unsupported},
+      {"not deterministic", true, supported("test:b", 1024, /*deterministic=*/false)},
+      {"overflow_risk", false, risky},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    TuneOptions tune;
+    tune.deterministic = c.deterministic_mode;
+    forget_the_file();
+    write_choice_of_b(tune);
+    table().candidates = {supported("test:a")};
+    if (!c.b_now.id.empty()) table().candidates.insert(table().candidates.begin(), c.b_now);
+    Context second = context(tune);
+    const auto choice = run(second);
+    EXPECT_EQ(choice->algo.id, "test:a");
+    EXPECT_EQ(table().descriptions, 1);
+    EXPECT_EQ(table().listings, 1);
+    EXPECT_EQ(table().ran, std::vector<std::string>{"test:a"});
+    EXPECT_EQ(cache_->file_stats().invalidated, 1u);
+    EXPECT_EQ(cache_->hits(), 0u) << "a lookup whose entry failed re-validation is a miss";
+  }
+}
+
+TEST_F(RevalidateTest, ADescriptionThatThrowsLeavesTheDecisionToTheListing) {
+  write_choice_of_b();
+  table().describe_throws = {"test:b"};
+  Context second = context();
+  const auto choice = run(second);
+  EXPECT_EQ(choice->algo.id, "test:b") << "the listing still finds b valid";
+  EXPECT_EQ(table().descriptions, 1);
+  EXPECT_EQ(table().listings, 1);
+  EXPECT_EQ(cache_->file_stats().applied, 1u);
+}
+
+TEST_F(RevalidateTest, ABackendWithoutItsOwnDescriptionListsOnceAsBefore) {
+  write_choice_of_b</*Direct=*/false>();
+  {
+    Context second = context();
+    const auto choice = run</*Direct=*/false>(second);
+    EXPECT_EQ(choice->algo.id, "test:b");
+    EXPECT_EQ(table().descriptions, 0);
+    EXPECT_EQ(table().listings, 1) << "the default description lists and looks the id up";
+    EXPECT_EQ(cache_->file_stats().applied, 1u);
+  }
+
+  // And an id the default description does not find is re-selected from that listing.
+  forget_the_file();
+  write_choice_of_b</*Direct=*/false>();
+  table().candidates = {supported("test:a")};
+  Context third = context();
+  EXPECT_EQ(run</*Direct=*/false>(third)->algo.id, "test:a");
+  EXPECT_EQ(table().listings, 2) << "one for the description, one for the re-selection";
+  EXPECT_EQ(cache_->file_stats().invalidated, 1u);
+}
+
+}  // namespace
