@@ -71,7 +71,11 @@ BatchNormDesc BatchNorm::desc_for(const Tensor& src, bool training) const {
 // p -= lr * (-batch + p), i.e. running + (batch - running) / n, with lr a per-call value (Note
 // [optimizer desc and hyperparameters]), so its desc is fixed too. Two op calls per training
 // forward on every backend, no host round trip; f32 arithmetic (the reference backend's f64),
-// where PyTorch computes (1 - f) * running + f * batch: the two differ by rounding only.
+// where PyTorch computes (1 - f) * running + f * batch: the two differ by rounding only, relative
+// to the larger of running and batch. The first training forward (n = 1) skips all this: the op's
+// momentum 1 writes the batch statistics straight into the running buffers, exactly as PyTorch's
+// (1 - 1) * running + batch (running + (batch - running) would round a tiny batch variance
+// against the initial running_var of 1).
 void BatchNorm::update_cumulative_average() {
   if (!average_desc_) {
     SgdDesc desc;
@@ -111,7 +115,10 @@ Tensor BatchNorm::forward(const Tensor& src) {
     tensors.scale = &weight().value;
     tensors.shift = &bias().value;
   }
-  const bool cumulative = is_training() && options_.track_running_stats && !options_.momentum;
+  // momentum=None after the first training forward (the first one's statistics are the average:
+  // the op's momentum 1 writes them into the running buffers).
+  const bool cumulative =
+      is_training() && options_.track_running_stats && !options_.momentum && batches_ > 0;
   if (cumulative) {
     if (batch_stats_[0].is_null()) {
       for (Tensor& stat : batch_stats_)

@@ -405,6 +405,18 @@ TEST(NnModule, BatchNormMomentumNoneKeepsTheCumulativeAverage) {
       }
       EXPECT_EQ(norm.num_batches_tracked(), step);
     }
+    // The first batch's statistics are kept to f32 precision, a tiny variance too (not rounded
+    // against the initial running_var of 1).
+    nn::BatchNorm2d fresh(context, 3, options);
+    Tensor tiny = input(Dims{4, 3, 3, 2}, 50);
+    auto* data = static_cast<float*>(tiny.data());
+    for (std::int64_t i = 0; i < tiny.numel(); ++i) data[i] *= 1e-4f;
+    fresh.forward(tiny);
+    const auto tiny_var = channel_statistics(tiny).second;
+    const auto running_var = fresh.state_dict()[3].second.to_f32();
+    for (std::size_t k = 0; k < 3; ++k) {
+      EXPECT_NEAR(running_var[k], tiny_var[k], 1e-5 * tiny_var[k]) << to_string(backend) << k;
+    }
   }
   Context context = fast_context();
   nn::BatchNormOptions bad;
