@@ -36,14 +36,16 @@
 //
 // Note [train bench loss scaling]
 // f16 training scales the loss so that small gradients survive in f16 (bf16, with f32's range,
-// does not). The step does what PyTorch's GradScaler does around a fused SGD: the backward starts
-// from `loss_scale` instead of 1; the unscale op with an inverse scale of 1 checks every gradient
-// for inf / NaN (found_inf, on the device, the gradients unchanged: GradScaler's check before a
-// fused step); the sgd op divides the gradients by the scale (grad_scale) and skips the whole step
-// when found_inf is set, master weights included. The scale is static: PyTorch's update() (one
-// tiny kernel halving or growing the scale) is left out, so a run whose gradients overflow at this
+// does not), with nn::GradScaler at a static scale (`--loss-scale`): the backward starts from the
+// scale instead of 1 (a tensor filled once); scaler.step(sgd) checks every gradient for inf / NaN
+// with the unscale op (found_inf on the device, the gradients unchanged) and the sgd op divides
+// the gradients by the scale and skips the whole step when found_inf is set, master weights
+// included (PyTorch's GradScaler around a fused SGD; Note [nn grad scaler] in src/nn/optim.cpp).
+// The scale is static: update() changes nothing, as PyTorch's update() (one tiny kernel halving
+// or growing the scale) is left out of the timed work, so a run whose gradients overflow at this
 // scale skips every step; the last loss is printed, and the number of skipped steps is not
-// (reading found_inf would synchronise).
+// (reading found_inf would synchronise). bf16 and f32 run with the scaler disabled: ones as the
+// loss gradient and the plain sgd step.
 
 #include <dnnx/context.hpp>
 #include <dnnx/error.hpp>
@@ -194,46 +196,35 @@ void cuda_check(cudaError_t status, const char* what) {
 }
 #endif
 
+// The bench's model: ResNet-50 or ResNet-18 for 1000 classes, in `layout`.
+std::shared_ptr<nn::ResNet> make_model(Context& context, const Options& options, Layout layout) {
+  nn::manual_seed(0);
+  auto model = options.model == "resnet50" ? nn::models::resnet50(context, 1000, 3)
+                                           : nn::models::resnet18(context, 1000, 3);
+  nn::to_layout(*model, layout);
+  return model;
+}
+
+// The loss scaler: a static `--loss-scale` for f16, disabled otherwise (bf16 has f32's exponent
+// range: only f16 scales its loss, as PyTorch's AMP).
+nn::GradScalerOptions scaler_options(const Options& options, DType dtype) {
+  nn::GradScalerOptions scaling;
+  scaling.init_scale = options.loss_scale;
+  scaling.dynamic = false;
+  scaling.enabled = dtype == DType::f16;
+  return scaling;
+}
+
 // One training step of `model`: zero_grad, forward, loss, backward of loss * scale, the check of
 // the gradients and the SGD step with momentum per dtype group (Note [train bench loss scaling]).
 class Trainer {
  public:
   Trainer(Context& context, const Options& options, Layout layout, DType dtype)
-      : context_(context), criterion_(context), lr_(options.lr) {
-    nn::manual_seed(0);
+      : model_(make_model(context, options, layout)),
+        criterion_(context),
+        sgd_(context, model_->parameters(), SgdHyper{options.lr, 0.9}),
+        scaler_(context, scaler_options(options, dtype)) {
     const std::int64_t classes = 1000;
-    model_ = options.model == "resnet50" ? nn::models::resnet50(context, classes, 3)
-                                         : nn::models::resnet18(context, classes, 3);
-    nn::to_layout(*model_, layout);
-    // bf16 has f32's exponent range: only f16 scales its loss (as PyTorch's AMP).
-    scaled_ = dtype == DType::f16;
-    groups_ = nn::group_parameters(model_->parameters());
-    for (const nn::ParameterGroup& group : groups_) {
-      SgdDesc desc;
-      desc.shapes = group.shapes;
-      desc.dtype = group.dtype;
-      desc.master_weights = !group.master.empty();
-      desc.momentum = true;
-      desc.grad_scale = scaled_;
-      desc.found_inf = scaled_;
-      desc.validate();
-      sgd_.push_back(desc);
-      UnscaleDesc check;
-      check.shapes = group.shapes;
-      check.dtype = group.dtype;
-      check.reset_found_inf = unscale_.empty();
-      unscale_.push_back(std::move(check));
-      std::vector<Tensor> buffers;
-      for (const Dims& dims : group.shapes) buffers.push_back(scalar_like(context, dims, 0.0f));
-      momentum_.push_back(std::move(buffers));
-      steps_.push_back(scalar_like(context, Dims{1}, 0.0f));
-    }
-    if (scaled_) {
-      scale_value_ = options.loss_scale;
-      scale_ = scalar_like(context, Dims{1}, options.loss_scale);
-      one_ = scalar_like(context, Dims{1}, 1.0f);
-      found_inf_ = scalar_like(context, Dims{1}, 0.0f);
-    }
 
     // Synthetic data on the device: uniform images in [-1, 1), labels uniform over the classes.
     const Dims image_dims{options.batch, 3, options.size, options.size};
@@ -259,31 +250,9 @@ class Trainer {
     model_->zero_grad();
     const Tensor logits = model_->forward(images_);
     loss_ = criterion_.forward(logits, labels_);
-    if (diff_loss_.is_null()) {
-      diff_loss_ =
-          Tensor::empty(loss_.dims(), loss_.dtype(), Layout::channels_first, context_.allocator());
-      diff_loss_.fill(scaled_ ? scale_value_ : 1.0f);
-    }
-    model_->backward(criterion_.backward(diff_loss_));
-    if (scaled_) {
-      for (std::size_t i = 0; i < groups_.size(); ++i) {
-        unscale(context_, unscale_[i], groups_[i].grads, found_inf_, one_);
-      }
-    }
-    const SgdHyper hyper{lr_, 0.9};
-    for (std::size_t i = 0; i < groups_.size(); ++i) {
-      SgdTensors tensors;
-      tensors.params = groups_[i].params;
-      tensors.grads = groups_[i].grads;
-      tensors.master = groups_[i].master;
-      tensors.momentum_buffers = momentum_[i];
-      tensors.step = &steps_[i];
-      if (scaled_) {
-        tensors.grad_scale = &scale_;
-        tensors.found_inf = &found_inf_;
-      }
-      sgd_step(context_, sgd_[i], hyper, tensors);
-    }
+    model_->backward(criterion_.backward(scaler_.loss_gradient(loss_)));
+    scaler_.step(sgd_);
+    scaler_.update();
   }
 
   float last_loss() const {
@@ -293,26 +262,11 @@ class Trainer {
   }
 
  private:
-  // An f32 tensor of `dims` on the context's device holding `value` everywhere.
-  static Tensor scalar_like(Context& context, const Dims& dims, float value) {
-    Tensor tensor = Tensor::empty(dims, DType::f32, Layout::channels_first, context.allocator());
-    tensor.fill(value);
-    return tensor;
-  }
-
-  Context& context_;
-  bool scaled_ = false;
-  float scale_value_ = 1.0f;
   std::shared_ptr<nn::ResNet> model_;
   nn::CrossEntropyLoss criterion_;
-  double lr_;
-  std::vector<nn::ParameterGroup> groups_;
-  std::vector<SgdDesc> sgd_;
-  std::vector<UnscaleDesc> unscale_;  // the first resets found_inf
-  std::vector<std::vector<Tensor>> momentum_;
-  std::vector<Tensor> steps_;
-  Tensor scale_, one_, found_inf_;
-  Tensor images_, labels_, loss_, diff_loss_;
+  nn::SGD sgd_;
+  nn::GradScaler scaler_;
+  Tensor images_, labels_, loss_;
 };
 
 std::string json_list(const std::vector<double>& values) {

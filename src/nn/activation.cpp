@@ -75,7 +75,7 @@ Tensor Activation::forward_at(std::size_t slot, const Tensor& src) {
   record(Direction::fwd, activation_fwd(run_context, desc, src, dst), key);
   descs_[static_cast<std::size_t>(Direction::fwd)] = desc;
   if (saved_.size() <= slot) saved_.resize(slot + 1);
-  saved_[slot] = is_training() ? (inplace_ ? dst : src) : Tensor();
+  saved_[slot] = is_grad_enabled() ? (inplace_ ? dst : src) : Tensor();
   return dst;
 }
 

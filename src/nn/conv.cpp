@@ -90,7 +90,7 @@ Tensor Conv::forward(const Tensor& src) {
   record(Direction::fwd,
          conv_fwd(run_context, desc, src, weights, dst, has_bias() ? &bias().value : nullptr), key);
   desc_ = desc;
-  src_ = is_training() ? src : Tensor();
+  src_ = is_grad_enabled() ? src : Tensor();
   return dst;
 }
 

@@ -64,7 +64,7 @@ Tensor Linear::forward(const Tensor& src) {
                     dst_matrix),
          key);
   descs_[static_cast<std::size_t>(Direction::fwd)] = desc;
-  src_ = is_training() ? src : Tensor();
+  src_ = is_grad_enabled() ? src : Tensor();
   return dst;
 }
 

@@ -19,6 +19,18 @@ Generator& default_generator() {
 
 void manual_seed(std::uint64_t seed) { default_generator().manual_seed(seed); }
 
+namespace {
+
+thread_local bool grad_enabled = true;
+
+}  // namespace
+
+NoGradGuard::NoGradGuard() : previous_(grad_enabled) { grad_enabled = false; }
+
+NoGradGuard::~NoGradGuard() { grad_enabled = previous_; }
+
+bool is_grad_enabled() { return grad_enabled; }
+
 Module::Module(Context context, std::optional<OpKind> op)
     : context_(std::move(context)), pinned_(context_), op_(op) {}
 
@@ -265,8 +277,8 @@ void Module::record(Direction direction, std::shared_ptr<const Choice> choice,
 
 void Module::require_forward(const Tensor& saved) const {
   DNNX_CHECK_ARG(!saved.is_null() || saved.rank() > 0, type_name(),
-                 ".backward called without a training forward before it (one backward per "
-                 "training forward; eval mode keeps nothing)");
+                 ".backward called without a forward before it (one backward per forward; "
+                 "forwards under an nn::NoGradGuard keep nothing)");
 }
 
 void Module::check_diff(const Tensor& diff_dst, const Dims& dims, DType dtype,

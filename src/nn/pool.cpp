@@ -82,9 +82,9 @@ PoolDesc Pool::desc_for(const Tensor& src) const {
   PoolDesc desc = PoolDesc::from_shapes(src.dims(), kernel_, options_.stride, options_.padding,
                                         options_.dilation, mode_, options_.ceil_mode, src.dtype(),
                                         detail::layout_of(src));
-  // Max pooling in training keeps its argmax: the backward then reads neither src nor dst, which
-  // a later in-place layer may have overwritten.
-  desc.indices = mode_ == PoolMode::max && is_training();
+  // Max pooling keeps its argmax for backward: the backward then reads neither src nor dst, which
+  // a later in-place layer may have overwritten. Under an nn::NoGradGuard it computes none.
+  desc.indices = mode_ == PoolMode::max && is_grad_enabled();
   return desc;
 }
 
@@ -104,7 +104,7 @@ Tensor Pool::forward(const Tensor& src) {
     record(Direction::fwd, pool_fwd(run_context, desc, src, dst), key);
   }
   desc_ = desc;
-  if (is_training()) {
+  if (is_grad_enabled()) {
     src_ = desc.indices ? Tensor() : src;
     dst_ = desc.indices ? Tensor() : dst;
     indices_ = indices;

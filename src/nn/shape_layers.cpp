@@ -36,12 +36,12 @@ Tensor Flatten::forward(const Tensor& src) {
   src_dims_ = src.dims();
   src_layout_ = layout;
   dst_dims_ = dst.dims();
-  saved_ = is_training();
+  saved_ = is_grad_enabled();
   return dst;
 }
 
 Tensor Flatten::backward(const Tensor& diff_dst) {
-  DNNX_CHECK_ARG(saved_, "Flatten.backward called without a training forward before it");
+  DNNX_CHECK_ARG(saved_, "Flatten.backward called without a forward before it");
   check_diff(diff_dst, dst_dims_, diff_dst.dtype());
   saved_ = false;
   return detail::relayout(context(), diff_dst.reshape(src_dims_), src_layout_);
@@ -57,11 +57,14 @@ std::string Dropout::extra_repr() const {
 
 Tensor Dropout::forward(const Tensor& src) {
   detail::check_input("Dropout", src, 1, Dims::max_rank);
+  const DropoutDesc desc = DropoutDesc::of(src, p_);
   if (!is_training()) {
-    saved_ = false;
+    // The identity, and its backward too (Note [eval mode and gradients]).
+    desc_ = desc;
+    identity_ = true;
+    saved_ = is_grad_enabled();
     return src;
   }
-  const DropoutDesc desc = DropoutDesc::of(src, p_);
   desc.validate();
   Tensor dst = detail::empty(context(), src.dims(), src.dtype(), desc.layout);
   const std::string key = desc.key();
@@ -71,14 +74,19 @@ Tensor Dropout::forward(const Tensor& src) {
   record(Direction::fwd_training,
          dropout_fwd_training(run_context, desc, default_generator(), src, dst, state_), key);
   desc_ = desc;
-  saved_ = true;
+  identity_ = false;
+  saved_ = is_grad_enabled();
   return dst;
 }
 
 Tensor Dropout::backward(const Tensor& diff_dst) {
-  DNNX_CHECK_ARG(saved_, "Dropout.backward called without a training forward before it");
+  DNNX_CHECK_ARG(saved_, "Dropout.backward called without a forward before it");
   const DropoutDesc desc = *desc_;
   check_diff(diff_dst, desc.dims, desc.dtype, desc.layout);
+  if (identity_) {
+    saved_ = false;
+    return diff_dst;
+  }
   Tensor diff_src = detail::empty(context(), desc.dims, desc.dtype, desc.layout);
   const std::string key = desc.key();
   Context& run_context = call_context(Direction::bwd_data, key, [&](Context& c) {
@@ -119,7 +127,7 @@ Tensor Softmax::forward(const Tensor& src) {
       Direction::fwd, key, [&](Context& c) { return softmax_list(c, desc, Direction::fwd); });
   record(Direction::fwd, softmax_fwd(run_context, desc, src, dst), key);
   desc_ = desc;
-  dst_ = is_training() ? dst : Tensor();
+  dst_ = is_grad_enabled() ? dst : Tensor();
   return dst;
 }
 

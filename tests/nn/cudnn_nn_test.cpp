@@ -1,7 +1,9 @@
 // dnnx::nn on the cudnn backend (label gpu; skipped without a GPU): the Fashion CNN and a
 // ResNet-18 moved there with nn::convert give the reference backend's logits, input gradients and
 // parameter gradients; f16 with f32 master weights trains; per-layer fixed ids run there; LSTM
-// and GRU modules (dropout between layers, lengths) match the reference.
+// and GRU modules (dropout between layers, lengths) match the reference; batch norm's
+// momentum=None and a backward through an eval-mode model match the reference; nn::GradScaler
+// skips steps with an inf gradient and backs off on the device.
 
 #include "nn/nn_test_util.hpp"
 #include "support/gpu.hpp"
@@ -9,7 +11,9 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace dnnx::test::nn {
 namespace {
@@ -373,6 +377,122 @@ TEST(NnCudnn, ChannelsLastMatchesReference) {
       }
     }
   }
+}
+
+// Batch norm with momentum=None over three training steps (running statistics by the bnorm and
+// sgd ops on the device), then a step in eval mode (backward through the running statistics):
+// the same logits, input and parameter gradients and running statistics as the reference.
+TEST(NnCudnn, CumulativeBatchNormAndEvalBackwardMatchReference) {
+  DNNX_REQUIRE_GPU();
+  Context reference(BackendKind::reference);
+  Context gpu = gpu_test_context();
+  const auto build = [](const Context& context) {
+    nn::manual_seed(9);
+    nn::BatchNormOptions cumulative;
+    cumulative.momentum = std::nullopt;
+    auto model = std::make_shared<nn::Sequential>(context);
+    nn::ConvOptions same;
+    same.padding = {1};
+    model->push_back(
+        std::make_shared<nn::Conv2d>(context, 3, 8, std::vector<std::int64_t>{3}, same));
+    model->push_back(std::make_shared<nn::BatchNorm2d>(context, 8, cumulative));
+    model->push_back(std::make_shared<nn::ReLU>(context, true));
+    model->push_back(std::make_shared<nn::MaxPool2d>(context, std::vector<std::int64_t>{2}));
+    model->push_back(std::make_shared<nn::Dropout>(context, 0.3f));
+    model->push_back(std::make_shared<nn::Flatten>(context));
+    model->push_back(std::make_shared<nn::Linear>(context, 8 * 4 * 4, 5));
+    return model;
+  };
+  auto want_model = build(reference);
+  auto got_model = build(reference);
+  nn::convert(*got_model, gpu);
+  for (int i = 0; i < 4; ++i) {
+    if (i == 3) {
+      want_model->eval();
+      got_model->eval();
+    }
+    const Tensor x = input(Dims{4, 3, 8, 8}, 70 + static_cast<std::uint64_t>(i));
+    const Tensor y = labels(4, 5, 80 + static_cast<std::uint64_t>(i));
+    nn::manual_seed(100 + static_cast<std::uint64_t>(i));  // the same dropout masks
+    const auto want = step(*want_model, reference, x, y);
+    nn::manual_seed(100 + static_cast<std::uint64_t>(i));
+    const auto got = step(*got_model, gpu, x, y);
+    for (std::size_t t = 0; t < got.size(); ++t) {
+      float scale = 0;
+      for (float v : want[t]) scale = std::max(scale, std::abs(v));
+      EXPECT_LE(worst_ratio(got[t], want[t], 1e-2, 2e-3 * scale), 1.0)
+          << "step " << i << " tensor " << t;
+    }
+    const auto want_state = want_model->state_dict();
+    const auto got_state = got_model->state_dict();
+    for (std::size_t t = 0; t < want_state.size(); ++t) {
+      if (want_state[t].second.dtype() != DType::f32) continue;
+      EXPECT_LE(worst_ratio(host_copy_of(got_state[t].second).to_f32(),
+                            want_state[t].second.to_f32(), 1e-3, 1e-4),
+                1.0)
+          << want_state[t].first << " after step " << i;
+    }
+  }
+}
+
+// nn::GradScaler on the GPU in f16 with f32 master weights: with a dynamic scale the loss goes
+// down, the scale grows every growth_interval finite steps, and an inf in a gradient skips the
+// step (master copies and f32 parameters unchanged) and halves the scale, all decided on the
+// device.
+TEST(NnCudnn, GradScalerSkipsAndBacksOffOnTheDevice) {
+  DNNX_REQUIRE_GPU();
+  Context gpu = gpu_test_context();
+  Context half(BackendKind::cudnn, 0, TypeConfig::half);
+  half.set_choice_cache(gpu.choice_cache());
+  nn::manual_seed(4);
+  auto model = nn::models::fashion_cnn(gpu);
+  nn::convert(*model, half, [](const std::string&, const nn::Module& module) {
+    return module.type_name().starts_with("BatchNorm");
+  });
+  nn::CrossEntropyLoss criterion(half);
+  nn::SGD sgd(half, model->parameters(), SgdHyper{0.01, 0.9});
+  nn::GradScalerOptions options;
+  options.init_scale = 128;
+  options.growth_interval = 2;
+  nn::GradScaler scaler(half, options);
+  const Tensor x32 = random_tensor(Dims{8, 1, 28, 28}, DType::f32, Layout::channels_first, 7);
+  Tensor x16 = Tensor::empty(x32.dims(), DType::f16);
+  x16.copy_from_f32(x32.to_f32());
+  const Tensor x = to_device(x16, half);
+  const Tensor y = to_device(labels(8, 10, 8), half);
+  const auto masters = [&] {
+    std::vector<std::vector<float>> out;
+    for (nn::Parameter* parameter : model->parameters()) {
+      out.push_back(host_copy_of(parameter->master.is_null() ? parameter->value : parameter->master)
+                        .to_f32());
+    }
+    return out;
+  };
+  std::vector<float> losses;
+  const std::vector<float> scales{128, 256, 128, 128, 256, 256};
+  for (int i = 0; i < 6; ++i) {
+    sgd.zero_grad();
+    const Tensor loss = criterion.forward(model->forward(x), y);
+    losses.push_back(host_copy_of(loss).to_f32()[0]);
+    model->backward(criterion.backward(scaler.loss_gradient(loss)));
+    const bool poisoned = i == 2;
+    if (poisoned) {
+      // An inf in the last layer's bias gradient.
+      Tensor& grad = model->parameters().back()->grad;
+      Tensor host = host_copy_of(grad);
+      Tensor inf = Tensor::empty(host.dims(), host.dtype());
+      std::vector<float> values = host.to_f32();
+      values[0] = INFINITY;
+      inf.copy_from_f32(values);
+      copy(inf, grad);
+    }
+    const auto before = masters();
+    scaler.step(sgd);
+    EXPECT_EQ(masters() == before, poisoned) << "step " << i;
+    scaler.update();
+    EXPECT_EQ(scaler.get_scale(), scales[static_cast<std::size_t>(i)]) << "step " << i;
+  }
+  EXPECT_LT(losses.back(), losses.front());
 }
 
 }  // namespace

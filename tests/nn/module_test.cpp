@@ -3,8 +3,12 @@
 
 #include "nn/nn_test_util.hpp"
 
+#include <cmath>
 #include <memory>
+#include <optional>
 #include <set>
+#include <utility>
+#include <vector>
 
 namespace dnnx::test::nn {
 namespace {
@@ -241,7 +245,7 @@ TEST(NnModule, LayersRefuseBadUse) {
       EXPECT_NE(std::string(error.what()).find(needle), std::string::npos) << error.what();
     }
   };
-  expect(ErrorKind::InvalidArgument, "without a training forward", [&] {
+  expect(ErrorKind::InvalidArgument, "without a forward", [&] {
     conv.backward(input(Dims{1, 4, 3, 3}, 1));
   });
   expect(ErrorKind::InvalidArgument, "has 2 channels; expected 3", [&] {
@@ -343,6 +347,159 @@ TEST(NnModule, SoftmaxRowsSumToOne) {
   }
   EXPECT_EQ(softmax.repr(), "Softmax(dim=1)");
   EXPECT_EQ(nn::LogSoftmax(context).repr(), "LogSoftmax(dim=1)");
+}
+
+// Per channel of an N x C x H x W host tensor: the mean and the unbiased variance.
+std::pair<std::vector<double>, std::vector<double>> channel_statistics(const Tensor& x) {
+  const auto values = x.to_f32();
+  const std::int64_t n = x.dims()[0], c = x.dims()[1], hw = x.dims()[2] * x.dims()[3];
+  std::vector<double> mean(static_cast<std::size_t>(c)), var(static_cast<std::size_t>(c));
+  for (std::int64_t k = 0; k < c; ++k) {
+    double sum = 0, squares = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      for (std::int64_t p = 0; p < hw; ++p)
+        sum += values[static_cast<std::size_t>((i * c + k) * hw + p)];
+    }
+    const double m = sum / static_cast<double>(n * hw);
+    for (std::int64_t i = 0; i < n; ++i) {
+      for (std::int64_t p = 0; p < hw; ++p) {
+        const double d = values[static_cast<std::size_t>((i * c + k) * hw + p)] - m;
+        squares += d * d;
+      }
+    }
+    mean[static_cast<std::size_t>(k)] = m;
+    var[static_cast<std::size_t>(k)] = squares / static_cast<double>(n * hw - 1);
+  }
+  return {mean, var};
+}
+
+TEST(NnModule, BatchNormMomentumNoneKeepsTheCumulativeAverage) {
+  for (BackendKind backend : {BackendKind::reference, BackendKind::cpu}) {
+    if (!backend_available(backend)) continue;
+    Context context(backend);
+    nn::BatchNormOptions options;
+    options.momentum = std::nullopt;
+    nn::BatchNorm2d norm(context, 3, options);
+    EXPECT_EQ(norm.repr(),
+              "BatchNorm2d(3, eps=1e-05, momentum=None, affine=True, track_running_stats=True)");
+    std::vector<double> mean(3, 0.0), var(3, 1.0);
+    for (int step = 1; step <= 4; ++step) {
+      // Batches of other means and spreads.
+      Tensor x = input(Dims{4, 3, 3, 2}, 40 + static_cast<std::uint64_t>(step));
+      auto* data = static_cast<float*>(x.data());
+      for (std::int64_t i = 0; i < x.numel(); ++i) data[i] = data[i] * float(step) + float(step);
+      const auto [batch_mean, batch_var] = channel_statistics(x);
+      for (std::size_t k = 0; k < 3; ++k) {
+        mean[k] += (batch_mean[k] - mean[k]) / step;
+        var[k] += (batch_var[k] - var[k]) / step;
+      }
+      norm.forward(x);
+      const auto state = norm.state_dict();
+      const auto running_mean = state[2].second.to_f32();
+      const auto running_var = state[3].second.to_f32();
+      for (std::size_t k = 0; k < 3; ++k) {
+        EXPECT_NEAR(running_mean[k], mean[k], 1e-5 * (1 + std::abs(mean[k])))
+            << to_string(backend) << " step " << step << " channel " << k;
+        EXPECT_NEAR(running_var[k], var[k], 1e-5 * (1 + var[k]))
+            << to_string(backend) << " step " << step << " channel " << k;
+      }
+      EXPECT_EQ(norm.num_batches_tracked(), step);
+    }
+    // The first batch's statistics are kept to f32 precision, a tiny variance too (not rounded
+    // against the initial running_var of 1).
+    nn::BatchNorm2d fresh(context, 3, options);
+    Tensor tiny = input(Dims{4, 3, 3, 2}, 50);
+    auto* data = static_cast<float*>(tiny.data());
+    for (std::int64_t i = 0; i < tiny.numel(); ++i) data[i] *= 1e-4f;
+    fresh.forward(tiny);
+    const auto tiny_var = channel_statistics(tiny).second;
+    const auto running_var = fresh.state_dict()[3].second.to_f32();
+    for (std::size_t k = 0; k < 3; ++k) {
+      EXPECT_NEAR(running_var[k], tiny_var[k], 1e-5 * tiny_var[k]) << to_string(backend) << k;
+    }
+  }
+  Context context = fast_context();
+  nn::BatchNormOptions bad;
+  bad.momentum = 1.5;
+  EXPECT_THROW(nn::BatchNorm2d(context, 3, bad), Error);
+}
+
+TEST(NnModule, EvalModeForwardKeepsWhatBackwardNeeds) {
+  Context context = fast_context();
+  nn::BatchNorm2d norm(context, 3);
+  // Running statistics of two training forwards, then frozen.
+  norm.forward(input(Dims{4, 3, 3, 3}, 60));
+  norm.forward(input(Dims{4, 3, 3, 3}, 61));
+  static_cast<float*>(norm.weight().value.data())[1] = 1.5f;
+  norm.eval();
+  norm.zero_grad();
+  const Tensor x = input(Dims{2, 3, 2, 2}, 62);
+  const Tensor dy = input(Dims{2, 3, 2, 2}, 63);
+  norm.forward(x);
+  const Tensor dx = norm.backward(dy);
+  const auto state = norm.state_dict();
+  const auto rm = state[2].second.to_f32(), rv = state[3].second.to_f32();
+  const auto gamma = norm.weight().value.to_f32();
+  const auto xs = x.to_f32(), dys = dy.to_f32(), dxs = dx.to_f32();
+  const auto dgamma = norm.weight().grad.to_f32(), dbeta = norm.bias().grad.to_f32();
+  for (std::size_t k = 0; k < 3; ++k) {
+    const double inv_std = 1.0 / std::sqrt(double(rv[k]) + 1e-5);
+    double want_gamma = 0, want_beta = 0;
+    for (std::size_t n = 0; n < 2; ++n) {
+      for (std::size_t p = 0; p < 4; ++p) {
+        const std::size_t i = (n * 3 + k) * 4 + p;
+        EXPECT_NEAR(dxs[i], dys[i] * gamma[k] * inv_std, 1e-5) << i;
+        want_gamma += dys[i] * (xs[i] - rm[k]) * inv_std;
+        want_beta += dys[i];
+      }
+    }
+    EXPECT_NEAR(dgamma[k], want_gamma, 1e-5) << k;
+    EXPECT_NEAR(dbeta[k], want_beta, 1e-5) << k;
+  }
+  EXPECT_EQ(norm.num_batches_tracked(), 2);
+
+  // Dropout in eval mode: the identity both ways.
+  nn::Dropout dropout(context, 0.5f);
+  dropout.eval();
+  EXPECT_EQ(dropout.forward(x).data(), x.data());
+  EXPECT_EQ(dropout.backward(dy).data(), dy.data());
+
+  // A whole model in eval mode: forward, loss, backward, every parameter gradient written.
+  nn::manual_seed(3);
+  auto model = nn::models::fashion_cnn(context);
+  model->eval();
+  model->zero_grad();
+  nn::CrossEntropyLoss criterion(context);
+  criterion.forward(model->forward(input(Dims{2, 1, 28, 28}, 64)), labels(2, 10, 65));
+  const Tensor diff_input = model->backward(criterion.backward());
+  EXPECT_EQ(diff_input.dims(), (Dims{2, 1, 28, 28}));
+  for (auto& [name, parameter] : model->named_parameters()) {
+    EXPECT_TRUE(parameter->grad_live) << name;
+  }
+
+  // Under NoGradGuard nothing is kept (in either mode); guards nest.
+  EXPECT_TRUE(nn::is_grad_enabled());
+  {
+    nn::NoGradGuard outer;
+    {
+      nn::NoGradGuard inner;
+      EXPECT_FALSE(nn::is_grad_enabled());
+    }
+    EXPECT_FALSE(nn::is_grad_enabled());
+    model->forward(input(Dims{2, 1, 28, 28}, 66));
+    EXPECT_THROW(model->backward(input(Dims{2, 10}, 67)), Error);
+    model->train();
+    model->forward(input(Dims{2, 1, 28, 28}, 66));
+    try {
+      model->backward(input(Dims{2, 10}, 67));
+      ADD_FAILURE() << "a backward after a forward under NoGradGuard ran";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+      EXPECT_NE(std::string(error.what()).find("without a forward"), std::string::npos)
+          << error.what();
+    }
+  }
+  EXPECT_TRUE(nn::is_grad_enabled());
 }
 
 TEST(NnModule, SgdStepsLowerTheLoss) {

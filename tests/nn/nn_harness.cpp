@@ -3,12 +3,15 @@
 // writing the first step's logits and gradients, every step's loss and the final state.
 //
 // case.json: {"model": "fashion" | "resnet", "backend": "reference" | "cpu", "seed": N,
-//             "steps": S, "lr": x, "momentum": x, "classes": C}, or for one layer
+//             "steps": S, "lr": x, "momentum": x, "classes": C[, "eval_from": E]}, or for one
+//            layer
 //            {"layer": {...}, "backend": ..., "input": dims} (run_layer below; recurrent layers:
 //            run_recurrent)
 // inputs:    x<k>.npy (float32 N x C x H x W) and y<k>.npy (labels as float32), k < S
 // outputs:   repr.txt, keys.txt (state_dict keys, one a line), init.<key>.npy, out.npy,
-//            grad.<key>.npy (parameters), losses.npy, final.<key>.npy
+//            grad.<key>.npy (parameters), losses.npy, final.<key>.npy; with eval_from E (the
+//            model is put in eval mode before step E) also evalout.npy and evalgrad.<key>.npy of
+//            step E
 
 #include <dnnx/dnnx.hpp>
 #include <dnnx/nn/nn.hpp>
@@ -17,6 +20,7 @@
 
 #include <fstream>
 #include <memory>
+#include <optional>
 
 namespace {
 
@@ -108,7 +112,10 @@ std::shared_ptr<nn::Module> make_layer(const Context& context, const nlohmann::j
   if (type == "BatchNorm") {
     nn::BatchNormOptions options;
     options.eps = spec.value("eps", 1e-5);
-    options.momentum = spec.value("momentum", 0.1);
+    // "momentum": null is PyTorch's momentum=None (the cumulative average).
+    options.momentum = spec.contains("momentum") && spec.at("momentum").is_null()
+                           ? std::nullopt
+                           : std::optional<double>(spec.value("momentum", 0.1));
     options.affine = spec.value("affine", true);
     options.track_running_stats = spec.value("track", true);
     return std::make_shared<nn::BatchNorm>(context, dims, spec.at("features").get<std::int64_t>(),
@@ -248,6 +255,14 @@ void run_layer(const harness::fs::path& dir, const nlohmann::json& spec, const C
     run_recurrent(dir, spec, *recurrent, dims);
     return;
   }
+  // "passes": P > 1 runs P - 1 training forwards on x1.npy ... first (running statistics);
+  // "eval": the measured forward and backward run in eval mode.
+  const int passes = layer_spec.value("passes", 1);
+  for (int pass = 1; pass < passes; ++pass) {
+    layer->forward(
+        harness::load(dir, "x" + std::to_string(pass) + ".npy", dims, Layout::channels_first));
+  }
+  if (layer_spec.value("eval", false)) layer->eval();
   const Tensor y = layer->forward(x);
   harness::save(dir, "out.npy", y);
   const Tensor dy = harness::load(dir, "dy.npy", y.dims(), Layout::channels_first);
@@ -288,12 +303,14 @@ void run(const harness::fs::path& dir) {
   nn::SGD sgd(context, model->parameters(),
               SgdHyper{spec.at("lr").get<double>(), spec.at("momentum").get<double>(), 0.0, 0.0});
   const int steps = spec.at("steps");
+  const int eval_from = spec.value("eval_from", steps);
   Tensor losses = Tensor::empty(Dims{steps}, DType::f32);
   std::vector<float> loss_values;
   for (int step = 0; step < steps; ++step) {
     const Tensor x =
         harness::load(dir, "x" + std::to_string(step) + ".npy", dims, Layout::channels_first);
     const Tensor y = load_labels(dir, "y" + std::to_string(step) + ".npy", dims[0]);
+    if (step == eval_from) model->eval();
     sgd.zero_grad();
     const Tensor logits = model->forward(x);
     loss_values.push_back(criterion.forward(logits, y).to_f32()[0]);
@@ -302,6 +319,12 @@ void run(const harness::fs::path& dir) {
       harness::save(dir, "out.npy", logits);
       for (auto& [key, parameter] : model->named_parameters()) {
         harness::save(dir, "grad." + key + ".npy", parameter->grad);
+      }
+    }
+    if (step == eval_from) {
+      harness::save(dir, "evalout.npy", logits);
+      for (auto& [key, parameter] : model->named_parameters()) {
+        harness::save(dir, "evalgrad." + key + ".npy", parameter->grad);
       }
     }
     sgd.step();

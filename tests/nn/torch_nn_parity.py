@@ -86,6 +86,14 @@ CASES = [
      "input": [8, 1, 28, 28], "classes": 10, "steps": 20, "lr": 0.01, "momentum": 0.9},
     {"name": "resnet_cpu", "model": "resnet", "backend": "cpu", "seed": 10,
      "input": [4, 3, 16, 16], "classes": 5, "steps": 20, "lr": 0.01, "momentum": 0.9},
+    # Fine-tuning in eval mode (frozen batch norm: the running statistics of the first steps,
+    # backward through them): the logits and every gradient of the first eval step, the losses.
+    {"name": "resnet_eval_finetune_reference", "model": "resnet", "backend": "reference",
+     "seed": 11, "input": [4, 3, 16, 16], "classes": 5, "steps": 8, "lr": 0.01, "momentum": 0.9,
+     "eval_from": 4},
+    {"name": "fashion_eval_finetune_cpu", "model": "fashion", "backend": "cpu", "seed": 12,
+     "input": [8, 1, 28, 28], "classes": 10, "steps": 8, "lr": 0.01, "momentum": 0.9,
+     "eval_from": 4},
 ]
 
 
@@ -109,6 +117,14 @@ LAYERS = [
                                                 "affine": False}),
     ("batchnorm2d_no_tracking", [3, 4, 3, 3], {"type": "BatchNorm", "dims": 2, "features": 4,
                                                "track": False}),
+    # momentum=None: the cumulative average over four training forwards.
+    ("batchnorm2d_momentum_none", [3, 4, 3, 3], {"type": "BatchNorm", "dims": 2, "features": 4,
+                                                 "momentum": None, "passes": 4}),
+    # Backward in eval mode with the running statistics of three training forwards.
+    ("batchnorm2d_eval_backward", [3, 4, 3, 3], {"type": "BatchNorm", "dims": 2, "features": 4,
+                                                 "passes": 3, "eval": True}),
+    ("batchnorm1d_momentum_none_eval", [6, 5], {"type": "BatchNorm", "dims": 0, "features": 5,
+                                                "momentum": None, "passes": 3, "eval": True}),
     ("relu6_inplace", [2, 3, 4, 4], {"type": "Activation", "kind": "clipped_relu",
                                      "inplace": True}),
     ("hardtanh", [2, 3, 4], {"type": "Activation", "kind": "clipped_relu", "ceiling": 0.5}),
@@ -258,6 +274,10 @@ def run_layer(harness, case, name, directory, rng):
     module = torch_layer(spec)
     module.train()
     arrays["dy"] = rng.standard_normal(out_shape).astype(np.float32)
+    passes = spec.get("passes", 1)
+    for k in range(1, passes):
+        # Batches of other means and spreads, so that the running statistics differ from any one.
+        arrays[f"x{k}"] = (rng.standard_normal(shape) * (1 + k) + k).astype(np.float32)
     failure = run_harness(harness, directory, case, arrays)
     if failure:
         return False, [failure]
@@ -278,6 +298,11 @@ def run_layer(harness, case, name, directory, rng):
                                   f"{list(module.state_dict().keys())}"]
     if keys:
         module.load_state_dict(load_state(directory, "init.", module))
+    with torch.no_grad():
+        for k in range(1, passes):
+            module(torch.from_numpy(arrays[f"x{k}"]))
+    if spec.get("eval", False):
+        module.eval()
     xt = torch.from_numpy(x.copy()).requires_grad_()
     # An in-place first layer cannot write over a leaf that requires grad: feed it a copy.
     out = module(xt * 1.0 if spec.get("inplace", False) else xt)
@@ -476,18 +501,23 @@ def run_one(harness, case, name, directory, rng):
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=case["lr"], momentum=case["momentum"])
     losses = []
+    eval_from = case.get("eval_from", case["steps"])
     for step in range(case["steps"]):
         x = torch.from_numpy(arrays[f"x{step}"])
         y = torch.from_numpy(arrays[f"y{step}"]).long()
+        if step == eval_from:
+            model.eval()
         optimizer.zero_grad()
         logits = model(x)
         loss = F.cross_entropy(logits, y)
         loss.backward()
         losses.append(loss.item())
-        if step == 0:
+        for at, prefix, what in ((0, "", "logits"), (eval_from, "eval", "eval-mode logits")):
+            if step != at:
+                continue
             want = logits.detach().numpy()
-            got = np.load(os.path.join(directory, "out.npy"))
-            good, message = compare("logits", got, want, bound_of(want))
+            got = np.load(os.path.join(directory, prefix + "out.npy"))
+            good, message = compare(what, got, want, bound_of(want))
             ok &= good
             messages.append(message)
             # The floor is relative to the largest gradient of the model: a bias before a batch
@@ -495,14 +525,14 @@ def run_one(harness, case, name, directory, rng):
             largest = max(float(p.grad.abs().max()) for p in model.parameters())
             for key, parameter in model.named_parameters():
                 want = parameter.grad.numpy()
-                got = np.load(os.path.join(directory, "grad." + key + ".npy")).reshape(want.shape)
-                good, message = compare("grad." + key, got, want,
+                got = np.load(os.path.join(directory, prefix + "grad." + key + ".npy"))
+                good, message = compare(prefix + "grad." + key, got.reshape(want.shape), want,
                                         RTOL * np.abs(want) + FLOOR * largest)
                 if not good:
                     ok = False
                     messages.append(message)
-            messages.append(f"{len(list(model.parameters()))} gradients agree"
-                            if ok else "gradients differ")
+            messages.append(f"{len(list(model.parameters()))} {prefix + ' ' if prefix else ''}"
+                            f"gradients agree" if ok else f"{prefix} gradients differ")
         optimizer.step()
     want = np.array(losses)
     got = np.load(os.path.join(directory, "losses.npy")).astype(np.float64)

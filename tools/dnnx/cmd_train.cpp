@@ -228,6 +228,7 @@ std::pair<std::int64_t, std::int64_t> evaluate(nn::Module& model,
                                                const data::LoaderOptions& options, Context& context,
                                                std::int64_t limit) {
   model.eval();
+  const nn::NoGradGuard no_grad;  // inference: the forwards keep nothing for a backward
   Tensor count = Tensor::zeros({1}, DType::i64, Layout::channels_first, context.allocator());
   std::int64_t seen = 0;
   data::DataLoader loader(std::move(dataset), options);

@@ -13,6 +13,7 @@
 #include <dnnx/ops/conv.hpp>
 #include <dnnx/ops/dropout.hpp>
 #include <dnnx/ops/matmul.hpp>
+#include <dnnx/ops/optim.hpp>
 #include <dnnx/ops/pool.hpp>
 #include <dnnx/ops/softmax.hpp>
 #include <dnnx/saved_state.hpp>
@@ -126,7 +127,10 @@ class Linear : public Module {
 /// Batch normalization arguments (torch.nn.BatchNormNd's).
 struct BatchNormOptions {
   double eps = 1e-5;      ///< added to the variance; > 0
-  double momentum = 0.1;  ///< running = (1 - momentum) running + momentum batch; in [0, 1]
+  /// running = (1 - momentum) running + momentum batch, in [0, 1]; std::nullopt is PyTorch's
+  /// momentum=None, the cumulative average: running += (batch - running) / num_batches_tracked
+  /// (Note [batch norm cumulative average] in src/nn/batch_norm.cpp).
+  std::optional<double> momentum = 0.1;
   bool affine = true;     ///< learnable weight (scale) and bias (shift)
   /// Keep running_mean / running_var / num_batches_tracked and use them in eval mode; false:
   /// batch statistics in both modes, no buffers.
@@ -137,7 +141,9 @@ struct BatchNormOptions {
 /// (N x C x D x H x W): statistics per channel. weight (ones) and bias (zeros), running_mean
 /// (zeros), running_var (ones) are f32 whatever the data dtype (as cuDNN and PyTorch's autocast);
 /// num_batches_tracked is i64 {} (rank 0, as PyTorch's), counted on the host and kept on the
-/// host. Runs the bnorm op: fwd and its backward (bwd_data).
+/// host. Runs the bnorm op: fwd and its backward (bwd_data); with momentum=None also the sgd op
+/// (the running average). Backward after an eval-mode forward uses the running statistics
+/// (frozen batch norm; Note [eval mode and gradients]).
 class BatchNorm : public Module {
  public:
   /// `spatial_dims` 0 means BatchNorm1d (rank 2 or 3 inputs), else 1..3 as the number of the
@@ -161,15 +167,22 @@ class BatchNorm : public Module {
   DType parameter_dtype(const Context&) const override { return DType::f32; }
   void load_buffer(const std::string& name, const Tensor& value, Tensor& buffer) override;
   void refresh_buffers() override;
+  void on_tensors_changed() override;
 
  private:
   BatchNormDesc desc_for(const Tensor& src, bool training) const;
+  void update_cumulative_average();
   int class_dims_;
   std::int64_t features_;
   BatchNormOptions options_;
   std::int64_t batches_ = 0;
   std::optional<BatchNormDesc> desc_;
   Tensor src_, saved_mean_, saved_inv_std_;
+  // momentum=None: the batch statistics of the last training forward, and the sgd op's desc
+  // and step count that fold them into the running ones.
+  std::array<Tensor, 2> batch_stats_;
+  std::optional<SgdDesc> average_desc_;
+  Tensor average_step_;
 };
 
 /// torch.nn.BatchNorm1d.
@@ -377,8 +390,9 @@ class Flatten : public Module {
 };
 
 /// torch.nn.Dropout: in training, drops each element with probability p (scaling the rest by
-/// 1 / (1 - p)) with a mask drawn from default_generator(); the identity in eval mode. Runs the
-/// dropout op: fwd_training and bwd_data.
+/// 1 / (1 - p)) with a mask drawn from default_generator(); the identity in eval mode, forward
+/// and backward (the backward returns diff_dst itself). Runs the dropout op: fwd_training and
+/// bwd_data.
 class Dropout : public Module {
  public:
   explicit Dropout(const Context& context, float p = 0.5f);
@@ -395,6 +409,7 @@ class Dropout : public Module {
   std::optional<DropoutDesc> desc_;
   SavedState state_;
   bool saved_ = false;
+  bool identity_ = false;  // the last forward ran in eval mode
 };
 
 /// Softmax or log-softmax over the channels of every position (torch.nn.Softmax(dim=1),

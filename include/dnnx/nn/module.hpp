@@ -9,9 +9,18 @@
 /// There is no autograd: a module's forward(x) keeps what its backward needs (its input, its
 /// batch statistics, its pooling indices ...) and backward(diff_y) uses it, adds the parameter
 /// gradients into Parameter::grad and returns the gradient w.r.t. the input. Calls pair up: one
-/// backward per training forward, in reverse order across modules (containers do that). Gradients
-/// accumulate over backward calls until zero_grad(), as in PyTorch. A forward in eval mode keeps
-/// nothing.
+/// backward per forward, in reverse order across modules (containers do that). Gradients
+/// accumulate over backward calls until zero_grad(), as in PyTorch.
+///
+/// Note [eval mode and gradients]
+/// As in PyTorch, train() / eval() change what batch norm and dropout compute, not whether a
+/// backward may follow: an eval-mode forward keeps what its backward needs too, so a model in eval
+/// mode can be fine-tuned (frozen batch norm: its backward uses the running statistics; dropout
+/// is the identity both ways). Inference that wants no backward says so with an nn::NoGradGuard
+/// (torch.no_grad(), libtorch's torch::NoGradGuard): while one is alive on the thread, forwards
+/// in either mode keep nothing (no inputs, no max-pooling indices) and a backward after them
+/// throws InvalidArgument. The recurrent layers keep nothing in eval mode whatever the guard
+/// (their eval forward is the rnn op's inference call).
 ///
 /// Note [nn layouts]
 /// The memory format follows the input, as in PyTorch: a module given a dense channels_last
@@ -83,11 +92,12 @@ class Module {
   /// The text between the parentheses of the printed module (PyTorch's extra_repr).
   virtual std::string extra_repr() const { return {}; }
 
-  /// The output for `src`; in training mode keeps what backward needs.
+  /// The output for `src`; keeps what backward needs unless an nn::NoGradGuard is alive (Note
+  /// [eval mode and gradients]).
   virtual Tensor forward(const Tensor& src) = 0;
-  /// The gradient w.r.t. the last training forward's input given the gradient w.r.t. its output;
-  /// adds the parameter gradients. Throws InvalidArgument when no training forward ran since the
-  /// last backward, or when diff_dst does not have the output's dims and dtype.
+  /// The gradient w.r.t. the last forward's input given the gradient w.r.t. its output; adds the
+  /// parameter gradients. Throws InvalidArgument when no forward that kept its tensors ran since
+  /// the last backward, or when diff_dst does not have the output's dims and dtype.
   virtual Tensor backward(const Tensor& diff_dst) = 0;
   Tensor operator()(const Tensor& src) { return forward(src); }
 
@@ -197,8 +207,8 @@ class Module {
   /// Stores the choice an op call of `direction` on `desc_key` returned.
   void record(Direction direction, std::shared_ptr<const Choice> choice, std::string desc_key);
 
-  /// Throws InvalidArgument "<type_name>.backward called without a training forward" unless
-  /// `saved` (what the forward kept) holds a tensor.
+  /// Throws InvalidArgument "<type_name>.backward called without a forward" unless `saved` (what
+  /// the forward kept) holds a tensor.
   void require_forward(const Tensor& saved) const;
   /// Throws InvalidArgument unless diff_dst has `dims` and `dtype` and is dense in `layout` (the
   /// forward output's: Note [nn layouts]).
@@ -227,6 +237,22 @@ class Module {
   void collect_modules(const std::string& prefix,
                        std::vector<std::pair<std::string, Module*>>& out);
 };
+
+/// While alive, forwards on this thread keep nothing for backward (Note [eval mode and
+/// gradients]); guards nest, the destructor restores the previous state. torch.no_grad().
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+/// False while an nn::NoGradGuard is alive on this thread: torch.is_grad_enabled().
+bool is_grad_enabled();
 
 /// The generator the layers' initialisers draw from (torch's default generator); not
 /// thread-safe: build models from one thread.
