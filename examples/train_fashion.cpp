@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
       optimizer.step();
     }
     model->eval();
+    const nn::NoGradGuard no_grad;  // inference: the forwards keep nothing for a backward
     Tensor correct = Tensor::zeros({1}, DType::i64, Layout::channels_first, context.allocator());
     options.shuffle = false;
     data::DataLoader test(test_set, options);
