@@ -40,7 +40,7 @@ std::string environment_json(const Backend& backend) {
 // rewritten; an invalid one is selected again, and the new choice replaces the file entry.
 // The check asks for the one id first (SelectHooks::describe, OpBackend::describe_candidate): a
 // backend whose listing is costly describes it without listing the others (cuDNN convolutions:
-// a listing takes 5-180 ms per layer and direction, ~160 of them in a ResNet-50 training step;
+// a listing takes 5-180 ms per layer and direction, and a ResNet-50 training step has about 160;
 // the single description parses the id back into its config and builds that plan, which the
 // call then runs, or loads it from the plan store: Note [saved plans]). So a second process
 // with the cache file pays one plan per key and nothing for the candidates it does not run. Only
@@ -48,7 +48,9 @@ std::string environment_json(const Backend& backend) {
 // decides exactly as when no description exists: the id looked up there, and if it is not valid
 // there either, a fresh selection from that same listing. A description that throws counts as
 // missing. Backends with cheap listings (reference, cpu, and cudnn ops other than the
-// convolution) keep the default describe_candidate(), which lists and looks the id up.
+// convolution) keep the default describe_candidate(), which lists and looks the id up; an
+// invalid entry then lists twice (the description, the re-check), the second time from the
+// backend's kept listing where it keeps one (ListedOpBackend).
 std::optional<AlgoInfo> find_listed(const std::vector<AlgoInfo>& listed, const std::string& id) {
   const auto it = std::find_if(listed.begin(), listed.end(),
                                [&](const AlgoInfo& algo) { return algo.id == id; });

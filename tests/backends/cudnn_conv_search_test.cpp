@@ -18,6 +18,7 @@
 #include "support/conv.hpp"
 #include "support/gpu.hpp"
 #include "support/random.hpp"
+#include "support/scoped.hpp"
 #include "tune/plan_store.hpp"
 
 #include <cuda_runtime_api.h>
@@ -39,55 +40,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Sets an environment variable for one scope (unset: nullptr), restoring the previous value.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) {
-      had_ = true;
-      old_ = old;
-    }
-    if (value == nullptr) {
-      ::unsetenv(name);
-    } else {
-      ::setenv(name, value, 1);
-    }
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      ::setenv(name_.c_str(), old_.c_str(), 1);
-    } else {
-      ::unsetenv(name_.c_str());
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::string name_;
-  std::string old_;
-  bool had_ = false;
-};
-
-// A fresh folder per test, removed afterwards.
-class TempFolder {
- public:
-  TempFolder() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::temp_directory_path() /
-            ("dnnx-search-" + std::string(info->name()) + "-" + std::to_string(::getpid()));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempFolder() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using test::ScopedEnv;
 
 ConvDesc make_desc(const Dims& src, const Dims& weights, std::int64_t stride, std::int64_t pad,
                    std::int64_t dilation, std::int64_t groups, DType dtype, Layout layout) {
@@ -402,7 +355,7 @@ TEST(CudnnSearch, RuntimeCompiledCandidatesAreTimedWithinTheBudget) {
 // next; a corrupt or stale file is dropped with a warning and the plan built again.
 TEST(CudnnSearch, SavedPlansAreLoadedByTheNextContextAndBadOnesDropped) {
   DNNX_REQUIRE_GPU();
-  TempFolder folder;
+  test::TempFolder folder("dnnx-search");
   const std::string plans = folder.file("plans");
   const ScopedEnv rtc("DNNX_CUDNN_RUNTIME_COMPILED", nullptr);
   const ScopedEnv dir("DNNX_PLAN_DIR", plans.c_str());
@@ -485,7 +438,7 @@ TEST(CudnnSearch, SavedPlansAreLoadedByTheNextContextAndBadOnesDropped) {
 // (runtime-compiled engines; other engines' plans build in about a millisecond).
 TEST(CudnnSearch, ASecondContextWithTheCacheNeitherTimesNorCompiles) {
   DNNX_REQUIRE_GPU();
-  TempFolder folder;
+  test::TempFolder folder("dnnx-search");
   const ScopedEnv rtc("DNNX_CUDNN_RUNTIME_COMPILED", nullptr);
   const ScopedEnv budget("DNNX_CUDNN_COMPILE_BUDGET", "60");
   const ScopedEnv dir("DNNX_PLAN_DIR", folder.file("plans").c_str());
