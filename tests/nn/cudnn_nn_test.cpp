@@ -417,8 +417,14 @@ TEST(NnCudnn, CumulativeBatchNormAndEvalBackwardMatchReference) {
     const auto want = step(*want_model, reference, x, y);
     nn::manual_seed(100 + static_cast<std::uint64_t>(i));
     const auto got = step(*got_model, gpu, x, y);
+    // As expect_same_step: in training mode the convolution's bias in front of the batch-norm
+    // has a zero gradient, rounding noise on either backend, so each parameter gradient's scale is
+    // at least 1% of the largest one's.
+    float largest = 0;
+    for (std::size_t t = 2; t < want.size(); ++t)
+      for (float v : want[t]) largest = std::max(largest, std::abs(v));
     for (std::size_t t = 0; t < got.size(); ++t) {
-      float scale = 0;
+      float scale = t >= 2 ? 0.01f * largest : 0.0f;
       for (float v : want[t]) scale = std::max(scale, std::abs(v));
       EXPECT_LE(worst_ratio(got[t], want[t], 1e-2, 2e-3 * scale), 1.0)
           << "step " << i << " tensor " << t;
