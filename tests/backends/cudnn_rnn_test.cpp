@@ -86,35 +86,9 @@ std::vector<RnnCase> gpu_cases() {
   gru.desc.variable_lengths = true;
   gru.lengths = {9, 3, 7, 1, 9, 2, 8, 5};
   cases.push_back(gru);
-  // Dropout between layers (Note [cudnn rnn dropout]), as in tests/ops/rnn_cpu_test.cpp.
-  RnnCase dropout;
-  dropout.name = "lstm_bi_3layers_dropout";
-  dropout.desc.cell = RnnCell::lstm;
-  dropout.desc.seq_length = 4;
-  dropout.desc.batch = 3;
-  dropout.desc.input_size = 5;
-  dropout.desc.hidden_size = 4;
-  dropout.desc.layers = 3;
-  dropout.desc.bidirectional = true;
-  dropout.desc.dropout = 0.4f;
-  cases.push_back(dropout);
-  RnnCase gru_dropout = dropout;
-  gru_dropout.name = "gru_2layers_dropout_batch_first";
-  gru_dropout.desc.cell = RnnCell::gru;
-  gru_dropout.desc.layers = 2;
-  gru_dropout.desc.bidirectional = false;
-  gru_dropout.desc.batch_first = true;
-  gru_dropout.desc.dropout = 0.25f;
-  cases.push_back(gru_dropout);
-  RnnCase varlen = dropout;
-  varlen.name = "lstm_bi_2layers_dropout_varlen";
-  varlen.desc.seq_length = 5;
-  varlen.desc.batch = 4;
-  varlen.desc.layers = 2;
-  varlen.desc.dropout = 0.3f;
-  varlen.desc.variable_lengths = true;
-  varlen.lengths = {3, 5, 1, 3};
-  cases.push_back(varlen);
+  // Dropout between layers (Note [cudnn rnn dropout]).
+  const std::vector<RnnCase> dropout = rnn_dropout_cases();
+  cases.insert(cases.end(), dropout.begin(), dropout.end());
   RnnCase wide = persistent;
   wide.name = "rnn_tanh_h128_3layers_dropout";
   wide.desc.cell = RnnCell::rnn_tanh;

@@ -332,6 +332,22 @@ std::string math_reason(const RnnDesc& desc, cudnnMathType_t math, bool allow_tf
 
 std::vector<Candidate> list_candidates(Runtime& runtime, const RnnDesc& desc, Direction direction);
 
+// A candidate of `algo` and `math` before support is asked (Note [cudnn rnn candidates]).
+Candidate candidate_of(const AlgoName& algo, const MathName& math, Direction direction) {
+  Candidate c;
+  c.algo = algo.algo;
+  c.math = math.math;
+  c.info.id = detail::cat("cudnn:rnn:", algo.name, ":", math.name);
+  c.info.name = detail::cat("cuDNN RNN ", algo.name, " algorithm, ", math.name, " math");
+  c.info.notes = {"rnn", algo.name, math.name};
+  if (math.math != CUDNN_FMA_MATH) c.info.notes.emplace_back("tensor_cores");
+  if (algo.algo != CUDNN_RNN_ALGO_STANDARD) c.info.notes.emplace_back("persistent");
+  // cuDNN documents no bitwise guarantee for its backward passes.
+  c.info.deterministic = !is_backward(direction);
+  if (direction != Direction::fwd) c.info.saved_state_format = c.info.id;
+  return c;
+}
+
 // Note [cudnn rnn dropout]: every layer's candidates, combined by id.
 std::vector<Candidate> list_layered(Runtime& runtime, const RnnDesc& desc, Direction direction) {
   const std::string common = desc_reason(desc);
@@ -343,18 +359,9 @@ std::vector<Candidate> list_layered(Runtime& runtime, const RnnDesc& desc, Direc
   std::vector<Candidate> list;
   for (const AlgoName& algo : algos) {
     for (const MathName& math : maths) {
-      Candidate c;
-      c.algo = algo.algo;
-      c.math = math.math;
-      c.info.id = detail::cat("cudnn:rnn:", algo.name, ":", math.name);
-      c.info.name = detail::cat("cuDNN RNN ", algo.name, " algorithm, ", math.name,
-                                " math, layer by layer with dnnx's dropout masks");
-      c.info.notes = {"rnn", algo.name, math.name};
-      if (math.math != CUDNN_FMA_MATH) c.info.notes.emplace_back("tensor_cores");
-      if (algo.algo != CUDNN_RNN_ALGO_STANDARD) c.info.notes.emplace_back("persistent");
+      Candidate c = candidate_of(algo, math, direction);
+      c.info.name += ", layer by layer with dnnx's dropout masks";
       c.info.notes.emplace_back("layer_by_layer");
-      c.info.deterministic = !is_backward(direction);
-      c.info.saved_state_format = c.info.id;
       std::string reason = common;
       for (std::size_t l = 0; l < per_layer.size() && reason.empty(); ++l) {
         const auto found =
@@ -403,17 +410,7 @@ std::vector<Candidate> list_candidates(Runtime& runtime, const RnnDesc& desc, Di
   std::vector<Candidate> list;
   for (const AlgoName& algo : algos) {
     for (const MathName& math : maths) {
-      Candidate c;
-      c.algo = algo.algo;
-      c.math = math.math;
-      c.info.id = detail::cat("cudnn:rnn:", algo.name, ":", math.name);
-      c.info.name = detail::cat("cuDNN RNN ", algo.name, " algorithm, ", math.name, " math");
-      c.info.notes = {"rnn", algo.name, math.name};
-      if (math.math != CUDNN_FMA_MATH) c.info.notes.emplace_back("tensor_cores");
-      if (algo.algo != CUDNN_RNN_ALGO_STANDARD) c.info.notes.emplace_back("persistent");
-      // Note [cudnn rnn candidates]: cuDNN documents no bitwise guarantee for its backward passes.
-      c.info.deterministic = !is_backward(direction);
-      if (direction != Direction::fwd) c.info.saved_state_format = c.info.id;
+      Candidate c = candidate_of(algo, math, direction);
       std::string reason = common;
       if (reason.empty()) reason = math_reason(desc, math.math, runtime.allow_tf32());
       if (reason.empty() && desc.variable_lengths && algo.algo != CUDNN_RNN_ALGO_STANDARD) {
