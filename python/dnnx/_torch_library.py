@@ -1,8 +1,9 @@
 """dnnx's PyTorch ops as torch.library custom ops (PyTorch >= 2.4), so that torch.compile keeps
 them as opaque nodes of its graph instead of breaking the graph at each: ``torch.ops.dnnx.conv``,
-``linear``, ``batch_norm``, ``pool``, ``activation``, ``softmax`` and ``cross_entropy``, each with
-a backward op (``conv_backward``, ...), a fake implementation that gives the output's shape,
-dtype and strides from dnnx's own desc (no data is read), and its autograd formula.
+``linear``, ``batch_norm``, ``pool``, ``activation``, ``softmax``, ``cross_entropy`` and ``rnn``
+(nn.RNN / LSTM / GRU), each with a backward op (``conv_backward``, ...), a fake implementation
+that gives the output's shape, dtype and strides from dnnx's own desc (no data is read), and its
+autograd formula.
 
 dnnx.torch's modules and functions call them while torch.compile traces (torch.compiler
 .is_compiling()) and run their autograd functions otherwise; both compute through the same code
@@ -11,6 +12,18 @@ strings only, so a layer is named by a key (``layer``: see layer_key) through wh
 the module's own selection options and records what ran for dnnx.torch.report; "" is no layer
 (the current context's options). Dropout is not among them: its mask lives in a dnnx.SavedState,
 which is no tensor, so under torch.compile it runs as its autograd function (a graph break).
+
+Note [compiled rnn backward]
+The rnn op's backward directions read the SavedState its training forward filled (cuDNN's reserve
+space, the cpu backend's oneDNN workspaces), which is no tensor either and whose size depends on
+the candidate the selection picks at run time, so no fake implementation could give it a shape.
+``rnn_backward`` therefore runs the training forward again (same desc, inputs, weights and layer
+options: the same choice, and every rnn forward candidate is deterministic, so the same dst) and
+then bwd_data and bwd_weights on that state: one more forward per backward than the eager path,
+the price of an opaque node. The op takes no dropout (dnnx.torch applies a module's dropout
+between per-layer calls, as its own op), so the recomputation draws nothing. The weights reach
+the op flat (the module's parameters concatenated in _flat_weights order by the traced caller,
+whose torch.cat hands each parameter its part of the flat gradient).
 """
 
 import weakref
@@ -381,6 +394,71 @@ def _register():
     cross_entropy.register_autograd(cross_entropy_grad,
                                     setup_context=cross_entropy_setup_context)
     ops["cross_entropy"] = cross_entropy
+
+    # ---- recurrent layers (Note [compiled rnn backward]) --------------------------------------
+    @torch.library.custom_op("dnnx::rnn", mutates_args=())
+    def rnn(src: Tensor, h0: Optional[Tensor], c0: Optional[Tensor], lengths: Optional[Tensor],
+            weights: Tensor, mode: str, hidden_size: int, num_layers: int, bias: bool,
+            batch_first: bool, bidirectional: bool, training: bool,
+            layer: str) -> Tuple[Tensor, Tensor, Tensor]:
+        src, h0, c0, desc = _dt._rnn_setup(src, h0, c0, mode, hidden_size, num_layers, bias,
+                                           batch_first, bidirectional, lengths)
+        dst, hy, cy, _, _ = _dt._rnn_fwd(desc, src, h0, c0, lengths, weights.contiguous(),
+                                         training, *_layer(layer))
+        return dst, hy, _tensor_or_empty(cy, dst)
+
+    @rnn.register_fake
+    def _(src, h0, c0, lengths, weights, mode, hidden_size, num_layers, bias, batch_first,
+          bidirectional, training, layer):
+        _, _, _, desc = _dt._rnn_setup(src, h0, c0, mode, hidden_size, num_layers, bias,
+                                       batch_first, bidirectional, lengths)
+        return (empty_like(src, desc.dst_dims(), desc.dtype),
+                empty_like(src, desc.state_dims(), desc.dtype),
+                empty_like(src, desc.state_dims(), desc.dtype) if desc.cell == "lstm"
+                else src.new_empty(0))
+
+    @torch.library.custom_op("dnnx::rnn_backward", mutates_args=())
+    def rnn_backward(diff_dst: Tensor, diff_hy: Optional[Tensor], diff_cy: Optional[Tensor],
+                     src: Tensor, h0: Optional[Tensor], c0: Optional[Tensor],
+                     lengths: Optional[Tensor], weights: Tensor, mode: str, hidden_size: int,
+                     num_layers: int, bias: bool, batch_first: bool, bidirectional: bool,
+                     layer: str) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+        src, h0, c0, desc = _dt._rnn_setup(src, h0, c0, mode, hidden_size, num_layers, bias,
+                                           batch_first, bidirectional, lengths)
+        flat = weights.contiguous()
+        tune, module = _layer(layer)
+        dst, _, _, state, context = _dt._rnn_fwd(desc, src, h0, c0, lengths, flat, True, tune,
+                                                 module)
+        diff_src, diff_hx, diff_cx, diff_flat = _dt._rnn_bwd(
+            desc, context, src, h0, c0, lengths, flat, dst, state, diff_dst, diff_hy,
+            diff_cy if desc.cell == "lstm" else None, module)
+        return (diff_src, _tensor_or_empty(diff_hx if h0 is not None else None, diff_dst),
+                _tensor_or_empty(diff_cx if c0 is not None else None, diff_dst), diff_flat)
+
+    @rnn_backward.register_fake
+    def _(diff_dst, diff_hy, diff_cy, src, h0, c0, lengths, weights, mode, hidden_size,
+          num_layers, bias, batch_first, bidirectional, layer):
+        return (src.new_empty(src.shape),
+                h0.new_empty(h0.shape) if h0 is not None else diff_dst.new_empty(0),
+                c0.new_empty(c0.shape) if c0 is not None else diff_dst.new_empty(0),
+                weights.new_empty(weights.shape))
+
+    def rnn_setup_context(ctx, inputs, output):
+        src, h0, c0, lengths, weights, *args = inputs
+        ctx.save_for_backward(src, h0, c0, lengths, weights)
+        ctx.args = (*args[:-2], args[-1])  # mode .. bidirectional, layer (not training)
+
+    def rnn_grad(ctx, diff_dst, diff_hy, diff_cy):
+        src, h0, c0, lengths, weights = ctx.saved_tensors
+        # diff_cy of a cell other than lstm (its empty third output) is dropped by the op.
+        diff_src, diff_hx, diff_cx, diff_flat = torch.ops.dnnx.rnn_backward(
+            diff_dst, diff_hy, diff_cy, src, h0, c0, lengths, weights, *ctx.args)
+        return (diff_src, diff_hx if h0 is not None else None,
+                diff_cx if c0 is not None else None, None, diff_flat, None, None, None, None,
+                None, None, None, None)
+
+    rnn.register_autograd(rnn_grad, setup_context=rnn_setup_context)
+    ops["rnn"] = rnn
     return ops
 
 

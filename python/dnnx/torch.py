@@ -626,6 +626,45 @@ class DropoutFunction(torch.autograd.Function):
         return diff_src, None, None, None, None
 
 
+def _rnn_setup(src, h0, c0, mode, hidden_size, num_layers, bias, batch_first, bidirectional,
+               lengths):
+    """(src, h0, c0) dense and the desc of one rnn call (dropout 0: _run_rnn applies the
+    module's between layers)."""
+    desc = _rnn.desc_for(src, hidden_size, mode, num_layers, bias, batch_first, 0.0,
+                         bidirectional, lengths)
+    return (src.contiguous(), None if h0 is None else h0.contiguous(),
+            None if c0 is None else c0.contiguous(), desc)
+
+
+def _rnn_fwd(desc, src, h0, c0, lengths, flat, training, tune, layer):
+    """(dst, hy, cy, state, context): fwd_training and its SavedState when `training`, else fwd
+    (state None); cy None but for LSTM."""
+    context = _layer_context(src, tune)
+    if training:
+        dst, hy, cy, state = _rnn.fwd_training(desc, src, flat, h0, c0, lengths, ctx=context)
+        _record(layer, "fwd_training", desc, context)
+    else:
+        dst, hy, cy = _rnn.fwd(desc, src, flat, h0, c0, lengths, ctx=context)
+        state = None
+        _record(layer, "fwd", desc, context)
+    return dst, hy, cy, state, context
+
+
+def _rnn_bwd(desc, context, src, h0, c0, lengths, flat, dst, state, diff_dst, diff_hy, diff_cy,
+             layer):
+    """(diff_src, diff_hx, diff_cx, diff_flat) on the training forward's state, on its context
+    (the state is its backend's, and on a GPU autograd runs a backward on the stream of its
+    forward). diff_hy / diff_cy None count as zeros."""
+    diff_src, diff_hx, diff_cx = _rnn.bwd_data(
+        desc, src, flat, dst, diff_dst.contiguous(), state, h0, c0, lengths,
+        None if diff_hy is None else diff_hy.contiguous(),
+        None if diff_cy is None else diff_cy.contiguous(), ctx=context)
+    _record(layer, "bwd_data", desc, context)
+    diff_flat = _rnn.bwd_weights(desc, src, flat, dst, state, h0, c0, lengths, ctx=context)
+    _record(layer, "bwd_weights", desc, context)
+    return diff_src, diff_hx, diff_cx, diff_flat
+
+
 class RnnFunction(torch.autograd.Function):
     """nn.RNN / LSTM / GRU through dnnx's rnn op: one call for the whole stack (or one layer of
     it, see _run_rnn), fwd or fwd_training, then bwd_data and bwd_weights. Outputs (dst, hy)
@@ -639,33 +678,21 @@ class RnnFunction(torch.autograd.Function):
         h0 = None if h0 is None else h0.contiguous()
         c0 = None if c0 is None else c0.contiguous()
         flat = torch.cat([weight.reshape(-1) for weight in weights])
-        context = _layer_context(src, tune)
+        dst, hy, cy, state, context = _rnn_fwd(desc, src, h0, c0, lengths, flat, training, tune,
+                                               layer)
         if training:
-            dst, hy, cy, state = _rnn.fwd_training(desc, src, flat, h0, c0, lengths, ctx=context)
-            _record(layer, "fwd_training", desc, context)
             fctx.save_for_backward(src, h0, c0, dst)
             fctx.flat, fctx.state, fctx.lengths = flat, state, lengths
             fctx.shapes = [weight.shape for weight in weights]
             fctx.desc, fctx.context, fctx.layer = desc, context, layer
-        else:
-            dst, hy, cy = _rnn.fwd(desc, src, flat, h0, c0, lengths, ctx=context)
-            _record(layer, "fwd", desc, context)
         return (dst, hy) if cy is None else (dst, hy, cy)
 
     @staticmethod
     def backward(fctx, diff_dst, diff_hy, diff_cy=None):
         src, h0, c0, dst = fctx.saved_tensors
-        desc = fctx.desc
-        # The forward's context: the state is its backend's (and on a GPU autograd runs a
-        # backward on the stream of its forward).
-        context = fctx.context
-        diff_src, diff_hx, diff_cx = _rnn.bwd_data(
-            desc, src, fctx.flat, dst, diff_dst.contiguous(), fctx.state, h0, c0, fctx.lengths,
-            diff_hy.contiguous(), None if diff_cy is None else diff_cy.contiguous(), ctx=context)
-        _record(fctx.layer, "bwd_data", desc, context)
-        diff_flat = _rnn.bwd_weights(desc, src, fctx.flat, dst, fctx.state, h0, c0,
-                                     fctx.lengths, ctx=context)
-        _record(fctx.layer, "bwd_weights", desc, context)
+        diff_src, diff_hx, diff_cx, diff_flat = _rnn_bwd(
+            fctx.desc, fctx.context, src, h0, c0, fctx.lengths, fctx.flat, dst, fctx.state,
+            diff_dst, diff_hy, diff_cy, fctx.layer)
         diff_weights, offset = [], 0
         for shape in fctx.shapes:
             count = shape.numel()
@@ -1019,12 +1046,19 @@ class Dropout(torch.nn.Dropout):
 
 def _run_rnn_stack(module, src, h0, c0, lengths, weights, layers, batch_first):
     """(output, h_n, c_n) of `layers` stacked layers of `module` from one rnn call."""
-    desc = _rnn.desc_for(src, module.hidden_size, module.mode, layers, module.bias, batch_first,
-                         0.0, module.bidirectional, lengths)
     training = torch.is_grad_enabled() and any(
         t is not None and t.requires_grad for t in (src, h0, c0, *weights))
-    outputs = RnnFunction.apply(src, h0, c0, lengths, desc, training, _tune_of(module), module,
-                                *weights)
+    tune = _tune_of(module)
+    key = _compiled(tune, module)
+    if key is not None:  # Note [eager and compiled calls]; the weights' gradient splits by cat's
+        flat = torch.cat([weight.reshape(-1) for weight in weights])
+        dst, hy, cy = _library.OPS["rnn"](src, h0, c0, lengths, flat, module.mode,
+                                          module.hidden_size, layers, module.bias, batch_first,
+                                          module.bidirectional, training, key)
+        return dst, hy, (cy if module.mode == "LSTM" else None)
+    desc = _rnn.desc_for(src, module.hidden_size, module.mode, layers, module.bias, batch_first,
+                         0.0, module.bidirectional, lengths)
+    outputs = RnnFunction.apply(src, h0, c0, lengths, desc, training, tune, module, *weights)
     return outputs if len(outputs) == 3 else (*outputs, None)
 
 

@@ -6,7 +6,9 @@
 // backend's (NaN/Inf first); forward outputs are compared bitwise across two runs where the
 // candidate claims determinism; unsupported candidates must say why in one of the ways Note
 // [cudnn rnn candidates] lists, and a standard-algorithm candidate must run f32 and f16
-// (standard:fma on f32). Also: an exhaustive search of the training forward followed by backwards
+// (standard:fma on f32). The table has cases with dropout between layers, run layer by layer with
+// dnnx's masks (Note [cudnn rnn dropout]): the training outputs match the reference's only where
+// the masks are the same. Also: an exhaustive search of the training forward followed by backwards
 // that select the algorithm of the state it filled, and a backward refusing a state of another
 // algorithm. Every test skips with the reason when no usable GPU is present.
 
@@ -57,7 +59,7 @@ Tolerance tolerance_of(DType dtype, bool tensor_cores) {
 bool expected_unsupported(const AlgoInfo& info) {
   for (const char* reason :
        {"DNNX_ALLOW_TF32", "cudnnGetRNNTempSpaceSizes failed", "cudnnSetRNNDescriptor_v8 failed",
-        "cudnnSetRNNDataDescriptor failed", "padded I/O", "dropout",
+        "cudnnSetRNNDataDescriptor failed", "padded I/O",
         "persistent algorithms take sequences of one length only"}) {
     if (info.reason.find(reason) != std::string::npos) return true;
   }
@@ -84,6 +86,15 @@ std::vector<RnnCase> gpu_cases() {
   gru.desc.variable_lengths = true;
   gru.lengths = {9, 3, 7, 1, 9, 2, 8, 5};
   cases.push_back(gru);
+  // Dropout between layers (Note [cudnn rnn dropout]).
+  const std::vector<RnnCase> dropout = rnn_dropout_cases();
+  cases.insert(cases.end(), dropout.begin(), dropout.end());
+  RnnCase wide = persistent;
+  wide.name = "rnn_tanh_h128_3layers_dropout";
+  wide.desc.cell = RnnCell::rnn_tanh;
+  wide.desc.layers = 3;
+  wide.desc.dropout = 0.5f;
+  cases.push_back(wide);
   return cases;
 }
 
@@ -177,9 +188,13 @@ INSTANTIATE_TEST_SUITE_P(Table, CudnnRnn, ::testing::ValuesIn(gpu_table()),
 
 TEST(CudnnRnnSelection, ExhaustiveTrainingForwardThenBackwardsOfItsAlgorithm) {
   DNNX_REQUIRE_GPU();
-  RnnDesc desc = gpu_cases().back().desc;
+  const std::vector<RnnCase> cases = gpu_cases();
+  const auto c = std::find_if(cases.begin(), cases.end(),
+                              [](const RnnCase& one) { return one.name == "gru_h256_bi_varlen"; });
+  ASSERT_NE(c, cases.end());
+  RnnDesc desc = c->desc;
   desc.dtype = DType::f16;
-  const RnnInputs inputs = rnn_inputs(desc, gpu_cases().back().lengths, 77);
+  const RnnInputs inputs = rnn_inputs(desc, c->lengths, 77);
   Context context = gpu_test_context();
   for (const Direction direction : all_directions)
     context.tune().policy(OpKind::rnn, direction) = AlgoPolicy::exhaustive();
@@ -192,6 +207,65 @@ TEST(CudnnRnnSelection, ExhaustiveTrainingForwardThenBackwardsOfItsAlgorithm) {
     const std::vector<float> w = want.to_f32();
     EXPECT_TRUE(close_within_scale(step.outputs.at(name).to_f32(), w, rnn_scale_of(w), want.dims(),
                                    tolerance_of(desc.dtype, true), name, step.ran.at("fwd")));
+  }
+}
+
+// Note [cudnn rnn dropout]: the training directions of a desc with dropout between layers run
+// layer by layer (note layer_by_layer, a state holding every layer's reserve space and the layers'
+// outputs), the inference forward at once; the standard algorithm runs them.
+TEST(CudnnRnnDropout, TrainingDirectionsRunLayerByLayer) {
+  DNNX_REQUIRE_GPU();
+  RnnDesc desc;
+  desc.cell = RnnCell::gru;
+  desc.seq_length = 6;
+  desc.batch = 3;
+  desc.input_size = 5;
+  desc.hidden_size = 8;
+  desc.layers = 2;
+  desc.dropout = 0.5f;
+  Context base = gpu_test_context();
+  auto find = [](const std::vector<AlgoInfo>& list, const std::string& id) {
+    const auto it =
+        std::find_if(list.begin(), list.end(), [&](const AlgoInfo& a) { return a.id == id; });
+    return it == list.end() ? AlgoInfo{} : *it;
+  };
+  const std::string id = "cudnn:rnn:standard:fma";
+  auto has = [](const AlgoInfo& info, const char* note) {
+    return std::find(info.notes.begin(), info.notes.end(), note) != info.notes.end();
+  };
+  RnnDesc plain = desc;
+  plain.dropout = 0.0f;
+  const AlgoInfo without = find(rnn_list(base, plain, Direction::fwd_training), id);
+  for (const Direction direction :
+       {Direction::fwd_training, Direction::bwd_data, Direction::bwd_weights}) {
+    const AlgoInfo info = find(rnn_list(base, desc, direction), id);
+    ASSERT_TRUE(info.supported) << to_string(direction) << ": " << info.reason;
+    EXPECT_TRUE(has(info, "layer_by_layer")) << to_string(direction);
+    EXPECT_EQ(info.saved_state_format, id);
+  }
+  const AlgoInfo training = find(rnn_list(base, desc, Direction::fwd_training), id);
+  // Two layer outputs of T x N x H f32 at least besides the reserve spaces.
+  EXPECT_GT(training.saved_state_bytes, without.saved_state_bytes);
+  const AlgoInfo inference = find(rnn_list(base, desc, Direction::fwd), id);
+  ASSERT_TRUE(inference.supported) << inference.reason;
+  EXPECT_FALSE(has(inference, "layer_by_layer"));
+  // Dropout 0.5 zeroes about half of layer 1's input: the training forward's dst differs from
+  // the inference forward's, and matches the reference's.
+  const RnnInputs inputs = rnn_inputs(desc, {}, 91);
+  Context context = fixed_context(id, true);
+  const RnnStep step = run_rnn_step(context, desc, inputs);
+  Context reference = reference_context();
+  const RnnStep expected = run_rnn_step(reference, desc, inputs);
+  const std::vector<float> got = step.outputs.at("dst").to_f32();
+  const std::vector<float> inf = step.outputs.at("dst_inference").to_f32();
+  double differ = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    differ = std::max(differ, double{std::fabs(got[i] - inf[i])});
+  EXPECT_GT(differ, 1e-3);
+  for (const auto& [name, want] : expected.outputs) {
+    const std::vector<float> w = want.to_f32();
+    EXPECT_TRUE(close_within_scale(step.outputs.at(name).to_f32(), w, rnn_scale_of(w), want.dims(),
+                                   tolerance_of(desc.dtype, false), name, id));
   }
 }
 

@@ -46,6 +46,35 @@ Tensor host_of(const Tensor& tensor) {
 
 }  // namespace
 
+std::vector<RnnCase> rnn_dropout_cases() {
+  RnnCase dropout;
+  dropout.name = "lstm_bi_3layers_dropout";
+  dropout.desc.cell = RnnCell::lstm;
+  dropout.desc.seq_length = 4;
+  dropout.desc.batch = 3;
+  dropout.desc.input_size = 5;
+  dropout.desc.hidden_size = 4;
+  dropout.desc.layers = 3;
+  dropout.desc.bidirectional = true;
+  dropout.desc.dropout = 0.4f;
+  RnnCase gru = dropout;
+  gru.name = "gru_2layers_dropout_batch_first";
+  gru.desc.cell = RnnCell::gru;
+  gru.desc.layers = 2;
+  gru.desc.bidirectional = false;
+  gru.desc.batch_first = true;
+  gru.desc.dropout = 0.25f;
+  RnnCase varlen = dropout;
+  varlen.name = "lstm_bi_2layers_dropout_varlen";
+  varlen.desc.seq_length = 5;
+  varlen.desc.batch = 4;
+  varlen.desc.layers = 2;
+  varlen.desc.dropout = 0.3f;
+  varlen.desc.variable_lengths = true;
+  varlen.lengths = {3, 5, 1, 3};
+  return {dropout, gru, varlen};
+}
+
 std::vector<RnnCase> rnn_cases() {
   using C = RnnCell;
   return {

@@ -23,6 +23,11 @@ struct RnnCase {
 /// Cells x layers x directions x batch_first x variable lengths, odd sizes, seq length 1, batch 1.
 std::vector<RnnCase> rnn_cases();
 
+/// Cases with dropout between layers (the backend tests': the reference computes the same masks):
+/// lstm 3 layers bidirectional, gru 2 layers batch_first, lstm bidirectional 2 layers with
+/// variable lengths.
+std::vector<RnnCase> rnn_dropout_cases();
+
 /// The inputs of one call, on the host: src, weights (uniform in +-1/sqrt(H), PyTorch's range),
 /// hx, cx (lstm), diff_dst, diff_hy, diff_cy (lstm), a previous diff_weights for accumulation,
 /// lengths (variable lengths), all drawn from `seed` in desc.dtype.

@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <tuple>
@@ -71,36 +72,10 @@ bool expected_unsupported(const AlgoInfo& info) {
 
 std::vector<RnnCase> cpu_cases() {
   std::vector<RnnCase> cases = rnn_cases();
-  RnnCase dropout;
-  dropout.name = "lstm_bi_3layers_dropout";
-  dropout.desc.cell = RnnCell::lstm;
-  dropout.desc.seq_length = 4;
-  dropout.desc.batch = 3;
-  dropout.desc.input_size = 5;
-  dropout.desc.hidden_size = 4;
-  dropout.desc.layers = 3;
-  dropout.desc.bidirectional = true;
-  dropout.desc.dropout = 0.4f;
-  cases.push_back(dropout);
-  RnnCase gru = dropout;
-  gru.name = "gru_2layers_dropout_batch_first";
-  gru.desc.cell = RnnCell::gru;
-  gru.desc.layers = 2;
-  gru.desc.bidirectional = false;
-  gru.desc.batch_first = true;
-  gru.desc.dropout = 0.25f;
-  cases.push_back(gru);
+  const std::vector<RnnCase> dropout = rnn_dropout_cases();
+  cases.insert(cases.end(), dropout.begin(), dropout.end());
   // Variable lengths (Note [cpu rnn variable lengths]); rnn_cases() has more.
-  RnnCase varlen = dropout;
-  varlen.name = "lstm_bi_2layers_dropout_varlen";
-  varlen.desc.seq_length = 5;
-  varlen.desc.batch = 4;
-  varlen.desc.layers = 2;
-  varlen.desc.dropout = 0.3f;
-  varlen.desc.variable_lengths = true;
-  varlen.lengths = {3, 5, 1, 3};
-  cases.push_back(varlen);
-  RnnCase full = gru;
+  RnnCase full = dropout[1];
   full.name = "gru_bi_2layers_dropout_varlen_all_full";
   full.desc.bidirectional = true;
   full.desc.variable_lengths = true;
@@ -427,6 +402,84 @@ TEST(CpuRnnVariableLengths, AllFullLengthIsTheDescWithoutLengths) {
         std::tuple{"diff_cx", &with.diff_cx, &without.diff_cx},
         std::tuple{"diff_weights", &with.diff_weights, &without.diff_weights}}) {
     EXPECT_TRUE(bitwise_equal(*x, *y, name, desc.repro()));
+  }
+}
+
+// Sequence n's steps 0 .. steps-1 of a {T, N, C} tensor (or {N, T, C} with batch_first) of
+// `from_desc` into sequence m of `to` (of `to_desc`), bytes as they are.
+void copy_steps(const Tensor& from, const RnnDesc& from_desc, std::int64_t n, Tensor& to,
+                const RnnDesc& to_desc, std::int64_t m, std::int64_t steps, std::int64_t C) {
+  const std::size_t row = static_cast<std::size_t>(C) * size_of(from_desc.dtype);
+  auto at = [](const RnnDesc& d, std::int64_t t, std::int64_t b) {
+    return static_cast<std::size_t>(d.batch_first ? b * d.seq_length + t : t * d.batch + b);
+  };
+  for (std::int64_t t = 0; t < steps; ++t) {
+    std::memcpy(static_cast<std::byte*>(to.data()) + at(to_desc, t, m) * row,
+                static_cast<const std::byte*>(from.data()) + at(from_desc, t, n) * row, row);
+  }
+}
+// Sequence n's rows of a {layers * D, N, H} state into sequence m's of `to` (batch to_batch).
+void copy_rows(const Tensor& from, const RnnDesc& from_desc, std::int64_t n, Tensor& to,
+               std::int64_t to_batch, std::int64_t m) {
+  const std::size_t row =
+      static_cast<std::size_t>(from_desc.hidden_size) * size_of(from_desc.dtype);
+  for (std::int64_t k = 0; k < from_desc.layers * from_desc.directions(); ++k) {
+    std::memcpy(
+        static_cast<std::byte*>(to.data()) + static_cast<std::size_t>(k * to_batch + m) * row,
+        static_cast<const std::byte*>(from.data()) +
+            static_cast<std::size_t>(k * from_desc.batch + n) * row,
+        row);
+  }
+}
+
+// Note [cpu rnn variable lengths]: with every length distinct, each group is one sequence run as
+// a batch of its own (the groups binding the call's weights, converted once): each sequence's
+// outputs and data gradients are, bit for bit, those of the desc of batch 1 and its length.
+TEST(CpuRnnVariableLengths, EachSequenceIsItsOwnBatchBitForBit) {
+  for (const bool batch_first : {false, true}) {
+    RnnDesc desc = varlen_desc();
+    desc.batch_first = batch_first;
+    const std::vector<std::int32_t> lengths{6, 2, 4, 1, 3};
+    Context context = cpu_context();
+    VarlenCall call(desc, lengths, 23);
+    SavedState state;
+    call.forward(context, state);
+    call.backward(context, state);
+    const std::int64_t C = desc.directions() * desc.hidden_size;
+    for (std::int64_t n = 0; n < desc.batch; ++n) {
+      RnnDesc one = desc;
+      one.variable_lengths = false;
+      one.batch = 1;
+      one.seq_length = lengths[static_cast<std::size_t>(n)];
+      VarlenCall single(one, {}, 24);
+      std::memcpy(single.in.weights.data(), call.in.weights.data(), call.in.weights.span_bytes());
+      copy_steps(call.in.src, desc, n, single.in.src, one, 0, one.seq_length, desc.input_size);
+      copy_steps(call.in.diff_dst, desc, n, single.in.diff_dst, one, 0, one.seq_length, C);
+      copy_rows(call.in.hx, desc, n, single.in.hx, 1, 0);
+      copy_rows(call.in.cx, desc, n, single.in.cx, 1, 0);
+      copy_rows(call.in.diff_hy, desc, n, single.in.diff_hy, 1, 0);
+      copy_rows(call.in.diff_cy, desc, n, single.in.diff_cy, 1, 0);
+      SavedState alone;
+      single.forward(context, alone);
+      single.backward(context, alone);
+      const std::string where =
+          one.repro() + " as sequence " + std::to_string(n) + " of " + desc.repro();
+      for (const auto& [name, whole, mine, stepped] :
+           {std::tuple{"dst", &call.dst, &single.dst, C},
+            std::tuple{"diff_src", &call.diff_src, &single.diff_src, desc.input_size}}) {
+        Tensor part = Tensor::empty(mine->dims(), desc.dtype);
+        copy_steps(*whole, desc, n, part, one, 0, one.seq_length, stepped);
+        EXPECT_TRUE(bitwise_equal(part, *mine, name, where));
+      }
+      for (const auto& [name, whole, mine] :
+           {std::tuple{"hy", &call.hy, &single.hy}, std::tuple{"cy", &call.cy, &single.cy},
+            std::tuple{"diff_hx", &call.diff_hx, &single.diff_hx},
+            std::tuple{"diff_cx", &call.diff_cx, &single.diff_cx}}) {
+        Tensor part = Tensor::empty(mine->dims(), desc.dtype);
+        copy_rows(*whole, desc, n, part, 1, 0);
+        EXPECT_TRUE(bitwise_equal(part, *mine, name, where));
+      }
+    }
   }
 }
 

@@ -11,11 +11,10 @@
 // TRAINING mode for every direction but fwd) for the desc's largest case (every sequence T long);
 // a failure is the reason, with cuDNN's status and message (persistent kernels on variable
 // lengths, hidden sizes or compute capabilities they do not take, ...). Listing refuses, without
-// asking cuDNN: dropout > 0 (cuDNN draws its own masks, not dnnx's Philox stream of Note [rnn
-// dropout], so its training forward would not match any other backend's), sizes beyond int, and
-// for f32 the math types that may round to TF32 or f16 unless DNNX_ALLOW_TF32 is set. Compute
-// precision is f32 for every dtype. persist_dynamic's plan is compiled once for the desc's batch
-// (cudnnBuildRNNDynamic) when its plan is built and kept with it.
+// asking cuDNN: sizes beyond int, and for f32 the math types that may round to TF32 or f16 unless
+// DNNX_ALLOW_TF32 is set. Dropout between layers runs layer by layer (Note [cudnn rnn dropout]).
+// Compute precision is f32 for every dtype. persist_dynamic's plan is compiled once for the desc's
+// batch (cudnnBuildRNNDynamic) when its plan is built and kept with it.
 //
 // Data goes to cuDNN in its unpacked layouts (SEQ_MAJOR_UNPACKED, or BATCH_MAJOR_UNPACKED for
 // batch_first) with padded I/O enabled and the call's lengths, dst's padding filled with zeros.
@@ -35,6 +34,30 @@
 // change under the same pointer with no version to compare), and a backward w.r.t. the weights
 // computes into a gradient space of its own and copies back (reading the caller's diff_weights in
 // first when accumulating). The plan's listing record says which ("weights_converted" note).
+//
+// Note [cudnn rnn dropout]
+// cuDNN's own RNN dropout draws its masks from cuDNN's RNG states, not from dnnx's Philox stream
+// (Note [rnn dropout]), so no other backend could match its training forward. A training
+// direction (fwd_training, bwd_data, bwd_weights) of a desc with dropout between layers
+// therefore runs as the cpu backend does: one cuDNN RNN of one layer per layer (the desc with
+// layers 1, that layer's input size, no dropout), each its own plan of the same algorithm and math
+// type, chained, with dnnx's masks applied between them by kernels/rnn.cu (the reference's masks,
+// bit for bit in position). A candidate is supported when every layer's is (the first refusal
+// is the reason, naming the layer); its notes add "layer_by_layer". Layer l's weights are the
+// slice of the flat weights at weight_offset(l, 0, w_ih) (dnnx's layout is layer-major), its
+// states the {D, N, H} slice l of hx / hy / cx / cy. The SavedState (format: the candidate's id)
+// holds, each part at a multiple of 256 bytes: the masks of every boundary as bits (Note [rnn
+// reference state]'s layout), each layer's cuDNN reserve space, and per layer but the last its
+// output and the next layer's input (the output with the mask applied): the backward w.r.t. the
+// data runs the layers last to first, multiplying each layer's gradient w.r.t. its input by the
+// mask below it, the backward w.r.t. the weights runs each layer's on the inputs and outputs kept.
+// The workspace is the largest of the layers' plus regions where the slices of the caller's
+// weights and states that are not 256-byte aligned are staged (cuDNN wants its tensors at least
+// 4-byte aligned, f16 included; a layer's slice is wherever the previous layers end), plus, for
+// bwd_data, two buffers for the gradients between layers. The inference forward applies no
+// dropout and runs the whole desc at once.
+
+#include "backends/cudnn/kernels/rnn.hpp"
 
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv_common.hpp"
@@ -93,6 +116,8 @@ struct Candidate {
   Io io = Io::padded;
   std::size_t workspace = 0;
   std::size_t reserve = 0;
+  // Note [cudnn rnn dropout]: a training direction with dropout between layers, per layer.
+  std::vector<Candidate> layers;
 };
 
 ErrorContext context_of(const RnnDesc& desc, Direction direction, std::string id = {}) {
@@ -208,16 +233,82 @@ struct Descriptors {
   }
 };
 
+// Whether the direction runs layer by layer (Note [cudnn rnn dropout]).
+bool layered(const RnnDesc& desc, Direction direction) {
+  return direction != Direction::fwd && desc.dropout_draws() > 0;
+}
+
+// Layer `layer` of `desc` as a desc of its own (Note [cudnn rnn dropout]).
+RnnDesc layer_desc(const RnnDesc& desc, std::int64_t layer) {
+  RnnDesc d = desc;
+  d.layers = 1;
+  d.input_size = desc.layer_input_size(layer);
+  d.dropout = 0.0f;
+  return d;
+}
+
+std::size_t round_256(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// Where the parts of a layer-by-layer state and workspace lie (Note [cudnn rnn dropout]).
+struct LayeredLayout {
+  std::size_t masks = 0;
+  std::vector<std::size_t> reserve;  // per layer
+  std::vector<std::size_t> output;   // per layer but the last
+  std::vector<std::size_t> input;    // per layer (0 unused): the masked input
+  std::size_t bytes = 0;             // the state
+  // In the workspace, after the layers' own: staging regions for slices of the caller's tensors
+  // that are not 256-byte aligned (0: a layer's weights or weight gradients, 1-6: a layer's
+  // part of a state), then for bwd_data the gradients between layers.
+  std::array<std::size_t, 7> staging{};
+  std::array<std::size_t, 2> between{};
+  std::size_t work_bytes = 0;
+
+  LayeredLayout() = default;
+  LayeredLayout(const RnnDesc& desc, Direction direction, const std::vector<Candidate>& layers) {
+    const auto layer_out = static_cast<std::size_t>(desc.seq_length * desc.batch *
+                                                    desc.directions() * desc.hidden_size) *
+                           size_of(desc.dtype);
+    std::size_t at = 0;
+    auto take = [&at](std::size_t size) {
+      const std::size_t here = at;
+      at += round_256(size);
+      return here;
+    };
+    masks = take(static_cast<std::size_t>((desc.dropout_draws() + 31) / 32) * 4);
+    std::size_t work = 0;
+    for (const Candidate& c : layers) {
+      reserve.push_back(take(c.reserve));
+      work = std::max(work, c.workspace);
+    }
+    input.assign(layers.size(), 0);
+    for (std::size_t l = 0; l + 1 < layers.size(); ++l) {
+      output.push_back(take(layer_out));
+      input[l + 1] = take(layer_out);
+    }
+    bytes = at;
+    std::size_t weights = 0;
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+      weights = std::max(
+          weights,
+          static_cast<std::size_t>(layer_desc(desc, static_cast<std::int64_t>(l)).weights_count()));
+    }
+    const std::size_t part =
+        static_cast<std::size_t>(desc.directions() * desc.batch * desc.hidden_size) *
+        size_of(desc.dtype);
+    work_bytes = round_256(work);
+    for (std::size_t i = 0; i < staging.size(); ++i) {
+      staging[i] = work_bytes;
+      work_bytes += round_256(i == 0 ? weights * size_of(desc.dtype) : part);
+    }
+    if (direction == Direction::bwd_data) {
+      between = {work_bytes, work_bytes + round_256(layer_out)};
+      work_bytes += 2 * round_256(layer_out);
+    }
+  }
+};
+
 // Why no candidate of this backend can run the desc (before asking cuDNN); "" when they may.
 std::string desc_reason(const RnnDesc& desc) {
-  if (desc.dropout > 0.0f && desc.layers > 1) {
-    return detail::cat(
-        "cuDNN's RNN dropout draws its own masks (cuDNN's RNG states), not dnnx's Philox stream "
-        "(Note [rnn dropout]), so its training forward would differ from every other backend's; "
-        "dropout ",
-        detail::shortest(desc.dropout),
-        " between layers is computed by the reference backend only");
-  }
   const std::int64_t d = desc.directions();
   const std::int64_t largest_vector = std::max(desc.input_size, d * desc.hidden_size);
   if (desc.seq_length > INT_MAX || desc.batch > INT_MAX || largest_vector > INT_MAX ||
@@ -239,7 +330,78 @@ std::string math_reason(const RnnDesc& desc, cudnnMathType_t math, bool allow_tf
   return {};
 }
 
+std::vector<Candidate> list_candidates(Runtime& runtime, const RnnDesc& desc, Direction direction);
+
+// A candidate of `algo` and `math` before support is asked (Note [cudnn rnn candidates]).
+Candidate candidate_of(const AlgoName& algo, const MathName& math, Direction direction) {
+  Candidate c;
+  c.algo = algo.algo;
+  c.math = math.math;
+  c.info.id = detail::cat("cudnn:rnn:", algo.name, ":", math.name);
+  c.info.name = detail::cat("cuDNN RNN ", algo.name, " algorithm, ", math.name, " math");
+  c.info.notes = {"rnn", algo.name, math.name};
+  if (math.math != CUDNN_FMA_MATH) c.info.notes.emplace_back("tensor_cores");
+  if (algo.algo != CUDNN_RNN_ALGO_STANDARD) c.info.notes.emplace_back("persistent");
+  // cuDNN documents no bitwise guarantee for its backward passes.
+  c.info.deterministic = !is_backward(direction);
+  if (direction != Direction::fwd) c.info.saved_state_format = c.info.id;
+  return c;
+}
+
+// Note [cudnn rnn dropout]: every layer's candidates, combined by id.
+std::vector<Candidate> list_layered(Runtime& runtime, const RnnDesc& desc, Direction direction) {
+  const std::string common = desc_reason(desc);
+  std::vector<std::vector<Candidate>> per_layer;
+  if (common.empty()) {
+    for (std::int64_t l = 0; l < desc.layers; ++l)
+      per_layer.push_back(list_candidates(runtime, layer_desc(desc, l), direction));
+  }
+  std::vector<Candidate> list;
+  for (const AlgoName& algo : algos) {
+    for (const MathName& math : maths) {
+      Candidate c = candidate_of(algo, math, direction);
+      c.info.name += ", layer by layer with dnnx's dropout masks";
+      c.info.notes.emplace_back("layer_by_layer");
+      std::string reason = common;
+      for (std::size_t l = 0; l < per_layer.size() && reason.empty(); ++l) {
+        const auto found =
+            std::find_if(per_layer[l].begin(), per_layer[l].end(),
+                         [&](const Candidate& one) { return one.info.id == c.info.id; });
+        if (found == per_layer[l].end()) {
+          reason = detail::cat("layer ", l, " lists no ", c.info.id);
+        } else if (!found->info.supported) {
+          reason = detail::cat("layer ", l,
+                               " (run alone, Note [cudnn rnn dropout]): ", found->info.reason);
+        } else {
+          c.layers.push_back(*found);
+        }
+      }
+      c.info.supported = reason.empty();
+      c.info.reason = std::move(reason);
+      if (c.info.supported) {
+        const LayeredLayout layout(desc, direction, c.layers);
+        c.workspace = layout.work_bytes;
+        c.reserve = layout.bytes;
+        c.info.workspace_bytes = c.workspace;
+        if (direction == Direction::fwd_training) c.info.saved_state_bytes = c.reserve;
+        for (const Candidate& one : c.layers) {
+          if (one.io == Io::packed) {
+            c.info.notes.emplace_back("packed_io");
+            break;
+          }
+        }
+      } else {
+        c.layers.clear();
+      }
+      list.push_back(std::move(c));
+    }
+  }
+  for (std::size_t i = 0; i < list.size(); ++i) list[i].info.priority = static_cast<int>(i);
+  return list;
+}
+
 std::vector<Candidate> list_candidates(Runtime& runtime, const RnnDesc& desc, Direction direction) {
+  if (layered(desc, direction)) return list_layered(runtime, desc, direction);
   const std::string common = desc_reason(desc);
   const std::vector<std::int32_t> full(static_cast<std::size_t>(desc.batch),
                                        static_cast<std::int32_t>(desc.seq_length));
@@ -248,17 +410,7 @@ std::vector<Candidate> list_candidates(Runtime& runtime, const RnnDesc& desc, Di
   std::vector<Candidate> list;
   for (const AlgoName& algo : algos) {
     for (const MathName& math : maths) {
-      Candidate c;
-      c.algo = algo.algo;
-      c.math = math.math;
-      c.info.id = detail::cat("cudnn:rnn:", algo.name, ":", math.name);
-      c.info.name = detail::cat("cuDNN RNN ", algo.name, " algorithm, ", math.name, " math");
-      c.info.notes = {"rnn", algo.name, math.name};
-      if (math.math != CUDNN_FMA_MATH) c.info.notes.emplace_back("tensor_cores");
-      if (algo.algo != CUDNN_RNN_ALGO_STANDARD) c.info.notes.emplace_back("persistent");
-      // Note [cudnn rnn candidates]: cuDNN documents no bitwise guarantee for its backward passes.
-      c.info.deterministic = !is_backward(direction);
-      if (direction != Direction::fwd) c.info.saved_state_format = c.info.id;
+      Candidate c = candidate_of(algo, math, direction);
       std::string reason = common;
       if (reason.empty()) reason = math_reason(desc, math.math, runtime.allow_tf32());
       if (reason.empty() && desc.variable_lengths && algo.algo != CUDNN_RNN_ALGO_STANDARD) {
@@ -342,6 +494,27 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
         full_lengths_(static_cast<std::size_t>(desc.batch),
                       static_cast<std::int32_t>(desc.seq_length)) {
     runtime_->make_current();
+    if (!candidate.layers.empty()) {
+      // Note [cudnn rnn dropout]: a plan per layer.
+      layout_ = LayeredLayout(desc, direction, candidate.layers);
+      for (std::size_t l = 0; l < candidate.layers.size(); ++l) {
+        layer_plans_.push_back(
+            std::make_unique<Plan>(runtime_, layer_desc(desc, static_cast<std::int64_t>(l)),
+                                   direction, candidate.layers[l]));
+      }
+      workspace_ = layout_.work_bytes;
+      reserve_ = layout_.bytes;
+      info_.workspace_bytes = workspace_;
+      if (direction == Direction::fwd_training) info_.saved_state_bytes = reserve_;
+      for (const auto& plan : layer_plans_) {
+        const auto& notes = plan->info_.notes;
+        if (std::find(notes.begin(), notes.end(), "weights_converted") != notes.end()) {
+          info_.notes.emplace_back("weights_converted");
+          break;
+        }
+      }
+      return;
+    }
     const cudnnHandle_t handle = runtime_->handle();
     if (const std::string problem =
             d_.set(handle, desc, candidate.algo, candidate.math, candidate.io, full_lengths_);
@@ -371,16 +544,26 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
 
   void execute(const RnnArgs& args, detail::Workspace workspace) override {
     runtime_->make_current();
+    DNNX_ASSERT(workspace.bytes >= workspace_ || workspace_ == 0);
+    if (!layer_plans_.empty()) {
+      execute_layered(args, static_cast<std::byte*>(workspace.data));
+      return;
+    }
+    run(args, workspace.data, direction_ == Direction::fwd ? nullptr : reserve_of(args));
+  }
+
+ private:
+  // One cuDNN call on `work` (workspace_ bytes) and the reserve space `reserve` (reserve_ bytes;
+  // null for the inference forward).
+  void run(const RnnArgs& args, void* work, void* reserve) {
     const cudnnHandle_t handle = runtime_->handle();
     const cudaStream_t stream = runtime_->stream();
-    DNNX_ASSERT(workspace.bytes >= workspace_ || workspace_ == 0);
     set_lengths(args);
     const void* weights = data_of(args.weights, "weights", context_);
     if (!identity_) {
       weights = weight_space_->data();
       copy_segments(args.weights->data(), weight_space_->data(), true);
     }
-    void* reserve = direction_ == Direction::fwd ? nullptr : reserve_of(args);
     const std::size_t reserve_bytes = direction_ == Direction::fwd ? 0 : reserve_;
     const void* hx = args.hx != nullptr ? data_of(args.hx, "hx", context_) : nullptr;
     const void* cx = args.cx != nullptr ? data_of(args.cx, "cx", context_) : nullptr;
@@ -396,7 +579,7 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
                 direction_ == Direction::fwd ? CUDNN_FWD_MODE_INFERENCE : CUDNN_FWD_MODE_TRAINING,
                 lengths(), d_.x.get(), data_of(args.src, "src", context_), d_.y.get(),
                 data_of(args.dst, "dst", context_), h, hx, hy, h, cx, cy, weight_bytes_, weights,
-                workspace_, workspace.data, reserve_bytes, reserve),
+                workspace_, work, reserve_bytes, reserve),
             context_, "running cudnnRNNForward");
         return;
       }
@@ -414,11 +597,10 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
         void* dhx = args.diff_hx != nullptr ? data_of(args.diff_hx, "diff_hx", context_) : nullptr;
         void* dcx = args.diff_cx != nullptr ? data_of(args.diff_cx, "diff_cx", context_) : nullptr;
         DNNX_CUDNN_CHECK(
-            cudnnRNNBackwardData_v8(handle, d_.rnn.get(), lengths(), d_.y.get(),
-                                    data_of(args.dst, "dst", context_),
-                                    data_of(args.diff_dst, "diff_dst", context_), d_.x.get(), dx, h,
-                                    hx, dhy, dhx, h, cx, dcy, dcx, weight_bytes_, weights,
-                                    workspace_, workspace.data, reserve_bytes, reserve),
+            cudnnRNNBackwardData_v8(
+                handle, d_.rnn.get(), lengths(), d_.y.get(), data_of(args.dst, "dst", context_),
+                data_of(args.diff_dst, "diff_dst", context_), d_.x.get(), dx, h, hx, dhy, dhx, h,
+                cx, dcy, dcx, weight_bytes_, weights, workspace_, work, reserve_bytes, reserve),
             context_, "running cudnnRNNBackwardData_v8");
         return;
       }
@@ -437,7 +619,7 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
                              handle, d_.rnn.get(), CUDNN_WGRAD_MODE_ADD, lengths(), d_.x.get(),
                              data_of(args.src, "src", context_), h, hx, d_.y.get(),
                              data_of(args.dst, "dst", context_), weight_bytes_, dweights,
-                             workspace_, workspace.data, reserve_bytes, reserve),
+                             workspace_, work, reserve_bytes, reserve),
                          context_, "running cudnnRNNBackwardWeights_v8");
         if (!identity_) copy_segments(user, dweights, false);
         return;
@@ -445,7 +627,151 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
     }
   }
 
- private:
+  // Note [cudnn rnn dropout]: the layers one after the other, dnnx's masks between them.
+  void execute_layered(const RnnArgs& args, std::byte* work) {
+    auto* state = static_cast<std::byte*>(reserve_of(args));
+    auto* masks = reinterpret_cast<std::uint32_t*>(state + layout_.masks);
+    const cudaStream_t stream = runtime_->stream();
+    const std::int64_t L = desc_.layers, T = desc_.seq_length, N = desc_.batch;
+    const std::int64_t C = desc_.directions() * desc_.hidden_size;
+    const std::size_t element = size_of(desc_.dtype);
+    const float scale = 1.0f / (1.0f - desc_.dropout);
+    const kernels::rnn::Element kind = desc_.dtype == DType::f16    ? kernels::rnn::Element::f16
+                                       : desc_.dtype == DType::bf16 ? kernels::rnn::Element::bf16
+                                                                    : kernels::rnn::Element::f32;
+    const Device device = Device::cuda(runtime_->device());
+    auto at = [](const Tensor* tensor, std::size_t bytes) {
+      return static_cast<std::byte*>(tensor->data()) + bytes;
+    };
+    auto view = [&](void* data, const Dims& dims) {
+      return Tensor::view(data, dims, desc_.dtype, Layout::channels_first, device);
+    };
+    // Multiplies boundary b's values (T, N, C in the data layout) by its mask and scale.
+    auto mask = [&](const void* from, void* to, std::int64_t b) {
+      DNNX_CUDNN_CHECK(kernels::rnn::apply_mask(kind, from, to, masks, b * T * N * C, T, N, C,
+                                                desc_.batch_first, scale, stream),
+                       context_, "launching the rnn dropout kernel (Note [cudnn rnn dropout])");
+    };
+    if (direction_ == Direction::fwd_training) {
+      DNNX_CUDNN_CHECK(kernels::rnn::draw_masks(masks, desc_.dropout_draws(), desc_.dropout,
+                                                args.seed, args.offset, stream),
+                       context_, "launching the rnn dropout mask kernel");
+    }
+    // A slice of a caller's tensor (a layer's weights, its part of a state) that is not at a
+    // multiple of 256 bytes goes to cuDNN through staging region `region` of the workspace
+    // (cuDNN wants tensors at least 4-byte aligned, f16 included): copied in when `in`, and back
+    // after the layer's call when `out`.
+    struct Staged {
+      std::byte* user;
+      std::byte* region;
+      std::size_t bytes;
+    };
+    std::vector<Staged> copy_back;
+    auto copy = [&](void* to, const void* from, std::size_t bytes) {
+      DNNX_CUDNN_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, stream), context_,
+                       "staging a layer's slice (Note [cudnn rnn dropout])");
+    };
+    auto stage = [&](std::size_t region, std::byte* user, std::size_t bytes, bool in,
+                     bool out) -> std::byte* {
+      if (reinterpret_cast<std::uintptr_t>(user) % 256 == 0) return user;
+      std::byte* staged = work + layout_.staging[region];
+      if (in) copy(staged, user, bytes);
+      if (out) copy_back.push_back({user, staged, bytes});
+      return staged;
+    };
+    // The tensors of layer l's call, kept alive while it runs.
+    struct LayerTensors {
+      Tensor src, weights, hx, cx, dst, hy, cy, diff_dst, diff_hy, diff_cy, diff_src, diff_hx,
+          diff_cx, diff_weights;
+    };
+    const bool backward = is_backward(direction_);
+    for (std::int64_t step = 0; step < L; ++step) {
+      const std::int64_t l = backward ? L - 1 - step : step;
+      const auto i = static_cast<std::size_t>(l);
+      const bool last = l == L - 1;
+      Plan& plan = *layer_plans_[i];
+      const RnnDesc& ld = plan.desc_;
+      LayerTensors x;
+      RnnArgs a;
+      a.lengths = args.lengths;
+      a.accumulate = args.accumulate;
+      a.seed = args.seed;
+      a.offset = args.offset;
+      const std::size_t weights_at =
+          static_cast<std::size_t>(desc_.weight_offset(l, 0, RnnWeight::w_ih)) * element;
+      const Dims weight_dims{ld.weights_count()};
+      const std::size_t weight_bytes = static_cast<std::size_t>(ld.weights_count()) * element;
+      copy_back.clear();
+      // cuDNN reads no weights in its backward w.r.t. the weights.
+      x.weights = view(direction_ == Direction::bwd_weights
+                           ? at(args.weights, weights_at)
+                           : stage(0, at(args.weights, weights_at), weight_bytes, true, false),
+                       weight_dims);
+      a.weights = &x.weights;
+      // Layer l's {D, N, H} slice of a {layers * D, N, H} state, or none.
+      const std::size_t part_bytes = static_cast<std::size_t>(ld.state_dims().product()) * element;
+      const std::size_t part_at = static_cast<std::size_t>(l) * part_bytes;
+      auto part = [&](const Tensor* whole, Tensor& out, std::size_t region, bool input) -> Tensor* {
+        if (whole == nullptr) return nullptr;
+        out = view(stage(region, at(whole, part_at), part_bytes, input, !input), ld.state_dims());
+        return &out;
+      };
+      a.hx = part(args.hx, x.hx, 1, true);
+      a.cx = part(args.cx, x.cx, 2, true);
+      if (l == 0) {
+        a.src = args.src;
+      } else {
+        x.src = view(state + layout_.input[i], ld.src_dims());
+        a.src = &x.src;
+      }
+      if (last) {
+        a.dst = args.dst;
+      } else {
+        x.dst = view(state + layout_.output[i], ld.dst_dims());
+        a.dst = &x.dst;
+      }
+      switch (direction_) {
+        case Direction::fwd:
+        case Direction::fwd_training:
+          a.hy = part(args.hy, x.hy, 3, false);
+          a.cy = part(args.cy, x.cy, 4, false);
+          plan.run(a, work, state + layout_.reserve[i]);
+          if (!last) mask(state + layout_.output[i], state + layout_.input[i + 1], l);
+          break;
+        case Direction::bwd_data: {
+          if (last) {
+            a.diff_dst = args.diff_dst;
+          } else {
+            x.diff_dst = view(work + layout_.between[(i + 1) % 2], ld.dst_dims());
+            a.diff_dst = &x.diff_dst;
+          }
+          if (l == 0) {
+            a.diff_src = args.diff_src;
+          } else {
+            x.diff_src = view(work + layout_.between[i % 2], ld.src_dims());
+            a.diff_src = &x.diff_src;
+          }
+          a.diff_hy = part(args.diff_hy, x.diff_hy, 3, true);
+          a.diff_cy = part(args.diff_cy, x.diff_cy, 4, true);
+          a.diff_hx = part(args.diff_hx, x.diff_hx, 5, false);
+          a.diff_cx = part(args.diff_cx, x.diff_cx, 6, false);
+          plan.run(a, work, state + layout_.reserve[i]);
+          // The gradient w.r.t. layer l's input becomes that w.r.t. layer l-1's output.
+          if (l > 0) mask(a.diff_src->data(), a.diff_src->data(), l - 1);
+          break;
+        }
+        case Direction::bwd_weights:
+          x.diff_weights =
+              view(stage(0, at(args.diff_weights, weights_at), weight_bytes, args.accumulate, true),
+                   weight_dims);
+          a.diff_weights = &x.diff_weights;
+          plan.run(a, work, state + layout_.reserve[i]);
+          break;
+      }
+      for (const Staged& staged : copy_back) copy(staged.user, staged.region, staged.bytes);
+    }
+  }
+
   const std::int32_t* lengths() const {
     return static_cast<const std::int32_t*>(lengths_device_->data());
   }
@@ -617,6 +943,9 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
   std::unique_ptr<Storage> lengths_device_;
   std::vector<std::int32_t> full_lengths_;
   std::vector<std::int32_t> call_lengths_;
+  // Note [cudnn rnn dropout]: the layers' plans and where their parts lie.
+  std::vector<std::unique_ptr<Plan>> layer_plans_;
+  LayeredLayout layout_;
 };
 
 class CudnnRnn final : public LayerBackend<RnnDesc, RnnArgs, Candidate> {

@@ -67,8 +67,10 @@
 // layers' primitives), with the caller's tensors of the group gathered into the workspace and its
 // outputs scattered back, zeros past each sequence's end (dst, diff_src). A sequence that
 // stops at step t thus has its final state at t and its reverse direction starts at t, as
-// PyTorch's packed sequences. The cost: one run of every layer's primitive per distinct length,
-// the weights converted per group, the gathers and scatters; a call whose lengths are all
+// PyTorch's packed sequences. The call converts the weights once (Note [cpu rnn weights]) into a
+// region of its own workspace and every group's plan binds them: the converted layout depends on
+// the layers' sizes alone, not on a group's batch or length. The cost: one run of every layer's
+// primitive per distinct length, the gathers and scatters; a call whose lengths are all
 // seq_length is one group running on the caller's tensors, as a desc without variable lengths
 // (its only extra work is its dropout masks copied into its group's state).
 // The training forward's state (StateLayout::grouped) holds the flag, the dropout masks of the
@@ -395,11 +397,18 @@ struct WorkLayout {
 struct GroupWork {
   std::size_t src = 0, hx = 0, cx = 0, dst = 0, hy = 0, cy = 0;
   std::size_t diff_dst = 0, diff_hy = 0, diff_cy = 0, diff_src = 0, diff_hx = 0, diff_cx = 0;
+  // The call's weights converted once for every group (Note [cpu rnn variable lengths]), per
+  // layer: weights_layer, weights_iter, bias.
+  std::vector<std::array<std::size_t, 3>> weights;
   std::size_t sub = 0, sub_bytes = 0, bytes = 0;
 
   GroupWork() = default;
-  GroupWork(const RnnDesc& desc, Direction direction, std::size_t sub_work) {
+  // `weight_bytes`: per layer, the sizes of the converted weights_layer, weights_iter and bias.
+  GroupWork(const RnnDesc& desc, Direction direction, std::size_t sub_work,
+            const std::vector<std::array<std::size_t, 3>>& weight_bytes) {
     Carver c;
+    for (const auto& [layer, iter, bias] : weight_bytes)
+      weights.push_back({c.take(layer), c.take(iter), c.take(bias)});
     const DType dt = desc.dtype;
     const bool lstm = desc.cell == RnnCell::lstm;
     const std::size_t src_bytes = elements_bytes(desc.src_dims().product(), dt);
@@ -626,7 +635,14 @@ std::vector<Candidate> list_candidates(const dnnl::engine& engine, const RnnDesc
       if (direction == Direction::fwd_training) c.info.saved_state_bytes = c.state.bytes;
     }
     if (direction != Direction::bwd_weights) {
-      c.group_work = GroupWork(desc, direction, std::max(c.work.bytes, one->work.bytes));
+      std::vector<std::array<std::size_t, 3>> weight_bytes;
+      for (std::int64_t l = 0; l < desc.layers; ++l) {
+        const LayerMds m = layer_mds(fixed, l, c.ct, is_backward(direction));
+        weight_bytes.push_back(
+            {m.weights_layer.get_size(), m.weights_iter.get_size(), m.bias.get_size()});
+      }
+      c.group_work =
+          GroupWork(desc, direction, std::max(c.work.bytes, one->work.bytes), weight_bytes);
       c.info.workspace_bytes = c.group_work.bytes;
     }
   }
@@ -820,9 +836,25 @@ class Plan final : public LayerPlan<RnnArgs> {
     return p + (rounded - address);
   }
 
-  // Note [cpu rnn weights]: the flat weights into every layer's regions.
+  // Where a call's converted weights lie, per layer (Note [cpu rnn weights]).
+  struct LayerWeights {
+    std::vector<std::byte*> layer, iter, bias;
+  };
+  // This plan's own regions of the workspace at `base`.
+  LayerWeights own_weights(std::byte* base) const {
+    LayerWeights w;
+    for (std::size_t i = 0; i < work_.weights_layer.size(); ++i) {
+      w.layer.push_back(base + work_.weights_layer[i]);
+      w.iter.push_back(base + work_.weights_iter[i]);
+      w.bias.push_back(base + work_.bias[i]);
+    }
+    return w;
+  }
+
+  // Note [cpu rnn weights]: the flat weights into every layer's regions `to`, with this plan's
+  // temporaries (flat_f32, layer_f32) in the workspace at `base`.
   // The forwards take ldigo, the backwards ldgoi (layer_mds).
-  void convert_weights(const Tensor& weights, std::byte* base) const {
+  void convert_weights(const Tensor& weights, std::byte* base, const LayerWeights& to) const {
     const bool ldgoi = is_backward(direction_);
     const float* flat = static_cast<const float*>(weights.data());
     if (desc_.dtype != DType::f32) {
@@ -836,11 +868,10 @@ class Plan final : public LayerPlan<RnnArgs> {
       const auto i = static_cast<std::size_t>(l);
       const std::int64_t in = desc_.layer_input_size(l);
       const std::int64_t layer_count = D * in * G * H, iter_count = D * H * G * H;
-      float* wl = reinterpret_cast<float*>(ct_ == DType::f32 ? base + work_.weights_layer[i]
-                                                             : base + work_.layer_f32);
-      float* wi = ct_ == DType::f32 ? reinterpret_cast<float*>(base + work_.weights_iter[i])
-                                    : wl + layer_count;
-      auto* bias = reinterpret_cast<float*>(base + work_.bias[i]);
+      float* wl =
+          reinterpret_cast<float*>(ct_ == DType::f32 ? to.layer[i] : base + work_.layer_f32);
+      float* wi = ct_ == DType::f32 ? reinterpret_cast<float*>(to.iter[i]) : wl + layer_count;
+      auto* bias = reinterpret_cast<float*>(to.bias[i]);
       for (std::int64_t d = 0; d < D; ++d) {
         const float* w_ih = flat + desc_.weight_offset(l, d, RnnWeight::w_ih);
         const float* w_hh = flat + desc_.weight_offset(l, d, RnnWeight::w_hh);
@@ -881,8 +912,8 @@ class Plan final : public LayerPlan<RnnArgs> {
         }
       }
       if (ct_ != DType::f32) {
-        convert(wl, DType::f32, base + work_.weights_layer[i], ct_, layer_count);
-        convert(wi, DType::f32, base + work_.weights_iter[i], ct_, iter_count);
+        convert(wl, DType::f32, to.layer[i], ct_, layer_count);
+        convert(wi, DType::f32, to.iter[i], ct_, iter_count);
       }
     }
   }
@@ -968,11 +999,14 @@ class Plan final : public LayerPlan<RnnArgs> {
   }
 
   // The forward of every layer; `state` is the training forward's (Note [cpu rnn state]), whose
-  // masks it draws when `draw` (a group's plan finds them gathered there instead).
-  void forward(const RnnArgs& args, std::byte* base, std::byte* state, bool draw) {
+  // masks it draws when `draw` (a group's plan finds them gathered there instead). `converted`:
+  // the weights already converted (a group's plan), else converted here.
+  void forward(const RnnArgs& args, std::byte* base, std::byte* state, bool draw,
+               const LayerWeights* converted = nullptr) {
     const bool training = direction_ == Direction::fwd_training;
     const bool lstm = desc_.cell == RnnCell::lstm;
-    convert_weights(*args.weights, base);
+    const LayerWeights weights = converted != nullptr ? *converted : own_weights(base);
+    if (converted == nullptr) convert_weights(*args.weights, base, weights);
     void* src = input(args.src, base + work_.src, desc_.src_dims().product());
     void* hx = input(args.hx, base + work_.hx, state_count());
     void* cx = lstm ? input(args.cx, base + work_.cx, state_count()) : nullptr;
@@ -999,9 +1033,9 @@ class Plan final : public LayerPlan<RnnArgs> {
       bind_arg(l, DNNL_ARG_SRC_LAYER, in);
       bind_arg(l, DNNL_ARG_SRC_ITER, slice(hx, l));
       if (lstm) bind_arg(l, DNNL_ARG_SRC_ITER_C, slice(cx, l));
-      bind_arg(l, DNNL_ARG_WEIGHTS_LAYER, base + work_.weights_layer[i]);
-      bind_arg(l, DNNL_ARG_WEIGHTS_ITER, base + work_.weights_iter[i]);
-      bind_arg(l, DNNL_ARG_BIAS, base + work_.bias[i]);
+      bind_arg(l, DNNL_ARG_WEIGHTS_LAYER, weights.layer[i]);
+      bind_arg(l, DNNL_ARG_WEIGHTS_ITER, weights.iter[i]);
+      bind_arg(l, DNNL_ARG_BIAS, weights.bias[i]);
       bind_arg(l, DNNL_ARG_DST_LAYER, out);
       bind_arg(l, DNNL_ARG_DST_ITER, slice(hy, l));
       if (lstm) bind_arg(l, DNNL_ARG_DST_ITER_C, slice(cy, l));
@@ -1038,10 +1072,12 @@ class Plan final : public LayerPlan<RnnArgs> {
 
   // The backward of every layer on the training forward's `state`: writes the gradients w.r.t.
   // the data, and the weight gradients (f32, flat) into `grads`, or adds them there when `add`.
-  void backward_data(const RnnArgs& args, std::byte* base, std::byte* state, float* grads,
-                     bool add) {
+  // `converted` as for forward().
+  void backward_data(const RnnArgs& args, std::byte* base, std::byte* state, float* grads, bool add,
+                     const LayerWeights* converted = nullptr) {
     const bool lstm = desc_.cell == RnnCell::lstm;
-    convert_weights(*args.weights, base);
+    const LayerWeights weights = converted != nullptr ? *converted : own_weights(base);
+    if (converted == nullptr) convert_weights(*args.weights, base, weights);
     void* src = input(args.src, base + work_.src, desc_.src_dims().product());
     void* hx = input(args.hx, base + work_.hx, state_count());
     void* cx = lstm ? input(args.cx, base + work_.cx, state_count()) : nullptr;
@@ -1067,9 +1103,9 @@ class Plan final : public LayerPlan<RnnArgs> {
       bind_arg(l, DNNL_ARG_SRC_LAYER, in);
       bind_arg(l, DNNL_ARG_SRC_ITER, slice(hx, l));
       if (lstm) bind_arg(l, DNNL_ARG_SRC_ITER_C, slice(cx, l));
-      bind_arg(l, DNNL_ARG_WEIGHTS_LAYER, base + work_.weights_layer[i]);
-      bind_arg(l, DNNL_ARG_WEIGHTS_ITER, base + work_.weights_iter[i]);
-      bind_arg(l, DNNL_ARG_BIAS, base + work_.bias[i]);
+      bind_arg(l, DNNL_ARG_WEIGHTS_LAYER, weights.layer[i]);
+      bind_arg(l, DNNL_ARG_WEIGHTS_ITER, weights.iter[i]);
+      bind_arg(l, DNNL_ARG_BIAS, weights.bias[i]);
       bind_arg(l, DNNL_ARG_DST_LAYER, out);
       bind_arg(l, DNNL_ARG_DST_ITER, slice(state + state_.hy, l));
       if (lstm) bind_arg(l, DNNL_ARG_DST_ITER_C, slice(state + state_.cy, l));
@@ -1284,6 +1320,19 @@ class Plan final : public LayerPlan<RnnArgs> {
   Tensor group_tensor(std::byte* data, const Dims& dims) const {
     return Tensor::view(data, dims, desc_.dtype);
   }
+  // The call's weights converted once into the group workspace's region for every group's plan,
+  // with this plan's temporaries in the (then unused) region of the groups' own workspace: the
+  // converted layout depends on the layers' sizes only, not on a group's batch or length.
+  LayerWeights convert_for_groups(const Tensor& weights, std::byte* base) const {
+    LayerWeights w;
+    for (const auto& [layer, iter, bias] : group_work_.weights) {
+      w.layer.push_back(base + layer);
+      w.iter.push_back(base + iter);
+      w.bias.push_back(base + bias);
+    }
+    convert_weights(weights, base + group_work_.sub, w);
+    return w;
+  }
 
   void forward_grouped(const RnnArgs& args, std::byte* base) {
     const bool training = direction_ == Direction::fwd_training;
@@ -1303,6 +1352,7 @@ class Plan final : public LayerPlan<RnnArgs> {
     }
     const GroupWork& w = group_work_;
     std::byte* sub = base + w.sub;
+    const LayerWeights converted = convert_for_groups(*args.weights, base);
     for (const Group& g : groups) {
       Plan& plan = *g.plan;
       std::byte* group_state = training ? state + g.state : nullptr;
@@ -1312,7 +1362,7 @@ class Plan final : public LayerPlan<RnnArgs> {
       if (whole(g)) {
         RnnArgs a = args;
         a.lengths = nullptr;
-        plan.forward(a, sub, group_state, false);
+        plan.forward(a, sub, group_state, false, &converted);
         continue;
       }
       const RnnDesc& gd = plan.desc_;
@@ -1334,7 +1384,7 @@ class Plan final : public LayerPlan<RnnArgs> {
         if (args.cx != nullptr) gather_state(args.cx, cx.data(), g), a.cx = &cx;
         if (args.cy != nullptr) a.cy = &cy;
       }
-      plan.forward(a, sub, group_state, false);
+      plan.forward(a, sub, group_state, false, &converted);
       scatter_steps(dst.data(), args.dst, g, C);
       if (args.hy != nullptr) scatter_state(hy.data(), args.hy, g);
       if (lstm && args.cy != nullptr) scatter_state(cy.data(), args.cy, g);
@@ -1364,6 +1414,7 @@ class Plan final : public LayerPlan<RnnArgs> {
     auto* grads = reinterpret_cast<float*>(state + state_.grads);
     const GroupWork& w = group_work_;
     std::byte* sub = base + w.sub;
+    const LayerWeights converted = convert_for_groups(*args.weights, base);
     for (std::size_t i = 0; i < groups.size(); ++i) {
       const Group& g = groups[i];
       Plan& plan = *g.plan;
@@ -1371,7 +1422,7 @@ class Plan final : public LayerPlan<RnnArgs> {
       if (whole(g)) {
         RnnArgs a = args;
         a.lengths = nullptr;
-        plan.backward_data(a, sub, group_state, grads, i > 0);
+        plan.backward_data(a, sub, group_state, grads, i > 0, &converted);
         continue;
       }
       const RnnDesc& gd = plan.desc_;
@@ -1405,7 +1456,7 @@ class Plan final : public LayerPlan<RnnArgs> {
           gather_state(args.diff_cy, diff_cy.data(), g), a.diff_cy = &diff_cy;
         if (args.diff_cx != nullptr) a.diff_cx = &diff_cx;
       }
-      plan.backward_data(a, sub, group_state, grads, i > 0);
+      plan.backward_data(a, sub, group_state, grads, i > 0, &converted);
       scatter_steps(diff_src.data(), args.diff_src, g, desc_.input_size);
       if (args.diff_hx != nullptr) scatter_state(diff_hx.data(), args.diff_hx, g);
       if (lstm && args.diff_cx != nullptr) scatter_state(diff_cx.data(), args.diff_cx, g);
