@@ -2,8 +2,8 @@
 //
 // Note [rnn module dropout]
 // PyTorch applies dropout to every layer's output but the last, in training. The rnn op has a
-// dropout field, but a backend may refuse it (cudnn does: its masks come from cuDNN's own
-// generator), and masks drawn inside the op follow the op's own indexing. So that a module draws
+// dropout field, but masks drawn inside the op follow the op's own indexing (Note [rnn dropout]),
+// not nn::Dropout's draws from default_generator(). So that a module draws
 // the same masks on every backend, a training forward with dropout > 0 and more than one layer
 // runs the layers one at a time (a desc of one layer each, views of the flat weights and of the
 // states' rows) with the dropout op between them, drawing from default_generator() as
