@@ -390,4 +390,22 @@ DNNX_RANDOM_FN void draw4(const DrawParams& params, std::uint64_t seed, std::uin
 /// from the same generator state is >= p.
 DNNX_RANDOM_FN bool keep(std::uint32_t word, float p) { return unit(word) >= p; }
 
+/// The keep bits of elements start .. start + 31 of a dropout call at Philox `offset` (start a
+/// multiple of 32: the eight blocks from offset + start / 4), bit k for element start + k; bits
+/// at or past `count` are 0, so a mask word is a function of the call's elements alone.
+DNNX_RANDOM_FN std::uint32_t mask_word(std::uint64_t seed, std::uint64_t offset, std::int64_t start,
+                                       std::int64_t count, float p) {
+  std::uint32_t bits = 0;
+  for (int b = 0; b < 8; ++b) {
+    if (start + 4 * b >= count) break;
+    const Words drawn = block_words(seed, offset + static_cast<std::uint64_t>(start / 4 + b));
+    for (int k = 0; k < 4; ++k) {
+      if (keep(drawn.v[k], p)) bits |= 1u << (4 * b + k);
+    }
+  }
+  const std::int64_t valid = count - start;
+  if (valid < 32) bits &= (1u << valid) - 1u;
+  return bits;
+}
+
 }  // namespace dnnx::detail::random

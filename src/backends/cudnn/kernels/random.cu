@@ -90,20 +90,7 @@ __global__ void __launch_bounds__(block_threads)
     const std::int64_t start = word * 32;
     std::uint32_t bits = 0;
     if constexpr (Draw) {
-#pragma unroll
-      for (int b = 0; b < 8; ++b) {
-        if (start + 4 * b >= count) break;
-        const rnd::Words drawn =
-            rnd::block_words(seed, offset + static_cast<std::uint64_t>(start / 4 + b));
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          if (rnd::keep(drawn.v[k], p)) bits |= 1u << (4 * b + k);
-        }
-      }
-      // Bits past count stay set or not as drawn in the last block: clear them so the mask is a
-      // function of the elements alone.
-      const std::int64_t valid = count - start;
-      if (valid < 32) bits &= (1u << valid) - 1u;
+      bits = rnd::mask_word(seed, offset, start, count, p);
       mask[word] = bits;
     } else {
       bits = mask[word];

@@ -29,21 +29,7 @@ __global__ void __launch_bounds__(block_threads)
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * block_threads;
   for (std::int64_t word = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x;
        word < words; word += stride) {
-    const std::int64_t start = word * 32;
-    std::uint32_t bits = 0;
-#pragma unroll
-    for (int b = 0; b < 8; ++b) {
-      if (start + 4 * b >= count) break;
-      const rnd::Words drawn =
-          rnd::block_words(seed, offset + static_cast<std::uint64_t>(start / 4 + b));
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        if (rnd::keep(drawn.v[k], p)) bits |= 1u << (4 * b + k);
-      }
-    }
-    const std::int64_t valid = count - start;
-    if (valid < 32) bits &= (1u << valid) - 1u;
-    mask[word] = bits;
+    mask[word] = rnd::mask_word(seed, offset, word * 32, count, p);
   }
 }
 
