@@ -5,7 +5,7 @@
 //   train_bench [--device cuda|cpu|reference] [--model resnet50|resnet18] [--batch 64] [--size 224]
 //               [--dtype f16|bf16|f32] [--layout nhwc|nchw] [--policy exhaustive|heuristic]
 //               [--steps 20] [--warmup 5] [--rounds 3] [--loss-scale 1024] [--lr 0.01]
-//               [--graph] [--first-step-only]
+//               [--graph] [--first-step-only] [--profile-steps N]
 //
 // Prints one JSON line: the first step's wall time (selection, and under exhaustive timing,
 // happens inside it; a choice cache given by DNNX_CACHE / DNNX_CACHE_FILE makes it short), the
@@ -34,6 +34,11 @@
 // fails (a step that waits for the device, which a capture forbids) is reported as graph_error.
 // The graph reuses the captured step's memory, so nothing else runs after it.
 //
+// --profile-steps N runs N more steps between cudaProfilerStart and cudaProfilerStop after the
+// timed rounds, for a profiler started with profiling off (`ncu --profile-from-start off`), so
+// that it sees a steady step's kernels and not the selection's. The first step's end is written
+// to stderr, so that a tool sampling the host can start after it.
+//
 // Note [train bench loss scaling]
 // f16 training scales the loss so that small gradients survive in f16 (bf16, with f32's range,
 // does not), with nn::GradScaler at a static scale (`--loss-scale`): the backward starts from the
@@ -56,6 +61,7 @@
 #ifdef DNNX_BENCH_CUDA
 #include "backends/cudnn/allocator.hpp"
 
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 #endif
 
@@ -94,6 +100,7 @@ struct Options {
   double lr = 0.01;
   bool graph = false;  // Note [train bench graph]
   bool first_step_only = false;
+  int profile_steps = 0;  // steps between cudaProfilerStart/Stop
 };
 
 [[noreturn]] void usage(const std::string& message) {
@@ -102,7 +109,7 @@ struct Options {
                "[--batch N] "
                "[--size N] [--dtype f16|bf16|f32] [--layout nhwc|nchw] [--policy "
                "exhaustive|heuristic] [--steps N] [--warmup N] [--rounds N] [--loss-scale X] "
-               "[--lr X] [--graph] [--first-step-only]\n";
+               "[--lr X] [--graph] [--first-step-only] [--profile-steps N]\n";
   std::exit(2);
 }
 
@@ -154,6 +161,8 @@ Options parse(int argc, char** argv) {
       options.warmup = static_cast<int>(parse_count(flag, value, 0));
     } else if (flag == "--rounds") {
       options.rounds = static_cast<int>(parse_count(flag, value, 1));
+    } else if (flag == "--profile-steps") {
+      options.profile_steps = static_cast<int>(parse_count(flag, value, 0));
     } else if (flag == "--loss-scale") {
       try {
         options.loss_scale = std::stof(value);
@@ -215,8 +224,9 @@ nn::GradScalerOptions scaler_options(const Options& options, DType dtype) {
   return scaling;
 }
 
-// One training step of `model`: zero_grad, forward, loss, backward of loss * scale, the check of
-// the gradients and the SGD step with momentum per dtype group (Note [train bench loss scaling]).
+// One training step of `model`: zero_grad (set to none, PyTorch's default: Note [gradients set
+// to none]), forward, loss, backward of loss * scale, the check of the gradients and the SGD step
+// with momentum per dtype group (Note [train bench loss scaling]).
 class Trainer {
  public:
   Trainer(Context& context, const Options& options, Layout layout, DType dtype)
@@ -247,7 +257,7 @@ class Trainer {
   }
 
   void step() {
-    model_->zero_grad();
+    model_->zero_grad(/*set_to_none=*/true);
     const Tensor logits = model_->forward(images_);
     loss_ = criterion_.forward(logits, labels_);
     model_->backward(criterion_.backward(scaler_.loss_gradient(loss_)));
@@ -321,6 +331,7 @@ int run(const Options& options) {
   trainer.step();
   context.synchronize();
   const double first_step_s = std::chrono::duration<double>(Clock::now() - first_start).count();
+  std::cerr << "train_bench: first step done in " << first_step_s << " s" << std::endl;
 
   std::vector<double> step_ms;
   std::vector<double> host_ms, graph_ms;  // Note [train bench graph]
@@ -403,6 +414,13 @@ int run(const Options& options) {
       }
       if (exec != nullptr) cudaGraphExecDestroy(exec);
       if (graph != nullptr) cudaGraphDestroy(graph);
+    }
+    if (cuda && options.profile_steps > 0) {
+      context.synchronize();
+      cuda_check(cudaProfilerStart(), "cudaProfilerStart");
+      for (int i = 0; i < options.profile_steps; ++i) trainer.step();
+      context.synchronize();
+      cuda_check(cudaProfilerStop(), "cudaProfilerStop");
     }
     if (allocator) {
       peak_steady_in_use = static_cast<double>(allocator->peak_bytes_in_use());

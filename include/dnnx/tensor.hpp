@@ -178,6 +178,10 @@ class Tensor {
   void* data() const;
   /// True when the tensor has no storage.
   bool is_null() const { return data() == nullptr; }
+  /// True when this tensor holds memory dnnx allocated that no other Tensor (view, copy,
+  /// reshape) shares: writing it changes nothing anyone else can read. False for views of user
+  /// memory. Not thread-safe against another thread copying the same Tensor object.
+  bool sole_owner() const;
   /// The dense layout the strides match, if any (rank <= 2: channels_first).
   std::optional<Layout> layout() const;
   /// True when the strides are the dense strides of `layout`.

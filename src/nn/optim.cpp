@@ -83,15 +83,25 @@ Optimizer::Optimizer(Context context, const std::vector<Parameter*>& parameters)
 Optimizer::~Optimizer() = default;
 
 void Optimizer::step(const Tensor* grad_scale, const Tensor* found_inf) {
+  zero_none_grads();
   for (std::size_t i = 0; i < groups_.size(); ++i) {
     choices_[i] = step_group(i, grad_scale, found_inf);
   }
 }
 
-void Optimizer::zero_grad() {
+void Optimizer::zero_grad(bool set_to_none) {
   for (Parameter* parameter : parameters_) {
-    detail::fill_zeros(context_, parameter->grad);
+    if (!set_to_none) detail::fill_zeros(context_, parameter->grad);
     parameter->grad_live = false;
+    parameter->grad_none = set_to_none;
+  }
+}
+
+void Optimizer::zero_none_grads() {
+  for (Parameter* parameter : parameters_) {
+    if (!parameter->grad_none) continue;
+    detail::fill_zeros(context_, parameter->grad);
+    parameter->grad_none = false;
   }
 }
 
@@ -263,6 +273,7 @@ GradScaler::Entry* GradScaler::entry(Optimizer& optimizer) {
 }
 
 void GradScaler::check_gradients(Optimizer& optimizer, bool from_scale) {
+  optimizer.zero_none_grads();
   // found_inf starts the iteration cleared by the first unscale call after update().
   const bool reset = entries_.empty();
   const std::vector<UnscaleDesc>& descs = optimizer.unscale_descs(from_scale, reset);

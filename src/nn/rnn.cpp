@@ -340,6 +340,12 @@ RnnGradients RNNBase::backward(const Tensor& diff_output, const Tensor& diff_h_n
   if (lstm) out.diff_c0 = detail::empty(context(), state_dims, dtype);
   bool accumulate = false;
   for (Parameter* entry : parameters()) accumulate |= entry->grad_live;
+  // One op call writes or accumulates every weight: a grad set to none among live ones is
+  // zeroed first (Note [gradients set to none]).
+  for (Parameter* entry : parameters()) {
+    if (accumulate && entry->grad_none) detail::fill_zeros(context(), entry->grad);
+    entry->grad_none = false;
+  }
 
   // One op backward (data, then weights) of one saved forward.
   auto run_backward = [&](const RnnDesc& one, LayerSaved& saved, const Tensor& weights,

@@ -127,6 +127,7 @@ void accumulate(Context& context, const std::vector<Parameter*>& parameters,
               scratch[i], parameter.grad);
     }
     parameter.grad_live = true;
+    parameter.grad_none = false;
   }
 }
 

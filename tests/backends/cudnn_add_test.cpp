@@ -248,5 +248,37 @@ TEST(CudnnAdd, MisalignedDst) {
   EXPECT_TRUE(add_close(desc, Direction::fwd, out, expected, src, dst0, Tensor(), "misaligned"));
 }
 
+// Note [graph replay]: one plan called in turn on several pointer sets (as a network's identical
+// layers call it) replays each set's own graph; every call's result matches the reference, with
+// each set's dst refilled before the call so that a replay on another set's memory shows.
+TEST(CudnnAdd, ReplaysEachPointerSetOfOnePlan) {
+  DNNX_REQUIRE_GPU();
+  const AddDesc desc = AddDesc::from_dims(Dims{4, 16, 6, 6}, Dims{4, 16, 6, 6}, 1.0f, 1.0f,
+                                          DType::f16, Layout::channels_last);
+  for (const char* id : {"cudnn:legacy:op_tensor", "cudnn:kernel:add"}) {
+    Context context = gpu_context();
+    context.tune().policy(OpKind::add, Direction::fwd) = AlgoPolicy::fixed(id);
+    constexpr int sets = 3;
+    std::vector<Tensor> srcs, dsts, d_srcs, d_dsts;
+    for (int i = 0; i < sets; ++i) {
+      srcs.push_back(random_tensor(desc.src_dims, desc.dtype, desc.layout, seed_from("src") + i));
+      dsts.push_back(random_tensor(desc.dst_dims, desc.dtype, desc.layout, seed_from("dst") + i));
+      d_srcs.push_back(to_device(srcs.back(), context));
+      d_dsts.push_back(to_device(dsts.back(), context));
+    }
+    for (int round = 0; round < 4; ++round) {
+      for (int i = 0; i < sets; ++i) {
+        copy(dsts[i], d_dsts[i]);
+        EXPECT_EQ(add_fwd(context, desc, d_srcs[i], d_dsts[i])->algo.id, id);
+        const std::string what =
+            std::string(id) + " set " + std::to_string(i) + " round " + std::to_string(round);
+        EXPECT_TRUE(add_close(desc, Direction::fwd, to_host(d_dsts[i]),
+                              reference_add_fwd(desc, srcs[i], dsts[i]), srcs[i], dsts[i], Tensor(),
+                              what));
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dnnx::test

@@ -237,6 +237,30 @@ TEST(CudnnBackend, CachingAllocatorReusesBlocks) {
   allocator->deallocate(after, 1000);
 }
 
+// Note [caching allocator]: a request takes the lowest free address of its bucket whatever the
+// order of the frees, so the same sequence of requests gets the same memory again.
+TEST(CudnnBackend, CachingAllocatorHandsOutTheLowestAddress) {
+  DNNX_REQUIRE_GPU();
+  Context context = gpu_context();
+  auto* allocator = dynamic_cast<cudnn::CachingAllocator*>(&context.allocator());
+  ASSERT_NE(allocator, nullptr);
+  constexpr std::size_t bytes = 3u << 20;  // one 4 MiB bucket
+  std::vector<void*> blocks;
+  for (int i = 0; i < 4; ++i) blocks.push_back(allocator->allocate(bytes));
+  std::vector<void*> sorted = blocks;
+  std::sort(sorted.begin(), sorted.end());
+  // Freed highest first, then in a shuffled order: handed out lowest first both times.
+  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) allocator->deallocate(*it, bytes);
+  std::vector<void*> again;
+  for (int i = 0; i < 4; ++i) again.push_back(allocator->allocate(bytes));
+  EXPECT_EQ(again, sorted);
+  for (int i : {2, 0, 3, 1}) allocator->deallocate(again[static_cast<std::size_t>(i)], bytes);
+  std::vector<void*> third;
+  for (int i = 0; i < 4; ++i) third.push_back(allocator->allocate(bytes));
+  EXPECT_EQ(third, sorted);
+  for (void* block : third) allocator->deallocate(block, bytes);
+}
+
 // Note [gated timing]: the device clock starts once a run is queued, so host work while queuing
 // (a 0.1 ms pause, under the gate's 0.25 ms timeout) stays out of the reading and the run is not
 // repeated; a longer pause (5 ms) outlasts the gate, and the run is repeated until one fits (at

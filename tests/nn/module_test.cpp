@@ -203,6 +203,73 @@ TEST(NnModule, ResidualSumsBranchesAndTheirGradients) {
   EXPECT_EQ(residual.named_parameters()[0].first, "conv.weight");
 }
 
+// SumModule::sum with its protected entry point reachable.
+class ExposedSum final : public nn::SumModule {
+ public:
+  explicit ExposedSum(const Context& context) : SumModule(context) {}
+  using SumModule::sum;
+  std::string type_name() const override { return "ExposedSum"; }
+  Tensor forward(const Tensor& src) override { return src; }
+  Tensor backward(const Tensor& diff_dst) override { return diff_dst; }
+};
+
+Tensor copy_of(const Tensor& src) {
+  Tensor out = Tensor::empty(src.dims(), src.dtype());
+  copy(src, out);
+  return out;
+}
+
+// Note [sums in place]: a term is written only when handed over and shared with nothing else.
+TEST(NnModule, SumWritesOnlyIntoTermsNothingElseHolds) {
+  Context context = fast_context();
+  ExposedSum module(context);
+  const Tensor x = input(Dims{2, 3, 4, 5}, 21);
+  const Tensor y = input(Dims{2, 3, 4, 5}, 22);
+  const std::vector<float> xs = x.to_f32();
+  const std::vector<float> ys = y.to_f32();
+  std::vector<float> expected(xs.size());
+  for (std::size_t i = 0; i < xs.size(); ++i) expected[i] = xs[i] + ys[i];
+
+  // Both terms held by the caller: a new tensor, the terms unchanged.
+  const Tensor both = module.sum(x, y);
+  EXPECT_NE(both.data(), x.data());
+  EXPECT_NE(both.data(), y.data());
+  EXPECT_LE(worst_ratio(both.to_f32(), expected, 1e-6, 1e-6), 1.0);
+  EXPECT_EQ(x.to_f32(), xs);
+  EXPECT_EQ(y.to_f32(), ys);
+
+  // The first term handed over: the sum is written into it.
+  Tensor a = copy_of(x);
+  const void* a_data = a.data();
+  const Tensor into_a = module.sum(std::move(a), y);
+  EXPECT_EQ(into_a.data(), a_data);
+  EXPECT_LE(worst_ratio(into_a.to_f32(), expected, 1e-6, 1e-6), 1.0);
+  EXPECT_EQ(y.to_f32(), ys);
+
+  // The second term handed over, the first held: written into the second.
+  Tensor b = copy_of(y);
+  const void* b_data = b.data();
+  const Tensor into_b = module.sum(x, std::move(b));
+  EXPECT_EQ(into_b.data(), b_data);
+  EXPECT_LE(worst_ratio(into_b.to_f32(), expected, 1e-6, 1e-6), 1.0);
+  EXPECT_EQ(x.to_f32(), xs);
+
+  // Handed over but still shared by a view: not written.
+  Tensor c = copy_of(x);
+  const Tensor view = c.reshape(Dims{120});
+  const Tensor shared = module.sum(std::move(c), y);
+  EXPECT_NE(shared.data(), view.data());
+  EXPECT_EQ(view.to_f32(), xs);
+  EXPECT_LE(worst_ratio(shared.to_f32(), expected, 1e-6, 1e-6), 1.0);
+
+  // A view of user memory is never written, even when handed over alone.
+  std::vector<float> user = xs;
+  const Tensor from_user = module.sum(Tensor::view(user.data(), x.dims(), DType::f32), y);
+  EXPECT_NE(from_user.data(), static_cast<const void*>(user.data()));
+  EXPECT_EQ(user, xs);
+  EXPECT_LE(worst_ratio(from_user.to_f32(), expected, 1e-6, 1e-6), 1.0);
+}
+
 TEST(NnModule, ResidualRefusesAnInPlaceBranch) {
   Context context = fast_context();
   try {

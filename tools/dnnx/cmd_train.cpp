@@ -336,7 +336,7 @@ int run_train(const TrainArgs& args) {
     double first_step_seconds = NAN;
     std::int64_t first_step_images = 0;
     while (auto batch = train_loader.next()) {
-      model->zero_grad();
+      model->zero_grad(/*set_to_none=*/true);  // Note [gradients set to none]
       const Tensor logits = model->forward(batch->images);
       losses.add(criterion.forward(logits, batch->labels));
       model->backward(criterion.backward());

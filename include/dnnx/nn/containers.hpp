@@ -50,8 +50,10 @@ class SumModule : public Module {
 
  protected:
   explicit SumModule(const Context& context);
-  /// a + b (same dims and dtype) into a new tensor: add with beta 0 then with beta 1.
-  Tensor sum(const Tensor& a, const Tensor& b);
+  /// a + b (same dims and dtype). Written into a or b when that term's storage is held by
+  /// nothing else (hand temporaries over with std::move), else into a new tensor (add with beta 0
+  /// then with beta 1): Note [sums in place].
+  Tensor sum(Tensor a, Tensor b);
 
  private:
   std::optional<AddDesc> desc_;

@@ -71,6 +71,10 @@ struct Parameter {
   /// False after zero_grad(): grad holds zeros, and the next backward may write it instead of
   /// adding into it.
   bool grad_live = false;
+  /// True after zero_grad(/*set_to_none=*/true) until a backward writes grad: grad holds
+  /// anything (PyTorch's grad of None). What reads gradients next — an optimizer's step, a
+  /// GradScaler's check — zeroes such a grad first (Note [gradients set to none]).
+  bool grad_none = false;
 };
 
 /// (name, tensor) pairs in PyTorch's state_dict order and key names.
@@ -107,8 +111,11 @@ class Module {
   void eval() { train(false); }
   bool is_training() const { return training_; }
 
-  /// Every gradient of this module and its descendants to zero.
-  void zero_grad();
+  /// Every gradient of this module and its descendants to zero. With `set_to_none` nothing is
+  /// written: the gradients become undefined until the next backward writes them
+  /// (Parameter::grad_none; Note [gradients set to none]), which saves one fill per parameter
+  /// per step.
+  void zero_grad(bool set_to_none = false);
 
   /// Parameters of this module and its descendants, depth first in registration order, with
   /// PyTorch's dotted names ("0.weight", "layer1.0.conv1.weight").

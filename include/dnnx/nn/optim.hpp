@@ -52,8 +52,13 @@ class Optimizer {
   /// device when nonzero: the op's fused loss-scaling arguments, which nn::GradScaler::step
   /// passes. Each combination has its own desc, built once.
   void step(const Tensor* grad_scale, const Tensor* found_inf);
-  /// Zeroes every parameter's gradient (the fill op on the optimizer's context).
-  void zero_grad();
+  /// Zeroes every parameter's gradient (the fill op on the optimizer's context); with
+  /// `set_to_none`, writes nothing and flags them (Parameter::grad_none, Note [gradients set to
+  /// none]).
+  void zero_grad(bool set_to_none = false);
+  /// Zeroes the gradients flagged grad_none (no backward wrote them since zero_grad(true)):
+  /// step() and GradScaler's checks call it before they read the gradients.
+  void zero_none_grads();
   /// The parameter groups the op calls take (their grads are what a GradScaler unscales).
   std::vector<ParameterGroup>& groups() { return groups_; }
   /// The context the op calls run on.

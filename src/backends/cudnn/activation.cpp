@@ -337,8 +337,7 @@ class LegacyPlan final : public detail::OpPlan<detail::ActivationArgs> {
       const void* x = need(args.src, "src", context_).data();
       void* y = need(args.dst, "dst", context_).data();
       replay_.run(
-          runtime_->settings().graphs, runtime_->stream(), {x, y}, [&] { forward(x, y); },
-          context_);
+          runtime_->settings(), runtime_->stream(), {x, y}, [&] { forward(x, y); }, context_);
       return;
     }
     const void* x = need(args.src, "src", context_).data();
@@ -346,8 +345,8 @@ class LegacyPlan final : public detail::OpPlan<detail::ActivationArgs> {
     const void* dy = need(args.diff_dst, "diff_dst", context_).data();
     void* dx = need(args.diff_src, "diff_src", context_).data();
     replay_.run(
-        runtime_->settings().graphs, runtime_->stream(), {x, y, dy, dx},
-        [&] { backward(x, y, dy, dx); }, context_);
+        runtime_->settings(), runtime_->stream(), {x, y, dy, dx}, [&] { backward(x, y, dy, dx); },
+        context_);
   }
 
  private:

@@ -347,7 +347,7 @@ class LegacyPlan final : public detail::OpPlan<detail::AddArgs> {
       const void* dy = need(args.diff_dst, "diff_dst", context_)->data();
       void* dx = need(args.diff_src, "diff_src", context_)->data();
       replay_.run(
-          runtime_->settings().graphs, runtime_->stream(), {dy, dx, workspace.data},
+          runtime_->settings(), runtime_->stream(), {dy, dx, workspace.data},
           [&] { reduce(dy, dx, workspace); }, context_);
       return;
     }
@@ -355,15 +355,13 @@ class LegacyPlan final : public detail::OpPlan<detail::AddArgs> {
       const void* dy = need(args.diff_dst, "diff_dst", context_)->data();
       void* dx = need(args.diff_src, "diff_src", context_)->data();
       replay_.run(
-          runtime_->settings().graphs, runtime_->stream(), {dy, dx}, [&] { add(dy, dx); },
-          context_);
+          runtime_->settings(), runtime_->stream(), {dy, dx}, [&] { add(dy, dx); }, context_);
       return;
     }
     const void* src = need(args.src, "src", context_)->data();
     void* dst = need(args.dst, "dst", context_)->data();
     replay_.run(
-        runtime_->settings().graphs, runtime_->stream(), {src, dst}, [&] { add(src, dst); },
-        context_);
+        runtime_->settings(), runtime_->stream(), {src, dst}, [&] { add(src, dst); }, context_);
   }
 
  private:

@@ -63,8 +63,9 @@ void* CachingAllocator::allocate(std::size_t bytes) {
   const std::size_t size = bucket(bytes);
   std::lock_guard lock(mutex_);
   if (auto it = free_.find(size); it != free_.end() && !it->second.empty()) {
-    void* block = it->second.back();
-    it->second.pop_back();
+    // Note [caching allocator]: the lowest address.
+    void* block = *it->second.begin();
+    it->second.erase(it->second.begin());
     cached_ -= size;
     in_use_ += size;
     live_.emplace(block, size);
@@ -113,7 +114,7 @@ void CachingAllocator::deallocate(void* pointer, std::size_t) noexcept {
   live_.erase(it);
   in_use_ -= size;
   try {
-    free_[size].push_back(pointer);
+    free_[size].insert(pointer);
     cached_ += size;
   } catch (...) {
     // No memory for the free list's bookkeeping: give the block back to CUDA instead.

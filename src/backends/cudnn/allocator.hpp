@@ -9,6 +9,13 @@
 // that uses it is still queued can be reused at once: the next user's work is queued behind it.
 // When cudaMalloc runs out of memory, every cached block is released and the allocation is tried
 // once more; failing that, Error(OutOfMemory) says how much was asked, in use and free.
+//
+// A request takes the free block of its bucket with the lowest address, not the last one freed.
+// A training step allocates and frees in the same order every time, and every block it takes it
+// gives back, so the step starts from the same free blocks each time; lowest-address-first then
+// hands each tensor the same memory step after step, where last-freed-first hands out the blocks
+// in an order the step's frees permute, repeating only every few steps. Same memory is what lets a
+// plan replay its captured launches (Note [graph replay] in launch_graph.hpp).
 
 #include <dnnx/tensor.hpp>
 
@@ -16,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -59,7 +67,7 @@ class CachingAllocator final : public Allocator {
   int device_;
   std::function<void()> synchronize_;
   mutable std::mutex mutex_;
-  std::map<std::size_t, std::vector<void*>> free_;  // bucket -> cached blocks
+  std::map<std::size_t, std::set<void*>> free_;     // bucket -> cached blocks by address
   std::unordered_map<void*, std::size_t> live_;     // block -> bucket
   std::size_t in_use_ = 0;
   std::size_t cached_ = 0;

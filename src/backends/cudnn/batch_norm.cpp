@@ -469,7 +469,7 @@ class CudnnPlan final : public BatchNormPlan {
             param_of(args.saved_inv_std, "saved_inv_std", context_, f.saved_mean != nullptr);
       }
       replay_.run(
-          runtime_->settings().graphs, runtime_->stream(),
+          runtime_->settings(), runtime_->stream(),
           {f.x, f.y, f.scale, f.shift, f.running_mean, f.running_var, f.saved_mean, f.saved_inv_std,
            ws},
           [&] { queue(f, ws); }, context_);
@@ -486,7 +486,7 @@ class CudnnPlan final : public BatchNormPlan {
     g.diff_shift =
         desc_.affine ? param_of(args.diff_shift, "diff_shift", context_, true) : unit + 3 * k;
     replay_.run(
-        runtime_->settings().graphs, runtime_->stream(),
+        runtime_->settings(), runtime_->stream(),
         {g.x, g.dy, g.dx, g.scale, g.saved_mean, g.saved_inv_std, g.diff_scale, g.diff_shift, ws},
         [&] { queue(g, ws); }, context_);
   }

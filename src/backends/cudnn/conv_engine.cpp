@@ -394,7 +394,7 @@ class EnginePlan final : public detail::ConvPlan {
       DNNX_CUDNN_CHECK(cudnnBackendExecute(runtime_->handle(), plan_.get(), variant_pack_.get()),
                        context_, "running the execution plan");
     };
-    replay_.run(runtime_->settings().graphs, runtime_->stream(),
+    replay_.run(runtime_->settings(), runtime_->stream(),
                 {pointers[0], pointers[1], pointers[2], workspace_data}, launch, context_);
   }
 

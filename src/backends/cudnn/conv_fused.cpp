@@ -386,7 +386,7 @@ class FusedEnginePlan final : public detail::ConvFusedPlan {
       DNNX_CUDNN_CHECK(cudnnBackendExecute(runtime_->handle(), plan_.get(), variant_pack_.get()),
                        context_, "running the execution plan");
     };
-    replay_.run(runtime_->settings().graphs, runtime_->stream(),
+    replay_.run(runtime_->settings(), runtime_->stream(),
                 {p.src, p.weights, p.dst, workspace_data, p.bias, p.residual}, launch, context_);
   }
 
@@ -650,7 +650,7 @@ class LegacyFusedPlan final : public detail::ConvFusedPlan {
               d.bias.get(), p.bias, d.activation.get(), d.dst.get(), p.dst),
           context_, "running cudnnConvolutionBiasActivationForward");
     };
-    replay_.run(runtime_->settings().graphs, runtime_->stream(),
+    replay_.run(runtime_->settings(), runtime_->stream(),
                 {p.src, p.weights, p.dst, workspace.data, p.bias, p.residual}, launch, context_);
   }
 

@@ -276,8 +276,8 @@ class LegacyPlan final : public detail::ConvPlan {
     check_workspace(workspace, info_.workspace_bytes, context_);
     runtime_->make_current();
     replay_.run(
-        runtime_->settings().graphs, runtime_->stream(),
-        {t.first, t.second, t.output, workspace.data}, [&] { launch(t, workspace); }, context_);
+        runtime_->settings(), runtime_->stream(), {t.first, t.second, t.output, workspace.data},
+        [&] { launch(t, workspace); }, context_);
   }
 
  private:

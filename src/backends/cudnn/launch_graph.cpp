@@ -3,6 +3,8 @@
 #include "backends/cudnn/check.hpp"
 
 #include <algorithm>
+#include <iostream>
+#include <string>
 
 namespace dnnx::cudnn {
 namespace {
@@ -27,51 +29,83 @@ bool inside_capture(cudaStream_t stream) {
 
 }  // namespace
 
-void LaunchGraph::run(bool enabled, cudaStream_t stream, std::initializer_list<const void*> key,
-                      LaunchRef launch, const ErrorContext& context) {
-  if (!enabled || disabled_ || inside_capture(stream)) {
+void LaunchGraph::run(const Settings& settings, cudaStream_t stream,
+                      std::initializer_list<const void*> key, LaunchRef launch,
+                      const ErrorContext& context) {
+  if (!settings.graphs || disabled_ || inside_capture(stream)) {
     launch();
     return;
   }
-  if (!std::equal(key.begin(), key.end(), key_.begin(), key_.end())) {
-    key_.assign(key.begin(), key.end());
-    repeats_ = 0;
-    exec_.reset();
-  }
-  // Capture on the second call with the same pointers: a one-off call never pays for it.
-  if (!exec_ && ++repeats_ >= 2 && !capture(stream, launch)) disabled_ = true;
-  if (!exec_) {
+  ++calls_;
+  const auto found = std::find_if(slots_.begin(), slots_.end(), [&](const Slot& slot) {
+    return std::equal(key.begin(), key.end(), slot.key.begin(), slot.key.end());
+  });
+  if (found == slots_.end()) {
+    // A first sighting runs directly and takes a slot: a one-off call never pays for a capture.
+    Slot* slot = nullptr;
+    if (slots_.size() < slots) {
+      slot = &slots_.emplace_back();
+    } else {
+      slot = &*std::min_element(slots_.begin(), slots_.end(),
+                                [](const Slot& a, const Slot& b) { return a.used < b.used; });
+      slot->exec.reset();
+    }
+    slot->key.assign(key.begin(), key.end());
+    slot->used = calls_;
     launch();
     return;
   }
-  DNNX_CUDNN_CHECK(cudaGraphLaunch(exec_.get(), stream), context, "replaying the captured plan");
+  found->used = calls_;
+  if (!found->exec) {
+    // The second call with these pointers: capture, and the capture's launch is this call's.
+    std::string why;
+    GraphExec exec = capture(stream, launch, why);
+    if (!exec) {
+      if (settings.verbose) {
+        std::cerr << "dnnx: cudnn: " << context.op << " [" << context.implementation
+                  << "]: capturing its launches into a CUDA graph failed (" << why
+                  << "); the plan runs them directly from now on (Note [graph replay])\n";
+      }
+      disabled_ = true;
+      slots_.clear();
+      launch();
+      return;
+    }
+    found->exec = std::move(exec);
+  }
+  DNNX_CUDNN_CHECK(cudaGraphLaunch(found->exec.get(), stream), context,
+                   "replaying the captured plan");
 }
 
-bool LaunchGraph::capture(cudaStream_t stream, LaunchRef launch) {
-  if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+GraphExec LaunchGraph::capture(cudaStream_t stream, LaunchRef launch, std::string& why) {
+  if (const cudaError_t began = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+      began != cudaSuccess) {
+    why = std::string("cudaStreamBeginCapture: ") + cudaGetErrorString(began);
     cudaGetLastError();
-    return false;
+    return {};
   }
   bool launched = true;
   try {
     launch();
-  } catch (const Error&) {
+  } catch (const Error& error) {
     launched = false;
+    why = error.what();
   }
   cudaGraph_t raw = nullptr;
   const cudaError_t ended = cudaStreamEndCapture(stream, &raw);
   Graph graph(raw, "cudaGraph_t");
   if (!launched || ended != cudaSuccess || raw == nullptr) {
+    if (launched) why = std::string("cudaStreamEndCapture: ") + cudaGetErrorString(ended);
     cudaGetLastError();
-    return false;
+    return {};
   }
   cudaGraphExec_t exec = nullptr;
-  if (cudaGraphInstantiate(&exec, graph.get(), 0) != cudaSuccess) {
+  if (const cudaError_t made = cudaGraphInstantiate(&exec, graph.get(), 0); made != cudaSuccess) {
+    why = std::string("cudaGraphInstantiate: ") + cudaGetErrorString(made);
     cudaGetLastError();
-    return false;
+    return {};
   }
-  exec_ = GraphExec(exec, "cudaGraphExec_t");
-  return true;
+  return GraphExec(exec, "cudaGraphExec_t");
 }
 
 }  // namespace dnnx::cudnn

@@ -7,14 +7,22 @@
 // convolution take less. When a plan is called with the same pointers (tensors and workspace) as
 // on its previous call - a layer on preallocated buffers, a timing loop - its launches are
 // captured once into a CUDA graph on the backend's stream and replayed with cudaGraphLaunch,
-// which skips that bookkeeping. New pointers drop the graph and run directly; a capture that
-// fails (an engine doing something graphs cannot hold) turns replay off for that plan. Switched
-// off with DNNX_CUDNN_GRAPHS=0. Inside a capture of the caller's, the launches run directly (Note
-// [inside a caller's capture] in launch_graph.cpp).
+// which skips that bookkeeping. A plan keeps graphs for its last few pointer sets (slots), as one
+// plan serves every layer of a network with the same desc (ResNet-50 runs some convolution plans
+// five times a step, each on its own tensors, and a caching allocator hands a layer the same
+// memory step after step): each layer's pointers replay their own graph. Pointers seen once run
+// directly and take a slot, evicting the least recently used; a capture that fails (an engine
+// doing something graphs cannot hold) turns replay off for that plan. Switched off with
+// DNNX_CUDNN_GRAPHS=0. Inside a capture of the caller's, the launches run directly (Note [inside a
+// caller's capture] in launch_graph.cpp).
 
 #include "backends/cudnn/handles.hpp"
+#include "backends/cudnn/runtime.hpp"
 
+#include <cstddef>
+#include <cstdint>
 #include <initializer_list>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -41,17 +49,26 @@ class LaunchGraph {
  public:
   /// Runs `launch` (which queues work on `stream`), directly or by replaying the graph captured
   /// from it for `key`: every pointer the launch bakes in (tensors, parameters, workspace).
+  /// Replays only with settings.graphs; with settings.verbose a failed capture is reported once.
   /// Throws like `launch` does.
-  void run(bool enabled, cudaStream_t stream, std::initializer_list<const void*> key,
+  void run(const Settings& settings, cudaStream_t stream, std::initializer_list<const void*> key,
            LaunchRef launch, const ErrorContext& context);
 
- private:
-  bool capture(cudaStream_t stream, LaunchRef launch);
+  /// Pointer sets a plan keeps graphs (or a first sighting) for.
+  static constexpr std::size_t slots = 16;
 
-  std::vector<const void*> key_;
-  int repeats_ = 0;        // consecutive calls with key_
+ private:
+  struct Slot {
+    std::vector<const void*> key;
+    std::uint64_t used = 0;  // the call counter when last used
+    GraphExec exec;          // null until the key's second call
+  };
+  /// The graph of `launch`, or null with `why` set.
+  static GraphExec capture(cudaStream_t stream, LaunchRef launch, std::string& why);
+
+  std::vector<Slot> slots_;
+  std::uint64_t calls_ = 0;
   bool disabled_ = false;  // a capture failed: run directly from now on
-  GraphExec exec_;
 };
 
 }  // namespace dnnx::cudnn

@@ -352,7 +352,7 @@ class LegacyPlan final : public detail::PoolPlan {
     check_workspace(workspace, info_.workspace_bytes, context_);
     runtime_->make_current();
     replay_.run(
-        runtime_->settings().graphs, runtime_->stream(),
+        runtime_->settings(), runtime_->stream(),
         {bound.src, bound.dst_in, bound.diff_dst, bound.out}, [&] { launch(bound); }, context_);
   }
 

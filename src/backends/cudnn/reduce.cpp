@@ -260,7 +260,7 @@ class LegacyPlan final : public detail::OpPlan<detail::ReduceArgs> {
     const void* src = data_of(args.src, "src", context_);
     void* dst = data_of(args.dst, "dst", context_);
     replay_.run(
-        runtime_->settings().graphs, runtime_->stream(), {src, dst, workspace.data},
+        runtime_->settings(), runtime_->stream(), {src, dst, workspace.data},
         [&] { reduce(src, dst, workspace); }, context_);
   }
 

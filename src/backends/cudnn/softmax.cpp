@@ -300,8 +300,8 @@ class LegacyPlan final : public detail::OpPlan<detail::SoftmaxArgs> {
     const Bound t = bind(args, desc_, direction_, runtime_->device(), context_);
     runtime_->make_current();
     replay_.run(
-        runtime_->settings().graphs, runtime_->stream(),
-        {t.first, t.second, t.output, workspace.data}, [&] { launch(t); }, context_);
+        runtime_->settings(), runtime_->stream(), {t.first, t.second, t.output, workspace.data},
+        [&] { launch(t); }, context_);
   }
 
  private:
