@@ -322,7 +322,7 @@ TEST(CudnnRnnSelection, BackwardRefusesAStateOfAnotherAlgorithm) {
 
 // Cases whose conversion is not one copy: several (layer, direction) blocks, odd sizes so that a
 // matrix or bias of f16 is not a multiple of 16 bytes, bias on and off, and dropout (layer by
-// layer: each layer's plan converts its slice of the caller's weights).
+// layer: each layer's plan converts or stages its slice of the caller's weights).
 std::vector<GpuCase> conversion_table() {
   RnnCase dropout = rnn_case("lstm_bi_2layers_h7_dropout", RnnCell::lstm, 4, 3, 5, 7, 2, true);
   dropout.desc.dropout = 0.3f;
@@ -358,7 +358,7 @@ TEST_P(CudnnRnnConversion, EveryDirectionMatchesTheReferenceAtAnyWeightAlignment
   // The plans' own records say whether they convert (the listing cannot: cuDNN's layout is
   // known once a plan asks where each matrix lies).
   detail::OpBackendOf<OpKind::rnn>& backend = detail::state_of(context).backend().op<OpKind::rnn>();
-  bool every_plan_converts = true;
+  bool weights_may_shift = true;
   for (const Direction direction : all_directions) {
     const auto plan = backend.plan(desc, direction, id);
     const AlgoInfo& info = plan->algo();
@@ -367,13 +367,13 @@ TEST_P(CudnnRnnConversion, EveryDirectionMatchesTheReferenceAtAnyWeightAlignment
               << ": " << (converts ? "weights converted" : "weights as they are")
               << (has_note(info, "layer_by_layer") ? ", layer by layer" : "") << "\n";
     // An unconverted whole-desc plan hands the caller's pointer to cuDNN, which wants it aligned.
-    if (!converts && !has_note(info, "layer_by_layer")) every_plan_converts = false;
+    if (!converts && !has_note(info, "layer_by_layer")) weights_may_shift = false;
   }
   const RnnInputs inputs = rnn_inputs(desc, {}, seed_from(g.c.name));
   Context reference = reference_context();
   const RnnStep expected = run_rnn_step(reference, desc, inputs);
   std::vector<std::int64_t> shifts = {0};
-  if (every_plan_converts) shifts.push_back(1);
+  if (weights_may_shift) shifts.push_back(1);
   for (const std::int64_t shift : shifts) {
     const std::string at = where + " | weights " + std::to_string(shift) + " element(s) in";
     RnnStep step;
