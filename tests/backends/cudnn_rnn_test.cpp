@@ -10,21 +10,34 @@
 // dnnx's masks (Note [cudnn rnn dropout]): the training outputs match the reference's only where
 // the masks are the same. Also: an exhaustive search of the training forward followed by backwards
 // that select the algorithm of the state it filled, and a backward refusing a state of another
-// algorithm. Every test skips with the reason when no usable GPU is present.
+// algorithm. The weight conversion (Note [cudnn rnn weights]): bidirectional multi-layer cases
+// with and without bias, f16 with odd sizes so that the runs are not multiples of 16 bytes, with
+// the caller's weights and weight gradients at the alignment of one element, every direction
+// (accumulating bwd_weights included) against the reference; the segment kernels themselves
+// (kernels/segments.cu) on ranges of every size and alignment, both ways, checked byte for byte;
+// and, without a GPU, the host side of their table (merging and chunking). The GPU tests skip with
+// the reason when no usable GPU is present.
 
 #include <dnnx/dnnx.hpp>
 
+#include "backends/cudnn/kernels/segments.hpp"
+#include "core/backend.hpp"
+#include "ops/context_state.hpp"
 #include "rnn_cases.hpp"
 #include "support/compare.hpp"
 #include "support/errors.hpp"
 #include "support/gpu.hpp"
 #include "support/random.hpp"
 
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <iostream>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -303,6 +316,337 @@ TEST(CudnnRnnSelection, BackwardRefusesAStateOfAnotherAlgorithm) {
                 error.kind() == ErrorKind::Unsupported)
         << error.what();
   }
+}
+
+// ---- the weight conversion (Note [cudnn rnn weights]) ------------------------------------------
+
+// Cases whose conversion is not one copy: several (layer, direction) blocks, odd sizes so that a
+// matrix or bias of f16 is not a multiple of 16 bytes, bias on and off, and dropout (layer by
+// layer: each layer's plan converts or stages its slice of the caller's weights).
+std::vector<GpuCase> conversion_table() {
+  RnnCase dropout = rnn_case("lstm_bi_2layers_h7_dropout", RnnCell::lstm, 4, 3, 5, 7, 2, true);
+  dropout.desc.dropout = 0.3f;
+  const std::vector<RnnCase> cases = {
+      rnn_case("lstm_bi_2layers_h7", RnnCell::lstm, 4, 3, 5, 7, 2, true),
+      rnn_case("gru_bi_3layers_h9_no_bias", RnnCell::gru, 3, 2, 3, 9, 3, true, false, {}, false),
+      rnn_case("rnn_relu_bi_2layers_h5", RnnCell::rnn_relu, 5, 2, 3, 5, 2, true),
+      dropout,
+  };
+  std::vector<GpuCase> out;
+  for (const RnnCase& c : cases)
+    for (const DType dtype : {DType::f16, DType::f32}) out.push_back({c, dtype});
+  return out;
+}
+
+bool has_note(const AlgoInfo& info, const char* note) {
+  return std::find(info.notes.begin(), info.notes.end(), note) != info.notes.end();
+}
+
+class CudnnRnnConversion : public ::testing::TestWithParam<GpuCase> {};
+
+// The standard algorithm, every direction, against the reference: with the caller's weights and
+// weight gradients as allocated, and (where every direction's plan converts or stages them) one
+// element past an allocation's start, the alignment of a slice of a larger buffer.
+TEST_P(CudnnRnnConversion, EveryDirectionMatchesTheReferenceAtAnyWeightAlignment) {
+  DNNX_REQUIRE_GPU();
+  const GpuCase& g = GetParam();
+  RnnDesc desc = g.c.desc;
+  desc.dtype = g.dtype;
+  const std::string id = "cudnn:rnn:standard:fma";
+  const std::string where = id + " | " + desc.repro(Direction::fwd_training);
+  Context context = fixed_context(id, true);
+  // The plans' own records say whether they convert (the listing cannot: cuDNN's layout is
+  // known once a plan asks where each matrix lies).
+  detail::OpBackendOf<OpKind::rnn>& backend = detail::state_of(context).backend().op<OpKind::rnn>();
+  bool weights_may_shift = true;
+  for (const Direction direction : all_directions) {
+    const auto plan = backend.plan(desc, direction, id);
+    const AlgoInfo& info = plan->algo();
+    const bool converts = has_note(info, "weights_converted");
+    std::cout << "  " << g.c.name << " " << to_string(desc.dtype) << " " << to_string(direction)
+              << ": " << (converts ? "weights converted" : "weights as they are")
+              << (has_note(info, "layer_by_layer") ? ", layer by layer" : "") << "\n";
+    // An unconverted whole-desc plan hands the caller's pointer to cuDNN, which wants it aligned.
+    if (!converts && !has_note(info, "layer_by_layer")) weights_may_shift = false;
+  }
+  const RnnInputs inputs = rnn_inputs(desc, {}, seed_from(g.c.name));
+  Context reference = reference_context();
+  const RnnStep expected = run_rnn_step(reference, desc, inputs);
+  std::vector<std::int64_t> shifts = {0};
+  if (weights_may_shift) shifts.push_back(1);
+  for (const std::int64_t shift : shifts) {
+    const std::string at = where + " | weights " + std::to_string(shift) + " element(s) in";
+    RnnStep step;
+    try {
+      step = run_rnn_step(context, desc, inputs, Generator(), shift);
+    } catch (const Error& error) {
+      ADD_FAILURE() << error.what() << " | " << at;
+      continue;
+    }
+    for (const auto& [direction, ran] : step.ran) EXPECT_EQ(ran, id) << direction << " | " << at;
+    for (const auto& [name, want] : expected.outputs) {
+      const Tensor& got = step.outputs.at(name);
+      ASSERT_TRUE(all_finite(got, name, at));
+      const std::vector<float> w = want.to_f32();
+      EXPECT_TRUE(close_within_scale(got.to_f32(), w, rnn_scale_of(w), got.dims(),
+                                     tolerance_of(desc.dtype, false), name, at));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, CudnnRnnConversion, ::testing::ValuesIn(conversion_table()),
+                         [](const ::testing::TestParamInfo<GpuCase>& info) {
+                           return info.param.c.name + "_" +
+                                  std::string(to_string(info.param.dtype));
+                         });
+
+// ---- the segment table (host side, no GPU) ------------------------------------------------------
+
+namespace segments = cudnn::kernels::segments;
+using segments::Segment;
+
+void expect_segments(const std::vector<Segment>& got, const std::vector<Segment>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].first, want[i].first) << "segment " << i;
+    EXPECT_EQ(got[i].second, want[i].second) << "segment " << i;
+    EXPECT_EQ(got[i].bytes, want[i].bytes) << "segment " << i;
+  }
+}
+
+TEST(CudnnRnnSegments, MergedSortsDropsEmptyAndJoinsRunsContiguousInBothBuffers) {
+  const std::vector<Segment> given = {{100, 0, 10}, {0, 50, 20},  {20, 70, 30}, {50, 100, 0},
+                                      {110, 10, 5}, {115, 20, 5}, {50, 200, 8}};
+  // {0,50,20}+{20,70,30} join; {50,100,0} is empty; {50,200,8} continues the first buffer only;
+  // {100,0,10}+{110,10,5} join; {115,20,5} continues the first buffer only.
+  expect_segments(segments::merged(given), {{0, 50, 50}, {50, 200, 8}, {100, 0, 15}, {115, 20, 5}});
+  EXPECT_TRUE(segments::merged({}).empty());
+  EXPECT_TRUE(segments::merged({{7, 9, 0}}).empty());
+}
+
+TEST(CudnnRnnSegments, ChunksCutLongRunsAtMultiplesOf16Bytes) {
+  const std::uint64_t c = segments::chunk_bytes;
+  static_assert(segments::chunk_bytes % 16 == 0);
+  expect_segments(
+      segments::chunks({{3, 7, 2 * c + 1000}, {90000, 5, c}, {200000, 1, 1}}),
+      {{3, 7, c}, {3 + c, 7 + c, c}, {3 + 2 * c, 7 + 2 * c, 1000}, {90000, 5, c}, {200000, 1, 1}});
+  EXPECT_TRUE(segments::chunks({}).empty());
+}
+
+// A layout of `count` blocks of odd sizes in two orders (runs of blocks in the same order in both,
+// so that some merge), as segments in a shuffled order: the table of merged chunks copies exactly
+// the bytes the segments name, each once.
+TEST(CudnnRnnSegments, TheTableCopiesTheSegmentsBytesEachOnce) {
+  std::mt19937_64 random(20261128);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int count = 1 + static_cast<int>(random() % 40);
+    std::vector<std::uint64_t> sizes(static_cast<std::size_t>(count));
+    for (auto& size : sizes) size = random() % 3 == 0 ? random() % 70000 : random() % 300;
+    // The second buffer's order: the blocks cut into runs, the runs reversed.
+    std::vector<int> order;
+    for (int start = count; start > 0;) {
+      const int length = 1 + static_cast<int>(random() % 4);
+      const int from = std::max(0, start - length);
+      for (int b = from; b < start; ++b) order.push_back(b);
+      start = from;
+    }
+    std::vector<Segment> given(static_cast<std::size_t>(count));
+    std::uint64_t first = 0, second = random() % 16;
+    for (int b = 0; b < count; ++b) {
+      given[static_cast<std::size_t>(b)].first = first;
+      given[static_cast<std::size_t>(b)].bytes = sizes[static_cast<std::size_t>(b)];
+      first += sizes[static_cast<std::size_t>(b)] + (random() % 5 == 0 ? random() % 32 : 0);
+    }
+    for (const int b : order) {
+      given[static_cast<std::size_t>(b)].second = second;
+      second += sizes[static_cast<std::size_t>(b)] + (random() % 5 == 0 ? random() % 32 : 0);
+    }
+    std::shuffle(given.begin(), given.end(), random);
+    const std::vector<Segment> runs = segments::merged(given);
+    const std::vector<Segment> table = segments::chunks(runs);
+    EXPECT_LE(runs.size(), given.size());
+    // Which byte of the first buffer each byte of the second receives, by the segments and by
+    // the table; every piece keeps its run's alignment.
+    std::vector<std::int64_t> want(second, -1), got(second, -1);
+    for (const Segment& s : given)
+      for (std::uint64_t i = 0; i < s.bytes; ++i)
+        want[s.second + i] = static_cast<std::int64_t>(s.first + i);
+    std::uint64_t total = 0, twice = 0;
+    for (const Segment& s : table) {
+      EXPECT_GT(s.bytes, 0u);
+      EXPECT_LE(s.bytes, segments::chunk_bytes);
+      total += s.bytes;
+      for (std::uint64_t i = 0; i < s.bytes; ++i) {
+        if (got[s.second + i] != -1) ++twice;
+        got[s.second + i] = static_cast<std::int64_t>(s.first + i);
+      }
+    }
+    EXPECT_EQ(twice, 0u) << "bytes written more than once, trial " << trial;
+    for (const Segment& run : runs) {
+      const auto piece = std::find_if(table.begin(), table.end(),
+                                      [&](const Segment& s) { return s.first == run.first; });
+      ASSERT_NE(piece, table.end());
+    }
+    for (const Segment& s : table) {
+      const auto run = std::find_if(runs.begin(), runs.end(), [&](const Segment& r) {
+        return r.first <= s.first && s.first < r.first + r.bytes;
+      });
+      ASSERT_NE(run, runs.end());
+      EXPECT_EQ((s.first - run->first) % 16, 0u);
+      EXPECT_EQ(s.first - run->first, s.second - run->second);
+    }
+    EXPECT_EQ(total, std::accumulate(sizes.begin(), sizes.end(), std::uint64_t{0}));
+    EXPECT_TRUE(want == got) << "trial " << trial;
+  }
+}
+
+// ---- the segment kernels (kernels/segments.cu) on a GPU -----------------------------------------
+
+// Device bytes, freed on scope exit.
+class DeviceBytes {
+ public:
+  explicit DeviceBytes(std::size_t bytes) : bytes_(bytes) {
+    if (cudaMalloc(&data_, bytes) != cudaSuccess) data_ = nullptr;
+  }
+  ~DeviceBytes() {
+    if (data_ != nullptr) cudaFree(data_);
+  }
+  DeviceBytes(const DeviceBytes&) = delete;
+  DeviceBytes& operator=(const DeviceBytes&) = delete;
+  unsigned char* data() const { return static_cast<unsigned char*>(data_); }
+  void upload(const std::vector<unsigned char>& host) const {
+    ASSERT_EQ(host.size(), bytes_);
+    ASSERT_EQ(cudaMemcpy(data_, host.data(), bytes_, cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  std::vector<unsigned char> download() const {
+    std::vector<unsigned char> host(bytes_);
+    EXPECT_EQ(cudaMemcpy(host.data(), data_, bytes_, cudaMemcpyDeviceToHost), cudaSuccess);
+    return host;
+  }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+std::vector<unsigned char> pattern(std::size_t bytes, unsigned salt) {
+  std::vector<unsigned char> out(bytes);
+  for (std::size_t i = 0; i < bytes; ++i)
+    out[i] = static_cast<unsigned char>((i * 131 + salt) % 251);
+  return out;
+}
+
+// Sizes around every access width and the chunk size, at offsets of every residue pair modulo 16
+// that selects a different width (equal residues: 16 bytes; differing by 8, 4, 2, 1: narrower),
+// with gaps between them that must stay untouched.
+std::vector<Segment> kernel_segments(std::uint64_t& first_end, std::uint64_t& second_end) {
+  const std::uint64_t sizes[] = {0, 1, 2, 3, 15, 16, 17, 31, 33, 100, 4095, 16384, 16385, 40003};
+  const std::uint64_t residues[][2] = {{0, 0}, {1, 1}, {2, 2}, {4, 4}, {8, 8}, {0, 8},
+                                       {0, 4}, {2, 6}, {1, 0}, {3, 7}, {0, 2}, {14, 6}};
+  std::vector<Segment> out;
+  std::uint64_t first = 0, second = 0;
+  auto place = [](std::uint64_t at, std::uint64_t residue) {
+    return (at + 15) / 16 * 16 + residue;
+  };
+  for (const auto& r : residues) {
+    for (const std::uint64_t size : sizes) {
+      const Segment s{place(first, r[0]), place(second, r[1]), size};
+      out.push_back(s);
+      first = s.first + s.bytes + 5;
+      second = s.second + s.bytes + 3;
+    }
+  }
+  // A run cut into blocks contiguous in both buffers (merged into one).
+  first = place(first, 6);
+  second = place(second, 6);
+  for (int b = 0; b < 7; ++b) {
+    out.push_back({first, second, 7001});
+    first += 7001;
+    second += 7001;
+  }
+  first_end = first + 64;
+  second_end = second + 64;
+  return out;
+}
+
+TEST(CudnnSegmentKernels, TableCopiesEveryRangeBothWaysAtAnyAlignment) {
+  DNNX_REQUIRE_GPU();
+  std::uint64_t first_bytes = 0, second_bytes = 0;
+  std::vector<Segment> given = kernel_segments(first_bytes, second_bytes);
+  std::shuffle(given.begin(), given.end(), std::mt19937_64(7));
+  const std::vector<Segment> table = segments::chunks(segments::merged(given));
+  DeviceBytes table_device(table.size() * sizeof(Segment));
+  ASSERT_NE(table_device.data(), nullptr);
+  ASSERT_EQ(cudaMemcpy(table_device.data(), table.data(), table.size() * sizeof(Segment),
+                       cudaMemcpyHostToDevice),
+            cudaSuccess);
+  // The caller's base pointers need not be aligned either.
+  const std::uint64_t bases[][2] = {{0, 0}, {3, 0}, {0, 5}, {2, 10}, {8, 8}};
+  for (const auto& base : bases) {
+    const std::string where = "bases +" + std::to_string(base[0]) + ", +" + std::to_string(base[1]);
+    DeviceBytes a(first_bytes + 16), b(second_bytes + 16);
+    ASSERT_NE(a.data(), nullptr);
+    ASSERT_NE(b.data(), nullptr);
+    const std::vector<unsigned char> source = pattern(first_bytes + 16, 1);
+    a.upload(source);
+    b.upload(std::vector<unsigned char>(second_bytes + 16, 0xEE));
+    auto copy_table = [&](bool to_second) {
+      ASSERT_EQ(segments::copy_table(reinterpret_cast<const Segment*>(table_device.data()),
+                                     static_cast<std::int64_t>(table.size()), a.data() + base[0],
+                                     b.data() + base[1], to_second, nullptr),
+                cudaSuccess);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << where;
+    };
+    copy_table(true);
+    std::vector<unsigned char> want(second_bytes + 16, 0xEE);
+    for (const Segment& s : given)
+      for (std::uint64_t i = 0; i < s.bytes; ++i)
+        want[base[1] + s.second + i] = source[base[0] + s.first + i];
+    EXPECT_TRUE(b.download() == want) << "first -> second, " << where;
+    // And back, into a cleared first buffer.
+    a.upload(std::vector<unsigned char>(first_bytes + 16, 0x11));
+    copy_table(false);
+    std::vector<unsigned char> back(first_bytes + 16, 0x11);
+    for (const Segment& s : given)
+      for (std::uint64_t i = 0; i < s.bytes; ++i)
+        back[base[0] + s.first + i] = source[base[0] + s.first + i];
+    EXPECT_TRUE(a.download() == back) << "second -> first, " << where;
+  }
+  EXPECT_EQ(segments::copy_table(nullptr, 0, nullptr, nullptr, true, nullptr), cudaSuccess);
+}
+
+TEST(CudnnSegmentKernels, ListCopiesUpToEightRangesInOneLaunch) {
+  DNNX_REQUIRE_GPU();
+  const std::size_t bytes = 200000;
+  DeviceBytes a(bytes), b(bytes);
+  ASSERT_NE(a.data(), nullptr);
+  ASSERT_NE(b.data(), nullptr);
+  const std::vector<unsigned char> source = pattern(bytes, 9);
+  a.upload(source);
+  b.upload(std::vector<unsigned char>(bytes, 0xEE));
+  // {from, to, bytes}: every width, a copy of several chunks, an empty one.
+  const std::uint64_t ranges[][3] = {
+      {0, 0, 40003},     {50001, 41000, 1},  {50010, 41010, 17},     {60002, 42006, 3001},
+      {70000, 46000, 0}, {70100, 46102, 33}, {80000, 47001, 100000}, {190000, 150008, 9000}};
+  std::vector<segments::Copy> copies;
+  std::vector<unsigned char> want(bytes, 0xEE);
+  for (const auto& r : ranges) {
+    copies.push_back({a.data() + r[0], b.data() + r[1], r[2]});
+    for (std::uint64_t i = 0; i < r[2]; ++i) want[r[1] + i] = source[r[0] + i];
+  }
+  ASSERT_EQ(copies.size(), static_cast<std::size_t>(segments::max_copies));
+  ASSERT_EQ(segments::copy_list(copies.data(), static_cast<int>(copies.size()), nullptr),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_TRUE(b.download() == want);
+  // Nothing to copy launches nothing; more than max_copies is refused.
+  EXPECT_EQ(segments::copy_list(copies.data(), 0, nullptr), cudaSuccess);
+  EXPECT_EQ(segments::copy_list(&copies[4], 1, nullptr), cudaSuccess);
+  copies.push_back(copies.front());
+  EXPECT_EQ(segments::copy_list(copies.data(), static_cast<int>(copies.size()), nullptr),
+            cudaErrorInvalidValue);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_TRUE(b.download() == want);
 }
 
 }  // namespace

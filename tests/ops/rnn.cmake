@@ -73,7 +73,8 @@ set_tests_properties(oracle.torch_rnn_parity PROPERTIES
 if(DNNX_HAVE_CUDNN)
   add_executable(cudnn_rnn_test ${CMAKE_CURRENT_LIST_DIR}/../backends/cudnn_rnn_test.cpp)
   target_include_directories(cudnn_rnn_test PRIVATE ${CMAKE_CURRENT_LIST_DIR})
-  target_link_libraries(cudnn_rnn_test PRIVATE GTest::gtest_main dnnx_rnn_cases CUDA::cudart)
+  target_link_libraries(cudnn_rnn_test PRIVATE GTest::gtest_main dnnx_rnn_cases dnnx_internal
+                                               CUDA::cudart)
   gtest_discover_tests(cudnn_rnn_test PROPERTIES LABELS "gpu" ENVIRONMENT "DNNX_CACHE=off"
                        TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
 endif()

@@ -5,15 +5,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <utility>
+#include <vector>
 
 namespace dnnx::test {
-namespace {
 
-RnnCase make(std::string name, RnnCell cell, std::int64_t seq, std::int64_t batch,
-             std::int64_t input, std::int64_t hidden, std::int64_t layers = 1,
-             bool bidirectional = false, bool batch_first = false,
-             std::vector<std::int32_t> lengths = {}, bool bias = true) {
+RnnCase rnn_case(std::string name, RnnCell cell, std::int64_t seq, std::int64_t batch,
+                 std::int64_t input, std::int64_t hidden, std::int64_t layers, bool bidirectional,
+                 bool batch_first, std::vector<std::int32_t> lengths, bool bias) {
   RnnCase c;
   c.name = std::move(name);
   c.desc.cell = cell;
@@ -29,6 +29,8 @@ RnnCase make(std::string name, RnnCell cell, std::int64_t seq, std::int64_t batc
   c.lengths = std::move(lengths);
   return c;
 }
+
+namespace {
 
 // `host` in the context's memory (itself on the cpu).
 Tensor on(Context& context, const Tensor& host) {
@@ -78,17 +80,17 @@ std::vector<RnnCase> rnn_dropout_cases() {
 std::vector<RnnCase> rnn_cases() {
   using C = RnnCell;
   return {
-      make("lstm_5x3x4h6", C::lstm, 5, 3, 4, 6),
-      make("lstm_bi_2layers", C::lstm, 4, 2, 3, 5, 2, true),
-      make("lstm_varlen_batch_first", C::lstm, 6, 4, 3, 4, 1, false, true, {6, 2, 5, 1}),
-      make("lstm_seq1_batch1", C::lstm, 1, 1, 2, 3),
-      make("gru_5x3x4h6", C::gru, 5, 3, 4, 6),
-      make("gru_bi_varlen", C::gru, 5, 3, 2, 3, 1, true, false, {3, 5, 1}),
-      make("gru_2layers_no_bias", C::gru, 3, 2, 5, 4, 2, false, false, {}, false),
-      make("rnn_tanh_7x2x3h5", C::rnn_tanh, 7, 2, 3, 5),
-      make("rnn_relu_bi_3layers", C::rnn_relu, 3, 2, 4, 3, 3, true),
-      make("rnn_tanh_varlen_2layers", C::rnn_tanh, 4, 3, 3, 4, 2, false, false, {2, 4, 3}),
-      make("gru_batch_first_bi_h33", C::gru, 3, 2, 3, 33, 1, true, true),
+      rnn_case("lstm_5x3x4h6", C::lstm, 5, 3, 4, 6),
+      rnn_case("lstm_bi_2layers", C::lstm, 4, 2, 3, 5, 2, true),
+      rnn_case("lstm_varlen_batch_first", C::lstm, 6, 4, 3, 4, 1, false, true, {6, 2, 5, 1}),
+      rnn_case("lstm_seq1_batch1", C::lstm, 1, 1, 2, 3),
+      rnn_case("gru_5x3x4h6", C::gru, 5, 3, 4, 6),
+      rnn_case("gru_bi_varlen", C::gru, 5, 3, 2, 3, 1, true, false, {3, 5, 1}),
+      rnn_case("gru_2layers_no_bias", C::gru, 3, 2, 5, 4, 2, false, false, {}, false),
+      rnn_case("rnn_tanh_7x2x3h5", C::rnn_tanh, 7, 2, 3, 5),
+      rnn_case("rnn_relu_bi_3layers", C::rnn_relu, 3, 2, 4, 3, 3, true),
+      rnn_case("rnn_tanh_varlen_2layers", C::rnn_tanh, 4, 3, 3, 4, 2, false, false, {2, 4, 3}),
+      rnn_case("gru_batch_first_bi_h33", C::gru, 3, 2, 3, 33, 1, true, true),
   };
 }
 
@@ -127,12 +129,25 @@ RnnInputs rnn_inputs(const RnnDesc& desc, const std::vector<std::int32_t>& lengt
 }
 
 RnnStep run_rnn_step(Context& context, const RnnDesc& desc, const RnnInputs& in,
-                     Generator generator) {
+                     Generator generator, std::int64_t weight_shift) {
   const bool lstm = desc.cell == RnnCell::lstm;
   const Dims state = desc.state_dims();
   const Dims weights{desc.weights_count()};
   const DType dt = desc.dtype;
-  const Tensor src = on(context, in.src), w = on(context, in.weights), hx = on(context, in.hx);
+  // With weight_shift: the buffers the weight views lie in, alive until the outputs are copied.
+  std::vector<Tensor> buffers;
+  auto weight_tensor = [&](const Tensor& host) {
+    if (weight_shift == 0) return on(context, host);
+    const Tensor buffer =
+        on(context, nan_tensor(Dims{host.numel() + weight_shift}, dt, Layout::channels_first));
+    buffers.push_back(buffer);
+    Tensor view = Tensor::view(static_cast<std::byte*>(buffer.data()) +
+                                   static_cast<std::size_t>(weight_shift) * size_of(dt),
+                               host.dims(), dt, Layout::channels_first, buffer.device());
+    copy(host, view);
+    return view;
+  };
+  const Tensor src = on(context, in.src), w = weight_tensor(in.weights), hx = on(context, in.hx);
   const Tensor cx = lstm ? on(context, in.cx) : Tensor();
   const Tensor diff_dst = on(context, in.diff_dst), diff_hy = on(context, in.diff_hy);
   const Tensor diff_cy = lstm ? on(context, in.diff_cy) : Tensor();
@@ -177,12 +192,13 @@ RnnStep run_rnn_step(Context& context, const RnnDesc& desc, const RnnInputs& in,
                     fresh("diff_hx", state),
                     lstm ? fresh("diff_cx", state) : nullptr};
   step.ran["bwd_data"] = rnn_bwd_data(context, desc, b, saved)->algo.id;
-  RnnBackwardWeights g{
-      &src, &w, &hx, lstm ? &cx : nullptr, lengths, f.dst, fresh("diff_weights", weights), false};
+  out["diff_weights"] = weight_tensor(nan_tensor(weights, dt, Layout::channels_first));
+  RnnBackwardWeights g{&src, &w, &hx, lstm ? &cx : nullptr, lengths, f.dst, &out["diff_weights"],
+                       false};
   step.ran["bwd_weights"] = rnn_bwd_weights(context, desc, g, saved)->algo.id;
-  out["diff_weights_acc"] = on(context, in.diff_weights0);
+  out["diff_weights_acc"] = weight_tensor(in.diff_weights0);
   // A copy: `on` returns the host input itself on the cpu.
-  if (context.device() == Device::cpu()) {
+  if (context.device() == Device::cpu() && weight_shift == 0) {
     Tensor copy_of = Tensor::empty(weights, dt);
     copy(in.diff_weights0, copy_of);
     out["diff_weights_acc"] = copy_of;
@@ -190,7 +206,9 @@ RnnStep run_rnn_step(Context& context, const RnnDesc& desc, const RnnInputs& in,
   g.diff_weights = &out["diff_weights_acc"];
   g.accumulate = true;
   rnn_bwd_weights(context, desc, g, saved);
-  for (auto& [name, tensor] : out) step.outputs[name] = host_of(tensor);
+  // A host copy of each output (on the cpu a shifted view's buffer dies with this call).
+  for (auto& [name, tensor] : out)
+    step.outputs[name] = weight_shift > 0 ? host_copy_of(tensor) : host_of(tensor);
   return step;
 }
 

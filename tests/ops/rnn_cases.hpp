@@ -20,6 +20,12 @@ struct RnnCase {
   std::vector<std::int32_t> lengths;  ///< with desc.variable_lengths
 };
 
+/// A case of `name` (variable lengths when `lengths` is not empty), dtype f32, no dropout.
+RnnCase rnn_case(std::string name, RnnCell cell, std::int64_t seq, std::int64_t batch,
+                 std::int64_t input, std::int64_t hidden, std::int64_t layers = 1,
+                 bool bidirectional = false, bool batch_first = false,
+                 std::vector<std::int32_t> lengths = {}, bool bias = true);
+
 /// Cells x layers x directions x batch_first x variable lengths, odd sizes, seq length 1, batch 1.
 std::vector<RnnCase> rnn_cases();
 
@@ -41,13 +47,15 @@ RnnInputs rnn_inputs(const RnnDesc& desc, const std::vector<std::int32_t>& lengt
 /// "hy", "cy" (lstm) of the training forward; "dst_inference", "hy_inference", "cy_inference"
 /// of the inference forward; "diff_src", "diff_hx", "diff_cx" (lstm); "diff_weights"
 /// (overwritten) and "diff_weights_acc" (accumulated onto diff_weights0). Tensors go to
-/// `context`'s device and back. The choices that ran, by direction name.
+/// `context`'s device and back. The choices that ran, by direction name. With weight_shift > 0,
+/// weights, diff_weights and the accumulated diff_weights are views starting weight_shift
+/// elements into buffers of their own (a caller's tensor at any element alignment).
 struct RnnStep {
   std::map<std::string, Tensor> outputs;
   std::map<std::string, std::string> ran;
 };
 RnnStep run_rnn_step(Context& context, const RnnDesc& desc, const RnnInputs& inputs,
-                     Generator generator = Generator());
+                     Generator generator = Generator(), std::int64_t weight_shift = 0);
 
 /// The per-element scale the backend tests compare an output against the reference with:
 /// max(|expected|, the RMS of `expected`), so that elements small by cancellation (gradients summed

@@ -252,6 +252,23 @@ TEST(RnnReference, MissingInitialStatesAreZeros) {
   EXPECT_EQ(values(a), values(b));
 }
 
+// Weights and weight gradients one element into a buffer (run_rnn_step's weight_shift, which the
+// cudnn test uses to reach its weight conversion at any alignment) give the same step, bit for bit.
+TEST(RnnReference, WeightsAtAnyElementAlignmentGiveTheSameStep) {
+  for (const DType dtype : {DType::f32, DType::f16}) {
+    RnnDesc d = small(RnnCell::gru, 2, true);
+    d.dtype = dtype;
+    const RnnInputs in = rnn_inputs(d, {}, 11);
+    Context context = reference_context();
+    const RnnStep aligned = run_rnn_step(context, d, in);
+    const RnnStep shifted = run_rnn_step(context, d, in, Generator(), 1);
+    ASSERT_EQ(aligned.outputs.size(), shifted.outputs.size());
+    for (const auto& [name, tensor] : aligned.outputs)
+      EXPECT_EQ(values(tensor), values(shifted.outputs.at(name)))
+          << name << " " << to_string(dtype);
+  }
+}
+
 // Dropout between layers: the training forward draws its masks from the generator (the same
 // state gives the same dst; the generator advances by ceil(draws / 4) blocks), the inference
 // forward has none, and the backward reuses the forward's masks (its gradient matches finite

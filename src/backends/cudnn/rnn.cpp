@@ -29,11 +29,17 @@
 // those addresses are compared with dnnx's flat layout (Note [rnn weight layout]): when every one
 // sits at the same byte offset and the sizes agree, the plan passes the caller's weights (and
 // diff_weights) to cuDNN as they are, converting nothing. Otherwise the plan keeps a weight space
-// of its own and copies the caller's weights into it on every call (one device-to-device copy per
-// contiguous run of matrices: a fraction of a step's cost, paid because a tensor's contents can
-// change under the same pointer with no version to compare), and a backward w.r.t. the weights
-// computes into a gradient space of its own and copies back (reading the caller's diff_weights in
-// first when accumulating). The plan's listing record says which ("weights_converted" note).
+// of its own and copies the caller's weights into it on every call (paid because a tensor's
+// contents can change under the same pointer with no version to compare), and a backward w.r.t.
+// the weights computes into a gradient space of its own and copies back (reading the caller's
+// diff_weights in first when accumulating; it converts no weights, cuDNN reading none there).
+// The plan's record says which ("weights_converted" note; not the listing's: cuDNN's layout is
+// known once a plan asks where each matrix lies). When the plan is built, the matrices' and
+// biases' byte ranges are sorted and merged into runs contiguous in both layouts: a single run
+// is one cudaMemcpyAsync per conversion, several are one launch of kernels/segments.cu (Note
+// [segment copies]) over a table of the runs cut into chunks, uploaded to the device once per
+// plan. One launch per conversion whatever the number of matrices (a bidirectional two-layer
+// LSTM with biases has 64), rather than a copy per run, each a launch of a few microseconds.
 //
 // Note [cudnn rnn dropout]
 // cuDNN's own RNN dropout draws its masks from cuDNN's RNG states, not from dnnx's Philox stream
@@ -54,14 +60,18 @@
 // The workspace is the largest of the layers' plus regions where the slices of the caller's
 // weights and states that are not 256-byte aligned are staged (cuDNN wants its tensors at least
 // 4-byte aligned, f16 included; a layer's slice is wherever the previous layers end), plus, for
-// bwd_data, two buffers for the gradients between layers. The inference forward applies no
-// dropout and runs the whole desc at once.
+// bwd_data, two buffers for the gradients between layers. A layer's staging copies in go in one
+// launch of kernels/segments.cu's list copy before its call, its copies back in one after; a
+// layer's weights (or weight gradients) are not staged when its plan converts them (Note [cudnn
+// rnn weights]): the conversion reads and writes the caller's slice at any alignment. The
+// inference forward applies no dropout and runs the whole desc at once.
 
 #include "backends/cudnn/kernels/rnn.hpp"
 
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv_common.hpp"
 #include "backends/cudnn/handles.hpp"
+#include "backends/cudnn/kernels/segments.hpp"
 #include "backends/cudnn/layer_common.hpp"
 #include "backends/cudnn/layers.hpp"
 #include "core/rnn_args.hpp"
@@ -475,12 +485,9 @@ std::vector<Candidate> list_candidates(Runtime& runtime, const RnnDesc& desc, Di
   return list;
 }
 
-// One contiguous run of bytes copied between dnnx's flat weights and cuDNN's weight space.
-struct Segment {
-  std::size_t flat = 0;   // byte offset in dnnx's layout
-  std::size_t space = 0;  // byte offset in cuDNN's weight space
-  std::size_t bytes = 0;
-};
+// A run of bytes copied between dnnx's flat weights (first: the byte offset in dnnx's layout) and
+// cuDNN's weight space (second: the byte offset there).
+using Segment = kernels::segments::Segment;
 
 class Plan final : public detail::LayerPlanBase<RnnArgs> {
  public:
@@ -560,7 +567,8 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
     const cudaStream_t stream = runtime_->stream();
     set_lengths(args);
     const void* weights = data_of(args.weights, "weights", context_);
-    if (!identity_) {
+    // cudnnRNNBackwardWeights_v8 reads no weights: nothing to convert for it.
+    if (!identity_ && direction_ != Direction::bwd_weights) {
       weights = weight_space_->data();
       copy_segments(args.weights->data(), weight_space_->data(), true);
     }
@@ -660,23 +668,23 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
     // A slice of a caller's tensor (a layer's weights, its part of a state) that is not at a
     // multiple of 256 bytes goes to cuDNN through staging region `region` of the workspace
     // (cuDNN wants tensors at least 4-byte aligned, f16 included): copied in when `in`, and back
-    // after the layer's call when `out`.
-    struct Staged {
-      std::byte* user;
-      std::byte* region;
-      std::size_t bytes;
-    };
-    std::vector<Staged> copy_back;
-    auto copy = [&](void* to, const void* from, std::size_t bytes) {
-      DNNX_CUDNN_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, stream), context_,
-                       "staging a layer's slice (Note [cudnn rnn dropout])");
+    // after the layer's call when `out`. A layer's copies in go in one launch before its call,
+    // its copies back in one after.
+    using kernels::segments::Copy;
+    std::vector<Copy> copy_in, copy_back;
+    auto flush = [&](std::vector<Copy>& copies) {
+      DNNX_ASSERT(copies.size() <= static_cast<std::size_t>(kernels::segments::max_copies));
+      DNNX_CUDNN_CHECK(
+          kernels::segments::copy_list(copies.data(), static_cast<int>(copies.size()), stream),
+          context_, "launching the staging copies (Note [cudnn rnn dropout])");
+      copies.clear();
     };
     auto stage = [&](std::size_t region, std::byte* user, std::size_t bytes, bool in,
                      bool out) -> std::byte* {
       if (reinterpret_cast<std::uintptr_t>(user) % 256 == 0) return user;
       std::byte* staged = work + layout_.staging[region];
-      if (in) copy(staged, user, bytes);
-      if (out) copy_back.push_back({user, staged, bytes});
+      if (in) copy_in.push_back({user, staged, bytes});
+      if (out) copy_back.push_back({staged, user, bytes});
       return staged;
     };
     // The tensors of layer l's call, kept alive while it runs.
@@ -701,9 +709,9 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
           static_cast<std::size_t>(desc_.weight_offset(l, 0, RnnWeight::w_ih)) * element;
       const Dims weight_dims{ld.weights_count()};
       const std::size_t weight_bytes = static_cast<std::size_t>(ld.weights_count()) * element;
-      copy_back.clear();
-      // cuDNN reads no weights in its backward w.r.t. the weights.
-      x.weights = view(direction_ == Direction::bwd_weights
+      // cuDNN reads no weights in its backward w.r.t. the weights; a layer plan that converts
+      // the weights reads the caller's slice at any alignment (Note [segment copies]).
+      x.weights = view(direction_ == Direction::bwd_weights || !plan.identity_
                            ? at(args.weights, weights_at)
                            : stage(0, at(args.weights, weights_at), weight_bytes, true, false),
                        weight_dims);
@@ -730,12 +738,16 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
         x.dst = view(state + layout_.output[i], ld.dst_dims());
         a.dst = &x.dst;
       }
+      auto run_layer = [&](const RnnArgs& layer_args) {
+        flush(copy_in);
+        plan.run(layer_args, work, state + layout_.reserve[i]);
+      };
       switch (direction_) {
         case Direction::fwd:
         case Direction::fwd_training:
           a.hy = part(args.hy, x.hy, 3, false);
           a.cy = part(args.cy, x.cy, 4, false);
-          plan.run(a, work, state + layout_.reserve[i]);
+          run_layer(a);
           if (!last) mask(state + layout_.output[i], state + layout_.input[i + 1], l);
           break;
         case Direction::bwd_data: {
@@ -755,20 +767,21 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
           a.diff_cy = part(args.diff_cy, x.diff_cy, 4, true);
           a.diff_hx = part(args.diff_hx, x.diff_hx, 5, false);
           a.diff_cx = part(args.diff_cx, x.diff_cx, 6, false);
-          plan.run(a, work, state + layout_.reserve[i]);
+          run_layer(a);
           // The gradient w.r.t. layer l's input becomes that w.r.t. layer l-1's output.
           if (l > 0) mask(a.diff_src->data(), a.diff_src->data(), l - 1);
           break;
         }
         case Direction::bwd_weights:
-          x.diff_weights =
-              view(stage(0, at(args.diff_weights, weights_at), weight_bytes, args.accumulate, true),
-                   weight_dims);
+          x.diff_weights = view(plan.identity_ ? stage(0, at(args.diff_weights, weights_at),
+                                                       weight_bytes, args.accumulate, true)
+                                               : at(args.diff_weights, weights_at),
+                                weight_dims);
           a.diff_weights = &x.diff_weights;
-          plan.run(a, work, state + layout_.reserve[i]);
+          run_layer(a);
           break;
       }
-      for (const Staged& staged : copy_back) copy(staged.user, staged.region, staged.bytes);
+      flush(copy_back);
     }
   }
 
@@ -873,11 +886,22 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
       }
     }
     identity_ = identity;
-    segments_ = std::move(segments);
     if (identity_) {
       weight_space_.reset();
     } else {
       info_.notes.emplace_back("weights_converted");
+      // The address queries are done, and cuDNN's backward w.r.t. the weights reads no weights.
+      if (direction_ == Direction::bwd_weights) weight_space_.reset();
+      runs_ = kernels::segments::merged(std::move(segments));
+      if (runs_.size() > 1) {
+        // The table the conversion kernel reads, on the device for the plan's life.
+        table_ = kernels::segments::chunks(runs_);
+        const std::size_t table_bytes = table_.size() * sizeof(Segment);
+        table_device_ = std::make_unique<Storage>(runtime_->allocator(), table_bytes);
+        DNNX_CUDNN_CHECK(cudaMemcpyAsync(table_device_->data(), table_.data(), table_bytes,
+                                         cudaMemcpyHostToDevice, runtime_->stream()),
+                         context_, "copying the weight conversion's table to the device");
+      }
       if (direction_ == Direction::bwd_weights) {
         diff_space_ = std::make_unique<Storage>(runtime_->allocator(), weight_bytes_);
         DNNX_CUDNN_CHECK(cudaMemsetAsync(diff_space_->data(), 0, weight_bytes_, runtime_->stream()),
@@ -886,6 +910,8 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
     }
   }
 
+  // Records that `count` elements at `flat_offset` of the flat weights lie at `address` of the
+  // weight space starting at `base`; identity becomes false where the byte offsets differ.
   void add_segment(std::vector<Segment>& segments, bool& identity, void* address,
                    const std::byte* base, std::int64_t flat_offset, std::int64_t count) const {
     if (address == nullptr) {
@@ -904,27 +930,26 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
                     context_);
     }
     if (space != flat) identity = false;
-    if (!segments.empty()) {
-      Segment& last = segments.back();
-      if (last.flat + last.bytes == flat && last.space + last.bytes == space) {
-        last.bytes += bytes;
-        return;
-      }
-    }
     segments.push_back({flat, space, bytes});
   }
 
-  // Copies every segment from dnnx's layout into cuDNN's (to_space) or back.
+  // Copies the weights from dnnx's layout into cuDNN's (to_space) or back: one copy for a single
+  // run, else one launch of the segment kernel over the plan's table (Note [cudnn rnn weights]).
   void copy_segments(void* flat, void* space, bool to_space) const {
-    auto* f = static_cast<std::byte*>(flat);
-    auto* s = static_cast<std::byte*>(space);
-    for (const Segment& segment : segments_) {
-      void* dst = to_space ? s + segment.space : f + segment.flat;
-      const void* src = to_space ? f + segment.flat : s + segment.space;
-      DNNX_CUDNN_CHECK(
-          cudaMemcpyAsync(dst, src, segment.bytes, cudaMemcpyDeviceToDevice, runtime_->stream()),
-          context_, "converting the weights (Note [cudnn rnn weights])");
+    const cudaStream_t stream = runtime_->stream();
+    if (runs_.size() == 1) {
+      const Segment& run = runs_.front();
+      auto* f = static_cast<std::byte*>(flat) + run.first;
+      auto* s = static_cast<std::byte*>(space) + run.second;
+      DNNX_CUDNN_CHECK(cudaMemcpyAsync(to_space ? s : f, to_space ? f : s, run.bytes,
+                                       cudaMemcpyDeviceToDevice, stream),
+                       context_, "converting the weights (Note [cudnn rnn weights])");
+      return;
     }
+    DNNX_CUDNN_CHECK(kernels::segments::copy_table(
+                         static_cast<const Segment*>(table_device_->data()),
+                         static_cast<std::int64_t>(table_.size()), flat, space, to_space, stream),
+                     context_, "launching the weight conversion kernel (Note [cudnn rnn weights])");
   }
 
   std::shared_ptr<Runtime> runtime_;  // first: outlives the buffers it allocated
@@ -936,8 +961,12 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
   std::size_t reserve_ = 0;
   std::size_t weight_bytes_ = 0;
   bool identity_ = false;
-  std::vector<Segment> segments_;
-  std::unique_ptr<Storage> weight_space_;    // cuDNN's layout, when converting
+  // When converting: the runs of bytes between the two layouts (merged), and with more than one,
+  // the kernel's table (the runs in chunks) on the host and the device.
+  std::vector<Segment> runs_;
+  std::vector<Segment> table_;
+  std::unique_ptr<Storage> table_device_;
+  std::unique_ptr<Storage> weight_space_;    // cuDNN's layout, when converting (not bwd_weights)
   std::unique_ptr<Storage> diff_space_;      // bwd_weights, when converting
   std::unique_ptr<Storage> timing_reserve_;  // Note [timing an rnn backward]
   std::unique_ptr<Storage> lengths_device_;
