@@ -184,6 +184,11 @@ struct AlgoInfo {
   /// The layout of the SavedState the candidate writes (a forward) or reads (a backward); empty
   /// when it uses none. A backward runs only on a state of its own format.
   std::string saved_state_format;
+  /// The id of the candidate this one is a variant of (the same kernel with other knobs, e.g. a
+  /// cuDNN engine's tile or split-k setting: its seed), listed before it; empty when it is no
+  /// variant. An exhaustive search does not run a variant whose seed ran far slower than the best
+  /// (TuneOptions::variant_factor).
+  std::string variant_of;
 };
 
 /// Constraints and knobs of selection; part of every choice-cache key.
@@ -207,6 +212,12 @@ struct TuneOptions {
   /// far is not timed further (keeps naive fallbacks from taking minutes); nor is one whose next,
   /// warm run exceeds max(1, abandon_factor / 2) x that median.
   double abandon_factor = 4.0;
+  /// exhaustive and profiles: a candidate declaring a seed (AlgoInfo::variant_of) is not run when
+  /// that seed was timed and its median exceeds `variant_factor` x the best median so far, or when
+  /// the seed was abandoned or failed; its row is abandoned (src/tune/select.cpp, Note [pruning
+  /// variants]). 0 turns the rule off (every variant runs); otherwise at least 1; infinity prunes
+  /// only the variants of abandoned or failed seeds.
+  double variant_factor = 2.0;
   /// exhaustive and profiles: also time naive reference implementations (notes "reference")
   /// after faster candidates ran. Off by default: they take minutes on real layers.
   bool time_naive = false;
@@ -229,15 +240,18 @@ struct TuneOptions {
   bool operator==(const TuneOptions&) const = default;
 };
 
-/// Outcome of one candidate in a profile or exhaustive search.
+/// Outcome of one candidate in a profile or exhaustive search. `abandoned` is every candidate
+/// judged unable to win: a first run far slower than the best so far, or one not run at all (a
+/// naive fallback once another candidate was timed, a run on a slice already too slow, a variant
+/// whose seed was far slower than the best: TuneOptions::variant_factor).
 enum class CandidateStatus : std::uint8_t {
-  ok,                      ///< ran and was timed
-  unsupported,             ///< the backend cannot run it for this desc
-  over_workspace_limit,    ///< needs more workspace than allowed
-  not_deterministic,       ///< excluded by the deterministic constraint
-  failed,                  ///< threw while building or running
-  abandoned,               ///< first run far slower than the best so far; not timed further
-  not_timed,               ///< benchmark_limit reached before its turn
+  ok,                    ///< ran and was timed
+  unsupported,           ///< the backend cannot run it for this desc
+  over_workspace_limit,  ///< needs more workspace than allowed
+  not_deterministic,     ///< excluded by the deterministic constraint
+  failed,                ///< threw while building or running
+  abandoned,             ///< too slow to win (see above); not timed further
+  not_timed,             ///< benchmark_limit reached before its turn
 };
 /// "ok", "unsupported", "over_workspace_limit", ...
 std::string_view to_string(CandidateStatus status);

@@ -165,6 +165,18 @@ void bind_tune_options(nb::module_& module) {
   tune.def_rw("timing_runs", &TuneOptions::timing_runs, "Exhaustive: timed runs per candidate.");
   tune.def_rw("abandon_factor", &TuneOptions::abandon_factor,
               "Exhaustive: stop timing a candidate this many times slower than the best.");
+  tune.def_prop_rw(
+      "variant_factor", [](const TuneOptions& self) { return self.variant_factor; },
+      [](TuneOptions& self, double factor) {
+        if (!(factor == 0 || factor >= 1))
+          throw Error(ErrorKind::InvalidArgument,
+                      "variant_factor must be 0 (off) or >= 1 (inf allowed), got " +
+                          std::to_string(factor));
+        self.variant_factor = factor;
+      },
+      nb::arg("factor"),
+      "Exhaustive and profiles: do not run a knob variant whose seed ran over this many times "
+      "slower than the best so far, or was abandoned; 0 = run every variant.");
   tune.def_rw("time_naive", &TuneOptions::time_naive,
               "Exhaustive and profiles: also time naive reference loops.");
   tune.def_rw("final_round", &TuneOptions::final_round,

@@ -71,6 +71,11 @@ def test_tune_options_mirror_the_cpp_struct():
     tune.abandon_factor = 8.0
     assert (tune.benchmark_limit, tune.warmup_runs, tune.timing_runs, tune.abandon_factor) == (
         3, 0, 2, 8.0)
+    assert tune.variant_factor == 2.0
+    tune.variant_factor = 0
+    assert tune.variant_factor == 0.0
+    with pytest.raises(dnnx.InvalidArgument, match="variant_factor"):
+        tune.variant_factor = 0.5
     copied = tune.copy()
     assert copied == tune
     copied.fwd = "exhaustive"

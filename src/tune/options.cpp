@@ -138,6 +138,21 @@ std::int64_t parse_integer(const char* name, std::string_view text, std::int64_t
   return parsed;
 }
 
+// DNNX_VARIANT_FACTOR: 0 (off), or a number >= 1 ("inf" allowed); Note [pruning variants] in
+// select.cpp.
+double parse_variant_factor(const char* name, std::string_view text) {
+  const std::string value(text);
+  char* end = nullptr;
+  const double parsed = std::strtod(value.c_str(), &end);
+  if (end == value.c_str() || *end != '\0' || !(parsed == 0 || parsed >= 1)) {
+    detail::raise(ErrorKind::InvalidArgument,
+                  detail::cat("environment variable ", name, "='", text,
+                              "' is not a variant factor; accepted: 0 (off) or a number >= 1 "
+                              "(inf: prune only the variants of abandoned or failed seeds)"));
+  }
+  return parsed;
+}
+
 AlgoPolicy parse_policy_env(const char* name, std::string_view text) {
   try {
     return AlgoPolicy::parse(text);
@@ -189,6 +204,8 @@ void apply_tune_env(TuneOptions& target) {
         static_cast<int>(parse_integer("DNNX_BENCHMARK_LIMIT", value, 0,
                                        std::numeric_limits<int>::max()));
   }
+  if (const char* value = env("DNNX_VARIANT_FACTOR"))
+    options.variant_factor = parse_variant_factor("DNNX_VARIANT_FACTOR", value);
   target = std::move(options);
 }
 

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <sstream>
@@ -56,7 +57,8 @@ nlohmann::json algo_json(const AlgoInfo& algo) {
           {"deterministic", algo.deterministic},
           {"notes", algo.notes},
           {"families", algo.families},
-          {"priority", algo.priority}};
+          {"priority", algo.priority},
+          {"variant_of", algo.variant_of}};
 }
 
 nlohmann::json number_or_null(double value) {
@@ -67,14 +69,19 @@ nlohmann::json number_or_null(double value) {
 
 std::string format_algo_table(const std::vector<AlgoInfo>& algos) {
   // The reason an algorithm is unsupported can be long: it goes last, so the columns stay narrow.
+  // The seed column (AlgoInfo::variant_of) is shown only when some candidate is a variant.
+  const bool variants = std::any_of(algos.begin(), algos.end(),
+                                    [](const AlgoInfo& algo) { return !algo.variant_of.empty(); });
   std::vector<std::vector<std::string>> rows{
       {"#", "id", "status", "workspace", "deterministic", "notes", "families", "reason"}};
+  if (variants) rows.front().insert(rows.front().end() - 1, "variant of");
   for (const AlgoInfo& algo : algos) {
     rows.push_back({std::to_string(algo.priority), algo.id,
                     algo.supported ? "supported" : "unsupported",
                     detail::format_bytes(static_cast<double>(algo.workspace_bytes)),
                     algo.deterministic ? "yes" : "no", detail::join(algo.notes, ","),
                     detail::join(algo.families, ","), algo.supported ? "" : algo.reason});
+    if (variants) rows.back().insert(rows.back().end() - 1, algo.variant_of);
   }
   return render(rows);
 }

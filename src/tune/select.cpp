@@ -8,6 +8,8 @@
 #include <cmath>
 #include <iostream>
 #include <limits>
+#include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -136,6 +138,25 @@ constexpr double probe_factor = 2.0;
 // noisier, and a first run may include generating code.
 constexpr double screen_band = 1.25;
 
+// Note [pruning variants]
+// A candidate may declare a seed (AlgoInfo::variant_of): the same kernel with other knobs, as the
+// cudnn backend's knob variants are of an engine's first config (Note [knob search] in
+// backends/cudnn/conv_engine.cpp), listed after the seed. A variant changes tile shapes, split-k,
+// stages or the like of one kernel family, so it rarely beats its seed by much: the knob search's
+// wins on ResNet-50 were 5-14% over the best of cuDNN's own configs (docs/benchmarks.md, "cuDNN
+// knob search modes"). So a variant is not run when its seed was timed and its median is over
+// variant_factor x the best median so far, nor when the seed was abandoned (too slow) or failed;
+// its row is abandoned, naming the seed and the numbers. The default, 2, is the warm abandon bound
+// and the final round's band (Note [final round]): a seed that could not be a contender itself
+// does not get its variants explored. It matters because a variant's first run can cost far more
+// than its time on the device: on an H200, EfficientNet-B0's depthwise layer spent 5 s of a 5 s
+// search on the first run of one variant of an FFT engine whose seed was 20x slower than the best
+// (docs/benchmarks.md, "Exhaustive search study"). A seed that was not timed (excluded by the
+// constraints, over the benchmark limit, its plan not ready in time, not listed, or listed after
+// the variant) says nothing of the variant, which then runs as any other candidate. variant_factor
+// 0 turns the rule off; infinity prunes only the variants of abandoned or failed seeds. Profiles
+// apply it as they apply abandon_factor, so that the row chosen is the one the search would choose.
+
 // The same bounds as the CLI's --runs / --warmup (docs/cli.md): a search of 2^31 runs per
 // candidate would never end, and its timing table would not fit in memory.
 namespace {
@@ -144,6 +165,38 @@ void check_run_counts(const TuneOptions& options) {
                  "timing_runs must be in [1, 1000], got ", options.timing_runs);
   DNNX_CHECK_ARG(options.warmup_runs >= 0 && options.warmup_runs <= 1000,
                  "warmup_runs must be in [0, 1000], got ", options.warmup_runs);
+}
+
+void check_variant_factor(const TuneOptions& options) {
+  const double factor = options.variant_factor;
+  DNNX_CHECK_ARG(factor == 0 || factor >= 1,
+                 "variant_factor must be 0 (off) or >= 1 (infinity allowed), got ", factor);
+}
+
+// Why `algo`, a variant of a candidate among `timed` (the rows made so far), is not run; nullopt
+// when it runs (Note [pruning variants]).
+std::optional<std::string> pruned_variant(const AlgoInfo& algo, std::span<const ProfileRow> timed,
+                                          double best, double factor) {
+  if (algo.variant_of.empty() || factor == 0) return std::nullopt;
+  const auto seed = std::find_if(timed.begin(), timed.end(), [&](const ProfileRow& row) {
+    return row.algo.id == algo.variant_of;
+  });
+  if (seed == timed.end()) return std::nullopt;
+  switch (seed->status) {
+    case CandidateStatus::abandoned:
+      return detail::cat("variant of ", algo.variant_of, ", which was abandoned (", seed->detail,
+                         "); not run (variant_factor)");
+    case CandidateStatus::failed:
+      return detail::cat("variant of ", algo.variant_of,
+                         ", which failed; not run (variant_factor)");
+    case CandidateStatus::ok:
+      if (seed->median_ms > factor * best) {
+        return detail::cat("variant of ", algo.variant_of, ", whose median ", seed->median_ms,
+                           " ms > variant_factor ", factor, " x best ", best, " ms; not run");
+      }
+      return std::nullopt;
+    default: return std::nullopt;
+  }
 }
 }  // namespace
 
@@ -157,6 +210,7 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
                  options.benchmark_limit);
   DNNX_CHECK_ARG(options.abandon_factor > 1.0, "abandon_factor must be > 1, got ",
                  options.abandon_factor);
+  check_variant_factor(options);
   std::vector<ProfileRow> rows;
   rows.reserve(candidates.size());
   double best = std::numeric_limits<double>::infinity();
@@ -190,6 +244,13 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
       row.detail =
           "naive reference implementation, not run once a faster candidate was timed "
           "(set time_naive / --time-naive to time it)";
+      continue;
+    }
+    // Note [pruning variants]: the rows before this one are the candidates listed before it.
+    if (auto why = pruned_variant(algo, std::span<const ProfileRow>(rows).first(rows.size() - 1),
+                                  best, options.variant_factor)) {
+      row.status = CandidateStatus::abandoned;
+      row.detail = std::move(*why);
       continue;
     }
     // Note [probing slow candidates]; a candidate noted "heuristics_top" (the library's own top
@@ -514,6 +575,10 @@ std::string make_key(std::string_view op, std::string_view desc_key, Direction d
     key << " bench_limit=" << options.benchmark_limit << " runs=" << options.timing_runs
         << " naive=" << options.time_naive;
     if (!options.final_round) key << " final=0";
+    // Note [pruning variants]; written only when not the default, so keys made before the rule
+    // existed still apply under it.
+    if (options.variant_factor != TuneOptions{}.variant_factor)
+      key << " variant_factor=" << options.variant_factor;
   }
   key << " | " << fingerprint;
   return key.str();

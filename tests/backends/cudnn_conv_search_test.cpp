@@ -2,8 +2,8 @@
 // under the compile budget (Note [runtime-compiled engines] in conv_engine.cpp, Note [compile
 // budget] in src/ops/dispatch.cpp), saved plans across contexts (Note [saved plans] in
 // src/tune/plan_store.hpp), the heuristics' top configs among the timed ones (Note [knob search]),
-// and the search's time split. Tests that need a GPU skip with the reason where there is none;
-// the settings tests run anywhere.
+// knob variants of slow seeds left out (Note [pruning variants]), and the search's time split.
+// Tests that need a GPU skip with the reason where there is none; the settings tests run anywhere.
 
 #include <dnnx/algo.hpp>
 #include <dnnx/context.hpp>
@@ -31,6 +31,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -526,6 +527,62 @@ TEST(CudnnSearch, HeuristicTopConfigsAreAmongTheTimed) {
                 << " " << choice->time_ms << " ms, search " << choice->tuning_ms << " ms\n";
     }
   }
+}
+
+// Note [pruning variants] in src/tune/select.cpp: EfficientNet-B0's first depthwise layer in f32,
+// where one knob variant of an FFT engine, whose seed is 20x slower than the best, cost 5 s of a
+// search's host time. A profile applies the rule as the search does: no variant of an abandoned
+// or failed seed runs, and each one not run names a seed that earned it.
+TEST(CudnnSearch, VariantsOfSlowSeedsAreNotRun) {
+  DNNX_REQUIRE_GPU();
+  const ScopedEnv dir("DNNX_PLAN_DIR", "off");
+  const ConvDesc desc = make_desc({128, 32, 112, 112}, {32, 1, 3, 3}, 1, 1, 1, 32, DType::f32,
+                                  Layout::channels_first);
+  Context context = cudnn_context();
+  ASSERT_EQ(context.tune().variant_factor, 2.0);
+  std::size_t pruned = 0;
+  for (Direction direction : {Direction::fwd, Direction::bwd_weights}) {
+    SCOPED_TRACE(test::conv_context(desc, direction, "(profile)"));
+    const ProfileResult profile = conv_profile(context, desc, direction);
+    auto row_of = [&](const std::string& id) {
+      return std::find_if(profile.rows.begin(), profile.rows.end(),
+                          [&](const ProfileRow& r) { return r.algo.id == id; });
+    };
+    double best = std::numeric_limits<double>::infinity();
+    for (const ProfileRow& row : profile.rows) {
+      if (row.status == CandidateStatus::ok) best = std::min(best, row.median_ms);
+    }
+    for (const ProfileRow& row : profile.rows) {
+      if (row.algo.variant_of.empty()) continue;
+      const auto seed = row_of(row.algo.variant_of);
+      ASSERT_NE(seed, profile.rows.end())
+          << "seed " << row.algo.variant_of << " of " << row.algo.id;
+      const bool not_run = row.detail.find("variant_factor") != std::string::npos;
+      if (!not_run) {
+        EXPECT_TRUE(seed->status != CandidateStatus::abandoned &&
+                    seed->status != CandidateStatus::failed)
+            << row.algo.id << " ran although its seed " << seed->algo.id << " is "
+            << to_string(seed->status) << " (" << seed->detail << ")";
+        continue;
+      }
+      ++pruned;
+      EXPECT_EQ(row.status, CandidateStatus::abandoned) << row.algo.id;
+      EXPECT_EQ(row.runs, 0) << row.algo.id;
+      EXPECT_NE(row.detail.find(seed->algo.id), std::string::npos) << row.detail;
+      if (seed->status == CandidateStatus::ok) {
+        // Over 2x the best so far, which is no faster than the best of all.
+        EXPECT_GT(seed->median_ms, 2.0 * best) << row.algo.id << ": " << row.detail;
+      } else {
+        EXPECT_TRUE(seed->status == CandidateStatus::abandoned ||
+                    seed->status == CandidateStatus::failed)
+            << row.algo.id << ": " << row.detail;
+      }
+    }
+    std::cout << "[ cudnn    ] " << desc << " " << to_string(direction) << ": " << profile.chosen
+              << " " << best << " ms, profile " << profile.wall_ms << " ms\n";
+  }
+  std::cout << "[ cudnn    ] knob variants not run: " << pruned << '\n';
+  EXPECT_GT(pruned, 0u) << "no variant of a slow seed was pruned on the layer that motivated it";
 }
 
 }  // namespace

@@ -471,6 +471,7 @@ TEST(CudnnConv, KnobSearchListsVariantsAfterEveryOtherCandidate) {
           if (info.supported) {
             EXPECT_FALSE(seen_variant) << info.id << " after a knob variant";
           }
+          EXPECT_EQ(info.variant_of, "") << info.id;
           continue;
         }
         seen_variant = true;
@@ -480,6 +481,10 @@ TEST(CudnnConv, KnobSearchListsVariantsAfterEveryOtherCandidate) {
         const auto seed = std::find_if(algos.begin(), algos.end(),
                                        [&](const AlgoInfo& a) { return a.id == seed_id; });
         ASSERT_NE(seed, algos.end()) << "seed " << seed_id << " of " << info.id << " not listed";
+        // The structured field the search prunes by (Note [pruning variants]) names the same
+        // seed, listed before the variant.
+        EXPECT_EQ(info.variant_of, seed_id) << info.id;
+        EXPECT_LT(seed - algos.begin(), &info - algos.data()) << info.id;
         EXPECT_TRUE(seed->supported) << seed_id;
         const auto [engine, knobs] = parse_engine_id(info.id);
         const auto [seed_engine, seed_knobs] = parse_engine_id(seed_id);

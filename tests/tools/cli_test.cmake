@@ -198,6 +198,21 @@ dnnx_cli_test(tune.no_final_round JSON stdout
               JSON_REQUIRE options/final_round results/0/chosen/id
               ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
                    --direction fwd --runs 1 --no-final-round --json -)
+# --variant-factor (Note [pruning variants] in src/tune/select.cpp): set by the flag, over the
+# environment's DNNX_VARIANT_FACTOR; the tune JSON records it, `algos --json` lists each seed.
+dnnx_cli_test(tune.variant_factor STDOUT "variant_factor.: 0\\.0"
+              JSON stdout JSON_REQUIRE options/variant_factor results/0/chosen/id
+              ENV DNNX_VARIANT_FACTOR=1.5
+              ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
+                   --direction fwd --runs 1 --variant-factor 0 --json -)
+dnnx_cli_test(env.variant_factor STDOUT "variant_factor.: 1\\.5"
+              JSON stdout ENV DNNX_VARIANT_FACTOR=1.5
+              ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
+                   --direction fwd --runs 1 --json -)
+dnnx_cli_test(algos.variant_of JSON stdout JSON_REQUIRE 0/algos/0/variant_of
+              ARGS algos conv ${_conv} --direction fwd --json)
+dnnx_cli_usage_error(bad.variant_factor "--variant-factor '0\\.5': expected 0 \\(off\\) or a number >= 1"
+                     profile act --input 2x3 --variant-factor 0.5)
 dnnx_cli_test(tune.heuristic_policy STDOUT "policy: heuristic;.*1\\.00x"
               ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 2 --policy heuristic
                    --layers tiny.depthwise --direction fwd --runs 1)

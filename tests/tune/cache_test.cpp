@@ -146,6 +146,8 @@ TEST(ChoiceKey, EveryConstraintChangesTheKey) {
       {"benchmark limit", [](TuneOptions& o) { o.benchmark_limit = 3; }},
       {"timing runs", [](TuneOptions& o) { o.timing_runs = 9; }},
       {"time naive", [](TuneOptions& o) { o.time_naive = true; }},
+      {"variant factor off", [](TuneOptions& o) { o.variant_factor = 0; }},
+      {"variant factor 1.5", [](TuneOptions& o) { o.variant_factor = 1.5; }},
   };
   std::set<std::string> keys{key_of(base)};
   for (const auto& [what, edit] : edits) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -28,9 +29,10 @@ using dnnx::TypeConfig;
 // Every variable the library reads: the general ones and both spellings of every (op, direction)
 // policy of the op table.
 std::vector<std::string> all_variables() {
-  std::vector<std::string> names = {"DNNX_BACKEND",         "DNNX_TYPE",          "DNNX_DEVICE",
-                                    "DNNX_WORKSPACE_LIMIT", "DNNX_DETERMINISTIC", "DNNX_FASTEST",
-                                    "DNNX_VERBOSE",         "DNNX_BENCHMARK_LIMIT"};
+  std::vector<std::string> names = {
+      "DNNX_BACKEND",       "DNNX_TYPE",    "DNNX_DEVICE",  "DNNX_WORKSPACE_LIMIT",
+      "DNNX_DETERMINISTIC", "DNNX_FASTEST", "DNNX_VERBOSE", "DNNX_BENCHMARK_LIMIT",
+      "DNNX_VARIANT_FACTOR"};
   for (const dnnx::OpInfo& op : dnnx::op_table()) {
     for (const dnnx::OpDirection& direction : op.directions) {
       for (const std::string& name : op.policy_env_names(direction.direction))
@@ -85,7 +87,8 @@ TEST(TuneEnv, EveryVariableSetsItsField) {
                                        {"DNNX_DETERMINISTIC", "1"},
                                        {"DNNX_FASTEST", "true"},
                                        {"DNNX_VERBOSE", "yes"},
-                                       {"DNNX_BENCHMARK_LIMIT", "3"}});
+                                       {"DNNX_BENCHMARK_LIMIT", "3"},
+                                       {"DNNX_VARIANT_FACTOR", "1.5"}});
   EXPECT_EQ(options.fwd, AlgoPolicy::exhaustive(Reuse::once));
   EXPECT_EQ(options.bwd_data, AlgoPolicy::fixed("reference:direct"));
   EXPECT_EQ(options.bwd_weights, AlgoPolicy::of_family("winograd"));
@@ -95,6 +98,15 @@ TEST(TuneEnv, EveryVariableSetsItsField) {
   EXPECT_TRUE(options.fastest);
   EXPECT_TRUE(options.verbose);
   EXPECT_EQ(options.benchmark_limit, 3);
+  EXPECT_EQ(options.variant_factor, 1.5);
+}
+
+// DNNX_VARIANT_FACTOR: 0 turns the rule off, inf keeps only the pruning of abandoned seeds.
+TEST(TuneEnv, VariantFactorTakesZeroAndInfinity) {
+  EXPECT_EQ(applied({}).variant_factor, 2.0);
+  EXPECT_EQ(applied({{"DNNX_VARIANT_FACTOR", "0"}}).variant_factor, 0.0);
+  EXPECT_EQ(applied({{"DNNX_VARIANT_FACTOR", "1"}}).variant_factor, 1.0);
+  EXPECT_TRUE(std::isinf(applied({{"DNNX_VARIANT_FACTOR", "inf"}}).variant_factor));
 }
 
 TEST(TuneEnv, EachPolicyVariableOnlyTouchesItsDirection) {
@@ -254,21 +266,21 @@ TEST_P(TuneEnvMalformed, IsInvalidArgumentNamingVariableAndValue) {
 
 INSTANTIATE_TEST_SUITE_P(
     Values, TuneEnvMalformed,
-    testing::Values(BadVariable{"DNNX_CONV_FWD_ALGO", "fastest"},
-                    BadVariable{"DNNX_CONV_BWD_DATA_ALGO", "fixed:"},
-                    BadVariable{"DNNX_CONV_BWD_WEIGHTS_ALGO", "time_twice"},
-                    BadVariable{"DNNX_WORKSPACE_LIMIT", "lots"},
-                    BadVariable{"DNNX_WORKSPACE_LIMIT", "12abc"},
-                    BadVariable{"DNNX_WORKSPACE_LIMIT", "-5"},
-                    BadVariable{"DNNX_WORKSPACE_LIMIT", "99999999999999999999999"},
-                    BadVariable{"DNNX_DETERMINISTIC", "maybe"},
-                    BadVariable{"DNNX_DETERMINISTIC", "2"}, BadVariable{"DNNX_FASTEST", "fast"},
-                    BadVariable{"DNNX_VERBOSE", "loud"}, BadVariable{"DNNX_BENCHMARK_LIMIT", "-1"},
-                    BadVariable{"DNNX_BENCHMARK_LIMIT", "three"},
-                    BadVariable{"DNNX_BACKEND", "tpu"}, BadVariable{"DNNX_TYPE", "double"},
-                    BadVariable{"DNNX_DEVICE", "abc"}, BadVariable{"DNNX_DEVICE", "-1"},
-                    BadVariable{"DNNX_POOL_BWD_ALGO", "quickest"},
-                    BadVariable{"DNNX_XENT_FWD_ALGO", "fixed:"}),
+    testing::Values(
+        BadVariable{"DNNX_CONV_FWD_ALGO", "fastest"},
+        BadVariable{"DNNX_CONV_BWD_DATA_ALGO", "fixed:"},
+        BadVariable{"DNNX_CONV_BWD_WEIGHTS_ALGO", "time_twice"},
+        BadVariable{"DNNX_WORKSPACE_LIMIT", "lots"}, BadVariable{"DNNX_WORKSPACE_LIMIT", "12abc"},
+        BadVariable{"DNNX_WORKSPACE_LIMIT", "-5"},
+        BadVariable{"DNNX_WORKSPACE_LIMIT", "99999999999999999999999"},
+        BadVariable{"DNNX_DETERMINISTIC", "maybe"}, BadVariable{"DNNX_DETERMINISTIC", "2"},
+        BadVariable{"DNNX_FASTEST", "fast"}, BadVariable{"DNNX_VERBOSE", "loud"},
+        BadVariable{"DNNX_BENCHMARK_LIMIT", "-1"}, BadVariable{"DNNX_BENCHMARK_LIMIT", "three"},
+        BadVariable{"DNNX_VARIANT_FACTOR", "0.5"}, BadVariable{"DNNX_VARIANT_FACTOR", "-2"},
+        BadVariable{"DNNX_VARIANT_FACTOR", "nan"}, BadVariable{"DNNX_VARIANT_FACTOR", "2x"},
+        BadVariable{"DNNX_BACKEND", "tpu"}, BadVariable{"DNNX_TYPE", "double"},
+        BadVariable{"DNNX_DEVICE", "abc"}, BadVariable{"DNNX_DEVICE", "-1"},
+        BadVariable{"DNNX_POOL_BWD_ALGO", "quickest"}, BadVariable{"DNNX_XENT_FWD_ALGO", "fixed:"}),
     [](const testing::TestParamInfo<BadVariable>& info) {
       return std::string(info.param.name).substr(5) + "_" + std::to_string(info.index);
     });

@@ -54,6 +54,11 @@ class Algo {
     detail::mark_overflow_risk(info_);
     return *this;
   }
+  /// A variant of the candidate `seed` (AlgoInfo::variant_of).
+  Algo& variant_of(std::string seed) {
+    info_.variant_of = std::move(seed);
+    return *this;
+  }
   Algo& family(std::string name) {
     info_.families.push_back(std::move(name));
     return *this;

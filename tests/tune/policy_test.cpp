@@ -378,6 +378,148 @@ TEST(ExhaustivePolicy, ProbesOnASliceOnceASlowCandidateShowedUp) {
   EXPECT_EQ(row_of(unprobed.timings, "slow").runs, 1);
 }
 
+// Note [pruning variants]: a variant runs only when its seed, timed before it, came within
+// variant_factor of the best so far; the variants of abandoned or failed seeds never run; a
+// seed that was not timed says nothing.
+FakeBench variant_bench() {
+  FakeBench bench;
+  // "far", 2.5x the best, goes first: timed in full before "best" sets a bar it would be
+  // abandoned under.
+  bench.add(Algo("far"), {25.0})
+      .add(Algo("best"), {10.0})
+      .add(Algo("near"), {15.0})             // 1.5x the best: within the default factor 2
+      .add(Algo("huge"), {200.0})            // abandoned on its first run
+      .add(Algo("broken"), {10.0}, 0)        // fails on its first run
+      .add(Algo("excluded").workspace(MiB))  // over the workspace limit: never timed
+      .add(Algo("near:v1").variant_of("near"), {8.0})
+      .add(Algo("far:v1").variant_of("far"), {5.0})  // would win, but its seed was far
+      .add(Algo("huge:v1").variant_of("huge"), {1.0})
+      .add(Algo("broken:v1").variant_of("broken"), {1.0})
+      .add(Algo("excluded:v1").variant_of("excluded"), {9.0})
+      .add(Algo("unlisted:v1").variant_of("unlisted"), {9.5});
+  return bench;
+}
+
+TuneOptions variant_options() {
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.workspace_limit = KiB;
+  options.final_round = false;
+  return options;
+}
+
+TEST(ExhaustivePolicy, VariantsOfSlowOrAbandonedSeedsAreNotRun) {
+  FakeBench bench = variant_bench();
+  const Choice choice = select(bench, variant_options());
+  EXPECT_EQ(choice.algo.id, "near:v1");
+  // Kept: the seed within 2x, and the seeds never timed (excluded, not listed).
+  for (const char* id : {"near:v1", "excluded:v1", "unlisted:v1"}) {
+    EXPECT_EQ(row_of(choice.timings, id).status, CandidateStatus::ok) << id;
+    EXPECT_GT(bench.calls(id), 0) << id;
+  }
+  // Not run: the seed timed over 2x the best, abandoned, or failed.
+  for (const char* id : {"far:v1", "huge:v1", "broken:v1"}) {
+    const ProfileRow& row = row_of(choice.timings, id);
+    EXPECT_EQ(row.status, CandidateStatus::abandoned) << id;
+    EXPECT_EQ(row.runs, 0) << id;
+    EXPECT_TRUE(std::isnan(row.median_ms)) << id;
+    EXPECT_EQ(bench.calls(id), 0) << id;
+    EXPECT_NE(row.detail.find("variant of " + row.algo.variant_of), std::string::npos)
+        << row.detail;
+  }
+  const std::string& far = row_of(choice.timings, "far:v1").detail;
+  // The best so far by then is near:v1's 8 ms.
+  EXPECT_NE(far.find("median 25 ms > variant_factor 2 x best 8 ms"), std::string::npos) << far;
+  EXPECT_NE(row_of(choice.timings, "huge:v1").detail.find("abandoned (first run 200"),
+            std::string::npos)
+      << row_of(choice.timings, "huge:v1").detail;
+  EXPECT_NE(row_of(choice.timings, "broken:v1").detail.find("failed"), std::string::npos);
+}
+
+// The bar is the best so far: a seed that was near the best when its variant came up keeps the
+// variant even if something faster is timed later; one listed after its variant does not prune.
+TEST(ExhaustivePolicy, VariantsAreJudgedWhenTheirTurnComes) {
+  FakeBench bench;
+  bench.add(Algo("seed"), {10.0})
+      .add(Algo("seed:v1").variant_of("seed"), {9.0})
+      .add(Algo("faster"), {4.0})
+      .add(Algo("seed:v2").variant_of("seed"), {3.0})  // seed is now 2.5x the best: not run
+      .add(Algo("late:v1").variant_of("late"), {7.0})  // its seed comes after it
+      .add(Algo("late"), {100.0});
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.final_round = false;
+  const Choice choice = select(bench, options);
+  EXPECT_EQ(choice.algo.id, "faster");
+  EXPECT_EQ(row_of(choice.timings, "seed:v1").status, CandidateStatus::ok);
+  EXPECT_EQ(row_of(choice.timings, "seed:v2").status, CandidateStatus::abandoned);
+  EXPECT_EQ(bench.calls("seed:v2"), 0);
+  EXPECT_EQ(row_of(choice.timings, "late:v1").status, CandidateStatus::ok);
+}
+
+// variant_factor 0 runs every variant; a larger factor keeps the variants of slower seeds;
+// infinity keeps those of every timed seed but still skips those of abandoned or failed ones.
+TEST(ExhaustivePolicy, VariantFactorZeroRunsEveryVariant) {
+  {
+    FakeBench bench = variant_bench();
+    TuneOptions options = variant_options();
+    options.variant_factor = 0;
+    const Choice choice = select(bench, options);
+    EXPECT_EQ(choice.algo.id, "huge:v1");
+    for (const ProfileRow& row : choice.timings) {
+      if (row.algo.variant_of.empty()) continue;
+      // Each one runs; those after huge:v1's 1 ms are then abandoned on their own times.
+      EXPECT_GT(bench.calls(row.algo.id), 0) << row.algo.id;
+      EXPECT_EQ(row.detail.find("variant of"), std::string::npos) << row.detail;
+    }
+  }
+  {
+    FakeBench bench = variant_bench();
+    TuneOptions options = variant_options();
+    options.variant_factor = 4;  // far (25 ms) is within 4 x 8 ms
+    const Choice choice = select(bench, options);
+    EXPECT_EQ(row_of(choice.timings, "far:v1").status, CandidateStatus::ok);
+    EXPECT_EQ(choice.algo.id, "far:v1");
+    EXPECT_EQ(row_of(choice.timings, "huge:v1").status, CandidateStatus::abandoned);
+  }
+  {
+    FakeBench bench = variant_bench();
+    TuneOptions options = variant_options();
+    options.variant_factor = std::numeric_limits<double>::infinity();
+    const Choice choice = select(bench, options);
+    EXPECT_EQ(row_of(choice.timings, "far:v1").status, CandidateStatus::ok);
+    EXPECT_EQ(bench.calls("huge:v1"), 0);
+    EXPECT_EQ(bench.calls("broken:v1"), 0);
+  }
+}
+
+// Profiles go through time_candidates too: the same rule, without a benchmark limit.
+TEST(ExhaustivePolicy, ProfilesPruneVariantsAsTheSearchDoes) {
+  FakeBench bench = variant_bench();
+  const std::vector<ProfileRow> rows = dnnx::tune::time_candidates(
+      bench.candidates(), variant_options(), bench.run(), /*apply_benchmark_limit=*/false);
+  EXPECT_EQ(row_of(rows, "far:v1").status, CandidateStatus::abandoned);
+  EXPECT_EQ(row_of(rows, "near:v1").status, CandidateStatus::ok);
+  EXPECT_EQ(rows.front().algo.id, "near:v1");
+}
+
+// The seed is shown where candidates are: a "variant of" column in `dnnx algos` tables (only
+// when some candidate is a variant) and `variant_of` in profile JSON.
+TEST(VariantOf, AlgoTablesAndProfileJsonNameTheSeed) {
+  std::vector<dnnx::AlgoInfo> algos{Algo("a").info(), Algo("b").info()};
+  EXPECT_EQ(dnnx::format_algo_table(algos).find("variant of"), std::string::npos);
+  algos.push_back(Algo("b:v1").variant_of("b").info());
+  const std::string table = dnnx::format_algo_table(algos);
+  EXPECT_NE(table.find("families  variant of"), std::string::npos) << table;
+  const std::string::size_type at = table.find("b:v1");
+  ASSERT_NE(at, std::string::npos) << table;
+  std::string line = table.substr(at, table.find('\n', at) - at);
+  line.erase(line.find_last_not_of(' ') + 1);
+  EXPECT_TRUE(line.ends_with("  b")) << '[' << line << ']';
+
+  dnnx::ProfileResult profile;
+  profile.rows.emplace_back().algo = algos.back();
+  EXPECT_NE(profile.json().find("\"variant_of\": \"b\""), std::string::npos) << profile.json();
+}
+
 // Note [heuristics' top configs] (backends/cudnn/conv_engine.cpp): a candidate noted
 // "heuristics_top" always gets a full run, even once probing has started.
 TEST(ExhaustivePolicy, HeuristicsTopCandidatesAreNeverJudgedOnASlice) {
@@ -815,6 +957,13 @@ TEST(ExhaustivePolicy, RejectsNonsensicalTimingOptions) {
   options.abandon_factor = 1.0;
   EXPECT_TRUE(contains(error_message([&] { select(bench, options); }, ErrorKind::InvalidArgument),
                        "abandon_factor"));
+  for (const double bad : {0.5, -1.0, std::numeric_limits<double>::quiet_NaN()}) {
+    options = options_with(AlgoPolicy::exhaustive());
+    options.variant_factor = bad;
+    EXPECT_TRUE(contains(error_message([&] { select(bench, options); }, ErrorKind::InvalidArgument),
+                         "variant_factor must be 0 (off) or >= 1"))
+        << bad;
+  }
   EXPECT_EQ(bench.total_calls(), 0);
 }
 

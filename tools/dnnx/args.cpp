@@ -1,5 +1,7 @@
 #include "args.hpp"
 
+#include "layer_args.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -333,6 +335,11 @@ void add_selection_options(CLI::App& command, SelectionArgs& args) {
           "--warmup", args.warmup,
           "untimed runs per candidate first, 0 to " + std::to_string(max_warmup) + " (default 1)")
       ->type_name("N");
+  command
+      .add_option("--variant-factor", args.variant_factor,
+                  "skip a knob variant whose seed ran over this many times slower than the best "
+                  "(0 = time every variant; default: $DNNX_VARIANT_FACTOR, else 2)")
+      ->type_name("X");
 }
 
 Selection parse_selection(const SelectionArgs& args) {
@@ -348,6 +355,15 @@ Selection parse_selection(const SelectionArgs& args) {
     selection.runs = static_cast<int>(parse_int("--runs", args.runs, min_runs, max_runs));
   if (!args.warmup.empty())
     selection.warmup = static_cast<int>(parse_int("--warmup", args.warmup, 0, max_warmup));
+  if (!args.variant_factor.empty()) {
+    const double factor =
+        parse_number<double>("--variant-factor", args.variant_factor, Finite::any);
+    if (!(factor == 0 || factor >= 1)) {
+      throw UsageError("--variant-factor '" + args.variant_factor +
+                       "': expected 0 (off) or a number >= 1 (inf allowed)");
+    }
+    selection.variant_factor = factor;
+  }
   return selection;
 }
 
@@ -360,6 +376,7 @@ void Selection::apply(TuneOptions& options) const {
   if (no_final_round) options.final_round = false;
   if (runs) options.timing_runs = *runs;
   if (warmup) options.warmup_runs = *warmup;
+  if (variant_factor) options.variant_factor = *variant_factor;
 }
 
 }  // namespace dnnx::cli

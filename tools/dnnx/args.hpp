@@ -120,6 +120,7 @@ struct SelectionArgs {
   bool no_final_round = false;
   std::string runs;
   std::string warmup;
+  std::string variant_factor;
 };
 void add_selection_options(CLI::App& command, SelectionArgs& args);
 /// The parsed form of SelectionArgs: only what was given on the command line.
@@ -132,6 +133,7 @@ struct Selection {
   bool no_final_round = false;
   std::optional<int> runs;
   std::optional<int> warmup;
+  std::optional<double> variant_factor;
   /// Applies the flags on top of `options` (which already hold the env values).
   void apply(TuneOptions& options) const;
 };

@@ -21,7 +21,8 @@ nlohmann::json to_json(const AlgoInfo& algo) {
           {"deterministic", algo.deterministic},
           {"notes", algo.notes},
           {"families", algo.families},
-          {"priority", algo.priority}};
+          {"priority", algo.priority},
+          {"variant_of", algo.variant_of}};
 }
 
 }  // namespace

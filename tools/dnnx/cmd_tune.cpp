@@ -478,7 +478,11 @@ nlohmann::json report_json(const TunePlan& plan, const Context& context,
             {"final_round", options.final_round},
             {"benchmark_limit", options.benchmark_limit},
             {"timing_runs", options.timing_runs},
-            {"warmup_runs", options.warmup_runs}}},
+            {"warmup_runs", options.warmup_runs},
+            // JSON has no infinity: that factor is written "inf".
+            {"variant_factor", std::isfinite(options.variant_factor)
+                                   ? nlohmann::json(options.variant_factor)
+                                   : nlohmann::json("inf")}}},
           {"results", steps},
           {"totals", totals},
           {"tuning_wall_s", wall_s},

@@ -29,6 +29,9 @@
 // listed, since dnnx made them up. Everything is still listed before running: variants come after
 // every other candidate (legacy included), so the heuristic pick is unchanged, and an exhaustive
 // search times them with the rest, their plans built in parallel (Note [parallel plan builds]).
+// A variant names its seed's id (AlgoInfo::variant_of; its name says "knob variant of <id>"), and
+// the search runs no variant whose seed was timed far slower than the best so far, or was
+// abandoned (Note [pruning variants] in src/tune/select.cpp).
 // Both settings are in the backend's fingerprint, hence in every cache key.
 //
 // Note [TF32]
@@ -451,6 +454,9 @@ void add_knob_variants(Runtime& runtime, const OperationGraph& graph, const Conv
       EngineCandidate variant = describe_config(runtime, graph.graph, desc, direction, key, origin,
                                                 runtime.settings().runtime_compiled, context);
       if (!variant.info.supported) continue;
+      // The seed, whose timing decides whether the search runs the variant (Note [pruning
+      // variants] in src/tune/select.cpp).
+      variant.info.variant_of = configs[s].info.id;
       listed.push_back(key);
       variants.push_back(std::move(variant));
       ++accepted;

@@ -232,6 +232,8 @@ std::optional<ConvDesc> channel_padded(const ConvDesc& desc) {
 AlgoInfo padded_info(const ConvDesc& desc, const ConvDesc& padded, const AlgoInfo& inner) {
   AlgoInfo info = inner;
   info.id = detail::cat(padded_prefix, inner.id);
+  // The wrapped seed, which is listed too when the variant is (the same engine).
+  if (!inner.variant_of.empty()) info.variant_of = detail::cat(padded_prefix, inner.variant_of);
   info.name = detail::cat(inner.name, ", channels padded ", desc.in_channels, "->",
                           padded.in_channels, " / ", desc.out_channels, "->", padded.out_channels);
   info.workspace_bytes = aligned(inner.workspace_bytes) + buffers(desc, padded).bytes;
