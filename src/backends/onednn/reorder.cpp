@@ -1,13 +1,19 @@
-// The cpu backend's reorder, two candidates, the supported ones first (order_supported_first):
-//   cpu:kernel:reorder     dnnx's threaded conversion loop (convert(), Note [dtype conversions] in
-//                          convert.cpp) for the reorders that are one: src and dst in the same
-//                          memory order and beta = 0, dst = alpha * src (nn's convert to f16/bf16
-//                          and back). It moves no element across another, so other reorders are
-//                          unsupported with that reason;
+// The cpu backend's reorder, two candidates (Note [cpu reorder candidates]):
+//   cpu:kernel:reorder     dnnx's threaded loops, every case;
 //   onednn:<impl>:reorder  oneDNN's reorder primitive, named by the implementation oneDNN picks (a
 //                          reorder primitive descriptor has no next_impl(), so it is one
 //                          candidate), or one unsupported "onednn:unavailable:reorder" with
-//                          oneDNN's message.
+//                          oneDNN's message (oneDNN 3.2 has no f16 <-> bf16 reorder).
+//
+// Note [cpu reorder candidates]
+// dnnx's loops convert every value through f32 (core/dtype.hpp's load_f32 / store_f32, rounding
+// to nearest even), compute alpha * src + beta * dst in f32 and store once: elementwise when
+// src and dst share their memory order, else per image the transpose of its C x S (or S x C)
+// matrix in 32 x 32 tiles, images and tile rows split over threads. A conversion with beta = 0
+// in one memory order - nn's convert - is convert() itself (F16C, Note [dtype conversions] in
+// convert.cpp), and then the loop goes first: oneDNN 3.2 converts f16/bf16 on CPUs without
+// native support with its reference reorder, tens of times slower. Otherwise oneDNN's reorder
+// (jit transposes) goes first where it has one.
 //
 // Note [oneDNN reorder scales]
 // dst = alpha * src + beta * dst is the reorder with a runtime scale alpha on its source (mask 0,
@@ -21,9 +27,13 @@
 #include "backends/onednn/layer_common.hpp"
 #include "backends/onednn/layers.hpp"
 #include "backends/onednn/memory.hpp"
+#include "backends/onednn/simd.hpp"
+#include "core/dtype.hpp"
 #include "core/reorder_args.hpp"
 #include "core/strings.hpp"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -51,28 +61,14 @@ struct Candidate {
   bool kernel = false;           // cpu:kernel:reorder
 };
 
-// Why dnnx's conversion loop cannot run `desc` (empty when it can).
-std::string kernel_reason(const ReorderDesc& desc) {
-  if (!desc.same_order()) {
-    return detail::cat("dnnx's conversion loop keeps every element in place; ",
-                       to_string(desc.src_layout), " -> ", to_string(desc.dst_layout), " of ",
-                       desc.dims, " moves them (oneDNN's reorder transposes)");
-  }
-  if (desc.beta != 0) {
-    return "dnnx's conversion loop writes dst = alpha * src; beta != 0 reads dst too (oneDNN's "
-           "reorder adds it)";
-  }
-  return {};
-}
+// Note [cpu reorder candidates]: whether the plain conversion loop is the whole reorder.
+bool is_conversion(const ReorderDesc& desc) { return desc.same_order() && desc.beta == 0; }
 
 Candidate kernel_candidate(const ReorderDesc& desc) {
   Candidate candidate;
-  const std::string reason = kernel_reason(desc);
-  if (reason.empty()) {
-    candidate.info = kernel_info_of(kernel_id, "dnnx conversion loop (threaded)");
-  } else {
-    candidate.info = unsupported_info(kernel_id, "dnnx conversion loop (threaded)", reason);
-  }
+  candidate.info = kernel_info_of(kernel_id, is_conversion(desc)
+                                                 ? "dnnx conversion loop (threaded, F16C)"
+                                                 : "dnnx reorder loop (threaded, f32 arithmetic)");
   candidate.info.notes = {"kernel"};
   candidate.kernel = true;
   return candidate;
@@ -125,24 +121,30 @@ Candidate onednn_candidate(const dnnl::engine& engine, const ReorderDesc& desc, 
 
 std::vector<Candidate> list_candidates(const dnnl::engine& engine, const ReorderDesc& desc,
                                        Direction direction, const std::string& isa) {
-  // Where it runs, the conversion loop goes first: oneDNN 3.2 converts f16/bf16 on CPUs without
-  // native support with its reference reorder (Note [dtype conversions]).
+  // Note [cpu reorder candidates]: the order.
   std::vector<Candidate> list;
-  list.push_back(kernel_candidate(desc));
   list.push_back(onednn_candidate(engine, desc, direction, isa));
-  order_supported_first(list);
+  list.push_back(kernel_candidate(desc));
+  if (is_conversion(desc) || !list.front().info.supported) std::swap(list[0], list[1]);
+  for (std::size_t i = 0; i < list.size(); ++i) list[i].info.priority = static_cast<int>(i);
   return list;
 }
 
-// dnnx's conversion loop (cpu:kernel:reorder): the same memory order, beta = 0.
+// dnnx's loops (cpu:kernel:reorder, Note [cpu reorder candidates]).
 class KernelPlan final : public LayerPlan<detail::ReorderArgs> {
  public:
   KernelPlan(const ReorderDesc& desc, Direction direction, const Candidate& candidate)
       : LayerPlan(candidate.info,
                   detail::op_context(BackendKind::cpu, desc, direction, candidate.info.id)),
         desc_(desc) {
-    if (const std::string reason = kernel_reason(desc); !reason.empty())
-      detail::raise(ErrorKind::Unsupported, reason, context_);
+    if (desc.same_order()) return;
+    // Different orders need rank >= 3 with C > 1 and a spatial extent > 1.
+    std::int64_t spatial = 1;
+    for (int i = 2; i < desc.dims.rank(); ++i) spatial *= desc.dims[i];
+    const bool from_first = desc.src_layout == Layout::channels_first;
+    batch_ = desc.dims[0];
+    rows_ = from_first ? desc.dims[1] : spatial;
+    cols_ = from_first ? spatial : desc.dims[1];
   }
 
   void execute(const detail::ReorderArgs& args, detail::Workspace) override {
@@ -150,12 +152,55 @@ class KernelPlan final : public LayerPlan<detail::ReorderArgs> {
     check_dense_on_cpu(args.dst, "dst", desc_.dims, desc_.dst_dtype, desc_.dst_layout, context_);
     const std::int64_t count = desc_.dims.product();
     if (count == 0) return;
-    convert(data_of(args.src, "src"), desc_.src_dtype, data_of(args.dst, "dst"), desc_.dst_dtype,
-            count, desc_.alpha);
+    const auto* src = static_cast<const std::byte*>(data_of(args.src, "src"));
+    auto* dst = static_cast<std::byte*>(data_of(args.dst, "dst"));
+    if (is_conversion(desc_)) {
+      convert(src, desc_.src_dtype, dst, desc_.dst_dtype, count, desc_.alpha);
+      return;
+    }
+    const std::size_t src_size = size_of(desc_.src_dtype);
+    const std::size_t dst_size = size_of(desc_.dst_dtype);
+    // dst element `to` from src element `from` (offsets in elements).
+    const auto move = [&](std::int64_t from, std::int64_t to) {
+      float value = desc_.alpha * detail::load_f32(src + static_cast<std::size_t>(from) * src_size,
+                                                   desc_.src_dtype);
+      std::byte* out = dst + static_cast<std::size_t>(to) * dst_size;
+      if (desc_.beta != 0) value += desc_.beta * detail::load_f32(out, desc_.dst_dtype);
+      detail::store_f32(out, desc_.dst_dtype, value);
+    };
+    if (desc_.same_order()) {
+      constexpr std::int64_t block = 4096;
+      simd::parallel_blocks((count + block - 1) / block, count,
+                            [&](std::int64_t first, std::int64_t end) {
+                              const std::int64_t stop = std::min(count, end * block);
+                              for (std::int64_t i = first * block; i < stop; ++i) move(i, i);
+                            });
+      return;
+    }
+    // Per image, the transpose of its rows_ x cols_ matrix in tiles; a block is one image's row
+    // of tiles.
+    constexpr std::int64_t tile = 32;
+    const std::int64_t tile_rows = (rows_ + tile - 1) / tile;
+    const std::int64_t matrix = rows_ * cols_;
+    simd::parallel_blocks(batch_ * tile_rows, count, [&](std::int64_t first, std::int64_t end) {
+      for (std::int64_t block = first; block < end; ++block) {
+        const std::int64_t image = block / tile_rows;
+        const std::int64_t row0 = (block % tile_rows) * tile;
+        const std::int64_t row_end = std::min(rows_, row0 + tile);
+        const std::int64_t base = image * matrix;
+        for (std::int64_t col0 = 0; col0 < cols_; col0 += tile) {
+          const std::int64_t col_end = std::min(cols_, col0 + tile);
+          for (std::int64_t c = col0; c < col_end; ++c)
+            for (std::int64_t r = row0; r < row_end; ++r)
+              move(base + r * cols_ + c, base + c * rows_ + r);
+        }
+      }
+    });
   }
 
  private:
   ReorderDesc desc_;
+  std::int64_t batch_ = 1, rows_ = 1, cols_ = 1;  // the transpose, when the orders differ
 };
 
 // The reorder primitive, built once; execute() only rebinds pointers (Note [one stream] in
