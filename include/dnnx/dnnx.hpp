@@ -23,6 +23,7 @@
 #include <dnnx/ops/optim.hpp>
 #include <dnnx/ops/pool.hpp>
 #include <dnnx/ops/reduce.hpp>
+#include <dnnx/ops/reorder.hpp>
 #include <dnnx/ops/rnn.hpp>
 #include <dnnx/ops/softmax.hpp>
 #include <dnnx/random.hpp>

@@ -42,7 +42,8 @@
   X(reduce,        Reduce,       "reduce",     "",              fwd_bwd,  1, 1, 1, reduce)        \
   X(argmax,        Argmax,       "argmax",     "",              fwd_only, 1, 1, 1, argmax)        \
   X(accuracy,      Accuracy,     "accuracy",   "",              fwd_only, 1, 1, 1, accuracy)      \
-  X(rnn,           Rnn,          "rnn",        "recurrent",     training_weights, 1, 1, 1, rnn)
+  X(rnn,           Rnn,          "rnn",        "recurrent",     training_weights, 1, 1, 1, rnn) \
+  X(reorder,       Reorder,      "reorder",    "transform",     fwd_only, 1, 1, 1, reorder)
 // clang-format on
 
 /// Expands `code` when `flag` (a table column) is 1, to nothing when it is 0.

@@ -143,8 +143,9 @@ ResNet::ResNet(const Context& context, bool bottleneck, std::vector<int> layers,
       Tensor weight = detail::empty(this->context(), conv->weight().value.dims(), DType::f32);
       init::kaiming_normal(this->context(), default_generator(), weight, 0.0,
                            init::FanMode::fan_out, "relu");
-      detail::assign(weight, conv->weight().value);
-      if (!conv->weight().master.is_null()) detail::assign(weight, conv->weight().master);
+      detail::assign(this->context(), weight, conv->weight().value);
+      if (!conv->weight().master.is_null())
+        detail::assign(this->context(), weight, conv->weight().master);
     }
   }
 }

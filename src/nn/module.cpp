@@ -181,10 +181,10 @@ void Module::load_state_dict(const StateDict& state) {
     if (entry.parameter != nullptr) {
       Parameter& parameter = *entry.parameter;
       if (!parameter.master.is_null()) {
-        detail::assign(*entry.given, parameter.master);
-        detail::assign(parameter.master, parameter.value);
+        detail::assign(context_, *entry.given, parameter.master);
+        detail::assign(context_, parameter.master, parameter.value);
       } else {
-        detail::assign(*entry.given, parameter.value);
+        detail::assign(context_, *entry.given, parameter.value);
       }
     } else {
       entry.owner->load_buffer(entry.local, *entry.given, *entry.buffer);
@@ -194,7 +194,7 @@ void Module::load_state_dict(const StateDict& state) {
 }
 
 void Module::load_buffer(const std::string&, const Tensor& value, Tensor& target) {
-  detail::assign(value, target);
+  detail::assign(context_, value, target);
 }
 
 namespace {
@@ -349,7 +349,7 @@ void Module::to_layout(Layout layout) {
     const auto rewrite = [&](Tensor& tensor) {
       if (tensor.strides() == dense_strides(tensor.dims(), layout)) return;
       Tensor out = detail::empty(context_, tensor.dims(), tensor.dtype(), layout);
-      detail::assign(tensor, out);
+      detail::assign(context_, tensor, out);
       tensor = out;
     };
     rewrite(parameter->value);
@@ -360,11 +360,13 @@ void Module::to_layout(Layout layout) {
 
 void Module::to(const Context& context) {
   const DType dtype = parameter_dtype(context);
+  // The conversions run on the new context (copies share its backend and stream).
+  Context target = context;
   for (auto& [name, parameter] : parameters_) {
     // The f32 master copy is the most precise value there is.
     const Tensor& source = parameter->master.is_null() ? parameter->value : parameter->master;
-    Tensor value = detail::converted(context, source, dtype);
-    Tensor master = dtype == DType::f32 ? Tensor() : detail::converted(context, source, DType::f32);
+    Tensor value = detail::converted(target, source, dtype);
+    Tensor master = dtype == DType::f32 ? Tensor() : detail::converted(target, source, DType::f32);
     parameter->value = std::move(value);
     parameter->master = std::move(master);
     parameter->grad = detail::zeros(context, parameter->value.dims(), dtype,
@@ -373,7 +375,7 @@ void Module::to(const Context& context) {
     parameter->grad_none = false;
   }
   for (auto& [name, buffer] : buffers_) {
-    *buffer = detail::converted(context, *buffer, buffer->dtype());
+    *buffer = detail::converted(target, *buffer, buffer->dtype());
   }
   const bool same_backend = context.backend() == context_.backend();
   const TuneOptions kept = context_.tune();

@@ -2,11 +2,13 @@
 
 #include <dnnx/ops/add.hpp>
 #include <dnnx/ops/fill.hpp>
+#include <dnnx/ops/reorder.hpp>
 #include <dnnx/random.hpp>
 
 #include "core/check.hpp"
 
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <string>
 
@@ -44,27 +46,58 @@ Tensor on_host(const Tensor& src) {
   return host;
 }
 
+// Whether the memory `a` and `b` span (first element to last) overlaps.
+bool spans_overlap(const Tensor& a, const Tensor& b) {
+  const auto* a_begin = static_cast<const std::byte*>(a.data());
+  const auto* b_begin = static_cast<const std::byte*>(b.data());
+  return a_begin < b_begin + b.span_bytes() && b_begin < a_begin + a.span_bytes();
+}
+
+// Whether the reorder op can move `src` into `dst` on `context` (Note [layout changes in nn]):
+// both in its memory, dense, floating, the same dims, something to move, no shared bytes.
+bool reorderable(const Context& context, const Tensor& src, const Tensor& dst) {
+  return src.device() == context.device() && dst.device() == context.device() &&
+         src.dims() == dst.dims() && is_floating(src.dtype()) && is_floating(dst.dtype()) &&
+         src.layout().has_value() && dst.layout().has_value() && src.numel() > 0 &&
+         !src.is_null() && !dst.is_null() && !spans_overlap(src, dst);
+}
+
 }  // namespace
 
-Tensor converted(const Context& context, const Tensor& src, DType dtype) {
+Tensor converted(Context& context, const Tensor& src, DType dtype) {
   Tensor dst = empty(context, src.dims(), dtype, stored_layout(src));
-  assign(src, dst);
+  assign(context, src, dst);
   return dst;
 }
 
 // Note [layout changes in nn]
-// dnnx's ops take every tensor of a call in the desc's one layout, and copy() moves a device
-// tensor into another layout only through the host (there is no transpose op). The modules
-// therefore keep the input's layout from layer to layer and change it in two places only: once,
-// when to_layout() rewrites the convolution weights (not per step), and in Flatten when its input
-// is channels_last with a spatial extent (PyTorch flattens in C, H, W order): on the host that is
-// one strided copy, on a GPU a round trip through host memory — correct, and slow, which is why
-// ResNet's flatten of an N x C x 1 x 1 tensor, dense in both layouts, changes nothing.
-Tensor relayout(const Context& context, const Tensor& src, Layout layout) {
+// dnnx's ops take every tensor of a call in the desc's one layout. The modules therefore keep the
+// input's layout from layer to layer and change it in two places only: once, when to_layout()
+// rewrites the convolution weights (not per step), and in Flatten when its input is channels_last
+// with a spatial extent (PyTorch flattens in C, H, W order). Those changes, and the dtype
+// conversions of convert and load_state_dict, run the reorder op on the module's context when
+// both tensors live in its memory: on a GPU a kernel queued on the context's stream in order with
+// the layers around it, with no host wait and no trip through host memory; on the cpu oneDNN's
+// reorder. Tensors elsewhere (a host state dict loaded into a GPU module, strided host views)
+// go through copy() and the host. ResNet's flatten of an N x C x 1 x 1 tensor, dense in both
+// layouts, changes nothing and moves nothing.
+Tensor relayout(Context& context, const Tensor& src, Layout layout) {
   if (src.is_dense(layout)) return src;
   Tensor dst = empty(context, src.dims(), src.dtype(), layout);
-  assign(src, dst);
+  assign(context, src, dst);
   return dst;
+}
+
+void assign(Context& context, const Tensor& src, Tensor& dst) {
+  DNNX_CHECK_ARG(src.dims() == dst.dims(), "cannot assign a tensor of dims ", src.dims(),
+                 " to one of dims ", dst.dims());
+  if (reorderable(context, src, dst) &&
+      (src.dtype() != dst.dtype() || src.device().kind != Device::Kind::cpu ||
+       !dst.is_dense(layout_of(src)))) {
+    reorder_fwd(context, ReorderDesc::of(src, dst), src, dst);
+    return;
+  }
+  assign(src, dst);
 }
 
 void assign(const Tensor& src, Tensor& dst) {
@@ -74,7 +107,8 @@ void assign(const Tensor& src, Tensor& dst) {
     const bool on_devices =
         src.device().kind != Device::Kind::cpu && dst.device().kind != Device::Kind::cpu;
     if (on_devices && !src.is_dense(layout_of(dst))) {
-      // A device-to-device copy keeps the layout (Note [layout changes in nn]).
+      // copy() between device tensors keeps the layout; without a context to run the reorder
+      // op on, the layout changes on the host (Note [layout changes in nn]).
       copy(on_host(src), dst);
       return;
     }

@@ -1,6 +1,6 @@
 #pragma once
-// Tensor helpers the modules share: allocation on a module's context, dtype conversion through
-// the host (for convert and load_state_dict, never per step), gradient accumulation, and the
+// Tensor helpers the modules share: allocation on a module's context, layout and dtype changes
+// through the reorder op (Flatten, convert, load_state_dict), gradient accumulation, and the
 // PyTorch-style formatting of argument tuples.
 
 #include <dnnx/context.hpp>
@@ -35,13 +35,18 @@ Layout layout_of(const Tensor& tensor);
 /// when they are both's), else layout_of. A 1x1 convolution's weights are dense in both layouts;
 /// this keeps the one Module::to_layout made them in through convert.
 Layout stored_layout(const Tensor& tensor);
-/// A copy of `src` converted to `dtype` on `context`'s device, dense in src's layout (through
-/// the host when the dtype changes; floating dtypes only then).
-Tensor converted(const Context& context, const Tensor& src, DType dtype);
+/// A copy of `src` converted to `dtype` on `context`'s device, dense in src's layout (floating
+/// dtypes only when the dtype changes), through assign(context, ...).
+Tensor converted(Context& context, const Tensor& src, DType dtype);
 /// `src` itself when it is dense in `layout`, else a copy of it dense in `layout` on `context`'s
-/// device (Note [layout changes in nn]).
-Tensor relayout(const Context& context, const Tensor& src, Layout layout);
-/// Copies `src` into `dst` (same dims), converting the dtype through the host when it differs.
+/// device, through assign(context, ...) (Note [layout changes in nn]).
+Tensor relayout(Context& context, const Tensor& src, Layout layout);
+/// Copies `src` into `dst` (same dims). When both are dense floating tensors in `context`'s
+/// memory and the dtype or the layout changes (or they are on a device), the reorder op runs on
+/// `context` (queued on its stream, no host wait); otherwise as assign(src, dst).
+void assign(Context& context, const Tensor& src, Tensor& dst);
+/// Copies `src` into `dst` (same dims) with copy(), converting the dtype, and changing the
+/// layout of device tensors, through the host.
 void assign(const Tensor& src, Tensor& dst);
 
 /// Sets `tensor` (on `context`'s device) to zeros with the fill op on the context: queued on its

@@ -292,6 +292,56 @@ TEST(NnLayout, EveryLayerKindMatchesChannelsFirst) {
   }
 }
 
+// Flatten of a channels_last input with a spatial extent: PyTorch flattens in logical (C, H, W)
+// order whatever the memory format, so output element (n, c*H*W + h*W + w) is input (n, c, h, w);
+// the backward returns the gradient in the input's channels_last layout. The layout change is the
+// reorder op on the module's context (Note [layout changes in nn]), f32 and f16.
+TEST(NnLayout, FlattenOfChannelsLastFollowsPyTorchsOrder) {
+  const Dims dims{2, 3, 4, 5};
+  const auto value = [](std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
+    return static_cast<float>(n * 1000 + c * 100 + h * 10 + w);
+  };
+  for (BackendKind backend : backends()) {
+    for (DType dtype : {DType::f32, DType::f16}) {
+      SCOPED_TRACE(std::string(to_string(backend)) + " " + std::string(to_string(dtype)));
+      std::vector<float> logical;
+      for (std::int64_t n = 0; n < 2; ++n)
+        for (std::int64_t c = 0; c < 3; ++c)
+          for (std::int64_t h = 0; h < 4; ++h)
+            for (std::int64_t w = 0; w < 5; ++w) logical.push_back(value(n, c, h, w));
+      Tensor x = Tensor::empty(dims, dtype, Layout::channels_last);
+      x.copy_from_f32(logical);
+      Context context = context_for(backend, dtype);
+      nn::Flatten flatten(context);
+      const Tensor y = flatten.forward(x);
+      ASSERT_EQ(y.dims(), (Dims{2, 60}));
+      ASSERT_TRUE(y.is_dense(Layout::channels_first));
+      const std::vector<float> out = y.to_f32();
+      for (std::int64_t n = 0; n < 2; ++n)
+        for (std::int64_t c = 0; c < 3; ++c)
+          for (std::int64_t h = 0; h < 4; ++h)
+            for (std::int64_t w = 0; w < 5; ++w)
+              ASSERT_EQ(out[static_cast<std::size_t>(n * 60 + c * 20 + h * 5 + w)],
+                        value(n, c, h, w))
+                  << "n " << n << " c " << c << " h " << h << " w " << w;
+
+      std::vector<float> gradient(120);
+      for (std::size_t i = 0; i < gradient.size(); ++i) gradient[i] = static_cast<float>(i) - 60;
+      Tensor dy = Tensor::empty(Dims{2, 60}, dtype);
+      dy.copy_from_f32(gradient);
+      const Tensor dx = flatten.backward(dy);
+      ASSERT_EQ(dx.dims(), dims);
+      EXPECT_EQ(dx.strides(), dense_strides(dims, Layout::channels_last));
+      const std::vector<float> back = dx.to_f32();  // logical order
+      for (std::int64_t n = 0; n < 2; ++n)
+        for (std::int64_t k = 0; k < 60; ++k)
+          ASSERT_EQ(back[static_cast<std::size_t>(n * 60 + k)],
+                    gradient[static_cast<std::size_t>(n * 60 + k)])
+              << "n " << n << " k " << k;
+    }
+  }
+}
+
 TEST(NnLayout, ResNet18MatchesChannelsFirstAndTrainsAlike) {
   const auto build = [](const Context& c) -> std::shared_ptr<nn::Module> {
     return nn::models::resnet18(c, 10);
