@@ -163,7 +163,7 @@ class TransformPlan final : public detail::LayerPlanBase<detail::ReorderArgs> {
     void* dst = data_of(args.dst, "dst", context_);
     runtime_->make_current();
     replay_.run(
-        runtime_->settings().graphs, runtime_->stream(), {src, dst},
+        runtime_->settings(), runtime_->stream(), {src, dst},
         [&] {
           DNNX_CUDNN_CHECK(cudnnTransformTensor(runtime_->handle(), &alpha_, src_.get(), src,
                                                 &beta_, dst_.get(), dst),
