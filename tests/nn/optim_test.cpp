@@ -60,6 +60,53 @@ void torch_update(float& scale, int& tracker, bool found_inf, double growth, dou
   }
 }
 
+// Note [gradients set to none]: zero_grad(true) writes nothing and flags the grads; the backward
+// then writes them as after a zero fill, and a step over a parameter no backward reached zeroes
+// its grad first (here, with no momentum or weight decay, the parameter does not move).
+TEST(NnOptim, GradientsSetToNoneTrainLikeZeroedOnes) {
+  Context context = fast_context();
+  nn::CrossEntropyLoss criterion(context);
+  std::vector<std::vector<float>> trained[2];
+  for (const bool set_to_none : {false, true}) {
+    auto model = small_model(context);
+    nn::SGD sgd(context, model->parameters(), SgdHyper{0.1, 0.9});
+    for (int step = 0; step < 3; ++step) {
+      // Stale values where the grads should not be read.
+      for (nn::Parameter* parameter : model->parameters()) parameter->grad.fill(7.0f);
+      sgd.zero_grad(set_to_none);
+      for (nn::Parameter* parameter : model->parameters()) {
+        EXPECT_FALSE(parameter->grad_live);
+        EXPECT_EQ(parameter->grad_none, set_to_none);
+      }
+      backward_pass(*model, criterion, step, nullptr);
+      for (nn::Parameter* parameter : model->parameters()) EXPECT_FALSE(parameter->grad_none);
+      sgd.step();
+    }
+    trained[set_to_none ? 1 : 0] = values_of(*model);
+  }
+  EXPECT_EQ(trained[0], trained[1]);
+
+  // A parameter the backward never reaches: its stale grad is zeroed before the step.
+  auto used = std::make_shared<nn::Linear>(context, 6, 3);
+  auto unused = std::make_shared<nn::Linear>(context, 6, 3);
+  std::vector<nn::Parameter*> parameters = used->parameters();
+  for (nn::Parameter* parameter : unused->parameters()) parameters.push_back(parameter);
+  nn::SGD sgd(context, parameters, SgdHyper{0.5});
+  const std::vector<std::vector<float>> before = values_of(*unused);
+  for (nn::Parameter* parameter : parameters) parameter->grad.fill(7.0f);
+  used->zero_grad(true);
+  unused->zero_grad(true);
+  const Tensor loss = criterion.forward(used->forward(input(Dims{4, 6}, 300)), labels(4, 3, 301));
+  ASSERT_EQ(loss.numel(), 1);
+  used->backward(criterion.backward());
+  sgd.step();
+  EXPECT_EQ(values_of(*unused), before);
+  for (nn::Parameter* parameter : unused->parameters()) {
+    EXPECT_FALSE(parameter->grad_none);
+    for (float g : parameter->grad.to_f32()) EXPECT_EQ(g, 0.0f);
+  }
+}
+
 TEST(NnGradScaler, ScaledTrainingEqualsUnscaled) {
   // Powers of two scale exactly: the scaled run's updates are the unscaled run's, bit for bit
   // up to the order of f32 operations.
