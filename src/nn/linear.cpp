@@ -101,12 +101,8 @@ Tensor Linear::backward(const Tensor& diff_dst) {
                             bias_ ? bias().grad : no_bias),
          weights_key);
   descs_[static_cast<std::size_t>(Direction::bwd_weights)] = weights_desc;
-  weight().grad_live = true;
-  weight().grad_none = false;
-  if (bias_) {
-    bias().grad_live = true;
-    bias().grad_none = false;
-  }
+  detail::mark_written(weight());
+  if (bias_) detail::mark_written(bias());
   src_ = Tensor();
   return diff_src;
 }

@@ -52,11 +52,7 @@ void Module::train(bool on) {
 void Module::zero_grad(bool set_to_none) {
   // Each module's own parameters on its own context (they live on its device): Note [zero_grad
   // without waiting].
-  for (auto& [name, parameter] : parameters_) {
-    if (!set_to_none) detail::fill_zeros(context_, parameter->grad);
-    parameter->grad_live = false;
-    parameter->grad_none = set_to_none;
-  }
+  for (auto& [name, parameter] : parameters_) detail::zero_grad(context_, *parameter, set_to_none);
   for (auto& [name, child] : children_) child->zero_grad(set_to_none);
 }
 

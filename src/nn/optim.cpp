@@ -90,11 +90,7 @@ void Optimizer::step(const Tensor* grad_scale, const Tensor* found_inf) {
 }
 
 void Optimizer::zero_grad(bool set_to_none) {
-  for (Parameter* parameter : parameters_) {
-    if (!set_to_none) detail::fill_zeros(context_, parameter->grad);
-    parameter->grad_live = false;
-    parameter->grad_none = set_to_none;
-  }
+  for (Parameter* parameter : parameters_) detail::zero_grad(context_, *parameter, set_to_none);
 }
 
 void Optimizer::zero_none_grads() {

@@ -344,7 +344,6 @@ RnnGradients RNNBase::backward(const Tensor& diff_output, const Tensor& diff_h_n
   // zeroed first (Note [gradients set to none]).
   for (Parameter* entry : parameters()) {
     if (accumulate && entry->grad_none) detail::fill_zeros(context(), entry->grad);
-    entry->grad_none = false;
   }
 
   // One op backward (data, then weights) of one saved forward.
@@ -399,7 +398,7 @@ RnnGradients RNNBase::backward(const Tensor& diff_output, const Tensor& diff_h_n
       }
     }
   }
-  for (Parameter* entry : parameters()) entry->grad_live = true;
+  for (Parameter* entry : parameters()) detail::mark_written(*entry);
   saved_ = false;
   layers_.clear();
   h0_ = c0_ = lengths_ = Tensor();

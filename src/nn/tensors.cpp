@@ -160,9 +160,14 @@ void accumulate(Context& context, const std::vector<Parameter*>& parameters,
                                  layout_of(parameter.grad)),
               scratch[i], parameter.grad);
     }
-    parameter.grad_live = true;
-    parameter.grad_none = false;
+    mark_written(parameter);
   }
+}
+
+void zero_grad(Context& context, Parameter& parameter, bool set_to_none) {
+  if (!set_to_none) fill_zeros(context, parameter.grad);
+  parameter.grad_live = false;
+  parameter.grad_none = set_to_none;
 }
 
 Layout check_input(std::string_view who, const Tensor& src, int min_rank, int max_rank,

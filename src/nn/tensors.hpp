@@ -54,6 +54,15 @@ void assign(const Tensor& src, Tensor& dst);
 /// without waiting]).
 void fill_zeros(Context& context, Tensor& tensor);
 
+/// zero_grad for one parameter: its grad to zeros with fill_zeros, or with `set_to_none` nothing
+/// written and the grad flagged grad_none (Note [gradients set to none]); not live either way.
+void zero_grad(Context& context, Parameter& parameter, bool set_to_none);
+/// Marks the grad of `parameter` written by a backward: live, not none.
+inline void mark_written(Parameter& parameter) {
+  parameter.grad_live = true;
+  parameter.grad_none = false;
+}
+
 /// Runs `compute` on the tensor the gradients of `parameters` should be written to and makes the
 /// parameters' grads hold the sum of what they held and what was computed: a parameter whose
 /// grad is not live (Parameter::grad_live) is written directly, the others through a scratch
