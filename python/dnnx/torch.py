@@ -1217,13 +1217,26 @@ def why_not_converted(module):
     return None
 
 
-def convert(model, exclude=None):
+# Note [compiling recurrent layers]
+# Dynamo breaks the graph at every module that is an nn.RNN, nn.LSTM or nn.GRU unless
+# torch._dynamo.config.allow_rnn is set (off by default: it then traces into the module's forward
+# instead). The drop-ins subclass those modules, so without the switch a compiled model runs its
+# converted recurrent layers eagerly, through their autograd function, between two graphs. The
+# switch is global: convert() sets it when the model holds a converted recurrent layer (one it
+# swapped in, or one an earlier convert() did), unless told not to
+# (compile_recurrent=False), and with it PyTorch's own recurrent modules of any model are traced
+# too rather than left out of the graph.
+
+
+def convert(model, exclude=None, compile_recurrent=True):
     """Swaps, in place, every nn.Conv1d/2d/3d, nn.Linear, nn.BatchNorm1d/2d/3d,
     nn.MaxPool1d/2d/3d, nn.AvgPool1d/2d/3d, nn.ReLU, ReLU6, Tanh, Sigmoid, SiLU, ELU, nn.Dropout,
     nn.Softmax, nn.LogSoftmax, nn.CrossEntropyLoss, nn.RNN, nn.LSTM and nn.GRU of `model`
     (itself included) for its dnnx counterpart, unless exclude(module) is true or the module uses
     something dnnx does not do (why_not_converted). Parameters, buffers, hooks and state_dict stay
-    the same objects. Returns `model`."""
+    the same objects. When the model then holds a dnnx recurrent layer and torch.compile exists,
+    sets torch._dynamo.config.allow_rnn so that compiled graphs keep it as one node, unless
+    `compile_recurrent` is false (Note [compiling recurrent layers]). Returns `model`."""
     for module in model.modules():
         if exclude is not None and exclude(module):
             continue
@@ -1231,6 +1244,10 @@ def convert(model, exclude=None):
             module.__class__ = _CONVERTED[type(module)]
             if _library.AVAILABLE:
                 _library.layer_key(module)
+    if compile_recurrent and _library.AVAILABLE and \
+            any(isinstance(module, _RnnMixin) for module in model.modules()):
+        from torch import _dynamo  # loaded by torch.compile anyway; not at import time
+        _dynamo.config.allow_rnn = True
     return model
 
 

@@ -1,8 +1,9 @@
 """nn.RNN / LSTM / GRU through dnnx.torch under torch.compile (PyTorch >= 2.4; skipped on
 Debian's 1.13, where the drop-ins run their autograd function): torch.ops.dnnx.rnn passes
 torch.library.opcheck (schema, autograd registration, fake tensors, AOT dispatch), and converted
-recurrent modules compile into one graph (no graph break) whose outputs and gradients match eager
-PyTorch's, the backward running through rnn_backward (Note [compiled rnn backward])."""
+recurrent modules compile into one graph (no graph break; convert() sets dynamo's allow_rnn, Note
+[compiling recurrent layers]) whose outputs and gradients match eager PyTorch's, the backward
+running through rnn_backward (Note [compiled rnn backward])."""
 
 import copy
 
@@ -18,6 +19,15 @@ pytestmark = pytest.mark.skipif(
     not library.AVAILABLE,
     reason=f"torch.library.custom_op needs PyTorch >= 2.4 (this is {torch.__version__}); "
            "dnnx.torch runs its autograd functions only")
+
+@pytest.fixture(autouse=True)
+def allow_rnn_left_as_found():
+    """PyTorch's default (dynamo breaks the graph at RNN modules) for each test, and whatever
+    convert() set undone after it (Note [compiling recurrent layers])."""
+    import torch._dynamo
+    with torch._dynamo.config.patch(allow_rnn=False):
+        yield
+
 
 OPCHECK = ("test_schema", "test_autograd_registration", "test_faketensor",
            "test_aot_dispatch_static")
@@ -85,11 +95,22 @@ class Tagger(torch.nn.Module):
         return self.fc(out), h
 
 
-# On PyTorch 2.11 (the GPU machine) dynamo traced into RnnFunction.forward here and broke the graph
-# ('step_unsupported') instead of keeping the dnnx::rnn custom op as one node; not understood yet.
-# strict: the test fails once the graph keeps the op, so that this mark comes off.
-@pytest.mark.xfail(strict=True, reason="a converted recurrent layer breaks the compiled graph at "
-                   "the rnn call (seen on torch 2.11)")
+def test_convert_lets_dynamo_trace_recurrent_layers(reference):
+    """convert() sets torch._dynamo.config.allow_rnn when it swaps in a recurrent layer, unless
+    told not to; without the switch dynamo breaks the graph at the converted layer, as it does at
+    PyTorch's own."""
+    import torch._dynamo
+    x = torch.randn(5, 3, 4)
+    dt.convert(torch.nn.Sequential(torch.nn.Linear(4, 4)))
+    assert not torch._dynamo.config.allow_rnn
+    model = dt.convert(Tagger("gru", False), compile_recurrent=False)
+    assert not torch._dynamo.config.allow_rnn
+    with reference:
+        assert torch._dynamo.explain(model)(x).graph_break_count >= 1
+    dt.convert(model)
+    assert torch._dynamo.config.allow_rnn
+
+
 @pytest.mark.parametrize("cell,batch_first", [("lstm", False), ("gru", True), ("rnn", False)])
 def test_compiled_converted_recurrent_model_matches_eager(reference, cell, batch_first):
     torch.manual_seed(0)

@@ -9,8 +9,9 @@
 // (standard:fma on f32). The table has cases with dropout between layers, run layer by layer with
 // dnnx's masks (Note [cudnn rnn dropout]): the training outputs match the reference's only where
 // the masks are the same. Also: an exhaustive search of the training forward followed by backwards
-// that select the algorithm of the state it filled, and a backward refusing a state of another
-// algorithm. The weight conversion (Note [cudnn rnn weights]): bidirectional multi-layer cases
+// that select the algorithm of the state it filled, a backward refusing a state of another
+// algorithm, and steps with new inputs on the same memory (graph replay, Note [rnn graph
+// replay]). The weight conversion (Note [cudnn rnn weights]): bidirectional multi-layer cases
 // with and without bias, f16 with odd sizes so that the runs are not multiples of 16 bytes, with
 // the caller's weights and weight gradients at the alignment of one element, every direction
 // (accumulating bwd_weights included) against the reference; the segment kernels themselves
@@ -198,6 +199,69 @@ INSTANTIATE_TEST_SUITE_P(Table, CudnnRnn, ::testing::ValuesIn(gpu_table()),
                            return info.param.c.name + "_" +
                                   std::string(to_string(info.param.dtype));
                          });
+
+// Note [rnn graph replay]: a plan called again on the same memory replays its captured launches,
+// and each call must still compute on that call's data. Three steps with different inputs on one
+// context (the caching allocator hands each step the memory of the step before, so the later ones
+// replay), each against the reference: the standard algorithm and every persistent one that runs
+// the desc, on a bidirectional LSTM whose weights are converted; and a variable-length GRU whose
+// lengths change between the steps (those calls run directly).
+TEST(CudnnRnnReplay, StepsOnTheSameMemoryFollowTheirInputs) {
+  DNNX_REQUIRE_GPU();
+  RnnDesc lstm;
+  lstm.cell = RnnCell::lstm;
+  lstm.seq_length = 9;
+  lstm.batch = 8;
+  lstm.input_size = 64;
+  lstm.hidden_size = 128;
+  lstm.layers = 2;
+  lstm.bidirectional = true;
+  RnnDesc gru = lstm;
+  gru.cell = RnnCell::gru;
+  gru.layers = 1;
+  gru.variable_lengths = true;
+  const std::vector<std::vector<std::int32_t>> gru_lengths = {
+      {9, 3, 7, 1, 9, 2, 8, 5}, {2, 9, 9, 4, 1, 6, 3, 8}, {9, 9, 9, 9, 9, 9, 9, 9}};
+  Context reference = reference_context();
+  for (const RnnDesc& desc : {lstm, gru}) {
+    Context base = gpu_test_context();
+    const std::vector<AlgoInfo> training = rnn_list(base, desc, Direction::fwd_training);
+    const std::vector<AlgoInfo> inference = rnn_list(base, desc, Direction::fwd);
+    int ran = 0;
+    for (const AlgoInfo& info : training) {
+      if (!info.supported || !info.id.ends_with(":fma")) continue;
+      const auto fwd = std::find_if(inference.begin(), inference.end(),
+                                    [&](const AlgoInfo& a) { return a.id == info.id; });
+      Context context = fixed_context(info.id, fwd != inference.end() && fwd->supported);
+      ++ran;
+      for (int round = 0; round < 3; ++round) {
+        const std::vector<std::int32_t> lengths = desc.variable_lengths
+                                                      ? gru_lengths[static_cast<std::size_t>(round)]
+                                                      : std::vector<std::int32_t>{};
+        const RnnInputs inputs =
+            rnn_inputs(desc, lengths, seed_from("replay") + static_cast<std::uint64_t>(round));
+        const RnnStep expected = run_rnn_step(reference, desc, inputs);
+        const std::string where = info.id + " round " + std::to_string(round) + " | " +
+                                  desc.repro(Direction::fwd_training);
+        RnnStep step;
+        try {
+          step = run_rnn_step(context, desc, inputs);
+        } catch (const Error& error) {
+          ADD_FAILURE() << "candidate failed: " << error.what() << " | " << where;
+          continue;
+        }
+        for (const auto& [name, want] : expected.outputs) {
+          const Tensor& got = step.outputs.at(name);
+          ASSERT_TRUE(all_finite(got, name, where));
+          const std::vector<float> w = want.to_f32();
+          EXPECT_TRUE(close_within_scale(got.to_f32(), w, rnn_scale_of(w), got.dims(),
+                                         tolerance_of(desc.dtype, false), name, where));
+        }
+      }
+    }
+    EXPECT_GE(ran, 1) << desc.repro(Direction::fwd_training);
+  }
+}
 
 TEST(CudnnRnnSelection, ExhaustiveTrainingForwardThenBackwardsOfItsAlgorithm) {
   DNNX_REQUIRE_GPU();

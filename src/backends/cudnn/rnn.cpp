@@ -72,6 +72,7 @@
 #include "backends/cudnn/conv_common.hpp"
 #include "backends/cudnn/handles.hpp"
 #include "backends/cudnn/kernels/segments.hpp"
+#include "backends/cudnn/launch_graph.hpp"
 #include "backends/cudnn/layer_common.hpp"
 #include "backends/cudnn/layers.hpp"
 #include "core/rnn_args.hpp"
@@ -560,76 +561,131 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
   }
 
  private:
+  // The memory of one call: every pointer its launches read or write.
+  struct Bound {
+    const void* src = nullptr;
+    const void* user_weights = nullptr;  // the caller's weights (diff_weights for bwd_weights)
+    const void* weights = nullptr;       // what cuDNN reads: the caller's or weight_space_
+    const void* hx = nullptr;
+    const void* cx = nullptr;
+    void* dst = nullptr;  // written by the forwards, read by the backwards
+    void* hy = nullptr;
+    void* cy = nullptr;
+    const void* diff_dst = nullptr;
+    const void* diff_hy = nullptr;
+    const void* diff_cy = nullptr;
+    void* diff_src = nullptr;
+    std::size_t diff_src_bytes = 0;
+    void* diff_hx = nullptr;
+    void* diff_cx = nullptr;
+    void* diff_weights = nullptr;  // cuDNN's: the caller's or diff_space_
+    void* work = nullptr;
+    void* reserve = nullptr;
+    bool accumulate = false;
+  };
+
   // One cuDNN call on `work` (workspace_ bytes) and the reserve space `reserve` (reserve_ bytes;
-  // null for the inference forward).
+  // null for the inference forward). Note [rnn graph replay]: with every sequence at full length
+  // the call's launches (weight conversion, memsets, the cuDNN call) replay as a CUDA graph on
+  // the same memory; with variable lengths the data descriptors change with the call's lengths,
+  // which a graph would not follow, so they run directly.
   void run(const RnnArgs& args, void* work, void* reserve) {
+    set_lengths(args);
+    const Bound b = bind(args, work, reserve);
+    if (desc_.variable_lengths) {
+      launch(b);
+      return;
+    }
+    replay_.run(
+        runtime_->settings(), runtime_->stream(),
+        {b.src, b.user_weights, b.hx, b.cx, b.dst, b.hy, b.cy, b.diff_dst, b.diff_hy, b.diff_cy,
+         b.diff_src, b.diff_hx, b.diff_cx, b.diff_weights, b.work, b.reserve,
+         b.accumulate ? this : nullptr},
+        [&] { launch(b); }, context_);
+  }
+
+  Bound bind(const RnnArgs& args, void* work, void* reserve) const {
+    Bound b;
+    b.work = work;
+    b.reserve = reserve;
+    b.src = data_of(args.src, "src", context_);
+    b.hx = args.hx != nullptr ? data_of(args.hx, "hx", context_) : nullptr;
+    b.cx = args.cx != nullptr ? data_of(args.cx, "cx", context_) : nullptr;
+    if (direction_ == Direction::bwd_weights) {
+      b.user_weights = data_of(args.diff_weights, "diff_weights", context_);
+      b.diff_weights = identity_ ? const_cast<void*>(b.user_weights) : diff_space_->data();
+      b.accumulate = args.accumulate;
+      b.dst = data_of(args.dst, "dst", context_);
+      return b;
+    }
+    b.user_weights = data_of(args.weights, "weights", context_);
+    // cudnnRNNBackwardWeights_v8 reads no weights: nothing to convert for it.
+    b.weights = identity_ ? b.user_weights : weight_space_->data();
+    if (direction_ == Direction::bwd_data) {
+      b.dst = data_of(args.dst, "dst", context_);
+      b.diff_dst = data_of(args.diff_dst, "diff_dst", context_);
+      b.diff_src = data_of(args.diff_src, "diff_src", context_);
+      b.diff_src_bytes = args.diff_src->span_bytes();
+      b.diff_hy = args.diff_hy != nullptr ? data_of(args.diff_hy, "diff_hy", context_) : nullptr;
+      b.diff_cy = args.diff_cy != nullptr ? data_of(args.diff_cy, "diff_cy", context_) : nullptr;
+      b.diff_hx = args.diff_hx != nullptr ? data_of(args.diff_hx, "diff_hx", context_) : nullptr;
+      b.diff_cx = args.diff_cx != nullptr ? data_of(args.diff_cx, "diff_cx", context_) : nullptr;
+      return b;
+    }
+    b.dst = data_of(args.dst, "dst", context_);
+    b.hy = args.hy != nullptr ? data_of(args.hy, "hy", context_) : nullptr;
+    b.cy = args.cy != nullptr ? data_of(args.cy, "cy", context_) : nullptr;
+    return b;
+  }
+
+  // Queues the call's work on the runtime's stream.
+  void launch(const Bound& b) {
     const cudnnHandle_t handle = runtime_->handle();
     const cudaStream_t stream = runtime_->stream();
-    set_lengths(args);
-    const void* weights = data_of(args.weights, "weights", context_);
-    // cudnnRNNBackwardWeights_v8 reads no weights: nothing to convert for it.
-    if (!identity_ && direction_ != Direction::bwd_weights) {
-      weights = weight_space_->data();
-      copy_segments(args.weights->data(), weight_space_->data(), true);
-    }
+    if (!identity_ && direction_ != Direction::bwd_weights)
+      copy_segments(const_cast<void*>(b.user_weights), weight_space_->data(), true);
     const std::size_t reserve_bytes = direction_ == Direction::fwd ? 0 : reserve_;
-    const void* hx = args.hx != nullptr ? data_of(args.hx, "hx", context_) : nullptr;
-    const void* cx = args.cx != nullptr ? data_of(args.cx, "cx", context_) : nullptr;
     const cudnnTensorDescriptor_t h = d_.h.get();
     switch (direction_) {
       case Direction::fwd:
-      case Direction::fwd_training: {
-        void* hy = args.hy != nullptr ? data_of(args.hy, "hy", context_) : nullptr;
-        void* cy = args.cy != nullptr ? data_of(args.cy, "cy", context_) : nullptr;
+      case Direction::fwd_training:
         DNNX_CUDNN_CHECK(
             cudnnRNNForward(
                 handle, d_.rnn.get(),
                 direction_ == Direction::fwd ? CUDNN_FWD_MODE_INFERENCE : CUDNN_FWD_MODE_TRAINING,
-                lengths(), d_.x.get(), data_of(args.src, "src", context_), d_.y.get(),
-                data_of(args.dst, "dst", context_), h, hx, hy, h, cx, cy, weight_bytes_, weights,
-                workspace_, work, reserve_bytes, reserve),
+                lengths(), d_.x.get(), b.src, d_.y.get(), b.dst, h, b.hx, b.hy, h, b.cx, b.cy,
+                weight_bytes_, b.weights, workspace_, b.work, reserve_bytes, b.reserve),
             context_, "running cudnnRNNForward");
         return;
-      }
       case Direction::bwd_data: {
-        void* dx = data_of(args.diff_src, "diff_src", context_);
         if (desc_.variable_lengths) {
           // diff_src past a sequence's end is 0 (include/dnnx/ops/rnn.hpp), whatever cuDNN leaves.
-          DNNX_CUDNN_CHECK(cudaMemsetAsync(dx, 0, args.diff_src->span_bytes(), stream), context_,
+          DNNX_CUDNN_CHECK(cudaMemsetAsync(b.diff_src, 0, b.diff_src_bytes, stream), context_,
                            "clearing diff_src");
         }
-        const void* dhy =
-            args.diff_hy != nullptr ? data_of(args.diff_hy, "diff_hy", context_) : nullptr;
-        const void* dcy =
-            args.diff_cy != nullptr ? data_of(args.diff_cy, "diff_cy", context_) : nullptr;
-        void* dhx = args.diff_hx != nullptr ? data_of(args.diff_hx, "diff_hx", context_) : nullptr;
-        void* dcx = args.diff_cx != nullptr ? data_of(args.diff_cx, "diff_cx", context_) : nullptr;
         DNNX_CUDNN_CHECK(
-            cudnnRNNBackwardData_v8(
-                handle, d_.rnn.get(), lengths(), d_.y.get(), data_of(args.dst, "dst", context_),
-                data_of(args.diff_dst, "diff_dst", context_), d_.x.get(), dx, h, hx, dhy, dhx, h,
-                cx, dcy, dcx, weight_bytes_, weights, workspace_, work, reserve_bytes, reserve),
+            cudnnRNNBackwardData_v8(handle, d_.rnn.get(), lengths(), d_.y.get(), b.dst, b.diff_dst,
+                                    d_.x.get(), b.diff_src, h, b.hx, b.diff_hy, b.diff_hx, h, b.cx,
+                                    b.diff_cy, b.diff_cx, weight_bytes_, b.weights, workspace_,
+                                    b.work, reserve_bytes, b.reserve),
             context_, "running cudnnRNNBackwardData_v8");
         return;
       }
       case Direction::bwd_weights: {
-        void* user = data_of(args.diff_weights, "diff_weights", context_);
-        void* dweights = identity_ ? user : diff_space_->data();
         // cudnnRNNBackwardWeights_v8 takes CUDNN_WGRAD_MODE_ADD only (SET answers
         // CUDNN_STATUS_NOT_SUPPORTED): overwriting is adding to zeros.
-        if (args.accumulate) {
-          if (!identity_) copy_segments(user, dweights, true);
+        if (b.accumulate) {
+          if (!identity_) copy_segments(const_cast<void*>(b.user_weights), b.diff_weights, true);
         } else {
-          DNNX_CUDNN_CHECK(cudaMemsetAsync(dweights, 0, weight_bytes_, stream), context_,
+          DNNX_CUDNN_CHECK(cudaMemsetAsync(b.diff_weights, 0, weight_bytes_, stream), context_,
                            "clearing diff_weights");
         }
         DNNX_CUDNN_CHECK(cudnnRNNBackwardWeights_v8(
                              handle, d_.rnn.get(), CUDNN_WGRAD_MODE_ADD, lengths(), d_.x.get(),
-                             data_of(args.src, "src", context_), h, hx, d_.y.get(),
-                             data_of(args.dst, "dst", context_), weight_bytes_, dweights,
-                             workspace_, work, reserve_bytes, reserve),
+                             b.src, h, b.hx, d_.y.get(), b.dst, weight_bytes_, b.diff_weights,
+                             workspace_, b.work, reserve_bytes, b.reserve),
                          context_, "running cudnnRNNBackwardWeights_v8");
-        if (!identity_) copy_segments(user, dweights, false);
+        if (!identity_) copy_segments(const_cast<void*>(b.user_weights), b.diff_weights, false);
         return;
       }
     }
@@ -970,6 +1026,7 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
   std::unique_ptr<Storage> diff_space_;      // bwd_weights, when converting
   std::unique_ptr<Storage> timing_reserve_;  // Note [timing an rnn backward]
   std::unique_ptr<Storage> lengths_device_;
+  LaunchGraph replay_;  // Note [rnn graph replay]
   std::vector<std::int32_t> full_lengths_;
   std::vector<std::int32_t> call_lengths_;
   // Note [cudnn rnn dropout]: the layers' plans and where their parts lie.
