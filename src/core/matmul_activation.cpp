@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -24,15 +25,23 @@ std::size_t aligned(std::size_t bytes) {
   return (bytes + workspace_alignment - 1) / workspace_alignment * workspace_alignment;
 }
 
-enum class Kind { fused, mask, act, dact };
+enum class Kind { fused, mask, act, dact, dact_bias };
 
 constexpr std::string_view mask_suffix = "+mask";
 constexpr std::string_view act_suffix = "+act";
 constexpr std::string_view dact_suffix = "+dact";
+constexpr std::string_view dact_bias_suffix = "+dact_bgrad";
 
 MatmulDesc without_activation(const MatmulDesc& desc) {
   MatmulDesc base = desc;
   base.activation = MatmulActivation::none;
+  return base;
+}
+
+// The desc of a +dact_bgrad candidate's GEMM: no activation, no bias (the pass sums the bias).
+MatmulDesc without_activation_or_bias(const MatmulDesc& desc) {
+  MatmulDesc base = without_activation(desc);
+  base.bias = false;
   return base;
 }
 
@@ -54,7 +63,7 @@ struct Parsed {
 Parsed parse(const std::string& id) {
   for (const auto& [suffix, kind] :
        {std::pair{mask_suffix, Kind::mask}, std::pair{act_suffix, Kind::act},
-        std::pair{dact_suffix, Kind::dact}}) {
+        std::pair{dact_suffix, Kind::dact}, std::pair{dact_bias_suffix, Kind::dact_bias}}) {
     if (id.size() > suffix.size() && id.ends_with(suffix))
       return {kind, id.substr(0, id.size() - suffix.size())};
   }
@@ -82,9 +91,10 @@ class WrappedPlan final : public Plan {
  public:
   WrappedPlan(AlgoInfo info, Kind kind, const MatmulDesc& desc, Direction direction,
               std::shared_ptr<Plan> inner, std::shared_ptr<MatmulActivationPasses> passes,
-              ErrorContext context)
+              ErrorContext context, std::size_t bias_scratch = 0)
       : info_(std::move(info)),
         kind_(kind),
+        bias_scratch_(bias_scratch),
         desc_(desc),
         direction_(direction),
         inner_(std::move(inner)),
@@ -97,11 +107,21 @@ class WrappedPlan final : public Plan {
     check_workspace_bytes(workspace.bytes, workspace.data, info_.workspace_bytes, context_);
     MatmulArgs inner = args;
     inner.state = nullptr;
-    if (kind_ == Kind::dact) {
+    if (kind_ == Kind::dact || kind_ == Kind::dact_bias) {
       const void* aux = aux_of(desc_, args.state, passes_->device(), context_);
       const void* diff_dst = data_of(args.diff_dst, "diff_dst", context_);
-      const std::size_t offset = diff_pre_bytes(desc_);
-      passes_->backward(desc_, diff_dst, aux, workspace.data, context_);
+      std::size_t offset = diff_pre_bytes(desc_);
+      if (kind_ == Kind::dact_bias) {
+        // Note [matmul activation candidates]: diff_pre, the pass's scratch, the GEMM's workspace.
+        void* scratch =
+            bias_scratch_ > 0 ? static_cast<std::byte*>(workspace.data) + offset : nullptr;
+        passes_->backward_bias(desc_, diff_dst, aux, workspace.data,
+                               data_of(args.diff_bias, "diff_bias", context_), scratch, context_);
+        offset += aligned(bias_scratch_);
+        inner.diff_bias = nullptr;
+      } else {
+        passes_->backward(desc_, diff_dst, aux, workspace.data, context_);
+      }
       const Tensor diff_pre = Tensor::view(workspace.data, desc_.dst_dims(), desc_.dtype,
                                            Layout::channels_first, passes_->device());
       inner.diff_dst = &diff_pre;
@@ -119,6 +139,7 @@ class WrappedPlan final : public Plan {
  private:
   AlgoInfo info_;
   Kind kind_;
+  std::size_t bias_scratch_;  // dact_bias: the pass's scratch bytes
   MatmulDesc desc_;
   Direction direction_;
   std::shared_ptr<Plan> inner_;
@@ -157,6 +178,12 @@ class ActivationBackend final : public Inner {
     if (direction == Direction::fwd_training && desc.activation == MatmulActivation::relu) {
       for (AlgoInfo info : inner_->list(desc, Direction::fwd))
         out.push_back(wrapped(desc, direction, std::move(info), Kind::mask));
+    }
+    if (direction == Direction::bwd_weights && desc.bias) {
+      if (const std::optional<std::size_t> scratch = passes_->backward_bias_scratch(desc)) {
+        for (AlgoInfo info : inner_->list(without_activation_or_bias(desc), direction))
+          out.push_back(wrapped(desc, direction, std::move(info), Kind::dact_bias, *scratch));
+      }
     }
     const Direction base_direction = is_backward(direction) ? direction : Direction::fwd;
     const Kind kind = is_backward(direction) ? Kind::dact : Kind::act;
@@ -204,19 +231,26 @@ class ActivationBackend final : public Inner {
       if (!found->supported) raise(ErrorKind::Unsupported, found->reason, context);
       const Parsed parsed = parse(id);
       if (parsed.kind == Kind::fused) return inner_->plan(desc, direction, id);
-      std::shared_ptr<Plan> inner =
-          parsed.kind == Kind::mask
-              ? inner_->plan(desc, Direction::fwd, parsed.inner)
-              : inner_->plan(without_activation(desc),
+      std::shared_ptr<Plan> inner;
+      std::size_t bias_scratch = 0;
+      if (parsed.kind == Kind::mask) {
+        inner = inner_->plan(desc, Direction::fwd, parsed.inner);
+      } else if (parsed.kind == Kind::dact_bias) {
+        inner = inner_->plan(without_activation_or_bias(desc), direction, parsed.inner);
+        bias_scratch = passes_->backward_bias_scratch(desc).value_or(0);
+      } else {
+        inner = inner_->plan(without_activation(desc),
                              is_backward(direction) ? direction : Direction::fwd, parsed.inner);
+      }
       return std::make_shared<WrappedPlan>(*found, parsed.kind, desc, direction, std::move(inner),
-                                           passes_, context);
+                                           passes_, context, bias_scratch);
     });
   }
 
  private:
   // The record of an inner candidate wrapped as `kind` for (desc, direction).
-  AlgoInfo wrapped(const MatmulDesc& desc, Direction direction, AlgoInfo info, Kind kind) const {
+  AlgoInfo wrapped(const MatmulDesc& desc, Direction direction, AlgoInfo info, Kind kind,
+                   std::size_t bias_scratch = 0) const {
     const std::string act(to_string(desc.activation));
     switch (kind) {
       case Kind::mask:
@@ -236,6 +270,14 @@ class ActivationBackend final : public Inner {
         info.notes.emplace_back("activation_pass");
         info.workspace_bytes += diff_pre_bytes(desc);
         break;
+      case Kind::dact_bias:
+        info.id += dact_bias_suffix;
+        info.name =
+            cat(act, " derivative and bias gradient (", passes_->name(), "), then ", info.name);
+        info.notes.emplace_back("activation_pass");
+        info.notes.emplace_back("bias_gradient_pass");
+        info.workspace_bytes += diff_pre_bytes(desc) + aligned(bias_scratch);
+        break;
       case Kind::fused: break;
     }
     if (direction != Direction::fwd) info.saved_state_format = matmul_aux_format(desc);
@@ -251,6 +293,12 @@ class ActivationBackend final : public Inner {
 };
 
 }  // namespace
+
+void MatmulActivationPasses::backward_bias(const MatmulDesc&, const void*, const void*, void*,
+                                           void*, void*, const ErrorContext& context) {
+  raise(ErrorKind::Unsupported, cat(name(), " has no pass that also sums the bias gradient"),
+        context);
+}
 
 std::unique_ptr<OpBackend<MatmulDesc, MatmulArgs>> with_activation_passes(
     BackendKind backend, std::string prefix,

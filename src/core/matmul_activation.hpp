@@ -13,6 +13,12 @@
 //   <id>+act    fwd and fwd_training: the backend's candidate <id> of the desc without the
 //               activation (the GEMM with alpha, beta and bias), then the activation pass over
 //               dst, writing the state for fwd_training;
+//   <id>+dact_bgrad
+//               bwd_weights of a desc with a bias, where the backend's passes offer it: the pass
+//               above, which also writes diff_bias (the column sums of diff_pre), then candidate
+//               <id> of the desc without the activation and without the bias: a plain GEMM, which
+//               neither reads diff_pre a second time for the sums nor needs a bias-gradient
+//               epilogue;
 //   <id>+dact   bwd_data and bwd_weights: the backend's pass diff_pre = diff_dst * act'(pre)
 //               (act' from the state) into the workspace, then candidate <id> of the desc
 //               without the activation on diff_pre in place of diff_dst.
@@ -28,6 +34,7 @@
 #include "core/op_backend.hpp"
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace dnnx::detail {
@@ -44,6 +51,16 @@ class MatmulActivationPasses {
   /// diff_pre = diff_dst * act'(pre), act' from `aux`, rounded once to the dtype.
   virtual void backward(const MatmulDesc& desc, const void* diff_dst, const void* aux,
                         void* diff_pre, const ErrorContext& context) = 0;
+  /// Bytes of scratch backward_bias needs for `desc`, or nullopt where the backend has no such
+  /// pass (its +dact_bgrad candidates are then not listed).
+  virtual std::optional<std::size_t> backward_bias_scratch(const MatmulDesc& desc) const {
+    return std::nullopt;
+  }
+  /// backward, and with it diff_bias = the column sums of diff_pre as stored (over every row of
+  /// every product) + desc.beta * diff_bias; `scratch` holds backward_bias_scratch() bytes.
+  virtual void backward_bias(const MatmulDesc& desc, const void* diff_dst, const void* aux,
+                             void* diff_pre, void* diff_bias, void* scratch,
+                             const ErrorContext& context);
   /// Where the passes run and the state must live.
   virtual Device device() const = 0;
   /// What the pass is, for candidate names ("dnnx activation kernel", ...).

@@ -377,6 +377,15 @@ std::vector<ActParam> act_params() {
   plain.activation = MatmulActivation::relu;
   plain.alpha = 0.5f;
   descs.emplace_back("7x13x5_relu_alpha", plain);
+  // Rows enough for the pass that also sums the bias gradient to split them into chunks (Note
+  // [activation derivative with the bias gradient]), in 16-byte groups and not.
+  MatmulDesc tall = MatmulDesc::linear(300, 24, 40, true);
+  tall.activation = MatmulActivation::gelu_tanh;
+  tall.beta = 1;
+  descs.emplace_back("linear_300x40x24_gelu_beta1", tall);
+  MatmulDesc odd = MatmulDesc::linear(257, 5, 13, true);
+  odd.activation = MatmulActivation::relu;
+  descs.emplace_back("linear_257x13x5_relu", odd);
   std::vector<ActParam> out;
   for (const auto& [name, desc] : descs) {
     for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {

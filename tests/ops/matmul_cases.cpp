@@ -48,6 +48,10 @@ constexpr Shape shapes[] = {
     {"tn_6x8x5_gelu_acc", 1, 6, 8, 5, true, false, false, true, 1.0f, 1.0f, gelu},
     {"batch3_shared_nt_5x16x7_gelu", 3, 5, 16, 7, false, true, true, true, 1.0f, 0.0f, gelu},
     {"batch2_tt_4x9x3_relu_acc", 2, 4, 9, 3, true, true, false, true, -1.0f, 1.0f, relu},
+    // Rows enough for the GPU's pass that also sums the bias gradient to split them into chunks
+    // (Note [activation derivative with the bias gradient]): 16-byte groups (n % 8 == 0) and not.
+    {"linear_300x40x24_gelu_acc", 1, 300, 40, 24, false, true, false, true, 1.0f, 1.0f, gelu},
+    {"linear_257x13x5_relu", 1, 257, 13, 5, false, true, false, true, 1.0f, 0.0f, relu},
 };
 
 MatmulDesc desc_of(const Shape& s, DType dtype) {

@@ -98,6 +98,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -1137,6 +1138,22 @@ class KernelPasses final : public detail::MatmulActivationPasses {
         kernels::matmul::activation_backward(element_of(desc.dtype), activation(desc), count(desc),
                                              diff_dst, aux, diff_pre, runtime_->stream()),
         context, "launching the activation derivative kernel");
+  }
+
+  // Note [activation derivative with the bias gradient] (kernels/matmul.cu).
+  std::optional<std::size_t> backward_bias_scratch(const MatmulDesc& desc) const override {
+    return kernels::matmul::activation_backward_bias_workspace(desc.batch * desc.m, desc.n,
+                                                               runtime_->facts().sm_count);
+  }
+
+  void backward_bias(const MatmulDesc& desc, const void* diff_dst, const void* aux, void* diff_pre,
+                     void* diff_bias, void* scratch, const ErrorContext& context) override {
+    runtime_->make_current();
+    DNNX_CUDNN_CHECK(kernels::matmul::activation_backward_bias(
+                         element_of(desc.dtype), activation(desc), desc.batch * desc.m, desc.n,
+                         diff_dst, aux, diff_pre, desc.beta, diff_bias, scratch,
+                         runtime_->facts().sm_count, runtime_->stream()),
+                     context, "launching the activation derivative and bias gradient kernel");
   }
 
   Device device() const override { return Device::cuda(runtime_->device()); }

@@ -333,29 +333,34 @@ __global__ void __launch_bounds__(block_threads)
   }
 }
 
-template <typename T>
+// The backward passes take groups [first_group, first_group + groups): with Vector, whole groups
+// read and written as 16-byte accesses, with no per-group test (the launch gives them the whole
+// groups of aligned tensors, and the last partial group to the other instance). A run-time test
+// per group instead took 11% more instructions and ~15% more time on an H200 (docs/benchmarks.md,
+// "GPU matmul").
+template <typename T, bool Vector>
 __global__ void __launch_bounds__(block_threads)
-    relu_grad_kernel(const T* diff_dst, const std::uint8_t* mask, T* diff_pre, std::int64_t count,
-                     bool aligned) {
-  DNNX_FOR_EACH_GROUP((count + group_size - 1) / group_size) {
-    const std::int64_t first = g * group_size;
-    const bool vector = aligned && first + group_size <= count;
+    relu_grad_kernel(const T* diff_dst, const std::uint8_t* mask, T* diff_pre,
+                     std::int64_t first_group, std::int64_t groups, std::int64_t count) {
+  DNNX_FOR_EACH_GROUP(groups) {
+    const std::int64_t first = (first_group + g) * group_size;
+    const bool vector = Vector;
     float d[group_size];
     load_group(diff_dst, first, count, vector, d);
-    const unsigned bits = mask[g];
+    const unsigned bits = mask[first_group + g];
 #pragma unroll
     for (int k = 0; k < group_size; ++k) d[k] = (bits >> k) & 1u ? d[k] : 0.0f;
     store_group(diff_pre, first, count, vector, d);
   }
 }
 
-template <typename T>
+template <typename T, bool Vector>
 __global__ void __launch_bounds__(block_threads)
-    gelu_grad_kernel(const T* diff_dst, const T* pre, T* diff_pre, std::int64_t count,
-                     bool aligned) {
-  DNNX_FOR_EACH_GROUP((count + group_size - 1) / group_size) {
-    const std::int64_t first = g * group_size;
-    const bool vector = aligned && first + group_size <= count;
+    gelu_grad_kernel(const T* diff_dst, const T* pre, T* diff_pre, std::int64_t first_group,
+                     std::int64_t groups, std::int64_t count) {
+  DNNX_FOR_EACH_GROUP(groups) {
+    const std::int64_t first = (first_group + g) * group_size;
+    const bool vector = Vector;
     float d[group_size];
     float x[group_size];
     load_group(diff_dst, first, count, vector, d);
@@ -375,6 +380,138 @@ bool aligned16(std::initializer_list<const void*> pointers) {
   return true;
 }
 
+// Note [activation derivative with the bias gradient]
+// bwd_weights with a bias needs diff_pre twice: as the GEMM's operand and for its column sums
+// (diff_bias). The pass that writes diff_pre also sums its columns, so the GEMM after it is a
+// plain one (no bias-gradient epilogue) and diff_pre is not read again for the sums. A block of
+// 32 x 8 threads covers 256 columns (a thread's group of eight, read and written as 16-byte
+// accesses when n % 8 == 0 and every pointer is 16-byte aligned: a warp reads 512 contiguous bytes
+// of a row) and a chunk of rows, each row of threads taking every 8th row of the chunk. The sums
+// are of diff_pre as stored (rounded to T), in f32, added in row order per thread, then over the
+// 8 rows of threads in order, then over the chunks in order (finalize_kernel): bitwise
+// reproducible for a given (rows, n, SM count).
+constexpr int bias_columns = column_tile * group_size;  // 256 columns per block
+
+template <typename T, Activation A>
+__global__ void __launch_bounds__(column_tile* column_rows)
+    activation_grad_bias_kernel(const T* diff_dst, const void* aux, T* diff_pre, T* diff_bias,
+                                float* partial, std::int64_t rows, std::int64_t n,
+                                std::int64_t rows_per_chunk, float beta, bool vector) {
+  __shared__ float sums[column_rows][bias_columns + 1];
+  const std::int64_t j0 =
+      static_cast<std::int64_t>(blockIdx.x) * bias_columns + threadIdx.x * group_size;
+  const std::int64_t begin = static_cast<std::int64_t>(blockIdx.y) * rows_per_chunk;
+  const std::int64_t end = begin + rows_per_chunk < rows ? begin + rows_per_chunk : rows;
+  float acc[group_size] = {};
+  if (j0 < n) {
+    for (std::int64_t r = begin + threadIdx.y; r < end; r += column_rows) {
+      const std::int64_t first = r * n + j0;
+      float d[group_size];
+      if (vector) {
+        load_group(diff_dst, first, first + group_size, true, d);
+        if constexpr (A == Activation::relu) {
+          const unsigned bits = static_cast<const std::uint8_t*>(aux)[first / group_size];
+#pragma unroll
+          for (int k = 0; k < group_size; ++k) d[k] = (bits >> k) & 1u ? d[k] : 0.0f;
+        } else {
+          float x[group_size];
+          load_group(static_cast<const T*>(aux), first, first + group_size, true, x);
+#pragma unroll
+          for (int k = 0; k < group_size; ++k) d[k] *= gelu_tanh_grad<T>(x[k]);
+        }
+#pragma unroll
+        for (int k = 0; k < group_size; ++k) d[k] = to_float(from_float<T>(d[k]));
+        store_group(diff_pre, first, first + group_size, true, d);
+      } else {
+        const std::int64_t last = r * n + n;  // the row's end: the group may stop short of it
+#pragma unroll
+        for (int k = 0; k < group_size; ++k) {
+          const std::int64_t i = first + k;
+          d[k] = 0.0f;
+          if (i >= last) continue;
+          float v = to_float(diff_dst[i]);
+          if constexpr (A == Activation::relu) {
+            const unsigned byte = static_cast<const std::uint8_t*>(aux)[i / 8];
+            v = (byte >> (i % 8)) & 1u ? v : 0.0f;
+          } else {
+            v *= gelu_tanh_grad<T>(to_float(static_cast<const T*>(aux)[i]));
+          }
+          const T stored = from_float<T>(v);
+          diff_pre[i] = stored;
+          d[k] = to_float(stored);
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < group_size; ++k) acc[k] += d[k];
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < group_size; ++k) sums[threadIdx.y][threadIdx.x * group_size + k] = acc[k];
+  __syncthreads();
+  // One column per thread: 256 threads, 256 columns.
+  const int c = threadIdx.y * column_tile + threadIdx.x;
+  const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * bias_columns + c;
+  if (j < n) {
+    float total = 0.0f;
+#pragma unroll
+    for (int y = 0; y < column_rows; ++y) total += sums[y][c];
+    if (gridDim.y == 1) {
+      store_sum(diff_bias, j, total, beta);
+    } else {
+      partial[static_cast<std::int64_t>(blockIdx.y) * n + j] = total;
+    }
+  }
+}
+
+// The chunks of rows of activation_grad_bias_kernel: enough blocks for the GPU (4 per SM), chunks
+// of at least 32 rows.
+Chunks bias_chunks_of(std::int64_t rows, std::int64_t n, int sm_count) {
+  const std::int64_t target_blocks = 4 * static_cast<std::int64_t>(std::max(sm_count, 1));
+  const std::int64_t tiles = ceil_div(n, bias_columns);
+  std::int64_t wanted = std::clamp<std::int64_t>(ceil_div(target_blocks, tiles), 1,
+                                                 std::max<std::int64_t>(rows / 32, 1));
+  wanted = std::min<std::int64_t>(wanted, 65535);  // gridDim.y
+  Chunks chunks;
+  chunks.rows_per_chunk = ceil_div(rows, wanted);
+  chunks.count = ceil_div(rows, chunks.rows_per_chunk);
+  return chunks;
+}
+
+template <typename T, Activation A>
+cudaError_t launch_backward_bias(std::int64_t rows, std::int64_t n, const void* diff_dst,
+                                 const void* aux, void* diff_pre, float beta, void* diff_bias,
+                                 void* workspace, int sm_count, cudaStream_t stream) {
+  const Chunks chunks = bias_chunks_of(rows, n, sm_count);
+  if (chunks.count > 1 && workspace == nullptr) return cudaErrorInvalidValue;
+  const bool vector =
+      n % group_size == 0 && aligned16({diff_dst, diff_pre, A == Activation::relu ? nullptr : aux});
+  auto* out = static_cast<T*>(diff_bias);
+  auto* partial = static_cast<float*>(workspace);
+  const dim3 grid(static_cast<unsigned>(ceil_div(n, bias_columns)),
+                  static_cast<unsigned>(chunks.count));
+  activation_grad_bias_kernel<T, A><<<grid, dim3(column_tile, column_rows), 0, stream>>>(
+      static_cast<const T*>(diff_dst), aux, static_cast<T*>(diff_pre), out, partial, rows, n,
+      chunks.rows_per_chunk, beta, vector);
+  if (const cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
+  if (chunks.count > 1) {
+    finalize_kernel<T><<<grid_for(n, block_threads), block_threads, 0, stream>>>(
+        partial, out, n, chunks.count, beta);
+  }
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t backward_bias_typed(Activation activation, std::int64_t rows, std::int64_t n,
+                                const void* diff_dst, const void* aux, void* diff_pre, float beta,
+                                void* diff_bias, void* workspace, int sm_count,
+                                cudaStream_t stream) {
+  return activation == Activation::relu
+             ? launch_backward_bias<T, Activation::relu>(rows, n, diff_dst, aux, diff_pre, beta,
+                                                         diff_bias, workspace, sm_count, stream)
+             : launch_backward_bias<T, Activation::gelu_tanh>(
+                   rows, n, diff_dst, aux, diff_pre, beta, diff_bias, workspace, sm_count, stream);
+}
+
 template <typename T>
 void launch_forward(Activation activation, std::int64_t count, void* dst, void* aux,
                     cudaStream_t stream) {
@@ -390,19 +527,33 @@ void launch_forward(Activation activation, std::int64_t count, void* dst, void* 
   }
 }
 
+template <typename T, bool Vector>
+void launch_backward_groups(Activation activation, std::int64_t first_group, std::int64_t groups,
+                            std::int64_t count, const void* diff_dst, const void* aux,
+                            void* diff_pre, cudaStream_t stream) {
+  if (groups <= 0) return;
+  const unsigned grid = grid_for(groups, block_threads);
+  if (activation == Activation::relu) {
+    relu_grad_kernel<T, Vector><<<grid, block_threads, 0, stream>>>(
+        static_cast<const T*>(diff_dst), static_cast<const std::uint8_t*>(aux),
+        static_cast<T*>(diff_pre), first_group, groups, count);
+  } else {
+    gelu_grad_kernel<T, Vector><<<grid, block_threads, 0, stream>>>(
+        static_cast<const T*>(diff_dst), static_cast<const T*>(aux), static_cast<T*>(diff_pre),
+        first_group, groups, count);
+  }
+}
+
 template <typename T>
 void launch_backward(Activation activation, std::int64_t count, const void* diff_dst,
                      const void* aux, void* diff_pre, cudaStream_t stream) {
-  const unsigned grid = grid_for((count + group_size - 1) / group_size, block_threads);
-  if (activation == Activation::relu) {
-    relu_grad_kernel<T><<<grid, block_threads, 0, stream>>>(
-        static_cast<const T*>(diff_dst), static_cast<const std::uint8_t*>(aux),
-        static_cast<T*>(diff_pre), count, aligned16({diff_dst, diff_pre}));
-  } else {
-    gelu_grad_kernel<T><<<grid, block_threads, 0, stream>>>(
-        static_cast<const T*>(diff_dst), static_cast<const T*>(aux), static_cast<T*>(diff_pre),
-        count, aligned16({diff_dst, aux, diff_pre}));
-  }
+  const std::int64_t groups = (count + group_size - 1) / group_size;
+  const bool aligned = activation == Activation::relu ? aligned16({diff_dst, diff_pre})
+                                                      : aligned16({diff_dst, aux, diff_pre});
+  const std::int64_t whole = aligned ? count / group_size : 0;
+  launch_backward_groups<T, true>(activation, 0, whole, count, diff_dst, aux, diff_pre, stream);
+  launch_backward_groups<T, false>(activation, whole, groups - whole, count, diff_dst, aux,
+                                   diff_pre, stream);
 }
 
 }  // namespace
@@ -434,6 +585,30 @@ cudaError_t activation_backward(Element element, Activation activation, std::int
       break;
   }
   return cudaGetLastError();
+}
+
+std::size_t activation_backward_bias_workspace(std::int64_t rows, std::int64_t n, int sm_count) {
+  const Chunks chunks = bias_chunks_of(rows, n, sm_count);
+  return chunks.count > 1 ? static_cast<std::size_t>(chunks.count * n) * sizeof(float) : 0;
+}
+
+cudaError_t activation_backward_bias(Element element, Activation activation, std::int64_t rows,
+                                     std::int64_t n, const void* diff_dst, const void* aux,
+                                     void* diff_pre, float beta, void* diff_bias, void* workspace,
+                                     int sm_count, cudaStream_t stream) {
+  if (rows <= 0 || n <= 0) return cudaSuccess;
+  switch (element) {
+    case Element::f32:
+      return backward_bias_typed<float>(activation, rows, n, diff_dst, aux, diff_pre, beta,
+                                        diff_bias, workspace, sm_count, stream);
+    case Element::f16:
+      return backward_bias_typed<__half>(activation, rows, n, diff_dst, aux, diff_pre, beta,
+                                         diff_bias, workspace, sm_count, stream);
+    case Element::bf16:
+      return backward_bias_typed<__nv_bfloat16>(activation, rows, n, diff_dst, aux, diff_pre, beta,
+                                                diff_bias, workspace, sm_count, stream);
+  }
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace dnnx::cudnn::kernels::matmul

@@ -55,4 +55,18 @@ cudaError_t activation_backward(Element element, Activation activation, std::int
                                 const void* diff_dst, const void* aux, void* diff_pre,
                                 cudaStream_t stream);
 
+/// Bytes of f32 scratch `activation_backward_bias` needs for (rows, n) on a device with
+/// `sm_count` multiprocessors (0 when one chunk of rows suffices).
+std::size_t activation_backward_bias_workspace(std::int64_t rows, std::int64_t n, int sm_count);
+
+/// activation_backward over a rows x n diff_dst, and with it diff_bias[j] = sum over r of
+/// diff_pre[r][j] (as stored, rounded to the type) + beta * diff_bias[j] (not read when beta is 0),
+/// summed in f32 in an order fixed by (rows, n, sm_count): bitwise reproducible (Note [activation
+/// derivative with the bias gradient]). `workspace` holds activation_backward_bias_workspace()
+/// bytes. Queues the work on `stream` and returns the launch status.
+cudaError_t activation_backward_bias(Element element, Activation activation, std::int64_t rows,
+                                     std::int64_t n, const void* diff_dst, const void* aux,
+                                     void* diff_pre, float beta, void* diff_bias, void* workspace,
+                                     int sm_count, cudaStream_t stream);
+
 }  // namespace dnnx::cudnn::kernels::matmul
