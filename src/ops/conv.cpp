@@ -80,20 +80,26 @@ struct ConvOp : detail::OpTraits<OpKind::conv> {
             detail::random_tensor(context, desc.dst_dims(), desc.dtype, desc.layout, -1, 1, 3)};
   }
 
-  // Note [probing slow candidates]: the first eighth of the batch. The batch is the outermost
-  // dimension in both layouts, so its first samples are a dense prefix of every activation;
-  // the weights (and their gradient, which the slice overwrites) keep their shape.
+  // Note [probing slow candidates]: the first eighth of the batch (level 0), then a quarter and
+  // half of it. The batch is the outermost dimension in both layouts, so its first samples are a
+  // dense prefix of every activation; the weights (and their gradient, which the slice
+  // overwrites) keep their shape.
   static constexpr std::int64_t slice_fraction = 8;
   struct Slice {
     ConvDesc desc;
+    double fraction = 1;  // of the full problem
     Tensor src, diff_src, dst, diff_dst;
     ConvArgs args;
   };
-  static std::unique_ptr<Slice> slice(const ConvDesc& desc, Direction, const ConvArgs& full) {
-    if (desc.batch < 2 * slice_fraction) return nullptr;
+  static std::unique_ptr<Slice> slice(const ConvDesc& desc, Direction, const ConvArgs& full,
+                                      int level) {
+    if (desc.batch < 2 * slice_fraction || level < 0) return nullptr;
+    const std::int64_t divisor = slice_fraction >> level;
+    if (divisor < 2) return nullptr;
     auto slice = std::make_unique<Slice>();
     slice->desc = desc;
-    slice->desc.batch = desc.batch / slice_fraction;
+    slice->desc.batch = desc.batch / divisor;
+    slice->fraction = static_cast<double>(slice->desc.batch) / static_cast<double>(desc.batch);
     auto view = [&](const Tensor* tensor, const Dims& dims, Tensor& into) -> Tensor* {
       if (tensor == nullptr) return nullptr;
       into = Tensor::view(tensor->data(), dims, desc.dtype, desc.layout, tensor->device());

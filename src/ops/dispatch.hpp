@@ -20,9 +20,11 @@
 //     struct Scratch { Args args(Direction); ... };
 //     static Scratch scratch(const Context&, const Desc&, Direction);
 //     // Optional (Note [probing slow candidates] in src/tune/select.cpp): the same op on a slice
-//     // of the tensors (e.g. part of the batch), null when the desc has no useful slice.
-//     struct Slice { Desc desc; Args args; ... };
-//     static std::unique_ptr<Slice> slice(const Desc&, Direction, const Args&);
+//     // of the tensors (e.g. part of the batch) at a level (0 the smallest, each next larger, all
+//     // smaller than the problem), null when the desc has no such slice; `fraction` is the part
+//     // of the problem it is.
+//     struct Slice { Desc desc; double fraction; Args args; ... };
+//     static std::unique_ptr<Slice> slice(const Desc&, Direction, const Args&, int level);
 //     // Optional (Note [timing stateful calls] in src/ops/batch_norm.cpp): true when running the
 //     // call changes its inputs (running statistics), so selection times on Scratch instead.
 //     static bool stateful(const Desc&, Direction, const Args&);
@@ -75,7 +77,7 @@ struct SelectHooks {
   std::function<std::optional<AlgoInfo>(const std::string&)> describe;
   std::function<void(const std::vector<std::string>&)> prepare;  ///< build plans ahead
   std::function<double(const AlgoInfo&)> run;                    ///< one timed run, ms
-  tune::ProbeOnce probe;  ///< one timed run on a slice (empty: the op has no slices)
+  tune::ProbeOnce probe;  ///< one timed run on a slice of a level (empty: the op has no slices)
   tune::RunLoop loop;     ///< runs back to back, timed together: ms per run
   /// After prepare(): the ids whose plans are still building (empty function: none ever are).
   std::function<std::vector<std::string>()> pending;
@@ -442,30 +444,37 @@ class Dispatch {
           backend.keep_plan(desc, direction, id);
         }};
     if constexpr (requires { typename Op::Slice; }) {
-      // Made on the first probe (from the timing tensors) and kept for the rest of the search.
-      struct Lazy {
+      // Each level's slice is made on its first probe (from the timing tensors) and kept for the
+      // rest of the search.
+      struct Level {
         bool tried = false;
         std::unique_ptr<typename Op::Slice> slice;
       };
-      hooks.probe = [&state, &backend, &desc, direction, &args, lazy = std::make_shared<Lazy>()](
-                        const AlgoInfo& algo) -> std::optional<double> {
-        if (!lazy->tried) {
-          lazy->tried = true;
-          lazy->slice = Op::slice(desc, direction, args());
-          if (lazy->slice) {
+      hooks.probe = [&state, &backend, &desc, direction, &args,
+                     levels = std::make_shared<std::vector<Level>>()](
+                        const AlgoInfo& algo, int level) -> std::optional<tune::ProbeRun> {
+        if (level < 0) return std::nullopt;
+        if (levels->size() <= static_cast<std::size_t>(level))
+          levels->resize(static_cast<std::size_t>(level) + 1);
+        Level& lazy = (*levels)[static_cast<std::size_t>(level)];
+        if (!lazy.tried) {
+          lazy.tried = true;
+          lazy.slice = Op::slice(desc, direction, args(), level);
+          if (lazy.slice) {
             std::vector<std::string> ids;
             for (const AlgoInfo& info : backend.list(desc, direction)) {
               if (info.supported) ids.push_back(info.id);
             }
-            backend.prepare_probes(lazy->slice->desc, direction, ids);
+            backend.prepare_probes(lazy.slice->desc, direction, ids);
           }
         }
-        if (!lazy->slice) return std::nullopt;
-        const typename Op::Slice& slice = *lazy->slice;
+        if (!lazy.slice) return std::nullopt;
+        const typename Op::Slice& slice = *lazy.slice;
         auto plan = backend.probe_plan(slice.desc, direction, algo.id);
         if (!plan) return std::nullopt;
         const Workspace workspace = state.search_workspace(plan->algo().workspace_bytes);
-        return state.backend().time_ms([&] { plan->execute(slice.args, workspace); });
+        return tune::ProbeRun{
+            state.backend().time_ms([&] { plan->execute(slice.args, workspace); }), slice.fraction};
       };
     }
     return hooks;

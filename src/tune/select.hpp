@@ -18,10 +18,18 @@ namespace dnnx::tune {
 /// the backend's way (host clock or device events on its stream). Throws dnnx::Error on failure.
 using RunOnce = std::function<double(const AlgoInfo& algo)>;
 
-/// Runs `algo` once on a smaller slice of the same problem (e.g. part of the batch) and returns
-/// the elapsed time in milliseconds, a lower bound of one full run (Note [probing slow
-/// candidates]); nullopt when the candidate cannot run the slice. An empty ProbeOnce never probes.
-using ProbeOnce = std::function<std::optional<double>(const AlgoInfo& algo)>;
+/// One run on a slice of the problem: its time (ms, a lower bound of one full run) and the part of
+/// the full problem the slice is (0 < fraction < 1, e.g. 2 of 16 samples: 0.125).
+struct ProbeRun {
+  double ms = 0;
+  double fraction = 1;
+};
+
+/// Runs `algo` once on slice `level` of the same problem (e.g. part of the batch; level 0 the
+/// smallest, each next level larger, every one smaller than the problem) and returns its
+/// ProbeRun (Note [probing slow candidates]); nullopt when there is no such level or the
+/// candidate cannot run that slice. An empty ProbeOnce never probes.
+using ProbeOnce = std::function<std::optional<ProbeRun>(const AlgoInfo& algo, int level)>;
 
 /// Runs `algo` `runs` times back to back, timed together the backend's way, and returns the
 /// milliseconds per run: what a caller running it repeatedly sees (Note [final round]). An empty

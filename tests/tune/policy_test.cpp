@@ -348,11 +348,13 @@ TEST(ExhaustivePolicy, ProbesOnASliceOnceASlowCandidateShowedUp) {
       .add(Algo("fast"), {8.0})      // its slice takes 1: fully timed, wins
       .add(Algo("noslice"), {9.0});  // no slice: fully timed
   std::map<std::string, int> probes;
-  const dnnx::tune::ProbeOnce probe = [&](const dnnx::AlgoInfo& algo) -> std::optional<double> {
+  const dnnx::tune::ProbeOnce probe = [&](const dnnx::AlgoInfo& algo,
+                                          int level) -> std::optional<dnnx::tune::ProbeRun> {
+    if (level > 0) return std::nullopt;  // one slice only
     ++probes[algo.id];
-    if (algo.id == "slow") return 50.0;
-    if (algo.id == "twice") return 21.0;
-    if (algo.id == "fast") return 1.0;
+    if (algo.id == "slow") return dnnx::tune::ProbeRun{50.0, 0.125};
+    if (algo.id == "twice") return dnnx::tune::ProbeRun{21.0, 0.125};
+    if (algo.id == "fast") return dnnx::tune::ProbeRun{1.0, 0.125};
     return std::nullopt;
   };
   TuneOptions options = options_with(AlgoPolicy::exhaustive());
@@ -522,6 +524,53 @@ TEST(VariantOf, AlgoTablesAndProfileJsonNameTheSeed) {
 
 // Note [heuristics' top configs] (backends/cudnn/conv_engine.cpp): a candidate noted
 // "heuristics_top" always gets a full run, even once probing has started.
+// Note [probing slow candidates]: a slice within the bound whose time, scaled to the whole
+// problem, is over 4x the best is followed by the next larger slice (a run's time need not grow in
+// proportion to the batch); one whose scaled time is within 4x goes to its full run at once.
+TEST(ExhaustivePolicy, ProbesALargerSliceWhenTheSmallOneScalesPastTheBest) {
+  FakeBench bench;
+  bench.add(Algo("best"), {10.0})
+      .add(Algo("huge"), {200.0})       // abandoned on its full run: probing on from here
+      .add(Algo("cliff"), {5000.0})     // eighth 15 (scaled 120 > 40), quarter 25 > 2 x 10
+      .add(Algo("contender"), {12.0})   // eighth 1.2 (scaled 9.6): full run at once
+      .add(Algo("fixed"), {11.0})       // eighth 9 (scaled 72), quarter 9.5 (scaled 38): full
+      .add(Algo("nolarger"), {5000.0})  // eighth 15, no larger slice: the full run decides
+      .add(Algo("passes"), {19.0});     // eighth 6, quarter 12 (both scaled 48), half 15 (30): full
+  std::map<std::string, std::vector<int>> levels;
+  const dnnx::tune::ProbeOnce probe = [&](const dnnx::AlgoInfo& algo,
+                                          int level) -> std::optional<dnnx::tune::ProbeRun> {
+    levels[algo.id].push_back(level);
+    const double fraction = 0.125 * (1 << level);
+    if (level > 2) return std::nullopt;
+    if (algo.id == "cliff") return dnnx::tune::ProbeRun{level == 0 ? 15.0 : 25.0, fraction};
+    if (algo.id == "contender") return dnnx::tune::ProbeRun{1.2, fraction};
+    if (algo.id == "fixed") return dnnx::tune::ProbeRun{level == 0 ? 9.0 : 9.5, fraction};
+    if (algo.id == "nolarger")
+      return level == 0 ? std::optional(dnnx::tune::ProbeRun{15.0, fraction}) : std::nullopt;
+    if (algo.id == "passes")
+      return dnnx::tune::ProbeRun{level == 0 ? 6.0 : level == 1 ? 12.0 : 15.0, fraction};
+    return std::nullopt;
+  };
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.abandon_factor = 4.0;
+  const Choice choice =
+      dnnx::tune::select(fake_request(), bench.candidates(), options, bench.run(), probe);
+  EXPECT_EQ(choice.algo.id, "best");
+  EXPECT_EQ(levels["cliff"], (std::vector<int>{0, 1}));
+  EXPECT_EQ(bench.calls("cliff"), 0);
+  const ProfileRow& cliff = row_of(choice.timings, "cliff");
+  EXPECT_EQ(cliff.status, CandidateStatus::abandoned);
+  EXPECT_NE(cliff.detail.find("0.25 of it"), std::string::npos) << cliff.detail;
+  EXPECT_EQ(levels["contender"], (std::vector<int>{0}));
+  EXPECT_GE(bench.calls("contender"), 1);
+  EXPECT_EQ(levels["fixed"], (std::vector<int>{0, 1}));
+  EXPECT_GE(bench.calls("fixed"), 1);
+  EXPECT_EQ(levels["nolarger"], (std::vector<int>{0, 1}));
+  EXPECT_EQ(bench.calls("nolarger"), 1);  // abandoned on its full run
+  EXPECT_EQ(levels["passes"], (std::vector<int>{0, 1, 2}));
+  EXPECT_GE(bench.calls("passes"), 1);
+}
+
 TEST(ExhaustivePolicy, HeuristicsTopCandidatesAreNeverJudgedOnASlice) {
   FakeBench bench;
   bench.add(Algo("best"), {10.0})
@@ -529,9 +578,11 @@ TEST(ExhaustivePolicy, HeuristicsTopCandidatesAreNeverJudgedOnASlice) {
       .add(Algo("slow"), {300.0})                          // its slice alone rules it out
       .add(Algo("top_b").note("heuristics_top"), {30.0});  // a slice would too; runs instead
   std::map<std::string, int> probes;
-  const dnnx::tune::ProbeOnce probe = [&](const dnnx::AlgoInfo& algo) -> std::optional<double> {
+  const dnnx::tune::ProbeOnce probe = [&](const dnnx::AlgoInfo& algo,
+                                          int level) -> std::optional<dnnx::tune::ProbeRun> {
+    if (level > 0) return std::nullopt;
     ++probes[algo.id];
-    return 50.0;
+    return dnnx::tune::ProbeRun{50.0, 0.125};
   };
   TuneOptions options = options_with(AlgoPolicy::exhaustive());
   options.abandon_factor = 4.0;
@@ -555,9 +606,11 @@ TEST(ExhaustivePolicy, WarmFirstRunsAreJudgedAtOnceAndCountAsSamples) {
       .add(Algo("slow"), {21.0, 1.0})  // over 2x on its first run: abandoned, never run again
       .add(Algo("after"), {30.0});     // probed: its slice (25) is over 2x the best
   std::map<std::string, int> probes;
-  const dnnx::tune::ProbeOnce probe = [&](const dnnx::AlgoInfo& algo) -> std::optional<double> {
+  const dnnx::tune::ProbeOnce probe = [&](const dnnx::AlgoInfo& algo,
+                                          int level) -> std::optional<dnnx::tune::ProbeRun> {
+    if (level > 0) return std::nullopt;
     ++probes[algo.id];
-    return 25.0;
+    return dnnx::tune::ProbeRun{25.0, 0.125};
   };
   TuneOptions options = options_with(AlgoPolicy::exhaustive());
   options.final_round = false;
