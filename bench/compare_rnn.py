@@ -28,6 +28,43 @@ import subprocess
 import sys
 
 
+def torch_rule(row, forward, major, minor, sm_count):
+    """The algorithm PyTorch 2.x's fixed rules pick for a row on cuDNN >= 8.2.1 (get_algo and its
+    helpers in aten/src/ATen/native/cudnn/RNN.cpp, restated: nothing of PyTorch's is called):
+    persist_static_small_h for a small hidden size (LSTM / GRU: <= 192 forward, <= 128
+    backward), persist_static for f16 single-layer unidirectional layers of sizes that are
+    multiples of 128 on a GPU and batch its device rules admit (never GRU), else standard. Rows
+    have input size = hidden size and are never packed."""
+    hidden, cell = row["hidden"], row["cell"]
+    if cell in ("lstm", "gru"):
+        small_h = hidden <= (192 if forward else 128)
+    else:
+        small_h = hidden <= (384 if forward else 256)
+    if major >= 6 and small_h:
+        return "persist_static_small_h"
+    common = (row["layers"] == 1 and hidden <= 1024 and not row["bidirectional"]
+              and hidden % 128 == 0)
+    batch = row["batch"]
+    if row["dtype"] == "f16" and common:
+        if major == 7:
+            device = minor != 5 and (((batch % 16 == 0 and batch not in (80, 112)) or batch == 8)
+                                     and ((row["seq"] >= 40 and batch <= 128)
+                                          or (row["seq"] >= 20 and batch <= 96)
+                                          or (row["seq"] >= 10 and batch <= 32)))
+        elif major >= 8 and sm_count >= 98 and minor != 6:
+            if cell == "gru":
+                device = False
+            elif cell == "lstm":
+                device = batch % 8 == 0 and batch <= 128
+            else:
+                device = batch % 8 == 0 and batch <= 128 and (batch < 96 or hidden < 896)
+        else:
+            device = False
+        if device:
+            return "persist_static"
+    return "standard"
+
+
 def run_dnnx(args):
     cmd = [args.bench, "--backend", "cpu" if args.device == "cpu" else "cudnn", "--dtypes", args.dtypes, "--loop", str(args.loop)]
     if args.rows:
@@ -119,19 +156,26 @@ def main():
     else:
         print(f"torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, "
               f"{torch.cuda.get_device_name()}\n")
+    props = torch.cuda.get_device_properties(0) if args.device != "cpu" else None
     print("| row | dtype | dnnx inference ms | torch | ratio | dnnx training ms | torch | ratio |"
-          " dnnx algorithms (fwd / training) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          " dnnx algorithms (fwd / training) |" + (" PyTorch's rules (fwd / bwd) |" if props else ""))
+    print("|---|---|---|---|---|---|---|---|---|" + ("---|" if props else ""))
     totals = [0.0, 0.0, 0.0, 0.0]
     for row in rows:
         inference, training = torch_row(torch, row, args.loop, args.device)
         row["torch_inference_ms"], row["torch_training_ms"] = inference, training
+        rules = ""
+        if props:
+            row["torch_rule_fwd"], row["torch_rule_bwd"] = (
+                torch_rule(row, forward, props.major, props.minor, props.multi_processor_count)
+                for forward in (True, False))
+            rules = f" {row['torch_rule_fwd']} / {row['torch_rule_bwd']} |"
         totals = [a + b for a, b in zip(totals, (row["inference_ms"], inference,
                                                   row["training_ms"], training))]
         print(f"| {row['row']} | {row['dtype']} | {row['inference_ms']:.3f} | {inference:.3f} | "
               f"{row['inference_ms'] / inference:.2f} | {row['training_ms']:.3f} | "
               f"{training:.3f} | {row['training_ms'] / training:.2f} | "
-              f"{row['fwd_algo']} / {row['training_algo']} |")
+              f"{row['fwd_algo']} / {row['training_algo']} |{rules}")
     if rows:
         print(f"| total | | {totals[0]:.3f} | {totals[1]:.3f} | {totals[0] / totals[1]:.2f} | "
               f"{totals[2]:.3f} | {totals[3]:.3f} | {totals[2] / totals[3]:.2f} | |")
