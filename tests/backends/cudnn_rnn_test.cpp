@@ -80,16 +80,40 @@ bool expected_unsupported(const AlgoInfo& info) {
   return false;
 }
 
+// Every output of `step` against the reference's (`expected`), finite first, each element held
+// to `tolerance` of its scale (rnn_scale_of). Returns false when an output was not finite.
+bool outputs_match(const RnnStep& step, const RnnStep& expected, const Tolerance& tolerance,
+                   const std::string& where) {
+  for (const auto& [name, want] : expected.outputs) {
+    const Tensor& got = step.outputs.at(name);
+    if (const ::testing::AssertionResult finite = all_finite(got, name, where); !finite) {
+      ADD_FAILURE() << finite.message();
+      return false;
+    }
+    const std::vector<float> w = want.to_f32();
+    EXPECT_TRUE(
+        close_within_scale(got.to_f32(), w, rnn_scale_of(w), got.dims(), tolerance, name, where));
+  }
+  return true;
+}
+
+// A 2-layer LSTM with hidden size 128: the size where cuDNN's persistent algorithms apply.
+RnnDesc persistent_lstm() {
+  RnnDesc desc;
+  desc.cell = RnnCell::lstm;
+  desc.seq_length = 9;
+  desc.batch = 8;
+  desc.input_size = 64;
+  desc.hidden_size = 128;
+  desc.layers = 2;
+  return desc;
+}
+
 std::vector<RnnCase> gpu_cases() {
   std::vector<RnnCase> cases = rnn_cases();
   RnnCase persistent;
   persistent.name = "lstm_h128_2layers";
-  persistent.desc.cell = RnnCell::lstm;
-  persistent.desc.seq_length = 9;
-  persistent.desc.batch = 8;
-  persistent.desc.input_size = 64;
-  persistent.desc.hidden_size = 128;
-  persistent.desc.layers = 2;
+  persistent.desc = persistent_lstm();
   cases.push_back(persistent);
   RnnCase gru = persistent;
   gru.name = "gru_h256_bi_varlen";
@@ -172,14 +196,7 @@ TEST_P(CudnnRnn, EveryCandidateMatchesTheReference) {
     }
     const bool tf32 =
         std::find(info.notes.begin(), info.notes.end(), "tensor_cores") != info.notes.end();
-    const Tolerance tolerance = tolerance_of(desc.dtype, tf32);
-    for (const auto& [name, want] : expected.outputs) {
-      const Tensor& got = step.outputs.at(name);
-      ASSERT_TRUE(all_finite(got, name, where));
-      const std::vector<float> w = want.to_f32();
-      EXPECT_TRUE(
-          close_within_scale(got.to_f32(), w, rnn_scale_of(w), got.dims(), tolerance, name, where));
-    }
+    ASSERT_TRUE(outputs_match(step, expected, tolerance_of(desc.dtype, tf32), where));
     if (info.deterministic) {
       const RnnStep again = run_rnn_step(context, desc, inputs);
       for (const char* name : {"dst", "hy", "dst_inference"})
@@ -189,7 +206,9 @@ TEST_P(CudnnRnn, EveryCandidateMatchesTheReference) {
   std::cout << "  " << g.c.name << " " << to_string(desc.dtype) << ": " << ran << " ran, "
             << unsupported << " unsupported of " << training.size() << "\n";
   // cuDNN's standard algorithm takes every configuration of f32 and f16 (bf16: where cuDNN has it).
-  if (desc.dtype != DType::bf16) EXPECT_GE(standard_ran, 1) << desc.repro(Direction::fwd_training);
+  if (desc.dtype != DType::bf16) {
+    EXPECT_GE(standard_ran, 1) << desc.repro(Direction::fwd_training);
+  }
   RecordProperty("candidates_run", ran);
   RecordProperty("candidates_unsupported", unsupported);
 }
@@ -208,13 +227,7 @@ INSTANTIATE_TEST_SUITE_P(Table, CudnnRnn, ::testing::ValuesIn(gpu_table()),
 // lengths change between the steps (those calls run directly).
 TEST(CudnnRnnReplay, StepsOnTheSameMemoryFollowTheirInputs) {
   DNNX_REQUIRE_GPU();
-  RnnDesc lstm;
-  lstm.cell = RnnCell::lstm;
-  lstm.seq_length = 9;
-  lstm.batch = 8;
-  lstm.input_size = 64;
-  lstm.hidden_size = 128;
-  lstm.layers = 2;
+  RnnDesc lstm = persistent_lstm();
   lstm.bidirectional = true;
   RnnDesc gru = lstm;
   gru.cell = RnnCell::gru;
@@ -250,13 +263,7 @@ TEST(CudnnRnnReplay, StepsOnTheSameMemoryFollowTheirInputs) {
           ADD_FAILURE() << "candidate failed: " << error.what() << " | " << where;
           continue;
         }
-        for (const auto& [name, want] : expected.outputs) {
-          const Tensor& got = step.outputs.at(name);
-          ASSERT_TRUE(all_finite(got, name, where));
-          const std::vector<float> w = want.to_f32();
-          EXPECT_TRUE(close_within_scale(got.to_f32(), w, rnn_scale_of(w), got.dims(),
-                                         tolerance_of(desc.dtype, false), name, where));
-        }
+        ASSERT_TRUE(outputs_match(step, expected, tolerance_of(desc.dtype, false), where));
       }
     }
     EXPECT_GE(ran, 1) << desc.repro(Direction::fwd_training);
@@ -448,13 +455,7 @@ TEST_P(CudnnRnnConversion, EveryDirectionMatchesTheReferenceAtAnyWeightAlignment
       continue;
     }
     for (const auto& [direction, ran] : step.ran) EXPECT_EQ(ran, id) << direction << " | " << at;
-    for (const auto& [name, want] : expected.outputs) {
-      const Tensor& got = step.outputs.at(name);
-      ASSERT_TRUE(all_finite(got, name, at));
-      const std::vector<float> w = want.to_f32();
-      EXPECT_TRUE(close_within_scale(got.to_f32(), w, rnn_scale_of(w), got.dims(),
-                                     tolerance_of(desc.dtype, false), name, at));
-    }
+    ASSERT_TRUE(outputs_match(step, expected, tolerance_of(desc.dtype, false), at));
   }
 }
 

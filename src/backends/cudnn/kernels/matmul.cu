@@ -38,11 +38,14 @@ struct Chunks {
   std::int64_t rows_per_chunk = 1;
 };
 
-Chunks chunks_of(std::int64_t rows, std::int64_t n, int sm_count) {
+// Chunks of rows for a grid of ceil(n / block_columns) x chunks blocks: enough blocks for the GPU
+// (4 per SM), each chunk at least min_rows rows (where there are that many).
+Chunks chunks_of(std::int64_t rows, std::int64_t n, int sm_count,
+                 std::int64_t block_columns = column_tile, std::int64_t min_rows = 64) {
   const std::int64_t target_blocks = 4 * static_cast<std::int64_t>(std::max(sm_count, 1));
-  const std::int64_t tiles = ceil_div(n, column_tile);
+  const std::int64_t tiles = ceil_div(n, block_columns);
   std::int64_t wanted = std::clamp<std::int64_t>(ceil_div(target_blocks, tiles), 1,
-                                                 std::max<std::int64_t>(rows / 64, 1));
+                                                 std::max<std::int64_t>(rows / min_rows, 1));
   wanted = std::min<std::int64_t>(wanted, 65535);  // gridDim.y
   Chunks chunks;
   chunks.rows_per_chunk = ceil_div(rows, wanted);
@@ -463,18 +466,9 @@ __global__ void __launch_bounds__(column_tile* column_rows)
   }
 }
 
-// The chunks of rows of activation_grad_bias_kernel: enough blocks for the GPU (4 per SM), chunks
-// of at least 32 rows.
+// The chunks of rows of activation_grad_bias_kernel: chunks of at least 32 rows.
 Chunks bias_chunks_of(std::int64_t rows, std::int64_t n, int sm_count) {
-  const std::int64_t target_blocks = 4 * static_cast<std::int64_t>(std::max(sm_count, 1));
-  const std::int64_t tiles = ceil_div(n, bias_columns);
-  std::int64_t wanted = std::clamp<std::int64_t>(ceil_div(target_blocks, tiles), 1,
-                                                 std::max<std::int64_t>(rows / 32, 1));
-  wanted = std::min<std::int64_t>(wanted, 65535);  // gridDim.y
-  Chunks chunks;
-  chunks.rows_per_chunk = ceil_div(rows, wanted);
-  chunks.count = ceil_div(rows, chunks.rows_per_chunk);
-  return chunks;
+  return chunks_of(rows, n, sm_count, bias_columns, 32);
 }
 
 template <typename T, Activation A>
