@@ -133,6 +133,7 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 // would cost it most of a full run again.
 constexpr double probe_factor = 2.0;
 constexpr double escalate_factor = 4.0;
+constexpr int max_probe_levels = 8;  // a bound on the loop whatever an op's slices do
 
 // Note [warm first runs]
 // A backend whose time_ms() reads a device clock that starts only once the run is queued, so
@@ -271,7 +272,7 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
         std::find(algo.notes.begin(), algo.notes.end(), "heuristics_top") == algo.notes.end()) {
       const double factor = std::min(probe_factor, options.abandon_factor);
       std::optional<ProbeRun> slice;
-      for (int level = 0;; ++level) {
+      for (int level = 0; level < max_probe_levels; ++level) {
         try {
           slice = probe(algo, level);
         } catch (const std::exception&) {
