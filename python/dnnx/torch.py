@@ -20,6 +20,7 @@ torch.library custom ops (torch.ops.dnnx.*, dnnx/_torch_library.py), which torch
 (Note [eager and compiled calls]).
 """
 
+import itertools
 import threading
 
 import torch
@@ -636,53 +637,109 @@ def _rnn_setup(src, h0, c0, mode, hidden_size, num_layers, bias, batch_first, bi
             None if c0 is None else c0.contiguous(), desc)
 
 
-def _rnn_fwd(desc, src, h0, c0, lengths, flat, training, tune, layer):
+def _rnn_fwd(desc, src, h0, c0, lengths, flat, training, tune, layer, version=0):
     """(dst, hy, cy, state, context): fwd_training and its SavedState when `training`, else fwd
-    (state None); cy None but for LSTM."""
+    (state None); cy None but for LSTM. `version`: the flat weights' weights_version."""
     context = _layer_context(src, tune)
     if training:
-        dst, hy, cy, state = _rnn.fwd_training(desc, src, flat, h0, c0, lengths, ctx=context)
+        dst, hy, cy, state = _rnn.fwd_training(desc, src, flat, h0, c0, lengths, ctx=context,
+                                               weights_version=version)
         _record(layer, "fwd_training", desc, context)
     else:
-        dst, hy, cy = _rnn.fwd(desc, src, flat, h0, c0, lengths, ctx=context)
+        dst, hy, cy = _rnn.fwd(desc, src, flat, h0, c0, lengths, ctx=context,
+                               weights_version=version)
         state = None
         _record(layer, "fwd", desc, context)
     return dst, hy, cy, state, context
 
 
 def _rnn_bwd(desc, context, src, h0, c0, lengths, flat, dst, state, diff_dst, diff_hy, diff_cy,
-             layer):
+             layer, version=0):
     """(diff_src, diff_hx, diff_cx, diff_flat) on the training forward's state, on its context
     (the state is its backend's, and on a GPU autograd runs a backward on the stream of its
-    forward). diff_hy / diff_cy None count as zeros."""
+    forward). diff_hy / diff_cy None count as zeros. `version` as for _rnn_fwd."""
     diff_src, diff_hx, diff_cx = _rnn.bwd_data(
         desc, src, flat, dst, diff_dst.contiguous(), state, h0, c0, lengths,
         None if diff_hy is None else diff_hy.contiguous(),
-        None if diff_cy is None else diff_cy.contiguous(), ctx=context)
+        None if diff_cy is None else diff_cy.contiguous(), ctx=context, weights_version=version)
     _record(layer, "bwd_data", desc, context)
     diff_flat = _rnn.bwd_weights(desc, src, flat, dst, state, h0, c0, lengths, ctx=context)
     _record(layer, "bwd_weights", desc, context)
     return diff_src, diff_hx, diff_cx, diff_flat
 
 
+# Note [recurrent weights cache]
+# The rnn op takes the weights as one flat tensor; a module holds them as separate parameters.
+# Concatenating them on every call is a copy of every weight, and the backends convert the flat
+# tensor into their own layouts again (Note [rnn weights version] in src/ops/rnn.cpp) unless told
+# it did not change. So the flat tensor is kept per module (and per part: one per layer when the
+# layers run one at a time), with a weights_version from a process-wide counter, and built anew
+# when the parameters changed: another Parameter object, another data_ptr (.to(), .cuda()),
+# another _version (every in-place write through autograd's view of the tensor: optimizer
+# steps, torch.nn.init, load_state_dict, copy_ under no_grad), or another dtype (autocast).
+# The cache holds the Parameter objects themselves, so a freed parameter's memory cannot come
+# back as a "same" key. What it cannot see are writes that bypass the version counter (through
+# .data, or from another framework sharing the memory): dnnx.torch.weights_changed(module)
+# drops the module's cache after such writes. Tensors made under torch.inference_mode keep no
+# version counter: those calls concatenate every time (version 0), as do compiled calls and
+# calls captured into a CUDA graph (whose replays must copy the weights as they are then). A
+# module's pickled state leaves the cache out.
+_weights_versions = itertools.count(1)
+
+
+def weights_changed(module):
+    """Forget the flat weights dnnx.torch keeps for `module` and its submodules (Note [recurrent
+    weights cache]): call it after writing recurrent weights in a way their version counter does
+    not see (through .data, or from another framework sharing their memory)."""
+    for child in module.modules():
+        child.__dict__.pop("_dnnx_flat_weights", None)
+
+
+def _flat_weights(module, part, parameters, weights):
+    """(flat, weights_version) of `weights` (the `parameters`, cast as the call needs them) for
+    the rnn op, kept on `module` under `part` while the parameters stay the same."""
+    try:
+        state = tuple((p.data_ptr(), p._version) for p in parameters) + (weights[0].dtype,)
+    except RuntimeError:  # inference tensors keep no version counter
+        state = None
+    if weights[0].is_cuda and torch.cuda.is_current_stream_capturing():
+        state = None  # a replayed graph must redo the copy: its weights change between replays
+    cache = module.__dict__.setdefault("_dnnx_flat_weights", {})
+    kept = cache.get(part)
+    if state is not None and kept is not None and kept["state"] == state and \
+            len(kept["parameters"]) == len(parameters) and \
+            all(a is b for a, b in zip(kept["parameters"], parameters)):
+        return kept["flat"], kept["version"]
+    with torch.no_grad():
+        flat = torch.cat([weight.reshape(-1) for weight in weights])
+    if state is None:
+        cache.pop(part, None)
+        return flat, 0
+    version = next(_weights_versions)
+    cache[part] = {"parameters": tuple(parameters), "state": state, "flat": flat,
+                   "version": version}
+    return flat, version
+
+
 class RnnFunction(torch.autograd.Function):
     """nn.RNN / LSTM / GRU through dnnx's rnn op: one call for the whole stack (or one layer of
     it, see _run_rnn), fwd or fwd_training, then bwd_data and bwd_weights. Outputs (dst, hy)
-    and cy for LSTM. The flat weights are the module's parameters concatenated in
-    _flat_weights order (one copy per call); their gradient is handed back split per
-    parameter. The backward runs on the forward's context (its SavedState is that backend's)."""
+    and cy for LSTM. `flat` is (the flat weights, their weights_version): the module's
+    parameters concatenated in _flat_weights order (Note [recurrent weights cache]); their
+    gradient is handed back split per parameter. The backward runs on the forward's context
+    (its SavedState is that backend's)."""
 
     @staticmethod
-    def forward(fctx, src, h0, c0, lengths, desc, training, tune, layer, *weights):
+    def forward(fctx, src, h0, c0, lengths, desc, training, tune, layer, flat, *weights):
         src = src.contiguous()
         h0 = None if h0 is None else h0.contiguous()
         c0 = None if c0 is None else c0.contiguous()
-        flat = torch.cat([weight.reshape(-1) for weight in weights])
+        flat, version = flat
         dst, hy, cy, state, context = _rnn_fwd(desc, src, h0, c0, lengths, flat, training, tune,
-                                               layer)
+                                               layer, version)
         if training:
             fctx.save_for_backward(src, h0, c0, dst)
-            fctx.flat, fctx.state, fctx.lengths = flat, state, lengths
+            fctx.flat, fctx.version, fctx.state, fctx.lengths = flat, version, state, lengths
             fctx.shapes = [weight.shape for weight in weights]
             fctx.desc, fctx.context, fctx.layer = desc, context, layer
         return (dst, hy) if cy is None else (dst, hy, cy)
@@ -692,14 +749,14 @@ class RnnFunction(torch.autograd.Function):
         src, h0, c0, dst = fctx.saved_tensors
         diff_src, diff_hx, diff_cx, diff_flat = _rnn_bwd(
             fctx.desc, fctx.context, src, h0, c0, fctx.lengths, fctx.flat, dst, fctx.state,
-            diff_dst, diff_hy, diff_cy, fctx.layer)
+            diff_dst, diff_hy, diff_cy, fctx.layer, fctx.version)
         diff_weights, offset = [], 0
         for shape in fctx.shapes:
             count = shape.numel()
             diff_weights.append(diff_flat[offset:offset + count].view(shape))
             offset += count
         return (diff_src, None if h0 is None else diff_hx, None if c0 is None else diff_cx,
-                None, None, None, None, None, *diff_weights)
+                None, None, None, None, None, None, *diff_weights)
 
 
 # Note [eager and compiled calls]: every call goes through one _run_<op> below. Eagerly it applies
@@ -1044,8 +1101,10 @@ class Dropout(torch.nn.Dropout):
                                      _tune_of(self), self)
 
 
-def _run_rnn_stack(module, src, h0, c0, lengths, weights, layers, batch_first):
-    """(output, h_n, c_n) of `layers` stacked layers of `module` from one rnn call."""
+def _run_rnn_stack(module, src, h0, c0, lengths, weights, parameters, part, layers, batch_first):
+    """(output, h_n, c_n) of `layers` stacked layers of `module` from one rnn call; `weights`
+    are `parameters` as the call takes them (autocast), `part` names the call's weights in the
+    module's cache (Note [recurrent weights cache])."""
     training = torch.is_grad_enabled() and any(
         t is not None and t.requires_grad for t in (src, h0, c0, *weights))
     tune = _tune_of(module)
@@ -1058,7 +1117,9 @@ def _run_rnn_stack(module, src, h0, c0, lengths, weights, layers, batch_first):
         return dst, hy, (cy if module.mode == "LSTM" else None)
     desc = _rnn.desc_for(src, module.hidden_size, module.mode, layers, module.bias, batch_first,
                          0.0, module.bidirectional, lengths)
-    outputs = RnnFunction.apply(src, h0, c0, lengths, desc, training, tune, module, *weights)
+    flat = _flat_weights(module, part, parameters, weights)
+    outputs = RnnFunction.apply(src, h0, c0, lengths, desc, training, tune, module, flat,
+                                *weights)
     return outputs if len(outputs) == 3 else (*outputs, None)
 
 
@@ -1097,9 +1158,9 @@ def _run_rnn(module, input, hx):
     if unbatched:
         h0 = None if h0 is None else h0.unsqueeze(1)
         c0 = None if c0 is None else c0.unsqueeze(1)
-    weights = [getattr(module, name) for name in module._flat_weights_names]
+    parameters = [getattr(module, name) for name in module._flat_weights_names]
     # Under autocast, in the autocast dtype (cuDNN's RNN is one of autocast's lower-precision ops).
-    src, h0, c0, *weights = _autocast(True, src, h0, c0, *weights)
+    src, h0, c0, *weights = _autocast(True, src, h0, c0, *parameters)
     layers, directions = module.num_layers, 2 if module.bidirectional else 1
     if module.training and module.dropout > 0 and layers > 1:
         # As nn::RNNBase (Note [rnn module dropout] in src/nn/rnn.cpp): one layer at a time,
@@ -1108,10 +1169,11 @@ def _run_rnn(module, input, hx):
         layer_input, h_n, c_n = src, [], []
         for layer in range(layers):
             rows = slice(layer * directions, (layer + 1) * directions)
+            mine = slice(layer * per_layer, (layer + 1) * per_layer)
             out, h, c = _run_rnn_stack(
                 module, layer_input, None if h0 is None else h0[rows],
-                None if c0 is None else c0[rows], lengths,
-                weights[layer * per_layer:(layer + 1) * per_layer], 1, batch_first)
+                None if c0 is None else c0[rows], lengths, weights[mine], parameters[mine], layer,
+                1, batch_first)
             h_n.append(h)
             c_n.append(c)
             layer_input = out if layer + 1 == layers else DropoutFunction.apply(
@@ -1119,8 +1181,8 @@ def _run_rnn(module, input, hx):
         output, h_n = layer_input, torch.cat(h_n)
         c_n = torch.cat(c_n) if lstm else None
     else:
-        output, h_n, c_n = _run_rnn_stack(module, src, h0, c0, lengths, weights, layers,
-                                          batch_first)
+        output, h_n, c_n = _run_rnn_stack(module, src, h0, c0, lengths, weights, parameters,
+                                          "all", layers, batch_first)
     if packed:
         output = _pack_like(output, input)
     elif unbatched:
@@ -1189,6 +1251,20 @@ _OPS = {Conv1d: "conv", Conv2d: "conv", Conv3d: "conv", Linear: "matmul",
         AvgPool2d: "pool", AvgPool3d: "pool", ReLU: "act", ReLU6: "act", Tanh: "act",
         Sigmoid: "act", SiLU: "act", ELU: "act", Dropout: "dropout", Softmax: "softmax", LogSoftmax: "softmax",
         CrossEntropyLoss: "xent", RNN: "rnn", LSTM: "rnn", GRU: "rnn"}
+
+
+def _getstate(module):
+    """A drop-in's state for copy.deepcopy and pickle: its __dict__ without what belongs to this
+    process's calls, the record of what ran (its contexts) and the kept flat weights (Note
+    [recurrent weights cache]); the layer's own options (_dnnx_tune) go with it."""
+    state = module.__dict__.copy()
+    state.pop("_dnnx_calls", None)
+    state.pop("_dnnx_flat_weights", None)
+    return state
+
+
+for _dropin in _OPS:
+    _dropin.__getstate__ = _getstate
 
 
 def why_not_converted(module):

@@ -330,3 +330,86 @@ def test_converted_bad_inputs(reference):
         module(torch.randn(5, 2, 3), torch.randn(2, 2, 4))
     with reference, pytest.raises(dnnx.InvalidArgument):
         module(torch.randn(5, 2, 3).double())
+
+
+def test_converted_weights_are_kept_until_they_change(rctx):
+    """Note [recurrent weights cache]: the flat weights (and the backends' conversions of them,
+    keyed by their weights_version) are reused while the parameters stay the same, and built
+    anew after an optimizer step, a load_state_dict, a replaced parameter, a cast, or
+    weights_changed() after a write through .data; every call's output matches torch's with the
+    weights of that moment."""
+    torch.manual_seed(9)
+    lstm = nn.LSTM(3, 5, num_layers=2, bidirectional=True)
+    module = dt.convert(copy.deepcopy(lstm))
+    x = torch.randn(4, 2, 3)
+
+    def check(expect_new):
+        before = dict(module.__dict__.get("_dnnx_flat_weights", {}))
+        with rctx, torch.no_grad():
+            close(module(x)[0], lstm(x)[0])
+        kept = module.__dict__["_dnnx_flat_weights"]["all"]
+        if before:
+            assert (kept["version"] != before["all"]["version"]) == expect_new
+            assert (kept["flat"] is not before["all"]["flat"]) == expect_new
+        return kept["version"]
+
+    check(True)
+    check(False)
+    optimizer = torch.optim.SGD(module.parameters(), lr=0.1)
+    with rctx:
+        module(x)[0].sum().backward()
+    optimizer.step()
+    lstm.load_state_dict(module.state_dict())
+    check(True)
+    check(False)
+    state = {k: v + 0.5 for k, v in module.state_dict().items()}
+    module.load_state_dict(state)
+    lstm.load_state_dict(state)
+    check(True)
+    module.weight_hh_l1 = nn.Parameter(module.weight_hh_l1.detach() * 2)
+    lstm.weight_hh_l1 = nn.Parameter(lstm.weight_hh_l1.detach() * 2)
+    check(True)
+    with torch.no_grad():  # a write the version counter does not see
+        module.weight_ih_l0.data.mul_(-1)
+        lstm.weight_ih_l0.data.mul_(-1)
+    dt.weights_changed(module)
+    check(True)
+    clone = copy.deepcopy(module)  # the kept weights and the record of calls stay behind
+    assert "_dnnx_flat_weights" not in clone.__dict__ and "_dnnx_calls" not in clone.__dict__
+    with rctx, torch.no_grad():
+        close(clone(x)[0], lstm(x)[0])
+    # Inference tensors keep no version counter: concatenated on every call, nothing kept.
+    with torch.inference_mode():
+        fresh = dt.convert(copy.deepcopy(lstm))
+        with rctx:
+            close(fresh(x)[0], lstm(x)[0])
+    assert not fresh.__dict__.get("_dnnx_flat_weights")
+
+
+def test_weights_version_argument(rctx):
+    """weights_version on the op: a promise of unchanged weights is taken at its word by a backend
+    that converts them (the cpu backend does, Note [cpu rnn weights]); a new version follows the
+    weights; a bad value is a dnnx.InvalidArgument."""
+    torch.manual_seed(10)
+    T, N, C, H = 3, 2, 4, 6
+    lstm = nn.LSTM(C, H)
+    x = torch.randn(T, N, C)
+    w = flat(lstm)
+    desc = dnnx.rnn.desc_for(x, H, "lstm")
+    with rctx:
+        first = dnnx.rnn.fwd(desc, x, w, weights_version=7)[0]
+        w.mul_(0.5)
+        stale = dnnx.rnn.fwd(desc, x, w, weights_version=7)[0]
+        fresh = dnnx.rnn.fwd(desc, x, w, weights_version=8)[0]
+        unversioned = dnnx.rnn.fwd(desc, x, w)[0]
+    if rctx.backend == "cpu":
+        assert torch.equal(stale, first)
+    with torch.no_grad():
+        for p in lstm.parameters():
+            p.mul_(0.5)
+        want = lstm(x)[0]
+    close(fresh, want)
+    close(unversioned, want)
+    for bad in (-1, 2**64, 1.5, True, "1"):
+        with rctx, pytest.raises(dnnx.InvalidArgument):
+            dnnx.rnn.fwd(desc, x, w, weights_version=bad)

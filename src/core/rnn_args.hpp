@@ -44,6 +44,8 @@ struct RnnArgs {
   SavedState* state = nullptr;
   std::uint64_t seed = 0;    ///< fwd_training: the generator's seed
   std::uint64_t offset = 0;  ///< fwd_training: the first Philox block of the call
+  /// fwd, fwd_training, bwd_data: RnnForward::weights_version (0: unknown).
+  std::uint64_t weights_version = 0;
 };
 
 /// The lengths of a call: lengths' entries when set, else T for every sequence.

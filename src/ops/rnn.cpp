@@ -3,6 +3,20 @@
 // times draws the same dropout masks, and the generator advances once per call) and the scratch
 // tensors for timing; the call itself goes through Note [op dispatch], the state the training
 // forward keeps through Note [saved state].
+//
+// Note [rnn weights version]
+// A backend whose kernels want the weights in a layout of their own (cuDNN's weight space where it
+// differs from the flat layout, oneDNN's ldigo / ldgoi matrices) converts them; the question is
+// when. A tensor's contents change under the same address (an optimizer step writes in place)
+// and a Tensor carries nothing that says so, so with no more to go on a plan converts on every
+// call. The caller may say more: RnnForward / RnnBackwardData::weights_version, a value it changes
+// whenever it writes the weights. A plan then keeps the converted weights with the (address,
+// value) they came from and converts again only when the call's pair differs (each plan its own
+// copy: a training step's forward and backward run different plans, each converting once per
+// weight update). 0 means unknown, converted every call, and is what timing on scratch tensors
+// passes. The value is a promise the backend cannot check: a wrong one gives results of stale
+// weights, which is why nothing sets it unasked (dnnx.torch derives it from its parameters'
+// version counters, Note [recurrent weights cache] in python/dnnx/torch.py).
 
 #include <dnnx/ops/rnn.hpp>
 
@@ -224,6 +238,7 @@ RnnArgs forward_args(const RnnForward& t) {
   RnnArgs args;
   args.src = t.src, args.weights = t.weights, args.hx = t.hx, args.cx = t.cx;
   args.lengths = t.lengths, args.dst = t.dst, args.hy = t.hy, args.cy = t.cy;
+  args.weights_version = t.weights_version;
   return args;
 }
 
@@ -253,6 +268,7 @@ std::shared_ptr<const Choice> rnn_bwd_data(Context& context, const RnnDesc& desc
   args.lengths = t.lengths, args.dst = const_cast<Tensor*>(t.dst);
   args.diff_dst = t.diff_dst, args.diff_hy = t.diff_hy, args.diff_cy = t.diff_cy;
   args.diff_src = t.diff_src, args.diff_hx = t.diff_hx, args.diff_cx = t.diff_cx;
+  args.weights_version = t.weights_version;
   args.state = &state;
   return Dispatch::run(context, desc, Direction::bwd_data, args);
 }

@@ -14,7 +14,8 @@
 // replay]). The weight conversion (Note [cudnn rnn weights]): bidirectional multi-layer cases
 // with and without bias, f16 with odd sizes so that the runs are not multiples of 16 bytes, with
 // the caller's weights and weight gradients at the alignment of one element, every direction
-// (accumulating bwd_weights included) against the reference; the segment kernels themselves
+// (accumulating bwd_weights included) against the reference, and converted once per (address,
+// weights_version) (Note [rnn weights version]); the segment kernels themselves
 // (kernels/segments.cu) on ranges of every size and alignment, both ways, checked byte for byte;
 // and, without a GPU, the host side of their table (merging and chunking). The GPU tests skip with
 // the reason when no usable GPU is present.
@@ -37,6 +38,7 @@
 #include <cmath>
 #include <cstdint>
 #include <iostream>
+#include <map>
 #include <numeric>
 #include <random>
 #include <string>
@@ -464,6 +466,66 @@ INSTANTIATE_TEST_SUITE_P(Table, CudnnRnnConversion, ::testing::ValuesIn(conversi
                            return info.param.c.name + "_" +
                                   std::string(to_string(info.param.dtype));
                          });
+
+// Note [rnn weights version]: a plan that converts the weights converts them once per (address,
+// version): a call promising unchanged weights that did change gives the previous weights'
+// results bit for bit; a new version, or none, follows the weights. A plan that hands the
+// caller's weights to cuDNN follows them whatever the version. Fixed lengths (replayed graphs,
+// converting and not) and variable lengths (direct calls), layer by layer with dropout.
+TEST_P(CudnnRnnConversion, ConvertsOncePerAddressAndVersion) {
+  DNNX_REQUIRE_GPU();
+  const GpuCase& g = GetParam();
+  RnnDesc desc = g.c.desc;
+  desc.dtype = g.dtype;
+  const std::string id = "cudnn:rnn:standard:fma";
+  Context context = fixed_context(id, true);
+  detail::OpBackendOf<OpKind::rnn>& backend = detail::state_of(context).backend().op<OpKind::rnn>();
+  std::map<Direction, bool> converts;
+  for (const Direction direction : {Direction::fwd, Direction::fwd_training, Direction::bwd_data})
+    converts[direction] = has_note(backend.plan(desc, direction, id)->algo(), "weights_converted");
+  const RnnInputs inputs = rnn_inputs(desc, {}, seed_from(g.c.name + " version"));
+  const Tensor second = rnn_inputs(desc, {}, seed_from(g.c.name + " second")).weights;
+  Context reference = reference_context();
+  const auto expected = run_rnn_weight_versions(reference, desc, inputs, inputs.weights, second);
+  const std::string where = id + " | " + desc.repro(Direction::fwd_training);
+  std::map<std::string, Tensor> got;
+  try {
+    got = run_rnn_weight_versions(context, desc, inputs, inputs.weights, second);
+  } catch (const Error& error) {
+    FAIL() << error.what() << " | " << where;
+  }
+  // What a stale call gives: the first weights' results where every plan of the output keeps
+  // converted weights, the second's where none does. diff_src comes from the training forward
+  // and the backward w.r.t. the data, each converting (or not) on its own plan, and layer by
+  // layer (dropout) each layer's plan on its own: where they differ, a stale call mixes both
+  // weights and is not checked.
+  enum class Stale { first, second, mixed };
+  auto stale_of = [&](std::initializer_list<Direction> directions) {
+    const auto n = std::count_if(directions.begin(), directions.end(),
+                                 [&](Direction d) { return converts[d]; });
+    if (n == 0) return Stale::second;
+    if (n < static_cast<std::ptrdiff_t>(directions.size())) return Stale::mixed;
+    return desc.dropout > 0 && directions.size() > 1 ? Stale::mixed : Stale::first;
+  };
+  const std::map<std::string, Stale> stale = {
+      {"dst_", stale_of({Direction::fwd})},
+      {"diff_src_", stale_of({Direction::fwd_training, Direction::bwd_data})}};
+  for (const auto& [prefix, kind] : stale) {
+    if (kind == Stale::first) {
+      EXPECT_TRUE(bitwise_equal(got.at(prefix + "stale"), got.at(prefix + "first"),
+                                prefix + "stale", where))
+          << "the same version after a write must reuse the converted weights";
+    }
+    for (const char* call : {"first", "second", "unknown", "stale"}) {
+      if (kind != Stale::second && std::string(call) == "stale") continue;
+      const std::string name = prefix + call;
+      const std::vector<float> want = expected.at(name).to_f32();
+      EXPECT_TRUE(close_within_scale(got.at(name).to_f32(), want, rnn_scale_of(want),
+                                     expected.at(name).dims(), tolerance_of(desc.dtype, false),
+                                     name, where));
+    }
+  }
+}
 
 // ---- the segment table (host side, no GPU) ------------------------------------------------------
 

@@ -212,6 +212,48 @@ RnnStep run_rnn_step(Context& context, const RnnDesc& desc, const RnnInputs& in,
   return step;
 }
 
+std::map<std::string, Tensor> run_rnn_weight_versions(Context& context, const RnnDesc& desc,
+                                                      const RnnInputs& in, const Tensor& first,
+                                                      const Tensor& second) {
+  const bool lstm = desc.cell == RnnCell::lstm;
+  const Dims state = desc.state_dims();
+  const DType dt = desc.dtype;
+  const Tensor src = on(context, in.src), hx = on(context, in.hx);
+  const Tensor cx = lstm ? on(context, in.cx) : Tensor();
+  const Tensor diff_dst = on(context, in.diff_dst);
+  const Tensor* lengths = desc.variable_lengths ? &in.lengths : nullptr;
+  // A buffer of its own (on the cpu `on` would return `first` itself, which must not change).
+  Tensor w = output(context, first.dims(), dt);
+  std::map<std::string, Tensor> out;
+  auto call = [&](const std::string& name, const Tensor& weights, std::uint64_t version) {
+    copy(weights, w);
+    Tensor dst = output(context, desc.dst_dims(), dt), hy = output(context, state, dt);
+    Tensor cy = lstm ? output(context, state, dt) : Tensor();
+    rnn_fwd(context, desc,
+            RnnForward{&src, &w, &hx, lstm ? &cx : nullptr, lengths, &dst, &hy,
+                       lstm ? &cy : nullptr, version});
+    out["dst_" + name] = host_copy_of(dst);
+    SavedState saved;
+    Generator generator;
+    Tensor train_dst = output(context, desc.dst_dims(), dt);
+    rnn_fwd_training(context, desc, generator,
+                     RnnForward{&src, &w, &hx, lstm ? &cx : nullptr, lengths, &train_dst, nullptr,
+                                nullptr, version},
+                     saved);
+    Tensor diff_src = output(context, desc.src_dims(), dt);
+    rnn_bwd_data(context, desc,
+                 RnnBackwardData{&src, &w, &hx, lstm ? &cx : nullptr, lengths, &train_dst,
+                                 &diff_dst, nullptr, nullptr, &diff_src, nullptr, nullptr, version},
+                 saved);
+    out["diff_src_" + name] = host_copy_of(diff_src);
+  };
+  call("first", first, 11);
+  call("stale", second, 11);
+  call("second", second, 12);
+  call("unknown", first, 0);
+  return out;
+}
+
 std::vector<float> rnn_scale_of(const std::vector<float>& expected) {
   double sum = 0;
   for (const float v : expected) sum += double{v} * v;

@@ -57,6 +57,20 @@ struct RnnStep {
 RnnStep run_rnn_step(Context& context, const RnnDesc& desc, const RnnInputs& inputs,
                      Generator generator = Generator(), std::int64_t weight_shift = 0);
 
+/// The weights cache (Note [rnn weights version]): one weights tensor on `context`'s device,
+/// calls on it in this order, each an inference forward ("dst_<name>") and a training forward
+/// and backward w.r.t. the data ("diff_src_<name>"), forward and backward with the same
+/// weights_version:
+///   "first":     `first` written, version 11
+///   "stale":     `second` written in place, version 11 again (a plan that converts the weights and
+///                keeps them gives first's results: it was promised nothing changed)
+///   "second":    version 12 (second's results)
+///   "unknown":   `first` written back, version 0 (first's results: converted anew)
+/// Host copies of the outputs by name.
+std::map<std::string, Tensor> run_rnn_weight_versions(Context& context, const RnnDesc& desc,
+                                                      const RnnInputs& inputs,
+                                                      const Tensor& first, const Tensor& second);
+
 /// The per-element scale the backend tests compare an output against the reference with:
 /// max(|expected|, the RMS of `expected`), so that elements small by cancellation (gradients summed
 /// over steps and sequences) are held to the error of the sums they come from.

@@ -12,7 +12,8 @@
 // clearing the gradients), an exhaustive selection whose backwards run the training forward's
 // candidate, and with variable lengths: the listing, lengths all seq_length giving the results
 // of the desc without lengths bit for bit, a backward with other lengths than its forward's
-// refused, calls with other lengths on the same plans.
+// refused, calls with other lengths on the same plans. The weights cache (Note [rnn weights
+// version]): converted once per (address, version).
 
 #include <dnnx/dnnx.hpp>
 
@@ -514,6 +515,51 @@ TEST(CpuRnnVariableLengths, CallsWithOtherLengthsReuseThePlans) {
     expect_close(run_rnn_step(context, desc, inputs), run_rnn_step(reference, desc, inputs),
                  desc.dtype, where);
   }
+}
+
+// Note [rnn weights version]: every plan converts the weights (Note [cpu rnn weights]); with a
+// version it converts once per (address, version), so a call promising unchanged weights that
+// did change gives the previous weights' results bit for bit, and a new version or none follows
+// the weights. Fixed lengths and grouped variable lengths, f32 and f32 compute.
+TEST(CpuRnnWeightsVersion, ConvertsOncePerAddressAndVersion) {
+  RnnDesc lstm = order_desc();
+  lstm.cell = RnnCell::lstm;
+  lstm.bidirectional = true;
+  lstm.layers = 2;
+  RnnDesc grouped = varlen_desc();
+  grouped.dtype = DType::bf16;
+  const std::vector<std::int32_t> lengths = {6, 2, 4, 1, 4};
+  Context reference = reference_context();
+  int ran = 0;
+  for (const RnnDesc& desc : {lstm, grouped}) {
+    const RnnInputs inputs = rnn_inputs(desc, desc.variable_lengths ? lengths
+                                                                    : std::vector<std::int32_t>{},
+                                        seed_from("weights version"));
+    const Tensor second = rnn_inputs(desc, {}, seed_from("second weights")).weights;
+    const auto expected = run_rnn_weight_versions(reference, desc, inputs, inputs.weights, second);
+    Context base = cpu_context();
+    for (const AlgoInfo& info : rnn_list(base, desc, Direction::fwd_training)) {
+      if (!info.supported) continue;
+      const std::string where = info.id + " | " + desc.repro(Direction::fwd_training);
+      Context context = fixed_context(info.id);
+      const auto got = run_rnn_weight_versions(context, desc, inputs, inputs.weights, second);
+      ++ran;
+      for (const char* output : {"dst_", "diff_src_"}) {
+        const std::string prefix = output;
+        EXPECT_TRUE(bitwise_equal(got.at(prefix + "stale"), got.at(prefix + "first"),
+                                  prefix + "stale", where))
+            << "the same version after a write must reuse the converted weights";
+        for (const char* call : {"first", "second", "unknown"}) {
+          const std::string name = prefix + call;
+          const std::vector<float> want = expected.at(name).to_f32();
+          EXPECT_TRUE(close_within_scale(got.at(name).to_f32(), want, rnn_scale_of(want),
+                                         expected.at(name).dims(), tolerance_of(desc.dtype), name,
+                                         where));
+        }
+      }
+    }
+  }
+  EXPECT_GE(ran, 2);
 }
 
 TEST(CpuRnnListing, CandidatesCarryWorkspaceAndState) {

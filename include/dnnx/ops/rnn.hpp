@@ -130,6 +130,14 @@ struct RnnForward {
   Tensor* dst = nullptr;            ///< {T, N, D * H} (batch_first: {N, T, D * H})
   Tensor* hy = nullptr;             ///< like hx, or null (not written)
   Tensor* cy = nullptr;             ///< lstm: like hx, or null
+  /// When the weights last changed (Note [rnn weights version] in src/ops/rnn.cpp). 0: unknown;
+  /// a backend that keeps the weights in a layout of its own converts them on every call. Any
+  /// other value is the caller's promise that the weights' contents are those they had at the
+  /// last call with the same weights address and value: such a backend converts once per
+  /// (address, value) and reuses its copy. A caller changes the value whenever it writes the
+  /// weights, and never gives two different contents at one address the same value (a process-
+  /// wide counter does; PyTorch's tensor._version alone does not, as a new tensor restarts it).
+  std::uint64_t weights_version = 0;
 };
 
 /// The tensors of a backward w.r.t. the data: the forward's inputs and outputs, the gradients of
@@ -148,6 +156,8 @@ struct RnnBackwardData {
   Tensor* diff_src = nullptr;        ///< like src; 0 past a sequence's end
   Tensor* diff_hx = nullptr;         ///< like hx, or null (not written)
   Tensor* diff_cx = nullptr;         ///< lstm: like cx, or null
+  /// As RnnForward::weights_version, for this call's weights.
+  std::uint64_t weights_version = 0;
 };
 
 /// The tensors of a backward w.r.t. the weights.

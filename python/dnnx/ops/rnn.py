@@ -48,6 +48,15 @@ def lengths_array(lengths):
     return numpy.ascontiguousarray(values, dtype=numpy.int32)
 
 
+def _version(weights_version):
+    """weights_version checked: an int in [0, 2**64)."""
+    if isinstance(weights_version, bool) or not isinstance(weights_version, int) or \
+            not 0 <= weights_version < 2**64:
+        raise InvalidArgument(f"rnn: weights_version must be an int in [0, 2**64), got "
+                              f"{weights_version!r}")
+    return weights_version
+
+
 def _states(desc, like, out):
     hy = output(out[0] if out else None, like, desc.state_dims(), desc.dtype)
     cy = (output(out[1] if out else None, like, desc.state_dims(), desc.dtype)
@@ -55,41 +64,50 @@ def _states(desc, like, out):
     return hy, cy
 
 
-def fwd(desc, src, weights, hx=None, cx=None, lengths=None, *, out=None, ctx=None):
+def fwd(desc, src, weights, hx=None, cx=None, lengths=None, *, out=None, ctx=None,
+        weights_version=0):
     """Inference: (dst, hy, cy), cy None unless the cell is lstm; a missing hx / cx is zeros.
-    out= takes (dst, hy, cy)."""
+    out= takes (dst, hy, cy). weights_version: 0, or a number changed whenever the weights are
+    written, never the same for two contents at one address; with it a backend that converts
+    the weights into a layout of its own converts them once per (address, number) and reuses
+    them (dnnx::RnnForward::weights_version). A stale number gives results of stale weights."""
+    weights_version = _version(weights_version)
     src, weights = arg(src), arg(weights)
     dst = output(out[0] if out else None, src, desc.dst_dims(), desc.dtype)
     hy, cy = _states(desc, src, out[1:] if out else None)
     _dnnx.rnn_fwd(resolve(ctx, src), desc, src, weights, arg(hx), arg(cx), lengths_array(lengths),
-                  dst, hy, cy)
+                  dst, hy, cy, weights_version)
     return dst, hy, cy
 
 
 def fwd_training(desc, src, weights, hx=None, cx=None, lengths=None, *, generator=None,
-                 out=None, ctx=None):
+                 out=None, ctx=None, weights_version=0):
     """Training forward: (dst, hy, cy, state), the state (a dnnx.SavedState) for bwd_data and
     then bwd_weights. Dropout between layers (desc.dropout) draws from `generator` (default:
-    dnnx.default_generator, advanced past it)."""
+    dnnx.default_generator, advanced past it). weights_version as for fwd."""
+    weights_version = _version(weights_version)
     src, weights = arg(src), arg(weights)
     dst = output(out[0] if out else None, src, desc.dst_dims(), desc.dtype)
     hy, cy = _states(desc, src, out[1:] if out else None)
     state = SavedState()
     _dnnx.rnn_fwd_training(resolve(ctx, src), desc, generator_or_default(generator), src,
-                           weights, arg(hx), arg(cx), lengths_array(lengths), dst, hy, cy, state)
+                           weights, arg(hx), arg(cx), lengths_array(lengths), dst, hy, cy, state,
+                           weights_version)
     return dst, hy, cy, state
 
 
 def bwd_data(desc, src, weights, dst, diff_dst, state, hx=None, cx=None, lengths=None,
-             diff_hy=None, diff_cy=None, *, out=None, ctx=None):
+             diff_hy=None, diff_cy=None, *, out=None, ctx=None, weights_version=0):
     """(diff_src, diff_hx, diff_cx) from the forward's arrays and `state`; diff_hy / diff_cy None
-    are zeros; diff_cx None unless lstm. Call it before bwd_weights on the same state."""
+    are zeros; diff_cx None unless lstm. Call it before bwd_weights on the same state.
+    weights_version as for fwd."""
+    weights_version = _version(weights_version)
     src, diff_dst = arg(src), arg(diff_dst)
     diff_src = output(out[0] if out else None, diff_dst, desc.src_dims(), desc.dtype)
     diff_hx, diff_cx = _states(desc, diff_dst, out[1:] if out else None)
     _dnnx.rnn_bwd_data(resolve(ctx, src), desc, src, arg(weights), arg(hx), arg(cx),
                        lengths_array(lengths), arg(dst), diff_dst, arg(diff_hy), arg(diff_cy),
-                       diff_src, diff_hx, diff_cx, state)
+                       diff_src, diff_hx, diff_cx, state, weights_version)
     return diff_src, diff_hx, diff_cx
 
 

@@ -71,23 +71,24 @@ void bind_rnn(nb::module_& module) {
       "rnn_fwd",
       [](Context& context, const RnnDesc& desc, InArray src, InArray weights, Maybe<InArray> hx,
          Maybe<InArray> cx, Maybe<InArray> lengths, OutArray dst, Maybe<OutArray> hy,
-         Maybe<OutArray> cy) {
+         Maybe<OutArray> cy, std::uint64_t weights_version) {
         const Tensor s = to_tensor(src, "src"), w = to_tensor(weights, "weights");
         Optional thx(hx, "hx"), tcx(cx, "cx"), tlengths(lengths, "lengths");
         Tensor d = to_tensor(dst, "dst");
         Optional thy(hy, "hy"), tcy(cy, "cy");
         nb::gil_scoped_release released;
         rnn_fwd(context, desc,
-                RnnForward{&s, &w, thx.get(), tcx.get(), tlengths.get(), &d, thy.get(), tcy.get()});
+                RnnForward{&s, &w, thx.get(), tcx.get(), tlengths.get(), &d, thy.get(), tcy.get(),
+                           weights_version});
       },
       nb::arg("context"), nb::arg("desc"), nb::arg("src"), nb::arg("weights"), nb::arg("hx").none(),
       nb::arg("cx").none(), nb::arg("lengths").none(), nb::arg("dst"), nb::arg("hy").none(),
-      nb::arg("cy").none());
+      nb::arg("cy").none(), nb::arg("weights_version") = 0);
   module.def(
       "rnn_fwd_training",
       [](Context& context, const RnnDesc& desc, Generator& generator, InArray src, InArray weights,
          Maybe<InArray> hx, Maybe<InArray> cx, Maybe<InArray> lengths, OutArray dst,
-         Maybe<OutArray> hy, Maybe<OutArray> cy, SavedState& state) {
+         Maybe<OutArray> hy, Maybe<OutArray> cy, SavedState& state, std::uint64_t weights_version) {
         const Tensor s = to_tensor(src, "src"), w = to_tensor(weights, "weights");
         Optional thx(hx, "hx"), tcx(cx, "cx"), tlengths(lengths, "lengths");
         Tensor d = to_tensor(dst, "dst");
@@ -95,18 +96,20 @@ void bind_rnn(nb::module_& module) {
         nb::gil_scoped_release released;
         rnn_fwd_training(
             context, desc, generator,
-            RnnForward{&s, &w, thx.get(), tcx.get(), tlengths.get(), &d, thy.get(), tcy.get()},
+            RnnForward{&s, &w, thx.get(), tcx.get(), tlengths.get(), &d, thy.get(), tcy.get(),
+                       weights_version},
             state);
       },
       nb::arg("context"), nb::arg("desc"), nb::arg("generator"), nb::arg("src"), nb::arg("weights"),
       nb::arg("hx").none(), nb::arg("cx").none(), nb::arg("lengths").none(), nb::arg("dst"),
-      nb::arg("hy").none(), nb::arg("cy").none(), nb::arg("state"));
+      nb::arg("hy").none(), nb::arg("cy").none(), nb::arg("state"),
+      nb::arg("weights_version") = 0);
   module.def(
       "rnn_bwd_data",
       [](Context& context, const RnnDesc& desc, InArray src, InArray weights, Maybe<InArray> hx,
          Maybe<InArray> cx, Maybe<InArray> lengths, InArray dst, InArray diff_dst,
          Maybe<InArray> diff_hy, Maybe<InArray> diff_cy, OutArray diff_src, Maybe<OutArray> diff_hx,
-         Maybe<OutArray> diff_cx, SavedState& state) {
+         Maybe<OutArray> diff_cx, SavedState& state, std::uint64_t weights_version) {
         const Tensor s = to_tensor(src, "src"), w = to_tensor(weights, "weights");
         Optional thx(hx, "hx"), tcx(cx, "cx"), tlengths(lengths, "lengths");
         const Tensor d = to_tensor(dst, "dst"), dd = to_tensor(diff_dst, "diff_dst");
@@ -116,13 +119,15 @@ void bind_rnn(nb::module_& module) {
         nb::gil_scoped_release released;
         rnn_bwd_data(context, desc,
                      RnnBackwardData{&s, &w, thx.get(), tcx.get(), tlengths.get(), &d, &dd,
-                                     tdhy.get(), tdcy.get(), &ds, tdhx.get(), tdcx.get()},
+                                     tdhy.get(), tdcy.get(), &ds, tdhx.get(), tdcx.get(),
+                                     weights_version},
                      state);
       },
       nb::arg("context"), nb::arg("desc"), nb::arg("src"), nb::arg("weights"), nb::arg("hx").none(),
       nb::arg("cx").none(), nb::arg("lengths").none(), nb::arg("dst"), nb::arg("diff_dst"),
       nb::arg("diff_hy").none(), nb::arg("diff_cy").none(), nb::arg("diff_src"),
-      nb::arg("diff_hx").none(), nb::arg("diff_cx").none(), nb::arg("state"));
+      nb::arg("diff_hx").none(), nb::arg("diff_cx").none(), nb::arg("state"),
+      nb::arg("weights_version") = 0);
   module.def(
       "rnn_bwd_weights",
       [](Context& context, const RnnDesc& desc, InArray src, InArray weights, Maybe<InArray> hx,

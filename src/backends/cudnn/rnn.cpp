@@ -29,10 +29,11 @@
 // those addresses are compared with dnnx's flat layout (Note [rnn weight layout]): when every one
 // sits at the same byte offset and the sizes agree, the plan passes the caller's weights (and
 // diff_weights) to cuDNN as they are, converting nothing. Otherwise the plan keeps a weight space
-// of its own and copies the caller's weights into it on every call (paid because a tensor's
-// contents can change under the same pointer with no version to compare), and a backward w.r.t.
-// the weights computes into a gradient space of its own and copies back (reading the caller's
-// diff_weights in first when accumulating; it converts no weights, cuDNN reading none there).
+// of its own and copies the caller's weights into it: on every call, or, when the call gives a
+// weights_version, only when the (address, version) pair differs from the one the space holds
+// (Note [rnn weights version]); a backward w.r.t. the weights computes into a gradient space of
+// its own and copies back (reading the caller's diff_weights in first when accumulating; it
+// converts no weights, cuDNN reading none there).
 // The plan's record says which ("weights_converted" note; not the listing's: cuDNN's layout is
 // known once a plan asks where each matrix lies). When the plan is built, the matrices' and
 // biases' byte ranges are sorted and merged into runs contiguous in both layouts: a single run
@@ -582,26 +583,31 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
     void* work = nullptr;
     void* reserve = nullptr;
     bool accumulate = false;
+    bool convert = false;  // the weights go into weight_space_ first
   };
 
   // One cuDNN call on `work` (workspace_ bytes) and the reserve space `reserve` (reserve_ bytes;
   // null for the inference forward). Note [rnn graph replay]: with every sequence at full length
   // the call's launches (weight conversion, memsets, the cuDNN call) replay as a CUDA graph on
   // the same memory; with variable lengths the data descriptors change with the call's lengths,
-  // which a graph would not follow, so they run directly.
+  // which a graph would not follow, so they run directly. A call that converts and one that
+  // reuses the converted weights (Note [rnn weights version]) are different graphs.
   void run(const RnnArgs& args, void* work, void* reserve) {
     set_lengths(args);
     const Bound b = bind(args, work, reserve);
+    // The weight space holds what it held before only once the call is queued.
+    if (b.convert) converted_ = {};
     if (desc_.variable_lengths) {
       launch(b);
-      return;
+    } else {
+      replay_.run(
+          runtime_->settings(), runtime_->stream(),
+          {b.src, b.user_weights, b.hx, b.cx, b.dst, b.hy, b.cy, b.diff_dst, b.diff_hy, b.diff_cy,
+           b.diff_src, b.diff_hx, b.diff_cx, b.diff_weights, b.work, b.reserve,
+           b.accumulate ? this : nullptr, b.convert ? weight_space_.get() : nullptr},
+          [&] { launch(b); }, context_);
     }
-    replay_.run(
-        runtime_->settings(), runtime_->stream(),
-        {b.src, b.user_weights, b.hx, b.cx, b.dst, b.hy, b.cy, b.diff_dst, b.diff_hy, b.diff_cy,
-         b.diff_src, b.diff_hx, b.diff_cx, b.diff_weights, b.work, b.reserve,
-         b.accumulate ? this : nullptr},
-        [&] { launch(b); }, context_);
+    if (b.convert) converted_ = {b.user_weights, args.weights_version};
   }
 
   Bound bind(const RnnArgs& args, void* work, void* reserve) const {
@@ -621,6 +627,9 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
     b.user_weights = data_of(args.weights, "weights", context_);
     // cudnnRNNBackwardWeights_v8 reads no weights: nothing to convert for it.
     b.weights = identity_ ? b.user_weights : weight_space_->data();
+    b.convert = !identity_ && (args.weights_version == 0 || converted_.version == 0 ||
+                               converted_.from != b.user_weights ||
+                               converted_.version != args.weights_version);
     if (direction_ == Direction::bwd_data) {
       b.dst = data_of(args.dst, "dst", context_);
       b.diff_dst = data_of(args.diff_dst, "diff_dst", context_);
@@ -642,8 +651,7 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
   void launch(const Bound& b) {
     const cudnnHandle_t handle = runtime_->handle();
     const cudaStream_t stream = runtime_->stream();
-    if (!identity_ && direction_ != Direction::bwd_weights)
-      copy_segments(const_cast<void*>(b.user_weights), weight_space_->data(), true);
+    if (b.convert) copy_segments(const_cast<void*>(b.user_weights), weight_space_->data(), true);
     const std::size_t reserve_bytes = direction_ == Direction::fwd ? 0 : reserve_;
     const cudnnTensorDescriptor_t h = d_.h.get();
     switch (direction_) {
@@ -761,6 +769,7 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
       a.accumulate = args.accumulate;
       a.seed = args.seed;
       a.offset = args.offset;
+      a.weights_version = args.weights_version;
       const std::size_t weights_at =
           static_cast<std::size_t>(desc_.weight_offset(l, 0, RnnWeight::w_ih)) * element;
       const Dims weight_dims{ld.weights_count()};
@@ -1023,6 +1032,13 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
   std::vector<Segment> table_;
   std::unique_ptr<Storage> table_device_;
   std::unique_ptr<Storage> weight_space_;    // cuDNN's layout, when converting (not bwd_weights)
+  // What weight_space_ holds (Note [rnn weights version]): the caller's weights at `from` as
+  // of `version`; version 0 when unknown.
+  struct Converted {
+    const void* from = nullptr;
+    std::uint64_t version = 0;
+  };
+  Converted converted_;
   std::unique_ptr<Storage> diff_space_;      // bwd_weights, when converting
   std::unique_ptr<Storage> timing_reserve_;  // Note [timing an rnn backward]
   std::unique_ptr<Storage> lengths_device_;

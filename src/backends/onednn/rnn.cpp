@@ -33,10 +33,10 @@
 // 0), gate 2 is n. The bias is b_ih + b_hh per gate, except for lbr_gru, whose G' = 4 biases are
 // b_iz + b_hz, b_ir + b_hr, b_in and b_hn (the last inside the reset product, as PyTorch's).
 // Without bias the bias is zeros and its gradient is dropped. The flat weights are converted into
-// the workspace on every call: a tensor's contents can change under the same pointer with no
-// version to compare (as Note [cudnn rnn weights] says), and the conversion reads each weight
-// once, a small part of a step. Gradients come back the same way: d b_ih and d b_hh are both the
-// gate's bias gradient (lbr_gru: d b_in and d b_hn are biases 2 and 3).
+// the workspace on every call when the call gives no weights_version; with one, into a buffer the
+// plan keeps, again only when the call's (address, version) differs from the one the buffer
+// holds (Note [rnn weights version]). Gradients come back the same way: d b_ih and d b_hh are
+// both the gate's bias gradient (lbr_gru: d b_in and d b_hn are biases 2 and 3).
 //
 // Note [cpu rnn backward]
 // oneDNN's backward primitive computes the gradients w.r.t. the data and the weights in one call;
@@ -851,6 +851,43 @@ class Plan final : public LayerPlan<RnnArgs> {
     return w;
   }
 
+  // The converted weights of a call (Note [cpu rnn weights]), with this plan's temporaries in the
+  // workspace at `base`: converted into `regions` (the call's workspace) without a version;
+  // with one (Note [rnn weights version]), in the plan's own buffer, converted there when it holds
+  // other weights.
+  LayerWeights weights_of(const Tensor& weights, std::uint64_t version, std::byte* base,
+                          const LayerWeights& regions) {
+    if (version == 0) {
+      convert_weights(weights, base, regions);
+      return regions;
+    }
+    if (kept_.empty()) {
+      RnnDesc fixed = desc_;
+      fixed.variable_lengths = false;
+      Carver c;
+      for (std::int64_t l = 0; l < desc_.layers; ++l) {
+        const LayerMds m = layer_mds(fixed, l, ct_, is_backward(direction_));
+        kept_at_.push_back({c.take(m.weights_layer.get_size()), c.take(m.weights_iter.get_size()),
+                            c.take(m.bias.get_size())});
+      }
+      kept_.assign(c.bytes + buffer_alignment, std::byte{0});
+    }
+    std::byte* kept = align(kept_.data());
+    LayerWeights w;
+    for (const auto& [layer, iter, bias] : kept_at_) {
+      w.layer.push_back(kept + layer);
+      w.iter.push_back(kept + iter);
+      w.bias.push_back(kept + bias);
+    }
+    if (kept_from_ != weights.data() || kept_version_ != version) {
+      kept_version_ = 0;
+      convert_weights(weights, base, w);
+      kept_from_ = weights.data();
+      kept_version_ = version;
+    }
+    return w;
+  }
+
   // Note [cpu rnn weights]: the flat weights into every layer's regions `to`, with this plan's
   // temporaries (flat_f32, layer_f32) in the workspace at `base`.
   // The forwards take ldigo, the backwards ldgoi (layer_mds).
@@ -1005,8 +1042,9 @@ class Plan final : public LayerPlan<RnnArgs> {
                const LayerWeights* converted = nullptr) {
     const bool training = direction_ == Direction::fwd_training;
     const bool lstm = desc_.cell == RnnCell::lstm;
-    const LayerWeights weights = converted != nullptr ? *converted : own_weights(base);
-    if (converted == nullptr) convert_weights(*args.weights, base, weights);
+    const LayerWeights weights =
+        converted != nullptr ? *converted : weights_of(*args.weights, args.weights_version, base,
+                                                        own_weights(base));
     void* src = input(args.src, base + work_.src, desc_.src_dims().product());
     void* hx = input(args.hx, base + work_.hx, state_count());
     void* cx = lstm ? input(args.cx, base + work_.cx, state_count()) : nullptr;
@@ -1076,8 +1114,9 @@ class Plan final : public LayerPlan<RnnArgs> {
   void backward_data(const RnnArgs& args, std::byte* base, std::byte* state, float* grads, bool add,
                      const LayerWeights* converted = nullptr) {
     const bool lstm = desc_.cell == RnnCell::lstm;
-    const LayerWeights weights = converted != nullptr ? *converted : own_weights(base);
-    if (converted == nullptr) convert_weights(*args.weights, base, weights);
+    const LayerWeights weights =
+        converted != nullptr ? *converted : weights_of(*args.weights, args.weights_version, base,
+                                                        own_weights(base));
     void* src = input(args.src, base + work_.src, desc_.src_dims().product());
     void* hx = input(args.hx, base + work_.hx, state_count());
     void* cx = lstm ? input(args.cx, base + work_.cx, state_count()) : nullptr;
@@ -1320,17 +1359,16 @@ class Plan final : public LayerPlan<RnnArgs> {
   Tensor group_tensor(std::byte* data, const Dims& dims) const {
     return Tensor::view(data, dims, desc_.dtype);
   }
-  // The call's weights converted once into the group workspace's region for every group's plan,
-  // with this plan's temporaries in the (then unused) region of the groups' own workspace: the
+  // The group workspace's region for the call's weights, converted once for every group's plan
+  // (with this plan's temporaries in the then unused region of the groups' own workspace): the
   // converted layout depends on the layers' sizes only, not on a group's batch or length.
-  LayerWeights convert_for_groups(const Tensor& weights, std::byte* base) const {
+  LayerWeights group_weights(std::byte* base) const {
     LayerWeights w;
     for (const auto& [layer, iter, bias] : group_work_.weights) {
       w.layer.push_back(base + layer);
       w.iter.push_back(base + iter);
       w.bias.push_back(base + bias);
     }
-    convert_weights(weights, base + group_work_.sub, w);
     return w;
   }
 
@@ -1352,7 +1390,8 @@ class Plan final : public LayerPlan<RnnArgs> {
     }
     const GroupWork& w = group_work_;
     std::byte* sub = base + w.sub;
-    const LayerWeights converted = convert_for_groups(*args.weights, base);
+    const LayerWeights converted =
+        weights_of(*args.weights, args.weights_version, base + group_work_.sub, group_weights(base));
     for (const Group& g : groups) {
       Plan& plan = *g.plan;
       std::byte* group_state = training ? state + g.state : nullptr;
@@ -1414,7 +1453,8 @@ class Plan final : public LayerPlan<RnnArgs> {
     auto* grads = reinterpret_cast<float*>(state + state_.grads);
     const GroupWork& w = group_work_;
     std::byte* sub = base + w.sub;
-    const LayerWeights converted = convert_for_groups(*args.weights, base);
+    const LayerWeights converted =
+        weights_of(*args.weights, args.weights_version, base + group_work_.sub, group_weights(base));
     for (std::size_t i = 0; i < groups.size(); ++i) {
       const Group& g = groups[i];
       Plan& plan = *g.plan;
@@ -1476,6 +1516,12 @@ class Plan final : public LayerPlan<RnnArgs> {
   std::vector<dnnl::primitive_desc> backward_;
   std::vector<LayerRun> runs_;
   std::vector<std::byte> timing_state_;  // Note [timing an rnn backward]
+  // Note [rnn weights version]: the converted weights kept across calls (aligned within kept_;
+  // per layer the offsets of weights_layer, weights_iter and bias), and whose they are.
+  std::vector<std::byte> kept_;
+  std::vector<std::array<std::size_t, 3>> kept_at_;
+  const void* kept_from_ = nullptr;
+  std::uint64_t kept_version_ = 0;
   bool timing_ = false;                  // the last state_of handed out timing_state_
   // Variable lengths (Note [cpu rnn variable lengths]).
   bool grouped_ = false;
