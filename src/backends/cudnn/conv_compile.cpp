@@ -7,7 +7,10 @@
 #include "core/threads.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <exception>
+#include <mutex>
+#include <vector>
 
 namespace dnnx::cudnn {
 namespace {
@@ -19,12 +22,55 @@ std::size_t build_threads() {
   return std::clamp<std::size_t>(hardware > 1 ? hardware - 1 : 1, 1, 8);
 }
 
+// Note [background builds at exit]
+// A build still running when its search ends goes on (it is kept for whoever asks next), so a
+// process may reach exit() with a thread inside nvrtcCompileProgram. The backends that own the
+// builders are never destroyed (Note [static destruction] in src/ops/context_state.hpp), so
+// nothing would join that thread: exit runs the libraries' static destructors (NVRTC's among
+// them) under it, and the process died with SIGSEGV inside NVRTC after every test had passed
+// (cudnn_conv_describe_test; likely also the suite run of cudnn_conv_bench that died on
+// odd_sizes and U-Net). So every builder is listed here, and an exit handler stops them all: queued
+// builds are dropped, running ones finish, the threads are joined, and only then do the
+// destructors run. exit() calls handlers and destructors in the reverse order of their
+// registration, and NVRTC's are registered when cuDNN first loads it, after the process started:
+// the handler is registered when a builder first starts its threads (cuDNN has listed the
+// runtime-compiled engines by then) and again after the process's first build has finished
+// (anything NVRTC sets up during a compile exists by then), each time later than what it must
+// precede. A build running at exit delays the exit by what is left of it.
+std::mutex& builders_mutex() {
+  static auto* mutex = new std::mutex;  // never destroyed: the exit handler may run last
+  return *mutex;
+}
+std::vector<BackgroundBuilds*>& builders() {
+  static auto* list = new std::vector<BackgroundBuilds*>;
+  return *list;
+}
+void stop_every_builder() {
+  std::lock_guard lock(builders_mutex());
+  for (BackgroundBuilds* builder : builders()) builder->stop();
+}
+void stop_builders_at_exit(std::once_flag& once) {
+  std::call_once(once, [] { std::atexit(stop_every_builder); });
+}
+std::once_flag at_first_threads;
+std::once_flag after_first_build;
+
 }  // namespace
 
 BackgroundBuilds::BackgroundBuilds(std::shared_ptr<Runtime> runtime)
-    : runtime_(std::move(runtime)) {}
+    : runtime_(std::move(runtime)) {
+  std::lock_guard lock(builders_mutex());
+  builders().push_back(this);
+}
 
 BackgroundBuilds::~BackgroundBuilds() {
+  std::lock_guard lock(builders_mutex());
+  auto& list = builders();
+  list.erase(std::remove(list.begin(), list.end(), this), list.end());
+  stop();
+}
+
+void BackgroundBuilds::stop() noexcept {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
@@ -32,7 +78,10 @@ BackgroundBuilds::~BackgroundBuilds() {
     queue_.clear();
   }
   changed_.notify_all();
-  for (std::thread& thread : threads_) thread.join();
+  // threads_ changes only under mutex_ while not stopping_: no longer from here on.
+  for (std::thread& thread : threads_) {
+    if (thread.joinable()) thread.join();
+  }
 }
 
 void BackgroundBuilds::submit(const std::vector<Request>& requests, Clock::time_point deadline) {
@@ -57,7 +106,8 @@ void BackgroundBuilds::submit(const std::vector<Request>& requests, Clock::time_
       jobs_.emplace(request.key, job);
       queue_.push_back(std::move(job));
     }
-    if (threads_.empty()) {
+    if (threads_.empty() && !stopping_) {
+      stop_builders_at_exit(at_first_threads);
       const std::size_t count = build_threads();
       for (std::size_t slot = 0; slot < count; ++slot)
         threads_.emplace_back([this, slot] { work(slot); });
@@ -100,6 +150,7 @@ void BackgroundBuilds::work(std::size_t slot) {
     } catch (const std::exception& e) {
       error = e.what();
     }
+    stop_builders_at_exit(after_first_build);
     lock.lock();
     job->plan = std::move(plan);
     job->error = std::move(error);

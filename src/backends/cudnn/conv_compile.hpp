@@ -28,7 +28,8 @@ namespace dnnx::cudnn {
 /// Engine plans built on a few background threads, each with a cuDNN handle of its own
 /// (Runtime::build_handle: a handle may not be used on two threads at once, and the main thread
 /// keeps executing on the runtime's). A build that has not started by its deadline is never
-/// started; one that is running finishes and is kept for whoever asks next.
+/// started; one that is running finishes and is kept for whoever asks next. At process exit
+/// every instance stops and joins its threads (Note [background builds at exit]).
 class BackgroundBuilds {
  public:
   using Clock = std::chrono::steady_clock;
@@ -51,7 +52,7 @@ class BackgroundBuilds {
   };
 
   explicit BackgroundBuilds(std::shared_ptr<Runtime> runtime);
-  /// Drops the queued builds and waits for the running ones.
+  /// Drops the queued builds and waits for the running ones (stop()).
   ~BackgroundBuilds();
   BackgroundBuilds(const BackgroundBuilds&) = delete;
   BackgroundBuilds& operator=(const BackgroundBuilds&) = delete;
@@ -71,6 +72,10 @@ class BackgroundBuilds {
 
   /// How many threads build.
   std::size_t threads() const { return threads_.size(); }
+
+  /// Cancels the queued builds, lets the running ones finish and joins the threads; later
+  /// submissions queue but start no thread (await() reports them queued). Idempotent.
+  void stop() noexcept;
 
  private:
   struct Job {
