@@ -48,6 +48,10 @@ class MatmulActivationPasses {
   /// dst = act(dst) in place; with a non-null `aux`, first the state of dst's values as pre.
   virtual void forward(const MatmulDesc& desc, void* dst, void* aux,
                        const ErrorContext& context) = 0;
+  /// gelu_tanh only: dst = act(pre), where `pre` is the state (the GEMM wrote it, Note [gelu
+  /// state first]).
+  virtual void forward_from_pre(const MatmulDesc& desc, const void* pre, void* dst,
+                                const ErrorContext& context) = 0;
   /// diff_pre = diff_dst * act'(pre), act' from `aux`, rounded once to the dtype.
   virtual void backward(const MatmulDesc& desc, const void* diff_dst, const void* aux,
                         void* diff_pre, const ErrorContext& context) = 0;

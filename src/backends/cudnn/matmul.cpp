@@ -1131,6 +1131,14 @@ class KernelPasses final : public detail::MatmulActivationPasses {
                      context, "launching the activation kernel");
   }
 
+  void forward_from_pre(const MatmulDesc& desc, const void* pre, void* dst,
+                        const ErrorContext& context) override {
+    runtime_->make_current();
+    DNNX_CUDNN_CHECK(kernels::matmul::gelu_forward_from(element_of(desc.dtype), count(desc), pre,
+                                                        dst, runtime_->stream()),
+                     context, "launching the activation kernel");
+  }
+
   void backward(const MatmulDesc& desc, const void* diff_dst, const void* aux, void* diff_pre,
                 const ErrorContext& context) override {
     runtime_->make_current();

@@ -640,6 +640,18 @@ class HostPasses final : public detail::MatmulActivationPasses {
     }
   }
 
+  void forward_from_pre(const MatmulDesc& desc, const void* pre, void* dst,
+                        const ErrorContext&) override {
+    const std::int64_t count = desc.batch * desc.m * desc.n;
+    const std::size_t size = size_of(desc.dtype);
+    const auto* in = static_cast<const std::byte*>(pre);
+    auto* out = static_cast<std::byte*>(dst);
+    for (std::int64_t i = 0; i < count; ++i) {
+      const auto at = static_cast<std::size_t>(i) * size;
+      detail::store_f32(out + at, desc.dtype, detail::gelu_tanh(detail::load_f32(in + at, desc.dtype)));
+    }
+  }
+
   void backward(const MatmulDesc& desc, const void* diff_dst, const void* aux, void* diff_pre,
                 const ErrorContext&) override {
     const std::int64_t count = desc.batch * desc.m * desc.n;

@@ -321,14 +321,16 @@ __global__ void __launch_bounds__(block_threads)
   }
 }
 
+// dst = gelu(src); src is dst in place, or the state (Note [gelu state first]), when `pre` is
+// null.
 template <typename T>
 __global__ void __launch_bounds__(block_threads)
-    gelu_kernel(T* dst, T* pre, std::int64_t count, bool aligned) {
+    gelu_kernel(const T* src, T* dst, T* pre, std::int64_t count, bool aligned) {
   DNNX_FOR_EACH_GROUP((count + group_size - 1) / group_size) {
     const std::int64_t first = g * group_size;
     const bool vector = aligned && first + group_size <= count;
     float x[group_size];
-    load_group(dst, first, count, vector, x);
+    load_group(src, first, count, vector, x);
     if (pre != nullptr) store_group(pre, first, count, vector, x);  // exact: x came from T
 #pragma unroll
     for (int k = 0; k < group_size; ++k) x[k] = gelu_tanh<T>(x[k]);
@@ -517,8 +519,15 @@ void launch_forward(Activation activation, std::int64_t count, void* dst, void* 
         static_cast<T*>(dst), static_cast<std::uint8_t*>(aux), count, bytes, aligned);
   } else {
     gelu_kernel<T><<<grid_for(groups, block_threads), block_threads, 0, stream>>>(
-        static_cast<T*>(dst), static_cast<T*>(aux), count, aligned);
+        static_cast<const T*>(dst), static_cast<T*>(dst), static_cast<T*>(aux), count, aligned);
   }
+}
+
+template <typename T>
+void launch_gelu_from(std::int64_t count, const void* pre, void* dst, cudaStream_t stream) {
+  const std::int64_t groups = (count + group_size - 1) / group_size;
+  gelu_kernel<T><<<grid_for(groups, block_threads), block_threads, 0, stream>>>(
+      static_cast<const T*>(pre), static_cast<T*>(dst), nullptr, count, aligned16({pre, dst}));
 }
 
 template <typename T, bool Vector>
@@ -559,6 +568,17 @@ cudaError_t activation_forward(Element element, Activation activation, std::int6
     case Element::f32: launch_forward<float>(activation, count, dst, aux, stream); break;
     case Element::f16: launch_forward<__half>(activation, count, dst, aux, stream); break;
     case Element::bf16: launch_forward<__nv_bfloat16>(activation, count, dst, aux, stream); break;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t gelu_forward_from(Element element, std::int64_t count, const void* pre, void* dst,
+                              cudaStream_t stream) {
+  if (count <= 0) return cudaSuccess;
+  switch (element) {
+    case Element::f32: launch_gelu_from<float>(count, pre, dst, stream); break;
+    case Element::f16: launch_gelu_from<__half>(count, pre, dst, stream); break;
+    case Element::bf16: launch_gelu_from<__nv_bfloat16>(count, pre, dst, stream); break;
   }
   return cudaGetLastError();
 }

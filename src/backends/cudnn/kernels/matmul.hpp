@@ -48,6 +48,11 @@ enum class Activation : int { relu, gelu_tanh };
 cudaError_t activation_forward(Element element, Activation activation, std::int64_t count,
                                void* dst, void* aux, cudaStream_t stream);
 
+/// dst[i] = gelu_tanh(pre[i]) for `count` elements (as above, in f32 rounded once); pre and dst
+/// must not overlap, at any alignment of their type. Queues the work on `stream`.
+cudaError_t gelu_forward_from(Element element, std::int64_t count, const void* pre, void* dst,
+                              cudaStream_t stream);
+
 /// diff_pre[i] = diff_dst[i] * act'(pre_i) for `count` elements, act' from `aux` (the state
 /// above), in f32 rounded once. diff_pre must not overlap diff_dst or aux. Queues the work on
 /// `stream` and returns the launch status.
