@@ -683,7 +683,9 @@ def _rnn_bwd(desc, context, src, h0, c0, lengths, flat, dst, state, diff_dst, di
 # drops the module's cache after such writes. Tensors made under torch.inference_mode keep no
 # version counter: those calls concatenate every time (version 0), as do compiled calls and
 # calls captured into a CUDA graph (whose replays must copy the weights as they are then). A
-# module's pickled state leaves the cache out.
+# module's pickled state leaves the cache out. The price is memory: the kept flat tensor is one
+# more copy of the module's weights (in the autocast dtype under autocast) for as long as the
+# module lives.
 _weights_versions = itertools.count(1)
 
 

@@ -470,21 +470,18 @@ INSTANTIATE_TEST_SUITE_P(Table, CudnnRnnConversion, ::testing::ValuesIn(conversi
 // Note [rnn weights version]: a plan that converts the weights converts them once per (address,
 // version): a call promising unchanged weights that did change gives the previous weights'
 // results bit for bit; a new version, or none, follows the weights. A plan that hands the
-// caller's weights to cuDNN follows them whatever the version. Fixed lengths (replayed graphs,
-// converting and not) and variable lengths (direct calls), layer by layer with dropout.
-TEST_P(CudnnRnnConversion, ConvertsOncePerAddressAndVersion) {
-  DNNX_REQUIRE_GPU();
-  const GpuCase& g = GetParam();
-  RnnDesc desc = g.c.desc;
-  desc.dtype = g.dtype;
+// caller's weights to cuDNN follows them whatever the version. `lengths` for a desc with
+// variable lengths.
+void expect_converted_once(const RnnDesc& desc, const std::vector<std::int32_t>& lengths,
+                           const std::string& name) {
   const std::string id = "cudnn:rnn:standard:fma";
   Context context = fixed_context(id, true);
   detail::OpBackendOf<OpKind::rnn>& backend = detail::state_of(context).backend().op<OpKind::rnn>();
   std::map<Direction, bool> converts;
   for (const Direction direction : {Direction::fwd, Direction::fwd_training, Direction::bwd_data})
     converts[direction] = has_note(backend.plan(desc, direction, id)->algo(), "weights_converted");
-  const RnnInputs inputs = rnn_inputs(desc, {}, seed_from(g.c.name + " version"));
-  const Tensor second = rnn_inputs(desc, {}, seed_from(g.c.name + " second")).weights;
+  const RnnInputs inputs = rnn_inputs(desc, lengths, seed_from(name + " version"));
+  const Tensor second = rnn_inputs(desc, lengths, seed_from(name + " second")).weights;
   Context reference = reference_context();
   const auto expected = run_rnn_weight_versions(reference, desc, inputs, inputs.weights, second);
   const std::string where = id + " | " + desc.repro(Direction::fwd_training);
@@ -524,6 +521,26 @@ TEST_P(CudnnRnnConversion, ConvertsOncePerAddressAndVersion) {
                                      expected.at(name).dims(), tolerance_of(desc.dtype, false),
                                      name, where));
     }
+  }
+}
+
+// Fixed lengths (replayed graphs, converting and not), layer by layer with dropout.
+TEST_P(CudnnRnnConversion, ConvertsOncePerAddressAndVersion) {
+  DNNX_REQUIRE_GPU();
+  const GpuCase& g = GetParam();
+  RnnDesc desc = g.c.desc;
+  desc.dtype = g.dtype;
+  expect_converted_once(desc, {}, g.c.name);
+}
+
+// Variable lengths: the calls run directly, not replayed.
+TEST(CudnnRnnConversionVersion, VariableLengthsConvertOncePerAddressAndVersion) {
+  DNNX_REQUIRE_GPU();
+  RnnDesc desc = rnn_case("lstm_bi_2layers_h7", RnnCell::lstm, 4, 3, 5, 7, 2, true).desc;
+  desc.variable_lengths = true;
+  for (const DType dtype : {DType::f32, DType::f16}) {
+    desc.dtype = dtype;
+    expect_converted_once(desc, {4, 1, 3}, "lstm_bi_2layers_h7_varlen");
   }
 }
 
