@@ -683,9 +683,13 @@ def _rnn_bwd(desc, context, src, h0, c0, lengths, flat, dst, state, diff_dst, di
 # drops the module's cache after such writes. Tensors made under torch.inference_mode keep no
 # version counter: those calls concatenate every time (version 0), as do compiled calls and
 # calls captured into a CUDA graph (whose replays must copy the weights as they are then). A
-# module's pickled state leaves the cache out. The price is memory: the kept flat tensor is one
-# more copy of the module's weights (in the autocast dtype under autocast) for as long as the
-# module lives.
+# module's pickled state leaves the cache out. Where the parameters already lie back to back in
+# one storage, in order (as torch's flatten_parameters leaves a CUDA RNN's), the flat tensor is a
+# view of that memory and nothing is copied; otherwise it is one more copy of the module's weights
+# (in the autocast dtype under autocast) for as long as the module lives. The training forward
+# saves the flat tensor and the weights for its backward as autograd saves tensors, so a
+# parameter written in place between the two is an error there, as for torch's own RNN, not a
+# silent mix of old and new weights.
 _weights_versions = itertools.count(1)
 
 
@@ -695,6 +699,25 @@ def weights_changed(module):
     not see (through .data, or from another framework sharing their memory)."""
     for child in module.modules():
         child.__dict__.pop("_dnnx_flat_weights", None)
+
+
+def _storage_of(tensor):
+    return tensor.untyped_storage() if hasattr(tensor, "untyped_storage") else tensor.storage()
+
+
+def _back_to_back(weights):
+    """`weights` as one flat view when they lie back to back, in order, in one storage, else
+    None (Note [recurrent weights cache])."""
+    first = weights[0]
+    base = _storage_of(first).data_ptr()
+    at, total = first.data_ptr(), 0
+    for weight in weights:
+        if weight.dtype != first.dtype or not weight.is_contiguous() or \
+                weight.data_ptr() != at or _storage_of(weight).data_ptr() != base:
+            return None
+        at += weight.numel() * weight.element_size()
+        total += weight.numel()
+    return first.detach().as_strided((total,), (1,))
 
 
 def _flat_weights(module, part, parameters, weights):
@@ -713,7 +736,9 @@ def _flat_weights(module, part, parameters, weights):
             all(a is b for a, b in zip(kept["parameters"], parameters)):
         return kept["flat"], kept["version"]
     with torch.no_grad():
-        flat = torch.cat([weight.reshape(-1) for weight in weights])
+        flat = _back_to_back(weights)
+        if flat is None:
+            flat = torch.cat([weight.reshape(-1) for weight in weights])
     if state is None:
         cache.pop(part, None)
         return flat, 0
@@ -740,17 +765,17 @@ class RnnFunction(torch.autograd.Function):
         dst, hy, cy, state, context = _rnn_fwd(desc, src, h0, c0, lengths, flat, training, tune,
                                                layer, version)
         if training:
-            fctx.save_for_backward(src, h0, c0, dst)
-            fctx.flat, fctx.version, fctx.state, fctx.lengths = flat, version, state, lengths
+            fctx.save_for_backward(src, h0, c0, dst, flat, *weights)
+            fctx.version, fctx.state, fctx.lengths = version, state, lengths
             fctx.shapes = [weight.shape for weight in weights]
             fctx.desc, fctx.context, fctx.layer = desc, context, layer
         return (dst, hy) if cy is None else (dst, hy, cy)
 
     @staticmethod
     def backward(fctx, diff_dst, diff_hy, diff_cy=None):
-        src, h0, c0, dst = fctx.saved_tensors
+        src, h0, c0, dst, flat = fctx.saved_tensors[:5]
         diff_src, diff_hx, diff_cx, diff_flat = _rnn_bwd(
-            fctx.desc, fctx.context, src, h0, c0, fctx.lengths, fctx.flat, dst, fctx.state,
+            fctx.desc, fctx.context, src, h0, c0, fctx.lengths, flat, dst, fctx.state,
             diff_dst, diff_hy, diff_cy, fctx.layer, fctx.version)
         diff_weights, offset = [], 0
         for shape in fctx.shapes:

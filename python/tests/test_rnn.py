@@ -413,3 +413,42 @@ def test_weights_version_argument(rctx):
     for bad in (-1, 2**64, 1.5, True, "1"):
         with rctx, pytest.raises(dnnx.InvalidArgument):
             dnnx.rnn.fwd(desc, x, w, weights_version=bad)
+
+
+def test_converted_weights_back_to_back_are_not_copied(rctx):
+    """Parameters lying back to back in one buffer, in order (as torch's flatten_parameters leaves
+    a CUDA RNN's), are handed to the op as a view of that buffer (Note [recurrent weights
+    cache]): no copy, results and gradients as torch's, and a parameter written between the
+    training forward and its backward is autograd's error, as for torch's own RNN."""
+    torch.manual_seed(12)
+    lstm = nn.LSTM(3, 5, num_layers=2)
+    module = dt.convert(copy.deepcopy(lstm))
+    buffer = torch.cat([w.detach().reshape(-1) for w in module._flat_weights])
+    offset = 0
+    for name in module._flat_weights_names:
+        parameter = getattr(module, name)
+        parameter.data = buffer[offset:offset + parameter.numel()].view_as(parameter)
+        offset += parameter.numel()
+    x = torch.randn(4, 2, 3, requires_grad=True)
+    with rctx:
+        out, _ = module(x)
+    kept = module.__dict__["_dnnx_flat_weights"]["all"]["flat"]
+    assert kept.data_ptr() == buffer.data_ptr() and kept.numel() == buffer.numel()
+    want, _ = lstm(x)
+    close(out, want)
+    seed = torch.randn_like(want)
+    mine = torch.autograd.grad(out, [x] + list(module.parameters()), seed)
+    theirs = torch.autograd.grad(want, [x] + list(lstm.parameters()), seed)
+    for a, b in zip(mine, theirs):
+        close(a, b, 1e-3)
+    with rctx:
+        out, _ = module(x)
+    with torch.no_grad():
+        module.weight_hh_l1.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+    with torch.no_grad():
+        lstm.weight_hh_l1.mul_(2)
+    with rctx, torch.no_grad():
+        close(module(x)[0], lstm(x)[0])
+    assert module.__dict__["_dnnx_flat_weights"]["all"]["flat"].data_ptr() == buffer.data_ptr()
