@@ -337,3 +337,39 @@ def test_converted_model_under_ddp_nccl(tmp_path):
     print(f"DDP over NCCL: world size {world_size}")
     for name, parameter in model.named_parameters():
         torch.testing.assert_close(reduced[name], parameter.grad.cpu(), rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("cell,bidirectional,bias", [("lstm", False, True), ("lstm", True, True),
+                                                    ("gru", True, False)])
+def test_converted_recurrent_layer_on_cuda_trains_like_torch(cell, bidirectional, bias):
+    """A converted nn.LSTM / GRU on CUDA against torch's own (cuDNN), TF32 off: outputs and
+    gradients, then three SGD steps on each. `.cuda()` flattens the parameters into cuDNN's
+    layout (flatten_parameters); where that puts them back to back in _flat_weights order,
+    dnnx.torch hands the op a view of them, else a copy (Note [recurrent weights cache]). Each
+    step writes them, so the next call converts anew."""
+    import dnnx.torch as dt
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.manual_seed(13)
+    kind = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU}[cell]
+    theirs = kind(16, 24, num_layers=2, bias=bias, bidirectional=bidirectional).cuda()
+    mine = dt.convert(copy.deepcopy(theirs)).cuda()
+    weights = mine._flat_weights
+    back_to_back = all(b.data_ptr() == a.data_ptr() + a.numel() * a.element_size()
+                       for a, b in zip(weights, weights[1:]))
+    x = torch.randn(12, 5, 16, device="cuda")
+    optimizers = [torch.optim.SGD(m.parameters(), lr=0.5) for m in (mine, theirs)]
+    for step in range(4):
+        outs = [m(x)[0] for m in (mine, theirs)]
+        torch.testing.assert_close(outs[0], outs[1], rtol=1e-4, atol=1e-4)
+        kept = mine.__dict__["_dnnx_flat_weights"]["all"]["flat"]
+        assert (kept.data_ptr() == weights[0].data_ptr()) == back_to_back, back_to_back
+        for optimizer, out in zip(optimizers, outs):
+            optimizer.zero_grad()
+            out.square().sum().backward()
+        for a, b in zip(mine.parameters(), theirs.parameters()):
+            torch.testing.assert_close(a.grad, b.grad, rtol=1e-3, atol=1e-3)
+        for optimizer in optimizers:
+            optimizer.step()
+    print(f"{cell} bidirectional={bidirectional} bias={bias}: parameters back to back: "
+          f"{back_to_back}")
