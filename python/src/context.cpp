@@ -100,6 +100,59 @@ void bind_tune_options(nb::module_& module) {
   tune.def("__copy__", [](const TuneOptions& self) { return self; });
   tune.def("__deepcopy__", [](const TuneOptions& self, nb::handle) { return self; });
   tune.def("__eq__", [](const TuneOptions& a, const TuneOptions& b) { return a == b; });
+  // Pickling (torch.save of a model whose layers hold their own options): every field, policies
+  // by "op.direction" in their text spelling, so that the state reads back across versions that
+  // add ops or reorder them.
+  tune.def("__getstate__", [](const TuneOptions& self) {
+    nb::dict policies;
+    for (const OpInfo& info : op_table()) {
+      if (info.policies != info.kind) continue;  // shares another op's policies
+      for (const OpDirection& direction : info.directions) {
+        policies[nb::str((std::string(info.name) + "." + std::string(direction.name)).c_str())] =
+            policy_text(self.policy(info.kind, direction.direction));
+      }
+    }
+    nb::dict state;
+    state["policies"] = policies;
+    state["workspace_limit"] = self.workspace_limit ? nb::cast(*self.workspace_limit) : nb::none();
+    state["deterministic"] = self.deterministic;
+    state["fastest"] = self.fastest;
+    state["verbose"] = self.verbose;
+    state["benchmark_limit"] = self.benchmark_limit;
+    state["warmup_runs"] = self.warmup_runs;
+    state["timing_runs"] = self.timing_runs;
+    state["abandon_factor"] = self.abandon_factor;
+    state["variant_factor"] = self.variant_factor;
+    state["time_naive"] = self.time_naive;
+    state["final_round"] = self.final_round;
+    return state;
+  });
+  tune.def("__setstate__", [](TuneOptions& self, const nb::dict& state) {
+    new (&self) TuneOptions();
+    const nb::dict policies = nb::cast<nb::dict>(state["policies"]);
+    for (const auto& [key, value] : policies) {
+      const std::string name = nb::cast<std::string>(key);
+      const std::size_t dot = name.find('.');
+      if (dot == std::string::npos)
+        throw Error(ErrorKind::InvalidArgument, "a pickled TuneOptions names policy '" + name +
+                                                    "', not '<op>.<direction>'");
+      const OpInfo& info = op_info(parse_op_kind(std::string_view(name).substr(0, dot)));
+      self.policy(info.kind, info.parse_direction(std::string_view(name).substr(dot + 1))) =
+          AlgoPolicy::parse(nb::cast<std::string>(value));
+    }
+    const nb::handle limit = state["workspace_limit"];
+    if (!limit.is_none()) self.workspace_limit = nb::cast<std::size_t>(limit);
+    self.deterministic = nb::cast<bool>(state["deterministic"]);
+    self.fastest = nb::cast<bool>(state["fastest"]);
+    self.verbose = nb::cast<bool>(state["verbose"]);
+    self.benchmark_limit = nb::cast<int>(state["benchmark_limit"]);
+    self.warmup_runs = nb::cast<int>(state["warmup_runs"]);
+    self.timing_runs = nb::cast<int>(state["timing_runs"]);
+    self.abandon_factor = nb::cast<double>(state["abandon_factor"]);
+    self.variant_factor = nb::cast<double>(state["variant_factor"]);
+    self.time_naive = nb::cast<bool>(state["time_naive"]);
+    self.final_round = nb::cast<bool>(state["final_round"]);
+  });
   for (Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
     tune.def_prop_rw(
         std::string(to_string(direction)).c_str(),

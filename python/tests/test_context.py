@@ -82,6 +82,25 @@ def test_tune_options_mirror_the_cpp_struct():
     assert copied != tune and tune.fwd == "heuristic"
 
 
+def test_tune_options_pickle_every_field():
+    import pickle
+    tune = dnnx.Context("reference").tune.copy()
+    tune.fwd, tune.bwd_weights = "exhaustive", "fixed:reference:direct"
+    tune.pool.bwd = "fixed:reference:direct"
+    tune.workspace_limit, tune.deterministic, tune.fastest = 4096, True, True
+    tune.verbose, tune.time_naive, tune.final_round = True, True, False
+    tune.benchmark_limit, tune.warmup_runs, tune.timing_runs = 3, 0, 2
+    tune.abandon_factor, tune.variant_factor = 8.0, 0.0
+    again = pickle.loads(pickle.dumps(tune))
+    assert again == tune and again.pool.bwd == "fixed:reference:direct"
+    assert pickle.loads(pickle.dumps(dnnx.Context("reference").tune)) == \
+        dnnx.Context("reference").tune
+    state = tune.__getstate__()
+    state["policies"]["nonsense.fwd"] = "heuristic"
+    with pytest.raises(dnnx.InvalidArgument):
+        dnnx.TuneOptions.__new__(dnnx.TuneOptions).__setstate__(state)
+
+
 def test_contexts_as_blocks():
     outer, inner = dnnx.Context("reference"), dnnx.Context("reference")
     assert dnnx.current() is dnnx.default_context()

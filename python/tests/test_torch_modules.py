@@ -239,3 +239,27 @@ def test_channels_last_outputs_take_in_place_updates(ctx):
     close(out, expected)
     for mine, theirs in zip(converted.parameters(), model.parameters()):
         close(mine.grad, theirs.grad, 1e-3)
+
+
+def test_converted_model_saves_with_its_layer_options(tmp_path):
+    """torch.save / torch.load of a whole converted model that ran, with a layer's own options:
+    the options come back, the record of calls (this process's contexts) does not."""
+    model = dt.convert(torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(),
+                                           torch.nn.LSTM(4, 4)))
+    x = torch.randn(1, 3, 8, 8)
+    with dnnx.Context("reference"):
+        out = model[0](x)
+    dt.algo(model[0]).fwd = "fixed:reference:direct"
+    dt.algo(model[2]).workspace_limit = 1000
+    path = tmp_path / "model.pt"
+    torch.save(model, path)
+    try:
+        loaded = torch.load(path, weights_only=False)
+    except TypeError:  # PyTorch before 1.13's weights_only
+        loaded = torch.load(path)
+    assert type(loaded[0]) is type(model[0])
+    assert dt.algo(loaded[0]).fwd == "fixed:reference:direct"
+    assert dt.algo(loaded[2]).workspace_limit == 1000
+    assert "_dnnx_calls" not in loaded[0].__dict__
+    with dnnx.Context("reference"):
+        close(loaded[0](x), out)
