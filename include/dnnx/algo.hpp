@@ -225,6 +225,14 @@ struct TuneOptions {
   /// round by round, and let those runs decide, so a machine whose speed changed during the
   /// search does not pick a slower candidate (src/tune/select.cpp, Note [final round]).
   bool final_round = true;
+  /// exhaustive: where the backend times loops (the cudnn backend), each final-round sample of a
+  /// contender is a loop of back-to-back runs lasting about this long, in milliseconds (at most
+  /// 32 runs; a contender slower than this runs once per sample); 0 = single runs. Longer loops
+  /// rank candidates as a layer called in a loop runs them (clocks under a power limit, caches),
+  /// at the cost of search time (Note [final round]).
+  double final_loop_ms = 0.5;
+  /// The largest final_loop_ms the environment, the CLI and Python accept.
+  static constexpr double max_final_loop_ms = 1000.0;
 
   /// Convolution's policy for `direction`.
   const AlgoPolicy& policy(Direction direction) const;

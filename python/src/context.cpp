@@ -125,6 +125,7 @@ void bind_tune_options(nb::module_& module) {
     state["variant_factor"] = self.variant_factor;
     state["time_naive"] = self.time_naive;
     state["final_round"] = self.final_round;
+    state["final_loop_ms"] = self.final_loop_ms;
     return state;
   });
   tune.def("__setstate__", [](TuneOptions& self, const nb::dict& state) {
@@ -152,6 +153,8 @@ void bind_tune_options(nb::module_& module) {
     self.variant_factor = nb::cast<double>(state["variant_factor"]);
     self.time_naive = nb::cast<bool>(state["time_naive"]);
     self.final_round = nb::cast<bool>(state["final_round"]);
+    if (state.contains("final_loop_ms"))
+      self.final_loop_ms = nb::cast<double>(state["final_loop_ms"]);
   });
   for (Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
     tune.def_prop_rw(
@@ -230,6 +233,19 @@ void bind_tune_options(nb::module_& module) {
       nb::arg("factor"),
       "Exhaustive and profiles: do not run a knob variant whose seed ran over this many times "
       "slower than the best so far, or was abandoned; 0 = run every variant.");
+  tune.def_prop_rw(
+      "final_loop_ms", [](const TuneOptions& self) { return self.final_loop_ms; },
+      [](TuneOptions& self, double ms) {
+        if (!(ms >= 0 && ms <= TuneOptions::max_final_loop_ms))
+          throw Error(ErrorKind::InvalidArgument,
+                      "final_loop_ms must be milliseconds from 0 (single runs) to " +
+                          std::to_string(TuneOptions::max_final_loop_ms) + ", got " +
+                          std::to_string(ms));
+        self.final_loop_ms = ms;
+      },
+      nb::arg("ms"),
+      "Exhaustive: each final-round sample of a contender is a loop of back-to-back runs lasting "
+      "about this long (ms), where the backend times loops; 0 = single runs.");
   tune.def_rw("time_naive", &TuneOptions::time_naive,
               "Exhaustive and profiles: also time naive reference loops.");
   tune.def_rw("final_round", &TuneOptions::final_round,

@@ -76,6 +76,12 @@ def test_tune_options_mirror_the_cpp_struct():
     assert tune.variant_factor == 0.0
     with pytest.raises(dnnx.InvalidArgument, match="variant_factor"):
         tune.variant_factor = 0.5
+    assert tune.final_loop_ms == 0.5
+    tune.final_loop_ms = 4.0
+    assert tune.final_loop_ms == 4.0
+    for bad in (-1.0, 1001.0, float("nan")):
+        with pytest.raises(dnnx.InvalidArgument, match="final_loop_ms"):
+            tune.final_loop_ms = bad
     copied = tune.copy()
     assert copied == tune
     copied.fwd = "exhaustive"
@@ -90,7 +96,7 @@ def test_tune_options_pickle_every_field():
     tune.workspace_limit, tune.deterministic, tune.fastest = 4096, True, True
     tune.verbose, tune.time_naive, tune.final_round = True, True, False
     tune.benchmark_limit, tune.warmup_runs, tune.timing_runs = 3, 0, 2
-    tune.abandon_factor, tune.variant_factor = 8.0, 0.0
+    tune.abandon_factor, tune.variant_factor, tune.final_loop_ms = 8.0, 0.0, 3.0
     again = pickle.loads(pickle.dumps(tune))
     assert again == tune and again.pool.bwd == "fixed:reference:direct"
     assert pickle.loads(pickle.dumps(dnnx.Context("reference").tune)) == \

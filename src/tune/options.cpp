@@ -138,6 +138,21 @@ std::int64_t parse_integer(const char* name, std::string_view text, std::int64_t
   return parsed;
 }
 
+// DNNX_FINAL_LOOP_MS: milliseconds in [0, max_final_loop_ms] (TuneOptions::final_loop_ms).
+double parse_final_loop_ms(const char* name, std::string_view text) {
+  const std::string value(text);
+  char* end = nullptr;
+  const double parsed = std::strtod(value.c_str(), &end);
+  if (end == value.c_str() || *end != '\0' || !(parsed >= 0 && parsed <= TuneOptions::max_final_loop_ms)) {
+    detail::raise(ErrorKind::InvalidArgument,
+                  detail::cat("environment variable ", name, "='", text,
+                              "' is not a final-round loop length; accepted: milliseconds from 0 "
+                              "(single runs) to ",
+                              TuneOptions::max_final_loop_ms));
+  }
+  return parsed;
+}
+
 // DNNX_VARIANT_FACTOR: 0 (off), or a number >= 1 ("inf" allowed); Note [pruning variants] in
 // select.cpp.
 double parse_variant_factor(const char* name, std::string_view text) {
@@ -206,6 +221,8 @@ void apply_tune_env(TuneOptions& target) {
   }
   if (const char* value = env("DNNX_VARIANT_FACTOR"))
     options.variant_factor = parse_variant_factor("DNNX_VARIANT_FACTOR", value);
+  if (const char* value = env("DNNX_FINAL_LOOP_MS"))
+    options.final_loop_ms = parse_final_loop_ms("DNNX_FINAL_LOOP_MS", value);
   target = std::move(options);
 }
 

@@ -377,8 +377,8 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
 // (docs/benchmarks.md, "GPU convolution vs PyTorch"). Kernels over final_loop_ms run once per
 // turn: for them the difference is a few microseconds in a run. On a host clock a loop measures
 // what single runs do, averaged.
+// The loop's length is TuneOptions::final_loop_ms (0.5 by default; DNNX_FINAL_LOOP_MS).
 constexpr std::size_t final_contenders = 4;
-constexpr double final_loop_ms = 0.5;
 constexpr int final_loop_max = 32;
 
 // Host wall time of an exhaustive search's parts (verbose output).
@@ -400,10 +400,11 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
   if (contenders.size() < 2) return;
   // One loop length for every contender, from the best first-pass median.
   const double best = contenders.front()->median_ms;
-  const int loop_runs = !loop || !(best > 0)
-                            ? 1
-                            : static_cast<int>(std::clamp(std::ceil(final_loop_ms / best), 1.0,
-                                                          static_cast<double>(final_loop_max)));
+  const int loop_runs =
+      !loop || !(best > 0) || !(options.final_loop_ms > 0)
+          ? 1
+          : static_cast<int>(std::clamp(std::ceil(options.final_loop_ms / best), 1.0,
+                                        static_cast<double>(final_loop_max)));
   std::vector<std::vector<double>> times(contenders.size());
   for (int round = 0; round < options.timing_runs; ++round) {
     for (std::size_t i = 0; i < contenders.size(); ++i) {

@@ -209,6 +209,19 @@ dnnx_cli_test(env.variant_factor STDOUT "variant_factor.: 1\\.5"
               JSON stdout ENV DNNX_VARIANT_FACTOR=1.5
               ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
                    --direction fwd --runs 1 --json -)
+# --final-loop-ms (Note [final round]): set by the flag, over DNNX_FINAL_LOOP_MS; the tune JSON
+# records it.
+dnnx_cli_test(tune.final_loop_ms STDOUT "final_loop_ms.: 4\\.0"
+              JSON stdout JSON_REQUIRE options/final_loop_ms results/0/chosen/id
+              ENV DNNX_FINAL_LOOP_MS=2
+              ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
+                   --direction fwd --runs 1 --final-loop-ms 4 --json -)
+dnnx_cli_test(env.final_loop_ms STDOUT "final_loop_ms.: 2\\.0"
+              JSON stdout ENV DNNX_FINAL_LOOP_MS=2
+              ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
+                   --direction fwd --runs 1 --json -)
+dnnx_cli_usage_error(bad.final_loop_ms "--final-loop-ms '2000': expected milliseconds from 0 to 1000"
+                     profile act --input 2x3 --final-loop-ms 2000)
 dnnx_cli_test(algos.variant_of JSON stdout JSON_REQUIRE 0/algos/0/variant_of
               ARGS algos conv ${_conv} --direction fwd --json)
 dnnx_cli_usage_error(bad.variant_factor "--variant-factor '0\\.5': expected 0 \\(off\\) or a number >= 1"

@@ -745,6 +745,32 @@ TEST(ExhaustivePolicy, FinalRoundTimesShortContendersBackToBack) {
   EXPECT_TRUE(loops.empty());
 }
 
+// TuneOptions::final_loop_ms sets the loop's length: ceil(ms / best) runs, at most 32; 0 turns
+// the loops off (single runs decide, as without a RunLoop).
+TEST(ExhaustivePolicy, FinalLoopLengthIsAnOption) {
+  std::map<std::string, std::vector<int>> loops;
+  const dnnx::tune::RunLoop loop = [&loops](const dnnx::AlgoInfo& algo, int runs) {
+    loops[algo.id].push_back(runs);
+    return algo.id == "ramp" ? 0.053 : 0.0515;
+  };
+  auto choose = [&](double ms) {
+    loops.clear();
+    FakeBench bench;
+    bench.add(Algo("ramp"), {0.050}).add(Algo("steady"), {0.052});
+    TuneOptions options = options_with(AlgoPolicy::exhaustive());
+    options.final_loop_ms = ms;
+    return dnnx::tune::select(fake_request(), bench.candidates(), options, bench.run(), {},
+                              dnnx::tune::FirstRun::warm, loop)
+        .algo.id;
+  };
+  EXPECT_EQ(choose(1.0), "steady");
+  EXPECT_EQ(loops["steady"], std::vector<int>(TuneOptions{}.timing_runs, 20));
+  EXPECT_EQ(choose(4.0), "steady");
+  EXPECT_EQ(loops["ramp"], std::vector<int>(TuneOptions{}.timing_runs, 32));  // 80, capped
+  EXPECT_EQ(choose(0.0), "ramp");
+  EXPECT_TRUE(loops.empty());
+}
+
 TEST(ExhaustivePolicy, NeverPicksACandidateNotedOverflowRisk) {
   // Note [unsafe candidates]: "fast" is timed and fastest, but only a fixed id may choose it.
   FakeBench bench;

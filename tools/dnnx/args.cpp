@@ -340,6 +340,12 @@ void add_selection_options(CLI::App& command, SelectionArgs& args) {
                   "skip a knob variant whose seed ran over this many times slower than the best "
                   "(0 = time every variant; default: $DNNX_VARIANT_FACTOR, else 2)")
       ->type_name("X");
+  command
+      .add_option("--final-loop-ms", args.final_loop_ms,
+                  "exhaustive: each final-round sample of a contender is a loop of back-to-back "
+                  "runs lasting about this long, where the backend times loops (0 = single runs; "
+                  "default: $DNNX_FINAL_LOOP_MS, else 0.5)")
+      ->type_name("MS");
 }
 
 Selection parse_selection(const SelectionArgs& args) {
@@ -364,6 +370,14 @@ Selection parse_selection(const SelectionArgs& args) {
     }
     selection.variant_factor = factor;
   }
+  if (!args.final_loop_ms.empty()) {
+    const double ms = parse_number<double>("--final-loop-ms", args.final_loop_ms, Finite::any);
+    if (!(ms >= 0 && ms <= TuneOptions::max_final_loop_ms)) {
+      throw UsageError("--final-loop-ms '" + args.final_loop_ms + "': expected milliseconds from 0 to " +
+                       std::to_string(static_cast<int>(TuneOptions::max_final_loop_ms)));
+    }
+    selection.final_loop_ms = ms;
+  }
   return selection;
 }
 
@@ -377,6 +391,7 @@ void Selection::apply(TuneOptions& options) const {
   if (runs) options.timing_runs = *runs;
   if (warmup) options.warmup_runs = *warmup;
   if (variant_factor) options.variant_factor = *variant_factor;
+  if (final_loop_ms) options.final_loop_ms = *final_loop_ms;
 }
 
 }  // namespace dnnx::cli

@@ -121,6 +121,7 @@ struct SelectionArgs {
   std::string runs;
   std::string warmup;
   std::string variant_factor;
+  std::string final_loop_ms;
 };
 void add_selection_options(CLI::App& command, SelectionArgs& args);
 /// The parsed form of SelectionArgs: only what was given on the command line.
@@ -134,6 +135,7 @@ struct Selection {
   std::optional<int> runs;
   std::optional<int> warmup;
   std::optional<double> variant_factor;
+  std::optional<double> final_loop_ms;
   /// Applies the flags on top of `options` (which already hold the env values).
   void apply(TuneOptions& options) const;
 };
