@@ -78,9 +78,10 @@ void BackgroundBuilds::stop() noexcept {
     queue_.clear();
   }
   changed_.notify_all();
-  // threads_ changes only under mutex_ while not stopping_: no longer from here on.
+  // threads_ changes only under mutex_ while not stopping_: no longer from here on. A builder
+  // thread that calls exit() itself is not joined (it would be joining itself).
   for (std::thread& thread : threads_) {
-    if (thread.joinable()) thread.join();
+    if (thread.joinable() && thread.get_id() != std::this_thread::get_id()) thread.join();
   }
 }
 
