@@ -135,8 +135,8 @@ void bind_tune_options(nb::module_& module) {
       const std::string name = nb::cast<std::string>(key);
       const std::size_t dot = name.find('.');
       if (dot == std::string::npos)
-        throw Error(ErrorKind::InvalidArgument, "a pickled TuneOptions names policy '" + name +
-                                                    "', not '<op>.<direction>'");
+        throw Error(ErrorKind::InvalidArgument,
+                    "a pickled TuneOptions names policy '" + name + "', not '<op>.<direction>'");
       const OpInfo& info = op_info(parse_op_kind(std::string_view(name).substr(0, dot)));
       self.policy(info.kind, info.parse_direction(std::string_view(name).substr(dot + 1))) =
           AlgoPolicy::parse(nb::cast<std::string>(value));

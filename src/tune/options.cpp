@@ -143,7 +143,8 @@ double parse_final_loop_ms(const char* name, std::string_view text) {
   const std::string value(text);
   char* end = nullptr;
   const double parsed = std::strtod(value.c_str(), &end);
-  if (end == value.c_str() || *end != '\0' || !(parsed >= 0 && parsed <= TuneOptions::max_final_loop_ms)) {
+  if (end == value.c_str() || *end != '\0' ||
+      !(parsed >= 0 && parsed <= TuneOptions::max_final_loop_ms)) {
     detail::raise(ErrorKind::InvalidArgument,
                   detail::cat("environment variable ", name, "='", text,
                               "' is not a final-round loop length; accepted: milliseconds from 0 "

@@ -68,8 +68,8 @@ RnnStep run_rnn_step(Context& context, const RnnDesc& desc, const RnnInputs& inp
 ///   "unknown":   `first` written back, version 0 (first's results: converted anew)
 /// Host copies of the outputs by name.
 std::map<std::string, Tensor> run_rnn_weight_versions(Context& context, const RnnDesc& desc,
-                                                      const RnnInputs& inputs,
-                                                      const Tensor& first, const Tensor& second);
+                                                      const RnnInputs& inputs, const Tensor& first,
+                                                      const Tensor& second);
 
 /// The per-element scale the backend tests compare an output against the reference with:
 /// max(|expected|, the RMS of `expected`), so that elements small by cancellation (gradients summed

@@ -532,9 +532,9 @@ TEST(CpuRnnWeightsVersion, ConvertsOncePerAddressAndVersion) {
   Context reference = reference_context();
   int ran = 0;
   for (const RnnDesc& desc : {lstm, grouped}) {
-    const RnnInputs inputs = rnn_inputs(desc, desc.variable_lengths ? lengths
-                                                                    : std::vector<std::int32_t>{},
-                                        seed_from("weights version"));
+    const RnnInputs inputs =
+        rnn_inputs(desc, desc.variable_lengths ? lengths : std::vector<std::int32_t>{},
+                   seed_from("weights version"));
     const Tensor second = rnn_inputs(desc, {}, seed_from("second weights")).weights;
     const auto expected = run_rnn_weight_versions(reference, desc, inputs, inputs.weights, second);
     Context base = cpu_context();

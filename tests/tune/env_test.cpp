@@ -30,8 +30,8 @@ using dnnx::TypeConfig;
 // policy of the op table.
 std::vector<std::string> all_variables() {
   std::vector<std::string> names = {
-      "DNNX_BACKEND",       "DNNX_TYPE",    "DNNX_DEVICE",  "DNNX_WORKSPACE_LIMIT",
-      "DNNX_DETERMINISTIC", "DNNX_FASTEST", "DNNX_VERBOSE", "DNNX_BENCHMARK_LIMIT",
+      "DNNX_BACKEND",        "DNNX_TYPE",         "DNNX_DEVICE",  "DNNX_WORKSPACE_LIMIT",
+      "DNNX_DETERMINISTIC",  "DNNX_FASTEST",      "DNNX_VERBOSE", "DNNX_BENCHMARK_LIMIT",
       "DNNX_VARIANT_FACTOR", "DNNX_FINAL_LOOP_MS"};
   for (const dnnx::OpInfo& op : dnnx::op_table()) {
     for (const dnnx::OpDirection& direction : op.directions) {

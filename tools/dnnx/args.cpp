@@ -373,7 +373,8 @@ Selection parse_selection(const SelectionArgs& args) {
   if (!args.final_loop_ms.empty()) {
     const double ms = parse_number<double>("--final-loop-ms", args.final_loop_ms, Finite::any);
     if (!(ms >= 0 && ms <= TuneOptions::max_final_loop_ms)) {
-      throw UsageError("--final-loop-ms '" + args.final_loop_ms + "': expected milliseconds from 0 to " +
+      throw UsageError("--final-loop-ms '" + args.final_loop_ms +
+                       "': expected milliseconds from 0 to " +
                        std::to_string(static_cast<int>(TuneOptions::max_final_loop_ms)));
     }
     selection.final_loop_ms = ms;

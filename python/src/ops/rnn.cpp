@@ -94,16 +94,14 @@ void bind_rnn(nb::module_& module) {
         Tensor d = to_tensor(dst, "dst");
         Optional thy(hy, "hy"), tcy(cy, "cy");
         nb::gil_scoped_release released;
-        rnn_fwd_training(
-            context, desc, generator,
-            RnnForward{&s, &w, thx.get(), tcx.get(), tlengths.get(), &d, thy.get(), tcy.get(),
-                       weights_version},
-            state);
+        rnn_fwd_training(context, desc, generator,
+                         RnnForward{&s, &w, thx.get(), tcx.get(), tlengths.get(), &d, thy.get(),
+                                    tcy.get(), weights_version},
+                         state);
       },
       nb::arg("context"), nb::arg("desc"), nb::arg("generator"), nb::arg("src"), nb::arg("weights"),
       nb::arg("hx").none(), nb::arg("cx").none(), nb::arg("lengths").none(), nb::arg("dst"),
-      nb::arg("hy").none(), nb::arg("cy").none(), nb::arg("state"),
-      nb::arg("weights_version") = 0);
+      nb::arg("hy").none(), nb::arg("cy").none(), nb::arg("state"), nb::arg("weights_version") = 0);
   module.def(
       "rnn_bwd_data",
       [](Context& context, const RnnDesc& desc, InArray src, InArray weights, Maybe<InArray> hx,
@@ -117,11 +115,11 @@ void bind_rnn(nb::module_& module) {
         Tensor ds = to_tensor(diff_src, "diff_src");
         Optional tdhx(diff_hx, "diff_hx"), tdcx(diff_cx, "diff_cx");
         nb::gil_scoped_release released;
-        rnn_bwd_data(context, desc,
-                     RnnBackwardData{&s, &w, thx.get(), tcx.get(), tlengths.get(), &d, &dd,
-                                     tdhy.get(), tdcy.get(), &ds, tdhx.get(), tdcx.get(),
-                                     weights_version},
-                     state);
+        rnn_bwd_data(
+            context, desc,
+            RnnBackwardData{&s, &w, thx.get(), tcx.get(), tlengths.get(), &d, &dd, tdhy.get(),
+                            tdcy.get(), &ds, tdhx.get(), tdcx.get(), weights_version},
+            state);
       },
       nb::arg("context"), nb::arg("desc"), nb::arg("src"), nb::arg("weights"), nb::arg("hx").none(),
       nb::arg("cx").none(), nb::arg("lengths").none(), nb::arg("dst"), nb::arg("diff_dst"),

@@ -627,9 +627,9 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
     b.user_weights = data_of(args.weights, "weights", context_);
     // cudnnRNNBackwardWeights_v8 reads no weights: nothing to convert for it.
     b.weights = identity_ ? b.user_weights : weight_space_->data();
-    b.convert = !identity_ && (args.weights_version == 0 || converted_.version == 0 ||
-                               converted_.from != b.user_weights ||
-                               converted_.version != args.weights_version);
+    b.convert = !identity_ &&
+                (args.weights_version == 0 || converted_.version == 0 ||
+                 converted_.from != b.user_weights || converted_.version != args.weights_version);
     if (direction_ == Direction::bwd_data) {
       b.dst = data_of(args.dst, "dst", context_);
       b.diff_dst = data_of(args.diff_dst, "diff_dst", context_);

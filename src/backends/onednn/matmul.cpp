@@ -648,7 +648,8 @@ class HostPasses final : public detail::MatmulActivationPasses {
     auto* out = static_cast<std::byte*>(dst);
     for (std::int64_t i = 0; i < count; ++i) {
       const auto at = static_cast<std::size_t>(i) * size;
-      detail::store_f32(out + at, desc.dtype, detail::gelu_tanh(detail::load_f32(in + at, desc.dtype)));
+      detail::store_f32(out + at, desc.dtype,
+                        detail::gelu_tanh(detail::load_f32(in + at, desc.dtype)));
     }
   }
 

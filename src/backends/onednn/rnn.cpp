@@ -1043,8 +1043,9 @@ class Plan final : public LayerPlan<RnnArgs> {
     const bool training = direction_ == Direction::fwd_training;
     const bool lstm = desc_.cell == RnnCell::lstm;
     const LayerWeights weights =
-        converted != nullptr ? *converted : weights_of(*args.weights, args.weights_version, base,
-                                                        own_weights(base));
+        converted != nullptr
+            ? *converted
+            : weights_of(*args.weights, args.weights_version, base, own_weights(base));
     void* src = input(args.src, base + work_.src, desc_.src_dims().product());
     void* hx = input(args.hx, base + work_.hx, state_count());
     void* cx = lstm ? input(args.cx, base + work_.cx, state_count()) : nullptr;
@@ -1115,8 +1116,9 @@ class Plan final : public LayerPlan<RnnArgs> {
                      const LayerWeights* converted = nullptr) {
     const bool lstm = desc_.cell == RnnCell::lstm;
     const LayerWeights weights =
-        converted != nullptr ? *converted : weights_of(*args.weights, args.weights_version, base,
-                                                        own_weights(base));
+        converted != nullptr
+            ? *converted
+            : weights_of(*args.weights, args.weights_version, base, own_weights(base));
     void* src = input(args.src, base + work_.src, desc_.src_dims().product());
     void* hx = input(args.hx, base + work_.hx, state_count());
     void* cx = lstm ? input(args.cx, base + work_.cx, state_count()) : nullptr;
@@ -1390,8 +1392,8 @@ class Plan final : public LayerPlan<RnnArgs> {
     }
     const GroupWork& w = group_work_;
     std::byte* sub = base + w.sub;
-    const LayerWeights converted =
-        weights_of(*args.weights, args.weights_version, base + group_work_.sub, group_weights(base));
+    const LayerWeights converted = weights_of(*args.weights, args.weights_version,
+                                              base + group_work_.sub, group_weights(base));
     for (const Group& g : groups) {
       Plan& plan = *g.plan;
       std::byte* group_state = training ? state + g.state : nullptr;
@@ -1453,8 +1455,8 @@ class Plan final : public LayerPlan<RnnArgs> {
     auto* grads = reinterpret_cast<float*>(state + state_.grads);
     const GroupWork& w = group_work_;
     std::byte* sub = base + w.sub;
-    const LayerWeights converted =
-        weights_of(*args.weights, args.weights_version, base + group_work_.sub, group_weights(base));
+    const LayerWeights converted = weights_of(*args.weights, args.weights_version,
+                                              base + group_work_.sub, group_weights(base));
     for (std::size_t i = 0; i < groups.size(); ++i) {
       const Group& g = groups[i];
       Plan& plan = *g.plan;
