@@ -54,6 +54,36 @@ std::size_t size_from(std::int64_t value, const char* name) {
   return static_cast<std::size_t>(value);
 }
 
+// TuneOptions' scalar fields by name, for pickling (the policies and workspace_limit aside).
+template <typename T>
+struct Field {
+  const char* name;
+  T TuneOptions::*member;
+};
+constexpr Field<bool> bool_fields[] = {{"deterministic", &TuneOptions::deterministic},
+                                       {"fastest", &TuneOptions::fastest},
+                                       {"verbose", &TuneOptions::verbose},
+                                       {"time_naive", &TuneOptions::time_naive},
+                                       {"final_round", &TuneOptions::final_round}};
+constexpr Field<int> int_fields[] = {{"benchmark_limit", &TuneOptions::benchmark_limit},
+                                     {"warmup_runs", &TuneOptions::warmup_runs},
+                                     {"timing_runs", &TuneOptions::timing_runs}};
+constexpr Field<double> double_fields[] = {{"abandon_factor", &TuneOptions::abandon_factor},
+                                           {"variant_factor", &TuneOptions::variant_factor},
+                                           {"final_loop_ms", &TuneOptions::final_loop_ms}};
+
+template <typename T, std::size_t N>
+void put_fields(const TuneOptions& options, const Field<T> (&fields)[N], nb::dict& state) {
+  for (const Field<T>& field : fields) state[field.name] = options.*field.member;
+}
+// A field missing from `state` (pickled before the field existed) keeps its default.
+template <typename T, std::size_t N>
+void take_fields(TuneOptions& options, const Field<T> (&fields)[N], const nb::dict& state) {
+  for (const Field<T>& field : fields) {
+    if (state.contains(field.name)) options.*field.member = nb::cast<T>(state[field.name]);
+  }
+}
+
 void bind_tune_options(nb::module_& module) {
   nb::class_<OpPolicies> policies(module, "OpPolicies",
                                   "One op's selection policies per direction, e.g. "
@@ -115,17 +145,9 @@ void bind_tune_options(nb::module_& module) {
     nb::dict state;
     state["policies"] = policies;
     state["workspace_limit"] = self.workspace_limit ? nb::cast(*self.workspace_limit) : nb::none();
-    state["deterministic"] = self.deterministic;
-    state["fastest"] = self.fastest;
-    state["verbose"] = self.verbose;
-    state["benchmark_limit"] = self.benchmark_limit;
-    state["warmup_runs"] = self.warmup_runs;
-    state["timing_runs"] = self.timing_runs;
-    state["abandon_factor"] = self.abandon_factor;
-    state["variant_factor"] = self.variant_factor;
-    state["time_naive"] = self.time_naive;
-    state["final_round"] = self.final_round;
-    state["final_loop_ms"] = self.final_loop_ms;
+    put_fields(self, bool_fields, state);
+    put_fields(self, int_fields, state);
+    put_fields(self, double_fields, state);
     return state;
   });
   tune.def("__setstate__", [](TuneOptions& self, const nb::dict& state) {
@@ -143,18 +165,9 @@ void bind_tune_options(nb::module_& module) {
     }
     const nb::handle limit = state["workspace_limit"];
     if (!limit.is_none()) self.workspace_limit = nb::cast<std::size_t>(limit);
-    self.deterministic = nb::cast<bool>(state["deterministic"]);
-    self.fastest = nb::cast<bool>(state["fastest"]);
-    self.verbose = nb::cast<bool>(state["verbose"]);
-    self.benchmark_limit = nb::cast<int>(state["benchmark_limit"]);
-    self.warmup_runs = nb::cast<int>(state["warmup_runs"]);
-    self.timing_runs = nb::cast<int>(state["timing_runs"]);
-    self.abandon_factor = nb::cast<double>(state["abandon_factor"]);
-    self.variant_factor = nb::cast<double>(state["variant_factor"]);
-    self.time_naive = nb::cast<bool>(state["time_naive"]);
-    self.final_round = nb::cast<bool>(state["final_round"]);
-    if (state.contains("final_loop_ms"))
-      self.final_loop_ms = nb::cast<double>(state["final_loop_ms"]);
+    take_fields(self, bool_fields, state);
+    take_fields(self, int_fields, state);
+    take_fields(self, double_fields, state);
   });
   for (Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
     tune.def_prop_rw(

@@ -508,26 +508,25 @@ cudaError_t backward_bias_typed(Activation activation, std::int64_t rows, std::i
                    rows, n, diff_dst, aux, diff_pre, beta, diff_bias, workspace, sm_count, stream);
 }
 
+// dst = gelu(src), the state `pre` written first when not null (gelu_kernel).
 template <typename T>
-void launch_forward(Activation activation, std::int64_t count, void* dst, void* aux,
-                    cudaStream_t stream) {
+void launch_gelu(std::int64_t count, const void* src, void* dst, void* pre, cudaStream_t stream) {
   const std::int64_t groups = (count + group_size - 1) / group_size;
-  const bool aligned = aligned16({dst, activation == Activation::relu ? nullptr : aux});
-  if (activation == Activation::relu) {
-    const std::int64_t bytes = (count + 31) / 32 * 4;
-    relu_kernel<T><<<grid_for(bytes, block_threads), block_threads, 0, stream>>>(
-        static_cast<T*>(dst), static_cast<std::uint8_t*>(aux), count, bytes, aligned);
-  } else {
-    gelu_kernel<T><<<grid_for(groups, block_threads), block_threads, 0, stream>>>(
-        static_cast<const T*>(dst), static_cast<T*>(dst), static_cast<T*>(aux), count, aligned);
-  }
+  gelu_kernel<T><<<grid_for(groups, block_threads), block_threads, 0, stream>>>(
+      static_cast<const T*>(src), static_cast<T*>(dst), static_cast<T*>(pre), count,
+      aligned16({src, dst, pre}));
 }
 
 template <typename T>
-void launch_gelu_from(std::int64_t count, const void* pre, void* dst, cudaStream_t stream) {
-  const std::int64_t groups = (count + group_size - 1) / group_size;
-  gelu_kernel<T><<<grid_for(groups, block_threads), block_threads, 0, stream>>>(
-      static_cast<const T*>(pre), static_cast<T*>(dst), nullptr, count, aligned16({pre, dst}));
+void launch_forward(Activation activation, std::int64_t count, void* dst, void* aux,
+                    cudaStream_t stream) {
+  if (activation == Activation::relu) {
+    const std::int64_t bytes = (count + 31) / 32 * 4;
+    relu_kernel<T><<<grid_for(bytes, block_threads), block_threads, 0, stream>>>(
+        static_cast<T*>(dst), static_cast<std::uint8_t*>(aux), count, bytes, aligned16({dst}));
+  } else {
+    launch_gelu<T>(count, dst, dst, aux, stream);
+  }
 }
 
 template <typename T, bool Vector>
@@ -576,9 +575,9 @@ cudaError_t gelu_forward_from(Element element, std::int64_t count, const void* p
                               cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
   switch (element) {
-    case Element::f32: launch_gelu_from<float>(count, pre, dst, stream); break;
-    case Element::f16: launch_gelu_from<__half>(count, pre, dst, stream); break;
-    case Element::bf16: launch_gelu_from<__nv_bfloat16>(count, pre, dst, stream); break;
+    case Element::f32: launch_gelu<float>(count, pre, dst, nullptr, stream); break;
+    case Element::f16: launch_gelu<__half>(count, pre, dst, nullptr, stream); break;
+    case Element::bf16: launch_gelu<__nv_bfloat16>(count, pre, dst, nullptr, stream); break;
   }
   return cudaGetLastError();
 }
