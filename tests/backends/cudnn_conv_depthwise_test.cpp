@@ -71,6 +71,11 @@ std::vector<Case> cases() {
       // bwd_weights reductions split over several blocks (Note [depthwise kernels]).
       {"3x3_split_reduction", depthwise({4, 8, 48, 48}, 1, {3, 3}, {1}, {1})},
       {"3x3_many_splits_stride2", depthwise({8, 4, 64, 64}, 2, {3, 3}, {2}, {1})},
+      // Channel packs' bwd_weights: a prime channel count over two blocks of packs with a partial
+      // last pack, few packs sharing a warp with several output columns, split rows.
+      {"3x3_prime_channels_two_pack_blocks", depthwise({3, 131, 9, 10}, 1, {3, 3}, {2}, {1})},
+      {"5x5_few_channels_split_rows", depthwise({4, 6, 40, 23}, 1, {5, 5}, {1}, {2})},
+      {"7x7_many_channels_stride2", depthwise({2, 40, 17, 15}, 1, {7, 7}, {2}, {3})},
   };
   // Per-side padding (TensorFlow's SAME for even sizes): after only, and before only.
   ConvDesc after = depthwise({2, 8, 11, 12}, 1, {3, 3}, {2}, {0});
@@ -125,12 +130,10 @@ TEST(CudnnConvDepthwise, ListsThreeVariantsWithTheirDomains) {
       }
       EXPECT_TRUE(infos[1].supported) << infos[1].reason;
       EXPECT_TRUE(infos[2].supported) << infos[2].reason;
-      const bool packs = layout == Layout::channels_last && direction != Direction::bwd_weights;
+      const bool packs = layout == Layout::channels_last;
       EXPECT_EQ(infos[0].supported, packs) << infos[0].reason;
       if (layout == Layout::channels_first) {
         EXPECT_NE(infos[0].reason.find("channels_last"), std::string::npos) << infos[0].reason;
-      } else if (direction == Direction::bwd_weights) {
-        EXPECT_NE(infos[0].reason.find("bwd_weights"), std::string::npos) << infos[0].reason;
       }
     }
   }
@@ -158,20 +161,29 @@ TEST(CudnnConvDepthwise, SaysWhyAVariantCannotRun) {
   // A single input channel with groups 1 is depthwise (multiplier 16).
   const ConvDesc one_channel = ConvDesc::from_shapes({2, 1, 9, 9}, {16, 1, 3, 3}, {1}, {1});
   EXPECT_EQ(reason(one_channel, Direction::fwd, direct_id), "");
-  // The unrolled variant: 3x3 and 5x5 only (1 x 3 x 3 in 3-D too).
+  // The unrolled variant: 3x3, 5x5 and 7x7 only (1 x 3 x 3 in 3-D too).
   const ConvDesc k7 = depthwise({2, 4, 16, 16}, 1, {7, 7}, {1}, {3});
-  EXPECT_NE(reason(k7, Direction::fwd, unrolled_id).find("3x3 and 5x5"), std::string::npos);
-  EXPECT_EQ(reason(k7, Direction::fwd, direct_id), "");
+  EXPECT_EQ(reason(k7, Direction::fwd, unrolled_id), "");
+  const ConvDesc k9 = depthwise({2, 4, 16, 16}, 1, {9, 9}, {1}, {4});
+  EXPECT_NE(reason(k9, Direction::fwd, unrolled_id).find("3x3, 5x5 and 7x7"), std::string::npos);
+  EXPECT_EQ(reason(k9, Direction::fwd, direct_id), "");
   const ConvDesc k133 = depthwise({1, 4, 3, 6, 6}, 1, {1, 3, 3}, {1}, {0, 1, 1});
   EXPECT_EQ(reason(k133, Direction::bwd_weights, unrolled_id), "");
   const ConvDesc k333 = depthwise({1, 4, 4, 6, 6}, 1, {3, 3, 3}, {1}, {1});
   EXPECT_NE(reason(k333, Direction::fwd, unrolled_id), "");
   const ConvDesc k1d = depthwise({1, 4, 20}, 1, {3}, {1}, {1});
   EXPECT_NE(reason(k1d, Direction::fwd, unrolled_id), "");
-  // Channel packs: channels_last, multiplier 1, even channels.
+  // Channel packs: channels_last, multiplier 1; even channels for fwd and bwd_data, 2-D 3x3, 5x5
+  // or 7x7 windows (any channel count) for bwd_weights.
   const ConvDesc odd =
       with(depthwise({2, 5, 9, 9}, 1, {3, 3}, {1}, {1}), DType::f16, Layout::channels_last);
   EXPECT_NE(reason(odd, Direction::fwd, packs_id).find("even channel count"), std::string::npos);
+  EXPECT_EQ(reason(odd, Direction::bwd_weights, packs_id), "");
+  const ConvDesc k1x7 =
+      with(depthwise({2, 6, 9, 12}, 1, {1, 7}, {1}, {0, 3}), DType::f16, Layout::channels_last);
+  EXPECT_EQ(reason(k1x7, Direction::fwd, packs_id), "");
+  EXPECT_NE(reason(k1x7, Direction::bwd_weights, packs_id).find("bwd_weights for 2-D 3x3"),
+            std::string::npos);
   const ConvDesc mult =
       with(depthwise({2, 4, 9, 9}, 2, {3, 3}, {1}, {1}), DType::f16, Layout::channels_last);
   EXPECT_NE(reason(mult, Direction::bwd_data, packs_id).find("multiplier of 1"), std::string::npos);

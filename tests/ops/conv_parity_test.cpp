@@ -71,16 +71,17 @@ const std::vector<ExpectedReason<ConvDesc>>& expected_reasons() {
        [](const ConvDesc&, Direction direction) { return direction == Direction::bwd_weights; }},
       // dnnx's depthwise kernels (Note [depthwise candidates] in
       // src/backends/cudnn/conv_depthwise.cpp): every kernel outside depthwise descs, the
-      // unrolled one outside 3x3 / 5x5 windows, channel packs outside channels_last with
-      // multiplier 1 and an even channel count, and for bwd_weights.
+      // unrolled one outside 3x3 / 5x5 / 7x7 windows, channel packs outside channels_last with
+      // multiplier 1 (and an even channel count for fwd and bwd_data, those windows for
+      // bwd_weights).
       {"cudnn: not a depthwise convolution", std::regex("^cudnn:kernel:depthwise:"),
        std::regex("^not a depthwise convolution"),
        [](const ConvDesc& desc, Direction) { return desc.groups != desc.in_channels; }},
       {"cudnn: depthwise kernel variant outside its domain",
        std::regex("^cudnn:kernel:depthwise:(unrolled|channel_packs)$"),
-       std::regex("^(the unrolled variant runs 2-D 3x3 and 5x5 kernels only|channel packs need "
-                  "(the channels_last layout|a channel multiplier of 1|an even channel count)|"
-                  "channel packs have no bwd_weights kernel)"),
+       std::regex("^(the unrolled variant runs 2-D 3x3, 5x5 and 7x7 kernels only|channel packs "
+                  "need (the channels_last layout|a channel multiplier of 1|an even channel "
+                  "count)|channel packs run bwd_weights for 2-D 3x3, 5x5 and 7x7 kernels only)"),
        [](const ConvDesc&, Direction) { return true; }},
   };
   return reasons;

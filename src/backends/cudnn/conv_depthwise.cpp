@@ -7,9 +7,11 @@
 // kernels]) are listed next to cuDNN's candidates for every convolution, as three ids, each
 // unsupported with its reason outside its domain (any desc that is not depthwise, and Note
 // [depthwise variants]):
-//   cudnn:kernel:depthwise:channel_packs  channels_last, M = 1, even channels; fwd and bwd_data
-//   cudnn:kernel:depthwise:unrolled       kernels of 1 x 3 x 3 or 1 x 5 x 5 positions (2-D 3x3
-//                                         and 5x5, and 3-D ones of depth 1); every direction
+//   cudnn:kernel:depthwise:channel_packs  channels_last, M = 1; fwd and bwd_data with even
+//                                         channels, bwd_weights with kernels of 1 x K x K
+//                                         positions, K = 3, 5, 7 (any channel count)
+//   cudnn:kernel:depthwise:unrolled       kernels of 1 x K x K positions, K = 3, 5, 7 (2-D, and
+//                                         3-D ones of depth 1); every direction
 //   cudnn:kernel:depthwise:direct         every depthwise desc and direction
 // All three accumulate in f32, honour per-side padding, stride and dilation, and overwrite their
 // output (as every cudnn conv candidate does: beta 0). They are deterministic: bwd_data gathers
@@ -46,7 +48,7 @@ constexpr std::array<VariantSpec, 3> variants{{
     {kernels::DepthwiseVariant::channel_packs, "cudnn:kernel:depthwise:channel_packs",
      "dnnx depthwise kernel (channel packs)", "channel_packs"},
     {kernels::DepthwiseVariant::unrolled, "cudnn:kernel:depthwise:unrolled",
-     "dnnx depthwise kernel (3x3/5x5 unrolled)", "unrolled"},
+     "dnnx depthwise kernel (3x3/5x5/7x7 unrolled)", "unrolled"},
     {kernels::DepthwiseVariant::direct, "cudnn:kernel:depthwise:direct",
      "dnnx depthwise kernel (direct)", "direct"},
 }};

@@ -11,14 +11,17 @@
 //   multiplier's output channels and then the outputs (D, H, W) whose window holds it (Note
 //   [depthwise backward data]); each diff_src element is written once: no atomics,
 //   deterministic.
-// - bwd_weights: each weight is a sum over N and every output position. A block owns one output
+// - bwd_weights (direct and unrolled; channel packs: Note [depthwise packed weight gradients]):
+//   each weight is a sum over N and every output position. A block owns one output
 //   channel (channels_first: 256 threads along the positions) or 32 channels (channels_last: 32
 //   lanes along the channels x 8 rows along the positions), a chunk of up to 16 kernel positions
-//   (the unrolled variant: all 9 or 25) kept in registers per thread, and one contiguous split of
-//   the N * positions range. The block reduces its threads' sums in a fixed order (butterfly warp
-//   sums, then the warps' or rows' sums in index order); when the range is split over several
-//   blocks (to fill the GPU when there are few channels), each split writes f32 partial sums to
-//   the workspace and a second kernel adds them in split order. The split count is a function of
+//   (the unrolled variant: all 9, 25 or 49) kept in registers per thread, and one contiguous split
+//   of the N * positions range, walked with a fixed step split into its coordinates (no division
+//   per position). The block reduces its threads' sums in a fixed order (butterfly warp sums,
+//   then the warps' or rows' sums in index order); when the range is split over several blocks
+//   (to fill the GPU when there are few channels), each split writes f32 partial sums to the
+//   workspace and a second kernel adds them in a fixed order (32 rows of a block take every
+//   32nd split, then the rows' sums are added in row order). The split count is a function of
 //   the shape only, so results are bitwise reproducible on any GPU.
 // Indices inside a sample are 32-bit (a sample's src and dst hold fewer than 2^31 elements,
 // spatial coordinates stay below 2^29: depthwise_unsupported()), the sample offset is 64-bit, and
@@ -26,11 +29,13 @@
 //
 // Note [depthwise variants]
 // direct         runtime kernel sizes, one element per thread; every depthwise desc.
-// unrolled       3x3 and 5x5 2-D kernels with compile-time trip counts: the window's loads are
-//                issued together and its offsets are constants.
-// channel_packs  channels_last with multiplier 1: V = 2, 4 or 8 consecutive channels per thread
-//                (up to 16 bytes per access; V narrows at run time when a pointer is not aligned
-//                for it), 3x3 and 5x5 unrolled, other kernels at runtime sizes; fwd and bwd_data.
+// unrolled       3x3, 5x5 and 7x7 2-D kernels with compile-time trip counts: the window's loads
+//                are issued together and its offsets are constants.
+// channel_packs  channels_last with multiplier 1. fwd and bwd_data (even channel counts): V = 2,
+//                4 or 8 consecutive channels per thread (up to 16 bytes per access; V narrows at
+//                run time when a pointer is not aligned for it), 3x3, 5x5 and 7x7 unrolled, other
+//                kernels at runtime sizes. bwd_weights (2-D 3x3, 5x5 and 7x7 kernels, any
+//                channel count): Note [depthwise packed weight gradients].
 
 #include "backends/cudnn/kernels/common.cuh"
 #include "backends/cudnn/kernels/depthwise.hpp"
@@ -55,6 +60,12 @@ constexpr int rows = block_threads / warp_size;
 constexpr std::int64_t target_blocks = 2048;
 constexpr std::int64_t min_split_positions = 1024;
 constexpr std::int64_t max_splits = 1024;
+// channel_packs bwd_weights: about one wave of 256-thread blocks on a large GPU, and the output
+// columns of a warp's unit of work (Note [depthwise packed weight gradients]).
+constexpr std::int64_t packs_target_blocks = 1024;
+constexpr int packs_segment_columns = 16;
+// The split reduction's blocks: 32 lanes along the weights x this many rows along the splits.
+constexpr int reduce_rows = 32;
 // Bounds of depthwise_unsupported() (Note [depthwise kernels]).
 constexpr std::int64_t max_coordinate = std::int64_t{1} << 29;
 constexpr std::int64_t max_sample = (std::int64_t{1} << 31) - 1;
@@ -99,10 +110,11 @@ Geo geo_of(const DepthwiseShape& shape) {
 
 std::int64_t volume(const int (&v)[3]) { return static_cast<std::int64_t>(v[0]) * v[1] * v[2]; }
 
-// The compile-time kernel size of a shape for the unrolled code: 3, 5, or 0 (runtime sizes).
+// The compile-time kernel size of a shape for the unrolled code: 3, 5, 7, or 0 (runtime sizes).
 int unrolled_size(const DepthwiseShape& shape) {
   if (shape.kernel[0] != 1 || shape.kernel[1] != shape.kernel[2]) return 0;
-  return shape.kernel[1] == 3 || shape.kernel[1] == 5 ? shape.kernel[1] : 0;
+  const int k = shape.kernel[1];
+  return k == 3 || k == 5 || k == 7 ? k : 0;
 }
 
 template <typename T>
@@ -324,7 +336,8 @@ __global__ void __launch_bounds__(block_threads)
 
 // ---- backward weights ---------------------------------------------------------------------------
 
-// How bwd_weights splits its work (Note [depthwise kernels]); a function of the shape only.
+// How the direct and unrolled bwd_weights kernels split their work (Note [depthwise kernels]); a
+// function of the shape only.
 struct WeightsSplit {
   int chunk = 1;   // kernel positions per block
   int chunks = 1;  // grid y
@@ -352,6 +365,64 @@ WeightsSplit weights_split(const DepthwiseShape& shape, DepthwiseVariant variant
   w.splits = static_cast<int>(std::max<std::int64_t>(1, (w.total + w.per_split - 1) / w.per_split));
   return w;
 }
+
+// A fixed step through the N * output positions, split into its parts (host-side, once per
+// launch) so that a thread walks its positions without a division per position.
+struct PositionStep {
+  std::int64_t n = 0;
+  int p = 0, d = 0, h = 0, w = 0;
+};
+
+PositionStep position_step(const DepthwiseShape& shape, int step) {
+  PositionStep s;
+  const std::int64_t plane = volume(shape.output);
+  s.n = step / plane;
+  const int r = static_cast<int>(step % plane);
+  s.p = r;
+  s.w = r % shape.output[2];
+  const int t = r / shape.output[2];
+  s.h = t % shape.output[1];
+  s.d = t / shape.output[1];
+  return s;
+}
+
+// A position of the N * output range: sample n, output coordinates (od, oh, ow) and their offset
+// p = (od * OH + oh) * OW + ow in the sample's plane. advance() adds a PositionStep with one carry
+// per coordinate (each part of the step is below its dim's size).
+struct Position {
+  std::int64_t n;
+  int p, od, oh, ow;
+
+  __device__ __forceinline__ void set(std::int64_t j, const Geo& g) {
+    n = j / g.out_plane;
+    p = static_cast<int>(j - n * g.out_plane);
+    ow = p % g.out[2];
+    const int t = p / g.out[2];
+    oh = t % g.out[1];
+    od = t / g.out[1];
+  }
+
+  __device__ __forceinline__ void advance(const PositionStep& s, const Geo& g) {
+    n += s.n;
+    p += s.p;
+    ow += s.w;
+    oh += s.h;
+    od += s.d;
+    if (ow >= g.out[2]) {
+      ow -= g.out[2];
+      ++oh;
+    }
+    if (oh >= g.out[1]) {
+      oh -= g.out[1];
+      ++od;
+    }
+    if (od >= g.out[0]) {
+      od -= g.out[0];
+      ++n;
+      p -= g.out_plane;
+    }
+  }
+};
 
 // The chunk's kernel positions as offsets (kd, kh, kw) * dilation, in shared memory.
 template <int KC>
@@ -392,7 +463,7 @@ template <typename T, int KC, int KH, int KW>
 __global__ void __launch_bounds__(block_threads)
     bwd_weights_cf_kernel(Geo g, const T* __restrict__ src, const T* __restrict__ dd,
                           float* __restrict__ partial, T* __restrict__ dw, int chunk,
-                          std::int64_t total, std::int64_t per_split) {
+                          std::int64_t total, std::int64_t per_split, PositionStep step) {
   __shared__ int offs[KC][3];
   __shared__ float red[block_threads / warp_size][KC];
   const int o = blockIdx.x;
@@ -409,24 +480,15 @@ __global__ void __launch_bounds__(block_threads)
   const std::int64_t j1 = j0 + per_split < total ? j0 + per_split : total;
   std::int64_t j = j0 + tid;
   if (j < j1) {
-    std::int64_t n = j / g.out_plane;
-    int p = static_cast<int>(j - n * g.out_plane);
+    Position at;
+    at.set(j, g);
     for (; j < j1; j += block_threads) {
-      int t = p;
-      const int ow = t % g.out[2];
-      t /= g.out[2];
-      const int oh = t % g.out[1];
-      const int od = t / g.out[1];
       const float gv =
-          to_float(dd[n * g.dst_sample + static_cast<std::int64_t>(o) * g.out_plane + p]);
-      const T* s = src + n * g.src_sample + static_cast<std::int64_t>(c) * g.in_plane;
-      accumulate<T, KC, KH, KW>(g, s, 1, od * g.s[0] - g.p[0], oh * g.s[1] - g.p[1],
-                                ow * g.s[2] - g.p[2], kc, offs, gv, acc);
-      p += block_threads;
-      if (p >= g.out_plane) {
-        n += p / g.out_plane;
-        p %= g.out_plane;
-      }
+          to_float(dd[at.n * g.dst_sample + static_cast<std::int64_t>(o) * g.out_plane + at.p]);
+      const T* s = src + at.n * g.src_sample + static_cast<std::int64_t>(c) * g.in_plane;
+      accumulate<T, KC, KH, KW>(g, s, 1, at.od * g.s[0] - g.p[0], at.oh * g.s[1] - g.p[1],
+                                at.ow * g.s[2] - g.p[2], kc, offs, gv, acc);
+      at.advance(step, g);
     }
   }
   const int lane = tid % warp_size;
@@ -449,15 +511,19 @@ __global__ void __launch_bounds__(block_threads)
   }
 }
 
+// Sums per thread reduced over a block's rows in groups of this many (shared memory per group:
+// rows x group x 33 floats).
+constexpr int reduce_group = rows;
+
 // channels_last: block (32 output channels, chunk, split), 32 lanes along the channels x 8 rows
 // along the positions.
 template <typename T, int KC, int KH, int KW>
 __global__ void __launch_bounds__(block_threads)
     bwd_weights_cl_kernel(Geo g, const T* __restrict__ src, const T* __restrict__ dd,
                           float* __restrict__ partial, T* __restrict__ dw, int chunk,
-                          std::int64_t total, std::int64_t per_split) {
+                          std::int64_t total, std::int64_t per_split, PositionStep step) {
   __shared__ int offs[KC][3];
-  __shared__ float red[rows][KC][warp_size + 1];
+  __shared__ float red[rows][reduce_group][warp_size + 1];
   const int k0 = blockIdx.y * chunk;
   const int kc = min(chunk, g.kvol - k0);
   const int lane = threadIdx.x;
@@ -475,52 +541,219 @@ __global__ void __launch_bounds__(block_threads)
   const std::int64_t j1 = j0 + per_split < total ? j0 + per_split : total;
   std::int64_t j = j0 + row;
   if (valid && j < j1) {
-    std::int64_t n = j / g.out_plane;
-    int p = static_cast<int>(j - n * g.out_plane);
+    Position at;
+    at.set(j, g);
     for (; j < j1; j += rows) {
-      int t = p;
-      const int ow = t % g.out[2];
-      t /= g.out[2];
-      const int oh = t % g.out[1];
-      const int od = t / g.out[1];
-      const float gv = to_float(dd[n * g.dst_sample + static_cast<std::int64_t>(p) * g.outc + o]);
-      const T* s = src + n * g.src_sample + c;
-      accumulate<T, KC, KH, KW>(g, s, g.channels, od * g.s[0] - g.p[0], oh * g.s[1] - g.p[1],
-                                ow * g.s[2] - g.p[2], kc, offs, gv, acc);
-      p += rows;
-      if (p >= g.out_plane) {
-        n += p / g.out_plane;
-        p %= g.out_plane;
-      }
+      const float gv =
+          to_float(dd[at.n * g.dst_sample + static_cast<std::int64_t>(at.p) * g.outc + o]);
+      const T* s = src + at.n * g.src_sample + c;
+      accumulate<T, KC, KH, KW>(g, s, g.channels, at.od * g.s[0] - g.p[0], at.oh * g.s[1] - g.p[1],
+                                at.ow * g.s[2] - g.p[2], kc, offs, gv, acc);
+      at.advance(step, g);
     }
   }
+  // The rows' sums of each kernel position, a group at a time: row r of the block then adds
+  // position i0 + r over the rows in row order.
 #pragma unroll
-  for (int i = 0; i < KC; ++i) red[row][i][lane] = acc[i];
-  __syncthreads();
-  if (row == 0 && valid) {
-    for (int i = 0; i < kc; ++i) {
+  for (int i0 = 0; i0 < KC; i0 += reduce_group) {
+#pragma unroll
+    for (int i = 0; i < reduce_group; ++i) {
+      if (i0 + i < KC) red[row][i][lane] = acc[i0 + i];
+    }
+    __syncthreads();
+    const int i = i0 + row;
+    if (valid && i < kc) {
       float sum = 0.0f;
 #pragma unroll
-      for (int r = 0; r < rows; ++r) sum += red[r][i][lane];
+      for (int r = 0; r < rows; ++r) sum += red[r][row][lane];
       const std::int64_t at = static_cast<std::int64_t>(o) * g.kvol + k0 + i;
       if (partial != nullptr)
         partial[static_cast<std::int64_t>(blockIdx.z) * g.outc * g.kvol + at] = sum;
       else
         dw[at] = from_float<T>(sum);
     }
+    __syncthreads();
   }
 }
 
-// dw = the sum of the splits' partial sums, in split order.
-template <typename T>
+// Note [depthwise packed weight gradients]
+// The channel_packs variant of bwd_weights (channels_last, multiplier 1, 2-D K x K kernels with
+// K 3, 5 or 7, any channel count): a thread owns V consecutive channels (V = 4, 2, 1 for K = 3,
+// 5, 7: its K * K * V sums stay in registers) and walks a segment of an output row (n, od, oh)
+// along ow, so the coordinates are divided once per segment, the window's rows are tested once
+// per segment, and one index computation serves V channels. A warp's lanes take `lanes` packs
+// side by side (32, or all the packs when there are fewer) and `phases` = 32 / lanes
+// neighbouring output columns, so that few channels still fill the warp with contiguous
+// accesses. A segment is 16 columns (a multiple of `phases`) rather than the whole row: a
+// thread's loads of one column wait for the previous column's sums, so the latency is hidden by
+// more warps, and shorter units give more of them (a 41-column row makes three). A block's 8
+// warps take different segments of one split of the N * OD * OH * segments units; the block adds
+// its threads' sums in a fixed order (rows, then phases) and writes them to the split's partial
+// sums, which a second kernel adds in a fixed order. Packs load as one access when the channel
+// count is a multiple of V and both pointers are aligned for it; otherwise element by element,
+// the last pack of an odd channel count masked. The split is a function of the shape only:
+// results are bitwise reproducible on any GPU.
+struct PacksSplit {
+  int size = 0;                // K
+  int v = 1;                   // channels per thread
+  int lanes = 32;              // lanes along the packs
+  int phases = 1;              // output columns a warp walks side by side
+  int segment = 1;             // output columns per unit
+  int segments = 1;            // units per output row
+  int grid_x = 1;              // blocks along the packs
+  int splits = 1;              // grid y
+  std::int64_t units = 0;      // N * OD * OH * segments
+  std::int64_t per_split = 0;  // units per split
+};
+
+PacksSplit packs_split(const DepthwiseShape& shape) {
+  PacksSplit sp;
+  sp.size = unrolled_size(shape);
+  sp.v = sp.size == 3 ? 4 : sp.size == 5 ? 2 : 1;
+  const std::int64_t packs = (shape.channels + sp.v - 1) / sp.v;
+  sp.lanes = static_cast<int>(std::min<std::int64_t>(warp_size, packs));
+  sp.phases = warp_size / sp.lanes;
+  sp.grid_x = static_cast<int>((packs + sp.lanes - 1) / sp.lanes);
+  sp.segment = sp.phases * std::max(1, packs_segment_columns / sp.phases);
+  sp.segments = (shape.output[2] + sp.segment - 1) / sp.segment;
+  sp.units = shape.batch * shape.output[0] * shape.output[1] * sp.segments;
+  std::int64_t splits = (packs_target_blocks + sp.grid_x - 1) / sp.grid_x;
+  splits = std::min({splits, max_splits, (sp.units + rows - 1) / rows});
+  splits = std::max<std::int64_t>(splits, 1);
+  sp.per_split = std::max<std::int64_t>(1, (sp.units + splits - 1) / splits);
+  sp.splits =
+      static_cast<int>(std::max<std::int64_t>(1, (sp.units + sp.per_split - 1) / sp.per_split));
+  return sp;
+}
+
+// V elements at p into f32; the first `count` of them when not Aligned (the rest are 0).
+template <typename T, int V, bool Aligned>
+__device__ __forceinline__ void load_pack(const T* __restrict__ p, int count, float (&out)[V]) {
+  if (Aligned) {
+    const Pack<T, V> x = *reinterpret_cast<const Pack<T, V>*>(p);
+#pragma unroll
+    for (int v = 0; v < V; ++v) out[v] = to_float(x.v[v]);
+  } else {
+#pragma unroll
+    for (int v = 0; v < V; ++v) out[v] = v < count ? to_float(p[v]) : 0.0f;
+  }
+}
+
+template <typename T, int V, bool Aligned, int K>
 __global__ void __launch_bounds__(block_threads)
+    bwd_weights_packs_kernel(Geo g, PacksSplit sp, const T* __restrict__ src,
+                             const T* __restrict__ dd, float* __restrict__ partial,
+                             T* __restrict__ dw) {
+  constexpr int E = K * K * V;  // sums per thread: kernel position major, channel minor
+  __shared__ float red[rows][reduce_group][warp_size + 1];
+  const int lane = threadIdx.x;
+  const int row = threadIdx.y;
+  const int pack_lane = lane % sp.lanes;
+  const int phase = lane / sp.lanes;
+  const int c0 = (blockIdx.x * sp.lanes + pack_lane) * V;
+  const int count = min(V, g.channels - c0);
+  float acc[E];
+#pragma unroll
+  for (int e = 0; e < E; ++e) acc[e] = 0.0f;
+  const std::int64_t u0 = static_cast<std::int64_t>(blockIdx.y) * sp.per_split;
+  const std::int64_t u1 = min(u0 + sp.per_split, sp.units);
+  if (phase < sp.phases && count > 0) {
+    for (std::int64_t u = u0 + row; u < u1; u += rows) {
+      const std::int64_t j = u / sp.segments;  // the output row
+      const int first = static_cast<int>(u - j * sp.segments) * sp.segment;
+      const int end = min(first + sp.segment, g.out[2]);
+      const int oh = static_cast<int>(j % g.out[1]);
+      const std::int64_t t = j / g.out[1];
+      const int od = static_cast<int>(t % g.out[0]);
+      const std::int64_t n = t / g.out[0];
+      const int id = od * g.s[0] - g.p[0];
+      if (!inside(id, g.in[0])) continue;  // padding: the whole row adds nothing
+      const T* s = src + n * g.src_sample + c0;
+      const T* d = dd + n * g.dst_sample +
+                   static_cast<std::int64_t>((od * g.out[1] + oh) * g.out[2]) * g.channels + c0;
+      // Each window row's first element in the sample, or -1 for a row in the padding.
+      int row_at[K];
+#pragma unroll
+      for (int kh = 0; kh < K; ++kh) {
+        const int ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+        row_at[kh] = inside(ih, g.in[1]) ? (id * g.in[1] + ih) * g.in[2] : -1;
+      }
+      for (int ow = first + phase; ow < end; ow += sp.phases) {
+        float gv[V];
+        load_pack<T, V, Aligned>(d + ow * g.channels, count, gv);
+        const int w0 = ow * g.s[2] - g.p[2];
+#pragma unroll
+        for (int kw = 0; kw < K; ++kw) {
+          const int iw = w0 + kw * g.d[2];
+          if (!inside(iw, g.in[2])) continue;
+#pragma unroll
+          for (int kh = 0; kh < K; ++kh) {
+            if (row_at[kh] < 0) continue;
+            float x[V];
+            load_pack<T, V, Aligned>(s + (row_at[kh] + iw) * g.channels, count, x);
+#pragma unroll
+            for (int v = 0; v < V; ++v) acc[(kh * K + kw) * V + v] += gv[v] * x[v];
+          }
+        }
+      }
+    }
+  }
+  // A group of sums at a time: row r of the block adds sum e0 + r of its lane's pack over the
+  // rows and phases, in that order.
+  const std::int64_t weights = static_cast<std::int64_t>(g.channels) * g.kvol;
+#pragma unroll
+  for (int e0 = 0; e0 < E; e0 += reduce_group) {
+#pragma unroll
+    for (int i = 0; i < reduce_group; ++i) {
+      if (e0 + i < E) red[row][i][lane] = acc[e0 + i];
+    }
+    __syncthreads();
+    const int e = e0 + row;
+    if (e < E && lane < sp.lanes) {
+      const int c = (blockIdx.x * sp.lanes + lane) * V + e % V;
+      if (c < g.channels) {
+        float sum = 0.0f;
+        for (int r = 0; r < rows; ++r) {
+          for (int q = 0; q < sp.phases; ++q) sum += red[r][row][q * sp.lanes + lane];
+        }
+        const std::int64_t at = static_cast<std::int64_t>(c) * g.kvol + e / V;
+        if (partial != nullptr)
+          partial[static_cast<std::int64_t>(blockIdx.y) * weights + at] = sum;
+        else
+          dw[at] = from_float<T>(sum);
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// dw = the sum of the splits' partial sums (`splits` arrays of `count`), in split order per row
+// of the block, then the rows' sums in row order: 32 lanes along the weights x 32 rows along the
+// splits.
+template <typename T>
+__global__ void __launch_bounds__(warp_size* reduce_rows)
     reduce_splits_kernel(const float* __restrict__ partial, T* __restrict__ dw, std::int64_t count,
                          int splits) {
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x;
-       i < count; i += static_cast<std::int64_t>(gridDim.x) * block_threads) {
+  __shared__ float red[reduce_rows][warp_size + 1];
+  const int lane = threadIdx.x;
+  const int row = threadIdx.y;
+  for (std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * warp_size; base < count;
+       base += static_cast<std::int64_t>(gridDim.x) * warp_size) {
+    const std::int64_t i = base + lane;
     float sum = 0.0f;
-    for (int s = 0; s < splits; ++s) sum += partial[static_cast<std::int64_t>(s) * count + i];
-    dw[i] = from_float<T>(sum);
+    if (i < count) {
+      for (int s = row; s < splits; s += reduce_rows)
+        sum += partial[static_cast<std::int64_t>(s) * count + i];
+    }
+    red[row][lane] = sum;
+    __syncthreads();
+    if (row == 0 && i < count) {
+      float total = 0.0f;
+#pragma unroll
+      for (int r = 0; r < reduce_rows; ++r) total += red[r][lane];
+      dw[i] = from_float<T>(total);
+    }
+    __syncthreads();
   }
 }
 
@@ -555,6 +788,7 @@ cudaError_t launch_sized(int size, const Geo& g, const void* a, const void* w, v
   switch (size) {
     case 3: return launch_elementwise<Forward, T, V, CL, 3>(g, a, w, out, stream);
     case 5: return launch_elementwise<Forward, T, V, CL, 5>(g, a, w, out, stream);
+    case 7: return launch_elementwise<Forward, T, V, CL, 7>(g, a, w, out, stream);
     default: return launch_elementwise<Forward, T, V, CL, 0>(g, a, w, out, stream);
   }
 }
@@ -605,6 +839,18 @@ cudaError_t elementwise(const DepthwiseShape& shape, DepthwiseVariant variant, c
   return cudaErrorInvalidValue;
 }
 
+// Adds the splits' partial sums into dw (a no-op without a split).
+template <typename T>
+cudaError_t reduce_splits(const float* partial, T* dw, std::int64_t count, int splits,
+                          cudaStream_t stream) {
+  if (partial == nullptr) return cudaSuccess;
+  const std::int64_t blocks = std::min<std::int64_t>((count + warp_size - 1) / warp_size, 65535);
+  reduce_splits_kernel<T>
+      <<<static_cast<unsigned>(blocks), dim3(warp_size, reduce_rows), 0, stream>>>(partial, dw,
+                                                                                   count, splits);
+  return cudaGetLastError();
+}
+
 template <typename T, int KC, int K>
 cudaError_t launch_weights(const DepthwiseShape& shape, const WeightsSplit& split, const void* src,
                            const void* dd, void* dw, float* partial, cudaStream_t stream) {
@@ -616,24 +862,56 @@ cudaError_t launch_weights(const DepthwiseShape& shape, const WeightsSplit& spli
   T* out = static_cast<T*>(dw);
   if (shape.channels_last) {
     bwd_weights_cl_kernel<T, KC, K, K><<<grid, dim3(warp_size, rows), 0, stream>>>(
-        g, s, d, partial, out, split.chunk, split.total, split.per_split);
+        g, s, d, partial, out, split.chunk, split.total, split.per_split,
+        position_step(shape, rows));
   } else {
-    bwd_weights_cf_kernel<T, KC, K, K><<<grid, block_threads, 0, stream>>>(
-        g, s, d, partial, out, split.chunk, split.total, split.per_split);
+    bwd_weights_cf_kernel<T, KC, K, K>
+        <<<grid, block_threads, 0, stream>>>(g, s, d, partial, out, split.chunk, split.total,
+                                             split.per_split, position_step(shape, block_threads));
   }
-  cudaError_t status = cudaGetLastError();
-  if (status != cudaSuccess || partial == nullptr) return status;
-  const std::int64_t count = static_cast<std::int64_t>(g.outc) * g.kvol;
-  const std::int64_t blocks =
-      std::min<std::int64_t>((count + block_threads - 1) / block_threads, 65535);
-  reduce_splits_kernel<T><<<static_cast<unsigned>(blocks), block_threads, 0, stream>>>(
-      partial, out, count, split.splits);
-  return cudaGetLastError();
+  const cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess) return status;
+  return reduce_splits<T>(partial, out, static_cast<std::int64_t>(g.outc) * g.kvol, split.splits,
+                          stream);
+}
+
+template <typename T, int V, int K>
+cudaError_t launch_packs(const DepthwiseShape& shape, const PacksSplit& split, const void* src,
+                         const void* dd, void* dw, float* partial, cudaStream_t stream) {
+  const Geo g = geo_of(shape);
+  const dim3 grid(static_cast<unsigned>(split.grid_x), static_cast<unsigned>(split.splits));
+  const bool whole =
+      shape.channels % V == 0 && aligned(src, sizeof(T) * V) && aligned(dd, sizeof(T) * V);
+  const T* s = static_cast<const T*>(src);
+  const T* d = static_cast<const T*>(dd);
+  T* out = static_cast<T*>(dw);
+  if (whole) {
+    bwd_weights_packs_kernel<T, V, true, K>
+        <<<grid, dim3(warp_size, rows), 0, stream>>>(g, split, s, d, partial, out);
+  } else {
+    bwd_weights_packs_kernel<T, V, false, K>
+        <<<grid, dim3(warp_size, rows), 0, stream>>>(g, split, s, d, partial, out);
+  }
+  const cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess) return status;
+  return reduce_splits<T>(partial, out, static_cast<std::int64_t>(g.channels) * g.kvol,
+                          split.splits, stream);
 }
 
 template <typename T>
 cudaError_t weights_typed(const DepthwiseShape& shape, DepthwiseVariant variant, const void* src,
                           const void* dd, void* dw, void* workspace, cudaStream_t stream) {
+  if (variant == DepthwiseVariant::channel_packs) {
+    const PacksSplit split = packs_split(shape);
+    float* partial = split.splits > 1 ? static_cast<float*>(workspace) : nullptr;
+    if (split.splits > 1 && workspace == nullptr) return cudaErrorInvalidValue;
+    switch (split.size) {
+      case 3: return launch_packs<T, 4, 3>(shape, split, src, dd, dw, partial, stream);
+      case 5: return launch_packs<T, 2, 5>(shape, split, src, dd, dw, partial, stream);
+      case 7: return launch_packs<T, 1, 7>(shape, split, src, dd, dw, partial, stream);
+      default: return cudaErrorInvalidValue;
+    }
+  }
   const WeightsSplit split = weights_split(shape, variant);
   float* partial = split.splits > 1 ? static_cast<float*>(workspace) : nullptr;
   if (split.splits > 1 && workspace == nullptr) return cudaErrorInvalidValue;
@@ -641,6 +919,7 @@ cudaError_t weights_typed(const DepthwiseShape& shape, DepthwiseVariant variant,
     switch (unrolled_size(shape)) {
       case 3: return launch_weights<T, 9, 3>(shape, split, src, dd, dw, partial, stream);
       case 5: return launch_weights<T, 25, 5>(shape, split, src, dd, dw, partial, stream);
+      case 7: return launch_weights<T, 49, 7>(shape, split, src, dd, dw, partial, stream);
       default: return cudaErrorInvalidValue;
     }
   }
@@ -674,14 +953,18 @@ const char* depthwise_unsupported(const DepthwiseShape& shape, DepthwiseVariant 
   switch (variant) {
     case DepthwiseVariant::direct: return nullptr;
     case DepthwiseVariant::unrolled:
-      return unrolled_size(shape) == 0 ? "the unrolled variant runs 2-D 3x3 and 5x5 kernels only"
-                                       : nullptr;
+      return unrolled_size(shape) == 0
+                 ? "the unrolled variant runs 2-D 3x3, 5x5 and 7x7 kernels only"
+                 : nullptr;
     case DepthwiseVariant::channel_packs:
       if (!shape.channels_last) return "channel packs need the channels_last layout";
       if (shape.multiplier != 1) return "channel packs need a channel multiplier of 1";
+      if (backward_weights) {
+        if (unrolled_size(shape) == 0)
+          return "channel packs run bwd_weights for 2-D 3x3, 5x5 and 7x7 kernels only";
+        return nullptr;
+      }
       if (shape.channels % 2 != 0) return "channel packs need an even channel count";
-      if (backward_weights)
-        return "channel packs have no bwd_weights kernel (the direct and unrolled variants do)";
       return nullptr;
   }
   return "unknown variant";
@@ -690,9 +973,11 @@ const char* depthwise_unsupported(const DepthwiseShape& shape, DepthwiseVariant 
 std::size_t depthwise_bwd_weights_workspace_bytes(const DepthwiseShape& shape,
                                                   DepthwiseVariant variant) {
   if (depthwise_unsupported(shape, variant, true) != nullptr || shape.batch == 0) return 0;
-  const WeightsSplit split = weights_split(shape, variant);
-  if (split.splits <= 1) return 0;
-  return static_cast<std::size_t>(split.splits) *
+  const int splits = variant == DepthwiseVariant::channel_packs
+                         ? packs_split(shape).splits
+                         : weights_split(shape, variant).splits;
+  if (splits <= 1) return 0;
+  return static_cast<std::size_t>(splits) *
          static_cast<std::size_t>(shape.channels * shape.multiplier) *
          static_cast<std::size_t>(volume(shape.kernel)) * sizeof(float);
 }

@@ -19,10 +19,12 @@ enum class DepthwiseType : int { f32 = 0, f16 = 1, bf16 = 2 };
 enum class DepthwiseVariant : int {
   /// Every depthwise desc: runtime kernel sizes, one element (channel) per thread.
   direct = 0,
-  /// 2-D (or 1-D) kernels of 3x3 or 5x5 positions, their loops unrolled at compile time.
+  /// 2-D kernels of 3x3, 5x5 or 7x7 positions, their loops unrolled at compile time.
   unrolled = 1,
-  /// channels_last, multiplier 1, even channel counts: packs of 2-8 channels per thread (up to
-  /// 16 bytes per access); 3x3 and 5x5 kernels unrolled.
+  /// channels_last, multiplier 1. fwd and bwd_data: even channel counts, packs of 2-8 channels
+  /// per thread (up to 16 bytes per access), 3x3, 5x5 and 7x7 kernels unrolled. bwd_weights: 2-D
+  /// 3x3, 5x5 and 7x7 kernels, any channel count, packs of 4, 2 or 1 channels walking segments
+  /// of output rows.
   channel_packs = 2,
 };
 
