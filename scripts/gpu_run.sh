@@ -20,8 +20,9 @@
 # The shapes part is sized by the environment: SHAPES_FILES (comma-separated names in bench/shapes,
 # default mobilenetv2), SHAPES_MAX_LAYERS (the first N layers of each file; default 0: all),
 # SHAPES_BUDGET_S (no new layer or file starts after this many seconds; default 300),
-# SHAPES_TAG (only the layers with this tag, e.g. dw; default all) and SHAPES_CONFIGS (default
-# f16_nhwc,f32_nchw). E.g. a few minutes of GPU time:
+# SHAPES_TAG (only the layers with this tag, e.g. dw; default all), SHAPES_CONFIGS (default
+# f16_nhwc,f32_nchw) and SHAPES_ROUNDS (the benchmark and PyTorch take turns this many times per
+# file, rows the medians; default 1). E.g. a few minutes of GPU time:
 #   SHAPES_FILES=mobilenetv2,deeplabv3 SHAPES_MAX_LAYERS=6 bash scripts/gpu_run.sh build out shapes
 #
 # OUT receives few files (the device tool brings back at most eight): gpu.txt (the GPU, then the
@@ -133,7 +134,7 @@ if wants_only shapes; then
     env -u LD_LIBRARY_PATH "$python" bench/compare_gpu.py --suite --bench "$bench_env" \
       --files "${SHAPES_FILES:-mobilenetv2}" --max-layers "${SHAPES_MAX_LAYERS:-0}" \
       --budget-s "${SHAPES_BUDGET_S:-300}" --configs "${SHAPES_CONFIGS:-f16_nhwc,f32_nchw}" \
-      --tag "${SHAPES_TAG:-all}" \
+      --tag "${SHAPES_TAG:-all}" --rounds "${SHAPES_ROUNDS:-1}" \
       --json "$out/shapes.json" > "$out/shapes.md" 2>> "$out/gpu.txt" || status=1
     rm -f "$bench_env"
     sed -n '/## Suite summary/,$p' "$out/shapes.md"

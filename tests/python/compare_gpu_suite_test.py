@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bench/compare_gpu.py without a GPU: every shapes file of the suite parses (Note [shapes file
-lines]), its layers' output sizes are positive, bad fields are errors naming the line, and the
---dry-run listing runs. No torch, no benchmark binary."""
+lines]), its layers' output sizes are positive, bad fields are errors naming the line, the
+--dry-run listing runs, and --rounds combines rounds into medians (Note [suite rounds]). No torch,
+no benchmark binary."""
 
 import os
 import subprocess
@@ -69,6 +70,40 @@ check("24x3x16x112x112 * 45x3x1x7x7 s1,2,2 p0,3,3" in out.stdout, out.stdout)
 out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "compare_gpu.py"), "--files",
                       "nonesuch", "--dry-run"], capture_output=True, text=True)
 check(out.returncode != 0 and "no shapes file 'nonesuch'" in out.stderr, out.stderr)
+
+# --rounds: the medians of either side per case, every choice, first-round-only cases kept.
+def case(name, kernel_ms, algo, search):
+    return dict(kind="case", case=name, kernel_ms=kernel_ms, call_ms=kernel_ms + 0.01,
+                search_s=search, heuristic_kernel_ms=2 * kernel_ms, algo=algo)
+
+
+dnnx_rounds = [
+    [dict(kind="device", fingerprint="gpu"), case("a/fwd/f16_nhwc", 1.0, "x", 0.5),
+     case("b/fwd/f16_nhwc", 3.0, "y", 2.0)],
+    [dict(kind="device", fingerprint="other"), case("a/fwd/f16_nhwc", 1.3, "z", 0.7)],
+    [case("a/fwd/f16_nhwc", 1.1, "x", 0.6)],
+]
+torch_rounds = [{"a/fwd/f16_nhwc": dict(kernel_ms=2.0, call_ms=2.1, first_call_ms=500.0)},
+                {"a/fwd/f16_nhwc": dict(kernel_ms=1.0, call_ms=1.1, first_call_ms=1.0)},
+                {"a/fwd/f16_nhwc": dict(kernel_ms=1.5, call_ms=1.6, first_call_ms=1.0)}]
+records, torch_results = compare_gpu.combine_rounds(dnnx_rounds, torch_rounds)
+by_case = {r["case"]: r for r in records if r["kind"] == "case"}
+a = by_case.get("a/fwd/f16_nhwc", {})
+check(a.get("kernel_ms") == 1.1 and a.get("search_s") == 0.6 and a.get("algos") == ["x", "z"]
+      and len(a.get("rounds", [])) == 3, f"combined a: {a}")
+check(by_case.get("b/fwd/f16_nhwc", {}).get("kernel_ms") == 3.0, f"combined b: {by_case}")
+check([r["fingerprint"] for r in records if r["kind"] == "device"] == ["gpu"], f"{records}")
+t = torch_results.get("a/fwd/f16_nhwc", {})
+check(t.get("kernel_ms") == 1.5 and t.get("first_call_ms") == 500.0 and t.get("rounds") ==
+      [2.0, 1.0, 1.5], f"combined torch: {t}")
+check(compare_gpu.choices(a) == "`x` / `z`", compare_gpu.choices(a))
+single = compare_gpu.combine_rounds(dnnx_rounds[:1], torch_rounds[:1])
+check(single == (dnnx_rounds[0], torch_rounds[0]), "one round is returned as it is")
+for extra, expected in ((["--suite", "--rounds", "0"], "--rounds must be 1 or more"),
+                        (["--rounds", "2"], "--rounds runs with the suite")):
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "compare_gpu.py")] + extra,
+                         capture_output=True, text=True)
+    check(out.returncode != 0 and expected in out.stderr, f"{extra}: {out.stderr}")
 
 if failures:
     print("\n".join(failures))

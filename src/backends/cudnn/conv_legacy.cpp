@@ -25,7 +25,9 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <climits>
+#include <iostream>
 #include <string_view>
 #include <variant>
 
@@ -333,6 +335,22 @@ std::string common_exclusion(const ConvDesc& desc, const Geometry& g) {
   return {};
 }
 
+// Verbose: a cuDNN query of the listing that took longer than slow_query_ms. Some take seconds
+// (a workspace query that builds a runtime-compiled kernel), and the listing's time is part of
+// every search's.
+constexpr double slow_query_ms = 20;
+
+void report_slow_query(const Runtime& runtime, const ConvDesc& desc, Direction direction,
+                       const std::string& what, const char* query,
+                       std::chrono::steady_clock::time_point start) {
+  if (!runtime.verbose()) return;
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (ms < slow_query_ms) return;
+  std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": " << what << ' '
+            << query << " took " << ms << " ms\n";
+}
+
 // The candidate of algorithm `algo` (of algos(direction), `spec`) under `math`: what the listing
 // says of it, whatever its place there. `d` holds the descriptors of desc (null when
 // `common_reason` rules every algorithm out); its math mode is set here for the query.
@@ -358,8 +376,10 @@ LegacyCandidate describe_pair(Runtime& runtime, const ConvDesc& desc, Direction 
     DNNX_CUDNN_CHECK(cudnnSetConvolutionMathType(d->conv.get(), math.math), context,
                      "setting the math mode");
     std::size_t bytes = 0;
+    const auto start = std::chrono::steady_clock::now();
     const cudnnStatus_t status =
         workspace_size(runtime.handle(), *d, candidate.config.algorithm, bytes);
+    report_slow_query(runtime, desc, direction, info.id, "workspace query", start);
     if (status == CUDNN_STATUS_SUCCESS) {
       info.workspace_bytes = bytes;
     } else {
@@ -392,7 +412,9 @@ std::vector<LegacyCandidate> legacy_candidates(Runtime& runtime, const ConvDesc&
     DNNX_CUDNN_CHECK(
         cudnnSetConvolutionMathType(d->conv.get(), f32_exact ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH),
         context, "setting the math mode");
+    const auto start = std::chrono::steady_clock::now();
     ranking = heuristic_ranking(runtime.handle(), *d, direction, context);
+    report_slow_query(runtime, desc, direction, "legacy algorithms", "ranking", start);
   }
 
   // Note [legacy ranks]
