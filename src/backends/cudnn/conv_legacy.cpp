@@ -336,8 +336,8 @@ std::string common_exclusion(const ConvDesc& desc, const Geometry& g) {
 }
 
 // Verbose: a cuDNN query of the listing that took longer than slow_query_ms. Some take seconds
-// (a workspace query that builds a runtime-compiled kernel), and the listing's time is part of
-// every search's.
+// (the bwd_weights ranking of some depthwise shapes in f16: docs/benchmarks.md, "Search time"),
+// and the listing's time is part of every search's.
 constexpr double slow_query_ms = 20;
 
 void report_slow_query(const Runtime& runtime, const ConvDesc& desc, Direction direction,

@@ -19,7 +19,8 @@ enum class DepthwiseType : int { f32 = 0, f16 = 1, bf16 = 2 };
 enum class DepthwiseVariant : int {
   /// Every depthwise desc: runtime kernel sizes, one element (channel) per thread.
   direct = 0,
-  /// 2-D kernels of 3x3, 5x5 or 7x7 positions, their loops unrolled at compile time.
+  /// 2-D kernels of 3x3, 5x5 or 7x7 positions (3-D ones of depth 1 too), their loops unrolled
+  /// at compile time.
   unrolled = 1,
   /// channels_last, multiplier 1. fwd and bwd_data: even channel counts, packs of 2-8 channels
   /// per thread (up to 16 bytes per access), 3x3, 5x5 and 7x7 kernels unrolled. bwd_weights: 2-D
