@@ -515,6 +515,36 @@ __global__ void __launch_bounds__(block_threads)
 // rows x group x 33 floats).
 constexpr int reduce_group = rows;
 
+using RowSums = float[rows][reduce_group][warp_size + 1];
+
+// The block's (32 lanes x 8 rows) reduction of each thread's N sums: sum e of lane l (< lanes)
+// is the total over the rows and then over the `phases` lanes l + q * lanes (a fixed order),
+// taken a group of reduce_group sums at a time through `red`; row e % reduce_group of the block
+// adds it and calls write(e, total) on lane l. Every thread of the block must call it.
+template <int N, typename Write>
+__device__ __forceinline__ void block_sums(RowSums& red, const float (&acc)[N], int lanes,
+                                            int phases, Write write) {
+  const int lane = threadIdx.x;
+  const int row = threadIdx.y;
+#pragma unroll
+  for (int e0 = 0; e0 < N; e0 += reduce_group) {
+#pragma unroll
+    for (int i = 0; i < reduce_group; ++i) {
+      if (e0 + i < N) red[row][i][lane] = acc[e0 + i];
+    }
+    __syncthreads();
+    const int e = e0 + row;
+    if (e < N && lane < lanes) {
+      float sum = 0.0f;
+      for (int r = 0; r < rows; ++r) {
+        for (int q = 0; q < phases; ++q) sum += red[r][row][q * lanes + lane];
+      }
+      write(e, sum);
+    }
+    __syncthreads();
+  }
+}
+
 // channels_last: block (32 output channels, chunk, split), 32 lanes along the channels x 8 rows
 // along the positions.
 template <typename T, int KC, int KH, int KW>
@@ -523,7 +553,7 @@ __global__ void __launch_bounds__(block_threads)
                           float* __restrict__ partial, T* __restrict__ dw, int chunk,
                           std::int64_t total, std::int64_t per_split, PositionStep step) {
   __shared__ int offs[KC][3];
-  __shared__ float red[rows][reduce_group][warp_size + 1];
+  __shared__ RowSums red;
   const int k0 = blockIdx.y * chunk;
   const int kc = min(chunk, g.kvol - k0);
   const int lane = threadIdx.x;
@@ -552,28 +582,14 @@ __global__ void __launch_bounds__(block_threads)
       at.advance(step, g);
     }
   }
-  // The rows' sums of each kernel position, a group at a time: row r of the block then adds
-  // position i0 + r over the rows in row order.
-#pragma unroll
-  for (int i0 = 0; i0 < KC; i0 += reduce_group) {
-#pragma unroll
-    for (int i = 0; i < reduce_group; ++i) {
-      if (i0 + i < KC) red[row][i][lane] = acc[i0 + i];
-    }
-    __syncthreads();
-    const int i = i0 + row;
-    if (valid && i < kc) {
-      float sum = 0.0f;
-#pragma unroll
-      for (int r = 0; r < rows; ++r) sum += red[r][row][lane];
-      const std::int64_t at = static_cast<std::int64_t>(o) * g.kvol + k0 + i;
-      if (partial != nullptr)
-        partial[static_cast<std::int64_t>(blockIdx.z) * g.outc * g.kvol + at] = sum;
-      else
-        dw[at] = from_float<T>(sum);
-    }
-    __syncthreads();
-  }
+  block_sums(red, acc, warp_size, 1, [&](int i, float sum) {
+    if (!valid || i >= kc) return;
+    const std::int64_t at = static_cast<std::int64_t>(o) * g.kvol + k0 + i;
+    if (partial != nullptr)
+      partial[static_cast<std::int64_t>(blockIdx.z) * g.outc * g.kvol + at] = sum;
+    else
+      dw[at] = from_float<T>(sum);
+  });
 }
 
 // Note [depthwise packed weight gradients]
@@ -645,7 +661,7 @@ __global__ void __launch_bounds__(block_threads)
                              const T* __restrict__ dd, float* __restrict__ partial,
                              T* __restrict__ dw) {
   constexpr int E = K * K * V;  // sums per thread: kernel position major, channel minor
-  __shared__ float red[rows][reduce_group][warp_size + 1];
+  __shared__ RowSums red;
   const int lane = threadIdx.x;
   const int row = threadIdx.y;
   const int pack_lane = lane % sp.lanes;
@@ -698,33 +714,17 @@ __global__ void __launch_bounds__(block_threads)
       }
     }
   }
-  // A group of sums at a time: row r of the block adds sum e0 + r of its lane's pack over the
-  // rows and phases, in that order.
+  // Sum e of a pack: kernel position e / V of its channel e % V.
   const std::int64_t weights = static_cast<std::int64_t>(g.channels) * g.kvol;
-#pragma unroll
-  for (int e0 = 0; e0 < E; e0 += reduce_group) {
-#pragma unroll
-    for (int i = 0; i < reduce_group; ++i) {
-      if (e0 + i < E) red[row][i][lane] = acc[e0 + i];
-    }
-    __syncthreads();
-    const int e = e0 + row;
-    if (e < E && lane < sp.lanes) {
-      const int c = (blockIdx.x * sp.lanes + lane) * V + e % V;
-      if (c < g.channels) {
-        float sum = 0.0f;
-        for (int r = 0; r < rows; ++r) {
-          for (int q = 0; q < sp.phases; ++q) sum += red[r][row][q * sp.lanes + lane];
-        }
-        const std::int64_t at = static_cast<std::int64_t>(c) * g.kvol + e / V;
-        if (partial != nullptr)
-          partial[static_cast<std::int64_t>(blockIdx.y) * weights + at] = sum;
-        else
-          dw[at] = from_float<T>(sum);
-      }
-    }
-    __syncthreads();
-  }
+  block_sums(red, acc, sp.lanes, sp.phases, [&](int e, float sum) {
+    const int c = (blockIdx.x * sp.lanes + lane) * V + e % V;
+    if (c >= g.channels) return;
+    const std::int64_t at = static_cast<std::int64_t>(c) * g.kvol + e / V;
+    if (partial != nullptr)
+      partial[static_cast<std::int64_t>(blockIdx.y) * weights + at] = sum;
+    else
+      dw[at] = from_float<T>(sum);
+  });
 }
 
 // dw = the sum of the splits' partial sums (`splits` arrays of `count`), in split order per row
