@@ -69,6 +69,9 @@ fi
 # The package as an install would lay it out: the Python layer and the module side by side.
 cp -r "$root/python/dnnx" "$work/site"
 cp "$work"/build/_dnnx*.so "$work/site/"
+# dnnx._torch_ext, where the build found PyTorch's headers (python/CMakeLists.txt).
+cp "$work"/build/_torch_ext*.so "$work"/build/_torch_ext_info.py "$work/site/" 2>/dev/null || true
+grep -o 'dnnx._torch_ext: .*' "$out/pytest.log" | head -1
 mkdir -p "$work/stage" && mv "$work/site" "$work/stage/dnnx"
 
 [[ -n ${GPU_PYTHON_BUILD_ONLY:-} ]] && exit 0

@@ -38,6 +38,7 @@ apt_packages=(
   dataset-fashion-mnist        # Fashion-MNIST, /usr/share/datasets/fashion-mnist (dnnx train)
   python3-venv python3-dev     # the project venv; Python's headers for the dnnx module
   python3-torch python3-numpy  # the PyTorch oracle of the parity tests and the CPU benchmark
+  libtorch-dev pybind11-dev    # PyTorch's C++ headers, for dnnx._torch_ext (dnnx.torch's layers)
   clang libclang-rt-14-dev     # libFuzzer, for the tune-cache loader's fuzz test
 )
 missing=()

@@ -21,12 +21,14 @@ torch.library custom ops (torch.ops.dnnx.*, dnnx/_torch_library.py), which torch
 """
 
 import itertools
+import os
 import threading
 
 import torch
 
 from . import _dnnx
 from . import _arrays
+from . import _context as _context_module
 from ._context import _current, current, resolve
 from ._errors import InvalidArgument
 from .ops import activation as _activation
@@ -1006,8 +1008,61 @@ def cross_entropy(logits, labels, weight=None, ignore_index=-100, reduction="mea
     return _run_cross_entropy(logits, labels, weight, ignore_index, reduction, tune, None)
 
 
+# Note [layers in C++] (python/src/torch_ext/module.cpp): a converted layer's eager call runs
+# through dnnx._torch_ext when it was built against the PyTorch this process imported, unless
+# DNNX_TORCH_EXT=0: the same desc, context and choices as the autograd functions above, without
+# their Python. A call it declines (returns None) and every call while torch.compile traces go
+# the Python way. CPP_LAYERS says whether it is in use, CPP_LAYERS_WHY why not.
+def _load_cpp_layers():
+    if os.environ.get("DNNX_TORCH_EXT", "1") == "0":
+        return None, "DNNX_TORCH_EXT=0"
+    try:
+        from ._torch_ext_info import TORCH_VERSION
+    except ImportError:
+        return None, "dnnx._torch_ext was not built (python/CMakeLists.txt says why)"
+    if TORCH_VERSION != torch.__version__:
+        return None, (f"dnnx._torch_ext was built against PyTorch {TORCH_VERSION}, this process "
+                      f"runs {torch.__version__}")
+    try:
+        from . import _torch_ext
+    except ImportError as error:
+        return None, f"dnnx._torch_ext did not load: {error}"
+    _torch_ext.set_hooks(_layer_context, _current, _context_module, {
+        "conv": lambda src, weight, settings: _conv.desc_for(src, weight, *settings),
+        "batch_norm": lambda src, settings, affine: _batch_norm.desc_for(
+            src, training=settings[0], momentum=settings[1], eps=settings[2], affine=affine),
+        "pool": lambda src, settings: _pool.desc_for(src, settings[0], settings[1], settings[2],
+                                                     settings[3], settings[5], settings[4]),
+        "activation": lambda src, settings: _activation.desc_for(src, settings[0],
+                                                                 alpha=settings[1],
+                                                                 ceiling=settings[2]),
+    })
+    return _torch_ext, None
+
+
+_cpp, CPP_LAYERS_WHY = _load_cpp_layers()
+CPP_LAYERS = _cpp is not None
+
+
+def _cpp_layer(module, op):
+    """The module's dnnx._torch_ext.Layer (made on first use), or None when the call goes the
+    Python way (no C++ layers, or torch.compile tracing)."""
+    if _cpp is None or _is_compiling():
+        return None
+    layer = module.__dict__.get("_dnnx_cpp")
+    if layer is None:
+        layer = module.__dict__["_dnnx_cpp"] = _cpp.Layer(op)
+    return layer
+
+
 class _ConvMixin:
     def forward(self, input):
+        cpp = _cpp_layer(self, "conv")
+        if cpp is not None:
+            out = cpp.conv(input, self.weight, self.bias, self.__dict__.get("_dnnx_tune"),
+                           (self.stride, self.padding, self.dilation, self.groups))
+            if out is not None:
+                return out
         return _run_conv(input, self.weight, self.bias, self.stride, self.padding,
                          self.dilation, self.groups, _tune_of(self), self)
 
@@ -1039,6 +1094,14 @@ class _BatchNormMixin:
             self.num_batches_tracked.add_(1)
         training = self.training or self.running_mean is None
         track = not self.training or self.track_running_stats
+        cpp = _cpp_layer(self, "batch_norm")
+        if cpp is not None:
+            out = cpp.batch_norm(input, self.weight, self.bias,
+                                 self.running_mean if track else None,
+                                 self.running_var if track else None,
+                                 self.__dict__.get("_dnnx_tune"), (training, momentum, self.eps))
+            if out is not None:
+                return out
         return _run_batch_norm(input, self.weight, self.bias,
                                self.running_mean if track else None,
                                self.running_var if track else None, training, momentum, self.eps,
@@ -1068,6 +1131,13 @@ class _PoolMixin:
         else:
             mode = "avg_include_pad" if self.count_include_pad else "avg_exclude_pad"
             dilation = 1
+        cpp = _cpp_layer(self, "pool")
+        if cpp is not None:
+            out = cpp.pool(input, self.__dict__.get("_dnnx_tune"),
+                           (self.kernel_size, self.stride, self.padding, dilation, self.ceil_mode,
+                            mode))
+            if out is not None:
+                return out
         return _run_pool(input, self.kernel_size, self.stride, self.padding, dilation,
                          self.ceil_mode, mode, _tune_of(self), self)
 
@@ -1100,6 +1170,12 @@ def _activation_module(name, kind, doc, base, options=lambda module: {}):
     def forward(self, input):
         settings = {"alpha": 1.0, "ceiling": 6.0}
         settings.update(options(self))
+        cpp = _cpp_layer(self, "activation")
+        if cpp is not None:
+            out = cpp.activation(input, self.__dict__.get("_dnnx_tune"),
+                                 (kind, settings["alpha"], settings["ceiling"]))
+            if out is not None:
+                return out
         return _run_activation(input, kind, settings["alpha"], settings["ceiling"],
                                _tune_of(self), self)
 
@@ -1282,10 +1358,12 @@ _OPS = {Conv1d: "conv", Conv2d: "conv", Conv3d: "conv", Linear: "matmul",
 
 def _getstate(module):
     """A drop-in's state for copy.deepcopy and pickle: its __dict__ without what belongs to this
-    process's calls, the record of what ran (its contexts) and the kept flat weights (Note
-    [recurrent weights cache]); the layer's own options (_dnnx_tune) go with it."""
+    process's calls, the record of what ran (its contexts), its C++ layer (Note [layers in C++])
+    and the kept flat weights (Note [recurrent weights cache]); the layer's own options
+    (_dnnx_tune) go with it."""
     state = module.__dict__.copy()
     state.pop("_dnnx_calls", None)
+    state.pop("_dnnx_cpp", None)
     state.pop("_dnnx_flat_weights", None)
     return state
 
@@ -1401,7 +1479,11 @@ def report(model):
     timed it), workspace, and the speedup over the heuristic's choice where both were timed."""
     lines = []
     for name, module in model.named_modules():
-        for direction, (desc, context) in module.__dict__.get("_dnnx_calls", {}).items():
+        calls = dict(module.__dict__.get("_dnnx_calls", {}))
+        cpp = module.__dict__.get("_dnnx_cpp")
+        if cpp is not None:
+            calls.update(cpp.calls())
+        for direction, (desc, context) in calls.items():
             choice = _dnnx.select(context, desc, direction)
             time = f"{choice.time_ms:.3f} ms" if choice.time_ms is not None else "not timed"
             line = (f"{name or '(model)'} {type(module).__name__} {direction}: {choice.id} "

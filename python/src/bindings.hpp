@@ -103,6 +103,18 @@ Tensor to_tensor(const nb::ndarray<>& array, std::string_view name);
 Tensor to_tensor(const InArray& array, std::string_view name);
 Tensor to_tensor(const OutArray& array, std::string_view name);
 
+/// `strides` with those of size-1 dims replaced by the dense strides of the layout the other dims
+/// match: no element is reached through them, PyTorch gives such a dim of a channels_last tensor
+/// the stride its contiguous format would have, and dnnx checks strides exactly. Unchanged when
+/// no layout matches (Tensor::view then names the problem).
+Dims normalised_strides(const Dims& dims, const Dims& strides);
+
+/// Sets the Python error of `error`: its dnnx._errors class (dnnx.InvalidArgument, ...) with the
+/// error's fields as attributes. Needs the GIL and load_error_classes().
+void set_python_error(const Error& error);
+/// Looks up the classes of dnnx._errors once (bind_errors does; another module calls it first).
+void load_error_classes();
+
 /// The dense layout of a view, or InvalidArgument naming `name`, its dims and strides.
 Layout layout_of(const Tensor& tensor, std::string_view name);
 

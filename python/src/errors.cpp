@@ -23,7 +23,9 @@ nb::handle class_of(ErrorKind kind) {
   return error_classes[4];
 }
 
-void raise(const Error& error) {
+}  // namespace
+
+void set_python_error(const Error& error) {
   nb::handle cls = class_of(error.kind());
   nb::object instance = cls(error.what());
   const ErrorContext& context = error.context();
@@ -38,19 +40,22 @@ void raise(const Error& error) {
   PyErr_SetObject(cls.ptr(), instance.ptr());
 }
 
-}  // namespace
-
-void bind_errors(nb::module_& module) {
+void load_error_classes() {
+  if (error_classes[0].is_valid()) return;
   nb::module_ errors = nb::module_::import_("dnnx._errors");
   const char* names[] = {"InvalidArgument", "Unsupported", "OutOfMemory", "BackendFailure",
                          "Internal"};
   for (int i = 0; i < 5; ++i) error_classes[i] = errors.attr(names[i]).inc_ref();
+}
+
+void bind_errors(nb::module_& module) {
+  load_error_classes();
   nb::register_exception_translator([](const std::exception_ptr& pointer, void*) {
     try {
       std::rethrow_exception(pointer);
     } catch (const Error& error) {
       try {
-        raise(error);
+        set_python_error(error);
       } catch (nb::python_error& failed) {
         failed.restore();  // building the exception failed: raise why instead
       }

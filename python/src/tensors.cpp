@@ -62,26 +62,6 @@ Device device_from(int type, int id, std::string_view name) {
   }
 }
 
-// Strides of dims of size 1 are arbitrary (no element is reached through them): PyTorch gives
-// such a dim of a channels_last tensor the stride its contiguous format would have. dnnx checks
-// strides exactly, so they are replaced by the dense strides of the layout the other dims match.
-Dims normalised_strides(const Dims& dims, const Dims& strides) {
-  if (dims.rank() == 0) return strides;
-  for (Layout layout : {Layout::channels_first, Layout::channels_last}) {
-    Dims dense;
-    try {
-      dense = dense_strides(dims, layout);
-    } catch (const Error&) {
-      return strides;  // too large: Tensor::view names the problem
-    }
-    bool matches = true;
-    for (int i = 0; i < dims.rank(); ++i)
-      matches = matches && (dims[i] == 1 || dims[i] == 0 || strides[i] == dense[i]);
-    if (matches) return dense;
-  }
-  return strides;
-}
-
 template <typename Array>
 Tensor tensor_of(const Array& array, std::string_view name) {
   if (!array.is_valid())

@@ -1,0 +1,791 @@
+// dnnx._torch_ext: the converted layers' calls of dnnx.torch in C++, against the installed
+// libtorch (docs/python.md, "Host cost per call"). Built only where PyTorch's headers are found
+// (python/CMakeLists.txt); without it, and for every case it declines, dnnx.torch runs the same
+// computation through Python autograd functions.
+//
+// Note [layers in C++]
+// A converted layer called from Python costs, through torch.autograd.Function, about 7 us to apply
+// and about 20 us in the backward engine on a fast host (3x that on a slow one), on top of the
+// op: a converted ResNet-50 step runs ~700 such calls and is bound by them. Here a layer is a C++
+// object (Layer, kept on the module) whose call does what the Python path does, in the same
+// order, without Python in between:
+// - PyTorch's tensors are read as at::Tensor; autocast casts as PyTorch's own convolution's does;
+// - the inputs are made dense in the layout their strides suggest (channels_last stays so);
+// - the desc is kept per layer, keyed by the tensors' sizes, strides and dtypes and the layer's
+//   settings, and built by the Python layer's desc_for on a miss (one source of truth);
+// - the context is the one the Python path resolves (dnnx.torch._layer_context), kept per device
+//   and stream while the options it was made from stay the same (Note [kept layer contexts]);
+// - outputs come from PyTorch's allocator; the op runs with the GIL released;
+// - when autograd records the call, a C++ autograd node (torch::autograd::Node) holds the saved
+//   tensors and runs the backward directions, without the GIL.
+// A case it does not take (a `with ctx:` block open, a dtype or device dnnx does not handle, a
+// CUDA tensor where this module was built without CUDA) returns None, and the caller runs the
+// Python path, which handles it or raises the error that names the problem.
+
+#include <ATen/autocast_mode.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/autograd/saved_variable.h>
+#include <torch/version.h>
+#if DNNX_TORCH_CUDA
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+#include "bindings.hpp"
+
+#include <mutex>
+#include <variant>
+
+namespace dnnx::python {
+namespace {
+
+namespace autograd = torch::autograd;
+
+// --- what the Python layer hands over once (set_hooks) -----------------------------------------
+
+struct Hooks {
+  nb::object layer_context;  // dnnx.torch._layer_context(tensor, tune) -> Context
+  nb::object current;        // dnnx._context._current (the ContextVar of `with ctx:` blocks)
+  nb::object globals;        // dnnx._context.__dict__ (its _default)
+  nb::object default_name;   // "_default"
+  nb::object descs;          // op name -> desc maker(dense tensors..., *settings)
+};
+
+Hooks* hooks = nullptr;  // leaked: the interpreter may be finalising when statics are destroyed
+
+// --- tensors ------------------------------------------------------------------------------------
+
+bool unpack(nb::handle object, at::Tensor& tensor) {
+  if (!THPVariable_Check(object.ptr())) return false;
+  tensor = THPVariable_Unpack(object.ptr());
+  return true;
+}
+
+std::optional<DType> dtype_of(const at::Tensor& tensor) {
+  switch (tensor.scalar_type()) {
+    case at::kFloat: return DType::f32;
+    case at::kHalf: return DType::f16;
+    case at::kBFloat16: return DType::bf16;
+    case at::kInt: return DType::i32;
+    case at::kLong: return DType::i64;
+    default: return std::nullopt;
+  }
+}
+
+/// Whether dnnx takes `tensor` here: dense strided memory of a dtype it handles, on the host or,
+/// where this module was built with CUDA, on a GPU.
+bool takes(const at::Tensor& tensor) {
+  if (!tensor.defined()) return true;
+  if (tensor.layout() != at::kStrided || !dtype_of(tensor) || tensor.dim() > Dims::max_rank ||
+      tensor.is_conj() || tensor.is_neg())
+    return false;
+  if (tensor.device().is_cpu()) return true;
+#if DNNX_TORCH_CUDA
+  return tensor.device().is_cuda();
+#else
+  return false;
+#endif
+}
+
+Dims dims_of(at::IntArrayRef values) {
+  return Dims(std::span<const std::int64_t>(values.data(), values.size()));
+}
+
+/// A dnnx view of `tensor` (named `name` in errors), its memory as it is.
+Tensor view(const at::Tensor& tensor, std::string_view name) {
+  const Dims dims = dims_of(tensor.sizes());
+  const Device device =
+      tensor.device().is_cuda() ? Device::cuda(tensor.get_device()) : Device::cpu();
+  try {
+    return Tensor::view(tensor.data_ptr(), dims, *dtype_of(tensor),
+                        normalised_strides(dims, dims_of(tensor.strides())), device);
+  } catch (const Error& error) {
+    throw Error(error.kind(), std::string(name) + ": " + error.message());
+  }
+}
+
+std::optional<Tensor> view_if(const at::Tensor& tensor, std::string_view name) {
+  if (!tensor.defined()) return std::nullopt;
+  return view(tensor, name);
+}
+
+Tensor* pointer(std::optional<Tensor>& tensor) { return tensor ? &*tensor : nullptr; }
+
+/// The memory format dnnx.torch._dense picks: channels_last when the tensor is dense that way and
+/// not in the contiguous format, else contiguous.
+at::MemoryFormat format_of(const at::Tensor& tensor) {
+  if (tensor.dim() == 4 && !tensor.is_contiguous() &&
+      tensor.is_contiguous(at::MemoryFormat::ChannelsLast))
+    return at::MemoryFormat::ChannelsLast;
+  if (tensor.dim() == 5 && !tensor.is_contiguous() &&
+      tensor.is_contiguous(at::MemoryFormat::ChannelsLast3d))
+    return at::MemoryFormat::ChannelsLast3d;
+  return at::MemoryFormat::Contiguous;
+}
+
+/// A new tensor of `dims` dense in `layout` (channels_last for 4-D and 5-D nhwc), as
+/// dnnx.torch._empty makes it.
+at::Tensor empty(const Dims& dims, Layout layout, const at::TensorOptions& options) {
+  const std::vector<std::int64_t> sizes(dims.begin(), dims.end());
+  at::MemoryFormat format = at::MemoryFormat::Contiguous;
+  if (layout == Layout::channels_last && dims.rank() == 4) format = at::MemoryFormat::ChannelsLast;
+  if (layout == Layout::channels_last && dims.rank() == 5)
+    format = at::MemoryFormat::ChannelsLast3d;
+  return at::empty(sizes, options.memory_format(format));
+}
+
+at::MemoryFormat format_for(Layout layout, int rank) {
+  if (layout == Layout::channels_last && rank == 4) return at::MemoryFormat::ChannelsLast;
+  if (layout == Layout::channels_last && rank == 5) return at::MemoryFormat::ChannelsLast3d;
+  return at::MemoryFormat::Contiguous;
+}
+
+nb::object wrap(const at::Tensor& tensor) { return nb::steal(THPVariable_Wrap(tensor)); }
+
+/// The CUDA stream PyTorch queues work on for `tensor`'s device; null for host tensors.
+void* stream_of(const at::Tensor& tensor) {
+#if DNNX_TORCH_CUDA
+  if (tensor.device().is_cuda())
+    return c10::cuda::getCurrentCUDAStream(tensor.device().index()).stream();
+#endif
+  (void)tensor;
+  return nullptr;
+}
+
+// --- autocast -----------------------------------------------------------------------------------
+
+bool autocast_on(c10::DeviceType type, at::ScalarType& dtype) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  if (!at::autocast::is_autocast_enabled(type)) return false;
+  dtype = at::autocast::get_autocast_dtype(type);
+  return true;
+#else
+  if (type == c10::DeviceType::CUDA) {
+    if (!at::autocast::is_enabled()) return false;
+    dtype = at::autocast::get_autocast_gpu_dtype();
+    return true;
+  }
+  if (!at::autocast::is_cpu_enabled()) return false;
+  dtype = at::autocast::get_autocast_cpu_dtype();
+  return true;
+#endif
+}
+
+/// The tensors as autocast hands them to PyTorch's own convolution: floating-point ones in the
+/// autocast dtype (weights cast once per autocast region, through autocast's cache).
+void autocast_lower(std::initializer_list<at::Tensor*> tensors) {
+  const at::Tensor& first = **tensors.begin();
+  const c10::DeviceType type = first.device().type();
+  if (type != c10::DeviceType::CUDA && type != c10::DeviceType::CPU) return;
+  at::ScalarType dtype;
+  if (!autocast_on(type, dtype)) return;
+  for (at::Tensor* tensor : tensors)
+    if (tensor->defined() && tensor->is_floating_point() && tensor->scalar_type() != dtype)
+      *tensor = at::autocast::cached_cast(dtype, *tensor, type);
+}
+
+bool records(std::initializer_list<const at::Tensor*> tensors) {
+  if (!at::GradMode::is_enabled()) return false;
+  for (const at::Tensor* tensor : tensors)
+    if (tensor->defined() && tensor->requires_grad()) return true;
+  return false;
+}
+
+// --- errors -------------------------------------------------------------------------------------
+
+/// A dnnx::Error raised in a backward (an autograd thread, no GIL): as the Python exception the
+/// Python path raises, which the engine hands to the caller of backward() as it is.
+[[noreturn]] void throw_in_backward(const Error& error) {
+  nb::gil_scoped_acquire gil;
+  set_python_error(error);
+  python_error failure;
+  failure.persist();
+  throw failure;
+}
+
+// --- what a layer ran, for dnnx.torch.report --------------------------------------------------
+
+using AnyDesc =
+    std::variant<std::shared_ptr<const ConvDesc>, std::shared_ptr<const BatchNormDesc>,
+                 std::shared_ptr<const PoolDesc>, std::shared_ptr<const ActivationDesc>>;
+
+/// Shared by a layer and the autograd nodes of its calls (which may outlive it); C++ only, as a
+/// node is destroyed on whatever thread drops it.
+struct Record {
+  std::mutex mutex;
+  std::map<std::string, std::pair<AnyDesc, std::shared_ptr<Context>>> calls;
+
+  void add(const char* direction, AnyDesc desc, const std::shared_ptr<Context>& context) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto& entry = calls[direction];
+    entry.first = std::move(desc);
+    entry.second = context;
+  }
+};
+
+// --- contexts -----------------------------------------------------------------------------------
+
+// Note [kept layer contexts]
+// The Python path resolves a call's context with dnnx.torch._layer_context: the enclosing block's,
+// else the default context's for the tensor's device, moved onto PyTorch's current stream, with
+// the layer's own TuneOptions when it has them. Its result depends on the default context (which
+// object, its options, its choice cache), the device, the stream and the layer's options. A layer
+// keeps the context it got per device and stream, with a copy of those options, and takes it
+// again while the same default context and layer options compare equal to the copies; anything
+// else asks _layer_context again. An open `with ctx:` block sends the call to the Python path.
+// The autograd node keeps the forward's context: the backward runs on it (on the backward's
+// stream when that differs), with the options the forward ran under.
+struct KeptContext {
+  int device = -1;  // -1: host
+  void* stream = nullptr;
+  nb::object default_context;  // identity
+  nb::object tune;             // the layer's TuneOptions object or None (identity)
+  TuneOptions default_tune, layer_tune;
+  std::shared_ptr<ChoiceCache> cache;
+  std::shared_ptr<Context> context;
+};
+
+// --- descs --------------------------------------------------------------------------------------
+
+template <typename Desc>
+struct KeptDesc {
+  std::vector<std::int64_t> key;
+  nb::object settings;
+  std::shared_ptr<const Desc> desc;
+};
+
+void add_key(std::vector<std::int64_t>& key, const at::Tensor& tensor) {
+  if (!tensor.defined()) {
+    key.push_back(-1);
+    return;
+  }
+  key.push_back(static_cast<std::int64_t>(tensor.scalar_type()));
+  key.push_back(tensor.dim());
+  for (std::int64_t size : tensor.sizes()) key.push_back(size);
+  for (std::int64_t stride : tensor.strides()) key.push_back(stride);
+}
+
+// --- autograd nodes -----------------------------------------------------------------------------
+
+/// What every node keeps: the forward's desc, context and stream, and the layer's record.
+template <typename Desc>
+struct Kept {
+  std::shared_ptr<const Desc> desc;
+  std::shared_ptr<Context> context;
+  void* stream = nullptr;
+  std::shared_ptr<Record> record;
+
+  /// The context for a backward on `tensor`: the forward's, on the backward's stream.
+  std::shared_ptr<Context> context_for(const at::Tensor& tensor) const {
+    void* stream_now = stream_of(tensor);
+    if (stream_now == stream) return context;
+    // Note [the caller's default stream] (dnnx/_context.py): PyTorch's default stream is the
+    // legacy default stream, handle 1 for the CUDA runtime.
+    return std::make_shared<Context>(
+        context->with_stream(stream_now ? stream_now : reinterpret_cast<void*>(1)));
+  }
+};
+
+struct ConvBackward : autograd::Node {
+  Kept<ConvDesc> kept;
+  autograd::SavedVariable src, weight;
+  bool has_bias = false;
+
+  std::string name() const override { return "DnnxConvBackward"; }
+  void release_variables() override {
+    src.reset_data();
+    weight.reset_data();
+  }
+
+  autograd::variable_list apply(autograd::variable_list&& grads) override {
+    autograd::variable_list out(3);
+    if (!grads[0].defined()) return out;
+    try {
+      const ConvDesc& desc = *kept.desc;
+      const at::Tensor s = src.unpack(shared_from_this()), w = weight.unpack(shared_from_this());
+      const at::Tensor diff_dst =
+          grads[0].contiguous(format_for(desc.layout, static_cast<int>(grads[0].dim())));
+      const auto context = kept.context_for(diff_dst);
+      const Tensor dd = view(diff_dst, "diff_dst");
+      if (should_compute_output(0)) {
+        out[0] = empty(desc.src_dims(), desc.layout, diff_dst.options());
+        Tensor ds = view(out[0], "diff_src");
+        conv_bwd_data(*context, desc, dd, view(w, "weights"), ds);
+        kept.record->add("bwd_data", kept.desc, context);
+      }
+      if (should_compute_output(1) || should_compute_output(2)) {
+        out[1] = empty(desc.weights_dims(), desc.layout, s.options());
+        Tensor dw = view(out[1], "diff_weights");
+        std::optional<Tensor> db;
+        if (has_bias) {
+          out[2] = empty(desc.bias_dims(), Layout::channels_first, s.options());
+          db = view(out[2], "diff_bias");
+        }
+        conv_bwd_weights(*context, desc, view(s, "src"), dd, dw, pointer(db));
+        kept.record->add("bwd_weights", kept.desc, context);
+      }
+    } catch (const Error& error) {
+      throw_in_backward(error);
+    }
+    return out;
+  }
+};
+
+struct BatchNormBackward : autograd::Node {
+  Kept<BatchNormDesc> kept;
+  autograd::SavedVariable src, weight, mean, inv_std;
+  at::Tensor running_mean, running_var;  // inference: the running statistics as they were
+
+  std::string name() const override { return "DnnxBatchNormBackward"; }
+  void release_variables() override {
+    src.reset_data();
+    weight.reset_data();
+    mean.reset_data();
+    inv_std.reset_data();
+    running_mean.reset();
+    running_var.reset();
+  }
+
+  autograd::variable_list apply(autograd::variable_list&& grads) override {
+    autograd::variable_list out(3);
+    if (!grads[0].defined()) return out;
+    try {
+      const BatchNormDesc& desc = *kept.desc;
+      const auto self = shared_from_this();
+      const at::Tensor s = src.unpack(self), w = weight.unpack(self), m = mean.unpack(self),
+                       v = inv_std.unpack(self);
+      const at::Tensor diff_dst =
+          grads[0].contiguous(format_for(desc.layout, static_cast<int>(grads[0].dim())));
+      const auto context = kept.context_for(diff_dst);
+      out[0] = empty(desc.dims, desc.layout, diff_dst.options());
+      const at::TensorOptions params = s.options().dtype(at::kFloat);
+      if (desc.affine) {
+        out[1] = empty(desc.param_dims(), desc.layout, params);
+        out[2] = empty(desc.param_dims(), desc.layout, params);
+      }
+      std::optional<Tensor> scale = view_if(w, "scale"), rm = view_if(running_mean, "running_mean"),
+                            rv = view_if(running_var, "running_var"),
+                            saved_mean = view_if(m, "saved_mean"),
+                            saved_inv_std = view_if(v, "saved_inv_std"),
+                            diff_scale = view_if(out[1], "diff_scale"),
+                            diff_shift = view_if(out[2], "diff_shift");
+      const BatchNormTensors tensors{pointer(scale),      nullptr,
+                                     pointer(rm),         pointer(rv),
+                                     pointer(saved_mean), pointer(saved_inv_std)};
+      Tensor ds = view(out[0], "diff_src");
+      batch_norm_bwd(*context, desc, view(s, "src"), view(diff_dst, "diff_dst"), tensors, ds,
+                     pointer(diff_scale), pointer(diff_shift));
+      kept.record->add("bwd_data", kept.desc, context);
+    } catch (const Error& error) {
+      throw_in_backward(error);
+    }
+    return out;
+  }
+};
+
+/// Pooling and activations: the backward reads the forward's input and output.
+template <typename Desc>
+struct SrcDstBackward : autograd::Node {
+  Kept<Desc> kept;
+  autograd::SavedVariable src, dst;
+
+  std::string name() const override {
+    return std::is_same_v<Desc, PoolDesc> ? "DnnxPoolBackward" : "DnnxActivationBackward";
+  }
+  void release_variables() override {
+    src.reset_data();
+    dst.reset_data();
+  }
+
+  autograd::variable_list apply(autograd::variable_list&& grads) override {
+    autograd::variable_list out(1);
+    if (!grads[0].defined()) return out;
+    try {
+      const Desc& desc = *kept.desc;
+      const auto self = shared_from_this();
+      const at::Tensor s = src.unpack(self), d = dst.unpack(self);
+      const at::Tensor diff_dst =
+          grads[0].contiguous(format_for(desc.layout, static_cast<int>(grads[0].dim())));
+      const auto context = kept.context_for(diff_dst);
+      const Tensor dd = view(diff_dst, "diff_dst");
+      if constexpr (std::is_same_v<Desc, PoolDesc>) {
+        out[0] = empty(desc.src_dims(), desc.layout, diff_dst.options());
+        Tensor ds = view(out[0], "diff_src");
+        pool_bwd(*context, desc, view(s, "src"), view(d, "dst"), dd, ds);
+      } else {
+        out[0] = empty(desc.dims, desc.layout, diff_dst.options());
+        Tensor ds = view(out[0], "diff_src");
+        const Tensor forward_src = view(s, "src"), forward_dst = view(d, "dst");
+        activation_bwd(*context, desc, &forward_src, &forward_dst, dd, ds);
+      }
+      kept.record->add("bwd_data", kept.desc, context);
+    } catch (const Error& error) {
+      throw_in_backward(error);
+    }
+    return out;
+  }
+};
+
+template <typename Node>
+std::shared_ptr<Node> make_node() {
+  return std::shared_ptr<Node>(new Node(), autograd::deleteNode);
+}
+
+// --- the layer ----------------------------------------------------------------------------------
+
+class Layer {
+ public:
+  explicit Layer(std::string op) : op_(std::move(op)), record_(std::make_shared<Record>()) {
+    if (hooks == nullptr)
+      throw Error(ErrorKind::Internal,
+                  "dnnx._torch_ext: set_hooks was not called (import dnnx.torch)");
+    if (op_ != "conv" && op_ != "batch_norm" && op_ != "pool" && op_ != "activation")
+      throw Error(ErrorKind::InvalidArgument,
+                  "dnnx._torch_ext.Layer: op '" + op_ +
+                      "' is not one it runs; accepted: conv, batch_norm, pool, activation");
+  }
+
+  /// F.conv*d(src, weight, bias, *settings) with settings (stride, padding, dilation, groups).
+  nb::object conv(nb::handle src_object, nb::handle weight_object, nb::handle bias_object,
+                  nb::handle tune, nb::handle settings) {
+    at::Tensor src, weight, bias;
+    if (!unpack(src_object, src) || !unpack(weight_object, weight) ||
+        (!bias_object.is_none() && !unpack(bias_object, bias)))
+      return nb::none();
+    autocast_lower({&src, &weight, &bias});
+    if (!takes(src) || !takes(weight) || !takes(bias)) return nb::none();
+    const bool record = records({&src, &weight, &bias});
+    at::Tensor dense_src, dense_weight, dense_bias, dst;
+    std::shared_ptr<const ConvDesc> desc;
+    std::shared_ptr<Context> context;
+    void* stream = nullptr;
+    {
+      at::NoGradGuard no_grad;
+      key_.clear();
+      add_key(key_, src);
+      add_key(key_, weight);
+      const at::MemoryFormat format = format_of(src);
+      dense_src = src.contiguous(format);
+      dense_weight = weight.contiguous(format);
+      desc = kept_desc(conv_descs_, settings, [&] {
+        return call_desc_maker("conv", {dense_src, dense_weight}, settings);
+      });
+      if (!desc || !(context = context_of(src_object, src, tune, stream))) return nb::none();
+      if (bias.defined()) dense_bias = bias.contiguous();
+      dst = empty(desc->dst_dims(), desc->layout, dense_src.options());
+      run([&] {
+        std::optional<Tensor> b = view_if(dense_bias, "bias");
+        Tensor d = view(dst, "dst");
+        conv_fwd(*context, *desc, view(dense_src, "src"), view(dense_weight, "weights"), d,
+                 pointer(b));
+      });
+      record_->add("fwd", desc, context);
+    }
+    if (record) {
+      auto node = make_node<ConvBackward>();
+      node->set_next_edges(autograd::collect_next_edges(src, weight, bias));
+      node->kept = {desc, context, stream, record_};
+      node->src = autograd::SavedVariable(dense_src, false);
+      node->weight = autograd::SavedVariable(dense_weight, false);
+      node->has_bias = bias.defined();
+      autograd::set_history(dst, node);
+    }
+    return wrap(dst);
+  }
+
+  /// F.batch_norm with settings (training, momentum, eps); weight and bias both given or None.
+  nb::object batch_norm(nb::handle src_object, nb::handle weight_object, nb::handle bias_object,
+                        nb::handle mean_object, nb::handle var_object, nb::handle tune,
+                        nb::handle settings) {
+    at::Tensor src, weight, bias, running_mean, running_var;
+    if (!unpack(src_object, src) || (!weight_object.is_none() && !unpack(weight_object, weight)) ||
+        (!bias_object.is_none() && !unpack(bias_object, bias)) ||
+        (!mean_object.is_none() && !unpack(mean_object, running_mean)) ||
+        (!var_object.is_none() && !unpack(var_object, running_var)))
+      return nb::none();
+    for (const at::Tensor* tensor : {&src, &weight, &bias, &running_mean, &running_var})
+      if (!takes(*tensor)) return nb::none();
+    const bool record = records({&src, &weight, &bias});
+    at::Tensor dense_src, dst, mean, inv_std;
+    std::shared_ptr<const BatchNormDesc> desc;
+    std::shared_ptr<Context> context;
+    void* stream = nullptr;
+    {
+      at::NoGradGuard no_grad;
+      key_.clear();
+      add_key(key_, src);
+      key_.push_back(weight.defined());
+      dense_src = src.contiguous(format_of(src));
+      desc = kept_desc(batch_norm_descs_, settings, [&] {
+        return call_desc_maker("batch_norm", {dense_src}, settings, nb::bool_(weight.defined()));
+      });
+      if (!desc || !(context = context_of(src_object, src, tune, stream))) return nb::none();
+      dst = empty(desc->dims, desc->layout, dense_src.options());
+      if (desc->training) {
+        const at::TensorOptions params = dense_src.options().dtype(at::kFloat);
+        mean = empty(desc->param_dims(), desc->layout, params);
+        inv_std = empty(desc->param_dims(), desc->layout, params);
+      }
+      run([&] {
+        std::optional<Tensor> scale = view_if(weight, "scale"), shift = view_if(bias, "shift"),
+                              rm = view_if(running_mean, "running_mean"),
+                              rv = view_if(running_var, "running_var"),
+                              saved_mean = view_if(mean, "saved_mean"),
+                              saved_inv_std = view_if(inv_std, "saved_inv_std");
+        const BatchNormTensors tensors{pointer(scale), pointer(shift),      pointer(rm),
+                                       pointer(rv),    pointer(saved_mean), pointer(saved_inv_std)};
+        Tensor d = view(dst, "dst");
+        batch_norm_fwd(*context, *desc, view(dense_src, "src"), d, tensors);
+      });
+      record_->add("fwd", desc, context);
+    }
+    if (record) {
+      auto node = make_node<BatchNormBackward>();
+      node->set_next_edges(autograd::collect_next_edges(src, weight, bias));
+      node->kept = {desc, context, stream, record_};
+      node->src = autograd::SavedVariable(dense_src, false);
+      node->weight = autograd::SavedVariable(weight, false);
+      node->mean = autograd::SavedVariable(mean, false);
+      node->inv_std = autograd::SavedVariable(inv_std, false);
+      if (!desc->training) {  // the backward reads the running statistics as they are now
+        at::NoGradGuard no_grad;
+        if (running_mean.defined()) node->running_mean = running_mean.clone();
+        if (running_var.defined()) node->running_var = running_var.clone();
+      }
+      autograd::set_history(dst, node);
+    }
+    return wrap(dst);
+  }
+
+  /// Pooling with settings (kernel, stride, padding, dilation, ceil_mode, mode).
+  nb::object pool(nb::handle src_object, nb::handle tune, nb::handle settings) {
+    return src_dst<PoolDesc>(src_object, tune, settings, pool_descs_, "pool");
+  }
+
+  /// An activation with settings (kind, alpha, ceiling).
+  nb::object activation(nb::handle src_object, nb::handle tune, nb::handle settings) {
+    return src_dst<ActivationDesc>(src_object, tune, settings, activation_descs_, "activation");
+  }
+
+  /// direction -> (desc, context) of the latest call of each direction, as dnnx.torch.report
+  /// reads them.
+  nb::dict calls() const {
+    nb::dict result;
+    std::lock_guard<std::mutex> lock(record_->mutex);
+    for (const auto& [direction, entry] : record_->calls) {
+      nb::object desc = std::visit([](const auto& kept) { return nb::cast(*kept); }, entry.first);
+      result[direction.c_str()] = nb::make_tuple(desc, nb::cast(*entry.second));
+    }
+    return result;
+  }
+
+  const std::string& op() const { return op_; }
+
+ private:
+  template <typename Desc>
+  nb::object src_dst(nb::handle src_object, nb::handle tune, nb::handle settings,
+                     std::vector<KeptDesc<Desc>>& descs, const char* op) {
+    at::Tensor src;
+    if (!unpack(src_object, src) || !takes(src)) return nb::none();
+    const bool record = records({&src});
+    at::Tensor dense_src, dst;
+    std::shared_ptr<const Desc> desc;
+    std::shared_ptr<Context> context;
+    void* stream = nullptr;
+    {
+      at::NoGradGuard no_grad;
+      key_.clear();
+      add_key(key_, src);
+      dense_src = src.contiguous(format_of(src));
+      desc = kept_desc(descs, settings, [&] { return call_desc_maker(op, {dense_src}, settings); });
+      if (!desc || !(context = context_of(src_object, src, tune, stream))) return nb::none();
+      if constexpr (std::is_same_v<Desc, PoolDesc>) {
+        dst = empty(desc->dst_dims(), desc->layout, dense_src.options());
+        run([&] {
+          Tensor d = view(dst, "dst");
+          pool_fwd(*context, *desc, view(dense_src, "src"), d);
+        });
+      } else {
+        dst = empty(desc->dims, desc->layout, dense_src.options());
+        run([&] {
+          Tensor d = view(dst, "dst");
+          activation_fwd(*context, *desc, view(dense_src, "src"), d);
+        });
+      }
+      record_->add("fwd", desc, context);
+    }
+    if (record) {
+      auto node = make_node<SrcDstBackward<Desc>>();
+      node->set_next_edges(autograd::collect_next_edges(src));
+      node->kept = {desc, context, stream, record_};
+      node->src = autograd::SavedVariable(dense_src, false);
+      autograd::set_history(dst, node);
+      node->dst = autograd::SavedVariable(dst, true);
+    }
+    return wrap(dst);
+  }
+
+  /// Runs `call` (a dnnx op) with the GIL released.
+  template <typename Call>
+  static void run(Call&& call) {
+    nb::gil_scoped_release released;
+    call();
+  }
+
+  /// The desc kept for key_ and `settings` (equal by value), else the one `make` returns, kept;
+  /// null when `make` gives something else than a desc of this type.
+  template <typename Desc, typename Make>
+  std::shared_ptr<const Desc> kept_desc(std::vector<KeptDesc<Desc>>& descs, nb::handle settings,
+                                        Make&& make) {
+    for (const KeptDesc<Desc>& entry : descs)
+      if (entry.key == key_ &&
+          (entry.settings.ptr() == settings.ptr() || entry.settings.equal(settings)))
+        return entry.desc;
+    nb::object made = make();
+    if (!nb::isinstance<Desc>(made)) return nullptr;
+    if (descs.size() >= 16) descs.clear();  // bounded, as the Python path's tables
+    descs.push_back(
+        {key_, nb::borrow(settings), std::make_shared<const Desc>(nb::cast<Desc>(made))});
+    return descs.back().desc;
+  }
+
+  nb::object call_desc_maker(const char* op, std::initializer_list<at::Tensor> tensors,
+                             nb::handle settings, nb::handle extra = nb::handle()) {
+    nb::list args;
+    for (const at::Tensor& tensor : tensors) args.append(wrap(tensor));
+    args.append(settings);
+    if (extra.is_valid()) args.append(extra);
+    return hooks->descs[op](*nb::tuple(args));
+  }
+
+  /// The context of a call on `tensor` (Note [kept layer contexts]); null inside a `with ctx:`
+  /// block. `stream` receives PyTorch's current stream for the tensor.
+  std::shared_ptr<Context> context_of(nb::handle tensor_object, const at::Tensor& tensor,
+                                      nb::handle tune, void*& stream) {
+    PyObject* block = nullptr;
+    if (PyContextVar_Get(hooks->current.ptr(), nullptr, &block) < 0) throw nb::python_error();
+    const bool in_block = block != nullptr && block != Py_None;
+    Py_XDECREF(block);
+    if (in_block) return nullptr;
+    stream = stream_of(tensor);
+    const int device = tensor.device().is_cuda() ? tensor.device().index() : -1;
+    PyObject* current_default =
+        PyDict_GetItemWithError(hooks->globals.ptr(), hooks->default_name.ptr());
+    if (current_default == nullptr && PyErr_Occurred()) throw nb::python_error();
+    const TuneOptions* layer_tune = tune.is_none() ? nullptr : &nb::cast<const TuneOptions&>(tune);
+    if (current_default != nullptr && current_default != Py_None) {
+      const Context& default_context = nb::cast<const Context&>(nb::handle(current_default));
+      for (const KeptContext& kept : contexts_)
+        if (kept.device == device && kept.stream == stream &&
+            kept.default_context.ptr() == current_default && kept.tune.ptr() == tune.ptr() &&
+            kept.cache == default_context.choice_cache() &&
+            kept.default_tune == default_context.tune() &&
+            (layer_tune == nullptr || kept.layer_tune == *layer_tune))
+          return kept.context;
+    }
+    nb::object resolved = hooks->layer_context(tensor_object, tune);
+    current_default = PyDict_GetItemWithError(hooks->globals.ptr(), hooks->default_name.ptr());
+    if (current_default == nullptr || current_default == Py_None) throw nb::python_error();
+    const Context& default_context = nb::cast<const Context&>(nb::handle(current_default));
+    KeptContext kept;
+    kept.device = device;
+    kept.stream = stream;
+    kept.default_context = nb::borrow(current_default);
+    kept.tune = nb::borrow(tune);
+    kept.default_tune = default_context.tune();
+    if (layer_tune != nullptr) kept.layer_tune = *layer_tune;
+    kept.cache = default_context.choice_cache();
+    kept.context = std::make_shared<Context>(nb::cast<const Context&>(resolved));
+    if (contexts_.size() >= 16) contexts_.clear();
+    contexts_.push_back(std::move(kept));
+    return contexts_.back().context;
+  }
+
+  std::string op_;
+  std::shared_ptr<Record> record_;
+  std::vector<std::int64_t> key_;
+  std::vector<KeptContext> contexts_;
+  std::vector<KeptDesc<ConvDesc>> conv_descs_;
+  std::vector<KeptDesc<BatchNormDesc>> batch_norm_descs_;
+  std::vector<KeptDesc<PoolDesc>> pool_descs_;
+  std::vector<KeptDesc<ActivationDesc>> activation_descs_;
+};
+
+/// Runs `call` with dnnx::Error raised as its dnnx._errors class (as the dnnx._dnnx module's
+/// translator raises it).
+template <typename Call>
+nb::object translated(Call&& call) {
+  try {
+    return call();
+  } catch (const Error& error) {
+    set_python_error(error);
+    throw nb::python_error();
+  }
+}
+
+}  // namespace
+}  // namespace dnnx::python
+
+NB_MODULE(_torch_ext, module) {
+  using namespace dnnx::python;
+  module.doc() = "dnnx.torch's converted layers in C++ (Note [layers in C++])";
+  nanobind::set_leak_warnings(false);
+  nb::module_::import_("dnnx._dnnx");  // the desc and Context classes this module reads
+  load_error_classes();
+  module.attr("torch_version") = TORCH_VERSION;
+#if DNNX_TORCH_CUDA
+  module.attr("cuda") = true;
+#else
+  module.attr("cuda") = false;
+#endif
+  module.def(
+      "set_hooks",
+      [](nb::object layer_context, nb::object current, nb::object context_module, nb::dict descs) {
+        if (hooks == nullptr) hooks = new Hooks;
+        hooks->layer_context = std::move(layer_context);
+        hooks->current = std::move(current);
+        hooks->globals = context_module.attr("__dict__");
+        hooks->default_name = nb::str("_default");
+        hooks->descs = std::move(descs);
+      },
+      nb::arg("layer_context"), nb::arg("current"), nb::arg("context_module"), nb::arg("descs"),
+      "What the layers call back: dnnx.torch._layer_context, dnnx._context._current, the "
+      "dnnx._context module, and a desc maker per op.");
+  nb::class_<Layer>(module, "Layer",
+                    "One converted layer's calls: its kept descs and contexts, and what ran.")
+      .def(nb::init<std::string>(), nb::arg("op"))
+      .def_prop_ro("op", &Layer::op)
+      .def(
+          "conv",
+          [](Layer& layer, nb::handle src, nb::handle weight, nb::handle bias, nb::handle tune,
+             nb::handle settings) {
+            return translated([&] { return layer.conv(src, weight, bias, tune, settings); });
+          },
+          nb::arg("src"), nb::arg("weight"), nb::arg("bias").none(), nb::arg("tune").none(),
+          nb::arg("settings"))
+      .def(
+          "batch_norm",
+          [](Layer& layer, nb::handle src, nb::handle weight, nb::handle bias, nb::handle mean,
+             nb::handle var, nb::handle tune, nb::handle settings) {
+            return translated(
+                [&] { return layer.batch_norm(src, weight, bias, mean, var, tune, settings); });
+          },
+          nb::arg("src"), nb::arg("weight").none(), nb::arg("bias").none(),
+          nb::arg("running_mean").none(), nb::arg("running_var").none(), nb::arg("tune").none(),
+          nb::arg("settings"))
+      .def(
+          "pool",
+          [](Layer& layer, nb::handle src, nb::handle tune, nb::handle settings) {
+            return translated([&] { return layer.pool(src, tune, settings); });
+          },
+          nb::arg("src"), nb::arg("tune").none(), nb::arg("settings"))
+      .def(
+          "activation",
+          [](Layer& layer, nb::handle src, nb::handle tune, nb::handle settings) {
+            return translated([&] { return layer.activation(src, tune, settings); });
+          },
+          nb::arg("src"), nb::arg("tune").none(), nb::arg("settings"))
+      .def("calls", &Layer::calls);
+}
