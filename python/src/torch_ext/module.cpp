@@ -674,6 +674,10 @@ class Layer {
     PyObject* current_default =
         PyDict_GetItemWithError(hooks->globals.ptr(), hooks->default_name.ptr());
     if (current_default == nullptr && PyErr_Occurred()) throw nb::python_error();
+    if (!tune.is_none() && !nb::isinstance<TuneOptions>(tune))
+      throw nb::type_error(("tune: expected a dnnx.TuneOptions or None, got " +
+                            std::string(nb::type_name(tune.type()).c_str()))
+                               .c_str());
     const TuneOptions* layer_tune = tune.is_none() ? nullptr : &nb::cast<const TuneOptions&>(tune);
     if (current_default != nullptr && current_default != Py_None) {
       const Context& default_context = nb::cast<const Context&>(nb::handle(current_default));

@@ -1,0 +1,292 @@
+"""dnnx._torch_ext (Note [layers in C++] in python/src/torch_ext/module.cpp): the eager calls of
+converted convolution, batch-norm, pooling and activation layers in C++ give what the Python
+autograd functions give, bit for bit, and decline what they do not take."""
+
+import copy
+import pickle
+
+import pytest
+
+import dnnx
+
+torch = pytest.importorskip("torch")
+import dnnx.torch as dt  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not dt.CPP_LAYERS, reason=f"no C++ layers: {dt.CPP_LAYERS_WHY}")
+
+
+@pytest.fixture
+def python_path(monkeypatch):
+    """Within the test, calls run the Python way when python_path() is on."""
+    saved = dt._cpp
+
+    class Switch:
+        def __call__(self, on):
+            monkeypatch.setattr(dt, "_cpp", None if on else saved)
+
+    return Switch()
+
+
+def _run(module, x, grad):
+    x = x.detach().requires_grad_()
+    y = module(x)
+    y.backward(grad)
+    return y.detach(), x.grad, [p.grad.clone() for p in module.parameters()], y
+
+
+LAYERS = {
+    "conv2d": lambda: torch.nn.Conv2d(6, 8, 3, padding=1),
+    "conv2d_groups_stride": lambda: torch.nn.Conv2d(6, 9, 3, stride=2, padding=2, dilation=2,
+                                                    groups=3, bias=False),
+    "conv1d": lambda: torch.nn.Conv1d(6, 4, 5, padding=2),
+    "conv3d": lambda: torch.nn.Conv3d(6, 4, 3, padding=1),
+    "bn2d": lambda: torch.nn.BatchNorm2d(6),
+    "bn2d_no_affine": lambda: torch.nn.BatchNorm2d(6, affine=False),
+    "bn2d_no_running": lambda: torch.nn.BatchNorm2d(6, track_running_stats=False),
+    "bn2d_eval": lambda: torch.nn.BatchNorm2d(6).eval(),
+    "maxpool": lambda: torch.nn.MaxPool2d(3, 2, 1),
+    "maxpool_ceil": lambda: torch.nn.MaxPool2d(2, ceil_mode=True),
+    "avgpool": lambda: torch.nn.AvgPool2d(3, 2, 1),
+    "avgpool_exclude": lambda: torch.nn.AvgPool2d(3, 2, 1, count_include_pad=False),
+    "relu": torch.nn.ReLU,
+    "relu6": torch.nn.ReLU6,
+    "tanh": torch.nn.Tanh,
+    "sigmoid": torch.nn.Sigmoid,
+    "silu": torch.nn.SiLU,
+    "elu": lambda: torch.nn.ELU(0.5),
+}
+
+
+_FORMATS = {4: torch.channels_last, 5: torch.channels_last_3d}
+
+
+def _input(name, channels_last):
+    shape = {"conv1d": (3, 6, 11), "conv3d": (2, 6, 5, 6, 7)}.get(name, (3, 6, 9, 10))
+    x = torch.randn(*shape)
+    if channels_last and len(shape) in _FORMATS:
+        x = x.contiguous(memory_format=_FORMATS[len(shape)])
+    return x
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "nhwc"])
+@pytest.mark.parametrize("name", list(LAYERS))
+def test_cpp_layer_matches_the_python_path(python_path, name, channels_last):
+    torch.manual_seed(0)
+    module = LAYERS[name]()
+    reference = copy.deepcopy(module)
+    x = _input(name, channels_last)
+    if channels_last and x.dim() in _FORMATS:
+        module = module.to(memory_format=_FORMATS[x.dim()])
+    converted = dt.convert(copy.deepcopy(module))
+    python = dt.convert(copy.deepcopy(module))
+    grad = torch.randn_like(reference(x.clone()))
+
+    y, gx, gp, out = _run(converted, x, grad)
+    assert out.grad_fn.name().startswith("Dnnx"), out.grad_fn.name()
+    python_path(True)
+    y_py, gx_py, gp_py, out_py = _run(python, x, grad)
+    assert not out_py.grad_fn.name().startswith("Dnnx")
+    assert torch.equal(y, y_py)
+    assert torch.equal(gx, gx_py)
+    for mine, theirs in zip(gp, gp_py):
+        assert torch.equal(mine, theirs)
+    for mine, theirs in zip(converted.buffers(), python.buffers()):
+        assert torch.equal(mine, theirs)
+    if channels_last and x.dim() in _FORMATS:
+        assert y.is_contiguous(memory_format=_FORMATS[x.dim()])
+
+    # and both as PyTorch's own layer computes it
+    y_ref, gx_ref, gp_ref, _ = _run(reference, x, grad)
+    torch.testing.assert_close(y, y_ref, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(gx, gx_ref, rtol=1e-4, atol=1e-4)
+    for mine, theirs in zip(gp, gp_ref):
+        torch.testing.assert_close(mine, theirs, rtol=1e-4, atol=1e-4)
+
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device (label gpu)")
+
+
+@cuda
+@pytest.mark.parametrize("name", ["conv2d", "conv2d_groups_stride", "conv3d", "bn2d", "bn2d_eval",
+                                  "maxpool", "avgpool", "relu", "silu"])
+def test_cpp_layer_on_the_gpu_under_autocast_on_a_side_stream(python_path, name):
+    """f16 channels_last under torch.autocast, on a side stream: as the Python path, as PyTorch."""
+    torch.manual_seed(3)
+    module = LAYERS[name]().cuda()
+    x = _input(name, True).cuda()
+    if x.dim() in _FORMATS:
+        module = module.to(memory_format=_FORMATS[x.dim()])
+    reference = copy.deepcopy(module)
+    converted = dt.convert(copy.deepcopy(module))
+    python = dt.convert(copy.deepcopy(module))
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    results = {}
+    for label, net in (("cpp", converted), ("python", python), ("torch", reference)):
+        python_path(label == "python")
+        with torch.cuda.stream(side), torch.autocast("cuda", dtype=torch.float16):
+            x_in = x.detach().requires_grad_()
+            y = net(x_in)
+            if label == "cpp":
+                assert y.grad_fn.name().startswith("Dnnx"), y.grad_fn.name()
+            y.float().square().sum().backward()
+        side.synchronize()
+        results[label] = (y.float(), x_in.grad, [p.grad for p in net.parameters()])
+    for other, tolerance in (("python", 1e-3), ("torch", 2e-2)):
+        torch.testing.assert_close(results["cpp"][0], results[other][0], rtol=tolerance,
+                                   atol=tolerance)
+        torch.testing.assert_close(results["cpp"][1].float(), results[other][1].float(),
+                                   rtol=tolerance, atol=tolerance)
+        for mine, theirs in zip(results["cpp"][2], results[other][2]):
+            torch.testing.assert_close(mine.float(), theirs.float(), rtol=tolerance,
+                                       atol=tolerance * max(1.0, theirs.abs().max().item()))
+
+
+def test_cpp_layers_train_a_model_as_the_python_path(python_path):
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2), torch.nn.Conv2d(8, 8, 3, padding=1, bias=False),
+        torch.nn.BatchNorm2d(8), torch.nn.SiLU(), torch.nn.AvgPool2d(2), torch.nn.Flatten(),
+        torch.nn.Linear(8 * 4 * 4, 5))
+    x, labels = torch.randn(6, 3, 16, 16), torch.randint(0, 5, (6,))
+    losses = {}
+    for path in ("cpp", "python"):
+        python_path(path == "python")
+        net = dt.convert(copy.deepcopy(model))
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+        losses[path] = []
+        for _ in range(4):
+            optimizer.zero_grad()
+            loss = torch.nn.functional.cross_entropy(net(x), labels)
+            loss.backward()
+            optimizer.step()
+            losses[path].append(loss.item())
+    assert losses["cpp"] == losses["python"]
+    assert losses["cpp"][-1] < losses["cpp"][0]
+
+
+def test_no_grad_and_inputs_without_grad_record_nothing():
+    conv = dt.convert(torch.nn.Conv2d(3, 4, 3))
+    x = torch.randn(2, 3, 8, 8)
+    with torch.no_grad():
+        assert conv(x).grad_fn is None
+    conv.weight.requires_grad_(False)
+    conv.bias.requires_grad_(False)
+    assert conv(x).grad_fn is None
+    assert conv(x.requires_grad_()).grad_fn.name() == "DnnxConvBackward"
+
+
+def test_autocast_casts_as_pytorchs_convolution():
+    torch.manual_seed(2)
+    conv = torch.nn.Conv2d(4, 6, 3, padding=1)
+    converted = dt.convert(copy.deepcopy(conv))
+    x = torch.randn(2, 4, 8, 8, requires_grad=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = converted(x)
+        y_ref = conv(x)
+    assert y.dtype == y_ref.dtype == torch.bfloat16
+    assert y.grad_fn.name() == "DnnxConvBackward"
+    y.float().sum().backward()
+    assert converted.weight.grad.dtype == torch.float32
+    assert x.grad.dtype == torch.float32
+    torch.testing.assert_close(y.float(), y_ref.float(), rtol=2e-2, atol=2e-2)
+
+
+def test_a_context_block_takes_the_python_path():
+    conv = dt.convert(torch.nn.Conv2d(3, 4, 3))
+    x = torch.randn(2, 3, 8, 8, requires_grad=True)
+    with dnnx.Context("reference"):
+        y = conv(x)
+    assert not y.grad_fn.name().startswith("Dnnx")
+    y.sum().backward()
+    assert "reference" in dt.report(conv)
+    assert conv(x).grad_fn.name() == "DnnxConvBackward"
+
+
+def _other_candidate(module, direction):
+    desc, context = module.__dict__["_dnnx_cpp"].calls()[direction]
+    chosen = dnnx.select(desc, direction, ctx=context).id
+    rows = [row for row in dnnx.algos(desc, direction, ctx=context) if row.status == "supported"]
+    others = [row.id for row in rows if row.id != chosen]
+    return chosen, (others[0] if others else None)
+
+
+def test_layer_and_default_options_take_effect_between_calls():
+    conv = dt.convert(torch.nn.Conv2d(8, 8, 3, padding=1))
+    x = torch.randn(2, 8, 12, 12, requires_grad=True)
+    conv(x).sum().backward()
+    _, other = _other_candidate(conv, "fwd")
+    if other is None:
+        pytest.skip("one supported forward candidate on this machine")
+    dt.algo(conv).fwd = f"fixed:{other}"
+    conv(x).sum().backward()
+    assert f"Conv2d fwd: {other} [fixed:{other}]" in dt.report(conv)
+    dt.algo(conv).fwd = "heuristic"
+    conv(x)
+    assert "Conv2d fwd: " in dt.report(conv) and f"[fixed:{other}]" not in dt.report(conv)
+
+    relu = dt.convert(torch.nn.ReLU())
+    relu(x)
+    default = dnnx.default_context()
+    saved = default.tune.copy()
+    try:
+        default.tune.act.fwd = "exhaustive"
+        relu(x)
+        assert "[exhaustive]" in dt.report(relu)
+    finally:
+        default.tune = saved
+    relu(x)
+    assert "[exhaustive]" not in dt.report(relu)
+
+
+def test_errors_keep_their_kind_forward_and_backward(python_path):
+    conv = dt.convert(torch.nn.Conv2d(3, 4, 3))
+    x = torch.randn(2, 3, 8, 8, requires_grad=True)
+    dt.algo(conv).bwd_data = "fixed:no-such-candidate"
+    y = conv(x)
+    assert y.grad_fn.name() == "DnnxConvBackward"
+    with pytest.raises(dnnx.Error) as cpp_error:
+        y.sum().backward()
+    python_path(True)
+    with pytest.raises(dnnx.Error) as python_error:
+        conv(x).sum().backward()
+    assert type(cpp_error.value) is type(python_error.value)
+    assert cpp_error.value.op == python_error.value.op
+    python_path(False)
+    dt.algo(conv).bwd_data = "heuristic"
+    dt.algo(conv).fwd = "fixed:no-such-candidate"
+    with pytest.raises(dnnx.Error) as forward_error:
+        conv(x)
+    assert "no-such-candidate" in str(forward_error.value)
+
+
+def test_bad_inputs_go_the_python_way_and_fail_there():
+    conv = dt.convert(torch.nn.Conv2d(3, 4, 3))
+    with pytest.raises(dnnx.InvalidArgument):
+        conv(torch.randn(2, 3, 8, 8, dtype=torch.float64))
+    with pytest.raises(dnnx.Error):
+        conv(torch.randn(2, 5, 8, 8))  # channels that do not match the weights
+    with pytest.raises(TypeError):
+        conv.__dict__["_dnnx_cpp"].conv(torch.randn(2, 3, 8, 8), conv.weight, None, "not tune",
+                                        (1, 0, 1, 1))
+
+
+def test_saved_tensors_modified_in_place_are_refused():
+    relu = dt.convert(torch.nn.Tanh())
+    x = torch.randn(4, 5, requires_grad=True)
+    y = relu(x * 1.0)
+    y.mul_(2)  # the output is saved for the backward
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_converted_layers_with_cpp_state_copy_and_pickle():
+    model = dt.convert(torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4),
+                                           torch.nn.ReLU()))
+    model(torch.randn(2, 3, 8, 8)).sum().backward()
+    assert "_dnnx_cpp" in model[0].__dict__
+    for clone in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+        assert "_dnnx_cpp" not in clone[0].__dict__
+        out = clone(torch.randn(2, 3, 8, 8))
+        assert out.grad_fn.name() == "DnnxActivationBackward"
