@@ -1361,7 +1361,12 @@ def _getstate(module):
     process's calls, the record of what ran (its contexts), its C++ layer (Note [layers in C++])
     and the kept flat weights (Note [recurrent weights cache]); the layer's own options
     (_dnnx_tune) go with it."""
-    state = module.__dict__.copy()
+    for cls in type(module).__mro__[1:]:  # the base's own first (RNNBase drops its weakrefs)
+        if "__getstate__" in cls.__dict__:
+            state = dict(cls.__dict__["__getstate__"](module))
+            break
+    else:
+        state = module.__dict__.copy()
     state.pop("_dnnx_calls", None)
     state.pop("_dnnx_cpp", None)
     state.pop("_dnnx_flat_weights", None)
@@ -1474,16 +1479,22 @@ def algo(module):
     return LayerAlgo(module, op)
 
 
+def _calls(module):
+    """direction -> (desc, context) of the latest call of each direction of a converted layer:
+    what its C++ layer ran (Note [layers in C++]) over what its Python path ran."""
+    calls = dict(module.__dict__.get("_dnnx_calls", {}))
+    cpp = module.__dict__.get("_dnnx_cpp")
+    if cpp is not None:
+        calls.update(cpp.calls())
+    return calls
+
+
 def report(model):
     """One line per converted layer and direction that ran: the chosen id, its time (when a policy
     timed it), workspace, and the speedup over the heuristic's choice where both were timed."""
     lines = []
     for name, module in model.named_modules():
-        calls = dict(module.__dict__.get("_dnnx_calls", {}))
-        cpp = module.__dict__.get("_dnnx_cpp")
-        if cpp is not None:
-            calls.update(cpp.calls())
-        for direction, (desc, context) in calls.items():
+        for direction, (desc, context) in _calls(module).items():
             choice = _dnnx.select(context, desc, direction)
             time = f"{choice.time_ms:.3f} ms" if choice.time_ms is not None else "not timed"
             line = (f"{name or '(model)'} {type(module).__name__} {direction}: {choice.id} "

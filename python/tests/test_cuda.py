@@ -197,7 +197,7 @@ def test_layer_follows_the_current_stream_and_policy_between_calls():
             chosen = supported[0] if call % 2 == 0 else supported[-1]
             dt.algo(conv).fwd = f"fixed:{chosen}"
             out = conv(x)
-            desc, context = conv.__dict__["_dnnx_calls"]["fwd"]
+            desc, context = dt._calls(conv)["fwd"]
             assert context.stream == (stream.cuda_stream if stream is not None else 1)
             assert dnnx.select(desc, "fwd", ctx=context).id == chosen
         torch.cuda.current_stream().wait_stream(side)
@@ -219,7 +219,7 @@ def test_backward_runs_under_the_forwards_block():
     chosen = supported[-1]
     with context.tuning(conv={"bwd_data": f"fixed:{chosen}"}), context:
         conv(x).square().sum().backward()
-        desc, used = conv.__dict__["_dnnx_calls"]["bwd_data"]
+        desc, used = dt._calls(conv)["bwd_data"]
         assert dnnx.select(desc, "bwd_data", ctx=used).id == chosen
         assert f"Conv2d bwd_data: {chosen} [fixed:{chosen}]" in dt.report(conv)
 
@@ -284,7 +284,7 @@ def test_compiled_layer_uses_its_own_policy():
     chosen = supported[-1]
     dt.algo(conv).fwd = f"fixed:{chosen}"
     torch.compile(conv, backend="aot_eager")(x)
-    desc, context = conv.__dict__["_dnnx_calls"]["fwd"]
+    desc, context = dt._calls(conv)["fwd"]
     assert dnnx.select(desc, "fwd", ctx=context).id == chosen
 
 

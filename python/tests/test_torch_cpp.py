@@ -193,19 +193,26 @@ def test_autocast_casts_as_pytorchs_convolution():
     torch.testing.assert_close(y.float(), y_ref.float(), rtol=2e-2, atol=2e-2)
 
 
-def test_a_context_block_takes_the_python_path():
+def test_a_context_block_and_its_options_reach_forward_and_backward():
     conv = dt.convert(torch.nn.Conv2d(3, 4, 3))
     x = torch.randn(2, 3, 8, 8, requires_grad=True)
-    with dnnx.Context("reference"):
+    context = dnnx.Context("reference")
+    with context:
         y = conv(x)
-    assert not y.grad_fn.name().startswith("Dnnx")
-    y.sum().backward()
-    assert "reference" in dt.report(conv)
-    assert conv(x).grad_fn.name() == "DnnxConvBackward"
+    assert y.grad_fn.name() == "DnnxConvBackward"
+    y.sum().backward()  # outside the block: the forward's context
+    for direction in ("fwd", "bwd_data", "bwd_weights"):
+        assert dt._calls(conv)[direction][1].backend == "reference"
+    with context.tuning(conv={"fwd": "fixed:reference:direct"}), context:
+        conv(x)
+    assert "Conv2d fwd: reference:direct [fixed:reference:direct]" in dt.report(conv)
+    conv(x)
+    assert dt._calls(conv)["fwd"][1].backend != "reference" or \
+        dnnx.default_context().backend == "reference"
 
 
 def _other_candidate(module, direction):
-    desc, context = module.__dict__["_dnnx_cpp"].calls()[direction]
+    desc, context = dt._calls(module)[direction]
     chosen = dnnx.select(desc, direction, ctx=context).id
     rows = [row for row in dnnx.algos(desc, direction, ctx=context) if row.status == "supported"]
     others = [row.id for row in rows if row.id != chosen]

@@ -18,9 +18,9 @@
 // - outputs come from PyTorch's allocator; the op runs with the GIL released;
 // - when autograd records the call, a C++ autograd node (torch::autograd::Node) holds the saved
 //   tensors and runs the backward directions, without the GIL.
-// A case it does not take (a `with ctx:` block open, a dtype or device dnnx does not handle, a
-// CUDA tensor where this module was built without CUDA) returns None, and the caller runs the
-// Python path, which handles it or raises the error that names the problem.
+// A case it does not take (a dtype or device dnnx does not handle, a CUDA tensor where this module
+// was built without CUDA) returns None, and the caller runs the Python path, which handles it or
+// raises the error that names the problem.
 
 #include <ATen/autocast_mode.h>
 #include <torch/csrc/Exceptions.h>
@@ -228,21 +228,22 @@ struct Record {
 // --- contexts -----------------------------------------------------------------------------------
 
 // Note [kept layer contexts]
-// The Python path resolves a call's context with dnnx.torch._layer_context: the enclosing block's,
-// else the default context's for the tensor's device, moved onto PyTorch's current stream, with
-// the layer's own TuneOptions when it has them. Its result depends on the default context (which
-// object, its options, its choice cache), the device, the stream and the layer's options. A layer
-// keeps the context it got per device and stream, with a copy of those options, and takes it
-// again while the same default context and layer options compare equal to the copies; anything
-// else asks _layer_context again. An open `with ctx:` block sends the call to the Python path.
-// The autograd node keeps the forward's context: the backward runs on it (on the backward's
-// stream when that differs), with the options the forward ran under.
+// The Python path resolves a call's context with dnnx.torch._layer_context: the enclosing
+// `with ctx:` block's, else the default context's for the tensor's device, moved onto PyTorch's
+// current stream, with the layer's own TuneOptions when it has them. Its result depends on that
+// base context (which object, its options, its choice cache), the device, the stream and the
+// layer's options. A layer keeps the context it got per device and stream, with a copy of those
+// options, and takes it again while the same base context and layer options compare equal to the
+// copies; anything else asks _layer_context again. The autograd node keeps the forward's
+// context: the backward runs on it (on the backward's stream when that differs), with the options
+// the forward ran under, as the Python path's backward runs under the forward's block (Note [the
+// forward's block in the backward] in dnnx/torch.py).
 struct KeptContext {
   int device = -1;  // -1: host
   void* stream = nullptr;
-  nb::object default_context;  // identity
-  nb::object tune;             // the layer's TuneOptions object or None (identity)
-  TuneOptions default_tune, layer_tune;
+  nb::object base;  // the block's or the default context (identity)
+  nb::object tune;  // the layer's TuneOptions object or None (identity)
+  TuneOptions base_tune, layer_tune;
   std::shared_ptr<ChoiceCache> cache;
   std::shared_ptr<Context> context;
 };
@@ -660,51 +661,56 @@ class Layer {
     return hooks->descs[op](*nb::tuple(args));
   }
 
-  /// The context of a call on `tensor` (Note [kept layer contexts]); null inside a `with ctx:`
-  /// block. `stream` receives PyTorch's current stream for the tensor.
+  /// The context of a call on `tensor` (Note [kept layer contexts]). `stream` receives PyTorch's
+  /// current stream for the tensor.
   std::shared_ptr<Context> context_of(nb::handle tensor_object, const at::Tensor& tensor,
                                       nb::handle tune, void*& stream) {
-    PyObject* block = nullptr;
-    if (PyContextVar_Get(hooks->current.ptr(), nullptr, &block) < 0) throw nb::python_error();
-    const bool in_block = block != nullptr && block != Py_None;
-    Py_XDECREF(block);
-    if (in_block) return nullptr;
-    stream = stream_of(tensor);
-    const int device = tensor.device().is_cuda() ? tensor.device().index() : -1;
-    PyObject* current_default =
-        PyDict_GetItemWithError(hooks->globals.ptr(), hooks->default_name.ptr());
-    if (current_default == nullptr && PyErr_Occurred()) throw nb::python_error();
     if (!tune.is_none() && !nb::isinstance<TuneOptions>(tune))
       throw nb::type_error(("tune: expected a dnnx.TuneOptions or None, got " +
                             std::string(nb::type_name(tune.type()).c_str()))
                                .c_str());
     const TuneOptions* layer_tune = tune.is_none() ? nullptr : &nb::cast<const TuneOptions&>(tune);
-    if (current_default != nullptr && current_default != Py_None) {
-      const Context& default_context = nb::cast<const Context&>(nb::handle(current_default));
+    stream = stream_of(tensor);
+    const int device = tensor.device().is_cuda() ? tensor.device().index() : -1;
+    nb::object base = base_context();
+    if (!base.is_none()) {
+      const Context& base_context = nb::cast<const Context&>(base);
       for (const KeptContext& kept : contexts_)
-        if (kept.device == device && kept.stream == stream &&
-            kept.default_context.ptr() == current_default && kept.tune.ptr() == tune.ptr() &&
-            kept.cache == default_context.choice_cache() &&
-            kept.default_tune == default_context.tune() &&
+        if (kept.device == device && kept.stream == stream && kept.base.ptr() == base.ptr() &&
+            kept.tune.ptr() == tune.ptr() && kept.cache == base_context.choice_cache() &&
+            kept.base_tune == base_context.tune() &&
             (layer_tune == nullptr || kept.layer_tune == *layer_tune))
           return kept.context;
     }
     nb::object resolved = hooks->layer_context(tensor_object, tune);
-    current_default = PyDict_GetItemWithError(hooks->globals.ptr(), hooks->default_name.ptr());
-    if (current_default == nullptr || current_default == Py_None) throw nb::python_error();
-    const Context& default_context = nb::cast<const Context&>(nb::handle(current_default));
+    base = base_context();  // the default context exists now
+    if (base.is_none() || !nb::isinstance<Context>(base) || !nb::isinstance<Context>(resolved))
+      throw Error(ErrorKind::Internal, "dnnx._torch_ext: no context resolved for the call");
+    const Context& base_context = nb::cast<const Context&>(base);
     KeptContext kept;
     kept.device = device;
     kept.stream = stream;
-    kept.default_context = nb::borrow(current_default);
+    kept.base = base;
     kept.tune = nb::borrow(tune);
-    kept.default_tune = default_context.tune();
+    kept.base_tune = base_context.tune();
     if (layer_tune != nullptr) kept.layer_tune = *layer_tune;
-    kept.cache = default_context.choice_cache();
+    kept.cache = base_context.choice_cache();
     kept.context = std::make_shared<Context>(nb::cast<const Context&>(resolved));
     if (contexts_.size() >= 16) contexts_.clear();
     contexts_.push_back(std::move(kept));
     return contexts_.back().context;
+  }
+
+  /// The context of the enclosing `with ctx:` block, else the default one (None before its first
+  /// use).
+  static nb::object base_context() {
+    PyObject* block = nullptr;
+    if (PyContextVar_Get(hooks->current.ptr(), nullptr, &block) < 0) throw nb::python_error();
+    nb::object current = nb::steal(block);
+    if (current.is_valid() && !current.is_none()) return current;
+    PyObject* fallback = PyDict_GetItemWithError(hooks->globals.ptr(), hooks->default_name.ptr());
+    if (fallback == nullptr && PyErr_Occurred()) throw nb::python_error();
+    return fallback == nullptr ? nb::none() : nb::borrow(fallback);
   }
 
   std::string op_;
