@@ -125,7 +125,9 @@ def test_cpp_layer_on_the_gpu_under_autocast_on_a_side_stream(python_path, name)
     for label, net in (("cpp", converted), ("python", python), ("torch", reference)):
         python_path(label == "python")
         with torch.cuda.stream(side), torch.autocast("cuda", dtype=torch.float16):
-            x_in = x.detach().requires_grad_()
+            # PyTorch's own reference on the contiguous input: its channels_last avg_pool2d
+            # backward with padding gives wrong gradients (pytorch/pytorch#188344, 2.11 included)
+            x_in = (x.contiguous() if label == "torch" else x).detach().requires_grad_()
             y = net(x_in)
             if label == "cpp":
                 assert y.grad_fn.name().startswith("Dnnx"), y.grad_fn.name()
@@ -206,9 +208,8 @@ def test_a_context_block_and_its_options_reach_forward_and_backward():
     with context.tuning(conv={"fwd": "fixed:reference:direct"}), context:
         conv(x)
     assert "Conv2d fwd: reference:direct [fixed:reference:direct]" in dt.report(conv)
-    conv(x)
-    assert dt._calls(conv)["fwd"][1].backend != "reference" or \
-        dnnx.default_context().backend == "reference"
+    conv(x)  # after the block: the host's default context again
+    assert dt._calls(conv)["fwd"][1].backend == dt._layer_context(x, None).backend
 
 
 def _other_candidate(module, direction):
