@@ -1166,18 +1166,19 @@ class AvgPool3d(_PoolMixin, torch.nn.AvgPool3d):
     """nn.AvgPool3d through dnnx (without divisor_override)."""
 
 
-def _activation_module(name, kind, doc, base, options=lambda module: {}):
+def _activation_module(name, kind, doc, base, options=None):
+    """A drop-in activation: `options(module)` gives its (alpha, ceiling) where they are not the
+    defaults (1.0, 6.0)."""
+    defaults = (kind, 1.0, 6.0)
+
     def forward(self, input):
-        settings = {"alpha": 1.0, "ceiling": 6.0}
-        settings.update(options(self))
+        settings = defaults if options is None else (kind, *options(self))
         cpp = _cpp_layer(self, "activation")
         if cpp is not None:
-            out = cpp.activation(input, self.__dict__.get("_dnnx_tune"),
-                                 (kind, settings["alpha"], settings["ceiling"]))
+            out = cpp.activation(input, self.__dict__.get("_dnnx_tune"), settings)
             if out is not None:
                 return out
-        return _run_activation(input, kind, settings["alpha"], settings["ceiling"],
-                               _tune_of(self), self)
+        return _run_activation(input, kind, settings[1], settings[2], _tune_of(self), self)
 
     return type(name, (base,), {"forward": forward, "__doc__": doc})
 
@@ -1189,7 +1190,7 @@ Tanh = _activation_module("Tanh", "tanh", "nn.Tanh through dnnx.", torch.nn.Tanh
 Sigmoid = _activation_module("Sigmoid", "sigmoid", "nn.Sigmoid through dnnx.", torch.nn.Sigmoid)
 SiLU = _activation_module("SiLU", "swish", "nn.SiLU through dnnx (out of place).", torch.nn.SiLU)
 ELU = _activation_module("ELU", "elu", "nn.ELU through dnnx (out of place).", torch.nn.ELU,
-                         lambda module: {"alpha": module.alpha})
+                         lambda module: (module.alpha, 6.0))
 
 
 class Dropout(torch.nn.Dropout):

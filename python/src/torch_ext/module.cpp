@@ -35,6 +35,7 @@
 
 #include "bindings.hpp"
 
+#include <atomic>
 #include <mutex>
 #include <variant>
 
@@ -214,15 +215,30 @@ using AnyDesc =
 /// Shared by a layer and the autograd nodes of its calls (which may outlive it); C++ only, as a
 /// node is destroyed on whatever thread drops it.
 struct Record {
-  std::mutex mutex;
-  std::map<std::string, std::pair<AnyDesc, std::shared_ptr<Context>>> calls;
+  enum Direction { fwd, bwd_data, bwd_weights, directions };
+  static constexpr const char* names[directions] = {"fwd", "bwd_data", "bwd_weights"};
 
-  void add(const char* direction, AnyDesc desc, const std::shared_ptr<Context>& context) {
+  /// Keeps what `direction` ran; a call that ran what the previous one did takes no lock.
+  void add(Direction direction, const AnyDesc& desc, const std::shared_ptr<Context>& context) {
+    Slot& slot = slots[direction];
+    const void* ran = std::visit([](const auto& kept) -> const void* { return kept.get(); }, desc);
+    if (slot.desc.load(std::memory_order_acquire) == ran &&
+        slot.context.load(std::memory_order_acquire) == context.get())
+      return;
     std::lock_guard<std::mutex> lock(mutex);
-    auto& entry = calls[direction];
-    entry.first = std::move(desc);
-    entry.second = context;
+    slot.kept_desc = desc;
+    slot.kept_context = context;
+    slot.desc.store(ran, std::memory_order_release);
+    slot.context.store(context.get(), std::memory_order_release);
   }
+
+  struct Slot {
+    std::atomic<const void*> desc{nullptr}, context{nullptr};  // what kept_* hold
+    AnyDesc kept_desc;
+    std::shared_ptr<Context> kept_context;
+  };
+  std::mutex mutex;
+  Slot slots[directions];
 };
 
 // --- contexts -----------------------------------------------------------------------------------
@@ -247,6 +263,37 @@ struct KeptContext {
   std::shared_ptr<ChoiceCache> cache;
   std::shared_ptr<Context> context;
 };
+
+// TuneOptions' members in order, so that a member added there changes its size and fails the
+// assertion below until same_for compares it.
+struct TuneOptionsMembers {
+  AlgoPolicy fwd, bwd_data, bwd_weights;
+  decltype(TuneOptions::op_policies) op_policies;
+  std::optional<std::size_t> workspace_limit;
+  bool deterministic, fastest, verbose;
+  int benchmark_limit, warmup_runs, timing_runs;
+  double abandon_factor, variant_factor;
+  bool time_naive, final_round;
+  double final_loop_ms;
+};
+static_assert(sizeof(TuneOptionsMembers) == sizeof(TuneOptions),
+              "TuneOptions changed: compare its new member in same_for");
+
+/// Whether `a` and `b` select the same for `op`: every member but the other ops' policies, which
+/// a call of `op` never reads (comparing them all took a tenth of a small call's host time).
+bool same_for(OpKind op, const TuneOptions& a, const TuneOptions& b) {
+  if (a.workspace_limit != b.workspace_limit || a.deterministic != b.deterministic ||
+      a.fastest != b.fastest || a.verbose != b.verbose || a.benchmark_limit != b.benchmark_limit ||
+      a.warmup_runs != b.warmup_runs || a.timing_runs != b.timing_runs ||
+      a.abandon_factor != b.abandon_factor || a.variant_factor != b.variant_factor ||
+      a.time_naive != b.time_naive || a.final_round != b.final_round ||
+      a.final_loop_ms != b.final_loop_ms)
+    return false;
+  if (op == OpKind::conv)
+    return a.fwd == b.fwd && a.bwd_data == b.bwd_data && a.bwd_weights == b.bwd_weights;
+  const auto row = static_cast<std::size_t>(op);
+  return a.op_policies[row] == b.op_policies[row];
+}
 
 // --- descs --------------------------------------------------------------------------------------
 
@@ -314,7 +361,7 @@ struct ConvBackward : autograd::Node {
         out[0] = empty(desc.src_dims(), desc.layout, diff_dst.options());
         Tensor ds = view(out[0], "diff_src");
         conv_bwd_data(*context, desc, dd, view(w, "weights"), ds);
-        kept.record->add("bwd_data", kept.desc, context);
+        kept.record->add(Record::bwd_data, kept.desc, context);
       }
       if (should_compute_output(1) || should_compute_output(2)) {
         out[1] = empty(desc.weights_dims(), desc.layout, s.options());
@@ -325,7 +372,7 @@ struct ConvBackward : autograd::Node {
           db = view(out[2], "diff_bias");
         }
         conv_bwd_weights(*context, desc, view(s, "src"), dd, dw, pointer(db));
-        kept.record->add("bwd_weights", kept.desc, context);
+        kept.record->add(Record::bwd_weights, kept.desc, context);
       }
     } catch (const Error& error) {
       throw_in_backward(error);
@@ -378,7 +425,7 @@ struct BatchNormBackward : autograd::Node {
       Tensor ds = view(out[0], "diff_src");
       batch_norm_bwd(*context, desc, view(s, "src"), view(diff_dst, "diff_dst"), tensors, ds,
                      pointer(diff_scale), pointer(diff_shift));
-      kept.record->add("bwd_data", kept.desc, context);
+      kept.record->add(Record::bwd_data, kept.desc, context);
     } catch (const Error& error) {
       throw_in_backward(error);
     }
@@ -421,7 +468,7 @@ struct SrcDstBackward : autograd::Node {
         const Tensor forward_src = view(s, "src"), forward_dst = view(d, "dst");
         activation_bwd(*context, desc, &forward_src, &forward_dst, dd, ds);
       }
-      kept.record->add("bwd_data", kept.desc, context);
+      kept.record->add(Record::bwd_data, kept.desc, context);
     } catch (const Error& error) {
       throw_in_backward(error);
     }
@@ -442,7 +489,15 @@ class Layer {
     if (hooks == nullptr)
       throw Error(ErrorKind::Internal,
                   "dnnx._torch_ext: set_hooks was not called (import dnnx.torch)");
-    if (op_ != "conv" && op_ != "batch_norm" && op_ != "pool" && op_ != "activation")
+    if (op_ == "conv")
+      kind_ = OpKind::conv;
+    else if (op_ == "batch_norm")
+      kind_ = OpKind::batch_norm;
+    else if (op_ == "pool")
+      kind_ = OpKind::pool;
+    else if (op_ == "activation")
+      kind_ = OpKind::activation;
+    else
       throw Error(ErrorKind::InvalidArgument,
                   "dnnx._torch_ext.Layer: op '" + op_ +
                       "' is not one it runs; accepted: conv, batch_norm, pool, activation");
@@ -482,7 +537,7 @@ class Layer {
         conv_fwd(*context, *desc, view(dense_src, "src"), view(dense_weight, "weights"), d,
                  pointer(b));
       });
-      record_->add("fwd", desc, context);
+      record_->add(Record::fwd, desc, context);
     }
     if (record) {
       auto node = make_node<ConvBackward>();
@@ -540,7 +595,7 @@ class Layer {
         Tensor d = view(dst, "dst");
         batch_norm_fwd(*context, *desc, view(dense_src, "src"), d, tensors);
       });
-      record_->add("fwd", desc, context);
+      record_->add(Record::fwd, desc, context);
     }
     if (record) {
       auto node = make_node<BatchNormBackward>();
@@ -575,9 +630,11 @@ class Layer {
   nb::dict calls() const {
     nb::dict result;
     std::lock_guard<std::mutex> lock(record_->mutex);
-    for (const auto& [direction, entry] : record_->calls) {
-      nb::object desc = std::visit([](const auto& kept) { return nb::cast(*kept); }, entry.first);
-      result[direction.c_str()] = nb::make_tuple(desc, nb::cast(*entry.second));
+    for (int direction = 0; direction < Record::directions; ++direction) {
+      const Record::Slot& slot = record_->slots[direction];
+      if (!slot.kept_context) continue;
+      nb::object desc = std::visit([](const auto& kept) { return nb::cast(*kept); }, slot.kept_desc);
+      result[Record::names[direction]] = nb::make_tuple(desc, nb::cast(*slot.kept_context));
     }
     return result;
   }
@@ -615,7 +672,7 @@ class Layer {
           activation_fwd(*context, *desc, view(dense_src, "src"), d);
         });
       }
-      record_->add("fwd", desc, context);
+      record_->add(Record::fwd, desc, context);
     }
     if (record) {
       auto node = make_node<SrcDstBackward<Desc>>();
@@ -678,8 +735,8 @@ class Layer {
       for (const KeptContext& kept : contexts_)
         if (kept.device == device && kept.stream == stream && kept.base.ptr() == base.ptr() &&
             kept.tune.ptr() == tune.ptr() && kept.cache == base_context.choice_cache() &&
-            kept.base_tune == base_context.tune() &&
-            (layer_tune == nullptr || kept.layer_tune == *layer_tune))
+            same_for(kind_, kept.base_tune, base_context.tune()) &&
+            (layer_tune == nullptr || same_for(kind_, kept.layer_tune, *layer_tune)))
           return kept.context;
     }
     nb::object resolved = hooks->layer_context(tensor_object, tune);
@@ -714,6 +771,7 @@ class Layer {
   }
 
   std::string op_;
+  OpKind kind_ = OpKind::conv;
   std::shared_ptr<Record> record_;
   std::vector<std::int64_t> key_;
   std::vector<KeptContext> contexts_;
