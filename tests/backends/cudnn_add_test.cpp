@@ -248,6 +248,35 @@ TEST(CudnnAdd, MisalignedDst) {
   EXPECT_TRUE(add_close(desc, Direction::fwd, out, expected, src, dst0, Tensor(), "misaligned"));
 }
 
+// Note [graphs that do not pay]: a plan whose pointer sets each come twice and never again
+// captures a graph per set and replays none; after captures_before_judging of them it runs its
+// launches directly. Every call's result, on either side of that switch, matches the reference.
+TEST(CudnnAdd, StopsCapturingWhenGraphsAreNotReplayed) {
+  DNNX_REQUIRE_GPU();
+  const AddDesc desc = AddDesc::from_dims(Dims{2, 8, 4, 4}, Dims{2, 8, 4, 4}, 1.0f, 1.0f,
+                                          DType::f16, Layout::channels_last);
+  Context context = gpu_context();
+  context.tune().policy(OpKind::add, Direction::fwd) = AlgoPolicy::fixed("cudnn:kernel:add");
+  const int sets = 40;  // more than the 32 captures after which the plan is judged
+  std::vector<Tensor> srcs, dsts, d_srcs, d_dsts;  // all alive: 40 distinct pointer sets
+  for (int i = 0; i < sets; ++i) {
+    srcs.push_back(random_tensor(desc.src_dims, desc.dtype, desc.layout, seed_from("s") + i));
+    dsts.push_back(random_tensor(desc.dst_dims, desc.dtype, desc.layout, seed_from("d") + i));
+    d_srcs.push_back(to_device(srcs.back(), context));
+    d_dsts.push_back(to_device(dsts.back(), context));
+  }
+  for (int i = 0; i < sets; ++i) {
+    for (int call = 0; call < 3; ++call) {  // the second call with these pointers captures
+      copy(dsts[i], d_dsts[i]);
+      add_fwd(context, desc, d_srcs[i], d_dsts[i]);
+      EXPECT_TRUE(add_close(desc, Direction::fwd, to_host(d_dsts[i]),
+                            reference_add_fwd(desc, srcs[i], dsts[i]), srcs[i], dsts[i], Tensor(),
+                            "set " + std::to_string(i) + " call " + std::to_string(call)));
+      if (call == 1 && i + 1 < sets) break;  // the last set's third call: after the switch
+    }
+  }
+}
+
 // Note [graph replay]: one plan called in turn on several pointer sets (as a network's identical
 // layers call it) replays each set's own graph; every call's result matches the reference, with
 // each set's dst refilled before the call so that a replay on another set's memory shows.

@@ -72,6 +72,22 @@ void LaunchGraph::run(const Settings& settings, cudaStream_t stream,
       return;
     }
     found->exec = std::move(exec);
+    if (++captures_ >= captures_before_judging && replays_ < replays_per_capture * captures_) {
+      // Note [graphs that do not pay]: this capture's launch is this call's; none after it.
+      if (settings.verbose) {
+        std::cerr << "dnnx: cudnn: " << context.op << " [" << context.implementation
+                  << "]: " << captures_ << " CUDA graphs captured, replayed " << replays_
+                  << " times: the plan runs its launches directly from now on (Note [graphs "
+                     "that do not pay])\n";
+      }
+      disabled_ = true;
+      DNNX_CUDNN_CHECK(cudaGraphLaunch(found->exec.get(), stream), context,
+                       "replaying the captured plan");
+      slots_.clear();
+      return;
+    }
+  } else {
+    ++replays_;
   }
   DNNX_CUDNN_CHECK(cudaGraphLaunch(found->exec.get(), stream), context,
                    "replaying the captured plan");

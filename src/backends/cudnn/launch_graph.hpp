@@ -15,6 +15,18 @@
 // doing something graphs cannot hold) turns replay off for that plan. Switched off with
 // DNNX_CUDNN_GRAPHS=0. Inside a capture of the caller's, the launches run directly (Note [inside a
 // caller's capture] in launch_graph.cpp).
+//
+// Note [graphs that do not pay]
+// A capture and its instantiation cost far more host time than one direct launch, so a graph pays
+// only when it is replayed several times. Pointer sets that come back only after the plan's slots
+// have moved on (a caller's allocator that hands a layer one of many addresses from step to
+// step: PyTorch's, with gradients set to None every step, for the layers of a converted model)
+// make every second sighting a capture that is evicted before it is replayed: a converted
+// ResNet-50's backward took 14 ms of host time with replay against 8.5 ms without. So a plan counts
+// its captures and replays, and once it has captured captures_before_judging graphs replayed
+// fewer than replays_per_capture times each on average, it runs its launches directly from then
+// on, as after a failed capture; a plan on stable pointers stops capturing once its slots are
+// filled and is never judged so.
 
 #include "backends/cudnn/handles.hpp"
 #include "backends/cudnn/runtime.hpp"
@@ -56,6 +68,10 @@ class LaunchGraph {
 
   /// Pointer sets a plan keeps graphs (or a first sighting) for.
   static constexpr std::size_t slots = 16;
+  /// Captures after which a plan whose graphs were replayed fewer than replays_per_capture times
+  /// each on average stops capturing (Note [graphs that do not pay]).
+  static constexpr std::uint64_t captures_before_judging = 2 * slots;
+  static constexpr std::uint64_t replays_per_capture = 4;
 
  private:
   struct Slot {
@@ -68,7 +84,8 @@ class LaunchGraph {
 
   std::vector<Slot> slots_;
   std::uint64_t calls_ = 0;
-  bool disabled_ = false;  // a capture failed: run directly from now on
+  std::uint64_t captures_ = 0, replays_ = 0;
+  bool disabled_ = false;  // a capture failed, or captures did not pay: run directly from now on
 };
 
 }  // namespace dnnx::cudnn
