@@ -18,15 +18,13 @@
 //
 // Note [graphs that do not pay]
 // A capture and its instantiation cost far more host time than one direct launch, so a graph pays
-// only when it is replayed several times. Pointer sets that come back only after the plan's slots
-// have moved on (a caller's allocator that hands a layer one of many addresses from step to
-// step: PyTorch's, with gradients set to None every step, for the layers of a converted model)
-// make every second sighting a capture that is evicted before it is replayed: a converted
-// ResNet-50's backward took 14 ms of host time with replay against 8.5 ms without. So a plan counts
-// its captures and replays, and once it has captured captures_before_judging graphs replayed
-// fewer than replays_per_capture times each on average, it runs its launches directly from then
-// on, as after a failed capture; a plan on stable pointers stops capturing once its slots are
-// filled and is never judged so.
+// only when it is replayed several times. Pointer sets that each come back once and then not
+// again before the plan's slots have moved on (a caller's allocator that hands a layer one of many
+// addresses from step to step) make every second sighting a capture that is never replayed. So a
+// plan counts its captures and replays, and once it has captured captures_before_judging graphs
+// replayed fewer than replays_per_capture times each on average, it runs its launches directly
+// from then on, as after a failed capture. A plan on stable pointers stops capturing once its
+// slots are filled and is never judged so.
 
 #include "backends/cudnn/handles.hpp"
 #include "backends/cudnn/runtime.hpp"
