@@ -298,3 +298,28 @@ def test_converted_layers_with_cpp_state_copy_and_pickle():
         assert "_dnnx_cpp" not in clone[0].__dict__
         out = clone(torch.randn(2, 3, 8, 8))
         assert out.grad_fn.name() == "DnnxActivationBackward"
+
+
+def test_forward_mode_tangents_and_traces_take_the_python_path():
+    import torch.autograd.forward_ad as fwAD
+    tanh = dt.convert(torch.nn.Tanh())
+    cpp = dt._cpp_layer(tanh, "activation")
+    settings = ("tanh", 1.0, 6.0)
+    x = torch.randn(3, 4)
+    assert cpp.activation(x, None, settings) is not None
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(x, torch.randn(3, 4))
+        assert cpp.activation(dual, None, settings) is None  # the tangent would be lost
+
+    conv = dt.convert(torch.nn.Conv2d(3, 4, 3))
+    cpp = dt._cpp_layer(conv, "conv")
+    returned = []
+
+    def traced(x):
+        returned.append(cpp.conv(x, conv.weight, conv.bias, None, (1, 0, 1, 1)))
+        return x * 2
+
+    torch.jit.trace(traced, torch.randn(1, 3, 8, 8), check_trace=False)
+    assert returned == [None]  # the trace would not see the op
+    assert cpp.conv(torch.randn(1, 3, 8, 8), conv.weight, conv.bias, None, (1, 0, 1, 1)) \
+        is not None

@@ -19,8 +19,9 @@
 // - when autograd records the call, a C++ autograd node (torch::autograd::Node) holds the saved
 //   tensors and runs the backward directions, without the GIL.
 // A case it does not take (a dtype or device dnnx does not handle, a CUDA tensor where this module
-// was built without CUDA) returns None, and the caller runs the Python path, which handles it or
-// raises the error that names the problem.
+// was built without CUDA, a functorch or __torch_dispatch__ tensor, a torch.jit.trace) returns
+// None, and the caller runs the Python path, which handles it or raises the error that names the
+// problem.
 
 #include <ATen/autocast_mode.h>
 #include <torch/csrc/Exceptions.h>
@@ -28,6 +29,7 @@
 #include <torch/csrc/autograd/functions/utils.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/autograd/saved_variable.h>
+#include <torch/csrc/jit/frontend/tracer.h>
 #include <torch/version.h>
 #if DNNX_TORCH_CUDA
 #include <c10/cuda/CUDAStream.h>
@@ -75,13 +77,21 @@ std::optional<DType> dtype_of(const at::Tensor& tensor) {
   }
 }
 
-/// Whether dnnx takes `tensor` here: dense strided memory of a dtype it handles, on the host or,
-/// where this module was built with CUDA, on a GPU.
+/// Whether dnnx takes `tensor` here: a plain strided tensor (no functorch wrapper, no
+/// __torch_dispatch__ subclass, no functionalization, no forward-mode tangent, none of which the
+/// op's raw pointers would honour) of a dtype it handles, on the host or, where this module was
+/// built with CUDA, on a GPU.
 bool takes(const at::Tensor& tensor) {
   if (!tensor.defined()) return true;
   if (tensor.layout() != at::kStrided || !dtype_of(tensor) || tensor.dim() > Dims::max_rank ||
       tensor.is_conj() || tensor.is_neg())
     return false;
+  const c10::DispatchKeySet keys = tensor.key_set();
+  for (c10::DispatchKey key : {c10::DispatchKey::Python, c10::DispatchKey::FuncTorchBatched,
+                               c10::DispatchKey::FuncTorchGradWrapper,
+                               c10::DispatchKey::Functionalize})
+    if (keys.has(key)) return false;
+  if (tensor._fw_grad(0).defined()) return false;
   if (tensor.device().is_cpu()) return true;
 #if DNNX_TORCH_CUDA
   return tensor.device().is_cuda();
@@ -785,6 +795,9 @@ class Layer {
 /// translator raises it).
 template <typename Call>
 nb::object translated(Call&& call) {
+  // torch.jit.trace records the ops a call dispatches, and this module's work is not among them:
+  // traced calls take the Python path.
+  if (torch::jit::tracer::isTracing()) return nb::none();
   try {
     return call();
   } catch (const Error& error) {
