@@ -1033,6 +1033,8 @@ def _load_cpp_layers():
             src, training=settings[0], momentum=settings[1], eps=settings[2], affine=affine),
         "pool": lambda src, settings: _pool.desc_for(src, settings[0], settings[1], settings[2],
                                                      settings[3], settings[5], settings[4]),
+        "linear": lambda rows, weight, settings, has_bias: _matmul.linear_desc(rows, weight,
+                                                                              has_bias),
         "activation": lambda src, settings: _activation.desc_for(src, settings[0],
                                                                  alpha=settings[1],
                                                                  ceiling=settings[2]),
@@ -1083,6 +1085,11 @@ class Linear(torch.nn.Linear):
     """nn.Linear through dnnx's matmul."""
 
     def forward(self, input):
+        cpp = _cpp_layer(self, "linear")
+        if cpp is not None:
+            out = cpp.linear(input, self.weight, self.bias, self.__dict__.get("_dnnx_tune"))
+            if out is not None:
+                return out
         return _run_linear(input, self.weight, self.bias, _tune_of(self), self)
 
 

@@ -54,6 +54,8 @@ LAYERS = {
     "sigmoid": torch.nn.Sigmoid,
     "silu": torch.nn.SiLU,
     "elu": lambda: torch.nn.ELU(0.5),
+    "linear": lambda: torch.nn.Linear(10, 7),  # on the last dim of the 4-D input
+    "linear_no_bias": lambda: torch.nn.Linear(10, 5, bias=False),
 }
 
 
@@ -92,7 +94,7 @@ def test_cpp_layer_matches_the_python_path(python_path, name, channels_last):
         assert torch.equal(mine, theirs)
     for mine, theirs in zip(converted.buffers(), python.buffers()):
         assert torch.equal(mine, theirs)
-    if channels_last and x.dim() in _FORMATS:
+    if channels_last and x.dim() in _FORMATS and not name.startswith("linear"):
         assert y.is_contiguous(memory_format=_FORMATS[x.dim()])
 
     # and both as PyTorch's own layer computes it
@@ -108,7 +110,7 @@ cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device 
 
 @cuda
 @pytest.mark.parametrize("name", ["conv2d", "conv2d_groups_stride", "conv3d", "bn2d", "bn2d_eval",
-                                  "maxpool", "avgpool", "relu", "silu"])
+                                  "maxpool", "avgpool", "relu", "silu", "linear"])
 def test_cpp_layer_on_the_gpu_under_autocast_on_a_side_stream(python_path, name):
     """f16 channels_last under torch.autocast, on a side stream: as the Python path, as PyTorch."""
     torch.manual_seed(3)
@@ -166,6 +168,24 @@ def test_cpp_layers_train_a_model_as_the_python_path(python_path):
             losses[path].append(loss.item())
     assert losses["cpp"] == losses["python"]
     assert losses["cpp"][-1] < losses["cpp"][0]
+
+
+def test_linear_on_one_and_three_dims(python_path):
+    torch.manual_seed(5)
+    linear = torch.nn.Linear(6, 4)
+    for shape in [(6,), (2, 3, 6)]:
+        results = {}
+        for path in ("cpp", "python"):
+            python_path(path == "python")
+            net = dt.convert(copy.deepcopy(linear))
+            x = torch.randn(*shape, generator=torch.Generator().manual_seed(1)).requires_grad_()
+            y = net(x)
+            assert y.shape == linear(x).shape
+            assert (y.grad_fn.name() == "DnnxLinearBackward") == (path == "cpp")
+            y.square().sum().backward()
+            results[path] = (y.detach(), x.grad, net.weight.grad, net.bias.grad)
+        for mine, theirs in zip(results["cpp"], results["python"]):
+            assert torch.equal(mine, theirs)
 
 
 def test_no_grad_and_inputs_without_grad_record_nothing():

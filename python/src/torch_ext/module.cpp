@@ -1,5 +1,5 @@
 // dnnx._torch_ext: the converted layers' calls of dnnx.torch in C++, against the installed
-// libtorch (docs/python.md, "Host cost per call"). Built only where PyTorch's headers are found
+// libtorch (docs/python.md, "Layers in C++"). Built only where PyTorch's headers are found
 // (python/CMakeLists.txt); without it, and for every case it declines, dnnx.torch runs the same
 // computation through Python autograd functions.
 //
@@ -9,7 +9,8 @@
 // op: a converted ResNet-50 step runs ~700 such calls and is bound by them. Here a layer is a C++
 // object (Layer, kept on the module) whose call does what the Python path does, in the same
 // order, without Python in between:
-// - PyTorch's tensors are read as at::Tensor; autocast casts as PyTorch's own convolution's does;
+// - PyTorch's tensors are read as at::Tensor; autocast casts as PyTorch's own convolution and
+//   linear layers' does;
 // - the inputs are made dense in the layout their strides suggest (channels_last stays so);
 // - the desc is kept per layer, keyed by the tensors' sizes, strides and dtypes and the layer's
 //   settings, and built by the Python layer's desc_for on a miss (one source of truth);
@@ -218,9 +219,9 @@ bool records(std::initializer_list<const at::Tensor*> tensors) {
 
 // --- what a layer ran, for dnnx.torch.report --------------------------------------------------
 
-using AnyDesc =
-    std::variant<std::shared_ptr<const ConvDesc>, std::shared_ptr<const BatchNormDesc>,
-                 std::shared_ptr<const PoolDesc>, std::shared_ptr<const ActivationDesc>>;
+using AnyDesc = std::variant<std::shared_ptr<const ConvDesc>, std::shared_ptr<const BatchNormDesc>,
+                             std::shared_ptr<const PoolDesc>, std::shared_ptr<const ActivationDesc>,
+                             std::shared_ptr<const MatmulDesc>>;
 
 /// Shared by a layer and the autograd nodes of its calls (which may outlive it); C++ only, as a
 /// node is destroyed on whatever thread drops it.
@@ -486,6 +487,54 @@ struct SrcDstBackward : autograd::Node {
   }
 };
 
+/// F.linear: src (..., in) as rows (rows, in), weight (out, in), bias (out).
+struct LinearBackward : autograd::Node {
+  Kept<MatmulDesc> kept;
+  autograd::SavedVariable rows, weight;
+  std::vector<std::int64_t> src_sizes;
+
+  std::string name() const override { return "DnnxLinearBackward"; }
+  void release_variables() override {
+    rows.reset_data();
+    weight.reset_data();
+  }
+
+  autograd::variable_list apply(autograd::variable_list&& grads) override {
+    autograd::variable_list out(3);
+    if (!grads[0].defined()) return out;
+    try {
+      const MatmulDesc& desc = *kept.desc;
+      const auto self = shared_from_this();
+      const at::Tensor r = rows.unpack(self), w = weight.unpack(self);
+      const Dims dst_dims = desc.dst_dims();
+      const at::Tensor diff_dst = grads[0].reshape({dst_dims[0], dst_dims[1]}).contiguous();
+      const auto context = kept.context_for(diff_dst);
+      const Tensor dd = view(diff_dst, "diff_dst");
+      if (should_compute_output(0)) {
+        out[0] = at::empty(src_sizes, diff_dst.options());
+        const Dims a_dims = desc.a_dims();
+        Tensor ds = view(out[0].view({a_dims[0], a_dims[1]}), "diff_src");
+        matmul_bwd_data(*context, desc, dd, view(w, "weight"), ds);
+        kept.record->add(Record::bwd_data, kept.desc, context);
+      }
+      if (should_compute_output(1) || should_compute_output(2)) {
+        out[1] = empty(desc.b_dims(), Layout::channels_first, r.options());
+        Tensor dw = view(out[1], "diff_weight");
+        Tensor db;
+        if (desc.bias) {
+          out[2] = empty(desc.bias_dims(), Layout::channels_first, r.options());
+          db = view(out[2], "diff_bias");
+        }
+        matmul_bwd_weights(*context, desc, view(r, "src"), dd, dw, db);
+        kept.record->add(Record::bwd_weights, kept.desc, context);
+      }
+    } catch (const Error& error) {
+      throw_in_backward(error);
+    }
+    return out;
+  }
+};
+
 template <typename Node>
 std::shared_ptr<Node> make_node() {
   return std::shared_ptr<Node>(new Node(), autograd::deleteNode);
@@ -507,10 +556,12 @@ class Layer {
       kind_ = OpKind::pool;
     else if (op_ == "activation")
       kind_ = OpKind::activation;
+    else if (op_ == "linear")
+      kind_ = OpKind::matmul;
     else
       throw Error(ErrorKind::InvalidArgument,
                   "dnnx._torch_ext.Layer: op '" + op_ +
-                      "' is not one it runs; accepted: conv, batch_norm, pool, activation");
+                      "' is not one it runs; accepted: conv, batch_norm, pool, activation, linear");
   }
 
   /// F.conv*d(src, weight, bias, *settings) with settings (stride, padding, dilation, groups).
@@ -620,6 +671,57 @@ class Layer {
         if (running_mean.defined()) node->running_mean = running_mean.clone();
         if (running_var.defined()) node->running_var = running_var.clone();
       }
+      autograd::set_history(dst, node);
+    }
+    return wrap(dst);
+  }
+
+  /// F.linear(src, weight, bias): src (..., in), weight (out, in).
+  nb::object linear(nb::handle src_object, nb::handle weight_object, nb::handle bias_object,
+                    nb::handle tune) {
+    at::Tensor src, weight, bias;
+    if (!unpack(src_object, src) || !unpack(weight_object, weight) ||
+        (!bias_object.is_none() && !unpack(bias_object, bias)))
+      return nb::none();
+    autocast_lower({&src, &weight, &bias});
+    if (!takes(src) || !takes(weight) || !takes(bias) || src.dim() < 1 || weight.dim() != 2)
+      return nb::none();
+    const bool record = records({&src, &weight, &bias});
+    at::Tensor rows, dense_weight, dense_bias, dst;
+    std::shared_ptr<const MatmulDesc> desc;
+    std::shared_ptr<Context> context;
+    void* stream = nullptr;
+    {
+      at::NoGradGuard no_grad;
+      rows = src.reshape({-1, src.size(-1)}).contiguous();
+      dense_weight = weight.contiguous();
+      key_.clear();
+      add_key(key_, rows);
+      add_key(key_, dense_weight);
+      key_.push_back(bias.defined());
+      desc = kept_desc(linear_descs_, nb::none(), [&] {
+        return call_desc_maker("linear", {rows, dense_weight}, nb::none(),
+                               nb::bool_(bias.defined()));
+      });
+      if (!desc || !(context = context_of(src_object, src, tune, stream))) return nb::none();
+      if (bias.defined()) dense_bias = bias.contiguous();
+      std::vector<std::int64_t> sizes(src.sizes().begin(), src.sizes().end() - 1);
+      sizes.push_back(desc->n);
+      dst = at::empty(sizes, rows.options());
+      run([&] {
+        Tensor d = view(dst.view({desc->m, desc->n}), "dst");
+        const Tensor b = dense_bias.defined() ? view(dense_bias, "bias") : Tensor();
+        matmul_fwd(*context, *desc, view(rows, "src"), view(dense_weight, "weight"), b, d);
+      });
+      record_->add(Record::fwd, desc, context);
+    }
+    if (record) {
+      auto node = make_node<LinearBackward>();
+      node->set_next_edges(autograd::collect_next_edges(src, weight, bias));
+      node->kept = {desc, context, stream, record_};
+      node->rows = autograd::SavedVariable(rows, false);
+      node->weight = autograd::SavedVariable(dense_weight, false);
+      node->src_sizes.assign(src.sizes().begin(), src.sizes().end());
       autograd::set_history(dst, node);
     }
     return wrap(dst);
@@ -789,6 +891,7 @@ class Layer {
   std::vector<KeptDesc<BatchNormDesc>> batch_norm_descs_;
   std::vector<KeptDesc<PoolDesc>> pool_descs_;
   std::vector<KeptDesc<ActivationDesc>> activation_descs_;
+  std::vector<KeptDesc<MatmulDesc>> linear_descs_;
 };
 
 /// Runs `call` with dnnx::Error raised as its dnnx._errors class (as the dnnx._dnnx module's
@@ -856,6 +959,12 @@ NB_MODULE(_torch_ext, module) {
           nb::arg("src"), nb::arg("weight").none(), nb::arg("bias").none(),
           nb::arg("running_mean").none(), nb::arg("running_var").none(), nb::arg("tune").none(),
           nb::arg("settings"))
+      .def(
+          "linear",
+          [](Layer& layer, nb::handle src, nb::handle weight, nb::handle bias, nb::handle tune) {
+            return translated([&] { return layer.linear(src, weight, bias, tune); });
+          },
+          nb::arg("src"), nb::arg("weight"), nb::arg("bias").none(), nb::arg("tune").none())
       .def(
           "pool",
           [](Layer& layer, nb::handle src, nb::handle tune, nb::handle settings) {
