@@ -1035,6 +1035,9 @@ def _load_cpp_layers():
                                                      settings[3], settings[5], settings[4]),
         "linear": lambda rows, weight, settings, has_bias: _matmul.linear_desc(rows, weight,
                                                                               has_bias),
+        "softmax": lambda src, log: _softmax.desc_for(src, mode="channel", log=log),
+        "cross_entropy": lambda logits, labels, weight, settings: _cross_entropy.desc_for(
+            logits, labels, settings[1], settings[0], weight),
         "activation": lambda src, settings: _activation.desc_for(src, settings[0],
                                                                  alpha=settings[1],
                                                                  ceiling=settings[2]),
@@ -1324,6 +1327,11 @@ class Softmax(torch.nn.Softmax):
     """nn.Softmax(dim=1) through dnnx."""
 
     def forward(self, input):
+        cpp = _cpp_layer(self, "softmax")
+        if cpp is not None:
+            out = cpp.softmax(input, self.__dict__.get("_dnnx_tune"), False)
+            if out is not None:
+                return out
         return _run_softmax(input, False, _tune_of(self), self)
 
 
@@ -1331,6 +1339,11 @@ class LogSoftmax(torch.nn.LogSoftmax):
     """nn.LogSoftmax(dim=1) through dnnx."""
 
     def forward(self, input):
+        cpp = _cpp_layer(self, "softmax")
+        if cpp is not None:
+            out = cpp.softmax(input, self.__dict__.get("_dnnx_tune"), True)
+            if out is not None:
+                return out
         return _run_softmax(input, True, _tune_of(self), self)
 
 
@@ -1338,6 +1351,12 @@ class CrossEntropyLoss(torch.nn.CrossEntropyLoss):
     """nn.CrossEntropyLoss with class-index targets through dnnx (no label smoothing)."""
 
     def forward(self, input, target):
+        cpp = _cpp_layer(self, "cross_entropy")
+        if cpp is not None:
+            out = cpp.cross_entropy(input, target, self.weight, self.__dict__.get("_dnnx_tune"),
+                                    (self.ignore_index, self.reduction))
+            if out is not None:
+                return out
         return _run_cross_entropy(input, target, self.weight, self.ignore_index, self.reduction,
                                   _tune_of(self), self)
 

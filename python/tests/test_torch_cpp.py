@@ -56,6 +56,8 @@ LAYERS = {
     "elu": lambda: torch.nn.ELU(0.5),
     "linear": lambda: torch.nn.Linear(10, 7),  # on the last dim of the 4-D input
     "linear_no_bias": lambda: torch.nn.Linear(10, 5, bias=False),
+    "softmax": lambda: torch.nn.Softmax(dim=1),
+    "log_softmax": lambda: torch.nn.LogSoftmax(dim=1),
 }
 
 
@@ -110,7 +112,7 @@ cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device 
 
 @cuda
 @pytest.mark.parametrize("name", ["conv2d", "conv2d_groups_stride", "conv3d", "bn2d", "bn2d_eval",
-                                  "maxpool", "avgpool", "relu", "silu", "linear"])
+                                  "maxpool", "avgpool", "relu", "silu", "linear", "softmax"])
 def test_cpp_layer_on_the_gpu_under_autocast_on_a_side_stream(python_path, name):
     """f16 channels_last under torch.autocast, on a side stream: as the Python path, as PyTorch."""
     torch.manual_seed(3)
@@ -168,6 +170,46 @@ def test_cpp_layers_train_a_model_as_the_python_path(python_path):
             losses[path].append(loss.item())
     assert losses["cpp"] == losses["python"]
     assert losses["cpp"][-1] < losses["cpp"][0]
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("case", ["2d", "4d_nhwc", "weighted_ignore"])
+def test_cross_entropy_matches_the_python_path(python_path, case, reduction):
+    torch.manual_seed(6)
+    if case == "2d":
+        logits, labels, options = torch.randn(8, 5), torch.randint(0, 5, (8,)), {}
+    elif case == "4d_nhwc":
+        logits = torch.randn(2, 5, 3, 4).contiguous(memory_format=torch.channels_last)
+        labels, options = torch.randint(0, 5, (2, 3, 4)), {}
+    else:
+        logits, labels = torch.randn(8, 5), torch.randint(0, 5, (8,))
+        labels[2] = -100
+        options = {"weight": torch.rand(5) + 0.5}
+    loss_module = torch.nn.CrossEntropyLoss(reduction=reduction, **options)
+    results = {}
+    for path in ("cpp", "python"):
+        python_path(path == "python")
+        module = dt.convert(copy.deepcopy(loss_module))
+        x = logits.detach().requires_grad_()
+        loss = module(x, labels)
+        assert (loss.grad_fn.name() == "DnnxCrossEntropyBackward") == (path == "cpp")
+        (loss * torch.arange(1.0, loss.numel() + 1).reshape(loss.shape)).sum().backward()
+        results[path] = (loss.detach(), x.grad)
+    assert results["cpp"][0].shape == results["python"][0].shape
+    for mine, theirs in zip(results["cpp"], results["python"]):
+        assert torch.equal(mine, theirs)
+    x = logits.detach().requires_grad_()
+    reference = loss_module(x, labels)
+    (reference * torch.arange(1.0, reference.numel() + 1).reshape(reference.shape)).sum() \
+        .backward()
+    torch.testing.assert_close(results["cpp"][0], reference.detach(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(results["cpp"][1], x.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_cross_entropy_with_class_probabilities_goes_the_python_way():
+    module = dt.convert(torch.nn.CrossEntropyLoss())
+    with pytest.raises(dnnx.InvalidArgument, match="class-index"):
+        module(torch.randn(4, 3), torch.rand(4, 3))
 
 
 def test_linear_on_one_and_three_dims(python_path):

@@ -9,8 +9,8 @@
 // op: a converted ResNet-50 step runs ~700 such calls and is bound by them. Here a layer is a C++
 // object (Layer, kept on the module) whose call does what the Python path does, in the same
 // order, without Python in between:
-// - PyTorch's tensors are read as at::Tensor; autocast casts as PyTorch's own convolution and
-//   linear layers' does;
+// - PyTorch's tensors are read as at::Tensor; autocast casts as it does for PyTorch's own layers
+//   (convolution and linear to its dtype, softmax and cross-entropy to f32);
 // - the inputs are made dense in the layout their strides suggest (channels_last stays so);
 // - the desc is kept per layer, keyed by the tensors' sizes, strides and dtypes and the layer's
 //   settings, and built by the Python layer's desc_for on a miss (one source of truth);
@@ -198,6 +198,19 @@ void autocast_lower(std::initializer_list<at::Tensor*> tensors) {
       *tensor = at::autocast::cached_cast(dtype, *tensor, type);
 }
 
+/// The tensors as autocast hands them to PyTorch's own softmax and cross-entropy: floating-point
+/// ones in f32.
+void autocast_raise(std::initializer_list<at::Tensor*> tensors) {
+  const at::Tensor& first = **tensors.begin();
+  const c10::DeviceType type = first.device().type();
+  if (type != c10::DeviceType::CUDA && type != c10::DeviceType::CPU) return;
+  at::ScalarType dtype;
+  if (!autocast_on(type, dtype)) return;
+  for (at::Tensor* tensor : tensors)
+    if (tensor->defined() && tensor->is_floating_point() && tensor->scalar_type() != at::kFloat)
+      *tensor = at::autocast::cached_cast(at::kFloat, *tensor, type);
+}
+
 bool records(std::initializer_list<const at::Tensor*> tensors) {
   if (!at::GradMode::is_enabled()) return false;
   for (const at::Tensor* tensor : tensors)
@@ -221,7 +234,8 @@ bool records(std::initializer_list<const at::Tensor*> tensors) {
 
 using AnyDesc = std::variant<std::shared_ptr<const ConvDesc>, std::shared_ptr<const BatchNormDesc>,
                              std::shared_ptr<const PoolDesc>, std::shared_ptr<const ActivationDesc>,
-                             std::shared_ptr<const MatmulDesc>>;
+                             std::shared_ptr<const MatmulDesc>, std::shared_ptr<const SoftmaxDesc>,
+                             std::shared_ptr<const CrossEntropyDesc>>;
 
 /// Shared by a layer and the autograd nodes of its calls (which may outlive it); C++ only, as a
 /// node is destroyed on whatever thread drops it.
@@ -535,6 +549,72 @@ struct LinearBackward : autograd::Node {
   }
 };
 
+/// Softmax and log-softmax: the backward reads the forward's output.
+struct SoftmaxBackward : autograd::Node {
+  Kept<SoftmaxDesc> kept;
+  autograd::SavedVariable dst;
+
+  std::string name() const override { return "DnnxSoftmaxBackward"; }
+  void release_variables() override { dst.reset_data(); }
+
+  autograd::variable_list apply(autograd::variable_list&& grads) override {
+    autograd::variable_list out(1);
+    if (!grads[0].defined()) return out;
+    try {
+      const SoftmaxDesc& desc = *kept.desc;
+      const at::Tensor d = dst.unpack(shared_from_this());
+      const at::Tensor diff_dst =
+          grads[0].contiguous(format_for(desc.layout, static_cast<int>(grads[0].dim())));
+      const auto context = kept.context_for(diff_dst);
+      out[0] = empty(desc.dims, desc.layout, diff_dst.options());
+      Tensor ds = view(out[0], "diff_src");
+      softmax_bwd(*context, desc, view(d, "dst"), view(diff_dst, "diff_dst"), ds);
+      kept.record->add(Record::bwd_data, kept.desc, context);
+    } catch (const Error& error) {
+      throw_in_backward(error);
+    }
+    return out;
+  }
+};
+
+/// Cross-entropy with class-index labels: the gradient flows to the logits.
+struct CrossEntropyBackward : autograd::Node {
+  Kept<CrossEntropyDesc> kept;
+  autograd::SavedVariable logits, labels, weight;
+
+  std::string name() const override { return "DnnxCrossEntropyBackward"; }
+  void release_variables() override {
+    logits.reset_data();
+    labels.reset_data();
+    weight.reset_data();
+  }
+
+  autograd::variable_list apply(autograd::variable_list&& grads) override {
+    autograd::variable_list out(1);
+    if (!grads[0].defined()) return out;
+    try {
+      const CrossEntropyDesc& desc = *kept.desc;
+      const auto self = shared_from_this();
+      const at::Tensor l = logits.unpack(self), y = labels.unpack(self), w = weight.unpack(self);
+      const Dims loss_dims = desc.loss_dims();
+      const at::Tensor diff_loss =
+          grads[0]
+              .reshape(std::vector<std::int64_t>(loss_dims.begin(), loss_dims.end()))
+              .contiguous();
+      const auto context = kept.context_for(diff_loss);
+      out[0] = empty(desc.dims, desc.layout, l.options());
+      Tensor dl = view(out[0], "diff_logits");
+      std::optional<Tensor> weights = view_if(w, "weight");
+      cross_entropy_bwd(*context, desc, view(l, "logits"), view(y, "labels"), pointer(weights),
+                        view(diff_loss, "diff_loss"), dl);
+      kept.record->add(Record::bwd_data, kept.desc, context);
+    } catch (const Error& error) {
+      throw_in_backward(error);
+    }
+    return out;
+  }
+};
+
 template <typename Node>
 std::shared_ptr<Node> make_node() {
   return std::shared_ptr<Node>(new Node(), autograd::deleteNode);
@@ -558,10 +638,15 @@ class Layer {
       kind_ = OpKind::activation;
     else if (op_ == "linear")
       kind_ = OpKind::matmul;
+    else if (op_ == "softmax")
+      kind_ = OpKind::softmax;
+    else if (op_ == "cross_entropy")
+      kind_ = OpKind::cross_entropy;
     else
       throw Error(ErrorKind::InvalidArgument,
                   "dnnx._torch_ext.Layer: op '" + op_ +
-                      "' is not one it runs; accepted: conv, batch_norm, pool, activation, linear");
+                      "' is not one it runs; accepted: conv, batch_norm, pool, activation, "
+                      "linear, softmax, cross_entropy");
   }
 
   /// F.conv*d(src, weight, bias, *settings) with settings (stride, padding, dilation, groups).
@@ -725,6 +810,102 @@ class Layer {
       autograd::set_history(dst, node);
     }
     return wrap(dst);
+  }
+
+  /// Softmax over dim 1 (log-softmax when `settings` is true).
+  nb::object softmax(nb::handle src_object, nb::handle tune, nb::handle settings) {
+    at::Tensor src;
+    if (!unpack(src_object, src)) return nb::none();
+    autocast_raise({&src});
+    if (!takes(src)) return nb::none();
+    const bool record = records({&src});
+    at::Tensor dense_src, dst;
+    std::shared_ptr<const SoftmaxDesc> desc;
+    std::shared_ptr<Context> context;
+    void* stream = nullptr;
+    {
+      at::NoGradGuard no_grad;
+      key_.clear();
+      add_key(key_, src);
+      dense_src = src.contiguous(format_of(src));
+      desc = kept_desc(softmax_descs_, settings,
+                       [&] { return call_desc_maker("softmax", {dense_src}, settings); });
+      if (!desc || !(context = context_of(src_object, src, tune, stream))) return nb::none();
+      dst = empty(desc->dims, desc->layout, dense_src.options());
+      run([&] {
+        Tensor d = view(dst, "dst");
+        softmax_fwd(*context, *desc, view(dense_src, "src"), d);
+      });
+      record_->add(Record::fwd, desc, context);
+    }
+    if (record) {
+      auto node = make_node<SoftmaxBackward>();
+      node->set_next_edges(autograd::collect_next_edges(src));
+      node->kept = {desc, context, stream, record_};
+      autograd::set_history(dst, node);
+      node->dst = autograd::SavedVariable(dst, true);
+    }
+    return wrap(dst);
+  }
+
+  /// F.cross_entropy(logits, labels, weight) with class-index labels and settings (ignore_index,
+  /// reduction).
+  nb::object cross_entropy(nb::handle logits_object, nb::handle labels_object,
+                           nb::handle weight_object, nb::handle tune, nb::handle settings) {
+    at::Tensor logits, labels, weight;
+    if (!unpack(logits_object, logits) || !unpack(labels_object, labels) ||
+        (!weight_object.is_none() && !unpack(weight_object, weight)))
+      return nb::none();
+    autocast_raise({&logits, &weight});
+    if (!takes(logits) || !takes(labels) || !takes(weight) || labels.is_floating_point())
+      return nb::none();
+    const bool record = records({&logits, &weight});
+    at::Tensor dense_logits, dense_labels, dense_weight, loss;
+    std::shared_ptr<const CrossEntropyDesc> desc;
+    std::shared_ptr<Context> context;
+    void* stream = nullptr;
+    {
+      at::NoGradGuard no_grad;
+      key_.clear();
+      add_key(key_, logits);
+      add_key(key_, labels);
+      add_key(key_, weight);
+      dense_logits = logits.contiguous(format_of(logits));
+      dense_labels = labels.contiguous();
+      if (weight.defined()) dense_weight = weight.contiguous();
+      desc = kept_desc(cross_entropy_descs_, settings, [&] {
+        nb::list args;
+        args.append(wrap(dense_logits));
+        args.append(wrap(dense_labels));
+        args.append(dense_weight.defined() ? wrap(dense_weight) : nb::none());
+        args.append(settings);
+        return hooks->descs["cross_entropy"](*nb::tuple(args));
+      });
+      if (!desc || !(context = context_of(logits_object, logits, tune, stream))) return nb::none();
+      const Dims loss_dims = desc->loss_dims();
+      const std::vector<std::int64_t> sizes(loss_dims.begin(), loss_dims.end());
+      const at::TensorOptions options = dense_logits.options();
+      // mean and sum: a 0-dim loss, as PyTorch's; dnnx writes it as its one element.
+      loss =
+          desc->reduction == Reduction::none ? at::empty(sizes, options) : at::empty({}, options);
+      run([&] {
+        Tensor l = view(loss.reshape(sizes), "loss");
+        std::optional<Tensor> weights = view_if(dense_weight, "weight");
+        cross_entropy_fwd(*context, *desc, view(dense_logits, "logits"),
+                          view(dense_labels, "labels"), pointer(weights), l);
+      });
+      record_->add(Record::fwd, desc, context);
+    }
+    if (record) {
+      auto node = make_node<CrossEntropyBackward>();
+      node->set_next_edges(autograd::collect_next_edges(logits));
+      node->kept = {desc, context, stream, record_};
+      node->logits = autograd::SavedVariable(dense_logits, false);
+      node->labels = autograd::SavedVariable(dense_labels, false);
+      node->weight = autograd::SavedVariable(dense_weight, false);
+      autograd::set_history(loss, node);
+    }
+    return wrap(loss);
   }
 
   /// Pooling with settings (kernel, stride, padding, dilation, ceil_mode, mode).
@@ -892,6 +1073,8 @@ class Layer {
   std::vector<KeptDesc<PoolDesc>> pool_descs_;
   std::vector<KeptDesc<ActivationDesc>> activation_descs_;
   std::vector<KeptDesc<MatmulDesc>> linear_descs_;
+  std::vector<KeptDesc<SoftmaxDesc>> softmax_descs_;
+  std::vector<KeptDesc<CrossEntropyDesc>> cross_entropy_descs_;
 };
 
 /// Runs `call` with dnnx::Error raised as its dnnx._errors class (as the dnnx._dnnx module's
@@ -965,6 +1148,21 @@ NB_MODULE(_torch_ext, module) {
             return translated([&] { return layer.linear(src, weight, bias, tune); });
           },
           nb::arg("src"), nb::arg("weight"), nb::arg("bias").none(), nb::arg("tune").none())
+      .def(
+          "softmax",
+          [](Layer& layer, nb::handle src, nb::handle tune, nb::handle settings) {
+            return translated([&] { return layer.softmax(src, tune, settings); });
+          },
+          nb::arg("src"), nb::arg("tune").none(), nb::arg("settings"))
+      .def(
+          "cross_entropy",
+          [](Layer& layer, nb::handle logits, nb::handle labels, nb::handle weight, nb::handle tune,
+             nb::handle settings) {
+            return translated(
+                [&] { return layer.cross_entropy(logits, labels, weight, tune, settings); });
+          },
+          nb::arg("logits"), nb::arg("labels"), nb::arg("weight").none(), nb::arg("tune").none(),
+          nb::arg("settings"))
       .def(
           "pool",
           [](Layer& layer, nb::handle src, nb::handle tune, nb::handle settings) {
