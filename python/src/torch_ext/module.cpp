@@ -342,13 +342,36 @@ void add_key(std::vector<std::int64_t>& key, const at::Tensor& tensor) {
 
 // --- autograd nodes -----------------------------------------------------------------------------
 
-/// What every node keeps: the forward's desc, context and stream, and the layer's record.
-template <typename Desc>
-struct Kept {
+/// What every node shares: the forward's desc, context and stream, the layer's record, and an
+/// apply() that returns no gradients for an undefined one and raises dnnx errors as the Python
+/// path does; backward() computes the `Outputs` input gradients from the output's.
+template <typename Desc, int Outputs>
+struct DnnxNode : autograd::Node {
   std::shared_ptr<const Desc> desc;
   std::shared_ptr<Context> context;
   void* stream = nullptr;
   std::shared_ptr<Record> record;
+
+  void keep(std::shared_ptr<const Desc> kept_desc, std::shared_ptr<Context> kept_context,
+            void* kept_stream, std::shared_ptr<Record> kept_record) {
+    desc = std::move(kept_desc);
+    context = std::move(kept_context);
+    stream = kept_stream;
+    record = std::move(kept_record);
+  }
+
+  autograd::variable_list apply(autograd::variable_list&& grads) override {
+    autograd::variable_list out(Outputs);
+    if (!grads[0].defined()) return out;
+    try {
+      backward(grads[0], out);
+    } catch (const Error& error) {
+      throw_in_backward(error);
+    }
+    return out;
+  }
+
+  virtual void backward(const at::Tensor& grad, autograd::variable_list& out) = 0;
 
   /// The context for a backward on `tensor`: the forward's, on the backward's stream.
   std::shared_ptr<Context> context_for(const at::Tensor& tensor) const {
@@ -359,10 +382,14 @@ struct Kept {
     return std::make_shared<Context>(
         context->with_stream(stream_now ? stream_now : reinterpret_cast<void*>(1)));
   }
+
+  /// `grad` dense in the forward's layout.
+  static at::Tensor dense(const at::Tensor& grad, Layout layout) {
+    return grad.contiguous(format_for(layout, static_cast<int>(grad.dim())));
+  }
 };
 
-struct ConvBackward : autograd::Node {
-  Kept<ConvDesc> kept;
+struct ConvBackward : DnnxNode<ConvDesc, 3> {
   autograd::SavedVariable src, weight;
   bool has_bias = false;
 
@@ -372,42 +399,32 @@ struct ConvBackward : autograd::Node {
     weight.reset_data();
   }
 
-  autograd::variable_list apply(autograd::variable_list&& grads) override {
-    autograd::variable_list out(3);
-    if (!grads[0].defined()) return out;
-    try {
-      const ConvDesc& desc = *kept.desc;
-      const at::Tensor s = src.unpack(shared_from_this()), w = weight.unpack(shared_from_this());
-      const at::Tensor diff_dst =
-          grads[0].contiguous(format_for(desc.layout, static_cast<int>(grads[0].dim())));
-      const auto context = kept.context_for(diff_dst);
-      const Tensor dd = view(diff_dst, "diff_dst");
-      if (should_compute_output(0)) {
-        out[0] = empty(desc.src_dims(), desc.layout, diff_dst.options());
-        Tensor ds = view(out[0], "diff_src");
-        conv_bwd_data(*context, desc, dd, view(w, "weights"), ds);
-        kept.record->add(Record::bwd_data, kept.desc, context);
-      }
-      if (should_compute_output(1) || should_compute_output(2)) {
-        out[1] = empty(desc.weights_dims(), desc.layout, s.options());
-        Tensor dw = view(out[1], "diff_weights");
-        std::optional<Tensor> db;
-        if (has_bias) {
-          out[2] = empty(desc.bias_dims(), Layout::channels_first, s.options());
-          db = view(out[2], "diff_bias");
-        }
-        conv_bwd_weights(*context, desc, view(s, "src"), dd, dw, pointer(db));
-        kept.record->add(Record::bwd_weights, kept.desc, context);
-      }
-    } catch (const Error& error) {
-      throw_in_backward(error);
+  void backward(const at::Tensor& grad, autograd::variable_list& out) override {
+    const at::Tensor s = src.unpack(shared_from_this()), w = weight.unpack(shared_from_this());
+    const at::Tensor diff_dst = dense(grad, desc->layout);
+    const auto ctx = context_for(diff_dst);
+    const Tensor dd = view(diff_dst, "diff_dst");
+    if (should_compute_output(0)) {
+      out[0] = empty(desc->src_dims(), desc->layout, diff_dst.options());
+      Tensor ds = view(out[0], "diff_src");
+      conv_bwd_data(*ctx, *desc, dd, view(w, "weights"), ds);
+      record->add(Record::bwd_data, desc, ctx);
     }
-    return out;
+    if (should_compute_output(1) || should_compute_output(2)) {
+      out[1] = empty(desc->weights_dims(), desc->layout, s.options());
+      Tensor dw = view(out[1], "diff_weights");
+      std::optional<Tensor> db;
+      if (has_bias) {
+        out[2] = empty(desc->bias_dims(), Layout::channels_first, s.options());
+        db = view(out[2], "diff_bias");
+      }
+      conv_bwd_weights(*ctx, *desc, view(s, "src"), dd, dw, pointer(db));
+      record->add(Record::bwd_weights, desc, ctx);
+    }
   }
 };
 
-struct BatchNormBackward : autograd::Node {
-  Kept<BatchNormDesc> kept;
+struct BatchNormBackward : DnnxNode<BatchNormDesc, 3> {
   autograd::SavedVariable src, weight, mean, inv_std;
   at::Tensor running_mean, running_var;  // inference: the running statistics as they were
 
@@ -421,47 +438,37 @@ struct BatchNormBackward : autograd::Node {
     running_var.reset();
   }
 
-  autograd::variable_list apply(autograd::variable_list&& grads) override {
-    autograd::variable_list out(3);
-    if (!grads[0].defined()) return out;
-    try {
-      const BatchNormDesc& desc = *kept.desc;
-      const auto self = shared_from_this();
-      const at::Tensor s = src.unpack(self), w = weight.unpack(self), m = mean.unpack(self),
-                       v = inv_std.unpack(self);
-      const at::Tensor diff_dst =
-          grads[0].contiguous(format_for(desc.layout, static_cast<int>(grads[0].dim())));
-      const auto context = kept.context_for(diff_dst);
-      out[0] = empty(desc.dims, desc.layout, diff_dst.options());
-      const at::TensorOptions params = s.options().dtype(at::kFloat);
-      if (desc.affine) {
-        out[1] = empty(desc.param_dims(), desc.layout, params);
-        out[2] = empty(desc.param_dims(), desc.layout, params);
-      }
-      std::optional<Tensor> scale = view_if(w, "scale"), rm = view_if(running_mean, "running_mean"),
-                            rv = view_if(running_var, "running_var"),
-                            saved_mean = view_if(m, "saved_mean"),
-                            saved_inv_std = view_if(v, "saved_inv_std"),
-                            diff_scale = view_if(out[1], "diff_scale"),
-                            diff_shift = view_if(out[2], "diff_shift");
-      const BatchNormTensors tensors{pointer(scale),      nullptr,
-                                     pointer(rm),         pointer(rv),
-                                     pointer(saved_mean), pointer(saved_inv_std)};
-      Tensor ds = view(out[0], "diff_src");
-      batch_norm_bwd(*context, desc, view(s, "src"), view(diff_dst, "diff_dst"), tensors, ds,
-                     pointer(diff_scale), pointer(diff_shift));
-      kept.record->add(Record::bwd_data, kept.desc, context);
-    } catch (const Error& error) {
-      throw_in_backward(error);
+  void backward(const at::Tensor& grad, autograd::variable_list& out) override {
+    const auto self = shared_from_this();
+    const at::Tensor s = src.unpack(self), w = weight.unpack(self), m = mean.unpack(self),
+                     v = inv_std.unpack(self);
+    const at::Tensor diff_dst = dense(grad, desc->layout);
+    const auto ctx = context_for(diff_dst);
+    out[0] = empty(desc->dims, desc->layout, diff_dst.options());
+    const at::TensorOptions params = s.options().dtype(at::kFloat);
+    if (desc->affine) {
+      out[1] = empty(desc->param_dims(), desc->layout, params);
+      out[2] = empty(desc->param_dims(), desc->layout, params);
     }
-    return out;
+    std::optional<Tensor> scale = view_if(w, "scale"), rm = view_if(running_mean, "running_mean"),
+                          rv = view_if(running_var, "running_var"),
+                          saved_mean = view_if(m, "saved_mean"),
+                          saved_inv_std = view_if(v, "saved_inv_std"),
+                          diff_scale = view_if(out[1], "diff_scale"),
+                          diff_shift = view_if(out[2], "diff_shift");
+    const BatchNormTensors tensors{pointer(scale),      nullptr,
+                                   pointer(rm),         pointer(rv),
+                                   pointer(saved_mean), pointer(saved_inv_std)};
+    Tensor ds = view(out[0], "diff_src");
+    batch_norm_bwd(*ctx, *desc, view(s, "src"), view(diff_dst, "diff_dst"), tensors, ds,
+                   pointer(diff_scale), pointer(diff_shift));
+    record->add(Record::bwd_data, desc, ctx);
   }
 };
 
 /// Pooling and activations: the backward reads the forward's input and output.
 template <typename Desc>
-struct SrcDstBackward : autograd::Node {
-  Kept<Desc> kept;
+struct SrcDstBackward : DnnxNode<Desc, 1> {
   autograd::SavedVariable src, dst;
 
   std::string name() const override {
@@ -472,38 +479,29 @@ struct SrcDstBackward : autograd::Node {
     dst.reset_data();
   }
 
-  autograd::variable_list apply(autograd::variable_list&& grads) override {
-    autograd::variable_list out(1);
-    if (!grads[0].defined()) return out;
-    try {
-      const Desc& desc = *kept.desc;
-      const auto self = shared_from_this();
-      const at::Tensor s = src.unpack(self), d = dst.unpack(self);
-      const at::Tensor diff_dst =
-          grads[0].contiguous(format_for(desc.layout, static_cast<int>(grads[0].dim())));
-      const auto context = kept.context_for(diff_dst);
-      const Tensor dd = view(diff_dst, "diff_dst");
-      if constexpr (std::is_same_v<Desc, PoolDesc>) {
-        out[0] = empty(desc.src_dims(), desc.layout, diff_dst.options());
-        Tensor ds = view(out[0], "diff_src");
-        pool_bwd(*context, desc, view(s, "src"), view(d, "dst"), dd, ds);
-      } else {
-        out[0] = empty(desc.dims, desc.layout, diff_dst.options());
-        Tensor ds = view(out[0], "diff_src");
-        const Tensor forward_src = view(s, "src"), forward_dst = view(d, "dst");
-        activation_bwd(*context, desc, &forward_src, &forward_dst, dd, ds);
-      }
-      kept.record->add(Record::bwd_data, kept.desc, context);
-    } catch (const Error& error) {
-      throw_in_backward(error);
+  void backward(const at::Tensor& grad, autograd::variable_list& out) override {
+    const Desc& d = *this->desc;
+    const auto self = this->shared_from_this();
+    const at::Tensor forward_src = src.unpack(self), forward_dst = dst.unpack(self);
+    const at::Tensor diff_dst = this->dense(grad, d.layout);
+    const auto ctx = this->context_for(diff_dst);
+    const Tensor dd = view(diff_dst, "diff_dst");
+    const Tensor s = view(forward_src, "src"), y = view(forward_dst, "dst");
+    if constexpr (std::is_same_v<Desc, PoolDesc>) {
+      out[0] = empty(d.src_dims(), d.layout, diff_dst.options());
+      Tensor ds = view(out[0], "diff_src");
+      pool_bwd(*ctx, d, s, y, dd, ds);
+    } else {
+      out[0] = empty(d.dims, d.layout, diff_dst.options());
+      Tensor ds = view(out[0], "diff_src");
+      activation_bwd(*ctx, d, &s, &y, dd, ds);
     }
-    return out;
+    this->record->add(Record::bwd_data, this->desc, ctx);
   }
 };
 
 /// F.linear: src (..., in) as rows (rows, in), weight (out, in), bias (out).
-struct LinearBackward : autograd::Node {
-  Kept<MatmulDesc> kept;
+struct LinearBackward : DnnxNode<MatmulDesc, 3> {
   autograd::SavedVariable rows, weight;
   std::vector<std::int64_t> src_sizes;
 
@@ -513,73 +511,54 @@ struct LinearBackward : autograd::Node {
     weight.reset_data();
   }
 
-  autograd::variable_list apply(autograd::variable_list&& grads) override {
-    autograd::variable_list out(3);
-    if (!grads[0].defined()) return out;
-    try {
-      const MatmulDesc& desc = *kept.desc;
-      const auto self = shared_from_this();
-      const at::Tensor r = rows.unpack(self), w = weight.unpack(self);
-      const Dims dst_dims = desc.dst_dims();
-      const at::Tensor diff_dst = grads[0].reshape({dst_dims[0], dst_dims[1]}).contiguous();
-      const auto context = kept.context_for(diff_dst);
-      const Tensor dd = view(diff_dst, "diff_dst");
-      if (should_compute_output(0)) {
-        out[0] = at::empty(src_sizes, diff_dst.options());
-        const Dims a_dims = desc.a_dims();
-        Tensor ds = view(out[0].view({a_dims[0], a_dims[1]}), "diff_src");
-        matmul_bwd_data(*context, desc, dd, view(w, "weight"), ds);
-        kept.record->add(Record::bwd_data, kept.desc, context);
-      }
-      if (should_compute_output(1) || should_compute_output(2)) {
-        out[1] = empty(desc.b_dims(), Layout::channels_first, r.options());
-        Tensor dw = view(out[1], "diff_weight");
-        Tensor db;
-        if (desc.bias) {
-          out[2] = empty(desc.bias_dims(), Layout::channels_first, r.options());
-          db = view(out[2], "diff_bias");
-        }
-        matmul_bwd_weights(*context, desc, view(r, "src"), dd, dw, db);
-        kept.record->add(Record::bwd_weights, kept.desc, context);
-      }
-    } catch (const Error& error) {
-      throw_in_backward(error);
+  void backward(const at::Tensor& grad, autograd::variable_list& out) override {
+    const auto self = shared_from_this();
+    const at::Tensor r = rows.unpack(self), w = weight.unpack(self);
+    const Dims dst_dims = desc->dst_dims();
+    const at::Tensor diff_dst = grad.reshape({dst_dims[0], dst_dims[1]}).contiguous();
+    const auto ctx = context_for(diff_dst);
+    const Tensor dd = view(diff_dst, "diff_dst");
+    if (should_compute_output(0)) {
+      out[0] = at::empty(src_sizes, diff_dst.options());
+      const Dims a_dims = desc->a_dims();
+      Tensor ds = view(out[0].view({a_dims[0], a_dims[1]}), "diff_src");
+      matmul_bwd_data(*ctx, *desc, dd, view(w, "weight"), ds);
+      record->add(Record::bwd_data, desc, ctx);
     }
-    return out;
+    if (should_compute_output(1) || should_compute_output(2)) {
+      out[1] = empty(desc->b_dims(), Layout::channels_first, r.options());
+      Tensor dw = view(out[1], "diff_weight");
+      Tensor db;
+      if (desc->bias) {
+        out[2] = empty(desc->bias_dims(), Layout::channels_first, r.options());
+        db = view(out[2], "diff_bias");
+      }
+      matmul_bwd_weights(*ctx, *desc, view(r, "src"), dd, dw, db);
+      record->add(Record::bwd_weights, desc, ctx);
+    }
   }
 };
 
 /// Softmax and log-softmax: the backward reads the forward's output.
-struct SoftmaxBackward : autograd::Node {
-  Kept<SoftmaxDesc> kept;
+struct SoftmaxBackward : DnnxNode<SoftmaxDesc, 1> {
   autograd::SavedVariable dst;
 
   std::string name() const override { return "DnnxSoftmaxBackward"; }
   void release_variables() override { dst.reset_data(); }
 
-  autograd::variable_list apply(autograd::variable_list&& grads) override {
-    autograd::variable_list out(1);
-    if (!grads[0].defined()) return out;
-    try {
-      const SoftmaxDesc& desc = *kept.desc;
-      const at::Tensor d = dst.unpack(shared_from_this());
-      const at::Tensor diff_dst =
-          grads[0].contiguous(format_for(desc.layout, static_cast<int>(grads[0].dim())));
-      const auto context = kept.context_for(diff_dst);
-      out[0] = empty(desc.dims, desc.layout, diff_dst.options());
-      Tensor ds = view(out[0], "diff_src");
-      softmax_bwd(*context, desc, view(d, "dst"), view(diff_dst, "diff_dst"), ds);
-      kept.record->add(Record::bwd_data, kept.desc, context);
-    } catch (const Error& error) {
-      throw_in_backward(error);
-    }
-    return out;
+  void backward(const at::Tensor& grad, autograd::variable_list& out) override {
+    const at::Tensor d = dst.unpack(shared_from_this());
+    const at::Tensor diff_dst = dense(grad, desc->layout);
+    const auto ctx = context_for(diff_dst);
+    out[0] = empty(desc->dims, desc->layout, diff_dst.options());
+    Tensor ds = view(out[0], "diff_src");
+    softmax_bwd(*ctx, *desc, view(d, "dst"), view(diff_dst, "diff_dst"), ds);
+    record->add(Record::bwd_data, desc, ctx);
   }
 };
 
 /// Cross-entropy with class-index labels: the gradient flows to the logits.
-struct CrossEntropyBackward : autograd::Node {
-  Kept<CrossEntropyDesc> kept;
+struct CrossEntropyBackward : DnnxNode<CrossEntropyDesc, 1> {
   autograd::SavedVariable logits, labels, weight;
 
   std::string name() const override { return "DnnxCrossEntropyBackward"; }
@@ -589,29 +568,19 @@ struct CrossEntropyBackward : autograd::Node {
     weight.reset_data();
   }
 
-  autograd::variable_list apply(autograd::variable_list&& grads) override {
-    autograd::variable_list out(1);
-    if (!grads[0].defined()) return out;
-    try {
-      const CrossEntropyDesc& desc = *kept.desc;
-      const auto self = shared_from_this();
-      const at::Tensor l = logits.unpack(self), y = labels.unpack(self), w = weight.unpack(self);
-      const Dims loss_dims = desc.loss_dims();
-      const at::Tensor diff_loss =
-          grads[0]
-              .reshape(std::vector<std::int64_t>(loss_dims.begin(), loss_dims.end()))
-              .contiguous();
-      const auto context = kept.context_for(diff_loss);
-      out[0] = empty(desc.dims, desc.layout, l.options());
-      Tensor dl = view(out[0], "diff_logits");
-      std::optional<Tensor> weights = view_if(w, "weight");
-      cross_entropy_bwd(*context, desc, view(l, "logits"), view(y, "labels"), pointer(weights),
-                        view(diff_loss, "diff_loss"), dl);
-      kept.record->add(Record::bwd_data, kept.desc, context);
-    } catch (const Error& error) {
-      throw_in_backward(error);
-    }
-    return out;
+  void backward(const at::Tensor& grad, autograd::variable_list& out) override {
+    const auto self = shared_from_this();
+    const at::Tensor l = logits.unpack(self), y = labels.unpack(self), w = weight.unpack(self);
+    const Dims loss_dims = desc->loss_dims();
+    const at::Tensor diff_loss =
+        grad.reshape(std::vector<std::int64_t>(loss_dims.begin(), loss_dims.end())).contiguous();
+    const auto ctx = context_for(diff_loss);
+    out[0] = empty(desc->dims, desc->layout, l.options());
+    Tensor dl = view(out[0], "diff_logits");
+    std::optional<Tensor> weights = view_if(w, "weight");
+    cross_entropy_bwd(*ctx, *desc, view(l, "logits"), view(y, "labels"), pointer(weights),
+                      view(diff_loss, "diff_loss"), dl);
+    record->add(Record::bwd_data, desc, ctx);
   }
 };
 
@@ -688,7 +657,7 @@ class Layer {
     if (record) {
       auto node = make_node<ConvBackward>();
       node->set_next_edges(autograd::collect_next_edges(src, weight, bias));
-      node->kept = {desc, context, stream, record_};
+      node->keep(desc, context, stream, record_);
       node->src = autograd::SavedVariable(dense_src, false);
       node->weight = autograd::SavedVariable(dense_weight, false);
       node->has_bias = bias.defined();
@@ -746,7 +715,7 @@ class Layer {
     if (record) {
       auto node = make_node<BatchNormBackward>();
       node->set_next_edges(autograd::collect_next_edges(src, weight, bias));
-      node->kept = {desc, context, stream, record_};
+      node->keep(desc, context, stream, record_);
       node->src = autograd::SavedVariable(dense_src, false);
       node->weight = autograd::SavedVariable(weight, false);
       node->mean = autograd::SavedVariable(mean, false);
@@ -803,7 +772,7 @@ class Layer {
     if (record) {
       auto node = make_node<LinearBackward>();
       node->set_next_edges(autograd::collect_next_edges(src, weight, bias));
-      node->kept = {desc, context, stream, record_};
+      node->keep(desc, context, stream, record_);
       node->rows = autograd::SavedVariable(rows, false);
       node->weight = autograd::SavedVariable(dense_weight, false);
       node->src_sizes.assign(src.sizes().begin(), src.sizes().end());
@@ -841,7 +810,7 @@ class Layer {
     if (record) {
       auto node = make_node<SoftmaxBackward>();
       node->set_next_edges(autograd::collect_next_edges(src));
-      node->kept = {desc, context, stream, record_};
+      node->keep(desc, context, stream, record_);
       autograd::set_history(dst, node);
       node->dst = autograd::SavedVariable(dst, true);
     }
@@ -899,7 +868,7 @@ class Layer {
     if (record) {
       auto node = make_node<CrossEntropyBackward>();
       node->set_next_edges(autograd::collect_next_edges(logits));
-      node->kept = {desc, context, stream, record_};
+      node->keep(desc, context, stream, record_);
       node->logits = autograd::SavedVariable(dense_logits, false);
       node->labels = autograd::SavedVariable(dense_labels, false);
       node->weight = autograd::SavedVariable(dense_weight, false);
@@ -970,7 +939,7 @@ class Layer {
     if (record) {
       auto node = make_node<SrcDstBackward<Desc>>();
       node->set_next_edges(autograd::collect_next_edges(src));
-      node->kept = {desc, context, stream, record_};
+      node->keep(desc, context, stream, record_);
       node->src = autograd::SavedVariable(dense_src, false);
       autograd::set_history(dst, node);
       node->dst = autograd::SavedVariable(dst, true);
