@@ -783,38 +783,7 @@ class Layer {
 
   /// Softmax over dim 1 (log-softmax when `settings` is true).
   nb::object softmax(nb::handle src_object, nb::handle tune, nb::handle settings) {
-    at::Tensor src;
-    if (!unpack(src_object, src)) return nb::none();
-    autocast_raise({&src});
-    if (!takes(src)) return nb::none();
-    const bool record = records({&src});
-    at::Tensor dense_src, dst;
-    std::shared_ptr<const SoftmaxDesc> desc;
-    std::shared_ptr<Context> context;
-    void* stream = nullptr;
-    {
-      at::NoGradGuard no_grad;
-      key_.clear();
-      add_key(key_, src);
-      dense_src = src.contiguous(format_of(src));
-      desc = kept_desc(softmax_descs_, settings,
-                       [&] { return call_desc_maker("softmax", {dense_src}, settings); });
-      if (!desc || !(context = context_of(src_object, src, tune, stream))) return nb::none();
-      dst = empty(desc->dims, desc->layout, dense_src.options());
-      run([&] {
-        Tensor d = view(dst, "dst");
-        softmax_fwd(*context, *desc, view(dense_src, "src"), d);
-      });
-      record_->add(Record::fwd, desc, context);
-    }
-    if (record) {
-      auto node = make_node<SoftmaxBackward>();
-      node->set_next_edges(autograd::collect_next_edges(src));
-      node->keep(desc, context, stream, record_);
-      autograd::set_history(dst, node);
-      node->dst = autograd::SavedVariable(dst, true);
-    }
-    return wrap(dst);
+    return src_dst<SoftmaxDesc>(src_object, tune, settings, softmax_descs_, "softmax");
   }
 
   /// F.cross_entropy(logits, labels, weight) with class-index labels and settings (ignore_index,
@@ -908,7 +877,9 @@ class Layer {
   nb::object src_dst(nb::handle src_object, nb::handle tune, nb::handle settings,
                      std::vector<KeptDesc<Desc>>& descs, const char* op) {
     at::Tensor src;
-    if (!unpack(src_object, src) || !takes(src)) return nb::none();
+    if (!unpack(src_object, src)) return nb::none();
+    if constexpr (std::is_same_v<Desc, SoftmaxDesc>) autocast_raise({&src});
+    if (!takes(src)) return nb::none();
     const bool record = records({&src});
     at::Tensor dense_src, dst;
     std::shared_ptr<const Desc> desc;
@@ -921,28 +892,37 @@ class Layer {
       dense_src = src.contiguous(format_of(src));
       desc = kept_desc(descs, settings, [&] { return call_desc_maker(op, {dense_src}, settings); });
       if (!desc || !(context = context_of(src_object, src, tune, stream))) return nb::none();
-      if constexpr (std::is_same_v<Desc, PoolDesc>) {
+      if constexpr (std::is_same_v<Desc, PoolDesc>)
         dst = empty(desc->dst_dims(), desc->layout, dense_src.options());
-        run([&] {
-          Tensor d = view(dst, "dst");
-          pool_fwd(*context, *desc, view(dense_src, "src"), d);
-        });
-      } else {
+      else
         dst = empty(desc->dims, desc->layout, dense_src.options());
-        run([&] {
-          Tensor d = view(dst, "dst");
-          activation_fwd(*context, *desc, view(dense_src, "src"), d);
-        });
-      }
+      run([&] {
+        Tensor d = view(dst, "dst");
+        const Tensor s = view(dense_src, "src");
+        if constexpr (std::is_same_v<Desc, PoolDesc>)
+          pool_fwd(*context, *desc, s, d);
+        else if constexpr (std::is_same_v<Desc, ActivationDesc>)
+          activation_fwd(*context, *desc, s, d);
+        else
+          softmax_fwd(*context, *desc, s, d);
+      });
       record_->add(Record::fwd, desc, context);
     }
     if (record) {
-      auto node = make_node<SrcDstBackward<Desc>>();
-      node->set_next_edges(autograd::collect_next_edges(src));
-      node->keep(desc, context, stream, record_);
-      node->src = autograd::SavedVariable(dense_src, false);
-      autograd::set_history(dst, node);
-      node->dst = autograd::SavedVariable(dst, true);
+      if constexpr (std::is_same_v<Desc, SoftmaxDesc>) {  // its backward reads dst alone
+        auto node = make_node<SoftmaxBackward>();
+        node->set_next_edges(autograd::collect_next_edges(src));
+        node->keep(desc, context, stream, record_);
+        autograd::set_history(dst, node);
+        node->dst = autograd::SavedVariable(dst, true);
+      } else {
+        auto node = make_node<SrcDstBackward<Desc>>();
+        node->set_next_edges(autograd::collect_next_edges(src));
+        node->keep(desc, context, stream, record_);
+        node->src = autograd::SavedVariable(dense_src, false);
+        autograd::set_history(dst, node);
+        node->dst = autograd::SavedVariable(dst, true);
+      }
     }
     return wrap(dst);
   }
