@@ -28,6 +28,7 @@ import torch
 
 from . import _dnnx
 from . import _arrays
+from . import _random
 from . import _context as _context_module
 from ._context import _current, current, resolve
 from ._errors import InvalidArgument
@@ -1038,6 +1039,7 @@ def _load_cpp_layers():
         "softmax": lambda src, log: _softmax.desc_for(src, mode="channel", log=log),
         "cross_entropy": lambda logits, labels, weight, settings: _cross_entropy.desc_for(
             logits, labels, settings[1], settings[0], weight),
+        "dropout": lambda src, p: _dropout.desc_for(src, p),
         "activation": lambda src, settings: _activation.desc_for(src, settings[0],
                                                                  alpha=settings[1],
                                                                  ceiling=settings[2]),
@@ -1211,8 +1213,14 @@ class Dropout(torch.nn.Dropout):
     def forward(self, input):
         if not self.training or self.p == 0.0:
             return input
-        return DropoutFunction.apply(input, self.p, getattr(self, "generator", None),
-                                     _tune_of(self), self)
+        generator = getattr(self, "generator", None)
+        cpp = _cpp_layer(self, "dropout")
+        if cpp is not None:
+            out = cpp.dropout(input, float(self.p), _random.generator_or_default(generator),
+                              self.__dict__.get("_dnnx_tune"))
+            if out is not None:
+                return out
+        return DropoutFunction.apply(input, self.p, generator, _tune_of(self), self)
 
 
 def _run_rnn_stack(module, src, h0, c0, lengths, weights, parameters, part, layers, batch_first):

@@ -385,3 +385,39 @@ def test_forward_mode_tangents_and_traces_take_the_python_path():
     assert returned == [None]  # the trace would not see the op
     assert cpp.conv(torch.randn(1, 3, 8, 8), conv.weight, conv.bias, None, (1, 0, 1, 1)) \
         is not None
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "nhwc"])
+def test_dropout_draws_the_mask_the_python_path_draws(python_path, channels_last):
+    x = torch.randn(4, 6, 5, 5)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    results = {}
+    for path in ("cpp", "python"):
+        python_path(path == "python")
+        layer = dt.convert(torch.nn.Dropout(0.3))
+        layer.generator = dnnx.Generator(7)
+        x_in = x.detach().requires_grad_()
+        y = layer(x_in)
+        assert (y.grad_fn.name() == "DnnxDropoutBackward") == (path == "cpp")
+        y.backward(torch.arange(float(y.numel())).reshape(y.shape))
+        results[path] = (y.detach(), x_in.grad)
+        assert "Dropout fwd_training: " in dt.report(layer)
+    for mine, theirs in zip(results["cpp"], results["python"]):
+        assert torch.equal(mine, theirs)
+    kept = results["cpp"][0] != 0
+    torch.testing.assert_close(results["cpp"][0][kept], x[kept] / 0.7)
+    rate = 1.0 - kept.float().mean().item()
+    assert abs(rate - 0.3) < 3 * (0.3 * 0.7 / x.numel()) ** 0.5
+    layer.eval()
+    assert layer(x) is x
+
+
+def test_dropout_backward_twice_without_retain_graph_is_refused():
+    layer = dt.convert(torch.nn.Dropout(0.5))
+    y = layer(torch.randn(8, 8, requires_grad=True))
+    assert y.grad_fn.name() == "DnnxDropoutBackward"
+    y.sum().backward(retain_graph=True)
+    y.sum().backward()  # kept by retain_graph
+    with pytest.raises((dnnx.Error, RuntimeError), match="backward"):
+        y.sum().backward()

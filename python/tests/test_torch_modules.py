@@ -211,7 +211,7 @@ def test_dropout_module(ctx):
     # The backward applies the forward's mask: 2 / (1 - p) where kept, 0 elsewhere.
     close(dx, kept.float() * (2 / 0.75), 1e-6)
     assert torch.equal(again, y.detach())
-    calls = model[0].__dict__["_dnnx_calls"]
+    calls = dt._calls(model[0])
     assert set(calls) == {"fwd_training", "bwd"}
     algo = dt.algo(model[0])
     algo.fwd_training = "exhaustive"

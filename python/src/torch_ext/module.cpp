@@ -232,16 +232,18 @@ bool records(std::initializer_list<const at::Tensor*> tensors) {
 
 // --- what a layer ran, for dnnx.torch.report --------------------------------------------------
 
-using AnyDesc = std::variant<std::shared_ptr<const ConvDesc>, std::shared_ptr<const BatchNormDesc>,
-                             std::shared_ptr<const PoolDesc>, std::shared_ptr<const ActivationDesc>,
-                             std::shared_ptr<const MatmulDesc>, std::shared_ptr<const SoftmaxDesc>,
-                             std::shared_ptr<const CrossEntropyDesc>>;
+using AnyDesc =
+    std::variant<std::shared_ptr<const ConvDesc>, std::shared_ptr<const BatchNormDesc>,
+                 std::shared_ptr<const PoolDesc>, std::shared_ptr<const ActivationDesc>,
+                 std::shared_ptr<const MatmulDesc>, std::shared_ptr<const SoftmaxDesc>,
+                 std::shared_ptr<const CrossEntropyDesc>, std::shared_ptr<const DropoutDesc>>;
 
 /// Shared by a layer and the autograd nodes of its calls (which may outlive it); C++ only, as a
 /// node is destroyed on whatever thread drops it.
 struct Record {
-  enum Direction { fwd, bwd_data, bwd_weights, directions };
-  static constexpr const char* names[directions] = {"fwd", "bwd_data", "bwd_weights"};
+  enum Direction { fwd, bwd_data, bwd_weights, fwd_training, directions };
+  static constexpr const char* names[directions] = {"fwd", "bwd_data", "bwd_weights",
+                                                    "fwd_training"};
 
   /// Keeps what `direction` ran; a call that ran what the previous one did takes no lock.
   void add(Direction direction, const AnyDesc& desc, const std::shared_ptr<Context>& context) {
@@ -584,6 +586,27 @@ struct CrossEntropyBackward : DnnxNode<CrossEntropyDesc, 1> {
   }
 };
 
+/// Dropout: the backward reads the forward's mask from its SavedState.
+struct DropoutBackward : DnnxNode<DropoutDesc, 1> {
+  std::shared_ptr<SavedState> state;
+
+  std::string name() const override { return "DnnxDropoutBackward"; }
+  void release_variables() override { state.reset(); }
+
+  void backward(const at::Tensor& grad, autograd::variable_list& out) override {
+    if (!state)
+      throw Error(ErrorKind::InvalidArgument,
+                  "dropout backward: its mask was released (backward called twice without "
+                  "retain_graph=True)");
+    const at::Tensor diff_dst = dense(grad, desc->layout);
+    const auto ctx = context_for(diff_dst);
+    out[0] = empty(desc->dims, desc->layout, diff_dst.options());
+    Tensor ds = view(out[0], "diff_src");
+    dropout_bwd(*ctx, *desc, view(diff_dst, "diff_dst"), ds, *state);
+    record->add(Record::bwd_data, desc, ctx);
+  }
+};
+
 template <typename Node>
 std::shared_ptr<Node> make_node() {
   return std::shared_ptr<Node>(new Node(), autograd::deleteNode);
@@ -611,11 +634,13 @@ class Layer {
       kind_ = OpKind::softmax;
     else if (op_ == "cross_entropy")
       kind_ = OpKind::cross_entropy;
+    else if (op_ == "dropout")
+      kind_ = OpKind::dropout;
     else
       throw Error(ErrorKind::InvalidArgument,
                   "dnnx._torch_ext.Layer: op '" + op_ +
                       "' is not one it runs; accepted: conv, batch_norm, pool, activation, "
-                      "linear, softmax, cross_entropy");
+                      "linear, softmax, cross_entropy, dropout");
   }
 
   /// F.conv*d(src, weight, bias, *settings) with settings (stride, padding, dilation, groups).
@@ -846,6 +871,44 @@ class Layer {
     return wrap(loss);
   }
 
+  /// F.dropout(src, p, training=True) with its mask from `generator` (a dnnx.Generator).
+  nb::object dropout(nb::handle src_object, nb::handle p, nb::handle generator, nb::handle tune) {
+    at::Tensor src;
+    if (!unpack(src_object, src) || !takes(src)) return nb::none();
+    if (!nb::isinstance<Generator>(generator))
+      throw nb::type_error("generator: expected a dnnx.Generator");
+    const bool record = records({&src});
+    at::Tensor dense_src, dst;
+    std::shared_ptr<const DropoutDesc> desc;
+    std::shared_ptr<Context> context;
+    void* stream = nullptr;
+    auto state = std::make_shared<SavedState>();
+    {
+      at::NoGradGuard no_grad;
+      key_.clear();
+      add_key(key_, src);
+      dense_src = src.contiguous(format_of(src));
+      desc =
+          kept_desc(dropout_descs_, p, [&] { return call_desc_maker("dropout", {dense_src}, p); });
+      if (!desc || !(context = context_of(src_object, src, tune, stream))) return nb::none();
+      dst = empty(desc->dims, desc->layout, dense_src.options());
+      Generator& draws = nb::cast<Generator&>(generator);
+      run([&] {
+        Tensor d = view(dst, "dst");
+        dropout_fwd_training(*context, *desc, draws, view(dense_src, "src"), d, *state);
+      });
+      record_->add(Record::fwd_training, desc, context);
+    }
+    if (record) {
+      auto node = make_node<DropoutBackward>();
+      node->set_next_edges(autograd::collect_next_edges(src));
+      node->keep(desc, context, stream, record_);
+      node->state = std::move(state);
+      autograd::set_history(dst, node);
+    }
+    return wrap(dst);
+  }
+
   /// Pooling with settings (kernel, stride, padding, dilation, ceil_mode, mode).
   nb::object pool(nb::handle src_object, nb::handle tune, nb::handle settings) {
     return src_dst<PoolDesc>(src_object, tune, settings, pool_descs_, "pool");
@@ -865,7 +928,11 @@ class Layer {
       const Record::Slot& slot = record_->slots[direction];
       if (!slot.kept_context) continue;
       nb::object desc = std::visit([](const auto& kept) { return nb::cast(*kept); }, slot.kept_desc);
-      result[Record::names[direction]] = nb::make_tuple(desc, nb::cast(*slot.kept_context));
+      // Dropout names its backward "bwd", as its policy (Python path's record alike).
+      const char* name = kind_ == OpKind::dropout && direction == Record::bwd_data
+                             ? "bwd"
+                             : Record::names[direction];
+      result[name] = nb::make_tuple(desc, nb::cast(*slot.kept_context));
     }
     return result;
   }
@@ -1024,6 +1091,7 @@ class Layer {
   std::vector<KeptDesc<MatmulDesc>> linear_descs_;
   std::vector<KeptDesc<SoftmaxDesc>> softmax_descs_;
   std::vector<KeptDesc<CrossEntropyDesc>> cross_entropy_descs_;
+  std::vector<KeptDesc<DropoutDesc>> dropout_descs_;
 };
 
 /// Runs `call` with dnnx::Error raised as its dnnx._errors class (as the dnnx._dnnx module's
@@ -1112,6 +1180,12 @@ NB_MODULE(_torch_ext, module) {
           },
           nb::arg("logits"), nb::arg("labels"), nb::arg("weight").none(), nb::arg("tune").none(),
           nb::arg("settings"))
+      .def(
+          "dropout",
+          [](Layer& layer, nb::handle src, nb::handle p, nb::handle generator, nb::handle tune) {
+            return translated([&] { return layer.dropout(src, p, generator, tune); });
+          },
+          nb::arg("src"), nb::arg("p"), nb::arg("generator"), nb::arg("tune").none())
       .def(
           "pool",
           [](Layer& layer, nb::handle src, nb::handle tune, nb::handle settings) {
