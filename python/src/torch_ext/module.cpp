@@ -54,7 +54,7 @@ struct Hooks {
   nb::object current;        // dnnx._context._current (the ContextVar of `with ctx:` blocks)
   nb::object globals;        // dnnx._context.__dict__ (its _default)
   nb::object default_name;   // "_default"
-  nb::object descs;          // op name -> desc maker(dense tensors..., *settings)
+  nb::object descs;          // op name -> desc maker(dense tensors..., settings[, extra])
 };
 
 Hooks* hooks = nullptr;  // leaked: the interpreter may be finalising when statics are destroyed
