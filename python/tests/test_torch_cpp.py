@@ -421,3 +421,13 @@ def test_dropout_backward_twice_without_retain_graph_is_refused():
     y.sum().backward()  # kept by retain_graph
     with pytest.raises((dnnx.Error, RuntimeError), match="backward"):
         y.sum().backward()
+
+
+def test_a_backward_that_autograd_would_record_is_refused():
+    conv = dt.convert(torch.nn.Conv2d(3, 4, 3))
+    x = torch.randn(2, 3, 8, 8, requires_grad=True)
+    loss = conv(x).square().sum()
+    with pytest.raises(dnnx.Unsupported, match="create_graph"):
+        torch.autograd.grad(loss, x, create_graph=True)
+    (gx,) = torch.autograd.grad(conv(x).square().sum(), x)  # first order as before
+    assert gx.shape == x.shape

@@ -366,6 +366,13 @@ struct DnnxNode : autograd::Node {
     autograd::variable_list out(Outputs);
     if (!grads[0].defined()) return out;
     try {
+      // The engine records the backward only under create_graph=True; the gradients computed
+      // here would be constants to it, and a higher-order gradient silently wrong.
+      if (at::GradMode::is_enabled())
+        throw Error(ErrorKind::Unsupported,
+                    name() +
+                        ": a dnnx layer's backward is not differentiable (create_graph=True); "
+                        "exclude the layer from dnnx.torch.convert for higher-order gradients");
       backward(grads[0], out);
     } catch (const Error& error) {
       throw_in_backward(error);
