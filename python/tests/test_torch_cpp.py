@@ -431,3 +431,39 @@ def test_a_backward_that_autograd_would_record_is_refused():
         torch.autograd.grad(loss, x, create_graph=True)
     (gx,) = torch.autograd.grad(conv(x).square().sum(), x)  # first order as before
     assert gx.shape == x.shape
+
+
+def test_a_layer_shared_by_threads_keys_each_call_by_its_own_tensors():
+    """nn.DataParallel's replicas share a converted layer's C++ state across threads; a call
+    whose desc is built by Python (the GIL changing hands) must still get its own desc."""
+    import threading
+    torch.manual_seed(8)
+    conv = dt.convert(torch.nn.Conv2d(3, 4, 3, padding=1))
+    weight, bias = conv.weight.detach(), conv.bias.detach()
+    failures = []
+
+    def work(offset):
+        try:
+            for i in range(60):  # more shapes than the 16 descs a layer keeps: many misses
+                size = 4 + (offset + i) % 24
+                x = torch.randn(1, 3, size, size)
+                with torch.no_grad():
+                    out = conv(x)
+                expected = torch.nn.functional.conv2d(x, weight, bias, padding=1)
+                if out.shape != expected.shape or not torch.allclose(out, expected, atol=1e-5):
+                    failures.append((offset, i, tuple(out.shape), tuple(expected.shape)))
+        except Exception as error:  # reported in the test's thread
+            failures.append(error)
+
+    import sys
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # hand the GIL over as often as possible
+    try:
+        threads = [threading.Thread(target=work, args=(k * 7,)) for k in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not failures, failures[:3]

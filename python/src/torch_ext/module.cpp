@@ -25,6 +25,7 @@
 // problem.
 
 #include <ATen/autocast_mode.h>
+#include <c10/util/SmallVector.h>
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
@@ -326,12 +327,17 @@ bool same_for(OpKind op, const TuneOptions& a, const TuneOptions& b) {
 
 template <typename Desc>
 struct KeptDesc {
-  std::vector<std::int64_t> key;
+  std::vector<std::int64_t> key;  // a Key's values
   nb::object settings;
   std::shared_ptr<const Desc> desc;
 };
 
-void add_key(std::vector<std::int64_t>& key, const at::Tensor& tensor) {
+/// A call's desc key: its tensors' dtypes, ranks, sizes and strides (a local of each call, so
+/// that a layer shared by threads, as nn.DataParallel's replicas share it, keys every call by its
+/// own tensors while another thread runs Python in between).
+using Key = c10::SmallVector<std::int64_t, 40>;
+
+void add_key(Key& key, const at::Tensor& tensor) {
   if (!tensor.defined()) {
     key.push_back(-1);
     return;
@@ -666,13 +672,13 @@ class Layer {
     void* stream = nullptr;
     {
       at::NoGradGuard no_grad;
-      key_.clear();
-      add_key(key_, src);
-      add_key(key_, weight);
+      Key key;
+      add_key(key, src);
+      add_key(key, weight);
       const at::MemoryFormat format = format_of(src);
       dense_src = src.contiguous(format);
       dense_weight = weight.contiguous(format);
-      desc = kept_desc(conv_descs_, settings, [&] {
+      desc = kept_desc(conv_descs_, key, settings, [&] {
         return call_desc_maker("conv", {dense_src, dense_weight}, settings);
       });
       if (!desc || !(context = context_of(src_object, src, tune, stream))) return nb::none();
@@ -717,11 +723,11 @@ class Layer {
     void* stream = nullptr;
     {
       at::NoGradGuard no_grad;
-      key_.clear();
-      add_key(key_, src);
-      key_.push_back(weight.defined());
+      Key key;
+      add_key(key, src);
+      key.push_back(weight.defined());
       dense_src = src.contiguous(format_of(src));
-      desc = kept_desc(batch_norm_descs_, settings, [&] {
+      desc = kept_desc(batch_norm_descs_, key, settings, [&] {
         return call_desc_maker("batch_norm", {dense_src}, settings, nb::bool_(weight.defined()));
       });
       if (!desc || !(context = context_of(src_object, src, tune, stream))) return nb::none();
@@ -781,11 +787,11 @@ class Layer {
       at::NoGradGuard no_grad;
       rows = src.reshape({-1, src.size(-1)}).contiguous();
       dense_weight = weight.contiguous();
-      key_.clear();
-      add_key(key_, rows);
-      add_key(key_, dense_weight);
-      key_.push_back(bias.defined());
-      desc = kept_desc(linear_descs_, nb::none(), [&] {
+      Key key;
+      add_key(key, rows);
+      add_key(key, dense_weight);
+      key.push_back(bias.defined());
+      desc = kept_desc(linear_descs_, key, nb::none(), [&] {
         return call_desc_maker("linear", {rows, dense_weight}, nb::none(),
                                nb::bool_(bias.defined()));
       });
@@ -836,14 +842,14 @@ class Layer {
     void* stream = nullptr;
     {
       at::NoGradGuard no_grad;
-      key_.clear();
-      add_key(key_, logits);
-      add_key(key_, labels);
-      add_key(key_, weight);
+      Key key;
+      add_key(key, logits);
+      add_key(key, labels);
+      add_key(key, weight);
       dense_logits = logits.contiguous(format_of(logits));
       dense_labels = labels.contiguous();
       if (weight.defined()) dense_weight = weight.contiguous();
-      desc = kept_desc(cross_entropy_descs_, settings, [&] {
+      desc = kept_desc(cross_entropy_descs_, key, settings, [&] {
         nb::list args;
         args.append(wrap(dense_logits));
         args.append(wrap(dense_labels));
@@ -892,11 +898,11 @@ class Layer {
     auto state = std::make_shared<SavedState>();
     {
       at::NoGradGuard no_grad;
-      key_.clear();
-      add_key(key_, src);
+      Key key;
+      add_key(key, src);
       dense_src = src.contiguous(format_of(src));
-      desc =
-          kept_desc(dropout_descs_, p, [&] { return call_desc_maker("dropout", {dense_src}, p); });
+      desc = kept_desc(dropout_descs_, key, p,
+                       [&] { return call_desc_maker("dropout", {dense_src}, p); });
       if (!desc || !(context = context_of(src_object, src, tune, stream))) return nb::none();
       dst = empty(desc->dims, desc->layout, dense_src.options());
       Generator& draws = nb::cast<Generator&>(generator);
@@ -961,10 +967,11 @@ class Layer {
     void* stream = nullptr;
     {
       at::NoGradGuard no_grad;
-      key_.clear();
-      add_key(key_, src);
+      Key key;
+      add_key(key, src);
       dense_src = src.contiguous(format_of(src));
-      desc = kept_desc(descs, settings, [&] { return call_desc_maker(op, {dense_src}, settings); });
+      desc = kept_desc(descs, key, settings,
+                       [&] { return call_desc_maker(op, {dense_src}, settings); });
       if (!desc || !(context = context_of(src_object, src, tune, stream))) return nb::none();
       if constexpr (std::is_same_v<Desc, PoolDesc>)
         dst = empty(desc->dst_dims(), desc->layout, dense_src.options());
@@ -1008,20 +1015,20 @@ class Layer {
     call();
   }
 
-  /// The desc kept for key_ and `settings` (equal by value), else the one `make` returns, kept;
+  /// The desc kept for `key` and `settings` (equal by value), else the one `make` returns, kept;
   /// null when `make` gives something else than a desc of this type.
   template <typename Desc, typename Make>
-  std::shared_ptr<const Desc> kept_desc(std::vector<KeptDesc<Desc>>& descs, nb::handle settings,
-                                        Make&& make) {
+  std::shared_ptr<const Desc> kept_desc(std::vector<KeptDesc<Desc>>& descs, const Key& key,
+                                        nb::handle settings, Make&& make) {
     for (const KeptDesc<Desc>& entry : descs)
-      if (entry.key == key_ &&
+      if (std::equal(entry.key.begin(), entry.key.end(), key.begin(), key.end()) &&
           (entry.settings.ptr() == settings.ptr() || entry.settings.equal(settings)))
         return entry.desc;
-    nb::object made = make();
+    nb::object made = make();  // Python: another thread may use this layer meanwhile
     if (!nb::isinstance<Desc>(made)) return nullptr;
     if (descs.size() >= 16) descs.clear();  // bounded, as the Python path's tables
-    descs.push_back(
-        {key_, nb::borrow(settings), std::make_shared<const Desc>(nb::cast<Desc>(made))});
+    descs.push_back({std::vector<std::int64_t>(key.begin(), key.end()), nb::borrow(settings),
+                     std::make_shared<const Desc>(nb::cast<Desc>(made))});
     return descs.back().desc;
   }
 
@@ -1089,7 +1096,6 @@ class Layer {
   std::string op_;
   OpKind kind_ = OpKind::conv;
   std::shared_ptr<Record> record_;
-  std::vector<std::int64_t> key_;
   std::vector<KeptContext> contexts_;
   std::vector<KeptDesc<ConvDesc>> conv_descs_;
   std::vector<KeptDesc<BatchNormDesc>> batch_norm_descs_;
