@@ -963,17 +963,33 @@ def _run_cross_entropy(logits, labels, weight, ignore_index, reduction, tune, la
 def conv(src, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, tune=None):
     """F.conv1d/2d/3d through dnnx (autograd: every direction through dnnx). `tune`: a
     dnnx.TuneOptions for this call (default: the context's)."""
+    cpp = _cpp_function("conv")
+    if cpp is not None:
+        out = cpp.conv(src, weight, bias, tune, (stride, padding, dilation, groups))
+        if out is not None:
+            return out
     return _run_conv(src, weight, bias, stride, padding, dilation, groups, tune, None)
 
 
 def linear(src, weight, bias=None, tune=None):
     """F.linear through dnnx."""
+    cpp = _cpp_function("linear")
+    if cpp is not None:
+        out = cpp.linear(src, weight, bias, tune)
+        if out is not None:
+            return out
     return _run_linear(src, weight, bias, tune, None)
 
 
 def batch_norm(src, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-5, tune=None):
     """F.batch_norm through dnnx (argument order as PyTorch's)."""
+    cpp = _cpp_function("batch_norm")
+    if cpp is not None:
+        out = cpp.batch_norm(src, weight, bias, running_mean, running_var, tune,
+                             (training, momentum, eps))
+        if out is not None:
+            return out
     return _run_batch_norm(src, weight, bias, running_mean, running_var, training, momentum, eps,
                            tune, None)
 
@@ -982,12 +998,22 @@ def pool(src, kernel, stride=None, padding=0, dilation=1, ceil_mode=False, mode=
          tune=None):
     """F.max_pool*d (mode 'max') and F.avg_pool*d ('avg_include_pad': count_include_pad=True,
     'avg_exclude_pad') through dnnx."""
+    cpp = _cpp_function("pool")
+    if cpp is not None:
+        out = cpp.pool(src, tune, (kernel, stride, padding, dilation, ceil_mode, mode))
+        if out is not None:
+            return out
     return _run_pool(src, kernel, stride, padding, dilation, ceil_mode, mode, tune, None)
 
 
 def activation(src, kind="relu", alpha=1.0, ceiling=6.0, tune=None):
     """An activation through dnnx: 'relu', 'tanh', 'sigmoid', 'elu' (alpha), 'swish' (F.silu),
     'clipped_relu' (F.hardtanh(x, 0, ceiling))."""
+    cpp = _cpp_function("activation")
+    if cpp is not None:
+        out = cpp.activation(src, tune, (kind, alpha, ceiling))
+        if out is not None:
+            return out
     return _run_activation(src, kind, alpha, ceiling, tune, None)
 
 
@@ -996,16 +1022,31 @@ def dropout(src, p=0.5, training=True, generator=None, tune=None):
     mask from `generator` (default: dnnx.default_generator)."""
     if not training or p == 0.0:
         return src
+    cpp = _cpp_function("dropout")
+    if cpp is not None:
+        out = cpp.dropout(src, float(p), _random.generator_or_default(generator), tune)
+        if out is not None:
+            return out
     return DropoutFunction.apply(src, p, generator, tune, None)
 
 
 def softmax(src, log=False, tune=None):
     """F.softmax(src, dim=1) (F.log_softmax with log=True) through dnnx."""
+    cpp = _cpp_function("softmax")
+    if cpp is not None:
+        out = cpp.softmax(src, tune, bool(log))
+        if out is not None:
+            return out
     return _run_softmax(src, log, tune, None)
 
 
 def cross_entropy(logits, labels, weight=None, ignore_index=-100, reduction="mean", tune=None):
     """F.cross_entropy with class-index labels through dnnx."""
+    cpp = _cpp_function("cross_entropy")
+    if cpp is not None:
+        out = cpp.cross_entropy(logits, labels, weight, tune, (ignore_index, reduction))
+        if out is not None:
+            return out
     return _run_cross_entropy(logits, labels, weight, ignore_index, reduction, tune, None)
 
 
@@ -1049,6 +1090,21 @@ def _load_cpp_layers():
 
 _cpp, CPP_LAYERS_WHY = _load_cpp_layers()
 CPP_LAYERS = _cpp is not None
+
+
+_cpp_functions = {}
+
+
+def _cpp_function(op):
+    """The dnnx._torch_ext.Layer the functional calls of `op` share (dnnx.torch.conv, ...), or
+    None when the call goes the Python way. It keeps more descs than a module's: its calls come
+    from every layer of a network."""
+    if _cpp is None or _is_compiling():
+        return None
+    layer = _cpp_functions.get(op)
+    if layer is None:
+        layer = _cpp_functions[op] = _cpp.Layer(op, keep=64)
+    return layer
 
 
 def _cpp_layer(module, op):

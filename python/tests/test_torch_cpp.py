@@ -467,3 +467,33 @@ def test_a_layer_shared_by_threads_keys_each_call_by_its_own_tensors():
     finally:
         sys.setswitchinterval(interval)
     assert not failures, failures[:3]
+
+
+def test_functional_calls_run_in_cpp_as_the_modules_do():
+    torch.manual_seed(9)
+    F = torch.nn.functional
+    x = torch.randn(2, 3, 8, 8, requires_grad=True)
+    w, b = torch.randn(4, 3, 3, 3, requires_grad=True), torch.randn(4, requires_grad=True)
+    cases = [
+        (lambda: dt.conv(x, w, b, padding=1), lambda: F.conv2d(x, w, b, padding=1)),
+        (lambda: dt.linear(x, torch.ones(5, 8)), lambda: F.linear(x, torch.ones(5, 8))),
+        (lambda: dt.pool(x, 2, mode="avg_include_pad"), lambda: F.avg_pool2d(x, 2)),
+        (lambda: dt.activation(x, "tanh"), lambda: torch.tanh(x)),
+        (lambda: dt.softmax(x, log=True), lambda: F.log_softmax(x, dim=1)),
+        (lambda: dt.batch_norm(x, None, None, training=True),
+         lambda: F.batch_norm(x, None, None, training=True)),
+        (lambda: dt.cross_entropy(x[:, :, 0, 0], torch.tensor([0, 2])),
+         lambda: F.cross_entropy(x[:, :, 0, 0], torch.tensor([0, 2]))),
+    ]
+    for ours, theirs in cases:
+        y, expected = ours(), theirs()
+        assert y.grad_fn.name().startswith("Dnnx"), y.grad_fn.name()
+        torch.testing.assert_close(y, expected, rtol=1e-4, atol=1e-5)
+        g_ours = torch.autograd.grad(y.sum(), x)[0]
+        g_theirs = torch.autograd.grad(expected.sum(), x)[0]
+        torch.testing.assert_close(g_ours, g_theirs, rtol=1e-4, atol=1e-5)
+    dnnx.manual_seed(3)
+    y = dt.dropout(x, 0.5)
+    assert y.grad_fn.name() == "DnnxDropoutBackward"
+    dnnx.manual_seed(3)
+    assert torch.equal(y, dt.dropout(x, 0.5))

@@ -629,7 +629,12 @@ std::shared_ptr<Node> make_node() {
 
 class Layer {
  public:
-  explicit Layer(std::string op) : op_(std::move(op)), record_(std::make_shared<Record>()) {
+  /// `keep`: descs kept per op (and contexts), the oldest dropped first: a module's layer sees
+  /// few shapes, the functional calls' shared one many.
+  explicit Layer(std::string op, std::size_t keep)
+      : op_(std::move(op)),
+        keep_(std::max<std::size_t>(keep, 1)),
+        record_(std::make_shared<Record>()) {
     if (hooks == nullptr)
       throw Error(ErrorKind::Internal,
                   "dnnx._torch_ext: set_hooks was not called (import dnnx.torch)");
@@ -1026,7 +1031,7 @@ class Layer {
         return entry.desc;
     nb::object made = make();  // Python: another thread may use this layer meanwhile
     if (!nb::isinstance<Desc>(made)) return nullptr;
-    if (descs.size() >= 16) descs.clear();  // bounded, as the Python path's tables
+    if (descs.size() >= keep_) descs.erase(descs.begin());  // bounded, the oldest first
     descs.push_back({std::vector<std::int64_t>(key.begin(), key.end()), nb::borrow(settings),
                      std::make_shared<const Desc>(nb::cast<Desc>(made))});
     return descs.back().desc;
@@ -1076,7 +1081,7 @@ class Layer {
     if (layer_tune != nullptr) kept.layer_tune = *layer_tune;
     kept.cache = base_context.choice_cache();
     kept.context = std::make_shared<Context>(nb::cast<const Context&>(resolved));
-    if (contexts_.size() >= 16) contexts_.clear();
+    if (contexts_.size() >= keep_) contexts_.erase(contexts_.begin());
     contexts_.push_back(std::move(kept));
     return contexts_.back().context;
   }
@@ -1094,6 +1099,7 @@ class Layer {
   }
 
   std::string op_;
+  std::size_t keep_;
   OpKind kind_ = OpKind::conv;
   std::shared_ptr<Record> record_;
   std::vector<KeptContext> contexts_;
@@ -1152,7 +1158,7 @@ NB_MODULE(_torch_ext, module) {
       "dnnx._context module, and a desc maker per op.");
   nb::class_<Layer>(module, "Layer",
                     "One converted layer's calls: its kept descs and contexts, and what ran.")
-      .def(nb::init<std::string>(), nb::arg("op"))
+      .def(nb::init<std::string, std::size_t>(), nb::arg("op"), nb::arg("keep") = 16)
       .def_prop_ro("op", &Layer::op)
       .def(
           "conv",
