@@ -138,21 +138,18 @@ at::MemoryFormat format_of(const at::Tensor& tensor) {
   return at::MemoryFormat::Contiguous;
 }
 
-/// A new tensor of `dims` dense in `layout` (channels_last for 4-D and 5-D nhwc), as
-/// dnnx.torch._empty makes it.
-at::Tensor empty(const Dims& dims, Layout layout, const at::TensorOptions& options) {
-  const std::vector<std::int64_t> sizes(dims.begin(), dims.end());
-  at::MemoryFormat format = at::MemoryFormat::Contiguous;
-  if (layout == Layout::channels_last && dims.rank() == 4) format = at::MemoryFormat::ChannelsLast;
-  if (layout == Layout::channels_last && dims.rank() == 5)
-    format = at::MemoryFormat::ChannelsLast3d;
-  return at::empty(sizes, options.memory_format(format));
-}
-
+/// The memory format of a tensor of `rank` dims dense in `layout`.
 at::MemoryFormat format_for(Layout layout, int rank) {
   if (layout == Layout::channels_last && rank == 4) return at::MemoryFormat::ChannelsLast;
   if (layout == Layout::channels_last && rank == 5) return at::MemoryFormat::ChannelsLast3d;
   return at::MemoryFormat::Contiguous;
+}
+
+/// A new tensor of `dims` dense in `layout` (channels_last for 4-D and 5-D nhwc), as
+/// dnnx.torch._empty makes it.
+at::Tensor empty(const Dims& dims, Layout layout, const at::TensorOptions& options) {
+  return at::empty(std::vector<std::int64_t>(dims.begin(), dims.end()),
+                   options.memory_format(format_for(layout, dims.rank())));
 }
 
 nb::object wrap(const at::Tensor& tensor) { return nb::steal(THPVariable_Wrap(tensor)); }
@@ -186,30 +183,18 @@ bool autocast_on(c10::DeviceType type, at::ScalarType& dtype) {
 #endif
 }
 
-/// The tensors as autocast hands them to PyTorch's own convolution: floating-point ones in the
-/// autocast dtype (weights cast once per autocast region, through autocast's cache).
-void autocast_lower(std::initializer_list<at::Tensor*> tensors) {
-  const at::Tensor& first = **tensors.begin();
-  const c10::DeviceType type = first.device().type();
+/// The tensors as autocast hands them to PyTorch's own layers: floating-point ones in the
+/// autocast dtype (`lower`: convolution, linear; weights cast once per autocast region, through
+/// autocast's cache) or in f32 (softmax, cross-entropy).
+void autocast(std::initializer_list<at::Tensor*> tensors, bool lower) {
+  const c10::DeviceType type = (*tensors.begin())->device().type();
   if (type != c10::DeviceType::CUDA && type != c10::DeviceType::CPU) return;
   at::ScalarType dtype;
   if (!autocast_on(type, dtype)) return;
+  if (!lower) dtype = at::kFloat;
   for (at::Tensor* tensor : tensors)
     if (tensor->defined() && tensor->is_floating_point() && tensor->scalar_type() != dtype)
       *tensor = at::autocast::cached_cast(dtype, *tensor, type);
-}
-
-/// The tensors as autocast hands them to PyTorch's own softmax and cross-entropy: floating-point
-/// ones in f32.
-void autocast_raise(std::initializer_list<at::Tensor*> tensors) {
-  const at::Tensor& first = **tensors.begin();
-  const c10::DeviceType type = first.device().type();
-  if (type != c10::DeviceType::CUDA && type != c10::DeviceType::CPU) return;
-  at::ScalarType dtype;
-  if (!autocast_on(type, dtype)) return;
-  for (at::Tensor* tensor : tensors)
-    if (tensor->defined() && tensor->is_floating_point() && tensor->scalar_type() != at::kFloat)
-      *tensor = at::autocast::cached_cast(at::kFloat, *tensor, type);
 }
 
 bool records(std::initializer_list<const at::Tensor*> tensors) {
@@ -247,9 +232,11 @@ struct Record {
                                                     "fwd_training"};
 
   /// Keeps what `direction` ran; a call that ran what the previous one did takes no lock.
-  void add(Direction direction, const AnyDesc& desc, const std::shared_ptr<Context>& context) {
+  template <typename Desc>
+  void add(Direction direction, const std::shared_ptr<const Desc>& desc,
+           const std::shared_ptr<Context>& context) {
     Slot& slot = slots[direction];
-    const void* ran = std::visit([](const auto& kept) -> const void* { return kept.get(); }, desc);
+    const void* ran = desc.get();
     if (slot.desc.load(std::memory_order_acquire) == ran &&
         slot.context.load(std::memory_order_acquire) == context.get())
       return;
@@ -638,27 +625,25 @@ class Layer {
     if (hooks == nullptr)
       throw Error(ErrorKind::Internal,
                   "dnnx._torch_ext: set_hooks was not called (import dnnx.torch)");
-    if (op_ == "conv")
-      kind_ = OpKind::conv;
-    else if (op_ == "batch_norm")
-      kind_ = OpKind::batch_norm;
-    else if (op_ == "pool")
-      kind_ = OpKind::pool;
-    else if (op_ == "activation")
-      kind_ = OpKind::activation;
-    else if (op_ == "linear")
-      kind_ = OpKind::matmul;
-    else if (op_ == "softmax")
-      kind_ = OpKind::softmax;
-    else if (op_ == "cross_entropy")
-      kind_ = OpKind::cross_entropy;
-    else if (op_ == "dropout")
-      kind_ = OpKind::dropout;
-    else
-      throw Error(ErrorKind::InvalidArgument,
-                  "dnnx._torch_ext.Layer: op '" + op_ +
-                      "' is not one it runs; accepted: conv, batch_norm, pool, activation, "
-                      "linear, softmax, cross_entropy, dropout");
+    static constexpr std::pair<std::string_view, OpKind> ops[] = {
+        {"conv", OpKind::conv},
+        {"batch_norm", OpKind::batch_norm},
+        {"pool", OpKind::pool},
+        {"activation", OpKind::activation},
+        {"linear", OpKind::matmul},
+        {"softmax", OpKind::softmax},
+        {"cross_entropy", OpKind::cross_entropy},
+        {"dropout", OpKind::dropout}};
+    std::string accepted;
+    for (const auto& [name, kind] : ops) {
+      if (name == op_) {
+        kind_ = kind;
+        return;
+      }
+      accepted += (accepted.empty() ? "" : ", ") + std::string(name);
+    }
+    throw Error(ErrorKind::InvalidArgument, "dnnx._torch_ext.Layer: op '" + op_ +
+                                                "' is not one it runs; accepted: " + accepted);
   }
 
   /// F.conv*d(src, weight, bias, *settings) with settings (stride, padding, dilation, groups).
@@ -668,7 +653,7 @@ class Layer {
     if (!unpack(src_object, src) || !unpack(weight_object, weight) ||
         (!bias_object.is_none() && !unpack(bias_object, bias)))
       return nb::none();
-    autocast_lower({&src, &weight, &bias});
+    autocast({&src, &weight, &bias}, true);
     if (!takes(src) || !takes(weight) || !takes(bias)) return nb::none();
     const bool record = records({&src, &weight, &bias});
     at::Tensor dense_src, dense_weight, dense_bias, dst;
@@ -780,7 +765,7 @@ class Layer {
     if (!unpack(src_object, src) || !unpack(weight_object, weight) ||
         (!bias_object.is_none() && !unpack(bias_object, bias)))
       return nb::none();
-    autocast_lower({&src, &weight, &bias});
+    autocast({&src, &weight, &bias}, true);
     if (!takes(src) || !takes(weight) || !takes(bias) || src.dim() < 1 || weight.dim() != 2)
       return nb::none();
     const bool record = records({&src, &weight, &bias});
@@ -837,7 +822,7 @@ class Layer {
     if (!unpack(logits_object, logits) || !unpack(labels_object, labels) ||
         (!weight_object.is_none() && !unpack(weight_object, weight)))
       return nb::none();
-    autocast_raise({&logits, &weight});
+    autocast({&logits, &weight}, false);
     if (!takes(logits) || !takes(labels) || !takes(weight) || labels.is_floating_point())
       return nb::none();
     const bool record = records({&logits, &weight});
@@ -963,7 +948,7 @@ class Layer {
                      std::vector<KeptDesc<Desc>>& descs, const char* op) {
     at::Tensor src;
     if (!unpack(src_object, src)) return nb::none();
-    if constexpr (std::is_same_v<Desc, SoftmaxDesc>) autocast_raise({&src});
+    if constexpr (std::is_same_v<Desc, SoftmaxDesc>) autocast({&src}, false);
     if (!takes(src)) return nb::none();
     const bool record = records({&src});
     at::Tensor dense_src, dst;
