@@ -1081,9 +1081,9 @@ def _load_cpp_layers():
         "cross_entropy": lambda logits, labels, weight, settings: _cross_entropy.desc_for(
             logits, labels, settings[1], settings[0], weight),
         "dropout": lambda src, p: _dropout.desc_for(src, p),
-        "activation": lambda src, settings: _activation.desc_for(src, settings[0],
-                                                                 alpha=settings[1],
-                                                                 ceiling=settings[2]),
+        "activation": lambda src, settings: _activation.desc_for(
+            src, settings[0], alpha=settings[1], ceiling=settings[2],
+            saved="dst" if len(settings) > 3 and settings[3] else "src_and_dst"),
     })
     return _torch_ext, None
 
@@ -1236,14 +1236,21 @@ class AvgPool3d(_PoolMixin, torch.nn.AvgPool3d):
 
 def _activation_module(name, kind, doc, base, options=None):
     """A drop-in activation: `options(module)` gives its (alpha, ceiling) where they are not the
-    defaults (1.0, 6.0)."""
+    defaults (1.0, 6.0). With `inplace` the C++ layer writes over its input where PyTorch's
+    in-place op would and the backward can read the output alone (Note [in-place activations]
+    in python/src/torch_ext/module.cpp); the Python path computes out of place."""
     defaults = (kind, 1.0, 6.0)
+    defaults_in_place = defaults + (True,)
 
     def forward(self, input):
         settings = defaults if options is None else (kind, *options(self))
         cpp = _cpp_layer(self, "activation")
         if cpp is not None:
-            out = cpp.activation(input, self.__dict__.get("_dnnx_tune"), settings)
+            in_place = None
+            if self.__dict__.get("inplace") and (kind in ("relu", "clipped_relu")
+                                                 or (kind == "elu" and settings[1] >= 0)):
+                in_place = defaults_in_place if options is None else settings + (True,)
+            out = cpp.activation(input, self.__dict__.get("_dnnx_tune"), settings, in_place)
             if out is not None:
                 return out
         return _run_activation(input, kind, settings[1], settings[2], _tune_of(self), self)
@@ -1251,13 +1258,15 @@ def _activation_module(name, kind, doc, base, options=None):
     return type(name, (base,), {"forward": forward, "__doc__": doc})
 
 
-ReLU = _activation_module("ReLU", "relu", "nn.ReLU through dnnx (out of place).", torch.nn.ReLU)
-ReLU6 = _activation_module("ReLU6", "clipped_relu", "nn.ReLU6 through dnnx (out of place).",
-                           torch.nn.ReLU6)
+ReLU = _activation_module("ReLU", "relu", "nn.ReLU through dnnx (in place with `inplace` where "
+                          "the C++ layers run it).", torch.nn.ReLU)
+ReLU6 = _activation_module("ReLU6", "clipped_relu", "nn.ReLU6 through dnnx (in place with "
+                           "`inplace` where the C++ layers run it).", torch.nn.ReLU6)
 Tanh = _activation_module("Tanh", "tanh", "nn.Tanh through dnnx.", torch.nn.Tanh)
 Sigmoid = _activation_module("Sigmoid", "sigmoid", "nn.Sigmoid through dnnx.", torch.nn.Sigmoid)
 SiLU = _activation_module("SiLU", "swish", "nn.SiLU through dnnx (out of place).", torch.nn.SiLU)
-ELU = _activation_module("ELU", "elu", "nn.ELU through dnnx (out of place).", torch.nn.ELU,
+ELU = _activation_module("ELU", "elu", "nn.ELU through dnnx (in place with `inplace` and alpha "
+                         ">= 0 where the C++ layers run it).", torch.nn.ELU,
                          lambda module: (module.alpha, 6.0))
 
 

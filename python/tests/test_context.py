@@ -124,12 +124,14 @@ def test_tuning_block_restores_options():
     ctx = dnnx.Context("reference")
     ctx.tune.bwd_data = "exhaustive"
     with ctx.tuning(fwd="exhaustive", workspace_limit=4096, deterministic=True,
-                    pool={"bwd": "exhaustive"}, act="exhaustive") as tuned:
+                    pool={"bwd": "exhaustive"}, act="exhaustive", final_loop_ms=2.0) as tuned:
         assert tuned is ctx
         assert ctx.tune.fwd == "exhaustive" and ctx.tune.workspace_limit == 4096
+        assert ctx.tune.final_loop_ms == 2.0
         assert ctx.tune.deterministic and ctx.tune.pool.bwd == "exhaustive"
         assert ctx.tune.act.fwd == "exhaustive" and ctx.tune.act.bwd == "exhaustive"
     assert ctx.tune.fwd == "heuristic" and ctx.tune.workspace_limit is None
+    assert ctx.tune.final_loop_ms == 0.5
     assert not ctx.tune.deterministic and ctx.tune.pool.bwd == "heuristic"
     assert ctx.tune.bwd_data == "exhaustive"
     with pytest.raises(dnnx.InvalidArgument, match="neither"):

@@ -257,6 +257,36 @@ def test_autocast_casts_as_pytorchs_convolution():
     torch.testing.assert_close(y.float(), y_ref.float(), rtol=2e-2, atol=2e-2)
 
 
+@pytest.mark.parametrize("kind", ["conv", "linear"])
+def test_autocast_parameters_are_cast_by_the_layers_node(python_path, kind):
+    """Note [parameter casts]: under autocast the weight and bias reach the dnnx node directly (no
+    cast node of autograd's between them), their gradients come back in f32, and every value is
+    the Python path's, whose autograd records autocast's casts."""
+    torch.manual_seed(4)
+    if kind == "conv":
+        module, x = torch.nn.Conv2d(4, 6, 3, padding=1), torch.randn(2, 4, 8, 8)
+    else:
+        module, x = torch.nn.Linear(12, 5), torch.randn(3, 12)
+    results = {}
+    for label in ("cpp", "python"):
+        python_path(label == "python")
+        net = dt.convert(copy.deepcopy(module))
+        x_in = x.clone().requires_grad_()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y = net(x_in)
+        if label == "cpp":
+            assert y.grad_fn.name() in ("DnnxConvBackward", "DnnxLinearBackward")
+            edges = [edge[0] for edge in y.grad_fn.next_functions]
+            assert [type(e).__name__ for e in edges[1:]] == ["AccumulateGrad"] * 2
+            assert edges[1].variable is net.weight and edges[2].variable is net.bias
+        y.float().square().sum().backward()
+        results[label] = (y, x_in.grad, net.weight.grad, net.bias.grad)
+    for mine, theirs in zip(results["cpp"], results["python"]):
+        assert mine.dtype == theirs.dtype
+        torch.testing.assert_close(mine, theirs, rtol=0, atol=0)
+    assert results["cpp"][2].dtype == results["cpp"][3].dtype == torch.float32
+
+
 def test_a_context_block_and_its_options_reach_forward_and_backward():
     conv = dt.convert(torch.nn.Conv2d(3, 4, 3))
     x = torch.randn(2, 3, 8, 8, requires_grad=True)
@@ -497,3 +527,57 @@ def test_functional_calls_run_in_cpp_as_the_modules_do():
     assert y.grad_fn.name() == "DnnxDropoutBackward"
     dnnx.manual_seed(3)
     assert torch.equal(y, dt.dropout(x, 0.5))
+
+
+@pytest.mark.parametrize("module", [torch.nn.ReLU(inplace=True), torch.nn.ReLU6(inplace=True),
+                                    torch.nn.ELU(alpha=0.5, inplace=True)],
+                         ids=["relu", "relu6", "elu"])
+def test_inplace_activation_writes_over_its_input(module):
+    """Note [in-place activations]: as PyTorch's in-place op: the input tensor is the output,
+    its version moves, its history is the dnnx node's, and the gradients are PyTorch's."""
+    torch.manual_seed(5)
+    x = torch.randn(2, 3, 5, 5) * 4
+    results = {}
+    for label, layer in (("dnnx", dt.convert(copy.deepcopy(module))), ("torch", module)):
+        x_in = x.clone().requires_grad_()
+        z = x_in * 1.5
+        version = z._version
+        y = layer(z)
+        if label == "dnnx":
+            assert y is z and z._version > version
+            assert y.grad_fn.name() == "DnnxActivationBackward"
+            assert dt._calls(layer)["fwd"][0].saved == "dst"
+        y.square().sum().backward()
+        results[label] = (y.detach(), x_in.grad)
+    torch.testing.assert_close(results["dnnx"][0], results["torch"][0], rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(results["dnnx"][1], results["torch"][1], rtol=1e-5, atol=1e-5)
+
+
+def test_inplace_activation_falls_back_out_of_place():
+    relu = dt.convert(torch.nn.ReLU(inplace=True))
+    leaf = torch.randn(4, 6, requires_grad=True)
+    y = relu(leaf)  # PyTorch's relu_ refuses a leaf that requires grad: out of place here
+    assert y is not leaf and y.grad_fn.name() == "DnnxActivationBackward"
+    assert dt._calls(relu)["fwd"][0].saved == "src_and_dst"
+    base = torch.randn(4, 6) * 2
+    view = base.t()
+    y = relu(view)  # a view: out of place
+    assert y is not view and (base < 0).any()
+    silu = dt.convert(torch.nn.SiLU(inplace=True))  # its backward needs the input
+    z = torch.randn(3, 4) * 2
+    assert silu(z) is not z and (z < 0).any()
+    with torch.no_grad():  # no autograd: a leaf is written in place, as by PyTorch
+        leaf2 = torch.randn(4, 6)
+        assert relu(leaf2) is leaf2 and (leaf2 >= 0).all()
+
+
+def test_inplace_activation_trips_autograds_saved_tensor_check():
+    """A tensor another node saved and the in-place layer then overwrote: autograd's error, as
+    for PyTorch's relu_."""
+    relu = dt.convert(torch.nn.ReLU(inplace=True))
+    x = torch.randn(3, 4, requires_grad=True)
+    z = x * 2
+    w = z.sin()  # saves z
+    relu(z)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        w.sum().backward()

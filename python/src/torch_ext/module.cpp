@@ -184,8 +184,8 @@ bool autocast_on(c10::DeviceType type, at::ScalarType& dtype) {
 }
 
 /// The tensors as autocast hands them to PyTorch's own layers: floating-point ones in the
-/// autocast dtype (`lower`: convolution, linear; weights cast once per autocast region, through
-/// autocast's cache) or in f32 (softmax, cross-entropy).
+/// autocast dtype (`lower`: convolution, linear) or in f32 (softmax, cross-entropy), through
+/// autocast's cache, which autograd records.
 void autocast(std::initializer_list<at::Tensor*> tensors, bool lower) {
   const c10::DeviceType type = (*tensors.begin())->device().type();
   if (type != c10::DeviceType::CUDA && type != c10::DeviceType::CPU) return;
@@ -195,6 +195,28 @@ void autocast(std::initializer_list<at::Tensor*> tensors, bool lower) {
   for (at::Tensor* tensor : tensors)
     if (tensor->defined() && tensor->is_floating_point() && tensor->scalar_type() != dtype)
       *tensor = at::autocast::cached_cast(dtype, *tensor, type);
+}
+
+// Note [parameter casts]
+// Under autocast PyTorch's convolution and linear layers take their weight and bias through
+// autocast's cast, which autograd records: one more node per parameter in every step's graph,
+// which the engine runs in the backward to take the gradient back to the parameter's dtype. A
+// converted ResNet-50 step is bound by such host work (docs/benchmarks.md, "Converted ResNet-50
+// training step from Python"). So the C++ layers cast their parameters outside autograd (the
+// same cast kernel, once per call where autocast's cache casts once per autocast region: the
+// same for a layer called once a step) and their own node casts the gradients back
+// (DnnxNode::to_dtype_of): the same kernels, without the cast nodes.
+
+/// `tensors` (a layer's parameters) in autocast's lower dtype for `device`, cast outside
+/// autograd (Note [parameter casts]); unchanged when autocast is off.
+void autocast_params(c10::DeviceType device, std::initializer_list<at::Tensor*> tensors) {
+  if (device != c10::DeviceType::CUDA && device != c10::DeviceType::CPU) return;
+  at::ScalarType dtype;
+  if (!autocast_on(device, dtype)) return;
+  at::NoGradGuard no_grad;
+  for (at::Tensor* tensor : tensors)
+    if (tensor->defined() && tensor->is_floating_point() && tensor->scalar_type() != dtype)
+      *tensor = tensor->to(dtype);
 }
 
 bool records(std::initializer_list<const at::Tensor*> tensors) {
@@ -389,11 +411,17 @@ struct DnnxNode : autograd::Node {
   static at::Tensor dense(const at::Tensor& grad, Layout layout) {
     return grad.contiguous(format_for(layout, static_cast<int>(grad.dim())));
   }
+
+  /// A parameter's gradient in the parameter's own dtype (Note [parameter casts]).
+  static void to_dtype_of(at::Tensor& gradient, at::ScalarType dtype) {
+    if (gradient.defined() && gradient.scalar_type() != dtype) gradient = gradient.to(dtype);
+  }
 };
 
 struct ConvBackward : DnnxNode<ConvDesc, 3> {
   autograd::SavedVariable src, weight;
   bool has_bias = false;
+  at::ScalarType weight_dtype = at::kFloat, bias_dtype = at::kFloat;  // the parameters'
 
   std::string name() const override { return "DnnxConvBackward"; }
   void release_variables() override {
@@ -422,6 +450,8 @@ struct ConvBackward : DnnxNode<ConvDesc, 3> {
       }
       conv_bwd_weights(*ctx, *desc, view(s, "src"), dd, dw, pointer(db));
       record->add(Record::bwd_weights, desc, ctx);
+      to_dtype_of(out[1], weight_dtype);
+      to_dtype_of(out[2], bias_dtype);
     }
   }
 };
@@ -488,15 +518,17 @@ struct SrcDstBackward : DnnxNode<Desc, 1> {
     const at::Tensor diff_dst = this->dense(grad, d.layout);
     const auto ctx = this->context_for(diff_dst);
     const Tensor dd = view(diff_dst, "diff_dst");
-    const Tensor s = view(forward_src, "src"), y = view(forward_dst, "dst");
     if constexpr (std::is_same_v<Desc, PoolDesc>) {
+      const Tensor s = view(forward_src, "src"), y = view(forward_dst, "dst");
       out[0] = empty(d.src_dims(), d.layout, diff_dst.options());
       Tensor ds = view(out[0], "diff_src");
       pool_bwd(*ctx, d, s, y, dd, ds);
     } else {
+      // An in-place forward kept dst alone (ActivationSaved::dst).
+      std::optional<Tensor> s = view_if(forward_src, "src"), y = view_if(forward_dst, "dst");
       out[0] = empty(d.dims, d.layout, diff_dst.options());
       Tensor ds = view(out[0], "diff_src");
-      activation_bwd(*ctx, d, &s, &y, dd, ds);
+      activation_bwd(*ctx, d, pointer(s), pointer(y), dd, ds);
     }
     this->record->add(Record::bwd_data, this->desc, ctx);
   }
@@ -506,6 +538,7 @@ struct SrcDstBackward : DnnxNode<Desc, 1> {
 struct LinearBackward : DnnxNode<MatmulDesc, 3> {
   autograd::SavedVariable rows, weight;
   std::vector<std::int64_t> src_sizes;
+  at::ScalarType weight_dtype = at::kFloat, bias_dtype = at::kFloat;  // the parameters'
 
   std::string name() const override { return "DnnxLinearBackward"; }
   void release_variables() override {
@@ -537,6 +570,8 @@ struct LinearBackward : DnnxNode<MatmulDesc, 3> {
       }
       matmul_bwd_weights(*ctx, *desc, view(r, "src"), dd, dw, db);
       record->add(Record::bwd_weights, desc, ctx);
+      to_dtype_of(out[1], weight_dtype);
+      to_dtype_of(out[2], bias_dtype);
     }
   }
 };
@@ -653,9 +688,11 @@ class Layer {
     if (!unpack(src_object, src) || !unpack(weight_object, weight) ||
         (!bias_object.is_none() && !unpack(bias_object, bias)))
       return nb::none();
-    autocast({&src, &weight, &bias}, true);
+    const at::Tensor weight_param = weight, bias_param = bias;
+    autocast({&src}, true);
+    autocast_params(src.device().type(), {&weight, &bias});
     if (!takes(src) || !takes(weight) || !takes(bias)) return nb::none();
-    const bool record = records({&src, &weight, &bias});
+    const bool record = records({&src, &weight_param, &bias_param});
     at::Tensor dense_src, dense_weight, dense_bias, dst;
     std::shared_ptr<const ConvDesc> desc;
     std::shared_ptr<Context> context;
@@ -684,11 +721,13 @@ class Layer {
     }
     if (record) {
       auto node = make_node<ConvBackward>();
-      node->set_next_edges(autograd::collect_next_edges(src, weight, bias));
+      node->set_next_edges(autograd::collect_next_edges(src, weight_param, bias_param));
       node->keep(desc, context, stream, record_);
       node->src = autograd::SavedVariable(dense_src, false);
       node->weight = autograd::SavedVariable(dense_weight, false);
       node->has_bias = bias.defined();
+      node->weight_dtype = weight_param.scalar_type();
+      if (bias_param.defined()) node->bias_dtype = bias_param.scalar_type();
       autograd::set_history(dst, node);
     }
     return wrap(dst);
@@ -765,10 +804,12 @@ class Layer {
     if (!unpack(src_object, src) || !unpack(weight_object, weight) ||
         (!bias_object.is_none() && !unpack(bias_object, bias)))
       return nb::none();
-    autocast({&src, &weight, &bias}, true);
+    const at::Tensor weight_param = weight, bias_param = bias;
+    autocast({&src}, true);
+    autocast_params(src.device().type(), {&weight, &bias});
     if (!takes(src) || !takes(weight) || !takes(bias) || src.dim() < 1 || weight.dim() != 2)
       return nb::none();
-    const bool record = records({&src, &weight, &bias});
+    const bool record = records({&src, &weight_param, &bias_param});
     at::Tensor rows, dense_weight, dense_bias, dst;
     std::shared_ptr<const MatmulDesc> desc;
     std::shared_ptr<Context> context;
@@ -799,8 +840,10 @@ class Layer {
     }
     if (record) {
       auto node = make_node<LinearBackward>();
-      node->set_next_edges(autograd::collect_next_edges(src, weight, bias));
+      node->set_next_edges(autograd::collect_next_edges(src, weight_param, bias_param));
       node->keep(desc, context, stream, record_);
+      node->weight_dtype = weight_param.scalar_type();
+      if (bias_param.defined()) node->bias_dtype = bias_param.scalar_type();
       node->rows = autograd::SavedVariable(rows, false);
       node->weight = autograd::SavedVariable(dense_weight, false);
       node->src_sizes.assign(src.sizes().begin(), src.sizes().end());
@@ -917,8 +960,17 @@ class Layer {
     return src_dst<PoolDesc>(src_object, tune, settings, pool_descs_, "pool");
   }
 
-  /// An activation with settings (kind, alpha, ceiling).
-  nb::object activation(nb::handle src_object, nb::handle tune, nb::handle settings) {
+  /// An activation with settings (kind, alpha, ceiling); in place with `inplace_settings`
+  /// (kind, alpha, ceiling, True) where the tensor allows it (activation_in_place), else out of
+  /// place with `settings`.
+  nb::object activation(nb::handle src_object, nb::handle tune, nb::handle settings,
+                        nb::handle inplace_settings) {
+    if (!inplace_settings.is_none()) {
+      at::Tensor src;
+      if (!unpack(src_object, src)) return nb::none();
+      if (in_place_allowed(src))
+        return activation_in_place(src_object, src, tune, inplace_settings);
+    }
     return src_dst<ActivationDesc>(src_object, tune, settings, activation_descs_, "activation");
   }
 
@@ -943,6 +995,59 @@ class Layer {
   const std::string& op() const { return op_; }
 
  private:
+  // Note [in-place activations]
+  // nn.ReLU(inplace=True) (torchvision's ResNets use it after every batch-norm) writes its
+  // output over its input, and its backward reads that output alone: the batch-norm's output is
+  // not kept beside the relu's. The converted layer does the same where PyTorch's relu_ would
+  // and the tensor is one dnnx can write in place (dense in its layout, not a view): the op runs
+  // with dst = src and a desc whose backward reads dst alone (ActivationSaved::dst), the tensor's
+  // version is bumped and its history rebased onto the layer's node, as PyTorch's generated code
+  // does for an in-place op, so autograd's checks of saved tensors see the write. A leaf that
+  // requires grad (PyTorch's relu_ refuses it), a view, or a tensor dnnx would have to copy is
+  // computed out of place instead, as the Python path always does.
+  static bool in_place_allowed(const at::Tensor& src) {
+    if (!takes(src) || !src.defined() || src.is_view() || src.numel() == 0) return false;
+    if (at::GradMode::is_enabled() && src.requires_grad() && src.is_leaf()) return false;
+    return src.is_contiguous(format_of(src));
+  }
+
+  nb::object activation_in_place(nb::handle src_object, const at::Tensor& src, nb::handle tune,
+                                 nb::handle settings) {
+    const bool record = records({&src});
+    std::shared_ptr<const ActivationDesc> desc;
+    std::shared_ptr<Context> context;
+    void* stream = nullptr;
+    {
+      at::NoGradGuard no_grad;
+      Key key;
+      add_key(key, src);
+      desc = kept_desc(activation_descs_, key, settings,
+                       [&] { return call_desc_maker("activation", {src}, settings); });
+      if (!desc || !(context = context_of(src_object, src, tune, stream))) return nb::none();
+      if (desc->saved != ActivationSaved::dst)
+        throw Error(ErrorKind::Internal,
+                    "dnnx._torch_ext: an in-place activation's desc must "
+                    "keep dst alone, got saved=" +
+                        std::string(to_string(desc->saved)));
+      run([&] {
+        const Tensor s = view(src, "src");
+        Tensor d = view(src, "dst");
+        activation_fwd(*context, *desc, s, d);
+      });
+      record_->add(Record::fwd, desc, context);
+    }
+    autograd::impl::bump_version(src);
+    if (record) {
+      auto node = make_node<SrcDstBackward<ActivationDesc>>();
+      node->set_next_edges(autograd::collect_next_edges(src));
+      node->keep(desc, context, stream, record_);
+      node->add_input_metadata(src);
+      autograd::impl::rebase_history(src, {node, 0});
+      node->dst = autograd::SavedVariable(src, true);
+    }
+    return nb::borrow(src_object);
+  }
+
   template <typename Desc>
   nb::object src_dst(nb::handle src_object, nb::handle tune, nb::handle settings,
                      std::vector<KeptDesc<Desc>>& descs, const char* op) {
@@ -1198,9 +1303,12 @@ NB_MODULE(_torch_ext, module) {
           nb::arg("src"), nb::arg("tune").none(), nb::arg("settings"))
       .def(
           "activation",
-          [](Layer& layer, nb::handle src, nb::handle tune, nb::handle settings) {
-            return translated([&] { return layer.activation(src, tune, settings); });
+          [](Layer& layer, nb::handle src, nb::handle tune, nb::handle settings,
+             nb::handle inplace_settings) {
+            return translated(
+                [&] { return layer.activation(src, tune, settings, inplace_settings); });
           },
-          nb::arg("src"), nb::arg("tune").none(), nb::arg("settings"))
+          nb::arg("src"), nb::arg("tune").none(), nb::arg("settings"),
+          nb::arg("inplace_settings").none() = nb::none())
       .def("calls", &Layer::calls);
 }
