@@ -7,7 +7,9 @@ selection for dnnx.
 
 Each side: the first step's wall time (PyTorch's benchmark search or dnnx's exhaustive selection
 inside it), then `warmup` steps, then `steps` steps timed with CUDA events around the loop
-(images/s), in turns (PyTorch, dnnx, PyTorch, dnnx, ...) so both meet the same GPU state. Then
+(images/s), in turns (PyTorch, dnnx, PyTorch, dnnx, ...) so both meet the same GPU state; besides
+the ratio of the medians, the rounds where dnnx was faster and the median of the rounds' own
+ratios (a host whose speed drifts between rounds moves both sides of a round alike). Then
 the first step of each in a fresh process: PyTorch searches again, dnnx reads its choices from
 the choice-cache file the first process wrote (DNNX_CACHE_FILE, a temporary one unless given).
 Prints a Markdown table; --json writes the figures.
@@ -23,6 +25,7 @@ import contextlib
 import copy
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -230,6 +233,11 @@ def main():
     print()
     print(f"dnnx / PyTorch throughput: {rate['dnnx'] / rate['torch']:.3f}; dnnx fresh-process "
           f"first step / first step: {second['dnnx']['first_step_s'] / first['dnnx'][0]:.3f}")
+    # Each round times the two sides back to back, so a round's ratio compares them under the
+    # same host conditions, which the host's drift between rounds does not.
+    paired = [theirs_ms / ours_ms for theirs_ms, ours_ms in zip(times["torch"], times["dnnx"])]
+    print(f"rounds where dnnx was faster: {sum(r > 1 for r in paired)} of {len(paired)}; "
+          f"median of the rounds' throughput ratios: {statistics.median(paired):.3f}")
     if graphed:
         gmed = {which: sorted(values)[len(values) // 2] for which, values in graphed.items()}
         print()
@@ -248,6 +256,7 @@ def main():
         with open(args.json, "w") as out:
             json.dump({"batch": args.batch, "device": torch.cuda.get_device_name(),
                        "torch": torch.__version__, "step_ms": times, "images_per_s": rate,
+                       "paired_ratios": paired,
                        "first_step_s": {k: v[0] for k, v in first.items()},
                        "first_loss": {k: v[1] for k, v in first.items()},
                        "fresh_process_first_step_s": {k: v["first_step_s"]
