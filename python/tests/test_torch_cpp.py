@@ -581,3 +581,13 @@ def test_inplace_activation_trips_autograds_saved_tensor_check():
     relu(z)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         w.sum().backward()
+
+
+def test_inplace_activation_and_inference_tensors():
+    relu = dt.convert(torch.nn.ReLU(inplace=True))
+    with torch.inference_mode():
+        x = torch.randn(3, 4) * 2
+        assert relu(x) is x and (x >= 0).all()
+        kept = torch.randn(3, 4) * 2
+    out = relu(kept)  # an inference tensor outside inference mode: out of place
+    assert out is not kept and (kept < 0).any() and (out >= 0).all()

@@ -1004,10 +1004,13 @@ class Layer {
   // version is bumped and its history rebased onto the layer's node, as PyTorch's generated code
   // does for an in-place op, so autograd's checks of saved tensors see the write. A leaf that
   // requires grad (PyTorch's relu_ refuses it), a view, or a tensor dnnx would have to copy is
-  // computed out of place instead, as the Python path always does.
+  // computed out of place instead, as the Python path always does; so is an inference tensor
+  // outside inference mode.
   static bool in_place_allowed(const at::Tensor& src) {
     if (!takes(src) || !src.defined() || src.is_view() || src.numel() == 0) return false;
     if (at::GradMode::is_enabled() && src.requires_grad() && src.is_leaf()) return false;
+    // An inference tensor takes no in-place write outside inference mode (PyTorch refuses it).
+    if (src.is_inference() && !c10::InferenceMode::is_enabled()) return false;
     return src.is_contiguous(format_of(src));
   }
 
