@@ -826,8 +826,9 @@ else:
 
 
 def _autocast(lower, *tensors):
-    """`tensors` as autocast hands them to PyTorch's own op: floating-point ones in the autocast
-    dtype (lower=True, as for convolutions) or in f32 (lower=False, as for softmax)."""
+    """`tensors` as autocast hands them to PyTorch's own op: floating-point ones but f64 (which
+    autocast leaves as they are) in the autocast dtype (lower=True, as for convolutions) or in f32
+    (lower=False, as for softmax)."""
     kind = tensors[0].device.type
     if kind not in ("cuda", "cpu"):
         return tensors
@@ -835,8 +836,8 @@ def _autocast(lower, *tensors):
     if not enabled:
         return tensors
     target = dtype if lower else torch.float32
-    return tuple(t.to(target) if t is not None and t.is_floating_point() and t.dtype != target
-                 else t for t in tensors)
+    return tuple(t.to(target) if t is not None and t.is_floating_point()
+                 and t.dtype not in (target, torch.float64) else t for t in tensors)
 
 
 def _autograd_records(*tensors):

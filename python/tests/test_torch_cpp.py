@@ -591,3 +591,15 @@ def test_inplace_activation_and_inference_tensors():
         kept = torch.randn(3, 4) * 2
     out = relu(kept)  # an inference tensor outside inference mode: out of place
     assert out is not kept and (kept < 0).any() and (out >= 0).all()
+
+
+def test_autocast_leaves_f64_as_it_is(python_path):
+    """Autocast casts no f64 tensor (PyTorch's conv2d then runs in f64); dnnx has no f64, so a
+    converted f64 layer under autocast raises as it does without autocast, on either path."""
+    conv = dt.convert(torch.nn.Conv2d(2, 3, 3).double())
+    x = torch.randn(1, 2, 5, 5, dtype=torch.float64)
+    for python in (False, True):
+        python_path(python)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            with pytest.raises(dnnx.InvalidArgument, match="float64"):
+                conv(x)

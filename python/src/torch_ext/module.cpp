@@ -214,8 +214,10 @@ void autocast_params(c10::DeviceType device, std::initializer_list<at::Tensor*> 
   at::ScalarType dtype;
   if (!autocast_on(device, dtype)) return;
   at::NoGradGuard no_grad;
+  // The tensors autocast's own cast takes: floating point but not f64.
   for (at::Tensor* tensor : tensors)
-    if (tensor->defined() && tensor->is_floating_point() && tensor->scalar_type() != dtype)
+    if (tensor->defined() && tensor->is_floating_point() && tensor->scalar_type() != at::kDouble &&
+        tensor->scalar_type() != dtype)
       *tensor = tensor->to(dtype);
 }
 
