@@ -481,6 +481,48 @@ def _activation_bwd(desc, memory_format, diff_dst, src, dst, tune, layer):
     return diff_src
 
 
+def _activation_in_place_setup(src, kind, alpha, ceiling):
+    return _dense_setup(_activation_descs, src, (kind, alpha, ceiling, "dst"),
+                        lambda dense: _activation.desc_for(dense, kind, alpha=alpha,
+                                                           ceiling=ceiling, saved="dst"))
+
+
+def _in_place_allowed(src):
+    """Whether an in-place activation writes over `src` (Note [in-place activations] in
+    python/src/torch_ext/module.cpp): not a view, a leaf that requires grad, or an inference
+    tensor outside inference mode, and dense in its layout."""
+    if src._is_view() or src.numel() == 0 or (src.requires_grad and src.is_leaf):
+        return False
+    if src.is_inference() and not torch.is_inference_mode_enabled():
+        return False
+    return _dense(src)[0] is src
+
+
+class ActivationInPlaceFunction(torch.autograd.Function):
+    """An activation whose backward can read its output alone ('relu', 'clipped_relu', 'elu'
+    with alpha >= 0), written over its input as PyTorch's in-place ops (mark_dirty: the version
+    moves, the history is this node's)."""
+
+    @staticmethod
+    def forward(fctx, src, kind, alpha, ceiling, tune, layer):
+        src, desc, memory_format = _activation_in_place_setup(src, kind, alpha, ceiling)
+        context = _layer_context(src, tune)
+        _dnnx.activation_fwd(context, desc, src, src)
+        _record(layer, "fwd", desc, context)
+        fctx.mark_dirty(src)
+        fctx.save_for_backward(src)
+        _keep(fctx, desc, tune, layer, memory_format)
+        return src
+
+    @staticmethod
+    @_under_forward_block
+    def backward(fctx, diff_dst):
+        dst, = fctx.saved_tensors
+        diff_src = _activation_bwd(fctx.desc, fctx.memory_format, diff_dst, None, dst, fctx.tune,
+                                   fctx.layer)
+        return diff_src, None, None, None, None, None
+
+
 class ActivationFunction(torch.autograd.Function):
     """An elementwise activation through dnnx ('relu', 'tanh', 'sigmoid', 'elu', 'swish',
     'clipped_relu'); the backward reads the forward's input and output."""
@@ -926,13 +968,17 @@ def _run_pool(src, kernel, stride, padding, dilation, ceil_mode, mode, tune, lay
                               layer)
 
 
-def _run_activation(src, kind, alpha, ceiling, tune, layer):
+def _run_activation(src, kind, alpha, ceiling, tune, layer, in_place=False):
+    """`in_place`: write over `src` where _in_place_allowed, when autograd records the call (its
+    mark_dirty moves the version, which a write autograd does not see would not)."""
     key = _compiled(tune, layer)
     if key is not None:
         return _library.OPS["activation"](src, kind, float(alpha), float(ceiling), key)
     if not _autograd_records(src):  # Note [calls autograd does not record]
         src, desc, _ = _activation_setup(src, kind, alpha, ceiling)
         return _activation_fwd(desc, src, tune, layer)
+    if in_place and _in_place_allowed(src):
+        return ActivationInPlaceFunction.apply(src, kind, alpha, ceiling, tune, layer)
     return ActivationFunction.apply(src, kind, alpha, ceiling, tune, layer)
 
 
@@ -1237,37 +1283,40 @@ class AvgPool3d(_PoolMixin, torch.nn.AvgPool3d):
 
 def _activation_module(name, kind, doc, base, options=None):
     """A drop-in activation: `options(module)` gives its (alpha, ceiling) where they are not the
-    defaults (1.0, 6.0). With `inplace` the C++ layer writes over its input where PyTorch's
-    in-place op would and the backward can read the output alone (Note [in-place activations]
-    in python/src/torch_ext/module.cpp); the Python path computes out of place."""
+    defaults (1.0, 6.0). With `inplace` it writes over its input where PyTorch's in-place op
+    would and the backward can read the output alone (Note [in-place activations] in
+    python/src/torch_ext/module.cpp), in C++ and on the Python path alike."""
     defaults = (kind, 1.0, 6.0)
     defaults_in_place = defaults + (True,)
 
     def forward(self, input):
         settings = defaults if options is None else (kind, *options(self))
+        in_place = bool(self.__dict__.get("inplace")) and (
+            kind in ("relu", "clipped_relu") or (kind == "elu" and settings[1] >= 0))
         cpp = _cpp_layer(self, "activation")
         if cpp is not None:
-            in_place = None
-            if self.__dict__.get("inplace") and (kind in ("relu", "clipped_relu")
-                                                 or (kind == "elu" and settings[1] >= 0)):
-                in_place = defaults_in_place if options is None else settings + (True,)
-            out = cpp.activation(input, self.__dict__.get("_dnnx_tune"), settings, in_place)
+            in_place_settings = None
+            if in_place:
+                in_place_settings = defaults_in_place if options is None else settings + (True,)
+            out = cpp.activation(input, self.__dict__.get("_dnnx_tune"), settings,
+                                 in_place_settings)
             if out is not None:
                 return out
-        return _run_activation(input, kind, settings[1], settings[2], _tune_of(self), self)
+        return _run_activation(input, kind, settings[1], settings[2], _tune_of(self), self,
+                               in_place)
 
     return type(name, (base,), {"forward": forward, "__doc__": doc})
 
 
-ReLU = _activation_module("ReLU", "relu", "nn.ReLU through dnnx (in place with `inplace` where "
-                          "the C++ layers run it).", torch.nn.ReLU)
+ReLU = _activation_module("ReLU", "relu", "nn.ReLU through dnnx (in place with `inplace`).",
+                          torch.nn.ReLU)
 ReLU6 = _activation_module("ReLU6", "clipped_relu", "nn.ReLU6 through dnnx (in place with "
-                           "`inplace` where the C++ layers run it).", torch.nn.ReLU6)
+                           "`inplace`).", torch.nn.ReLU6)
 Tanh = _activation_module("Tanh", "tanh", "nn.Tanh through dnnx.", torch.nn.Tanh)
 Sigmoid = _activation_module("Sigmoid", "sigmoid", "nn.Sigmoid through dnnx.", torch.nn.Sigmoid)
 SiLU = _activation_module("SiLU", "swish", "nn.SiLU through dnnx (out of place).", torch.nn.SiLU)
 ELU = _activation_module("ELU", "elu", "nn.ELU through dnnx (in place with `inplace` and alpha "
-                         ">= 0 where the C++ layers run it).", torch.nn.ELU,
+                         ">= 0).", torch.nn.ELU,
                          lambda module: (module.alpha, 6.0))
 
 

@@ -532,9 +532,12 @@ def test_functional_calls_run_in_cpp_as_the_modules_do():
 @pytest.mark.parametrize("module", [torch.nn.ReLU(inplace=True), torch.nn.ReLU6(inplace=True),
                                     torch.nn.ELU(alpha=0.5, inplace=True)],
                          ids=["relu", "relu6", "elu"])
-def test_inplace_activation_writes_over_its_input(module):
+@pytest.mark.parametrize("python", [False, True], ids=["cpp", "python_path"])
+def test_inplace_activation_writes_over_its_input(python_path, module, python):
     """Note [in-place activations]: as PyTorch's in-place op: the input tensor is the output,
-    its version moves, its history is the dnnx node's, and the gradients are PyTorch's."""
+    its version moves, its history is the dnnx node's, and the gradients are PyTorch's; in C++
+    and on the Python path (ActivationInPlaceFunction) alike."""
+    python_path(python)
     torch.manual_seed(5)
     x = torch.randn(2, 3, 5, 5) * 4
     results = {}
@@ -545,7 +548,8 @@ def test_inplace_activation_writes_over_its_input(module):
         y = layer(z)
         if label == "dnnx":
             assert y is z and z._version > version
-            assert y.grad_fn.name() == "DnnxActivationBackward"
+            assert y.grad_fn.name() == ("ActivationInPlaceFunctionBackward" if python
+                                        else "DnnxActivationBackward")
             assert dt._calls(layer)["fwd"][0].saved == "dst"
         y.square().sum().backward()
         results[label] = (y.detach(), x_in.grad)
@@ -553,11 +557,13 @@ def test_inplace_activation_writes_over_its_input(module):
     torch.testing.assert_close(results["dnnx"][1], results["torch"][1], rtol=1e-5, atol=1e-5)
 
 
-def test_inplace_activation_falls_back_out_of_place():
+@pytest.mark.parametrize("python", [False, True], ids=["cpp", "python_path"])
+def test_inplace_activation_falls_back_out_of_place(python_path, python):
+    python_path(python)
     relu = dt.convert(torch.nn.ReLU(inplace=True))
     leaf = torch.randn(4, 6, requires_grad=True)
     y = relu(leaf)  # PyTorch's relu_ refuses a leaf that requires grad: out of place here
-    assert y is not leaf and y.grad_fn.name() == "DnnxActivationBackward"
+    assert y is not leaf and y.grad_fn is not None
     assert dt._calls(relu)["fwd"][0].saved == "src_and_dst"
     base = torch.randn(4, 6) * 2
     view = base.t()
@@ -566,14 +572,19 @@ def test_inplace_activation_falls_back_out_of_place():
     silu = dt.convert(torch.nn.SiLU(inplace=True))  # its backward needs the input
     z = torch.randn(3, 4) * 2
     assert silu(z) is not z and (z < 0).any()
-    with torch.no_grad():  # no autograd: a leaf is written in place, as by PyTorch
-        leaf2 = torch.randn(4, 6)
-        assert relu(leaf2) is leaf2 and (leaf2 >= 0).all()
+    with torch.no_grad():
+        leaf2 = torch.randn(4, 6) * 2
+        y = relu(leaf2)
+        # no autograd: C++ writes a leaf in place, as PyTorch does; the Python path, which has
+        # no way to move the version then, computes out of place
+        assert (y is leaf2) != python and (y >= 0).all()
 
 
-def test_inplace_activation_trips_autograds_saved_tensor_check():
+@pytest.mark.parametrize("python", [False, True], ids=["cpp", "python_path"])
+def test_inplace_activation_trips_autograds_saved_tensor_check(python_path, python):
     """A tensor another node saved and the in-place layer then overwrote: autograd's error, as
     for PyTorch's relu_."""
+    python_path(python)
     relu = dt.convert(torch.nn.ReLU(inplace=True))
     x = torch.randn(3, 4, requires_grad=True)
     z = x * 2

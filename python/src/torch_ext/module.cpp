@@ -1005,9 +1005,10 @@ class Layer {
   // with dst = src and a desc whose backward reads dst alone (ActivationSaved::dst), the tensor's
   // version is bumped and its history rebased onto the layer's node, as PyTorch's generated code
   // does for an in-place op, so autograd's checks of saved tensors see the write. A leaf that
-  // requires grad (PyTorch's relu_ refuses it), a view, or a tensor dnnx would have to copy is
-  // computed out of place instead, as the Python path always does; so is an inference tensor
-  // outside inference mode.
+  // requires grad (PyTorch's relu_ refuses it), a view, a tensor dnnx would have to copy, or an
+  // inference tensor outside inference mode is computed out of place instead. The Python path
+  // (dnnx.torch.ActivationInPlaceFunction) follows the same rule where autograd records the call,
+  // and computes out of place where it does not: only mark_dirty moves a version from Python.
   static bool in_place_allowed(const at::Tensor& src) {
     if (!takes(src) || !src.defined() || src.is_view() || src.numel() == 0) return false;
     if (at::GradMode::is_enabled() && src.requires_grad() && src.is_leaf()) return false;
