@@ -495,7 +495,10 @@ def _in_place_allowed(src):
         return False
     if src.is_inference() and not torch.is_inference_mode_enabled():
         return False
-    return _dense(src)[0] is src
+    # dense as _dense sees it, without the copy it makes of a tensor that is not
+    return src.is_contiguous() or (src.dim() == 4 and src.is_contiguous(
+        memory_format=torch.channels_last)) or (src.dim() == 5 and src.is_contiguous(
+            memory_format=torch.channels_last_3d))
 
 
 class ActivationInPlaceFunction(torch.autograd.Function):

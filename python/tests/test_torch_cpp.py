@@ -533,13 +533,16 @@ def test_functional_calls_run_in_cpp_as_the_modules_do():
                                     torch.nn.ELU(alpha=0.5, inplace=True)],
                          ids=["relu", "relu6", "elu"])
 @pytest.mark.parametrize("python", [False, True], ids=["cpp", "python_path"])
-def test_inplace_activation_writes_over_its_input(python_path, module, python):
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "nhwc"])
+def test_inplace_activation_writes_over_its_input(python_path, module, python, channels_last):
     """Note [in-place activations]: as PyTorch's in-place op: the input tensor is the output,
     its version moves, its history is the dnnx node's, and the gradients are PyTorch's; in C++
     and on the Python path (ActivationInPlaceFunction) alike."""
     python_path(python)
     torch.manual_seed(5)
     x = torch.randn(2, 3, 5, 5) * 4
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
     results = {}
     for label, layer in (("dnnx", dt.convert(copy.deepcopy(module))), ("torch", module)):
         x_in = x.clone().requires_grad_()
