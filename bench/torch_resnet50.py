@@ -51,7 +51,8 @@ def optimizer_for(model):
 
 
 class Trainer:
-    def __init__(self, model, converted, batch):
+    def __init__(self, model, converted, batch, policy="exhaustive"):
+        """`policy`: the converted model's selection in every direction."""
         self.model = model
         self.optimizer = optimizer_for(model)
         self.scaler = torch.amp.GradScaler("cuda")
@@ -59,7 +60,7 @@ class Trainer:
         if converted:
             self.context = dnnx.Context("cudnn")
             for direction in ("fwd", "bwd_data", "bwd_weights"):  # bwd is bwd_data
-                setattr(self.context.tune, direction, "exhaustive")
+                setattr(self.context.tune, direction, policy)
         gen = torch.Generator(device="cuda").manual_seed(1)
         self.x = torch.randn(batch, 3, 224, 224, device="cuda", generator=gen).contiguous(
             memory_format=torch.channels_last)

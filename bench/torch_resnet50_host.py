@@ -23,16 +23,13 @@ base = b.make_model()
 trainers = {}
 for side in ("torch", "dnnx"):
     model = dt.convert(copy.deepcopy(base)) if side == "dnnx" else copy.deepcopy(base)
-    tr = b.Trainer(model, side == "dnnx", 64)
-    if tr.context is not None:
-        for d in ("fwd", "bwd_data", "bwd_weights"):
-            setattr(tr.context.tune, d, "heuristic")
+    tr = b.Trainer(model, side == "dnnx", 64, policy="heuristic")
     tr.run(5)
     trainers[side] = tr
 torch.cuda.synchronize()
 cpu = {s: [] for s in trainers}
 wall = {s: [] for s in trainers}
-for r in range(int(sys.argv[1]) if len(sys.argv) > 1 else 9):
+for _ in range(int(sys.argv[1]) if len(sys.argv) > 1 else 9):
     for side, tr in trainers.items():
         torch.cuda.synchronize()
         c0, w0 = time.process_time(), time.perf_counter()
@@ -41,7 +38,9 @@ for r in range(int(sys.argv[1]) if len(sys.argv) > 1 else 9):
         cpu[side].append((time.process_time() - c0) * 1e3 / 20)
         wall[side].append((time.perf_counter() - w0) * 1e3 / 20)
 for side in trainers:
-    print(side, "cpu ms/step", [round(x, 2) for x in cpu[side]], "median", round(statistics.median(cpu[side]), 2))
-    print(side, "wall ms/step", [round(x, 2) for x in wall[side]], "median", round(statistics.median(wall[side]), 2))
+    for name, values in (("cpu", cpu[side]), ("wall", wall[side])):
+        print(side, name, "ms/step", [round(x, 2) for x in values], "median",
+              round(statistics.median(values), 2))
 print("cpu torch/dnnx", round(statistics.median(cpu["torch"]) / statistics.median(cpu["dnnx"]), 3),
-      "wall torch/dnnx", round(statistics.median(wall["torch"]) / statistics.median(wall["dnnx"]), 3))
+      "wall torch/dnnx",
+      round(statistics.median(wall["torch"]) / statistics.median(wall["dnnx"]), 3))

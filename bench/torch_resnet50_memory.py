@@ -20,10 +20,7 @@ import dnnx.torch as dt  # noqa: E402
 base = b.make_model()
 for side in ("torch", "dnnx"):
     model = dt.convert(copy.deepcopy(base)) if side == "dnnx" else copy.deepcopy(base)
-    tr = b.Trainer(model, side == "dnnx", 64)
-    if tr.context is not None:
-        for d in ("fwd", "bwd_data", "bwd_weights"):
-            setattr(tr.context.tune, d, "heuristic")
+    tr = b.Trainer(model, side == "dnnx", 64, policy="heuristic")
     tr.run(3)
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
