@@ -1280,6 +1280,77 @@ class AvgPool2d(_PoolMixin, torch.nn.AvgPool2d):
     """nn.AvgPool2d through dnnx (without divisor_override)."""
 
 
+def _adaptive_window(input, output_size, spatial):
+    """The kernel (also the stride) of the plain pooling that an adaptive pooling to
+    `output_size` over `input` is, or None: a batched input each of whose `spatial` sizes is a
+    multiple of the output's (None in output_size keeps the input's size). Then every window has
+    that size and the windows tile the input; otherwise adaptive windows differ in size."""
+    if input.dim() != spatial + 2:
+        return None
+    sizes = tuple(output_size) if isinstance(output_size, (tuple, list)) \
+        else (output_size,) * spatial
+    kernel = []
+    for have, want in zip(input.shape[2:], sizes):
+        want = have if want is None else want
+        if want <= 0 or have % want:
+            return None
+        kernel.append(have // want)
+    return tuple(kernel)
+
+
+class _AdaptivePoolMixin:
+    """Adaptive pooling through dnnx where it is a plain pooling (_adaptive_window: the global
+    pool that ends a classifier, any output size dividing the input's); PyTorch's own module
+    otherwise (unbatched inputs, windows of different sizes, which dnnx's pooling has not)."""
+
+    def forward(self, input):
+        kernel = _adaptive_window(input, self.output_size, self._spatial)
+        if kernel is None:
+            return super().forward(input)
+        mode = "max" if isinstance(self, torch.nn.modules.pooling._AdaptiveMaxPoolNd) \
+            else "avg_exclude_pad"
+        cpp = _cpp_layer(self, "pool")
+        if cpp is not None:
+            out = cpp.pool(input, self.__dict__.get("_dnnx_tune"),
+                           (kernel, kernel, 0, 1, False, mode))
+            if out is not None:
+                return out
+        return _run_pool(input, kernel, kernel, 0, 1, False, mode, _tune_of(self), self)
+
+
+class AdaptiveAvgPool1d(_AdaptivePoolMixin, torch.nn.AdaptiveAvgPool1d):
+    """nn.AdaptiveAvgPool1d through dnnx where the output size divides the input's."""
+    _spatial = 1
+
+
+class AdaptiveAvgPool2d(_AdaptivePoolMixin, torch.nn.AdaptiveAvgPool2d):
+    """nn.AdaptiveAvgPool2d through dnnx where the output size divides the input's."""
+    _spatial = 2
+
+
+class AdaptiveAvgPool3d(_AdaptivePoolMixin, torch.nn.AdaptiveAvgPool3d):
+    """nn.AdaptiveAvgPool3d through dnnx where the output size divides the input's."""
+    _spatial = 3
+
+
+class AdaptiveMaxPool1d(_AdaptivePoolMixin, torch.nn.AdaptiveMaxPool1d):
+    """nn.AdaptiveMaxPool1d through dnnx where the output size divides the input's (without
+    return_indices)."""
+    _spatial = 1
+
+
+class AdaptiveMaxPool2d(_AdaptivePoolMixin, torch.nn.AdaptiveMaxPool2d):
+    """nn.AdaptiveMaxPool2d through dnnx where the output size divides the input's (without
+    return_indices)."""
+    _spatial = 2
+
+
+class AdaptiveMaxPool3d(_AdaptivePoolMixin, torch.nn.AdaptiveMaxPool3d):
+    """nn.AdaptiveMaxPool3d through dnnx where the output size divides the input's (without
+    return_indices)."""
+    _spatial = 3
+
+
 class AvgPool3d(_PoolMixin, torch.nn.AvgPool3d):
     """nn.AvgPool3d through dnnx (without divisor_override)."""
 
@@ -1494,6 +1565,9 @@ _CONVERTED = {
     torch.nn.BatchNorm3d: BatchNorm3d,
     torch.nn.MaxPool1d: MaxPool1d, torch.nn.MaxPool2d: MaxPool2d, torch.nn.MaxPool3d: MaxPool3d,
     torch.nn.AvgPool1d: AvgPool1d, torch.nn.AvgPool2d: AvgPool2d, torch.nn.AvgPool3d: AvgPool3d,
+    torch.nn.AdaptiveAvgPool1d: AdaptiveAvgPool1d, torch.nn.AdaptiveAvgPool2d: AdaptiveAvgPool2d,
+    torch.nn.AdaptiveAvgPool3d: AdaptiveAvgPool3d, torch.nn.AdaptiveMaxPool1d: AdaptiveMaxPool1d,
+    torch.nn.AdaptiveMaxPool2d: AdaptiveMaxPool2d, torch.nn.AdaptiveMaxPool3d: AdaptiveMaxPool3d,
     torch.nn.ReLU: ReLU, torch.nn.ReLU6: ReLU6, torch.nn.Tanh: Tanh, torch.nn.Sigmoid: Sigmoid,
     torch.nn.SiLU: SiLU, torch.nn.ELU: ELU, torch.nn.Dropout: Dropout,
     torch.nn.Softmax: Softmax, torch.nn.LogSoftmax: LogSoftmax,
@@ -1504,7 +1578,9 @@ _CONVERTED = {
 _OPS = {Conv1d: "conv", Conv2d: "conv", Conv3d: "conv", Linear: "matmul",
         BatchNorm1d: "bnorm", BatchNorm2d: "bnorm", BatchNorm3d: "bnorm",
         MaxPool1d: "pool", MaxPool2d: "pool", MaxPool3d: "pool", AvgPool1d: "pool",
-        AvgPool2d: "pool", AvgPool3d: "pool", ReLU: "act", ReLU6: "act", Tanh: "act",
+        AvgPool2d: "pool", AvgPool3d: "pool", AdaptiveAvgPool1d: "pool",
+        AdaptiveAvgPool2d: "pool", AdaptiveAvgPool3d: "pool", AdaptiveMaxPool1d: "pool",
+        AdaptiveMaxPool2d: "pool", AdaptiveMaxPool3d: "pool", ReLU: "act", ReLU6: "act", Tanh: "act",
         Sigmoid: "act", SiLU: "act", ELU: "act", Dropout: "dropout", Softmax: "softmax", LogSoftmax: "softmax",
         CrossEntropyLoss: "xent", RNN: "rnn", LSTM: "rnn", GRU: "rnn"}
 
@@ -1541,7 +1617,8 @@ def why_not_converted(module):
             return f"padding '{module.padding}' (dnnx takes numeric padding)"
     if isinstance(module, torch.nn.modules.batchnorm._BatchNorm) and module.momentum is None:
         return "momentum None (the cumulative average; dnnx updates with a momentum)"
-    if isinstance(module, torch.nn.modules.pooling._MaxPoolNd) and module.return_indices:
+    if isinstance(module, (torch.nn.modules.pooling._MaxPoolNd,
+                           torch.nn.modules.pooling._AdaptiveMaxPoolNd)) and module.return_indices:
         return "return_indices (the module returns a tuple)"
     if isinstance(module, (torch.nn.AvgPool2d, torch.nn.AvgPool3d)) and \
             module.divisor_override is not None:
@@ -1569,7 +1646,8 @@ def why_not_converted(module):
 
 def convert(model, exclude=None, compile_recurrent=True):
     """Swaps, in place, every nn.Conv1d/2d/3d, nn.Linear, nn.BatchNorm1d/2d/3d,
-    nn.MaxPool1d/2d/3d, nn.AvgPool1d/2d/3d, nn.ReLU, ReLU6, Tanh, Sigmoid, SiLU, ELU, nn.Dropout,
+    nn.MaxPool1d/2d/3d, nn.AvgPool1d/2d/3d, nn.AdaptiveAvgPool1d/2d/3d, nn.AdaptiveMaxPool1d/2d/3d
+    (through dnnx where the output size divides the input's), nn.ReLU, ReLU6, Tanh, Sigmoid, SiLU, ELU, nn.Dropout,
     nn.Softmax, nn.LogSoftmax, nn.CrossEntropyLoss, nn.RNN, nn.LSTM and nn.GRU of `model`
     (itself included) for its dnnx counterpart, unless exclude(module) is true or the module uses
     something dnnx does not do (why_not_converted). Parameters, buffers, hooks and state_dict stay

@@ -617,3 +617,49 @@ def test_autocast_leaves_f64_as_it_is(python_path):
         with torch.autocast("cpu", dtype=torch.bfloat16):
             with pytest.raises(dnnx.InvalidArgument, match="float64"):
                 conv(x)
+
+
+@pytest.mark.parametrize("python", [False, True], ids=["cpp", "python_path"])
+@pytest.mark.parametrize("make, shape", [
+    (lambda: torch.nn.AdaptiveAvgPool2d(1), (2, 5, 7, 7)),
+    (lambda: torch.nn.AdaptiveAvgPool2d((2, None)), (2, 3, 6, 5)),
+    (lambda: torch.nn.AdaptiveMaxPool2d(2), (2, 3, 8, 6)),
+    (lambda: torch.nn.AdaptiveAvgPool1d(4), (2, 3, 12)),
+    (lambda: torch.nn.AdaptiveMaxPool1d(3), (2, 3, 9)),
+    (lambda: torch.nn.AdaptiveAvgPool3d((1, 2, 2)), (1, 2, 4, 4, 6)),
+    (lambda: torch.nn.AdaptiveMaxPool3d(1), (1, 2, 3, 4, 5)),
+], ids=["avg2d_global", "avg2d_none", "max2d", "avg1d", "max1d", "avg3d", "max3d"])
+def test_adaptive_pooling_that_is_a_plain_pooling_runs_through_dnnx(python_path, python, make,
+                                                                    shape):
+    python_path(python)
+    torch.manual_seed(6)
+    module = make()
+    converted = dt.convert(copy.deepcopy(module))
+    assert type(converted).__name__ == type(module).__name__ and converted is not module
+    for channels_last in (False, True):
+        x = torch.randn(*shape)
+        if channels_last and x.dim() in _FORMATS:
+            x = x.contiguous(memory_format=_FORMATS[x.dim()])
+        mine, theirs = x.clone().requires_grad_(), x.clone().requires_grad_()
+        y, y_ref = converted(mine), module(theirs)
+        assert "Backward" in y.grad_fn.name() and "Adaptive" not in y.grad_fn.name()
+        kernel = tuple(dt._calls(converted)["fwd"][0].kernel)[:x.dim() - 2]  # padded with 1s
+        assert kernel == tuple(have // want for have, want in zip(x.shape[2:], y_ref.shape[2:]))
+        grad = torch.randn_like(y_ref)
+        y.backward(grad)
+        y_ref.backward(grad)
+        torch.testing.assert_close(y, y_ref, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(mine.grad, theirs.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_adaptive_pooling_with_uneven_windows_stays_pytorchs():
+    module = torch.nn.AdaptiveAvgPool2d(3)
+    converted = dt.convert(copy.deepcopy(module))
+    for x in (torch.randn(2, 4, 7, 8, requires_grad=True),  # 7 and 8 are not multiples of 3
+              torch.randn(4, 6, 6, requires_grad=True)):  # unbatched
+        y = converted(x)
+        assert y.grad_fn.name().startswith("AdaptiveAvgPool2D")
+        assert torch.equal(y, module(x))
+    indices = torch.nn.AdaptiveMaxPool2d(2, return_indices=True)
+    assert dt.why_not_converted(indices).startswith("return_indices")
+    assert type(dt.convert(indices)) is torch.nn.AdaptiveMaxPool2d
