@@ -10,7 +10,9 @@
 // object (Layer, kept on the module) whose call does what the Python path does, in the same
 // order, without Python in between:
 // - PyTorch's tensors are read as at::Tensor; autocast casts as it does for PyTorch's own layers
-//   (convolution and linear to its dtype, softmax and cross-entropy to f32);
+//   (convolution and linear to its dtype, softmax and cross-entropy to f32), parameters outside
+//   autograd (Note [parameter casts]);
+// - in-place activations write over their input (Note [in-place activations]);
 // - the inputs are made dense in the layout their strides suggest (channels_last stays so);
 // - the desc is kept per layer, keyed by the tensors' sizes, strides and dtypes and the layer's
 //   settings, and built by the Python layer's desc_for on a miss (one source of truth);
