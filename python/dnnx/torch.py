@@ -72,14 +72,23 @@ def _layer_context(tensor, tune):
     return copy
 
 
+def _dense_format(tensor):
+    """The memory format `tensor` is dense in (channels_last ones where it is not contiguous),
+    or None."""
+    if tensor.is_contiguous():
+        return torch.contiguous_format
+    if tensor.dim() == 4 and tensor.is_contiguous(memory_format=torch.channels_last):
+        return torch.channels_last
+    if tensor.dim() == 5 and tensor.is_contiguous(memory_format=torch.channels_last_3d):
+        return torch.channels_last_3d
+    return None
+
+
 def _dense(tensor):
     """`tensor` dense in the layout its strides suggest, and the memory format that is."""
-    if tensor.dim() == 4 and not tensor.is_contiguous() and \
-            tensor.is_contiguous(memory_format=torch.channels_last):
-        return tensor, torch.channels_last
-    if tensor.dim() == 5 and not tensor.is_contiguous() and \
-            tensor.is_contiguous(memory_format=torch.channels_last_3d):
-        return tensor, torch.channels_last_3d
+    memory_format = _dense_format(tensor)
+    if memory_format is not None:
+        return tensor, memory_format
     return tensor.contiguous(), torch.contiguous_format
 
 
@@ -495,10 +504,7 @@ def _in_place_allowed(src):
         return False
     if src.is_inference() and not torch.is_inference_mode_enabled():
         return False
-    # dense as _dense sees it, without the copy it makes of a tensor that is not
-    return src.is_contiguous() or (src.dim() == 4 and src.is_contiguous(
-        memory_format=torch.channels_last)) or (src.dim() == 5 and src.is_contiguous(
-            memory_format=torch.channels_last_3d))
+    return _dense_format(src) is not None
 
 
 class ActivationInPlaceFunction(torch.autograd.Function):

@@ -1012,7 +1012,7 @@ class Layer {
   // (dnnx.torch.ActivationInPlaceFunction) follows the same rule where autograd records the call,
   // and computes out of place where it does not: only mark_dirty moves a version from Python.
   static bool in_place_allowed(const at::Tensor& src) {
-    if (!takes(src) || !src.defined() || src.is_view() || src.numel() == 0) return false;
+    if (!src.defined() || !takes(src) || src.is_view() || src.numel() == 0) return false;
     if (at::GradMode::is_enabled() && src.requires_grad() && src.is_leaf()) return false;
     // An inference tensor takes no in-place write outside inference mode (PyTorch refuses it).
     if (src.is_inference() && !c10::InferenceMode::is_enabled()) return false;
