@@ -233,6 +233,13 @@ struct TuneOptions {
   double final_loop_ms = 0.5;
   /// The largest final_loop_ms the environment, the CLI and Python accept.
   static constexpr double max_final_loop_ms = 1000.0;
+  /// exhaustive and profiles: a candidate noted "host_heavy" (its backend says a call costs
+  /// several times the host time of the others': cuDNN's legacy calls) is chosen only when it is
+  /// more than this fraction faster than the fastest candidate without that note; 0 turns the
+  /// rule off (src/tune/select.cpp, Note [host cost ties]).
+  double host_tie = 0.02;
+  /// The largest host_tie the environment, the CLI and Python accept.
+  static constexpr double max_host_tie = 1.0;
 
   /// Convolution's policy for `direction`.
   const AlgoPolicy& policy(Direction direction) const;

@@ -70,7 +70,8 @@ constexpr Field<int> int_fields[] = {{"benchmark_limit", &TuneOptions::benchmark
                                      {"timing_runs", &TuneOptions::timing_runs}};
 constexpr Field<double> double_fields[] = {{"abandon_factor", &TuneOptions::abandon_factor},
                                            {"variant_factor", &TuneOptions::variant_factor},
-                                           {"final_loop_ms", &TuneOptions::final_loop_ms}};
+                                           {"final_loop_ms", &TuneOptions::final_loop_ms},
+                                           {"host_tie", &TuneOptions::host_tie}};
 
 template <typename T, std::size_t N>
 void put_fields(const TuneOptions& options, const Field<T> (&fields)[N], nb::dict& state) {
@@ -259,6 +260,18 @@ void bind_tune_options(nb::module_& module) {
       nb::arg("ms"),
       "Exhaustive: each final-round sample of a contender is a loop of back-to-back runs lasting "
       "about this long (ms), where the backend times loops; 0 = single runs.");
+  tune.def_prop_rw(
+      "host_tie", [](const TuneOptions& self) { return self.host_tie; },
+      [](TuneOptions& self, double tie) {
+        if (!(tie >= 0 && tie <= TuneOptions::max_host_tie))
+          throw Error(ErrorKind::InvalidArgument, "host_tie must be a fraction from 0 (off) to " +
+                                                      std::to_string(TuneOptions::max_host_tie) +
+                                                      ", got " + std::to_string(tie));
+        self.host_tie = tie;
+      },
+      nb::arg("tie"),
+      "Exhaustive and profiles: choose a candidate noted host_heavy (cuDNN's legacy calls) only "
+      "when it is more than this fraction faster than the fastest other one; 0 = off.");
   tune.def_rw("time_naive", &TuneOptions::time_naive,
               "Exhaustive and profiles: also time naive reference loops.");
   tune.def_rw("final_round", &TuneOptions::final_round,

@@ -332,8 +332,10 @@ ProfileResult profile_locked(Context& context, ContextState& state, const tune::
                   [](const ProfileRow& row) { return row.runs > 0; }))
     state.backend().after_timing();
   state.end_search();  // Note [search workspace]
-  if (!result.rows.empty() && result.rows.front().status == CandidateStatus::ok)
-    result.chosen = result.rows.front().algo.id;
+  // The row the search would choose (Note [host cost ties] in src/tune/select.cpp); the table
+  // stays fastest first.
+  if (const auto chosen = tune::chosen_row(result.rows, options); chosen != result.rows.end())
+    result.chosen = chosen->algo.id;
   result.wall_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return result;

@@ -138,20 +138,34 @@ std::int64_t parse_integer(const char* name, std::string_view text, std::int64_t
   return parsed;
 }
 
-// DNNX_FINAL_LOOP_MS: milliseconds in [0, max_final_loop_ms] (TuneOptions::final_loop_ms).
-double parse_final_loop_ms(const char* name, std::string_view text) {
+// A number in [0, max] from environment variable `name`; otherwise InvalidArgument saying it is
+// not `what`, and what is accepted.
+double parse_bounded(const char* name, std::string_view text, double max, std::string_view what,
+                     std::string_view accepted) {
   const std::string value(text);
   char* end = nullptr;
   const double parsed = std::strtod(value.c_str(), &end);
-  if (end == value.c_str() || *end != '\0' ||
-      !(parsed >= 0 && parsed <= TuneOptions::max_final_loop_ms)) {
+  if (end == value.c_str() || *end != '\0' || !(parsed >= 0 && parsed <= max)) {
     detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat("environment variable ", name, "='", text,
-                              "' is not a final-round loop length; accepted: milliseconds from 0 "
-                              "(single runs) to ",
-                              TuneOptions::max_final_loop_ms));
+                  detail::cat("environment variable ", name, "='", text, "' is not ", what,
+                              "; accepted: ", accepted));
   }
   return parsed;
+}
+
+// DNNX_FINAL_LOOP_MS: milliseconds in [0, max_final_loop_ms] (TuneOptions::final_loop_ms).
+double parse_final_loop_ms(const char* name, std::string_view text) {
+  return parse_bounded(
+      name, text, TuneOptions::max_final_loop_ms, "a final-round loop length",
+      detail::cat("milliseconds from 0 (single runs) to ", TuneOptions::max_final_loop_ms));
+}
+
+// DNNX_HOST_TIE: a fraction in [0, max_host_tie] (TuneOptions::host_tie; Note [host cost ties] in
+// select.cpp).
+double parse_host_tie(const char* name, std::string_view text) {
+  return parse_bounded(
+      name, text, TuneOptions::max_host_tie, "a host_tie",
+      detail::cat("a fraction from 0 (off) to ", TuneOptions::max_host_tie, " (0.02: 2%)"));
 }
 
 // DNNX_VARIANT_FACTOR: 0 (off), or a number >= 1 ("inf" allowed); Note [pruning variants] in
@@ -224,6 +238,8 @@ void apply_tune_env(TuneOptions& target) {
     options.variant_factor = parse_variant_factor("DNNX_VARIANT_FACTOR", value);
   if (const char* value = env("DNNX_FINAL_LOOP_MS"))
     options.final_loop_ms = parse_final_loop_ms("DNNX_FINAL_LOOP_MS", value);
+  if (const char* value = env("DNNX_HOST_TIE"))
+    options.host_tie = parse_host_tie("DNNX_HOST_TIE", value);
   target = std::move(options);
 }
 

@@ -98,9 +98,18 @@ std::string ProfileResult::table() const {
                     row.algo.deterministic ? "yes" : "no", status_text(row)});
   }
   out << render(cells);
-  out << "fastest: " << (chosen.empty() ? std::string("(none ran)") : chosen) << "  (profile took "
-      << ms_text(wall_ms) << " ms: list " << ms_text(search.list_ms) << ", build "
-      << ms_text(search.build_ms) << ", time " << ms_text(search.time_ms) << ")\n";
+  // The chosen row is the fastest unless an automatic policy may not pick that one (Note [unsafe
+  // candidates]) or a lighter one ties with it (Note [host cost ties]).
+  const bool fastest_chosen = !chosen.empty() && !rows.empty() && rows.front().algo.id == chosen;
+  if (chosen.empty() || fastest_chosen)
+    out << "fastest: " << (chosen.empty() ? std::string("(none ran)") : chosen);
+  else
+    out << "chosen: " << chosen << " (the fastest, " << rows.front().algo.id << ", is "
+        << (rows.front().algo.overflow_risk ? "overflow_risk"
+                                            : "noted host_heavy and within host_tie")
+        << ")";
+  out << "  (profile took " << ms_text(wall_ms) << " ms: list " << ms_text(search.list_ms)
+      << ", build " << ms_text(search.build_ms) << ", time " << ms_text(search.time_ms) << ")\n";
   if (search.plans_skipped > 0) {
     out << "plans skipped over the compile budget: " << search.plans_skipped
         << " (their rows say why)\n";

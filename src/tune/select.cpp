@@ -55,6 +55,22 @@ void sort_fastest_first(std::vector<ProfileRow>& rows) {
 // policy picks it: the heuristic skips it and exhaustive selection times it without choosing it.
 bool unsafe(const AlgoInfo& algo) { return algo.overflow_risk; }
 
+// Note [host cost ties]
+// A caller pays a candidate's host time on every call. Where a backend's launches run directly
+// rather than from a captured graph (a framework's allocator handing a layer new memory every
+// step, so that no graph replays: Note [graph replay] in backends/cudnn/launch_graph.hpp), a
+// training step can spend more host time than GPU time, and then a candidate that costs several
+// times the others' host time per call slows the step by more than its kernel saves. cuDNN's legacy
+// convolution calls are such (25-45 us of host time on an H100/H200 host, against 5-8 us for
+// cudnnBackendExecute), and an exhaustive search often ranks one of them first by a margin within
+// the spread of repeated runs (docs/benchmarks.md, "Converted ResNet-50 training step from
+// Python"). A backend notes such candidates "host_heavy"; the search (and a profile's `chosen`)
+// then takes the fastest candidate without that note when it is within TuneOptions::host_tie (2%
+// by default; 0 turns the rule off) of the fastest one, which stays first in the timing table.
+bool host_heavy(const AlgoInfo& algo) {
+  return std::find(algo.notes.begin(), algo.notes.end(), "host_heavy") != algo.notes.end();
+}
+
 bool in_family(const AlgoInfo& algo, const std::string& family) {
   if (family == "deterministic") return algo.deterministic;
   return std::find(algo.families.begin(), algo.families.end(), family) != algo.families.end();
@@ -179,6 +195,12 @@ void check_run_counts(const TuneOptions& options) {
                  "warmup_runs must be in [0, 1000], got ", options.warmup_runs);
 }
 
+void check_host_tie(const TuneOptions& options) {
+  DNNX_CHECK_ARG(options.host_tie >= 0 && options.host_tie <= TuneOptions::max_host_tie,
+                 "host_tie must be a fraction from 0 (off) to ", TuneOptions::max_host_tie,
+                 ", got ", options.host_tie);
+}
+
 void check_variant_factor(const TuneOptions& options) {
   const double factor = options.variant_factor;
   DNNX_CHECK_ARG(factor == 0 || factor >= 1,
@@ -223,6 +245,7 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
   DNNX_CHECK_ARG(options.abandon_factor > 1.0, "abandon_factor must be > 1, got ",
                  options.abandon_factor);
   check_variant_factor(options);
+  check_host_tie(options);
   std::vector<ProfileRow> rows;
   rows.reserve(candidates.size());
   double best = std::numeric_limits<double>::infinity();
@@ -532,12 +555,17 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
       for (const ProfileRow& row : choice.timings) {
         if (row.runs > 0 || row.status == CandidateStatus::failed) ++choice.candidates_timed;
       }
-      // The fastest timed candidate that an automatic policy may pick (Note [unsafe candidates])
-      // goes first; the table keeps every other row in its order.
-      const auto pick =
+      // The chosen row (Note [unsafe candidates], Note [host cost ties]) goes first; the table
+      // keeps every other row in its order.
+      const auto pick = chosen_row(choice.timings, options);
+      const auto fastest =
           std::find_if(choice.timings.begin(), choice.timings.end(), [](const ProfileRow& row) {
             return row.status == CandidateStatus::ok && !unsafe(row.algo);
           });
+      if (pick != fastest) {
+        search_cost += detail::cat(" (host_tie: chosen over ", fastest->algo.id, ", ",
+                                   fastest->median_ms, " ms, noted host_heavy)");
+      }
       if (pick != choice.timings.end()) std::rotate(choice.timings.begin(), pick, pick + 1);
       if (choice.timings.empty() || choice.timings.front().status != CandidateStatus::ok ||
           unsafe(choice.timings.front().algo)) {
@@ -579,6 +607,22 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
   return choice;
 }
 
+std::vector<ProfileRow>::iterator chosen_row(std::vector<ProfileRow>& rows,
+                                             const TuneOptions& options) {
+  const auto admissible = [](const ProfileRow& row) {
+    return row.status == CandidateStatus::ok && !unsafe(row.algo);
+  };
+  const auto fastest = std::find_if(rows.begin(), rows.end(), admissible);
+  if (fastest == rows.end() || !(options.host_tie > 0) || !host_heavy(fastest->algo))
+    return fastest;
+  const auto light = std::find_if(fastest, rows.end(), [&](const ProfileRow& row) {
+    return admissible(row) && !host_heavy(row.algo);
+  });
+  if (light != rows.end() && light->median_ms <= fastest->median_ms * (1 + options.host_tie))
+    return light;
+  return fastest;
+}
+
 std::string make_key(std::string_view op, std::string_view desc_key, Direction direction,
                      const TuneOptions& options, std::string_view fingerprint) {
   std::ostringstream key;
@@ -597,6 +641,8 @@ std::string make_key(std::string_view op, std::string_view desc_key, Direction d
     // existed still apply under it.
     if (options.variant_factor != TuneOptions{}.variant_factor)
       key << " variant_factor=" << options.variant_factor;
+    // Note [host cost ties]; the same convention.
+    if (options.host_tie != TuneOptions{}.host_tie) key << " host_tie=" << options.host_tie;
   }
   key << " | " << fingerprint;
   return key.str();

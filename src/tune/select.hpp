@@ -109,6 +109,13 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
                                         bool apply_benchmark_limit, const ProbeOnce& probe = {},
                                         FirstRun first_run = FirstRun::may_be_cold);
 
+/// The row an exhaustive search chooses among `rows` (fastest first, as time_candidates() and the
+/// final round leave them): the fastest timed one an automatic policy may pick (Note [unsafe
+/// candidates]), unless it is noted "host_heavy" and the fastest such row without that note is
+/// within options.host_tie of it (Note [host cost ties] in select.cpp); rows.end() when none.
+std::vector<ProfileRow>::iterator chosen_row(std::vector<ProfileRow>& rows,
+                                             const TuneOptions& options);
+
 /// The choice-cache key: every input that can change the answer. `desc_key` is the op's canonical
 /// desc text, `fingerprint` the backend's library versions / machine (Backend::fingerprint()).
 std::string make_key(std::string_view op, std::string_view desc_key, Direction direction,

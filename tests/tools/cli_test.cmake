@@ -222,6 +222,18 @@ dnnx_cli_test(env.final_loop_ms STDOUT "final_loop_ms.: 2\\.0"
                    --direction fwd --runs 1 --json -)
 dnnx_cli_usage_error(bad.final_loop_ms "--final-loop-ms '2000': expected milliseconds from 0 to 1000"
                      profile act --input 2x3 --final-loop-ms 2000)
+# --host-tie (Note [host cost ties]): set by the flag, over DNNX_HOST_TIE; the tune JSON records it.
+dnnx_cli_test(tune.host_tie STDOUT "host_tie.: 0\\.05"
+              JSON stdout JSON_REQUIRE options/host_tie results/0/chosen/id
+              ENV DNNX_HOST_TIE=0.1
+              ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
+                   --direction fwd --runs 1 --host-tie 0.05 --json -)
+dnnx_cli_test(env.host_tie STDOUT "host_tie.: 0\\.1"
+              JSON stdout ENV DNNX_HOST_TIE=0.1
+              ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
+                   --direction fwd --runs 1 --json -)
+dnnx_cli_usage_error(bad.host_tie "--host-tie '2': expected a fraction from 0 \\(off\\) to 1"
+                     profile act --input 2x3 --host-tie 2)
 dnnx_cli_test(algos.variant_of JSON stdout JSON_REQUIRE 0/algos/0/variant_of
               ARGS algos conv ${_conv} --direction fwd --json)
 dnnx_cli_usage_error(bad.variant_factor "--variant-factor '0\\.5': expected 0 \\(off\\) or a number >= 1"

@@ -788,6 +788,68 @@ TEST(ExhaustivePolicy, NeverPicksACandidateNotedOverflowRisk) {
   EXPECT_EQ(select(only, options_with(AlgoPolicy::heuristic())).algo.id, "accurate");
 }
 
+// Note [host cost ties]: a candidate noted host_heavy is chosen only when it beats the fastest
+// lighter one by more than host_tie; the timing table stays fastest first.
+TEST(ExhaustivePolicy, HostHeavyCandidateWinsOnlyBeyondTheHostTie) {
+  const auto choose = [](double heavy_ms, double light_ms, double tie) {
+    FakeBench bench;
+    bench.add(Algo("light"), {light_ms})
+        .add(Algo("heavy").note("legacy").note("host_heavy"), {heavy_ms})
+        .add(Algo("slow"), {light_ms * 3});
+    TuneOptions options = options_with(AlgoPolicy::exhaustive());
+    options.host_tie = tie;
+    const Choice choice = select(bench, options);
+    EXPECT_EQ(choice.timings.front().algo.id, choice.algo.id);
+    return choice;
+  };
+  // 1% faster: within the default 2%, the lighter one is chosen, the heavy one is runner-up.
+  const Choice tie = choose(0.99, 1.0, TuneOptions{}.host_tie);
+  EXPECT_EQ(tie.algo.id, "light");
+  EXPECT_DOUBLE_EQ(tie.time_ms, 1.0);
+  EXPECT_EQ(tie.runner_up, "heavy");
+  EXPECT_EQ(row_of(tie.timings, "heavy").status, CandidateStatus::ok);
+  // 5% faster: beyond the tie, the heavy one wins; with host_tie 0.1 it does not; 0 turns it off.
+  EXPECT_EQ(choose(0.95, 1.0, TuneOptions{}.host_tie).algo.id, "heavy");
+  EXPECT_EQ(choose(0.95, 1.0, 0.1).algo.id, "light");
+  EXPECT_EQ(choose(0.999, 1.0, 0.0).algo.id, "heavy");
+  // Only heavy candidates ran: the fastest of them.
+  FakeBench heavy_only;
+  heavy_only.add(Algo("a").note("host_heavy"), {2.0}).add(Algo("b").note("host_heavy"), {1.0});
+  EXPECT_EQ(select(heavy_only, options_with(AlgoPolicy::exhaustive())).algo.id, "b");
+  // chosen_row, which a profile's `chosen` uses, agrees and leaves the rows in place.
+  std::vector<ProfileRow> rows(3);
+  rows[0].algo = Algo("heavy").note("host_heavy").info();
+  rows[0].median_ms = 0.99;
+  rows[1].algo = Algo("unsafe").overflow_risk().info();
+  rows[1].median_ms = 0.995;
+  rows[2].algo = Algo("light").info();
+  rows[2].median_ms = 1.0;
+  for (ProfileRow& row : rows) row.status = CandidateStatus::ok;
+  EXPECT_EQ(dnnx::tune::chosen_row(rows, TuneOptions{})->algo.id, "light");
+  TuneOptions off;
+  off.host_tie = 0;
+  EXPECT_EQ(dnnx::tune::chosen_row(rows, off)->algo.id, "heavy");
+  EXPECT_EQ(rows.front().algo.id, "heavy");
+  // An out-of-range host_tie is an InvalidArgument naming it.
+  for (const double bad : {-0.5, 1.5, std::numeric_limits<double>::quiet_NaN()}) {
+    FakeBench any;
+    any.add(Algo("a"), {1.0});
+    TuneOptions options = options_with(AlgoPolicy::exhaustive());
+    options.host_tie = bad;
+    EXPECT_THROW(
+        {
+          try {
+            select(any, options);
+          } catch (const dnnx::Error& error) {
+            EXPECT_EQ(error.kind(), dnnx::ErrorKind::InvalidArgument);
+            EXPECT_NE(std::string(error.what()).find("host_tie"), std::string::npos);
+            throw;
+          }
+        },
+        dnnx::Error);
+  }
+}
+
 TEST(ExhaustivePolicy, AbandonFactorIsHonoured) {
   FakeBench bench;
   bench.add(Algo("best"), {10.0}).add(Algo("slow"), {50.0, 1.0});

@@ -346,6 +346,12 @@ void add_selection_options(CLI::App& command, SelectionArgs& args) {
                   "runs lasting about this long, where the backend times loops (0 = single runs; "
                   "default: $DNNX_FINAL_LOOP_MS, else 0.5)")
       ->type_name("MS");
+  command
+      .add_option("--host-tie", args.host_tie,
+                  "exhaustive: choose a candidate noted host_heavy (cuDNN's legacy calls) only "
+                  "when it beats the fastest other one by more than this fraction (0 = off; "
+                  "default: $DNNX_HOST_TIE, else 0.02)")
+      ->type_name("X");
 }
 
 Selection parse_selection(const SelectionArgs& args) {
@@ -379,6 +385,14 @@ Selection parse_selection(const SelectionArgs& args) {
     }
     selection.final_loop_ms = ms;
   }
+  if (!args.host_tie.empty()) {
+    const double tie = parse_number<double>("--host-tie", args.host_tie, Finite::any);
+    if (!(tie >= 0 && tie <= TuneOptions::max_host_tie)) {
+      throw UsageError("--host-tie '" + args.host_tie +
+                       "': expected a fraction from 0 (off) to 1 (0.02: 2%)");
+    }
+    selection.host_tie = tie;
+  }
   return selection;
 }
 
@@ -393,6 +407,7 @@ void Selection::apply(TuneOptions& options) const {
   if (warmup) options.warmup_runs = *warmup;
   if (variant_factor) options.variant_factor = *variant_factor;
   if (final_loop_ms) options.final_loop_ms = *final_loop_ms;
+  if (host_tie) options.host_tie = *host_tie;
 }
 
 }  // namespace dnnx::cli

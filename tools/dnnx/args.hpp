@@ -122,6 +122,7 @@ struct SelectionArgs {
   std::string warmup;
   std::string variant_factor;
   std::string final_loop_ms;
+  std::string host_tie;
 };
 void add_selection_options(CLI::App& command, SelectionArgs& args);
 /// The parsed form of SelectionArgs: only what was given on the command line.
@@ -136,6 +137,7 @@ struct Selection {
   std::optional<int> warmup;
   std::optional<double> variant_factor;
   std::optional<double> final_loop_ms;
+  std::optional<double> host_tie;
   /// Applies the flags on top of `options` (which already hold the env values).
   void apply(TuneOptions& options) const;
 };

@@ -575,7 +575,8 @@ std::vector<LegacyFusedCandidate> legacy_candidates(Runtime& runtime, const Conv
       info.name =
           detail::cat("cudnnConvolutionBiasActivationForward, ", algo.name, " (", math.name, ")");
       info.deterministic = true;  // every forward algorithm is (Note [legacy candidates])
-      info.notes = {"legacy", "fused", std::string(algo.note)};
+      // host_heavy: a legacy call (Note [host cost ties] in src/tune/select.cpp).
+      info.notes = {"legacy", "fused", std::string(algo.note), "host_heavy"};
       if (math.math == CUDNN_TENSOR_OP_MATH || math.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
         info.notes.emplace_back("tensor_cores");
       if (math.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)

@@ -11,6 +11,9 @@
 //     cudnnMathType_t); only fma is f32 arithmetic there.
 // Determinism follows cuDNN's documentation: bwd_data algorithm 0 and bwd_weights algorithms 0
 // and 3 accumulate with atomics and are not deterministic; every other one is.
+// Every one is noted "host_heavy": a legacy call costs 25-45 us of host time where a graph-API
+// engine's costs 5-8 us (Note [graph replay]), which an exhaustive search weighs in a near tie
+// (Note [host cost ties] in src/tune/select.cpp).
 // Order: the ranking of cudnnGetConvolution*Algorithm_v7 (its (algorithm, math) pairs first, in
 // its order), then the remaining math modes of those algorithms, then the algorithms it did not
 // return, in cuDNN's numbering.
@@ -366,7 +369,7 @@ LegacyCandidate describe_pair(Runtime& runtime, const ConvDesc& desc, Direction 
   info.id = legacy_id(direction, spec.name, math.name);
   info.name = detail::cat(spec.name, " (", math.name, ")");
   info.deterministic = spec.deterministic;
-  info.notes = {"legacy", std::string(spec.note)};
+  info.notes = {"legacy", std::string(spec.note), "host_heavy"};
   if (candidate.tensor_cores) info.notes.emplace_back("tensor_cores");
   if (math.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) info.notes.emplace_back("down_convert");
   if (!spec.family.empty()) info.families.emplace_back(spec.family);
