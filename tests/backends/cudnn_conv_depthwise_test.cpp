@@ -76,6 +76,11 @@ std::vector<Case> cases() {
       {"3x3_prime_channels_two_pack_blocks", depthwise({3, 131, 9, 10}, 1, {3, 3}, {2}, {1})},
       {"5x5_few_channels_split_rows", depthwise({4, 6, 40, 23}, 1, {5, 5}, {1}, {2})},
       {"7x7_many_channels_stride2", depthwise({2, 40, 17, 15}, 1, {7, 7}, {2}, {3})},
+      // Their sliding windows (stride 1 along W): a prime channel count whose packs load element
+      // by element over rows of two segments, and rows narrower than the kernel.
+      {"3x3_prime_channels_stride1", depthwise({2, 97, 7, 21}, 1, {3, 3}, {1}, {1})},
+      {"5x5_rows_narrower_than_the_kernel", depthwise({2, 10, 6, 3}, 1, {5, 5}, {1}, {2})},
+      {"7x7_stride_2x1", depthwise({2, 12, 15, 19}, 1, {7, 7}, {2, 1}, {3})},
   };
   // Per-side padding (TensorFlow's SAME for even sizes): after only, and before only.
   ConvDesc after = depthwise({2, 8, 11, 12}, 1, {3, 3}, {2}, {0});
