@@ -616,11 +616,10 @@ __global__ void __launch_bounds__(block_threads)
 // the segment: segment / phases columns, rather than every phases-th column) and keeps the K x K
 // window of input packs in registers, loading only the K packs of the column that enters it per
 // output column instead of all K x K: a third of the loads, conversions and index arithmetic for
-// 3x3 kernels, a seventh for 7x7. The kernel was bound by those instructions (on an H200, a
-// warp issued about 300 of them per output column of a 97-channel f16 3x3 layer, whose
-// unaligned packs load element by element). Taps in the padding are skipped as in the other
-// path, so each sum adds the same products in the same column order: with one phase the results
-// are bitwise those of the other path.
+// 3x3 kernels, a seventh for 7x7, which matters most where packs load element by element (odd
+// channel counts). Taps in the padding are skipped as in the other path, so each sum adds the
+// same products in the same column order: with one phase the results are bitwise those of the
+// other path.
 struct PacksSplit {
   int size = 0;                // K
   int v = 1;                   // channels per thread
