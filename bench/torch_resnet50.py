@@ -14,6 +14,10 @@ the first step of each in a fresh process: PyTorch searches again, dnnx reads it
 the choice-cache file the first process wrote (DNNX_CACHE_FILE, a temporary one unless given).
 Prints a Markdown table; --json writes the figures.
 
+With --host-tie X, a second converted copy of the model whose context has
+TuneOptions::host_tie = X (Note [host cost ties]; 0 turns the rule off) takes its turn in every
+round too, and the rounds' ratios of the two converted copies are printed.
+
 With --graphed, each side's step is also captured into a CUDA graph (torch.cuda.graph, after a
 warm-up on the capturing stream; a static loss scale instead of GradScaler, whose step reads the
 found-inf flag on the host) and replayed: the same work without the host's per-call cost, which
@@ -171,6 +175,8 @@ def main():
     parser.add_argument("--first-step-only", choices=["torch", "dnnx"])
     parser.add_argument("--graphed", action="store_true",
                         help="also time each side's step captured into a CUDA graph")
+    parser.add_argument("--host-tie", type=float,
+                        help="also time a converted copy whose context has this host_tie")
     args = parser.parse_args()
 
     torch.backends.cudnn.benchmark = True
@@ -197,12 +203,22 @@ def main():
     theirs = Trainer(base, False, args.batch)
     ours = Trainer(dt.convert(copy.deepcopy(base)), True, args.batch)
     first = {"torch": theirs.first_step_s(), "dnnx": ours.first_step_s()}
+    other = None
+    if args.host_tie is not None:
+        other = Trainer(dt.convert(copy.deepcopy(base)), True, args.batch)
+        other.context.tune.host_tie = args.host_tie
+        first["dnnx_host_tie"] = other.first_step_s()
     theirs.run(args.warmup)
     ours.run(args.warmup)
     times = {"torch": [], "dnnx": []}
+    if other is not None:
+        other.run(args.warmup)
+        times["dnnx_host_tie"] = []
     for _ in range(args.rounds):
         times["torch"].append(theirs.timed_ms(args.steps))
         times["dnnx"].append(ours.timed_ms(args.steps))
+        if other is not None:
+            times["dnnx_host_tie"].append(other.timed_ms(args.steps))
     graphed = {}
     if args.graphed:
         graphs = {"torch": GraphedTrainer(theirs), "dnnx": GraphedTrainer(ours)}
@@ -213,7 +229,7 @@ def main():
             for which, g in graphs.items():
                 graphed[which].append(g.timed_ms(args.steps))
         del graphs
-    del ours, theirs, base
+    del ours, theirs, other, base
     torch.cuda.empty_cache()
     second = {which: first_step_in_fresh_process(which, args.batch, cache_file)
               for which in ("torch", "dnnx")}
@@ -239,6 +255,13 @@ def main():
     paired = [theirs_ms / ours_ms for theirs_ms, ours_ms in zip(times["torch"], times["dnnx"])]
     print(f"rounds where dnnx was faster: {sum(r > 1 for r in paired)} of {len(paired)}; "
           f"median of the rounds' throughput ratios: {statistics.median(paired):.3f}")
+    if "dnnx_host_tie" in times:
+        alt = times["dnnx_host_tie"]
+        versus = [a / b for a, b in zip(alt, times["dnnx"])]
+        print(f"dnnx with host_tie={args.host_tie}: step {sorted(alt)[len(alt) // 2]:.2f} ms "
+              f"(median of rounds); its step / the default's: median of the rounds' ratios "
+              f"{statistics.median(versus):.3f}, rounds where the default was faster: "
+              f"{sum(r > 1 for r in versus)} of {len(versus)}")
     if graphed:
         gmed = {which: sorted(values)[len(values) // 2] for which, values in graphed.items()}
         print()
