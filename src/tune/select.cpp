@@ -63,10 +63,10 @@ bool unsafe(const AlgoInfo& algo) { return algo.overflow_risk; }
 // times the others' host time per call slows the step by more than its kernel saves. cuDNN's legacy
 // convolution calls are such (25-45 us of host time on an H100/H200 host, against 5-8 us for
 // cudnnBackendExecute), and an exhaustive search often ranks one of them first by a margin within
-// the spread of repeated runs (docs/benchmarks.md, "Converted ResNet-50 training step from
-// Python"). A backend notes such candidates "host_heavy"; the search (and a profile's `chosen`)
-// then takes the fastest candidate without that note when it is within TuneOptions::host_tie (2%
-// by default; 0 turns the rule off) of the fastest one, which stays first in the timing table.
+// the spread of repeated runs (docs/benchmarks.md, "GPU convolution vs PyTorch"). A backend notes
+// such candidates "host_heavy"; the search (and a profile's `chosen`) then takes the fastest
+// candidate without that note when it is within TuneOptions::host_tie (2% by default; 0 turns the
+// rule off) of the fastest one, which stays first in the timing table.
 bool host_heavy(const AlgoInfo& algo) {
   return std::find(algo.notes.begin(), algo.notes.end(), "host_heavy") != algo.notes.end();
 }
