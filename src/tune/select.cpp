@@ -66,7 +66,8 @@ bool unsafe(const AlgoInfo& algo) { return algo.overflow_risk; }
 // the spread of repeated runs (docs/benchmarks.md, "GPU convolution vs PyTorch"). A backend notes
 // such candidates "host_heavy"; the search (and a profile's `chosen`) then takes the fastest
 // candidate without that note when it is within TuneOptions::host_tie (2% by default; 0 turns the
-// rule off) of the fastest one, which stays first in the timing table.
+// rule off) of the fastest one. A search's timings put the chosen row first, as they do past an
+// unsafe one; a profile's table stays fastest first.
 bool host_heavy(const AlgoInfo& algo) {
   return std::find(algo.notes.begin(), algo.notes.end(), "host_heavy") != algo.notes.end();
 }
