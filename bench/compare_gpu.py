@@ -21,6 +21,13 @@ and dnnx's search time (listing + plan builds + timing, seconds); per file and c
 the worst row and the median and worst search time. --dry-run lists the layers and their descs
 without a GPU, PyTorch or the benchmark binary.
 
+Several GPUs (Note [suite shards]): one process per GPU, each with its share of the files
+(--files) and CUDA_VISIBLE_DEVICES, each writing --json; then --merge prints the one suite
+summary of all their files and writes their results together (scripts/gpu_run.sh's shapes part
+does this with SHAPES_DEVICES):
+
+  python3 bench/compare_gpu.py --merge shard0.json,shard1.json [--json suite.json]
+
 With --rounds N the benchmark (a fresh process each time, its searches included) and PyTorch's
 timing take turns N times per file, and each row gives the medians over the rounds of either
 side's kernel and per-call times and of dnnx's search time, with every choice dnnx made (Note
@@ -442,6 +449,14 @@ def run_suite(args):
         results.append(dict(file=os.path.basename(path), batch=batch, rounds=len(dnnx_rounds),
                             dnnx=records, torch=torch_results, torch_info=torch_info,
                             summary=summaries))
+    print_suite_summary(results)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+def print_suite_summary(results):
+    """The summary table: one row per file and config of `results` (run_suite's list)."""
     print("\n## Suite summary\n")
     print("| file | config | batch | dnnx ms | torch ms | dnnx/torch | worst row | "
           "median search s | worst search s |")
@@ -452,9 +467,35 @@ def run_suite(args):
                   f"| {m['torch_ms']:.3f} | {m['ratio']:.2f} | {m['worst_row']} "
                   f"({m['worst_ratio']:.2f}) | {m['search_median_s']:.2f} "
                   f"| {m['search_worst_s']:.2f} ({m['search_worst_row']}) |")
-    if args.json:
-        with open(args.json, "w") as f:
+
+
+# Note [suite shards]
+# The whole suite in three rounds takes longer than one GPU gives a session, so it runs in
+# shards: one process per GPU, each on its own files, none sharing a GPU with another (a shared
+# GPU would time both sides of a run under the other's load). A shard's results are the list a
+# single run writes, so merging is concatenation in the order given; a file in two shards is an
+# error, as its rows would be counted twice.
+def merge_suites(paths, json_path=None):
+    results = []
+    for path in paths:
+        try:
+            with open(path) as f:
+                shard = json.load(f)
+        except (OSError, ValueError) as error:
+            raise ShapesError(f"--merge: cannot read {path}: {error}") from error
+        if not isinstance(shard, list) or not all(isinstance(r, dict) and "summary" in r
+                                                  and "file" in r for r in shard):
+            raise ShapesError(f"--merge: {path} is not a --suite --json file")
+        seen = {r["file"] for r in results}
+        twice = sorted(seen & {r["file"] for r in shard})
+        if twice:
+            raise ShapesError(f"--merge: {', '.join(twice)} in more than one shard ({path})")
+        results.extend(shard)
+    print_suite_summary(results)
+    if json_path:
+        with open(json_path, "w") as f:
             json.dump(results, f, indent=1)
+    return results
 
 
 def main():
@@ -488,9 +529,17 @@ def main():
     parser.add_argument("--rounds", type=int, default=1,
                         help="suite: per file, the benchmark and PyTorch take turns this many "
                              "times; rows give the medians (Note [suite rounds])")
+    parser.add_argument("--merge", help="comma-separated --suite --json files of shards: print "
+                        "their one suite summary (and write them together with --json)")
     parser.add_argument("--dry-run", action="store_true",
                         help="suite: list the layers and their descs; needs no GPU")
     args = parser.parse_args()
+    if args.merge:
+        try:
+            merge_suites(args.merge.split(","), args.json)
+        except ShapesError as error:
+            sys.exit(f"compare_gpu.py: {error}")
+        return
     args.configs = args.configs.split(",")
     suite = args.suite or args.files or args.dry_run
     if args.rounds < 1:

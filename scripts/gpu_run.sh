@@ -24,6 +24,12 @@
 # f16_nhwc,f32_nchw) and SHAPES_ROUNDS (the benchmark and PyTorch take turns this many times per
 # file, rows the medians; default 1). E.g. a few minutes of GPU time:
 #   SHAPES_FILES=mobilenetv2,deeplabv3 SHAPES_MAX_LAYERS=6 bash scripts/gpu_run.sh build out shapes
+# SHAPES_FILES=all names every file of the suite. On a machine of several GPUs, SHAPES_DEVICES
+# (e.g. 0,1,2,3) runs one shard per GPU (Note [suite shards] in bench/compare_gpu.py): the files
+# are dealt out in turn in SHAPES_FILES's order (put the long ones first), each shard has the
+# whole budget, writes shapes-gpuN.md / .json, and shapes.md / shapes.json hold every shard's
+# tables and the one suite summary (more files than the device tool brings back one by one: tar
+# OUT).
 #
 # OUT receives few files (the device tool brings back at most eight): gpu.txt (the GPU, then the
 # benchmarks' stderr), tests.log (every test binary's output, one after the other), tests-xml.tar
@@ -131,13 +137,45 @@ if wants_only shapes; then
     printf '#!/usr/bin/env bash\nLD_LIBRARY_PATH=%q exec %q "$@"\n' "${LD_LIBRARY_PATH:-}" \
       "$(cd "$build/bench" && pwd)/cudnn_conv_bench" > "$bench_env"
     chmod +x "$bench_env"
-    env -u LD_LIBRARY_PATH "$python" bench/compare_gpu.py --suite --bench "$bench_env" \
-      --files "${SHAPES_FILES:-mobilenetv2}" --max-layers "${SHAPES_MAX_LAYERS:-0}" \
-      --budget-s "${SHAPES_BUDGET_S:-300}" --configs "${SHAPES_CONFIGS:-f16_nhwc,f32_nchw}" \
-      --tag "${SHAPES_TAG:-all}" --rounds "${SHAPES_ROUNDS:-1}" \
-      --json "$out/shapes.json" > "$out/shapes.md" 2>> "$out/gpu.txt" || status=1
+    files=${SHAPES_FILES:-mobilenetv2}
+    if [[ $files == all ]]; then
+      files=$(cd bench/shapes && ls *.txt | grep -vx resnet50.txt | sed 's/\.txt$//' | paste -sd,)
+    fi
+    suite() {  # suite FILES JSON: compare_gpu.py --suite on FILES, tables on stdout
+      env -u LD_LIBRARY_PATH "$python" bench/compare_gpu.py --suite --bench "$bench_env" \
+        --files "$1" --max-layers "${SHAPES_MAX_LAYERS:-0}" \
+        --budget-s "${SHAPES_BUDGET_S:-300}" --configs "${SHAPES_CONFIGS:-f16_nhwc,f32_nchw}" \
+        --tag "${SHAPES_TAG:-all}" --rounds "${SHAPES_ROUNDS:-1}" --json "$2"
+    }
+    IFS=, read -r -a devices <<< "${SHAPES_DEVICES:-}"
+    if ((${#devices[@]} <= 1)); then
+      (if ((${#devices[@]} == 1)); then export CUDA_VISIBLE_DEVICES=${devices[0]}; fi
+       suite "$files" "$out/shapes.json") > "$out/shapes.md" 2>> "$out/gpu.txt" || status=1
+    else
+      # Note [suite shards]: file i goes to device i mod N.
+      IFS=, read -r -a names <<< "$files"
+      declare -A shard
+      for i in "${!names[@]}"; do
+        device=${devices[i % ${#devices[@]}]}
+        shard[$device]=${shard[$device]:+${shard[$device]},}${names[i]}
+      done
+      pids=() jsons=()
+      for device in "${devices[@]}"; do
+        [[ -n ${shard[$device]:-} ]] || continue
+        echo "== shard on GPU $device: ${shard[$device]}"
+        CUDA_VISIBLE_DEVICES=$device suite "${shard[$device]}" "$out/shapes-gpu$device.json" \
+          > "$out/shapes-gpu$device.md" 2>> "$out/gpu.txt" &
+        pids+=($!) jsons+=("$out/shapes-gpu$device.json")
+      done
+      for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+      cat "$out"/shapes-gpu*.md > "$out/shapes.md"
+      env -u LD_LIBRARY_PATH "$python" bench/compare_gpu.py --merge "$(IFS=,; echo "${jsons[*]}")" \
+        --json "$out/shapes.json" >> "$out/shapes.md" 2>> "$out/gpu.txt" || status=1
+    fi
     rm -f "$bench_env"
-    sed -n '/## Suite summary/,$p' "$out/shapes.md"
+    # The last suite summary (with shards, the merged one).
+    awk '/^## Suite summary/ { text = "" } { text = text $0 "\n" } END { printf "%s", text }' \
+      "$out/shapes.md"
   else
     echo "gpu_run.sh: shapes needs $build/bench/cudnn_conv_bench" >&2
     status=1
