@@ -101,8 +101,12 @@ std::string ProfileResult::table() const {
   // The chosen row is the fastest unless an automatic policy may not pick that one (Note [unsafe
   // candidates]) or a lighter one ties with it (Note [host cost ties]).
   const bool fastest_chosen = !chosen.empty() && !rows.empty() && rows.front().algo.id == chosen;
+  const bool any_ran = !rows.empty() && rows.front().status == CandidateStatus::ok;
   if (chosen.empty() || fastest_chosen)
-    out << "fastest: " << (chosen.empty() ? std::string("(none ran)") : chosen);
+    out << "fastest: "
+        << (!chosen.empty() ? chosen
+            : any_ran       ? std::string("(none an automatic policy may pick)")
+                            : std::string("(none ran)"));
   else
     out << "chosen: " << chosen << " (the fastest, " << rows.front().algo.id << ", is "
         << (rows.front().algo.overflow_risk ? "overflow_risk"
