@@ -55,6 +55,11 @@ void sort_fastest_first(std::vector<ProfileRow>& rows) {
 // policy picks it: the heuristic skips it and exhaustive selection times it without choosing it.
 bool unsafe(const AlgoInfo& algo) { return algo.overflow_risk; }
 
+// A timed row an automatic policy may pick.
+bool pickable(const ProfileRow& row) {
+  return row.status == CandidateStatus::ok && !unsafe(row.algo);
+}
+
 // Note [host cost ties]
 // A caller pays a candidate's host time on every call. Where a backend's launches run directly
 // rather than from a captured graph (a framework's allocator handing a layer new memory every
@@ -559,10 +564,7 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
       // The chosen row (Note [unsafe candidates], Note [host cost ties]) goes first; the table
       // keeps every other row in its order.
       const auto pick = chosen_row(choice.timings, options);
-      const auto fastest =
-          std::find_if(choice.timings.begin(), choice.timings.end(), [](const ProfileRow& row) {
-            return row.status == CandidateStatus::ok && !unsafe(row.algo);
-          });
+      const auto fastest = std::find_if(choice.timings.begin(), choice.timings.end(), pickable);
       if (pick != fastest) {
         search_cost += detail::cat(" (host_tie: chosen over ", fastest->algo.id, ", ",
                                    fastest->median_ms, " ms, noted host_heavy)");
@@ -582,10 +584,7 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
       }
       choice.algo = choice.timings.front().algo;
       choice.time_ms = choice.timings.front().median_ms;
-      const auto second =
-          std::find_if(choice.timings.begin() + 1, choice.timings.end(), [](const ProfileRow& row) {
-            return row.status == CandidateStatus::ok && !unsafe(row.algo);
-          });
+      const auto second = std::find_if(choice.timings.begin() + 1, choice.timings.end(), pickable);
       if (second != choice.timings.end()) {
         choice.runner_up = second->algo.id;
         choice.runner_up_ms = second->median_ms;
@@ -610,14 +609,11 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
 
 std::vector<ProfileRow>::iterator chosen_row(std::vector<ProfileRow>& rows,
                                              const TuneOptions& options) {
-  const auto admissible = [](const ProfileRow& row) {
-    return row.status == CandidateStatus::ok && !unsafe(row.algo);
-  };
-  const auto fastest = std::find_if(rows.begin(), rows.end(), admissible);
+  const auto fastest = std::find_if(rows.begin(), rows.end(), pickable);
   if (fastest == rows.end() || !(options.host_tie > 0) || !host_heavy(fastest->algo))
     return fastest;
   const auto light = std::find_if(fastest, rows.end(), [&](const ProfileRow& row) {
-    return admissible(row) && !host_heavy(row.algo);
+    return pickable(row) && !host_heavy(row.algo);
   });
   if (light != rows.end() && light->median_ms <= fastest->median_ms * (1 + options.host_tie))
     return light;
