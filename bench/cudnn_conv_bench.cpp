@@ -423,8 +423,8 @@ std::pair<double, double> cuda_floor_us() {
 
 // Note [search study]
 // What the search's shortcuts rest on, measured without them (--study): every supported
-// candidate of a case, in listing order, is run on the first eighth of the batch (the slice the
-// search probes on: first call, as the search sees it, then the median of 3 warm runs) and on the
+// candidate of a case, in listing order, is run on the first eighth of the batch (one of the
+// slices the search probes on: first call, as the search sees it, then the median of 3 warm runs) and on the
 // full problem (likewise). A candidate whose warm slice already takes over 4x the best full
 // median so far cannot win (the full problem contains the slice's work) and is not run in full;
 // naive reference candidates are not run at all. Listing and plan builds are timed too.
@@ -647,6 +647,9 @@ int main(int argc, char** argv) try {
         // The search first, in a process that has not seen this desc: its first call pays the
         // listing (cached per backend, so it is timed apart as well), the plan builds and the
         // timing of every candidate.
+        // The tuning variables (DNNX_VERBOSE, DNNX_HOST_TIE, ...) apply as in any program
+        // built on Context::from_env; the policy is exhaustive whatever they say.
+        apply_tune_env(context.tune());
         context.tune().policy(direction) = AlgoPolicy::exhaustive();
         const auto start = Clock::now();
         conv_list(context, desc, direction);

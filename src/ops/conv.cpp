@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <vector>
 
 namespace dnnx {
 namespace {
@@ -80,11 +81,13 @@ struct ConvOp : detail::OpTraits<OpKind::conv> {
             detail::random_tensor(context, desc.dst_dims(), desc.dtype, desc.layout, -1, 1, 3)};
   }
 
-  // Note [probing slow candidates]: the first eighth of the batch (level 0), then a quarter and
-  // half of it. The batch is the outermost dimension in both layouts, so its first samples are a
-  // dense prefix of every activation; the weights (and their gradient, which the slice
-  // overwrites) keep their shape.
-  static constexpr std::int64_t slice_fraction = 8;
+  // Note [probing slow candidates]: slices of the batch from the smallest up, each 4x the one
+  // before and ending at half of it (detail::probe_batches). A slow candidate is ruled out on
+  // the first slice already over the bound, which costs a few times the best candidate's time
+  // whatever its own: on MobileNetV2's depthwise layers in f16 some of cuDNN's engines take
+  // seconds on an eighth of the batch. The batch is the outermost dimension in both layouts, so
+  // its first samples are a dense prefix of every activation; the weights (and their gradient,
+  // which the slice overwrites) keep their shape.
   struct Slice {
     ConvDesc desc;
     double fraction = 1;  // of the full problem
@@ -93,12 +96,12 @@ struct ConvOp : detail::OpTraits<OpKind::conv> {
   };
   static std::unique_ptr<Slice> slice(const ConvDesc& desc, Direction, const ConvArgs& full,
                                       int level) {
-    if (desc.batch < 2 * slice_fraction || level < 0) return nullptr;
-    const std::int64_t divisor = slice_fraction >> level;
-    if (divisor < 2) return nullptr;
+    const std::vector<std::int64_t> batches = detail::probe_batches(desc.batch);
+    if (level < 0 || static_cast<std::size_t>(level) >= batches.size()) return nullptr;
+    const std::int64_t batch = batches[static_cast<std::size_t>(level)];
     auto slice = std::make_unique<Slice>();
     slice->desc = desc;
-    slice->desc.batch = desc.batch / divisor;
+    slice->desc.batch = batch;
     slice->fraction = static_cast<double>(slice->desc.batch) / static_cast<double>(desc.batch);
     auto view = [&](const Tensor* tensor, const Dims& dims, Tensor& into) -> Tensor* {
       if (tensor == nullptr) return nullptr;

@@ -400,6 +400,16 @@ void SavedStateWriter::fill(SavedState& state, Allocator& allocator, OpKind op,
   state.bytes_ = bytes;
 }
 
+std::vector<std::int64_t> probe_batches(std::int64_t batch) {
+  constexpr std::int64_t min_sliced_batch = 16;
+  constexpr std::int64_t step = 4;
+  std::vector<std::int64_t> batches;
+  if (batch < min_sliced_batch) return batches;
+  for (std::int64_t n = batch / 2; n >= 1; n /= step) batches.push_back(n);
+  std::reverse(batches.begin(), batches.end());
+  return batches;
+}
+
 void check_saved_state(const SavedState& state, OpKind op, const std::string& desc_key) {
   DNNX_CHECK_ARG(!state.empty(),
                  "saved_state is empty: no forward has filled it; run the forward with the same "

@@ -146,6 +146,11 @@ struct SavedStateWriter {
 /// Throws InvalidArgument unless a forward of `op` on the desc with key `desc_key` filled
 /// `state`, naming what did.
 void check_saved_state(const SavedState& state, OpKind op, const std::string& desc_key);
+
+/// Note [probing slow candidates] (src/tune/select.cpp): the batch sizes of the slices a search
+/// probes a batched op on, smallest first (level 0): batch / (2 * 4^k) samples for k = K..0 while
+/// that is at least one, e.g. 1, 4, 16 and 64 of 128; none for a batch under 16.
+std::vector<std::int64_t> probe_batches(std::int64_t batch);
 /// `candidates` with those reading another saved-state format than `state`'s marked unsupported,
 /// saying why.
 std::vector<AlgoInfo> restrict_to_saved_state(std::vector<AlgoInfo> candidates,

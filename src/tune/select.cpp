@@ -6,13 +6,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <optional>
 #include <span>
 #include <sstream>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace dnnx::tune {
 namespace {
@@ -131,7 +134,7 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 // for ResNet-50's first layer in f16 on an H100 the non-tensor-core engines and legacy algorithms
 // take 100-250 ms per run against 0.17 ms for the best, and the hundred or so of them made the
 // exhaustive search of one layer-direction take 2-4 s. A run on a slice of the problem (the first
-// eighth of the batch: backends run the same candidate on the smaller desc) costs an eighth of
+// samples of the batch: backends run the same candidate on the smaller desc) costs a fraction of
 // that and is a lower bound of the full run, since the full problem contains the slice's work; so
 // when the slice alone already takes more than probe_factor (2, or abandon_factor if smaller) x
 // the best median, the candidate cannot win and is abandoned without a full run. The bound is
@@ -149,10 +152,17 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 // at a batch of 1-4 and 4.3 s at 16, so their eighth-of-the-batch slice (3 ms, within 2x the best
 // 1.5 ms) passed and six full runs made a 27 s search. So a slice that passes but whose time,
 // scaled to the whole problem (ms / fraction), is over escalate_factor x the best is followed by
-// the next larger slice (a quarter, then half of the batch), judged by the same sound bound;
-// only a candidate that passes every slice gets its full run. A candidate whose scaled slice is
-// within escalate_factor goes to the full run at once: it may be a contender, and larger slices
-// would cost it most of a full run again.
+// the next larger slice (the op's next level), judged by the same sound bound; only a candidate
+// that passes every slice gets its full run. A candidate whose scaled slice is within
+// escalate_factor goes to the full run at once: it may be a contender, and larger slices would
+// cost it most of a full run again.
+//
+// Level 0 is the op's smallest slice and each level a few times larger (convolution: one or a
+// few samples, then 4x more each level up to half the batch), so that a slow candidate costs
+// about the first slice over the bound, a few times the best median, however slow it is in
+// full. With an eighth of the batch as the first slice, some of cuDNN's engines took 2-3 s per
+// probe on MobileNetV2's depthwise layers in f16 (batch 128) against 0.015 ms for the best, and
+// probes were 90-99% of searches of 2-10 s (docs/benchmarks.md, "Search time").
 constexpr double probe_factor = 2.0;
 constexpr double escalate_factor = 4.0;
 constexpr int max_probe_levels = 8;  // a bound on the loop whatever an op's slices do
@@ -410,10 +420,24 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
 constexpr std::size_t final_contenders = 4;
 constexpr int final_loop_max = 32;
 
-// Host wall time of an exhaustive search's parts (verbose output).
+// Host wall time of an exhaustive search's parts (verbose output), and the candidates that took
+// the most of it (first runs that load modules, probes of slow engines).
 struct SearchCost {
   int runs = 0, probes = 0;
   double run_ms = 0, probe_ms = 0, final_ms = 0;
+  std::map<std::string, double> per_candidate_ms;  // runs and probes of the first pass
+
+  void add(const std::string& id, double ms) { per_candidate_ms[id] += ms; }
+  // The `count` costliest candidates, "id ms" each.
+  std::string costliest(std::size_t count) const {
+    std::vector<std::pair<double, std::string>> sorted;
+    for (const auto& [id, ms] : per_candidate_ms) sorted.emplace_back(ms, id);
+    std::sort(sorted.begin(), sorted.end(), std::greater<>());
+    if (sorted.size() > count) sorted.resize(count);
+    std::vector<std::string> parts;
+    for (const auto& [ms, id] : sorted) parts.push_back(detail::cat(id, ' ', ms, " ms"));
+    return detail::join(parts, ", ");
+  }
 };
 constexpr double final_band = 2.0;
 
@@ -537,7 +561,9 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
         const auto begin = std::chrono::steady_clock::now();
         const double ms = run(algo);
         ++cost.runs;
-        cost.run_ms += elapsed_ms(begin);
+        const double host = elapsed_ms(begin);
+        cost.run_ms += host;
+        if (options.verbose) cost.add(algo.id, host);
         return ms;
       };
       ProbeOnce counted_probe;
@@ -546,7 +572,9 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
           const auto begin = std::chrono::steady_clock::now();
           const std::optional<ProbeRun> ms = probe(algo, level);
           ++cost.probes;
-          cost.probe_ms += elapsed_ms(begin);
+          const double host = elapsed_ms(begin);
+          cost.probe_ms += host;
+          if (options.verbose) cost.add(algo.id, host);
           return ms;
         };
       }
@@ -557,7 +585,7 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
       cost.final_ms = elapsed_ms(final_start);
       search_cost = detail::cat(" (", cost.runs, " full runs ", cost.run_ms, " ms, ", cost.probes,
                                 " probes on a slice ", cost.probe_ms, " ms, final round ",
-                                cost.final_ms, " ms)");
+                                cost.final_ms, " ms; costliest: ", cost.costliest(4), ")");
       for (const ProfileRow& row : choice.timings) {
         if (row.runs > 0 || row.status == CandidateStatus::failed) ++choice.candidates_timed;
       }

@@ -264,7 +264,7 @@ TEST(CudnnBackend, CachingAllocatorHandsOutTheLowestAddress) {
 // Note [gated timing]: the device clock starts once a run is queued, so host work while queuing
 // (a 0.1 ms pause, under the gate's 0.25 ms timeout) stays out of the reading and the run is not
 // repeated; a longer pause (5 ms) outlasts the gate, and the run is repeated until one fits (at
-// most twice); a CUDA graph can be captured on the held stream (plans capture on their second
+// most twice); a CUDA graph can be captured on the held stream (plans capture on their third
 // call); a run that throws opens the gate (else the next run would wait for the timeout and be
 // repeated); work that waits for its own stream costs the gate's timeout and is timed again.
 TEST(CudnnBackend, TimingLeavesHostQueuingOut) {
@@ -746,7 +746,8 @@ TEST(CudnnConv, CallersStreamRunsTheOpsAndCopiesWaitForIt) {
 }
 
 // Repeated calls on the same buffers are replayed from a captured CUDA graph (Note [graph
-// replay]): the replayed calls must write the same, correct output. The output is poisoned before
+// replay]; the first two calls run directly, the third captures, the fourth and fifth replay): the
+// replayed calls must write the same, correct output. The output is poisoned before
 // every call, so a replay that does nothing fails.
 TEST(CudnnConv, GraphReplayRecomputesEveryCall) {
   DNNX_REQUIRE_GPU();
@@ -769,7 +770,7 @@ TEST(CudnnConv, GraphReplayRecomputesEveryCall) {
                 : AlgoPolicy::fixed(
                       std::string("cudnn:legacy:") + std::string(to_string(direction)) +
                       (direction == Direction::fwd ? ":implicit_gemm:fma" : ":algo_1:fma"));
-        for (int call = 0; call < 4; ++call) {
+        for (int call = 0; call < 5; ++call) {
           copy(poison, output);
           std::shared_ptr<const Choice> choice;
           switch (direction) {

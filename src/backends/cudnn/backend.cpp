@@ -93,7 +93,7 @@ std::string plan_dir_from_env() {
 // host takes to queue it: the GPU processes the start event at once and then waits for each
 // launch. Warm, that is a few microseconds for a graph replay and more for cudnnBackendExecute or
 // a legacy call (Note [graph replay]); cold, the first launch of a kernel loads its module, and a
-// plan's second call on the same memory captures a CUDA graph, each of which can take longer than
+// plan's third call on the same memory captures a CUDA graph, each of which can take longer than
 // the GPU's work. Those costs differ between candidates, so ungated readings rank candidates
 // partly by host work, and a fast kernel with a costly first launch can be screened out on its
 // first run. So time_ms() first queues a kernel that holds the stream until the host opens a gate
@@ -108,8 +108,8 @@ std::string plan_dir_from_env() {
 // which waits for the host: a cold launch holds until the timeout, so a long timeout is paid by
 // every cold candidate of an exhaustive search. Hence the timeout is short, 0.25 ms: warm queuing
 // takes microseconds (a loop of graph replays in the final round included), and a cold launch
-// costs one timeout and a repeat. The second call of a plan may capture its graph for longer than
-// that (Note [graph replay]): its repeat is the third call, a replay. Work that waits for its own
+// costs one timeout and a repeat. The third call of a plan may capture its graph for longer than
+// that (Note [graph replay]): its repeat is the fourth call, a replay. Work that waits for its own
 // stream is thus never stalled for long either. Figures: docs/benchmarks.md, "Kernel design
 // measurements" (GPU timing gate).
 constexpr long long gate_timeout_ns = 250'000;

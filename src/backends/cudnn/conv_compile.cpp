@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <exception>
+#include <iostream>
 #include <mutex>
 #include <vector>
 
@@ -54,6 +55,14 @@ void stop_builders_at_exit(std::once_flag& once) {
 }
 std::once_flag at_first_threads;
 std::once_flag after_first_build;
+
+// Verbose: what became of one background compile.
+void report(const BackgroundBuilds::Request& request, const std::string& what,
+            const std::string& error) {
+  std::cerr << "dnnx: cudnn: conv " << to_string(request.key.direction) << ' ' << request.key.desc
+            << ": runtime-compiled " << request.key.id << ' ' << what
+            << (error.empty() ? std::string() : ": " + error) << '\n';
+}
 
 }  // namespace
 
@@ -104,6 +113,7 @@ void BackgroundBuilds::submit(const std::vector<Request>& requests, Clock::time_
       auto job = std::make_shared<Job>();
       job->request = request;
       job->deadline = deadline;
+      job->submitted = Clock::now();
       jobs_.emplace(request.key, job);
       queue_.push_back(std::move(job));
     }
@@ -131,15 +141,22 @@ void BackgroundBuilds::work(std::size_t slot) {
     if (Clock::now() >= job->deadline) {
       job->state = State::cancelled;
       changed_.notify_all();
+      if (runtime_->verbose())
+        report(job->request, "not compiled: its search's budget ran out first", {});
       continue;
     }
     job->state = State::running;
     const Request request = job->request;
+    const Clock::time_point began = Clock::now();
     lock.unlock();
     std::shared_ptr<detail::ConvPlan> plan;
     std::string error;
+    double handle_ms = 0;
     try {
-      if (handle == nullptr) handle = runtime_->build_handle(slot);
+      if (handle == nullptr) {
+        handle = runtime_->build_handle(slot);
+        handle_ms = std::chrono::duration<double, std::milli>(Clock::now() - began).count();
+      }
       std::shared_ptr<OperationGraph> graph =
           operation_graph(*runtime_, request.key.desc, request.key.direction, handle);
       if (!graph) {
@@ -152,6 +169,18 @@ void BackgroundBuilds::work(std::size_t slot) {
       error = e.what();
     }
     stop_builders_at_exit(after_first_build);
+    if (runtime_->verbose()) {
+      const auto ms = [](Clock::duration d) {
+        return std::chrono::duration<double, std::milli>(d).count();
+      };
+      report(job->request,
+             detail::cat(plan ? "compiled" : "failed", " in ", ms(Clock::now() - began),
+                         " ms on thread ", slot, " (queued ", ms(began - job->submitted), " ms",
+                         handle_ms > 0 ? detail::cat(", its handle made in ", handle_ms, " ms")
+                                       : std::string(),
+                         ")", Clock::now() > job->deadline ? ", after its search's budget" : ""),
+             error);
+    }
     lock.lock();
     job->plan = std::move(plan);
     job->error = std::move(error);

@@ -82,6 +82,7 @@ class BackgroundBuilds {
     Request request;
     State state = State::queued;
     Clock::time_point deadline;
+    Clock::time_point submitted;  // for the verbose report of its wait and compile
     std::shared_ptr<detail::ConvPlan> plan;
     std::string error;
   };

@@ -16,7 +16,21 @@
 // (Note [host cost ties] in src/tune/select.cpp).
 // Order: the ranking of cudnnGetConvolution*Algorithm_v7 (its (algorithm, math) pairs first, in
 // its order), then the remaining math modes of those algorithms, then the algorithms it did not
-// return, in cuDNN's numbering.
+// return, in cuDNN's numbering. Where the ranking is not asked for (Note [legacy ranking cost]),
+// every algorithm is in that last band.
+//
+// Note [legacy ranking cost]
+// cudnnGetConvolutionBackwardFilterAlgorithm_v7 takes 0.7-1.1 s per call for depthwise
+// convolutions in f16 NHWC on an H200 with cuDNN 9.19 (97 channels at 41x41, 576 at 14x14) and
+// 2.4-4.5 s in f16 NCHW, every call (a second call on the same descriptors is no faster) and
+// under every math mode, against 0.1 ms in f32 (docs/benchmarks.md, "Search time"). In the
+// shape suite's listings it took 0.3-1.2 s on most depthwise layers of 28x28 and smaller, and
+// 6-60 ms on the larger ones and on ResNeXt's 32 groups. That was up to half of an exhaustive
+// search, for an order that matters only when no graph-API engine is admissible (Note [cudnn
+// candidate order]). So the listing does not ask for it for depthwise bwd_weights (groups =
+// input channels) in f16 and bf16 (bf16 not measured; dnnx assumes it shares f16's paths): their
+// legacy candidates come in cuDNN's numbering. cuDNN's ranking put algo_1 first in every case
+// measured, which the numbering puts second, after algo_0.
 
 #include "backends/cudnn/conv_legacy.hpp"
 
@@ -228,6 +242,12 @@ std::vector<Ranked> heuristic_ranking(cudnnHandle_t handle, const Descriptors& d
   return ranked;
 }
 
+// Note [legacy ranking cost]: cuDNN's ranking takes a second or more here.
+bool ranking_too_slow(const ConvDesc& desc, Direction direction) {
+  return direction == Direction::bwd_weights && desc.groups > 1 &&
+         desc.groups == desc.in_channels && (desc.dtype == DType::f16 || desc.dtype == DType::bf16);
+}
+
 // Why dnnx itself rules out `math` for `desc` (Note [legacy candidates]); empty if it does not.
 std::string math_exclusion(const ConvDesc& desc, cudnnMathType_t math, const Runtime& runtime) {
   if (desc.dtype != DType::f32 || runtime.allow_tf32()) return {};
@@ -415,9 +435,17 @@ std::vector<LegacyCandidate> legacy_candidates(Runtime& runtime, const ConvDesc&
     DNNX_CUDNN_CHECK(
         cudnnSetConvolutionMathType(d->conv.get(), f32_exact ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH),
         context, "setting the math mode");
-    const auto start = std::chrono::steady_clock::now();
-    ranking = heuristic_ranking(runtime.handle(), *d, direction, context);
-    report_slow_query(runtime, desc, direction, "legacy algorithms", "ranking", start);
+    if (ranking_too_slow(desc, direction)) {
+      if (runtime.verbose()) {
+        std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc
+                  << ": legacy algorithms in cuDNN's numbering, not ranked (Note [legacy ranking "
+                     "cost])\n";
+      }
+    } else {
+      const auto start = std::chrono::steady_clock::now();
+      ranking = heuristic_ranking(runtime.handle(), *d, direction, context);
+      report_slow_query(runtime, desc, direction, "legacy algorithms", "ranking", start);
+    }
   }
 
   // Note [legacy ranks]

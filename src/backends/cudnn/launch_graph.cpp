@@ -1,8 +1,10 @@
 #include "backends/cudnn/launch_graph.hpp"
 
 #include "backends/cudnn/check.hpp"
+#include "core/strings.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <string>
 
@@ -48,42 +50,43 @@ void LaunchGraph::run(const Settings& settings, cudaStream_t stream,
     } else {
       slot = &*std::min_element(slots_.begin(), slots_.end(),
                                 [](const Slot& a, const Slot& b) { return a.used < b.used; });
-      slot->exec.reset();
+      *slot = Slot{};
     }
     slot->key.assign(key.begin(), key.end());
     slot->used = calls_;
-    launch();
+    run_direct(*slot, launch);
     return;
   }
   found->used = calls_;
   if (!found->exec) {
-    // The second call with these pointers: capture, and the capture's launch is this call's.
+    // Note [graphs of many launches]: direct calls first; the one after them captures.
+    if (found->direct < direct_calls) {
+      run_direct(*found, launch);
+      return;
+    }
+    if (found->direct_ms > many_launches_ms) {
+      disable(settings, context,
+              detail::cat("a direct call took ", found->direct_ms, " ms of host time, over ",
+                          many_launches_ms, " ms (Note [graphs of many launches])"));
+      launch();
+      return;
+    }
+    // The capture's launch is this call's.
     std::string why;
     GraphExec exec = capture(stream, launch, why);
     if (!exec) {
-      if (settings.verbose) {
-        std::cerr << "dnnx: cudnn: " << context.op << " [" << context.implementation
-                  << "]: capturing its launches into a CUDA graph failed (" << why
-                  << "); the plan runs them directly from now on (Note [graph replay])\n";
-      }
-      disabled_ = true;
-      slots_.clear();
+      disable(settings, context, "capturing its launches into a CUDA graph failed: " + why);
       launch();
       return;
     }
     found->exec = std::move(exec);
     if (++captures_ >= captures_before_judging && replays_ < replays_per_capture * captures_) {
       // Note [graphs that do not pay]: this capture's launch is this call's; none after it.
-      if (settings.verbose) {
-        std::cerr << "dnnx: cudnn: " << context.op << " [" << context.implementation
-                  << "]: " << captures_ << " CUDA graphs captured, replayed " << replays_
-                  << " times: the plan runs its launches directly from now on (Note [graphs "
-                     "that do not pay])\n";
-      }
-      disabled_ = true;
       DNNX_CUDNN_CHECK(cudaGraphLaunch(found->exec.get(), stream), context,
                        "replaying the captured plan");
-      slots_.clear();
+      disable(settings, context,
+              detail::cat(captures_, " CUDA graphs captured, replayed ", replays_,
+                          " times (Note [graphs that do not pay])"));
       return;
     }
   } else {
@@ -91,6 +94,24 @@ void LaunchGraph::run(const Settings& settings, cudaStream_t stream,
   }
   DNNX_CUDNN_CHECK(cudaGraphLaunch(found->exec.get(), stream), context,
                    "replaying the captured plan");
+}
+
+void LaunchGraph::run_direct(Slot& slot, LaunchRef launch) {
+  const auto start = std::chrono::steady_clock::now();
+  launch();
+  slot.direct_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  ++slot.direct;
+}
+
+void LaunchGraph::disable(const Settings& settings, const ErrorContext& context,
+                          const std::string& why) {
+  if (settings.verbose) {
+    std::cerr << "dnnx: cudnn: " << context.op << " [" << context.implementation << "]: " << why
+              << "; the plan runs its launches directly from now on (Note [graph replay])\n";
+  }
+  disabled_ = true;
+  slots_.clear();
 }
 
 GraphExec LaunchGraph::capture(cudaStream_t stream, LaunchRef launch, std::string& why) {
@@ -113,6 +134,16 @@ GraphExec LaunchGraph::capture(cudaStream_t stream, LaunchRef launch, std::strin
   if (!launched || ended != cudaSuccess || raw == nullptr) {
     if (launched) why = std::string("cudaStreamEndCapture: ") + cudaGetErrorString(ended);
     cudaGetLastError();
+    return {};
+  }
+  std::size_t nodes = 0;
+  if (cudaGraphGetNodes(graph.get(), nullptr, &nodes) != cudaSuccess) {
+    cudaGetLastError();
+    nodes = 0;
+  }
+  if (nodes > max_nodes) {
+    why = "its capture holds " + std::to_string(nodes) + " launches, more than " +
+          std::to_string(max_nodes) + " (Note [graphs of many launches])";
     return {};
   }
   cudaGraphExec_t exec = nullptr;
