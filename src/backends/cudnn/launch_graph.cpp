@@ -59,16 +59,10 @@ void LaunchGraph::run(const Settings& settings, cudaStream_t stream,
   }
   found->used = calls_;
   if (!found->exec) {
-    // Note [graphs of many launches]: direct calls first; the one after them captures.
-    if (found->direct < direct_calls) {
+    // Note [graphs of many launches]: direct calls first, and the capture only after one that
+    // took at most many_launches_ms of host time.
+    if (found->direct < direct_calls || found->direct_ms > many_launches_ms) {
       run_direct(*found, launch);
-      return;
-    }
-    if (found->direct_ms > many_launches_ms) {
-      disable(settings, context,
-              detail::cat("a direct call took ", found->direct_ms, " ms of host time, over ",
-                          many_launches_ms, " ms (Note [graphs of many launches])"));
-      launch();
       return;
     }
     // The capture's launch is this call's.

@@ -34,12 +34,12 @@
 // 4032 nodes took 46-63 ms. An exhaustive search runs such a candidate a second time as soon as
 // the timing gate retries its first run (Note [gated timing] in backend.cpp), which made single
 // candidates cost seconds of host time and searches of MobileNetV2's depthwise layers 4-11 s
-// (docs/benchmarks.md, "Search time"). So the capture waits for a key's third call, after a
-// second direct one whose host time says what a replay could save: a plan whose direct launch
-// took more than many_launches_ms (over a hundred times a graph-API engine's 5-8 us, twenty
-// times a legacy call's) never captures and runs its launches directly, as after a failed
-// capture. Nor is a capture of more than max_nodes nodes instantiated, in case the direct call
-// was quick but the graph is large.
+// (docs/benchmarks.md, "Search time"). So a key is captured on its third call at the earliest,
+// and only when the direct call before took at most many_launches_ms of host time (over a
+// hundred times a graph-API engine's 5-8 us, twenty times a legacy call's): a plan of many
+// launches keeps running them directly, each call measured again, so that one slow call (the
+// host busy elsewhere) only puts the capture off. A capture of more than max_nodes nodes is not
+// instantiated, and turns replay off for the plan, as a failed capture does.
 
 #include "backends/cudnn/handles.hpp"
 #include "backends/cudnn/runtime.hpp"
@@ -85,9 +85,9 @@ class LaunchGraph {
   /// each on average stops capturing (Note [graphs that do not pay]).
   static constexpr std::uint64_t captures_before_judging = 2 * slots;
   static constexpr std::uint64_t replays_per_capture = 4;
-  /// Direct calls of a key before its capture, and the host time of the last of them above
-  /// which the plan never captures; the most nodes a graph is instantiated with (Note [graphs of
-  /// many launches]).
+  /// Direct calls of a key before its capture, the host time of a direct call above which the
+  /// next call does not capture either, and the most nodes a graph is instantiated with (Note
+  /// [graphs of many launches]).
   static constexpr int direct_calls = 2;
   static constexpr double many_launches_ms = 1.0;
   static constexpr std::size_t max_nodes = 256;
