@@ -197,9 +197,8 @@ TEST_P(CudnnConvFused, EveryCandidateMatchesTheReference) {
     worst = std::max(worst, ratio);
     summary << "\n    ran " << algo.id << " (error " << ratio << " of the bound)";
     if (algo.deterministic) {
-      // Three more calls give the same bits: the second runs directly, the third captures a
-      // CUDA graph and the fourth replays it (Note [graphs of many launches]).
-      for (int again = 0; again < 3; ++again) {
+      // A second and a third call (the third replays a captured CUDA graph) give the same bits.
+      for (int again = 0; again < 2; ++again) {
         const GpuRun repeat = run_gpu(fixed, desc, host, device, param.in_place);
         EXPECT_TRUE(bitwise_equal(run.dst, repeat.dst, "dst", context)) << "repeat " << again + 1;
       }

@@ -10,6 +10,7 @@
 #include <dnnx/tensor.hpp>
 
 #include "backends/cudnn/allocator.hpp"
+#include "backends/cudnn/launch_graph.hpp"
 #include "backends/cudnn/runtime.hpp"
 #include "core/strings.hpp"
 #include "ops/context_state.hpp"
@@ -264,7 +265,7 @@ TEST(CudnnBackend, CachingAllocatorHandsOutTheLowestAddress) {
 // Note [gated timing]: the device clock starts once a run is queued, so host work while queuing
 // (a 0.1 ms pause, under the gate's 0.25 ms timeout) stays out of the reading and the run is not
 // repeated; a longer pause (5 ms) outlasts the gate, and the run is repeated until one fits (at
-// most twice); a CUDA graph can be captured on the held stream (plans capture on their third
+// most twice); a CUDA graph can be captured on the held stream (plans capture on their second
 // call); a run that throws opens the gate (else the next run would wait for the timeout and be
 // repeated); work that waits for its own stream costs the gate's timeout and is timed again.
 TEST(CudnnBackend, TimingLeavesHostQueuingOut) {
@@ -324,6 +325,66 @@ TEST(CudnnBackend, TimingLeavesHostQueuingOut) {
       EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
     });
     EXPECT_EQ(runs, 3);
+  }
+  EXPECT_EQ(cudaFree(buffer), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+}
+
+// Note [no capture in a repeated timing run]: each launch records whether its stream was
+// capturing. Without a pause a key's second call is a capture and its third a replay (the launch
+// does not run); under a pause a key's later calls run directly, a key first seen under a pause
+// takes no slot (its next call outside is a first sighting), and a graph captured before the
+// pause still replays.
+TEST(CudnnLaunchGraph, RepeatedTimingRunsMakeNoCapture) {
+  DNNX_REQUIRE_GPU();
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  void* buffer = nullptr;
+  ASSERT_EQ(cudaMalloc(&buffer, 4096), cudaSuccess);
+  {
+    std::vector<std::string> seen;  // one entry per launch that ran
+    auto launch = [&] {
+      cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+      EXPECT_EQ(cudaStreamIsCapturing(stream, &status), cudaSuccess);
+      seen.emplace_back(status == cudaStreamCaptureStatusNone ? "direct" : "capture");
+      EXPECT_EQ(cudaMemsetAsync(buffer, 0, 4096, stream), cudaSuccess);
+    };
+    cudnn::Settings settings;
+    settings.graphs = true;
+    const ErrorContext context{"test", "", "cudnn", "launch graph", ""};
+    cudnn::LaunchGraph graph;
+    const int a = 0, b = 0, c = 0;  // three pointer sets: their addresses
+    auto call = [&](const void* key) { graph.run(settings, stream, {key}, launch, context); };
+    using Seen = std::vector<std::string>;
+
+    call(&a);  // first sighting
+    {
+      const cudnn::CapturePause pause;
+      EXPECT_TRUE(cudnn::CapturePause::active());
+      call(&a);  // would be the capture
+      call(&a);
+    }
+    EXPECT_FALSE(cudnn::CapturePause::active());
+    EXPECT_EQ(seen, (Seen{"direct", "direct", "direct"}));
+    seen.clear();
+    call(&a);  // the second call outside a pause: the capture
+    call(&a);  // a replay: the launch does not run
+    EXPECT_EQ(seen, (Seen{"capture"}));
+
+    seen.clear();
+    {
+      const cudnn::CapturePause pause;
+      call(&a);  // its graph exists: a replay
+      call(&b);  // first seen under the pause: no slot
+      call(&b);
+    }
+    EXPECT_EQ(seen, (Seen{"direct", "direct"}));
+    seen.clear();
+    call(&b);  // a first sighting now
+    call(&b);  // the capture
+    call(&c);
+    EXPECT_EQ(seen, (Seen{"direct", "capture", "direct"}));
+    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   }
   EXPECT_EQ(cudaFree(buffer), cudaSuccess);
   EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
@@ -746,8 +807,7 @@ TEST(CudnnConv, CallersStreamRunsTheOpsAndCopiesWaitForIt) {
 }
 
 // Repeated calls on the same buffers are replayed from a captured CUDA graph (Note [graph
-// replay]; the first two calls run directly, the third captures, the fourth and fifth replay): the
-// replayed calls must write the same, correct output. The output is poisoned before
+// replay]): the replayed calls must write the same, correct output. The output is poisoned before
 // every call, so a replay that does nothing fails.
 TEST(CudnnConv, GraphReplayRecomputesEveryCall) {
   DNNX_REQUIRE_GPU();
@@ -770,7 +830,7 @@ TEST(CudnnConv, GraphReplayRecomputesEveryCall) {
                 : AlgoPolicy::fixed(
                       std::string("cudnn:legacy:") + std::string(to_string(direction)) +
                       (direction == Direction::fwd ? ":implicit_gemm:fma" : ":algo_1:fma"));
-        for (int call = 0; call < 5; ++call) {
+        for (int call = 0; call < 4; ++call) {
           copy(poison, output);
           std::shared_ptr<const Choice> choice;
           switch (direction) {

@@ -222,12 +222,11 @@ INSTANTIATE_TEST_SUITE_P(Table, CudnnRnn, ::testing::ValuesIn(gpu_table()),
                          });
 
 // Note [rnn graph replay]: a plan called again on the same memory replays its captured launches,
-// and each call must still compute on that call's data. Four steps with different inputs on one
-// context (the caching allocator hands each step the memory of the step before: the first two
-// run directly, the third captures and the fourth replays, Note [graphs of many launches]), each
-// against the reference: the standard algorithm and every persistent one that runs the desc, on a
-// bidirectional LSTM whose weights are converted; and a variable-length GRU whose lengths change
-// between the steps (those calls run directly).
+// and each call must still compute on that call's data. Three steps with different inputs on one
+// context (the caching allocator hands each step the memory of the step before, so the later ones
+// replay), each against the reference: the standard algorithm and every persistent one that runs
+// the desc, on a bidirectional LSTM whose weights are converted; and a variable-length GRU whose
+// lengths change between the steps (those calls run directly).
 TEST(CudnnRnnReplay, StepsOnTheSameMemoryFollowTheirInputs) {
   DNNX_REQUIRE_GPU();
   RnnDesc lstm = persistent_lstm();
@@ -236,10 +235,8 @@ TEST(CudnnRnnReplay, StepsOnTheSameMemoryFollowTheirInputs) {
   gru.cell = RnnCell::gru;
   gru.layers = 1;
   gru.variable_lengths = true;
-  const std::vector<std::vector<std::int32_t>> gru_lengths = {{9, 3, 7, 1, 9, 2, 8, 5},
-                                                              {2, 9, 9, 4, 1, 6, 3, 8},
-                                                              {9, 9, 9, 9, 9, 9, 9, 9},
-                                                              {1, 2, 3, 4, 5, 6, 7, 9}};
+  const std::vector<std::vector<std::int32_t>> gru_lengths = {
+      {9, 3, 7, 1, 9, 2, 8, 5}, {2, 9, 9, 4, 1, 6, 3, 8}, {9, 9, 9, 9, 9, 9, 9, 9}};
   Context reference = reference_context();
   for (const RnnDesc& desc : {lstm, gru}) {
     Context base = gpu_test_context();
@@ -252,7 +249,7 @@ TEST(CudnnRnnReplay, StepsOnTheSameMemoryFollowTheirInputs) {
                                     [&](const AlgoInfo& a) { return a.id == info.id; });
       Context context = fixed_context(info.id, fwd != inference.end() && fwd->supported);
       ++ran;
-      for (int round = 0; round < 4; ++round) {
+      for (int round = 0; round < 3; ++round) {
         const std::vector<std::int32_t> lengths = desc.variable_lengths
                                                       ? gru_lengths[static_cast<std::size_t>(round)]
                                                       : std::vector<std::int32_t>{};

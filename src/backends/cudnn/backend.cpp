@@ -7,6 +7,7 @@
 #include "backends/cudnn/handles.hpp"
 #include "backends/cudnn/kernels/gate.hpp"
 #include "backends/cudnn/kernels/sweep.hpp"
+#include "backends/cudnn/launch_graph.hpp"
 #include "backends/cudnn/layers.hpp"
 #include "backends/cudnn/runtime.hpp"
 #include "core/check.hpp"
@@ -15,6 +16,7 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -93,7 +95,7 @@ std::string plan_dir_from_env() {
 // host takes to queue it: the GPU processes the start event at once and then waits for each
 // launch. Warm, that is a few microseconds for a graph replay and more for cudnnBackendExecute or
 // a legacy call (Note [graph replay]); cold, the first launch of a kernel loads its module, and a
-// plan's third call on the same memory captures a CUDA graph, each of which can take longer than
+// plan's second call on the same memory captures a CUDA graph, each of which can take longer than
 // the GPU's work. Those costs differ between candidates, so ungated readings rank candidates
 // partly by host work, and a fast kernel with a costly first launch can be screened out on its
 // first run. So time_ms() first queues a kernel that holds the stream until the host opens a gate
@@ -108,10 +110,11 @@ std::string plan_dir_from_env() {
 // which waits for the host: a cold launch holds until the timeout, so a long timeout is paid by
 // every cold candidate of an exhaustive search. Hence the timeout is short, 0.25 ms: warm queuing
 // takes microseconds (a loop of graph replays in the final round included), and a cold launch
-// costs one timeout and a repeat. The third call of a plan may capture its graph for longer than
-// that (Note [graph replay]): its repeat is the fourth call, a replay. Work that waits for its own
-// stream is thus never stalled for long either. Figures: docs/benchmarks.md, "Kernel design
-// measurements" (GPU timing gate).
+// costs one timeout and a repeat. A repeat captures no CUDA graph (Note [no capture in a repeated
+// timing run] in launch_graph.hpp): a plan whose queuing outlasts the timeout on every call (one
+// of thousands of kernels) is read, after the repeats, with that host time, which is what each
+// of its calls costs. Work that waits for its own stream is thus never stalled for long either.
+// Figures: docs/benchmarks.md, "Kernel design measurements" (GPU timing gate).
 constexpr long long gate_timeout_ns = 250'000;
 constexpr int gate_retries = 2;
 
@@ -201,6 +204,8 @@ class CudnnBackend final : public detail::Backend {
       try {
         DNNX_CUDNN_CHECK(cudaEventRecord(start_.get(), runtime_->stream()), context,
                          "recording the start event");
+        std::optional<CapturePause> pause;  // Note [no capture in a repeated timing run]
+        if (attempt > 0) pause.emplace();
         work();
         DNNX_CUDNN_CHECK(cudaEventRecord(stop_.get(), runtime_->stream()), context,
                          "recording the stop event");

@@ -1,10 +1,8 @@
 #include "backends/cudnn/launch_graph.hpp"
 
 #include "backends/cudnn/check.hpp"
-#include "core/strings.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <iostream>
 #include <string>
 
@@ -29,7 +27,13 @@ bool inside_capture(cudaStream_t stream) {
   return status != cudaStreamCaptureStatusNone;
 }
 
+thread_local int capture_pauses = 0;
+
 }  // namespace
+
+CapturePause::CapturePause() { ++capture_pauses; }
+CapturePause::~CapturePause() { --capture_pauses; }
+bool CapturePause::active() { return capture_pauses > 0; }
 
 void LaunchGraph::run(const Settings& settings, cudaStream_t stream,
                       std::initializer_list<const void*> key, LaunchRef launch,
@@ -42,7 +46,12 @@ void LaunchGraph::run(const Settings& settings, cudaStream_t stream,
   const auto found = std::find_if(slots_.begin(), slots_.end(), [&](const Slot& slot) {
     return std::equal(key.begin(), key.end(), slot.key.begin(), slot.key.end());
   });
+  const bool paused = CapturePause::active();  // Note [no capture in a repeated timing run]
   if (found == slots_.end()) {
+    if (paused) {
+      launch();
+      return;
+    }
     // A first sighting runs directly and takes a slot: a one-off call never pays for a capture.
     Slot* slot = nullptr;
     if (slots_.size() < slots) {
@@ -50,37 +59,46 @@ void LaunchGraph::run(const Settings& settings, cudaStream_t stream,
     } else {
       slot = &*std::min_element(slots_.begin(), slots_.end(),
                                 [](const Slot& a, const Slot& b) { return a.used < b.used; });
-      *slot = Slot{};
+      slot->exec.reset();
     }
     slot->key.assign(key.begin(), key.end());
     slot->used = calls_;
-    run_direct(*slot, launch);
+    launch();
     return;
   }
   found->used = calls_;
+  if (!found->exec && paused) {
+    launch();
+    return;
+  }
   if (!found->exec) {
-    // Note [graphs of many launches]: direct calls first, and the capture only after one that
-    // took at most many_launches_ms of host time.
-    if (found->direct < direct_calls || found->direct_ms > many_launches_ms) {
-      run_direct(*found, launch);
-      return;
-    }
-    // The capture's launch is this call's.
+    // The second call with these pointers: capture, and the capture's launch is this call's.
     std::string why;
     GraphExec exec = capture(stream, launch, why);
     if (!exec) {
-      disable(settings, context, "capturing its launches into a CUDA graph failed: " + why);
+      if (settings.verbose) {
+        std::cerr << "dnnx: cudnn: " << context.op << " [" << context.implementation
+                  << "]: capturing its launches into a CUDA graph failed (" << why
+                  << "); the plan runs them directly from now on (Note [graph replay])\n";
+      }
+      disabled_ = true;
+      slots_.clear();
       launch();
       return;
     }
     found->exec = std::move(exec);
     if (++captures_ >= captures_before_judging && replays_ < replays_per_capture * captures_) {
       // Note [graphs that do not pay]: this capture's launch is this call's; none after it.
+      if (settings.verbose) {
+        std::cerr << "dnnx: cudnn: " << context.op << " [" << context.implementation
+                  << "]: " << captures_ << " CUDA graphs captured, replayed " << replays_
+                  << " times: the plan runs its launches directly from now on (Note [graphs "
+                     "that do not pay])\n";
+      }
+      disabled_ = true;
       DNNX_CUDNN_CHECK(cudaGraphLaunch(found->exec.get(), stream), context,
                        "replaying the captured plan");
-      disable(settings, context,
-              detail::cat(captures_, " CUDA graphs captured, replayed ", replays_,
-                          " times (Note [graphs that do not pay])"));
+      slots_.clear();
       return;
     }
   } else {
@@ -88,24 +106,6 @@ void LaunchGraph::run(const Settings& settings, cudaStream_t stream,
   }
   DNNX_CUDNN_CHECK(cudaGraphLaunch(found->exec.get(), stream), context,
                    "replaying the captured plan");
-}
-
-void LaunchGraph::run_direct(Slot& slot, LaunchRef launch) {
-  const auto start = std::chrono::steady_clock::now();
-  launch();
-  slot.direct_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  ++slot.direct;
-}
-
-void LaunchGraph::disable(const Settings& settings, const ErrorContext& context,
-                          const std::string& why) {
-  if (settings.verbose) {
-    std::cerr << "dnnx: cudnn: " << context.op << " [" << context.implementation << "]: " << why
-              << "; the plan runs its launches directly from now on (Note [graph replay])\n";
-  }
-  disabled_ = true;
-  slots_.clear();
 }
 
 GraphExec LaunchGraph::capture(cudaStream_t stream, LaunchRef launch, std::string& why) {
@@ -128,16 +128,6 @@ GraphExec LaunchGraph::capture(cudaStream_t stream, LaunchRef launch, std::strin
   if (!launched || ended != cudaSuccess || raw == nullptr) {
     if (launched) why = std::string("cudaStreamEndCapture: ") + cudaGetErrorString(ended);
     cudaGetLastError();
-    return {};
-  }
-  std::size_t nodes = 0;
-  if (cudaGraphGetNodes(graph.get(), nullptr, &nodes) != cudaSuccess) {
-    cudaGetLastError();
-    nodes = 0;
-  }
-  if (nodes > max_nodes) {
-    why = "its capture holds " + std::to_string(nodes) + " launches, more than " +
-          std::to_string(max_nodes) + " (Note [graphs of many launches])";
     return {};
   }
   cudaGraphExec_t exec = nullptr;

@@ -4,10 +4,9 @@
 // Note [graph replay]
 // cudnnBackendExecute costs 5-8 us of host time per call on an H100/H200 host, and a legacy
 // cudnnConvolution* call 25-45 us, most of it cuDNN's own bookkeeping; the kernels of a small
-// convolution take less. When a plan is called again with the same pointers (tensors and
-// workspace) - a layer on preallocated buffers, a timing loop - its launches are captured once
-// (on the third call: Note [graphs of many launches]) into a CUDA graph on the backend's stream
-// and replayed with cudaGraphLaunch,
+// convolution take less. When a plan is called with the same pointers (tensors and workspace) as
+// on its previous call - a layer on preallocated buffers, a timing loop - its launches are
+// captured once into a CUDA graph on the backend's stream and replayed with cudaGraphLaunch,
 // which skips that bookkeeping. A plan keeps graphs for its last few pointer sets (slots), as one
 // plan serves every layer of a network with the same desc (ResNet-50 runs some convolution plans
 // five times a step, each on its own tensors, and a caching allocator hands a layer the same
@@ -21,25 +20,24 @@
 // A capture and its instantiation cost far more host time than one direct launch, so a graph pays
 // only when it is replayed several times. Pointer sets that each come back once and then not
 // again before the plan's slots have moved on (a caller's allocator that hands a layer one of many
-// addresses from step to step) make every third sighting a capture that is never replayed. So a
+// addresses from step to step) make every second sighting a capture that is never replayed. So a
 // plan counts its captures and replays, and once it has captured captures_before_judging graphs
 // replayed fewer than replays_per_capture times each on average, it runs its launches directly
 // from then on, as after a failed capture. A plan on stable pointers stops capturing once its
 // slots are filled and is never judged so.
-//
-// Note [graphs of many launches]
-// Some of cuDNN's engines queue thousands of kernels per call: on an H200, engine 1 on a
-// depthwise 3x3 of 576 channels (f16 NHWC, batch 1 to 128) captured 2880 nodes, and
-// cudaGraphInstantiate took 1.4-2.1 s (4.8 s in f32), after a capture of 80-300 ms; engine 4's
-// 4032 nodes took 46-63 ms. An exhaustive search runs such a candidate a second time as soon as
-// the timing gate retries its first run (Note [gated timing] in backend.cpp), which made single
-// candidates cost seconds of host time and searches of MobileNetV2's depthwise layers 4-11 s
-// (docs/benchmarks.md, "Search time"). So a key is captured on its third call at the earliest,
-// and only when the direct call before took at most many_launches_ms of host time (over a
-// hundred times a graph-API engine's 5-8 us, twenty times a legacy call's): a plan of many
-// launches keeps running them directly, each call measured again, so that one slow call (the
-// host busy elsewhere) only puts the capture off. A capture of more than max_nodes nodes is not
-// instantiated, and turns replay off for the plan, as a failed capture does.
+
+// Note [no capture in a repeated timing run]
+// The timing gate repeats a run whose queuing outlasted its timeout (Note [gated timing] in
+// backend.cpp). Such a repeat is a plan's second call on the same memory, which used to capture
+// its graph: for a plan that queues thousands of kernels per call the gate times out on every
+// call, so an exhaustive search captured every such candidate on its first reading. On an H200,
+// cuDNN's engine 1 on a depthwise 3x3 of 576 channels (f16 NHWC) queues 2880 kernels per call
+// and instantiating their graph took 1.4-2.1 s of host time (4.8 s in f32; engine 4's 4032
+// nodes, 46-63 ms): searches of MobileNetV2's depthwise layers took 4-11 s, nearly all of it in
+// such captures (docs/benchmarks.md, "Search time"). So while the gate repeats a run
+// (CapturePause), a plan's launches run directly unless a graph of theirs exists already: a new
+// pointer set takes no slot, and no capture is made. A candidate too slow to be chosen is read on
+// its first runs and never captured; one that is timed again captures on its next call.
 
 #include "backends/cudnn/handles.hpp"
 #include "backends/cudnn/runtime.hpp"
@@ -70,6 +68,17 @@ class LaunchRef {
   void (*call_)(void*);
 };
 
+/// While one lives on this thread, LaunchGraph::run makes no capture and takes no slot (Note [no
+/// capture in a repeated timing run]); graphs captured before still replay.
+class CapturePause {
+ public:
+  CapturePause();
+  ~CapturePause();
+  CapturePause(const CapturePause&) = delete;
+  CapturePause& operator=(const CapturePause&) = delete;
+  static bool active();
+};
+
 class LaunchGraph {
  public:
   /// Runs `launch` (which queues work on `stream`), directly or by replaying the graph captured
@@ -85,25 +94,13 @@ class LaunchGraph {
   /// each on average stops capturing (Note [graphs that do not pay]).
   static constexpr std::uint64_t captures_before_judging = 2 * slots;
   static constexpr std::uint64_t replays_per_capture = 4;
-  /// Direct calls of a key before its capture, the host time of a direct call above which the
-  /// next call does not capture either, and the most nodes a graph is instantiated with (Note
-  /// [graphs of many launches]).
-  static constexpr int direct_calls = 2;
-  static constexpr double many_launches_ms = 1.0;
-  static constexpr std::size_t max_nodes = 256;
 
  private:
   struct Slot {
     std::vector<const void*> key;
     std::uint64_t used = 0;  // the call counter when last used
-    int direct = 0;          // direct calls made with this key so far
-    double direct_ms = 0;    // host time of the last of them
-    GraphExec exec;          // null until the key's capture
+    GraphExec exec;          // null until the key's second call
   };
-  /// Runs `launch` directly for `slot` and records its host time.
-  static void run_direct(Slot& slot, LaunchRef launch);
-  /// Turns replay off for this plan (verbose: says why).
-  void disable(const Settings& settings, const ErrorContext& context, const std::string& why);
   /// The graph of `launch`, or null with `why` set.
   static GraphExec capture(cudaStream_t stream, LaunchRef launch, std::string& why);
 
