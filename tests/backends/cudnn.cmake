@@ -3,11 +3,11 @@
 add_executable(cudnn_conv_test ${CMAKE_CURRENT_LIST_DIR}/cudnn_conv_test.cpp)
 target_link_libraries(cudnn_conv_test PRIVATE GTest::gtest_main dnnx_internal dnnx_test_support
                                               CUDA::cudart)
-gtest_discover_tests(cudnn_conv_test PROPERTIES LABELS "gpu" TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
+dnnx_gtests(cudnn_conv_test PROPERTIES LABELS "gpu" TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
 add_executable(cudnn_conv_depthwise_test ${CMAKE_CURRENT_LIST_DIR}/cudnn_conv_depthwise_test.cpp)
 target_link_libraries(cudnn_conv_depthwise_test PRIVATE GTest::gtest_main dnnx_internal
                                                         dnnx_test_support CUDA::cudart)
-gtest_discover_tests(cudnn_conv_depthwise_test PROPERTIES LABELS "gpu" TIMEOUT 1200
+dnnx_gtests(cudnn_conv_depthwise_test PROPERTIES LABELS "gpu" TIMEOUT 1200
                      DISCOVERY_TIMEOUT 60)
 
 # The conv's search: runtime-compiled candidates under the compile budget, saved plans, the
@@ -15,7 +15,7 @@ gtest_discover_tests(cudnn_conv_depthwise_test PROPERTIES LABELS "gpu" TIMEOUT 1
 add_executable(cudnn_conv_search_test ${CMAKE_CURRENT_LIST_DIR}/cudnn_conv_search_test.cpp)
 target_link_libraries(cudnn_conv_search_test PRIVATE GTest::gtest_main dnnx_internal
                                                      dnnx_test_support CUDA::cudart)
-gtest_discover_tests(cudnn_conv_search_test PROPERTIES LABELS "gpu" TIMEOUT 1200
+dnnx_gtests(cudnn_conv_search_test PROPERTIES LABELS "gpu" TIMEOUT 1200
                      DISCOVERY_TIMEOUT 60)
 
 # Single-candidate descriptions (Note [re-validating persisted choices]): every kind of id
@@ -24,5 +24,5 @@ gtest_discover_tests(cudnn_conv_search_test PROPERTIES LABELS "gpu" TIMEOUT 1200
 add_executable(cudnn_conv_describe_test ${CMAKE_CURRENT_LIST_DIR}/cudnn_conv_describe_test.cpp)
 target_link_libraries(cudnn_conv_describe_test PRIVATE GTest::gtest_main dnnx_internal
                                                        dnnx_test_support CUDA::cudart)
-gtest_discover_tests(cudnn_conv_describe_test PROPERTIES LABELS "gpu" TIMEOUT 1200
+dnnx_gtests(cudnn_conv_describe_test PROPERTIES LABELS "gpu" TIMEOUT 1200
                      DISCOVERY_TIMEOUT 60)

@@ -2,4 +2,4 @@
 # when DNNX_HAVE_ONEDNN.
 add_executable(onednn_conv_test ${CMAKE_CURRENT_LIST_DIR}/onednn_conv_test.cpp)
 target_link_libraries(onednn_conv_test PRIVATE GTest::gtest_main dnnx_internal dnnx_test_support)
-gtest_discover_tests(onednn_conv_test PROPERTIES LABELS "unit" DISCOVERY_TIMEOUT 60)
+dnnx_gtests(onednn_conv_test PROPERTIES LABELS "unit" DISCOVERY_TIMEOUT 60)

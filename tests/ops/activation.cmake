@@ -8,12 +8,12 @@ target_link_libraries(dnnx_activation_cases PUBLIC dnnx_test_support)
 foreach(_name api errors)
   add_executable(activation_${_name}_test ${CMAKE_CURRENT_LIST_DIR}/activation_${_name}_test.cpp)
   target_link_libraries(activation_${_name}_test PRIVATE dnnx_activation_cases GTest::gtest_main)
-  gtest_discover_tests(activation_${_name}_test NO_PRETTY_VALUES PROPERTIES LABELS "unit" DISCOVERY_TIMEOUT 60)
+  dnnx_gtests(activation_${_name}_test NO_PRETTY_VALUES PROPERTIES LABELS "unit" DISCOVERY_TIMEOUT 60)
 endforeach()
 
 add_executable(activation_parity_test ${CMAKE_CURRENT_LIST_DIR}/activation_parity_test.cpp)
 target_link_libraries(activation_parity_test PRIVATE dnnx_activation_cases GTest::gtest_main)
-gtest_discover_tests(activation_parity_test NO_PRETTY_VALUES PROPERTIES LABELS "parity" TIMEOUT 120
+dnnx_gtests(activation_parity_test NO_PRETTY_VALUES PROPERTIES LABELS "parity" TIMEOUT 120
                      DISCOVERY_TIMEOUT 60)
 
 # The cpu backend's own kernel at each simd level against the reference and against each other
@@ -81,6 +81,6 @@ if(DNNX_HAVE_CUDNN)
                  ${CMAKE_CURRENT_LIST_DIR}/../backends/cudnn_activation_test.cpp)
   target_link_libraries(cudnn_activation_test PRIVATE dnnx_activation_cases dnnx_internal
                                                       GTest::gtest_main)
-  gtest_discover_tests(cudnn_activation_test NO_PRETTY_VALUES PROPERTIES LABELS "gpu" TIMEOUT 600
+  dnnx_gtests(cudnn_activation_test NO_PRETTY_VALUES PROPERTIES LABELS "gpu" TIMEOUT 600
                        DISCOVERY_TIMEOUT 60)
 endif()

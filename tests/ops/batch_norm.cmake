@@ -29,7 +29,7 @@ endif()
 foreach(_test batch_norm_reference_test batch_norm_errors_test batch_norm_policy_test)
   add_executable(${_test} ${_bnorm_dir}/${_test}.cpp)
   target_link_libraries(${_test} PRIVATE dnnx_bnorm_cases GTest::gtest_main)
-  gtest_discover_tests(${_test} NO_PRETTY_VALUES
+  dnnx_gtests(${_test} NO_PRETTY_VALUES
                        PROPERTIES LABELS "unit" TIMEOUT 120 DISCOVERY_TIMEOUT 60)
 endforeach()
 

@@ -8,11 +8,11 @@ target_link_libraries(dnnx_conv_fused_cases PUBLIC dnnx_test_support dnnx::dnnx)
 
 add_executable(conv_fused_api_test ${CMAKE_CURRENT_LIST_DIR}/conv_fused_api_test.cpp)
 target_link_libraries(conv_fused_api_test PRIVATE dnnx_conv_fused_cases GTest::gtest_main)
-gtest_discover_tests(conv_fused_api_test NO_PRETTY_VALUES PROPERTIES LABELS "unit" DISCOVERY_TIMEOUT 60)
+dnnx_gtests(conv_fused_api_test NO_PRETTY_VALUES PROPERTIES LABELS "unit" DISCOVERY_TIMEOUT 60)
 
 add_executable(conv_fused_parity_test ${CMAKE_CURRENT_LIST_DIR}/conv_fused_parity_test.cpp)
 target_link_libraries(conv_fused_parity_test PRIVATE dnnx_conv_fused_cases GTest::gtest_main)
-gtest_discover_tests(conv_fused_parity_test NO_PRETTY_VALUES PROPERTIES LABELS "parity" TIMEOUT 300
+dnnx_gtests(conv_fused_parity_test NO_PRETTY_VALUES PROPERTIES LABELS "parity" TIMEOUT 300
                                                        DISCOVERY_TIMEOUT 60)
 
 if(DNNX_HAVE_CUDNN AND EXISTS ${CMAKE_CURRENT_LIST_DIR}/../backends/cudnn_conv_fused_test.cpp)
@@ -21,7 +21,7 @@ if(DNNX_HAVE_CUDNN AND EXISTS ${CMAKE_CURRENT_LIST_DIR}/../backends/cudnn_conv_f
                  ${CMAKE_CURRENT_LIST_DIR}/../backends/cudnn_conv_fused_test.cpp)
   target_link_libraries(cudnn_conv_fused_test PRIVATE dnnx_conv_fused_cases dnnx_internal
                                                       GTest::gtest_main CUDA::cudart)
-  gtest_discover_tests(cudnn_conv_fused_test NO_PRETTY_VALUES PROPERTIES LABELS "gpu" TIMEOUT 1200
+  dnnx_gtests(cudnn_conv_fused_test NO_PRETTY_VALUES PROPERTIES LABELS "gpu" TIMEOUT 1200
                                                         DISCOVERY_TIMEOUT 60)
 endif()
 

@@ -13,14 +13,14 @@ target_link_libraries(dnnx_xent_cases PUBLIC dnnx::dnnx dnnx_test_support)
 foreach(_test cross_entropy_reference_test cross_entropy_errors_test cross_entropy_api_test)
   add_executable(${_test} ${_xent_dir}/${_test}.cpp)
   target_link_libraries(${_test} PRIVATE dnnx_xent_cases GTest::gtest_main)
-  gtest_discover_tests(${_test} PROPERTIES LABELS "unit" ENVIRONMENT "${_xent_env}"
+  dnnx_gtests(${_test} PROPERTIES LABELS "unit" ENVIRONMENT "${_xent_env}"
                        DISCOVERY_TIMEOUT 60)
 endforeach()
 
 # One ctest test per (case, dtype, direction).
 add_executable(cross_entropy_parity_test ${_xent_dir}/cross_entropy_parity_test.cpp)
 target_link_libraries(cross_entropy_parity_test PRIVATE dnnx_xent_cases GTest::gtest_main)
-gtest_discover_tests(cross_entropy_parity_test PROPERTIES LABELS "parity"
+dnnx_gtests(cross_entropy_parity_test PROPERTIES LABELS "parity"
                      ENVIRONMENT "${_xent_env}" TIMEOUT 300 DISCOVERY_TIMEOUT 60)
 
 # The reference against PyTorch (tests/python/torch_xent_parity.py drives xent_harness).
@@ -38,7 +38,7 @@ if(DNNX_HAVE_CUDNN)
   add_executable(cudnn_cross_entropy_test ${_xent_dir}/../backends/cudnn_cross_entropy_test.cpp)
   target_link_libraries(cudnn_cross_entropy_test PRIVATE dnnx_xent_cases dnnx_internal
                                                          GTest::gtest_main)
-  gtest_discover_tests(cudnn_cross_entropy_test PROPERTIES LABELS "gpu"
+  dnnx_gtests(cudnn_cross_entropy_test PROPERTIES LABELS "gpu"
                        ENVIRONMENT "${_xent_env}" TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
 endif()
 

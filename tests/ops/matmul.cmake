@@ -8,12 +8,12 @@ target_link_libraries(dnnx_matmul_cases PUBLIC dnnx_test_support)
 foreach(_name api errors)
   add_executable(matmul_${_name}_test ${CMAKE_CURRENT_LIST_DIR}/matmul_${_name}_test.cpp)
   target_link_libraries(matmul_${_name}_test PRIVATE dnnx_matmul_cases GTest::gtest_main)
-  gtest_discover_tests(matmul_${_name}_test NO_PRETTY_VALUES PROPERTIES LABELS "unit" DISCOVERY_TIMEOUT 60)
+  dnnx_gtests(matmul_${_name}_test NO_PRETTY_VALUES PROPERTIES LABELS "unit" DISCOVERY_TIMEOUT 60)
 endforeach()
 
 add_executable(matmul_parity_test ${CMAKE_CURRENT_LIST_DIR}/matmul_parity_test.cpp)
 target_link_libraries(matmul_parity_test PRIVATE dnnx_matmul_cases GTest::gtest_main)
-gtest_discover_tests(matmul_parity_test NO_PRETTY_VALUES PROPERTIES LABELS "parity" TIMEOUT 120 DISCOVERY_TIMEOUT 60)
+dnnx_gtests(matmul_parity_test NO_PRETTY_VALUES PROPERTIES LABELS "parity" TIMEOUT 120 DISCOVERY_TIMEOUT 60)
 
 if(COMMAND dnnx_cli_test)
   dnnx_cli_test(matmul_algos_cpu
@@ -69,6 +69,6 @@ set_tests_properties(oracle.torch_matmul_parity PROPERTIES
 if(DNNX_HAVE_CUDNN)
   add_executable(cudnn_matmul_test ${CMAKE_CURRENT_LIST_DIR}/../backends/cudnn_matmul_test.cpp)
   target_link_libraries(cudnn_matmul_test PRIVATE GTest::gtest_main dnnx_test_support CUDA::cudart)
-  gtest_discover_tests(cudnn_matmul_test PROPERTIES LABELS "gpu" ENVIRONMENT "DNNX_CACHE=off"
+  dnnx_gtests(cudnn_matmul_test PROPERTIES LABELS "gpu" ENVIRONMENT "DNNX_CACHE=off"
                        TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
 endif()

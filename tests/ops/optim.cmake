@@ -7,11 +7,11 @@ target_link_libraries(dnnx_optim_cases PUBLIC dnnx_test_support)
 
 add_executable(optim_errors_test ${CMAKE_CURRENT_LIST_DIR}/optim_errors_test.cpp)
 target_link_libraries(optim_errors_test PRIVATE dnnx_optim_cases GTest::gtest_main)
-gtest_discover_tests(optim_errors_test NO_PRETTY_VALUES PROPERTIES LABELS "unit" DISCOVERY_TIMEOUT 60)
+dnnx_gtests(optim_errors_test NO_PRETTY_VALUES PROPERTIES LABELS "unit" DISCOVERY_TIMEOUT 60)
 
 add_executable(optim_parity_test ${CMAKE_CURRENT_LIST_DIR}/optim_parity_test.cpp)
 target_link_libraries(optim_parity_test PRIVATE dnnx_optim_cases GTest::gtest_main)
-gtest_discover_tests(optim_parity_test NO_PRETTY_VALUES PROPERTIES LABELS "parity" TIMEOUT 120 DISCOVERY_TIMEOUT 60)
+dnnx_gtests(optim_parity_test NO_PRETTY_VALUES PROPERTIES LABELS "parity" TIMEOUT 120 DISCOVERY_TIMEOUT 60)
 
 if(COMMAND dnnx_cli_test)
   dnnx_cli_test(sgd_algos_cpu
@@ -57,6 +57,6 @@ set_tests_properties(oracle.torch_optim_parity PROPERTIES
 if(DNNX_HAVE_CUDNN)
   add_executable(cudnn_optim_test ${CMAKE_CURRENT_LIST_DIR}/../backends/cudnn_optim_test.cpp)
   target_link_libraries(cudnn_optim_test PRIVATE GTest::gtest_main dnnx_optim_cases CUDA::cudart)
-  gtest_discover_tests(cudnn_optim_test PROPERTIES LABELS "gpu" ENVIRONMENT "DNNX_CACHE=off"
+  dnnx_gtests(cudnn_optim_test PROPERTIES LABELS "gpu" ENVIRONMENT "DNNX_CACHE=off"
                        TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
 endif()

@@ -13,7 +13,7 @@ target_link_libraries(dnnx_pool_cases PUBLIC dnnx::dnnx dnnx_test_support)
 foreach(_test pool_desc_test pool_errors_test pool_api_test pool_reference_test)
   add_executable(${_test} ${_pool_dir}/${_test}.cpp)
   target_link_libraries(${_test} PRIVATE dnnx_pool_cases GTest::gtest_main)
-  gtest_discover_tests(${_test} NO_PRETTY_VALUES PROPERTIES LABELS "unit" ENVIRONMENT "${_pool_env}"
+  dnnx_gtests(${_test} NO_PRETTY_VALUES PROPERTIES LABELS "unit" ENVIRONMENT "${_pool_env}"
                        DISCOVERY_TIMEOUT 60)
 endforeach()
 
@@ -21,7 +21,7 @@ endforeach()
 # and both averages, x 3 dtypes x 2 layouts) in both directions.
 add_executable(pool_parity_test ${_pool_dir}/pool_parity_test.cpp)
 target_link_libraries(pool_parity_test PRIVATE dnnx_pool_cases GTest::gtest_main)
-gtest_discover_tests(pool_parity_test NO_PRETTY_VALUES PROPERTIES LABELS "parity" ENVIRONMENT "${_pool_env}"
+dnnx_gtests(pool_parity_test NO_PRETTY_VALUES PROPERTIES LABELS "parity" ENVIRONMENT "${_pool_env}"
                      TIMEOUT 300 DISCOVERY_TIMEOUT 60)
 
 # cpu:kernel:max_indices exists once per ISA (Note [per-ISA pool kernels]): the cpu parity cases
@@ -48,7 +48,7 @@ set_tests_properties(oracle.torch_pool_parity PROPERTIES
 if(DNNX_HAVE_CUDNN)
   add_executable(cudnn_pool_test ${_pool_dir}/../backends/cudnn_pool_test.cpp)
   target_link_libraries(cudnn_pool_test PRIVATE dnnx_pool_cases dnnx_internal GTest::gtest_main)
-  gtest_discover_tests(cudnn_pool_test NO_PRETTY_VALUES PROPERTIES LABELS "gpu" ENVIRONMENT "${_pool_env}"
+  dnnx_gtests(cudnn_pool_test NO_PRETTY_VALUES PROPERTIES LABELS "gpu" ENVIRONMENT "${_pool_env}"
                        TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
 endif()
 

@@ -5,11 +5,11 @@
 # backend. The PyTorch oracle is tests/python/torch_init_parity.py.
 add_executable(random_test ${CMAKE_CURRENT_LIST_DIR}/random_test.cpp)
 target_link_libraries(random_test PRIVATE dnnx_test_support dnnx_internal GTest::gtest_main)
-gtest_discover_tests(random_test NO_PRETTY_VALUES PROPERTIES LABELS "unit" TIMEOUT 300 DISCOVERY_TIMEOUT 60)
+dnnx_gtests(random_test NO_PRETTY_VALUES PROPERTIES LABELS "unit" TIMEOUT 300 DISCOVERY_TIMEOUT 60)
 
 add_executable(random_parity_test ${CMAKE_CURRENT_LIST_DIR}/random_parity_test.cpp)
 target_link_libraries(random_parity_test PRIVATE dnnx_test_support GTest::gtest_main)
-gtest_discover_tests(random_parity_test NO_PRETTY_VALUES PROPERTIES LABELS "parity" TIMEOUT 120 DISCOVERY_TIMEOUT 60)
+dnnx_gtests(random_parity_test NO_PRETTY_VALUES PROPERTIES LABELS "parity" TIMEOUT 120 DISCOVERY_TIMEOUT 60)
 
 if(COMMAND dnnx_cli_test)
   dnnx_cli_test(fill_algos_cpu
@@ -44,5 +44,5 @@ endif()
 if(DNNX_HAVE_CUDNN)
   add_executable(cudnn_random_test ${CMAKE_CURRENT_LIST_DIR}/../backends/cudnn_random_test.cpp)
   target_link_libraries(cudnn_random_test PRIVATE dnnx_test_support GTest::gtest_main)
-  gtest_discover_tests(cudnn_random_test NO_PRETTY_VALUES PROPERTIES LABELS "gpu" TIMEOUT 600 DISCOVERY_TIMEOUT 60)
+  dnnx_gtests(cudnn_random_test NO_PRETTY_VALUES PROPERTIES LABELS "gpu" TIMEOUT 600 DISCOVERY_TIMEOUT 60)
 endif()

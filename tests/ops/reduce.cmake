@@ -8,12 +8,12 @@ target_link_libraries(dnnx_reduce_cases PUBLIC dnnx_test_support)
 foreach(_name api errors)
   add_executable(reduce_${_name}_test ${CMAKE_CURRENT_LIST_DIR}/reduce_${_name}_test.cpp)
   target_link_libraries(reduce_${_name}_test PRIVATE dnnx_reduce_cases GTest::gtest_main)
-  gtest_discover_tests(reduce_${_name}_test NO_PRETTY_VALUES PROPERTIES LABELS "unit" DISCOVERY_TIMEOUT 60)
+  dnnx_gtests(reduce_${_name}_test NO_PRETTY_VALUES PROPERTIES LABELS "unit" DISCOVERY_TIMEOUT 60)
 endforeach()
 
 add_executable(reduce_parity_test ${CMAKE_CURRENT_LIST_DIR}/reduce_parity_test.cpp)
 target_link_libraries(reduce_parity_test PRIVATE dnnx_reduce_cases GTest::gtest_main)
-gtest_discover_tests(reduce_parity_test NO_PRETTY_VALUES PROPERTIES LABELS "parity" TIMEOUT 120 DISCOVERY_TIMEOUT 60)
+dnnx_gtests(reduce_parity_test NO_PRETTY_VALUES PROPERTIES LABELS "parity" TIMEOUT 120 DISCOVERY_TIMEOUT 60)
 
 if(COMMAND dnnx_cli_test)
   dnnx_cli_test(reduce_algos_cpu
@@ -69,5 +69,5 @@ set_tests_properties(oracle.torch_reduce_parity PROPERTIES
 if(DNNX_HAVE_CUDNN)
   add_executable(cudnn_reduce_test ${CMAKE_CURRENT_LIST_DIR}/../backends/cudnn_reduce_test.cpp)
   target_link_libraries(cudnn_reduce_test PRIVATE dnnx_reduce_cases dnnx_internal GTest::gtest_main)
-  gtest_discover_tests(cudnn_reduce_test NO_PRETTY_VALUES PROPERTIES LABELS "gpu" TIMEOUT 600 DISCOVERY_TIMEOUT 60)
+  dnnx_gtests(cudnn_reduce_test NO_PRETTY_VALUES PROPERTIES LABELS "gpu" TIMEOUT 600 DISCOVERY_TIMEOUT 60)
 endif()

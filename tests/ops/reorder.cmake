@@ -6,11 +6,11 @@ target_link_libraries(dnnx_reorder_cases PUBLIC dnnx_test_support)
 
 add_executable(reorder_errors_test ${CMAKE_CURRENT_LIST_DIR}/reorder_errors_test.cpp)
 target_link_libraries(reorder_errors_test PRIVATE dnnx_reorder_cases GTest::gtest_main)
-gtest_discover_tests(reorder_errors_test NO_PRETTY_VALUES PROPERTIES LABELS "unit" DISCOVERY_TIMEOUT 60)
+dnnx_gtests(reorder_errors_test NO_PRETTY_VALUES PROPERTIES LABELS "unit" DISCOVERY_TIMEOUT 60)
 
 add_executable(reorder_parity_test ${CMAKE_CURRENT_LIST_DIR}/reorder_parity_test.cpp)
 target_link_libraries(reorder_parity_test PRIVATE dnnx_reorder_cases GTest::gtest_main)
-gtest_discover_tests(reorder_parity_test NO_PRETTY_VALUES PROPERTIES LABELS "parity" TIMEOUT 120 DISCOVERY_TIMEOUT 60)
+dnnx_gtests(reorder_parity_test NO_PRETTY_VALUES PROPERTIES LABELS "parity" TIMEOUT 120 DISCOVERY_TIMEOUT 60)
 
 if(COMMAND dnnx_cli_test)
   dnnx_cli_test(reorder_algos_cpu
@@ -34,5 +34,5 @@ endif()
 if(DNNX_HAVE_CUDNN)
   add_executable(cudnn_reorder_test ${CMAKE_CURRENT_LIST_DIR}/../backends/cudnn_reorder_test.cpp)
   target_link_libraries(cudnn_reorder_test PRIVATE dnnx_reorder_cases dnnx_internal GTest::gtest_main)
-  gtest_discover_tests(cudnn_reorder_test NO_PRETTY_VALUES PROPERTIES LABELS "gpu" TIMEOUT 600 DISCOVERY_TIMEOUT 60)
+  dnnx_gtests(cudnn_reorder_test NO_PRETTY_VALUES PROPERTIES LABELS "gpu" TIMEOUT 600 DISCOVERY_TIMEOUT 60)
 endif()

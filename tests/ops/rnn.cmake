@@ -7,12 +7,12 @@ target_link_libraries(dnnx_rnn_cases PUBLIC dnnx_test_support)
 
 add_executable(rnn_test ${CMAKE_CURRENT_LIST_DIR}/rnn_test.cpp)
 target_link_libraries(rnn_test PRIVATE dnnx_rnn_cases GTest::gtest_main)
-gtest_discover_tests(rnn_test NO_PRETTY_VALUES PROPERTIES LABELS "unit" TIMEOUT 300 DISCOVERY_TIMEOUT 60)
+dnnx_gtests(rnn_test NO_PRETTY_VALUES PROPERTIES LABELS "unit" TIMEOUT 300 DISCOVERY_TIMEOUT 60)
 
 # The cpu backend's candidates against the reference, every direction (label parity).
 add_executable(rnn_cpu_test ${CMAKE_CURRENT_LIST_DIR}/rnn_cpu_test.cpp)
 target_link_libraries(rnn_cpu_test PRIVATE dnnx_rnn_cases GTest::gtest_main)
-gtest_discover_tests(rnn_cpu_test NO_PRETTY_VALUES PROPERTIES LABELS "parity" ENVIRONMENT "DNNX_CACHE=off"
+dnnx_gtests(rnn_cpu_test NO_PRETTY_VALUES PROPERTIES LABELS "parity" ENVIRONMENT "DNNX_CACHE=off"
                      TIMEOUT 300 DISCOVERY_TIMEOUT 60)
 
 if(COMMAND dnnx_cli_test)
@@ -75,6 +75,6 @@ if(DNNX_HAVE_CUDNN)
   target_include_directories(cudnn_rnn_test PRIVATE ${CMAKE_CURRENT_LIST_DIR})
   target_link_libraries(cudnn_rnn_test PRIVATE GTest::gtest_main dnnx_rnn_cases dnnx_internal
                                                CUDA::cudart)
-  gtest_discover_tests(cudnn_rnn_test PROPERTIES LABELS "gpu" ENVIRONMENT "DNNX_CACHE=off"
+  dnnx_gtests(cudnn_rnn_test PROPERTIES LABELS "gpu" ENVIRONMENT "DNNX_CACHE=off"
                        TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
 endif()

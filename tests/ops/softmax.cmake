@@ -13,7 +13,7 @@ target_link_libraries(dnnx_softmax_cases PUBLIC dnnx::dnnx dnnx_test_support)
 foreach(_test softmax_reference_test softmax_errors_test softmax_api_test)
   add_executable(${_test} ${_softmax_dir}/${_test}.cpp)
   target_link_libraries(${_test} PRIVATE dnnx_softmax_cases GTest::gtest_main)
-  gtest_discover_tests(${_test} PROPERTIES LABELS "unit" ENVIRONMENT "${_softmax_env}"
+  dnnx_gtests(${_test} PROPERTIES LABELS "unit" ENVIRONMENT "${_softmax_env}"
                        DISCOVERY_TIMEOUT 60)
 endforeach()
 
@@ -21,13 +21,13 @@ endforeach()
 if(DNNX_HAVE_ONEDNN)
   add_executable(softmax_simd_test ${_softmax_dir}/softmax_simd_test.cpp)
   target_link_libraries(softmax_simd_test PRIVATE dnnx_internal GTest::gtest_main)
-  gtest_discover_tests(softmax_simd_test PROPERTIES LABELS "unit" DISCOVERY_TIMEOUT 60)
+  dnnx_gtests(softmax_simd_test PROPERTIES LABELS "unit" DISCOVERY_TIMEOUT 60)
 endif()
 
 # One ctest test per (case, dtype, direction).
 add_executable(softmax_parity_test ${_softmax_dir}/softmax_parity_test.cpp)
 target_link_libraries(softmax_parity_test PRIVATE dnnx_softmax_cases GTest::gtest_main)
-gtest_discover_tests(softmax_parity_test PROPERTIES LABELS "parity" ENVIRONMENT "${_softmax_env}"
+dnnx_gtests(softmax_parity_test PROPERTIES LABELS "parity" ENVIRONMENT "${_softmax_env}"
                      TIMEOUT 300 DISCOVERY_TIMEOUT 60)
 
 # The reference against PyTorch (tests/python/torch_softmax_parity.py drives softmax_harness).
@@ -45,7 +45,7 @@ if(DNNX_HAVE_CUDNN)
   add_executable(cudnn_softmax_test ${_softmax_dir}/../backends/cudnn_softmax_test.cpp)
   target_link_libraries(cudnn_softmax_test PRIVATE dnnx_softmax_cases dnnx_internal
                                                    GTest::gtest_main)
-  gtest_discover_tests(cudnn_softmax_test PROPERTIES LABELS "gpu" ENVIRONMENT "${_softmax_env}"
+  dnnx_gtests(cudnn_softmax_test PROPERTIES LABELS "gpu" ENVIRONMENT "${_softmax_env}"
                        TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
 endif()
 
