@@ -160,9 +160,10 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 // Level 0 is the op's smallest slice and each level a few times larger (convolution: one or a
 // few samples, then 4x more each level up to half the batch), so that a slow candidate costs
 // about the first slice over the bound, a few times the best median, however slow it is in
-// full. With an eighth of the batch as the first slice, some of cuDNN's engines took 2-3 s per
-// probe on MobileNetV2's depthwise layers in f16 (batch 128) against 0.015 ms for the best, and
-// probes were 90-99% of searches of 2-10 s (docs/benchmarks.md, "Search time").
+// full. With an eighth of the batch as the first slice, a dozen of cuDNN's tensor-core engines
+// took 8.5-9 ms per probe on EfficientNet-B0's 5x5 depthwise forward of 480 channels (batch
+// 128, f16) against 0.043 ms for the best on the whole problem (docs/benchmarks.md, "Search
+// time").
 constexpr double probe_factor = 2.0;
 constexpr double escalate_factor = 4.0;
 constexpr int max_probe_levels = 8;  // a bound on the loop whatever an op's slices do
