@@ -8,9 +8,9 @@ add_library(dnnx_bnorm_cases STATIC ${_bnorm_dir}/batch_norm_cases.cpp)
 target_include_directories(dnnx_bnorm_cases PUBLIC ${_bnorm_dir}/..)
 target_link_libraries(dnnx_bnorm_cases PUBLIC dnnx::dnnx dnnx_test_support GTest::gtest)
 
-# One ctest test for the whole table: the cases take milliseconds each, a process per case would
-# spend most of its time starting oneDNN. A failure prints the case's repro line; run one case
-# with --gtest_filter='*<case name>*'.
+# One ctest test for the whole table, as every test binary is (Note [one process per test binary]
+# in tests/CMakeLists.txt). A failure prints the case's repro line; run one case with
+# --gtest_filter='*<case name>*'.
 add_executable(batch_norm_parity_test ${_bnorm_dir}/batch_norm_parity_test.cpp)
 target_link_libraries(batch_norm_parity_test PRIVATE dnnx_bnorm_cases GTest::gtest_main)
 add_test(NAME parity.batch_norm COMMAND batch_norm_parity_test)

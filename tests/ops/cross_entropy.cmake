@@ -17,7 +17,7 @@ foreach(_test cross_entropy_reference_test cross_entropy_errors_test cross_entro
                        DISCOVERY_TIMEOUT 60)
 endforeach()
 
-# One ctest test per (case, dtype, direction).
+# One GoogleTest case per (case, dtype, direction).
 add_executable(cross_entropy_parity_test ${_xent_dir}/cross_entropy_parity_test.cpp)
 target_link_libraries(cross_entropy_parity_test PRIVATE dnnx_xent_cases GTest::gtest_main)
 dnnx_gtests(cross_entropy_parity_test PROPERTIES LABELS "parity"

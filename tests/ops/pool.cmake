@@ -17,7 +17,7 @@ foreach(_test pool_desc_test pool_errors_test pool_api_test pool_reference_test)
                        DISCOVERY_TIMEOUT 60)
 endforeach()
 
-# One ctest test per (backend, shape); each runs the shape's 24 variants (max, max with indices
+# One GoogleTest case per (backend, shape); each runs the shape's 24 variants (max, max with indices
 # and both averages, x 3 dtypes x 2 layouts) in both directions.
 add_executable(pool_parity_test ${_pool_dir}/pool_parity_test.cpp)
 target_link_libraries(pool_parity_test PRIVATE dnnx_pool_cases GTest::gtest_main)
