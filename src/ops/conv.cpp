@@ -84,10 +84,9 @@ struct ConvOp : detail::OpTraits<OpKind::conv> {
   // Note [probing slow candidates]: slices of the batch from the smallest up, each 4x the one
   // before and ending at half of it (detail::probe_batches). A slow candidate is ruled out on
   // the first slice already over the bound, which costs a few times the best candidate's time
-  // whatever its own (Note [probing slow candidates] has figures). The batch is the outermost
-  // dimension in both layouts, so
-  // its first samples are a dense prefix of every activation; the weights (and their gradient,
-  // which the slice overwrites) keep their shape.
+  // whatever its own. The batch is the outermost dimension in both layouts, so its first samples
+  // are a dense prefix of every activation; the weights (and their gradient, which the slice
+  // overwrites) keep their shape.
   struct Slice {
     ConvDesc desc;
     double fraction = 1;  // of the full problem
