@@ -1,5 +1,6 @@
 # Sanitizer options for running the tests of a DNNX_SANITIZE build; sourced by scripts/test.sh for
-# its sanitizer stage (building too: gtest_discover_tests runs every test binary at build time).
+# its sanitizer stage (building too, where -DDNNX_TESTS_PER_CASE=ON has gtest_discover_tests run
+# every test binary at build time to list its cases).
 # By hand:  . tests/sanitizers/env.sh && ctest --test-dir build-asan -L unit
 #
 # Any report ends the program with SIGABRT (abort_on_error), so a report can never look like an
