@@ -424,8 +424,8 @@ std::pair<double, double> cuda_floor_us() {
 // Note [search study]
 // What the search's shortcuts rest on, measured without them (--study): every supported
 // candidate of a case, in listing order, is run on the first eighth of the batch (one of the
-// slices the search probes on: first call, as the search sees it, then the median of 3 warm runs) and on the
-// full problem (likewise). A candidate whose warm slice already takes over 4x the best full
+// slices the search probes on: first call, as the search sees it, then the median of 3 warm
+// runs) and on the full problem (likewise). A candidate whose warm slice already takes over 4x the best full
 // median so far cannot win (the full problem contains the slice's work) and is not run in full;
 // naive reference candidates are not run at all. Listing and plan builds are timed too.
 struct Timed {

@@ -8,7 +8,7 @@ add_executable(cudnn_conv_depthwise_test ${CMAKE_CURRENT_LIST_DIR}/cudnn_conv_de
 target_link_libraries(cudnn_conv_depthwise_test PRIVATE GTest::gtest_main dnnx_internal
                                                         dnnx_test_support CUDA::cudart)
 dnnx_gtests(cudnn_conv_depthwise_test PROPERTIES LABELS "gpu" TIMEOUT 1200
-                     DISCOVERY_TIMEOUT 60)
+            DISCOVERY_TIMEOUT 60)
 
 # The conv's search: runtime-compiled candidates under the compile budget, saved plans, the
 # heuristics' top configs among the timed, the search's time split (its settings tests need no GPU).
@@ -16,7 +16,7 @@ add_executable(cudnn_conv_search_test ${CMAKE_CURRENT_LIST_DIR}/cudnn_conv_searc
 target_link_libraries(cudnn_conv_search_test PRIVATE GTest::gtest_main dnnx_internal
                                                      dnnx_test_support CUDA::cudart)
 dnnx_gtests(cudnn_conv_search_test PROPERTIES LABELS "gpu" TIMEOUT 1200
-                     DISCOVERY_TIMEOUT 60)
+            DISCOVERY_TIMEOUT 60)
 
 # Single-candidate descriptions (Note [re-validating persisted choices]): every kind of id
 # described without a listing, a choice from the cache file run by a fresh context that lists
@@ -25,4 +25,4 @@ add_executable(cudnn_conv_describe_test ${CMAKE_CURRENT_LIST_DIR}/cudnn_conv_des
 target_link_libraries(cudnn_conv_describe_test PRIVATE GTest::gtest_main dnnx_internal
                                                        dnnx_test_support CUDA::cudart)
 dnnx_gtests(cudnn_conv_describe_test PROPERTIES LABELS "gpu" TIMEOUT 1200
-                     DISCOVERY_TIMEOUT 60)
+            DISCOVERY_TIMEOUT 60)

@@ -14,7 +14,7 @@ endforeach()
 add_executable(activation_parity_test ${CMAKE_CURRENT_LIST_DIR}/activation_parity_test.cpp)
 target_link_libraries(activation_parity_test PRIVATE dnnx_activation_cases GTest::gtest_main)
 dnnx_gtests(activation_parity_test NO_PRETTY_VALUES PROPERTIES LABELS "parity" TIMEOUT 120
-                     DISCOVERY_TIMEOUT 60)
+            DISCOVERY_TIMEOUT 60)
 
 # The cpu backend's own kernel at each simd level against the reference and against each other
 # (internal header; one process for the whole table).
@@ -82,5 +82,5 @@ if(DNNX_HAVE_CUDNN)
   target_link_libraries(cudnn_activation_test PRIVATE dnnx_activation_cases dnnx_internal
                                                       GTest::gtest_main)
   dnnx_gtests(cudnn_activation_test NO_PRETTY_VALUES PROPERTIES LABELS "gpu" TIMEOUT 600
-                       DISCOVERY_TIMEOUT 60)
+              DISCOVERY_TIMEOUT 60)
 endif()

@@ -30,7 +30,7 @@ foreach(_test batch_norm_reference_test batch_norm_errors_test batch_norm_policy
   add_executable(${_test} ${_bnorm_dir}/${_test}.cpp)
   target_link_libraries(${_test} PRIVATE dnnx_bnorm_cases GTest::gtest_main)
   dnnx_gtests(${_test} NO_PRETTY_VALUES
-                       PROPERTIES LABELS "unit" TIMEOUT 120 DISCOVERY_TIMEOUT 60)
+              PROPERTIES LABELS "unit" TIMEOUT 120 DISCOVERY_TIMEOUT 60)
 endforeach()
 
 # `dnnx algos|profile bnorm` (label cli); dnnx_cli_test comes from tests/tools/cli_test.cmake.

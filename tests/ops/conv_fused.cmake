@@ -13,7 +13,7 @@ dnnx_gtests(conv_fused_api_test NO_PRETTY_VALUES PROPERTIES LABELS "unit" DISCOV
 add_executable(conv_fused_parity_test ${CMAKE_CURRENT_LIST_DIR}/conv_fused_parity_test.cpp)
 target_link_libraries(conv_fused_parity_test PRIVATE dnnx_conv_fused_cases GTest::gtest_main)
 dnnx_gtests(conv_fused_parity_test NO_PRETTY_VALUES PROPERTIES LABELS "parity" TIMEOUT 300
-                                                       DISCOVERY_TIMEOUT 60)
+                                              DISCOVERY_TIMEOUT 60)
 
 if(DNNX_HAVE_CUDNN AND EXISTS ${CMAKE_CURRENT_LIST_DIR}/../backends/cudnn_conv_fused_test.cpp)
   # Every test skips, saying why, where no usable GPU is present.
@@ -22,7 +22,7 @@ if(DNNX_HAVE_CUDNN AND EXISTS ${CMAKE_CURRENT_LIST_DIR}/../backends/cudnn_conv_f
   target_link_libraries(cudnn_conv_fused_test PRIVATE dnnx_conv_fused_cases dnnx_internal
                                                       GTest::gtest_main CUDA::cudart)
   dnnx_gtests(cudnn_conv_fused_test NO_PRETTY_VALUES PROPERTIES LABELS "gpu" TIMEOUT 1200
-                                                        DISCOVERY_TIMEOUT 60)
+                                               DISCOVERY_TIMEOUT 60)
 endif()
 
 if(COMMAND dnnx_cli_test)

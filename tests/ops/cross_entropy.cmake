@@ -14,14 +14,14 @@ foreach(_test cross_entropy_reference_test cross_entropy_errors_test cross_entro
   add_executable(${_test} ${_xent_dir}/${_test}.cpp)
   target_link_libraries(${_test} PRIVATE dnnx_xent_cases GTest::gtest_main)
   dnnx_gtests(${_test} PROPERTIES LABELS "unit" ENVIRONMENT "${_xent_env}"
-                       DISCOVERY_TIMEOUT 60)
+              DISCOVERY_TIMEOUT 60)
 endforeach()
 
 # One GoogleTest case per (case, dtype, direction).
 add_executable(cross_entropy_parity_test ${_xent_dir}/cross_entropy_parity_test.cpp)
 target_link_libraries(cross_entropy_parity_test PRIVATE dnnx_xent_cases GTest::gtest_main)
 dnnx_gtests(cross_entropy_parity_test PROPERTIES LABELS "parity"
-                     ENVIRONMENT "${_xent_env}" TIMEOUT 300 DISCOVERY_TIMEOUT 60)
+            ENVIRONMENT "${_xent_env}" TIMEOUT 300 DISCOVERY_TIMEOUT 60)
 
 # The reference against PyTorch (tests/python/torch_xent_parity.py drives xent_harness).
 add_executable(xent_harness ${_xent_dir}/../python/xent_harness.cpp)
@@ -39,7 +39,7 @@ if(DNNX_HAVE_CUDNN)
   target_link_libraries(cudnn_cross_entropy_test PRIVATE dnnx_xent_cases dnnx_internal
                                                          GTest::gtest_main)
   dnnx_gtests(cudnn_cross_entropy_test PROPERTIES LABELS "gpu"
-                       ENVIRONMENT "${_xent_env}" TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
+              ENVIRONMENT "${_xent_env}" TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
 endif()
 
 # `dnnx algos xent` / `dnnx profile xent` (label "cli"; helpers from tests/tools/cli_test.cmake).

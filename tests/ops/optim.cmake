@@ -58,5 +58,5 @@ if(DNNX_HAVE_CUDNN)
   add_executable(cudnn_optim_test ${CMAKE_CURRENT_LIST_DIR}/../backends/cudnn_optim_test.cpp)
   target_link_libraries(cudnn_optim_test PRIVATE GTest::gtest_main dnnx_optim_cases CUDA::cudart)
   dnnx_gtests(cudnn_optim_test PROPERTIES LABELS "gpu" ENVIRONMENT "DNNX_CACHE=off"
-                       TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
+              TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
 endif()

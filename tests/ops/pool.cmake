@@ -14,7 +14,7 @@ foreach(_test pool_desc_test pool_errors_test pool_api_test pool_reference_test)
   add_executable(${_test} ${_pool_dir}/${_test}.cpp)
   target_link_libraries(${_test} PRIVATE dnnx_pool_cases GTest::gtest_main)
   dnnx_gtests(${_test} NO_PRETTY_VALUES PROPERTIES LABELS "unit" ENVIRONMENT "${_pool_env}"
-                       DISCOVERY_TIMEOUT 60)
+              DISCOVERY_TIMEOUT 60)
 endforeach()
 
 # One GoogleTest case per (backend, shape); each runs the shape's 24 variants (max, max with indices
@@ -22,7 +22,7 @@ endforeach()
 add_executable(pool_parity_test ${_pool_dir}/pool_parity_test.cpp)
 target_link_libraries(pool_parity_test PRIVATE dnnx_pool_cases GTest::gtest_main)
 dnnx_gtests(pool_parity_test NO_PRETTY_VALUES PROPERTIES LABELS "parity" ENVIRONMENT "${_pool_env}"
-                     TIMEOUT 300 DISCOVERY_TIMEOUT 60)
+            TIMEOUT 300 DISCOVERY_TIMEOUT 60)
 
 # cpu:kernel:max_indices exists once per ISA (Note [per-ISA pool kernels]): the cpu parity cases
 # again on the AVX2 and SSE2 copies (on a machine without AVX-512 the first run already took the
@@ -49,7 +49,7 @@ if(DNNX_HAVE_CUDNN)
   add_executable(cudnn_pool_test ${_pool_dir}/../backends/cudnn_pool_test.cpp)
   target_link_libraries(cudnn_pool_test PRIVATE dnnx_pool_cases dnnx_internal GTest::gtest_main)
   dnnx_gtests(cudnn_pool_test NO_PRETTY_VALUES PROPERTIES LABELS "gpu" ENVIRONMENT "${_pool_env}"
-                       TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
+              TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
 endif()
 
 # `dnnx algos pool` / `dnnx profile pool` (label "cli"; helpers from tests/tools/cli_test.cmake).

@@ -13,7 +13,7 @@ dnnx_gtests(rnn_test NO_PRETTY_VALUES PROPERTIES LABELS "unit" TIMEOUT 300 DISCO
 add_executable(rnn_cpu_test ${CMAKE_CURRENT_LIST_DIR}/rnn_cpu_test.cpp)
 target_link_libraries(rnn_cpu_test PRIVATE dnnx_rnn_cases GTest::gtest_main)
 dnnx_gtests(rnn_cpu_test NO_PRETTY_VALUES PROPERTIES LABELS "parity" ENVIRONMENT "DNNX_CACHE=off"
-                     TIMEOUT 300 DISCOVERY_TIMEOUT 60)
+            TIMEOUT 300 DISCOVERY_TIMEOUT 60)
 
 if(COMMAND dnnx_cli_test)
   dnnx_cli_test(rnn_algos_reference
@@ -76,5 +76,5 @@ if(DNNX_HAVE_CUDNN)
   target_link_libraries(cudnn_rnn_test PRIVATE GTest::gtest_main dnnx_rnn_cases dnnx_internal
                                                CUDA::cudart)
   dnnx_gtests(cudnn_rnn_test PROPERTIES LABELS "gpu" ENVIRONMENT "DNNX_CACHE=off"
-                       TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
+              TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
 endif()

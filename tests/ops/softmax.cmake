@@ -14,7 +14,7 @@ foreach(_test softmax_reference_test softmax_errors_test softmax_api_test)
   add_executable(${_test} ${_softmax_dir}/${_test}.cpp)
   target_link_libraries(${_test} PRIVATE dnnx_softmax_cases GTest::gtest_main)
   dnnx_gtests(${_test} PROPERTIES LABELS "unit" ENVIRONMENT "${_softmax_env}"
-                       DISCOVERY_TIMEOUT 60)
+              DISCOVERY_TIMEOUT 60)
 endforeach()
 
 # The cpu kernels' SIMD building blocks (conversions exhaustively, exp's error); internal header.
@@ -28,7 +28,7 @@ endif()
 add_executable(softmax_parity_test ${_softmax_dir}/softmax_parity_test.cpp)
 target_link_libraries(softmax_parity_test PRIVATE dnnx_softmax_cases GTest::gtest_main)
 dnnx_gtests(softmax_parity_test PROPERTIES LABELS "parity" ENVIRONMENT "${_softmax_env}"
-                     TIMEOUT 300 DISCOVERY_TIMEOUT 60)
+            TIMEOUT 300 DISCOVERY_TIMEOUT 60)
 
 # The reference against PyTorch (tests/python/torch_softmax_parity.py drives softmax_harness).
 add_executable(softmax_harness ${_softmax_dir}/../python/softmax_harness.cpp)
@@ -46,7 +46,7 @@ if(DNNX_HAVE_CUDNN)
   target_link_libraries(cudnn_softmax_test PRIVATE dnnx_softmax_cases dnnx_internal
                                                    GTest::gtest_main)
   dnnx_gtests(cudnn_softmax_test PROPERTIES LABELS "gpu" ENVIRONMENT "${_softmax_env}"
-                       TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
+              TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
 endif()
 
 # `dnnx algos softmax` / `dnnx profile softmax` (label "cli"; helpers from
