@@ -31,7 +31,9 @@ does this with SHAPES_DEVICES):
 With --rounds N the benchmark (a fresh process each time, its searches included) and PyTorch's
 timing take turns N times per file, and each row gives the medians over the rounds of either
 side's kernel and per-call times and of dnnx's search time, with every choice dnnx made (Note
-[suite rounds]).
+[suite rounds]). With --reuse-choices the first round's choices are kept in a file and the later
+rounds run them as a later process of the same program would: the rows then also give what such
+a process's first call costs beyond the kernel, next to the first round's search.
 """
 
 import argparse
@@ -40,6 +42,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -161,7 +164,8 @@ def suite_files(names):
     return paths
 
 
-def run_dnnx(args, results_file=None, shapes_path=None, tag=None, budget_s=None):
+def run_dnnx(args, results_file=None, shapes_path=None, tag=None, budget_s=None,
+             choices_file=None, reuse=False):
     if results_file:
         with open(results_file) as f:
             return [json.loads(line) for line in f if line.startswith("{")]
@@ -174,6 +178,8 @@ def run_dnnx(args, results_file=None, shapes_path=None, tag=None, budget_s=None)
         cmd += ["--max-layers", str(args.max_layers)]
     if budget_s:
         cmd += ["--budget-s", f"{budget_s:.1f}"]
+    if choices_file:
+        cmd += ["--choices-file", choices_file] + (["--reuse"] if reuse else [])
     print("$", " ".join(cmd), flush=True)
     start = time.time()
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -287,11 +293,22 @@ def run_torch(args, shapes, batch, wanted=None):
 # that both see the same conditions over the rounds. A case missing from a round (a budget that
 # ran out) takes the median of the rounds it ran in; PyTorch's first-call time is its first
 # round's (later rounds find its cudnn.benchmark cache filled).
-def combine_rounds(dnnx_rounds, torch_rounds):
+#
+# With --reuse-choices the first round searches and keeps its choices in a file, and the later
+# rounds are later processes of the same program (Note [choices across processes] in
+# cudnn_conv_bench.cpp): they run the first round's choices, so the rows' medians are the timing
+# of one choice per row, as a program that keeps its choices gets, not of several searches. The
+# search time is then the first round's, and each row also gives what a later process's first
+# call cost beyond the kernel (the median over the later rounds): reading the choice,
+# re-validating it, loading or building its plan.
+def combine_rounds(dnnx_rounds, torch_rounds, reuse=False):
     """(records, torch results) combining per-round bench records and PyTorch results: every
     non-case record of the first round, and per case the first round's record with the medians of
     kernel_ms, call_ms and search_s over the rounds, `algos` (the distinct choices, in round
-    order) and `rounds` (each round's own figures)."""
+    order) and `rounds` (each round's own figures). With `reuse` (the rounds after the first
+    reused its choices), search_s is the first round's, and `reuse_ms` is the median over the
+    later rounds of the first call less the kernel (`reuse_from_file`: whether the file answered
+    in every later round)."""
     if len(dnnx_rounds) == 1:
         return dnnx_rounds[0], torch_rounds[0]
     cases = {}
@@ -305,6 +322,13 @@ def combine_rounds(dnnx_rounds, torch_rounds):
         r["kernel_ms"] = statistics.median(one["kernel_ms"] for one in runs)
         r["call_ms"] = statistics.median(one["call_ms"] for one in runs)
         r["search_s"] = statistics.median(search_s(one) for one in runs)
+        if reuse:
+            r["search_s"] = search_s(runs[0])
+            later = runs[1:]
+            if later:
+                r["reuse_ms"] = statistics.median(
+                    max(0.0, one["first_call_ms"] - one["kernel_ms"]) for one in later)
+                r["reuse_from_file"] = all(one.get("from_file", False) for one in later)
         r["heuristic_kernel_ms"] = statistics.median(one["heuristic_kernel_ms"] for one in runs)
         r["algos"] = list(dict.fromkeys(one["algo"] for one in runs))
         r["rounds"] = [dict(kernel_ms=one["kernel_ms"], algo=one["algo"], search_s=search_s(one))
@@ -343,7 +367,7 @@ def print_tables(args, shapes, records, torch_results, batch):
               "| torch call | dnnx search s | torch 1st call s | dnnx choice | speedup vs heuristic |")
         print("|---|---|---|---|---|---|---|---|---|---|---|")
         tot_d = tot_t = tot_dc = tot_tc = tot_tune = tot_first = 0.0
-        worst, worst_row, searches = 0.0, "", []
+        worst, worst_row, searches, reuses = 0.0, "", [], []
         for s in shapes:
             for direction in DIRECTIONS:
                 key = f"{s['name']}/{direction}/{config}"
@@ -356,6 +380,9 @@ def print_tables(args, shapes, records, torch_results, batch):
                     worst, worst_row = ratio, f"{s['name']} {direction}"
                 search = search_s(d)
                 searches.append((search, f"{s['name']} {direction}"))
+                if "reuse_ms" in d:
+                    reuses.append((d["reuse_ms"], search, d["reuse_from_file"],
+                                   f"{s['name']} {direction}"))
                 tot_d += d["kernel_ms"]
                 tot_t += t["kernel_ms"]
                 tot_dc += d["call_ms"]
@@ -382,7 +409,28 @@ def print_tables(args, shapes, records, torch_results, batch):
                                      search_total_s=tot_tune, search_median_s=median,
                                      search_worst_s=slowest[0], search_worst_row=slowest[1],
                                      rows=len(searches), batch=batch)
+            if reuses:
+                summaries[config].update(reuse_summary(reuses))
+                m = summaries[config]
+                print(f"later process (the first round's choices from its file): first call "
+                      f"beyond the kernel, median {m['reuse_median_ms']:.1f} ms, worst "
+                      f"{m['reuse_worst_ms']:.1f} ms ({m['reuse_worst_row']}); "
+                      f"{m['reuse_total_s']:.2f} s in all, {100 * m['reuse_share']:.1f}% of the "
+                      f"search's {tot_tune:.1f} s; {m['reuse_answered']} of {len(reuses)} rows "
+                      f"answered by the file in every later round\n")
     return summaries
+
+
+def reuse_summary(reuses):
+    """Figures of a later process's first calls: `reuses` holds (reuse ms, search s, answered by
+    the file, row) per row."""
+    slowest = max(reuses)
+    total_s = sum(ms for ms, _, _, _ in reuses) / 1e3
+    search_total = sum(search for _, search, _, _ in reuses)
+    return dict(reuse_median_ms=statistics.median(ms for ms, _, _, _ in reuses),
+                reuse_worst_ms=slowest[0], reuse_worst_row=slowest[3], reuse_total_s=total_s,
+                reuse_share=total_s / search_total if search_total > 0 else 0.0,
+                reuse_answered=sum(1 for _, _, answered, _ in reuses if answered))
 
 
 def print_overhead(records, torch_info):
@@ -415,6 +463,7 @@ def run_suite(args):
         return
     start = time.time()
     results = []
+    choices_dir = tempfile.mkdtemp(prefix="dnnx-choices-") if args.reuse_choices else None
     for path, shapes, batch in files:
         budget = None
         if args.budget_s:
@@ -423,19 +472,25 @@ def run_suite(args):
                 print(f"\n## {os.path.basename(path)}: skipped (budget of {args.budget_s} s spent)")
                 continue
         dnnx_rounds, torch_rounds = [], []
+        choices_file = None
+        if args.reuse_choices:
+            choices_file = os.path.join(
+                choices_dir, os.path.splitext(os.path.basename(path))[0] + ".json")
         for _ in range(args.rounds):
             if dnnx_rounds and budget:
                 budget = args.budget_s - (time.time() - start)
                 if budget <= 0:
                     break
-            records = run_dnnx(args, shapes_path=path, tag=args.tag, budget_s=budget)
+            records = run_dnnx(args, shapes_path=path, tag=args.tag, budget_s=budget,
+                               choices_file=choices_file, reuse=bool(dnnx_rounds))
             suite = next((r for r in records if r["kind"] == "suite"), {})
             batch = int(suite.get("batch", batch))
             ran = {r["case"] for r in records if r["kind"] == "case"}
             torch_results, torch_info = run_torch(args, shapes, batch, wanted=ran)
             dnnx_rounds.append(records)
             torch_rounds.append(torch_results)
-        records, torch_results = combine_rounds(dnnx_rounds, torch_rounds)
+        records, torch_results = combine_rounds(dnnx_rounds, torch_rounds,
+                                                reuse=args.reuse_choices)
         device = next((r for r in records if r["kind"] == "device"), {})
         print(f"\n## {os.path.basename(path)}: batch {batch}, {len(shapes)} layers, "
               f"{len(dnnx_rounds)} round(s)\n")
@@ -457,16 +512,22 @@ def run_suite(args):
 
 def print_suite_summary(results):
     """The summary table: one row per file and config of `results` (run_suite's list)."""
+    reuse = any("reuse_median_ms" in m for r in results for m in r["summary"].values())
     print("\n## Suite summary\n")
     print("| file | config | batch | dnnx ms | torch ms | dnnx/torch | worst row | "
-          "median search s | worst search s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "median search s | worst search s |"
+          + (" later process: median / worst ms, share of the search |" if reuse else ""))
+    print("|---|---|---|---|---|---|---|---|---|" + ("---|" if reuse else ""))
     for r in results:
         for config, m in r["summary"].items():
+            later = ""
+            if reuse:
+                later = (f" {m['reuse_median_ms']:.1f} / {m['reuse_worst_ms']:.1f}, "
+                         f"{100 * m['reuse_share']:.1f}% |" if "reuse_median_ms" in m else " |")
             print(f"| {r['file']} | {config} | {m['batch']} | {m['dnnx_ms']:.3f} "
                   f"| {m['torch_ms']:.3f} | {m['ratio']:.2f} | {m['worst_row']} "
                   f"({m['worst_ratio']:.2f}) | {m['search_median_s']:.2f} "
-                  f"| {m['search_worst_s']:.2f} ({m['search_worst_row']}) |")
+                  f"| {m['search_worst_s']:.2f} ({m['search_worst_row']}) |" + later)
 
 
 # Note [suite shards]
@@ -529,6 +590,10 @@ def main():
     parser.add_argument("--rounds", type=int, default=1,
                         help="suite: per file, the benchmark and PyTorch take turns this many "
                              "times; rows give the medians (Note [suite rounds])")
+    parser.add_argument("--reuse-choices", action="store_true",
+                        help="suite, with --rounds 2 or more: the first round keeps its choices "
+                             "in a file and the later rounds run them as a later process would "
+                             "(Note [suite rounds])")
     parser.add_argument("--merge", help="comma-separated --suite --json files of shards: print "
                         "their one suite summary (and write them together with --json)")
     parser.add_argument("--dry-run", action="store_true",
@@ -546,6 +611,8 @@ def main():
         sys.exit("compare_gpu.py: --rounds must be 1 or more")
     if args.rounds > 1 and not suite:
         sys.exit("compare_gpu.py: --rounds runs with the suite (--suite or --files)")
+    if args.reuse_choices and args.rounds < 2:
+        sys.exit("compare_gpu.py: --reuse-choices needs --rounds 2 or more")
     if args.tag is None:
         args.tag = "all" if suite else "bench"
     try:

@@ -195,6 +195,15 @@ ShapesFile read_shapes(const std::string& path, const std::string& tag) {
   return file;
 }
 
+// Note [choices across processes]
+// A program that keeps its choices (the choice cache's file, and cuDNN's plans saved beside it)
+// pays the search in its first process only. --choices-file gives every case a cache backed by
+// one file, as such a program has; a run with --reuse over a file an earlier run wrote measures
+// what a later process pays instead: its first call reads the choice, re-validates it (describes
+// the one id, builds or loads its plan) and runs, with no listing. Its record says whether the
+// file answered (`from_file`); a case the file did not answer searched within its first call.
+// bench/compare_gpu.py's --reuse-choices makes the first of its rounds write the file and the
+// later ones reuse it (Note [suite rounds]).
 struct Options {
   std::string shapes = DNNX_BENCH_DEFAULT_SHAPES;
   std::string tag = "bench";
@@ -206,6 +215,9 @@ struct Options {
   int calls = 20;
   bool overhead_only = false;
   bool study = false;  // Note [search study]
+  // Note [choices across processes]
+  std::string choices_file;  // a choice-cache file every case reads and writes ("": none)
+  bool reuse = false;        // the cases' choices come from choices_file: no listing first
 };
 
 Options parse(int argc, char** argv) {
@@ -238,6 +250,10 @@ Options parse(int argc, char** argv) {
       o.overhead_only = true;
     else if (arg == "--study")
       o.study = true;
+    else if (arg == "--choices-file")
+      o.choices_file = value();
+    else if (arg == "--reuse")
+      o.reuse = true;
     else if (arg == "--help") {
       std::cout
           << "cudnn_conv_bench [--shapes FILE] [--tag bench|all] [--batch N]\n"
@@ -246,12 +262,19 @@ Options parse(int argc, char** argv) {
              "  [--budget-s S]    (no new layer starts after S seconds; a 'budget' record\n"
              "                     names what was left out)\n"
              "  --batch defaults to the shapes file's batch=N line, else 64\n"
-             "  [--study]  (every candidate on the full problem and on a slice, no selection)\n";
+             "  [--study]  (every candidate on the full problem and on a slice, no selection)\n"
+             "  [--choices-file PATH]  (each case's choice cache reads and writes PATH, its\n"
+             "                          plans saved next to it, as a program's would)\n"
+             "  [--reuse]  (with --choices-file: the choices come from an earlier run's file;\n"
+             "              the first call is timed as a later process's, with no listing)\n";
       std::exit(0);
     } else {
       throw std::runtime_error("unknown argument '" + arg + "' (see --help)");
     }
   }
+  if (o.reuse && o.choices_file.empty()) throw std::runtime_error("--reuse needs --choices-file");
+  if (!o.choices_file.empty() && o.study)
+    throw std::runtime_error("--study makes no choices: --choices-file does not apply");
   return o;
 }
 
@@ -584,6 +607,10 @@ void host_overhead(std::ostream& out) {
 int main(int argc, char** argv) try {
   install_crash_report();  // Note [crash report]
   const Options options = parse(argc, argv);
+  // The plans saved with the choices go next to the file (Note [saved plans]) unless
+  // DNNX_PLAN_DIR says otherwise; read when the backend is made, so before the first context.
+  if (!options.choices_file.empty())
+    ::setenv("DNNX_PLAN_DIR", (options.choices_file + ".plans").c_str(), /*overwrite=*/0);
   // The shapes file first: a bad field is reported before any GPU work.
   const ShapesFile file = read_shapes(options.shapes, options.tag);
   std::cout << std::setprecision(6);
@@ -625,9 +652,19 @@ int main(int argc, char** argv) try {
       }
       const ConvDesc desc = s.desc(batch, dtype, layout);
       for (Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
-        // A fresh context and cache per case: the first call pays the whole search.
+        // A fresh context and cache per case: the first call pays the whole search (or, with
+        // --reuse, reads its choice from the file, as a later process would).
         Context context(BackendKind::cudnn);
-        context.set_choice_cache(std::make_shared<ChoiceCache>());
+        std::shared_ptr<ChoiceCache> cache;
+        if (options.choices_file.empty()) {
+          cache = std::make_shared<ChoiceCache>();
+        } else {
+          CacheFileOptions file_options;
+          file_options.mode = CacheMode::readwrite;
+          file_options.path = options.choices_file;
+          cache = std::make_shared<ChoiceCache>(file_options);
+        }
+        context.set_choice_cache(cache);
         Operands t{device_random(desc.src_dims(), dtype, layout, context, 1),
                    device_random(desc.weights_dims(), dtype, layout, context, 2),
                    device_random(desc.dst_dims(), dtype, layout, context, 3)};
@@ -652,14 +689,23 @@ int main(int argc, char** argv) try {
         apply_tune_env(context.tune());
         context.tune().policy(direction) = AlgoPolicy::exhaustive();
         const auto start = Clock::now();
-        conv_list(context, desc, direction);
-        const double list_ms = ms_since(start);
+        double list_ms = 0;
+        if (!options.reuse) {
+          conv_list(context, desc, direction);
+          list_ms = ms_since(start);
+        }
         const auto choice = call(context, desc, direction, t);
         detail::state_of(context).backend().synchronize();
         const double first_call_ms = ms_since(start);
+        // A file entry that answered and stayed valid: no search in this process.
+        const bool from_file = cache->file_stats().applied > 0;
         // The search alone: the listing plus the selection's own wall time (plan builds and
-        // the timing of every candidate), without the chosen candidate's first run.
-        const double search_ms = list_ms + choice->tuning_ms;
+        // the timing of every candidate), without the chosen candidate's first run. A choice
+        // from the file made no search here; one that was not in the file (or failed its
+        // re-validation) searched inside the first call, listing included.
+        const double search_ms = from_file       ? 0
+                                 : options.reuse ? first_call_ms
+                                                 : list_ms + choice->tuning_ms;
         const double kernel = kernel_ms(context, desc, direction, t, options.loop);
         const double per_call = per_call_ms(context, desc, direction, t, options.calls);
         // The heuristic pick (no timing), for the speedup of the search.
@@ -678,6 +724,7 @@ int main(int argc, char** argv) try {
                          .add("call_ms", per_call)
                          .add("first_call_ms", first_call_ms)
                          .add("search_s", search_ms / 1e3)
+                         .raw("from_file", from_file ? "true" : "false")
                          .add("list_ms", list_ms)
                          .add("tuning_ms", choice->tuning_ms)
                          .add("search_build_ms", choice->search.build_ms)

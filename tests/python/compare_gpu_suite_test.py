@@ -99,8 +99,32 @@ check(t.get("kernel_ms") == 1.5 and t.get("first_call_ms") == 500.0 and t.get("r
 check(compare_gpu.choices(a) == "`x` / `z`", compare_gpu.choices(a))
 single = compare_gpu.combine_rounds(dnnx_rounds[:1], torch_rounds[:1])
 check(single == (dnnx_rounds[0], torch_rounds[0]), "one round is returned as it is")
+# --reuse-choices: the first round's search time; a later process's first call less its kernel.
+def reused(name, kernel_ms, first_call_ms, from_file):
+    r = case(name, kernel_ms, "x", 0.0)
+    r.update(first_call_ms=first_call_ms, from_file=from_file)
+    return r
+
+
+reuse_rounds = [[case("a/fwd/f16_nhwc", 1.0, "x", 0.8), case("b/fwd/f16_nhwc", 2.0, "x", 1.6)],
+                [reused("a/fwd/f16_nhwc", 1.2, 31.2, True), reused("b/fwd/f16_nhwc", 2.0, 902.0,
+                                                                   False)],
+                [reused("a/fwd/f16_nhwc", 0.8, 10.8, True), reused("b/fwd/f16_nhwc", 2.0, 4.0,
+                                                                   True)]]
+records, _ = compare_gpu.combine_rounds(reuse_rounds, torch_rounds, reuse=True)
+by_case = {r["case"]: r for r in records if r["kind"] == "case"}
+a, b = by_case["a/fwd/f16_nhwc"], by_case["b/fwd/f16_nhwc"]
+check(a["search_s"] == 0.8 and a["reuse_ms"] == 20.0 and a["reuse_from_file"] is True
+      and a["kernel_ms"] == 1.0, f"reused a: {a}")
+check(b["search_s"] == 1.6 and b["reuse_ms"] == 451.0 and b["reuse_from_file"] is False,
+      f"reused b: {b}")
+summary = compare_gpu.reuse_summary([(20.0, 0.8, True, "a fwd"), (451.0, 1.6, False, "b fwd")])
+check(summary["reuse_worst_row"] == "b fwd" and summary["reuse_answered"] == 1
+      and abs(summary["reuse_share"] - 0.471 / 2.4) < 1e-9
+      and summary["reuse_median_ms"] == 235.5, f"reuse summary: {summary}")
 for extra, expected in ((["--suite", "--rounds", "0"], "--rounds must be 1 or more"),
-                        (["--rounds", "2"], "--rounds runs with the suite")):
+                        (["--rounds", "2"], "--rounds runs with the suite"),
+                        (["--suite", "--reuse-choices"], "--reuse-choices needs --rounds 2")):
     out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "compare_gpu.py")] + extra,
                          capture_output=True, text=True)
     check(out.returncode != 0 and expected in out.stderr, f"{extra}: {out.stderr}")

@@ -93,15 +93,26 @@ cublasLtHandle_t Runtime::blas_lt() { return created_once(blas_lt_, make_cublasl
 
 cublasHandle_t Runtime::blas() { return created_once(blas_, make_cublas_handle); }
 
+// Note [build handles' streams]
+// Binding a handle to a stream (cudnnSetStream) records an event on that stream. A build handle
+// bound to stream() did so from a background thread while the main thread could be capturing a
+// CUDA graph on stream() (Note [graph replay]): an operation from another thread entering that
+// capture, racing the main thread's own. cudnn_conv_describe_test died with SIGSEGV in
+// cuEventRecord under cudnnSetStream there, in one of two runs. A build handle only builds plans
+// (a call executes them with handle(), on stream()), so each has a stream of its own, which
+// nothing else uses.
 cudnnHandle_t Runtime::build_handle(std::size_t slot) {
   std::lock_guard lock(build_handles_mutex_);
   if (build_handles_.size() <= slot) build_handles_.resize(slot + 1);
-  std::unique_ptr<CudnnHandle>& handle = build_handles_[slot];
-  if (!handle) {
+  std::unique_ptr<BuildHandle>& built = build_handles_[slot];
+  if (!built) {
     make_current();
-    handle = std::make_unique<CudnnHandle>(make_cudnn_handle(stream_raw_, context()));
+    const ErrorContext ctx = context();
+    Stream stream = make_stream(ctx);
+    CudnnHandle handle = make_cudnn_handle(stream.get(), ctx);
+    built = std::make_unique<BuildHandle>(BuildHandle{std::move(stream), std::move(handle)});
   }
-  return handle->get();
+  return built->handle.get();
 }
 
 void Runtime::make_current() const { cudnn::make_current(device_, context()); }

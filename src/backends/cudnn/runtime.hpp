@@ -105,7 +105,8 @@ class Runtime final : public detail::DeviceRuntime {
   cudnnHandle_t handle() const { return handle_.get(); }
   /// A cuDNN handle of its own for background plan builds slot `slot` (created on first use, kept
   /// as long as the runtime, which the plans built with it keep alive): cuDNN allows a handle on
-  /// one thread at a time, and those builds run while the main thread executes on handle().
+  /// one thread at a time, and those builds run while the main thread executes on handle(). It is
+  /// bound to a stream of its own, never to stream() (Note [build handles' streams]).
   cudnnHandle_t build_handle(std::size_t slot);
   /// The cuBLASLt handle, created on the first call (Note [cuBLAS handles]).
   cublasLtHandle_t blas_lt();
@@ -147,8 +148,14 @@ class Runtime final : public detail::DeviceRuntime {
   std::mutex blas_mutex_;  // guards the creation of the two handles below
   CublasLtHandle blas_lt_;
   CublasHandle blas_;
+  // A background build's handle and the stream it is bound to (Note [build handles' streams]);
+  // the handle goes first.
+  struct BuildHandle {
+    Stream stream;
+    CudnnHandle handle;
+  };
   std::mutex build_handles_mutex_;  // guards build_handles_
-  std::vector<std::unique_ptr<CudnnHandle>> build_handles_;
+  std::vector<std::unique_ptr<BuildHandle>> build_handles_;
   std::unique_ptr<CachingAllocator> allocator_;
   bool registered_ = false;
 };
