@@ -97,10 +97,11 @@ cublasHandle_t Runtime::blas() { return created_once(blas_, make_cublas_handle);
 // Binding a handle to a stream (cudnnSetStream) records an event on that stream. A build handle
 // bound to stream() did so from a background thread while the main thread could be capturing a
 // CUDA graph on stream() (Note [graph replay]): an operation from another thread entering that
-// capture, racing the main thread's own. cudnn_conv_describe_test died with SIGSEGV in
-// cuEventRecord under cudnnSetStream there, in one of two runs. A build handle only builds plans
-// (a call executes them with handle(), on stream()), so each has a stream of its own, which
-// nothing else uses.
+// capture, racing the main thread's own. cudnn_conv_describe_test died now and then with SIGSEGV
+// in cuEventRecord under cudnnSetStream, called from a build thread's first build_handle; that
+// race is the likely cause, not a proven one (docs/testing.md has the runs). A build handle only
+// builds plans (a call executes them with handle(), on stream()), so each has a stream of its
+// own, which nothing else uses.
 cudnnHandle_t Runtime::build_handle(std::size_t slot) {
   std::lock_guard lock(build_handles_mutex_);
   if (build_handles_.size() <= slot) build_handles_.resize(slot + 1);
