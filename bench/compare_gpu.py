@@ -504,10 +504,11 @@ def run_suite(args):
         results.append(dict(file=os.path.basename(path), batch=batch, rounds=len(dnnx_rounds),
                             dnnx=records, torch=torch_results, torch_info=torch_info,
                             summary=summaries))
+        # Written after every file: a run stopped from outside keeps the files it finished.
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(results, f, indent=1)
     print_suite_summary(results)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
 
 
 def print_suite_summary(results):
@@ -599,6 +600,7 @@ def main():
     parser.add_argument("--dry-run", action="store_true",
                         help="suite: list the layers and their descs; needs no GPU")
     args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # tables reach a redirected file as they come
     if args.merge:
         try:
             merge_suites(args.merge.split(","), args.json)
