@@ -179,7 +179,9 @@ def run_dnnx(args, results_file=None, shapes_path=None, tag=None, budget_s=None,
     if budget_s:
         cmd += ["--budget-s", f"{budget_s:.1f}"]
     if choices_file:
-        cmd += ["--choices-file", choices_file] + (["--reuse"] if reuse else [])
+        # A later round repeats the choice whose speedup over the heuristic pick the first
+        # round measured.
+        cmd += ["--choices-file", choices_file] + (["--reuse", "--no-heuristic"] if reuse else [])
     print("$", " ".join(cmd), flush=True)
     start = time.time()
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -300,15 +302,18 @@ def run_torch(args, shapes, batch, wanted=None):
 # of one choice per row, as a program that keeps its choices gets, not of several searches. The
 # search time is then the first round's, and each row also gives what a later process's first
 # call cost beyond the kernel (the median over the later rounds): reading the choice,
-# re-validating it, loading or building its plan.
+# re-validating it, loading or building its plan. The later rounds leave out the heuristic pick
+# (whose listing and timing took about as long as the rest of such a round): the speedup over
+# it is the first round's.
 def combine_rounds(dnnx_rounds, torch_rounds, reuse=False):
     """(records, torch results) combining per-round bench records and PyTorch results: every
     non-case record of the first round, and per case the first round's record with the medians of
     kernel_ms, call_ms and search_s over the rounds, `algos` (the distinct choices, in round
     order) and `rounds` (each round's own figures). With `reuse` (the rounds after the first
-    reused its choices), search_s is the first round's, and `reuse_ms` is the median over the
-    later rounds of the first call less the kernel (`reuse_from_file`: whether the file answered
-    in every later round)."""
+    reused its choices, without timing the heuristic pick again), search_s is the first round's,
+    and `reuse_ms` is the median over the later rounds of the first call less the kernel
+    (`reuse_from_file`: whether the file answered in every later round). The heuristic pick's
+    time is the median of the rounds that timed it."""
     if len(dnnx_rounds) == 1:
         return dnnx_rounds[0], torch_rounds[0]
     cases = {}
@@ -329,7 +334,9 @@ def combine_rounds(dnnx_rounds, torch_rounds, reuse=False):
                 r["reuse_ms"] = statistics.median(
                     max(0.0, one["first_call_ms"] - one["kernel_ms"]) for one in later)
                 r["reuse_from_file"] = all(one.get("from_file", False) for one in later)
-        r["heuristic_kernel_ms"] = statistics.median(one["heuristic_kernel_ms"] for one in runs)
+        heuristic = [one["heuristic_kernel_ms"] for one in runs if "heuristic_kernel_ms" in one]
+        if heuristic:
+            r["heuristic_kernel_ms"] = statistics.median(heuristic)
         r["algos"] = list(dict.fromkeys(one["algo"] for one in runs))
         r["rounds"] = [dict(kernel_ms=one["kernel_ms"], algo=one["algo"], search_s=search_s(one))
                        for one in runs]
@@ -350,6 +357,13 @@ def search_s(record):
     if "search_s" in record:
         return record["search_s"]
     return record["first_call_ms"] / 1e3  # older bench output: the whole first call
+
+
+def speedup(record):
+    """The heuristic pick's kernel time over the choice's, printed ('-' when not timed)."""
+    if "heuristic_kernel_ms" not in record:
+        return "-"
+    return f"{record['heuristic_kernel_ms'] / record['kernel_ms']:.2f}"
 
 
 def choices(record):
@@ -393,7 +407,7 @@ def print_tables(args, shapes, records, torch_results, batch):
                       f"| {t['kernel_ms']:.3f} | {ratio:.2f} | {d['call_ms']:.3f} "
                       f"| {t['call_ms']:.3f} "
                       f"| {search:.2f} | {t['first_call_ms'] / 1e3:.2f} "
-                      f"| {choices(d)} | {d['heuristic_kernel_ms'] / d['kernel_ms']:.2f} |")
+                      f"| {choices(d)} | {speedup(d)} |")
         if tot_t > 0:
             print(f"| **total** | | **{tot_d:.3f}** | **{tot_t:.3f}** "
                   f"| **{tot_d / tot_t:.2f}** | {tot_dc:.3f} | {tot_tc:.3f} "

@@ -218,6 +218,7 @@ struct Options {
   // Note [choices across processes]
   std::string choices_file;  // a choice-cache file every case reads and writes ("": none)
   bool reuse = false;        // the cases' choices come from choices_file: no listing first
+  bool heuristic = true;     // also time the heuristic pick (--no-heuristic: not)
 };
 
 Options parse(int argc, char** argv) {
@@ -254,6 +255,8 @@ Options parse(int argc, char** argv) {
       o.choices_file = value();
     else if (arg == "--reuse")
       o.reuse = true;
+    else if (arg == "--no-heuristic")
+      o.heuristic = false;
     else if (arg == "--help") {
       std::cout
           << "cudnn_conv_bench [--shapes FILE] [--tag bench|all] [--batch N]\n"
@@ -266,7 +269,9 @@ Options parse(int argc, char** argv) {
              "  [--choices-file PATH]  (each case's choice cache reads and writes PATH, its\n"
              "                          plans saved next to it, as a program's would)\n"
              "  [--reuse]  (with --choices-file: the choices come from an earlier run's file;\n"
-             "              the first call is timed as a later process's, with no listing)\n";
+             "              the first call is timed as a later process's, with no listing)\n"
+             "  [--no-heuristic]  (no heuristic pick timed beside the choice: a run that\n"
+             "                     repeats one whose speedup over it is known)\n";
       std::exit(0);
     } else {
       throw std::runtime_error("unknown argument '" + arg + "' (see --help)");
@@ -709,37 +714,41 @@ int main(int argc, char** argv) try {
         const double kernel = kernel_ms(context, desc, direction, t, options.loop);
         const double per_call = per_call_ms(context, desc, direction, t, options.calls);
         // The heuristic pick (no timing), for the speedup of the search.
-        context.tune().policy(direction) = AlgoPolicy::heuristic();
-        const auto heuristic = call(context, desc, direction, t);
-        const double heuristic_ms = kernel_ms(context, desc, direction, t, options.loop);
-        std::cout << JsonLine()
-                         .add("kind", "case")
-                         .add("case", case_name)
-                         .add("layer", s.name)
-                         .add("direction", direction_name)
-                         .add("config", config)
-                         .add("desc", detail_desc(desc))
-                         .add("batch", static_cast<double>(batch))
-                         .add("kernel_ms", kernel)
-                         .add("call_ms", per_call)
-                         .add("first_call_ms", first_call_ms)
-                         .add("search_s", search_ms / 1e3)
-                         .raw("from_file", from_file ? "true" : "false")
-                         .add("list_ms", list_ms)
-                         .add("tuning_ms", choice->tuning_ms)
-                         .add("search_build_ms", choice->search.build_ms)
-                         .add("search_time_ms", choice->search.time_ms)
-                         .add("plans_skipped", choice->search.plans_skipped)
-                         .add("candidates_timed", choice->candidates_timed)
-                         .add("candidates", static_cast<double>(choice->timings.size()))
-                         .add("algo", choice->algo.id)
-                         .add("workspace", static_cast<double>(choice->algo.workspace_bytes))
-                         .add("runner_up", choice->runner_up)
-                         .add("heuristic_algo", heuristic->algo.id)
-                         .add("heuristic_kernel_ms", heuristic_ms)
-                         .add("tflops", 2.0 * desc.macs() / (kernel * 1e9))
-                         .str()
-                  << std::endl;
+        std::shared_ptr<const Choice> heuristic;
+        double heuristic_ms = 0;
+        if (options.heuristic) {
+          context.tune().policy(direction) = AlgoPolicy::heuristic();
+          heuristic = call(context, desc, direction, t);
+          heuristic_ms = kernel_ms(context, desc, direction, t, options.loop);
+        }
+        JsonLine line;
+        line.add("kind", "case")
+            .add("case", case_name)
+            .add("layer", s.name)
+            .add("direction", direction_name)
+            .add("config", config)
+            .add("desc", detail_desc(desc))
+            .add("batch", static_cast<double>(batch))
+            .add("kernel_ms", kernel)
+            .add("call_ms", per_call)
+            .add("first_call_ms", first_call_ms)
+            .add("search_s", search_ms / 1e3)
+            .raw("from_file", from_file ? "true" : "false")
+            .add("list_ms", list_ms)
+            .add("tuning_ms", choice->tuning_ms)
+            .add("search_build_ms", choice->search.build_ms)
+            .add("search_time_ms", choice->search.time_ms)
+            .add("plans_skipped", choice->search.plans_skipped)
+            .add("candidates_timed", choice->candidates_timed)
+            .add("candidates", static_cast<double>(choice->timings.size()))
+            .add("algo", choice->algo.id)
+            .add("workspace", static_cast<double>(choice->algo.workspace_bytes))
+            .add("runner_up", choice->runner_up)
+            .add("tflops", 2.0 * desc.macs() / (kernel * 1e9));
+        if (heuristic) {
+          line.add("heuristic_algo", heuristic->algo.id).add("heuristic_kernel_ms", heuristic_ms);
+        }
+        std::cout << line.str() << std::endl;
       }
     }
   }

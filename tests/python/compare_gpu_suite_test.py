@@ -118,6 +118,12 @@ check(a["search_s"] == 0.8 and a["reuse_ms"] == 20.0 and a["reuse_from_file"] is
       and a["kernel_ms"] == 1.0, f"reused a: {a}")
 check(b["search_s"] == 1.6 and b["reuse_ms"] == 451.0 and b["reuse_from_file"] is False,
       f"reused b: {b}")
+for one in reuse_rounds[1] + reuse_rounds[2]:
+    del one["heuristic_kernel_ms"]  # later rounds do not time the heuristic pick
+records, _ = compare_gpu.combine_rounds(reuse_rounds, torch_rounds, reuse=True)
+a = {r["case"]: r for r in records if r["kind"] == "case"}["a/fwd/f16_nhwc"]
+check(a["heuristic_kernel_ms"] == 2.0 and compare_gpu.speedup(a) == "2.00", f"heuristic: {a}")
+check(compare_gpu.speedup({"kernel_ms": 1.0}) == "-", "no heuristic time")
 summary = compare_gpu.reuse_summary([(20.0, 0.8, True, "a fwd"), (451.0, 1.6, False, "b fwd")])
 check(summary["reuse_worst_row"] == "b fwd" and summary["reuse_answered"] == 1
       and abs(summary["reuse_share"] - 0.471 / 2.4) < 1e-9
