@@ -329,7 +329,8 @@ void Tensor::copy_from_f32(std::span<const float> values) {
     char* p = base + offset * element;
     const std::int64_t step = stride * element;
     if (dtype_ == DType::f32 && stride == 1) {
-      std::memcpy(p, next, static_cast<std::size_t>(count) * sizeof(float));
+      // memmove: `values` may be this tensor's own data.
+      std::memmove(p, next, static_cast<std::size_t>(count) * sizeof(float));
     } else {
       for (std::int64_t i = 0; i < count; ++i) detail::store_f32(p + i * step, dtype_, next[i]);
     }
