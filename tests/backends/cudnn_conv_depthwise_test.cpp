@@ -39,6 +39,7 @@ constexpr Layout all_layouts[] = {Layout::channels_first, Layout::channels_last}
 const std::string direct_id = "cudnn:kernel:depthwise:direct";
 const std::string unrolled_id = "cudnn:kernel:depthwise:unrolled";
 const std::string packs_id = "cudnn:kernel:depthwise:channel_packs";
+const std::string strips_id = "cudnn:kernel:depthwise:strips";
 
 struct Case {
   std::string name;
@@ -81,6 +82,12 @@ std::vector<Case> cases() {
       {"3x3_prime_channels_stride1", depthwise({2, 97, 7, 21}, 1, {3, 3}, {1}, {1})},
       {"5x5_rows_narrower_than_the_kernel", depthwise({2, 10, 6, 3}, 1, {5, 5}, {1}, {2})},
       {"7x7_stride_2x1", depthwise({2, 12, 15, 19}, 1, {7, 7}, {2, 1}, {3})},
+      // Column strips (Note [depthwise column strips]): output heights of 1 and 2 (fewer rows than
+      // a strip), strided along W only, padding wider than the kernel's reach on one side, and a
+      // depth-1 kernel whose depth stride leaves diff_src planes without a window.
+      {"5x5_stride_1x2_height1", depthwise({3, 7, 1, 18}, 1, {5, 5}, {1, 2}, {2})},
+      {"3x3_height2_multiplier2", depthwise({2, 5, 2, 9}, 2, {3, 3}, {1}, {1})},
+      {"3d_1x5x5_depth_stride2", depthwise({2, 3, 5, 7, 6}, 1, {1, 5, 5}, {2, 1, 1}, {0, 2, 2})},
   };
   // Per-side padding (TensorFlow's SAME for even sizes): after only, and before only.
   ConvDesc after = depthwise({2, 8, 11, 12}, 1, {3, 3}, {2}, {0});
@@ -89,6 +96,10 @@ std::vector<Case> cases() {
   ConvDesc before = depthwise({2, 8, 10, 9}, 1, {3, 3}, {1}, {0});
   before.pad_before = {2, 1, 0};
   table.push_back({"3x3_pad_before_only", before});
+  ConvDesc wide = depthwise({2, 4, 9, 8}, 1, {3, 3}, {1}, {0});
+  wide.pad_before = {3, 0, 0};
+  wide.pad_after = {0, 4, 0};
+  table.push_back({"3x3_padding_beyond_the_window", wide});
   for (Case& c : table) c.desc.validate();
   return table;
 }
@@ -112,17 +123,18 @@ bool has_note(const AlgoInfo& info, const std::string& note) {
 // ---------------------------------------------------------------------------------------------
 // The listing (host-side: no GPU needed).
 
-TEST(CudnnConvDepthwise, ListsThreeVariantsWithTheirDomains) {
+TEST(CudnnConvDepthwise, ListsFourVariantsWithTheirDomains) {
   const ConvDesc base = depthwise({2, 8, 13, 11}, 1, {3, 3}, {1}, {1});
   for (Direction direction : all_directions) {
     for (Layout layout : all_layouts) {
       const ConvDesc desc = with(base, DType::f16, layout);
       SCOPED_TRACE(test::conv_context(desc, direction, "(list)"));
       const std::vector<AlgoInfo> infos = cudnn::depthwise_candidates(desc, direction);
-      ASSERT_EQ(infos.size(), 3u);
+      ASSERT_EQ(infos.size(), 4u);
       EXPECT_EQ(infos[0].id, packs_id);
-      EXPECT_EQ(infos[1].id, unrolled_id);
-      EXPECT_EQ(infos[2].id, direct_id);
+      EXPECT_EQ(infos[1].id, strips_id);
+      EXPECT_EQ(infos[2].id, unrolled_id);
+      EXPECT_EQ(infos[3].id, direct_id);
       for (const AlgoInfo& info : infos) {
         EXPECT_TRUE(info.deterministic) << info.id;
         EXPECT_TRUE(has_note(info, "kernel")) << info.id;
@@ -133,12 +145,16 @@ TEST(CudnnConvDepthwise, ListsThreeVariantsWithTheirDomains) {
           EXPECT_EQ(info.workspace_bytes, 0u) << info.id;
         }
       }
-      EXPECT_TRUE(infos[1].supported) << infos[1].reason;
       EXPECT_TRUE(infos[2].supported) << infos[2].reason;
+      EXPECT_TRUE(infos[3].supported) << infos[3].reason;
       const bool packs = layout == Layout::channels_last;
       EXPECT_EQ(infos[0].supported, packs) << infos[0].reason;
+      EXPECT_EQ(infos[1].supported, !packs && direction != Direction::bwd_weights)
+          << infos[1].reason;
       if (layout == Layout::channels_first) {
         EXPECT_NE(infos[0].reason.find("channels_last"), std::string::npos) << infos[0].reason;
+      } else {
+        EXPECT_NE(infos[1].reason.find("channels_first"), std::string::npos) << infos[1].reason;
       }
     }
   }
@@ -157,7 +173,7 @@ TEST(CudnnConvDepthwise, SaysWhyAVariantCannotRun) {
       ConvDesc::from_shapes({2, 8, 9, 9}, {8, 2, 3, 3}, {1}, {1}, {1}, 4, DType::f32);
   const ConvDesc dense = ConvDesc::from_shapes({2, 8, 9, 9}, {16, 8, 3, 3}, {1}, {1});
   for (const ConvDesc& desc : {grouped, dense}) {
-    for (const std::string& id : {direct_id, unrolled_id, packs_id}) {
+    for (const std::string& id : {direct_id, unrolled_id, packs_id, strips_id}) {
       const std::string why = reason(desc, Direction::fwd, id);
       EXPECT_NE(why.find("not a depthwise convolution"), std::string::npos) << id << ": " << why;
       EXPECT_NE(why.find("groups="), std::string::npos) << why;
@@ -192,6 +208,26 @@ TEST(CudnnConvDepthwise, SaysWhyAVariantCannotRun) {
   const ConvDesc mult =
       with(depthwise({2, 4, 9, 9}, 2, {3, 3}, {1}, {1}), DType::f16, Layout::channels_last);
   EXPECT_NE(reason(mult, Direction::bwd_data, packs_id).find("multiplier of 1"), std::string::npos);
+  // Column strips: channels_first fwd (stride 1 or 2 along H) and bwd_data (stride 1), 3x3, 5x5
+  // and 7x7 windows of 1 x K x K positions, no dilation.
+  EXPECT_EQ(reason(k7, Direction::fwd, strips_id), "");
+  EXPECT_EQ(reason(k7, Direction::bwd_data, strips_id), "");
+  EXPECT_EQ(reason(k133, Direction::bwd_data, strips_id), "");
+  EXPECT_NE(reason(k7, Direction::bwd_weights, strips_id).find("fwd and bwd_data only"),
+            std::string::npos);
+  EXPECT_NE(reason(k9, Direction::fwd, strips_id).find("3x3, 5x5 and 7x7"), std::string::npos);
+  const ConvDesc s2 = depthwise({2, 4, 16, 16}, 1, {5, 5}, {2}, {2});
+  EXPECT_EQ(reason(s2, Direction::fwd, strips_id), "");
+  EXPECT_NE(reason(s2, Direction::bwd_data, strips_id).find("stride 1 along H and W"),
+            std::string::npos);
+  const ConvDesc s3 = depthwise({2, 4, 16, 16}, 1, {3, 3}, {3, 1}, {1});
+  EXPECT_NE(reason(s3, Direction::fwd, strips_id).find("stride of 1 or 2 along H"),
+            std::string::npos);
+  const ConvDesc dilated = depthwise({2, 4, 16, 16}, 1, {3, 3}, {1}, {2}, {2});
+  EXPECT_NE(reason(dilated, Direction::fwd, strips_id).find("without dilation"), std::string::npos);
+  EXPECT_NE(reason(with(k7, DType::f32, Layout::channels_last), Direction::fwd, strips_id)
+                .find("channels_first"),
+            std::string::npos);
   // Sizes beyond the kernels' 32-bit spatial arithmetic.
   ConvDesc huge = depthwise({1, 1, 4, 4}, 1, {3, 3}, {1}, {1});
   huge.pad_before[0] = huge.pad_after[0] = std::int64_t{1} << 30;
@@ -268,7 +304,7 @@ TEST(CudnnConvDepthwise, EveryVariantMatchesTheReference) {
           const Dims out_dims = test::conv_output_dims(desc, direction);
           const std::vector<AlgoInfo> listed = conv_list(context, desc, direction);
           bool any = false;
-          for (const std::string& id : {direct_id, unrolled_id, packs_id}) {
+          for (const std::string& id : {direct_id, unrolled_id, packs_id, strips_id}) {
             const std::string where = c.name + ": " + test::conv_context(desc, direction, id);
             const AlgoInfo* info = find(listed, id);
             ASSERT_NE(info, nullptr) << "not listed\n" << where;
@@ -307,6 +343,7 @@ TEST(CudnnConvDepthwise, EveryVariantMatchesTheReference) {
     std::cout << "[ cudnn    ] " << id << ": " << count << " runs matched the reference\n";
   EXPECT_GT(checked[unrolled_id], 0u);
   EXPECT_GT(checked[packs_id], 0u);
+  EXPECT_GT(checked[strips_id], 0u);
 }
 
 // Exhaustive selection times the depthwise kernels with cuDNN's candidates and runs its pick.

@@ -4,12 +4,15 @@
 // dense channel reductions, run it well below memory speed in some directions (MobileNetV2's first
 // depthwise layer's bwd_data, batch 128, 96 channels, 112x112, 3x3/2: 2.6 ms on an H100 against
 // 0.54 ms for PyTorch's own kernels). dnnx's kernels (kernels/depthwise.cu: Note [depthwise
-// kernels]) are listed next to cuDNN's candidates for every convolution, as three ids, each
+// kernels]) are listed next to cuDNN's candidates for every convolution, as four ids, each
 // unsupported with its reason outside its domain (any desc that is not depthwise, and Note
 // [depthwise variants]):
 //   cudnn:kernel:depthwise:channel_packs  channels_last, M = 1; fwd and bwd_data with even
 //                                         channels, bwd_weights with kernels of 1 x K x K
 //                                         positions, K = 3, 5, 7 (any channel count)
+//   cudnn:kernel:depthwise:strips         channels_first, kernels of 1 x K x K positions, K = 3,
+//                                         5, 7, no dilation; fwd at a stride of 1 or 2 along
+//                                         H, bwd_data at stride 1
 //   cudnn:kernel:depthwise:unrolled       kernels of 1 x K x K positions, K = 3, 5, 7 (2-D, and
 //                                         3-D ones of depth 1); every direction
 //   cudnn:kernel:depthwise:direct         every depthwise desc and direction
@@ -44,9 +47,11 @@ struct VariantSpec {
   std::string_view note;
 };
 
-constexpr std::array<VariantSpec, 3> variants{{
+constexpr std::array<VariantSpec, 4> variants{{
     {kernels::DepthwiseVariant::channel_packs, "cudnn:kernel:depthwise:channel_packs",
      "dnnx depthwise kernel (channel packs)", "channel_packs"},
+    {kernels::DepthwiseVariant::strips, "cudnn:kernel:depthwise:strips",
+     "dnnx depthwise kernel (column strips)", "strips"},
     {kernels::DepthwiseVariant::unrolled, "cudnn:kernel:depthwise:unrolled",
      "dnnx depthwise kernel (3x3/5x5/7x7 unrolled)", "unrolled"},
     {kernels::DepthwiseVariant::direct, "cudnn:kernel:depthwise:direct",
@@ -117,8 +122,11 @@ AlgoInfo info_of(const ConvDesc& desc, Direction direction, const VariantSpec& s
   info.reason = desc_exclusion(desc);
   if (info.reason.empty()) {
     const kernels::DepthwiseShape shape = kernel_shape(desc);
-    if (const char* reason = kernels::depthwise_unsupported(shape, spec.variant,
-                                                            direction == Direction::bwd_weights))
+    const kernels::DepthwiseDirection kernel_direction =
+        direction == Direction::bwd_weights ? kernels::DepthwiseDirection::bwd_weights
+        : direction == Direction::bwd_data  ? kernels::DepthwiseDirection::bwd_data
+                                            : kernels::DepthwiseDirection::fwd;
+    if (const char* reason = kernels::depthwise_unsupported(shape, spec.variant, kernel_direction))
       info.reason = reason;
     else if (direction == Direction::bwd_weights)
       info.workspace_bytes = kernels::depthwise_bwd_weights_workspace_bytes(shape, spec.variant);

@@ -15,7 +15,7 @@
 namespace dnnx::cudnn {
 
 /// Every depthwise kernel candidate of (desc, direction), supported or not (with the reason), in
-/// their order: cudnn:kernel:depthwise:channel_packs, :unrolled, :direct.
+/// their order: cudnn:kernel:depthwise:channel_packs, :strips, :unrolled, :direct.
 std::vector<AlgoInfo> depthwise_candidates(const ConvDesc& desc, Direction direction);
 
 /// Whether `id` names a depthwise kernel candidate.

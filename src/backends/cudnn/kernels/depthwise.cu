@@ -36,6 +36,9 @@
 //                run time when a pointer is not aligned for it), 3x3, 5x5 and 7x7 unrolled, other
 //                kernels at runtime sizes. bwd_weights (2-D 3x3, 5x5 and 7x7 kernels, any
 //                channel count): Note [depthwise packed weight gradients].
+// strips         channels_first, 2-D 3x3, 5x5 and 7x7 kernels without dilation; fwd at a stride
+//                of 1 or 2 along H, bwd_data at stride 1: a column strip of output rows per
+//                thread (Note [depthwise column strips]).
 
 #include "backends/cudnn/kernels/common.cuh"
 #include "backends/cudnn/kernels/depthwise.hpp"
@@ -330,6 +333,142 @@ __global__ void __launch_bounds__(block_threads)
 #pragma unroll
       for (int v = 0; v < V; ++v) y.v[v] = from_float<T>(acc[v]);
       *reinterpret_cast<Pack<T, V>*>(out) = y;
+    }
+  }
+}
+
+// ---- column strips: fwd, and bwd_data at stride 1 ---------------------------------------------
+
+// Note [depthwise column strips]
+// The elementwise kernels above load a whole K x K window per output. Output rows next to each
+// other share most of their window's rows: at a stride S along H, output row y reads input rows
+// y * S - pad + kh, so the R rows y0..y0 + R - 1 read (R - 1) * S + K distinct rows. A thread of
+// the strips variant computes such a column strip of R outputs (channels_first, one column of one
+// plane), loads each of those rows' K values once and adds them into every output row whose
+// window holds the row: ((R - 1) * S + K) * K / R loads per output instead of K * K (10 instead
+// of 25 for 5x5 at stride 1 with R = 4), with the kernel size, stride along H and R known at
+// compile time so that every index into the strip is a constant. Consecutive threads take
+// consecutive columns, so a warp's row loads are contiguous (strided along W at a stride there).
+// bwd_data at stride 1 is the same correlation over diff_dst with the kernel flipped and a
+// padding of K - 1 - pad (diff_src[i] = sum_k diff_dst[i + pad - k] * w[k]), summed over the
+// multiplier's output channels; a kernel of depth 1 maps each plane written to one plane read, or
+// none (zeros). Positions outside the tensor read are skipped, not multiplied by zero, as in the
+// other variants; each output sums its window in the order H, W of the kernel (bwd_data: of the
+// outputs, as the gather above), in f32.
+constexpr int strip_rows = 4;  // R
+
+struct StripGeo {
+  int a_d, a_h, a_w;  // the tensor read (fwd: src; bwd_data: diff_dst)
+  int o_d, o_h, o_w;  // the tensor written
+  int pad_h, pad_w;   // the first row (column) read by output row (column) 0
+  int stride_w;
+  int s_d, p_d;  // depth: the plane read at output depth z is z * s_d - p_d (bwd_data: inverted)
+  int strips;    // ceil(o_h / R)
+  int mult;      // M
+  int items;     // threads per sample: planes written x o_d x strips x o_w
+  std::int64_t a_sample, o_sample;
+  std::int64_t batch;
+};
+
+// Threads per sample of the strips variant (may exceed int: depthwise_unsupported checks).
+std::int64_t strip_items(const DepthwiseShape& shape, bool forward) {
+  const int* written = forward ? shape.output : shape.input;
+  const std::int64_t planes = forward ? shape.channels * shape.multiplier : shape.channels;
+  const std::int64_t strips = (written[1] + strip_rows - 1) / strip_rows;
+  return planes * written[0] * strips * written[2];
+}
+
+StripGeo strip_geo(const DepthwiseShape& shape, bool forward) {
+  const Geo g = geo_of(shape);
+  const int k = shape.kernel[1];
+  StripGeo sg{};
+  const int* read = forward ? g.in : g.out;
+  const int* written = forward ? g.out : g.in;
+  sg.a_d = read[0];
+  sg.a_h = read[1];
+  sg.a_w = read[2];
+  sg.o_d = written[0];
+  sg.o_h = written[1];
+  sg.o_w = written[2];
+  sg.pad_h = forward ? g.p[1] : k - 1 - g.p[1];
+  sg.pad_w = forward ? g.p[2] : k - 1 - g.p[2];
+  sg.stride_w = forward ? g.s[2] : 1;
+  sg.s_d = g.s[0];
+  sg.p_d = g.p[0];
+  sg.strips = (sg.o_h + strip_rows - 1) / strip_rows;
+  sg.mult = g.mult;
+  sg.items = static_cast<int>(strip_items(shape, forward));
+  sg.a_sample = forward ? g.src_sample : g.dst_sample;
+  sg.o_sample = forward ? g.dst_sample : g.src_sample;
+  sg.batch = g.batch;
+  return sg;
+}
+
+template <typename T, int K, int S, int R, bool Backward>
+__global__ void __launch_bounds__(block_threads)
+    strips_kernel(StripGeo g, const T* __restrict__ a, const T* __restrict__ w,
+                  T* __restrict__ out) {
+  const std::int64_t item = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x;
+  if (item >= g.items) return;
+  int t = static_cast<int>(item);
+  const int x = t % g.o_w;
+  t /= g.o_w;
+  const int strip = t % g.strips;
+  t /= g.strips;
+  const int z = t % g.o_d;
+  const int q = t / g.o_d;  // the channel written
+  // The plane read at depth z, or -1 (the strip's outputs are zeros).
+  int zi;
+  if (Backward) {
+    const int shifted = z + g.p_d;
+    zi = shifted % g.s_d == 0 && shifted / g.s_d < g.a_d ? shifted / g.s_d : -1;
+  } else {
+    zi = z * g.s_d - g.p_d;
+    if (!inside(zi, g.a_d)) zi = -1;
+  }
+  const int y0 = strip * R;
+  const int row0 = y0 * S - g.pad_h;
+  const int col0 = x * g.stride_w - g.pad_w;
+  const int a_plane = g.a_h * g.a_w;
+  bool column_inside[K];
+#pragma unroll
+  for (int kw = 0; kw < K; ++kw) column_inside[kw] = inside(col0 + kw, g.a_w);
+  const int reads = Backward ? g.mult : 1;
+  for (std::int64_t n = blockIdx.y; n < g.batch; n += gridDim.y) {
+    float acc[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[r] = 0.0f;
+    for (int m = 0; zi >= 0 && m < reads; ++m) {
+      const int channel = Backward ? q * g.mult + m : q / g.mult;  // the channel read
+      const int o = Backward ? channel : q;                        // the weights' channel
+      const T* plane = a + n * g.a_sample + (channel * g.a_d + zi) * a_plane;
+      const T* weights = w + static_cast<std::int64_t>(o) * (K * K);
+      float wk[K * K];  // the kernel (bwd_data: flipped), every element used by up to R rows
+#pragma unroll
+      for (int k = 0; k < K * K; ++k) wk[k] = to_float(weights[Backward ? K * K - 1 - k : k]);
+#pragma unroll
+      for (int j = 0; j < (R - 1) * S + K; ++j) {
+        const int ih = row0 + j;
+        if (!inside(ih, g.a_h)) continue;
+        const int row = ih * g.a_w + col0;
+        float v[K];
+#pragma unroll
+        for (int kw = 0; kw < K; ++kw) v[kw] = column_inside[kw] ? to_float(plane[row + kw]) : 0.0f;
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          const int kh = j - r * S;
+          if (kh < 0 || kh >= K) continue;
+#pragma unroll
+          for (int kw = 0; kw < K; ++kw) {
+            if (column_inside[kw]) acc[r] += v[kw] * wk[kh * K + kw];
+          }
+        }
+      }
+    }
+    T* dst = out + n * g.o_sample + ((q * g.o_d + z) * g.o_h + y0) * g.o_w + x;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (y0 + r < g.o_h) dst[r * g.o_w] = from_float<T>(acc[r]);
     }
   }
 }
@@ -864,6 +1003,38 @@ cudaError_t launch_sized(int size, const Geo& g, const void* a, const void* w, v
   }
 }
 
+template <bool Forward, typename T, int K>
+cudaError_t launch_strips_sized(const StripGeo& g, int stride_h, const void* a, const void* w,
+                                void* out, cudaStream_t stream) {
+  const dim3 grid = grid_of(g.items, g.batch);
+  const T* in = static_cast<const T*>(a);
+  const T* weights = static_cast<const T*>(w);
+  T* dst = static_cast<T*>(out);
+  if (!Forward) {
+    strips_kernel<T, K, 1, strip_rows, true>
+        <<<grid, block_threads, 0, stream>>>(g, in, weights, dst);
+  } else if (stride_h == 1) {
+    strips_kernel<T, K, 1, strip_rows, false>
+        <<<grid, block_threads, 0, stream>>>(g, in, weights, dst);
+  } else {
+    strips_kernel<T, K, 2, strip_rows, false>
+        <<<grid, block_threads, 0, stream>>>(g, in, weights, dst);
+  }
+  return cudaGetLastError();
+}
+
+template <bool Forward, typename T>
+cudaError_t launch_strips(const DepthwiseShape& shape, const void* a, const void* w, void* out,
+                          cudaStream_t stream) {
+  const StripGeo g = strip_geo(shape, Forward);
+  switch (unrolled_size(shape)) {
+    case 3: return launch_strips_sized<Forward, T, 3>(g, shape.stride[1], a, w, out, stream);
+    case 5: return launch_strips_sized<Forward, T, 5>(g, shape.stride[1], a, w, out, stream);
+    case 7: return launch_strips_sized<Forward, T, 7>(g, shape.stride[1], a, w, out, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
 template <bool Forward, typename T>
 cudaError_t elementwise_typed(const DepthwiseShape& shape, DepthwiseVariant variant, const void* a,
                               const void* w, void* out, cudaStream_t stream) {
@@ -877,6 +1048,7 @@ cudaError_t elementwise_typed(const DepthwiseShape& shape, DepthwiseVariant vari
       return shape.channels_last ? launch_sized<Forward, T, 1, true>(size, g, a, w, out, stream)
                                  : launch_sized<Forward, T, 1, false>(size, g, a, w, out, stream);
     }
+    case DepthwiseVariant::strips: return launch_strips<Forward, T>(shape, a, w, out, stream);
     case DepthwiseVariant::channel_packs: {
       const int size = unrolled_size(shape);
       switch (pack_width<T>(shape, {a, out})) {
@@ -897,7 +1069,9 @@ cudaError_t elementwise_typed(const DepthwiseShape& shape, DepthwiseVariant vari
 template <bool Forward>
 cudaError_t elementwise(const DepthwiseShape& shape, DepthwiseVariant variant, const void* a,
                         const void* w, void* out, cudaStream_t stream) {
-  if (depthwise_unsupported(shape, variant, false) != nullptr) return cudaErrorInvalidValue;
+  const DepthwiseDirection direction =
+      Forward ? DepthwiseDirection::fwd : DepthwiseDirection::bwd_data;
+  if (depthwise_unsupported(shape, variant, direction) != nullptr) return cudaErrorInvalidValue;
   if (shape.batch == 0) return cudaSuccess;
   switch (shape.type) {
     case DepthwiseType::f32:
@@ -1009,7 +1183,8 @@ std::size_t element_size(DepthwiseType type) { return type == DepthwiseType::f32
 }  // namespace
 
 const char* depthwise_unsupported(const DepthwiseShape& shape, DepthwiseVariant variant,
-                                  bool backward_weights) {
+                                  DepthwiseDirection direction) {
+  const bool backward_weights = direction == DepthwiseDirection::bwd_weights;
   if (shape.batch < 0 || shape.channels < 1 || shape.multiplier < 1)
     return "the shape has a negative batch or no channels";
   for (int i = 0; i < 3; ++i) {
@@ -1044,13 +1219,29 @@ const char* depthwise_unsupported(const DepthwiseShape& shape, DepthwiseVariant 
       }
       if (shape.channels % 2 != 0) return "channel packs need an even channel count";
       return nullptr;
+    case DepthwiseVariant::strips:
+      if (shape.channels_last) return "column strips need the channels_first layout";
+      if (backward_weights) return "column strips run fwd and bwd_data only";
+      if (unrolled_size(shape) == 0) return "column strips run 2-D 3x3, 5x5 and 7x7 kernels only";
+      if (shape.dilation[1] != 1 || shape.dilation[2] != 1)
+        return "column strips run kernels without dilation only";
+      if (direction == DepthwiseDirection::fwd && shape.stride[1] > 2)
+        return "column strips run fwd at a stride of 1 or 2 along H only";
+      if (direction == DepthwiseDirection::bwd_data &&
+          (shape.stride[1] != 1 || shape.stride[2] != 1))
+        return "column strips run bwd_data at stride 1 along H and W only";
+      if (strip_items(shape, direction == DepthwiseDirection::fwd) > max_sample)
+        return "a sample needs 2^31 column strips or more";
+      return nullptr;
   }
   return "unknown variant";
 }
 
 std::size_t depthwise_bwd_weights_workspace_bytes(const DepthwiseShape& shape,
                                                   DepthwiseVariant variant) {
-  if (depthwise_unsupported(shape, variant, true) != nullptr || shape.batch == 0) return 0;
+  if (depthwise_unsupported(shape, variant, DepthwiseDirection::bwd_weights) != nullptr ||
+      shape.batch == 0)
+    return 0;
   const int splits = variant == DepthwiseVariant::channel_packs
                          ? packs_split(shape).splits
                          : weights_split(shape, variant).splits;
@@ -1074,7 +1265,8 @@ cudaError_t depthwise_bwd_data(const DepthwiseShape& shape, DepthwiseVariant var
 cudaError_t depthwise_bwd_weights(const DepthwiseShape& shape, DepthwiseVariant variant,
                                   const void* src, const void* diff_dst, void* diff_weights,
                                   void* workspace, cudaStream_t stream) {
-  if (depthwise_unsupported(shape, variant, true) != nullptr) return cudaErrorInvalidValue;
+  if (depthwise_unsupported(shape, variant, DepthwiseDirection::bwd_weights) != nullptr)
+    return cudaErrorInvalidValue;
   if (shape.batch == 0) {
     // No position contributes: every gradient is 0 (all-zero bits in f32, f16 and bf16).
     const std::size_t bytes = static_cast<std::size_t>(shape.channels * shape.multiplier) *

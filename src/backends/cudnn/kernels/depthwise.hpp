@@ -27,7 +27,15 @@ enum class DepthwiseVariant : int {
   /// 3x3, 5x5 and 7x7 kernels, any channel count, packs of 4, 2 or 1 channels walking segments
   /// of output rows.
   channel_packs = 2,
+  /// channels_first, fwd and bwd_data: 2-D kernels of 3x3, 5x5 or 7x7 positions (3-D ones of
+  /// depth 1 too) without dilation; fwd with a stride of 1 or 2 along H (any along W), bwd_data
+  /// with a stride of 1 along H and W. A thread computes a column strip of output rows, reusing
+  /// each row it loads for every output row whose window holds it.
+  strips = 3,
 };
+
+/// The direction a variant runs, for depthwise_unsupported().
+enum class DepthwiseDirection : int { fwd = 0, bwd_data = 1, bwd_weights = 2 };
 
 /// One depthwise convolution in 3 spatial dims (D, H, W): 1-D and 2-D convolutions have leading
 /// dims of size 1 (kernel 1, stride 1, dilation 1, no padding). Output channel o reads input
@@ -49,11 +57,11 @@ struct DepthwiseShape {
   DepthwiseType type = DepthwiseType::f32;
 };
 
-/// Why `variant` cannot run `shape` (a static string), or nullptr when it can. Every variant needs
-/// each sample's src and dst below 2^31 elements and spatial coordinates below 2^30; the others'
-/// domains are in DepthwiseVariant. `backward_weights`: the bwd_weights direction.
+/// Why `variant` cannot run `shape` in `direction` (a static string), or nullptr when it can.
+/// Every variant needs each sample's src and dst below 2^31 elements and spatial coordinates below
+/// 2^29; the others' domains are in DepthwiseVariant.
 const char* depthwise_unsupported(const DepthwiseShape& shape, DepthwiseVariant variant,
-                                  bool backward_weights);
+                                  DepthwiseDirection direction);
 
 /// Workspace bytes depthwise_bwd_weights needs (f32 partial sums of its split reduction; 0 when
 /// the reduction is not split). A function of the shape and variant only.
