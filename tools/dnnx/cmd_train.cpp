@@ -52,7 +52,7 @@ struct TrainArgs {
   BackendArgs backend;
 };
 
-enum class Progress { bar, lines };
+enum class ProgressStyle { bar, lines };
 
 struct TrainConfig {
   std::string model;
@@ -72,7 +72,7 @@ struct TrainConfig {
   std::uint64_t seed = 0;
   std::string save;
   std::string resume;
-  Progress progress = Progress::lines;
+  ProgressStyle progress = ProgressStyle::lines;
   std::size_t prefetch = 4;
   BackendChoice backend;
 };
@@ -144,11 +144,11 @@ TrainConfig parse_train(const TrainArgs& args) {
   config.save = args.save;
   config.resume = args.resume;
   if (args.progress == "auto") {
-    config.progress = ::isatty(STDERR_FILENO) ? Progress::bar : Progress::lines;
+    config.progress = ::isatty(STDERR_FILENO) ? ProgressStyle::bar : ProgressStyle::lines;
   } else if (args.progress == "bar") {
-    config.progress = Progress::bar;
+    config.progress = ProgressStyle::bar;
   } else if (args.progress == "lines") {
-    config.progress = Progress::lines;
+    config.progress = ProgressStyle::lines;
   } else {
     throw UsageError("--progress '" + args.progress + "': expected auto, bar or lines");
   }
@@ -356,10 +356,10 @@ int run_train(const TrainArgs& args) {
         first_step_images = images;
       }
       const bool last = config.steps > 0 && steps_done >= config.steps;
-      if (losses.pending() >= 32 || (config.progress == Progress::bar && step % 10 == 0)) {
+      if (losses.pending() >= 32 || (config.progress == ProgressStyle::bar && step % 10 == 0)) {
         losses.flush();
       }
-      if (config.progress == Progress::bar && (step % 10 == 0 || step == batches)) {
+      if (config.progress == ProgressStyle::bar && (step % 10 == 0 || step == batches)) {
         const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
         const std::int64_t total = config.steps > 0 ? std::min(batches, config.steps) : batches;
         const int width = 30;
@@ -377,7 +377,7 @@ int run_train(const TrainArgs& args) {
     losses.flush();
     context.synchronize();
     const double train_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    if (config.progress == Progress::bar) std::fputs("\r\033[K", stderr);
+    if (config.progress == ProgressStyle::bar) std::fputs("\r\033[K", stderr);
     const std::int64_t train_correct = read_count(correct);
     const auto [test_correct, tested] =
         evaluate(*model, test_set, test_options, context, config.test_limit);
