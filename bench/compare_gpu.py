@@ -37,6 +37,8 @@ a process's first call costs beyond the kernel, next to the first round's search
 """
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import statistics
@@ -503,26 +505,42 @@ def run_suite(args):
             torch_results, torch_info = run_torch(args, shapes, batch, wanted=ran)
             dnnx_rounds.append(records)
             torch_rounds.append(torch_results)
-        records, torch_results = combine_rounds(dnnx_rounds, torch_rounds,
-                                                reuse=args.reuse_choices)
-        device = next((r for r in records if r["kind"] == "device"), {})
-        print(f"\n## {os.path.basename(path)}: batch {batch}, {len(shapes)} layers, "
-              f"{len(dnnx_rounds)} round(s)\n")
-        print(f"GPU: {torch_info['gpu']}; dnnx: {device.get('fingerprint', '?')}; "
-              f"PyTorch {torch_info['torch']} (cuDNN {torch_info['cudnn']}), "
-              f"cudnn.benchmark=True, TF32 off\n")
-        for r in records:
-            if r["kind"] == "budget":
-                print(f"budget: {int(r['skipped'])} layer-configs left out: {r['left_out']}\n")
-        summaries = print_tables(args, shapes, records, torch_results, batch)
-        results.append(dict(file=os.path.basename(path), batch=batch, rounds=len(dnnx_rounds),
-                            dnnx=records, torch=torch_results, torch_info=torch_info,
-                            summary=summaries))
-        # Written after every file: a run stopped from outside keeps the files it finished.
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(results, f, indent=1)
+            # Written after every round (its tables printed once, after the last): a run stopped
+            # from outside, as by the device call's time limit, keeps the rounds it finished.
+            if args.json:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    partial = file_result(args, path, shapes, batch, dnnx_rounds, torch_rounds,
+                                          torch_info)
+                write_results(args.json, results + [partial])
+        results.append(file_result(args, path, shapes, batch, dnnx_rounds, torch_rounds,
+                                   torch_info))
     print_suite_summary(results)
+
+
+def file_result(args, path, shapes, batch, dnnx_rounds, torch_rounds, torch_info):
+    """One file's entry of the suite's JSON from the rounds run so far; prints its tables."""
+    records, torch_results = combine_rounds(dnnx_rounds, torch_rounds, reuse=args.reuse_choices)
+    device = next((r for r in records if r["kind"] == "device"), {})
+    print(f"\n## {os.path.basename(path)}: batch {batch}, {len(shapes)} layers, "
+          f"{len(dnnx_rounds)} round(s)\n")
+    print(f"GPU: {torch_info['gpu']}; dnnx: {device.get('fingerprint', '?')}; "
+          f"PyTorch {torch_info['torch']} (cuDNN {torch_info['cudnn']}), "
+          f"cudnn.benchmark=True, TF32 off\n")
+    for r in records:
+        if r["kind"] == "budget":
+            print(f"budget: {int(r['skipped'])} layer-configs left out: {r['left_out']}\n")
+    summaries = print_tables(args, shapes, records, torch_results, batch)
+    return dict(file=os.path.basename(path), batch=batch, rounds=len(dnnx_rounds), dnnx=records,
+                torch=torch_results, torch_info=torch_info, summary=summaries)
+
+
+def write_results(json_path, results):
+    """The suite's JSON, replaced whole (through a temporary file, so that a run killed while
+    writing leaves the previous version)."""
+    folder = os.path.dirname(os.path.abspath(json_path))
+    with tempfile.NamedTemporaryFile("w", dir=folder, delete=False, suffix=".tmp") as f:
+        json.dump(results, f, indent=1)
+    os.replace(f.name, json_path)
 
 
 def print_suite_summary(results):

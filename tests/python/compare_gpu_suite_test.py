@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
 """bench/compare_gpu.py without a GPU: every shapes file of the suite parses (Note [shapes file
 lines]), its layers' output sizes are positive, bad fields are errors naming the line, the
---dry-run listing runs, and --rounds combines rounds into medians (Note [suite rounds]). No torch,
+--dry-run listing runs, --rounds combines rounds into medians (Note [suite rounds]), and a suite
+stopped during a round keeps the rounds it finished in its --json file. No torch,
 no benchmark binary."""
 
+import argparse
+import contextlib
+import io
+import json
 import os
 import subprocess
 import sys
@@ -128,6 +133,43 @@ summary = compare_gpu.reuse_summary([(20.0, 0.8, True, "a fwd"), (451.0, 1.6, Fa
 check(summary["reuse_worst_row"] == "b fwd" and summary["reuse_answered"] == 1
       and abs(summary["reuse_share"] - 0.471 / 2.4) < 1e-9
       and summary["reuse_median_ms"] == 235.5, f"reuse summary: {summary}")
+# A suite stopped from outside during a round keeps the rounds it finished in its --json file.
+def fake_dnnx(args, shapes_path=None, **_):
+    return [dict(kind="device", fingerprint="gpu"), case("b2.dw.s2/fwd/f16_nhwc", 1.0, "x", 0.5)]
+
+
+torch_turns = []
+
+
+def fake_torch(args, shapes, batch, wanted=None):
+    torch_turns.append(sorted(wanted))
+    if len(torch_turns) == 2:
+        raise KeyboardInterrupt  # the second round's PyTorch turn never ends
+    return ({"b2.dw.s2/fwd/f16_nhwc": dict(kernel_ms=2.0, call_ms=2.1, first_call_ms=9.0)},
+            dict(gpu="gpu", torch="2", cudnn="9"))
+
+
+saved = compare_gpu.run_dnnx, compare_gpu.run_torch
+compare_gpu.run_dnnx, compare_gpu.run_torch = fake_dnnx, fake_torch
+with tempfile.TemporaryDirectory() as folder:
+    json_path = os.path.join(folder, "suite.json")
+    args = argparse.Namespace(
+        files="mobilenetv2", tag="all", max_layers=0, batch=None, dry_run=False, budget_s=0,
+        reuse_choices=True, rounds=3, json=json_path, configs=["f16_nhwc"])
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            compare_gpu.run_suite(args)
+        failures.append("the stopped suite returned")
+    except KeyboardInterrupt:
+        pass
+    with open(json_path) as f:
+        kept = json.load(f)
+    check(len(kept) == 1 and kept[0]["rounds"] == 1 and kept[0]["file"] == "mobilenetv2.txt"
+          and kept[0]["summary"]["f16_nhwc"]["ratio"] == 0.5
+          and os.listdir(folder) == ["suite.json"], f"kept after a stop: {kept}")
+compare_gpu.run_dnnx, compare_gpu.run_torch = saved
+check(torch_turns == [["b2.dw.s2/fwd/f16_nhwc"]] * 2, f"torch turns: {torch_turns}")
+
 for extra, expected in ((["--suite", "--rounds", "0"], "--rounds must be 1 or more"),
                         (["--rounds", "2"], "--rounds runs with the suite"),
                         (["--suite", "--reuse-choices"], "--reuse-choices needs --rounds 2")):
