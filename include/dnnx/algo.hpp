@@ -240,6 +240,14 @@ struct TuneOptions {
   double host_tie = 0.02;
   /// The largest host_tie the environment, the CLI and Python accept.
   static constexpr double max_host_tie = 1.0;
+  /// exhaustive: once a search has taken this many milliseconds of host time (listing and plan
+  /// builds included), it starts no new candidate except those the backend's own heuristics rank
+  /// first (notes "heuristics_top"); the others are rows not_timed that say so, and the final
+  /// round runs as usual. The candidates' list order decides which are timed within the budget
+  /// (src/tune/select.cpp, Note [search budget]). 0 = no budget (the default).
+  double search_budget_ms = 0;
+  /// The largest search_budget_ms the environment, the CLI and Python accept (an hour).
+  static constexpr double max_search_budget_ms = 3'600'000.0;
 
   /// Convolution's policy for `direction`.
   const AlgoPolicy& policy(Direction direction) const;
@@ -266,7 +274,7 @@ enum class CandidateStatus : std::uint8_t {
   not_deterministic,     ///< excluded by the deterministic constraint
   failed,                ///< threw while building or running
   abandoned,             ///< too slow to win (see above); not timed further
-  not_timed,             ///< benchmark_limit reached before its turn
+  not_timed,  ///< not run: benchmark_limit or search_budget_ms reached, or its plan not ready
 };
 /// "ok", "unsupported", "over_workspace_limit", ...
 std::string_view to_string(CandidateStatus status);

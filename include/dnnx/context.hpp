@@ -64,7 +64,8 @@ class Context {
   /// Built from DNNX_BACKEND, DNNX_DEVICE, DNNX_TYPE and the tuning variables (apply_tune_env:
   /// DNNX_ALGO_<OP>_<DIRECTION> for every op and direction, e.g. DNNX_ALGO_CONV_FWD, also spelled
   /// DNNX_CONV_FWD_ALGO; DNNX_WORKSPACE_LIMIT, DNNX_DETERMINISTIC, DNNX_FASTEST, DNNX_VERBOSE,
-  /// DNNX_BENCHMARK_LIMIT, DNNX_VARIANT_FACTOR, DNNX_FINAL_LOOP_MS).
+  /// DNNX_BENCHMARK_LIMIT, DNNX_VARIANT_FACTOR, DNNX_FINAL_LOOP_MS, DNNX_HOST_TIE,
+  /// DNNX_SEARCH_BUDGET_MS).
   /// Malformed values throw InvalidArgument naming the variable.
   static Context from_env();
 

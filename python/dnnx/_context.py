@@ -21,7 +21,8 @@ _default = None
 # TuneOptions fields that take a value as they are.
 _TUNE_FIELDS = ("fwd", "bwd_data", "bwd_weights", "workspace_limit", "deterministic", "fastest",
                 "verbose", "benchmark_limit", "warmup_runs", "timing_runs", "abandon_factor",
-                "variant_factor", "time_naive", "final_round", "final_loop_ms", "host_tie")
+                "variant_factor", "time_naive", "final_round", "final_loop_ms", "host_tie",
+                "search_budget_ms")
 _OP_DIRECTIONS = dict(_dnnx.ops())
 
 

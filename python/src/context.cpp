@@ -71,7 +71,8 @@ constexpr Field<int> int_fields[] = {{"benchmark_limit", &TuneOptions::benchmark
 constexpr Field<double> double_fields[] = {{"abandon_factor", &TuneOptions::abandon_factor},
                                            {"variant_factor", &TuneOptions::variant_factor},
                                            {"final_loop_ms", &TuneOptions::final_loop_ms},
-                                           {"host_tie", &TuneOptions::host_tie}};
+                                           {"host_tie", &TuneOptions::host_tie},
+                                           {"search_budget_ms", &TuneOptions::search_budget_ms}};
 
 template <typename T, std::size_t N>
 void put_fields(const TuneOptions& options, const Field<T> (&fields)[N], nb::dict& state) {
@@ -260,6 +261,20 @@ void bind_tune_options(nb::module_& module) {
       nb::arg("ms"),
       "Exhaustive: each final-round sample of a contender is a loop of back-to-back runs lasting "
       "about this long (ms), where the backend times loops; 0 = single runs.");
+  tune.def_prop_rw(
+      "search_budget_ms", [](const TuneOptions& self) { return self.search_budget_ms; },
+      [](TuneOptions& self, double ms) {
+        if (!(ms >= 0 && ms <= TuneOptions::max_search_budget_ms))
+          throw Error(ErrorKind::InvalidArgument,
+                      "search_budget_ms must be milliseconds from 0 (no budget) to " +
+                          std::to_string(TuneOptions::max_search_budget_ms) + ", got " +
+                          std::to_string(ms));
+        self.search_budget_ms = ms;
+      },
+      nb::arg("ms"),
+      "Exhaustive: once a search has taken this long (ms, its listing and plan builds "
+      "included), it times no further candidates but the backend heuristics' first picks; the "
+      "rest are not_timed. 0 = no budget.");
   tune.def_prop_rw(
       "host_tie", [](const TuneOptions& self) { return self.host_tie; },
       [](TuneOptions& self, double tie) {

@@ -88,6 +88,12 @@ def test_tune_options_mirror_the_cpp_struct():
     for bad in (-0.1, 1.5, float("nan")):
         with pytest.raises(dnnx.InvalidArgument, match="host_tie"):
             tune.host_tie = bad
+    assert tune.search_budget_ms == 0.0
+    tune.search_budget_ms = 1500
+    assert tune.search_budget_ms == 1500.0
+    for bad in (-1.0, 3_600_001.0, float("nan"), float("inf")):
+        with pytest.raises(dnnx.InvalidArgument, match="search_budget_ms"):
+            tune.search_budget_ms = bad
     copied = tune.copy()
     assert copied == tune
     copied.fwd = "exhaustive"
@@ -103,7 +109,7 @@ def test_tune_options_pickle_every_field():
     tune.verbose, tune.time_naive, tune.final_round = True, True, False
     tune.benchmark_limit, tune.warmup_runs, tune.timing_runs = 3, 0, 2
     tune.abandon_factor, tune.variant_factor, tune.final_loop_ms = 8.0, 0.0, 3.0
-    tune.host_tie = 0.1
+    tune.host_tie, tune.search_budget_ms = 0.1, 750.0
     again = pickle.loads(pickle.dumps(tune))
     assert again == tune and again.pool.bwd == "fixed:reference:direct"
     assert pickle.loads(pickle.dumps(dnnx.Context("reference").tune)) == \

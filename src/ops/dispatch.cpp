@@ -216,8 +216,10 @@ std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState
     made.search = search;
     made.tuning_ms = search.list_ms + search.build_ms + search.time_ms;
   };
-  auto choice = std::make_shared<Choice>(tune::select(
-      request, candidates, options, run, hooks.probe, first_run(backend), hooks.loop, finish));
+  tune::Request timed = request;
+  timed.spent_ms = search.list_ms + search.build_ms;  // Note [search budget] in tune/select.cpp
+  auto choice = std::make_shared<Choice>(tune::select(timed, candidates, options, run, hooks.probe,
+                                                      first_run(backend), hooks.loop, finish));
   if (choice->candidates_timed > 0) backend.after_timing();
   state.end_search();  // Note [search workspace]
   // Note [saved plans]: a choice the cache file keeps may have its plan kept too.

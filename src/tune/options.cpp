@@ -160,6 +160,13 @@ double parse_final_loop_ms(const char* name, std::string_view text) {
       detail::cat("milliseconds from 0 (single runs) to ", TuneOptions::max_final_loop_ms));
 }
 
+// DNNX_SEARCH_BUDGET_MS: milliseconds in [0, max_search_budget_ms] (TuneOptions::search_budget_ms).
+double parse_search_budget_ms(const char* name, std::string_view text) {
+  return parse_bounded(
+      name, text, TuneOptions::max_search_budget_ms, "a search budget",
+      detail::cat("milliseconds from 0 (no budget) to ", TuneOptions::max_search_budget_ms));
+}
+
 // DNNX_HOST_TIE: a fraction in [0, max_host_tie] (TuneOptions::host_tie; Note [host cost ties] in
 // select.cpp).
 double parse_host_tie(const char* name, std::string_view text) {
@@ -240,6 +247,8 @@ void apply_tune_env(TuneOptions& target) {
     options.final_loop_ms = parse_final_loop_ms("DNNX_FINAL_LOOP_MS", value);
   if (const char* value = env("DNNX_HOST_TIE"))
     options.host_tie = parse_host_tie("DNNX_HOST_TIE", value);
+  if (const char* value = env("DNNX_SEARCH_BUDGET_MS"))
+    options.search_budget_ms = parse_search_budget_ms("DNNX_SEARCH_BUDGET_MS", value);
   target = std::move(options);
 }
 

@@ -202,6 +202,26 @@ constexpr double screen_band = 1.25;
 // 0 turns the rule off; infinity prunes only the variants of abandoned or failed seeds. Profiles
 // apply it as they apply abandon_factor, so that the row chosen is the one the search would choose.
 
+// Note [search budget]
+// An exhaustive search's time is mostly one-time costs of the candidates it runs, not their
+// runs: on an H200, EfficientNet-B0's fp16 depthwise layers of 672-1152 channels spent 1.6-2.1 s
+// of 1.8-2.2 s searches in 150-190 probes on slices whose kernels took microseconds, and
+// DeepLabV3's layer-4 bwd_weights 4.3 s timing 124 candidates of 0.2-0.4 ms each
+// (docs/benchmarks.md, "GPU convolution beyond ResNet-50"). A budget (search_budget_ms) caps
+// that: once the search's host time, its listing and plan builds included (Request::spent_ms),
+// reaches it, no new candidate starts except those the backend's own heuristics rank first
+// (notes "heuristics_top": Note [heuristics' top configs] in backends/cudnn/conv_engine.cpp),
+// which an exhaustive search always runs, so that a budget never leaves it below what those
+// picks reach; and until one candidate has a time, candidates keep starting (a search whose
+// listing alone took the budget still chooses). The others become not_timed rows naming the
+// budget, and the final round re-times the contenders found as usual. The budget is checked
+// between candidates: a search overruns it by the candidate it is timing, the heuristics' picks
+// listed later, and the final round. What is timed within it follows the list order (each
+// backend lists its likeliest candidates first: Note [cudnn candidate order] in
+// backends/cudnn/conv.cpp), and the choice may differ from an unbounded search's, which is why
+// the budget is part of the choice-cache key. Profiles time every candidate and ignore it, as
+// they ignore benchmark_limit. 0, the default, is no budget.
+
 // The same bounds as the CLI's --runs / --warmup (docs/cli.md): a search of 2^31 runs per
 // candidate would never end, and its timing table would not fit in memory.
 namespace {
@@ -216,6 +236,17 @@ void check_host_tie(const TuneOptions& options) {
   DNNX_CHECK_ARG(options.host_tie >= 0 && options.host_tie <= TuneOptions::max_host_tie,
                  "host_tie must be a fraction from 0 (off) to ", TuneOptions::max_host_tie,
                  ", got ", options.host_tie);
+}
+
+void check_search_budget(const TuneOptions& options) {
+  DNNX_CHECK_ARG(options.search_budget_ms >= 0 &&
+                     options.search_budget_ms <= TuneOptions::max_search_budget_ms,
+                 "search_budget_ms must be milliseconds from 0 (no budget) to ",
+                 TuneOptions::max_search_budget_ms, ", got ", options.search_budget_ms);
+}
+
+bool heuristics_top(const AlgoInfo& algo) {
+  return std::find(algo.notes.begin(), algo.notes.end(), "heuristics_top") != algo.notes.end();
 }
 
 void check_variant_factor(const TuneOptions& options) {
@@ -254,7 +285,8 @@ std::optional<std::string> pruned_variant(const AlgoInfo& algo, std::span<const 
 std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
                                         const TuneOptions& options, const RunOnce& run,
                                         bool apply_benchmark_limit, const ProbeOnce& probe,
-                                        FirstRun first_run) {
+                                        FirstRun first_run, double spent_ms) {
+  const auto start = std::chrono::steady_clock::now();
   auto is_naive = [&options](const AlgoInfo& algo) { return !options.time_naive && algo.naive; };
   check_run_counts(options);
   DNNX_CHECK_ARG(options.benchmark_limit >= 0, "benchmark_limit must be >= 0, got ",
@@ -263,6 +295,10 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
                  options.abandon_factor);
   check_variant_factor(options);
   check_host_tie(options);
+  check_search_budget(options);
+  // Note [search budget]: the host time spent so far, listing and plan builds included.
+  const bool budgeted = apply_benchmark_limit && options.search_budget_ms > 0;
+  auto search_ms = [&] { return spent_ms + elapsed_ms(start); };
   std::vector<ProfileRow> rows;
   rows.reserve(candidates.size());
   double best = std::numeric_limits<double>::infinity();
@@ -280,6 +316,14 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
       row.status = CandidateStatus::not_timed;
       row.detail = detail::cat("benchmark_limit ", options.benchmark_limit, " reached");
       continue;
+    }
+    if (budgeted && std::isfinite(best) && !heuristics_top(algo)) {
+      if (const double ms = search_ms(); ms >= options.search_budget_ms) {
+        row.status = CandidateStatus::not_timed;
+        row.detail = detail::cat("search_budget_ms ", options.search_budget_ms, " spent (", ms,
+                                 " ms into the search)");
+        continue;
+      }
     }
     // Note [abandoning slow candidates]: naive fallbacks (oneDNN's ref:any, plain loops) can be
     // 1000x slower than the best — minutes per run on a ResNet layer. They exist so that a call
@@ -308,8 +352,7 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
     // Note [probing slow candidates]; a candidate noted "heuristics_top" (the library's own top
     // picks: Note [heuristics' top configs] in backends/cudnn/conv_engine.cpp) always gets a
     // full run.
-    if (probing &&
-        std::find(algo.notes.begin(), algo.notes.end(), "heuristics_top") == algo.notes.end()) {
+    if (probing && !heuristics_top(algo)) {
       const double factor = std::min(probe_factor, options.abandon_factor);
       std::optional<ProbeRun> slice;
       for (int level = 0; level < max_probe_levels; ++level) {
@@ -580,7 +623,8 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
         };
       }
       choice.timings = time_candidates(candidates, screening, counted_run,
-                                       /*apply_benchmark_limit=*/true, counted_probe, first_run);
+                                       /*apply_benchmark_limit=*/true, counted_probe, first_run,
+                                       request.spent_ms);
       const auto final_start = std::chrono::steady_clock::now();
       if (options.final_round) final_round(choice.timings, options, run, loop);
       cost.final_ms = elapsed_ms(final_start);
@@ -669,6 +713,8 @@ std::string make_key(std::string_view op, std::string_view desc_key, Direction d
       key << " variant_factor=" << options.variant_factor;
     // Note [host cost ties]; the same convention.
     if (options.host_tie != TuneOptions{}.host_tie) key << " host_tie=" << options.host_tie;
+    // Note [search budget]; the same convention.
+    if (options.search_budget_ms > 0) key << " search_budget_ms=" << options.search_budget_ms;
   }
   key << " | " << fingerprint;
   return key.str();

@@ -59,6 +59,9 @@ struct Request {
   std::string repro;    ///< CLI line reproducing the case
   std::string backend;  ///< "cpu", "cudnn", ...
   std::string key;      ///< the choice-cache key
+  /// Host time the search spent before select() (listing, plan builds), ms: counted against
+  /// TuneOptions::search_budget_ms.
+  double spent_ms = 0;
 };
 
 /// Why `algo` may not be chosen under `options`: unsupported, over the workspace limit, or not
@@ -102,12 +105,15 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
 /// (Note [probing slow candidates]). One that throws is
 /// marked failed; inadmissible ones are marked with
 /// their exclusion. With `apply_benchmark_limit`, at most options.benchmark_limit candidates are
-/// run (counting only those that actually ran); the rest are not_timed. Rows come back fastest
+/// run (counting only those that actually ran), and once one has been timed and `spent_ms` plus
+/// this call's own time reaches options.search_budget_ms (when set), only candidates noted
+/// "heuristics_top" start (Note [search budget]); the rest are not_timed. Rows come back fastest
 /// first, then the rest in list order.
 std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
                                         const TuneOptions& options, const RunOnce& run,
                                         bool apply_benchmark_limit, const ProbeOnce& probe = {},
-                                        FirstRun first_run = FirstRun::may_be_cold);
+                                        FirstRun first_run = FirstRun::may_be_cold,
+                                        double spent_ms = 0);
 
 /// The row an exhaustive search chooses among `rows` (fastest first, as time_candidates() and the
 /// final round leave them): the fastest timed one an automatic policy may pick (Note [unsafe

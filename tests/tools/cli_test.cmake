@@ -234,6 +234,19 @@ dnnx_cli_test(env.host_tie STDOUT "host_tie.: 0\\.1"
                    --direction fwd --runs 1 --json -)
 dnnx_cli_usage_error(bad.host_tie "--host-tie '2': expected a fraction from 0 \\(off\\) to 1"
                      profile act --input 2x3 --host-tie 2)
+# --search-budget-ms (Note [search budget]): set by the flag, over DNNX_SEARCH_BUDGET_MS; the tune
+# JSON records it, and a search whose budget is spent at once still chooses.
+dnnx_cli_test(tune.search_budget_ms STDOUT "search_budget_ms.: 0\\.001"
+              JSON stdout JSON_REQUIRE options/search_budget_ms results/0/chosen/id
+              ENV DNNX_SEARCH_BUDGET_MS=5000
+              ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
+                   --direction fwd --runs 1 --search-budget-ms 0.001 --json -)
+dnnx_cli_test(env.search_budget_ms STDOUT "search_budget_ms.: 5000\\.0"
+              JSON stdout ENV DNNX_SEARCH_BUDGET_MS=5000
+              ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
+                   --direction fwd --runs 1 --json -)
+dnnx_cli_usage_error(bad.search_budget_ms "--search-budget-ms '4000000': expected milliseconds from 0 \\(no budget\\) to 3600000"
+                     profile act --input 2x3 --search-budget-ms 4000000)
 dnnx_cli_test(algos.variant_of JSON stdout JSON_REQUIRE 0/algos/0/variant_of
               ARGS algos conv ${_conv} --direction fwd --json)
 dnnx_cli_usage_error(bad.variant_factor "--variant-factor '0\\.5': expected 0 \\(off\\) or a number >= 1"

@@ -148,6 +148,7 @@ TEST(ChoiceKey, EveryConstraintChangesTheKey) {
       {"time naive", [](TuneOptions& o) { o.time_naive = true; }},
       {"variant factor off", [](TuneOptions& o) { o.variant_factor = 0; }},
       {"variant factor 1.5", [](TuneOptions& o) { o.variant_factor = 1.5; }},
+      {"search budget", [](TuneOptions& o) { o.search_budget_ms = 2000; }},
   };
   std::set<std::string> keys{key_of(base)};
   for (const auto& [what, edit] : edits) {

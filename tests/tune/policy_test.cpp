@@ -19,6 +19,7 @@
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace dnnx {
@@ -984,6 +985,71 @@ TEST(ExhaustivePolicy, ProfileIgnoresTheBenchmarkLimit) {
   EXPECT_EQ(row_of(limited, "a").status, CandidateStatus::ok);
   EXPECT_EQ(row_of(limited, "b").status, CandidateStatus::not_timed);
   EXPECT_EQ(row_of(limited, "c").status, CandidateStatus::not_timed);
+}
+
+// Note [search budget]: once the search's time reaches the budget, only the heuristics' top
+// picks start, after the first candidate with a time; profiles and a budget of 0 time everything.
+TEST(ExhaustivePolicy, ASpentSearchBudgetTimesOnlyTheHeuristicsTopPicks) {
+  FakeBench bench;
+  bench.add(Algo("u").unsupported("no"), {0.1})
+      .add(Algo("a"), {3.0})
+      .add(Algo("b"), {1.0})
+      .add(Algo("top").note("heuristics_top"), {2.0})
+      .add(Algo("c"), {0.5});
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.search_budget_ms = 10;
+  // Listing and plan builds took the whole budget (spent_ms): the first candidate with a time
+  // still runs, and so does the heuristics' pick.
+  std::vector<ProfileRow> rows = dnnx::tune::time_candidates(
+      bench.candidates(), options, bench.run(), true, {}, dnnx::tune::FirstRun::may_be_cold, 10.0);
+  EXPECT_EQ(row_of(rows, "a").status, CandidateStatus::ok);
+  for (const char* id : {"b", "c"}) {
+    const ProfileRow& row = row_of(rows, id);
+    EXPECT_EQ(row.status, CandidateStatus::not_timed) << id;
+    EXPECT_NE(row.detail.find("search_budget_ms 10 spent"), std::string::npos) << row.detail;
+    EXPECT_EQ(bench.calls(id), 0) << id;
+  }
+  EXPECT_EQ(row_of(rows, "top").status, CandidateStatus::ok);
+  EXPECT_EQ(row_of(rows, "u").status, CandidateStatus::unsupported);
+
+  // select() counts Request::spent_ms the same way.
+  dnnx::tune::Request request = fake_request(Direction::fwd);
+  request.spent_ms = 25.0;
+  const Choice choice = dnnx::tune::select(request, bench.candidates(), options, bench.run());
+  EXPECT_EQ(choice.algo.id, "top");
+  EXPECT_EQ(row_of(choice.timings, "c").status, CandidateStatus::not_timed);
+
+  // Within the budget, without one, and in a profile, every candidate runs.
+  for (const auto& [budget, spent, limited] :
+       {std::tuple{1e6, 0.0, true}, std::tuple{0.0, 1e9, true}, std::tuple{10.0, 10.0, false}}) {
+    options.search_budget_ms = budget;
+    rows = dnnx::tune::time_candidates(bench.candidates(), options, bench.run(), limited, {},
+                                       dnnx::tune::FirstRun::may_be_cold, spent);
+    EXPECT_EQ(rows.front().algo.id, "c") << budget << ' ' << spent << ' ' << limited;
+    EXPECT_EQ(row_of(rows, "b").status, CandidateStatus::ok);
+  }
+}
+
+TEST(ExhaustivePolicy, SearchBudgetOutOfRangeIsAnError) {
+  FakeBench bench;
+  bench.add(Algo("a"), {1.0});
+  for (const double bad :
+       {-1.0, TuneOptions::max_search_budget_ms * 2, std::numeric_limits<double>::quiet_NaN()}) {
+    TuneOptions options = options_with(AlgoPolicy::exhaustive());
+    options.search_budget_ms = bad;
+    EXPECT_THROW(
+        {
+          try {
+            select(bench, options);
+          } catch (const dnnx::Error& error) {
+            EXPECT_EQ(error.kind(), dnnx::ErrorKind::InvalidArgument);
+            EXPECT_NE(std::string(error.what()).find("search_budget_ms"), std::string::npos);
+            throw;
+          }
+        },
+        dnnx::Error)
+        << bad;
+  }
 }
 
 TEST(ExhaustivePolicy, WorkspaceLimitExcludesAndFastestIgnoresIt) {

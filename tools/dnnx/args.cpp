@@ -352,6 +352,12 @@ void add_selection_options(CLI::App& command, SelectionArgs& args) {
                   "when it beats the fastest other one by more than this fraction (0 = off; "
                   "default: $DNNX_HOST_TIE, else 0.02)")
       ->type_name("X");
+  command
+      .add_option("--search-budget-ms", args.search_budget_ms,
+                  "exhaustive selection: once a search has taken this long, time no further "
+                  "candidates but the backend heuristics' first picks (profiles time every "
+                  "candidate; 0 = no budget; default: $DNNX_SEARCH_BUDGET_MS, else 0)")
+      ->type_name("MS");
 }
 
 Selection parse_selection(const SelectionArgs& args) {
@@ -393,6 +399,16 @@ Selection parse_selection(const SelectionArgs& args) {
     }
     selection.host_tie = tie;
   }
+  if (!args.search_budget_ms.empty()) {
+    const double ms =
+        parse_number<double>("--search-budget-ms", args.search_budget_ms, Finite::any);
+    if (!(ms >= 0 && ms <= TuneOptions::max_search_budget_ms)) {
+      throw UsageError("--search-budget-ms '" + args.search_budget_ms +
+                       "': expected milliseconds from 0 (no budget) to " +
+                       std::to_string(static_cast<int>(TuneOptions::max_search_budget_ms)));
+    }
+    selection.search_budget_ms = ms;
+  }
   return selection;
 }
 
@@ -408,6 +424,7 @@ void Selection::apply(TuneOptions& options) const {
   if (variant_factor) options.variant_factor = *variant_factor;
   if (final_loop_ms) options.final_loop_ms = *final_loop_ms;
   if (host_tie) options.host_tie = *host_tie;
+  if (search_budget_ms) options.search_budget_ms = *search_budget_ms;
 }
 
 }  // namespace dnnx::cli

@@ -123,6 +123,7 @@ struct SelectionArgs {
   std::string variant_factor;
   std::string final_loop_ms;
   std::string host_tie;
+  std::string search_budget_ms;
 };
 void add_selection_options(CLI::App& command, SelectionArgs& args);
 /// The parsed form of SelectionArgs: only what was given on the command line.
@@ -138,6 +139,7 @@ struct Selection {
   std::optional<double> variant_factor;
   std::optional<double> final_loop_ms;
   std::optional<double> host_tie;
+  std::optional<double> search_budget_ms;
   /// Applies the flags on top of `options` (which already hold the env values).
   void apply(TuneOptions& options) const;
 };
