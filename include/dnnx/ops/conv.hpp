@@ -97,8 +97,8 @@ std::vector<AlgoInfo> conv_list(Context& context, const ConvDesc& desc, Directio
 /// The choice the context's policy makes for (desc, direction) (may time candidates; cached).
 std::shared_ptr<const Choice> conv_select(Context& context, const ConvDesc& desc,
                                           Direction direction);
-/// Times every candidate (ignoring benchmark_limit; naive ones only with TuneOptions::time_naive)
-/// on scratch tensors and returns the table.
+/// Times every candidate (ignoring benchmark_limit and search_budget_ms; naive ones only with
+/// TuneOptions::time_naive) on scratch tensors and returns the table.
 ProfileResult conv_profile(Context& context, const ConvDesc& desc, Direction direction);
 
 /// A convolution layer's algorithm state: holds one choice per direction so that Reuse::once
