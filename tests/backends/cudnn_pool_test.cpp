@@ -125,12 +125,14 @@ void expect_indices_agree(Context& fixed, const PoolDesc& desc, Direction direct
                           const PoolOperands& operands, const PoolRun& run, const PoolRun& expected,
                           const std::string& context) {
   if (!desc.indices) return;
-  if (direction == Direction::fwd)
+  if (direction == Direction::fwd) {
     EXPECT_EQ(index_values(run.indices), index_values(expected.indices)) << context;
+  }
   const PoolRun narrow = run_pool(fixed, desc, direction, operands, DType::i32);
   EXPECT_TRUE(bitwise_equal(narrow.output, run.output, "output with i32 indices", context));
-  if (direction == Direction::fwd)
+  if (direction == Direction::fwd) {
     EXPECT_EQ(index_values(narrow.indices), index_values(expected.indices)) << context;
+  }
 }
 
 // Every supported candidate of every case against the reference, forward and backward.

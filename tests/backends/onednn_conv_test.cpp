@@ -206,17 +206,27 @@ TEST_P(Resnet3x3, ListsEveryImplementationInPriorityOrder) {
         const bool ref = info.id.find(":ref:") != std::string::npos;
         EXPECT_EQ(has_note(info, "gemm"), gemm) << info.id;
         EXPECT_EQ(has_note(info, "reference"), ref) << info.id;
-        if (ref) EXPECT_EQ(info.families, std::vector<std::string>{"none"}) << info.id;
-        if (gemm) EXPECT_EQ(info.families, std::vector<std::string>{"large"}) << info.id;
-        if (!ref && !gemm) EXPECT_EQ(info.families, std::vector<std::string>{"small"}) << info.id;
+        if (ref) {
+          EXPECT_EQ(info.families, std::vector<std::string>{"none"}) << info.id;
+        }
+        if (gemm) {
+          EXPECT_EQ(info.families, std::vector<std::string>{"large"}) << info.id;
+        }
+        if (!ref && !gemm) {
+          EXPECT_EQ(info.families, std::vector<std::string>{"small"}) << info.id;
+        }
         const std::string suffix = info.id.substr(info.id.rfind(':') + 1);
         EXPECT_TRUE(suffix == "plain" || suffix == "blocked_weights" || suffix == "blocked" ||
                     suffix == "nchw" || suffix == "nhwc")
             << info.id;
         // Activations converted to a plain layout are converted to the caller's other one.
-        if (suffix == "nchw" || suffix == "nhwc") EXPECT_NE(suffix, to_string(desc.layout));
+        if (suffix == "nchw" || suffix == "nhwc") {
+          EXPECT_NE(suffix, to_string(desc.layout));
+        }
         // One reference candidate, zero-copy (Note [one reference candidate]).
-        if (ref) EXPECT_EQ(suffix, "plain") << info.id;
+        if (ref) {
+          EXPECT_EQ(suffix, "plain") << info.id;
+        }
       } else {
         EXPECT_FALSE(info.reason.empty()) << info.id;
       }
@@ -625,7 +635,9 @@ TEST(OneDnnBackend, WorkspaceBytesIsWhatTheCandidateUses) {
         // ...and a candidate that asks for scratch memory does use it. Candidates running in
         // the caller's layouts ("plain") need exactly oneDNN's scratchpad; the others add their
         // reorder buffers, which are written in full.
-        if (info.workspace_bytes > 0) EXPECT_GT(workspace.bytes_written(), 0u);
+        if (info.workspace_bytes > 0) {
+          EXPECT_GT(workspace.bytes_written(), 0u);
+        }
         const std::size_t element = size_of(desc.dtype);
         const auto bytes = [&](const Dims& dims) {
           return static_cast<std::size_t>(dims.product()) * element;

@@ -193,7 +193,9 @@ TEST(AddPolicyTest, EveryDtypeRunsOnEveryCpu) {
             seen.f32 = true;
             seen.f32_reference = seen.f32_reference || is_onednn_reference(algo);
             // The f32 copies of src and dst lie in the workspace (Note [f32 compute]).
-            if (algo.supported) EXPECT_GE(algo.workspace_bytes, copies) << algo.id;
+            if (algo.supported) {
+              EXPECT_GE(algo.workspace_bytes, copies) << algo.id;
+            }
           } else {
             seen.native = true;
             seen.native_fast = seen.native_fast || !is_onednn_reference(algo);

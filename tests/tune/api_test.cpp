@@ -226,8 +226,9 @@ TEST_P(SelectionApi, AZeroWorkspaceCandidateAlwaysExists) {
       const auto choice = dnnx::conv_select(context(), small_desc(), direction);
       EXPECT_EQ(choice->algo.workspace_bytes, 0u) << choice->algo.id;
       for (const auto& row : choice->timings) {
-        if (row.algo.supported && row.algo.workspace_bytes > 0)
+        if (row.algo.supported && row.algo.workspace_bytes > 0) {
           EXPECT_EQ(row.status, dnnx::CandidateStatus::over_workspace_limit) << row.algo.id;
+        }
       }
     }
   }

@@ -329,7 +329,9 @@ TEST(ContextFromEnv, TypeConfigSetsTheDtypeOfDescsAndTensors) {
   Context context = Context::from_env();
   auto desc = context.desc<dnnx::SoftmaxDesc>();
   EXPECT_EQ(desc.dtype, dnnx::DType::bf16);
-  EXPECT_EQ(desc, (dnnx::SoftmaxDesc{.dtype = dnnx::DType::bf16}));
+  dnnx::SoftmaxDesc expected;
+  expected.dtype = dnnx::DType::bf16;
+  EXPECT_EQ(desc, expected);
   EXPECT_EQ(context.desc<dnnx::ConvDesc>().dtype, dnnx::DType::bf16);
   EXPECT_EQ(context.desc<dnnx::ConvFusedDesc>().conv.dtype, dnnx::DType::bf16);
   EXPECT_EQ(context.desc<dnnx::PoolDesc>().dtype, dnnx::DType::bf16);

@@ -195,7 +195,7 @@ class PaddedPlan final : public detail::ConvPlan {
     std::byte* buffer;
     Dims dims;  // of the padded desc
     void* user = nullptr;
-    Tensor view;
+    Tensor view{};
   };
 
   void copy(const void* from, const kernels::channel_pad::Box& from_box, void* to,
