@@ -245,6 +245,9 @@ dnnx_cli_test(env.search_budget_ms STDOUT "search_budget_ms.: 5000\\.0"
               JSON stdout ENV DNNX_SEARCH_BUDGET_MS=5000
               ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
                    --direction fwd --runs 1 --json -)
+dnnx_cli_test(tune.search_budget_text STDOUT "benchmark limit: all; search budget: 250 ms; runs: 1"
+              ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
+                   --direction fwd --runs 1 --search-budget-ms 250)
 dnnx_cli_usage_error(bad.search_budget_ms "--search-budget-ms '4000000': expected milliseconds from 0 \\(no budget\\) to 3600000"
                      profile act --input 2x3 --search-budget-ms 4000000)
 dnnx_cli_test(algos.variant_of JSON stdout JSON_REQUIRE 0/algos/0/variant_of

@@ -517,8 +517,10 @@ int run_tune(const TuneArgs& args) {
        << "policy: " << policies_text(options)
        << "; workspace limit: " << (limit ? format_bytes(*limit) : std::string("none"))
        << "; deterministic: " << (options.deterministic ? "yes" : "no") << "; benchmark limit: "
-       << (options.benchmark_limit > 0 ? std::to_string(options.benchmark_limit) : "all")
-       << "; runs: " << options.timing_runs << " (warm-up " << options.warmup_runs << ")\n";
+       << (options.benchmark_limit > 0 ? std::to_string(options.benchmark_limit) : "all");
+  if (options.search_budget_ms > 0)
+    text << "; search budget: " << options.search_budget_ms << " ms";
+  text << "; runs: " << options.timing_runs << " (warm-up " << options.warmup_runs << ")\n";
   const CacheFileOptions& cache_file = context.choice_cache()->file_options();
   text << "choice cache: " << to_string(cache_file.mode)
        << (cache_file.mode == CacheMode::off ? std::string() : " " + cache_file.path) << '\n'
