@@ -86,6 +86,22 @@ void take_fields(TuneOptions& options, const Field<T> (&fields)[N], const nb::di
   }
 }
 
+// A double field of TuneOptions that takes values from 0 to `max`; out of range (NaN too) is an
+// InvalidArgument saying "<name> must be <unit> from 0 <zero> to <max>, got <value>".
+void def_bounded(nb::class_<TuneOptions>& tune, const char* name, double TuneOptions::*member,
+                 double max, const char* unit, const char* zero, const char* doc) {
+  tune.def_prop_rw(
+      name, [member](const TuneOptions& self) { return self.*member; },
+      [=](TuneOptions& self, double value) {
+        if (!(value >= 0 && value <= max))
+          throw Error(ErrorKind::InvalidArgument,
+                      std::string(name) + " must be " + unit + " from 0 " + zero + " to " +
+                          std::to_string(max) + ", got " + std::to_string(value));
+        self.*member = value;
+      },
+      nb::arg("value"), doc);
+}
+
 void bind_tune_options(nb::module_& module) {
   nb::class_<OpPolicies> policies(module, "OpPolicies",
                                   "One op's selection policies per direction, e.g. "
@@ -248,45 +264,20 @@ void bind_tune_options(nb::module_& module) {
       nb::arg("factor"),
       "Exhaustive and profiles: do not run a knob variant whose seed ran over this many times "
       "slower than the best so far, or was abandoned; 0 = run every variant.");
-  tune.def_prop_rw(
-      "final_loop_ms", [](const TuneOptions& self) { return self.final_loop_ms; },
-      [](TuneOptions& self, double ms) {
-        if (!(ms >= 0 && ms <= TuneOptions::max_final_loop_ms))
-          throw Error(ErrorKind::InvalidArgument,
-                      "final_loop_ms must be milliseconds from 0 (single runs) to " +
-                          std::to_string(TuneOptions::max_final_loop_ms) + ", got " +
-                          std::to_string(ms));
-        self.final_loop_ms = ms;
-      },
-      nb::arg("ms"),
-      "Exhaustive: each final-round sample of a contender is a loop of back-to-back runs lasting "
-      "about this long (ms), where the backend times loops; 0 = single runs.");
-  tune.def_prop_rw(
-      "search_budget_ms", [](const TuneOptions& self) { return self.search_budget_ms; },
-      [](TuneOptions& self, double ms) {
-        if (!(ms >= 0 && ms <= TuneOptions::max_search_budget_ms))
-          throw Error(ErrorKind::InvalidArgument,
-                      "search_budget_ms must be milliseconds from 0 (no budget) to " +
-                          std::to_string(TuneOptions::max_search_budget_ms) + ", got " +
-                          std::to_string(ms));
-        self.search_budget_ms = ms;
-      },
-      nb::arg("ms"),
-      "Exhaustive: once a search has taken this long (ms, its listing and plan builds "
-      "included), it times no further candidates but the backend heuristics' first picks; the "
-      "rest are not_timed. 0 = no budget.");
-  tune.def_prop_rw(
-      "host_tie", [](const TuneOptions& self) { return self.host_tie; },
-      [](TuneOptions& self, double tie) {
-        if (!(tie >= 0 && tie <= TuneOptions::max_host_tie))
-          throw Error(ErrorKind::InvalidArgument, "host_tie must be a fraction from 0 (off) to " +
-                                                      std::to_string(TuneOptions::max_host_tie) +
-                                                      ", got " + std::to_string(tie));
-        self.host_tie = tie;
-      },
-      nb::arg("tie"),
-      "Exhaustive and profiles: choose a candidate noted host_heavy (cuDNN's legacy calls) only "
-      "when it is more than this fraction faster than the fastest other one; 0 = off.");
+  def_bounded(tune, "final_loop_ms", &TuneOptions::final_loop_ms, TuneOptions::max_final_loop_ms,
+              "milliseconds", "(single runs)",
+              "Exhaustive: each final-round sample of a contender is a loop of back-to-back runs "
+              "lasting about this long (ms), where the backend times loops; 0 = single runs.");
+  def_bounded(tune, "search_budget_ms", &TuneOptions::search_budget_ms,
+              TuneOptions::max_search_budget_ms, "milliseconds", "(no budget)",
+              "Exhaustive: once a search has taken this long (ms, its listing and plan builds "
+              "included), it times no further candidates but the backend heuristics' first "
+              "picks; the rest are not_timed. 0 = no budget.");
+  def_bounded(tune, "host_tie", &TuneOptions::host_tie, TuneOptions::max_host_tie, "a fraction",
+              "(off)",
+              "Exhaustive and profiles: choose a candidate noted host_heavy (cuDNN's legacy calls) "
+              "only when it is more than this fraction faster than the fastest other one; 0 = "
+              "off.");
   tune.def_rw("time_naive", &TuneOptions::time_naive,
               "Exhaustive and profiles: also time naive reference loops.");
   tune.def_rw("final_round", &TuneOptions::final_round,

@@ -75,6 +75,16 @@ std::vector<std::string_view> split(std::string_view text, char separator) {
   return parts;
 }
 
+// A number from 0 to `max` (NaN and the infinities out of range); otherwise a UsageError
+// "FLAG 'TEXT': expected ACCEPTED".
+double parse_from_zero(std::string_view flag, const std::string& text, double max,
+                       std::string_view accepted) {
+  const double value = parse_number<double>(flag, text, Finite::any);
+  if (!(value >= 0 && value <= max))
+    throw UsageError(quoted(flag, text) + ": expected " + std::string(accepted));
+  return value;
+}
+
 }  // namespace
 
 std::int64_t parse_int(std::string_view flag, std::string_view text, std::int64_t min,
@@ -383,31 +393,20 @@ Selection parse_selection(const SelectionArgs& args) {
     selection.variant_factor = factor;
   }
   if (!args.final_loop_ms.empty()) {
-    const double ms = parse_number<double>("--final-loop-ms", args.final_loop_ms, Finite::any);
-    if (!(ms >= 0 && ms <= TuneOptions::max_final_loop_ms)) {
-      throw UsageError("--final-loop-ms '" + args.final_loop_ms +
-                       "': expected milliseconds from 0 to " +
-                       std::to_string(static_cast<int>(TuneOptions::max_final_loop_ms)));
-    }
-    selection.final_loop_ms = ms;
+    selection.final_loop_ms =
+        parse_from_zero("--final-loop-ms", args.final_loop_ms, TuneOptions::max_final_loop_ms,
+                        "milliseconds from 0 to " +
+                            std::to_string(static_cast<int>(TuneOptions::max_final_loop_ms)));
   }
   if (!args.host_tie.empty()) {
-    const double tie = parse_number<double>("--host-tie", args.host_tie, Finite::any);
-    if (!(tie >= 0 && tie <= TuneOptions::max_host_tie)) {
-      throw UsageError("--host-tie '" + args.host_tie +
-                       "': expected a fraction from 0 (off) to 1 (0.02: 2%)");
-    }
-    selection.host_tie = tie;
+    selection.host_tie = parse_from_zero("--host-tie", args.host_tie, TuneOptions::max_host_tie,
+                                         "a fraction from 0 (off) to 1 (0.02: 2%)");
   }
   if (!args.search_budget_ms.empty()) {
-    const double ms =
-        parse_number<double>("--search-budget-ms", args.search_budget_ms, Finite::any);
-    if (!(ms >= 0 && ms <= TuneOptions::max_search_budget_ms)) {
-      throw UsageError("--search-budget-ms '" + args.search_budget_ms +
-                       "': expected milliseconds from 0 (no budget) to " +
-                       std::to_string(static_cast<int>(TuneOptions::max_search_budget_ms)));
-    }
-    selection.search_budget_ms = ms;
+    selection.search_budget_ms = parse_from_zero(
+        "--search-budget-ms", args.search_budget_ms, TuneOptions::max_search_budget_ms,
+        "milliseconds from 0 (no budget) to " +
+            std::to_string(static_cast<int>(TuneOptions::max_search_budget_ms)));
   }
   return selection;
 }
