@@ -189,6 +189,14 @@ struct AlgoInfo {
   /// variant. An exhaustive search does not run a variant whose seed ran far slower than the best
   /// (TuneOptions::variant_factor).
   std::string variant_of;
+
+  /// Whether `notes` holds `note`.
+  bool has_note(std::string_view note) const {
+    for (const std::string& held : notes) {
+      if (held == note) return true;
+    }
+    return false;
+  }
 };
 
 /// Constraints and knobs of selection; part of every choice-cache key.
@@ -317,6 +325,11 @@ struct Choice {
   std::string environment;       ///< JSON object: device, libraries, dnnx version
   std::int64_t measured_at = 0;  ///< when it was made, seconds since the Unix epoch
   SearchTimes search;            ///< exhaustive: where the selection's wall time went
+  /// Exhaustive: candidates the search skipped because their plans were still compiling when the
+  /// compile budget ran out, whose plans the backend saves once built; a later process that reads
+  /// this choice from the cache file times them against it (Note [late plans] in
+  /// src/ops/dispatch.cpp).
+  std::vector<std::string> late_plans;
   /// Read from the cache file and not yet re-validated in this process (the op layer checks the
   /// id is still supported and admissible before using it).
   bool from_file = false;

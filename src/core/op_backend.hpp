@@ -71,8 +71,7 @@ ErrorContext op_context(BackendKind backend, const Desc& desc, Direction directi
 /// in Theano's family "none".
 inline void mark_naive(AlgoInfo& info) {
   info.naive = true;
-  if (std::find(info.notes.begin(), info.notes.end(), "reference") == info.notes.end())
-    info.notes.emplace_back("reference");
+  if (!info.has_note("reference")) info.notes.emplace_back("reference");
   info.families = {"none"};
 }
 
@@ -155,6 +154,18 @@ class OpBackend : public OpBackendBase {
   /// id: a backend whose plans are costly to build may save that plan for other processes
   /// (Note [saved plans] in src/tune/plan_store.hpp). The default keeps nothing.
   virtual void keep_plan(const Desc& desc, Direction direction, const std::string& id) {}
+  /// Called after such a selection with each id the search skipped because await_plan() found
+  /// its plan still building: whether the backend saves that plan once it is built (or has
+  /// already), so that a later process can time it (Note [late plans] in src/ops/dispatch.cpp).
+  /// The default saves nothing.
+  virtual bool keep_late_plan(const Desc& desc, Direction direction, const std::string& id) {
+    return false;
+  }
+  /// Whether the plan of `id` can be had without a costly build: built already, or saved by an
+  /// earlier process (Note [late plans]). The default: plans are cheap, always.
+  virtual bool plan_at_hand(const Desc& desc, Direction direction, const std::string& id) {
+    return true;
+  }
   /// A plan of `id`, a candidate listed for another desc of the op, for the smaller `desc` a
   /// search probes with (Note [probing slow candidates] in src/tune/select.cpp); null when it
   /// cannot run `desc`. A backend whose listing is costly may build it without listing `desc`

@@ -167,9 +167,9 @@ Prepared prepare_search(const TuneOptions& options, std::vector<AlgoInfo> candid
 }
 
 // The run hook of a search: a pending candidate's first run waits for its plan (Note [compile
-// budget]); `wait_ms` adds up the waits, `skipped` counts the skips.
+// budget]); `wait_ms` adds up the waits, `skipped` collects the ids skipped.
 tune::RunOnce budgeted_run(const SelectHooks& hooks, const std::vector<std::string>& pending,
-                           double& wait_ms, int& skipped) {
+                           double& wait_ms, std::vector<std::string>& skipped) {
   if (pending.empty() || !hooks.await) return hooks.run;
   auto awaited = std::make_shared<std::vector<std::string>>();
   return [&hooks, &pending, &wait_ms, &skipped, awaited](const AlgoInfo& algo) {
@@ -178,13 +178,103 @@ tune::RunOnce budgeted_run(const SelectHooks& hooks, const std::vector<std::stri
       const std::string why = hooks.await(algo.id);
       wait_ms += ms_between(start, std::chrono::steady_clock::now());
       if (!why.empty()) {
-        ++skipped;
+        skipped.push_back(algo.id);
         throw tune::Skipped(why);
       }
       awaited->push_back(algo.id);
     }
     return hooks.run(algo);
   };
+}
+
+// Note [late plans]
+// A search skips a runtime-compiled candidate whose plan is still compiling when the compile
+// budget runs out (Note [compile budget]); the compile goes on in the background. Some shapes have
+// no fast candidate but such a plan (in f16, the depthwise bwd_weights of odd sizes, where cuDNN's
+// engine 16 compiles in about 1.6 s), and a choice kept in the cache file is never searched
+// again, so the skip would last. So when the choice goes to the file, the backend saves each
+// skipped plan once its build finishes (OpBackend::keep_late_plan: at the latest when the process
+// exits, Note [background builds at exit] in backends/cudnn/conv_compile.cpp), and the choice
+// lists those ids in late_plans. A later process that reads the choice from the file re-validates
+// it as usual, then times the listed candidates whose plans it can have without a costly build
+// (OpBackend::plan_at_hand: the saved plan loads) against it: a small exhaustive search under the
+// same options and rules, whose winner becomes the choice. The entry goes back to the file
+// without the list, with the new timings merged into the old table, so each list is settled
+// once; an id whose plan is not at hand (never saved, or unreadable) is dropped from it.
+std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& state,
+                                                const tune::Request& request,
+                                                const SelectHooks& hooks,
+                                                std::shared_ptr<const Choice> kept) {
+  const TuneOptions& options = context.tune();
+  std::vector<AlgoInfo> candidates{kept->algo};
+  std::vector<std::string> dropped;
+  for (const std::string& id : kept->late_plans) {
+    std::optional<AlgoInfo> current;
+    if (!hooks.at_hand || hooks.at_hand(id)) {
+      try {
+        current = hooks.describe ? hooks.describe(id) : find_listed(hooks.list(), id);
+      } catch (const Error&) {
+        // Not at hand after all: dropped below.
+      }
+    }
+    if (current && !invalid_here(current, options) && current->id != kept->algo.id)
+      candidates.push_back(std::move(*current));
+    else
+      dropped.push_back(id);
+  }
+  auto settled = std::make_shared<Choice>(*kept);
+  settled->late_plans.clear();
+  if (options.verbose && !dropped.empty()) {
+    std::cerr << "dnnx: " << request.op << ' ' << to_string(request.direction) << ' '
+              << request.desc
+              << ": late plans not at hand, dropped: " << detail::join(dropped, ", ") << '\n';
+  }
+  if (candidates.size() > 1) {
+    Backend& backend = state.backend();
+    try {
+      Choice timed = tune::select(request, candidates, options, hooks.run, hooks.probe,
+                                  first_run(backend), hooks.loop);
+      if (timed.candidates_timed > 0) backend.after_timing();
+      state.end_search();  // Note [search workspace]
+      // The new rows replace those of the same ids; the table stays fastest first.
+      std::vector<ProfileRow> rows = timed.timings;
+      for (const ProfileRow& row : kept->timings) {
+        if (std::none_of(rows.begin(), rows.end(),
+                         [&](const ProfileRow& r) { return r.algo.id == row.algo.id; }))
+          rows.push_back(row);
+      }
+      std::stable_sort(rows.begin() + 1, rows.end(), [](const ProfileRow& a, const ProfileRow& b) {
+        const bool a_ok = a.status == CandidateStatus::ok;
+        const bool b_ok = b.status == CandidateStatus::ok;
+        if (a_ok != b_ok) return a_ok;
+        return a_ok && a.median_ms < b.median_ms;
+      });
+      settled->algo = timed.algo;
+      settled->time_ms = timed.time_ms;
+      settled->timings = std::move(rows);
+      settled->runner_up = timed.runner_up;
+      settled->runner_up_ms = timed.runner_up_ms;
+      settled->tuning_ms += timed.tuning_ms;
+      settled->search.time_ms += timed.tuning_ms;
+      settled->candidates_timed += static_cast<int>(candidates.size()) - 1;
+    } catch (const Error& error) {
+      state.end_search();
+      if (options.verbose) {
+        std::cerr << "dnnx: " << request.op << ' ' << to_string(request.direction) << ' '
+                  << request.desc << ": timing the late plans failed (" << error.message()
+                  << "); keeping " << kept->algo.id << '\n';
+      }
+    }
+  }
+  settled->from_file = false;
+  // Newer than the entry it replaces even within the same second: per key, the cache file keeps
+  // the newer measurement (Note [journal] in src/tune/cache_file.cpp).
+  settled->measured_at = std::max<std::int64_t>(
+      kept->measured_at + 1, std::chrono::duration_cast<std::chrono::seconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count());
+  context.choice_cache()->insert(request.key, settled);
+  return settled;
 }
 
 }  // namespace
@@ -206,11 +296,13 @@ std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState
     search.build_ms = prepared.build_ms;
   }
   double wait_ms = 0;
-  const tune::RunOnce run = budgeted_run(hooks, pending, wait_ms, search.plans_skipped);
+  std::vector<std::string> skipped;
+  const tune::RunOnce run = budgeted_run(hooks, pending, wait_ms, skipped);
   // Exhaustive: the time split, and tuning_ms made the whole search, listing and building ahead
   // included (select's verbose line shows both).
   auto finish = [&](Choice& made) {
     if (made.policy.kind != PolicyKind::exhaustive) return;
+    search.plans_skipped = static_cast<int>(skipped.size());
     search.build_ms += wait_ms;
     search.time_ms = std::max(0.0, made.tuning_ms - wait_ms);
     made.search = search;
@@ -222,14 +314,28 @@ std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState
                                                       first_run(backend), hooks.loop, finish));
   if (choice->candidates_timed > 0) backend.after_timing();
   state.end_search();  // Note [search workspace]
-  // Note [saved plans]: a choice the cache file keeps may have its plan kept too.
-  if (hooks.keep && context.choice_cache()->file_options().mode == CacheMode::readwrite) {
-    try {
-      hooks.keep(choice->algo.id);
-    } catch (const Error& error) {
-      // Saving is an optimization for later processes; it never fails the call.
-      std::cerr << "dnnx: could not save the plan of " << choice->algo.id << ": " << error.message()
-                << '\n';
+  // Note [saved plans]: a choice the cache file keeps may have its plan kept too, and the plans
+  // still compiling when the search skipped them (Note [late plans]).
+  if (context.choice_cache()->file_options().mode == CacheMode::readwrite) {
+    // Saving is an optimization for later processes; it never fails the call.
+    auto cannot_save = [](const std::string& id, const Error& error) {
+      std::cerr << "dnnx: could not save the plan of " << id << ": " << error.message() << '\n';
+    };
+    if (hooks.keep) {
+      try {
+        hooks.keep(choice->algo.id);
+      } catch (const Error& error) {
+        cannot_save(choice->algo.id, error);
+      }
+    }
+    if (hooks.keep_late) {
+      for (const std::string& id : skipped) {
+        try {
+          if (hooks.keep_late(id)) choice->late_plans.push_back(id);
+        } catch (const Error& error) {
+          cannot_save(id, error);
+        }
+      }
     }
   }
   choice->backend = backend.name();
@@ -265,6 +371,8 @@ Selected select_locked(Context& context, ContextState& state, tune::Request requ
       if (options.verbose) std::cerr << tune::describe_decision(req, *validated, true) << '\n';
       selected.choice = std::move(validated);
       selected.from_cache = true;
+      if (!selected.choice->late_plans.empty())  // Note [late plans]
+        selected.choice = settle_late_plans(context, state, req, hooks, selected.choice);
       return selected;
     };
     if (hooks.describe) {
@@ -321,13 +429,14 @@ ProfileResult profile_locked(Context& context, ContextState& state, const tune::
   result.search.list_ms = ms_between(list_start, std::chrono::steady_clock::now());
   Prepared prepared = prepare_search(options, std::move(listed), hooks);
   double wait_ms = 0;
-  const tune::RunOnce run =
-      budgeted_run(hooks, prepared.pending, wait_ms, result.search.plans_skipped);
+  std::vector<std::string> skipped;
+  const tune::RunOnce run = budgeted_run(hooks, prepared.pending, wait_ms, skipped);
   const auto time_start = std::chrono::steady_clock::now();
   result.rows = tune::time_candidates(prepared.candidates, options, run,
                                       /*apply_benchmark_limit=*/false, hooks.probe,
                                       first_run(state.backend()));
   result.search.build_ms = prepared.build_ms + wait_ms;
+  result.search.plans_skipped = static_cast<int>(skipped.size());
   result.search.time_ms =
       std::max(0.0, ms_between(time_start, std::chrono::steady_clock::now()) - wait_ms);
   if (std::any_of(result.rows.begin(), result.rows.end(),

@@ -86,6 +86,12 @@ struct SelectHooks {
   /// After a selection that the choice cache's file keeps: the chosen id, whose plan the backend
   /// may save for other processes (empty function: nothing to do).
   std::function<void(const std::string&)> keep;
+  /// After such a selection, for each id skipped while its plan was still building: whether the
+  /// backend will save that plan for a later process (Note [late plans]; empty function: no).
+  std::function<bool(const std::string&)> keep_late;
+  /// Whether the plan of an id can be had without a costly build (Note [late plans]; empty
+  /// function: yes).
+  std::function<bool(const std::string&)> at_hand;
 };
 
 /// A choice and how it was found.
@@ -447,6 +453,12 @@ class Dispatch {
         },
         [&backend, &desc, direction](const std::string& id) {
           backend.keep_plan(desc, direction, id);
+        },
+        [&backend, &desc, direction](const std::string& id) {
+          return backend.keep_late_plan(desc, direction, id);
+        },
+        [&backend, &desc, direction](const std::string& id) {
+          return backend.plan_at_hand(desc, direction, id);
         }};
     if constexpr (requires { typename Op::Slice; }) {
       // Each level's slice is made on its first probe (from the timing tensors) and kept for the

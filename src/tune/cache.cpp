@@ -325,12 +325,14 @@ void ChoiceCache::insert(const std::string& key, std::shared_ptr<const Choice> c
   std::unique_lock lock(impl_->mutex);
   const auto file_it = impl_->file_records.find(key);
   const bool known_on_file = file_it != impl_->file_records.end();
-  // A re-validated copy of a file entry (same measurement) needs no write. A file entry that was
-  // looked up and is replaced before it was re-validated failed re-validation: that lookup counts
-  // as a miss, not a hit.
+  // A re-validated copy of a file entry (same measurement) needs no write; one whose late plans
+  // were settled does (Note [late plans] in src/ops/dispatch.cpp). A file entry that was looked up
+  // and is replaced before it was re-validated failed re-validation: that lookup counts as a miss,
+  // not a hit.
   const bool same_measurement = known_on_file &&
                                 file_it->second.choice->measured_at == choice->measured_at &&
-                                file_it->second.choice->algo.id == choice->algo.id;
+                                file_it->second.choice->algo.id == choice->algo.id &&
+                                file_it->second.choice->late_plans == choice->late_plans;
   if (!choice->from_file) {
     std::lock_guard used_lock(impl_->used_mutex);
     if (impl_->unvalidated.erase(key) != 0 && !same_measurement) {

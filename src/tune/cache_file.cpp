@@ -225,30 +225,34 @@ json to_json(const std::string& key, const FileRecord& record) {
   json environment = json::object();
   if (!c.environment.empty()) environment = json::parse(c.environment, nullptr, false);
   if (environment.is_discarded()) environment = json::object();
-  return {{"key", key},
-          {"op", c.op},
-          {"direction", std::string(to_string(c.direction))},
-          {"policy", c.policy.to_string()},
-          {"algo",
-           {{"id", a.id},
-            {"name", a.name},
-            {"workspace_bytes", a.workspace_bytes},
-            {"deterministic", a.deterministic},
-            {"notes", a.notes},
-            {"families", a.families},
-            {"priority", a.priority}}},
-          {"time_ms", number_or_null(c.time_ms)},
-          {"timings", timings_json(c.timings)},
-          {"runner_up", c.runner_up},
-          {"runner_up_ms", number_or_null(c.runner_up_ms)},
-          {"tuning_ms", c.tuning_ms},
-          {"candidates_timed", c.candidates_timed},
-          {"backend", c.backend},
-          {"fingerprint", c.fingerprint},
-          {"environment", environment},
-          {"measured_at", c.measured_at},
-          {"measured", format_time(c.measured_at)},
-          {"last_used", record.last_used}};
+  json entry = {{"key", key},
+                {"op", c.op},
+                {"direction", std::string(to_string(c.direction))},
+                {"policy", c.policy.to_string()},
+                {"algo",
+                 {{"id", a.id},
+                  {"name", a.name},
+                  {"workspace_bytes", a.workspace_bytes},
+                  {"deterministic", a.deterministic},
+                  {"notes", a.notes},
+                  {"families", a.families},
+                  {"priority", a.priority}}},
+                {"time_ms", number_or_null(c.time_ms)},
+                {"timings", timings_json(c.timings)},
+                {"runner_up", c.runner_up},
+                {"runner_up_ms", number_or_null(c.runner_up_ms)},
+                {"tuning_ms", c.tuning_ms},
+                {"candidates_timed", c.candidates_timed},
+                {"backend", c.backend},
+                {"fingerprint", c.fingerprint},
+                {"environment", environment},
+                {"measured_at", c.measured_at},
+                {"measured", format_time(c.measured_at)},
+                {"last_used", record.last_used}};
+  // Written only when there are some (Note [late plans] in src/ops/dispatch.cpp): most entries
+  // have none.
+  if (!c.late_plans.empty()) entry["late_plans"] = c.late_plans;
+  return entry;
 }
 
 // One entry; throws InvalidArgument naming the field. `key` is set as soon as it is known.
@@ -283,6 +287,7 @@ FileRecord from_json(const json& entry, std::string& key) {
   if (!environment.is_object()) bad_field("environment", environment, "an object");
   choice->environment = environment.dump();
   choice->measured_at = fields.seconds("measured_at");
+  if (entry.contains("late_plans")) choice->late_plans = fields.texts("late_plans");
   choice->from_file = true;
   FileRecord record;
   record.last_used = fields.seconds("last_used");

@@ -76,9 +76,7 @@ bool pickable(const ProfileRow& row) {
 // candidate without that note when it is within TuneOptions::host_tie (2% by default; 0 turns the
 // rule off) of the fastest one. A search's timings put the chosen row first, as they do past an
 // unsafe one; a profile's table stays fastest first.
-bool host_heavy(const AlgoInfo& algo) {
-  return std::find(algo.notes.begin(), algo.notes.end(), "host_heavy") != algo.notes.end();
-}
+bool host_heavy(const AlgoInfo& algo) { return algo.has_note("host_heavy"); }
 
 bool in_family(const AlgoInfo& algo, const std::string& family) {
   if (family == "deterministic") return algo.deterministic;
@@ -245,9 +243,7 @@ void check_search_budget(const TuneOptions& options) {
                  TuneOptions::max_search_budget_ms, ", got ", options.search_budget_ms);
 }
 
-bool heuristics_top(const AlgoInfo& algo) {
-  return std::find(algo.notes.begin(), algo.notes.end(), "heuristics_top") != algo.notes.end();
-}
+bool heuristics_top(const AlgoInfo& algo) { return algo.has_note("heuristics_top"); }
 
 void check_variant_factor(const TuneOptions& options) {
   const double factor = options.variant_factor;

@@ -34,6 +34,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace dnnx {
@@ -84,6 +85,14 @@ Context cudnn_context(std::shared_ptr<ChoiceCache> cache = std::make_shared<Choi
   Context context = Context(BackendKind::cudnn).with_stream(stream);
   context.set_choice_cache(std::move(cache));
   return context;
+}
+
+// A choice-cache file (readwrite) in `folder`, as a process keeping its choices would use.
+CacheFileOptions cache_file_in(const test::TempFolder& folder) {
+  CacheFileOptions file;
+  file.mode = CacheMode::readwrite;
+  file.path = folder.file("tune.json");
+  return file;
 }
 
 // The device operands of bwd_data and a NaN-poisoned device output.
@@ -443,9 +452,7 @@ TEST(CudnnSearch, ASecondContextWithTheCacheNeitherTimesNorCompiles) {
   const ScopedEnv rtc("DNNX_CUDNN_RUNTIME_COMPILED", nullptr);
   const ScopedEnv budget("DNNX_CUDNN_COMPILE_BUDGET", "60");
   const ScopedEnv dir("DNNX_PLAN_DIR", folder.file("plans").c_str());
-  CacheFileOptions file;
-  file.mode = CacheMode::readwrite;
-  file.path = folder.file("tune.json");
+  const CacheFileOptions file = cache_file_in(folder);
   const ConvDesc desc = depthwise_desc();
   std::string chosen;
   {
@@ -480,6 +487,79 @@ TEST(CudnnSearch, ASecondContextWithTheCacheNeitherTimesNorCompiles) {
 }
 
 // ---- knob coverage -----------------------------------------------------------------------------
+
+// Note [late plans] (src/ops/dispatch.cpp): with a budget shorter than any compile, the
+// runtime-compiled plans still compiling are skipped by the search and listed with the choice;
+// their builds finish in the background and are saved, and the next context with the cache file
+// loads them (compiling nothing), times them against the kept choice, and writes the entry back
+// without the list.
+TEST(CudnnSearch, LatePlansAreSavedAndTimedByTheNextContext) {
+  DNNX_REQUIRE_GPU();
+  test::TempFolder folder("dnnx-search");
+  const ScopedEnv rtc("DNNX_CUDNN_RUNTIME_COMPILED", nullptr);
+  const ScopedEnv budget("DNNX_CUDNN_COMPILE_BUDGET", "0.02");
+  const ScopedEnv dir("DNNX_PLAN_DIR", folder.file("plans").c_str());
+  const CacheFileOptions file = cache_file_in(folder);
+  // A depthwise desc of its own: cuDNN keeps the kernels it compiled for a shape for the rest of
+  // the process, so the shapes of the other tests here would compile at once.
+  const ConvDesc desc =
+      make_desc({8, 48, 60, 60}, {48, 1, 3, 3}, 2, 1, 1, 48, DType::f16, Layout::channels_last);
+  const Direction direction = Direction::bwd_data;
+  std::vector<std::string> late;
+  {
+    Context context = cudnn_context(std::make_shared<ChoiceCache>(file));
+    ASSERT_FALSE(runtime_compiled(conv_list(context, desc, direction), true).empty())
+        << "no runtime-compiled candidate for " << desc;
+    context.tune().bwd_data = AlgoPolicy::exhaustive();
+    BwdData d = bwd_data_operands(desc, context);
+    const auto choice = conv_bwd_data(context, desc, d.diff_dst, d.weights, d.diff_src);
+    late = choice->late_plans;
+    EXPECT_GE(choice->search.plans_skipped, static_cast<int>(late.size()));
+    for (const std::string& id : late) {
+      const auto row = std::find_if(choice->timings.begin(), choice->timings.end(),
+                                    [&](const ProfileRow& r) { return r.algo.id == id; });
+      ASSERT_NE(row, choice->timings.end()) << id;
+      EXPECT_EQ(row->status, CandidateStatus::not_timed) << id;
+      EXPECT_NE(row->detail.find("still compiling"), std::string::npos) << row->detail;
+    }
+  }
+  ASSERT_FALSE(late.empty()) << "no runtime-compiled plan was still compiling after 20 ms";
+
+  const auto cache = std::make_shared<ChoiceCache>(file);
+  Context context = cudnn_context(cache);
+  context.tune().bwd_data = AlgoPolicy::exhaustive();
+  // The first context's builds save their plans when they finish.
+  auto& conv = detail::state_of(context).backend().conv();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  for (const std::string& id : late) {
+    while (!conv.plan_at_hand(desc, direction, id) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_TRUE(conv.plan_at_hand(desc, direction, id)) << id << "'s plan was never saved";
+  }
+  const cudnn::EnginePlanCounts before = cudnn::engine_plan_counts();
+  BwdData d = bwd_data_operands(desc, context);
+  const auto choice = conv_bwd_data(context, desc, d.diff_dst, d.weights, d.diff_src);
+  const cudnn::EnginePlanCounts after = cudnn::engine_plan_counts();
+  EXPECT_TRUE(choice->late_plans.empty());
+  EXPECT_EQ(after.runtime_compiled, before.runtime_compiled) << "a late plan was compiled again";
+  EXPECT_GE(after.loaded, before.loaded + late.size());
+  for (const std::string& id : late) {
+    const auto row = std::find_if(choice->timings.begin(), choice->timings.end(),
+                                  [&](const ProfileRow& r) { return r.algo.id == id; });
+    ASSERT_NE(row, choice->timings.end()) << id;
+    // Timed: ok, or abandoned after a run (or a probe) far slower than the best.
+    EXPECT_TRUE(row->status == CandidateStatus::ok || row->status == CandidateStatus::abandoned)
+        << id << ": " << to_string(row->status) << " " << row->detail;
+  }
+  EXPECT_EQ(cache->hits(), 1u);
+  EXPECT_EQ(cache->file_stats().writes, 1u) << "the settled entry was not written back";
+  CacheFileOptions reader = file;
+  reader.mode = CacheMode::read;
+  for (const auto& [key, entry] : ChoiceCache(reader).entries())
+    EXPECT_TRUE(entry->late_plans.empty()) << "the file still lists late plans for " << key;
+  std::cout << "[ cudnn    ] late plans: " << late.size() << " timed by the next context; chose "
+            << choice->algo.id << " " << choice->time_ms << " ms\n";
+}
 
 // Note [knob search]: the configs heuristics modes A and B rank first are always timed by an
 // exhaustive search (when dnnx supports them), checked against cuDNN's own answer.

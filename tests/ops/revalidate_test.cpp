@@ -1,10 +1,12 @@
 // Note [re-validating persisted choices] (src/ops/dispatch.cpp): a choice read from the cache file
 // is checked by describing its id alone (OpBackend::describe_candidate), and the candidates are
 // listed only when that description is missing or not admissible here; then the listing decides
-// as it always did. Driven through detail::Dispatch with an op of this test's own (it borrows
-// add's line of the op table) whose backend counts its listings and descriptions, so every
-// expectation is exact. A first Context writes the file; a fresh Context with a fresh cache
-// object reads it, as another process would.
+// as it always did. Note [late plans] (same file): a candidate a search skipped while its plan
+// was still building is timed against the kept choice by the next process that reads it. Driven
+// through detail::Dispatch with an op of this test's own (it borrows add's line of the op table)
+// whose backend counts its listings and descriptions, so every expectation is exact. A first
+// Context writes the file; a fresh Context with a fresh cache object reads it, as another process
+// would.
 
 #include <dnnx/dnnx.hpp>
 
@@ -14,6 +16,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -21,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -63,12 +68,25 @@ struct Table {
   int listings = 0;
   int descriptions = 0;
   std::vector<std::string> ran;
+  // Note [late plans]: ids whose plans are still building when a search wants them (it skips
+  // them), those whose plans the backend saves for later when asked (keep_late_plan), those a
+  // later process has at hand (plan_at_hand), and how long each id's run takes.
+  std::vector<std::string> building;
+  std::vector<std::string> saves_late;
+  std::vector<std::string> at_hand;
+  std::map<std::string, int> run_us;
+  std::vector<std::string> kept_late;
   void reset_counts() {
     listings = 0;
     descriptions = 0;
     ran.clear();
+    kept_late.clear();
   }
 };
+
+bool contains(const std::vector<std::string>& ids, const std::string& id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
 
 Table& table() {
   static Table t;
@@ -82,6 +100,8 @@ class RevalPlan final : public detail::OpPlan<RevalArgs> {
   void execute(const RevalArgs& args, detail::Workspace workspace) override {
     EXPECT_GE(workspace.bytes, info_.workspace_bytes);
     table().ran.push_back(info_.id);
+    if (const auto us = table().run_us.find(info_.id); us != table().run_us.end())
+      std::this_thread::sleep_for(std::chrono::microseconds(us->second));
     args.dst->copy_from_f32(args.src->to_f32());
   }
 
@@ -123,6 +143,20 @@ class RevalBackend final : public detail::OpBackend<RevalDesc, RevalArgs> {
     }
     throw Error(ErrorKind::InvalidArgument, "not a candidate: " + id);
   }
+  std::vector<std::string> pending_plans(const RevalDesc&, Direction) override {
+    return table().building;
+  }
+  std::string await_plan(const RevalDesc&, Direction, const std::string& id) override {
+    return contains(table().building, id) ? "still building when the compile budget ran out"
+                                          : std::string();
+  }
+  bool keep_late_plan(const RevalDesc&, Direction, const std::string& id) override {
+    table().kept_late.push_back(id);
+    return contains(table().saves_late, id);
+  }
+  bool plan_at_hand(const RevalDesc&, Direction, const std::string& id) override {
+    return !contains(table().building, id) && contains(table().at_hand, id);
+  }
 };
 
 template <bool Direct>
@@ -159,7 +193,7 @@ class RevalidateTest : public ::testing::Test {
   }
 
   // A context whose cache reads and writes this test's file, with a cache object of its own.
-  Context context(TuneOptions tune = {}) {
+  Context context(TuneOptions tune = {}, AlgoPolicy policy = AlgoPolicy::heuristic()) {
     CacheFileOptions file;
     file.mode = CacheMode::readwrite;
     file.path = (folder_ / "tune.json").string();
@@ -167,6 +201,7 @@ class RevalidateTest : public ::testing::Test {
     Context made(BackendKind::reference);
     made.set_choice_cache(cache_);
     tune.fwd = AlgoPolicy::heuristic();
+    tune.policy(OpKind::add, Direction::fwd) = policy;  // the op of this test is add's line
     made.tune() = tune;
     return made;
   }
@@ -306,6 +341,126 @@ TEST_F(RevalidateTest, ABackendWithoutItsOwnDescriptionListsOnceAsBefore) {
   EXPECT_EQ(run</*Direct=*/false>(third)->algo.id, "test:a");
   EXPECT_EQ(table().listings, 2) << "one for the description, one for the re-selection";
   EXPECT_EQ(cache_->file_stats().invalidated, 1u);
+}
+
+// ---- Note [late plans] ------------------------------------------------------------------------
+
+class LatePlansTest : public RevalidateTest {
+ protected:
+  // An exhaustive search in its own context (a process of its own), its cache file this test's.
+  std::shared_ptr<const Choice> search() {
+    Context process = context({}, AlgoPolicy::exhaustive());
+    return run(process);
+  }
+
+  // The late plans of the file's one entry, as another process reads them.
+  std::vector<std::string> late_on_file() const {
+    CacheFileOptions file;
+    file.mode = CacheMode::read;
+    file.path = (folder_ / "tune.json").string();
+    const auto entries = ChoiceCache(file).entries();
+    EXPECT_EQ(entries.size(), 1u);
+    return entries.empty() ? std::vector<std::string>{} : entries.front().second->late_plans;
+  }
+
+  // The first process: "test:late" is still building when its search wants it, so "test:slow"
+  // is chosen; the backend saves the late plan once built.
+  std::shared_ptr<const Choice> first_process(int slow_us, int late_us) {
+    table().candidates = {supported("test:slow"), supported("test:late")};
+    table().run_us = {{"test:slow", slow_us}, {"test:late", late_us}};
+    table().building = {"test:late"};
+    table().saves_late = {"test:late"};
+    const auto choice = search();
+    table().building.clear();
+    table().reset_counts();
+    return choice;
+  }
+};
+
+TEST_F(LatePlansTest, ASkippedPlanIsListedWithTheChoiceAndTheNextProcessTimesIt) {
+  const auto first = first_process(/*slow_us=*/3000, /*late_us=*/0);
+  EXPECT_EQ(first->algo.id, "test:slow");
+  EXPECT_EQ(first->search.plans_skipped, 1);
+  EXPECT_EQ(first->late_plans, std::vector<std::string>{"test:late"});
+  EXPECT_EQ(late_on_file(), std::vector<std::string>{"test:late"});
+
+  // The next process finds the saved plan and times it against the kept choice.
+  table().at_hand = {"test:late"};
+  {
+    Context second = context({}, AlgoPolicy::exhaustive());
+    const auto choice = run(second);
+    EXPECT_EQ(choice->algo.id, "test:late");
+    EXPECT_TRUE(choice->late_plans.empty());
+    EXPECT_EQ(table().listings, 0) << "settling needs no listing";
+    EXPECT_EQ(table().descriptions, 2) << "the kept choice and the late candidate";
+    EXPECT_TRUE(contains(table().ran, "test:slow")) << "timed again, beside the late one";
+    const auto late_row =
+        std::find_if(choice->timings.begin(), choice->timings.end(),
+                     [](const ProfileRow& row) { return row.algo.id == "test:late"; });
+    ASSERT_NE(late_row, choice->timings.end());
+    EXPECT_EQ(late_row->status, CandidateStatus::ok);
+    EXPECT_EQ(choice->timings.front().algo.id, "test:late");
+    EXPECT_EQ(cache_->file_stats().applied, 1u);
+    EXPECT_EQ(cache_->file_stats().invalidated, 0u);
+    EXPECT_EQ(cache_->file_stats().writes, 1u) << "the settled entry goes back to the file";
+  }
+  EXPECT_TRUE(late_on_file().empty());
+
+  // Settled once: a third process runs the new choice and times nothing.
+  table().reset_counts();
+  Context third = context({}, AlgoPolicy::exhaustive());
+  const auto choice = run(third);
+  EXPECT_EQ(choice->algo.id, "test:late");
+  EXPECT_EQ(table().ran, std::vector<std::string>{"test:late"});
+  EXPECT_EQ(table().descriptions, 1);
+  EXPECT_EQ(cache_->file_stats().writes, 0u);
+}
+
+TEST_F(LatePlansTest, TheKeptChoiceStaysWhenItIsFaster) {
+  first_process(/*slow_us=*/0, /*late_us=*/3000);
+  table().at_hand = {"test:late"};
+  Context second = context({}, AlgoPolicy::exhaustive());
+  const auto choice = run(second);
+  EXPECT_EQ(choice->algo.id, "test:slow");
+  EXPECT_TRUE(choice->late_plans.empty());
+  EXPECT_TRUE(contains(table().ran, "test:late"));
+  EXPECT_EQ(cache_->file_stats().writes, 1u);
+  EXPECT_TRUE(late_on_file().empty());
+}
+
+TEST_F(LatePlansTest, APlanNotAtHandIsDroppedWithoutBuildingIt) {
+  first_process(/*slow_us=*/3000, /*late_us=*/0);
+  // at_hand stays empty: the plan was never saved, or its file is gone.
+  Context second = context({}, AlgoPolicy::exhaustive());
+  const auto choice = run(second);
+  EXPECT_EQ(choice->algo.id, "test:slow");
+  EXPECT_TRUE(choice->late_plans.empty());
+  EXPECT_FALSE(contains(table().ran, "test:late"));
+  EXPECT_EQ(table().descriptions, 1) << "the late candidate is not described (built)";
+  EXPECT_EQ(cache_->file_stats().writes, 1u) << "the list is dropped from the file";
+  EXPECT_TRUE(late_on_file().empty());
+}
+
+TEST_F(LatePlansTest, NothingIsListedWhenTheBackendSavesNoPlan) {
+  table().candidates = {supported("test:slow"), supported("test:late")};
+  table().building = {"test:late"};
+  const auto choice = search();
+  EXPECT_EQ(choice->search.plans_skipped, 1);
+  EXPECT_EQ(table().kept_late, std::vector<std::string>{"test:late"}) << "it was asked";
+  EXPECT_TRUE(choice->late_plans.empty());
+  EXPECT_TRUE(late_on_file().empty());
+}
+
+TEST_F(LatePlansTest, AMemoryOnlyCacheAsksTheBackendToSaveNothing) {
+  table().candidates = {supported("test:slow"), supported("test:late")};
+  table().building = {"test:late"};
+  table().saves_late = {"test:late"};
+  Context process(BackendKind::reference);
+  process.set_choice_cache(std::make_shared<ChoiceCache>());
+  process.tune().policy(OpKind::add, Direction::fwd) = AlgoPolicy::exhaustive();
+  const auto choice = run(process);
+  EXPECT_TRUE(table().kept_late.empty());
+  EXPECT_TRUE(choice->late_plans.empty());
 }
 
 }  // namespace

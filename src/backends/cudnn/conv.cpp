@@ -5,11 +5,10 @@
 // them (Note [legacy candidates]), then the supported runtime-compiled engines (Note
 // [runtime-compiled engines]), then the knob variants dnnx adds (Note [knob search]), then
 // the channel-padded candidates of f16/bf16 convs with unaligned channels (Note [channel
-// padding]). dnnx's depthwise kernels come right after the supported graph-API and legacy
-// candidates (Note [depthwise candidates]). The
-// heuristic policy therefore picks mode A's first admissible config, and a legacy algorithm only
-// when no engine is admissible (e.g. a workspace limit that rules out every engine needing
-// workspace, while legacy implicit_gemm needs none).
+// padding]). dnnx's supported depthwise kernels come right after the last of the heuristics' top
+// configs (Note [depthwise candidates]). The heuristic policy therefore picks mode A's first
+// admissible config, and a legacy algorithm only when no engine is admissible (e.g. a workspace
+// limit that rules out every engine needing workspace, while legacy implicit_gemm needs none).
 
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv_common.hpp"
@@ -247,27 +246,69 @@ class CudnnConv final
   // serialization (engine_plan_json() is empty for them).
   void keep_plan(const ConvDesc& desc, Direction direction, const std::string& id) override {
     if (!store_.enabled()) return;
-    const std::shared_ptr<detail::ConvPlan> plan = plans().find(desc, direction, id);
-    if (!plan) return;
-    const std::string key = saved_plan_key(runtime_->facts(), desc, direction, id);
-    {
-      std::lock_guard lock(compile_mutex_);
-      if (!stored_.insert(key).second) return;  // loaded from or saved to the store already
-    }
-    const std::string json = engine_plan_json(*plan);
-    if (json.empty()) {
-      if (runtime_->verbose())
-        std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": " << id
-                  << ": cuDNN does not serialize this plan; not saved\n";
-      return;
-    }
+    if (const std::shared_ptr<detail::ConvPlan> plan = plans().find(desc, direction, id))
+      save_plan(desc, direction, id, *plan);
+  }
+
+  // Note [late plans] (src/ops/dispatch.cpp): a runtime-compiled plan the search skipped while
+  // it compiled is saved when its build finishes, on the builder's thread.
+  bool keep_late_plan(const ConvDesc& desc, Direction direction, const std::string& id) override {
+    if (!store_.enabled()) return false;
+    if (const std::shared_ptr<detail::ConvPlan> plan = plans().find(desc, direction, id))
+      return save_plan(desc, direction, id, *plan);
+    return background_.when_built({desc, direction, id},
+                                  [this, desc, direction, id](const detail::ConvPlan& plan) {
+                                    save_plan(desc, direction, id, plan);
+                                  });
+  }
+
+  // Note [late plans]: built already, or saved in the plan store in a form that loads.
+  bool plan_at_hand(const ConvDesc& desc, Direction direction, const std::string& id) override {
+    if (plans().find(desc, direction, id)) return true;
+    if (!store_.enabled()) return false;
     std::string problem;
-    if (!store_.save(key, json, &problem)) {
-      std::cerr << "dnnx: cudnn: cannot save the plan of " << id << ": " << problem << '\n';
-    } else if (runtime_->verbose()) {
-      std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc
-                << ": saved the plan of " << id << " (" << json.size() << " bytes) to "
-                << store_.path_of(key) << '\n';
+    const bool saved =
+        store_.load(saved_plan_key(runtime_->facts(), desc, direction, id), &problem).has_value();
+    if (!problem.empty()) std::cerr << "dnnx: cudnn: " << problem << '\n';
+    return saved;
+  }
+
+  // Saves `plan` to the plan store once per key; whether it is there now. Never throws (it may
+  // run on a builder's thread).
+  bool save_plan(const ConvDesc& desc, Direction direction, const std::string& id,
+                 const detail::ConvPlan& plan) noexcept {
+    try {
+      const std::string key = saved_plan_key(runtime_->facts(), desc, direction, id);
+      {
+        std::lock_guard lock(compile_mutex_);
+        if (!stored_.insert(key).second) return true;  // loaded from or saved to the store already
+      }
+      auto not_saved = [&] {
+        std::lock_guard lock(compile_mutex_);
+        stored_.erase(key);
+        return false;
+      };
+      const std::string json = engine_plan_json(plan);
+      if (json.empty()) {
+        if (runtime_->verbose())
+          std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": " << id
+                    << ": cuDNN does not serialize this plan; not saved\n";
+        return not_saved();
+      }
+      std::string problem;
+      if (!store_.save(key, json, &problem)) {
+        std::cerr << "dnnx: cudnn: cannot save the plan of " << id << ": " << problem << '\n';
+        return not_saved();
+      }
+      if (runtime_->verbose()) {
+        std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc
+                  << ": saved the plan of " << id << " (" << json.size() << " bytes) to "
+                  << store_.path_of(key) << '\n';
+      }
+      return true;
+    } catch (const std::exception& error) {
+      std::cerr << "dnnx: cudnn: cannot save the plan of " << id << ": " << error.what() << '\n';
+      return false;
     }
   }
 
@@ -397,15 +438,24 @@ class CudnnConv final
     for (LegacyCandidate& algorithm : legacy)
       candidates.push_back(legacy_candidate(std::move(algorithm)));
     std::stable_partition(candidates.begin(), candidates.end(), is_supported);
-    // dnnx's depthwise kernels: the supported ones after cuDNN's supported candidates, the
-    // others last (Note [depthwise candidates]).
-    for (AlgoInfo& info : depthwise_candidates(desc, direction)) {
-      const bool supported = info.supported;
-      Candidate kernel = kernel_candidate(std::move(info));
-      candidates.insert(supported
-                            ? std::find_if_not(candidates.begin(), candidates.end(), is_supported)
-                            : candidates.end(),
-                        std::move(kernel));
+    // dnnx's depthwise kernels: the supported ones right after the last of cuDNN's heuristics'
+    // top configs, in their order, the others last (Note [depthwise candidates]).
+    {
+      const auto supported_end =
+          std::find_if_not(candidates.begin(), candidates.end(), is_supported);
+      const auto last_top =
+          std::find_if(std::make_reverse_iterator(supported_end), candidates.rend(),
+                       [](const Candidate& c) { return c.info.has_note("heuristics_top"); });
+      // No top config (the heuristics offer nothing supported): after every supported one.
+      std::ptrdiff_t at =
+          (last_top == candidates.rend() ? supported_end : last_top.base()) - candidates.begin();
+      for (AlgoInfo& info : depthwise_candidates(desc, direction)) {
+        if (info.supported) {
+          candidates.insert(candidates.begin() + at++, kernel_candidate(std::move(info)));
+        } else {
+          candidates.push_back(kernel_candidate(std::move(info)));
+        }
+      }
     }
     // Supported runtime-compiled engines after every other supported candidate, so that the
     // heuristic policy never compiles for seconds where another candidate can run (Note

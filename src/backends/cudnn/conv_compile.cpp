@@ -182,6 +182,14 @@ void BackgroundBuilds::work(std::size_t slot) {
              error);
     }
     lock.lock();
+    // when_built(): the plan is saved before anyone can take it (its state is still running);
+    // not once stop() has begun, at process exit, where what saving uses (cuDNN's serializer,
+    // the file system's view of a test's temporary folder) may be gone already.
+    if (auto save = std::move(job->on_built); save && plan && !stopping_) {
+      lock.unlock();
+      save(*plan);
+      lock.lock();
+    }
     job->plan = std::move(plan);
     job->error = std::move(error);
     job->state = job->plan ? State::ready : State::failed;
@@ -236,6 +244,28 @@ BackgroundBuilds::Outcome BackgroundBuilds::take(const detail::ConvPlanKey& key)
   }
   changed_.wait(lock, [&] { return job->state != State::running; });
   return hand_over_locked(key, *job);
+}
+
+bool BackgroundBuilds::when_built(const detail::ConvPlanKey& key,
+                                  std::function<void(const detail::ConvPlan&)> save) {
+  std::unique_lock lock(mutex_);
+  const auto found = jobs_.find(key);
+  if (found == jobs_.end()) return false;
+  Job& job = *found->second;
+  switch (job.state) {
+    case State::ready: {
+      const std::shared_ptr<detail::ConvPlan> plan = job.plan;
+      lock.unlock();
+      save(*plan);
+      return true;
+    }
+    case State::running: job.on_built = std::move(save); return true;
+    case State::queued:  // may yet be cancelled at its deadline
+    case State::none:
+    case State::failed:
+    case State::cancelled: return false;
+  }
+  return false;
 }
 
 std::string saved_plan_key(const DeviceFacts& facts, const ConvDesc& desc, Direction direction,

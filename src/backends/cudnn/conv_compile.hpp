@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -70,6 +71,13 @@ class BackgroundBuilds {
   /// itself, sooner than the queue would).
   Outcome take(const detail::ConvPlanKey& key);
 
+  /// Calls `save` with the plan of `key` once its build has finished (on the builder's thread,
+  /// before the plan is handed over; not when it finishes after stop() began), or now when it
+  /// has already; the plan stays for await() or take(). False when there is no such build or it is
+  /// not running or built (failed, cancelled, still queued). `save` must not throw.
+  bool when_built(const detail::ConvPlanKey& key,
+                  std::function<void(const detail::ConvPlan&)> save);
+
   /// How many threads build.
   std::size_t threads() const { return threads_.size(); }
 
@@ -85,6 +93,7 @@ class BackgroundBuilds {
     Clock::time_point submitted;  // for the verbose report of its wait and compile
     std::shared_ptr<detail::ConvPlan> plan;
     std::string error;
+    std::function<void(const detail::ConvPlan&)> on_built;  // when_built()
   };
 
   void work(std::size_t slot);

@@ -300,8 +300,7 @@ class EnginePlan final : public detail::ConvPlan {
     info_.workspace_bytes = static_cast<std::size_t>(get_int64(
         plan_, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, context_, "reading the plan's workspace"));
     ++plans_built;
-    if (std::find(info_.notes.begin(), info_.notes.end(), "runtime_compiled") != info_.notes.end())
-      ++runtime_compiled_plans_built;
+    if (info_.has_note("runtime_compiled")) ++runtime_compiled_plans_built;
   }
 
   // Loads a plan from cuDNN's JSON serialization of it (Note [saved plans]); cuDNN's refusal
@@ -518,8 +517,7 @@ EngineCandidates engine_candidates(Runtime& runtime, const ConvDesc& desc, Direc
                                        [&](const EngineCandidate& c) { return c.config == key; });
       if (config == result.configs.end() || !config->info.supported) continue;
       ++top;
-      if (std::find(config->info.notes.begin(), config->info.notes.end(), "heuristics_top") ==
-          config->info.notes.end())
+      if (!config->info.has_note("heuristics_top"))
         config->info.notes.emplace_back("heuristics_top");
     }
     if (mode != CUDNN_HEUR_MODE_FALLBACK) from_heuristics_ab = listed.size();

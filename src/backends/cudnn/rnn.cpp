@@ -516,8 +516,7 @@ class Plan final : public detail::LayerPlanBase<RnnArgs> {
       info_.workspace_bytes = workspace_;
       if (direction == Direction::fwd_training) info_.saved_state_bytes = reserve_;
       for (const auto& plan : layer_plans_) {
-        const auto& notes = plan->info_.notes;
-        if (std::find(notes.begin(), notes.end(), "weights_converted") != notes.end()) {
+        if (plan->info_.has_note("weights_converted")) {
           info_.notes.emplace_back("weights_converted");
           break;
         }

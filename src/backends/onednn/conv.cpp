@@ -112,7 +112,7 @@ class Plan final : public detail::ConvPlan {
       }
       if (f32_compute) steps_.emplace_back(conversion(2, false));
     });
-    if (std::find(info_.notes.begin(), info_.notes.end(), "gemm") != info_.notes.end()) prime();
+    if (info_.has_note("gemm")) prime();
   }
 
   const AlgoInfo& algo() const override { return info_; }

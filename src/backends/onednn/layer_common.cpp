@@ -61,9 +61,7 @@ dnnl::primitive_desc clone(const dnnl::primitive_desc& pd, const ErrorContext& c
   return dnnl::primitive_desc(copy);
 }
 
-bool is_f32_compute(const AlgoInfo& info) {
-  return std::find(info.notes.begin(), info.notes.end(), f32_compute_note) != info.notes.end();
-}
+bool is_f32_compute(const AlgoInfo& info) { return info.has_note(f32_compute_note); }
 
 int supported_rank(const AlgoInfo& info) {
   if (!info.supported) return 3;
