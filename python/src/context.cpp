@@ -507,6 +507,10 @@ void bind_selection_types(nb::module_& module) {
   choice.def_prop_ro("fingerprint", [](const PyChoice& self) { return self.choice->fingerprint; });
   choice.def_prop_ro("from_file", [](const PyChoice& self) { return self.choice->from_file; });
   choice.def_prop_ro(
+      "late_plans", [](const PyChoice& self) { return self.choice->late_plans; },
+      "Exhaustive: ids skipped while their plans compiled, which the next process that reads "
+      "this choice from the cache file times against it.");
+  choice.def_prop_ro(
       "timings",
       [](const PyChoice& self) {
         nb::list rows;

@@ -171,6 +171,7 @@ def test_algos_select_profile_rows(ctx):
     choice = dnnx.select(desc, "fwd", ctx=ctx)
     assert choice.id == supported[0] and choice.policy == "heuristic"
     assert choice.op == "conv" and choice.direction == "fwd" and choice.backend == ctx.backend
+    assert choice.late_plans == []  # only plans that compile in the background are ever late
 
     ctx.tune.fwd = "fixed:" + supported[-1]
     assert dnnx.select(desc, "fwd", ctx=ctx).id == supported[-1]

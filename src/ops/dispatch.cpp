@@ -193,14 +193,15 @@ tune::RunOnce budgeted_run(const SelectHooks& hooks, const std::vector<std::stri
 // no fast candidate but such a plan (in f16, the depthwise bwd_weights of odd sizes, where cuDNN's
 // engine 16 compiles in about 1.6 s), and a choice kept in the cache file is never searched
 // again, so the skip would last. So when the choice goes to the file, the backend saves each
-// skipped plan once its build finishes (OpBackend::keep_late_plan: at the latest when the process
-// exits, Note [background builds at exit] in backends/cudnn/conv_compile.cpp), and the choice
-// lists those ids in late_plans. A later process that reads the choice from the file re-validates
-// it as usual, then times the listed candidates whose plans it can have without a costly build
-// (OpBackend::plan_at_hand: the saved plan loads) against it: a small exhaustive search under the
-// same options and rules, whose winner becomes the choice. The entry goes back to the file
-// without the list, with the new timings merged into the old table, so each list is settled
-// once; an id whose plan is not at hand (never saved, or unreadable) is dropped from it.
+// skipped plan once its build finishes (OpBackend::keep_late_plan; a build that finishes while
+// the process exits is not saved: Note [background builds at exit] in
+// backends/cudnn/conv_compile.cpp), and the choice lists those ids in late_plans. A later process
+// that reads the choice from the file re-validates it as usual, then times the listed candidates
+// whose plans it can have without a costly build (OpBackend::plan_at_hand: the saved plan loads)
+// against it: a small exhaustive search under the same options and rules, whose winner becomes the
+// choice. The entry goes back to the file without the list, with the new timings merged into the
+// old table, so each list is settled once; an id whose plan is not at hand (never saved, or
+// unreadable) is dropped from it.
 std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& state,
                                                 const tune::Request& request,
                                                 const SelectHooks& hooks,

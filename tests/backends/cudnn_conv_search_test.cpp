@@ -228,6 +228,38 @@ TEST(CudnnSearch, DepthwiseHalfListsARuntimeCompiledCandidateByDefault) {
   }
 }
 
+// Note [depthwise candidates]: dnnx's supported depthwise kernels come right after the last
+// config the heuristics rank first, so that a search times them early; the heuristic pick stays
+// cuDNN's. fwd and bwd_data of the depthwise layer, whose heuristics have top configs
+// (HeuristicTopConfigsAreAmongTheTimed).
+TEST(CudnnSearch, DepthwiseKernelsFollowTheHeuristicsTopConfigs) {
+  DNNX_REQUIRE_GPU();
+  Context context = cudnn_context();
+  const ConvDesc desc = depthwise_desc();
+  for (const Direction direction : {Direction::fwd, Direction::bwd_data}) {
+    SCOPED_TRACE(to_string(direction));
+    const std::vector<AlgoInfo> algos = conv_list(context, desc, direction);
+    auto is_kernel = [](const AlgoInfo& a) {
+      return a.id.rfind("cudnn:kernel:depthwise:", 0) == 0;
+    };
+    const auto first_kernel = std::find_if(
+        algos.begin(), algos.end(), [&](const AlgoInfo& a) { return a.supported && is_kernel(a); });
+    ASSERT_NE(first_kernel, algos.end()) << "no supported depthwise kernel";
+    // Runtime-compiled top configs are listed last (Note [runtime-compiled engines]).
+    const auto last_top = std::find_if(algos.rbegin(), algos.rend(), [](const AlgoInfo& a) {
+      return a.supported && has_note(a, "heuristics_top") && !has_note(a, "runtime_compiled");
+    });
+    ASSERT_NE(last_top, algos.rend()) << "no heuristics_top config";
+    EXPECT_EQ(first_kernel, last_top.base()) << "the kernels do not follow " << last_top->id;
+    // The supported kernels are contiguous, and none of them is the heuristic pick.
+    const auto after = std::find_if_not(
+        first_kernel, algos.end(), [&](const AlgoInfo& a) { return a.supported && is_kernel(a); });
+    EXPECT_TRUE(std::none_of(after, algos.end(),
+                             [&](const AlgoInfo& a) { return a.supported && is_kernel(a); }));
+    EXPECT_FALSE(is_kernel(algos.front())) << algos.front().id;
+  }
+}
+
 // Runtime-compiled candidates compute what the reference does (the parity runner runs with them
 // off, to keep its time; these descs cover them).
 TEST(CudnnSearch, RuntimeCompiledCandidatesMatchTheReference) {

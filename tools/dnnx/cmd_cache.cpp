@@ -90,6 +90,7 @@ int run_show(const CacheArgs& args) {
                                                              : nlohmann::json(choice->time_ms)},
                      {"workspace_bytes", choice->algo.workspace_bytes},
                      {"runner_up", choice->runner_up},
+                     {"late_plans", choice->late_plans},
                      {"measured_at", choice->measured_at},
                      {"local", is_local(*choice, local)}});
     }

@@ -19,6 +19,8 @@
 #include <limits>
 #include <memory>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace dnnx::cli {
 namespace {
@@ -76,6 +78,7 @@ struct StepResult {
   std::string heuristic_error;
   Timed heuristic_time;
   int candidates_timed = 0;
+  std::vector<std::string> late_plans;  // Note [late plans] in src/ops/dispatch.cpp
   double tuning_ms = 0;    // the selection's own cost when it was made (maybe in another process)
   double step_ms = 0;      // what this step cost in this process
   bool cache_hit = false;  // the choice came from the choice cache (memory or file)
@@ -257,6 +260,7 @@ StepResult tune_step(Context& context, const ModelLayer& layer, const TunePlan& 
     result.cache_hit = context.choice_cache()->hits() > hits_before;
     result.chosen = choice->algo;
     result.candidates_timed = choice->candidates_timed;
+    result.late_plans = choice->late_plans;
     result.tuning_ms = choice->tuning_ms;
     if (!std::isnan(choice->time_ms))
       result.chosen_time = {choice->time_ms, "selection"};
@@ -446,6 +450,7 @@ nlohmann::json report_json(const TunePlan& plan, const Context& context,
                                                    : nlohmann::json(result.heuristic_error)}};
       step["speedup"] = result.speedup();
       step["candidates_timed"] = result.candidates_timed;
+      step["late_plans"] = result.late_plans;
       step["tuning_ms"] = result.tuning_ms;
       step["step_ms"] = result.step_ms;
       step["cache_hit"] = result.cache_hit;

@@ -6,9 +6,10 @@
 // [runtime-compiled engines]), then the knob variants dnnx adds (Note [knob search]), then
 // the channel-padded candidates of f16/bf16 convs with unaligned channels (Note [channel
 // padding]). dnnx's supported depthwise kernels come right after the last of the heuristics' top
-// configs (Note [depthwise candidates]). The heuristic policy therefore picks mode A's first
-// admissible config, and a legacy algorithm only when no engine is admissible (e.g. a workspace
-// limit that rules out every engine needing workspace, while legacy implicit_gemm needs none).
+// configs that is not runtime-compiled (Note [depthwise candidates]). The heuristic policy
+// therefore picks mode A's first admissible config, and a legacy algorithm only when no engine is
+// admissible (e.g. a workspace limit that rules out every engine needing workspace, while legacy
+// implicit_gemm needs none).
 
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv_common.hpp"
@@ -439,13 +440,15 @@ class CudnnConv final
       candidates.push_back(legacy_candidate(std::move(algorithm)));
     std::stable_partition(candidates.begin(), candidates.end(), is_supported);
     // dnnx's depthwise kernels: the supported ones right after the last of cuDNN's heuristics'
-    // top configs, in their order, the others last (Note [depthwise candidates]).
+    // top configs that is not runtime-compiled (those move last, below), in their order, the
+    // others last (Note [depthwise candidates]).
     {
       const auto supported_end =
           std::find_if_not(candidates.begin(), candidates.end(), is_supported);
-      const auto last_top =
-          std::find_if(std::make_reverse_iterator(supported_end), candidates.rend(),
-                       [](const Candidate& c) { return c.info.has_note("heuristics_top"); });
+      const auto last_top = std::find_if(
+          std::make_reverse_iterator(supported_end), candidates.rend(), [](const Candidate& c) {
+            return c.info.has_note("heuristics_top") && !c.runtime_compiled;
+          });
       // No top config (the heuristics offer nothing supported): after every supported one.
       std::ptrdiff_t at =
           (last_top == candidates.rend() ? supported_end : last_top.base()) - candidates.begin();

@@ -37,7 +37,11 @@ std::size_t build_threads() {
 // the handler is registered when a builder first starts its threads (cuDNN has listed the
 // runtime-compiled engines by then) and again after the process's first build has finished
 // (anything NVRTC sets up during a compile exists by then), each time later than what it must
-// precede. A build running at exit delays the exit by what is left of it.
+// precede. A build running at exit delays the exit by what is left of it, and its plan is not
+// saved then (Note [late plans] in src/ops/dispatch.cpp): serializing it while the exit handlers
+// run crashed the process (SIGSEGV after cudnn_conv_describe_test's last test had passed, and in
+// the odd-size suite run of cudnn_conv_bench), most likely in state cuDNN set up for its first
+// serialization after this handler was registered, which exit() destroys before running it.
 std::mutex& builders_mutex() {
   static auto* mutex = new std::mutex;  // never destroyed: the exit handler may run last
   return *mutex;

@@ -20,12 +20,13 @@
 // output (as every cudnn conv candidate does: beta 0). They are deterministic: bwd_data gathers
 // and bwd_weights reduces in a fixed order without atomics (note "fixed_order_reduction"); only
 // bwd_weights needs workspace (the f32 partial sums of its split reduction). The supported ones
-// come right after the last config cuDNN's heuristics rank first (note "heuristics_top"; Note
-// [cudnn candidate order]): the heuristic pick stays cuDNN's, and an exhaustive search times
-// them early, before the hundred-odd other engine configs of a depthwise desc. On the layers
-// where they are the fastest, the slower candidates after them are then abandoned or dropped at
-// their first probe sooner (Note [probing slow candidates] in src/tune/select.cpp), and a search
-// budget (Note [search budget]) that runs out among those still has them timed.
+// come right after the last config cuDNN's heuristics rank first that is not runtime-compiled
+// (note "heuristics_top"; Note [cudnn candidate order]): the heuristic pick stays cuDNN's, and an
+// exhaustive search times them early, before the hundred-odd other engine configs of a depthwise
+// desc. On the layers where they are the fastest, the slower candidates after them are then
+// abandoned or dropped at their first probe sooner (Note [probing slow candidates] in
+// src/tune/select.cpp), and a search budget (Note [search budget]) that runs out among those still
+// has them timed.
 
 #include "backends/cudnn/conv_depthwise.hpp"
 
