@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Runs lists of GPU jobs on a machine of several GPUs, one list per GPU, the GPUs in parallel,
+# under one time budget, for a device call of limited length: each job starts only while time is
+# left and gets what is left as its limit; the logs are packed into OUT/logs.tgz every 30 s and at
+# the end, so a call cut short still brings back what ran. The shape-suite jobs go through
+# scripts/gpu_run.sh (three rounds, the choices kept: Note [suite rounds] in bench/compare_gpu.py).
+#
+#   bash scripts/gpu_jobs.sh BUILD OUT BUDGET_S JOB...
+#
+# JOB is GPU:KIND..., GPU the device index (CUDA_VISIBLE_DEVICES); the jobs of one GPU run in the
+# order given:
+#   G:FILES:CONFIGS                 the shape suite (SHAPES_FILES, SHAPES_CONFIGS), 3 rounds kept
+#   G:env:VAR=VALUE:FILES:CONFIGS   the same with one more variable (e.g. DNNX_SEARCH_BUDGET_MS=1000)
+#   G:tests:BIN,BIN                 test binaries of BUILD/tests, one after the other
+#   G:verbose:SHAPES:CONFIGS        cudnn_conv_bench on a shapes file with DNNX_VERBOSE=1 (the
+#                                   search's own report of where its time went)
+# E.g. on two GPUs, 560 s:
+#   bash scripts/gpu_jobs.sh build-gpu $OUT 560 0:odd_sizes:f16_nhwc \
+#     0:tests:cudnn_conv_search_test 1:env:DNNX_SEARCH_BUDGET_MS=1000:mobilenetv2:f16_nhwc
+# Each suite job gets 70% of the time left when it starts as its SHAPES_BUDGET_S (no new layer
+# after that), the rest for PyTorch's turns. BUILD is a build tree with the cudnn backend (a
+# build made elsewhere and carried works); the cuDNN 9.19 and CUDA libraries of the PyTorch
+# environment are put on LD_LIBRARY_PATH, and PYTHON defaults to that environment's Python
+# (docs/testing.md). Choice caches are off (DNNX_CACHE=off) except the files the suite's rounds
+# keep their choices in.
+set -uo pipefail
+build=${1:?usage: gpu_jobs.sh BUILD OUT BUDGET_S JOB...}
+out=${2:?usage: gpu_jobs.sh BUILD OUT BUDGET_S JOB...}
+budget=${3:?usage: gpu_jobs.sh BUILD OUT BUDGET_S JOB...}
+shift 3
+torch_env=/opt/torch/.venv
+export LD_LIBRARY_PATH=$PWD/$build/src:$torch_env/lib/python3.12/site-packages/nvidia/cudnn/lib:/usr/local/cuda/targets/x86_64-linux/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PYTHON=${PYTHON:-$torch_env/bin/python3} DNNX_CACHE=off
+work=$(mktemp -d)
+mkdir -p "$out"
+nvidia-smi --query-gpu=index,name,clocks.sm,temperature.gpu --format=csv > "$work/smi.txt" 2>&1
+start=$(date +%s)
+declare -A jobs
+for job in "$@"; do
+  gpu=${job%%:*}
+  [[ $gpu =~ ^[0-9]+$ && $job == *:* ]] || { echo "gpu_jobs.sh: '$job' is not GPU:KIND..." >&2; exit 2; }
+  jobs[$gpu]="${jobs[$gpu]:+${jobs[$gpu]};}${job#*:}"
+done
+
+# The jobs of GPU $1, in turn; its log is $work/g$1.log.
+run_gpu() {
+  local gpu=$1 k=0 job left kind a b c
+  local -a list
+  IFS=';' read -r -a list <<< "${jobs[$gpu]}"
+  for job in "${list[@]}"; do
+    k=$((k + 1))
+    left=$((budget - ($(date +%s) - start)))
+    if ((left <= 30)); then
+      echo "skipped $job: the budget ran out" >> "$work/g$gpu.log"
+      continue
+    fi
+    echo "== $(date +%T) gpu$gpu job$k $job, $left s left" >> "$work/g$gpu.log"
+    IFS=: read -r kind a b c <<< "$job"
+    local -a suite_env=("CUDA_VISIBLE_DEVICES=$gpu" SHAPES_ROUNDS=3 SHAPES_REUSE=1
+                        "SHAPES_BUDGET_S=$((left * 7 / 10))")
+    case $kind in
+      tests)
+        for test in ${a//,/ }; do
+          echo "-- $test" >> "$work/g$gpu-tests.log"
+          CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$build/tests/$test" --gtest_brief=1 \
+            >> "$work/g$gpu-tests.log" 2>&1
+          echo "   $test rc=$?" | tee -a "$work/g$gpu-tests.log" >> "$work/g$gpu.log"
+        done ;;
+      verbose)
+        CUDA_VISIBLE_DEVICES=$gpu DNNX_VERBOSE=1 timeout "$left" "$build/bench/cudnn_conv_bench" \
+          --shapes "$a" --tag all --configs "$b" --no-heuristic \
+          > "$work/g$gpu-j$k-verbose.jsonl" 2> "$work/g$gpu-j$k-verbose.err" ;;
+      env)
+        env "$a" "${suite_env[@]}" SHAPES_FILES="$b" SHAPES_CONFIGS="$c" timeout "$left" \
+          bash scripts/gpu_run.sh "$build" "$work/g$gpu-j$k" shapes >> "$work/g$gpu.log" 2>&1 ;;
+      *)
+        env "${suite_env[@]}" SHAPES_FILES="$kind" SHAPES_CONFIGS="$a" timeout "$left" \
+          bash scripts/gpu_run.sh "$build" "$work/g$gpu-j$k" shapes >> "$work/g$gpu.log" 2>&1 ;;
+    esac
+    echo "   rc=$? $(date +%T)" >> "$work/g$gpu.log"
+  done
+}
+
+pids=()
+for gpu in "${!jobs[@]}"; do
+  run_gpu "$gpu" &
+  pids+=($!)
+done
+(while sleep 30; do tar czf "$out/logs.tgz" -C "$work" . 2> /dev/null; done) &
+snapshots=$!
+wait "${pids[@]}"
+kill "$snapshots" 2> /dev/null
+tar czf "$out/logs.tgz" -C "$work" .
+for gpu in "${!jobs[@]}"; do cat "$work/g$gpu.log"; done
+cat "$work"/*/shapes.md 2> /dev/null | grep -A4 "Suite summary"
