@@ -116,10 +116,6 @@ const AlgoInfo* find(const std::vector<AlgoInfo>& infos, const std::string& id) 
   return found == infos.end() ? nullptr : &*found;
 }
 
-bool has_note(const AlgoInfo& info, const std::string& note) {
-  return std::find(info.notes.begin(), info.notes.end(), note) != info.notes.end();
-}
-
 // ---------------------------------------------------------------------------------------------
 // The listing (host-side: no GPU needed).
 
@@ -137,8 +133,8 @@ TEST(CudnnConvDepthwise, ListsFourVariantsWithTheirDomains) {
       EXPECT_EQ(infos[3].id, direct_id);
       for (const AlgoInfo& info : infos) {
         EXPECT_TRUE(info.deterministic) << info.id;
-        EXPECT_TRUE(has_note(info, "kernel")) << info.id;
-        EXPECT_EQ(has_note(info, "fixed_order_reduction"), direction == Direction::bwd_weights);
+        EXPECT_TRUE(info.has_note("kernel")) << info.id;
+        EXPECT_EQ(info.has_note("fixed_order_reduction"), direction == Direction::bwd_weights);
         EXPECT_TRUE(cudnn::is_depthwise_id(info.id));
         EXPECT_EQ(info.supported, info.reason.empty()) << info.id << ": " << info.reason;
         if (direction != Direction::bwd_weights) {

@@ -63,14 +63,10 @@ ConvDesc dilated_3d_desc() {
                    Layout::channels_last);
 }
 
-bool has_note(const AlgoInfo& info, const std::string& note) {
-  return std::find(info.notes.begin(), info.notes.end(), note) != info.notes.end();
-}
-
 std::vector<AlgoInfo> runtime_compiled(const std::vector<AlgoInfo>& algos, bool supported) {
   std::vector<AlgoInfo> out;
   for (const AlgoInfo& info : algos) {
-    if (has_note(info, "runtime_compiled") && info.supported == supported) out.push_back(info);
+    if (info.has_note("runtime_compiled") && info.supported == supported) out.push_back(info);
   }
   return out;
 }
@@ -197,15 +193,15 @@ TEST(CudnnSearch, DepthwiseHalfListsARuntimeCompiledCandidateByDefault) {
       std::find_if(algos.begin(), algos.end(), [](const AlgoInfo& a) { return a.supported; });
   ASSERT_NE(first_supported, algos.end());
   const bool only_compiled = std::all_of(algos.begin(), algos.end(), [](const AlgoInfo& a) {
-    return !a.supported || has_note(a, "runtime_compiled");
+    return !a.supported || a.has_note("runtime_compiled");
   });
   if (!only_compiled) {
-    EXPECT_FALSE(has_note(*first_supported, "runtime_compiled")) << first_supported->id;
+    EXPECT_FALSE(first_supported->has_note("runtime_compiled")) << first_supported->id;
   }
   bool in_block = false, block_done = false;
   for (const AlgoInfo& info : algos) {
     if (!info.supported) break;
-    const bool compiled = has_note(info, "runtime_compiled");
+    const bool compiled = info.has_note("runtime_compiled");
     if (compiled) {
       EXPECT_FALSE(block_done) << info.id << ": runtime-compiled candidates are not contiguous";
       in_block = true;
@@ -247,7 +243,7 @@ TEST(CudnnSearch, DepthwiseKernelsFollowTheHeuristicsTopConfigs) {
     ASSERT_NE(first_kernel, algos.end()) << "no supported depthwise kernel";
     // Runtime-compiled top configs are listed last (Note [runtime-compiled engines]).
     const auto last_top = std::find_if(algos.rbegin(), algos.rend(), [](const AlgoInfo& a) {
-      return a.supported && has_note(a, "heuristics_top") && !has_note(a, "runtime_compiled");
+      return a.supported && a.has_note("heuristics_top") && !a.has_note("runtime_compiled");
     });
     ASSERT_NE(last_top, algos.rend()) << "no heuristics_top config";
     EXPECT_EQ(first_kernel, last_top.base()) << "the kernels do not follow " << last_top->id;
@@ -337,10 +333,10 @@ TEST(CudnnSearch, OverBudgetPlansAreSkippedWithTheReason) {
   BwdData d = bwd_data_operands(desc, context);
   const std::shared_ptr<const Choice> choice =
       conv_bwd_data(context, desc, d.diff_dst, d.weights, d.diff_src);
-  EXPECT_FALSE(has_note(choice->algo, "runtime_compiled")) << choice->algo.id;
+  EXPECT_FALSE(choice->algo.has_note("runtime_compiled")) << choice->algo.id;
   std::size_t skipped = 0;
   for (const ProfileRow& row : choice->timings) {
-    if (!has_note(row.algo, "runtime_compiled")) continue;
+    if (!row.algo.has_note("runtime_compiled")) continue;
     EXPECT_EQ(row.status, CandidateStatus::not_timed) << row.algo.id << ": " << row.detail;
     EXPECT_NE(row.detail.find("compile budget"), std::string::npos) << row.detail;
     EXPECT_NE(row.detail.find("DNNX_CUDNN_COMPILE_BUDGET"), std::string::npos) << row.detail;
@@ -379,7 +375,7 @@ TEST(CudnnSearch, RuntimeCompiledCandidatesAreTimedWithinTheBudget) {
       conv_bwd_data(context, desc, d.diff_dst, d.weights, d.diff_src);
   std::size_t timed = 0;
   for (const ProfileRow& row : choice->timings) {
-    if (!has_note(row.algo, "runtime_compiled")) continue;
+    if (!row.algo.has_note("runtime_compiled")) continue;
     EXPECT_NE(row.status, CandidateStatus::not_timed) << row.algo.id << ": " << row.detail;
     timed += row.runs > 0;
   }

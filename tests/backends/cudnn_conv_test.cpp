@@ -105,10 +105,6 @@ GpuRun run_gpu(Context& context, const ConvDesc& desc, Direction direction,
   return run;
 }
 
-bool has_note(const AlgoInfo& info, const std::string& note) {
-  return std::find(info.notes.begin(), info.notes.end(), note) != info.notes.end();
-}
-
 using test::expect_error;
 
 ConvDesc make_desc(const Dims& src, const Dims& weights, const std::vector<std::int64_t>& stride,
@@ -451,12 +447,12 @@ TEST(CudnnConv, ListsLegacyAndEngineCandidates) {
         supported_engines += info.supported;
       }
       if (info.supported && desc.dtype == DType::f32) {
-        EXPECT_FALSE(has_note(info, "tensor_cores")) << info.id << " would run f32 as TF32";
+        EXPECT_FALSE(info.has_note("tensor_cores")) << info.id << " would run f32 as TF32";
       }
       // Runtime-compiled engines are candidates by default (Note [runtime-compiled engines]);
       // one ruled out says why (TF32 here, f32 with TF32 off). cudnn_conv_search_test checks
       // the rest: their order, the opt-out, the budget.
-      if (has_note(info, "runtime_compiled") && !info.supported) {
+      if (info.has_note("runtime_compiled") && !info.supported) {
         EXPECT_FALSE(info.reason.empty()) << info.id;
       }
     }
@@ -675,7 +671,7 @@ TEST(CudnnConv, NondeterministicAlgorithmsAreMarked) {
       EXPECT_FALSE(info.deterministic) << info.id;
     }
     if (info.id.rfind("cudnn:engine:", 0) == 0) {
-      EXPECT_EQ(info.deterministic, !has_note(info, "nondeterministic")) << info.id;
+      EXPECT_EQ(info.deterministic, !info.has_note("nondeterministic")) << info.id;
     }
   }
 }

@@ -55,10 +55,6 @@ Tensor to_host(const Tensor& device) {
   return host;
 }
 
-bool has_note(const AlgoInfo& info, const char* note) {
-  return std::find(info.notes.begin(), info.notes.end(), note) != info.notes.end();
-}
-
 // ---- cases -------------------------------------------------------------------------------------
 
 struct Case {
@@ -309,7 +305,7 @@ TEST_P(CudnnMatmulParity, EveryCandidateMatchesTheReference) {
     Context context = context_with(BackendKind::cudnn, direction, AlgoPolicy::fixed(algo.id));
     const Result first = run(context, desc, direction, host);
     ASSERT_EQ(first.choice->algo.id, algo.id) << where;
-    const bool tf32 = has_note(algo, "tf32");
+    const bool tf32 = algo.has_note("tf32");
     ASSERT_TRUE(all_finite(first.out, "output", where));
     EXPECT_TRUE(close_within_scale(
         first.out.to_f32(), expected.out.to_f32(), scale.out.to_f32(), first.out.dims(),
@@ -323,7 +319,7 @@ TEST_P(CudnnMatmulParity, EveryCandidateMatchesTheReference) {
     }
     ++runs_compared;
     for (const char* note : counted_notes)
-      if (has_note(algo, note)) ++runs_by_note[note];
+      if (algo.has_note(note)) ++runs_by_note[note];
     if (algo.deterministic) {
       const Result second = run(context, desc, direction, host);
       EXPECT_TRUE(bitwise_equal(first.out, second.out, "output of two runs", where));
@@ -492,7 +488,7 @@ TEST_P(CudnnMatmulActivation, EveryCandidateMatchesTheReference) {
     // Note [matmul tolerance], times 3 for the activation (its slope at most 1.13, and pre or
     // diff_dst * act'(pre) rounded to the dtype on the unfused paths).
     Tolerance tolerance =
-        tolerance_for(desc.dtype, terms_of(desc, direction), has_note(algo, "tf32"));
+        tolerance_for(desc.dtype, terms_of(desc, direction), algo.has_note("tf32"));
     tolerance.rel *= 3;
     ASSERT_TRUE(all_finite(got.out, "output", where));
     EXPECT_TRUE(close_within_scale(got.out.to_f32(), expected.out.to_f32(), scale.out.to_f32(),
@@ -519,7 +515,7 @@ TEST_P(CudnnMatmulActivation, EveryCandidateMatchesTheReference) {
         std::copy(bytes.begin(), bytes.end(), static_cast<unsigned char*>(pre.data()));
         const Tensor want =
             Tensor::view(expected_state.data(), desc.dst_dims(), desc.dtype, rows_layout);
-        Tolerance pre_tolerance = tolerance_for(desc.dtype, desc.k, has_note(algo, "tf32"));
+        Tolerance pre_tolerance = tolerance_for(desc.dtype, desc.k, algo.has_note("tf32"));
         EXPECT_TRUE(close_within_scale(pre.to_f32(), want.to_f32(), scale.out.to_f32(), pre.dims(),
                                        pre_tolerance, "the GELU state (pre)", where));
       }
@@ -592,10 +588,10 @@ TEST(CudnnMatmul, ListingNamesEveryKindOfCandidate) {
       gemm_ex = true;
       EXPECT_TRUE(algo.supported);
       EXPECT_TRUE(algo.deterministic);
-      EXPECT_TRUE(has_note(algo, "bias_kernel"));
+      EXPECT_TRUE(algo.has_note("bias_kernel"));
     } else if (algo.supported) {
       // The fused bias epilogue, or the bias kernel when cuBLASLt has none for the problem.
-      EXPECT_TRUE(has_note(algo, "fused_bias") || has_note(algo, "bias_kernel")) << algo.id;
+      EXPECT_TRUE(algo.has_note("fused_bias") || algo.has_note("bias_kernel")) << algo.id;
     }
   }
   EXPECT_TRUE(gemm_ex);
@@ -604,8 +600,8 @@ TEST(CudnnMatmul, ListingNamesEveryKindOfCandidate) {
     if (!algo.supported) {
       ++refused;
     } else {
-      heuristic += has_note(algo, "heuristic") ? 1 : 0;
-      enumerated += has_note(algo, "enumerated") ? 1 : 0;
+      heuristic += algo.has_note("heuristic") ? 1 : 0;
+      enumerated += algo.has_note("enumerated") ? 1 : 0;
     }
   }
   std::cout << "[ matmul   ] f16 linear 64x2048->1000 fwd: " << fwd.size() << " candidates ("

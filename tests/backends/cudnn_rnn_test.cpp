@@ -411,10 +411,6 @@ std::vector<GpuCase> conversion_table() {
   return out;
 }
 
-bool has_note(const AlgoInfo& info, const char* note) {
-  return std::find(info.notes.begin(), info.notes.end(), note) != info.notes.end();
-}
-
 class CudnnRnnConversion : public ::testing::TestWithParam<GpuCase> {};
 
 // The standard algorithm, every direction, against the reference: with the caller's weights and
@@ -435,12 +431,12 @@ TEST_P(CudnnRnnConversion, EveryDirectionMatchesTheReferenceAtAnyWeightAlignment
   for (const Direction direction : all_directions) {
     const auto plan = backend.plan(desc, direction, id);
     const AlgoInfo& info = plan->algo();
-    const bool converts = has_note(info, "weights_converted");
+    const bool converts = info.has_note("weights_converted");
     std::cout << "  " << g.c.name << " " << to_string(desc.dtype) << " " << to_string(direction)
               << ": " << (converts ? "weights converted" : "weights as they are")
-              << (has_note(info, "layer_by_layer") ? ", layer by layer" : "") << "\n";
+              << (info.has_note("layer_by_layer") ? ", layer by layer" : "") << "\n";
     // An unconverted whole-desc plan hands the caller's pointer to cuDNN, which wants it aligned.
-    if (!converts && !has_note(info, "layer_by_layer")) weights_may_shift = false;
+    if (!converts && !info.has_note("layer_by_layer")) weights_may_shift = false;
   }
   const RnnInputs inputs = rnn_inputs(desc, {}, seed_from(g.c.name));
   Context reference = reference_context();
@@ -479,7 +475,7 @@ void expect_converted_once(const RnnDesc& desc, const std::vector<std::int32_t>&
   detail::OpBackendOf<OpKind::rnn>& backend = detail::state_of(context).backend().op<OpKind::rnn>();
   std::map<Direction, bool> converts;
   for (const Direction direction : {Direction::fwd, Direction::fwd_training, Direction::bwd_data})
-    converts[direction] = has_note(backend.plan(desc, direction, id)->algo(), "weights_converted");
+    converts[direction] = backend.plan(desc, direction, id)->algo().has_note("weights_converted");
   const RnnInputs inputs = rnn_inputs(desc, lengths, seed_from(name + " version"));
   const Tensor second = rnn_inputs(desc, lengths, seed_from(name + " second")).weights;
   Context reference = reference_context();

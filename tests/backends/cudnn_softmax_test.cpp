@@ -38,10 +38,6 @@ Tensor to_host(const Tensor& device) {
   return host;
 }
 
-bool has_note(const AlgoInfo& info, const char* note) {
-  return std::find(info.notes.begin(), info.notes.end(), note) != info.notes.end();
-}
-
 // Runs on the GPU into a NaN-poisoned device output; returns the output on the host.
 test::SoftmaxRun run_gpu(Context& context, const SoftmaxDesc& desc, Direction direction,
                          const Tensor& first, const Tensor* diff_dst = nullptr) {
@@ -114,7 +110,7 @@ class CudnnSoftmaxParity : public ::testing::TestWithParam<Param> {
         continue;
       }
       // CUDNN_SOFTMAX_FAST overflows on large inputs by design: tested on moderate ones.
-      if (has_note(algo, "overflow_risk") && c.largest() > 10) continue;
+      if (algo.has_note("overflow_risk") && c.largest() > 10) continue;
       Context context =
           test::softmax_context_for(BackendKind::cudnn, direction, AlgoPolicy::fixed(algo.id));
       const test::SoftmaxRun first = run_gpu(context, desc, direction, input, diff);
@@ -182,7 +178,7 @@ TEST(CudnnSoftmax, CandidatesAndHeuristic) {
       EXPECT_NE(std::find(ids.begin(), ids.end(), "cudnn:legacy:softmax:accurate"), ids.end());
       // FAST is listed, last, and the heuristic never takes it.
       EXPECT_EQ(ids.back(), "cudnn:legacy:softmax:fast");
-      EXPECT_TRUE(has_note(algos.back(), "overflow_risk"));
+      EXPECT_TRUE(algos.back().has_note("overflow_risk"));
     }
     EXPECT_NE(softmax_select(context, desc, Direction::fwd)->algo.id, "cudnn:legacy:softmax:fast");
   }

@@ -56,10 +56,6 @@ ConvDesc resnet_3x3(Layout layout, DType dtype = DType::f32) {
                                layout);
 }
 
-bool has_note(const AlgoInfo& info, const std::string& note) {
-  return std::find(info.notes.begin(), info.notes.end(), note) != info.notes.end();
-}
-
 // Workspace memory from the host allocator (64-byte aligned, as the op layer hands it out), with
 // `guard` extra bytes after the requested size that must come back untouched.
 class GuardedWorkspace {
@@ -204,8 +200,8 @@ TEST_P(Resnet3x3, ListsEveryImplementationInPriorityOrder) {
         const bool gemm =
             info.id.find("gemm") != std::string::npos && info.id.find("brg") == std::string::npos;
         const bool ref = info.id.find(":ref:") != std::string::npos;
-        EXPECT_EQ(has_note(info, "gemm"), gemm) << info.id;
-        EXPECT_EQ(has_note(info, "reference"), ref) << info.id;
+        EXPECT_EQ(info.has_note("gemm"), gemm) << info.id;
+        EXPECT_EQ(info.has_note("reference"), ref) << info.id;
         if (ref) {
           EXPECT_EQ(info.families, std::vector<std::string>{"none"}) << info.id;
         }
@@ -235,7 +231,7 @@ TEST_P(Resnet3x3, ListsEveryImplementationInPriorityOrder) {
     // oneDNN's own first choice first.
     EXPECT_GT(supported, 1);
     EXPECT_TRUE(algos.front().supported) << algos.front().id << ": " << algos.front().reason;
-    EXPECT_TRUE(has_note(algos.front(), "direct")) << algos.front().id;
+    EXPECT_TRUE(algos.front().has_note("direct")) << algos.front().id;
     // The op layer's fallback needs a candidate that runs without scratch memory.
     EXPECT_TRUE(zero_workspace);
   }
@@ -317,7 +313,7 @@ INSTANTIATE_TEST_SUITE_P(Layouts, Resnet3x3,
                            return std::string(to_string(info.param));
                          });
 
-bool is_f32_compute(const AlgoInfo& info) { return has_note(info, "f32_compute"); }
+bool is_f32_compute(const AlgoInfo& info) { return info.has_note("f32_compute"); }
 bool is_ref(const AlgoInfo& info) { return info.id.rfind("onednn:ref:", 0) == 0; }
 
 TEST(OneDnnBackend, DtypesWithoutFastKernelsStillHaveCandidates) {
@@ -440,7 +436,7 @@ TEST(OneDnnBackend, KnownDefectJit1x1StridedBackwardWeights) {
   int refused = 0;
   for (const AlgoInfo& info : cpu().conv().list(few, Direction::bwd_weights)) {
     if (info.id.rfind("onednn:jit_1x1:", 0) != 0) continue;
-    if (has_note(info, "blocked")) {
+    if (info.has_note("blocked")) {
       EXPECT_TRUE(info.supported) << info.id << ": " << info.reason;
       continue;
     }
@@ -642,10 +638,10 @@ TEST(OneDnnBackend, WorkspaceBytesIsWhatTheCandidateUses) {
         const auto bytes = [&](const Dims& dims) {
           return static_cast<std::size_t>(dims.product()) * element;
         };
-        if (has_note(info, "blocked_weights")) {
+        if (info.has_note("blocked_weights")) {
           EXPECT_GE(info.workspace_bytes, bytes(desc.weights_dims()));
         }
-        if (has_note(info, "blocked") || has_note(info, "nchw") || has_note(info, "nhwc")) {
+        if (info.has_note("blocked") || info.has_note("nchw") || info.has_note("nhwc")) {
           EXPECT_GE(info.workspace_bytes, std::min(bytes(desc.src_dims()), bytes(desc.dst_dims())));
         }
         // f32 compute: an f32 copy of every tensor of the direction.

@@ -334,10 +334,6 @@ TEST(ConvFusedPolicy, HeuristicPicksTheFirstSupportedCandidate) {
   EXPECT_EQ(operands.call(context, desc)->algo.id, first->id);
 }
 
-bool has_note(const AlgoInfo& algo, const char* note) {
-  return std::find(algo.notes.begin(), algo.notes.end(), note) != algo.notes.end();
-}
-
 TEST(ConvFusedPolicy, LowPrecisionRunsOnEveryCpuNativeCandidatesFirst) {
   // Note [candidate order] (src/backends/onednn/conv_list.cpp): native fused implementations,
   // then f32-compute fused ones, then the unfused candidate, then ref:any. Which groups exist
@@ -355,10 +351,10 @@ TEST(ConvFusedPolicy, LowPrecisionRunsOnEveryCpuNativeCandidatesFirst) {
       SCOPED_TRACE(algo.id);
       if (!algo.supported) continue;
       const bool ref = algo.id.starts_with("onednn:ref:");
-      const int here = ref                             ? 3
-                       : has_note(algo, "unfused")     ? 2
-                       : has_note(algo, "f32_compute") ? 1
-                                                       : 0;
+      const int here = ref                            ? 3
+                       : algo.has_note("unfused")     ? 2
+                       : algo.has_note("f32_compute") ? 1
+                                                      : 0;
       EXPECT_GE(here, group) << "out of order";
       group = std::max(group, here);
       if (here == 1) {

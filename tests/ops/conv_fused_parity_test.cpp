@@ -45,10 +45,6 @@ const std::vector<ExpectedReason<ConvFusedDesc>>& expected_reasons() {
   return reasons;
 }
 
-bool has_note(const AlgoInfo& algo, std::string_view note) {
-  return std::find(algo.notes.begin(), algo.notes.end(), note) != algo.notes.end();
-}
-
 // A row of the conv_fused table, for the parity runner (forward only).
 class ConvFusedParityCase final : public ParityCase {
  public:
@@ -89,7 +85,7 @@ class ConvFusedParityCase final : public ParityCase {
       return a.id.starts_with("unfused:");
     })) << "no unfused candidate listed";
     for (const AlgoInfo& algo : algos) {
-      EXPECT_TRUE(has_note(algo, "fused") != has_note(algo, "unfused"))
+      EXPECT_TRUE(algo.has_note("fused") != algo.has_note("unfused"))
           << "notes must say fused or unfused\n  " << where(direction, algo.id);
     }
     // f32 always has oneDNN's ref:any with post-ops, and f16/bf16 at least its f32-compute
@@ -104,7 +100,7 @@ class ConvFusedParityCase final : public ParityCase {
   void check_after(Context&, Direction, const std::vector<AlgoInfo>& algos,
                    const ParityTally& tally, const ParityExpected&) const override {
     const auto fused = std::count_if(algos.begin(), algos.end(), [&](const AlgoInfo& a) {
-      return has_note(a, "fused") &&
+      return a.has_note("fused") &&
              std::find(tally.ran_ids.begin(), tally.ran_ids.end(), a.id) != tally.ran_ids.end();
     });
     EXPECT_GT(fused, 0) << "no fused cpu candidate ran";
