@@ -457,6 +457,16 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
 // turn: for them the difference is a few microseconds in a run. On a host clock a loop measures
 // what single runs do, averaged.
 // The loop's length is TuneOptions::final_loop_ms (0.5 by default; DNNX_FINAL_LOOP_MS).
+//
+// The candidate the heuristic policy would run (the backend's first admissible one) joins the
+// contenders when its first-pass median is within the band, even if it is not among the fastest
+// few: knob variants of the same engine can crowd a library's own first pick out of the top four
+// on a first pass of three runs, where a 2-4% difference is noise, and a search would then keep a
+// candidate slower than the one no search at all runs. On an H200, C3D's conv2a bwd_data in f16
+// kept a variant of cuDNN's engine 67 at 1.475 ms whose heuristic pick (another variant of it)
+// ran 1.421 ms in the same process, and R(2+1)D-18's l4.spatial bwd_weights the same with engine
+// 65 (docs/benchmarks.md, "GPU convolution beyond ResNet-50"); whether the pick had contended
+// there was not recorded.
 constexpr std::size_t final_contenders = 4;
 constexpr int final_loop_max = 32;
 
@@ -482,13 +492,25 @@ struct SearchCost {
 constexpr double final_band = 2.0;
 
 void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, const RunOnce& run,
-                 const RunLoop& loop) {
+                 const RunLoop& loop, const std::string& heuristic_pick) {
   std::vector<ProfileRow*> contenders;
   for (ProfileRow& row : rows) {  // fastest first
     if (row.status != CandidateStatus::ok || unsafe(row.algo)) continue;
     if (!contenders.empty() && row.median_ms > final_band * contenders.front()->median_ms) break;
     contenders.push_back(&row);
     if (contenders.size() == final_contenders) break;
+  }
+  // The heuristic's pick, timed within the band but not among the fastest few, contends too.
+  if (!contenders.empty() && !heuristic_pick.empty()) {
+    const auto pick = std::find_if(rows.begin(), rows.end(), [&](const ProfileRow& row) {
+      return row.algo.id == heuristic_pick;
+    });
+    const bool in = std::any_of(contenders.begin(), contenders.end(), [&](const ProfileRow* row) {
+      return row->algo.id == heuristic_pick;
+    });
+    if (pick != rows.end() && !in && pick->status == CandidateStatus::ok && !unsafe(pick->algo) &&
+        pick->median_ms <= final_band * contenders.front()->median_ms)
+      contenders.push_back(&*pick);
   }
   if (contenders.size() < 2) return;
   // One loop length for every contender, from the best first-pass median.
@@ -622,7 +644,14 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
                                        /*apply_benchmark_limit=*/true, counted_probe, first_run,
                                        request.spent_ms);
       const auto final_start = std::chrono::steady_clock::now();
-      if (options.final_round) final_round(choice.timings, options, run, loop);
+      if (options.final_round) {
+        // What the heuristic policy would run (Note [final round]).
+        const auto heuristic = std::find_if(
+            candidates.begin(), candidates.end(),
+            [&](const AlgoInfo& algo) { return !unsafe(algo) && !exclusion(algo, options); });
+        final_round(choice.timings, options, run, loop,
+                    heuristic == candidates.end() ? std::string() : heuristic->id);
+      }
       cost.final_ms = elapsed_ms(final_start);
       search_cost = detail::cat(" (", cost.runs, " full runs ", cost.run_ms, " ms, ", cost.probes,
                                 " probes on a slice ", cost.probe_ms, " ms, final round ",
