@@ -390,6 +390,31 @@ TEST_F(PersistTest, MalformedEntriesAreSkippedNamingTheFieldAndTheRestIsUsed) {
   EXPECT_THROW(tune::parse(text), Error) << "the strict parser rejects the file";
 }
 
+// Note [late plans] (src/ops/dispatch.cpp): an entry's late plans are written only when it has
+// some, read back as written, and a list that is not all strings skips the entry naming the field.
+TEST_F(PersistTest, LatePlansRoundTripAndAMalformedListIsSkipped) {
+  auto late = fake_choice("late", "fake:a", 10);
+  late->late_plans = {"fake:b", "fake:c"};
+  tune::FileRecords records;
+  records.emplace("late", tune::FileRecord{late, 10});
+  records.emplace("none", tune::FileRecord{fake_choice("none", "fake:a", 10), 10});
+  std::string text = tune::serialize(records);
+  EXPECT_EQ(text.find("late_plans"), text.rfind("late_plans")) << "written once: " << text;
+  const tune::FileRecords back = tune::parse(text);
+  EXPECT_EQ(back.at("late").choice->late_plans, late->late_plans);
+  EXPECT_TRUE(back.at("none").choice->late_plans.empty());
+
+  const std::string list = R"("late_plans":["fake:b","fake:c"])";
+  const std::size_t at = text.find(list);
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, list.size(), R"("late_plans":["fake:b",7])");
+  const tune::Parsed parsed = tune::parse_document(text);
+  ASSERT_EQ(parsed.dropped.size(), 1u);
+  EXPECT_NE(parsed.dropped[0].find("('late'): field 'late_plans'"), std::string::npos)
+      << parsed.dropped[0];
+  EXPECT_EQ(parsed.records.count("none"), 1u);
+}
+
 // Writes `count` distinct entries through its own ChoiceCache, one insert (one file write) each.
 void write_entries(const std::string& path, int writer, int count) {
   ChoiceCache cache(CacheFileOptions{CacheMode::readwrite, path, 100000});
