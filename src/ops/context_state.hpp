@@ -11,6 +11,7 @@
 
 #include "core/backend.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -27,6 +28,9 @@ struct CallEntry {
   std::uint64_t cache_generation = 0;
   std::shared_ptr<const Choice> choice;
   std::shared_ptr<void> plan;
+  /// When the choice lists late plans: the earliest time the call asks again whether one is at
+  /// hand (Note [late plans] in src/ops/dispatch.cpp).
+  std::chrono::steady_clock::time_point late_check{};
 };
 
 class ContextState {

@@ -202,16 +202,29 @@ tune::RunOnce budgeted_run(const SelectHooks& hooks, const std::vector<std::stri
 // choice. The entry goes back to the file without the list, with the new timings merged into the
 // old table, so each list is settled once; an id whose plan is not at hand (never saved, or
 // unreadable) is dropped from it.
+// The process that made the choice does the same once a late plan comes to hand: a call whose
+// choice lists late plans asks the backend at most every late_check_interval
+// (Dispatch::late_plan_at_hand), and when one is at hand, selection times those at hand against
+// the choice and keeps the others listed, still compiling (`pending`), so that a long run
+// switches to a faster late plan about when its compile ends rather than at its next start.
+// With `pending` an id not at hand stays listed; without, it is dropped. Returns `kept` itself
+// when nothing was at hand and nothing dropped.
 std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& state,
                                                 const tune::Request& request,
                                                 const SelectHooks& hooks,
-                                                std::shared_ptr<const Choice> kept) {
+                                                std::shared_ptr<const Choice> kept, bool pending) {
   const TuneOptions& options = context.tune();
   std::vector<AlgoInfo> candidates{kept->algo};
   std::vector<std::string> dropped;
+  std::vector<std::string> still_late;
   for (const std::string& id : kept->late_plans) {
+    const bool at_hand = !hooks.at_hand || hooks.at_hand(id);
+    if (!at_hand && pending) {
+      still_late.push_back(id);
+      continue;
+    }
     std::optional<AlgoInfo> current;
-    if (!hooks.at_hand || hooks.at_hand(id)) {
+    if (at_hand) {
       try {
         current = hooks.describe ? hooks.describe(id) : find_listed(hooks.list(), id);
       } catch (const Error&) {
@@ -223,8 +236,9 @@ std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& 
     else
       dropped.push_back(id);
   }
+  if (candidates.size() == 1 && dropped.empty()) return kept;
   auto settled = std::make_shared<Choice>(*kept);
-  settled->late_plans.clear();
+  settled->late_plans = std::move(still_late);
   if (options.verbose && !dropped.empty()) {
     std::cerr << "dnnx: " << request.op << ' ' << to_string(request.direction) << ' '
               << request.desc
@@ -361,6 +375,10 @@ Selected select_locked(Context& context, ContextState& state, tune::Request requ
       if (options.verbose) std::cerr << tune::describe_decision(req, *cached, true) << '\n';
       selected.choice = std::move(cached);
       selected.from_cache = true;
+      if (!selected.choice->late_plans.empty()) {  // Note [late plans], this process's own
+        selected.choice = settle_late_plans(context, state, req, hooks, selected.choice,
+                                            /*pending=*/true);
+      }
       return selected;
     }
     // Note [re-validating persisted choices]
@@ -373,7 +391,8 @@ Selected select_locked(Context& context, ContextState& state, tune::Request requ
       selected.choice = std::move(validated);
       selected.from_cache = true;
       if (!selected.choice->late_plans.empty())  // Note [late plans]
-        selected.choice = settle_late_plans(context, state, req, hooks, selected.choice);
+        selected.choice = settle_late_plans(context, state, req, hooks, selected.choice,
+                                            /*pending=*/false);
       return selected;
     };
     if (hooks.describe) {

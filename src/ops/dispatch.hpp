@@ -49,6 +49,7 @@
 #include "ops/context_state.hpp"
 #include "tune/select.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -67,6 +68,10 @@ namespace dnnx::detail {
 /// "pool fwd [cpu]" style error context of one call.
 ErrorContext op_error_context(const Context& context, OpKind op, Direction direction,
                               std::string repro);
+
+/// How often a call whose choice lists late plans asks whether one is at hand (Note [late
+/// plans] in dispatch.cpp).
+inline constexpr std::chrono::milliseconds late_check_interval{100};
 
 /// What selection may do with the candidates of one (desc, direction).
 struct SelectHooks {
@@ -222,7 +227,8 @@ class Dispatch {
       const ChoiceCache& cache = *context.choice_cache();
       const bool fresh = it != calls.end() && it->second.cache == &cache &&
                          it->second.cache_generation == cache.generation() &&
-                         it->second.options == context.tune();
+                         it->second.options == context.tune() &&
+                         !late_plan_at_hand(state, desc, direction, it->second);
       if (!fresh) {
         // Timing runs on the call's own tensors, unless that would change their state (Note
         // [timing stateful calls]): then on scratch tensors, made only if a candidate is timed.
@@ -366,6 +372,21 @@ class Dispatch {
     std::optional<AlgoInfo> info = op_backend(state).describe_candidate(desc, direction, id);
     if (!info || consumed == nullptr) return info;
     return restrict_to_saved_state({std::move(*info)}, *consumed).front();
+  }
+
+  // Note [late plans] (dispatch.cpp): whether a choice's late plan has come to hand since the
+  // call last asked, asking at most every late_check_interval (a plan not at hand costs the
+  // backend a look, e.g. for a saved file).
+  static bool late_plan_at_hand(ContextState& state, const Desc& desc, Direction direction,
+                                CallEntry& entry) {
+    if (entry.choice->late_plans.empty()) return false;
+    const auto now = std::chrono::steady_clock::now();
+    if (now < entry.late_check) return false;
+    entry.late_check = now + late_check_interval;
+    auto& backend = op_backend(state);
+    return std::any_of(
+        entry.choice->late_plans.begin(), entry.choice->late_plans.end(),
+        [&](const std::string& id) { return backend.plan_at_hand(desc, direction, id); });
   }
 
   struct Key {

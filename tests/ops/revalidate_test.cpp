@@ -416,6 +416,52 @@ TEST_F(LatePlansTest, ASkippedPlanIsListedWithTheChoiceAndTheNextProcessTimesIt)
   EXPECT_EQ(cache_->file_stats().writes, 0u);
 }
 
+// The process that made the choice times a late plan once it is at hand (asked at most every
+// late_check_interval), keeping the one still building listed until it is at hand too.
+TEST_F(LatePlansTest, TheSameProcessTimesEachLatePlanOnceItIsAtHand) {
+  table().candidates = {supported("test:slow"), supported("test:late1"), supported("test:late2")};
+  table().run_us = {{"test:slow", 3000}, {"test:late1", 1500}, {"test:late2", 0}};
+  table().building = {"test:late1", "test:late2"};
+  table().saves_late = {"test:late1", "test:late2"};
+  Context process = context({}, AlgoPolicy::exhaustive());
+  EXPECT_EQ(run(process)->algo.id, "test:slow");
+  const auto wait = [] { std::this_thread::sleep_for(detail::late_check_interval * 3 / 2); };
+
+  // Both still building: the call runs the choice and times nothing.
+  table().reset_counts();
+  wait();
+  EXPECT_EQ(run(process)->algo.id, "test:slow");
+  EXPECT_EQ(table().ran, std::vector<std::string>{"test:slow"});
+
+  // late1 built: timed against the choice and chosen; late2 stays listed.
+  table().building = {"test:late2"};
+  table().at_hand = {"test:late1", "test:late2"};
+  table().reset_counts();
+  wait();
+  auto choice = run(process);
+  EXPECT_EQ(choice->algo.id, "test:late1");
+  EXPECT_EQ(choice->late_plans, std::vector<std::string>{"test:late2"});
+  EXPECT_TRUE(contains(table().ran, "test:slow"));
+  EXPECT_FALSE(contains(table().ran, "test:late2"));
+  EXPECT_EQ(late_on_file(), std::vector<std::string>{"test:late2"});
+
+  // late2 built: timed against the new choice and chosen; nothing is listed any more.
+  table().building.clear();
+  table().reset_counts();
+  wait();
+  choice = run(process);
+  EXPECT_EQ(choice->algo.id, "test:late2");
+  EXPECT_TRUE(choice->late_plans.empty());
+  EXPECT_TRUE(contains(table().ran, "test:late1"));
+  EXPECT_TRUE(late_on_file().empty());
+
+  // Settled: the next calls run the choice alone.
+  table().reset_counts();
+  wait();
+  EXPECT_EQ(run(process)->algo.id, "test:late2");
+  EXPECT_EQ(table().ran, std::vector<std::string>{"test:late2"});
+}
+
 TEST_F(LatePlansTest, TheKeptChoiceStaysWhenItIsFaster) {
   first_process(/*slow_us=*/0, /*late_us=*/3000);
   table().at_hand = {"test:late"};

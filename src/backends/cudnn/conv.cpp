@@ -263,9 +263,10 @@ class CudnnConv final
                                   });
   }
 
-  // Note [late plans]: built already, or saved in the plan store in a form that loads.
+  // Note [late plans]: built already (here or on a builder's thread), or saved in the plan store
+  // in a form that loads.
   bool plan_at_hand(const ConvDesc& desc, Direction direction, const std::string& id) override {
-    if (plans().find(desc, direction, id)) return true;
+    if (plans().find(desc, direction, id) || background_.built({desc, direction, id})) return true;
     if (!store_.enabled()) return false;
     std::string problem;
     const bool saved =

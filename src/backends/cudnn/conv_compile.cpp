@@ -250,6 +250,12 @@ BackgroundBuilds::Outcome BackgroundBuilds::take(const detail::ConvPlanKey& key)
   return hand_over_locked(key, *job);
 }
 
+bool BackgroundBuilds::built(const detail::ConvPlanKey& key) {
+  std::lock_guard lock(mutex_);
+  const auto found = jobs_.find(key);
+  return found != jobs_.end() && found->second->state == State::ready;
+}
+
 bool BackgroundBuilds::when_built(const detail::ConvPlanKey& key,
                                   std::function<void(const detail::ConvPlan&)> save) {
   std::unique_lock lock(mutex_);

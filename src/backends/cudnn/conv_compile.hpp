@@ -78,6 +78,9 @@ class BackgroundBuilds {
   bool when_built(const detail::ConvPlanKey& key,
                   std::function<void(const detail::ConvPlan&)> save);
 
+  /// Whether the build of `key` has finished with a plan that await() or take() would hand over.
+  bool built(const detail::ConvPlanKey& key);
+
   /// How many threads build.
   std::size_t threads() const { return threads_.size(); }
 
