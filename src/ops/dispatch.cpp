@@ -6,12 +6,14 @@
 #include <dnnx/version.hpp>
 
 #include "core/strings.hpp"
+#include "tune/cache_file.hpp"
 
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <iostream>
 #include <random>
+#include <span>
 
 namespace dnnx::detail {
 namespace {
@@ -251,19 +253,15 @@ std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& 
                                   first_run(backend), hooks.loop);
       if (timed.candidates_timed > 0) backend.after_timing();
       state.end_search();  // Note [search workspace]
-      // The new rows replace those of the same ids; the table stays fastest first.
+      // The new rows replace those of the same ids; the chosen row stays first, the rest
+      // fastest first.
       std::vector<ProfileRow> rows = timed.timings;
       for (const ProfileRow& row : kept->timings) {
         if (std::none_of(rows.begin(), rows.end(),
                          [&](const ProfileRow& r) { return r.algo.id == row.algo.id; }))
           rows.push_back(row);
       }
-      std::stable_sort(rows.begin() + 1, rows.end(), [](const ProfileRow& a, const ProfileRow& b) {
-        const bool a_ok = a.status == CandidateStatus::ok;
-        const bool b_ok = b.status == CandidateStatus::ok;
-        if (a_ok != b_ok) return a_ok;
-        return a_ok && a.median_ms < b.median_ms;
-      });
+      tune::sort_fastest_first(std::span(rows).subspan(1));
       settled->algo = timed.algo;
       settled->time_ms = timed.time_ms;
       settled->timings = std::move(rows);
@@ -284,10 +282,7 @@ std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& 
   settled->from_file = false;
   // Newer than the entry it replaces even within the same second: per key, the cache file keeps
   // the newer measurement (Note [journal] in src/tune/cache_file.cpp).
-  settled->measured_at = std::max<std::int64_t>(
-      kept->measured_at + 1, std::chrono::duration_cast<std::chrono::seconds>(
-                                 std::chrono::system_clock::now().time_since_epoch())
-                                 .count());
+  settled->measured_at = std::max(kept->measured_at + 1, tune::now_seconds());
   context.choice_cache()->insert(request.key, settled);
   return settled;
 }
@@ -356,9 +351,7 @@ std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState
   choice->backend = backend.name();
   choice->fingerprint = backend.fingerprint();
   choice->environment = environment_json(backend);
-  choice->measured_at = std::chrono::duration_cast<std::chrono::seconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
+  choice->measured_at = tune::now_seconds();
   context.choice_cache()->insert(request.key, choice);
   return choice;
 }

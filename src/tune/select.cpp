@@ -42,16 +42,6 @@ double median(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
-// Timed rows fastest first, then the rest in their order.
-void sort_fastest_first(std::vector<ProfileRow>& rows) {
-  std::stable_sort(rows.begin(), rows.end(), [](const ProfileRow& a, const ProfileRow& b) {
-    const bool a_ok = a.status == CandidateStatus::ok;
-    const bool b_ok = b.status == CandidateStatus::ok;
-    if (a_ok != b_ok) return a_ok;
-    return a_ok && a.median_ms < b.median_ms;
-  });
-}
-
 // Note [unsafe candidates]: a candidate marked overflow_risk (e.g. a cuDNN mode that takes exp(x)
 // without subtracting the maximum, inf above ~88) is correct only for inputs the caller knows to
 // be bounded. It is listed, profiled and runs when named by id (fixed:<id>), but no automatic
@@ -88,20 +78,30 @@ double elapsed_ms(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
+// The first admissible candidate matching `accept`, or null.
+template <typename Accept>
+const AlgoInfo* find_admissible(const std::vector<AlgoInfo>& candidates, const TuneOptions& options,
+                                Accept accept) {
+  for (const AlgoInfo& algo : candidates) {
+    if (accept(algo) && !exclusion(algo, options)) return &algo;
+  }
+  return nullptr;
+}
+
+// What the heuristic policy runs: the first admissible candidate an automatic policy may pick.
+bool heuristic_may_pick(const AlgoInfo& algo) { return !unsafe(algo); }
+
 // The first admissible candidate matching `accept`, or an Unsupported error that says what
 // excluded each candidate, so a user sees e.g. that a workspace limit of 0 ruled out everything.
 template <typename Accept>
 const AlgoInfo& first_admissible(const Request& request, const std::vector<AlgoInfo>& candidates,
                                  const TuneOptions& options, Accept accept,
                                  std::string_view wanted) {
+  if (const AlgoInfo* found = find_admissible(candidates, options, accept)) return *found;
   std::vector<std::string> excluded;
   for (const AlgoInfo& algo : candidates) {
     if (!accept(algo)) continue;
-    if (auto why = exclusion(algo, options)) {
-      excluded.push_back(algo.id + ": " + why->detail);
-      continue;
-    }
-    return algo;
+    if (auto why = exclusion(algo, options)) excluded.push_back(algo.id + ": " + why->detail);
   }
   detail::raise(
       ErrorKind::Unsupported,
@@ -111,6 +111,15 @@ const AlgoInfo& first_admissible(const Request& request, const std::vector<AlgoI
 }
 
 }  // namespace
+
+void sort_fastest_first(std::span<ProfileRow> rows) {
+  std::stable_sort(rows.begin(), rows.end(), [](const ProfileRow& a, const ProfileRow& b) {
+    const bool a_ok = a.status == CandidateStatus::ok;
+    const bool b_ok = b.status == CandidateStatus::ok;
+    if (a_ok != b_ok) return a_ok;
+    return a_ok && a.median_ms < b.median_ms;
+  });
+}
 
 std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& options) {
   if (!algo.supported) return Exclusion{CandidateStatus::unsupported, algo.reason};
@@ -501,17 +510,13 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
     if (contenders.size() == final_contenders) break;
   }
   // The heuristic's pick, timed within the band but not among the fastest few, contends too.
-  if (!contenders.empty() && !heuristic_pick.empty()) {
-    const auto pick = std::find_if(rows.begin(), rows.end(), [&](const ProfileRow& row) {
-      return row.algo.id == heuristic_pick;
-    });
-    const bool in = std::any_of(contenders.begin(), contenders.end(), [&](const ProfileRow* row) {
-      return row->algo.id == heuristic_pick;
-    });
-    if (pick != rows.end() && !in && pick->status == CandidateStatus::ok && !unsafe(pick->algo) &&
-        pick->median_ms <= final_band * contenders.front()->median_ms)
-      contenders.push_back(&*pick);
-  }
+  const auto pick = std::find_if(rows.begin(), rows.end(), [&](const ProfileRow& row) {
+    return row.algo.id == heuristic_pick;
+  });
+  if (!contenders.empty() && pick != rows.end() && pick->status == CandidateStatus::ok &&
+      pick->median_ms <= final_band * contenders.front()->median_ms &&
+      std::find(contenders.begin(), contenders.end(), &*pick) == contenders.end())
+    contenders.push_back(&*pick);
   if (contenders.size() < 2) return;
   // One loop length for every contender, from the best first-pass median.
   const double best = contenders.front()->median_ms;
@@ -561,9 +566,7 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
 
   switch (policy.kind) {
     case PolicyKind::heuristic:
-      choice.algo = first_admissible(
-          request, candidates, options, [](const AlgoInfo& algo) { return !unsafe(algo); },
-          "heuristic");
+      choice.algo = first_admissible(request, candidates, options, heuristic_may_pick, "heuristic");
       break;
     case PolicyKind::family: {
       const bool known = std::find(std::begin(family_names), std::end(family_names),
@@ -646,11 +649,9 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
       const auto final_start = std::chrono::steady_clock::now();
       if (options.final_round) {
         // What the heuristic policy would run (Note [final round]).
-        const auto heuristic = std::find_if(
-            candidates.begin(), candidates.end(),
-            [&](const AlgoInfo& algo) { return !unsafe(algo) && !exclusion(algo, options); });
+        const AlgoInfo* heuristic = find_admissible(candidates, options, heuristic_may_pick);
         final_round(choice.timings, options, run, loop,
-                    heuristic == candidates.end() ? std::string() : heuristic->id);
+                    heuristic != nullptr ? heuristic->id : std::string());
       }
       cost.final_ms = elapsed_ms(final_start);
       search_cost = detail::cat(" (", cost.runs, " full runs ", cost.run_ms, " ms, ", cost.probes,

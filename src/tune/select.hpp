@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -114,6 +115,9 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
                                         bool apply_benchmark_limit, const ProbeOnce& probe = {},
                                         FirstRun first_run = FirstRun::may_be_cold,
                                         double spent_ms = 0);
+
+/// Sorts timed (ok) rows fastest first, the others after them in their order (stable).
+void sort_fastest_first(std::span<ProfileRow> rows);
 
 /// The row an exhaustive search chooses among `rows` (fastest first, as time_candidates() and the
 /// final round leave them): the fastest timed one an automatic policy may pick (Note [unsafe
