@@ -25,23 +25,26 @@ std::size_t build_threads() {
 
 // Note [background builds at exit]
 // A build still running when its search ends goes on (it is kept for whoever asks next), so a
-// process may reach exit() with a thread inside nvrtcCompileProgram. The backends that own the
-// builders are never destroyed (Note [static destruction] in src/ops/context_state.hpp), so
-// nothing would join that thread: exit runs the libraries' static destructors (NVRTC's among
-// them) under it, and the process died with SIGSEGV inside NVRTC after every test had passed
-// (cudnn_conv_describe_test; likely also the suite run of cudnn_conv_bench that died on
-// odd_sizes and U-Net). So every builder is listed here, and an exit handler stops them all: queued
-// builds are dropped, running ones finish, the threads are joined, and only then do the
-// destructors run. exit() calls handlers and destructors in the reverse order of their
-// registration, and NVRTC's are registered when cuDNN first loads it, after the process started:
-// the handler is registered when a builder first starts its threads (cuDNN has listed the
-// runtime-compiled engines by then) and again after the process's first build has finished
-// (anything NVRTC sets up during a compile exists by then), each time later than what it must
-// precede. A build running at exit delays the exit by what is left of it, and its plan is not
-// saved then (Note [late plans] in src/ops/dispatch.cpp): serializing it while the exit handlers
-// run crashed the process (SIGSEGV after cudnn_conv_describe_test's last test had passed, and in
-// the odd-size suite run of cudnn_conv_bench), most likely in state cuDNN set up for its first
-// serialization after this handler was registered, which exit() destroys before running it.
+// process may reach exit() with a thread inside nvrtcCompileProgram or saving a plan. The
+// backends that own the builders are never destroyed (Note [static destruction] in
+// src/ops/context_state.hpp), so nothing would join that thread: exit would run the libraries'
+// static destructors (NVRTC's, cuDNN's) under it. So every builder is listed here, and an exit
+// handler stops them all: queued builds are dropped, running ones finish without saving their
+// plan, the threads are joined, and only then do the destructors run.
+// exit() calls handlers and destructors in the reverse order of their registration, and cuDNN
+// and NVRTC register theirs lazily, when a feature is first used: NVRTC's when cuDNN first loads
+// it, cuDNN's serializer's at its first save (on any thread), and more we cannot see. The stop
+// handler must run before all of them, so it is registered again whenever a builder thread is
+// about to call into cuDNN (a build, a save) and once that call has returned: then it is later
+// than whatever cuDNN set up before or during the call. With the handler registered only when
+// the first threads started and after the first build, cudnn_conv_describe_test died with
+// SIGSEGV once and hung once after its last test had passed: its first plan saves (Note [late
+// plans] in src/ops/dispatch.cpp) came after those registrations, so a builder thread could
+// still be compiling or saving while exit destroyed what cuDNN set up for them. The
+// registrations are a few per build, each a few bytes, and the repeated handler only finds the
+// builders stopped. What stays exposed is an exit during the process's very first use of a
+// feature on a builder thread (the state cuDNN creates during that call registers after the
+// handler).
 std::mutex& builders_mutex() {
   static auto* mutex = new std::mutex;  // never destroyed: the exit handler may run last
   return *mutex;
@@ -54,11 +57,9 @@ void stop_every_builder() {
   std::lock_guard lock(builders_mutex());
   for (BackgroundBuilds* builder : builders()) builder->stop();
 }
-void stop_builders_at_exit(std::once_flag& once) {
-  std::call_once(once, [] { std::atexit(stop_every_builder); });
-}
-std::once_flag at_first_threads;
-std::once_flag after_first_build;
+// Registers stop_every_builder to run before every exit handler registered so far (Note
+// [background builds at exit]); once exit has run the handlers, registering fails, harmlessly.
+void stop_builders_first_at_exit() { std::atexit(stop_every_builder); }
 
 // Verbose: what became of one background compile.
 void report(const BackgroundBuilds::Request& request, const std::string& what,
@@ -122,7 +123,7 @@ void BackgroundBuilds::submit(const std::vector<Request>& requests, Clock::time_
       queue_.push_back(std::move(job));
     }
     if (threads_.empty() && !stopping_) {
-      stop_builders_at_exit(at_first_threads);
+      stop_builders_first_at_exit();
       const std::size_t count = build_threads();
       for (std::size_t slot = 0; slot < count; ++slot)
         threads_.emplace_back([this, slot] { work(slot); });
@@ -153,6 +154,7 @@ void BackgroundBuilds::work(std::size_t slot) {
     const Request request = job->request;
     const Clock::time_point began = Clock::now();
     lock.unlock();
+    stop_builders_first_at_exit();
     std::shared_ptr<detail::ConvPlan> plan;
     std::string error;
     double handle_ms = 0;
@@ -172,7 +174,7 @@ void BackgroundBuilds::work(std::size_t slot) {
     } catch (const std::exception& e) {
       error = e.what();
     }
-    stop_builders_at_exit(after_first_build);
+    stop_builders_first_at_exit();
     if (runtime_->verbose()) {
       const auto ms = [](Clock::duration d) {
         return std::chrono::duration<double, std::milli>(d).count();
@@ -191,7 +193,9 @@ void BackgroundBuilds::work(std::size_t slot) {
     // the file system's view of a test's temporary folder) may be gone already.
     if (auto save = std::move(job->on_built); save && plan && !stopping_) {
       lock.unlock();
+      stop_builders_first_at_exit();
       save(*plan);
+      stop_builders_first_at_exit();
       lock.lock();
     }
     job->plan = std::move(plan);
