@@ -387,6 +387,46 @@ TEST(CudnnSearch, RuntimeCompiledCandidatesAreTimedWithinTheBudget) {
             << ")\n";
 }
 
+// Note [probing runtime-compiled candidates]: on DeepLabV3's l4.downsample bwd_weights (a dense
+// 1x1 of 1024 -> 2048 channels at 65x65, batch 16, f16), one run of cuDNN's runtime-compiled
+// engine 19 took 3.7 s against 0.36 ms for the best before its plan for the probe's slice was
+// compiled too. With a budget that lets every plan compile, a runtime-compiled candidate that
+// is not one of the heuristics' top picks is timed on a slice before any full run, so one that
+// slow is abandoned there.
+TEST(CudnnSearch, RuntimeCompiledCandidatesAreProbedOnASlice) {
+  DNNX_REQUIRE_GPU();
+  const ScopedEnv rtc("DNNX_CUDNN_RUNTIME_COMPILED", nullptr);
+  const ScopedEnv budget("DNNX_CUDNN_COMPILE_BUDGET", "60");
+  const ScopedEnv dir("DNNX_PLAN_DIR", "off");
+  Context context = cudnn_context();
+  context.tune().bwd_weights = AlgoPolicy::exhaustive();
+  const ConvDesc desc = make_desc({16, 1024, 65, 65}, {2048, 1024, 1, 1}, 1, 0, 1, 1, DType::f16,
+                                  Layout::channels_last);
+  const test::ConvOperands host =
+      test::random_conv_operands(desc, Direction::bwd_weights, test::seed_from(desc.key()));
+  Tensor diff_weights =
+      test::device_copy(test::nan_tensor(test::conv_output_dims(desc, Direction::bwd_weights),
+                                         desc.dtype, desc.layout),
+                        context);
+  const std::shared_ptr<const Choice> choice =
+      conv_bwd_weights(context, desc, test::device_copy(host.src, context),
+                       test::device_copy(host.diff_dst, context), diff_weights);
+  std::size_t compiled = 0, on_a_slice = 0;
+  for (const ProfileRow& row : choice->timings) {
+    if (!row.algo.has_note("runtime_compiled")) continue;
+    ++compiled;
+    EXPECT_NE(row.status, CandidateStatus::not_timed) << row.algo.id << ": " << row.detail;
+    on_a_slice += row.detail.find("a run on a slice") != std::string::npos;
+    std::cout << "[ cudnn    ] " << row.algo.id << ' ' << to_string(row.status) << ' '
+              << row.median_ms << " ms: " << row.detail << '\n';
+  }
+  ASSERT_GT(compiled, 0u) << "no runtime-compiled candidate listed for " << desc;
+  EXPECT_GT(on_a_slice, 0u) << "no runtime-compiled candidate was probed on a slice";
+  std::cout << "[ cudnn    ] dense 1x1 bwd_weights: " << choice->algo.id << ' ' << choice->time_ms
+            << " ms; search " << choice->tuning_ms << " ms (time " << choice->search.time_ms
+            << ")\n";
+}
+
 // ---- saved plans -----------------------------------------------------------------------------
 
 // Note [saved plans]: a runtime-compiled plan kept by one context is loaded, not compiled, by the

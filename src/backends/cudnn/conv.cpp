@@ -46,6 +46,28 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
+// Note [probing runtime-compiled candidates]
+// A runtime-compiled candidate gets no plan on a probe's slice unless it is compiled for it, and
+// without a probe its single full run decides (Note [probing slow candidates] in
+// src/tune/select.cpp). Those runs were the slowest part of the slowest searches: on an H200,
+// DeepLabV3's l4.downsample bwd_weights in f16 (batch 16, 1024 -> 2048 channels, 1x1, 65x65)
+// spent 3.7 of a 4.2 s search in one run of cuDNN's engine 19 (a kernel for depthwise shapes),
+// against 0.36 ms for the best, and its ASPP and forward rows 0.2-0.9 s each in engines 80 and
+// 84 (docs/benchmarks.md, "GPU convolution beyond ResNet-50"). So when a search first prepares
+// its probes (its smallest slice), the plans of its runtime-compiled candidates for that slice
+// are compiled on the background builders too, under the search's compile deadline, behind the
+// full plans already queued; a probe of such a candidate waits for its slice plan at most until
+// that deadline (the bound of the wait for its full plan too), and without one the full run
+// decides as before. A slice plan that finishes after its search stays with the builders, for a
+// later search's probe of the same slice. Larger slices are not compiled: a candidate that passes
+// the smallest slice goes to its full run. The deadline comes from the searching thread's last
+// start_compiles(), which the same search's prepare() called before it probes.
+struct SearchCompiles {
+  Clock::time_point deadline{};
+  bool slices_submitted = false;  // the search's first prepare_probes() has run
+};
+thread_local SearchCompiles this_search;
+
 // Note [cudnn conv candidates]
 // A candidate is listed as data: its AlgoInfo and, per kind, what building its plan takes, so a
 // plan is built from the candidate and never from its id:
@@ -356,7 +378,7 @@ class CudnnConv final
                                                const std::string& id) override {
     const std::shared_ptr<const Candidate> candidate = recorded(direction, id);
     if (!candidate) return nullptr;  // never listed: nothing says what it would run
-    if (candidate->runtime_compiled) return nullptr;  // see prepare_probes()
+    if (candidate->runtime_compiled) return compiled_probe_plan(desc, direction, *candidate);
     std::lock_guard lock(probe_mutex_);
     return probe_plan_locked(desc, direction, *candidate);
   }
@@ -366,6 +388,8 @@ class CudnnConv final
   void prepare_probes(const ConvDesc& desc, Direction direction,
                       const std::vector<std::string>& ids) override {
     std::vector<Build> to_build;
+    std::vector<BackgroundBuilds::Request> compiled;  // Note [probing runtime-compiled candidates]
+    const bool first_slice = !std::exchange(this_search.slices_submitted, true);
     {
       std::lock_guard lock(probe_mutex_);
       const std::optional<ConvDesc> padded = channel_padded(desc);
@@ -378,14 +402,25 @@ class CudnnConv final
           build_desc = &*padded;
           candidate = candidate->inner;
         }
-        // A runtime-compiled plan would compile for seconds to time a slice: the full run decides.
-        if (candidate->kind != Candidate::Kind::engine || candidate->runtime_compiled) continue;
+        if (candidate->kind != Candidate::Kind::engine) continue;
         detail::ConvPlanKey key{*build_desc, direction, candidate->info.id};
         if (probe_plans_.count(key) != 0) continue;
+        if (candidate->runtime_compiled) {
+          if (first_slice)
+            compiled.push_back({std::move(key), unlisted_info(id), candidate->config});
+          continue;
+        }
         std::shared_ptr<OperationGraph> graph = probe_graph_locked(*build_desc, direction);
         if (!graph) continue;
         queue(to_build, std::move(key), unlisted_info(candidate->info.id), std::move(graph),
               candidate->config);
+      }
+    }
+    if (!compiled.empty() && Clock::now() < this_search.deadline) {
+      background_.submit(compiled, this_search.deadline);
+      if (runtime_->verbose()) {
+        std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": "
+                  << compiled.size() << " runtime-compiled plans compiling for probes\n";
       }
     }
     const auto built = build_in_parallel(to_build, desc, direction);
@@ -564,6 +599,7 @@ class CudnnConv final
     }
     const auto budget = std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(runtime_->settings().compile_budget_s));
+    this_search = {start + budget, false};  // Note [probing runtime-compiled candidates]
     background_.submit(to_compile, start + budget);
     std::vector<std::string> ids;
     for (const BackgroundBuilds::Request& request : to_compile) ids.push_back(request.key.id);
@@ -645,6 +681,25 @@ class CudnnConv final
     const auto& by_id = records_[static_cast<std::size_t>(direction)];
     const auto found = by_id.find(id);
     return found == by_id.end() ? nullptr : found->second;
+  }
+
+  // Note [probing runtime-compiled candidates]: the slice plan prepare_probes() queued, waited
+  // for until the search's compile deadline; null when it is not built by then (the full run
+  // decides), failed, or was never queued (a larger slice).
+  std::shared_ptr<detail::ConvPlan> compiled_probe_plan(const ConvDesc& desc, Direction direction,
+                                                        const Candidate& candidate) {
+    const detail::ConvPlanKey key{desc, direction, candidate.info.id};
+    {
+      std::lock_guard lock(probe_mutex_);
+      if (auto found = probe_plans_.find(key); found != probe_plans_.end()) return found->second;
+    }
+    BackgroundBuilds::Outcome outcome = background_.await(key);
+    if (outcome.state != BackgroundBuilds::State::ready &&
+        outcome.state != BackgroundBuilds::State::failed)
+      return nullptr;  // a build still running stays for a later search's probe
+    std::lock_guard lock(probe_mutex_);
+    probe_plans_.emplace(key, outcome.plan);  // null when it failed: this config cannot run it
+    return outcome.plan;
   }
 
   std::shared_ptr<detail::ConvPlan> probe_plan_locked(const ConvDesc& desc, Direction direction,

@@ -53,7 +53,9 @@
 // candidates by default, at a cost kept in bounds:
 //   - they are listed after every other supported candidate (conv.cpp, Note [cudnn candidate
 //     order]), so the heuristic policy compiles only when nothing else can run, and no knob
-//     variants or probes are made of them (each would compile), nor channel-padded wrappers;
+//     variants are made of them (each would compile), nor channel-padded wrappers; their plans
+//     for a search's smallest probe slice compile in the background too, once the search
+//     starts probing (Note [probing runtime-compiled candidates] in conv.cpp);
 //   - an exhaustive search (and a profile) compiles their plans on background threads, each
 //     with a cuDNN handle of its own (conv_compile.hpp), in listing order, so heuristics modes
 //     A and B's picks first, while the main thread times every other candidate; then it waits
