@@ -56,14 +56,19 @@ double ms_since(Clock::time_point start) {
 // 84 (docs/benchmarks.md, "GPU convolution beyond ResNet-50"). So when a search first prepares
 // its probes (its smallest slice), the plans of its runtime-compiled candidates for that slice
 // are compiled on the background builders too, under the search's compile deadline, behind the
-// full plans already queued; a probe of such a candidate waits for its slice plan at most until
-// that deadline (the bound of the wait for its full plan too), and without one the full run
-// decides as before. A slice plan that finishes after its search stays with the builders, for a
-// later search's probe of the same slice. Larger slices are not compiled: a candidate that passes
-// the smallest slice goes to its full run. The deadline comes from the searching thread's last
-// start_compiles(), which the same search's prepare() called before it probes.
+// full plans already queued. A probe of such a candidate whose full plan is still compiling
+// waits for its slice plan at most until that deadline: the search would wait for the full plan
+// anyway, under the same deadline, and the slice's compile started soon after it. A candidate
+// whose full plan is at hand (built, or loaded from the plan store as in the settling of late
+// plans) takes the slice plan only if it is built already: it never waits for one. Without a slice
+// plan the full run decides as before. A slice plan that finishes after its search stays with the
+// builders, for a later probe of the same slice. Larger slices are not compiled: a candidate that
+// passes the smallest slice goes to its full run. The deadline comes from the searching thread's
+// last start_compiles(), which the same search's prepare() called before it probes.
 struct SearchCompiles {
   Clock::time_point deadline{};
+  ConvDesc desc;  // the search's, with its direction: where its full plans are found
+  Direction direction = Direction::fwd;
   bool slices_submitted = false;  // the search's first prepare_probes() has run
 };
 thread_local SearchCompiles this_search;
@@ -406,7 +411,10 @@ class CudnnConv final
         detail::ConvPlanKey key{*build_desc, direction, candidate->info.id};
         if (probe_plans_.count(key) != 0) continue;
         if (candidate->runtime_compiled) {
-          if (first_slice)
+          // A full plan at hand (loaded from the plan store) does not wait for its slice plan.
+          const bool full_at_hand = this_search.direction == direction &&
+                                    plans().find(this_search.desc, direction, id) != nullptr;
+          if (first_slice && !full_at_hand)
             compiled.push_back({std::move(key), unlisted_info(id), candidate->config});
           continue;
         }
@@ -599,7 +607,8 @@ class CudnnConv final
     }
     const auto budget = std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(runtime_->settings().compile_budget_s));
-    this_search = {start + budget, false};  // Note [probing runtime-compiled candidates]
+    // Note [probing runtime-compiled candidates]
+    this_search = {start + budget, desc, direction, false};
     background_.submit(to_compile, start + budget);
     std::vector<std::string> ids;
     for (const BackgroundBuilds::Request& request : to_compile) ids.push_back(request.key.id);
@@ -684,15 +693,22 @@ class CudnnConv final
   }
 
   // Note [probing runtime-compiled candidates]: the slice plan prepare_probes() queued, waited
-  // for until the search's compile deadline; null when it is not built by then (the full run
-  // decides), failed, or was never queued (a larger slice).
+  // for until the search's compile deadline while the candidate's full plan is compiling too;
+  // null when it is not built by then (the full run decides), failed, or was never queued (a
+  // larger slice).
   std::shared_ptr<detail::ConvPlan> compiled_probe_plan(const ConvDesc& desc, Direction direction,
                                                         const Candidate& candidate) {
-    const detail::ConvPlanKey key{desc, direction, candidate.info.id};
+    const std::string& id = candidate.info.id;
+    const detail::ConvPlanKey key{desc, direction, id};
     {
       std::lock_guard lock(probe_mutex_);
       if (auto found = probe_plans_.find(key); found != probe_plans_.end()) return found->second;
     }
+    const bool full_at_hand =
+        this_search.direction != direction ||
+        plans().find(this_search.desc, direction, id) != nullptr ||
+        background_.built(detail::ConvPlanKey{this_search.desc, direction, id});
+    if (full_at_hand && !background_.built(key)) return nullptr;
     BackgroundBuilds::Outcome outcome = background_.await(key);
     if (outcome.state != BackgroundBuilds::State::ready &&
         outcome.state != BackgroundBuilds::State::failed)

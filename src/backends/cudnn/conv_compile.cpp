@@ -41,8 +41,9 @@ std::size_t build_threads() {
 // SIGSEGV once and hung once after its last test had passed: its first plan saves (Note [late
 // plans] in src/ops/dispatch.cpp) came after those registrations, so a builder thread could
 // still be compiling or saving while exit destroyed what cuDNN set up for them. The
-// registrations are a few per build, each a few bytes, and the repeated handler only finds the
-// builders stopped. What stays exposed is an exit during the process's very first use of a
+// registrations are at most four per build, each a few bytes (a build happens once per
+// runtime-compiled candidate of a new shape), and the repeated handler only finds the builders
+// stopped. What stays exposed is an exit during the process's very first use of a
 // feature on a builder thread (the state cuDNN creates during that call registers after the
 // handler).
 std::mutex& builders_mutex() {
