@@ -280,3 +280,26 @@ def test_batched_matmul_and_beta(ctx):
     assert desc.broadcast_b
     assert dnnx.matmul.fwd(desc, a, shared, out=out, ctx=ctx) is out
     close(out, a @ shared + 1)
+
+
+def test_matmul_with_a_shared_by_the_batch(ctx):
+    # torch.matmul of a matrix and a batch: the matrix serves every product, and its gradient
+    # sums over the batch.
+    w = torch.randn(4, 5, requires_grad=True)
+    x = torch.randn(3, 5, 6, requires_grad=True)
+    desc = dnnx.matmul.desc_for(w, x)
+    assert desc.broadcast_a and not desc.broadcast_b and desc.batch == 3
+    assert tuple(desc.a_dims()) == (4, 5)
+    y = torch.matmul(w, x)
+    close(dnnx.matmul.fwd(desc, w, x, ctx=ctx), y)
+    dy = torch.randn_like(y)
+    y.backward(dy)
+    close(dnnx.matmul.bwd_data(desc, dy, x, ctx=ctx), w.grad)
+    close(dnnx.matmul.bwd_weights(desc, w, dy, ctx=ctx), x.grad)
+    transposed = dnnx.matmul.desc_for(w.detach().t().contiguous(), x, transpose_a=True)
+    assert transposed.broadcast_a
+    close(dnnx.matmul.bwd_data(transposed, dy, x, ctx=ctx), w.grad.t())
+    with pytest.raises(dnnx.InvalidArgument):  # batches that differ
+        dnnx.matmul.desc_for(torch.randn(2, 4, 5), x)
+    with pytest.raises(dnnx.InvalidArgument):  # both shared: batch 1 says it
+        dnnx.MatmulDesc(batch=3, m=4, n=6, k=5, broadcast_a=True, broadcast_b=True).validate()

@@ -69,11 +69,17 @@ void MatmulDesc::validate() const {
   size("n", n);
   size("k", k);
   // Note [size limits]: each product of two sizes fits; a tensor's count must too.
-  detail::checked_count(matrix_dims(batch, m, k), "a dims");
+  detail::checked_count(matrix_dims(broadcast_a ? 1 : batch, m, k), "a dims");
   detail::checked_count(matrix_dims(broadcast_b ? 1 : batch, k, n), "b dims");
   detail::checked_count(matrix_dims(batch, m, n), "dst dims");
   DNNX_CHECK_ARG(!broadcast_b || batch > 1, "broadcast_b shares b between the products of a "
                  "batch, but batch is 1 (leave broadcast_b false)");
+  DNNX_CHECK_ARG(!broadcast_a || batch > 1,
+                 "broadcast_a shares a between the products of a "
+                 "batch, but batch is 1 (leave broadcast_a false)");
+  DNNX_CHECK_ARG(!(broadcast_a && broadcast_b),
+                 "broadcast_a and broadcast_b together would make every product of the batch the "
+                 "same one (use batch 1, or share only one of a and b)");
   DNNX_CHECK_ARG(is_floating(dtype), "dtype must be f32, f16 or bf16, got ", to_string(dtype));
   DNNX_CHECK_ARG(std::isfinite(alpha), "alpha must be finite, got ", shortest(alpha));
   DNNX_CHECK_ARG(std::isfinite(beta), "beta must be finite, got ", shortest(beta));
@@ -85,7 +91,8 @@ void MatmulDesc::validate() const {
 
 Dims MatmulDesc::a_dims() const {
   check_sizes(*this);
-  return transpose_a ? matrix_dims(batch, k, m) : matrix_dims(batch, m, k);
+  const std::int64_t a_batch = broadcast_a ? 1 : batch;
+  return transpose_a ? matrix_dims(a_batch, k, m) : matrix_dims(a_batch, m, k);
 }
 
 Dims MatmulDesc::b_dims() const {
@@ -114,8 +121,9 @@ std::string MatmulDesc::repro(Direction direction) const {
   std::ostringstream out;
   out << "dnnx profile matmul --batch " << batch << " --m " << m << " --n " << n << " --k " << k
       << (transpose_a ? " --transpose-a" : "") << (transpose_b ? " --transpose-b" : "")
-      << (broadcast_b ? " --broadcast-b" : "") << (bias ? " --bias" : "") << " --alpha "
-      << shortest(alpha) << " --beta " << shortest(beta) << " --dtype " << to_string(dtype);
+      << (broadcast_a ? " --broadcast-a" : "") << (broadcast_b ? " --broadcast-b" : "")
+      << (bias ? " --bias" : "") << " --alpha " << shortest(alpha) << " --beta " << shortest(beta)
+      << " --dtype " << to_string(dtype);
   if (activation != MatmulActivation::none) out << " --activation " << to_string(activation);
   out << " --direction " << to_string(direction);
   return out.str();
@@ -125,8 +133,9 @@ std::string MatmulDesc::key() const {
   std::ostringstream out;
   out << "matmul batch=" << batch << " m=" << m << " n=" << n << " k=" << k << " a"
       << (transpose_a ? "T" : "N") << " b" << (transpose_b ? "T" : "N")
-      << (broadcast_b ? " shared_b" : "") << (bias ? " +bias" : "")
-      << " alpha=" << shortest(alpha) << " beta=" << shortest(beta) << ' ' << to_string(dtype);
+      << (broadcast_a ? " shared_a" : "") << (broadcast_b ? " shared_b" : "")
+      << (bias ? " +bias" : "") << " alpha=" << shortest(alpha) << " beta=" << shortest(beta) << ' '
+      << to_string(dtype);
   // Left out for none, so that the keys of descs without activation stay what they were.
   if (activation != MatmulActivation::none) out << " act=" << to_string(activation);
   return out.str();
@@ -140,7 +149,7 @@ std::size_t MatmulDesc::hash() const {
   mix(static_cast<std::uint64_t>(n));
   mix(static_cast<std::uint64_t>(k));
   mix((transpose_a ? 1u : 0u) | (transpose_b ? 2u : 0u) | (broadcast_b ? 4u : 0u) |
-      (bias ? 8u : 0u));
+      (bias ? 8u : 0u) | (broadcast_a ? 16u : 0u));
   mix(detail::hash_bits(alpha));
   mix(detail::hash_bits(beta));
   mix(static_cast<std::uint64_t>(dtype));

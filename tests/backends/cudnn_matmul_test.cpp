@@ -90,6 +90,12 @@ std::vector<Case> cases() {
         name += "_bias";
         out.push_back({name, desc_of(3, 17, 9, 33, ta, tb, broadcast, true)});
       }
+      // a shared by the batch: its gradient is one GEMM per product into the one diff_a.
+      MatmulDesc shared_a = desc_of(3, 17, 9, 33, ta, tb, false, true);
+      shared_a.broadcast_a = true;
+      out.push_back({std::string("batch_3x17x9x33") + (ta ? "_ta" : "") + (tb ? "_tb" : "") +
+                         "_shared_a_bias",
+                     shared_a});
     }
   }
   return out;
@@ -202,7 +208,7 @@ Tolerance tolerance_for(DType dtype, std::int64_t terms, bool tf32) {
 // The length of each output element's sum.
 std::int64_t terms_of(const MatmulDesc& d, Direction direction) {
   switch (direction) {
-    case Direction::bwd_data: return d.n;
+    case Direction::bwd_data: return d.broadcast_a ? d.batch * d.n : d.n;
     case Direction::bwd_weights: return d.broadcast_b ? d.batch * d.m : d.m;
     default: return d.k;
   }

@@ -41,6 +41,12 @@ TEST(MatmulDesc, ShapesFollowTransposesBatchAndSharing) {
   EXPECT_EQ(d.b_dims(), (Dims{3, 4}));
   EXPECT_EQ(d.bias_dims(), (Dims{3}));
   EXPECT_DOUBLE_EQ(d.flops(), 2.0 * 5 * 2 * 3 * 4);
+  d.broadcast_b = false, d.broadcast_a = true;
+  EXPECT_EQ(d.a_dims(), (Dims{4, 2}));
+  EXPECT_EQ(d.b_dims(), (Dims{5, 3, 4}));
+  EXPECT_EQ(d.dst_dims(), (Dims{5, 2, 3}));
+  EXPECT_NE(d.key().find(" shared_a"), std::string::npos) << d.key();
+  EXPECT_NE(d.repro(Direction::bwd_data).find(" --broadcast-a"), std::string::npos);
 }
 
 TEST(MatmulDesc, LinearIsOutByInWeights) {
@@ -56,7 +62,7 @@ TEST(MatmulDesc, LinearIsOutByInWeights) {
 
 TEST(MatmulDesc, KeysAndHashesTellEveryFieldApart) {
   const MatmulDesc base = MatmulDesc::linear(8, 4, 2);
-  std::vector<MatmulDesc> variants(9, base);
+  std::vector<MatmulDesc> variants(10, base);
   variants[1].transpose_a = true;
   variants[2].transpose_b = false;
   variants[3].bias = false;
@@ -65,6 +71,7 @@ TEST(MatmulDesc, KeysAndHashesTellEveryFieldApart) {
   variants[6].dtype = DType::bf16;
   variants[7].batch = 2, variants[7].broadcast_b = true;
   variants[8].k = 5;
+  variants[9].batch = 2, variants[9].broadcast_a = true;
   for (std::size_t i = 0; i < variants.size(); ++i) {
     for (std::size_t j = i + 1; j < variants.size(); ++j) {
       EXPECT_NE(variants[i].key(), variants[j].key()) << i << " " << j;
@@ -211,6 +218,30 @@ TEST(MatmulSemantics, SharedBGradientSumsTheBatch) {
   Tensor dst = nan_tensor({2, 1, 1}, DType::f32, rows);
   matmul_fwd(context, d, a, host({2, 1}, {1, 1}), dst);
   EXPECT_EQ(dst.to_f32(), (std::vector<float>{3, 7}));
+}
+
+// An a shared by the batch (a matrix times a batch, as torch.matmul broadcasts it) serves every
+// product and gets the gradient summed over the batch, on every host backend.
+TEST(MatmulSemantics, SharedAGradientSumsTheBatch) {
+  for (const BackendKind backend : {BackendKind::reference, BackendKind::cpu}) {
+    if (!backend_available(backend)) continue;
+    SCOPED_TRACE(to_string(backend));
+    Context context(backend);
+    MatmulDesc d;
+    d.batch = 2, d.m = 1, d.n = 1, d.k = 2, d.broadcast_a = true;
+    const Tensor a = host({1, 2}, {1, 2});
+    const Tensor b = host({2, 2, 1}, {3, 4, 5, 6});
+    Tensor dst = nan_tensor({2, 1, 1}, DType::f32, rows);
+    matmul_fwd(context, d, a, b, dst);
+    EXPECT_EQ(dst.to_f32(), (std::vector<float>{11, 17}));  // [1 2].[3 4], [1 2].[5 6]
+    const Tensor g = host({2, 1, 1}, {1, 10});
+    Tensor diff_a = nan_tensor({1, 2}, DType::f32, rows);
+    matmul_bwd_data(context, d, g, b, diff_a);
+    EXPECT_EQ(diff_a.to_f32(), (std::vector<float>{53, 64}));  // 1*[3 4] + 10*[5 6]
+    Tensor diff_b = nan_tensor({2, 2, 1}, DType::f32, rows);
+    matmul_bwd_weights(context, d, a, g, diff_b);
+    EXPECT_EQ(diff_b.to_f32(), (std::vector<float>{1, 2, 10, 20}));
+  }
 }
 
 // With beta = 1 the output is read: exhaustive selection must not time the call on the caller's

@@ -19,13 +19,17 @@ struct Shape {
   bool transpose_a, transpose_b, broadcast_b, bias;
   float alpha, beta;
   MatmulActivation activation = MatmulActivation::none;
+  bool broadcast_a = false;
 };
+
+constexpr MatmulActivation none = MatmulActivation::none;
 
 constexpr MatmulActivation relu = MatmulActivation::relu;
 constexpr MatmulActivation gelu = MatmulActivation::gelu_tanh;
 
 // Sizes 1, odd sizes, the linear layer (b transposed, bias), each transpose, batched with and
-// without a shared b; scales covering beta 0 (not read), 1 (accumulation) and neither.
+// without a shared b (a shared a last); scales covering beta 0 (not read), 1 (accumulation) and
+// neither.
 constexpr Shape shapes[] = {
     {"linear_1x1x1", 1, 1, 1, 1, false, true, false, true, 1.0f, 0.0f},
     {"linear_13x7x29", 1, 13, 7, 29, false, true, false, true, 1.0f, 0.0f},
@@ -52,12 +56,19 @@ constexpr Shape shapes[] = {
     // (Note [activation derivative with the bias gradient]): 16-byte groups (n % 8 == 0) and not.
     {"linear_300x40x24_gelu_acc", 1, 300, 40, 24, false, true, false, true, 1.0f, 1.0f, gelu},
     {"linear_257x13x5_relu", 1, 257, 13, 5, false, true, false, true, 1.0f, 0.0f, relu},
+    // A shared by the batch (torch.matmul of a matrix and a batch): each transpose of a and b,
+    // accumulating, with a bias, through an activation; its gradient sums over the batch.
+    {"batch3_shareda_nn_6x5x7", 3, 6, 5, 7, false, false, false, false, 1.0f, 0.0f, none, true},
+    {"batch4_shareda_tn_5x9x4_acc", 4, 5, 9, 4, true, false, false, false, 0.5f, 1.0f, none, true},
+    {"batch2_shareda_nt_7x6x3_bias", 2, 7, 6, 3, false, true, false, true, 1.0f, 0.0f, none, true},
+    {"batch3_shareda_tt_4x16x6_gelu", 3, 4, 16, 6, true, true, false, true, 1.0f, 0.0f, gelu, true},
 };
 
 MatmulDesc desc_of(const Shape& s, DType dtype) {
   MatmulDesc d;
   d.batch = s.batch, d.m = s.m, d.n = s.n, d.k = s.k;
   d.transpose_a = s.transpose_a, d.transpose_b = s.transpose_b, d.broadcast_b = s.broadcast_b;
+  d.broadcast_a = s.broadcast_a;
   d.bias = s.bias, d.alpha = s.alpha, d.beta = s.beta, d.dtype = dtype;
   d.activation = s.activation;
   d.validate();
@@ -211,7 +222,7 @@ std::shared_ptr<const Choice> run_matmul(Context& context, const MatmulDesc& des
     ::testing::AssertionResult finite = all_finite(got, tensor.dims(), name, context);
     if (!finite) return finite;
     std::int64_t terms = desc.k;
-    if (direction == Direction::bwd_data) terms = desc.n;
+    if (direction == Direction::bwd_data) terms = desc.broadcast_a ? desc.batch * desc.n : desc.n;
     if (direction == Direction::bwd_weights)
       terms = desc.broadcast_b || name == "diff_bias" ? rows_summed : desc.m;
     const double rel =

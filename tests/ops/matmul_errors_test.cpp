@@ -110,6 +110,11 @@ std::vector<BadCase> bad_cases() {
       K::InvalidArgument, {"a dims", "2^60"});
   add("broadcast_b_batch_1", list_with([](MatmulDesc& d) { d.broadcast_b = true; }),
       K::InvalidArgument, {"broadcast_b", "batch is 1"});
+  add("broadcast_a_batch_1", list_with([](MatmulDesc& d) { d.broadcast_a = true; }),
+      K::InvalidArgument, {"broadcast_a", "batch is 1"});
+  add("broadcast_a_and_b",
+      list_with([](MatmulDesc& d) { d.batch = 2, d.broadcast_a = true, d.broadcast_b = true; }),
+      K::InvalidArgument, {"broadcast_a and broadcast_b together"});
   add("dtype_int", list_with([](MatmulDesc& d) { d.dtype = DType::i32; }), K::InvalidArgument,
       {"dtype must be f32, f16 or bf16, got i32"});
   add("alpha_nan", list_with([](MatmulDesc& d) { d.alpha = std::numeric_limits<float>::quiet_NaN(); }),

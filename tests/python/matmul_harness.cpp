@@ -3,8 +3,8 @@
 //   matmul_harness CASE_DIR
 //
 // reads CASE_DIR/case.json ({"batch", "m", "n", "k": integers, "transpose_a", "transpose_b",
-// "broadcast_b", "bias": booleans, "alpha", "beta": numbers, optional "activation": "none",
-// "relu" or "gelu_tanh"}) and the float32 .npy inputs a, b,
+// "broadcast_b", "bias": booleans, optional "broadcast_a" (false), "alpha", "beta": numbers,
+// optional "activation": "none", "relu" or "gelu_tanh"}) and the float32 .npy inputs a, b,
 // diff_dst, bias (with "bias") and the outputs' previous contents dst0, diff_a0, diff_b0,
 // diff_bias0 (with "bias"), each as MatmulDesc's dims say; runs fwd, bwd_data and bwd_weights on
 // the reference backend in f32 (with an activation: fwd_training, whose SavedState both backward
@@ -31,6 +31,7 @@ dnnx::MatmulDesc read_desc(const path& file) {
   desc.transpose_a = json.at("transpose_a").get<bool>();
   desc.transpose_b = json.at("transpose_b").get<bool>();
   desc.broadcast_b = json.at("broadcast_b").get<bool>();
+  desc.broadcast_a = json.value("broadcast_a", false);
   desc.bias = json.at("bias").get<bool>();
   desc.alpha = json.at("alpha").get<float>();
   desc.beta = json.at("beta").get<float>();

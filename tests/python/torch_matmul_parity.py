@@ -28,10 +28,10 @@ ULP = 2.0 ** -24
 
 
 def case(name, batch, m, n, k, ta=False, tb=False, shared=False, bias=False, alpha=1.0,
-         beta=0.0, act="none"):
+         beta=0.0, act="none", shared_a=False):
     return {"name": name, "batch": batch, "m": m, "n": n, "k": k, "transpose_a": ta,
-            "transpose_b": tb, "broadcast_b": shared, "bias": bias, "alpha": alpha, "beta": beta,
-            "activation": act}
+            "transpose_b": tb, "broadcast_b": shared, "broadcast_a": shared_a, "bias": bias,
+            "alpha": alpha, "beta": beta, "activation": act}
 
 
 CASES = [
@@ -50,6 +50,9 @@ CASES = [
     case("linear_gelu_acc", 1, 8, 12, 20, tb=True, bias=True, beta=1.0, act="gelu_tanh"),
     case("shared_tn_relu_scaled", 3, 5, 7, 9, ta=True, shared=True, alpha=0.75, act="relu"),
     case("batched_gelu", 2, 6, 11, 4, bias=True, alpha=-1.5, act="gelu_tanh"),
+    case("shared_a_nn", 3, 6, 5, 7, shared_a=True),
+    case("shared_a_tt_bias_acc", 4, 5, 9, 4, ta=True, tb=True, bias=True, beta=1.0,
+         shared_a=True),
 ]
 
 
@@ -58,7 +61,8 @@ def dims(c):
     def matrix(batch, rows, cols):
         return (batch, rows, cols) if batch > 1 else (rows, cols)
     b_batch = 1 if c["broadcast_b"] else c["batch"]
-    a = matrix(c["batch"], c["k"], c["m"]) if c["transpose_a"] else matrix(c["batch"], c["m"], c["k"])
+    a_batch = 1 if c["broadcast_a"] else c["batch"]
+    a = matrix(a_batch, c["k"], c["m"]) if c["transpose_a"] else matrix(a_batch, c["m"], c["k"])
     b = matrix(b_batch, c["n"], c["k"]) if c["transpose_b"] else matrix(b_batch, c["k"], c["n"])
     return a, b, matrix(c["batch"], c["m"], c["n"]), (c["n"],)
 

@@ -17,6 +17,7 @@ struct MatmulArgs {
   bool transpose_a = false;
   bool transpose_b = false;
   bool broadcast_b = false;
+  bool broadcast_a = false;
   bool bias = false;
   std::string alpha = "1";
   std::string beta = "0";
@@ -35,6 +36,7 @@ void add_matmul_options(CLI::App& command, MatmulArgs& args) {
   command.add_flag("--transpose-b", args.transpose_b,
                    "b is stored n x k (a linear layer's out x in weight)");
   command.add_flag("--broadcast-b", args.broadcast_b, "one b for every product of the batch");
+  command.add_flag("--broadcast-a", args.broadcast_a, "one a for every product of the batch");
   command.add_flag("--bias", args.bias, "add a bias of n values (its gradient in bwd_weights)");
   command.add_option("--alpha", args.alpha, "scale of the product")
       ->type_name("A")
@@ -64,6 +66,7 @@ MatmulDesc parse_matmul(const MatmulArgs& args) {
   desc.transpose_a = args.transpose_a;
   desc.transpose_b = args.transpose_b;
   desc.broadcast_b = args.broadcast_b;
+  desc.broadcast_a = args.broadcast_a;
   desc.bias = args.bias;
   // Scales are f32 in the desc; the desc's validation judges infinite ones.
   desc.alpha = parse_number<float>("--alpha", args.alpha, Finite::any);

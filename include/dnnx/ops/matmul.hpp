@@ -37,17 +37,19 @@ MatmulActivation parse_matmul_activation(std::string_view text);
 ///
 ///   fwd:         dst    = alpha * op(a) op(b) + beta * dst (+ bias on every row)
 ///   bwd_data:    diff_a = alpha * diff_dst op(b)^T + beta * diff_a   (stored as a is: the
-///                transpose of that product when transpose_a)
+///                transpose of that product when transpose_a; summed over the batch when
+///                broadcast_a)
 ///   bwd_weights: diff_b = alpha * op(a)^T diff_dst + beta * diff_b   (stored as b is; summed over
 ///                the batch when broadcast_b), and with `bias` also
 ///                diff_bias = sum of diff_dst over the batch and the rows + beta * diff_bias
 ///
 /// op(a) is m x k, op(b) is k x n and dst m x n, in every one of `batch` products. Tensors are
 /// dense and row-major: a is {m, k} ({k, m} when transpose_a), b is {k, n} ({n, k} when
-/// transpose_b), dst {m, n}, each with a leading batch dim when batch > 1 — except b when
-/// broadcast_b, which one b serves every product with; bias is {n}. A linear layer of `in` inputs
-/// and `out` outputs on `rows` samples is m = rows, k = in, n = out, transpose_b (PyTorch's weight
-/// is out x in).
+/// transpose_b), dst {m, n}, each with a leading batch dim when batch > 1 — except a when
+/// broadcast_a and b when broadcast_b, which one a (one b) serves every product with (at most one
+/// of the two: PyTorch's torch.matmul of a matrix and a batch); bias is {n}. A linear layer of `in`
+/// inputs and `out` outputs on `rows` samples is m = rows, k = in, n = out, transpose_b (PyTorch's
+/// weight is out x in).
 ///
 /// Accumulation is f32 (f64 on the reference backend) for every dtype. beta scales the previous
 /// contents of the direction's output (0: the output is not read, so it may hold anything, NaN
@@ -73,6 +75,7 @@ struct MatmulDesc {
   bool transpose_a = false;   ///< a is stored k x m
   bool transpose_b = false;   ///< b is stored n x k (a linear layer's weight)
   bool broadcast_b = false;   ///< one b (no batch dim) for every product
+  bool broadcast_a = false;   ///< one a (no batch dim) for every product
   bool bias = false;          ///< fwd adds bias[j] to dst's column j; bwd_weights gives diff_bias
   float alpha = 1.0f;         ///< scale of the product (finite)
   float beta = 0.0f;          ///< scale of the output's previous contents (finite)

@@ -11,21 +11,22 @@ MatmulDesc = _dnnx.MatmulDesc
 
 def desc_for(a, b, transpose_a=False, transpose_b=False, bias=False, alpha=1.0, beta=0.0,
              activation="none"):
-    """The MatmulDesc of op(a) @ op(b) for a (m, k) or (batch, m, k) and b (k, n), (batch, k, n)
-    or, broadcast, (k, n) with a batched a (transposes swap the last two dims)."""
+    """The MatmulDesc of op(a) @ op(b) for a (m, k) or (batch, m, k) and b (k, n) or
+    (batch, k, n); a 2-D operand beside a batched one is shared by every product, as torch.matmul
+    broadcasts it (transposes swap the last two dims)."""
     a_shape, b_shape = shape_of(a, "a"), shape_of(b, "b")
     if len(a_shape) not in (2, 3) or len(b_shape) not in (2, 3):
         raise InvalidArgument(f"matmul: a and b must have 2 or 3 dims, got a {a_shape} and "
                               f"b {b_shape}")
-    batch = a_shape[0] if len(a_shape) == 3 else 1
+    if len(a_shape) == 3 and len(b_shape) == 3 and a_shape[0] != b_shape[0]:
+        raise InvalidArgument(f"matmul: a {a_shape} and b {b_shape} have different batches")
+    batch = a_shape[0] if len(a_shape) == 3 else b_shape[0] if len(b_shape) == 3 else 1
     m, k = a_shape[-2:][::-1] if transpose_a else a_shape[-2:]
     k_b, n = b_shape[-2:][::-1] if transpose_b else b_shape[-2:]
-    if len(b_shape) == 3 and len(a_shape) == 2:
-        raise InvalidArgument(f"matmul: a batched b {b_shape} needs a batched a, got a {a_shape}")
     return MatmulDesc(batch=batch, m=m, n=n, k=k, transpose_a=transpose_a,
                       transpose_b=transpose_b, broadcast_b=len(b_shape) == 2 and batch > 1,
-                      bias=bias, alpha=alpha, beta=beta, dtype=dtype_name(a, "a"),
-                      activation=activation)
+                      broadcast_a=len(a_shape) == 2 and batch > 1, bias=bias, alpha=alpha,
+                      beta=beta, dtype=dtype_name(a, "a"), activation=activation)
 
 
 def linear_desc(src, weight, bias=None, activation="none"):

@@ -16,6 +16,7 @@ void bind_matmul(nb::module_& module) {
       .field("transpose_a", &MatmulDesc::transpose_a, "a is stored k x m")
       .field("transpose_b", &MatmulDesc::transpose_b, "b is stored n x k")
       .field("broadcast_b", &MatmulDesc::broadcast_b, "one b for every product")
+      .field("broadcast_a", &MatmulDesc::broadcast_a, "one a for every product")
       .field("bias", &MatmulDesc::bias, "add bias[j] to column j")
       .field("alpha", &MatmulDesc::alpha, "scale of the product")
       .field("beta", &MatmulDesc::beta, "scale of the output's previous contents")

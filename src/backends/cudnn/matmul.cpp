@@ -36,13 +36,15 @@
 //                diff_a = diff_dst op(b)^T if transpose_a    (M = m, N = k, K = n)
 //   bwd_weights  diff_b^T = diff_dst^T op(a)                 (M = n, N = k, K = m)
 //                diff_b = op(a)^T diff_dst if transpose_b    (M = k, N = n, K = m)
-// Products of a batch are one strided-batched GEMM; a shared b has batch stride 0. When b is
-// shared and a not transposed, a, dst and diff_dst are dense [batch * m, *] matrices and the batch
-// folds into one GEMM of batch * m rows, which bwd_weights needs: its shared diff_b sums over the
-// batch, which is then the GEMM's own reduction. With a transposed a cannot fold, and bwd_weights
-// runs one GEMM per product accumulating into diff_b (beta, then 1); in f16 and bf16 these
-// accumulate into f32 scratch, stored to diff_b once at the end (kernels::matmul::
-// store_accumulator), so the sum over the batch is f32 too.
+// Products of a batch are one strided-batched GEMM; a shared a or b has batch stride 0. When b
+// is shared and a not transposed, a, dst and diff_dst are dense [batch * m, *] matrices and the
+// batch folds into one GEMM of batch * m rows, which bwd_weights needs: its shared diff_b sums
+// over the batch, which is then the GEMM's own reduction. With a transposed a cannot fold, and
+// bwd_weights runs one GEMM per product accumulating into diff_b (beta, then 1); a shared a's
+// gradient (bwd_data with broadcast_a) is summed the same way, since dst's rows of different
+// products are not one dense matrix beside each other. In f16 and bf16 these accumulate into f32
+// scratch, stored to the gradient once at the end (kernels::matmul::store_accumulator), so the
+// sum over the batch is f32 too.
 //
 // Note [matmul bias]
 // fwd adds bias[j] to column j of dst: row j of the column-major dst^T, which is what
@@ -181,11 +183,24 @@ Operand stored(Source source, std::int64_t rows, std::int64_t cols, bool transpo
   return o;
 }
 
+// Note [row-major matmul]: the products as one GEMM each, one after the other, summed into the
+// one gradient of a shared operand.
+void loop_into_one_output(Gemm& g, DType dtype) {
+  g.loops = g.batch;
+  g.batch = 1;
+  g.out_batch_stride = 0;
+  for (Operand* o : {&g.l, &g.r}) {
+    o->loop_stride = o->batch_stride;
+    o->batch_stride = 0;
+  }
+  g.f32_accumulator = dtype != DType::f32;
+}
+
 Gemm gemm_of(const MatmulDesc& d, Direction direction) {
   const bool fold = d.broadcast_b && !d.transpose_a;
   const std::int64_t rows = fold ? d.batch * d.m : d.m;
   const std::int64_t products = fold ? 1 : d.batch;
-  const std::int64_t a_stride = d.m * d.k;
+  const std::int64_t a_stride = d.broadcast_a ? 0 : d.m * d.k;
   const std::int64_t b_stride = d.broadcast_b ? 0 : d.k * d.n;
   const std::int64_t g_stride = d.m * d.n;
   // op(a) is `rows` x k: a is stored rows x k, or k x rows when transpose_a; op(b) is k x n.
@@ -216,7 +231,8 @@ Gemm gemm_of(const MatmulDesc& d, Direction direction) {
         g.m = d.m, g.n = d.k, g.k = d.n;
       }
       g.out_batch_stride = a_stride;
-      g.out_elements = d.batch * d.m * d.k;
+      g.out_elements = (d.broadcast_a ? 1 : d.batch) * d.m * d.k;
+      if (d.broadcast_a && products > 1) loop_into_one_output(g, d.dtype);
       break;
     case Direction::bwd_weights:
       if (!d.transpose_b) {  // diff_b^T (n x k) = diff_dst^T op(a)
@@ -231,17 +247,7 @@ Gemm gemm_of(const MatmulDesc& d, Direction direction) {
       }
       g.out_batch_stride = b_stride;
       g.out_elements = (d.broadcast_b ? 1 : d.batch) * d.k * d.n;
-      if (d.broadcast_b && products > 1) {
-        // Note [row-major matmul]: one GEMM per product, summed into the one diff_b.
-        g.loops = products;
-        g.batch = 1;
-        g.out_batch_stride = 0;
-        for (Operand* o : {&g.l, &g.r}) {
-          o->loop_stride = o->batch_stride;
-          o->batch_stride = 0;
-        }
-        g.f32_accumulator = d.dtype != DType::f32;
-      }
+      if (d.broadcast_b && products > 1) loop_into_one_output(g, d.dtype);
       break;
   }
   return g;

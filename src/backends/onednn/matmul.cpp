@@ -12,7 +12,11 @@
 // A b shared by the batch (broadcast_b) is a batch dim of 1, which oneDNN broadcasts; its
 // gradient sums over the batch, so there the batch is folded into the reduction: a as one
 // (batch * m) x k matrix, which it is in memory unless transpose_a, where a reorder first copies
-// it so into the workspace. alpha is a runtime scale of the product's first operand, beta the
+// it so into the workspace. A shared a (broadcast_a) is broadcast the same way; its gradient
+// (bwd_data) folds the batch into the reduction too: diff_dst as one m x (batch * n) matrix and
+// op(b)^T as one (batch * n) x k matrix, which reorders copy them into (diff_dst always; b unless
+// transpose_b, where it already is that matrix); with transpose_a the product is turned around
+// on the same copies. alpha is a runtime scale of the product's first operand, beta the
 // sum post-op (absent for beta = 0: the output is then only written). The bias gradient is a
 // column sum of diff_dst, run by the plan after the product (f32 accumulation).
 //   inner_product  a linear layer as oneDNN's inner product (batch 1, a not transposed, b
@@ -74,22 +78,31 @@ struct Product {
   memory::desc src, weights, dst, bias;  // bias: only when has_bias
   bool has_bias = false;
   Slot src_slot = first, weights_slot = second;
-  // bwd_weights of a broadcast b with transpose_a: a reordered from `reorder_from` (a strided
-  // view of its slot) into a dense copy in the workspace, which `src` or `weights` then reads.
-  bool reorder = false;
-  memory::desc reorder_from, reorder_to;
+  // Slots copied before the product (bwd_weights of a broadcast b with transpose_a: a;
+  // bwd_data of a broadcast a: diff_dst and maybe b): each reordered from `from` (a strided view
+  // of the slot) into a dense copy `to` in the workspace, which the operand reading that slot
+  // (src or weights) then reads.
+  struct Copy {
+    Slot slot = first;
+    memory::desc from, to;
+  };
+  std::vector<Copy> copies;
 };
 
 Product product_of(const MatmulDesc& d, Direction direction, memory::data_type t) {
   const std::int64_t B = d.batch, m = d.m, n = d.n, k = d.k;
+  const std::int64_t ab = d.broadcast_a ? 1 : B;
+  const std::int64_t ab_stride = d.broadcast_a ? 0 : m * k;
   const std::int64_t bb = d.broadcast_b ? 1 : B;
   const std::int64_t bb_stride = d.broadcast_b ? 0 : k * n;
   // op(a) (m x k), op(b) (k x n), dst / diff_dst (m x n) as stored, and their transposes.
   const auto op_a = [&] {
-    return d.transpose_a ? matrix(B, m, k, t, m * k, 1, m) : matrix(B, m, k, t, m * k, k, 1);
+    return d.transpose_a ? matrix(ab, m, k, t, ab_stride, 1, m)
+                         : matrix(ab, m, k, t, ab_stride, k, 1);
   };
   const auto op_a_t = [&] {
-    return d.transpose_a ? matrix(B, k, m, t, m * k, m, 1) : matrix(B, k, m, t, m * k, 1, k);
+    return d.transpose_a ? matrix(ab, k, m, t, ab_stride, m, 1)
+                         : matrix(ab, k, m, t, ab_stride, 1, k);
   };
   const auto op_b = [&] {
     return d.transpose_b ? matrix(bb, k, n, t, bb_stride, 1, k)
@@ -112,7 +125,27 @@ Product product_of(const MatmulDesc& d, Direction direction, memory::data_type t
       }
       break;
     case Direction::bwd_data:  // slots: diff_dst, b, diff_a
-      if (!d.transpose_a) {
+      if (d.broadcast_a) {
+        // The batch folded into the reduction: diff_dst as m x (B*n), op(b)^T as (B*n) x k.
+        const std::int64_t cols = B * n;
+        p.copies.push_back({first, memory::desc({m, B, n}, t, {n, m * n, 1}),
+                            memory::desc({m, B, n}, t, {B * n, n, 1})});
+        if (!d.transpose_b) {  // b is [B][k][n]: op(b)^T's rows (p, j) are its columns
+          p.copies.push_back({second, memory::desc({B, n, k}, t, {k * n, 1, n}),
+                              memory::desc({B, n, k}, t, {n * k, k, 1})});
+        }
+        const memory::desc g2 = matrix(1, m, cols, t, m * cols, cols, 1);
+        const memory::desc g2_t = matrix(1, cols, m, t, m * cols, 1, cols);
+        const memory::desc b2 = matrix(1, cols, k, t, cols * k, k, 1);
+        const memory::desc b2_t = matrix(1, k, cols, t, cols * k, 1, k);
+        if (!d.transpose_a) {
+          p.src = g2, p.weights = b2, p.dst = matrix(1, m, k, t, m * k, k, 1);
+          p.src_slot = first, p.weights_slot = second;
+        } else {
+          p.src = b2_t, p.weights = g2_t, p.dst = matrix(1, k, m, t, m * k, m, 1);
+          p.src_slot = second, p.weights_slot = first;
+        }
+      } else if (!d.transpose_a) {
         p.src = g(), p.weights = op_b_t(), p.dst = matrix(B, m, k, t, m * k, k, 1);
         p.src_slot = first, p.weights_slot = second;
       } else {
@@ -144,11 +177,8 @@ Product product_of(const MatmulDesc& d, Direction direction, memory::data_type t
         p.src = g2_t, p.weights = a2, p.dst = matrix(1, n, k, t, n * k, k, 1);
         p.src_slot = second, p.weights_slot = first;
       }
-      if (d.transpose_a) {
-        p.reorder = true;
-        p.reorder_from = op_a();  // [B][k][m] read as B x m x k
-        p.reorder_to = matrix(B, m, k, t, m * k, k, 1);
-      }
+      if (d.transpose_a)  // [B][k][m] read as B x m x k
+        p.copies.push_back({first, op_a(), matrix(B, m, k, t, m * k, k, 1)});
       break;
     }
     case Direction::fwd_training: break;  // not a matmul direction
@@ -204,8 +234,11 @@ struct Candidate {
   Formulation formulation = Formulation::matmul;
   dnnl::primitive_desc pd;    // null if unsupported
   dnnl::primitive_desc hint;  // backward inner product: its forward (oneDNN keeps a pointer)
-  dnnl::primitive_desc_base reorder;  // Product::reorder_from -> reorder_to, or null
-  std::size_t copy_bytes = 0;         // the reordered a in the workspace
+  // Product::copies: the reorders, and where each copy starts in the copies' part of the
+  // workspace.
+  std::vector<dnnl::primitive_desc_base> reorders;
+  std::vector<std::size_t> copy_offsets;
+  std::size_t copy_bytes = 0;  // the copies in the workspace
   // f32 compute: the conversions around the primitives; null for native candidates.
   std::shared_ptr<const F32Conversion> conversion;
 };
@@ -329,15 +362,19 @@ std::size_t append_implementations(std::vector<Candidate>& list, std::set<std::s
     candidate.hint = hint;
     candidate.conversion = conversion;
     std::size_t scratch = pd.scratchpad_desc().get_size();
-    if (formulation == Formulation::matmul && p.reorder) {
-      candidate.reorder = dnnl_call(context, "creating the reorder of a", [&] {
-        return dnnl::primitive_desc_base(dnnl::reorder::primitive_desc(
-            engine, p.reorder_from, engine, p.reorder_to, user_scratchpad()));
-      });
-      candidate.copy_bytes = round_up(p.reorder_to.get_size());
-      scratch = std::max(scratch, candidate.reorder.scratchpad_desc().get_size());
+    if (formulation == Formulation::matmul) {
+      for (const Product::Copy& copy : p.copies) {
+        candidate.reorders.push_back(dnnl_call(context, "creating a reorder of an operand", [&] {
+          return dnnl::primitive_desc_base(
+              dnnl::reorder::primitive_desc(engine, copy.from, engine, copy.to, user_scratchpad()));
+        }));
+        candidate.copy_offsets.push_back(candidate.copy_bytes);
+        candidate.copy_bytes += round_up(copy.to.get_size());
+        scratch = std::max(scratch, candidate.reorders.back().scratchpad_desc().get_size());
+      }
     }
-    // Workspace: the f32 copies (Note [f32 compute]), the reordered a, then the scratchpad.
+    // Workspace: the f32 copies (Note [f32 compute]), the reordered operands, then the
+    // scratchpad.
     candidate.info.workspace_bytes =
         (conversion ? conversion->bytes() : 0) + candidate.copy_bytes + scratch;
     list.push_back(std::move(candidate));
@@ -424,7 +461,7 @@ void bias_gradient(const void* diff_dst, void* diff_bias, std::int64_t rows, std
   }
 }
 
-// Runs one candidate on the caller's memory (or on f32 copies of it): an optional reorder of a,
+// Runs one candidate on the caller's memory (or on f32 copies of it): the reorders of operands,
 // the matmul or inner product, the bias gradient. Built once; execute() only rebinds pointers
 // (Note [one stream] in runtime.hpp).
 class Plan final : public LayerPlan<detail::MatmulArgs> {
@@ -450,20 +487,22 @@ class Plan final : public LayerPlan<detail::MatmulArgs> {
       std::vector<dnnl_exec_arg_t> args;
       if (candidate.formulation == Formulation::matmul) {
         const Product p = product_of(compute, direction, t);
-        const bool copied = static_cast<bool>(candidate.reorder);
         slot_of_[0] = p.src_slot;
         slot_of_[1] = p.weights_slot;
         memory_[0] = dnnl::memory(p.src, engine, DNNL_MEMORY_NONE);
         memory_[1] = dnnl::memory(p.weights, engine, DNNL_MEMORY_NONE);
         memory_[2] = dnnl::memory(p.dst, engine, DNNL_MEMORY_NONE);
-        if (copied) {
-          // a (slot first) is read from its copy by whichever operand reads slot first.
-          copy_from_ = dnnl::memory(p.reorder_from, engine, DNNL_MEMORY_NONE);
-          copy_operand_ = p.src_slot == first ? 0 : 1;
-          reorder_ = make_step(candidate.reorder,
-                               {{DNNL_ARG_FROM, copy_from_.get()},
-                                {DNNL_ARG_TO, memory_[copy_operand_].get()}},
-                               engine);
+        DNNX_ASSERT(p.copies.size() == candidate.reorders.size());
+        for (std::size_t i = 0; i < p.copies.size(); ++i) {
+          // A copied slot is read from its copy by the operand that reads that slot.
+          Copied& copied = copied_[i];
+          copied.operand = p.copies[i].slot == p.src_slot ? 0 : 1;
+          copied.offset = candidate.copy_offsets[i];
+          copied.from = dnnl::memory(p.copies[i].from, engine, DNNL_MEMORY_NONE);
+          copied.step = make_step(
+              candidate.reorders[i],
+              {{DNNL_ARG_FROM, copied.from.get()}, {DNNL_ARG_TO, memory_[copied.operand].get()}},
+              engine);
         }
         args = {{DNNL_ARG_SRC, memory_[0].get()},
                 {DNNL_ARG_WEIGHTS, memory_[1].get()},
@@ -564,13 +603,12 @@ class Plan final : public LayerPlan<detail::MatmulArgs> {
         conversions_.use_copies(base, data[0], data[1], data[2]);
       }
     }
-    for (std::size_t operand = 0; operand < 2; ++operand) {
-      if (reorder_.primitive && operand == copy_operand_) {
-        bind(copy_from_, data[first]);
-        bind(memory_[operand], base + copy_offset_);
-      } else {
-        bind(memory_[operand], data[slot_of_[operand]]);
-      }
+    for (std::size_t operand = 0; operand < 2; ++operand)
+      bind(memory_[operand], data[slot_of_[operand]]);
+    for (Copied& copied : copied_) {
+      if (!copied.step.primitive) continue;
+      bind(copied.from, data[slot_of_[copied.operand]]);
+      bind(memory_[copied.operand], base + copy_offset_ + copied.offset);
     }
     bind(memory_[2], data[output]);
     if (bias_) {
@@ -582,7 +620,9 @@ class Plan final : public LayerPlan<detail::MatmulArgs> {
         bind(bias_, diff_bias);
       }
     }
-    if (reorder_.primitive) run_step(reorder_, stream, base + scratch_offset_, context_);
+    for (Copied& copied : copied_) {
+      if (copied.step.primitive) run_step(copied.step, stream, base + scratch_offset_, context_);
+    }
     run_step(step_, stream, base + scratch_offset_, context_);
     if (conversions_) conversions_.convert_out(base, stream, context_);
     wait(stream, context_);
@@ -607,9 +647,16 @@ class Plan final : public LayerPlan<detail::MatmulArgs> {
   F32Conversions conversions_;
   std::array<dnnl::memory, 3> memory_;  // the primitive's src, weights, dst
   std::array<Slot, 2> slot_of_{first, second};  // the slots src and weights read
-  dnnl::memory bias_, copy_from_, alpha_memory_;
-  std::size_t copy_operand_ = 0;  // which operand reads the reordered a
-  Step reorder_, step_;
+  dnnl::memory bias_, alpha_memory_;
+  // Product::copies: the reorder from a slot's view into the workspace, read by `operand`.
+  struct Copied {
+    std::size_t operand = 0;
+    std::size_t offset = 0;  // in the copies' part of the workspace
+    dnnl::memory from;
+    Step step;
+  };
+  std::array<Copied, 2> copied_;
+  Step step_;
   float alpha_ = 1;
   bool primitive_bias_gradient_ = false;
   std::vector<float> f32_bias_;

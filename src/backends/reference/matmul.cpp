@@ -86,7 +86,7 @@ struct Operands {
   const MatmulDesc& d;
   auto a() const {
     return [&d = d](std::int64_t p, std::int64_t i, std::int64_t l) {
-      const std::int64_t base = p * d.m * d.k;
+      const std::int64_t base = (d.broadcast_a ? 0 : p) * d.m * d.k;
       return static_cast<Index>(d.transpose_a ? base + l * d.m + i : base + i * d.k + l);
     };
   }
@@ -120,7 +120,7 @@ void store_output(std::vector<double>& sums, double beta, Tensor& out) {
 
 // out[o(p, r, c)] += alpha * sum over t of x[xi(p, r, t)] * y[yi(p, t, c)], for every product p,
 // row r, column c, with t < inner: each direction is this product on its operands' offsets (+=:
-// the products of a batch sharing b add into one gradient).
+// the products of a batch sharing a or b add into its one gradient).
 template <typename X, typename Y, typename XIndex, typename YIndex, typename OutIndex>
 void product(std::int64_t batch, std::int64_t rows, std::int64_t cols, std::int64_t inner,
              double alpha, const std::vector<X>& x, XIndex xi, const std::vector<Y>& y, YIndex yi,
