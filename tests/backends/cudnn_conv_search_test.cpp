@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -256,20 +257,14 @@ TEST(CudnnSearch, DepthwiseKernelsFollowTheHeuristicsTopConfigs) {
   }
 }
 
-// Runtime-compiled candidates compute what the reference does (the parity runner runs with them
-// off, to keep its time; these descs cover them).
-TEST(CudnnSearch, RuntimeCompiledCandidatesMatchTheReference) {
-  DNNX_REQUIRE_GPU();
-  const ScopedEnv rtc("DNNX_CUDNN_RUNTIME_COMPILED", nullptr);
-  const ScopedEnv dir("DNNX_PLAN_DIR", "off");
-  Context context = cudnn_context();
+// Runs every candidate listed for each desc and direction that `pick` selects, each fixed in
+// turn, and compares its output with the reference's; returns how many runs matched.
+std::size_t picked_candidates_match_the_reference(
+    Context& context, const std::vector<ConvDesc>& descs,
+    const std::function<bool(const AlgoInfo&)>& pick) {
   Context reference(BackendKind::reference);
   reference.set_choice_cache(std::make_shared<ChoiceCache>());
   std::size_t checked = 0;
-  const std::vector<ConvDesc> descs{
-      make_desc({2, 32, 14, 14}, {32, 1, 3, 3}, 2, 1, 1, 32, DType::f16, Layout::channels_last),
-      make_desc({1, 8, 6, 7, 5}, {16, 8, 3, 3, 3}, 1, 2, 2, 1, DType::f16, Layout::channels_last),
-      make_desc({2, 16, 9, 9}, {16, 16, 3, 3}, 1, 1, 1, 1, DType::bf16, Layout::channels_last)};
   for (const ConvDesc& desc : descs) {
     for (Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
       const test::ConvOperands host =
@@ -278,7 +273,8 @@ TEST(CudnnSearch, RuntimeCompiledCandidatesMatchTheReference) {
           test::run_conv(reference, desc, direction, host).output.to_f32();
       const std::vector<float> scale = test::conv_error_scale(desc, direction, host);
       const Dims out_dims = test::conv_output_dims(desc, direction);
-      for (const AlgoInfo& info : runtime_compiled(conv_list(context, desc, direction), true)) {
+      for (const AlgoInfo& info : conv_list(context, desc, direction)) {
+        if (!info.supported || !pick(info)) continue;
         const std::string where = test::conv_context(desc, direction, info.id);
         context.tune().policy(direction) = AlgoPolicy::fixed(info.id);
         Tensor output =
@@ -311,8 +307,70 @@ TEST(CudnnSearch, RuntimeCompiledCandidatesMatchTheReference) {
       context.tune().policy(direction) = AlgoPolicy::heuristic();
     }
   }
+  return checked;
+}
+
+// Runtime-compiled candidates compute what the reference does (the parity runner runs with them
+// off, to keep its time; these descs cover them).
+TEST(CudnnSearch, RuntimeCompiledCandidatesMatchTheReference) {
+  DNNX_REQUIRE_GPU();
+  const ScopedEnv rtc("DNNX_CUDNN_RUNTIME_COMPILED", nullptr);
+  const ScopedEnv dir("DNNX_PLAN_DIR", "off");
+  Context context = cudnn_context();
+  const std::size_t checked = picked_candidates_match_the_reference(
+      context,
+      {make_desc({2, 32, 14, 14}, {32, 1, 3, 3}, 2, 1, 1, 32, DType::f16, Layout::channels_last),
+       make_desc({1, 8, 6, 7, 5}, {16, 8, 3, 3, 3}, 1, 2, 2, 1, DType::f16, Layout::channels_last),
+       make_desc({2, 16, 9, 9}, {16, 16, 3, 3}, 1, 1, 1, 1, DType::bf16, Layout::channels_last)},
+      [](const AlgoInfo& info) { return info.has_note("runtime_compiled"); });
   std::cout << "[ cudnn    ] " << checked << " runtime-compiled candidate runs matched\n";
   EXPECT_GT(checked, 0u) << "no runtime-compiled candidate on any of the descs";
+}
+
+// Note [gemm candidates]: with DNNX_CUDNN_CONV_GEMM=1 a 1x1 convolution of stride 1 lists
+// matrix products in every direction, in NCHW (the batch sharing the weights, or batch 1) and
+// NHWC, 2-D and 3-D, and each computes what the reference does; a 3x3 lists none. Off, a 1x1
+// lists one unsupported entry saying how to turn them on.
+TEST(CudnnSearch, GemmCandidatesOfOneByOneConvolutionsMatchTheReference) {
+  DNNX_REQUIRE_GPU();
+  const std::vector<ConvDesc> descs{
+      make_desc({3, 24, 9, 11}, {40, 24, 1, 1}, 1, 0, 1, 1, DType::f32, Layout::channels_first),
+      make_desc({1, 24, 9, 11}, {40, 24, 1, 1}, 1, 0, 1, 1, DType::f32, Layout::channels_first),
+      make_desc({2, 32, 7, 5}, {48, 32, 1, 1}, 1, 0, 2, 1, DType::f16, Layout::channels_last),
+      make_desc({2, 16, 6, 6}, {24, 16, 1, 1}, 1, 0, 1, 1, DType::bf16, Layout::channels_first),
+      make_desc({2, 16, 3, 4, 5}, {8, 16, 1, 1, 1}, 1, 0, 1, 1, DType::f32, Layout::channels_last)};
+  const ConvDesc three =
+      make_desc({2, 16, 9, 9}, {16, 16, 3, 3}, 1, 1, 1, 1, DType::f32, Layout::channels_first);
+  const auto is_gemm = [](const AlgoInfo& info) { return info.has_note("conv_gemm"); };
+  {
+    const ScopedEnv off("DNNX_CUDNN_CONV_GEMM", nullptr);
+    Context context = cudnn_context();
+    const std::vector<AlgoInfo> algos = conv_list(context, descs[0], Direction::fwd);
+    const auto gemms = std::count_if(algos.begin(), algos.end(), is_gemm);
+    EXPECT_EQ(gemms, 1);
+    const auto off_entry = std::find_if(algos.begin(), algos.end(), is_gemm);
+    ASSERT_NE(off_entry, algos.end());
+    EXPECT_FALSE(off_entry->supported);
+    EXPECT_NE(off_entry->reason.find("DNNX_CUDNN_CONV_GEMM=1"), std::string::npos)
+        << off_entry->reason;
+  }
+  const ScopedEnv on("DNNX_CUDNN_CONV_GEMM", "1");
+  Context context = cudnn_context();
+  for (const ConvDesc& desc : descs) {
+    for (Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
+      const std::vector<AlgoInfo> algos = conv_list(context, desc, direction);
+      const auto supported = std::count_if(
+          algos.begin(), algos.end(), [&](const AlgoInfo& a) { return a.supported && is_gemm(a); });
+      EXPECT_GT(supported, 0) << desc.repro(direction);
+      // After every other supported candidate: the heuristic pick stays cuDNN's.
+      EXPECT_FALSE(is_gemm(algos.front())) << algos.front().id;
+    }
+    const std::vector<AlgoInfo> algos = conv_list(context, three, Direction::fwd);
+    EXPECT_EQ(std::count_if(algos.begin(), algos.end(), is_gemm), 0);
+  }
+  const std::size_t checked = picked_candidates_match_the_reference(context, descs, is_gemm);
+  std::cout << "[ cudnn    ] " << checked << " gemm candidate runs matched\n";
+  EXPECT_GT(checked, 0u);
 }
 
 // Note [compile budget]: with a budget of 0 nothing compiles in the search; every

@@ -164,7 +164,9 @@ class CudnnBackend final : public detail::Backend {
                        cuda_version_text(f.runtime_version), " driver ",
                        cuda_version_text(f.driver_version), " ", f.name, " sm_", f.major, f.minor,
                        " SMs=", f.sm_count, " tf32=", runtime_->allow_tf32() ? "on" : "off",
-                       " rtc=", runtime_compiled_text(), " knobs=", knob_search_text());
+                       " rtc=", runtime_compiled_text(), " knobs=", knob_search_text(),
+                       // Left out while off, so that the keys of that default stay as they were.
+                       runtime_->settings().conv_gemm ? " conv_gemm=on" : "");
   }
 
   std::vector<std::pair<std::string, std::string>> environment() const override {
@@ -183,7 +185,8 @@ class CudnnBackend final : public detail::Backend {
                                                                   : runtime_->settings().plan_dir},
             {"graph_replay", runtime_->settings().graphs ? "on" : "off"},
             {"l2_sweep_after_timing", runtime_->settings().l2_sweep ? "on" : "off"},
-            {"knob_search", knob_search_text()}};
+            {"knob_search", knob_search_text()},
+            {"conv_gemm_candidates", runtime_->settings().conv_gemm ? "on" : "off"}};
   }
 
   Device device() const override { return Device::cuda(runtime_->device()); }
@@ -384,6 +387,7 @@ Settings settings_from_env() {
   settings.plan_dir = plan_dir_from_env();
   settings.knob_search = knob_search_from_env();
   settings.knob_variants = knob_variants_from_env(settings.knob_variants);
+  settings.conv_gemm = switch_from_env("DNNX_CUDNN_CONV_GEMM", settings.conv_gemm);
   return settings;
 }
 

@@ -16,6 +16,7 @@
 #include "backends/cudnn/conv_compile.hpp"
 #include "backends/cudnn/conv_depthwise.hpp"
 #include "backends/cudnn/conv_engine.hpp"
+#include "backends/cudnn/conv_gemm.hpp"
 #include "backends/cudnn/conv_legacy.hpp"
 #include "backends/cudnn/conv_padded.hpp"
 #include "backends/cudnn/layers.hpp"
@@ -81,7 +82,9 @@ thread_local SearchCompiles this_search;
 //   legacy  a cuDNN algorithm of the direction under a math mode (Note [legacy candidates]);
 //   padded  a candidate of the channel-padded desc, wrapped in the padding copies (Note [channel
 //           padding]);
-//   kernel  one of dnnx's depthwise kernels (Note [depthwise candidates]), named by its id.
+//   kernel  one of dnnx's depthwise kernels (Note [depthwise candidates]), named by its id;
+//   gemm    a candidate of the cudnn matmul backend for the matrix product the convolution is
+//           (Note [gemm candidates] in conv_gemm.cpp), named by its id there.
 // An id names the same config for every desc (Note [engine candidates]), so the backend also
 // keeps, per direction, the candidate of every supported id it has listed: a search's probes run
 // a candidate listed for one desc on a smaller slice of it (Note [probing slow candidates]) from
@@ -90,7 +93,7 @@ thread_local SearchCompiles this_search;
 // re-validate a choice read from the cache file without listing (unlisted_candidate(): Note
 // [re-validating persisted choices] in src/ops/dispatch.cpp).
 struct Candidate {
-  enum class Kind { engine, legacy, padded, kernel };
+  enum class Kind { engine, legacy, padded, kernel, gemm };
   AlgoInfo info;
   Kind kind = Kind::engine;
   /// Runs on tensor cores (Note [channel padding] wraps only such candidates).
@@ -106,6 +109,8 @@ struct Candidate {
   // padded: the desc with its channels rounded up, and the candidate of it that this one wraps.
   ConvDesc padded;
   std::shared_ptr<const Candidate> inner;
+  // gemm: the matmul candidate's id.
+  std::string matmul_id;
 };
 
 Candidate engine_candidate(EngineCandidate engine, std::shared_ptr<OperationGraph> graph) {
@@ -142,6 +147,22 @@ Candidate kernel_candidate(AlgoInfo info) {
   Candidate candidate;
   candidate.info = std::move(info);
   candidate.kind = Candidate::Kind::kernel;
+  return candidate;
+}
+
+// A gemm candidate: `inner` a matmul candidate, or the unsupported entry listed while they are
+// off (Note [gemm candidates]).
+Candidate gemm_candidate(const AlgoInfo& inner) {
+  Candidate candidate;
+  candidate.info = gemm_info(inner);
+  candidate.kind = Candidate::Kind::gemm;
+  candidate.matmul_id = inner.id;
+  return candidate;
+}
+Candidate gemm_off_candidate() {
+  Candidate candidate;
+  candidate.info = gemm_off_info();
+  candidate.kind = Candidate::Kind::gemm;
   return candidate;
 }
 
@@ -529,10 +550,42 @@ class CudnnConv final
                         std::make_move_iterator(wrapped.begin()),
                         std::make_move_iterator(wrapped.end()));
     }
+    // Matrix products after every other supported candidate: Note [gemm candidates].
+    {
+      std::vector<Candidate> gemms = gemm_candidates(desc, direction);
+      candidates.insert(std::find_if_not(candidates.begin(), candidates.end(), is_supported),
+                        std::make_move_iterator(gemms.begin()),
+                        std::make_move_iterator(gemms.end()));
+      std::stable_partition(candidates.begin(), candidates.end(), is_supported);
+    }
     for (std::size_t i = 0; i < candidates.size(); ++i)
       candidates[i].info.priority = static_cast<int>(i);
     record(direction, candidates);
     return candidates;
+  }
+
+  // Note [gemm candidates]: the matmul backend's first supported candidates for the product the
+  // convolution is, or the one unsupported entry while they are off; nothing for a convolution
+  // that is no product.
+  std::vector<Candidate> gemm_candidates(const ConvDesc& desc, Direction direction) {
+    std::string why;
+    const std::optional<GemmForm> form = gemm_form(desc, direction, why);
+    if (!form) return {};
+    if (!runtime_->settings().conv_gemm) return {gemm_off_candidate()};
+    std::vector<Candidate> out;
+    for (const AlgoInfo& inner : matmul().list(form->desc, form->direction)) {
+      if (!inner.supported) continue;
+      out.push_back(gemm_candidate(inner));
+      if (out.size() == gemm_candidates_max) break;
+    }
+    return out;
+  }
+
+  // The matmul backend the gemm candidates run on (this backend's own instance, on its runtime).
+  detail::OpBackendOf<OpKind::matmul>& matmul() {
+    std::call_once(matmul_once_,
+                   [this] { matmul_ = make_matmul_backend(runtime_, detail::OpBackends{}); });
+    return *matmul_;
   }
 
   // Note [cudnn conv candidates]: the candidate enumerate() lists as `id` for (desc, direction),
@@ -555,6 +608,19 @@ class CudnnConv final
         if (info.id == id) return kernel_candidate(std::move(info));
       }
       return std::nullopt;
+    }
+    if (id == gemm_off_info().id || gemm_inner_id(id)) {
+      std::string why;
+      const std::optional<GemmForm> form = gemm_form(desc, direction, why);
+      if (!form) return std::nullopt;
+      if (!runtime_->settings().conv_gemm)
+        return id == gemm_off_info().id ? std::optional(gemm_off_candidate()) : std::nullopt;
+      const std::optional<std::string> inner_id = gemm_inner_id(id);
+      if (!inner_id) return std::nullopt;
+      const std::optional<AlgoInfo> inner =
+          matmul().describe_candidate(form->desc, form->direction, *inner_id);
+      if (!inner || !inner->supported) return std::nullopt;
+      return gemm_candidate(*inner);
     }
     if (std::optional<LegacyCandidate> legacy = legacy_candidate_of(*runtime_, desc, direction, id))
       return legacy_candidate(std::move(*legacy));
@@ -587,8 +653,24 @@ class CudnnConv final
       }
       case Candidate::Kind::kernel:
         return make_depthwise_plan(runtime_, desc, direction, candidate.info);
+      case Candidate::Kind::gemm: return gemm_plan(desc, direction, candidate);
     }
     return nullptr;
+  }
+
+  // Note [gemm candidates]: the matmul backend's plan of the candidate, on views of the conv's
+  // tensors.
+  std::shared_ptr<detail::ConvPlan> gemm_plan(const ConvDesc& desc, Direction direction,
+                                              const Candidate& candidate) {
+    std::string why;
+    const std::optional<GemmForm> form = gemm_form(desc, direction, why);
+    if (!form || candidate.matmul_id.empty()) {
+      detail::raise(ErrorKind::Unsupported,
+                    candidate.matmul_id.empty() ? candidate.info.reason : why,
+                    conv_context(desc, direction, candidate.info.id));
+    }
+    return make_gemm_plan(runtime_, desc, direction,
+                          matmul().plan(form->desc, form->direction, candidate.matmul_id));
   }
 
   // Note [runtime-compiled engines]: their plans are compiled on background threads (after those
@@ -738,6 +820,9 @@ class CudnnConv final
         case Candidate::Kind::kernel:
           plan = make_depthwise_plan(runtime_, desc, direction, unlisted_info(candidate.info.id));
           break;
+        case Candidate::Kind::gemm:  // the slice's product, if the matmul lists this id for it
+          plan = gemm_plan(desc, direction, candidate);
+          break;
         case Candidate::Kind::engine:
           if (auto graph = probe_graph_locked(desc, direction))
             plan = make_engine_plan(runtime_, std::move(graph), desc, direction,
@@ -838,6 +923,8 @@ class CudnnConv final
   // Note [runtime-compiled engines] and Note [saved plans].
   BackgroundBuilds background_;
   tune::PlanStore store_;
+  std::once_flag matmul_once_;  // Note [gemm candidates]: matmul_ made on first use
+  std::unique_ptr<detail::OpBackendOf<OpKind::matmul>> matmul_;
   std::mutex compile_mutex_;  // guards the three below
   std::unordered_map<detail::ConvKey, std::vector<std::string>, detail::ConvKeyHash> compiling_;
   std::unordered_map<detail::ConvPlanKey, std::string, detail::ConvKeyHash> failed_compiles_;

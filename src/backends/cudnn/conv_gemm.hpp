@@ -1,0 +1,51 @@
+#pragma once
+// Convolutions that are matrix products, as cuBLASLt / cuBLAS candidates (Note [gemm
+// candidates] in conv_gemm.cpp): a 1x1 convolution of stride 1, no padding and one group runs as
+// one of the cudnn matmul backend's candidates on views of the convolution's tensors.
+
+#include <dnnx/algo.hpp>
+#include <dnnx/ops/conv.hpp>
+#include <dnnx/ops/matmul.hpp>
+
+#include "backends/cudnn/runtime.hpp"
+#include "core/backend.hpp"
+#include "core/matmul_args.hpp"
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace dnnx::cudnn {
+
+/// The matrix product a convolution direction is: the matmul desc and the matmul direction.
+struct GemmForm {
+  MatmulDesc desc;
+  Direction direction = Direction::fwd;
+};
+
+/// The product (desc, direction) is, or nullopt with `why` set when the convolution is not one.
+std::optional<GemmForm> gemm_form(const ConvDesc& desc, Direction direction, std::string& why);
+
+/// At most this many of the matmul backend's supported candidates are listed per direction, in
+/// its order (cuBLASLt's heuristic first).
+inline constexpr std::size_t gemm_candidates_max = 8;
+
+/// "cudnn:gemm:<matmul id>" for a matmul candidate's id; the inverse, or nullopt when `id` is
+/// not a gemm candidate's.
+std::string gemm_id(std::string_view matmul_id);
+std::optional<std::string> gemm_inner_id(std::string_view id);
+
+/// The listing entry of the gemm candidate wrapping matmul candidate `inner`.
+AlgoInfo gemm_info(const AlgoInfo& inner);
+
+/// The one entry listed while the gemm candidates are off (DNNX_CUDNN_CONV_GEMM), with the reason.
+AlgoInfo gemm_off_info();
+
+/// The plan running matmul plan `inner` (of gemm_form(desc, direction)) for the convolution.
+std::shared_ptr<detail::ConvPlan> make_gemm_plan(
+    std::shared_ptr<Runtime> runtime, const ConvDesc& desc, Direction direction,
+    std::shared_ptr<detail::OpPlan<detail::MatmulArgs>> inner);
+
+}  // namespace dnnx::cudnn
