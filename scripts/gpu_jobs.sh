@@ -14,6 +14,9 @@
 #   G:tests:BIN,BIN                 test binaries of BUILD/tests, one after the other
 #   G:verbose:SHAPES:CONFIGS        cudnn_conv_bench on a shapes file with DNNX_VERBOSE=1 (the
 #                                   search's own report of where its time went)
+#   G:python:SCRIPT[:ARGS]          PYTHON SCRIPT ARGS (commas in ARGS become spaces, {out} the
+#                                   job's own folder in the logs), e.g.
+#                                   1:python:bench/gemm_1x1_study.py:--json,{out}/gemm.json
 # E.g. on two GPUs, 560 s:
 #   bash scripts/gpu_jobs.sh build-gpu $OUT 560 0:odd_sizes:f16_nhwc \
 #     0:tests:cudnn_conv_search_test 1:env:DNNX_SEARCH_BUDGET_MS=1000:mobilenetv2:f16_nhwc
@@ -70,6 +73,14 @@ run_gpu() {
         CUDA_VISIBLE_DEVICES=$gpu DNNX_VERBOSE=1 timeout "$left" "$build/bench/cudnn_conv_bench" \
           --shapes "$a" --tag all --configs "$b" --no-heuristic \
           > "$work/g$gpu-j$k-verbose.jsonl" 2> "$work/g$gpu-j$k-verbose.err" ;;
+      python)
+        local job_out="$work/g$gpu-j$k"
+        mkdir -p "$job_out"
+        local -a script_args=()
+        [[ -n $b ]] && read -r -a script_args <<< "${b//,/ }"
+        script_args=("${script_args[@]//\{out\}/$job_out}")
+        CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$PYTHON" "$a" "${script_args[@]}" \
+          > "$job_out/stdout.txt" 2> "$job_out/stderr.txt" ;;
       env)
         env "$a" "${suite_env[@]}" SHAPES_FILES="$b" SHAPES_CONFIGS="$c" timeout "$left" \
           bash scripts/gpu_run.sh "$build" "$work/g$gpu-j$k" shapes >> "$work/g$gpu.log" 2>&1 ;;
