@@ -391,6 +391,32 @@ class JsonLine {
   bool empty_ = true;
 };
 
+// What the search measured (its table is sorted fastest first): the first `count` timed rows
+// and the heuristic pick's row, each {"id", "median_ms", "runs"}, so that a row the benchmark's
+// loop ranks differently from the search can be read against the search's own figures.
+std::string search_rows_json(const Choice& choice, const std::string& heuristic_id,
+                             std::size_t count) {
+  std::ostringstream out;
+  std::size_t listed = 0;
+  bool heuristic_listed = heuristic_id.empty();
+  out << '[';
+  auto add = [&](const ProfileRow& row) {
+    out << (listed++ == 0 ? "" : ",") << "{\"id\":" << json_string(row.algo.id)
+        << ",\"median_ms\":" << row.median_ms << ",\"runs\":" << row.runs << '}';
+    heuristic_listed |= row.algo.id == heuristic_id;
+  };
+  for (const ProfileRow& row : choice.timings) {
+    if (row.status != CandidateStatus::ok) continue;
+    if (listed < count) {
+      add(row);
+    } else if (!heuristic_listed && row.algo.id == heuristic_id) {
+      add(row);
+    }
+  }
+  out << ']';
+  return out.str();
+}
+
 detail::ConvArgs conv_args(Direction direction, Operands& t) {
   return detail::ConvArgs::by_shape(direction, t.src, t.weights, t.dst);
 }
@@ -747,6 +773,10 @@ int main(int argc, char** argv) try {
             .add("tflops", 2.0 * desc.macs() / (kernel * 1e9));
         if (heuristic) {
           line.add("heuristic_algo", heuristic->algo.id).add("heuristic_kernel_ms", heuristic_ms);
+        }
+        if (!from_file && !choice->timings.empty()) {
+          line.raw("search_rows",
+                   search_rows_json(*choice, heuristic ? heuristic->algo.id : std::string(), 6));
         }
         std::cout << line.str() << std::endl;
       }
