@@ -9,9 +9,11 @@
 #include <dnnx/context.hpp>
 #include <dnnx/error.hpp>
 #include <dnnx/ops/conv.hpp>
+#include <dnnx/ops/matmul.hpp>
 #include <dnnx/tensor.hpp>
 
 #include "backends/cudnn/conv_common.hpp"
+#include "backends/cudnn/conv_gemm.hpp"
 #include "backends/cudnn/conv_padded.hpp"
 #include "backends/cudnn/graph_util.hpp"
 #include "ops/context_state.hpp"
@@ -167,6 +169,73 @@ TEST(CudnnConvIds, PaddedIdsNameTheirInnerId) {
   }
   EXPECT_FALSE(cudnn::padded_inner_id("cudnn:engine:5").has_value());
   EXPECT_FALSE(cudnn::padded_inner_id("cudnn:pad:cudnn:engine:5").has_value());
+}
+
+// Note [gemm candidates]: which convolutions are matrix products, their ids, and that the product
+// gemm_args() binds over the convolution's own memory computes what the convolution does, in
+// every direction and layout, on the reference backend: the roles and the directions the
+// mapping swaps are what a GPU run of the candidates relies on.
+TEST(CudnnConvIds, GemmFormsComputeWhatTheConvolutionDoes) {
+  EXPECT_EQ(cudnn::gemm_inner_id(cudnn::gemm_id("cublaslt:a5:t1")), "cublaslt:a5:t1");
+  EXPECT_FALSE(cudnn::gemm_inner_id("cudnn:gemm").has_value());
+  EXPECT_FALSE(cudnn::gemm_inner_id("cudnn:engine:5").has_value());
+  for (const ConvDesc& desc :
+       {make_desc({2, 8, 5, 5}, {8, 8, 1, 1}, 2, 0, 1, DType::f32, Layout::channels_first),
+        make_desc({2, 8, 5, 5}, {8, 8, 1, 1}, 1, 1, 1, DType::f32, Layout::channels_first),
+        make_desc({2, 8, 5, 5}, {8, 4, 1, 1}, 1, 0, 2, DType::f32, Layout::channels_first),
+        make_desc({2, 8, 5, 5}, {8, 8, 3, 3}, 1, 1, 1, DType::f32, Layout::channels_last)}) {
+    std::string why;
+    EXPECT_FALSE(cudnn::gemm_form(desc, Direction::fwd, why).has_value()) << desc;
+    EXPECT_NE(why.find("not a matrix product"), std::string::npos) << why;
+  }
+  Context reference(BackendKind::reference);
+  reference.set_choice_cache(std::make_shared<ChoiceCache>());
+  const std::vector<ConvDesc> descs{
+      make_desc({3, 6, 4, 5}, {7, 6, 1, 1}, 1, 0, 1, DType::f32, Layout::channels_first),
+      make_desc({1, 6, 4, 5}, {7, 6, 1, 1}, 1, 0, 1, DType::f32, Layout::channels_first),
+      make_desc({2, 6, 4, 5}, {7, 6, 1, 1}, 1, 0, 1, DType::f32, Layout::channels_last),
+      ConvDesc::from_shapes({2, 5, 3, 2, 4}, {6, 5, 1, 1, 1}, {1}, {0}, {2}, 1, DType::f32,
+                            Layout::channels_first)};
+  for (const ConvDesc& desc : descs) {
+    for (const Direction direction : directions) {
+      const std::string where = test::conv_context(desc, direction, "cudnn:gemm (reference)");
+      std::string why;
+      const std::optional<cudnn::GemmForm> form = cudnn::gemm_form(desc, direction, why);
+      ASSERT_TRUE(form.has_value()) << why << "\n" << where;
+      test::ConvOperands host =
+          test::random_conv_operands(desc, direction, test::seed_from(desc.key()));
+      const std::vector<float> expected =
+          test::run_conv(reference, desc, direction, host).output.to_f32();
+      const Dims dims = test::conv_output_dims(desc, direction);
+      Tensor out = test::nan_tensor(dims, desc.dtype, desc.layout);
+      detail::ConvArgs args;
+      switch (direction) {
+        case Direction::fwd:
+          args.src = &host.src, args.weights = &host.weights, args.dst = &out;
+          break;
+        case Direction::bwd_data:
+          args.diff_dst = &host.diff_dst, args.weights = &host.weights, args.diff_src = &out;
+          break;
+        default:
+          args.src = &host.src, args.diff_dst = &host.diff_dst, args.diff_weights = &out;
+          break;
+      }
+      cudnn::GemmViews views;
+      const detail::MatmulArgs m =
+          cudnn::gemm_args(desc, direction, *form, args, Device::cpu(), views,
+                           cudnn::conv_context(desc, direction, "cudnn:gemm"));
+      switch (form->direction) {
+        case Direction::fwd: matmul_fwd(reference, form->desc, *m.a, *m.b, *m.dst); break;
+        case Direction::bwd_data:
+          matmul_bwd_data(reference, form->desc, *m.diff_dst, *m.b, *m.diff_a);
+          break;
+        default: matmul_bwd_weights(reference, form->desc, *m.a, *m.diff_dst, *m.diff_b); break;
+      }
+      EXPECT_TRUE(test::close_within_scale(out.to_f32(), expected,
+                                           test::conv_error_scale(desc, direction, host), dims,
+                                           test::conv_tolerance(desc.dtype), "output", where));
+    }
+  }
 }
 
 // ---- descriptions ------------------------------------------------------------------------------

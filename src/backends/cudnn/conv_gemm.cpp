@@ -101,6 +101,41 @@ AlgoInfo gemm_off_info() {
   return info;
 }
 
+detail::MatmulArgs gemm_args(const ConvDesc& desc, Direction direction, const GemmForm& form,
+                             const detail::ConvArgs& args, Device device, GemmViews& views,
+                             const ErrorContext& context) {
+  const BoundTensors t = bind_tensors(args, direction, context);
+  // The convolution's tensors by role: x = src / diff_src, w = weights / diff_weights,
+  // y = dst / diff_dst (bind_tensors gives them read, read, written in direction order).
+  void* x = nullptr;
+  void* w = nullptr;
+  void* y = nullptr;
+  switch (direction) {
+    case Direction::fwd:
+      x = const_cast<void*>(t.first), w = const_cast<void*>(t.second), y = t.output;
+      break;
+    case Direction::bwd_data:
+      y = const_cast<void*>(t.first), w = const_cast<void*>(t.second), x = t.output;
+      break;
+    default: x = const_cast<void*>(t.first), y = const_cast<void*>(t.second), w = t.output; break;
+  }
+  // Note [gemm candidates]: NHWC multiplies src by the weights, NCHW the weights by src.
+  const bool nhwc = desc.layout == Layout::channels_last;
+  const MatmulDesc& m = form.desc;
+  views.a = Tensor::view(nhwc ? x : w, m.a_dims(), m.dtype, Layout::channels_first, device);
+  views.b = Tensor::view(nhwc ? w : x, m.b_dims(), m.dtype, Layout::channels_first, device);
+  views.dst = Tensor::view(y, m.dst_dims(), m.dtype, Layout::channels_first, device);
+  detail::MatmulArgs margs;
+  switch (form.direction) {
+    case Direction::fwd: margs.a = &views.a, margs.b = &views.b, margs.dst = &views.dst; break;
+    case Direction::bwd_data:
+      margs.diff_dst = &views.dst, margs.b = &views.b, margs.diff_a = &views.a;
+      break;
+    default: margs.a = &views.a, margs.diff_dst = &views.dst, margs.diff_b = &views.b; break;
+  }
+  return margs;
+}
+
 namespace {
 
 class GemmPlan final : public detail::ConvPlan {
@@ -108,9 +143,9 @@ class GemmPlan final : public detail::ConvPlan {
   GemmPlan(std::shared_ptr<Runtime> runtime, const ConvDesc& desc, Direction direction,
            GemmForm form, std::shared_ptr<detail::OpPlan<detail::MatmulArgs>> inner)
       : runtime_(std::move(runtime)),
+        desc_(desc),
         direction_(direction),
         form_(std::move(form)),
-        nhwc_(desc.layout == Layout::channels_last),
         inner_(std::move(inner)),
         info_(gemm_info(inner_->algo())),
         context_(conv_context(desc, direction, info_.id)) {}
@@ -118,45 +153,17 @@ class GemmPlan final : public detail::ConvPlan {
   const AlgoInfo& algo() const override { return info_; }
 
   void execute(const detail::ConvArgs& args, detail::Workspace workspace) override {
-    const BoundTensors t = bind_tensors(args, direction_, context_);
-    // The convolution's tensors by role: x = src / diff_src, w = weights / diff_weights,
-    // y = dst / diff_dst (bind_tensors gives them read, read, written in direction order).
-    void* x = nullptr;
-    void* w = nullptr;
-    void* y = nullptr;
-    switch (direction_) {
-      case Direction::fwd:
-        x = const_cast<void*>(t.first), w = const_cast<void*>(t.second), y = t.output;
-        break;
-      case Direction::bwd_data:
-        y = const_cast<void*>(t.first), w = const_cast<void*>(t.second), x = t.output;
-        break;
-      default: x = const_cast<void*>(t.first), y = const_cast<void*>(t.second), w = t.output; break;
-    }
-    // Note [gemm candidates]: NHWC multiplies src by the weights, NCHW the weights by src.
-    void* const a = nhwc_ ? x : w;
-    void* const b = nhwc_ ? w : x;
-    const MatmulDesc& m = form_.desc;
-    const Device device = Device::cuda(runtime_->device());
-    Tensor a_view = Tensor::view(a, m.a_dims(), m.dtype, Layout::channels_first, device);
-    Tensor b_view = Tensor::view(b, m.b_dims(), m.dtype, Layout::channels_first, device);
-    Tensor y_view = Tensor::view(y, m.dst_dims(), m.dtype, Layout::channels_first, device);
-    detail::MatmulArgs margs;
-    switch (form_.direction) {
-      case Direction::fwd: margs.a = &a_view, margs.b = &b_view, margs.dst = &y_view; break;
-      case Direction::bwd_data:
-        margs.diff_dst = &y_view, margs.b = &b_view, margs.diff_a = &a_view;
-        break;
-      default: margs.a = &a_view, margs.diff_dst = &y_view, margs.diff_b = &b_view; break;
-    }
-    inner_->execute(margs, workspace);
+    GemmViews views;
+    inner_->execute(gemm_args(desc_, direction_, form_, args, Device::cuda(runtime_->device()),
+                              views, context_),
+                    workspace);
   }
 
  private:
   std::shared_ptr<Runtime> runtime_;
+  ConvDesc desc_;
   Direction direction_;
   GemmForm form_;
-  bool nhwc_;
   std::shared_ptr<detail::OpPlan<detail::MatmulArgs>> inner_;
   AlgoInfo info_;
   ErrorContext context_;

@@ -43,6 +43,18 @@ AlgoInfo gemm_info(const AlgoInfo& inner);
 /// The one entry listed while the gemm candidates are off (DNNX_CUDNN_CONV_GEMM), with the reason.
 AlgoInfo gemm_off_info();
 
+/// Views of the convolution's tensors as the product's matrices, kept alive for a call.
+struct GemmViews {
+  Tensor a, b, dst;
+};
+
+/// The arguments of `form`'s product (gemm_form(desc, direction)) over the memory of the
+/// convolution's arguments `args`, on `device`; the views live in `views`. Throws InvalidArgument
+/// naming a missing tensor.
+detail::MatmulArgs gemm_args(const ConvDesc& desc, Direction direction, const GemmForm& form,
+                             const detail::ConvArgs& args, Device device, GemmViews& views,
+                             const ErrorContext& context);
+
 /// The plan running matmul plan `inner` (of gemm_form(desc, direction)) for the convolution.
 std::shared_ptr<detail::ConvPlan> make_gemm_plan(
     std::shared_ptr<Runtime> runtime, const ConvDesc& desc, Direction direction,
