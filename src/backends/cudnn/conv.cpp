@@ -433,9 +433,7 @@ class CudnnConv final
         if (probe_plans_.count(key) != 0) continue;
         if (candidate->runtime_compiled) {
           // A full plan at hand (loaded from the plan store) does not wait for its slice plan.
-          const bool full_at_hand = this_search.direction == direction &&
-                                    plans().find(this_search.desc, direction, id) != nullptr;
-          if (first_slice && !full_at_hand)
+          if (first_slice && !search_plan_built(direction, id))
             compiled.push_back({std::move(key), unlisted_info(id), candidate->config});
           continue;
         }
@@ -553,10 +551,11 @@ class CudnnConv final
     // Matrix products after every other supported candidate: Note [gemm candidates].
     {
       std::vector<Candidate> gemms = gemm_candidates(desc, direction);
+      // At the boundary: the supported ones end the supported group, the entry listed while
+      // they are off begins the unsupported one.
       candidates.insert(std::find_if_not(candidates.begin(), candidates.end(), is_supported),
                         std::make_move_iterator(gemms.begin()),
                         std::make_move_iterator(gemms.end()));
-      std::stable_partition(candidates.begin(), candidates.end(), is_supported);
     }
     for (std::size_t i = 0; i < candidates.size(); ++i)
       candidates[i].info.priority = static_cast<int>(i);
@@ -609,12 +608,12 @@ class CudnnConv final
       }
       return std::nullopt;
     }
-    if (id == gemm_off_info().id || gemm_inner_id(id)) {
+    if (id == gemm_off_id || gemm_inner_id(id)) {
       std::string why;
       const std::optional<GemmForm> form = gemm_form(desc, direction, why);
       if (!form) return std::nullopt;
       if (!runtime_->settings().conv_gemm)
-        return id == gemm_off_info().id ? std::optional(gemm_off_candidate()) : std::nullopt;
+        return id == gemm_off_id ? std::optional(gemm_off_candidate()) : std::nullopt;
       const std::optional<std::string> inner_id = gemm_inner_id(id);
       if (!inner_id) return std::nullopt;
       const std::optional<AlgoInfo> inner =
@@ -669,8 +668,9 @@ class CudnnConv final
                     candidate.matmul_id.empty() ? candidate.info.reason : why,
                     conv_context(desc, direction, candidate.info.id));
     }
-    return make_gemm_plan(runtime_, desc, direction,
-                          matmul().plan(form->desc, form->direction, candidate.matmul_id));
+    std::shared_ptr<detail::OpPlan<detail::MatmulArgs>> inner =
+        matmul().plan(form->desc, form->direction, candidate.matmul_id);
+    return make_gemm_plan(runtime_, desc, direction, *form, std::move(inner));
   }
 
   // Note [runtime-compiled engines]: their plans are compiled on background threads (after those
@@ -774,6 +774,14 @@ class CudnnConv final
     return found == by_id.end() ? nullptr : found->second;
   }
 
+  // Note [probing runtime-compiled candidates]: whether the full plan of `id` for the searching
+  // thread's search is built (in the plan cache, or by a builder).
+  bool search_plan_built(Direction direction, const std::string& id) {
+    return this_search.direction == direction &&
+           (plans().find(this_search.desc, direction, id) != nullptr ||
+            background_.built(detail::ConvPlanKey{this_search.desc, direction, id}));
+  }
+
   // Note [probing runtime-compiled candidates]: the slice plan prepare_probes() queued, waited
   // for until the search's compile deadline while the candidate's full plan is compiling too;
   // null when it is not built by then (the full run decides), failed, or was never queued (a
@@ -787,9 +795,7 @@ class CudnnConv final
       if (auto found = probe_plans_.find(key); found != probe_plans_.end()) return found->second;
     }
     const bool full_at_hand =
-        this_search.direction != direction ||
-        plans().find(this_search.desc, direction, id) != nullptr ||
-        background_.built(detail::ConvPlanKey{this_search.desc, direction, id});
+        this_search.direction != direction || search_plan_built(direction, id);
     if (full_at_hand && !background_.built(key)) return nullptr;
     BackgroundBuilds::Outcome outcome = background_.await(key);
     if (outcome.state != BackgroundBuilds::State::ready &&

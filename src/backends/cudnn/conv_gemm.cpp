@@ -3,7 +3,6 @@
 #include <dnnx/error.hpp>
 
 #include "backends/cudnn/conv_common.hpp"
-#include "core/check.hpp"
 #include "core/strings.hpp"
 
 #include <utility>
@@ -92,7 +91,7 @@ AlgoInfo gemm_info(const AlgoInfo& inner) {
 
 AlgoInfo gemm_off_info() {
   AlgoInfo info;
-  info.id = std::string(prefix.substr(0, prefix.size() - 1));
+  info.id = std::string(gemm_off_id);
   info.name = "1x1 convolution as a cuBLASLt / cuBLAS matrix product";
   info.reason =
       "off by default: DNNX_CUDNN_CONV_GEMM=1 lists the matmul backend's candidates for this "
@@ -122,9 +121,13 @@ detail::MatmulArgs gemm_args(const ConvDesc& desc, Direction direction, const Ge
   // Note [gemm candidates]: NHWC multiplies src by the weights, NCHW the weights by src.
   const bool nhwc = desc.layout == Layout::channels_last;
   const MatmulDesc& m = form.desc;
-  views.a = Tensor::view(nhwc ? x : w, m.a_dims(), m.dtype, Layout::channels_first, device);
-  views.b = Tensor::view(nhwc ? w : x, m.b_dims(), m.dtype, Layout::channels_first, device);
-  views.dst = Tensor::view(y, m.dst_dims(), m.dtype, Layout::channels_first, device);
+  const auto over = [&](Tensor& view, void* data, const auto& dims_of) {
+    if (view.data() != data)
+      view = Tensor::view(data, (m.*dims_of)(), m.dtype, Layout::channels_first, device);
+  };
+  over(views.a, nhwc ? x : w, &MatmulDesc::a_dims);
+  over(views.b, nhwc ? w : x, &MatmulDesc::b_dims);
+  over(views.dst, y, &MatmulDesc::dst_dims);
   detail::MatmulArgs margs;
   switch (form.direction) {
     case Direction::fwd: margs.a = &views.a, margs.b = &views.b, margs.dst = &views.dst; break;
@@ -146,6 +149,7 @@ class GemmPlan final : public detail::ConvPlan {
         desc_(desc),
         direction_(direction),
         form_(std::move(form)),
+        device_(Device::cuda(runtime_->device())),
         inner_(std::move(inner)),
         info_(gemm_info(inner_->algo())),
         context_(conv_context(desc, direction, info_.id)) {}
@@ -153,9 +157,7 @@ class GemmPlan final : public detail::ConvPlan {
   const AlgoInfo& algo() const override { return info_; }
 
   void execute(const detail::ConvArgs& args, detail::Workspace workspace) override {
-    GemmViews views;
-    inner_->execute(gemm_args(desc_, direction_, form_, args, Device::cuda(runtime_->device()),
-                              views, context_),
+    inner_->execute(gemm_args(desc_, direction_, form_, args, device_, views_, context_),
                     workspace);
   }
 
@@ -164,6 +166,8 @@ class GemmPlan final : public detail::ConvPlan {
   ConvDesc desc_;
   Direction direction_;
   GemmForm form_;
+  Device device_;
+  GemmViews views_;  // over the last call's tensors (gemm_args)
   std::shared_ptr<detail::OpPlan<detail::MatmulArgs>> inner_;
   AlgoInfo info_;
   ErrorContext context_;
@@ -172,12 +176,9 @@ class GemmPlan final : public detail::ConvPlan {
 }  // namespace
 
 std::shared_ptr<detail::ConvPlan> make_gemm_plan(
-    std::shared_ptr<Runtime> runtime, const ConvDesc& desc, Direction direction,
+    std::shared_ptr<Runtime> runtime, const ConvDesc& desc, Direction direction, GemmForm form,
     std::shared_ptr<detail::OpPlan<detail::MatmulArgs>> inner) {
-  std::string why;
-  std::optional<GemmForm> form = gemm_form(desc, direction, why);
-  if (!form) detail::raise(ErrorKind::InvalidArgument, why, conv_context(desc, direction, {}));
-  return std::make_shared<GemmPlan>(std::move(runtime), desc, direction, std::move(*form),
+  return std::make_shared<GemmPlan>(std::move(runtime), desc, direction, std::move(form),
                                     std::move(inner));
 }
 

@@ -40,24 +40,28 @@ std::optional<std::string> gemm_inner_id(std::string_view id);
 /// The listing entry of the gemm candidate wrapping matmul candidate `inner`.
 AlgoInfo gemm_info(const AlgoInfo& inner);
 
-/// The one entry listed while the gemm candidates are off (DNNX_CUDNN_CONV_GEMM), with the reason.
+/// The one entry listed while the gemm candidates are off (DNNX_CUDNN_CONV_GEMM), with the reason,
+/// and its id.
 AlgoInfo gemm_off_info();
+inline constexpr std::string_view gemm_off_id = "cudnn:gemm";
 
-/// Views of the convolution's tensors as the product's matrices, kept alive for a call.
+/// Views of the convolution's tensors as the product's matrices.
 struct GemmViews {
   Tensor a, b, dst;
 };
 
 /// The arguments of `form`'s product (gemm_form(desc, direction)) over the memory of the
-/// convolution's arguments `args`, on `device`; the views live in `views`. Throws InvalidArgument
-/// naming a missing tensor.
+/// convolution's arguments `args`, on `device`; the views live in `views`, and a view already
+/// over the same memory is kept (a plan's calls on the same tensors make none). Throws
+/// InvalidArgument naming a missing tensor.
 detail::MatmulArgs gemm_args(const ConvDesc& desc, Direction direction, const GemmForm& form,
                              const detail::ConvArgs& args, Device device, GemmViews& views,
                              const ErrorContext& context);
 
-/// The plan running matmul plan `inner` (of gemm_form(desc, direction)) for the convolution.
+/// The plan running matmul plan `inner` (of `form`, gemm_form(desc, direction)) for the
+/// convolution.
 std::shared_ptr<detail::ConvPlan> make_gemm_plan(
-    std::shared_ptr<Runtime> runtime, const ConvDesc& desc, Direction direction,
+    std::shared_ptr<Runtime> runtime, const ConvDesc& desc, Direction direction, GemmForm form,
     std::shared_ptr<detail::OpPlan<detail::MatmulArgs>> inner);
 
 }  // namespace dnnx::cudnn
