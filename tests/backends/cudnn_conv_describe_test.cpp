@@ -27,10 +27,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dnnx {
@@ -176,8 +178,16 @@ TEST(CudnnConvIds, PaddedIdsNameTheirInnerId) {
 // every direction and layout, on the reference backend: the roles and the directions the
 // mapping swaps are what a GPU run of the candidates relies on.
 TEST(CudnnConvIds, GemmFormsComputeWhatTheConvolutionDoes) {
-  EXPECT_EQ(cudnn::gemm_inner_id(cudnn::gemm_id("cublaslt:a5:t1")), "cublaslt:a5:t1");
+  for (const bool packed : {false, true}) {
+    const std::optional<cudnn::GemmInnerId> inner =
+        cudnn::gemm_inner_id(cudnn::gemm_id("cublaslt:a5:t1", packed));
+    ASSERT_TRUE(inner.has_value());
+    EXPECT_EQ(inner->matmul_id, "cublaslt:a5:t1");
+    EXPECT_EQ(inner->packed, packed);
+  }
+  EXPECT_EQ(cudnn::gemm_id("cublas:gemm_ex", true), "cudnn:gemm:packed:cublas:gemm_ex");
   EXPECT_FALSE(cudnn::gemm_inner_id("cudnn:gemm").has_value());
+  EXPECT_FALSE(cudnn::gemm_inner_id("cudnn:gemm:packed:").has_value());
   EXPECT_FALSE(cudnn::gemm_inner_id("cudnn:engine:5").has_value());
   for (const ConvDesc& desc :
        {make_desc({2, 8, 5, 5}, {8, 8, 1, 1}, 2, 0, 1, DType::f32, Layout::channels_first),
@@ -196,12 +206,44 @@ TEST(CudnnConvIds, GemmFormsComputeWhatTheConvolutionDoes) {
       make_desc({2, 6, 4, 5}, {7, 6, 1, 1}, 1, 0, 1, DType::f32, Layout::channels_last),
       ConvDesc::from_shapes({2, 5, 3, 2, 4}, {6, 5, 1, 1, 1}, {1}, {0}, {2}, 1, DType::f32,
                             Layout::channels_first)};
+  // Note [packed gemm]: what the plan's kernel does, on the host: count row-major rows x cols
+  // matrices side by side in one rows x (count * cols) matrix.
+  const auto side_by_side = [](const Tensor& from, std::int64_t count, std::int64_t rows,
+                               std::int64_t cols, char* to_bytes) {
+    const auto* in = static_cast<const float*>(from.data());
+    auto* to = reinterpret_cast<float*>(to_bytes);
+    for (std::int64_t g = 0; g < count; ++g)
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t c = 0; c < cols; ++c)
+          to[(r * count + g) * cols + c] = in[(g * rows + r) * cols + c];
+  };
+  {  // No packed form where its matrices would take more than its workspace cap.
+    const ConvDesc large = make_desc({64, 2048, 56, 56}, {2048, 2048, 1, 1}, 1, 0, 1, DType::f32,
+                                     Layout::channels_first);
+    std::string why;
+    EXPECT_TRUE(cudnn::gemm_form(large, Direction::bwd_weights, why).has_value()) << why;
+    EXPECT_FALSE(cudnn::gemm_form(large, Direction::bwd_weights, why, true).has_value());
+    EXPECT_NE(why.find("workspace"), std::string::npos) << why;
+  }
   for (const ConvDesc& desc : descs) {
-    for (const Direction direction : directions) {
-      const std::string where = test::conv_context(desc, direction, "cudnn:gemm (reference)");
+    for (const auto& [direction, packed] : {std::pair{Direction::fwd, false},
+                                            {Direction::bwd_data, false},
+                                            {Direction::bwd_weights, false},
+                                            {Direction::fwd, true},
+                                            {Direction::bwd_data, true},
+                                            {Direction::bwd_weights, true}}) {
+      const std::string where = test::conv_context(
+          desc, direction, packed ? "cudnn:gemm:packed (reference)" : "cudnn:gemm (reference)");
       std::string why;
-      const std::optional<cudnn::GemmForm> form = cudnn::gemm_form(desc, direction, why);
+      const std::optional<cudnn::GemmForm> form = cudnn::gemm_form(desc, direction, why, packed);
+      if (packed && (direction != Direction::bwd_weights || desc.batch < 2 ||
+                     desc.layout != Layout::channels_first)) {
+        EXPECT_FALSE(form.has_value()) << where;
+        EXPECT_NE(why.find("no packed form"), std::string::npos) << why;
+        continue;
+      }
       ASSERT_TRUE(form.has_value()) << why << "\n" << where;
+      EXPECT_EQ(form->packed, packed);
       test::ConvOperands host =
           test::random_conv_operands(desc, direction, test::seed_from(desc.key()));
       const std::vector<float> expected =
@@ -220,10 +262,25 @@ TEST(CudnnConvIds, GemmFormsComputeWhatTheConvolutionDoes) {
           args.src = &host.src, args.diff_dst = &host.diff_dst, args.diff_weights = &out;
           break;
       }
+      std::vector<char> packed_memory(cudnn::gemm_packing_bytes(*form));
+      if (packed) {
+        std::int64_t positions = 1;
+        for (int i = 0; i < desc.spatial_dims; ++i) positions *= desc.input[i];
+        EXPECT_EQ(form->samples, desc.batch);
+        EXPECT_EQ(form->positions, positions);
+        EXPECT_GE(packed_memory.size(),
+                  static_cast<std::size_t>((desc.out_channels + desc.in_channels) * desc.batch *
+                                           positions) *
+                      sizeof(float));
+        side_by_side(host.diff_dst, desc.batch, desc.out_channels, positions, packed_memory.data());
+        side_by_side(host.src, desc.batch, desc.in_channels, positions,
+                     packed_memory.data() + cudnn::gemm_packed_src_offset(*form));
+      }
       cudnn::GemmViews views;
       const detail::MatmulArgs m =
           cudnn::gemm_args(desc, direction, *form, args, Device::cpu(), views,
-                           cudnn::conv_context(desc, direction, "cudnn:gemm"));
+                           cudnn::conv_context(desc, direction, "cudnn:gemm"),
+                           packed ? static_cast<void*>(packed_memory.data()) : nullptr);
       switch (form->direction) {
         case Direction::fwd: matmul_fwd(reference, form->desc, *m.a, *m.b, *m.dst); break;
         case Direction::bwd_data:

@@ -327,10 +327,11 @@ TEST(CudnnSearch, RuntimeCompiledCandidatesMatchTheReference) {
   EXPECT_GT(checked, 0u) << "no runtime-compiled candidate on any of the descs";
 }
 
-// Note [gemm candidates]: with DNNX_CUDNN_CONV_GEMM=1 a 1x1 convolution of stride 1 lists
-// matrix products in every direction, in NCHW (the batch sharing the weights, or batch 1) and
-// NHWC, 2-D and 3-D, and each computes what the reference does; a 3x3 lists none. Off, a 1x1
-// lists one unsupported entry saying how to turn them on.
+// Note [gemm candidates]: by default a 1x1 convolution of stride 1 lists matrix products in
+// every direction, in NCHW (the batch sharing the weights, or batch 1) and NHWC, 2-D and 3-D, and
+// each computes what the reference does, the packed form of an NCHW batch's bwd_weights too
+// (Note [packed gemm]); a 3x3 lists none. With DNNX_CUDNN_CONV_GEMM=0 a 1x1
+// lists one unsupported entry saying what turned them off.
 TEST(CudnnSearch, GemmCandidatesOfOneByOneConvolutionsMatchTheReference) {
   DNNX_REQUIRE_GPU();
   const std::vector<ConvDesc> descs{
@@ -343,7 +344,7 @@ TEST(CudnnSearch, GemmCandidatesOfOneByOneConvolutionsMatchTheReference) {
       make_desc({2, 16, 9, 9}, {16, 16, 3, 3}, 1, 1, 1, 1, DType::f32, Layout::channels_first);
   const auto is_gemm = [](const AlgoInfo& info) { return info.has_note("conv_gemm"); };
   {
-    const ScopedEnv off("DNNX_CUDNN_CONV_GEMM", nullptr);
+    const ScopedEnv off("DNNX_CUDNN_CONV_GEMM", "0");
     Context context = cudnn_context();
     const std::vector<AlgoInfo> algos = conv_list(context, descs[0], Direction::fwd);
     const auto gemms = std::count_if(algos.begin(), algos.end(), is_gemm);
@@ -351,10 +352,10 @@ TEST(CudnnSearch, GemmCandidatesOfOneByOneConvolutionsMatchTheReference) {
     const auto off_entry = std::find_if(algos.begin(), algos.end(), is_gemm);
     ASSERT_NE(off_entry, algos.end());
     EXPECT_FALSE(off_entry->supported);
-    EXPECT_NE(off_entry->reason.find("DNNX_CUDNN_CONV_GEMM=1"), std::string::npos)
+    EXPECT_NE(off_entry->reason.find("DNNX_CUDNN_CONV_GEMM=0"), std::string::npos)
         << off_entry->reason;
   }
-  const ScopedEnv on("DNNX_CUDNN_CONV_GEMM", "1");
+  const ScopedEnv on("DNNX_CUDNN_CONV_GEMM", nullptr);  // the default
   Context context = cudnn_context();
   for (const ConvDesc& desc : descs) {
     for (Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
@@ -364,6 +365,13 @@ TEST(CudnnSearch, GemmCandidatesOfOneByOneConvolutionsMatchTheReference) {
       EXPECT_GT(supported, 0) << desc.repro(direction);
       // After every other supported candidate: the heuristic pick stays cuDNN's.
       EXPECT_FALSE(is_gemm(algos.front())) << algos.front().id;
+      // Note [packed gemm]: the packed form only for the bwd_weights of an NCHW batch.
+      const auto packed = std::count_if(algos.begin(), algos.end(), [](const AlgoInfo& a) {
+        return a.supported && a.id.starts_with("cudnn:gemm:packed:");
+      });
+      const bool has_packed = direction == Direction::bwd_weights && desc.batch > 1 &&
+                              desc.layout == Layout::channels_first;
+      EXPECT_EQ(packed > 0, has_packed) << desc.repro(direction);
     }
     const std::vector<AlgoInfo> algos = conv_list(context, three, Direction::fwd);
     EXPECT_EQ(std::count_if(algos.begin(), algos.end(), is_gemm), 0);

@@ -170,8 +170,8 @@ TEST(CudnnBackend, AvailableOrSaysWhy) {
   EXPECT_EQ(resolve_backend(BackendKind::automatic), BackendKind::cudnn);
   const detail::Backend& backend = detail::state_of(context).backend();
   const std::string fingerprint = backend.fingerprint();
-  for (const char* part :
-       {"cuDNN 9.", "CUDA ", "driver ", " sm_", "SMs=", "tf32=off", "rtc=", "knobs=top/24"})
+  for (const char* part : {"cuDNN 9.", "CUDA ", "driver ", " sm_", "SMs=", "tf32=off",
+                           "rtc=", "knobs=top/24", " conv_gemm=on"})
     EXPECT_NE(fingerprint.find(part), std::string::npos) << fingerprint;
   std::set<std::string> keys;
   for (const auto& [key, value] : backend.environment()) {

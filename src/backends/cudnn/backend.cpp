@@ -165,8 +165,7 @@ class CudnnBackend final : public detail::Backend {
                        cuda_version_text(f.driver_version), " ", f.name, " sm_", f.major, f.minor,
                        " SMs=", f.sm_count, " tf32=", runtime_->allow_tf32() ? "on" : "off",
                        " rtc=", runtime_compiled_text(), " knobs=", knob_search_text(),
-                       // Left out while off, so that the keys of that default stay as they were.
-                       runtime_->settings().conv_gemm ? " conv_gemm=on" : "");
+                       " conv_gemm=", runtime_->settings().conv_gemm ? "on" : "off");
   }
 
   std::vector<std::pair<std::string, std::string>> environment() const override {

@@ -57,20 +57,25 @@ double ms_since(Clock::time_point start) {
 // 84 (docs/benchmarks.md, "GPU convolution beyond ResNet-50"). So when a search first prepares
 // its probes (its smallest slice), the plans of its runtime-compiled candidates for that slice
 // are compiled on the background builders too, under the search's compile deadline, behind the
-// full plans already queued. A probe of such a candidate whose full plan is still compiling
-// waits for its slice plan at most until that deadline: the search would wait for the full plan
-// anyway, under the same deadline, and the slice's compile started soon after it. A candidate
-// whose full plan is at hand (built, or loaded from the plan store as in the settling of late
-// plans) takes the slice plan only if it is built already: it never waits for one. Without a slice
-// plan the full run decides as before. A slice plan that finishes after its search stays with the
-// builders, for a later probe of the same slice. Larger slices are not compiled: a candidate that
-// passes the smallest slice goes to its full run. The deadline comes from the searching thread's
-// last start_compiles(), which the same search's prepare() called before it probes.
+// full plans already queued (only for candidates whose full plan is not at hand then). A probe
+// of a candidate whose slice plan its own search queued waits for it at most until that
+// deadline, even when the full plan has been built meanwhile: the search would have waited for
+// the full plan under the same deadline, and a full run of a slow one costs more than the wait
+// (the 3.7 s run above came after the full plan finished first: a probe that did not wait for
+// its slice plan then ran it in full). A candidate whose full plan was at hand when the probes
+// were prepared (loaded from the plan store, as in the settling of late plans) had no slice plan
+// queued by this search: it takes one only if it is built already (by an earlier search), and
+// never waits. Without a slice plan the full run decides as before. A slice plan that finishes
+// after its search stays with the builders, for a later probe of the same slice. Larger slices
+// are not compiled: a candidate that passes the smallest slice goes to its full run. The deadline
+// comes from the searching thread's last start_compiles(), which the same search's prepare()
+// called before it probes.
 struct SearchCompiles {
   Clock::time_point deadline{};
   ConvDesc desc;  // the search's, with its direction: where its full plans are found
   Direction direction = Direction::fwd;
-  bool slices_submitted = false;  // the search's first prepare_probes() has run
+  bool slices_submitted = false;    // the search's first prepare_probes() has run
+  std::set<std::string> slice_ids;  // the candidates whose slice plans it queued
 };
 thread_local SearchCompiles this_search;
 
@@ -109,8 +114,9 @@ struct Candidate {
   // padded: the desc with its channels rounded up, and the candidate of it that this one wraps.
   ConvDesc padded;
   std::shared_ptr<const Candidate> inner;
-  // gemm: the matmul candidate's id.
+  // gemm: the matmul candidate's id, and whether it is of the packed form (Note [packed gemm]).
   std::string matmul_id;
+  bool gemm_packed = false;
 };
 
 Candidate engine_candidate(EngineCandidate engine, std::shared_ptr<OperationGraph> graph) {
@@ -150,13 +156,14 @@ Candidate kernel_candidate(AlgoInfo info) {
   return candidate;
 }
 
-// A gemm candidate: `inner` a matmul candidate, or the unsupported entry listed while they are
-// off (Note [gemm candidates]).
-Candidate gemm_candidate(const AlgoInfo& inner) {
+// A gemm candidate: `inner` a matmul candidate of `form`'s product, or the unsupported entry
+// listed while they are off (Note [gemm candidates]).
+Candidate gemm_candidate(const AlgoInfo& inner, const GemmForm& form) {
   Candidate candidate;
-  candidate.info = gemm_info(inner);
+  candidate.info = gemm_info(inner, form);
   candidate.kind = Candidate::Kind::gemm;
   candidate.matmul_id = inner.id;
+  candidate.gemm_packed = form.packed;
   return candidate;
 }
 Candidate gemm_off_candidate() {
@@ -445,6 +452,8 @@ class CudnnConv final
     }
     if (!compiled.empty() && Clock::now() < this_search.deadline) {
       background_.submit(compiled, this_search.deadline);
+      for (const BackgroundBuilds::Request& request : compiled)
+        this_search.slice_ids.insert(request.key.id);
       if (runtime_->verbose()) {
         std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": "
                   << compiled.size() << " runtime-compiled plans compiling for probes\n";
@@ -564,18 +573,23 @@ class CudnnConv final
   }
 
   // Note [gemm candidates]: the matmul backend's first supported candidates for the product the
-  // convolution is, or the one unsupported entry while they are off; nothing for a convolution
-  // that is no product.
+  // convolution is, then those of its packed form where it has one (Note [packed gemm]), or the
+  // one unsupported entry while they are off; nothing for a convolution that is no product.
   std::vector<Candidate> gemm_candidates(const ConvDesc& desc, Direction direction) {
     std::string why;
     const std::optional<GemmForm> form = gemm_form(desc, direction, why);
     if (!form) return {};
     if (!runtime_->settings().conv_gemm) return {gemm_off_candidate()};
     std::vector<Candidate> out;
-    for (const AlgoInfo& inner : matmul().list(form->desc, form->direction)) {
-      if (!inner.supported) continue;
-      out.push_back(gemm_candidate(inner));
-      if (out.size() == gemm_candidates_max) break;
+    const std::optional<GemmForm> packed = gemm_form(desc, direction, why, true);
+    for (const GemmForm* f : {&*form, packed ? &*packed : nullptr}) {
+      if (f == nullptr) continue;
+      std::size_t listed = 0;
+      for (const AlgoInfo& inner : matmul().list(f->desc, f->direction)) {
+        if (!inner.supported) continue;
+        out.push_back(gemm_candidate(inner, *f));
+        if (++listed == gemm_candidates_max) break;
+      }
     }
     return out;
   }
@@ -610,16 +624,17 @@ class CudnnConv final
     }
     if (id == gemm_off_id || gemm_inner_id(id)) {
       std::string why;
-      const std::optional<GemmForm> form = gemm_form(desc, direction, why);
-      if (!form) return std::nullopt;
+      if (!gemm_form(desc, direction, why)) return std::nullopt;
       if (!runtime_->settings().conv_gemm)
         return id == gemm_off_id ? std::optional(gemm_off_candidate()) : std::nullopt;
-      const std::optional<std::string> inner_id = gemm_inner_id(id);
+      const std::optional<GemmInnerId> inner_id = gemm_inner_id(id);
       if (!inner_id) return std::nullopt;
+      const std::optional<GemmForm> form = gemm_form(desc, direction, why, inner_id->packed);
+      if (!form) return std::nullopt;
       const std::optional<AlgoInfo> inner =
-          matmul().describe_candidate(form->desc, form->direction, *inner_id);
+          matmul().describe_candidate(form->desc, form->direction, inner_id->matmul_id);
       if (!inner || !inner->supported) return std::nullopt;
-      return gemm_candidate(*inner);
+      return gemm_candidate(*inner, *form);
     }
     if (std::optional<LegacyCandidate> legacy = legacy_candidate_of(*runtime_, desc, direction, id))
       return legacy_candidate(std::move(*legacy));
@@ -662,7 +677,7 @@ class CudnnConv final
   std::shared_ptr<detail::ConvPlan> gemm_plan(const ConvDesc& desc, Direction direction,
                                               const Candidate& candidate) {
     std::string why;
-    const std::optional<GemmForm> form = gemm_form(desc, direction, why);
+    const std::optional<GemmForm> form = gemm_form(desc, direction, why, candidate.gemm_packed);
     if (!form || candidate.matmul_id.empty()) {
       detail::raise(ErrorKind::Unsupported,
                     candidate.matmul_id.empty() ? candidate.info.reason : why,
@@ -690,7 +705,7 @@ class CudnnConv final
     const auto budget = std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(runtime_->settings().compile_budget_s));
     // Note [probing runtime-compiled candidates]
-    this_search = {start + budget, desc, direction, false};
+    this_search = {start + budget, desc, direction, false, {}};
     background_.submit(to_compile, start + budget);
     std::vector<std::string> ids;
     for (const BackgroundBuilds::Request& request : to_compile) ids.push_back(request.key.id);
@@ -782,10 +797,10 @@ class CudnnConv final
             background_.built(detail::ConvPlanKey{this_search.desc, direction, id}));
   }
 
-  // Note [probing runtime-compiled candidates]: the slice plan prepare_probes() queued, waited
-  // for until the search's compile deadline while the candidate's full plan is compiling too;
-  // null when it is not built by then (the full run decides), failed, or was never queued (a
-  // larger slice).
+  // Note [probing runtime-compiled candidates]: the slice plan prepare_probes() queued for this
+  // search, waited for until the search's compile deadline; another search's, only when it is
+  // built already while the full plan is at hand; null when it is not built by then (the full
+  // run decides), failed, or was never queued (a larger slice).
   std::shared_ptr<detail::ConvPlan> compiled_probe_plan(const ConvDesc& desc, Direction direction,
                                                         const Candidate& candidate) {
     const std::string& id = candidate.info.id;
@@ -794,9 +809,11 @@ class CudnnConv final
       std::lock_guard lock(probe_mutex_);
       if (auto found = probe_plans_.find(key); found != probe_plans_.end()) return found->second;
     }
+    const bool queued_here =
+        this_search.direction == direction && this_search.slice_ids.count(id) != 0;
     const bool full_at_hand =
         this_search.direction != direction || search_plan_built(direction, id);
-    if (full_at_hand && !background_.built(key)) return nullptr;
+    if (!queued_here && full_at_hand && !background_.built(key)) return nullptr;
     BackgroundBuilds::Outcome outcome = background_.await(key);
     if (outcome.state != BackgroundBuilds::State::ready &&
         outcome.state != BackgroundBuilds::State::failed)

@@ -2,7 +2,10 @@
 
 #include <dnnx/error.hpp>
 
+#include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv_common.hpp"
+#include "backends/cudnn/kernels/matmul.hpp"
+#include "core/check.hpp"
 #include "core/strings.hpp"
 
 #include <utility>
@@ -26,17 +29,43 @@ namespace dnnx::cudnn {
 // at most gemm_candidates_max of its supported ones in its order, after every other supported
 // candidate, so the heuristic policy keeps cuDNN's pick. cuDNN's fp32 engines ran such layers of
 // the shape suite at 16-42 TFLOP/s on an H200, where cuBLASLt's fp32 GEMMs run large products at
-// 50-54 (docs/benchmarks.md). They are listed only with DNNX_CUDNN_CONV_GEMM=1, a switch of the
-// backend's fingerprint (and so of every cache key) while it is off by default; otherwise one
-// unsupported "cudnn:gemm" entry says how to list them.
+// 50-54; with these candidates the searches chose them for most fp32 1x1 rows in fwd and bwd_data
+// and the suite's fp32 totals dropped by about 5% (docs/benchmarks.md, "1x1 convolutions as
+// matrix products"). DNNX_CUDNN_CONV_GEMM=0 turns them off (a switch of the backend's
+// fingerprint, and so of every cache key); then one unsupported "cudnn:gemm" entry says so.
+
+// Note [packed gemm]
+// In NCHW the weights' gradient is a sum over the batch, diff_weights {K, C} = sum over n of
+// diff_dst[n] {K, P} src[n]^T {P, C}, which the broadcast form runs as one GEMM of depth P per
+// sample, each adding into the gradient (Note [row-major matmul] in matmul.cpp). That keeps the
+// GPU busy only when P and K x C are large: on an H200 it won DeepLabV3's 65x65 layers (batch 16)
+// but lost every ResNet-50 and ResNeXt-50 layer (batch 64, 7x7 to 56x56) to cuDNN, where PyTorch's
+// batched GEMM and a sum took 0.57-0.62 of cuDNN's time (docs/benchmarks.md, "1x1 convolutions as
+// matrix products"). Set side by side, diff_dst as {K, N*P} and src as {C, N*P}, the sum is one
+// GEMM of depth N*P: the matmul fwd of a = packed diff_dst and b = packed src stored transposed
+// (transpose_b), whose dst is diff_weights itself. The packing is a copy of diff_dst and src
+// into the workspace (kernels::matmul::side_by_side, a pass over both), so the packed form is
+// listed next to the broadcast one, each with its own candidates, and only while the two copies
+// take at most packed_bytes_max: beyond that the samples are large enough for the broadcast
+// form's GEMMs, and the workspace would be a large share of a smaller GPU's memory.
 
 namespace {
 
 constexpr std::string_view prefix = "cudnn:gemm:";
+constexpr std::string_view packed_prefix = "cudnn:gemm:packed:";
+constexpr std::size_t packed_bytes_max = std::size_t{256} << 20;
+constexpr std::size_t packed_alignment = 256;
+
+std::size_t aligned(std::size_t bytes) {
+  return (bytes + packed_alignment - 1) / packed_alignment * packed_alignment;
+}
+
+std::size_t element_bytes(DType dtype) { return dtype == DType::f32 ? 4 : 2; }
 
 }  // namespace
 
-std::optional<GemmForm> gemm_form(const ConvDesc& d, Direction direction, std::string& why) {
+std::optional<GemmForm> gemm_form(const ConvDesc& d, Direction direction, std::string& why,
+                                  bool packed) {
   if (d.groups != 1) {
     why = "not a matrix product: a grouped convolution";
     return std::nullopt;
@@ -53,7 +82,24 @@ std::optional<GemmForm> gemm_form(const ConvDesc& d, Direction direction, std::s
   GemmForm form;
   MatmulDesc& m = form.desc;
   m.dtype = d.dtype;
-  if (d.layout == Layout::channels_last) {
+  if (packed) {  // Note [packed gemm]
+    if (d.layout != Layout::channels_first || direction != Direction::bwd_weights || d.batch < 2) {
+      why = "no packed form: only the bwd_weights of an NCHW batch of several samples has one";
+      return std::nullopt;
+    }
+    form.packed = true;
+    form.samples = d.batch, form.positions = positions;
+    m.m = d.out_channels, m.k = d.batch * positions, m.n = d.in_channels;
+    m.transpose_b = true;
+    form.direction = Direction::fwd;
+    if (const std::size_t bytes = gemm_packing_bytes(form); bytes > packed_bytes_max) {
+      why = detail::cat("no packed form: its packed matrices would take ",
+                        detail::format_bytes(static_cast<double>(bytes)), " of workspace, over ",
+                        detail::format_bytes(static_cast<double>(packed_bytes_max)),
+                        " (Note [packed gemm])");
+      return std::nullopt;
+    }
+  } else if (d.layout == Layout::channels_last) {
     m.m = d.batch * positions, m.k = d.in_channels, m.n = d.out_channels;
     m.transpose_b = true;
     form.direction = direction;
@@ -73,18 +119,40 @@ std::optional<GemmForm> gemm_form(const ConvDesc& d, Direction direction, std::s
   return form;
 }
 
-std::string gemm_id(std::string_view matmul_id) { return detail::cat(prefix, matmul_id); }
-
-std::optional<std::string> gemm_inner_id(std::string_view id) {
-  if (!id.starts_with(prefix) || id.size() == prefix.size()) return std::nullopt;
-  return std::string(id.substr(prefix.size()));
+std::size_t gemm_packed_src_offset(const GemmForm& form) {
+  if (!form.packed) return 0;
+  return aligned(static_cast<std::size_t>(form.desc.m * form.desc.k) *
+                 element_bytes(form.desc.dtype));
 }
 
-AlgoInfo gemm_info(const AlgoInfo& inner) {
+std::size_t gemm_packing_bytes(const GemmForm& form) {
+  if (!form.packed) return 0;
+  return gemm_packed_src_offset(form) +
+         aligned(static_cast<std::size_t>(form.desc.n * form.desc.k) *
+                 element_bytes(form.desc.dtype));
+}
+
+std::string gemm_id(std::string_view matmul_id, bool packed) {
+  return detail::cat(packed ? packed_prefix : prefix, matmul_id);
+}
+
+std::optional<GemmInnerId> gemm_inner_id(std::string_view id) {
+  const bool packed = id.starts_with(packed_prefix);
+  const std::string_view head = packed ? packed_prefix : prefix;
+  if (!id.starts_with(head) || id.size() == head.size()) return std::nullopt;
+  return GemmInnerId{std::string(id.substr(head.size())), packed};
+}
+
+AlgoInfo gemm_info(const AlgoInfo& inner, const GemmForm& form) {
   AlgoInfo info = inner;
-  info.id = gemm_id(inner.id);
-  if (!inner.variant_of.empty()) info.variant_of = gemm_id(inner.variant_of);
-  info.name = detail::cat("1x1 convolution as a matrix product: ", inner.name);
+  info.id = gemm_id(inner.id, form.packed);
+  if (!inner.variant_of.empty()) info.variant_of = gemm_id(inner.variant_of, form.packed);
+  info.name = form.packed ? detail::cat(
+                                "1x1 convolution's weight gradient as one matrix product over "
+                                "the batch set side by side: ",
+                                inner.name)
+                          : detail::cat("1x1 convolution as a matrix product: ", inner.name);
+  info.workspace_bytes = gemm_packing_bytes(form) + inner.workspace_bytes;
   info.notes.push_back("conv_gemm");
   return info;
 }
@@ -94,15 +162,15 @@ AlgoInfo gemm_off_info() {
   info.id = std::string(gemm_off_id);
   info.name = "1x1 convolution as a cuBLASLt / cuBLAS matrix product";
   info.reason =
-      "off by default: DNNX_CUDNN_CONV_GEMM=1 lists the matmul backend's candidates for this "
-      "product (Note [gemm candidates])";
+      "turned off by DNNX_CUDNN_CONV_GEMM=0; unset or 1 lists the matmul backend's candidates "
+      "for this product (Note [gemm candidates])";
   info.notes = {"conv_gemm"};
   return info;
 }
 
 detail::MatmulArgs gemm_args(const ConvDesc& desc, Direction direction, const GemmForm& form,
                              const detail::ConvArgs& args, Device device, GemmViews& views,
-                             const ErrorContext& context) {
+                             const ErrorContext& context, void* packed) {
   const BoundTensors t = bind_tensors(args, direction, context);
   // The convolution's tensors by role: x = src / diff_src, w = weights / diff_weights,
   // y = dst / diff_dst (bind_tensors gives them read, read, written in direction order).
@@ -125,6 +193,17 @@ detail::MatmulArgs gemm_args(const ConvDesc& desc, Direction direction, const Ge
     if (view.data() != data)
       view = Tensor::view(data, (m.*dims_of)(), m.dtype, Layout::channels_first, device);
   };
+  if (form.packed) {  // Note [packed gemm]: dst = diff_weights, a and b in the workspace
+    if (packed == nullptr)
+      detail::raise(ErrorKind::Internal, "a packed gemm form run without its packed matrices",
+                    context);
+    over(views.a, packed, &MatmulDesc::a_dims);
+    over(views.b, static_cast<char*>(packed) + gemm_packed_src_offset(form), &MatmulDesc::b_dims);
+    over(views.dst, w, &MatmulDesc::dst_dims);
+    detail::MatmulArgs margs;
+    margs.a = &views.a, margs.b = &views.b, margs.dst = &views.dst;
+    return margs;
+  }
   over(views.a, nhwc ? x : w, &MatmulDesc::a_dims);
   over(views.b, nhwc ? w : x, &MatmulDesc::b_dims);
   over(views.dst, y, &MatmulDesc::dst_dims);
@@ -151,14 +230,35 @@ class GemmPlan final : public detail::ConvPlan {
         form_(std::move(form)),
         device_(Device::cuda(runtime_->device())),
         inner_(std::move(inner)),
-        info_(gemm_info(inner_->algo())),
+        info_(gemm_info(inner_->algo(), form_)),
         context_(conv_context(desc, direction, info_.id)) {}
 
   const AlgoInfo& algo() const override { return info_; }
 
   void execute(const detail::ConvArgs& args, detail::Workspace workspace) override {
-    inner_->execute(gemm_args(desc_, direction_, form_, args, device_, views_, context_),
-                    workspace);
+    if (!form_.packed) {
+      inner_->execute(gemm_args(desc_, direction_, form_, args, device_, views_, context_),
+                      workspace);
+      return;
+    }
+    // Note [packed gemm]: diff_dst and src side by side in the workspace, then the product.
+    check_workspace(workspace, info_.workspace_bytes, context_);
+    const BoundTensors t = bind_tensors(args, direction_, context_);
+    const auto element = desc_.dtype == DType::f32   ? kernels::matmul::Element::f32
+                         : desc_.dtype == DType::f16 ? kernels::matmul::Element::f16
+                                                     : kernels::matmul::Element::bf16;
+    char* packed = static_cast<char*>(workspace.data);
+    const cudaStream_t stream = runtime_->stream();
+    DNNX_CUDNN_CHECK(kernels::matmul::side_by_side(element, form_.samples, desc_.out_channels,
+                                                   form_.positions, t.second, packed, stream),
+                     context_, "launching the kernel that packs diff_dst");
+    DNNX_CUDNN_CHECK(
+        kernels::matmul::side_by_side(element, form_.samples, desc_.in_channels, form_.positions,
+                                      t.first, packed + gemm_packed_src_offset(form_), stream),
+        context_, "launching the kernel that packs src");
+    const std::size_t packing = gemm_packing_bytes(form_);
+    inner_->execute(gemm_args(desc_, direction_, form_, args, device_, views_, context_, packed),
+                    {packed + packing, workspace.bytes - packing});
   }
 
  private:

@@ -12,6 +12,7 @@
 #include "core/matmul_args.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,22 +24,38 @@ namespace dnnx::cudnn {
 struct GemmForm {
   MatmulDesc desc;
   Direction direction = Direction::fwd;
+  /// Note [packed gemm]: an NCHW bwd_weights as one product over the batch, its diff_dst and src
+  /// first set side by side in the workspace ({channels, samples * positions} each).
+  bool packed = false;
+  std::int64_t samples = 1, positions = 1;  // packed: the batch and the spatial size
 };
 
-/// The product (desc, direction) is, or nullopt with `why` set when the convolution is not one.
-std::optional<GemmForm> gemm_form(const ConvDesc& desc, Direction direction, std::string& why);
+/// The product (desc, direction) is, or nullopt with `why` set when the convolution is not one;
+/// with `packed`, its packed form (Note [packed gemm]), or nullopt with `why` where it has none.
+std::optional<GemmForm> gemm_form(const ConvDesc& desc, Direction direction, std::string& why,
+                                  bool packed = false);
+
+/// Bytes of the workspace a packed form's matrices take before the product's own (0 for a form
+/// that is not packed), and where src's packed matrix starts in it (diff_dst's at 0).
+std::size_t gemm_packing_bytes(const GemmForm& form);
+std::size_t gemm_packed_src_offset(const GemmForm& form);
 
 /// At most this many of the matmul backend's supported candidates are listed per direction, in
 /// its order (cuBLASLt's heuristic first).
 inline constexpr std::size_t gemm_candidates_max = 8;
 
-/// "cudnn:gemm:<matmul id>" for a matmul candidate's id; the inverse, or nullopt when `id` is
-/// not a gemm candidate's.
-std::string gemm_id(std::string_view matmul_id);
-std::optional<std::string> gemm_inner_id(std::string_view id);
+/// "cudnn:gemm:<matmul id>" for a matmul candidate's id, "cudnn:gemm:packed:<matmul id>" for
+/// one of the packed form; the inverse, or nullopt when `id` is not a gemm candidate's.
+struct GemmInnerId {
+  std::string matmul_id;
+  bool packed = false;
+};
+std::string gemm_id(std::string_view matmul_id, bool packed = false);
+std::optional<GemmInnerId> gemm_inner_id(std::string_view id);
 
-/// The listing entry of the gemm candidate wrapping matmul candidate `inner`.
-AlgoInfo gemm_info(const AlgoInfo& inner);
+/// The listing entry of the gemm candidate wrapping matmul candidate `inner` of `form`: its id,
+/// and the packing's workspace added to the product's.
+AlgoInfo gemm_info(const AlgoInfo& inner, const GemmForm& form);
 
 /// The one entry listed while the gemm candidates are off (DNNX_CUDNN_CONV_GEMM), with the reason,
 /// and its id.
@@ -52,11 +69,13 @@ struct GemmViews {
 
 /// The arguments of `form`'s product (gemm_form(desc, direction)) over the memory of the
 /// convolution's arguments `args`, on `device`; the views live in `views`, and a view already
-/// over the same memory is kept (a plan's calls on the same tensors make none). Throws
-/// InvalidArgument naming a missing tensor.
+/// over the same memory is kept (a plan's calls on the same tensors make none). A packed form
+/// reads its two inputs from `packed` (gemm_packing_bytes() of memory holding them as Note
+/// [packed gemm] lays them out) and writes diff_weights. Throws InvalidArgument naming a missing
+/// tensor.
 detail::MatmulArgs gemm_args(const ConvDesc& desc, Direction direction, const GemmForm& form,
                              const detail::ConvArgs& args, Device device, GemmViews& views,
-                             const ErrorContext& context);
+                             const ErrorContext& context, void* packed = nullptr);
 
 /// The plan running matmul plan `inner` (of `form`, gemm_form(desc, direction)) for the
 /// convolution.

@@ -75,8 +75,8 @@ struct Settings {
   KnobSearch knob_search = KnobSearch::top;  ///< DNNX_CUDNN_KNOB_SEARCH: Note [knob search]
   int knob_variants = 24;                    ///< DNNX_CUDNN_KNOB_VARIANTS: per engine
   /// DNNX_CUDNN_CONV_GEMM: 1x1 convolutions list cuBLASLt / cuBLAS matrix products (Note [gemm
-  /// candidates] in conv_gemm.cpp); off by default
-  bool conv_gemm = false;
+  /// candidates] in conv_gemm.cpp); on by default
+  bool conv_gemm = true;
 };
 
 /// "off", "top", "all".

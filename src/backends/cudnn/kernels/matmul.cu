@@ -206,6 +206,46 @@ cudaError_t store_accumulator(Element element, std::int64_t count, const float* 
 
 namespace {
 
+// One warp per row segment (the cols elements of one row of one matrix), lanes along it: reads
+// and writes both coalesced, whatever cols is.
+constexpr int segment_warps = 8;
+
+template <typename T>
+__global__ void side_by_side_kernel(const T* __restrict__ src, T* __restrict__ dst,
+                                    std::int64_t count, std::int64_t rows, std::int64_t cols) {
+  const std::int64_t segments = rows * count;
+  for (std::int64_t s = static_cast<std::int64_t>(blockIdx.x) * segment_warps + threadIdx.y;
+       s < segments; s += static_cast<std::int64_t>(gridDim.x) * segment_warps) {
+    // Segment s of dst is row r of matrix g: dst's rows are r, each holding the g in turn.
+    const std::int64_t r = s / count;
+    const std::int64_t g = s - r * count;
+    const T* from = src + (g * rows + r) * cols;
+    T* to = dst + s * cols;
+    for (std::int64_t c = threadIdx.x; c < cols; c += warpSize) to[c] = from[c];
+  }
+}
+
+}  // namespace
+
+cudaError_t side_by_side(Element element, std::int64_t count, std::int64_t rows, std::int64_t cols,
+                         const void* src, void* dst, cudaStream_t stream) {
+  if (count <= 0 || rows <= 0 || cols <= 0) return cudaSuccess;
+  const unsigned grid = grid_for(rows * count, segment_warps);
+  const dim3 block(32, segment_warps);
+  if (element == Element::f32) {
+    side_by_side_kernel<std::uint32_t>
+        <<<grid, block, 0, stream>>>(static_cast<const std::uint32_t*>(src),
+                                     static_cast<std::uint32_t*>(dst), count, rows, cols);
+  } else {
+    side_by_side_kernel<std::uint16_t>
+        <<<grid, block, 0, stream>>>(static_cast<const std::uint16_t*>(src),
+                                     static_cast<std::uint16_t*>(dst), count, rows, cols);
+  }
+  return cudaGetLastError();
+}
+
+namespace {
+
 // ---- activation passes (Note [matmul activation candidates] in src/core/matmul_activation.hpp)
 
 constexpr float sqrt_2_over_pi = 0.7978845608028654f;

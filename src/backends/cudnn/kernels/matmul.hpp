@@ -1,7 +1,8 @@
 #pragma once
 // The matrix multiply's kernels beside cuBLAS (src/backends/cudnn/matmul.cpp): the bias add and the
 // bias gradient of the candidates whose GEMM has no fused epilogue, the last step of a GEMM that
-// accumulated in f32 scratch, and the activation passes of Note [matmul activation candidates].
+// accumulated in f32 scratch, the activation passes of Note [matmul activation candidates], and
+// the packing of a batch of matrices into one (for the convolution's gemm candidates).
 // Plain pointers to dense row-major data; no cuBLAS types.
 
 #include <cuda_runtime_api.h>
@@ -18,6 +19,14 @@ enum class Element : int { f32, f16, bf16 };
 /// work on `stream` and returns the launch status.
 cudaError_t add_bias(Element element, std::int64_t rows, std::int64_t n, const void* bias,
                      void* dst, cudaStream_t stream);
+
+/// dst[r][g * cols + c] = src[g][r][c] for g < count, r < rows, c < cols: `count` row-major
+/// rows x cols matrices set side by side in one row-major rows x (count * cols) matrix (Note
+/// [packed gemm] in conv_gemm.cpp), each element copied bit for bit. src and dst must not overlap.
+/// Queues the work on `stream` and returns the launch status (cudaSuccess without a launch when
+/// there is nothing to copy).
+cudaError_t side_by_side(Element element, std::int64_t count, std::int64_t rows, std::int64_t cols,
+                         const void* src, void* dst, cudaStream_t stream);
 
 /// Bytes of f32 scratch `bias_gradient` needs for (rows, n) on a device with `sm_count`
 /// multiprocessors (0 when one pass suffices).
