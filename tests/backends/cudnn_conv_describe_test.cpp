@@ -14,6 +14,7 @@
 
 #include "backends/cudnn/conv_common.hpp"
 #include "backends/cudnn/conv_gemm.hpp"
+#include "backends/cudnn/conv_im2col.hpp"
 #include "backends/cudnn/conv_padded.hpp"
 #include "backends/cudnn/graph_util.hpp"
 #include "ops/context_state.hpp"
@@ -288,6 +289,153 @@ TEST(CudnnConvIds, GemmFormsComputeWhatTheConvolutionDoes) {
           break;
         default: matmul_bwd_weights(reference, form->desc, *m.a, *m.diff_dst, *m.diff_b); break;
       }
+      EXPECT_TRUE(test::close_within_scale(out.to_f32(), expected,
+                                           test::conv_error_scale(desc, direction, host), dims,
+                                           test::conv_tolerance(desc.dtype), "output", where));
+    }
+  }
+}
+
+// Note [im2col candidates]: which convolutions have a column product, and that the column
+// matrix of the shared index functions (kernels/im2col.hpp, which the kernels use), the product
+// gemm_args() binds over it and, for bwd_data, the sum back into the input compute what the
+// convolution does, in every direction, both layouts, 1-D to 3-D, with stride, asymmetric
+// padding and dilation, the packed form of NCHW bwd_weights too, on the reference backend.
+TEST(CudnnConvIds, Im2colFormsComputeWhatTheConvolutionDoes) {
+  for (const bool packed : {false, true}) {
+    const std::optional<cudnn::GemmInnerId> inner =
+        cudnn::im2col_inner_id(cudnn::im2col_id("cublaslt:a5:t1", packed));
+    ASSERT_TRUE(inner.has_value());
+    EXPECT_EQ(inner->matmul_id, "cublaslt:a5:t1");
+    EXPECT_EQ(inner->packed, packed);
+  }
+  EXPECT_FALSE(cudnn::im2col_inner_id("cudnn:im2col").has_value());
+  EXPECT_FALSE(cudnn::im2col_inner_id("cudnn:im2col:packed:").has_value());
+  EXPECT_FALSE(cudnn::im2col_inner_id("cudnn:gemm:cublaslt:a5").has_value());
+  {
+    std::string why;
+    EXPECT_FALSE(cudnn::im2col_form(
+        make_desc({2, 8, 5, 5}, {8, 4, 3, 3}, 1, 1, 2, DType::f32, Layout::channels_first),
+        Direction::fwd, why));
+    EXPECT_NE(why.find("grouped"), std::string::npos) << why;
+    EXPECT_FALSE(cudnn::im2col_form(
+        make_desc({2, 8, 5, 5}, {8, 8, 1, 1}, 1, 0, 1, DType::f32, Layout::channels_first),
+        Direction::fwd, why));
+    EXPECT_NE(why.find("cudnn:gemm"), std::string::npos) << why;
+    EXPECT_FALSE(cudnn::im2col_form(make_desc({64, 256, 112, 112}, {256, 256, 3, 3}, 1, 1, 1,
+                                              DType::f32, Layout::channels_first),
+                                    Direction::fwd, why));
+    EXPECT_NE(why.find("workspace"), std::string::npos) << why;
+  }
+  Context reference(BackendKind::reference);
+  reference.set_choice_cache(std::make_shared<ChoiceCache>());
+  std::vector<ConvDesc> descs{
+      make_desc({2, 3, 7, 6}, {5, 3, 3, 3}, 1, 1, 1, DType::f32, Layout::channels_first),
+      make_desc({2, 4, 9, 8}, {6, 4, 3, 2}, 2, 1, 1, DType::f32, Layout::channels_last),
+      make_desc({1, 3, 6, 7}, {4, 3, 2, 3}, 1, 0, 1, DType::f32, Layout::channels_first),
+      ConvDesc::from_shapes({2, 3, 4, 5, 6}, {4, 3, 3, 1, 3}, {1, 2, 1}, {1, 0, 1}, {2, 1, 1}, 1,
+                            DType::f32, Layout::channels_first),
+      ConvDesc::from_shapes({3, 5, 4, 3, 5}, {2, 5, 2, 3, 3}, {2}, {1}, {1}, 1, DType::f32,
+                            Layout::channels_last),
+      ConvDesc::from_shapes({2, 3, 11}, {4, 3, 3}, {2}, {2}, {2}, 1, DType::f32,
+                            Layout::channels_first)};
+  descs[0].pad_after = {0, 2, 0};  // asymmetric
+  descs[1].dilation = {2, 1, 1};
+  // The column matrix of `geometry` over src, and the sum of a column matrix back into src.
+  const auto im2col = [](const cudnn::kernels::im2col::Geometry& g, const Tensor& src,
+                         Tensor& col) {
+    namespace k = cudnn::kernels::im2col;
+    const auto* in = static_cast<const float*>(src.data());
+    auto* out = static_cast<float*>(col.data());
+    for (std::int64_t i = 0; i < k::col_elements(g); ++i) {
+      const k::ColEntry e = k::col_entry(g, i);
+      ASSERT_EQ(k::col_offset(g, e.n, e.c, e.tap, e.p), i);
+      const std::int64_t q = k::tap_source(g, e.tap, e.p);
+      out[i] = q < 0 ? 0.0f : in[k::src_offset(g, e.n, e.c, q)];
+    }
+  };
+  const auto col2im = [](const cudnn::kernels::im2col::Geometry& g, const Tensor& col,
+                         Tensor& src) {
+    namespace k = cudnn::kernels::im2col;
+    const auto* in = static_cast<const float*>(col.data());
+    auto* out = static_cast<float*>(src.data());
+    for (std::int64_t n = 0; n < g.batch; ++n)
+      for (std::int64_t c = 0; c < g.channels; ++c)
+        for (std::int64_t q = 0; q < g.in_positions; ++q) {
+          float sum = 0.0f;
+          for (std::int64_t tap = 0; tap < g.taps; ++tap) {
+            const std::int64_t p = k::tap_target(g, tap, q);
+            if (p >= 0) sum += in[k::col_offset(g, n, c, tap, p)];
+          }
+          out[k::src_offset(g, n, c, q)] = sum;
+        }
+  };
+  for (const ConvDesc& desc : descs) {
+    for (const auto& [direction, packed] : {std::pair{Direction::fwd, false},
+                                            {Direction::bwd_data, false},
+                                            {Direction::bwd_weights, false},
+                                            {Direction::bwd_weights, true}}) {
+      const std::string where = test::conv_context(
+          desc, direction, packed ? "cudnn:im2col:packed (reference)" : "cudnn:im2col (reference)");
+      std::string why;
+      const std::optional<cudnn::Im2colForm> form =
+          cudnn::im2col_form(desc, direction, why, packed);
+      if (packed && (desc.batch < 2 || desc.layout != Layout::channels_first)) {
+        EXPECT_FALSE(form.has_value()) << where;
+        continue;
+      }
+      ASSERT_TRUE(form.has_value()) << why << "\n" << where;
+      EXPECT_EQ(form->gemm.packed, packed);
+      EXPECT_EQ(form->geometry.packed, packed);
+      EXPECT_EQ(form->col_desc.in_channels, desc.in_channels * form->geometry.taps);
+      test::ConvOperands host =
+          test::random_conv_operands(desc, direction, test::seed_from(desc.key()));
+      const std::vector<float> expected =
+          test::run_conv(reference, desc, direction, host).output.to_f32();
+      const Dims dims = test::conv_output_dims(desc, direction);
+      Tensor out = test::nan_tensor(dims, desc.dtype, desc.layout);
+      Tensor col = test::nan_tensor(form->col_desc.src_dims(), desc.dtype, desc.layout);
+      EXPECT_GE(form->col_bytes, col.span_bytes());
+      detail::ConvArgs args;
+      switch (direction) {
+        case Direction::fwd:
+          im2col(form->geometry, host.src, col);
+          args.src = &col, args.weights = &host.weights, args.dst = &out;
+          break;
+        case Direction::bwd_data:
+          args.diff_dst = &host.diff_dst, args.weights = &host.weights, args.diff_src = &col;
+          break;
+        default:
+          im2col(form->geometry, host.src, col);
+          args.src = &col, args.diff_dst = &host.diff_dst, args.diff_weights = &out;
+          break;
+      }
+      std::vector<char> packed_memory(cudnn::gemm_packing_bytes(form->gemm));
+      if (packed) {  // diff_dst side by side (Note [packed gemm]); src comes packed
+        const auto* in = static_cast<const float*>(host.diff_dst.data());
+        auto* to = reinterpret_cast<float*>(packed_memory.data());
+        const std::int64_t n = desc.batch, rows = desc.out_channels,
+                           cols = form->geometry.positions;
+        for (std::int64_t g = 0; g < n; ++g)
+          for (std::int64_t r = 0; r < rows; ++r)
+            for (std::int64_t c = 0; c < cols; ++c)
+              to[(r * n + g) * cols + c] = in[(g * rows + r) * cols + c];
+      }
+      cudnn::GemmViews views;
+      const detail::MatmulArgs m =
+          cudnn::gemm_args(form->col_desc, direction, form->gemm, args, Device::cpu(), views,
+                           cudnn::conv_context(desc, direction, "cudnn:im2col"),
+                           packed ? static_cast<void*>(packed_memory.data()) : nullptr);
+      switch (form->gemm.direction) {
+        case Direction::fwd: matmul_fwd(reference, form->gemm.desc, *m.a, *m.b, *m.dst); break;
+        case Direction::bwd_data:
+          matmul_bwd_data(reference, form->gemm.desc, *m.diff_dst, *m.b, *m.diff_a);
+          break;
+        default:
+          matmul_bwd_weights(reference, form->gemm.desc, *m.a, *m.diff_dst, *m.diff_b);
+          break;
+      }
+      if (direction == Direction::bwd_data) col2im(form->geometry, col, out);
       EXPECT_TRUE(test::close_within_scale(out.to_f32(), expected,
                                            test::conv_error_scale(desc, direction, host), dims,
                                            test::conv_tolerance(desc.dtype), "output", where));

@@ -151,6 +151,41 @@ TEST(CudnnSearchSettings, RuntimeCompiledOnByDefaultWithABudget) {
   }
 }
 
+// Note [gemm candidates], Note [im2col candidates]: the gemm candidates on by default and the
+// im2col ones off; DNNX_CUDNN_CONV_IM2COL takes off, f32 and on (and the switch words), and
+// anything else is an InvalidArgument naming the variable.
+TEST(CudnnSearchSettings, GemmOnAndIm2colOffByDefault) {
+  const ScopedEnv gemm("DNNX_CUDNN_CONV_GEMM", nullptr);
+  const ScopedEnv im2col("DNNX_CUDNN_CONV_IM2COL", nullptr);
+  const cudnn::Settings defaults = cudnn::settings_from_env();
+  EXPECT_TRUE(defaults.conv_gemm);
+  EXPECT_EQ(defaults.conv_im2col, cudnn::Im2colCandidates::off);
+  for (const auto& [text, expected] : {std::pair{"f32", cudnn::Im2colCandidates::f32},
+                                       {"F32", cudnn::Im2colCandidates::f32},
+                                       {"on", cudnn::Im2colCandidates::on},
+                                       {"1", cudnn::Im2colCandidates::on},
+                                       {"off", cudnn::Im2colCandidates::off},
+                                       {"0", cudnn::Im2colCandidates::off}}) {
+    const ScopedEnv set("DNNX_CUDNN_CONV_IM2COL", text);
+    EXPECT_EQ(cudnn::settings_from_env().conv_im2col, expected) << text;
+  }
+  for (const char* bad : {"f16", "all", "2"}) {
+    const ScopedEnv set("DNNX_CUDNN_CONV_IM2COL", bad);
+    try {
+      cudnn::settings_from_env();
+      ADD_FAILURE() << "DNNX_CUDNN_CONV_IM2COL=" << bad << " was accepted";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+      EXPECT_NE(std::string(error.what()).find("DNNX_CUDNN_CONV_IM2COL"), std::string::npos)
+          << error.what();
+    }
+  }
+  {
+    const ScopedEnv off("DNNX_CUDNN_CONV_GEMM", "0");
+    EXPECT_FALSE(cudnn::settings_from_env().conv_gemm);
+  }
+}
+
 TEST(CudnnSearchSettings, PlanFolderFollowsTheCacheOrTheVariable) {
   const ScopedEnv cache_file("DNNX_CACHE_FILE", "/tmp/dnnx-search-settings/tune.json");
   {
@@ -378,6 +413,70 @@ TEST(CudnnSearch, GemmCandidatesOfOneByOneConvolutionsMatchTheReference) {
   }
   const std::size_t checked = picked_candidates_match_the_reference(context, descs, is_gemm);
   std::cout << "[ cudnn    ] " << checked << " gemm candidate runs matched\n";
+  EXPECT_GT(checked, 0u);
+}
+
+// Note [im2col candidates]: off by default, an ungrouped convolution that is no 1x1 product
+// lists one unsupported "cudnn:im2col" naming the variable; with DNNX_CUDNN_CONV_IM2COL=f32 only
+// the fp32 ones list theirs; with =on every direction of 2-D and 3-D, NCHW and NHWC layers
+// (stride, padding, dilation) lists supported candidates after every other supported one, the
+// packed form exactly for the bwd_weights of an NCHW batch, and each computes what the reference
+// does; grouped and 1x1 layers list none.
+TEST(CudnnSearch, Im2colCandidatesMatchTheReference) {
+  DNNX_REQUIRE_GPU();
+  const ConvDesc f32 =
+      make_desc({3, 24, 9, 11}, {40, 24, 3, 3}, 1, 1, 1, 1, DType::f32, Layout::channels_first);
+  const ConvDesc f16 =
+      make_desc({2, 32, 13, 10}, {48, 32, 3, 3}, 2, 2, 2, 1, DType::f16, Layout::channels_last);
+  const std::vector<ConvDesc> descs{
+      f32, f16,
+      make_desc({2, 16, 7, 7}, {24, 16, 5, 5}, 1, 2, 1, 1, DType::bf16, Layout::channels_first),
+      make_desc({2, 8, 5, 6, 7}, {12, 8, 3, 3, 3}, 1, 1, 1, 1, DType::f32, Layout::channels_last),
+      make_desc({2, 8, 5, 6, 7}, {12, 8, 3, 1, 1}, 2, 1, 1, 1, DType::f32, Layout::channels_first)};
+  const auto is_im2col = [](const AlgoInfo& info) { return info.has_note("conv_im2col"); };
+  const auto supported_im2cols = [&](const std::vector<AlgoInfo>& algos) {
+    return std::count_if(algos.begin(), algos.end(),
+                         [&](const AlgoInfo& a) { return a.supported && is_im2col(a); });
+  };
+  {
+    const ScopedEnv off("DNNX_CUDNN_CONV_IM2COL", nullptr);
+    Context context = cudnn_context();
+    const std::vector<AlgoInfo> algos = conv_list(context, f32, Direction::fwd);
+    EXPECT_EQ(std::count_if(algos.begin(), algos.end(), is_im2col), 1);
+    EXPECT_EQ(supported_im2cols(algos), 0);
+    const auto entry = std::find_if(algos.begin(), algos.end(), is_im2col);
+    ASSERT_NE(entry, algos.end());
+    EXPECT_NE(entry->reason.find("DNNX_CUDNN_CONV_IM2COL"), std::string::npos) << entry->reason;
+  }
+  {
+    const ScopedEnv only("DNNX_CUDNN_CONV_IM2COL", "f32");
+    Context context = cudnn_context();
+    EXPECT_GT(supported_im2cols(conv_list(context, f32, Direction::fwd)), 0);
+    EXPECT_EQ(supported_im2cols(conv_list(context, f16, Direction::fwd)), 0);
+  }
+  const ScopedEnv on("DNNX_CUDNN_CONV_IM2COL", "on");
+  Context context = cudnn_context();
+  for (const ConvDesc& desc : descs) {
+    for (Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
+      const std::vector<AlgoInfo> algos = conv_list(context, desc, direction);
+      EXPECT_GT(supported_im2cols(algos), 0) << desc.repro(direction);
+      EXPECT_FALSE(is_im2col(algos.front())) << algos.front().id;
+      const auto packed = std::count_if(algos.begin(), algos.end(), [](const AlgoInfo& a) {
+        return a.supported && a.id.starts_with("cudnn:im2col:packed:");
+      });
+      const bool has_packed = direction == Direction::bwd_weights && desc.batch > 1 &&
+                              desc.layout == Layout::channels_first;
+      EXPECT_EQ(packed > 0, has_packed) << desc.repro(direction);
+    }
+  }
+  for (const ConvDesc& none :
+       {make_desc({2, 16, 9, 9}, {16, 8, 3, 3}, 1, 1, 1, 2, DType::f32, Layout::channels_first),
+        make_desc({2, 16, 9, 9}, {24, 16, 1, 1}, 1, 0, 1, 1, DType::f32, Layout::channels_first)}) {
+    const std::vector<AlgoInfo> algos = conv_list(context, none, Direction::fwd);
+    EXPECT_EQ(std::count_if(algos.begin(), algos.end(), is_im2col), 0) << none;
+  }
+  const std::size_t checked = picked_candidates_match_the_reference(context, descs, is_im2col);
+  std::cout << "[ cudnn    ] " << checked << " im2col candidate runs matched\n";
   EXPECT_GT(checked, 0u);
 }
 

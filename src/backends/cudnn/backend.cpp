@@ -49,6 +49,20 @@ KnobSearch knob_search_from_env() {
                             "' is not a knob-search mode; accepted: off, top, all"));
 }
 
+// DNNX_CUDNN_CONV_IM2COL (Note [im2col candidates]); unset or empty means off. The switch words
+// of switch_from_env() are accepted too (1 = on, 0 = off).
+Im2colCandidates im2col_from_env() {
+  const char* value = std::getenv(im2col_variable);
+  if (value == nullptr || *value == '\0') return Im2colCandidates::off;
+  const std::string text = detail::lower(value);
+  if (text == "f32") return Im2colCandidates::f32;
+  if (text == "on" || text == "1" || text == "true" || text == "yes") return Im2colCandidates::on;
+  if (text == "off" || text == "0" || text == "false" || text == "no") return Im2colCandidates::off;
+  detail::raise(ErrorKind::InvalidArgument,
+                detail::cat("environment variable ", im2col_variable, "='", value,
+                            "' is not an im2col setting; accepted: off, f32, on (or 0, 1)"));
+}
+
 // DNNX_CUDNN_KNOB_VARIANTS: knob variants per engine; unset or empty means `fallback`.
 int knob_variants_from_env(int fallback) {
   const char* value = std::getenv(knob_variants_variable);
@@ -165,7 +179,8 @@ class CudnnBackend final : public detail::Backend {
                        cuda_version_text(f.driver_version), " ", f.name, " sm_", f.major, f.minor,
                        " SMs=", f.sm_count, " tf32=", runtime_->allow_tf32() ? "on" : "off",
                        " rtc=", runtime_compiled_text(), " knobs=", knob_search_text(),
-                       " conv_gemm=", runtime_->settings().conv_gemm ? "on" : "off");
+                       " conv_gemm=", runtime_->settings().conv_gemm ? "on" : "off",
+                       " im2col=", to_string(runtime_->settings().conv_im2col));
   }
 
   std::vector<std::pair<std::string, std::string>> environment() const override {
@@ -185,7 +200,8 @@ class CudnnBackend final : public detail::Backend {
             {"graph_replay", runtime_->settings().graphs ? "on" : "off"},
             {"l2_sweep_after_timing", runtime_->settings().l2_sweep ? "on" : "off"},
             {"knob_search", knob_search_text()},
-            {"conv_gemm_candidates", runtime_->settings().conv_gemm ? "on" : "off"}};
+            {"conv_gemm_candidates", runtime_->settings().conv_gemm ? "on" : "off"},
+            {"conv_im2col_candidates", to_string(runtime_->settings().conv_im2col)}};
   }
 
   Device device() const override { return Device::cuda(runtime_->device()); }
@@ -387,6 +403,7 @@ Settings settings_from_env() {
   settings.knob_search = knob_search_from_env();
   settings.knob_variants = knob_variants_from_env(settings.knob_variants);
   settings.conv_gemm = switch_from_env("DNNX_CUDNN_CONV_GEMM", settings.conv_gemm);
+  settings.conv_im2col = im2col_from_env();
   return settings;
 }
 

@@ -17,6 +17,7 @@
 #include "backends/cudnn/conv_depthwise.hpp"
 #include "backends/cudnn/conv_engine.hpp"
 #include "backends/cudnn/conv_gemm.hpp"
+#include "backends/cudnn/conv_im2col.hpp"
 #include "backends/cudnn/conv_legacy.hpp"
 #include "backends/cudnn/conv_padded.hpp"
 #include "backends/cudnn/layers.hpp"
@@ -89,7 +90,9 @@ thread_local SearchCompiles this_search;
 //           padding]);
 //   kernel  one of dnnx's depthwise kernels (Note [depthwise candidates]), named by its id;
 //   gemm    a candidate of the cudnn matmul backend for the matrix product the convolution is
-//           (Note [gemm candidates] in conv_gemm.cpp), named by its id there.
+//           (Note [gemm candidates] in conv_gemm.cpp), named by its id there;
+//   im2col  one for the product of the convolution's column matrix (Note [im2col candidates] in
+//           conv_im2col.cpp).
 // An id names the same config for every desc (Note [engine candidates]), so the backend also
 // keeps, per direction, the candidate of every supported id it has listed: a search's probes run
 // a candidate listed for one desc on a smaller slice of it (Note [probing slow candidates]) from
@@ -98,7 +101,7 @@ thread_local SearchCompiles this_search;
 // re-validate a choice read from the cache file without listing (unlisted_candidate(): Note
 // [re-validating persisted choices] in src/ops/dispatch.cpp).
 struct Candidate {
-  enum class Kind { engine, legacy, padded, kernel, gemm };
+  enum class Kind { engine, legacy, padded, kernel, gemm, im2col };
   AlgoInfo info;
   Kind kind = Kind::engine;
   /// Runs on tensor cores (Note [channel padding] wraps only such candidates).
@@ -114,7 +117,8 @@ struct Candidate {
   // padded: the desc with its channels rounded up, and the candidate of it that this one wraps.
   ConvDesc padded;
   std::shared_ptr<const Candidate> inner;
-  // gemm: the matmul candidate's id, and whether it is of the packed form (Note [packed gemm]).
+  // gemm, im2col: the matmul candidate's id, and whether it is of the packed form (Note [packed
+  // gemm]).
   std::string matmul_id;
   bool gemm_packed = false;
 };
@@ -170,6 +174,25 @@ Candidate gemm_off_candidate() {
   Candidate candidate;
   candidate.info = gemm_off_info();
   candidate.kind = Candidate::Kind::gemm;
+  return candidate;
+}
+
+// An im2col candidate: `inner` a matmul candidate of the product of `form`, or the unsupported
+// entry listed while they are off or the convolution has no column product within the workspace
+// cap (Note [im2col candidates]).
+Candidate im2col_candidate(const AlgoInfo& inner, const Im2colForm& form) {
+  Candidate candidate;
+  candidate.info = im2col_info(inner, form);
+  candidate.kind = Candidate::Kind::im2col;
+  candidate.matmul_id = inner.id;
+  candidate.gemm_packed = form.gemm.packed;
+  return candidate;
+}
+Candidate im2col_unsupported_candidate(std::string reason) {
+  Candidate candidate;
+  candidate.info = im2col_off_info();
+  if (!reason.empty()) candidate.info.reason = std::move(reason);
+  candidate.kind = Candidate::Kind::im2col;
   return candidate;
 }
 
@@ -566,6 +589,13 @@ class CudnnConv final
                         std::make_move_iterator(gemms.begin()),
                         std::make_move_iterator(gemms.end()));
     }
+    // Column products after them, the same way: Note [im2col candidates].
+    {
+      std::vector<Candidate> im2cols = im2col_candidates(desc, direction);
+      candidates.insert(std::find_if_not(candidates.begin(), candidates.end(), is_supported),
+                        std::make_move_iterator(im2cols.begin()),
+                        std::make_move_iterator(im2cols.end()));
+    }
     for (std::size_t i = 0; i < candidates.size(); ++i)
       candidates[i].info.priority = static_cast<int>(i);
     record(direction, candidates);
@@ -592,6 +622,40 @@ class CudnnConv final
       }
     }
     return out;
+  }
+
+  // Note [im2col candidates]: the matmul backend's first supported candidates for the product of
+  // the column matrix, then those of its packed form where it has one; the one unsupported entry
+  // while they are off for desc's dtype or the column matrix is over its cap; nothing for a
+  // grouped convolution or one that is a product itself.
+  std::vector<Candidate> im2col_candidates(const ConvDesc& desc, Direction direction) {
+    std::string why;
+    if (desc.groups != 1 || gemm_form(desc, direction, why)) return {};
+    if (!im2col_listed(desc)) return {im2col_unsupported_candidate({})};
+    const std::optional<Im2colForm> form = im2col_form(desc, direction, why);
+    if (!form) return {im2col_unsupported_candidate(why)};
+    std::vector<Candidate> out;
+    const std::optional<Im2colForm> packed = im2col_form(desc, direction, why, true);
+    for (const Im2colForm* f : {&*form, packed ? &*packed : nullptr}) {
+      if (f == nullptr) continue;
+      std::size_t listed = 0;
+      for (const AlgoInfo& inner : matmul().list(f->gemm.desc, f->gemm.direction)) {
+        if (!inner.supported) continue;
+        out.push_back(im2col_candidate(inner, *f));
+        if (++listed == gemm_candidates_max) break;
+      }
+    }
+    return out;
+  }
+
+  // Whether DNNX_CUDNN_CONV_IM2COL lists the im2col candidates for desc's dtype.
+  bool im2col_listed(const ConvDesc& desc) const {
+    switch (runtime_->settings().conv_im2col) {
+      case Im2colCandidates::on: return true;
+      case Im2colCandidates::f32: return desc.dtype == DType::f32;
+      case Im2colCandidates::off: return false;
+    }
+    return false;
   }
 
   // The matmul backend the gemm candidates run on (this backend's own instance, on its runtime).
@@ -636,6 +700,25 @@ class CudnnConv final
       if (!inner || !inner->supported) return std::nullopt;
       return gemm_candidate(*inner, *form);
     }
+    if (id == im2col_off_id || im2col_inner_id(id)) {
+      // What im2col_candidates() lists, for this id alone.
+      std::string why;
+      if (desc.groups != 1 || gemm_form(desc, direction, why)) return std::nullopt;
+      if (!im2col_listed(desc))
+        return id == im2col_off_id ? std::optional(im2col_unsupported_candidate({})) : std::nullopt;
+      const std::optional<Im2colForm> full = im2col_form(desc, direction, why);
+      if (!full)
+        return id == im2col_off_id ? std::optional(im2col_unsupported_candidate(why))
+                                   : std::nullopt;
+      const std::optional<GemmInnerId> inner_id = im2col_inner_id(id);
+      if (!inner_id) return std::nullopt;
+      const std::optional<Im2colForm> form = im2col_form(desc, direction, why, inner_id->packed);
+      if (!form) return std::nullopt;
+      const std::optional<AlgoInfo> inner =
+          matmul().describe_candidate(form->gemm.desc, form->gemm.direction, inner_id->matmul_id);
+      if (!inner || !inner->supported) return std::nullopt;
+      return im2col_candidate(*inner, *form);
+    }
     if (std::optional<LegacyCandidate> legacy = legacy_candidate_of(*runtime_, desc, direction, id))
       return legacy_candidate(std::move(*legacy));
     std::shared_ptr<OperationGraph> graph;
@@ -668,6 +751,7 @@ class CudnnConv final
       case Candidate::Kind::kernel:
         return make_depthwise_plan(runtime_, desc, direction, candidate.info);
       case Candidate::Kind::gemm: return gemm_plan(desc, direction, candidate);
+      case Candidate::Kind::im2col: return im2col_plan(desc, direction, candidate);
     }
     return nullptr;
   }
@@ -686,6 +770,24 @@ class CudnnConv final
     std::shared_ptr<detail::OpPlan<detail::MatmulArgs>> inner =
         matmul().plan(form->desc, form->direction, candidate.matmul_id);
     return make_gemm_plan(runtime_, desc, direction, *form, std::move(inner));
+  }
+
+  // Note [im2col candidates]: the matmul backend's plan of the candidate's product, run on the
+  // column matrix.
+  std::shared_ptr<detail::ConvPlan> im2col_plan(const ConvDesc& desc, Direction direction,
+                                                const Candidate& candidate) {
+    std::string why;
+    std::optional<Im2colForm> form = candidate.matmul_id.empty()
+                                         ? std::nullopt
+                                         : im2col_form(desc, direction, why, candidate.gemm_packed);
+    if (!form) {
+      detail::raise(ErrorKind::Unsupported,
+                    candidate.matmul_id.empty() ? candidate.info.reason : why,
+                    conv_context(desc, direction, candidate.info.id));
+    }
+    std::shared_ptr<detail::OpPlan<detail::MatmulArgs>> product =
+        matmul().plan(form->gemm.desc, form->gemm.direction, candidate.matmul_id);
+    return make_im2col_plan(runtime_, desc, direction, std::move(*form), std::move(product));
   }
 
   // Note [runtime-compiled engines]: their plans are compiled on background threads (after those
@@ -846,6 +948,7 @@ class CudnnConv final
         case Candidate::Kind::gemm:  // the slice's product, if the matmul lists this id for it
           plan = gemm_plan(desc, direction, candidate);
           break;
+        case Candidate::Kind::im2col: plan = im2col_plan(desc, direction, candidate); break;
         case Candidate::Kind::engine:
           if (auto graph = probe_graph_locked(desc, direction))
             plan = make_engine_plan(runtime_, std::move(graph), desc, direction,

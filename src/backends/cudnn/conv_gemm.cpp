@@ -52,7 +52,7 @@ namespace dnnx::cudnn {
 namespace {
 
 constexpr std::string_view prefix = "cudnn:gemm:";
-constexpr std::string_view packed_prefix = "cudnn:gemm:packed:";
+constexpr std::string_view packed_word = "packed:";
 constexpr std::size_t packed_bytes_max = std::size_t{256} << 20;
 constexpr std::size_t packed_alignment = 256;
 
@@ -65,7 +65,7 @@ std::size_t element_bytes(DType dtype) { return dtype == DType::f32 ? 4 : 2; }
 }  // namespace
 
 std::optional<GemmForm> gemm_form(const ConvDesc& d, Direction direction, std::string& why,
-                                  bool packed) {
+                                  bool packed, bool src_packed) {
   if (d.groups != 1) {
     why = "not a matrix product: a grouped convolution";
     return std::nullopt;
@@ -88,6 +88,7 @@ std::optional<GemmForm> gemm_form(const ConvDesc& d, Direction direction, std::s
       return std::nullopt;
     }
     form.packed = true;
+    form.src_packed = src_packed;
     form.samples = d.batch, form.positions = positions;
     m.m = d.out_channels, m.k = d.batch * positions, m.n = d.in_channels;
     m.transpose_b = true;
@@ -127,20 +128,31 @@ std::size_t gemm_packed_src_offset(const GemmForm& form) {
 
 std::size_t gemm_packing_bytes(const GemmForm& form) {
   if (!form.packed) return 0;
+  if (form.src_packed) return gemm_packed_src_offset(form);
   return gemm_packed_src_offset(form) +
          aligned(static_cast<std::size_t>(form.desc.n * form.desc.k) *
                  element_bytes(form.desc.dtype));
 }
 
+std::string product_id(std::string_view head, std::string_view matmul_id, bool packed) {
+  return detail::cat(head, packed ? packed_word : std::string_view(), matmul_id);
+}
+
+std::optional<GemmInnerId> product_inner_id(std::string_view head, std::string_view id) {
+  if (!id.starts_with(head)) return std::nullopt;
+  id.remove_prefix(head.size());
+  const bool packed = id.starts_with(packed_word);
+  if (packed) id.remove_prefix(packed_word.size());
+  if (id.empty()) return std::nullopt;
+  return GemmInnerId{std::string(id), packed};
+}
+
 std::string gemm_id(std::string_view matmul_id, bool packed) {
-  return detail::cat(packed ? packed_prefix : prefix, matmul_id);
+  return product_id(prefix, matmul_id, packed);
 }
 
 std::optional<GemmInnerId> gemm_inner_id(std::string_view id) {
-  const bool packed = id.starts_with(packed_prefix);
-  const std::string_view head = packed ? packed_prefix : prefix;
-  if (!id.starts_with(head) || id.size() == head.size()) return std::nullopt;
-  return GemmInnerId{std::string(id.substr(head.size())), packed};
+  return product_inner_id(prefix, id);
 }
 
 AlgoInfo gemm_info(const AlgoInfo& inner, const GemmForm& form) {
@@ -198,7 +210,8 @@ detail::MatmulArgs gemm_args(const ConvDesc& desc, Direction direction, const Ge
       detail::raise(ErrorKind::Internal, "a packed gemm form run without its packed matrices",
                     context);
     over(views.a, packed, &MatmulDesc::a_dims);
-    over(views.b, static_cast<char*>(packed) + gemm_packed_src_offset(form), &MatmulDesc::b_dims);
+    over(views.b, form.src_packed ? x : static_cast<char*>(packed) + gemm_packed_src_offset(form),
+         &MatmulDesc::b_dims);
     over(views.dst, w, &MatmulDesc::dst_dims);
     detail::MatmulArgs margs;
     margs.a = &views.a, margs.b = &views.b, margs.dst = &views.dst;
@@ -241,7 +254,8 @@ class GemmPlan final : public detail::ConvPlan {
                       workspace);
       return;
     }
-    // Note [packed gemm]: diff_dst and src side by side in the workspace, then the product.
+    // Note [packed gemm]: diff_dst and src side by side in the workspace (src unless it comes
+    // packed), then the product.
     check_workspace(workspace, info_.workspace_bytes, context_);
     const BoundTensors t = bind_tensors(args, direction_, context_);
     const auto element = desc_.dtype == DType::f32   ? kernels::matmul::Element::f32
@@ -252,10 +266,12 @@ class GemmPlan final : public detail::ConvPlan {
     DNNX_CUDNN_CHECK(kernels::matmul::side_by_side(element, form_.samples, desc_.out_channels,
                                                    form_.positions, t.second, packed, stream),
                      context_, "launching the kernel that packs diff_dst");
-    DNNX_CUDNN_CHECK(
-        kernels::matmul::side_by_side(element, form_.samples, desc_.in_channels, form_.positions,
-                                      t.first, packed + gemm_packed_src_offset(form_), stream),
-        context_, "launching the kernel that packs src");
+    if (!form_.src_packed) {
+      DNNX_CUDNN_CHECK(
+          kernels::matmul::side_by_side(element, form_.samples, desc_.in_channels, form_.positions,
+                                        t.first, packed + gemm_packed_src_offset(form_), stream),
+          context_, "launching the kernel that packs src");
+    }
     const std::size_t packing = gemm_packing_bytes(form_);
     inner_->execute(gemm_args(desc_, direction_, form_, args, device_, views_, context_, packed),
                     {packed + packing, workspace.bytes - packing});

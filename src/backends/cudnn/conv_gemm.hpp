@@ -28,15 +28,20 @@ struct GemmForm {
   /// first set side by side in the workspace ({channels, samples * positions} each).
   bool packed = false;
   std::int64_t samples = 1, positions = 1;  // packed: the batch and the spatial size
+  /// packed: src is given in the packed layout already ({channels, samples * positions}, as
+  /// im2col writes it: Note [im2col candidates]), so only diff_dst is packed.
+  bool src_packed = false;
 };
 
 /// The product (desc, direction) is, or nullopt with `why` set when the convolution is not one;
-/// with `packed`, its packed form (Note [packed gemm]), or nullopt with `why` where it has none.
+/// with `packed`, its packed form (Note [packed gemm]; `src_packed` as in GemmForm), or nullopt
+/// with `why` where it has none.
 std::optional<GemmForm> gemm_form(const ConvDesc& desc, Direction direction, std::string& why,
-                                  bool packed = false);
+                                  bool packed = false, bool src_packed = false);
 
 /// Bytes of the workspace a packed form's matrices take before the product's own (0 for a form
-/// that is not packed), and where src's packed matrix starts in it (diff_dst's at 0).
+/// that is not packed; diff_dst's alone when src_packed), and where src's packed matrix starts in
+/// it (diff_dst's at 0).
 std::size_t gemm_packing_bytes(const GemmForm& form);
 std::size_t gemm_packed_src_offset(const GemmForm& form);
 
@@ -52,6 +57,9 @@ struct GemmInnerId {
 };
 std::string gemm_id(std::string_view matmul_id, bool packed = false);
 std::optional<GemmInnerId> gemm_inner_id(std::string_view id);
+/// The same for any `head` ("cudnn:gemm:", "cudnn:im2col:"): "<head>[packed:]<matmul id>".
+std::string product_id(std::string_view head, std::string_view matmul_id, bool packed);
+std::optional<GemmInnerId> product_inner_id(std::string_view head, std::string_view id);
 
 /// The listing entry of the gemm candidate wrapping matmul candidate `inner` of `form`: its id,
 /// and the packing's workspace added to the product's.

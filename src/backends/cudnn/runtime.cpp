@@ -20,6 +20,15 @@ const char* to_string(KnobSearch search) {
   return "?";
 }
 
+const char* to_string(Im2colCandidates where) {
+  switch (where) {
+    case Im2colCandidates::off: return "off";
+    case Im2colCandidates::f32: return "f32";
+    case Im2colCandidates::on: return "on";
+  }
+  return "?";
+}
+
 std::string cublas_version_text(std::size_t version) {
   // cuBLAS encodes major * 10000 + minor * 100 + patch.
   return detail::cat(version / 10000, '.', version / 100 % 100, '.', version % 100);

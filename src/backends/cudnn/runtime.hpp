@@ -52,6 +52,8 @@ void make_current(int device, const ErrorContext& context);
 
 /// Which engines get knob variants beyond cuDNN's own configs (Note [knob search]).
 enum class KnobSearch { off, top, all };
+/// Where the im2col candidates are listed (Note [im2col candidates] in conv_im2col.cpp).
+enum class Im2colCandidates { off, f32, on };
 
 /// Switches of one backend instance, read from the environment when it is created.
 struct Settings {
@@ -77,10 +79,13 @@ struct Settings {
   /// DNNX_CUDNN_CONV_GEMM: 1x1 convolutions list cuBLASLt / cuBLAS matrix products (Note [gemm
   /// candidates] in conv_gemm.cpp); on by default
   bool conv_gemm = true;
+  /// DNNX_CUDNN_CONV_IM2COL: off, f32 or on (Note [im2col candidates] in conv_im2col.cpp)
+  Im2colCandidates conv_im2col = Im2colCandidates::off;
 };
 
 /// "off", "top", "all".
 const char* to_string(KnobSearch search);
+const char* to_string(Im2colCandidates where);
 
 /// The settings the environment asks for (DNNX_ALLOW_TF32, DNNX_VERBOSE, DNNX_CUDNN_GRAPHS,
 /// DNNX_CUDNN_L2_SWEEP, DNNX_CUDNN_RUNTIME_COMPILED, DNNX_CUDNN_COMPILE_BUDGET,
