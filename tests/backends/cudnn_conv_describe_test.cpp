@@ -297,7 +297,8 @@ TEST(CudnnConvIds, GemmFormsComputeWhatTheConvolutionDoes) {
 }
 
 // Note [im2col candidates]: which convolutions have a column product, and that the column
-// matrix of the shared index functions (kernels/im2col.hpp, which the kernels use), the product
+// matrix of the index functions the kernels share (kernels/im2col.hpp: split, source_position,
+// gathered_sum; Note [im2col kernels]), the product
 // gemm_args() binds over it and, for bwd_data, the sum back into the input compute what the
 // convolution does, in every direction, both layouts, 1-D to 3-D, with stride, asymmetric
 // padding and dilation, the packed form of NCHW bwd_weights too, on the reference backend.
@@ -359,16 +360,11 @@ TEST(CudnnConvIds, Im2colFormsComputeWhatTheConvolutionDoes) {
     namespace k = cudnn::kernels::im2col;
     const auto* in = static_cast<const float*>(col.data());
     auto* out = static_cast<float*>(src.data());
+    const auto load = [in](std::int64_t offset) { return in[offset]; };
     for (std::int64_t n = 0; n < g.batch; ++n)
       for (std::int64_t c = 0; c < g.channels; ++c)
-        for (std::int64_t q = 0; q < g.in_positions; ++q) {
-          float sum = 0.0f;
-          for (std::int64_t tap = 0; tap < g.taps; ++tap) {
-            const std::int64_t p = k::tap_target(g, tap, q);
-            if (p >= 0) sum += in[k::col_offset(g, n, c, tap, p)];
-          }
-          out[k::src_offset(g, n, c, q)] = sum;
-        }
+        for (std::int64_t q = 0; q < g.in_positions; ++q)
+          out[k::src_offset(g, n, c, q)] = k::gathered_sum(g, n, c, q, load);
   };
   for (const ConvDesc& desc : descs) {
     for (const auto& [direction, packed] : {std::pair{Direction::fwd, false},

@@ -94,45 +94,73 @@ DNNX_IM2COL_HD inline std::int64_t src_offset(const Geometry& g, std::int64_t n,
                          : (n * g.channels + c) * g.in_positions + q;
 }
 
-/// The input position tap `tap` reads for output position `p`, or -1 where it falls in the
-/// padding.
-DNNX_IM2COL_HD inline std::int64_t tap_source(const Geometry& g, std::int64_t tap, std::int64_t p) {
+/// Splits `index` (row-major over sizes[0..dims)) into coords, in 32 bits (Note [im2col
+/// kernels] in im2col.cu: positions and taps are below 2^31).
+DNNX_IM2COL_HD inline void split(std::uint32_t index, const std::int64_t* sizes, int dims,
+                                 int* coords) {
+  for (int d = dims - 1; d > 0; --d) {
+    const auto size = static_cast<std::uint32_t>(sizes[d]);
+    const std::uint32_t rest = index / size;
+    coords[d] = static_cast<int>(index - rest * size);
+    index = rest;
+  }
+  coords[0] = static_cast<int>(index);
+}
+
+/// The input position that tap coords k read for output coords o, or -1 in the padding.
+DNNX_IM2COL_HD inline std::int64_t source_position(const Geometry& g, const int* o, const int* k) {
   std::int64_t q = 0;
-  std::int64_t tap_rest = tap, p_rest = p;
-  std::int64_t tap_div = g.taps, p_div = g.positions;
   for (int d = 0; d < g.dims; ++d) {
-    tap_div /= g.kernel[d];
-    p_div /= g.output[d];
-    const std::int64_t k = tap_rest / tap_div;
-    const std::int64_t o = p_rest / p_div;
-    tap_rest -= k * tap_div;
-    p_rest -= o * p_div;
-    const std::int64_t i = o * g.stride[d] - g.pad[d] + k * g.dilation[d];
+    const std::int64_t i = o[d] * g.stride[d] - g.pad[d] + k[d] * g.dilation[d];
     if (i < 0 || i >= g.input[d]) return -1;
     q = q * g.input[d] + i;
   }
   return q;
 }
 
-/// The output position whose tap `tap` reads input position `q`, or -1 where there is none.
-DNNX_IM2COL_HD inline std::int64_t tap_target(const Geometry& g, std::int64_t tap, std::int64_t q) {
-  std::int64_t p = 0;
-  std::int64_t tap_rest = tap, q_rest = q;
-  std::int64_t tap_div = g.taps, q_div = g.in_positions;
-  for (int d = 0; d < g.dims; ++d) {
-    tap_div /= g.kernel[d];
-    q_div /= g.input[d];
-    const std::int64_t k = tap_rest / tap_div;
-    const std::int64_t i = q_rest / q_div;
-    tap_rest -= k * tap_div;
-    q_rest -= i * q_div;
-    const std::int64_t shifted = i + g.pad[d] - k * g.dilation[d];
-    if (shifted < 0 || shifted % g.stride[d] != 0) return -1;
-    const std::int64_t o = shifted / g.stride[d];
-    if (o >= g.output[d]) return -1;
-    p = p * g.output[d] + o;
+/// The input position tap `tap` reads for output position `p`, or -1 where it falls in the
+/// padding.
+DNNX_IM2COL_HD inline std::int64_t tap_source(const Geometry& g, std::int64_t tap, std::int64_t p) {
+  int k[3] = {0, 0, 0}, o[3] = {0, 0, 0};
+  split(static_cast<std::uint32_t>(tap), g.kernel, g.dims, k);
+  split(static_cast<std::uint32_t>(p), g.output, g.dims, o);
+  return source_position(g, o, k);
+}
+
+/// The sum over the taps, in tap order, of the column entries that im2col copies input element
+/// (n, c, q) to: load(offset) reads a col entry as float. What col2im writes per element.
+#if defined(__CUDACC__)
+#pragma nv_exec_check_disable
+#endif
+template <typename Load>
+DNNX_IM2COL_HD inline float gathered_sum(const Geometry& g, std::int64_t n, std::int64_t c,
+                                         std::int64_t q, const Load& load) {
+  int i[3] = {0, 0, 0};
+  split(static_cast<std::uint32_t>(q), g.input, g.dims, i);
+  // Tap k of dim d reaches output coordinate (i + pad - k * dilation) / stride when that divides
+  // and lies inside the output; the last dim's tap fastest, as the tap index runs.
+  int k[3] = {0, 0, 0};
+  float sum = 0.0f;
+  for (std::int64_t tap = 0; tap < g.taps; ++tap) {
+    std::int64_t p = 0;
+    bool valid = true;
+    for (int d = 0; d < g.dims; ++d) {
+      const std::int64_t shifted = i[d] + g.pad[d] - k[d] * g.dilation[d];
+      const std::int64_t stride = g.stride[d];
+      const std::int64_t o = stride == 1 ? shifted : shifted / stride;
+      if (shifted < 0 || (stride != 1 && o * stride != shifted) || o >= g.output[d]) {
+        valid = false;
+        break;
+      }
+      p = p * g.output[d] + o;
+    }
+    if (valid) sum += load(col_offset(g, n, c, tap, p));
+    for (int d = g.dims - 1; d >= 0; --d) {
+      if (++k[d] < g.kernel[d]) break;
+      k[d] = 0;
+    }
   }
-  return p;
+  return sum;
 }
 
 /// col = the column matrix of src (zeros where a tap falls in the padding), each element copied
