@@ -323,10 +323,18 @@ TEST(CudnnConvIds, Im2colFormsComputeWhatTheConvolutionDoes) {
         make_desc({2, 8, 5, 5}, {8, 8, 1, 1}, 1, 0, 1, DType::f32, Layout::channels_first),
         Direction::fwd, why));
     EXPECT_NE(why.find("cudnn:gemm"), std::string::npos) << why;
-    EXPECT_FALSE(cudnn::im2col_form(make_desc({64, 256, 112, 112}, {256, 256, 3, 3}, 1, 1, 1,
-                                              DType::f32, Layout::channels_first),
-                                    Direction::fwd, why));
-    EXPECT_NE(why.find("workspace"), std::string::npos) << why;
+    // A pass takes as many samples as fit the cap; one sample over it has no column product.
+    const ConvDesc large = make_desc({64, 256, 112, 112}, {256, 256, 3, 3}, 1, 1, 1, DType::f32,
+                                     Layout::channels_first);
+    const std::optional<cudnn::Im2colForm> passes = cudnn::im2col_form(large, Direction::fwd, why);
+    ASSERT_TRUE(passes.has_value()) << why;
+    EXPECT_LE(passes->col_bytes, cudnn::im2col_bytes_max);
+    EXPECT_EQ(passes->passes * passes->col_desc.batch, 64);
+    EXPECT_GT(passes->passes, 1);
+    EXPECT_FALSE(cudnn::im2col_form(
+        make_desc({2, 512, 512, 512}, {8, 512, 3, 3}, 1, 1, 1, DType::f32, Layout::channels_first),
+        Direction::fwd, why));
+    EXPECT_NE(why.find("one sample"), std::string::npos) << why;
   }
   Context reference(BackendKind::reference);
   reference.set_choice_cache(std::make_shared<ChoiceCache>());
@@ -343,10 +351,9 @@ TEST(CudnnConvIds, Im2colFormsComputeWhatTheConvolutionDoes) {
   descs[0].pad_after = {0, 2, 0};  // asymmetric
   descs[1].dilation = {2, 1, 1};
   // The column matrix of `geometry` over src, and the sum of a column matrix back into src.
-  const auto im2col = [](const cudnn::kernels::im2col::Geometry& g, const Tensor& src,
-                         Tensor& col) {
+  const auto im2col = [](const cudnn::kernels::im2col::Geometry& g, const void* src, Tensor& col) {
     namespace k = cudnn::kernels::im2col;
-    const auto* in = static_cast<const float*>(src.data());
+    const auto* in = static_cast<const float*>(src);
     auto* out = static_cast<float*>(col.data());
     for (std::int64_t i = 0; i < k::col_elements(g); ++i) {
       const k::ColEntry e = k::col_entry(g, i);
@@ -355,86 +362,104 @@ TEST(CudnnConvIds, Im2colFormsComputeWhatTheConvolutionDoes) {
       out[i] = q < 0 ? 0.0f : in[k::src_offset(g, e.n, e.c, q)];
     }
   };
-  const auto col2im = [](const cudnn::kernels::im2col::Geometry& g, const Tensor& col,
-                         Tensor& src) {
+  const auto col2im = [](const cudnn::kernels::im2col::Geometry& g, const Tensor& col, void* src) {
     namespace k = cudnn::kernels::im2col;
     const auto* in = static_cast<const float*>(col.data());
-    auto* out = static_cast<float*>(src.data());
+    auto* out = static_cast<float*>(src);
     const auto load = [in](std::int64_t offset) { return in[offset]; };
     for (std::int64_t n = 0; n < g.batch; ++n)
       for (std::int64_t c = 0; c < g.channels; ++c)
         for (std::int64_t q = 0; q < g.in_positions; ++q)
           out[k::src_offset(g, n, c, q)] = k::gathered_sum(g, n, c, q, load);
   };
+  // Each desc whole, and in passes of one sample (a cap of one sample's column matrix).
   for (const ConvDesc& desc : descs) {
-    for (const auto& [direction, packed] : {std::pair{Direction::fwd, false},
-                                            {Direction::bwd_data, false},
-                                            {Direction::bwd_weights, false},
-                                            {Direction::bwd_weights, true}}) {
-      const std::string where = test::conv_context(
-          desc, direction, packed ? "cudnn:im2col:packed (reference)" : "cudnn:im2col (reference)");
-      std::string why;
-      const std::optional<cudnn::Im2colForm> form =
-          cudnn::im2col_form(desc, direction, why, packed);
-      if (packed && (desc.batch < 2 || desc.layout != Layout::channels_first)) {
-        EXPECT_FALSE(form.has_value()) << where;
-        continue;
+    for (const bool one_sample : {false, true}) {
+      for (const auto& [direction, packed] : {std::pair{Direction::fwd, false},
+                                              {Direction::bwd_data, false},
+                                              {Direction::bwd_weights, false},
+                                              {Direction::bwd_weights, true}}) {
+        const std::string where = test::conv_context(
+            desc, direction,
+            detail::cat(packed ? "cudnn:im2col:packed" : "cudnn:im2col",
+                        one_sample ? " in passes of one sample" : "", " (reference)"));
+        std::string why;
+        std::size_t cap = cudnn::im2col_bytes_max;
+        if (one_sample) {
+          const std::optional<cudnn::Im2colForm> whole = cudnn::im2col_form(desc, direction, why);
+          ASSERT_TRUE(whole.has_value()) << why << "\n" << where;
+          cap = whole->col_bytes / static_cast<std::size_t>(desc.batch);
+        }
+        const std::optional<cudnn::Im2colForm> form =
+            cudnn::im2col_form(desc, direction, why, packed, cap);
+        const std::int64_t samples = one_sample ? 1 : desc.batch;
+        if (packed && (samples < 2 || desc.layout != Layout::channels_first)) {
+          EXPECT_FALSE(form.has_value()) << where;
+          continue;
+        }
+        ASSERT_TRUE(form.has_value()) << why << "\n" << where;
+        EXPECT_EQ(form->passes, desc.batch / samples) << where;
+        EXPECT_EQ(form->col_desc.batch, samples) << where;
+        EXPECT_EQ(form->gemm.packed, packed);
+        EXPECT_EQ(form->geometry.packed, packed);
+        EXPECT_EQ(form->col_desc.in_channels, desc.in_channels * form->geometry.taps);
+        EXPECT_EQ(form->accumulating.desc.beta, 1.0f);
+        test::ConvOperands host =
+            test::random_conv_operands(desc, direction, test::seed_from(desc.key()));
+        const std::vector<float> expected =
+            test::run_conv(reference, desc, direction, host).output.to_f32();
+        const Dims dims = test::conv_output_dims(desc, direction);
+        Tensor out = test::nan_tensor(dims, desc.dtype, desc.layout);
+        Tensor col = test::nan_tensor(form->col_desc.src_dims(), desc.dtype, desc.layout);
+        EXPECT_GE(form->col_bytes, col.span_bytes());
+        detail::ConvArgs args;
+        switch (direction) {
+          case Direction::fwd:
+            args.src = &host.src, args.weights = &host.weights, args.dst = &out;
+            break;
+          case Direction::bwd_data:
+            args.diff_dst = &host.diff_dst, args.weights = &host.weights, args.diff_src = &out;
+            break;
+          default:
+            args.src = &host.src, args.diff_dst = &host.diff_dst, args.diff_weights = &out;
+            break;
+        }
+        const ErrorContext context = cudnn::conv_context(desc, direction, "cudnn:im2col");
+        Tensor part;
+        for (std::int64_t pass = 0; pass < form->passes; ++pass) {
+          const cudnn::Im2colPass p = cudnn::im2col_pass(desc, direction, *form, args, pass, col,
+                                                         part, Device::cpu(), context);
+          if (direction != Direction::bwd_data) im2col(form->geometry, p.src, col);
+          // bwd_weights adds the passes after the first.
+          const cudnn::GemmForm& gemm =
+              pass > 0 && direction == Direction::bwd_weights ? form->accumulating : form->gemm;
+          std::vector<char> packed_memory(cudnn::gemm_packing_bytes(gemm));
+          if (packed) {  // the part's diff_dst side by side (Note [packed gemm])
+            const auto* in = static_cast<const float*>(p.product.diff_dst->data());
+            auto* to = reinterpret_cast<float*>(packed_memory.data());
+            const std::int64_t rows = desc.out_channels, cols = form->geometry.positions;
+            for (std::int64_t g = 0; g < samples; ++g)
+              for (std::int64_t r = 0; r < rows; ++r)
+                for (std::int64_t c = 0; c < cols; ++c)
+                  to[(r * samples + g) * cols + c] = in[(g * rows + r) * cols + c];
+          }
+          cudnn::GemmViews views;
+          const detail::MatmulArgs m = cudnn::gemm_args(
+              form->col_desc, direction, gemm, p.product, Device::cpu(), views, context,
+              packed ? static_cast<void*>(packed_memory.data()) : nullptr);
+          switch (gemm.direction) {
+            case Direction::fwd: matmul_fwd(reference, gemm.desc, *m.a, *m.b, *m.dst); break;
+            case Direction::bwd_data:
+              matmul_bwd_data(reference, gemm.desc, *m.diff_dst, *m.b, *m.diff_a);
+              break;
+            default: matmul_bwd_weights(reference, gemm.desc, *m.a, *m.diff_dst, *m.diff_b); break;
+          }
+          if (direction == Direction::bwd_data) col2im(form->geometry, col, p.diff_src);
+        }
+        EXPECT_TRUE(test::close_within_scale(out.to_f32(), expected,
+                                             test::conv_error_scale(desc, direction, host), dims,
+                                             test::conv_tolerance(desc.dtype), "output", where));
       }
-      ASSERT_TRUE(form.has_value()) << why << "\n" << where;
-      EXPECT_EQ(form->gemm.packed, packed);
-      EXPECT_EQ(form->geometry.packed, packed);
-      EXPECT_EQ(form->col_desc.in_channels, desc.in_channels * form->geometry.taps);
-      test::ConvOperands host =
-          test::random_conv_operands(desc, direction, test::seed_from(desc.key()));
-      const std::vector<float> expected =
-          test::run_conv(reference, desc, direction, host).output.to_f32();
-      const Dims dims = test::conv_output_dims(desc, direction);
-      Tensor out = test::nan_tensor(dims, desc.dtype, desc.layout);
-      Tensor col = test::nan_tensor(form->col_desc.src_dims(), desc.dtype, desc.layout);
-      EXPECT_GE(form->col_bytes, col.span_bytes());
-      detail::ConvArgs args;
-      switch (direction) {
-        case Direction::fwd:
-          im2col(form->geometry, host.src, col);
-          args.src = &col, args.weights = &host.weights, args.dst = &out;
-          break;
-        case Direction::bwd_data:
-          args.diff_dst = &host.diff_dst, args.weights = &host.weights, args.diff_src = &col;
-          break;
-        default:
-          im2col(form->geometry, host.src, col);
-          args.src = &col, args.diff_dst = &host.diff_dst, args.diff_weights = &out;
-          break;
-      }
-      std::vector<char> packed_memory(cudnn::gemm_packing_bytes(form->gemm));
-      if (packed) {  // diff_dst side by side (Note [packed gemm]); src comes packed
-        const auto* in = static_cast<const float*>(host.diff_dst.data());
-        auto* to = reinterpret_cast<float*>(packed_memory.data());
-        const std::int64_t n = desc.batch, rows = desc.out_channels,
-                           cols = form->geometry.positions;
-        for (std::int64_t g = 0; g < n; ++g)
-          for (std::int64_t r = 0; r < rows; ++r)
-            for (std::int64_t c = 0; c < cols; ++c)
-              to[(r * n + g) * cols + c] = in[(g * rows + r) * cols + c];
-      }
-      cudnn::GemmViews views;
-      const detail::MatmulArgs m =
-          cudnn::gemm_args(form->col_desc, direction, form->gemm, args, Device::cpu(), views,
-                           cudnn::conv_context(desc, direction, "cudnn:im2col"),
-                           packed ? static_cast<void*>(packed_memory.data()) : nullptr);
-      switch (form->gemm.direction) {
-        case Direction::fwd: matmul_fwd(reference, form->gemm.desc, *m.a, *m.b, *m.dst); break;
-        case Direction::bwd_data:
-          matmul_bwd_data(reference, form->gemm.desc, *m.diff_dst, *m.b, *m.diff_a);
-          break;
-        default:
-          matmul_bwd_weights(reference, form->gemm.desc, *m.a, *m.diff_dst, *m.diff_b);
-          break;
-      }
-      if (direction == Direction::bwd_data) col2im(form->geometry, col, out);
-      EXPECT_TRUE(test::close_within_scale(out.to_f32(), expected,
-                                           test::conv_error_scale(desc, direction, host), dims,
-                                           test::conv_tolerance(desc.dtype), "output", where));
     }
   }
 }

@@ -34,6 +34,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -294,6 +295,26 @@ TEST(CudnnSearch, DepthwiseKernelsFollowTheHeuristicsTopConfigs) {
 
 // Runs every candidate listed for each desc and direction that `pick` selects, each fixed in
 // turn, and compares its output with the reference's; returns how many runs matched.
+// Runs `direction` of desc on copies of `host` into `output` (on the device), by the context's
+// policy.
+void run_on_device(Context& context, const ConvDesc& desc, Direction direction,
+                   const test::ConvOperands& host, Tensor& output) {
+  switch (direction) {
+    case Direction::fwd:
+      conv_fwd(context, desc, test::device_copy(host.src, context),
+               test::device_copy(host.weights, context), output);
+      break;
+    case Direction::bwd_data:
+      conv_bwd_data(context, desc, test::device_copy(host.diff_dst, context),
+                    test::device_copy(host.weights, context), output);
+      break;
+    default:
+      conv_bwd_weights(context, desc, test::device_copy(host.src, context),
+                       test::device_copy(host.diff_dst, context), output);
+      break;
+  }
+}
+
 std::size_t picked_candidates_match_the_reference(
     Context& context, const std::vector<ConvDesc>& descs,
     const std::function<bool(const AlgoInfo&)>& pick) {
@@ -315,20 +336,7 @@ std::size_t picked_candidates_match_the_reference(
         Tensor output =
             test::device_copy(test::nan_tensor(out_dims, desc.dtype, desc.layout), context);
         try {
-          switch (direction) {
-            case Direction::fwd:
-              conv_fwd(context, desc, test::device_copy(host.src, context),
-                       test::device_copy(host.weights, context), output);
-              break;
-            case Direction::bwd_data:
-              conv_bwd_data(context, desc, test::device_copy(host.diff_dst, context),
-                            test::device_copy(host.weights, context), output);
-              break;
-            default:
-              conv_bwd_weights(context, desc, test::device_copy(host.src, context),
-                               test::device_copy(host.diff_dst, context), output);
-              break;
-          }
+          run_on_device(context, desc, direction, host, output);
         } catch (const Error& error) {
           ADD_FAILURE() << "listed as supported but failed: " << error.what() << "\n" << where;
           continue;
@@ -478,6 +486,39 @@ TEST(CudnnSearch, Im2colCandidatesMatchTheReference) {
   const std::size_t checked = picked_candidates_match_the_reference(context, descs, is_im2col);
   std::cout << "[ cudnn    ] " << checked << " im2col candidate runs matched\n";
   EXPECT_GT(checked, 0u);
+
+  // A batch whose column matrix is over the cap runs in passes (1.2 GB here: two of 16
+  // samples); too large for the reference, so the first candidate of each form is compared with
+  // cuDNN's heuristic pick.
+  const ConvDesc large =
+      make_desc({32, 64, 128, 128}, {64, 64, 3, 3}, 1, 1, 1, 1, DType::f32, Layout::channels_first);
+  for (Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
+    const test::ConvOperands host =
+        test::random_conv_operands(large, direction, test::seed_from(large.key()));
+    const Dims out_dims = test::conv_output_dims(large, direction);
+    const std::vector<float> scale = test::conv_error_scale(large, direction, host);
+    context.tune().policy(direction) = AlgoPolicy::heuristic();
+    Tensor expected_output =
+        test::device_copy(test::nan_tensor(out_dims, large.dtype, large.layout), context);
+    run_on_device(context, large, direction, host, expected_output);
+    const std::vector<float> expected = output_of(expected_output);
+    std::set<bool> forms;
+    for (const AlgoInfo& info : conv_list(context, large, direction)) {
+      if (!info.supported || !is_im2col(info)) continue;
+      const bool packed = info.id.starts_with("cudnn:im2col:packed:");
+      if (!forms.insert(packed).second) continue;
+      const std::string where = test::conv_context(large, direction, info.id);
+      context.tune().policy(direction) = AlgoPolicy::fixed(info.id);
+      Tensor output =
+          test::device_copy(test::nan_tensor(out_dims, large.dtype, large.layout), context);
+      run_on_device(context, large, direction, host, output);
+      EXPECT_TRUE(test::close_within_scale(output_of(output), expected, scale, out_dims,
+                                           test::conv_tolerance(large.dtype), "output", where));
+    }
+    EXPECT_EQ(forms.size(), direction == Direction::bwd_weights ? 2u : 1u)
+        << "im2col forms listed for " << large.repro(direction);
+    context.tune().policy(direction) = AlgoPolicy::heuristic();
+  }
 }
 
 // Note [compile budget]: with a budget of 0 nothing compiles in the search; every

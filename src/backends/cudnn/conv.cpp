@@ -787,7 +787,13 @@ class CudnnConv final
     }
     std::shared_ptr<detail::OpPlan<detail::MatmulArgs>> product =
         matmul().plan(form->gemm.desc, form->gemm.direction, candidate.matmul_id);
-    return make_im2col_plan(runtime_, desc, direction, std::move(*form), std::move(product));
+    std::shared_ptr<detail::OpPlan<detail::MatmulArgs>> accumulating;
+    if (direction == Direction::bwd_weights && form->passes > 1) {
+      accumulating =
+          matmul().plan(form->accumulating.desc, form->accumulating.direction, candidate.matmul_id);
+    }
+    return make_im2col_plan(runtime_, desc, direction, std::move(*form), std::move(product),
+                            std::move(accumulating));
   }
 
   // Note [runtime-compiled engines]: their plans are compiled on background threads (after those

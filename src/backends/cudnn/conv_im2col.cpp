@@ -7,6 +7,7 @@
 #include "core/check.hpp"
 #include "core/strings.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace dnnx::cudnn {
@@ -29,9 +30,13 @@ namespace dnnx::cudnn {
 // the input) each way, so it pays where the product's depth and width are large and the
 // library's own engines are slow: fp32 without tensor cores, where cuDNN's engines ran the
 // suite's dense 3x3 layers at 23-40 TFLOP/s on an H200 and cuBLASLt's fp32 GEMMs reach 50
-// (docs/benchmarks.md). The candidates are listed after every other supported one, the first 8
-// of each form's matmul candidates, and only while the column matrix takes at most
-// im2col_bytes_max of workspace. DNNX_CUDNN_CONV_IM2COL picks where they are listed: "off" (the
+// (docs/benchmarks.md). The column matrix of a whole batch can take gigabytes (taps times the
+// input), so it is built for a part of the batch at a time: the largest divisor of the batch
+// whose matrix fits im2col_bytes_max, each pass a 1x1 convolution of that many samples over
+// its part of src and dst (im2col_pass), bwd_weights adding the passes after the first (the
+// product with beta 1); a convolution whose single sample's matrix is over the cap lists none.
+// The candidates are listed after every other supported one, the first 8 of each form's matmul
+// candidates. DNNX_CUDNN_CONV_IM2COL picks where they are listed: "off" (the
 // default until measured on a GPU), "f32" (fp32 convolutions), "on" (every dtype); it is part of
 // the backend's fingerprint. Off, one unsupported "cudnn:im2col" entry says so.
 
@@ -55,7 +60,7 @@ kernels::im2col::Element element_of(DType dtype) {
 }  // namespace
 
 std::optional<Im2colForm> im2col_form(const ConvDesc& d, Direction direction, std::string& why,
-                                      bool packed) {
+                                      bool packed, std::size_t cap) {
   if (d.groups != 1) {
     why = "no column product: a grouped convolution";
     return std::nullopt;
@@ -87,20 +92,33 @@ std::optional<Im2colForm> im2col_form(const ConvDesc& d, Direction direction, st
     c.kernel[at] = 1;
   }
   c.in_channels = d.in_channels * g.taps;
-  const std::size_t bytes =
+  // The samples of one pass: the largest divisor of the batch whose column matrix fits the cap.
+  g.batch = 1;
+  const std::size_t sample_bytes =
       static_cast<std::size_t>(kernels::im2col::col_elements(g)) * element_bytes(d.dtype);
-  if (bytes > im2col_bytes_max) {
-    why = detail::cat("no column product: its column matrix would take ",
-                      detail::format_bytes(static_cast<double>(bytes)), " of workspace, over ",
-                      detail::format_bytes(static_cast<double>(im2col_bytes_max)),
-                      " (Note [im2col candidates])");
+  if (sample_bytes > cap) {
+    why =
+        detail::cat("no column product: one sample's column matrix would take ",
+                    detail::format_bytes(static_cast<double>(sample_bytes)), " of workspace, over ",
+                    detail::format_bytes(static_cast<double>(cap)), " (Note [im2col candidates])");
     return std::nullopt;
   }
-  form.col_bytes = aligned(bytes);
+  std::int64_t chunk = 1;
+  for (std::int64_t samples = d.batch; samples >= 1; --samples) {
+    if (d.batch % samples == 0 && static_cast<std::size_t>(samples) * sample_bytes <= cap) {
+      chunk = samples;
+      break;
+    }
+  }
+  form.passes = d.batch / chunk;
+  g.batch = c.batch = chunk;
+  form.col_bytes = aligned(static_cast<std::size_t>(chunk) * sample_bytes);
   std::optional<GemmForm> gemm = gemm_form(c, direction, why, packed, packed);
   if (!gemm) return std::nullopt;
   form.gemm = *gemm;
   g.packed = gemm->packed;
+  form.accumulating = form.gemm;
+  form.accumulating.desc.beta = 1.0f;
   return form;
 }
 
@@ -136,18 +154,60 @@ AlgoInfo im2col_off_info() {
   return info;
 }
 
+Im2colPass im2col_pass(const ConvDesc& desc, Direction direction, const Im2colForm& form,
+                       const detail::ConvArgs& args, std::int64_t pass, Tensor& col, Tensor& part,
+                       Device device, const ErrorContext& context) {
+  const BoundTensors t = bind_tensors(args, direction, context);
+  const auto samples = static_cast<std::size_t>(form.col_desc.batch * pass);
+  const std::size_t element = element_bytes(desc.dtype);
+  // Bytes of one sample of src and of dst: every layout keeps the samples apart.
+  const auto src_sample =
+      static_cast<std::size_t>(desc.in_channels * form.geometry.in_positions) * element;
+  const auto dst_sample =
+      static_cast<std::size_t>(desc.out_channels * form.geometry.positions) * element;
+  const auto over = [&](const void* data) -> Tensor* {
+    if (part.data() != data) {
+      part = Tensor::view(const_cast<void*>(data), form.col_desc.dst_dims(), desc.dtype,
+                          desc.layout, device);
+    }
+    return &part;
+  };
+  Im2colPass out;
+  switch (direction) {
+    case Direction::fwd:
+      out.src = static_cast<const char*>(t.first) + samples * src_sample;
+      out.product.src = &col, out.product.weights = args.weights;
+      out.product.dst = over(static_cast<char*>(t.output) + samples * dst_sample);
+      break;
+    case Direction::bwd_data:
+      out.diff_src = static_cast<char*>(t.output) + samples * src_sample;
+      out.product.diff_dst = over(static_cast<const char*>(t.first) + samples * dst_sample);
+      out.product.weights = args.weights, out.product.diff_src = &col;
+      break;
+    default:
+      out.src = static_cast<const char*>(t.first) + samples * src_sample;
+      out.product.src = &col, out.product.diff_weights = args.diff_weights;
+      out.product.diff_dst = over(static_cast<const char*>(t.second) + samples * dst_sample);
+      break;
+  }
+  return out;
+}
+
 namespace {
 
 class Im2colPlan final : public detail::ConvPlan {
  public:
+  // `accumulating`: the product adding to its output, for bwd_weights' passes after the first.
   Im2colPlan(std::shared_ptr<Runtime> runtime, const ConvDesc& desc, Direction direction,
-             Im2colForm form, std::shared_ptr<detail::ConvPlan> inner, AlgoInfo info)
+             Im2colForm form, std::shared_ptr<detail::ConvPlan> inner,
+             std::shared_ptr<detail::ConvPlan> accumulating, AlgoInfo info)
       : runtime_(std::move(runtime)),
         desc_(desc),
         direction_(direction),
         form_(std::move(form)),
         device_(Device::cuda(runtime_->device())),
         inner_(std::move(inner)),
+        accumulating_(std::move(accumulating)),
         info_(std::move(info)),
         context_(conv_context(desc, direction, info_.id)) {}
 
@@ -155,33 +215,25 @@ class Im2colPlan final : public detail::ConvPlan {
 
   void execute(const detail::ConvArgs& args, detail::Workspace workspace) override {
     check_workspace(workspace, info_.workspace_bytes, context_);
-    const BoundTensors t = bind_tensors(args, direction_, context_);
     char* col = static_cast<char*>(workspace.data);
     if (col_.data() != col)
       col_ = Tensor::view(col, form_.col_desc.src_dims(), desc_.dtype, desc_.layout, device_);
     const detail::Workspace rest{col + form_.col_bytes, workspace.bytes - form_.col_bytes};
     const cudaStream_t stream = runtime_->stream();
     const kernels::im2col::Element element = element_of(desc_.dtype);
-    detail::ConvArgs inner;
-    switch (direction_) {
-      case Direction::fwd:
-        DNNX_CUDNN_CHECK(kernels::im2col::im2col(element, form_.geometry, t.first, col, stream),
-                         context_, "launching the im2col kernel");
-        inner.src = &col_, inner.weights = args.weights, inner.dst = args.dst;
-        inner_->execute(inner, rest);
-        break;
-      case Direction::bwd_data:
-        inner.diff_dst = args.diff_dst, inner.weights = args.weights, inner.diff_src = &col_;
-        inner_->execute(inner, rest);
-        DNNX_CUDNN_CHECK(kernels::im2col::col2im(element, form_.geometry, col, t.output, stream),
+    for (std::int64_t pass = 0; pass < form_.passes; ++pass) {
+      const Im2colPass p =
+          im2col_pass(desc_, direction_, form_, args, pass, col_, part_, device_, context_);
+      if (direction_ == Direction::bwd_data) {
+        inner_->execute(p.product, rest);
+        DNNX_CUDNN_CHECK(kernels::im2col::col2im(element, form_.geometry, col, p.diff_src, stream),
                          context_, "launching the col2im kernel");
-        break;
-      default:
-        DNNX_CUDNN_CHECK(kernels::im2col::im2col(element, form_.geometry, t.first, col, stream),
-                         context_, "launching the im2col kernel");
-        inner.src = &col_, inner.diff_dst = args.diff_dst, inner.diff_weights = args.diff_weights;
-        inner_->execute(inner, rest);
-        break;
+        continue;
+      }
+      DNNX_CUDNN_CHECK(kernels::im2col::im2col(element, form_.geometry, p.src, col, stream),
+                       context_, "launching the im2col kernel");
+      // bwd_weights sums the passes into diff_weights.
+      (pass > 0 && accumulating_ ? accumulating_ : inner_)->execute(p.product, rest);
     }
   }
 
@@ -192,21 +244,32 @@ class Im2colPlan final : public detail::ConvPlan {
   Im2colForm form_;
   Device device_;
   std::shared_ptr<detail::ConvPlan> inner_;
+  std::shared_ptr<detail::ConvPlan> accumulating_;  // bwd_weights with several passes
   AlgoInfo info_;
   ErrorContext context_;
-  Tensor col_;  // over the last call's workspace
+  Tensor col_;   // over the last call's workspace
+  Tensor part_;  // the last pass's part of dst or diff_dst
 };
 
 }  // namespace
 
 std::shared_ptr<detail::ConvPlan> make_im2col_plan(
     std::shared_ptr<Runtime> runtime, const ConvDesc& desc, Direction direction, Im2colForm form,
-    std::shared_ptr<detail::OpPlan<detail::MatmulArgs>> product) {
+    std::shared_ptr<detail::OpPlan<detail::MatmulArgs>> product,
+    std::shared_ptr<detail::OpPlan<detail::MatmulArgs>> accumulating) {
   AlgoInfo info = im2col_info(product->algo(), form);
   std::shared_ptr<detail::ConvPlan> inner =
       make_gemm_plan(runtime, form.col_desc, direction, form.gemm, std::move(product));
+  std::shared_ptr<detail::ConvPlan> adding;
+  if (accumulating) {
+    adding = make_gemm_plan(runtime, form.col_desc, direction, form.accumulating,
+                            std::move(accumulating));
+    info.workspace_bytes =
+        std::max(info.workspace_bytes, form.col_bytes + gemm_packing_bytes(form.accumulating) +
+                                           adding->algo().workspace_bytes);
+  }
   return std::make_shared<Im2colPlan>(std::move(runtime), desc, direction, std::move(form),
-                                      std::move(inner), std::move(info));
+                                      std::move(inner), std::move(adding), std::move(info));
 }
 
 }  // namespace dnnx::cudnn

@@ -14,6 +14,7 @@
 #include "core/matmul_args.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,22 +22,39 @@
 
 namespace dnnx::cudnn {
 
-/// A convolution direction as a column matrix and a product.
+/// A convolution direction as a column matrix and a product, in `passes` passes over as many
+/// equal parts of the batch (col_desc's batch each).
 struct Im2colForm {
-  ConvDesc col_desc;                   ///< the 1x1 convolution over the column matrix
+  ConvDesc col_desc;                   ///< the 1x1 convolution over one pass's column matrix
   GemmForm gemm;                       ///< its product (gemm_form(col_desc, direction, ...))
-  kernels::im2col::Geometry geometry;  ///< the column matrix's layout
-  std::size_t col_bytes = 0;           ///< the column matrix (256-byte aligned)
+  GemmForm accumulating;               ///< the same adding to its output (beta 1): bwd_weights
+  kernels::im2col::Geometry geometry;  ///< one pass's column matrix
+  std::size_t col_bytes = 0;           ///< one pass's column matrix (256-byte aligned)
+  std::int64_t passes = 1;
 };
 
+/// The column matrix's cap: a pass takes the largest part of the batch that fits (Note [im2col
+/// candidates]).
+inline constexpr std::size_t im2col_bytes_max = std::size_t{1} << 30;
+
 /// The form of (desc, direction), its product packed or not, or nullopt with `why` set where
-/// there is none (grouped, already a 1x1 product, a column matrix over im2col_bytes_max, no
+/// there is none (grouped, already a 1x1 product, one sample's column matrix over `cap`, no
 /// packed form).
 std::optional<Im2colForm> im2col_form(const ConvDesc& desc, Direction direction, std::string& why,
-                                      bool packed = false);
+                                      bool packed = false, std::size_t cap = im2col_bytes_max);
 
-/// The column matrix's cap: larger ones list no im2col candidate.
-inline constexpr std::size_t im2col_bytes_max = std::size_t{1} << 30;
+/// What pass `pass` runs: where im2col reads (fwd, bwd_weights) or col2im writes (bwd_data) for
+/// its part of the batch, and the arguments of its product (the 1x1 convolution of
+/// form.col_desc) over `col` (the column matrix's tensor) and that part of the convolution's
+/// tensors, whose views live in `part`.
+struct Im2colPass {
+  const void* src = nullptr;  ///< fwd, bwd_weights: what im2col reads
+  void* diff_src = nullptr;   ///< bwd_data: what col2im writes
+  detail::ConvArgs product;
+};
+Im2colPass im2col_pass(const ConvDesc& desc, Direction direction, const Im2colForm& form,
+                       const detail::ConvArgs& args, std::int64_t pass, Tensor& col, Tensor& part,
+                       Device device, const ErrorContext& context);
 
 /// "cudnn:im2col:<matmul id>", "cudnn:im2col:packed:<matmul id>"; the inverse (the matmul id
 /// and whether it is packed), or nullopt when `id` is not an im2col candidate's.
@@ -53,9 +71,11 @@ AlgoInfo im2col_off_info();
 inline constexpr std::string_view im2col_off_id = "cudnn:im2col";
 
 /// The plan of the convolution that runs matmul plan `product` (of form.gemm's product) on its
-/// column matrix.
+/// column matrix, pass by pass; bwd_weights in several passes runs `accumulating` (of
+/// form.accumulating's) after the first, null otherwise.
 std::shared_ptr<detail::ConvPlan> make_im2col_plan(
     std::shared_ptr<Runtime> runtime, const ConvDesc& desc, Direction direction, Im2colForm form,
-    std::shared_ptr<detail::OpPlan<detail::MatmulArgs>> product);
+    std::shared_ptr<detail::OpPlan<detail::MatmulArgs>> product,
+    std::shared_ptr<detail::OpPlan<detail::MatmulArgs>> accumulating);
 
 }  // namespace dnnx::cudnn
