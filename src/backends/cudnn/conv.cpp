@@ -191,7 +191,7 @@ Candidate im2col_candidate(const AlgoInfo& inner, const Im2colForm& form) {
 Candidate im2col_unsupported_candidate(std::string reason) {
   Candidate candidate;
   candidate.info = im2col_off_info();
-  if (!reason.empty()) candidate.info.reason = std::move(reason);
+  candidate.info.reason = std::move(reason);
   candidate.kind = Candidate::Kind::im2col;
   return candidate;
 }
@@ -631,7 +631,8 @@ class CudnnConv final
   std::vector<Candidate> im2col_candidates(const ConvDesc& desc, Direction direction) {
     std::string why;
     if (desc.groups != 1 || gemm_form(desc, direction, why)) return {};
-    if (!im2col_listed(desc)) return {im2col_unsupported_candidate({})};
+    if (std::string off = im2col_off_reason(desc); !off.empty())
+      return {im2col_unsupported_candidate(std::move(off))};
     const std::optional<Im2colForm> form = im2col_form(desc, direction, why);
     if (!form) return {im2col_unsupported_candidate(why)};
     std::vector<Candidate> out;
@@ -648,14 +649,18 @@ class CudnnConv final
     return out;
   }
 
-  // Whether DNNX_CUDNN_CONV_IM2COL lists the im2col candidates for desc's dtype.
-  bool im2col_listed(const ConvDesc& desc) const {
+  // Why DNNX_CUDNN_CONV_IM2COL lists no im2col candidate for desc's dtype; empty where it does.
+  std::string im2col_off_reason(const ConvDesc& desc) const {
     switch (runtime_->settings().conv_im2col) {
-      case Im2colCandidates::on: return true;
-      case Im2colCandidates::f32: return desc.dtype == DType::f32;
-      case Im2colCandidates::off: return false;
+      case Im2colCandidates::on: return {};
+      case Im2colCandidates::f32:
+        if (desc.dtype == DType::f32) return {};
+        return detail::cat("listed for fp32 convolutions only (", im2col_variable,
+                           "=f32); =on lists them for every dtype (Note [im2col candidates])");
+      case Im2colCandidates::off: break;
     }
-    return false;
+    return detail::cat("off by default: ", im2col_variable, "=f32 lists them for fp32 ",
+                       "convolutions, =on for every dtype (Note [im2col candidates])");
   }
 
   // The matmul backend the gemm candidates run on (this backend's own instance, on its runtime).
@@ -704,8 +709,10 @@ class CudnnConv final
       // What im2col_candidates() lists, for this id alone.
       std::string why;
       if (desc.groups != 1 || gemm_form(desc, direction, why)) return std::nullopt;
-      if (!im2col_listed(desc))
-        return id == im2col_off_id ? std::optional(im2col_unsupported_candidate({})) : std::nullopt;
+      if (std::string off = im2col_off_reason(desc); !off.empty()) {
+        return id == im2col_off_id ? std::optional(im2col_unsupported_candidate(std::move(off)))
+                                   : std::nullopt;
+      }
       const std::optional<Im2colForm> full = im2col_form(desc, direction, why);
       if (!full)
         return id == im2col_off_id ? std::optional(im2col_unsupported_candidate(why))

@@ -147,9 +147,7 @@ AlgoInfo im2col_off_info() {
   AlgoInfo info;
   info.id = std::string(im2col_off_id);
   info.name = "column matrix (im2col) and a cuBLASLt / cuBLAS matrix product";
-  info.reason =
-      "off for this dtype: DNNX_CUDNN_CONV_IM2COL=f32 lists them for fp32 convolutions, =on for "
-      "every dtype (Note [im2col candidates])";
+  info.reason = "not listed (Note [im2col candidates])";
   info.notes = {"conv_im2col"};
   return info;
 }

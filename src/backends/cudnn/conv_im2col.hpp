@@ -65,8 +65,8 @@ std::optional<GemmInnerId> im2col_inner_id(std::string_view id);
 /// product; its workspace is the column matrix's, the packing's and the product's.
 AlgoInfo im2col_info(const AlgoInfo& inner, const Im2colForm& form);
 
-/// The one entry listed while the im2col candidates are off for desc's dtype, with the reason,
-/// and its id.
+/// The one entry listed in their place while the im2col candidates are off for a desc's dtype or
+/// its column matrix is over the cap (the caller sets the reason), and its id.
 AlgoInfo im2col_off_info();
 inline constexpr std::string_view im2col_off_id = "cudnn:im2col";
 
