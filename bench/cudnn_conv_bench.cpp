@@ -209,6 +209,7 @@ struct Options {
   std::string tag = "bench";
   std::int64_t batch = 0;  // 0: the shapes file's batch=N, else 64
   int max_layers = 0;      // 0: every layer the tag selects
+  std::vector<std::string> layers;  // empty: every layer the tag selects; else these, in order
   double budget_s = 0;     // 0: no budget; else no new layer starts after this many seconds
   std::vector<std::string> configs{"f16_nhwc", "f32_nchw"};
   int loop = 50;
@@ -237,7 +238,10 @@ Options parse(int argc, char** argv) {
       o.batch = std::stoll(value());
     else if (arg == "--max-layers")
       o.max_layers = std::stoi(value());
-    else if (arg == "--budget-s")
+    else if (arg == "--layers") {
+      std::stringstream in(value());
+      for (std::string name; std::getline(in, name, ',');) o.layers.push_back(name);
+    } else if (arg == "--budget-s")
       o.budget_s = std::stod(value());
     else if (arg == "--configs") {
       o.configs.clear();
@@ -262,6 +266,7 @@ Options parse(int argc, char** argv) {
           << "cudnn_conv_bench [--shapes FILE] [--tag bench|all] [--batch N]\n"
              "  [--configs f16_nhwc,f32_nchw] [--loop 50] [--calls 20] [--overhead-only]\n"
              "  [--max-layers N]  (the first N layers the tag selects)\n"
+             "  [--layers A,B]    (only these layers of the file, in this order)\n"
              "  [--budget-s S]    (no new layer starts after S seconds; a 'budget' record\n"
              "                     names what was left out)\n"
              "  --batch defaults to the shapes file's batch=N line, else 64\n"
@@ -643,7 +648,18 @@ int main(int argc, char** argv) try {
   if (!options.choices_file.empty())
     ::setenv("DNNX_PLAN_DIR", (options.choices_file + ".plans").c_str(), /*overwrite=*/0);
   // The shapes file first: a bad field is reported before any GPU work.
-  const ShapesFile file = read_shapes(options.shapes, options.tag);
+  ShapesFile file = read_shapes(options.shapes, options.layers.empty() ? options.tag : "all");
+  if (!options.layers.empty()) {
+    std::vector<Shape> picked;
+    for (const std::string& name : options.layers) {
+      const auto found = std::find_if(file.shapes.begin(), file.shapes.end(),
+                                      [&](const Shape& s) { return s.name == name; });
+      if (found == file.shapes.end())
+        throw std::runtime_error(options.shapes + " has no layer '" + name + "'");
+      picked.push_back(*found);
+    }
+    file.shapes = std::move(picked);
+  }
   std::cout << std::setprecision(6);
   {
     Context probe(BackendKind::cudnn);

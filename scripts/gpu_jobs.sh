@@ -12,8 +12,10 @@
 #   G:FILES:CONFIGS                 the shape suite (SHAPES_FILES, SHAPES_CONFIGS), 3 rounds kept
 #   G:env:VAR=VALUE:FILES:CONFIGS   the same with one more variable (e.g. DNNX_SEARCH_BUDGET_MS=1000)
 #   G:tests:BIN,BIN                 test binaries of BUILD/tests, one after the other
-#   G:verbose:SHAPES:CONFIGS        cudnn_conv_bench on a shapes file with DNNX_VERBOSE=1 (the
-#                                   search's own report of where its time went)
+#   G:verbose:SHAPES:CONFIGS[:LAYERS]
+#                                   cudnn_conv_bench on a shapes file with DNNX_VERBOSE=1 (the
+#                                   search's own report of where its time went), every layer or
+#                                   the named ones (LAYERS: names with commas)
 #   G:python:SCRIPT[:ARGS]          PYTHON SCRIPT ARGS (commas in ARGS become spaces, {out} the
 #                                   job's own folder in the logs), e.g.
 #                                   1:python:bench/gemm_1x1_study.py:--json,{out}/gemm.json
@@ -71,7 +73,7 @@ run_gpu() {
         done ;;
       verbose)
         CUDA_VISIBLE_DEVICES=$gpu DNNX_VERBOSE=1 timeout "$left" "$build/bench/cudnn_conv_bench" \
-          --shapes "$a" --tag all --configs "$b" --no-heuristic \
+          --shapes "$a" --tag all --configs "$b" --no-heuristic ${c:+--layers "$c"} \
           > "$work/g$gpu-j$k-verbose.jsonl" 2> "$work/g$gpu-j$k-verbose.err" ;;
       python)
         local job_out="$work/g$gpu-j$k"
