@@ -929,7 +929,16 @@ class CudnnConv final
     const bool full_at_hand =
         this_search.direction != direction || search_plan_built(direction, id);
     if (!queued_here && full_at_hand && !background_.built(key)) return nullptr;
+    const Clock::time_point asked = Clock::now();
     BackgroundBuilds::Outcome outcome = background_.await(key);
+    if (runtime_->verbose() && queued_here) {
+      std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": slice plan of "
+                << id << ' '
+                << (outcome.state == BackgroundBuilds::State::ready    ? "ready"
+                    : outcome.state == BackgroundBuilds::State::failed ? "failed"
+                                                                       : "not built in time")
+                << " after a wait of " << ms_since(asked) << " ms\n";
+    }
     if (outcome.state != BackgroundBuilds::State::ready &&
         outcome.state != BackgroundBuilds::State::failed)
       return nullptr;  // a build still running stays for a later search's probe
