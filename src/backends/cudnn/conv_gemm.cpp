@@ -38,16 +38,17 @@ namespace dnnx::cudnn {
 // In NCHW the weights' gradient is a sum over the batch, diff_weights {K, C} = sum over n of
 // diff_dst[n] {K, P} src[n]^T {P, C}, which the broadcast form runs as one GEMM of depth P per
 // sample, each adding into the gradient (Note [row-major matmul] in matmul.cpp). That keeps the
-// GPU busy only when P and K x C are large: on an H200 it won DeepLabV3's 65x65 layers (batch 16)
-// but lost every ResNet-50 and ResNeXt-50 layer (batch 64, 7x7 to 56x56) to cuDNN, where PyTorch's
-// batched GEMM and a sum took 0.57-0.62 of cuDNN's time (docs/benchmarks.md, "1x1 convolutions as
-// matrix products"). Set side by side, diff_dst as {K, N*P} and src as {C, N*P}, the sum is one
-// GEMM of depth N*P: the matmul fwd of a = packed diff_dst and b = packed src stored transposed
-// (transpose_b), whose dst is diff_weights itself. The packing is a copy of diff_dst and src
-// into the workspace (kernels::matmul::side_by_side, a pass over both), so the packed form is
-// listed next to the broadcast one, each with its own candidates, and only while the two copies
-// take at most packed_bytes_max: beyond that the samples are large enough for the broadcast
-// form's GEMMs, and the workspace would be a large share of a smaller GPU's memory.
+// GPU busy only when P and K x C are large: on an H200 it won most of DeepLabV3's 65x65 layers
+// (batch 16) but lost every ResNet-50 and ResNeXt-50 layer (batch 64, 7x7 to 56x56) to cuDNN,
+// where PyTorch's batched GEMM and a sum took 0.59 of cuDNN's time over ResNeXt-50's layers
+// (docs/benchmarks.md, "1x1 convolutions as matrix products"). Set side by side, diff_dst as {K,
+// N*P} and src as {C, N*P}, the sum is one GEMM of depth N*P: the matmul fwd of a = packed diff_dst
+// and b = packed src stored transposed (transpose_b), whose dst is diff_weights itself. The packing
+// is a copy of diff_dst and src into the workspace (kernels::matmul::side_by_side, a pass over
+// both), so the packed form is listed next to the broadcast one, each with its own candidates, and
+// only while the two copies take at most packed_bytes_max: beyond that the samples are large enough
+// for the broadcast form's GEMMs, and the workspace would be a large share of a smaller GPU's
+// memory.
 
 namespace {
 
