@@ -368,6 +368,21 @@ def speedup(record):
     return f"{record['heuristic_kernel_ms'] / record['kernel_ms']:.2f}"
 
 
+# The kinds of candidate a choice can be, by the prefix of its id (the most specific first).
+CHOICE_KINDS = (("cudnn:gemm:packed:", "gemm packed"), ("cudnn:gemm:", "gemm"),
+                ("cudnn:im2col:packed:", "im2col packed"), ("cudnn:im2col:", "im2col"),
+                ("cudnn:kernel:depthwise:", "depthwise"), ("cudnn:padc:", "padded"),
+                ("cudnn:legacy:", "legacy"), ("cudnn:engine:", "engine"))
+
+
+def choice_kind(algo):
+    """The kind of candidate `algo` (an id) is: 'engine', 'gemm', ...; else its first field."""
+    for prefix, kind in CHOICE_KINDS:
+        if algo.startswith(prefix):
+            return kind
+    return algo.split(":")[0]
+
+
 def choices(record):
     """dnnx's choice for a row: every distinct one over the rounds."""
     return " / ".join(f"`{algo}`" for algo in record.get("algos", [record["algo"]]))
@@ -383,7 +398,7 @@ def print_tables(args, shapes, records, torch_results, batch):
               "| torch call | dnnx search s | torch 1st call s | dnnx choice | speedup vs heuristic |")
         print("|---|---|---|---|---|---|---|---|---|---|---|")
         tot_d = tot_t = tot_dc = tot_tc = tot_tune = tot_first = 0.0
-        worst, worst_row, searches, reuses = 0.0, "", [], []
+        worst, worst_row, searches, reuses, kinds = 0.0, "", [], [], {}
         for s in shapes:
             for direction in DIRECTIONS:
                 key = f"{s['name']}/{direction}/{config}"
@@ -399,6 +414,8 @@ def print_tables(args, shapes, records, torch_results, batch):
                 if "reuse_ms" in d:
                     reuses.append((d["reuse_ms"], search, d["reuse_from_file"],
                                    f"{s['name']} {direction}"))
+                kind = choice_kind(d["algo"])
+                kinds[kind] = kinds.get(kind, 0) + 1
                 tot_d += d["kernel_ms"]
                 tot_t += t["kernel_ms"]
                 tot_dc += d["call_ms"]
@@ -420,11 +437,13 @@ def print_tables(args, shapes, records, torch_results, batch):
             print(f"worst row: {worst_row} ({worst:.2f}x PyTorch); search time per "
                   f"layer-direction: median {median:.2f} s, worst {slowest[0]:.2f} s "
                   f"({slowest[1]})\n")
+            by_count = sorted(kinds.items(), key=lambda item: (-item[1], item[0]))
+            print("choices by kind: " + ", ".join(f"{k} {n}" for k, n in by_count) + "\n")
             summaries[config] = dict(dnnx_ms=tot_d, torch_ms=tot_t, ratio=tot_d / tot_t,
                                      worst_ratio=worst, worst_row=worst_row,
                                      search_total_s=tot_tune, search_median_s=median,
                                      search_worst_s=slowest[0], search_worst_row=slowest[1],
-                                     rows=len(searches), batch=batch)
+                                     rows=len(searches), batch=batch, choice_kinds=kinds)
             if reuses:
                 summaries[config].update(reuse_summary(reuses))
                 m = summaries[config]

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """bench/compare_gpu.py without a GPU: every shapes file of the suite parses (Note [shapes file
 lines]), its layers' output sizes are positive, bad fields are errors naming the line, the
---dry-run listing runs, --rounds combines rounds into medians (Note [suite rounds]), and a suite
-stopped during a round keeps the rounds it finished in its --json file. No torch,
+--dry-run listing runs, --rounds combines rounds into medians (Note [suite rounds]), a suite
+stopped during a round keeps the rounds it finished in its --json file, and each choice's kind
+is read from its id. No torch,
 no benchmark binary."""
 
 import argparse
@@ -166,9 +167,20 @@ with tempfile.TemporaryDirectory() as folder:
         kept = json.load(f)
     check(len(kept) == 1 and kept[0]["rounds"] == 1 and kept[0]["file"] == "mobilenetv2.txt"
           and kept[0]["summary"]["f16_nhwc"]["ratio"] == 0.5
+          and kept[0]["summary"]["f16_nhwc"]["choice_kinds"] == {"x": 1}
           and os.listdir(folder) == ["suite.json"], f"kept after a stop: {kept}")
 compare_gpu.run_dnnx, compare_gpu.run_torch = saved
 check(torch_turns == [["b2.dw.s2/fwd/f16_nhwc"]] * 2, f"torch turns: {torch_turns}")
+
+# The kind of each choice, by the prefix of its id.
+for algo, kind in (("cudnn:engine:62:workspace=2", "engine"), ("cudnn:gemm:cublaslt:a5", "gemm"),
+                   ("cudnn:gemm:packed:cublas:gemm_ex", "gemm packed"),
+                   ("cudnn:im2col:packed:cublaslt:a5", "im2col packed"),
+                   ("cudnn:im2col:cublaslt:a5", "im2col"),
+                   ("cudnn:kernel:depthwise:unrolled", "depthwise"),
+                   ("cudnn:padc:cudnn:engine:5", "padded"),
+                   ("cudnn:legacy:fwd:gemm:fma", "legacy"), ("onednn:x64:gemm", "onednn")):
+    check(compare_gpu.choice_kind(algo) == kind, f"{algo}: {compare_gpu.choice_kind(algo)}")
 
 for extra, expected in ((["--suite", "--rounds", "0"], "--rounds must be 1 or more"),
                         (["--rounds", "2"], "--rounds runs with the suite"),
