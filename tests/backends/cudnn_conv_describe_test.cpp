@@ -174,6 +174,24 @@ TEST(CudnnConvIds, PaddedIdsNameTheirInnerId) {
   EXPECT_FALSE(cudnn::padded_inner_id("cudnn:pad:cudnn:engine:5").has_value());
 }
 
+// The arguments of `direction` over the operands `host` and the output `out`.
+detail::ConvArgs args_into(Direction direction, test::ConvOperands& host, Tensor& out) {
+  return detail::ConvArgs::by_shape(direction, direction == Direction::bwd_data ? out : host.src,
+                                    direction == Direction::bwd_weights ? out : host.weights,
+                                    direction == Direction::fwd ? out : host.diff_dst);
+}
+
+// Runs the product of `form` on `context` over the arguments gemm_args() bound.
+void run_product(Context& context, const cudnn::GemmForm& form, const detail::MatmulArgs& m) {
+  switch (form.direction) {
+    case Direction::fwd: matmul_fwd(context, form.desc, *m.a, *m.b, *m.dst); break;
+    case Direction::bwd_data:
+      matmul_bwd_data(context, form.desc, *m.diff_dst, *m.b, *m.diff_a);
+      break;
+    default: matmul_bwd_weights(context, form.desc, *m.a, *m.diff_dst, *m.diff_b); break;
+  }
+}
+
 // Note [gemm candidates]: which convolutions are matrix products, their ids, and that the product
 // gemm_args() binds over the convolution's own memory computes what the convolution does, in
 // every direction and layout, on the reference backend: the roles and the directions the
@@ -251,18 +269,7 @@ TEST(CudnnConvIds, GemmFormsComputeWhatTheConvolutionDoes) {
           test::run_conv(reference, desc, direction, host).output.to_f32();
       const Dims dims = test::conv_output_dims(desc, direction);
       Tensor out = test::nan_tensor(dims, desc.dtype, desc.layout);
-      detail::ConvArgs args;
-      switch (direction) {
-        case Direction::fwd:
-          args.src = &host.src, args.weights = &host.weights, args.dst = &out;
-          break;
-        case Direction::bwd_data:
-          args.diff_dst = &host.diff_dst, args.weights = &host.weights, args.diff_src = &out;
-          break;
-        default:
-          args.src = &host.src, args.diff_dst = &host.diff_dst, args.diff_weights = &out;
-          break;
-      }
+      const detail::ConvArgs args = args_into(direction, host, out);
       std::vector<char> packed_memory(cudnn::gemm_packing_bytes(*form));
       if (packed) {
         std::int64_t positions = 1;
@@ -282,13 +289,7 @@ TEST(CudnnConvIds, GemmFormsComputeWhatTheConvolutionDoes) {
           cudnn::gemm_args(desc, direction, *form, args, Device::cpu(), views,
                            cudnn::conv_context(desc, direction, "cudnn:gemm"),
                            packed ? static_cast<void*>(packed_memory.data()) : nullptr);
-      switch (form->direction) {
-        case Direction::fwd: matmul_fwd(reference, form->desc, *m.a, *m.b, *m.dst); break;
-        case Direction::bwd_data:
-          matmul_bwd_data(reference, form->desc, *m.diff_dst, *m.b, *m.diff_a);
-          break;
-        default: matmul_bwd_weights(reference, form->desc, *m.a, *m.diff_dst, *m.diff_b); break;
-      }
+      run_product(reference, *form, m);
       EXPECT_TRUE(test::close_within_scale(out.to_f32(), expected,
                                            test::conv_error_scale(desc, direction, host), dims,
                                            test::conv_tolerance(desc.dtype), "output", where));
@@ -412,18 +413,7 @@ TEST(CudnnConvIds, Im2colFormsComputeWhatTheConvolutionDoes) {
         Tensor out = test::nan_tensor(dims, desc.dtype, desc.layout);
         Tensor col = test::nan_tensor(form->col_desc.src_dims(), desc.dtype, desc.layout);
         EXPECT_GE(form->col_bytes, col.span_bytes());
-        detail::ConvArgs args;
-        switch (direction) {
-          case Direction::fwd:
-            args.src = &host.src, args.weights = &host.weights, args.dst = &out;
-            break;
-          case Direction::bwd_data:
-            args.diff_dst = &host.diff_dst, args.weights = &host.weights, args.diff_src = &out;
-            break;
-          default:
-            args.src = &host.src, args.diff_dst = &host.diff_dst, args.diff_weights = &out;
-            break;
-        }
+        const detail::ConvArgs args = args_into(direction, host, out);
         const ErrorContext context = cudnn::conv_context(desc, direction, "cudnn:im2col");
         Tensor part;
         for (std::int64_t pass = 0; pass < form->passes; ++pass) {
@@ -447,13 +437,7 @@ TEST(CudnnConvIds, Im2colFormsComputeWhatTheConvolutionDoes) {
           const detail::MatmulArgs m = cudnn::gemm_args(
               form->col_desc, direction, gemm, p.product, Device::cpu(), views, context,
               packed ? static_cast<void*>(packed_memory.data()) : nullptr);
-          switch (gemm.direction) {
-            case Direction::fwd: matmul_fwd(reference, gemm.desc, *m.a, *m.b, *m.dst); break;
-            case Direction::bwd_data:
-              matmul_bwd_data(reference, gemm.desc, *m.diff_dst, *m.b, *m.diff_a);
-              break;
-            default: matmul_bwd_weights(reference, gemm.desc, *m.a, *m.diff_dst, *m.diff_b); break;
-          }
+          run_product(reference, gemm, m);
           if (direction == Direction::bwd_data) col2im(form->geometry, col, p.diff_src);
         }
         EXPECT_TRUE(test::close_within_scale(out.to_f32(), expected,

@@ -614,12 +614,18 @@ class CudnnConv final
     const std::optional<GemmForm> packed = gemm_form(desc, direction, why, true);
     for (const GemmForm* f : {&*form, packed ? &*packed : nullptr}) {
       if (f == nullptr) continue;
-      std::size_t listed = 0;
-      for (const AlgoInfo& inner : matmul().list(f->desc, f->direction)) {
-        if (!inner.supported) continue;
-        out.push_back(gemm_candidate(inner, *f));
-        if (++listed == gemm_candidates_max) break;
-      }
+      for (const AlgoInfo& inner : first_products(*f)) out.push_back(gemm_candidate(inner, *f));
+    }
+    return out;
+  }
+
+  // The matmul backend's first gemm_candidates_max supported candidates for form's product.
+  std::vector<AlgoInfo> first_products(const GemmForm& form) {
+    std::vector<AlgoInfo> out;
+    for (const AlgoInfo& inner : matmul().list(form.desc, form.direction)) {
+      if (!inner.supported) continue;
+      out.push_back(inner);
+      if (out.size() == gemm_candidates_max) break;
     }
     return out;
   }
@@ -639,12 +645,8 @@ class CudnnConv final
     const std::optional<Im2colForm> packed = im2col_form(desc, direction, why, true);
     for (const Im2colForm* f : {&*form, packed ? &*packed : nullptr}) {
       if (f == nullptr) continue;
-      std::size_t listed = 0;
-      for (const AlgoInfo& inner : matmul().list(f->gemm.desc, f->gemm.direction)) {
-        if (!inner.supported) continue;
+      for (const AlgoInfo& inner : first_products(f->gemm))
         out.push_back(im2col_candidate(inner, *f));
-        if (++listed == gemm_candidates_max) break;
-      }
     }
     return out;
   }
@@ -926,9 +928,12 @@ class CudnnConv final
     }
     const bool queued_here =
         this_search.direction == direction && this_search.slice_ids.count(id) != 0;
-    const bool full_at_hand =
-        this_search.direction != direction || search_plan_built(direction, id);
-    if (!queued_here && full_at_hand && !background_.built(key)) return nullptr;
+    if (!queued_here) {
+      // Not this search's slice plan: taken only if built already while the full plan is at hand.
+      const bool full_at_hand =
+          this_search.direction != direction || search_plan_built(direction, id);
+      if (full_at_hand && !background_.built(key)) return nullptr;
+    }
     const Clock::time_point asked = Clock::now();
     BackgroundBuilds::Outcome outcome = background_.await(key);
     if (runtime_->verbose() && queued_here) {

@@ -1,6 +1,7 @@
 #include "backends/cudnn/conv_gemm.hpp"
 
 #include <dnnx/error.hpp>
+#include <dnnx/tensor.hpp>
 
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv_common.hpp"
@@ -55,15 +56,13 @@ namespace {
 constexpr std::string_view prefix = "cudnn:gemm:";
 constexpr std::string_view packed_word = "packed:";
 constexpr std::size_t packed_bytes_max = std::size_t{256} << 20;
-constexpr std::size_t packed_alignment = 256;
-
-std::size_t aligned(std::size_t bytes) {
-  return (bytes + packed_alignment - 1) / packed_alignment * packed_alignment;
-}
-
-std::size_t element_bytes(DType dtype) { return dtype == DType::f32 ? 4 : 2; }
+constexpr std::size_t workspace_alignment = 256;
 
 }  // namespace
+
+std::size_t workspace_aligned(std::size_t bytes) {
+  return (bytes + workspace_alignment - 1) / workspace_alignment * workspace_alignment;
+}
 
 std::optional<GemmForm> gemm_form(const ConvDesc& d, Direction direction, std::string& why,
                                   bool packed, bool src_packed) {
@@ -123,16 +122,16 @@ std::optional<GemmForm> gemm_form(const ConvDesc& d, Direction direction, std::s
 
 std::size_t gemm_packed_src_offset(const GemmForm& form) {
   if (!form.packed) return 0;
-  return aligned(static_cast<std::size_t>(form.desc.m * form.desc.k) *
-                 element_bytes(form.desc.dtype));
+  return workspace_aligned(static_cast<std::size_t>(form.desc.m * form.desc.k) *
+                           size_of(form.desc.dtype));
 }
 
 std::size_t gemm_packing_bytes(const GemmForm& form) {
   if (!form.packed) return 0;
   if (form.src_packed) return gemm_packed_src_offset(form);
   return gemm_packed_src_offset(form) +
-         aligned(static_cast<std::size_t>(form.desc.n * form.desc.k) *
-                 element_bytes(form.desc.dtype));
+         workspace_aligned(static_cast<std::size_t>(form.desc.n * form.desc.k) *
+                           size_of(form.desc.dtype));
 }
 
 std::string product_id(std::string_view head, std::string_view matmul_id, bool packed) {

@@ -39,6 +39,10 @@ struct GemmForm {
 std::optional<GemmForm> gemm_form(const ConvDesc& desc, Direction direction, std::string& why,
                                   bool packed = false, bool src_packed = false);
 
+/// `bytes` rounded up to the 256-byte alignment each part of a gemm or im2col candidate's
+/// workspace starts at.
+std::size_t workspace_aligned(std::size_t bytes);
+
 /// Bytes of the workspace a packed form's matrices take before the product's own (0 for a form
 /// that is not packed; diff_dst's alone when src_packed), and where src's packed matrix starts in
 /// it (diff_dst's at 0).

@@ -1,6 +1,7 @@
 #include "backends/cudnn/conv_im2col.hpp"
 
 #include <dnnx/error.hpp>
+#include <dnnx/tensor.hpp>
 
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv_common.hpp"
@@ -43,11 +44,6 @@ namespace dnnx::cudnn {
 namespace {
 
 constexpr std::string_view prefix = "cudnn:im2col:";
-constexpr std::size_t alignment = 256;
-
-std::size_t aligned(std::size_t bytes) { return (bytes + alignment - 1) / alignment * alignment; }
-
-std::size_t element_bytes(DType dtype) { return dtype == DType::f32 ? 4 : 2; }
 
 kernels::im2col::Element element_of(DType dtype) {
   switch (dtype) {
@@ -95,7 +91,7 @@ std::optional<Im2colForm> im2col_form(const ConvDesc& d, Direction direction, st
   // The samples of one pass: the largest divisor of the batch whose column matrix fits the cap.
   g.batch = 1;
   const std::size_t sample_bytes =
-      static_cast<std::size_t>(kernels::im2col::col_elements(g)) * element_bytes(d.dtype);
+      static_cast<std::size_t>(kernels::im2col::col_elements(g)) * size_of(d.dtype);
   if (sample_bytes > cap) {
     why =
         detail::cat("no column product: one sample's column matrix would take ",
@@ -112,7 +108,7 @@ std::optional<Im2colForm> im2col_form(const ConvDesc& d, Direction direction, st
   }
   form.passes = d.batch / chunk;
   g.batch = c.batch = chunk;
-  form.col_bytes = aligned(static_cast<std::size_t>(chunk) * sample_bytes);
+  form.col_bytes = workspace_aligned(static_cast<std::size_t>(chunk) * sample_bytes);
   std::optional<GemmForm> gemm = gemm_form(c, direction, why, packed, packed);
   if (!gemm) return std::nullopt;
   form.gemm = *gemm;
@@ -157,7 +153,7 @@ Im2colPass im2col_pass(const ConvDesc& desc, Direction direction, const Im2colFo
                        Device device, const ErrorContext& context) {
   const BoundTensors t = bind_tensors(args, direction, context);
   const auto samples = static_cast<std::size_t>(form.col_desc.batch * pass);
-  const std::size_t element = element_bytes(desc.dtype);
+  const std::size_t element = size_of(desc.dtype);
   // Bytes of one sample of src and of dst: every layout keeps the samples apart.
   const auto src_sample =
       static_cast<std::size_t>(desc.in_channels * form.geometry.in_positions) * element;
