@@ -178,6 +178,15 @@ class OpBackend : public OpBackendBase {
       return nullptr;
     }
   }
+  /// Called when probe_plan() gave no plan for `id` on a probe's `desc`: why the search should
+  /// skip `id` rather than run it in full, or empty (the full run decides). A backend says so
+  /// when that plan is still being built past its compile budget and the full run may be very
+  /// slow (Note [probing runtime-compiled candidates] in backends/cudnn/conv.cpp); the search
+  /// then keeps `id` as a late plan (Note [late plans] in src/ops/dispatch.cpp). The default:
+  /// empty.
+  virtual std::string probe_pending(const Desc& desc, Direction direction, const std::string& id) {
+    return {};
+  }
   /// Called once when a search starts probing on `desc`, with the ids it may probe: a backend
   /// whose plans are costly to build can build their probe plans ahead. The default builds
   /// nothing.

@@ -168,6 +168,20 @@ Prepared prepare_search(const TuneOptions& options, std::vector<AlgoInfo> candid
   return prepared;
 }
 
+// The probe hook of a search: `probe`, which adds the ids whose probe skipped them (Note [probing
+// slow candidates] in tune/select.cpp) to `skipped`.
+tune::ProbeOnce recording_skips(const tune::ProbeOnce& probe, std::vector<std::string>& skipped) {
+  if (!probe) return probe;
+  return [&probe, &skipped](const AlgoInfo& algo, int level) {
+    try {
+      return probe(algo, level);
+    } catch (const tune::Skipped&) {
+      skipped.push_back(algo.id);
+      throw;
+    }
+  };
+}
+
 // The run hook of a search: a pending candidate's first run waits for its plan (Note [compile
 // budget]); `wait_ms` adds up the waits, `skipped` collects the ids skipped.
 tune::RunOnce budgeted_run(const SelectHooks& hooks, const std::vector<std::string>& pending,
@@ -211,6 +225,11 @@ tune::RunOnce budgeted_run(const SelectHooks& hooks, const std::vector<std::stri
 // switches to a faster late plan about when its compile ends rather than at its next start.
 // With `pending` an id not at hand stays listed; without, it is dropped. Returns `kept` itself
 // when nothing was at hand and nothing dropped.
+// A search also skips a runtime-compiled candidate whose probe could not run because its plan for
+// the probe's slice was still compiling (tune::Skipped from the probe: Note [probing
+// runtime-compiled candidates] in backends/cudnn/conv.cpp); it is a late plan like the others.
+// No search has bounded a late plan's run, so the settling probes every candidate first
+// (Request::probe_at_once), and with `pending` one whose probe still cannot run stays listed.
 std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& state,
                                                 const tune::Request& request,
                                                 const SelectHooks& hooks,
@@ -249,8 +268,18 @@ std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& 
   if (candidates.size() > 1) {
     Backend& backend = state.backend();
     try {
-      Choice timed = tune::select(request, candidates, options, hooks.run, hooks.probe,
-                                  first_run(backend), hooks.loop);
+      // Late plans are candidates no search has bounded (Note [probing slow candidates]).
+      tune::Request settling = request;
+      settling.probe_at_once = true;
+      std::vector<std::string> probe_skipped;
+      Choice timed =
+          tune::select(settling, candidates, options, hooks.run,
+                       recording_skips(hooks.probe, probe_skipped), first_run(backend), hooks.loop);
+      // A late plan its probe could not run yet stays listed while the process goes on.
+      if (pending) {
+        settled->late_plans.insert(settled->late_plans.end(), probe_skipped.begin(),
+                                   probe_skipped.end());
+      }
       if (timed.candidates_timed > 0) backend.after_timing();
       state.end_search();  // Note [search workspace]
       // The new rows replace those of the same ids; the chosen row stays first, the rest
@@ -320,7 +349,8 @@ std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState
   };
   tune::Request timed = request;
   timed.spent_ms = search.list_ms + search.build_ms;  // Note [search budget] in tune/select.cpp
-  auto choice = std::make_shared<Choice>(tune::select(timed, candidates, options, run, hooks.probe,
+  auto choice = std::make_shared<Choice>(tune::select(timed, candidates, options, run,
+                                                      recording_skips(hooks.probe, skipped),
                                                       first_run(backend), hooks.loop, finish));
   if (choice->candidates_timed > 0) backend.after_timing();
   state.end_search();  // Note [search workspace]

@@ -509,7 +509,11 @@ class Dispatch {
         if (!lazy.slice) return std::nullopt;
         const typename Op::Slice& slice = *lazy.slice;
         auto plan = backend.probe_plan(slice.desc, direction, algo.id);
-        if (!plan) return std::nullopt;
+        if (!plan) {
+          std::string pending = backend.probe_pending(slice.desc, direction, algo.id);
+          if (!pending.empty()) throw tune::Skipped(std::move(pending));
+          return std::nullopt;
+        }
         const Workspace workspace = state.search_workspace(plan->algo().workspace_bytes);
         return tune::ProbeRun{
             state.backend().time_ms([&] { plan->execute(slice.args, workspace); }), slice.fraction};

@@ -152,7 +152,13 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 // candidate has been abandoned, i.e. once this (desc, direction) has shown that it has candidates
 // worth skipping; searches without slow candidates never probe. A slice the candidate cannot run
 // (nullopt or an error) leaves the decision to the full run. A candidate noted "heuristics_top"
-// (a library's own top picks, which an exhaustive search promises to run) is never probed.
+// (a library's own top picks, which an exhaustive search promises to run) is never probed. A probe
+// may also throw Skipped: the candidate cannot be probed yet and should not run in full either
+// (the cudnn backend's runtime-compiled candidates whose slice plan is still compiling when the
+// compile budget runs out: Note [probing runtime-compiled candidates] in
+// backends/cudnn/conv.cpp); its row is not_timed with the reason, and the op layer keeps it as a
+// late plan (Note [late plans] in src/ops/dispatch.cpp). Late plans are candidates no search has
+// bounded, so their settling probes from the first candidate (Request::probe_at_once).
 //
 // A run's time need not grow with the batch in proportion: on an H200, cuDNN's legacy
 // bwd_weights algo_0 and algo_1 for DeepLabV3's dilated ASPP layer (dilation 12, f16) take 2-6 ms
@@ -290,7 +296,7 @@ std::optional<std::string> pruned_variant(const AlgoInfo& algo, std::span<const 
 std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
                                         const TuneOptions& options, const RunOnce& run,
                                         bool apply_benchmark_limit, const ProbeOnce& probe,
-                                        FirstRun first_run, double spent_ms) {
+                                        FirstRun first_run, double spent_ms, bool probe_at_once) {
   const auto start = std::chrono::steady_clock::now();
   auto is_naive = [&options](const AlgoInfo& algo) { return !options.time_naive && algo.naive; };
   check_run_counts(options);
@@ -308,7 +314,7 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
   rows.reserve(candidates.size());
   double best = std::numeric_limits<double>::infinity();
   int ran = 0;
-  bool probing = false;
+  bool probing = probe_at_once && probe;
   for (const AlgoInfo& algo : candidates) {
     ProfileRow& row = rows.emplace_back();
     row.algo = algo;
@@ -360,15 +366,22 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
     if (probing && !heuristics_top(algo)) {
       const double factor = std::min(probe_factor, options.abandon_factor);
       std::optional<ProbeRun> slice;
+      bool skipped = false;
       for (int level = 0; level < max_probe_levels; ++level) {
         try {
           slice = probe(algo, level);
+        } catch (const Skipped& why) {
+          row.status = CandidateStatus::not_timed;
+          row.detail = why.what();
+          skipped = true;
+          break;
         } catch (const std::exception&) {
           slice.reset();  // the full run below decides (and reports the error if it fails too)
         }
         if (!slice || slice->ms > factor * best) break;
         if (slice->ms / slice->fraction <= escalate_factor * best) break;
       }
+      if (skipped) continue;
       if (slice && slice->ms > factor * best) {
         row.status = CandidateStatus::abandoned;
         row.detail = detail::cat("a run on a slice of the problem (", slice->fraction,
@@ -645,7 +658,7 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
       }
       choice.timings = time_candidates(candidates, screening, counted_run,
                                        /*apply_benchmark_limit=*/true, counted_probe, first_run,
-                                       request.spent_ms);
+                                       request.spent_ms, request.probe_at_once);
       const auto final_start = std::chrono::steady_clock::now();
       if (options.final_round) {
         // What the heuristic policy would run (Note [final round]).

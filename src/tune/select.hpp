@@ -29,7 +29,9 @@ struct ProbeRun {
 /// Runs `algo` once on slice `level` of the same problem (e.g. part of the batch; level 0 the
 /// smallest, each next level larger, every one smaller than the problem) and returns its
 /// ProbeRun (Note [probing slow candidates]); nullopt when there is no such level or the
-/// candidate cannot run that slice. An empty ProbeOnce never probes.
+/// candidate cannot run that slice. Throws Skipped when the candidate should not run in this
+/// search at all, not even in full: its slice cannot be run yet (Note [probing runtime-compiled
+/// candidates] in backends/cudnn/conv.cpp). An empty ProbeOnce never probes.
 using ProbeOnce = std::function<std::optional<ProbeRun>(const AlgoInfo& algo, int level)>;
 
 /// Runs `algo` `runs` times back to back, timed together the backend's way, and returns the
@@ -37,9 +39,10 @@ using ProbeOnce = std::function<std::optional<ProbeRun>(const AlgoInfo& algo, in
 /// RunLoop times the final round with single runs.
 using RunLoop = std::function<double(const AlgoInfo& algo, int runs)>;
 
-/// Thrown by a RunOnce when a candidate cannot be timed in this search although nothing is wrong
-/// with it (its plan was not ready within the backend's compile budget): time_candidates()
-/// marks its row not_timed with the message, never failed.
+/// Thrown by a RunOnce (or a ProbeOnce) when a candidate cannot be timed in this search although
+/// nothing is wrong with it (its plan, or its plan for a probe's slice, was not ready within the
+/// backend's compile budget): time_candidates() marks its row not_timed with the message, never
+/// failed.
 class Skipped : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -63,6 +66,10 @@ struct Request {
   /// Host time the search spent before select() (listing, plan builds), ms: counted against
   /// TuneOptions::search_budget_ms.
   double spent_ms = 0;
+  /// Probe every candidate from the first (Note [probing slow candidates]): the candidates are
+  /// known to include slow ones (the settling of late plans, Note [late plans] in
+  /// src/ops/dispatch.cpp).
+  bool probe_at_once = false;
 };
 
 /// Why `algo` may not be chosen under `options`: unsupported, over the workspace limit, or not
@@ -101,9 +108,10 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
 /// timed run instead, judged by that warm bound at once (Note [warm first runs]). Unless
 /// options.time_naive,
 /// candidates noted "reference" (naive fallbacks) are abandoned without running once another
-/// candidate has been timed. Once a candidate has been abandoned, `probe` (when given) runs each
-/// later candidate on a slice first and abandons it when even that takes over 2x the best median
-/// (Note [probing slow candidates]). One that throws is
+/// candidate has been timed. Once a candidate has been abandoned (or from the first with
+/// `probe_at_once`), `probe` (when given) runs each later candidate on a slice first and abandons
+/// it when even that takes over 2x the best median (Note [probing slow candidates]); one whose
+/// probe throws Skipped is not_timed. One that throws otherwise is
 /// marked failed; inadmissible ones are marked with
 /// their exclusion. With `apply_benchmark_limit`, at most options.benchmark_limit candidates are
 /// run (counting only those that actually ran), and once one has been timed and `spent_ms` plus
@@ -114,7 +122,7 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
                                         const TuneOptions& options, const RunOnce& run,
                                         bool apply_benchmark_limit, const ProbeOnce& probe = {},
                                         FirstRun first_run = FirstRun::may_be_cold,
-                                        double spent_ms = 0);
+                                        double spent_ms = 0, bool probe_at_once = false);
 
 /// Sorts timed (ok) rows fastest first, the others after them in their order (stable).
 void sort_fastest_first(std::span<ProfileRow> rows);

@@ -76,11 +76,18 @@ struct Table {
   std::vector<std::string> at_hand;
   std::map<std::string, int> run_us;
   std::vector<std::string> kept_late;
+  // Note [probing slow candidates]: whether searches probe (on a slice of half the size, whose
+  // runs take a quarter of the full run's time and are recorded in `probed`), and the ids whose
+  // plans for the slice are still building (probe_pending() skips them).
+  bool slices = false;
+  std::vector<std::string> slice_building;
+  std::vector<std::string> probed;
   void reset_counts() {
     listings = 0;
     descriptions = 0;
     ran.clear();
     kept_late.clear();
+    probed.clear();
   }
 };
 
@@ -95,18 +102,19 @@ Table& table() {
 
 class RevalPlan final : public detail::OpPlan<RevalArgs> {
  public:
-  explicit RevalPlan(AlgoInfo info) : info_(std::move(info)) {}
+  explicit RevalPlan(AlgoInfo info, bool slice = false) : info_(std::move(info)), slice_(slice) {}
   const AlgoInfo& algo() const override { return info_; }
   void execute(const RevalArgs& args, detail::Workspace workspace) override {
     EXPECT_GE(workspace.bytes, info_.workspace_bytes);
-    table().ran.push_back(info_.id);
+    (slice_ ? table().probed : table().ran).push_back(info_.id);
     if (const auto us = table().run_us.find(info_.id); us != table().run_us.end())
-      std::this_thread::sleep_for(std::chrono::microseconds(us->second));
+      std::this_thread::sleep_for(std::chrono::microseconds(slice_ ? us->second / 4 : us->second));
     args.dst->copy_from_f32(args.src->to_f32());
   }
 
  private:
   AlgoInfo info_;
+  bool slice_;
 };
 
 // `Direct`: whether describe_candidate() answers without listing (a backend whose listing is
@@ -155,7 +163,20 @@ class RevalBackend final : public detail::OpBackend<RevalDesc, RevalArgs> {
     return contains(table().saves_late, id);
   }
   bool plan_at_hand(const RevalDesc&, Direction, const std::string& id) override {
-    return !contains(table().building, id) && contains(table().at_hand, id);
+    return !contains(table().building, id) && !contains(table().slice_building, id) &&
+           contains(table().at_hand, id);
+  }
+  std::shared_ptr<detail::OpPlan<RevalArgs>> probe_plan(const RevalDesc&, Direction,
+                                                        const std::string& id) override {
+    if (contains(table().slice_building, id)) return nullptr;
+    for (const AlgoInfo& info : table().candidates) {
+      if (info.id == id) return std::make_shared<RevalPlan>(info, /*slice=*/true);
+    }
+    return nullptr;
+  }
+  std::string probe_pending(const RevalDesc&, Direction, const std::string& id) override {
+    return contains(table().slice_building, id) ? "its plan for the slice is still building"
+                                                : std::string();
   }
 };
 
@@ -169,6 +190,16 @@ struct RevalOp {
     return instance;
   }
   static void check(const Context&, const RevalDesc&, Direction, const RevalArgs&) {}
+  struct Slice {
+    RevalDesc desc;
+    double fraction = 0.5;
+    RevalArgs args;
+  };
+  static std::unique_ptr<Slice> slice(const RevalDesc& desc, Direction, const RevalArgs& args,
+                                      int level) {
+    if (!table().slices || level > 0) return nullptr;
+    return std::make_unique<Slice>(Slice{RevalDesc{desc.size / 2}, 0.5, args});
+  }
   struct Scratch {
     Tensor src, dst;
     RevalArgs args(Direction) { return {&src, &dst}; }
@@ -460,6 +491,57 @@ TEST_F(LatePlansTest, TheSameProcessTimesEachLatePlanOnceItIsAtHand) {
   wait();
   EXPECT_EQ(run(process)->algo.id, "test:late2");
   EXPECT_EQ(table().ran, std::vector<std::string>{"test:late2"});
+}
+
+// Note [probing runtime-compiled candidates] (backends/cudnn/conv.cpp): once a search probes, a
+// candidate whose plan for the slice is still building is skipped, not run in full, and kept as a
+// late plan; it is at hand only once that plan is built, and its settling probes it first: a slow
+// one is abandoned on its slice, a fast one timed and chosen.
+TEST_F(LatePlansTest, ACandidateItsProbeCouldNotRunIsALatePlanSettledByAProbe) {
+  for (const bool fast : {false, true}) {
+    SCOPED_TRACE(fast ? "a fast late candidate" : "a slow late candidate");
+    table() = Table{};
+    forget_the_file();
+    table().slices = true;
+    table().candidates = {supported("test:best"), supported("test:huge"), supported("test:rtc")};
+    // huge is abandoned on its full run, which turns probing on; rtc's slice run takes 7.5 ms
+    // against 1 ms for the best when slow.
+    table().run_us = {{"test:best", 1000}, {"test:huge", 20000}, {"test:rtc", fast ? 0 : 30000}};
+    table().slice_building = {"test:rtc"};
+    table().saves_late = {"test:rtc"};
+    table().at_hand = {"test:rtc"};
+    Context process = context({}, AlgoPolicy::exhaustive());
+    auto choice = run(process);
+    EXPECT_EQ(choice->algo.id, "test:best");
+    EXPECT_FALSE(contains(table().ran, "test:rtc")) << "never run in full";
+    EXPECT_FALSE(contains(table().probed, "test:rtc"));
+    const auto row = std::find_if(choice->timings.begin(), choice->timings.end(),
+                                  [](const ProfileRow& r) { return r.algo.id == "test:rtc"; });
+    ASSERT_NE(row, choice->timings.end());
+    EXPECT_EQ(row->status, CandidateStatus::not_timed);
+    EXPECT_EQ(row->detail, "its plan for the slice is still building");
+    EXPECT_EQ(choice->late_plans, std::vector<std::string>{"test:rtc"});
+    EXPECT_EQ(late_on_file(), std::vector<std::string>{"test:rtc"});
+
+    // Its slice plan still building: not at hand, nothing is timed.
+    const auto wait = [] { std::this_thread::sleep_for(detail::late_check_interval * 3 / 2); };
+    table().reset_counts();
+    wait();
+    EXPECT_EQ(run(process)->algo.id, "test:best");
+    EXPECT_EQ(table().ran, std::vector<std::string>{"test:best"});
+    EXPECT_TRUE(table().probed.empty());
+
+    // Built: the settling probes it first.
+    table().slice_building.clear();
+    table().reset_counts();
+    wait();
+    choice = run(process);
+    EXPECT_TRUE(contains(table().probed, "test:rtc"));
+    EXPECT_EQ(contains(table().ran, "test:rtc"), fast) << "a full run only after a fast slice";
+    EXPECT_EQ(choice->algo.id, fast ? "test:rtc" : "test:best");
+    EXPECT_TRUE(choice->late_plans.empty());
+    EXPECT_TRUE(late_on_file().empty());
+  }
 }
 
 TEST_F(LatePlansTest, TheKeptChoiceStaysWhenItIsFaster) {

@@ -381,6 +381,62 @@ TEST(ExhaustivePolicy, ProbesOnASliceOnceASlowCandidateShowedUp) {
   EXPECT_EQ(row_of(unprobed.timings, "slow").runs, 1);
 }
 
+// Note [probing slow candidates]: a probe that throws Skipped (its slice cannot be run yet) skips
+// the candidate with the probe's reason: no full run, not failed. With Request::probe_at_once
+// the probes start at the first candidate, before any was abandoned.
+TEST(ExhaustivePolicy, AProbeThatSkipsLeavesTheCandidateNotTimed) {
+  FakeBench bench;
+  bench.add(Algo("best"), {10.0})
+      .add(Algo("huge"), {200.0})   // abandoned on its full run: probing on from here
+      .add(Algo("pending"), {1.0})  // would win, but its probe cannot run yet
+      .add(Algo("fast"), {8.0});    // its slice takes 1: fully timed, wins
+  std::map<std::string, int> probes;
+  const dnnx::tune::ProbeOnce probe = [&](const dnnx::AlgoInfo& algo,
+                                          int level) -> std::optional<dnnx::tune::ProbeRun> {
+    if (level > 0) return std::nullopt;
+    ++probes[algo.id];
+    if (algo.id == "pending") throw dnnx::tune::Skipped("slice plan still compiling");
+    return dnnx::tune::ProbeRun{1.0, 0.125};
+  };
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.abandon_factor = 4.0;
+  const Choice choice =
+      dnnx::tune::select(fake_request(), bench.candidates(), options, bench.run(), probe);
+  EXPECT_EQ(choice.algo.id, "fast");
+  EXPECT_EQ(bench.calls("pending"), 0);
+  const ProfileRow& pending = row_of(choice.timings, "pending");
+  EXPECT_EQ(pending.status, CandidateStatus::not_timed);
+  EXPECT_EQ(pending.detail, "slice plan still compiling");
+  EXPECT_EQ(probes.count("best") + probes.count("huge"), 0U);
+  EXPECT_EQ(probes["fast"], 1);
+
+  // Probing from the first candidate: "best" is probed too (and passes), "huge" is abandoned on
+  // its slice without a full run.
+  FakeBench at_once;
+  at_once.add(Algo("best"), {10.0}).add(Algo("huge"), {200.0}).add(Algo("fast"), {8.0});
+  probes.clear();
+  const dnnx::tune::ProbeOnce slices = [&](const dnnx::AlgoInfo& algo,
+                                           int level) -> std::optional<dnnx::tune::ProbeRun> {
+    if (level > 0) return std::nullopt;
+    ++probes[algo.id];
+    return dnnx::tune::ProbeRun{algo.id == "huge" ? 25.0 : 1.0, 0.125};
+  };
+  dnnx::tune::Request request = fake_request();
+  request.probe_at_once = true;
+  const Choice probed =
+      dnnx::tune::select(request, at_once.candidates(), options, at_once.run(), slices);
+  EXPECT_EQ(probed.algo.id, "fast");
+  EXPECT_EQ(probes["best"], 1);
+  EXPECT_EQ(probes["huge"], 1);
+  EXPECT_EQ(at_once.calls("huge"), 0);
+  EXPECT_EQ(row_of(probed.timings, "huge").status, CandidateStatus::abandoned);
+  // Without it, "huge" gets its full run.
+  FakeBench later;
+  later.add(Algo("best"), {10.0}).add(Algo("huge"), {200.0}).add(Algo("fast"), {8.0});
+  dnnx::tune::select(fake_request(), later.candidates(), options, later.run(), slices);
+  EXPECT_EQ(later.calls("huge"), 1);
+}
+
 // Note [pruning variants]: a variant runs only when its seed, timed before it, came within
 // variant_factor of the best so far; the variants of abandoned or failed seeds never run; a
 // seed that was not timed says nothing.

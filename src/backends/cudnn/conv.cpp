@@ -66,11 +66,19 @@ double ms_since(Clock::time_point start) {
 // its slice plan then ran it in full). A candidate whose full plan was at hand when the probes
 // were prepared (loaded from the plan store, as in the settling of late plans) had no slice plan
 // queued by this search: it takes one only if it is built already (by an earlier search), and
-// never waits. Without a slice plan the full run decides as before. A slice plan that finishes
-// after its search stays with the builders, for a later probe of the same slice. Larger slices
-// are not compiled: a candidate that passes the smallest slice goes to its full run. The deadline
-// comes from the searching thread's last start_compiles(), which the same search's prepare()
-// called before it probes.
+// never waits. Larger slices are not compiled: a candidate that passes the smallest slice goes
+// to its full run. The deadline comes from the searching thread's last start_compiles(), which
+// the same search's prepare() called before it probes.
+// Waiting until the deadline was not enough on that layer: engine 19's slice plan, queued behind
+// the full plans, was still compiling after a wait of 0.46 s, and the full run took 4.2 s of a
+// 4.8 s search. So a candidate whose slice plan is still compiling at the deadline (or was still
+// queued then: it is queued again, with a compile budget of its own) is skipped, with the reason,
+// rather than run in full (probe_pending(), Note [probing slow candidates] in
+// src/tune/select.cpp), and it becomes a late plan (Note [late plans] in src/ops/dispatch.cpp):
+// its full plan counts as at hand only once the slice plan is built, and the settling of late
+// plans then probes it on that slice first. A candidate with no slice plan queued (a later
+// process settling its late plans; a larger slice; a slice plan whose build failed) still gets
+// its full run.
 struct SearchCompiles {
   Clock::time_point deadline{};
   ConvDesc desc;  // the search's, with its direction: where its full plans are found
@@ -344,6 +352,19 @@ class CudnnConv final
   // Note [late plans]: built already (here or on a builder's thread), or saved in the plan store
   // in a form that loads.
   bool plan_at_hand(const ConvDesc& desc, Direction direction, const std::string& id) override {
+    // Skipped by a probe (probe_pending()): at hand once its slice plan is built. (The builders
+    // call save_plan() under their own lock, which takes compile_mutex_: not the other way.)
+    std::optional<detail::ConvPlanKey> slice;
+    {
+      std::lock_guard lock(compile_mutex_);
+      if (const auto found = unprobed_.find({desc, direction, id}); found != unprobed_.end())
+        slice = found->second;
+    }
+    if (slice) {
+      if (background_.building(*slice)) return false;
+      std::lock_guard lock(compile_mutex_);
+      unprobed_.erase({desc, direction, id});
+    }
     if (plans().find(desc, direction, id) || background_.built({desc, direction, id})) return true;
     if (!store_.enabled()) return false;
     std::string problem;
@@ -926,8 +947,11 @@ class CudnnConv final
       std::lock_guard lock(probe_mutex_);
       if (auto found = probe_plans_.find(key); found != probe_plans_.end()) return found->second;
     }
-    const bool queued_here =
-        this_search.direction == direction && this_search.slice_ids.count(id) != 0;
+    // Waited for only within its search's compile budget (after it, the settling of late plans
+    // on the same thread finds this_search unchanged).
+    const bool queued_here = this_search.direction == direction &&
+                             this_search.slice_ids.count(id) != 0 &&
+                             Clock::now() < this_search.deadline;
     if (!queued_here) {
       // Not this search's slice plan: taken only if built already while the full plan is at hand.
       const bool full_at_hand =
@@ -950,6 +974,40 @@ class CudnnConv final
     std::lock_guard lock(probe_mutex_);
     probe_plans_.emplace(key, outcome.plan);  // null when it failed: this config cannot run it
     return outcome.plan;
+  }
+
+  // Note [probing runtime-compiled candidates]: a runtime-compiled candidate whose slice plan is
+  // still compiling (or was still queued at the compile deadline: queued again, with a budget of
+  // its own) is skipped rather than run in full; the full plan is not at hand for the settling of
+  // late plans until that slice plan is built (plan_at_hand()).
+  std::string probe_pending(const ConvDesc& desc, Direction direction,
+                            const std::string& id) override {
+    const std::shared_ptr<const Candidate> candidate = recorded(direction, id);
+    if (!candidate || !candidate->runtime_compiled) return {};
+    const detail::ConvPlanKey key{desc, direction, id};
+    {
+      std::lock_guard lock(probe_mutex_);
+      if (probe_plans_.count(key) != 0) return {};  // its build failed: the full run decides
+    }
+    const bool queued_here =
+        this_search.direction == direction && this_search.slice_ids.count(id) != 0;
+    const double budget_s = runtime_->settings().compile_budget_s;
+    if (!background_.building(key)) {
+      if (!queued_here || background_.built(key)) return {};
+      background_.submit({{key, unlisted_info(id), candidate->config}},
+                         Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                            std::chrono::duration<double>(budget_s)));
+    }
+    if (this_search.direction == direction) {
+      std::lock_guard lock(compile_mutex_);
+      unprobed_[detail::ConvPlanKey{this_search.desc, direction, id}] = key;
+    }
+    return detail::cat(
+        "runtime-compiled, and its plan for a slice of the problem (", desc,
+        ") was not compiled within the compile budget (", budget_s,
+        " s): without a run on a slice, its full run could take seconds where this search has "
+        "seen slow candidates; it goes on compiling, and the candidate is timed as a late plan "
+        "once that plan is built");
   }
 
   std::shared_ptr<detail::ConvPlan> probe_plan_locked(const ConvDesc& desc, Direction direction,
@@ -1078,8 +1136,10 @@ class CudnnConv final
   tune::PlanStore store_;
   std::once_flag matmul_once_;  // Note [gemm candidates]: matmul_ made on first use
   std::unique_ptr<detail::OpBackendOf<OpKind::matmul>> matmul_;
-  std::mutex compile_mutex_;  // guards the three below
+  std::mutex compile_mutex_;  // guards the four below
   std::unordered_map<detail::ConvKey, std::vector<std::string>, detail::ConvKeyHash> compiling_;
+  // probe_pending(): the slice plan a skipped candidate waits for, by its full plan's key.
+  std::unordered_map<detail::ConvPlanKey, detail::ConvPlanKey, detail::ConvKeyHash> unprobed_;
   std::unordered_map<detail::ConvPlanKey, std::string, detail::ConvKeyHash> failed_compiles_;
   std::set<std::string> stored_;  // plan-store keys loaded or saved by this backend
 };

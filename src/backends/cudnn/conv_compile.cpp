@@ -261,6 +261,13 @@ bool BackgroundBuilds::built(const detail::ConvPlanKey& key) {
   return found != jobs_.end() && found->second->state == State::ready;
 }
 
+bool BackgroundBuilds::building(const detail::ConvPlanKey& key) {
+  std::lock_guard lock(mutex_);
+  const auto found = jobs_.find(key);
+  return found != jobs_.end() &&
+         (found->second->state == State::queued || found->second->state == State::running);
+}
+
 bool BackgroundBuilds::when_built(const detail::ConvPlanKey& key,
                                   std::function<void(const detail::ConvPlan&)> save) {
   std::unique_lock lock(mutex_);

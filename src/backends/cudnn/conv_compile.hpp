@@ -81,6 +81,9 @@ class BackgroundBuilds {
   /// Whether the build of `key` has finished with a plan that await() or take() would hand over.
   bool built(const detail::ConvPlanKey& key);
 
+  /// Whether the build of `key` is queued or running.
+  bool building(const detail::ConvPlanKey& key);
+
   /// How many threads build.
   std::size_t threads() const { return threads_.size(); }
 
