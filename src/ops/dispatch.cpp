@@ -228,8 +228,10 @@ tune::RunOnce budgeted_run(const SelectHooks& hooks, const std::vector<std::stri
 // A search also skips a runtime-compiled candidate whose probe could not run because its plan for
 // the probe's slice was still compiling (tune::Skipped from the probe: Note [probing
 // runtime-compiled candidates] in backends/cudnn/conv.cpp); it is a late plan like the others.
-// No search has bounded a late plan's run, so the settling probes every candidate first
-// (Request::probe_at_once), and with `pending` one whose probe still cannot run stays listed.
+// No search has bounded a late plan's run, so the settling in the same process (`pending`)
+// probes every candidate first (Request::probe_at_once), and one whose probe still cannot run
+// stays listed. A later process runs late plans in full as before: its probes would have to list
+// the candidates and build their probe plans, and it has no slice plans compiled.
 std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& state,
                                                 const tune::Request& request,
                                                 const SelectHooks& hooks,
@@ -268,9 +270,11 @@ std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& 
   if (candidates.size() > 1) {
     Backend& backend = state.backend();
     try {
-      // Late plans are candidates no search has bounded (Note [probing slow candidates]).
+      // Late plans are candidates no search has bounded (Note [probing slow candidates]). In
+      // the process that skipped them: a later one would list the candidates and build probe
+      // plans for all of them, and has no slice plan of a runtime-compiled candidate to probe.
       tune::Request settling = request;
-      settling.probe_at_once = true;
+      settling.probe_at_once = pending;
       std::vector<std::string> probe_skipped;
       Choice timed =
           tune::select(settling, candidates, options, hooks.run,

@@ -84,6 +84,7 @@ struct SearchCompiles {
   ConvDesc desc;  // the search's, with its direction: where its full plans are found
   Direction direction = Direction::fwd;
   bool slices_submitted = false;    // the search's first prepare_probes() has run
+  ConvDesc slice_desc;              // that slice's
   std::set<std::string> slice_ids;  // the candidates whose slice plans it queued
 };
 thread_local SearchCompiles this_search;
@@ -496,6 +497,7 @@ class CudnnConv final
     }
     if (!compiled.empty() && Clock::now() < this_search.deadline) {
       background_.submit(compiled, this_search.deadline);
+      this_search.slice_desc = desc;
       for (const BackgroundBuilds::Request& request : compiled)
         this_search.slice_ids.insert(request.key.id);
       if (runtime_->verbose()) {
@@ -843,7 +845,7 @@ class CudnnConv final
     const auto budget = std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(runtime_->settings().compile_budget_s));
     // Note [probing runtime-compiled candidates]
-    this_search = {start + budget, desc, direction, false, {}};
+    this_search = {start + budget, desc, direction, false, {}, {}};
     background_.submit(to_compile, start + budget);
     std::vector<std::string> ids;
     for (const BackgroundBuilds::Request& request : to_compile) ids.push_back(request.key.id);
@@ -935,6 +937,13 @@ class CudnnConv final
             background_.built(detail::ConvPlanKey{this_search.desc, direction, id}));
   }
 
+  // Note [probing runtime-compiled candidates]: whether the searching thread's search queued the
+  // plan of `id` for `desc`, its smallest slice.
+  bool slice_plan_queued_here(const ConvDesc& desc, Direction direction, const std::string& id) {
+    return this_search.direction == direction && this_search.slice_ids.count(id) != 0 &&
+           this_search.slice_desc == desc;
+  }
+
   // Note [probing runtime-compiled candidates]: the slice plan prepare_probes() queued for this
   // search, waited for until the search's compile deadline; another search's, only when it is
   // built already while the full plan is at hand; null when it is not built by then (the full
@@ -949,9 +958,8 @@ class CudnnConv final
     }
     // Waited for only within its search's compile budget (after it, the settling of late plans
     // on the same thread finds this_search unchanged).
-    const bool queued_here = this_search.direction == direction &&
-                             this_search.slice_ids.count(id) != 0 &&
-                             Clock::now() < this_search.deadline;
+    const bool queued_here =
+        slice_plan_queued_here(desc, direction, id) && Clock::now() < this_search.deadline;
     if (!queued_here) {
       // Not this search's slice plan: taken only if built already while the full plan is at hand.
       const bool full_at_hand =
@@ -989,18 +997,25 @@ class CudnnConv final
       std::lock_guard lock(probe_mutex_);
       if (probe_plans_.count(key) != 0) return {};  // its build failed: the full run decides
     }
-    const bool queued_here =
-        this_search.direction == direction && this_search.slice_ids.count(id) != 0;
     const double budget_s = runtime_->settings().compile_budget_s;
-    if (!background_.building(key)) {
-      if (!queued_here || background_.built(key)) return {};
-      background_.submit({{key, unlisted_info(id), candidate->config}},
-                         Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                            std::chrono::duration<double>(budget_s)));
-    }
-    if (this_search.direction == direction) {
+    if (slice_plan_queued_here(desc, direction, id)) {
+      if (!background_.building(key)) {
+        if (background_.built(key)) return {};  // built since: a later probe takes it
+        background_.submit({{key, unlisted_info(id), candidate->config}},
+                           Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                              std::chrono::duration<double>(budget_s)));
+      }
       std::lock_guard lock(compile_mutex_);
       unprobed_[detail::ConvPlanKey{this_search.desc, direction, id}] = key;
+    } else {
+      // Another probe of a candidate skipped so (the settling of other late plans): still
+      // waiting while that slice plan builds. Any other plan (a larger slice) is not waited for.
+      bool skipped_before = false;
+      {
+        std::lock_guard lock(compile_mutex_);
+        for (const auto& [full, slice] : unprobed_) skipped_before |= slice == key;
+      }
+      if (!skipped_before || !background_.building(key)) return {};
     }
     return detail::cat(
         "runtime-compiled, and its plan for a slice of the problem (", desc,
