@@ -228,10 +228,13 @@ tune::RunOnce budgeted_run(const SelectHooks& hooks, const std::vector<std::stri
 // A search also skips a runtime-compiled candidate whose probe could not run because its plan for
 // the probe's slice was still compiling (tune::Skipped from the probe: Note [probing
 // runtime-compiled candidates] in backends/cudnn/conv.cpp); it is a late plan like the others.
-// No search has bounded a late plan's run, so the settling in the same process (`pending`)
-// probes every candidate first (Request::probe_at_once), and one whose probe still cannot run
-// stays listed. A later process runs late plans in full as before: its probes would have to list
-// the candidates and build their probe plans, and it has no slice plans compiled.
+// No search has bounded a late plan's run, so the settling probes every candidate first
+// (Request::probe_at_once), building probe plans for those candidates alone (a search's probes
+// list every candidate and build all their probe plans: in a later process that alone took a
+// median of 127 ms per layer-direction on DeepLabV3's shapes on an H200). With `pending`, one
+// whose probe cannot run yet stays listed. A later process has the slice plan of a skipped
+// runtime-compiled candidate only if the process that skipped it saved it (the cudnn backend
+// saves it to the plan store once built); without one the late plan's full run decides.
 std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& state,
                                                 const tune::Request& request,
                                                 const SelectHooks& hooks,
@@ -270,15 +273,17 @@ std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& 
   if (candidates.size() > 1) {
     Backend& backend = state.backend();
     try {
-      // Late plans are candidates no search has bounded (Note [probing slow candidates]). In
-      // the process that skipped them: a later one would list the candidates and build probe
-      // plans for all of them, and has no slice plan of a runtime-compiled candidate to probe.
+      // Late plans are candidates no search has bounded (Note [probing slow candidates]): every
+      // one is probed first, with probe plans for these candidates alone.
       tune::Request settling = request;
-      settling.probe_at_once = pending;
+      settling.probe_at_once = true;
+      std::vector<std::string> ids;
+      for (const AlgoInfo& algo : candidates) ids.push_back(algo.id);
+      const tune::ProbeOnce probe = hooks.probe_among ? hooks.probe_among(ids) : hooks.probe;
       std::vector<std::string> probe_skipped;
       Choice timed =
           tune::select(settling, candidates, options, hooks.run,
-                       recording_skips(hooks.probe, probe_skipped), first_run(backend), hooks.loop);
+                       recording_skips(probe, probe_skipped), first_run(backend), hooks.loop);
       // A late plan its probe could not run yet stays listed while the process goes on.
       if (pending) {
         settled->late_plans.insert(settled->late_plans.end(), probe_skipped.begin(),

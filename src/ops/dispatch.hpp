@@ -97,6 +97,9 @@ struct SelectHooks {
   /// Whether the plan of an id can be had without a costly build (Note [late plans]; empty
   /// function: yes).
   std::function<bool(const std::string&)> at_hand;
+  /// `probe` for a selection among the given ids only: the backend builds probe plans for those
+  /// alone, and nothing is listed (the settling of late plans; empty function: use `probe`).
+  std::function<tune::ProbeOnce(std::vector<std::string>)> probe_among;
 };
 
 /// A choice and how it was found.
@@ -482,44 +485,63 @@ class Dispatch {
           return backend.plan_at_hand(desc, direction, id);
         }};
     if constexpr (requires { typename Op::Slice; }) {
-      // Each level's slice is made on its first probe (from the timing tensors) and kept for the
-      // rest of the search.
-      struct Level {
-        bool tried = false;
-        std::unique_ptr<typename Op::Slice> slice;
-      };
-      hooks.probe = [&state, &backend, &desc, direction, &args,
-                     levels = std::make_shared<std::vector<Level>>()](
-                        const AlgoInfo& algo, int level) -> std::optional<tune::ProbeRun> {
-        if (level < 0) return std::nullopt;
-        if (levels->size() <= static_cast<std::size_t>(level))
-          levels->resize(static_cast<std::size_t>(level) + 1);
-        Level& lazy = (*levels)[static_cast<std::size_t>(level)];
-        if (!lazy.tried) {
-          lazy.tried = true;
-          lazy.slice = Op::slice(desc, direction, args(), level);
-          if (lazy.slice) {
-            std::vector<std::string> ids;
-            for (const AlgoInfo& info : backend.list(desc, direction)) {
-              if (info.supported) ids.push_back(info.id);
-            }
-            backend.prepare_probes(lazy.slice->desc, direction, ids);
-          }
-        }
-        if (!lazy.slice) return std::nullopt;
-        const typename Op::Slice& slice = *lazy.slice;
-        auto plan = backend.probe_plan(slice.desc, direction, algo.id);
-        if (!plan) {
-          std::string pending = backend.probe_pending(slice.desc, direction, algo.id);
-          if (!pending.empty()) throw tune::Skipped(std::move(pending));
-          return std::nullopt;
-        }
-        const Workspace workspace = state.search_workspace(plan->algo().workspace_bytes);
-        return tune::ProbeRun{
-            state.backend().time_ms([&] { plan->execute(slice.args, workspace); }), slice.fraction};
+      hooks.probe = probe_hook(state, desc, direction, args, std::nullopt);
+      hooks.probe_among = [&state, &desc, direction, &args](std::vector<std::string> ids) {
+        return probe_hook(state, desc, direction, args, std::move(ids));
       };
     }
     return hooks;
+  }
+
+  // Note [probing slow candidates] (tune/select.cpp): runs on a slice of each level, the probe
+  // plans of `only` built ahead (or, without it, of every supported candidate listed). Each
+  // level's slice is made on its first probe (from the timing tensors) and kept for the rest of
+  // the selection.
+  static tune::ProbeOnce probe_hook(
+      ContextState& state, const Desc& desc, Direction direction, const ArgsSource& args,
+      std::optional<std::vector<std::string>> only) requires requires {
+    typename Op::Slice;
+  }
+  {
+    auto& backend = op_backend(state);
+    struct Level {
+      bool tried = false;
+      std::unique_ptr<typename Op::Slice> slice;
+    };
+    return [&state, &backend, &desc, direction, &args, only = std::move(only),
+            levels = std::make_shared<std::vector<Level>>()](
+               const AlgoInfo& algo, int level) -> std::optional<tune::ProbeRun> {
+      if (level < 0) return std::nullopt;
+      if (levels->size() <= static_cast<std::size_t>(level))
+        levels->resize(static_cast<std::size_t>(level) + 1);
+      Level& lazy = (*levels)[static_cast<std::size_t>(level)];
+      if (!lazy.tried) {
+        lazy.tried = true;
+        lazy.slice = Op::slice(desc, direction, args(), level);
+        if (lazy.slice) {
+          std::vector<std::string> ids;
+          if (only) {
+            ids = *only;
+          } else {
+            for (const AlgoInfo& info : backend.list(desc, direction)) {
+              if (info.supported) ids.push_back(info.id);
+            }
+          }
+          backend.prepare_probes(lazy.slice->desc, direction, ids);
+        }
+      }
+      if (!lazy.slice) return std::nullopt;
+      const typename Op::Slice& slice = *lazy.slice;
+      auto plan = backend.probe_plan(slice.desc, direction, algo.id);
+      if (!plan) {
+        std::string pending = backend.probe_pending(slice.desc, direction, algo.id);
+        if (!pending.empty()) throw tune::Skipped(std::move(pending));
+        return std::nullopt;
+      }
+      const Workspace workspace = state.search_workspace(plan->algo().workspace_bytes);
+      return tune::ProbeRun{state.backend().time_ms([&] { plan->execute(slice.args, workspace); }),
+                            slice.fraction};
+    };
   }
 
   // Host-side allocation failures (staging vectors) surface as OutOfMemory like device ones.

@@ -544,6 +544,32 @@ TEST_F(LatePlansTest, ACandidateItsProbeCouldNotRunIsALatePlanSettledByAProbe) {
   }
 }
 
+// A later process settles such a late plan the same way, probing first with probe plans for the
+// settled candidates alone: it lists nothing, and a slow late candidate costs no full run.
+TEST_F(LatePlansTest, ALaterProcessProbesALatePlanFirstWithoutListing) {
+  table().slices = true;
+  table().candidates = {supported("test:best"), supported("test:huge"), supported("test:rtc")};
+  table().run_us = {{"test:best", 1000}, {"test:huge", 20000}, {"test:rtc", 30000}};
+  table().slice_building = {"test:rtc"};
+  table().saves_late = {"test:rtc"};
+  {
+    Context process = context({}, AlgoPolicy::exhaustive());
+    EXPECT_EQ(run(process)->late_plans, std::vector<std::string>{"test:rtc"});
+  }
+  // The next process has both plans (the slice plan saved once built).
+  table().slice_building.clear();
+  table().at_hand = {"test:rtc"};
+  table().reset_counts();
+  Context second = context({}, AlgoPolicy::exhaustive());
+  const auto choice = run(second);
+  EXPECT_EQ(choice->algo.id, "test:best");
+  EXPECT_TRUE(choice->late_plans.empty());
+  EXPECT_EQ(table().listings, 0) << "settling needs no listing, its probes neither";
+  EXPECT_TRUE(contains(table().probed, "test:rtc"));
+  EXPECT_FALSE(contains(table().ran, "test:rtc")) << "abandoned on its slice";
+  EXPECT_TRUE(late_on_file().empty());
+}
+
 TEST_F(LatePlansTest, TheKeptChoiceStaysWhenItIsFaster) {
   first_process(/*slow_us=*/0, /*late_us=*/3000);
   table().at_hand = {"test:late"};

@@ -76,9 +76,10 @@ double ms_since(Clock::time_point start) {
 // rather than run in full (probe_pending(), Note [probing slow candidates] in
 // src/tune/select.cpp), and it becomes a late plan (Note [late plans] in src/ops/dispatch.cpp):
 // its full plan counts as at hand only once the slice plan is built, and the settling of late
-// plans then probes it on that slice first. A candidate with no slice plan queued (a later
-// process settling its late plans; a larger slice; a slice plan whose build failed) still gets
-// its full run.
+// plans then probes it on that slice first. That slice plan also goes to the plan store once
+// built (keep_slice_plan()), so that a later process settling the late plan probes it too. A
+// candidate with no slice plan at hand (none saved; a larger slice; a build that failed) still
+// gets its full run.
 struct SearchCompiles {
   Clock::time_point deadline{};
   ConvDesc desc;  // the search's, with its direction: where its full plans are found
@@ -363,6 +364,7 @@ class CudnnConv final
     }
     if (slice) {
       if (background_.building(*slice)) return false;
+      keep_slice_plan(*slice);
       std::lock_guard lock(compile_mutex_);
       unprobed_.erase({desc, direction, id});
     }
@@ -373,6 +375,16 @@ class CudnnConv final
         store_.load(saved_plan_key(runtime_->facts(), desc, direction, id), &problem).has_value();
     if (!problem.empty()) std::cerr << "dnnx: cudnn: " << problem << '\n';
     return saved;
+  }
+
+  // Note [probing runtime-compiled candidates]: the slice plan of a candidate a probe skipped is
+  // saved to the plan store once built (now if it is; when its build ends if it is running), so
+  // that a later process settling the late plan can probe it (compiled_probe_plan()).
+  void keep_slice_plan(const detail::ConvPlanKey& key) {
+    if (!store_.enabled()) return;
+    background_.when_built(key, [this, key](const detail::ConvPlan& plan) {
+      save_plan(key.desc, key.direction, key.id, plan);
+    });
   }
 
   // Saves `plan` to the plan store once per key; whether it is there now. Never throws (it may
@@ -964,7 +976,15 @@ class CudnnConv final
       // Not this search's slice plan: taken only if built already while the full plan is at hand.
       const bool full_at_hand =
           this_search.direction != direction || search_plan_built(direction, id);
-      if (full_at_hand && !background_.built(key)) return nullptr;
+      if (full_at_hand && !background_.built(key)) {
+        // A slice plan saved by the process that skipped this candidate (probe_pending()).
+        std::shared_ptr<detail::ConvPlan> saved = saved_plan(key, unlisted_info(id));
+        if (saved) {
+          std::lock_guard lock(probe_mutex_);
+          probe_plans_.emplace(key, saved);
+        }
+        return saved;
+      }
     }
     const Clock::time_point asked = Clock::now();
     BackgroundBuilds::Outcome outcome = background_.await(key);
@@ -1005,6 +1025,7 @@ class CudnnConv final
                            Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                               std::chrono::duration<double>(budget_s)));
       }
+      keep_slice_plan(key);  // while it compiles; a queued one from plan_at_hand()
       std::lock_guard lock(compile_mutex_);
       unprobed_[detail::ConvPlanKey{this_search.desc, direction, id}] = key;
     } else {
