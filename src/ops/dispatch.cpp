@@ -168,14 +168,19 @@ Prepared prepare_search(const TuneOptions& options, std::vector<AlgoInfo> candid
   return prepared;
 }
 
-// The probe hook of a search: `probe`, which adds the ids whose probe skipped them (Note [probing
-// slow candidates] in tune/select.cpp) to `skipped`.
-tune::ProbeOnce recording_skips(const tune::ProbeOnce& probe, std::vector<std::string>& skipped) {
+// The probe hook of a selection: `probe`, which adds the ids whose probe skipped them (Note
+// [probing slow candidates] in tune/select.cpp) to `skipped`. Where no late plan would time them
+// later (`may_skip` false: a cache without a file keeps no late plans), a skip becomes no probe,
+// and the full run decides.
+tune::ProbeOnce recording_skips(const tune::ProbeOnce& probe, std::vector<std::string>& skipped,
+                                bool may_skip) {
   if (!probe) return probe;
-  return [&probe, &skipped](const AlgoInfo& algo, int level) {
+  return [&probe, &skipped, may_skip](const AlgoInfo& algo,
+                                      int level) -> std::optional<tune::ProbeRun> {
     try {
       return probe(algo, level);
     } catch (const tune::Skipped&) {
+      if (!may_skip) return std::nullopt;
       skipped.push_back(algo.id);
       throw;
     }
@@ -281,9 +286,9 @@ std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& 
       for (const AlgoInfo& algo : candidates) ids.push_back(algo.id);
       const tune::ProbeOnce probe = hooks.probe_among ? hooks.probe_among(ids) : hooks.probe;
       std::vector<std::string> probe_skipped;
-      Choice timed =
-          tune::select(settling, candidates, options, hooks.run,
-                       recording_skips(probe, probe_skipped), first_run(backend), hooks.loop);
+      Choice timed = tune::select(settling, candidates, options, hooks.run,
+                                  recording_skips(probe, probe_skipped, pending),
+                                  first_run(backend), hooks.loop);
       // A late plan its probe could not run yet stays listed while the process goes on.
       if (pending) {
         settled->late_plans.insert(settled->late_plans.end(), probe_skipped.begin(),
@@ -358,9 +363,11 @@ std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState
   };
   tune::Request timed = request;
   timed.spent_ms = search.list_ms + search.build_ms;  // Note [search budget] in tune/select.cpp
-  auto choice = std::make_shared<Choice>(tune::select(timed, candidates, options, run,
-                                                      recording_skips(hooks.probe, skipped),
-                                                      first_run(backend), hooks.loop, finish));
+  const bool keeps_late = context.choice_cache()->file_options().mode == CacheMode::readwrite &&
+                          static_cast<bool>(hooks.keep_late);
+  auto choice = std::make_shared<Choice>(tune::select(
+      timed, candidates, options, run, recording_skips(hooks.probe, skipped, keeps_late),
+      first_run(backend), hooks.loop, finish));
   if (choice->candidates_timed > 0) backend.after_timing();
   state.end_search();  // Note [search workspace]
   // Note [saved plans]: a choice the cache file keeps may have its plan kept too, and the plans

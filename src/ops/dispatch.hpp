@@ -483,7 +483,8 @@ class Dispatch {
         },
         [&backend, &desc, direction](const std::string& id) {
           return backend.plan_at_hand(desc, direction, id);
-        }};
+        },
+        {}};  // probe and probe_among: below, for ops with slices
     if constexpr (requires { typename Op::Slice; }) {
       hooks.probe = probe_hook(state, desc, direction, args, std::nullopt);
       hooks.probe_among = [&state, &desc, direction, &args](std::vector<std::string> ids) {

@@ -158,8 +158,7 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 // compile budget runs out: Note [probing runtime-compiled candidates] in
 // backends/cudnn/conv.cpp); its row is not_timed with the reason, and the op layer keeps it as a
 // late plan (Note [late plans] in src/ops/dispatch.cpp). Late plans are candidates no search has
-// bounded, so their settling in the process that skipped them probes from the first candidate
-// (Request::probe_at_once).
+// bounded, so their settling probes from the first candidate (Request::probe_at_once).
 //
 // A run's time need not grow with the batch in proportion: on an H200, cuDNN's legacy
 // bwd_weights algo_0 and algo_1 for DeepLabV3's dilated ASPP layer (dilation 12, f16) take 2-6 ms

@@ -67,8 +67,8 @@ struct Request {
   /// TuneOptions::search_budget_ms.
   double spent_ms = 0;
   /// Probe every candidate from the first (Note [probing slow candidates]): the candidates are
-  /// known to include slow ones (the settling of late plans in the process that skipped them,
-  /// Note [late plans] in src/ops/dispatch.cpp).
+  /// known to include slow ones (the settling of late plans, Note [late plans] in
+  /// src/ops/dispatch.cpp).
   bool probe_at_once = false;
 };
 

@@ -570,6 +570,23 @@ TEST_F(LatePlansTest, ALaterProcessProbesALatePlanFirstWithoutListing) {
   EXPECT_TRUE(late_on_file().empty());
 }
 
+// Without a cache file no late plan is kept, so a probe that cannot run yet skips nothing: the
+// candidate's full run decides, as it would without probes.
+TEST_F(LatePlansTest, WithoutACacheFileAProbeThatCannotRunLeavesItToTheFullRun) {
+  table().slices = true;
+  table().candidates = {supported("test:best"), supported("test:huge"), supported("test:rtc")};
+  table().run_us = {{"test:best", 1000}, {"test:huge", 20000}, {"test:rtc", 0}};
+  table().slice_building = {"test:rtc"};
+  table().saves_late = {"test:rtc"};
+  Context process(BackendKind::reference);
+  process.set_choice_cache(std::make_shared<ChoiceCache>());
+  process.tune().policy(OpKind::add, Direction::fwd) = AlgoPolicy::exhaustive();
+  const auto choice = run(process);
+  EXPECT_EQ(choice->algo.id, "test:rtc");
+  EXPECT_TRUE(contains(table().ran, "test:rtc"));
+  EXPECT_TRUE(choice->late_plans.empty());
+}
+
 TEST_F(LatePlansTest, TheKeptChoiceStaysWhenItIsFaster) {
   first_process(/*slow_us=*/0, /*late_us=*/3000);
   table().at_hand = {"test:late"};

@@ -1010,6 +1010,8 @@ class CudnnConv final
   // late plans until that slice plan is built (plan_at_hand()).
   std::string probe_pending(const ConvDesc& desc, Direction direction,
                             const std::string& id) override {
+    // Without the plan store no late plan is kept (keep_late_plan()): the full run decides.
+    if (!store_.enabled()) return {};
     const std::shared_ptr<const Candidate> candidate = recorded(direction, id);
     if (!candidate || !candidate->runtime_compiled) return {};
     const detail::ConvPlanKey key{desc, direction, id};
