@@ -633,6 +633,84 @@ TEST(CudnnSearch, RuntimeCompiledCandidatesAreProbedOnASlice) {
             << ")\n";
 }
 
+// Note [probing runtime-compiled candidates]: under the default compile budget, a
+// runtime-compiled candidate of the same layer is never run in full for a second or more (engine
+// 19's full run took 4.2 s of a 4.8 s search on an H200): it is abandoned on a slice, or skipped
+// when its plan for the slice was still compiling. A skipped one is a late plan: the next context
+// loads the slice plan the first one saved once built and probes it before any full run.
+TEST(CudnnSearch, ARuntimeCompiledCandidateWithALateSlicePlanIsNotRunInFull) {
+  DNNX_REQUIRE_GPU();
+  test::TempFolder folder("dnnx-search");
+  const ScopedEnv rtc("DNNX_CUDNN_RUNTIME_COMPILED", nullptr);
+  const ScopedEnv budget("DNNX_CUDNN_COMPILE_BUDGET", nullptr);
+  const ScopedEnv dir("DNNX_PLAN_DIR", folder.file("plans").c_str());
+  const CacheFileOptions file = cache_file_in(folder);
+  const ConvDesc desc = make_desc({16, 1024, 65, 65}, {2048, 1024, 1, 1}, 1, 0, 1, 1, DType::f16,
+                                  Layout::channels_last);
+  const Direction direction = Direction::bwd_weights;
+  const test::ConvOperands host =
+      test::random_conv_operands(desc, direction, test::seed_from(desc.key()));
+  // A search in `context`; every runtime-compiled row it ran in full took under a second.
+  auto search = [&](Context& context) {
+    context.tune().bwd_weights = AlgoPolicy::exhaustive();
+    Tensor diff_weights = test::device_copy(
+        test::nan_tensor(test::conv_output_dims(desc, direction), desc.dtype, desc.layout),
+        context);
+    const std::shared_ptr<const Choice> choice =
+        conv_bwd_weights(context, desc, test::device_copy(host.src, context),
+                         test::device_copy(host.diff_dst, context), diff_weights);
+    for (const ProfileRow& row : choice->timings) {
+      if (!row.algo.has_note("runtime_compiled") || row.runs == 0) continue;
+      EXPECT_LT(row.median_ms, 1000.0) << row.algo.id << " ran in full: " << row.detail;
+    }
+    return choice;
+  };
+  Context first = cudnn_context(std::make_shared<ChoiceCache>(file));
+  const std::shared_ptr<const Choice> choice = search(first);
+  std::vector<std::string> skipped;
+  for (const ProfileRow& row : choice->timings) {
+    if (row.status != CandidateStatus::not_timed ||
+        row.detail.find("for a slice of the problem") == std::string::npos)
+      continue;
+    skipped.push_back(row.algo.id);
+    EXPECT_TRUE(row.algo.has_note("runtime_compiled")) << row.algo.id;
+    EXPECT_NE(std::find(choice->late_plans.begin(), choice->late_plans.end(), row.algo.id),
+              choice->late_plans.end())
+        << row.algo.id << " was skipped but is not a late plan";
+  }
+  std::cout << "[ cudnn    ] " << skipped.size() << " candidates skipped for a late slice plan; "
+            << choice->algo.id << ", search " << choice->tuning_ms << " ms\n";
+  if (skipped.empty()) {
+    std::cout << "[ cudnn    ] every slice plan was built in time here: the next context's "
+                 "probe of a saved slice plan is not exercised\n";
+    return;
+  }
+  // The first context's backend saves each skipped candidate's slice plan once built, and says
+  // its full plan is at hand only then.
+  auto& conv = detail::state_of(first).backend().conv();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (const std::string& id : skipped) {
+    while (!conv.plan_at_hand(desc, direction, id) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_TRUE(conv.plan_at_hand(desc, direction, id)) << id << "'s slice plan was never built";
+  }
+  // The next context (a backend of its own) settles the late plans from the file: probed first.
+  const auto cache = std::make_shared<ChoiceCache>(file);
+  Context second = cudnn_context(cache);
+  const std::shared_ptr<const Choice> settled = search(second);
+  EXPECT_EQ(cache->hits(), 1u);
+  EXPECT_TRUE(settled->late_plans.empty());
+  for (const std::string& id : skipped) {
+    const auto row = std::find_if(settled->timings.begin(), settled->timings.end(),
+                                  [&](const ProfileRow& r) { return r.algo.id == id; });
+    ASSERT_NE(row, settled->timings.end()) << id;
+    EXPECT_TRUE(row->status == CandidateStatus::ok || row->status == CandidateStatus::abandoned)
+        << id << ": " << to_string(row->status) << " " << row->detail;
+    std::cout << "[ cudnn    ] next context: " << id << ' ' << to_string(row->status) << ": "
+              << row->detail << '\n';
+  }
+}
+
 // ---- saved plans -----------------------------------------------------------------------------
 
 // Note [saved plans]: a runtime-compiled plan kept by one context is loaded, not compiled, by the
