@@ -399,6 +399,7 @@ def print_tables(args, shapes, records, torch_results, batch):
         print("|---|---|---|---|---|---|---|---|---|---|---|")
         tot_d = tot_t = tot_dc = tot_tc = tot_tune = tot_first = 0.0
         worst, worst_row, searches, reuses, kinds = 0.0, "", [], [], {}
+        skipping, changed = 0, 0
         for s in shapes:
             for direction in DIRECTIONS:
                 key = f"{s['name']}/{direction}/{config}"
@@ -416,6 +417,10 @@ def print_tables(args, shapes, records, torch_results, batch):
                                    f"{s['name']} {direction}"))
                 kind = choice_kind(d["algo"])
                 kinds[kind] = kinds.get(kind, 0) + 1
+                # Note [late plans]: a search that skipped plans keeps them as late plans, which
+                # a later round's process may time and choose.
+                skipping += d.get("plans_skipped", 0) > 0
+                changed += len(d.get("algos", [d["algo"]])) > 1
                 tot_d += d["kernel_ms"]
                 tot_t += t["kernel_ms"]
                 tot_dc += d["call_ms"]
@@ -439,11 +444,14 @@ def print_tables(args, shapes, records, torch_results, batch):
                   f"({slowest[1]})\n")
             by_count = sorted(kinds.items(), key=lambda item: (-item[1], item[0]))
             print("choices by kind: " + ", ".join(f"{k} {n}" for k, n in by_count) + "\n")
+            print(f"searches that skipped plans (kept as late plans): {skipping} of "
+                  f"{len(searches)} rows; choices that changed between rounds: {changed}\n")
             summaries[config] = dict(dnnx_ms=tot_d, torch_ms=tot_t, ratio=tot_d / tot_t,
                                      worst_ratio=worst, worst_row=worst_row,
                                      search_total_s=tot_tune, search_median_s=median,
                                      search_worst_s=slowest[0], search_worst_row=slowest[1],
-                                     rows=len(searches), batch=batch, choice_kinds=kinds)
+                                     rows=len(searches), batch=batch, choice_kinds=kinds,
+                                     rows_skipping_plans=skipping, choices_changed=changed)
             if reuses:
                 summaries[config].update(reuse_summary(reuses))
                 m = summaries[config]

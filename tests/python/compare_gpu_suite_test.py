@@ -134,6 +134,26 @@ summary = compare_gpu.reuse_summary([(20.0, 0.8, True, "a fwd"), (451.0, 1.6, Fa
 check(summary["reuse_worst_row"] == "b fwd" and summary["reuse_answered"] == 1
       and abs(summary["reuse_share"] - 0.471 / 2.4) < 1e-9
       and summary["reuse_median_ms"] == 235.5, f"reuse summary: {summary}")
+# Per config: the rows whose search skipped plans (late plans) and those whose choice changed
+# between rounds.
+def row(name, **fields):
+    return dict(kind="case", case=name, kernel_ms=1.0, call_ms=1.1, search_s=1.0, algo="x",
+                **fields)
+
+
+late_records = [row("a/fwd/f16_nhwc", plans_skipped=2, algos=["x", "y"]),
+                row("a/bwd_data/f16_nhwc", plans_skipped=0, algos=["x", "x2"]),
+                row("a/bwd_weights/f16_nhwc")]
+late_torch = {r["case"]: dict(kernel_ms=2.0, call_ms=2.1, first_call_ms=50.0)
+              for r in late_records}
+with contextlib.redirect_stdout(io.StringIO()) as printed:
+    late_summary = compare_gpu.print_tables(argparse.Namespace(configs=["f16_nhwc"]),
+                                            [dict(name="a")], late_records, late_torch, 8)
+late_summary = late_summary["f16_nhwc"]
+check(late_summary["rows_skipping_plans"] == 1 and late_summary["choices_changed"] == 2
+      and late_summary["rows"] == 3
+      and "skipped plans (kept as late plans): 1 of 3 rows" in printed.getvalue(),
+      f"late plans summary: {late_summary}")
 # A suite stopped from outside during a round keeps the rounds it finished in its --json file.
 def fake_dnnx(args, shapes_path=None, **_):
     return [dict(kind="device", fingerprint="gpu"), case("b2.dw.s2/fwd/f16_nhwc", 1.0, "x", 0.5)]
