@@ -104,7 +104,8 @@ thread_local SearchCompiles this_search;
 //   im2col  one for the product of the convolution's column matrix (Note [im2col candidates] in
 //           conv_im2col.cpp).
 // An id names the same config for every desc (Note [engine candidates]), so the backend also
-// keeps, per direction, the candidate of every supported id it has listed: a search's probes run
+// keeps, per direction, the candidate of every supported id it has listed (or described alone,
+// as the settling of late plans in a later process does): a search's probes run
 // a candidate listed for one desc on a smaller slice of it (Note [probing slow candidates]) from
 // that record, built on the slice's own operation graph, without listing the slice. And an id
 // alone is turned back into its candidate, by the code of its kind that makes such ids, to
@@ -452,6 +453,9 @@ class CudnnConv final
       if (!candidate) return std::nullopt;
       return candidate->info;
     }
+    // Kept like a listed one, so that probes (the settling of late plans in a process that
+    // lists nothing) find it (Note [cudnn conv candidates]).
+    record(direction, {*candidate});
     const std::shared_ptr<detail::ConvPlan> plan = plans().get_or_build(
         desc, direction, id, [&] { return build(desc, direction, *candidate); });
     if (runtime_->verbose()) {
@@ -972,19 +976,17 @@ class CudnnConv final
     // on the same thread finds this_search unchanged).
     const bool queued_here =
         slice_plan_queued_here(desc, direction, id) && Clock::now() < this_search.deadline;
-    if (!queued_here) {
+    if (!queued_here && !background_.built(key)) {
+      // A slice plan saved by the process that skipped this candidate (probe_pending()).
+      if (std::shared_ptr<detail::ConvPlan> saved = saved_plan(key, unlisted_info(id))) {
+        std::lock_guard lock(probe_mutex_);
+        probe_plans_.emplace(key, saved);
+        return saved;
+      }
       // Not this search's slice plan: taken only if built already while the full plan is at hand.
       const bool full_at_hand =
           this_search.direction != direction || search_plan_built(direction, id);
-      if (full_at_hand && !background_.built(key)) {
-        // A slice plan saved by the process that skipped this candidate (probe_pending()).
-        std::shared_ptr<detail::ConvPlan> saved = saved_plan(key, unlisted_info(id));
-        if (saved) {
-          std::lock_guard lock(probe_mutex_);
-          probe_plans_.emplace(key, saved);
-        }
-        return saved;
-      }
+      if (full_at_hand) return nullptr;
     }
     const Clock::time_point asked = Clock::now();
     BackgroundBuilds::Outcome outcome = background_.await(key);
