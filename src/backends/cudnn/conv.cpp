@@ -1024,7 +1024,15 @@ class CudnnConv final
     const double budget_s = runtime_->settings().compile_budget_s;
     if (slice_plan_queued_here(desc, direction, id)) {
       if (!background_.building(key)) {
-        if (background_.built(key)) return {};  // built since: a later probe takes it
+        // Nothing of it is building, so this returns at once: built since, failed, or cancelled
+        // while still queued at the deadline (then queued again).
+        const BackgroundBuilds::Outcome outcome = background_.await(key);
+        if (outcome.state == BackgroundBuilds::State::ready ||
+            outcome.state == BackgroundBuilds::State::failed) {
+          std::lock_guard lock(probe_mutex_);
+          probe_plans_.emplace(key, outcome.plan);  // null when it failed: this config cannot
+          return {};                                // run the slice, the full run decides
+        }
         background_.submit({{key, unlisted_info(id), candidate->config}},
                            Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                               std::chrono::duration<double>(budget_s)));
