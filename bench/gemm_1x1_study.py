@@ -64,6 +64,27 @@ def relative_error(torch, got, want):
     return ((got - want).abs().max() / want.abs().max().clamp_min(1e-30)).item()
 
 
+def shapes_paths(files):
+    """The shapes files named in `files` (comma-separated names in bench/shapes or paths); every
+    file of bench/shapes when it names none."""
+    folder = os.path.join(HERE, "shapes")
+    names = [f for f in files.split(",") if f] or sorted(
+        f[:-4] for f in os.listdir(folder) if f.endswith(".txt"))
+    return [n if os.path.sep in n else os.path.join(folder, n + ".txt") for n in names]
+
+
+def torch_for_timing():
+    """PyTorch set as the studies time it: cudnn.benchmark on, TF32 and reduced-precision
+    reductions off."""
+    import torch
+
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+    return torch
+
+
 def study_layer(torch, s, batch, config, loop):
     dev = torch.device("cuda")
     dtype = torch.float32 if config.startswith("f32") else torch.float16
@@ -132,10 +153,7 @@ def main():
     parser.add_argument("--json", default="")
     parser.add_argument("--dry-run", action="store_true")
     args = parser.parse_args()
-    folder = os.path.join(HERE, "shapes")
-    names = [f for f in args.files.split(",") if f] or sorted(
-        f[:-4] for f in os.listdir(folder) if f.endswith(".txt"))
-    paths = [n if os.path.sep in n else os.path.join(folder, n + ".txt") for n in names]
+    paths = shapes_paths(args.files)
     configs = [c for c in args.configs.split(",") if c]
     for config in configs:
         if config not in ("f32_nchw", "f16_nhwc"):
@@ -150,12 +168,7 @@ def main():
             print(f"{file} {s['name']}: {batch}x{s['c']}x{h}x{w} -> {s['o']}")
         print(f"{len(plan)} layers x {len(configs)} configs x 3 directions")
         return
-    import torch
-
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+    torch = torch_for_timing()
     rows = []
     for config in configs:
         for file, batch, s in plan:

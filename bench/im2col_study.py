@@ -32,7 +32,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from compare_gpu import read_shapes_file  # noqa: E402
-from gemm_1x1_study import DIRECTIONS, relative_error, time_ms  # noqa: E402
+from gemm_1x1_study import (DIRECTIONS, relative_error, shapes_paths, time_ms,  # noqa: E402
+                            torch_for_timing)
 
 
 def im2col_layers(path):
@@ -130,9 +131,7 @@ def main():
     parser.add_argument("--dry-run", action="store_true")
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     args = parser.parse_args()
-    folder = os.path.join(HERE, "shapes")
-    names = [f for f in args.files.split(",") if f]
-    paths = [n if os.path.sep in n else os.path.join(folder, n + ".txt") for n in names]
+    paths = shapes_paths(args.files)
     plan = []
     for path in paths:
         batch, layers = im2col_layers(path)
@@ -146,11 +145,7 @@ def main():
                   f"s{s['stride']} p{s['pad']}")
         print(f"{len(plan)} layers x 3 directions")
         return
-    import torch
-
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
+    torch = torch_for_timing()
     rows = []
     started = time.time()
     for file, batch, s in plan:

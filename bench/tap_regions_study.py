@@ -37,7 +37,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from compare_gpu import read_shapes_file  # noqa: E402
-from gemm_1x1_study import DIRECTIONS, relative_error, time_ms  # noqa: E402
+from gemm_1x1_study import (DIRECTIONS, relative_error, shapes_paths, time_ms,  # noqa: E402
+                            torch_for_timing)
 
 
 def segments(size, kernel, dilation, pad):
@@ -166,9 +167,7 @@ def main():
     parser.add_argument("--dry-run", action="store_true")
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     args = parser.parse_args()
-    folder = os.path.join(HERE, "shapes")
-    names = [f for f in args.files.split(",") if f]
-    paths = [n if os.path.sep in n else os.path.join(folder, n + ".txt") for n in names]
+    paths = shapes_paths(args.files)
     configs = [c for c in args.configs.split(",") if c]
     plan = []
     for path in paths:
@@ -183,14 +182,10 @@ def main():
         print(f"{len(plan)} layers x 3 directions x {len(configs)} configs")
         return
     try:
-        import torch
+        torch = torch_for_timing()
     except ImportError as error:
         print(f"tap_regions_study: PyTorch is not importable ({error})", file=sys.stderr)
         sys.exit(77)  # what ctest reads as skipped
-
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
     rows = []
     started = time.time()
     for config in configs:

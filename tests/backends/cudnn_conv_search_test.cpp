@@ -36,6 +36,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -63,6 +64,40 @@ ConvDesc depthwise_desc() {
 ConvDesc dilated_3d_desc() {
   return make_desc({2, 32, 8, 16, 16}, {32, 32, 3, 3, 3}, 1, 2, 2, 1, DType::f16,
                    Layout::channels_last);
+}
+
+// DeepLabV3's l4.downsample (a dense 1x1 of 1024 -> 2048 channels at 65x65, batch 16, f16 NHWC),
+// whose bwd_weights lists cuDNN's runtime-compiled engine 19: seconds per run on it.
+ConvDesc downsample_desc() {
+  return make_desc({16, 1024, 65, 65}, {2048, 1024, 1, 1}, 1, 0, 1, 1, DType::f16,
+                   Layout::channels_last);
+}
+
+// An exhaustive bwd_weights selection of `desc` in `context` (random operands seeded by the desc,
+// a NaN-poisoned output).
+std::shared_ptr<const Choice> exhaustive_bwd_weights(Context& context, const ConvDesc& desc) {
+  context.tune().bwd_weights = AlgoPolicy::exhaustive();
+  const test::ConvOperands host =
+      test::random_conv_operands(desc, Direction::bwd_weights, test::seed_from(desc.key()));
+  Tensor diff_weights =
+      test::device_copy(test::nan_tensor(test::conv_output_dims(desc, Direction::bwd_weights),
+                                         desc.dtype, desc.layout),
+                        context);
+  return conv_bwd_weights(context, desc, test::device_copy(host.src, context),
+                          test::device_copy(host.diff_dst, context), diff_weights);
+}
+
+// Note [packed gemm]: supported candidates of the packed form (ids starting with
+// `packed_prefix`) are listed for the bwd_weights of an NCHW batch and for nothing else.
+void expect_packed_form_where_due(const std::vector<AlgoInfo>& algos,
+                                  std::string_view packed_prefix, const ConvDesc& desc,
+                                  Direction direction) {
+  const auto packed = std::count_if(algos.begin(), algos.end(), [&](const AlgoInfo& a) {
+    return a.supported && a.id.starts_with(packed_prefix);
+  });
+  const bool has_packed = direction == Direction::bwd_weights && desc.batch > 1 &&
+                          desc.layout == Layout::channels_first;
+  EXPECT_EQ(packed > 0, has_packed) << desc.repro(direction);
 }
 
 std::vector<AlgoInfo> runtime_compiled(const std::vector<AlgoInfo>& algos, bool supported) {
@@ -408,13 +443,7 @@ TEST(CudnnSearch, GemmCandidatesOfOneByOneConvolutionsMatchTheReference) {
       EXPECT_GT(supported, 0) << desc.repro(direction);
       // After every other supported candidate: the heuristic pick stays cuDNN's.
       EXPECT_FALSE(is_gemm(algos.front())) << algos.front().id;
-      // Note [packed gemm]: the packed form only for the bwd_weights of an NCHW batch.
-      const auto packed = std::count_if(algos.begin(), algos.end(), [](const AlgoInfo& a) {
-        return a.supported && a.id.starts_with("cudnn:gemm:packed:");
-      });
-      const bool has_packed = direction == Direction::bwd_weights && desc.batch > 1 &&
-                              desc.layout == Layout::channels_first;
-      EXPECT_EQ(packed > 0, has_packed) << desc.repro(direction);
+      expect_packed_form_where_due(algos, "cudnn:gemm:packed:", desc, direction);
     }
     const std::vector<AlgoInfo> algos = conv_list(context, three, Direction::fwd);
     EXPECT_EQ(std::count_if(algos.begin(), algos.end(), is_gemm), 0);
@@ -469,12 +498,7 @@ TEST(CudnnSearch, Im2colCandidatesMatchTheReference) {
       const std::vector<AlgoInfo> algos = conv_list(context, desc, direction);
       EXPECT_GT(supported_im2cols(algos), 0) << desc.repro(direction);
       EXPECT_FALSE(is_im2col(algos.front())) << algos.front().id;
-      const auto packed = std::count_if(algos.begin(), algos.end(), [](const AlgoInfo& a) {
-        return a.supported && a.id.starts_with("cudnn:im2col:packed:");
-      });
-      const bool has_packed = direction == Direction::bwd_weights && desc.batch > 1 &&
-                              desc.layout == Layout::channels_first;
-      EXPECT_EQ(packed > 0, has_packed) << desc.repro(direction);
+      expect_packed_form_where_due(algos, "cudnn:im2col:packed:", desc, direction);
     }
   }
   for (const ConvDesc& none :
@@ -605,18 +629,8 @@ TEST(CudnnSearch, RuntimeCompiledCandidatesAreProbedOnASlice) {
   const ScopedEnv budget("DNNX_CUDNN_COMPILE_BUDGET", "60");
   const ScopedEnv dir("DNNX_PLAN_DIR", "off");
   Context context = cudnn_context();
-  context.tune().bwd_weights = AlgoPolicy::exhaustive();
-  const ConvDesc desc = make_desc({16, 1024, 65, 65}, {2048, 1024, 1, 1}, 1, 0, 1, 1, DType::f16,
-                                  Layout::channels_last);
-  const test::ConvOperands host =
-      test::random_conv_operands(desc, Direction::bwd_weights, test::seed_from(desc.key()));
-  Tensor diff_weights =
-      test::device_copy(test::nan_tensor(test::conv_output_dims(desc, Direction::bwd_weights),
-                                         desc.dtype, desc.layout),
-                        context);
-  const std::shared_ptr<const Choice> choice =
-      conv_bwd_weights(context, desc, test::device_copy(host.src, context),
-                       test::device_copy(host.diff_dst, context), diff_weights);
+  const ConvDesc desc = downsample_desc();
+  const std::shared_ptr<const Choice> choice = exhaustive_bwd_weights(context, desc);
   std::size_t compiled = 0, on_a_slice = 0;
   for (const ProfileRow& row : choice->timings) {
     if (!row.algo.has_note("runtime_compiled")) continue;
@@ -645,20 +659,11 @@ TEST(CudnnSearch, ARuntimeCompiledCandidateWithALateSlicePlanIsNotRunInFull) {
   const ScopedEnv budget("DNNX_CUDNN_COMPILE_BUDGET", nullptr);
   const ScopedEnv dir("DNNX_PLAN_DIR", folder.file("plans").c_str());
   const CacheFileOptions file = cache_file_in(folder);
-  const ConvDesc desc = make_desc({16, 1024, 65, 65}, {2048, 1024, 1, 1}, 1, 0, 1, 1, DType::f16,
-                                  Layout::channels_last);
+  const ConvDesc desc = downsample_desc();
   const Direction direction = Direction::bwd_weights;
-  const test::ConvOperands host =
-      test::random_conv_operands(desc, direction, test::seed_from(desc.key()));
   // A search in `context`; every runtime-compiled row it ran in full took under a second.
   auto search = [&](Context& context) {
-    context.tune().bwd_weights = AlgoPolicy::exhaustive();
-    Tensor diff_weights = test::device_copy(
-        test::nan_tensor(test::conv_output_dims(desc, direction), desc.dtype, desc.layout),
-        context);
-    const std::shared_ptr<const Choice> choice =
-        conv_bwd_weights(context, desc, test::device_copy(host.src, context),
-                         test::device_copy(host.diff_dst, context), diff_weights);
+    const std::shared_ptr<const Choice> choice = exhaustive_bwd_weights(context, desc);
     for (const ProfileRow& row : choice->timings) {
       if (!row.algo.has_note("runtime_compiled") || row.runs == 0) continue;
       EXPECT_LT(row.median_ms, 1000.0) << row.algo.id << " ran in full: " << row.detail;

@@ -394,6 +394,18 @@ class LatePlansTest : public RevalidateTest {
     return entries.empty() ? std::vector<std::string>{} : entries.front().second->late_plans;
   }
 
+  // A search that probes (Note [probing slow candidates]): "test:huge" is abandoned on its full
+  // run, which turns probing on; "test:rtc", whose run takes `rtc_us` (its slice's a quarter of
+  // that, against 1 ms for the best's full run), has its plan for the slice still building, and
+  // the backend saves its plan for later when asked.
+  void probes_with_a_late_slice_plan(int rtc_us) {
+    table().slices = true;
+    table().candidates = {supported("test:best"), supported("test:huge"), supported("test:rtc")};
+    table().run_us = {{"test:best", 1000}, {"test:huge", 20000}, {"test:rtc", rtc_us}};
+    table().slice_building = {"test:rtc"};
+    table().saves_late = {"test:rtc"};
+  }
+
   // The first process: "test:late" is still building when its search wants it, so "test:slow"
   // is chosen; the backend saves the late plan once built.
   std::shared_ptr<const Choice> first_process(int slow_us, int late_us) {
@@ -502,13 +514,7 @@ TEST_F(LatePlansTest, ACandidateItsProbeCouldNotRunIsALatePlanSettledByAProbe) {
     SCOPED_TRACE(fast ? "a fast late candidate" : "a slow late candidate");
     table() = Table{};
     forget_the_file();
-    table().slices = true;
-    table().candidates = {supported("test:best"), supported("test:huge"), supported("test:rtc")};
-    // huge is abandoned on its full run, which turns probing on; rtc's slice run takes 7.5 ms
-    // against 1 ms for the best when slow.
-    table().run_us = {{"test:best", 1000}, {"test:huge", 20000}, {"test:rtc", fast ? 0 : 30000}};
-    table().slice_building = {"test:rtc"};
-    table().saves_late = {"test:rtc"};
+    probes_with_a_late_slice_plan(fast ? 0 : 30000);
     table().at_hand = {"test:rtc"};
     Context process = context({}, AlgoPolicy::exhaustive());
     auto choice = run(process);
@@ -547,11 +553,7 @@ TEST_F(LatePlansTest, ACandidateItsProbeCouldNotRunIsALatePlanSettledByAProbe) {
 // A later process settles such a late plan the same way, probing first with probe plans for the
 // settled candidates alone: it lists nothing, and a slow late candidate costs no full run.
 TEST_F(LatePlansTest, ALaterProcessProbesALatePlanFirstWithoutListing) {
-  table().slices = true;
-  table().candidates = {supported("test:best"), supported("test:huge"), supported("test:rtc")};
-  table().run_us = {{"test:best", 1000}, {"test:huge", 20000}, {"test:rtc", 30000}};
-  table().slice_building = {"test:rtc"};
-  table().saves_late = {"test:rtc"};
+  probes_with_a_late_slice_plan(30000);
   {
     Context process = context({}, AlgoPolicy::exhaustive());
     EXPECT_EQ(run(process)->late_plans, std::vector<std::string>{"test:rtc"});
@@ -573,11 +575,7 @@ TEST_F(LatePlansTest, ALaterProcessProbesALatePlanFirstWithoutListing) {
 // Without a cache file no late plan is kept, so a probe that cannot run yet skips nothing: the
 // candidate's full run decides, as it would without probes.
 TEST_F(LatePlansTest, WithoutACacheFileAProbeThatCannotRunLeavesItToTheFullRun) {
-  table().slices = true;
-  table().candidates = {supported("test:best"), supported("test:huge"), supported("test:rtc")};
-  table().run_us = {{"test:best", 1000}, {"test:huge", 20000}, {"test:rtc", 0}};
-  table().slice_building = {"test:rtc"};
-  table().saves_late = {"test:rtc"};
+  probes_with_a_late_slice_plan(0);
   Context process(BackendKind::reference);
   process.set_choice_cache(std::make_shared<ChoiceCache>());
   process.tune().policy(OpKind::add, Direction::fwd) = AlgoPolicy::exhaustive();
