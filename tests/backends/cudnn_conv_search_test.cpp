@@ -222,6 +222,33 @@ TEST(CudnnSearchSettings, GemmOnAndIm2colOffByDefault) {
   }
 }
 
+// Note [tap-region candidates]: listed where taps read mostly padding by default;
+// DNNX_CUDNN_CONV_TAPS takes off, sparse and on (and the switch words), and anything else is an
+// InvalidArgument naming the variable.
+TEST(CudnnSearchSettings, TapRegionsSparseByDefault) {
+  const ScopedEnv unset("DNNX_CUDNN_CONV_TAPS", nullptr);
+  EXPECT_EQ(cudnn::settings_from_env().conv_taps, cudnn::TapCandidates::sparse);
+  for (const auto& [text, expected] : {std::pair{"sparse", cudnn::TapCandidates::sparse},
+                                       {"ON", cudnn::TapCandidates::on},
+                                       {"1", cudnn::TapCandidates::on},
+                                       {"off", cudnn::TapCandidates::off},
+                                       {"0", cudnn::TapCandidates::off}}) {
+    const ScopedEnv set("DNNX_CUDNN_CONV_TAPS", text);
+    EXPECT_EQ(cudnn::settings_from_env().conv_taps, expected) << text;
+  }
+  for (const char* bad : {"boxes", "f32", "2"}) {
+    const ScopedEnv set("DNNX_CUDNN_CONV_TAPS", bad);
+    try {
+      cudnn::settings_from_env();
+      ADD_FAILURE() << "DNNX_CUDNN_CONV_TAPS=" << bad << " was accepted";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+      EXPECT_NE(std::string(error.what()).find("DNNX_CUDNN_CONV_TAPS"), std::string::npos)
+          << error.what();
+    }
+  }
+}
+
 TEST(CudnnSearchSettings, PlanFolderFollowsTheCacheOrTheVariable) {
   const ScopedEnv cache_file("DNNX_CACHE_FILE", "/tmp/dnnx-search-settings/tune.json");
   {
@@ -386,6 +413,66 @@ std::size_t picked_candidates_match_the_reference(
     }
   }
   return checked;
+}
+
+// Note [tap-region candidates]: a convolution whose taps read mostly padding lists
+// cudnn:taps:boxes (and :rows where it differs) after every other supported candidate, and each
+// computes what the reference does in every direction: 2-D and 3-D, 1-D, NCHW and NHWC, f32, f16
+// and bf16, stride, groups, and padding beyond the kernel's reach (outputs no tap reaches). A
+// dense 3x3 lists none unless DNNX_CUDNN_CONV_TAPS=on; =off lists one unsupported cudnn:taps
+// naming the variable.
+TEST(CudnnSearch, TapRegionCandidatesMatchTheReference) {
+  DNNX_REQUIRE_GPU();
+  const ScopedEnv unset("DNNX_CUDNN_CONV_TAPS", nullptr);
+  const ConvDesc aspp =
+      make_desc({2, 8, 17, 15}, {12, 8, 3, 3}, 1, 6, 6, 1, DType::f32, Layout::channels_first);
+  const std::vector<ConvDesc> descs{
+      aspp,
+      make_desc({2, 16, 13, 11}, {24, 16, 3, 3}, 2, 5, 5, 1, DType::f16, Layout::channels_last),
+      make_desc({2, 16, 11, 11}, {16, 8, 3, 3}, 1, 4, 4, 2, DType::bf16, Layout::channels_first),
+      make_desc({2, 8, 7, 9, 8}, {8, 8, 3, 3, 3}, 1, 3, 3, 1, DType::f32, Layout::channels_last),
+      make_desc({2, 4, 6, 6}, {8, 4, 3, 3}, 1, 5, 1, 1, DType::f32, Layout::channels_first),
+      make_desc({2, 8, 40}, {8, 8, 3}, 1, 16, 16, 1, DType::f32, Layout::channels_first)};
+  const auto is_taps = [](const AlgoInfo& info) { return info.has_note("tap_regions"); };
+  Context context = cudnn_context();
+  for (const ConvDesc& desc : descs) {
+    for (Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
+      const std::vector<AlgoInfo> algos = conv_list(context, desc, direction);
+      const auto boxes = std::find_if(algos.begin(), algos.end(),
+                                      [](const AlgoInfo& a) { return a.id == "cudnn:taps:boxes"; });
+      ASSERT_NE(boxes, algos.end()) << desc.repro(direction);
+      EXPECT_TRUE(boxes->supported) << boxes->reason << "\n" << desc.repro(direction);
+      EXPECT_TRUE(boxes->deterministic);
+      EXPECT_FALSE(is_taps(algos.front())) << algos.front().id;
+    }
+  }
+  const ConvDesc dense =
+      make_desc({2, 8, 12, 12}, {8, 8, 3, 3}, 1, 1, 1, 1, DType::f32, Layout::channels_first);
+  {
+    const std::vector<AlgoInfo> algos = conv_list(context, dense, Direction::fwd);
+    EXPECT_EQ(std::count_if(algos.begin(), algos.end(), is_taps), 0);
+  }
+  {
+    const ScopedEnv on("DNNX_CUDNN_CONV_TAPS", "on");
+    Context all = cudnn_context();
+    const std::vector<AlgoInfo> algos = conv_list(all, dense, Direction::fwd);
+    EXPECT_GT(std::count_if(algos.begin(), algos.end(),
+                            [&](const AlgoInfo& a) { return a.supported && is_taps(a); }),
+              0);
+  }
+  {
+    const ScopedEnv off("DNNX_CUDNN_CONV_TAPS", "off");
+    Context none = cudnn_context();
+    const std::vector<AlgoInfo> algos = conv_list(none, aspp, Direction::fwd);
+    ASSERT_EQ(std::count_if(algos.begin(), algos.end(), is_taps), 1);
+    const auto entry = std::find_if(algos.begin(), algos.end(), is_taps);
+    EXPECT_EQ(entry->id, "cudnn:taps");
+    EXPECT_FALSE(entry->supported);
+    EXPECT_NE(entry->reason.find("DNNX_CUDNN_CONV_TAPS"), std::string::npos) << entry->reason;
+  }
+  const std::size_t checked = picked_candidates_match_the_reference(context, descs, is_taps);
+  std::cout << "[ cudnn    ] " << checked << " tap-region candidate runs matched\n";
+  EXPECT_GE(checked, descs.size() * 3);
 }
 
 // Runtime-compiled candidates compute what the reference does (the parity runner runs with them

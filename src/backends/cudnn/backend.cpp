@@ -63,6 +63,20 @@ Im2colCandidates im2col_from_env() {
                             "' is not an im2col setting; accepted: off, f32, on (or 0, 1)"));
 }
 
+// DNNX_CUDNN_CONV_TAPS (Note [tap-region candidates]); unset or empty means sparse. The switch
+// words of switch_from_env() are accepted too (1 = on, 0 = off).
+TapCandidates taps_from_env() {
+  const char* value = std::getenv(taps_variable);
+  if (value == nullptr || *value == '\0') return TapCandidates::sparse;
+  const std::string text = detail::lower(value);
+  if (text == "sparse") return TapCandidates::sparse;
+  if (text == "on" || text == "1" || text == "true" || text == "yes") return TapCandidates::on;
+  if (text == "off" || text == "0" || text == "false" || text == "no") return TapCandidates::off;
+  detail::raise(ErrorKind::InvalidArgument,
+                detail::cat("environment variable ", taps_variable, "='", value,
+                            "' is not a tap-region setting; accepted: off, sparse, on (or 0, 1)"));
+}
+
 // DNNX_CUDNN_KNOB_VARIANTS: knob variants per engine; unset or empty means `fallback`.
 int knob_variants_from_env(int fallback) {
   const char* value = std::getenv(knob_variants_variable);
@@ -180,7 +194,8 @@ class CudnnBackend final : public detail::Backend {
                        " SMs=", f.sm_count, " tf32=", runtime_->allow_tf32() ? "on" : "off",
                        " rtc=", runtime_compiled_text(), " knobs=", knob_search_text(),
                        " conv_gemm=", runtime_->settings().conv_gemm ? "on" : "off",
-                       " im2col=", to_string(runtime_->settings().conv_im2col));
+                       " im2col=", to_string(runtime_->settings().conv_im2col),
+                       " taps=", to_string(runtime_->settings().conv_taps));
   }
 
   std::vector<std::pair<std::string, std::string>> environment() const override {
@@ -201,7 +216,8 @@ class CudnnBackend final : public detail::Backend {
             {"l2_sweep_after_timing", runtime_->settings().l2_sweep ? "on" : "off"},
             {"knob_search", knob_search_text()},
             {"conv_gemm_candidates", runtime_->settings().conv_gemm ? "on" : "off"},
-            {"conv_im2col_candidates", to_string(runtime_->settings().conv_im2col)}};
+            {"conv_im2col_candidates", to_string(runtime_->settings().conv_im2col)},
+            {"conv_tap_region_candidates", to_string(runtime_->settings().conv_taps)}};
   }
 
   Device device() const override { return Device::cuda(runtime_->device()); }
@@ -404,6 +420,7 @@ Settings settings_from_env() {
   settings.knob_variants = knob_variants_from_env(settings.knob_variants);
   settings.conv_gemm = switch_from_env("DNNX_CUDNN_CONV_GEMM", settings.conv_gemm);
   settings.conv_im2col = im2col_from_env();
+  settings.conv_taps = taps_from_env();
   return settings;
 }
 

@@ -5,11 +5,12 @@
 // them (Note [legacy candidates]), then the supported runtime-compiled engines (Note
 // [runtime-compiled engines]), then the knob variants dnnx adds (Note [knob search]), then
 // the channel-padded candidates of f16/bf16 convs with unaligned channels (Note [channel
-// padding]). dnnx's supported depthwise kernels come right after the last of the heuristics' top
-// configs that is not runtime-compiled (Note [depthwise candidates]). The heuristic policy
-// therefore picks mode A's first admissible config, and a legacy algorithm only when no engine is
-// admissible (e.g. a workspace limit that rules out every engine needing workspace, while legacy
-// implicit_gemm needs none).
+// padding]), then dnnx's matrix products, column products and tap regions (Note [gemm
+// candidates], Note [im2col candidates], Note [tap-region candidates]). dnnx's supported depthwise
+// kernels come right after the last of the heuristics' top configs that is not runtime-compiled
+// (Note [depthwise candidates]). The heuristic policy therefore picks mode A's first admissible
+// config, and a legacy algorithm only when no engine is admissible (e.g. a workspace limit that
+// rules out every engine needing workspace, while legacy implicit_gemm needs none).
 
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv_common.hpp"
@@ -20,6 +21,7 @@
 #include "backends/cudnn/conv_im2col.hpp"
 #include "backends/cudnn/conv_legacy.hpp"
 #include "backends/cudnn/conv_padded.hpp"
+#include "backends/cudnn/conv_taps.hpp"
 #include "backends/cudnn/layers.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
@@ -102,7 +104,9 @@ thread_local SearchCompiles this_search;
 //   gemm    a candidate of the cudnn matmul backend for the matrix product the convolution is
 //           (Note [gemm candidates] in conv_gemm.cpp), named by its id there;
 //   im2col  one for the product of the convolution's column matrix (Note [im2col candidates] in
-//           conv_im2col.cpp).
+//           conv_im2col.cpp);
+//   taps    smaller legacy convolutions on the output regions of one range of taps, by split
+//           (Note [tap-region candidates] in conv_taps.cpp).
 // An id names the same config for every desc (Note [engine candidates]), so the backend also
 // keeps, per direction, the candidate of every supported id it has listed (or described alone,
 // as the settling of late plans in a later process does): a search's probes run
@@ -112,7 +116,7 @@ thread_local SearchCompiles this_search;
 // re-validate a choice read from the cache file without listing (unlisted_candidate(): Note
 // [re-validating persisted choices] in src/ops/dispatch.cpp).
 struct Candidate {
-  enum class Kind { engine, legacy, padded, kernel, gemm, im2col };
+  enum class Kind { engine, legacy, padded, kernel, gemm, im2col, taps };
   AlgoInfo info;
   Kind kind = Kind::engine;
   /// Runs on tensor cores (Note [channel padding] wraps only such candidates).
@@ -132,6 +136,8 @@ struct Candidate {
   // gemm]).
   std::string matmul_id;
   bool gemm_packed = false;
+  // taps: the split (none for the entry listed while they are off).
+  std::optional<detail::TapSplit> split;
 };
 
 Candidate engine_candidate(EngineCandidate engine, std::shared_ptr<OperationGraph> graph) {
@@ -204,6 +210,28 @@ Candidate im2col_unsupported_candidate(std::string reason) {
   candidate.info = im2col_off_info();
   candidate.info.reason = std::move(reason);
   candidate.kind = Candidate::Kind::im2col;
+  return candidate;
+}
+
+// A tap-region candidate of `split`, described by its plan's listing entry or, where that plan
+// cannot be made, unsupported with the reason (Note [tap-region candidates]).
+Candidate taps_candidate(const std::shared_ptr<Runtime>& runtime, const ConvDesc& desc,
+                         Direction direction, detail::TapSplit split) {
+  Candidate candidate;
+  candidate.kind = Candidate::Kind::taps;
+  candidate.split = split;
+  try {
+    candidate.info = make_taps_plan(runtime, desc, direction, split)->algo();
+  } catch (const Error& error) {
+    candidate.info = taps_off_info(error.message());
+    candidate.info.id = taps_id(split);
+  }
+  return candidate;
+}
+Candidate taps_off_candidate(std::string reason) {
+  Candidate candidate;
+  candidate.kind = Candidate::Kind::taps;
+  candidate.info = taps_off_info(std::move(reason));
   return candidate;
 }
 
@@ -635,6 +663,13 @@ class CudnnConv final
                         std::make_move_iterator(im2cols.begin()),
                         std::make_move_iterator(im2cols.end()));
     }
+    // Tap regions after them, the same way: Note [tap-region candidates].
+    {
+      std::vector<Candidate> taps = taps_candidates(desc, direction);
+      std::stable_partition(taps.begin(), taps.end(), is_supported);
+      candidates.insert(std::find_if_not(candidates.begin(), candidates.end(), is_supported),
+                        std::make_move_iterator(taps.begin()), std::make_move_iterator(taps.end()));
+    }
     for (std::size_t i = 0; i < candidates.size(); ++i)
       candidates[i].info.priority = static_cast<int>(i);
     record(direction, candidates);
@@ -687,6 +722,23 @@ class CudnnConv final
       for (const AlgoInfo& inner : first_products(f->gemm))
         out.push_back(im2col_candidate(inner, *f));
     }
+    return out;
+  }
+
+  // Note [tap-region candidates]: one per split of desc, or the one unsupported entry while they
+  // are off for a desc that would list them; nothing for a desc without such regions.
+  std::vector<Candidate> taps_candidates(const ConvDesc& desc, Direction direction) {
+    const TapCandidates setting = runtime_->settings().conv_taps;
+    std::string why;
+    const std::vector<detail::TapSplit> splits = tap_splits(desc, setting, why);
+    if (splits.empty()) {
+      if (setting == TapCandidates::off && has_sparse_taps(desc))
+        return {taps_off_candidate(std::move(why))};
+      return {};
+    }
+    std::vector<Candidate> out;
+    for (detail::TapSplit split : splits)
+      out.push_back(taps_candidate(runtime_, desc, direction, split));
     return out;
   }
 
@@ -767,6 +819,20 @@ class CudnnConv final
       if (!inner || !inner->supported) return std::nullopt;
       return im2col_candidate(*inner, *form);
     }
+    if (id == taps_off_id || taps_split_of(id)) {
+      // What taps_candidates() lists, for this id alone.
+      std::string why;
+      const std::vector<detail::TapSplit> splits =
+          tap_splits(desc, runtime_->settings().conv_taps, why);
+      if (id == taps_off_id) {
+        return runtime_->settings().conv_taps == TapCandidates::off && has_sparse_taps(desc)
+                   ? std::optional(taps_off_candidate(std::move(why)))
+                   : std::nullopt;
+      }
+      const detail::TapSplit split = *taps_split_of(id);
+      if (std::find(splits.begin(), splits.end(), split) == splits.end()) return std::nullopt;
+      return taps_candidate(runtime_, desc, direction, split);
+    }
     if (std::optional<LegacyCandidate> legacy = legacy_candidate_of(*runtime_, desc, direction, id))
       return legacy_candidate(std::move(*legacy));
     std::shared_ptr<OperationGraph> graph;
@@ -800,6 +866,7 @@ class CudnnConv final
         return make_depthwise_plan(runtime_, desc, direction, candidate.info);
       case Candidate::Kind::gemm: return gemm_plan(desc, direction, candidate);
       case Candidate::Kind::im2col: return im2col_plan(desc, direction, candidate);
+      case Candidate::Kind::taps: return taps_plan(desc, direction, candidate);
     }
     return nullptr;
   }
@@ -842,6 +909,16 @@ class CudnnConv final
     }
     return make_im2col_plan(runtime_, desc, direction, std::move(*form), std::move(product),
                             std::move(accumulating));
+  }
+
+  // Note [tap-region candidates]
+  std::shared_ptr<detail::ConvPlan> taps_plan(const ConvDesc& desc, Direction direction,
+                                              const Candidate& candidate) {
+    if (!candidate.split) {
+      detail::raise(ErrorKind::Unsupported, candidate.info.reason,
+                    conv_context(desc, direction, candidate.info.id));
+    }
+    return make_taps_plan(runtime_, desc, direction, *candidate.split);
   }
 
   // Note [runtime-compiled engines]: their plans are compiled on background threads (after those
@@ -1082,6 +1159,7 @@ class CudnnConv final
           plan = gemm_plan(desc, direction, candidate);
           break;
         case Candidate::Kind::im2col: plan = im2col_plan(desc, direction, candidate); break;
+        case Candidate::Kind::taps: plan = taps_plan(desc, direction, candidate); break;
         case Candidate::Kind::engine:
           if (auto graph = probe_graph_locked(desc, direction))
             plan = make_engine_plan(runtime_, std::move(graph), desc, direction,

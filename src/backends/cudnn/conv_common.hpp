@@ -105,6 +105,7 @@ inline constexpr const char* runtime_compiled_variable = "DNNX_CUDNN_RUNTIME_COM
 inline constexpr const char* compile_budget_variable = "DNNX_CUDNN_COMPILE_BUDGET";
 inline constexpr const char* knob_search_variable = "DNNX_CUDNN_KNOB_SEARCH";
 inline constexpr const char* im2col_variable = "DNNX_CUDNN_CONV_IM2COL";
+inline constexpr const char* taps_variable = "DNNX_CUDNN_CONV_TAPS";
 inline constexpr const char* knob_variants_variable = "DNNX_CUDNN_KNOB_VARIANTS";
 
 }  // namespace dnnx::cudnn

@@ -541,4 +541,91 @@ std::shared_ptr<detail::ConvPlan> make_legacy_plan(std::shared_ptr<Runtime> runt
   return std::make_shared<LegacyPlan>(std::move(runtime), desc, direction, info, config);
 }
 
+struct LegacyStridedConv::Impl {
+  Descriptors d;
+  Direction direction;
+  LegacyAlgorithm algorithm;
+  std::size_t workspace = 0;
+  std::string name;
+  ErrorContext context;
+};
+
+LegacyStridedConv::LegacyStridedConv(Runtime& runtime, const ConvDesc& desc, const Geometry& g,
+                                     Direction direction, const ErrorContext& context) {
+  if (!g.symmetric_padding || !fits_int(g)) {
+    detail::raise(ErrorKind::Unsupported,
+                  !g.symmetric_padding
+                      ? "legacy cuDNN takes one padding per spatial dim; this one is asymmetric"
+                      : "a dim or stride exceeds INT_MAX, which legacy descriptors cannot hold",
+                  context);
+  }
+  runtime.make_current();
+  Descriptors d = make_descriptors(desc, g, context);
+  const bool f32_exact = desc.dtype == DType::f32 && !runtime.allow_tf32();
+  DNNX_CUDNN_CHECK(
+      cudnnSetConvolutionMathType(d.conv.get(), f32_exact ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH),
+      context, "setting the math mode");
+  std::vector<Ranked> order;
+  if (!ranking_too_slow(desc, direction))
+    order = heuristic_ranking(runtime.handle(), d, direction, context);
+  const auto specs = algos(direction);
+  for (std::size_t a = 0; a < specs.size(); ++a) {
+    for (const MathSpec& math : math_order(desc, runtime))
+      order.push_back({static_cast<int>(a), math.math});
+  }
+  std::string refusal = "no deterministic algorithm";
+  for (const Ranked& pair : order) {
+    const AlgoSpec& spec = specs[static_cast<std::size_t>(pair.algo)];
+    if (!spec.deterministic || !math_exclusion(desc, pair.math, runtime).empty()) continue;
+    DNNX_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv.get(), pair.math), context,
+                     "setting the math mode");
+    const LegacyAlgorithm algorithm = algorithm_of(direction, pair.algo);
+    std::size_t bytes = 0;
+    const cudnnStatus_t status = workspace_size(runtime.handle(), d, algorithm, bytes);
+    if (status != CUDNN_STATUS_SUCCESS) {
+      refusal = detail::cat(spec.name, ": ", status_name(status));
+      continue;
+    }
+    const auto math = std::find_if(math_modes.begin(), math_modes.end(),
+                                   [&](const MathSpec& m) { return m.math == pair.math; });
+    impl_ = std::make_unique<Impl>(Impl{std::move(d), direction, algorithm, bytes,
+                                        detail::cat(spec.name, " (", math->name, ")"), context});
+    return;
+  }
+  detail::raise(ErrorKind::Unsupported,
+                detail::cat("no legacy algorithm runs these strided tensors (last: ", refusal, ")"),
+                context);
+}
+
+LegacyStridedConv::~LegacyStridedConv() = default;
+
+std::size_t LegacyStridedConv::workspace_bytes() const { return impl_->workspace; }
+
+const std::string& LegacyStridedConv::algorithm_name() const { return impl_->name; }
+
+void LegacyStridedConv::run(cudnnHandle_t handle, const void* first, const void* second,
+                            void* output, float beta, void* workspace,
+                            std::size_t workspace_bytes) const {
+  const float alpha = 1.0f;
+  const Descriptors& d = impl_->d;
+  const cudnnStatus_t status = std::visit(
+      Overloaded{[&](cudnnConvolutionFwdAlgo_t algo) {
+                   return cudnnConvolutionForward(
+                       handle, &alpha, d.src.get(), first, d.weights.get(), second, d.conv.get(),
+                       algo, workspace, workspace_bytes, &beta, d.dst.get(), output);
+                 },
+                 [&](cudnnConvolutionBwdDataAlgo_t algo) {
+                   return cudnnConvolutionBackwardData(
+                       handle, &alpha, d.weights.get(), second, d.dst.get(), first, d.conv.get(),
+                       algo, workspace, workspace_bytes, &beta, d.src.get(), output);
+                 },
+                 [&](cudnnConvolutionBwdFilterAlgo_t algo) {
+                   return cudnnConvolutionBackwardFilter(
+                       handle, &alpha, d.src.get(), first, d.dst.get(), second, d.conv.get(), algo,
+                       workspace, workspace_bytes, &beta, d.weights.get(), output);
+                 }},
+      impl_->algorithm);
+  DNNX_CUDNN_CHECK(status, impl_->context, "running a region's convolution");
+}
+
 }  // namespace dnnx::cudnn

@@ -5,6 +5,7 @@
 #include <dnnx/algo.hpp>
 #include <dnnx/ops/conv.hpp>
 
+#include "backends/cudnn/conv_common.hpp"
 #include "backends/cudnn/runtime.hpp"
 #include "core/backend.hpp"
 
@@ -53,5 +54,33 @@ std::shared_ptr<detail::ConvPlan> make_legacy_plan(std::shared_ptr<Runtime> runt
                                                    const ConvDesc& desc, Direction direction,
                                                    const AlgoInfo& info,
                                                    const LegacyConfig& config);
+
+/// A legacy convolution on tensors of explicit geometry: g.src and g.dst with any strides (crops
+/// of larger tensors), a packed filter of g.weights' dims in desc's layout, desc's groups, g's
+/// padding, stride and dilation (Note [tap regions] in conv_taps.cpp runs one per region). Its
+/// algorithm is the first, in cuDNN's ranking for these descriptors and then in cuDNN's numbering,
+/// that is deterministic, that dnnx's math rules allow (Note [legacy candidates]) and whose
+/// workspace cuDNN reports for these descriptors.
+class LegacyStridedConv {
+ public:
+  /// Throws Unsupported naming cuDNN's last refusal when no algorithm qualifies.
+  LegacyStridedConv(Runtime& runtime, const ConvDesc& desc, const Geometry& g, Direction direction,
+                    const ErrorContext& context);
+  ~LegacyStridedConv();
+  LegacyStridedConv(const LegacyStridedConv&) = delete;
+  LegacyStridedConv& operator=(const LegacyStridedConv&) = delete;
+
+  std::size_t workspace_bytes() const;
+  /// "<algorithm> (<math mode>)", e.g. "implicit_precomp_gemm (fma)".
+  const std::string& algorithm_name() const;
+  /// output = conv + beta * output on the handle's stream; (first, second, output) as
+  /// bind_tensors() orders a direction's tensors.
+  void run(cudnnHandle_t handle, const void* first, const void* second, void* output, float beta,
+           void* workspace, std::size_t workspace_bytes) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace dnnx::cudnn

@@ -29,6 +29,15 @@ const char* to_string(Im2colCandidates where) {
   return "?";
 }
 
+const char* to_string(TapCandidates where) {
+  switch (where) {
+    case TapCandidates::off: return "off";
+    case TapCandidates::sparse: return "sparse";
+    case TapCandidates::on: return "on";
+  }
+  return "?";
+}
+
 std::string cublas_version_text(std::size_t version) {
   // cuBLAS encodes major * 10000 + minor * 100 + patch.
   return detail::cat(version / 10000, '.', version / 100 % 100, '.', version % 100);

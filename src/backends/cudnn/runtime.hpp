@@ -54,6 +54,8 @@ void make_current(int device, const ErrorContext& context);
 enum class KnobSearch { off, top, all };
 /// Where the im2col candidates are listed (Note [im2col candidates] in conv_im2col.cpp).
 enum class Im2colCandidates { off, f32, on };
+/// Where the tap-region candidates are listed (Note [tap-region candidates] in conv_taps.cpp).
+enum class TapCandidates { off, sparse, on };
 
 /// Switches of one backend instance, read from the environment when it is created.
 struct Settings {
@@ -81,15 +83,19 @@ struct Settings {
   bool conv_gemm = true;
   /// DNNX_CUDNN_CONV_IM2COL: off, f32 or on (Note [im2col candidates] in conv_im2col.cpp)
   Im2colCandidates conv_im2col = Im2colCandidates::off;
+  /// DNNX_CUDNN_CONV_TAPS: off, sparse or on (Note [tap-region candidates] in conv_taps.cpp)
+  TapCandidates conv_taps = TapCandidates::sparse;
 };
 
 /// "off", "top", "all".
 const char* to_string(KnobSearch search);
 const char* to_string(Im2colCandidates where);
+const char* to_string(TapCandidates where);
 
 /// The settings the environment asks for (DNNX_ALLOW_TF32, DNNX_VERBOSE, DNNX_CUDNN_GRAPHS,
 /// DNNX_CUDNN_L2_SWEEP, DNNX_CUDNN_RUNTIME_COMPILED, DNNX_CUDNN_COMPILE_BUDGET,
-/// DNNX_PLAN_DIR, DNNX_CUDNN_KNOB_SEARCH, DNNX_CUDNN_KNOB_VARIANTS); unset or empty
+/// DNNX_PLAN_DIR, DNNX_CUDNN_KNOB_SEARCH, DNNX_CUDNN_KNOB_VARIANTS, DNNX_CUDNN_CONV_GEMM,
+/// DNNX_CUDNN_CONV_IM2COL, DNNX_CUDNN_CONV_TAPS); unset or empty
 /// variables keep the defaults. Throws InvalidArgument naming a malformed variable and its value.
 Settings settings_from_env();
 
