@@ -136,8 +136,8 @@ struct Candidate {
   // gemm]).
   std::string matmul_id;
   bool gemm_packed = false;
-  // taps: the split (none for the entry listed while they are off).
-  std::optional<detail::TapSplit> split;
+  // taps: what it runs (none for the entry listed while they are off).
+  std::optional<TapsConfig> taps;
 };
 
 Candidate engine_candidate(EngineCandidate engine, std::shared_ptr<OperationGraph> graph) {
@@ -213,25 +213,11 @@ Candidate im2col_unsupported_candidate(std::string reason) {
   return candidate;
 }
 
-// A tap-region candidate of `split`, described by its plan's listing entry or, where that plan
-// cannot be made, unsupported with the reason (Note [tap-region candidates]).
-Candidate taps_candidate(const std::shared_ptr<Runtime>& runtime, const ConvDesc& desc,
-                         Direction direction, detail::TapSplit split) {
+Candidate taps_candidate(TapsEntry entry) {
   Candidate candidate;
   candidate.kind = Candidate::Kind::taps;
-  candidate.split = split;
-  try {
-    candidate.info = make_taps_plan(runtime, desc, direction, split)->algo();
-  } catch (const Error& error) {
-    candidate.info = taps_off_info(error.message());
-    candidate.info.id = taps_id(split);
-  }
-  return candidate;
-}
-Candidate taps_off_candidate(std::string reason) {
-  Candidate candidate;
-  candidate.kind = Candidate::Kind::taps;
-  candidate.info = taps_off_info(std::move(reason));
+  candidate.info = std::move(entry.info);
+  candidate.taps = entry.config;
   return candidate;
 }
 
@@ -725,20 +711,11 @@ class CudnnConv final
     return out;
   }
 
-  // Note [tap-region candidates]: one per split of desc, or the one unsupported entry while they
-  // are off for a desc that would list them; nothing for a desc without such regions.
+  // Note [tap-region candidates]: taps_entries() as candidates.
   std::vector<Candidate> taps_candidates(const ConvDesc& desc, Direction direction) {
-    const TapCandidates setting = runtime_->settings().conv_taps;
-    std::string why;
-    const std::vector<detail::TapSplit> splits = tap_splits(desc, setting, why);
-    if (splits.empty()) {
-      if (setting == TapCandidates::off && has_sparse_taps(desc))
-        return {taps_off_candidate(std::move(why))};
-      return {};
-    }
     std::vector<Candidate> out;
-    for (detail::TapSplit split : splits)
-      out.push_back(taps_candidate(runtime_, desc, direction, split));
+    for (TapsEntry& entry : taps_entries(runtime_, desc, direction))
+      out.push_back(taps_candidate(std::move(entry)));
     return out;
   }
 
@@ -819,19 +796,12 @@ class CudnnConv final
       if (!inner || !inner->supported) return std::nullopt;
       return im2col_candidate(*inner, *form);
     }
-    if (id == taps_off_id || taps_split_of(id)) {
-      // What taps_candidates() lists, for this id alone.
-      std::string why;
-      const std::vector<detail::TapSplit> splits =
-          tap_splits(desc, runtime_->settings().conv_taps, why);
-      if (id == taps_off_id) {
-        return runtime_->settings().conv_taps == TapCandidates::off && has_sparse_taps(desc)
-                   ? std::optional(taps_off_candidate(std::move(why)))
-                   : std::nullopt;
+    if (is_taps_id(id)) {
+      // What taps_candidates() lists, for this id alone (a few cuDNN queries per region).
+      for (Candidate& candidate : taps_candidates(desc, direction)) {
+        if (candidate.info.id == id) return std::move(candidate);
       }
-      const detail::TapSplit split = *taps_split_of(id);
-      if (std::find(splits.begin(), splits.end(), split) == splits.end()) return std::nullopt;
-      return taps_candidate(runtime_, desc, direction, split);
+      return std::nullopt;
     }
     if (std::optional<LegacyCandidate> legacy = legacy_candidate_of(*runtime_, desc, direction, id))
       return legacy_candidate(std::move(*legacy));
@@ -914,11 +884,11 @@ class CudnnConv final
   // Note [tap-region candidates]
   std::shared_ptr<detail::ConvPlan> taps_plan(const ConvDesc& desc, Direction direction,
                                               const Candidate& candidate) {
-    if (!candidate.split) {
+    if (!candidate.taps) {
       detail::raise(ErrorKind::Unsupported, candidate.info.reason,
                     conv_context(desc, direction, candidate.info.id));
     }
-    return make_taps_plan(runtime_, desc, direction, *candidate.split);
+    return make_taps_plan(runtime_, desc, direction, *candidate.taps);
   }
 
   // Note [runtime-compiled engines]: their plans are compiled on background threads (after those

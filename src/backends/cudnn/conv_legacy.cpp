@@ -547,11 +547,19 @@ struct LegacyStridedConv::Impl {
   LegacyAlgorithm algorithm;
   std::size_t workspace = 0;
   std::string name;
+  bool deterministic = true;
   ErrorContext context;
 };
 
+std::vector<std::string> legacy_algorithm_names(Direction direction) {
+  std::vector<std::string> names;
+  for (const AlgoSpec& spec : algos(direction)) names.emplace_back(spec.name);
+  return names;
+}
+
 LegacyStridedConv::LegacyStridedConv(Runtime& runtime, const ConvDesc& desc, const Geometry& g,
-                                     Direction direction, const ErrorContext& context) {
+                                     Direction direction, const ErrorContext& context,
+                                     std::optional<int> algorithm) {
   if (!g.symmetric_padding || !fits_int(g)) {
     detail::raise(ErrorKind::Unsupported,
                   !g.symmetric_padding
@@ -565,35 +573,42 @@ LegacyStridedConv::LegacyStridedConv(Runtime& runtime, const ConvDesc& desc, con
   DNNX_CUDNN_CHECK(
       cudnnSetConvolutionMathType(d.conv.get(), f32_exact ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH),
       context, "setting the math mode");
-  std::vector<Ranked> order;
-  if (!ranking_too_slow(desc, direction))
-    order = heuristic_ranking(runtime.handle(), d, direction, context);
   const auto specs = algos(direction);
-  for (std::size_t a = 0; a < specs.size(); ++a) {
-    for (const MathSpec& math : math_order(desc, runtime))
-      order.push_back({static_cast<int>(a), math.math});
+  std::vector<Ranked> order;
+  if (algorithm) {
+    DNNX_ASSERT(*algorithm >= 0 && static_cast<std::size_t>(*algorithm) < specs.size());
+    for (const MathSpec& math : math_order(desc, runtime)) order.push_back({*algorithm, math.math});
+  } else {
+    if (!ranking_too_slow(desc, direction))
+      order = heuristic_ranking(runtime.handle(), d, direction, context);
+    for (std::size_t a = 0; a < specs.size(); ++a) {
+      for (const MathSpec& math : math_order(desc, runtime))
+        order.push_back({static_cast<int>(a), math.math});
+    }
   }
-  std::string refusal = "no deterministic algorithm";
+  std::string refusal = algorithm ? "no math mode dnnx allows" : "no deterministic algorithm";
   for (const Ranked& pair : order) {
     const AlgoSpec& spec = specs[static_cast<std::size_t>(pair.algo)];
-    if (!spec.deterministic || !math_exclusion(desc, pair.math, runtime).empty()) continue;
+    if ((!algorithm && !spec.deterministic) || !math_exclusion(desc, pair.math, runtime).empty())
+      continue;
     DNNX_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv.get(), pair.math), context,
                      "setting the math mode");
-    const LegacyAlgorithm algorithm = algorithm_of(direction, pair.algo);
+    const LegacyAlgorithm legacy_algorithm = algorithm_of(direction, pair.algo);
     std::size_t bytes = 0;
-    const cudnnStatus_t status = workspace_size(runtime.handle(), d, algorithm, bytes);
+    const cudnnStatus_t status = workspace_size(runtime.handle(), d, legacy_algorithm, bytes);
     if (status != CUDNN_STATUS_SUCCESS) {
       refusal = detail::cat(spec.name, ": ", status_name(status));
       continue;
     }
     const auto math = std::find_if(math_modes.begin(), math_modes.end(),
                                    [&](const MathSpec& m) { return m.math == pair.math; });
-    impl_ = std::make_unique<Impl>(Impl{std::move(d), direction, algorithm, bytes,
-                                        detail::cat(spec.name, " (", math->name, ")"), context});
+    impl_ = std::make_unique<Impl>(Impl{std::move(d), direction, legacy_algorithm, bytes,
+                                        detail::cat(spec.name, " (", math->name, ")"),
+                                        spec.deterministic, context});
     return;
   }
   detail::raise(ErrorKind::Unsupported,
-                detail::cat("no legacy algorithm runs these strided tensors (last: ", refusal, ")"),
+                detail::cat("no legacy algorithm runs these tensors (last: ", refusal, ")"),
                 context);
 }
 
@@ -602,6 +617,8 @@ LegacyStridedConv::~LegacyStridedConv() = default;
 std::size_t LegacyStridedConv::workspace_bytes() const { return impl_->workspace; }
 
 const std::string& LegacyStridedConv::algorithm_name() const { return impl_->name; }
+
+bool LegacyStridedConv::deterministic() const { return impl_->deterministic; }
 
 void LegacyStridedConv::run(cudnnHandle_t handle, const void* first, const void* second,
                             void* output, float beta, void* workspace,

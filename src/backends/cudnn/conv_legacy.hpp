@@ -57,15 +57,20 @@ std::shared_ptr<detail::ConvPlan> make_legacy_plan(std::shared_ptr<Runtime> runt
 
 /// A legacy convolution on tensors of explicit geometry: g.src and g.dst with any strides (crops
 /// of larger tensors), a packed filter of g.weights' dims in desc's layout, desc's groups, g's
-/// padding, stride and dilation (Note [tap regions] in conv_taps.cpp runs one per region). Its
-/// algorithm is the first, in cuDNN's ranking for these descriptors and then in cuDNN's numbering,
-/// that is deterministic, that dnnx's math rules allow (Note [legacy candidates]) and whose
-/// workspace cuDNN reports for these descriptors.
+/// padding, stride and dilation (Note [tap-region candidates] in conv_taps.cpp runs one per
+/// region). Without `algorithm` it runs the first algorithm, in cuDNN's ranking for these
+/// descriptors and then in cuDNN's numbering, that is deterministic, that dnnx's math rules allow
+/// (Note [legacy candidates]) and whose workspace cuDNN reports for these descriptors; with one
+/// (an index into legacy_algorithm_names(direction)), that algorithm under the first math mode
+/// that qualifies so, deterministic or not.
+/// The legacy algorithms of `direction` by index ("implicit_gemm", ..., as legacy ids name them).
+std::vector<std::string> legacy_algorithm_names(Direction direction);
+
 class LegacyStridedConv {
  public:
   /// Throws Unsupported naming cuDNN's last refusal when no algorithm qualifies.
   LegacyStridedConv(Runtime& runtime, const ConvDesc& desc, const Geometry& g, Direction direction,
-                    const ErrorContext& context);
+                    const ErrorContext& context, std::optional<int> algorithm = std::nullopt);
   ~LegacyStridedConv();
   LegacyStridedConv(const LegacyStridedConv&) = delete;
   LegacyStridedConv& operator=(const LegacyStridedConv&) = delete;
@@ -73,6 +78,7 @@ class LegacyStridedConv {
   std::size_t workspace_bytes() const;
   /// "<algorithm> (<math mode>)", e.g. "implicit_precomp_gemm (fma)".
   const std::string& algorithm_name() const;
+  bool deterministic() const;
   /// output = conv + beta * output on the handle's stream; (first, second, output) as
   /// bind_tensors() orders a direction's tensors.
   void run(cudnnHandle_t handle, const void* first, const void* second, void* output, float beta,

@@ -70,28 +70,34 @@ std::int64_t elements(const Geometry& g, const std::array<std::int64_t, 5>& dims
 }
 
 // One region's convolution: its legacy call on views at these element offsets of the whole
-// tensors, and, where it has not every tap, the descriptors copying its taps between the
-// whole weights and a packed buffer.
+// tensors or, where cuDNN takes no view of one of them for any algorithm, on a packed copy of
+// that tensor's crop in the workspace (`pack_x`: src / diff_src, `pack_y`: dst / diff_dst);
+// and, where it has not every tap, the descriptors copying its taps between the whole weights
+// and a packed buffer.
 struct Region {
   std::unique_ptr<LegacyStridedConv> conv;
-  std::int64_t src_offset = 0, dst_offset = 0, weights_offset = 0;
-  bool all_taps = false;
-  TensorDescriptor weights_crop, weights_packed;
-  std::size_t weights_bytes = 0;
+  std::int64_t x_offset = 0, y_offset = 0, weights_offset = 0;
+  bool all_taps = false, pack_x = false, pack_y = false;
+  TensorDescriptor weights_crop, weights_packed, x_crop, x_packed, y_crop, y_packed;
+};
+
+// The workspace after the regions' own: the packed taps, the packed x crop, the packed y crop.
+struct Buffers {
+  std::size_t weights = 0, x = 0, y = 0;
 };
 
 class TapsPlan final : public detail::ConvPlan {
  public:
   TapsPlan(std::shared_ptr<Runtime> runtime, const ConvDesc& desc, Direction direction,
-           TapSplit split)
+           const TapsConfig& config)
       : runtime_(std::move(runtime)),
         desc_(desc),
         direction_(direction),
-        context_(conv_context(desc, direction, taps_id(split))) {
-    const detail::TapRegions regions = detail::tap_regions(desc, split);
+        context_(conv_context(desc, direction, taps_id(config, direction))) {
+    const detail::TapRegions regions = detail::tap_regions(desc, config.split);
     if (regions.regions.size() <= 1) {
-      detail::raise(ErrorKind::Unsupported,
-                    detail::cat("the output is one region of taps (Note [tap regions])"), context_);
+      detail::raise(ErrorKind::Unsupported, "the output is one region of taps (Note [tap regions])",
+                    context_);
     }
     if (regions.regions.size() > max_regions) {
       detail::raise(ErrorKind::Unsupported,
@@ -101,53 +107,82 @@ class TapsPlan final : public detail::ConvPlan {
     uncovered_ = regions.uncovered_outputs;
     whole_ = conv_geometry(desc);
     const std::size_t element = size_of(desc.dtype);
-    std::size_t inner = 0, buffer = 0;
+    std::size_t inner = 0;
+    Buffers bytes;
     std::map<std::string, int> algorithms;
+    bool deterministic = true;
     for (const TapRegion& r : regions.regions) {
       const ConvDesc sub = detail::tap_region_desc(desc, r);
-      Geometry g = conv_geometry(sub);
-      g.src_strides = whole_.src_strides;  // views of the whole tensors
-      g.dst_strides = whole_.dst_strides;
-      Region region;
-      region.conv = std::make_unique<LegacyStridedConv>(*runtime_, sub, g, direction, context_);
+      const Geometry packed = conv_geometry(sub);
+      Region region = make_region(sub, packed, config.algorithm);
       region.all_taps = true;
       for (int i = 0; i < desc.spatial_dims; ++i) {
         const auto s = static_cast<std::size_t>(i);
         const std::size_t at = geometry_dim(desc, i);
-        region.src_offset += r.dims[s].in_begin * whole_.src_strides[at];
-        region.dst_offset += r.dims[s].out_begin * whole_.dst_strides[at];
+        region.x_offset += r.dims[s].in_begin * whole_.src_strides[at];
+        region.y_offset += r.dims[s].out_begin * whole_.dst_strides[at];
         region.weights_offset += r.dims[s].tap_first * whole_.weights_strides[at];
         region.all_taps &= r.dims[s].tap_count == desc.kernel[s];
       }
+      auto copies = [&](TensorDescriptor& crop, TensorDescriptor& dense,
+                        const std::array<std::int64_t, 5>& dims,
+                        const std::array<std::int64_t, 5>& whole_strides,
+                        const std::array<std::int64_t, 5>& packed_strides, std::size_t& buffer) {
+        crop = make_tensor_descriptor(context_);
+        dense = make_tensor_descriptor(context_);
+        set_tensor_descriptor(crop, packed, dims, whole_strides, context_,
+                              "describing a region's crop");
+        set_tensor_descriptor(dense, packed, dims, packed_strides, context_,
+                              "describing a region's packed crop");
+        buffer = std::max(buffer, static_cast<std::size_t>(elements(packed, dims)) * element);
+      };
       if (!region.all_taps) {
-        region.weights_crop = make_tensor_descriptor(context_);
-        region.weights_packed = make_tensor_descriptor(context_);
-        set_tensor_descriptor(region.weights_crop, g, g.weights, whole_.weights_strides, context_,
-                              "describing a region's taps in the weights");
-        set_tensor_descriptor(region.weights_packed, g, g.weights, g.weights_strides, context_,
-                              "describing a region's packed taps");
-        region.weights_bytes = static_cast<std::size_t>(elements(g, g.weights)) * element;
-        buffer = std::max(buffer, region.weights_bytes);
+        copies(region.weights_crop, region.weights_packed, packed.weights, whole_.weights_strides,
+               packed.weights_strides, bytes.weights);
+      }
+      if (region.pack_x) {
+        copies(region.x_crop, region.x_packed, packed.src, whole_.src_strides, packed.src_strides,
+               bytes.x);
+      }
+      if (region.pack_y) {
+        copies(region.y_crop, region.y_packed, packed.dst, whole_.dst_strides, packed.dst_strides,
+               bytes.y);
       }
       inner = std::max(inner, region.conv->workspace_bytes());
-      ++algorithms[region.conv->algorithm_name()];
+      deterministic &= region.conv->deterministic();
+      ++algorithms[detail::cat(region.conv->algorithm_name(),
+                               region.pack_x || region.pack_y ? " on copies" : "")];
+      signature_ += detail::cat(region.conv->algorithm_name(), region.pack_x, region.pack_y, ';');
       regions_.push_back(std::move(region));
     }
     inner_bytes_ = aligned(inner);
-    info_.id = taps_id(split);
+    weights_at_ = inner_bytes_;
+    x_at_ = weights_at_ + aligned(bytes.weights);
+    y_at_ = x_at_ + aligned(bytes.x);
+    info_.id = taps_id(config, direction);
     std::vector<std::string> used;
     for (const auto& [name, count] : algorithms) used.push_back(detail::cat(name, " x", count));
-    info_.name = detail::cat("tap regions (", detail::to_string(split), "): ", regions_.size(),
-                             " legacy convolutions on the output boxes where one range of taps "
-                             "reads real input (",
-                             detail::join(used, ", "), ")");
+    info_.name = detail::cat(
+        "tap regions (", detail::to_string(config.split),
+        config.algorithm ? detail::cat(", ",
+                                       legacy_algorithm_names(
+                                           direction)[static_cast<std::size_t>(*config.algorithm)],
+                                       " where it runs")
+                         : std::string(),
+        "): ", regions_.size(),
+        " legacy convolutions on the output boxes where one range of taps reads real input (",
+        detail::join(used, ", "), ")");
     info_.supported = true;
-    info_.workspace_bytes = inner_bytes_ + aligned(buffer);
-    info_.deterministic = true;
+    info_.workspace_bytes = y_at_ + aligned(bytes.y);
+    info_.deterministic = deterministic;
     info_.notes = {"tap_regions", "legacy", "host_heavy"};
   }
 
   const AlgoInfo& algo() const override { return info_; }
+
+  // The algorithm and copies of each region: two plans of one desc with the same signature run
+  // the same calls.
+  const std::string& signature() const { return signature_; }
 
   void execute(const detail::ConvArgs& args, detail::Workspace workspace) override {
     const BoundTensors t = bind_tensors(args, direction_, context_);
@@ -156,9 +191,13 @@ class TapsPlan final : public detail::ConvPlan {
     const cudnnHandle_t handle = runtime_->handle();
     const std::size_t element = size_of(desc_.dtype);
     auto* base = static_cast<std::byte*>(workspace.data);
-    std::byte* buffer = base == nullptr ? nullptr : base + inner_bytes_;
+    auto part = [&](std::size_t at) { return base == nullptr ? nullptr : base + at; };
+    std::byte* taps_buffer = part(weights_at_);
+    std::byte* x_buffer = part(x_at_);
+    std::byte* y_buffer = part(y_at_);
     auto at = [&](const void* tensor, std::int64_t offset) {
-      return static_cast<const std::byte*>(tensor) + offset * static_cast<std::int64_t>(element);
+      return const_cast<std::byte*>(static_cast<const std::byte*>(tensor)) +
+             offset * static_cast<std::int64_t>(element);
     };
     auto zero = [&](void* tensor, const std::array<std::int64_t, 5>& dims) {
       DNNX_CUDNN_CHECK(
@@ -166,51 +205,70 @@ class TapsPlan final : public detail::ConvPlan {
                           runtime_->stream()),
           context_, "zeroing the output");
     };
-    const float one = 1.0f, zero_beta = 0.0f;
+    // to = from + beta * to, between a crop of a whole tensor and its packed copy.
+    auto transform = [&](const TensorDescriptor& from_desc, const void* from,
+                         const TensorDescriptor& to_desc, void* to, float beta, const char* what) {
+      const float one = 1.0f;
+      DNNX_CUDNN_CHECK(
+          cudnnTransformTensor(handle, &one, from_desc.get(), from, &beta, to_desc.get(), to),
+          context_, what);
+    };
+    // A region's input crop: the view, or its packed copy.
+    auto x_input = [&](const Region& r, const void* whole) -> const void* {
+      if (!r.pack_x) return at(whole, r.x_offset);
+      transform(r.x_crop, at(whole, r.x_offset), r.x_packed, x_buffer, 0.0f, "copying a crop");
+      return x_buffer;
+    };
+    auto y_input = [&](const Region& r, const void* whole) -> const void* {
+      if (!r.pack_y) return at(whole, r.y_offset);
+      transform(r.y_crop, at(whole, r.y_offset), r.y_packed, y_buffer, 0.0f, "copying a crop");
+      return y_buffer;
+    };
+    auto taps = [&](const Region& r, const void* weights) -> const void* {
+      if (r.all_taps) return weights;
+      transform(r.weights_crop, at(weights, r.weights_offset), r.weights_packed, taps_buffer, 0.0f,
+                "copying a region's taps");
+      return taps_buffer;
+    };
     switch (direction_) {
       case Direction::fwd:
         if (uncovered_) zero(t.output, whole_.dst);
         for (const Region& r : regions_) {
-          const void* taps = at(t.second, r.weights_offset);
-          if (!r.all_taps) {
-            DNNX_CUDNN_CHECK(cudnnTransformTensor(handle, &one, r.weights_crop.get(), taps,
-                                                  &zero_beta, r.weights_packed.get(), buffer),
-                             context_, "copying a region's taps");
-            taps = buffer;
-          }
-          r.conv->run(handle, at(t.first, r.src_offset), taps,
-                      const_cast<std::byte*>(at(t.output, r.dst_offset)), 0.0f, base, inner_bytes_);
+          void* out = r.pack_y ? y_buffer : at(t.output, r.y_offset);
+          r.conv->run(handle, x_input(r, t.first), taps(r, t.second), out, 0.0f, base,
+                      inner_bytes_);
+          if (r.pack_y)
+            transform(r.y_packed, y_buffer, r.y_crop, at(t.output, r.y_offset), 0.0f,
+                      "writing a region's output box");
         }
         break;
       case Direction::bwd_data:
         zero(t.output, whole_.src);
         for (const Region& r : regions_) {
-          const void* taps = at(t.second, r.weights_offset);
-          if (!r.all_taps) {
-            DNNX_CUDNN_CHECK(cudnnTransformTensor(handle, &one, r.weights_crop.get(), taps,
-                                                  &zero_beta, r.weights_packed.get(), buffer),
-                             context_, "copying a region's taps");
-            taps = buffer;
+          const void* diff_dst = y_input(r, t.first);
+          const void* weights = taps(r, t.second);
+          if (!r.pack_x) {
+            r.conv->run(handle, diff_dst, weights, at(t.output, r.x_offset), 1.0f, base,
+                        inner_bytes_);
+            continue;
           }
-          r.conv->run(handle, at(t.first, r.dst_offset), taps,
-                      const_cast<std::byte*>(at(t.output, r.src_offset)), 1.0f, base, inner_bytes_);
+          r.conv->run(handle, diff_dst, weights, x_buffer, 0.0f, base, inner_bytes_);
+          transform(r.x_packed, x_buffer, r.x_crop, at(t.output, r.x_offset), 1.0f,
+                    "adding a region's input gradient into its crop");
         }
         break;
       case Direction::bwd_weights:
         zero(t.output, whole_.weights);
         for (const Region& r : regions_) {
-          const void* src = at(t.first, r.src_offset);
-          const void* diff_dst = at(t.second, r.dst_offset);
+          const void* src = x_input(r, t.first);
+          const void* diff_dst = y_input(r, t.second);
           if (r.all_taps) {
             r.conv->run(handle, src, diff_dst, t.output, 1.0f, base, inner_bytes_);
             continue;
           }
-          r.conv->run(handle, src, diff_dst, buffer, 0.0f, base, inner_bytes_);
-          DNNX_CUDNN_CHECK(
-              cudnnTransformTensor(handle, &one, r.weights_packed.get(), buffer, &one,
-                                   r.weights_crop.get(),
-                                   const_cast<std::byte*>(at(t.output, r.weights_offset))),
-              context_, "adding a region's weight gradient into its taps");
+          r.conv->run(handle, src, diff_dst, taps_buffer, 0.0f, base, inner_bytes_);
+          transform(r.weights_packed, taps_buffer, r.weights_crop, at(t.output, r.weights_offset),
+                    1.0f, "adding a region's weight gradient into its taps");
         }
         break;
       case Direction::fwd_training: break;  // not a convolution direction
@@ -218,6 +276,35 @@ class TapsPlan final : public detail::ConvPlan {
   }
 
  private:
+  // The region's legacy call: `algorithm` where cuDNN runs it, else cuDNN's ranked choice; on
+  // views of both tensors where cuDNN takes them, else with one or both crops packed.
+  Region make_region(const ConvDesc& sub, const Geometry& packed, std::optional<int> algorithm) {
+    std::string refusal;
+    for (const std::optional<int> choice :
+         algorithm ? std::vector<std::optional<int>>{algorithm, std::nullopt}
+                   : std::vector<std::optional<int>>{std::nullopt}) {
+      for (const auto [pack_x, pack_y] :
+           {std::pair{false, false}, {false, true}, {true, false}, {true, true}}) {
+        Geometry g = packed;
+        if (!pack_x) g.src_strides = whole_.src_strides;
+        if (!pack_y) g.dst_strides = whole_.dst_strides;
+        try {
+          Region region;
+          region.conv =
+              std::make_unique<LegacyStridedConv>(*runtime_, sub, g, direction_, context_, choice);
+          region.pack_x = pack_x;
+          region.pack_y = pack_y;
+          return region;
+        } catch (const Error& error) {
+          if (error.kind() != ErrorKind::Unsupported) throw;
+          refusal = error.message();
+        }
+      }
+    }
+    detail::raise(ErrorKind::Unsupported,
+                  detail::cat("a region (", sub, ") has no legacy algorithm: ", refusal), context_);
+  }
+
   std::shared_ptr<Runtime> runtime_;
   ConvDesc desc_;
   Direction direction_;
@@ -225,19 +312,24 @@ class TapsPlan final : public detail::ConvPlan {
   Geometry whole_;
   bool uncovered_ = false;
   std::vector<Region> regions_;
-  std::size_t inner_bytes_ = 0;
+  std::size_t inner_bytes_ = 0, weights_at_ = 0, x_at_ = 0, y_at_ = 0;
+  std::string signature_;
   AlgoInfo info_;
 };
 
 }  // namespace
 
-std::string taps_id(TapSplit split) { return detail::cat(taps_prefix, detail::to_string(split)); }
-
-std::optional<TapSplit> taps_split_of(std::string_view id) {
-  for (TapSplit split : {TapSplit::boxes, TapSplit::rows}) {
-    if (id == taps_id(split)) return split;
+std::string taps_id(const TapsConfig& config, Direction direction) {
+  std::string id = detail::cat(taps_prefix, detail::to_string(config.split));
+  if (config.algorithm) {
+    id += detail::cat(
+        ':', legacy_algorithm_names(direction)[static_cast<std::size_t>(*config.algorithm)]);
   }
-  return std::nullopt;
+  return id;
+}
+
+bool is_taps_id(std::string_view id) {
+  return id == taps_off_id || id.substr(0, taps_prefix.size()) == taps_prefix;
 }
 
 bool has_sparse_taps(const ConvDesc& desc) {
@@ -245,6 +337,9 @@ bool has_sparse_taps(const ConvDesc& desc) {
          detail::valid_tap_fraction(desc) <= sparse_fraction;
 }
 
+namespace {
+
+// The splits desc lists candidates of under `setting`, or none with `why`.
 std::vector<TapSplit> tap_splits(const ConvDesc& desc, TapCandidates setting, std::string& why) {
   if (setting == TapCandidates::off) {
     why = detail::cat("off (", taps_variable, "=off); ", taps_variable,
@@ -272,6 +367,45 @@ std::vector<TapSplit> tap_splits(const ConvDesc& desc, TapCandidates setting, st
   return splits;
 }
 
+}  // namespace
+
+std::vector<TapsEntry> taps_entries(const std::shared_ptr<Runtime>& runtime, const ConvDesc& desc,
+                                    Direction direction) {
+  const TapCandidates setting = runtime->settings().conv_taps;
+  std::string why;
+  const std::vector<TapSplit> splits = tap_splits(desc, setting, why);
+  if (splits.empty()) {
+    if (setting != TapCandidates::off || !has_sparse_taps(desc)) return {};
+    TapsEntry off;
+    off.info = taps_off_info(std::move(why));
+    return {off};
+  }
+  std::vector<TapsEntry> entries;
+  const std::size_t algorithms = legacy_algorithm_names(direction).size();
+  for (TapSplit split : splits) {
+    std::vector<std::string> signatures;  // of the split's entries so far
+    for (int a = -1; a < static_cast<int>(algorithms); ++a) {
+      TapsEntry entry;
+      entry.config = TapsConfig{split, a < 0 ? std::nullopt : std::optional<int>(a)};
+      try {
+        const TapsPlan plan(runtime, desc, direction, *entry.config);
+        // A variant that runs what an earlier entry runs (its algorithm nowhere accepted) adds
+        // nothing to time.
+        if (std::find(signatures.begin(), signatures.end(), plan.signature()) != signatures.end())
+          continue;
+        signatures.push_back(plan.signature());
+        entry.info = plan.algo();
+      } catch (const Error& error) {
+        if (a >= 0) continue;  // a variant whose algorithm cuDNN takes for no region
+        entry.info = taps_off_info(error.message());
+        entry.info.id = taps_id(*entry.config, direction);
+      }
+      entries.push_back(std::move(entry));
+    }
+  }
+  return entries;
+}
+
 AlgoInfo taps_off_info(std::string reason) {
   AlgoInfo info;
   info.id = std::string(taps_off_id);
@@ -283,8 +417,8 @@ AlgoInfo taps_off_info(std::string reason) {
 
 std::shared_ptr<detail::ConvPlan> make_taps_plan(std::shared_ptr<Runtime> runtime,
                                                  const ConvDesc& desc, Direction direction,
-                                                 TapSplit split) {
-  return std::make_shared<TapsPlan>(std::move(runtime), desc, direction, split);
+                                                 const TapsConfig& config) {
+  return std::make_shared<TapsPlan>(std::move(runtime), desc, direction, config);
 }
 
 }  // namespace dnnx::cudnn

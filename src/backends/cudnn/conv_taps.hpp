@@ -21,29 +21,46 @@ namespace dnnx::cudnn {
 /// The id of the entry listed while the candidates are off: "cudnn:taps".
 inline constexpr std::string_view taps_off_id = "cudnn:taps";
 
-/// "cudnn:taps:boxes", "cudnn:taps:rows".
-std::string taps_id(detail::TapSplit split);
+/// What a tap-region candidate runs: its split, and the legacy algorithm its regions run where
+/// cuDNN takes it (an index into legacy_algorithm_names(direction); none: cuDNN's ranked
+/// choice for each region).
+struct TapsConfig {
+  detail::TapSplit split = detail::TapSplit::boxes;
+  std::optional<int> algorithm;
+};
 
-/// The split of a tap-region candidate's id, or nullopt when `id` is none.
-std::optional<detail::TapSplit> taps_split_of(std::string_view id);
+/// "cudnn:taps:<split>[:<algorithm>]", e.g. "cudnn:taps:boxes", "cudnn:taps:rows:implicit_gemm".
+std::string taps_id(const TapsConfig& config, Direction direction);
 
-/// The splits desc lists candidates of under `setting` (Note [tap-region candidates]), or none
-/// (with `why`: the desc has no tap regions worth listing, or the setting is off).
-std::vector<detail::TapSplit> tap_splits(const ConvDesc& desc, TapCandidates setting,
-                                         std::string& why);
+/// Whether `id` is taps_off_id or begins "cudnn:taps:".
+bool is_taps_id(std::string_view id);
 
 /// Whether desc would list tap-region candidates if the setting were `sparse`: what decides
 /// whether the entry of the off setting is listed.
 bool has_sparse_taps(const ConvDesc& desc);
 
+/// One tap-region entry of a listing: a candidate (with its config) or the unsupported entry
+/// listed while they are off (no config).
+struct TapsEntry {
+  AlgoInfo info;
+  std::optional<TapsConfig> config;
+};
+
+/// The tap-region entries of (desc, direction) under the runtime's setting (Note [tap-region
+/// candidates]): none where desc has no such regions (or, while they are off, would list none);
+/// the off entry while they are off; else per split the candidate of cuDNN's ranked choices
+/// (unsupported, with the reason, where a region has no legacy algorithm) and one per legacy
+/// algorithm that makes some region run something else.
+std::vector<TapsEntry> taps_entries(const std::shared_ptr<Runtime>& runtime, const ConvDesc& desc,
+                                    Direction direction);
+
 /// The entry listed while the candidates are off for a desc that has them (id taps_off_id).
 AlgoInfo taps_off_info(std::string reason);
 
-/// The plan of the tap-region candidate of `split` for (desc, direction); throws Unsupported
-/// when the split has a single region or cuDNN runs no region (the candidate's listing entry
-/// then says so).
+/// The plan of the tap-region candidate of `config` for (desc, direction); throws Unsupported
+/// when the split has a single region or cuDNN runs no region.
 std::shared_ptr<detail::ConvPlan> make_taps_plan(std::shared_ptr<Runtime> runtime,
                                                  const ConvDesc& desc, Direction direction,
-                                                 detail::TapSplit split);
+                                                 const TapsConfig& config);
 
 }  // namespace dnnx::cudnn
