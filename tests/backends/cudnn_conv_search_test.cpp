@@ -222,13 +222,14 @@ TEST(CudnnSearchSettings, GemmOnAndIm2colOffByDefault) {
   }
 }
 
-// Note [tap-region candidates]: listed where taps read mostly padding by default;
-// DNNX_CUDNN_CONV_TAPS takes off, sparse and on (and the switch words), and anything else is an
-// InvalidArgument naming the variable.
-TEST(CudnnSearchSettings, TapRegionsSparseByDefault) {
+// Note [tap-region candidates]: listed for fp32 convolutions whose taps read mostly padding by
+// default; DNNX_CUDNN_CONV_TAPS takes off, f32, sparse and on (and the switch words), and
+// anything else is an InvalidArgument naming the variable.
+TEST(CudnnSearchSettings, TapRegionsForF32ByDefault) {
   const ScopedEnv unset("DNNX_CUDNN_CONV_TAPS", nullptr);
-  EXPECT_EQ(cudnn::settings_from_env().conv_taps, cudnn::TapCandidates::sparse);
+  EXPECT_EQ(cudnn::settings_from_env().conv_taps, cudnn::TapCandidates::f32);
   for (const auto& [text, expected] : {std::pair{"sparse", cudnn::TapCandidates::sparse},
+                                       {"F32", cudnn::TapCandidates::f32},
                                        {"ON", cudnn::TapCandidates::on},
                                        {"1", cudnn::TapCandidates::on},
                                        {"off", cudnn::TapCandidates::off},
@@ -236,7 +237,7 @@ TEST(CudnnSearchSettings, TapRegionsSparseByDefault) {
     const ScopedEnv set("DNNX_CUDNN_CONV_TAPS", text);
     EXPECT_EQ(cudnn::settings_from_env().conv_taps, expected) << text;
   }
-  for (const char* bad : {"boxes", "f32", "2"}) {
+  for (const char* bad : {"boxes", "f16", "2"}) {
     const ScopedEnv set("DNNX_CUDNN_CONV_TAPS", bad);
     try {
       cudnn::settings_from_env();
@@ -415,15 +416,16 @@ std::size_t picked_candidates_match_the_reference(
   return checked;
 }
 
-// Note [tap-region candidates]: a convolution whose taps read mostly padding lists
-// cudnn:taps:boxes (and :rows where it differs) after every other supported candidate, and each
-// computes what the reference does in every direction: 2-D and 3-D, 1-D, NCHW and NHWC, f32, f16
-// and bf16, stride, groups, and padding beyond the kernel's reach (outputs no tap reaches). A
-// dense 3x3 lists none unless DNNX_CUDNN_CONV_TAPS=on; =off lists one unsupported cudnn:taps
-// naming the variable.
+// Note [tap-region candidates]: with DNNX_CUDNN_CONV_TAPS=sparse a convolution whose taps read
+// mostly padding lists cudnn:taps:boxes (and :rows and the nondeterministic algorithms' variants
+// where they differ) after every other supported candidate, and each computes what the
+// reference does in every direction: 2-D and 3-D, 1-D, NCHW and NHWC, f32, f16 and bf16,
+// stride, groups, and padding beyond the kernel's reach (outputs no tap reaches). By default an
+// f16 one lists one unsupported cudnn:taps naming the variable and an f32 one the candidates; a
+// dense 3x3 lists none unless DNNX_CUDNN_CONV_TAPS=on; =off lists the one unsupported entry.
 TEST(CudnnSearch, TapRegionCandidatesMatchTheReference) {
   DNNX_REQUIRE_GPU();
-  const ScopedEnv unset("DNNX_CUDNN_CONV_TAPS", nullptr);
+  const ScopedEnv sparse("DNNX_CUDNN_CONV_TAPS", "sparse");
   const ConvDesc aspp =
       make_desc({2, 8, 17, 15}, {12, 8, 3, 3}, 1, 6, 6, 1, DType::f32, Layout::channels_first);
   const std::vector<ConvDesc> descs{
@@ -451,6 +453,19 @@ TEST(CudnnSearch, TapRegionCandidatesMatchTheReference) {
   {
     const std::vector<AlgoInfo> algos = conv_list(context, dense, Direction::fwd);
     EXPECT_EQ(std::count_if(algos.begin(), algos.end(), is_taps), 0);
+  }
+  {
+    const ScopedEnv unset("DNNX_CUDNN_CONV_TAPS", nullptr);
+    Context defaults = cudnn_context();
+    const std::vector<AlgoInfo> f32 = conv_list(defaults, aspp, Direction::fwd);
+    EXPECT_GT(std::count_if(f32.begin(), f32.end(),
+                            [&](const AlgoInfo& a) { return a.supported && is_taps(a); }),
+              0);
+    const std::vector<AlgoInfo> f16 = conv_list(defaults, descs[1], Direction::fwd);
+    ASSERT_EQ(std::count_if(f16.begin(), f16.end(), is_taps), 1);
+    const auto entry = std::find_if(f16.begin(), f16.end(), is_taps);
+    EXPECT_FALSE(entry->supported);
+    EXPECT_NE(entry->reason.find("DNNX_CUDNN_CONV_TAPS"), std::string::npos) << entry->reason;
   }
   {
     const ScopedEnv on("DNNX_CUDNN_CONV_TAPS", "on");

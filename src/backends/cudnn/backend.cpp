@@ -63,18 +63,20 @@ Im2colCandidates im2col_from_env() {
                             "' is not an im2col setting; accepted: off, f32, on (or 0, 1)"));
 }
 
-// DNNX_CUDNN_CONV_TAPS (Note [tap-region candidates]); unset or empty means sparse. The switch
+// DNNX_CUDNN_CONV_TAPS (Note [tap-region candidates]); unset or empty means f32. The switch
 // words of switch_from_env() are accepted too (1 = on, 0 = off).
 TapCandidates taps_from_env() {
   const char* value = std::getenv(taps_variable);
-  if (value == nullptr || *value == '\0') return TapCandidates::sparse;
+  if (value == nullptr || *value == '\0') return TapCandidates::f32;
   const std::string text = detail::lower(value);
+  if (text == "f32") return TapCandidates::f32;
   if (text == "sparse") return TapCandidates::sparse;
   if (text == "on" || text == "1" || text == "true" || text == "yes") return TapCandidates::on;
   if (text == "off" || text == "0" || text == "false" || text == "no") return TapCandidates::off;
-  detail::raise(ErrorKind::InvalidArgument,
-                detail::cat("environment variable ", taps_variable, "='", value,
-                            "' is not a tap-region setting; accepted: off, sparse, on (or 0, 1)"));
+  detail::raise(
+      ErrorKind::InvalidArgument,
+      detail::cat("environment variable ", taps_variable, "='", value,
+                  "' is not a tap-region setting; accepted: off, f32, sparse, on (or 0, 1)"));
 }
 
 // DNNX_CUDNN_KNOB_VARIANTS: knob variants per engine; unset or empty means `fallback`.

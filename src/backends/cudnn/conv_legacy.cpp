@@ -557,6 +557,15 @@ std::vector<std::string> legacy_algorithm_names(Direction direction) {
   return names;
 }
 
+std::vector<int> legacy_nondeterministic_algorithms(Direction direction) {
+  std::vector<int> out;
+  const auto specs = algos(direction);
+  for (std::size_t a = 0; a < specs.size(); ++a) {
+    if (!specs[a].deterministic) out.push_back(static_cast<int>(a));
+  }
+  return out;
+}
+
 LegacyStridedConv::LegacyStridedConv(Runtime& runtime, const ConvDesc& desc, const Geometry& g,
                                      Direction direction, const ErrorContext& context,
                                      std::optional<int> algorithm) {

@@ -66,6 +66,9 @@ std::shared_ptr<detail::ConvPlan> make_legacy_plan(std::shared_ptr<Runtime> runt
 /// The legacy algorithms of `direction` by index ("implicit_gemm", ..., as legacy ids name them).
 std::vector<std::string> legacy_algorithm_names(Direction direction);
 
+/// The indexes of those that are not deterministic (Note [legacy candidates]).
+std::vector<int> legacy_nondeterministic_algorithms(Direction direction);
+
 class LegacyStridedConv {
  public:
   /// Throws Unsupported naming cuDNN's last refusal when no algorithm qualifies.

@@ -4,29 +4,35 @@
 // the boxes of Note [tap regions] (src/core/tap_regions.hpp) do much less work: on an H200 the
 // sum of PyTorch's own convolutions on those boxes (bench/tap_regions_study.py) took 0.49-0.57 of
 // the whole fp32 convolution at dilation 36, 0.80-0.84 at 24, 0.88-0.96 at 12, in every
-// direction, copies of the crops included (docs/benchmarks.md, "Tap regions"). So a convolution
-// whose taps read real input with at most 80% of their products (valid_tap_fraction()) lists
-// two candidates, "cudnn:taps:boxes" and "cudnn:taps:rows" (the second where it differs: the
-// first dim split, the others whole), which the search times like any other. Each region is a
-// legacy cuDNN call (LegacyStridedConv: cuDNN's first ranked deterministic algorithm for it)
-// on views of the caller's tensors: the input crop and the output box are described with the
-// whole tensors' strides at an offset, so nothing but the kernel's taps is copied:
-//   fwd          each box of dst written by its region's convolution, its taps copied packed
-//                into the workspace (cudnnTransformTensor) unless it has them all; dst zeroed
-//                first only where some output is reached by no tap;
+// direction, copies of the crops included, but in f16 beat the whole convolution only at
+// dilation 36 (docs/benchmarks.md, "Tap regions"). So an fp32 convolution whose taps read real
+// input with at most 80% of their products (valid_tap_fraction()) lists candidates of two
+// splits, "cudnn:taps:boxes" and "cudnn:taps:rows" (the second where it differs: the first dim
+// split, the others whole), which the search times like any other. Each region is a legacy
+// cuDNN call (LegacyStridedConv), by default cuDNN's first ranked deterministic algorithm for
+// it; the direction's nondeterministic algorithms (bwd_data algo_0, bwd_weights algo_0 and
+// algo_3, which the ranking's deterministic pick skips and which were the fastest on DeepLabV3's
+// backward rows) are variants, "cudnn:taps:<split>:<algorithm>", each region running it where
+// cuDNN takes it. A variant that runs what an earlier one runs is not listed.
+// A region runs on views of the caller's tensors where cuDNN takes them (the input crop and the
+// output box described with the whole tensors' strides at an offset: the fp32 forward), else on
+// packed copies of its crops in the workspace (cudnnTransformTensor), and its taps are copied
+// packed unless it has them all:
+//   fwd          each box of dst written by its region's convolution; dst zeroed first only
+//                where some output is reached by no tap;
 //   bwd_data     diff_src zeroed, then each region's input gradient added into its crop
 //                (beta = 1: crops overlap);
-//   bwd_weights  diff_weights zeroed, then each region's weight gradient computed into the
-//                workspace and added into its taps (into diff_weights itself, beta = 1, where it
-//                has them all).
-// The regions run one after the other on the backend's stream, in a fixed order, with
-// deterministic algorithms: the candidate is deterministic. The sums are those of the whole
-// convolution less the products with padding, in another order; f16 and bf16 results are
-// rounded once per region that adds into an element (at most 2^dims regions per weight tap,
-// and per input element as many as its crops overlap). DNNX_CUDNN_CONV_TAPS=off lists one
-// unsupported "cudnn:taps" entry instead, =on lists them for every convolution whose output
-// splits into more than one region (for measurements). A listing with more than 32 regions
-// lists no such split.
+//   bwd_weights  diff_weights zeroed, then each region's weight gradient added into its taps.
+// The regions run one after the other on the backend's stream, in a fixed order: the candidate
+// is deterministic when its algorithms are. The sums are those of the whole convolution less
+// the products with padding, in another order; f16 and bf16 results are rounded once more per
+// region that adds into an element. DNNX_CUDNN_CONV_TAPS picks where they are listed: "f32"
+// (the default, as above), "sparse" (every dtype), "on" (every convolution whose output splits
+// into more than one region, for measurements), "off"; where the setting alone keeps them out
+// of a listing that would have them, one unsupported "cudnn:taps" entry says so. A split of
+// more than 32 regions is not listed. The rows split is listed only where every output of the
+// dims it keeps whole is reached by some tap: an output reading only padding is zero, which a
+// Winograd or FFT algorithm computes only approximately.
 
 #include "backends/cudnn/conv_taps.hpp"
 
@@ -48,7 +54,8 @@ using detail::TapRegion;
 using detail::TapSplit;
 
 constexpr std::string_view taps_prefix = "cudnn:taps:";
-// Listed under `sparse` where at most this share of the tap-pixel products reads real input.
+// Listed under `f32` and `sparse` where at most this share of the tap-pixel products reads real
+// input.
 constexpr double sparse_fraction = 0.8;
 constexpr std::size_t max_regions = 32;
 constexpr std::size_t buffer_alignment = 256;
@@ -343,7 +350,8 @@ namespace {
 std::vector<TapSplit> tap_splits(const ConvDesc& desc, TapCandidates setting, std::string& why) {
   if (setting == TapCandidates::off) {
     why = detail::cat("off (", taps_variable, "=off); ", taps_variable,
-                      "=sparse lists them where at most ", sparse_fraction * 100,
+                      "=f32 (the default) lists them for fp32 convolutions where at most ",
+                      sparse_fraction * 100,
                       "% of the tap-pixel products read real input (Note [tap-region "
                       "candidates])");
     return {};
@@ -353,16 +361,34 @@ std::vector<TapSplit> tap_splits(const ConvDesc& desc, TapCandidates setting, st
     why = "the output is one region of taps";
     return {};
   }
+  if (setting == TapCandidates::f32 && desc.dtype != DType::f32) {
+    why = detail::cat("listed for fp32 convolutions only (", taps_variable, "=f32, the default); ",
+                      taps_variable,
+                      "=sparse lists them for every dtype (Note [tap-region "
+                      "candidates])");
+    return {};
+  }
   const double fraction = detail::valid_tap_fraction(desc);
-  if (setting == TapCandidates::sparse && fraction > sparse_fraction) {
+  if (setting != TapCandidates::on && fraction > sparse_fraction) {
     why = detail::cat(fraction * 100, "% of the tap-pixel products read real input, more than ",
                       sparse_fraction * 100, "% (", taps_variable, "=on lists them anyway)");
     return {};
   }
   std::vector<TapSplit> splits;
   if (boxes <= max_regions) splits.push_back(TapSplit::boxes);
+  // Rows keep the other dims whole, padding included: only where each of them has a tap for
+  // every output, so that an output reading only padding is never computed (Note [tap regions]:
+  // it is zero, which a Winograd or FFT transform gives only approximately).
   const std::size_t rows = detail::tap_regions(desc, TapSplit::rows).regions.size();
-  if (rows > 1 && rows != boxes && rows <= max_regions) splits.push_back(TapSplit::rows);
+  bool kept_dims_covered = true;
+  for (int dim = 1; dim < desc.spatial_dims; ++dim) {
+    std::int64_t covered = 0;
+    for (const detail::TapSegment& s : detail::tap_segments(desc, dim))
+      covered += s.out_end - s.out_begin;
+    kept_dims_covered &= covered == desc.output_size(dim);
+  }
+  if (rows > 1 && rows != boxes && rows <= max_regions && kept_dims_covered)
+    splits.push_back(TapSplit::rows);
   if (splits.empty()) why = detail::cat(boxes, " regions, more than ", max_regions);
   return splits;
 }
@@ -375,18 +401,22 @@ std::vector<TapsEntry> taps_entries(const std::shared_ptr<Runtime>& runtime, con
   std::string why;
   const std::vector<TapSplit> splits = tap_splits(desc, setting, why);
   if (splits.empty()) {
-    if (setting != TapCandidates::off || !has_sparse_taps(desc)) return {};
+    // The entry saying why, where the setting alone keeps them out.
+    const bool by_setting = setting == TapCandidates::off ||
+                            (setting == TapCandidates::f32 && desc.dtype != DType::f32);
+    if (!by_setting || !has_sparse_taps(desc)) return {};
     TapsEntry off;
     off.info = taps_off_info(std::move(why));
     return {off};
   }
   std::vector<TapsEntry> entries;
-  const std::size_t algorithms = legacy_algorithm_names(direction).size();
+  std::vector<std::optional<int>> algorithms{std::nullopt};
+  for (int a : legacy_nondeterministic_algorithms(direction)) algorithms.emplace_back(a);
   for (TapSplit split : splits) {
     std::vector<std::string> signatures;  // of the split's entries so far
-    for (int a = -1; a < static_cast<int>(algorithms); ++a) {
+    for (const std::optional<int> a : algorithms) {
       TapsEntry entry;
-      entry.config = TapsConfig{split, a < 0 ? std::nullopt : std::optional<int>(a)};
+      entry.config = TapsConfig{split, a};
       try {
         const TapsPlan plan(runtime, desc, direction, *entry.config);
         // A variant that runs what an earlier entry runs (its algorithm nowhere accepted) adds
@@ -396,7 +426,7 @@ std::vector<TapsEntry> taps_entries(const std::shared_ptr<Runtime>& runtime, con
         signatures.push_back(plan.signature());
         entry.info = plan.algo();
       } catch (const Error& error) {
-        if (a >= 0) continue;  // a variant whose algorithm cuDNN takes for no region
+        if (a) continue;  // a variant whose algorithm cuDNN takes for no region
         entry.info = taps_off_info(error.message());
         entry.info.id = taps_id(*entry.config, direction);
       }

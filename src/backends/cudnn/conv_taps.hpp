@@ -36,7 +36,7 @@ std::string taps_id(const TapsConfig& config, Direction direction);
 bool is_taps_id(std::string_view id);
 
 /// Whether desc would list tap-region candidates if the setting were `sparse`: what decides
-/// whether the entry of the off setting is listed.
+/// whether the entry saying the setting keeps them out is listed.
 bool has_sparse_taps(const ConvDesc& desc);
 
 /// One tap-region entry of a listing: a candidate (with its config) or the unsupported entry
@@ -47,14 +47,15 @@ struct TapsEntry {
 };
 
 /// The tap-region entries of (desc, direction) under the runtime's setting (Note [tap-region
-/// candidates]): none where desc has no such regions (or, while they are off, would list none);
-/// the off entry while they are off; else per split the candidate of cuDNN's ranked choices
-/// (unsupported, with the reason, where a region has no legacy algorithm) and one per legacy
-/// algorithm that makes some region run something else.
+/// candidates]): none where desc has no such regions; the unsupported taps_off_id entry where
+/// the setting alone keeps them out; else per split the candidate of cuDNN's ranked choices
+/// (unsupported, with the reason, where a region has no legacy algorithm) and one per
+/// nondeterministic legacy algorithm that makes some region run something else.
 std::vector<TapsEntry> taps_entries(const std::shared_ptr<Runtime>& runtime, const ConvDesc& desc,
                                     Direction direction);
 
-/// The entry listed while the candidates are off for a desc that has them (id taps_off_id).
+/// The entry listed where the setting keeps the candidates out of a desc that has them (id
+/// taps_off_id).
 AlgoInfo taps_off_info(std::string reason);
 
 /// The plan of the tap-region candidate of `config` for (desc, direction); throws Unsupported

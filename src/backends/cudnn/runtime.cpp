@@ -32,6 +32,7 @@ const char* to_string(Im2colCandidates where) {
 const char* to_string(TapCandidates where) {
   switch (where) {
     case TapCandidates::off: return "off";
+    case TapCandidates::f32: return "f32";
     case TapCandidates::sparse: return "sparse";
     case TapCandidates::on: return "on";
   }

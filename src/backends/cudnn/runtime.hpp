@@ -55,7 +55,7 @@ enum class KnobSearch { off, top, all };
 /// Where the im2col candidates are listed (Note [im2col candidates] in conv_im2col.cpp).
 enum class Im2colCandidates { off, f32, on };
 /// Where the tap-region candidates are listed (Note [tap-region candidates] in conv_taps.cpp).
-enum class TapCandidates { off, sparse, on };
+enum class TapCandidates { off, f32, sparse, on };
 
 /// Switches of one backend instance, read from the environment when it is created.
 struct Settings {
@@ -83,8 +83,9 @@ struct Settings {
   bool conv_gemm = true;
   /// DNNX_CUDNN_CONV_IM2COL: off, f32 or on (Note [im2col candidates] in conv_im2col.cpp)
   Im2colCandidates conv_im2col = Im2colCandidates::off;
-  /// DNNX_CUDNN_CONV_TAPS: off, sparse or on (Note [tap-region candidates] in conv_taps.cpp)
-  TapCandidates conv_taps = TapCandidates::sparse;
+  /// DNNX_CUDNN_CONV_TAPS: off, f32, sparse or on (Note [tap-region candidates] in
+  /// conv_taps.cpp)
+  TapCandidates conv_taps = TapCandidates::f32;
 };
 
 /// "off", "top", "all".
