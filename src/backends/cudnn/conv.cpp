@@ -136,7 +136,7 @@ struct Candidate {
   // gemm]).
   std::string matmul_id;
   bool gemm_packed = false;
-  // taps: what it runs (none for the entry listed while they are off).
+  // taps: what it runs (none for the entry listed where the setting keeps them out).
   std::optional<TapsConfig> taps;
 };
 
