@@ -196,7 +196,7 @@ check(torch_turns == [["b2.dw.s2/fwd/f16_nhwc"]] * 2, f"torch turns: {torch_turn
 for algo, kind in (("cudnn:engine:62:workspace=2", "engine"), ("cudnn:gemm:cublaslt:a5", "gemm"),
                    ("cudnn:gemm:packed:cublas:gemm_ex", "gemm packed"),
                    ("cudnn:im2col:packed:cublaslt:a5", "im2col packed"),
-                   ("cudnn:im2col:cublaslt:a5", "im2col"),
+                   ("cudnn:im2col:cublaslt:a5", "im2col"), ("cudnn:taps:rows:algo_0", "taps"),
                    ("cudnn:kernel:depthwise:unrolled", "depthwise"),
                    ("cudnn:padc:cudnn:engine:5", "padded"),
                    ("cudnn:legacy:fwd:gemm:fma", "legacy"), ("onednn:x64:gemm", "onednn")):

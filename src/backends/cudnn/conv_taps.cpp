@@ -43,6 +43,7 @@
 #include "core/strings.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cstddef>
 #include <map>
 #include <utility>
@@ -113,6 +114,17 @@ class TapsPlan final : public detail::ConvPlan {
     }
     uncovered_ = regions.uncovered_outputs;
     whole_ = conv_geometry(desc);
+    // The regions' descriptors hold the whole tensors' strides (views, and the crops' copies),
+    // as int.
+    for (const auto* values : {&whole_.src, &whole_.src_strides, &whole_.dst, &whole_.dst_strides,
+                               &whole_.weights, &whole_.weights_strides}) {
+      if (std::any_of(values->begin(), values->begin() + whole_.nb_dims,
+                      [](std::int64_t v) { return v > INT_MAX; })) {
+        detail::raise(ErrorKind::Unsupported,
+                      "a dim or stride exceeds INT_MAX, which legacy descriptors cannot hold",
+                      context_);
+      }
+    }
     const std::size_t element = size_of(desc.dtype);
     std::size_t inner = 0;
     Buffers bytes;
