@@ -31,6 +31,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -149,6 +150,22 @@ std::vector<float> output_of(const Tensor& device) { return test::host_copy_of(d
 
 // ---- settings (no GPU needed) --------------------------------------------------------------
 
+// Each of `values` in `variable` makes settings_from_env() throw an InvalidArgument naming the
+// variable and the value.
+void expect_rejected(const char* variable, std::initializer_list<const char*> values) {
+  for (const char* bad : values) {
+    const ScopedEnv set(variable, bad);
+    try {
+      cudnn::settings_from_env();
+      ADD_FAILURE() << variable << "=" << bad << " was accepted";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+      EXPECT_NE(error.message().find(variable), std::string::npos) << error.message();
+      EXPECT_NE(error.message().find(bad), std::string::npos) << error.message();
+    }
+  }
+}
+
 TEST(CudnnSearchSettings, RuntimeCompiledOnByDefaultWithABudget) {
   const ScopedEnv rtc("DNNX_CUDNN_RUNTIME_COMPILED", nullptr);
   const ScopedEnv budget("DNNX_CUDNN_COMPILE_BUDGET", nullptr);
@@ -173,18 +190,7 @@ TEST(CudnnSearchSettings, RuntimeCompiledOnByDefaultWithABudget) {
     const ScopedEnv set("DNNX_CUDNN_COMPILE_BUDGET", "0.25");
     EXPECT_DOUBLE_EQ(cudnn::settings_from_env().compile_budget_s, 0.25);
   }
-  for (const char* bad : {"-1", "soon", "1s", "4000"}) {
-    const ScopedEnv set("DNNX_CUDNN_COMPILE_BUDGET", bad);
-    try {
-      cudnn::settings_from_env();
-      ADD_FAILURE() << "DNNX_CUDNN_COMPILE_BUDGET=" << bad << " was accepted";
-    } catch (const Error& error) {
-      EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
-      EXPECT_NE(error.message().find("DNNX_CUDNN_COMPILE_BUDGET"), std::string::npos)
-          << error.message();
-      EXPECT_NE(error.message().find(bad), std::string::npos) << error.message();
-    }
-  }
+  expect_rejected("DNNX_CUDNN_COMPILE_BUDGET", {"-1", "soon", "1s", "4000"});
 }
 
 // Note [gemm candidates], Note [im2col candidates]: the gemm candidates on by default and the
@@ -205,17 +211,7 @@ TEST(CudnnSearchSettings, GemmOnAndIm2colOffByDefault) {
     const ScopedEnv set("DNNX_CUDNN_CONV_IM2COL", text);
     EXPECT_EQ(cudnn::settings_from_env().conv_im2col, expected) << text;
   }
-  for (const char* bad : {"f16", "all", "2"}) {
-    const ScopedEnv set("DNNX_CUDNN_CONV_IM2COL", bad);
-    try {
-      cudnn::settings_from_env();
-      ADD_FAILURE() << "DNNX_CUDNN_CONV_IM2COL=" << bad << " was accepted";
-    } catch (const Error& error) {
-      EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
-      EXPECT_NE(std::string(error.what()).find("DNNX_CUDNN_CONV_IM2COL"), std::string::npos)
-          << error.what();
-    }
-  }
+  expect_rejected("DNNX_CUDNN_CONV_IM2COL", {"f16", "all", "2"});
   {
     const ScopedEnv off("DNNX_CUDNN_CONV_GEMM", "0");
     EXPECT_FALSE(cudnn::settings_from_env().conv_gemm);
@@ -237,17 +233,7 @@ TEST(CudnnSearchSettings, TapRegionsForF32ByDefault) {
     const ScopedEnv set("DNNX_CUDNN_CONV_TAPS", text);
     EXPECT_EQ(cudnn::settings_from_env().conv_taps, expected) << text;
   }
-  for (const char* bad : {"boxes", "f16", "2"}) {
-    const ScopedEnv set("DNNX_CUDNN_CONV_TAPS", bad);
-    try {
-      cudnn::settings_from_env();
-      ADD_FAILURE() << "DNNX_CUDNN_CONV_TAPS=" << bad << " was accepted";
-    } catch (const Error& error) {
-      EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
-      EXPECT_NE(std::string(error.what()).find("DNNX_CUDNN_CONV_TAPS"), std::string::npos)
-          << error.what();
-    }
-  }
+  expect_rejected("DNNX_CUDNN_CONV_TAPS", {"boxes", "f16", "2"});
 }
 
 TEST(CudnnSearchSettings, PlanFolderFollowsTheCacheOrTheVariable) {

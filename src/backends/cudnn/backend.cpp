@@ -15,6 +15,7 @@
 #include "tune/plan_store.hpp"
 
 #include <cstdlib>
+#include <initializer_list>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -49,34 +50,38 @@ KnobSearch knob_search_from_env() {
                             "' is not a knob-search mode; accepted: off, top, all"));
 }
 
-// DNNX_CUDNN_CONV_IM2COL (Note [im2col candidates]); unset or empty means off. The switch words
-// of switch_from_env() are accepted too (1 = on, 0 = off).
-Im2colCandidates im2col_from_env() {
-  const char* value = std::getenv(im2col_variable);
-  if (value == nullptr || *value == '\0') return Im2colCandidates::off;
+// A setting of named values from `variable` (any case): unset or empty means `fallback`, the
+// switch words of switch_from_env() mean `on` and `off`, and anything else is an
+// InvalidArgument listing the names (`what`: "an im2col setting").
+template <typename Setting>
+Setting named_setting_from_env(const char* variable, Setting fallback, Setting on, Setting off,
+                               std::initializer_list<Setting> names, const char* what) {
+  const char* value = std::getenv(variable);
+  if (value == nullptr || *value == '\0') return fallback;
   const std::string text = detail::lower(value);
-  if (text == "f32") return Im2colCandidates::f32;
-  if (text == "on" || text == "1" || text == "true" || text == "yes") return Im2colCandidates::on;
-  if (text == "off" || text == "0" || text == "false" || text == "no") return Im2colCandidates::off;
+  for (Setting setting : names) {
+    if (text == to_string(setting)) return setting;
+  }
+  if (text == "1" || text == "true" || text == "yes") return on;
+  if (text == "0" || text == "false" || text == "no") return off;
+  std::vector<std::string> accepted;
+  for (Setting setting : names) accepted.emplace_back(to_string(setting));
   detail::raise(ErrorKind::InvalidArgument,
-                detail::cat("environment variable ", im2col_variable, "='", value,
-                            "' is not an im2col setting; accepted: off, f32, on (or 0, 1)"));
+                detail::cat("environment variable ", variable, "='", value, "' is not ", what,
+                            "; accepted: ", detail::join(accepted, ", "), " (or 0, 1)"));
 }
 
-// DNNX_CUDNN_CONV_TAPS (Note [tap-region candidates]); unset or empty means f32. The switch
-// words of switch_from_env() are accepted too (1 = on, 0 = off).
+// DNNX_CUDNN_CONV_IM2COL (Note [im2col candidates]); unset or empty means off.
+Im2colCandidates im2col_from_env() {
+  using enum Im2colCandidates;
+  return named_setting_from_env(im2col_variable, off, on, off, {off, f32, on}, "an im2col setting");
+}
+
+// DNNX_CUDNN_CONV_TAPS (Note [tap-region candidates]); unset or empty means f32.
 TapCandidates taps_from_env() {
-  const char* value = std::getenv(taps_variable);
-  if (value == nullptr || *value == '\0') return TapCandidates::f32;
-  const std::string text = detail::lower(value);
-  if (text == "f32") return TapCandidates::f32;
-  if (text == "sparse") return TapCandidates::sparse;
-  if (text == "on" || text == "1" || text == "true" || text == "yes") return TapCandidates::on;
-  if (text == "off" || text == "0" || text == "false" || text == "no") return TapCandidates::off;
-  detail::raise(
-      ErrorKind::InvalidArgument,
-      detail::cat("environment variable ", taps_variable, "='", value,
-                  "' is not a tap-region setting; accepted: off, f32, sparse, on (or 0, 1)"));
+  using enum TapCandidates;
+  return named_setting_from_env(taps_variable, f32, on, off, {off, f32, sparse, on},
+                                "a tap-region setting");
 }
 
 // DNNX_CUDNN_KNOB_VARIANTS: knob variants per engine; unset or empty means `fallback`.
