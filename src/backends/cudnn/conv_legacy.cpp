@@ -543,7 +543,6 @@ std::shared_ptr<detail::ConvPlan> make_legacy_plan(std::shared_ptr<Runtime> runt
 
 struct LegacyStridedConv::Impl {
   Descriptors d;
-  Direction direction;
   LegacyAlgorithm algorithm;
   std::size_t workspace = 0;
   std::string name;
@@ -611,7 +610,7 @@ LegacyStridedConv::LegacyStridedConv(Runtime& runtime, const ConvDesc& desc, con
     }
     const auto math = std::find_if(math_modes.begin(), math_modes.end(),
                                    [&](const MathSpec& m) { return m.math == pair.math; });
-    impl_ = std::make_unique<Impl>(Impl{std::move(d), direction, legacy_algorithm, bytes,
+    impl_ = std::make_unique<Impl>(Impl{std::move(d), legacy_algorithm, bytes,
                                         detail::cat(spec.name, " (", math->name, ")"),
                                         spec.deterministic, context});
     return;

@@ -55,6 +55,12 @@ std::shared_ptr<detail::ConvPlan> make_legacy_plan(std::shared_ptr<Runtime> runt
                                                    const AlgoInfo& info,
                                                    const LegacyConfig& config);
 
+/// The legacy algorithms of `direction` by index ("implicit_gemm", ..., as legacy ids name them).
+std::vector<std::string> legacy_algorithm_names(Direction direction);
+
+/// The indexes of those that are not deterministic (Note [legacy candidates]).
+std::vector<int> legacy_nondeterministic_algorithms(Direction direction);
+
 /// A legacy convolution on tensors of explicit geometry: g.src and g.dst with any strides (crops
 /// of larger tensors), a packed filter of g.weights' dims in desc's layout, desc's groups, g's
 /// padding, stride and dilation (Note [tap-region candidates] in conv_taps.cpp runs one per
@@ -63,12 +69,6 @@ std::shared_ptr<detail::ConvPlan> make_legacy_plan(std::shared_ptr<Runtime> runt
 /// (Note [legacy candidates]) and whose workspace cuDNN reports for these descriptors; with one
 /// (an index into legacy_algorithm_names(direction)), that algorithm under the first math mode
 /// that qualifies so, deterministic or not.
-/// The legacy algorithms of `direction` by index ("implicit_gemm", ..., as legacy ids name them).
-std::vector<std::string> legacy_algorithm_names(Direction direction);
-
-/// The indexes of those that are not deterministic (Note [legacy candidates]).
-std::vector<int> legacy_nondeterministic_algorithms(Direction direction);
-
 class LegacyStridedConv {
  public:
   /// Throws Unsupported naming cuDNN's last refusal when no algorithm qualifies.

@@ -10,10 +10,10 @@
 // splits, "cudnn:taps:boxes" and "cudnn:taps:rows" (the second where it differs: the first dim
 // split, the others whole), which the search times like any other. Each region is a legacy
 // cuDNN call (LegacyStridedConv), by default cuDNN's first ranked deterministic algorithm for
-// it; the direction's nondeterministic algorithms (bwd_data algo_0, bwd_weights algo_0 and
-// algo_3, which the ranking's deterministic pick skips and which were the fastest on DeepLabV3's
-// backward rows) are variants, "cudnn:taps:<split>:<algorithm>", each region running it where
-// cuDNN takes it. A variant that runs what an earlier one runs is not listed.
+// it; the direction's nondeterministic algorithms, which that pick skips (bwd_data algo_0, the
+// fastest on DeepLabV3's dilated bwd_data rows; bwd_weights algo_0 and algo_3), are variants,
+// "cudnn:taps:<split>:<algorithm>", each region running it where cuDNN takes it. A variant that
+// runs what an earlier one runs is not listed.
 // A region runs on views of the caller's tensors where cuDNN takes them (the input crop and the
 // output box described with the whole tensors' strides at an offset: the fp32 forward), else on
 // packed copies of its crops in the workspace (cudnnTransformTensor), and its taps are copied
@@ -104,7 +104,8 @@ class TapsPlan final : public detail::ConvPlan {
         context_(conv_context(desc, direction, taps_id(config, direction))) {
     const detail::TapRegions regions = detail::tap_regions(desc, config.split);
     if (regions.regions.size() <= 1) {
-      detail::raise(ErrorKind::Unsupported, "the output is one region of taps (Note [tap regions])",
+      detail::raise(ErrorKind::Unsupported,
+                    "the output splits into fewer than two regions of taps (Note [tap regions])",
                     context_);
     }
     if (regions.regions.size() > max_regions) {
@@ -370,7 +371,7 @@ std::vector<TapSplit> tap_splits(const ConvDesc& desc, TapCandidates setting, st
   }
   const std::size_t boxes = detail::tap_regions(desc, TapSplit::boxes).regions.size();
   if (boxes <= 1) {
-    why = "the output is one region of taps";
+    why = "the output splits into fewer than two regions of taps";
     return {};
   }
   if (setting == TapCandidates::f32 && desc.dtype != DType::f32) {

@@ -18,7 +18,7 @@
 
 namespace dnnx::cudnn {
 
-/// The id of the entry listed while the candidates are off: "cudnn:taps".
+/// The id of the entry listed where the setting keeps the candidates out: "cudnn:taps".
 inline constexpr std::string_view taps_off_id = "cudnn:taps";
 
 /// What a tap-region candidate runs: its split, and the legacy algorithm its regions run where
@@ -29,7 +29,7 @@ struct TapsConfig {
   std::optional<int> algorithm;
 };
 
-/// "cudnn:taps:<split>[:<algorithm>]", e.g. "cudnn:taps:boxes", "cudnn:taps:rows:implicit_gemm".
+/// "cudnn:taps:<split>[:<algorithm>]", e.g. "cudnn:taps:boxes", "cudnn:taps:rows:algo_0".
 std::string taps_id(const TapsConfig& config, Direction direction);
 
 /// Whether `id` is taps_off_id or begins "cudnn:taps:".
@@ -40,7 +40,7 @@ bool is_taps_id(std::string_view id);
 bool has_sparse_taps(const ConvDesc& desc);
 
 /// One tap-region entry of a listing: a candidate (with its config) or the unsupported entry
-/// listed while they are off (no config).
+/// listed where the setting keeps them out (no config).
 struct TapsEntry {
   AlgoInfo info;
   std::optional<TapsConfig> config;
@@ -59,7 +59,8 @@ std::vector<TapsEntry> taps_entries(const std::shared_ptr<Runtime>& runtime, con
 AlgoInfo taps_off_info(std::string reason);
 
 /// The plan of the tap-region candidate of `config` for (desc, direction); throws Unsupported
-/// when the split has a single region or cuDNN runs no region.
+/// when the split makes fewer than two regions or more than it lists, or cuDNN runs some region
+/// with no legacy algorithm.
 std::shared_ptr<detail::ConvPlan> make_taps_plan(std::shared_ptr<Runtime> runtime,
                                                  const ConvDesc& desc, Direction direction,
                                                  const TapsConfig& config);
