@@ -305,6 +305,15 @@ struct SearchTimes {
   double time_ms = 0;   ///< running the candidates: full runs, probes on a slice, final round
   /// Plans that were not ready within the backend's compile budget (their rows say so).
   int plans_skipped = 0;
+  /// Exhaustive selection: how time_ms divides. Full runs of the candidates before the final
+  /// round (count, host ms), runs on a slice (probes: count, ms), the final round (ms), and the
+  /// four candidates whose full runs and probes took the most ("id ms", comma-separated).
+  int full_runs = 0;
+  double full_run_ms = 0;
+  int probes = 0;
+  double probe_ms = 0;
+  double final_ms = 0;
+  std::string costliest;
 };
 
 /// The selected candidate for one (desc, direction) under one TuneOptions.

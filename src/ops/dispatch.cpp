@@ -312,6 +312,11 @@ std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& 
       settled->runner_up_ms = timed.runner_up_ms;
       settled->tuning_ms += timed.tuning_ms;
       settled->search.time_ms += timed.tuning_ms;
+      settled->search.full_runs += timed.search.full_runs;
+      settled->search.full_run_ms += timed.search.full_run_ms;
+      settled->search.probes += timed.search.probes;
+      settled->search.probe_ms += timed.search.probe_ms;
+      settled->search.final_ms += timed.search.final_ms;
       settled->candidates_timed += static_cast<int>(candidates.size()) - 1;
     } catch (const Error& error) {
       state.end_search();
@@ -355,11 +360,12 @@ std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState
   // included (select's verbose line shows both).
   auto finish = [&](Choice& made) {
     if (made.policy.kind != PolicyKind::exhaustive) return;
-    search.plans_skipped = static_cast<int>(skipped.size());
-    search.build_ms += wait_ms;
-    search.time_ms = std::max(0.0, made.tuning_ms - wait_ms);
-    made.search = search;
-    made.tuning_ms = search.list_ms + search.build_ms + search.time_ms;
+    // select() filled the split of the timing (SearchTimes::full_runs ...); this adds the rest.
+    made.search.list_ms = search.list_ms;
+    made.search.build_ms = search.build_ms + wait_ms;
+    made.search.time_ms = std::max(0.0, made.tuning_ms - wait_ms);
+    made.search.plans_skipped = static_cast<int>(skipped.size());
+    made.tuning_ms = made.search.list_ms + made.search.build_ms + made.search.time_ms;
   };
   tune::Request timed = request;
   timed.spent_ms = search.list_ms + search.build_ms;  // Note [search budget] in tune/select.cpp

@@ -641,7 +641,7 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
         ++cost.runs;
         const double host = elapsed_ms(begin);
         cost.run_ms += host;
-        if (options.verbose) cost.add(algo.id, host);
+        cost.add(algo.id, host);
         return ms;
       };
       ProbeOnce counted_probe;
@@ -652,7 +652,7 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
           ++cost.probes;
           const double host = elapsed_ms(begin);
           cost.probe_ms += host;
-          if (options.verbose) cost.add(algo.id, host);
+          cost.add(algo.id, host);
           return ms;
         };
       }
@@ -667,6 +667,12 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
                     heuristic != nullptr ? heuristic->id : std::string());
       }
       cost.final_ms = elapsed_ms(final_start);
+      choice.search.full_runs = cost.runs;
+      choice.search.full_run_ms = cost.run_ms;
+      choice.search.probes = cost.probes;
+      choice.search.probe_ms = cost.probe_ms;
+      choice.search.final_ms = cost.final_ms;
+      choice.search.costliest = cost.costliest(4);
       search_cost = detail::cat(" (", cost.runs, " full runs ", cost.run_ms, " ms, ", cost.probes,
                                 " probes on a slice ", cost.probe_ms, " ms, final round ",
                                 cost.final_ms, " ms; costliest: ", cost.costliest(4), ")");

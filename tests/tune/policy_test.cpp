@@ -748,6 +748,13 @@ TEST(ExhaustivePolicy, FinalRoundReTimesTheContendersInterleaved) {
   EXPECT_EQ(row_of(choice.timings, "far").status, CandidateStatus::abandoned);
   EXPECT_EQ(row_of(choice.timings, "late").runs, options.timing_runs);
   EXPECT_NE(row_of(choice.timings, "late").detail.find("final round"), std::string::npos);
+  // Where the search's time went: the first pass's full runs (a first run and three timed ones
+  // each of "early" and "late", two of "far"), no probe, the final round apart.
+  EXPECT_EQ(choice.search.full_runs, 4 + 4 + 2);
+  EXPECT_EQ(choice.search.probes, 0);
+  EXPECT_GE(choice.search.final_ms, 0.0);
+  EXPECT_NE(choice.search.costliest.find("early"), std::string::npos) << choice.search.costliest;
+  EXPECT_NE(choice.search.costliest.find("far"), std::string::npos) << choice.search.costliest;
   // Off: the timing phase's medians decide.
   FakeBench again;
   again.add(Algo("early"), {10.0})
