@@ -412,7 +412,7 @@ def print_tables(args, shapes, records, torch_results, batch):
                 if ratio > worst:
                     worst, worst_row = ratio, f"{s['name']} {direction}"
                 search = search_s(d)
-                searches.append((search, f"{s['name']} {direction}"))
+                searches.append((search, f"{s['name']} {direction}", d))
                 if "reuse_ms" in d:
                     reuses.append((d["reuse_ms"], search, d["reuse_from_file"],
                                    f"{s['name']} {direction}"))
@@ -438,11 +438,13 @@ def print_tables(args, shapes, records, torch_results, batch):
                   f"| **{tot_d / tot_t:.2f}** | {tot_dc:.3f} | {tot_tc:.3f} "
                   f"| {tot_tune:.1f} | {tot_first:.1f} | "
                   f"worst layer {worst:.2f} | |\n")
-            slowest = max(searches)
-            median = statistics.median(v for v, _ in searches)
+            slowest = max(searches, key=lambda entry: entry[0])
+            median = statistics.median(v for v, _, _ in searches)
             print(f"worst row: {worst_row} ({worst:.2f}x PyTorch); search time per "
                   f"layer-direction: median {median:.2f} s, worst {slowest[0]:.2f} s "
                   f"({slowest[1]})\n")
+            if parts := search_parts(slowest[2]):
+                print(f"the worst search's time: {parts}\n")
             by_count = sorted(kinds.items(), key=lambda item: (-item[1], item[0]))
             print("choices by kind: " + ", ".join(f"{k} {n}" for k, n in by_count) + "\n")
             print(f"searches that skipped plans (kept as late plans): {skipping} of "
@@ -463,6 +465,18 @@ def print_tables(args, shapes, records, torch_results, batch):
                       f"search's {tot_tune:.1f} s; {m['reuse_answered']} of {len(reuses)} rows "
                       f"answered by the file in every later round\n")
     return summaries
+
+
+def search_parts(record):
+    """Where a row's search time went (SearchTimes), as the benchmark recorded it; empty for a
+    record without the split (a choice read from a file, an older benchmark)."""
+    if "search_full_runs" not in record or record.get("from_file"):
+        return ""
+    return (f"list {record['list_ms']:.0f} ms, plan builds {record['search_build_ms']:.0f} ms, "
+            f"{record['search_full_runs']:.0f} full runs {record['search_full_run_ms']:.0f} ms, "
+            f"{record['search_probes']:.0f} probes {record['search_probe_ms']:.0f} ms, "
+            f"final round {record['search_final_ms']:.0f} ms; costliest: "
+            f"{record['search_costliest'] or '-'}")
 
 
 def reuse_summary(reuses):

@@ -202,6 +202,16 @@ for algo, kind in (("cudnn:engine:62:workspace=2", "engine"), ("cudnn:gemm:cubla
                    ("cudnn:legacy:fwd:gemm:fma", "legacy"), ("onednn:x64:gemm", "onednn")):
     check(compare_gpu.choice_kind(algo) == kind, f"{algo}: {compare_gpu.choice_kind(algo)}")
 
+# The worst search's split, as the benchmark records it (nothing for a record without it).
+split = dict(list_ms=40.0, search_build_ms=3.0, search_full_runs=12, search_full_run_ms=900.0,
+             search_probes=30, search_probe_ms=1500.0, search_final_ms=600.0,
+             search_costliest="cudnn:engine:19 800 ms, cudnn:taps:rows 300 ms", from_file=False)
+parts = compare_gpu.search_parts(split)
+check("12 full runs 900 ms" in parts and "30 probes 1500 ms" in parts
+      and "final round 600 ms" in parts and "cudnn:engine:19 800 ms" in parts, parts)
+check(compare_gpu.search_parts({"list_ms": 1.0}) == "", "a record without the split")
+check(compare_gpu.search_parts(dict(split, from_file=True)) == "", "a choice read from a file")
+
 for extra, expected in ((["--suite", "--rounds", "0"], "--rounds must be 1 or more"),
                         (["--rounds", "2"], "--rounds runs with the suite"),
                         (["--suite", "--reuse-choices"], "--reuse-choices needs --rounds 2")):
