@@ -136,8 +136,10 @@ struct Candidate {
   // gemm]).
   std::string matmul_id;
   bool gemm_packed = false;
-  // taps: what it runs (none for the entry listed where the setting keeps them out).
+  // taps: what it runs (none for the entry listed where the setting keeps them out), and the
+  // plan the listing made of the listed desc to describe it, which build() hands on.
   std::optional<TapsConfig> taps;
+  std::shared_ptr<detail::ConvPlan> taps_plan;
 };
 
 Candidate engine_candidate(EngineCandidate engine, std::shared_ptr<OperationGraph> graph) {
@@ -218,6 +220,7 @@ Candidate taps_candidate(TapsEntry entry) {
   candidate.kind = Candidate::Kind::taps;
   candidate.info = std::move(entry.info);
   candidate.taps = entry.config;
+  candidate.taps_plan = std::move(entry.plan);
   return candidate;
 }
 
@@ -836,7 +839,10 @@ class CudnnConv final
         return make_depthwise_plan(runtime_, desc, direction, candidate.info);
       case Candidate::Kind::gemm: return gemm_plan(desc, direction, candidate);
       case Candidate::Kind::im2col: return im2col_plan(desc, direction, candidate);
-      case Candidate::Kind::taps: return taps_plan(desc, direction, candidate);
+      case Candidate::Kind::taps:
+        // build() gets the candidate listed (or described alone) for desc: its listing's plan.
+        if (candidate.taps_plan) return candidate.taps_plan;
+        return taps_plan(desc, direction, candidate);
     }
     return nullptr;
   }
@@ -979,8 +985,10 @@ class CudnnConv final
     std::lock_guard lock(records_mutex_);
     auto& by_id = records_[static_cast<std::size_t>(direction)];
     for (const Candidate& candidate : candidates) {
-      if (candidate.info.supported && by_id.count(candidate.info.id) == 0)
-        by_id.emplace(candidate.info.id, std::make_shared<const Candidate>(candidate));
+      if (!candidate.info.supported || by_id.count(candidate.info.id) != 0) continue;
+      auto kept = std::make_shared<Candidate>(candidate);
+      kept->taps_plan = nullptr;  // of the listed desc only; a record serves every desc
+      by_id.emplace(candidate.info.id, std::move(kept));
     }
   }
 

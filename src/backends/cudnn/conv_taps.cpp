@@ -38,6 +38,7 @@
 
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv_common.hpp"
+#include "backends/cudnn/conv_gemm.hpp"
 #include "backends/cudnn/conv_legacy.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
@@ -59,11 +60,6 @@ constexpr std::string_view taps_prefix = "cudnn:taps:";
 // input.
 constexpr double sparse_fraction = 0.8;
 constexpr std::size_t max_regions = 32;
-constexpr std::size_t buffer_alignment = 256;
-
-std::size_t aligned(std::size_t bytes) {
-  return (bytes + buffer_alignment - 1) / buffer_alignment * buffer_alignment;
-}
 
 // The geometry's index of desc's spatial dim i (a 1-D convolution is lifted to 2-D with its
 // dim second: Note [cuDNN geometry]).
@@ -175,10 +171,10 @@ class TapsPlan final : public detail::ConvPlan {
       signature_ += detail::cat(region.conv->algorithm_name(), region.pack_x, region.pack_y, ';');
       regions_.push_back(std::move(region));
     }
-    inner_bytes_ = aligned(inner);
+    inner_bytes_ = workspace_aligned(inner);
     weights_at_ = inner_bytes_;
-    x_at_ = weights_at_ + aligned(bytes.weights);
-    y_at_ = x_at_ + aligned(bytes.x);
+    x_at_ = weights_at_ + workspace_aligned(bytes.weights);
+    y_at_ = x_at_ + workspace_aligned(bytes.x);
     info_.id = taps_id(config, direction);
     std::vector<std::string> used;
     for (const auto& [name, count] : algorithms) used.push_back(detail::cat(name, " x", count));
@@ -193,7 +189,7 @@ class TapsPlan final : public detail::ConvPlan {
         " legacy convolutions on the output boxes where one range of taps reads real input (",
         detail::join(used, ", "), ")");
     info_.supported = true;
-    info_.workspace_bytes = y_at_ + aligned(bytes.y);
+    info_.workspace_bytes = y_at_ + workspace_aligned(bytes.y);
     info_.deterministic = deterministic;
     info_.notes = {"tap_regions", "legacy", "host_heavy"};
   }
@@ -431,13 +427,14 @@ std::vector<TapsEntry> taps_entries(const std::shared_ptr<Runtime>& runtime, con
       TapsEntry entry;
       entry.config = TapsConfig{split, a};
       try {
-        const TapsPlan plan(runtime, desc, direction, *entry.config);
+        auto plan = std::make_shared<TapsPlan>(runtime, desc, direction, *entry.config);
         // A variant that runs what an earlier entry runs (its algorithm nowhere accepted) adds
         // nothing to time.
-        if (std::find(signatures.begin(), signatures.end(), plan.signature()) != signatures.end())
+        if (std::find(signatures.begin(), signatures.end(), plan->signature()) != signatures.end())
           continue;
-        signatures.push_back(plan.signature());
-        entry.info = plan.algo();
+        signatures.push_back(plan->signature());
+        entry.info = plan->algo();
+        entry.plan = std::move(plan);
       } catch (const Error& error) {
         if (a) continue;  // a variant whose algorithm cuDNN takes for no region
         entry.info = taps_off_info(error.message());

@@ -39,11 +39,13 @@ bool is_taps_id(std::string_view id);
 /// whether the entry saying the setting keeps them out is listed.
 bool has_sparse_taps(const ConvDesc& desc);
 
-/// One tap-region entry of a listing: a candidate (with its config) or the unsupported entry
-/// listed where the setting keeps them out (no config).
+/// One tap-region entry of a listing: a candidate (with its config, and the plan of the listed
+/// desc that described it) or the unsupported entry listed where the setting keeps them out (no
+/// config, no plan).
 struct TapsEntry {
   AlgoInfo info;
   std::optional<TapsConfig> config;
+  std::shared_ptr<detail::ConvPlan> plan;
 };
 
 /// The tap-region entries of (desc, direction) under the runtime's setting (Note [tap-region
