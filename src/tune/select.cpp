@@ -152,13 +152,15 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 // candidate has been abandoned, i.e. once this (desc, direction) has shown that it has candidates
 // worth skipping; searches without slow candidates never probe. A slice the candidate cannot run
 // (nullopt or an error) leaves the decision to the full run. A candidate noted "heuristics_top"
-// (a library's own top picks, which an exhaustive search promises to run) is never probed. A probe
-// may also throw Skipped: the candidate cannot be probed yet and should not run in full either
-// (the cudnn backend's runtime-compiled candidates whose slice plan is still compiling when the
-// compile budget runs out: Note [probing runtime-compiled candidates] in
-// backends/cudnn/conv.cpp); its row is not_timed with the reason, and the op layer keeps it as a
-// late plan (Note [late plans] in src/ops/dispatch.cpp). Late plans are candidates no search has
-// bounded, so their settling probes from the first candidate (Request::probe_at_once).
+// (a library's own top picks, which an exhaustive search promises to time) is ruled out by its
+// slice only beyond abandon_factor (4) x the best, the bound a cold full run is judged by; cuDNN's
+// picks include engines that run 40x slower than the best on some shapes (Note [long runs]), and
+// a full run of those cost a second. A probe may also throw Skipped: the candidate cannot be probed
+// yet and should not run in full either (the cudnn backend's runtime-compiled candidates whose
+// slice plan is still compiling when the compile budget runs out: Note [probing runtime-compiled
+// candidates] in backends/cudnn/conv.cpp); its row is not_timed with the reason, and the op layer
+// keeps it as a late plan (Note [late plans] in src/ops/dispatch.cpp). Late plans are candidates no
+// search has bounded, so their settling probes from the first candidate (Request::probe_at_once).
 //
 // A run's time need not grow with the batch in proportion: on an H200, cuDNN's legacy
 // bwd_weights algo_0 and algo_1 for DeepLabV3's dilated ASPP layer (dilation 12, f16) take 2-6 ms
@@ -195,6 +197,26 @@ constexpr int max_probe_levels = 8;  // a bound on the loop whatever an op's sli
 // timing on a host clock (cpu, reference) keep the cold/warm pair and every sample: their runs are
 // noisier, and a first run may include generating code.
 constexpr double screen_band = 1.25;
+
+// Note [long runs]
+// On a device clock (FirstRun::warm) one run of a few milliseconds is a precise sample: the
+// clock's resolution and a launch's jitter are microseconds, and such a kernel streams the whole
+// L2 many times, so whatever cache state the previous run left is a fraction of a percent of it.
+// The fp32 layers beyond ResNet-50 are that long: C3D's conv2a bwd_weights (batch 30) takes
+// 26-43 ms per run for its best candidates and DeepLabV3's dilated ASPP layers 13-19 ms, and their
+// searches took 4.2 s on an H200, in the first pass's three samples per candidate, the final
+// round's twice-per-turn runs, and one full run of a slow heuristics' pick (cuDNN's engine 0:
+// 0.55-1.1 s) made before any candidate had been abandoned (docs/benchmarks.md, "Search time of
+// long runs"). So with a device clock, once a sample is at least long_run_ms:
+// - the first pass takes that one sample of the candidate (as for one screened out: the final
+//   round re-times the contenders);
+// - probing starts (Note [probing slow candidates]): once the best median is that long, a probe's
+//   slice plan and short run cost less than one full run of a slow candidate;
+// - the final round, when its best contender is that long, times each contender once per turn
+//   with no untimed run before it, in half of timing_runs turns (rounded up).
+// A host clock (cpu, reference) keeps every sample: its runs are noisier and its caches (a
+// last-level cache of hundreds of MB) can hold what a millisecond run touches.
+constexpr double long_run_ms = 2.0;
 
 // Note [pruning variants]
 // A candidate may declare a seed (AlgoInfo::variant_of): the same kernel with other knobs, as the
@@ -315,6 +337,7 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
   double best = std::numeric_limits<double>::infinity();
   int ran = 0;
   bool probing = probe_at_once && probe;
+  const bool warm_first = first_run == FirstRun::warm;  // Note [warm first runs]
   for (const AlgoInfo& algo : candidates) {
     ProfileRow& row = rows.emplace_back();
     row.algo = algo;
@@ -360,17 +383,25 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
       row.detail = std::move(*why);
       continue;
     }
+    // Note [long runs]: once the best is long, a probe costs less than a slow full run.
+    if (probe && warm_first && std::isfinite(best) && best >= long_run_ms) probing = true;
     // Note [probing slow candidates]; a candidate noted "heuristics_top" (the library's own top
-    // picks: Note [heuristics' top configs] in backends/cudnn/conv_engine.cpp) always gets a
-    // full run.
-    if (probing && !heuristics_top(algo)) {
-      const double factor = std::min(probe_factor, options.abandon_factor);
+    // picks: Note [heuristics' top configs] in backends/cudnn/conv_engine.cpp) is ruled out only
+    // beyond abandon_factor, and one that cannot be probed yet gets its full run.
+    if (probing) {
+      const bool top = heuristics_top(algo);
+      const double factor =
+          top ? options.abandon_factor : std::min(probe_factor, options.abandon_factor);
       std::optional<ProbeRun> slice;
       bool skipped = false;
       for (int level = 0; level < max_probe_levels; ++level) {
         try {
           slice = probe(algo, level);
         } catch (const Skipped& why) {
+          if (top) {
+            slice.reset();
+            break;
+          }
           row.status = CandidateStatus::not_timed;
           row.detail = why.what();
           skipped = true;
@@ -399,7 +430,6 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
         row.median_ms = row.min_ms = ms;
         row.runs = runs;
       };
-      const bool warm_first = first_run == FirstRun::warm;  // Note [warm first runs]
       const double warm_factor = std::max(1.0, options.abandon_factor / 2);
       const double first = run(algo);
       const double first_factor = warm_first ? warm_factor : options.abandon_factor;
@@ -426,9 +456,10 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
         }
         times.push_back(warm);
       }
-      const bool screened_out =
-          warm_first && options.final_round && times.front() > screen_band * best;
-      const int wanted = screened_out ? 1 : options.timing_runs;
+      // Note [warm first runs], Note [long runs]: one sample ranks it.
+      const bool one_sample = warm_first && options.final_round &&
+                              (times.front() > screen_band * best || times.front() >= long_run_ms);
+      const int wanted = one_sample ? 1 : options.timing_runs;
       while (static_cast<int>(times.size()) < wanted) times.push_back(run(algo));
       row.status = CandidateStatus::ok;
       row.median_ms = median(times);
@@ -459,14 +490,15 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
 // 2-vCPU benchmark machine exhaustive selection sometimes kept a convolution 1.6x slower than the
 // one it had timed first. So the contenders, the fastest few (at most final_contenders) whose
 // medians are within final_band of the best, are timed again in rounds that run each of them once
-// in turn (timing_runs rounds), and the median of those interleaved runs decides and is what the
-// table reports: every contender sees the same conditions. A contender that fails now is dropped.
-// Since the final round measures the contenders, the first pass needs fewer runs to find them:
-// half of timing_runs, rounded up (3 of the default 5), which shortens every search. In each
-// turn a contender runs twice and only the second run is timed: run right after another
-// candidate, a run finds the caches as that one left them, not as a call of its own would (on
-// the 2-vCPU machine, whose 260 MB L3 holds a 26 MB activation, relu's streaming-store kernel
-// timed after oneDNN's eltwise took 1.2 ms against 0.8 back to back, and lost to it).
+// in turn (timing_runs rounds; fewer for long runs, Note [long runs]), and the median of those
+// interleaved runs decides and is what the table reports: every contender sees the same conditions.
+// A contender that fails now is dropped. Since the final round measures the contenders, the first
+// pass needs fewer runs to find them: half of timing_runs, rounded up (3 of the default 5), which
+// shortens every search. In each turn a contender runs twice and only the second run is timed: run
+// right after another candidate, a run finds the caches as that one left them, not as a call of its
+// own would (on the 2-vCPU machine, whose 260 MB L3 holds a 26 MB activation, relu's
+// streaming-store kernel timed after oneDNN's eltwise took 1.2 ms against 0.8 back to back, and
+// lost to it).
 //
 // Where the backend can time a loop (RunLoop), the timed part of a turn is a loop of runs back to
 // back, enough of them to last final_loop_ms (at most final_loop_max): a network calls a layer
@@ -514,7 +546,7 @@ struct SearchCost {
 constexpr double final_band = 2.0;
 
 void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, const RunOnce& run,
-                 const RunLoop& loop, const std::string& heuristic_pick) {
+                 const RunLoop& loop, const std::string& heuristic_pick, FirstRun first_run) {
   std::vector<ProfileRow*> contenders;
   for (ProfileRow& row : rows) {  // fastest first
     if (row.status != CandidateStatus::ok || unsafe(row.algo)) continue;
@@ -538,12 +570,16 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
           ? 1
           : static_cast<int>(std::clamp(std::ceil(options.final_loop_ms / best), 1.0,
                                         static_cast<double>(final_loop_max)));
+  // Note [long runs]: one run per turn, in half the turns.
+  const bool long_runs = first_run == FirstRun::warm && best >= long_run_ms;
+  const int turns = long_runs ? (options.timing_runs + 1) / 2 : options.timing_runs;
   std::vector<std::vector<double>> times(contenders.size());
-  for (int round = 0; round < options.timing_runs; ++round) {
+  for (int round = 0; round < turns; ++round) {
     for (std::size_t i = 0; i < contenders.size(); ++i) {
       if (contenders[i]->status != CandidateStatus::ok) continue;
       try {
-        run(contenders[i]->algo);  // untimed: the state a run of its own leaves (see the Note)
+        // Untimed: the state a run of its own leaves (see the Note).
+        if (!long_runs) run(contenders[i]->algo);
         times[i].push_back(loop_runs > 1 ? loop(contenders[i]->algo, loop_runs)
                                          : run(contenders[i]->algo));
       } catch (const std::exception& error) {
@@ -560,7 +596,10 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
     contenders[i]->detail =
         loop_runs > 1 ? detail::cat("final round: interleaved with the other contenders, ",
                                     loop_runs, " runs back to back per sample")
-                      : std::string("final round: interleaved with the other contenders");
+        : long_runs   ? std::string(
+                            "final round: interleaved with the other contenders, "
+                              "one run per turn (long runs)")
+                    : std::string("final round: interleaved with the other contenders");
   }
   sort_fastest_first(rows);
 }
@@ -664,7 +703,7 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
         // What the heuristic policy would run (Note [final round]).
         const AlgoInfo* heuristic = find_admissible(candidates, options, heuristic_may_pick);
         final_round(choice.timings, options, run, loop,
-                    heuristic != nullptr ? heuristic->id : std::string());
+                    heuristic != nullptr ? heuristic->id : std::string(), first_run);
       }
       cost.final_ms = elapsed_ms(final_start);
       choice.search.full_runs = cost.runs;

@@ -111,7 +111,10 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
 /// candidate has been timed. Once a candidate has been abandoned (or from the first with
 /// `probe_at_once`), `probe` (when given) runs each later candidate on a slice first and abandons
 /// it when even that takes over 2x the best median (Note [probing slow candidates]); one whose
-/// probe throws Skipped is not_timed. One that throws otherwise is
+/// probe throws Skipped is not_timed; a candidate noted "heuristics_top" is abandoned on a slice
+/// only beyond abandon_factor x the best and runs in full when its probe throws Skipped. With
+/// FirstRun::warm, probing also starts once the best median is long, and with a final round a
+/// long run's first sample is its only one (Note [long runs]). One that throws otherwise is
 /// marked failed; inadmissible ones are marked with
 /// their exclusion. With `apply_benchmark_limit`, at most options.benchmark_limit candidates are
 /// run (counting only those that actually ran), and once one has been timed and `spent_ms` plus

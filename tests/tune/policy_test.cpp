@@ -579,8 +579,6 @@ TEST(VariantOf, AlgoTablesAndProfileJsonNameTheSeed) {
   EXPECT_NE(profile.json().find("\"variant_of\": \"b\""), std::string::npos) << profile.json();
 }
 
-// Note [heuristics' top configs] (backends/cudnn/conv_engine.cpp): a candidate noted
-// "heuristics_top" always gets a full run, even once probing has started.
 // Note [probing slow candidates]: a slice within the bound whose time, scaled to the whole
 // problem, is over 4x the best is followed by the next larger slice (a run's time need not grow in
 // proportion to the batch); one whose scaled time is within 4x goes to its full run at once.
@@ -628,18 +626,24 @@ TEST(ExhaustivePolicy, ProbesALargerSliceWhenTheSmallOneScalesPastTheBest) {
   EXPECT_GE(bench.calls("passes"), 1);
 }
 
-TEST(ExhaustivePolicy, HeuristicsTopCandidatesAreNeverJudgedOnASlice) {
+// Note [heuristics' top configs] (backends/cudnn/conv_engine.cpp): a slice rules a candidate
+// noted "heuristics_top" out only beyond abandon_factor x the best (others beyond 2x), and one
+// whose probe throws Skipped gets its full run.
+TEST(ExhaustivePolicy, HeuristicsTopCandidatesAreRuledOutOnASliceOnlyBeyondAbandonFactor) {
   FakeBench bench;
   bench.add(Algo("best"), {10.0})
       .add(Algo("huge"), {200.0})                          // abandoned: probing on from here
-      .add(Algo("slow"), {300.0})                          // its slice alone rules it out
-      .add(Algo("top_b").note("heuristics_top"), {30.0});  // a slice would too; runs instead
+      .add(Algo("slow"), {300.0})                          // slice 30 > 2 x 10: ruled out
+      .add(Algo("top_a").note("heuristics_top"), {30.0})   // slice 30 < 4 x 10: full run
+      .add(Algo("top_b").note("heuristics_top"), {600.0})  // slice 50 > 4 x 10: ruled out
+      .add(Algo("top_c").note("heuristics_top"), {35.0});  // its probe is skipped: full run
   std::map<std::string, int> probes;
   const dnnx::tune::ProbeOnce probe = [&](const dnnx::AlgoInfo& algo,
                                           int level) -> std::optional<dnnx::tune::ProbeRun> {
     if (level > 0) return std::nullopt;
     ++probes[algo.id];
-    return dnnx::tune::ProbeRun{50.0, 0.125};
+    if (algo.id == "top_c") throw dnnx::tune::Skipped("its slice plan is still compiling");
+    return dnnx::tune::ProbeRun{algo.id == "top_b" ? 50.0 : 30.0, 0.125};
   };
   TuneOptions options = options_with(AlgoPolicy::exhaustive());
   options.abandon_factor = 4.0;
@@ -647,27 +651,36 @@ TEST(ExhaustivePolicy, HeuristicsTopCandidatesAreNeverJudgedOnASlice) {
       dnnx::tune::select(fake_request(), bench.candidates(), options, bench.run(), probe);
   EXPECT_EQ(choice.algo.id, "best");
   EXPECT_EQ(probes["slow"], 1);
-  EXPECT_EQ(probes.count("top_b"), 0U);
-  EXPECT_GE(row_of(choice.timings, "top_b").runs, 1);
   EXPECT_EQ(row_of(choice.timings, "slow").runs, 0);
+  EXPECT_EQ(probes["top_a"], 1);
+  EXPECT_GE(row_of(choice.timings, "top_a").runs, 1);
+  EXPECT_EQ(probes["top_b"], 1);
+  EXPECT_EQ(bench.calls("top_b"), 0);
+  const ProfileRow& top_b = row_of(choice.timings, "top_b");
+  EXPECT_EQ(top_b.status, CandidateStatus::abandoned);
+  EXPECT_TRUE(contains(top_b.detail, "4 x best")) << top_b.detail;
+  EXPECT_EQ(probes["top_c"], 1);
+  EXPECT_GE(bench.calls("top_c"), 1);
+  EXPECT_NE(row_of(choice.timings, "top_c").status, CandidateStatus::not_timed);
 }
 
 // Note [warm first runs]: where the backend's first reading is warm, it is the first timed run
 // and the warm bound (2x) judges it at once; with a final round, a reading over 1.25x the best
 // is not sampled again.
 TEST(ExhaustivePolicy, WarmFirstRunsAreJudgedAtOnceAndCountAsSamples) {
+  // Runs under 2 ms (Note [long runs] below).
   FakeBench bench;
-  bench.add(Algo("best"), {10.0})
-      .add(Algo("near"), {12.0})       // within 1.25x: every timed run (3 of the first pass)
-      .add(Algo("far"), {19.0})        // within 2x but over 1.25x: one sample
-      .add(Algo("slow"), {21.0, 1.0})  // over 2x on its first run: abandoned, never run again
-      .add(Algo("after"), {30.0});     // probed: its slice (25) is over 2x the best
+  bench.add(Algo("best"), {1.0})
+      .add(Algo("near"), {1.2})       // within 1.25x: every timed run (3 of the first pass)
+      .add(Algo("far"), {1.9})        // within 2x but over 1.25x: one sample
+      .add(Algo("slow"), {2.1, 0.1})  // over 2x on its first run: abandoned, never run again
+      .add(Algo("after"), {3.0});     // probed: its slice (2.5) is over 2x the best
   std::map<std::string, int> probes;
   const dnnx::tune::ProbeOnce probe = [&](const dnnx::AlgoInfo& algo,
                                           int level) -> std::optional<dnnx::tune::ProbeRun> {
     if (level > 0) return std::nullopt;
     ++probes[algo.id];
-    return dnnx::tune::ProbeRun{25.0, 0.125};
+    return dnnx::tune::ProbeRun{2.5, 0.125};
   };
   TuneOptions options = options_with(AlgoPolicy::exhaustive());
   options.final_round = false;
@@ -691,10 +704,10 @@ TEST(ExhaustivePolicy, WarmFirstRunsAreJudgedAtOnceAndCountAsSamples) {
   // round's 5 turns of 2 runs.
   auto fresh = [] {
     FakeBench b;
-    b.add(Algo("best"), {10.0})
-        .add(Algo("near"), {12.0})
-        .add(Algo("far"), {19.0})
-        .add(Algo("slow"), {21.0, 1.0});
+    b.add(Algo("best"), {1.0})
+        .add(Algo("near"), {1.2})
+        .add(Algo("far"), {1.9})
+        .add(Algo("slow"), {2.1, 0.1});
     return b;
   };
   FakeBench again = fresh();
@@ -706,11 +719,58 @@ TEST(ExhaustivePolicy, WarmFirstRunsAreJudgedAtOnceAndCountAsSamples) {
   EXPECT_EQ(again.calls("near"), 3 + 10);
   EXPECT_EQ(again.calls("slow"), 1);
 
-  // The same candidates judged as possibly cold: "slow" (21 < 4x) gets its warm run (1 ms) and
-  // wins.
+  // The same candidates judged as possibly cold: "slow" (2.1 < 4x) gets its warm run (0.1 ms)
+  // and wins.
   FakeBench cold = fresh();
   const Choice loose = dnnx::tune::select(fake_request(), cold.candidates(), options, cold.run());
   EXPECT_EQ(loose.algo.id, "slow");
+}
+
+// Note [long runs]: on a device clock, a run of 2 ms or more is one precise sample. The first pass
+// takes one sample of each long candidate, probing starts as soon as the best is that long (no
+// candidate needs to be abandoned first), and the final round times each contender once per turn,
+// in 3 turns (half of timing_runs, rounded up), with no untimed run before it.
+TEST(ExhaustivePolicy, LongRunsOnADeviceClockAreSampledOnce) {
+  auto fresh = [] {
+    FakeBench bench;
+    bench.add(Algo("best"), {10.0})
+        .add(Algo("slow"), {400.0})       // probed at once: its slice (50) is over 2x the best
+        .add(Algo("near"), {12.0, 9.0});  // 9 ms from its second run on
+    return bench;
+  };
+  std::map<std::string, int> probes;
+  const dnnx::tune::ProbeOnce probe = [&](const dnnx::AlgoInfo& algo,
+                                          int level) -> std::optional<dnnx::tune::ProbeRun> {
+    if (level > 0) return std::nullopt;
+    ++probes[algo.id];
+    return dnnx::tune::ProbeRun{algo.id == "slow" ? 50.0 : 1.5, 0.125};
+  };
+  const TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  FakeBench bench = fresh();
+  const Choice choice = dnnx::tune::select(fake_request(), bench.candidates(), options, bench.run(),
+                                           probe, dnnx::tune::FirstRun::warm);
+  EXPECT_EQ(choice.algo.id, "near");
+  EXPECT_EQ(bench.calls("best"), 1 + 3);
+  EXPECT_EQ(bench.calls("near"), 1 + 3);
+  EXPECT_EQ(bench.calls("slow"), 0);
+  EXPECT_EQ(probes["slow"], 1);
+  EXPECT_EQ(probes["near"], 1);  // a contender's probe sends it to its full run
+  EXPECT_EQ(row_of(choice.timings, "near").runs, 3);
+  EXPECT_TRUE(contains(row_of(choice.timings, "near").detail, "one run per turn"));
+  EXPECT_EQ(choice.search.full_runs, 2);
+  EXPECT_EQ(choice.search.probes, 2);
+
+  // Judged as possibly cold (a host clock), the same candidates get every sample: a cold first
+  // run and 3 timed ones in the first pass, then 5 turns of 2 runs; "slow" runs in full (its
+  // cold run is over 4x the best) since nothing was abandoned before it.
+  probes.clear();
+  FakeBench cold = fresh();
+  const Choice loose =
+      dnnx::tune::select(fake_request(), cold.candidates(), options, cold.run(), probe);
+  EXPECT_EQ(cold.calls("best"), 1 + 3 + 2 * options.timing_runs);
+  EXPECT_EQ(cold.calls("slow"), 1);
+  EXPECT_EQ(probes["slow"], 0);
+  EXPECT_EQ(loose.algo.id, "near");
 }
 
 // Note [final round]: in each turn only a contender's second run is timed. "a" runs at 30 ms

@@ -181,10 +181,11 @@ std::shared_ptr<OperationGraph> build_graph(cudnnHandle_t handle, const ConvDesc
 
 // Note [heuristics' top configs]
 // The first heuristics_top_count supported configs of heuristics modes A and B are what cuDNN
-// expects to be fastest; an exhaustive search must not judge them by a run on a slice (Note
-// [probing slow candidates] in src/tune/select.cpp), which starts once any candidate has been
-// abandoned and so could otherwise leave mode B's picks with no full run at all. They carry the
-// note "heuristics_top", which exempts them from probing: each gets at least one full run.
+// expects to be fastest; an exhaustive search times each of them, even past its budget. They
+// carry the note "heuristics_top", which holds a run on a slice (Note [probing slow candidates]
+// in src/tune/select.cpp) to the loose bound abandon_factor: a top config is left without a full
+// run only when a slice of the problem alone took over 4x the best (the default); a full run of
+// a slow one can cost a second (Note [long runs] in src/tune/select.cpp).
 constexpr std::size_t heuristics_top_count = 3;
 
 // ---- knob search -------------------------------------------------------------------------------
