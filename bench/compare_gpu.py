@@ -476,7 +476,10 @@ def search_parts(record):
             f"{record['search_full_runs']:.0f} full runs {record['search_full_run_ms']:.0f} ms, "
             f"{record['search_probes']:.0f} probes {record['search_probe_ms']:.0f} ms, "
             f"final round {record['search_final_ms']:.0f} ms; costliest: "
-            f"{record['search_costliest'] or '-'}")
+            f"{record['search_costliest'] or '-'}"
+            + "".join(f"; {row['id']}: {row['status']}"
+                      + (f" ({row['detail']})" if row.get('detail') else "")
+                      for row in record.get("search_costliest_rows", [])))
 
 
 def reuse_summary(reuses):

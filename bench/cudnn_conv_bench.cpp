@@ -37,6 +37,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstddef>
 #include <cstdint>
@@ -49,6 +50,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -417,6 +419,36 @@ std::string search_rows_json(const Choice& choice, const std::string& heuristic_
     } else if (!heuristic_listed && row.algo.id == heuristic_id) {
       add(row);
     }
+  }
+  out << ']';
+  return out.str();
+}
+
+// The search's rows of the candidates that took the most of its time (SearchTimes::costliest,
+// "id ms" joined by ", "), each {"id", "status", "detail", "median_ms", "runs", "workspace"}: what
+// a costly candidate's runs measured on the device against its host time.
+std::string costliest_rows_json(const Choice& choice) {
+  std::ostringstream out;
+  out << '[';
+  std::size_t listed = 0;
+  std::string_view rest = choice.search.costliest;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(", ");
+    std::string_view part = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 2);
+    // "id ms ms": the id is what precedes the last two words.
+    const std::size_t unit = part.rfind(' ');
+    const std::size_t number = unit == std::string_view::npos ? unit : part.rfind(' ', unit - 1);
+    if (number == std::string_view::npos) continue;
+    const std::string_view id = part.substr(0, number);
+    const auto row = std::find_if(choice.timings.begin(), choice.timings.end(),
+                                  [&](const ProfileRow& r) { return r.algo.id == id; });
+    if (row == choice.timings.end()) continue;
+    out << (listed++ == 0 ? "" : ",") << "{\"id\":" << json_string(row->algo.id)
+        << ",\"status\":" << json_string(std::string(to_string(row->status)))
+        << ",\"detail\":" << json_string(row->detail)
+        << ",\"median_ms\":" << (std::isfinite(row->median_ms) ? row->median_ms : -1.0)
+        << ",\"runs\":" << row->runs << ",\"workspace\":" << row->algo.workspace_bytes << '}';
   }
   out << ']';
   return out.str();
@@ -799,6 +831,7 @@ int main(int argc, char** argv) try {
         if (!from_file && !choice->timings.empty()) {
           line.raw("search_rows",
                    search_rows_json(*choice, heuristic ? heuristic->algo.id : std::string(), 6));
+          line.raw("search_costliest_rows", costliest_rows_json(*choice));
         }
         std::cout << line.str() << std::endl;
       }

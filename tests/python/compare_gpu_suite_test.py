@@ -209,6 +209,10 @@ split = dict(list_ms=40.0, search_build_ms=3.0, search_full_runs=12, search_full
 parts = compare_gpu.search_parts(split)
 check("12 full runs 900 ms" in parts and "30 probes 1500 ms" in parts
       and "final round 600 ms" in parts and "cudnn:engine:19 800 ms" in parts, parts)
+rows = [dict(id="cudnn:engine:19", status="abandoned", detail="first run 40 ms (warm) > 2 x best",
+             median_ms=40.0, runs=1, workspace=0)]
+parts = compare_gpu.search_parts(dict(split, search_costliest_rows=rows))
+check("cudnn:engine:19: abandoned (first run 40 ms (warm) > 2 x best)" in parts, parts)
 check(compare_gpu.search_parts({"list_ms": 1.0}) == "", "a record without the split")
 check(compare_gpu.search_parts(dict(split, from_file=True)) == "", "a choice read from a file")
 
