@@ -4,6 +4,7 @@
 #include <dnnx/ops/conv.hpp>
 #include <dnnx/version.hpp>
 
+#include "ops/conv_slices.hpp"
 #include "ops/op_calls.hpp"
 
 #include <algorithm>
@@ -81,12 +82,12 @@ struct ConvOp : detail::OpTraits<OpKind::conv> {
             detail::random_tensor(context, desc.dst_dims(), desc.dtype, desc.layout, -1, 1, 3)};
   }
 
-  // Note [probing slow candidates]: slices of the batch from the smallest up, each 4x the one
-  // before and ending at half of it (detail::probe_batches). A slow candidate is ruled out on
-  // the first slice already over the bound, which costs a few times the best candidate's time
-  // whatever its own. The batch is the outermost dimension in both layouts, so its first samples
-  // are a dense prefix of every activation; the weights (and their gradient, which the slice
-  // overwrites) keep their shape.
+  // Note [probing slow candidates]: slices of the problem from the smallest up, each 4x the one
+  // before and ending at half of it: of the batch, or of the output's rows for a batch under 16
+  // (Note [conv probe slices] in ops/conv_slices.cpp). A slow candidate is ruled out on the first
+  // slice already over the bound, which costs a few times the best candidate's time whatever its
+  // own. The slice's activations are views of the prefix of each buffer; the weights (and their
+  // gradient, which the slice overwrites) keep their shape.
   struct Slice {
     ConvDesc desc;
     double fraction = 1;  // of the full problem
@@ -95,13 +96,11 @@ struct ConvOp : detail::OpTraits<OpKind::conv> {
   };
   static std::unique_ptr<Slice> slice(const ConvDesc& desc, Direction, const ConvArgs& full,
                                       int level) {
-    const std::vector<std::int64_t> batches = detail::probe_batches(desc.batch);
-    if (level < 0 || static_cast<std::size_t>(level) >= batches.size()) return nullptr;
-    const std::int64_t batch = batches[static_cast<std::size_t>(level)];
+    const std::vector<detail::ConvSlice> slices = detail::conv_probe_slices(desc);
+    if (level < 0 || static_cast<std::size_t>(level) >= slices.size()) return nullptr;
     auto slice = std::make_unique<Slice>();
-    slice->desc = desc;
-    slice->desc.batch = batch;
-    slice->fraction = static_cast<double>(slice->desc.batch) / static_cast<double>(desc.batch);
+    slice->desc = slices[static_cast<std::size_t>(level)].desc;
+    slice->fraction = slices[static_cast<std::size_t>(level)].fraction;
     auto view = [&](const Tensor* tensor, const Dims& dims, Tensor& into) -> Tensor* {
       if (tensor == nullptr) return nullptr;
       into = Tensor::view(tensor->data(), dims, desc.dtype, desc.layout, tensor->device());

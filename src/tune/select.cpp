@@ -141,26 +141,26 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 // for ResNet-50's first layer in f16 on an H100 the non-tensor-core engines and legacy algorithms
 // take 100-250 ms per run against 0.17 ms for the best, and the hundred or so of them made the
 // exhaustive search of one layer-direction take 2-4 s. A run on a slice of the problem (the first
-// samples of the batch: backends run the same candidate on the smaller desc) costs a fraction of
-// that and is a lower bound of the full run, since the full problem contains the slice's work; so
-// when the slice alone already takes more than probe_factor (2, or abandon_factor if smaller) x
-// the best median, the candidate cannot win and is abandoned without a full run. The bound is
-// sound, so this factor can be tighter than abandon_factor, which judges a cold first run: a
-// slice is timed warm (the cudnn backend's clock starts once the run is queued, Note [gated
-// timing]; the cpu backend runs oneDNN's gemm plans once when it builds them). Probing is not free
-// (a plan for the smaller desc and an extra short run per candidate), so it starts only once a
-// candidate has been abandoned, i.e. once this (desc, direction) has shown that it has candidates
-// worth skipping; searches without slow candidates never probe. A slice the candidate cannot run
-// (nullopt or an error) leaves the decision to the full run. A candidate noted "heuristics_top"
-// (a library's own top picks, which an exhaustive search promises to time) is ruled out by its
-// slice only beyond abandon_factor (4) x the best, the bound a cold full run is judged by; cuDNN's
-// picks include engines that run 40x slower than the best on some shapes (Note [long runs]), and
-// a full run of those cost a second. A probe may also throw Skipped: the candidate cannot be probed
-// yet and should not run in full either (the cudnn backend's runtime-compiled candidates whose
-// slice plan is still compiling when the compile budget runs out: Note [probing runtime-compiled
-// candidates] in backends/cudnn/conv.cpp); its row is not_timed with the reason, and the op layer
-// keeps it as a late plan (Note [late plans] in src/ops/dispatch.cpp). Late plans are candidates no
-// search has bounded, so their settling probes from the first candidate (Request::probe_at_once).
+// samples of the batch, or for a convolution of a small batch the first rows of its output: Note
+// [conv probe slices] in src/ops/conv_slices.cpp; backends run the same candidate on the smaller
+// desc) costs a fraction of that and is a lower bound of the full run, since the full problem
+// contains the slice's work; so when the slice alone already takes more than probe_factor (2, or
+// abandon_factor if smaller) x the best median, the candidate cannot win and is abandoned without a
+// full run. The bound is sound, so this factor can be tighter than abandon_factor, which judges a
+// cold first run: a slice is timed warm (the cudnn backend's clock starts once the run is queued,
+// Note [gated timing]; the cpu backend runs oneDNN's gemm plans once when it builds them). Probing
+// is not free (a plan for the smaller desc and an extra short run per candidate), so it starts only
+// once a candidate has been abandoned, i.e. once this (desc, direction) has shown that it has
+// candidates worth skipping; searches without slow candidates never probe. A slice the candidate
+// cannot run (nullopt or an error) leaves the decision to the full run. A candidate noted
+// "heuristics_top" (a library's own top picks, which an exhaustive search promises to time) is
+// ruled out by its slice only beyond abandon_factor (4) x the best, the bound a cold full run is
+// judged by. A probe may also throw Skipped: the candidate cannot be probed yet and should not run
+// in full either (the cudnn backend's runtime-compiled candidates whose slice plan is still
+// compiling when the compile budget runs out: Note [probing runtime-compiled candidates] in
+// backends/cudnn/conv.cpp); its row is not_timed with the reason, and the op layer keeps it as a
+// late plan (Note [late plans] in src/ops/dispatch.cpp). Late plans are candidates no search has
+// bounded, so their settling probes from the first candidate (Request::probe_at_once).
 //
 // A run's time need not grow with the batch in proportion: on an H200, cuDNN's legacy
 // bwd_weights algo_0 and algo_1 for DeepLabV3's dilated ASPP layer (dilation 12, f16) take 2-6 ms
@@ -173,12 +173,12 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 // cost it most of a full run again.
 //
 // Level 0 is the op's smallest slice and each level a few times larger (convolution: one or a
-// few samples, then 4x more each level up to half the batch), so that a slow candidate costs
-// about the first slice over the bound, a few times the best median, however slow it is in
-// full. With an eighth of the batch as the first slice, a dozen of cuDNN's tensor-core engines
-// took 8.5-9 ms per probe on EfficientNet-B0's 5x5 depthwise forward of 480 channels (batch
-// 128, f16) against 0.043 ms for the best on the whole problem (docs/benchmarks.md, "Search
-// time").
+// few samples, then 4x more each level up to half the batch; output rows the same way), so that a
+// slow candidate costs about the first slice over the bound, a few times the best median, however
+// slow it is in full. With an eighth of the batch as the first slice, a dozen of cuDNN's
+// tensor-core engines took 8.5-9 ms per probe on EfficientNet-B0's 5x5 depthwise forward of 480
+// channels (batch 128, f16) against 0.043 ms for the best on the whole problem (docs/benchmarks.md,
+// "Search time").
 constexpr double probe_factor = 2.0;
 constexpr double escalate_factor = 4.0;
 constexpr int max_probe_levels = 8;  // a bound on the loop whatever an op's slices do
@@ -205,9 +205,9 @@ constexpr double screen_band = 1.25;
 // The fp32 layers beyond ResNet-50 are that long: C3D's conv2a bwd_weights (batch 30) takes
 // 26-43 ms per run for its best candidates and DeepLabV3's dilated ASPP layers 13-19 ms, and their
 // searches took 4.2 s on an H200, in the first pass's three samples per candidate, the final
-// round's twice-per-turn runs, and one full run of a slow heuristics' pick (cuDNN's engine 0:
-// 0.55-1.1 s) made before any candidate had been abandoned (docs/benchmarks.md, "Search time of
-// long runs"). So with a device clock, once a sample is at least long_run_ms:
+// round's twice-per-turn runs, and one full run of cuDNN's engine 0 (0.55-1.1 s; it had no probe
+// then) (docs/benchmarks.md, "Search time of long runs"). So with a device clock, once a sample is
+// at least long_run_ms:
 // - the first pass takes that one sample of the candidate (as for one screened out: the final
 //   round re-times the contenders);
 // - probing starts (Note [probing slow candidates]): once the best median is that long, a probe's
