@@ -593,13 +593,13 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
     contenders[i]->median_ms = median(times[i]);
     contenders[i]->min_ms = *std::min_element(times[i].begin(), times[i].end());
     contenders[i]->runs = static_cast<int>(times[i].size());
-    contenders[i]->detail =
-        loop_runs > 1 ? detail::cat("final round: interleaved with the other contenders, ",
-                                    loop_runs, " runs back to back per sample")
-        : long_runs   ? std::string(
-                            "final round: interleaved with the other contenders, "
-                              "one run per turn (long runs)")
-                    : std::string("final round: interleaved with the other contenders");
+    std::string& why = contenders[i]->detail;
+    why = "final round: interleaved with the other contenders";
+    if (loop_runs > 1) {
+      why += detail::cat(", ", loop_runs, " runs back to back per sample");
+    } else if (long_runs) {
+      why += ", one run per turn (long runs)";
+    }
   }
   sort_fastest_first(rows);
 }
