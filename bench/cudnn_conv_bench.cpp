@@ -425,7 +425,7 @@ std::string search_rows_json(const Choice& choice, const std::string& heuristic_
 }
 
 // The search's rows of the candidates that took the most of its time (SearchTimes::costliest,
-// "id ms" joined by ", "), each {"id", "status", "detail", "median_ms", "runs", "workspace"}: what
+// "<id> <ms> ms" joined by ", "), each {"id", "status", "detail", "median_ms", "runs", "workspace"}: what
 // a costly candidate's runs measured on the device against its host time.
 std::string costliest_rows_json(const Choice& choice) {
   std::ostringstream out;
@@ -436,7 +436,7 @@ std::string costliest_rows_json(const Choice& choice) {
     const std::size_t comma = rest.find(", ");
     std::string_view part = rest.substr(0, comma);
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 2);
-    // "id ms ms": the id is what precedes the last two words.
+    // "<id> <ms> ms": the id is what precedes the last two words.
     const std::size_t unit = part.rfind(' ');
     const std::size_t number = unit == std::string_view::npos ? unit : part.rfind(' ', unit - 1);
     if (number == std::string_view::npos) continue;
