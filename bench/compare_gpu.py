@@ -371,7 +371,8 @@ def speedup(record):
 # The kinds of candidate a choice can be, by the prefix of its id (the most specific first).
 CHOICE_KINDS = (("cudnn:gemm:packed:", "gemm packed"), ("cudnn:gemm:", "gemm"),
                 ("cudnn:im2col:packed:", "im2col packed"), ("cudnn:im2col:", "im2col"),
-                ("cudnn:taps:", "taps"), ("cudnn:kernel:depthwise:", "depthwise"),
+                ("cudnn:taps:", "taps"), ("cudnn:frames:", "frames"),
+                ("cudnn:kernel:depthwise:", "depthwise"),
                 ("cudnn:padc:", "padded"),
                 ("cudnn:legacy:", "legacy"), ("cudnn:engine:", "engine"))
 

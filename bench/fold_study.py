@@ -11,7 +11,8 @@ Both factors are 2-D convolutions in disguise:
           input frame (every stride-th), so the whole layer is one 2-D convolution over N x T'
           images. In NDHWC that is a view of the same memory; in NCDHW the frames are strided
           (the depth between the channels and the rows), so here they are copied into NCHW and
-          back (a backend could instead run one 2-D call per frame on strided views).
+          back (dnnx's frame candidates run one 2-D call per frame on strided views instead:
+          Note [frame candidates] in src/backends/cudnn/conv_frames.cpp).
   planes  a kernel of height and width 1 (no padding, stride 1 there): a 2-D convolution over
           (T, H*W) with a Tx1 kernel, a view of the same memory in both layouts.
 This measures, per such layer and direction, torch's 3-D convolution (cudnn.benchmark=True)

@@ -236,6 +236,20 @@ TEST(CudnnSearchSettings, TapRegionsForF32ByDefault) {
   expect_rejected("DNNX_CUDNN_CONV_TAPS", {"boxes", "f16", "2"});
 }
 
+TEST(CudnnSearchSettings, FramesOffByDefault) {
+  const ScopedEnv unset("DNNX_CUDNN_CONV_FRAMES", nullptr);
+  EXPECT_EQ(cudnn::settings_from_env().conv_frames, cudnn::FrameCandidates::off);
+  for (const auto& [text, expected] : {std::pair{"f32", cudnn::FrameCandidates::f32},
+                                       {"ON", cudnn::FrameCandidates::on},
+                                       {"1", cudnn::FrameCandidates::on},
+                                       {"off", cudnn::FrameCandidates::off},
+                                       {"0", cudnn::FrameCandidates::off}}) {
+    const ScopedEnv set("DNNX_CUDNN_CONV_FRAMES", text);
+    EXPECT_EQ(cudnn::settings_from_env().conv_frames, expected) << text;
+  }
+  expect_rejected("DNNX_CUDNN_CONV_FRAMES", {"frames", "f16", "2"});
+}
+
 TEST(CudnnSearchSettings, PlanFolderFollowsTheCacheOrTheVariable) {
   const ScopedEnv cache_file("DNNX_CACHE_FILE", "/tmp/dnnx-search-settings/tune.json");
   {
@@ -473,6 +487,68 @@ TEST(CudnnSearch, TapRegionCandidatesMatchTheReference) {
   }
   const std::size_t checked = picked_candidates_match_the_reference(context, descs, is_taps);
   std::cout << "[ cudnn    ] " << checked << " tap-region candidate runs matched\n";
+  EXPECT_GE(checked, descs.size() * 3);
+}
+
+// Note [frame candidates]: with DNNX_CUDNN_CONV_FRAMES=on a 3-D convolution whose kernel has a
+// depth of 1 and no depth padding lists supported cudnn:frames:<algorithm> candidates, never
+// first, and each computes what the reference does in every direction: NCDHW f32 (strided
+// frames), NDHWC f16 with a spatial stride, a depth stride of 2 (bwd_data zeroes the frames it
+// skips), bf16 with groups. Off by default: one unsupported cudnn:frames naming the variable; a
+// 2-D convolution or one with a kernel depth over 1 lists none; =f32 keeps them from f16.
+TEST(CudnnSearch, FrameCandidatesMatchTheReference) {
+  DNNX_REQUIRE_GPU();
+  const ScopedEnv on("DNNX_CUDNN_CONV_FRAMES", "on");
+  auto frames3d = [](const Dims& src, const Dims& weights, std::vector<std::int64_t> stride,
+                     std::int64_t groups, DType dtype, Layout layout) {
+    return ConvDesc::from_shapes(src, weights, stride, {0, 1, 1}, {1}, groups, dtype, layout);
+  };
+  const ConvDesc spatial =
+      frames3d({2, 8, 5, 9, 10}, {12, 8, 1, 3, 3}, {1}, 1, DType::f32, Layout::channels_first);
+  const std::vector<ConvDesc> descs{
+      spatial,
+      frames3d({2, 16, 4, 8, 8}, {16, 16, 1, 3, 3}, {1, 2, 2}, 1, DType::f16,
+               Layout::channels_last),
+      frames3d({2, 8, 7, 6, 6}, {8, 8, 1, 3, 3}, {2, 1, 1}, 1, DType::f32, Layout::channels_first),
+      frames3d({2, 16, 3, 7, 7}, {16, 8, 1, 3, 3}, {1}, 2, DType::bf16, Layout::channels_first)};
+  const auto is_frames = [](const AlgoInfo& info) { return info.has_note("frames"); };
+  Context context = cudnn_context();
+  for (const ConvDesc& desc : descs) {
+    for (Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
+      const std::vector<AlgoInfo> algos = conv_list(context, desc, direction);
+      EXPECT_GT(std::count_if(algos.begin(), algos.end(),
+                              [&](const AlgoInfo& a) { return a.supported && is_frames(a); }),
+                0)
+          << desc.repro(direction);
+      EXPECT_FALSE(is_frames(algos.front())) << algos.front().id;
+    }
+  }
+  for (const ConvDesc& none :
+       {make_desc({2, 8, 12, 12}, {8, 8, 3, 3}, 1, 1, 1, 1, DType::f32, Layout::channels_first),
+        make_desc({2, 8, 4, 6, 6}, {8, 8, 3, 3, 3}, 1, 1, 1, 1, DType::f32,
+                  Layout::channels_first)}) {
+    const std::vector<AlgoInfo> algos = conv_list(context, none, Direction::fwd);
+    EXPECT_EQ(std::count_if(algos.begin(), algos.end(), is_frames), 0) << none;
+  }
+  {
+    const ScopedEnv unset("DNNX_CUDNN_CONV_FRAMES", nullptr);
+    Context defaults = cudnn_context();
+    const std::vector<AlgoInfo> algos = conv_list(defaults, spatial, Direction::fwd);
+    ASSERT_EQ(std::count_if(algos.begin(), algos.end(), is_frames), 1);
+    const auto entry = std::find_if(algos.begin(), algos.end(), is_frames);
+    EXPECT_EQ(entry->id, "cudnn:frames");
+    EXPECT_FALSE(entry->supported);
+    EXPECT_NE(entry->reason.find("DNNX_CUDNN_CONV_FRAMES"), std::string::npos) << entry->reason;
+  }
+  {
+    const ScopedEnv f32("DNNX_CUDNN_CONV_FRAMES", "f32");
+    Context fp32_only = cudnn_context();
+    const std::vector<AlgoInfo> algos = conv_list(fp32_only, descs[1], Direction::fwd);
+    ASSERT_EQ(std::count_if(algos.begin(), algos.end(), is_frames), 1);
+    EXPECT_FALSE(std::find_if(algos.begin(), algos.end(), is_frames)->supported);
+  }
+  const std::size_t checked = picked_candidates_match_the_reference(context, descs, is_frames);
+  std::cout << "[ cudnn    ] " << checked << " frame candidate runs matched\n";
   EXPECT_GE(checked, descs.size() * 3);
 }
 

@@ -197,6 +197,7 @@ for algo, kind in (("cudnn:engine:62:workspace=2", "engine"), ("cudnn:gemm:cubla
                    ("cudnn:gemm:packed:cublas:gemm_ex", "gemm packed"),
                    ("cudnn:im2col:packed:cublaslt:a5", "im2col packed"),
                    ("cudnn:im2col:cublaslt:a5", "im2col"), ("cudnn:taps:rows:algo_0", "taps"),
+                   ("cudnn:frames:winograd_nonfused", "frames"),
                    ("cudnn:kernel:depthwise:unrolled", "depthwise"),
                    ("cudnn:padc:cudnn:engine:5", "padded"),
                    ("cudnn:legacy:fwd:gemm:fma", "legacy"), ("onednn:x64:gemm", "onednn")):

@@ -84,6 +84,13 @@ TapCandidates taps_from_env() {
                                 "a tap-region setting");
 }
 
+// DNNX_CUDNN_CONV_FRAMES (Note [frame candidates]); unset or empty means off.
+FrameCandidates frames_from_env() {
+  using enum FrameCandidates;
+  return named_setting_from_env(frames_variable, off, on, off, {off, f32, on},
+                                "a frame-candidate setting");
+}
+
 // DNNX_CUDNN_KNOB_VARIANTS: knob variants per engine; unset or empty means `fallback`.
 int knob_variants_from_env(int fallback) {
   const char* value = std::getenv(knob_variants_variable);
@@ -202,7 +209,8 @@ class CudnnBackend final : public detail::Backend {
                        " rtc=", runtime_compiled_text(), " knobs=", knob_search_text(),
                        " conv_gemm=", runtime_->settings().conv_gemm ? "on" : "off",
                        " im2col=", to_string(runtime_->settings().conv_im2col),
-                       " taps=", to_string(runtime_->settings().conv_taps));
+                       " taps=", to_string(runtime_->settings().conv_taps),
+                       " frames=", to_string(runtime_->settings().conv_frames));
   }
 
   std::vector<std::pair<std::string, std::string>> environment() const override {
@@ -224,7 +232,8 @@ class CudnnBackend final : public detail::Backend {
             {"knob_search", knob_search_text()},
             {"conv_gemm_candidates", runtime_->settings().conv_gemm ? "on" : "off"},
             {"conv_im2col_candidates", to_string(runtime_->settings().conv_im2col)},
-            {"conv_tap_region_candidates", to_string(runtime_->settings().conv_taps)}};
+            {"conv_tap_region_candidates", to_string(runtime_->settings().conv_taps)},
+            {"conv_frame_candidates", to_string(runtime_->settings().conv_frames)}};
   }
 
   Device device() const override { return Device::cuda(runtime_->device()); }
@@ -428,6 +437,7 @@ Settings settings_from_env() {
   settings.conv_gemm = switch_from_env("DNNX_CUDNN_CONV_GEMM", settings.conv_gemm);
   settings.conv_im2col = im2col_from_env();
   settings.conv_taps = taps_from_env();
+  settings.conv_frames = frames_from_env();
   return settings;
 }
 

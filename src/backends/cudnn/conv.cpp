@@ -5,8 +5,9 @@
 // them (Note [legacy candidates]), then the supported runtime-compiled engines (Note
 // [runtime-compiled engines]), then the knob variants dnnx adds (Note [knob search]), then
 // the channel-padded candidates of f16/bf16 convs with unaligned channels (Note [channel
-// padding]), then dnnx's matrix products, column products and tap regions (Note [gemm
-// candidates], Note [im2col candidates], Note [tap-region candidates]). dnnx's supported depthwise
+// padding]), then dnnx's matrix products, column products, tap regions and frames (Note [gemm
+// candidates], Note [im2col candidates], Note [tap-region candidates], Note [frame
+// candidates]). dnnx's supported depthwise
 // kernels come right after the last of the heuristics' top configs that is not runtime-compiled
 // (Note [depthwise candidates]). The heuristic policy therefore picks mode A's first admissible
 // config, and a legacy algorithm only when no engine is admissible (e.g. a workspace limit that
@@ -17,6 +18,7 @@
 #include "backends/cudnn/conv_compile.hpp"
 #include "backends/cudnn/conv_depthwise.hpp"
 #include "backends/cudnn/conv_engine.hpp"
+#include "backends/cudnn/conv_frames.hpp"
 #include "backends/cudnn/conv_gemm.hpp"
 #include "backends/cudnn/conv_im2col.hpp"
 #include "backends/cudnn/conv_legacy.hpp"
@@ -106,7 +108,9 @@ thread_local SearchCompiles this_search;
 //   im2col  one for the product of the convolution's column matrix (Note [im2col candidates] in
 //           conv_im2col.cpp);
 //   taps    smaller legacy convolutions on the output regions of one range of taps, by split
-//           (Note [tap-region candidates] in conv_taps.cpp).
+//           (Note [tap-region candidates] in conv_taps.cpp);
+//   frames  one 2-D legacy convolution per output frame of a 3-D one whose kernel has a depth of
+//           1, by legacy algorithm (Note [frame candidates] in conv_frames.cpp).
 // An id names the same config for every desc (Note [engine candidates]), so the backend also
 // keeps, per direction, the candidate of every supported id it has listed (or described alone,
 // as the settling of late plans in a later process does): a search's probes run
@@ -116,7 +120,7 @@ thread_local SearchCompiles this_search;
 // re-validate a choice read from the cache file without listing (unlisted_candidate(): Note
 // [re-validating persisted choices] in src/ops/dispatch.cpp).
 struct Candidate {
-  enum class Kind { engine, legacy, padded, kernel, gemm, im2col, taps };
+  enum class Kind { engine, legacy, padded, kernel, gemm, im2col, taps, frames };
   AlgoInfo info;
   Kind kind = Kind::engine;
   /// Runs on tensor cores (Note [channel padding] wraps only such candidates).
@@ -136,10 +140,11 @@ struct Candidate {
   // gemm]).
   std::string matmul_id;
   bool gemm_packed = false;
-  // taps: what it runs (none for the entry listed where the setting keeps them out), and the
-  // plan the listing made of the listed desc to describe it, which build() hands on.
+  // taps, frames: what it runs (none for the entry listed where the setting keeps them out),
+  // and the plan the listing made of the listed desc to describe it, which build() hands on.
   std::optional<TapsConfig> taps;
-  std::shared_ptr<detail::ConvPlan> taps_plan;
+  std::optional<int> frames_algorithm;
+  std::shared_ptr<detail::ConvPlan> listed_plan;
 };
 
 Candidate engine_candidate(EngineCandidate engine, std::shared_ptr<OperationGraph> graph) {
@@ -220,7 +225,16 @@ Candidate taps_candidate(TapsEntry entry) {
   candidate.kind = Candidate::Kind::taps;
   candidate.info = std::move(entry.info);
   candidate.taps = entry.config;
-  candidate.taps_plan = std::move(entry.plan);
+  candidate.listed_plan = std::move(entry.plan);
+  return candidate;
+}
+
+Candidate frames_candidate(FramesEntry entry) {
+  Candidate candidate;
+  candidate.kind = Candidate::Kind::frames;
+  candidate.info = std::move(entry.info);
+  candidate.frames_algorithm = entry.algorithm;
+  candidate.listed_plan = std::move(entry.plan);
   return candidate;
 }
 
@@ -659,6 +673,13 @@ class CudnnConv final
       candidates.insert(std::find_if_not(candidates.begin(), candidates.end(), is_supported),
                         std::make_move_iterator(taps.begin()), std::make_move_iterator(taps.end()));
     }
+    // Frames after them, the same way: Note [frame candidates].
+    {
+      std::vector<Candidate> frames = frames_candidates(desc, direction);
+      candidates.insert(std::find_if_not(candidates.begin(), candidates.end(), is_supported),
+                        std::make_move_iterator(frames.begin()),
+                        std::make_move_iterator(frames.end()));
+    }
     for (std::size_t i = 0; i < candidates.size(); ++i)
       candidates[i].info.priority = static_cast<int>(i);
     record(direction, candidates);
@@ -719,6 +740,15 @@ class CudnnConv final
     std::vector<Candidate> out;
     for (TapsEntry& entry : taps_entries(runtime_, desc, direction))
       out.push_back(taps_candidate(std::move(entry)));
+    return out;
+  }
+
+  // Note [frame candidates]: frames_entries() as candidates (every supported one before the entry
+  // saying why there is none).
+  std::vector<Candidate> frames_candidates(const ConvDesc& desc, Direction direction) {
+    std::vector<Candidate> out;
+    for (FramesEntry& entry : frames_entries(runtime_, desc, direction))
+      out.push_back(frames_candidate(std::move(entry)));
     return out;
   }
 
@@ -806,6 +836,13 @@ class CudnnConv final
       }
       return std::nullopt;
     }
+    if (is_frames_id(id)) {
+      // What frames_candidates() lists, for this id alone (a few cuDNN queries per algorithm).
+      for (Candidate& candidate : frames_candidates(desc, direction)) {
+        if (candidate.info.id == id) return std::move(candidate);
+      }
+      return std::nullopt;
+    }
     if (std::optional<LegacyCandidate> legacy = legacy_candidate_of(*runtime_, desc, direction, id))
       return legacy_candidate(std::move(*legacy));
     std::shared_ptr<OperationGraph> graph;
@@ -841,8 +878,11 @@ class CudnnConv final
       case Candidate::Kind::im2col: return im2col_plan(desc, direction, candidate);
       case Candidate::Kind::taps:
         // build() gets the candidate listed (or described alone) for desc: its listing's plan.
-        if (candidate.taps_plan) return candidate.taps_plan;
+        if (candidate.listed_plan) return candidate.listed_plan;
         return taps_plan(desc, direction, candidate);
+      case Candidate::Kind::frames:
+        if (candidate.listed_plan) return candidate.listed_plan;
+        return frames_plan(desc, direction, candidate);
     }
     return nullptr;
   }
@@ -895,6 +935,16 @@ class CudnnConv final
                     conv_context(desc, direction, candidate.info.id));
     }
     return make_taps_plan(runtime_, desc, direction, *candidate.taps);
+  }
+
+  // Note [frame candidates]
+  std::shared_ptr<detail::ConvPlan> frames_plan(const ConvDesc& desc, Direction direction,
+                                                const Candidate& candidate) {
+    if (!candidate.frames_algorithm) {
+      detail::raise(ErrorKind::Unsupported, candidate.info.reason,
+                    conv_context(desc, direction, candidate.info.id));
+    }
+    return make_frames_plan(runtime_, desc, direction, *candidate.frames_algorithm);
   }
 
   // Note [runtime-compiled engines]: their plans are compiled on background threads (after those
@@ -987,7 +1037,7 @@ class CudnnConv final
     for (const Candidate& candidate : candidates) {
       if (!candidate.info.supported || by_id.count(candidate.info.id) != 0) continue;
       auto kept = std::make_shared<Candidate>(candidate);
-      kept->taps_plan = nullptr;  // of the listed desc only; a record serves every desc
+      kept->listed_plan = nullptr;  // of the listed desc only; a record serves every desc
       by_id.emplace(candidate.info.id, std::move(kept));
     }
   }
@@ -1138,6 +1188,7 @@ class CudnnConv final
           break;
         case Candidate::Kind::im2col: plan = im2col_plan(desc, direction, candidate); break;
         case Candidate::Kind::taps: plan = taps_plan(desc, direction, candidate); break;
+        case Candidate::Kind::frames: plan = frames_plan(desc, direction, candidate); break;
         case Candidate::Kind::engine:
           if (auto graph = probe_graph_locked(desc, direction))
             plan = make_engine_plan(runtime_, std::move(graph), desc, direction,

@@ -5,6 +5,7 @@
 #include "core/strings.hpp"
 
 #include <algorithm>
+#include <climits>
 
 namespace dnnx::cudnn {
 namespace {
@@ -75,6 +76,24 @@ Geometry conv_geometry(const ConvDesc& desc) {
   set(bias, g.bias, g.bias_strides);
   g.data_type = data_type(desc.dtype);
   return g;
+}
+
+std::int64_t elements_of(const Geometry& g, const std::array<std::int64_t, 5>& dims) {
+  std::int64_t product = 1;
+  for (int i = 0; i < g.nb_dims; ++i) product *= dims[static_cast<std::size_t>(i)];
+  return product;
+}
+
+void check_legacy_range(const Geometry& g, const ErrorContext& context) {
+  for (const auto* values :
+       {&g.src, &g.src_strides, &g.dst, &g.dst_strides, &g.weights, &g.weights_strides}) {
+    if (std::any_of(values->begin(), values->begin() + g.nb_dims,
+                    [](std::int64_t v) { return v > INT_MAX; })) {
+      detail::raise(ErrorKind::Unsupported,
+                    "a dim or stride exceeds INT_MAX, which legacy descriptors cannot hold",
+                    context);
+    }
+  }
 }
 
 ErrorContext conv_context(const ConvDesc& desc, Direction direction, std::string implementation) {

@@ -41,6 +41,14 @@ struct Geometry {
 
 Geometry conv_geometry(const ConvDesc& desc);
 
+/// The product of the first g.nb_dims entries of `dims` (a tensor of `g`).
+std::int64_t elements_of(const Geometry& g, const std::array<std::int64_t, 5>& dims);
+
+/// Throws Unsupported when a dim or stride of g's src, dst or weights exceeds INT_MAX, which
+/// legacy descriptors cannot hold (descriptors of crops and frames of g's tensors keep their
+/// strides).
+void check_legacy_range(const Geometry& g, const ErrorContext& context);
+
 /// The first g.nb_dims entries of `values` (dims or strides of `g`) as int, the legacy API's type.
 inline std::array<int, 5> narrow_to_int(const Geometry& g,
                                         const std::array<std::int64_t, 5>& values) {
@@ -106,6 +114,7 @@ inline constexpr const char* compile_budget_variable = "DNNX_CUDNN_COMPILE_BUDGE
 inline constexpr const char* knob_search_variable = "DNNX_CUDNN_KNOB_SEARCH";
 inline constexpr const char* im2col_variable = "DNNX_CUDNN_CONV_IM2COL";
 inline constexpr const char* taps_variable = "DNNX_CUDNN_CONV_TAPS";
+inline constexpr const char* frames_variable = "DNNX_CUDNN_CONV_FRAMES";
 inline constexpr const char* knob_variants_variable = "DNNX_CUDNN_KNOB_VARIANTS";
 
 }  // namespace dnnx::cudnn

@@ -44,7 +44,6 @@
 #include "core/strings.hpp"
 
 #include <algorithm>
-#include <climits>
 #include <cstddef>
 #include <map>
 #include <utility>
@@ -65,12 +64,6 @@ constexpr std::size_t max_regions = 32;
 // dim second: Note [cuDNN geometry]).
 std::size_t geometry_dim(const ConvDesc& desc, int i) {
   return static_cast<std::size_t>(2 + (desc.spatial_dims == 1 ? 1 : i));
-}
-
-std::int64_t elements(const Geometry& g, const std::array<std::int64_t, 5>& dims) {
-  std::int64_t product = 1;
-  for (int i = 0; i < g.nb_dims; ++i) product *= dims[static_cast<std::size_t>(i)];
-  return product;
 }
 
 // One region's convolution: its legacy call on views at these element offsets of the whole
@@ -111,17 +104,8 @@ class TapsPlan final : public detail::ConvPlan {
     }
     uncovered_ = regions.uncovered_outputs;
     whole_ = conv_geometry(desc);
-    // The regions' descriptors hold the whole tensors' strides (views, and the crops' copies),
-    // as int.
-    for (const auto* values : {&whole_.src, &whole_.src_strides, &whole_.dst, &whole_.dst_strides,
-                               &whole_.weights, &whole_.weights_strides}) {
-      if (std::any_of(values->begin(), values->begin() + whole_.nb_dims,
-                      [](std::int64_t v) { return v > INT_MAX; })) {
-        detail::raise(ErrorKind::Unsupported,
-                      "a dim or stride exceeds INT_MAX, which legacy descriptors cannot hold",
-                      context_);
-      }
-    }
+    // The regions' descriptors hold the whole tensors' strides (views, and the crops' copies).
+    check_legacy_range(whole_, context_);
     const std::size_t element = size_of(desc.dtype);
     std::size_t inner = 0;
     Buffers bytes;
@@ -150,7 +134,7 @@ class TapsPlan final : public detail::ConvPlan {
                               "describing a region's crop");
         set_tensor_descriptor(dense, packed, dims, packed_strides, context_,
                               "describing a region's packed crop");
-        buffer = std::max(buffer, static_cast<std::size_t>(elements(packed, dims)) * element);
+        buffer = std::max(buffer, static_cast<std::size_t>(elements_of(packed, dims)) * element);
       };
       if (!region.all_taps) {
         copies(region.weights_crop, region.weights_packed, packed.weights, whole_.weights_strides,
@@ -217,7 +201,7 @@ class TapsPlan final : public detail::ConvPlan {
     };
     auto zero = [&](void* tensor, const std::array<std::int64_t, 5>& dims) {
       DNNX_CUDNN_CHECK(
-          cudaMemsetAsync(tensor, 0, static_cast<std::size_t>(elements(whole_, dims)) * element,
+          cudaMemsetAsync(tensor, 0, static_cast<std::size_t>(elements_of(whole_, dims)) * element,
                           runtime_->stream()),
           context_, "zeroing the output");
     };
@@ -299,7 +283,7 @@ class TapsPlan final : public detail::ConvPlan {
     for (const std::optional<int> choice :
          algorithm ? std::vector<std::optional<int>>{algorithm, std::nullopt}
                    : std::vector<std::optional<int>>{std::nullopt}) {
-      for (const auto [pack_x, pack_y] :
+      for (const auto& [pack_x, pack_y] :
            {std::pair{false, false}, {false, true}, {true, false}, {true, true}}) {
         Geometry g = packed;
         if (!pack_x) g.src_strides = whole_.src_strides;

@@ -29,6 +29,15 @@ const char* to_string(Im2colCandidates where) {
   return "?";
 }
 
+const char* to_string(FrameCandidates where) {
+  switch (where) {
+    case FrameCandidates::off: return "off";
+    case FrameCandidates::f32: return "f32";
+    case FrameCandidates::on: return "on";
+  }
+  return "?";
+}
+
 const char* to_string(TapCandidates where) {
   switch (where) {
     case TapCandidates::off: return "off";

@@ -56,6 +56,8 @@ enum class KnobSearch { off, top, all };
 enum class Im2colCandidates { off, f32, on };
 /// Where the tap-region candidates are listed (Note [tap-region candidates] in conv_taps.cpp).
 enum class TapCandidates { off, f32, sparse, on };
+/// Where the frame candidates are listed (Note [frame candidates] in conv_frames.cpp).
+enum class FrameCandidates { off, f32, on };
 
 /// Switches of one backend instance, read from the environment when it is created.
 struct Settings {
@@ -86,17 +88,20 @@ struct Settings {
   /// DNNX_CUDNN_CONV_TAPS: off, f32, sparse or on (Note [tap-region candidates] in
   /// conv_taps.cpp)
   TapCandidates conv_taps = TapCandidates::f32;
+  /// DNNX_CUDNN_CONV_FRAMES: off, f32 or on (Note [frame candidates] in conv_frames.cpp)
+  FrameCandidates conv_frames = FrameCandidates::off;
 };
 
 /// "off", "top", "all".
 const char* to_string(KnobSearch search);
 const char* to_string(Im2colCandidates where);
 const char* to_string(TapCandidates where);
+const char* to_string(FrameCandidates where);
 
 /// The settings the environment asks for (DNNX_ALLOW_TF32, DNNX_VERBOSE, DNNX_CUDNN_GRAPHS,
 /// DNNX_CUDNN_L2_SWEEP, DNNX_CUDNN_RUNTIME_COMPILED, DNNX_CUDNN_COMPILE_BUDGET,
 /// DNNX_PLAN_DIR, DNNX_CUDNN_KNOB_SEARCH, DNNX_CUDNN_KNOB_VARIANTS, DNNX_CUDNN_CONV_GEMM,
-/// DNNX_CUDNN_CONV_IM2COL, DNNX_CUDNN_CONV_TAPS); unset or empty
+/// DNNX_CUDNN_CONV_IM2COL, DNNX_CUDNN_CONV_TAPS, DNNX_CUDNN_CONV_FRAMES); unset or empty
 /// variables keep the defaults. Throws InvalidArgument naming a malformed variable and its value.
 Settings settings_from_env();
 
