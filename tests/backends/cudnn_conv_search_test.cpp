@@ -12,6 +12,7 @@
 #include <dnnx/tensor.hpp>
 
 #include "backends/cudnn/conv_engine.hpp"
+#include "backends/cudnn/conv_frames.hpp"
 #include "backends/cudnn/runtime.hpp"
 #include "ops/context_state.hpp"
 #include "support/compare.hpp"
@@ -248,6 +249,34 @@ TEST(CudnnSearchSettings, FramesOffByDefault) {
     EXPECT_EQ(cudnn::settings_from_env().conv_frames, expected) << text;
   }
   expect_rejected("DNNX_CUDNN_CONV_FRAMES", {"frames", "f16", "2"});
+}
+
+// Note [frame candidates]: the 2-D convolution each output frame of a 3-D one is (no GPU needed).
+TEST(CudnnFrames, FrameDescIsTheConvolutionOfOneFrame) {
+  const ConvDesc video =
+      ConvDesc::from_shapes({24, 64, 16, 56, 56}, {144, 64, 1, 3, 3}, {2, 2, 1}, {0, 1, 0},
+                            {1, 2, 1}, 1, DType::f32, Layout::channels_last);
+  const std::optional<ConvDesc> frame = cudnn::frame_desc(video);
+  ASSERT_TRUE(frame.has_value());
+  EXPECT_EQ(frame->spatial_dims, 2);
+  EXPECT_EQ(frame->batch, 24);
+  EXPECT_EQ(frame->in_channels, 64);
+  EXPECT_EQ(frame->out_channels, 144);
+  EXPECT_EQ(frame->layout, Layout::channels_last);
+  EXPECT_EQ(frame->src_dims(), (Dims{24, 64, 56, 56}));
+  EXPECT_EQ(frame->weights_dims(), (Dims{144, 64, 3, 3}));
+  EXPECT_EQ(frame->output_size(0), video.output_size(1));
+  EXPECT_EQ(frame->output_size(1), video.output_size(2));
+  EXPECT_EQ(frame->stride[0], 2);
+  EXPECT_EQ(frame->stride[1], 1);
+  EXPECT_EQ(frame->pad_before[0], 1);
+  EXPECT_EQ(frame->dilation[0], 2);
+  EXPECT_NO_THROW(frame->validate());
+  // A kernel depth over 1, depth padding, or a 2-D convolution: no frames.
+  EXPECT_FALSE(cudnn::frame_desc(ConvDesc::from_shapes({2, 8, 4, 6, 6}, {8, 8, 3, 3, 3})));
+  EXPECT_FALSE(
+      cudnn::frame_desc(ConvDesc::from_shapes({2, 8, 4, 6, 6}, {8, 8, 1, 3, 3}, {1}, {1, 1, 1})));
+  EXPECT_FALSE(cudnn::frame_desc(ConvDesc::from_shapes({2, 8, 6, 6}, {8, 8, 1, 3})));
 }
 
 TEST(CudnnSearchSettings, PlanFolderFollowsTheCacheOrTheVariable) {
