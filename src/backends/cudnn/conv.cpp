@@ -1,13 +1,12 @@
 // Note [cudnn candidate order]
 // list() returns every supported candidate before every unsupported one; within each group the
-// graph-API candidates come first (heuristics mode A's configs, then B's, then the fallback's,
-// then every engine with default knobs: Note [engine candidates]) and the legacy algorithms after
-// them (Note [legacy candidates]), then the supported runtime-compiled engines (Note
-// [runtime-compiled engines]), then the knob variants dnnx adds (Note [knob search]), then
-// the channel-padded candidates of f16/bf16 convs with unaligned channels (Note [channel
-// padding]), then dnnx's matrix products, column products, tap regions and frames (Note [gemm
-// candidates], Note [im2col candidates], Note [tap-region candidates], Note [frame
-// candidates]). dnnx's supported depthwise
+// graph-API candidates come first (heuristics mode A's configs, then B's, then the fallback's, then
+// every engine with default knobs: Note [engine candidates]) and the legacy algorithms after them
+// (Note [legacy candidates]), then the supported runtime-compiled engines (Note [runtime-compiled
+// engines]), then the knob variants dnnx adds (Note [knob search]), then the channel-padded
+// candidates of f16/bf16 convs with unaligned channels (Note [channel padding]), then dnnx's matrix
+// products, column products, tap regions and frames (Note [gemm candidates], Note [im2col
+// candidates], Note [tap-region candidates], Note [frame candidates]). dnnx's supported depthwise
 // kernels come right after the last of the heuristics' top configs that is not runtime-compiled
 // (Note [depthwise candidates]). The heuristic policy therefore picks mode A's first admissible
 // config, and a legacy algorithm only when no engine is admissible (e.g. a workspace limit that
