@@ -550,6 +550,18 @@ TEST(CudnnSearch, FrameCandidatesMatchTheReference) {
                 0)
           << desc.repro(direction);
       EXPECT_FALSE(is_frames(algos.front())) << algos.front().id;
+      // Each carries the families of its legacy algorithm, as the listing's legacy entries do.
+      for (const AlgoInfo& frames : algos) {
+        if (!frames.supported || !is_frames(frames)) continue;
+        const std::string legacy_prefix =
+            detail::cat("cudnn:legacy:", to_string(direction), ":",
+                        frames.id.substr(std::string("cudnn:frames:").size()), ":");
+        const auto legacy = std::find_if(algos.begin(), algos.end(), [&](const AlgoInfo& a) {
+          return a.id.starts_with(legacy_prefix);
+        });
+        ASSERT_NE(legacy, algos.end()) << legacy_prefix;
+        EXPECT_EQ(frames.families, legacy->families) << frames.id;
+      }
     }
   }
   for (const ConvDesc& none :

@@ -120,7 +120,11 @@ class FramesPlan final : public detail::ConvPlan {
     info_.supported = true;
     info_.workspace_bytes = y_at_ + workspace_aligned(y_bytes);
     info_.deterministic = conv_->deterministic();
-    info_.notes = {"frames", "legacy", "host_heavy"};
+    // The algorithm's note and Theano family, as its legacy candidates carry them: `winograd` on
+    // a 3-D convolution can pick a frame candidate.
+    const auto [note, family] = legacy_algorithm_kind(direction, algorithm);
+    info_.notes = {"frames", "legacy", note, "host_heavy"};
+    if (!family.empty()) info_.families = {family};
   }
 
   const AlgoInfo& algo() const override { return info_; }

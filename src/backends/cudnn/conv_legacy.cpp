@@ -556,6 +556,11 @@ std::vector<std::string> legacy_algorithm_names(Direction direction) {
   return names;
 }
 
+std::pair<std::string, std::string> legacy_algorithm_kind(Direction direction, int algorithm) {
+  const AlgoSpec& spec = algos(direction)[static_cast<std::size_t>(algorithm)];
+  return {std::string(spec.note), std::string(spec.family)};
+}
+
 std::vector<int> legacy_nondeterministic_algorithms(Direction direction) {
   std::vector<int> out;
   const auto specs = algos(direction);

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -57,6 +58,11 @@ std::shared_ptr<detail::ConvPlan> make_legacy_plan(std::shared_ptr<Runtime> runt
 
 /// The legacy algorithms of `direction` by index ("implicit_gemm", ..., as legacy ids name them).
 std::vector<std::string> legacy_algorithm_names(Direction direction);
+
+/// The note ("implicit_gemm", "gemm", "direct", "fft", "winograd") and the Theano family
+/// (docs/algorithms.md; empty for none) of the legacy algorithm of `direction` at `algorithm`
+/// (an index into legacy_algorithm_names(direction)), as its legacy candidates carry them.
+std::pair<std::string, std::string> legacy_algorithm_kind(Direction direction, int algorithm);
 
 /// The indexes of those that are not deterministic (Note [legacy candidates]).
 std::vector<int> legacy_nondeterministic_algorithms(Direction direction);
