@@ -17,12 +17,14 @@
 // A frame is a view of the caller's tensors where cuDNN takes one (NCDHW frames are strided: the
 // depth lies between the channels and the rows), else a packed copy in the workspace
 // (cudnnTransformTensor), as the tap regions' crops are (Note [tap-region candidates] in
-// conv_taps.cpp). The weights of depth 1 are the 2-D weights as they lie, in both layouts. The
-// sums are the 3-D convolution's, bwd_weights' over the frames in another order. Whether they
-// beat the 3-D engines is measured by bench/fold_study.py (PyTorch alone) and the suite;
-// DNNX_CUDNN_CONV_FRAMES lists them: "off" (the default until measured), "f32", "on" (every
-// dtype); where the setting keeps them out of a convolution that has frames, or cuDNN runs no
-// legacy algorithm on its frames, one unsupported "cudnn:frames" entry says so.
+// conv_taps.cpp). In NDHWC with a depth stride of 1 the frames of each sample lie one after
+// another, so the tensors are one packed 2-D batch of N x T images: one call. The weights of depth
+// 1 are the 2-D weights as they lie, in both layouts. The sums are the 3-D convolution's,
+// bwd_weights' over the frames in another order. Whether they beat the 3-D engines is measured by
+// bench/fold_study.py (PyTorch alone) and the suite; DNNX_CUDNN_CONV_FRAMES lists them: "off" (the
+// default until measured), "f32", "on" (every dtype); where the setting keeps them out of a
+// convolution that has frames, or cuDNN runs no legacy algorithm on its frames, one unsupported
+// "cudnn:frames" entry says so.
 
 #include "backends/cudnn/conv_frames.hpp"
 
@@ -65,15 +67,21 @@ class FramesPlan final : public detail::ConvPlan {
     frames_in_ = desc.input[0];
     frames_out_ = desc.output_size(0);
     step_ = desc.stride[0];
-    const Geometry packed = conv_geometry(*frame);
+    // NDHWC, depth stride 1: one call over the N x T frames (see the Note).
+    const bool batched = desc.layout == Layout::channels_last && step_ == 1;
+    ConvDesc call = *frame;
+    if (batched) call.batch *= frames_out_;
+    calls_ = batched ? 1 : frames_out_;
+    const Geometry packed = conv_geometry(call);
     std::string refusal;
     for (const auto& [pack_x, pack_y] :
          {std::pair{false, false}, {false, true}, {true, false}, {true, true}}) {
       Geometry g = packed;
-      if (!pack_x) g.src_strides = without_depth(whole_.src_strides);
-      if (!pack_y) g.dst_strides = without_depth(whole_.dst_strides);
+      if (batched && (pack_x || pack_y)) break;  // the batch is packed: nothing to copy
+      if (!batched && !pack_x) g.src_strides = without_depth(whole_.src_strides);
+      if (!batched && !pack_y) g.dst_strides = without_depth(whole_.dst_strides);
       try {
-        conv_ = std::make_unique<LegacyStridedConv>(*runtime_, *frame, g, direction_, context_,
+        conv_ = std::make_unique<LegacyStridedConv>(*runtime_, call, g, direction_, context_,
                                                     algorithm);
         pack_x_ = pack_x;
         pack_y_ = pack_y;
@@ -114,9 +122,11 @@ class FramesPlan final : public detail::ConvPlan {
     x_at_ = inner_bytes_;
     y_at_ = x_at_ + workspace_aligned(x_bytes);
     info_.id = frames_id(algorithm, direction);
-    info_.name =
-        detail::cat("frames: ", frames_out_, " 2-D legacy convolutions (", conv_->algorithm_name(),
-                    pack_x_ || pack_y_ ? ", on copies" : "", ") of ", *frame);
+    info_.name = detail::cat(
+        "frames: ",
+        batched ? detail::cat("one 2-D legacy convolution over ", call.batch, " frames")
+                : detail::cat(calls_, " 2-D legacy convolutions"),
+        " (", conv_->algorithm_name(), pack_x_ || pack_y_ ? ", on copies" : "", ") of ", call);
     info_.supported = true;
     info_.workspace_bytes = y_at_ + workspace_aligned(y_bytes);
     info_.deterministic = conv_->deterministic();
@@ -163,7 +173,7 @@ class FramesPlan final : public detail::ConvPlan {
     };
     switch (direction_) {
       case Direction::fwd:
-        for (std::int64_t f = 0; f < frames_out_; ++f) {
+        for (std::int64_t f = 0; f < calls_; ++f) {
           void* out = pack_y_ ? y_buffer : at(t.output, y_offset(f));
           conv_->run(handle, x_input(t.first, f), t.second, out, 0.0f, base, inner_bytes_);
           if (pack_y_)
@@ -180,7 +190,7 @@ class FramesPlan final : public detail::ConvPlan {
                               runtime_->stream()),
               context_, "zeroing the input gradient");
         }
-        for (std::int64_t f = 0; f < frames_out_; ++f) {
+        for (std::int64_t f = 0; f < calls_; ++f) {
           const void* diff_dst = y_input(t.first, f);
           if (!pack_x_) {
             conv_->run(handle, diff_dst, t.second, at(t.output, x_offset(f)), 0.0f, base,
@@ -193,7 +203,7 @@ class FramesPlan final : public detail::ConvPlan {
         }
         break;
       case Direction::bwd_weights:
-        for (std::int64_t f = 0; f < frames_out_; ++f) {
+        for (std::int64_t f = 0; f < calls_; ++f) {
           conv_->run(handle, x_input(t.first, f), y_input(t.second, f), t.output,
                      f == 0 ? 0.0f : 1.0f, base, inner_bytes_);
         }
@@ -208,6 +218,7 @@ class FramesPlan final : public detail::ConvPlan {
   ErrorContext context_;
   Geometry whole_;
   std::int64_t frames_in_ = 0, frames_out_ = 0, step_ = 1, element_ = 0;
+  std::int64_t calls_ = 1;  // frames_out_, or 1 where they are one packed batch (NDHWC)
   std::unique_ptr<LegacyStridedConv> conv_;
   bool pack_x_ = false, pack_y_ = false;
   TensorDescriptor x_frame_, x_packed_, y_frame_, y_packed_;
