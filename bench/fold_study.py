@@ -3,7 +3,7 @@
 
 R(2+1)D factors each 3x3x3 convolution into a 1x3x3 "spatial" one and a 3x1x1 "temporal" one,
 and both go to cuDNN as 3-D convolutions, where the 2-D algorithms that win ResNet-50's fp32 3x3
-layers (legacy `fft_tiling` and `winograd_nonfused`: 0.34-0.68 of PyTorch there,
+layers (legacy `fft_tiling` and `winograd_nonfused`: 0.34-0.68 of PyTorch on an H100,
 docs/benchmarks.md) do not exist. In the suite dnnx and PyTorch run the same 3-D engines on R(2+1)D
 in fp32 (0.95 of PyTorch in all; l1.spatial's bwd_weights alone 13.7 ms of 91.8, at 15 TFLOP/s).
 Both factors are 2-D convolutions in disguise:

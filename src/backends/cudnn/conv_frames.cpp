@@ -1,13 +1,13 @@
 // Note [frame candidates]
 // R(2+1)D factors each 3x3x3 convolution into a 1x3x3 one over the frames and a 3x1x1 one over
 // time, and cuDNN gets both as 3-D convolutions: in the shape suite dnnx and PyTorch ran the same
-// 3-D engines on R(2+1)D in fp32 (0.95 of PyTorch in all; l1.spatial's bwd_weights alone took
-// 13.7 of its 91.8 ms, at 15 TFLOP/s on an H200), while on ResNet-50's fp32 3x3 layers the 2-D
-// legacy algorithms `fft_tiling` and `winograd_nonfused`, which cuDNN has for 2-D convolutions
-// only, won at 0.34-0.68 of PyTorch (docs/benchmarks.md). A 3-D convolution whose kernel has a
-// depth of 1 and no depth padding is a 2-D convolution per output frame: output frame t is the
-// 2-D convolution (frame_desc()) of input frame t x depth stride, with the same weights. So such
-// a convolution lists one candidate per legacy algorithm cuDNN runs on a frame,
+// 3-D engines on R(2+1)D in fp32 (0.95 of PyTorch in all; l1.spatial's bwd_weights alone took 13.7
+// of its 91.8 ms, at 15 TFLOP/s on an H200), while on ResNet-50's fp32 3x3 layers the 2-D legacy
+// algorithms `fft_tiling` and `winograd_nonfused`, which cuDNN has for 2-D convolutions only, won
+// at 0.34-0.68 of PyTorch on an H100 (docs/benchmarks.md). A 3-D convolution whose kernel has a
+// depth of 1 and no depth padding is a 2-D convolution per output frame: output frame t is the 2-D
+// convolution (frame_desc()) of input frame t x depth stride, with the same weights. So such a
+// convolution lists one candidate per legacy algorithm cuDNN runs on a frame,
 // "cudnn:frames:<algorithm>", which runs it as one legacy call per output frame (one
 // LegacyStridedConv, the frames differing only in their offsets):
 //   fwd          each output frame written by its call;
