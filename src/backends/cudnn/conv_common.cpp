@@ -84,16 +84,17 @@ std::int64_t elements_of(const Geometry& g, const std::array<std::int64_t, 5>& d
   return product;
 }
 
+bool fits_legacy_int(const Geometry& g) {
+  auto fits = [&](const std::array<std::int64_t, 5>& values) {
+    return std::all_of(values.begin(), values.begin() + g.nb_dims,
+                       [](std::int64_t v) { return v <= INT_MAX; });
+  };
+  return fits(g.src) && fits(g.src_strides) && fits(g.dst) && fits(g.dst_strides) &&
+         fits(g.weights) && fits(g.weights_strides);
+}
+
 void check_legacy_range(const Geometry& g, const ErrorContext& context) {
-  for (const auto* values :
-       {&g.src, &g.src_strides, &g.dst, &g.dst_strides, &g.weights, &g.weights_strides}) {
-    if (std::any_of(values->begin(), values->begin() + g.nb_dims,
-                    [](std::int64_t v) { return v > INT_MAX; })) {
-      detail::raise(ErrorKind::Unsupported,
-                    "a dim or stride exceeds INT_MAX, which legacy descriptors cannot hold",
-                    context);
-    }
-  }
+  if (!fits_legacy_int(g)) detail::raise(ErrorKind::Unsupported, legacy_range_reason, context);
 }
 
 ErrorContext conv_context(const ConvDesc& desc, Direction direction, std::string implementation) {

@@ -44,9 +44,13 @@ Geometry conv_geometry(const ConvDesc& desc);
 /// The product of the first g.nb_dims entries of `dims` (a tensor of `g`).
 std::int64_t elements_of(const Geometry& g, const std::array<std::int64_t, 5>& dims);
 
-/// Throws Unsupported when a dim or stride of g's src, dst or weights exceeds INT_MAX, which
-/// legacy descriptors cannot hold (descriptors of crops and frames of g's tensors keep their
-/// strides).
+/// Whether every dim and stride of g's src, dst and weights fits the legacy API's int.
+bool fits_legacy_int(const Geometry& g);
+inline constexpr const char* legacy_range_reason =
+    "a dim or stride exceeds INT_MAX, which legacy descriptors cannot hold";
+
+/// Throws Unsupported (legacy_range_reason) unless fits_legacy_int(g): descriptors of crops and
+/// frames of g's tensors keep their strides.
 void check_legacy_range(const Geometry& g, const ErrorContext& context);
 
 /// The first g.nb_dims entries of `values` (dims or strides of `g`) as int, the legacy API's type.

@@ -35,7 +35,6 @@
 #include "core/check.hpp"
 #include "core/strings.hpp"
 
-#include <algorithm>
 #include <cstddef>
 #include <utility>
 
@@ -73,54 +72,31 @@ class FramesPlan final : public detail::ConvPlan {
     if (batched) call.batch *= frames_out_;
     calls_ = batched ? 1 : frames_out_;
     const Geometry packed = conv_geometry(call);
-    std::string refusal;
-    for (const auto& [pack_x, pack_y] :
-         {std::pair{false, false}, {false, true}, {true, false}, {true, true}}) {
-      Geometry g = packed;
-      if (batched && (pack_x || pack_y)) break;  // the batch is packed: nothing to copy
-      if (!batched && !pack_x) g.src_strides = without_depth(whole_.src_strides);
-      if (!batched && !pack_y) g.dst_strides = without_depth(whole_.dst_strides);
-      try {
-        conv_ = std::make_unique<LegacyStridedConv>(*runtime_, call, g, direction_, context_,
-                                                    algorithm);
-        pack_x_ = pack_x;
-        pack_y_ = pack_y;
-        break;
-      } catch (const Error& error) {
-        if (error.kind() != ErrorKind::Unsupported) throw;
-        refusal = error.message();
-      }
-    }
-    if (!conv_) {
+    // A frame's views: the whole tensors' strides without the depth (a batch: its own).
+    const auto view_x = batched ? packed.src_strides : without_depth(whole_.src_strides);
+    const auto view_y = batched ? packed.dst_strides : without_depth(whole_.dst_strides);
+    ViewedLegacyConv viewed = legacy_conv_on_views(*runtime_, call, packed, view_x, view_y,
+                                                   direction_, context_, algorithm);
+    if (!viewed.conv) {
       detail::raise(
           ErrorKind::Unsupported,
           detail::cat("cuDNN runs ",
                       legacy_algorithm_names(direction)[static_cast<std::size_t>(algorithm)],
-                      " on no frame (", *frame, "): ", refusal),
+                      " on no frame (", *frame, "): ", viewed.refusal),
           context_);
     }
+    conv_ = std::move(viewed.conv);
+    pack_x_ = viewed.pack_x;
+    pack_y_ = viewed.pack_y;
     const std::size_t element = size_of(desc.dtype);
     element_ = static_cast<std::int64_t>(element);
-    std::size_t x_bytes = 0, y_bytes = 0;
-    auto copies = [&](TensorDescriptor& crop, TensorDescriptor& dense,
-                      const std::array<std::int64_t, 5>& dims,
-                      const std::array<std::int64_t, 5>& whole_strides,
-                      const std::array<std::int64_t, 5>& packed_strides, std::size_t& bytes) {
-      crop = make_tensor_descriptor(context_);
-      dense = make_tensor_descriptor(context_);
-      set_tensor_descriptor(crop, packed, dims, without_depth(whole_strides), context_,
-                            "describing a frame");
-      set_tensor_descriptor(dense, packed, dims, packed_strides, context_,
-                            "describing a frame's packed copy");
-      bytes = static_cast<std::size_t>(elements_of(packed, dims)) * element;
-    };
     if (pack_x_)
-      copies(x_frame_, x_packed_, packed.src, whole_.src_strides, packed.src_strides, x_bytes);
+      x_copy_ = view_copy(packed, packed.src, view_x, packed.src_strides, element, context_);
     if (pack_y_)
-      copies(y_frame_, y_packed_, packed.dst, whole_.dst_strides, packed.dst_strides, y_bytes);
+      y_copy_ = view_copy(packed, packed.dst, view_y, packed.dst_strides, element, context_);
     inner_bytes_ = workspace_aligned(conv_->workspace_bytes());
     x_at_ = inner_bytes_;
-    y_at_ = x_at_ + workspace_aligned(x_bytes);
+    y_at_ = x_at_ + workspace_aligned(x_copy_.bytes);
     info_.id = frames_id(algorithm, direction);
     info_.name = detail::cat(
         "frames: ",
@@ -128,7 +104,7 @@ class FramesPlan final : public detail::ConvPlan {
                 : detail::cat(calls_, " 2-D legacy convolutions"),
         " (", conv_->algorithm_name(), pack_x_ || pack_y_ ? ", on copies" : "", ") of ", call);
     info_.supported = true;
-    info_.workspace_bytes = y_at_ + workspace_aligned(y_bytes);
+    info_.workspace_bytes = y_at_ + workspace_aligned(y_copy_.bytes);
     info_.deterministic = conv_->deterministic();
     // The algorithm's note and Theano family, as its legacy candidates carry them: `winograd` on
     // a 3-D convolution can pick a frame candidate.
@@ -163,12 +139,12 @@ class FramesPlan final : public detail::ConvPlan {
     };
     auto x_input = [&](const void* whole, std::int64_t f) -> const void* {
       if (!pack_x_) return at(whole, x_offset(f));
-      transform(x_frame_, at(whole, x_offset(f)), x_packed_, x_buffer, "copying a frame");
+      transform(x_copy_.view, at(whole, x_offset(f)), x_copy_.packed, x_buffer, "copying a frame");
       return x_buffer;
     };
     auto y_input = [&](const void* whole, std::int64_t f) -> const void* {
       if (!pack_y_) return at(whole, y_offset(f));
-      transform(y_frame_, at(whole, y_offset(f)), y_packed_, y_buffer, "copying a frame");
+      transform(y_copy_.view, at(whole, y_offset(f)), y_copy_.packed, y_buffer, "copying a frame");
       return y_buffer;
     };
     switch (direction_) {
@@ -177,7 +153,7 @@ class FramesPlan final : public detail::ConvPlan {
           void* out = pack_y_ ? y_buffer : at(t.output, y_offset(f));
           conv_->run(handle, x_input(t.first, f), t.second, out, 0.0f, base, inner_bytes_);
           if (pack_y_)
-            transform(y_packed_, y_buffer, y_frame_, at(t.output, y_offset(f)),
+            transform(y_copy_.packed, y_buffer, y_copy_.view, at(t.output, y_offset(f)),
                       "writing an output frame");
         }
         break;
@@ -198,7 +174,7 @@ class FramesPlan final : public detail::ConvPlan {
             continue;
           }
           conv_->run(handle, diff_dst, t.second, x_buffer, 0.0f, base, inner_bytes_);
-          transform(x_packed_, x_buffer, x_frame_, at(t.output, x_offset(f)),
+          transform(x_copy_.packed, x_buffer, x_copy_.view, at(t.output, x_offset(f)),
                     "writing an input frame's gradient");
         }
         break;
@@ -221,7 +197,7 @@ class FramesPlan final : public detail::ConvPlan {
   std::int64_t calls_ = 1;  // frames_out_, or 1 where they are one packed batch (NDHWC)
   std::unique_ptr<LegacyStridedConv> conv_;
   bool pack_x_ = false, pack_y_ = false;
-  TensorDescriptor x_frame_, x_packed_, y_frame_, y_packed_;
+  ViewCopy x_copy_, y_copy_;  // where a frame of x or y is copied
   std::size_t inner_bytes_ = 0, x_at_ = 0, y_at_ = 0;
   AlgoInfo info_;
 };

@@ -43,7 +43,6 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <climits>
 #include <iostream>
 #include <string_view>
 #include <variant>
@@ -134,14 +133,6 @@ struct Descriptors {
   FilterDescriptor weights;
   ConvolutionDescriptor conv;
 };
-
-bool fits_int(const Geometry& g) {
-  auto ok = [&](const std::array<std::int64_t, 5>& values) {
-    return std::all_of(values.begin(), values.begin() + g.nb_dims,
-                       [](std::int64_t v) { return v <= INT_MAX; });
-  };
-  return ok(g.src) && ok(g.src_strides) && ok(g.dst) && ok(g.dst_strides) && ok(g.weights);
-}
 
 Descriptors make_descriptors(const ConvDesc& desc, const Geometry& g, const ErrorContext& context) {
   Descriptors d{make_tensor_descriptor(context), make_tensor_descriptor(context),
@@ -354,7 +345,7 @@ std::string common_exclusion(const ConvDesc& desc, const Geometry& g) {
                      "x"),
         ") needs a graph-API engine (cudnn:engine:...)");
   }
-  if (!fits_int(g)) return "a dim or stride exceeds INT_MAX, which legacy descriptors cannot hold";
+  if (!fits_legacy_int(g)) return legacy_range_reason;
   return {};
 }
 
@@ -573,11 +564,11 @@ std::vector<int> legacy_nondeterministic_algorithms(Direction direction) {
 LegacyStridedConv::LegacyStridedConv(Runtime& runtime, const ConvDesc& desc, const Geometry& g,
                                      Direction direction, const ErrorContext& context,
                                      std::optional<int> algorithm) {
-  if (!g.symmetric_padding || !fits_int(g)) {
+  if (!g.symmetric_padding || !fits_legacy_int(g)) {
     detail::raise(ErrorKind::Unsupported,
                   !g.symmetric_padding
                       ? "legacy cuDNN takes one padding per spatial dim; this one is asymmetric"
-                      : "a dim or stride exceeds INT_MAX, which legacy descriptors cannot hold",
+                      : legacy_range_reason,
                   context);
   }
   runtime.make_current();
@@ -656,6 +647,45 @@ void LegacyStridedConv::run(cudnnHandle_t handle, const void* first, const void*
                  }},
       impl_->algorithm);
   DNNX_CUDNN_CHECK(status, impl_->context, "running a region's convolution");
+}
+
+ViewedLegacyConv legacy_conv_on_views(Runtime& runtime, const ConvDesc& desc,
+                                      const Geometry& packed,
+                                      const std::array<std::int64_t, 5>& view_x,
+                                      const std::array<std::int64_t, 5>& view_y,
+                                      Direction direction, const ErrorContext& context,
+                                      std::optional<int> algorithm) {
+  ViewedLegacyConv out;
+  for (const auto& [pack_x, pack_y] :
+       {std::pair{false, false}, {false, true}, {true, false}, {true, true}}) {
+    if ((pack_x && view_x == packed.src_strides) || (pack_y && view_y == packed.dst_strides))
+      continue;  // the same descriptors as without the copy
+    Geometry g = packed;
+    if (!pack_x) g.src_strides = view_x;
+    if (!pack_y) g.dst_strides = view_y;
+    try {
+      out.conv =
+          std::make_unique<LegacyStridedConv>(runtime, desc, g, direction, context, algorithm);
+      out.pack_x = pack_x;
+      out.pack_y = pack_y;
+      return out;
+    } catch (const Error& error) {
+      if (error.kind() != ErrorKind::Unsupported) throw;
+      out.refusal = error.message();
+    }
+  }
+  return out;
+}
+
+ViewCopy view_copy(const Geometry& g, const std::array<std::int64_t, 5>& dims,
+                   const std::array<std::int64_t, 5>& view,
+                   const std::array<std::int64_t, 5>& packed, std::size_t element,
+                   const ErrorContext& context) {
+  ViewCopy copy{make_tensor_descriptor(context), make_tensor_descriptor(context), 0};
+  set_tensor_descriptor(copy.view, g, dims, view, context, "describing a view");
+  set_tensor_descriptor(copy.packed, g, dims, packed, context, "describing a view's packed copy");
+  copy.bytes = static_cast<std::size_t>(elements_of(g, dims)) * element;
+  return copy;
 }
 
 }  // namespace dnnx::cudnn

@@ -11,6 +11,8 @@
 
 #include <cudnn.h>
 
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -97,5 +99,34 @@ class LegacyStridedConv {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// A LegacyStridedConv of `desc` under `algorithm` on views of the caller's tensors where cuDNN
+/// takes them, else with x (src / diff_src), y (dst / diff_dst) or both packed (copied in the
+/// workspace): the first of views, y packed, x packed, both packed that cuDNN runs. `packed` is
+/// desc's own geometry; `view_x` / `view_y` the strides of x and y as views (a packing whose view
+/// is packed already is not tried again). The tap regions (Note [tap-region candidates] in
+/// conv_taps.cpp) and the frames (Note [frame candidates] in conv_frames.cpp) run so.
+struct ViewedLegacyConv {
+  std::unique_ptr<LegacyStridedConv> conv;  ///< null where cuDNN ran none
+  bool pack_x = false, pack_y = false;
+  std::string refusal;  ///< cuDNN's last refusal where it ran none
+};
+ViewedLegacyConv legacy_conv_on_views(Runtime& runtime, const ConvDesc& desc,
+                                      const Geometry& packed,
+                                      const std::array<std::int64_t, 5>& view_x,
+                                      const std::array<std::int64_t, 5>& view_y,
+                                      Direction direction, const ErrorContext& context,
+                                      std::optional<int> algorithm);
+
+/// The descriptors copying a tensor of `dims` (of geometry `g`) between a view of strides `view`
+/// and its packed copy of strides `packed` (cudnnTransformTensor), and the copy's bytes.
+struct ViewCopy {
+  TensorDescriptor view, packed;
+  std::size_t bytes = 0;
+};
+ViewCopy view_copy(const Geometry& g, const std::array<std::int64_t, 5>& dims,
+                   const std::array<std::int64_t, 5>& view,
+                   const std::array<std::int64_t, 5>& packed, std::size_t element,
+                   const ErrorContext& context);
 
 }  // namespace dnnx::cudnn

@@ -75,7 +75,7 @@ struct Region {
   std::unique_ptr<LegacyStridedConv> conv;
   std::int64_t x_offset = 0, y_offset = 0, weights_offset = 0;
   bool all_taps = false, pack_x = false, pack_y = false;
-  TensorDescriptor weights_crop, weights_packed, x_crop, x_packed, y_crop, y_packed;
+  ViewCopy weights_copy, x_copy, y_copy;  // where the taps, x or y are copied
 };
 
 // The workspace after the regions' own: the packed taps, the packed x crop, the packed y crop.
@@ -124,29 +124,20 @@ class TapsPlan final : public detail::ConvPlan {
         region.weights_offset += r.dims[s].tap_first * whole_.weights_strides[at];
         region.all_taps &= r.dims[s].tap_count == desc.kernel[s];
       }
-      auto copies = [&](TensorDescriptor& crop, TensorDescriptor& dense,
-                        const std::array<std::int64_t, 5>& dims,
-                        const std::array<std::int64_t, 5>& whole_strides,
-                        const std::array<std::int64_t, 5>& packed_strides, std::size_t& buffer) {
-        crop = make_tensor_descriptor(context_);
-        dense = make_tensor_descriptor(context_);
-        set_tensor_descriptor(crop, packed, dims, whole_strides, context_,
-                              "describing a region's crop");
-        set_tensor_descriptor(dense, packed, dims, packed_strides, context_,
-                              "describing a region's packed crop");
-        buffer = std::max(buffer, static_cast<std::size_t>(elements_of(packed, dims)) * element);
-      };
       if (!region.all_taps) {
-        copies(region.weights_crop, region.weights_packed, packed.weights, whole_.weights_strides,
-               packed.weights_strides, bytes.weights);
+        region.weights_copy = view_copy(packed, packed.weights, whole_.weights_strides,
+                                        packed.weights_strides, element, context_);
+        bytes.weights = std::max(bytes.weights, region.weights_copy.bytes);
       }
       if (region.pack_x) {
-        copies(region.x_crop, region.x_packed, packed.src, whole_.src_strides, packed.src_strides,
-               bytes.x);
+        region.x_copy = view_copy(packed, packed.src, whole_.src_strides, packed.src_strides,
+                                  element, context_);
+        bytes.x = std::max(bytes.x, region.x_copy.bytes);
       }
       if (region.pack_y) {
-        copies(region.y_crop, region.y_packed, packed.dst, whole_.dst_strides, packed.dst_strides,
-               bytes.y);
+        region.y_copy = view_copy(packed, packed.dst, whole_.dst_strides, packed.dst_strides,
+                                  element, context_);
+        bytes.y = std::max(bytes.y, region.y_copy.bytes);
       }
       inner = std::max(inner, region.conv->workspace_bytes());
       deterministic &= region.conv->deterministic();
@@ -216,18 +207,20 @@ class TapsPlan final : public detail::ConvPlan {
     // A region's input crop: the view, or its packed copy.
     auto x_input = [&](const Region& r, const void* whole) -> const void* {
       if (!r.pack_x) return at(whole, r.x_offset);
-      transform(r.x_crop, at(whole, r.x_offset), r.x_packed, x_buffer, 0.0f, "copying a crop");
+      transform(r.x_copy.view, at(whole, r.x_offset), r.x_copy.packed, x_buffer, 0.0f,
+                "copying a crop");
       return x_buffer;
     };
     auto y_input = [&](const Region& r, const void* whole) -> const void* {
       if (!r.pack_y) return at(whole, r.y_offset);
-      transform(r.y_crop, at(whole, r.y_offset), r.y_packed, y_buffer, 0.0f, "copying a crop");
+      transform(r.y_copy.view, at(whole, r.y_offset), r.y_copy.packed, y_buffer, 0.0f,
+                "copying a crop");
       return y_buffer;
     };
     auto taps = [&](const Region& r, const void* weights) -> const void* {
       if (r.all_taps) return weights;
-      transform(r.weights_crop, at(weights, r.weights_offset), r.weights_packed, taps_buffer, 0.0f,
-                "copying a region's taps");
+      transform(r.weights_copy.view, at(weights, r.weights_offset), r.weights_copy.packed,
+                taps_buffer, 0.0f, "copying a region's taps");
       return taps_buffer;
     };
     switch (direction_) {
@@ -238,7 +231,7 @@ class TapsPlan final : public detail::ConvPlan {
           r.conv->run(handle, x_input(r, t.first), taps(r, t.second), out, 0.0f, base,
                       inner_bytes_);
           if (r.pack_y)
-            transform(r.y_packed, y_buffer, r.y_crop, at(t.output, r.y_offset), 0.0f,
+            transform(r.y_copy.packed, y_buffer, r.y_copy.view, at(t.output, r.y_offset), 0.0f,
                       "writing a region's output box");
         }
         break;
@@ -253,7 +246,7 @@ class TapsPlan final : public detail::ConvPlan {
             continue;
           }
           r.conv->run(handle, diff_dst, weights, x_buffer, 0.0f, base, inner_bytes_);
-          transform(r.x_packed, x_buffer, r.x_crop, at(t.output, r.x_offset), 1.0f,
+          transform(r.x_copy.packed, x_buffer, r.x_copy.view, at(t.output, r.x_offset), 1.0f,
                     "adding a region's input gradient into its crop");
         }
         break;
@@ -267,8 +260,9 @@ class TapsPlan final : public detail::ConvPlan {
             continue;
           }
           r.conv->run(handle, src, diff_dst, taps_buffer, 0.0f, base, inner_bytes_);
-          transform(r.weights_packed, taps_buffer, r.weights_crop, at(t.output, r.weights_offset),
-                    1.0f, "adding a region's weight gradient into its taps");
+          transform(r.weights_copy.packed, taps_buffer, r.weights_copy.view,
+                    at(t.output, r.weights_offset), 1.0f,
+                    "adding a region's weight gradient into its taps");
         }
         break;
       case Direction::fwd_training: break;  // not a convolution direction
@@ -283,23 +277,17 @@ class TapsPlan final : public detail::ConvPlan {
     for (const std::optional<int> choice :
          algorithm ? std::vector<std::optional<int>>{algorithm, std::nullopt}
                    : std::vector<std::optional<int>>{std::nullopt}) {
-      for (const auto& [pack_x, pack_y] :
-           {std::pair{false, false}, {false, true}, {true, false}, {true, true}}) {
-        Geometry g = packed;
-        if (!pack_x) g.src_strides = whole_.src_strides;
-        if (!pack_y) g.dst_strides = whole_.dst_strides;
-        try {
-          Region region;
-          region.conv =
-              std::make_unique<LegacyStridedConv>(*runtime_, sub, g, direction_, context_, choice);
-          region.pack_x = pack_x;
-          region.pack_y = pack_y;
-          return region;
-        } catch (const Error& error) {
-          if (error.kind() != ErrorKind::Unsupported) throw;
-          refusal = error.message();
-        }
+      ViewedLegacyConv viewed =
+          legacy_conv_on_views(*runtime_, sub, packed, whole_.src_strides, whole_.dst_strides,
+                               direction_, context_, choice);
+      if (viewed.conv) {
+        Region region;
+        region.conv = std::move(viewed.conv);
+        region.pack_x = viewed.pack_x;
+        region.pack_y = viewed.pack_y;
+        return region;
       }
+      refusal = std::move(viewed.refusal);
     }
     detail::raise(ErrorKind::Unsupported,
                   detail::cat("a region (", sub, ") has no legacy algorithm: ", refusal), context_);
