@@ -29,7 +29,6 @@ TF32 off, each result checked against the 3-D convolution's.
 """
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -37,8 +36,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from compare_gpu import read_shapes_file  # noqa: E402
-from gemm_1x1_study import (DIRECTIONS, relative_error, shapes_paths, time_ms,  # noqa: E402
-                            torch_for_timing)
+from gemm_1x1_study import (DIRECTIONS, finish_study, relative_error, shapes_paths,  # noqa: E402
+                            time_ms, torch_or_skip)
 
 
 def fold_of(s):
@@ -93,8 +92,6 @@ def study_layer(torch, s, batch, config, loop, device):
 
     # The folded operands and the 2-D geometry.
     if fold == "frames":
-        st = stride[0]
-
         def fold_in(v, step):  # [N, C, T, H, W] -> [N*T', C, H, W], every step-th frame
             v = v[:, :, ::step].permute(0, 2, 1, 3, 4)
             return v.reshape(-1, v.shape[2], v.shape[3], v.shape[4]).contiguous(memory_format=fmt2)
@@ -199,11 +196,7 @@ def main():
                   f"{s['o']} k{s['kernel']} s{s['stride']} p{s['pad']}: {fold_of(s)}")
         print(f"{len(plan)} layers x 3 directions x {len(configs)} configs")
         return
-    try:
-        torch = torch_for_timing()
-    except ImportError as error:
-        print(f"fold_study: PyTorch is not importable ({error})", file=sys.stderr)
-        sys.exit(77)  # what ctest reads as skipped
+    torch = torch_or_skip("fold_study")
     rows = []
     started = time.time()
     for config in configs:
@@ -227,15 +220,9 @@ def main():
         print(f"{config}: the 3-D convolutions {conv_total:.3f} ms; each row at the better of "
               f"3-D and folded (copies included) {best_total:.3f} ms")
     worst = max((r["rel_error"] for r in rows), default=0.0)
-    print(f"{len(rows)} rows in {time.time() - started:.0f} s; worst relative error {worst:.1e}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(dict(torch=torch.__version__, device=args.device,
-                           gpu=torch.cuda.get_device_name(0) if args.device == "cuda" else "",
-                           rows=rows), f, indent=1)
     limit = 1e-4 if args.device == "cpu" else 5e-3  # fp16 sums in another order
-    if worst > limit:
-        sys.exit(f"fold_study: a result differs from the 3-D convolution's by {worst:.1e}")
+    finish_study("fold_study", args, torch, rows, worst, started, limit,
+                 "the 3-D convolution's")
 
 
 if __name__ == "__main__":

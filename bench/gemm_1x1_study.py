@@ -27,6 +27,7 @@ import json
 import os
 import statistics
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -83,6 +84,30 @@ def torch_for_timing():
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
     return torch
+
+
+def torch_or_skip(script):
+    """torch_for_timing(), or exit 77 (what ctest reads as skipped) where PyTorch is not
+    importable."""
+    try:
+        return torch_for_timing()
+    except ImportError as error:
+        print(f"{script}: PyTorch is not importable ({error})", file=sys.stderr)
+        sys.exit(77)
+
+
+def finish_study(script, args, torch, rows, worst, started, limit, against):
+    """A study's closing line, its --json file (PyTorch's version, --device, the GPU, the rows)
+    and its exit status: 1 naming `against` (what the results were checked against) when the
+    worst relative error is over `limit`."""
+    print(f"{len(rows)} rows in {time.time() - started:.0f} s; worst relative error {worst:.1e}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(torch=torch.__version__, device=args.device,
+                           gpu=torch.cuda.get_device_name(0) if args.device == "cuda" else "",
+                           rows=rows), f, indent=1)
+    if worst > limit:
+        sys.exit(f"{script}: a result differs from {against} by {worst:.1e}")
 
 
 def study_layer(torch, s, batch, config, loop):

@@ -24,7 +24,6 @@ the arithmetic without a GPU (no timing worth reading). 3-D layers are left out 
 """
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -32,8 +31,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from compare_gpu import read_shapes_file  # noqa: E402
-from gemm_1x1_study import (DIRECTIONS, relative_error, shapes_paths, time_ms,  # noqa: E402
-                            torch_for_timing)
+from gemm_1x1_study import (DIRECTIONS, finish_study, relative_error, shapes_paths,  # noqa: E402
+                            time_ms, torch_or_skip)
 
 
 def im2col_layers(path):
@@ -145,7 +144,7 @@ def main():
                   f"s{s['stride']} p{s['pad']}")
         print(f"{len(plan)} layers x 3 directions")
         return
-    torch = torch_for_timing()
+    torch = torch_or_skip("im2col_study")
     rows = []
     started = time.time()
     for file, batch, s in plan:
@@ -161,14 +160,7 @@ def main():
               f"{r['conv_ms']:.3f} | {r['im2col_ms']:.3f} | {r['ratio']:.2f} | "
               f"{r['conv_tflops']:.1f} | {r['im2col_tflops']:.1f} | {r['rel_error']:.1e} |")
     worst = max((r["rel_error"] for r in rows), default=0.0)
-    print(f"{len(rows)} rows in {time.time() - started:.0f} s; worst relative error {worst:.1e}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(dict(torch=torch.__version__, device=args.device,
-                           gpu=torch.cuda.get_device_name(0) if args.device == "cuda" else "",
-                           rows=rows), f, indent=1)
-    if worst > 1e-4:
-        sys.exit(f"im2col_study: a result differs from the convolution's by {worst:.1e}")
+    finish_study("im2col_study", args, torch, rows, worst, started, 1e-4, "the convolution's")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ spatial size kept: the split depends on it), to check the arithmetic without a G
 """
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -37,8 +36,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from compare_gpu import read_shapes_file  # noqa: E402
-from gemm_1x1_study import (DIRECTIONS, relative_error, shapes_paths, time_ms,  # noqa: E402
-                            torch_for_timing)
+from gemm_1x1_study import (DIRECTIONS, finish_study, relative_error, shapes_paths,  # noqa: E402
+                            time_ms, torch_or_skip)
 
 
 def segments(size, kernel, dilation, pad):
@@ -181,11 +180,7 @@ def main():
                   f"rows {segments(h, s['kernel'][0], s.get('dilation', [1, 1])[0], s['pad'][0])}")
         print(f"{len(plan)} layers x 3 directions x {len(configs)} configs")
         return
-    try:
-        torch = torch_for_timing()
-    except ImportError as error:
-        print(f"tap_regions_study: PyTorch is not importable ({error})", file=sys.stderr)
-        sys.exit(77)  # what ctest reads as skipped
+    torch = torch_or_skip("tap_regions_study")
     rows = []
     started = time.time()
     for config in configs:
@@ -204,15 +199,9 @@ def main():
               f"({r['boxes_count']}) | {r['boxes_ratio']:.2f} | {r['rows_ms']:.3f} "
               f"({r['rows_count']}) | {r['rows_ratio']:.2f} | {error:.1e} |")
     worst = max((max(r["boxes_error"], r["rows_error"]) for r in rows), default=0.0)
-    print(f"{len(rows)} rows in {time.time() - started:.0f} s; worst relative error {worst:.1e}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(dict(torch=torch.__version__, device=args.device,
-                           gpu=torch.cuda.get_device_name(0) if args.device == "cuda" else "",
-                           rows=rows), f, indent=1)
     limit = 1e-4 if args.device == "cpu" else 5e-3  # fp16 sums in another order
-    if worst > limit:
-        sys.exit(f"tap_regions_study: a result differs from the convolution's by {worst:.1e}")
+    finish_study("tap_regions_study", args, torch, rows, worst, started, limit,
+                 "the convolution's")
 
 
 if __name__ == "__main__":
