@@ -91,6 +91,13 @@ FrameCandidates frames_from_env() {
                                 "a frame-candidate setting");
 }
 
+// DNNX_CUDNN_CONV_FOLDS (Note [fold candidates]); unset or empty means f32.
+FoldCandidates folds_from_env() {
+  using enum FoldCandidates;
+  return named_setting_from_env(folds_variable, f32, on, off, {off, f32, on},
+                                "a fold-candidate setting");
+}
+
 // DNNX_CUDNN_KNOB_VARIANTS: knob variants per engine; unset or empty means `fallback`.
 int knob_variants_from_env(int fallback) {
   const char* value = std::getenv(knob_variants_variable);
@@ -210,7 +217,8 @@ class CudnnBackend final : public detail::Backend {
                        " conv_gemm=", runtime_->settings().conv_gemm ? "on" : "off",
                        " im2col=", to_string(runtime_->settings().conv_im2col),
                        " taps=", to_string(runtime_->settings().conv_taps),
-                       " frames=", to_string(runtime_->settings().conv_frames));
+                       " frames=", to_string(runtime_->settings().conv_frames),
+                       " folds=", to_string(runtime_->settings().conv_folds));
   }
 
   std::vector<std::pair<std::string, std::string>> environment() const override {
@@ -233,7 +241,8 @@ class CudnnBackend final : public detail::Backend {
             {"conv_gemm_candidates", runtime_->settings().conv_gemm ? "on" : "off"},
             {"conv_im2col_candidates", to_string(runtime_->settings().conv_im2col)},
             {"conv_tap_region_candidates", to_string(runtime_->settings().conv_taps)},
-            {"conv_frame_candidates", to_string(runtime_->settings().conv_frames)}};
+            {"conv_frame_candidates", to_string(runtime_->settings().conv_frames)},
+            {"conv_fold_candidates", to_string(runtime_->settings().conv_folds)}};
   }
 
   Device device() const override { return Device::cuda(runtime_->device()); }
@@ -438,6 +447,7 @@ Settings settings_from_env() {
   settings.conv_im2col = im2col_from_env();
   settings.conv_taps = taps_from_env();
   settings.conv_frames = frames_from_env();
+  settings.conv_folds = folds_from_env();
   return settings;
 }
 

@@ -17,6 +17,7 @@
 #include "backends/cudnn/conv_compile.hpp"
 #include "backends/cudnn/conv_depthwise.hpp"
 #include "backends/cudnn/conv_engine.hpp"
+#include "backends/cudnn/conv_folds.hpp"
 #include "backends/cudnn/conv_frames.hpp"
 #include "backends/cudnn/conv_gemm.hpp"
 #include "backends/cudnn/conv_im2col.hpp"
@@ -109,7 +110,9 @@ thread_local SearchCompiles this_search;
 //   taps    smaller legacy convolutions on the output regions of one range of taps, by split
 //           (Note [tap-region candidates] in conv_taps.cpp);
 //   frames  one 2-D legacy convolution per output frame of a 3-D one whose kernel has a depth of
-//           1, by legacy algorithm (Note [frame candidates] in conv_frames.cpp).
+//           1, by legacy algorithm (Note [frame candidates] in conv_frames.cpp);
+//   folded  a candidate of the 2-D convolution a 3-D one folds into, wrapped in the copies the
+//           fold needs (Note [fold candidates] in conv_folds.cpp).
 // An id names the same config for every desc (Note [engine candidates]), so the backend also
 // keeps, per direction, the candidate of every supported id it has listed (or described alone,
 // as the settling of late plans in a later process does): a search's probes run
@@ -119,7 +122,7 @@ thread_local SearchCompiles this_search;
 // re-validate a choice read from the cache file without listing (unlisted_candidate(): Note
 // [re-validating persisted choices] in src/ops/dispatch.cpp).
 struct Candidate {
-  enum class Kind { engine, legacy, padded, kernel, gemm, im2col, taps, frames };
+  enum class Kind { engine, legacy, padded, kernel, gemm, im2col, taps, frames, folded };
   AlgoInfo info;
   Kind kind = Kind::engine;
   /// Runs on tensor cores (Note [channel padding] wraps only such candidates).
@@ -132,9 +135,11 @@ struct Candidate {
   std::shared_ptr<OperationGraph> graph;
   // legacy
   LegacyConfig legacy;
-  // padded: the desc with its channels rounded up, and the candidate of it that this one wraps.
-  ConvDesc padded;
+  // padded, folded: the desc it wraps a candidate of (the channels rounded up, the 2-D fold), and
+  // that candidate; folded: which fold.
+  ConvDesc inner_desc;
   std::shared_ptr<const Candidate> inner;
+  std::optional<FoldKind> fold;
   // gemm, im2col: the matmul candidate's id, and whether it is of the packed form (Note [packed
   // gemm]).
   std::string matmul_id;
@@ -171,9 +176,38 @@ Candidate padded_candidate(const ConvDesc& desc, const ConvDesc& padded, const C
   candidate.info = padded_info(desc, padded, inner.info);
   candidate.kind = Candidate::Kind::padded;
   candidate.tensor_cores = inner.tensor_cores;
-  candidate.padded = padded;
+  candidate.inner_desc = padded;
   candidate.inner = std::make_shared<const Candidate>(inner);
   return candidate;
+}
+
+Candidate fold_candidate(const ConvDesc& desc, const ConvFold& fold, const Candidate& inner) {
+  Candidate candidate;
+  candidate.info = fold_info(desc, fold, inner.info);
+  candidate.kind = Candidate::Kind::folded;
+  candidate.tensor_cores = inner.tensor_cores;
+  candidate.inner_desc = fold.folded;
+  candidate.inner = std::make_shared<const Candidate>(inner);
+  candidate.fold = fold.kind;
+  return candidate;
+}
+
+Candidate folds_off_candidate(std::string reason) {
+  Candidate candidate;
+  candidate.info = folds_off_info(std::move(reason));
+  candidate.kind = Candidate::Kind::folded;
+  return candidate;
+}
+
+// Whether a candidate of a fold's 2-D convolution is one that fold candidates wrap (Note [fold
+// candidates]): a supported engine config or legacy algorithm, not runtime-compiled; in NDHWC
+// frames without copies, legacy algorithms only where `frames_listed` is false (the frame
+// candidates run them there).
+bool folds_wrap(const ConvFold& fold, const Candidate& inner, bool frames_listed) {
+  if (!inner.info.supported || inner.runtime_compiled) return false;
+  if (inner.kind == Candidate::Kind::legacy)
+    return !(fold.kind == FoldKind::frames && !fold.copies && frames_listed);
+  return inner.kind == Candidate::Kind::engine;
 }
 
 Candidate kernel_candidate(AlgoInfo info) {
@@ -285,9 +319,9 @@ class CudnnConv final
       const auto found = std::find_if(listed.begin(), listed.end(),
                                       [&](const Candidate& c) { return c.info.id == id; });
       if (found == listed.end()) continue;
-      const bool padded = found->kind == Candidate::Kind::padded;
-      const ConvDesc& build_desc = padded ? found->padded : desc;
-      const Candidate& candidate = padded ? *found->inner : *found;
+      const bool wrapped = found->inner != nullptr;  // padded, folded
+      const ConvDesc& build_desc = wrapped ? found->inner_desc : desc;
+      const Candidate& candidate = wrapped ? *found->inner : *found;
       if (!candidate.info.supported || candidate.kind != Candidate::Kind::engine ||
           !candidate.graph)
         continue;
@@ -516,14 +550,15 @@ class CudnnConv final
     const bool first_slice = !std::exchange(this_search.slices_submitted, true);
     {
       std::lock_guard lock(probe_mutex_);
-      const std::optional<ConvDesc> padded = channel_padded(desc);
       for (const std::string& id : ids) {
         std::shared_ptr<const Candidate> candidate = recorded(direction, id);
         if (!candidate) continue;
+        std::optional<ConvDesc> inner_desc;  // padded, folded: the slice's
         const ConvDesc* build_desc = &desc;
-        if (candidate->kind == Candidate::Kind::padded) {
-          if (!padded) continue;
-          build_desc = &*padded;
+        if (candidate->inner) {
+          inner_desc = wrapped_desc(desc, *candidate);
+          if (!inner_desc) continue;
+          build_desc = &*inner_desc;
           candidate = candidate->inner;
         }
         if (candidate->kind != Candidate::Kind::engine) continue;
@@ -679,10 +714,68 @@ class CudnnConv final
                         std::make_move_iterator(frames.begin()),
                         std::make_move_iterator(frames.end()));
     }
+    // Folds after them, the same way: Note [fold candidates].
+    {
+      std::vector<Candidate> folds = fold_candidates(desc, direction);
+      candidates.insert(std::find_if_not(candidates.begin(), candidates.end(), is_supported),
+                        std::make_move_iterator(folds.begin()),
+                        std::make_move_iterator(folds.end()));
+    }
     for (std::size_t i = 0; i < candidates.size(); ++i)
       candidates[i].info.priority = static_cast<int>(i);
     record(direction, candidates);
     return candidates;
+  }
+
+  // Note [fold candidates]: for each fold of desc, the wrapped candidates of its 2-D convolution
+  // (listed here, which lists that convolution), in its order; the one unsupported entry where
+  // the setting keeps them out; nothing for a convolution that folds into none.
+  std::vector<Candidate> fold_candidates(const ConvDesc& desc, Direction direction) {
+    const std::vector<ConvFold> folds = conv_folds(desc);
+    if (folds.empty()) return {};
+    if (std::string off = folds_off_reason(desc); !off.empty())
+      return {folds_off_candidate(std::move(off))};
+    const FrameCandidates frames = runtime_->settings().conv_frames;
+    const bool frames_listed = frames == FrameCandidates::on ||
+                               (frames == FrameCandidates::f32 && desc.dtype == DType::f32);
+    std::vector<Candidate> out;
+    for (const ConvFold& fold : folds) {
+      for (const Candidate& inner : candidates_locked(fold.folded, direction)) {
+        if (folds_wrap(fold, inner, frames_listed))
+          out.push_back(fold_candidate(desc, fold, inner));
+      }
+    }
+    return out;
+  }
+
+  // Why DNNX_CUDNN_CONV_FOLDS lists no fold candidate for desc's dtype; empty where it does.
+  std::string folds_off_reason(const ConvDesc& desc) const {
+    switch (runtime_->settings().conv_folds) {
+      case FoldCandidates::on: return {};
+      case FoldCandidates::f32:
+        if (desc.dtype == DType::f32) return {};
+        return detail::cat("listed for fp32 convolutions only (", folds_variable,
+                           "=f32, the default); =on lists them for every dtype (Note [fold "
+                           "candidates])");
+      case FoldCandidates::off: break;
+    }
+    return detail::cat("off (", folds_variable, "=off); ", folds_variable,
+                       "=f32 lists them for fp32 convolutions, =on for every dtype (Note [fold "
+                       "candidates])");
+  }
+
+  // The fold candidate `inner_id` of fold `kind` for desc, as fold_candidates() lists it, or
+  // nullopt.
+  std::optional<Candidate> unlisted_fold(const ConvDesc& desc, Direction direction,
+                                         const FoldInnerId& id) {
+    const std::optional<ConvFold> fold = conv_fold(desc, id.kind);
+    if (!fold || !folds_off_reason(desc).empty()) return std::nullopt;
+    const std::optional<Candidate> inner = unlisted_candidate(fold->folded, direction, id.inner);
+    const FrameCandidates frames = runtime_->settings().conv_frames;
+    const bool frames_listed = frames == FrameCandidates::on ||
+                               (frames == FrameCandidates::f32 && desc.dtype == DType::f32);
+    if (!inner || !folds_wrap(*fold, *inner, frames_listed)) return std::nullopt;
+    return fold_candidate(desc, *fold, *inner);
   }
 
   // Note [gemm candidates]: the matmul backend's first supported candidates for the product the
@@ -787,6 +880,13 @@ class CudnnConv final
         return std::nullopt;
       return padded_candidate(desc, *padded, *inner);
     }
+    if (const std::optional<FoldInnerId> fold_id = fold_inner_id(id))
+      return unlisted_fold(desc, direction, *fold_id);
+    if (id == folds_off_id) {
+      std::string off = folds_off_reason(desc);
+      if (conv_folds(desc).empty() || off.empty()) return std::nullopt;
+      return folds_off_candidate(std::move(off));
+    }
     if (is_depthwise_id(id)) {
       for (AlgoInfo& info : depthwise_candidates(desc, direction)) {
         if (info.id == id) return kernel_candidate(std::move(info));
@@ -863,13 +963,18 @@ class CudnnConv final
                                 candidate.config);
       case Candidate::Kind::legacy:
         return make_legacy_plan(runtime_, desc, direction, candidate.info, candidate.legacy);
-      case Candidate::Kind::padded: {
-        // The inner plan is the padded desc's own (plan() of it serves the same one).
+      case Candidate::Kind::padded:
+      case Candidate::Kind::folded: {
+        if (!candidate.inner) {
+          detail::raise(ErrorKind::Unsupported, candidate.info.reason,
+                        conv_context(desc, direction, candidate.info.id));
+        }
+        // The inner plan is the inner desc's own (plan() of it serves the same one).
         const Candidate& inner = *candidate.inner;
         std::shared_ptr<detail::ConvPlan> inner_plan =
-            plans().get_or_build(candidate.padded, direction, inner.info.id,
-                                 [&] { return build(candidate.padded, direction, inner); });
-        return make_padded_plan(runtime_, desc, candidate.padded, direction, std::move(inner_plan));
+            plans().get_or_build(candidate.inner_desc, direction, inner.info.id,
+                                 [&] { return build(candidate.inner_desc, direction, inner); });
+        return wrapped_plan(desc, direction, candidate, std::move(inner_plan));
       }
       case Candidate::Kind::kernel:
         return make_depthwise_plan(runtime_, desc, direction, candidate.info);
@@ -884,6 +989,38 @@ class CudnnConv final
         return frames_plan(desc, direction, candidate);
     }
     return nullptr;
+  }
+
+  // The desc whose plan a padded or folded candidate wraps for desc (desc itself or a slice of
+  // it): channel_padded(desc) or its fold; nullopt where desc has none.
+  static std::optional<ConvDesc> wrapped_desc(const ConvDesc& desc, const Candidate& candidate) {
+    if (candidate.kind == Candidate::Kind::padded) return channel_padded(desc);
+    if (candidate.kind == Candidate::Kind::folded && candidate.fold) {
+      if (std::optional<ConvFold> fold = conv_fold(desc, *candidate.fold)) return fold->folded;
+    }
+    return std::nullopt;
+  }
+
+  // The plan of a padded or folded candidate for desc around `inner`, a plan of
+  // wrapped_desc(desc, candidate).
+  std::shared_ptr<detail::ConvPlan> wrapped_plan(const ConvDesc& desc, Direction direction,
+                                                 const Candidate& candidate,
+                                                 std::shared_ptr<detail::ConvPlan> inner) {
+    if (candidate.kind == Candidate::Kind::folded) {
+      const std::optional<ConvFold> fold =
+          candidate.fold ? conv_fold(desc, *candidate.fold) : std::nullopt;
+      if (!fold) {
+        detail::raise(ErrorKind::Unsupported, "the convolution has no such fold",
+                      conv_context(desc, direction, candidate.info.id));
+      }
+      return make_fold_plan(runtime_, desc, *fold, direction, std::move(inner));
+    }
+    const std::optional<ConvDesc> padded = channel_padded(desc);
+    if (!padded) {
+      detail::raise(ErrorKind::Unsupported, "the convolution has no channel-padded form",
+                    conv_context(desc, direction, candidate.info.id));
+    }
+    return make_padded_plan(runtime_, desc, *padded, direction, std::move(inner));
   }
 
   // Note [gemm candidates]: the matmul backend's plan of the candidate, on views of the conv's
@@ -1170,9 +1307,10 @@ class CudnnConv final
     try {
       switch (candidate.kind) {
         case Candidate::Kind::padded:
-          if (const std::optional<ConvDesc> padded = channel_padded(desc)) {
-            if (auto inner = probe_plan_locked(*padded, direction, *candidate.inner))
-              plan = make_padded_plan(runtime_, desc, *padded, direction, std::move(inner));
+        case Candidate::Kind::folded:
+          if (const std::optional<ConvDesc> inner_desc = wrapped_desc(desc, candidate)) {
+            if (auto inner = probe_plan_locked(*inner_desc, direction, *candidate.inner))
+              plan = wrapped_plan(desc, direction, candidate, std::move(inner));
           }
           break;
         case Candidate::Kind::legacy:

@@ -119,6 +119,7 @@ inline constexpr const char* knob_search_variable = "DNNX_CUDNN_KNOB_SEARCH";
 inline constexpr const char* im2col_variable = "DNNX_CUDNN_CONV_IM2COL";
 inline constexpr const char* taps_variable = "DNNX_CUDNN_CONV_TAPS";
 inline constexpr const char* frames_variable = "DNNX_CUDNN_CONV_FRAMES";
+inline constexpr const char* folds_variable = "DNNX_CUDNN_CONV_FOLDS";
 inline constexpr const char* knob_variants_variable = "DNNX_CUDNN_KNOB_VARIANTS";
 
 }  // namespace dnnx::cudnn

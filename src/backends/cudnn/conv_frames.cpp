@@ -158,8 +158,9 @@ class FramesPlan final : public detail::ConvPlan {
         }
         break;
       case Direction::bwd_data:
-        // Input frames no output frame reads get no gradient.
-        if ((frames_out_ - 1) * step_ + 1 < frames_in_) {
+        // Input frames no output frame reads (between the read ones where the depth stride is
+        // over 1, or after the last read one) get no gradient.
+        if (step_ > 1 || (frames_out_ - 1) * step_ + 1 < frames_in_) {
           DNNX_CUDNN_CHECK(
               cudaMemsetAsync(t.output, 0,
                               static_cast<std::size_t>(elements_of(whole_, whole_.src) * element),

@@ -38,6 +38,15 @@ const char* to_string(FrameCandidates where) {
   return "?";
 }
 
+const char* to_string(FoldCandidates where) {
+  switch (where) {
+    case FoldCandidates::off: return "off";
+    case FoldCandidates::f32: return "f32";
+    case FoldCandidates::on: return "on";
+  }
+  return "?";
+}
+
 const char* to_string(TapCandidates where) {
   switch (where) {
     case TapCandidates::off: return "off";

@@ -58,6 +58,8 @@ enum class Im2colCandidates { off, f32, on };
 enum class TapCandidates { off, f32, sparse, on };
 /// Where the frame candidates are listed (Note [frame candidates] in conv_frames.cpp).
 enum class FrameCandidates { off, f32, on };
+/// Where the fold candidates are listed (Note [fold candidates] in conv_folds.cpp).
+enum class FoldCandidates { off, f32, on };
 
 /// Switches of one backend instance, read from the environment when it is created.
 struct Settings {
@@ -90,6 +92,8 @@ struct Settings {
   TapCandidates conv_taps = TapCandidates::f32;
   /// DNNX_CUDNN_CONV_FRAMES: off, f32 or on (Note [frame candidates] in conv_frames.cpp)
   FrameCandidates conv_frames = FrameCandidates::off;
+  /// DNNX_CUDNN_CONV_FOLDS: off, f32 or on (Note [fold candidates] in conv_folds.cpp)
+  FoldCandidates conv_folds = FoldCandidates::f32;
 };
 
 /// "off", "top", "all".
@@ -97,6 +101,7 @@ const char* to_string(KnobSearch search);
 const char* to_string(Im2colCandidates where);
 const char* to_string(TapCandidates where);
 const char* to_string(FrameCandidates where);
+const char* to_string(FoldCandidates where);
 
 /// The settings the environment asks for (DNNX_ALLOW_TF32, DNNX_VERBOSE, DNNX_CUDNN_GRAPHS,
 /// DNNX_CUDNN_L2_SWEEP, DNNX_CUDNN_RUNTIME_COMPILED, DNNX_CUDNN_COMPILE_BUDGET,
