@@ -372,6 +372,7 @@ def speedup(record):
 CHOICE_KINDS = (("cudnn:gemm:packed:", "gemm packed"), ("cudnn:gemm:", "gemm"),
                 ("cudnn:im2col:packed:", "im2col packed"), ("cudnn:im2col:", "im2col"),
                 ("cudnn:taps:", "taps"), ("cudnn:frames:", "frames"),
+                ("cudnn:fold:planes:", "fold planes"), ("cudnn:fold:frames:", "fold frames"),
                 ("cudnn:kernel:depthwise:", "depthwise"),
                 ("cudnn:padc:", "padded"),
                 ("cudnn:legacy:", "legacy"), ("cudnn:engine:", "engine"))

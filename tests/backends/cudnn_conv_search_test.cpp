@@ -238,9 +238,9 @@ TEST(CudnnSearchSettings, TapRegionsForF32ByDefault) {
   expect_rejected("DNNX_CUDNN_CONV_TAPS", {"boxes", "f16", "2"});
 }
 
-TEST(CudnnSearchSettings, FramesOffByDefault) {
+TEST(CudnnSearchSettings, FramesForF32ByDefault) {
   const ScopedEnv unset("DNNX_CUDNN_CONV_FRAMES", nullptr);
-  EXPECT_EQ(cudnn::settings_from_env().conv_frames, cudnn::FrameCandidates::off);
+  EXPECT_EQ(cudnn::settings_from_env().conv_frames, cudnn::FrameCandidates::f32);
   for (const auto& [text, expected] : {std::pair{"f32", cudnn::FrameCandidates::f32},
                                        {"ON", cudnn::FrameCandidates::on},
                                        {"1", cudnn::FrameCandidates::on},
@@ -621,8 +621,9 @@ TEST(CudnnSearch, TapRegionCandidatesMatchTheReference) {
 // depth of 1 and no depth padding lists supported cudnn:frames:<algorithm> candidates, never
 // first, and each computes what the reference does in every direction: NCDHW f32 (strided
 // frames), NDHWC f16 with a spatial stride, a depth stride of 2 (bwd_data zeroes the frames it
-// skips), bf16 with groups. Off by default: one unsupported cudnn:frames naming the variable; a
-// 2-D convolution or one with a kernel depth over 1 lists none; =f32 keeps them from f16.
+// skips), bf16 with groups. By default (f32) an f16 one lists one unsupported cudnn:frames naming
+// the variable; =off keeps them from f32 too; a 2-D convolution or one with a kernel depth over 1
+// lists none.
 TEST(CudnnSearch, FrameCandidatesMatchTheReference) {
   DNNX_REQUIRE_GPU();
   const ScopedEnv on("DNNX_CUDNN_CONV_FRAMES", "on");
@@ -672,17 +673,21 @@ TEST(CudnnSearch, FrameCandidatesMatchTheReference) {
   {
     const ScopedEnv unset("DNNX_CUDNN_CONV_FRAMES", nullptr);
     Context defaults = cudnn_context();
-    const std::vector<AlgoInfo> algos = conv_list(defaults, spatial, Direction::fwd);
-    ASSERT_EQ(std::count_if(algos.begin(), algos.end(), is_frames), 1);
-    const auto entry = std::find_if(algos.begin(), algos.end(), is_frames);
+    const std::vector<AlgoInfo> f32 = conv_list(defaults, spatial, Direction::fwd);
+    EXPECT_GT(std::count_if(f32.begin(), f32.end(),
+                            [&](const AlgoInfo& a) { return a.supported && is_frames(a); }),
+              0);
+    const std::vector<AlgoInfo> f16 = conv_list(defaults, descs[1], Direction::fwd);
+    ASSERT_EQ(std::count_if(f16.begin(), f16.end(), is_frames), 1);
+    const auto entry = std::find_if(f16.begin(), f16.end(), is_frames);
     EXPECT_EQ(entry->id, "cudnn:frames");
     EXPECT_FALSE(entry->supported);
     EXPECT_NE(entry->reason.find("DNNX_CUDNN_CONV_FRAMES"), std::string::npos) << entry->reason;
   }
   {
-    const ScopedEnv f32("DNNX_CUDNN_CONV_FRAMES", "f32");
-    Context fp32_only = cudnn_context();
-    const std::vector<AlgoInfo> algos = conv_list(fp32_only, descs[1], Direction::fwd);
+    const ScopedEnv off("DNNX_CUDNN_CONV_FRAMES", "off");
+    Context none = cudnn_context();
+    const std::vector<AlgoInfo> algos = conv_list(none, spatial, Direction::fwd);
     ASSERT_EQ(std::count_if(algos.begin(), algos.end(), is_frames), 1);
     EXPECT_FALSE(std::find_if(algos.begin(), algos.end(), is_frames)->supported);
   }

@@ -198,6 +198,8 @@ for algo, kind in (("cudnn:engine:62:workspace=2", "engine"), ("cudnn:gemm:cubla
                    ("cudnn:im2col:packed:cublaslt:a5", "im2col packed"),
                    ("cudnn:im2col:cublaslt:a5", "im2col"), ("cudnn:taps:rows:algo_0", "taps"),
                    ("cudnn:frames:winograd_nonfused", "frames"),
+                   ("cudnn:fold:planes:cudnn:engine:20", "fold planes"),
+                   ("cudnn:fold:frames:cudnn:legacy:fwd:fft:fma", "fold frames"),
                    ("cudnn:kernel:depthwise:unrolled", "depthwise"),
                    ("cudnn:padc:cudnn:engine:5", "padded"),
                    ("cudnn:legacy:fwd:gemm:fma", "legacy"), ("onednn:x64:gemm", "onednn")):

@@ -84,10 +84,10 @@ TapCandidates taps_from_env() {
                                 "a tap-region setting");
 }
 
-// DNNX_CUDNN_CONV_FRAMES (Note [frame candidates]); unset or empty means off.
+// DNNX_CUDNN_CONV_FRAMES (Note [frame candidates]); unset or empty means f32.
 FrameCandidates frames_from_env() {
   using enum FrameCandidates;
-  return named_setting_from_env(frames_variable, off, on, off, {off, f32, on},
+  return named_setting_from_env(frames_variable, f32, on, off, {off, f32, on},
                                 "a frame-candidate setting");
 }
 

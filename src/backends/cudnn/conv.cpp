@@ -200,11 +200,12 @@ Candidate folds_off_candidate(std::string reason) {
 }
 
 // Whether a candidate of a fold's 2-D convolution is one that fold candidates wrap (Note [fold
-// candidates]): a supported engine config or legacy algorithm, not runtime-compiled; in NDHWC
-// frames without copies, legacy algorithms only where `frames_listed` is false (the frame
-// candidates run them there).
+// candidates]): a supported engine config or legacy algorithm, not runtime-compiled, on planes
+// not an FFT; in NDHWC frames without copies, legacy algorithms only where `frames_listed` is
+// false (the frame candidates run them there).
 bool folds_wrap(const ConvFold& fold, const Candidate& inner, bool frames_listed) {
   if (!inner.info.supported || inner.runtime_compiled) return false;
+  if (fold.kind == FoldKind::planes && inner.info.has_note("fft")) return false;
   if (inner.kind == Candidate::Kind::legacy)
     return !(fold.kind == FoldKind::frames && !fold.copies && frames_listed);
   return inner.kind == Candidate::Kind::engine;

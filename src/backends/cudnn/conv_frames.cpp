@@ -20,11 +20,13 @@
 // conv_taps.cpp). In NDHWC with a depth stride of 1 the frames of each sample lie one after
 // another, so the tensors are one packed 2-D batch of N x T images: one call. The weights of depth
 // 1 are the 2-D weights as they lie, in both layouts. The sums are the 3-D convolution's,
-// bwd_weights' over the frames in another order. Whether they beat the 3-D engines is measured by
-// bench/fold_study.py (PyTorch alone) and the suite; DNNX_CUDNN_CONV_FRAMES lists them: "off" (the
-// default until measured), "f32", "on" (every dtype); where the setting keeps them out of a
-// convolution that has frames, or cuDNN runs no legacy algorithm on its frames, one unsupported
-// "cudnn:frames" entry says so.
+// bwd_weights' over the frames in another order. In R(2+1)D's fp32 suite on an H200 they won the
+// forward of the 1x3x3 layers (winograd_nonfused on the strided frames, no copy: 0.44-0.56 of
+// PyTorch), where the fold candidates (Note [fold candidates] in conv_folds.cpp: any 2-D candidate
+// over packed frames) won the backward directions. DNNX_CUDNN_CONV_FRAMES lists them: "f32" (the
+// default), "on" (every dtype), "off"; where the setting keeps them out of a convolution that has
+// frames, or cuDNN runs no legacy algorithm on its frames, one unsupported "cudnn:frames" entry
+// says so.
 
 #include "backends/cudnn/conv_frames.hpp"
 
@@ -244,16 +246,16 @@ std::vector<FramesEntry> frames_entries(const std::shared_ptr<Runtime>& runtime,
   const FrameCandidates setting = runtime->settings().conv_frames;
   if (setting == FrameCandidates::off) {
     return {{frames_off_info(detail::cat(
-                 "off (", frames_variable, "=off, the default); ", frames_variable,
+                 "off (", frames_variable, "=off); ", frames_variable,
                  "=f32 lists them for fp32 convolutions, =on for every dtype (Note [frame "
                  "candidates])")),
              std::nullopt, nullptr}};
   }
   if (setting == FrameCandidates::f32 && desc.dtype != DType::f32) {
-    return {
-        {frames_off_info(detail::cat("listed for fp32 convolutions only (", frames_variable,
-                                     "=f32); ", frames_variable, "=on lists them for every dtype")),
-         std::nullopt, nullptr}};
+    return {{frames_off_info(detail::cat("listed for fp32 convolutions only (", frames_variable,
+                                         "=f32, the default); ", frames_variable,
+                                         "=on lists them for every dtype")),
+             std::nullopt, nullptr}};
   }
   std::vector<FramesEntry> entries;
   std::string refusal;

@@ -91,7 +91,7 @@ struct Settings {
   /// conv_taps.cpp)
   TapCandidates conv_taps = TapCandidates::f32;
   /// DNNX_CUDNN_CONV_FRAMES: off, f32 or on (Note [frame candidates] in conv_frames.cpp)
-  FrameCandidates conv_frames = FrameCandidates::off;
+  FrameCandidates conv_frames = FrameCandidates::f32;
   /// DNNX_CUDNN_CONV_FOLDS: off, f32 or on (Note [fold candidates] in conv_folds.cpp)
   FoldCandidates conv_folds = FoldCandidates::f32;
 };
