@@ -741,6 +741,10 @@ TEST(CudnnSearch, FoldCandidatesMatchTheReference) {
       })) << desc.repro(direction);
       EXPECT_TRUE(std::none_of(first_fold, algos.end(),
                                [](const AlgoInfo& a) { return a.has_note("heuristics_top"); }));
+      // No FFT over planes (Note [fold candidates]).
+      EXPECT_TRUE(std::none_of(algos.begin(), algos.end(), [](const AlgoInfo& a) {
+        return a.id.starts_with("cudnn:fold:planes:") && a.has_note("fft");
+      }));
       // Described alone by id, as a persisted choice is re-validated.
       Context fresh = cudnn_context();
       const std::optional<AlgoInfo> described =
