@@ -736,9 +736,7 @@ class CudnnConv final
     if (folds.empty()) return {};
     if (std::string off = folds_off_reason(desc); !off.empty())
       return {folds_off_candidate(std::move(off))};
-    const FrameCandidates frames = runtime_->settings().conv_frames;
-    const bool frames_listed = frames == FrameCandidates::on ||
-                               (frames == FrameCandidates::f32 && desc.dtype == DType::f32);
+    const bool frames_listed = frames_listed_for(desc);
     std::vector<Candidate> out;
     for (const ConvFold& fold : folds) {
       for (const Candidate& inner : candidates_locked(fold.folded, direction)) {
@@ -747,6 +745,14 @@ class CudnnConv final
       }
     }
     return out;
+  }
+
+  // Whether DNNX_CUDNN_CONV_FRAMES lists frame candidates for desc's dtype (Note [frame
+  // candidates]).
+  bool frames_listed_for(const ConvDesc& desc) const {
+    const FrameCandidates frames = runtime_->settings().conv_frames;
+    return frames == FrameCandidates::on ||
+           (frames == FrameCandidates::f32 && desc.dtype == DType::f32);
   }
 
   // Why DNNX_CUDNN_CONV_FOLDS lists no fold candidate for desc's dtype; empty where it does.
@@ -772,10 +778,7 @@ class CudnnConv final
     const std::optional<ConvFold> fold = conv_fold(desc, id.kind);
     if (!fold || !folds_off_reason(desc).empty()) return std::nullopt;
     const std::optional<Candidate> inner = unlisted_candidate(fold->folded, direction, id.inner);
-    const FrameCandidates frames = runtime_->settings().conv_frames;
-    const bool frames_listed = frames == FrameCandidates::on ||
-                               (frames == FrameCandidates::f32 && desc.dtype == DType::f32);
-    if (!inner || !folds_wrap(*fold, *inner, frames_listed)) return std::nullopt;
+    if (!inner || !folds_wrap(*fold, *inner, frames_listed_for(desc))) return std::nullopt;
     return fold_candidate(desc, *fold, *inner);
   }
 
