@@ -83,15 +83,16 @@ struct ConvOp : detail::OpTraits<OpKind::conv> {
   }
 
   // Note [probing slow candidates]: slices of the problem from the smallest up, each 4x the one
-  // before and ending at half of it: of the batch, or of the output's rows for a batch under 16
-  // (Note [conv probe slices] in ops/conv_slices.cpp). A slow candidate is ruled out on the first
-  // slice already over the bound, which costs a few times the best candidate's time whatever its
-  // own. The slice's activations are views of the prefix of each buffer; the weights (and their
-  // gradient, which the slice overwrites) keep their shape.
+  // before and ending at half of it: of the groups of a convolution of 16 groups or more, of the
+  // batch, or of the output's rows for a batch under 16 (Note [conv probe slices] in
+  // ops/conv_slices.cpp). A slow candidate is ruled out on the first slice already over the
+  // bound, which costs a few times the best candidate's time whatever its own. The slice's
+  // activations are views of the prefix of each buffer; the weights (and their gradient, which
+  // the slice overwrites) keep their shape, or are prefix views too where the groups are sliced.
   struct Slice {
     ConvDesc desc;
     double fraction = 1;  // of the full problem
-    Tensor src, diff_src, dst, diff_dst;
+    Tensor src, diff_src, dst, diff_dst, weights, diff_weights;
     ConvArgs args;
   };
   static std::unique_ptr<Slice> slice(const ConvDesc& desc, Direction, const ConvArgs& full,
@@ -111,8 +112,13 @@ struct ConvOp : detail::OpTraits<OpKind::conv> {
     args.diff_src = view(full.diff_src, slice->desc.src_dims(), slice->diff_src);
     args.dst = view(full.dst, slice->desc.dst_dims(), slice->dst);
     args.diff_dst = view(full.diff_dst, slice->desc.dst_dims(), slice->diff_dst);
-    args.weights = full.weights;
-    args.diff_weights = full.diff_weights;
+    if (slice->desc.weights_dims() == desc.weights_dims()) {
+      args.weights = full.weights;
+      args.diff_weights = full.diff_weights;
+    } else {
+      args.weights = view(full.weights, slice->desc.weights_dims(), slice->weights);
+      args.diff_weights = view(full.diff_weights, slice->desc.weights_dims(), slice->diff_weights);
+    }
     return slice;
   }
 };

@@ -3,6 +3,7 @@
 #include "ops/dispatch.hpp"
 
 #include <cstdint>
+#include <numeric>
 #include <optional>
 
 namespace dnnx::detail {
@@ -25,8 +26,39 @@ namespace dnnx::detail {
 // tensors no larger than the full ones, viewed on the prefix of each buffer: with one sample in
 // NHWC exactly the first rows, otherwise rows of other channels or samples, whose values a timing
 // does not read.
+// A convolution of 16 groups or more is sliced along its groups first: the first G' of its G
+// groups (G' from probe_batches(G)), their input and output channels, the batch and the image
+// whole. The depthwise layers of EfficientNet and MobileNetV2 in f16 spent their 1.6-2.2 s
+// searches in probes on slices of the batch, the costliest cuDNN's engines 1, 3, 4 and 50 at
+// 80-160 ms each; engines 1 and 4 queue thousands of kernels a call there, one per group or so,
+// as many on any slice of the batch as on the whole (docs/benchmarks.md). A slice of the groups
+// is as small a share of the work and of those kernels. Its channel counts stay multiples of 8
+// where the full ones are (G' rounded up to a multiple of what keeps them so), so that the kernels
+// that want aligned channels run the slice too. Its weights, like its activations, are the prefix
+// of their buffers.
 std::vector<ConvSlice> conv_probe_slices(const ConvDesc& desc) {
   std::vector<ConvSlice> slices;
+  if (desc.groups >= min_sliced_groups) {
+    const std::int64_t in_per_group = desc.in_channels / desc.groups;
+    const std::int64_t out_per_group = desc.out_channels / desc.groups;
+    std::int64_t step = 1;  // G' is a multiple of it
+    for (const auto& [per_group, channels] :
+         {std::pair{in_per_group, desc.in_channels}, {out_per_group, desc.out_channels}}) {
+      if (channels % 8 == 0) step = std::lcm(step, 8 / std::gcd<std::int64_t>(8, per_group));
+    }
+    for (std::int64_t groups : probe_batches(desc.groups)) {
+      groups = (groups + step - 1) / step * step;
+      if (groups >= desc.groups || (!slices.empty() && groups <= slices.back().desc.groups))
+        continue;
+      ConvSlice& slice = slices.emplace_back();
+      slice.desc = desc;
+      slice.desc.groups = groups;
+      slice.desc.in_channels = groups * in_per_group;
+      slice.desc.out_channels = groups * out_per_group;
+      slice.fraction = static_cast<double>(groups) / static_cast<double>(desc.groups);
+    }
+    if (!slices.empty()) return slices;
+  }
   const std::vector<std::int64_t> batches = probe_batches(desc.batch);
   if (!batches.empty()) {
     for (const std::int64_t batch : batches) {

@@ -1,6 +1,6 @@
 // Note [conv probe slices] (src/ops/conv_slices.cpp): the smaller convolutions a search probes a
-// candidate on, smallest first: slices of the batch, or of the output's outermost spatial dim for
-// a batch under 16.
+// candidate on, smallest first: slices of the groups (16 or more), of the batch, or of the
+// output's outermost spatial dim for a batch under 16.
 
 #include "ops/conv_slices.hpp"
 
@@ -34,7 +34,12 @@ void expect_slices_of(const ConvDesc& desc, const std::vector<ConvSlice>& slices
     EXPECT_NO_THROW(slice.desc.validate());
     EXPECT_LE(elements(slice.desc.src_dims()), elements(desc.src_dims()));
     EXPECT_LE(elements(slice.desc.dst_dims()), elements(desc.dst_dims()));
-    EXPECT_EQ(slice.desc.weights_dims(), desc.weights_dims());
+    // The weights keep their shape, or are a prefix of theirs where the groups are sliced.
+    if (slice.desc.groups == desc.groups) {
+      EXPECT_EQ(slice.desc.weights_dims(), desc.weights_dims());
+    } else {
+      EXPECT_LT(elements(slice.desc.weights_dims()), elements(desc.weights_dims()));
+    }
     EXPECT_DOUBLE_EQ(slice.fraction, static_cast<double>(elements(slice.desc.dst_dims())) /
                                          static_cast<double>(elements(desc.dst_dims())));
     EXPECT_GT(slice.fraction, before);
@@ -43,6 +48,9 @@ void expect_slices_of(const ConvDesc& desc, const std::vector<ConvSlice>& slices
     ConvDesc same = slice.desc;
     same.batch = desc.batch;
     same.input[0] = desc.input[0];
+    same.groups = desc.groups;
+    same.in_channels = desc.in_channels;
+    same.out_channels = desc.out_channels;
     EXPECT_EQ(same.key(), desc.key());
   }
 }
@@ -57,6 +65,65 @@ TEST(ConvProbeSlices, BatchesOfSixteenOrMoreSliceTheBatch) {
     EXPECT_EQ(slices[i].desc.input, desc.input);
   }
   expect_slices_of(desc, slices);
+}
+
+// EfficientNet-B0's s6.dw5 (5x5 depthwise, 1152 channels at 7x7, batch 128): the first 8, 16,
+// 40, 144 and 576 groups (probe_batches(1152) = 2, 9, 36, 144, 576, rounded up to multiples of
+// 8), the batch and the image whole.
+TEST(ConvProbeSlices, ManyGroupsSliceTheGroups) {
+  const ConvDesc desc = ConvDesc::from_shapes({128, 1152, 7, 7}, {1152, 1, 5, 5}, {1}, {2}, {1},
+                                              1152, dnnx::DType::f16, Layout::channels_last);
+  const std::vector<ConvSlice> slices = conv_probe_slices(desc);
+  const std::vector<std::int64_t> groups{8, 16, 40, 144, 576};
+  ASSERT_EQ(slices.size(), groups.size());
+  for (std::size_t i = 0; i < slices.size(); ++i) {
+    EXPECT_EQ(slices[i].desc.groups, groups[i]);
+    EXPECT_EQ(slices[i].desc.in_channels, groups[i]);
+    EXPECT_EQ(slices[i].desc.out_channels, groups[i]);
+    EXPECT_EQ(slices[i].desc.batch, 128);
+    EXPECT_EQ(slices[i].desc.input, desc.input);
+    EXPECT_DOUBLE_EQ(slices[i].fraction, static_cast<double>(groups[i]) / 1152.0);
+  }
+  expect_slices_of(desc, slices);
+}
+
+// The channel counts of a group slice stay multiples of 8 where the full ones are: 4 channels a
+// group (a ResNeXt 3x3: 32 groups) slice by 2 groups; a channel multiplier of 2 (32 groups, 64
+// outputs) by 4 groups for its outputs and 8 for its inputs; odd counts (97 depthwise channels)
+// as probe_batches gives them. Under 16 groups the batch is sliced.
+TEST(ConvProbeSlices, GroupSlicesKeepChannelsAligned) {
+  const ConvDesc resnext =
+      ConvDesc::from_shapes({64, 128, 56, 56}, {128, 4, 3, 3}, {1}, {1}, {1}, 32);
+  std::vector<ConvSlice> slices = conv_probe_slices(resnext);
+  ASSERT_EQ(slices.size(), 3U);  // probe_batches(32) = 1, 4, 16
+  EXPECT_EQ(slices[0].desc.groups, 2);
+  EXPECT_EQ(slices[1].desc.groups, 4);
+  EXPECT_EQ(slices[2].desc.groups, 16);
+  for (const ConvSlice& slice : slices) EXPECT_EQ(slice.desc.in_channels % 8, 0);
+  expect_slices_of(resnext, slices);
+
+  const ConvDesc multiplier =
+      ConvDesc::from_shapes({16, 32, 28, 28}, {64, 1, 3, 3}, {1}, {1}, {1}, 32);
+  slices = conv_probe_slices(multiplier);
+  ASSERT_EQ(slices.size(), 2U);  // 1, 4, 16 rounded up to 8, 8, 16
+  EXPECT_EQ(slices[0].desc.groups, 8);
+  EXPECT_EQ(slices[1].desc.groups, 16);
+  EXPECT_EQ(slices[1].desc.out_channels, 32);
+  expect_slices_of(multiplier, slices);
+
+  const ConvDesc odd = ConvDesc::from_shapes({32, 97, 20, 20}, {97, 1, 3, 3}, {1}, {1}, {1}, 97);
+  slices = conv_probe_slices(odd);
+  ASSERT_EQ(slices.size(), 3U);  // probe_batches(97) = 3, 12, 48
+  EXPECT_EQ(slices[0].desc.groups, 3);
+  EXPECT_EQ(slices[2].desc.groups, 48);
+  expect_slices_of(odd, slices);
+
+  const ConvDesc few = ConvDesc::from_shapes({32, 64, 28, 28}, {64, 8, 3, 3}, {1}, {1}, {1}, 8);
+  slices = conv_probe_slices(few);
+  ASSERT_EQ(slices.size(), 3U);
+  for (const ConvSlice& slice : slices) EXPECT_EQ(slice.desc.groups, 8);
+  EXPECT_EQ(slices[0].desc.batch, 1);
+  expect_slices_of(few, slices);
 }
 
 // U-Net's e3.conv2 (batch 1, 138x138, no padding: 136 output rows): the first 1, 4, 17 and 68
