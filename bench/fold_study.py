@@ -37,7 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from compare_gpu import read_shapes_file  # noqa: E402
 from gemm_1x1_study import (DIRECTIONS, finish_study, relative_error, shapes_paths,  # noqa: E402
-                            time_ms, torch_or_skip)
+                            study_plan, time_ms, torch_or_skip)
 
 
 def fold_of(s):
@@ -197,14 +197,9 @@ def main():
         print(f"{len(plan)} layers x 3 directions x {len(configs)} configs")
         return
     torch = torch_or_skip("fold_study")
-    rows = []
     started = time.time()
-    for config in configs:
-        for file, batch, s in plan:
-            for row in study_layer(torch, s, 1 if args.device == "cpu" else batch, config,
-                                   args.loop, args.device):
-                row["file"] = file
-                rows.append(row)
+    rows = study_plan(plan, configs, lambda s, batch, config: study_layer(
+        torch, s, 1 if args.device == "cpu" else batch, config, args.loop, args.device))
     print("| file | layer | config | dir | fold | shape | 3-D ms | 2-D ms | 2-D/3-D | with copies "
           "ms | with copies/3-D | 3-D TFLOP/s | 2-D TFLOP/s | rel. error |")
     print("|---|---|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")

@@ -96,6 +96,18 @@ def torch_or_skip(script):
         sys.exit(77)
 
 
+def study_plan(plan, configs, run):
+    """The rows of every (file, batch, layer) of `plan` under each of `configs`, in that order:
+    run(layer, batch, config) gives a layer's rows, each then named by its file."""
+    rows = []
+    for config in configs:
+        for file, batch, s in plan:
+            for row in run(s, batch, config):
+                row["file"] = file
+                rows.append(row)
+    return rows
+
+
 def finish_study(script, args, torch, rows, worst, started, limit, against):
     """A study's closing line, its --json file (PyTorch's version, --device, the GPU, the rows)
     and its exit status: 1 naming `against` (what the results were checked against) when the
@@ -194,12 +206,8 @@ def main():
         print(f"{len(plan)} layers x {len(configs)} configs x 3 directions")
         return
     torch = torch_for_timing()
-    rows = []
-    for config in configs:
-        for file, batch, s in plan:
-            for row in study_layer(torch, s, batch, config, args.loop):
-                row["file"] = file
-                rows.append(row)
+    rows = study_plan(plan, configs,
+                      lambda s, batch, config: study_layer(torch, s, batch, config, args.loop))
     print("| file | layer | dir | config | shape | conv ms | gemm ms | gemm/conv | conv TFLOP/s "
           "| gemm TFLOP/s | gemm | rel. error |")
     print("|---|---|---|---|---|--:|--:|--:|--:|--:|---|--:|")

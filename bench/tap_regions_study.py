@@ -37,7 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from compare_gpu import read_shapes_file  # noqa: E402
 from gemm_1x1_study import (DIRECTIONS, finish_study, relative_error, shapes_paths,  # noqa: E402
-                            time_ms, torch_or_skip)
+                            study_plan, time_ms, torch_or_skip)
 
 
 def segments(size, kernel, dilation, pad):
@@ -181,14 +181,9 @@ def main():
         print(f"{len(plan)} layers x 3 directions x {len(configs)} configs")
         return
     torch = torch_or_skip("tap_regions_study")
-    rows = []
     started = time.time()
-    for config in configs:
-        for file, batch, s in plan:
-            for row in study_layer(torch, s, 1 if args.device == "cpu" else batch, config,
-                                   args.loop, args.device):
-                row["file"] = file
-                rows.append(row)
+    rows = study_plan(plan, configs, lambda s, batch, config: study_layer(
+        torch, s, 1 if args.device == "cpu" else batch, config, args.loop, args.device))
     print("| file | layer | config | dir | shape | valid | conv ms | boxes (n) ms | boxes/conv "
           "| rows (n) ms | rows/conv | rel. error |")
     print("|---|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|")

@@ -60,7 +60,7 @@ struct FrameCopies {
   std::array<std::int64_t, 5> x_dims{}, x_whole{}, x_packed{};
   std::array<std::int64_t, 5> y_dims{}, y_whole{}, y_packed{};
   std::size_t x_bytes = 0, y_bytes = 0;
-  bool zero_x = false;  // bwd_data: input frames no output frame reads
+  std::size_t zero_x_bytes = 0;  // bwd_data: all of diff_src, where a frame of it is read by none
 };
 
 FrameCopies frame_copies(const ConvDesc& desc, const ConvFold& fold) {
@@ -82,7 +82,8 @@ FrameCopies frame_copies(const ConvDesc& desc, const ConvFold& fold) {
   const auto element = static_cast<std::int64_t>(size_of(desc.dtype));
   c.x_bytes = static_cast<std::size_t>(elements_of(packed, packed.src) * element);
   c.y_bytes = static_cast<std::size_t>(elements_of(packed, packed.dst) * element);
-  c.zero_x = step > 1 || (frames - 1) * step + 1 < desc.input[0];
+  if (skips_input_frames(desc))
+    c.zero_x_bytes = static_cast<std::size_t>(elements_of(whole, whole.src) * element);
   return c;
 }
 
@@ -96,7 +97,6 @@ class FoldPlan final : public detail::ConvPlan {
   FoldPlan(std::shared_ptr<Runtime> runtime, const ConvDesc& desc, ConvFold fold,
            Direction direction, std::shared_ptr<detail::ConvPlan> inner)
       : runtime_(std::move(runtime)),
-        desc_(desc),
         fold_(std::move(fold)),
         direction_(direction),
         inner_(std::move(inner)),
@@ -104,10 +104,10 @@ class FoldPlan final : public detail::ConvPlan {
     info_ = fold_info(desc, fold_, inner_->algo());
     context_ = conv_context(desc, direction, info_.id);
     if (fold_.copies) {
+      const Geometry g = conv_geometry(desc);  // 5-D, the dtype's cuDNN type
       // The copies' descriptors hold ints, as the legacy API's do.
-      check_legacy_range(conv_geometry(desc), context_);
+      check_legacy_range(g, context_);
       copies_ = frame_copies(desc, fold_);
-      Geometry g = conv_geometry(desc);  // 5-D, the dtype's cuDNN type
       x_view_ = make_tensor_descriptor(context_);
       x_pack_ = make_tensor_descriptor(context_);
       y_view_ = make_tensor_descriptor(context_);
@@ -137,8 +137,6 @@ class FoldPlan final : public detail::ConvPlan {
     }
     runtime_->make_current();
     const cudnnHandle_t handle = runtime_->handle();
-    std::byte* x_buffer = fold_.copies ? base + inner_bytes_ : nullptr;
-    std::byte* y_buffer = fold_.copies ? x_buffer + aligned(copies_.x_bytes) : nullptr;
     auto transform = [&](const TensorDescriptor& from_desc, const void* from,
                          const TensorDescriptor& to_desc, void* to, const char* what) {
       const float one = 1.0f, zero = 0.0f;
@@ -146,60 +144,52 @@ class FoldPlan final : public detail::ConvPlan {
           cudnnTransformTensor(handle, &one, from_desc.get(), from, &zero, to_desc.get(), to),
           context_, what);
     };
+    // The tensors by role, as bind_tensors() orders them (read, read, written): x = src /
+    // diff_src, y = dst / diff_dst, w = weights / diff_weights.
+    const bool fwd = direction_ == Direction::fwd, data = direction_ == Direction::bwd_data;
+    void* x = const_cast<void*>(data ? t.output : t.first);
+    void* y = fwd ? t.output : const_cast<void*>(data ? t.first : t.second);
+    void* w = direction_ == Direction::bwd_weights ? t.output : const_cast<void*>(t.second);
+    std::byte* x_buffer = nullptr;
+    std::byte* y_buffer = nullptr;
+    if (fold_.copies) {  // the inputs packed now, the output packed and written back after
+      x_buffer = base + inner_bytes_;
+      y_buffer = x_buffer + aligned(copies_.x_bytes);
+      if (!data) transform(x_view_, x, x_pack_, x_buffer, "packing the frames of x");
+      if (!fwd) transform(y_view_, y, y_pack_, y_buffer, "packing the frames of y");
+    }
     const Device device = (args.src != nullptr ? args.src : args.diff_dst)->device();
     const ConvDesc& f = fold_.folded;
-    auto view = [&](const void* data, const Dims& dims) {
-      return Tensor::view(const_cast<void*>(data), dims, f.dtype, f.layout, device);
-    };
+    Tensor x_view =
+        Tensor::view(fold_.copies ? x_buffer : x, f.src_dims(), f.dtype, f.layout, device);
+    Tensor y_view =
+        Tensor::view(fold_.copies ? y_buffer : y, f.dst_dims(), f.dtype, f.layout, device);
+    Tensor w_view = Tensor::view(w, f.weights_dims(), f.dtype, f.layout, device);
     detail::ConvArgs inner;
-    Tensor x, w, y;
     switch (direction_) {
-      case Direction::fwd:
-        if (fold_.copies) transform(x_view_, t.first, x_pack_, x_buffer, "packing the frames");
-        x = view(fold_.copies ? x_buffer : t.first, f.src_dims());
-        w = view(t.second, f.weights_dims());
-        y = view(fold_.copies ? y_buffer : t.output, f.dst_dims());
-        inner.src = &x, inner.weights = &w, inner.dst = &y;
-        inner_->execute(inner, {base, inner_->algo().workspace_bytes});
-        if (fold_.copies) transform(y_pack_, y_buffer, y_view_, t.output, "writing the frames");
-        break;
+      case Direction::fwd: inner.src = &x_view, inner.weights = &w_view, inner.dst = &y_view; break;
       case Direction::bwd_data:
-        if (fold_.copies) transform(y_view_, t.first, y_pack_, y_buffer, "packing the frames");
-        y = view(fold_.copies ? y_buffer : t.first, f.dst_dims());
-        w = view(t.second, f.weights_dims());
-        x = view(fold_.copies ? x_buffer : t.output, f.src_dims());
-        inner.diff_dst = &y, inner.weights = &w, inner.diff_src = &x;
-        inner_->execute(inner, {base, inner_->algo().workspace_bytes});
-        if (fold_.copies) {
-          if (copies_.zero_x) {
-            const Geometry g = conv_geometry(desc_);
-            DNNX_CUDNN_CHECK(cudaMemsetAsync(t.output, 0,
-                                             static_cast<std::size_t>(elements_of(g, g.src)) *
-                                                 size_of(desc_.dtype),
-                                             runtime_->stream()),
-                             context_, "zeroing the input gradient");
-          }
-          transform(x_pack_, x_buffer, x_view_, t.output, "writing the frames' gradients");
-        }
+        inner.diff_dst = &y_view, inner.weights = &w_view, inner.diff_src = &x_view;
         break;
       case Direction::bwd_weights:
-        if (fold_.copies) {
-          transform(x_view_, t.first, x_pack_, x_buffer, "packing the frames");
-          transform(y_view_, t.second, y_pack_, y_buffer, "packing the frames' gradients");
-        }
-        x = view(fold_.copies ? x_buffer : t.first, f.src_dims());
-        y = view(fold_.copies ? y_buffer : t.second, f.dst_dims());
-        w = view(t.output, f.weights_dims());
-        inner.src = &x, inner.diff_dst = &y, inner.diff_weights = &w;
-        inner_->execute(inner, {base, inner_->algo().workspace_bytes});
+        inner.src = &x_view, inner.diff_dst = &y_view, inner.diff_weights = &w_view;
         break;
-      case Direction::fwd_training: break;  // not a convolution direction
+      case Direction::fwd_training: return;  // not a convolution direction
+    }
+    inner_->execute(inner, {base, inner_->algo().workspace_bytes});
+    if (!fold_.copies) return;
+    if (fwd) transform(y_pack_, y_buffer, y_view_, y, "writing the frames of y");
+    if (data) {
+      if (copies_.zero_x_bytes != 0) {  // input frames no output frame reads
+        DNNX_CUDNN_CHECK(cudaMemsetAsync(x, 0, copies_.zero_x_bytes, runtime_->stream()), context_,
+                         "zeroing the input gradient");
+      }
+      transform(x_pack_, x_buffer, x_view_, x, "writing the frames' gradients");
     }
   }
 
  private:
   std::shared_ptr<Runtime> runtime_;
-  ConvDesc desc_;
   ConvFold fold_;
   Direction direction_;
   std::shared_ptr<detail::ConvPlan> inner_;

@@ -65,7 +65,7 @@ class FramesPlan final : public detail::ConvPlan {
     }
     whole_ = conv_geometry(desc);
     check_legacy_range(whole_, context_);
-    frames_in_ = desc.input[0];
+    skips_frames_ = skips_input_frames(desc);
     frames_out_ = desc.output_size(0);
     step_ = desc.stride[0];
     // NDHWC, depth stride 1: one call over the N x T frames (see the Note).
@@ -160,9 +160,8 @@ class FramesPlan final : public detail::ConvPlan {
         }
         break;
       case Direction::bwd_data:
-        // Input frames no output frame reads (between the read ones where the depth stride is
-        // over 1, or after the last read one) get no gradient.
-        if (step_ > 1 || (frames_out_ - 1) * step_ + 1 < frames_in_) {
+        // Input frames no output frame reads get no gradient.
+        if (skips_frames_) {
           DNNX_CUDNN_CHECK(
               cudaMemsetAsync(t.output, 0,
                               static_cast<std::size_t>(elements_of(whole_, whole_.src) * element),
@@ -196,7 +195,8 @@ class FramesPlan final : public detail::ConvPlan {
   Direction direction_;
   ErrorContext context_;
   Geometry whole_;
-  std::int64_t frames_in_ = 0, frames_out_ = 0, step_ = 1, element_ = 0;
+  std::int64_t frames_out_ = 0, step_ = 1, element_ = 0;
+  bool skips_frames_ = false;  // skips_input_frames()
   std::int64_t calls_ = 1;  // frames_out_, or 1 where they are one packed batch (NDHWC)
   std::unique_ptr<LegacyStridedConv> conv_;
   bool pack_x_ = false, pack_y_ = false;
@@ -238,6 +238,11 @@ std::optional<ConvDesc> frame_desc(const ConvDesc& desc) {
   frame.pad_after = {desc.pad_after[1], desc.pad_after[2], 0};
   frame.dilation = {desc.dilation[1], desc.dilation[2], 1};
   return frame;
+}
+
+bool skips_input_frames(const ConvDesc& desc) {
+  const std::int64_t step = desc.stride[0];
+  return step > 1 || (desc.output_size(0) - 1) * step + 1 < desc.input[0];
 }
 
 std::vector<FramesEntry> frames_entries(const std::shared_ptr<Runtime>& runtime,

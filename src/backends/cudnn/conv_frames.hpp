@@ -30,6 +30,10 @@ bool is_frames_id(std::string_view id);
 /// no depth padding), or nullopt where desc is no such 3-D convolution.
 std::optional<ConvDesc> frame_desc(const ConvDesc& desc);
 
+/// Whether some input frame of a convolution with frames (frame_desc()) is read by no output
+/// frame: a depth stride over 1, or frames after the last one read. Its bwd_data zeroes them.
+bool skips_input_frames(const ConvDesc& desc);
+
 /// One frame entry of a listing: a candidate (its algorithm, and the plan of the listed desc that
 /// described it) or the unsupported frames_off_id entry saying why there is none (no algorithm,
 /// no plan).
