@@ -561,8 +561,9 @@ void study_case(std::ostream& out, Context& context, const ConvDesc& desc, Direc
         std::find(algo.notes.begin(), algo.notes.end(), "reference") != algo.notes.end();
     if (algo.supported && !naive) ids.push_back(algo.id);
   }
+  const Clock::time_point search_start = start;
   start = Clock::now();
-  conv.prepare(desc, direction, ids);
+  conv.prepare(desc, direction, ids, search_start);
   const double prepare_ms = ms_since(start);
   ConvDesc slice_desc = desc;
   slice_desc.batch = desc.batch / 8;

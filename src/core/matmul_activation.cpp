@@ -214,9 +214,10 @@ class ActivationBackend final : public Inner {
   }
 
   // Without an activation everything is the inner backend's (its plans built ahead, its probes).
-  void prepare(const MatmulDesc& desc, Direction direction,
-               const std::vector<std::string>& ids) override {
-    if (desc.activation == MatmulActivation::none) inner_->prepare(desc, direction, ids);
+  void prepare(const MatmulDesc& desc, Direction direction, const std::vector<std::string>& ids,
+               std::chrono::steady_clock::time_point search_start) override {
+    if (desc.activation == MatmulActivation::none)
+      inner_->prepare(desc, direction, ids, search_start);
   }
   std::shared_ptr<Plan> probe_plan(const MatmulDesc& desc, Direction direction,
                                    const std::string& id) override {

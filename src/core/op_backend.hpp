@@ -17,6 +17,7 @@
 #include "core/strings.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -135,10 +136,11 @@ class OpBackend : public OpBackendBase {
   virtual std::shared_ptr<OpPlan<Args>> plan(const Desc& desc, Direction direction,
                                              const std::string& id) = 0;
   /// Called before an exhaustive search with the ids it may run: a backend whose plans are costly
-  /// to build can build them ahead, e.g. on several host threads. Failures are left for plan() to
-  /// report. The default builds nothing.
-  virtual void prepare(const Desc& desc, Direction direction, const std::vector<std::string>& ids) {
-  }
+  /// to build can build them ahead, e.g. on several host threads. `search_start` is when the
+  /// search began (before its listing), from which a backend's compile budget counts. Failures
+  /// are left for plan() to report. The default builds nothing.
+  virtual void prepare(const Desc& desc, Direction direction, const std::vector<std::string>& ids,
+                       std::chrono::steady_clock::time_point search_start) {}
   /// The ids whose plans the last prepare() of (desc, direction) left building on other threads
   /// (a backend whose plans may take seconds to compile, under a compile budget): the search
   /// times every other candidate first and then asks await_plan() for these. The default: none.

@@ -82,13 +82,14 @@ struct ConvOp : detail::OpTraits<OpKind::conv> {
             detail::random_tensor(context, desc.dst_dims(), desc.dtype, desc.layout, -1, 1, 3)};
   }
 
-  // Note [probing slow candidates]: slices of the problem from the smallest up, each 4x the one
-  // before and ending at half of it: of the groups of a convolution of 16 groups or more, of the
-  // batch, or of the output's rows for a batch under 16 (Note [conv probe slices] in
-  // ops/conv_slices.cpp). A slow candidate is ruled out on the first slice already over the
-  // bound, which costs a few times the best candidate's time whatever its own. The slice's
-  // activations are views of the prefix of each buffer; the weights (and their gradient, which
-  // the slice overwrites) keep their shape, or are prefix views too where the groups are sliced.
+  // Note [probing slow candidates]: slices of the problem from the smallest up, each a few times
+  // the one before and ending at half of it at most: of the groups of a convolution of 16 groups
+  // or more (and of its batch where they are few), of the batch, or of the output's rows for a
+  // batch under 16 (Note [conv probe slices] in ops/conv_slices.cpp). A slow candidate is ruled
+  // out on the first slice already over the bound, which costs a few times the best candidate's
+  // time whatever its own. The slice's activations are views of the prefix of each buffer; the
+  // weights (and their gradient, which the slice overwrites) keep their shape, or are prefix
+  // views too where the groups are sliced.
   struct Slice {
     ConvDesc desc;
     double fraction = 1;  // of the full problem

@@ -21,7 +21,8 @@ inline constexpr std::int64_t min_sliced_groups = 16;
 
 /// Note [conv probe slices]: the slices of `desc` a search probes on, smallest first (level 0).
 /// With min_sliced_groups groups or more, the first probe_batches(groups) groups (rounded up to
-/// keep channel counts that are multiples of 8 so); otherwise with a batch of 16 or more, the
+/// keep channel counts that are multiples of 8 so), the smallest of them first over slices of
+/// the batch where it is over a sixteenth of the groups; otherwise with a batch of 16 or more, the
 /// first probe_batches(batch) samples; otherwise, where the output's outermost spatial dim has
 /// 16 rows or more, the first probe_batches(rows) rows of it with the input rows they read; none
 /// for a smaller convolution.

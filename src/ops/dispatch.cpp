@@ -145,6 +145,12 @@ double ms_between(std::chrono::steady_clock::time_point start,
 // order, and the pending ones last, each after await_plan(): the backend waits for that plan at
 // most until its compile budget runs out and otherwise says why it is skipped, which becomes the
 // row's not_timed reason (tune::Skipped). The time spent waiting counts as build time.
+// The budget counts from the search's start, its listing included (prepare() is given it): a
+// search's time is measured so, and counted from prepare() the searches that waited for a
+// compile ended the budget plus their listing (13-250 ms) after they began. On an H200, 55-60 of
+// the 90-96 fp16 layer-directions of MobileNetV2 and EfficientNet-B0 did, each at 1.05-1.1 s,
+// most in a probe waiting for a runtime-compiled slice plan (Note [probing runtime-compiled
+// candidates] in backends/cudnn/conv.cpp); docs/benchmarks.md, "Search time".
 struct Prepared {
   std::vector<AlgoInfo> candidates;  // the pending ones moved last
   std::vector<std::string> pending;
@@ -152,14 +158,15 @@ struct Prepared {
 };
 
 Prepared prepare_search(const TuneOptions& options, std::vector<AlgoInfo> candidates,
-                        const SelectHooks& hooks) {
+                        const SelectHooks& hooks,
+                        std::chrono::steady_clock::time_point list_start) {
   Prepared prepared;
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> ids;
   for (const AlgoInfo& algo : candidates) {
     if (!tune::exclusion(algo, options)) ids.push_back(algo.id);
   }
-  hooks.prepare(ids);
+  hooks.prepare(ids, list_start);
   if (hooks.pending) prepared.pending = hooks.pending();
   prepared.build_ms = ms_between(start, std::chrono::steady_clock::now());
   std::stable_partition(candidates.begin(), candidates.end(),
@@ -348,7 +355,7 @@ std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState
   search.list_ms = ms_between(list_start, std::chrono::steady_clock::now());
   std::vector<std::string> pending;
   if (options.policy(parse_op_kind(request.op), request.direction).kind == PolicyKind::exhaustive) {
-    Prepared prepared = prepare_search(options, std::move(candidates), hooks);
+    Prepared prepared = prepare_search(options, std::move(candidates), hooks, list_start);
     candidates = std::move(prepared.candidates);
     pending = std::move(prepared.pending);
     search.build_ms = prepared.build_ms;
@@ -492,7 +499,7 @@ ProfileResult profile_locked(Context& context, ContextState& state, const tune::
   const auto list_start = std::chrono::steady_clock::now();
   std::vector<AlgoInfo> listed = hooks.list();
   result.search.list_ms = ms_between(list_start, std::chrono::steady_clock::now());
-  Prepared prepared = prepare_search(options, std::move(listed), hooks);
+  Prepared prepared = prepare_search(options, std::move(listed), hooks, list_start);
   double wait_ms = 0;
   std::vector<std::string> skipped;
   const tune::RunOnce run = budgeted_run(hooks, prepared.pending, wait_ms, skipped);

@@ -80,7 +80,9 @@ struct SelectHooks {
   /// listing the others where the backend can (Note [re-validating persisted choices]); empty
   /// function: `list` and look the id up.
   std::function<std::optional<AlgoInfo>(const std::string&)> describe;
-  std::function<void(const std::vector<std::string>&)> prepare;  ///< build plans ahead
+  /// Builds plans ahead; given when the search began (Note [compile budget]).
+  std::function<void(const std::vector<std::string>&, std::chrono::steady_clock::time_point)>
+      prepare;
   std::function<double(const AlgoInfo&)> run;                    ///< one timed run, ms
   tune::ProbeOnce probe;  ///< one timed run on a slice of a level (empty: the op has no slices)
   tune::RunLoop loop;     ///< runs back to back, timed together: ms per run
@@ -465,8 +467,9 @@ class Dispatch {
         [&state, &desc, direction, consumed](const std::string& id) {
           return described(state, desc, direction, consumed, id);
         },
-        [&backend, &desc, direction](const std::vector<std::string>& ids) {
-          backend.prepare(desc, direction, ids);
+        [&backend, &desc, direction](const std::vector<std::string>& ids,
+                                     std::chrono::steady_clock::time_point search_start) {
+          backend.prepare(desc, direction, ids, search_start);
         },
         [loop](const AlgoInfo& algo) { return loop(algo, 1); },
         {},

@@ -175,7 +175,8 @@ TEST(CudnnSearchSettings, RuntimeCompiledOnByDefaultWithABudget) {
   EXPECT_TRUE(defaults.runtime_compiled);
   EXPECT_FALSE(defaults.runtime_compiled_fused);
   EXPECT_GT(defaults.compile_budget_s, 0.0);
-  EXPECT_LE(defaults.compile_budget_s, 2.0) << "the budget must fit the search-time target";
+  EXPECT_LT(defaults.compile_budget_s, 1.0)
+      << "a search that waits for its compiles must end within the 1 s search-time target";
   {
     const ScopedEnv off("DNNX_CUDNN_RUNTIME_COMPILED", "0");
     const cudnn::Settings s = cudnn::settings_from_env();

@@ -1,6 +1,6 @@
 // Note [conv probe slices] (src/ops/conv_slices.cpp): the smaller convolutions a search probes a
-// candidate on, smallest first: slices of the groups (16 or more), of the batch, or of the
-// output's outermost spatial dim for a batch under 16.
+// candidate on, smallest first: slices of the groups (16 or more; few of them over slices of the
+// batch first), of the batch, or of the output's outermost spatial dim for a batch under 16.
 
 #include "ops/conv_slices.hpp"
 
@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -95,20 +96,29 @@ TEST(ConvProbeSlices, GroupSlicesKeepChannelsAligned) {
   const ConvDesc resnext =
       ConvDesc::from_shapes({64, 128, 56, 56}, {128, 4, 3, 3}, {1}, {1}, {1}, 32);
   std::vector<ConvSlice> slices = conv_probe_slices(resnext);
-  ASSERT_EQ(slices.size(), 3U);  // probe_batches(32) = 1, 4, 16
+  ASSERT_EQ(slices.size(), 3U);  // probe_batches(32) = 1, 4, 16; 2 groups are a sixteenth
   EXPECT_EQ(slices[0].desc.groups, 2);
   EXPECT_EQ(slices[1].desc.groups, 4);
   EXPECT_EQ(slices[2].desc.groups, 16);
-  for (const ConvSlice& slice : slices) EXPECT_EQ(slice.desc.in_channels % 8, 0);
+  for (const ConvSlice& slice : slices) {
+    EXPECT_EQ(slice.desc.in_channels % 8, 0);
+    EXPECT_EQ(slice.desc.batch, 64);
+  }
   expect_slices_of(resnext, slices);
 
+  // 1, 4, 16 rounded up to 8, 8, 16; 8 of 32 groups are over a sixteenth, so the 8 groups are
+  // over probe_batches(16) = 2, 8 samples first, then the whole batch.
   const ConvDesc multiplier =
       ConvDesc::from_shapes({16, 32, 28, 28}, {64, 1, 3, 3}, {1}, {1}, {1}, 32);
   slices = conv_probe_slices(multiplier);
-  ASSERT_EQ(slices.size(), 2U);  // 1, 4, 16 rounded up to 8, 8, 16
-  EXPECT_EQ(slices[0].desc.groups, 8);
-  EXPECT_EQ(slices[1].desc.groups, 16);
-  EXPECT_EQ(slices[1].desc.out_channels, 32);
+  const std::vector<std::pair<std::int64_t, std::int64_t>> groups_batch{
+      {8, 2}, {8, 8}, {8, 16}, {16, 16}};
+  ASSERT_EQ(slices.size(), groups_batch.size());
+  for (std::size_t i = 0; i < slices.size(); ++i) {
+    EXPECT_EQ(slices[i].desc.groups, groups_batch[i].first);
+    EXPECT_EQ(slices[i].desc.batch, groups_batch[i].second);
+    EXPECT_EQ(slices[i].desc.out_channels, 2 * groups_batch[i].first);
+  }
   expect_slices_of(multiplier, slices);
 
   const ConvDesc odd = ConvDesc::from_shapes({32, 97, 20, 20}, {97, 1, 3, 3}, {1}, {1}, {1}, 97);
@@ -124,6 +134,26 @@ TEST(ConvProbeSlices, GroupSlicesKeepChannelsAligned) {
   for (const ConvSlice& slice : slices) EXPECT_EQ(slice.desc.groups, 8);
   EXPECT_EQ(slices[0].desc.batch, 1);
   expect_slices_of(few, slices);
+}
+
+// The first depthwise layer of MobileNetV2 and EfficientNet-B0 (32 channels at 112x112, batch
+// 128): its smallest group slice (8 groups) is a quarter of the problem, so it is first sliced
+// along the batch (probe_batches(128) = 1, 4, 16, 64 samples), down to 1/512 of the problem.
+TEST(ConvProbeSlices, FewGroupsSliceTheBatchOfTheSmallestGroupSlice) {
+  const ConvDesc desc = ConvDesc::from_shapes({128, 32, 112, 112}, {32, 1, 3, 3}, {1}, {1}, {1}, 32,
+                                              dnnx::DType::f16, Layout::channels_last);
+  const std::vector<ConvSlice> slices = conv_probe_slices(desc);
+  const std::vector<std::pair<std::int64_t, std::int64_t>> groups_batch{
+      {8, 1}, {8, 4}, {8, 16}, {8, 64}, {8, 128}, {16, 128}};
+  ASSERT_EQ(slices.size(), groups_batch.size());
+  for (std::size_t i = 0; i < slices.size(); ++i) {
+    EXPECT_EQ(slices[i].desc.groups, groups_batch[i].first);
+    EXPECT_EQ(slices[i].desc.in_channels, groups_batch[i].first);
+    EXPECT_EQ(slices[i].desc.batch, groups_batch[i].second);
+    EXPECT_EQ(slices[i].desc.input, desc.input);
+  }
+  EXPECT_DOUBLE_EQ(slices.front().fraction, 1.0 / 512);
+  expect_slices_of(desc, slices);
 }
 
 // U-Net's e3.conv2 (batch 1, 138x138, no padding: 136 output rows): the first 1, 4, 17 and 68

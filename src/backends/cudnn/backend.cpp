@@ -321,7 +321,7 @@ class CudnnBackend final : public detail::Backend {
 #undef DNNX_CUDNN_MAKE
     return ops;
   }
-  // "off", or "on/1s" (the conv's runtime-compiled engines under a compile budget of 1 s), with
+  // "off", or "on/0.9s" (the conv's runtime-compiled engines under a compile budget of 0.9 s), with
   // "+fused" when the fused conv's are candidates too: each changes what a search can pick.
   std::string runtime_compiled_text() const {
     const Settings& s = runtime_->settings();

@@ -310,9 +310,8 @@ class CudnnConv final
   // Legacy plans are only descriptors.
   // A padded candidate's plan is cheap too; its inner engine plan on the padded desc is what takes
   // time, so that one is built ahead, filed under the padded desc where build() finds it.
-  void prepare(const ConvDesc& desc, Direction direction,
-               const std::vector<std::string>& ids) override {
-    const auto start = Clock::now();
+  void prepare(const ConvDesc& desc, Direction direction, const std::vector<std::string>& ids,
+               Clock::time_point search_start) override {
     const std::vector<Candidate>& listed = listed_candidates(desc, direction);
     std::vector<Build> to_build;
     std::vector<BackgroundBuilds::Request> compiled;  // Note [runtime-compiled engines]
@@ -335,7 +334,7 @@ class CudnnConv final
       queue(to_build, {build_desc, direction, candidate.info.id}, candidate.info, candidate.graph,
             candidate.config);
     }
-    start_compiles(desc, direction, compiled, start);
+    start_compiles(desc, direction, compiled, search_start);
     const auto built = build_in_parallel(to_build, desc, direction);
     for (std::size_t i = 0; i < to_build.size(); ++i) {
       // A failure is left for plan() to build again and report where the search records it.

@@ -807,8 +807,8 @@ class CudnnConvFused final
 
   // Note [parallel plan builds] (conv.cpp): the engine plans of a search are built up front on
   // host threads.
-  void prepare(const ConvFusedDesc& desc, Direction direction,
-               const std::vector<std::string>& ids) override {
+  void prepare(const ConvFusedDesc& desc, Direction direction, const std::vector<std::string>& ids,
+               Clock::time_point) override {
     if (direction != Direction::fwd) return;  // plan() reports it
     const std::vector<Candidate>& listed = listed_candidates(desc, direction);
     std::vector<const Candidate*> to_build;

@@ -73,9 +73,11 @@ struct Settings {
   /// The fused convolution's too: only when DNNX_CUDNN_RUNTIME_COMPILED=1 is set explicitly (its
   /// searches build every plan up front, with no compile budget).
   bool runtime_compiled_fused = false;
-  /// DNNX_CUDNN_COMPILE_BUDGET: seconds a search waits, from its start, for the plans that
-  /// compile alongside its timing (Note [compile budget] in src/ops/dispatch.cpp)
-  double compile_budget_s = 1.0;
+  /// DNNX_CUDNN_COMPILE_BUDGET: seconds a search waits, from its start (its listing included),
+  /// for the plans that compile alongside its timing (Note [compile budget] in
+  /// src/ops/dispatch.cpp); under a second, so that a search that waits for them all, its final
+  /// round included, stays within a second
+  double compile_budget_s = 0.9;
   /// DNNX_PLAN_DIR: the folder of saved plans (Note [saved plans] in src/tune/plan_store.hpp);
   /// by default "<choice-cache file>.plans", empty (off) when the choice cache has no file or
   /// the variable is "off"
