@@ -120,20 +120,31 @@ reuse_rounds = [[case("a/fwd/f16_nhwc", 1.0, "x", 0.8), case("b/fwd/f16_nhwc", 2
 records, _ = compare_gpu.combine_rounds(reuse_rounds, torch_rounds, reuse=True)
 by_case = {r["case"]: r for r in records if r["kind"] == "case"}
 a, b = by_case["a/fwd/f16_nhwc"], by_case["b/fwd/f16_nhwc"]
-check(a["search_s"] == 0.8 and a["reuse_ms"] == 20.0 and a["reuse_from_file"] is True
-      and a["kernel_ms"] == 1.0, f"reused a: {a}")
-check(b["search_s"] == 1.6 and b["reuse_ms"] == 451.0 and b["reuse_from_file"] is False,
-      f"reused b: {b}")
+# The second process (round 2) apart from those after it: it settles the late plans.
+check(a["search_s"] == 0.8 and a["reuse_ms"] == 30.0 and a["reuse_after_ms"] == 10.0
+      and a["reuse_from_file"] is True and a["kernel_ms"] == 1.0, f"reused a: {a}")
+check(b["search_s"] == 1.6 and b["reuse_ms"] == 900.0 and b["reuse_after_ms"] == 2.0
+      and b["reuse_from_file"] is False, f"reused b: {b}")
+check([one.get("first_call_ms") for one in b["rounds"]] == [None, 902.0, 4.0],
+      f"rounds of b: {b['rounds']}")
+two = compare_gpu.combine_rounds(reuse_rounds[:2], torch_rounds[:2], reuse=True)[0]
+check("reuse_after_ms" not in {r["case"]: r for r in two if r["kind"] == "case"}["a/fwd/f16_nhwc"],
+      "two rounds: no process after the second")
 for one in reuse_rounds[1] + reuse_rounds[2]:
     del one["heuristic_kernel_ms"]  # later rounds do not time the heuristic pick
 records, _ = compare_gpu.combine_rounds(reuse_rounds, torch_rounds, reuse=True)
 a = {r["case"]: r for r in records if r["kind"] == "case"}["a/fwd/f16_nhwc"]
 check(a["heuristic_kernel_ms"] == 2.0 and compare_gpu.speedup(a) == "2.00", f"heuristic: {a}")
 check(compare_gpu.speedup({"kernel_ms": 1.0}) == "-", "no heuristic time")
-summary = compare_gpu.reuse_summary([(20.0, 0.8, True, "a fwd"), (451.0, 1.6, False, "b fwd")])
+summary = compare_gpu.reuse_summary([(20.0, 4.0, 0.8, True, "a fwd"),
+                                     (451.0, 2.0, 1.6, False, "b fwd")])
 check(summary["reuse_worst_row"] == "b fwd" and summary["reuse_answered"] == 1
       and abs(summary["reuse_share"] - 0.471 / 2.4) < 1e-9
+      and abs(summary["reuse_after_share"] - 0.006 / 2.4) < 1e-9
       and summary["reuse_median_ms"] == 235.5, f"reuse summary: {summary}")
+summary = compare_gpu.reuse_summary([(20.0, None, 0.8, True, "a fwd"),
+                                     (451.0, 2.0, 1.6, False, "b fwd")])
+check("reuse_after_share" not in summary, f"a row without a third process: {summary}")
 # Per config: the rows whose search skipped plans (late plans) and those whose choice changed
 # between rounds.
 def row(name, **fields):
