@@ -310,16 +310,15 @@ def run_torch(args, shapes, batch, wanted=None):
 # cost is therefore given apart (`reuse_ms`, the figure the search target's "a second process"
 # names) from the median of the rounds after it (`reuse_after_ms`); a median over both would
 # hide the settling, as the suite's figures did up to commit 8300667. The later rounds leave out
-# the heuristic pick
-# (whose listing and timing took about as long as the rest of such a round): the speedup over
-# it is the first round's.
+# the heuristic pick (whose listing and timing took about as long as the rest of such a round):
+# the speedup over it is the first round's.
 def combine_rounds(dnnx_rounds, torch_rounds, reuse=False):
     """(records, torch results) combining per-round bench records and PyTorch results: every
     non-case record of the first round, and per case the first round's record with the medians of
     kernel_ms, call_ms and search_s over the rounds, `algos` (the distinct choices, in round
     order) and `rounds` (each round's own figures, its first call's among them where recorded).
-    With `reuse` (the rounds after the first
-    reused its choices, without timing the heuristic pick again), search_s is the first round's,
+    With `reuse` (the rounds after the first reused its choices, without timing the heuristic
+    pick again), search_s is the first round's,
     `reuse_ms` the second round's first call less the kernel, `reuse_after_ms` the median of
     that over the rounds after it (with three rounds or more), and `reuse_from_file` whether the
     file answered in every later round. The heuristic pick's time is the median of the rounds

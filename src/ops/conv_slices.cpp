@@ -39,7 +39,8 @@ namespace dnnx::detail {
 // A convolution of few groups has no small group slice: the first depthwise layer of MobileNetV2
 // and EfficientNet-B0 (32 groups at 112x112, f16) is sliced at 8 of its groups at least, a quarter
 // of the problem, where cuDNN's engines 22, 25, 34 and 67 took 95-156 ms a probe in bwd_weights
-// (the best 0.09 ms in full): those searches went from 1.1 to 3 s. So where the smallest group
+// (the best 0.09 ms in full): with group slices alone those searches went from 1.1 to 3 s (on an
+// H200; docs/benchmarks.md, "Probe slices of few groups"). So where the smallest group
 // slice is over 1/few_groups_share of the groups, it is sliced along the batch first: its first
 // probe_batches(N) samples, then the whole batch, then the larger group slices. (Not for every
 // grouped convolution: a smaller first slice adds levels that a fast candidate climbs before its

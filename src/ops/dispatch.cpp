@@ -150,7 +150,8 @@ double ms_between(std::chrono::steady_clock::time_point start,
 // compile ended the budget plus their listing (13-250 ms) after they began. On an H200, 55-60 of
 // the 90-96 fp16 layer-directions of MobileNetV2 and EfficientNet-B0 did, each at 1.05-1.1 s,
 // most in a probe waiting for a runtime-compiled slice plan (Note [probing runtime-compiled
-// candidates] in backends/cudnn/conv.cpp); docs/benchmarks.md, "Search time".
+// candidates] in backends/cudnn/conv.cpp); docs/benchmarks.md, "Probe slices of few groups, and
+// the compile budget from the search's start".
 struct Prepared {
   std::vector<AlgoInfo> candidates;  // the pending ones moved last
   std::vector<std::string> pending;

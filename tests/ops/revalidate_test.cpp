@@ -82,6 +82,10 @@ struct Table {
   bool slices = false;
   std::vector<std::string> slice_building;
   std::vector<std::string> probed;
+  // Note [compile budget]: how long a listing takes, when the last one began, and what the last
+  // prepare() was given as the search's start and when it was called.
+  std::chrono::milliseconds listing_takes{0};
+  std::chrono::steady_clock::time_point listed_at, search_start, prepared_at;
   void reset_counts() {
     listings = 0;
     descriptions = 0;
@@ -124,7 +128,14 @@ class RevalBackend final : public detail::OpBackend<RevalDesc, RevalArgs> {
  public:
   std::vector<AlgoInfo> list(const RevalDesc&, Direction) override {
     ++table().listings;
+    table().listed_at = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(table().listing_takes);
     return table().candidates;
+  }
+  void prepare(const RevalDesc&, Direction, const std::vector<std::string>&,
+               std::chrono::steady_clock::time_point search_start) override {
+    table().search_start = search_start;
+    table().prepared_at = std::chrono::steady_clock::now();
   }
   std::optional<AlgoInfo> describe_candidate(const RevalDesc& desc, Direction direction,
                                              const std::string& id) override {
@@ -372,6 +383,20 @@ TEST_F(RevalidateTest, ABackendWithoutItsOwnDescriptionListsOnceAsBefore) {
   EXPECT_EQ(run</*Direct=*/false>(third)->algo.id, "test:a");
   EXPECT_EQ(table().listings, 2) << "one for the description, one for the re-selection";
   EXPECT_EQ(cache_->file_stats().invalidated, 1u);
+}
+
+// Note [compile budget]: a backend's compile budget counts from the search's start, so prepare()
+// is given the time the search began, before its listing, not the time prepare() is called.
+TEST_F(RevalidateTest, PrepareIsGivenTheSearchStartBeforeItsListing) {
+  table().candidates = {supported("test:a"), supported("test:b")};
+  table().listing_takes = std::chrono::milliseconds(30);
+  Context process = context({}, AlgoPolicy::exhaustive());
+  const auto before = std::chrono::steady_clock::now();
+  run(process);
+  EXPECT_EQ(table().listings, 1);
+  EXPECT_GE(table().search_start, before);
+  EXPECT_LE(table().search_start, table().listed_at) << "the listing is part of the search";
+  EXPECT_GE(table().prepared_at - table().search_start, table().listing_takes);
 }
 
 // ---- Note [late plans] ------------------------------------------------------------------------
