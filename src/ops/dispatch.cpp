@@ -241,8 +241,9 @@ tune::RunOnce budgeted_run(const SelectHooks& hooks, const std::vector<std::stri
 // A search also skips a runtime-compiled candidate whose probe could not run because its plan for
 // the probe's slice was still compiling (tune::Skipped from the probe: Note [probing
 // runtime-compiled candidates] in backends/cudnn/conv.cpp); it is a late plan like the others.
-// No search has bounded a late plan's run, so the settling probes every candidate first
-// (Request::probe_at_once), building probe plans for those candidates alone (a search's probes
+// No search has bounded a late plan's run, so the settling probes each late plan against the kept
+// choice's time (Request::probe_at_once: the kept choice, first, runs in full without a probe),
+// building probe plans for those candidates alone (a search's probes
 // list every candidate and build all their probe plans: in a later process that alone took a
 // median of 127 ms per layer-direction on DeepLabV3's shapes on an H200). With `pending`, one
 // whose probe cannot run yet stays listed. A later process has the slice plan of a skipped

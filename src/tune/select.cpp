@@ -160,7 +160,9 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 // compiling when the compile budget runs out: Note [probing runtime-compiled candidates] in
 // backends/cudnn/conv.cpp); its row is not_timed with the reason, and the op layer keeps it as a
 // late plan (Note [late plans] in src/ops/dispatch.cpp). Late plans are candidates no search has
-// bounded, so their settling probes from the first candidate (Request::probe_at_once).
+// bounded, so their settling probes from the start (Request::probe_at_once), every candidate once
+// one has a time: the kept choice, listed first, runs in full, and each late plan is probed
+// against it.
 //
 // A run's time need not grow with the batch in proportion: on an H200, cuDNN's legacy
 // bwd_weights algo_0 and algo_1 for DeepLabV3's dilated ASPP layer (dilation 12, f16) take 2-6 ms
@@ -387,8 +389,10 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
     if (probe && warm_first && std::isfinite(best) && best >= long_run_ms) probing = true;
     // Note [probing slow candidates]; a candidate noted "heuristics_top" (the library's own top
     // picks: Note [heuristics' top configs] in backends/cudnn/conv_engine.cpp) is ruled out only
-    // beyond abandon_factor, and one that cannot be probed yet gets its full run.
-    if (probing) {
+    // beyond abandon_factor, and one that cannot be probed yet gets its full run. Before any
+    // candidate has a time no slice can rule one out: the settling of late plans probes from its
+    // first candidate, the kept choice, which goes to its full run without a probe.
+    if (probing && std::isfinite(best)) {
       const bool top = heuristics_top(algo);
       const double factor =
           top ? options.abandon_factor : std::min(probe_factor, options.abandon_factor);

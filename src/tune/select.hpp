@@ -66,8 +66,8 @@ struct Request {
   /// Host time the search spent before select() (listing, plan builds), ms: counted against
   /// TuneOptions::search_budget_ms.
   double spent_ms = 0;
-  /// Probe every candidate from the first (Note [probing slow candidates]): the candidates are
-  /// known to include slow ones (the settling of late plans, Note [late plans] in
+  /// Probe every candidate once one has a time (Note [probing slow candidates]): the candidates
+  /// are known to include slow ones (the settling of late plans, Note [late plans] in
   /// src/ops/dispatch.cpp).
   bool probe_at_once = false;
 };
@@ -108,8 +108,8 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
 /// timed run instead, judged by that warm bound at once (Note [warm first runs]). Unless
 /// options.time_naive,
 /// candidates noted "reference" (naive fallbacks) are abandoned without running once another
-/// candidate has been timed. Once a candidate has been abandoned (or from the first with
-/// `probe_at_once`), `probe` (when given) runs each later candidate on a slice first and abandons
+/// candidate has been timed. Once a candidate has been abandoned (or, with `probe_at_once`, once
+/// one has a time), `probe` (when given) runs each later candidate on a slice first and abandons
 /// it when even that takes over 2x the best median (Note [probing slow candidates]); one whose
 /// probe throws Skipped is not_timed; a candidate noted "heuristics_top" is abandoned on a slice
 /// only beyond abandon_factor x the best and runs in full when its probe throws Skipped. With

@@ -592,7 +592,8 @@ TEST_F(LatePlansTest, ALaterProcessProbesALatePlanFirstWithoutListing) {
   EXPECT_EQ(choice->algo.id, "test:best");
   EXPECT_TRUE(choice->late_plans.empty());
   EXPECT_EQ(table().listings, 0) << "settling needs no listing, its probes neither";
-  EXPECT_TRUE(contains(table().probed, "test:rtc"));
+  EXPECT_EQ(table().probed, std::vector<std::string>{"test:rtc"})
+      << "the kept choice, timed first, has no probe";
   EXPECT_FALSE(contains(table().ran, "test:rtc")) << "abandoned on its slice";
   EXPECT_TRUE(late_on_file().empty());
 }

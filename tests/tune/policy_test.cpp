@@ -383,7 +383,7 @@ TEST(ExhaustivePolicy, ProbesOnASliceOnceASlowCandidateShowedUp) {
 
 // Note [probing slow candidates]: a probe that throws Skipped (its slice cannot be run yet) skips
 // the candidate with the probe's reason: no full run, not failed. With Request::probe_at_once
-// the probes start at the first candidate, before any was abandoned.
+// the probes start once the first candidate has a time, before any was abandoned.
 TEST(ExhaustivePolicy, AProbeThatSkipsLeavesTheCandidateNotTimed) {
   FakeBench bench;
   bench.add(Algo("best"), {10.0})
@@ -410,8 +410,8 @@ TEST(ExhaustivePolicy, AProbeThatSkipsLeavesTheCandidateNotTimed) {
   EXPECT_EQ(probes.count("best") + probes.count("huge"), 0U);
   EXPECT_EQ(probes["fast"], 1);
 
-  // Probing from the first candidate: "best" is probed too (and passes), "huge" is abandoned on
-  // its slice without a full run.
+  // Probing once the first candidate has a time: "best", with no time to be judged against,
+  // runs in full without a probe; "huge" is abandoned on its slice without a full run.
   FakeBench at_once;
   at_once.add(Algo("best"), {10.0}).add(Algo("huge"), {200.0}).add(Algo("fast"), {8.0});
   probes.clear();
@@ -426,8 +426,9 @@ TEST(ExhaustivePolicy, AProbeThatSkipsLeavesTheCandidateNotTimed) {
   const Choice probed =
       dnnx::tune::select(request, at_once.candidates(), options, at_once.run(), slices);
   EXPECT_EQ(probed.algo.id, "fast");
-  EXPECT_EQ(probes["best"], 1);
+  EXPECT_EQ(probes.count("best"), 0U);
   EXPECT_EQ(probes["huge"], 1);
+  EXPECT_EQ(probes["fast"], 1);
   EXPECT_EQ(at_once.calls("huge"), 0);
   EXPECT_EQ(row_of(probed.timings, "huge").status, CandidateStatus::abandoned);
   // Without it, "huge" gets its full run.
