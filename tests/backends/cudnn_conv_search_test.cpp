@@ -204,13 +204,13 @@ TEST(CudnnSearchSettings, GemmOnAndIm2colOffByDefault) {
   const ScopedEnv im2col("DNNX_CUDNN_CONV_IM2COL", nullptr);
   const cudnn::Settings defaults = cudnn::settings_from_env();
   EXPECT_TRUE(defaults.conv_gemm);
-  EXPECT_EQ(defaults.conv_im2col, cudnn::Im2colCandidates::off);
-  for (const auto& [text, expected] : {std::pair{"f32", cudnn::Im2colCandidates::f32},
-                                       {"F32", cudnn::Im2colCandidates::f32},
-                                       {"on", cudnn::Im2colCandidates::on},
-                                       {"1", cudnn::Im2colCandidates::on},
-                                       {"off", cudnn::Im2colCandidates::off},
-                                       {"0", cudnn::Im2colCandidates::off}}) {
+  EXPECT_EQ(defaults.conv_im2col, cudnn::ListedFor::off);
+  for (const auto& [text, expected] : {std::pair{"f32", cudnn::ListedFor::f32},
+                                       {"F32", cudnn::ListedFor::f32},
+                                       {"on", cudnn::ListedFor::on},
+                                       {"1", cudnn::ListedFor::on},
+                                       {"off", cudnn::ListedFor::off},
+                                       {"0", cudnn::ListedFor::off}}) {
     const ScopedEnv set("DNNX_CUDNN_CONV_IM2COL", text);
     EXPECT_EQ(cudnn::settings_from_env().conv_im2col, expected) << text;
   }
@@ -241,12 +241,12 @@ TEST(CudnnSearchSettings, TapRegionsForF32ByDefault) {
 
 TEST(CudnnSearchSettings, FramesForF32ByDefault) {
   const ScopedEnv unset("DNNX_CUDNN_CONV_FRAMES", nullptr);
-  EXPECT_EQ(cudnn::settings_from_env().conv_frames, cudnn::FrameCandidates::f32);
-  for (const auto& [text, expected] : {std::pair{"f32", cudnn::FrameCandidates::f32},
-                                       {"ON", cudnn::FrameCandidates::on},
-                                       {"1", cudnn::FrameCandidates::on},
-                                       {"off", cudnn::FrameCandidates::off},
-                                       {"0", cudnn::FrameCandidates::off}}) {
+  EXPECT_EQ(cudnn::settings_from_env().conv_frames, cudnn::ListedFor::f32);
+  for (const auto& [text, expected] : {std::pair{"f32", cudnn::ListedFor::f32},
+                                       {"ON", cudnn::ListedFor::on},
+                                       {"1", cudnn::ListedFor::on},
+                                       {"off", cudnn::ListedFor::off},
+                                       {"0", cudnn::ListedFor::off}}) {
     const ScopedEnv set("DNNX_CUDNN_CONV_FRAMES", text);
     EXPECT_EQ(cudnn::settings_from_env().conv_frames, expected) << text;
   }
@@ -283,12 +283,12 @@ TEST(CudnnFrames, FrameDescIsTheConvolutionOfOneFrame) {
 
 TEST(CudnnSearchSettings, FoldsForF32ByDefault) {
   const ScopedEnv unset("DNNX_CUDNN_CONV_FOLDS", nullptr);
-  EXPECT_EQ(cudnn::settings_from_env().conv_folds, cudnn::FoldCandidates::f32);
-  for (const auto& [text, expected] : {std::pair{"f32", cudnn::FoldCandidates::f32},
-                                       {"ON", cudnn::FoldCandidates::on},
-                                       {"1", cudnn::FoldCandidates::on},
-                                       {"off", cudnn::FoldCandidates::off},
-                                       {"0", cudnn::FoldCandidates::off}}) {
+  EXPECT_EQ(cudnn::settings_from_env().conv_folds, cudnn::ListedFor::f32);
+  for (const auto& [text, expected] : {std::pair{"f32", cudnn::ListedFor::f32},
+                                       {"ON", cudnn::ListedFor::on},
+                                       {"1", cudnn::ListedFor::on},
+                                       {"off", cudnn::ListedFor::off},
+                                       {"0", cudnn::ListedFor::off}}) {
     const ScopedEnv set("DNNX_CUDNN_CONV_FOLDS", text);
     EXPECT_EQ(cudnn::settings_from_env().conv_folds, expected) << text;
   }

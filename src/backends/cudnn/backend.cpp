@@ -71,10 +71,10 @@ Setting named_setting_from_env(const char* variable, Setting fallback, Setting o
                             "; accepted: ", detail::join(accepted, ", "), " (or 0, 1)"));
 }
 
-// DNNX_CUDNN_CONV_IM2COL (Note [im2col candidates]); unset or empty means off.
-Im2colCandidates im2col_from_env() {
-  using enum Im2colCandidates;
-  return named_setting_from_env(im2col_variable, off, on, off, {off, f32, on}, "an im2col setting");
+// A ListedFor setting from `variable`; unset or empty means `fallback`.
+ListedFor listed_for_from_env(const char* variable, ListedFor fallback, const char* what) {
+  using enum ListedFor;
+  return named_setting_from_env(variable, fallback, on, off, {off, f32, on}, what);
 }
 
 // DNNX_CUDNN_CONV_TAPS (Note [tap-region candidates]); unset or empty means f32.
@@ -82,20 +82,6 @@ TapCandidates taps_from_env() {
   using enum TapCandidates;
   return named_setting_from_env(taps_variable, f32, on, off, {off, f32, sparse, on},
                                 "a tap-region setting");
-}
-
-// DNNX_CUDNN_CONV_FRAMES (Note [frame candidates]); unset or empty means f32.
-FrameCandidates frames_from_env() {
-  using enum FrameCandidates;
-  return named_setting_from_env(frames_variable, f32, on, off, {off, f32, on},
-                                "a frame-candidate setting");
-}
-
-// DNNX_CUDNN_CONV_FOLDS (Note [fold candidates]); unset or empty means f32.
-FoldCandidates folds_from_env() {
-  using enum FoldCandidates;
-  return named_setting_from_env(folds_variable, f32, on, off, {off, f32, on},
-                                "a fold-candidate setting");
 }
 
 // DNNX_CUDNN_KNOB_VARIANTS: knob variants per engine; unset or empty means `fallback`.
@@ -444,10 +430,14 @@ Settings settings_from_env() {
   settings.knob_search = knob_search_from_env();
   settings.knob_variants = knob_variants_from_env(settings.knob_variants);
   settings.conv_gemm = switch_from_env("DNNX_CUDNN_CONV_GEMM", settings.conv_gemm);
-  settings.conv_im2col = im2col_from_env();
+  // Note [im2col candidates], [frame candidates], [fold candidates].
+  settings.conv_im2col =
+      listed_for_from_env(im2col_variable, settings.conv_im2col, "an im2col setting");
   settings.conv_taps = taps_from_env();
-  settings.conv_frames = frames_from_env();
-  settings.conv_folds = folds_from_env();
+  settings.conv_frames =
+      listed_for_from_env(frames_variable, settings.conv_frames, "a frame-candidate setting");
+  settings.conv_folds =
+      listed_for_from_env(folds_variable, settings.conv_folds, "a fold-candidate setting");
   return settings;
 }
 

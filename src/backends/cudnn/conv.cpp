@@ -749,25 +749,13 @@ class CudnnConv final
   // Whether DNNX_CUDNN_CONV_FRAMES lists frame candidates for desc's dtype (Note [frame
   // candidates]).
   bool frames_listed_for(const ConvDesc& desc) const {
-    const FrameCandidates frames = runtime_->settings().conv_frames;
-    return frames == FrameCandidates::on ||
-           (frames == FrameCandidates::f32 && desc.dtype == DType::f32);
+    return listed_for(runtime_->settings().conv_frames, desc.dtype);
   }
 
   // Why DNNX_CUDNN_CONV_FOLDS lists no fold candidate for desc's dtype; empty where it does.
   std::string folds_off_reason(const ConvDesc& desc) const {
-    switch (runtime_->settings().conv_folds) {
-      case FoldCandidates::on: return {};
-      case FoldCandidates::f32:
-        if (desc.dtype == DType::f32) return {};
-        return detail::cat("listed for fp32 convolutions only (", folds_variable,
-                           "=f32, the default); =on lists them for every dtype (Note [fold "
-                           "candidates])");
-      case FoldCandidates::off: break;
-    }
-    return detail::cat("off (", folds_variable, "=off); ", folds_variable,
-                       "=f32 lists them for fp32 convolutions, =on for every dtype (Note [fold "
-                       "candidates])");
+    return not_listed_reason(runtime_->settings().conv_folds, Settings{}.conv_folds, folds_variable,
+                             "fold candidates", desc.dtype);
   }
 
   // The fold candidate `inner_id` of fold `kind` for desc, as fold_candidates() lists it, or
@@ -849,16 +837,8 @@ class CudnnConv final
 
   // Why DNNX_CUDNN_CONV_IM2COL lists no im2col candidate for desc's dtype; empty where it does.
   std::string im2col_off_reason(const ConvDesc& desc) const {
-    switch (runtime_->settings().conv_im2col) {
-      case Im2colCandidates::on: return {};
-      case Im2colCandidates::f32:
-        if (desc.dtype == DType::f32) return {};
-        return detail::cat("listed for fp32 convolutions only (", im2col_variable,
-                           "=f32); =on lists them for every dtype (Note [im2col candidates])");
-      case Im2colCandidates::off: break;
-    }
-    return detail::cat("off by default: ", im2col_variable, "=f32 lists them for fp32 ",
-                       "convolutions, =on for every dtype (Note [im2col candidates])");
+    return not_listed_reason(runtime_->settings().conv_im2col, Settings{}.conv_im2col,
+                             im2col_variable, "im2col candidates", desc.dtype);
   }
 
   // The matmul backend the gemm candidates run on (this backend's own instance, on its runtime).

@@ -132,4 +132,13 @@ bool contains(const std::vector<std::string>& list, const std::string& item) {
   return std::find(list.begin(), list.end(), item) != list.end();
 }
 
+AlgoInfo off_entry(std::string_view id, std::string name, std::string reason, std::string note) {
+  AlgoInfo info;
+  info.id = std::string(id);
+  info.name = std::move(name);
+  info.reason = std::move(reason);
+  info.notes = {std::move(note)};
+  return info;
+}
+
 }  // namespace dnnx::cudnn

@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dnnx::cudnn {
@@ -99,6 +100,10 @@ void check_workspace(const detail::Workspace& workspace, std::size_t needed,
 
 /// Whether `list` contains `item`.
 bool contains(const std::vector<std::string>& list, const std::string& item);
+
+/// The unsupported entry a listing shows in place of one kind of candidate that is not listed
+/// (turned off, or nothing of that kind can run): `id` the kind's off id, `note` its note.
+AlgoInfo off_entry(std::string_view id, std::string name, std::string reason, std::string note);
 
 /// What the cudnn convolution backends of this process have worked out about candidates, for
 /// tests and verbose output: listings (every candidate of a desc and direction, Note [cudnn

@@ -263,12 +263,9 @@ AlgoInfo fold_info(const ConvDesc& desc, const ConvFold& fold, const AlgoInfo& i
 }
 
 AlgoInfo folds_off_info(std::string reason) {
-  AlgoInfo info;
-  info.id = std::string(folds_off_id);
-  info.name = "fold: the 2-D convolutions a 3-D one is, over other views of its tensors";
-  info.reason = std::move(reason);
-  info.notes = {"fold"};
-  return info;
+  return off_entry(folds_off_id,
+                   "fold: the 2-D convolutions a 3-D one is, over other views of its tensors",
+                   std::move(reason), "fold");
 }
 
 std::optional<FoldInnerId> fold_inner_id(std::string_view id) {

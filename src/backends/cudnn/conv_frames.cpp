@@ -206,12 +206,8 @@ class FramesPlan final : public detail::ConvPlan {
 };
 
 AlgoInfo frames_off_info(std::string reason) {
-  AlgoInfo info;
-  info.id = std::string(frames_off_id);
-  info.name = "frames: one 2-D legacy convolution per output frame";
-  info.reason = std::move(reason);
-  info.notes = {"frames"};
-  return info;
+  return off_entry(frames_off_id, "frames: one 2-D legacy convolution per output frame",
+                   std::move(reason), "frames");
 }
 
 }  // namespace
@@ -248,20 +244,10 @@ bool skips_input_frames(const ConvDesc& desc) {
 std::vector<FramesEntry> frames_entries(const std::shared_ptr<Runtime>& runtime,
                                         const ConvDesc& desc, Direction direction) {
   if (!frame_desc(desc)) return {};
-  const FrameCandidates setting = runtime->settings().conv_frames;
-  if (setting == FrameCandidates::off) {
-    return {{frames_off_info(detail::cat(
-                 "off (", frames_variable, "=off); ", frames_variable,
-                 "=f32 lists them for fp32 convolutions, =on for every dtype (Note [frame "
-                 "candidates])")),
-             std::nullopt, nullptr}};
-  }
-  if (setting == FrameCandidates::f32 && desc.dtype != DType::f32) {
-    return {{frames_off_info(detail::cat("listed for fp32 convolutions only (", frames_variable,
-                                         "=f32, the default); ", frames_variable,
-                                         "=on lists them for every dtype")),
-             std::nullopt, nullptr}};
-  }
+  if (std::string off = not_listed_reason(runtime->settings().conv_frames, Settings{}.conv_frames,
+                                          frames_variable, "frame candidates", desc.dtype);
+      !off.empty())
+    return {{frames_off_info(std::move(off)), std::nullopt, nullptr}};
   std::vector<FramesEntry> entries;
   std::string refusal;
   const std::size_t count = legacy_algorithm_names(direction).size();

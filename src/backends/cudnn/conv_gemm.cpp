@@ -170,14 +170,10 @@ AlgoInfo gemm_info(const AlgoInfo& inner, const GemmForm& form) {
 }
 
 AlgoInfo gemm_off_info() {
-  AlgoInfo info;
-  info.id = std::string(gemm_off_id);
-  info.name = "1x1 convolution as a cuBLASLt / cuBLAS matrix product";
-  info.reason =
-      "turned off by DNNX_CUDNN_CONV_GEMM=0; unset or 1 lists the matmul backend's candidates "
-      "for this product (Note [gemm candidates])";
-  info.notes = {"conv_gemm"};
-  return info;
+  return off_entry(gemm_off_id, "1x1 convolution as a cuBLASLt / cuBLAS matrix product",
+                   "turned off by DNNX_CUDNN_CONV_GEMM=0; unset or 1 lists the matmul backend's "
+                   "candidates for this product (Note [gemm candidates])",
+                   "conv_gemm");
 }
 
 detail::MatmulArgs gemm_args(const ConvDesc& desc, Direction direction, const GemmForm& form,

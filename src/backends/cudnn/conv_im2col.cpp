@@ -140,12 +140,8 @@ AlgoInfo im2col_info(const AlgoInfo& inner, const Im2colForm& form) {
 }
 
 AlgoInfo im2col_off_info() {
-  AlgoInfo info;
-  info.id = std::string(im2col_off_id);
-  info.name = "column matrix (im2col) and a cuBLASLt / cuBLAS matrix product";
-  info.reason = "not listed (Note [im2col candidates])";
-  info.notes = {"conv_im2col"};
-  return info;
+  return off_entry(im2col_off_id, "column matrix (im2col) and a cuBLASLt / cuBLAS matrix product",
+                   "not listed (Note [im2col candidates])", "conv_im2col");
 }
 
 Im2colPass im2col_pass(const ConvDesc& desc, Direction direction, const Im2colForm& form,

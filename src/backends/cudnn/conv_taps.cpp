@@ -419,12 +419,10 @@ std::vector<TapsEntry> taps_entries(const std::shared_ptr<Runtime>& runtime, con
 }
 
 AlgoInfo taps_off_info(std::string reason) {
-  AlgoInfo info;
-  info.id = std::string(taps_off_id);
-  info.name = "tap regions: smaller legacy convolutions where one range of taps reads real input";
-  info.reason = std::move(reason);
-  info.notes = {"tap_regions"};
-  return info;
+  return off_entry(taps_off_id,
+                   "tap regions: smaller legacy convolutions where one range of taps reads real "
+                   "input",
+                   std::move(reason), "tap_regions");
 }
 
 std::shared_ptr<detail::ConvPlan> make_taps_plan(std::shared_ptr<Runtime> runtime,

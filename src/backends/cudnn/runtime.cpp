@@ -20,31 +20,30 @@ const char* to_string(KnobSearch search) {
   return "?";
 }
 
-const char* to_string(Im2colCandidates where) {
+const char* to_string(ListedFor where) {
   switch (where) {
-    case Im2colCandidates::off: return "off";
-    case Im2colCandidates::f32: return "f32";
-    case Im2colCandidates::on: return "on";
+    case ListedFor::off: return "off";
+    case ListedFor::f32: return "f32";
+    case ListedFor::on: return "on";
   }
   return "?";
 }
 
-const char* to_string(FrameCandidates where) {
-  switch (where) {
-    case FrameCandidates::off: return "off";
-    case FrameCandidates::f32: return "f32";
-    case FrameCandidates::on: return "on";
-  }
-  return "?";
+bool listed_for(ListedFor setting, DType dtype) {
+  return setting == ListedFor::on || (setting == ListedFor::f32 && dtype == DType::f32);
 }
 
-const char* to_string(FoldCandidates where) {
-  switch (where) {
-    case FoldCandidates::off: return "off";
-    case FoldCandidates::f32: return "f32";
-    case FoldCandidates::on: return "on";
+std::string not_listed_reason(ListedFor setting, ListedFor fallback, std::string_view variable,
+                              std::string_view note, DType dtype) {
+  if (listed_for(setting, dtype)) return {};
+  const char* which = setting == fallback ? ", the default" : "";
+  if (setting == ListedFor::f32) {
+    return detail::cat("listed for fp32 convolutions only (", variable, "=f32", which, "); ",
+                       variable, "=on lists them for every dtype (Note [", note, "])");
   }
-  return "?";
+  return detail::cat("off (", variable, "=off", which, "); ", variable,
+                     "=f32 lists them for fp32 convolutions, =on for every dtype (Note [", note,
+                     "])");
 }
 
 const char* to_string(TapCandidates where) {

@@ -17,6 +17,8 @@
 // to stream() before each call (cublasSetStream), then given the call's workspace
 // (cublasSetWorkspace: cublasSetStream resets it to cuBLAS's own pool, which dnnx does not use).
 
+#include <dnnx/tensor.hpp>
+
 #include "backends/cudnn/allocator.hpp"
 #include "backends/cudnn/handles.hpp"
 #include "core/device.hpp"
@@ -24,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -52,14 +55,18 @@ void make_current(int device, const ErrorContext& context);
 
 /// Which engines get knob variants beyond cuDNN's own configs (Note [knob search]).
 enum class KnobSearch { off, top, all };
-/// Where the im2col candidates are listed (Note [im2col candidates] in conv_im2col.cpp).
-enum class Im2colCandidates { off, f32, on };
 /// Where the tap-region candidates are listed (Note [tap-region candidates] in conv_taps.cpp).
 enum class TapCandidates { off, f32, sparse, on };
-/// Where the frame candidates are listed (Note [frame candidates] in conv_frames.cpp).
-enum class FrameCandidates { off, f32, on };
-/// Where the fold candidates are listed (Note [fold candidates] in conv_folds.cpp).
-enum class FoldCandidates { off, f32, on };
+/// Where a kind of convolution candidate is listed: nowhere, for fp32 convolutions only, or for
+/// every dtype (the im2col, frame and fold candidates: Notes [im2col candidates] in
+/// conv_im2col.cpp, [frame candidates] in conv_frames.cpp, [fold candidates] in conv_folds.cpp).
+enum class ListedFor { off, f32, on };
+/// Whether `setting` lists its candidates for convolutions of `dtype`.
+bool listed_for(ListedFor setting, DType dtype);
+/// Why `setting`, the value of `variable` (whose default is `fallback`), lists no candidate of its
+/// kind for `dtype`, naming the Note [`note`] that describes them; empty where it lists them.
+std::string not_listed_reason(ListedFor setting, ListedFor fallback, std::string_view variable,
+                              std::string_view note, DType dtype);
 
 /// Switches of one backend instance, read from the environment when it is created.
 struct Settings {
@@ -88,22 +95,20 @@ struct Settings {
   /// candidates] in conv_gemm.cpp); on by default
   bool conv_gemm = true;
   /// DNNX_CUDNN_CONV_IM2COL: off, f32 or on (Note [im2col candidates] in conv_im2col.cpp)
-  Im2colCandidates conv_im2col = Im2colCandidates::off;
+  ListedFor conv_im2col = ListedFor::off;
   /// DNNX_CUDNN_CONV_TAPS: off, f32, sparse or on (Note [tap-region candidates] in
   /// conv_taps.cpp)
   TapCandidates conv_taps = TapCandidates::f32;
   /// DNNX_CUDNN_CONV_FRAMES: off, f32 or on (Note [frame candidates] in conv_frames.cpp)
-  FrameCandidates conv_frames = FrameCandidates::f32;
+  ListedFor conv_frames = ListedFor::f32;
   /// DNNX_CUDNN_CONV_FOLDS: off, f32 or on (Note [fold candidates] in conv_folds.cpp)
-  FoldCandidates conv_folds = FoldCandidates::f32;
+  ListedFor conv_folds = ListedFor::f32;
 };
 
 /// "off", "top", "all".
 const char* to_string(KnobSearch search);
-const char* to_string(Im2colCandidates where);
+const char* to_string(ListedFor where);
 const char* to_string(TapCandidates where);
-const char* to_string(FrameCandidates where);
-const char* to_string(FoldCandidates where);
 
 /// The settings the environment asks for (DNNX_ALLOW_TF32, DNNX_VERBOSE, DNNX_CUDNN_GRAPHS,
 /// DNNX_CUDNN_L2_SWEEP, DNNX_CUDNN_RUNTIME_COMPILED, DNNX_CUDNN_COMPILE_BUDGET,
