@@ -34,6 +34,7 @@
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv_common.hpp"
 #include "backends/cudnn/conv_frames.hpp"
+#include "backends/cudnn/conv_legacy.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
 
@@ -139,10 +140,7 @@ class FoldPlan final : public detail::ConvPlan {
     const cudnnHandle_t handle = runtime_->handle();
     auto transform = [&](const TensorDescriptor& from_desc, const void* from,
                          const TensorDescriptor& to_desc, void* to, const char* what) {
-      const float one = 1.0f, zero = 0.0f;
-      DNNX_CUDNN_CHECK(
-          cudnnTransformTensor(handle, &one, from_desc.get(), from, &zero, to_desc.get(), to),
-          context_, what);
+      transform_tensor(handle, from_desc, from, to_desc, to, 0.0f, context_, what);
     };
     // The tensors by role, as bind_tensors() orders them (read, read, written): x = src /
     // diff_src, y = dst / diff_dst, w = weights / diff_weights.

@@ -134,10 +134,7 @@ class FramesPlan final : public detail::ConvPlan {
     auto y_offset = [&](std::int64_t f) { return f * whole_.dst_strides[2]; };
     auto transform = [&](const TensorDescriptor& from_desc, const void* from,
                          const TensorDescriptor& to_desc, void* to, const char* what) {
-      const float one = 1.0f, zero = 0.0f;
-      DNNX_CUDNN_CHECK(
-          cudnnTransformTensor(handle, &one, from_desc.get(), from, &zero, to_desc.get(), to),
-          context_, what);
+      transform_tensor(handle, from_desc, from, to_desc, to, 0.0f, context_, what);
     };
     auto x_input = [&](const void* whole, std::int64_t f) -> const void* {
       if (!pack_x_) return at(whole, x_offset(f));

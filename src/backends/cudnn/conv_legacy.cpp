@@ -688,4 +688,13 @@ ViewCopy view_copy(const Geometry& g, const std::array<std::int64_t, 5>& dims,
   return copy;
 }
 
+void transform_tensor(cudnnHandle_t handle, const TensorDescriptor& from_desc, const void* from,
+                      const TensorDescriptor& to_desc, void* to, float beta,
+                      const ErrorContext& context, const char* what) {
+  const float one = 1.0f;
+  DNNX_CUDNN_CHECK(
+      cudnnTransformTensor(handle, &one, from_desc.get(), from, &beta, to_desc.get(), to), context,
+      what);
+}
+
 }  // namespace dnnx::cudnn

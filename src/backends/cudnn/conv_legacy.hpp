@@ -128,5 +128,10 @@ ViewCopy view_copy(const Geometry& g, const std::array<std::int64_t, 5>& dims,
                    const std::array<std::int64_t, 5>& view,
                    const std::array<std::int64_t, 5>& packed, std::size_t element,
                    const ErrorContext& context);
+/// to = from + beta x to through cudnnTransformTensor: a copy between a view and its packed
+/// form (ViewCopy) either way, or with beta 1 its sum into the view; `what` names it in errors.
+void transform_tensor(cudnnHandle_t handle, const TensorDescriptor& from_desc, const void* from,
+                      const TensorDescriptor& to_desc, void* to, float beta,
+                      const ErrorContext& context, const char* what);
 
 }  // namespace dnnx::cudnn

@@ -199,10 +199,7 @@ class TapsPlan final : public detail::ConvPlan {
     // to = from + beta * to, between a crop of a whole tensor and its packed copy.
     auto transform = [&](const TensorDescriptor& from_desc, const void* from,
                          const TensorDescriptor& to_desc, void* to, float beta, const char* what) {
-      const float one = 1.0f;
-      DNNX_CUDNN_CHECK(
-          cudnnTransformTensor(handle, &one, from_desc.get(), from, &beta, to_desc.get(), to),
-          context_, what);
+      transform_tensor(handle, from_desc, from, to_desc, to, beta, context_, what);
     };
     // A region's input crop: the view, or its packed copy.
     auto x_input = [&](const Region& r, const void* whole) -> const void* {
