@@ -665,14 +665,22 @@ class CudnnConv final
     std::stable_partition(candidates.begin(),
                           std::find_if_not(candidates.begin(), candidates.end(), is_supported),
                           [](const Candidate& c) { return !c.runtime_compiled; });
-    // Knob variants (all supported) after every supported candidate: Note [knob search].
-    std::vector<Candidate> variants;
-    for (EngineCandidate& variant : engines.knob_variants)
-      variants.push_back(engine_candidate(std::move(variant), engines.graph));
-    candidates.insert(std::find_if_not(candidates.begin(), candidates.end(), is_supported),
-                      std::make_move_iterator(variants.begin()),
-                      std::make_move_iterator(variants.end()));
-    // Channel-padded candidates after every other supported one: Note [channel padding].
+    // Each kind below after every other supported candidate: its supported ones end the
+    // supported group, its unsupported ones (the entry listed while a kind is off) begin the
+    // unsupported one.
+    auto after_supported = [&](std::vector<Candidate> more) {
+      std::stable_partition(more.begin(), more.end(), is_supported);
+      candidates.insert(std::find_if_not(candidates.begin(), candidates.end(), is_supported),
+                        std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    };
+    // Knob variants (all supported): Note [knob search].
+    {
+      std::vector<Candidate> variants;
+      for (EngineCandidate& variant : engines.knob_variants)
+        variants.push_back(engine_candidate(std::move(variant), engines.graph));
+      after_supported(std::move(variants));
+    }
+    // Channel-padded candidates: Note [channel padding].
     if (const std::optional<ConvDesc> padded = channel_padded(desc)) {
       std::vector<Candidate> wrapped;
       for (const Candidate& inner : candidates_locked(*padded, direction)) {
@@ -680,47 +688,16 @@ class CudnnConv final
         if (inner.info.supported && inner.tensor_cores && !inner.runtime_compiled)
           wrapped.push_back(padded_candidate(desc, *padded, inner));
       }
-      candidates.insert(std::find_if_not(candidates.begin(), candidates.end(), is_supported),
-                        std::make_move_iterator(wrapped.begin()),
-                        std::make_move_iterator(wrapped.end()));
+      after_supported(std::move(wrapped));
     }
-    // Matrix products after every other supported candidate: Note [gemm candidates].
-    {
-      std::vector<Candidate> gemms = gemm_candidates(desc, direction);
-      // At the boundary: the supported ones end the supported group, the entry listed while
-      // they are off begins the unsupported one.
-      candidates.insert(std::find_if_not(candidates.begin(), candidates.end(), is_supported),
-                        std::make_move_iterator(gemms.begin()),
-                        std::make_move_iterator(gemms.end()));
-    }
-    // Column products after them, the same way: Note [im2col candidates].
-    {
-      std::vector<Candidate> im2cols = im2col_candidates(desc, direction);
-      candidates.insert(std::find_if_not(candidates.begin(), candidates.end(), is_supported),
-                        std::make_move_iterator(im2cols.begin()),
-                        std::make_move_iterator(im2cols.end()));
-    }
-    // Tap regions after them, the same way: Note [tap-region candidates].
-    {
-      std::vector<Candidate> taps = taps_candidates(desc, direction);
-      std::stable_partition(taps.begin(), taps.end(), is_supported);
-      candidates.insert(std::find_if_not(candidates.begin(), candidates.end(), is_supported),
-                        std::make_move_iterator(taps.begin()), std::make_move_iterator(taps.end()));
-    }
-    // Frames after them, the same way: Note [frame candidates].
-    {
-      std::vector<Candidate> frames = frames_candidates(desc, direction);
-      candidates.insert(std::find_if_not(candidates.begin(), candidates.end(), is_supported),
-                        std::make_move_iterator(frames.begin()),
-                        std::make_move_iterator(frames.end()));
-    }
-    // Folds after them, the same way: Note [fold candidates].
-    {
-      std::vector<Candidate> folds = fold_candidates(desc, direction);
-      candidates.insert(std::find_if_not(candidates.begin(), candidates.end(), is_supported),
-                        std::make_move_iterator(folds.begin()),
-                        std::make_move_iterator(folds.end()));
-    }
+    // Then, each after the one before: matrix products (Note [gemm candidates]), column products
+    // (Note [im2col candidates]), tap regions (Note [tap-region candidates]), frames (Note [frame
+    // candidates]), folds (Note [fold candidates]).
+    after_supported(gemm_candidates(desc, direction));
+    after_supported(im2col_candidates(desc, direction));
+    after_supported(taps_candidates(desc, direction));
+    after_supported(frames_candidates(desc, direction));
+    after_supported(fold_candidates(desc, direction));
     for (std::size_t i = 0; i < candidates.size(); ++i)
       candidates[i].info.priority = static_cast<int>(i);
     record(direction, candidates);
