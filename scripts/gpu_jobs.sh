@@ -16,6 +16,9 @@
 #                                   cudnn_conv_bench on a shapes file with DNNX_VERBOSE=1 (the
 #                                   search's own report of where its time went), every layer or
 #                                   the named ones (LAYERS: names with commas)
+#   G:reuse:SHAPES:CONFIGS[:LAYERS] the same, once searching into a choices file (quiet), then as
+#                                   a second process reusing it, verbose (its settling of late
+#                                   plans, its plan loads)
 #   G:python:SCRIPT[:ARGS]          PYTHON SCRIPT ARGS (commas in ARGS become spaces, {out} the
 #                                   job's own folder in the logs), e.g.
 #                                   1:python:bench/gemm_1x1_study.py:--json,{out}/gemm.json
@@ -75,6 +78,15 @@ run_gpu() {
         CUDA_VISIBLE_DEVICES=$gpu DNNX_VERBOSE=1 timeout "$left" "$build/bench/cudnn_conv_bench" \
           --shapes "$a" --tag all --configs "$b" --no-heuristic ${c:+--layers "$c"} \
           > "$work/g$gpu-j$k-verbose.jsonl" 2> "$work/g$gpu-j$k-verbose.err" ;;
+      reuse)
+        local choices="$work/g$gpu-j$k-choices.json"
+        CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$build/bench/cudnn_conv_bench" \
+          --shapes "$a" --tag all --configs "$b" --no-heuristic ${c:+--layers "$c"} \
+          --choices-file "$choices" > "$work/g$gpu-j$k-first.jsonl" 2> "$work/g$gpu-j$k-first.err"
+        CUDA_VISIBLE_DEVICES=$gpu DNNX_VERBOSE=1 timeout "$left" "$build/bench/cudnn_conv_bench" \
+          --shapes "$a" --tag all --configs "$b" --no-heuristic ${c:+--layers "$c"} \
+          --choices-file "$choices" --reuse > "$work/g$gpu-j$k-verbose.jsonl" \
+          2> "$work/g$gpu-j$k-verbose.err" ;;
       python)
         local job_out="$work/g$gpu-j$k"
         mkdir -p "$job_out"

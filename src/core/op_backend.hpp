@@ -130,6 +130,15 @@ class OpBackend : public OpBackendBase {
     }
     return std::nullopt;
   }
+  /// describe_candidate() for a selection that may rule `id` out before its first full run (the
+  /// settling of late plans: Note [late plans] in src/ops/dispatch.cpp). A backend whose plans
+  /// are costly to load may describe it without building its plan (the workspace then as its
+  /// listing gives it), provided plan() can still build it for (desc, direction) without a
+  /// listing. The default: describe_candidate().
+  virtual std::optional<AlgoInfo> describe_unbuilt(const Desc& desc, Direction direction,
+                                                   const std::string& id) {
+    return describe_candidate(desc, direction, id);
+  }
   /// The plan for candidate `id` (built on first request, then served from the backend's cache).
   /// Throws Error(Unsupported) naming the reason if `id` cannot run `desc`, Error(InvalidArgument)
   /// if `id` is not a candidate at all.

@@ -243,12 +243,15 @@ tune::RunOnce budgeted_run(const SelectHooks& hooks, const std::vector<std::stri
 // runtime-compiled candidates] in backends/cudnn/conv.cpp); it is a late plan like the others.
 // No search has bounded a late plan's run, so the settling probes each late plan against the kept
 // choice's time (Request::probe_at_once: the kept choice, first, runs in full without a probe),
-// building probe plans for those candidates alone (a search's probes
-// list every candidate and build all their probe plans: in a later process that alone took a
-// median of 127 ms per layer-direction on DeepLabV3's shapes on an H200). With `pending`, one
-// whose probe cannot run yet stays listed. A later process has the slice plan of a skipped
-// runtime-compiled candidate only if the process that skipped it saved it (the cudnn backend
-// saves it to the plan store once built); without one the late plan's full run decides.
+// and describes it without building its full plan (OpBackend::describe_unbuilt), which its first
+// full run builds: most late plans lose to the kept choice on their probe, and the cudnn
+// backend's load of a saved runtime-compiled plan took 5-24 ms each on an H200
+// (docs/benchmarks.md, "The second process"). It builds probe plans for those candidates alone
+// (a search's probes list every candidate and build all their probe plans: in a later process
+// that alone took a median of 127 ms per layer-direction on DeepLabV3's shapes on an H200). With
+// `pending`, one whose probe cannot run yet stays listed. A later process has the slice plan of
+// a skipped runtime-compiled candidate only if the process that skipped it saved it (the cudnn
+// backend saves it to the plan store once built); without one the late plan's full run decides.
 std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& state,
                                                 const tune::Request& request,
                                                 const SelectHooks& hooks,
@@ -266,7 +269,9 @@ std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& 
     std::optional<AlgoInfo> current;
     if (at_hand) {
       try {
-        current = hooks.describe ? hooks.describe(id) : find_listed(hooks.list(), id);
+        current = hooks.describe_unbuilt ? hooks.describe_unbuilt(id)
+                  : hooks.describe       ? hooks.describe(id)
+                                         : find_listed(hooks.list(), id);
       } catch (const Error&) {
         // Not at hand after all: dropped below.
       }

@@ -80,6 +80,10 @@ struct SelectHooks {
   /// listing the others where the backend can (Note [re-validating persisted choices]); empty
   /// function: `list` and look the id up.
   std::function<std::optional<AlgoInfo>(const std::string&)> describe;
+  /// `describe` for a candidate that may be ruled out before its first full run, which the
+  /// backend may describe without building its plan (Note [late plans]; empty function: use
+  /// `describe`).
+  std::function<std::optional<AlgoInfo>(const std::string&)> describe_unbuilt;
   /// Builds plans ahead; given when the search began (Note [compile budget]).
   std::function<void(const std::vector<std::string>&, std::chrono::steady_clock::time_point)>
       prepare;
@@ -373,8 +377,10 @@ class Dispatch {
   // Candidate `id` as listing() would give it (Note [re-validating persisted choices]).
   static std::optional<AlgoInfo> described(ContextState& state, const Desc& desc,
                                            Direction direction, const SavedState* consumed,
-                                           const std::string& id) {
-    std::optional<AlgoInfo> info = op_backend(state).describe_candidate(desc, direction, id);
+                                           const std::string& id, bool unbuilt) {
+    auto& backend = op_backend(state);
+    std::optional<AlgoInfo> info = unbuilt ? backend.describe_unbuilt(desc, direction, id)
+                                           : backend.describe_candidate(desc, direction, id);
     if (!info || consumed == nullptr) return info;
     return restrict_to_saved_state({std::move(*info)}, *consumed).front();
   }
@@ -465,7 +471,10 @@ class Dispatch {
     SelectHooks hooks{
         [&state, &desc, direction, consumed] { return listing(state, desc, direction, consumed); },
         [&state, &desc, direction, consumed](const std::string& id) {
-          return described(state, desc, direction, consumed, id);
+          return described(state, desc, direction, consumed, id, /*unbuilt=*/false);
+        },
+        [&state, &desc, direction, consumed](const std::string& id) {
+          return described(state, desc, direction, consumed, id, /*unbuilt=*/true);
         },
         [&backend, &desc, direction](const std::vector<std::string>& ids,
                                      std::chrono::steady_clock::time_point search_start) {

@@ -67,6 +67,10 @@ struct Table {
   std::vector<std::string> describe_throws;
   int listings = 0;
   int descriptions = 0;
+  // Note [late plans]: descriptions without a plan (describe_unbuilt), and the ids whose full
+  // plans were asked for (plan()).
+  int unbuilt_descriptions = 0;
+  std::vector<std::string> planned;
   std::vector<std::string> ran;
   // Note [late plans]: ids whose plans are still building when a search wants them (it skips
   // them), those whose plans the backend saves for later when asked (keep_late_plan), those a
@@ -89,6 +93,8 @@ struct Table {
   void reset_counts() {
     listings = 0;
     descriptions = 0;
+    unbuilt_descriptions = 0;
+    planned.clear();
     ran.clear();
     kept_late.clear();
     probed.clear();
@@ -152,9 +158,22 @@ class RevalBackend final : public detail::OpBackend<RevalDesc, RevalArgs> {
       return std::nullopt;
     }
   }
+  std::optional<AlgoInfo> describe_unbuilt(const RevalDesc& desc, Direction direction,
+                                           const std::string& id) override {
+    if constexpr (!Direct) {
+      return OpBackend::describe_unbuilt(desc, direction, id);
+    } else {
+      ++table().unbuilt_descriptions;
+      for (const AlgoInfo& info : table().candidates) {
+        if (info.id == id) return info;
+      }
+      return std::nullopt;
+    }
+  }
   // Plans are found without listing, as a backend's plan cache would serve them.
   std::shared_ptr<detail::OpPlan<RevalArgs>> plan(const RevalDesc&, Direction,
                                                   const std::string& id) override {
+    table().planned.push_back(id);
     for (const AlgoInfo& info : table().candidates) {
       if (info.id != id) continue;
       if (!info.supported) throw Error(ErrorKind::Unsupported, info.reason);
@@ -460,7 +479,8 @@ TEST_F(LatePlansTest, ASkippedPlanIsListedWithTheChoiceAndTheNextProcessTimesIt)
     EXPECT_EQ(choice->algo.id, "test:late");
     EXPECT_TRUE(choice->late_plans.empty());
     EXPECT_EQ(table().listings, 0) << "settling needs no listing";
-    EXPECT_EQ(table().descriptions, 2) << "the kept choice and the late candidate";
+    EXPECT_EQ(table().descriptions, 1) << "the kept choice";
+    EXPECT_EQ(table().unbuilt_descriptions, 1) << "the late candidate, its plan built by its run";
     EXPECT_TRUE(contains(table().ran, "test:slow")) << "timed again, beside the late one";
     const auto late_row =
         std::find_if(choice->timings.begin(), choice->timings.end(),
@@ -595,6 +615,8 @@ TEST_F(LatePlansTest, ALaterProcessProbesALatePlanFirstWithoutListing) {
   EXPECT_EQ(table().probed, std::vector<std::string>{"test:rtc"})
       << "the kept choice, timed first, has no probe";
   EXPECT_FALSE(contains(table().ran, "test:rtc")) << "abandoned on its slice";
+  EXPECT_EQ(table().unbuilt_descriptions, 1);
+  EXPECT_FALSE(contains(table().planned, "test:rtc")) << "its full plan never built";
   EXPECT_TRUE(late_on_file().empty());
 }
 
@@ -632,6 +654,7 @@ TEST_F(LatePlansTest, APlanNotAtHandIsDroppedWithoutBuildingIt) {
   EXPECT_TRUE(choice->late_plans.empty());
   EXPECT_FALSE(contains(table().ran, "test:late"));
   EXPECT_EQ(table().descriptions, 1) << "the late candidate is not described (built)";
+  EXPECT_EQ(table().unbuilt_descriptions, 0);
   EXPECT_EQ(cache_->file_stats().writes, 1u) << "the list is dropped from the file";
   EXPECT_TRUE(late_on_file().empty());
 }

@@ -529,6 +529,51 @@ class CudnnConv final
     return plan->algo();
   }
 
+  // Note [late plans] (src/ops/dispatch.cpp): describe_candidate() without building the plan,
+  // whose load from the plan store costs more than the probe that most late plans fail; the
+  // workspace is the config's (CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE), as a listing gives it.
+  // plan() builds it from the candidate kept here when a full run asks for it.
+  std::optional<AlgoInfo> describe_unbuilt(const ConvDesc& desc, Direction direction,
+                                           const std::string& id) override {
+    check_direction(desc, direction);
+    desc.validate();
+    if (is_listed(desc, direction)) return ListedOpBackend::describe_candidate(desc, direction, id);
+    if (const std::shared_ptr<detail::ConvPlan> built = plans().find(desc, direction, id))
+      return built->algo();
+    const auto start = Clock::now();
+    ++descriptions;
+    std::optional<Candidate> candidate = unlisted_candidate(desc, direction, id);
+    if (!candidate || !candidate->info.supported) {
+      return candidate ? std::optional(candidate->info) : std::nullopt;
+    }
+    record(direction, {*candidate});  // for its probes, as describe_candidate() does
+    AlgoInfo info = candidate->info;
+    {
+      std::lock_guard lock(records_mutex_);
+      unbuilt_.insert_or_assign(detail::ConvPlanKey{desc, direction, id},
+                                std::make_shared<const Candidate>(std::move(*candidate)));
+    }
+    if (runtime_->verbose()) {
+      std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": described "
+                << id << " without listing or building its plan, in " << ms_since(start) << " ms\n";
+    }
+    return info;
+  }
+
+  // The plan of a candidate describe_unbuilt() kept, without listing desc; else as listed.
+  std::shared_ptr<detail::ConvPlan> plan(const ConvDesc& desc, Direction direction,
+                                         const std::string& id) override {
+    std::shared_ptr<const Candidate> described;
+    {
+      std::lock_guard lock(records_mutex_);
+      if (const auto found = unbuilt_.find({desc, direction, id}); found != unbuilt_.end())
+        described = found->second;
+    }
+    if (!described || is_listed(desc, direction)) return ListedOpBackend::plan(desc, direction, id);
+    return plans().get_or_build(desc, direction, id,
+                                [&] { return build(desc, direction, *described); });
+  }
+
   // Probe plans are built from the record of their id (Note [cudnn conv candidates]): listing a
   // sliced desc would cost a knob search of 60-100 ms per probe desc. They are kept apart from
   // plan()'s, whose entries carry their listing's AlgoInfo.
@@ -1374,9 +1419,12 @@ class CudnnConv final
 
   std::shared_ptr<Runtime> runtime_;
   // Lock order: ListedOpBackend's lock (held in enumerate) or probe_mutex_, then records_mutex_.
-  std::mutex records_mutex_;  // guards records_
+  std::mutex records_mutex_;  // guards records_ and unbuilt_
   std::array<std::unordered_map<std::string, std::shared_ptr<const Candidate>>, direction_count>
       records_;
+  // describe_unbuilt()'s candidates, whose plans plan() builds without a listing.
+  std::unordered_map<detail::ConvPlanKey, std::shared_ptr<const Candidate>, detail::ConvKeyHash>
+      unbuilt_;
   // Note [probing slow candidates]: plans for probes, and the graphs they were built from.
   std::mutex probe_mutex_;  // guards probe_plans_ and probe_graphs_
   std::unordered_map<detail::ConvPlanKey, std::shared_ptr<detail::ConvPlan>, detail::ConvKeyHash>
