@@ -213,7 +213,14 @@ class ActivationBackend final : public Inner {
     return out;
   }
 
-  // Without an activation everything is the inner backend's (its plans built ahead, its probes).
+  // Without an activation everything is the inner backend's (its plans built ahead, its probes,
+  // its descriptions of one id).
+  std::optional<AlgoInfo> describe_candidate(const MatmulDesc& desc, Direction direction,
+                                             const std::string& id) override {
+    if (desc.activation == MatmulActivation::none && direction != Direction::fwd_training)
+      return inner_->describe_candidate(desc, direction, id);
+    return Inner::describe_candidate(desc, direction, id);
+  }
   void prepare(const MatmulDesc& desc, Direction direction, const std::vector<std::string>& ids,
                std::chrono::steady_clock::time_point search_start) override {
     if (desc.activation == MatmulActivation::none)

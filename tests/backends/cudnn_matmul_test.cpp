@@ -14,6 +14,8 @@
 #include <dnnx/dnnx.hpp>
 #include <dnnx/ops/matmul.hpp>
 
+#include "core/matmul_args.hpp"
+#include "ops/context_state.hpp"
 #include "support/compare.hpp"
 #include "support/gpu.hpp"
 #include "support/random.hpp"
@@ -27,6 +29,7 @@
 #include <cmath>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -182,6 +185,35 @@ Result run(Context& context, const MatmulDesc& d, Direction direction, const Ope
   result.out = to_host(out);
   if (!out_bias.is_null()) result.out_bias = to_host(out_bias);
   return result;
+}
+
+// One run of `plan` on device copies of `h` (a workspace of its own), its output on the host.
+Tensor run_plan(Context& context, detail::OpPlan<detail::MatmulArgs>& plan, const MatmulDesc& d,
+                Direction direction, const Operands& h) {
+  const Tensor a = to_device(h.a, context);
+  const Tensor b = to_device(h.b, context);
+  const Tensor bias = d.bias ? to_device(h.bias, context) : Tensor();
+  const Tensor diff_dst = to_device(h.diff_dst, context);
+  Tensor out = to_device(h.out, context);
+  Tensor out_bias = h.out_bias.is_null() ? Tensor() : to_device(h.out_bias, context);
+  detail::MatmulArgs args;
+  switch (direction) {
+    case Direction::fwd:
+      args.a = &a, args.b = &b, args.dst = &out;
+      if (d.bias) args.bias = &bias;
+      break;
+    case Direction::bwd_data: args.diff_dst = &diff_dst, args.b = &b, args.diff_a = &out; break;
+    default:
+      args.a = &a, args.diff_dst = &diff_dst, args.diff_b = &out;
+      if (!out_bias.is_null()) args.diff_bias = &out_bias;
+      break;
+  }
+  const std::size_t bytes = plan.algo().workspace_bytes;
+  const Tensor workspace = Tensor::empty(Dims{static_cast<std::int64_t>(bytes / 4) + 1}, DType::f32,
+                                         rows_layout, context.allocator());
+  plan.execute(args, {const_cast<void*>(workspace.data()), bytes});
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  return to_host(out);
 }
 
 // ---- tolerances --------------------------------------------------------------------------------
@@ -657,6 +689,58 @@ TEST(CudnnMatmul, ListingIsStableAcrossBackendInstances) {
       for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(again[i].id, a[i].id);
     }
   }
+}
+
+// Note [matmul descriptions]: every id a listing gives, described by a backend instance that
+// never listed the desc, is the listing's candidate (support, workspace, determinism; an id
+// with bias goes through the listing), and the plan built from the description computes what
+// the listing's plan computes, bit for bit where both are deterministic.
+TEST(CudnnMatmul, AListedIdIsDescribedAloneAsTheListingHasIt) {
+  DNNX_REQUIRE_GPU();
+  long described = 0;
+  for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    for (const bool bias : {false, true}) {
+      MatmulDesc desc = desc_of(3, 17, 9, 33, false, true, true, bias);
+      desc.dtype = dtype;
+      for (const Direction direction :
+           {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
+        SCOPED_TRACE(desc.repro(direction));
+        Context lister(BackendKind::cudnn);
+        auto& listing = detail::state_of(lister).backend().op<OpKind::matmul>();
+        cudaStream_t stream = nullptr;  // never destroyed: the backend on it lives on
+        ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+        Context describer = lister.with_stream(stream);
+        auto& backend = detail::state_of(describer).backend().op<OpKind::matmul>();
+        ASSERT_NE(&listing, &backend);
+        const Operands h = operands_of("describe", desc, direction);
+        for (const AlgoInfo& info : listing.list(desc, direction)) {
+          SCOPED_TRACE(info.id);
+          const std::optional<AlgoInfo> alone =
+              backend.describe_candidate(desc, direction, info.id);
+          ASSERT_TRUE(alone.has_value());
+          EXPECT_EQ(alone->supported, info.supported) << alone->reason;
+          if (!info.supported) continue;
+          ++described;
+          EXPECT_EQ(alone->id, info.id);
+          EXPECT_EQ(alone->workspace_bytes, info.workspace_bytes);
+          EXPECT_EQ(alone->deterministic, info.deterministic);
+          const Tensor listed_out =
+              run_plan(lister, *listing.plan(desc, direction, info.id), desc, direction, h);
+          const Tensor alone_out =
+              run_plan(describer, *backend.plan(desc, direction, info.id), desc, direction, h);
+          if (info.deterministic)
+            EXPECT_TRUE(bitwise_equal(listed_out, alone_out, "output", info.id));
+        }
+        for (const char* id : {"cublaslt:a1:t2", "cublaslt:a99999:t0:s0:k1:r0:w0:c0:i0:x0",
+                               "cublaslt:ax:t0:s0:k1:r0:w0:c0:i0:x0", "no_such"}) {
+          std::optional<AlgoInfo> alone;
+          ASSERT_NO_THROW(alone = backend.describe_candidate(desc, direction, id)) << id;
+          EXPECT_TRUE(!alone || !alone->supported) << id << " described supported";
+        }
+      }
+    }
+  }
+  std::cout << "[ cudnn    ] described " << described << " supported matmul ids alone\n";
 }
 
 TEST(CudnnMatmul, HeuristicPicksTheFirstSupportedCandidate) {

@@ -68,7 +68,8 @@ set_tests_properties(oracle.torch_matmul_parity PROPERTIES
 # skips, saying why, without a GPU.
 if(DNNX_HAVE_CUDNN)
   add_executable(cudnn_matmul_test ${CMAKE_CURRENT_LIST_DIR}/../backends/cudnn_matmul_test.cpp)
-  target_link_libraries(cudnn_matmul_test PRIVATE GTest::gtest_main dnnx_test_support CUDA::cudart)
+  target_link_libraries(cudnn_matmul_test PRIVATE GTest::gtest_main dnnx_internal dnnx_test_support
+                                          CUDA::cudart)
   dnnx_gtests(cudnn_matmul_test PROPERTIES LABELS "gpu" ENVIRONMENT "DNNX_CACHE=off"
               TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
 endif()

@@ -97,9 +97,13 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -418,6 +422,45 @@ std::string lt_id(const Config& c, cublasLtEpilogue_t epilogue) {
   return sanitized(detail::cat(lt_prefix, ":a", c.algo, ":t", c.tile, ":s", c.stages, ":k",
                                c.split_k, ":r", c.reduction, ":w", c.swizzle, ":c", c.custom, ":i",
                                c.inner, ":x", c.cluster, epilogue_suffix(epilogue)));
+}
+
+// The configuration an id of lt_id() without an epilogue names (Note [matmul descriptions]);
+// nullopt for any other text.
+std::optional<Config> parse_lt_id(std::string_view id) {
+  const std::vector<std::string> parts = detail::split(id, ':');
+  constexpr std::string_view tags = "atskrwcix";
+  if (parts.size() != tags.size() + 1 || parts[0] != lt_prefix) return std::nullopt;
+  std::array<std::int64_t, tags.size()> values{};
+  for (std::size_t i = 0; i < tags.size(); ++i) {
+    const std::string& part = parts[i + 1];
+    if (part.size() < 2 || part[0] != tags[i]) return std::nullopt;
+    const char* end = part.data() + part.size();
+    const auto [ptr, error] = std::from_chars(part.data() + 1, end, values[i]);
+    if (error != std::errc() || ptr != end) return std::nullopt;
+  }
+  const auto in_range = [](std::int64_t v, std::int64_t lo, std::int64_t hi) {
+    return v >= lo && v <= hi;
+  };
+  constexpr std::int64_t i32 = INT32_MAX;
+  constexpr std::int64_t u32 = UINT32_MAX;
+  constexpr std::int64_t u16 = UINT16_MAX;
+  if (!in_range(values[0], INT32_MIN, i32) || !in_range(values[3], INT32_MIN, i32) ||
+      !in_range(values[7], 0, u16) || !in_range(values[8], 0, u16))
+    return std::nullopt;
+  for (const std::size_t i : {1, 2, 4, 5, 6}) {
+    if (!in_range(values[i], 0, u32)) return std::nullopt;
+  }
+  Config c;
+  c.algo = static_cast<std::int32_t>(values[0]);
+  c.tile = static_cast<std::uint32_t>(values[1]);
+  c.stages = static_cast<std::uint32_t>(values[2]);
+  c.split_k = static_cast<std::int32_t>(values[3]);
+  c.reduction = static_cast<std::uint32_t>(values[4]);
+  c.swizzle = static_cast<std::uint32_t>(values[5]);
+  c.custom = static_cast<std::uint32_t>(values[6]);
+  c.inner = static_cast<std::uint16_t>(values[7]);
+  c.cluster = static_cast<std::uint16_t>(values[8]);
+  return c;
 }
 
 // Note [matmul determinism].
@@ -788,12 +831,102 @@ class GemmExPlan final : public MatmulPlan {
 
 // ---- the op backend ----------------------------------------------------------------------------
 
+// Note [matmul descriptions]
+// A choice read from a cache file is re-validated by describing its id alone (Note
+// [re-validating persisted choices] in src/ops/dispatch.cpp), and a listing costs a heuristic
+// query and a check of up to 64 algorithms: on an H200 a later process spent 3-35 ms per
+// convolution whose choice is a cuBLASLt product describing it, 115 ms for the first
+// (docs/benchmarks.md, "The second process"). So an id of a GEMM without bias, activation or
+// epilogue is described from the configuration it names: the algorithm initialized with the
+// problem's types, its configuration attributes set, and cublasLtMatmulAlgoCheck's answer
+// (supported here, workspace); the candidate is the listing's (lt_candidate()), and its id must
+// come back the same, else (and for every other id) the listing answers. plan() builds such a
+// candidate without a listing.
 class CudnnMatmul final : public LayerBackend<MatmulDesc, detail::MatmulArgs, Candidate> {
  public:
   explicit CudnnMatmul(std::shared_ptr<Runtime> runtime)
       : RuntimeLayerBackend(BackendKind::cudnn, std::move(runtime)) {}
 
+  std::optional<AlgoInfo> describe_candidate(const MatmulDesc& desc, Direction direction,
+                                             const std::string& id) override {
+    check_direction(desc, direction);
+    desc.validate();
+    if (!is_listed(desc, direction)) {
+      if (std::optional<Candidate> candidate = unlisted_candidate(desc, direction, id)) {
+        AlgoInfo info = candidate->info;
+        std::lock_guard lock(unlisted_mutex_);
+        unlisted_.insert_or_assign(unlisted_key(desc, direction, id),
+                                   std::make_shared<const Candidate>(std::move(*candidate)));
+        return info;
+      }
+    }
+    return RuntimeLayerBackend::describe_candidate(desc, direction, id);
+  }
+
+  // Note [matmul descriptions]: a candidate described alone is built without a listing.
+  std::shared_ptr<detail::OpPlan<detail::MatmulArgs>> plan(const MatmulDesc& desc,
+                                                           Direction direction,
+                                                           const std::string& id) override {
+    std::shared_ptr<const Candidate> described;
+    {
+      std::lock_guard lock(unlisted_mutex_);
+      if (const auto found = unlisted_.find(unlisted_key(desc, direction, id));
+          found != unlisted_.end())
+        described = found->second;
+    }
+    if (!described || is_listed(desc, direction))
+      return RuntimeLayerBackend::plan(desc, direction, id);
+    return plans().get_or_build(desc, direction, id,
+                                [&] { return build(desc, direction, *described); });
+  }
+
  private:
+  static std::string unlisted_key(const MatmulDesc& desc, Direction direction,
+                                  const std::string& id) {
+    return detail::cat(desc.key(), " | ", to_string(direction), " | ", id);
+  }
+
+  // Note [matmul descriptions]: the candidate `id` names, as the listing would make it, or
+  // nullopt where the listing must answer.
+  std::optional<Candidate> unlisted_candidate(const MatmulDesc& desc, Direction direction,
+                                              const std::string& id) {
+    if (desc.activation != MatmulActivation::none || desc.bias ||
+        direction == Direction::fwd_training)
+      return std::nullopt;
+    const Problem p = problem_of(desc, direction, runtime_->allow_tf32());
+    if (id == gemm_ex_id) return gemm_ex_candidate(desc, direction, p);
+    const std::optional<Config> c = parse_lt_id(id);
+    if (!c || p.gemm.batch > INT32_MAX) return std::nullopt;
+    runtime_->make_current();
+    const cublasLtHandle_t handle = runtime_->blas_lt();
+    cublasLtMatmulAlgo_t algo{};
+    if (failed(cublasLtMatmulAlgoInit(handle, p.compute, CUDA_R_32F, p.ab, p.ab, p.out, p.out,
+                                      c->algo, &algo)))
+      return std::nullopt;
+    const auto set = [&algo](cublasLtMatmulAlgoConfigAttributes_t attribute, const auto& value) {
+      return !failed(cublasLtMatmulAlgoConfigSetAttribute(&algo, attribute, &value, sizeof(value)));
+    };
+    if (!set(CUBLASLT_ALGO_CONFIG_TILE_ID, c->tile) ||
+        !set(CUBLASLT_ALGO_CONFIG_STAGES_ID, c->stages) ||
+        !set(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, c->split_k) ||
+        !set(CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, c->reduction) ||
+        !set(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, c->swizzle) ||
+        !set(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, c->custom) ||
+        !set(CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, c->inner) ||
+        !set(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, c->cluster))
+      return std::nullopt;
+    const LtProblem lt =
+        make_lt_problem(p, CUBLASLT_EPILOGUE_DEFAULT, context_of(desc, direction, id));
+    cublasLtMatmulHeuristicResult_t result{};
+    if (failed(cublasLtMatmulAlgoCheck(handle, lt.operation.get(), lt.l.get(), lt.r.get(),
+                                       lt.out.get(), lt.out.get(), &algo, &result)))
+      return std::nullopt;
+    Candidate candidate = lt_candidate(desc, direction, p, algo, result.workspaceSize,
+                                       CUBLASLT_EPILOGUE_DEFAULT, BiasWork::none, false);
+    if (candidate.info.id != id) return std::nullopt;
+    return candidate;
+  }
+
   // Note [cudnn matmul candidates].
   std::vector<Candidate> enumerate(const MatmulDesc& desc, Direction direction) override {
     const Problem p = problem_of(desc, direction, runtime_->allow_tf32());
@@ -1123,6 +1256,10 @@ class CudnnMatmul final : public LayerBackend<MatmulDesc, detail::MatmulArgs, Ca
     add_bias_notes(info, candidate.bias, direction);
     return candidate;
   }
+
+  // Note [matmul descriptions]: the candidates described alone, by unlisted_key().
+  std::mutex unlisted_mutex_;
+  std::map<std::string, std::shared_ptr<const Candidate>> unlisted_;
 };
 
 // Note [matmul activation candidates]: the passes as dnnx's kernels on the runtime's stream.
