@@ -18,8 +18,9 @@
 //   cudnn:kernel:depthwise:direct         every depthwise desc and direction
 // All three accumulate in f32, honour per-side padding, stride and dilation, and overwrite their
 // output (as every cudnn conv candidate does: beta 0). They are deterministic: bwd_data gathers
-// and bwd_weights reduces in a fixed order without atomics (note "fixed_order_reduction"); only
-// bwd_weights needs workspace (the f32 partial sums of its split reduction). The supported ones
+// and bwd_weights reduces in a fixed order without atomics (note "fixed_order_reduction").
+// bwd_weights needs workspace for the f32 partial sums of its split reduction, channel_packs fwd
+// and bwd_data for the weights transposed (Note [depthwise weight taps]). The supported ones
 // come right after the last config cuDNN's heuristics rank first that is not runtime-compiled
 // (note "heuristics_top"; Note [cudnn candidate order]): the heuristic pick stays cuDNN's, and an
 // exhaustive search times them early, before the hundred-odd other engine configs of a depthwise
@@ -135,6 +136,8 @@ AlgoInfo info_of(const ConvDesc& desc, Direction direction, const VariantSpec& s
       info.reason = reason;
     else if (direction == Direction::bwd_weights)
       info.workspace_bytes = kernels::depthwise_bwd_weights_workspace_bytes(shape, spec.variant);
+    else
+      info.workspace_bytes = kernels::depthwise_weight_taps_bytes(shape, spec.variant);
   }
   info.supported = info.reason.empty();
   return info;
@@ -161,10 +164,12 @@ class DepthwisePlan final : public detail::ConvPlan {
     cudaError_t status = cudaSuccess;
     switch (direction_) {
       case Direction::fwd:
-        status = kernels::depthwise_fwd(shape_, variant_, t.first, t.second, t.output, stream);
+        status = kernels::depthwise_fwd(shape_, variant_, t.first, t.second, t.output,
+                                        workspace.data, stream);
         break;
       case Direction::bwd_data:
-        status = kernels::depthwise_bwd_data(shape_, variant_, t.first, t.second, t.output, stream);
+        status = kernels::depthwise_bwd_data(shape_, variant_, t.first, t.second, t.output,
+                                             workspace.data, stream);
         break;
       case Direction::bwd_weights:
         status = kernels::depthwise_bwd_weights(shape_, variant_, t.first, t.second, t.output,

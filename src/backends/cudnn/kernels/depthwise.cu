@@ -34,8 +34,18 @@
 // channel_packs  channels_last with multiplier 1. fwd and bwd_data (even channel counts): V = 2,
 //                4 or 8 consecutive channels per thread (up to 16 bytes per access; V narrows at
 //                run time when a pointer is not aligned for it), 3x3, 5x5 and 7x7 unrolled, other
-//                kernels at runtime sizes. bwd_weights (2-D 3x3, 5x5 and 7x7 kernels, any
+//                kernels at runtime sizes, the weights read from a transposed copy (Note
+//                [depthwise weight taps]). bwd_weights (2-D 3x3, 5x5 and 7x7 kernels, any
 //                channel count): Note [depthwise packed weight gradients].
+//
+// Note [depthwise weight taps]
+// The weights are O x kernel volume, so the V channels of a pack have their weight at a tap
+// kernel-volume elements apart, and the lanes of a warp (consecutive packs) as far apart again:
+// read as they are, each tap costs a pack thread V scalar loads, each a warp's access touching a
+// sector per pack. channel_packs fwd and bwd_data with V > 1 first copy the weights transposed,
+// kernel volume x O, into their workspace (transpose_weights_kernel: O x kernel volume elements,
+// a few microseconds), so a tap's V weights are one aligned pack load next to the lanes'. The
+// copy is made on every call: the weights change between calls (an optimizer step).
 // strips         channels_first, 2-D 3x3, 5x5 and 7x7 kernels without dilation; fwd at a stride
 //                of 1 or 2 along H, bwd_data at stride 1: a column strip of output rows per
 //                thread (Note [depthwise column strips]).
@@ -146,12 +156,23 @@ __device__ __forceinline__ bool inside(int x, int size) {
   return static_cast<unsigned>(x) < static_cast<unsigned>(size);
 }
 
+// Note [depthwise weight taps]: wt = the weights transposed, kernel volume x O.
+template <typename T>
+__global__ void __launch_bounds__(block_threads)
+    transpose_weights_kernel(const T* __restrict__ w, T* __restrict__ wt, int outc, int kvol) {
+  const int i = static_cast<int>(blockIdx.x) * block_threads + static_cast<int>(threadIdx.x);
+  if (i >= outc * kvol) return;
+  const int o = i / kvol;
+  wt[(i - o * kvol) * outc + o] = w[i];
+}
+
 // ---- forward ------------------------------------------------------------------------------------
 
 // KH, KW > 0: a 2-D KH x KW kernel (kernel D is 1), loops unrolled; 0: runtime sizes.
 template <typename T, int V, bool CL, int KH, int KW>
 __global__ void __launch_bounds__(block_threads)
-    fwd_kernel(Geo g, const T* __restrict__ src, const T* __restrict__ w, T* __restrict__ dst) {
+    fwd_kernel(Geo g, const T* __restrict__ src, const T* __restrict__ w,
+               const T* __restrict__ wt, T* __restrict__ dst) {
   const std::int64_t item = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x;
   if (item >= g.items) return;
   const int idx = static_cast<int>(item);
@@ -205,9 +226,13 @@ __global__ void __launch_bounds__(block_threads)
           if (CL) {
             const Pack<T, V> x = *reinterpret_cast<const Pack<T, V>*>(
                 s + static_cast<std::int64_t>(row + iw) * g.channels);
+            if constexpr (V > 1) {  // Note [depthwise weight taps]
+              const Pack<T, V> wk = *reinterpret_cast<const Pack<T, V>*>(wt + k * g.outc + o);
 #pragma unroll
-            for (int v = 0; v < V; ++v)
-              acc[v] += to_float(x.v[v]) * to_float(weights[v * g.kvol + k]);
+              for (int v = 0; v < V; ++v) acc[v] += to_float(x.v[v]) * to_float(wk.v[v]);
+            } else {
+              acc[0] += to_float(x.v[0]) * to_float(weights[k]);
+            }
           } else {
             acc[0] += to_float(s[row + iw]) * to_float(weights[k]);
           }
@@ -260,7 +285,8 @@ __device__ __forceinline__ int position_of(int offset, int dilation) {
 
 template <typename T, int V, bool CL, int KH, int KW>
 __global__ void __launch_bounds__(block_threads)
-    bwd_data_kernel(Geo g, const T* __restrict__ dd, const T* __restrict__ w, T* __restrict__ ds) {
+    bwd_data_kernel(Geo g, const T* __restrict__ dd, const T* __restrict__ w,
+                    const T* __restrict__ wt, T* __restrict__ ds) {
   const std::int64_t item = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x;
   if (item >= g.items) return;
   const int idx = static_cast<int>(item);
@@ -315,9 +341,13 @@ __global__ void __launch_bounds__(block_threads)
             if (CL) {
               const Pack<T, V> x = *reinterpret_cast<const Pack<T, V>*>(
                   grad + static_cast<std::int64_t>(row + ow) * g.outc + channel_offset);
+              if constexpr (V > 1) {  // Note [depthwise weight taps]
+                const Pack<T, V> wk = *reinterpret_cast<const Pack<T, V>*>(wt + k * g.outc + o);
 #pragma unroll
-              for (int v = 0; v < V; ++v)
-                acc[v] += to_float(x.v[v]) * to_float(weights[v * g.kvol + k]);
+                for (int v = 0; v < V; ++v) acc[v] += to_float(x.v[v]) * to_float(wk.v[v]);
+              } else {
+                acc[0] += to_float(x.v[0]) * to_float(weights[k]);
+              }
             } else {
               acc[0] += to_float(grad[channel_offset + row + ow]) * to_float(weights[k]);
             }
@@ -975,31 +1005,42 @@ dim3 grid_of(std::int64_t items, std::int64_t batch) {
 }
 
 // Launches fwd (Forward true) or bwd_data with pack V, layout and compile-time kernel size K.
+// With V > 1 (channel_packs) the weights are first transposed into `workspace` (Note [depthwise
+// weight taps]).
 template <bool Forward, typename T, int V, bool CL, int K>
-cudaError_t launch_elementwise(Geo g, const void* a, const void* w, void* out,
+cudaError_t launch_elementwise(Geo g, const void* a, const void* w, void* out, void* workspace,
                                cudaStream_t stream) {
   const std::int64_t positions = Forward ? g.out_plane : g.in_plane;
   const std::int64_t channels = Forward ? g.outc : g.channels;
   g.items = static_cast<int>(positions * (channels / V));
   const dim3 grid = grid_of(g.items, g.batch);
+  const T* weights = static_cast<const T*>(w);
+  T* transposed = nullptr;
+  if constexpr (V > 1) {
+    if (workspace == nullptr) return cudaErrorInvalidValue;
+    transposed = static_cast<T*>(workspace);
+    const int count = g.outc * g.kvol;
+    transpose_weights_kernel<T><<<(count + block_threads - 1) / block_threads, block_threads, 0,
+                                  stream>>>(weights, transposed, g.outc, g.kvol);
+  }
   if (Forward) {
     fwd_kernel<T, V, CL, K, K><<<grid, block_threads, 0, stream>>>(
-        g, static_cast<const T*>(a), static_cast<const T*>(w), static_cast<T*>(out));
+        g, static_cast<const T*>(a), weights, transposed, static_cast<T*>(out));
   } else {
     bwd_data_kernel<T, V, CL, K, K><<<grid, block_threads, 0, stream>>>(
-        g, static_cast<const T*>(a), static_cast<const T*>(w), static_cast<T*>(out));
+        g, static_cast<const T*>(a), weights, transposed, static_cast<T*>(out));
   }
   return cudaGetLastError();
 }
 
 template <bool Forward, typename T, int V, bool CL>
 cudaError_t launch_sized(int size, const Geo& g, const void* a, const void* w, void* out,
-                         cudaStream_t stream) {
+                         void* workspace, cudaStream_t stream) {
   switch (size) {
-    case 3: return launch_elementwise<Forward, T, V, CL, 3>(g, a, w, out, stream);
-    case 5: return launch_elementwise<Forward, T, V, CL, 5>(g, a, w, out, stream);
-    case 7: return launch_elementwise<Forward, T, V, CL, 7>(g, a, w, out, stream);
-    default: return launch_elementwise<Forward, T, V, CL, 0>(g, a, w, out, stream);
+    case 3: return launch_elementwise<Forward, T, V, CL, 3>(g, a, w, out, workspace, stream);
+    case 5: return launch_elementwise<Forward, T, V, CL, 5>(g, a, w, out, workspace, stream);
+    case 7: return launch_elementwise<Forward, T, V, CL, 7>(g, a, w, out, workspace, stream);
+    default: return launch_elementwise<Forward, T, V, CL, 0>(g, a, w, out, workspace, stream);
   }
 }
 
@@ -1037,16 +1078,18 @@ cudaError_t launch_strips(const DepthwiseShape& shape, const void* a, const void
 
 template <bool Forward, typename T>
 cudaError_t elementwise_typed(const DepthwiseShape& shape, DepthwiseVariant variant, const void* a,
-                              const void* w, void* out, cudaStream_t stream) {
+                              const void* w, void* out, void* workspace, cudaStream_t stream) {
   const Geo g = geo_of(shape);
   switch (variant) {
     case DepthwiseVariant::direct:
-      return shape.channels_last ? launch_sized<Forward, T, 1, true>(0, g, a, w, out, stream)
-                                 : launch_sized<Forward, T, 1, false>(0, g, a, w, out, stream);
+      return shape.channels_last
+                 ? launch_sized<Forward, T, 1, true>(0, g, a, w, out, nullptr, stream)
+                 : launch_sized<Forward, T, 1, false>(0, g, a, w, out, nullptr, stream);
     case DepthwiseVariant::unrolled: {
       const int size = unrolled_size(shape);
-      return shape.channels_last ? launch_sized<Forward, T, 1, true>(size, g, a, w, out, stream)
-                                 : launch_sized<Forward, T, 1, false>(size, g, a, w, out, stream);
+      return shape.channels_last
+                 ? launch_sized<Forward, T, 1, true>(size, g, a, w, out, nullptr, stream)
+                 : launch_sized<Forward, T, 1, false>(size, g, a, w, out, nullptr, stream);
     }
     case DepthwiseVariant::strips: return launch_strips<Forward, T>(shape, a, w, out, stream);
     case DepthwiseVariant::channel_packs: {
@@ -1054,11 +1097,11 @@ cudaError_t elementwise_typed(const DepthwiseShape& shape, DepthwiseVariant vari
       switch (pack_width<T>(shape, {a, out})) {
         case 8:
           if constexpr (max_pack<T>() >= 8)
-            return launch_sized<Forward, T, 8, true>(size, g, a, w, out, stream);
+            return launch_sized<Forward, T, 8, true>(size, g, a, w, out, workspace, stream);
           break;
-        case 4: return launch_sized<Forward, T, 4, true>(size, g, a, w, out, stream);
-        case 2: return launch_sized<Forward, T, 2, true>(size, g, a, w, out, stream);
-        default: return launch_sized<Forward, T, 1, true>(size, g, a, w, out, stream);
+        case 4: return launch_sized<Forward, T, 4, true>(size, g, a, w, out, workspace, stream);
+        case 2: return launch_sized<Forward, T, 2, true>(size, g, a, w, out, workspace, stream);
+        default: return launch_sized<Forward, T, 1, true>(size, g, a, w, out, nullptr, stream);
       }
       return cudaErrorInvalidValue;
     }
@@ -1068,18 +1111,21 @@ cudaError_t elementwise_typed(const DepthwiseShape& shape, DepthwiseVariant vari
 
 template <bool Forward>
 cudaError_t elementwise(const DepthwiseShape& shape, DepthwiseVariant variant, const void* a,
-                        const void* w, void* out, cudaStream_t stream) {
+                        const void* w, void* out, void* workspace, cudaStream_t stream) {
   const DepthwiseDirection direction =
       Forward ? DepthwiseDirection::fwd : DepthwiseDirection::bwd_data;
   if (depthwise_unsupported(shape, variant, direction) != nullptr) return cudaErrorInvalidValue;
   if (shape.batch == 0) return cudaSuccess;
   switch (shape.type) {
     case DepthwiseType::f32:
-      return elementwise_typed<Forward, float>(shape, variant, a, w, out, stream);
+      return elementwise_typed<Forward, float>(shape, variant, a, w, out, workspace,
+                                                      stream);
     case DepthwiseType::f16:
-      return elementwise_typed<Forward, __half>(shape, variant, a, w, out, stream);
+      return elementwise_typed<Forward, __half>(shape, variant, a, w, out, workspace,
+                                                      stream);
     case DepthwiseType::bf16:
-      return elementwise_typed<Forward, __nv_bfloat16>(shape, variant, a, w, out, stream);
+      return elementwise_typed<Forward, __nv_bfloat16>(shape, variant, a, w, out, workspace,
+                                                      stream);
   }
   return cudaErrorInvalidValue;
 }
@@ -1252,14 +1298,21 @@ std::size_t depthwise_bwd_weights_workspace_bytes(const DepthwiseShape& shape,
 }
 
 cudaError_t depthwise_fwd(const DepthwiseShape& shape, DepthwiseVariant variant, const void* src,
-                          const void* weights, void* dst, cudaStream_t stream) {
-  return elementwise<true>(shape, variant, src, weights, dst, stream);
+                          const void* weights, void* dst, void* workspace,
+                          cudaStream_t stream) {
+  return elementwise<true>(shape, variant, src, weights, dst, workspace, stream);
 }
 
 cudaError_t depthwise_bwd_data(const DepthwiseShape& shape, DepthwiseVariant variant,
                                const void* diff_dst, const void* weights, void* diff_src,
-                               cudaStream_t stream) {
-  return elementwise<false>(shape, variant, diff_dst, weights, diff_src, stream);
+                               void* workspace, cudaStream_t stream) {
+  return elementwise<false>(shape, variant, diff_dst, weights, diff_src, workspace, stream);
+}
+
+std::size_t depthwise_weight_taps_bytes(const DepthwiseShape& shape, DepthwiseVariant variant) {
+  if (variant != DepthwiseVariant::channel_packs) return 0;
+  return static_cast<std::size_t>(shape.channels * shape.multiplier) *
+         static_cast<std::size_t>(volume(shape.kernel)) * element_size(shape.type);
 }
 
 cudaError_t depthwise_bwd_weights(const DepthwiseShape& shape, DepthwiseVariant variant,

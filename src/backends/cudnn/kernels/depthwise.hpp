@@ -68,16 +68,22 @@ const char* depthwise_unsupported(const DepthwiseShape& shape, DepthwiseVariant 
 std::size_t depthwise_bwd_weights_workspace_bytes(const DepthwiseShape& shape,
                                                   DepthwiseVariant variant);
 
-/// dst = conv(src, weights), queued on `stream`. Returns the launch status (cudaErrorInvalidValue
-/// when the variant cannot run the shape).
+/// Workspace bytes depthwise_fwd and depthwise_bwd_data need (channel_packs: the weights
+/// transposed, Note [depthwise weight taps] in depthwise.cu; 0 for the other variants).
+std::size_t depthwise_weight_taps_bytes(const DepthwiseShape& shape, DepthwiseVariant variant);
+
+/// dst = conv(src, weights), queued on `stream`; `workspace` holds
+/// depthwise_weight_taps_bytes(shape, variant) bytes, aligned to 16. Returns the launch status
+/// (cudaErrorInvalidValue when the variant cannot run the shape).
 cudaError_t depthwise_fwd(const DepthwiseShape& shape, DepthwiseVariant variant, const void* src,
-                          const void* weights, void* dst, cudaStream_t stream);
+                          const void* weights, void* dst, void* workspace, cudaStream_t stream);
 
 /// diff_src = gradient w.r.t. src, queued on `stream`: a gather, each diff_src element written
-/// once, summing its windows in a fixed order (deterministic, no atomics).
+/// once, summing its windows in a fixed order (deterministic, no atomics). `workspace` as for
+/// depthwise_fwd.
 cudaError_t depthwise_bwd_data(const DepthwiseShape& shape, DepthwiseVariant variant,
                                const void* diff_dst, const void* weights, void* diff_src,
-                               cudaStream_t stream);
+                               void* workspace, cudaStream_t stream);
 
 /// diff_weights = gradient w.r.t. the weights (overwritten), queued on `stream`: per weight, a
 /// reduction over N and the output positions in a fixed order (block reductions, then a second
