@@ -592,7 +592,6 @@ class CudnnConv final
                       const std::vector<std::string>& ids) override {
     std::vector<Build> to_build;
     std::vector<BackgroundBuilds::Request> compiled;  // Note [probing runtime-compiled candidates]
-    std::vector<detail::ConvPlanKey> saved_slices;    // Note [late plans]: loaded if saved
     const bool first_slice = !std::exchange(this_search.slices_submitted, true);
     {
       std::lock_guard lock(probe_mutex_);
@@ -613,9 +612,7 @@ class CudnnConv final
         if (candidate->runtime_compiled) {
           // A full plan at hand (loaded from the plan store) does not wait for its slice plan.
           if (first_slice && !search_plan_built(direction, id))
-            compiled.push_back({key, unlisted_info(id), candidate->config});
-          if (store_.enabled() && !background_.building(key) && !background_.built(key))
-            saved_slices.push_back(std::move(key));
+            compiled.push_back({std::move(key), unlisted_info(id), candidate->config});
           continue;
         }
         std::shared_ptr<OperationGraph> graph = probe_graph_locked(*build_desc, direction);
@@ -624,9 +621,7 @@ class CudnnConv final
               candidate->config);
       }
     }
-    const bool submitting = !compiled.empty() && Clock::now() < this_search.deadline;
-    if (!submitting) load_slice_plans(saved_slices);
-    if (submitting) {
+    if (!compiled.empty() && Clock::now() < this_search.deadline) {
       background_.submit(compiled, this_search.deadline);
       this_search.slice_desc = desc;
       for (const BackgroundBuilds::Request& request : compiled)
@@ -1211,34 +1206,6 @@ class CudnnConv final
            this_search.slice_desc == desc;
   }
 
-  // Note [late plans] (src/ops/dispatch.cpp): the slice plans of runtime-compiled candidates
-  // that the plan store holds, loaded together on several threads into the probe plans, where
-  // compiled_probe_plan() finds them; the settling of late plans probes two or three per
-  // layer-direction, and each load took about 20 ms on an H200 (docs/benchmarks.md, "The second
-  // process"). One that is not saved, or does not load, is left to compiled_probe_plan().
-  void load_slice_plans(const std::vector<detail::ConvPlanKey>& keys) {
-    std::vector<detail::ConvPlanKey> wanted;
-    {
-      std::lock_guard lock(probe_mutex_);
-      for (const detail::ConvPlanKey& key : keys) {
-        if (probe_plans_.count(key) == 0) wanted.push_back(key);
-      }
-    }
-    if (wanted.size() < 2) return;  // one is loaded by its probe as well
-    std::vector<std::shared_ptr<detail::ConvPlan>> loaded(wanted.size());
-    in_parallel(wanted.size(), [&](std::size_t i) {
-      try {
-        loaded[i] = saved_plan(wanted[i], unlisted_info(wanted[i].id));
-      } catch (const std::exception&) {
-        loaded[i] = nullptr;  // left to compiled_probe_plan()
-      }
-    });
-    std::lock_guard lock(probe_mutex_);
-    for (std::size_t i = 0; i < wanted.size(); ++i) {
-      if (loaded[i]) probe_plans_.emplace(wanted[i], std::move(loaded[i]));
-    }
-  }
-
   // Note [probing runtime-compiled candidates]: the slice plan prepare_probes() queued for this
   // search, waited for until the search's compile deadline; another search's, only when it is
   // built already while the full plan is at hand; null when it is not built by then (the full
@@ -1410,38 +1377,31 @@ class CudnnConv final
   }
 
   // Builds the engine plans on up to 16 threads; null where a build failed.
-  // Calls work(i) for i in [0, count) on up to 16 threads, this one among them; how many ran.
-  template <typename Work>
-  static std::size_t in_parallel(std::size_t count, const Work& work) {
-    const auto threads = std::min<std::size_t>({count, 16, detail::hardware_threads()});
+  std::vector<std::shared_ptr<detail::ConvPlan>> build_in_parallel(
+      const std::vector<Build>& to_build, const ConvDesc& desc, Direction direction) {
+    std::vector<std::shared_ptr<detail::ConvPlan>> built(to_build.size());
+    if (to_build.empty()) return built;
+    const auto threads = std::min<std::size_t>({to_build.size(), 16, detail::hardware_threads()});
+    std::vector<double> build_ms(to_build.size(), 0.0);
     std::atomic<std::size_t> next{0};
+    const auto start = Clock::now();
     auto worker = [&] {
-      for (std::size_t i = next++; i < count; i = next++) work(i);
+      for (std::size_t i = next++; i < to_build.size(); i = next++) {
+        const auto begin = Clock::now();
+        try {
+          const Build& build = to_build[i];
+          built[i] = make_engine_plan(runtime_, build.graph, build.key.desc, direction, build.info,
+                                      build.config);
+        } catch (const std::exception&) {
+          built[i] = nullptr;
+        }
+        build_ms[i] = ms_since(begin);
+      }
     };
     std::vector<std::thread> pool;
     for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
     worker();
     for (std::thread& thread : pool) thread.join();
-    return threads;
-  }
-
-  std::vector<std::shared_ptr<detail::ConvPlan>> build_in_parallel(
-      const std::vector<Build>& to_build, const ConvDesc& desc, Direction direction) {
-    std::vector<std::shared_ptr<detail::ConvPlan>> built(to_build.size());
-    if (to_build.empty()) return built;
-    std::vector<double> build_ms(to_build.size(), 0.0);
-    const auto start = Clock::now();
-    const std::size_t threads = in_parallel(to_build.size(), [&](std::size_t i) {
-      const auto begin = Clock::now();
-      try {
-        const Build& build = to_build[i];
-        built[i] = make_engine_plan(runtime_, build.graph, build.key.desc, direction, build.info,
-                                    build.config);
-      } catch (const std::exception&) {
-        built[i] = nullptr;
-      }
-      build_ms[i] = ms_since(begin);
-    });
     if (runtime_->verbose()) {
       std::size_t slowest = 0;
       for (std::size_t i = 1; i < to_build.size(); ++i) {
