@@ -46,8 +46,9 @@
 // kernel volume x O, into their workspace (transpose_weights_kernel, one more launch), so a
 // tap's V weights are one aligned pack load next to the lanes'. The copy is made on every call:
 // the weights change between calls (an optimizer step). On an H200 the f16 stride-2 bwd_data
-// layers of MobileNetV2 and EfficientNet-B0 took 0.45-0.73 of PyTorch's time with it, 0.97-1.0
-// without (docs/benchmarks.md, "The second process, and the depthwise weight taps").
+// layers of MobileNetV2 and EfficientNet-B0 took 0.45-0.73 of PyTorch's time with it, against
+// 0.94-0.99 before (this kernel or cuDNN's engine 6; docs/benchmarks.md, "The second process,
+// and the depthwise weight taps").
 // strips         channels_first, 2-D 3x3, 5x5 and 7x7 kernels without dilation; fwd at a stride
 //                of 1 or 2 along H, bwd_data at stride 1: a column strip of output rows per
 //                thread (Note [depthwise column strips]).
