@@ -499,65 +499,16 @@ class CudnnConv final
   // alone, so a later fallback, search or `dnnx algos` lists every candidate as before.
   std::optional<AlgoInfo> describe_candidate(const ConvDesc& desc, Direction direction,
                                              const std::string& id) override {
-    check_direction(desc, direction);
-    desc.validate();
-    if (is_listed(desc, direction)) return ListedOpBackend::describe_candidate(desc, direction, id);
-    if (const std::shared_ptr<detail::ConvPlan> built = plans().find(desc, direction, id))
-      return built->algo();
-    const auto start = Clock::now();
-    ++descriptions;
-    const std::optional<Candidate> candidate = unlisted_candidate(desc, direction, id);
-    if (!candidate || !candidate->info.supported) {
-      if (runtime_->verbose()) {
-        std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": " << id
-                  << (candidate ? " is unsupported here (" + candidate->info.reason + ")"
-                                : std::string(" is not a candidate here"))
-                  << "\n";
-      }
-      if (!candidate) return std::nullopt;
-      return candidate->info;
-    }
-    // Kept like a listed one, so that probes (the settling of late plans in a process that
-    // lists nothing) find it (Note [cudnn conv candidates]).
-    record(direction, {*candidate});
-    const std::shared_ptr<detail::ConvPlan> plan = plans().get_or_build(
-        desc, direction, id, [&] { return build(desc, direction, *candidate); });
-    if (runtime_->verbose()) {
-      std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": described "
-                << id << " and built its plan without listing, in " << ms_since(start) << " ms\n";
-    }
-    return plan->algo();
+    return describe_alone(desc, direction, id, /*build_plan=*/true);
   }
 
   // Note [late plans] (src/ops/dispatch.cpp): describe_candidate() without building the plan,
-  // whose load from the plan store costs more than the probe that most late plans fail; the
-  // workspace is the config's (CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE), as a listing gives it.
-  // plan() builds it from the candidate kept here when a full run asks for it.
+  // whose load from the plan store a late plan its probe rules out never needs; the workspace is
+  // the config's (CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE), as a listing gives it. plan() builds it
+  // from the candidate kept here when a full run asks for it.
   std::optional<AlgoInfo> describe_unbuilt(const ConvDesc& desc, Direction direction,
                                            const std::string& id) override {
-    check_direction(desc, direction);
-    desc.validate();
-    if (is_listed(desc, direction)) return ListedOpBackend::describe_candidate(desc, direction, id);
-    if (const std::shared_ptr<detail::ConvPlan> built = plans().find(desc, direction, id))
-      return built->algo();
-    const auto start = Clock::now();
-    ++descriptions;
-    std::optional<Candidate> candidate = unlisted_candidate(desc, direction, id);
-    if (!candidate || !candidate->info.supported) {
-      return candidate ? std::optional(candidate->info) : std::nullopt;
-    }
-    record(direction, {*candidate});  // for its probes, as describe_candidate() does
-    AlgoInfo info = candidate->info;
-    {
-      std::lock_guard lock(records_mutex_);
-      unbuilt_.insert_or_assign(detail::ConvPlanKey{desc, direction, id},
-                                std::make_shared<const Candidate>(std::move(*candidate)));
-    }
-    if (runtime_->verbose()) {
-      std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": described "
-                << id << " without listing or building its plan, in " << ms_since(start) << " ms\n";
-    }
-    return info;
+    return describe_alone(desc, direction, id, /*build_plan=*/false);
   }
 
   // The plan of a candidate describe_unbuilt() kept, without listing desc; else as listed.
@@ -868,6 +819,53 @@ class CudnnConv final
     std::call_once(matmul_once_,
                    [this] { matmul_ = make_matmul_backend(runtime_, detail::OpBackends{}); });
     return *matmul_;
+  }
+
+  // describe_candidate() (`build_plan`: the plan built or loaded into the plan cache, its
+  // AlgoInfo the answer) and describe_unbuilt() (the candidate kept for plan(), its listed
+  // AlgoInfo the answer).
+  std::optional<AlgoInfo> describe_alone(const ConvDesc& desc, Direction direction,
+                                         const std::string& id, bool build_plan) {
+    check_direction(desc, direction);
+    desc.validate();
+    if (is_listed(desc, direction)) return ListedOpBackend::describe_candidate(desc, direction, id);
+    if (const std::shared_ptr<detail::ConvPlan> built = plans().find(desc, direction, id))
+      return built->algo();
+    const auto start = Clock::now();
+    ++descriptions;
+    std::optional<Candidate> candidate = unlisted_candidate(desc, direction, id);
+    if (!candidate || !candidate->info.supported) {
+      if (runtime_->verbose()) {
+        std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": " << id
+                  << (candidate ? " is unsupported here (" + candidate->info.reason + ")"
+                                : std::string(" is not a candidate here"))
+                  << "\n";
+      }
+      if (!candidate) return std::nullopt;
+      return candidate->info;
+    }
+    // Kept like a listed one, so that probes (the settling of late plans in a process that
+    // lists nothing) find it (Note [cudnn conv candidates]).
+    record(direction, {*candidate});
+    AlgoInfo info = candidate->info;
+    if (build_plan) {
+      info =
+          plans()
+              .get_or_build(desc, direction, id, [&] { return build(desc, direction, *candidate); })
+              ->algo();
+    } else {
+      std::lock_guard lock(records_mutex_);
+      unbuilt_.insert_or_assign(detail::ConvPlanKey{desc, direction, id},
+                                std::make_shared<const Candidate>(std::move(*candidate)));
+    }
+    if (runtime_->verbose()) {
+      std::cerr << "dnnx: cudnn: conv " << to_string(direction) << ' ' << desc << ": described "
+                << id
+                << (build_plan ? " and built its plan without listing"
+                               : " without listing or building its plan")
+                << ", in " << ms_since(start) << " ms\n";
+    }
+    return info;
   }
 
   // Note [cudnn conv candidates]: the candidate enumerate() lists as `id` for (desc, direction),
