@@ -131,6 +131,14 @@ class RevalPlan final : public detail::OpPlan<RevalArgs> {
 // costly) or keeps OpBackend's default (list, look the id up).
 template <bool Direct>
 class RevalBackend final : public detail::OpBackend<RevalDesc, RevalArgs> {
+  // The table's candidate `id`, as the listing has it.
+  static std::optional<AlgoInfo> listed(const std::string& id) {
+    for (const AlgoInfo& info : table().candidates) {
+      if (info.id == id) return info;
+    }
+    return std::nullopt;
+  }
+
  public:
   std::vector<AlgoInfo> list(const RevalDesc&, Direction) override {
     ++table().listings;
@@ -152,10 +160,7 @@ class RevalBackend final : public detail::OpBackend<RevalDesc, RevalArgs> {
       const auto& throws = table().describe_throws;
       if (std::find(throws.begin(), throws.end(), id) != throws.end())
         throw Error(ErrorKind::BackendFailure, "cannot build the plan of " + id);
-      for (const AlgoInfo& info : table().candidates) {
-        if (info.id == id) return info;
-      }
-      return std::nullopt;
+      return listed(id);
     }
   }
   std::optional<AlgoInfo> describe_unbuilt(const RevalDesc& desc, Direction direction,
@@ -164,10 +169,7 @@ class RevalBackend final : public detail::OpBackend<RevalDesc, RevalArgs> {
       return OpBackend::describe_unbuilt(desc, direction, id);
     } else {
       ++table().unbuilt_descriptions;
-      for (const AlgoInfo& info : table().candidates) {
-        if (info.id == id) return info;
-      }
-      return std::nullopt;
+      return listed(id);
     }
   }
   // Plans are found without listing, as a backend's plan cache would serve them.

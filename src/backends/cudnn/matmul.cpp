@@ -428,7 +428,7 @@ std::string lt_id(const Config& c, cublasLtEpilogue_t epilogue) {
 // nullopt for any other text.
 std::optional<Config> parse_lt_id(std::string_view id) {
   const std::vector<std::string> parts = detail::split(id, ':');
-  constexpr std::string_view tags = "atskrwcix";
+  constexpr std::string_view tags = "atskrwcix";  // lt_id()'s fields, in its order
   if (parts.size() != tags.size() + 1 || parts[0] != lt_prefix) return std::nullopt;
   std::array<std::int64_t, tags.size()> values{};
   for (std::size_t i = 0; i < tags.size(); ++i) {
@@ -835,7 +835,8 @@ class GemmExPlan final : public MatmulPlan {
 // A choice read from a cache file is re-validated by describing its id alone (Note
 // [re-validating persisted choices] in src/ops/dispatch.cpp), and a listing costs a heuristic
 // query and a check of up to 64 algorithms: on an H200 a later process spent 3-35 ms per
-// convolution whose choice is a cuBLASLt product describing it, 115 ms for the first
+// convolution whose choice is a cuBLASLt product describing it, 115 ms for the first; described
+// as below, 0.13 ms, and 72 ms for the first (cuBLASLt's first use in the process)
 // (docs/benchmarks.md, "The second process"). So an id of a GEMM without bias, activation or
 // epilogue is described from the configuration it names: the algorithm initialized with the
 // problem's types, its configuration attributes set, and cublasLtMatmulAlgoCheck's answer
