@@ -245,7 +245,7 @@ tune::RunOnce budgeted_run(const SelectHooks& hooks, const std::vector<std::stri
 // choice's time (Request::probe_at_once: the kept choice, first, runs in full without a probe),
 // and describes it without building its full plan (OpBackend::describe_unbuilt), which its first
 // full run builds: most late plans lose to the kept choice on their probe, and the cudnn
-// backend's load of a saved runtime-compiled plan took 5-24 ms each on an H200
+// backend's load of a saved runtime-compiled plan took 1-24 ms each on an H200
 // (docs/benchmarks.md, "The second process"). It builds probe plans for those candidates alone
 // (a search's probes list every candidate and build all their probe plans: in a later process
 // that alone took a median of 127 ms per layer-direction on DeepLabV3's shapes on an H200). With
