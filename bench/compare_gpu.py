@@ -429,7 +429,7 @@ def print_tables(args, shapes, records, torch_results, batch):
                 if "reuse_ms" in d:
                     reuses.append((d["reuse_ms"], d.get("reuse_after_ms"), search,
                                    d["reuse_from_file"],
-                                   f"{s['name']} {direction}"))
+                                   f"{s['name']} {direction}", d.get("plans_skipped", 0)))
                 kind = choice_kind(d["algo"])
                 kinds[kind] = kinds.get(kind, 0) + 1
                 # Note [late plans]: a search that skipped plans keeps them as late plans, which
@@ -475,13 +475,16 @@ def print_tables(args, shapes, records, torch_results, batch):
                 after = (f"; the processes after it: {m['reuse_after_total_s']:.2f} s in all, "
                          f"{100 * m['reuse_after_share']:.1f}%"
                          if "reuse_after_share" in m else "")
+                per_plan = (f", {m['reuse_ms_per_late_plan']:.1f} ms each"
+                            if "reuse_ms_per_late_plan" in m else "")
                 print(f"second process (the first round's choices from its file, their late "
                       f"plans settled): first call beyond the kernel, median "
                       f"{m['reuse_median_ms']:.1f} ms, worst {m['reuse_worst_ms']:.1f} ms "
                       f"({m['reuse_worst_row']}); {m['reuse_total_s']:.2f} s in all, "
                       f"{100 * m['reuse_share']:.1f}% of the search's {tot_tune:.1f} s{after}; "
                       f"{m['reuse_answered']} of {len(reuses)} rows answered by the file in "
-                      f"every later round\n")
+                      f"every later round; late plans settled: {m['reuse_late_plans']}"
+                      f"{per_plan}\n")
     return summaries
 
 
@@ -503,15 +506,22 @@ def search_parts(record):
 def reuse_summary(reuses):
     """Figures of the later processes' first calls (Note [suite rounds]): `reuses` holds (the
     second process's ms, the median ms of those after it or None, search s, answered by the file,
-    row) per row. The shares are of the first round's search; those of the processes after the
-    second only where every row has one."""
+    row, the plans the first round's search skipped, kept as late plans) per row. The shares are
+    of the first round's search; those of the processes after the second only where every row has
+    one. The second process's cost per late plan is its time on the rows that had some over their
+    count: the share moves with how many the first round left, which its compiles' timing
+    decides, and this tells the two apart."""
     slowest = max(reuses, key=lambda entry: entry[0])
     total_s = sum(entry[0] for entry in reuses) / 1e3
     search_total = sum(entry[2] for entry in reuses)
     summary = dict(reuse_median_ms=statistics.median(entry[0] for entry in reuses),
                    reuse_worst_ms=slowest[0], reuse_worst_row=slowest[4], reuse_total_s=total_s,
                    reuse_share=total_s / search_total if search_total > 0 else 0.0,
-                   reuse_answered=sum(1 for entry in reuses if entry[3]))
+                   reuse_answered=sum(1 for entry in reuses if entry[3]),
+                   reuse_late_plans=sum(entry[5] for entry in reuses))
+    if summary["reuse_late_plans"] > 0:
+        summary["reuse_ms_per_late_plan"] = (sum(entry[0] for entry in reuses if entry[5] > 0)
+                                             / summary["reuse_late_plans"])
     if all(entry[1] is not None for entry in reuses):
         after_s = sum(entry[1] for entry in reuses) / 1e3
         summary.update(reuse_after_total_s=after_s,
@@ -619,8 +629,8 @@ def print_suite_summary(results):
     print("\n## Suite summary\n")
     print("| file | config | batch | dnnx ms | torch ms | dnnx/torch | worst row | "
           "median search s | worst search s |"
-          + (" second process: median / worst ms, share of the search (after it) |"
-             if reuse else ""))
+          + (" second process: median / worst ms, share of the search (after it); late plans, "
+             "ms each |" if reuse else ""))
     print("|---|---|---|---|---|---|---|---|---|" + ("---|" if reuse else ""))
     for r in results:
         for config, m in r["summary"].items():
@@ -628,8 +638,10 @@ def print_suite_summary(results):
             if reuse:
                 after = (f" ({100 * m['reuse_after_share']:.1f}%)"
                          if "reuse_after_share" in m else "")
+                late = (f"; {m['reuse_late_plans']}, {m['reuse_ms_per_late_plan']:.0f} ms"
+                        if "reuse_ms_per_late_plan" in m else "")
                 later = (f" {m['reuse_median_ms']:.1f} / {m['reuse_worst_ms']:.1f}, "
-                         f"{100 * m['reuse_share']:.1f}%{after} |"
+                         f"{100 * m['reuse_share']:.1f}%{after}{late} |"
                          if "reuse_median_ms" in m else " |")
             print(f"| {r['file']} | {config} | {m['batch']} | {m['dnnx_ms']:.3f} "
                   f"| {m['torch_ms']:.3f} | {m['ratio']:.2f} | {m['worst_row']} "

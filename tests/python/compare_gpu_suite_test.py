@@ -136,15 +136,20 @@ records, _ = compare_gpu.combine_rounds(reuse_rounds, torch_rounds, reuse=True)
 a = {r["case"]: r for r in records if r["kind"] == "case"}["a/fwd/f16_nhwc"]
 check(a["heuristic_kernel_ms"] == 2.0 and compare_gpu.speedup(a) == "2.00", f"heuristic: {a}")
 check(compare_gpu.speedup({"kernel_ms": 1.0}) == "-", "no heuristic time")
-summary = compare_gpu.reuse_summary([(20.0, 4.0, 0.8, True, "a fwd"),
-                                     (451.0, 2.0, 1.6, False, "b fwd")])
+summary = compare_gpu.reuse_summary([(20.0, 4.0, 0.8, True, "a fwd", 0),
+                                     (451.0, 2.0, 1.6, False, "b fwd", 3)])
 check(summary["reuse_worst_row"] == "b fwd" and summary["reuse_answered"] == 1
       and abs(summary["reuse_share"] - 0.471 / 2.4) < 1e-9
       and abs(summary["reuse_after_share"] - 0.006 / 2.4) < 1e-9
       and summary["reuse_median_ms"] == 235.5, f"reuse summary: {summary}")
-summary = compare_gpu.reuse_summary([(20.0, None, 0.8, True, "a fwd"),
-                                     (451.0, 2.0, 1.6, False, "b fwd")])
+# The cost per late plan: the rows that had late plans, over their count.
+check(summary["reuse_late_plans"] == 3
+      and abs(summary["reuse_ms_per_late_plan"] - 451.0 / 3) < 1e-9, f"late plans: {summary}")
+summary = compare_gpu.reuse_summary([(20.0, None, 0.8, True, "a fwd", 0),
+                                     (451.0, 2.0, 1.6, False, "b fwd", 0)])
 check("reuse_after_share" not in summary, f"a row without a third process: {summary}")
+check(summary["reuse_late_plans"] == 0 and "reuse_ms_per_late_plan" not in summary,
+      f"no late plans: {summary}")
 # Per config: the rows whose search skipped plans (late plans) and those whose choice changed
 # between rounds.
 def row(name, **fields):
