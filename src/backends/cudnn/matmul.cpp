@@ -101,9 +101,7 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -841,8 +839,8 @@ class GemmExPlan final : public MatmulPlan {
 // epilogue is described from the configuration it names: the algorithm initialized with the
 // problem's types, its configuration attributes set, and cublasLtMatmulAlgoCheck's answer
 // (supported here, workspace); the candidate is the listing's (lt_candidate()), and its id must
-// come back the same, else (and for every other id) the listing answers. plan() builds such a
-// candidate without a listing.
+// come back the same, else (and for every other id) the listing answers. Its plan goes to the
+// plan cache on the way, so the call that follows finds it without a listing.
 class CudnnMatmul final : public LayerBackend<MatmulDesc, detail::MatmulArgs, Candidate> {
  public:
   explicit CudnnMatmul(std::shared_ptr<Runtime> runtime)
@@ -854,39 +852,16 @@ class CudnnMatmul final : public LayerBackend<MatmulDesc, detail::MatmulArgs, Ca
     desc.validate();
     if (!is_listed(desc, direction)) {
       if (std::optional<Candidate> candidate = unlisted_candidate(desc, direction, id)) {
-        AlgoInfo info = candidate->info;
-        std::lock_guard lock(unlisted_mutex_);
-        unlisted_.insert_or_assign(unlisted_key(desc, direction, id),
-                                   std::make_shared<const Candidate>(std::move(*candidate)));
-        return info;
+        // Its plan (a few descriptors) goes to the plan cache, where plan() finds it unlisted.
+        plans().get_or_build(desc, direction, id,
+                             [&] { return build(desc, direction, *candidate); });
+        return candidate->info;
       }
     }
     return RuntimeLayerBackend::describe_candidate(desc, direction, id);
   }
 
-  // Note [matmul descriptions]: a candidate described alone is built without a listing.
-  std::shared_ptr<detail::OpPlan<detail::MatmulArgs>> plan(const MatmulDesc& desc,
-                                                           Direction direction,
-                                                           const std::string& id) override {
-    std::shared_ptr<const Candidate> described;
-    {
-      std::lock_guard lock(unlisted_mutex_);
-      if (const auto found = unlisted_.find(unlisted_key(desc, direction, id));
-          found != unlisted_.end())
-        described = found->second;
-    }
-    if (!described || is_listed(desc, direction))
-      return RuntimeLayerBackend::plan(desc, direction, id);
-    return plans().get_or_build(desc, direction, id,
-                                [&] { return build(desc, direction, *described); });
-  }
-
  private:
-  static std::string unlisted_key(const MatmulDesc& desc, Direction direction,
-                                  const std::string& id) {
-    return detail::cat(desc.key(), " | ", to_string(direction), " | ", id);
-  }
-
   // Note [matmul descriptions]: the candidate `id` names, as the listing would make it, or
   // nullopt where the listing must answer.
   std::optional<Candidate> unlisted_candidate(const MatmulDesc& desc, Direction direction,
@@ -1257,10 +1232,6 @@ class CudnnMatmul final : public LayerBackend<MatmulDesc, detail::MatmulArgs, Ca
     add_bias_notes(info, candidate.bias, direction);
     return candidate;
   }
-
-  // Note [matmul descriptions]: the candidates described alone, by unlisted_key().
-  std::mutex unlisted_mutex_;
-  std::map<std::string, std::shared_ptr<const Candidate>> unlisted_;
 };
 
 // Note [matmul activation candidates]: the passes as dnnx's kernels on the runtime's stream.
