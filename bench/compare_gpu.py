@@ -384,7 +384,7 @@ CHOICE_KINDS = (("cudnn:gemm:packed:", "gemm packed"), ("cudnn:gemm:", "gemm"),
                 ("cudnn:im2col:packed:", "im2col packed"), ("cudnn:im2col:", "im2col"),
                 ("cudnn:taps:", "taps"), ("cudnn:frames:", "frames"),
                 ("cudnn:fold:planes:", "fold planes"), ("cudnn:fold:frames:", "fold frames"),
-                ("cudnn:kernel:depthwise:", "depthwise"),
+                ("cudnn:kernel:depthwise:", "depthwise"), ("cudnn:kernel:narrow:", "narrow"),
                 ("cudnn:padc:", "padded"),
                 ("cudnn:legacy:", "legacy"), ("cudnn:engine:", "engine"))
 

@@ -7,10 +7,11 @@
 // candidates of f16/bf16 convs with unaligned channels (Note [channel padding]), then dnnx's matrix
 // products, column products, tap regions and frames (Note [gemm candidates], Note [im2col
 // candidates], Note [tap-region candidates], Note [frame candidates]). dnnx's supported depthwise
-// kernels come right after the last of the heuristics' top configs that is not runtime-compiled
-// (Note [depthwise candidates]). The heuristic policy therefore picks mode A's first admissible
-// config, and a legacy algorithm only when no engine is admissible (e.g. a workspace limit that
-// rules out every engine needing workspace, while legacy implicit_gemm needs none).
+// and narrow-channel kernels come right after the last of the heuristics' top configs that is not
+// runtime-compiled (Note [depthwise candidates], Note [narrow-channel candidates]). The heuristic
+// policy therefore picks mode A's first admissible config, and a legacy algorithm only when no
+// engine is admissible (e.g. a workspace limit that rules out every engine needing workspace, while
+// legacy implicit_gemm needs none).
 
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv_common.hpp"
@@ -22,6 +23,7 @@
 #include "backends/cudnn/conv_gemm.hpp"
 #include "backends/cudnn/conv_im2col.hpp"
 #include "backends/cudnn/conv_legacy.hpp"
+#include "backends/cudnn/conv_narrow.hpp"
 #include "backends/cudnn/conv_padded.hpp"
 #include "backends/cudnn/conv_taps.hpp"
 #include "backends/cudnn/layers.hpp"
@@ -102,7 +104,8 @@ thread_local SearchCompiles this_search;
 //   legacy  a cuDNN algorithm of the direction under a math mode (Note [legacy candidates]);
 //   padded  a candidate of the channel-padded desc, wrapped in the padding copies (Note [channel
 //           padding]);
-//   kernel  one of dnnx's depthwise kernels (Note [depthwise candidates]), named by its id;
+//   kernel  one of dnnx's own kernels (Note [depthwise candidates], Note [narrow-channel
+//           candidates]), named by its id;
 //   gemm    a candidate of the cudnn matmul backend for the matrix product the convolution is
 //           (Note [gemm candidates] in conv_gemm.cpp), named by its id there;
 //   im2col  one for the product of the convolution's column matrix (Note [im2col candidates] in
@@ -216,6 +219,23 @@ Candidate kernel_candidate(AlgoInfo info) {
   candidate.info = std::move(info);
   candidate.kind = Candidate::Kind::kernel;
   return candidate;
+}
+
+// dnnx's own kernels, in their order: the depthwise ones (Note [depthwise candidates]), then the
+// narrow-channel one (Note [narrow-channel candidates]).
+std::vector<AlgoInfo> kernel_infos(const ConvDesc& desc, Direction direction) {
+  std::vector<AlgoInfo> infos = depthwise_candidates(desc, direction);
+  for (AlgoInfo& info : narrow_candidates(desc, direction)) infos.push_back(std::move(info));
+  return infos;
+}
+
+bool is_kernel_id(const std::string& id) { return is_depthwise_id(id) || is_narrow_id(id); }
+
+std::shared_ptr<detail::ConvPlan> kernel_plan(std::shared_ptr<Runtime> runtime,
+                                              const ConvDesc& desc, Direction direction,
+                                              const AlgoInfo& info) {
+  if (is_narrow_id(info.id)) return make_narrow_plan(std::move(runtime), desc, direction, info);
+  return make_depthwise_plan(std::move(runtime), desc, direction, info);
 }
 
 // A gemm candidate: `inner` a matmul candidate of `form`'s product, or the unsupported entry
@@ -634,9 +654,9 @@ class CudnnConv final
     for (LegacyCandidate& algorithm : legacy)
       candidates.push_back(legacy_candidate(std::move(algorithm)));
     std::stable_partition(candidates.begin(), candidates.end(), is_supported);
-    // dnnx's depthwise kernels: the supported ones right after the last of cuDNN's heuristics'
-    // top configs that is not runtime-compiled (those move last, below), in their order, the
-    // others last (Note [depthwise candidates]).
+    // dnnx's own kernels: the supported ones right after the last of cuDNN's heuristics' top
+    // configs that is not runtime-compiled (those move last, below), in their order, the others
+    // last (Note [depthwise candidates], Note [narrow-channel candidates]).
     {
       const auto supported_end =
           std::find_if_not(candidates.begin(), candidates.end(), is_supported);
@@ -647,7 +667,7 @@ class CudnnConv final
       // No top config (the heuristics offer nothing supported): after every supported one.
       std::ptrdiff_t at =
           (last_top == candidates.rend() ? supported_end : last_top.base()) - candidates.begin();
-      for (AlgoInfo& info : depthwise_candidates(desc, direction)) {
+      for (AlgoInfo& info : kernel_infos(desc, direction)) {
         if (info.supported) {
           candidates.insert(candidates.begin() + at++, kernel_candidate(std::move(info)));
         } else {
@@ -890,8 +910,8 @@ class CudnnConv final
       if (conv_folds(desc).empty() || off.empty()) return std::nullopt;
       return folds_off_candidate(std::move(off));
     }
-    if (is_depthwise_id(id)) {
-      for (AlgoInfo& info : depthwise_candidates(desc, direction)) {
+    if (is_kernel_id(id)) {
+      for (AlgoInfo& info : kernel_infos(desc, direction)) {
         if (info.id == id) return kernel_candidate(std::move(info));
       }
       return std::nullopt;
@@ -979,8 +999,7 @@ class CudnnConv final
                                  [&] { return build(candidate.inner_desc, direction, inner); });
         return wrapped_plan(desc, direction, candidate, std::move(inner_plan));
       }
-      case Candidate::Kind::kernel:
-        return make_depthwise_plan(runtime_, desc, direction, candidate.info);
+      case Candidate::Kind::kernel: return kernel_plan(runtime_, desc, direction, candidate.info);
       case Candidate::Kind::gemm: return gemm_plan(desc, direction, candidate);
       case Candidate::Kind::im2col: return im2col_plan(desc, direction, candidate);
       case Candidate::Kind::taps:
@@ -1321,7 +1340,7 @@ class CudnnConv final
                                   candidate.legacy);
           break;
         case Candidate::Kind::kernel:
-          plan = make_depthwise_plan(runtime_, desc, direction, unlisted_info(candidate.info.id));
+          plan = kernel_plan(runtime_, desc, direction, unlisted_info(candidate.info.id));
           break;
         case Candidate::Kind::gemm:  // the slice's product, if the matmul lists this id for it
           plan = gemm_plan(desc, direction, candidate);

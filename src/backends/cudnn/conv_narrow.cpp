@@ -1,0 +1,147 @@
+// Note [narrow-channel candidates]
+// The backward data pass of a convolution with few input channels (a network's first layer on
+// RGB or grey images and clips, or a head producing a few maps) is a product whose output has C
+// columns, and cuDNN's engines tile that side by 32 or more: most of their work is padding
+// (kernels/narrow.cu, Note [narrow backward data]). dnnx's kernel there tiles it by 8. It is
+// listed for every convolution as one id, unsupported with its reason outside its domain:
+//   cudnn:kernel:narrow:mma  bwd_data, groups 1, at most 8 input channels, channels_last, f16 or
+//                            bf16 (f32 accumulation); any spatial rank, kernel size, stride,
+//                            per-side padding and dilation
+// It needs workspace for the weights in the tensor cores' operand layout (Note [narrow weight
+// fragments]), is deterministic (each diff_src element summed by one thread in a fixed order)
+// and overwrites its output. Like the depthwise kernels (Note [depthwise candidates]), a
+// supported one comes right after the last config cuDNN's heuristics rank first that is not
+// runtime-compiled.
+
+#include "backends/cudnn/conv_narrow.hpp"
+
+#include "backends/cudnn/check.hpp"
+#include "backends/cudnn/conv_common.hpp"
+#include "backends/cudnn/kernels/narrow.hpp"
+#include "core/check.hpp"
+#include "core/strings.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+namespace dnnx::cudnn {
+namespace {
+
+constexpr int max_channels = 8;
+constexpr std::int64_t max_int = (std::int64_t{1} << 31) - 1;
+
+// Why the kernel cannot run (desc, direction) ("" when it can), checked before the kernel's own
+// bounds (kernels::narrow_unsupported) so that sizes reach its int fields intact.
+std::string exclusion(const ConvDesc& desc, Direction direction) {
+  if (direction != Direction::bwd_data) return "the narrow-channel kernel runs bwd_data only";
+  if (desc.groups != 1)
+    return detail::cat("the narrow-channel kernel needs groups 1, got groups=", desc.groups);
+  if (desc.in_channels > max_channels) {
+    return detail::cat("the narrow-channel kernel produces at most ", max_channels,
+                       " input channels, got in_channels=", desc.in_channels);
+  }
+  if (desc.dtype != DType::f16 && desc.dtype != DType::bf16)
+    return "the narrow-channel kernel runs f16 and bf16 (tensor cores; f32 has no TF32 here)";
+  if (desc.layout != Layout::channels_last)
+    return "the narrow-channel kernel needs the channels_last layout";
+  if (desc.out_channels > max_int) return "out_channels beyond 2^31";
+  for (int i = 0; i < desc.spatial_dims; ++i) {
+    const auto s = static_cast<std::size_t>(i);
+    for (const std::int64_t value : {desc.input[s], desc.output_size(i), desc.kernel[s],
+                                     desc.stride[s], desc.pad_before[s], desc.dilation[s]}) {
+      if (value > max_int) return "spatial sizes, strides, paddings or dilations beyond 2^31";
+    }
+  }
+  return {};
+}
+
+// The desc as the kernel sees it (exclusion(desc, bwd_data) empty).
+kernels::NarrowShape kernel_shape(const ConvDesc& desc) {
+  kernels::NarrowShape shape;
+  shape.batch = desc.batch;
+  shape.channels = static_cast<int>(desc.in_channels);
+  shape.out_channels = static_cast<int>(desc.out_channels);
+  const int offset = 3 - desc.spatial_dims;  // 1-D and 2-D: leading dims of size 1
+  for (int i = 0; i < desc.spatial_dims; ++i) {
+    const auto s = static_cast<std::size_t>(i);
+    const auto t = static_cast<std::size_t>(i + offset);
+    shape.input[t] = static_cast<int>(desc.input[s]);
+    shape.output[t] = static_cast<int>(desc.output_size(i));
+    shape.kernel[t] = static_cast<int>(desc.kernel[s]);
+    shape.stride[t] = static_cast<int>(desc.stride[s]);
+    shape.pad_before[t] = static_cast<int>(desc.pad_before[s]);
+    shape.dilation[t] = static_cast<int>(desc.dilation[s]);
+  }
+  shape.type = desc.dtype == DType::bf16 ? kernels::NarrowType::bf16 : kernels::NarrowType::f16;
+  return shape;
+}
+
+AlgoInfo info_of(const ConvDesc& desc, Direction direction) {
+  AlgoInfo info;
+  info.id = narrow_id;
+  info.name = "dnnx narrow-channel kernel (tensor cores, 8 columns)";
+  info.deterministic = true;
+  info.notes = {"kernel", "narrow", "tensor_cores"};
+  info.reason = exclusion(desc, direction);
+  if (info.reason.empty()) {
+    const kernels::NarrowShape shape = kernel_shape(desc);
+    if (const char* reason = kernels::narrow_unsupported(shape))
+      info.reason = reason;
+    else
+      info.workspace_bytes = kernels::narrow_bwd_data_workspace_bytes(shape);
+  }
+  info.supported = info.reason.empty();
+  return info;
+}
+
+class NarrowPlan final : public detail::ConvPlan {
+ public:
+  NarrowPlan(std::shared_ptr<Runtime> runtime, const ConvDesc& desc, AlgoInfo info)
+      : runtime_(std::move(runtime)),
+        info_(std::move(info)),
+        context_(conv_context(desc, Direction::bwd_data, info_.id)),
+        shape_(kernel_shape(desc)) {}
+
+  const AlgoInfo& algo() const override { return info_; }
+
+  void execute(const detail::ConvArgs& args, detail::Workspace workspace) override {
+    const BoundTensors t = bind_tensors(args, Direction::bwd_data, context_);
+    check_workspace(workspace, info_.workspace_bytes, context_);
+    runtime_->make_current();
+    DNNX_CUDNN_CHECK(kernels::narrow_bwd_data(shape_, t.first, t.second, t.output, workspace.data,
+                                              runtime_->stream()),
+                     context_, "launching the narrow-channel backward data kernel");
+  }
+
+ private:
+  std::shared_ptr<Runtime> runtime_;
+  AlgoInfo info_;
+  ErrorContext context_;
+  kernels::NarrowShape shape_;
+};
+
+}  // namespace
+
+std::vector<AlgoInfo> narrow_candidates(const ConvDesc& desc, Direction direction) {
+  return {info_of(desc, direction)};
+}
+
+bool is_narrow_id(const std::string& id) { return id == narrow_id; }
+
+std::shared_ptr<detail::ConvPlan> make_narrow_plan(std::shared_ptr<Runtime> runtime,
+                                                   const ConvDesc& desc, Direction direction,
+                                                   const AlgoInfo& info) {
+  const ErrorContext context = conv_context(desc, direction, info.id);
+  if (!is_narrow_id(info.id)) {
+    detail::raise(ErrorKind::Internal, detail::cat(info.id, " is not the narrow-channel kernel"),
+                  context);
+  }
+  // The entry for this desc: a probe's info may come from a listing of another desc.
+  AlgoInfo own = info_of(desc, direction);
+  if (!own.supported) detail::raise(ErrorKind::Unsupported, own.reason, context);
+  own.priority = info.priority;
+  return std::make_shared<NarrowPlan>(std::move(runtime), desc, std::move(own));
+}
+
+}  // namespace dnnx::cudnn

@@ -1,0 +1,355 @@
+// dnnx's tensor-core backward data kernel for convolutions with few input channels
+// (kernels/narrow.hpp).
+//
+// Note [narrow backward data]
+// The backward data pass of a convolution with C input channels is a product of M = N x input
+// positions rows by K x kernel volume (the diff_dst channels at each tap whose window holds the
+// position) by C columns. cuDNN's engines tile the C side by 32 or more, so with the 3 channels
+// of a network's first layer most of their tensor-core work is padding: C3D's conv1a (batch 30,
+// 3 x 16 x 112 x 112, 3x3x3, 64 channels) takes about 2.8 ms in f16 on an H200 with cuDNN's best
+// engine and PyTorch's, where reading diff_dst once takes about 0.2 ms. This kernel tiles C by
+// 8, the narrowest tensor-core product (mma.sync m16n8k16: 16 rows x 16 of the reduction x 8
+// columns, f32 accumulators), at most 8 channels:
+// - A warp owns 4 tiles of 16 rows, a thread 2 rows of each (the product's fragment layout); the
+//   rows are input positions of one stride phase (each dim's position mod its stride), which a
+//   block shares (grid.y), so that the taps that reach the phase are known to the whole block and
+//   the others are skipped: at stride 2 in 2-D a quarter of the taps, and no product of zeros.
+//   Along W consecutive rows are consecutive positions of the phase, whose diff_dst positions at
+//   a tap are consecutive too.
+// - For each tap that reaches the phase, and each chunk of 32 diff_dst channels, a thread loads
+//   the 8 channels its fragment holds of each of its rows (one 16-byte load when K is a multiple
+//   of 8 and the pointer aligned; zero for a row whose tap falls outside diff_dst) and its
+//   fragment of the weights (Note [narrow weight fragments]), and runs two products per tile.
+//   The reduction's order within a chunk is permuted (thread t's 8 consecutive channels stand
+//   for the fragment's columns 2t, 2t+1, 2t+8, 2t+9 of two products): the same permutation on
+//   both operands leaves the sum a sum over the same products.
+// - Each diff_src element is written once by the thread that holds its accumulator, converted
+//   from f32; rows without a tap get 0. The order of the sum is fixed by the shape: bitwise
+//   reproducible, no atomics.
+// Data reuse between taps (a diff_dst element is read once per tap whose window holds it) goes
+// through L1 and L2: a block's rows are 256 consecutive positions, whose neighbours' rows the
+// other taps read.
+//
+// Note [narrow weight fragments]
+// Each thread of a warp needs, per tap and chunk, the weights of its fragment: column (channel)
+// lane / 4, the 8 diff_dst channels chunk * 32 + (lane % 4) * 8 + 0..7, which in the weights'
+// K, taps, C layout are kernel volume x C elements apart. A first launch rearranges the weights
+// into the workspace as [tap][chunk][lane][8] (zero for channels beyond C or K), so that each
+// thread's fragment is one aligned 16-byte load, a warp's 512 contiguous bytes, the same for
+// every warp of the grid (L1 and L2 hits). It runs on every call: the weights change between
+// calls.
+
+#include "backends/cudnn/kernels/common.cuh"
+#include "backends/cudnn/kernels/narrow.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+namespace dnnx::cudnn::kernels {
+namespace {
+
+constexpr int max_channels = 8;
+constexpr int chunk_channels = 32;  // diff_dst channels per step: two m16n8k16 products
+constexpr int warps = 8;
+constexpr int tiles = 2;  // tiles of 16 rows per warp
+constexpr int block_threads = warps * warp_size;
+constexpr int block_rows = warps * tiles * 16;
+constexpr int min_blocks = 2;  // per SM: 16 warps, up to 128 registers a thread
+constexpr int fragment_threads = 256;
+constexpr std::int64_t max_coordinate = std::int64_t{1} << 29;
+constexpr std::int64_t max_phases = 65535;
+constexpr std::int64_t max_fragments = std::int64_t{1} << 26;  // taps x chunks
+constexpr std::int64_t max_rows = std::int64_t{1} << 38;
+
+struct Geo {
+  int in[3], out[3], k[3], s[3], p[3], d[3];
+  int j[3];  // positions of a phase along each dim, at most: ceil(in / s)
+  int channels, out_channels, chunks, kvol;
+  std::int64_t batch;
+  std::int64_t rows;  // N x j[0] x j[1] x j[2]
+};
+
+int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+Geo geo_of(const NarrowShape& shape) {
+  Geo g{};
+  for (int i = 0; i < 3; ++i) {
+    g.in[i] = shape.input[i];
+    g.out[i] = shape.output[i];
+    g.k[i] = shape.kernel[i];
+    g.s[i] = shape.stride[i];
+    g.p[i] = shape.pad_before[i];
+    g.d[i] = shape.dilation[i];
+    g.j[i] = ceil_div(shape.input[i], shape.stride[i]);
+  }
+  g.channels = shape.channels;
+  g.out_channels = shape.out_channels;
+  g.chunks = ceil_div(shape.out_channels, chunk_channels);
+  g.kvol = shape.kernel[0] * shape.kernel[1] * shape.kernel[2];
+  g.batch = shape.batch;
+  g.rows = shape.batch * g.j[0] * g.j[1] * g.j[2];
+  return g;
+}
+
+__device__ __forceinline__ bool inside(int x, int size) {
+  return static_cast<unsigned>(x) < static_cast<unsigned>(size);
+}
+
+// Row r of a phase: its sample n and phase coordinates (z, y, x) along D, H, W.
+struct Row {
+  std::int64_t n;
+  int z, y, x;
+};
+__device__ __forceinline__ Row row_of(const Geo& g, std::int64_t r) {
+  Row row;
+  row.x = static_cast<int>(r % g.j[2]);
+  r /= g.j[2];
+  row.y = static_cast<int>(r % g.j[1]);
+  r /= g.j[1];
+  row.z = static_cast<int>(r % g.j[0]);
+  row.n = r / g.j[0];
+  return row;
+}
+
+// D += A * B on the tensor cores: A 16 x 16 (row major), B 16 x 8 (column major), f32 D.
+template <typename T>
+__device__ __forceinline__ void mma(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
+                                    unsigned a3, unsigned b0, unsigned b1);
+template <>
+__device__ __forceinline__ void mma<__half>(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
+                                            unsigned a3, unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+template <>
+__device__ __forceinline__ void mma<__nv_bfloat16>(float (&d)[4], unsigned a0, unsigned a1,
+                                                   unsigned a2, unsigned a3, unsigned b0,
+                                                   unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// Note [narrow weight fragments]: wf[tap][chunk][lane][8] from w (K, taps, C).
+template <typename T>
+__global__ void __launch_bounds__(fragment_threads)
+    fragments_kernel(const T* __restrict__ w, Pack<T, 8>* __restrict__ wf, int channels,
+                     int out_channels, int kvol, int chunks) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * fragment_threads +
+                         static_cast<std::int64_t>(threadIdx.x);
+  if (i >= static_cast<std::int64_t>(kvol) * chunks * warp_size) return;
+  const int lane = static_cast<int>(i % warp_size);
+  const std::int64_t q = i / warp_size;
+  const int chunk = static_cast<int>(q % chunks);
+  const int tap = static_cast<int>(q / chunks);
+  const int c = lane / 4;
+  const int k0 = chunk * chunk_channels + (lane % 4) * 8;
+  Pack<T, 8> out;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    const int k = k0 + e;
+    out.v[e] = c < channels && k < out_channels
+                   ? w[(static_cast<std::int64_t>(k) * kvol + tap) * channels + c]
+                   : from_float<T>(0.0f);
+  }
+  wf[i] = out;
+}
+
+// The 8 channels k..k+7 of a diff_dst position (p null: outside diff_dst), zero beyond K.
+template <typename T, bool Vec>
+__device__ __forceinline__ uint4 load8(const T* p, int k, int out_channels) {
+  uint4 v = make_uint4(0u, 0u, 0u, 0u);
+  if (p == nullptr || k >= out_channels) return v;
+  if constexpr (Vec) {
+    v = __ldg(reinterpret_cast<const uint4*>(p + k));
+  } else {
+    Pack<T, 8> pack;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) pack.v[e] = k + e < out_channels ? p[k + e] : from_float<T>(0.0f);
+    v = *reinterpret_cast<const uint4*>(&pack);
+  }
+  return v;
+}
+
+// Note [narrow backward data]. Vec: K a multiple of 8 and diff_dst 16-byte aligned.
+template <typename T, bool Vec>
+__global__ void __launch_bounds__(block_threads, min_blocks)
+    bwd_data_kernel(Geo g, const T* __restrict__ dy, const uint4* __restrict__ wf,
+                    T* __restrict__ dx) {
+  const int lane = static_cast<int>(threadIdx.x) % warp_size;
+  const int warp = static_cast<int>(threadIdx.x) / warp_size;
+  const int group = lane / 4;  // the fragment's row (and, in B and D, its column)
+  const int quad = lane % 4;
+  int phase = static_cast<int>(blockIdx.y);
+  const int rw = phase % g.s[2];
+  phase /= g.s[2];
+  const int rh = phase % g.s[1];
+  const int rd = phase / g.s[1];
+  const std::int64_t first =
+      static_cast<std::int64_t>(blockIdx.x) * block_rows + warp * (tiles * 16);
+
+  // Each row's phase coordinates and its diff_dst offset at a tap shift of 0 (jd, jh, jw as
+  // output coordinates); jw < 0 marks a row outside diff_src.
+  std::int64_t base[tiles][2];
+  int jd[tiles][2], jh[tiles][2], jw[tiles][2];
+#pragma unroll
+  for (int t = 0; t < tiles; ++t) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const Row r = row_of(g, first + t * 16 + group + h * 8);
+      const bool ok = r.n < g.batch && r.z * g.s[0] + rd < g.in[0] && r.y * g.s[1] + rh < g.in[1] &&
+                      r.x * g.s[2] + rw < g.in[2];
+      jd[t][h] = r.z;
+      jh[t][h] = r.y;
+      jw[t][h] = ok ? r.x : -(1 << 30);
+      base[t][h] = (((r.n * g.out[0] + r.z) * g.out[1] + r.y) * g.out[2] + r.x) *
+                   static_cast<std::int64_t>(g.out_channels);
+    }
+  }
+
+  float acc[tiles][4];
+#pragma unroll
+  for (int t = 0; t < tiles; ++t) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[t][e] = 0.0f;
+  }
+
+  for (int td = 0; td < g.k[0]; ++td) {
+    const int nd = rd + g.p[0] - td * g.d[0];
+    if (nd % g.s[0] != 0) continue;
+    const int od = nd / g.s[0];
+    for (int th = 0; th < g.k[1]; ++th) {
+      const int nh = rh + g.p[1] - th * g.d[1];
+      if (nh % g.s[1] != 0) continue;
+      const int oh = nh / g.s[1];
+      for (int tw = 0; tw < g.k[2]; ++tw) {
+        const int nw = rw + g.p[2] - tw * g.d[2];
+        if (nw % g.s[2] != 0) continue;
+        const int ow = nw / g.s[2];
+        const int tap = (td * g.k[1] + th) * g.k[2] + tw;
+        const std::int64_t shift =
+            ((static_cast<std::int64_t>(od) * g.out[1] + oh) * g.out[2] + ow) * g.out_channels;
+        const T* p[tiles][2];
+#pragma unroll
+        for (int t = 0; t < tiles; ++t) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const bool in = inside(jd[t][h] + od, g.out[0]) && inside(jh[t][h] + oh, g.out[1]) &&
+                            inside(jw[t][h] + ow, g.out[2]);
+            p[t][h] = in ? dy + base[t][h] + shift : nullptr;
+          }
+        }
+        const uint4* frag = wf + static_cast<std::int64_t>(tap) * g.chunks * warp_size + lane;
+        for (int chunk = 0; chunk < g.chunks; ++chunk) {
+          const uint4 b = __ldg(frag + chunk * warp_size);
+          const int k = chunk * chunk_channels + quad * 8;
+#pragma unroll
+          for (int t = 0; t < tiles; ++t) {
+            const uint4 lo = load8<T, Vec>(p[t][0], k, g.out_channels);
+            const uint4 hi = load8<T, Vec>(p[t][1], k, g.out_channels);
+            mma<T>(acc[t], lo.x, hi.x, lo.y, hi.y, b.x, b.y);
+            mma<T>(acc[t], lo.z, hi.z, lo.w, hi.w, b.z, b.w);
+          }
+        }
+      }
+    }
+  }
+
+  // D's fragment: rows group and group + 8, columns (channels) 2 * quad and 2 * quad + 1.
+  const int c0 = 2 * quad;
+  if (c0 >= g.channels) return;
+#pragma unroll
+  for (int t = 0; t < tiles; ++t) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (jw[t][h] < 0) continue;
+      const Row r = row_of(g, first + t * 16 + group + h * 8);
+      const int id = r.z * g.s[0] + rd;
+      const int ih = r.y * g.s[1] + rh;
+      const int iw = r.x * g.s[2] + rw;
+      T* out = dx + (((r.n * g.in[0] + id) * g.in[1] + ih) * g.in[2] + iw) * g.channels + c0;
+      out[0] = from_float<T>(acc[t][2 * h]);
+      if (c0 + 1 < g.channels) out[1] = from_float<T>(acc[t][2 * h + 1]);
+    }
+  }
+}
+
+template <typename T>
+cudaError_t bwd_data_typed(const NarrowShape& shape, const void* diff_dst, const void* weights,
+                           void* diff_src, void* workspace, cudaStream_t stream) {
+  const Geo g = geo_of(shape);
+  const std::int64_t fragments = static_cast<std::int64_t>(g.kvol) * g.chunks * warp_size;
+  fragments_kernel<T>
+      <<<static_cast<unsigned>((fragments + fragment_threads - 1) / fragment_threads),
+         fragment_threads, 0, stream>>>(static_cast<const T*>(weights),
+                                        static_cast<Pack<T, 8>*>(workspace), g.channels,
+                                        g.out_channels, g.kvol, g.chunks);
+  if (const cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
+  const dim3 grid(static_cast<unsigned>((g.rows + block_rows - 1) / block_rows),
+                  static_cast<unsigned>(g.s[0] * g.s[1] * g.s[2]));
+  const bool vec = g.out_channels % 8 == 0 && reinterpret_cast<std::uintptr_t>(diff_dst) % 16 == 0;
+  const auto* dy = static_cast<const T*>(diff_dst);
+  const auto* wf = static_cast<const uint4*>(workspace);
+  auto* dx = static_cast<T*>(diff_src);
+  if (vec)
+    bwd_data_kernel<T, true><<<grid, block_threads, 0, stream>>>(g, dy, wf, dx);
+  else
+    bwd_data_kernel<T, false><<<grid, block_threads, 0, stream>>>(g, dy, wf, dx);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+const char* narrow_unsupported(const NarrowShape& shape) {
+  if (shape.channels < 1 || shape.channels > max_channels)
+    return "the narrow-channel kernel produces at most 8 input channels";
+  std::int64_t phases = 1;
+  std::int64_t rows = shape.batch;
+  for (int i = 0; i < 3; ++i) {
+    for (const std::int64_t v :
+         {std::int64_t{shape.input[i]}, std::int64_t{shape.output[i]},
+          std::int64_t{shape.kernel[i]}, std::int64_t{shape.stride[i]},
+          std::int64_t{shape.pad_before[i]}, std::int64_t{shape.dilation[i]}}) {
+      if (v >= max_coordinate)
+        return "spatial sizes, strides, paddings or dilations of 2^29 or more";
+    }
+    phases *= shape.stride[i];
+    rows *= (shape.input[i] + shape.stride[i] - 1) / shape.stride[i];
+    if (rows >= max_rows) return "N x input positions of 2^38 or more";
+  }
+  if (phases > max_phases) return "a stride product (stride phases) beyond 65535";
+  const std::int64_t taps = std::int64_t{shape.kernel[0]} * shape.kernel[1] * shape.kernel[2];
+  const std::int64_t chunks =
+      (std::int64_t{shape.out_channels} + chunk_channels - 1) / chunk_channels;
+  if (taps * chunks >= max_fragments)
+    return "kernel volume x ceil(out_channels / 32) of 2^26 or more";
+  return nullptr;
+}
+
+std::size_t narrow_bwd_data_workspace_bytes(const NarrowShape& shape) {
+  const Geo g = geo_of(shape);
+  return static_cast<std::size_t>(g.kvol) * static_cast<std::size_t>(g.chunks) * warp_size *
+         sizeof(uint4);
+}
+
+cudaError_t narrow_bwd_data(const NarrowShape& shape, const void* diff_dst, const void* weights,
+                            void* diff_src, void* workspace, cudaStream_t stream) {
+  if (narrow_unsupported(shape) != nullptr) return cudaErrorInvalidValue;
+  if (shape.batch == 0) return cudaSuccess;  // diff_src is empty
+  switch (shape.type) {
+    case NarrowType::f16:
+      return bwd_data_typed<__half>(shape, diff_dst, weights, diff_src, workspace, stream);
+    case NarrowType::bf16:
+      return bwd_data_typed<__nv_bfloat16>(shape, diff_dst, weights, diff_src, workspace, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace dnnx::cudnn::kernels

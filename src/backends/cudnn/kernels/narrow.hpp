@@ -1,0 +1,51 @@
+#pragma once
+// dnnx's tensor-core kernel for the backward data pass of convolutions with few input channels
+// (cudnn:kernel:narrow:mma): groups 1, at most 8 input channels, 1/2/3 spatial dims, any kernel
+// size, stride, per-side padding and dilation, channels_last, f16/bf16 storage with f32
+// accumulation. Plain pointers, sizes and a stream; no cuDNN types. The work split: Note
+// [narrow backward data] in narrow.cu.
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dnnx::cudnn::kernels {
+
+/// Element type of every tensor.
+enum class NarrowType : int { f16 = 1, bf16 = 2 };
+
+/// One convolution in 3 spatial dims (D, H, W): 1-D and 2-D convolutions have leading dims of size
+/// 1 (kernel 1, stride 1, dilation 1, no padding). Tensors are dense and channels_last: diff_src
+/// N, D, H, W, C; diff_dst N, out, K; weights K, KD, KH, KW, C. Padding after each dim is implied
+/// by `output`.
+struct NarrowShape {
+  std::int64_t batch = 1;
+  int channels = 1;      ///< C: the input channels, the ones bwd_data produces (at most 8)
+  int out_channels = 1;  ///< K: the channels of diff_dst, reduced over
+  int input[3] = {1, 1, 1};
+  int output[3] = {1, 1, 1};
+  int kernel[3] = {1, 1, 1};
+  int stride[3] = {1, 1, 1};
+  int pad_before[3] = {0, 0, 0};
+  int dilation[3] = {1, 1, 1};
+  NarrowType type = NarrowType::f16;
+};
+
+/// Why the kernel cannot run `shape` (a static string), or nullptr when it can: at most 8
+/// channels, spatial coordinates below 2^29, a stride product of at most 65535, kernel volume x
+/// ceil(K / 32) below 2^26 and N x input positions below 2^38.
+const char* narrow_unsupported(const NarrowShape& shape);
+
+/// Workspace bytes narrow_bwd_data needs: the weights rearranged into the tensor cores' operand
+/// layout (Note [narrow weight fragments] in narrow.cu). A function of the shape only.
+std::size_t narrow_bwd_data_workspace_bytes(const NarrowShape& shape);
+
+/// diff_src = gradient w.r.t. src, queued on `stream`: a gather, each diff_src element written
+/// once by one thread, its sum in a fixed order (deterministic, no atomics). `workspace` holds
+/// narrow_bwd_data_workspace_bytes(shape) bytes, aligned to 16. Returns the launch status
+/// (cudaErrorInvalidValue when the kernel cannot run the shape).
+cudaError_t narrow_bwd_data(const NarrowShape& shape, const void* diff_dst, const void* weights,
+                            void* diff_src, void* workspace, cudaStream_t stream);
+
+}  // namespace dnnx::cudnn::kernels

@@ -1,0 +1,210 @@
+// dnnx's narrow-channel backward data kernel in the cudnn backend (cudnn:kernel:narrow:mma, Note
+// [narrow-channel candidates]): where it is listed as supported and why not (host-side, runs
+// without a GPU), then on a GPU against the reference backend over a case table (1, 2, 3, 5 and 8
+// input channels; diff_dst channel counts that are multiples of 32, of 8 only, and of neither;
+// stride 1, 2, 3 and per-dim strides, a stride larger than the kernel, dilation, per-side padding,
+// 1-D, 2-D and 3-D, rows of several blocks), in f16 and bf16, the overwrite of the output and
+// bitwise determinism, and an exhaustive search that times it.
+
+#include <dnnx/algo.hpp>
+#include <dnnx/context.hpp>
+#include <dnnx/error.hpp>
+#include <dnnx/ops/conv.hpp>
+#include <dnnx/tensor.hpp>
+
+#include "backends/cudnn/conv_narrow.hpp"
+#include "support/compare.hpp"
+#include "support/conv.hpp"
+#include "support/gpu.hpp"
+#include "support/random.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace dnnx {
+namespace {
+
+const std::string narrow = cudnn::narrow_id;
+
+struct Case {
+  std::string name;
+  ConvDesc desc;  // f16 channels_last; the GPU test runs it in bf16 too
+};
+
+ConvDesc conv(const Dims& src, const Dims& weights, const std::vector<std::int64_t>& stride,
+              const std::vector<std::int64_t>& pad,
+              const std::vector<std::int64_t>& dilation = {1}) {
+  ConvDesc desc = ConvDesc::from_shapes(src, weights, stride, pad, dilation, 1, DType::f16);
+  desc.layout = Layout::channels_last;
+  return desc;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> table{
+      {"3d_3x3x3_c3_k64", conv({2, 3, 5, 9, 10}, {64, 3, 3, 3, 3}, {1}, {1})},
+      {"2d_7x7_stride2_c3_k64", conv({2, 3, 23, 21}, {64, 3, 7, 7}, {2}, {3})},
+      {"2d_3x3_stride2_c3_k32", conv({3, 3, 17, 16}, {32, 3, 3, 3}, {2}, {1})},
+      {"2d_3x3_c1_k16_unpadded", conv({1, 1, 40, 41}, {16, 1, 3, 3}, {1}, {0})},
+      {"2d_3x3_c8_k40", conv({2, 8, 12, 13}, {40, 8, 3, 3}, {1}, {1})},
+      {"2d_3x3_dilation2_c5_k37", conv({2, 5, 14, 11}, {37, 5, 3, 3}, {1}, {2}, {2})},
+      {"1d_k5_stride3_c2_k24", conv({3, 2, 50}, {24, 2, 5}, {3}, {2})},
+      {"2d_stride_2x1_c3_k16", conv({2, 3, 15, 12}, {16, 3, 5, 3}, {2, 1}, {2, 1})},
+      {"2d_stride3_larger_than_kernel2_c3_k8", conv({2, 3, 13, 14}, {8, 3, 2, 2}, {3}, {0})},
+      {"3d_1x7x7_stride_1x2x2_c3_k45",
+       conv({2, 3, 3, 16, 15}, {45, 3, 1, 7, 7}, {1, 2, 2}, {0, 3, 3})},
+      {"2d_1x1_c4_k64", conv({2, 4, 9, 7}, {64, 4, 1, 1}, {1}, {0})},
+      {"2d_rows_of_several_blocks_c3_k96", conv({1, 3, 61, 67}, {96, 3, 3, 3}, {1}, {1})},
+  };
+  // Per-side padding: after only (TensorFlow's SAME at stride 2), and before only.
+  ConvDesc after = conv({2, 3, 12, 11}, {32, 3, 3, 3}, {2}, {0});
+  after.pad_after = {1, 1, 0};
+  table.push_back({"3x3_stride2_pad_after_only", after});
+  ConvDesc before = conv({2, 2, 10, 9}, {16, 2, 3, 3}, {1}, {0});
+  before.pad_before = {2, 1, 0};
+  table.push_back({"3x3_pad_before_only", before});
+  for (Case& c : table) c.desc.validate();
+  return table;
+}
+
+std::string reason(const ConvDesc& desc, Direction direction) {
+  const std::vector<AlgoInfo> infos = cudnn::narrow_candidates(desc, direction);
+  EXPECT_EQ(infos.size(), 1u);
+  return infos.empty() ? std::string("(not listed)") : infos[0].reason;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The listing (host-side: no GPU needed).
+
+TEST(CudnnConvNarrow, ListsOneCandidateWithItsDomain) {
+  const ConvDesc desc = conv({2, 3, 9, 9}, {64, 3, 3, 3}, {1}, {1});
+  const std::vector<AlgoInfo> infos = cudnn::narrow_candidates(desc, Direction::bwd_data);
+  ASSERT_EQ(infos.size(), 1u);
+  const AlgoInfo& info = infos[0];
+  EXPECT_EQ(info.id, narrow);
+  EXPECT_TRUE(cudnn::is_narrow_id(info.id));
+  EXPECT_FALSE(cudnn::is_narrow_id("cudnn:kernel:narrow:"));
+  EXPECT_TRUE(info.supported) << info.reason;
+  EXPECT_TRUE(info.deterministic);
+  EXPECT_TRUE(info.has_note("kernel"));
+  EXPECT_TRUE(info.has_note("tensor_cores"));
+  // The weights' fragments (Note [narrow weight fragments]): 9 taps x 2 chunks of 32 channels x
+  // 32 lanes x 16 bytes.
+  EXPECT_EQ(info.workspace_bytes, 9u * 2u * 32u * 16u);
+  // 40 diff_dst channels: two chunks as well.
+  EXPECT_EQ(
+      cudnn::narrow_candidates(conv({2, 3, 9, 9}, {40, 3, 3, 3}, {1}, {1}), Direction::bwd_data)[0]
+          .workspace_bytes,
+      9u * 2u * 32u * 16u);
+  ConvDesc bf16 = desc;
+  bf16.dtype = DType::bf16;
+  EXPECT_EQ(reason(bf16, Direction::bwd_data), "");
+}
+
+TEST(CudnnConvNarrow, SaysWhyItCannotRun) {
+  const ConvDesc desc = conv({2, 3, 9, 9}, {64, 3, 3, 3}, {1}, {1});
+  EXPECT_NE(reason(desc, Direction::fwd).find("bwd_data only"), std::string::npos);
+  EXPECT_NE(reason(desc, Direction::bwd_weights).find("bwd_data only"), std::string::npos);
+  ConvDesc f32 = desc;
+  f32.dtype = DType::f32;
+  EXPECT_NE(reason(f32, Direction::bwd_data).find("f16 and bf16"), std::string::npos);
+  ConvDesc first = desc;
+  first.layout = Layout::channels_first;
+  EXPECT_NE(reason(first, Direction::bwd_data).find("channels_last"), std::string::npos);
+  const ConvDesc wide = conv({2, 9, 9, 9}, {64, 9, 3, 3}, {1}, {1});
+  EXPECT_NE(reason(wide, Direction::bwd_data).find("at most 8 input channels"), std::string::npos);
+  EXPECT_NE(reason(wide, Direction::bwd_data).find("in_channels=9"), std::string::npos);
+  ConvDesc grouped =
+      ConvDesc::from_shapes({2, 4, 9, 9}, {8, 2, 3, 3}, {1}, {1}, {1}, 2, DType::f16);
+  grouped.layout = Layout::channels_last;
+  EXPECT_NE(reason(grouped, Direction::bwd_data).find("groups 1"), std::string::npos);
+  // Coordinates beyond the kernel's 32-bit arithmetic, and beyond int.
+  ConvDesc huge = conv({1, 3, 4, 4}, {8, 3, 3, 3}, {1}, {1});
+  huge.pad_before[0] = huge.pad_after[0] = std::int64_t{1} << 29;
+  EXPECT_NE(reason(huge, Direction::bwd_data).find("2^29"), std::string::npos);
+  huge.pad_before[0] = huge.pad_after[0] = std::int64_t{1} << 30;
+  EXPECT_NE(reason(huge, Direction::bwd_data).find("2^31"), std::string::npos);
+  const ConvDesc phases = conv({1, 3, 300, 300}, {8, 3, 1, 1}, {256}, {0});
+  EXPECT_NE(reason(phases, Direction::bwd_data).find("65535"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// On a GPU.
+
+// The kernel against the reference in f16 and bf16; the output starts as NaN (an unwritten
+// element fails), and a second run into an output holding the first run's values must give the
+// same bits (overwrite, not accumulate, and determinism).
+TEST(CudnnConvNarrow, MatchesTheReference) {
+  DNNX_REQUIRE_GPU();
+  Context context = test::gpu_test_context();
+  Context reference(BackendKind::reference);
+  reference.set_choice_cache(std::make_shared<ChoiceCache>());
+  std::size_t checked = 0;
+  for (const Case& c : cases()) {
+    for (DType dtype : {DType::f16, DType::bf16}) {
+      ConvDesc desc = c.desc;
+      desc.dtype = dtype;
+      const Direction direction = Direction::bwd_data;
+      const std::string where = c.name + ": " + test::conv_context(desc, direction, narrow);
+      const test::ConvOperands operands =
+          test::random_conv_operands(desc, direction, test::seed_from(desc.key()));
+      const std::vector<float> expected =
+          test::run_conv(reference, desc, direction, operands).output.to_f32();
+      const std::vector<float> scale = test::conv_error_scale(desc, direction, operands);
+      const Dims out_dims = test::conv_output_dims(desc, direction);
+      const std::vector<AlgoInfo> listed = conv_list(context, desc, direction);
+      const auto info = std::find_if(listed.begin(), listed.end(),
+                                     [](const AlgoInfo& a) { return a.id == narrow; });
+      ASSERT_NE(info, listed.end()) << "not listed\n" << where;
+      ASSERT_TRUE(info->supported) << info->reason << "\n" << where;
+      context.tune().policy(direction) = AlgoPolicy::fixed(narrow);
+      const Tensor diff_dst = test::device_copy(operands.diff_dst, context);
+      const Tensor weights = test::device_copy(operands.weights, context);
+      Tensor output =
+          test::device_copy(test::nan_tensor(out_dims, desc.dtype, desc.layout), context);
+      Tensor first, second;
+      try {
+        const auto choice = conv_bwd_data(context, desc, diff_dst, weights, output);
+        EXPECT_EQ(choice->algo.id, narrow) << where;
+        first = test::host_copy_of(output);
+        conv_bwd_data(context, desc, diff_dst, weights, output);
+        second = test::host_copy_of(output);
+      } catch (const Error& error) {
+        ADD_FAILURE() << "listed as supported but failed: " << error.what() << "\n" << where;
+        continue;
+      }
+      const std::vector<float> actual = first.to_f32();
+      EXPECT_TRUE(test::all_finite(actual, out_dims, "output", where));
+      EXPECT_TRUE(test::close_within_scale(actual, expected, scale, out_dims,
+                                           test::conv_tolerance(desc.dtype), "output", where));
+      EXPECT_TRUE(test::bitwise_equal(first, second, "second run", where));
+      ++checked;
+    }
+  }
+  context.tune().policy(Direction::bwd_data) = AlgoPolicy::heuristic();
+  std::cout << "[ cudnn    ] " << narrow << ": " << checked << " runs matched the reference\n";
+  EXPECT_EQ(checked, 2 * cases().size());
+}
+
+// Exhaustive selection times the kernel with cuDNN's candidates.
+TEST(CudnnConvNarrow, ExhaustiveSelectionTimesTheKernel) {
+  DNNX_REQUIRE_GPU();
+  Context context = test::gpu_test_context();
+  const ConvDesc desc = conv({4, 3, 8, 28, 28}, {64, 3, 3, 3, 3}, {1}, {1});
+  const ProfileResult profile = conv_profile(context, desc, Direction::bwd_data);
+  bool timed = false;
+  for (const auto& row : profile.rows) {
+    if (row.algo.id != narrow) continue;
+    EXPECT_TRUE(row.algo.supported) << row.algo.reason;
+    timed = row.status == CandidateStatus::ok || row.status == CandidateStatus::abandoned;
+    EXPECT_TRUE(timed) << to_string(row.status) << " " << row.detail;
+  }
+  EXPECT_TRUE(timed) << profile.table();
+}
+
+}  // namespace
+}  // namespace dnnx
