@@ -59,6 +59,7 @@ std::vector<Case> cases() {
        conv({2, 3, 3, 16, 15}, {45, 3, 1, 7, 7}, {1, 2, 2}, {0, 3, 3})},
       {"2d_1x1_c4_k64", conv({2, 4, 9, 7}, {64, 4, 1, 1}, {1}, {0})},
       {"2d_rows_of_several_blocks_c3_k96", conv({1, 3, 61, 67}, {96, 3, 3, 3}, {1}, {1})},
+      {"2d_7x7_dilation2_c3_k16", conv({1, 3, 30, 70}, {16, 3, 7, 7}, {1}, {6}, {2})},
   };
   // Per-side padding: after only (TensorFlow's SAME at stride 2), and before only.
   ConvDesc after = conv({2, 3, 12, 11}, {32, 3, 3, 3}, {2}, {0});

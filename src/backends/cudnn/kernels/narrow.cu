@@ -10,7 +10,7 @@
 // engine and PyTorch's, where reading diff_dst once takes about 0.2 ms. This kernel tiles C by
 // 8, the narrowest tensor-core product (mma.sync m16n8k16: 16 rows x 16 of the reduction x 8
 // columns, f32 accumulators), at most 8 channels:
-// - A warp owns 4 tiles of 16 rows, a thread 2 rows of each (the product's fragment layout); the
+// - A warp owns 2 tiles of 16 rows, a thread 2 rows of each (the product's fragment layout); the
 //   rows are input positions of one stride phase (each dim's position mod its stride), which a
 //   block shares (grid.y), so that the taps that reach the phase are known to the whole block and
 //   the others are skipped: at stride 2 in 2-D a quarter of the taps, and no product of zeros.
@@ -27,8 +27,18 @@
 //   from f32; rows without a tap get 0. The order of the sum is fixed by the shape: bitwise
 //   reproducible, no atomics.
 // Data reuse between taps (a diff_dst element is read once per tap whose window holds it) goes
-// through L1 and L2: a block's rows are 256 consecutive positions, whose neighbours' rows the
-// other taps read.
+// through L1 and L2 (Note [narrow block tiles]).
+// What it does not reach: on an H200 it ran C3D's conv1a in 2.90 ms against 2.77 for cuDNN's best
+// engine, and the stride-2 stems slower than cuDNN's channel-padded engines (MobileNetV2's stem
+// 0.74 against 0.42 ms, DeepLabV3's 7x7 one 1.35 against 0.63; docs/benchmarks.md, "Narrow-channel
+// backward data"). Nsight Compute on conv1a: issue-bound on integer work (the ALU pipe the
+// busiest at 59%, 2.4 instructions a cycle, 86% L1 hits, DRAM at 4%), at 25% occupancy (2
+// blocks of 256 threads an SM by registers): the per-row tap checks and address arithmetic cost
+// more than the 4 products per tap and chunk they feed. Staging each kernel depth's diff_dst
+// region in shared memory (the block's tile plus the taps' reach) was slower still (3.86 ms on
+// conv1a): the copy's per-element index arithmetic outweighed the checks it removed. It wins
+// where cuDNN's padded engines do worst: U-Net's first layer (1 channel, batch 1, 572 x 572),
+// 0.070 against 0.073 ms.
 //
 // Note [narrow weight fragments]
 // Each thread of a warp needs, per tap and chunk, the weights of its fragment: column (channel)
@@ -55,20 +65,22 @@ constexpr int chunk_channels = 32;  // diff_dst channels per step: two m16n8k16 
 constexpr int warps = 8;
 constexpr int tiles = 2;  // tiles of 16 rows per warp
 constexpr int block_threads = warps * warp_size;
-constexpr int block_rows = warps * tiles * 16;
+constexpr int block_segments = warps * tiles;  // segments of 16 rows (positions along W)
 constexpr int min_blocks = 2;  // per SM: 16 warps, up to 128 registers a thread
 constexpr int fragment_threads = 256;
 constexpr std::int64_t max_coordinate = std::int64_t{1} << 29;
 constexpr std::int64_t max_phases = 65535;
 constexpr std::int64_t max_fragments = std::int64_t{1} << 26;  // taps x chunks
-constexpr std::int64_t max_rows = std::int64_t{1} << 38;
+constexpr std::int64_t max_blocks = (std::int64_t{1} << 31) - 1;  // grid.x
 
 struct Geo {
   int in[3], out[3], k[3], s[3], p[3], d[3];
   int j[3];  // positions of a phase along each dim, at most: ceil(in / s)
   int channels, out_channels, chunks, kvol;
+  int seg_w, seg_h;        // a block's segments of 16 rows along W, and its rows along H
+  int blocks_w, blocks_h;  // blocks along W and H of a phase
   std::int64_t batch;
-  std::int64_t rows;  // N x j[0] x j[1] x j[2]
+  std::int64_t blocks;  // N x j[0] x blocks_h x blocks_w
 };
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
@@ -88,8 +100,14 @@ Geo geo_of(const NarrowShape& shape) {
   g.out_channels = shape.out_channels;
   g.chunks = ceil_div(shape.out_channels, chunk_channels);
   g.kvol = shape.kernel[0] * shape.kernel[1] * shape.kernel[2];
+  // Note [narrow block tiles]: up to 4 segments along W, the rest of the block's 16 along H.
+  const int segments_w = ceil_div(g.j[2], 16);
+  g.seg_w = segments_w >= 4 ? 4 : segments_w >= 2 ? 2 : 1;
+  g.seg_h = block_segments / g.seg_w;
+  g.blocks_w = ceil_div(g.j[2], 16 * g.seg_w);
+  g.blocks_h = ceil_div(g.j[1], g.seg_h);
   g.batch = shape.batch;
-  g.rows = shape.batch * g.j[0] * g.j[1] * g.j[2];
+  g.blocks = shape.batch * g.j[0] * g.blocks_h * g.blocks_w;
   return g;
 }
 
@@ -97,19 +115,38 @@ __device__ __forceinline__ bool inside(int x, int size) {
   return static_cast<unsigned>(x) < static_cast<unsigned>(size);
 }
 
-// Row r of a phase: its sample n and phase coordinates (z, y, x) along D, H, W.
+// A row of a phase: its sample n and phase coordinates (z, y, x) along D, H, W; x < 0 when it
+// lies outside the phase's positions (a block tile's overhang, or beyond the input).
 struct Row {
   std::int64_t n;
   int z, y, x;
 };
-__device__ __forceinline__ Row row_of(const Geo& g, std::int64_t r) {
+
+// Note [narrow block tiles]
+// The taps of a row read diff_dst positions around it, which the rows next to it along H and W
+// read too: a block's rows are a tile of seg_h rows along H by seg_w segments of 16 along W of
+// one (n, D) plane of the phase, not a run of consecutive positions, so that at each kernel
+// depth the diff_dst positions its taps read ((seg_h + KH - 1) x (16 seg_w + KW - 1) at stride
+// 1) can stay in L1 while the block's taps along H and W read them. Segment s of a block (s =
+// warp x tiles + tile) is at row s / seg_w, column s % seg_w of its tile. (On C3D's conv1a: 2.90
+// ms, where a search's run of the earlier layout, 256 consecutive positions a block, took 2.80:
+// the loads are not what bounds this kernel.)
+__device__ __forceinline__ Row row_of(const Geo& g, int phase_d, int phase_h, int phase_w,
+                                      int segment, int lane_row) {
+  std::int64_t b = blockIdx.x;
+  const int bw = static_cast<int>(b % g.blocks_w);
+  b /= g.blocks_w;
+  const int bh = static_cast<int>(b % g.blocks_h);
+  b /= g.blocks_h;
   Row row;
-  row.x = static_cast<int>(r % g.j[2]);
-  r /= g.j[2];
-  row.y = static_cast<int>(r % g.j[1]);
-  r /= g.j[1];
-  row.z = static_cast<int>(r % g.j[0]);
-  row.n = r / g.j[0];
+  row.z = static_cast<int>(b % g.j[0]);
+  row.n = b / g.j[0];
+  row.y = bh * g.seg_h + segment / g.seg_w;
+  row.x = (bw * g.seg_w + segment % g.seg_w) * 16 + lane_row;
+  const bool inside_phase =
+      row.y < g.j[1] && row.x < g.j[2] && row.z * g.s[0] + phase_d < g.in[0] &&
+      row.y * g.s[1] + phase_h < g.in[1] && row.x * g.s[2] + phase_w < g.in[2];
+  if (!inside_phase) row.x = -(1 << 30);
   return row;
 }
 
@@ -192,9 +229,6 @@ __global__ void __launch_bounds__(block_threads, min_blocks)
   phase /= g.s[2];
   const int rh = phase % g.s[1];
   const int rd = phase / g.s[1];
-  const std::int64_t first =
-      static_cast<std::int64_t>(blockIdx.x) * block_rows + warp * (tiles * 16);
-
   // Each row's phase coordinates and its diff_dst offset at a tap shift of 0 (jd, jh, jw as
   // output coordinates); jw < 0 marks a row outside diff_src.
   std::int64_t base[tiles][2];
@@ -203,12 +237,10 @@ __global__ void __launch_bounds__(block_threads, min_blocks)
   for (int t = 0; t < tiles; ++t) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const Row r = row_of(g, first + t * 16 + group + h * 8);
-      const bool ok = r.n < g.batch && r.z * g.s[0] + rd < g.in[0] && r.y * g.s[1] + rh < g.in[1] &&
-                      r.x * g.s[2] + rw < g.in[2];
+      const Row r = row_of(g, rd, rh, rw, warp * tiles + t, group + h * 8);
       jd[t][h] = r.z;
       jh[t][h] = r.y;
-      jw[t][h] = ok ? r.x : -(1 << 30);
+      jw[t][h] = r.x;
       base[t][h] = (((r.n * g.out[0] + r.z) * g.out[1] + r.y) * g.out[2] + r.x) *
                    static_cast<std::int64_t>(g.out_channels);
     }
@@ -270,7 +302,7 @@ __global__ void __launch_bounds__(block_threads, min_blocks)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       if (jw[t][h] < 0) continue;
-      const Row r = row_of(g, first + t * 16 + group + h * 8);
+      const Row r = row_of(g, rd, rh, rw, warp * tiles + t, group + h * 8);
       const int id = r.z * g.s[0] + rd;
       const int ih = r.y * g.s[1] + rh;
       const int iw = r.x * g.s[2] + rw;
@@ -292,8 +324,7 @@ cudaError_t bwd_data_typed(const NarrowShape& shape, const void* diff_dst, const
                                         static_cast<Pack<T, 8>*>(workspace), g.channels,
                                         g.out_channels, g.kvol, g.chunks);
   if (const cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
-  const dim3 grid(static_cast<unsigned>((g.rows + block_rows - 1) / block_rows),
-                  static_cast<unsigned>(g.s[0] * g.s[1] * g.s[2]));
+  const dim3 grid(static_cast<unsigned>(g.blocks), static_cast<unsigned>(g.s[0] * g.s[1] * g.s[2]));
   const bool vec = g.out_channels % 8 == 0 && reinterpret_cast<std::uintptr_t>(diff_dst) % 16 == 0;
   const auto* dy = static_cast<const T*>(diff_dst);
   const auto* wf = static_cast<const uint4*>(workspace);
@@ -311,7 +342,6 @@ const char* narrow_unsupported(const NarrowShape& shape) {
   if (shape.channels < 1 || shape.channels > max_channels)
     return "the narrow-channel kernel produces at most 8 input channels";
   std::int64_t phases = 1;
-  std::int64_t rows = shape.batch;
   for (int i = 0; i < 3; ++i) {
     for (const std::int64_t v :
          {std::int64_t{shape.input[i]}, std::int64_t{shape.output[i]},
@@ -321,8 +351,6 @@ const char* narrow_unsupported(const NarrowShape& shape) {
         return "spatial sizes, strides, paddings or dilations of 2^29 or more";
     }
     phases *= shape.stride[i];
-    rows *= (shape.input[i] + shape.stride[i] - 1) / shape.stride[i];
-    if (rows >= max_rows) return "N x input positions of 2^38 or more";
   }
   if (phases > max_phases) return "a stride product (stride phases) beyond 65535";
   const std::int64_t taps = std::int64_t{shape.kernel[0]} * shape.kernel[1] * shape.kernel[2];
@@ -330,6 +358,10 @@ const char* narrow_unsupported(const NarrowShape& shape) {
       (std::int64_t{shape.out_channels} + chunk_channels - 1) / chunk_channels;
   if (taps * chunks >= max_fragments)
     return "kernel volume x ceil(out_channels / 32) of 2^26 or more";
+  // Blocks of a phase: N x D x tiles of H x W (Note [narrow block tiles]), each dim below 2^29.
+  const Geo g = geo_of(shape);
+  if (static_cast<double>(shape.batch) * g.j[0] * g.blocks_h * g.blocks_w > max_blocks)
+    return "N x input positions beyond the grid's 2^31 blocks";
   return nullptr;
 }
 
