@@ -94,13 +94,13 @@ TEST(CudnnConvNarrow, ListsOneCandidateWithItsDomain) {
   EXPECT_TRUE(info.has_note("kernel"));
   EXPECT_TRUE(info.has_note("tensor_cores"));
   // The weights' fragments (Note [narrow weight fragments]): 9 taps x 2 chunks of 32 channels x
-  // 32 lanes x 16 bytes.
-  EXPECT_EQ(info.workspace_bytes, 9u * 2u * 32u * 16u);
+  // 32 lanes x 16 bytes, then 2 chunks of 32 zero elements.
+  EXPECT_EQ(info.workspace_bytes, 9u * 2u * 32u * 16u + 2u * 64u);
   // 40 diff_dst channels: two chunks as well.
   EXPECT_EQ(
       cudnn::narrow_candidates(conv({2, 3, 9, 9}, {40, 3, 3, 3}, {1}, {1}), Direction::bwd_data)[0]
           .workspace_bytes,
-      9u * 2u * 32u * 16u);
+      9u * 2u * 32u * 16u + 2u * 64u);
   ConvDesc bf16 = desc;
   bf16.dtype = DType::bf16;
   EXPECT_EQ(reason(bf16, Direction::bwd_data), "");

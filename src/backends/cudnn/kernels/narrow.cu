@@ -62,11 +62,11 @@ namespace {
 
 constexpr int max_channels = 8;
 constexpr int chunk_channels = 32;  // diff_dst channels per step: two m16n8k16 products
-constexpr int warps = 8;
-constexpr int tiles = 2;  // tiles of 16 rows per warp
+constexpr int warps = 4;
+constexpr int tiles = 4;  // tiles of 16 rows per warp
 constexpr int block_threads = warps * warp_size;
 constexpr int block_segments = warps * tiles;  // segments of 16 rows (positions along W)
-constexpr int min_blocks = 2;  // per SM: 16 warps, up to 128 registers a thread
+constexpr int min_blocks = 3;                  // per SM: 12 warps, up to 168 registers a thread
 constexpr int fragment_threads = 256;
 constexpr std::int64_t max_coordinate = std::int64_t{1} << 29;
 constexpr std::int64_t max_phases = 65535;
@@ -78,6 +78,7 @@ struct Geo {
   int j[3];  // positions of a phase along each dim, at most: ceil(in / s)
   int channels, out_channels, chunks, kvol;
   int seg_w, seg_h;        // a block's segments of 16 rows along W, and its rows along H
+  int seg_w_log2;
   int blocks_w, blocks_h;  // blocks along W and H of a phase
   std::int64_t batch;
   std::int64_t blocks;  // N x j[0] x blocks_h x blocks_w
@@ -103,6 +104,7 @@ Geo geo_of(const NarrowShape& shape) {
   // Note [narrow block tiles]: up to 4 segments along W, the rest of the block's 16 along H.
   const int segments_w = ceil_div(g.j[2], 16);
   g.seg_w = segments_w >= 4 ? 4 : segments_w >= 2 ? 2 : 1;
+  g.seg_w_log2 = g.seg_w == 4 ? 2 : g.seg_w == 2 ? 1 : 0;
   g.seg_h = block_segments / g.seg_w;
   g.blocks_w = ceil_div(g.j[2], 16 * g.seg_w);
   g.blocks_h = ceil_div(g.j[1], g.seg_h);
@@ -115,13 +117,6 @@ __device__ __forceinline__ bool inside(int x, int size) {
   return static_cast<unsigned>(x) < static_cast<unsigned>(size);
 }
 
-// A row of a phase: its sample n and phase coordinates (z, y, x) along D, H, W; x < 0 when it
-// lies outside the phase's positions (a block tile's overhang, or beyond the input).
-struct Row {
-  std::int64_t n;
-  int z, y, x;
-};
-
 // Note [narrow block tiles]
 // The taps of a row read diff_dst positions around it, which the rows next to it along H and W
 // read too: a block's rows are a tile of seg_h rows along H by seg_w segments of 16 along W of
@@ -131,24 +126,6 @@ struct Row {
 // warp x tiles + tile) is at row s / seg_w, column s % seg_w of its tile. (On C3D's conv1a: 2.90
 // ms, where a search's run of the earlier layout, 256 consecutive positions a block, took 2.80:
 // the loads are not what bounds this kernel.)
-__device__ __forceinline__ Row row_of(const Geo& g, int phase_d, int phase_h, int phase_w,
-                                      int segment, int lane_row) {
-  std::int64_t b = blockIdx.x;
-  const int bw = static_cast<int>(b % g.blocks_w);
-  b /= g.blocks_w;
-  const int bh = static_cast<int>(b % g.blocks_h);
-  b /= g.blocks_h;
-  Row row;
-  row.z = static_cast<int>(b % g.j[0]);
-  row.n = b / g.j[0];
-  row.y = bh * g.seg_h + segment / g.seg_w;
-  row.x = (bw * g.seg_w + segment % g.seg_w) * 16 + lane_row;
-  const bool inside_phase =
-      row.y < g.j[1] && row.x < g.j[2] && row.z * g.s[0] + phase_d < g.in[0] &&
-      row.y * g.s[1] + phase_h < g.in[1] && row.x * g.s[2] + phase_w < g.in[2];
-  if (!inside_phase) row.x = -(1 << 30);
-  return row;
-}
 
 // D += A * B on the tensor cores: A 16 x 16 (row major), B 16 x 8 (column major), f32 D.
 template <typename T>
@@ -174,14 +151,24 @@ __device__ __forceinline__ void mma<__nv_bfloat16>(float (&d)[4], unsigned a0, u
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// Note [narrow weight fragments]: wf[tap][chunk][lane][8] from w (K, taps, C).
+// Note [narrow weight fragments]: wf[tap][chunk][lane][8] from w (K, taps, C), followed by the
+// chunks x 32 zero elements the products read for rows their tap does not reach.
 template <typename T>
 __global__ void __launch_bounds__(fragment_threads)
     fragments_kernel(const T* __restrict__ w, Pack<T, 8>* __restrict__ wf, int channels,
                      int out_channels, int kvol, int chunks) {
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * fragment_threads +
                          static_cast<std::int64_t>(threadIdx.x);
-  if (i >= static_cast<std::int64_t>(kvol) * chunks * warp_size) return;
+  const std::int64_t fragments = static_cast<std::int64_t>(kvol) * chunks * warp_size;
+  if (i >= fragments) {
+    if (i < fragments + chunks * (chunk_channels / 8)) {
+      Pack<T, 8> zero;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) zero.v[e] = from_float<T>(0.0f);
+      wf[i] = zero;
+    }
+    return;
+  }
   const int lane = static_cast<int>(i % warp_size);
   const std::int64_t q = i / warp_size;
   const int chunk = static_cast<int>(q % chunks);
@@ -199,27 +186,51 @@ __global__ void __launch_bounds__(fragment_threads)
   wf[i] = out;
 }
 
-// The 8 channels k..k+7 of a diff_dst position (p null: outside diff_dst), zero beyond K.
+// The 8 channels k..k+7 of a diff_dst position (zero beyond K): one 16-byte load when Vec.
 template <typename T, bool Vec>
 __device__ __forceinline__ uint4 load8(const T* p, int k, int out_channels) {
-  uint4 v = make_uint4(0u, 0u, 0u, 0u);
-  if (p == nullptr || k >= out_channels) return v;
   if constexpr (Vec) {
-    v = __ldg(reinterpret_cast<const uint4*>(p + k));
+    return k < out_channels ? __ldg(reinterpret_cast<const uint4*>(p + k))
+                            : make_uint4(0u, 0u, 0u, 0u);
   } else {
     Pack<T, 8> pack;
 #pragma unroll
     for (int e = 0; e < 8; ++e) pack.v[e] = k + e < out_channels ? p[k + e] : from_float<T>(0.0f);
-    v = *reinterpret_cast<const uint4*>(&pack);
+    return *reinterpret_cast<const uint4*>(&pack);
   }
-  return v;
 }
 
-// Note [narrow backward data]. Vec: K a multiple of 8 and diff_dst 16-byte aligned.
+// The taps of a phase along one dim: those t whose offset o(t) = (r + pad - t * dilation) /
+// stride is exact, the first at t0 and then every `step` (stride / gcd(stride, dilation)), their
+// offsets o0 and down by o_step each; none when t0 >= k. hi and lo: the largest and smallest.
+struct Taps {
+  int t0, step, o0, o_step, hi, lo;
+};
+__device__ __forceinline__ Taps taps_of(const Geo& g, int i, int r) {
+  Taps taps{g.k[i], 1, 0, 0, 0, 0};
+  const int n0 = r + g.p[i];
+  for (int t = 0; t < g.k[i] && t < g.s[i]; ++t) {
+    if ((n0 - t * g.d[i]) % g.s[i] == 0) {
+      taps.t0 = t;
+      break;
+    }
+  }
+  if (taps.t0 >= g.k[i]) return taps;
+  taps.step = 1;
+  while (taps.step * g.d[i] % g.s[i] != 0) ++taps.step;  // at most stride iterations
+  taps.o0 = (n0 - taps.t0 * g.d[i]) / g.s[i];
+  taps.o_step = taps.step * g.d[i] / g.s[i];
+  taps.hi = taps.o0;
+  taps.lo = taps.o0 - (g.k[i] - 1 - taps.t0) / taps.step * taps.o_step;
+  return taps;
+}
+
+// Note [narrow backward data]. Vec: K a multiple of 8 and diff_dst 16-byte aligned. `zeros`: at
+// least chunks x 32 zero elements, read for the rows a tap does not reach.
 template <typename T, bool Vec>
 __global__ void __launch_bounds__(block_threads, min_blocks)
     bwd_data_kernel(Geo g, const T* __restrict__ dy, const uint4* __restrict__ wf,
-                    T* __restrict__ dx) {
+                    const T* __restrict__ zeros, T* __restrict__ dx) {
   const int lane = static_cast<int>(threadIdx.x) % warp_size;
   const int warp = static_cast<int>(threadIdx.x) / warp_size;
   const int group = lane / 4;  // the fragment's row (and, in B and D, its column)
@@ -229,67 +240,111 @@ __global__ void __launch_bounds__(block_threads, min_blocks)
   phase /= g.s[2];
   const int rh = phase % g.s[1];
   const int rd = phase / g.s[1];
-  // Each row's phase coordinates and its diff_dst offset at a tap shift of 0 (jd, jh, jw as
-  // output coordinates); jw < 0 marks a row outside diff_src.
-  std::int64_t base[tiles][2];
-  int jd[tiles][2], jh[tiles][2], jw[tiles][2];
+  // The block's tile (Note [narrow block tiles]): sample n, plane z, tile (bh, bw) of the phase.
+  unsigned b = blockIdx.x;
+  const int bw = static_cast<int>(b % static_cast<unsigned>(g.blocks_w));
+  b /= static_cast<unsigned>(g.blocks_w);
+  const int bh = static_cast<int>(b % static_cast<unsigned>(g.blocks_h));
+  b /= static_cast<unsigned>(g.blocks_h);
+  const int z = static_cast<int>(b % static_cast<unsigned>(g.j[0]));
+  const int n = static_cast<int>(b / static_cast<unsigned>(g.j[0]));
+  const std::int64_t K = g.out_channels;
+  // Per tile: its phase row y, the x of its first row, which of the thread's two rows (group,
+  // group + 8) are positions of the phase, and its diff_dst offset at a tap shift of 0.
+  int ty[tiles], tx[tiles], rows_in[tiles];
+  std::int64_t base[tiles];
 #pragma unroll
   for (int t = 0; t < tiles; ++t) {
+    const int segment = warp * tiles + t;
+    ty[t] = bh * g.seg_h + (segment >> g.seg_w_log2);
+    tx[t] = (bw * g.seg_w + (segment & (g.seg_w - 1))) * 16;
+    const bool y_in = ty[t] < g.j[1] && ty[t] * g.s[1] + rh < g.in[1];
+    rows_in[t] = 0;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const Row r = row_of(g, rd, rh, rw, warp * tiles + t, group + h * 8);
-      jd[t][h] = r.z;
-      jh[t][h] = r.y;
-      jw[t][h] = r.x;
-      base[t][h] = (((r.n * g.out[0] + r.z) * g.out[1] + r.y) * g.out[2] + r.x) *
-                   static_cast<std::int64_t>(g.out_channels);
+      const int x = tx[t] + group + 8 * h;
+      if (y_in && x < g.j[2] && x * g.s[2] + rw < g.in[2]) rows_in[t] |= 1 << h;
     }
+    base[t] = ((static_cast<std::int64_t>(n) * g.out[0] + z) * g.out[1] + ty[t]) * g.out[2] * K +
+              static_cast<std::int64_t>(tx[t] + group) * K;
   }
-
   float acc[tiles][4];
 #pragma unroll
   for (int t = 0; t < tiles; ++t) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc[t][e] = 0.0f;
   }
-
-  for (int td = 0; td < g.k[0]; ++td) {
-    const int nd = rd + g.p[0] - td * g.d[0];
-    if (nd % g.s[0] != 0) continue;
-    const int od = nd / g.s[0];
-    for (int th = 0; th < g.k[1]; ++th) {
-      const int nh = rh + g.p[1] - th * g.d[1];
-      if (nh % g.s[1] != 0) continue;
-      const int oh = nh / g.s[1];
-      for (int tw = 0; tw < g.k[2]; ++tw) {
-        const int nw = rw + g.p[2] - tw * g.d[2];
-        if (nw % g.s[2] != 0) continue;
-        const int ow = nw / g.s[2];
-        const int tap = (td * g.k[1] + th) * g.k[2] + tw;
-        const std::int64_t shift =
-            ((static_cast<std::int64_t>(od) * g.out[1] + oh) * g.out[2] + ow) * g.out_channels;
-        const T* p[tiles][2];
+  const Taps d_taps = taps_of(g, 0, rd);
+  const Taps h_taps = taps_of(g, 1, rh);
+  const Taps w_taps = taps_of(g, 2, rw);
+  // Pointer steps between consecutive taps of the phase along H and W.
+  const std::int64_t h_step = static_cast<std::int64_t>(h_taps.o_step) * g.out[2] * K;
+  const std::int64_t w_step = static_cast<std::int64_t>(w_taps.o_step) * K;
+  if (z * g.s[0] + rd < g.in[0]) {
+    int od = d_taps.o0;
+    for (int td = d_taps.t0; td < g.k[0]; td += d_taps.step, od -= d_taps.o_step) {
+      if (!inside(z + od, g.out[0])) continue;  // the same for the whole block
+      // Per tile at the first tap along H: its rows' pointers at the first tap along W.
+      const T* row0[tiles];
+#pragma unroll
+      for (int t = 0; t < tiles; ++t) {
+        row0[t] =
+            dy + base[t] +
+            ((static_cast<std::int64_t>(od) * g.out[1] + h_taps.o0) * g.out[2] + w_taps.o0) * K;
+      }
+      int oh = h_taps.o0;
+      for (int th = h_taps.t0; th < g.k[1]; th += h_taps.step, oh -= h_taps.o_step) {
+        // Per tile at this (td, th): which rows a tap may reach, and whether every tap along W
+        // reaches both rows (no check per tap then).
+        int live[tiles];  // bit h: row h reachable at this (td, th)
+        bool whole[tiles];
 #pragma unroll
         for (int t = 0; t < tiles; ++t) {
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const bool in = inside(jd[t][h] + od, g.out[0]) && inside(jh[t][h] + oh, g.out[1]) &&
-                            inside(jw[t][h] + ow, g.out[2]);
-            p[t][h] = in ? dy + base[t][h] + shift : nullptr;
-          }
+          live[t] = inside(ty[t] + oh, g.out[1]) ? rows_in[t] : 0;
+          whole[t] = live[t] == 3 && tx[t] + w_taps.lo >= 0 && tx[t] + 15 + w_taps.hi < g.out[2];
         }
-        const uint4* frag = wf + static_cast<std::int64_t>(tap) * g.chunks * warp_size + lane;
-        for (int chunk = 0; chunk < g.chunks; ++chunk) {
-          const uint4 b = __ldg(frag + chunk * warp_size);
-          const int k = chunk * chunk_channels + quad * 8;
+        int ow = w_taps.o0;
+        const T* at[tiles];
+#pragma unroll
+        for (int t = 0; t < tiles; ++t) at[t] = row0[t];
+#pragma unroll 1
+        for (int tw = w_taps.t0; tw < g.k[2]; tw += w_taps.step, ow -= w_taps.o_step) {
+          const T* p[tiles][2];
 #pragma unroll
           for (int t = 0; t < tiles; ++t) {
-            const uint4 lo = load8<T, Vec>(p[t][0], k, g.out_channels);
-            const uint4 hi = load8<T, Vec>(p[t][1], k, g.out_channels);
-            mma<T>(acc[t], lo.x, hi.x, lo.y, hi.y, b.x, b.y);
-            mma<T>(acc[t], lo.z, hi.z, lo.w, hi.w, b.z, b.w);
+            if (whole[t]) {
+              p[t][0] = at[t];
+              p[t][1] = at[t] + 8 * K;
+            } else {
+#pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                const bool ok = (live[t] >> h & 1) && inside(tx[t] + group + 8 * h + ow, g.out[2]);
+                p[t][h] = ok ? at[t] + 8 * h * K : zeros;
+              }
+            }
+            at[t] -= w_step;
+          }
+          const int tap = (td * g.k[1] + th) * g.k[2] + tw;
+          const uint4* frag = wf + static_cast<std::int64_t>(tap) * g.chunks * warp_size + lane;
+#pragma unroll 1
+          for (int chunk = 0; chunk < g.chunks; ++chunk) {
+            const uint4 bf = __ldg(frag + chunk * warp_size);
+            const int k = chunk * chunk_channels + quad * 8;
+            uint4 lo[tiles], hi[tiles];
+#pragma unroll
+            for (int t = 0; t < tiles; ++t) {
+              lo[t] = load8<T, Vec>(p[t][0], k, g.out_channels);
+              hi[t] = load8<T, Vec>(p[t][1], k, g.out_channels);
+            }
+#pragma unroll
+            for (int t = 0; t < tiles; ++t) {
+              mma<T>(acc[t], lo[t].x, hi[t].x, lo[t].y, hi[t].y, bf.x, bf.y);
+              mma<T>(acc[t], lo[t].z, hi[t].z, lo[t].w, hi[t].w, bf.z, bf.w);
+            }
           }
         }
+#pragma unroll
+        for (int t = 0; t < tiles; ++t) row0[t] -= h_step;
       }
     }
   }
@@ -297,16 +352,18 @@ __global__ void __launch_bounds__(block_threads, min_blocks)
   // D's fragment: rows group and group + 8, columns (channels) 2 * quad and 2 * quad + 1.
   const int c0 = 2 * quad;
   if (c0 >= g.channels) return;
+  const int id = z * g.s[0] + rd;
 #pragma unroll
   for (int t = 0; t < tiles; ++t) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      if (jw[t][h] < 0) continue;
-      const Row r = row_of(g, rd, rh, rw, warp * tiles + t, group + h * 8);
-      const int id = r.z * g.s[0] + rd;
-      const int ih = r.y * g.s[1] + rh;
-      const int iw = r.x * g.s[2] + rw;
-      T* out = dx + (((r.n * g.in[0] + id) * g.in[1] + ih) * g.in[2] + iw) * g.channels + c0;
+      if (!(rows_in[t] >> h & 1)) continue;
+      const int ih = ty[t] * g.s[1] + rh;
+      const int iw = (tx[t] + group + 8 * h) * g.s[2] + rw;
+      T* out = dx +
+               (((static_cast<std::int64_t>(n) * g.in[0] + id) * g.in[1] + ih) * g.in[2] + iw) *
+                   g.channels +
+               c0;
       out[0] = from_float<T>(acc[t][2 * h]);
       if (c0 + 1 < g.channels) out[1] = from_float<T>(acc[t][2 * h + 1]);
     }
@@ -318,21 +375,22 @@ cudaError_t bwd_data_typed(const NarrowShape& shape, const void* diff_dst, const
                            void* diff_src, void* workspace, cudaStream_t stream) {
   const Geo g = geo_of(shape);
   const std::int64_t fragments = static_cast<std::int64_t>(g.kvol) * g.chunks * warp_size;
+  const std::int64_t packs = fragments + g.chunks * (chunk_channels / 8);  // and the zeros
   fragments_kernel<T>
-      <<<static_cast<unsigned>((fragments + fragment_threads - 1) / fragment_threads),
-         fragment_threads, 0, stream>>>(static_cast<const T*>(weights),
-                                        static_cast<Pack<T, 8>*>(workspace), g.channels,
-                                        g.out_channels, g.kvol, g.chunks);
+      <<<static_cast<unsigned>((packs + fragment_threads - 1) / fragment_threads), fragment_threads,
+         0, stream>>>(static_cast<const T*>(weights), static_cast<Pack<T, 8>*>(workspace),
+                      g.channels, g.out_channels, g.kvol, g.chunks);
   if (const cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
   const dim3 grid(static_cast<unsigned>(g.blocks), static_cast<unsigned>(g.s[0] * g.s[1] * g.s[2]));
   const bool vec = g.out_channels % 8 == 0 && reinterpret_cast<std::uintptr_t>(diff_dst) % 16 == 0;
   const auto* dy = static_cast<const T*>(diff_dst);
   const auto* wf = static_cast<const uint4*>(workspace);
+  const auto* zeros = reinterpret_cast<const T*>(wf + fragments);
   auto* dx = static_cast<T*>(diff_src);
   if (vec)
-    bwd_data_kernel<T, true><<<grid, block_threads, 0, stream>>>(g, dy, wf, dx);
+    bwd_data_kernel<T, true><<<grid, block_threads, 0, stream>>>(g, dy, wf, zeros, dx);
   else
-    bwd_data_kernel<T, false><<<grid, block_threads, 0, stream>>>(g, dy, wf, dx);
+    bwd_data_kernel<T, false><<<grid, block_threads, 0, stream>>>(g, dy, wf, zeros, dx);
   return cudaGetLastError();
 }
 
@@ -367,8 +425,9 @@ const char* narrow_unsupported(const NarrowShape& shape) {
 
 std::size_t narrow_bwd_data_workspace_bytes(const NarrowShape& shape) {
   const Geo g = geo_of(shape);
-  return static_cast<std::size_t>(g.kvol) * static_cast<std::size_t>(g.chunks) * warp_size *
-         sizeof(uint4);
+  const std::size_t fragments =
+      static_cast<std::size_t>(g.kvol) * static_cast<std::size_t>(g.chunks) * warp_size;
+  return (fragments + static_cast<std::size_t>(g.chunks) * (chunk_channels / 8)) * sizeof(uint4);
 }
 
 cudaError_t narrow_bwd_data(const NarrowShape& shape, const void* diff_dst, const void* weights,
