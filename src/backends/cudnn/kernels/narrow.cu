@@ -10,35 +10,37 @@
 // engine and PyTorch's, where reading diff_dst once takes about 0.2 ms. This kernel tiles C by
 // 8, the narrowest tensor-core product (mma.sync m16n8k16: 16 rows x 16 of the reduction x 8
 // columns, f32 accumulators), at most 8 channels:
-// - A warp owns 2 tiles of 16 rows, a thread 2 rows of each (the product's fragment layout); the
+// - A warp owns 4 tiles of 16 rows, a thread 2 rows of each (the product's fragment layout); the
 //   rows are input positions of one stride phase (each dim's position mod its stride), which a
-//   block shares (grid.y), so that the taps that reach the phase are known to the whole block and
-//   the others are skipped: at stride 2 in 2-D a quarter of the taps, and no product of zeros.
-//   Along W consecutive rows are consecutive positions of the phase, whose diff_dst positions at
-//   a tap are consecutive too.
+//   block shares (grid.y), so that the taps that reach the phase are known to the whole block:
+//   they are walked directly (the first, then every stride / gcd(stride, dilation)-th), at
+//   stride 2 in 2-D a quarter of the taps, with no product of zeros and no division per tap.
+//   A tile's 16 rows are consecutive positions along W, whose diff_dst positions at a tap are
+//   consecutive too.
+// - Issue slots, not memory, bound this kernel (Nsight Compute on an earlier form: the ALU pipe
+//   the busiest, 86% L1 hits, DRAM at 4%), so the work per tap is kept to pointer steps: a
+//   tile whose rows every tap along W reaches (the interior of the map) takes no check per tap;
+//   elsewhere a row its tap does not reach reads a zeroed row of the workspace instead of
+//   branching, and K a multiple of 32 drops the last chunk's bound.
 // - For each tap that reaches the phase, and each chunk of 32 diff_dst channels, a thread loads
 //   the 8 channels its fragment holds of each of its rows (one 16-byte load when K is a multiple
-//   of 8 and the pointer aligned; zero for a row whose tap falls outside diff_dst) and its
-//   fragment of the weights (Note [narrow weight fragments]), and runs two products per tile.
-//   The reduction's order within a chunk is permuted (thread t's 8 consecutive channels stand
-//   for the fragment's columns 2t, 2t+1, 2t+8, 2t+9 of two products): the same permutation on
-//   both operands leaves the sum a sum over the same products.
+//   of 8 and diff_dst aligned) and its fragment of the weights (Note [narrow weight fragments]),
+//   and runs two products per tile. The reduction's order within a chunk is permuted (thread
+//   t's 8 consecutive channels stand for the fragment's columns 2t, 2t+1, 2t+8, 2t+9 of two
+//   products): the same permutation on both operands leaves the sum a sum over the same
+//   products.
 // - Each diff_src element is written once by the thread that holds its accumulator, converted
 //   from f32; rows without a tap get 0. The order of the sum is fixed by the shape: bitwise
 //   reproducible, no atomics.
 // Data reuse between taps (a diff_dst element is read once per tap whose window holds it) goes
 // through L1 and L2 (Note [narrow block tiles]).
-// What it does not reach: on an H200 it ran C3D's conv1a in 2.90 ms against 2.77 for cuDNN's best
-// engine, and the stride-2 stems slower than cuDNN's channel-padded engines (MobileNetV2's stem
-// 0.74 against 0.42 ms, DeepLabV3's 7x7 one 1.35 against 0.63; docs/benchmarks.md, "Narrow-channel
-// backward data"). Nsight Compute on conv1a: issue-bound on integer work (the ALU pipe the
-// busiest at 59%, 2.4 instructions a cycle, 86% L1 hits, DRAM at 4%), at 25% occupancy (2
-// blocks of 256 threads an SM by registers): the per-row tap checks and address arithmetic cost
-// more than the 4 products per tap and chunk they feed. Staging each kernel depth's diff_dst
-// region in shared memory (the block's tile plus the taps' reach) was slower still (3.86 ms on
-// conv1a): the copy's per-element index arithmetic outweighed the checks it removed. It wins
-// where cuDNN's padded engines do worst: U-Net's first layer (1 channel, batch 1, 572 x 572),
-// 0.070 against 0.073 ms.
+// On an H200 (docs/benchmarks.md, "Narrow-channel backward data"): C3D's conv1a in 2.08 ms
+// against 2.78 for cuDNN's best candidate; the 3x3 stride-2 stems of MobileNetV2 and
+// EfficientNet-B0 (0.36 against 0.42 ms), R(2+1)D's 1x7x7 stem and U-Net's first layer ahead
+// too; the 7x7 stride-2 stems (DeepLabV3's, 0.83 against 0.63 ms; ResNeXt-50's, ResNet-50's
+// shape) still behind cuDNN's channel-padded engines. A variant that staged each kernel depth's
+// diff_dst region in shared memory ran slower than the direct loads of its day (3.86 against
+// 2.90 ms on conv1a): its copy's index arithmetic cost more issue slots than it saved.
 //
 // Note [narrow weight fragments]
 // Each thread of a warp needs, per tap and chunk, the weights of its fragment: column (channel)
@@ -123,9 +125,9 @@ __device__ __forceinline__ bool inside(int x, int size) {
 // one (n, D) plane of the phase, not a run of consecutive positions, so that at each kernel
 // depth the diff_dst positions its taps read ((seg_h + KH - 1) x (16 seg_w + KW - 1) at stride
 // 1) can stay in L1 while the block's taps along H and W read them. Segment s of a block (s =
-// warp x tiles + tile) is at row s / seg_w, column s % seg_w of its tile. (On C3D's conv1a: 2.90
-// ms, where a search's run of the earlier layout, 256 consecutive positions a block, took 2.80:
-// the loads are not what bounds this kernel.)
+// warp x tiles + tile) is at row s / seg_w, column s % seg_w of its tile. (Measured against runs
+// of 256 consecutive positions a block on C3D's conv1a, in an earlier form of the kernel: 2.90
+// against 2.80 ms, the loads not what bounded it then.)
 
 // D += A * B on the tensor cores: A 16 x 16 (row major), B 16 x 8 (column major), f32 D.
 template <typename T>
@@ -186,10 +188,17 @@ __global__ void __launch_bounds__(fragment_threads)
   wf[i] = out;
 }
 
-// The 8 channels k..k+7 of a diff_dst position (zero beyond K): one 16-byte load when Vec.
-template <typename T, bool Vec>
+// How the products read diff_dst: 16-byte loads of whole chunks (K a multiple of 32), 16-byte
+// loads with the last chunk's packs beyond K read as zero (K a multiple of 8), or element by
+// element (any K, or diff_dst not 16-byte aligned).
+enum class Access { whole_chunks, packs, elements };
+
+// The 8 channels k..k+7 of a diff_dst position (zero beyond K).
+template <typename T, Access A>
 __device__ __forceinline__ uint4 load8(const T* p, int k, int out_channels) {
-  if constexpr (Vec) {
+  if constexpr (A == Access::whole_chunks) {
+    return __ldg(reinterpret_cast<const uint4*>(p + k));
+  } else if constexpr (A == Access::packs) {
     return k < out_channels ? __ldg(reinterpret_cast<const uint4*>(p + k))
                             : make_uint4(0u, 0u, 0u, 0u);
   } else {
@@ -225,9 +234,9 @@ __device__ __forceinline__ Taps taps_of(const Geo& g, int i, int r) {
   return taps;
 }
 
-// Note [narrow backward data]. Vec: K a multiple of 8 and diff_dst 16-byte aligned. `zeros`: at
-// least chunks x 32 zero elements, read for the rows a tap does not reach.
-template <typename T, bool Vec>
+// Note [narrow backward data]. `zeros`: at least chunks x 32 zero elements, read for the rows a
+// tap does not reach.
+template <typename T, Access A>
 __global__ void __launch_bounds__(block_threads, min_blocks)
     bwd_data_kernel(Geo g, const T* __restrict__ dy, const uint4* __restrict__ wf,
                     const T* __restrict__ zeros, T* __restrict__ dx) {
@@ -333,8 +342,8 @@ __global__ void __launch_bounds__(block_threads, min_blocks)
             uint4 lo[tiles], hi[tiles];
 #pragma unroll
             for (int t = 0; t < tiles; ++t) {
-              lo[t] = load8<T, Vec>(p[t][0], k, g.out_channels);
-              hi[t] = load8<T, Vec>(p[t][1], k, g.out_channels);
+              lo[t] = load8<T, A>(p[t][0], k, g.out_channels);
+              hi[t] = load8<T, A>(p[t][1], k, g.out_channels);
             }
 #pragma unroll
             for (int t = 0; t < tiles; ++t) {
@@ -382,15 +391,18 @@ cudaError_t bwd_data_typed(const NarrowShape& shape, const void* diff_dst, const
                       g.channels, g.out_channels, g.kvol, g.chunks);
   if (const cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
   const dim3 grid(static_cast<unsigned>(g.blocks), static_cast<unsigned>(g.s[0] * g.s[1] * g.s[2]));
-  const bool vec = g.out_channels % 8 == 0 && reinterpret_cast<std::uintptr_t>(diff_dst) % 16 == 0;
+  const bool aligned = reinterpret_cast<std::uintptr_t>(diff_dst) % 16 == 0;
   const auto* dy = static_cast<const T*>(diff_dst);
   const auto* wf = static_cast<const uint4*>(workspace);
   const auto* zeros = reinterpret_cast<const T*>(wf + fragments);
   auto* dx = static_cast<T*>(diff_src);
-  if (vec)
-    bwd_data_kernel<T, true><<<grid, block_threads, 0, stream>>>(g, dy, wf, zeros, dx);
+  if (aligned && g.out_channels % chunk_channels == 0)
+    bwd_data_kernel<T, Access::whole_chunks>
+        <<<grid, block_threads, 0, stream>>>(g, dy, wf, zeros, dx);
+  else if (aligned && g.out_channels % 8 == 0)
+    bwd_data_kernel<T, Access::packs><<<grid, block_threads, 0, stream>>>(g, dy, wf, zeros, dx);
   else
-    bwd_data_kernel<T, false><<<grid, block_threads, 0, stream>>>(g, dy, wf, zeros, dx);
+    bwd_data_kernel<T, Access::elements><<<grid, block_threads, 0, stream>>>(g, dy, wf, zeros, dx);
   return cudaGetLastError();
 }
 
