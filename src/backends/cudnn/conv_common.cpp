@@ -78,6 +78,23 @@ Geometry conv_geometry(const ConvDesc& desc) {
   return g;
 }
 
+kernels::SpatialDims kernel_dims(const ConvDesc& desc, std::int64_t cap) {
+  kernels::SpatialDims dims;
+  auto value = [cap](std::int64_t v) { return static_cast<int>(std::min(v, cap)); };
+  const int offset = 3 - desc.spatial_dims;  // 1-D and 2-D: leading dims of size 1
+  for (int i = 0; i < desc.spatial_dims; ++i) {
+    const auto s = static_cast<std::size_t>(i);
+    const auto t = static_cast<std::size_t>(i + offset);
+    dims.input[t] = value(desc.input[s]);
+    dims.output[t] = value(desc.output_size(i));
+    dims.kernel[t] = value(desc.kernel[s]);
+    dims.stride[t] = value(desc.stride[s]);
+    dims.pad_before[t] = value(desc.pad_before[s]);
+    dims.dilation[t] = value(desc.dilation[s]);
+  }
+  return dims;
+}
+
 std::int64_t elements_of(const Geometry& g, const std::array<std::int64_t, 5>& dims) {
   std::int64_t product = 1;
   for (int i = 0; i < g.nb_dims; ++i) product *= dims[static_cast<std::size_t>(i)];

@@ -8,6 +8,7 @@
 
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/handles.hpp"
+#include "backends/cudnn/kernels/spatial.hpp"
 #include "core/backend.hpp"
 
 #include <cudnn.h>
@@ -41,6 +42,11 @@ struct Geometry {
 };
 
 Geometry conv_geometry(const ConvDesc& desc);
+
+/// desc's spatial sizes as dnnx's own kernels take them (kernels/spatial.hpp: D, H, W, 1-D and 2-D
+/// lifted with leading dims of size 1), each value clamped to `cap` (at most INT_MAX): a caller
+/// that has not bounded a value passes its kernels' bound + 1, which they then reject.
+kernels::SpatialDims kernel_dims(const ConvDesc& desc, std::int64_t cap);
 
 /// The product of the first g.nb_dims entries of `dims` (a tensor of `g`).
 std::int64_t elements_of(const Geometry& g, const std::array<std::int64_t, 5>& dims);

@@ -100,17 +100,7 @@ kernels::DepthwiseShape kernel_shape(const ConvDesc& desc) {
   shape.batch = desc.batch;
   shape.channels = desc.in_channels;
   shape.multiplier = desc.out_channels / desc.in_channels;
-  const int offset = 3 - desc.spatial_dims;  // 1-D and 2-D: leading dims of size 1
-  for (int i = 0; i < desc.spatial_dims; ++i) {
-    const auto s = static_cast<std::size_t>(i);
-    const auto t = static_cast<std::size_t>(i + offset);
-    shape.input[t] = static_cast<int>(desc.input[s]);
-    shape.output[t] = static_cast<int>(std::min(desc.output_size(i), max_spatial + 1));
-    shape.kernel[t] = static_cast<int>(desc.kernel[s]);
-    shape.stride[t] = static_cast<int>(desc.stride[s]);
-    shape.pad_before[t] = static_cast<int>(desc.pad_before[s]);
-    shape.dilation[t] = static_cast<int>(desc.dilation[s]);
-  }
+  static_cast<kernels::SpatialDims&>(shape) = kernel_dims(desc, max_spatial + 1);
   shape.channels_last = desc.layout == Layout::channels_last;
   shape.type = desc.dtype == DType::f16    ? kernels::DepthwiseType::f16
                : desc.dtype == DType::bf16 ? kernels::DepthwiseType::bf16

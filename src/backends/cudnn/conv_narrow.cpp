@@ -63,17 +63,7 @@ kernels::NarrowShape kernel_shape(const ConvDesc& desc) {
   shape.batch = desc.batch;
   shape.channels = static_cast<int>(desc.in_channels);
   shape.out_channels = static_cast<int>(desc.out_channels);
-  const int offset = 3 - desc.spatial_dims;  // 1-D and 2-D: leading dims of size 1
-  for (int i = 0; i < desc.spatial_dims; ++i) {
-    const auto s = static_cast<std::size_t>(i);
-    const auto t = static_cast<std::size_t>(i + offset);
-    shape.input[t] = static_cast<int>(desc.input[s]);
-    shape.output[t] = static_cast<int>(desc.output_size(i));
-    shape.kernel[t] = static_cast<int>(desc.kernel[s]);
-    shape.stride[t] = static_cast<int>(desc.stride[s]);
-    shape.pad_before[t] = static_cast<int>(desc.pad_before[s]);
-    shape.dilation[t] = static_cast<int>(desc.dilation[s]);
-  }
+  static_cast<kernels::SpatialDims&>(shape) = kernel_dims(desc, max_int);
   shape.type = desc.dtype == DType::bf16 ? kernels::NarrowType::bf16 : kernels::NarrowType::f16;
   return shape;
 }

@@ -103,15 +103,8 @@ struct Geo {
 
 Geo geo_of(const DepthwiseShape& shape) {
   Geo g{};
-  for (int i = 0; i < 3; ++i) {
-    g.in[i] = shape.input[i];
-    g.out[i] = shape.output[i];
-    g.k[i] = shape.kernel[i];
-    g.s[i] = shape.stride[i];
-    g.p[i] = shape.pad_before[i];
-    g.d[i] = shape.dilation[i];
-    g.ext[i] = (shape.kernel[i] - 1) * shape.dilation[i] + 1;
-  }
+  copy_dims(g, shape);
+  for (int i = 0; i < 3; ++i) g.ext[i] = (shape.kernel[i] - 1) * shape.dilation[i] + 1;
   g.channels = static_cast<int>(shape.channels);
   g.mult = static_cast<int>(shape.multiplier);
   g.outc = static_cast<int>(shape.channels * shape.multiplier);

@@ -5,6 +5,8 @@
 // accumulation, every direction. Plain pointers, sizes and a stream; no cuDNN types. The layouts
 // and the work split: Note [depthwise kernels] in depthwise.cu.
 
+#include "backends/cudnn/kernels/spatial.hpp"
+
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -37,22 +39,14 @@ enum class DepthwiseVariant : int {
 /// The direction a variant runs, for depthwise_unsupported().
 enum class DepthwiseDirection : int { fwd = 0, bwd_data = 1, bwd_weights = 2 };
 
-/// One depthwise convolution in 3 spatial dims (D, H, W): 1-D and 2-D convolutions have leading
-/// dims of size 1 (kernel 1, stride 1, dilation 1, no padding). Output channel o reads input
+/// One depthwise convolution in 3 spatial dims (SpatialDims: D, H, W). Output channel o reads input
 /// channel o / multiplier. Tensors are dense: src N, C, D, H, W (channels_last: N, D, H, W, C); dst
 /// N, O, out (channels_last: N, out, O) with O = C * multiplier; weights O x kernel volume in
-/// either layout (O, 1, KD, KH, KW and O, KD, KH, KW, 1 are the same bytes). Padding after each
-/// dim is implied by `output`.
-struct DepthwiseShape {
+/// either layout (O, 1, KD, KH, KW and O, KD, KH, KW, 1 are the same bytes).
+struct DepthwiseShape : SpatialDims {
   std::int64_t batch = 1;
   std::int64_t channels = 1;    ///< C = groups
   std::int64_t multiplier = 1;  ///< M
-  int input[3] = {1, 1, 1};
-  int output[3] = {1, 1, 1};
-  int kernel[3] = {1, 1, 1};
-  int stride[3] = {1, 1, 1};
-  int pad_before[3] = {0, 0, 0};
-  int dilation[3] = {1, 1, 1};
   bool channels_last = false;
   DepthwiseType type = DepthwiseType::f32;
 };

@@ -90,15 +90,8 @@ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 Geo geo_of(const NarrowShape& shape) {
   Geo g{};
-  for (int i = 0; i < 3; ++i) {
-    g.in[i] = shape.input[i];
-    g.out[i] = shape.output[i];
-    g.k[i] = shape.kernel[i];
-    g.s[i] = shape.stride[i];
-    g.p[i] = shape.pad_before[i];
-    g.d[i] = shape.dilation[i];
-    g.j[i] = ceil_div(shape.input[i], shape.stride[i]);
-  }
+  copy_dims(g, shape);
+  for (int i = 0; i < 3; ++i) g.j[i] = ceil_div(shape.input[i], shape.stride[i]);
   g.channels = shape.channels;
   g.out_channels = shape.out_channels;
   g.chunks = ceil_div(shape.out_channels, chunk_channels);

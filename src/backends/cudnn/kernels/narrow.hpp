@@ -5,6 +5,8 @@
 // accumulation. Plain pointers, sizes and a stream; no cuDNN types. The work split: Note
 // [narrow backward data] in narrow.cu.
 
+#include "backends/cudnn/kernels/spatial.hpp"
+
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -15,20 +17,12 @@ namespace dnnx::cudnn::kernels {
 /// Element type of every tensor.
 enum class NarrowType : int { f16 = 1, bf16 = 2 };
 
-/// One convolution in 3 spatial dims (D, H, W): 1-D and 2-D convolutions have leading dims of size
-/// 1 (kernel 1, stride 1, dilation 1, no padding). Tensors are dense and channels_last: diff_src
-/// N, D, H, W, C; diff_dst N, out, K; weights K, KD, KH, KW, C. Padding after each dim is implied
-/// by `output`.
-struct NarrowShape {
+/// One convolution in 3 spatial dims (SpatialDims: D, H, W). Tensors are dense and channels_last:
+/// diff_src N, D, H, W, C; diff_dst N, out, K; weights K, KD, KH, KW, C.
+struct NarrowShape : SpatialDims {
   std::int64_t batch = 1;
   int channels = 1;      ///< C: the input channels, the ones bwd_data produces (at most 8)
   int out_channels = 1;  ///< K: the channels of diff_dst, reduced over
-  int input[3] = {1, 1, 1};
-  int output[3] = {1, 1, 1};
-  int kernel[3] = {1, 1, 1};
-  int stride[3] = {1, 1, 1};
-  int pad_before[3] = {0, 0, 0};
-  int dilation[3] = {1, 1, 1};
   NarrowType type = NarrowType::f16;
 };
 
