@@ -37,7 +37,6 @@
 #include "core/check.hpp"
 #include "core/strings.hpp"
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string_view>

@@ -1,9 +1,9 @@
 // Note [narrow-channel candidates]
-// The backward data pass of a convolution with few input channels (a network's first layer on
-// RGB or grey images and clips, or a head producing a few maps) is a product whose output has C
-// columns, and cuDNN's engines tile that side by 32 or more: most of their work is padding
-// (kernels/narrow.cu, Note [narrow backward data]). dnnx's kernel there tiles it by 8. It is
-// listed for every convolution as one id, unsupported with its reason outside its domain:
+// The backward data pass of a convolution with few input channels (a network's first layer, on
+// RGB or grey images and clips) is a product whose output has C columns, and cuDNN's engines tile
+// that side by 32 or more: most of their work is padding (kernels/narrow.cu, Note [narrow backward
+// data]). dnnx's kernel there tiles it by 8. It is listed for every convolution as one id,
+// unsupported with its reason outside its domain:
 //   cudnn:kernel:narrow:mma  bwd_data, groups 1, at most 8 input channels, channels_last, f16 or
 //                            bf16 (f32 accumulation); any spatial rank, kernel size, stride,
 //                            per-side padding and dilation
@@ -22,7 +22,6 @@
 #include "core/check.hpp"
 #include "core/strings.hpp"
 
-#include <algorithm>
 #include <cstdint>
 #include <utility>
 
@@ -43,7 +42,7 @@ std::string exclusion(const ConvDesc& desc, Direction direction) {
                        " input channels, got in_channels=", desc.in_channels);
   }
   if (desc.dtype != DType::f16 && desc.dtype != DType::bf16)
-    return "the narrow-channel kernel runs f16 and bf16 (tensor cores; f32 has no TF32 here)";
+    return "the narrow-channel kernel runs f16 and bf16 only (f16/bf16 tensor-core products)";
   if (desc.layout != Layout::channels_last)
     return "the narrow-channel kernel needs the channels_last layout";
   if (desc.out_channels > max_int) return "out_channels beyond 2^31";

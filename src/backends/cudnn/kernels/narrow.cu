@@ -118,9 +118,8 @@ __device__ __forceinline__ bool inside(int x, int size) {
 // one (n, D) plane of the phase, not a run of consecutive positions, so that at each kernel
 // depth the diff_dst positions its taps read ((seg_h + KH - 1) x (16 seg_w + KW - 1) at stride
 // 1) can stay in L1 while the block's taps along H and W read them. Segment s of a block (s =
-// warp x tiles + tile) is at row s / seg_w, column s % seg_w of its tile. (Measured against runs
-// of 256 consecutive positions a block on C3D's conv1a, in an earlier form of the kernel: 2.90
-// against 2.80 ms, the loads not what bounded it then.)
+// warp x tiles + tile) is at row s / seg_w, column s % seg_w of its tile. (Its effect was not
+// measured apart from the kernel's other changes.)
 
 // D += A * B on the tensor cores: A 16 x 16 (row major), B 16 x 8 (column major), f32 D.
 template <typename T>
