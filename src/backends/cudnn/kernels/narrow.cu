@@ -96,10 +96,20 @@ Geo geo_of(const NarrowShape& shape) {
   g.out_channels = shape.out_channels;
   g.chunks = ceil_div(shape.out_channels, chunk_channels);
   g.kvol = shape.kernel[0] * shape.kernel[1] * shape.kernel[2];
-  // Note [narrow block tiles]: up to 4 segments along W, the rest of the block's 16 along H.
-  const int segments_w = ceil_div(g.j[2], 16);
-  g.seg_w = segments_w >= 4 ? 4 : segments_w >= 2 ? 2 : 1;
-  g.seg_w_log2 = g.seg_w == 4 ? 2 : g.seg_w == 2 ? 1 : 0;
+  // Note [narrow block tiles]: 1, 2 or 4 segments along W, the rest of the block's 16 along H,
+  // whichever covers the phase's plane with the fewest rows outside it (the widest on a tie).
+  std::int64_t least = -1;
+  for (const int log2 : {2, 1, 0}) {
+    const int w = 16 << log2;
+    const int h = block_segments >> log2;
+    const std::int64_t covered =
+        std::int64_t{ceil_div(g.j[2], w)} * w * (std::int64_t{ceil_div(g.j[1], h)} * h);
+    if (least < 0 || covered < least) {
+      least = covered;
+      g.seg_w_log2 = log2;
+    }
+  }
+  g.seg_w = 1 << g.seg_w_log2;
   g.seg_h = block_segments / g.seg_w;
   g.blocks_w = ceil_div(g.j[2], 16 * g.seg_w);
   g.blocks_h = ceil_div(g.j[1], g.seg_h);
@@ -118,8 +128,12 @@ __device__ __forceinline__ bool inside(int x, int size) {
 // one (n, D) plane of the phase, not a run of consecutive positions, so that at each kernel
 // depth the diff_dst positions its taps read ((seg_h + KH - 1) x (16 seg_w + KW - 1) at stride
 // 1) can stay in L1 while the block's taps along H and W read them. Segment s of a block (s =
-// warp x tiles + tile) is at row s / seg_w, column s % seg_w of its tile. (Its effect was not
-// measured apart from the kernel's other changes.)
+// warp x tiles + tile) is at row s / seg_w, column s % seg_w of its tile. The tile's shape (16 x
+// 16, 8 x 32 or 4 x 64 positions) is the one that covers the phase's plane with the fewest rows
+// beyond its edges, which still run their products: a 112-wide plane (C3D's, the stems') fits
+// 16-wide tiles exactly and 64-wide ones with 12.5% to spare. (Neither the tiles' effect on L1
+// nor this choice was measured apart from the kernel's other changes; the figures of
+// docs/benchmarks.md predate the choice, with 4 x 64 tiles wherever the plane was 64 wide.)
 
 // D += A * B on the tensor cores: A 16 x 16 (row major), B 16 x 8 (column major), f32 D.
 template <typename T>
