@@ -28,7 +28,6 @@
 namespace dnnx::cudnn {
 namespace {
 
-constexpr int max_channels = 8;
 constexpr std::int64_t max_int = (std::int64_t{1} << 31) - 1;
 
 // Why the kernel cannot run (desc, direction) ("" when it can), checked before the kernel's own
@@ -37,8 +36,8 @@ std::string exclusion(const ConvDesc& desc, Direction direction) {
   if (direction != Direction::bwd_data) return "the narrow-channel kernel runs bwd_data only";
   if (desc.groups != 1)
     return detail::cat("the narrow-channel kernel needs groups 1, got groups=", desc.groups);
-  if (desc.in_channels > max_channels) {
-    return detail::cat("the narrow-channel kernel produces at most ", max_channels,
+  if (desc.in_channels > kernels::narrow_max_channels) {
+    return detail::cat("the narrow-channel kernel produces at most ", kernels::narrow_max_channels,
                        " input channels, got in_channels=", desc.in_channels);
   }
   if (desc.dtype != DType::f16 && desc.dtype != DType::bf16)

@@ -62,7 +62,6 @@
 namespace dnnx::cudnn::kernels {
 namespace {
 
-constexpr int max_channels = 8;
 constexpr int chunk_channels = 32;  // diff_dst channels per step: two m16n8k16 products
 constexpr int warps = 4;
 constexpr int tiles = 4;  // tiles of 16 rows per warp
@@ -83,8 +82,13 @@ struct Geo {
   int seg_w_log2;
   int blocks_w, blocks_h;  // blocks along W and H of a phase
   std::int64_t batch;
-  std::int64_t blocks;  // N x j[0] x blocks_h x blocks_w
 };
+
+// The grid's blocks of a phase: N x D x tiles of H x W (Note [narrow block tiles]). A double: the
+// product of an unsupported shape may be beyond int64.
+double blocks_of(const Geo& g) {
+  return static_cast<double>(g.batch) * g.j[0] * g.blocks_h * g.blocks_w;
+}
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
@@ -114,7 +118,6 @@ Geo geo_of(const NarrowShape& shape) {
   g.blocks_w = ceil_div(g.j[2], 16 * g.seg_w);
   g.blocks_h = ceil_div(g.j[1], g.seg_h);
   g.batch = shape.batch;
-  g.blocks = shape.batch * g.j[0] * g.blocks_h * g.blocks_w;
   return g;
 }
 
@@ -396,7 +399,8 @@ cudaError_t bwd_data_typed(const NarrowShape& shape, const void* diff_dst, const
          0, stream>>>(static_cast<const T*>(weights), static_cast<Pack<T, 8>*>(workspace),
                       g.channels, g.out_channels, g.kvol, g.chunks);
   if (const cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
-  const dim3 grid(static_cast<unsigned>(g.blocks), static_cast<unsigned>(g.s[0] * g.s[1] * g.s[2]));
+  const dim3 grid(static_cast<unsigned>(blocks_of(g)),
+                  static_cast<unsigned>(g.s[0] * g.s[1] * g.s[2]));
   const bool aligned = reinterpret_cast<std::uintptr_t>(diff_dst) % 16 == 0;
   const auto* dy = static_cast<const T*>(diff_dst);
   const auto* wf = static_cast<const uint4*>(workspace);
@@ -415,7 +419,7 @@ cudaError_t bwd_data_typed(const NarrowShape& shape, const void* diff_dst, const
 }  // namespace
 
 const char* narrow_unsupported(const NarrowShape& shape) {
-  if (shape.channels < 1 || shape.channels > max_channels)
+  if (shape.channels < 1 || shape.channels > narrow_max_channels)
     return "the narrow-channel kernel produces at most 8 input channels";
   std::int64_t phases = 1;
   for (int i = 0; i < 3; ++i) {
@@ -434,9 +438,7 @@ const char* narrow_unsupported(const NarrowShape& shape) {
       (std::int64_t{shape.out_channels} + chunk_channels - 1) / chunk_channels;
   if (taps * chunks >= max_fragments)
     return "kernel volume x ceil(out_channels / 32) of 2^26 or more";
-  // Blocks of a phase: N x D x tiles of H x W (Note [narrow block tiles]), each dim below 2^29.
-  const Geo g = geo_of(shape);
-  if (static_cast<double>(shape.batch) * g.j[0] * g.blocks_h * g.blocks_w > max_blocks)
+  if (blocks_of(geo_of(shape)) > max_blocks)
     return "N x input positions beyond the grid's 2^31 blocks";
   return nullptr;
 }

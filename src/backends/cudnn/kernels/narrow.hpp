@@ -14,6 +14,9 @@
 
 namespace dnnx::cudnn::kernels {
 
+/// The most input channels (the columns of its products) the kernel produces.
+inline constexpr int narrow_max_channels = 8;
+
 /// Element type of every tensor.
 enum class NarrowType : int { f16 = 1, bf16 = 2 };
 
@@ -21,7 +24,7 @@ enum class NarrowType : int { f16 = 1, bf16 = 2 };
 /// diff_src N, D, H, W, C; diff_dst N, out, K; weights K, KD, KH, KW, C.
 struct NarrowShape : SpatialDims {
   std::int64_t batch = 1;
-  int channels = 1;      ///< C: the input channels, the ones bwd_data produces (at most 8)
+  int channels = 1;      ///< C: the input channels, the ones bwd_data produces
   int out_channels = 1;  ///< K: the channels of diff_dst, reduced over
   NarrowType type = NarrowType::f16;
 };
