@@ -382,6 +382,7 @@ def speedup(record):
 # The kinds of candidate a choice can be, by the prefix of its id (the most specific first).
 CHOICE_KINDS = (("cudnn:gemm:packed:", "gemm packed"), ("cudnn:gemm:", "gemm"),
                 ("cudnn:im2col:packed:", "im2col packed"), ("cudnn:im2col:", "im2col"),
+                ("cudnn:winograd:", "winograd"),
                 ("cudnn:taps:", "taps"), ("cudnn:frames:", "frames"),
                 ("cudnn:fold:planes:", "fold planes"), ("cudnn:fold:frames:", "fold frames"),
                 ("cudnn:kernel:depthwise:", "depthwise"), ("cudnn:kernel:narrow:", "narrow"),

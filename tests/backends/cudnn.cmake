@@ -33,3 +33,11 @@ add_executable(cudnn_conv_narrow_test ${CMAKE_CURRENT_LIST_DIR}/cudnn_conv_narro
 target_link_libraries(cudnn_conv_narrow_test PRIVATE GTest::gtest_main dnnx_internal
                                                      dnnx_test_support CUDA::cudart)
 dnnx_gtests(cudnn_conv_narrow_test PROPERTIES LABELS "gpu" TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
+
+# Winograd's F(4x4, 3x3) (Note [winograd candidates]; its transform, listing and host-emulation
+# tests need no GPU).
+add_executable(cudnn_conv_winograd_test ${CMAKE_CURRENT_LIST_DIR}/cudnn_conv_winograd_test.cpp)
+target_link_libraries(cudnn_conv_winograd_test PRIVATE GTest::gtest_main dnnx_internal
+                                                       dnnx_test_support CUDA::cudart)
+dnnx_gtests(cudnn_conv_winograd_test PROPERTIES LABELS "gpu" TIMEOUT 1200
+            DISCOVERY_TIMEOUT 60)

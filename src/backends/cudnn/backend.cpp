@@ -201,6 +201,7 @@ class CudnnBackend final : public detail::Backend {
                        " SMs=", f.sm_count, " tf32=", runtime_->allow_tf32() ? "on" : "off",
                        " rtc=", runtime_compiled_text(), " knobs=", knob_search_text(),
                        " conv_gemm=", runtime_->settings().conv_gemm ? "on" : "off",
+                       " winograd=", runtime_->settings().conv_winograd ? "on" : "off",
                        " im2col=", to_string(runtime_->settings().conv_im2col),
                        " taps=", to_string(runtime_->settings().conv_taps),
                        " frames=", to_string(runtime_->settings().conv_frames),
@@ -225,6 +226,7 @@ class CudnnBackend final : public detail::Backend {
             {"l2_sweep_after_timing", runtime_->settings().l2_sweep ? "on" : "off"},
             {"knob_search", knob_search_text()},
             {"conv_gemm_candidates", runtime_->settings().conv_gemm ? "on" : "off"},
+            {"conv_winograd_candidates", runtime_->settings().conv_winograd ? "on" : "off"},
             {"conv_im2col_candidates", to_string(runtime_->settings().conv_im2col)},
             {"conv_tap_region_candidates", to_string(runtime_->settings().conv_taps)},
             {"conv_frame_candidates", to_string(runtime_->settings().conv_frames)},
@@ -430,6 +432,7 @@ Settings settings_from_env() {
   settings.knob_search = knob_search_from_env();
   settings.knob_variants = knob_variants_from_env(settings.knob_variants);
   settings.conv_gemm = switch_from_env("DNNX_CUDNN_CONV_GEMM", settings.conv_gemm);
+  settings.conv_winograd = switch_from_env(winograd_variable, settings.conv_winograd);
   // Note [im2col candidates], [frame candidates], [fold candidates].
   settings.conv_im2col =
       listed_for_from_env(im2col_variable, settings.conv_im2col, "an im2col setting");

@@ -26,6 +26,7 @@
 #include "backends/cudnn/conv_narrow.hpp"
 #include "backends/cudnn/conv_padded.hpp"
 #include "backends/cudnn/conv_taps.hpp"
+#include "backends/cudnn/conv_winograd.hpp"
 #include "backends/cudnn/layers.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
@@ -110,6 +111,8 @@ thread_local SearchCompiles this_search;
 //           (Note [gemm candidates] in conv_gemm.cpp), named by its id there;
 //   im2col  one for the product of the convolution's column matrix (Note [im2col candidates] in
 //           conv_im2col.cpp);
+//   winograd  one for the 36 products of Winograd's F(4x4, 3x3) between dnnx's transforms (Note
+//           [winograd candidates] in conv_winograd.cpp);
 //   taps    smaller legacy convolutions on the output regions of one range of taps, by split
 //           (Note [tap-region candidates] in conv_taps.cpp);
 //   frames  one 2-D legacy convolution per output frame of a 3-D one whose kernel has a depth of
@@ -125,7 +128,7 @@ thread_local SearchCompiles this_search;
 // re-validate a choice read from the cache file without listing (unlisted_candidate(): Note
 // [re-validating persisted choices] in src/ops/dispatch.cpp).
 struct Candidate {
-  enum class Kind { engine, legacy, padded, kernel, gemm, im2col, taps, frames, folded };
+  enum class Kind { engine, legacy, padded, kernel, gemm, im2col, winograd, taps, frames, folded };
   AlgoInfo info;
   Kind kind = Kind::engine;
   /// Runs on tensor cores (Note [channel padding] wraps only such candidates).
@@ -143,8 +146,8 @@ struct Candidate {
   ConvDesc inner_desc;
   std::shared_ptr<const Candidate> inner;
   std::optional<FoldKind> fold;
-  // gemm, im2col: the matmul candidate's id, and whether it is of the packed form (Note [packed
-  // gemm]).
+  // gemm, im2col, winograd: the matmul candidate's id, and whether it is of the packed form
+  // (Note [packed gemm]; never for winograd).
   std::string matmul_id;
   bool gemm_packed = false;
   // taps, frames: what it runs (none for the entry listed where the setting keeps them out),
@@ -271,6 +274,24 @@ Candidate im2col_unsupported_candidate(std::string reason) {
   candidate.info = im2col_off_info();
   candidate.info.reason = std::move(reason);
   candidate.kind = Candidate::Kind::im2col;
+  return candidate;
+}
+
+// A Winograd candidate: `inner` a matmul candidate of `form`'s product, or the unsupported entry
+// listed where the setting keeps them out or the convolution has no form (Note [winograd
+// candidates]).
+Candidate winograd_candidate(const AlgoInfo& inner, const WinogradForm& form) {
+  Candidate candidate;
+  candidate.info = winograd_info(inner, form);
+  candidate.kind = Candidate::Kind::winograd;
+  candidate.matmul_id = inner.id;
+  return candidate;
+}
+Candidate winograd_unsupported_candidate(std::string reason) {
+  Candidate candidate;
+  candidate.info = winograd_off_info();
+  candidate.info.reason = std::move(reason);
+  candidate.kind = Candidate::Kind::winograd;
   return candidate;
 }
 
@@ -706,10 +727,12 @@ class CudnnConv final
       }
       after_supported(std::move(wrapped));
     }
-    // Then, each after the one before: matrix products (Note [gemm candidates]), column products
-    // (Note [im2col candidates]), tap regions (Note [tap-region candidates]), frames (Note [frame
-    // candidates]), folds (Note [fold candidates]).
+    // Then, each after the one before: matrix products (Note [gemm candidates]), Winograd's
+    // products (Note [winograd candidates]), column products (Note [im2col candidates]), tap
+    // regions (Note [tap-region candidates]), frames (Note [frame candidates]), folds (Note [fold
+    // candidates]).
     after_supported(gemm_candidates(desc, direction));
+    after_supported(winograd_candidates(desc, direction));
     after_supported(im2col_candidates(desc, direction));
     after_supported(taps_candidates(desc, direction));
     after_supported(frames_candidates(desc, direction));
@@ -781,8 +804,11 @@ class CudnnConv final
 
   // The matmul backend's first gemm_candidates_max supported candidates for form's product.
   std::vector<AlgoInfo> first_products(const GemmForm& form) {
+    return first_products(form.desc, form.direction);
+  }
+  std::vector<AlgoInfo> first_products(const MatmulDesc& product, Direction direction) {
     std::vector<AlgoInfo> out;
-    for (const AlgoInfo& inner : matmul().list(form.desc, form.direction)) {
+    for (const AlgoInfo& inner : matmul().list(product, direction)) {
       if (!inner.supported) continue;
       out.push_back(inner);
       if (out.size() == gemm_candidates_max) break;
@@ -807,6 +833,28 @@ class CudnnConv final
       if (f == nullptr) continue;
       for (const AlgoInfo& inner : first_products(f->gemm))
         out.push_back(im2col_candidate(inner, *f));
+    }
+    return out;
+  }
+
+  // Note [winograd candidates]: the matmul backend's first supported candidates for the product
+  // of the transformed tensors, or the one unsupported entry saying why there are none.
+  std::vector<Candidate> winograd_candidates(const ConvDesc& desc, Direction direction) {
+    if (!runtime_->settings().conv_winograd) {
+      return {winograd_unsupported_candidate(
+          detail::cat("turned off by ", winograd_variable,
+                      "=0; unset or 1 lists them for fp32 3x3 convolutions of stride 1 (Note "
+                      "[winograd candidates])"))};
+    }
+    std::string why;
+    const std::optional<WinogradForm> form = winograd_form(desc, direction, why);
+    if (!form) return {winograd_unsupported_candidate(why)};
+    std::vector<Candidate> out;
+    for (const AlgoInfo& inner : first_products(form->product, Direction::fwd))
+      out.push_back(winograd_candidate(inner, *form));
+    if (out.empty()) {
+      out.push_back(winograd_unsupported_candidate(
+          "the matmul backend has no supported candidate for the 36 products"));
     }
     return out;
   }
@@ -951,6 +999,23 @@ class CudnnConv final
       if (!inner || !inner->supported) return std::nullopt;
       return im2col_candidate(*inner, *form);
     }
+    if (id == winograd_off_id || winograd_inner_id(id)) {
+      // What winograd_candidates() lists, for this id alone.
+      const std::optional<std::string> inner_id = winograd_inner_id(id);
+      std::string why;
+      const std::optional<WinogradForm> form =
+          runtime_->settings().conv_winograd ? winograd_form(desc, direction, why) : std::nullopt;
+      if (!inner_id) {
+        std::vector<Candidate> listed = winograd_candidates(desc, direction);
+        if (listed.front().info.id != winograd_off_id) return std::nullopt;
+        return std::move(listed.front());
+      }
+      if (!form) return std::nullopt;
+      const std::optional<AlgoInfo> inner =
+          matmul().describe_candidate(form->product, Direction::fwd, *inner_id);
+      if (!inner || !inner->supported) return std::nullopt;
+      return winograd_candidate(*inner, *form);
+    }
     if (is_taps_id(id)) {
       // What taps_candidates() lists, for this id alone (a few cuDNN queries per region).
       for (Candidate& candidate : taps_candidates(desc, direction)) {
@@ -1002,6 +1067,7 @@ class CudnnConv final
       case Candidate::Kind::kernel: return kernel_plan(runtime_, desc, direction, candidate.info);
       case Candidate::Kind::gemm: return gemm_plan(desc, direction, candidate);
       case Candidate::Kind::im2col: return im2col_plan(desc, direction, candidate);
+      case Candidate::Kind::winograd: return winograd_plan(desc, direction, candidate);
       case Candidate::Kind::taps:
         // build() gets the candidate listed (or described alone) for desc: its listing's plan.
         if (candidate.listed_plan) return candidate.listed_plan;
@@ -1083,6 +1149,27 @@ class CudnnConv final
     }
     return make_im2col_plan(runtime_, desc, direction, std::move(*form), std::move(product),
                             std::move(accumulating));
+  }
+
+  // Note [winograd candidates]: the matmul backend's plan of the candidate's product, run
+  // between the transforms.
+  std::shared_ptr<detail::ConvPlan> winograd_plan(const ConvDesc& desc, Direction direction,
+                                                  const Candidate& candidate) {
+    std::string why;
+    std::optional<WinogradForm> form =
+        candidate.matmul_id.empty() ? std::nullopt : winograd_form(desc, direction, why);
+    if (!form) {
+      detail::raise(ErrorKind::Unsupported,
+                    candidate.matmul_id.empty() ? candidate.info.reason : why,
+                    conv_context(desc, direction, candidate.info.id));
+    }
+    std::shared_ptr<detail::OpPlan<detail::MatmulArgs>> product =
+        matmul().plan(form->product, Direction::fwd, candidate.matmul_id);
+    std::shared_ptr<detail::OpPlan<detail::MatmulArgs>> accumulating;
+    if (direction == Direction::bwd_weights && form->passes > 1)
+      accumulating = matmul().plan(form->accumulating, Direction::fwd, candidate.matmul_id);
+    return make_winograd_plan(runtime_, desc, direction, std::move(*form), std::move(product),
+                              std::move(accumulating));
   }
 
   // Note [tap-region candidates]
@@ -1346,6 +1433,7 @@ class CudnnConv final
           plan = gemm_plan(desc, direction, candidate);
           break;
         case Candidate::Kind::im2col: plan = im2col_plan(desc, direction, candidate); break;
+        case Candidate::Kind::winograd: plan = winograd_plan(desc, direction, candidate); break;
         case Candidate::Kind::taps: plan = taps_plan(desc, direction, candidate); break;
         case Candidate::Kind::frames: plan = frames_plan(desc, direction, candidate); break;
         case Candidate::Kind::engine:

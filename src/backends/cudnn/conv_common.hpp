@@ -128,6 +128,7 @@ inline constexpr const char* runtime_compiled_variable = "DNNX_CUDNN_RUNTIME_COM
 inline constexpr const char* compile_budget_variable = "DNNX_CUDNN_COMPILE_BUDGET";
 inline constexpr const char* knob_search_variable = "DNNX_CUDNN_KNOB_SEARCH";
 inline constexpr const char* im2col_variable = "DNNX_CUDNN_CONV_IM2COL";
+inline constexpr const char* winograd_variable = "DNNX_CUDNN_CONV_WINOGRAD";
 inline constexpr const char* taps_variable = "DNNX_CUDNN_CONV_TAPS";
 inline constexpr const char* frames_variable = "DNNX_CUDNN_CONV_FRAMES";
 inline constexpr const char* folds_variable = "DNNX_CUDNN_CONV_FOLDS";

@@ -96,6 +96,9 @@ struct Settings {
   bool conv_gemm = true;
   /// DNNX_CUDNN_CONV_IM2COL: off, f32 or on (Note [im2col candidates] in conv_im2col.cpp)
   ListedFor conv_im2col = ListedFor::off;
+  /// DNNX_CUDNN_CONV_WINOGRAD: fp32 3x3 convolutions of stride 1 list Winograd's F(4x4, 3x3)
+  /// transforms and products (Note [winograd candidates] in conv_winograd.cpp); on by default
+  bool conv_winograd = true;
   /// DNNX_CUDNN_CONV_TAPS: off, f32, sparse or on (Note [tap-region candidates] in
   /// conv_taps.cpp)
   TapCandidates conv_taps = TapCandidates::f32;
@@ -113,8 +116,9 @@ const char* to_string(TapCandidates where);
 /// The settings the environment asks for (DNNX_ALLOW_TF32, DNNX_VERBOSE, DNNX_CUDNN_GRAPHS,
 /// DNNX_CUDNN_L2_SWEEP, DNNX_CUDNN_RUNTIME_COMPILED, DNNX_CUDNN_COMPILE_BUDGET,
 /// DNNX_PLAN_DIR, DNNX_CUDNN_KNOB_SEARCH, DNNX_CUDNN_KNOB_VARIANTS, DNNX_CUDNN_CONV_GEMM,
-/// DNNX_CUDNN_CONV_IM2COL, DNNX_CUDNN_CONV_TAPS, DNNX_CUDNN_CONV_FRAMES); unset or empty
-/// variables keep the defaults. Throws InvalidArgument naming a malformed variable and its value.
+/// DNNX_CUDNN_CONV_WINOGRAD, DNNX_CUDNN_CONV_IM2COL, DNNX_CUDNN_CONV_TAPS, DNNX_CUDNN_CONV_FRAMES);
+/// unset or empty variables keep the defaults. Throws InvalidArgument naming a malformed variable
+/// and its value.
 Settings settings_from_env();
 
 class Runtime final : public detail::DeviceRuntime {
