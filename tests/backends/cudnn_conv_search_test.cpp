@@ -221,6 +221,20 @@ TEST(CudnnSearchSettings, GemmOnAndIm2colOffByDefault) {
   }
 }
 
+// Note [winograd candidates]: on by default; DNNX_CUDNN_CONV_WINOGRAD=0 turns them off, and a
+// value that is no switch is an InvalidArgument naming the variable.
+TEST(CudnnSearchSettings, WinogradOnByDefault) {
+  {
+    const ScopedEnv unset("DNNX_CUDNN_CONV_WINOGRAD", nullptr);
+    EXPECT_TRUE(cudnn::settings_from_env().conv_winograd);
+  }
+  {
+    const ScopedEnv off("DNNX_CUDNN_CONV_WINOGRAD", "0");
+    EXPECT_FALSE(cudnn::settings_from_env().conv_winograd);
+  }
+  expect_rejected("DNNX_CUDNN_CONV_WINOGRAD", {"f32", "maybe"});
+}
+
 // Note [tap-region candidates]: listed for fp32 convolutions whose taps read mostly padding by
 // default; DNNX_CUDNN_CONV_TAPS takes off, f32, sparse and on (and the switch words), and
 // anything else is an InvalidArgument naming the variable.

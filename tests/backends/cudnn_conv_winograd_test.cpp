@@ -18,6 +18,7 @@
 #include "support/conv.hpp"
 #include "support/gpu.hpp"
 #include "support/random.hpp"
+#include "support/scoped.hpp"
 
 #include <gtest/gtest.h>
 
@@ -25,6 +26,7 @@
 #include <cmath>
 #include <cstdint>
 #include <iostream>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -388,6 +390,34 @@ TEST(CudnnConvWinograd, HostRunsOfTheFormsMatchTheReference) {
 // ---------------------------------------------------------------------------------------------
 // On a GPU.
 
+// `direction` of desc on the GPU `context` with its current policy, on device copies of
+// `operands`, into an output that starts as NaN; the id that ran, and the output's host copy.
+struct GpuRun {
+  std::string algo;
+  Tensor output;
+};
+GpuRun run_on_gpu(Context& context, const ConvDesc& desc, Direction direction,
+                  const test::ConvOperands& operands) {
+  Tensor output = test::device_copy(
+      test::nan_tensor(test::conv_output_dims(desc, direction), desc.dtype, desc.layout), context);
+  const auto device = [&](const Tensor& host) { return test::device_copy(host, context); };
+  std::shared_ptr<const Choice> choice;
+  switch (direction) {
+    case Direction::fwd:
+      choice = conv_fwd(context, desc, device(operands.src), device(operands.weights), output);
+      break;
+    case Direction::bwd_data:
+      choice =
+          conv_bwd_data(context, desc, device(operands.diff_dst), device(operands.weights), output);
+      break;
+    default:
+      choice =
+          conv_bwd_weights(context, desc, device(operands.src), device(operands.diff_dst), output);
+      break;
+  }
+  return {choice->algo.id, test::host_copy_of(output)};
+}
+
 // Every Winograd candidate listed for a case, against the reference; the output starts as NaN
 // and a second run must give the same bits where the candidate is deterministic.
 TEST(CudnnConvWinograd, MatchesTheReference) {
@@ -415,18 +445,17 @@ TEST(CudnnConvWinograd, MatchesTheReference) {
           ASSERT_TRUE(info.supported) << info.reason << "\n" << where;
           context.tune().policy(direction) = AlgoPolicy::fixed(info.id);
           try {
-            const test::ConvRun first = test::run_conv(context, desc, direction, operands);
-            EXPECT_EQ(first.choice->algo.id, info.id) << where;
-            const Tensor first_host = test::host_copy_of(first.output);
-            const std::vector<float> actual = first_host.to_f32();
+            const GpuRun first = run_on_gpu(context, desc, direction, operands);
+            EXPECT_EQ(first.algo, info.id) << where;
+            const std::vector<float> actual = first.output.to_f32();
             EXPECT_TRUE(test::all_finite(actual, dims, "output", where));
             double ratio = 0;
             EXPECT_TRUE(test::close_within_scale(actual, expected, scale, dims, winograd_tolerance,
                                                  "output", where, &ratio));
             worst = std::max(worst, ratio);
             if (info.deterministic) {
-              const test::ConvRun second = test::run_conv(context, desc, direction, operands);
-              EXPECT_TRUE(test::bitwise_equal(first_host, test::host_copy_of(second.output),
+              EXPECT_TRUE(test::bitwise_equal(first.output,
+                                              run_on_gpu(context, desc, direction, operands).output,
                                               "second run", where));
             }
           } catch (const Error& error) {
@@ -460,7 +489,7 @@ TEST(CudnnConvWinograd, PassesMatchCudnn) {
     EXPECT_EQ(form->passes, 2) << to_string(direction);
     const test::ConvOperands operands = test::random_conv_operands(desc, direction, 11);
     context.tune().policy(direction) = AlgoPolicy::heuristic();
-    const test::ConvRun cudnn_run = test::run_conv(context, desc, direction, operands);
+    const GpuRun cudnn_run = run_on_gpu(context, desc, direction, operands);
     std::string id;
     for (const AlgoInfo& info : conv_list(context, desc, direction)) {
       if (cudnn::winograd_inner_id(info.id) && info.supported) {
@@ -470,11 +499,12 @@ TEST(CudnnConvWinograd, PassesMatchCudnn) {
     }
     ASSERT_FALSE(id.empty()) << "no Winograd candidate listed";
     context.tune().policy(direction) = AlgoPolicy::fixed(id);
-    const test::ConvRun winograd_run = test::run_conv(context, desc, direction, operands);
+    const GpuRun winograd_run = run_on_gpu(context, desc, direction, operands);
     context.tune().policy(direction) = AlgoPolicy::heuristic();
+    EXPECT_EQ(winograd_run.algo, id);
     const Dims dims = test::conv_output_dims(desc, direction);
-    const std::vector<float> expected = test::host_copy_of(cudnn_run.output).to_f32();
-    const std::vector<float> actual = test::host_copy_of(winograd_run.output).to_f32();
+    const std::vector<float> expected = cudnn_run.output.to_f32();
+    const std::vector<float> actual = winograd_run.output.to_f32();
     // Both sides round: errors are measured against the outputs' root mean square (unit-range
     // operands summed over 576 products per output, or 1.6 million per weight).
     double squares = 0;
@@ -483,6 +513,25 @@ TEST(CudnnConvWinograd, PassesMatchCudnn) {
     const std::vector<float> scale(expected.size(), rms);
     EXPECT_TRUE(test::close_within_scale(actual, expected, scale, dims, {1e-4, 0.0}, "output",
                                          test::conv_context(desc, direction, id)));
+  }
+}
+
+// DNNX_CUDNN_CONV_WINOGRAD=0: one unsupported entry naming the variable in their place.
+TEST(CudnnConvWinograd, TurnedOffByTheVariable) {
+  DNNX_REQUIRE_GPU();
+  const test::ScopedEnv off("DNNX_CUDNN_CONV_WINOGRAD", "0");
+  Context context = test::gpu_test_context();
+  const ConvDesc desc = cases()[0].desc;
+  for (Direction direction : all_directions) {
+    std::size_t entries = 0;
+    for (const AlgoInfo& info : conv_list(context, desc, direction)) {
+      EXPECT_FALSE(cudnn::winograd_inner_id(info.id)) << info.id;
+      if (info.id != cudnn::winograd_off_id) continue;
+      ++entries;
+      EXPECT_FALSE(info.supported);
+      EXPECT_NE(info.reason.find("DNNX_CUDNN_CONV_WINOGRAD=0"), std::string::npos) << info.reason;
+    }
+    EXPECT_EQ(entries, 1u) << to_string(direction);
   }
 }
 

@@ -5,8 +5,9 @@
 // (Note [legacy candidates]), then the supported runtime-compiled engines (Note [runtime-compiled
 // engines]), then the knob variants dnnx adds (Note [knob search]), then the channel-padded
 // candidates of f16/bf16 convs with unaligned channels (Note [channel padding]), then dnnx's matrix
-// products, column products, tap regions and frames (Note [gemm candidates], Note [im2col
-// candidates], Note [tap-region candidates], Note [frame candidates]). dnnx's supported depthwise
+// products, Winograd's products, column products, tap regions, frames and folds (Note [gemm
+// candidates], Note [winograd candidates], Note [im2col candidates], Note [tap-region
+// candidates], Note [frame candidates], Note [fold candidates]). dnnx's supported depthwise
 // and narrow-channel kernels come right after the last of the heuristics' top configs that is not
 // runtime-compiled (Note [depthwise candidates], Note [narrow-channel candidates]). The heuristic
 // policy therefore picks mode A's first admissible config, and a legacy algorithm only when no
