@@ -36,8 +36,11 @@ namespace dnnx::cudnn {
 // (docs/benchmarks.md), a quarter of the multiplications that would take less time even at a
 // lower rate. Only f32 is listed: f16 and bf16 have cuDNN's tensor-core engines, and the
 // transforms' rounding (the points 2 and -2 scale by up to 8 each way) costs more there. The
-// result differs from the direct sum by the transforms' rounding: within the conv tolerance of
-// f32 in the GPU tests, a few units of 1e-6 relative to the operands' scale.
+// result differs from the direct sum by the transforms' rounding, within the bound every f32
+// candidate meets (1e-5 of the sum of |products| of each element; tests/backends/
+// cudnn_conv_winograd_test.cpp prints its worst share). Padding is at most 2 per side: an
+// output or a weight tap that reads only padding is exactly zero, which the transforms would
+// give only to within their rounding.
 // The transformed tensors of a whole batch can take gigabytes (36 values per 16 outputs per
 // channel), so a pass takes the largest divisor of the batch whose tensors fit
 // winograd_bytes_max (the filters' included); bwd_weights' passes after the first add their
