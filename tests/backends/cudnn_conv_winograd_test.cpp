@@ -45,8 +45,8 @@ struct Case {
   ConvDesc desc;  // f32 channels_first; every test runs it in channels_last too
 };
 
-ConvDesc conv(const Dims& src, const Dims& weights, std::int64_t pad) {
-  return ConvDesc::from_shapes(src, weights, {1}, {pad}, {1}, 1, DType::f32);
+ConvDesc conv(const Dims& src, const Dims& weights, std::int64_t pad, std::int64_t dilation = 1) {
+  return ConvDesc::from_shapes(src, weights, {1}, {pad}, {dilation}, 1, DType::f32);
 }
 
 std::vector<Case> cases() {
@@ -54,14 +54,26 @@ std::vector<Case> cases() {
       {"same_16_to_32", conv({2, 16, 12, 12}, {32, 16, 3, 3}, 1)},
       {"unpadded_partial_tiles", conv({1, 8, 13, 11}, {5, 8, 3, 3}, 0)},
       {"three_channels", conv({3, 3, 9, 17}, {7, 3, 3, 3}, 1)},
-      {"one_row", conv({2, 4, 1, 7}, {6, 4, 3, 3}, 1)},
+      {"two_rows", conv({2, 4, 2, 7}, {6, 4, 3, 3}, 1)},
       {"padding_of_2", conv({1, 5, 6, 5}, {4, 5, 3, 3}, 2)},
       {"wide_channels", conv({1, 64, 10, 9}, {48, 64, 3, 3}, 1)},
+      // 33 x 33 tiles: the weight gradient's products in two runs of 545 tiles, the last slot
+      // empty.
+      {"runs_of_tiles", conv({1, 4, 130, 130}, {6, 4, 3, 3}, 1)},
   };
   ConvDesc sides = conv({2, 6, 10, 9}, {8, 6, 3, 3}, 0);
   sides.pad_before = {2, 0, 0};
   sides.pad_after = {0, 1, 0};
   table.push_back({"per_side_padding", sides});
+  // Dilation: tiles of one residue class of 4 outputs 2 (3, 4) apart; per-dim, and with
+  // padding of other than one dilation.
+  table.push_back({"dilation_2", conv({2, 6, 17, 19}, {5, 6, 3, 3}, 2, 2)});
+  table.push_back({"dilation_4_unpadded", conv({1, 3, 30, 27}, {4, 3, 3, 3}, 0, 4)});
+  ConvDesc mixed = conv({1, 5, 20, 23}, {7, 5, 3, 3}, 0);
+  mixed.dilation = {3, 1, 1};
+  mixed.pad_before = {4, 1, 0};
+  mixed.pad_after = {2, 0, 0};
+  table.push_back({"dilation_3x1_per_side_padding", mixed});
   for (Case& c : table) c.desc.validate();
   return table;
 }
@@ -114,6 +126,30 @@ TEST(CudnnConvWinograd, TileTransformsAreTheDirectSums) {
   }
 }
 
+// A kernel thread's index names the (tile slot, channel) whose transformed value it stores there,
+// in both layouts, with one run of tiles and with several.
+TEST(CudnnConvWinograd, ThreadIndicesInvertTheTransformedLayout) {
+  for (bool last : {false, true}) {
+    for (std::int64_t splits : {1, 3}) {
+      wg::Geometry g;
+      g.channels_last = last;
+      g.batch = 2, g.tiles_h = 3, g.tiles_w = 4;
+      g.splits = splits;
+      g.split_tiles = (wg::tiles_of(g) + splits - 1) / splits;
+      const std::int64_t channels = 5;
+      for (std::int64_t index = 0; index < wg::slots_of(g) * channels; ++index) {
+        const wg::TileChannel tc =
+            wg::tile_channel_of(last, static_cast<std::uint32_t>(index),
+                                static_cast<std::uint32_t>(g.split_tiles), channels);
+        ASSERT_EQ(wg::transformed_offset(g, channels, 0, tc.channel, tc.tile), index)
+            << "channels_last " << last << ", splits " << splits;
+        ASSERT_EQ(wg::transformed_offset(g, channels, 7, tc.channel, tc.tile),
+                  index + 7 * wg::slots_of(g) * channels);
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The listing (host-side).
 
@@ -143,6 +179,21 @@ TEST(CudnnConvWinograd, FormsAndReasons) {
   EXPECT_EQ(data->geometry.in_channels, 32);
   EXPECT_EQ(data->geometry.out_channels, 16);
   EXPECT_EQ(data->geometry.pad_h, 1);
+  // The weight gradient's runs of tiles: one for these 18 tiles (and for the other directions
+  // always); two runs of 545 for 33 x 33 tiles of 6 x 4 channels, 36 x 2 products.
+  const auto weights = cudnn::winograd_form(desc, Direction::bwd_weights, why);
+  ASSERT_TRUE(weights);
+  EXPECT_EQ(weights->geometry.splits, 1);
+  EXPECT_EQ(weights->product.k, 18);
+  const auto runs =
+      cudnn::winograd_form(conv({1, 4, 130, 130}, {6, 4, 3, 3}, 1), Direction::bwd_weights, why);
+  ASSERT_TRUE(runs);
+  EXPECT_EQ(runs->geometry.splits, 2);
+  EXPECT_EQ(runs->geometry.split_tiles, 545);
+  EXPECT_EQ(runs->product.batch, 72);
+  EXPECT_EQ(runs->product.k, 545);
+  EXPECT_EQ(runs->filter_bytes, cudnn::workspace_aligned(2 * 36 * 6 * 4 * 4));
+  EXPECT_EQ(runs->in_bytes, cudnn::workspace_aligned(36 * 4 * 1090 * 4));
   // A candidate's listed entry.
   AlgoInfo inner;
   inner.id = "cublaslt:a5";
@@ -169,11 +220,16 @@ TEST(CudnnConvWinograd, FormsAndReasons) {
                   Direction::fwd)
           .find("stride 2x2"),
       std::string::npos);
-  EXPECT_NE(
-      form_reason(ConvDesc::from_shapes({2, 8, 9, 9}, {8, 8, 3, 3}, {1}, {2}, {2}, 1, DType::f32),
-                  Direction::bwd_data)
-          .find("dilation 2x2"),
-      std::string::npos);
+  // Dilation 2 on 9 outputs: classes of 5 and 4 in tiles of 4, 16 slots a dim for 9 outputs.
+  EXPECT_NE(form_reason(conv({2, 8, 9, 9}, {8, 8, 3, 3}, 2, 2), Direction::bwd_data)
+                .find("leaves 256 tile outputs"),
+            std::string::npos);
+  const auto dilated =
+      cudnn::winograd_form(conv({2, 8, 17, 17}, {8, 8, 3, 3}, 2, 2), Direction::bwd_data, why);
+  ASSERT_TRUE(dilated) << why;
+  EXPECT_EQ(dilated->geometry.class_tiles_h, 3);  // classes of 9 and 8 outputs
+  EXPECT_EQ(dilated->geometry.tiles_h, 6);
+  EXPECT_EQ(dilated->geometry.pad_h, 2);  // 2 dilations less the padding
   EXPECT_NE(
       form_reason(ConvDesc::from_shapes({2, 8, 9, 9}, {8, 2, 3, 3}, {1}, {1}, {1}, 4, DType::f32),
                   Direction::fwd)
@@ -182,7 +238,11 @@ TEST(CudnnConvWinograd, FormsAndReasons) {
   // Padding past the kernel's reach: outputs of only padding, exactly zero, which the
   // transforms would give only to within their rounding.
   EXPECT_NE(form_reason(conv({1, 5, 6, 5}, {4, 5, 3, 3}, 3), Direction::bwd_weights)
-                .find("padding of at most 2"),
+                .find("padding of at most 2 x dilation"),
+            std::string::npos);
+  // A tap that reads only padding: one row of input, padded by 1, with its first and last taps
+  // on the padding.
+  EXPECT_NE(form_reason(conv({2, 4, 1, 7}, {6, 4, 3, 3}, 1), Direction::fwd).find("dim 0: input 1"),
             std::string::npos);
   EXPECT_NE(form_reason(conv({2, 8, 9}, {8, 8, 3}, 1), Direction::fwd).find("2-D"),
             std::string::npos);
@@ -224,23 +284,23 @@ void products(const MatmulDesc& p, const float* a, const float* b, float* dst) {
 }
 
 // The 36 transformed values of each (tile, channel) of `maps` (`channels` maps of h x w),
-// reading Rows x Cols from each tile's start shifted by (-pad_h, -pad_w) and transforming with
-// `transform`, as the input and gradient kernels do.
+// reading Rows x Cols a dilation apart from each tile's origin shifted by (-pad_h, -pad_w) and
+// transforming with `transform`, as the input and gradient kernels do.
 template <int Rows, int Cols, typename Transform>
 void transform_maps(const wg::Geometry& g, const float* maps, std::int64_t channels, std::int64_t h,
                     std::int64_t w, std::int64_t pad_h, std::int64_t pad_w, Transform transform,
                     float* out) {
   for (std::int64_t tile = 0; tile < wg::tiles_of(g); ++tile) {
-    const std::int64_t n = tile / (g.tiles_h * g.tiles_w);
-    const std::int64_t th = tile / g.tiles_w % g.tiles_h, tw = tile % g.tiles_w;
+    const wg::TileOrigin origin = wg::tile_origin(g, static_cast<std::uint32_t>(tile));
     for (std::int64_t c = 0; c < channels; ++c) {
       float tile_in[Rows * Cols], t[wg::points];
       for (int i = 0; i < Rows; ++i) {
         for (int j = 0; j < Cols; ++j) {
-          const std::int64_t r = th * 4 + i - pad_h, s = tw * 4 + j - pad_w;
+          const std::int64_t r = origin.row + i * g.dilation_h - pad_h;
+          const std::int64_t s = origin.col + j * g.dilation_w - pad_w;
           tile_in[i * Cols + j] =
               r >= 0 && r < h && s >= 0 && s < w
-                  ? maps[wg::map_offset(g.channels_last, channels, h, w, n, c, r, s)]
+                  ? maps[wg::map_offset(g.channels_last, channels, h, w, origin.n, c, r, s)]
                   : 0.0f;
         }
       }
@@ -257,9 +317,10 @@ std::vector<float> emulate(const ConvDesc& desc, Direction direction,
   const wg::Geometry& g = form.geometry;
   const bool last = g.channels_last;
   const std::int64_t co = g.out_channels, ci = g.in_channels, tiles = wg::tiles_of(g);
-  std::vector<float> filter(static_cast<std::size_t>(wg::points * co * ci));
-  std::vector<float> in(static_cast<std::size_t>(wg::points * ci * tiles));
-  std::vector<float> out(static_cast<std::size_t>(wg::points * co * tiles));
+  // The slots past the last tile hold zeros, as the kernels write them.
+  std::vector<float> filter(static_cast<std::size_t>(wg::points * g.splits * co * ci));
+  std::vector<float> in(static_cast<std::size_t>(wg::points * ci * wg::slots_of(g)));
+  std::vector<float> out(static_cast<std::size_t>(wg::points * co * wg::slots_of(g)));
   const cudnn::WinogradOperands roles = cudnn::winograd_operands(form, direction);
   const auto part = [&](cudnn::WinogradPart which) {
     return which == cudnn::WinogradPart::filter ? filter.data()
@@ -283,8 +344,13 @@ std::vector<float> emulate(const ConvDesc& desc, Direction direction,
     }
     for (std::int64_t o = 0; o < co; ++o) {
       for (std::int64_t i = 0; i < ci; ++i) {
+        // The runs' partial gradients {36, splits, co, ci}, summed in run order.
         float t[wg::points], dg[9];
-        for (int p = 0; p < wg::points; ++p) t[p] = filter[((p * co) + o) * ci + i];
+        for (int p = 0; p < wg::points; ++p) {
+          t[p] = 0;
+          for (std::int64_t r = 0; r < g.splits; ++r)
+            t[p] += filter[static_cast<std::size_t>(((p * g.splits + r) * co + o) * ci + i)];
+        }
         wg::filter_gradient_tile(t, dg);
         for (int r = 0; r < 3; ++r) {
           for (int s = 0; s < 3; ++s)
@@ -315,19 +381,19 @@ std::vector<float> emulate(const ConvDesc& desc, Direction direction,
                          wg::input_tile, in.data());
     product(form.product);
     for (std::int64_t tile = 0; tile < tiles; ++tile) {
-      const std::int64_t n = tile / (g.tiles_h * g.tiles_w);
-      const std::int64_t th = tile / g.tiles_w % g.tiles_h, tw = tile % g.tiles_w;
+      const wg::TileOrigin origin = wg::tile_origin(g, static_cast<std::uint32_t>(tile));
       for (std::int64_t c = 0; c < co; ++c) {
         float t[wg::points], y[16];
         for (int p = 0; p < wg::points; ++p) t[p] = out[wg::transformed_offset(g, co, p, c, tile)];
         wg::output_tile(t, y);
         for (int i = 0; i < 4; ++i) {
           for (int j = 0; j < 4; ++j) {
-            const std::int64_t r = th * 4 + i, s = tw * 4 + j;
+            const std::int64_t r = origin.row + i * g.dilation_h;
+            const std::int64_t s = origin.col + j * g.dilation_w;
             if (r < g.out_h && s < g.out_w) {
               result[static_cast<std::size_t>(
-                  pass * out_part + wg::map_offset(last, co, g.out_h, g.out_w, n, c, r, s))] =
-                  y[i * 4 + j];
+                  pass * out_part +
+                  wg::map_offset(last, co, g.out_h, g.out_w, origin.n, c, r, s))] = y[i * 4 + j];
             }
           }
         }
@@ -338,9 +404,14 @@ std::vector<float> emulate(const ConvDesc& desc, Direction direction,
 }
 
 // Winograd's sums differ from the direct ones by the transforms' rounding (the points 2 and -2
-// scale terms by up to 8 each way); they stay within the f32 bound every convolution candidate
-// meets, 1e-5 of the sum of |products| (the worst runs print their share of it).
-const test::Tolerance winograd_tolerance = test::conv_tolerance(DType::f32);
+// scale terms by up to 8 each way), which is relative to the magnitudes across a tile rather than
+// to each element's own sum of |products|: an input-gradient element at the border of a map,
+// reached by few products, shares its tile with elements reached by many. Dense layers stay
+// within the f32 bound every candidate meets (1e-5 of the sum of |products|: 0.40 of it at
+// worst on the GPU); the dilated backward data passes reached 0.76 of it on the host, so the
+// bound here is twice that one, still far below a wrong tap's O(1 / products) of the scale. The
+// worst runs print their share.
+const test::Tolerance winograd_tolerance{2 * test::conv_tolerance(DType::f32).rel, 0.0};
 
 TEST(CudnnConvWinograd, HostRunsOfTheFormsMatchTheReference) {
   Context reference(BackendKind::reference);

@@ -27,12 +27,12 @@ namespace dnnx::cudnn {
 /// equal parts of the batch (geometry.batch samples each).
 struct WinogradForm {
   kernels::winograd::Geometry geometry;  ///< one pass
-  /// The 36 products of one pass, and (bwd_weights) the same adding to its output, for the
-  /// passes after the first.
+  /// The 36 products of one pass (bwd_weights: 36 x geometry.splits, one per point and run of
+  /// tiles), and (bwd_weights) the same adding to its output, for the passes after the first.
   MatmulDesc product, accumulating;
   /// Workspace parts, each 256-byte aligned: the transformed filters (bwd_weights: their
-  /// gradient), the transformed input tiles and the products' results (bwd_weights: the
-  /// transformed gradient tiles).
+  /// partial gradients, one per run of tiles), the transformed input tiles and the products'
+  /// results (bwd_weights: the transformed gradient tiles).
   std::size_t filter_bytes = 0, in_bytes = 0, out_bytes = 0;
   std::int64_t passes = 1;
 };
@@ -52,8 +52,8 @@ WinogradOperands winograd_operands(const WinogradForm& form, Direction direction
 inline constexpr std::size_t winograd_bytes_max = std::size_t{1} << 30;
 
 /// The form of (desc, direction), or nullopt with `why` set where there is none (not an f32
-/// 2-D ungrouped 3x3 convolution of stride 1, dilation 1 and padding of at most 2 per side, or
-/// one sample's transformed tensors over `cap`).
+/// 2-D ungrouped 3x3 convolution of stride 1 whose every output and tap reach the input, a
+/// dilation that leaves most tile slots empty, or one sample's transformed tensors over `cap`).
 std::optional<WinogradForm> winograd_form(const ConvDesc& desc, Direction direction,
                                           std::string& why, std::size_t cap = winograd_bytes_max);
 

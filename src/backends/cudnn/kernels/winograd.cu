@@ -5,8 +5,9 @@
 // the tile function of winograd.hpp in registers and stores the 36 (or 16, or 9) results. The
 // threads of a warp take neighbouring elements of the transformed tensor's innermost dim (tiles
 // in channels_first, channels in channels_last), so every one of its 36 stores and loads is one
-// contiguous run of the warp; the map side reads and writes rows of 4 to 6 neighbours per thread,
-// which L1 merges in channels_first and which run along the channels in channels_last. A tile
+// contiguous run of the warp; the map side reads and writes rows of 4 to 6 neighbours per thread
+// (a dilation apart), which L1 merges in channels_first and which run along the channels in
+// channels_last. The weight gradient's slots past the last tile are written as zeros. A tile
 // whose rows and columns all lie inside the map loads without bounds checks. The transformed
 // tensors of one pass have fewer than 2^31 elements (the caller's cap), so indices are 32-bit;
 // map offsets are 64-bit. Grids are capped and grid-stride, so any size runs.
@@ -27,20 +28,10 @@ unsigned blocks_for(std::int64_t count) {
       std::clamp<std::int64_t>((count + block_threads - 1) / block_threads, 1, max_blocks));
 }
 
-// The position of one (tile, channel) pair of a transformed tensor's 32-bit index: channels
-// fastest in channels_last, tiles fastest in channels_first.
-struct TileChannel {
-  unsigned tile, channel;
-};
 template <bool Last>
-__device__ __forceinline__ TileChannel split_index(unsigned index, unsigned tiles,
+__device__ __forceinline__ TileChannel split_index(unsigned index, unsigned split_tiles,
                                                    unsigned channels) {
-  if (Last) {
-    const unsigned tile = index / channels;
-    return {tile, index - tile * channels};
-  }
-  const unsigned channel = index / tiles;
-  return {index - channel * tiles, channel};
+  return tile_channel_of(Last, index, split_tiles, channels);
 }
 
 // A map of one sample and channel: element (row, col) at base[row * row_step + col * col_step].
@@ -59,45 +50,31 @@ __device__ __forceinline__ Map<T> map_of(T* data, std::int64_t channels, int h, 
           Last ? channels : std::int64_t{1}, h, w};
 }
 
-// The tile of `Rows` x `Cols` elements of `map` from (row0, col0), zeros outside the map.
+// The `Rows` x `Cols` elements of `map` at (row0 + dh i, col0 + dw j), zeros outside the map.
 template <int Rows, int Cols>
-__device__ __forceinline__ void load_tile(const Map<const float>& map, int row0, int col0,
-                                          float* tile) {
-  if (row0 >= 0 && col0 >= 0 && row0 + Rows <= map.h && col0 + Cols <= map.w) {
+__device__ __forceinline__ void load_tile(const Map<const float>& map, int row0, int col0, int dh,
+                                          int dw, float* tile) {
+  if (row0 >= 0 && col0 >= 0 && row0 + (Rows - 1) * dh < map.h && col0 + (Cols - 1) * dw < map.w) {
 #pragma unroll
     for (int i = 0; i < Rows; ++i) {
-      const float* row = map.base + (row0 + i) * map.row_step + col0 * map.col_step;
+      const float* row = map.base + (row0 + i * dh) * map.row_step + col0 * map.col_step;
 #pragma unroll
-      for (int j = 0; j < Cols; ++j) tile[i * Cols + j] = __ldg(row + j * map.col_step);
+      for (int j = 0; j < Cols; ++j) tile[i * Cols + j] = __ldg(row + j * dw * map.col_step);
     }
     return;
   }
 #pragma unroll
   for (int i = 0; i < Rows; ++i) {
-    const int r = row0 + i;
+    const int r = row0 + i * dh;
     const bool row_in = r >= 0 && r < map.h;
 #pragma unroll
     for (int j = 0; j < Cols; ++j) {
-      const int c = col0 + j;
+      const int c = col0 + j * dw;
       tile[i * Cols + j] = row_in && c >= 0 && c < map.w
                                ? __ldg(map.base + r * map.row_step + c * map.col_step)
                                : 0.0f;
     }
   }
-}
-
-// Where tile `tile` starts in the grid: its sample and the first output row and column.
-struct TileStart {
-  unsigned n;
-  int row, col;
-};
-__device__ __forceinline__ TileStart tile_start(const Geometry& g, unsigned tile) {
-  const auto per_sample = static_cast<unsigned>(g.tiles_h * g.tiles_w);
-  const auto tiles_w = static_cast<unsigned>(g.tiles_w);
-  const unsigned n = tile / per_sample;
-  const unsigned rest = tile - n * per_sample;
-  const unsigned th = rest / tiles_w;
-  return {n, static_cast<int>(th) * out_tile, static_cast<int>(rest - th * tiles_w) * out_tile};
 }
 
 // The 36 values of (tile, channel) at `index`'s place in each point's slice of a transformed
@@ -106,16 +83,22 @@ template <bool Last>
 __global__ void input_kernel(Geometry g, const float* __restrict__ in, float* __restrict__ v) {
   const auto tiles = static_cast<unsigned>(tiles_of(g));
   const auto channels = static_cast<unsigned>(g.in_channels);
-  const unsigned count = tiles * channels;
+  const unsigned count = static_cast<unsigned>(slots_of(g)) * channels;
   for (unsigned index = blockIdx.x * blockDim.x + threadIdx.x; index < count;
        index += gridDim.x * blockDim.x) {
-    const TileChannel tc = split_index<Last>(index, tiles, channels);
-    const TileStart start = tile_start(g, tc.tile);
+    const TileChannel tc = split_index<Last>(index, static_cast<unsigned>(g.split_tiles), channels);
+    if (tc.tile >= tiles) {
+#pragma unroll
+      for (int p = 0; p < points; ++p) v[index + p * count] = 0.0f;
+      continue;
+    }
+    const TileOrigin start = tile_origin(g, tc.tile);
     const Map<const float> map = map_of<Last>(in, g.in_channels, static_cast<int>(g.in_h),
                                               static_cast<int>(g.in_w), start.n, tc.channel);
     float d[points], t[points];
     load_tile<in_tile, in_tile>(map, start.row - static_cast<int>(g.pad_h),
-                                start.col - static_cast<int>(g.pad_w), d);
+                                start.col - static_cast<int>(g.pad_w),
+                                static_cast<int>(g.dilation_h), static_cast<int>(g.dilation_w), d);
     input_tile(d, t);
 #pragma unroll
     for (int p = 0; p < points; ++p) v[index + p * count] = t[p];
@@ -126,31 +109,39 @@ template <bool Last>
 __global__ void gradient_kernel(Geometry g, const float* __restrict__ dy, float* __restrict__ z) {
   const auto tiles = static_cast<unsigned>(tiles_of(g));
   const auto channels = static_cast<unsigned>(g.out_channels);
-  const unsigned count = tiles * channels;
+  const unsigned count = static_cast<unsigned>(slots_of(g)) * channels;
   for (unsigned index = blockIdx.x * blockDim.x + threadIdx.x; index < count;
        index += gridDim.x * blockDim.x) {
-    const TileChannel tc = split_index<Last>(index, tiles, channels);
-    const TileStart start = tile_start(g, tc.tile);
+    const TileChannel tc = split_index<Last>(index, static_cast<unsigned>(g.split_tiles), channels);
+    if (tc.tile >= tiles) {
+#pragma unroll
+      for (int p = 0; p < points; ++p) z[index + p * count] = 0.0f;
+      continue;
+    }
+    const TileOrigin start = tile_origin(g, tc.tile);
     const Map<const float> map = map_of<Last>(dy, g.out_channels, static_cast<int>(g.out_h),
                                               static_cast<int>(g.out_w), start.n, tc.channel);
     float d[out_tile * out_tile], t[points];
-    load_tile<out_tile, out_tile>(map, start.row, start.col, d);
+    load_tile<out_tile, out_tile>(map, start.row, start.col, static_cast<int>(g.dilation_h),
+                                  static_cast<int>(g.dilation_w), d);
     gradient_tile(d, t);
 #pragma unroll
     for (int p = 0; p < points; ++p) z[index + p * count] = t[p];
   }
 }
 
+// The forward and data gradient's tiles are one run (splits 1, split_tiles = tiles).
 template <bool Last>
 __global__ void output_kernel(Geometry g, const float* __restrict__ m, float* __restrict__ out) {
   const auto tiles = static_cast<unsigned>(tiles_of(g));
   const auto channels = static_cast<unsigned>(g.out_channels);
   const unsigned count = tiles * channels;
   const auto h = static_cast<int>(g.out_h), w = static_cast<int>(g.out_w);
+  const auto dh = static_cast<int>(g.dilation_h), dw = static_cast<int>(g.dilation_w);
   for (unsigned index = blockIdx.x * blockDim.x + threadIdx.x; index < count;
        index += gridDim.x * blockDim.x) {
     const TileChannel tc = split_index<Last>(index, tiles, channels);
-    const TileStart start = tile_start(g, tc.tile);
+    const TileOrigin start = tile_origin(g, tc.tile);
     float t[points], y[out_tile * out_tile];
 #pragma unroll
     for (int p = 0; p < points; ++p) t[p] = __ldg(m + index + p * count);
@@ -158,11 +149,11 @@ __global__ void output_kernel(Geometry g, const float* __restrict__ m, float* __
     const Map<float> map = map_of<Last>(out, g.out_channels, h, w, start.n, tc.channel);
 #pragma unroll
     for (int i = 0; i < out_tile; ++i) {
-      const int r = start.row + i;
+      const int r = start.row + i * dh;
       if (r >= h) break;
 #pragma unroll
       for (int j = 0; j < out_tile; ++j) {
-        const int c = start.col + j;
+        const int c = start.col + j * dw;
         if (c < w) map.base[r * map.row_step + c * map.col_step] = y[i * out_tile + j];
       }
     }
@@ -195,14 +186,19 @@ __global__ void filter_kernel(const float* __restrict__ weights, float* __restri
 
 __global__ void filter_gradient_kernel(const float* __restrict__ du,
                                        float* __restrict__ diff_weights, unsigned out_channels,
-                                       unsigned in_channels, bool last) {
+                                       unsigned in_channels, unsigned splits, bool last) {
   const unsigned count = out_channels * in_channels;
   for (unsigned index = blockIdx.x * blockDim.x + threadIdx.x; index < count;
        index += gridDim.x * blockDim.x) {
     const unsigned o = index / in_channels, i = index - o * in_channels;
     float t[points], g[filter_size * filter_size];
 #pragma unroll
-    for (int p = 0; p < points; ++p) t[p] = __ldg(du + index + p * count);
+    for (int p = 0; p < points; ++p) {
+      const float* partial = du + index + p * splits * count;
+      float sum = __ldg(partial);
+      for (unsigned split = 1; split < splits; ++split) sum += __ldg(partial + split * count);
+      t[p] = sum;
+    }
     filter_gradient_tile(t, g);
 #pragma unroll
     for (int r = 0; r < filter_size; ++r) {
@@ -225,7 +221,7 @@ cudaError_t filter_transform(const float* weights, float* u, std::int64_t out_ch
 }
 
 cudaError_t input_transform(const Geometry& g, const float* in, float* v, cudaStream_t stream) {
-  const unsigned blocks = blocks_for(tiles_of(g) * g.in_channels);
+  const unsigned blocks = blocks_for(slots_of(g) * g.in_channels);
   if (g.channels_last) {
     input_kernel<true><<<blocks, block_threads, 0, stream>>>(g, in, v);
   } else {
@@ -245,7 +241,7 @@ cudaError_t output_transform(const Geometry& g, const float* m, float* out, cuda
 }
 
 cudaError_t gradient_transform(const Geometry& g, const float* dy, float* z, cudaStream_t stream) {
-  const unsigned blocks = blocks_for(tiles_of(g) * g.out_channels);
+  const unsigned blocks = blocks_for(slots_of(g) * g.out_channels);
   if (g.channels_last) {
     gradient_kernel<true><<<blocks, block_threads, 0, stream>>>(g, dy, z);
   } else {
@@ -256,10 +252,11 @@ cudaError_t gradient_transform(const Geometry& g, const float* dy, float* z, cud
 
 cudaError_t filter_gradient_transform(const float* du, float* diff_weights,
                                       std::int64_t out_channels, std::int64_t in_channels,
-                                      bool channels_last, cudaStream_t stream) {
+                                      std::int64_t splits, bool channels_last,
+                                      cudaStream_t stream) {
   filter_gradient_kernel<<<blocks_for(out_channels * in_channels), block_threads, 0, stream>>>(
       du, diff_weights, static_cast<unsigned>(out_channels), static_cast<unsigned>(in_channels),
-      channels_last);
+      static_cast<unsigned>(splits), channels_last);
   return cudaGetLastError();
 }
 

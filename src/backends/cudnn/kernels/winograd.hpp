@@ -28,11 +28,18 @@ inline constexpr int filter_size = 3;  ///< the kernel's taps per dim
 
 /// One pass of the transforms over a part of the batch. The input transform reads `in_channels`
 /// maps of in_h x in_w; the tiles cover out_h x out_w (what the output transform writes, or the
-/// gradient the gradient transform reads), tile (th, tw) reading input rows th * 4 - pad_h ..
-/// th * 4 - pad_h + 5 (zeros outside the map) and columns alike.
-///   channels_first: maps {batch, channels, h, w}; a transformed tensor {36, channels, tiles}
-///   channels_last:  maps {batch, h, w, channels}; a transformed tensor {36, tiles, channels}
-/// tiles = batch * tiles_h * tiles_w, tile index (n * tiles_h + th) * tiles_w + tw.
+/// gradient the gradient transform reads). With dilation d, the outputs of a tile lie d apart: a
+/// tile holds 4 x 4 outputs of one residue class mod d per dim (class_tiles_h tiles per class
+/// along H, tiles_h = dilation_h * class_tiles_h; tile_origin()), and its output (row + d i) reads
+/// input rows row + d (i + r) - pad_h, r < 3, the tile's 6 input rows row - pad_h + d j (zeros
+/// outside the map); columns alike. tiles = batch * tiles_h * tiles_w, tile index (n * tiles_h +
+/// th) * tiles_w + tw. The tiles are cut into `splits` runs of
+/// `split_tiles` (the weight gradient's products, one per point and run: Note [winograd
+/// candidates]); the slots past the last tile hold zeros. A transformed tensor of C channels is
+///   channels_first: {36, splits, C, split_tiles}
+///   channels_last:  {36, splits * split_tiles, C}
+/// (with one run, {36, C, tiles} and {36, tiles, C}); maps are {batch, channels, h, w}
+/// (channels_last {batch, h, w, channels}).
 struct Geometry {
   bool channels_last = false;
   std::int64_t batch = 1;
@@ -40,11 +47,40 @@ struct Geometry {
   std::int64_t in_h = 1, in_w = 1;
   std::int64_t out_h = 1, out_w = 1;
   std::int64_t pad_h = 0, pad_w = 0;
+  std::int64_t dilation_h = 1, dilation_w = 1;
+  std::int64_t class_tiles_h = 1, class_tiles_w = 1;
   std::int64_t tiles_h = 1, tiles_w = 1;
+  std::int64_t splits = 1, split_tiles = 1;
 };
 
 DNNX_WINOGRAD_HD inline std::int64_t tiles_of(const Geometry& g) {
   return g.batch * g.tiles_h * g.tiles_w;
+}
+
+/// Where tile `tile` lies: its sample and the map position of its first output; its outputs are
+/// at (row + dilation_h * i, col + dilation_w * j), i, j < 4. Tile row th is the (th %
+/// class_tiles_h)-th run of 4 of residue class th / class_tiles_h (columns alike). 32-bit: tiles
+/// and positions are below 2^31 (the caller's bounds).
+struct TileOrigin {
+  std::uint32_t n;
+  std::int32_t row, col;
+};
+DNNX_WINOGRAD_HD inline TileOrigin tile_origin(const Geometry& g, std::uint32_t tile) {
+  const auto tiles_w = static_cast<std::uint32_t>(g.tiles_w);
+  const auto per_sample = static_cast<std::uint32_t>(g.tiles_h) * tiles_w;
+  const std::uint32_t n = tile / per_sample;
+  const std::uint32_t rest = tile - n * per_sample;
+  const std::uint32_t th = rest / tiles_w, tw = rest - th * tiles_w;
+  const auto class_h = static_cast<std::uint32_t>(g.class_tiles_h);
+  const auto class_w = static_cast<std::uint32_t>(g.class_tiles_w);
+  const std::uint32_t ch = th / class_h, cw = tw / class_w;
+  return {n, static_cast<std::int32_t>(ch + g.dilation_h * out_tile * (th - ch * class_h)),
+          static_cast<std::int32_t>(cw + g.dilation_w * out_tile * (tw - cw * class_w))};
+}
+
+/// The tile slots of a transformed tensor: splits * split_tiles (at least tiles_of(g)).
+DNNX_WINOGRAD_HD inline std::int64_t slots_of(const Geometry& g) {
+  return g.splits * g.split_tiles;
 }
 
 // The one-dimensional transforms; the 2-D ones apply them along each dim of a tile.
@@ -142,13 +178,33 @@ DNNX_WINOGRAD_HD inline void filter_gradient_tile(const float* du, float* dg) {
     filter_gradient_1d(t + i * in_tile, 1, dg + i * filter_size, 1);
 }
 
-/// Offset of (point, channel, tile) in a transformed tensor of `channels` channels.
+/// Offset of (point, channel, tile slot) in a transformed tensor of `channels` channels.
 DNNX_WINOGRAD_HD inline std::int64_t transformed_offset(const Geometry& g, std::int64_t channels,
                                                         int point, std::int64_t channel,
                                                         std::int64_t tile) {
-  const std::int64_t tiles = tiles_of(g);
-  return g.channels_last ? (point * tiles + tile) * channels + channel
-                         : (point * channels + channel) * tiles + tile;
+  if (g.channels_last) return (point * slots_of(g) + tile) * channels + channel;
+  const std::int64_t split = tile / g.split_tiles;
+  return ((point * g.splits + split) * channels + channel) * g.split_tiles +
+         (tile - split * g.split_tiles);
+}
+
+/// The (tile slot, channel) whose value for a point sits at `index` of that point's slice of a
+/// transformed tensor of `channels` channels (transformed_offset's inverse; a kernel thread's
+/// place): channels fastest in channels_last; in channels_first the slots of a run fastest, then
+/// the channels, then the runs.
+struct TileChannel {
+  std::uint32_t tile, channel;
+};
+DNNX_WINOGRAD_HD inline TileChannel tile_channel_of(bool channels_last, std::uint32_t index,
+                                                    std::uint32_t split_tiles,
+                                                    std::uint32_t channels) {
+  if (channels_last) {
+    const std::uint32_t tile = index / channels;
+    return {tile, index - tile * channels};
+  }
+  const std::uint32_t rest = index / split_tiles;
+  const std::uint32_t split = rest / channels;
+  return {split * split_tiles + (index - rest * split_tiles), rest - split * channels};
 }
 
 /// Offset of (n, channel, row, col) in a map tensor of `channels` channels, h x w.
@@ -175,7 +231,8 @@ cudaError_t filter_transform(const float* weights, float* u, std::int64_t out_ch
                              std::int64_t in_channels, bool channels_last, bool turned,
                              cudaStream_t stream);
 
-/// v = B^T d B of every 6x6 input tile of every channel of `in` (in_channels maps of g).
+/// v = B^T d B of every 6x6 input tile of every channel of `in` (in_channels maps of g); zeros in
+/// the slots past the last tile.
 cudaError_t input_transform(const Geometry& g, const float* in, float* v, cudaStream_t stream);
 
 /// out = A^T m A of every tile of every channel of m (out_channels of g), the outputs past
@@ -183,13 +240,14 @@ cudaError_t input_transform(const Geometry& g, const float* in, float* v, cudaSt
 cudaError_t output_transform(const Geometry& g, const float* m, float* out, cudaStream_t stream);
 
 /// z = A dy A^T of every 4x4 tile of every channel of `dy` (out_channels maps of out_h x out_w,
-/// zeros past them).
+/// zeros past them); zeros in the slots past the last tile.
 cudaError_t gradient_transform(const Geometry& g, const float* dy, float* z, cudaStream_t stream);
 
 /// diff_weights {out_channels, in_channels, 3, 3} (channels_last {out_channels, 3, 3,
-/// in_channels}) = G^T du G of du {36, out_channels, in_channels}.
+/// in_channels}) = G^T du G, du the sum over its `splits` partial gradients of du {36, splits,
+/// out_channels, in_channels} (in split order).
 cudaError_t filter_gradient_transform(const float* du, float* diff_weights,
                                       std::int64_t out_channels, std::int64_t in_channels,
-                                      bool channels_last, cudaStream_t stream);
+                                      std::int64_t splits, bool channels_last, cudaStream_t stream);
 
 }  // namespace dnnx::cudnn::kernels::winograd
