@@ -259,9 +259,19 @@ Candidate gemm_off_candidate() {
   return candidate;
 }
 
-// An im2col candidate: `inner` a matmul candidate of the product of `form`, or the unsupported
-// entry listed while they are off or the convolution has no column product within the workspace
-// cap (Note [im2col candidates]).
+// The one unsupported entry `off` (a kind's off entry: im2col_off_info(), winograd_off_info())
+// listed in place of a kind of candidate, with `reason`.
+Candidate unsupported_candidate(AlgoInfo off, std::string reason, Candidate::Kind kind) {
+  Candidate candidate;
+  candidate.info = std::move(off);
+  candidate.info.reason = std::move(reason);
+  candidate.kind = kind;
+  return candidate;
+}
+
+// An im2col candidate: `inner` a matmul candidate of the product of `form` (Note [im2col
+// candidates]); its unsupported entry is listed while they are off or the convolution has no
+// column product within the workspace cap.
 Candidate im2col_candidate(const AlgoInfo& inner, const Im2colForm& form) {
   Candidate candidate;
   candidate.info = im2col_info(inner, form);
@@ -271,16 +281,12 @@ Candidate im2col_candidate(const AlgoInfo& inner, const Im2colForm& form) {
   return candidate;
 }
 Candidate im2col_unsupported_candidate(std::string reason) {
-  Candidate candidate;
-  candidate.info = im2col_off_info();
-  candidate.info.reason = std::move(reason);
-  candidate.kind = Candidate::Kind::im2col;
-  return candidate;
+  return unsupported_candidate(im2col_off_info(), std::move(reason), Candidate::Kind::im2col);
 }
 
-// A Winograd candidate: `inner` a matmul candidate of `form`'s product, or the unsupported entry
-// listed where the setting keeps them out or the convolution has no form (Note [winograd
-// candidates]).
+// A Winograd candidate: `inner` a matmul candidate of `form`'s product (Note [winograd
+// candidates]); its unsupported entry is listed where the setting keeps them out or the
+// convolution has no form.
 Candidate winograd_candidate(const AlgoInfo& inner, const WinogradForm& form) {
   Candidate candidate;
   candidate.info = winograd_info(inner, form);
@@ -289,11 +295,7 @@ Candidate winograd_candidate(const AlgoInfo& inner, const WinogradForm& form) {
   return candidate;
 }
 Candidate winograd_unsupported_candidate(std::string reason) {
-  Candidate candidate;
-  candidate.info = winograd_off_info();
-  candidate.info.reason = std::move(reason);
-  candidate.kind = Candidate::Kind::winograd;
-  return candidate;
+  return unsupported_candidate(winograd_off_info(), std::move(reason), Candidate::Kind::winograd);
 }
 
 Candidate taps_candidate(TapsEntry entry) {

@@ -77,56 +77,43 @@ __device__ __forceinline__ void load_tile(const Map<const float>& map, int row0,
   }
 }
 
-// The 36 values of (tile, channel) at `index`'s place in each point's slice of a transformed
-// tensor of `channels` channels: point p's at index + p * (tiles * channels).
-template <bool Last>
-__global__ void input_kernel(Geometry g, const float* __restrict__ in, float* __restrict__ v) {
-  const auto tiles = static_cast<unsigned>(tiles_of(g));
-  const auto channels = static_cast<unsigned>(g.in_channels);
-  const unsigned count = static_cast<unsigned>(slots_of(g)) * channels;
-  for (unsigned index = blockIdx.x * blockDim.x + threadIdx.x; index < count;
-       index += gridDim.x * blockDim.x) {
-    const TileChannel tc = split_index<Last>(index, static_cast<unsigned>(g.split_tiles), channels);
-    if (tc.tile >= tiles) {
-#pragma unroll
-      for (int p = 0; p < points; ++p) v[index + p * count] = 0.0f;
-      continue;
-    }
-    const TileOrigin start = tile_origin(g, tc.tile);
-    const Map<const float> map = map_of<Last>(in, g.in_channels, static_cast<int>(g.in_h),
-                                              static_cast<int>(g.in_w), start.n, tc.channel);
-    float d[points], t[points];
-    load_tile<in_tile, in_tile>(map, start.row - static_cast<int>(g.pad_h),
-                                start.col - static_cast<int>(g.pad_w),
-                                static_cast<int>(g.dilation_h), static_cast<int>(g.dilation_w), d);
-    input_tile(d, t);
-#pragma unroll
-    for (int p = 0; p < points; ++p) v[index + p * count] = t[p];
-  }
-}
+// The transforms of a map tile into a point tile (winograd.hpp's tile functions).
+struct InputTransform {
+  static constexpr int size = in_tile;  // 6x6 input tiles
+  __device__ void operator()(const float* d, float* v) const { input_tile(d, v); }
+};
+struct GradientTransform {
+  static constexpr int size = out_tile;  // 4x4 output-gradient tiles
+  __device__ void operator()(const float* dy, float* z) const { gradient_tile(dy, z); }
+};
 
-template <bool Last>
-__global__ void gradient_kernel(Geometry g, const float* __restrict__ dy, float* __restrict__ z) {
+// The 36 transformed values of the (tile slot, channel) at `index`'s place in each point's slice
+// of a transformed tensor of `channels` channels (point p's at index + p * count): the
+// Transform::size square of `maps` (channels maps of h x w) a dilation apart from the tile's
+// origin less (pad_h, pad_w); zeros in the slots past the last tile.
+template <bool Last, typename Transform>
+__global__ void tile_kernel(Geometry g, const float* __restrict__ maps, float* __restrict__ out,
+                            std::int64_t channels, int h, int w, int pad_h, int pad_w) {
+  constexpr int size = Transform::size;
   const auto tiles = static_cast<unsigned>(tiles_of(g));
-  const auto channels = static_cast<unsigned>(g.out_channels);
-  const unsigned count = static_cast<unsigned>(slots_of(g)) * channels;
+  const auto split_tiles = static_cast<unsigned>(g.split_tiles);
+  const unsigned count = static_cast<unsigned>(slots_of(g) * channels);
   for (unsigned index = blockIdx.x * blockDim.x + threadIdx.x; index < count;
        index += gridDim.x * blockDim.x) {
-    const TileChannel tc = split_index<Last>(index, static_cast<unsigned>(g.split_tiles), channels);
+    const TileChannel tc = split_index<Last>(index, split_tiles, static_cast<unsigned>(channels));
     if (tc.tile >= tiles) {
 #pragma unroll
-      for (int p = 0; p < points; ++p) z[index + p * count] = 0.0f;
+      for (int p = 0; p < points; ++p) out[index + p * count] = 0.0f;
       continue;
     }
     const TileOrigin start = tile_origin(g, tc.tile);
-    const Map<const float> map = map_of<Last>(dy, g.out_channels, static_cast<int>(g.out_h),
-                                              static_cast<int>(g.out_w), start.n, tc.channel);
-    float d[out_tile * out_tile], t[points];
-    load_tile<out_tile, out_tile>(map, start.row, start.col, static_cast<int>(g.dilation_h),
-                                  static_cast<int>(g.dilation_w), d);
-    gradient_tile(d, t);
+    const Map<const float> map = map_of<Last>(maps, channels, h, w, start.n, tc.channel);
+    float d[size * size], t[points];
+    load_tile<size, size>(map, start.row - pad_h, start.col - pad_w, static_cast<int>(g.dilation_h),
+                          static_cast<int>(g.dilation_w), d);
+    Transform{}(d, t);
 #pragma unroll
-    for (int p = 0; p < points; ++p) z[index + p * count] = t[p];
+    for (int p = 0; p < points; ++p) out[index + p * count] = t[p];
   }
 }
 
@@ -221,32 +208,25 @@ cudaError_t filter_transform(const float* weights, float* u, std::int64_t out_ch
 }
 
 cudaError_t input_transform(const Geometry& g, const float* in, float* v, cudaStream_t stream) {
-  const unsigned blocks = blocks_for(slots_of(g) * g.in_channels);
-  if (g.channels_last) {
-    input_kernel<true><<<blocks, block_threads, 0, stream>>>(g, in, v);
-  } else {
-    input_kernel<false><<<blocks, block_threads, 0, stream>>>(g, in, v);
-  }
+  const auto kernel =
+      g.channels_last ? tile_kernel<true, InputTransform> : tile_kernel<false, InputTransform>;
+  kernel<<<blocks_for(slots_of(g) * g.in_channels), block_threads, 0, stream>>>(
+      g, in, v, g.in_channels, static_cast<int>(g.in_h), static_cast<int>(g.in_w),
+      static_cast<int>(g.pad_h), static_cast<int>(g.pad_w));
   return cudaGetLastError();
 }
 
 cudaError_t output_transform(const Geometry& g, const float* m, float* out, cudaStream_t stream) {
-  const unsigned blocks = blocks_for(tiles_of(g) * g.out_channels);
-  if (g.channels_last) {
-    output_kernel<true><<<blocks, block_threads, 0, stream>>>(g, m, out);
-  } else {
-    output_kernel<false><<<blocks, block_threads, 0, stream>>>(g, m, out);
-  }
+  const auto kernel = g.channels_last ? output_kernel<true> : output_kernel<false>;
+  kernel<<<blocks_for(tiles_of(g) * g.out_channels), block_threads, 0, stream>>>(g, m, out);
   return cudaGetLastError();
 }
 
 cudaError_t gradient_transform(const Geometry& g, const float* dy, float* z, cudaStream_t stream) {
-  const unsigned blocks = blocks_for(slots_of(g) * g.out_channels);
-  if (g.channels_last) {
-    gradient_kernel<true><<<blocks, block_threads, 0, stream>>>(g, dy, z);
-  } else {
-    gradient_kernel<false><<<blocks, block_threads, 0, stream>>>(g, dy, z);
-  }
+  const auto kernel = g.channels_last ? tile_kernel<true, GradientTransform>
+                                      : tile_kernel<false, GradientTransform>;
+  kernel<<<blocks_for(slots_of(g) * g.out_channels), block_threads, 0, stream>>>(
+      g, dy, z, g.out_channels, static_cast<int>(g.out_h), static_cast<int>(g.out_w), 0, 0);
   return cudaGetLastError();
 }
 
