@@ -160,10 +160,10 @@ std::optional<WinogradForm> winograd_form(const ConvDesc& d, Direction direction
   g.tiles_w = g.dilation_w * g.class_tiles_w;
   const std::int64_t slots_per_sample = g.tiles_h * g.tiles_w * wg::out_tile * wg::out_tile;
   if (slots_per_sample > waste_max * g.out_h * g.out_w) {
-    why = detail::cat("the dilation (", g.dilation_h, "x", g.dilation_w, ") against ", g.out_h, "x",
-                      g.out_w, " outputs leaves ", slots_per_sample,
-                      " tile outputs for them, over ", waste_max,
-                      " times as many, where the transforms would save no multiplications");
+    why = detail::cat("tiles of 4 x 4 outputs, each of one residue class of the dilation (",
+                      g.dilation_h, "x", g.dilation_w, "), would hold ", slots_per_sample,
+                      " outputs for ", g.out_h * g.out_w, ", over ", waste_max,
+                      " times as many: the transforms would save no multiplications");
     return std::nullopt;
   }
   const std::int64_t sample_tiles = g.tiles_h * g.tiles_w;

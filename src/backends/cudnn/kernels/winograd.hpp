@@ -33,9 +33,9 @@ inline constexpr int filter_size = 3;  ///< the kernel's taps per dim
 /// along H, tiles_h = dilation_h * class_tiles_h; tile_origin()), and its output (row + d i) reads
 /// input rows row + d (i + r) - pad_h, r < 3, the tile's 6 input rows row - pad_h + d j (zeros
 /// outside the map); columns alike. tiles = batch * tiles_h * tiles_w, tile index (n * tiles_h +
-/// th) * tiles_w + tw. The tiles are cut into `splits` runs of
-/// `split_tiles` (the weight gradient's products, one per point and run: Note [winograd
-/// candidates]); the slots past the last tile hold zeros. A transformed tensor of C channels is
+/// th) * tiles_w + tw. The tiles are cut into `splits` runs of `split_tiles` (the weight
+/// gradient's products, one per point and run: Note [winograd candidates]); the slots past the
+/// last tile hold zeros. A transformed tensor of C channels is
 ///   channels_first: {36, splits, C, split_tiles}
 ///   channels_last:  {36, splits * split_tiles, C}
 /// (with one run, {36, C, tiles} and {36, tiles, C}); maps are {batch, channels, h, w}
