@@ -1,11 +1,12 @@
 // Winograd's F(4x4, 3x3) in the cudnn backend (cudnn:winograd:<matmul id>, Note [winograd
 // candidates]). Without a GPU: the tile transforms against the direct sums they stand for, the
-// listing's domain and reasons, and whole convolutions run through each direction's form on the
-// host (every kernel's work done with the tile and index functions the kernels use, the products
-// as loops, in several passes where a small cap asks for them) against the reference backend. On
-// a GPU: every direction in both layouts against the reference, the output overwritten and a
-// second run's bits equal, two passes over the batch against cuDNN's own candidate, and an
-// exhaustive search that times them.
+// kernels' thread index against the transformed layout, the forms (tiles, dilation classes, runs
+// of tiles, passes) and the reasons, and whole convolutions run through each direction's form on
+// the host (every kernel's work done with the tile and index functions the kernels use, the
+// products as loops, in several passes where a small cap asks for them) against the reference
+// backend. On a GPU: every direction in both layouts against the reference, the output
+// overwritten and a second run's bits equal, two passes over the batch against cuDNN's own
+// candidate, the variable that turns them off, and an exhaustive search that times them.
 
 #include <dnnx/algo.hpp>
 #include <dnnx/context.hpp>
