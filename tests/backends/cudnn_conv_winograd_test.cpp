@@ -464,34 +464,6 @@ TEST(CudnnConvWinograd, HostRunsOfTheFormsMatchTheReference) {
 // ---------------------------------------------------------------------------------------------
 // On a GPU.
 
-// `direction` of desc on the GPU `context` with its current policy, on device copies of
-// `operands`, into an output that starts as NaN; the id that ran, and the output's host copy.
-struct GpuRun {
-  std::string algo;
-  Tensor output;
-};
-GpuRun run_on_gpu(Context& context, const ConvDesc& desc, Direction direction,
-                  const test::ConvOperands& operands) {
-  Tensor output = test::device_copy(
-      test::nan_tensor(test::conv_output_dims(desc, direction), desc.dtype, desc.layout), context);
-  const auto device = [&](const Tensor& host) { return test::device_copy(host, context); };
-  std::shared_ptr<const Choice> choice;
-  switch (direction) {
-    case Direction::fwd:
-      choice = conv_fwd(context, desc, device(operands.src), device(operands.weights), output);
-      break;
-    case Direction::bwd_data:
-      choice =
-          conv_bwd_data(context, desc, device(operands.diff_dst), device(operands.weights), output);
-      break;
-    default:
-      choice =
-          conv_bwd_weights(context, desc, device(operands.src), device(operands.diff_dst), output);
-      break;
-  }
-  return {choice->algo.id, test::host_copy_of(output)};
-}
-
 // Every Winograd candidate listed for a case, against the reference; the output starts as NaN
 // and a second run must give the same bits where the candidate is deterministic.
 TEST(CudnnConvWinograd, MatchesTheReference) {
@@ -519,8 +491,8 @@ TEST(CudnnConvWinograd, MatchesTheReference) {
           ASSERT_TRUE(info.supported) << info.reason << "\n" << where;
           context.tune().policy(direction) = AlgoPolicy::fixed(info.id);
           try {
-            const GpuRun first = run_on_gpu(context, desc, direction, operands);
-            EXPECT_EQ(first.algo, info.id) << where;
+            const test::ConvRun first = test::run_conv(context, desc, direction, operands);
+            EXPECT_EQ(first.choice->algo.id, info.id) << where;
             const std::vector<float> actual = first.output.to_f32();
             EXPECT_TRUE(test::all_finite(actual, dims, "output", where));
             double ratio = 0;
@@ -528,9 +500,9 @@ TEST(CudnnConvWinograd, MatchesTheReference) {
                                                  "output", where, &ratio));
             worst = std::max(worst, ratio);
             if (info.deterministic) {
-              EXPECT_TRUE(test::bitwise_equal(first.output,
-                                              run_on_gpu(context, desc, direction, operands).output,
-                                              "second run", where));
+              EXPECT_TRUE(test::bitwise_equal(
+                  first.output, test::run_conv(context, desc, direction, operands).output,
+                  "second run", where));
             }
           } catch (const Error& error) {
             ADD_FAILURE() << "listed as supported but failed: " << error.what() << "\n" << where;
@@ -563,7 +535,7 @@ TEST(CudnnConvWinograd, PassesMatchCudnn) {
     EXPECT_EQ(form->passes, 2) << to_string(direction);
     const test::ConvOperands operands = test::random_conv_operands(desc, direction, 11);
     context.tune().policy(direction) = AlgoPolicy::heuristic();
-    const GpuRun cudnn_run = run_on_gpu(context, desc, direction, operands);
+    const test::ConvRun cudnn_run = test::run_conv(context, desc, direction, operands);
     std::string id;
     for (const AlgoInfo& info : conv_list(context, desc, direction)) {
       if (cudnn::winograd_inner_id(info.id) && info.supported) {
@@ -573,9 +545,9 @@ TEST(CudnnConvWinograd, PassesMatchCudnn) {
     }
     ASSERT_FALSE(id.empty()) << "no Winograd candidate listed";
     context.tune().policy(direction) = AlgoPolicy::fixed(id);
-    const GpuRun winograd_run = run_on_gpu(context, desc, direction, operands);
+    const test::ConvRun winograd_run = test::run_conv(context, desc, direction, operands);
     context.tune().policy(direction) = AlgoPolicy::heuristic();
-    EXPECT_EQ(winograd_run.algo, id);
+    EXPECT_EQ(winograd_run.choice->algo.id, id);
     const Dims dims = test::conv_output_dims(desc, direction);
     const std::vector<float> expected = cudnn_run.output.to_f32();
     const std::vector<float> actual = winograd_run.output.to_f32();

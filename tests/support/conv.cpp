@@ -1,5 +1,6 @@
 #include "support/conv.hpp"
 
+#include "support/gpu.hpp"
 #include "support/random.hpp"
 
 #include <sstream>
@@ -37,8 +38,17 @@ Dims conv_output_dims(const ConvDesc& desc, Direction direction) {
 }
 
 ConvRun run_conv(Context& context, const ConvDesc& desc, Direction direction,
-                 const ConvOperands& operands) {
-  ConvRun run{nan_tensor(conv_output_dims(desc, direction), desc.dtype, desc.layout), nullptr};
+                 const ConvOperands& host_operands) {
+  // A context on another device than the host gets copies of the operands and of the NaN output
+  // there, and the output comes back.
+  const bool on_host = context.device() == Device::cpu();
+  const auto there = [&](const Tensor& host) {
+    return on_host || host.is_null() ? host : device_copy(host, context);
+  };
+  const ConvOperands operands{there(host_operands.src), there(host_operands.weights),
+                              there(host_operands.diff_dst)};
+  ConvRun run{there(nan_tensor(conv_output_dims(desc, direction), desc.dtype, desc.layout)),
+              nullptr};
   switch (direction) {
     case Direction::fwd:
       run.choice = conv_fwd(context, desc, operands.src, operands.weights, run.output);
@@ -51,6 +61,7 @@ ConvRun run_conv(Context& context, const ConvDesc& desc, Direction direction,
       break;
     case Direction::fwd_training: break;  // not a convolution direction
   }
+  if (!on_host) run.output = host_copy_of(run.output);
   return run;
 }
 

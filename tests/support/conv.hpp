@@ -39,7 +39,8 @@ struct ConvRun {
 };
 
 /// Runs `direction` on `context` with its current TuneOptions into a new output tensor that
-/// starts as all-NaN (so unwritten elements fail the finiteness check).
+/// starts as all-NaN (so unwritten elements fail the finiteness check). The operands are host
+/// tensors; a context on a GPU runs on copies of them there, and the output is a host tensor.
 ConvRun run_conv(Context& context, const ConvDesc& desc, Direction direction,
                  const ConvOperands& operands);
 
