@@ -253,6 +253,7 @@ class GemmPlan final : public detail::ConvPlan {
     // Note [packed gemm]: diff_dst and src side by side in the workspace (src unless it comes
     // packed), then the product.
     check_workspace(workspace, info_.workspace_bytes, context_);
+    runtime_->make_current();  // the kernels launch on this device's stream
     const BoundTensors t = bind_tensors(args, direction_, context_);
     const auto element = desc_.dtype == DType::f32   ? kernels::matmul::Element::f32
                          : desc_.dtype == DType::f16 ? kernels::matmul::Element::f16

@@ -205,6 +205,7 @@ class Im2colPlan final : public detail::ConvPlan {
 
   void execute(const detail::ConvArgs& args, detail::Workspace workspace) override {
     check_workspace(workspace, info_.workspace_bytes, context_);
+    runtime_->make_current();  // the kernels launch on this device's stream
     char* col = static_cast<char*>(workspace.data);
     if (col_.data() != col)
       col_ = Tensor::view(col, form_.col_desc.src_dims(), desc_.dtype, desc_.layout, device_);

@@ -276,6 +276,7 @@ class WinogradPlan final : public detail::ConvPlan {
 
   void execute(const detail::ConvArgs& args, detail::Workspace workspace) override {
     check_workspace(workspace, info_.workspace_bytes, context_);
+    runtime_->make_current();  // the kernels launch on this device's stream
     const BoundTensors t = bind_tensors(args, direction_, context_);
     char* base = static_cast<char*>(workspace.data);
     auto* filter = reinterpret_cast<float*>(base);
