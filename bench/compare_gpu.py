@@ -385,6 +385,7 @@ CHOICE_KINDS = (("cudnn:gemm:packed:", "gemm packed"), ("cudnn:gemm:", "gemm"),
                 ("cudnn:winograd:", "winograd"),
                 ("cudnn:taps:", "taps"), ("cudnn:frames:", "frames"),
                 ("cudnn:fold:planes:", "fold planes"), ("cudnn:fold:frames:", "fold frames"),
+                ("cudnn:fold:stacked:", "fold stacked"),
                 ("cudnn:kernel:depthwise:", "depthwise"), ("cudnn:kernel:narrow:", "narrow"),
                 ("cudnn:padc:", "padded"),
                 ("cudnn:legacy:", "legacy"), ("cudnn:engine:", "engine"))

@@ -41,3 +41,11 @@ target_link_libraries(cudnn_conv_winograd_test PRIVATE GTest::gtest_main dnnx_in
                                                        dnnx_test_support CUDA::cudart)
 dnnx_gtests(cudnn_conv_winograd_test PROPERTIES LABELS "gpu" TIMEOUT 1200
             DISCOVERY_TIMEOUT 60)
+
+# The stacked folds of dilated convolutions (Note [stacked folds]; its form, listing and
+# host-emulation tests need no GPU).
+add_executable(cudnn_conv_stacked_test ${CMAKE_CURRENT_LIST_DIR}/cudnn_conv_stacked_test.cpp)
+target_link_libraries(cudnn_conv_stacked_test PRIVATE GTest::gtest_main dnnx_internal
+                                                      dnnx_test_support CUDA::cudart)
+dnnx_gtests(cudnn_conv_stacked_test PROPERTIES LABELS "gpu" TIMEOUT 1200
+            DISCOVERY_TIMEOUT 60)

@@ -309,6 +309,20 @@ TEST(CudnnSearchSettings, FoldsForF32ByDefault) {
   expect_rejected("DNNX_CUDNN_CONV_FOLDS", {"planes", "f16", "2"});
 }
 
+// Note [stacked folds]: listed for every dtype by default.
+TEST(CudnnSearchSettings, StackedFoldsOnByDefault) {
+  const ScopedEnv unset("DNNX_CUDNN_CONV_STACKED", nullptr);
+  EXPECT_EQ(cudnn::settings_from_env().conv_stacked, cudnn::ListedFor::on);
+  for (const auto& [text, expected] : {std::pair{"f32", cudnn::ListedFor::f32},
+                                       {"on", cudnn::ListedFor::on},
+                                       {"off", cudnn::ListedFor::off},
+                                       {"0", cudnn::ListedFor::off}}) {
+    const ScopedEnv set("DNNX_CUDNN_CONV_STACKED", text);
+    EXPECT_EQ(cudnn::settings_from_env().conv_stacked, expected) << text;
+  }
+  expect_rejected("DNNX_CUDNN_CONV_STACKED", {"stacked", "f16", "2"});
+}
+
 // Note [fold candidates]: the 2-D convolutions a 3-D one folds into, their ids, and where they
 // need copies (no GPU needed).
 TEST(CudnnFolds, FoldsAreTheTwoDimensionalConvolutionsOfOtherViews) {

@@ -205,7 +205,8 @@ class CudnnBackend final : public detail::Backend {
                        " im2col=", to_string(runtime_->settings().conv_im2col),
                        " taps=", to_string(runtime_->settings().conv_taps),
                        " frames=", to_string(runtime_->settings().conv_frames),
-                       " folds=", to_string(runtime_->settings().conv_folds));
+                       " folds=", to_string(runtime_->settings().conv_folds),
+                       " stacked=", to_string(runtime_->settings().conv_stacked));
   }
 
   std::vector<std::pair<std::string, std::string>> environment() const override {
@@ -230,7 +231,8 @@ class CudnnBackend final : public detail::Backend {
             {"conv_im2col_candidates", to_string(runtime_->settings().conv_im2col)},
             {"conv_tap_region_candidates", to_string(runtime_->settings().conv_taps)},
             {"conv_frame_candidates", to_string(runtime_->settings().conv_frames)},
-            {"conv_fold_candidates", to_string(runtime_->settings().conv_folds)}};
+            {"conv_fold_candidates", to_string(runtime_->settings().conv_folds)},
+            {"conv_stacked_fold_candidates", to_string(runtime_->settings().conv_stacked)}};
   }
 
   Device device() const override { return Device::cuda(runtime_->device()); }
@@ -433,7 +435,7 @@ Settings settings_from_env() {
   settings.knob_variants = knob_variants_from_env(settings.knob_variants);
   settings.conv_gemm = switch_from_env("DNNX_CUDNN_CONV_GEMM", settings.conv_gemm);
   settings.conv_winograd = switch_from_env(winograd_variable, settings.conv_winograd);
-  // Note [im2col candidates], [frame candidates], [fold candidates].
+  // Note [im2col candidates], [frame candidates], [fold candidates], [stacked folds].
   settings.conv_im2col =
       listed_for_from_env(im2col_variable, settings.conv_im2col, "an im2col setting");
   settings.conv_taps = taps_from_env();
@@ -441,6 +443,8 @@ Settings settings_from_env() {
       listed_for_from_env(frames_variable, settings.conv_frames, "a frame-candidate setting");
   settings.conv_folds =
       listed_for_from_env(folds_variable, settings.conv_folds, "a fold-candidate setting");
+  settings.conv_stacked = listed_for_from_env(stacked_variable, settings.conv_stacked,
+                                              "a stacked-fold setting");
   return settings;
 }
 

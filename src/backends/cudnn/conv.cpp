@@ -199,14 +199,14 @@ Candidate fold_candidate(const ConvDesc& desc, const ConvFold& fold, const Candi
   return candidate;
 }
 
-Candidate folds_off_candidate(std::string reason) {
+Candidate folds_off_candidate(FoldKind kind, std::string reason) {
   Candidate candidate;
-  candidate.info = folds_off_info(std::move(reason));
+  candidate.info = folds_off_info(kind, std::move(reason));
   candidate.kind = Candidate::Kind::folded;
   return candidate;
 }
 
-// Whether a candidate of a fold's 2-D convolution is one that fold candidates wrap (Note [fold
+// Whether a candidate of a fold's convolution is one that fold candidates wrap (Note [fold
 // candidates]): a supported engine config or legacy algorithm, not runtime-compiled, on planes
 // not an FFT; in NDHWC frames without copies, legacy algorithms only where `frames_listed` is
 // false (the frame candidates run them there).
@@ -746,20 +746,27 @@ class CudnnConv final
     return candidates;
   }
 
-  // Note [fold candidates]: for each fold of desc, the wrapped candidates of its 2-D convolution
-  // (listed here, which lists that convolution), in its order; the one unsupported entry where
-  // the setting keeps them out; nothing for a convolution that folds into none.
+  // Note [fold candidates]: for each fold of desc, the wrapped candidates of its convolution
+  // (listed here, which lists that convolution), in its order (the first stacked_inner_max of a
+  // stacked fold); the one unsupported entry of each setting that keeps some out; nothing for a
+  // convolution that folds into none.
   std::vector<Candidate> fold_candidates(const ConvDesc& desc, Direction direction) {
-    const std::vector<ConvFold> folds = conv_folds(desc);
-    if (folds.empty()) return {};
-    if (std::string off = folds_off_reason(desc); !off.empty())
-      return {folds_off_candidate(std::move(off))};
     const bool frames_listed = frames_listed_for(desc);
     std::vector<Candidate> out;
-    for (const ConvFold& fold : folds) {
+    bool folds_off = false;
+    for (const ConvFold& fold : conv_folds(desc)) {
+      if (std::string off = fold_off_reason(desc, fold.kind); !off.empty()) {
+        // One entry for the planes and frames (one setting), one for the stacked fold.
+        if (fold.kind == FoldKind::stacked || !std::exchange(folds_off, true))
+          out.push_back(folds_off_candidate(fold.kind, std::move(off)));
+        continue;
+      }
+      std::size_t wrapped = 0;
       for (const Candidate& inner : candidates_locked(fold.folded, direction)) {
-        if (folds_wrap(fold, inner, frames_listed))
-          out.push_back(fold_candidate(desc, fold, inner));
+        if (fold.kind == FoldKind::stacked && wrapped == stacked_inner_max) break;
+        if (!folds_wrap(fold, inner, frames_listed)) continue;
+        out.push_back(fold_candidate(desc, fold, inner));
+        ++wrapped;
       }
     }
     return out;
@@ -771,8 +778,13 @@ class CudnnConv final
     return listed_for(runtime_->settings().conv_frames, desc.dtype);
   }
 
-  // Why DNNX_CUDNN_CONV_FOLDS lists no fold candidate for desc's dtype; empty where it does.
-  std::string folds_off_reason(const ConvDesc& desc) const {
+  // Why DNNX_CUDNN_CONV_FOLDS (planes, frames) or DNNX_CUDNN_CONV_STACKED lists no fold of `kind`
+  // for desc's dtype; empty where it does.
+  std::string fold_off_reason(const ConvDesc& desc, FoldKind kind) const {
+    if (kind == FoldKind::stacked) {
+      return not_listed_reason(runtime_->settings().conv_stacked, Settings{}.conv_stacked,
+                               stacked_variable, "stacked folds", desc.dtype);
+    }
     return not_listed_reason(runtime_->settings().conv_folds, Settings{}.conv_folds, folds_variable,
                              "fold candidates", desc.dtype);
   }
@@ -782,7 +794,7 @@ class CudnnConv final
   std::optional<Candidate> unlisted_fold(const ConvDesc& desc, Direction direction,
                                          const FoldInnerId& id) {
     const std::optional<ConvFold> fold = conv_fold(desc, id.kind);
-    if (!fold || !folds_off_reason(desc).empty()) return std::nullopt;
+    if (!fold || !fold_off_reason(desc, id.kind).empty()) return std::nullopt;
     const std::optional<Candidate> inner = unlisted_candidate(fold->folded, direction, id.inner);
     if (!inner || !folds_wrap(*fold, *inner, frames_listed_for(desc))) return std::nullopt;
     return fold_candidate(desc, *fold, *inner);
@@ -956,10 +968,17 @@ class CudnnConv final
     }
     if (const std::optional<FoldInnerId> fold_id = fold_inner_id(id))
       return unlisted_fold(desc, direction, *fold_id);
-    if (id == folds_off_id) {
-      std::string off = folds_off_reason(desc);
-      if (conv_folds(desc).empty() || off.empty()) return std::nullopt;
-      return folds_off_candidate(std::move(off));
+    if (id == folds_off_id || id == stacked_off_id) {
+      // What fold_candidates() lists, for this id alone: the entry of the setting that keeps
+      // out some fold of desc it governs.
+      const bool stacked = id == stacked_off_id;
+      for (const ConvFold& fold : conv_folds(desc)) {
+        if ((fold.kind == FoldKind::stacked) != stacked) continue;
+        std::string off = fold_off_reason(desc, fold.kind);
+        if (off.empty()) return std::nullopt;
+        return folds_off_candidate(fold.kind, std::move(off));
+      }
+      return std::nullopt;
     }
     if (is_kernel_id(id)) {
       for (AlgoInfo& info : kernel_infos(desc, direction)) {

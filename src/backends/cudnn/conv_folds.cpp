@@ -28,12 +28,19 @@
 // heuristics' top picks are not the 3-D convolution's (their note is dropped). The results are
 // those of the 3-D convolution up to the order of the f32 sums; determinism is the inner
 // candidate's. DNNX_CUDNN_CONV_FOLDS lists them: "f32" (the default), "on" (every dtype), "off".
+// A third fold, "stacked", is of any spatial dims: a dilated convolution whose outer taps mostly
+// read padding as the denser convolution of its stacked weight sets (Note [stacked folds] in
+// conv_stacked.cpp), wrapping the first stacked_inner_max supported engine configs and legacy
+// algorithms of that convolution in its listing's order (the legacy API takes no padding after
+// alone, so those run only forms of center dims); DNNX_CUDNN_CONV_STACKED lists them ("on", the
+// default: every dtype; "f32"; "off").
 
 #include "backends/cudnn/conv_folds.hpp"
 
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv_common.hpp"
 #include "backends/cudnn/conv_frames.hpp"
+#include "backends/cudnn/conv_gemm.hpp"
 #include "backends/cudnn/conv_legacy.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
@@ -48,11 +55,6 @@ namespace dnnx::cudnn {
 namespace {
 
 constexpr std::string_view fold_prefix = "cudnn:fold:";
-constexpr std::size_t buffer_alignment = 256;
-
-std::size_t aligned(std::size_t bytes) {
-  return (bytes + buffer_alignment - 1) / buffer_alignment * buffer_alignment;
-}
 
 // Where the packed frames of a fold with copies lie, and how they map onto the caller's tensors:
 // 5-D views (N, T, C, H, W) of x (src / diff_src) and y (dst / diff_dst), the caller's strided
@@ -90,7 +92,7 @@ FrameCopies frame_copies(const ConvDesc& desc, const ConvFold& fold) {
 
 std::size_t copies_bytes(const ConvDesc& desc, const ConvFold& fold) {
   const FrameCopies c = frame_copies(desc, fold);
-  return aligned(c.x_bytes) + aligned(c.y_bytes);
+  return workspace_aligned(c.x_bytes) + workspace_aligned(c.y_bytes);
 }
 
 class FoldPlan final : public detail::ConvPlan {
@@ -101,7 +103,7 @@ class FoldPlan final : public detail::ConvPlan {
         fold_(std::move(fold)),
         direction_(direction),
         inner_(std::move(inner)),
-        inner_bytes_(aligned(inner_->algo().workspace_bytes)) {
+        inner_bytes_(workspace_aligned(inner_->algo().workspace_bytes)) {
     info_ = fold_info(desc, fold_, inner_->algo());
     context_ = conv_context(desc, direction, info_.id);
     if (fold_.copies) {
@@ -130,9 +132,9 @@ class FoldPlan final : public detail::ConvPlan {
     const BoundTensors t = bind_tensors(args, direction_, context_);
     check_workspace(workspace, info_.workspace_bytes, context_);
     auto* base = static_cast<std::byte*>(workspace.data);
-    if (fold_.copies && reinterpret_cast<std::uintptr_t>(base) % buffer_alignment != 0) {
+    if (fold_.copies && reinterpret_cast<std::uintptr_t>(base) % workspace_aligned(1) != 0) {
       detail::raise(ErrorKind::BackendFailure,
-                    detail::cat("fold plans with copies carve them from a ", buffer_alignment,
+                    detail::cat("fold plans with copies carve them from a ", workspace_aligned(1),
                                 "-byte aligned workspace; got address ", workspace.data),
                     context_);
     }
@@ -152,7 +154,7 @@ class FoldPlan final : public detail::ConvPlan {
     std::byte* y_buffer = nullptr;
     if (fold_.copies) {  // the inputs packed now, the output packed and written back after
       x_buffer = base + inner_bytes_;
-      y_buffer = x_buffer + aligned(copies_.x_bytes);
+      y_buffer = x_buffer + workspace_aligned(copies_.x_bytes);
       if (!data) transform(x_view_, x, x_pack_, x_buffer, "packing the frames of x");
       if (!fwd) transform(y_view_, y, y_pack_, y_buffer, "packing the frames of y");
     }
@@ -200,12 +202,27 @@ class FoldPlan final : public detail::ConvPlan {
 
 }  // namespace
 
-const char* to_string(FoldKind kind) { return kind == FoldKind::planes ? "planes" : "frames"; }
+const char* to_string(FoldKind kind) {
+  switch (kind) {
+    case FoldKind::planes: return "planes";
+    case FoldKind::frames: return "frames";
+    case FoldKind::stacked: return "stacked";
+  }
+  return "?";
+}
 
 std::optional<ConvFold> conv_fold(const ConvDesc& desc, FoldKind kind) {
-  if (desc.spatial_dims != 3) return std::nullopt;
   ConvFold fold;
   fold.kind = kind;
+  if (kind == FoldKind::stacked) {
+    std::string why;
+    fold.stacked = stacked_form(desc, why);
+    if (!fold.stacked) return std::nullopt;
+    fold.folded = fold.stacked->inner;
+    fold.copies = true;
+    return fold;
+  }
+  if (desc.spatial_dims != 3) return std::nullopt;
   if (kind == FoldKind::frames) {
     std::optional<ConvDesc> frame = frame_desc(desc);
     if (!frame) return std::nullopt;
@@ -234,7 +251,7 @@ std::optional<ConvFold> conv_fold(const ConvDesc& desc, FoldKind kind) {
 
 std::vector<ConvFold> conv_folds(const ConvDesc& desc) {
   std::vector<ConvFold> folds;
-  for (FoldKind kind : {FoldKind::planes, FoldKind::frames}) {
+  for (FoldKind kind : {FoldKind::planes, FoldKind::frames, FoldKind::stacked}) {
     if (std::optional<ConvFold> fold = conv_fold(desc, kind)) folds.push_back(std::move(*fold));
   }
   return folds;
@@ -246,13 +263,21 @@ AlgoInfo fold_info(const ConvDesc& desc, const ConvFold& fold, const AlgoInfo& i
   info.id = prefix + inner.id;
   // The wrapped seed, which is listed too when the variant is (the same engine).
   if (!inner.variant_of.empty()) info.variant_of = prefix + inner.variant_of;
-  info.name = detail::cat(inner.name, ", on the ",
-                          fold.kind == FoldKind::planes
-                              ? "planes (depth x rows*columns) as they lie"
-                              : (fold.copies ? "frames, packed in copies" : "frames as they lie"),
-                          ": ", fold.folded);
+  const char* on = "";
+  switch (fold.kind) {
+    case FoldKind::planes: on = "planes (depth x rows*columns) as they lie"; break;
+    case FoldKind::frames:
+      on = fold.copies ? "frames, packed in copies" : "frames as they lie";
+      break;
+    case FoldKind::stacked: on = "weight sets of the output bands stacked as output channels"; break;
+  }
+  info.name = detail::cat(inner.name, ", on the ", on, ": ", fold.folded);
   // The copies after the inner workspace; without copies, the inner workspace alone.
-  if (fold.copies) info.workspace_bytes = aligned(inner.workspace_bytes) + copies_bytes(desc, fold);
+  if (fold.stacked) {
+    info.workspace_bytes = workspace_aligned(inner.workspace_bytes) + stacked_buffers_bytes(*fold.stacked);
+  } else if (fold.copies) {
+    info.workspace_bytes = workspace_aligned(inner.workspace_bytes) + copies_bytes(desc, fold);
+  }
   // The 2-D convolution's heuristics ranked it, not the 3-D one's (Note [fold candidates]).
   std::erase(info.notes, std::string("heuristics_top"));
   info.notes.push_back("fold");
@@ -260,7 +285,12 @@ AlgoInfo fold_info(const ConvDesc& desc, const ConvFold& fold, const AlgoInfo& i
   return info;
 }
 
-AlgoInfo folds_off_info(std::string reason) {
+AlgoInfo folds_off_info(FoldKind kind, std::string reason) {
+  if (kind == FoldKind::stacked) {
+    return off_entry(stacked_off_id,
+                     "fold: the denser convolution of stacked weight sets a dilated one is",
+                     std::move(reason), "fold");
+  }
   return off_entry(folds_off_id,
                    "fold: the 2-D convolutions a 3-D one is, over other views of its tensors",
                    std::move(reason), "fold");
@@ -269,7 +299,7 @@ AlgoInfo folds_off_info(std::string reason) {
 std::optional<FoldInnerId> fold_inner_id(std::string_view id) {
   if (id.substr(0, fold_prefix.size()) != fold_prefix) return std::nullopt;
   id.remove_prefix(fold_prefix.size());
-  for (FoldKind kind : {FoldKind::planes, FoldKind::frames}) {
+  for (FoldKind kind : {FoldKind::planes, FoldKind::frames, FoldKind::stacked}) {
     const std::string head = detail::cat(to_string(kind), ":");
     if (id.substr(0, head.size()) == head && id.size() > head.size())
       return FoldInnerId{kind, std::string(id.substr(head.size()))};
@@ -281,6 +311,11 @@ std::shared_ptr<detail::ConvPlan> make_fold_plan(std::shared_ptr<Runtime> runtim
                                                  const ConvDesc& desc, const ConvFold& fold,
                                                  Direction direction,
                                                  std::shared_ptr<detail::ConvPlan> inner) {
+  if (fold.stacked) {
+    AlgoInfo info = fold_info(desc, fold, inner->algo());  // before `inner` moves
+    return make_stacked_plan(std::move(runtime), desc, *fold.stacked, direction, info,
+                             std::move(inner));
+  }
   return std::make_shared<FoldPlan>(std::move(runtime), desc, fold, direction, std::move(inner));
 }
 

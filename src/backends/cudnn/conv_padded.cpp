@@ -60,18 +60,18 @@ std::int64_t output_spatial(const ConvDesc& desc) {
   return product;
 }
 
-// The three-axis boxes (kernels::channel_pad::Box) of an activation with `channels` channels
+// The boxes (kernels::channel_pad::Box, three axes) of an activation with `channels` channels
 // over `spatial` positions, and of the weights.
 kernels::channel_pad::Box activation_box(const ConvDesc& desc, std::int64_t channels,
                                          std::int64_t spatial) {
-  if (desc.layout == Layout::channels_last) return {{1, desc.batch * spatial, channels}};
-  return {{desc.batch, channels, spatial}};
+  if (desc.layout == Layout::channels_last) return {{1, 1, 1, desc.batch * spatial, channels}};
+  return {{1, 1, desc.batch, channels, spatial}};
 }
 kernels::channel_pad::Box weights_box(const ConvDesc& desc, std::int64_t out_channels,
                                       std::int64_t in_channels) {
   const std::int64_t taps = spatial_product(desc.kernel, desc.spatial_dims);
-  if (desc.layout == Layout::channels_last) return {{out_channels, taps, in_channels}};
-  return {{out_channels, in_channels, taps}};
+  if (desc.layout == Layout::channels_last) return {{1, 1, out_channels, taps, in_channels}};
+  return {{1, 1, out_channels, in_channels, taps}};
 }
 
 std::size_t box_bytes(const kernels::channel_pad::Box& box, const ConvDesc& desc) {

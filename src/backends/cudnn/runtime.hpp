@@ -59,7 +59,8 @@ enum class KnobSearch { off, top, all };
 enum class TapCandidates { off, f32, sparse, on };
 /// Where a kind of convolution candidate is listed: nowhere, for fp32 convolutions only, or for
 /// every dtype (the im2col, frame and fold candidates: Notes [im2col candidates] in
-/// conv_im2col.cpp, [frame candidates] in conv_frames.cpp, [fold candidates] in conv_folds.cpp).
+/// conv_im2col.cpp, [frame candidates] in conv_frames.cpp, [fold candidates] in conv_folds.cpp,
+/// [stacked folds] in conv_stacked.cpp).
 enum class ListedFor { off, f32, on };
 /// Whether `setting` lists its candidates for convolutions of `dtype`.
 bool listed_for(ListedFor setting, DType dtype);
@@ -106,6 +107,9 @@ struct Settings {
   ListedFor conv_frames = ListedFor::f32;
   /// DNNX_CUDNN_CONV_FOLDS: off, f32 or on (Note [fold candidates] in conv_folds.cpp)
   ListedFor conv_folds = ListedFor::f32;
+  /// DNNX_CUDNN_CONV_STACKED: off, f32 or on, the stacked folds (Note [stacked folds] in
+  /// conv_stacked.cpp)
+  ListedFor conv_stacked = ListedFor::on;
 };
 
 /// "off", "top", "all".
