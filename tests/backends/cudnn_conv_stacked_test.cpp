@@ -212,8 +212,8 @@ struct Index {
   explicit Index(const Dims& d) {
     for (int i = 0; i < d.rank(); ++i) dims[static_cast<std::size_t>(i)] = d[i];
   }
-  std::int64_t operator()(std::int64_t n, std::int64_t c, const std::array<std::int64_t, 3>& p)
-      const {
+  std::int64_t operator()(std::int64_t n, std::int64_t c,
+                          const std::array<std::int64_t, 3>& p) const {
     return (((n * dims[1] + c) * dims[2] + p[0]) * dims[3] + p[1]) * dims[4] + p[2];
   }
   std::int64_t size() const { return dims[0] * dims[1] * dims[2] * dims[3] * dims[4]; }
@@ -235,7 +235,8 @@ Tensor f32_tensor(const std::vector<float>& values, const Dims& dims) {
 
 std::array<std::int64_t, 3> extents_of(const ConvDesc& desc, const std::array<std::int64_t, 3>& v) {
   std::array<std::int64_t, 3> e{1, 1, 1};
-  for (int i = 0; i < desc.spatial_dims; ++i) e[static_cast<std::size_t>(i)] = v[static_cast<std::size_t>(i)];
+  for (int i = 0; i < desc.spatial_dims; ++i)
+    e[static_cast<std::size_t>(i)] = v[static_cast<std::size_t>(i)];
   return e;
 }
 
@@ -370,10 +371,9 @@ TEST(CudnnConvStacked, HostRunsOfTheFormsMatchTheReference) {
       const Dims dims = test::conv_output_dims(c.desc, direction);
       const std::vector<float> actual = emulate(reference, c.desc, direction, *form, operands);
       EXPECT_TRUE(test::all_finite(actual, dims, "output", where));
-      EXPECT_TRUE(test::close_within_scale(actual, expected,
-                                           test::conv_error_scale(c.desc, direction, operands),
-                                           dims, test::conv_tolerance(DType::f32), "output",
-                                           where));
+      EXPECT_TRUE(test::close_within_scale(
+          actual, expected, test::conv_error_scale(c.desc, direction, operands), dims,
+          test::conv_tolerance(DType::f32), "output", where));
       ++checked;
     }
   }
@@ -479,8 +479,8 @@ TEST(CudnnConvStacked, TurnedOffByTheVariable) {
 TEST(CudnnConvStacked, ExhaustiveSelectionTimesThem) {
   DNNX_REQUIRE_GPU();
   Context context = test::gpu_test_context();
-  const ConvDesc desc = in_layout(
-      conv({4, 64, 33, 33}, {32, 64, 3, 3}, {18}, {18}), Layout::channels_last, DType::f16);
+  const ConvDesc desc = in_layout(conv({4, 64, 33, 33}, {32, 64, 3, 3}, {18}, {18}),
+                                  Layout::channels_last, DType::f16);
   for (Direction direction : all_directions) {
     const ProfileResult profile = conv_profile(context, desc, direction);
     bool timed = false;

@@ -443,8 +443,8 @@ Settings settings_from_env() {
       listed_for_from_env(frames_variable, settings.conv_frames, "a frame-candidate setting");
   settings.conv_folds =
       listed_for_from_env(folds_variable, settings.conv_folds, "a fold-candidate setting");
-  settings.conv_stacked = listed_for_from_env(stacked_variable, settings.conv_stacked,
-                                              "a stacked-fold setting");
+  settings.conv_stacked =
+      listed_for_from_env(stacked_variable, settings.conv_stacked, "a stacked-fold setting");
   return settings;
 }
 

@@ -269,12 +269,15 @@ AlgoInfo fold_info(const ConvDesc& desc, const ConvFold& fold, const AlgoInfo& i
     case FoldKind::frames:
       on = fold.copies ? "frames, packed in copies" : "frames as they lie";
       break;
-    case FoldKind::stacked: on = "weight sets of the output bands stacked as output channels"; break;
+    case FoldKind::stacked:
+      on = "weight sets of the output bands stacked as output channels";
+      break;
   }
   info.name = detail::cat(inner.name, ", on the ", on, ": ", fold.folded);
   // The copies after the inner workspace; without copies, the inner workspace alone.
   if (fold.stacked) {
-    info.workspace_bytes = workspace_aligned(inner.workspace_bytes) + stacked_buffers_bytes(*fold.stacked);
+    info.workspace_bytes =
+        workspace_aligned(inner.workspace_bytes) + stacked_buffers_bytes(*fold.stacked);
   } else if (fold.copies) {
     info.workspace_bytes = workspace_aligned(inner.workspace_bytes) + copies_bytes(desc, fold);
   }

@@ -16,11 +16,11 @@
 // output channels [s K, (s + 1) K). stacked_form() takes an ungrouped convolution with some dim
 // stacked or center and its inner products at most stacked_work_max (0.8) of its own.
 // The padding after is a copy: the inner convolution reads the input from a buffer of 2d per
-// stacked dim (H, then 2d - H zeros), unpadded. cuDNN's engines ran the same convolution with the
-// padding asked of them (padding after alone) 1.9x slower in f16 on an H200 (DeepLabV3's rate 36:
-// 1.4 against 0.74 ms forward, the whole convolution's 1.37; docs/benchmarks.md, "Stacked
-// folds"); the copy costs one pass over the input. Where no dim needs padding (center dims, or
-// H = 2d) the inner convolution reads the caller's input as it lies.
+// stacked dim (H, then 2d - H zeros), unpadded. Asked for the padding after alone, cuDNN's
+// engines ran the inner convolution of DeepLabV3's rate 36 in f16 no faster than the whole one
+// (1.4 ms, none of them chosen) where, unpadded over a copy, the fastest took 0.74 ms (on an H200:
+// docs/benchmarks.md, "Stacked folds"); the copy is one pass over the input. Where no dim needs
+// padding (center dims, or H = 2d) the inner convolution reads the caller's input as it lies.
 // The plan runs the inner convolution (a candidate of it: Note [fold candidates] in
 // conv_folds.cpp) with the sets' weights, its dst and the padded input in its workspace:
 //   fwd          each set's taps copied into the stacked weights, the input into the padded
@@ -35,10 +35,10 @@
 //                added into its taps, in set order.
 // The copies are dnnx's box-copy kernels (kernels/channel_pad.hpp; the padded input's zeros
 // written in the same pass): through cudnnTransformTensor on strided views and cudnnSetTensor
-// the fp32 forward took 17.9 ms where the inner convolution alone takes about 8. Results are the
-// convolution's sums less their products with padding, in another order; an f16 / bf16 weight
-// gradient is rounded once more per set that adds into a tap (a stacked dim's middle tap gets
-// two). Determinism is the inner candidate's.
+// the same fp32 forward took 17.9 ms, 8.6 ms with them. Results are the convolution's sums less
+// their products with padding, in another order; an f16 / bf16 weight gradient is rounded once
+// more per further set that holds a tap (a stacked dim's middle tap is in both of its sets).
+// Determinism is the inner candidate's.
 
 #include "backends/cudnn/conv_stacked.hpp"
 
@@ -49,7 +49,6 @@
 #include "core/check.hpp"
 #include "core/strings.hpp"
 
-#include <algorithm>
 #include <cstdint>
 #include <utility>
 
@@ -246,8 +245,7 @@ class StackedPlan final : public detail::ConvPlan {
     inner_->execute(inner, {base, inner_->algo().workspace_bytes});
     if (fwd) {
       for (const Copy& c : copies_) {
-        check(box::copy_region(stacked_dst, c.stacked_dst, t.output, c.dst, c.box, element,
-                               stream),
+        check(box::copy_region(stacked_dst, c.stacked_dst, t.output, c.dst, c.box, element, stream),
               "writing a set's box of the output");
       }
     } else if (data) {

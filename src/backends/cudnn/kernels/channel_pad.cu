@@ -92,8 +92,8 @@ bool widen(const void* src, Box& s, void* dst, Box& d, int element_bytes, int by
 // dst[d_base + c . d_pitch] op= src[s_base + c . s_pitch] for every c of the extents.
 template <typename T, typename Index, typename Op>
 __global__ void region_kernel(const T* __restrict__ src, T* __restrict__ dst, Axes<Index> extents,
-                              Axes<Index> s_pitch, Axes<Index> d_pitch, Index s_base,
-                              Index d_base, Index total, Op op) {
+                              Axes<Index> s_pitch, Axes<Index> d_pitch, Index s_base, Index d_base,
+                              Index total, Op op) {
   const Index step = static_cast<Index>(gridDim.x) * blockDim.x;
   for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step) {
     Index rest = i, s_at = s_base, d_at = d_base;
@@ -119,8 +119,8 @@ struct AddF32 {
 };
 struct AddF16 {
   __device__ void operator()(std::uint16_t& to, const std::uint16_t& from) const {
-    to = __half_as_ushort(__float2half_rn(__half2float(__ushort_as_half(to)) +
-                                          __half2float(__ushort_as_half(from))));
+    to = __half_as_ushort(
+        __float2half_rn(__half2float(__ushort_as_half(to)) + __half2float(__ushort_as_half(from))));
   }
 };
 struct AddBF16 {
@@ -181,8 +181,8 @@ bool widen_regions(const void* src, Region& s, void* dst, Region& d, Box& extent
       reinterpret_cast<std::uintptr_t>(src) % static_cast<unsigned>(bytes) != 0 ||
       reinterpret_cast<std::uintptr_t>(dst) % static_cast<unsigned>(bytes) != 0)
     return false;
-  for (std::int64_t* v : {&s.dims.dims[4], &d.dims.dims[4], &s.origin[4], &d.origin[4],
-                          &extents.dims[4]})
+  for (std::int64_t* v :
+       {&s.dims.dims[4], &d.dims.dims[4], &s.origin[4], &d.origin[4], &extents.dims[4]})
     *v /= per;
   return true;
 }
