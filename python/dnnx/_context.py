@@ -22,7 +22,7 @@ _default = None
 _TUNE_FIELDS = ("fwd", "bwd_data", "bwd_weights", "workspace_limit", "deterministic", "fastest",
                 "verbose", "benchmark_limit", "warmup_runs", "timing_runs", "abandon_factor",
                 "variant_factor", "time_naive", "final_round", "final_loop_ms", "host_tie",
-                "search_budget_ms")
+                "search_budget_ms", "late_plan_share")
 _OP_DIRECTIONS = dict(_dnnx.ops())
 
 

@@ -72,7 +72,8 @@ constexpr Field<double> double_fields[] = {{"abandon_factor", &TuneOptions::aban
                                            {"variant_factor", &TuneOptions::variant_factor},
                                            {"final_loop_ms", &TuneOptions::final_loop_ms},
                                            {"host_tie", &TuneOptions::host_tie},
-                                           {"search_budget_ms", &TuneOptions::search_budget_ms}};
+                                           {"search_budget_ms", &TuneOptions::search_budget_ms},
+                                           {"late_plan_share", &TuneOptions::late_plan_share}};
 
 template <typename T, std::size_t N>
 void put_fields(const TuneOptions& options, const Field<T> (&fields)[N], nb::dict& state) {
@@ -273,6 +274,12 @@ void bind_tune_options(nb::module_& module) {
               "Exhaustive: once a search has taken this long (ms, its listing and plan builds "
               "included), it times no further candidates but the backend heuristics' first "
               "picks; the rest are not_timed. 0 = no budget.");
+  def_bounded(tune, "late_plan_share", &TuneOptions::late_plan_share,
+              TuneOptions::max_late_plan_share, "a fraction", "(every late plan at once)",
+              "Exhaustive: a choice read from the cache file times its late plans (candidates "
+              "its search skipped while they compiled) within this share of the search it "
+              "records, the first always; the rest stay listed for a later process. 0 = all at "
+              "once.");
   def_bounded(tune, "host_tie", &TuneOptions::host_tie, TuneOptions::max_host_tie, "a fraction",
               "(off)",
               "Exhaustive and profiles: choose a candidate noted host_heavy (cuDNN's legacy calls) "

@@ -94,6 +94,12 @@ def test_tune_options_mirror_the_cpp_struct():
     for bad in (-1.0, 3_600_001.0, float("nan"), float("inf")):
         with pytest.raises(dnnx.InvalidArgument, match="search_budget_ms"):
             tune.search_budget_ms = bad
+    assert tune.late_plan_share == 0.04
+    tune.late_plan_share = 0
+    assert tune.late_plan_share == 0.0
+    for bad in (-0.1, 1.5, float("nan")):
+        with pytest.raises(dnnx.InvalidArgument, match="late_plan_share"):
+            tune.late_plan_share = bad
     copied = tune.copy()
     assert copied == tune
     copied.fwd = "exhaustive"
@@ -109,7 +115,7 @@ def test_tune_options_pickle_every_field():
     tune.verbose, tune.time_naive, tune.final_round = True, True, False
     tune.benchmark_limit, tune.warmup_runs, tune.timing_runs = 3, 0, 2
     tune.abandon_factor, tune.variant_factor, tune.final_loop_ms = 8.0, 0.0, 3.0
-    tune.host_tie, tune.search_budget_ms = 0.1, 750.0
+    tune.host_tie, tune.search_budget_ms, tune.late_plan_share = 0.1, 750.0, 0.5
     again = pickle.loads(pickle.dumps(tune))
     assert again == tune and again.pool.bwd == "fixed:reference:direct"
     assert pickle.loads(pickle.dumps(dnnx.Context("reference").tune)) == \

@@ -228,9 +228,16 @@ tune::RunOnce budgeted_run(const SelectHooks& hooks, const std::vector<std::stri
 // that reads the choice from the file re-validates it as usual, then times the listed candidates
 // whose plans it can have without a costly build (OpBackend::plan_at_hand: the saved plan loads)
 // against it: a small exhaustive search under the same options and rules, whose winner becomes the
-// choice. The entry goes back to the file without the list, with the new timings merged into the
-// old table, so each list is settled once; an id whose plan is not at hand (never saved, or
-// unreadable) is dropped from it.
+// choice. The entry goes back to the file without the ids it timed, with the new timings merged
+// into the old table, so each id is settled once; an id whose plan is not at hand (never saved,
+// or unreadable) is dropped from it. A later process settles within TuneOptions::late_plan_share
+// (4%) of the search the choice records (Choice::tuning_ms, that search's wall time): the kept
+// choice and the first late plan always run, a further one starts only while the settling has
+// taken less, and those left stay listed for the next process. Each late plan cost a later
+// process 26-44 ms on an H200 (its saved slice plan, the first run of its kernels: docs/
+// benchmarks.md, "The second process"); with 1.3-2.2 of them a row, the second process took
+// 3.1-5.8% of the search on the suite's f16 files. The share bounds that, each list shrinking by
+// at least one id a process.
 // The process that made the choice does the same once a late plan comes to hand: a call whose
 // choice lists late plans asks the backend at most every late_check_interval
 // (Dispatch::late_plan_at_hand), and when one is at hand, selection times those at hand against
@@ -252,6 +259,9 @@ tune::RunOnce budgeted_run(const SelectHooks& hooks, const std::vector<std::stri
 // `pending`, one whose probe cannot run yet stays listed. A later process has the slice plan of
 // a skipped runtime-compiled candidate only if the process that skipped it saved it (the cudnn
 // backend saves it to the plan store once built); without one the late plan's full run decides.
+// The settling budget of a choice that records no search time: one late plan a process.
+constexpr double min_settling_budget_ms = 1e-3;
+
 std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& state,
                                                 const tune::Request& request,
                                                 const SelectHooks& hooks,
@@ -291,11 +301,22 @@ std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& 
   }
   if (candidates.size() > 1) {
     Backend& backend = state.backend();
+    // A later process settles within its share of the recorded search; the first late plan
+    // always runs (a choice that records no search settles one a process).
+    DNNX_CHECK_ARG(
+        options.late_plan_share >= 0 && options.late_plan_share <= TuneOptions::max_late_plan_share,
+        "late_plan_share must be a fraction from 0 to ", TuneOptions::max_late_plan_share, ", got ",
+        options.late_plan_share);
+    const double settling_budget_ms =
+        pending || options.late_plan_share == 0
+            ? 0.0
+            : std::max(options.late_plan_share * kept->tuning_ms, min_settling_budget_ms);
     try {
       // Late plans are candidates no search has bounded (Note [probing slow candidates]): every
       // one is probed first, with probe plans for these candidates alone.
       tune::Request settling = request;
       settling.probe_at_once = true;
+      settling.settling_budget_ms = settling_budget_ms;
       std::vector<std::string> ids;
       for (const AlgoInfo& algo : candidates) ids.push_back(algo.id);
       const tune::ProbeOnce probe = hooks.probe_among ? hooks.probe_among(ids) : hooks.probe;
@@ -303,10 +324,25 @@ std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& 
       Choice timed = tune::select(settling, candidates, options, hooks.run,
                                   recording_skips(probe, probe_skipped, pending),
                                   first_run(backend), hooks.loop);
-      // A late plan its probe could not run yet stays listed while the process goes on.
+      // A late plan its probe could not run yet stays listed while the process goes on; one the
+      // settling's share left stays listed for the next process.
       if (pending) {
         settled->late_plans.insert(settled->late_plans.end(), probe_skipped.begin(),
                                    probe_skipped.end());
+      }
+      std::vector<std::string> left;
+      std::erase_if(timed.timings, [&](const ProfileRow& row) {
+        if (row.status != CandidateStatus::not_timed ||
+            !row.detail.starts_with(tune::settling_budget_detail))
+          return false;
+        left.push_back(row.algo.id);
+        return true;
+      });
+      settled->late_plans.insert(settled->late_plans.end(), left.begin(), left.end());
+      if (options.verbose && !left.empty()) {
+        std::cerr << "dnnx: " << request.op << ' ' << to_string(request.direction) << ' '
+                  << request.desc << ": late plans left for a later process (the settling's "
+                  << settling_budget_ms << " ms spent): " << detail::join(left, ", ") << '\n';
       }
       if (timed.candidates_timed > 0) backend.after_timing();
       state.end_search();  // Note [search workspace]
@@ -331,7 +367,7 @@ std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& 
       settled->search.probes += timed.search.probes;
       settled->search.probe_ms += timed.search.probe_ms;
       settled->search.final_ms += timed.search.final_ms;
-      settled->candidates_timed += static_cast<int>(candidates.size()) - 1;
+      settled->candidates_timed += static_cast<int>(candidates.size() - left.size()) - 1;
     } catch (const Error& error) {
       state.end_search();
       if (options.verbose) {

@@ -175,6 +175,14 @@ double parse_host_tie(const char* name, std::string_view text) {
       detail::cat("a fraction from 0 (off) to ", TuneOptions::max_host_tie, " (0.02: 2%)"));
 }
 
+// DNNX_LATE_PLAN_SHARE: a fraction in [0, max_late_plan_share] (TuneOptions::late_plan_share;
+// Note [late plans] in src/ops/dispatch.cpp).
+double parse_late_plan_share(const char* name, std::string_view text) {
+  return parse_bounded(name, text, TuneOptions::max_late_plan_share, "a late-plan share",
+                       detail::cat("a fraction from 0 (every late plan at once) to ",
+                                   TuneOptions::max_late_plan_share, " (0.04: 4%)"));
+}
+
 // DNNX_VARIANT_FACTOR: 0 (off), or a number >= 1 ("inf" allowed); Note [pruning variants] in
 // select.cpp.
 double parse_variant_factor(const char* name, std::string_view text) {
@@ -249,6 +257,8 @@ void apply_tune_env(TuneOptions& target) {
     options.host_tie = parse_host_tie("DNNX_HOST_TIE", value);
   if (const char* value = env("DNNX_SEARCH_BUDGET_MS"))
     options.search_budget_ms = parse_search_budget_ms("DNNX_SEARCH_BUDGET_MS", value);
+  if (const char* value = env("DNNX_LATE_PLAN_SHARE"))
+    options.late_plan_share = parse_late_plan_share("DNNX_LATE_PLAN_SHARE", value);
   target = std::move(options);
 }
 

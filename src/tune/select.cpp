@@ -320,7 +320,8 @@ std::optional<std::string> pruned_variant(const AlgoInfo& algo, std::span<const 
 std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
                                         const TuneOptions& options, const RunOnce& run,
                                         bool apply_benchmark_limit, const ProbeOnce& probe,
-                                        FirstRun first_run, double spent_ms, bool probe_at_once) {
+                                        FirstRun first_run, double spent_ms, bool probe_at_once,
+                                        double settling_budget_ms) {
   const auto start = std::chrono::steady_clock::now();
   auto is_naive = [&options](const AlgoInfo& algo) { return !options.time_naive && algo.naive; };
   check_run_counts(options);
@@ -338,6 +339,7 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
   rows.reserve(candidates.size());
   double best = std::numeric_limits<double>::infinity();
   int ran = 0;
+  int started = 0;  // candidates past the budgets below
   bool probing = probe_at_once && probe;
   const bool warm_first = first_run == FirstRun::warm;  // Note [warm first runs]
   for (const AlgoInfo& algo : candidates) {
@@ -361,6 +363,15 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
         continue;
       }
     }
+    if (settling_budget_ms > 0 && started >= 2) {
+      if (const double ms = elapsed_ms(start); ms >= settling_budget_ms) {
+        row.status = CandidateStatus::not_timed;
+        row.detail = detail::cat(settling_budget_detail, " (the settling took ", ms, " of its ",
+                                 settling_budget_ms, " ms)");
+        continue;
+      }
+    }
+    ++started;
     // Note [abandoning slow candidates]: naive fallbacks (oneDNN's ref:any, plain loops) can be
     // 1000x slower than the best — minutes per run on a ResNet layer. They exist so that a call
     // can always run, not to win; once a real candidate has been timed they are not run at all
@@ -699,9 +710,10 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
           return ms;
         };
       }
-      choice.timings = time_candidates(candidates, screening, counted_run,
-                                       /*apply_benchmark_limit=*/true, counted_probe, first_run,
-                                       request.spent_ms, request.probe_at_once);
+      choice.timings =
+          time_candidates(candidates, screening, counted_run,
+                          /*apply_benchmark_limit=*/true, counted_probe, first_run,
+                          request.spent_ms, request.probe_at_once, request.settling_budget_ms);
       const auto final_start = std::chrono::steady_clock::now();
       if (options.final_round) {
         // What the heuristic policy would run (Note [final round]).

@@ -70,7 +70,15 @@ struct Request {
   /// are known to include slow ones (the settling of late plans, Note [late plans] in
   /// src/ops/dispatch.cpp).
   bool probe_at_once = false;
+  /// The settling of late plans in a later process (Note [late plans] in src/ops/dispatch.cpp):
+  /// once two candidates have started, no further one starts after this call has taken this many
+  /// milliseconds of host time; those left are not_timed rows whose detail begins
+  /// settling_budget_detail. 0: no such bound.
+  double settling_budget_ms = 0;
 };
+
+/// The beginning of the detail of a row that Request::settling_budget_ms left not_timed.
+inline constexpr std::string_view settling_budget_detail = "left for a later process";
 
 /// Why `algo` may not be chosen under `options`: unsupported, over the workspace limit, or not
 /// deterministic when determinism is required. nullopt when it is admissible.
@@ -119,13 +127,15 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
 /// their exclusion. With `apply_benchmark_limit`, at most options.benchmark_limit candidates are
 /// run (counting only those that actually ran), and once one has been timed and `spent_ms` plus
 /// this call's own time reaches options.search_budget_ms (when set), only candidates noted
-/// "heuristics_top" start (Note [search budget]); the rest are not_timed. Rows come back fastest
-/// first, then the rest in list order.
+/// "heuristics_top" start (Note [search budget]); the rest are not_timed. With `settling_budget_ms`
+/// (Request::settling_budget_ms), once two candidates have started no further one starts after
+/// this call has taken that long. Rows come back fastest first, then the rest in list order.
 std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
                                         const TuneOptions& options, const RunOnce& run,
                                         bool apply_benchmark_limit, const ProbeOnce& probe = {},
                                         FirstRun first_run = FirstRun::may_be_cold,
-                                        double spent_ms = 0, bool probe_at_once = false);
+                                        double spent_ms = 0, bool probe_at_once = false,
+                                        double settling_budget_ms = 0);
 
 /// Sorts timed (ok) rows fastest first, the others after them in their order (stable).
 void sort_fastest_first(std::span<ProfileRow> rows);

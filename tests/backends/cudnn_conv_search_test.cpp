@@ -1181,9 +1181,11 @@ TEST(CudnnSearch, ARuntimeCompiledCandidateWithALateSlicePlanIsNotRunInFull) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     ASSERT_TRUE(conv.plan_at_hand(desc, direction, id)) << id << "'s slice plan was never built";
   }
-  // The next context (a backend of its own) settles the late plans from the file: probed first.
+  // The next context (a backend of its own) settles the late plans from the file: probed first
+  // (all of them: no share of the search bounds it).
   const auto cache = std::make_shared<ChoiceCache>(file);
   Context second = cudnn_context(cache);
+  second.tune().late_plan_share = 0;
   const std::shared_ptr<const Choice> settled = search(second);
   EXPECT_EQ(cache->hits(), 1u);
   EXPECT_TRUE(settled->late_plans.empty());
@@ -1370,6 +1372,7 @@ TEST(CudnnSearch, LatePlansAreSavedAndTimedByTheNextContext) {
   const auto cache = std::make_shared<ChoiceCache>(file);
   Context context = cudnn_context(cache);
   context.tune().bwd_data = AlgoPolicy::exhaustive();
+  context.tune().late_plan_share = 0;  // every late plan in this context
   // The first context's builds save their plans when they finish.
   auto& conv = detail::state_of(context).backend().conv();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);

@@ -635,6 +635,77 @@ TEST_F(LatePlansTest, WithoutACacheFileAProbeThatCannotRunLeavesItToTheFullRun) 
   EXPECT_TRUE(choice->late_plans.empty());
 }
 
+// A later process settles within TuneOptions::late_plan_share of the recorded search: the kept
+// choice and the first late plan always run, the others stay listed for the next process (a
+// share too small for more than one: one a process); 0 settles them all at once.
+TEST_F(LatePlansTest, ALaterProcessSettlesWithinItsShareAndLeavesTheRest) {
+  const std::vector<std::string> late = {"test:late1", "test:late2", "test:late3"};
+  auto first = [&] {
+    table() = Table{};
+    forget_the_file();
+    table().candidates = {supported("test:slow"), supported(late[0]), supported(late[1]),
+                          supported(late[2])};
+    table().run_us = {{"test:slow", 3000}, {late[0], 2000}, {late[1], 1000}, {late[2], 0}};
+    table().building = late;
+    table().saves_late = late;
+    EXPECT_EQ(search()->late_plans, late);
+    table().building.clear();
+    table().at_hand = late;
+  };
+  first();
+  TuneOptions bounded;
+  bounded.late_plan_share = 1e-9;
+  for (std::size_t process = 0; process < late.size(); ++process) {
+    SCOPED_TRACE("later process " + std::to_string(process + 1));
+    table().reset_counts();
+    Context later = context(bounded, AlgoPolicy::exhaustive());
+    const auto choice = run(later);
+    EXPECT_EQ(choice->algo.id, late[process]) << "each late plan is faster than the last";
+    const std::vector<std::string> left(late.begin() + static_cast<std::ptrdiff_t>(process) + 1,
+                                        late.end());
+    EXPECT_EQ(choice->late_plans, left);
+    EXPECT_EQ(late_on_file(), left);
+    EXPECT_TRUE(contains(table().ran, late[process]));
+    for (const std::string& id : left) {
+      EXPECT_FALSE(contains(table().ran, id)) << id;
+      EXPECT_TRUE(std::none_of(choice->timings.begin(), choice->timings.end(),
+                               [&](const ProfileRow& row) { return row.algo.id == id; }))
+          << id << " has no row until it is timed";
+    }
+  }
+  // Settled: the next process times nothing.
+  table().reset_counts();
+  {
+    Context settled = context(bounded, AlgoPolicy::exhaustive());
+    EXPECT_EQ(run(settled)->algo.id, late[2]);
+    EXPECT_EQ(table().ran, std::vector<std::string>{late[2]});
+  }
+
+  // Share 0: every late plan in the first later process.
+  first();
+  TuneOptions unbounded;
+  unbounded.late_plan_share = 0;
+  table().reset_counts();
+  Context later = context(unbounded, AlgoPolicy::exhaustive());
+  const auto choice = run(later);
+  EXPECT_EQ(choice->algo.id, late[2]);
+  EXPECT_TRUE(choice->late_plans.empty());
+  EXPECT_TRUE(late_on_file().empty());
+
+  // An out-of-range share is an InvalidArgument naming it.
+  first();
+  TuneOptions bad;
+  bad.late_plan_share = 1.5;
+  Context invalid = context(bad, AlgoPolicy::exhaustive());
+  try {
+    run(invalid);
+    ADD_FAILURE() << "a late_plan_share of 1.5 was accepted";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(std::string(error.what()).find("late_plan_share"), std::string::npos) << error.what();
+  }
+}
+
 TEST_F(LatePlansTest, TheKeptChoiceStaysWhenItIsFaster) {
   first_process(/*slow_us=*/0, /*late_us=*/3000);
   table().at_hand = {"test:late"};

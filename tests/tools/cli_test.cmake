@@ -234,6 +234,16 @@ dnnx_cli_test(env.host_tie STDOUT "host_tie.: 0\\.1"
                    --direction fwd --runs 1 --json -)
 dnnx_cli_usage_error(bad.host_tie "--host-tie '2': expected a fraction from 0 \\(off\\) to 1"
                      profile act --input 2x3 --host-tie 2)
+# --late-plan-share (Note [late plans]): set by the flag, over DNNX_LATE_PLAN_SHARE; the tune JSON
+# records it.
+dnnx_cli_test(tune.late_plan_share STDOUT "late_plan_share.: 0\\.5"
+              JSON stdout JSON_REQUIRE options/late_plan_share results/0/chosen/id
+              ENV DNNX_LATE_PLAN_SHARE=0.1
+              ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
+                   --direction fwd --runs 1 --late-plan-share 0.5 --json -)
+dnnx_cli_usage_error(bad.late_plan_share
+                     "--late-plan-share '2': expected a fraction from 0 \\(every late plan at once\\) to 1"
+                     profile act --input 2x3 --late-plan-share 2)
 # --search-budget-ms (Note [search budget]): set by the flag, over DNNX_SEARCH_BUDGET_MS; the tune
 # JSON records it, and a search whose budget is spent at once still chooses.
 dnnx_cli_test(tune.search_budget_ms STDOUT "search_budget_ms.: 0\\.001"

@@ -32,7 +32,8 @@ std::vector<std::string> all_variables() {
   std::vector<std::string> names = {
       "DNNX_BACKEND",        "DNNX_TYPE",          "DNNX_DEVICE",   "DNNX_WORKSPACE_LIMIT",
       "DNNX_DETERMINISTIC",  "DNNX_FASTEST",       "DNNX_VERBOSE",  "DNNX_BENCHMARK_LIMIT",
-      "DNNX_VARIANT_FACTOR", "DNNX_FINAL_LOOP_MS", "DNNX_HOST_TIE", "DNNX_SEARCH_BUDGET_MS"};
+      "DNNX_VARIANT_FACTOR", "DNNX_FINAL_LOOP_MS", "DNNX_HOST_TIE", "DNNX_SEARCH_BUDGET_MS",
+      "DNNX_LATE_PLAN_SHARE"};
   for (const dnnx::OpInfo& op : dnnx::op_table()) {
     for (const dnnx::OpDirection& direction : op.directions) {
       for (const std::string& name : op.policy_env_names(direction.direction))
@@ -91,7 +92,8 @@ TEST(TuneEnv, EveryVariableSetsItsField) {
                                        {"DNNX_VARIANT_FACTOR", "1.5"},
                                        {"DNNX_FINAL_LOOP_MS", "4"},
                                        {"DNNX_HOST_TIE", "0.05"},
-                                       {"DNNX_SEARCH_BUDGET_MS", "1500.5"}});
+                                       {"DNNX_SEARCH_BUDGET_MS", "1500.5"},
+                                       {"DNNX_LATE_PLAN_SHARE", "0.1"}});
   EXPECT_EQ(options.fwd, AlgoPolicy::exhaustive(Reuse::once));
   EXPECT_EQ(options.bwd_data, AlgoPolicy::fixed("reference:direct"));
   EXPECT_EQ(options.bwd_weights, AlgoPolicy::of_family("winograd"));
@@ -105,6 +107,14 @@ TEST(TuneEnv, EveryVariableSetsItsField) {
   EXPECT_EQ(options.final_loop_ms, 4.0);
   EXPECT_EQ(options.host_tie, 0.05);
   EXPECT_EQ(options.search_budget_ms, 1500.5);
+  EXPECT_EQ(options.late_plan_share, 0.1);
+}
+
+// DNNX_LATE_PLAN_SHARE: 0 settles every late plan at once; 1 (100%) is the largest.
+TEST(TuneEnv, LatePlanShareTakesZeroToOne) {
+  EXPECT_EQ(applied({}).late_plan_share, 0.04);
+  EXPECT_EQ(applied({{"DNNX_LATE_PLAN_SHARE", "0"}}).late_plan_share, 0.0);
+  EXPECT_EQ(applied({{"DNNX_LATE_PLAN_SHARE", "1"}}).late_plan_share, 1.0);
 }
 
 // DNNX_HOST_TIE: 0 turns the rule off; 1 (100%) is the largest.
@@ -297,6 +307,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadVariable{"DNNX_HOST_TIE", "nan"}, BadVariable{"DNNX_HOST_TIE", "2%"},
         BadVariable{"DNNX_SEARCH_BUDGET_MS", "-1"}, BadVariable{"DNNX_SEARCH_BUDGET_MS", "inf"},
         BadVariable{"DNNX_SEARCH_BUDGET_MS", "3600001"}, BadVariable{"DNNX_SEARCH_BUDGET_MS", "2s"},
+        BadVariable{"DNNX_LATE_PLAN_SHARE", "-0.1"}, BadVariable{"DNNX_LATE_PLAN_SHARE", "1.5"},
+        BadVariable{"DNNX_LATE_PLAN_SHARE", "nan"}, BadVariable{"DNNX_LATE_PLAN_SHARE", "4%"},
         BadVariable{"DNNX_BACKEND", "tpu"}, BadVariable{"DNNX_TYPE", "double"},
         BadVariable{"DNNX_DEVICE", "abc"}, BadVariable{"DNNX_DEVICE", "-1"},
         BadVariable{"DNNX_POOL_BWD_ALGO", "quickest"}, BadVariable{"DNNX_XENT_FWD_ALGO", "fixed:"}),

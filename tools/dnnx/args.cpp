@@ -368,6 +368,12 @@ void add_selection_options(CLI::App& command, SelectionArgs& args) {
                   "candidates but the backend heuristics' first picks (profiles time every "
                   "candidate; 0 = no budget; default: $DNNX_SEARCH_BUDGET_MS, else 0)")
       ->type_name("MS");
+  command
+      .add_option("--late-plan-share", args.late_plan_share,
+                  "exhaustive: time the late plans of a choice read from the cache file within "
+                  "this share of the search it records, leaving the rest for a later process (0 "
+                  "= all at once; default: $DNNX_LATE_PLAN_SHARE, else 0.04)")
+      ->type_name("X");
 }
 
 Selection parse_selection(const SelectionArgs& args) {
@@ -408,6 +414,11 @@ Selection parse_selection(const SelectionArgs& args) {
         "milliseconds from 0 (no budget) to " +
             std::to_string(static_cast<int>(TuneOptions::max_search_budget_ms)));
   }
+  if (!args.late_plan_share.empty()) {
+    selection.late_plan_share =
+        parse_from_zero("--late-plan-share", args.late_plan_share, TuneOptions::max_late_plan_share,
+                        "a fraction from 0 (every late plan at once) to 1 (0.04: 4%)");
+  }
   return selection;
 }
 
@@ -424,6 +435,7 @@ void Selection::apply(TuneOptions& options) const {
   if (final_loop_ms) options.final_loop_ms = *final_loop_ms;
   if (host_tie) options.host_tie = *host_tie;
   if (search_budget_ms) options.search_budget_ms = *search_budget_ms;
+  if (late_plan_share) options.late_plan_share = *late_plan_share;
 }
 
 }  // namespace dnnx::cli

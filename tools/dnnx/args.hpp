@@ -124,6 +124,7 @@ struct SelectionArgs {
   std::string final_loop_ms;
   std::string host_tie;
   std::string search_budget_ms;
+  std::string late_plan_share;
 };
 void add_selection_options(CLI::App& command, SelectionArgs& args);
 /// The parsed form of SelectionArgs: only what was given on the command line.
@@ -140,6 +141,7 @@ struct Selection {
   std::optional<double> final_loop_ms;
   std::optional<double> host_tie;
   std::optional<double> search_budget_ms;
+  std::optional<double> late_plan_share;
   /// Applies the flags on top of `options` (which already hold the env values).
   void apply(TuneOptions& options) const;
 };

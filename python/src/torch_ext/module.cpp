@@ -315,7 +315,7 @@ struct TuneOptionsMembers {
   int benchmark_limit, warmup_runs, timing_runs;
   double abandon_factor, variant_factor;
   bool time_naive, final_round;
-  double final_loop_ms, host_tie, search_budget_ms;
+  double final_loop_ms, host_tie, search_budget_ms, late_plan_share;
 };
 static_assert(sizeof(TuneOptionsMembers) == sizeof(TuneOptions),
               "TuneOptions changed: compare its new member in same_for");
@@ -329,7 +329,7 @@ bool same_for(OpKind op, const TuneOptions& a, const TuneOptions& b) {
       a.abandon_factor != b.abandon_factor || a.variant_factor != b.variant_factor ||
       a.time_naive != b.time_naive || a.final_round != b.final_round ||
       a.final_loop_ms != b.final_loop_ms || a.host_tie != b.host_tie ||
-      a.search_budget_ms != b.search_budget_ms)
+      a.search_budget_ms != b.search_budget_ms || a.late_plan_share != b.late_plan_share)
     return false;
   if (op == OpKind::conv)
     return a.fwd == b.fwd && a.bwd_data == b.bwd_data && a.bwd_weights == b.bwd_weights;
