@@ -140,6 +140,37 @@ BoundTensors bind_tensors(const detail::ConvArgs& args, Direction direction,
   return {};
 }
 
+TensorRoles tensor_roles(const BoundTensors& t, Direction direction) {
+  void* first = const_cast<void*>(t.first);
+  void* second = const_cast<void*>(t.second);
+  switch (direction) {
+    case Direction::fwd: return {first, t.output, second};
+    case Direction::bwd_data: return {t.output, first, second};
+    case Direction::bwd_weights: return {first, second, t.output};
+    case Direction::fwd_training: break;  // not a convolution direction
+  }
+  return {};
+}
+
+void execute_at(detail::ConvPlan& plan, const ConvDesc& desc, Direction direction,
+                const TensorRoles& at, const Device& device, void* workspace) {
+  Tensor x = Tensor::view(at.x, desc.src_dims(), desc.dtype, desc.layout, device);
+  Tensor y = Tensor::view(at.y, desc.dst_dims(), desc.dtype, desc.layout, device);
+  Tensor w = Tensor::view(at.w, desc.weights_dims(), desc.dtype, desc.layout, device);
+  detail::ConvArgs args;
+  switch (direction) {
+    case Direction::fwd: args.src = &x, args.weights = &w, args.dst = &y; break;
+    case Direction::bwd_data: args.diff_dst = &y, args.weights = &w, args.diff_src = &x; break;
+    case Direction::bwd_weights: args.src = &x, args.diff_dst = &y, args.diff_weights = &w; break;
+    case Direction::fwd_training: return;  // not a convolution direction
+  }
+  plan.execute(args, {workspace, plan.algo().workspace_bytes});
+}
+
+std::size_t geometry_dim(const ConvDesc& desc, int i) {
+  return static_cast<std::size_t>(2 + (desc.spatial_dims == 1 ? 1 : i));
+}
+
 void check_workspace(const detail::Workspace& workspace, std::size_t needed,
                      const ErrorContext& context) {
   detail::check_workspace_bytes(workspace.bytes, workspace.data, needed, context);

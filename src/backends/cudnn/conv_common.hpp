@@ -100,6 +100,25 @@ struct BoundTensors {
 BoundTensors bind_tensors(const detail::ConvArgs& args, Direction direction,
                           const ErrorContext& context);
 
+/// The three tensors of a direction by role (bind_tensors()'s order turned into roles): x = src /
+/// diff_src, y = dst / diff_dst, w = weights / diff_weights.
+struct TensorRoles {
+  void* x = nullptr;
+  void* y = nullptr;
+  void* w = nullptr;
+};
+TensorRoles tensor_roles(const BoundTensors& t, Direction direction);
+
+/// Runs `plan`, a plan of `desc`, in `direction` on dense tensors of desc's layout at `at` on
+/// `device`, its workspace the first plan.algo().workspace_bytes at `workspace` (the wrapping
+/// plans' inner plan: channel-padded, folded).
+void execute_at(detail::ConvPlan& plan, const ConvDesc& desc, Direction direction,
+                const TensorRoles& at, const Device& device, void* workspace);
+
+/// The geometry's index of desc's spatial dim i (a 1-D convolution is lifted to 2-D with its
+/// dim second: Note [cuDNN geometry]).
+std::size_t geometry_dim(const ConvDesc& desc, int i);
+
 /// Throws InvalidArgument when `workspace` is smaller than `needed` or null while needed.
 void check_workspace(const detail::Workspace& workspace, std::size_t needed,
                      const ErrorContext& context);

@@ -31,9 +31,8 @@
 // A third fold, "stacked", is of any spatial dims: a dilated convolution whose outer taps mostly
 // read padding as the denser convolution of its stacked weight sets (Note [stacked folds] in
 // conv_stacked.cpp), wrapping the first stacked_inner_max supported engine configs and legacy
-// algorithms of that convolution in its listing's order (the legacy API takes no padding after
-// alone, so those run only forms of center dims); DNNX_CUDNN_CONV_STACKED lists them ("on", the
-// default: every dtype; "f32"; "off").
+// algorithms of that convolution in its listing's order; DNNX_CUDNN_CONV_STACKED lists them
+// ("on", the default: every dtype; "f32"; "off").
 
 #include "backends/cudnn/conv_folds.hpp"
 
@@ -144,12 +143,10 @@ class FoldPlan final : public detail::ConvPlan {
                          const TensorDescriptor& to_desc, void* to, const char* what) {
       transform_tensor(handle, from_desc, from, to_desc, to, 0.0f, context_, what);
     };
-    // The tensors by role, as bind_tensors() orders them (read, read, written): x = src /
-    // diff_src, y = dst / diff_dst, w = weights / diff_weights.
+    const TensorRoles roles = tensor_roles(t, direction_);
     const bool fwd = direction_ == Direction::fwd, data = direction_ == Direction::bwd_data;
-    void* x = const_cast<void*>(data ? t.output : t.first);
-    void* y = fwd ? t.output : const_cast<void*>(data ? t.first : t.second);
-    void* w = direction_ == Direction::bwd_weights ? t.output : const_cast<void*>(t.second);
+    void* x = roles.x;
+    void* y = roles.y;
     std::byte* x_buffer = nullptr;
     std::byte* y_buffer = nullptr;
     if (fold_.copies) {  // the inputs packed now, the output packed and written back after
@@ -159,24 +156,8 @@ class FoldPlan final : public detail::ConvPlan {
       if (!fwd) transform(y_view_, y, y_pack_, y_buffer, "packing the frames of y");
     }
     const Device device = (args.src != nullptr ? args.src : args.diff_dst)->device();
-    const ConvDesc& f = fold_.folded;
-    Tensor x_view =
-        Tensor::view(fold_.copies ? x_buffer : x, f.src_dims(), f.dtype, f.layout, device);
-    Tensor y_view =
-        Tensor::view(fold_.copies ? y_buffer : y, f.dst_dims(), f.dtype, f.layout, device);
-    Tensor w_view = Tensor::view(w, f.weights_dims(), f.dtype, f.layout, device);
-    detail::ConvArgs inner;
-    switch (direction_) {
-      case Direction::fwd: inner.src = &x_view, inner.weights = &w_view, inner.dst = &y_view; break;
-      case Direction::bwd_data:
-        inner.diff_dst = &y_view, inner.weights = &w_view, inner.diff_src = &x_view;
-        break;
-      case Direction::bwd_weights:
-        inner.src = &x_view, inner.diff_dst = &y_view, inner.diff_weights = &w_view;
-        break;
-      case Direction::fwd_training: return;  // not a convolution direction
-    }
-    inner_->execute(inner, {base, inner_->algo().workspace_bytes});
+    execute_at(*inner_, fold_.folded, direction_,
+               {fold_.copies ? x_buffer : x, fold_.copies ? y_buffer : y, roles.w}, device, base);
     if (!fold_.copies) return;
     if (fwd) transform(y_pack_, y_buffer, y_view_, y, "writing the frames of y");
     if (data) {

@@ -146,10 +146,9 @@ class PaddedPlan final : public detail::ConvPlan {
     const Buffers& b = buffers_;
     // The three tensors by role: x = src / diff_src, w = weights / diff_weights,
     // y = dst / diff_dst. bind_tensors gives (read, read, written) in direction order.
-    Operand x{&b.src, &b.src_padded, b.pad_src, copies + b.src_offset, padded_.src_dims()};
-    Operand w{&b.weights, &b.weights_padded, b.pad_weights, copies + b.weights_offset,
-              padded_.weights_dims()};
-    Operand y{&b.dst, &b.dst_padded, b.pad_dst, copies + b.dst_offset, padded_.dst_dims()};
+    Operand x{&b.src, &b.src_padded, b.pad_src, copies + b.src_offset};
+    Operand w{&b.weights, &b.weights_padded, b.pad_weights, copies + b.weights_offset};
+    Operand y{&b.dst, &b.dst_padded, b.pad_dst, copies + b.dst_offset};
     const std::array<Operand*, 3> order = direction_ == Direction::fwd ? std::array{&x, &w, &y}
                                           : direction_ == Direction::bwd_data
                                               ? std::array{&y, &w, &x}
@@ -164,22 +163,8 @@ class PaddedPlan final : public detail::ConvPlan {
         copy(order[i]->user, *order[i]->box, order[i]->buffer, *order[i]->padded_box,
              "padding an input's channels");
     }
-    for (Operand* operand : order) {
-      operand->view = Tensor::view(operand->padded ? operand->buffer : operand->user, operand->dims,
-                                   desc_.dtype, desc_.layout, device);
-    }
-    detail::ConvArgs inner;
-    switch (direction_) {
-      case Direction::fwd: inner.src = &x.view, inner.weights = &w.view, inner.dst = &y.view; break;
-      case Direction::bwd_data:
-        inner.diff_dst = &y.view, inner.weights = &w.view, inner.diff_src = &x.view;
-        break;
-      case Direction::bwd_weights:
-        inner.src = &x.view, inner.diff_dst = &y.view, inner.diff_weights = &w.view;
-        break;
-      case Direction::fwd_training: break;  // not a convolution direction
-    }
-    inner_->execute(inner, {base, inner_->algo().workspace_bytes});
+    auto inner_at = [](const Operand& o) { return o.padded ? o.buffer : o.user; };
+    execute_at(*inner_, padded_, direction_, {inner_at(x), inner_at(y), inner_at(w)}, device, base);
     if (order[2]->padded)
       copy(order[2]->buffer, *order[2]->padded_box, order[2]->user, *order[2]->box,
            "slicing the output's channels");
@@ -193,9 +178,7 @@ class PaddedPlan final : public detail::ConvPlan {
     const kernels::channel_pad::Box* padded_box;
     bool padded;
     std::byte* buffer;
-    Dims dims;  // of the padded desc
     void* user = nullptr;
-    Tensor view{};
   };
 
   void copy(const void* from, const kernels::channel_pad::Box& from_box, void* to,

@@ -55,12 +55,6 @@
 namespace dnnx::cudnn {
 namespace {
 
-// The geometry's index of desc's spatial dim i (a 1-D convolution is lifted to 2-D with its
-// dim second: Note [cuDNN geometry]).
-std::size_t geometry_dim(const ConvDesc& desc, int i) {
-  return static_cast<std::size_t>(2 + (desc.spatial_dims == 1 ? 1 : i));
-}
-
 // The treatment of desc's spatial dim i.
 StackedDim dim_treatment(const ConvDesc& desc, int i) {
   const auto s = static_cast<std::size_t>(i);
@@ -193,11 +187,11 @@ class StackedPlan final : public detail::ConvPlan {
     const auto element = static_cast<int>(size_of(desc_.dtype));
     std::byte* stacked_weights = base + weights_at_;
     std::byte* stacked_dst = base + dst_at_;
-    // The tensors by role, as bind_tensors() orders them (read, read, written).
+    const TensorRoles roles = tensor_roles(t, direction_);
     const bool fwd = direction_ == Direction::fwd, data = direction_ == Direction::bwd_data;
-    const void* x = data ? t.output : t.first;
-    const void* y = fwd ? t.output : (data ? t.first : t.second);
-    const void* w = direction_ == Direction::bwd_weights ? t.output : t.second;
+    const void* x = roles.x;
+    const void* y = roles.y;
+    const void* w = roles.w;
     auto check = [&](cudaError_t status, const char* what) {
       DNNX_CUDNN_CHECK(status, context_, what);
     };
@@ -227,22 +221,8 @@ class StackedPlan final : public detail::ConvPlan {
       }
     }
     const Device device = (args.src != nullptr ? args.src : args.diff_dst)->device();
-    const ConvDesc& f = inner_desc_;
-    Tensor x_view = Tensor::view(inner_x, f.src_dims(), f.dtype, f.layout, device);
-    Tensor y_view = Tensor::view(stacked_dst, f.dst_dims(), f.dtype, f.layout, device);
-    Tensor w_view = Tensor::view(stacked_weights, f.weights_dims(), f.dtype, f.layout, device);
-    detail::ConvArgs inner;
-    switch (direction_) {
-      case Direction::fwd: inner.src = &x_view, inner.weights = &w_view, inner.dst = &y_view; break;
-      case Direction::bwd_data:
-        inner.diff_dst = &y_view, inner.weights = &w_view, inner.diff_src = &x_view;
-        break;
-      case Direction::bwd_weights:
-        inner.src = &x_view, inner.diff_dst = &y_view, inner.diff_weights = &w_view;
-        break;
-      case Direction::fwd_training: return;  // not a convolution direction
-    }
-    inner_->execute(inner, {base, inner_->algo().workspace_bytes});
+    execute_at(*inner_, inner_desc_, direction_, {inner_x, stacked_dst, stacked_weights}, device,
+               base);
     if (fwd) {
       for (const Copy& c : copies_) {
         check(box::copy_region(stacked_dst, c.stacked_dst, t.output, c.dst, c.box, element, stream),

@@ -60,12 +60,6 @@ constexpr std::string_view taps_prefix = "cudnn:taps:";
 constexpr double sparse_fraction = 0.8;
 constexpr std::size_t max_regions = 32;
 
-// The geometry's index of desc's spatial dim i (a 1-D convolution is lifted to 2-D with its
-// dim second: Note [cuDNN geometry]).
-std::size_t geometry_dim(const ConvDesc& desc, int i) {
-  return static_cast<std::size_t>(2 + (desc.spatial_dims == 1 ? 1 : i));
-}
-
 // One region's convolution: its legacy call on views at these element offsets of the whole
 // tensors or, where cuDNN takes no view of one of them for any algorithm, on a packed copy of
 // that tensor's crop in the workspace (`pack_x`: src / diff_src, `pack_y`: dst / diff_dst);
