@@ -668,9 +668,13 @@ TEST_F(LatePlansTest, ALaterProcessSettlesWithinItsShareAndLeavesTheRest) {
     EXPECT_TRUE(contains(table().ran, late[process]));
     for (const std::string& id : left) {
       EXPECT_FALSE(contains(table().ran, id)) << id;
-      EXPECT_TRUE(std::none_of(choice->timings.begin(), choice->timings.end(),
-                               [&](const ProfileRow& row) { return row.algo.id == id; }))
-          << id << " has no row until it is timed";
+      // Its row is still the first search's (skipped while building) until it is timed.
+      const auto row =
+          std::find_if(choice->timings.begin(), choice->timings.end(),
+                       [&](const ProfileRow& r) { return r.algo.id == id; });
+      ASSERT_NE(row, choice->timings.end()) << id;
+      EXPECT_EQ(row->status, CandidateStatus::not_timed) << id;
+      EXPECT_FALSE(row->detail.starts_with(tune::settling_budget_detail)) << row->detail;
     }
   }
   // Settled: the next process times nothing.
