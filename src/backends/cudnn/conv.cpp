@@ -118,8 +118,9 @@ thread_local SearchCompiles this_search;
 //           (Note [tap-region candidates] in conv_taps.cpp);
 //   frames  one 2-D legacy convolution per output frame of a 3-D one whose kernel has a depth of
 //           1, by legacy algorithm (Note [frame candidates] in conv_frames.cpp);
-//   folded  a candidate of the 2-D convolution a 3-D one folds into, wrapped in the copies the
-//           fold needs (Note [fold candidates] in conv_folds.cpp).
+//   folded  a candidate of the convolution this one folds into (the 2-D one a 3-D one is; the
+//           stacked form of a dilated one), wrapped in the copies the fold needs (Note [fold
+//           candidates] in conv_folds.cpp, Note [stacked folds] in conv_stacked.cpp).
 // An id names the same config for every desc (Note [engine candidates]), so the backend also
 // keeps, per direction, the candidate of every supported id it has listed (or described alone,
 // as the settling of late plans in a later process does): a search's probes run
@@ -142,7 +143,7 @@ struct Candidate {
   std::shared_ptr<OperationGraph> graph;
   // legacy
   LegacyConfig legacy;
-  // padded, folded: the desc it wraps a candidate of (the channels rounded up, the 2-D fold), and
+  // padded, folded: the desc it wraps a candidate of (the channels rounded up, the fold's), and
   // that candidate; folded: which fold.
   ConvDesc inner_desc;
   std::shared_ptr<const Candidate> inner;
