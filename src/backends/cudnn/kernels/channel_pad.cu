@@ -8,9 +8,7 @@
 // are a few percent of the convolutions they surround.
 
 #include "backends/cudnn/kernels/channel_pad.hpp"
-
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+#include "backends/cudnn/kernels/common.cuh"
 
 #include <algorithm>
 #include <climits>
@@ -46,15 +44,21 @@ __global__ void copy_box(const T* __restrict__ src, T* __restrict__ dst, Axes<In
   }
 }
 
-template <typename T, typename Index, int Rank>
-cudaError_t launch(const void* src, const Box& s, void* dst, const Box& d, cudaStream_t stream) {
-  const auto total = static_cast<Index>(d.count());
+// The blocks of a grid-stride loop over `count` elements: one per block_threads of them, at most
+// 32 per multiprocessor of the current device.
+unsigned grid_for(std::int64_t count) {
   int device = 0;
   int sm_count = 1;
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
-  const std::int64_t wanted = (d.count() + block_threads - 1) / block_threads;
-  const auto blocks = static_cast<unsigned>(std::clamp<std::int64_t>(wanted, 1, sm_count * 32LL));
+  const std::int64_t wanted = (count + block_threads - 1) / block_threads;
+  return static_cast<unsigned>(std::clamp<std::int64_t>(wanted, 1, sm_count * 32LL));
+}
+
+template <typename T, typename Index, int Rank>
+cudaError_t launch(const void* src, const Box& s, void* dst, const Box& d, cudaStream_t stream) {
+  const auto total = static_cast<Index>(d.count());
+  const unsigned blocks = grid_for(d.count());
   Axes<Index> sa{}, da{};
   for (int a = 0; a < 5; ++a) {
     sa.v[a] = static_cast<Index>(s.dims[a]);
@@ -114,19 +118,11 @@ struct Assign {
     to = from;
   }
 };
-struct AddF32 {
-  __device__ void operator()(float& to, const float& from) const { to += from; }
-};
-struct AddF16 {
-  __device__ void operator()(std::uint16_t& to, const std::uint16_t& from) const {
-    to = __half_as_ushort(
-        __float2half_rn(__half2float(__ushort_as_half(to)) + __half2float(__ushort_as_half(from))));
-  }
-};
-struct AddBF16 {
-  __device__ void operator()(std::uint16_t& to, const std::uint16_t& from) const {
-    to = __bfloat16_as_ushort(__float2bfloat16_rn(__bfloat162float(__ushort_as_bfloat16(to)) +
-                                                  __bfloat162float(__ushort_as_bfloat16(from))));
+// to += from in f32, rounded once to T.
+struct Add {
+  template <typename T>
+  __device__ void operator()(T& to, const T& from) const {
+    to = from_float<T>(to_float(to) + to_float(from));
   }
 };
 
@@ -147,12 +143,7 @@ Axes<Index> pitches(const Region& r, Index& base) {
 template <typename T, typename Index, typename Op>
 cudaError_t launch_region(const void* src, const Region& s, void* dst, const Region& d,
                           const Box& extents, Op op, cudaStream_t stream) {
-  int device = 0;
-  int sm_count = 1;
-  cudaGetDevice(&device);
-  cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
-  const std::int64_t wanted = (extents.count() + block_threads - 1) / block_threads;
-  const auto blocks = static_cast<unsigned>(std::clamp<std::int64_t>(wanted, 1, sm_count * 32LL));
+  const unsigned blocks = grid_for(extents.count());
   Axes<Index> e{};
   for (int a = 0; a < 5; ++a) e.v[a] = static_cast<Index>(extents.dims[a]);
   Index s_base = 0, d_base = 0;
@@ -223,13 +214,11 @@ cudaError_t add_region(const void* src, const Region& src_region, void* dst,
   if (extents.count() == 0) return cudaSuccess;
   switch (element) {
     case Element::f32:
-      return region_index<float>(src, src_region, dst, dst_region, extents, AddF32{}, stream);
+      return region_index<float>(src, src_region, dst, dst_region, extents, Add{}, stream);
     case Element::f16:
-      return region_index<std::uint16_t>(src, src_region, dst, dst_region, extents, AddF16{},
-                                         stream);
+      return region_index<__half>(src, src_region, dst, dst_region, extents, Add{}, stream);
     case Element::bf16:
-      return region_index<std::uint16_t>(src, src_region, dst, dst_region, extents, AddBF16{},
-                                         stream);
+      return region_index<__nv_bfloat16>(src, src_region, dst, dst_region, extents, Add{}, stream);
   }
   return cudaErrorInvalidValue;
 }
