@@ -306,10 +306,14 @@ def run_torch(args, shapes, batch, wanted=None):
 # call cost beyond the kernel: reading the choice, re-validating it, loading or building its
 # plan. The second process (the second round) also settles the choice's late plans (Note [late
 # plans] in src/ops/dispatch.cpp): it loads and times the plans the search skipped while they
-# compiled, and writes the choice back without them, so the processes after it only read. Its
-# cost is therefore given apart (`reuse_ms`, the figure the search target's "a second process"
-# names) from the median of the rounds after it (`reuse_after_ms`); a median over both would
-# hide the settling, as the suite's figures did up to commit 8300667. The later rounds leave out
+# compiled, within its share of the search (TuneOptions::late_plan_share, since e147e7b), and
+# writes the choice back without those it timed; the processes after it settle the rest the same
+# way. Its cost is therefore given apart (`reuse_ms`, the figure the search target's "a second
+# process" names) from the median of the rounds after it (`reuse_after_ms`); a median over both
+# would hide the settling, as the suite's figures did up to commit 8300667. Where the benchmark
+# records the late plans still listed after each round's first call (`late_plans`), a row also
+# gives how many the second process settled (`late_settled`) and how many the last round left
+# (`late_left`). The later rounds leave out
 # the heuristic pick (whose listing and timing took about as long as the rest of such a round):
 # the speedup over it is the first round's.
 def combine_rounds(dnnx_rounds, torch_rounds, reuse=False):
@@ -345,13 +349,17 @@ def combine_rounds(dnnx_rounds, torch_rounds, reuse=False):
                 if len(costs) > 1:
                     r["reuse_after_ms"] = statistics.median(costs[1:])
                 r["reuse_from_file"] = all(one.get("from_file", False) for one in later)
+                if all("late_plans" in one for one in runs):
+                    r["late_settled"] = max(0, runs[0]["late_plans"] - later[0]["late_plans"])
+                    r["late_left"] = runs[-1]["late_plans"]
         heuristic = [one["heuristic_kernel_ms"] for one in runs if "heuristic_kernel_ms" in one]
         if heuristic:
             r["heuristic_kernel_ms"] = statistics.median(heuristic)
         r["algos"] = list(dict.fromkeys(one["algo"] for one in runs))
         r["rounds"] = [dict(kernel_ms=one["kernel_ms"], algo=one["algo"], search_s=search_s(one),
                             **({"first_call_ms": one["first_call_ms"]}
-                               if "first_call_ms" in one else {}))
+                               if "first_call_ms" in one else {}),
+                            **({"late_plans": one["late_plans"]} if "late_plans" in one else {}))
                        for one in runs]
         combined.append(r)
     torch_combined = {}
@@ -430,8 +438,9 @@ def print_tables(args, shapes, records, torch_results, batch):
                 searches.append((search, f"{s['name']} {direction}", d))
                 if "reuse_ms" in d:
                     reuses.append((d["reuse_ms"], d.get("reuse_after_ms"), search,
-                                   d["reuse_from_file"],
-                                   f"{s['name']} {direction}", d.get("plans_skipped", 0)))
+                                   d["reuse_from_file"], f"{s['name']} {direction}",
+                                   d.get("late_settled", d.get("plans_skipped", 0)),
+                                   d.get("late_left")))
                 kind = choice_kind(d["algo"])
                 kinds[kind] = kinds.get(kind, 0) + 1
                 # Note [late plans]: a search that skipped plans keeps them as late plans, which
@@ -486,7 +495,9 @@ def print_tables(args, shapes, records, torch_results, batch):
                       f"{100 * m['reuse_share']:.1f}% of the search's {tot_tune:.1f} s{after}; "
                       f"{m['reuse_answered']} of {len(reuses)} rows answered by the file in "
                       f"every later round; late plans settled: {m['reuse_late_plans']}"
-                      f"{per_plan}\n")
+                      f"{per_plan}"
+                      + (f"; left listed after the last round: {m['reuse_late_left']}"
+                         if "reuse_late_left" in m else "") + "\n")
     return summaries
 
 
@@ -508,11 +519,12 @@ def search_parts(record):
 def reuse_summary(reuses):
     """Figures of the later processes' first calls (Note [suite rounds]): `reuses` holds (the
     second process's ms, the median ms of those after it or None, search s, answered by the file,
-    row, the plans the first round's search skipped, kept as late plans) per row. The shares are
-    of the first round's search; those of the processes after the second only where every row has
-    one. The second process's cost per late plan is its time on the rows that had some over their
-    count: the share moves with how many the first round left, which its compiles' timing
-    decides, and this tells the two apart."""
+    row, the late plans the second process settled (where unrecorded, those the first round's
+    search kept), and optionally the late plans the last round left or None) per row. The shares
+    are of the first round's search; those of the processes after the second only where every row
+    has one. The second process's cost per late plan is its time on the rows where it settled some
+    over their count: the share moves with how many the first round left, which its compiles'
+    timing decides, and this tells the two apart."""
     slowest = max(reuses, key=lambda entry: entry[0])
     total_s = sum(entry[0] for entry in reuses) / 1e3
     search_total = sum(entry[2] for entry in reuses)
@@ -521,6 +533,9 @@ def reuse_summary(reuses):
                    reuse_share=total_s / search_total if search_total > 0 else 0.0,
                    reuse_answered=sum(1 for entry in reuses if entry[3]),
                    reuse_late_plans=sum(entry[5] for entry in reuses))
+    left = [entry[6] for entry in reuses if len(entry) > 6 and entry[6] is not None]
+    if left:
+        summary["reuse_late_left"] = sum(left)
     if summary["reuse_late_plans"] > 0:
         summary["reuse_ms_per_late_plan"] = (sum(entry[0] for entry in reuses if entry[5] > 0)
                                              / summary["reuse_late_plans"])

@@ -814,6 +814,8 @@ int main(int argc, char** argv) try {
             .add("search_build_ms", choice->search.build_ms)
             .add("search_time_ms", choice->search.time_ms)
             .add("plans_skipped", choice->search.plans_skipped)
+            // Note [late plans]: those still listed after this process's first call.
+            .add("late_plans", static_cast<double>(choice->late_plans.size()))
             .add("search_full_runs", choice->search.full_runs)
             .add("search_full_run_ms", choice->search.full_run_ms)
             .add("search_probes", choice->search.probes)

@@ -150,6 +150,21 @@ summary = compare_gpu.reuse_summary([(20.0, None, 0.8, True, "a fwd", 0),
 check("reuse_after_share" not in summary, f"a row without a third process: {summary}")
 check(summary["reuse_late_plans"] == 0 and "reuse_ms_per_late_plan" not in summary,
       f"no late plans: {summary}")
+# Late plans recorded per round (the benchmark's `late_plans`): the second process settled 3 of
+# the first round's 4, the third the last; those the last round left sum over the rows.
+for one, late in zip([r[0] for r in reuse_rounds], (4, 2, 0)):
+    one["late_plans"] = late
+for one, late in zip([r[1] for r in reuse_rounds], (0, 0, 0)):
+    one["late_plans"] = late
+reuse_rounds[1][0]["late_plans"], reuse_rounds[2][0]["late_plans"] = 1, 0
+records, _ = compare_gpu.combine_rounds(reuse_rounds, torch_rounds, reuse=True)
+a = {r["case"]: r for r in records if r["kind"] == "case"}["a/fwd/f16_nhwc"]
+check(a["late_settled"] == 3 and a["late_left"] == 0
+      and [one["late_plans"] for one in a["rounds"]] == [4, 1, 0], f"late plans of a: {a}")
+summary = compare_gpu.reuse_summary([(20.0, 4.0, 0.8, True, "a fwd", 3, 1),
+                                     (451.0, 2.0, 1.6, False, "b fwd", 0, 0)])
+check(summary["reuse_late_plans"] == 3 and summary["reuse_late_left"] == 1
+      and abs(summary["reuse_ms_per_late_plan"] - 20.0 / 3) < 1e-9, f"late left: {summary}")
 # Per config: the rows whose search skipped plans (late plans) and those whose choice changed
 # between rounds.
 def row(name, **fields):
