@@ -19,12 +19,15 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
 #include <iostream>
 #include <limits>
 #include <map>
 #include <regex>
 #include <string>
+#include <string_view>
 
 namespace dnnx::test {
 namespace {
@@ -44,6 +47,110 @@ std::vector<ConvCase> resnet50_all_cases() {
   if (all == nullptr || std::string_view(all) != "1") return {};
   return conv_resnet50_cases(2, std::numeric_limits<double>::infinity());
 }
+
+// What the cudnn entries of Note [expected unsupported] ask of a desc.
+
+// The elements of a tensor of `dims`, as a double (no overflow near the size limits below).
+double elements(const Dims& dims) {
+  double count = 1;
+  for (const std::int64_t size : dims) count *= static_cast<double>(size);
+  return count;
+}
+
+bool asymmetric_padding(const ConvDesc& desc) {
+  for (int i = 0; i < desc.spatial_dims; ++i) {
+    const auto s = static_cast<std::size_t>(i);
+    if (desc.pad_before[s] != desc.pad_after[s]) return true;
+  }
+  return false;
+}
+
+// A dim or stride over INT_MAX (of the desc's tensors, or of a crop, frame or region of them,
+// which keep the whole tensors' strides) needs a tensor of more than INT_MAX elements.
+bool tensor_over_int_max(const ConvDesc& desc) {
+  constexpr double int_max = std::numeric_limits<int>::max();
+  return elements(desc.src_dims()) > int_max || elements(desc.dst_dims()) > int_max ||
+         elements(desc.weights_dims()) > int_max;
+}
+
+// Whether desc can reach a size limit of dnnx's depthwise or narrow-channel kernels (their
+// 32-bit index arithmetic): a src or dst of 2^31 elements or more, a kernel of over 2^19
+// positions, kernel volume x ceil(out_channels / 32) of 2^26 or more, a stride product over
+// 65535, or a dim whose input, padding, stride and dilated kernel add up to 2^29.
+bool beyond_kernel_sizes(const ConvDesc& desc) {
+  constexpr double two_29 = 536870912.0;
+  constexpr double two_31 = 2147483648.0;
+  if (elements(desc.src_dims()) >= two_31 || elements(desc.dst_dims()) >= two_31) return true;
+  double kernel_volume = 1;
+  double stride_product = 1;
+  for (int i = 0; i < desc.spatial_dims; ++i) {
+    const auto s = static_cast<std::size_t>(i);
+    kernel_volume *= static_cast<double>(desc.kernel[s]);
+    stride_product *= static_cast<double>(desc.stride[s]);
+    const double reach =
+        static_cast<double>(desc.input[s]) +
+        static_cast<double>(desc.pad_before[s] + desc.pad_after[s]) +
+        static_cast<double>(desc.stride[s] + desc.kernel[s]) +
+        static_cast<double>(desc.dilation[s]) * static_cast<double>(desc.kernel[s]);
+    if (reach >= two_29) return true;
+  }
+  const double chunks = static_cast<double>((desc.out_channels + 31) / 32);
+  return kernel_volume > 524288.0 || kernel_volume * chunks >= 67108864.0 || stride_product > 65535;
+}
+
+// Note [narrow-channel candidates]: bwd_data of an ungrouped f16/bf16 channels_last convolution
+// with at most 8 input channels.
+bool narrow_domain(const ConvDesc& desc, Direction direction) {
+  return direction == Direction::bwd_data && desc.groups == 1 && desc.in_channels <= 8 &&
+         desc.dtype != DType::f32 && desc.layout == Layout::channels_last;
+}
+
+// Note [winograd candidates]: an ungrouped f32 2-D 3x3 convolution of stride 1.
+bool winograd_shape(const ConvDesc& desc) {
+  return desc.dtype == DType::f32 && desc.spatial_dims == 2 && desc.groups == 1 &&
+         desc.kernel[0] == 3 && desc.kernel[1] == 3 && desc.stride[0] == 1 && desc.stride[1] == 1;
+}
+
+// Note [frame candidates]: a 3-D convolution whose kernel has a depth of 1 and no depth padding.
+bool has_frames(const ConvDesc& desc) {
+  return desc.spatial_dims == 3 && desc.kernel[0] == 1 && desc.pad_before[0] == 0 &&
+         desc.pad_after[0] == 0;
+}
+
+// Note [im2col candidates]: whether one sample's column matrix (C x taps x output positions) is
+// over its 1 GiB cap.
+bool column_matrix_over_cap(const ConvDesc& desc) {
+  double bytes = static_cast<double>(desc.in_channels) * static_cast<double>(size_of(desc.dtype));
+  for (int i = 0; i < desc.spatial_dims; ++i) {
+    bytes *= static_cast<double>(desc.kernel[static_cast<std::size_t>(i)]) *
+             static_cast<double>(desc.output_size(i));
+  }
+  return bytes > 1073741824.0;
+}
+
+// A regex of `parts` joined.
+std::regex joined(std::initializer_list<std::string_view> parts) {
+  std::string pattern;
+  for (const std::string_view part : parts) pattern += part;
+  return std::regex(pattern);
+}
+
+// What the cudnn entries share: the ids of engine configs (Note [engine candidates] in
+// src/backends/cudnn/conv_engine.cpp) and legacy algorithms (Note [legacy candidates] in
+// conv_legacy.cpp); cuDNN's refusal, a NOT_SUPPORTED or BAD_PARAM status and its message (an
+// internal error, or a failed execution or allocation, is no refusal); why a legacy call of a
+// tap region or frame (LegacyStridedConv in conv_legacy.cpp) runs none of its algorithms.
+constexpr std::string_view engine_id =
+    "cudnn:engine:[0-9]+(:[a-z0-9_]+=-?[0-9]+(,[a-z0-9_]+=-?[0-9]+)*)?";
+constexpr std::string_view legacy_id =
+    "cudnn:legacy:(fwd|bwd_data|bwd_weights):[a-z0-9_]+:"
+    "(default|tensor_op|tensor_op_allow_conversion|fma)";
+constexpr std::string_view cudnn_refusal =
+    "CUDNN_STATUS_(NOT_SUPPORTED|BAD_PARAM)(_[A-Z_]+)?( \\(|$)";
+constexpr std::string_view legacy_refusal =
+    "(legacy cuDNN takes one padding per spatial dim; this one is asymmetric|no legacy algorithm "
+    "runs these tensors \\(last: (no deterministic algorithm|no math mode dnnx allows|[a-z0-9_]+: "
+    "CUDNN_STATUS_(NOT_SUPPORTED|BAD_PARAM)(_[A-Z_]+)?)\\))$";
 
 // Note [expected unsupported]: the only reasons a listed candidate may be unsupported. A reason
 // outside this list fails the test, so a backend cannot quietly stop supporting a case.
@@ -88,6 +195,172 @@ const std::vector<ExpectedReason<ConvDesc>>& expected_reasons() {
                   "at a stride of 1 or 2 along H only|run bwd_data at stride 1 along H and W "
                   "only))"),
        [](const ConvDesc&, Direction) { return true; }},
+      // cuDNN's engine configs (Note [engine candidates] in src/backends/cudnn/conv_engine.cpp):
+      // support is cuDNN's finalizing of the engine and config (graph_util.cpp, describe_config),
+      // which refuses many descs per engine.
+      {"cudnn: cuDNN rejects the engine config", joined({"^", engine_id, "$"}),
+       joined({"^cuDNN rejects it: ", cudnn_refusal}),
+       [](const ConvDesc&, Direction) { return true; }},
+      // The one engine entry where cuDNN's graph API rejects the desc itself (conv_engine.cpp,
+      // build_graph: the convolution descriptor, the operation or the graph).
+      {"cudnn: cuDNN's graph API rejects the desc", std::regex("^cudnn:engine:none$"),
+       joined({"^cuDNN's graph API rejects the (convolution descriptor|convolution operation|"
+               "operation graph): ",
+               cudnn_refusal}),
+       [](const ConvDesc&, Direction) { return true; }},
+      // Note [TF32] (conv_engine.cpp): without DNNX_ALLOW_TF32, engines noted TENSOR_CORE or
+      // DOWN_CONVERT_INPUTS would run f32 on TF32 tensor cores.
+      {"cudnn: engine runs f32 on TF32 tensor cores", joined({"^", engine_id, "$"}),
+       std::regex("^runs f32 on TF32 tensor cores \\(numerical notes TENSOR_CORE/"
+                  "DOWN_CONVERT_INPUTS\\) and TF32 is off \\(set DNNX_ALLOW_TF32=1 to allow "
+                  "it\\)$"),
+       [](const ConvDesc& desc, Direction) { return desc.dtype == DType::f32; }},
+      // Note [legacy candidates] (conv_legacy.cpp, math_exclusion): for f32 without
+      // DNNX_ALLOW_TF32 only fma is f32 arithmetic; the tensor_op math modes run TF32, and so may
+      // default math on compute capability 8.0 and later.
+      {"cudnn: legacy math mode runs f32 on TF32 tensor cores",
+       std::regex("^cudnn:legacy:(fwd|bwd_data|bwd_weights):[a-z0-9_]+:"
+                  "(default|tensor_op|tensor_op_allow_conversion)$"),
+       std::regex(
+           "^(runs f32 on TF32 tensor cores and TF32 is off \\(set DNNX_ALLOW_TF32=1 to "
+           "allow it\\)|default math may run f32 on TF32 tensor cores on compute "
+           "capability [0-9]+\\.[0-9]+ and TF32 is off \\(set DNNX_ALLOW_TF32=1 to allow it; "
+           "fma is the f32 math mode\\))$"),
+       [](const ConvDesc& desc, Direction) { return desc.dtype == DType::f32; }},
+      // Note [TF32], Note [f32 accumulation] (conv_engine.cpp): f16/bf16 engines that accumulate
+      // in the storage dtype or need int8x32-reordered filters.
+      {"cudnn: engine breaks f32 accumulation (f16/bf16)", joined({"^", engine_id, "$"}),
+       std::regex("^(accumulates in (f16|bf16) \\(numerical note REDUCED_PRECISION_REDUCTION\\); "
+                  "dnnx accumulates in f32|needs int8x32-reordered filters)$"),
+       [](const ConvDesc& desc, Direction) { return desc.dtype != DType::f32; }},
+      // Note [asymmetric padding engines] (graph_util.cpp): known cuDNN defects, bwd_data engine
+      // 50 and bwd_weights engines 1, 18 and 20 with per-side padding.
+      {"cudnn: known cuDNN defect (asymmetric padding)",
+       std::regex("^cudnn:engine:(1|18|20|50)(:[a-z0-9_]+=-?[0-9]+(,[a-z0-9_]+=-?[0-9]+)*)?$"),
+       std::regex("^gives wrong results for asymmetric padding \\(Note \\[asymmetric padding "
+                  "engines\\]\\)$"),
+       [](const ConvDesc& desc, Direction direction) {
+         return direction != Direction::fwd && asymmetric_padding(desc);
+       }},
+      // Note [runtime-compiled engines] (conv_engine.cpp): DNNX_CUDNN_RUNTIME_COMPILED=0, which
+      // the ctest registration sets, lists them unsupported.
+      {"cudnn: runtime-compiled engine turned off", joined({"^", engine_id, "$"}),
+       std::regex("^runtime-compiled engine: its plan compiles kernels with NVRTC for this shape "
+                  "\\(seconds\\); DNNX_CUDNN_RUNTIME_COMPILED=0 excludes it \\(Note "
+                  "\\[runtime-compiled engines\\]\\)$"),
+       [](const ConvDesc&, Direction) {
+         const char* value = std::getenv("DNNX_CUDNN_RUNTIME_COMPILED");
+         return value != nullptr && *value != '\0';
+       }},
+      // Note [legacy candidates] (conv_legacy.cpp): support is cuDNN's workspace query for the
+      // algorithm under the math mode.
+      {"cudnn: cuDNN rejects the legacy algorithm", joined({"^", legacy_id, "$"}),
+       joined({"^cuDNN rejects it: ", cudnn_refusal}),
+       [](const ConvDesc&, Direction) { return true; }},
+      // Note [legacy candidates]: the legacy descriptor has one padding per spatial dim.
+      {"cudnn: legacy algorithm with asymmetric padding", joined({"^", legacy_id, "$"}),
+       std::regex(
+           "^legacy cuDNN takes one padding per spatial dim; asymmetric padding \\(before "
+           "[0-9x]+, after [0-9x]+\\) needs a graph-API engine \\(cudnn:engine:\\.\\.\\.\\)$"),
+       [](const ConvDesc& desc, Direction) { return asymmetric_padding(desc); }},
+      // conv_common.hpp, legacy_range_reason: legacy descriptors (legacy algorithms, the legacy
+      // calls of tap regions and frames) hold int dims and strides.
+      {"cudnn: beyond the legacy descriptors' int",
+       joined({"^(", legacy_id, "|cudnn:taps:(boxes|rows)|cudnn:frames)$"}),
+       std::regex("(^|: )a dim or stride exceeds INT_MAX, which legacy descriptors cannot hold$"),
+       [](const ConvDesc& desc, Direction) { return tensor_over_int_max(desc); }},
+      // dnnx's narrow-channel kernel (Note [narrow-channel candidates] in conv_narrow.cpp) is
+      // listed for every desc: outside bwd_data, groups 1, at most 8 input channels, f16/bf16
+      // and channels_last.
+      {"cudnn: narrow-channel kernel outside its domain", std::regex("^cudnn:kernel:narrow:mma$"),
+       std::regex("^the narrow-channel kernel (runs bwd_data only|needs groups 1, got "
+                  "groups=[0-9]+|produces at most 8 input channels, got in_channels=[0-9]+|runs "
+                  "f16 and bf16 only \\(f16/bf16 tensor-core products\\)|needs the channels_last "
+                  "layout)$"),
+       [](const ConvDesc& desc, Direction direction) { return !narrow_domain(desc, direction); }},
+      // The size limits of dnnx's depthwise and narrow-channel kernels (conv_depthwise.cpp and
+      // Note [depthwise kernels] in kernels/depthwise.cu; conv_narrow.cpp and Note [narrow
+      // backward data] in kernels/narrow.cu): their 32-bit index arithmetic.
+      {"cudnn: size beyond dnnx's kernels' arithmetic",
+       std::regex("^cudnn:kernel:(depthwise:(channel_packs|strips|unrolled|direct)|narrow:mma)$"),
+       std::regex("^(spatial sizes, strides, paddings or dilations beyond 2\\^29 \\([0-9]+\\)|"
+                  "spatial sizes, strides, paddings or kernel extents beyond 2\\^29|a sample of "
+                  "src or dst holds 2\\^31 elements or more|a kernel of more than 2\\^19 "
+                  "positions|a sample needs 2\\^31 column strips or more|out_channels beyond "
+                  "2\\^31|spatial sizes, strides, paddings or dilations (beyond 2\\^31|of 2\\^29 "
+                  "or more)|a stride product \\(stride phases\\) beyond 65535|kernel volume x "
+                  "ceil\\(out_channels / 32\\) of 2\\^26 or more|N x input positions beyond the "
+                  "grid's 2\\^31 blocks)$"),
+       [](const ConvDesc& desc, Direction) { return beyond_kernel_sizes(desc); }},
+      // The settings that list a kind of candidate for fp32 convolutions only (runtime.cpp,
+      // not_listed_reason; conv_taps.cpp): by default the frames (Note [frame candidates]), the
+      // folds into 2-D convolutions (Note [fold candidates]) and the tap regions (Note
+      // [tap-region candidates]); with DNNX_CUDNN_CONV_IM2COL=f32 or DNNX_CUDNN_CONV_STACKED=f32
+      // also the im2col entry and the stacked folds (Note [stacked folds]).
+      {"cudnn: candidate kind listed for fp32 only by its setting",
+       std::regex("^cudnn:(im2col|taps|frames|fold|fold:stacked)$"),
+       std::regex("^listed for fp32 convolutions only \\(DNNX_CUDNN_CONV_[A-Z0-9]+=f32(, the "
+                  "default)?\\); DNNX_CUDNN_CONV_[A-Z0-9]+=(on|sparse) lists them for every dtype "
+                  "\\(Note \\[[a-z0-9 -]+\\]\\)$"),
+       [](const ConvDesc& desc, Direction) { return desc.dtype != DType::f32; }},
+      // The settings that turn a kind of candidate off (runtime.cpp, not_listed_reason;
+      // conv_taps.cpp; conv.cpp for Winograd; conv_gemm.cpp): the im2col entry by default (Note
+      // [im2col candidates]: off until measured on a GPU), any kind where its variable says off.
+      {"cudnn: candidate kind turned off by its setting",
+       std::regex("^cudnn:(gemm|winograd|im2col|taps|frames|fold|fold:stacked)$"),
+       std::regex(
+           "^(off \\(DNNX_CUDNN_CONV_[A-Z0-9]+=off(, the default)?\\); DNNX_CUDNN_CONV_[A-Z0-9]+="
+           "f32 (lists them for fp32 convolutions, =on for every dtype|\\(the default\\) "
+           "lists them for fp32 convolutions where at most [0-9.]+% of the tap-pixel "
+           "products read real input)|turned off by DNNX_CUDNN_CONV_(GEMM|WINOGRAD)=0; unset "
+           "or 1 lists (the matmul backend's candidates for this product|them for fp32 3x3 "
+           "convolutions of stride 1)) \\(Note \\[[a-z0-9 -]+\\]\\)$"),
+       [](const ConvDesc&, Direction) { return true; }},
+      // Note [im2col candidates] (conv_im2col.cpp): no column product where one sample's column
+      // matrix is over its cap.
+      {"cudnn: im2col column matrix over its cap", std::regex("^cudnn:im2col$"),
+       std::regex("^no column product: one sample's column matrix would take .* of workspace, "
+                  "over .* \\(Note \\[im2col candidates\\]\\)$"),
+       [](const ConvDesc& desc, Direction) { return column_matrix_over_cap(desc); }},
+      // Note [winograd candidates] (conv_winograd.cpp): F(4x4, 3x3) for ungrouped f32 2-D 3x3
+      // convolutions of stride 1 only.
+      {"cudnn: Winograd outside its shapes", std::regex("^cudnn:winograd$"),
+       std::regex("^(f32 only \\(dtype (f16|bf16)\\): f16 and bf16 run cuDNN's tensor-core "
+                  "engines \\(Note \\[winograd candidates\\]\\)|2-D convolutions only \\([13] "
+                  "spatial dims\\)|ungrouped convolutions only \\(groups=[0-9]+\\)|a 3x3 kernel "
+                  "of stride 1 only \\(kernel [0-9]+x[0-9]+, stride [0-9]+x[0-9]+\\))$"),
+       [](const ConvDesc& desc, Direction) { return !winograd_shape(desc); }},
+      // Note [winograd candidates]: of those shapes, none where an output or tap would read only
+      // padding, where the dilation's tiles would save no multiplications, where the transformed
+      // tensors of one sample are over their cap, or where sizes exceed the transforms' 32-bit
+      // arithmetic.
+      {"cudnn: Winograd tiles that cannot pay or would read only padding",
+       std::regex("^cudnn:winograd$"),
+       std::regex(
+           "^(every output and every tap reading some input \\(padding of at most 2 x "
+           "dilation per side, and 2 x dilation within the input and its smaller padding; "
+           "dim [01]: input [0-9]+, padding [0-9]+ and [0-9]+, dilation [0-9]+\\): an "
+           "output or a tap that reads only padding is exactly zero, which the transforms "
+           "give only to within their rounding|tiles of 4 x 4 outputs, each of one residue "
+           "class of the dilation \\([0-9]+x[0-9]+\\), would hold [0-9]+ outputs for "
+           "[0-9]+, over 3 times as many: the transforms would save no multiplications|the "
+           "transformed filters and one sample's transformed tiles would take .* of "
+           "workspace, over .* \\(Note \\[winograd candidates\\]\\)|a spatial size of 2\\^30 "
+           "or more \\(or a dilation of 2\\^27\\), beyond the transforms' 32-bit "
+           "arithmetic)$"),
+       [](const ConvDesc& desc, Direction) { return winograd_shape(desc); }},
+      // Note [tap-region candidates] (conv_taps.cpp): a split is listed unsupported where cuDNN
+      // runs no legacy algorithm on one of its regions (LegacyStridedConv).
+      {"cudnn: a tap region without a legacy algorithm", std::regex("^cudnn:taps:(boxes|rows)$"),
+       joined({"^a region \\(.*\\) has no legacy algorithm: ", legacy_refusal}),
+       [](const ConvDesc&, Direction) { return true; }},
+      // Note [frame candidates] (conv_frames.cpp): the one entry where cuDNN runs no legacy
+      // algorithm on the frames.
+      {"cudnn: frames without a legacy algorithm", std::regex("^cudnn:frames$"),
+       joined({"^cuDNN runs no legacy algorithm on the frames: cuDNN runs [a-z0-9_]+ on no frame "
+               "\\(.*\\): ",
+               legacy_refusal}),
+       [](const ConvDesc& desc, Direction) { return has_frames(desc); }},
   };
   return reasons;
 }
