@@ -40,6 +40,7 @@ apt_packages=(
   python3-torch python3-numpy  # the PyTorch oracle of the parity tests and the CPU benchmark
   libtorch-dev pybind11-dev    # PyTorch's C++ headers, for dnnx._torch_ext (dnnx.torch's layers)
   clang libclang-rt-14-dev     # libFuzzer, for the tune-cache loader's fuzz test
+  chromium                     # headless, for the test that renders `dnnx tune --report`'s page
 )
 missing=()
 for package in "${apt_packages[@]}"; do

@@ -126,7 +126,20 @@ enum class PolicyKind : std::uint8_t {
   exhaustive,  ///< time the candidates, keep the fastest
   fixed,       ///< exactly the candidate named by AlgoPolicy::id
   family,      ///< the first candidate (backend priority order) of AlgoPolicy::family
+  /// time the candidates as exhaustive does, then measure the energy per call of the final
+  /// contenders and keep the one that uses the least (src/tune/energy.cpp, Note [energy per
+  /// call]); the fastest where the backend reads no energy counter
+  min_energy,
+  /// as min_energy, keeping the lowest energy x time (the energy-delay product)
+  energy_delay,
 };
+
+/// Whether a policy of `kind` times the candidates (exhaustive and the energy policies): its
+/// choices depend on how they were measured, and it accepts the timing options.
+constexpr bool timed_policy(PolicyKind kind) {
+  return kind == PolicyKind::exhaustive || kind == PolicyKind::min_energy ||
+         kind == PolicyKind::energy_delay;
+}
 
 /// When a layer-held choice is made again (free op calls always look up the choice cache).
 enum class Reuse : std::uint8_t {
@@ -146,11 +159,13 @@ struct AlgoPolicy {
 
   static AlgoPolicy heuristic(Reuse reuse = Reuse::on_shape_change);
   static AlgoPolicy exhaustive(Reuse reuse = Reuse::on_shape_change);
+  static AlgoPolicy min_energy(Reuse reuse = Reuse::on_shape_change);
+  static AlgoPolicy energy_delay(Reuse reuse = Reuse::on_shape_change);
   static AlgoPolicy fixed(std::string id);
   static AlgoPolicy of_family(std::string family);
 
-  /// Parses "heuristic", "exhaustive", "fixed:<id>", a Theano name, or a family name;
-  /// throws InvalidArgument listing the accepted spellings.
+  /// Parses "heuristic", "exhaustive", "min_energy", "energy_delay", "fixed:<id>", a Theano name,
+  /// or a family name; throws InvalidArgument listing the accepted spellings.
   static AlgoPolicy parse(std::string_view text);
   /// The canonical spelling ("exhaustive", "fixed:onednn:...", "family:winograd", ...; ":once" is
   /// appended when reuse is once).
@@ -264,6 +279,18 @@ struct TuneOptions {
   double late_plan_share = 0.04;
   /// The largest late_plan_share the environment, the CLI and Python accept.
   static constexpr double max_late_plan_share = 1.0;
+  /// min_energy, energy_delay and profiles measuring energy: each loop of a candidate's runs whose
+  /// energy is read lasts at least this long, in milliseconds (the counter updates every 20-100
+  /// ms; src/tune/energy.cpp, Note [energy per call]).
+  double energy_window_ms = 1000.0;
+  static constexpr double min_energy_window_ms = 50.0;
+  static constexpr double max_energy_window_ms = 60'000.0;
+  /// Loops per candidate whose energy is read (their median is kept, with their spread).
+  int energy_repeats = 3;
+  static constexpr int max_energy_repeats = 100;
+  /// Profiles: measure the energy per call of every timed candidate too (`dnnx profile
+  /// --energy`). Selection does not read it (the energy policies measure their contenders).
+  bool profile_energy = false;
 
   /// Convolution's policy for `direction`.
   const AlgoPolicy& policy(Direction direction) const;
@@ -303,6 +330,12 @@ struct ProfileRow {
   double median_ms = std::numeric_limits<double>::quiet_NaN();  ///< median of timed runs, ms
   double min_ms = std::numeric_limits<double>::quiet_NaN();     ///< fastest timed run, ms
   int runs = 0;                   ///< timed runs
+  /// Energy per call when measured (NaN otherwise), joules: the energy the calls add over the
+  /// idle board, the median of TuneOptions::energy_repeats loops (Note [energy per call]).
+  double energy_j = std::numeric_limits<double>::quiet_NaN();
+  double energy_spread_j = std::numeric_limits<double>::quiet_NaN();  ///< max - min of the loops
+  double power_w = std::numeric_limits<double>::quiet_NaN();  ///< mean board power in the loops
+  double clock_mhz = std::numeric_limits<double>::quiet_NaN();  ///< compute clock after them
 };
 
 /// Where the host wall time of one search went (an exhaustive selection or a profile), ms. The
@@ -337,6 +370,12 @@ struct Choice {
   int candidates_timed = 0;      ///< candidates that actually ran
   std::string runner_up;         ///< exhaustive: the second fastest id (empty if none)
   double runner_up_ms = std::numeric_limits<double>::quiet_NaN();  ///< its median time, ms
+  /// The energy policies: the chosen candidate's energy per call, joules (NaN when not measured;
+  /// the rows of `timings` hold every contender's).
+  double energy_j = std::numeric_limits<double>::quiet_NaN();
+  /// The energy policies: the counter read ("nvml: ..."), or why none was (the choice is then the
+  /// fastest).
+  std::string energy_meter;
   std::string backend;           ///< backend name it was made on ("cpu", ...)
   std::string fingerprint;       ///< that backend's library versions / machine facts
   std::string environment;       ///< JSON object: device, libraries, dnnx version
@@ -363,6 +402,9 @@ struct ProfileResult {
   std::string chosen;            ///< the id exhaustive selection would pick (empty if none ran)
   double wall_ms = 0;            ///< wall time of the whole profile, ms
   SearchTimes search;            ///< where that wall time went
+  /// With TuneOptions::profile_energy: the counter read ("nvml: ..."), or why energy could not
+  /// be measured; empty when it was not asked for.
+  std::string energy_meter;
 
   /// Fixed-width text table like the seed's "FwdAlgorithms profile results".
   std::string table() const;

@@ -9,11 +9,14 @@ from . import _dnnx
 from ._arrays import _module_of
 from ._errors import InvalidArgument
 
-Row = namedtuple("Row", "id status reason time workspace deterministic notes")
+Row = namedtuple("Row", "id status reason time workspace deterministic notes energy",
+                 defaults=(None,))
 Row.__doc__ = """One candidate of an op: its id, status ('supported' / 'unsupported' in a listing;
 'ok', 'unsupported', 'over_workspace_limit', 'not_deterministic', 'failed', 'abandoned' or
 'not_timed' in a profile), why it did not run, its median time in ms (profiles; None otherwise),
-workspace bytes, whether it is deterministic, and its notes."""
+workspace bytes, whether it is deterministic, its notes, and its energy per call in joules where
+it was measured (profiles with ``profile_energy``, the contenders of the energy policies; None
+otherwise)."""
 
 _current = contextvars.ContextVar("dnnx_context", default=None)
 _default = None
@@ -22,7 +25,8 @@ _default = None
 _TUNE_FIELDS = ("fwd", "bwd_data", "bwd_weights", "workspace_limit", "deterministic", "fastest",
                 "verbose", "benchmark_limit", "warmup_runs", "timing_runs", "abandon_factor",
                 "variant_factor", "time_naive", "final_round", "final_loop_ms", "host_tie",
-                "search_budget_ms", "late_plan_share")
+                "search_budget_ms", "late_plan_share", "energy_window_ms", "energy_repeats",
+                "profile_energy")
 _OP_DIRECTIONS = dict(_dnnx.ops())
 
 
@@ -275,7 +279,8 @@ def tuning(**options):
 
 class Profile(list):
     """The rows of a profile (fastest first, then the rest), with ``chosen`` (the id exhaustive
-    selection picks), ``table()``, ``json()``, ``repro``, ``desc``, ``backend``, ``wall_ms``."""
+    selection picks), ``table()``, ``json()``, ``repro``, ``desc``, ``backend``, ``wall_ms``, and
+    ``energy_meter`` (with ``profile_energy``: the counter read, or why none was; else "")."""
 
     def __init__(self, result):
         super().__init__(Row(*row) for row in result.rows)
@@ -287,6 +292,7 @@ class Profile(list):
         self.op = result.op
         self.direction = result.direction
         self.wall_ms = result.wall_ms
+        self.energy_meter = result.energy_meter
 
     def table(self):
         return self.result.table()

@@ -64,16 +64,19 @@ constexpr Field<bool> bool_fields[] = {{"deterministic", &TuneOptions::determini
                                        {"fastest", &TuneOptions::fastest},
                                        {"verbose", &TuneOptions::verbose},
                                        {"time_naive", &TuneOptions::time_naive},
-                                       {"final_round", &TuneOptions::final_round}};
+                                       {"final_round", &TuneOptions::final_round},
+                                       {"profile_energy", &TuneOptions::profile_energy}};
 constexpr Field<int> int_fields[] = {{"benchmark_limit", &TuneOptions::benchmark_limit},
                                      {"warmup_runs", &TuneOptions::warmup_runs},
-                                     {"timing_runs", &TuneOptions::timing_runs}};
+                                     {"timing_runs", &TuneOptions::timing_runs},
+                                     {"energy_repeats", &TuneOptions::energy_repeats}};
 constexpr Field<double> double_fields[] = {{"abandon_factor", &TuneOptions::abandon_factor},
                                            {"variant_factor", &TuneOptions::variant_factor},
                                            {"final_loop_ms", &TuneOptions::final_loop_ms},
                                            {"host_tie", &TuneOptions::host_tie},
                                            {"search_budget_ms", &TuneOptions::search_budget_ms},
-                                           {"late_plan_share", &TuneOptions::late_plan_share}};
+                                           {"late_plan_share", &TuneOptions::late_plan_share},
+                                           {"energy_window_ms", &TuneOptions::energy_window_ms}};
 
 template <typename T, std::size_t N>
 void put_fields(const TuneOptions& options, const Field<T> (&fields)[N], nb::dict& state) {
@@ -285,6 +288,31 @@ void bind_tune_options(nb::module_& module) {
               "Exhaustive and profiles: choose a candidate noted host_heavy (cuDNN's legacy calls) "
               "only when it is more than this fraction faster than the fastest other one; 0 = "
               "off.");
+  tune.def_prop_rw(
+      "energy_window_ms", [](const TuneOptions& self) { return self.energy_window_ms; },
+      [](TuneOptions& self, double ms) {
+        if (!(ms >= TuneOptions::min_energy_window_ms && ms <= TuneOptions::max_energy_window_ms))
+          throw Error(
+              ErrorKind::InvalidArgument,
+              "energy_window_ms must be milliseconds from 50 to 60000, got " + std::to_string(ms));
+        self.energy_window_ms = ms;
+      },
+      nb::arg("ms"),
+      "min_energy, energy_delay and profiles with profile_energy: each loop of runs whose energy "
+      "is read lasts at least this long (ms; the counter updates every 20-100 ms).");
+  tune.def_prop_rw(
+      "energy_repeats", [](const TuneOptions& self) { return self.energy_repeats; },
+      [](TuneOptions& self, int repeats) {
+        if (repeats < 1 || repeats > TuneOptions::max_energy_repeats)
+          throw Error(ErrorKind::InvalidArgument,
+                      "energy_repeats must be from 1 to 100, got " + std::to_string(repeats));
+        self.energy_repeats = repeats;
+      },
+      nb::arg("repeats"), "Those loops per candidate; their median is kept with their spread.");
+  tune.def_rw("profile_energy", &TuneOptions::profile_energy,
+              "Profiles: also measure every timed candidate's energy per call (energy_j, "
+              "energy_spread_j, power_w and clock_mhz of each row; profile.energy_meter says "
+              "what was read, or why nothing was).");
   tune.def_rw("time_naive", &TuneOptions::time_naive,
               "Exhaustive and profiles: also time naive reference loops.");
   tune.def_rw("final_round", &TuneOptions::final_round,
@@ -518,6 +546,18 @@ void bind_selection_types(nb::module_& module) {
       "Exhaustive: ids skipped while their plans compiled, which the next process that reads "
       "this choice from the cache file times against it.");
   choice.def_prop_ro(
+      "energy_j",
+      [](const PyChoice& self) -> std::optional<double> {
+        if (std::isnan(self.choice->energy_j)) return std::nullopt;
+        return self.choice->energy_j;
+      },
+      "min_energy, energy_delay: the chosen candidate's energy per call, joules (None when not "
+      "measured).");
+  choice.def_prop_ro(
+      "energy_meter", [](const PyChoice& self) { return self.choice->energy_meter; },
+      "min_energy, energy_delay: the counter read, or why none was (the choice is then the "
+      "fastest); empty for the other policies.");
+  choice.def_prop_ro(
       "timings",
       [](const PyChoice& self) {
         nb::list rows;
@@ -541,6 +581,7 @@ void bind_selection_types(nb::module_& module) {
   profile.def_ro("backend", &ProfileResult::backend);
   profile.def_ro("chosen", &ProfileResult::chosen);
   profile.def_ro("wall_ms", &ProfileResult::wall_ms);
+  profile.def_ro("energy_meter", &ProfileResult::energy_meter);
   profile.def_prop_ro("rows", [](const ProfileResult& self) {
     nb::list rows;
     for (const ProfileRow& row : self.rows) rows.append(profile_row(row));

@@ -455,8 +455,10 @@ nb::tuple profile_row(const ProfileRow& row) {
   nb::object time = nb::none();
   if (row.median_ms == row.median_ms) time = nb::float_(row.median_ms);
   std::string reason = row.detail.empty() ? row.algo.reason : row.detail;
+  nb::object energy = nb::none();
+  if (row.energy_j == row.energy_j) energy = nb::float_(row.energy_j);
   return nb::make_tuple(row.algo.id, std::string(to_string(row.status)), reason, time,
-                        row.algo.workspace_bytes, row.algo.deterministic, row.algo.notes);
+                        row.algo.workspace_bytes, row.algo.deterministic, row.algo.notes, energy);
 }
 
 void bind_tensors(nb::module_& module) {

@@ -100,6 +100,18 @@ def test_tune_options_mirror_the_cpp_struct():
     for bad in (-0.1, 1.5, float("nan")):
         with pytest.raises(dnnx.InvalidArgument, match="late_plan_share"):
             tune.late_plan_share = bad
+    assert (tune.energy_window_ms, tune.energy_repeats, tune.profile_energy) == (1000.0, 3, False)
+    tune.energy_window_ms, tune.energy_repeats, tune.profile_energy = 50, 100, True
+    assert (tune.energy_window_ms, tune.energy_repeats, tune.profile_energy) == (50.0, 100, True)
+    for bad in (49.0, 60_001.0, float("nan")):
+        with pytest.raises(dnnx.InvalidArgument, match="energy_window_ms"):
+            tune.energy_window_ms = bad
+    for bad in (0, 101, -3):
+        with pytest.raises(dnnx.InvalidArgument, match="energy_repeats"):
+            tune.energy_repeats = bad
+    tune.fwd, tune.bwd_data = "min_energy", "energy_delay:once"
+    assert (tune.fwd, tune.bwd_data) == ("min_energy", "energy_delay:once")
+    tune.fwd = tune.bwd_data = "heuristic"
     copied = tune.copy()
     assert copied == tune
     copied.fwd = "exhaustive"
@@ -116,6 +128,7 @@ def test_tune_options_pickle_every_field():
     tune.benchmark_limit, tune.warmup_runs, tune.timing_runs = 3, 0, 2
     tune.abandon_factor, tune.variant_factor, tune.final_loop_ms = 8.0, 0.0, 3.0
     tune.host_tie, tune.search_budget_ms, tune.late_plan_share = 0.1, 750.0, 0.5
+    tune.energy_window_ms, tune.energy_repeats, tune.profile_energy = 250.0, 5, True
     again = pickle.loads(pickle.dumps(tune))
     assert again == tune and again.pool.bwd == "fixed:reference:direct"
     assert pickle.loads(pickle.dumps(dnnx.Context("reference").tune)) == \
@@ -189,6 +202,17 @@ def test_algos_select_profile_rows(ctx):
     assert profile.chosen in {row.id for row in timed}
     assert "dnnx profile conv" in profile.repro
     assert profile.chosen in profile.table() and profile.chosen in profile.json()
+    assert profile.energy_meter == "" and all(row.energy is None for row in profile)
+
+    # The energy policies on a backend without an energy counter: the fastest, and why.
+    ctx.tune.fwd = "min_energy"
+    choice = dnnx.select(desc, "fwd", ctx=ctx)
+    assert choice.policy == "min_energy" and choice.energy_j is None
+    assert choice.energy_meter == f"the {ctx.backend} backend reads no energy counter"
+    ctx.tune.profile_energy = True
+    profile = dnnx.profile(desc, "fwd", ctx=ctx)
+    assert profile.energy_meter == choice.energy_meter
+    assert all(row.energy is None for row in profile)
 
 
 def test_select_for_every_op_desc(reference):

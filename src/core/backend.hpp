@@ -7,6 +7,7 @@
 #include <dnnx/ops/conv.hpp>
 #include <dnnx/tensor.hpp>
 
+#include "core/energy_counter.hpp"
 #include "core/op_backend.hpp"
 
 #include <array>
@@ -174,6 +175,13 @@ class Backend {
   virtual bool warm_timing() const { return false; }
   /// Waits for queued work (no-op on synchronous backends).
   virtual void synchronize() {}
+  /// The device's cumulative energy counter (src/tune/energy.cpp, Note [energy per call]), or
+  /// null with `why` saying why there is none (no counter library, a device without a counter).
+  /// The counter may be shared by every caller; it is read from the thread selecting.
+  virtual std::shared_ptr<EnergyCounter> energy_counter(std::string& why) {
+    why = "the " + name() + " backend reads no energy counter";
+    return nullptr;
+  }
   /// Called once a selection or a profile has timed candidates: undoes what running them left
   /// in the device's caches that would slow the work that follows (Note [cache after timing] in
   /// src/backends/cudnn/backend.cpp). No-op where there is nothing to undo.

@@ -15,6 +15,10 @@
 
 namespace dnnx::detail {
 
+/// Says `message` on stderr ("dnnx: <message>") once per process, however many callers run into
+/// it.
+void warn_once(const std::string& message);
+
 /// Throws Error(kind, message, context) at the caller's location.
 [[noreturn]] void raise(ErrorKind kind, std::string message, ErrorContext context = {},
                         const char* file = __builtin_FILE(), int line = __builtin_LINE());

@@ -3,6 +3,10 @@
 #include "core/check.hpp"
 
 #include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <set>
+#include <string>
 
 namespace dnnx {
 
@@ -56,6 +60,15 @@ std::string Error::format(ErrorKind kind, const std::string& message, const Erro
 }
 
 namespace detail {
+
+// Never destroyed (Note [static destruction] in src/ops/context_state.hpp): a cache held by a user
+// static warns from its destructor, after this function's statics would be gone.
+void warn_once(const std::string& message) {
+  static auto* const mutex = new std::mutex;
+  static auto* const said = new std::set<std::string>;
+  std::lock_guard lock(*mutex);
+  if (said->insert(message).second) std::cerr << "dnnx: " << message << '\n';
+}
 
 void raise(ErrorKind kind, std::string message, ErrorContext context, const char* file, int line) {
   throw Error(kind, std::move(message), std::move(context), file, line);

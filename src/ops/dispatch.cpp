@@ -9,6 +9,7 @@
 #include "tune/cache_file.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cstddef>
 #include <cstring>
 #include <iostream>
@@ -123,6 +124,38 @@ tune::Request make_request(Context& context, ContextState& state, OpKind op, Dir
 namespace {
 tune::FirstRun first_run(const Backend& backend) {
   return backend.warm_timing() ? tune::FirstRun::warm : tune::FirstRun::may_be_cold;
+}
+
+// The energy of candidates for the energy policies and `profile --energy` (Note [energy
+// policies] in tune/select.cpp): a meter of the options' window and repeats on the backend's
+// counter, measuring a candidate on the hooks' loop of runs (the idle baseline once per source).
+// Without a counter, the source says why, and so does stderr once per process.
+tune::EnergySource energy_source(Backend& backend, const TuneOptions& options,
+                                 const SelectHooks& hooks) {
+  std::string why;
+  std::shared_ptr<EnergyCounter> counter = backend.energy_counter(why);
+  if (counter != nullptr && !hooks.loop) {
+    counter.reset();
+    why = "this op times no loop of runs";
+  }
+  if (counter == nullptr) {
+    warn_once(cat("energy is not measured: ", why));
+    return {{}, why};
+  }
+  auto meter = std::make_shared<tune::EnergyMeter>(counter, options.energy_window_ms,
+                                                   options.energy_repeats);
+  tune::RunLoop loop = hooks.loop;
+  return {[meter, loop](const AlgoInfo& algo, double call_ms) {
+            return meter->measure(
+                [&](long runs) { loop(algo, static_cast<int>(std::min<long>(runs, INT_MAX))); },
+                call_ms);
+          },
+          counter->name()};
+}
+
+bool reads_energy(const TuneOptions& options, const tune::Request& request) {
+  const PolicyKind kind = options.policy(parse_op_kind(request.op), request.direction).kind;
+  return kind == PolicyKind::min_energy || kind == PolicyKind::energy_delay;
 }
 }  // namespace
 
@@ -321,9 +354,11 @@ std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& 
       for (const AlgoInfo& algo : candidates) ids.push_back(algo.id);
       const tune::ProbeOnce probe = hooks.probe_among ? hooks.probe_among(ids) : hooks.probe;
       std::vector<std::string> probe_skipped;
-      Choice timed = tune::select(settling, candidates, options, hooks.run,
-                                  recording_skips(probe, probe_skipped, pending),
-                                  first_run(backend), hooks.loop);
+      Choice timed = tune::select(
+          settling, candidates, options, hooks.run, recording_skips(probe, probe_skipped, pending),
+          first_run(backend), hooks.loop, {},
+          reads_energy(options, request) ? energy_source(backend, options, hooks)
+                                         : tune::EnergySource{});
       // A late plan its probe could not run yet stays listed while the process goes on; one the
       // settling's share left stays listed for the next process.
       if (pending) {
@@ -360,6 +395,8 @@ std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& 
       settled->timings = std::move(rows);
       settled->runner_up = timed.runner_up;
       settled->runner_up_ms = timed.runner_up_ms;
+      settled->energy_j = timed.energy_j;
+      settled->energy_meter = timed.energy_meter;
       settled->tuning_ms += timed.tuning_ms;
       settled->search.time_ms += timed.tuning_ms;
       settled->search.full_runs += timed.search.full_runs;
@@ -397,7 +434,7 @@ std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState
   SearchTimes search;
   search.list_ms = ms_between(list_start, std::chrono::steady_clock::now());
   std::vector<std::string> pending;
-  if (options.policy(parse_op_kind(request.op), request.direction).kind == PolicyKind::exhaustive) {
+  if (timed_policy(options.policy(parse_op_kind(request.op), request.direction).kind)) {
     Prepared prepared = prepare_search(options, std::move(candidates), hooks, list_start);
     candidates = std::move(prepared.candidates);
     pending = std::move(prepared.pending);
@@ -409,7 +446,7 @@ std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState
   // Exhaustive: the time split, and tuning_ms made the whole search, listing and building ahead
   // included (select's verbose line shows both).
   auto finish = [&](Choice& made) {
-    if (made.policy.kind != PolicyKind::exhaustive) return;
+    if (!timed_policy(made.policy.kind)) return;
     // select() filled the split of the timing (SearchTimes::full_runs ...); this adds the rest.
     made.search.list_ms = search.list_ms;
     made.search.build_ms = search.build_ms + wait_ms;
@@ -423,7 +460,9 @@ std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState
                           static_cast<bool>(hooks.keep_late);
   auto choice = std::make_shared<Choice>(tune::select(
       timed, candidates, options, run, recording_skips(hooks.probe, skipped, keeps_late),
-      first_run(backend), hooks.loop, finish));
+      first_run(backend), hooks.loop, finish,
+      reads_energy(options, request) ? energy_source(backend, options, hooks)
+                                     : tune::EnergySource{}));
   if (choice->candidates_timed > 0) backend.after_timing();
   state.end_search();  // Note [search workspace]
   // Note [saved plans]: a choice the cache file keeps may have its plan kept too, and the plans
@@ -554,6 +593,20 @@ ProfileResult profile_locked(Context& context, ContextState& state, const tune::
   result.search.plans_skipped = static_cast<int>(skipped.size());
   result.search.time_ms =
       std::max(0.0, ms_between(time_start, std::chrono::steady_clock::now()) - wait_ms);
+  // `profile --energy`: every timed candidate's energy per call (Note [energy per call]).
+  if (options.profile_energy) {
+    const tune::EnergySource energy = energy_source(state.backend(), options, hooks);
+    result.energy_meter = energy.meter;
+    for (ProfileRow& row : result.rows) {
+      if (!energy.measure || row.status != CandidateStatus::ok) continue;
+      try {
+        tune::record_energy(row, energy.measure(row.algo, row.median_ms));
+      } catch (const Error& error) {
+        row.detail += (row.detail.empty() ? "" : "; ") + std::string("energy not measured: ") +
+                      error.message();
+      }
+    }
+  }
   if (std::any_of(result.rows.begin(), result.rows.end(),
                   [](const ProfileRow& row) { return row.runs > 0; }))
     state.backend().after_timing();

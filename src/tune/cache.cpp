@@ -78,20 +78,9 @@ std::uint64_t next_generation() {
   return ++counter;
 }
 
-// Says `message` on stderr once per process, however many caches run into it.
-// Never destroyed (Note [static destruction] in src/ops/context_state.hpp): a cache held by a user
-// static warns from its destructor, after this function's statics would be gone.
-void warn_once(const std::string& message) {
-  static auto* const mutex = new std::mutex;
-  static auto* const said = new std::set<std::string>;
-  std::lock_guard lock(*mutex);
-  if (said->insert(message).second) std::cerr << "dnnx: " << message << '\n';
-}
-
 // Whether a choice goes to the file: fixed ids and families are the user's own words.
 bool persisted(const Choice& choice) {
-  return choice.policy.kind == PolicyKind::exhaustive ||
-         choice.policy.kind == PolicyKind::heuristic;
+  return timed_policy(choice.policy.kind) || choice.policy.kind == PolicyKind::heuristic;
 }
 
 // How a write treats the file (Note [journal] in cache_file.cpp).
@@ -144,24 +133,25 @@ struct ChoiceCache::Impl {
       problem = error;
       stats.problem = error.message();
     }
-    warn_once(detail::cat(error.message(), "; ",
-                          lowered == CacheMode::off ? "the choice cache runs in memory only"
-                                                    : "new choices are kept in memory only"));
+    detail::warn_once(detail::cat(error.message(), "; ",
+                                  lowered == CacheMode::off
+                                      ? "the choice cache runs in memory only"
+                                      : "new choices are kept in memory only"));
   }
 
   void report(const tune::ReadResult& result) {
     if (result.dropped.empty()) return;
     stats.dropped += result.dropped.size();
-    warn_once(detail::cat("tune cache file '", target, "': skipped ", result.dropped.size(),
-                          " malformed entries (", result.dropped.front(),
-                          result.dropped.size() > 1 ? "; ..." : "", ")"));
+    detail::warn_once(detail::cat("tune cache file '", target, "': skipped ", result.dropped.size(),
+                                  " malformed entries (", result.dropped.front(),
+                                  result.dropped.size() > 1 ? "; ..." : "", ")"));
   }
 
   // Renames a corrupt file of ours aside (Note [whose file]). Exclusive lock held.
   void set_aside(const Error& why) {
     const std::string aside = tune::set_aside(target);
     ++stats.set_aside;
-    warn_once(
+    detail::warn_once(
         detail::cat(why.message(), "; moved it to '", aside, "' and starting with an empty cache"));
   }
 
@@ -437,9 +427,9 @@ std::size_t ChoiceCache::export_file(const std::string& path) const {
 std::size_t ChoiceCache::import_file(const std::string& path) {
   tune::Parsed parsed = tune::read_document(path);
   if (!parsed.dropped.empty()) {
-    warn_once(detail::cat("cache file '", path, "': skipped ", parsed.dropped.size(),
-                          " malformed entries (", parsed.dropped.front(),
-                          parsed.dropped.size() > 1 ? "; ..." : "", ")"));
+    detail::warn_once(detail::cat("cache file '", path, "': skipped ", parsed.dropped.size(),
+                                  " malformed entries (", parsed.dropped.front(),
+                                  parsed.dropped.size() > 1 ? "; ..." : "", ")"));
   }
   std::unique_lock lock(impl_->mutex);
   if (impl_->explicit_write()) {

@@ -168,6 +168,15 @@ class Fields {
     bad_field(path(name), value,
               nullable ? "a finite number >= 0, or null" : "a finite number >= 0");
   }
+  // A measurement that may be negative (an energy above the idle baseline): a finite number,
+  // or null (NaN).
+  double real(const char* name) const {
+    const json& value = at(name);
+    if (value.is_null()) return std::numeric_limits<double>::quiet_NaN();
+    if (value.is_number() && std::isfinite(value.get<double>())) return value.get<double>();
+    bad_field(path(name), value, "a finite number, or null");
+  }
+  bool has(const char* name) const { return object_.contains(name); }
 
  private:
   const json& object_;
@@ -185,6 +194,13 @@ json timings_json(const std::vector<ProfileRow>& rows) {
                    {"min_ms", number_or_null(row.min_ms)},
                    {"runs", row.runs},
                    {"workspace_bytes", row.algo.workspace_bytes}});
+    // Written only where measured (Note [energy policies] in select.cpp): most rows have none.
+    if (!std::isnan(row.energy_j)) {
+      out.back()["energy_j"] = row.energy_j;
+      out.back()["energy_spread_j"] = number_or_null(row.energy_spread_j);
+      out.back()["power_w"] = number_or_null(row.power_w);
+      out.back()["clock_mhz"] = number_or_null(row.clock_mhz);
+    }
   }
   return out;
 }
@@ -214,6 +230,12 @@ std::vector<ProfileRow> timings_from(const json& rows) {
     parsed.min_ms = row.ms("min_ms", /*nullable=*/true);
     parsed.runs = row.count("runs");
     parsed.algo.workspace_bytes = row.bytes("workspace_bytes");
+    if (row.has("energy_j")) {
+      parsed.energy_j = row.real("energy_j");
+      parsed.energy_spread_j = row.real("energy_spread_j");
+      parsed.power_w = row.real("power_w");
+      parsed.clock_mhz = row.real("clock_mhz");
+    }
     out.push_back(std::move(parsed));
   }
   return out;
@@ -252,6 +274,11 @@ json to_json(const std::string& key, const FileRecord& record) {
   // Written only when there are some (Note [late plans] in src/ops/dispatch.cpp): most entries
   // have none.
   if (!c.late_plans.empty()) entry["late_plans"] = c.late_plans;
+  // The energy policies' (Note [energy policies] in select.cpp).
+  if (!c.energy_meter.empty()) {
+    entry["energy_j"] = number_or_null(c.energy_j);
+    entry["energy_meter"] = c.energy_meter;
+  }
   return entry;
 }
 
@@ -288,6 +315,10 @@ FileRecord from_json(const json& entry, std::string& key) {
   choice->environment = environment.dump();
   choice->measured_at = fields.seconds("measured_at");
   if (entry.contains("late_plans")) choice->late_plans = fields.texts("late_plans");
+  if (entry.contains("energy_meter")) {
+    choice->energy_j = fields.real("energy_j");
+    choice->energy_meter = fields.text("energy_meter");
+  }
   choice->from_file = true;
   FileRecord record;
   record.last_used = fields.seconds("last_used");

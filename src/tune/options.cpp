@@ -17,7 +17,8 @@ namespace dnnx {
 namespace {
 
 constexpr std::string_view policy_spellings =
-    "heuristic, exhaustive, fixed:<id>, guess_once, guess_on_shape_change, time_once, "
+    "heuristic, exhaustive, min_energy, energy_delay, fixed:<id>, guess_once, "
+    "guess_on_shape_change, time_once, "
     "time_on_shape_change, deterministic, none, small, large, fft, fft_tiling, winograd "
     "(optionally followed by ':once')";
 
@@ -25,6 +26,10 @@ constexpr std::string_view policy_spellings =
 
 AlgoPolicy AlgoPolicy::heuristic(Reuse reuse) { return {PolicyKind::heuristic, reuse, {}, {}}; }
 AlgoPolicy AlgoPolicy::exhaustive(Reuse reuse) { return {PolicyKind::exhaustive, reuse, {}, {}}; }
+AlgoPolicy AlgoPolicy::min_energy(Reuse reuse) { return {PolicyKind::min_energy, reuse, {}, {}}; }
+AlgoPolicy AlgoPolicy::energy_delay(Reuse reuse) {
+  return {PolicyKind::energy_delay, reuse, {}, {}};
+}
 AlgoPolicy AlgoPolicy::fixed(std::string id) {
   return {PolicyKind::fixed, Reuse::on_shape_change, std::move(id), {}};
 }
@@ -51,6 +56,8 @@ AlgoPolicy AlgoPolicy::parse(std::string_view text) {
   if (name.starts_with("family:")) name = name.substr(7);
   if (name == "heuristic") return heuristic(reuse);
   if (name == "exhaustive") return exhaustive(reuse);
+  if (name == "min_energy") return min_energy(reuse);
+  if (name == "energy_delay") return energy_delay(reuse);
   if (name == "guess_once") return heuristic(Reuse::once);
   if (name == "guess_on_shape_change") return heuristic(Reuse::on_shape_change);
   if (name == "time_once") return exhaustive(Reuse::once);
@@ -74,6 +81,8 @@ std::string AlgoPolicy::to_string() const {
     case PolicyKind::exhaustive: text = "exhaustive"; break;
     case PolicyKind::fixed: text = "fixed:" + id; break;
     case PolicyKind::family: text = "family:" + family; break;
+    case PolicyKind::min_energy: text = "min_energy"; break;
+    case PolicyKind::energy_delay: text = "energy_delay"; break;
   }
   if (reuse == Reuse::once) text += ":once";
   return text;
@@ -198,6 +207,23 @@ double parse_variant_factor(const char* name, std::string_view text) {
   return parsed;
 }
 
+// DNNX_ENERGY_WINDOW_MS: milliseconds in [min_energy_window_ms, max_energy_window_ms]
+// (TuneOptions::energy_window_ms; Note [energy per call] in energy.cpp).
+double parse_energy_window_ms(const char* name, std::string_view text) {
+  const double parsed =
+      parse_bounded(name, text, TuneOptions::max_energy_window_ms, "an energy window",
+                    detail::cat("milliseconds from ", TuneOptions::min_energy_window_ms, " to ",
+                                TuneOptions::max_energy_window_ms));
+  if (parsed < TuneOptions::min_energy_window_ms) {
+    detail::raise(
+        ErrorKind::InvalidArgument,
+        detail::cat("environment variable ", name, "='", text,
+                    "' is not an energy window; accepted: milliseconds from ",
+                    TuneOptions::min_energy_window_ms, " to ", TuneOptions::max_energy_window_ms));
+  }
+  return parsed;
+}
+
 AlgoPolicy parse_policy_env(const char* name, std::string_view text) {
   try {
     return AlgoPolicy::parse(text);
@@ -259,6 +285,12 @@ void apply_tune_env(TuneOptions& target) {
     options.search_budget_ms = parse_search_budget_ms("DNNX_SEARCH_BUDGET_MS", value);
   if (const char* value = env("DNNX_LATE_PLAN_SHARE"))
     options.late_plan_share = parse_late_plan_share("DNNX_LATE_PLAN_SHARE", value);
+  if (const char* value = env("DNNX_ENERGY_WINDOW_MS"))
+    options.energy_window_ms = parse_energy_window_ms("DNNX_ENERGY_WINDOW_MS", value);
+  if (const char* value = env("DNNX_ENERGY_REPEATS")) {
+    options.energy_repeats = static_cast<int>(
+        parse_integer("DNNX_ENERGY_REPEATS", value, 1, TuneOptions::max_energy_repeats));
+  }
   target = std::move(options);
 }
 

@@ -21,6 +21,14 @@ std::string ms_text(double ms) {
   return out.str();
 }
 
+// A measurement with `decimals` decimals; "-" when not measured.
+std::string number_text(double value, int decimals) {
+  if (std::isnan(value)) return "-";
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(decimals) << value;
+  return out.str();
+}
+
 std::string status_text(const ProfileRow& row) {
   std::string text(to_string(row.status));
   if (!row.detail.empty()) text += ": " + row.detail;
@@ -89,13 +97,23 @@ std::string format_algo_table(const std::vector<AlgoInfo>& algos) {
 std::string ProfileResult::table() const {
   std::ostringstream out;
   out << op << ' ' << to_string(direction) << " profile [" << backend << "] " << desc << '\n';
+  // The energy columns only where some candidate's energy was measured.
+  const bool energy = std::any_of(rows.begin(), rows.end(),
+                                  [](const ProfileRow& row) { return !std::isnan(row.energy_j); });
   std::vector<std::vector<std::string>> cells{
       {"id", "median ms", "min ms", "runs", "workspace", "det", "status"}};
+  if (energy) cells.front().insert(cells.front().begin() + 4, {"mJ/call", "+-", "W", "MHz"});
   for (const ProfileRow& row : rows) {
     cells.push_back({row.algo.id, ms_text(row.median_ms), ms_text(row.min_ms),
                     std::to_string(row.runs),
                     detail::format_bytes(static_cast<double>(row.algo.workspace_bytes)),
                     row.algo.deterministic ? "yes" : "no", status_text(row)});
+    if (energy) {
+      cells.back().insert(
+          cells.back().begin() + 4,
+          {number_text(row.energy_j * 1e3, 4), number_text(row.energy_spread_j * 1e3, 4),
+           number_text(row.power_w, 1), number_text(row.clock_mhz, 0)});
+    }
   }
   out << render(cells);
   // The chosen row is the fastest unless an automatic policy may not pick that one (Note [unsafe
@@ -118,6 +136,7 @@ std::string ProfileResult::table() const {
     out << "plans skipped over the compile budget: " << search.plans_skipped
         << " (their rows say why)\n";
   }
+  if (!energy_meter.empty()) out << "energy: " << energy_meter << '\n';
   out << "repro: " << repro << '\n';
   return out.str();
 }
@@ -131,6 +150,8 @@ std::string ProfileResult::json() const {
   doc["backend"] = backend;
   doc["chosen"] = chosen;
   doc["wall_ms"] = wall_ms;
+  doc["energy_meter"] =
+      energy_meter.empty() ? nlohmann::json(nullptr) : nlohmann::json(energy_meter);
   doc["search"] = {{"list_ms", search.list_ms},
                    {"build_ms", search.build_ms},
                    {"time_ms", search.time_ms},
@@ -142,7 +163,11 @@ std::string ProfileResult::json() const {
                            {"detail", row.detail},
                            {"median_ms", number_or_null(row.median_ms)},
                            {"min_ms", number_or_null(row.min_ms)},
-                           {"runs", row.runs}});
+                           {"runs", row.runs},
+                           {"energy_j", number_or_null(row.energy_j)},
+                           {"energy_spread_j", number_or_null(row.energy_spread_j)},
+                           {"power_w", number_or_null(row.power_w)},
+                           {"clock_mhz", number_or_null(row.clock_mhz)}});
   }
   return doc.dump(2);
 }

@@ -560,8 +560,10 @@ struct SearchCost {
 };
 constexpr double final_band = 2.0;
 
-void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, const RunOnce& run,
-                 const RunLoop& loop, const std::string& heuristic_pick, FirstRun first_run) {
+// The final contenders among rows sorted fastest first: the fastest few (final_contenders) within
+// final_band of the best, and the heuristic's pick when it was timed within that band.
+std::vector<ProfileRow*> final_contenders_of(std::vector<ProfileRow>& rows,
+                                             const std::string& heuristic_pick) {
   std::vector<ProfileRow*> contenders;
   for (ProfileRow& row : rows) {  // fastest first
     if (row.status != CandidateStatus::ok || unsafe(row.algo)) continue;
@@ -569,14 +571,20 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
     contenders.push_back(&row);
     if (contenders.size() == final_contenders) break;
   }
-  // The heuristic's pick, timed within the band but not among the fastest few, contends too.
   const auto pick = std::find_if(rows.begin(), rows.end(), [&](const ProfileRow& row) {
     return row.algo.id == heuristic_pick;
   });
   if (!contenders.empty() && pick != rows.end() && pick->status == CandidateStatus::ok &&
-      pick->median_ms <= final_band * contenders.front()->median_ms &&
+      !unsafe(pick->algo) && pick->median_ms <= final_band * contenders.front()->median_ms &&
       std::find(contenders.begin(), contenders.end(), &*pick) == contenders.end())
     contenders.push_back(&*pick);
+  return contenders;
+}
+
+void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, const RunOnce& run,
+                 const RunLoop& loop, const std::string& heuristic_pick, FirstRun first_run) {
+  // The heuristic's pick, timed within the band but not among the fastest few, contends too.
+  std::vector<ProfileRow*> contenders = final_contenders_of(rows, heuristic_pick);
   if (contenders.size() < 2) return;
   // One loop length for every contender, from the best first-pass median.
   const double best = contenders.front()->median_ms;
@@ -619,9 +627,57 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
   sort_fastest_first(rows);
 }
 
+// Note [energy policies]
+// min_energy and energy_delay search as exhaustive does (the same first pass and final round), so
+// they know which candidates are worth running at all; then the final contenders (the fastest few
+// within final_band of the best, and the heuristic's pick in that band) have their energy per
+// call measured (Note [energy per call] in energy.cpp: seconds each, so only they are), and
+// min_energy keeps the one that adds the least joules per call, energy_delay the least joules x
+// milliseconds. A slower candidate can win: one whose kernel keeps fewer units busy, or the
+// clocks lower, for a little longer. The measured rows carry their energy; the choice its own
+// and the counter's name. Where the backend reads no counter (no NVML, the cpu backend) the
+// choice is the fastest, as exhaustive's, and Choice::energy_meter says why; the op layer says so
+// once per process. A contender whose measurement fails keeps its time and says why in its
+// detail; if none could be measured, the fastest is kept the same way.
+void choose_by_energy(Choice& choice, const Request& request, const TuneOptions& options,
+                      const EnergySource& energy, const std::string& heuristic_pick) {
+  choice.energy_meter = energy.meter;
+  if (!energy.measure) return;
+  std::vector<ProfileRow*> contenders = final_contenders_of(choice.timings, heuristic_pick);
+  const bool delay =
+      options.policy(parse_op_kind(request.op), request.direction).kind == PolicyKind::energy_delay;
+  ProfileRow* best = nullptr;
+  double best_score = std::numeric_limits<double>::infinity();
+  std::vector<std::string> failures;
+  for (ProfileRow* row : contenders) {
+    try {
+      record_energy(*row, energy.measure(row->algo, row->median_ms));
+    } catch (const Error& error) {
+      failures.push_back(row->algo.id + ": " + error.message());
+      row->detail += (row->detail.empty() ? "" : "; ") + std::string("energy not measured: ") +
+                     error.message();
+      continue;
+    }
+    const double score = delay ? row->energy_j * row->median_ms : row->energy_j;
+    if (std::isfinite(score) && score < best_score) {
+      best_score = score;
+      best = row;
+    }
+  }
+  if (best == nullptr) {
+    choice.energy_meter += detail::cat(
+        " (no contender's energy could be measured: ", detail::join(failures, "; "), ")");
+    return;
+  }
+  std::rotate(choice.timings.begin(), choice.timings.begin() + (best - choice.timings.data()),
+              choice.timings.begin() + (best - choice.timings.data()) + 1);
+  choice.energy_j = choice.timings.front().energy_j;
+}
+
 Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
               const TuneOptions& options, const RunOnce& run, const ProbeOnce& probe,
-              FirstRun first_run, const RunLoop& loop, const std::function<void(Choice&)>& finish) {
+              FirstRun first_run, const RunLoop& loop, const std::function<void(Choice&)>& finish,
+              const EnergySource& energy) {
   const auto start = std::chrono::steady_clock::now();
   const AlgoPolicy& policy = options.policy(parse_op_kind(request.op), request.direction);
   Choice choice;
@@ -681,7 +737,9 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
       choice.algo = *it;
       break;
     }
-    case PolicyKind::exhaustive: {
+    case PolicyKind::exhaustive:
+    case PolicyKind::min_energy:
+    case PolicyKind::energy_delay: {
       // With a final round the first pass only has to find the contenders: half the timed runs
       // (rounded up) each; the final round gives them the full count (Note [final round]).
       check_run_counts(options);  // before the halving below
@@ -715,12 +773,11 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
                           /*apply_benchmark_limit=*/true, counted_probe, first_run,
                           request.spent_ms, request.probe_at_once, request.settling_budget_ms);
       const auto final_start = std::chrono::steady_clock::now();
-      if (options.final_round) {
-        // What the heuristic policy would run (Note [final round]).
-        const AlgoInfo* heuristic = find_admissible(candidates, options, heuristic_may_pick);
-        final_round(choice.timings, options, run, loop,
-                    heuristic != nullptr ? heuristic->id : std::string(), first_run);
-      }
+      // What the heuristic policy would run (Note [final round]).
+      const AlgoInfo* heuristic = find_admissible(candidates, options, heuristic_may_pick);
+      const std::string heuristic_id = heuristic != nullptr ? heuristic->id : std::string();
+      if (options.final_round)
+        final_round(choice.timings, options, run, loop, heuristic_id, first_run);
       cost.final_ms = elapsed_ms(final_start);
       choice.search.full_runs = cost.runs;
       choice.search.full_run_ms = cost.run_ms;
@@ -743,8 +800,22 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
                                    fastest->median_ms, " ms, noted host_heavy)");
       }
       if (pick != choice.timings.end()) std::rotate(choice.timings.begin(), pick, pick + 1);
-      if (choice.timings.empty() || choice.timings.front().status != CandidateStatus::ok ||
-          unsafe(choice.timings.front().algo)) {
+      const bool timed = !choice.timings.empty() &&
+                         choice.timings.front().status == CandidateStatus::ok &&
+                         !unsafe(choice.timings.front().algo);
+      if (timed && policy.kind != PolicyKind::exhaustive) {
+        // Note [energy policies]: the contenders follow the pick above, fastest first.
+        choose_by_energy(choice, request, options, energy, heuristic_id);
+        if (!std::isnan(choice.energy_j)) {
+          search_cost += detail::cat(
+              " (", policy.kind == PolicyKind::min_energy ? "least energy" : "least energy x time",
+              ": ", choice.energy_j * 1e3, " mJ per call, ", choice.energy_meter, ")");
+        } else {
+          search_cost +=
+              detail::cat(" (energy not measured: ", choice.energy_meter, "; the fastest kept)");
+        }
+      }
+      if (!timed) {
         std::vector<std::string> why;
         for (const ProfileRow& row : choice.timings) {
           why.push_back(row.algo.id + ": " + std::string(to_string(row.status)) +
@@ -767,7 +838,7 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
   }
   choice.tuning_ms = elapsed_ms(start);
   if (finish) finish(choice);
-  if (options.verbose && policy.kind == PolicyKind::exhaustive) {
+  if (options.verbose && timed_policy(policy.kind)) {
     const SearchTimes& s = choice.search;
     search_cost += detail::cat(
         " [list ", s.list_ms, " ms, build ", s.build_ms, " ms, time ", s.time_ms, " ms",
@@ -803,7 +874,7 @@ std::string make_key(std::string_view op, std::string_view desc_key, Direction d
       << " ws_limit=" << (limit ? std::to_string(*limit) : std::string("none"))
       << " deterministic=" << options.deterministic;
   // Exhaustive answers also depend on how they were measured.
-  if (policy.kind == PolicyKind::exhaustive) {
+  if (timed_policy(policy.kind)) {
     key << " bench_limit=" << options.benchmark_limit << " runs=" << options.timing_runs
         << " naive=" << options.time_naive;
     if (!options.final_round) key << " final=0";
@@ -815,6 +886,11 @@ std::string make_key(std::string_view op, std::string_view desc_key, Direction d
     if (options.host_tie != TuneOptions{}.host_tie) key << " host_tie=" << options.host_tie;
     // Note [search budget]; the same convention.
     if (options.search_budget_ms > 0) key << " search_budget_ms=" << options.search_budget_ms;
+    // Note [energy policies]: how the energy was read.
+    if (policy.kind != PolicyKind::exhaustive) {
+      key << " energy_window_ms=" << options.energy_window_ms
+          << " energy_repeats=" << options.energy_repeats;
+    }
   }
   key << " | " << fingerprint;
   return key.str();
@@ -829,7 +905,7 @@ std::string describe_decision(const Request& request, const Choice& choice, bool
     line << " (cache hit)";
   } else {
     if (!std::isnan(choice.time_ms)) line << " " << choice.time_ms << " ms";
-    if (choice.policy.kind == PolicyKind::exhaustive) {
+    if (timed_policy(choice.policy.kind)) {
       line << ", " << choice.candidates_timed << " of " << choice.timings.size()
            << " candidates timed";
     }

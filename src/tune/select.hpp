@@ -5,6 +5,8 @@
 
 #include <dnnx/algo.hpp>
 
+#include "tune/energy.hpp"
+
 #include <functional>
 #include <optional>
 #include <span>
@@ -46,6 +48,12 @@ using RunLoop = std::function<double(const AlgoInfo& algo, int runs)>;
 class Skipped : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+/// The energy of the candidates, for the energy policies (Note [energy policies] in select.cpp).
+struct EnergySource {
+  EnergyOnce measure;  ///< empty: the backend reads no energy counter
+  std::string meter;   ///< the counter's name, or why there is none
 };
 
 /// What a backend's timed runs measure (Backend::warm_timing()): `may_be_cold` - a candidate's
@@ -97,6 +105,9 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 ///   exhaustive - time_candidates() with the benchmark limit, then (options.final_round) the
 ///                fastest few timed again in interleaved rounds, with `loop` when given (Note
 ///                [final round]); fastest median wins.
+///   min_energy, energy_delay - as exhaustive, then the final contenders' energy per call
+///                measured with `energy`; the least energy (energy x time) wins, the fastest
+///                where `energy` cannot measure (Note [energy policies]).
 /// No automatic policy (heuristic, family, exhaustive) picks a candidate noted "overflow_risk"
 /// (Note [unsafe candidates]); exhaustive times it, and the timings list the choice first.
 /// Throws Error(Unsupported) when no candidate is admissible (e.g. a workspace limit nothing
@@ -106,7 +117,7 @@ std::optional<Exclusion> exclusion(const AlgoInfo& algo, const TuneOptions& opti
 Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
               const TuneOptions& options, const RunOnce& run, const ProbeOnce& probe = {},
               FirstRun first_run = FirstRun::may_be_cold, const RunLoop& loop = {},
-              const std::function<void(Choice&)>& finish = {});
+              const std::function<void(Choice&)>& finish = {}, const EnergySource& energy = {});
 
 /// Times candidates in list order. The first run of each is timed: if it exceeds abandon_factor x
 /// the best median so far the candidate is abandoned; otherwise it counts as the first warm-up,

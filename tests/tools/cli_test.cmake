@@ -561,3 +561,66 @@ if(EXISTS /dev/full)
                 ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
                      --direction fwd --backend reference --runs 1 --json /dev/full)
 endif()
+
+# Pictures: `profile --plot` and `tune --report`, checked against the JSON of the same command
+# (structure: the SVG's points, Pareto front, marks and list of what did not run; the report's
+# rows, bars and facts, nothing loaded from elsewhere), then the report in headless Chromium (its
+# script runs without an error and sorts as the address asks) and the SVG rendered there; 77:
+# no Chromium (scripts/setup.sh installs Debian's).
+foreach(_what structure browser)
+  add_test(NAME cli.pictures_${_what}
+           COMMAND ${DNNX_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/pictures_test.py
+                   $<TARGET_FILE:dnnx_cli> ${_dnnx_cli_dir}/pictures ${_what})
+  set_tests_properties(cli.pictures_${_what} PROPERTIES
+    LABELS cli SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT DNNX_CACHE=off)
+endforeach()
+dnnx_cli_usage_error(bad.plot_unwritable "--plot '/nonexistent/p.svg': cannot open for writing"
+                     profile conv ${_conv} --plot /nonexistent/p.svg)
+dnnx_cli_usage_error(bad.report_unwritable "--report '/nonexistent/r.html': cannot open for writing"
+                     tune --model ${_dnnx_cli_dir}/tiny_model.txt --report /nonexistent/r.html)
+if(EXISTS /dev/full)
+  dnnx_cli_test(write_error.plot CODE 1 STDERR "--plot '/dev/full': writing failed"
+                ARGS profile conv ${_conv} --direction fwd --backend reference --runs 1
+                     --plot /dev/full)
+  dnnx_cli_test(write_error.report CODE 1 STDERR "--report '/dev/full': writing failed"
+                ENV DNNX_CACHE=off
+                ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
+                     --direction fwd --backend reference --runs 1 --report /dev/full)
+endif()
+
+# Energy (docs/energy.md): the host backends read no energy counter, so min_energy keeps the
+# fastest and says why (stderr once, the JSON per step), and profile --energy says so and adds no
+# energy columns; the window and the repeats are checked like every flag.
+dnnx_cli_test(tune.min_energy_without_counter
+              STDOUT "\"energy_window_ms\": 250.*\"energy_meter\": \"the reference backend reads no energy counter\""
+              STDERR "dnnx: energy is not measured: the reference backend reads no energy counter"
+              ENV DNNX_CACHE=off
+              ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
+                   --direction fwd --backend reference --runs 1 --policy min_energy
+                   --energy-window-ms 250 --energy-repeats 2 --json -)
+dnnx_cli_test(profile.energy_without_counter
+              STDOUT "energy: the reference backend reads no energy counter"
+              ARGS profile conv ${_conv} --direction fwd --backend reference --runs 1 --energy)
+dnnx_cli_usage_error(bad.energy_window_ms
+                     "--energy-window-ms '10': expected milliseconds from 50 to 60000"
+                     profile act --input 2x3 --energy-window-ms 10)
+dnnx_cli_usage_error(bad.energy_repeats "--energy-repeats '0'"
+                     tune --model ${_dnnx_cli_dir}/tiny_model.txt --energy-repeats 0)
+dnnx_cli_usage_error(bad.policy_energy "unknown algorithm policy 'min_power'.*min_energy, energy_delay"
+                     tune --model ${_dnnx_cli_dir}/tiny_model.txt --policy min_power)
+# `dnnx plot` and `dnnx report` redraw saved JSON (the pictures tests above check what they draw);
+# a file that is not such a document is a usage error naming it.
+file(WRITE ${_dnnx_cli_dir}/not_json.txt "conv fwd profile\n")
+file(WRITE ${_dnnx_cli_dir}/not_profile.json "{\"model\": \"m\", \"results\": []}")
+dnnx_cli_usage_error(bad.plot_not_json "not_json.txt': not JSON; expected the JSON of `dnnx profile"
+                     plot ${_dnnx_cli_dir}/not_json.txt --out p.svg)
+dnnx_cli_usage_error(bad.plot_not_profile "not_profile.json': not a profile"
+                     plot ${_dnnx_cli_dir}/not_profile.json --out p.svg)
+dnnx_cli_usage_error(bad.plot_missing "missing.json': no such file"
+                     plot ${_dnnx_cli_dir}/missing.json --out p.svg)
+dnnx_cli_usage_error(bad.report_not_tune "not_json.txt': not JSON; expected the JSON of `dnnx tune"
+                     report ${_dnnx_cli_dir}/not_json.txt --out r.html)
+dnnx_cli_usage_error(bad.report_folder "cli': is not a regular file"
+                     report ${_dnnx_cli_dir} --out r.html)
+dnnx_cli_test(help.plot STDOUT "PROFILE.json.*--out" ARGS plot --help)
+dnnx_cli_test(help.report STDOUT "TUNE.json.*--out" ARGS report --help)

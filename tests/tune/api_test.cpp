@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -119,6 +120,35 @@ TEST_P(SelectionApi, OpsReuseTheChoiceConvSelectCached) {
   const auto used = dnnx::conv_fwd(context(), desc, t.src, t.weights, t.dst);
   EXPECT_EQ(used, selected);
   EXPECT_EQ(cache().size(), 1u);
+}
+
+// Note [energy policies]: the host backends read no energy counter, so min_energy and
+// energy_delay choose as exhaustive does, and say why; a profile asked for energy says the same
+// and leaves the energy columns empty. Their choices are cached under their own keys.
+TEST_P(SelectionApi, EnergyPoliciesWithoutACounterKeepTheFastestAndSayWhy) {
+  const ConvDesc desc = small_desc();
+  context().tune().fwd = AlgoPolicy::exhaustive();
+  const auto fastest = dnnx::conv_select(context(), desc, Direction::fwd);
+  for (const AlgoPolicy& policy : {AlgoPolicy::min_energy(), AlgoPolicy::energy_delay()}) {
+    context().tune().fwd = policy;
+    const auto choice = dnnx::conv_select(context(), desc, Direction::fwd);
+    ASSERT_NE(choice, nullptr);
+    EXPECT_EQ(choice->policy, policy);
+    EXPECT_NE(choice, fastest) << "an exhaustive entry answered " << policy.to_string();
+    EXPECT_GE(choice->candidates_timed, 1);
+    EXPECT_TRUE(std::isnan(choice->energy_j));
+    EXPECT_EQ(choice->energy_meter, "the " + std::string(dnnx::to_string(GetParam())) +
+                                        " backend reads no energy counter");
+    EXPECT_NE(choice->key.find("energy_window_ms=1000"), std::string::npos) << choice->key;
+    for (const dnnx::ProfileRow& row : choice->timings) EXPECT_TRUE(std::isnan(row.energy_j));
+  }
+  context().tune().profile_energy = true;
+  const dnnx::ProfileResult profile = dnnx::conv_profile(context(), desc, Direction::fwd);
+  EXPECT_EQ(profile.energy_meter,
+            "the " + std::string(dnnx::to_string(GetParam())) + " backend reads no energy counter");
+  EXPECT_NE(profile.table().find("energy: the "), std::string::npos) << profile.table();
+  EXPECT_EQ(profile.table().find("mJ/call"), std::string::npos) << profile.table();
+  for (const dnnx::ProfileRow& row : profile.rows) EXPECT_TRUE(std::isnan(row.energy_j));
 }
 
 TEST_P(SelectionApi, AHeuristicEntryNeverAnswersAnExhaustiveRequest) {

@@ -29,11 +29,14 @@ using dnnx::TypeConfig;
 // Every variable the library reads: the general ones and both spellings of every (op, direction)
 // policy of the op table.
 std::vector<std::string> all_variables() {
-  std::vector<std::string> names = {
-      "DNNX_BACKEND",        "DNNX_TYPE",          "DNNX_DEVICE",   "DNNX_WORKSPACE_LIMIT",
-      "DNNX_DETERMINISTIC",  "DNNX_FASTEST",       "DNNX_VERBOSE",  "DNNX_BENCHMARK_LIMIT",
-      "DNNX_VARIANT_FACTOR", "DNNX_FINAL_LOOP_MS", "DNNX_HOST_TIE", "DNNX_SEARCH_BUDGET_MS",
-      "DNNX_LATE_PLAN_SHARE"};
+  std::vector<std::string> names = {"DNNX_BACKEND",         "DNNX_TYPE",
+                                    "DNNX_DEVICE",          "DNNX_WORKSPACE_LIMIT",
+                                    "DNNX_DETERMINISTIC",   "DNNX_FASTEST",
+                                    "DNNX_VERBOSE",         "DNNX_BENCHMARK_LIMIT",
+                                    "DNNX_VARIANT_FACTOR",  "DNNX_FINAL_LOOP_MS",
+                                    "DNNX_HOST_TIE",        "DNNX_SEARCH_BUDGET_MS",
+                                    "DNNX_LATE_PLAN_SHARE", "DNNX_ENERGY_WINDOW_MS",
+                                    "DNNX_ENERGY_REPEATS"};
   for (const dnnx::OpInfo& op : dnnx::op_table()) {
     for (const dnnx::OpDirection& direction : op.directions) {
       for (const std::string& name : op.policy_env_names(direction.direction))
@@ -93,7 +96,9 @@ TEST(TuneEnv, EveryVariableSetsItsField) {
                                        {"DNNX_FINAL_LOOP_MS", "4"},
                                        {"DNNX_HOST_TIE", "0.05"},
                                        {"DNNX_SEARCH_BUDGET_MS", "1500.5"},
-                                       {"DNNX_LATE_PLAN_SHARE", "0.1"}});
+                                       {"DNNX_LATE_PLAN_SHARE", "0.1"},
+                                       {"DNNX_ENERGY_WINDOW_MS", "250"},
+                                       {"DNNX_ENERGY_REPEATS", "5"}});
   EXPECT_EQ(options.fwd, AlgoPolicy::exhaustive(Reuse::once));
   EXPECT_EQ(options.bwd_data, AlgoPolicy::fixed("reference:direct"));
   EXPECT_EQ(options.bwd_weights, AlgoPolicy::of_family("winograd"));
@@ -108,6 +113,22 @@ TEST(TuneEnv, EveryVariableSetsItsField) {
   EXPECT_EQ(options.host_tie, 0.05);
   EXPECT_EQ(options.search_budget_ms, 1500.5);
   EXPECT_EQ(options.late_plan_share, 0.1);
+  EXPECT_EQ(options.energy_window_ms, 250.0);
+  EXPECT_EQ(options.energy_repeats, 5);
+}
+
+// DNNX_ENERGY_WINDOW_MS: 50 to 60000 ms; DNNX_ENERGY_REPEATS: 1 to 100 (Note [energy per call]).
+TEST(TuneEnv, EnergyWindowAndRepeatsTakeTheirRanges) {
+  EXPECT_EQ(applied({}).energy_window_ms, 1000.0);
+  EXPECT_EQ(applied({}).energy_repeats, 3);
+  EXPECT_EQ(applied({{"DNNX_ENERGY_WINDOW_MS", "50"}}).energy_window_ms, 50.0);
+  EXPECT_EQ(applied({{"DNNX_ENERGY_WINDOW_MS", "60000"}}).energy_window_ms, 60000.0);
+  EXPECT_EQ(applied({{"DNNX_ENERGY_REPEATS", "1"}}).energy_repeats, 1);
+  EXPECT_EQ(applied({{"DNNX_ENERGY_REPEATS", "100"}}).energy_repeats, 100);
+  EXPECT_EQ(applied({{"DNNX_ALGO_CONV_FWD", "min_energy"}}).fwd, AlgoPolicy::min_energy());
+  EXPECT_EQ(applied({{"DNNX_ALGO_POOL_BWD", "energy_delay:once"}})
+                .policy(dnnx::OpKind::pool, dnnx::Direction::bwd_data),
+            AlgoPolicy::energy_delay(Reuse::once));
 }
 
 // DNNX_LATE_PLAN_SHARE: 0 settles every late plan at once; 1 (100%) is the largest.
@@ -309,9 +330,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadVariable{"DNNX_SEARCH_BUDGET_MS", "3600001"}, BadVariable{"DNNX_SEARCH_BUDGET_MS", "2s"},
         BadVariable{"DNNX_LATE_PLAN_SHARE", "-0.1"}, BadVariable{"DNNX_LATE_PLAN_SHARE", "1.5"},
         BadVariable{"DNNX_LATE_PLAN_SHARE", "nan"}, BadVariable{"DNNX_LATE_PLAN_SHARE", "4%"},
-        BadVariable{"DNNX_BACKEND", "tpu"}, BadVariable{"DNNX_TYPE", "double"},
-        BadVariable{"DNNX_DEVICE", "abc"}, BadVariable{"DNNX_DEVICE", "-1"},
-        BadVariable{"DNNX_POOL_BWD_ALGO", "quickest"}, BadVariable{"DNNX_XENT_FWD_ALGO", "fixed:"}),
+        BadVariable{"DNNX_ENERGY_WINDOW_MS", "49"}, BadVariable{"DNNX_ENERGY_WINDOW_MS", "60001"},
+        BadVariable{"DNNX_ENERGY_WINDOW_MS", "nan"}, BadVariable{"DNNX_ENERGY_WINDOW_MS", "1s"},
+        BadVariable{"DNNX_ENERGY_REPEATS", "0"}, BadVariable{"DNNX_ENERGY_REPEATS", "101"},
+        BadVariable{"DNNX_ENERGY_REPEATS", "three"}, BadVariable{"DNNX_BACKEND", "tpu"},
+        BadVariable{"DNNX_TYPE", "double"}, BadVariable{"DNNX_DEVICE", "abc"},
+        BadVariable{"DNNX_DEVICE", "-1"}, BadVariable{"DNNX_POOL_BWD_ALGO", "quickest"},
+        BadVariable{"DNNX_XENT_FWD_ALGO", "fixed:"}),
     [](const testing::TestParamInfo<BadVariable>& info) {
       return std::string(info.param.name).substr(5) + "_" + std::to_string(info.index);
     });

@@ -14,8 +14,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <string>
@@ -413,6 +415,51 @@ TEST_F(PersistTest, LatePlansRoundTripAndAMalformedListIsSkipped) {
   EXPECT_NE(parsed.dropped[0].find("('late'): field 'late_plans'"), std::string::npos)
       << parsed.dropped[0];
   EXPECT_EQ(parsed.records.count("none"), 1u);
+}
+
+// Note [energy policies] (src/tune/select.cpp): an energy choice keeps its energy and meter, and
+// each measured row its energy, spread, power and clock (negative energies too: a reading below
+// the idle baseline); rows and choices without a measurement are written without those fields.
+TEST_F(PersistTest, EnergyMeasurementsRoundTrip) {
+  auto energy = fake_choice("energy", "fake:a", 10);
+  energy->policy = AlgoPolicy::min_energy();
+  energy->energy_j = 2.5e-3;
+  energy->energy_meter = "nvml: a test GPU";
+  energy->timings.resize(2);
+  energy->timings[0].algo.id = "fake:a";
+  energy->timings[0].status = CandidateStatus::ok;
+  energy->timings[0].median_ms = 1.0;
+  energy->timings[0].min_ms = 0.9;
+  energy->timings[0].runs = 5;
+  energy->timings[0].energy_j = 2.5e-3;
+  energy->timings[0].energy_spread_j = 1e-5;
+  energy->timings[0].power_w = 310.5;
+  energy->timings[0].clock_mhz = 1980;
+  energy->timings[1] = energy->timings[0];
+  energy->timings[1].algo.id = "fake:b";
+  energy->timings[1].energy_j = -1e-6;
+  energy->timings[1].clock_mhz = std::numeric_limits<double>::quiet_NaN();
+  tune::FileRecords records;
+  records.emplace("energy", tune::FileRecord{energy, 10});
+  records.emplace("none", tune::FileRecord{fake_choice("none", "fake:a", 10), 10});
+  const std::string text = tune::serialize(records);
+  const tune::FileRecords back = tune::parse(text);
+  const Choice& read = *back.at("energy").choice;
+  EXPECT_EQ(read.policy, AlgoPolicy::min_energy());
+  EXPECT_DOUBLE_EQ(read.energy_j, 2.5e-3);
+  EXPECT_EQ(read.energy_meter, "nvml: a test GPU");
+  ASSERT_EQ(read.timings.size(), 2u);
+  EXPECT_DOUBLE_EQ(read.timings[0].energy_j, 2.5e-3);
+  EXPECT_DOUBLE_EQ(read.timings[0].energy_spread_j, 1e-5);
+  EXPECT_DOUBLE_EQ(read.timings[0].power_w, 310.5);
+  EXPECT_DOUBLE_EQ(read.timings[0].clock_mhz, 1980);
+  EXPECT_DOUBLE_EQ(read.timings[1].energy_j, -1e-6);
+  EXPECT_TRUE(std::isnan(read.timings[1].clock_mhz));
+  const Choice& plain = *back.at("none").choice;
+  EXPECT_TRUE(std::isnan(plain.energy_j));
+  EXPECT_TRUE(plain.energy_meter.empty());
+  // Written for the energy choice only: its meter once, its rows' energy twice.
+  EXPECT_EQ(text.find("energy_meter"), text.rfind("energy_meter")) << text;
 }
 
 // Writes `count` distinct entries through its own ChoiceCache, one insert (one file write) each.

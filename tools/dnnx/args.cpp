@@ -374,6 +374,17 @@ void add_selection_options(CLI::App& command, SelectionArgs& args) {
                   "this share of the search it records, leaving the rest for a later process (0 "
                   "= all at once; default: $DNNX_LATE_PLAN_SHARE, else 0.04)")
       ->type_name("X");
+  command
+      .add_option("--energy-window-ms", args.energy_window_ms,
+                  "min_energy, energy_delay and profile --energy: each loop of runs whose energy "
+                  "is read lasts at least this long (50 to 60000; default: "
+                  "$DNNX_ENERGY_WINDOW_MS, else 1000)")
+      ->type_name("MS");
+  command
+      .add_option("--energy-repeats", args.energy_repeats,
+                  "those loops per candidate, their median kept with their spread (1 to 100; "
+                  "default: $DNNX_ENERGY_REPEATS, else 3)")
+      ->type_name("N");
 }
 
 Selection parse_selection(const SelectionArgs& args) {
@@ -419,6 +430,20 @@ Selection parse_selection(const SelectionArgs& args) {
         parse_from_zero("--late-plan-share", args.late_plan_share, TuneOptions::max_late_plan_share,
                         "a fraction from 0 (every late plan at once) to 1 (0.04: 4%)");
   }
+  if (!args.energy_window_ms.empty()) {
+    const double window =
+        parse_from_zero("--energy-window-ms", args.energy_window_ms,
+                        TuneOptions::max_energy_window_ms, "milliseconds from 50 to 60000");
+    if (window < TuneOptions::min_energy_window_ms) {
+      throw UsageError("--energy-window-ms '" + args.energy_window_ms +
+                       "': expected milliseconds from 50 to 60000");
+    }
+    selection.energy_window_ms = window;
+  }
+  if (!args.energy_repeats.empty()) {
+    selection.energy_repeats = static_cast<int>(
+        parse_int("--energy-repeats", args.energy_repeats, 1, TuneOptions::max_energy_repeats));
+  }
   return selection;
 }
 
@@ -436,6 +461,8 @@ void Selection::apply(TuneOptions& options) const {
   if (host_tie) options.host_tie = *host_tie;
   if (search_budget_ms) options.search_budget_ms = *search_budget_ms;
   if (late_plan_share) options.late_plan_share = *late_plan_share;
+  if (energy_window_ms) options.energy_window_ms = *energy_window_ms;
+  if (energy_repeats) options.energy_repeats = *energy_repeats;
 }
 
 }  // namespace dnnx::cli

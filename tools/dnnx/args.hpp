@@ -125,6 +125,8 @@ struct SelectionArgs {
   std::string host_tie;
   std::string search_budget_ms;
   std::string late_plan_share;
+  std::string energy_window_ms;
+  std::string energy_repeats;
 };
 void add_selection_options(CLI::App& command, SelectionArgs& args);
 /// The parsed form of SelectionArgs: only what was given on the command line.
@@ -142,6 +144,8 @@ struct Selection {
   std::optional<double> host_tie;
   std::optional<double> search_budget_ms;
   std::optional<double> late_plan_share;
+  std::optional<double> energy_window_ms;
+  std::optional<int> energy_repeats;
   /// Applies the flags on top of `options` (which already hold the env values).
   void apply(TuneOptions& options) const;
 };

@@ -28,8 +28,10 @@ std::string status_counts(const ProfileResult& result) {
 }  // namespace
 
 int print_profiles(const std::vector<Direction>& directions, bool json,
-                   const std::function<ProfileResult(Direction)>& profile) {
+                   const std::function<ProfileResult(Direction)>& profile, OutputFile* plot,
+                   const std::function<std::string(Direction)>& heuristic) {
   nlohmann::json document = nlohmann::json::array();
+  std::vector<nlohmann::json> plotted;
   bool first = true;
   // A profile in which no candidate ran measured nothing: the command fails (after printing the
   // tables, whose rows say why each candidate did not run).
@@ -43,15 +45,29 @@ int print_profiles(const std::vector<Direction>& directions, bool json,
       empty.push_back(result.op + " " + std::string(to_string(direction)) + " (" +
                       status_counts(result) + ")");
     }
-    if (json) {
-      document.push_back(nlohmann::json::parse(result.json()));
-      continue;
+    // The JSON (printed, and what the plot is drawn from) names the heuristic's pick too.
+    const bool drawn = plot != nullptr && plot->wanted();
+    if (json || drawn) {
+      nlohmann::json profiled = nlohmann::json::parse(result.json());
+      profiled["heuristic"] = {{"id", nullptr}, {"error", nullptr}};
+      try {
+        if (heuristic) profiled["heuristic"]["id"] = heuristic(direction);
+      } catch (const Error& error) {
+        profiled["heuristic"]["error"] = error.message();
+      }
+      if (drawn) plotted.push_back(profiled);
+      if (json) {
+        document.push_back(std::move(profiled));
+        continue;
+      }
     }
     if (!first) std::cout << '\n';
     first = false;
     std::cout << result.table() << std::flush;
   }
   if (json) std::cout << document.dump(2) << '\n';
+  if (plot != nullptr && plot->wanted() && !plot->write(profile_svg(plotted)))
+    return failure_exit_code;
   if (!empty.empty()) {
     std::cerr << "dnnx: profile: no candidate ran for " << join(empty, "; ")
               << "; nothing was timed (see each candidate's status and reason)\n";

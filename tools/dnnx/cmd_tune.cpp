@@ -42,6 +42,7 @@ struct TuneArgs {
   std::string policy;
   std::string benchmark_limit;
   std::string json_file;
+  std::string report_file;
   std::string layers;
   std::string direction = "all";
 };
@@ -59,6 +60,7 @@ struct TunePlan {
   std::optional<AlgoPolicy> policy;
   std::optional<int> benchmark_limit;
   std::string json_file;
+  std::string report_file;
 };
 
 struct Timed {
@@ -79,6 +81,9 @@ struct StepResult {
   Timed heuristic_time;
   int candidates_timed = 0;
   std::vector<std::string> late_plans;  // Note [late plans] in src/ops/dispatch.cpp
+  std::string environment;   // Choice::environment: the machine and libraries it was measured on
+  double energy_j = nan;     // the energy policies: the chosen candidate's joules per call
+  std::string energy_meter;  // the energy policies: the counter read, or why none was
   double tuning_ms = 0;    // the selection's own cost when it was made (maybe in another process)
   double step_ms = 0;      // what this step cost in this process
   bool cache_hit = false;  // the choice came from the choice cache (memory or file)
@@ -112,6 +117,7 @@ TunePlan parse_plan(const TuneArgs& args) {
         parse_int("--benchmark-limit", args.benchmark_limit, 0, max_benchmark_limit));
   }
   plan.json_file = args.json_file;
+  plan.report_file = args.report_file;
 
   if (args.layers.empty()) {
     for (const ModelLayer& layer : plan.model.layers) plan.layers.push_back(&layer);
@@ -261,6 +267,9 @@ StepResult tune_step(Context& context, const ModelLayer& layer, const TunePlan& 
     result.chosen = choice->algo;
     result.candidates_timed = choice->candidates_timed;
     result.late_plans = choice->late_plans;
+    result.environment = choice->environment;
+    result.energy_j = choice->energy_j;
+    result.energy_meter = choice->energy_meter;
     result.tuning_ms = choice->tuning_ms;
     if (!std::isnan(choice->time_ms))
       result.chosen_time = {choice->time_ms, "selection"};
@@ -384,9 +393,25 @@ void print_report(std::ostream& out, const std::vector<StepResult>& results,
     }
     rows.push_back(std::move(row));
   }
-  out << format_table({"layer", "direction", "count", "chosen", "ms", "workspace", "heuristic",
-                       "ms", "speedup", "cache"},
-                      rows, {2, 4, 5, 7, 8});
+  // The energy policies' column (Note [energy policies]), where some choice measured it.
+  const bool energy = std::any_of(results.begin(), results.end(), [](const StepResult& result) {
+    return result.ok() && !std::isnan(result.energy_j);
+  });
+  std::vector<std::string> columns{"layer",     "direction", "count", "chosen",  "ms",
+                                   "workspace", "heuristic", "ms",    "speedup", "cache"};
+  std::vector<std::size_t> right{2, 4, 5, 7, 8};
+  if (energy) {
+    columns.insert(columns.begin() + 5, "mJ/call");
+    right = {2, 4, 5, 6, 8, 9};
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const StepResult& result = results[i];
+      char text[32] = "-";
+      if (result.ok() && !std::isnan(result.energy_j))
+        std::snprintf(text, sizeof text, "%.4f", result.energy_j * 1e3);
+      rows[i].insert(rows[i].begin() + 5, text);
+    }
+  }
+  out << format_table(columns, rows, right);
 
   std::vector<std::vector<std::string>> total_rows;
   for (const auto& [name, total] : totals_of(results, directions)) {
@@ -411,6 +436,14 @@ void print_report(std::ostream& out, const std::vector<StepResult>& results,
       << format_seconds(selection_ms / 1e3) << ", " << timed << " candidates timed)\n";
   out << "cache hits: " << hits << " of " << results.size()
       << " layer-directions (choices made earlier, in this or another process)\n";
+  // The energy policies: what was read, or why nothing was (then the fastest was kept).
+  std::vector<std::string> meters;
+  for (const StepResult& result : results) {
+    if (result.ok() && !result.energy_meter.empty() &&
+        std::find(meters.begin(), meters.end(), result.energy_meter) == meters.end())
+      meters.push_back(result.energy_meter);
+  }
+  for (const std::string& meter : meters) out << "energy: " << meter << '\n';
 
   bool header = false;
   for (const StepResult& result : results) {
@@ -451,6 +484,11 @@ nlohmann::json report_json(const TunePlan& plan, const Context& context,
       step["speedup"] = result.speedup();
       step["candidates_timed"] = result.candidates_timed;
       step["late_plans"] = result.late_plans;
+      if (!result.energy_meter.empty()) {
+        step["chosen"]["energy_j"] =
+            std::isnan(result.energy_j) ? nlohmann::json() : nlohmann::json(result.energy_j);
+        step["energy_meter"] = result.energy_meter;
+      }
       step["tuning_ms"] = result.tuning_ms;
       step["step_ms"] = result.step_ms;
       step["cache_hit"] = result.cache_hit;
@@ -464,6 +502,18 @@ nlohmann::json report_json(const TunePlan& plan, const Context& context,
                     {"heuristic_ms", total.heuristic_ms},
                     {"speedup", total.heuristic_ms / total.chosen_ms}};
   }
+  // The machine and libraries of the first choice measured in this process, else of the first
+  // one read from the cache.
+  nlohmann::json environment;
+  for (const bool from_here : {true, false}) {
+    for (const StepResult& result : results) {
+      if (!environment.is_null() || !result.ok() || result.cache_hit == from_here ||
+          result.environment.empty())
+        continue;
+      environment = nlohmann::json::parse(result.environment, nullptr, /*allow_exceptions=*/false);
+      if (environment.is_discarded()) environment = nullptr;
+    }
+  }
   const auto limit = options.effective_workspace_limit();
   return {{"model", plan.model.name},
           {"batch", plan.batch},
@@ -471,6 +521,7 @@ nlohmann::json report_json(const TunePlan& plan, const Context& context,
           {"layout", to_string(plan.layout)},
           {"backend", to_string(context.backend())},
           {"context", context.describe()},
+          {"environment", environment},
           {"dnnx_version", version()},
           {"options",
            {{"fwd", options.fwd.to_string()},
@@ -485,6 +536,8 @@ nlohmann::json report_json(const TunePlan& plan, const Context& context,
             {"host_tie", options.host_tie},
             {"search_budget_ms", options.search_budget_ms},
             {"late_plan_share", options.late_plan_share},
+            {"energy_window_ms", options.energy_window_ms},
+            {"energy_repeats", options.energy_repeats},
             {"benchmark_limit", options.benchmark_limit},
             {"timing_runs", options.timing_runs},
             {"warmup_runs", options.warmup_runs},
@@ -509,6 +562,8 @@ int run_tune(const TuneArgs& args) {
     json_out.open(plan.json_file);
     if (!json_out) throw UsageError("--json '" + plan.json_file + "': cannot open for writing");
   }
+  OutputFile report =
+      plan.report_file.empty() ? OutputFile() : OutputFile("--report", plan.report_file);
   std::ostream& text = json_to_stdout ? std::cerr : std::cout;
 
   Context context = make_context(plan.backend, plan.dtype);
@@ -546,8 +601,10 @@ int run_tune(const TuneArgs& args) {
 
   text << '\n';
   print_report(text, results, plan.directions, wall_s);
+  const nlohmann::json document_json = report_json(plan, context, results, wall_s);
+  if (report.wanted() && !report.write(tune_report_html(document_json))) return failure_exit_code;
   if (!plan.json_file.empty()) {
-    const std::string document = report_json(plan, context, results, wall_s).dump(2) + "\n";
+    const std::string document = document_json.dump(2) + "\n";
     if (json_to_stdout) {
       std::cout << document;
     } else {
@@ -613,6 +670,11 @@ void add_tune_command(CLI::App& app, Action& action) {
   tune->add_option("--json", args->json_file,
                    "also write the results as JSON to FILE ('-': JSON on stdout, text on stderr)")
       ->type_name("FILE");
+  tune->add_option("--report", args->report_file,
+                   "also write the results as one self-contained HTML page to FILE: per layer "
+                   "and direction the chosen candidate against the heuristic's as bars, "
+                   "workspace, search, totals, machine and libraries; sortable")
+      ->type_name("FILE.html");
   tune->callback([&action, args] { action = [args] { return run_tune(*args); }; });
 }
 

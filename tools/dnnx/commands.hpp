@@ -3,6 +3,7 @@
 // what main runs once the whole command line has parsed.
 
 #include "args.hpp"
+#include "pictures.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -19,6 +20,8 @@ void add_tune_command(CLI::App& app, Action& action);
 void add_version_command(CLI::App& app, Action& action);
 void add_cache_command(CLI::App& app, Action& action);
 void add_train_command(CLI::App& app, Action& action);
+/// `dnnx plot` and `dnnx report`: the pictures drawn again from saved JSON (cmd_pictures.cpp).
+void add_pictures_commands(CLI::App& app, Action& action);
 
 /// Prints `op`'s candidates for each direction as `dnnx algos` does: a table per direction, or
 /// with `json` one JSON array (an entry per direction). Returns the exit status.
@@ -26,9 +29,14 @@ int print_algos(std::string_view op, std::string_view desc_text, Context& contex
                 const std::vector<Direction>& directions, bool json,
                 const std::function<std::vector<AlgoInfo>(Direction)>& list,
                 const std::function<std::string(Direction)>& repro);
-/// Prints one profile per direction as `dnnx profile` does (tables, or one JSON array).
+/// Prints one profile per direction as `dnnx profile` does (tables, or one JSON array). With a
+/// `plot` file (pictures.hpp) it also draws them there as SVG, each with the pick of
+/// `heuristic` (the heuristic policy's candidate id for a direction; it throws dnnx::Error when
+/// there is none).
 int print_profiles(const std::vector<Direction>& directions, bool json,
-                   const std::function<ProfileResult(Direction)>& profile);
+                   const std::function<ProfileResult(Direction)>& profile,
+                   OutputFile* plot = nullptr,
+                   const std::function<std::string(Direction)>& heuristic = {});
 
 /// Every op's subcommands of `dnnx algos` and `dnnx profile` (tools/dnnx/op_<op>.cpp), one per
 /// line of the op table: each adds `<op>` under both, with its own flags plus --backend/--device,

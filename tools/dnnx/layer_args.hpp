@@ -60,12 +60,13 @@ inline void add_data_options(CLI::App& command, std::string& dtype, std::string&
 }
 
 /// LayerCommand::parse for an op whose flags `parse` turns into a desc (with a `dtype` field)
-/// that `list` and `profile` (e.g. pool_list, pool_profile) take.
-template <typename OpArgs, typename Parse, typename List, typename Profile>
-std::function<ParsedLayer(const OpArgs&)> layer_parser(Parse parse, List list, Profile profile) {
-  return [parse, list, profile](const OpArgs& args) {
+/// that `list`, `profile` and `select` (e.g. pool_list, pool_profile, pool_select) take.
+template <typename OpArgs, typename Parse, typename List, typename Profile, typename Select>
+std::function<ParsedLayer(const OpArgs&)> layer_parser(Parse parse, List list, Profile profile,
+                                                       Select select) {
+  return [parse, list, profile, select](const OpArgs& args) {
     const auto desc = parse(args);
-    return parsed_layer(desc, desc.dtype, list, profile);
+    return parsed_layer(desc, desc.dtype, list, profile, select);
   };
 }
 

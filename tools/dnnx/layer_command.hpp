@@ -22,6 +22,9 @@ struct ParsedLayer {
   DType dtype = DType::f32;
   std::function<std::vector<AlgoInfo>(Context&, Direction)> list;
   std::function<ProfileResult(Context&, Direction)> profile;
+  /// The candidate the op's selection picks for `direction` under the context's policies (the
+  /// op's `select` call, e.g. conv_select).
+  std::function<std::string(Context&, Direction)> select;
   std::function<std::string(Direction)> repro;
   /// Whether `--direction all` takes a direction of the op for this desc (unset: every one), e.g.
   /// a matmul's fwd_training only with an activation.
@@ -37,10 +40,11 @@ inline std::vector<Direction> directions_of(OpKind op, const ParsedLayer& parsed
   return directions;
 }
 
-/// The parsed form of any desc with operator<< and repro(), whose tensors are of `dtype`, listed
-/// and profiled by the op's `list` and `profile` calls (e.g. conv_list, conv_profile).
-template <typename Desc, typename List, typename Profile>
-ParsedLayer parsed_layer(Desc desc, DType dtype, List list, Profile profile) {
+/// The parsed form of any desc with operator<< and repro(), whose tensors are of `dtype`, listed,
+/// profiled and selected by the op's `list`, `profile` and `select` calls (e.g. conv_list,
+/// conv_profile, conv_select).
+template <typename Desc, typename List, typename Profile, typename Select>
+ParsedLayer parsed_layer(Desc desc, DType dtype, List list, Profile profile, Select select) {
   std::ostringstream text;
   text << desc;
   ParsedLayer parsed;
@@ -51,6 +55,9 @@ ParsedLayer parsed_layer(Desc desc, DType dtype, List list, Profile profile) {
   };
   parsed.profile = [desc, profile](Context& context, Direction direction) {
     return profile(context, desc, direction);
+  };
+  parsed.select = [desc, select](Context& context, Direction direction) {
+    return select(context, desc, direction)->algo.id;
   };
   parsed.repro = [desc](Direction direction) { return desc.repro(direction); };
   return parsed;
@@ -78,6 +85,8 @@ void add_layer_commands(CLI::App& algos, CLI::App& profile, Action& action,
     SelectionArgs selection;
     std::string direction = "all";
     bool json = false;
+    std::string plot;
+    bool energy = false;
   };
   auto shared = std::make_shared<LayerCommand<OpArgs>>(std::move(command));
   auto add_common = [&shared](CLI::App& sub, Args& args, const char* json_help) {
@@ -118,6 +127,14 @@ void add_layer_commands(CLI::App& algos, CLI::App& profile, Action& action,
   auto time_args = std::make_shared<Args>();
   add_common(*time, *time_args, "print a JSON array, one profile per direction");
   add_selection_options(*time, time_args->selection);
+  time->add_option("--plot", time_args->plot,
+                   "also draw the profiles as SVG in FILE: time against workspace per candidate, "
+                   "the Pareto front, the chosen and the heuristic pick, the reasons of those "
+                   "that did not run")
+      ->type_name("FILE.svg");
+  time->add_flag("--energy", time_args->energy,
+                 "also measure every timed candidate's energy per call on the device's counter "
+                 "(NVML on a GPU): loops of --energy-window-ms, --energy-repeats times each");
   time->callback([&action, shared, time_args] {
     action = [shared, time_args] {
       const Args& args = *time_args;
@@ -125,11 +142,20 @@ void add_layer_commands(CLI::App& algos, CLI::App& profile, Action& action,
       const std::vector<Direction> directions = directions_of(shared->op, parsed, args.direction);
       const BackendChoice backend = parse_backend_args(args.backend);
       const Selection selection = parse_selection(args.selection);
+      // Opened before anything is timed, so that a path that cannot be written fails at once.
+      OutputFile plot = args.plot.empty() ? OutputFile() : OutputFile("--plot", args.plot);
       Context context = make_context(backend, parsed.dtype);
       selection.apply(context.tune());
-      return print_profiles(directions, args.json, [&](Direction direction) {
-        return parsed.profile(context, direction);
-      });
+      context.tune().profile_energy = args.energy;
+      const OpKind op = shared->op;
+      return print_profiles(
+          directions, args.json,
+          [&](Direction direction) { return parsed.profile(context, direction); }, &plot,
+          [&](Direction direction) {
+            Context heuristic = context;
+            heuristic.tune().policy(op, direction) = AlgoPolicy::heuristic();
+            return parsed.select(heuristic, direction);
+          });
     };
   });
 }

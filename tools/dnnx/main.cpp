@@ -98,6 +98,7 @@ int run(int argc, char** argv) {
   add_version_command(app, action);
   add_cache_command(app, action);
   add_train_command(app, action);
+  add_pictures_commands(app, action);
   reject_flags_as_values(app);
 
   try {

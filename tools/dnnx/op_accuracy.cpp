@@ -73,7 +73,8 @@ void add_accuracy_commands(CLI::App& algos, CLI::App& profile, Action& action) {
        .algos_help = "candidates of a top-k accuracy count: id, support status or reason",
        .profile_help = "time every candidate of a top-k accuracy count, by median time",
        .add_options = add_accuracy_options,
-       .parse = layer_parser<AccuracyArgs>(parse_accuracy, accuracy_list, accuracy_profile)});
+       .parse = layer_parser<AccuracyArgs>(parse_accuracy, accuracy_list, accuracy_profile,
+                                           accuracy_select)});
 }
 
 }  // namespace dnnx::cli

@@ -80,8 +80,8 @@ void add_activation_commands(CLI::App& algos, CLI::App& profile, Action& action)
        .profile_help =
            "time every candidate of an activation, per direction, sorted by median time",
        .add_options = add_activation_options,
-       .parse =
-           layer_parser<ActivationArgs>(parse_activation, activation_list, activation_profile)});
+       .parse = layer_parser<ActivationArgs>(parse_activation, activation_list, activation_profile,
+                                             activation_select)});
 }
 
 }  // namespace dnnx::cli

@@ -56,7 +56,7 @@ void add_add_commands(CLI::App& algos, CLI::App& profile, Action& action) {
        .profile_help =
            "time every candidate of a broadcasting tensor add, per direction, by median time",
        .add_options = add_add_options,
-       .parse = layer_parser<AddArgs>(parse_add, add_list, add_profile)});
+       .parse = layer_parser<AddArgs>(parse_add, add_list, add_profile, add_select)});
 }
 
 }  // namespace dnnx::cli

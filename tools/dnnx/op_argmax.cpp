@@ -50,7 +50,8 @@ void add_argmax_commands(CLI::App& algos, CLI::App& profile, Action& action) {
        .algos_help = "candidates of an argmax over one axis: id, support status or reason",
        .profile_help = "time every candidate of an argmax, by median time",
        .add_options = add_argmax_options,
-       .parse = layer_parser<ArgmaxArgs>(parse_argmax, argmax_list, argmax_profile)});
+       .parse =
+           layer_parser<ArgmaxArgs>(parse_argmax, argmax_list, argmax_profile, argmax_select)});
 }
 
 }  // namespace dnnx::cli

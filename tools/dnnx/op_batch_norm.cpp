@@ -74,8 +74,8 @@ void add_batch_norm_commands(CLI::App& algos, CLI::App& profile, Action& action)
        .profile_help =
            "time every candidate of a batch normalization, per direction, by median time",
        .add_options = add_batch_norm_options,
-       .parse =
-           layer_parser<BatchNormArgs>(parse_batch_norm, batch_norm_list, batch_norm_profile)});
+       .parse = layer_parser<BatchNormArgs>(parse_batch_norm, batch_norm_list, batch_norm_profile,
+                                            batch_norm_select)});
 }
 
 }  // namespace dnnx::cli

@@ -20,7 +20,7 @@ void add_conv_commands(CLI::App& algos, CLI::App& profile, Action& action) {
        .parse =
            [](const ConvArgs& args) {
              const ConvDesc desc = parse_conv(args);
-             return parsed_layer(desc, desc.dtype, conv_list, conv_profile);
+             return parsed_layer(desc, desc.dtype, conv_list, conv_profile, conv_select);
            }});
 }
 

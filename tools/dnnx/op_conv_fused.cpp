@@ -69,7 +69,8 @@ void add_conv_fused_commands(CLI::App& algos, CLI::App& profile, Action& action)
        .parse =
            [](const ConvFusedArgs& args) {
              const ConvFusedDesc desc = parse_conv_fused(args);
-             return parsed_layer(desc, desc.conv.dtype, conv_fused_list, conv_fused_profile);
+             return parsed_layer(desc, desc.conv.dtype, conv_fused_list, conv_fused_profile,
+                                 conv_fused_select);
            }});
 }
 

@@ -85,7 +85,8 @@ void add_cross_entropy_commands(CLI::App& algos, CLI::App& profile, Action& acti
   command.add_options = add_xent_options;
   command.parse = [](const XentArgs& args) {
     const CrossEntropyDesc desc = parse_xent(args);
-    return parsed_layer(desc, desc.dtype, cross_entropy_list, cross_entropy_profile);
+    return parsed_layer(desc, desc.dtype, cross_entropy_list, cross_entropy_profile,
+                        cross_entropy_select);
   };
   add_layer_commands(algos, profile, action, std::move(command));
 }

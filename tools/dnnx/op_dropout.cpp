@@ -52,7 +52,8 @@ void add_dropout_commands(CLI::App& algos, CLI::App& profile, Action& action) {
                      "support status or reason, saved-state format",
        .profile_help = "time every candidate of a dropout, per direction, by median time",
        .add_options = add_dropout_options,
-       .parse = layer_parser<DropoutArgs>(parse_dropout, dropout_list, dropout_profile)});
+       .parse = layer_parser<DropoutArgs>(parse_dropout, dropout_list, dropout_profile,
+                                          dropout_select)});
 }
 
 }  // namespace dnnx::cli

@@ -48,7 +48,7 @@ void add_fill_commands(CLI::App& algos, CLI::App& profile, Action& action) {
                      "support status or reason",
        .profile_help = "time every candidate of a seeded fill, by median time",
        .add_options = add_fill_options,
-       .parse = layer_parser<FillArgs>(parse_fill, fill_list, fill_profile)});
+       .parse = layer_parser<FillArgs>(parse_fill, fill_list, fill_profile, fill_select)});
 }
 
 }  // namespace dnnx::cli

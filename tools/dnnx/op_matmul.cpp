@@ -91,7 +91,8 @@ void add_matmul_commands(CLI::App& algos, CLI::App& profile, Action& action) {
        .add_options = add_matmul_options,
        .parse = [](const MatmulArgs& args) {
          const MatmulDesc desc = parse_matmul(args);
-         ParsedLayer parsed = parsed_layer(desc, desc.dtype, matmul_list, matmul_profile);
+         ParsedLayer parsed =
+             parsed_layer(desc, desc.dtype, matmul_list, matmul_profile, matmul_select);
          // fwd_training keeps an activation's state: there is none to keep without one.
          parsed.has_direction = [desc](Direction direction) {
            return direction != Direction::fwd_training || desc.activation != MatmulActivation::none;

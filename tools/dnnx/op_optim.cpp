@@ -151,7 +151,7 @@ void add_sgd_commands(CLI::App& algos, CLI::App& profile, Action& action) {
                      "workspace, determinism",
        .profile_help = "time every candidate of a multi-tensor SGD step",
        .add_options = add_sgd_options,
-       .parse = layer_parser<SgdArgs>(parse_sgd, sgd_list, sgd_profile)});
+       .parse = layer_parser<SgdArgs>(parse_sgd, sgd_list, sgd_profile, sgd_select)});
 }
 
 void add_adam_commands(CLI::App& algos, CLI::App& profile, Action& action) {
@@ -162,7 +162,7 @@ void add_adam_commands(CLI::App& algos, CLI::App& profile, Action& action) {
                      "reason, workspace, determinism",
        .profile_help = "time every candidate of a multi-tensor Adam / AdamW step",
        .add_options = add_adam_options,
-       .parse = layer_parser<AdamArgs>(parse_adam, adam_list, adam_profile)});
+       .parse = layer_parser<AdamArgs>(parse_adam, adam_list, adam_profile, adam_select)});
 }
 
 void add_unscale_commands(CLI::App& algos, CLI::App& profile, Action& action) {
@@ -172,7 +172,8 @@ void add_unscale_commands(CLI::App& algos, CLI::App& profile, Action& action) {
        .algos_help = "candidates of the loss scaler's non-finite check and unscale",
        .profile_help = "time every candidate of the loss scaler's non-finite check and unscale",
        .add_options = add_unscale_options,
-       .parse = layer_parser<UnscaleArgs>(parse_unscale, unscale_list, unscale_profile)});
+       .parse = layer_parser<UnscaleArgs>(parse_unscale, unscale_list, unscale_profile,
+                                          unscale_select)});
 }
 
 void add_update_scale_commands(CLI::App& algos, CLI::App& profile, Action& action) {
@@ -185,7 +186,7 @@ void add_update_scale_commands(CLI::App& algos, CLI::App& profile, Action& actio
        .parse =
            [](const UpdateScaleArgs&) {
              return parsed_layer(UpdateScaleDesc{}, DType::f32, update_scale_list,
-                                 update_scale_profile);
+                                 update_scale_profile, update_scale_select);
            }});
 }
 

@@ -123,7 +123,7 @@ void add_pool_commands(CLI::App& algos, CLI::App& profile, Action& action) {
            "candidates of a pooling: id, support status or reason, workspace, determinism",
        .profile_help = "time every candidate of a pooling, per direction, sorted by median time",
        .add_options = add_pool_options,
-       .parse = layer_parser<PoolArgs>(parse_pool, pool_list, pool_profile)});
+       .parse = layer_parser<PoolArgs>(parse_pool, pool_list, pool_profile, pool_select)});
 }
 
 }  // namespace dnnx::cli

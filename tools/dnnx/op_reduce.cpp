@@ -70,7 +70,8 @@ void add_reduce_commands(CLI::App& algos, CLI::App& profile, Action& action) {
                      "id, support status or reason, workspace",
        .profile_help = "time every candidate of a reduction, per direction, by median time",
        .add_options = add_reduce_options,
-       .parse = layer_parser<ReduceArgs>(parse_reduce, reduce_list, reduce_profile)});
+       .parse =
+           layer_parser<ReduceArgs>(parse_reduce, reduce_list, reduce_profile, reduce_select)});
 }
 
 }  // namespace dnnx::cli

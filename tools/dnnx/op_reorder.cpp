@@ -69,7 +69,7 @@ void add_reorder_commands(CLI::App& algos, CLI::App& profile, Action& action) {
        .parse = [](const ReorderArgs& args) {
          const ReorderDesc desc = parse_reorder(args);
          // The dtype the tool reports the case under: the one converted from.
-         return parsed_layer(desc, desc.src_dtype, reorder_list, reorder_profile);
+         return parsed_layer(desc, desc.src_dtype, reorder_list, reorder_profile, reorder_select);
        }});
 }
 

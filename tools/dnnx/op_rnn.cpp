@@ -86,7 +86,7 @@ void add_rnn_commands(CLI::App& algos, CLI::App& profile, Action& action) {
                      "workspace, saved-state format",
        .profile_help = "time every candidate of a recurrent layer, per direction, by median time",
        .add_options = add_rnn_options,
-       .parse = layer_parser<RnnArgs>(parse_rnn, rnn_list, rnn_profile)});
+       .parse = layer_parser<RnnArgs>(parse_rnn, rnn_list, rnn_profile, rnn_select)});
 }
 
 }  // namespace dnnx::cli

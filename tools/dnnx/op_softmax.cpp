@@ -67,7 +67,7 @@ void add_softmax_commands(CLI::App& algos, CLI::App& profile, Action& action) {
   command.add_options = add_softmax_options;
   command.parse = [](const SoftmaxArgs& args) {
     const SoftmaxDesc desc = parse_softmax(args);
-    return parsed_layer(desc, desc.dtype, softmax_list, softmax_profile);
+    return parsed_layer(desc, desc.dtype, softmax_list, softmax_profile, softmax_select);
   };
   add_layer_commands(algos, profile, action, std::move(command));
 }

@@ -315,7 +315,9 @@ struct TuneOptionsMembers {
   int benchmark_limit, warmup_runs, timing_runs;
   double abandon_factor, variant_factor;
   bool time_naive, final_round;
-  double final_loop_ms, host_tie, search_budget_ms, late_plan_share;
+  double final_loop_ms, host_tie, search_budget_ms, late_plan_share, energy_window_ms;
+  int energy_repeats;
+  bool profile_energy;
 };
 static_assert(sizeof(TuneOptionsMembers) == sizeof(TuneOptions),
               "TuneOptions changed: compare its new member in same_for");
@@ -329,7 +331,9 @@ bool same_for(OpKind op, const TuneOptions& a, const TuneOptions& b) {
       a.abandon_factor != b.abandon_factor || a.variant_factor != b.variant_factor ||
       a.time_naive != b.time_naive || a.final_round != b.final_round ||
       a.final_loop_ms != b.final_loop_ms || a.host_tie != b.host_tie ||
-      a.search_budget_ms != b.search_budget_ms || a.late_plan_share != b.late_plan_share)
+      a.search_budget_ms != b.search_budget_ms || a.late_plan_share != b.late_plan_share ||
+      a.energy_window_ms != b.energy_window_ms || a.energy_repeats != b.energy_repeats ||
+      a.profile_energy != b.profile_energy)
     return false;
   if (op == OpKind::conv)
     return a.fwd == b.fwd && a.bwd_data == b.bwd_data && a.bwd_weights == b.bwd_weights;

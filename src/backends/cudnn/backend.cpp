@@ -9,6 +9,7 @@
 #include "backends/cudnn/kernels/sweep.hpp"
 #include "backends/cudnn/launch_graph.hpp"
 #include "backends/cudnn/layers.hpp"
+#include "backends/cudnn/nvml.hpp"
 #include "backends/cudnn/runtime.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
@@ -238,6 +239,16 @@ class CudnnBackend final : public detail::Backend {
   Device device() const override { return Device::cuda(runtime_->device()); }
   Allocator& allocator() override { return runtime_->allocator(); }
 
+  // NVML's counter of this GPU, looked up once (nvml.cpp).
+  std::shared_ptr<detail::EnergyCounter> energy_counter(std::string& why) override {
+    std::call_once(energy_once_, [this] {
+      runtime_->make_current();
+      energy_ = nvml_energy_counter(runtime_->device(), energy_why_);
+    });
+    why = energy_why_;
+    return energy_;
+  }
+
   // Device time of the work queued on the backend's stream, between two events (Note [one
   // stream]) behind the gate (Note [gated timing]); returns once the work has finished.
   double time_ms(const std::function<void()>& work) override {
@@ -329,6 +340,9 @@ class CudnnBackend final : public detail::Backend {
   detail::OpBackends ops_;
   Event start_, stop_;
   MappedHost gate_;  // Note [gated timing]
+  std::once_flag energy_once_;
+  std::shared_ptr<detail::EnergyCounter> energy_;
+  std::string energy_why_;
 };
 
 struct Availability {
