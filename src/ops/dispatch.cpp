@@ -9,7 +9,6 @@
 #include "tune/cache_file.hpp"
 
 #include <algorithm>
-#include <climits>
 #include <cstddef>
 #include <cstring>
 #include <iostream>
@@ -128,15 +127,15 @@ tune::FirstRun first_run(const Backend& backend) {
 
 // The energy of candidates for the energy policies and `profile --energy` (Note [energy
 // policies] in tune/select.cpp): a meter of the options' window and repeats on the backend's
-// counter, measuring a candidate on the hooks' loop of runs (the idle baseline once per source).
+// counter, measuring a candidate on the hooks' untimed runs (the idle baseline once per source).
 // Without a counter, the source says why, and so does stderr once per process.
 tune::EnergySource energy_source(Backend& backend, const TuneOptions& options,
                                  const SelectHooks& hooks) {
   std::string why;
   std::shared_ptr<EnergyCounter> counter = backend.energy_counter(why);
-  if (counter != nullptr && !hooks.loop) {
+  if (counter != nullptr && !hooks.repeat) {
     counter.reset();
-    why = "this op times no loop of runs";
+    why = "this op runs no loop of runs";
   }
   if (counter == nullptr) {
     warn_once(cat("energy is not measured: ", why));
@@ -144,11 +143,9 @@ tune::EnergySource energy_source(Backend& backend, const TuneOptions& options,
   }
   auto meter = std::make_shared<tune::EnergyMeter>(counter, options.energy_window_ms,
                                                    options.energy_repeats);
-  tune::RunLoop loop = hooks.loop;
-  return {[meter, loop](const AlgoInfo& algo, double call_ms) {
-            return meter->measure(
-                [&](long runs) { loop(algo, static_cast<int>(std::min<long>(runs, INT_MAX))); },
-                call_ms);
+  auto repeat = hooks.repeat;
+  return {[meter, repeat](const AlgoInfo& algo, double call_ms) {
+            return meter->measure([&](long runs) { repeat(algo, runs); }, call_ms);
           },
           counter->name()};
 }

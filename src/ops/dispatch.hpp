@@ -106,6 +106,10 @@ struct SelectHooks {
   /// `probe` for a selection among the given ids only: the backend builds probe plans for those
   /// alone, and nothing is listed (the settling of late plans; empty function: use `probe`).
   std::function<tune::ProbeOnce(std::vector<std::string>)> probe_among;
+  /// Runs back to back, untimed, returning once they have finished: the energy loops (Note
+  /// [energy per call] in tune/energy.cpp), which must run exactly that many (a timed loop's run
+  /// may be repeated: Note [gated timing] in backends/cudnn/backend.cpp). Empty: no energy.
+  std::function<void(const AlgoInfo&, long runs)> repeat;
 };
 
 /// A choice and how it was found.
@@ -497,6 +501,14 @@ class Dispatch {
           return backend.plan_at_hand(desc, direction, id);
         },
         {}};  // probe and probe_among: below, for ops with slices
+    hooks.repeat = [&state, &backend, &desc, direction, &args](const AlgoInfo& algo, long runs) {
+      auto plan = backend.plan(desc, direction, algo.id);
+      const Workspace workspace = state.search_workspace(plan->algo().workspace_bytes);
+      const Args& a = args();
+      fill_state(state, desc, direction, a, plan->algo());
+      for (long i = 0; i < runs; ++i) plan->execute(a, workspace);
+      state.backend().synchronize();
+    };
     if constexpr (requires { typename Op::Slice; }) {
       hooks.probe = probe_hook(state, desc, direction, args, std::nullopt);
       hooks.probe_among = [&state, &desc, direction, &args](std::vector<std::string> ids) {
