@@ -3,9 +3,10 @@
 // bench/train_resnet50_gpu.py, which runs PyTorch beside it.
 //
 //   train_bench [--device cuda|cpu|reference] [--model resnet50|resnet18] [--batch 64] [--size 224]
-//               [--dtype f16|bf16|f32] [--layout nhwc|nchw] [--policy exhaustive|heuristic]
+//               [--dtype f16|bf16|f32] [--layout nhwc|nchw]
+//               [--policy exhaustive|heuristic|min_energy|energy_delay]
 //               [--steps 20] [--warmup 5] [--rounds 3] [--loss-scale 1024] [--lr 0.01]
-//               [--graph] [--first-step-only] [--profile-steps N]
+//               [--graph] [--first-step-only] [--profile-steps N] [--energy]
 //
 // Prints one JSON line: the first step's wall time (selection, and under exhaustive timing,
 // happens inside it; a choice cache given by DNNX_CACHE / DNNX_CACHE_FILE makes it short), the
@@ -39,6 +40,13 @@
 // that it sees a steady step's kernels and not the selection's. The first step's end is written
 // to stderr, so that a tool sampling the host can start after it.
 //
+// --energy measures the energy of a training step after the timed rounds, on the backend's energy
+// counter (NVML's on a GPU), as a candidate's is measured (Note [energy per call] in
+// src/tune/energy.cpp: loops of steps of at least DNNX_ENERGY_WINDOW_MS, 1 s by default, over
+// idle, DNNX_ENERGY_REPEATS of them), so that a model tuned with --policy min_energy can be set
+// against one tuned for time: energy_j_per_step, its spread, the mean power and the clock, and
+// energy_meter (the counter, or why there is none).
+//
 // Note [train bench loss scaling]
 // f16 training scales the loss so that small gradients survive in f16 (bf16, with f32's range,
 // does not), with nn::GradScaler at a static scale (`--loss-scale`): the backward starts from the
@@ -57,6 +65,10 @@
 #include <dnnx/nn/nn.hpp>
 #include <dnnx/ops/optim.hpp>
 #include <dnnx/tensor.hpp>
+
+#include "core/backend.hpp"
+#include "ops/context_state.hpp"
+#include "tune/energy.hpp"
 
 #ifdef DNNX_BENCH_CUDA
 #include "backends/cudnn/allocator.hpp"
@@ -101,6 +113,7 @@ struct Options {
   bool graph = false;  // Note [train bench graph]
   bool first_step_only = false;
   int profile_steps = 0;  // steps between cudaProfilerStart/Stop
+  bool energy = false;    // the energy of a step after the timed rounds
 };
 
 [[noreturn]] void usage(const std::string& message) {
@@ -108,8 +121,9 @@ struct Options {
             << "\nusage: train_bench [--device cuda|cpu|reference] [--model resnet50|resnet18] "
                "[--batch N] "
                "[--size N] [--dtype f16|bf16|f32] [--layout nhwc|nchw] [--policy "
-               "exhaustive|heuristic] [--steps N] [--warmup N] [--rounds N] [--loss-scale X] "
-               "[--lr X] [--graph] [--first-step-only] [--profile-steps N]\n";
+               "exhaustive|heuristic|min_energy|energy_delay] [--steps N] [--warmup N] "
+               "[--rounds N] [--loss-scale X] [--lr X] [--graph] [--first-step-only] "
+               "[--profile-steps N] [--energy]\n";
   std::exit(2);
 }
 
@@ -133,6 +147,10 @@ Options parse(int argc, char** argv) {
     const std::string flag = argv[i];
     if (flag == "--first-step-only") {
       options.first_step_only = true;
+      continue;
+    }
+    if (flag == "--energy") {
+      options.energy = true;
       continue;
     }
     if (flag == "--graph") {
@@ -191,8 +209,10 @@ Options parse(int argc, char** argv) {
   if (options.model != "resnet50" && options.model != "resnet18") {
     usage("--model '" + options.model + "': expected resnet50 or resnet18");
   }
-  if (options.policy != "exhaustive" && options.policy != "heuristic") {
-    usage("--policy '" + options.policy + "': expected exhaustive or heuristic");
+  if (options.policy != "exhaustive" && options.policy != "heuristic" &&
+      options.policy != "min_energy" && options.policy != "energy_delay") {
+    usage("--policy '" + options.policy +
+          "': expected exhaustive, heuristic, min_energy or energy_delay");
   }
   return options;
 }
@@ -308,8 +328,10 @@ int run(const Options& options) {
   if (cuda) usage("--device cuda: this build has no CUDA (configure with the cudnn backend)");
 #endif
   Context context = stream ? base.with_stream(stream) : base;
-  const AlgoPolicy policy =
-      options.policy == "exhaustive" ? AlgoPolicy::exhaustive() : AlgoPolicy::heuristic();
+  // The tuning variables (DNNX_ENERGY_WINDOW_MS, DNNX_FINAL_LOOP_MS, ...) apply; --policy sets
+  // every op's policy over theirs.
+  apply_tune_env(context.tune());
+  const AlgoPolicy policy = AlgoPolicy::parse(options.policy);
   for (int op = 0; op < op_kind_count; ++op) {
     for (int d = 0; d < direction_count; ++d) {
       const auto kind = static_cast<OpKind>(op);
@@ -445,6 +467,25 @@ int run(const Options& options) {
   std::sort(sorted.begin(), sorted.end());
   const double median_ms = sorted.empty() ? NAN : sorted[sorted.size() / 2];
 
+  // --energy: a step's energy on the backend's counter, as a candidate's is measured.
+  std::optional<tune::EnergyReading> energy;
+  std::string energy_meter;
+  if (options.energy && !options.first_step_only) {
+    std::shared_ptr<detail::EnergyCounter> counter =
+        detail::state_of(context).backend().energy_counter(energy_meter);
+    if (counter != nullptr) {
+      energy_meter = counter->name();
+      tune::EnergyMeter meter(counter, context.tune().energy_window_ms,
+                              context.tune().energy_repeats);
+      energy = meter.measure(
+          [&](long runs) {
+            for (long i = 0; i < runs; ++i) trainer.step();
+            context.synchronize();
+          },
+          median_ms);
+    }
+  }
+
   std::ostringstream line;
   line.precision(6);
   line << "{\"model\": \"" << options.model << "\", \"device\": \"" << options.device
@@ -460,6 +501,17 @@ int run(const Options& options) {
     line << median_ms << ", \"images_per_s\": " << options.batch * 1000.0 / median_ms;
   }
   line << ", \"lr\": " << options.lr << ", \"last_loss\": " << loss;
+  if (options.energy) {
+    std::string quoted;
+    for (char c : energy_meter) quoted += c == '"' || c == '\\' ? ' ' : c;
+    line << ", \"energy_meter\": \"" << quoted << "\"";
+    if (energy) {
+      line << ", \"energy_j_per_step\": " << energy->joules_per_call
+           << ", \"energy_spread_j\": " << energy->spread_joules
+           << ", \"power_w\": " << energy->power_w << ", \"idle_w\": " << energy->idle_w
+           << ", \"clock_mhz\": " << (std::isnan(energy->clock_mhz) ? -1 : energy->clock_mhz);
+    }
+  }
   if (!host_ms.empty()) line << ", \"host_ms\": " << json_list(host_ms);
   if (options.graph) {
     line << ", \"graph_step_ms\": " << json_list(graph_ms);

@@ -84,6 +84,7 @@ struct StepResult {
   std::string environment;   // Choice::environment: the machine and libraries it was measured on
   double energy_j = nan;     // the energy policies: the chosen candidate's joules per call
   std::string energy_meter;  // the energy policies: the counter read, or why none was
+  std::vector<ProfileRow> energy_rows;  // the energy policies: the contenders measured
   double tuning_ms = 0;    // the selection's own cost when it was made (maybe in another process)
   double step_ms = 0;      // what this step cost in this process
   bool cache_hit = false;  // the choice came from the choice cache (memory or file)
@@ -270,6 +271,9 @@ StepResult tune_step(Context& context, const ModelLayer& layer, const TunePlan& 
     result.environment = choice->environment;
     result.energy_j = choice->energy_j;
     result.energy_meter = choice->energy_meter;
+    for (const ProfileRow& row : choice->timings) {
+      if (!std::isnan(row.energy_j)) result.energy_rows.push_back(row);
+    }
     result.tuning_ms = choice->tuning_ms;
     if (!std::isnan(choice->time_ms))
       result.chosen_time = {choice->time_ms, "selection"};
@@ -488,6 +492,19 @@ nlohmann::json report_json(const TunePlan& plan, const Context& context,
         step["chosen"]["energy_j"] =
             std::isnan(result.energy_j) ? nlohmann::json() : nlohmann::json(result.energy_j);
         step["energy_meter"] = result.energy_meter;
+        // Every contender measured (the fastest among them: what exhaustive would keep).
+        const auto number = [](double value) {
+          return std::isnan(value) ? nlohmann::json() : nlohmann::json(value);
+        };
+        step["energy_rows"] = nlohmann::json::array();
+        for (const ProfileRow& row : result.energy_rows) {
+          step["energy_rows"].push_back({{"id", row.algo.id},
+                                         {"time_ms", number(row.median_ms)},
+                                         {"energy_j", number(row.energy_j)},
+                                         {"energy_spread_j", number(row.energy_spread_j)},
+                                         {"power_w", number(row.power_w)},
+                                         {"clock_mhz", number(row.clock_mhz)}});
+        }
       }
       step["tuning_ms"] = result.tuning_ms;
       step["step_ms"] = result.step_ms;

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Energy per call of the fastest candidate against the energy policy's pick, per layer-direction
+and in total, from the documents of `dnnx tune ... --policy min_energy --json FILE` (or
+energy_delay): docs/energy.md.
+
+Each step of such a document lists its measured contenders (`energy_rows`: id, time_ms, energy_j,
+...); the fastest of them is what `exhaustive` keeps, the chosen one what the energy policy
+keeps. Per file: how often the two differ, the energy the choice saves (joules x the layer's
+count, summed) and the time it costs (milliseconds x count, summed).
+
+    energy_compare.py TUNE.json [TUNE.json ...] [--json OUT.json] [--rows]
+
+Prints a markdown table per file (with --rows, a row per layer-direction too) and the totals;
+--json writes the same figures. Exit status 1 when a file has no measured step (no energy
+counter where it was tuned: its steps' energy_meter says why)."""
+
+import argparse
+import json
+import sys
+
+
+def compare(document):
+    """The per-step rows and the totals of one tune document."""
+    rows = []
+    unmeasured = []
+    for step in document.get("results", []):
+        if step.get("error"):
+            continue
+        measured = [r for r in step.get("energy_rows", [])
+                    if r.get("energy_j") is not None and r.get("time_ms") is not None]
+        chosen = step.get("chosen") or {}
+        if not measured or chosen.get("energy_j") is None:
+            unmeasured.append(f"{step['layer']} {step['direction']}: "
+                              f"{step.get('energy_meter', 'no energy measured')}")
+            continue
+        fastest = min(measured, key=lambda r: r["time_ms"])
+        pick = next((r for r in measured if r["id"] == chosen["id"]), None)
+        if pick is None:
+            unmeasured.append(f"{step['layer']} {step['direction']}: the chosen "
+                              f"{chosen['id']} has no measured row")
+            continue
+        count = step.get("count", 1)
+        rows.append({
+            "layer": step["layer"], "direction": step["direction"], "count": count,
+            "fastest": fastest["id"], "fastest_ms": fastest["time_ms"],
+            "fastest_j": fastest["energy_j"],
+            "chosen": pick["id"], "chosen_ms": pick["time_ms"], "chosen_j": pick["energy_j"],
+            "differ": pick["id"] != fastest["id"],
+            "saved": 1 - pick["energy_j"] / fastest["energy_j"] if fastest["energy_j"] > 0 else None,
+            "time_cost": pick["time_ms"] / fastest["time_ms"] - 1,
+        })
+    total = {
+        "steps": len(rows),
+        "differ": sum(r["differ"] for r in rows),
+        "fastest_j": sum(r["fastest_j"] * r["count"] for r in rows),
+        "chosen_j": sum(r["chosen_j"] * r["count"] for r in rows),
+        "fastest_ms": sum(r["fastest_ms"] * r["count"] for r in rows),
+        "chosen_ms": sum(r["chosen_ms"] * r["count"] for r in rows),
+        "unmeasured": unmeasured,
+    }
+    total["saved"] = 1 - total["chosen_j"] / total["fastest_j"] if total["fastest_j"] > 0 else None
+    total["time_cost"] = (total["chosen_ms"] / total["fastest_ms"] - 1
+                          if total["fastest_ms"] > 0 else None)
+    return rows, total
+
+
+def percent(value):
+    return "-" if value is None else f"{100 * value:+.1f}%"
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("files", nargs="+", metavar="TUNE.json")
+    parser.add_argument("--json", metavar="OUT.json")
+    parser.add_argument("--rows", action="store_true", help="a row per layer-direction too")
+    args = parser.parse_args(argv)
+    out = {}
+    failed = False
+    for path in args.files:
+        try:
+            with open(path) as f:
+                document = json.load(f)
+        except (OSError, ValueError) as error:
+            print(f"energy_compare.py: {path}: {error}", file=sys.stderr)
+            return 2
+        rows, total = compare(document)
+        options = document.get("options", {})
+        policies = {options.get(d) for d in ("fwd", "bwd_data", "bwd_weights")}
+        print(f"\n### {path}: {document.get('model')} batch {document.get('batch')} "
+              f"{document.get('dtype')} {document.get('layout')} [{document.get('backend')}], "
+              f"policy {', '.join(sorted(p for p in policies if p))}\n")
+        if args.rows and rows:
+            print("| layer | direction | count | fastest | ms | mJ | chosen | ms | mJ | energy | time |")
+            print("|---|---|--:|---|--:|--:|---|--:|--:|--:|--:|")
+            for r in rows:
+                print(f"| {r['layer']} | {r['direction']} | {r['count']} | {r['fastest']} | "
+                      f"{r['fastest_ms']:.4f} | {1e3 * r['fastest_j']:.4f} | "
+                      f"{r['chosen'] if r['differ'] else '(same)'} | {r['chosen_ms']:.4f} | "
+                      f"{1e3 * r['chosen_j']:.4f} | {percent(-r['saved'] if r['saved'] is not None else None)} | "
+                      f"{percent(r['time_cost'])} |")
+            print()
+        print("| layer-directions measured | chosen differs | fastest mJ (x count) | chosen mJ | "
+              "energy | fastest ms (x count) | chosen ms | time |")
+        print("|--:|--:|--:|--:|--:|--:|--:|--:|")
+        print(f"| {total['steps']} | {total['differ']} | {1e3 * total['fastest_j']:.3f} | "
+              f"{1e3 * total['chosen_j']:.3f} | "
+              f"{percent(-total['saved'] if total['saved'] is not None else None)} | "
+              f"{total['fastest_ms']:.3f} | {total['chosen_ms']:.3f} | {percent(total['time_cost'])} |")
+        for line in total["unmeasured"]:
+            print(f"- not measured: {line}")
+        if total["steps"] == 0:
+            failed = True
+        out[path] = {"rows": rows, "total": total}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=2)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""bench/energy_compare.py on made-up `dnnx tune --policy min_energy --json` documents: the
+fastest measured contender against the chosen one per step, how often they differ, the energy
+saved and the time it costs weighted by each layer's count, steps without a measurement listed,
+and exit status 1 for a document with none (a machine without an energy counter)."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "..", "..", "bench", "energy_compare.py")
+
+
+def step(layer, count, chosen, rows, meter="nvml: test"):
+    return {"layer": layer, "direction": "fwd", "count": count, "error": None,
+            "chosen": {"id": chosen, "time_ms": dict((r[0], r[1]) for r in rows)[chosen],
+                       "energy_j": dict((r[0], r[2]) for r in rows)[chosen]},
+            "energy_meter": meter,
+            "energy_rows": [{"id": i, "time_ms": t, "energy_j": e} for i, t, e in rows]}
+
+
+def run(*args):
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True)
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="energy-compare-")
+    document = {"model": "m", "batch": 8, "dtype": "f16", "layout": "nhwc", "backend": "cudnn",
+                "options": {"fwd": "min_energy"},
+                "results": [
+                    # differs: 2 mJ -> 1.5 mJ (-25%), 1.0 -> 1.2 ms (+20%), count 2
+                    step("a", 2, "lean", [("fast", 1.0, 2e-3), ("lean", 1.2, 1.5e-3)]),
+                    # the same candidate, count 1
+                    step("b", 1, "fast", [("fast", 0.5, 1e-3), ("other", 0.6, 1.2e-3)]),
+                    # not measured
+                    {"layer": "c", "direction": "fwd", "count": 1, "error": None,
+                     "chosen": {"id": "x", "time_ms": 1.0, "energy_j": None},
+                     "energy_meter": "no counter", "energy_rows": []},
+                ]}
+    path = os.path.join(work, "tune.json")
+    with open(path, "w") as f:
+        json.dump(document, f)
+    out = os.path.join(work, "out.json")
+    done = run(path, "--rows", "--json", out)
+    assert done.returncode == 0, done.stderr
+    with open(out) as f:
+        figures = json.load(f)[path]
+    total = figures["total"]
+    assert total["steps"] == 2 and total["differ"] == 1, total
+    # energy: fastest 2*2 + 1*1 = 5 mJ, chosen 2*1.5 + 1*1 = 4 mJ -> 20% saved
+    assert abs(total["fastest_j"] - 5e-3) < 1e-12 and abs(total["chosen_j"] - 4e-3) < 1e-12, total
+    assert abs(total["saved"] - 0.2) < 1e-9, total
+    # time: fastest 2*1.0 + 0.5 = 2.5 ms, chosen 2*1.2 + 0.5 = 2.9 ms -> +16%
+    assert abs(total["time_cost"] - 0.16) < 1e-9, total
+    assert total["unmeasured"] == ["c fwd: no counter"], total
+    a = figures["rows"][0]
+    assert a["differ"] and abs(a["saved"] - 0.25) < 1e-9 and abs(a["time_cost"] - 0.2) < 1e-9, a
+    assert "| a | fwd | 2 | fast |" in done.stdout and "-25.0%" in done.stdout, done.stdout
+    assert "not measured: c fwd: no counter" in done.stdout, done.stdout
+
+    # Nothing measured at all: exit status 1, saying why per step.
+    document["results"] = document["results"][2:]
+    with open(path, "w") as f:
+        json.dump(document, f)
+    done = run(path)
+    assert done.returncode == 1 and "no counter" in done.stdout, (done.returncode, done.stdout)
+    # Not JSON: exit status 2 naming the file.
+    with open(path, "w") as f:
+        f.write("not json")
+    done = run(path)
+    assert done.returncode == 2 and path in done.stderr, (done.returncode, done.stderr)
+    print("energy_compare.py: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
