@@ -180,7 +180,8 @@ def test_algos_select_profile_rows(ctx):
     rows = dnnx.algos(desc, "fwd", ctx=ctx)
     assert rows and all(isinstance(row, dnnx.Row) for row in rows)
     assert rows[0]._fields == ("id", "status", "reason", "time", "workspace", "deterministic",
-                               "notes")
+                               "notes", "energy")
+    assert all(row.energy is None for row in rows)
     assert {row.status for row in rows} <= {"supported", "unsupported"}
     assert all(row.time is None for row in rows)
     assert all(row.reason for row in rows if row.status == "unsupported")
