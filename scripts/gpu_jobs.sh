@@ -22,6 +22,13 @@
 #   G:python:SCRIPT[:ARGS]          PYTHON SCRIPT ARGS (commas in ARGS become spaces, {out} the
 #                                   job's own folder in the logs), e.g.
 #                                   1:python:bench/gemm_1x1_study.py:--json,{out}/gemm.json
+#   G:energy:MODEL:BATCH:CONFIG[:POLICY]
+#                                   BUILD's `dnnx tune` of MODEL (resnet50 or a shapes file) at
+#                                   BATCH in CONFIG (f16_nhwc, f32_nchw, bf16_nhwc, ...) with
+#                                   POLICY (min_energy by default) on the cudnn backend, its JSON
+#                                   and bench/energy_compare.py's tables (docs/energy.md)
+#   G:train:ARGS                    BUILD's bench/train_bench ARGS (commas become spaces), e.g.
+#                                   0:train:--policy,min_energy,--energy
 # E.g. on two GPUs, 560 s:
 #   bash scripts/gpu_jobs.sh build-gpu $OUT 560 0:odd_sizes:f16_nhwc \
 #     0:tests:cudnn_conv_search_test 1:env:DNNX_SEARCH_BUDGET_MS=1000:mobilenetv2:f16_nhwc
@@ -95,6 +102,19 @@ run_gpu() {
         script_args=("${script_args[@]//\{out\}/$job_out}")
         CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$PYTHON" "$a" "${script_args[@]}" \
           > "$job_out/stdout.txt" 2> "$job_out/stderr.txt" ;;
+      energy)
+        local tuned="$work/g$gpu-j$k-energy.json" config=${c%%:*} policy=min_energy
+        [[ $c == *:* ]] && policy=${c#*:}
+        CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$build/tools/dnnx/dnnx" tune --model "$a" \
+          --batch "$b" --dtype "${config%%_*}" --layout "${config#*_}" --backend cudnn \
+          --policy "$policy" --json "$tuned" > "$work/g$gpu-j$k-energy.txt" 2>&1
+        "$PYTHON" bench/energy_compare.py "$tuned" --rows --json "$work/g$gpu-j$k-compare.json" \
+          > "$work/g$gpu-j$k-compare.md" 2>&1 ;;
+      train)
+        local -a train_args=()
+        read -r -a train_args <<< "${a//,/ }"
+        CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$build/bench/train_bench" "${train_args[@]}" \
+          > "$work/g$gpu-j$k-train.json" 2> "$work/g$gpu-j$k-train.err" ;;
       env)
         env "$a" "${suite_env[@]}" SHAPES_FILES="$b" SHAPES_CONFIGS="$c" timeout "$left" \
           bash scripts/gpu_run.sh "$build" "$work/g$gpu-j$k" shapes >> "$work/g$gpu.log" 2>&1 ;;
