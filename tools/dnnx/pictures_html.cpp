@@ -97,7 +97,8 @@ table.facts th { position: static; width: 14em; }
 .bar.heuristic { background: #ff7f0e; }
 .legend span { display: inline-block; width: 14px; height: 7px; margin: 0 4px 0 12px; }
 .failed { color: #b00020; }
-.note { color: #555; font-size: 13px; })";
+.note { color: #555; font-size: 13px; }
+.summary { font-size: 15px; })";
 
 std::string html_number(double value, int decimals) {
   if (!std::isfinite(value)) return "-";
@@ -200,6 +201,15 @@ std::string tune_report_html(const nlohmann::json& report) {
       << "<p class=\"generated\">written by dnnx " << markup_escape(version)
       << " from the document of <code>dnnx tune --json</code>; tuning took "
       << html_number(html_double(report, "tuning_wall_s"), 1) << " s</p>\n";
+  // The whole model at a glance: the totals over every direction.
+  if (const nlohmann::json& all = html_member(html_member(report, "totals"), "all");
+      all.is_object()) {
+    out << "<p class=\"summary\">" << markup_escape(html_text(all, "layers"))
+        << " layer-directions, summed as time x count: the chosen candidates "
+        << html_number(html_double(all, "chosen_ms"), 3) << " ms, the heuristic's picks "
+        << html_number(html_double(all, "heuristic_ms"), 3) << " ms ("
+        << html_number(html_double(all, "speedup"), 2) << "x faster chosen)</p>\n";
+  }
 
   // The layers.
   const nlohmann::json& results = html_member(report, "results");
