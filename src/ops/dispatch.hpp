@@ -461,16 +461,21 @@ class Dispatch {
   static SelectHooks hooks(ContextState& state, const Desc& desc, Direction direction,
                            const ArgsSource& args, const SavedState* consumed) {
     auto& backend = op_backend(state);
-    // `runs` runs of `algo` back to back, timed together: ms per run.
-    tune::RunLoop loop = [&state, &backend, &desc, direction, &args](const AlgoInfo& algo,
-                                                                     int runs) {
+    // `algo`'s plan set up to run on the search's tensors, and a function that queues `runs` runs
+    // of it back to back (fill_state done once for them).
+    auto runner = [&state, &backend, &desc, direction, &args](const AlgoInfo& algo) {
       auto plan = backend.plan(desc, direction, algo.id);
       const Workspace workspace = state.search_workspace(plan->algo().workspace_bytes);
-      const Args& a = args();
-      fill_state(state, desc, direction, a, plan->algo());
-      return state.backend().time_ms([&] {
-        for (int i = 0; i < runs; ++i) plan->execute(a, workspace);
-      }) / runs;
+      const Args* a = &args();
+      fill_state(state, desc, direction, *a, plan->algo());
+      return [plan = std::move(plan), workspace, a](long runs) {
+        for (long i = 0; i < runs; ++i) plan->execute(*a, workspace);
+      };
+    };
+    // `runs` runs of `algo` back to back, timed together: ms per run.
+    tune::RunLoop loop = [&state, runner](const AlgoInfo& algo, int runs) {
+      const auto queue = runner(algo);
+      return state.backend().time_ms([&] { queue(runs); }) / runs;
     };
     SelectHooks hooks{
         [&state, &desc, direction, consumed] { return listing(state, desc, direction, consumed); },
@@ -501,12 +506,8 @@ class Dispatch {
           return backend.plan_at_hand(desc, direction, id);
         },
         {}};  // probe and probe_among: below, for ops with slices
-    hooks.repeat = [&state, &backend, &desc, direction, &args](const AlgoInfo& algo, long runs) {
-      auto plan = backend.plan(desc, direction, algo.id);
-      const Workspace workspace = state.search_workspace(plan->algo().workspace_bytes);
-      const Args& a = args();
-      fill_state(state, desc, direction, a, plan->algo());
-      for (long i = 0; i < runs; ++i) plan->execute(a, workspace);
+    hooks.repeat = [&state, runner](const AlgoInfo& algo, long runs) {
+      runner(algo)(runs);
       state.backend().synchronize();
     };
     if constexpr (requires { typename Op::Slice; }) {

@@ -406,42 +406,12 @@ TEST(CudnnConvStacked, MatchesTheReference) {
   descs.push_back(in_layout(cases()[1].desc, Layout::channels_last, DType::bf16));
   for (const ConvDesc& desc : descs) {
     for (Direction direction : all_directions) {
-      const test::ConvOperands operands =
-          test::random_conv_operands(desc, direction, test::seed_from(desc.key()));
-      const std::vector<float> expected =
-          test::run_conv(reference, desc, direction, operands).output.to_f32();
-      const std::vector<float> scale = test::conv_error_scale(desc, direction, operands);
-      const Dims dims = test::conv_output_dims(desc, direction);
-      std::size_t listed = 0;
-      for (const AlgoInfo& info : conv_list(context, desc, direction)) {
-        if (!is_stacked_id(info.id)) continue;
-        ++listed;
-        const std::string where = test::conv_context(desc, direction, info.id);
-        ASSERT_TRUE(info.supported) << info.reason << "\n" << where;
-        context.tune().policy(direction) = AlgoPolicy::fixed(info.id);
-        try {
-          const test::ConvRun first = test::run_conv(context, desc, direction, operands);
-          EXPECT_EQ(first.choice->algo.id, info.id) << where;
-          const std::vector<float> actual = first.output.to_f32();
-          EXPECT_TRUE(test::all_finite(actual, dims, "output", where));
-          double ratio = 0;
-          EXPECT_TRUE(test::close_within_scale(actual, expected, scale, dims,
-                                               test::conv_tolerance(desc.dtype), "output", where,
-                                               &ratio));
-          worst = std::max(worst, ratio);
-          if (info.deterministic) {
-            EXPECT_TRUE(test::bitwise_equal(
-                first.output, test::run_conv(context, desc, direction, operands).output,
-                "second run", where));
-          }
-        } catch (const Error& error) {
-          ADD_FAILURE() << "listed as supported but failed: " << error.what() << "\n" << where;
-          continue;
-        }
-        ++checked;
-      }
-      EXPECT_GT(listed, 0u) << test::conv_context(desc, direction, "(list)");
-      context.tune().policy(direction) = AlgoPolicy::heuristic();
+      const test::CandidateCheck check =
+          test::check_listed_candidates(context, reference, desc, direction,
+                                        test::conv_tolerance(desc.dtype), is_stacked_id, "");
+      EXPECT_GT(check.listed, 0u) << test::conv_context(desc, direction, "(list)");
+      checked += check.checked;
+      worst = std::max(worst, check.worst);
     }
   }
   std::cout << "[ cudnn    ] stacked: " << checked

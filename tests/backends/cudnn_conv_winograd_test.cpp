@@ -477,43 +477,14 @@ TEST(CudnnConvWinograd, MatchesTheReference) {
     for (Layout layout : {Layout::channels_first, Layout::channels_last}) {
       const ConvDesc desc = in_layout(c.desc, layout);
       for (Direction direction : all_directions) {
-        const test::ConvOperands operands =
-            test::random_conv_operands(desc, direction, test::seed_from(desc.key()));
-        const std::vector<float> expected =
-            test::run_conv(reference, desc, direction, operands).output.to_f32();
-        const std::vector<float> scale = test::conv_error_scale(desc, direction, operands);
-        const Dims dims = test::conv_output_dims(desc, direction);
-        std::size_t listed = 0;
-        for (const AlgoInfo& info : conv_list(context, desc, direction)) {
-          if (!cudnn::winograd_inner_id(info.id)) continue;
-          ++listed;
-          const std::string where = c.name + ": " + test::conv_context(desc, direction, info.id);
-          ASSERT_TRUE(info.supported) << info.reason << "\n" << where;
-          context.tune().policy(direction) = AlgoPolicy::fixed(info.id);
-          try {
-            const test::ConvRun first = test::run_conv(context, desc, direction, operands);
-            EXPECT_EQ(first.choice->algo.id, info.id) << where;
-            const std::vector<float> actual = first.output.to_f32();
-            EXPECT_TRUE(test::all_finite(actual, dims, "output", where));
-            double ratio = 0;
-            EXPECT_TRUE(test::close_within_scale(actual, expected, scale, dims, winograd_tolerance,
-                                                 "output", where, &ratio));
-            worst = std::max(worst, ratio);
-            if (info.deterministic) {
-              EXPECT_TRUE(test::bitwise_equal(
-                  first.output, test::run_conv(context, desc, direction, operands).output,
-                  "second run", where));
-            }
-          } catch (const Error& error) {
-            ADD_FAILURE() << "listed as supported but failed: " << error.what() << "\n" << where;
-            continue;
-          }
-          ++checked;
-        }
-        EXPECT_GT(listed, 0u) << c.name << ": " << test::conv_context(desc, direction, "(list)");
+        const test::CandidateCheck check = test::check_listed_candidates(
+            context, reference, desc, direction, winograd_tolerance,
+            [](const std::string& id) { return cudnn::winograd_inner_id(id).has_value(); },
+            c.name + ": ");
+        EXPECT_GT(check.listed, 0u) << c.name << ": " << test::conv_context(desc, direction, "(list)");
+        checked += check.checked;
+        worst = std::max(worst, check.worst);
       }
-      for (Direction direction : all_directions)
-        context.tune().policy(direction) = AlgoPolicy::heuristic();
     }
   }
   std::cout << "[ cudnn    ] winograd: " << checked

@@ -3,6 +3,7 @@
 #include "support/gpu.hpp"
 #include "support/random.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 namespace dnnx::test {
@@ -111,6 +112,48 @@ std::string conv_context(const ConvDesc& desc, Direction direction, std::string_
   out << "conv " << to_string(direction) << ", candidate " << candidate << "\n  desc: " << desc
       << "\n  repro: " << desc.repro(direction);
   return out.str();
+}
+
+CandidateCheck check_listed_candidates(Context& context, Context& reference, const ConvDesc& desc,
+                                       Direction direction, const Tolerance& tolerance,
+                                       const std::function<bool(const std::string&)>& of_kind,
+                                       const std::string& label) {
+  CandidateCheck check;
+  const ConvOperands operands = random_conv_operands(desc, direction, seed_from(desc.key()));
+  const std::vector<float> expected = run_conv(reference, desc, direction, operands).output.to_f32();
+  const std::vector<float> scale = conv_error_scale(desc, direction, operands);
+  const Dims dims = conv_output_dims(desc, direction);
+  for (const AlgoInfo& info : conv_list(context, desc, direction)) {
+    if (!of_kind(info.id)) continue;
+    ++check.listed;
+    const std::string where = label + conv_context(desc, direction, info.id);
+    if (!info.supported) {
+      ADD_FAILURE() << info.reason << "\n" << where;
+      continue;
+    }
+    context.tune().policy(direction) = AlgoPolicy::fixed(info.id);
+    try {
+      const ConvRun first = run_conv(context, desc, direction, operands);
+      EXPECT_EQ(first.choice->algo.id, info.id) << where;
+      const std::vector<float> actual = first.output.to_f32();
+      EXPECT_TRUE(all_finite(actual, dims, "output", where));
+      double ratio = 0;
+      EXPECT_TRUE(close_within_scale(actual, expected, scale, dims, tolerance, "output", where,
+                                     &ratio));
+      check.worst = std::max(check.worst, ratio);
+      if (info.deterministic) {
+        EXPECT_TRUE(bitwise_equal(first.output,
+                                  run_conv(context, desc, direction, operands).output,
+                                  "second run", where));
+      }
+    } catch (const Error& error) {
+      ADD_FAILURE() << "listed as supported but failed: " << error.what() << "\n" << where;
+      continue;
+    }
+    ++check.checked;
+  }
+  context.tune().policy(direction) = AlgoPolicy::heuristic();
+  return check;
 }
 
 }  // namespace dnnx::test

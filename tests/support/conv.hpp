@@ -4,12 +4,15 @@
 
 #include <dnnx/algo.hpp>
 #include <dnnx/context.hpp>
+#include <dnnx/error.hpp>
 #include <dnnx/ops/conv.hpp>
 #include <dnnx/tensor.hpp>
 
 #include "support/compare.hpp"
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -56,5 +59,22 @@ Tolerance conv_tolerance(DType dtype);
 
 /// Failure context: direction, candidate id, the desc and its `dnnx` reproduction line.
 std::string conv_context(const ConvDesc& desc, Direction direction, std::string_view candidate);
+
+/// What check_listed_candidates() found.
+struct CandidateCheck {
+  std::size_t listed = 0;   ///< candidates of the kind listed
+  std::size_t checked = 0;  ///< of them, run and compared
+  double worst = 0;         ///< the largest error seen, as a fraction of the tolerance
+};
+
+/// Runs every candidate `context` lists for (desc, direction) whose id `of_kind` accepts, by fixed
+/// id, on random operands, against `reference`'s output within `tolerance` of the error scale:
+/// each must be supported, run, write a finite output close to the reference's and, where it is
+/// deterministic, the same bits again on a second run; failures are gtest failures naming `label`
+/// and the candidate. The direction's policy is heuristic again afterwards.
+CandidateCheck check_listed_candidates(Context& context, Context& reference, const ConvDesc& desc,
+                                       Direction direction, const Tolerance& tolerance,
+                                       const std::function<bool(const std::string&)>& of_kind,
+                                       const std::string& label);
 
 }  // namespace dnnx::test
