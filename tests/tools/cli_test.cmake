@@ -579,10 +579,10 @@ dnnx_cli_usage_error(bad.plot_unwritable "--plot '/nonexistent/p.svg': cannot op
 dnnx_cli_usage_error(bad.report_unwritable "--report '/nonexistent/r.html': cannot open for writing"
                      tune --model ${_dnnx_cli_dir}/tiny_model.txt --report /nonexistent/r.html)
 if(EXISTS /dev/full)
-  dnnx_cli_test(write_error.plot CODE 1 STDERR "--plot '/dev/full': writing failed"
+  dnnx_cli_test(write_error.plot CODE 1 STDERR "--plot '/dev/full': writing the results failed"
                 ARGS profile conv ${_conv} --direction fwd --backend reference --runs 1
                      --plot /dev/full)
-  dnnx_cli_test(write_error.report CODE 1 STDERR "--report '/dev/full': writing failed"
+  dnnx_cli_test(write_error.report CODE 1 STDERR "--report '/dev/full': writing the results failed"
                 ENV DNNX_CACHE=off
                 ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
                      --direction fwd --backend reference --runs 1 --report /dev/full)

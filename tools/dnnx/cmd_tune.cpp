@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -573,12 +572,10 @@ nlohmann::json report_json(const TunePlan& plan, const Context& context,
 int run_tune(const TuneArgs& args) {
   const TunePlan plan = parse_plan(args);
   // Opened before tuning so that an unwritable path fails now, not after minutes of timing.
-  std::ofstream json_out;
   const bool json_to_stdout = plan.json_file == "-";
-  if (!plan.json_file.empty() && !json_to_stdout) {
-    json_out.open(plan.json_file);
-    if (!json_out) throw UsageError("--json '" + plan.json_file + "': cannot open for writing");
-  }
+  OutputFile json_file = plan.json_file.empty() || json_to_stdout
+                             ? OutputFile()
+                             : OutputFile("--json", plan.json_file);
   OutputFile report =
       plan.report_file.empty() ? OutputFile() : OutputFile("--report", plan.report_file);
   std::ostream& text = json_to_stdout ? std::cerr : std::cout;
@@ -618,21 +615,12 @@ int run_tune(const TuneArgs& args) {
 
   text << '\n';
   print_report(text, results, plan.directions, wall_s);
-  const nlohmann::json document_json = report_json(plan, context, results, wall_s);
-  if (report.wanted() && !report.write(tune_report_html(document_json))) return failure_exit_code;
-  if (!plan.json_file.empty()) {
-    const std::string document = document_json.dump(2) + "\n";
-    if (json_to_stdout) {
-      std::cout << document;
-    } else {
-      json_out << document << std::flush;
-      if (!json_out) {
-        std::cerr << "dnnx: --json '" << plan.json_file
-                  << "': writing the results failed (disk full or file system error)\n";
-        return failure_exit_code;
-      }
-    }
-  }
+  const nlohmann::json document = report_json(plan, context, results, wall_s);
+  if (json_to_stdout) std::cout << document.dump(2) << '\n';
+  // Each file is written even if the other could not be.
+  const bool json_written = !json_file.wanted() || json_file.write(document.dump(2) + "\n");
+  const bool report_written = !report.wanted() || report.write(tune_report_html(document));
+  if (!json_written || !report_written) return failure_exit_code;
 
   const auto failed = std::count_if(results.begin(), results.end(),
                                     [](const StepResult& result) { return !result.ok(); });

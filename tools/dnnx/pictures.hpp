@@ -29,9 +29,9 @@ std::string profile_svg(const std::vector<nlohmann::json>& profiles);
 /// load by the address's `#sort=<column>` (`#sort=<column>-desc` descending).
 std::string tune_report_html(const nlohmann::json& report);
 
-/// A file the command writes when it is done, opened before any work so that a path that cannot
-/// be written fails at once (UsageError naming `flag`). write() reports a failed write on stderr
-/// and returns false.
+/// A file the command writes when it is done (--json, --plot, --report), opened before any work so
+/// that a path that cannot be written fails at once (UsageError naming `flag`). write() reports a
+/// failed write on stderr ("<flag> '<path>': writing the results failed ...") and returns false.
 class OutputFile {
  public:
   OutputFile() = default;

@@ -47,7 +47,7 @@ bool OutputFile::write(const std::string& text) {
   out_ << text << std::flush;
   if (out_) return true;
   std::cerr << "dnnx: " << flag_ << " '" << path_
-            << "': writing failed (disk full or file system error)\n";
+            << "': writing the results failed (disk full or file system error)\n";
   return false;
 }
 
