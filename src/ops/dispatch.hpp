@@ -505,7 +505,8 @@ class Dispatch {
         [&backend, &desc, direction](const std::string& id) {
           return backend.plan_at_hand(desc, direction, id);
         },
-        {}};  // probe and probe_among: below, for ops with slices
+        {},
+        {}};  // probe_among and repeat (and probe, above): set below
     hooks.repeat = [&state, runner](const AlgoInfo& algo, long runs) {
       runner(algo)(runs);
       state.backend().synchronize();

@@ -74,7 +74,9 @@ struct Table {
   std::vector<std::string> ran;
   // Note [late plans]: ids whose plans are still building when a search wants them (it skips
   // them), those whose plans the backend saves for later when asked (keep_late_plan), those a
-  // later process has at hand (plan_at_hand), and how long each id's run takes.
+  // later process has at hand (plan_at_hand), and how long each id's run takes (a sleep: a
+  // test that needs one sleeping id to time faster than another sleeping one keeps them 10 ms
+  // apart or more, as a loaded machine wakes a sleeper milliseconds late).
   std::vector<std::string> building;
   std::vector<std::string> saves_late;
   std::vector<std::string> at_hand;
@@ -510,7 +512,7 @@ TEST_F(LatePlansTest, ASkippedPlanIsListedWithTheChoiceAndTheNextProcessTimesIt)
 // late_check_interval), keeping the one still building listed until it is at hand too.
 TEST_F(LatePlansTest, TheSameProcessTimesEachLatePlanOnceItIsAtHand) {
   table().candidates = {supported("test:slow"), supported("test:late1"), supported("test:late2")};
-  table().run_us = {{"test:slow", 3000}, {"test:late1", 1500}, {"test:late2", 0}};
+  table().run_us = {{"test:slow", 30000}, {"test:late1", 10000}, {"test:late2", 0}};
   table().building = {"test:late1", "test:late2"};
   table().saves_late = {"test:late1", "test:late2"};
   Context process = context({}, AlgoPolicy::exhaustive());
@@ -645,7 +647,7 @@ TEST_F(LatePlansTest, ALaterProcessSettlesWithinItsShareAndLeavesTheRest) {
     forget_the_file();
     table().candidates = {supported("test:slow"), supported(late[0]), supported(late[1]),
                           supported(late[2])};
-    table().run_us = {{"test:slow", 3000}, {late[0], 2000}, {late[1], 1000}, {late[2], 0}};
+    table().run_us = {{"test:slow", 30000}, {late[0], 20000}, {late[1], 10000}, {late[2], 0}};
     table().building = late;
     table().saves_late = late;
     EXPECT_EQ(search()->late_plans, late);
