@@ -267,7 +267,9 @@ tune::RunOnce budgeted_run(const SelectHooks& hooks, const std::vector<std::stri
 // process 26-44 ms on an H200 (its saved slice plan, the first run of its kernels: docs/
 // benchmarks.md, "The second process"); with 1.3-2.2 of them a row, the second process took
 // 3.1-5.8% of the search on the suite's f16 files. The share bounds that, each list shrinking by
-// at least one id a process.
+// at least one id a process. Under an energy policy a late plan close enough in time to contend
+// has every contender's energy measured, the kept choice's too (Note [energy policies] in
+// tune/select.cpp): seconds that the share does not bound, spent only when the choice may change.
 // The process that made the choice does the same once a late plan comes to hand: a call whose
 // choice lists late plans asks the backend at most every late_check_interval
 // (Dispatch::late_plan_at_hand), and when one is at hand, selection times those at hand against
@@ -347,6 +349,13 @@ std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& 
       tune::Request settling = request;
       settling.probe_at_once = true;
       settling.settling_budget_ms = settling_budget_ms;
+      const bool energy = reads_energy(options, request);
+      if (energy) {
+        const auto recorded =
+            std::find_if(kept->timings.begin(), kept->timings.end(),
+                         [&](const ProfileRow& row) { return row.algo.id == kept->algo.id; });
+        if (recorded != kept->timings.end()) settling.energy_kept = *recorded;
+      }
       std::vector<std::string> ids;
       for (const AlgoInfo& algo : candidates) ids.push_back(algo.id);
       const tune::ProbeOnce probe = hooks.probe_among ? hooks.probe_among(ids) : hooks.probe;
@@ -354,8 +363,7 @@ std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& 
       Choice timed = tune::select(
           settling, candidates, options, hooks.run, recording_skips(probe, probe_skipped, pending),
           first_run(backend), hooks.loop, {},
-          reads_energy(options, request) ? energy_source(backend, options, hooks)
-                                         : tune::EnergySource{});
+          energy ? energy_source(backend, options, hooks) : tune::EnergySource{});
       // A late plan its probe could not run yet stays listed while the process goes on; one the
       // settling's share left stays listed for the next process.
       if (pending) {

@@ -639,11 +639,28 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
 // choice is the fastest, as exhaustive's, and Choice::energy_meter says why; the op layer says so
 // once per process. A contender whose measurement fails keeps its time and says why in its
 // detail; if none could be measured, the fastest is kept the same way.
-void choose_by_energy(Choice& choice, const Request& request, const TuneOptions& options,
+// The settling of a choice's late plans (Note [late plans] in src/ops/dispatch.cpp) measures only
+// when a late plan is among the final contenders, and then every contender, the kept choice too,
+// under the same conditions: a late plan too slow to contend costs no measurement (seconds, where
+// the settling's share of the search is a fraction of one), and the kept choice keeps the energy
+// its search recorded (Request::energy_kept): returns true then, having measured nothing.
+bool choose_by_energy(Choice& choice, const Request& request, const TuneOptions& options,
                       const EnergySource& energy, const std::string& heuristic_pick) {
   choice.energy_meter = energy.meter;
-  if (!energy.measure) return;
+  if (!energy.measure) return false;
   std::vector<ProfileRow*> contenders = final_contenders_of(choice.timings, heuristic_pick);
+  if (const auto& kept = request.energy_kept;
+      kept && std::isfinite(kept->energy_j) && !contenders.empty() &&
+      std::all_of(contenders.begin(), contenders.end(),
+                  [&](const ProfileRow* row) { return row->algo.id == kept->algo.id; })) {
+    ProfileRow& row = *contenders.front();
+    row.energy_j = kept->energy_j;
+    row.energy_spread_j = kept->energy_spread_j;
+    row.power_w = kept->power_w;
+    row.clock_mhz = kept->clock_mhz;
+    choice.energy_j = row.energy_j;
+    return true;
+  }
   const bool delay =
       options.policy(parse_op_kind(request.op), request.direction).kind == PolicyKind::energy_delay;
   ProfileRow* best = nullptr;
@@ -667,11 +684,12 @@ void choose_by_energy(Choice& choice, const Request& request, const TuneOptions&
   if (best == nullptr) {
     choice.energy_meter += detail::cat(
         " (no contender's energy could be measured: ", detail::join(failures, "; "), ")");
-    return;
+    return false;
   }
   std::rotate(choice.timings.begin(), choice.timings.begin() + (best - choice.timings.data()),
               choice.timings.begin() + (best - choice.timings.data()) + 1);
   choice.energy_j = choice.timings.front().energy_j;
+  return false;
 }
 
 Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
@@ -805,8 +823,11 @@ Choice select(const Request& request, const std::vector<AlgoInfo>& candidates,
                          !unsafe(choice.timings.front().algo);
       if (timed && policy.kind != PolicyKind::exhaustive) {
         // Note [energy policies]: the contenders follow the pick above, fastest first.
-        choose_by_energy(choice, request, options, energy, heuristic_id);
-        if (!std::isnan(choice.energy_j)) {
+        const bool kept = choose_by_energy(choice, request, options, energy, heuristic_id);
+        if (kept) {
+          search_cost += detail::cat(" (no late plan contends: the kept choice's recorded ",
+                                     choice.energy_j * 1e3, " mJ per call stands)");
+        } else if (!std::isnan(choice.energy_j)) {
           search_cost += detail::cat(
               " (", policy.kind == PolicyKind::min_energy ? "least energy" : "least energy x time",
               ": ", choice.energy_j * 1e3, " mJ per call, ", choice.energy_meter, ")");

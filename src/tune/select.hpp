@@ -83,6 +83,11 @@ struct Request {
   /// milliseconds of host time; those left are not_timed rows whose detail begins
   /// settling_budget_detail. 0: no such bound.
   double settling_budget_ms = 0;
+  /// The settling of late plans under an energy policy: the kept choice's row as its search
+  /// recorded it. When that holds its energy, the final contenders are measured only when a late
+  /// plan is among them; otherwise the kept choice keeps the recorded energy (Note [energy
+  /// policies] in src/tune/select.cpp).
+  std::optional<ProfileRow> energy_kept{};
 };
 
 /// The beginning of the detail of a row that Request::settling_budget_ms left not_timed.

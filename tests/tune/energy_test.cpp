@@ -324,6 +324,76 @@ TEST(EnergyPolicies, AFailedMeasurementLeavesTheOthersToChooseFrom) {
       << kept.energy_meter;
 }
 
+// The settling of late plans (Request::energy_kept) measures only when a late plan contends, and
+// then every contender, the kept choice too; otherwise the kept choice keeps its recorded energy.
+TEST(EnergyPolicies, TheSettlingOfLatePlansMeasuresOnlyWhenALatePlanContends) {
+  const TuneOptions options = options_with(AlgoPolicy::min_energy());
+  auto settle = [&](FakeBench& bench, ScriptedEnergy& energy, const std::string& kept,
+                    double recorded_j) {
+    dnnx::tune::Request request = fake_request();
+    request.probe_at_once = true;
+    ProfileRow row;
+    row.algo = bench.candidates().front();
+    EXPECT_EQ(row.algo.id, kept) << "the kept choice is listed first";
+    row.energy_j = recorded_j;
+    row.energy_spread_j = 1e-5;
+    row.power_w = 250;
+    row.clock_mhz = 1755;
+    request.energy_kept = row;
+    return dnnx::tune::select(request, bench.candidates(), options, bench.run(), {},
+                              dnnx::tune::FirstRun::warm, {}, {}, energy.source());
+  };
+  {
+    SCOPED_TRACE("a late plan outside the final band");
+    FakeBench bench;
+    bench.add(Algo("lean"), {1.5}).add(Algo("slow"), {3.5});
+    ScriptedEnergy energy = three_energy();
+    const Choice choice = settle(bench, energy, "lean", 2.9e-3);
+    EXPECT_EQ(choice.algo.id, "lean");
+    EXPECT_TRUE(energy.measured.empty()) << "nothing can change the choice";
+    EXPECT_DOUBLE_EQ(choice.energy_j, 2.9e-3) << "the recorded energy";
+    EXPECT_EQ(choice.energy_meter, "scripted counter");
+    const ProfileRow& row = row_named(choice, "lean");
+    EXPECT_DOUBLE_EQ(row.energy_j, 2.9e-3);
+    EXPECT_DOUBLE_EQ(row.energy_spread_j, 1e-5);
+    EXPECT_DOUBLE_EQ(row.power_w, 250.0);
+    EXPECT_DOUBLE_EQ(row.clock_mhz, 1755.0);
+    EXPECT_DOUBLE_EQ(row.median_ms, 1.5) << "timed again";
+    EXPECT_EQ(bench.calls("slow"), 1) << "timed (abandoned on its first run), never measured";
+  }
+  {
+    SCOPED_TRACE("a kept choice without a recorded energy");
+    FakeBench bench;
+    bench.add(Algo("lean"), {1.5}).add(Algo("slow"), {3.5});
+    ScriptedEnergy energy = three_energy();
+    const Choice choice = settle(bench, energy, "lean", std::nan(""));
+    EXPECT_EQ(energy.measured["lean"], 1);
+    EXPECT_DOUBLE_EQ(choice.energy_j, 3e-3);
+  }
+  {
+    SCOPED_TRACE("a late plan within it");
+    FakeBench bench;
+    bench.add(Algo("lean"), {1.5}).add(Algo("fast"), {1.0});
+    ScriptedEnergy energy = three_energy();
+    const Choice choice = settle(bench, energy, "lean", 2.9e-3);
+    EXPECT_EQ(choice.algo.id, "lean") << "3 mJ against the late plan's 4";
+    EXPECT_EQ(energy.measured["lean"], 1) << "measured again beside the late plan";
+    EXPECT_EQ(energy.measured["fast"], 1);
+    EXPECT_DOUBLE_EQ(choice.energy_j, 3e-3);
+  }
+  {
+    SCOPED_TRACE("a late plan so fast the kept choice falls outside the band");
+    FakeBench bench;
+    bench.add(Algo("slow"), {3.0}).add(Algo("fast"), {1.0});
+    ScriptedEnergy energy = three_energy();
+    const Choice choice = settle(bench, energy, "slow", 0.5e-3);
+    EXPECT_EQ(choice.algo.id, "fast");
+    EXPECT_EQ(energy.measured["fast"], 1);
+    EXPECT_EQ(energy.measured.count("slow"), 0u);
+    EXPECT_DOUBLE_EQ(choice.energy_j, 4e-3);
+  }
+}
+
 TEST(EnergyPolicies, ParseAndPrintAndKeyTheirMeasurement) {
   EXPECT_EQ(AlgoPolicy::parse("min_energy").kind, PolicyKind::min_energy);
   EXPECT_EQ(AlgoPolicy::parse("ENERGY_DELAY:once").kind, PolicyKind::energy_delay);
