@@ -3,12 +3,13 @@
 // real convolutions adds energy over idle at a plausible power, min_energy measures its
 // contenders and keeps the least, and a profile with profile_energy measures every timed row. The
 // meter's arithmetic is tested without a GPU (tests/tune/energy_test.cpp); this is the real
-// counter. Label gpu: skipped without a usable GPU.
+// counter. Label gpu: skipped without a usable GPU, but for the loader's answer without one.
 
 #include <dnnx/algo.hpp>
 #include <dnnx/context.hpp>
 #include <dnnx/ops/conv.hpp>
 
+#include "backends/cudnn/nvml.hpp"
 #include "core/backend.hpp"
 #include "ops/context_state.hpp"
 #include "support/gpu.hpp"
@@ -28,6 +29,24 @@ namespace {
 ConvDesc busy_conv() {
   return ConvDesc::from_shapes({32, 256, 14, 14}, {256, 256, 3, 3}, {1}, {1}, {1}, 1, DType::f16,
                                Layout::channels_last);
+}
+
+// Without a GPU (the CI machines) the loader still runs: it finds no NVML, or NVML finds no
+// GPU, and says which instead of handing out a counter.
+TEST(CudnnEnergy, WithoutAGpuTheLoaderSaysWhyThereIsNoCounter) {
+  std::string unavailable;
+  if (backend_available(BackendKind::cudnn, &unavailable))
+    GTEST_SKIP() << "a usable GPU is present: NvmlCounterIsFoundAndMoves checks its counter";
+  std::string why;
+  EXPECT_EQ(cudnn::nvml_energy_counter(0, why), nullptr);
+  const bool no_nvml = why.find("NVML (libnvidia-ml.so.1") != std::string::npos;
+  const bool no_bus_id =
+      why.find("the PCI bus id of CUDA device 0 is unknown") != std::string::npos;
+  EXPECT_TRUE(no_nvml || no_bus_id) << why;
+  // Asked again: the same answer (NVML is loaded once per process).
+  std::string again;
+  EXPECT_EQ(cudnn::nvml_energy_counter(0, again), nullptr);
+  EXPECT_EQ(again, why);
 }
 
 TEST(CudnnEnergy, NvmlCounterIsFoundAndMoves) {
