@@ -1728,7 +1728,8 @@ def _calls(module):
 
 def report(model):
     """One line per converted layer and direction that ran: the chosen id, its time (when a policy
-    timed it), workspace, and the speedup over the heuristic's choice where both were timed."""
+    timed it), workspace, the speedup over the heuristic's choice where both were timed, and under
+    min_energy / energy_delay the chosen candidate's energy per call, or why it was not measured."""
     lines = []
     for name, module in model.named_modules():
         for direction, (desc, context) in _calls(module).items():
@@ -1741,6 +1742,10 @@ def report(model):
             timed = {row[0]: row[3] for row in choice.timings if row[3] is not None}
             if choice.time_ms and heuristic in timed and heuristic != choice.id:
                 line += f", {timed[heuristic] / choice.time_ms:.2f}x over heuristic {heuristic}"
+            if choice.energy_j is not None:
+                line += f", {choice.energy_j * 1e3:.4f} mJ/call"
+            elif choice.energy_meter:
+                line += f", energy not measured: {choice.energy_meter}"
             lines.append(line)
     return "\n".join(lines)
 

@@ -142,6 +142,17 @@ def test_layer_policies_and_report(reference):
     assert "conv1 Conv2d bwd_weights" in text and "[exhaustive]" in text
     assert "fc Linear bwd_data" in text and "bn1 BatchNorm2d fwd" in text
     assert "pool MaxPool2d bwd_data" in text and "relu ReLU fwd" in text
+    assert "energy" not in text
+
+    # An energy policy's line says what it measured, here why nothing: the host backends read no
+    # energy counter, and the fastest is kept.
+    layer.bwd_weights = "min_energy"
+    with reference:
+        model(x).sum().backward()
+    line = next(line for line in dt.report(model).splitlines()
+                if line.startswith("conv1 Conv2d bwd_weights"))
+    assert "[min_energy]" in line
+    assert line.endswith(", energy not measured: the reference backend reads no energy counter")
 
 
 ACTIVATIONS = [torch.nn.Tanh(), torch.nn.Sigmoid(), torch.nn.ELU(0.5), torch.nn.ReLU6(),
