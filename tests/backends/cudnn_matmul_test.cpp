@@ -728,8 +728,9 @@ TEST(CudnnMatmul, AListedIdIsDescribedAloneAsTheListingHasIt) {
               run_plan(lister, *listing.plan(desc, direction, info.id), desc, direction, h);
           const Tensor alone_out =
               run_plan(describer, *backend.plan(desc, direction, info.id), desc, direction, h);
-          if (info.deterministic)
+          if (info.deterministic) {
             EXPECT_TRUE(bitwise_equal(listed_out, alone_out, "output", info.id));
+          }
         }
         for (const char* id : {"cublaslt:a1:t2", "cublaslt:a99999:t0:s0:k1:r0:w0:c0:i0:x0",
                                "cublaslt:ax:t0:s0:k1:r0:w0:c0:i0:x0", "no_such"}) {

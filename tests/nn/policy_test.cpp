@@ -4,6 +4,12 @@
 
 #include "nn/nn_test_util.hpp"
 
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
 namespace dnnx::test::nn {
 namespace {
 
@@ -104,6 +110,68 @@ TEST(NnPolicy, ExhaustiveTimesAndReportsSpeedup) {
   const nn::Report profiled = nn::report(plain, nn::ReportOptions{true});
   EXPECT_TRUE(std::isfinite(profiled.rows[0].time_ms)) << profiled.table();
   EXPECT_DOUBLE_EQ(profiled.rows[0].speedup, 1.0);
+}
+
+// Note [energy policies]: under min_energy a row carries what the choice measured; the host
+// backends read no counter, so the row says why and its energy stays unmeasured. A profiled
+// report asked for energy says the same from the profile.
+TEST(NnPolicy, AnEnergyPolicyReportsItsMeterOrWhyNothingWasMeasured) {
+  Context context = fast_context();
+  nn::Linear linear(context, 16, 8);
+  linear.policy(Direction::fwd) = AlgoPolicy::min_energy();
+  linear.forward(input(Dims{4, 16}, 1));
+  const std::string why =
+      "the " + std::string(to_string(context.backend())) + " backend reads no energy counter";
+  const nn::Report report = nn::report(linear);
+  ASSERT_EQ(report.rows.size(), 1u);
+  EXPECT_EQ(report.rows[0].policy, "min_energy");
+  EXPECT_TRUE(std::isnan(report.rows[0].energy_j));
+  EXPECT_EQ(report.rows[0].energy_meter, why);
+  const std::string table = report.table();
+  EXPECT_NE(table.find("\nenergy: " + why + "\n"), std::string::npos) << table;
+  EXPECT_EQ(table.find("mJ/call"), std::string::npos) << "nothing measured: no column\n" << table;
+
+  nn::Linear plain(context, 16, 8);
+  plain.forward(input(Dims{4, 16}, 1));
+  EXPECT_EQ(nn::report(plain).table().find("energy"), std::string::npos);
+  plain.tune().profile_energy = true;
+  const nn::Report profiled = nn::report(plain, nn::ReportOptions{true});
+  EXPECT_EQ(profiled.rows[0].energy_meter, why);
+  EXPECT_TRUE(std::isnan(profiled.rows[0].energy_j));
+}
+
+// The table's energy column, where some row's energy was measured: mJ per call, "-" for the
+// rows without, and one line per meter.
+TEST(NnPolicy, TheReportTableShowsMeasuredEnergy) {
+  nn::Report report;
+  nn::ReportRow measured;
+  measured.module = "conv1";
+  measured.type = "Conv2d";
+  measured.op = "conv";
+  measured.policy = "min_energy";
+  measured.id = "cudnn:engine:1";
+  measured.time_ms = 0.25;
+  measured.heuristic_id = "cudnn:engine:0";
+  measured.heuristic_ms = 0.5;
+  measured.speedup = 2;
+  measured.energy_j = 0.01234;
+  measured.energy_meter = "nvml: a GPU";
+  nn::ReportRow unmeasured = measured;
+  unmeasured.module = "fc";
+  unmeasured.policy = "exhaustive";
+  unmeasured.energy_j = std::numeric_limits<double>::quiet_NaN();
+  unmeasured.energy_meter.clear();
+  report.rows = {measured, unmeasured};
+  const std::string table = report.table();
+  std::vector<std::string> lines;
+  std::istringstream in(table);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 4u) << table;
+  EXPECT_TRUE(lines[0].ends_with("    mJ/call")) << lines[0];
+  EXPECT_TRUE(lines[1].ends_with("    12.3400")) << lines[1];
+  EXPECT_TRUE(lines[2].ends_with("          -")) << lines[2];
+  EXPECT_EQ(lines[3], "energy: nvml: a GPU");
+  EXPECT_EQ(lines[0].size(), lines[1].size()) << "the column lines up";
 }
 
 }  // namespace

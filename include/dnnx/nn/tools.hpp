@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,13 @@ struct ReportRow {
   std::string heuristic_id;         ///< what a heuristic policy picks for the same desc
   double heuristic_ms = 0;          ///< its median time, ms (NaN when not timed)
   double speedup = 0;               ///< heuristic_ms / time_ms (NaN when either is unknown)
+  /// The chosen candidate's energy per call, joules, where it was measured: by an energy policy
+  /// (min_energy, energy_delay) or, with ReportOptions::profile, by a profile with
+  /// TuneOptions::profile_energy (NaN otherwise).
+  double energy_j = std::numeric_limits<double>::quiet_NaN();
+  /// Where energy was asked for: the counter read, or why none was (Choice::energy_meter,
+  /// ProfileResult::energy_meter); empty otherwise.
+  std::string energy_meter;
 };
 
 /// What report() measures.
@@ -39,7 +47,8 @@ struct ReportOptions {
 /// A report of every module that has run an op, in named_modules() order and direction order.
 struct Report {
   std::vector<ReportRow> rows;
-  /// Fixed-width text table of the rows.
+  /// Fixed-width text table of the rows; with an `mJ/call` column where some row's energy was
+  /// measured, and an `energy: <meter>` line per distinct meter where energy was asked for.
   std::string table() const;
 };
 
