@@ -67,6 +67,7 @@
 #include <dnnx/tensor.hpp>
 
 #include "core/backend.hpp"
+#include "core/strings.hpp"
 #include "ops/context_state.hpp"
 #include "tune/energy.hpp"
 
@@ -502,9 +503,7 @@ int run(const Options& options) {
   }
   line << ", \"lr\": " << options.lr << ", \"last_loss\": " << loss;
   if (options.energy) {
-    std::string quoted;
-    for (char c : energy_meter) quoted += c == '"' || c == '\\' ? ' ' : c;
-    line << ", \"energy_meter\": \"" << quoted << "\"";
+    line << ", \"energy_meter\": " << detail::json_quote(energy_meter);
     if (energy) {
       line << ", \"energy_j_per_step\": " << energy->joules_per_call
            << ", \"energy_spread_j\": " << energy->spread_joules
@@ -516,9 +515,7 @@ int run(const Options& options) {
   if (options.graph) {
     line << ", \"graph_step_ms\": " << json_list(graph_ms);
     if (!graph_error.empty()) {
-      std::string quoted;
-      for (char c : graph_error) quoted += c == '"' || c == '\\' ? ' ' : c;
-      line << ", \"graph_error\": \"" << quoted << "\"";
+      line << ", \"graph_error\": " << detail::json_quote(graph_error);
     }
   }
   if (cuda) {

@@ -145,7 +145,7 @@ tune::EnergySource energy_source(Backend& backend, const TuneOptions& options,
                                                    options.energy_repeats);
   auto repeat = hooks.repeat;
   return {[meter, repeat](const AlgoInfo& algo, double call_ms) {
-            return meter->measure([&](long runs) { repeat(algo, runs); }, call_ms);
+            return meter->measure(repeat(algo), call_ms);
           },
           counter->name()};
 }

@@ -106,10 +106,11 @@ struct SelectHooks {
   /// `probe` for a selection among the given ids only: the backend builds probe plans for those
   /// alone, and nothing is listed (the settling of late plans; empty function: use `probe`).
   std::function<tune::ProbeOnce(std::vector<std::string>)> probe_among;
-  /// Runs back to back, untimed, returning once they have finished: the energy loops (Note
-  /// [energy per call] in tune/energy.cpp), which must run exactly that many (a timed loop's run
-  /// may be repeated: Note [gated timing] in backends/cudnn/backend.cpp). Empty: no energy.
-  std::function<void(const AlgoInfo&, long runs)> repeat;
+  /// A candidate set up once (its plan, workspace and state), and a function that runs it back
+  /// to back, untimed, returning once the runs have finished: the energy loops (Note [energy per
+  /// call] in tune/energy.cpp), which must run exactly that many (a timed loop's run may be
+  /// repeated: Note [gated timing] in backends/cudnn/backend.cpp). Empty: no energy.
+  std::function<std::function<void(long runs)>(const AlgoInfo&)> repeat;
 };
 
 /// A choice and how it was found.
@@ -507,9 +508,11 @@ class Dispatch {
         },
         {},
         {}};  // probe_among and repeat (and probe, above): set below
-    hooks.repeat = [&state, runner](const AlgoInfo& algo, long runs) {
-      runner(algo)(runs);
-      state.backend().synchronize();
+    hooks.repeat = [&state, runner](const AlgoInfo& algo) -> std::function<void(long)> {
+      return [&state, queue = runner(algo)](long runs) {
+        queue(runs);
+        state.backend().synchronize();
+      };
     };
     if constexpr (requires { typename Op::Slice; }) {
       hooks.probe = probe_hook(state, desc, direction, args, std::nullopt);
