@@ -6,6 +6,10 @@
 #include "core/strings.hpp"
 #include "core/threads.hpp"
 
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <nvrtc.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <exception>
@@ -43,9 +47,16 @@ std::size_t build_threads() {
 // still be compiling or saving while exit destroyed what cuDNN set up for them. The
 // registrations are at most four per build, each a few bytes (a build happens once per
 // runtime-compiled candidate of a new shape), and the repeated handler only finds the builders
-// stopped. What stays exposed is an exit during the process's very first use of a
-// feature on a builder thread (the state cuDNN creates during that call registers after the
-// handler).
+// stopped.
+// The riskiest first use is NVRTC's: cuDNN loads it on the first builder thread's first build,
+// and its compiler creates its own static state during that first compile, so a process that
+// exits while the first compiles run (a `dnnx profile` of one layer does, as soon as its search
+// has ended) would destroy NVRTC under them: such a run died with SIGSEGV at exit on an H200.
+// So before the first builder thread starts, the submitting thread loads NVRTC itself (the
+// library cuDNN loads, libnvrtc.so.<CUDA major>) and compiles an empty kernel with it, once per
+// process (tens of milliseconds): NVRTC's exit handlers are then registered before the stop
+// handler. What stays exposed is an exit during the first use on a builder thread of state
+// cuDNN creates lazily itself.
 std::mutex& builders_mutex() {
   static auto* mutex = new std::mutex;  // never destroyed: the exit handler may run last
   return *mutex;
@@ -61,6 +72,34 @@ void stop_every_builder() {
 // Registers stop_every_builder to run before every exit handler registered so far (Note
 // [background builds at exit]); once exit has run the handlers, registering fails, harmlessly.
 void stop_builders_first_at_exit() { std::atexit(stop_every_builder); }
+
+// Loads NVRTC as cuDNN will and compiles an empty kernel, on the calling thread, once per process
+// (Note [background builds at exit]). Where NVRTC cannot be loaded nothing is done: cuDNN's own
+// build then fails and says so.
+void warm_nvrtc() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    int runtime = 0;
+    if (cudaRuntimeGetVersion(&runtime) != cudaSuccess || runtime <= 0) return;
+    const std::string name = detail::cat("libnvrtc.so.", runtime / 1000);
+    void* library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);  // never closed
+    if (library == nullptr) return;
+    using Create = nvrtcResult (*)(nvrtcProgram*, const char*, const char*, int, const char* const*,
+                                   const char* const*);
+    using Compile = nvrtcResult (*)(nvrtcProgram, int, const char* const*);
+    using Destroy = nvrtcResult (*)(nvrtcProgram*);
+    const auto create = reinterpret_cast<Create>(dlsym(library, "nvrtcCreateProgram"));
+    const auto compile = reinterpret_cast<Compile>(dlsym(library, "nvrtcCompileProgram"));
+    const auto destroy = reinterpret_cast<Destroy>(dlsym(library, "nvrtcDestroyProgram"));
+    if (create == nullptr || compile == nullptr || destroy == nullptr) return;
+    nvrtcProgram program = nullptr;
+    if (create(&program, "extern \"C\" __global__ void dnnx_nvrtc_warm_up() {}",
+               "dnnx_nvrtc_warm_up.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS)
+      return;
+    compile(program, 0, nullptr);  // its result does not matter: the state it creates does
+    destroy(&program);
+  });
+}
 
 // Verbose: what became of one background compile.
 void report(const BackgroundBuilds::Request& request, const std::string& what,
@@ -124,6 +163,7 @@ void BackgroundBuilds::submit(const std::vector<Request>& requests, Clock::time_
       queue_.push_back(std::move(job));
     }
     if (threads_.empty() && !stopping_) {
+      warm_nvrtc();
       stop_builders_first_at_exit();
       const std::size_t count = build_threads();
       for (std::size_t slot = 0; slot < count; ++slot)
