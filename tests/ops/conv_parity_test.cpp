@@ -414,13 +414,13 @@ class ConvParityCase final : public ParityCase {
     expected.scale = conv_error_scale(desc(), direction, operands_);
     return expected;
   }
-  ::testing::AssertionResult close(Direction, const AlgoInfo&, const ParityRun& actual,
+  ::testing::AssertionResult close(Direction, const AlgoInfo& algo, const ParityRun& actual,
                                    const ParityExpected& expected, std::string_view where,
                                    double* worst) const override {
     const Tensor& output = actual.outputs[0].tensor;
-    return close_within_scale(output.to_f32(), expected.run.outputs[0].tensor.to_f32(),
-                              expected.scale, output.dims(), conv_tolerance(desc().dtype), "output",
-                              where, worst);
+    return close_within_scale(
+        output.to_f32(), expected.run.outputs[0].tensor.to_f32(), expected.scale, output.dims(),
+        conv_tolerance(desc().dtype, algo, expected.scale), "output", where, worst);
   }
   bool expected_unsupported(Direction direction, const AlgoInfo& algo) const override {
     return unsupported_category(expected_reasons(), desc(), direction, algo) != nullptr;

@@ -93,6 +93,25 @@ std::vector<float> conv_error_scale(const ConvDesc& desc, Direction direction,
 // sides round their output to the dtype (2^-11 resp. 2^-8 relative each): two roundings plus the
 // f32 accumulation make 4 units of the dtype's rounding. f16's absolute term covers rounding in
 // its subnormal range (spacing 2^-24).
+// Two families of candidates err otherwise, and the bound of a candidate noted so (AlgoInfo's
+// "winograd", "fft") is wider. cuDNN's f32 Winograd (its engine and legacy algorithms) transforms
+// tiles by matrices whose entries are not all powers of two: measured on an H200, up to 2.7e-5
+// of an element's scale on the parity table's small depthwise and padded cases, so 1e-4 there.
+// An FFT's error is spread over the whole output, of the order of the rounding of its largest
+// terms: an element with a small scale beside large ones (a corner of a strided bwd_data, 1e-4
+// of the largest) was off by 64x its own bound, so an FFT also gets an absolute term of the
+// relative bound times the output's largest scale. Both still catch a wrong tap, which costs
+// O(1/K) of an element's scale.
+Tolerance conv_tolerance(DType dtype, const AlgoInfo& algo, const std::vector<float>& scale) {
+  Tolerance tolerance = conv_tolerance(dtype);
+  if (algo.has_note("winograd")) tolerance.rel = std::max(tolerance.rel, 1e-4);
+  if (algo.has_note("fft") && !scale.empty()) {
+    const double largest = *std::max_element(scale.begin(), scale.end());
+    tolerance.abs = std::max(tolerance.abs, tolerance.rel * largest);
+  }
+  return tolerance;
+}
+
 Tolerance conv_tolerance(DType dtype) {
   switch (dtype) {
     case DType::f32:

@@ -56,6 +56,10 @@ std::vector<float> conv_error_scale(const ConvDesc& desc, Direction direction,
 /// The conv error bound of an output of `dtype` relative to conv_error_scale(); see
 /// Note [conv tolerances] in conv.cpp.
 Tolerance conv_tolerance(DType dtype);
+/// conv_tolerance() for one candidate, by its numerical notes: looser for Winograd transforms,
+/// and an absolute term from the largest of the output's `scale` for FFTs (Note [conv
+/// tolerances]).
+Tolerance conv_tolerance(DType dtype, const AlgoInfo& algo, const std::vector<float>& scale);
 
 /// Failure context: direction, candidate id, the desc and its `dnnx` reproduction line.
 std::string conv_context(const ConvDesc& desc, Direction direction, std::string_view candidate);
