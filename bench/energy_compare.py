@@ -8,10 +8,13 @@ Each step of such a document lists its measured contenders (`energy_rows`: id, t
 keeps. Per file: how often the two differ, the energy the choice saves (joules x the layer's
 count, summed) and the time it costs (milliseconds x count, summed).
 
-    energy_compare.py TUNE.json [TUNE.json ...] [--json OUT.json] [--rows]
+    energy_compare.py TUNE.json [TUNE.json ...] [--json OUT.json] [--rows] [--beyond-spread]
 
 Prints a markdown table per file (with --rows, a row per layer-direction too) and the totals;
---json writes the same figures. Exit status 1 when a file has no measured step (no energy
+--json writes the same figures. --beyond-spread takes the pick again from the measured rows by
+the policy's rule that a contender displaces the fastest only when it saves more than the larger
+of the two measurements' spreads (Note [energy policies] in src/tune/select.cpp), for documents
+whose choices were made without it. Exit status 1 when a file has no measured step (no energy
 counter where it was tuned: its steps' energy_meter says why)."""
 
 import argparse
@@ -19,10 +22,27 @@ import json
 import sys
 
 
-def compare(document):
-    """The per-step rows and the totals of one tune document."""
+def pick_beyond_spread(measured, fastest, delay):
+    """The contender the energy policy keeps among `measured` rows: the least energy (energy x
+    time with `delay`), unless it saves no more than the larger spread of it and the fastest."""
+    def score(row):
+        return row["energy_j"] * (row["time_ms"] if delay else 1.0)
+
+    def noise(row):
+        return (row.get("energy_spread_j") or 0.0) * (row["time_ms"] if delay else 1.0)
+
+    best = min(measured, key=score)
+    if best is not fastest and score(fastest) - score(best) <= max(noise(best), noise(fastest)):
+        return fastest
+    return best
+
+
+def compare(document, beyond_spread=False):
+    """The per-step rows and the totals of one tune document; with `beyond_spread` the pick is
+    taken again from the measured rows (pick_beyond_spread)."""
     rows = []
     unmeasured = []
+    options = document.get("options", {})
     for step in document.get("results", []):
         if step.get("error"):
             continue
@@ -35,6 +55,9 @@ def compare(document):
             continue
         fastest = min(measured, key=lambda r: r["time_ms"])
         pick = next((r for r in measured if r["id"] == chosen["id"]), None)
+        if beyond_spread and pick is not None:
+            policy = str(options.get(step["direction"], ""))
+            pick = pick_beyond_spread(measured, fastest, policy.startswith("energy_delay"))
         if pick is None:
             unmeasured.append(f"{step['layer']} {step['direction']}: the chosen "
                               f"{chosen['id']} has no measured row")
@@ -73,6 +96,9 @@ def main(argv):
     parser.add_argument("files", nargs="+", metavar="TUNE.json")
     parser.add_argument("--json", metavar="OUT.json")
     parser.add_argument("--rows", action="store_true", help="a row per layer-direction too")
+    parser.add_argument("--beyond-spread", action="store_true",
+                        help="take the pick again, keeping the fastest where the saving is within "
+                             "the larger spread of the two")
     args = parser.parse_args(argv)
     out = {}
     failed = False
@@ -83,7 +109,7 @@ def main(argv):
         except (OSError, ValueError) as error:
             print(f"energy_compare.py: {path}: {error}", file=sys.stderr)
             return 2
-        rows, total = compare(document)
+        rows, total = compare(document, args.beyond_spread)
         options = document.get("options", {})
         policies = {options.get(d) for d in ("fwd", "bwd_data", "bwd_weights")}
         print(f"\n### {path}: {document.get('model')} batch {document.get('batch')} "

@@ -639,6 +639,12 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
 // choice is the fastest, as exhaustive's, and Choice::energy_meter says why; the op layer says so
 // once per process. A contender whose measurement fails keeps its time and says why in its
 // detail; if none could be measured, the fastest is kept the same way.
+// A contender displaces the fastest only when its energy (energy x time) is lower by more than
+// the larger of the two measurements' spreads (the max - min of their loops; times the call's
+// milliseconds for energy_delay): a difference within that is not a measured saving, and taking
+// it would pay time for nothing. On an H200, with loops of 100 ms, about half of the choices
+// that differed from the fastest in ResNet-50's layers saved less than that spread
+// (docs/benchmarks.md). With energy_repeats 1 there is no spread, and the least energy wins.
 // The settling of a choice's late plans (Note [late plans] in src/ops/dispatch.cpp) measures only
 // when a late plan is among the final contenders, and then every contender, the kept choice too,
 // under the same conditions: a late plan too slow to contend costs no measurement (seconds, where
@@ -685,6 +691,18 @@ bool choose_by_energy(Choice& choice, const Request& request, const TuneOptions&
     choice.energy_meter += detail::cat(
         " (no contender's energy could be measured: ", detail::join(failures, "; "), ")");
     return false;
+  }
+  // A saving within the noise keeps the fastest (Note [energy policies]).
+  if (ProfileRow* fastest = contenders.front();
+      best != fastest && std::isfinite(fastest->energy_j)) {
+    const auto spread = [](const ProfileRow& row) {
+      return std::isfinite(row.energy_spread_j) ? row.energy_spread_j : 0.0;
+    };
+    const double fastest_score = delay ? fastest->energy_j * fastest->median_ms : fastest->energy_j;
+    const double noise =
+        delay ? std::max(spread(*best) * best->median_ms, spread(*fastest) * fastest->median_ms)
+              : std::max(spread(*best), spread(*fastest));
+    if (fastest_score - best_score <= noise) best = fastest;
   }
   std::rotate(choice.timings.begin(), choice.timings.begin() + (best - choice.timings.data()),
               choice.timings.begin() + (best - choice.timings.data()) + 1);

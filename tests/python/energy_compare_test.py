@@ -14,12 +14,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "..", "bench", "energy_compare.py")
 
 
-def step(layer, count, chosen, rows, meter="nvml: test"):
+def step(layer, count, chosen, rows, meter="nvml: test", spread=0.0):
     return {"layer": layer, "direction": "fwd", "count": count, "error": None,
             "chosen": {"id": chosen, "time_ms": dict((r[0], r[1]) for r in rows)[chosen],
                        "energy_j": dict((r[0], r[2]) for r in rows)[chosen]},
             "energy_meter": meter,
-            "energy_rows": [{"id": i, "time_ms": t, "energy_j": e} for i, t, e in rows]}
+            "energy_rows": [{"id": i, "time_ms": t, "energy_j": e, "energy_spread_j": spread}
+                            for i, t, e in rows]}
 
 
 def run(*args):
@@ -60,6 +61,26 @@ def main():
     assert a["differ"] and abs(a["saved"] - 0.25) < 1e-9 and abs(a["time_cost"] - 0.2) < 1e-9, a
     assert "| a | fwd | 2 | fast |" in done.stdout and "-25.0%" in done.stdout, done.stdout
     assert "not measured: c fwd: no counter" in done.stdout, done.stdout
+
+    # --beyond-spread: a saving within the larger spread keeps the fastest (d), one beyond it
+    # stands (a: 0.5 mJ saved, spreads of 0.1 mJ).
+    beyond = dict(document)
+    beyond["results"] = [step("a", 2, "lean", [("fast", 1.0, 2e-3), ("lean", 1.2, 1.5e-3)],
+                              spread=1e-4),
+                         step("d", 1, "lean", [("fast", 1.0, 2e-3), ("lean", 1.2, 1.95e-3)],
+                              spread=1e-4)]
+    with open(path, "w") as f:
+        json.dump(beyond, f)
+    done = run(path, "--beyond-spread", "--json", out)
+    assert done.returncode == 0, done.stderr
+    with open(out) as f:
+        rows = json.load(f)[path]["rows"]
+    assert [r["chosen"] for r in rows] == ["lean", "fast"], rows
+    assert not rows[1]["differ"] and rows[1]["saved"] == 0, rows
+    # Without the option the document's own choices stand.
+    done = run(path, "--json", out)
+    with open(out) as f:
+        assert [r["chosen"] for r in json.load(f)[path]["rows"]] == ["lean", "lean"]
 
     # Nothing measured at all: exit status 1, saying why per step.
     document["results"] = document["results"][2:]

@@ -217,6 +217,7 @@ struct ScriptedEnergy {
   std::map<std::string, double> joules;
   std::map<std::string, int> measured;
   std::string fails;  // an id whose measurement throws
+  std::map<std::string, double> spreads;  // joules; 1% of the energy where not named
 
   dnnx::tune::EnergySource source() {
     return {[this](const AlgoInfo& algo, double call_ms) {
@@ -226,7 +227,9 @@ struct ScriptedEnergy {
                 throw dnnx::Error(ErrorKind::BackendFailure, "the counter is gone");
               EnergyReading reading;
               reading.joules_per_call = joules.at(algo.id);
-              reading.spread_joules = 0.01 * reading.joules_per_call;
+              const auto spread = spreads.find(algo.id);
+              reading.spread_joules =
+                  spread != spreads.end() ? spread->second : 0.01 * reading.joules_per_call;
               reading.power_w = 300;
               reading.clock_mhz = 1980;
               return reading;
@@ -256,7 +259,9 @@ FakeBench three() {
   bench.add(Algo("fast"), {1.0}).add(Algo("lean"), {1.5}).add(Algo("slow"), {3.0});
   return bench;
 }
-ScriptedEnergy three_energy() { return {{{"fast", 4e-3}, {"lean", 3e-3}, {"slow", 1e-3}}, {}, {}}; }
+ScriptedEnergy three_energy() {
+  return {{{"fast", 4e-3}, {"lean", 3e-3}, {"slow", 1e-3}}, {}, {}, {}};
+}
 
 TEST(EnergyPolicies, MinEnergyKeepsTheLeastEnergyAmongTheFinalContenders) {
   FakeBench bench = three();
@@ -293,6 +298,38 @@ TEST(EnergyPolicies, EnergyDelayWeighsTheTimeToo) {
   EXPECT_TRUE(unused.measured.empty());
   EXPECT_TRUE(std::isnan(fastest.energy_j));
   EXPECT_TRUE(fastest.energy_meter.empty());
+}
+
+TEST(EnergyPolicies, ASavingWithinTheSpreadKeepsTheFastest) {
+  // lean saves 0.1 mJ of fast's 4: beyond spreads of 1% (0.04 mJ), within one of 0.2 mJ.
+  auto pick = [](const AlgoPolicy& policy, double lean_j, double lean_spread_j) {
+    FakeBench bench = three();
+    ScriptedEnergy energy = three_energy();
+    energy.joules["lean"] = lean_j;
+    if (lean_spread_j >= 0) energy.spreads["lean"] = lean_spread_j;
+    const Choice choice = select_with(bench, policy, &energy);
+    EXPECT_EQ(energy.measured["fast"], 1);
+    EXPECT_EQ(energy.measured["lean"], 1);
+    EXPECT_DOUBLE_EQ(row_named(choice, "lean").energy_j, lean_j);
+    return choice;
+  };
+  const Choice beyond = pick(AlgoPolicy::min_energy(), 3.9e-3, -1);
+  EXPECT_EQ(beyond.algo.id, "lean");
+  EXPECT_DOUBLE_EQ(beyond.energy_j, 3.9e-3);
+  const Choice within = pick(AlgoPolicy::min_energy(), 3.9e-3, 0.2e-3);
+  EXPECT_EQ(within.algo.id, "fast");
+  EXPECT_DOUBLE_EQ(within.energy_j, 4e-3);
+  EXPECT_DOUBLE_EQ(within.time_ms, 1.0);
+  // energy_delay: fast 4 mJ x 1.0 ms = 4, lean 2.6 mJ x 1.5 ms = 3.9; the noise is the larger
+  // spread times its call's time: 0.04 (fast's) against 0.1 mJ x 1.5 ms = 0.15.
+  EXPECT_EQ(pick(AlgoPolicy::energy_delay(), 2.6e-3, -1).algo.id, "lean");
+  EXPECT_EQ(pick(AlgoPolicy::energy_delay(), 2.6e-3, 0.1e-3).algo.id, "fast");
+  // No spread (a single loop each): the least energy wins however small the difference.
+  FakeBench bench = three();
+  ScriptedEnergy energy = three_energy();
+  energy.joules["lean"] = 3.999e-3;
+  energy.spreads = {{"fast", 0.0}, {"lean", 0.0}};
+  EXPECT_EQ(select_with(bench, AlgoPolicy::min_energy(), &energy).algo.id, "lean");
 }
 
 TEST(EnergyPolicies, WithoutACounterTheFastestIsKeptAndTheChoiceSaysWhy) {
