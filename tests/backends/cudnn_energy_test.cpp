@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <string>
@@ -83,12 +84,15 @@ TEST(CudnnEnergy, MinEnergyMeasuresItsContendersAndProfilesEveryRow) {
   EXPECT_GT(choice->energy_j, 0.05e-3 * 10);
   EXPECT_LT(choice->energy_j, 5e-3 * 700);
   int measured = 0;
+  const double kept_spread = choice->timings.front().energy_spread_j;
   for (const ProfileRow& row : choice->timings) {
     if (std::isnan(row.energy_j)) continue;
     ++measured;
     EXPECT_GT(row.power_w, 20.0) << row.algo.id;
     EXPECT_LT(row.power_w, 1500.0) << row.algo.id;
-    EXPECT_LE(choice->energy_j, row.energy_j) << "min_energy kept a candidate using more";
+    // Less energy than the kept choice's only within the noise (Note [energy policies]).
+    EXPECT_LE(choice->energy_j, row.energy_j + std::max(kept_spread, row.energy_spread_j))
+        << "min_energy kept a candidate using more than " << row.algo.id;
   }
   EXPECT_GE(measured, 1);
   EXPECT_DOUBLE_EQ(choice->timings.front().energy_j, choice->energy_j);
