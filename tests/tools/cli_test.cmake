@@ -574,6 +574,12 @@ foreach(_what structure browser)
   set_tests_properties(cli.pictures_${_what} PROPERTIES
     LABELS cli SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT DNNX_CACHE=off)
 endforeach()
+# tune --json keeps its file up to date while it runs ("complete": false until the last step):
+# a run killed halfway keeps a partial document, which `dnnx report` marks incomplete.
+add_test(NAME cli.tune.progress
+         COMMAND ${DNNX_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/tune_progress_test.py
+                 $<TARGET_FILE:dnnx_cli> ${_dnnx_cli_dir}/tune_progress)
+set_tests_properties(cli.tune.progress PROPERTIES LABELS cli TIMEOUT 300)
 dnnx_cli_usage_error(bad.plot_unwritable "--plot '/nonexistent/p.svg': cannot open for writing"
                      profile conv ${_conv} --plot /nonexistent/p.svg)
 dnnx_cli_usage_error(bad.report_unwritable "--report '/nonexistent/r.html': cannot open for writing"

@@ -460,7 +460,7 @@ void print_report(std::ostream& out, const std::vector<StepResult>& results,
 }
 
 nlohmann::json report_json(const TunePlan& plan, const Context& context,
-                           const std::vector<StepResult>& results, double wall_s) {
+                           const std::vector<StepResult>& results, double wall_s, bool complete) {
   const TuneOptions& options = context.tune();
   nlohmann::json steps = nlohmann::json::array();
   for (const StepResult& result : results) {
@@ -564,6 +564,7 @@ nlohmann::json report_json(const TunePlan& plan, const Context& context,
           {"results", steps},
           {"totals", totals},
           {"tuning_wall_s", wall_s},
+          {"complete", complete},
           {"cache",
            {{"mode", to_string(context.choice_cache()->file_options().mode)},
             {"file", context.choice_cache()->file_options().path}}}};
@@ -608,6 +609,11 @@ int run_tune(const TuneArgs& args) {
     for (const Direction direction : plan.directions) {
       progress.begin(index++, *layer, direction);
       results.push_back(tune_step(context, *layer, plan, direction));
+      // The document so far, `"complete": false`, so that a run cut short (a time limit, a
+      // crash) keeps what it measured: a step under an energy policy takes seconds.
+      if (json_file.wanted() && index < plan.layers.size() * plan.directions.size())
+        json_file.replace(report_json(plan, context, results, progress.elapsed_s(), false).dump(2) +
+                          "\n");
     }
   }
   progress.finish();
@@ -615,7 +621,7 @@ int run_tune(const TuneArgs& args) {
 
   text << '\n';
   print_report(text, results, plan.directions, wall_s);
-  const nlohmann::json document = report_json(plan, context, results, wall_s);
+  const nlohmann::json document = report_json(plan, context, results, wall_s, true);
   if (json_to_stdout) std::cout << document.dump(2) << '\n';
   // Each file is written even if the other could not be.
   const bool json_written = !json_file.wanted() || json_file.write(document.dump(2) + "\n");

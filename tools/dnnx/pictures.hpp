@@ -38,11 +38,16 @@ class OutputFile {
   OutputFile(std::string flag, std::string path);
   bool wanted() const { return !path_.empty(); }
   bool write(const std::string& text);
+  /// Replaces what the file holds by `text` where it is a regular file (so not a device, a pipe
+  /// or a terminal, where a second document would follow the first), silently: for the partial
+  /// documents a long command keeps up to date, whose last write() reports failures.
+  void replace(const std::string& text);
 
  private:
   std::string flag_;
   std::string path_;
   std::ofstream out_;
+  bool replaced_ = false;  // replace() wrote: write() starts the file again
 };
 
 }  // namespace dnnx::cli

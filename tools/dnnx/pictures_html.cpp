@@ -201,6 +201,12 @@ std::string tune_report_html(const nlohmann::json& report) {
       << "<p class=\"generated\">written by dnnx " << markup_escape(version)
       << " from the document of <code>dnnx tune --json</code>; tuning took "
       << html_number(html_double(report, "tuning_wall_s"), 1) << " s</p>\n";
+  // A document written while the tune still ran (`"complete": false`) and never finished.
+  if (const nlohmann::json& complete = html_member(report, "complete");
+      complete.is_boolean() && !complete.get<bool>()) {
+    out << "<p class=\"incomplete\">incomplete: the tune stopped before its last "
+           "layer-direction; these are the ones it finished</p>\n";
+  }
   // The whole model at a glance: the totals over every direction.
   if (const nlohmann::json& all = html_member(html_member(report, "totals"), "all");
       all.is_object()) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <limits>
@@ -43,7 +44,20 @@ OutputFile::OutputFile(std::string flag, std::string path)
   if (!out_) throw UsageError(flag_ + " '" + path_ + "': cannot open for writing");
 }
 
+void OutputFile::replace(const std::string& text) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path_, error)) return;
+  replaced_ = true;
+  out_.close();
+  out_.open(path_, std::ios::out | std::ios::trunc);
+  out_ << text << std::flush;
+}
+
 bool OutputFile::write(const std::string& text) {
+  if (replaced_) {
+    out_.close();
+    out_.open(path_, std::ios::out | std::ios::trunc);
+  }
   out_ << text << std::flush;
   if (out_) return true;
   std::cerr << "dnnx: " << flag_ << " '" << path_
