@@ -26,10 +26,14 @@ namespace dnnx::tune {
 // running (once per meter: per search or profile) and subtracted, so that what is reported is the
 // energy the calls add, not the board's static draw over their time:
 //   joules per call = (energy over the loop - idle watts x the loop's seconds) / its runs.
-// The loop runs `repeats` times (3 by default); the median is reported with the spread of the
-// repeats (max - min), the loop's mean power and the clock after the last loop, so that a
-// reading taken while the clocks moved can be told apart. Waiting for an update gives up after
-// max_update_s: a counter that does not move cannot measure anything.
+// The loop runs `repeats` times (3 by default), back to back: each loop after the first starts
+// on the update that ended the one before, and the last step of that loop, which the update fell
+// in, counts half in each. (Waiting for the next update instead left the device idle for a whole
+// update interval between loops: a large share of the time at short windows, and a device whose
+// clocks may drop meanwhile.) The median is reported with the spread of the repeats (max - min),
+// the loop's mean power and the clock after the last loop, so that a reading taken while the clocks
+// moved can be told apart. Waiting for an update gives up after max_update_s: a counter that does
+// not move cannot measure anything.
 constexpr double step_ms = 10.0;
 constexpr double poll_s = 0.001;
 constexpr double max_update_s = 2.0;
@@ -95,8 +99,11 @@ EnergyReading EnergyMeter::measure(const std::function<void(long runs)>& run, do
   EnergyReading reading;
   reading.idle_w = idle;
   double joules_sum = 0, seconds_sum = 0;
+  // The first loop starts on an update; each later one on the update that ended the loop before,
+  // with the half of that loop's last step after it (Note [energy per call]).
+  Edge begin = next_update(counter_->joules(), max_update_s);
+  double carried = 0;  // runs of the previous loop's last step counted in this one
   for (int repeat = 0; repeat < repeats_; ++repeat) {
-    const Edge begin = next_update(counter_->joules(), max_update_s);
     long runs = 0;
     double now = clock_.now_s();
     while (now - begin.seconds < window_s_) {
@@ -122,13 +129,16 @@ EnergyReading EnergyMeter::measure(const std::function<void(long runs)>& run, do
       step_end = clock_.now_s();
       joules = counter_->joules();
     } while (joules == at_window);
-    const double seconds = (step_start + step_end) / 2 - begin.seconds;
-    const double counted = static_cast<double>(runs) - 0.5 * static_cast<double>(step);
-    const double used = joules - begin.joules;
+    const Edge end{(step_start + step_end) / 2, joules};
+    const double seconds = end.seconds - begin.seconds;
+    const double counted = carried + static_cast<double>(runs) - 0.5 * static_cast<double>(step);
+    const double used = end.joules - begin.joules;
     per_call.push_back((used - idle * seconds) / counted);
     joules_sum += used;
     seconds_sum += seconds;
     reading.calls += runs;
+    begin = end;
+    carried = 0.5 * static_cast<double>(step);
   }
   reading.clock_mhz = counter_->clock_mhz();
   std::sort(per_call.begin(), per_call.end());

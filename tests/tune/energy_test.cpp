@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -137,18 +138,52 @@ TEST(EnergyMeter, ReportsTheMedianAndTheSpreadOfItsLoops) {
   auto counter = std::make_shared<SimulatedCounter>(device);
   EnergyMeter meter(counter, 500.0, 3, device.clock());
   const double powers[] = {100.0, 140.0, 120.0};
-  int loop = -1;
-  double last = -1;
+  // The loops run back to back; one ends with the first step after its window in which the
+  // counter changes, and the next begins with the step after that (within a step of where the
+  // meter puts the boundary: 10 ms of loops of 0.5 s).
+  int loop = 0;
+  double loop_begin = -1;
+  bool ends = false;
   const EnergyReading reading = meter.measure(
       [&](long n) {
-        // A new loop starts after the meter waited for an update at rest.
-        if (device.now() - last > 0.0005) ++loop;
+        if (loop_begin < 0) loop_begin = device.now();
+        if (ends) {
+          ++loop;
+          loop_begin = device.now();
+          ends = false;
+        }
+        const double start = device.now();
+        const double shown = device.shown();
         device.run(n, 0.002, powers[std::min(loop, 2)]);
-        last = device.now();
+        ends = start - loop_begin >= 0.5 && device.shown() != shown;
       },
       2.0);
+  EXPECT_EQ(loop, 2);
   EXPECT_NEAR(reading.joules_per_call, 0.002 * 120.0, 0.02 * 0.24);
   EXPECT_NEAR(reading.spread_joules, 0.002 * 40.0, 0.1 * 0.08);
+}
+
+// The loops run back to back: between the first loop's start and the last one's end the meter
+// leaves no pause for an update (only its counter reads between steps), and the repeats take
+// about their windows plus an update interval each.
+TEST(EnergyMeter, RunsItsLoopsBackToBack) {
+  SimulatedDevice device(60.0, 0.1);
+  auto counter = std::make_shared<SimulatedCounter>(device);
+  EnergyMeter meter(counter, 200.0, 3, device.clock());
+  meter.idle_w();
+  double first = -1, last_end = -1, longest_pause = 0;
+  const EnergyReading reading = meter.measure(
+      [&](long n) {
+        if (first < 0) first = device.now();
+        if (last_end >= 0) longest_pause = std::max(longest_pause, device.now() - last_end);
+        device.run(n, 0.001, 150.0);
+        last_end = device.now();
+      },
+      1.0);
+  EXPECT_LT(longest_pause, 1e-3);
+  EXPECT_LT(last_end - first, 3 * (0.2 + 0.1 + 0.01) + 1e-3);
+  EXPECT_NEAR(reading.joules_per_call, 0.001 * 150.0, 0.015 * 0.15);
+  EXPECT_LT(reading.spread_joules, 0.03 * 0.15);
 }
 
 // The idle baseline is measured once per meter, before the first candidate.
