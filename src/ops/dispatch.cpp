@@ -127,7 +127,8 @@ tune::FirstRun first_run(const Backend& backend) {
 
 // The energy of candidates for the energy policies and `profile --energy` (Note [energy
 // policies] in tune/select.cpp): a meter of the options' window and repeats on the backend's
-// counter, measuring a candidate on the hooks' untimed runs (the idle baseline once per source).
+// counter, measuring a candidate on the hooks' untimed runs (the idle baseline once per source,
+// or a fresh one of the process's: Note [energy per call] in tune/energy.cpp).
 // Without a counter, the source says why, and so does stderr once per process.
 tune::EnergySource energy_source(Backend& backend, const TuneOptions& options,
                                  const SelectHooks& hooks) {
@@ -141,8 +142,9 @@ tune::EnergySource energy_source(Backend& backend, const TuneOptions& options,
     warn_once(cat("energy is not measured: ", why));
     return {{}, why};
   }
-  auto meter = std::make_shared<tune::EnergyMeter>(counter, options.energy_window_ms,
-                                                   options.energy_repeats);
+  auto meter = std::make_shared<tune::EnergyMeter>(
+      counter, options.energy_window_ms, options.energy_repeats, tune::MeterClock::steady(),
+      &tune::IdleBaselines::process());
   auto repeat = hooks.repeat;
   return {[meter, repeat](const AlgoInfo& algo, double call_ms) {
             return meter->measure(repeat(algo), call_ms);

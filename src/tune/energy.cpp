@@ -23,8 +23,12 @@ namespace dnnx::tune {
 // middle of the two, and at the loop's end the runs counted are those up to the middle of the last
 // step, so what is left uncertain is half a step (of a call, for calls longer than step_ms) at
 // either side of a window of a second. The idle power is measured the same way with nothing
-// running (once per meter: per search or profile) and subtracted, so that what is reported is the
-// energy the calls add, not the board's static draw over their time:
+// running and subtracted, so that what is reported is the energy the calls add, not the board's
+// static draw over their time; once per meter (per search or profile), and the op layer's meters
+// share it for 30 s per counter (IdleBaselines::process()): a tune of many layers measured it
+// again for every layer-direction, a window and two updates each, a tenth of its energy time at
+// short windows, while the board's idle draw hardly moves (an H200's read 123.08 and 123.10 W
+// seven minutes and a whole search apart: docs/benchmarks.md, *GPU energy*).
 //   joules per call = (energy over the loop - idle watts x the loop's seconds) / its runs.
 // The loop runs `repeats` times (3 by default), back to back: each loop after the first starts
 // on the update that ended the one before, and the last step of that loop, which the update fell
@@ -47,12 +51,30 @@ MeterClock MeterClock::steady() {
       [](double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); }};
 }
 
+std::optional<double> IdleBaselines::fresh(const std::string& counter, double now_s) const {
+  std::lock_guard lock(mutex_);
+  const auto found = baselines_.find(counter);
+  if (found == baselines_.end() || now_s - found->second.at_s > max_age_s_) return std::nullopt;
+  return found->second.watts;
+}
+
+void IdleBaselines::store(const std::string& counter, double watts, double now_s) {
+  std::lock_guard lock(mutex_);
+  baselines_[counter] = {watts, now_s};
+}
+
+IdleBaselines& IdleBaselines::process() {
+  static auto* baselines = new IdleBaselines(30.0);  // never destroyed: meters may outlive statics
+  return *baselines;
+}
+
 EnergyMeter::EnergyMeter(std::shared_ptr<EnergyCounter> counter, double window_ms, int repeats,
-                         MeterClock clock)
+                         MeterClock clock, IdleBaselines* shared)
     : counter_(std::move(counter)),
       window_s_(window_ms / 1e3),
       repeats_(repeats),
-      clock_(std::move(clock)) {
+      clock_(std::move(clock)),
+      shared_(shared) {
   DNNX_CHECK_ARG(counter_ != nullptr, "an energy meter needs a counter");
   DNNX_CHECK_ARG(std::isfinite(window_ms) && window_ms >= TuneOptions::min_energy_window_ms &&
                      window_ms <= TuneOptions::max_energy_window_ms,
@@ -82,11 +104,16 @@ EnergyMeter::Edge EnergyMeter::next_update(double after_joules, double limit_s) 
 
 double EnergyMeter::idle_w() {
   if (idle_w_) return *idle_w_;
+  if (shared_ != nullptr) {
+    idle_w_ = shared_->fresh(counter_->name(), clock_.now_s());
+    if (idle_w_) return *idle_w_;
+  }
   const Edge begin = next_update(counter_->joules(), max_update_s);
   clock_.sleep_s(window_s_);
   // The update that ends the window: polled from the value at its end.
   const Edge end = next_update(counter_->joules(), max_update_s);
   idle_w_ = (end.joules - begin.joules) / (end.seconds - begin.seconds);
+  if (shared_ != nullptr) shared_->store(counter_->name(), *idle_w_, end.seconds);
   return *idle_w_;
 }
 

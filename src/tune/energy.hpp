@@ -8,7 +8,9 @@
 
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -34,16 +36,39 @@ struct EnergyReading {
   long calls = 0;                                               ///< runs in all the loops
 };
 
+/// Idle baselines kept for the meters of one counter, by its name (Note [energy per call]): a
+/// baseline measured less than `max_age_s` ago is used again instead of measuring another.
+class IdleBaselines {
+ public:
+  explicit IdleBaselines(double max_age_s) : max_age_s_(max_age_s) {}
+  /// The watts measured on `counter` at most max_age_s before `now_s`, if any.
+  std::optional<double> fresh(const std::string& counter, double now_s) const;
+  void store(const std::string& counter, double watts, double now_s);
+  /// The process's, for the op layer's meters (on the steady clock): 30 s.
+  static IdleBaselines& process();
+
+ private:
+  struct Baseline {
+    double watts;
+    double at_s;
+  };
+  mutable std::mutex mutex_;
+  double max_age_s_;
+  std::map<std::string, Baseline> baselines_;
+};
+
 /// Measures energy per call on one counter: the idle baseline once, then each candidate's loops.
 class EnergyMeter {
  public:
   /// `window_ms`: each loop runs at least this long (TuneOptions::energy_window_ms); `repeats`:
   /// loops per candidate (TuneOptions::energy_repeats).
+  /// `shared`: baselines to use again and to add to (of the same clock), or none.
   EnergyMeter(std::shared_ptr<EnergyCounter> counter, double window_ms, int repeats,
-              MeterClock clock = MeterClock::steady());
+              MeterClock clock = MeterClock::steady(), IdleBaselines* shared = nullptr);
 
   const EnergyCounter& counter() const { return *counter_; }
-  /// The idle power, measured over one window the first time it is asked for, watts.
+  /// The idle power, watts: a fresh one of the shared baselines, else measured over one window
+  /// the first time it is asked for (and shared).
   double idle_w();
   /// The energy of a candidate whose `run(n)` runs it n times back to back and returns once they
   /// have finished; `call_ms` is its time per call (how many runs a loop's step holds). Throws
@@ -62,6 +87,7 @@ class EnergyMeter {
   double window_s_;
   int repeats_;
   MeterClock clock_;
+  IdleBaselines* shared_;
   std::optional<double> idle_w_;
 };
 

@@ -198,6 +198,31 @@ TEST(EnergyMeter, MeasuresIdleOnce) {
   EXPECT_LT(device.now() - after_idle, 0.2 + 3 * 0.05 + 0.05);
 }
 
+// Meters sharing baselines measure idle once per counter while it is fresh: a second meter of
+// the same counter within max_age uses it, one after that or of another counter measures again.
+TEST(EnergyMeter, SharesAFreshIdleBaseline) {
+  SimulatedDevice device(65.0, 0.05);
+  auto counter = std::make_shared<SimulatedCounter>(device);
+  dnnx::tune::IdleBaselines shared(10.0);
+  auto idle_window = [&](EnergyMeter& meter) {
+    const double before = device.now();
+    const double watts = meter.idle_w();
+    EXPECT_NEAR(watts, 65.0, 0.65);
+    return device.now() - before;
+  };
+  EnergyMeter first(counter, 200.0, 1, device.clock(), &shared);
+  EXPECT_GE(idle_window(first), 0.2);  // measured
+  EnergyMeter second(counter, 200.0, 1, device.clock(), &shared);
+  EXPECT_EQ(idle_window(second), 0.0);  // the first one's
+  device.idle(11.0);
+  EnergyMeter stale(counter, 200.0, 1, device.clock(), &shared);
+  EXPECT_GE(idle_window(stale), 0.2);  // older than 10 s: measured again
+  EXPECT_TRUE(shared.fresh("simulated counter", device.now()).has_value());
+  EXPECT_FALSE(shared.fresh("another counter", device.now()).has_value());
+  EnergyMeter alone(counter, 200.0, 1, device.clock());
+  EXPECT_GE(idle_window(alone), 0.2);  // shares nothing
+}
+
 TEST(EnergyMeter, ACounterThatDoesNotMoveOrFailsIsAnError) {
   SimulatedDevice device(65.0, 0.05);
   auto counter = std::make_shared<SimulatedCounter>(device);
