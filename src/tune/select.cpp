@@ -642,9 +642,9 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
 // A contender displaces the fastest only when its energy (energy x time) is lower by more than
 // the larger of the two measurements' spreads (the max - min of their loops; times the call's
 // milliseconds for energy_delay): a difference within that is not a measured saving, and taking
-// it would pay time for nothing. On an H200, with loops of 100 ms, about half of the choices
-// that differed from the fastest in ResNet-50's layers saved less than that spread
-// (docs/benchmarks.md). With energy_repeats 1 there is no spread, and the least energy wins.
+// it would pay time for nothing. On an H200, with loops of 100 ms, a third to a half of the
+// choices that differed from the fastest in ResNet-50's layers saved less than that spread
+// (docs/benchmarks.md, *GPU energy*). With energy_repeats 1 there is no spread, and the least energy wins.
 // The settling of a choice's late plans (Note [late plans] in src/ops/dispatch.cpp) measures only
 // when a late plan is among the final contenders, and then every contender, the kept choice too,
 // under the same conditions: a late plan too slow to contend costs no measurement (seconds, where
