@@ -9,12 +9,15 @@ keeps. Per file: how often the two differ, the energy the choice saves (joules x
 count, summed) and the time it costs (milliseconds x count, summed).
 
     energy_compare.py TUNE.json [TUNE.json ...] [--json OUT.json] [--rows] [--beyond-spread]
+                      [--as min_energy|energy_delay]
 
 Prints a markdown table per file (with --rows, a row per layer-direction too) and the totals;
 --json writes the same figures. --beyond-spread takes the pick again from the measured rows by
 the policy's rule that a contender displaces the fastest only when it saves more than the larger
 of the two measurements' spreads (Note [energy policies] in src/tune/select.cpp), for documents
-whose choices were made without it. Exit status 1 when a file has no measured step (no energy
+whose choices were made without it; --as POLICY takes them again so as that energy policy
+would have from the same measured contenders (both policies measure the same ones), with the
+rule. Exit status 1 when a file has no measured step (no energy
 counter where it was tuned: its steps' energy_meter says why)."""
 
 import argparse
@@ -37,9 +40,10 @@ def pick_beyond_spread(measured, fastest, delay):
     return best
 
 
-def compare(document, beyond_spread=False):
+def compare(document, beyond_spread=False, as_policy=None):
     """The per-step rows and the totals of one tune document; with `beyond_spread` the pick is
-    taken again from the measured rows (pick_beyond_spread)."""
+    taken again from the measured rows (pick_beyond_spread), as the document's policy would, or
+    as `as_policy` (min_energy or energy_delay) would."""
     rows = []
     unmeasured = []
     options = document.get("options", {})
@@ -55,8 +59,8 @@ def compare(document, beyond_spread=False):
             continue
         fastest = min(measured, key=lambda r: r["time_ms"])
         pick = next((r for r in measured if r["id"] == chosen["id"]), None)
-        if beyond_spread and pick is not None:
-            policy = str(options.get(step["direction"], ""))
+        if (beyond_spread or as_policy) and pick is not None:
+            policy = as_policy or str(options.get(step["direction"], ""))
             pick = pick_beyond_spread(measured, fastest, policy.startswith("energy_delay"))
         if pick is None:
             unmeasured.append(f"{step['layer']} {step['direction']}: the chosen "
@@ -99,6 +103,9 @@ def main(argv):
     parser.add_argument("--beyond-spread", action="store_true",
                         help="take the pick again, keeping the fastest where the saving is within "
                              "the larger spread of the two")
+    parser.add_argument("--as", dest="as_policy", choices=["min_energy", "energy_delay"],
+                        help="take the picks again as this energy policy would (with the rule of "
+                             "--beyond-spread)")
     args = parser.parse_args(argv)
     out = {}
     failed = False
@@ -109,12 +116,14 @@ def main(argv):
         except (OSError, ValueError) as error:
             print(f"energy_compare.py: {path}: {error}", file=sys.stderr)
             return 2
-        rows, total = compare(document, args.beyond_spread)
+        rows, total = compare(document, args.beyond_spread, args.as_policy)
         options = document.get("options", {})
         policies = {options.get(d) for d in ("fwd", "bwd_data", "bwd_weights")}
         print(f"\n### {path}: {document.get('model')} batch {document.get('batch')} "
               f"{document.get('dtype')} {document.get('layout')} [{document.get('backend')}], "
-              f"policy {', '.join(sorted(p for p in policies if p))}\n")
+              f"policy {', '.join(sorted(p for p in policies if p))}"
+              + (f", picks taken again as {args.as_policy}" if args.as_policy else
+                 ", picks taken again beyond the spread" if args.beyond_spread else "") + "\n")
         if args.rows and rows:
             print("| layer | direction | count | fastest | ms | mJ | chosen | ms | mJ | energy | time |")
             print("|---|---|--:|---|--:|--:|---|--:|--:|--:|--:|")

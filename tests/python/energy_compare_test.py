@@ -77,6 +77,22 @@ def main():
         rows = json.load(f)[path]["rows"]
     assert [r["chosen"] for r in rows] == ["lean", "fast"], rows
     assert not rows[1]["differ"] and rows[1]["saved"] == 0, rows
+    # --as energy_delay: energy x time. a: fast 2 mJ x 1.0 = 2.0 against lean 1.5 x 1.2 = 1.8,
+    # beyond the noise (0.1 mJ x 1.2 ms): lean; d: 1.95 x 1.2 = 2.34, more: fast.
+    done = run(path, "--as", "energy_delay", "--json", out)
+    assert done.returncode == 0 and "taken again as energy_delay" in done.stdout, done
+    with open(out) as f:
+        assert [r["chosen"] for r in json.load(f)[path]["rows"]] == ["lean", "fast"]
+    beyond["results"][0] = step("a", 2, "lean", [("fast", 1.0, 2e-3), ("lean", 1.4, 1.5e-3)],
+                                spread=1e-4)  # 1.5 x 1.4 = 2.1: more than fast's 2.0
+    with open(path, "w") as f:
+        json.dump(beyond, f)
+    done = run(path, "--as", "energy_delay", "--json", out)
+    with open(out) as f:
+        assert [r["chosen"] for r in json.load(f)[path]["rows"]] == ["fast", "fast"]
+    done = run(path, "--as", "min_energy", "--json", out)
+    with open(out) as f:
+        assert [r["chosen"] for r in json.load(f)[path]["rows"]] == ["lean", "fast"]
     # Without the option the document's own choices stand.
     done = run(path, "--json", out)
     with open(out) as f:
