@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """`dnnx tune --json FILE` keeps FILE up to date while it runs: after each layer-direction but the
-last the file holds the document so far with `"complete": false`, so a run that is cut short
-keeps what it measured; the finished run's document says `"complete": true`, and `dnnx report`
-draws a partial document with a line saying it is incomplete.
+last the file holds the document so far with `"complete": false` (written beside it and renamed
+over it, so never half written), so a run that is cut short keeps what it measured; the finished
+run's document says `"complete": true`, and `dnnx report` draws a partial document with a line
+saying it is incomplete.
 
     tune_progress_test.py DNNX WORKDIR
 
@@ -88,6 +89,10 @@ def main(dnnx, work):
     document = read(whole)
     if done.returncode != 0 or document is None:
         print(f"the whole tune failed ({done.returncode}): {done.stderr}", file=sys.stderr)
+        return 1
+    if os.path.exists(whole + ".partial"):
+        print(f"{whole}.partial, where the partial documents are written first, was left behind",
+              file=sys.stderr)
         return 1
     if document.get("complete") is not True or len(document["results"]) != STEPS:
         print(f"the finished document: complete={document.get('complete')!r}, "

@@ -40,14 +40,15 @@ class OutputFile {
   bool write(const std::string& text);
   /// Replaces what the file holds by `text` where it is a regular file (so not a device, a pipe
   /// or a terminal, where a second document would follow the first), silently: for the partial
-  /// documents a long command keeps up to date, whose last write() reports failures.
+  /// documents a long command keeps up to date, whose last write() reports failures. The text
+  /// goes to `<path>.partial` first, renamed over the file, so the file is never half written.
   void replace(const std::string& text);
 
  private:
   std::string flag_;
   std::string path_;
   std::ofstream out_;
-  bool replaced_ = false;  // replace() wrote: write() starts the file again
+  bool replaced_ = false;  // replace() renamed another file over path_: write() opens it again
 };
 
 }  // namespace dnnx::cli

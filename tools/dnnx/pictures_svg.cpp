@@ -47,10 +47,23 @@ OutputFile::OutputFile(std::string flag, std::string path)
 void OutputFile::replace(const std::string& text) {
   std::error_code error;
   if (!std::filesystem::is_regular_file(path_, error)) return;
+  // Written beside it and renamed over it, so that a reader (or a process killed meanwhile)
+  // never finds the file half written.
+  const std::string partial = path_ + ".partial";
+  {
+    std::ofstream out(partial, std::ios::out | std::ios::trunc);
+    out << text << std::flush;
+    if (!out) {
+      std::filesystem::remove(partial, error);
+      return;
+    }
+  }
+  std::filesystem::rename(partial, path_, error);
+  if (error) {
+    std::filesystem::remove(partial, error);
+    return;
+  }
   replaced_ = true;
-  out_.close();
-  out_.open(path_, std::ios::out | std::ios::trunc);
-  out_ << text << std::flush;
 }
 
 bool OutputFile::write(const std::string& text) {
