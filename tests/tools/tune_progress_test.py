@@ -42,7 +42,7 @@ def main(dnnx, work):
     if os.path.exists(partial):
         os.remove(partial)
     # Cut short: killed once the file holds a partial document.
-    process = subprocess.Popen(tune(dnnx, partial, 4), env=env, stdout=subprocess.DEVNULL,
+    process = subprocess.Popen(tune(dnnx, partial, 8), env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     seen = None
     deadline = time.monotonic() + 240
