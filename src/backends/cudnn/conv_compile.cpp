@@ -51,7 +51,8 @@ std::size_t build_threads() {
 // The riskiest first use is NVRTC's: cuDNN loads it on the first builder thread's first build,
 // and its compiler creates its own static state during that first compile, so a process that
 // exits while the first compiles run (a `dnnx profile` of one layer does, as soon as its search
-// has ended) would destroy NVRTC under them: such a run died with SIGSEGV at exit on an H200.
+// has ended) would destroy NVRTC under them (taken to be why such a run died with SIGSEGV at
+// exit on an H200; no stack was read, and five runs after this change exited cleanly).
 // So before the first builder thread starts, the submitting thread loads NVRTC itself (the
 // library cuDNN loads, libnvrtc.so.<CUDA major>) and compiles an empty kernel with it, once per
 // process (tens of milliseconds): NVRTC's exit handlers are then registered before the stop
