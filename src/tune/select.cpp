@@ -644,7 +644,8 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
 // milliseconds for energy_delay): a difference within that is not a measured saving, and taking
 // it would pay time for nothing. On an H200, with loops of 100 ms, a third to a half of the
 // choices that differed from the fastest in ResNet-50's layers saved less than that spread
-// (docs/benchmarks.md, *GPU energy*). With energy_repeats 1 there is no spread, and the least energy wins.
+// (docs/benchmarks.md, *GPU energy*). With energy_repeats 1 there is no spread, and the least
+// energy wins.
 // The settling of a choice's late plans (Note [late plans] in src/ops/dispatch.cpp) measures only
 // when a late plan is among the final contenders, and then every contender, the kept choice too,
 // under the same conditions: a late plan too slow to contend costs no measurement (seconds, where
@@ -669,8 +670,15 @@ bool choose_by_energy(Choice& choice, const Request& request, const TuneOptions&
   }
   const bool delay =
       options.policy(parse_op_kind(request.op), request.direction).kind == PolicyKind::energy_delay;
+  // What the policy minimizes, and the noise of a row's measurement in the same unit.
+  const auto score = [delay](const ProfileRow& row) {
+    return delay ? row.energy_j * row.median_ms : row.energy_j;
+  };
+  const auto noise = [delay](const ProfileRow& row) {
+    const double spread = std::isfinite(row.energy_spread_j) ? row.energy_spread_j : 0.0;
+    return delay ? spread * row.median_ms : spread;
+  };
   ProfileRow* best = nullptr;
-  double best_score = std::numeric_limits<double>::infinity();
   std::vector<std::string> failures;
   for (ProfileRow* row : contenders) {
     try {
@@ -681,11 +689,7 @@ bool choose_by_energy(Choice& choice, const Request& request, const TuneOptions&
                      error.message();
       continue;
     }
-    const double score = delay ? row->energy_j * row->median_ms : row->energy_j;
-    if (std::isfinite(score) && score < best_score) {
-      best_score = score;
-      best = row;
-    }
+    if (std::isfinite(score(*row)) && (best == nullptr || score(*row) < score(*best))) best = row;
   }
   if (best == nullptr) {
     choice.energy_meter += detail::cat(
@@ -694,16 +698,9 @@ bool choose_by_energy(Choice& choice, const Request& request, const TuneOptions&
   }
   // A saving within the noise keeps the fastest (Note [energy policies]).
   if (ProfileRow* fastest = contenders.front();
-      best != fastest && std::isfinite(fastest->energy_j)) {
-    const auto spread = [](const ProfileRow& row) {
-      return std::isfinite(row.energy_spread_j) ? row.energy_spread_j : 0.0;
-    };
-    const double fastest_score = delay ? fastest->energy_j * fastest->median_ms : fastest->energy_j;
-    const double noise =
-        delay ? std::max(spread(*best) * best->median_ms, spread(*fastest) * fastest->median_ms)
-              : std::max(spread(*best), spread(*fastest));
-    if (fastest_score - best_score <= noise) best = fastest;
-  }
+      best != fastest && std::isfinite(score(*fastest)) &&
+      score(*fastest) - score(*best) <= std::max(noise(*best), noise(*fastest)))
+    best = fastest;
   std::rotate(choice.timings.begin(), choice.timings.begin() + (best - choice.timings.data()),
               choice.timings.begin() + (best - choice.timings.data()) + 1);
   choice.energy_j = choice.timings.front().energy_j;
