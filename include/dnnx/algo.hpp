@@ -271,11 +271,12 @@ struct TuneOptions {
   double search_budget_ms = 0;
   /// The largest search_budget_ms the environment, the CLI and Python accept (an hour).
   static constexpr double max_search_budget_ms = 3'600'000.0;
-  /// exhaustive: a process that reads a choice listing late plans from the cache file (candidates
-  /// its search skipped while they compiled) times them against it within this share of the
-  /// search the choice records (Choice::tuning_ms): the choice and the first late plan always
-  /// run, a later one starts only while the settling has taken less; those left stay listed for
-  /// the next process (src/ops/dispatch.cpp, Note [late plans]). 0 = every late plan at once.
+  /// exhaustive: a process that reads choices listing late plans from the cache file (candidates
+  /// their searches skipped while they compiled) times them against those choices within this
+  /// share of the searches that the choices it read record (Choice::tuning_ms), pooled over them
+  /// per cache object: a settling starts only while that credit lasts and is debited with what it
+  /// took; late plans left stay listed for the next process (src/ops/dispatch.cpp, Note [late
+  /// plans], Note [settling credit]). 0 = every late plan at once.
   double late_plan_share = 0.04;
   /// The largest late_plan_share the environment, the CLI and Python accept.
   static constexpr double max_late_plan_share = 1.0;

@@ -279,10 +279,10 @@ void bind_tune_options(nb::module_& module) {
               "picks; the rest are not_timed. 0 = no budget.");
   def_bounded(tune, "late_plan_share", &TuneOptions::late_plan_share,
               TuneOptions::max_late_plan_share, "a fraction", "(every late plan at once)",
-              "Exhaustive: a choice read from the cache file times its late plans (candidates "
-              "its search skipped while they compiled) within this share of the search it "
-              "records, the first always; the rest stay listed for a later process. 0 = all at "
-              "once.");
+              "Exhaustive: the choices read from the cache file time their late plans "
+              "(candidates their searches skipped while they compiled) within this share of the "
+              "searches they record, pooled over them; the rest stay listed for a later "
+              "process. 0 = all at once.");
   def_bounded(tune, "host_tie", &TuneOptions::host_tie, TuneOptions::max_host_tie, "a fraction",
               "(off)",
               "Exhaustive and profiles: choose a candidate noted host_heavy (cuDNN's legacy calls) "

@@ -12,6 +12,9 @@
 #include <cstddef>
 #include <cstring>
 #include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <random>
 #include <span>
 
@@ -262,23 +265,17 @@ tune::RunOnce budgeted_run(const SelectHooks& hooks, const std::vector<std::stri
 // against it: a small exhaustive search under the same options and rules, whose winner becomes the
 // choice. The entry goes back to the file without the ids it timed, with the new timings merged
 // into the old table, so each id is settled once; an id whose plan is not at hand (never saved,
-// or unreadable) is dropped from it. A later process settles within TuneOptions::late_plan_share
-// (4%) of the search the choice records (Choice::tuning_ms, that search's wall time): the kept
-// choice and the first late plan always run, a further one starts only while the settling has
-// taken less, and those left stay listed for the next process. Each late plan cost a later
-// process 26-44 ms on an H200 (its saved slice plan, the first run of its kernels: docs/
-// benchmarks.md, "The second process"); with 1.3-2.2 of them a row, the second process took
-// 3.1-5.8% of the search on the suite's f16 files. The share bounds that, each list shrinking by
-// at least one id a process. Under an energy policy a late plan close enough in time to contend
-// has every contender's energy measured, the kept choice's too (Note [energy policies] in
-// tune/select.cpp): seconds that the share does not bound, spent only when the choice may change.
+// or unreadable) is dropped from it. A later process spends on settling at most
+// TuneOptions::late_plan_share (4%) of the searches that the choices it read from the file record
+// (Choice::tuning_ms, each search's wall time), pooled over those choices (Note [settling
+// credit]); the late plans that do not fit stay listed for the next process.
 // The process that made the choice does the same once a late plan comes to hand: a call whose
 // choice lists late plans asks the backend at most every late_check_interval
 // (Dispatch::late_plan_at_hand), and when one is at hand, selection times those at hand against
 // the choice and keeps the others listed, still compiling (`pending`), so that a long run
 // switches to a faster late plan about when its compile ends rather than at its next start.
 // With `pending` an id not at hand stays listed; without, it is dropped. Returns `kept` itself
-// when nothing was at hand and nothing dropped.
+// when nothing was at hand and nothing dropped, or when the process's settling credit is spent.
 // A search also skips a runtime-compiled candidate whose probe could not run because its plan for
 // the probe's slice was still compiling (tune::Skipped from the probe: Note [probing
 // runtime-compiled candidates] in backends/cudnn/conv.cpp); it is a late plan like the others.
@@ -293,14 +290,62 @@ tune::RunOnce budgeted_run(const SelectHooks& hooks, const std::vector<std::stri
 // `pending`, one whose probe cannot run yet stays listed. A later process has the slice plan of
 // a skipped runtime-compiled candidate only if the process that skipped it saved it (the cudnn
 // backend saves it to the plan store once built); without one the late plan's full run decides.
-// The settling budget of a choice that records no search time: one late plan a process.
+
+// Note [settling credit]
+// Each late plan cost a later process 26-59 ms on an H200 (its saved slice plan, the first run of
+// its kernels, the kept choice's runs beside it: docs/benchmarks.md, "The second process"). A
+// bound per choice, its share of the choice's own search with the first late plan always
+// timed, let a search of about a second pay one late plan over its 4% every time: the second
+// process of DeepLabV3's f16 shapes settled 81 late plans of 49 choices in 7.1% of their search.
+// So the share is pooled per cache object (a process's view of its file): every choice the
+// process reads from the file credits late_plan_share of its recorded search, whether or not it
+// lists late plans, and a settling starts only while the credit is positive, runs the kept
+// choice and at least one late plan, starts a further one only while it has taken less than the
+// credit, and debits the wall time it took (its descriptions, probe plans, runs and energy
+// measurements). The process's settling time is then at most the share of its choices' searches
+// plus the one settling that overran, and a choice that comes when the credit is spent keeps its
+// late plans listed for a later process, which pays for them from its own credit. A choice that
+// records no search credits min_settling_budget_ms, so that alone it still settles one late plan
+// a process. A process that makes its own choices settles their late plans as they come to hand,
+// outside the credit.
 constexpr double min_settling_budget_ms = 1e-3;
+
+// Adds `ms` (a credit, or a settling's time as a negative amount) to the settling credit of
+// `cache` (Note [settling credit]) and returns the balance. The balances are the process's,
+// keyed by the cache object, and outlive static destruction.
+double add_settling_credit(const std::shared_ptr<ChoiceCache>& cache, double ms) {
+  struct Balances {
+    std::mutex mutex;
+    std::map<std::weak_ptr<ChoiceCache>, double, std::owner_less<>> of;
+  };
+  static auto* balances = new Balances;  // never destroyed: a call may come at exit
+  std::lock_guard lock(balances->mutex);
+  std::erase_if(balances->of, [](const auto& entry) { return entry.first.expired(); });
+  return balances->of[cache] += ms;
+}
 
 std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& state,
                                                 const tune::Request& request,
                                                 const SelectHooks& hooks,
                                                 std::shared_ptr<const Choice> kept, bool pending) {
   const TuneOptions& options = context.tune();
+  const auto start = std::chrono::steady_clock::now();
+  DNNX_CHECK_ARG(
+      options.late_plan_share >= 0 && options.late_plan_share <= TuneOptions::max_late_plan_share,
+      "late_plan_share must be a fraction from 0 to ", TuneOptions::max_late_plan_share, ", got ",
+      options.late_plan_share);
+  // Note [settling credit]: a later process settles while its credit lasts; when it is spent the
+  // list stays as it is, not even looked at.
+  const bool credited = !pending && options.late_plan_share > 0;
+  const double credit_ms = credited ? add_settling_credit(context.choice_cache(), 0.0) : 0.0;
+  if (credited && credit_ms <= 0) {
+    if (options.verbose) {
+      std::cerr << "dnnx: " << request.op << ' ' << to_string(request.direction) << ' '
+                << request.desc << ": late plans left for a later process (this process's "
+                << "settling credit is spent: " << credit_ms << " ms)\n";
+    }
+    return kept;
+  }
   std::vector<AlgoInfo> candidates{kept->algo};
   std::vector<std::string> dropped;
   std::vector<std::string> still_late;
@@ -325,7 +370,16 @@ std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& 
     else
       dropped.push_back(id);
   }
-  if (candidates.size() == 1 && dropped.empty()) return kept;
+  // What this settling took, out of the process's credit.
+  auto debit = [&] {
+    if (credited)
+      add_settling_credit(context.choice_cache(),
+                          -ms_between(start, std::chrono::steady_clock::now()));
+  };
+  if (candidates.size() == 1 && dropped.empty()) {
+    debit();
+    return kept;
+  }
   auto settled = std::make_shared<Choice>(*kept);
   settled->late_plans = std::move(still_late);
   if (options.verbose && !dropped.empty()) {
@@ -335,16 +389,7 @@ std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& 
   }
   if (candidates.size() > 1) {
     Backend& backend = state.backend();
-    // A later process settles within its share of the recorded search; the first late plan
-    // always runs (a choice that records no search settles one a process).
-    DNNX_CHECK_ARG(
-        options.late_plan_share >= 0 && options.late_plan_share <= TuneOptions::max_late_plan_share,
-        "late_plan_share must be a fraction from 0 to ", TuneOptions::max_late_plan_share, ", got ",
-        options.late_plan_share);
-    const double settling_budget_ms =
-        pending || options.late_plan_share == 0
-            ? 0.0
-            : std::max(options.late_plan_share * kept->tuning_ms, min_settling_budget_ms);
+    const double settling_budget_ms = credited ? credit_ms : 0.0;
     try {
       // Late plans are candidates no search has bounded (Note [probing slow candidates]): every
       // one is probed first, with probe plans for these candidates alone.
@@ -421,6 +466,7 @@ std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& 
       }
     }
   }
+  debit();
   settled->from_file = false;
   // Newer than the entry it replaces even within the same second: per key, the cache file keeps
   // the newer measurement (Note [journal] in src/tune/cache_file.cpp).
@@ -528,6 +574,13 @@ Selected select_locked(Context& context, ContextState& state, tune::Request requ
       validated->algo = std::move(current);
       validated->from_file = false;
       cache.insert(req.key, validated);
+      // Note [settling credit]: every choice read from the file credits its share.
+      if (options.late_plan_share > 0 &&
+          options.late_plan_share <= TuneOptions::max_late_plan_share) {
+        add_settling_credit(
+            context.choice_cache(),
+            std::max(options.late_plan_share * cached->tuning_ms, min_settling_budget_ms));
+      }
       if (options.verbose) std::cerr << tune::describe_decision(req, *validated, true) << '\n';
       selected.choice = std::move(validated);
       selected.from_cache = true;

@@ -271,11 +271,12 @@ class RevalidateTest : public ::testing::Test {
     return made;
   }
 
+  // A call of the op; `size` makes the desc, and so the key, another.
   template <bool Direct = true>
-  std::shared_ptr<const Choice> run(Context& context) {
+  std::shared_ptr<const Choice> run(Context& context, std::int64_t size = 8) {
     Tensor src = Tensor::zeros(Dims{8}, DType::f32);
     Tensor dst = Tensor::zeros(Dims{8}, DType::f32);
-    return detail::Dispatch<RevalOp<Direct>>::run(context, RevalDesc{}, Direction::fwd,
+    return detail::Dispatch<RevalOp<Direct>>::run(context, RevalDesc{size}, Direction::fwd,
                                                   RevalArgs{&src, &dst});
   }
 
@@ -709,6 +710,61 @@ TEST_F(LatePlansTest, ALaterProcessSettlesWithinItsShareAndLeavesTheRest) {
   } catch (const Error& error) {
     EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
     EXPECT_NE(std::string(error.what()).find("late_plan_share"), std::string::npos) << error.what();
+  }
+}
+
+// Note [settling credit]: the share is pooled over the choices a process reads from the file.
+// With a share too small for one late plan, the first choice that lists late plans still settles
+// one and leaves the credit in debt, so the next choice keeps its list untouched (its late plans
+// neither described nor run) for a later process, whose credit is its own.
+TEST_F(LatePlansTest, ALaterProcessPoolsItsShareOverTheChoicesItReads) {
+  const std::vector<std::string> late = {"test:late1", "test:late2"};
+  table().candidates = {supported("test:slow"), supported(late[0]), supported(late[1])};
+  table().run_us = {{"test:slow", 20000}, {late[0], 10000}, {late[1], 0}};
+  table().building = late;
+  table().saves_late = late;
+  {
+    Context first = context({}, AlgoPolicy::exhaustive());
+    EXPECT_EQ(run(first, 8)->late_plans, late);
+    EXPECT_EQ(run(first, 16)->late_plans, late);
+  }
+  table().building.clear();
+  table().at_hand = late;
+  auto late_of = [&](std::int64_t size) {
+    CacheFileOptions file;
+    file.mode = CacheMode::read;
+    file.path = (folder_ / "tune.json").string();
+    for (const auto& [key, choice] : ChoiceCache(file).entries()) {
+      if (key.find(RevalDesc{size}.key()) != std::string::npos) return choice->late_plans;
+    }
+    ADD_FAILURE() << "no entry for size " << size;
+    return std::vector<std::string>{};
+  };
+  TuneOptions bounded;
+  bounded.late_plan_share = 1e-9;
+  {
+    table().reset_counts();
+    Context later = context(bounded, AlgoPolicy::exhaustive());
+    const auto settled = run(later, 8);
+    EXPECT_EQ(settled->algo.id, late[0]);
+    EXPECT_EQ(settled->late_plans, std::vector<std::string>{late[1]});
+    table().reset_counts();
+    const auto kept = run(later, 16);
+    EXPECT_EQ(kept->algo.id, "test:slow");
+    EXPECT_EQ(kept->late_plans, late);
+    EXPECT_EQ(table().ran, std::vector<std::string>{"test:slow"}) << "the call alone ran";
+    EXPECT_TRUE(table().probed.empty());
+    EXPECT_EQ(table().unbuilt_descriptions, 0);
+    EXPECT_EQ(late_of(8), std::vector<std::string>{late[1]});
+    EXPECT_EQ(late_of(16), late);
+  }
+  {
+    table().reset_counts();
+    Context next = context(bounded, AlgoPolicy::exhaustive());
+    const auto settled = run(next, 16);
+    EXPECT_EQ(settled->algo.id, late[0]) << "a new process has a credit of its own";
+    EXPECT_EQ(settled->late_plans, std::vector<std::string>{late[1]});
+    EXPECT_EQ(late_of(16), std::vector<std::string>{late[1]});
   }
 }
 

@@ -370,9 +370,10 @@ void add_selection_options(CLI::App& command, SelectionArgs& args) {
       ->type_name("MS");
   command
       .add_option("--late-plan-share", args.late_plan_share,
-                  "exhaustive: time the late plans of a choice read from the cache file within "
-                  "this share of the search it records, leaving the rest for a later process (0 "
-                  "= all at once; default: $DNNX_LATE_PLAN_SHARE, else 0.04)")
+                  "exhaustive: time the late plans of the choices read from the cache file "
+                  "within this share of the searches they record, pooled over them, leaving the "
+                  "rest for a later process (0 = all at once; default: $DNNX_LATE_PLAN_SHARE, "
+                  "else 0.04)")
       ->type_name("X");
   command
       .add_option("--energy-window-ms", args.energy_window_ms,
