@@ -4,13 +4,14 @@ and in total, from the documents of `dnnx tune ... --policy min_energy --json FI
 energy_delay): docs/energy.md.
 
 Each step of such a document lists its measured contenders (`energy_rows`: id, time_ms, energy_j,
-...); the fastest of them is what `exhaustive` keeps, the chosen one what the energy policy
-keeps. Per file: how often the two differ, the energy the choice saves (joules x the layer's
+...) and the one `exhaustive` keeps (`energy_fastest`: the least time, host_tie applied; in
+older documents the least time_ms stands in), the chosen one what the energy policy keeps. Per file: how often the two differ, the energy the choice saves (joules x the layer's
 count, summed) and the time it costs (milliseconds x count, summed).
 
     energy_compare.py TUNE.json [TUNE.json ...] [--json OUT.json] [--rows] [--beyond-spread]
                       [--as min_energy|energy_delay]
 
+(a TUNE.json.gz is read through gzip)
 Prints a markdown table per file (with --rows, a row per layer-direction too) and the totals;
 --json writes the same figures. --beyond-spread takes the pick again from the measured rows by
 the policy's rule that a contender displaces the fastest only when it saves more than the larger
@@ -21,6 +22,7 @@ rule. Exit status 1 when a file has no measured step (no energy
 counter where it was tuned: its steps' energy_meter says why)."""
 
 import argparse
+import gzip
 import json
 import sys
 
@@ -57,7 +59,10 @@ def compare(document, beyond_spread=False, as_policy=None):
             unmeasured.append(f"{step['layer']} {step['direction']}: "
                               f"{step.get('energy_meter', 'no energy measured')}")
             continue
-        fastest = min(measured, key=lambda r: r["time_ms"])
+        # What exhaustive keeps: the document names it (host_tie applied); older documents do
+        # not, and the least time stands in.
+        named = [r for r in measured if r["id"] == step.get("energy_fastest")]
+        fastest = named[0] if named else min(measured, key=lambda r: r["time_ms"])
         pick = next((r for r in measured if r["id"] == chosen["id"]), None)
         if (beyond_spread or as_policy) and pick is not None:
             policy = as_policy or str(options.get(step["direction"], ""))
@@ -111,7 +116,7 @@ def main(argv):
     failed = False
     for path in args.files:
         try:
-            with open(path) as f:
+            with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
                 document = json.load(f)
         except (OSError, ValueError) as error:
             print(f"energy_compare.py: {path}: {error}", file=sys.stderr)
@@ -123,7 +128,9 @@ def main(argv):
               f"{document.get('dtype')} {document.get('layout')} [{document.get('backend')}], "
               f"policy {', '.join(sorted(p for p in policies if p))}"
               + (f", picks taken again as {args.as_policy}" if args.as_policy else
-                 ", picks taken again beyond the spread" if args.beyond_spread else "") + "\n")
+                 ", picks taken again beyond the spread" if args.beyond_spread else "")
+              + (f" (incomplete: the tune stopped after {len(document.get('results', []))} "
+                 "layer-directions)" if document.get("complete") is False else "") + "\n")
         if args.rows and rows:
             print("| layer | direction | count | fastest | ms | mJ | chosen | ms | mJ | energy | time |")
             print("|---|---|--:|---|--:|--:|---|--:|--:|--:|--:|")

@@ -377,6 +377,9 @@ struct Choice {
   /// The energy policies: the counter read ("nvml: ..."), or why none was (the choice is then the
   /// fastest).
   std::string energy_meter;
+  /// The energy policies: the contender that time alone keeps (what `exhaustive` would choose,
+  /// host_tie applied), against which the choice was weighed; empty when nothing was measured.
+  std::string energy_fastest;
   std::string backend;           ///< backend name it was made on ("cpu", ...)
   std::string fingerprint;       ///< that backend's library versions / machine facts
   std::string environment;       ///< JSON object: device, libraries, dnnx version

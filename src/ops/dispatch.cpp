@@ -449,6 +449,7 @@ std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& 
       settled->runner_up_ms = timed.runner_up_ms;
       settled->energy_j = timed.energy_j;
       settled->energy_meter = timed.energy_meter;
+      settled->energy_fastest = timed.energy_fastest;
       settled->tuning_ms += timed.tuning_ms;
       settled->search.time_ms += timed.tuning_ms;
       settled->search.full_runs += timed.search.full_runs;

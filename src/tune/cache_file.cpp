@@ -278,6 +278,7 @@ json to_json(const std::string& key, const FileRecord& record) {
   if (!c.energy_meter.empty()) {
     entry["energy_j"] = number_or_null(c.energy_j);
     entry["energy_meter"] = c.energy_meter;
+    if (!c.energy_fastest.empty()) entry["energy_fastest"] = c.energy_fastest;
   }
   return entry;
 }
@@ -318,6 +319,7 @@ FileRecord from_json(const json& entry, std::string& key) {
   if (entry.contains("energy_meter")) {
     choice->energy_j = fields.real("energy_j");
     choice->energy_meter = fields.text("energy_meter");
+    if (entry.contains("energy_fastest")) choice->energy_fastest = fields.text("energy_fastest");
   }
   choice->from_file = true;
   FileRecord record;

@@ -661,6 +661,7 @@ bool choose_by_energy(Choice& choice, const Request& request, const TuneOptions&
       std::all_of(contenders.begin(), contenders.end(),
                   [&](const ProfileRow* row) { return row->algo.id == kept->algo.id; })) {
     ProfileRow& row = *contenders.front();
+    choice.energy_fastest = row.algo.id;
     row.energy_j = kept->energy_j;
     row.energy_spread_j = kept->energy_spread_j;
     row.power_w = kept->power_w;
@@ -696,6 +697,7 @@ bool choose_by_energy(Choice& choice, const Request& request, const TuneOptions&
         " (no contender's energy could be measured: ", detail::join(failures, "; "), ")");
     return false;
   }
+  choice.energy_fastest = contenders.front()->algo.id;
   // A saving within the noise keeps the fastest (Note [energy policies]).
   if (ProfileRow* fastest = contenders.front();
       best != fastest && std::isfinite(score(*fastest)) &&

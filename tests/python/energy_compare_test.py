@@ -4,6 +4,7 @@ fastest measured contender against the chosen one per step, how often they diffe
 saved and the time it costs weighted by each layer's count, steps without a measurement listed,
 and exit status 1 for a document with none (a machine without an energy counter)."""
 
+import gzip
 import json
 import os
 import subprocess
@@ -97,6 +98,32 @@ def main():
     done = run(path, "--json", out)
     with open(out) as f:
         assert [r["chosen"] for r in json.load(f)[path]["rows"]] == ["lean", "lean"]
+
+    # A gzipped document reads the same; a partial one (a tune stopped early) says so.
+    with open(path, "w") as f:
+        json.dump(beyond, f)
+    plain = run(path, "--rows")
+    with gzip.open(path + ".gz", "wt") as f:
+        json.dump(dict(beyond, complete=False), f)
+    zipped = run(path + ".gz", "--rows")
+    assert zipped.returncode == 0, zipped.stderr
+    assert "(incomplete: the tune stopped after 2 layer-directions)" in zipped.stdout, zipped.stdout
+    assert zipped.stdout.split("\n", 3)[3] == plain.stdout.split("\n", 3)[3], zipped.stdout
+
+    # energy_fastest names what exhaustive keeps (host_tie: a lighter candidate within 2% of a
+    # host_heavy one): a choice of it is no difference; without the field the least time stands.
+    tie = dict(document)
+    tie["results"] = [step("t", 1, "engine", [("legacy", 0.99, 2e-3), ("engine", 1.0, 2e-3)])]
+    for fastest, differ in ((None, True), ("engine", False)):
+        if fastest:
+            tie["results"][0]["energy_fastest"] = fastest
+        with open(path, "w") as f:
+            json.dump(tie, f)
+        done = run(path, "--json", out)
+        assert done.returncode == 0, done.stderr
+        with open(out) as f:
+            row = json.load(f)[path]["rows"][0]
+        assert row["differ"] is differ and row["fastest"] == (fastest or "legacy"), row
 
     # Nothing measured at all: exit status 1, saying why per step.
     document["results"] = document["results"][2:]

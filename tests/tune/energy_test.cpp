@@ -339,8 +339,25 @@ TEST(EnergyPolicies, MinEnergyKeepsTheLeastEnergyAmongTheFinalContenders) {
   EXPECT_DOUBLE_EQ(row_named(choice, "fast").energy_j, 4e-3);
   EXPECT_DOUBLE_EQ(row_named(choice, "fast").power_w, 300.0);
   EXPECT_TRUE(std::isnan(row_named(choice, "slow").energy_j));
-  // The runner-up is the fastest other candidate.
+  // The runner-up is the fastest other candidate, and what time alone keeps is named.
   EXPECT_EQ(choice.runner_up, "fast");
+  EXPECT_EQ(choice.energy_fastest, "fast");
+}
+
+// Choice::energy_fastest is what exhaustive would keep, Note [host cost ties] applied: a
+// candidate noted host_heavy and faster by less than host_tie is not it, though it has the least
+// time among the measured contenders.
+TEST(EnergyPolicies, TheFastestNamedIsWhatExhaustiveWouldKeep) {
+  FakeBench bench;
+  bench.add(Algo("heavy").note("host_heavy"), {0.99}).add(Algo("light"), {1.0});
+  ScriptedEnergy energy{{{"heavy", 4e-3}, {"light", 4e-3}}, {}, {}, {}};
+  const Choice choice = select_with(bench, AlgoPolicy::min_energy(), &energy);
+  EXPECT_EQ(choice.energy_fastest, "light");
+  EXPECT_EQ(choice.algo.id, "light") << "an equal energy saves nothing";
+  EXPECT_EQ(energy.measured["heavy"], 1);
+  FakeBench again;
+  again.add(Algo("heavy").note("host_heavy"), {0.99}).add(Algo("light"), {1.0});
+  EXPECT_EQ(select_with(again, AlgoPolicy::exhaustive(), nullptr).algo.id, "light");
 }
 
 TEST(EnergyPolicies, EnergyDelayWeighsTheTimeToo) {
@@ -358,6 +375,7 @@ TEST(EnergyPolicies, EnergyDelayWeighsTheTimeToo) {
   EXPECT_TRUE(unused.measured.empty());
   EXPECT_TRUE(std::isnan(fastest.energy_j));
   EXPECT_TRUE(fastest.energy_meter.empty());
+  EXPECT_TRUE(fastest.energy_fastest.empty());
 }
 
 TEST(EnergyPolicies, ASavingWithinTheSpreadKeepsTheFastest) {

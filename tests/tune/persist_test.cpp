@@ -425,6 +425,7 @@ TEST_F(PersistTest, EnergyMeasurementsRoundTrip) {
   energy->policy = AlgoPolicy::min_energy();
   energy->energy_j = 2.5e-3;
   energy->energy_meter = "nvml: a test GPU";
+  energy->energy_fastest = "fake:b";
   energy->timings.resize(2);
   energy->timings[0].algo.id = "fake:a";
   energy->timings[0].status = CandidateStatus::ok;
@@ -448,6 +449,7 @@ TEST_F(PersistTest, EnergyMeasurementsRoundTrip) {
   EXPECT_EQ(read.policy, AlgoPolicy::min_energy());
   EXPECT_DOUBLE_EQ(read.energy_j, 2.5e-3);
   EXPECT_EQ(read.energy_meter, "nvml: a test GPU");
+  EXPECT_EQ(read.energy_fastest, "fake:b");
   ASSERT_EQ(read.timings.size(), 2u);
   EXPECT_DOUBLE_EQ(read.timings[0].energy_j, 2.5e-3);
   EXPECT_DOUBLE_EQ(read.timings[0].energy_spread_j, 1e-5);
@@ -458,6 +460,7 @@ TEST_F(PersistTest, EnergyMeasurementsRoundTrip) {
   const Choice& plain = *back.at("none").choice;
   EXPECT_TRUE(std::isnan(plain.energy_j));
   EXPECT_TRUE(plain.energy_meter.empty());
+  EXPECT_TRUE(plain.energy_fastest.empty());
   // Written for the energy choice only: its meter once, its rows' energy twice.
   EXPECT_EQ(text.find("energy_meter"), text.rfind("energy_meter")) << text;
 }

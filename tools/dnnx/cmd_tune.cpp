@@ -83,6 +83,7 @@ struct StepResult {
   std::string environment;   // Choice::environment: the machine and libraries it was measured on
   double energy_j = nan;     // the energy policies: the chosen candidate's joules per call
   std::string energy_meter;  // the energy policies: the counter read, or why none was
+  std::string energy_fastest;           // the energy policies: the contender exhaustive would keep
   std::vector<ProfileRow> energy_rows;  // the energy policies: the contenders measured
   double tuning_ms = 0;    // the selection's own cost when it was made (maybe in another process)
   double step_ms = 0;      // what this step cost in this process
@@ -270,6 +271,7 @@ StepResult tune_step(Context& context, const ModelLayer& layer, const TunePlan& 
     result.environment = choice->environment;
     result.energy_j = choice->energy_j;
     result.energy_meter = choice->energy_meter;
+    result.energy_fastest = choice->energy_fastest;
     for (const ProfileRow& row : choice->timings) {
       if (!std::isnan(row.energy_j)) result.energy_rows.push_back(row);
     }
@@ -491,7 +493,11 @@ nlohmann::json report_json(const TunePlan& plan, const Context& context,
         step["chosen"]["energy_j"] =
             std::isnan(result.energy_j) ? nlohmann::json() : nlohmann::json(result.energy_j);
         step["energy_meter"] = result.energy_meter;
-        // Every contender measured (the fastest among them: what exhaustive would keep).
+        // Every contender measured, and the one time alone keeps (what exhaustive would keep,
+        // host_tie applied: not always the least time_ms of the rows).
+        step["energy_fastest"] = result.energy_fastest.empty()
+                                     ? nlohmann::json()
+                                     : nlohmann::json(result.energy_fastest);
         const auto number = [](double value) {
           return std::isnan(value) ? nlohmann::json() : nlohmann::json(value);
         };
