@@ -5,7 +5,8 @@ energy_delay): docs/energy.md.
 
 Each step of such a document lists its measured contenders (`energy_rows`: id, time_ms, energy_j,
 ...) and the one `exhaustive` keeps (`energy_fastest`: the least time, host_tie applied; in
-older documents the least time_ms stands in), the chosen one what the energy policy keeps. Per file: how often the two differ, the energy the choice saves (joules x the layer's
+older documents the same rule is applied here, host_heavy read from the ids), the chosen one
+what the energy policy keeps. Per file: how often the two differ, the energy the choice saves (joules x the layer's
 count, summed) and the time it costs (milliseconds x count, summed).
 
     energy_compare.py TUNE.json [TUNE.json ...] [--json OUT.json] [--rows] [--beyond-spread]
@@ -25,6 +26,26 @@ import argparse
 import gzip
 import json
 import sys
+
+
+# cuDNN's candidates that dnnx notes host_heavy (a legacy call, alone or inside a wrapper such
+# as cudnn:padc:, and the tap-region and frame kinds built on legacy calls): documents without
+# energy_fastest do not say, so it is read from the id.
+HOST_HEAVY_MARKS = ("cudnn:legacy:", "cudnn:taps:", "cudnn:frames:")
+
+
+def exhaustive_pick(measured, host_tie):
+    """What exhaustive keeps among `measured` rows, for documents older than energy_fastest: the
+    least time, unless it is host_heavy and the fastest row that is not is within host_tie of it
+    (Note [host cost ties] in src/tune/select.cpp; host_heavy read from the ids)."""
+    ranked = sorted(measured, key=lambda r: r["time_ms"])
+    heavy = lambda r: any(mark in r["id"] for mark in HOST_HEAVY_MARKS)
+    if not host_tie > 0 or not heavy(ranked[0]):
+        return ranked[0]
+    light = next((r for r in ranked if not heavy(r)), None)
+    if light is not None and light["time_ms"] <= ranked[0]["time_ms"] * (1 + host_tie):
+        return light
+    return ranked[0]
 
 
 def pick_beyond_spread(measured, fastest, delay):
@@ -59,10 +80,10 @@ def compare(document, beyond_spread=False, as_policy=None):
             unmeasured.append(f"{step['layer']} {step['direction']}: "
                               f"{step.get('energy_meter', 'no energy measured')}")
             continue
-        # What exhaustive keeps: the document names it (host_tie applied); older documents do
-        # not, and the least time stands in.
+        # What exhaustive keeps: the document names it (host_tie applied); in older documents
+        # the rule is applied here (exhaustive_pick).
         named = [r for r in measured if r["id"] == step.get("energy_fastest")]
-        fastest = named[0] if named else min(measured, key=lambda r: r["time_ms"])
+        fastest = named[0] if named else exhaustive_pick(measured, options.get("host_tie") or 0)
         pick = next((r for r in measured if r["id"] == chosen["id"]), None)
         if (beyond_spread or as_policy) and pick is not None:
             policy = as_policy or str(options.get(step["direction"], ""))

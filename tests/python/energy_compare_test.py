@@ -111,10 +111,18 @@ def main():
     assert zipped.stdout.split("\n", 3)[3] == plain.stdout.split("\n", 3)[3], zipped.stdout
 
     # energy_fastest names what exhaustive keeps (host_tie: a lighter candidate within 2% of a
-    # host_heavy one): a choice of it is no difference; without the field the least time stands.
-    tie = dict(document)
-    tie["results"] = [step("t", 1, "engine", [("legacy", 0.99, 2e-3), ("engine", 1.0, 2e-3)])]
-    for fastest, differ in ((None, True), ("engine", False)):
+    # host_heavy one): a choice of it is no difference. Without the field the rule is applied to
+    # the rows, host_heavy read from the ids (cuDNN's legacy calls, wrapped or not), with the
+    # document's host_tie.
+    legacy = "cudnn:padc:cudnn:legacy:fwd:algo_1"
+    for fastest, host_tie, engine_ms, expected in (
+            ("cudnn:engine:1", 0.02, 1.0, "cudnn:engine:1"),  # named
+            (None, 0.02, 1.0, "cudnn:engine:1"),  # within 2% of the legacy call
+            (None, 0.02, 1.05, legacy),  # beyond it
+            (None, 0, 1.0, legacy)):  # rule off
+        tie = dict(document, options={"fwd": "min_energy", "host_tie": host_tie})
+        tie["results"] = [step("t", 1, "cudnn:engine:1",
+                               [(legacy, 0.99, 2e-3), ("cudnn:engine:1", engine_ms, 2e-3)])]
         if fastest:
             tie["results"][0]["energy_fastest"] = fastest
         with open(path, "w") as f:
@@ -123,7 +131,8 @@ def main():
         assert done.returncode == 0, done.stderr
         with open(out) as f:
             row = json.load(f)[path]["rows"][0]
-        assert row["differ"] is differ and row["fastest"] == (fastest or "legacy"), row
+        assert row["fastest"] == expected, (fastest, host_tie, engine_ms, row)
+        assert row["differ"] is (expected != "cudnn:engine:1"), row
 
     # Nothing measured at all: exit status 1, saying why per step.
     document["results"] = document["results"][2:]
