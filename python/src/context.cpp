@@ -558,6 +558,10 @@ void bind_selection_types(nb::module_& module) {
       "min_energy, energy_delay: the counter read, or why none was (the choice is then the "
       "fastest); empty for the other policies.");
   choice.def_prop_ro(
+      "energy_fastest", [](const PyChoice& self) { return self.choice->energy_fastest; },
+      "min_energy, energy_delay: the contender that time alone keeps (what exhaustive would "
+      "choose), against which the choice was weighed; empty when nothing was measured.");
+  choice.def_prop_ro(
       "timings",
       [](const PyChoice& self) {
         nb::list rows;

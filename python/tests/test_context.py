@@ -210,6 +210,7 @@ def test_algos_select_profile_rows(ctx):
     choice = dnnx.select(desc, "fwd", ctx=ctx)
     assert choice.policy == "min_energy" and choice.energy_j is None
     assert choice.energy_meter == f"the {ctx.backend} backend reads no energy counter"
+    assert choice.energy_fastest == ""
     ctx.tune.profile_energy = True
     profile = dnnx.profile(desc, "fwd", ctx=ctx)
     assert profile.energy_meter == choice.energy_meter
