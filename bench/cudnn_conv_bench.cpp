@@ -222,6 +222,7 @@ struct Options {
   std::string choices_file;  // a choice-cache file every case reads and writes ("": none)
   bool reuse = false;        // the cases' choices come from choices_file: no listing first
   bool heuristic = true;     // also time the heuristic pick (--no-heuristic: not)
+  int search_rows = 6;       // rows of the search in each record (0: every row)
 };
 
 Options parse(int argc, char** argv) {
@@ -263,6 +264,8 @@ Options parse(int argc, char** argv) {
       o.reuse = true;
     else if (arg == "--no-heuristic")
       o.heuristic = false;
+    else if (arg == "--search-rows")
+      o.search_rows = std::stoi(value());
     else if (arg == "--help") {
       std::cout
           << "cudnn_conv_bench [--shapes FILE] [--tag bench|all] [--batch N]\n"
@@ -278,13 +281,16 @@ Options parse(int argc, char** argv) {
              "  [--reuse]  (with --choices-file: the choices come from an earlier run's file;\n"
              "              the first call is timed as a later process's, with no listing)\n"
              "  [--no-heuristic]  (no heuristic pick timed beside the choice: a run that\n"
-             "                     repeats one whose speedup over it is known)\n";
+             "                     repeats one whose speedup over it is known)\n"
+             "  [--search-rows N]  (the search's N fastest rows in each record, default 6;\n"
+             "                      0: every row, those not timed in full with their reason)\n";
       std::exit(0);
     } else {
       throw std::runtime_error("unknown argument '" + arg + "' (see --help)");
     }
   }
   if (o.reuse && o.choices_file.empty()) throw std::runtime_error("--reuse needs --choices-file");
+  if (o.search_rows < 0) throw std::runtime_error("--search-rows must be >= 0");
   if (!o.choices_file.empty() && o.study)
     throw std::runtime_error("--study makes no choices: --choices-file does not apply");
   return o;
@@ -400,7 +406,9 @@ class JsonLine {
 
 // What the search measured (its table is sorted fastest first): the first `count` timed rows
 // and the heuristic pick's row, each {"id", "median_ms", "runs"}, so that a row the benchmark's
-// loop ranks differently from the search can be read against the search's own figures.
+// loop ranks differently from the search can be read against the search's own figures; with
+// `count` 0 every row, each with its status and detail too (why a candidate was not timed, or
+// abandoned).
 std::string search_rows_json(const Choice& choice, const std::string& heuristic_id,
                              std::size_t count) {
   std::ostringstream out;
@@ -409,10 +417,24 @@ std::string search_rows_json(const Choice& choice, const std::string& heuristic_
   out << '[';
   auto add = [&](const ProfileRow& row) {
     out << (listed++ == 0 ? "" : ",") << "{\"id\":" << json_string(row.algo.id)
-        << ",\"median_ms\":" << row.median_ms << ",\"runs\":" << row.runs << '}';
+        << ",\"median_ms\":";
+    if (std::isfinite(row.median_ms))
+      out << row.median_ms;
+    else
+      out << "null";
+    out << ",\"runs\":" << row.runs;
+    if (count == 0) {
+      out << ",\"status\":" << json_string(std::string(to_string(row.status)))
+          << ",\"detail\":" << json_string(row.detail);
+    }
+    out << '}';
     heuristic_listed |= row.algo.id == heuristic_id;
   };
   for (const ProfileRow& row : choice.timings) {
+    if (count == 0) {
+      add(row);
+      continue;
+    }
     if (row.status != CandidateStatus::ok) continue;
     if (listed < count) {
       add(row);
@@ -833,7 +855,8 @@ int main(int argc, char** argv) try {
         }
         if (!from_file && !choice->timings.empty()) {
           line.raw("search_rows",
-                   search_rows_json(*choice, heuristic ? heuristic->algo.id : std::string(), 6));
+                   search_rows_json(*choice, heuristic ? heuristic->algo.id : std::string(),
+                                    static_cast<std::size_t>(options.search_rows)));
           line.raw("search_costliest_rows", costliest_rows_json(*choice));
         }
         std::cout << line.str() << std::endl;

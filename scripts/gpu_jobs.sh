@@ -14,8 +14,9 @@
 #   G:tests:BIN,BIN                 test binaries of BUILD/tests, one after the other
 #   G:verbose:SHAPES:CONFIGS[:LAYERS]
 #                                   cudnn_conv_bench on a shapes file with DNNX_VERBOSE=1 (the
-#                                   search's own report of where its time went), every layer or
-#                                   the named ones (LAYERS: names with commas)
+#                                   search's own report of where its time went, and every row of
+#                                   its table in the records), every layer or the named ones
+#                                   (LAYERS: names with commas)
 #   G:reuse:SHAPES:CONFIGS[:LAYERS] the same, once searching into a choices file (quiet), then as
 #                                   a second process reusing it, verbose (its settling of late
 #                                   plans, its plan loads)
@@ -83,7 +84,7 @@ run_gpu() {
         done ;;
       verbose)
         CUDA_VISIBLE_DEVICES=$gpu DNNX_VERBOSE=1 timeout "$left" "$build/bench/cudnn_conv_bench" \
-          --shapes "$a" --tag all --configs "$b" --no-heuristic ${c:+--layers "$c"} \
+          --shapes "$a" --tag all --configs "$b" --no-heuristic --search-rows 0 ${c:+--layers "$c"} \
           > "$work/g$gpu-j$k-verbose.jsonl" 2> "$work/g$gpu-j$k-verbose.err" ;;
       reuse)
         local choices="$work/g$gpu-j$k-choices.json"
