@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <set>
 #include <span>
 
 namespace dnnx::detail {
@@ -304,24 +305,49 @@ tune::RunOnce budgeted_run(const SelectHooks& hooks, const std::vector<std::stri
 // credit, and debits the wall time it took (its descriptions, probe plans, runs and energy
 // measurements). The process's settling time is then at most the share of its choices' searches
 // plus the one settling that overran, and a choice that comes when the credit is spent keeps its
-// late plans listed for a later process, which pays for them from its own credit. A choice that
-// records no search credits min_settling_budget_ms, so that alone it still settles one late plan
-// a process. A process that makes its own choices settles their late plans as they come to hand,
-// outside the credit.
+// late plans listed for a later process, which pays for them from its own credit. Those the
+// process leaves listed (unsettled for want of credit, or left by the settling's bound) are
+// deferred for the rest of the process: the settling of a process's own late plans as they come
+// to hand (`pending`) does not take them up on a later call, as it would since their saved plans
+// are at hand. A choice that records no search credits min_settling_budget_ms, so that alone it
+// still settles one late plan a process. A process that makes its own choices settles their late
+// plans as they come to hand, outside the credit.
 constexpr double min_settling_budget_ms = 1e-3;
 
-// Adds `ms` (a credit, or a settling's time as a negative amount) to the settling credit of
-// `cache` (Note [settling credit]) and returns the balance. The balances are the process's,
-// keyed by the cache object, and outlive static destruction.
-double add_settling_credit(const std::shared_ptr<ChoiceCache>& cache, double ms) {
-  struct Balances {
-    std::mutex mutex;
-    std::map<std::weak_ptr<ChoiceCache>, double, std::owner_less<>> of;
+// The process's settling credit and deferred choices per cache object (Note [settling credit]);
+// never destroyed, since a call may come at exit.
+struct SettlingLedgers {
+  struct Ledger {
+    double credit_ms = 0;
+    std::set<std::string> deferred;  // keys whose late plans wait for a later process
   };
-  static auto* balances = new Balances;  // never destroyed: a call may come at exit
-  std::lock_guard lock(balances->mutex);
-  std::erase_if(balances->of, [](const auto& entry) { return entry.first.expired(); });
-  return balances->of[cache] += ms;
+  std::mutex mutex;
+  std::map<std::weak_ptr<ChoiceCache>, Ledger, std::owner_less<>> of;
+
+  static SettlingLedgers& process() {
+    static auto* ledgers = new SettlingLedgers;
+    return *ledgers;
+  }
+  // The ledger of `cache`, the mutex held; ledgers of destroyed caches are dropped.
+  Ledger& of_locked(const std::shared_ptr<ChoiceCache>& cache) {
+    std::erase_if(of, [](const auto& entry) { return entry.first.expired(); });
+    return of[cache];
+  }
+};
+
+// Adds `ms` (a credit, or a settling's time as a negative amount) to the settling credit of
+// `cache` and returns the balance.
+double add_settling_credit(const std::shared_ptr<ChoiceCache>& cache, double ms) {
+  SettlingLedgers& ledgers = SettlingLedgers::process();
+  std::lock_guard lock(ledgers.mutex);
+  return ledgers.of_locked(cache).credit_ms += ms;
+}
+
+// This process leaves the late plans of `key` to a later process.
+void defer_late_plans(const std::shared_ptr<ChoiceCache>& cache, const std::string& key) {
+  SettlingLedgers& ledgers = SettlingLedgers::process();
+  std::lock_guard lock(ledgers.mutex);
+  ledgers.of_locked(cache).deferred.insert(key);
 }
 
 std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& state,
@@ -344,6 +370,7 @@ std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& 
                 << request.desc << ": late plans left for a later process (this process's "
                 << "settling credit is spent: " << credit_ms << " ms)\n";
     }
+    defer_late_plans(context.choice_cache(), request.key);
     return kept;
   }
   std::vector<AlgoInfo> candidates{kept->algo};
@@ -468,6 +495,8 @@ std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& 
     }
   }
   debit();
+  if (credited && !settled->late_plans.empty())
+    defer_late_plans(context.choice_cache(), request.key);
   settled->from_file = false;
   // Newer than the entry it replaces even within the same second: per key, the cache file keeps
   // the newer measurement (Note [journal] in src/tune/cache_file.cpp).
@@ -477,6 +506,16 @@ std::shared_ptr<const Choice> settle_late_plans(Context& context, ContextState& 
 }
 
 }  // namespace
+
+bool late_plans_deferred(const ChoiceCache& cache, const std::string& key) {
+  SettlingLedgers& ledgers = SettlingLedgers::process();
+  std::lock_guard lock(ledgers.mutex);
+  for (const auto& [owner, ledger] : ledgers.of) {
+    if (const auto alive = owner.lock(); alive.get() == &cache)
+      return ledger.deferred.contains(key);
+  }
+  return false;
+}
 
 std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState& state,
                                                   const tune::Request& request,
@@ -563,7 +602,8 @@ Selected select_locked(Context& context, ContextState& state, tune::Request requ
       if (options.verbose) std::cerr << tune::describe_decision(req, *cached, true) << '\n';
       selected.choice = std::move(cached);
       selected.from_cache = true;
-      if (!selected.choice->late_plans.empty()) {  // Note [late plans], this process's own
+      // Note [late plans], this process's own (Note [settling credit]: not those it defers).
+      if (!selected.choice->late_plans.empty() && !late_plans_deferred(cache, req.key)) {
         selected.choice = settle_late_plans(context, state, req, hooks, selected.choice,
                                             /*pending=*/true);
       }

@@ -132,6 +132,9 @@ Selected select_locked(Context& context, ContextState& state, tune::Request requ
 std::shared_ptr<const Choice> fresh_select_locked(Context& context, ContextState& state,
                                                   const tune::Request& request,
                                                   const SelectHooks& hooks);
+/// Note [settling credit] (dispatch.cpp): whether this process leaves the late plans of the
+/// choice `key` of `cache` to a later process (its settling credit was spent on them).
+bool late_plans_deferred(const ChoiceCache& cache, const std::string& key);
 /// Times every candidate (no benchmark limit) and returns the table. Mutex held.
 ProfileResult profile_locked(Context& context, ContextState& state, const tune::Request& request,
                              const SelectHooks& hooks, std::chrono::steady_clock::time_point start);
@@ -399,6 +402,7 @@ class Dispatch {
     const auto now = std::chrono::steady_clock::now();
     if (now < entry.late_check) return false;
     entry.late_check = now + late_check_interval;
+    if (late_plans_deferred(*entry.cache, entry.choice->key)) return false;
     auto& backend = op_backend(state);
     return std::any_of(
         entry.choice->late_plans.begin(), entry.choice->late_plans.end(),

@@ -716,7 +716,8 @@ TEST_F(LatePlansTest, ALaterProcessSettlesWithinItsShareAndLeavesTheRest) {
 // Note [settling credit]: the share is pooled over the choices a process reads from the file.
 // With a share too small for one late plan, the first choice that lists late plans still settles
 // one and leaves the credit in debt, so the next choice keeps its list untouched (its late plans
-// neither described nor run) for a later process, whose credit is its own.
+// neither described nor run) for a later process, whose credit is its own; what a process leaves
+// listed it does not take up on later calls either.
 TEST_F(LatePlansTest, ALaterProcessPoolsItsShareOverTheChoicesItReads) {
   const std::vector<std::string> late = {"test:late1", "test:late2"};
   table().candidates = {supported("test:slow"), supported(late[0]), supported(late[1])};
@@ -755,6 +756,16 @@ TEST_F(LatePlansTest, ALaterProcessPoolsItsShareOverTheChoicesItReads) {
     EXPECT_EQ(table().ran, std::vector<std::string>{"test:slow"}) << "the call alone ran";
     EXPECT_TRUE(table().probed.empty());
     EXPECT_EQ(table().unbuilt_descriptions, 0);
+    EXPECT_EQ(late_of(8), std::vector<std::string>{late[1]});
+    EXPECT_EQ(late_of(16), late);
+    // Deferred for the rest of the process: later calls, past the interval at which a call
+    // asks whether a late plan is at hand (their saved plans are), do not take them up.
+    std::this_thread::sleep_for(detail::late_check_interval + std::chrono::milliseconds(20));
+    table().reset_counts();
+    for (const std::int64_t size : {8, 16, 16}) run(later, size);
+    EXPECT_EQ(table().ran, (std::vector<std::string>{late[0], "test:slow", "test:slow"}))
+        << "the calls alone ran";
+    EXPECT_TRUE(table().probed.empty());
     EXPECT_EQ(late_of(8), std::vector<std::string>{late[1]});
     EXPECT_EQ(late_of(16), late);
   }
