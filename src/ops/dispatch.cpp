@@ -307,11 +307,10 @@ tune::RunOnce budgeted_run(const SelectHooks& hooks, const std::vector<std::stri
 // plus the one settling that overran, and a choice that comes when the credit is spent keeps its
 // late plans listed for a later process, which pays for them from its own credit. Those the
 // process leaves listed (unsettled for want of credit, or left by the settling's bound) are
-// deferred for the rest of the process: the settling of a process's own late plans as they come
-// to hand (`pending`) does not take them up on a later call, as it would since their saved plans
-// are at hand. A choice that records no search credits min_settling_budget_ms, so that alone it
-// still settles one late plan a process. A process that makes its own choices settles their late
-// plans as they come to hand, outside the credit.
+// deferred for the rest of the process: the settling of the late plans of a process's own
+// searches as their compiles finish (`pending`, outside the credit) does not take them up on a
+// later call, as it would since their saved plans are at hand. A choice that records no search
+// credits min_settling_budget_ms, so that alone it still settles one late plan a process.
 constexpr double min_settling_budget_ms = 1e-3;
 
 // The process's settling credit and deferred choices per cache object (Note [settling credit]);
