@@ -6,14 +6,13 @@ energy_delay): docs/energy.md.
 Each step of such a document lists its measured contenders (`energy_rows`: id, time_ms, energy_j,
 ...) and the one `exhaustive` keeps (`energy_fastest`: the least time, host_tie applied; in
 older documents the same rule is applied here, host_heavy read from the ids), the chosen one
-what the energy policy keeps. Per file: how often the two differ, the energy the choice saves (joules x the layer's
-count, summed) and the time it costs (milliseconds x count, summed).
+what the energy policy keeps. Per file: how often the two differ, the energy the choice saves
+(joules x the layer's count, summed) and the time it costs (milliseconds x count, summed).
 
     energy_compare.py TUNE.json [TUNE.json ...] [--json OUT.json] [--rows] [--beyond-spread]
                       [--as min_energy|energy_delay]
 
-(a TUNE.json.gz is read through gzip)
-Prints a markdown table per file (with --rows, a row per layer-direction too) and the totals;
+Reads a TUNE.json.gz through gzip. Prints a markdown table per file (with --rows, a row per layer-direction too) and the totals;
 --json writes the same figures. --beyond-spread takes the pick again from the measured rows by
 the policy's rule that a contender displaces the fastest only when it saves more than the larger
 of the two measurements' spreads (Note [energy policies] in src/tune/select.cpp), for documents
