@@ -12,14 +12,14 @@ what the energy policy keeps. Per file: how often the two differ, the energy the
     energy_compare.py TUNE.json [TUNE.json ...] [--json OUT.json] [--rows] [--beyond-spread]
                       [--as min_energy|energy_delay]
 
-Reads a TUNE.json.gz through gzip. Prints a markdown table per file (with --rows, a row per layer-direction too) and the totals;
---json writes the same figures. --beyond-spread takes the pick again from the measured rows by
-the policy's rule that a contender displaces the fastest only when it saves more than the larger
-of the two measurements' spreads (Note [energy policies] in src/tune/select.cpp), for documents
-whose choices were made without it; --as POLICY takes them again so as that energy policy
-would have from the same measured contenders (both policies measure the same ones), with the
-rule. Exit status 1 when a file has no measured step (no energy
-counter where it was tuned: its steps' energy_meter says why)."""
+Reads a TUNE.json.gz through gzip. Prints a markdown table per file (with --rows, a row per
+layer-direction too) and the totals; --json writes the same figures. --beyond-spread takes the
+pick again from the measured rows by the policy's rule that a contender displaces the fastest
+only when it saves more than the larger of the two measurements' spreads (Note [energy
+policies] in src/tune/select.cpp), for documents whose choices were made without it; --as
+POLICY takes them again so as that energy policy would have from the same measured contenders
+(both policies measure the same ones), with the rule. Exit status 1 when a file has no measured
+step (no energy counter where it was tuned: its steps' energy_meter says why)."""
 
 import argparse
 import gzip
