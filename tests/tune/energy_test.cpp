@@ -350,11 +350,10 @@ TEST(EnergyPolicies, MinEnergyKeepsTheLeastEnergyAmongTheFinalContenders) {
 TEST(EnergyPolicies, TheFastestNamedIsWhatExhaustiveWouldKeep) {
   FakeBench bench;
   bench.add(Algo("heavy").note("host_heavy"), {0.99}).add(Algo("light"), {1.0});
-  ScriptedEnergy energy{{{"heavy", 4e-3}, {"light", 4e-3}}, {}, {}, {}};
+  ScriptedEnergy energy{{{"heavy", 3e-3}, {"light", 4e-3}}, {}, {}, {}};
   const Choice choice = select_with(bench, AlgoPolicy::min_energy(), &energy);
+  EXPECT_EQ(choice.algo.id, "heavy") << "it saves a quarter of light's energy";
   EXPECT_EQ(choice.energy_fastest, "light");
-  EXPECT_EQ(choice.algo.id, "light") << "an equal energy saves nothing";
-  EXPECT_EQ(energy.measured["heavy"], 1);
   FakeBench again;
   again.add(Algo("heavy").note("host_heavy"), {0.99}).add(Algo("light"), {1.0});
   EXPECT_EQ(select_with(again, AlgoPolicy::exhaustive(), nullptr).algo.id, "light");
