@@ -604,6 +604,28 @@ dnnx_cli_test(tune.min_energy_without_counter
               ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
                    --direction fwd --backend reference --runs 1 --policy min_energy
                    --energy-window-ms 250 --energy-repeats 2 --json -)
+# An energy policy's choice in the cache file: `cache show --json` gives its energy fields.
+set(_dnnx_cli_energy_cache_env DNNX_CACHE=readwrite
+    DNNX_CACHE_FILE=${_dnnx_cli_dir}/cli-energy-cache.json DNNX_BACKEND=reference)
+dnnx_cli_test(cache_energy.clear STDOUT "^cleared" ENV ${_dnnx_cli_energy_cache_env}
+              ARGS cache clear)
+dnnx_cli_test(cache_energy.tune STDOUT "cache hits: 0 of 1" ENV ${_dnnx_cli_energy_cache_env}
+              ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
+                   --direction fwd --runs 1 --policy min_energy --energy-window-ms 50
+                   --energy-repeats 1)
+dnnx_cli_test(cache_energy.show_json
+              STDOUT "\"energy_fastest\": null,.*\"energy_j\": null,.*\"energy_meter\": \"the reference backend reads no energy counter\""
+              ENV ${_dnnx_cli_energy_cache_env} ARGS cache show --json)
+set(_previous "")
+foreach(step IN ITEMS clear tune show_json)
+  set_tests_properties(cli.cache_energy.${step} PROPERTIES FIXTURES_SETUP cli_cache_energy_${step}
+                       RESOURCE_LOCK cli_energy_cache)
+  if(_previous)
+    set_tests_properties(cli.cache_energy.${step} PROPERTIES
+                         FIXTURES_REQUIRED cli_cache_energy_${_previous})
+  endif()
+  set(_previous ${step})
+endforeach()
 dnnx_cli_test(profile.energy_without_counter
               STDOUT "energy: the reference backend reads no energy counter"
               ARGS profile conv ${_conv} --direction fwd --backend reference --runs 1 --energy)

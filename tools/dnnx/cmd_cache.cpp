@@ -83,16 +83,28 @@ int run_show(const CacheArgs& args) {
   if (args.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& [key, choice] : entries) {
-      out.push_back({{"key", key},
-                     {"backend", choice->backend},
-                     {"algo", choice->algo.id},
-                     {"time_ms", std::isnan(choice->time_ms) ? nlohmann::json()
-                                                             : nlohmann::json(choice->time_ms)},
-                     {"workspace_bytes", choice->algo.workspace_bytes},
-                     {"runner_up", choice->runner_up},
-                     {"late_plans", choice->late_plans},
-                     {"measured_at", choice->measured_at},
-                     {"local", is_local(*choice, local)}});
+      nlohmann::json entry = {
+          {"key", key},
+          {"backend", choice->backend},
+          {"algo", choice->algo.id},
+          {"time_ms",
+           std::isnan(choice->time_ms) ? nlohmann::json() : nlohmann::json(choice->time_ms)},
+          {"workspace_bytes", choice->algo.workspace_bytes},
+          {"runner_up", choice->runner_up},
+          {"late_plans", choice->late_plans},
+          {"measured_at", choice->measured_at},
+          {"local", is_local(*choice, local)}};
+      // The energy policies' entries (docs/energy.md): the chosen candidate's joules per call,
+      // the counter read (or why none was), and what time alone would have kept.
+      if (!choice->energy_meter.empty()) {
+        entry["energy_j"] =
+            std::isnan(choice->energy_j) ? nlohmann::json() : nlohmann::json(choice->energy_j);
+        entry["energy_meter"] = choice->energy_meter;
+        entry["energy_fastest"] = choice->energy_fastest.empty()
+                                      ? nlohmann::json()
+                                      : nlohmann::json(choice->energy_fastest);
+      }
+      out.push_back(std::move(entry));
     }
     std::cout << out.dump(2) << '\n';
     return 0;
