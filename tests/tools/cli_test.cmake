@@ -131,6 +131,19 @@ function(dnnx_cli_test name)
   endif()
 endfunction()
 
+# Runs the tests cli.<name> one after the other, in the order given, none beside another holding
+# `lock` (tests that share one file): each requires the one before it as a fixture.
+function(dnnx_cli_in_order lock)
+  set(previous "")
+  foreach(name IN LISTS ARGN)
+    set_tests_properties(cli.${name} PROPERTIES FIXTURES_SETUP ${lock}_${name} RESOURCE_LOCK ${lock})
+    if(previous)
+      set_tests_properties(cli.${name} PROPERTIES FIXTURES_REQUIRED ${lock}_${previous})
+    endif()
+    set(previous ${name})
+  endforeach()
+endfunction()
+
 # A bad command line: exit status 2, one line on stderr matching `regex` (it names the flag and
 # the value), nothing on stdout.
 function(dnnx_cli_usage_error name regex)
@@ -378,16 +391,8 @@ dnnx_cli_test(cache.import_bad CODE 2 STDERR "not-there.json" ONE_LINE_ERROR
               ENV ${_dnnx_cli_cache_env} ARGS cache import ${_dnnx_cli_dir}/not-there.json)
 dnnx_cli_test(cache.prune_bad CODE 2 STDERR "--max" ONE_LINE_ERROR ENV ${_dnnx_cli_cache_env}
               ARGS cache prune --max 0)
-set(_dnnx_cli_cache_order cache.clear cache.tune_first cache.tune_second cache.stats cache.show_json
-    cache.export cache.prune cache.import)
-set(_previous "")
-foreach(step IN LISTS _dnnx_cli_cache_order)
-  set_tests_properties(cli.${step} PROPERTIES FIXTURES_SETUP cli_cache_${step} RESOURCE_LOCK cli_cache)
-  if(_previous)
-    set_tests_properties(cli.${step} PROPERTIES FIXTURES_REQUIRED cli_cache_${_previous})
-  endif()
-  set(_previous ${step})
-endforeach()
+dnnx_cli_in_order(cli_cache cache.clear cache.tune_first cache.tune_second cache.stats
+                  cache.show_json cache.export cache.prune cache.import)
 
 # The choice cache never stands in the way and never harms a file it does not own
 # (docs/tuning-cache.md): a location it cannot use costs a warning and fails nothing; `dnnx cache`
@@ -448,17 +453,10 @@ dnnx_cli_usage_error(cache_safety.corrupt_show_again "cache-corrupt.json' is unr
                      cache ${_dnnx_cli_corrupt} show)
 dnnx_cli_usage_error(cache_safety.foreign_show_again "cache-foreign.json' is not a dnnx tune cache"
                      cache --file ${_dnnx_cli_dir}/cache-foreign.json show)
-set(_previous "")
-foreach(step IN ITEMS corrupt_show corrupt_stats corrupt_export corrupt_read_mode_tune
-                      foreign_clear foreign_tune corrupt_show_again foreign_show_again)
-  set_tests_properties(cli.cache_safety.${step} PROPERTIES FIXTURES_SETUP cli_cache_safety_${step}
-                                                           RESOURCE_LOCK cli_cache_safety)
-  if(_previous)
-    set_tests_properties(cli.cache_safety.${step} PROPERTIES
-                         FIXTURES_REQUIRED cli_cache_safety_${_previous})
-  endif()
-  set(_previous ${step})
-endforeach()
+dnnx_cli_in_order(cli_cache_safety cache_safety.corrupt_show cache_safety.corrupt_stats
+                  cache_safety.corrupt_export cache_safety.corrupt_read_mode_tune
+                  cache_safety.foreign_clear cache_safety.foreign_tune
+                  cache_safety.corrupt_show_again cache_safety.foreign_show_again)
 
 # Bad numbers, files and words, and output that cannot be written (docs/cli.md): exit status 2 and
 # one line naming the flag, the value and what is accepted; a failure while running: exit status 1.
@@ -616,16 +614,7 @@ dnnx_cli_test(cache_energy.tune STDOUT "cache hits: 0 of 1" ENV ${_dnnx_cli_ener
 dnnx_cli_test(cache_energy.show_json
               STDOUT "\"energy_fastest\": null,.*\"energy_j\": null,.*\"energy_meter\": \"the reference backend reads no energy counter\""
               ENV ${_dnnx_cli_energy_cache_env} ARGS cache show --json)
-set(_previous "")
-foreach(step IN ITEMS clear tune show_json)
-  set_tests_properties(cli.cache_energy.${step} PROPERTIES FIXTURES_SETUP cli_cache_energy_${step}
-                       RESOURCE_LOCK cli_energy_cache)
-  if(_previous)
-    set_tests_properties(cli.cache_energy.${step} PROPERTIES
-                         FIXTURES_REQUIRED cli_cache_energy_${_previous})
-  endif()
-  set(_previous ${step})
-endforeach()
+dnnx_cli_in_order(cli_energy_cache cache_energy.clear cache_energy.tune cache_energy.show_json)
 dnnx_cli_test(profile.energy_without_counter
               STDOUT "energy: the reference backend reads no energy counter"
               ARGS profile conv ${_conv} --direction fwd --backend reference --runs 1 --energy)
