@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -51,6 +52,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -204,6 +206,12 @@ ShapesFile read_shapes(const std::string& path, const std::string& tag) {
 // what a later process pays instead: its first call reads the choice, re-validates it (describes
 // the one id, builds or loads its plan) and runs, with no listing. Its record says whether the
 // file answered (`from_file`); a case the file did not answer searched within its first call.
+// A later process is one program with one cache for all its layers, so the --reuse run's cases
+// share one cache object: the share of the search it may spend on the late plans it settles is
+// pooled over every choice it reads (Note [settling credit] in src/ops/dispatch.cpp), as in a
+// program's second process; a cache per case would give each case a process's share and its
+// one overrunning settling. The searching run keeps a cache per case (each case a first call
+// on a desc the process has not seen).
 // bench/compare_gpu.py's --reuse-choices makes the first of its rounds write the file and the
 // later ones reuse it (Note [suite rounds]).
 struct Options {
@@ -223,6 +231,11 @@ struct Options {
   bool reuse = false;        // the cases' choices come from choices_file: no listing first
   bool heuristic = true;     // also time the heuristic pick (--no-heuristic: not)
   int search_rows = 6;       // rows of the search in each record (0: every row)
+  // The operands' values: one uniform draw per element (0), or a block of this many draws
+  // repeated over the tensor, as dnnx's scratch tensors are (Note [scratch data] in
+  // src/ops/dispatch.cpp): --fill block compares a search on the user's tensors with one on
+  // scratch tensors, which should time the same.
+  std::int64_t fill_period = 0;
 };
 
 Options parse(int argc, char** argv) {
@@ -266,7 +279,13 @@ Options parse(int argc, char** argv) {
       o.heuristic = false;
     else if (arg == "--search-rows")
       o.search_rows = std::stoi(value());
-    else if (arg == "--help") {
+    else if (arg == "--fill") {
+      const std::string fill = value();
+      if (fill == "block")
+        o.fill_period = 65521;
+      else if (fill != "random")
+        throw std::runtime_error("--fill is random or block, not '" + fill + "'");
+    } else if (arg == "--help") {
       std::cout
           << "cudnn_conv_bench [--shapes FILE] [--tag bench|all] [--batch N]\n"
              "  [--configs f16_nhwc,f32_nchw] [--loop 50] [--calls 20] [--overhead-only]\n"
@@ -283,7 +302,10 @@ Options parse(int argc, char** argv) {
              "  [--no-heuristic]  (no heuristic pick timed beside the choice: a run that\n"
              "                     repeats one whose speedup over it is known)\n"
              "  [--search-rows N]  (the search's N fastest rows in each record, default 6;\n"
-             "                      0: every row, those not timed in full with their reason)\n";
+             "                      0: every row, those not timed in full with their reason)\n"
+             "  [--fill random|block]  (the operands' values: a uniform draw per element, or\n"
+             "                          a block of 65521 draws repeated, as dnnx's scratch\n"
+             "                          tensors are)\n";
       std::exit(0);
     } else {
       throw std::runtime_error("unknown argument '" + arg + "' (see --help)");
@@ -303,13 +325,35 @@ std::string detail_desc(const ConvDesc& desc) {
   return out.str();
 }
 
+// Uniform values in [-1, 1]: a draw per element, or (period > 0) the first `period` draws
+// repeated (Options::fill_period). The draws are made in chunks of 2^20, each from its own
+// generator seeded with (seed, chunk), on every host thread: one generator took about a second
+// per case for the larger tensors of the suite (10 ns a draw), most of a round's time.
 Tensor device_random(const Dims& dims, DType dtype, Layout layout, Context& context,
-                     std::uint32_t seed) {
+                     std::uint32_t seed, std::int64_t period = 0) {
   Tensor host = Tensor::empty(dims, dtype, layout);
-  std::vector<float> values(static_cast<std::size_t>(dims.product()));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  for (float& v : values) v = uniform(rng);
+  const auto count = static_cast<std::size_t>(dims.product());
+  std::vector<float> values(count);
+  const std::size_t drawn = period > 0 ? std::min(count, static_cast<std::size_t>(period)) : count;
+  constexpr std::size_t chunk = std::size_t{1} << 20;
+  const std::size_t chunks = (drawn + chunk - 1) / chunk;
+  std::atomic<std::size_t> next{0};
+  auto draw = [&] {
+    for (std::size_t c = next++; c < chunks; c = next++) {
+      std::seed_seq seeds{seed, static_cast<std::uint32_t>(c)};
+      std::mt19937 rng(seeds);
+      std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+      for (std::size_t i = c * chunk; i < std::min(drawn, (c + 1) * chunk); ++i)
+        values[i] = uniform(rng);
+    }
+  };
+  const std::size_t threads =
+      std::min<std::size_t>(chunks, std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> helpers;
+  for (std::size_t t = 1; t < threads; ++t) helpers.emplace_back(draw);
+  draw();
+  for (std::thread& helper : helpers) helper.join();
+  for (std::size_t i = drawn; i < count; ++i) values[i] = values[i % drawn];
   host.copy_from_f32(values);
   Tensor device = Tensor::empty(dims, dtype, layout, context.allocator());
   copy(host, device);
@@ -319,6 +363,15 @@ Tensor device_random(const Dims& dims, DType dtype, Layout layout, Context& cont
 struct Operands {
   Tensor src, weights, dst;
 };
+
+// A choice cache backed by `path` in readwrite mode, or a memory-only one when `path` is empty.
+std::shared_ptr<ChoiceCache> file_cache(const std::string& path) {
+  if (path.empty()) return std::make_shared<ChoiceCache>();
+  CacheFileOptions file_options;
+  file_options.mode = CacheMode::readwrite;
+  file_options.path = path;
+  return std::make_shared<ChoiceCache>(file_options);
+}
 
 std::shared_ptr<const Choice> call(Context& context, const ConvDesc& desc, Direction direction,
                                    Operands& t) {
@@ -741,6 +794,8 @@ int main(int argc, char** argv) try {
             << std::endl;
   const auto suite_start = Clock::now();
   std::vector<std::string> skipped;  // layer/config pairs the budget left out
+  const std::shared_ptr<ChoiceCache> reused_cache =
+      options.reuse ? file_cache(options.choices_file) : nullptr;
   for (const std::string& config : options.configs) {
     const DType dtype = config.rfind("f16", 0) == 0    ? DType::f16
                         : config.rfind("bf16", 0) == 0 ? DType::bf16
@@ -755,21 +810,17 @@ int main(int argc, char** argv) try {
       const ConvDesc desc = s.desc(batch, dtype, layout);
       for (Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
         // A fresh context and cache per case: the first call pays the whole search (or, with
-        // --reuse, reads its choice from the file, as a later process would).
+        // --reuse, reads its choice from the file through the run's one cache, as a later
+        // process would: Note [choices across processes]).
         Context context(BackendKind::cudnn);
-        std::shared_ptr<ChoiceCache> cache;
-        if (options.choices_file.empty()) {
-          cache = std::make_shared<ChoiceCache>();
-        } else {
-          CacheFileOptions file_options;
-          file_options.mode = CacheMode::readwrite;
-          file_options.path = options.choices_file;
-          cache = std::make_shared<ChoiceCache>(file_options);
-        }
+        std::shared_ptr<ChoiceCache> cache =
+            options.reuse ? reused_cache : file_cache(options.choices_file);
+        const std::size_t applied_before = cache->file_stats().applied;
         context.set_choice_cache(cache);
-        Operands t{device_random(desc.src_dims(), dtype, layout, context, 1),
-                   device_random(desc.weights_dims(), dtype, layout, context, 2),
-                   device_random(desc.dst_dims(), dtype, layout, context, 3)};
+        const std::int64_t period = options.fill_period;
+        Operands t{device_random(desc.src_dims(), dtype, layout, context, 1, period),
+                   device_random(desc.weights_dims(), dtype, layout, context, 2, period),
+                   device_random(desc.dst_dims(), dtype, layout, context, 3, period)};
         detail::state_of(context).backend().synchronize();
         const std::string direction_name(to_string(direction));
         std::string case_name = s.name;
@@ -784,30 +835,25 @@ int main(int argc, char** argv) try {
           continue;
         }
         // The search first, in a process that has not seen this desc: its first call pays the
-        // listing (cached per backend, so it is timed apart as well), the plan builds and the
-        // timing of every candidate.
+        // listing, the plan builds and the timing of every candidate, as a program's does (the
+        // compile budget counts from the listing's start: Note [compile budget] in
+        // src/ops/dispatch.cpp).
         // The tuning variables (DNNX_VERBOSE, DNNX_HOST_TIE, ...) apply as in any program
         // built on Context::from_env; the policy is exhaustive whatever they say.
         apply_tune_env(context.tune());
         context.tune().policy(direction) = AlgoPolicy::exhaustive();
         const auto start = Clock::now();
-        double list_ms = 0;
-        if (!options.reuse) {
-          conv_list(context, desc, direction);
-          list_ms = ms_since(start);
-        }
         const auto choice = call(context, desc, direction, t);
         detail::state_of(context).backend().synchronize();
         const double first_call_ms = ms_since(start);
         // A file entry that answered and stayed valid: no search in this process.
-        const bool from_file = cache->file_stats().applied > 0;
-        // The search alone: the listing plus the selection's own wall time (plan builds and
-        // the timing of every candidate), without the chosen candidate's first run. A choice
-        // from the file made no search here; one that was not in the file (or failed its
-        // re-validation) searched inside the first call, listing included.
-        const double search_ms = from_file       ? 0
-                                 : options.reuse ? first_call_ms
-                                                 : list_ms + choice->tuning_ms;
+        const bool from_file = cache->file_stats().applied > applied_before;
+        // The search alone: the selection's wall time (listing, plan builds and the timing of
+        // every candidate), without the chosen candidate's first run. A choice from the file
+        // made no search here; one that was not in the file (or failed its re-validation)
+        // searched inside the first call.
+        const double list_ms = from_file ? 0 : choice->search.list_ms;
+        const double search_ms = from_file ? 0 : options.reuse ? first_call_ms : choice->tuning_ms;
         const double kernel = kernel_ms(context, desc, direction, t, options.loop);
         const double per_call = per_call_ms(context, desc, direction, t, options.calls);
         // The heuristic pick (no timing), for the speedup of the search.
