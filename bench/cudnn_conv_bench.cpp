@@ -236,6 +236,9 @@ struct Options {
   // src/ops/dispatch.cpp): --fill block compares a search on the user's tensors with one on
   // scratch tensors, which should time the same.
   std::int64_t fill_period = 0;
+  // The directions run per layer, in this order (--directions fwd,bwd_weights): one alone in a
+  // fresh process shows what the cases before it in the same process change.
+  std::vector<Direction> directions{Direction::fwd, Direction::bwd_data, Direction::bwd_weights};
 };
 
 Options parse(int argc, char** argv) {
@@ -279,7 +282,16 @@ Options parse(int argc, char** argv) {
       o.heuristic = false;
     else if (arg == "--search-rows")
       o.search_rows = std::stoi(value());
-    else if (arg == "--fill") {
+    else if (arg == "--directions") {
+      o.directions.clear();
+      std::stringstream in(value());
+      for (std::string name; std::getline(in, name, ',');) {
+        const Direction direction = parse_direction(name);
+        if (direction == Direction::fwd_training)
+          throw std::runtime_error("--directions: fwd_training is not a convolution direction");
+        o.directions.push_back(direction);
+      }
+    } else if (arg == "--fill") {
       const std::string fill = value();
       if (fill == "block")
         o.fill_period = 65521;
@@ -303,6 +315,7 @@ Options parse(int argc, char** argv) {
              "                     repeats one whose speedup over it is known)\n"
              "  [--search-rows N]  (the search's N fastest rows in each record, default 6;\n"
              "                      0: every row, those not timed in full with their reason)\n"
+             "  [--directions fwd,bwd_data,bwd_weights]  (the directions per layer, in order)\n"
              "  [--fill random|block]  (the operands' values: a uniform draw per element, or\n"
              "                          a block of 65521 draws repeated, as dnnx's scratch\n"
              "                          tensors are)\n";
@@ -313,6 +326,7 @@ Options parse(int argc, char** argv) {
   }
   if (o.reuse && o.choices_file.empty()) throw std::runtime_error("--reuse needs --choices-file");
   if (o.search_rows < 0) throw std::runtime_error("--search-rows must be >= 0");
+  if (o.directions.empty()) throw std::runtime_error("--directions names no direction");
   if (!o.choices_file.empty() && o.study)
     throw std::runtime_error("--study makes no choices: --choices-file does not apply");
   return o;
@@ -808,7 +822,7 @@ int main(int argc, char** argv) try {
         continue;
       }
       const ConvDesc desc = s.desc(batch, dtype, layout);
-      for (Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
+      for (Direction direction : options.directions) {
         // A fresh context and cache per case: the first call pays the whole search (or, with
         // --reuse, reads its choice from the file through the run's one cache, as a later
         // process would: Note [choices across processes]).
