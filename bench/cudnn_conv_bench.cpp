@@ -43,6 +43,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <iomanip>
 #include <iostream>
 #include <limits>
@@ -340,25 +341,31 @@ std::string detail_desc(const ConvDesc& desc) {
 }
 
 // Uniform values in [-1, 1]: a draw per element, or (period > 0) the first `period` draws
-// repeated (Options::fill_period). The draws are made in chunks of 2^20, each from its own
-// generator seeded with (seed, chunk), on every host thread: one generator took about a second
-// per case for the larger tensors of the suite (10 ns a draw), most of a round's time.
+// repeated (Options::fill_period), in memory order. The draws are made in chunks of 2^20, each
+// from its own generator seeded with (seed, chunk) and stored in the dtype as a dense run of
+// the buffer, on every host thread: one generator and a conversion in logical order took about
+// a second per case for the larger tensors of the suite, most of a later round's time.
 Tensor device_random(const Dims& dims, DType dtype, Layout layout, Context& context,
                      std::uint32_t seed, std::int64_t period = 0) {
   Tensor host = Tensor::empty(dims, dtype, layout);
   const auto count = static_cast<std::size_t>(dims.product());
-  std::vector<float> values(count);
   const std::size_t drawn = period > 0 ? std::min(count, static_cast<std::size_t>(period)) : count;
+  auto* bytes = static_cast<std::byte*>(host.data());
+  const std::size_t element = size_of(dtype);
   constexpr std::size_t chunk = std::size_t{1} << 20;
   const std::size_t chunks = (drawn + chunk - 1) / chunk;
   std::atomic<std::size_t> next{0};
   auto draw = [&] {
+    std::vector<float> values;
     for (std::size_t c = next++; c < chunks; c = next++) {
+      const std::size_t first = c * chunk, size = std::min(drawn, first + chunk) - first;
       std::seed_seq seeds{seed, static_cast<std::uint32_t>(c)};
       std::mt19937 rng(seeds);
       std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-      for (std::size_t i = c * chunk; i < std::min(drawn, (c + 1) * chunk); ++i)
-        values[i] = uniform(rng);
+      values.resize(size);
+      for (float& value : values) value = uniform(rng);
+      Tensor::view(bytes + first * element, Dims{static_cast<std::int64_t>(size)}, dtype)
+          .copy_from_f32(values);
     }
   };
   const std::size_t threads =
@@ -367,8 +374,13 @@ Tensor device_random(const Dims& dims, DType dtype, Layout layout, Context& cont
   for (std::size_t t = 1; t < threads; ++t) helpers.emplace_back(draw);
   draw();
   for (std::thread& helper : helpers) helper.join();
-  for (std::size_t i = drawn; i < count; ++i) values[i] = values[i % drawn];
-  host.copy_from_f32(values);
+  // The block repeated by doubling copies.
+  const std::size_t total = count * element;
+  for (std::size_t filled = drawn * element; filled < total;) {
+    const std::size_t size = std::min(filled, total - filled);
+    std::memcpy(bytes + filled, bytes, size);
+    filled += size;
+  }
   Tensor device = Tensor::empty(dims, dtype, layout, context.allocator());
   copy(host, device);
   return device;
