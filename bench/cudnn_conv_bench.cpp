@@ -240,6 +240,9 @@ struct Options {
   // The directions run per layer, in this order (--directions fwd,bwd_weights): one alone in a
   // fresh process shows what the cases before it in the same process change.
   std::vector<Direction> directions{Direction::fwd, Direction::bwd_data, Direction::bwd_weights};
+  // The search's fastest N rows timed again in the benchmark's loop (loop_rows_json): whether
+  // the loop ranks them as the search did (0: not).
+  int loop_rows = 0;
 };
 
 Options parse(int argc, char** argv) {
@@ -283,6 +286,8 @@ Options parse(int argc, char** argv) {
       o.heuristic = false;
     else if (arg == "--search-rows")
       o.search_rows = std::stoi(value());
+    else if (arg == "--loop-rows")
+      o.loop_rows = std::stoi(value());
     else if (arg == "--directions") {
       o.directions.clear();
       std::stringstream in(value());
@@ -317,6 +322,8 @@ Options parse(int argc, char** argv) {
              "  [--search-rows N]  (the search's N fastest rows in each record, default 6;\n"
              "                      0: every row, those not timed in full with their reason)\n"
              "  [--directions fwd,bwd_data,bwd_weights]  (the directions per layer, in order)\n"
+             "  [--loop-rows N]  (the search's N fastest rows timed again, each as a fixed\n"
+             "                    choice in the benchmark's loop, in two interleaved passes)\n"
              "  [--fill random|block]  (the operands' values: a uniform draw per element, or\n"
              "                          a block of 65521 draws repeated, as dnnx's scratch\n"
              "                          tensors are)\n";
@@ -327,6 +334,7 @@ Options parse(int argc, char** argv) {
   }
   if (o.reuse && o.choices_file.empty()) throw std::runtime_error("--reuse needs --choices-file");
   if (o.search_rows < 0) throw std::runtime_error("--search-rows must be >= 0");
+  if (o.loop_rows < 0) throw std::runtime_error("--loop-rows must be >= 0");
   if (o.directions.empty()) throw std::runtime_error("--directions names no direction");
   if (!o.choices_file.empty() && o.study)
     throw std::runtime_error("--study makes no choices: --choices-file does not apply");
@@ -520,6 +528,47 @@ std::string search_rows_json(const Choice& choice, const std::string& heuristic_
     } else if (!heuristic_listed && row.algo.id == heuristic_id) {
       add(row);
     }
+  }
+  out << ']';
+  return out.str();
+}
+
+// The search's `count` fastest timed rows run again, each as a fixed choice, in the benchmark's
+// loop (kernel_ms), in two passes over the rows so that a drift of the GPU's clocks reaches
+// them all: [{"id", "search_ms", "loop_ms": [first pass, second pass]}], with "error" (and the
+// passes that ran) for a row that failed to run as a fixed choice. The search times a
+// contender in short turns; the loop runs it long enough for the board's power to limit the
+// clocks, and after whatever ran before it in the process, which can rank close rows otherwise.
+// Leaves the direction's policy fixed to the last row.
+std::string loop_rows_json(Context& context, const ConvDesc& desc, Direction direction, Operands& t,
+                           const Choice& choice, std::size_t count, int loop) {
+  std::vector<const ProfileRow*> rows;
+  for (const ProfileRow& row : choice.timings) {
+    if (rows.size() == count) break;
+    if (row.status == CandidateStatus::ok) rows.push_back(&row);
+  }
+  std::vector<std::vector<double>> loops(rows.size());
+  std::vector<std::string> errors(rows.size());  // a row that failed to run as a fixed choice
+  for (int pass = 0; pass < 2; ++pass) {
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (!errors[i].empty()) continue;
+      context.tune().policy(direction) = AlgoPolicy::fixed(rows[i]->algo.id);
+      try {
+        loops[i].push_back(kernel_ms(context, desc, direction, t, loop));
+      } catch (const std::exception& error) {
+        errors[i] = error.what();
+      }
+    }
+  }
+  std::ostringstream out;
+  out << '[';
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    out << (i == 0 ? "" : ",") << "{\"id\":" << json_string(rows[i]->algo.id)
+        << ",\"search_ms\":" << rows[i]->median_ms << ",\"loop_ms\":[";
+    for (std::size_t k = 0; k < loops[i].size(); ++k) out << (k == 0 ? "" : ",") << loops[i][k];
+    out << ']';
+    if (!errors[i].empty()) out << ",\"error\":" << json_string(errors[i]);
+    out << '}';
   }
   out << ']';
   return out.str();
@@ -930,6 +979,10 @@ int main(int argc, char** argv) try {
                    search_rows_json(*choice, heuristic ? heuristic->algo.id : std::string(),
                                     static_cast<std::size_t>(options.search_rows)));
           line.raw("search_costliest_rows", costliest_rows_json(*choice));
+          if (options.loop_rows > 0)
+            line.raw("loop_rows",
+                     loop_rows_json(context, desc, direction, t, *choice,
+                                    static_cast<std::size_t>(options.loop_rows), options.loop));
         }
         std::cout << line.str() << std::endl;
       }
