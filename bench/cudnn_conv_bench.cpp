@@ -398,6 +398,15 @@ struct Operands {
   Tensor src, weights, dst;
 };
 
+// The operands' device addresses, "src weights dst" in hex.
+std::string device_addresses(const Operands& t) {
+  std::ostringstream out;
+  out << std::hex << "0x" << reinterpret_cast<std::uintptr_t>(t.src.data()) << " 0x"
+      << reinterpret_cast<std::uintptr_t>(t.weights.data()) << " 0x"
+      << reinterpret_cast<std::uintptr_t>(t.dst.data());
+  return out.str();
+}
+
 // A choice cache backed by `path` in readwrite mode, or a memory-only one when `path` is empty.
 std::shared_ptr<ChoiceCache> file_cache(const std::string& path) {
   if (path.empty()) return std::make_shared<ChoiceCache>();
@@ -970,7 +979,10 @@ int main(int argc, char** argv) try {
             .add("algo", choice->algo.id)
             .add("workspace", static_cast<double>(choice->algo.workspace_bytes))
             .add("runner_up", choice->runner_up)
-            .add("tflops", 2.0 * desc.macs() / (kernel * 1e9));
+            .add("tflops", 2.0 * desc.macs() / (kernel * 1e9))
+            // Where the operands lie (device addresses): two runs of one candidate that time
+            // differently may differ in how their buffers share L2's sets and partitions.
+            .add("addresses", device_addresses(t));
         if (heuristic) {
           line.add("heuristic_algo", heuristic->algo.id).add("heuristic_kernel_ms", heuristic_ms);
         }
