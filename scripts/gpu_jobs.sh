@@ -17,6 +17,11 @@
 #                                   search's own report of where its time went, and every row of
 #                                   its table in the records), every layer or the named ones
 #                                   (LAYERS: names with commas)
+#   G:bench:SHAPES:CONFIGS:ARGS     cudnn_conv_bench on a shapes file with DNNX_VERBOSE=1, every
+#                                   search row and more arguments (commas become spaces), e.g.
+#                                   0:bench:FILE:f16_nhwc:--directions,bwd_weights,--loop-rows,6
+#   G:cli:ARGS                      BUILD's dnnx with ARGS (commas become spaces), e.g.
+#                                   0:cli:profile,conv,--input,64x1024x14x14,...,--json
 #   G:reuse:SHAPES:CONFIGS[:LAYERS] the same, once searching into a choices file (quiet), then as
 #                                   a second process reusing it, verbose (its settling of late
 #                                   plans, its plan loads)
@@ -86,6 +91,18 @@ run_gpu() {
         CUDA_VISIBLE_DEVICES=$gpu DNNX_VERBOSE=1 timeout "$left" "$build/bench/cudnn_conv_bench" \
           --shapes "$a" --tag all --configs "$b" --no-heuristic --search-rows 0 ${c:+--layers "$c"} \
           > "$work/g$gpu-j$k-verbose.jsonl" 2> "$work/g$gpu-j$k-verbose.err" ;;
+      bench)
+        local -a bench_args=()
+        [[ -n $c ]] && read -r -a bench_args <<< "${c//,/ }"
+        CUDA_VISIBLE_DEVICES=$gpu DNNX_VERBOSE=1 timeout "$left" "$build/bench/cudnn_conv_bench" \
+          --shapes "$a" --tag all --configs "$b" --no-heuristic --search-rows 0 "${bench_args[@]}" \
+          > "$work/g$gpu-j$k-bench.jsonl" 2> "$work/g$gpu-j$k-bench.err" ;;
+      cli)
+        local -a cli_args=()
+        local cli_line=${job#cli:}
+        read -r -a cli_args <<< "${cli_line//,/ }"
+        CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$build/tools/dnnx/dnnx" "${cli_args[@]}" \
+          > "$work/g$gpu-j$k-cli.txt" 2> "$work/g$gpu-j$k-cli.err" ;;
       reuse)
         local choices="$work/g$gpu-j$k-choices.json"
         CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$build/bench/cudnn_conv_bench" \
