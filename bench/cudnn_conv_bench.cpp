@@ -28,6 +28,7 @@
 #include <dnnx/tensor.hpp>
 
 #include "ops/context_state.hpp"
+#include "ops/dispatch.hpp"
 #include "shapes/shapes_file.hpp"
 
 #include <cuda_runtime_api.h>
@@ -43,7 +44,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <iomanip>
 #include <iostream>
 #include <limits>
@@ -232,11 +232,11 @@ struct Options {
   bool reuse = false;        // the cases' choices come from choices_file: no listing first
   bool heuristic = true;     // also time the heuristic pick (--no-heuristic: not)
   int search_rows = 6;       // rows of the search in each record (0: every row)
-  // The operands' values: one uniform draw per element (0), or a block of this many draws
-  // repeated over the tensor, as dnnx's scratch tensors are (Note [scratch data] in
+  // The operands' values: one uniform draw per element (false), or dnnx's scratch tensors'
+  // block of draws repeated (detail::random_tensor, Note [scratch data] in
   // src/ops/dispatch.cpp): --fill block compares a search on the user's tensors with one on
   // scratch tensors, which should time the same.
-  std::int64_t fill_period = 0;
+  bool scratch_fill = false;
   // The directions run per layer, in this order (--directions fwd,bwd_weights): one alone in a
   // fresh process shows what the cases before it in the same process change.
   std::vector<Direction> directions{Direction::fwd, Direction::bwd_data, Direction::bwd_weights};
@@ -300,7 +300,7 @@ Options parse(int argc, char** argv) {
     } else if (arg == "--fill") {
       const std::string fill = value();
       if (fill == "block")
-        o.fill_period = 65521;
+        o.scratch_fill = true;
       else if (fill != "random")
         throw std::runtime_error("--fill is random or block, not '" + fill + "'");
     } else if (arg == "--help") {
@@ -325,8 +325,7 @@ Options parse(int argc, char** argv) {
              "  [--loop-rows N]  (the search's N fastest rows timed again, each as a fixed\n"
              "                    choice in the benchmark's loop, in two interleaved passes)\n"
              "  [--fill random|block]  (the operands' values: a uniform draw per element, or\n"
-             "                          a block of 65521 draws repeated, as dnnx's scratch\n"
-             "                          tensors are)\n";
+             "                          dnnx's scratch tensors, a block of draws repeated)\n";
       std::exit(0);
     } else {
       throw std::runtime_error("unknown argument '" + arg + "' (see --help)");
@@ -348,25 +347,25 @@ std::string detail_desc(const ConvDesc& desc) {
   return out.str();
 }
 
-// Uniform values in [-1, 1]: a draw per element, or (period > 0) the first `period` draws
-// repeated (Options::fill_period), in memory order. The draws are made in chunks of 2^20, each
-// from its own generator seeded with (seed, chunk) and stored in the dtype as a dense run of
-// the buffer, on every host thread: one generator and a conversion in logical order took about
-// a second per case for the larger tensors of the suite, most of a later round's time.
+// Uniform values in [-1, 1], a draw per element, in memory order. The draws are made in chunks
+// of 2^20, each from its own generator seeded with (seed, chunk) and stored in the dtype as a
+// dense run of the buffer, on every host thread: one generator and a conversion in logical order
+// took about a second per case for the larger tensors of the suite, most of a later round's time.
+// With `scratch`, dnnx's own scratch tensor instead (detail::random_tensor).
 Tensor device_random(const Dims& dims, DType dtype, Layout layout, Context& context,
-                     std::uint32_t seed, std::int64_t period = 0) {
+                     std::uint32_t seed, bool scratch = false) {
+  if (scratch) return detail::random_tensor(context, dims, dtype, layout, -1.0f, 1.0f, seed);
   Tensor host = Tensor::empty(dims, dtype, layout);
   const auto count = static_cast<std::size_t>(dims.product());
-  const std::size_t drawn = period > 0 ? std::min(count, static_cast<std::size_t>(period)) : count;
   auto* bytes = static_cast<std::byte*>(host.data());
   const std::size_t element = size_of(dtype);
   constexpr std::size_t chunk = std::size_t{1} << 20;
-  const std::size_t chunks = (drawn + chunk - 1) / chunk;
+  const std::size_t chunks = (count + chunk - 1) / chunk;
   std::atomic<std::size_t> next{0};
   auto draw = [&] {
     std::vector<float> values;
     for (std::size_t c = next++; c < chunks; c = next++) {
-      const std::size_t first = c * chunk, size = std::min(drawn, first + chunk) - first;
+      const std::size_t first = c * chunk, size = std::min(count, first + chunk) - first;
       std::seed_seq seeds{seed, static_cast<std::uint32_t>(c)};
       std::mt19937 rng(seeds);
       std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
@@ -382,13 +381,6 @@ Tensor device_random(const Dims& dims, DType dtype, Layout layout, Context& cont
   for (std::size_t t = 1; t < threads; ++t) helpers.emplace_back(draw);
   draw();
   for (std::thread& helper : helpers) helper.join();
-  // The block repeated by doubling copies.
-  const std::size_t total = count * element;
-  for (std::size_t filled = drawn * element; filled < total;) {
-    const std::size_t size = std::min(filled, total - filled);
-    std::memcpy(bytes + filled, bytes, size);
-    filled += size;
-  }
   Tensor device = Tensor::empty(dims, dtype, layout, context.allocator());
   copy(host, device);
   return device;
@@ -901,10 +893,10 @@ int main(int argc, char** argv) try {
             options.reuse ? reused_cache : file_cache(options.choices_file);
         const std::size_t applied_before = cache->file_stats().applied;
         context.set_choice_cache(cache);
-        const std::int64_t period = options.fill_period;
-        Operands t{device_random(desc.src_dims(), dtype, layout, context, 1, period),
-                   device_random(desc.weights_dims(), dtype, layout, context, 2, period),
-                   device_random(desc.dst_dims(), dtype, layout, context, 3, period)};
+        const bool scratch = options.scratch_fill;
+        Operands t{device_random(desc.src_dims(), dtype, layout, context, 1, scratch),
+                   device_random(desc.weights_dims(), dtype, layout, context, 2, scratch),
+                   device_random(desc.dst_dims(), dtype, layout, context, 3, scratch)};
         detail::state_of(context).backend().synchronize();
         const std::string direction_name(to_string(direction));
         std::string case_name = s.name;

@@ -614,9 +614,9 @@ Selected select_locked(Context& context, ContextState& state, tune::Request requ
       validated->algo = std::move(current);
       validated->from_file = false;
       cache.insert(req.key, validated);
-      // Note [settling credit]: every choice read from the file credits its share.
-      if (options.late_plan_share > 0 &&
-          options.late_plan_share <= TuneOptions::max_late_plan_share) {
+      // Note [settling credit]: every choice read from the file credits its share (a share out
+      // of range is refused where a settling reads it).
+      if (options.late_plan_share > 0) {
         add_settling_credit(
             context.choice_cache(),
             std::max(options.late_plan_share * cached->tuning_ms, min_settling_budget_ms));
