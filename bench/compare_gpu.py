@@ -313,9 +313,13 @@ def run_torch(args, shapes, batch, wanted=None):
 # would hide the settling, as the suite's figures did up to commit 8300667. Where the benchmark
 # records the late plans still listed after each round's first call (`late_plans`), a row also
 # gives how many the second process settled (`late_settled`) and how many the last round left
-# (`late_left`). The later rounds leave out
-# the heuristic pick (whose listing and timing took about as long as the rest of such a round):
-# the speedup over it is the first round's.
+# (`late_left`). The first round ends as a program's next step would (Note [the program's next
+# step] in cudnn_conv_bench.cpp): it selects every case once more, settling the late plans whose
+# compiles have finished, and records that per case (`next_step` records); a row then gives that
+# selection's wall time (`next_step_ms`), its choice (`next_step_algo`) and the late plans it left
+# listed (`next_step_late`), from which the second process's `late_settled` counts. The later
+# rounds leave out the heuristic pick (whose listing and timing took about as long as the rest of
+# such a round): the speedup over it is the first round's.
 def combine_rounds(dnnx_rounds, torch_rounds, reuse=False):
     """(records, torch results) combining per-round bench records and PyTorch results: every
     non-case record of the first round, and per case the first round's record with the medians of
@@ -335,8 +339,15 @@ def combine_rounds(dnnx_rounds, torch_rounds, reuse=False):
             if r["kind"] == "case":
                 cases.setdefault(r["case"], []).append(r)
     combined = [r for r in dnnx_rounds[0] if r["kind"] != "case"]
+    next_steps = {r["case"]: r for r in dnnx_rounds[0] if r["kind"] == "next_step"}
     for key, runs in cases.items():
         r = dict(runs[0])
+        first_late = runs[0].get("late_plans")
+        if key in next_steps:
+            step = next_steps[key]
+            r.update(next_step_ms=step["ms"], next_step_algo=step["algo"],
+                     next_step_late=step["late_plans"])
+            first_late = step["late_plans"]
         r["kernel_ms"] = statistics.median(one["kernel_ms"] for one in runs)
         r["call_ms"] = statistics.median(one["call_ms"] for one in runs)
         r["search_s"] = statistics.median(search_s(one) for one in runs)
@@ -350,7 +361,7 @@ def combine_rounds(dnnx_rounds, torch_rounds, reuse=False):
                     r["reuse_after_ms"] = statistics.median(costs[1:])
                 r["reuse_from_file"] = all(one.get("from_file", False) for one in later)
                 if all("late_plans" in one for one in runs):
-                    r["late_settled"] = max(0, runs[0]["late_plans"] - later[0]["late_plans"])
+                    r["late_settled"] = max(0, first_late - later[0]["late_plans"])
                     r["late_left"] = runs[-1]["late_plans"]
         heuristic = [one["heuristic_kernel_ms"] for one in runs if "heuristic_kernel_ms" in one]
         if heuristic:
@@ -424,6 +435,7 @@ def print_tables(args, shapes, records, torch_results, batch):
         tot_d = tot_t = tot_dc = tot_tc = tot_tune = tot_first = 0.0
         worst, worst_row, searches, reuses, kinds = 0.0, "", [], [], {}
         skipping, changed = 0, 0
+        next_steps = []  # (ms, late plans it settled, whether it changed the choice)
         for s in shapes:
             for direction in DIRECTIONS:
                 key = f"{s['name']}/{direction}/{config}"
@@ -447,6 +459,10 @@ def print_tables(args, shapes, records, torch_results, batch):
                 # a later round's process may time and choose.
                 skipping += d.get("plans_skipped", 0) > 0
                 changed += len(d.get("algos", [d["algo"]])) > 1
+                if "next_step_ms" in d:
+                    next_steps.append((d["next_step_ms"],
+                                       max(0, d.get("late_plans", 0) - d["next_step_late"]),
+                                       d["next_step_algo"] != d["algo"]))
                 tot_d += d["kernel_ms"]
                 tot_t += t["kernel_ms"]
                 tot_dc += d["call_ms"]
@@ -480,6 +496,19 @@ def print_tables(args, shapes, records, torch_results, batch):
                                      search_worst_s=slowest[0], search_worst_row=slowest[1],
                                      rows=len(searches), batch=batch, choice_kinds=kinds,
                                      rows_skipping_plans=skipping, choices_changed=changed)
+            if next_steps:
+                step_s = sum(ms for ms, _, _ in next_steps) / 1e3
+                summaries[config].update(
+                    next_step_total_s=step_s,
+                    next_step_share=step_s / tot_tune if tot_tune > 0 else 0.0,
+                    next_step_late_plans=sum(n for _, n, _ in next_steps),
+                    next_step_switched=sum(1 for _, _, switched in next_steps if switched))
+                m = summaries[config]
+                print(f"the first process's next step (every row selected again after the "
+                      f"last search): {m['next_step_total_s']:.2f} s in all, "
+                      f"{100 * m['next_step_share']:.1f}% of the search; late plans settled: "
+                      f"{m['next_step_late_plans']}; choices it changed: "
+                      f"{m['next_step_switched']}\n")
             if reuses:
                 summaries[config].update(reuse_summary(reuses))
                 m = summaries[config]
@@ -647,8 +676,8 @@ def print_suite_summary(results):
     print("| file | config | batch | dnnx ms | torch ms | dnnx/torch | worst row | "
           "median search s | worst search s |"
           + (" second process: median / worst ms, share of the search (after it); late plans, "
-             "ms each |" if reuse else ""))
-    print("|---|---|---|---|---|---|---|---|---|" + ("---|" if reuse else ""))
+             "ms each | first process's next step: share, late plans |" if reuse else ""))
+    print("|---|---|---|---|---|---|---|---|---|" + ("---|---|" if reuse else ""))
     for r in results:
         for config, m in r["summary"].items():
             later = ""
@@ -660,6 +689,8 @@ def print_suite_summary(results):
                 later = (f" {m['reuse_median_ms']:.1f} / {m['reuse_worst_ms']:.1f}, "
                          f"{100 * m['reuse_share']:.1f}%{after}{late} |"
                          if "reuse_median_ms" in m else " |")
+                later += (f" {100 * m['next_step_share']:.1f}%, {m['next_step_late_plans']} |"
+                          if "next_step_share" in m else " |")
             print(f"| {r['file']} | {config} | {m['batch']} | {m['dnnx_ms']:.3f} "
                   f"| {m['torch_ms']:.3f} | {m['ratio']:.2f} | {m['worst_row']} "
                   f"({m['worst_ratio']:.2f}) | {m['search_median_s']:.2f} "

@@ -165,6 +165,16 @@ summary = compare_gpu.reuse_summary([(20.0, 4.0, 0.8, True, "a fwd", 3, 1),
                                      (451.0, 2.0, 1.6, False, "b fwd", 0, 0)])
 check(summary["reuse_late_plans"] == 3 and summary["reuse_late_left"] == 1
       and abs(summary["reuse_ms_per_late_plan"] - 20.0 / 3) < 1e-9, f"late left: {summary}")
+# The first round's next step (the benchmark's `next_step` records) settled 2 of a's 4 late
+# plans and changed its choice: the second process's count starts from the 2 it left.
+reuse_rounds[0].append(dict(kind="next_step", case="a/fwd/f16_nhwc", ms=35.0, algo="w",
+                            late_plans=2))
+records, _ = compare_gpu.combine_rounds(reuse_rounds, torch_rounds, reuse=True)
+a = {r["case"]: r for r in records if r["kind"] == "case"}["a/fwd/f16_nhwc"]
+check(a["next_step_ms"] == 35.0 and a["next_step_algo"] == "w" and a["next_step_late"] == 2
+      and a["late_settled"] == 1 and a["late_left"] == 0, f"next step of a: {a}")
+check("next_step_ms" not in {r["case"]: r for r in records if r["kind"] == "case"}[
+      "b/fwd/f16_nhwc"], "b had no next step")
 # Per config: the rows whose search skipped plans (late plans) and those whose choice changed
 # between rounds.
 def row(name, **fields):
@@ -172,8 +182,10 @@ def row(name, **fields):
                 **fields)
 
 
-late_records = [row("a/fwd/f16_nhwc", plans_skipped=2, algos=["x", "y"]),
-                row("a/bwd_data/f16_nhwc", plans_skipped=0, algos=["x", "x2"]),
+late_records = [row("a/fwd/f16_nhwc", plans_skipped=2, algos=["x", "y"], late_plans=3,
+                    next_step_ms=40.0, next_step_algo="y", next_step_late=1),
+                row("a/bwd_data/f16_nhwc", plans_skipped=0, algos=["x", "x2"], late_plans=0,
+                    next_step_ms=20.0, next_step_algo="x", next_step_late=0),
                 row("a/bwd_weights/f16_nhwc")]
 late_torch = {r["case"]: dict(kernel_ms=2.0, call_ms=2.1, first_call_ms=50.0)
               for r in late_records}
@@ -185,6 +197,10 @@ check(late_summary["rows_skipping_plans"] == 1 and late_summary["choices_changed
       and late_summary["rows"] == 3
       and "skipped plans (kept as late plans): 1 of 3 rows" in printed.getvalue(),
       f"late plans summary: {late_summary}")
+check(abs(late_summary["next_step_total_s"] - 0.06) < 1e-12
+      and abs(late_summary["next_step_share"] - 0.02) < 1e-12
+      and late_summary["next_step_late_plans"] == 2 and late_summary["next_step_switched"] == 1
+      and "next step" in printed.getvalue(), f"next step summary: {late_summary}")
 # A suite stopped from outside during a round keeps the rounds it finished in its --json file.
 def fake_dnnx(args, shapes_path=None, **_):
     return [dict(kind="device", fingerprint="gpu"), case("b2.dw.s2/fwd/f16_nhwc", 1.0, "x", 0.5)]

@@ -88,6 +88,11 @@ struct StepResult {
   double tuning_ms = 0;    // the selection's own cost when it was made (maybe in another process)
   double step_ms = 0;      // what this step cost in this process
   bool cache_hit = false;  // the choice came from the choice cache (memory or file)
+  // Note [the tune's next step]: its wall time (NaN: the step listed no late plans), and the
+  // search's own pick where the next step settled on another.
+  double next_step_ms = nan;
+  std::string settled_from;
+  std::string next_step_error;  // the next step failed: the search's choice stands
 
   bool ok() const { return error.empty(); }
   double speedup() const { return heuristic_time.ms / chosen_time.ms; }
@@ -249,6 +254,14 @@ std::optional<Timed> timed_in(const Choice& choice, const std::string& id) {
   return std::nullopt;
 }
 
+// The chosen candidate's time: the selection's own, else its row of the table, else run here.
+Timed chosen_time(Context& context, const ConvDesc& desc, Direction direction,
+                  const Choice& choice) {
+  if (!std::isnan(choice.time_ms)) return {choice.time_ms, "selection"};
+  if (const auto timed = timed_in(choice, choice.algo.id)) return *timed;
+  return {measure_ms(context, desc, direction, choice.algo.id), "measured"};
+}
+
 StepResult tune_step(Context& context, const ModelLayer& layer, const TunePlan& plan,
                      Direction direction) {
   StepResult result;
@@ -276,12 +289,7 @@ StepResult tune_step(Context& context, const ModelLayer& layer, const TunePlan& 
       if (!std::isnan(row.energy_j)) result.energy_rows.push_back(row);
     }
     result.tuning_ms = choice->tuning_ms;
-    if (!std::isnan(choice->time_ms))
-      result.chosen_time = {choice->time_ms, "selection"};
-    else if (const auto timed = timed_in(*choice, choice->algo.id))
-      result.chosen_time = *timed;
-    else
-      result.chosen_time = {measure_ms(context, desc, direction, choice->algo.id), "measured"};
+    result.chosen_time = chosen_time(context, desc, direction, *choice);
 
     try {
       Context heuristic = context;
@@ -302,6 +310,39 @@ StepResult tune_step(Context& context, const ModelLayer& layer, const TunePlan& 
   }
   result.step_ms = seconds_since(start) * 1e3;
   return result;
+}
+
+// Note [the tune's next step]
+// A search may leave late plans, runtime-compiled candidates still compiling when its compile
+// budget ran out (Note [late plans] in src/ops/dispatch.cpp). A program settles its own as its
+// later calls find them compiled, outside the settling credit a later process has; a tune selects
+// each layer-direction once and ends, so its file would hand every late plan to the processes
+// that read it, each settling what its credit allows and running the searches' picks meanwhile.
+// So after the last step the tune selects again every step that listed late plans, in order, as a
+// program's next step would: the plans compiled by then are timed against the choice and the file
+// gets the settled choice; those still compiling stay listed. The report gives the settled choice,
+// the search's own pick beside it, and what the next step took.
+void next_step(Context& context, const TunePlan& plan, std::vector<StepResult>& results) {
+  for (StepResult& result : results) {
+    if (!result.ok() || result.late_plans.empty()) continue;
+    const auto start = Clock::now();
+    try {
+      const ConvDesc desc = result.layer->desc(plan.batch, plan.dtype, plan.layout);
+      const std::shared_ptr<const Choice> choice = conv_select(context, desc, result.direction);
+      result.late_plans = choice->late_plans;
+      if (choice->algo.id != result.chosen.id) {
+        result.settled_from = result.chosen.id;
+        result.chosen = choice->algo;
+        result.energy_j = choice->energy_j;
+        result.chosen_time = chosen_time(context, desc, result.direction, *choice);
+        if (result.heuristic_id == result.chosen.id) result.heuristic_time = result.chosen_time;
+      }
+    } catch (const Error& error) {
+      // The search's choice stands; its late plans stay listed for a later process.
+      result.next_step_error = error.what();
+    }
+    result.next_step_ms = seconds_since(start) * 1e3;
+  }
 }
 
 // Progress on stderr: a redrawn bar on a terminal, one plain line per step otherwise (logs, CI).
@@ -441,6 +482,22 @@ void print_report(std::ostream& out, const std::vector<StepResult>& results,
       << format_seconds(selection_ms / 1e3) << ", " << timed << " candidates timed)\n";
   out << "cache hits: " << hits << " of " << results.size()
       << " layer-directions (choices made earlier, in this or another process)\n";
+  // Note [the tune's next step]
+  double next_ms = 0;
+  int stepped = 0, settled = 0;
+  std::size_t still_late = 0;
+  for (const StepResult& result : results) {
+    if (std::isnan(result.next_step_ms)) continue;
+    ++stepped;
+    next_ms += result.next_step_ms;
+    settled += !result.settled_from.empty();
+    still_late += result.late_plans.size();
+  }
+  if (stepped > 0) {
+    out << "late plans: " << stepped << " layer-directions selected again after the last step ("
+        << format_seconds(next_ms / 1e3) << "), " << settled << " changed to a late plan; "
+        << still_late << " late plans still compiling, listed for a later process\n";
+  }
   // The energy policies: what was read, or why nothing was (then the fastest was kept).
   std::vector<std::string> meters;
   for (const StepResult& result : results) {
@@ -453,11 +510,15 @@ void print_report(std::ostream& out, const std::vector<StepResult>& results,
   bool header = false;
   for (const StepResult& result : results) {
     const std::string& error = result.ok() ? result.heuristic_error : result.error;
-    if (error.empty()) continue;
-    if (!header) out << "\nfailures:\n";
-    header = true;
-    out << "  " << result.layer->name << ' ' << to_string(result.direction)
-        << (result.ok() ? " (heuristic pick)" : "") << ": " << error << '\n';
+    for (const auto& [what, text] :
+         {std::pair{std::string_view(result.ok() ? " (heuristic pick)" : ""), &error},
+          std::pair{std::string_view(" (next step)"), &result.next_step_error}}) {
+      if (text->empty()) continue;
+      if (!header) out << "\nfailures:\n";
+      header = true;
+      out << "  " << result.layer->name << ' ' << to_string(result.direction) << what << ": "
+          << *text << '\n';
+    }
   }
 }
 
@@ -489,6 +550,14 @@ nlohmann::json report_json(const TunePlan& plan, const Context& context,
       step["speedup"] = result.speedup();
       step["candidates_timed"] = result.candidates_timed;
       step["late_plans"] = result.late_plans;
+      if (!std::isnan(result.next_step_ms)) {  // Note [the tune's next step]
+        step["next_step"] = {
+            {"ms", result.next_step_ms},
+            {"settled_from",
+             result.settled_from.empty() ? nlohmann::json() : nlohmann::json(result.settled_from)},
+            {"error", result.next_step_error.empty() ? nlohmann::json()
+                                                     : nlohmann::json(result.next_step_error)}};
+      }
       if (!result.energy_meter.empty()) {
         step["chosen"]["energy_j"] =
             std::isnan(result.energy_j) ? nlohmann::json() : nlohmann::json(result.energy_j);
@@ -622,6 +691,7 @@ int run_tune(const TuneArgs& args) {
                           "\n");
     }
   }
+  next_step(context, plan, results);  // Note [the tune's next step]
   progress.finish();
   const double wall_s = progress.elapsed_s();
 
