@@ -262,6 +262,20 @@ Timed chosen_time(Context& context, const ConvDesc& desc, Direction direction,
   return {measure_ms(context, desc, direction, choice.algo.id), "measured"};
 }
 
+// The step's view of `choice`: the pick, its late plans, its environment and energy figures.
+void take_choice(StepResult& result, const Choice& choice) {
+  result.chosen = choice.algo;
+  result.late_plans = choice.late_plans;
+  result.environment = choice.environment;
+  result.energy_j = choice.energy_j;
+  result.energy_meter = choice.energy_meter;
+  result.energy_fastest = choice.energy_fastest;
+  result.energy_rows.clear();
+  for (const ProfileRow& row : choice.timings) {
+    if (!std::isnan(row.energy_j)) result.energy_rows.push_back(row);
+  }
+}
+
 StepResult tune_step(Context& context, const ModelLayer& layer, const TunePlan& plan,
                      Direction direction) {
   StepResult result;
@@ -278,16 +292,8 @@ StepResult tune_step(Context& context, const ModelLayer& layer, const TunePlan& 
     const std::uint64_t hits_before = context.choice_cache()->hits();
     const std::shared_ptr<const Choice> choice = conv_select(context, desc, direction);
     result.cache_hit = context.choice_cache()->hits() > hits_before;
-    result.chosen = choice->algo;
+    take_choice(result, *choice);
     result.candidates_timed = choice->candidates_timed;
-    result.late_plans = choice->late_plans;
-    result.environment = choice->environment;
-    result.energy_j = choice->energy_j;
-    result.energy_meter = choice->energy_meter;
-    result.energy_fastest = choice->energy_fastest;
-    for (const ProfileRow& row : choice->timings) {
-      if (!std::isnan(row.energy_j)) result.energy_rows.push_back(row);
-    }
     result.tuning_ms = choice->tuning_ms;
     result.chosen_time = chosen_time(context, desc, direction, *choice);
 
@@ -329,13 +335,15 @@ void next_step(Context& context, const TunePlan& plan, std::vector<StepResult>& 
     try {
       const ConvDesc desc = result.layer->desc(plan.batch, plan.dtype, plan.layout);
       const std::shared_ptr<const Choice> choice = conv_select(context, desc, result.direction);
-      result.late_plans = choice->late_plans;
-      if (choice->algo.id != result.chosen.id) {
+      if (choice->algo.id == result.chosen.id) {
+        result.late_plans = choice->late_plans;
+      } else {
+        // Timed first: a failure leaves the step as the search left it.
+        const Timed time = chosen_time(context, desc, result.direction, *choice);
         result.settled_from = result.chosen.id;
-        result.chosen = choice->algo;
-        result.energy_j = choice->energy_j;
-        result.chosen_time = chosen_time(context, desc, result.direction, *choice);
-        if (result.heuristic_id == result.chosen.id) result.heuristic_time = result.chosen_time;
+        take_choice(result, *choice);
+        result.chosen_time = time;
+        if (result.heuristic_id == result.chosen.id) result.heuristic_time = time;
       }
     } catch (const Error& error) {
       // The search's choice stands; its late plans stay listed for a later process.
