@@ -230,9 +230,9 @@ ShapesFile read_shapes(const std::string& path, const std::string& tag) {
 // cuDNN's runtime-compiled engine 80 at 0.014 ms in the third). So a searching run with a choices
 // file ends as a program's next step would: it selects every case once more in its order
 // (conv_select, through the case's own cache, on scratch tensors when a late plan is timed), and
-// records per case what that took and the choice and late plans after it (kind `next_step`); the
-// late plans not yet at hand stay listed for a later process. The cases' own records (their
-// kernel times among them) are the search's choice, as before.
+// records per case what that took, the choice and late plans after it and the choice's search
+// figures (kind `next_step`); the late plans not yet at hand stay listed for a later process. The
+// cases' own records (their kernel times among them) are the search's choice, as before.
 struct Options {
   std::string shapes = DNNX_BENCH_DEFAULT_SHAPES;
   std::string tag = "bench";
@@ -1044,6 +1044,14 @@ int main(int argc, char** argv) try {
                      .add("ms", ms_since(start))
                      .add("algo", choice->algo.id)
                      .add("late_plans", static_cast<double>(choice->late_plans.size()))
+                     // The choice's search figures after the step (a settling adds its own to
+                     // the search's): less the case record's, where the step's time went.
+                     .add("tuning_ms", choice->tuning_ms)
+                     .add("search_full_runs", choice->search.full_runs)
+                     .add("search_full_run_ms", choice->search.full_run_ms)
+                     .add("search_probes", choice->search.probes)
+                     .add("search_probe_ms", choice->search.probe_ms)
+                     .add("search_final_ms", choice->search.final_ms)
                      .str()
               << std::endl;
   }
