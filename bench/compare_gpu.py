@@ -436,6 +436,7 @@ def print_tables(args, shapes, records, torch_results, batch):
         worst, worst_row, searches, reuses, kinds = 0.0, "", [], [], {}
         skipping, changed = 0, 0
         next_steps = []  # (ms, late plans it settled, whether it changed the choice)
+        with_next = []  # per row with a next step: its search and that step, s
         for s in shapes:
             for direction in DIRECTIONS:
                 key = f"{s['name']}/{direction}/{config}"
@@ -460,6 +461,7 @@ def print_tables(args, shapes, records, torch_results, batch):
                 skipping += d.get("plans_skipped", 0) > 0
                 changed += len(d.get("algos", [d["algo"]])) > 1
                 if "next_step_ms" in d:
+                    with_next.append(search + d["next_step_ms"] / 1e3)
                     next_steps.append((d["next_step_ms"],
                                        max(0, d.get("late_plans", 0) - d["next_step_late"]),
                                        d["next_step_algo"] != d["algo"]))
@@ -502,13 +504,17 @@ def print_tables(args, shapes, records, torch_results, batch):
                     next_step_total_s=step_s,
                     next_step_share=step_s / tot_tune if tot_tune > 0 else 0.0,
                     next_step_late_plans=sum(n for _, n, _ in next_steps),
-                    next_step_switched=sum(1 for _, _, switched in next_steps if switched))
+                    next_step_switched=sum(1 for _, _, switched in next_steps if switched),
+                    search_with_next_step_median_s=statistics.median(with_next),
+                    search_with_next_step_worst_s=max(with_next))
                 m = summaries[config]
                 print(f"the first process's next step (every row selected again after the "
                       f"last search): {m['next_step_total_s']:.2f} s in all, "
                       f"{100 * m['next_step_share']:.1f}% of the search; late plans settled: "
                       f"{m['next_step_late_plans']}; choices it changed: "
-                      f"{m['next_step_switched']}\n")
+                      f"{m['next_step_switched']}; a row's search and next step together: "
+                      f"median {m['search_with_next_step_median_s']:.2f} s, worst "
+                      f"{m['search_with_next_step_worst_s']:.2f} s\n")
             if reuses:
                 summaries[config].update(reuse_summary(reuses))
                 m = summaries[config]

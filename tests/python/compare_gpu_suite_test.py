@@ -200,6 +200,8 @@ check(late_summary["rows_skipping_plans"] == 1 and late_summary["choices_changed
 check(abs(late_summary["next_step_total_s"] - 0.06) < 1e-12
       and abs(late_summary["next_step_share"] - 0.02) < 1e-12
       and late_summary["next_step_late_plans"] == 2 and late_summary["next_step_switched"] == 1
+      and late_summary["search_with_next_step_median_s"] == 1.03
+      and late_summary["search_with_next_step_worst_s"] == 1.04
       and "next step" in printed.getvalue(), f"next step summary: {late_summary}")
 # A suite stopped from outside during a round keeps the rounds it finished in its --json file.
 def fake_dnnx(args, shapes_path=None, **_):
