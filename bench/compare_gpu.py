@@ -317,7 +317,8 @@ def run_torch(args, shapes, batch, wanted=None):
 # step] in cudnn_conv_bench.cpp): it selects every case once more, settling the late plans whose
 # compiles have finished, and records that per case (`next_step` records); a row then gives that
 # selection's wall time (`next_step_ms`), its choice (`next_step_algo`) and the late plans it left
-# listed (`next_step_late`), from which the second process's `late_settled` counts. The later
+# listed (`next_step_late`), from which the second process's `late_settled` counts; a step that
+# failed gives `next_step_error` instead. The later
 # rounds leave out the heuristic pick (whose listing and timing took about as long as the rest of
 # such a round): the speedup over it is the first round's.
 def combine_rounds(dnnx_rounds, torch_rounds, reuse=False):
@@ -343,7 +344,9 @@ def combine_rounds(dnnx_rounds, torch_rounds, reuse=False):
     for key, runs in cases.items():
         r = dict(runs[0])
         first_late = runs[0].get("late_plans")
-        if key in next_steps:
+        if key in next_steps and "error" in next_steps[key]:
+            r["next_step_error"] = next_steps[key]["error"]  # the search's choice stood
+        elif key in next_steps:
             step = next_steps[key]
             r.update(next_step_ms=step["ms"], next_step_algo=step["algo"],
                      next_step_late=step["late_plans"])
@@ -437,6 +440,7 @@ def print_tables(args, shapes, records, torch_results, batch):
         skipping, changed = 0, 0
         next_steps = []  # (ms, late plans it settled, whether it changed the choice)
         with_next = []  # per row with a next step: its search and that step, s
+        failed_steps = []  # rows whose next step failed: (row, why)
         for s in shapes:
             for direction in DIRECTIONS:
                 key = f"{s['name']}/{direction}/{config}"
@@ -460,6 +464,8 @@ def print_tables(args, shapes, records, torch_results, batch):
                 # a later round's process may time and choose.
                 skipping += d.get("plans_skipped", 0) > 0
                 changed += len(d.get("algos", [d["algo"]])) > 1
+                if "next_step_error" in d:
+                    failed_steps.append((f"{s['name']} {direction}", d["next_step_error"]))
                 if "next_step_ms" in d:
                     with_next.append(search + d["next_step_ms"] / 1e3)
                     next_steps.append((d["next_step_ms"],
@@ -515,6 +521,10 @@ def print_tables(args, shapes, records, torch_results, batch):
                       f"{m['next_step_switched']}; a row's search and next step together: "
                       f"median {m['search_with_next_step_median_s']:.2f} s, worst "
                       f"{m['search_with_next_step_worst_s']:.2f} s\n")
+            if failed_steps:
+                summaries[config]["next_step_failed"] = len(failed_steps)
+                print("the next step failed (the search's choice stood): "
+                      + "; ".join(f"{row}: {why}" for row, why in failed_steps) + "\n")
             if reuses:
                 summaries[config].update(reuse_summary(reuses))
                 m = summaries[config]

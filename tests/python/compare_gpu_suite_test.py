@@ -175,6 +175,11 @@ check(a["next_step_ms"] == 35.0 and a["next_step_algo"] == "w" and a["next_step_
       and a["late_settled"] == 1 and a["late_left"] == 0, f"next step of a: {a}")
 check("next_step_ms" not in {r["case"]: r for r in records if r["kind"] == "case"}[
       "b/fwd/f16_nhwc"], "b had no next step")
+# A next step that failed leaves the search's choice and says why.
+reuse_rounds[0].append(dict(kind="next_step", case="b/fwd/f16_nhwc", ms=3.0, error="out of memory"))
+records, _ = compare_gpu.combine_rounds(reuse_rounds, torch_rounds, reuse=True)
+b = {r["case"]: r for r in records if r["kind"] == "case"}["b/fwd/f16_nhwc"]
+check(b.get("next_step_error") == "out of memory" and "next_step_ms" not in b, f"failed step: {b}")
 # Per config: the rows whose search skipped plans (late plans) and those whose choice changed
 # between rounds.
 def row(name, **fields):
@@ -186,7 +191,7 @@ late_records = [row("a/fwd/f16_nhwc", plans_skipped=2, algos=["x", "y"], late_pl
                     next_step_ms=40.0, next_step_algo="y", next_step_late=1),
                 row("a/bwd_data/f16_nhwc", plans_skipped=0, algos=["x", "x2"], late_plans=0,
                     next_step_ms=20.0, next_step_algo="x", next_step_late=0),
-                row("a/bwd_weights/f16_nhwc")]
+                row("a/bwd_weights/f16_nhwc", next_step_error="out of memory")]
 late_torch = {r["case"]: dict(kernel_ms=2.0, call_ms=2.1, first_call_ms=50.0)
               for r in late_records}
 with contextlib.redirect_stdout(io.StringIO()) as printed:
@@ -203,6 +208,8 @@ check(abs(late_summary["next_step_total_s"] - 0.06) < 1e-12
       and late_summary["search_with_next_step_median_s"] == 1.03
       and late_summary["search_with_next_step_worst_s"] == 1.04
       and "next step" in printed.getvalue(), f"next step summary: {late_summary}")
+check(late_summary["next_step_failed"] == 1
+      and "a bwd_weights: out of memory" in printed.getvalue(), f"failed step: {late_summary}")
 # A suite stopped from outside during a round keeps the rounds it finished in its --json file.
 def fake_dnnx(args, shapes_path=None, **_):
     return [dict(kind="device", fingerprint="gpu"), case("b2.dw.s2/fwd/f16_nhwc", 1.0, "x", 0.5)]
