@@ -322,6 +322,27 @@ def check_report(dnnx, work):
         check(abs(float(cell["attrs"]["data-sort"]) - result["chosen"]["energy_j"]) <=
               1e-7 * result["chosen"]["energy_j"], f"{result['layer']}: energy cell")
     check("nvml: a board of the test" in energy_page, "the report does not name the meter")
+    # The tune's next step: a late plan that replaced the search's pick is named in the cache
+    # column, a next step that failed under Failures.
+    first, second = report["results"][0], report["results"][1]
+    first["next_step"] = {"ms": 12.5, "settled_from": "test:searched", "error": None}
+    second["next_step"] = {"ms": 3.0, "settled_from": None, "error": "no plan at hand"}
+    step_json = os.path.join(work, "next-step-report.json")
+    with open(step_json, "w") as out:
+        json.dump(report, out)
+    step_html = os.path.join(work, "next-step-report.html")
+    run(dnnx, "report", step_json, "--out", step_html)
+    parser = ReportParser()
+    with open(step_html, encoding="utf-8") as f:
+        step_page = f.read()
+    parser.feed(step_page)
+    keys = parser.head_keys["steps"]
+    cells = [dict(zip(keys, row["cells"]))["cache"]["text"] for row in parser.tables["steps"]]
+    check(cells[0].endswith("; a late plan, after test:searched") and "late plan" not in cells[1],
+          f"next step in the cache column: {cells[:2]}")
+    failure = f"{second['layer']} {second['direction']} (next step)"
+    check(html_escape(failure) in step_page and "no plan at hand" in step_page,
+          "the report does not list the failed next step")
     return html_path, report
 
 

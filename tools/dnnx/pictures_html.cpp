@@ -293,7 +293,14 @@ std::string tune_report_html(const nlohmann::json& report) {
                        html_text(step, "candidates_timed"));
       const double search_ms = html_double(step, "tuning_ms");
       html_number_cell(out, search_ms, html_number(search_ms, 1));
-      html_cell(out, step.value("cache_hit", false) ? "hit" : "tuned");
+      // Note [the tune's next step] (cmd_tune.cpp): a late plan that replaced the search's pick.
+      const nlohmann::json& next_step = html_member(step, "next_step");
+      const std::string settled_from = html_text(next_step, "settled_from");
+      const std::string next_error = html_text(next_step, "error");
+      if (!next_error.empty())
+        failures.emplace_back(layer + " " + direction + " (next step)", next_error);
+      html_cell(out, std::string(step.value("cache_hit", false) ? "hit" : "tuned") +
+                         (settled_from.empty() ? "" : "; a late plan, after " + settled_from));
       out << "</tr>\n";
     }
   }
