@@ -249,10 +249,11 @@ struct TuneOptions {
   /// search does not pick a slower candidate (src/tune/select.cpp, Note [final round]).
   bool final_round = true;
   /// exhaustive: where the backend times loops (the cudnn backend), each final-round sample of a
-  /// contender is a loop of back-to-back runs lasting about this long, in milliseconds (at most
-  /// 32 runs; a contender slower than this runs once per sample); 0 = single runs. Longer loops
-  /// rank candidates as a layer called in a loop runs them (clocks under a power limit, caches),
-  /// at the cost of search time (Note [final round]).
+  /// contender is a loop of back-to-back runs lasting about this long, in milliseconds (a run
+  /// under 1/64 ms counted as 1/64 ms, so 32 runs at most by default; a loop of more runs timed as
+  /// consecutive loops of at most 32; a contender slower than this runs once per sample); 0 =
+  /// single runs. Longer loops rank candidates as a layer called in a loop runs them (clocks
+  /// under a power limit, caches), at the cost of search time (Note [final round]).
   double final_loop_ms = 0.5;
   /// The largest final_loop_ms the environment, the CLI and Python accept.
   static constexpr double max_final_loop_ms = 1000.0;

@@ -516,7 +516,7 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
 // lost to it).
 //
 // Where the backend can time a loop (RunLoop), the timed part of a turn is a loop of runs back to
-// back, enough of them to last final_loop_ms (at most final_loop_max): a network calls a layer
+// back, enough of them to last final_loop_ms (below): a network calls a layer
 // after other work is already queued, so the run's launch and ramp-up overlap the previous
 // kernel's tail, while a single run between two events pays them in full, and how much they cost
 // differs between candidates. On an H100, ResNet-50's 56x56 64->256 1x1 forward in f16 had two
@@ -525,7 +525,16 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
 // (docs/benchmarks.md, "GPU convolution vs PyTorch"). Kernels over final_loop_ms run once per
 // turn: for them the difference is a few microseconds in a run. On a host clock a loop measures
 // what single runs do, averaged.
-// The loop's length is TuneOptions::final_loop_ms (0.5 by default; DNNX_FINAL_LOOP_MS).
+// The loop's length is TuneOptions::final_loop_ms (0.5 by default; DNNX_FINAL_LOOP_MS). A
+// contender under min_loop_run_ms counts as that long when the runs are counted, so the default
+// gives at most final_loop_max (32) runs. A backend may hold a loop's runs behind one gate while
+// they are queued (the cudnn backend: Note [gated timing] in backends/cudnn/backend.cpp), and its
+// gate gives up after a fraction of a millisecond, about what 32 queued graph replays take; so a
+// longer loop (a final_loop_ms raised to tens of milliseconds, for the clocks a long run of one
+// kernel settles to under the board's power limit) is timed as consecutive loops of at most
+// final_loop_max runs, each a reading, their runs weighted together. Between two of them the GPU
+// idles while the host reads the one and queues the next (tens of microseconds), a small part of
+// loops of a millisecond or more.
 //
 // The candidate the heuristic policy would run (the backend's first admissible one) joins the
 // contenders when its first-pass median is within the band, even if it is not among the fastest
@@ -538,6 +547,23 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
 // there was not recorded.
 constexpr std::size_t final_contenders = 4;
 constexpr int final_loop_max = 32;
+constexpr double min_loop_run_ms = 0.5 / final_loop_max;
+// The most runs one final-round sample takes: final_loop_ms of the longest allowed, at the
+// shortest counted run.
+constexpr double max_loop_runs = TuneOptions::max_final_loop_ms / min_loop_run_ms;
+
+// `runs` runs of `algo` back to back as consecutive loops of at most final_loop_max runs (Note
+// [final round]): ms per run.
+double chunked_loop(const RunLoop& loop, const AlgoInfo& algo, int runs) {
+  if (runs <= final_loop_max) return loop(algo, runs);
+  double total_ms = 0;
+  for (int done = 0; done < runs;) {
+    const int chunk = std::min(final_loop_max, runs - done);
+    total_ms += loop(algo, chunk) * chunk;
+    done += chunk;
+  }
+  return total_ms / runs;
+}
 
 // Host wall time of an exhaustive search's parts (verbose output), and the candidates that took
 // the most of it (first runs that load modules, probes of slow engines).
@@ -591,8 +617,9 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
   const int loop_runs =
       !loop || !(best > 0) || !(options.final_loop_ms > 0)
           ? 1
-          : static_cast<int>(std::clamp(std::ceil(options.final_loop_ms / best), 1.0,
-                                        static_cast<double>(final_loop_max)));
+          : static_cast<int>(
+                std::clamp(std::ceil(options.final_loop_ms / std::max(best, min_loop_run_ms)), 1.0,
+                           max_loop_runs));
   // Note [long runs]: one run per turn, in half the turns.
   const bool long_runs = first_run == FirstRun::warm && best >= long_run_ms;
   const int turns = long_runs ? (options.timing_runs + 1) / 2 : options.timing_runs;
@@ -603,7 +630,7 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
       try {
         // Untimed: the state a run of its own leaves (see the Note).
         if (!long_runs) run(contenders[i]->algo);
-        times[i].push_back(loop_runs > 1 ? loop(contenders[i]->algo, loop_runs)
+        times[i].push_back(loop_runs > 1 ? chunked_loop(loop, contenders[i]->algo, loop_runs)
                                          : run(contenders[i]->algo));
       } catch (const std::exception& error) {
         contenders[i]->status = CandidateStatus::failed;
@@ -620,6 +647,7 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
     why = "final round: interleaved with the other contenders";
     if (loop_runs > 1) {
       why += detail::cat(", ", loop_runs, " runs back to back per sample");
+      if (loop_runs > final_loop_max) why += detail::cat(" (as loops of ", final_loop_max, ")");
     } else if (long_runs) {
       why += ", one run per turn (long runs)";
     }

@@ -902,8 +902,9 @@ TEST(ExhaustivePolicy, FinalRoundTimesShortContendersBackToBack) {
   EXPECT_TRUE(loops.empty());
 }
 
-// TuneOptions::final_loop_ms sets the loop's length: ceil(ms / best) runs, at most 32; 0 turns
-// the loops off (single runs decide, as without a RunLoop).
+// TuneOptions::final_loop_ms sets the loop's length: ceil(ms / best) runs, a best under 1/64 ms
+// counted as 1/64 ms, in loops of at most 32 runs; 0 turns the loops off (single runs decide, as
+// without a RunLoop).
 TEST(ExhaustivePolicy, FinalLoopLengthIsAnOption) {
   std::map<std::string, std::vector<int>> loops;
   const dnnx::tune::RunLoop loop = [&loops](const dnnx::AlgoInfo& algo, int runs) {
@@ -923,9 +924,51 @@ TEST(ExhaustivePolicy, FinalLoopLengthIsAnOption) {
   EXPECT_EQ(choose(1.0), "steady");
   EXPECT_EQ(loops["steady"], std::vector<int>(TuneOptions{}.timing_runs, 20));
   EXPECT_EQ(choose(4.0), "steady");
-  EXPECT_EQ(loops["ramp"], std::vector<int>(TuneOptions{}.timing_runs, 32));  // 80, capped
+  // 80 runs as loops of 32, 32 and 16, in every turn.
+  std::vector<int> chunked;
+  for (int turn = 0; turn < TuneOptions{}.timing_runs; ++turn)
+    chunked.insert(chunked.end(), {32, 32, 16});
+  EXPECT_EQ(loops["ramp"], chunked);
   EXPECT_EQ(choose(0.0), "ramp");
   EXPECT_TRUE(loops.empty());
+}
+
+// Note [final round]: a long loop is timed as loops of at most 32 runs, weighted by their runs;
+// a contender under 1/64 ms counts as 1/64 ms, so the default loop of a fast kernel stays 32 runs.
+TEST(ExhaustivePolicy, LongFinalLoopsAreTimedInLoopsOf32) {
+  std::map<std::string, std::vector<int>> loops;
+  const dnnx::tune::RunLoop loop = [&loops](const dnnx::AlgoInfo& algo, int runs) {
+    loops[algo.id].push_back(runs);
+    // "hot" slows in its longer loops (a kernel clocked down under a power limit); "cool" does
+    // not. Per run: 32-run loops 0.040 against 0.042, the 8-run tail 0.060 against 0.042.
+    if (algo.id == "cool") return 0.042;
+    return runs == 32 ? 0.040 : 0.060;
+  };
+  auto select_with = [&](double loop_ms, double hot_ms) {
+    loops.clear();
+    FakeBench bench;
+    bench.add(Algo("hot"), {hot_ms}).add(Algo("cool"), {hot_ms * 1.02});
+    TuneOptions options = options_with(AlgoPolicy::exhaustive());
+    options.final_loop_ms = loop_ms;
+    return dnnx::tune::select(fake_request(), bench.candidates(), options, bench.run(), {},
+                              dnnx::tune::FirstRun::warm, loop);
+  };
+  // 0.5 ms over a best of 0.004 ms: counted as 1/64 ms, 32 runs in one loop, "hot" wins.
+  Choice choice = select_with(0.5, 0.004);
+  EXPECT_EQ(loops["hot"], std::vector<int>(TuneOptions{}.timing_runs, 32));
+  EXPECT_EQ(choice.algo.id, "hot");
+  EXPECT_DOUBLE_EQ(choice.time_ms, 0.040);
+  // 1.6 ms over 0.04 ms: 40 runs, as 32 and 8; per run (32 x 0.040 + 8 x 0.060) / 40 = 0.044,
+  // so "cool" (0.042) wins.
+  choice = select_with(1.6, 0.04);
+  std::vector<int> chunked;
+  for (int turn = 0; turn < TuneOptions{}.timing_runs; ++turn)
+    chunked.insert(chunked.end(), {32, 8});
+  EXPECT_EQ(loops["hot"], chunked);
+  EXPECT_EQ(choice.algo.id, "cool");
+  EXPECT_NEAR(row_of(choice.timings, "hot").median_ms, 0.044, 1e-12);
+  EXPECT_TRUE(contains(row_of(choice.timings, "hot").detail, "40 runs back to back per sample"));
+  EXPECT_TRUE(contains(row_of(choice.timings, "hot").detail, "(as loops of 32)"));
 }
 
 TEST(ExhaustivePolicy, NeverPicksACandidateNotedOverflowRisk) {
