@@ -214,8 +214,10 @@ constexpr double screen_band = 1.25;
 //   round re-times the contenders);
 // - probing starts (Note [probing slow candidates]): once the best median is that long, a probe's
 //   slice plan and short run cost less than one full run of a slow candidate;
-// - the final round, when its best contender is that long, times each contender once per turn
-//   with no untimed run before it, in half of timing_runs turns (rounded up).
+// - the final round, when its sample is that long (the best contender's run, or the loop of runs
+//   a final_loop_ms of that length or more makes of it: Note [final round]), times each
+//   contender once per turn with no untimed run before it, in half of timing_runs turns
+//   (rounded up).
 // A host clock (cpu, reference) keeps every sample: its runs are noisier and its caches (a
 // last-level cache of hundreds of MB) can hold what a millisecond run touches.
 constexpr double long_run_ms = 2.0;
@@ -620,8 +622,8 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
           : static_cast<int>(
                 std::clamp(std::ceil(options.final_loop_ms / std::max(best, min_loop_run_ms)), 1.0,
                            max_loop_runs));
-  // Note [long runs]: one run per turn, in half the turns.
-  const bool long_runs = first_run == FirstRun::warm && best >= long_run_ms;
+  // Note [long runs]: one sample per turn, in half the turns.
+  const bool long_runs = first_run == FirstRun::warm && best * loop_runs >= long_run_ms;
   const int turns = long_runs ? (options.timing_runs + 1) / 2 : options.timing_runs;
   std::vector<std::vector<double>> times(contenders.size());
   for (int round = 0; round < turns; ++round) {

@@ -924,9 +924,10 @@ TEST(ExhaustivePolicy, FinalLoopLengthIsAnOption) {
   EXPECT_EQ(choose(1.0), "steady");
   EXPECT_EQ(loops["steady"], std::vector<int>(TuneOptions{}.timing_runs, 20));
   EXPECT_EQ(choose(4.0), "steady");
-  // 80 runs as loops of 32, 32 and 16, in every turn.
+  // 80 runs as loops of 32, 32 and 16: a sample of 4 ms, long (Note [long runs]), so in half the
+  // turns (rounded up).
   std::vector<int> chunked;
-  for (int turn = 0; turn < TuneOptions{}.timing_runs; ++turn)
+  for (int turn = 0; turn < (TuneOptions{}.timing_runs + 1) / 2; ++turn)
     chunked.insert(chunked.end(), {32, 32, 16});
   EXPECT_EQ(loops["ramp"], chunked);
   EXPECT_EQ(choose(0.0), "ramp");
@@ -969,6 +970,14 @@ TEST(ExhaustivePolicy, LongFinalLoopsAreTimedInLoopsOf32) {
   EXPECT_NEAR(row_of(choice.timings, "hot").median_ms, 0.044, 1e-12);
   EXPECT_TRUE(contains(row_of(choice.timings, "hot").detail, "40 runs back to back per sample"));
   EXPECT_TRUE(contains(row_of(choice.timings, "hot").detail, "(as loops of 32)"));
+  // 4 ms over 0.04 ms: 100 runs as 32, 32, 32 and 4, a sample of 4 ms: long (Note [long runs]),
+  // so half the turns (rounded up) and no untimed run before each.
+  choice = select_with(4.0, 0.04);
+  chunked.clear();
+  const int turns = (TuneOptions{}.timing_runs + 1) / 2;
+  for (int turn = 0; turn < turns; ++turn) chunked.insert(chunked.end(), {32, 32, 32, 4});
+  EXPECT_EQ(loops["hot"], chunked);
+  EXPECT_EQ(row_of(choice.timings, "hot").runs, turns);
 }
 
 TEST(ExhaustivePolicy, NeverPicksACandidateNotedOverflowRisk) {
