@@ -549,6 +549,8 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
 // there was not recorded.
 constexpr std::size_t final_contenders = 4;
 constexpr int final_loop_max = 32;
+// The shortest run counted when a loop's runs are counted: the default final_loop_ms (0.5) over
+// final_loop_max, so that a default loop is at most final_loop_max runs.
 constexpr double min_loop_run_ms = 0.5 / final_loop_max;
 // The most runs one final-round sample takes: final_loop_ms of the longest allowed, at the
 // shortest counted run.
