@@ -318,9 +318,9 @@ def run_torch(args, shapes, batch, wanted=None):
 # compiles have finished, and records that per case (`next_step` records); a row then gives that
 # selection's wall time (`next_step_ms`), its choice (`next_step_algo`) and the late plans it left
 # listed (`next_step_late`), from which the second process's `late_settled` counts; a step that
-# failed gives `next_step_error` instead. The later
-# rounds leave out the heuristic pick (whose listing and timing took about as long as the rest of
-# such a round): the speedup over it is the first round's.
+# failed gives `next_step_error` instead. The later rounds leave out the heuristic pick (whose
+# listing and timing took about as long as the rest of such a round): the speedup over it is the
+# first round's.
 def combine_rounds(dnnx_rounds, torch_rounds, reuse=False):
     """(records, torch results) combining per-round bench records and PyTorch results: every
     non-case record of the first round, and per case the first round's record with the medians of
