@@ -193,6 +193,49 @@ def run_dnnx(args, results_file=None, shapes_path=None, tag=None, budget_s=None,
     return records
 
 
+# Note [gated PyTorch loops]
+# dnnx's loops are timed behind a gate (Note [gated timing] in src/backends/cudnn/backend.cpp): the
+# GPU starts the clock only once the whole loop is queued, so the figure is the GPU's time alone.
+# PyTorch's host takes tens of microseconds to queue one convolution (its dispatcher, cuDNN's
+# frontend), longer than the kernels of many small layers, so an ungated loop of such a layer
+# times PyTorch's host instead: rows of MobileNetV2's f16 file at 0.02-0.03 ms in one run measured
+# 0.04-0.05 ms in another on the same machine (docs/benchmarks.md, the fp16 suite table). So
+# PyTorch's loops are gated the same way: torch.cuda._sleep holds the stream while the host queues
+# the start event, the loop and the stop event. The sleep is sized from the host's own time to
+# queue the loop (measured on a warm-up loop) with a margin; the start event, queried once
+# everything is queued, tells whether the sleep outlasted the queuing: if not, the sample is taken
+# again with a sleep twice as long (three tries), and a sample still ungated says so (`gated`).
+def sleep_cycles_per_ms(cuda):
+    """Cycles of cuda._sleep per millisecond on this GPU now (its clock), measured once."""
+    start, stop = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+    cycles = 20_000_000
+    cuda._sleep(cycles // 20)  # a first launch loads the kernel
+    start.record()
+    cuda._sleep(cycles)
+    stop.record()
+    stop.synchronize()
+    return cycles / max(start.elapsed_time(stop), 1e-3)
+
+
+def gated_loop_ms(cuda, fn, loop, host_ms, cycles_per_ms, tries=3):
+    """(ms per call, gated) of `loop` calls of fn behind a sleep of the stream (Note [gated PyTorch
+    loops]); `host_ms` is the host's time to queue such a loop."""
+    sleep_ms = 1.5 * host_ms + 0.2
+    for attempt in range(tries):
+        start, stop = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+        cuda._sleep(int(sleep_ms * cycles_per_ms))
+        start.record()
+        for _ in range(loop):
+            fn()
+        stop.record()
+        gated = not start.query()  # the GPU had not reached the start event yet
+        stop.synchronize()
+        if gated or attempt == tries - 1:
+            return start.elapsed_time(stop) / loop, gated
+        sleep_ms *= 2
+    raise AssertionError("unreachable")
+
+
 def run_torch(args, shapes, batch, wanted=None):
     """PyTorch on `shapes` at `batch`, timed like the C++ bench; `wanted` (a set of
     layer/direction/config keys) limits it to the cases dnnx ran."""
@@ -205,7 +248,8 @@ def run_torch(args, shapes, batch, wanted=None):
     dev = torch.device("cuda")
     results = {}
     info = dict(torch=torch.__version__, cudnn=torch.backends.cudnn.version(),
-                gpu=torch.cuda.get_device_name(0))
+                gpu=torch.cuda.get_device_name(0), gated=True)
+    cycles_per_ms = sleep_cycles_per_ms(torch.cuda)
     for config in args.configs:
         dtype = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[
             config.split("_")[0]]
@@ -253,16 +297,18 @@ def run_torch(args, shapes, batch, wanted=None):
                 first_ms = (time.perf_counter() - t0) * 1e3
                 for _ in range(3):
                     fn()
-                start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(
-                    enable_timing=True)
-                samples = []
+                # The host's time to queue a loop (Note [gated PyTorch loops]), as a warm-up.
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                for _ in range(args.loop):
+                    fn()
+                host_ms = (time.perf_counter() - t0) * 1e3
+                torch.cuda.synchronize()
+                samples, gated = [], True
                 for _ in range(3):
-                    start.record()
-                    for _ in range(args.loop):
-                        fn()
-                    stop.record()
-                    stop.synchronize()
-                    samples.append(start.elapsed_time(stop) / args.loop)
+                    ms, held = gated_loop_ms(torch.cuda, fn, args.loop, host_ms, cycles_per_ms)
+                    samples.append(ms)
+                    gated = gated and held
                 calls = []
                 for _ in range(args.calls):
                     t0 = time.perf_counter()
@@ -271,7 +317,7 @@ def run_torch(args, shapes, batch, wanted=None):
                     calls.append((time.perf_counter() - t0) * 1e3)
                 results[f"{s['name']}/{direction}/{config}"] = dict(
                     kernel_ms=statistics.median(samples), call_ms=statistics.median(calls),
-                    first_call_ms=first_ms)
+                    first_call_ms=first_ms, gated=gated, host_ms=host_ms / args.loop)
             del x, w, dy
     # Host overhead of a tiny conv, as the C++ bench measures it.
     x = torch.randn(1, 8, 8, 8, device=dev)
@@ -384,6 +430,8 @@ def combine_rounds(dnnx_rounds, torch_rounds, reuse=False):
             call_ms=statistics.median(one["call_ms"] for one in runs),
             first_call_ms=runs[0]["first_call_ms"],
             rounds=[one["kernel_ms"] for one in runs])
+        if all("gated" in one for one in runs):  # Note [gated PyTorch loops]
+            torch_combined[key]["gated"] = all(one["gated"] for one in runs)
     return combined, torch_combined
 
 
@@ -441,6 +489,7 @@ def print_tables(args, shapes, records, torch_results, batch):
         next_steps = []  # (ms, late plans it settled, whether it changed the choice)
         with_next = []  # per row with a next step: its search and that step, s
         failed_steps = []  # rows whose next step failed: (row, why)
+        ungated = []  # PyTorch rows whose loops the sleep did not hold (Note [gated PyTorch loops])
         for s in shapes:
             for direction in DIRECTIONS:
                 key = f"{s['name']}/{direction}/{config}"
@@ -464,6 +513,8 @@ def print_tables(args, shapes, records, torch_results, batch):
                 # a later round's process may time and choose.
                 skipping += d.get("plans_skipped", 0) > 0
                 changed += len(d.get("algos", [d["algo"]])) > 1
+                if t.get("gated") is False:
+                    ungated.append(f"{s['name']} {direction}")
                 if "next_step_error" in d:
                     failed_steps.append((f"{s['name']} {direction}", d["next_step_error"]))
                 if "next_step_ms" in d:
@@ -521,6 +572,10 @@ def print_tables(args, shapes, records, torch_results, batch):
                       f"{m['next_step_switched']}; a row's search and next step together: "
                       f"median {m['search_with_next_step_median_s']:.2f} s, worst "
                       f"{m['search_with_next_step_worst_s']:.2f} s\n")
+            if ungated:
+                summaries[config]["torch_ungated_rows"] = len(ungated)
+                print(f"PyTorch rows timed with host time in them (the sleep did not outlast the "
+                      f"queuing: Note [gated PyTorch loops]): {', '.join(ungated)}\n")
             if failed_steps:
                 summaries[config]["next_step_failed"] = len(failed_steps)
                 print("the next step failed (the search's choice stood): "

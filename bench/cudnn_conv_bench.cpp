@@ -8,8 +8,10 @@
 //               of every admissible candidate) or PyTorch's cudnn.benchmark search, plus the
 //               call itself; synchronized;
 //   kernel      CUDA events on the backend's stream around a loop of `--loop` back-to-back calls,
-//               divided by the count, after warm-up: the GPU time per call with host overhead
-//               hidden behind the queue;
+//               divided by the count, after warm-up, the stream held while the loop is queued
+//               (dnnx: the backend's timing gate, Note [gated timing]; PyTorch: a sleep of the
+//               stream, Note [gated PyTorch loops] in compare_gpu.py): the GPU time per call,
+//               whatever the host's time per call;
 //   per call    the median over `--calls` calls of the host wall time from the call to the end of
 //               a stream synchronization: what a synchronous caller waits.
 // Host overhead: a tiny convolution whose kernel takes a few microseconds; batches of 100 calls are

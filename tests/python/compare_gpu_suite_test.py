@@ -248,6 +248,69 @@ with tempfile.TemporaryDirectory() as folder:
 compare_gpu.run_dnnx, compare_gpu.run_torch = saved
 check(torch_turns == [["b2.dw.s2/fwd/f16_nhwc"]] * 2, f"torch turns: {torch_turns}")
 
+# Note [gated PyTorch loops]: a fake stream whose host queues a call in host_ms and whose GPU runs
+# it in kernel_ms. Behind a sleep that outlasts the queuing the loop reads the kernel alone; a
+# sleep too short is doubled, and after three tries the sample says it was not gated.
+class FakeCuda:
+    def __init__(self, host_ms, kernel_ms, cycles_per_ms=1000.0):
+        self.host_ms, self.kernel_ms, self.cycles_per_ms = host_ms, kernel_ms, cycles_per_ms
+        self.sleeps, self.queued = [], 0
+
+    def _sleep(self, cycles):
+        self.sleeps.append(cycles / self.cycles_per_ms)
+        self.queued = 0
+
+    def call(self):
+        self.queued += 1
+
+    def Event(self, enable_timing=False):
+        cuda = self
+
+        class FakeEvent:
+            def record(self):
+                pass
+
+            def query(self):  # the GPU passed the start: the sleep ended before the queuing did
+                return cuda.sleeps[-1] < cuda.queued * cuda.host_ms
+
+            def synchronize(self):
+                pass
+
+            def elapsed_time(self, end):
+                gpu = cuda.queued * cuda.kernel_ms
+                host = cuda.queued * cuda.host_ms - cuda.sleeps[-1]  # queued after the sleep
+                return max(gpu, host)
+
+        return FakeEvent()
+
+
+fake = FakeCuda(host_ms=0.04, kernel_ms=0.02)
+ms, gated = compare_gpu.gated_loop_ms(fake, fake.call, 50, host_ms=2.0, cycles_per_ms=1000.0)
+check(gated and abs(ms - 0.02) < 1e-12 and fake.sleeps == [3.2], f"gated: {ms} {gated} {fake.sleeps}")
+fake = FakeCuda(host_ms=0.04, kernel_ms=0.02)
+ms, gated = compare_gpu.gated_loop_ms(fake, fake.call, 50, host_ms=0.5, cycles_per_ms=1000.0)
+check(gated and abs(ms - 0.02) < 1e-12 and [round(x, 6) for x in fake.sleeps] == [0.95, 1.9, 3.8],
+      f"doubled: {ms} {gated} {fake.sleeps}")
+fake = FakeCuda(host_ms=0.04, kernel_ms=0.01)
+ms, gated = compare_gpu.gated_loop_ms(fake, fake.call, 50, host_ms=0.1, cycles_per_ms=1000.0)
+check(not gated and ms > 0.01 and len(fake.sleeps) == 3, f"not gated: {ms} {gated} {fake.sleeps}")
+# PyTorch rows not gated in some round are named, and their count is in the summary.
+ungated_records = [row("a/fwd/f16_nhwc"), row("a/bwd_data/f16_nhwc"), row("a/bwd_weights/f16_nhwc")]
+ungated_torch = {r["case"]: dict(kernel_ms=2.0, call_ms=2.1, first_call_ms=50.0, gated=True)
+                 for r in ungated_records}
+ungated_torch["a/bwd_data/f16_nhwc"]["gated"] = False
+with contextlib.redirect_stdout(io.StringIO()) as printed:
+    ungated_summary = compare_gpu.print_tables(argparse.Namespace(configs=["f16_nhwc"]),
+                                               [dict(name="a")], ungated_records, ungated_torch,
+                                               8)["f16_nhwc"]
+check(ungated_summary.get("torch_ungated_rows") == 1 and "a bwd_data" in printed.getvalue(),
+      f"ungated rows: {ungated_summary}")
+two_rounds = compare_gpu.combine_rounds(
+    [[case("a/fwd/f16_nhwc", 1.0, "x", 0.5)], [case("a/fwd/f16_nhwc", 1.0, "x", 0.5)]],
+    [{"a/fwd/f16_nhwc": dict(kernel_ms=1.0, call_ms=1.1, first_call_ms=9.0, gated=True)},
+     {"a/fwd/f16_nhwc": dict(kernel_ms=1.0, call_ms=1.1, first_call_ms=9.0, gated=False)}])[1]
+check(two_rounds["a/fwd/f16_nhwc"]["gated"] is False, f"gated over rounds: {two_rounds}")
+
 # The kind of each choice, by the prefix of its id.
 for algo, kind in (("cudnn:engine:62:workspace=2", "engine"), ("cudnn:gemm:cublaslt:a5", "gemm"),
                    ("cudnn:gemm:packed:cublas:gemm_ex", "gemm packed"),
