@@ -22,10 +22,14 @@ nll_loss_backward + _log_softmax_backward_data. TF32 is off.
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_gpu import gated_loop_ms, sleep_cycles_per_ms  # noqa: E402
 
 CASES = ("maxpool", "maxpool_srcdst", "bnorm56", "bnorm7", "relu", "softmax", "xent")
 
@@ -121,16 +125,24 @@ def time_torch(torch, args, fn):
     for _ in range(3):
         fn()
     sync()
+    if cuda:
+        # Note [gated PyTorch loops] in compare_gpu.py: the stream held while the loop is queued,
+        # as dnnx's backend timer holds its own; the host's time to queue a loop sizes the hold.
+        if not hasattr(time_torch, "cycles_per_ms"):
+            time_torch.cycles_per_ms = sleep_cycles_per_ms(torch.cuda)
+        t0 = time.perf_counter()
+        for _ in range(args.loop):
+            fn()
+        host_ms = (time.perf_counter() - t0) * 1e3
+        sync()
     loops = []
     for _ in range(5):
         if cuda:
-            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(args.loop):
-                fn()
-            stop.record()
-            stop.synchronize()
-            loops.append(start.elapsed_time(stop) / args.loop)
+            ms, gated = gated_loop_ms(torch.cuda, fn, args.loop, host_ms, time_torch.cycles_per_ms)
+            if not gated:
+                print(f"compare_layers: a PyTorch loop was timed with host time in it (the sleep "
+                      f"did not outlast {host_ms:.2f} ms of queuing)", file=sys.stderr)
+            loops.append(ms)
         else:
             t0 = time.perf_counter()
             for _ in range(args.loop):

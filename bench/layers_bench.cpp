@@ -8,8 +8,9 @@
 // then
 //   kernel    the backend's timer (CUDA events on the stream; host clock + stream wait on cpu)
 //             around a loop of `--loop` back-to-back calls, divided by the count; the median of
-//             five such loops. On a GPU the host runs ahead, so this is the device time per call
-//             whenever the kernel takes longer than the host needs to issue it;
+//             five such loops. On a GPU the stream is held while the loop is queued (the cudnn
+//             backend's timing gate; PyTorch's, a sleep of its stream: Note [gated PyTorch
+//             loops] in compare_gpu.py), so this is the device time per call whatever the host's;
 //   per call  the median over `--calls` calls of the host wall time from the call to the end of
 //             a synchronization: what a synchronous caller waits.
 // compare_layers.py times PyTorch the same two ways. Output: one JSON object per line.
