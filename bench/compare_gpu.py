@@ -205,6 +205,9 @@ def run_dnnx(args, results_file=None, shapes_path=None, tag=None, budget_s=None,
 # queue the loop (measured on a warm-up loop) with a margin; the start event, queried once
 # everything is queued, tells whether the sleep outlasted the queuing: if not, the sample is taken
 # again with a sleep twice as long (three tries), and a sample still ungated says so (`gated`).
+# Each row also keeps the host's time per call (`host_ms`) and one ungated loop's time per call
+# (`ungated_ms`: what a caller's loop of the layer gets, PyTorch's host included), as the
+# figures before this change were.
 def sleep_cycles_per_ms(cuda):
     """Cycles of cuda._sleep per millisecond on this GPU now (its clock), measured once."""
     start, stop = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
@@ -297,13 +300,19 @@ def run_torch(args, shapes, batch, wanted=None):
                 first_ms = (time.perf_counter() - t0) * 1e3
                 for _ in range(3):
                     fn()
-                # The host's time to queue a loop (Note [gated PyTorch loops]), as a warm-up.
+                # The host's time to queue a loop (Note [gated PyTorch loops]), and the loop's time
+                # as called, ungated: what an eager caller's loop of this layer gets.
                 torch.cuda.synchronize()
+                start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(
+                    enable_timing=True)
+                start.record()
                 t0 = time.perf_counter()
                 for _ in range(args.loop):
                     fn()
                 host_ms = (time.perf_counter() - t0) * 1e3
-                torch.cuda.synchronize()
+                stop.record()
+                stop.synchronize()
+                ungated_ms = start.elapsed_time(stop) / args.loop
                 samples, gated = [], True
                 for _ in range(3):
                     ms, held = gated_loop_ms(torch.cuda, fn, args.loop, host_ms, cycles_per_ms)
@@ -317,7 +326,8 @@ def run_torch(args, shapes, batch, wanted=None):
                     calls.append((time.perf_counter() - t0) * 1e3)
                 results[f"{s['name']}/{direction}/{config}"] = dict(
                     kernel_ms=statistics.median(samples), call_ms=statistics.median(calls),
-                    first_call_ms=first_ms, gated=gated, host_ms=host_ms / args.loop)
+                    first_call_ms=first_ms, gated=gated, host_ms=host_ms / args.loop,
+                    ungated_ms=ungated_ms)
             del x, w, dy
     # Host overhead of a tiny conv, as the C++ bench measures it.
     x = torch.randn(1, 8, 8, 8, device=dev)
