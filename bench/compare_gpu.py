@@ -442,6 +442,9 @@ def combine_rounds(dnnx_rounds, torch_rounds, reuse=False):
             rounds=[one["kernel_ms"] for one in runs])
         if all("gated" in one for one in runs):  # Note [gated PyTorch loops]
             torch_combined[key]["gated"] = all(one["gated"] for one in runs)
+            for field in ("host_ms", "ungated_ms"):
+                if all(field in one for one in runs):
+                    torch_combined[key][field] = statistics.median(one[field] for one in runs)
     return combined, torch_combined
 
 

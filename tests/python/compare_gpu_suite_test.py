@@ -307,9 +307,14 @@ check(ungated_summary.get("torch_ungated_rows") == 1 and "a bwd_data" in printed
       f"ungated rows: {ungated_summary}")
 two_rounds = compare_gpu.combine_rounds(
     [[case("a/fwd/f16_nhwc", 1.0, "x", 0.5)], [case("a/fwd/f16_nhwc", 1.0, "x", 0.5)]],
-    [{"a/fwd/f16_nhwc": dict(kernel_ms=1.0, call_ms=1.1, first_call_ms=9.0, gated=True)},
-     {"a/fwd/f16_nhwc": dict(kernel_ms=1.0, call_ms=1.1, first_call_ms=9.0, gated=False)}])[1]
-check(two_rounds["a/fwd/f16_nhwc"]["gated"] is False, f"gated over rounds: {two_rounds}")
+    [{"a/fwd/f16_nhwc": dict(kernel_ms=1.0, call_ms=1.1, first_call_ms=9.0, gated=True,
+                             host_ms=0.03, ungated_ms=1.2)},
+     {"a/fwd/f16_nhwc": dict(kernel_ms=1.0, call_ms=1.1, first_call_ms=9.0, gated=False,
+                             host_ms=0.05, ungated_ms=1.4)}])[1]
+check(two_rounds["a/fwd/f16_nhwc"]["gated"] is False
+      and abs(two_rounds["a/fwd/f16_nhwc"]["host_ms"] - 0.04) < 1e-12
+      and abs(two_rounds["a/fwd/f16_nhwc"]["ungated_ms"] - 1.3) < 1e-12,
+      f"gated over rounds: {two_rounds}")
 
 # The kind of each choice, by the prefix of its id.
 for algo, kind in (("cudnn:engine:62:workspace=2", "engine"), ("cudnn:gemm:cublaslt:a5", "gemm"),
