@@ -503,6 +503,7 @@ def print_tables(args, shapes, records, torch_results, batch):
         with_next = []  # per row with a next step: its search and that step, s
         failed_steps = []  # rows whose next step failed: (row, why)
         ungated = []  # PyTorch rows whose loops the sleep did not hold (Note [gated PyTorch loops])
+        as_called = []  # PyTorch's ungated loop per row, where recorded
         for s in shapes:
             for direction in DIRECTIONS:
                 key = f"{s['name']}/{direction}/{config}"
@@ -528,6 +529,8 @@ def print_tables(args, shapes, records, torch_results, batch):
                 changed += len(d.get("algos", [d["algo"]])) > 1
                 if t.get("gated") is False:
                     ungated.append(f"{s['name']} {direction}")
+                if "ungated_ms" in t:
+                    as_called.append(t["ungated_ms"])
                 if "next_step_error" in d:
                     failed_steps.append((f"{s['name']} {direction}", d["next_step_error"]))
                 if "next_step_ms" in d:
@@ -585,6 +588,12 @@ def print_tables(args, shapes, records, torch_results, batch):
                       f"{m['next_step_switched']}; a row's search and next step together: "
                       f"median {m['search_with_next_step_median_s']:.2f} s, worst "
                       f"{m['search_with_next_step_worst_s']:.2f} s\n")
+            if as_called and len(as_called) == len(searches):
+                called = sum(as_called)
+                summaries[config].update(torch_ungated_ms=called, ratio_ungated=tot_d / called)
+                print(f"PyTorch's loops as called, its host time per call not hidden (Note [gated "
+                      f"PyTorch loops]): {called:.3f} ms in all, dnnx/that "
+                      f"{tot_d / called:.2f}\n")
             if ungated:
                 summaries[config]["torch_ungated_rows"] = len(ungated)
                 print(f"PyTorch rows timed with host time in them (the sleep did not outlast the "

@@ -299,12 +299,16 @@ ungated_records = [row("a/fwd/f16_nhwc"), row("a/bwd_data/f16_nhwc"), row("a/bwd
 ungated_torch = {r["case"]: dict(kernel_ms=2.0, call_ms=2.1, first_call_ms=50.0, gated=True)
                  for r in ungated_records}
 ungated_torch["a/bwd_data/f16_nhwc"]["gated"] = False
+for t in ungated_torch.values():
+    t["ungated_ms"] = 4.0
 with contextlib.redirect_stdout(io.StringIO()) as printed:
     ungated_summary = compare_gpu.print_tables(argparse.Namespace(configs=["f16_nhwc"]),
                                                [dict(name="a")], ungated_records, ungated_torch,
                                                8)["f16_nhwc"]
 check(ungated_summary.get("torch_ungated_rows") == 1 and "a bwd_data" in printed.getvalue(),
       f"ungated rows: {ungated_summary}")
+check(ungated_summary["torch_ungated_ms"] == 12.0 and ungated_summary["ratio_ungated"] == 0.25
+      and "dnnx/that 0.25" in printed.getvalue(), f"as called: {ungated_summary}")
 two_rounds = compare_gpu.combine_rounds(
     [[case("a/fwd/f16_nhwc", 1.0, "x", 0.5)], [case("a/fwd/f16_nhwc", 1.0, "x", 0.5)]],
     [{"a/fwd/f16_nhwc": dict(kernel_ms=1.0, call_ms=1.1, first_call_ms=9.0, gated=True,
