@@ -209,7 +209,10 @@ def run_dnnx(args, results_file=None, shapes_path=None, tag=None, budget_s=None,
 # (`ungated_ms`: what a caller's loop of the layer gets, PyTorch's host included), as the
 # figures before this change were.
 def sleep_cycles_per_ms(cuda):
-    """Cycles of cuda._sleep per millisecond on this GPU now (its clock), measured once."""
+    """Cycles of cuda._sleep per millisecond on this GPU now (its clock), measured once; None
+    where this PyTorch has no cuda._sleep (its loops are then timed ungated, and say so)."""
+    if not hasattr(cuda, "_sleep"):
+        return None
     start, stop = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
     cycles = 20_000_000
     cuda._sleep(cycles // 20)  # a first launch loads the kernel
@@ -226,6 +229,13 @@ def gated_loop_ms(cuda, fn, loop, host_ms, cycles_per_ms, tries=3):
     sleep_ms = 1.5 * host_ms + 0.2
     for attempt in range(tries):
         start, stop = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+        if cycles_per_ms is None:  # no sleep to hold the stream with
+            start.record()
+            for _ in range(loop):
+                fn()
+            stop.record()
+            stop.synchronize()
+            return start.elapsed_time(stop) / loop, False
         cuda._sleep(int(sleep_ms * cycles_per_ms))
         start.record()
         for _ in range(loop):

@@ -294,6 +294,12 @@ check(gated and abs(ms - 0.02) < 1e-12 and [round(x, 6) for x in fake.sleeps] ==
 fake = FakeCuda(host_ms=0.04, kernel_ms=0.01)
 ms, gated = compare_gpu.gated_loop_ms(fake, fake.call, 50, host_ms=0.1, cycles_per_ms=1000.0)
 check(not gated and ms > 0.01 and len(fake.sleeps) == 3, f"not gated: {ms} {gated} {fake.sleeps}")
+# A PyTorch without cuda._sleep: no calibration, loops timed ungated and marked so.
+check(compare_gpu.sleep_cycles_per_ms(object()) is None, "a cuda module without _sleep")
+fake = FakeCuda(host_ms=0.04, kernel_ms=0.02)
+fake.sleeps.append(0.0)  # the fake's clock: nothing held the stream
+ms, gated = compare_gpu.gated_loop_ms(fake, fake.call, 50, host_ms=2.0, cycles_per_ms=None)
+check(not gated and abs(ms - 0.04) < 1e-12 and fake.sleeps == [0.0], f"no sleep: {ms} {gated}")
 # PyTorch rows not gated in some round are named, and their count is in the summary.
 ungated_records = [row("a/fwd/f16_nhwc"), row("a/bwd_data/f16_nhwc"), row("a/bwd_weights/f16_nhwc")]
 ungated_torch = {r["case"]: dict(kernel_ms=2.0, call_ms=2.1, first_call_ms=50.0, gated=True)
