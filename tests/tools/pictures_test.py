@@ -306,15 +306,7 @@ def check_report(dnnx, work):
     for result in report["results"]:
         result["chosen"]["energy_j"] = result["chosen"]["time_ms"] * 0.25
         result["energy_meter"] = "nvml: a board of the test"
-    energy_json = os.path.join(work, "energy-report.json")
-    with open(energy_json, "w") as out:
-        json.dump(report, out)
-    energy_html = os.path.join(work, "energy-report.html")
-    run(dnnx, "report", energy_json, "--out", energy_html)
-    parser = ReportParser()
-    with open(energy_html, encoding="utf-8") as f:
-        energy_page = f.read()
-    parser.feed(energy_page)
+    energy_page, parser = redrawn(dnnx, work, report, "energy-report")
     keys = parser.head_keys["steps"]
     check("energy" in keys, f"no energy column: {keys}")
     for row, result in zip(parser.tables["steps"], report["results"]):
@@ -327,15 +319,7 @@ def check_report(dnnx, work):
     first, second = report["results"][0], report["results"][1]
     first["next_step"] = {"ms": 12.5, "settled_from": "test:searched", "error": None}
     second["next_step"] = {"ms": 3.0, "settled_from": None, "error": "no plan at hand"}
-    step_json = os.path.join(work, "next-step-report.json")
-    with open(step_json, "w") as out:
-        json.dump(report, out)
-    step_html = os.path.join(work, "next-step-report.html")
-    run(dnnx, "report", step_json, "--out", step_html)
-    parser = ReportParser()
-    with open(step_html, encoding="utf-8") as f:
-        step_page = f.read()
-    parser.feed(step_page)
+    step_page, parser = redrawn(dnnx, work, report, "next-step-report")
     keys = parser.head_keys["steps"]
     cells = [dict(zip(keys, row["cells"]))["cache"]["text"] for row in parser.tables["steps"]]
     check(cells[0].endswith("; a late plan, after test:searched") and "late plan" not in cells[1],
@@ -344,6 +328,20 @@ def check_report(dnnx, work):
     check(html_escape(failure) in step_page and "no plan at hand" in step_page,
           "the report does not list the failed next step")
     return html_path, report
+
+
+def redrawn(dnnx, work, report, name):
+    """(page, parsed page) of `dnnx report` drawing `report` written to WORK/NAME.json."""
+    json_path = os.path.join(work, name + ".json")
+    with open(json_path, "w") as out:
+        json.dump(report, out)
+    html_path = os.path.join(work, name + ".html")
+    run(dnnx, "report", json_path, "--out", html_path)
+    parser = ReportParser()
+    with open(html_path, encoding="utf-8") as f:
+        page = f.read()
+    parser.feed(page)
+    return page, parser
 
 
 def html_escape(text):
