@@ -38,6 +38,7 @@ a process's first call costs beyond the kernel, next to the first round's search
 
 import argparse
 import contextlib
+import gzip
 import io
 import json
 import os
@@ -806,12 +807,13 @@ def print_suite_summary(results):
 # shards: one process per GPU, each on its own files, none sharing a GPU with another (a shared
 # GPU would time both sides of a run under the other's load). A shard's results are the list a
 # single run writes, so merging is concatenation in the order given; a file in two shards is an
-# error, as its rows would be counted twice.
+# error, as its rows would be counted twice. A shard may be gzipped (a name ending in .gz), as
+# bench/results keeps the large ones.
 def merge_suites(paths, json_path=None):
     results = []
     for path in paths:
         try:
-            with open(path) as f:
+            with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
                 shard = json.load(f)
         except (OSError, ValueError) as error:
             raise ShapesError(f"--merge: cannot read {path}: {error}") from error

@@ -8,6 +8,7 @@ no benchmark binary."""
 
 import argparse
 import contextlib
+import gzip
 import io
 import json
 import os
@@ -353,6 +354,31 @@ parts = compare_gpu.search_parts(dict(split, search_costliest_rows=rows))
 check("cudnn:engine:19: abandoned (first run 40 ms (warm) > 2 x best)" in parts, parts)
 check(compare_gpu.search_parts({"list_ms": 1.0}) == "", "a record without the split")
 check(compare_gpu.search_parts(dict(split, from_file=True)) == "", "a choice read from a file")
+
+# --merge: shards in the order given, a gzipped one read as it is, a file in two shards refused.
+def shard(name):
+    return [dict(file=name, batch=8, summary={"f16_nhwc": dict(
+        batch=8, dnnx_ms=1.0, torch_ms=2.0, ratio=0.5, worst_row="a fwd", worst_ratio=0.9,
+        search_median_s=0.5, search_worst_s=0.7, search_worst_row="b bwd_data")})]
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    plain, packed = os.path.join(tmp, "a.json"), os.path.join(tmp, "b.json.gz")
+    with open(plain, "w") as f:
+        json.dump(shard("a.txt"), f)
+    with gzip.open(packed, "wt") as f:
+        json.dump(shard("b.txt"), f)
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        merged = compare_gpu.merge_suites([plain, packed], os.path.join(tmp, "all.json"))
+    check([r["file"] for r in merged] == ["a.txt", "b.txt"], f"merged {merged}")
+    check("| b.txt | f16_nhwc | 8 | 1.000 | 2.000 | 0.50 |" in printed.getvalue(), printed.getvalue())
+    with open(os.path.join(tmp, "all.json")) as f:
+        check(json.load(f) == merged, "the merged --json")
+    try:
+        compare_gpu.merge_suites([plain, plain])
+        check(False, "a file in two shards was merged")
+    except compare_gpu.ShapesError as error:
+        check("a.txt in more than one shard" in str(error), str(error))
 
 for extra, expected in ((["--suite", "--rounds", "0"], "--rounds must be 1 or more"),
                         (["--rounds", "2"], "--rounds runs with the suite"),
