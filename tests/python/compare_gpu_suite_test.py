@@ -371,7 +371,8 @@ with tempfile.TemporaryDirectory() as tmp:
     with contextlib.redirect_stdout(io.StringIO()) as printed:
         merged = compare_gpu.merge_suites([plain, packed], os.path.join(tmp, "all.json"))
     check([r["file"] for r in merged] == ["a.txt", "b.txt"], f"merged {merged}")
-    check("| b.txt | f16_nhwc | 8 | 1.000 | 2.000 | 0.50 |" in printed.getvalue(), printed.getvalue())
+    table = printed.getvalue()
+    check("| b.txt | f16_nhwc | 8 | 1.000 | 2.000 | 0.50 |" in table, table)
     with open(os.path.join(tmp, "all.json")) as f:
         check(json.load(f) == merged, "the merged --json")
     try:
