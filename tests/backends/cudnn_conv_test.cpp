@@ -170,7 +170,7 @@ TEST(CudnnBackend, AvailableOrSaysWhy) {
   EXPECT_EQ(resolve_backend(BackendKind::automatic), BackendKind::cudnn);
   const detail::Backend& backend = detail::state_of(context).backend();
   const std::string fingerprint = backend.fingerprint();
-  for (const char* part : {"cuDNN 9.", "CUDA ", "driver ", " sm_", "SMs=", "tf32=off",
+  for (const char* part : {"cuDNN 9.", "CUDA ", "driver ", " sm_", "SMs=", "tf32=off", "rpr=off",
                            "rtc=", "knobs=top/24", " conv_gemm=on"})
     EXPECT_NE(fingerprint.find(part), std::string::npos) << fingerprint;
   std::set<std::string> keys;
@@ -179,7 +179,7 @@ TEST(CudnnBackend, AvailableOrSaysWhy) {
     EXPECT_FALSE(value.empty()) << key;
   }
   for (const char* key : {"device_name", "compute_capability", "sm_count", "cuda_driver",
-                          "cuda_runtime", "cudnn_version", "tf32"})
+                          "cuda_runtime", "cudnn_version", "tf32", "reduced_precision_reduction"})
     EXPECT_TRUE(keys.count(key)) << key;
   std::cout << "[ cudnn    ] " << context.describe() << "\n[ cudnn    ] " << fingerprint << '\n';
   expect_error(ErrorKind::InvalidArgument, {"CUDA device 4096 does not exist"},
@@ -641,6 +641,21 @@ TEST(CudnnSettings, L2SweepFromTheEnvironment) {
   }
 }
 
+TEST(CudnnSettings, ReducedPrecisionReductionFromTheEnvironment) {
+  EXPECT_FALSE(cudnn::settings_from_env().allow_reduced_precision_reduction);
+  {
+    const ScopedEnv on("DNNX_ALLOW_REDUCED_PRECISION_REDUCTION", "1");
+    EXPECT_TRUE(cudnn::settings_from_env().allow_reduced_precision_reduction);
+    EXPECT_FALSE(cudnn::settings_from_env().allow_tf32);
+  }
+  {
+    const ScopedEnv bad("DNNX_ALLOW_REDUCED_PRECISION_REDUCTION", "sometimes");
+    expect_error(ErrorKind::InvalidArgument,
+                 {"DNNX_ALLOW_REDUCED_PRECISION_REDUCTION", "sometimes"},
+                 [] { cudnn::settings_from_env(); });
+  }
+}
+
 TEST(CudnnSettings, KnobSearchFromTheEnvironment) {
   {
     const cudnn::Settings settings = cudnn::settings_from_env();
@@ -669,6 +684,40 @@ TEST(CudnnSettings, KnobSearchFromTheEnvironment) {
                  {"DNNX_CUDNN_KNOB_VARIANTS", detail::cat('\'', value, '\''), "1..4096"},
                  [] { cudnn::settings_from_env(); });
   }
+}
+
+// Note [TF32] (conv_engine.cpp): f16 / bf16 engines noted REDUCED_PRECISION_REDUCTION are listed
+// unsupported, naming the switch, and DNNX_ALLOW_REDUCED_PRECISION_REDUCTION=1 lifts that reason
+// and no other.
+TEST(CudnnConv, ReducedPrecisionReductionIsASwitch) {
+  DNNX_REQUIRE_GPU();
+  std::size_t noted = 0;
+  for (const ConvDesc& desc : desc_matrix()) {
+    if (desc.dtype == DType::f32) continue;
+    for (Direction direction : all_directions) {
+      std::map<std::string, AlgoInfo> strict;
+      {
+        Context context = gpu_context();
+        for (const AlgoInfo& info : conv_list(context, desc, direction)) {
+          if (!info.has_note("reduced_precision_reduction")) continue;
+          ++noted;
+          EXPECT_FALSE(info.supported) << desc << ": " << info.id;
+          EXPECT_NE(info.reason.find("DNNX_ALLOW_REDUCED_PRECISION_REDUCTION=1"), std::string::npos)
+              << info.id << ": " << info.reason;
+          strict.emplace(info.id, info);
+        }
+      }
+      const ScopedEnv allow("DNNX_ALLOW_REDUCED_PRECISION_REDUCTION", "1");
+      Context context = gpu_context();
+      for (const AlgoInfo& info : conv_list(context, desc, direction)) {
+        if (!strict.count(info.id)) continue;
+        EXPECT_EQ(info.reason.find("accumulates in"), std::string::npos)
+            << info.id << ": " << info.reason;
+      }
+    }
+  }
+  std::cout << "[ cudnn    ] " << noted
+            << " candidates noted reduced_precision_reduction over the f16/bf16 descs\n";
 }
 
 TEST(CudnnConv, NondeterministicAlgorithmsAreMarked) {

@@ -230,8 +230,9 @@ const std::vector<ExpectedReason<ConvDesc>>& expected_reasons() {
       // Note [TF32], Note [f32 accumulation] (conv_engine.cpp): f16/bf16 engines that accumulate
       // in the storage dtype or need int8x32-reordered filters.
       {"cudnn: engine breaks f32 accumulation (f16/bf16)", joined({"^", engine_id, "$"}),
-       std::regex("^(accumulates in (f16|bf16) \\(numerical note REDUCED_PRECISION_REDUCTION\\); "
-                  "dnnx accumulates in f32|needs int8x32-reordered filters)$"),
+       std::regex("^(accumulates in (f16|bf16) \\(numerical note REDUCED_PRECISION_REDUCTION\\) "
+                  "and dnnx accumulates in f32 \\(set DNNX_ALLOW_REDUCED_PRECISION_REDUCTION=1 "
+                  "to allow it\\)|needs int8x32-reordered filters)$"),
        [](const ConvDesc& desc, Direction) { return desc.dtype != DType::f32; }},
       // Note [asymmetric padding engines] (graph_util.cpp): known cuDNN defects, bwd_data engine
       // 50 and bwd_weights engines 1, 18 and 20 with per-side padding.

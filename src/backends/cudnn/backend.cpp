@@ -200,6 +200,7 @@ class CudnnBackend final : public detail::Backend {
                        cuda_version_text(f.runtime_version), " driver ",
                        cuda_version_text(f.driver_version), " ", f.name, " sm_", f.major, f.minor,
                        " SMs=", f.sm_count, " tf32=", runtime_->allow_tf32() ? "on" : "off",
+                       " rpr=", runtime_->allow_reduced_precision_reduction() ? "on" : "off",
                        " rtc=", runtime_compiled_text(), " knobs=", knob_search_text(),
                        " conv_gemm=", runtime_->settings().conv_gemm ? "on" : "off",
                        " winograd=", runtime_->settings().conv_winograd ? "on" : "off",
@@ -221,6 +222,8 @@ class CudnnBackend final : public detail::Backend {
             {"cudnn_version", cudnn_version_text(f.cudnn_version)},
             {"cublaslt_version", cublas_version_text(f.cublaslt_version)},
             {"tf32", runtime_->allow_tf32() ? "on" : "off"},
+            {"reduced_precision_reduction",
+             runtime_->allow_reduced_precision_reduction() ? "on" : "off"},
             {"runtime_compiled_engines", runtime_compiled_text()},
             {"saved_plans", runtime_->settings().plan_dir.empty() ? std::string("off")
                                                                   : runtime_->settings().plan_dir},
@@ -433,6 +436,8 @@ std::unique_ptr<detail::Backend> make_backend(int device, void* stream) {
 Settings settings_from_env() {
   Settings settings;
   settings.allow_tf32 = switch_from_env(tf32_variable, settings.allow_tf32);
+  settings.allow_reduced_precision_reduction =
+      switch_from_env(reduced_precision_variable, settings.allow_reduced_precision_reduction);
   settings.verbose = switch_from_env("DNNX_VERBOSE", settings.verbose);
   settings.graphs = switch_from_env("DNNX_CUDNN_GRAPHS", settings.graphs);
   settings.l2_sweep = switch_from_env("DNNX_CUDNN_L2_SWEEP", settings.l2_sweep);

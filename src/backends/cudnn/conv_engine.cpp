@@ -39,7 +39,11 @@
 // DOWN_CONVERT_INPUTS run f32 data on TF32 tensor cores (10-bit mantissa inputs), a silent loss of
 // precision, so for f32 they are listed unsupported with that reason. For f16/bf16 the tensor-core
 // engines are the point; engines noted REDUCED_PRECISION_REDUCTION accumulate in f16/bf16, which
-// breaks dnnx's promise of f32 accumulation (Note [f32 accumulation]), and are unsupported too.
+// breaks dnnx's promise of f32 accumulation (Note [f32 accumulation]), and are unsupported too
+// unless DNNX_ALLOW_REDUCED_PRECISION_REDUCTION=1. PyTorch's cudnn.benchmark does not rule them
+// out (it drops DOWN_CONVERT_INPUTS engines, and TENSOR_CORE ones for f32 without TF32), so the
+// switch is what lets a comparison with PyTorch time the same engines; like PyTorch's
+// allow_fp16_reduced_precision_reduction for matrix products it trades accuracy for speed.
 // NONDETERMINISTIC makes a candidate non-deterministic; WINOGRAD and FFT become notes and families.
 //
 // Note [runtime-compiled engines]

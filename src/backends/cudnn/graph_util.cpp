@@ -332,9 +332,12 @@ std::string numeric_exclusion(const EngineNotes& notes, const ConvDesc& desc,
     }
     return {};
   }
-  if (notes.has(CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)) {
+  if (notes.has(CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) &&
+      !runtime.allow_reduced_precision_reduction()) {
     return detail::cat("accumulates in ", to_string(desc.dtype),
-                       " (numerical note REDUCED_PRECISION_REDUCTION); dnnx accumulates in f32");
+                       " (numerical note REDUCED_PRECISION_REDUCTION) and dnnx accumulates in f32 "
+                       "(set ",
+                       reduced_precision_variable, "=1 to allow it)");
   }
   if (notes.has(CUDNN_BEHAVIOR_NOTE_REQUIRES_FILTER_INT8x32_REORDER) ||
       notes.has(CUDNN_BEHAVIOR_NOTE_REQUIRES_BIAS_INT8x32_REORDER)) {

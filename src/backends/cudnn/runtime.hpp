@@ -72,6 +72,9 @@ std::string not_listed_reason(ListedFor setting, ListedFor fallback, std::string
 /// Switches of one backend instance, read from the environment when it is created.
 struct Settings {
   bool allow_tf32 = false;        ///< DNNX_ALLOW_TF32: f32 may run on TF32 tensor cores
+  /// DNNX_ALLOW_REDUCED_PRECISION_REDUCTION: f16 / bf16 convolutions may run cuDNN engines that
+  /// accumulate in f16 / bf16 (Note [TF32] in conv_engine.cpp)
+  bool allow_reduced_precision_reduction = false;
   bool verbose = false;           ///< DNNX_VERBOSE: listing and plan-building costs on stderr
   bool graphs = true;             ///< DNNX_CUDNN_GRAPHS: Note [graph replay]
   bool l2_sweep = true;           ///< DNNX_CUDNN_L2_SWEEP: Note [cache after timing]
@@ -117,7 +120,8 @@ const char* to_string(KnobSearch search);
 const char* to_string(ListedFor where);
 const char* to_string(TapCandidates where);
 
-/// The settings the environment asks for (DNNX_ALLOW_TF32, DNNX_VERBOSE, DNNX_CUDNN_GRAPHS,
+/// The settings the environment asks for (DNNX_ALLOW_TF32,
+/// DNNX_ALLOW_REDUCED_PRECISION_REDUCTION, DNNX_VERBOSE, DNNX_CUDNN_GRAPHS,
 /// DNNX_CUDNN_L2_SWEEP, DNNX_CUDNN_RUNTIME_COMPILED, DNNX_CUDNN_COMPILE_BUDGET,
 /// DNNX_PLAN_DIR, DNNX_CUDNN_KNOB_SEARCH, DNNX_CUDNN_KNOB_VARIANTS, DNNX_CUDNN_CONV_GEMM,
 /// DNNX_CUDNN_CONV_WINOGRAD, DNNX_CUDNN_CONV_IM2COL, DNNX_CUDNN_CONV_TAPS, DNNX_CUDNN_CONV_FRAMES);
@@ -137,6 +141,9 @@ class Runtime final : public detail::DeviceRuntime {
   int device() const { return device_; }
   const DeviceFacts& facts() const { return facts_; }
   bool allow_tf32() const { return settings_.allow_tf32; }
+  bool allow_reduced_precision_reduction() const {
+    return settings_.allow_reduced_precision_reduction;
+  }
   bool verbose() const { return settings_.verbose; }
   const Settings& settings() const { return settings_; }
   cudaStream_t stream() const { return stream_raw_; }
