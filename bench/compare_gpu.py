@@ -250,6 +250,40 @@ def gated_loop_ms(cuda, fn, loop, host_ms, cycles_per_ms, tries=3):
     raise AssertionError("unreachable")
 
 
+# Note [PyTorch's kernels]
+# Where PyTorch's row is faster than every candidate dnnx timed, which kernel it runs says why: a
+# cuDNN kernel's name gives its family, tile and the types it reads, accumulates and writes in, so
+# it can be looked for among dnnx's candidates or found to be one dnnx rules out (an engine that
+# accumulates in f16, say, which PyTorch's cudnn.benchmark does not drop). With --torch-kernels
+# each row runs a few more calls under torch.profiler after its timing (not timed themselves), and
+# keeps the kernels they launched: name, launches per call, and the mean device time per call.
+def kernel_summary(events, calls):
+    """[{name, launches, us}] per call of the GPU kernels (and memsets) among profiler `events`
+    (torch.profiler's FunctionEvents of `calls` calls), the longest first."""
+    by_name = {}
+    for event in events:
+        if not str(getattr(event, "device_type", "")).endswith("CUDA"):
+            continue
+        launches, us = by_name.get(event.name, (0, 0.0))
+        by_name[event.name] = (launches + 1, us + event.time_range.elapsed_us())
+    rows = [dict(name=name, launches=launches / calls, us=us / calls)
+            for name, (launches, us) in by_name.items()]
+    return sorted(rows, key=lambda row: -row["us"])
+
+
+def torch_kernels(torch, fn, calls=5):
+    """kernel_summary of `calls` calls of fn, run under torch.profiler (Note [PyTorch's
+    kernels])."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    return kernel_summary(prof.events(), calls)
+
+
 def run_torch(args, shapes, batch, wanted=None):
     """PyTorch on `shapes` at `batch`, timed like the C++ bench; `wanted` (a set of
     layer/direction/config keys) limits it to the cases dnnx ran."""
@@ -340,6 +374,9 @@ def run_torch(args, shapes, batch, wanted=None):
                     kernel_ms=statistics.median(samples), call_ms=statistics.median(calls),
                     first_call_ms=first_ms, gated=gated, host_ms=host_ms / args.loop,
                     ungated_ms=ungated_ms)
+                if getattr(args, "torch_kernels", False):
+                    results[f"{s['name']}/{direction}/{config}"]["kernels"] = torch_kernels(
+                        torch, fn)
             del x, w, dy
     # Host overhead of a tiny conv, as the C++ bench measures it.
     x = torch.randn(1, 8, 8, 8, device=dev)
@@ -457,6 +494,8 @@ def combine_rounds(dnnx_rounds, torch_rounds, reuse=False):
             for field in ("host_ms", "ungated_ms"):
                 if all(field in one for one in runs):
                     torch_combined[key][field] = statistics.median(one[field] for one in runs)
+        if "kernels" in runs[0]:  # Note [PyTorch's kernels]: the first round's
+            torch_combined[key]["kernels"] = runs[0]["kernels"]
     return combined, torch_combined
 
 
@@ -516,6 +555,7 @@ def print_tables(args, shapes, records, torch_results, batch):
         failed_steps = []  # rows whose next step failed: (row, why)
         ungated = []  # PyTorch rows whose loops the sleep did not hold (Note [gated PyTorch loops])
         as_called = []  # PyTorch's ungated loop per row, where recorded
+        close = []  # rows at 0.98 or above with PyTorch's kernels (Note [PyTorch's kernels])
         for s in shapes:
             for direction in DIRECTIONS:
                 key = f"{s['name']}/{direction}/{config}"
@@ -543,6 +583,8 @@ def print_tables(args, shapes, records, torch_results, batch):
                     ungated.append(f"{s['name']} {direction}")
                 if "ungated_ms" in t:
                     as_called.append(t["ungated_ms"])
+                if "kernels" in t and ratio >= 0.98:
+                    close.append((f"{s['name']} {direction}", ratio, t["kernels"]))
                 if "next_step_error" in d:
                     failed_steps.append((f"{s['name']} {direction}", d["next_step_error"]))
                 if "next_step_ms" in d:
@@ -606,6 +648,13 @@ def print_tables(args, shapes, records, torch_results, batch):
                 print(f"PyTorch's loops as called, its host time per call not hidden (Note [gated "
                       f"PyTorch loops]): {called:.3f} ms in all, dnnx/that "
                       f"{tot_d / called:.2f}\n")
+            if close:
+                print("PyTorch's kernels on the rows at 0.98 or above (Note [PyTorch's kernels]; "
+                      "per call: launches x name, device us):")
+                for row, ratio, kernels in close:
+                    print(f"- {row} ({ratio:.2f}): " + "; ".join(
+                        f"{k['launches']:g} x `{k['name']}` {k['us']:.1f}" for k in kernels))
+                print()
             if ungated:
                 summaries[config]["torch_ungated_rows"] = len(ungated)
                 print(f"PyTorch rows timed with host time in them (the sleep did not outlast the "
@@ -867,6 +916,9 @@ def main():
                         help="suite, with --rounds 2 or more: the first round keeps its choices "
                              "in a file and the later rounds run them as a later process would "
                              "(Note [suite rounds])")
+    parser.add_argument("--torch-kernels", action="store_true",
+                        help="also run each PyTorch row a few more calls under torch.profiler "
+                             "and keep the kernels it launched (Note [PyTorch's kernels])")
     parser.add_argument("--merge", help="comma-separated --suite --json files of shards: print "
                         "their one suite summary (and write them together with --json)")
     parser.add_argument("--dry-run", action="store_true",

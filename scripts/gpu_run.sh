@@ -22,9 +22,11 @@
 # SHAPES_BUDGET_S (no new layer or file starts after this many seconds; default 300),
 # SHAPES_TAG (only the layers with this tag, e.g. dw; default all), SHAPES_CONFIGS (default
 # f16_nhwc,f32_nchw), SHAPES_ROUNDS (the benchmark and PyTorch take turns this many times per
-# file, rows the medians; default 1) and SHAPES_REUSE (non-empty: the rounds after the first run
+# file, rows the medians; default 1), SHAPES_REUSE (non-empty: the rounds after the first run
 # the first round's choices from its file, as a later process would, and the tables give what
-# that process's first calls cost; Note [suite rounds]). E.g. a few minutes of GPU time:
+# that process's first calls cost; Note [suite rounds]) and SHAPES_TORCH_KERNELS (non-empty:
+# PyTorch's kernels per row, from a few more calls under torch.profiler, listed for the rows at
+# 0.98 or above; Note [PyTorch's kernels]). E.g. a few minutes of GPU time:
 #   SHAPES_FILES=mobilenetv2,deeplabv3 SHAPES_MAX_LAYERS=6 bash scripts/gpu_run.sh build out shapes
 # SHAPES_FILES=all names every file of the suite. On a machine of several GPUs, SHAPES_DEVICES
 # (e.g. 0,1,2,3) runs one shard per GPU (Note [suite shards] in bench/compare_gpu.py): the files
@@ -148,7 +150,7 @@ if wants_only shapes; then
         --files "$1" --max-layers "${SHAPES_MAX_LAYERS:-0}" \
         --budget-s "${SHAPES_BUDGET_S:-300}" --configs "${SHAPES_CONFIGS:-f16_nhwc,f32_nchw}" \
         --tag "${SHAPES_TAG:-all}" --rounds "${SHAPES_ROUNDS:-1}" \
-        ${SHAPES_REUSE:+--reuse-choices} --json "$2"
+        ${SHAPES_REUSE:+--reuse-choices} ${SHAPES_TORCH_KERNELS:+--torch-kernels} --json "$2"
     }
     IFS=, read -r -a devices <<< "${SHAPES_DEVICES:-}"
     if ((${#devices[@]} <= 1)); then

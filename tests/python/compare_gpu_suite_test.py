@@ -327,6 +327,45 @@ check(two_rounds["a/fwd/f16_nhwc"]["gated"] is False
       and abs(two_rounds["a/fwd/f16_nhwc"]["ungated_ms"] - 1.3) < 1e-12,
       f"gated over rounds: {two_rounds}")
 
+# Note [PyTorch's kernels]: the profiler's GPU events per call, the longest first (host events
+# left out); the rows at 0.98 or above list them, and the first round's list is kept.
+class FakeRange:
+    def __init__(self, us):
+        self.us = us
+
+    def elapsed_us(self):
+        return self.us
+
+
+class FakeEvent:
+    def __init__(self, name, device, us):
+        self.name, self.device_type, self.time_range = name, device, FakeRange(us)
+
+
+events = [FakeEvent("aten::convolution_backward", "DeviceType.CPU", 80.0)]
+for _ in range(4):
+    events += [FakeEvent("reduce_splitk", "DeviceType.CUDA", 1.0),
+               FakeEvent("sm90_wgrad_f16f16_f16", "DeviceType.CUDA", 10.0)]
+kernels = compare_gpu.kernel_summary(events, 4)
+check(kernels == [dict(name="sm90_wgrad_f16f16_f16", launches=1.0, us=10.0),
+                  dict(name="reduce_splitk", launches=1.0, us=1.0)], f"kernels: {kernels}")
+kernel_records = [row("a/fwd/f16_nhwc"), row("a/bwd_data/f16_nhwc"), row("a/bwd_weights/f16_nhwc")]
+kernel_torch = {r["case"]: dict(kernel_ms=2.0, call_ms=2.1, first_call_ms=50.0,
+                                kernels=[dict(name="far", launches=1.0, us=2000.0)])
+                for r in kernel_records}
+kernel_torch["a/bwd_weights/f16_nhwc"].update(kernel_ms=0.9, kernels=kernels)
+with contextlib.redirect_stdout(io.StringIO()) as printed:
+    compare_gpu.print_tables(argparse.Namespace(configs=["f16_nhwc"]), [dict(name="a")],
+                             kernel_records, kernel_torch, 8)
+listing = printed.getvalue()
+check("- a bwd_weights (1.11): 1 x `sm90_wgrad_f16f16_f16` 10.0; 1 x `reduce_splitk` 1.0" in listing
+      and "`far`" not in listing, listing)
+kept = compare_gpu.combine_rounds(
+    [[case("a/fwd/f16_nhwc", 1.0, "x", 0.5)], [case("a/fwd/f16_nhwc", 1.0, "x", 0.5)]],
+    [{"a/fwd/f16_nhwc": dict(kernel_ms=1.0, call_ms=1.1, first_call_ms=9.0, kernels=kernels)},
+     {"a/fwd/f16_nhwc": dict(kernel_ms=1.0, call_ms=1.1, first_call_ms=9.0, kernels=[])}])[1]
+check(kept["a/fwd/f16_nhwc"]["kernels"] == kernels, f"the first round's kernels: {kept}")
+
 # The kind of each choice, by the prefix of its id.
 for algo, kind in (("cudnn:engine:62:workspace=2", "engine"), ("cudnn:gemm:cublaslt:a5", "gemm"),
                    ("cudnn:gemm:packed:cublas:gemm_ex", "gemm packed"),
