@@ -284,9 +284,12 @@ def torch_kernels(torch, fn, calls=5):
     return kernel_summary(prof.events(), calls)
 
 
-def run_torch(args, shapes, batch, wanted=None):
+def run_torch(args, shapes, batch, wanted=None, kernels=None):
     """PyTorch on `shapes` at `batch`, timed like the C++ bench; `wanted` (a set of
-    layer/direction/config keys) limits it to the cases dnnx ran."""
+    layer/direction/config keys) limits it to the cases dnnx ran; `kernels` (by default
+    --torch-kernels) keeps each row's kernels (Note [PyTorch's kernels])."""
+    if kernels is None:
+        kernels = getattr(args, "torch_kernels", False)
     import torch
 
     torch.backends.cudnn.enabled = True
@@ -374,7 +377,7 @@ def run_torch(args, shapes, batch, wanted=None):
                     kernel_ms=statistics.median(samples), call_ms=statistics.median(calls),
                     first_call_ms=first_ms, gated=gated, host_ms=host_ms / args.loop,
                     ungated_ms=ungated_ms)
-                if getattr(args, "torch_kernels", False):
+                if kernels:
                     results[f"{s['name']}/{direction}/{config}"]["kernels"] = torch_kernels(
                         torch, fn)
             del x, w, dy
@@ -782,7 +785,9 @@ def run_suite(args):
             suite = next((r for r in records if r["kind"] == "suite"), {})
             batch = int(suite.get("batch", batch))
             ran = {r["case"] for r in records if r["kind"] == "case"}
-            torch_results, torch_info = run_torch(args, shapes, batch, wanted=ran)
+            # The kernels of the first round only: the later rounds run the same plans.
+            torch_results, torch_info = run_torch(
+                args, shapes, batch, wanted=ran, kernels=args.torch_kernels and not torch_rounds)
             dnnx_rounds.append(records)
             torch_rounds.append(torch_results)
             # Written after every round (its tables printed once, after the last): a run stopped
