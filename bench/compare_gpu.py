@@ -786,8 +786,9 @@ def run_suite(args):
             batch = int(suite.get("batch", batch))
             ran = {r["case"] for r in records if r["kind"] == "case"}
             # The kernels of the first round only: the later rounds run the same plans.
-            torch_results, torch_info = run_torch(
-                args, shapes, batch, wanted=ran, kernels=args.torch_kernels and not torch_rounds)
+            kernels = getattr(args, "torch_kernels", False) and not torch_rounds
+            torch_results, torch_info = run_torch(args, shapes, batch, wanted=ran,
+                                                  kernels=kernels)
             dnnx_rounds.append(records)
             torch_rounds.append(torch_results)
             # Written after every round (its tables printed once, after the last): a run stopped

@@ -217,10 +217,12 @@ def fake_dnnx(args, shapes_path=None, **_):
 
 
 torch_turns = []
+kernel_turns = []  # Note [PyTorch's kernels]: asked for in the first round only
 
 
-def fake_torch(args, shapes, batch, wanted=None):
+def fake_torch(args, shapes, batch, wanted=None, kernels=None):
     torch_turns.append(sorted(wanted))
+    kernel_turns.append(kernels)
     if len(torch_turns) == 2:
         raise KeyboardInterrupt  # the second round's PyTorch turn never ends
     return ({"b2.dw.s2/fwd/f16_nhwc": dict(kernel_ms=2.0, call_ms=2.1, first_call_ms=9.0)},
@@ -233,7 +235,7 @@ with tempfile.TemporaryDirectory() as folder:
     json_path = os.path.join(folder, "suite.json")
     args = argparse.Namespace(
         files="mobilenetv2", tag="all", max_layers=0, batch=None, dry_run=False, budget_s=0,
-        reuse_choices=True, rounds=3, json=json_path, configs=["f16_nhwc"])
+        reuse_choices=True, rounds=3, json=json_path, configs=["f16_nhwc"], torch_kernels=True)
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             compare_gpu.run_suite(args)
@@ -248,6 +250,7 @@ with tempfile.TemporaryDirectory() as folder:
           and os.listdir(folder) == ["suite.json"], f"kept after a stop: {kept}")
 compare_gpu.run_dnnx, compare_gpu.run_torch = saved
 check(torch_turns == [["b2.dw.s2/fwd/f16_nhwc"]] * 2, f"torch turns: {torch_turns}")
+check(kernel_turns == [True, False], f"kernels asked for: {kernel_turns}")
 
 # Note [gated PyTorch loops]: a fake stream whose host queues a call in host_ms and whose GPU runs
 # it in kernel_ms. Behind a sleep that outlasts the queuing the loop reads the kernel alone; a
