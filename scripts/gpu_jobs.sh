@@ -10,7 +10,10 @@
 # JOB is GPU:KIND..., GPU the device index (CUDA_VISIBLE_DEVICES); the jobs of one GPU run in the
 # order given:
 #   G:FILES:CONFIGS                 the shape suite (SHAPES_FILES, SHAPES_CONFIGS), 3 rounds kept
-#   G:env:VAR=VALUE:FILES:CONFIGS   the same with one more variable (e.g. DNNX_SEARCH_BUDGET_MS=1000)
+#   G:env:VAR=VALUE[,VAR=VALUE...]:FILES:CONFIGS
+#                                   the same with more variables (e.g. DNNX_SEARCH_BUDGET_MS=1000,
+#                                   or SHAPES_TAG=bench,SHAPES_TORCH_KERNELS=1 for ResNet-50's
+#                                   eight layers with PyTorch's kernels listed)
 #   G:tests:BIN,BIN                 test binaries of BUILD/tests, one after the other
 #   G:verbose:SHAPES:CONFIGS[:LAYERS]
 #                                   cudnn_conv_bench on a shapes file with DNNX_VERBOSE=1 (the
@@ -134,8 +137,10 @@ run_gpu() {
         CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$build/bench/train_bench" "${train_args[@]}" \
           > "$work/g$gpu-j$k-train.json" 2> "$work/g$gpu-j$k-train.err" ;;
       env)
-        env "$a" "${suite_env[@]}" SHAPES_FILES="$b" SHAPES_CONFIGS="$c" timeout "$left" \
-          bash scripts/gpu_run.sh "$build" "$work/g$gpu-j$k" shapes >> "$work/g$gpu.log" 2>&1 ;;
+        local -a assignments
+        IFS=, read -r -a assignments <<< "$a"
+        env "${assignments[@]}" "${suite_env[@]}" SHAPES_FILES="$b" SHAPES_CONFIGS="$c" \
+          timeout "$left" bash scripts/gpu_run.sh "$build" "$work/g$gpu-j$k" shapes >> "$work/g$gpu.log" 2>&1 ;;
       *)
         env "${suite_env[@]}" SHAPES_FILES="$kind" SHAPES_CONFIGS="$a" timeout "$left" \
           bash scripts/gpu_run.sh "$build" "$work/g$gpu-j$k" shapes >> "$work/g$gpu.log" 2>&1 ;;
