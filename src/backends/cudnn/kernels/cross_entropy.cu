@@ -139,12 +139,12 @@ __device__ void finish(const XentParams& params, Partial partial, Partial* parti
 }
 
 // Note [xent loads in flight]
-// A thread's running (max, sum) over its share of a row is a chain of dependent steps. Written
-// as one load per step, the loads went out one at a time: a warp over 1000 classes waited for
-// 32 memory round trips in turn, and the fused forward of 64 x 1000 took 2.5 times PyTorch's
-// log_softmax + nll_loss (docs/benchmarks.md, GPU layers). Loads go out `loads_in_flight` at a
-// time ahead of the steps that use them, which take them in the same order as before, so every
-// result is bitwise what it was.
+// A thread's running (max, sum) over its share of a row is a chain of dependent steps. With one
+// load per step, each load would go out only when the step before it was done: a warp over 1000
+// classes would wait for 32 memory round trips in turn, the whole of a small batch's time (a
+// 64 x 1000 batch then ran slower than PyTorch's log_softmax and nll_loss kernels together:
+// docs/benchmarks.md, GPU layers). So loads go out `loads_in_flight` at a time, ahead of the
+// steps that take them, in the same order as one load per step: the results do not depend on it.
 constexpr int loads_in_flight = 8;
 
 // The running (max, sum) of base[i] for i = begin, begin + step, ... below end.
