@@ -140,7 +140,8 @@ run_gpu() {
         local -a assignments
         IFS=, read -r -a assignments <<< "$a"
         env "${assignments[@]}" "${suite_env[@]}" SHAPES_FILES="$b" SHAPES_CONFIGS="$c" \
-          timeout "$left" bash scripts/gpu_run.sh "$build" "$work/g$gpu-j$k" shapes >> "$work/g$gpu.log" 2>&1 ;;
+          timeout "$left" bash scripts/gpu_run.sh "$build" "$work/g$gpu-j$k" shapes \
+          >> "$work/g$gpu.log" 2>&1 ;;
       *)
         env "${suite_env[@]}" SHAPES_FILES="$kind" SHAPES_CONFIGS="$a" timeout "$left" \
           bash scripts/gpu_run.sh "$build" "$work/g$gpu-j$k" shapes >> "$work/g$gpu.log" 2>&1 ;;
