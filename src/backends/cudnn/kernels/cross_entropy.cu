@@ -147,39 +147,38 @@ __device__ void finish(const XentParams& params, Partial partial, Partial* parti
 // steps that take them, in the same order as one load per step: the results do not depend on it.
 constexpr int loads_in_flight = 8;
 
-// The running (max, sum) of base[i] for i = begin, begin + step, ... below end.
-template <typename T>
-__device__ __forceinline__ Running running_over(const T* base, std::int64_t begin, std::int64_t end,
-                                                std::int64_t step) {
-  Running r;
-  std::int64_t i = begin;
-  for (; i + (loads_in_flight - 1) * step < end; i += loads_in_flight * step) {
-    float v[loads_in_flight];
-#pragma unroll
-    for (int u = 0; u < loads_in_flight; ++u) v[u] = to_float(base[i + u * step]);
-#pragma unroll
-    for (int u = 0; u < loads_in_flight; ++u) r.add(v[u]);
-  }
-  for (; i < end; i += step) r.add(to_float(base[i]));
-  return r;
-}
-
-// out[i] = f(i, in[i]) for i = begin, begin + step, ... below end, the loads `loads_in_flight`
-// at a time (Note [xent loads in flight]); each element is read before it is written, so out
-// may be in.
-template <typename T, typename F>
-__device__ __forceinline__ void map_over(const T* in, T* out, std::int64_t begin, std::int64_t end,
-                                         std::int64_t step, F&& f) {
+// visit(i, in[i] as f32) for i = begin, begin + step, ... below end, in that order, the loads
+// going out `loads_in_flight` at a time ahead of the calls that take them (Note [xent loads in
+// flight]). Each batch is loaded before any of its calls, so a call may write in[i].
+template <typename T, typename Visit>
+__device__ __forceinline__ void visit_in_order(const T* in, std::int64_t begin, std::int64_t end,
+                                               std::int64_t step, Visit&& visit) {
   std::int64_t i = begin;
   for (; i + (loads_in_flight - 1) * step < end; i += loads_in_flight * step) {
     float v[loads_in_flight];
 #pragma unroll
     for (int u = 0; u < loads_in_flight; ++u) v[u] = to_float(in[i + u * step]);
 #pragma unroll
-    for (int u = 0; u < loads_in_flight; ++u)
-      out[i + u * step] = from_float<T>(f(i + u * step, v[u]));
+    for (int u = 0; u < loads_in_flight; ++u) visit(i + u * step, v[u]);
   }
-  for (; i < end; i += step) out[i] = from_float<T>(f(i, to_float(in[i])));
+  for (; i < end; i += step) visit(i, to_float(in[i]));
+}
+
+// The running (max, sum) of base[i] for i = begin, begin + step, ... below end.
+template <typename T>
+__device__ __forceinline__ Running running_over(const T* base, std::int64_t begin, std::int64_t end,
+                                                std::int64_t step) {
+  Running r;
+  visit_in_order(base, begin, end, step, [&](std::int64_t, float x) { r.add(x); });
+  return r;
+}
+
+// out[i] = f(i, in[i]) for i = begin, begin + step, ... below end; out may be in.
+template <typename T, typename F>
+__device__ __forceinline__ void map_over(const T* in, T* out, std::int64_t begin, std::int64_t end,
+                                         std::int64_t step, F&& f) {
+  visit_in_order(in, begin, end, step,
+                 [&](std::int64_t i, float x) { out[i] = from_float<T>(f(i, x)); });
 }
 
 // ---- forward -------------------------------------------------------------------------------
