@@ -33,6 +33,7 @@
 #include "ops/dispatch.hpp"
 #include "shapes/shapes_file.hpp"
 
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 #include <execinfo.h>
 #include <unistd.h>
@@ -266,6 +267,9 @@ struct Options {
   // Note [the program's next step]: a searching run with a choices file selects every case
   // once more after the last (--no-next-step: not).
   bool next_step = true;
+  // Note [profiled loops]: this many calls of each case's choice between cudaProfilerStart and
+  // cudaProfilerStop after its timing (0: none); no host-overhead records then.
+  int profile_loop = 0;
 };
 
 Options parse(int argc, char** argv) {
@@ -328,6 +332,8 @@ Options parse(int argc, char** argv) {
         throw std::runtime_error("--fill is random or block, not '" + fill + "'");
     } else if (arg == "--no-next-step") {
       o.next_step = false;
+    } else if (arg == "--profile-loop") {
+      o.profile_loop = std::stoi(value());
     } else if (arg == "--help") {
       std::cout
           << "cudnn_conv_bench [--shapes FILE] [--tag bench|all] [--batch N]\n"
@@ -353,7 +359,11 @@ Options parse(int argc, char** argv) {
              "                          dnnx's scratch tensors, a block of draws repeated)\n"
              "  [--no-next-step]  (with --choices-file and no --reuse: no selection of every\n"
              "                     case again after the last, the late plans of the searches\n"
-             "                     left to a later process)\n";
+             "                     left to a later process)\n"
+             "  [--profile-loop N]  (N more calls of each case's choice after its timing,\n"
+             "                       between cudaProfilerStart and cudaProfilerStop, for a\n"
+             "                       profiler run with its capture off at the start, e.g.\n"
+             "                       ncu --profile-from-start off; no host-overhead records)\n";
       std::exit(0);
     } else {
       throw std::runtime_error("unknown argument '" + arg + "' (see --help)");
@@ -362,6 +372,8 @@ Options parse(int argc, char** argv) {
   if (o.reuse && o.choices_file.empty()) throw std::runtime_error("--reuse needs --choices-file");
   if (o.search_rows < 0) throw std::runtime_error("--search-rows must be >= 0");
   if (o.loop_rows < 0) throw std::runtime_error("--loop-rows must be >= 0");
+  if (o.profile_loop < 0 || o.profile_loop > 1000)
+    throw std::runtime_error("--profile-loop must be 0 to 1000");
   if (o.directions.empty()) throw std::runtime_error("--directions names no direction");
   if (!o.choices_file.empty() && o.study)
     throw std::runtime_error("--study makes no choices: --choices-file does not apply");
@@ -469,6 +481,24 @@ double kernel_ms(Context& context, const ConvDesc& desc, Direction direction, Op
     }) / loop);
   }
   return median(samples);
+}
+
+// Note [profiled loops]
+// Which kernels a choice launches, and for how long each, is what a profiler tells (Nsight
+// Compute names every kernel and times it alone); the benchmark's own figures cannot. A profiler
+// that captures a whole run would also capture the search, hundreds of candidates' launches. So
+// with --profile-loop N each case's choice runs N more calls after its timing, synchronized on
+// both sides, between cudaProfilerStart and cudaProfilerStop: a profiler started with its capture
+// off (ncu --profile-from-start off) sees those launches only, in case order; without one the
+// two calls do nothing. The host-overhead records (thousands of tiny launches) are left out then.
+void profiled_loop(Context& context, const ConvDesc& desc, Direction direction, Operands& t,
+                   int calls) {
+  detail::Backend& backend = detail::state_of(context).backend();
+  backend.synchronize();
+  cudaProfilerStart();
+  for (int i = 0; i < calls; ++i) call(context, desc, direction, t);
+  backend.synchronize();
+  cudaProfilerStop();
 }
 
 double per_call_ms(Context& context, const ConvDesc& desc, Direction direction, Operands& t,
@@ -882,7 +912,7 @@ int main(int argc, char** argv) try {
                      .str()
               << '\n';
   }
-  if (!options.study) host_overhead(std::cout);
+  if (!options.study && options.profile_loop == 0) host_overhead(std::cout);
   if (options.overhead_only) return 0;
   std::vector<Shape> shapes = file.shapes;
   if (options.max_layers > 0 && shapes.size() > static_cast<std::size_t>(options.max_layers))
@@ -970,6 +1000,8 @@ int main(int argc, char** argv) try {
         const double search_ms = from_file ? 0 : options.reuse ? first_call_ms : choice->tuning_ms;
         const double kernel = kernel_ms(context, desc, direction, t, options.loop);
         const double per_call = per_call_ms(context, desc, direction, t, options.calls);
+        if (options.profile_loop > 0)
+          profiled_loop(context, desc, direction, t, options.profile_loop);
         // The heuristic pick (no timing), for the speedup of the search.
         std::shared_ptr<const Choice> heuristic;
         double heuristic_ms = 0;

@@ -28,6 +28,12 @@
 #   G:reuse:SHAPES:CONFIGS[:LAYERS] the same, once searching into a choices file (quiet), then as
 #                                   a second process reusing it, verbose (its settling of late
 #                                   plans, its plan loads)
+#   G:ncu:SHAPES:CONFIGS[:LAYERS]   the same search into a choices file, then a process reusing
+#                                   it under Nsight Compute, capture off but for each case's
+#                                   choice in a profiled loop of 5 calls (Note [profiled loops] in
+#                                   bench/cudnn_conv_bench.cpp): ncu's CSV (ncu.csv) names every
+#                                   kernel the choices launch and its duration (NCU: the ncu to
+#                                   run, by default the one on PATH or under /opt/nvidia)
 #   G:python:SCRIPT[:ARGS]          PYTHON SCRIPT ARGS (commas in ARGS become spaces, {out} the
 #                                   job's own folder in the logs), e.g.
 #                                   1:python:bench/gemm_1x1_study.py:--json,{out}/gemm.json
@@ -115,6 +121,20 @@ run_gpu() {
           --shapes "$a" --tag all --configs "$b" --no-heuristic ${c:+--layers "$c"} \
           --choices-file "$choices" --reuse > "$work/g$gpu-j$k-verbose.jsonl" \
           2> "$work/g$gpu-j$k-verbose.err" ;;
+      ncu)
+        local choices="$work/g$gpu-j$k-choices.json"
+        local ncu=${NCU:-$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null \
+                            | tail -n 1)}
+        CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$build/bench/cudnn_conv_bench" \
+          --shapes "$a" --tag all --configs "$b" --no-heuristic ${c:+--layers "$c"} \
+          --choices-file "$choices" > "$work/g$gpu-j$k-first.jsonl" 2> "$work/g$gpu-j$k-first.err"
+        left=$((budget - ($(date +%s) - start)))
+        CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "${ncu:-ncu}" --profile-from-start off \
+          --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+          --log-file "$work/g$gpu-j$k-ncu.csv" "$build/bench/cudnn_conv_bench" \
+          --shapes "$a" --tag all --configs "$b" --no-heuristic ${c:+--layers "$c"} \
+          --choices-file "$choices" --reuse --profile-loop 5 > "$work/g$gpu-j$k-ncu.jsonl" \
+          2> "$work/g$gpu-j$k-ncu.err" ;;
       python)
         local job_out="$work/g$gpu-j$k"
         mkdir -p "$job_out"
