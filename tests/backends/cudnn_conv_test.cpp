@@ -692,6 +692,14 @@ TEST(CudnnSettings, KnobSearchFromTheEnvironment) {
 // variants once more engines are supported, so only those listed both ways are compared).
 TEST(CudnnConv, ReducedPrecisionReductionIsASwitch) {
   DNNX_REQUIRE_GPU();
+  // A context of its own stream has a backend of its own, which reads the settings when it is made
+  // (the stream lives as long as the process, as Context::with_stream requires).
+  Context allowed = [] {
+    const ScopedEnv allow("DNNX_ALLOW_REDUCED_PRECISION_REDUCTION", "1");
+    cudaStream_t stream = nullptr;
+    EXPECT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    return gpu_context().with_stream(stream);
+  }();
   std::size_t noted = 0;
   for (const ConvDesc& desc : desc_matrix()) {
     if (desc.dtype == DType::f32) continue;
@@ -712,9 +720,7 @@ TEST(CudnnConv, ReducedPrecisionReductionIsASwitch) {
           strict.emplace(info.id, info);
         }
       }
-      const ScopedEnv allow("DNNX_ALLOW_REDUCED_PRECISION_REDUCTION", "1");
-      Context context = gpu_context();
-      for (const AlgoInfo& info : conv_list(context, desc, direction)) {
+      for (const AlgoInfo& info : conv_list(allowed, desc, direction)) {
         if (const auto other = others.find(info.id); other != others.end()) {
           EXPECT_EQ(info.supported, other->second)
               << desc << ": " << info.id << ": " << info.reason;
