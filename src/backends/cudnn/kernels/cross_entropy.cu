@@ -18,7 +18,8 @@
 // (an atomic counter in the plan's XentRecord) adds the partials in block order. The grid
 // depends on the shape only, so results are bitwise reproducible. The same last block turns the
 // lowest bad label position (atomicMin into the record) into the host-visible XentReport and
-// resets the record for the next launch.
+// resets the record for the next launch. A launch of one block skips the partials and the counter:
+// its own sums are the totals, the same values the protocol would add up.
 
 #include "backends/cudnn/kernels/cross_entropy.hpp"
 #include "backends/cudnn/kernels/common.cuh"
@@ -96,32 +97,40 @@ template <typename T, typename L>
 __device__ void finish(const XentParams& params, Partial partial, Partial* partials, T* loss,
                        double* total_weight, const L* labels, XentRecord* record,
                        XentReport* report) {
-  __shared__ bool last;
   const int thread = threadIdx.y * blockDim.x + threadIdx.x;
   const int threads = blockDim.x * blockDim.y;
-  if (thread == 0) {
-    if (partials != nullptr) partials[blockIdx.x] = partial;
-    __threadfence();
-    const unsigned done = atomicAdd(&record->blocks_done, 1u);
-    last = done == gridDim.x - 1;
-  }
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  if (partials != nullptr) {
-    Partial mine{0.0, 0.0};
-    for (unsigned b = thread; b < gridDim.x; b += threads) {
-      mine.loss += __ldcg(&partials[b].loss);
-      mine.weight += __ldcg(&partials[b].weight);
+  // The totals, in thread 0.
+  auto store = [&](const Partial& sums) {
+    if (loss != nullptr) {
+      const double value = params.reduce == Reduce::mean ? sums.loss / sums.weight : sums.loss;
+      *loss = from_float<T>(static_cast<float>(value));
     }
-    const double loss_sum = block_sum(mine.loss);
-    const double weight_sum = block_sum(mine.weight);
+    if (total_weight != nullptr) *total_weight = sums.weight;
+  };
+  if (gridDim.x == 1) {
+    // The only block: its sums are the totals, and no other block's work to wait for (its own
+    // threads' label records were fenced before they reached this barrier).
+    __syncthreads();
+    if (thread == 0 && partials != nullptr) store(partial);
+  } else {
+    __shared__ bool last;
     if (thread == 0) {
-      if (loss != nullptr) {
-        const double value = params.reduce == Reduce::mean ? loss_sum / weight_sum : loss_sum;
-        *loss = from_float<T>(static_cast<float>(value));
+      if (partials != nullptr) partials[blockIdx.x] = partial;
+      __threadfence();
+      const unsigned done = atomicAdd(&record->blocks_done, 1u);
+      last = done == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    if (partials != nullptr) {
+      Partial mine{0.0, 0.0};
+      for (unsigned b = thread; b < gridDim.x; b += threads) {
+        mine.loss += __ldcg(&partials[b].loss);
+        mine.weight += __ldcg(&partials[b].weight);
       }
-      if (total_weight != nullptr) *total_weight = weight_sum;
+      const Partial sums{block_sum(mine.loss), block_sum(mine.weight)};
+      if (thread == 0) store(sums);
     }
   }
   if (thread == 0) {
@@ -145,7 +154,9 @@ __device__ void finish(const XentParams& params, Partial partial, Partial* parti
 // 64 x 1000 batch then ran slower than PyTorch's log_softmax and nll_loss kernels together:
 // docs/benchmarks.md, GPU layers). So loads go out `loads_in_flight` at a time, ahead of the
 // steps that take them, in the same order as one load per step: the results do not depend on it.
-constexpr int loads_in_flight = 8;
+// The last, partial batch goes out the same way, its loads past the end predicated off: left to
+// a loop of single loads, its up to loads_in_flight - 1 loads would be round trips in turn again.
+constexpr int loads_in_flight = 16;
 
 // visit(i, in[i] as f32) for i = begin, begin + step, ... below end, in that order, the loads
 // going out `loads_in_flight` at a time ahead of the calls that take them (Note [xent loads in
@@ -153,15 +164,17 @@ constexpr int loads_in_flight = 8;
 template <typename T, typename Visit>
 __device__ __forceinline__ void visit_in_order(const T* in, std::int64_t begin, std::int64_t end,
                                                std::int64_t step, Visit&& visit) {
-  std::int64_t i = begin;
-  for (; i + (loads_in_flight - 1) * step < end; i += loads_in_flight * step) {
+  for (std::int64_t i = begin; i < end; i += loads_in_flight * step) {
     float v[loads_in_flight];
 #pragma unroll
-    for (int u = 0; u < loads_in_flight; ++u) v[u] = to_float(in[i + u * step]);
+    for (int u = 0; u < loads_in_flight; ++u) {
+      if (i + u * step < end) v[u] = to_float(in[i + u * step]);
+    }
 #pragma unroll
-    for (int u = 0; u < loads_in_flight; ++u) visit(i + u * step, v[u]);
+    for (int u = 0; u < loads_in_flight; ++u) {
+      if (i + u * step < end) visit(i + u * step, v[u]);
+    }
   }
-  for (; i < end; i += step) visit(i, to_float(in[i]));
 }
 
 // The running (max, sum) of base[i] for i = begin, begin + step, ... below end.
@@ -209,14 +222,13 @@ __device__ __forceinline__ void store_or_add(const XentParams& params, std::int6
   }
 }
 
-// Position p's loss from its row's running (max, sum), the logit of class c being logit(c): the
-// label checked, the loss stored (none) or added to `partial`.
-template <typename T, typename L, typename Logit>
+// Position p's loss from its row's running (max, sum) and its label y, the logit of class c
+// being logit(c): the label checked, the loss stored (none) or added to `partial`.
+template <typename T, typename Logit>
 __device__ __forceinline__ void add_position_loss(const XentParams& params, std::int64_t p,
-                                                  const Running& r, const L* labels,
+                                                  const Running& r, std::int64_t y,
                                                   const float* weights, T* loss, XentRecord* record,
                                                   Partial& partial, Logit&& logit) {
-  const std::int64_t y = label_at(labels, p);
   const bool ok = check_label(y, p, params, record);
   const Partial value = position_loss(
       params, y, ok, weights, [&](std::int64_t c) { return (logit(c) - r.max) - logf(r.sum); });
@@ -244,10 +256,21 @@ __global__ void __launch_bounds__(warp_size* warp_positions_per_block)
   for (std::int64_t p = blockIdx.x * std::int64_t{warp_positions_per_block} + threadIdx.y;
        p < positions; p += std::int64_t{gridDim.x} * warp_positions_per_block) {
     const T* row = logits + p * params.classes;
-    const Running r = warp_merge(running_over(row, lane, params.classes, warp_size));
+    // The label is read with the row, and its logit kept by the lane that visits it, so that the
+    // loss does not wait for two more round trips after the row's statistics.
+    const std::int64_t y = label_at(labels, p);
+    float label_logit = 0.0f;
+    Running r;
+    visit_in_order(row, lane, params.classes, warp_size, [&](std::int64_t c, float x) {
+      r.add(x);
+      if (c == y) label_logit = x;
+    });
+    r = warp_merge(r);
+    const int holder = y >= 0 && y < params.classes ? static_cast<int>(y % warp_size) : 0;
+    label_logit = __shfl_sync(0xffffffffu, label_logit, holder);
     if (lane == 0) {
-      add_position_loss<T>(params, p, r, labels, weights, loss, record, partial,
-                           [&](std::int64_t c) { return to_float(row[c]); });
+      add_position_loss<T>(params, p, r, y, weights, loss, record, partial,
+                           [&](std::int64_t) { return label_logit; });
     }
   }
   finish_forward<T, L>(params, partial, partials, loss, labels, record, report);
@@ -261,10 +284,11 @@ __global__ void __launch_bounds__(block_threads)
   Partial partial{0.0, 0.0};
   for (std::int64_t p = blockIdx.x; p < positions; p += gridDim.x) {
     const T* row = logits + p * params.classes;
+    const std::int64_t y = label_at(labels, p);  // read with the row, not after it
     const Running r =
         block_merge<block_threads>(running_over(row, threadIdx.x, params.classes, blockDim.x));
     if (threadIdx.x == 0) {
-      add_position_loss<T>(params, p, r, labels, weights, loss, record, partial,
+      add_position_loss<T>(params, p, r, y, weights, loss, record, partial,
                            [&](std::int64_t c) { return to_float(row[c]); });
     }
   }
@@ -280,8 +304,9 @@ __global__ void __launch_bounds__(column_threads)
   for (std::int64_t p = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; p < positions;
        p += std::int64_t{gridDim.x} * blockDim.x) {
     const std::int64_t first = element(params, p, 0);
+    const std::int64_t y = label_at(labels, p);  // read with the row, not after it
     const Running r = running_over(logits + first, 0, params.classes * params.inner, params.inner);
-    add_position_loss<T>(params, p, r, labels, weights, loss, record, partial, [&](std::int64_t c) {
+    add_position_loss<T>(params, p, r, y, weights, loss, record, partial, [&](std::int64_t c) {
       return to_float(logits[first + c * params.inner]);
     });
   }
@@ -307,12 +332,48 @@ __global__ void __launch_bounds__(reduce_threads)
   finish<float, L>(params, partial, partials, nullptr, total, labels, record, report);
 }
 
+// Note [xent warp total]
+// The mean's gradient divides by the total weight of the positions not ignored, a sum over every
+// label: weight_total's launch before the gradient's, with its own last-block protocol (Note
+// [xent last block]). For a batch of at most warp_total_max positions in the warp shape, each
+// warp of the gradient kernel adds the labels up itself instead, before its first row, its
+// lanes' loads going out together (one round trip, two with class weights): the second launch
+// and its protocol cost more than that. The sum runs in the same order in every warp (lane-strided,
+// then the warp's shuffle tree), so every warp divides by the same value, and the labels are still
+// checked where each position's gradient is made.
+constexpr std::int64_t warp_total_max = 16 * warp_size;
+
+template <typename L>
+__device__ double warp_weight_total(const XentParams& params, const L* labels,
+                                    const float* weights) {
+  const int lane = threadIdx.x % warp_size;
+  const std::int64_t positions = positions_of(params);
+  std::int64_t y[warp_total_max / warp_size];
+#pragma unroll
+  for (int u = 0; u < warp_total_max / warp_size; ++u) {
+    const std::int64_t p = lane + std::int64_t{u} * warp_size;
+    y[u] = p < positions ? label_at(labels, p) : params.ignore_index;
+  }
+  double total = 0.0;
+#pragma unroll
+  for (int u = 0; u < warp_total_max / warp_size; ++u) {
+    if (y[u] != params.ignore_index && y[u] >= 0 && y[u] < params.classes)
+      total += weights != nullptr ? weights[y[u]] : 1.0f;
+  }
+  return warp_sum(total);
+}
+
+// The mean's divisor, read once per thread (0 for the other reductions, which do not use it).
+__device__ __forceinline__ double divisor_of(const XentParams& params, const double* total) {
+  return params.reduce == Reduce::mean ? *total : 0.0;
+}
+
 // The gradient factor of position p: w * g (PyTorch's order for the mean: w * g / total); 0
 // when ignored, NaN for a bad label.
 template <typename T>
 __device__ __forceinline__ float grad_scale(const XentParams& params, std::int64_t p,
                                             std::int64_t y, bool ok, const float* weights,
-                                            const T* diff_loss, const double* total) {
+                                            const T* diff_loss, double total) {
   if (!ok) return NAN;
   if (y == params.ignore_index) return 0.0f;
   const float w = weights != nullptr ? weights[y] : 1.0f;
@@ -320,7 +381,7 @@ __device__ __forceinline__ float grad_scale(const XentParams& params, std::int64
     case Reduce::none: return w * to_float(diff_loss[p]);
     case Reduce::sum: return w * to_float(diff_loss[0]);
     case Reduce::mean:
-      return static_cast<float>(static_cast<double>(w) * to_float(diff_loss[0]) / *total);
+      return static_cast<float>(static_cast<double>(w) * to_float(diff_loss[0]) / total);
   }
   return 0.0f;
 }
@@ -337,15 +398,19 @@ __global__ void __launch_bounds__(warp_size* warp_positions_per_block)
                   XentReport* report) {
   const int lane = threadIdx.x;
   const std::int64_t positions = positions_of(params);
+  // No total given: the warp adds it up (Note [xent warp total]).
+  const double divisor = params.reduce == Reduce::mean && total == nullptr
+                             ? warp_weight_total(params, labels, weights)
+                             : divisor_of(params, total);
   for (std::int64_t p = blockIdx.x * std::int64_t{warp_positions_per_block} + threadIdx.y;
        p < positions; p += std::int64_t{gridDim.x} * warp_positions_per_block) {
     const T* row = logits + p * params.classes;
     T* out = diff_logits + p * params.classes;
+    const std::int64_t y = label_at(labels, p);  // read with the row, not after it
     const Running r = warp_merge(running_over(row, lane, params.classes, warp_size));
-    const std::int64_t y = label_at(labels, p);
     const bool ok = lane == 0 ? check_label(y, p, params, record)
                               : (y == params.ignore_index || (y >= 0 && y < params.classes));
-    const float g = grad_scale(params, p, y, ok, weights, diff_loss, total);
+    const float g = grad_scale(params, p, y, ok, weights, diff_loss, divisor);
     map_over(row, out, lane, params.classes, warp_size,
              [&](std::int64_t c, float x) { return gradient(x, r, g, c == y); });
   }
@@ -358,6 +423,7 @@ __global__ void __launch_bounds__(block_threads)
                    const T* diff_loss, T* diff_logits, const double* total, XentRecord* record,
                    XentReport* report) {
   const std::int64_t positions = positions_of(params);
+  const double divisor = divisor_of(params, total);
   for (std::int64_t p = blockIdx.x; p < positions; p += gridDim.x) {
     const T* row = logits + p * params.classes;
     T* out = diff_logits + p * params.classes;
@@ -366,7 +432,7 @@ __global__ void __launch_bounds__(block_threads)
     const std::int64_t y = label_at(labels, p);
     const bool ok = threadIdx.x == 0 ? check_label(y, p, params, record)
                                      : (y == params.ignore_index || (y >= 0 && y < params.classes));
-    const float g = grad_scale(params, p, y, ok, weights, diff_loss, total);
+    const float g = grad_scale(params, p, y, ok, weights, diff_loss, divisor);
     map_over(row, out, threadIdx.x, params.classes, blockDim.x,
              [&](std::int64_t c, float x) { return gradient(x, r, g, c == y); });
   }
@@ -379,13 +445,14 @@ __global__ void __launch_bounds__(column_threads)
                     const T* diff_loss, T* diff_logits, const double* total, XentRecord* record,
                     XentReport* report) {
   const std::int64_t positions = positions_of(params);
+  const double divisor = divisor_of(params, total);
   for (std::int64_t p = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; p < positions;
        p += std::int64_t{gridDim.x} * blockDim.x) {
     const std::int64_t first = element(params, p, 0);
     const Running r = running_over(logits + first, 0, params.classes * params.inner, params.inner);
     const std::int64_t y = label_at(labels, p);
     const bool ok = check_label(y, p, params, record);
-    const float g = grad_scale(params, p, y, ok, weights, diff_loss, total);
+    const float g = grad_scale(params, p, y, ok, weights, diff_loss, divisor);
     // The label's offset from `first`, compared instead of dividing every offset by inner.
     const std::int64_t target = y >= 0 && y < params.classes ? y * params.inner : -1;
     map_over(logits + first, diff_logits + first, 0, params.classes * params.inner, params.inner,
@@ -401,6 +468,7 @@ __global__ void __launch_bounds__(reduce_threads)
                            const T* diff_loss, T* diff_logits, const double* total,
                            XentRecord* record, XentReport* report) {
   const std::int64_t elements = positions_of(params) * params.classes;
+  const double divisor = divisor_of(params, total);
   for (std::int64_t k = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; k < elements;
        k += std::int64_t{gridDim.x} * blockDim.x) {
     const std::int64_t i = k % params.inner;
@@ -411,7 +479,7 @@ __global__ void __launch_bounds__(reduce_threads)
     // Each bad position is recorded once, by its class-0 element.
     const bool ok = c == 0 ? check_label(y, p, params, record)
                            : (y == params.ignore_index || (y >= 0 && y < params.classes));
-    const float g = grad_scale(params, p, y, ok, weights, diff_loss, total);
+    const float g = grad_scale(params, p, y, ok, weights, diff_loss, divisor);
     diff_logits[k] = from_float<T>(g * (to_float(diff_logits[k]) - (c == y ? 1.0f : 0.0f)));
   }
   finish<T, L>(params, Partial{0.0, 0.0}, nullptr, nullptr, nullptr, labels, record, report);
@@ -471,6 +539,11 @@ cudaError_t dispatch(const XentParams& params, F&& f) {
   return cudaErrorInvalidValue;
 }
 
+// Whether backward_warp adds the mean's total up itself (Note [xent warp total]).
+bool warp_adds_total(const XentParams& params) {
+  return shape_of(params) == Shape::warp && params.positions() <= warp_total_max;
+}
+
 std::size_t partials_bytes(unsigned grid) { return std::size_t{grid} * sizeof(Partial); }
 
 }  // namespace
@@ -483,7 +556,9 @@ std::size_t xent_fused_forward_workspace(const XentParams& params) {
   return params.reduce == Reduce::none ? 0 : partials_bytes(fused_launch(params).grid);
 }
 
-// Mean: the weight total (f64) at offset 0, then the weight kernel's partials.
+// Mean: the weight total (f64) at offset 0, then the weight kernel's partials. The fused
+// backward of a batch whose warps add the total up themselves does not use it, but the same
+// workspace serves the backward from probabilities, which always launches weight_total.
 std::size_t xent_backward_workspace(const XentParams& params) {
   if (params.reduce != Reduce::mean) return 0;
   return sizeof(double) + partials_bytes(reduce_launch(params.positions()).grid);
@@ -546,7 +621,7 @@ cudaError_t xent_fused_backward(const XentParams& params, const void* logits, co
     using T = decltype(t);
     using L = decltype(l);
     double* total = nullptr;
-    if (params.reduce == Reduce::mean) {
+    if (params.reduce == Reduce::mean && !warp_adds_total(params)) {
       const cudaError_t status = launch_weight_total<L>(params, labels, weights, workspace, record,
                                                         report, stream, &total);
       if (status != cudaSuccess) return status;
