@@ -8,6 +8,14 @@ profile conv ... --json`). Needs a CUDA PyTorch.
 
     torch_kernels.py --shapes bench/shapes/FILE.txt --layers NAME[,NAME] [--configs f16_nhwc]
                      [--directions fwd,bwd_data,bwd_weights] [--batch N] [--calls 20]
+                     [--frontend-log FILE]
+
+--frontend-log FILE turns on the cuDNN frontend's log (CUDNN_FRONTEND_LOG_INFO=1,
+CUDNN_FRONTEND_LOG_FILE=FILE) before PyTorch loads: PyTorch's benchmark search goes through the
+frontend, which logs the execution plans it builds and times, named by their engine and knob
+values (a plan's tag, e.g. eng62_k2=1), so the file tells which engine configuration PyTorch's
+search ran and chose, to set against dnnx's ids (cudnn:engine:62:...). The log keeps no layer
+names: give one layer and direction per run.
 """
 
 import argparse
@@ -49,7 +57,12 @@ def main():
     parser.add_argument("--directions", default=",".join(DIRECTIONS))
     parser.add_argument("--batch", type=int)
     parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--frontend-log", help="the cuDNN frontend's log into this file")
     args = parser.parse_args()
+    if args.frontend_log:
+        # Read when the frontend logs first: set before PyTorch (and cuDNN) load.
+        os.environ["CUDNN_FRONTEND_LOG_INFO"] = "1"
+        os.environ["CUDNN_FRONTEND_LOG_FILE"] = args.frontend_log
 
     import torch
 
