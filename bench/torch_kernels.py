@@ -12,18 +12,79 @@ profile conv ... --json`). Needs a CUDA PyTorch.
 
 --frontend-log FILE turns on the cuDNN frontend's log (CUDNN_FRONTEND_LOG_INFO=1,
 CUDNN_FRONTEND_LOG_FILE=FILE) before PyTorch loads: PyTorch's benchmark search goes through the
-frontend, which logs the execution plans it builds and times, named by their engine and knob
-values (a plan's tag, e.g. eng62_k2=1), so the file tells which engine configuration PyTorch's
-search ran and chose, to set against dnnx's ids (cudnn:engine:62:...). The log keeps no layer
-names: give one layer and direction per run.
+frontend, which logs the execution plans it times, named by their engine and knob values (a
+plan's tag, e.g. ConvBwdFilter_eng62_k25=2), with the time it measured for each. After the
+kernels, every search's plans are printed fastest first (the first is the one PyTorch runs),
+each with the id dnnx gives the same configuration (cudnn:engine:62:workspace=2). The log names
+no layers: its searches are matched to the layer-directions in the order they ran, and printed
+unmatched when their count differs (a search not logged).
 """
 
 import argparse
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare_gpu import DIRECTIONS, output_size, read_shapes_file  # noqa: E402
+
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+PLAN_TIME = re.compile(r"\[cudnn_frontend\] Plan (\S+) took\s+([0-9.eE+-]+)")
+SEARCH_END = re.compile(r"\[cudnn_frontend\] Auto-tuning returns \d+ plans")
+ENGINE_TAG = re.compile(r"_eng(\d+)((?:_k\d+=-?\d+)*)$")
+
+
+def knob_names():
+    """cudnnBackendKnobType_t's names as dnnx spells them in its ids, read from the table in
+    src/backends/cudnn/graph_util.cpp (empty if that file is not there: ids then say k<N>)."""
+    try:
+        with open(os.path.join(ROOT, "src", "backends", "cudnn", "graph_util.cpp")) as f:
+            text = f.read()
+    except OSError:
+        return []
+    table = re.search(r"knob_names\{(.*?)\};", text, re.S)
+    return re.findall(r'"(\w+)"', table.group(1)) if table else []
+
+
+def dnnx_id(tag, names):
+    """The dnnx id of the engine configuration a frontend plan tag names (e.g.
+    ConvBwdFilter_eng62_k25=2 -> cudnn:engine:62:workspace=2), or None for another tag."""
+    match = ENGINE_TAG.search(tag)
+    if not match:
+        return None
+    knobs = []
+    for knob in re.findall(r"_k(\d+)=(-?\d+)", match.group(2)):
+        kind = int(knob[0])
+        knobs.append(f"{names[kind] if kind < len(names) else 'k' + knob[0]}={knob[1]}")
+    return f"cudnn:engine:{match.group(1)}" + (":" + ",".join(knobs) if knobs else "")
+
+
+def frontend_searches(text):
+    """The autotuning runs of a frontend log, in order: each the (tag, ms) of its timed plans."""
+    searches, current = [], []
+    for line in text.splitlines():
+        timed = PLAN_TIME.search(line)
+        if timed:
+            current.append((timed.group(1), float(timed.group(2))))
+        elif SEARCH_END.search(line):
+            searches.append(current)
+            current = []
+    if current:
+        searches.append(current)
+    return searches
+
+
+def print_searches(searches, labels, names):
+    """Each search's plans fastest first, under its layer-direction when the counts agree."""
+    if len(searches) != len(labels):
+        print(f"\nthe frontend's log holds {len(searches)} searches for {len(labels)} "
+              "layer-directions: printed in order, unmatched")
+        labels = [f"search {i + 1}" for i in range(len(searches))]
+    for label, plans in zip(labels, searches):
+        print(f"\n{label}: the frontend's timing of PyTorch's search, fastest (its pick) first")
+        for tag, ms in sorted(plans, key=lambda plan: plan[1]):
+            print(f"  {ms:10.4f} ms  {tag}  {dnnx_id(tag, names) or ''}")
 
 
 def kernels_of(fn, calls):
@@ -84,6 +145,7 @@ def main():
             parser.error(f"--directions: '{direction}' is not one of {', '.join(DIRECTIONS)}")
     print(f"torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, "
           f"{torch.cuda.get_device_name(0)}")
+    labels = []  # the layer-directions searched, in order
     for config in args.configs.split(","):
         dtype = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[
             config.split("_")[0]]
@@ -111,8 +173,12 @@ def main():
                     def fn():
                         return torch.ops.aten.convolution_backward(dy, x, w, None, *conv, mask)
                 print(f"\n{name} {config} {direction} (batch {batch}):")
+                labels.append(f"{name} {config} {direction}")
                 for kernel, launches, us in kernels_of(fn, args.calls):
                     print(f"  {us:9.2f} us x {launches:g}  {kernel}")
+    if args.frontend_log:
+        with open(args.frontend_log, errors="replace") as f:
+            print_searches(frontend_searches(f.read()), labels, knob_names())
 
 
 if __name__ == "__main__":
