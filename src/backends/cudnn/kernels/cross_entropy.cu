@@ -150,12 +150,12 @@ __device__ void finish(const XentParams& params, Partial partial, Partial* parti
 // Note [xent loads in flight]
 // A thread's running (max, sum) over its share of a row is a chain of dependent steps. With one
 // load per step, each load would go out only when the step before it was done: a warp over 1000
-// classes would wait for 32 memory round trips in turn, the whole of a small batch's time (a
-// 64 x 1000 batch then ran slower than PyTorch's log_softmax and nll_loss kernels together:
-// docs/benchmarks.md, GPU layers). So loads go out `loads_in_flight` at a time, ahead of the
-// steps that take them, in the same order as one load per step: the results do not depend on it.
-// The last, partial batch goes out the same way, its loads past the end predicated off: left to
-// a loop of single loads, its up to loads_in_flight - 1 loads would be round trips in turn again.
+// classes would wait for 32 memory round trips in turn. So loads go out `loads_in_flight` at a
+// time, ahead of the steps that take them, in the same order as one load per step: the results
+// do not depend on it. The last, partial batch goes out the same way, its loads past the end
+// predicated off: left to a loop of single loads, they would be round trips in turn again. (On a
+// 64 x 1000 batch this took a tenth off the forward's time; most of the rest is elsewhere:
+// docs/benchmarks.md, GPU layers.)
 constexpr int loads_in_flight = 16;
 
 // visit(i, in[i] as f32) for i = begin, begin + step, ... below end, in that order, the loads
@@ -337,8 +337,8 @@ __global__ void __launch_bounds__(reduce_threads)
 // label: weight_total's launch before the gradient's, with its own last-block protocol (Note
 // [xent last block]). For a batch of at most warp_total_max positions in the warp shape, each
 // warp of the gradient kernel adds the labels up itself instead, before its first row, its
-// lanes' loads going out together (one round trip, two with class weights): the second launch
-// and its protocol cost more than that. The sum runs in the same order in every warp (lane-strided,
+// lanes' loads going out together: one launch instead of two, for one round trip (two with class
+// weights) in each warp. The sum runs in the same order in every warp (lane-strided,
 // then the warp's shuffle tree), so every warp divides by the same value, and the labels are still
 // checked where each position's gradient is made.
 constexpr std::int64_t warp_total_max = 16 * warp_size;
