@@ -14,6 +14,9 @@
 #                                   the same with more variables (e.g. DNNX_SEARCH_BUDGET_MS=1000,
 #                                   or SHAPES_TAG=bench,SHAPES_TORCH_KERNELS=1 for ResNet-50's
 #                                   eight layers with PyTorch's kernels listed)
+#   G:env:VAR=VALUE[,VAR=VALUE...]:JOB
+#                                   any job below with more variables, e.g.
+#                                   0:env:DNNX_CUDNN_GRAPHS=0:bench:FILE:f16_nhwc:--layers,NAME
 #   G:tests:BIN,BIN                 test binaries of BUILD/tests, one after the other
 #   G:verbose:SHAPES:CONFIGS[:LAYERS]
 #                                   cudnn_conv_bench on a shapes file with DNNX_VERBOSE=1 (the
@@ -74,7 +77,7 @@ done
 
 # The jobs of GPU $1, in turn; its log is $work/g$1.log.
 run_gpu() {
-  local gpu=$1 k=0 job left kind a b c
+  local gpu=$1 k=0 job left
   local -a list
   IFS=';' read -r -a list <<< "${jobs[$gpu]}"
   for job in "${list[@]}"; do
@@ -85,89 +88,101 @@ run_gpu() {
       continue
     fi
     echo "== $(date +%T) gpu$gpu job$k $job, $left s left" >> "$work/g$gpu.log"
-    IFS=: read -r kind a b c <<< "$job"
-    local -a suite_env=("CUDA_VISIBLE_DEVICES=$gpu" SHAPES_ROUNDS=3 SHAPES_REUSE=1
-                        "SHAPES_BUDGET_S=$((left * 7 / 10))")
-    case $kind in
-      tests)
-        for test in ${a//,/ }; do
-          echo "-- $test" >> "$work/g$gpu-tests.log"
-          CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$build/tests/$test" --gtest_brief=1 \
-            >> "$work/g$gpu-tests.log" 2>&1
-          echo "   $test rc=$?" | tee -a "$work/g$gpu-tests.log" >> "$work/g$gpu.log"
-        done ;;
-      verbose)
-        CUDA_VISIBLE_DEVICES=$gpu DNNX_VERBOSE=1 timeout "$left" "$build/bench/cudnn_conv_bench" \
-          --shapes "$a" --tag all --configs "$b" --no-heuristic --search-rows 0 ${c:+--layers "$c"} \
-          > "$work/g$gpu-j$k-verbose.jsonl" 2> "$work/g$gpu-j$k-verbose.err" ;;
-      bench)
-        local -a bench_args=()
-        [[ -n $c ]] && read -r -a bench_args <<< "${c//,/ }"
-        CUDA_VISIBLE_DEVICES=$gpu DNNX_VERBOSE=1 timeout "$left" "$build/bench/cudnn_conv_bench" \
-          --shapes "$a" --tag all --configs "$b" --no-heuristic --search-rows 0 "${bench_args[@]}" \
-          > "$work/g$gpu-j$k-bench.jsonl" 2> "$work/g$gpu-j$k-bench.err" ;;
-      cli)
-        local -a cli_args=()
-        local cli_line=${job#cli:}
-        read -r -a cli_args <<< "${cli_line//,/ }"
-        CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$build/tools/dnnx/dnnx" "${cli_args[@]}" \
-          > "$work/g$gpu-j$k-cli.txt" 2> "$work/g$gpu-j$k-cli.err" ;;
-      reuse)
-        local choices="$work/g$gpu-j$k-choices.json"
-        CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$build/bench/cudnn_conv_bench" \
-          --shapes "$a" --tag all --configs "$b" --no-heuristic ${c:+--layers "$c"} \
-          --choices-file "$choices" > "$work/g$gpu-j$k-first.jsonl" 2> "$work/g$gpu-j$k-first.err"
-        CUDA_VISIBLE_DEVICES=$gpu DNNX_VERBOSE=1 timeout "$left" "$build/bench/cudnn_conv_bench" \
-          --shapes "$a" --tag all --configs "$b" --no-heuristic ${c:+--layers "$c"} \
-          --choices-file "$choices" --reuse > "$work/g$gpu-j$k-verbose.jsonl" \
-          2> "$work/g$gpu-j$k-verbose.err" ;;
-      ncu)
-        local choices="$work/g$gpu-j$k-choices.json"
-        local ncu=${NCU:-$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null \
-                            | tail -n 1)}
-        CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$build/bench/cudnn_conv_bench" \
-          --shapes "$a" --tag all --configs "$b" --no-heuristic ${c:+--layers "$c"} \
-          --choices-file "$choices" > "$work/g$gpu-j$k-first.jsonl" 2> "$work/g$gpu-j$k-first.err"
-        left=$((budget - ($(date +%s) - start)))
-        CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "${ncu:-ncu}" --profile-from-start off \
-          --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
-          --log-file "$work/g$gpu-j$k-ncu.csv" "$build/bench/cudnn_conv_bench" \
-          --shapes "$a" --tag all --configs "$b" --no-heuristic ${c:+--layers "$c"} \
-          --choices-file "$choices" --reuse --profile-loop 5 > "$work/g$gpu-j$k-ncu.jsonl" \
-          2> "$work/g$gpu-j$k-ncu.err" ;;
-      python)
-        local job_out="$work/g$gpu-j$k"
-        mkdir -p "$job_out"
-        local -a script_args=()
-        [[ -n $b ]] && read -r -a script_args <<< "${b//,/ }"
-        script_args=("${script_args[@]//\{out\}/$job_out}")
-        CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$PYTHON" "$a" "${script_args[@]}" \
-          > "$job_out/stdout.txt" 2> "$job_out/stderr.txt" ;;
-      energy)
-        local tuned="$work/g$gpu-j$k-energy.json" config=${c%%:*} policy=min_energy
-        [[ $c == *:* ]] && policy=${c#*:}
-        CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$build/tools/dnnx/dnnx" tune --model "$a" \
-          --batch "$b" --dtype "${config%%_*}" --layout "${config#*_}" --backend cudnn \
-          --policy "$policy" --json "$tuned" > "$work/g$gpu-j$k-energy.txt" 2>&1
-        "$PYTHON" bench/energy_compare.py "$tuned" --rows --json "$work/g$gpu-j$k-compare.json" \
-          > "$work/g$gpu-j$k-compare.md" 2>&1 ;;
-      train)
-        local -a train_args=()
-        read -r -a train_args <<< "${a//,/ }"
-        CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$build/bench/train_bench" "${train_args[@]}" \
-          > "$work/g$gpu-j$k-train.json" 2> "$work/g$gpu-j$k-train.err" ;;
-      env)
-        local -a assignments
-        IFS=, read -r -a assignments <<< "$a"
-        env "${assignments[@]}" "${suite_env[@]}" SHAPES_FILES="$b" SHAPES_CONFIGS="$c" \
-          timeout "$left" bash scripts/gpu_run.sh "$build" "$work/g$gpu-j$k" shapes \
-          >> "$work/g$gpu.log" 2>&1 ;;
-      *)
-        env "${suite_env[@]}" SHAPES_FILES="$kind" SHAPES_CONFIGS="$a" timeout "$left" \
-          bash scripts/gpu_run.sh "$build" "$work/g$gpu-j$k" shapes >> "$work/g$gpu.log" 2>&1 ;;
-    esac
+    run_job "$gpu" "$k" "$left" "$job"
     echo "   rc=$? $(date +%T)" >> "$work/g$gpu.log"
   done
+}
+
+# Job $4 (GPU:KIND... less its GPU) as job $2 of GPU $1, with $3 s left; its status is the job's.
+run_job() {
+  local gpu=$1 k=$2 left=$3 job=$4 kind a b c
+  IFS=: read -r kind a b c <<< "$job"
+  local -a suite_env=("CUDA_VISIBLE_DEVICES=$gpu" SHAPES_ROUNDS=3 SHAPES_REUSE=1
+                      "SHAPES_BUDGET_S=$((left * 7 / 10))")
+  case $kind in
+    tests)
+      for test in ${a//,/ }; do
+        echo "-- $test" >> "$work/g$gpu-tests.log"
+        CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$build/tests/$test" --gtest_brief=1 \
+          >> "$work/g$gpu-tests.log" 2>&1
+        echo "   $test rc=$?" | tee -a "$work/g$gpu-tests.log" >> "$work/g$gpu.log"
+      done ;;
+    verbose)
+      CUDA_VISIBLE_DEVICES=$gpu DNNX_VERBOSE=1 timeout "$left" "$build/bench/cudnn_conv_bench" \
+        --shapes "$a" --tag all --configs "$b" --no-heuristic --search-rows 0 ${c:+--layers "$c"} \
+        > "$work/g$gpu-j$k-verbose.jsonl" 2> "$work/g$gpu-j$k-verbose.err" ;;
+    bench)
+      local -a bench_args=()
+      [[ -n $c ]] && read -r -a bench_args <<< "${c//,/ }"
+      CUDA_VISIBLE_DEVICES=$gpu DNNX_VERBOSE=1 timeout "$left" "$build/bench/cudnn_conv_bench" \
+        --shapes "$a" --tag all --configs "$b" --no-heuristic --search-rows 0 "${bench_args[@]}" \
+        > "$work/g$gpu-j$k-bench.jsonl" 2> "$work/g$gpu-j$k-bench.err" ;;
+    cli)
+      local -a cli_args=()
+      local cli_line=${job#cli:}
+      read -r -a cli_args <<< "${cli_line//,/ }"
+      CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$build/tools/dnnx/dnnx" "${cli_args[@]}" \
+        > "$work/g$gpu-j$k-cli.txt" 2> "$work/g$gpu-j$k-cli.err" ;;
+    reuse)
+      local choices="$work/g$gpu-j$k-choices.json"
+      CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$build/bench/cudnn_conv_bench" \
+        --shapes "$a" --tag all --configs "$b" --no-heuristic ${c:+--layers "$c"} \
+        --choices-file "$choices" > "$work/g$gpu-j$k-first.jsonl" 2> "$work/g$gpu-j$k-first.err"
+      CUDA_VISIBLE_DEVICES=$gpu DNNX_VERBOSE=1 timeout "$left" "$build/bench/cudnn_conv_bench" \
+        --shapes "$a" --tag all --configs "$b" --no-heuristic ${c:+--layers "$c"} \
+        --choices-file "$choices" --reuse > "$work/g$gpu-j$k-verbose.jsonl" \
+        2> "$work/g$gpu-j$k-verbose.err" ;;
+    ncu)
+      local choices="$work/g$gpu-j$k-choices.json"
+      local ncu=${NCU:-$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null \
+                          | tail -n 1)}
+      CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$build/bench/cudnn_conv_bench" \
+        --shapes "$a" --tag all --configs "$b" --no-heuristic ${c:+--layers "$c"} \
+        --choices-file "$choices" > "$work/g$gpu-j$k-first.jsonl" 2> "$work/g$gpu-j$k-first.err"
+      left=$((budget - ($(date +%s) - start)))
+      CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "${ncu:-ncu}" --profile-from-start off \
+        --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+        --log-file "$work/g$gpu-j$k-ncu.csv" "$build/bench/cudnn_conv_bench" \
+        --shapes "$a" --tag all --configs "$b" --no-heuristic ${c:+--layers "$c"} \
+        --choices-file "$choices" --reuse --profile-loop 5 > "$work/g$gpu-j$k-ncu.jsonl" \
+        2> "$work/g$gpu-j$k-ncu.err" ;;
+    python)
+      local job_out="$work/g$gpu-j$k"
+      mkdir -p "$job_out"
+      local -a script_args=()
+      [[ -n $b ]] && read -r -a script_args <<< "${b//,/ }"
+      script_args=("${script_args[@]//\{out\}/$job_out}")
+      CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$PYTHON" "$a" "${script_args[@]}" \
+        > "$job_out/stdout.txt" 2> "$job_out/stderr.txt" ;;
+    energy)
+      local tuned="$work/g$gpu-j$k-energy.json" config=${c%%:*} policy=min_energy
+      [[ $c == *:* ]] && policy=${c#*:}
+      CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$build/tools/dnnx/dnnx" tune --model "$a" \
+        --batch "$b" --dtype "${config%%_*}" --layout "${config#*_}" --backend cudnn \
+        --policy "$policy" --json "$tuned" > "$work/g$gpu-j$k-energy.txt" 2>&1
+      "$PYTHON" bench/energy_compare.py "$tuned" --rows --json "$work/g$gpu-j$k-compare.json" \
+        > "$work/g$gpu-j$k-compare.md" 2>&1 ;;
+    train)
+      local -a train_args=()
+      read -r -a train_args <<< "${a//,/ }"
+      CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$build/bench/train_bench" "${train_args[@]}" \
+        > "$work/g$gpu-j$k-train.json" 2> "$work/g$gpu-j$k-train.err" ;;
+    env)
+      local -a assignments
+      IFS=, read -r -a assignments <<< "$a"
+      local inner=${job#env:"$a":}
+      case ${inner%%:*} in
+        tests | verbose | bench | cli | reuse | ncu | python | energy | train | env)
+          (export "${assignments[@]}" && run_job "$gpu" "$k" "$left" "$inner") ;;
+        *)
+          env "${assignments[@]}" "${suite_env[@]}" SHAPES_FILES="$b" SHAPES_CONFIGS="$c" \
+            timeout "$left" bash scripts/gpu_run.sh "$build" "$work/g$gpu-j$k" shapes \
+            >> "$work/g$gpu.log" 2>&1 ;;
+      esac ;;
+    *)
+      env "${suite_env[@]}" SHAPES_FILES="$kind" SHAPES_CONFIGS="$a" timeout "$left" \
+        bash scripts/gpu_run.sh "$build" "$work/g$gpu-j$k" shapes >> "$work/g$gpu.log" 2>&1 ;;
+  esac
 }
 
 pids=()
