@@ -864,7 +864,31 @@ def print_suite_summary(results):
 # single run writes, so merging is concatenation in the order given; a file in two shards is an
 # error, as its rows would be counted twice. A shard may be gzipped (a name ending in .gz), as
 # bench/results keeps the large ones.
-def merge_suites(paths, json_path=None):
+def print_file_tables(result):
+    """A --suite --json file entry's per-row tables again, as its run printed them: each layer's
+    rows with the medians, the choice and the speedup, from the records and PyTorch's rows kept
+    (its layers read from the shapes file of bench/shapes/ it names)."""
+    path = os.path.join(HERE, "shapes", result["file"])
+    try:
+        shapes, _ = read_shapes_file(path, "all")
+    except (OSError, ShapesError) as error:
+        raise ShapesError(f"--rows: cannot read the layers of {result['file']}: {error}") from error
+    ran = {r["layer"] for r in result["dnnx"] if r.get("kind") == "case"}
+    shapes = [s for s in shapes if s["name"] in ran]
+    configs = list(result["summary"])
+    device = next((r for r in result["dnnx"] if r.get("kind") == "device"), {})
+    info = result.get("torch_info", {})
+    print(f"\n## {result['file']}: batch {result['batch']}, {len(shapes)} layers, "
+          f"{result['rounds']} round(s)\n")
+    print(f"GPU: {info.get('gpu', '?')}; dnnx: {device.get('fingerprint', '?')}; "
+          f"PyTorch {info.get('torch', '?')} (cuDNN {info.get('cudnn', '?')}), "
+          f"cudnn.benchmark=True, TF32 off\n")
+    with contextlib.redirect_stderr(io.StringIO()):
+        print_tables(argparse.Namespace(configs=configs), shapes, result["dnnx"], result["torch"],
+                     result["batch"])
+
+
+def merge_suites(paths, json_path=None, rows=False):
     results = []
     for path in paths:
         try:
@@ -880,6 +904,9 @@ def merge_suites(paths, json_path=None):
         if twice:
             raise ShapesError(f"--merge: {', '.join(twice)} in more than one shard ({path})")
         results.extend(shard)
+    if rows:
+        for result in results:
+            print_file_tables(result)
     print_suite_summary(results)
     if json_path:
         with open(json_path, "w") as f:
@@ -927,13 +954,16 @@ def main():
                              "and keep the kernels it launched (Note [PyTorch's kernels])")
     parser.add_argument("--merge", help="comma-separated --suite --json files of shards: print "
                         "their one suite summary (and write them together with --json)")
+    parser.add_argument("--rows", action="store_true",
+                        help="with --merge: each file's per-row tables (the choices among them) "
+                             "before the summary")
     parser.add_argument("--dry-run", action="store_true",
                         help="suite: list the layers and their descs; needs no GPU")
     args = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # tables reach a redirected file as they come
     if args.merge:
         try:
-            merge_suites(args.merge.split(","), args.json)
+            merge_suites(args.merge.split(","), args.json, rows=args.rows)
         except ShapesError as error:
             sys.exit(f"compare_gpu.py: {error}")
         return

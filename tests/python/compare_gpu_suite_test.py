@@ -423,6 +423,47 @@ with tempfile.TemporaryDirectory() as tmp:
     except compare_gpu.ShapesError as error:
         check("a.txt in more than one shard" in str(error), str(error))
 
+# --merge --rows: each file's per-row tables again from its records and PyTorch's rows (the
+# layers read from the bench/shapes file it names), before the summary; a file that names no
+# shapes file of bench/shapes is an error.
+def ran_shard(name, layer):
+    dnnx, torch = [dict(kind="device", fingerprint="made up")], {}
+    for i, direction in enumerate(compare_gpu.DIRECTIONS):
+        key = f"{layer}/{direction}/f16_nhwc"
+        dnnx.append(dict(kind="case", case=key, layer=layer, direction=direction,
+                         config="f16_nhwc", kernel_ms=0.5 + i, call_ms=0.6 + i, first_call_ms=900.0,
+                         search_s=0.9, algo=f"cudnn:engine:{60 + i}:workspace=2"))
+        torch[key] = dict(kernel_ms=1.0 + i, call_ms=1.2 + i, first_call_ms=300.0)
+    return [dict(file=name, batch=32, rounds=3, dnnx=dnnx, torch=torch,
+                 torch_info=dict(gpu="made-up GPU", torch="2.x", cudnn=91900),
+                 summary=shard(name)[0]["summary"])]
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    odd = os.path.join(tmp, "odd.json")
+    with open(odd, "w") as f:
+        json.dump(ran_shard("odd_sizes.txt", "prime.1x1"), f)
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        compare_gpu.merge_suites([odd], rows=True)
+    text = printed.getvalue()
+    check("## odd_sizes.txt: batch 32, 1 layers, 3 round(s)" in text, text)
+    check("| prime.1x1 | bwd_data | 1.500 | 2.000 | 0.75 |" in text, text)
+    check("`cudnn:engine:62:workspace=2`" in text, text)
+    check("prime.3x3" not in text, "a layer the run did not reach:\n" + text)
+    check(text.index("### f16_nhwc") < text.index("Suite summary"), text)
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        compare_gpu.merge_suites([odd])
+    check("| prime.1x1 |" not in printed.getvalue(), "rows printed without --rows")
+    bad = os.path.join(tmp, "bad.json")
+    with open(bad, "w") as f:
+        json.dump(ran_shard("no_such_file.txt", "x"), f)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            compare_gpu.merge_suites([bad], rows=True)
+        check(False, "rows of a file that names no shapes file")
+    except compare_gpu.ShapesError as error:
+        check("cannot read the layers of no_such_file.txt" in str(error), str(error))
+
 for extra, expected in ((["--suite", "--rounds", "0"], "--rounds must be 1 or more"),
                         (["--rounds", "2"], "--rounds runs with the suite"),
                         (["--suite", "--reuse-choices"], "--reuse-choices needs --rounds 2")):
