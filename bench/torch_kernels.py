@@ -14,7 +14,7 @@ profile conv ... --json`). Needs a CUDA PyTorch.
 CUDNN_FRONTEND_LOG_FILE=FILE) before PyTorch loads: PyTorch's benchmark search goes through the
 frontend, which logs the execution plans it times, named by their engine and knob values (a
 plan's tag, e.g. ConvBwdFilter_eng62_k25=2), with the time it measured for each. After the
-kernels, every search's plans are printed fastest first (the first is the one PyTorch runs),
+kernels, every search's plans are printed fastest first (PyTorch runs the first that executes),
 each with the id dnnx gives the same configuration (cudnn:engine:62:workspace=2). The log names
 no layers: its searches are matched to the layer-directions in the order they ran, and printed
 unmatched when their count differs (a search not logged).

@@ -16,16 +16,9 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_checks import ROOT, check, failures, finish  # noqa: E402
 import compare_gpu  # noqa: E402
-
-failures = []
-
-
-def check(condition, what):
-    if not condition:
-        failures.append(what)
 
 
 shapes_dir = os.path.join(ROOT, "bench", "shapes")
@@ -471,7 +464,4 @@ for extra, expected in ((["--suite", "--rounds", "0"], "--rounds must be 1 or mo
                          capture_output=True, text=True)
     check(out.returncode != 0 and expected in out.stderr, f"{extra}: {out.stderr}")
 
-if failures:
-    print("\n".join(failures))
-    sys.exit(1)
-print(f"compare_gpu suite: {len(files)} files parsed, dry run ok")
+finish(f"compare_gpu suite: {len(files)} files parsed, dry run ok")

@@ -9,16 +9,9 @@ import io
 import os
 import sys
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_checks import check, finish  # noqa: E402
 import torch_kernels  # noqa: E402
-
-failures = []
-
-
-def check(condition, what):
-    if not condition:
-        failures.append(what)
 
 
 names = torch_kernels.knob_names()
@@ -70,7 +63,4 @@ text = out.getvalue()
 check("holds 2 searches for 1 layer-directions" in text and "search 2:" in text, text)
 check("only one" not in text, "unmatched searches keep no label:\n" + text)
 
-for failure in failures:
-    print("FAIL:", failure)
-print(f"{'FAILED' if failures else 'passed'}: torch_kernels.py's frontend log reading")
-sys.exit(1 if failures else 0)
+finish("passed: torch_kernels.py's frontend log reading")
