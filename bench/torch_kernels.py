@@ -26,7 +26,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_gpu import DIRECTIONS, output_size, read_shapes_file  # noqa: E402
+from compare_gpu import DIRECTIONS, output_size, read_shapes_file, torch_kernels  # noqa: E402
 
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
@@ -85,29 +85,6 @@ def print_searches(searches, labels, names):
         print(f"\n{label}: the frontend's timing of PyTorch's search, fastest (its pick) first")
         for tag, ms in sorted(plans, key=lambda plan: plan[1]):
             print(f"  {ms:10.4f} ms  {tag}  {dnnx_id(tag, names) or ''}")
-
-
-def kernels_of(fn, calls):
-    """[(name, launches per call, mean us per launch)] of the CUDA kernels `fn` launches."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-    rows = []
-    for event in prof.key_averages():
-        if event.device_type != torch.autograd.DeviceType.CUDA or event.count == 0:
-            continue
-        total_us = getattr(event, "device_time_total", None)
-        if total_us is None:
-            total_us = event.cuda_time_total
-        rows.append((event.key, event.count / calls, total_us / event.count))
-    return sorted(rows, key=lambda r: -r[1] * r[2])
 
 
 def main():
@@ -174,8 +151,10 @@ def main():
                         return torch.ops.aten.convolution_backward(dy, x, w, None, *conv, mask)
                 print(f"\n{name} {config} {direction} (batch {batch}):")
                 labels.append(f"{name} {config} {direction}")
-                for kernel, launches, us in kernels_of(fn, args.calls):
-                    print(f"  {us:9.2f} us x {launches:g}  {kernel}")
+                for _ in range(3):  # the benchmark's search, outside the profile
+                    fn()
+                for k in torch_kernels(torch, fn, args.calls):
+                    print(f"  {k['us'] / k['launches']:9.2f} us x {k['launches']:g}  {k['name']}")
     if args.frontend_log:
         with open(args.frontend_log, errors="replace") as f:
             print_searches(frontend_searches(f.read()), labels, knob_names())
