@@ -169,6 +169,14 @@ class Backend {
   /// Milliseconds `work` takes, measured the backend's way (host clock, or device events on the
   /// backend's stream); returns once the work has finished.
   virtual double time_ms(const std::function<void()>& work) = 0;
+  /// time_ms() for work whose queuing may take up to `queue_ms` of host time, such as a caller's
+  /// loop of many calls: a backend that holds the device while work is queued (the cudnn
+  /// backend's gate, Note [gated timing] in backends/cudnn/backend.cpp) holds it that long at
+  /// most, so that the reading is the device's time alone.
+  virtual double time_queued_ms(const std::function<void()>& work, double queue_ms) {
+    (void)queue_ms;
+    return time_ms(work);
+  }
   /// Whether time_ms() reads a device clock that leaves one-time host costs (code loaded or set
   /// up on first use) out of the reading, so that a candidate's first timed run is already a fair
   /// sample (Note [warm first runs] in src/tune/select.cpp).

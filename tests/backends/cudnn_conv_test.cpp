@@ -886,12 +886,18 @@ TEST(CudnnConv, CallersStreamRunsTheOpsAndCopiesWaitForIt) {
 
 // Repeated calls on the same buffers are replayed from a captured CUDA graph (Note [graph
 // replay]): the replayed calls must write the same, correct output. The output is poisoned before
-// every call, so a replay that does nothing fails.
+// every call, so a replay that does nothing fails. Besides the heuristic pick and a legacy
+// algorithm, the first GEMM candidate (cuBLASLt's, whose plan replays the product) and the first
+// packed one (dnnx's packing kernels and the product under one graph, Note [packed gemm]) of a
+// 1x1 desc that lists them.
 TEST(CudnnConv, GraphReplayRecomputesEveryCall) {
   DNNX_REQUIRE_GPU();
   Context context = gpu_context();
   Context reference(BackendKind::reference);
-  for (const ConvDesc& desc : {desc_matrix()[0], desc_matrix()[1]}) {
+  const ConvDesc pointwise = make_desc({4, 32, 7, 7}, {64, 32, 1, 1}, {1}, {0}, {1}, 1, DType::f32,
+                                       Layout::channels_first);
+  int gemm_runs = 0, packed_runs = 0;
+  for (const ConvDesc& desc : {desc_matrix()[0], desc_matrix()[1], pointwise}) {
     for (Direction direction : all_directions) {
       const test::ConvOperands operands = test::random_conv_operands(desc, direction, 21);
       const DeviceOperands device = upload(operands, context);
@@ -901,13 +907,21 @@ TEST(CudnnConv, GraphReplayRecomputesEveryCall) {
       const Dims out_dims = test::conv_output_dims(desc, direction);
       const Tensor poison = test::nan_tensor(out_dims, desc.dtype, desc.layout);
       Tensor output = to_device(poison, context);
-      for (const char* policy : {"heuristic", "legacy"}) {
-        context.tune().policy(direction) =
-            std::string(policy) == "heuristic"
-                ? AlgoPolicy::heuristic()
-                : AlgoPolicy::fixed(
-                      std::string("cudnn:legacy:") + std::string(to_string(direction)) +
-                      (direction == Direction::fwd ? ":implicit_gemm:fma" : ":algo_1:fma"));
+      std::vector<AlgoPolicy> policies{
+          AlgoPolicy::heuristic(),
+          AlgoPolicy::fixed(std::string("cudnn:legacy:") + std::string(to_string(direction)) +
+                            (direction == Direction::fwd ? ":implicit_gemm:fma" : ":algo_1:fma"))};
+      bool gemm = false, packed = false;
+      for (const AlgoInfo& algo : conv_list(context, desc, direction)) {
+        if (!algo.supported || algo.has_note("tf32")) continue;
+        const bool is_packed = algo.id.starts_with("cudnn:gemm:packed:");
+        if (is_packed ? packed : (gemm || !algo.id.starts_with("cudnn:gemm:"))) continue;
+        (is_packed ? packed : gemm) = true;
+        (is_packed ? packed_runs : gemm_runs) += 1;
+        policies.push_back(AlgoPolicy::fixed(algo.id));
+      }
+      for (const AlgoPolicy& policy : policies) {
+        context.tune().policy(direction) = policy;
         for (int call = 0; call < 4; ++call) {
           copy(poison, output);
           std::shared_ptr<const Choice> choice;
@@ -934,6 +948,9 @@ TEST(CudnnConv, GraphReplayRecomputesEveryCall) {
       context.tune().policy(direction) = AlgoPolicy::heuristic();
     }
   }
+  // The 1x1 desc lists GEMM candidates in every direction and a packed one for bwd_weights.
+  EXPECT_GE(gemm_runs, 3);
+  EXPECT_GE(packed_runs, 1);
 }
 
 // A caller's own CUDA graph capture (torch.cuda.graph does one in cudaStreamCaptureModeGlobal) on

@@ -821,5 +821,96 @@ TEST(CudnnMatmul, ExhaustiveTimesTheCandidates) {
             << choice->time_ms << " ms, " << choice->candidates_timed << " timed\n";
 }
 
+// Note [graph replay]: a plan called again on the same tensors and workspace replays the graph
+// captured from its launches (the GEMMs, the f32 accumulator's store, dnnx's bias kernels). Every
+// supported candidate runs five times on one set of device tensors, the output poisoned before
+// each call (beta 0) so that a replay that writes nothing fails, and `a` or diff_dst given new
+// values before the fourth call so that a replay of stale inputs fails too.
+TEST(CudnnMatmul, GraphReplayRecomputesEveryCall) {
+  DNNX_REQUIRE_GPU();
+  struct ReplayCase {
+    std::string name;
+    MatmulDesc desc;
+    Direction direction;
+  };
+  MatmulDesc shared_a = desc_of(3, 17, 9, 33, false, false, false, true);
+  shared_a.broadcast_a = true;  // bwd_data: one GEMM per product summed into the one diff_a
+  shared_a.dtype = DType::f16;  // ... through the f32 accumulator
+  const std::vector<ReplayCase> replay_cases{
+      {"linear_64x1000x2048_bias", MatmulDesc::linear(64, 2048, 1000, true, DType::f16),
+       Direction::bwd_weights},
+      {"linear_64x1000x2048_bias", MatmulDesc::linear(64, 2048, 1000, true, DType::f32),
+       Direction::fwd},
+      {"batch_3x17x9x33_shared_a_bias", shared_a, Direction::bwd_data},
+  };
+  for (const ReplayCase& c : replay_cases) {
+    const MatmulDesc& desc = c.desc;
+    const Direction direction = c.direction;
+    const Operands host = operands_of(c.name, desc, direction);
+    const Operands other = operands_of(c.name + " changed", desc, direction);
+    Operands changed = host;  // new a and diff_dst, the rest as before
+    changed.a = other.a, changed.diff_dst = other.diff_dst;
+    Context reference = context_with(BackendKind::reference, direction, AlgoPolicy::heuristic());
+    MatmulDesc abs_desc = desc;
+    abs_desc.alpha = std::fabs(desc.alpha);
+    const Result expected[] = {run(reference, desc, direction, host),
+                               run(reference, desc, direction, changed)};
+    const Result scale[] = {run(reference, abs_desc, direction, abs_of(host, desc)),
+                            run(reference, abs_desc, direction, abs_of(changed, desc))};
+    const Tolerance tolerance = tolerance_for(desc.dtype, terms_of(desc, direction), false);
+
+    Context lister(BackendKind::cudnn);
+    lister.set_choice_cache(std::make_shared<ChoiceCache>());
+    int ran = 0;
+    for (const AlgoInfo& algo : matmul_list(lister, desc, direction)) {
+      if (!algo.supported || algo.has_note("tf32")) continue;
+      Context context = context_with(BackendKind::cudnn, direction, AlgoPolicy::fixed(algo.id));
+      Tensor a = to_device(host.a, context);
+      const Tensor b = to_device(host.b, context);
+      const Tensor bias = desc.bias ? to_device(host.bias, context) : Tensor();
+      Tensor diff_dst = to_device(host.diff_dst, context);
+      Tensor out = to_device(host.out, context);
+      Tensor out_bias = host.out_bias.is_null() ? Tensor() : to_device(host.out_bias, context);
+      for (int call = 0; call < 5; ++call) {
+        const int inputs = call < 3 ? 0 : 1;
+        if (call == 3) {
+          copy(changed.a, a);
+          copy(changed.diff_dst, diff_dst);
+        }
+        copy(host.out, out);
+        if (!out_bias.is_null()) copy(host.out_bias, out_bias);
+        std::shared_ptr<const Choice> choice;
+        switch (direction) {
+          case Direction::fwd: choice = matmul_fwd(context, desc, a, b, bias, out); break;
+          case Direction::bwd_data:
+            choice = matmul_bwd_data(context, desc, diff_dst, b, out);
+            break;
+          default: choice = matmul_bwd_weights(context, desc, a, diff_dst, out, out_bias); break;
+        }
+        const std::string where =
+            desc.repro(direction) + " [" + algo.id + "] call " + std::to_string(call);
+        ASSERT_EQ(choice->algo.id, algo.id) << where;
+        const Tensor actual = to_host(out);
+        ASSERT_TRUE(all_finite(actual, "output", where));
+        ASSERT_TRUE(close_within_scale(actual.to_f32(), expected[inputs].out.to_f32(),
+                                       scale[inputs].out.to_f32(), actual.dims(), tolerance,
+                                       "output", where));
+        if (!out_bias.is_null()) {
+          const Tensor actual_bias = to_host(out_bias);
+          ASSERT_TRUE(all_finite(actual_bias, "diff_bias", where));
+          ASSERT_TRUE(close_within_scale(actual_bias.to_f32(), expected[inputs].out_bias.to_f32(),
+                                         scale[inputs].out_bias.to_f32(), actual_bias.dims(),
+                                         tolerance_for(desc.dtype, desc.batch * desc.m, false),
+                                         "diff_bias", where));
+        }
+      }
+      ++ran;
+    }
+    EXPECT_GE(ran, 2) << desc.repro(direction);
+    std::cout << "[ matmul   ] replayed " << ran << " candidates of " << desc.repro(direction)
+              << "\n";
+  }
+}
+
 }  // namespace
 }  // namespace dnnx::test

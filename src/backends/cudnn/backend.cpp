@@ -15,6 +15,7 @@
 #include "core/strings.hpp"
 #include "tune/plan_store.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <initializer_list>
 #include <mutex>
@@ -255,38 +256,10 @@ class CudnnBackend final : public detail::Backend {
   // Device time of the work queued on the backend's stream, between two events (Note [one
   // stream]) behind the gate (Note [gated timing]); returns once the work has finished.
   double time_ms(const std::function<void()>& work) override {
-    const ErrorContext context = runtime_->context();
-    runtime_->make_current();
-    auto* gate = static_cast<volatile kernels::gate::Gate*>(gate_.host.get());
-    for (int attempt = 0;; ++attempt) {
-      gate->open = 0;
-      gate->timed_out = 0;
-      DNNX_CUDNN_CHECK(kernels::gate::hold(static_cast<kernels::gate::Gate*>(gate_.device),
-                                           gate_timeout_ns, runtime_->stream()),
-                       context, "queuing the timing gate");
-      try {
-        DNNX_CUDNN_CHECK(cudaEventRecord(start_.get(), runtime_->stream()), context,
-                         "recording the start event");
-        std::optional<CapturePause> pause;  // Note [no capture in a repeated timing run]
-        if (attempt > 0) pause.emplace();
-        work();
-        DNNX_CUDNN_CHECK(cudaEventRecord(stop_.get(), runtime_->stream()), context,
-                         "recording the stop event");
-      } catch (...) {
-        // A candidate that throws must not hold the stream, and the gate kernel must be done
-        // before the next run resets the gate.
-        gate->open = 1;
-        if (cudaStreamSynchronize(runtime_->stream()) != cudaSuccess) cudaGetLastError();
-        throw;
-      }
-      gate->open = 1;
-      DNNX_CUDNN_CHECK(cudaEventSynchronize(stop_.get()), context, "waiting for the stop event");
-      float ms = 0;
-      DNNX_CUDNN_CHECK(cudaEventElapsedTime(&ms, start_.get(), stop_.get()), context,
-                       "reading the elapsed time");
-      if (attempt < gate_retries && gate->timed_out != 0) continue;
-      return ms;
-    }
+    return gated_ms(work, gate_timeout_ns);
+  }
+  double time_queued_ms(const std::function<void()>& work, double queue_ms) override {
+    return gated_ms(work, std::max(gate_timeout_ns, static_cast<long long>(queue_ms * 1e6)));
   }
   bool warm_timing() const override { return true; }
 
@@ -316,6 +289,42 @@ class CudnnBackend final : public detail::Backend {
   const detail::OpBackends& ops() const override { return ops_; }
 
  private:
+  // time_ms() with the gate held at most timeout_ns (Note [gated timing]).
+  double gated_ms(const std::function<void()>& work, long long timeout_ns) {
+    const ErrorContext context = runtime_->context();
+    runtime_->make_current();
+    auto* gate = static_cast<volatile kernels::gate::Gate*>(gate_.host.get());
+    for (int attempt = 0;; ++attempt) {
+      gate->open = 0;
+      gate->timed_out = 0;
+      DNNX_CUDNN_CHECK(kernels::gate::hold(static_cast<kernels::gate::Gate*>(gate_.device),
+                                           timeout_ns, runtime_->stream()),
+                       context, "queuing the timing gate");
+      try {
+        DNNX_CUDNN_CHECK(cudaEventRecord(start_.get(), runtime_->stream()), context,
+                         "recording the start event");
+        std::optional<CapturePause> pause;  // Note [no capture in a repeated timing run]
+        if (attempt > 0) pause.emplace();
+        work();
+        DNNX_CUDNN_CHECK(cudaEventRecord(stop_.get(), runtime_->stream()), context,
+                         "recording the stop event");
+      } catch (...) {
+        // A candidate that throws must not hold the stream, and the gate kernel must be done
+        // before the next run resets the gate.
+        gate->open = 1;
+        if (cudaStreamSynchronize(runtime_->stream()) != cudaSuccess) cudaGetLastError();
+        throw;
+      }
+      gate->open = 1;
+      DNNX_CUDNN_CHECK(cudaEventSynchronize(stop_.get()), context, "waiting for the stop event");
+      float ms = 0;
+      DNNX_CUDNN_CHECK(cudaEventElapsedTime(&ms, start_.get(), stop_.get()), context,
+                       "reading the elapsed time");
+      if (attempt < gate_retries && gate->timed_out != 0) continue;
+      return ms;
+    }
+  }
+
   // Every op the op table marks as implemented by this backend, in table order.
   static detail::OpBackends make_ops(const std::shared_ptr<Runtime>& runtime) {
     detail::OpBackends ops;

@@ -6,6 +6,7 @@
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv_common.hpp"
 #include "backends/cudnn/kernels/matmul.hpp"
+#include "backends/cudnn/launch_graph.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
 
@@ -260,18 +261,23 @@ class GemmPlan final : public detail::ConvPlan {
                                                      : kernels::matmul::Element::bf16;
     char* packed = static_cast<char*>(workspace.data);
     const cudaStream_t stream = runtime_->stream();
-    DNNX_CUDNN_CHECK(kernels::matmul::side_by_side(element, form_.samples, desc_.out_channels,
-                                                   form_.positions, t.second, packed, stream),
-                     context_, "launching the kernel that packs diff_dst");
-    if (!form_.src_packed) {
-      DNNX_CUDNN_CHECK(
-          kernels::matmul::side_by_side(element, form_.samples, desc_.in_channels, form_.positions,
-                                        t.first, packed + gemm_packed_src_offset(form_), stream),
-          context_, "launching the kernel that packs src");
-    }
-    const std::size_t packing = gemm_packing_bytes(form_);
-    inner_->execute(gemm_args(desc_, direction_, form_, args, device_, views_, context_, packed),
-                    {packed + packing, workspace.bytes - packing});
+    auto launch = [&] {
+      DNNX_CUDNN_CHECK(kernels::matmul::side_by_side(element, form_.samples, desc_.out_channels,
+                                                     form_.positions, t.second, packed, stream),
+                       context_, "launching the kernel that packs diff_dst");
+      if (!form_.src_packed) {
+        DNNX_CUDNN_CHECK(kernels::matmul::side_by_side(
+                             element, form_.samples, desc_.in_channels, form_.positions, t.first,
+                             packed + gemm_packed_src_offset(form_), stream),
+                         context_, "launching the kernel that packs src");
+      }
+      const std::size_t packing = gemm_packing_bytes(form_);
+      // Inside this capture the product's own replay runs its launches directly.
+      inner_->execute(gemm_args(desc_, direction_, form_, args, device_, views_, context_, packed),
+                      {packed + packing, workspace.bytes - packing});
+    };
+    replay_.run(runtime_->settings(), stream, {t.first, t.second, t.output, workspace.data}, launch,
+                context_);
   }
 
  private:
@@ -284,6 +290,7 @@ class GemmPlan final : public detail::ConvPlan {
   std::shared_ptr<detail::OpPlan<detail::MatmulArgs>> inner_;
   AlgoInfo info_;
   ErrorContext context_;
+  LaunchGraph replay_;  // Note [graph replay]: the packing kernels and the product
 };
 
 }  // namespace

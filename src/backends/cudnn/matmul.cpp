@@ -87,6 +87,7 @@
 
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/handles.hpp"
+#include "backends/cudnn/launch_graph.hpp"
 #include "backends/cudnn/layer_common.hpp"
 #include "backends/cudnn/layers.hpp"
 #include "core/check.hpp"
@@ -674,32 +675,39 @@ class MatmulPlan : public detail::LayerPlanBase<detail::MatmulArgs> {
                              : nullptr;
     runtime_->make_current();
     prepare(t);
-    void* out = accumulator != nullptr ? static_cast<void*>(accumulator) : t.out;
-    for (std::int64_t p = 0; p < gemm_.loops; ++p) {
-      // The first GEMM applies beta (none into the accumulator), the others add to it.
-      const float beta = p > 0 ? 1.0f : (accumulator != nullptr ? 0.0f : desc_.beta);
-      run_gemm(advanced(t.l, p * gemm_.l.loop_stride, element_),
-               advanced(t.r, p * gemm_.r.loop_stride, element_), beta, out, gemm_workspace);
-    }
-    const kernels::matmul::Element element = element_of(desc_.dtype);
-    const cudaStream_t stream = runtime_->stream();
-    if (accumulator != nullptr) {
-      DNNX_CUDNN_CHECK(kernels::matmul::store_accumulator(element, gemm_.out_elements, accumulator,
-                                                          desc_.beta, t.out, stream),
-                       context_, "launching the kernel that stores diff_b");
-    }
-    if (bias_ != BiasWork::kernel) return;
-    if (direction_ == Direction::fwd) {
-      DNNX_CUDNN_CHECK(
-          kernels::matmul::add_bias(element, gemm_.rows, desc_.n, t.bias, t.out, stream), context_,
-          "launching the bias kernel");
-    } else {
-      void* partial = scratch_.total > scratch_.bias_offset ? base + scratch_.bias_offset : nullptr;
-      DNNX_CUDNN_CHECK(
-          kernels::matmul::bias_gradient(element, gemm_.rows, desc_.n, t.diff_dst, desc_.beta,
-                                         t.diff_bias, partial, runtime_->facts().sm_count, stream),
-          context_, "launching the bias gradient kernel");
-    }
+    void* partial = scratch_.total > scratch_.bias_offset ? base + scratch_.bias_offset : nullptr;
+    auto launch = [&] {
+      void* out = accumulator != nullptr ? static_cast<void*>(accumulator) : t.out;
+      for (std::int64_t p = 0; p < gemm_.loops; ++p) {
+        // The first GEMM applies beta (none into the accumulator), the others add to it.
+        const float beta = p > 0 ? 1.0f : (accumulator != nullptr ? 0.0f : desc_.beta);
+        run_gemm(advanced(t.l, p * gemm_.l.loop_stride, element_),
+                 advanced(t.r, p * gemm_.r.loop_stride, element_), beta, out, gemm_workspace);
+      }
+      const kernels::matmul::Element element = element_of(desc_.dtype);
+      const cudaStream_t stream = runtime_->stream();
+      if (accumulator != nullptr) {
+        DNNX_CUDNN_CHECK(kernels::matmul::store_accumulator(element, gemm_.out_elements,
+                                                            accumulator, desc_.beta, t.out, stream),
+                         context_, "launching the kernel that stores diff_b");
+      }
+      if (bias_ != BiasWork::kernel) return;
+      if (direction_ == Direction::fwd) {
+        DNNX_CUDNN_CHECK(
+            kernels::matmul::add_bias(element, gemm_.rows, desc_.n, t.bias, t.out, stream),
+            context_, "launching the bias kernel");
+      } else {
+        DNNX_CUDNN_CHECK(kernels::matmul::bias_gradient(element, gemm_.rows, desc_.n, t.diff_dst,
+                                                        desc_.beta, t.diff_bias, partial,
+                                                        runtime_->facts().sm_count, stream),
+                         context_, "launching the bias gradient kernel");
+      }
+    };
+    // Note [graph replay]: cuBLASLt's split-K configurations queue a GEMM and a reduction and
+    // take more host time per call than their kernels take on small problems.
+    replay_.run(runtime_->settings(), runtime_->stream(),
+                {t.l, t.r, t.out, t.bias, t.diff_dst, t.diff_bias, t.aux, workspace.data}, launch,
+                context_);
   }
 
  protected:
@@ -715,6 +723,7 @@ class MatmulPlan : public detail::LayerPlanBase<detail::MatmulArgs> {
   Scratch scratch_;
   BiasWork bias_;
   std::size_t element_;
+  LaunchGraph replay_;  // Note [graph replay]
 };
 
 class LtPlan final : public MatmulPlan {
