@@ -26,6 +26,7 @@
 #include <dnnx/tensor.hpp>
 
 #include "backends/cudnn/kernels/conv_fused.hpp"
+#include "line_bench.hpp"
 #include "ops/context_state.hpp"
 
 #include <cuda_runtime_api.h>
@@ -168,13 +169,7 @@ Timing time_calls(Context& context, const std::function<void()>& call, const Opt
   std::vector<double> samples;
   samples.reserve(static_cast<std::size_t>(std::max(3, options.calls)));
   for (int r = 0; r < 3; ++r) {
-    // The gate held while the loop is queued, at most 0.2 ms a call, as cudnn_conv_bench does.
-    samples.push_back(backend.time_queued_ms(
-                          [&] {
-                            for (int i = 0; i < options.loop; ++i) call();
-                          },
-                          options.loop * 0.2) /
-                      options.loop);
+    samples.push_back(bench::held_loop_ms(backend, options.loop, call));  // Note [held timing loops]
   }
   Timing timing;
   timing.kernel_ms = median(samples);

@@ -10,7 +10,7 @@
 //   kernel      CUDA events on the backend's stream around a loop of `--loop` back-to-back calls,
 //               divided by the count, after warm-up, the stream held while the loop is queued
 //               (dnnx: the backend's timing gate, Note [gated timing], held for as long as the
-//               loop takes to queue, where the search's gate gives up after 0.25 ms; PyTorch: a
+//               loop takes to queue, Note [held timing loops] in line_bench.hpp; PyTorch: a
 //               sleep of the stream, Note [gated PyTorch loops] in compare_gpu.py): the GPU time
 //               per call, whatever the host's time per call;
 //   per call    the median over `--calls` calls of the host wall time from the call to the end of
@@ -31,6 +31,7 @@
 #include <dnnx/tensor.hpp>
 
 #include "ops/context_state.hpp"
+#include "line_bench.hpp"
 #include "ops/dispatch.hpp"
 #include "shapes/shapes_file.hpp"
 
@@ -469,10 +470,6 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// The most host time one call of a timed loop may take to queue while the gate holds the GPU
-// (Note [gpu timing method]): a hundred times what a replayed call takes.
-constexpr double queue_ms_per_call = 0.2;
-
 // Kernel-bound ms per call: events around `loop` back-to-back calls (Note [gpu timing method]).
 double kernel_ms(Context& context, const ConvDesc& desc, Direction direction, Operands& t,
                  int loop) {
@@ -481,12 +478,7 @@ double kernel_ms(Context& context, const ConvDesc& desc, Direction direction, Op
   std::vector<double> samples;
   samples.reserve(3);
   for (int r = 0; r < 3; ++r) {
-    samples.push_back(backend.time_queued_ms(
-                          [&] {
-                            for (int i = 0; i < loop; ++i) call(context, desc, direction, t);
-                          },
-                          loop * queue_ms_per_call) /
-                      loop);
+    samples.push_back(bench::held_loop_ms(backend, loop, [&] { call(context, desc, direction, t); }));
   }
   return median(samples);
 }

@@ -1,8 +1,8 @@
 #pragma once
 // What layers_bench and matmul_bench share, the benchmarks that print one JSON object per line
 // for a compare_*.py script: their list flags, the median, JSON string quoting, and the two
-// timings of Note [layer timing method] (bench/layers_bench.cpp). Header-only: each benchmark
-// stays one source file.
+// timings of Note [layer timing method] (bench/layers_bench.cpp), whose timed loop the GPU
+// convolution benchmarks use too. Header-only: each benchmark stays one source file.
 
 #include <dnnx/context.hpp>
 
@@ -42,19 +42,39 @@ inline std::string quoted(const std::string& text) {
   return out + "\"";
 }
 
+// Note [held timing loops]
+// A timed loop of back-to-back calls is queued while the cudnn backend's gate holds the GPU (Note
+// [gated timing] in src/backends/cudnn/backend.cpp), so that its reading is the GPU's time alone.
+// The search's gate gives up after 0.25 ms, which a loop of 50 calls outlasts once a call takes
+// more than 5 us of host time to queue: the reading then counts the host's time where the GPU
+// waited for it. On an H200, cuBLASLt's split-K candidates of MobileNetV2's 1x1 bwd_weights rows
+// (direct calls before their plans replayed a graph) read 11-12 us per call in loops of 50 and 8
+// in loops of 10 (docs/benchmarks.md, "GPU convolution vs PyTorch"). So the benchmarks hold the
+// gate for as long as the loop takes to queue (Backend::time_queued_ms), up to
+// loop_queue_ms_per_call a call, a hundred times what a replayed call takes.
+constexpr double loop_queue_ms_per_call = 0.2;
+
+/// Device time of `loop` back-to-back calls of `call`, behind the backend's gate held while they
+/// are queued (Note [held timing loops]), per call.
+template <typename Call>
+double held_loop_ms(detail::Backend& backend, int loop, Call&& call) {
+  return backend.time_queued_ms(
+             [&] {
+               for (int i = 0; i < loop; ++i) call();
+             },
+             loop * loop_queue_ms_per_call) /
+         loop;
+}
+
 /// Kernel time per call: the backend's timer (CUDA events on the stream; host clock and a wait on
-/// the cpu) around `loop` back-to-back calls of `call`, divided by `loop`; the median of five such
-/// loops, after three calls not timed.
+/// the cpu) around `loop` back-to-back calls of `call` (held_loop_ms), divided by `loop`; the
+/// median of five such loops, after three calls not timed.
 template <typename Call>
 double kernel_ms(Context& context, int loop, Call&& call) {
   detail::Backend& backend = detail::state_of(context).backend();
   for (int i = 0; i < 3; ++i) call();
   std::vector<double> samples;
-  for (int r = 0; r < 5; ++r) {
-    samples.push_back(backend.time_ms([&] {
-      for (int i = 0; i < loop; ++i) call();
-    }) / loop);
-  }
+  for (int r = 0; r < 5; ++r) samples.push_back(held_loop_ms(backend, loop, call));
   return median(samples);
 }
 
