@@ -169,7 +169,8 @@ Timing time_calls(Context& context, const std::function<void()>& call, const Opt
   std::vector<double> samples;
   samples.reserve(static_cast<std::size_t>(std::max(3, options.calls)));
   for (int r = 0; r < 3; ++r) {
-    samples.push_back(bench::held_loop_ms(backend, options.loop, call));  // Note [held timing loops]
+    samples.push_back(
+        bench::held_loop_ms(backend, options.loop, call));  // Note [held timing loops]
   }
   Timing timing;
   timing.kernel_ms = median(samples);

@@ -30,8 +30,8 @@
 #include <dnnx/ops/conv.hpp>
 #include <dnnx/tensor.hpp>
 
-#include "ops/context_state.hpp"
 #include "line_bench.hpp"
+#include "ops/context_state.hpp"
 #include "ops/dispatch.hpp"
 #include "shapes/shapes_file.hpp"
 
@@ -478,7 +478,8 @@ double kernel_ms(Context& context, const ConvDesc& desc, Direction direction, Op
   std::vector<double> samples;
   samples.reserve(3);
   for (int r = 0; r < 3; ++r) {
-    samples.push_back(bench::held_loop_ms(backend, loop, [&] { call(context, desc, direction, t); }));
+    samples.push_back(
+        bench::held_loop_ms(backend, loop, [&] { call(context, desc, direction, t); }));
   }
   return median(samples);
 }
