@@ -49,9 +49,9 @@ inline std::string quoted(const std::string& text) {
 // more than 5 us of host time to queue: the reading then counts the host's time where the GPU
 // waited for it. On an H200, cuBLASLt's split-K candidates of MobileNetV2's 1x1 bwd_weights rows
 // (direct calls before their plans replayed a graph) read 11-12 us per call in loops of 50 and 8
-// in loops of 10 (docs/benchmarks.md, "GPU convolution vs PyTorch"). So the benchmarks hold the
-// gate for as long as the loop takes to queue (Backend::time_queued_ms), up to
-// loop_queue_ms_per_call a call, a hundred times what a replayed call takes.
+// in loops of 10 (docs/benchmarks.md, the shape suite's "The timing loops' gate"). So the
+// benchmarks hold the gate for as long as the loop takes to queue (Backend::time_queued_ms), up
+// to loop_queue_ms_per_call a call, a hundred times what a replayed call takes.
 constexpr double loop_queue_ms_per_call = 0.2;
 
 /// Device time of `loop` back-to-back calls of `call`, behind the backend's gate held while they

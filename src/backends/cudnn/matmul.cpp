@@ -703,8 +703,8 @@ class MatmulPlan : public detail::LayerPlanBase<detail::MatmulArgs> {
                          context_, "launching the bias gradient kernel");
       }
     };
-    // Note [graph replay]: cuBLASLt's split-K configurations queue a GEMM and a reduction and
-    // take more host time per call than their kernels take on small problems.
+    // Note [graph replay]: a cuBLASLt call can take more host time than a small product's kernels
+    // (MobileNetV2's last 1x1 bwd_weights: docs/benchmarks.md, "The timing loops' gate").
     replay_.run(runtime_->settings(), runtime_->stream(),
                 {t.l, t.r, t.out, t.bias, t.diff_dst, t.diff_bias, t.aux, workspace.data}, launch,
                 context_);
