@@ -112,9 +112,10 @@ test::ConvRun run_on_device(Context& context, const ConvDesc& desc, Direction di
 
 // The notes but those saying where a candidate came from, which a description of one id may
 // not know (OpBackend::describe_candidate): cuDNN's heuristics' top configs, a cuBLASLt
-// configuration from its heuristic or its list of algorithms (Note [matmul descriptions]).
+// configuration from its heuristic or its list of algorithms (Note [matmul descriptions]), a
+// fold's first candidate (Note [scout candidates] in src/tune/select.cpp).
 std::vector<std::string> without_origin(std::vector<std::string> notes) {
-  for (const char* note : {"heuristics_top", "heuristic", "enumerated"})
+  for (const char* note : {"heuristics_top", "heuristic", "enumerated", "scout"})
     notes.erase(std::remove(notes.begin(), notes.end(), note), notes.end());
   return notes;
 }

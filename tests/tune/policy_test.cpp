@@ -495,6 +495,60 @@ TEST(ExhaustivePolicy, VariantsOfSlowOrAbandonedSeedsAreNotRun) {
   EXPECT_NE(row_of(choice.timings, "broken:v1").detail.find("failed"), std::string::npos);
 }
 
+// Note [scout candidates]: a candidate noted "scout" is timed right after the first admissible
+// candidate, so the bounds the others meet come from it; the heuristic policy keeps the list's
+// order, and every candidate still has its one row.
+FakeBench scout_bench(bool scouts) {
+  auto scout = [scouts](Algo algo) { return scouts ? algo.note("scout") : algo; };
+  FakeBench bench;
+  bench
+      .add(Algo("too_big").workspace(64 * MiB), {1.0})  // over the workspace cap below
+      .add(Algo("heuristic"), {10.0})
+      .add(Algo("mid"), {9.0})  // fully timed against 10; against 4 its warm run (> 2 x 4) ends it
+      .add(Algo("slow"), {30.0})
+      .add(scout(Algo("fold")), {4.0})
+      .add(scout(Algo("other_fold")), {5.0});
+  return bench;
+}
+
+TEST(ExhaustivePolicy, ScoutsAreTimedRightAfterTheFirstAdmissibleCandidate) {
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.workspace_limit = MiB;
+  options.final_round = false;
+  for (const bool scouts : {true, false}) {
+    SCOPED_TRACE(scouts ? "scouts" : "no scouts");
+    FakeBench bench = scout_bench(scouts);
+    std::vector<std::string> order;
+    const dnnx::tune::RunOnce run = bench.run();
+    const dnnx::tune::RunOnce counted = [&](const dnnx::AlgoInfo& algo) {
+      if (order.empty() || order.back() != algo.id) order.push_back(algo.id);
+      return run(algo);
+    };
+    const Choice choice = dnnx::tune::select(fake_request(), bench.candidates(), options, counted);
+    EXPECT_EQ(choice.algo.id, "fold");
+    EXPECT_EQ(choice.timings.size(), bench.candidates().size());
+    EXPECT_EQ(row_of(choice.timings, "too_big").status, CandidateStatus::over_workspace_limit);
+    const ProfileRow& mid = row_of(choice.timings, "mid");
+    if (scouts) {
+      EXPECT_EQ(order,
+                (std::vector<std::string>{"heuristic", "fold", "other_fold", "mid", "slow"}));
+      EXPECT_EQ(mid.status, CandidateStatus::abandoned);
+      EXPECT_EQ(bench.calls("mid"), 2);  // the cold run, then the warm one
+    } else {
+      EXPECT_EQ(order,
+                (std::vector<std::string>{"heuristic", "mid", "slow", "fold", "other_fold"}));
+      EXPECT_EQ(mid.status, CandidateStatus::ok);
+      EXPECT_GT(bench.calls("mid"), 1);
+    }
+  }
+  // The heuristic policy picks the first admissible candidate of the list, scouts or not.
+  FakeBench bench = scout_bench(true);
+  TuneOptions heuristic = options_with(AlgoPolicy::heuristic());
+  EXPECT_EQ(select(bench, heuristic).algo.id, "too_big");
+  heuristic.workspace_limit = MiB;
+  EXPECT_EQ(select(bench, heuristic).algo.id, "heuristic");
+}
+
 // The bar is the best so far: a seed that was near the best when its variant came up keeps the
 // variant even if something faster is timed later; one listed after its variant does not prune.
 TEST(ExhaustivePolicy, VariantsAreJudgedWhenTheirTurnComes) {

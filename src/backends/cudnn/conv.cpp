@@ -767,6 +767,9 @@ class CudnnConv final
         if (fold.kind == FoldKind::stacked && wrapped == stacked_inner_max) break;
         if (!folds_wrap(fold, inner, frames_listed)) continue;
         out.push_back(fold_candidate(desc, fold, inner));
+        // The fold of the folded convolution's first candidate (its heuristics' pick) is timed
+        // early by a search (Note [scout candidates] in src/tune/select.cpp).
+        if (wrapped == 0) out.back().info.notes.push_back("scout");
         ++wrapped;
       }
     }

@@ -25,11 +25,13 @@
 // the FFTs, which transform a plane of H x W columns for a kernel one column wide: on R(2+1)D's
 // l3.temporal fwd they took 94-270 ms on an eighth of the batch, the best 0.53 ms in all), after
 // every other supported candidate, so the heuristic pick stays the 3-D convolution's own; the 2-D
-// heuristics' top picks are not the 3-D convolution's (their note is dropped). The results are
-// those of the 3-D convolution up to the order of the f32 sums; determinism is the inner
-// candidate's. DNNX_CUDNN_CONV_FOLDS lists them: "f32" (the default), "on" (every dtype), "off".
-// A third fold, "stacked", is of any spatial dims: a dilated convolution whose outer taps mostly
-// read padding as the denser convolution of its stacked weight sets (Note [stacked folds] in
+// heuristics' top picks are not the 3-D convolution's (their note is dropped). The first of each
+// fold's candidates (the fold of the 2-D convolution's own first pick) is noted "scout", which a
+// search times right after the heuristic pick (Note [scout candidates] in src/tune/select.cpp). The
+// results are those of the 3-D convolution up to the order of the f32 sums; determinism is the
+// inner candidate's. DNNX_CUDNN_CONV_FOLDS lists them: "f32" (the default), "on" (every dtype),
+// "off". A third fold, "stacked", is of any spatial dims: a dilated convolution whose outer taps
+// mostly read padding as the denser convolution of its stacked weight sets (Note [stacked folds] in
 // conv_stacked.cpp), wrapping the first stacked_inner_max supported engine configs and legacy
 // algorithms of that convolution in its listing's order; DNNX_CUDNN_CONV_STACKED lists them
 // ("on", the default: every dtype; "f32"; "off").
