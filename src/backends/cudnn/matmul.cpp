@@ -674,9 +674,9 @@ class MatmulPlan : public detail::LayerPlanBase<detail::MatmulArgs> {
                              ? reinterpret_cast<float*>(base + scratch_.accumulator_offset)
                              : nullptr;
     runtime_->make_current();
-    prepare(t);
     void* partial = scratch_.total > scratch_.bias_offset ? base + scratch_.bias_offset : nullptr;
     auto launch = [&] {
+      prepare(t);  // a replayed graph holds what it set
       void* out = accumulator != nullptr ? static_cast<void*>(accumulator) : t.out;
       for (std::int64_t p = 0; p < gemm_.loops; ++p) {
         // The first GEMM applies beta (none into the accumulator), the others add to it.
