@@ -10,7 +10,7 @@ what the energy policy keeps. Per file: how often the two differ, the energy the
 (joules x the layer's count, summed) and the time it costs (milliseconds x count, summed).
 
     energy_compare.py TUNE.json [TUNE.json ...] [--json OUT.json] [--rows] [--beyond-spread]
-                      [--as min_energy|energy_delay]
+                      [--as min_energy|energy_delay] [--join]
 
 Reads a TUNE.json.gz through gzip. Prints a markdown table per file (with --rows, a row per
 layer-direction too) and the totals; --json writes the same figures. --beyond-spread takes the
@@ -18,8 +18,12 @@ pick again from the measured rows by the policy's rule that a contender displace
 only when it saves more than the larger of the two measurements' spreads (Note [energy
 policies] in src/tune/select.cpp), for documents whose choices were made without it; --as
 POLICY takes them again so as that energy policy would have from the same measured contenders
-(both policies measure the same ones), with the rule. Exit status 1 when a file has no measured
-step (no energy counter where it was tuned: its steps' energy_meter says why)."""
+(both policies measure the same ones), with the rule. --join takes the files as parts of one
+tune (the same model, batch, dtype, layout, backend and policies, e.g. a tune that stopped and
+one of the layers it did not reach, `dnnx tune --layers`), each layer-direction in one part only,
+and prints one table for them. Exit status 1 when a file has no measured step (no energy counter
+where it was tuned: its steps' energy_meter says why), 2 when a file cannot be read or --join's
+parts do not fit together."""
 
 import argparse
 import gzip
@@ -116,6 +120,40 @@ def compare(document, beyond_spread=False, as_policy=None):
     return rows, total
 
 
+# What the parts of one tune share (--join).
+JOIN_KEYS = ("model", "batch", "dtype", "layout", "backend")
+JOIN_POLICY_KEYS = ("fwd", "bwd_data", "bwd_weights", "host_tie")
+
+
+def join(paths, documents):
+    """One document from the parts of a tune: their steps in the order given. Raises ValueError
+    when the parts differ in what JOIN_KEYS / JOIN_POLICY_KEYS name or repeat a layer-direction."""
+    first = documents[0]
+    steps = []
+    seen = {}
+    for path, document in zip(paths, documents):
+        for key in JOIN_KEYS:
+            if document.get(key) != first.get(key):
+                raise ValueError(f"{path}: {key} {document.get(key)!r}, {paths[0]} has "
+                                 f"{first.get(key)!r}: not parts of one tune")
+        for key in JOIN_POLICY_KEYS:
+            mine = document.get("options", {}).get(key)
+            theirs = first.get("options", {}).get(key)
+            if mine != theirs:
+                raise ValueError(f"{path}: option {key} {mine!r}, {paths[0]} has {theirs!r}: "
+                                 "not parts of one tune")
+        for step in document.get("results", []):
+            key = (step.get("layer"), step.get("direction"))
+            if key in seen:
+                raise ValueError(f"{path}: {key[0]} {key[1]} is in {seen[key]} too")
+            seen[key] = path
+            steps.append(step)
+    joined = dict(first)
+    joined["results"] = steps
+    joined["complete"] = None  # whether the parts cover the model is not known here
+    return joined
+
+
 def percent(value):
     return "-" if value is None else f"{100 * value:+.1f}%"
 
@@ -131,16 +169,27 @@ def main(argv):
     parser.add_argument("--as", dest="as_policy", choices=["min_energy", "energy_delay"],
                         help="take the picks again as this energy policy would (with the rule of "
                              "--beyond-spread)")
+    parser.add_argument("--join", action="store_true",
+                        help="the files are parts of one tune: one table for them")
     args = parser.parse_args(argv)
     out = {}
     failed = False
+    documents = []
     for path in args.files:
         try:
             with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
-                document = json.load(f)
+                documents.append(json.load(f))
         except (OSError, ValueError) as error:
             print(f"energy_compare.py: {path}: {error}", file=sys.stderr)
             return 2
+    named = list(zip(args.files, documents))
+    if args.join:
+        try:
+            named = [(" + ".join(args.files), join(args.files, documents))]
+        except ValueError as error:
+            print(f"energy_compare.py: --join: {error}", file=sys.stderr)
+            return 2
+    for path, document in named:
         rows, total = compare(document, args.beyond_spread, args.as_policy)
         options = document.get("options", {})
         policies = {options.get(d) for d in ("fwd", "bwd_data", "bwd_weights")}
@@ -150,7 +199,8 @@ def main(argv):
               + (f", picks taken again as {args.as_policy}" if args.as_policy else
                  ", picks taken again beyond the spread" if args.beyond_spread else "")
               + (f" (incomplete: the tune stopped after {len(document.get('results', []))} "
-                 "layer-directions)" if document.get("complete") is False else "") + "\n")
+                 "layer-directions)" if document.get("complete") is False else "")
+              + (f" (joined from {len(args.files)} tunes)" if args.join else "") + "\n")
         if args.rows and rows:
             print("| layer | direction | count | fastest | ms | mJ | chosen | ms | mJ | energy | time |")
             print("|---|---|--:|---|--:|--:|---|--:|--:|--:|--:|")

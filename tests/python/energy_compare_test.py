@@ -134,6 +134,35 @@ def main():
         assert row["fastest"] == expected, (fastest, host_tie, engine_ms, row)
         assert row["differ"] is (expected != "cudnn:engine:1"), row
 
+    # --join: a stopped tune and one of the layers it did not reach give one table, the totals
+    # those of both parts' steps; parts of different tunes, or repeating a layer-direction, are
+    # refused (exit status 2) naming the file and what differs.
+    first = dict(document, complete=False, results=document["results"][:1])
+    rest = dict(document, results=document["results"][1:2])
+    part_paths = [os.path.join(work, "part1.json"), os.path.join(work, "part2.json.gz")]
+    with open(part_paths[0], "w") as f:
+        json.dump(first, f)
+    with gzip.open(part_paths[1], "wt") as f:
+        json.dump(rest, f)
+    done = run(*part_paths, "--join", "--json", out)
+    assert done.returncode == 0, done.stderr
+    assert "(joined from 2 tunes)" in done.stdout and "incomplete" not in done.stdout, done.stdout
+    with open(out) as f:
+        joined = json.load(f)
+    assert list(joined) == [" + ".join(part_paths)], joined
+    total = joined[" + ".join(part_paths)]["total"]
+    assert total["steps"] == 2 and total["differ"] == 1, total
+    assert abs(total["fastest_j"] - 5e-3) < 1e-12 and abs(total["chosen_j"] - 4e-3) < 1e-12, total
+    separate = run(*part_paths, "--json", out)  # without --join: a table per file
+    assert separate.returncode == 0 and separate.stdout.count("### ") == 2, separate.stdout
+    for other, says in ((dict(rest, dtype="f32"), "dtype 'f32'"),
+                        (dict(rest, options={"fwd": "energy_delay"}), "option fwd"),
+                        (dict(first, complete=True), "a fwd is in")):
+        with open(part_paths[0].replace("part1", "other"), "w") as f:
+            json.dump(other, f)
+        done = run(part_paths[0], part_paths[0].replace("part1", "other"), "--join")
+        assert done.returncode == 2 and says in done.stderr, (says, done.returncode, done.stderr)
+
     # Nothing measured at all: exit status 1, saying why per step.
     document["results"] = document["results"][2:]
     with open(path, "w") as f:
