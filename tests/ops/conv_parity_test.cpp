@@ -180,8 +180,8 @@ const std::vector<ExpectedReason<ConvDesc>>& expected_reasons() {
       // src/backends/cudnn/conv_depthwise.cpp): every kernel outside depthwise descs, the
       // unrolled one outside 3x3 / 5x5 / 7x7 windows, channel packs outside channels_last with
       // multiplier 1 (and an even channel count for fwd and bwd_data, those windows for
-      // bwd_weights), column strips outside channels_first fwd and bwd_data with those windows,
-      // no dilation and their strides.
+      // bwd_weights), column strips outside fwd and bwd_data with those windows, no dilation and
+      // their strides (in channels_last, multiplier 1 and 3x3 / 5x5 windows).
       {"cudnn: not a depthwise convolution", std::regex("^cudnn:kernel:depthwise:"),
        std::regex("^not a depthwise convolution"),
        [](const ConvDesc& desc, Direction) { return desc.groups != desc.in_channels; }},
@@ -190,7 +190,8 @@ const std::vector<ExpectedReason<ConvDesc>>& expected_reasons() {
        std::regex("^(the unrolled variant runs 2-D 3x3, 5x5 and 7x7 kernels only|channel packs "
                   "need (the channels_last layout|a channel multiplier of 1|an even channel "
                   "count)|channel packs run bwd_weights for 2-D 3x3, 5x5 and 7x7 kernels only|"
-                  "column strips (need the channels_first layout|run fwd and bwd_data only|run "
+                  "column strips (in channels_last (need a channel multiplier of 1|run 3x3 and "
+                  "5x5 kernels only)|run fwd and bwd_data only|run "
                   "2-D 3x3, 5x5 and 7x7 kernels only|run kernels without dilation only|run fwd "
                   "at a stride of 1 or 2 along H only|run bwd_data at stride 1 along H and W "
                   "only))"),

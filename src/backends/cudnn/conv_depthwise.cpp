@@ -10,9 +10,10 @@
 //   cudnn:kernel:depthwise:channel_packs  channels_last, M = 1; fwd and bwd_data with even
 //                                         channels, bwd_weights with kernels of 1 x K x K
 //                                         positions, K = 3, 5, 7 (any channel count)
-//   cudnn:kernel:depthwise:strips         channels_first, kernels of 1 x K x K positions, K = 3,
-//                                         5, 7, no dilation; fwd at a stride of 1 or 2 along
-//                                         H, bwd_data at stride 1
+//   cudnn:kernel:depthwise:strips         kernels of 1 x K x K positions, no dilation; fwd at a
+//                                         stride of 1 or 2 along H, bwd_data at stride 1;
+//                                         channels_first with K = 3, 5, 7, or channels_last with
+//                                         M = 1 and K = 3, 5
 //   cudnn:kernel:depthwise:unrolled       kernels of 1 x K x K positions, K = 3, 5, 7 (2-D, and
 //                                         3-D ones of depth 1); every direction
 //   cudnn:kernel:depthwise:direct         every depthwise desc and direction
@@ -20,7 +21,8 @@
 // output (as every cudnn conv candidate does: beta 0). They are deterministic: bwd_data gathers
 // and bwd_weights reduces in a fixed order without atomics (note "fixed_order_reduction").
 // bwd_weights needs workspace for the f32 partial sums of its split reduction, channel_packs fwd
-// and bwd_data for the weights transposed (Note [depthwise weight taps]). The supported ones
+// and bwd_data, and strips in channels_last, for the weights transposed (Note [depthwise weight
+// taps]). The supported ones
 // come right after the last config cuDNN's heuristics rank first that is not runtime-compiled
 // (note "heuristics_top"; Note [cudnn candidate order]): the heuristic pick stays cuDNN's, and an
 // exhaustive search times them early, before the hundred-odd other engine configs of a depthwise
@@ -93,8 +95,9 @@ std::string desc_exclusion(const ConvDesc& desc) {
   return {};
 }
 
-// The desc as the kernels see it (desc_exclusion(desc) empty).
-kernels::DepthwiseShape kernel_shape(const ConvDesc& desc) {
+}  // namespace
+
+kernels::DepthwiseShape depthwise_shape(const ConvDesc& desc) {
   kernels::DepthwiseShape shape;
   shape.batch = desc.batch;
   shape.channels = desc.in_channels;
@@ -107,6 +110,8 @@ kernels::DepthwiseShape kernel_shape(const ConvDesc& desc) {
   return shape;
 }
 
+namespace {
+
 AlgoInfo info_of(const ConvDesc& desc, Direction direction, const VariantSpec& spec) {
   AlgoInfo info;
   info.id = std::string(spec.id);
@@ -116,7 +121,7 @@ AlgoInfo info_of(const ConvDesc& desc, Direction direction, const VariantSpec& s
   if (direction == Direction::bwd_weights) info.notes.emplace_back("fixed_order_reduction");
   info.reason = desc_exclusion(desc);
   if (info.reason.empty()) {
-    const kernels::DepthwiseShape shape = kernel_shape(desc);
+    const kernels::DepthwiseShape shape = depthwise_shape(desc);
     const kernels::DepthwiseDirection kernel_direction =
         direction == Direction::bwd_weights ? kernels::DepthwiseDirection::bwd_weights
         : direction == Direction::bwd_data  ? kernels::DepthwiseDirection::bwd_data
@@ -141,7 +146,7 @@ class DepthwisePlan final : public detail::ConvPlan {
         context_(conv_context(desc, direction, info_.id)),
         direction_(direction),
         variant_(variant),
-        shape_(kernel_shape(desc)) {}
+        shape_(depthwise_shape(desc)) {}
 
   const AlgoInfo& algo() const override { return info_; }
 
