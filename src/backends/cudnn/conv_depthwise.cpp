@@ -17,19 +17,18 @@
 //   cudnn:kernel:depthwise:unrolled       kernels of 1 x K x K positions, K = 3, 5, 7 (2-D, and
 //                                         3-D ones of depth 1); every direction
 //   cudnn:kernel:depthwise:direct         every depthwise desc and direction
-// All three accumulate in f32, honour per-side padding, stride and dilation, and overwrite their
+// All four accumulate in f32, honour per-side padding, stride and dilation, and overwrite their
 // output (as every cudnn conv candidate does: beta 0). They are deterministic: bwd_data gathers
 // and bwd_weights reduces in a fixed order without atomics (note "fixed_order_reduction").
 // bwd_weights needs workspace for the f32 partial sums of its split reduction, channel_packs fwd
 // and bwd_data, and strips in channels_last, for the weights transposed (Note [depthwise weight
-// taps]). The supported ones
-// come right after the last config cuDNN's heuristics rank first that is not runtime-compiled
-// (note "heuristics_top"; Note [cudnn candidate order]): the heuristic pick stays cuDNN's, and an
-// exhaustive search times them early, before the hundred-odd other engine configs of a depthwise
-// desc. On the layers where they are the fastest, the slower candidates after them are then
-// abandoned or dropped at their first probe sooner (Note [probing slow candidates] in
-// src/tune/select.cpp), and a search budget (Note [search budget]) that runs out among those still
-// has them timed.
+// taps]). The supported ones come right after the last config cuDNN's heuristics rank first
+// that is not runtime-compiled (note "heuristics_top"; Note [cudnn candidate order]): the
+// heuristic pick stays cuDNN's, and an exhaustive search times them early, before the
+// hundred-odd other engine configs of a depthwise desc. On the layers where they are the fastest,
+// the slower candidates after them are then abandoned or dropped at their first probe sooner
+// (Note [probing slow candidates] in src/tune/select.cpp), and a search budget (Note [search
+// budget]) that runs out among those still has them timed.
 
 #include "backends/cudnn/conv_depthwise.hpp"
 

@@ -31,9 +31,10 @@ enum class DepthwiseVariant : int {
   channel_packs = 2,
   /// fwd and bwd_data: 2-D kernels of 3x3, 5x5 or 7x7 positions (3-D ones of depth 1 too)
   /// without dilation; fwd with a stride of 1 or 2 along H (any along W), bwd_data with a stride
-  /// of 1 along H and W; channels_first, or channels_last with multiplier 1 (packs of channels,
-  /// the weights transposed into the workspace). A thread computes a column strip of output rows,
-  /// reusing each row it loads for every output row whose window holds it.
+  /// of 1 along H and W; channels_first, or channels_last with multiplier 1 and 3x3 or 5x5
+  /// kernels (packs of channels, the weights transposed into the workspace). A thread computes a
+  /// column strip of output rows, reusing each row it loads for every output row whose window
+  /// holds it.
   strips = 3,
 };
 

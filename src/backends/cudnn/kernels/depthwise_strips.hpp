@@ -50,8 +50,8 @@ struct ChannelGeo {
 ChannelGeo channel_geo(const DepthwiseShape& shape, bool forward, int pack);
 
 /// The widest pack the launch uses for `shape` when every pointer is aligned to it: at most 8
-/// bytes, V * K * K <= 64 (the weights a thread keeps in f32 registers: V = 4, 2, 1 for f16 and
-/// K = 3, 5, 7), and a divisor of the channel count.
+/// bytes, V * K * K <= 64 (the weights a thread keeps in f32 registers: f16 3x3 takes 4, 5x5 2),
+/// and a divisor of the channel count.
 int channel_pack(const DepthwiseShape& shape);
 
 /// V consecutive channels, loaded and stored as one aligned access.
