@@ -23,6 +23,8 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstdint>
 
 namespace dnnx::cudnn::kernels {
@@ -34,6 +36,7 @@ constexpr std::int64_t max_blocks = 1056;
 // Every group's weights in shared memory (dynamic, above the 48 KiB default with the attribute).
 constexpr std::size_t max_weight_bytes = 96 * 1024;
 constexpr std::size_t default_shared_bytes = 48 * 1024;
+constexpr int max_devices = 64;
 // Bounds as the depthwise kernels' (Note [depthwise kernels]).
 constexpr std::int64_t max_coordinate = std::int64_t{1} << 29;
 constexpr std::int64_t max_sample = (std::int64_t{1} << 31) - 1;
@@ -99,17 +102,30 @@ __global__ void __launch_bounds__(block_threads)
 template <typename T, int C, int P, bool Forward>
 cudaError_t launch_strips(const grouped::Geo& g, std::int64_t batch, int stride_h, const T* a,
                           const float* laid, T* out, cudaStream_t stream) {
+  const int variant = !Forward ? 0 : stride_h == 1 ? 1 : 2;
   void (*kernel)(grouped::Geo, std::int64_t, const T*, const float*, T*) =
-      !Forward        ? strips_kernel<T, C, C, P, 1, true>
-      : stride_h == 1 ? strips_kernel<T, C, C, P, 1, false>
-                      : strips_kernel<T, C, C, P, 2, false>;
+      variant == 0   ? strips_kernel<T, C, C, P, 1, true>
+      : variant == 1 ? strips_kernel<T, C, C, P, 1, false>
+                     : strips_kernel<T, C, C, P, 2, false>;
   const std::size_t bytes =
       static_cast<std::size_t>(g.groups) * kernel_positions * C * C * sizeof(float);
   if (bytes > default_shared_bytes) {
-    const cudaError_t status =
-        cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+    // Once per kernel and device, to the most any shape takes: the first launch is a search's
+    // or a program's first call, not one inside a caller's graph capture.
+    static std::array<std::array<std::atomic<bool>, max_devices>, 3> raised{};
+    int device = 0;
+    cudaError_t status = cudaGetDevice(&device);
     if (status != cudaSuccess) return status;
+    if (device < 0 || device >= max_devices) return cudaErrorInvalidDevice;
+    std::atomic<bool>& done =
+        raised[static_cast<std::size_t>(variant)][static_cast<std::size_t>(device)];
+    if (!done.load(std::memory_order_acquire)) {
+      status = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(max_weight_bytes));
+      if (status != cudaSuccess) return status;
+      done.store(true, std::memory_order_release);
+    }
   }
   const std::int64_t total = static_cast<std::int64_t>(g.items) * batch;
   const auto blocks = static_cast<unsigned>(
