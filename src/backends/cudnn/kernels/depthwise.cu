@@ -383,19 +383,13 @@ __global__ void __launch_bounds__(block_threads)
 // none (zeros). Positions outside the tensor read are skipped, not multiplied by zero, as in the
 // other variants; each output sums its window in the order H, W of the kernel (bwd_data: of the
 // outputs, as the gather above), in f32.
-constexpr int strip_rows = 4;  // R
+using strips::strip_rows;  // R
 
-struct StripGeo {
-  int a_d, a_h, a_w;  // the tensor read (fwd: src; bwd_data: diff_dst)
-  int o_d, o_h, o_w;  // the tensor written
-  int pad_h, pad_w;   // the first row (column) read by output row (column) 0
-  int stride_w;
-  int s_d, p_d;  // depth: the plane read at output depth z is z * s_d - p_d (bwd_data: inverted)
-  int strips;    // ceil(o_h / R)
-  int mult;      // M
-  int items;     // threads per sample: planes written x o_d x strips x o_w
-  std::int64_t a_sample, o_sample;
-  std::int64_t batch;
+struct StripGeo : strips::Span {
+  int mult = 1;   // M
+  int items = 0;  // threads per sample: planes written x o_d x strips x o_w
+  std::int64_t a_sample = 0, o_sample = 0;
+  std::int64_t batch = 0;
 };
 
 // Threads per sample of the strips variant (may exceed int: depthwise_unsupported checks).
@@ -408,22 +402,8 @@ std::int64_t strip_items(const DepthwiseShape& shape, bool forward) {
 
 StripGeo strip_geo(const DepthwiseShape& shape, bool forward) {
   const Geo g = geo_of(shape);
-  const int k = shape.kernel[1];
-  StripGeo sg{};
-  const int* read = forward ? g.in : g.out;
-  const int* written = forward ? g.out : g.in;
-  sg.a_d = read[0];
-  sg.a_h = read[1];
-  sg.a_w = read[2];
-  sg.o_d = written[0];
-  sg.o_h = written[1];
-  sg.o_w = written[2];
-  sg.pad_h = forward ? g.p[1] : k - 1 - g.p[1];
-  sg.pad_w = forward ? g.p[2] : k - 1 - g.p[2];
-  sg.stride_w = forward ? g.s[2] : 1;
-  sg.s_d = g.s[0];
-  sg.p_d = g.p[0];
-  sg.strips = (sg.o_h + strip_rows - 1) / strip_rows;
+  StripGeo sg;
+  static_cast<strips::Span&>(sg) = strips::span_of(shape, shape.kernel[1], forward);
   sg.mult = g.mult;
   sg.items = static_cast<int>(strip_items(shape, forward));
   sg.a_sample = forward ? g.src_sample : g.dst_sample;
@@ -446,14 +426,7 @@ __global__ void __launch_bounds__(block_threads)
   const int z = t % g.o_d;
   const int q = t / g.o_d;  // the channel written
   // The plane read at depth z, or -1 (the strip's outputs are zeros).
-  int zi;
-  if (Backward) {
-    const int shifted = z + g.p_d;
-    zi = shifted % g.s_d == 0 && shifted / g.s_d < g.a_d ? shifted / g.s_d : -1;
-  } else {
-    zi = z * g.s_d - g.p_d;
-    if (!inside(zi, g.a_d)) zi = -1;
-  }
+  const int zi = strips::plane_read<Backward>(g, z);
   const int y0 = strip * R;
   const int row0 = y0 * S - g.pad_h;
   const int col0 = x * g.stride_w - g.pad_w;
@@ -1321,18 +1294,7 @@ std::size_t element_size(DepthwiseType type) { return type == DepthwiseType::f32
 strips::ChannelGeo strips::channel_geo(const DepthwiseShape& shape, bool forward, int pack) {
   const StripGeo sg = strip_geo(shape, forward);
   ChannelGeo g;
-  g.a_d = sg.a_d;
-  g.a_h = sg.a_h;
-  g.a_w = sg.a_w;
-  g.o_d = sg.o_d;
-  g.o_h = sg.o_h;
-  g.o_w = sg.o_w;
-  g.pad_h = sg.pad_h;
-  g.pad_w = sg.pad_w;
-  g.stride_w = sg.stride_w;
-  g.s_d = sg.s_d;
-  g.p_d = sg.p_d;
-  g.strips = sg.strips;
+  static_cast<Span&>(g) = sg;
   g.channels = static_cast<int>(shape.channels);
   g.packs = g.channels / pack;
   g.items = g.packs * g.o_d * g.strips * g.o_w;  // at most strip_items(): below 2^31

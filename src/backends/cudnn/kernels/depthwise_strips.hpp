@@ -4,6 +4,7 @@
 // whole convolutions through it where there is no GPU).
 
 #include "backends/cudnn/kernels/depthwise.hpp"
+#include "backends/cudnn/kernels/spatial.hpp"
 
 #include <cstdint>
 
@@ -21,23 +22,59 @@
 
 namespace dnnx::cudnn::kernels::strips {
 
-/// Output rows per thread (R).
+/// Output rows per thread (R) of every strips kernel (depthwise in both layouts, grouped).
 inline constexpr int strip_rows = 4;
 
-/// The correlation a thread's strip computes, both tensors channels_last and dense: the tensor
-/// read `a` is {batch, a_d, a_h, a_w, channels} (fwd: src; bwd_data: diff_dst), the one written
-/// {batch, o_d, o_h, o_w, channels} (fwd: dst; bwd_data: diff_src). Output row y, column x reads
-/// rows y * S - pad_h + kh and columns x * stride_w - pad_w + kw (bwd_data: the kernel flipped,
-/// stride 1); output depth z reads plane z * s_d - p_d (bwd_data: (z + p_d) / s_d where that
-/// divides), or none. A thread owns V channels (a pack) of one column of `strip_rows` output rows
-/// of one plane: item = ((z * strips + strip) * o_w + x) * packs + pack, below `items`.
-struct ChannelGeo {
+/// The rows, columns and planes of a strip's correlation (Note [depthwise column strips] in
+/// depthwise.cu): the tensor read {a_d, a_h, a_w} (fwd: src; bwd_data: diff_dst), the one
+/// written {o_d, o_h, o_w} (fwd: dst; bwd_data: diff_src). Output row y, column x reads rows
+/// y * S - pad_h + kh and columns x * stride_w - pad_w + kw (bwd_data: the kernel flipped, stride
+/// 1); output depth z reads plane_read() of it.
+struct Span {
   int a_d = 1, a_h = 1, a_w = 1;
   int o_d = 1, o_h = 1, o_w = 1;
-  int pad_h = 0, pad_w = 0;
+  int pad_h = 0, pad_w = 0;  ///< the first row (column) read by output row (column) 0
   int stride_w = 1;
-  int s_d = 1, p_d = 0;
-  int strips = 1;                           ///< ceil(o_h / strip_rows)
+  int s_d = 1, p_d = 0;  ///< the depth's stride and front padding (kernels of depth 1)
+  int strips = 1;        ///< ceil(o_h / strip_rows)
+};
+
+/// The span of a K x K kernel (of depth 1) over `dims` in fwd (`forward`) or bwd_data.
+inline Span span_of(const SpatialDims& dims, int k, bool forward) {
+  const int* read = forward ? dims.input : dims.output;
+  const int* written = forward ? dims.output : dims.input;
+  Span s;
+  s.a_d = read[0];
+  s.a_h = read[1];
+  s.a_w = read[2];
+  s.o_d = written[0];
+  s.o_h = written[1];
+  s.o_w = written[2];
+  s.pad_h = forward ? dims.pad_before[1] : k - 1 - dims.pad_before[1];
+  s.pad_w = forward ? dims.pad_before[2] : k - 1 - dims.pad_before[2];
+  s.stride_w = forward ? dims.stride[2] : 1;
+  s.s_d = dims.stride[0];
+  s.p_d = dims.pad_before[0];
+  s.strips = (s.o_h + strip_rows - 1) / strip_rows;
+  return s;
+}
+
+/// The plane output depth z reads: z * s_d - p_d (Backward, bwd_data: (z + p_d) / s_d where that
+/// divides), or -1 when that is outside the tensor read (the outputs are zeros).
+template <bool Backward>
+DNNX_STRIPS_HD inline int plane_read(const Span& g, int z) {
+  if (Backward) {
+    const int shifted = z + g.p_d;
+    return shifted % g.s_d == 0 && shifted / g.s_d < g.a_d ? shifted / g.s_d : -1;
+  }
+  const int zi = z * g.s_d - g.p_d;
+  return zi >= 0 && zi < g.a_d ? zi : -1;
+}
+
+/// The channels_last depthwise strips (multiplier 1): both tensors dense, {batch, span, channels}.
+/// A thread owns V channels (a pack) of one column of `strip_rows` output rows of one plane:
+/// item = ((z * strips + strip) * o_w + x) * packs + pack, below `items`.
+struct ChannelGeo : Span {
   int channels = 1;                         ///< C (multiplier 1)
   int packs = 1;                            ///< C / V
   int items = 0;                            ///< threads per sample
@@ -81,14 +118,7 @@ DNNX_STRIPS_HD inline void channel_strip(const ChannelGeo& g, int item, const T*
   const int strip = t % g.strips;
   const int z = t / g.strips;
   const int c = pack * V;
-  int zi;  // the plane read, or -1 (the strip's outputs are zeros)
-  if (Backward) {
-    const int shifted = z + g.p_d;
-    zi = shifted % g.s_d == 0 && shifted / g.s_d < g.a_d ? shifted / g.s_d : -1;
-  } else {
-    zi = z * g.s_d - g.p_d;
-    if (zi < 0 || zi >= g.a_d) zi = -1;
-  }
+  const int zi = plane_read<Backward>(g, z);
   const int y0 = strip * R;
   const int row0 = y0 * S - g.pad_h;
   const int col0 = x * g.stride_w - g.pad_w;

@@ -6,7 +6,7 @@
 // for the tensor cores' tiles, and cuDNN's engines run the groups of 4 at about a quarter of the
 // memory rate (ResNeXt-50's l1.conv3x3 in f16: 0.082 ms for 102 MB; docs/benchmarks.md). dnnx's
 // kernel does them on the f32 units: a thread owns one group's B output channels in a column
-// strip of grouped::strip_rows output rows, and loads each input row its windows reach once, as
+// strip of strips::strip_rows output rows, and loads each input row its windows reach once, as
 // the group's A channels in packs of up to 16 bytes, adding it into every output row whose window
 // holds it (the depthwise strips' scheme, Note [depthwise column strips] in depthwise.cu). The
 // lanes of a warp take consecutive groups, so a warp's loads of a pixel's channels are contiguous.
@@ -49,14 +49,9 @@ bool aligned(const void* p, std::size_t bytes) {
   return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
 }
 
-std::int64_t strip_count(const GroupedShape& shape, bool forward) {
-  const int rows = forward ? shape.output[1] : shape.input[1];
-  return (rows + grouped::strip_rows - 1) / grouped::strip_rows;
-}
-
 std::int64_t items_of(const GroupedShape& shape, bool forward) {
-  const int* written = forward ? shape.output : shape.input;
-  return shape.groups * written[0] * strip_count(shape, forward) * written[2];
+  const strips::Span span = strips::span_of(shape, grouped::taps, forward);
+  return shape.groups * span.o_d * span.strips * span.o_w;
 }
 
 std::size_t weight_bytes(const GroupedShape& shape) {
@@ -184,29 +179,14 @@ cudaError_t launch(const GroupedShape& shape, const void* a, const void* w, void
 }  // namespace
 
 grouped::Geo grouped::geo(const GroupedShape& shape, bool forward) {
-  const int* read = forward ? shape.input : shape.output;
-  const int* written = forward ? shape.output : shape.input;
-  const std::int64_t a_channels =
-      shape.groups * (forward ? shape.in_per_group : shape.out_per_group);
-  const std::int64_t o_channels =
-      shape.groups * (forward ? shape.out_per_group : shape.in_per_group);
   Geo g;
-  g.a_d = read[0];
-  g.a_h = read[1];
-  g.a_w = read[2];
-  g.o_d = written[0];
-  g.o_h = written[1];
-  g.o_w = written[2];
-  g.pad_h = forward ? shape.pad_before[1] : taps - 1 - shape.pad_before[1];
-  g.pad_w = forward ? shape.pad_before[2] : taps - 1 - shape.pad_before[2];
-  g.stride_w = forward ? shape.stride[2] : 1;
-  g.s_d = shape.stride[0];
-  g.p_d = shape.pad_before[0];
-  g.strips = static_cast<int>(strip_count(shape, forward));
+  static_cast<strips::Span&>(g) = strips::span_of(shape, taps, forward);
   g.groups = static_cast<int>(shape.groups);
   g.items = static_cast<int>(items_of(shape, forward));
-  g.a_sample = a_channels * volume(read);
-  g.o_sample = o_channels * volume(written);
+  g.a_sample = shape.groups * (forward ? shape.in_per_group : shape.out_per_group) *
+               volume(forward ? shape.input : shape.output);
+  g.o_sample = shape.groups * (forward ? shape.out_per_group : shape.in_per_group) *
+               volume(forward ? shape.output : shape.input);
   return g;
 }
 

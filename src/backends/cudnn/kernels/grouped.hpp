@@ -52,24 +52,16 @@ cudaError_t grouped_bwd_data(const GroupedShape& shape, const void* diff_dst, co
 
 namespace grouped {
 
-/// Output rows per thread.
-inline constexpr int strip_rows = 4;
 /// Taps per dim (3x3 kernels).
 inline constexpr int taps = 3;
 
-/// The correlation a thread's strip computes: the tensor read `a` {batch, a_d, a_h, a_w, groups *
-/// A} (fwd: src, A = in_per_group; bwd_data: diff_dst, A = out_per_group), the one written
-/// {batch, o_d, o_h, o_w, groups * B}. Output row y, column x of group g reads rows y * S - pad_h
-/// + kh, columns x * stride_w - pad_w + kw and that group's A channels; depth as the depthwise
-/// strips (strips::ChannelGeo). A thread owns the B channels of one group in one column of
-/// `strip_rows` output rows of one plane: item = ((z * strips + strip) * o_w + x) * groups + g.
-struct Geo {
-  int a_d = 1, a_h = 1, a_w = 1;
-  int o_d = 1, o_h = 1, o_w = 1;
-  int pad_h = 0, pad_w = 0;
-  int stride_w = 1;
-  int s_d = 1, p_d = 0;
-  int strips = 1;
+/// The correlation a thread's strip computes over the rows, columns and planes of a strips::Span:
+/// the tensor read `a` {batch, span, groups * A} (fwd: src, A = in_per_group; bwd_data: diff_dst,
+/// A = out_per_group), the one written {batch, span, groups * B}; output channel b of group g
+/// reads that group's A channels. A thread owns the B channels of one group in one column of
+/// strips::strip_rows output rows of one plane: item = ((z * strips + strip) * o_w + x) * groups
+/// + g.
+struct Geo : strips::Span {
   int groups = 1;
   int items = 0;  ///< threads per sample
   std::int64_t a_sample = 0, o_sample = 0;
@@ -112,7 +104,7 @@ DNNX_STRIPS_HD inline std::int64_t weight_source(std::int64_t laid, int groups, 
 #endif
 template <typename T, int A, int B, int P, int S, bool Backward, typename Convert>
 DNNX_STRIPS_HD inline void strip(const Geo& g, int item, const T* a, const float* w, T* out) {
-  constexpr int R = strip_rows;
+  constexpr int R = strips::strip_rows;
   constexpr int K = taps;
   static_assert(A % P == 0 && B % P == 0 && A % 2 == 0, "packs divide the groups' channels");
   constexpr int WP = A % 4 == 0 ? 4 : 2;  // weights per load
@@ -123,14 +115,7 @@ DNNX_STRIPS_HD inline void strip(const Geo& g, int item, const T* a, const float
   t /= g.o_w;
   const int strip_index = t % g.strips;
   const int z = t / g.strips;
-  int zi;  // the plane read, or -1 (the strip's outputs are zeros)
-  if (Backward) {
-    const int shifted = z + g.p_d;
-    zi = shifted % g.s_d == 0 && shifted / g.s_d < g.a_d ? shifted / g.s_d : -1;
-  } else {
-    zi = z * g.s_d - g.p_d;
-    if (zi < 0 || zi >= g.a_d) zi = -1;
-  }
+  const int zi = strips::plane_read<Backward>(g, z);
   const int y0 = strip_index * R;
   const int row0 = y0 * S - g.pad_h;
   const int col0 = x * g.stride_w - g.pad_w;
