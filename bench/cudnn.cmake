@@ -11,3 +11,10 @@ target_compile_definitions(cudnn_conv_bench PRIVATE
 # needs only libdnnx and the CUDA runtime, so it runs on the GPU machine as built here.
 add_executable(conv_fused_bench ${CMAKE_CURRENT_LIST_DIR}/conv_fused_bench.cpp)
 target_link_libraries(conv_fused_bench PRIVATE dnnx_internal CUDA::cudart)
+
+# A study of channels_last depthwise tilings against a naive kernel (plain CUDA, no libdnnx):
+# what a dnnx depthwise kernel would have to beat (docs/benchmarks.md, *Kernels measured and
+# dropped*).
+add_executable(depthwise_tiles_study ${CMAKE_CURRENT_LIST_DIR}/depthwise_tiles_study.cu)
+target_link_libraries(depthwise_tiles_study PRIVATE CUDA::cudart)
+set_target_properties(depthwise_tiles_study PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)

@@ -1,10 +1,9 @@
 // dnnx's depthwise convolution kernels in the cudnn backend (cudnn:kernel:depthwise:*, Note
 // [depthwise candidates]): which variant is listed as supported for which desc and why not
-// (host-side, runs without a GPU), the channels_last column strips' per-thread code run on the
-// host against the reference (no GPU either), then on a GPU every supported variant of every
-// direction against the reference backend over a case table (odd sizes, stride 2, dilation 2,
-// multipliers 2 and 3, batch 1, 1x1 spatial, 5x5 / 7x7 / 1x7 kernels, per-side padding, 1-D and
-// 3-D, both layouts, every dtype), the overwrite of the output, bitwise determinism, and the split
+// (host-side, runs without a GPU), then on a GPU every supported variant of every direction
+// against the reference backend over a case table (odd sizes, stride 2, dilation 2, multipliers
+// 2 and 3, batch 1, 1x1 spatial, 5x5 / 7x7 / 1x7 kernels, per-side padding, 1-D and 3-D, both
+// layouts, every dtype), the overwrite of the output, bitwise determinism, and the split
 // reduction of bwd_weights with its workspace.
 
 #include <dnnx/algo.hpp>
@@ -14,7 +13,6 @@
 #include <dnnx/tensor.hpp>
 
 #include "backends/cudnn/conv_depthwise.hpp"
-#include "backends/cudnn/kernels/depthwise_strips.hpp"
 #include "support/compare.hpp"
 #include "support/conv.hpp"
 #include "support/gpu.hpp"
@@ -25,7 +23,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <iostream>
-#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -141,11 +138,8 @@ TEST(CudnnConvDepthwise, ListsFourVariantsWithTheirDomains) {
         EXPECT_TRUE(cudnn::is_depthwise_id(info.id));
         EXPECT_EQ(info.supported, info.reason.empty()) << info.id << ": " << info.reason;
         if (direction != Direction::bwd_weights) {
-          // channel_packs, and strips in channels_last: the weights transposed (Note [depthwise
-          // weight taps]), f16 8 x 9.
-          const bool taps =
-              (info.id == packs_id || (info.id == strips_id && layout == Layout::channels_last)) &&
-              info.supported;
+          // channel_packs: the weights transposed (Note [depthwise weight taps]), f16 8 x 9.
+          const bool taps = info.id == packs_id && info.supported;
           EXPECT_EQ(info.workspace_bytes, taps ? 8u * 9u * 2u : 0u) << info.id;
         }
       }
@@ -153,9 +147,12 @@ TEST(CudnnConvDepthwise, ListsFourVariantsWithTheirDomains) {
       EXPECT_TRUE(infos[3].supported) << infos[3].reason;
       const bool packs = layout == Layout::channels_last;
       EXPECT_EQ(infos[0].supported, packs) << infos[0].reason;
-      EXPECT_EQ(infos[1].supported, direction != Direction::bwd_weights) << infos[1].reason;
+      EXPECT_EQ(infos[1].supported, !packs && direction != Direction::bwd_weights)
+          << infos[1].reason;
       if (layout == Layout::channels_first) {
         EXPECT_NE(infos[0].reason.find("channels_last"), std::string::npos) << infos[0].reason;
+      } else {
+        EXPECT_NE(infos[1].reason.find("channels_first"), std::string::npos) << infos[1].reason;
       }
     }
   }
@@ -226,15 +223,9 @@ TEST(CudnnConvDepthwise, SaysWhyAVariantCannotRun) {
             std::string::npos);
   const ConvDesc dilated = depthwise({2, 4, 16, 16}, 1, {3, 3}, {1}, {2}, {2});
   EXPECT_NE(reason(dilated, Direction::fwd, strips_id).find("without dilation"), std::string::npos);
-  // In channels_last: multiplier 1, 3x3 and 5x5 (Note [depthwise channel strips]).
-  EXPECT_EQ(reason(with(s2, DType::f16, Layout::channels_last), Direction::fwd, strips_id), "");
-  EXPECT_EQ(reason(odd, Direction::bwd_data, strips_id), "");
   EXPECT_NE(reason(with(k7, DType::f32, Layout::channels_last), Direction::fwd, strips_id)
-                .find("3x3 and 5x5 kernels only"),
+                .find("channels_first"),
             std::string::npos);
-  EXPECT_NE(reason(mult, Direction::fwd, strips_id).find("multiplier of 1"), std::string::npos);
-  EXPECT_EQ(reason(with(k133, DType::bf16, Layout::channels_last), Direction::bwd_data, strips_id),
-            "");
   // Sizes beyond the kernels' 32-bit spatial arithmetic.
   ConvDesc huge = depthwise({1, 1, 4, 4}, 1, {3, 3}, {1}, {1});
   huge.pad_before[0] = huge.pad_after[0] = std::int64_t{1} << 30;
@@ -242,136 +233,6 @@ TEST(CudnnConvDepthwise, SaysWhyAVariantCannotRun) {
   // A sample of 2^31 elements or more.
   const ConvDesc big_sample = depthwise({1, 1 << 16, 1 << 8, 1 << 7}, 1, {1, 1}, {1}, {0});
   EXPECT_NE(reason(big_sample, Direction::fwd, direct_id).find("2^31"), std::string::npos);
-}
-
-// ---------------------------------------------------------------------------------------------
-// The channels_last column strips on the host (no GPU needed): strips::channel_strip(), the code
-// every thread of the kernel runs, over every item of every sample in f32, for each pack width
-// that divides the channels (the launch takes the widest of them that fits its bounds).
-
-namespace strips = cudnn::kernels::strips;
-
-struct HostConvert {
-  static float widen(float v) { return v; }
-  static float narrow(float v) { return v; }
-};
-
-template <int V, int K, int S, bool Backward>
-void run_strips(const strips::ChannelGeo& g, std::int64_t batch, const float* a, const float* wt,
-                float* out) {
-  for (std::int64_t n = 0; n < batch; ++n) {
-    for (int item = 0; item < g.items; ++item) {
-      strips::channel_strip<float, V, K, S, Backward, HostConvert>(g, item, a + n * g.a_sample, wt,
-                                                                   out + n * g.o_sample);
-    }
-  }
-}
-
-template <int V, int K>
-void run_strips_sized(const strips::ChannelGeo& g, std::int64_t batch, int stride_h, bool forward,
-                      const float* a, const float* wt, float* out) {
-  if (!forward) {
-    run_strips<V, K, 1, true>(g, batch, a, wt, out);
-  } else if (stride_h == 1) {
-    run_strips<V, K, 1, false>(g, batch, a, wt, out);
-  } else {
-    run_strips<V, K, 2, false>(g, batch, a, wt, out);
-  }
-}
-
-template <int V>
-void run_strips_packed(const strips::ChannelGeo& g, std::int64_t batch, int k, int stride_h,
-                       bool forward, const float* a, const float* wt, float* out) {
-  if (k == 3) {
-    run_strips_sized<V, 3>(g, batch, stride_h, forward, a, wt, out);
-  } else {
-    ASSERT_EQ(k, 5);
-    run_strips_sized<V, 5>(g, batch, stride_h, forward, a, wt, out);
-  }
-}
-
-// What the strips write for (desc, direction) with packs of `pack` channels, in the output's
-// memory order; NaN where nothing was written.
-std::vector<float> host_strips(const ConvDesc& desc, Direction direction, int pack,
-                               const test::ConvOperands& operands) {
-  const cudnn::kernels::DepthwiseShape shape = cudnn::depthwise_shape(desc);
-  const bool forward = direction == Direction::fwd;
-  const strips::ChannelGeo g = strips::channel_geo(shape, forward, pack);
-  const int k = shape.kernel[1];
-  // The weights transposed: kernel position x channels (Note [depthwise weight taps]).
-  const auto* w = static_cast<const float*>(operands.weights.data());
-  std::vector<float> wt(static_cast<std::size_t>(g.channels * k * k));
-  for (int c = 0; c < g.channels; ++c) {
-    for (int t = 0; t < k * k; ++t)
-      wt[static_cast<std::size_t>(t * g.channels + c)] = w[c * k * k + t];
-  }
-  const Tensor& read = forward ? operands.src : operands.diff_dst;
-  std::vector<float> out(
-      static_cast<std::size_t>(test::conv_output_dims(desc, direction).product()),
-      std::numeric_limits<float>::quiet_NaN());
-  const auto* a = static_cast<const float*>(read.data());
-  switch (pack) {
-    case 4:
-      run_strips_packed<4>(g, desc.batch, k, shape.stride[1], forward, a, wt.data(), out.data());
-      break;
-    case 2:
-      run_strips_packed<2>(g, desc.batch, k, shape.stride[1], forward, a, wt.data(), out.data());
-      break;
-    default:
-      run_strips_packed<1>(g, desc.batch, k, shape.stride[1], forward, a, wt.data(), out.data());
-  }
-  return out;
-}
-
-TEST(CudnnConvDepthwise, ChannelStripsOnTheHostMatchTheReference) {
-  Context reference(BackendKind::reference);
-  reference.set_choice_cache(std::make_shared<ChoiceCache>());
-  std::size_t checked = 0;
-  for (const Case& c : cases()) {
-    const ConvDesc desc = with(c.desc, DType::f32, Layout::channels_last);
-    for (Direction direction : {Direction::fwd, Direction::bwd_data}) {
-      const AlgoInfo* info = find(cudnn::depthwise_candidates(desc, direction), strips_id);
-      ASSERT_NE(info, nullptr);
-      if (!info->supported) continue;
-      const test::ConvOperands operands =
-          test::random_conv_operands(desc, direction, test::seed_from(desc.key()));
-      const std::vector<float> expected =
-          test::run_conv(reference, desc, direction, operands).output.to_f32();
-      const std::vector<float> scale = test::conv_error_scale(desc, direction, operands);
-      const Dims dims = test::conv_output_dims(desc, direction);
-      const cudnn::kernels::DepthwiseShape shape = cudnn::depthwise_shape(desc);
-      // The launch's pack for f32 is 2 at most; the host runs 4 too (f16's 3x3 pack).
-      for (int pack : {1, 2, 4}) {
-        if (desc.in_channels % pack != 0 || pack * shape.kernel[1] * shape.kernel[1] > 64) continue;
-        const std::string where = c.name + " (pack " + std::to_string(pack) +
-                                  "): " + test::conv_context(desc, direction, strips_id);
-        std::vector<float> memory = host_strips(desc, direction, pack, operands);
-        const std::vector<float> actual =
-            Tensor::view(memory.data(), dims, DType::f32, desc.layout).to_f32();
-        EXPECT_TRUE(test::all_finite(actual, dims, "output", where));
-        EXPECT_TRUE(test::close_within_scale(actual, expected, scale, dims,
-                                             test::conv_tolerance(DType::f32), "output", where));
-        ++checked;
-      }
-    }
-  }
-  std::cout << "[ strips   ] " << checked << " host runs checked against the reference\n";
-  EXPECT_GT(checked, 20u);
-  // The launch's pack: at most 8 bytes and 64 f32 weights, dividing the channels.
-  const auto pack_of = [](const ConvDesc& desc) {
-    return strips::channel_pack(cudnn::depthwise_shape(desc));
-  };
-  const ConvDesc k3 = depthwise({2, 12, 9, 9}, 1, {3, 3}, {1}, {1});
-  const ConvDesc k5 = depthwise({2, 12, 9, 9}, 1, {5, 5}, {1}, {2});
-  EXPECT_EQ(pack_of(with(k3, DType::f16, Layout::channels_last)), 4);
-  EXPECT_EQ(pack_of(with(k3, DType::f32, Layout::channels_last)), 2);
-  EXPECT_EQ(pack_of(with(k5, DType::bf16, Layout::channels_last)), 2);
-  EXPECT_EQ(pack_of(with(depthwise({2, 6, 9, 9}, 1, {3, 3}, {1}, {1}), DType::f16,
-                         Layout::channels_last)),
-            2);
-  EXPECT_EQ(pack_of(with(depthwise({2, 7, 9, 9}, 1, {3, 3}, {1}, {1}), DType::f16,
-                         Layout::channels_last)),
-            1);
 }
 
 TEST(CudnnConvDepthwise, BwdWeightsWorkspaceHoldsTheSplitsPartialSums) {

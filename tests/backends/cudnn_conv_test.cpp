@@ -441,10 +441,6 @@ TEST(CudnnConv, ListsLegacyAndEngineCandidates) {
         EXPECT_FALSE(info.supported) << info.id;
         EXPECT_NE(info.reason.find("not a depthwise convolution"), std::string::npos)
             << info.reason;
-      } else if (info.id.rfind("cudnn:kernel:grouped:", 0) == 0) {
-        // dnnx's grouped kernel (cudnn_conv_grouped_test): this desc is not grouped.
-        EXPECT_FALSE(info.supported) << info.id;
-        EXPECT_FALSE(info.reason.empty()) << info.id;
       } else if (info.id.rfind("cudnn:kernel:narrow:", 0) == 0) {
         // dnnx's narrow-channel kernel (cudnn_conv_narrow_test): this desc has 16 channels.
         EXPECT_FALSE(info.supported) << info.id;

@@ -105,27 +105,6 @@ bool narrow_domain(const ConvDesc& desc, Direction direction) {
          desc.dtype != DType::f32 && desc.layout == Layout::channels_last;
 }
 
-// Note [grouped candidates]: fwd and bwd_data of a channels_last grouped (not depthwise)
-// convolution of 4 or 8 channels per group in and out, a 3x3 kernel of a 2-D or depth-1 3-D
-// convolution without dilation, fwd at a stride of 1 or 2 along H, bwd_data at stride 1, every
-// group's f32 weights within 96 KiB.
-bool grouped_domain(const ConvDesc& desc, Direction direction) {
-  if (direction == Direction::bwd_weights || desc.groups < 2 || desc.groups == desc.in_channels ||
-      desc.layout != Layout::channels_last)
-    return false;
-  const std::int64_t per_group = desc.in_channels / desc.groups;
-  if (desc.out_channels / desc.groups != per_group || (per_group != 4 && per_group != 8))
-    return false;
-  const int d = desc.spatial_dims;
-  if (d < 2 || (d == 3 && desc.kernel[0] != 1)) return false;
-  const auto h = static_cast<std::size_t>(d - 2), w = static_cast<std::size_t>(d - 1);
-  if (desc.kernel[h] != 3 || desc.kernel[w] != 3 || desc.dilation[h] != 1 || desc.dilation[w] != 1)
-    return false;
-  if (direction == Direction::fwd ? desc.stride[h] > 2 : desc.stride[h] != 1 || desc.stride[w] != 1)
-    return false;
-  return desc.groups * 9 * per_group * per_group * 4 <= 96 * 1024;
-}
-
 // Note [winograd candidates]: an ungrouped f32 2-D 3x3 convolution of stride 1.
 bool winograd_shape(const ConvDesc& desc) {
   return desc.dtype == DType::f32 && desc.spatial_dims == 2 && desc.groups == 1 &&
@@ -201,8 +180,8 @@ const std::vector<ExpectedReason<ConvDesc>>& expected_reasons() {
       // src/backends/cudnn/conv_depthwise.cpp): every kernel outside depthwise descs, the
       // unrolled one outside 3x3 / 5x5 / 7x7 windows, channel packs outside channels_last with
       // multiplier 1 (and an even channel count for fwd and bwd_data, those windows for
-      // bwd_weights), column strips outside fwd and bwd_data with those windows, no dilation and
-      // their strides (in channels_last, multiplier 1 and 3x3 / 5x5 windows).
+      // bwd_weights), column strips outside channels_first fwd and bwd_data with those windows,
+      // no dilation and their strides.
       {"cudnn: not a depthwise convolution", std::regex("^cudnn:kernel:depthwise:"),
        std::regex("^not a depthwise convolution"),
        [](const ConvDesc& desc, Direction) { return desc.groups != desc.in_channels; }},
@@ -211,8 +190,7 @@ const std::vector<ExpectedReason<ConvDesc>>& expected_reasons() {
        std::regex("^(the unrolled variant runs 2-D 3x3, 5x5 and 7x7 kernels only|channel packs "
                   "need (the channels_last layout|a channel multiplier of 1|an even channel "
                   "count)|channel packs run bwd_weights for 2-D 3x3, 5x5 and 7x7 kernels only|"
-                  "column strips (in channels_last (need a channel multiplier of 1|run 3x3 and "
-                  "5x5 kernels only)|run fwd and bwd_data only|run "
+                  "column strips (need the channels_first layout|run fwd and bwd_data only|run "
                   "2-D 3x3, 5x5 and 7x7 kernels only|run kernels without dilation only|run fwd "
                   "at a stride of 1 or 2 along H only|run bwd_data at stride 1 along H and W "
                   "only))"),
@@ -301,23 +279,11 @@ const std::vector<ExpectedReason<ConvDesc>>& expected_reasons() {
                   "f16 and bf16 only \\(f16/bf16 tensor-core products\\)|needs the channels_last "
                   "layout)$"),
        [](const ConvDesc& desc, Direction direction) { return !narrow_domain(desc, direction); }},
-      // dnnx's grouped kernel (Note [grouped candidates] in conv_grouped.cpp) is listed for every
-      // desc: outside its domain (grouped_domain) it says why.
-      {"cudnn: grouped kernel outside its domain", std::regex("^cudnn:kernel:grouped:strips$"),
-       std::regex(
-           "^(the grouped kernel (runs fwd and bwd_data only|runs grouped convolutions, "
-           "got groups=[0-9]+|needs the channels_last layout|runs groups of 4 or 8 "
-           "channels, in and out alike|runs 3x3 kernels \\(of depth 1 in 3-D\\) only|"
-           "runs kernels without dilation only|runs fwd at a stride of 1 or 2 along H "
-           "only|runs bwd_data at stride 1 along H and W only|keeps every group's weights "
-           "in shared memory: .*)|a depthwise convolution: the depthwise kernels run it .*)$"),
-       [](const ConvDesc& desc, Direction direction) { return !grouped_domain(desc, direction); }},
       // The size limits of dnnx's depthwise and narrow-channel kernels (conv_depthwise.cpp and
       // Note [depthwise kernels] in kernels/depthwise.cu; conv_narrow.cpp and Note [narrow
       // backward data] in kernels/narrow.cu): their 32-bit index arithmetic.
       {"cudnn: size beyond dnnx's kernels' arithmetic",
-       std::regex("^cudnn:kernel:(depthwise:(channel_packs|strips|unrolled|direct)|narrow:mma|"
-                  "grouped:strips)$"),
+       std::regex("^cudnn:kernel:(depthwise:(channel_packs|strips|unrolled|direct)|narrow:mma)$"),
        std::regex("^(spatial sizes, strides, paddings or dilations beyond 2\\^29 \\([0-9]+\\)|"
                   "spatial sizes, strides, paddings or kernel extents beyond 2\\^29|a sample of "
                   "src or dst holds 2\\^31 elements or more|a kernel of more than 2\\^19 "

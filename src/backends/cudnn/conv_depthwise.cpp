@@ -10,10 +10,9 @@
 //   cudnn:kernel:depthwise:channel_packs  channels_last, M = 1; fwd and bwd_data with even
 //                                         channels, bwd_weights with kernels of 1 x K x K
 //                                         positions, K = 3, 5, 7 (any channel count)
-//   cudnn:kernel:depthwise:strips         kernels of 1 x K x K positions, no dilation; fwd at a
-//                                         stride of 1 or 2 along H, bwd_data at stride 1;
-//                                         channels_first with K = 3, 5, 7, or channels_last with
-//                                         M = 1 and K = 3, 5
+//   cudnn:kernel:depthwise:strips         channels_first, kernels of 1 x K x K positions, K = 3,
+//                                         5, 7, no dilation; fwd at a stride of 1 or 2 along
+//                                         H, bwd_data at stride 1
 //   cudnn:kernel:depthwise:unrolled       kernels of 1 x K x K positions, K = 3, 5, 7 (2-D, and
 //                                         3-D ones of depth 1); every direction
 //   cudnn:kernel:depthwise:direct         every depthwise desc and direction
@@ -21,14 +20,14 @@
 // output (as every cudnn conv candidate does: beta 0). They are deterministic: bwd_data gathers
 // and bwd_weights reduces in a fixed order without atomics (note "fixed_order_reduction").
 // bwd_weights needs workspace for the f32 partial sums of its split reduction, channel_packs fwd
-// and bwd_data, and strips in channels_last, for the weights transposed (Note [depthwise weight
-// taps]). The supported ones come right after the last config cuDNN's heuristics rank first
-// that is not runtime-compiled (note "heuristics_top"; Note [cudnn candidate order]): the
-// heuristic pick stays cuDNN's, and an exhaustive search times them early, before the
-// hundred-odd other engine configs of a depthwise desc. On the layers where they are the fastest,
-// the slower candidates after them are then abandoned or dropped at their first probe sooner
-// (Note [probing slow candidates] in src/tune/select.cpp), and a search budget (Note [search
-// budget]) that runs out among those still has them timed.
+// and bwd_data for the weights transposed (Note [depthwise weight taps]). The supported ones
+// come right after the last config cuDNN's heuristics rank first that is not runtime-compiled
+// (note "heuristics_top"; Note [cudnn candidate order]): the heuristic pick stays cuDNN's, and an
+// exhaustive search times them early, before the hundred-odd other engine configs of a depthwise
+// desc. On the layers where they are the fastest, the slower candidates after them are then
+// abandoned or dropped at their first probe sooner (Note [probing slow candidates] in
+// src/tune/select.cpp), and a search budget (Note [search budget]) that runs out among those still
+// has them timed.
 
 #include "backends/cudnn/conv_depthwise.hpp"
 
@@ -94,9 +93,8 @@ std::string desc_exclusion(const ConvDesc& desc) {
   return {};
 }
 
-}  // namespace
-
-kernels::DepthwiseShape depthwise_shape(const ConvDesc& desc) {
+// The desc as the kernels see it (desc_exclusion(desc) empty).
+kernels::DepthwiseShape kernel_shape(const ConvDesc& desc) {
   kernels::DepthwiseShape shape;
   shape.batch = desc.batch;
   shape.channels = desc.in_channels;
@@ -109,8 +107,6 @@ kernels::DepthwiseShape depthwise_shape(const ConvDesc& desc) {
   return shape;
 }
 
-namespace {
-
 AlgoInfo info_of(const ConvDesc& desc, Direction direction, const VariantSpec& spec) {
   AlgoInfo info;
   info.id = std::string(spec.id);
@@ -120,7 +116,7 @@ AlgoInfo info_of(const ConvDesc& desc, Direction direction, const VariantSpec& s
   if (direction == Direction::bwd_weights) info.notes.emplace_back("fixed_order_reduction");
   info.reason = desc_exclusion(desc);
   if (info.reason.empty()) {
-    const kernels::DepthwiseShape shape = depthwise_shape(desc);
+    const kernels::DepthwiseShape shape = kernel_shape(desc);
     const kernels::DepthwiseDirection kernel_direction =
         direction == Direction::bwd_weights ? kernels::DepthwiseDirection::bwd_weights
         : direction == Direction::bwd_data  ? kernels::DepthwiseDirection::bwd_data
@@ -145,7 +141,7 @@ class DepthwisePlan final : public detail::ConvPlan {
         context_(conv_context(desc, direction, info_.id)),
         direction_(direction),
         variant_(variant),
-        shape_(depthwise_shape(desc)) {}
+        shape_(kernel_shape(desc)) {}
 
   const AlgoInfo& algo() const override { return info_; }
 

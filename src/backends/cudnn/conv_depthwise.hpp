@@ -5,7 +5,6 @@
 #include <dnnx/algo.hpp>
 #include <dnnx/ops/conv.hpp>
 
-#include "backends/cudnn/kernels/depthwise.hpp"
 #include "backends/cudnn/runtime.hpp"
 #include "core/backend.hpp"
 
@@ -18,9 +17,6 @@ namespace dnnx::cudnn {
 /// Every depthwise kernel candidate of (desc, direction), supported or not (with the reason), in
 /// their order: cudnn:kernel:depthwise:channel_packs, :strips, :unrolled, :direct.
 std::vector<AlgoInfo> depthwise_candidates(const ConvDesc& desc, Direction direction);
-
-/// `desc` as the kernels see it (a depthwise desc within the kernels' 2^29 spatial bound).
-kernels::DepthwiseShape depthwise_shape(const ConvDesc& desc);
 
 /// Whether `id` names a depthwise kernel candidate.
 bool is_depthwise_id(const std::string& id);

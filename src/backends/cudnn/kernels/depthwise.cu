@@ -49,14 +49,17 @@
 // layers of MobileNetV2 and EfficientNet-B0 took 0.45-0.73 of PyTorch's time with it, against
 // 0.94-0.99 before (this kernel or cuDNN's engine 6; docs/benchmarks.md, "The second process,
 // and the depthwise weight taps").
-// strips         2-D 3x3, 5x5 and 7x7 kernels without dilation; fwd at a stride of 1 or 2 along
-//                H, bwd_data at stride 1: a column strip of output rows per thread (Note
-//                [depthwise column strips]); channels_first, or channels_last with multiplier 1
-//                (Note [depthwise channel strips]).
+// strips         channels_first, 2-D 3x3, 5x5 and 7x7 kernels without dilation; fwd at a stride
+//                of 1 or 2 along H, bwd_data at stride 1: a column strip of output rows per
+//                thread (Note [depthwise column strips]).
+// A channels_last form of the strips (a pack of up to 8 bytes of channels per thread, the lanes
+// of a warp along the channels) and tiles of the input in shared memory were measured on an H200
+// and ran slower than cuDNN's runtime-compiled depthwise engines on every fp16 layer of
+// MobileNetV2 and EfficientNet-B0 tried (docs/benchmarks.md, *Kernels measured and dropped*):
+// channels_last fwd and bwd_data at stride 1 are left to cuDNN and channel_packs.
 
 #include "backends/cudnn/kernels/common.cuh"
 #include "backends/cudnn/kernels/depthwise.hpp"
-#include "backends/cudnn/kernels/depthwise_strips.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -383,13 +386,19 @@ __global__ void __launch_bounds__(block_threads)
 // none (zeros). Positions outside the tensor read are skipped, not multiplied by zero, as in the
 // other variants; each output sums its window in the order H, W of the kernel (bwd_data: of the
 // outputs, as the gather above), in f32.
-using strips::strip_rows;  // R
+constexpr int strip_rows = 4;  // R
 
-struct StripGeo : strips::Span {
-  int mult = 1;   // M
-  int items = 0;  // threads per sample: planes written x o_d x strips x o_w
-  std::int64_t a_sample = 0, o_sample = 0;
-  std::int64_t batch = 0;
+struct StripGeo {
+  int a_d, a_h, a_w;  // the tensor read (fwd: src; bwd_data: diff_dst)
+  int o_d, o_h, o_w;  // the tensor written
+  int pad_h, pad_w;   // the first row (column) read by output row (column) 0
+  int stride_w;
+  int s_d, p_d;  // depth: the plane read at output depth z is z * s_d - p_d (bwd_data: inverted)
+  int strips;    // ceil(o_h / R)
+  int mult;      // M
+  int items;     // threads per sample: planes written x o_d x strips x o_w
+  std::int64_t a_sample, o_sample;
+  std::int64_t batch;
 };
 
 // Threads per sample of the strips variant (may exceed int: depthwise_unsupported checks).
@@ -402,8 +411,22 @@ std::int64_t strip_items(const DepthwiseShape& shape, bool forward) {
 
 StripGeo strip_geo(const DepthwiseShape& shape, bool forward) {
   const Geo g = geo_of(shape);
-  StripGeo sg;
-  static_cast<strips::Span&>(sg) = strips::span_of(shape, shape.kernel[1], forward);
+  const int k = shape.kernel[1];
+  StripGeo sg{};
+  const int* read = forward ? g.in : g.out;
+  const int* written = forward ? g.out : g.in;
+  sg.a_d = read[0];
+  sg.a_h = read[1];
+  sg.a_w = read[2];
+  sg.o_d = written[0];
+  sg.o_h = written[1];
+  sg.o_w = written[2];
+  sg.pad_h = forward ? g.p[1] : k - 1 - g.p[1];
+  sg.pad_w = forward ? g.p[2] : k - 1 - g.p[2];
+  sg.stride_w = forward ? g.s[2] : 1;
+  sg.s_d = g.s[0];
+  sg.p_d = g.p[0];
+  sg.strips = (sg.o_h + strip_rows - 1) / strip_rows;
   sg.mult = g.mult;
   sg.items = static_cast<int>(strip_items(shape, forward));
   sg.a_sample = forward ? g.src_sample : g.dst_sample;
@@ -426,7 +449,14 @@ __global__ void __launch_bounds__(block_threads)
   const int z = t % g.o_d;
   const int q = t / g.o_d;  // the channel written
   // The plane read at depth z, or -1 (the strip's outputs are zeros).
-  const int zi = strips::plane_read<Backward>(g, z);
+  int zi;
+  if (Backward) {
+    const int shifted = z + g.p_d;
+    zi = shifted % g.s_d == 0 && shifted / g.s_d < g.a_d ? shifted / g.s_d : -1;
+  } else {
+    zi = z * g.s_d - g.p_d;
+    if (!inside(zi, g.a_d)) zi = -1;
+  }
   const int y0 = strip * R;
   const int row0 = y0 * S - g.pad_h;
   const int col0 = x * g.stride_w - g.pad_w;
@@ -471,36 +501,6 @@ __global__ void __launch_bounds__(block_threads)
     for (int r = 0; r < R; ++r) {
       if (y0 + r < g.o_h) dst[r * g.o_w] = from_float<T>(acc[r]);
     }
-  }
-}
-
-// Note [depthwise channel strips]
-// The column strips of channels_last tensors (multiplier 1): a thread computes V channels (a
-// pack) of a column strip of strip_rows output rows, loading each row its window reaches once as
-// K packs and adding it into every output row whose window holds it, as the channels_first strips
-// do (Note [depthwise column strips]), with the lanes of a warp on consecutive packs so that
-// every row load of a warp is contiguous. The elementwise channel_packs kernels load K x K packs
-// per output pack, and the rows an output reads are read again by the blocks of the outputs above
-// and below it, mostly from L2: a strip of R rows loads (R - 1) * S + K rows for R outputs. The
-// weights come from the transposed copy (Note [depthwise weight taps]) and stay in f32 registers,
-// which bounds the pack (strips::channel_pack()); 7x7 kernels are left to the other variants
-// (their 49 weights and 13 rows of 7 packs spill registers even with single channels). The
-// thread's work is strips::channel_strip(), shared with the host (kernels/depthwise_strips.hpp).
-template <typename T>
-struct StripConvert {
-  __device__ __forceinline__ static float widen(T v) { return to_float(v); }
-  __device__ __forceinline__ static T narrow(float v) { return from_float<T>(v); }
-};
-
-template <typename T, int V, int K, int S, bool Backward>
-__global__ void __launch_bounds__(block_threads)
-    channel_strips_kernel(strips::ChannelGeo g, std::int64_t batch, const T* __restrict__ a,
-                          const T* __restrict__ wt, T* __restrict__ out) {
-  const std::int64_t item = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x;
-  if (item >= g.items) return;
-  for (std::int64_t n = blockIdx.y; n < batch; n += gridDim.y) {
-    strips::channel_strip<T, V, K, S, Backward, StripConvert<T>>(
-        g, static_cast<int>(item), a + n * g.a_sample, wt, out + n * g.o_sample);
   }
 }
 
@@ -1077,65 +1077,6 @@ cudaError_t launch_strips(const DepthwiseShape& shape, const void* a, const void
   }
 }
 
-// Note [depthwise channel strips]: the weights transposed into `workspace`, then the strips with
-// packs of V channels.
-template <bool Forward, typename T, int V, int K>
-cudaError_t launch_channel_strips_sized(const DepthwiseShape& shape, const void* a, const void* w,
-                                        void* out, void* workspace, cudaStream_t stream) {
-  if (workspace == nullptr) return cudaErrorInvalidValue;
-  const strips::ChannelGeo g = strips::channel_geo(shape, Forward, V);
-  T* transposed = static_cast<T*>(workspace);
-  const int count = g.channels * K * K;
-  transpose_weights_kernel<T>
-      <<<(count + block_threads - 1) / block_threads, block_threads, 0, stream>>>(
-          static_cast<const T*>(w), transposed, g.channels, K * K);
-  const dim3 grid = grid_of(g.items, shape.batch);
-  const T* in = static_cast<const T*>(a);
-  T* dst = static_cast<T*>(out);
-  if (!Forward) {
-    channel_strips_kernel<T, V, K, 1, true>
-        <<<grid, block_threads, 0, stream>>>(g, shape.batch, in, transposed, dst);
-  } else if (shape.stride[1] == 1) {
-    channel_strips_kernel<T, V, K, 1, false>
-        <<<grid, block_threads, 0, stream>>>(g, shape.batch, in, transposed, dst);
-  } else {
-    channel_strips_kernel<T, V, K, 2, false>
-        <<<grid, block_threads, 0, stream>>>(g, shape.batch, in, transposed, dst);
-  }
-  return cudaGetLastError();
-}
-
-// The pack: strips::channel_pack(), narrowed until the tensors' pointers are aligned to it.
-template <bool Forward, typename T, int K>
-cudaError_t launch_channel_strips_packed(const DepthwiseShape& shape, const void* a, const void* w,
-                                         void* out, void* workspace, cudaStream_t stream) {
-  int v = strips::channel_pack(shape);
-  while (v > 1 && !(aligned(a, sizeof(T) * v) && aligned(out, sizeof(T) * v))) v /= 2;
-  switch (v) {
-    case 4:
-      if constexpr (K == 3 && sizeof(T) == 2)
-        return launch_channel_strips_sized<Forward, T, 4, K>(shape, a, w, out, workspace, stream);
-      break;
-    case 2:
-      if constexpr (K <= 5)
-        return launch_channel_strips_sized<Forward, T, 2, K>(shape, a, w, out, workspace, stream);
-      break;
-    default:
-      return launch_channel_strips_sized<Forward, T, 1, K>(shape, a, w, out, workspace, stream);
-  }
-  return cudaErrorInvalidValue;
-}
-
-template <bool Forward, typename T>
-cudaError_t launch_channel_strips(const DepthwiseShape& shape, const void* a, const void* w,
-                                  void* out, void* workspace, cudaStream_t stream) {
-  switch (unrolled_size(shape)) {
-    case 3: return launch_channel_strips_packed<Forward, T, 3>(shape, a, w, out, workspace, stream);
-    case 5: return launch_channel_strips_packed<Forward, T, 5>(shape, a, w, out, workspace, stream);
-    default: return cudaErrorInvalidValue;
-  }
-}
-
 template <bool Forward, typename T>
 cudaError_t elementwise_typed(const DepthwiseShape& shape, DepthwiseVariant variant, const void* a,
                               const void* w, void* out, void* workspace, cudaStream_t stream) {
@@ -1151,10 +1092,7 @@ cudaError_t elementwise_typed(const DepthwiseShape& shape, DepthwiseVariant vari
                  ? launch_sized<Forward, T, 1, true>(size, g, a, w, out, nullptr, stream)
                  : launch_sized<Forward, T, 1, false>(size, g, a, w, out, nullptr, stream);
     }
-    case DepthwiseVariant::strips:
-      return shape.channels_last
-                 ? launch_channel_strips<Forward, T>(shape, a, w, out, workspace, stream)
-                 : launch_strips<Forward, T>(shape, a, w, out, stream);
+    case DepthwiseVariant::strips: return launch_strips<Forward, T>(shape, a, w, out, stream);
     case DepthwiseVariant::channel_packs: {
       const int size = unrolled_size(shape);
       switch (pack_width<T>(shape, {a, out})) {
@@ -1291,26 +1229,6 @@ std::size_t element_size(DepthwiseType type) { return type == DepthwiseType::f32
 
 }  // namespace
 
-strips::ChannelGeo strips::channel_geo(const DepthwiseShape& shape, bool forward, int pack) {
-  const StripGeo sg = strip_geo(shape, forward);
-  ChannelGeo g;
-  static_cast<Span&>(g) = sg;
-  g.channels = static_cast<int>(shape.channels);
-  g.packs = g.channels / pack;
-  g.items = g.packs * g.o_d * g.strips * g.o_w;  // at most strip_items(): below 2^31
-  g.a_sample = sg.a_sample;
-  g.o_sample = sg.o_sample;
-  return g;
-}
-
-int strips::channel_pack(const DepthwiseShape& shape) {
-  const int bytes = shape.type == DepthwiseType::f32 ? 4 : 2;
-  const int k = shape.kernel[1];
-  int v = 8 / bytes;
-  while (v > 1 && (v * k * k > 64 || shape.channels % v != 0)) v /= 2;
-  return v;
-}
-
 const char* depthwise_unsupported(const DepthwiseShape& shape, DepthwiseVariant variant,
                                   DepthwiseDirection direction) {
   const bool backward_weights = direction == DepthwiseDirection::bwd_weights;
@@ -1349,10 +1267,7 @@ const char* depthwise_unsupported(const DepthwiseShape& shape, DepthwiseVariant 
       if (shape.channels % 2 != 0) return "channel packs need an even channel count";
       return nullptr;
     case DepthwiseVariant::strips:
-      if (shape.channels_last && shape.multiplier != 1)
-        return "column strips in channels_last need a channel multiplier of 1";
-      if (shape.channels_last && unrolled_size(shape) == 7)
-        return "column strips in channels_last run 3x3 and 5x5 kernels only";
+      if (shape.channels_last) return "column strips need the channels_first layout";
       if (backward_weights) return "column strips run fwd and bwd_data only";
       if (unrolled_size(shape) == 0) return "column strips run 2-D 3x3, 5x5 and 7x7 kernels only";
       if (shape.dilation[1] != 1 || shape.dilation[2] != 1)
@@ -1396,8 +1311,7 @@ cudaError_t depthwise_bwd_data(const DepthwiseShape& shape, DepthwiseVariant var
 }
 
 std::size_t depthwise_weight_taps_bytes(const DepthwiseShape& shape, DepthwiseVariant variant) {
-  const bool channel_strips = variant == DepthwiseVariant::strips && shape.channels_last;
-  if (variant != DepthwiseVariant::channel_packs && !channel_strips) return 0;
+  if (variant != DepthwiseVariant::channel_packs) return 0;
   return static_cast<std::size_t>(shape.channels * shape.multiplier) *
          static_cast<std::size_t>(volume(shape.kernel)) * element_size(shape.type);
 }

@@ -29,12 +29,10 @@ enum class DepthwiseVariant : int {
   /// 3x3, 5x5 and 7x7 kernels, any channel count, packs of 4, 2 or 1 channels walking segments
   /// of output rows.
   channel_packs = 2,
-  /// fwd and bwd_data: 2-D kernels of 3x3, 5x5 or 7x7 positions (3-D ones of depth 1 too)
-  /// without dilation; fwd with a stride of 1 or 2 along H (any along W), bwd_data with a stride
-  /// of 1 along H and W; channels_first, or channels_last with multiplier 1 and 3x3 or 5x5
-  /// kernels (packs of channels, the weights transposed into the workspace). A thread computes a
-  /// column strip of output rows, reusing each row it loads for every output row whose window
-  /// holds it.
+  /// channels_first, fwd and bwd_data: 2-D kernels of 3x3, 5x5 or 7x7 positions (3-D ones of
+  /// depth 1 too) without dilation; fwd with a stride of 1 or 2 along H (any along W), bwd_data
+  /// with a stride of 1 along H and W. A thread computes a column strip of output rows, reusing
+  /// each row it loads for every output row whose window holds it.
   strips = 3,
 };
 
@@ -64,9 +62,8 @@ const char* depthwise_unsupported(const DepthwiseShape& shape, DepthwiseVariant 
 std::size_t depthwise_bwd_weights_workspace_bytes(const DepthwiseShape& shape,
                                                   DepthwiseVariant variant);
 
-/// Workspace bytes depthwise_fwd and depthwise_bwd_data need (channel_packs, and strips in
-/// channels_last: the weights transposed, Note [depthwise weight taps] in depthwise.cu; 0 for the
-/// other variants).
+/// Workspace bytes depthwise_fwd and depthwise_bwd_data need (channel_packs: the weights
+/// transposed, Note [depthwise weight taps] in depthwise.cu; 0 for the other variants).
 std::size_t depthwise_weight_taps_bytes(const DepthwiseShape& shape, DepthwiseVariant variant);
 
 /// dst = conv(src, weights), queued on `stream`; `workspace` holds
