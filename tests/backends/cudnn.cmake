@@ -27,6 +27,13 @@ target_link_libraries(cudnn_conv_describe_test PRIVATE GTest::gtest_main dnnx_in
 dnnx_gtests(cudnn_conv_describe_test PROPERTIES LABELS "gpu" TIMEOUT 1200
             DISCOVERY_TIMEOUT 60)
 
+# The grouped kernel on the tensor cores (Note [grouped candidates]; its listing and host-emulation
+# tests need no GPU).
+add_executable(cudnn_conv_grouped_test ${CMAKE_CURRENT_LIST_DIR}/cudnn_conv_grouped_test.cpp)
+target_link_libraries(cudnn_conv_grouped_test PRIVATE GTest::gtest_main dnnx_internal
+                                                      dnnx_test_support CUDA::cudart)
+dnnx_gtests(cudnn_conv_grouped_test PROPERTIES LABELS "gpu" TIMEOUT 1200 DISCOVERY_TIMEOUT 60)
+
 # The narrow-channel backward data kernel (Note [narrow-channel candidates]; its listing tests
 # need no GPU).
 add_executable(cudnn_conv_narrow_test ${CMAKE_CURRENT_LIST_DIR}/cudnn_conv_narrow_test.cpp)

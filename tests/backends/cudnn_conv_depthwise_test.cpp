@@ -15,6 +15,7 @@
 #include "backends/cudnn/conv_depthwise.hpp"
 #include "support/compare.hpp"
 #include "support/conv.hpp"
+#include "support/conv_gpu.hpp"
 #include "support/gpu.hpp"
 #include "support/random.hpp"
 
@@ -252,32 +253,6 @@ TEST(CudnnConvDepthwise, BwdWeightsWorkspaceHoldsTheSplitsPartialSums) {
 // ---------------------------------------------------------------------------------------------
 // On a GPU.
 
-struct DeviceOperands {
-  Tensor src, weights, diff_dst;
-};
-
-DeviceOperands upload(const test::ConvOperands& host, Context& context) {
-  DeviceOperands device;
-  if (!host.src.is_null()) device.src = test::device_copy(host.src, context);
-  if (!host.weights.is_null()) device.weights = test::device_copy(host.weights, context);
-  if (!host.diff_dst.is_null()) device.diff_dst = test::device_copy(host.diff_dst, context);
-  return device;
-}
-
-// Runs `direction` into `output` (a device tensor) with the context's policy; returns the choice.
-std::shared_ptr<const Choice> run_into(Context& context, const ConvDesc& desc, Direction direction,
-                                       const DeviceOperands& operands, Tensor& output) {
-  switch (direction) {
-    case Direction::fwd: return conv_fwd(context, desc, operands.src, operands.weights, output);
-    case Direction::bwd_data:
-      return conv_bwd_data(context, desc, operands.diff_dst, operands.weights, output);
-    case Direction::bwd_weights:
-      return conv_bwd_weights(context, desc, operands.src, operands.diff_dst, output);
-    case Direction::fwd_training: break;
-  }
-  return nullptr;
-}
-
 // Every supported depthwise variant of every direction against the reference, in every dtype
 // and layout; the output starts as NaN (an unwritten element fails), a second run into an output
 // holding the first run's values must give the same bits (overwrite, not accumulate, and
@@ -295,7 +270,7 @@ TEST(CudnnConvDepthwise, EveryVariantMatchesTheReference) {
         for (Direction direction : all_directions) {
           const test::ConvOperands operands =
               test::random_conv_operands(desc, direction, test::seed_from(desc.key()));
-          const DeviceOperands device = upload(operands, context);
+          const test::DeviceConvOperands device = test::upload_conv_operands(operands, context);
           const std::vector<float> expected =
               test::run_conv(reference, desc, direction, operands).output.to_f32();
           const std::vector<float> scale = test::conv_error_scale(desc, direction, operands);
@@ -313,10 +288,10 @@ TEST(CudnnConvDepthwise, EveryVariantMatchesTheReference) {
                 test::device_copy(test::nan_tensor(out_dims, desc.dtype, desc.layout), context);
             Tensor first, second;
             try {
-              const auto choice = run_into(context, desc, direction, device, output);
+              const auto choice = test::run_conv_into(context, desc, direction, device, output);
               EXPECT_EQ(choice->algo.id, id) << where;
               first = test::host_copy_of(output);
-              run_into(context, desc, direction, device, output);
+              test::run_conv_into(context, desc, direction, device, output);
               second = test::host_copy_of(output);
             } catch (const Error& error) {
               ADD_FAILURE() << "listed as supported but failed: " << error.what() << "\n" << where;

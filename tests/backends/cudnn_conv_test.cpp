@@ -16,6 +16,7 @@
 #include "ops/context_state.hpp"
 #include "support/compare.hpp"
 #include "support/conv.hpp"
+#include "support/conv_gpu.hpp"
 #include "support/errors.hpp"
 #include "support/gpu.hpp"
 #include "support/random.hpp"
@@ -65,18 +66,6 @@ Tensor to_host(const Tensor& device) {
   return host;
 }
 
-struct DeviceOperands {
-  Tensor src, weights, diff_dst;
-};
-
-DeviceOperands upload(const test::ConvOperands& host, Context& context) {
-  DeviceOperands device;
-  if (!host.src.is_null()) device.src = to_device(host.src, context);
-  if (!host.weights.is_null()) device.weights = to_device(host.weights, context);
-  if (!host.diff_dst.is_null()) device.diff_dst = to_device(host.diff_dst, context);
-  return device;
-}
-
 struct GpuRun {
   Tensor output;  // on the host
   std::shared_ptr<const Choice> choice;
@@ -85,7 +74,7 @@ struct GpuRun {
 // Runs `direction` with the context's policy into a device output poisoned with NaN (unwritten
 // elements then fail the finiteness check) and brings the output back.
 GpuRun run_gpu(Context& context, const ConvDesc& desc, Direction direction,
-               const DeviceOperands& operands) {
+               const test::DeviceConvOperands& operands) {
   Tensor output = to_device(
       test::nan_tensor(test::conv_output_dims(desc, direction), desc.dtype, desc.layout), context);
   GpuRun run;
@@ -441,6 +430,10 @@ TEST(CudnnConv, ListsLegacyAndEngineCandidates) {
         EXPECT_FALSE(info.supported) << info.id;
         EXPECT_NE(info.reason.find("not a depthwise convolution"), std::string::npos)
             << info.reason;
+      } else if (info.id.rfind("cudnn:kernel:grouped:", 0) == 0) {
+        // dnnx's grouped kernel (cudnn_conv_grouped_test): this desc is not grouped.
+        EXPECT_FALSE(info.supported) << info.id;
+        EXPECT_FALSE(info.reason.empty()) << info.id;
       } else if (info.id.rfind("cudnn:kernel:narrow:", 0) == 0) {
         // dnnx's narrow-channel kernel (cudnn_conv_narrow_test): this desc has 16 channels.
         EXPECT_FALSE(info.supported) << info.id;
@@ -777,7 +770,7 @@ TEST(CudnnConv, EveryCandidateMatchesTheReference) {
     for (Direction direction : all_directions) {
       const test::ConvOperands operands =
           test::random_conv_operands(desc, direction, test::seed_from(desc.key()));
-      const DeviceOperands device = upload(operands, context);
+      const test::DeviceConvOperands device = test::upload_conv_operands(operands, context);
       const std::vector<float> expected =
           test::run_conv(reference, desc, direction, operands).output.to_f32();
       const std::vector<float> scale = test::conv_error_scale(desc, direction, operands);
@@ -870,7 +863,7 @@ TEST(CudnnConv, CallersStreamRunsTheOpsAndCopiesWaitForIt) {
   Context reference(BackendKind::reference);
   const ConvDesc desc = desc_matrix()[1];
   const test::ConvOperands host = test::random_conv_operands(desc, Direction::fwd, 11);
-  const DeviceOperands device = upload(host, context);
+  const test::DeviceConvOperands device = test::upload_conv_operands(host, context);
   Tensor dst = Tensor::empty(desc.dst_dims(), desc.dtype, desc.layout, context.allocator());
   // Several calls queued without waiting: the copy below must wait for the stream.
   for (int i = 0; i < 4; ++i) conv_fwd(context, desc, device.src, device.weights, dst);
@@ -900,7 +893,7 @@ TEST(CudnnConv, GraphReplayRecomputesEveryCall) {
   for (const ConvDesc& desc : {desc_matrix()[0], desc_matrix()[1], pointwise}) {
     for (Direction direction : all_directions) {
       const test::ConvOperands operands = test::random_conv_operands(desc, direction, 21);
-      const DeviceOperands device = upload(operands, context);
+      const test::DeviceConvOperands device = test::upload_conv_operands(operands, context);
       const std::vector<float> expected =
           test::run_conv(reference, desc, direction, operands).output.to_f32();
       const std::vector<float> scale = test::conv_error_scale(desc, direction, operands);
@@ -968,7 +961,7 @@ TEST(CudnnConv, CallersCaptureRecordsTheOps) {
     Context reference(BackendKind::reference);
     for (const ConvDesc& desc : {desc_matrix()[0], desc_matrix()[1]}) {
       const test::ConvOperands host = test::random_conv_operands(desc, Direction::fwd, 31);
-      const DeviceOperands device = upload(host, context);
+      const test::DeviceConvOperands device = test::upload_conv_operands(host, context);
       const std::vector<float> expected =
           test::run_conv(reference, desc, Direction::fwd, host).output.to_f32();
       const std::vector<float> scale = test::conv_error_scale(desc, Direction::fwd, host);
@@ -1033,7 +1026,7 @@ TEST(CudnnConv, DeterministicBackwardWeightsIsBitwiseStable) {
   for (const ConvDesc& desc : {desc_matrix()[0], desc_matrix()[1]}) {
     const Direction direction = Direction::bwd_weights;
     const test::ConvOperands operands = test::random_conv_operands(desc, direction, 11);
-    const DeviceOperands device = upload(operands, context);
+    const test::DeviceConvOperands device = test::upload_conv_operands(operands, context);
     int deterministic = 0;
     for (const AlgoInfo& info : conv_list(context, desc, direction)) {
       if (!info.supported || !info.deterministic) continue;
@@ -1071,7 +1064,8 @@ TEST(CudnnConv, ExhaustiveTimesLegacyAndEnginesTogether) {
   const ConvDesc desc = desc_matrix()[1];
   context.tune().fwd = AlgoPolicy::exhaustive();
   const test::ConvOperands operands = test::random_conv_operands(desc, Direction::fwd, 5);
-  const GpuRun run = run_gpu(context, desc, Direction::fwd, upload(operands, context));
+  const GpuRun run =
+      run_gpu(context, desc, Direction::fwd, test::upload_conv_operands(operands, context));
   // Both kinds ran (on a conv this small, legacy algorithms may be abandoned after one run).
   bool legacy_timed = false, engine_timed = false;
   for (const ProfileRow& row : run.choice->timings) {
@@ -1099,7 +1093,7 @@ TEST(CudnnConv, WorkspaceLimits) {
     for (Direction direction : all_directions) {
       const std::string where = test::conv_context(desc, direction, "(workspace)");
       const test::ConvOperands operands = test::random_conv_operands(desc, direction, 9);
-      const DeviceOperands device = upload(operands, context);
+      const test::DeviceConvOperands device = test::upload_conv_operands(operands, context);
       for (PolicyKind kind : {PolicyKind::heuristic, PolicyKind::exhaustive}) {
         context.tune().policy(direction) =
             kind == PolicyKind::heuristic ? AlgoPolicy::heuristic() : AlgoPolicy::exhaustive();
@@ -1132,7 +1126,7 @@ TEST(CudnnConv, UnsupportedFixedIdsNameTheIdTheReasonAndTheValidIds) {
   Context context = gpu_context();
   const ConvDesc strided = desc_matrix()[3];  // stride 2: FFT cannot run it
   const test::ConvOperands operands = test::random_conv_operands(strided, Direction::fwd, 1);
-  const DeviceOperands device = upload(operands, context);
+  const test::DeviceConvOperands device = test::upload_conv_operands(operands, context);
   context.tune().fwd = AlgoPolicy::fixed("cudnn:legacy:fwd:fft:fma");
   expect_error(ErrorKind::Unsupported,
                {"cudnn:legacy:fwd:fft:fma", "CUDNN_STATUS_", "valid ids:", "cudnn:engine:"},
@@ -1149,8 +1143,8 @@ TEST(CudnnConv, UnsupportedFixedIdsNameTheIdTheReasonAndTheValidIds) {
                [&] { run_gpu(context, strided, Direction::fwd, device); });
   // Asymmetric padding: legacy algorithms say why.
   const ConvDesc asymmetric = desc_matrix().back();
-  const DeviceOperands asym_device =
-      upload(test::random_conv_operands(asymmetric, Direction::fwd, 2), context);
+  const test::DeviceConvOperands asym_device = test::upload_conv_operands(
+      test::random_conv_operands(asymmetric, Direction::fwd, 2), context);
   context.tune().fwd = AlgoPolicy::fixed("cudnn:legacy:fwd:implicit_gemm:fma");
   expect_error(ErrorKind::Unsupported, {"asymmetric padding", "valid ids:"},
                [&] { run_gpu(context, asymmetric, Direction::fwd, asym_device); });

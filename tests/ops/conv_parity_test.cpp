@@ -105,6 +105,31 @@ bool narrow_domain(const ConvDesc& desc, Direction direction) {
          desc.dtype != DType::f32 && desc.layout == Layout::channels_last;
 }
 
+// Note [grouped candidates]: fwd and bwd_data of a channels_last f16 or bf16 grouped (not
+// depthwise) convolution of 4, 8, 16 or 32 channels per group in and out, a channel count that is
+// a multiple of 32, a 3x3 kernel of a 2-D convolution (or a 3-D one of kernel depth 1, depth
+// stride 1, no depth padding), stride 1, no dilation; bwd_data with a padding of at most 2.
+bool grouped_domain(const ConvDesc& desc, Direction direction) {
+  if (direction == Direction::bwd_weights || desc.groups < 2 || desc.groups == desc.in_channels ||
+      desc.layout != Layout::channels_last || desc.dtype == DType::f32)
+    return false;
+  const std::int64_t per_group = desc.in_channels / desc.groups;
+  if (desc.out_channels / desc.groups != per_group ||
+      (per_group != 4 && per_group != 8 && per_group != 16 && per_group != 32) ||
+      desc.in_channels % 32 != 0)
+    return false;
+  const int d = desc.spatial_dims;
+  if (d < 2) return false;
+  if (d == 3 && (desc.kernel[0] != 1 || desc.stride[0] != 1 || desc.pad_before[0] != 0 ||
+                 desc.pad_after[0] != 0))
+    return false;
+  const auto h = static_cast<std::size_t>(d - 2), w = static_cast<std::size_t>(d - 1);
+  if (desc.kernel[h] != 3 || desc.kernel[w] != 3 || desc.dilation[h] != 1 ||
+      desc.dilation[w] != 1 || desc.stride[h] != 1 || desc.stride[w] != 1)
+    return false;
+  return direction == Direction::fwd || (desc.pad_before[h] <= 2 && desc.pad_before[w] <= 2);
+}
+
 // Note [winograd candidates]: an ungrouped f32 2-D 3x3 convolution of stride 1.
 bool winograd_shape(const ConvDesc& desc) {
   return desc.dtype == DType::f32 && desc.spatial_dims == 2 && desc.groups == 1 &&
@@ -279,11 +304,24 @@ const std::vector<ExpectedReason<ConvDesc>>& expected_reasons() {
                   "f16 and bf16 only \\(f16/bf16 tensor-core products\\)|needs the channels_last "
                   "layout)$"),
        [](const ConvDesc& desc, Direction direction) { return !narrow_domain(desc, direction); }},
+      // dnnx's grouped kernel (Note [grouped candidates] in conv_grouped.cpp) is listed for every
+      // desc: outside its domain (grouped_domain) it says why.
+      {"cudnn: grouped kernel outside its domain", std::regex("^cudnn:kernel:grouped:mma$"),
+       std::regex(
+           "^(the grouped kernel (runs fwd and bwd_data only|runs grouped convolutions, "
+           "got groups=[0-9]+|needs the channels_last layout|runs f16 and bf16 only "
+           "\\(tensor-core products\\)|runs groups of 4, 8, 16 or 32 channels, in and out "
+           "alike|needs a channel count that is a multiple of 32|runs 3x3 kernels \\(of depth "
+           "1 in 3-D\\) only|runs 3-D convolutions at depth stride 1 without depth padding "
+           "only|runs stride 1 only|runs kernels without dilation only|runs bwd_data with a "
+           "padding of at most 2)|a depthwise convolution: the depthwise kernels run it .*)$"),
+       [](const ConvDesc& desc, Direction direction) { return !grouped_domain(desc, direction); }},
       // The size limits of dnnx's depthwise and narrow-channel kernels (conv_depthwise.cpp and
       // Note [depthwise kernels] in kernels/depthwise.cu; conv_narrow.cpp and Note [narrow
       // backward data] in kernels/narrow.cu): their 32-bit index arithmetic.
       {"cudnn: size beyond dnnx's kernels' arithmetic",
-       std::regex("^cudnn:kernel:(depthwise:(channel_packs|strips|unrolled|direct)|narrow:mma)$"),
+       std::regex("^cudnn:kernel:(depthwise:(channel_packs|strips|unrolled|direct)|narrow:mma|"
+                  "grouped:mma)$"),
        std::regex("^(spatial sizes, strides, paddings or dilations beyond 2\\^29 \\([0-9]+\\)|"
                   "spatial sizes, strides, paddings or kernel extents beyond 2\\^29|a sample of "
                   "src or dst holds 2\\^31 elements or more|a kernel of more than 2\\^19 "

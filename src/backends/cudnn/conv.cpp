@@ -7,9 +7,10 @@
 // candidates of f16/bf16 convs with unaligned channels (Note [channel padding]), then dnnx's matrix
 // products, Winograd's products, column products, tap regions, frames and folds (Note [gemm
 // candidates], Note [winograd candidates], Note [im2col candidates], Note [tap-region
-// candidates], Note [frame candidates], Note [fold candidates]). dnnx's supported depthwise
-// and narrow-channel kernels come right after the last of the heuristics' top configs that is not
-// runtime-compiled (Note [depthwise candidates], Note [narrow-channel candidates]). The heuristic
+// candidates], Note [frame candidates], Note [fold candidates]). dnnx's supported depthwise,
+// grouped and narrow-channel kernels come right after the last of the heuristics' top configs
+// that is not runtime-compiled (Note [depthwise candidates], Note [grouped candidates], Note
+// [narrow-channel candidates]). The heuristic
 // policy therefore picks mode A's first admissible config, and a legacy algorithm only when no
 // engine is admissible (e.g. a workspace limit that rules out every engine needing workspace, while
 // legacy implicit_gemm needs none).
@@ -22,6 +23,7 @@
 #include "backends/cudnn/conv_folds.hpp"
 #include "backends/cudnn/conv_frames.hpp"
 #include "backends/cudnn/conv_gemm.hpp"
+#include "backends/cudnn/conv_grouped.hpp"
 #include "backends/cudnn/conv_im2col.hpp"
 #include "backends/cudnn/conv_legacy.hpp"
 #include "backends/cudnn/conv_narrow.hpp"
@@ -106,8 +108,8 @@ thread_local SearchCompiles this_search;
 //   legacy  a cuDNN algorithm of the direction under a math mode (Note [legacy candidates]);
 //   padded  a candidate of the channel-padded desc, wrapped in the padding copies (Note [channel
 //           padding]);
-//   kernel  one of dnnx's own kernels (Note [depthwise candidates], Note [narrow-channel
-//           candidates]), named by its id;
+//   kernel  one of dnnx's own kernels (Note [depthwise candidates], Note [grouped candidates],
+//           Note [narrow-channel candidates]), named by its id;
 //   gemm    a candidate of the cudnn matmul backend for the matrix product the convolution is
 //           (Note [gemm candidates] in conv_gemm.cpp), named by its id there;
 //   im2col  one for the product of the convolution's column matrix (Note [im2col candidates] in
@@ -226,20 +228,25 @@ Candidate kernel_candidate(AlgoInfo info) {
   return candidate;
 }
 
-// dnnx's own kernels, in their order: the depthwise ones (Note [depthwise candidates]), then the
-// narrow-channel one (Note [narrow-channel candidates]).
+// dnnx's own kernels, in their order: the depthwise ones (Note [depthwise candidates]), the
+// grouped one (Note [grouped candidates]), then the narrow-channel one (Note [narrow-channel
+// candidates]).
 std::vector<AlgoInfo> kernel_infos(const ConvDesc& desc, Direction direction) {
   std::vector<AlgoInfo> infos = depthwise_candidates(desc, direction);
+  for (AlgoInfo& info : grouped_candidates(desc, direction)) infos.push_back(std::move(info));
   for (AlgoInfo& info : narrow_candidates(desc, direction)) infos.push_back(std::move(info));
   return infos;
 }
 
-bool is_kernel_id(const std::string& id) { return is_depthwise_id(id) || is_narrow_id(id); }
+bool is_kernel_id(const std::string& id) {
+  return is_depthwise_id(id) || is_grouped_id(id) || is_narrow_id(id);
+}
 
 std::shared_ptr<detail::ConvPlan> kernel_plan(std::shared_ptr<Runtime> runtime,
                                               const ConvDesc& desc, Direction direction,
                                               const AlgoInfo& info) {
   if (is_narrow_id(info.id)) return make_narrow_plan(std::move(runtime), desc, direction, info);
+  if (is_grouped_id(info.id)) return make_grouped_plan(std::move(runtime), desc, direction, info);
   return make_depthwise_plan(std::move(runtime), desc, direction, info);
 }
 

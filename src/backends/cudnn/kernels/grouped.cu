@@ -1,0 +1,293 @@
+// dnnx's grouped convolution kernel on the tensor cores (kernels/grouped.hpp).
+//
+// Note [grouped products]
+// A grouped convolution of few channels per group (ResNeXt's 3x3 layers: 32 groups of 4, 8, 16
+// or 32 channels) is, per tap, a product of the positions by the group's input channels by its
+// output channels: 4 to 32 wide, where cuDNN's engines tile 32 or more, and they run the groups of
+// 4 and 8 at a quarter of the memory rate or less (ResNeXt-50's l1.conv3x3 in f16: 0.082 ms for
+// 103 MB of src and dst on an H200, l2.conv3x3 0.051 ms for 51 MB; docs/benchmarks.md). Here the
+// products are mma.m16n8k8 (16 positions x 8 input channels by 8 output channels, f32
+// accumulators), the size of a group of 8, two groups of 4 with the weights across groups zero,
+// or a quarter of a group of 32 (four products per tap):
+// - A block owns th x tw output positions of one plane (tw up to 64, th so that the input tile
+//   stays near 40 KiB) and 32 channels, whole groups. Its threads first copy the input tile (the
+//   positions its 3x3 windows reach, 32 channels each) into shared memory with 16-byte
+//   asynchronous copies, zeros in the padding, each position padded to 80 bytes
+//   (grouped::column_halves: the 8 rows of a matrix load fall on distinct banks).
+// - Warp w computes output channels 8w ... 8w + 7 of the block's positions, 16 at a time: per tap
+//   (and product), one ldmatrix.x2 of the 16 positions' 8 input channels (each lane gives the
+//   tile address of one position's row) and one mma with the tap's weights, held in registers
+//   for the whole block (at most 9 x 4 fragments).
+// - The weights are laid out as the products' B fragments by a first launch
+//   (grouped::fragment_source(); bwd_data the kernel flipped and each group's in and out channels
+//   swapped: at stride 1 the gradient is that correlation of diff_dst), on every call: the weights
+//   change between calls.
+// - Each output is written once by the lane that holds its accumulator, converted from f32, and
+//   summed in a fixed order: bitwise reproducible, no atomics.
+
+#include "backends/cudnn/kernels/common.cuh"
+#include "backends/cudnn/kernels/grouped.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_pipeline.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace dnnx::cudnn::kernels {
+namespace {
+
+constexpr int block_threads = grouped::warps * warp_size;
+constexpr int fragment_threads = 256;
+// The input tile's target size: a block of 64 positions' width then takes 5 rows, and 5 blocks
+// fit an SM's shared memory.
+constexpr int tile_bytes = 40 * 1024;
+constexpr int max_width = 64;
+// Bounds as the depthwise kernels' (Note [depthwise kernels]).
+constexpr std::int64_t max_coordinate = std::int64_t{1} << 29;
+constexpr std::int64_t max_blocks = (std::int64_t{1} << 31) - 1;
+constexpr std::int64_t max_elements = std::int64_t{1} << 62;
+constexpr int kernel_positions = grouped::taps * grouped::taps;
+
+bool aligned(const void* p, std::size_t bytes) {
+  return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
+}
+
+// D += A * B: A 16 x 8 (row major, two registers), B 8 x 8 (column major), f32 D.
+template <typename T>
+__device__ __forceinline__ void mma(float (&d)[4], unsigned a0, unsigned a1, unsigned b);
+template <>
+__device__ __forceinline__ void mma<__half>(float (&d)[4], unsigned a0, unsigned a1, unsigned b) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(b));
+}
+template <>
+__device__ __forceinline__ void mma<__nv_bfloat16>(float (&d)[4], unsigned a0, unsigned a1,
+                                                   unsigned b) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(b));
+}
+
+// Two 8x8 matrices of 16-bit elements from shared memory: lanes 0-7 give the rows of the first,
+// 8-15 those of the second; lane l receives row l / 4, elements 2 (l % 4) and 2 (l % 4) + 1 of
+// each (the A fragment of mma.m16n8k8).
+__device__ __forceinline__ void ldmatrix_x2(unsigned& r0, unsigned& r1, const void* row) {
+  const auto address = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(r0), "=r"(r1)
+               : "r"(address));
+}
+
+// grouped::fragment_source(): the weights as the products' B fragments, two halves a fragment.
+template <typename T>
+__global__ void __launch_bounds__(fragment_threads)
+    fragments_kernel(grouped::Geo g, const T* __restrict__ w, T* __restrict__ laid, bool backward) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * fragment_threads + threadIdx.x;
+  if (i >= grouped::fragments(g) * 2) return;
+  const std::int64_t source = grouped::fragment_source(g, i / 2, static_cast<int>(i % 2), backward);
+  laid[i] = source >= 0 ? w[source] : from_float<T>(0.0f);
+}
+
+// Note [grouped products]. InBlocks: products per tap and 8 output channels.
+template <typename T, int InBlocks>
+__global__ void __launch_bounds__(block_threads)
+    products_kernel(grouped::Geo g, const T* __restrict__ a, const unsigned* __restrict__ laid,
+                    T* __restrict__ out) {
+  extern __shared__ uint4 shared[];
+  T* tile = reinterpret_cast<T*>(shared);
+  const grouped::BlockOrigin o = grouped::origin_of(g, blockIdx.x);
+  for (int i = threadIdx.x; i < g.chunks(); i += block_threads) {
+    const grouped::Chunk c = grouped::chunk_of(g, o, i);
+    if (c.source >= 0) {
+      __pipeline_memcpy_async(tile + c.offset, a + c.source, 16);
+    } else {
+      *reinterpret_cast<uint4*>(tile + c.offset) = make_uint4(0u, 0u, 0u, 0u);
+    }
+  }
+  __pipeline_commit();
+  const int lane = static_cast<int>(threadIdx.x) % warp_size;
+  const int ob = static_cast<int>(threadIdx.x) / warp_size;  // the warp's 8 output channels
+  const int ob_tensor = o.channel / 8 + ob;
+  unsigned b[kernel_positions][InBlocks];
+#pragma unroll
+  for (int tap = 0; tap < kernel_positions; ++tap) {
+#pragma unroll
+    for (int ib = 0; ib < InBlocks; ++ib) {
+      b[tap][ib] =
+          laid[((static_cast<std::int64_t>(tap) * (g.channels / 8) + ob_tensor) * InBlocks + ib) *
+                   warp_size +
+               lane];
+    }
+  }
+  int cb[InBlocks];
+#pragma unroll
+  for (int ib = 0; ib < InBlocks; ++ib) cb[ib] = grouped::in_block(g, ob, ib);
+  __pipeline_wait_prior(0);
+  __syncthreads();
+  const int row = lane / 4;
+  const int pair = (lane % 4) * 2;
+  for (int pt = 0; pt < g.position_tiles(); ++pt) {
+    const int p = pt * grouped::tile_rows + (lane % 16);  // the row this lane gives ldmatrix
+    float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int tap = 0; tap < kernel_positions; ++tap) {
+#pragma unroll
+      for (int ib = 0; ib < InBlocks; ++ib) {
+        unsigned a0, a1;
+        ldmatrix_x2(a0, a1, tile + grouped::a_row(g, p, tap, cb[ib]));
+        mma<T>(d, a0, a1, b[tap][ib]);
+      }
+    }
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const std::int64_t at =
+          grouped::output_index(g, o, pt * grouped::tile_rows + row + 8 * half, ob * 8 + pair);
+      if (at < 0) continue;
+      Pack<T, 2> v;
+      v.v[0] = from_float<T>(d[2 * half]);
+      v.v[1] = from_float<T>(d[2 * half + 1]);
+      *reinterpret_cast<Pack<T, 2>*>(out + at) = v;
+    }
+  }
+}
+
+template <typename T, int InBlocks>
+cudaError_t launch_products(const grouped::Geo& g, const T* a, const unsigned* laid, T* out,
+                            cudaStream_t stream) {
+  products_kernel<T, InBlocks>
+      <<<static_cast<unsigned>(g.blocks), block_threads, g.shared_bytes(), stream>>>(g, a, laid,
+                                                                                     out);
+  return cudaGetLastError();
+}
+
+template <bool Forward, typename T>
+cudaError_t launch_typed(const GroupedShape& shape, const void* a, const void* w, void* out,
+                         void* workspace, cudaStream_t stream) {
+  const grouped::Geo g = grouped::geo(shape, Forward);
+  T* laid = static_cast<T*>(workspace);
+  const std::int64_t halves = grouped::fragments(g) * 2;
+  fragments_kernel<T><<<static_cast<unsigned>((halves + fragment_threads - 1) / fragment_threads),
+                        fragment_threads, 0, stream>>>(g, static_cast<const T*>(w), laid, !Forward);
+  const cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess) return status;
+  const T* in = static_cast<const T*>(a);
+  T* dst = static_cast<T*>(out);
+  const auto* fragments = static_cast<const unsigned*>(workspace);
+  switch (g.in_blocks) {
+    case 1: return launch_products<T, 1>(g, in, fragments, dst, stream);
+    case 2: return launch_products<T, 2>(g, in, fragments, dst, stream);
+    case 4: return launch_products<T, 4>(g, in, fragments, dst, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+template <bool Forward>
+cudaError_t launch(const GroupedShape& shape, const void* a, const void* w, void* out,
+                   void* workspace, cudaStream_t stream) {
+  if (grouped_unsupported(shape, Forward) != nullptr) return cudaErrorInvalidValue;
+  if (shape.batch == 0) return cudaSuccess;
+  if (!aligned(a, 16) || !aligned(out, 16) || !aligned(workspace, 16))
+    return cudaErrorMisalignedAddress;
+  switch (shape.type) {
+    case GroupedType::f16:
+      return launch_typed<Forward, __half>(shape, a, w, out, workspace, stream);
+    case GroupedType::bf16:
+      return launch_typed<Forward, __nv_bfloat16>(shape, a, w, out, workspace, stream);
+    case GroupedType::f32: break;
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace
+
+grouped::Geo grouped::geo(const GroupedShape& shape, bool forward) {
+  const int* read = forward ? shape.input : shape.output;
+  const int* written = forward ? shape.output : shape.input;
+  Geo g;
+  g.a_h = read[1];
+  g.a_w = read[2];
+  g.o_h = written[1];
+  g.o_w = written[2];
+  g.pad_h = forward ? shape.pad_before[1] : taps - 1 - shape.pad_before[1];
+  g.pad_w = forward ? shape.pad_before[2] : taps - 1 - shape.pad_before[2];
+  g.channels = static_cast<int>(shape.groups * shape.in_per_group);
+  g.per_group = static_cast<int>(shape.in_per_group);
+  g.in_blocks = std::max(1, g.per_group / 8);
+  g.tw = std::min(g.o_w, max_width);
+  const int row_bytes = g.in_cols() * column_halves * 2;
+  g.th = std::clamp(tile_bytes / row_bytes - (taps - 1), 1, g.o_h);
+  g.row_tiles = (g.o_h + g.th - 1) / g.th;
+  g.col_tiles = (g.o_w + g.tw - 1) / g.tw;
+  g.channel_tiles = g.channels / tile_channels;
+  g.planes = shape.batch * shape.input[0];
+  g.blocks = g.planes * g.row_tiles * g.col_tiles * g.channel_tiles;
+  return g;
+}
+
+const char* grouped_unsupported(const GroupedShape& shape, bool forward) {
+  if (shape.batch < 0) return "the shape has a negative batch";
+  if (shape.type == GroupedType::f32)
+    return "the grouped kernel runs f16 and bf16 only (tensor-core products)";
+  if (shape.groups < 2) return "the grouped kernel runs convolutions of 2 or more groups";
+  const std::int64_t per_group = shape.in_per_group;
+  if (shape.out_per_group != per_group ||
+      (per_group != 4 && per_group != 8 && per_group != 16 && per_group != 32))
+    return "the grouped kernel runs groups of 4, 8, 16 or 32 channels, in and out alike";
+  if ((shape.groups * per_group) % grouped::tile_channels != 0)
+    return "the grouped kernel needs a channel count that is a multiple of 32";
+  if (shape.kernel[0] != 1 || shape.kernel[1] != grouped::taps || shape.kernel[2] != grouped::taps)
+    return "the grouped kernel runs 3x3 kernels (of depth 1 in 3-D) only";
+  for (int i = 0; i < 3; ++i) {
+    if (shape.input[i] < 1 || shape.output[i] < 1 || shape.stride[i] < 1 || shape.dilation[i] < 1 ||
+        shape.pad_before[i] < 0)
+      return "a spatial size, stride or dilation below 1, or a negative padding";
+    if (shape.input[i] > max_coordinate || shape.output[i] > max_coordinate ||
+        shape.pad_before[i] > max_coordinate)
+      return "spatial sizes or paddings beyond 2^29";
+  }
+  if (shape.stride[0] != 1 || shape.pad_before[0] != 0 || shape.input[0] != shape.output[0])
+    return "the grouped kernel runs 3-D convolutions at depth stride 1 without depth padding only";
+  if (shape.stride[1] != 1 || shape.stride[2] != 1) return "the grouped kernel runs stride 1 only";
+  if (shape.dilation[1] != 1 || shape.dilation[2] != 1)
+    return "the grouped kernel runs kernels without dilation only";
+  if (!forward &&
+      (shape.pad_before[1] > grouped::taps - 1 || shape.pad_before[2] > grouped::taps - 1))
+    return "the grouped kernel runs bwd_data with a padding of at most 2";
+  // Element indices are 64-bit: src and dst below 2^62 elements.
+  const std::int64_t channels = shape.groups * per_group;
+  const std::int64_t plane = static_cast<std::int64_t>(std::max(shape.input[1], shape.output[1])) *
+                             std::max(shape.input[2], shape.output[2]);
+  if (channels > max_coordinate ||
+      shape.batch * static_cast<std::int64_t>(shape.input[0]) > max_elements / (plane * channels))
+    return "src or dst holds 2^62 elements or more";
+  if (grouped::geo(shape, forward).blocks > max_blocks)
+    return "the grouped kernel needs 2^31 blocks or more";
+  return nullptr;
+}
+
+std::size_t grouped_workspace_bytes(const GroupedShape& shape) {
+  // bwd_data's domain is within fwd's, and the count is the same: taps x channels / 8 x
+  // in_blocks x 32 lanes x 4 bytes.
+  if (grouped_unsupported(shape, true) != nullptr) return 0;
+  const grouped::Geo g = grouped::geo(shape, true);
+  return static_cast<std::size_t>(grouped::fragments(g)) * 4;
+}
+
+cudaError_t grouped_fwd(const GroupedShape& shape, const void* src, const void* weights, void* dst,
+                        void* workspace, cudaStream_t stream) {
+  return launch<true>(shape, src, weights, dst, workspace, stream);
+}
+
+cudaError_t grouped_bwd_data(const GroupedShape& shape, const void* diff_dst, const void* weights,
+                             void* diff_src, void* workspace, cudaStream_t stream) {
+  return launch<false>(shape, diff_dst, weights, diff_src, workspace, stream);
+}
+
+}  // namespace dnnx::cudnn::kernels

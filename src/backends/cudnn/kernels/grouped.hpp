@@ -1,0 +1,204 @@
+#pragma once
+// dnnx's grouped convolution kernel on the tensor cores (cudnn:kernel:grouped:mma, Note [grouped
+// products] in grouped.cu): channels_last, f16 or bf16 (f32 accumulation), 4, 8, 16 or 32
+// channels per group in and out, a channel count that is a multiple of 32, 3x3 kernels of 2-D
+// convolutions (3-D ones of kernel depth 1, depth stride 1, no depth padding), stride 1, no
+// dilation; fwd, and bwd_data with a padding of at most 2. Plain pointers, sizes and a stream; no
+// cuDNN types. The index arithmetic a block and its lanes use is in grouped:: below, shared with
+// the host (a test runs whole convolutions through it, the products emulated, where there is no
+// GPU).
+
+#include "backends/cudnn/kernels/spatial.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define DNNX_GROUPED_HD __host__ __device__
+#else
+#define DNNX_GROUPED_HD
+#endif
+
+namespace dnnx::cudnn::kernels {
+
+/// Element type of the tensors.
+enum class GroupedType : int { f32 = 0, f16 = 1, bf16 = 2 };
+
+/// One grouped convolution in 3 spatial dims (SpatialDims: D, H, W), channels_last and dense: src
+/// {batch, D, H, W, groups * in_per_group}, dst {batch, out..., groups * out_per_group}, weights
+/// {groups * out_per_group, KD, KH, KW, in_per_group} (dnnx's channels_last weights). Output
+/// channel o of group g reads input channels g * in_per_group ... + in_per_group - 1.
+struct GroupedShape : SpatialDims {
+  std::int64_t batch = 1;
+  std::int64_t groups = 1;
+  std::int64_t in_per_group = 1;
+  std::int64_t out_per_group = 1;
+  GroupedType type = GroupedType::f16;
+};
+
+/// Why the kernel cannot run `shape` forward (`forward`) or in bwd_data (a static string), or
+/// nullptr when it can.
+const char* grouped_unsupported(const GroupedShape& shape, bool forward);
+
+/// Workspace bytes of the weights laid out as the products' fragments (grouped::fragment_source()).
+std::size_t grouped_workspace_bytes(const GroupedShape& shape);
+
+/// dst = conv(src, weights), queued on `stream`; `workspace` holds grouped_workspace_bytes(shape)
+/// bytes, aligned to 16, and src and dst are aligned to 16 bytes. Returns the launch status
+/// (cudaErrorInvalidValue when the kernel cannot run the shape, cudaErrorMisalignedAddress for a
+/// pointer not aligned to 16 bytes).
+cudaError_t grouped_fwd(const GroupedShape& shape, const void* src, const void* weights, void* dst,
+                        void* workspace, cudaStream_t stream);
+
+/// diff_src = gradient w.r.t. src, queued on `stream`: the correlation of diff_dst with the
+/// kernel flipped and each group's in and out channels swapped, each diff_src element written once
+/// in a fixed order. `workspace` and alignment as for grouped_fwd.
+cudaError_t grouped_bwd_data(const GroupedShape& shape, const void* diff_dst, const void* weights,
+                             void* diff_src, void* workspace, cudaStream_t stream);
+
+namespace grouped {
+
+/// Taps per dim (3x3 kernels).
+inline constexpr int taps = 3;
+/// Channels of a block: whole groups (32 is a multiple of 4, 8, 16 and 32), four blocks of 8.
+inline constexpr int tile_channels = 32;
+/// Halves of one position of the input tile in shared memory: its 32 channels and 8 of padding,
+/// so that the 8 rows an 8x8 matrix load reads (8 consecutive positions, 80 bytes apart) fall on
+/// distinct banks.
+inline constexpr int column_halves = tile_channels + 8;
+/// Warps of a block: warp w computes the block's output channels 8w ... 8w + 7.
+inline constexpr int warps = tile_channels / 8;
+/// Output positions of a product's tile (the rows of mma.m16n8k8).
+inline constexpr int tile_rows = 16;
+
+/// The correlation a block computes: the tensor read `a` {planes, a_h, a_w, channels} (fwd: src;
+/// bwd_data: diff_dst), the one written {planes, o_h, o_w, channels}; output row y, column x reads
+/// rows y - pad_h + kh and columns x - pad_w + kw (bwd_data: the kernel flipped). A block owns th
+/// x tw output positions of one plane and 32 channels: block = ((plane * row_tiles + row_tile) *
+/// col_tiles + col_tile) * channel_tiles + channel_tile.
+struct Geo {
+  int a_h = 1, a_w = 1;
+  int o_h = 1, o_w = 1;
+  int pad_h = 0, pad_w = 0;
+  int channels = 32;   ///< in and out
+  int per_group = 4;   ///< channels per group, in and out
+  int in_blocks = 1;   ///< products per tap and 8 output channels: max(1, per_group / 8)
+  int th = 1, tw = 1;  ///< a block's output rows and columns
+  int row_tiles = 1, col_tiles = 1, channel_tiles = 1;
+  std::int64_t planes = 1;  ///< batch x D
+  std::int64_t blocks = 1;
+
+  DNNX_GROUPED_HD int in_rows() const { return th + taps - 1; }
+  DNNX_GROUPED_HD int in_cols() const { return tw + taps - 1; }
+  /// 16-byte chunks of the input tile (4 per position).
+  DNNX_GROUPED_HD int chunks() const { return in_rows() * in_cols() * (tile_channels / 8); }
+  /// Product tiles of 16 positions covering the block's th x tw.
+  DNNX_GROUPED_HD int position_tiles() const { return (th * tw + tile_rows - 1) / tile_rows; }
+  std::size_t shared_bytes() const {
+    return static_cast<std::size_t>(in_rows()) * in_cols() * column_halves * 2;
+  }
+};
+
+/// The geometry of `shape` in fwd (`forward`) or bwd_data (grouped_unsupported() nullptr).
+Geo geo(const GroupedShape& shape, bool forward);
+
+/// Where block `block` of g starts: its plane, first output row and column, first channel.
+struct BlockOrigin {
+  std::int64_t plane;
+  int row, col, channel;
+};
+DNNX_GROUPED_HD inline BlockOrigin origin_of(const Geo& g, std::int64_t block) {
+  BlockOrigin o;
+  o.channel = static_cast<int>(block % g.channel_tiles) * tile_channels;
+  block /= g.channel_tiles;
+  o.col = static_cast<int>(block % g.col_tiles) * g.tw;
+  block /= g.col_tiles;
+  o.row = static_cast<int>(block % g.row_tiles) * g.th;
+  o.plane = block / g.row_tiles;
+  return o;
+}
+
+/// Chunk `i` (< g.chunks()) of the input tile of the block at `o`: its offset in the tile
+/// (halves) and the element of `a` it copies 8 halves from, or -1 for a position in the padding
+/// (the chunk is zeros).
+struct Chunk {
+  int offset;
+  std::int64_t source;
+};
+DNNX_GROUPED_HD inline Chunk chunk_of(const Geo& g, const BlockOrigin& o, int i) {
+  const int k = i % (tile_channels / 8);
+  const int position = i / (tile_channels / 8);
+  const int col = position % g.in_cols();
+  const int row = position / g.in_cols();
+  const int ih = o.row - g.pad_h + row;
+  const int iw = o.col - g.pad_w + col;
+  Chunk c;
+  c.offset = position * column_halves + k * 8;
+  c.source = ih >= 0 && ih < g.a_h && iw >= 0 && iw < g.a_w
+                 ? ((o.plane * g.a_h + ih) * g.a_w + iw) * g.channels + o.channel + k * 8
+                 : -1;
+  return c;
+}
+
+/// The block of 8 of the block's 32 channels that output block `ob` (0..3) reads in its product
+/// `ib` (< in_blocks) per tap: its group's blocks for groups of 8 or more, its own otherwise (the
+/// product's weights zero across groups).
+DNNX_GROUPED_HD inline int in_block(const Geo& g, int ob, int ib) {
+  return g.per_group >= 8 ? ob * 8 / g.per_group * (g.per_group / 8) + ib : ob;
+}
+
+/// Position `p` of the block's tile (clamped to the tile: the products of a last partial tile run
+/// on its last position and are not stored), its row of the 8x8 matrix load of `tap` (kh * 3 +
+/// kw) for channel block `cb`: the offset in the input tile (halves) of its 8 channels.
+DNNX_GROUPED_HD inline int a_row(const Geo& g, int p, int tap, int cb) {
+  if (p >= g.th * g.tw) p = g.th * g.tw - 1;
+  const int r = p / g.tw + tap / taps;
+  const int c = p % g.tw + tap % taps;
+  return (r * g.in_cols() + c) * column_halves + cb * 8;
+}
+
+/// Fragments of the weights: the products' B operand (8 input channels x 8 output channels of a
+/// tap) as mma.m16n8k8 holds it, lane l the rows 2 (l % 4), 2 (l % 4) + 1 of column l / 4, for
+/// each (tap, output block ob of the whole tensor, product ib) in that order:
+/// fragment ((tap * channels / 8 + ob) * in_blocks + ib) * 32 + lane, two halves each.
+DNNX_GROUPED_HD inline std::int64_t fragments(const Geo& g) {
+  return static_cast<std::int64_t>(taps * taps) * (g.channels / 8) * g.in_blocks * 32;
+}
+
+/// The weight (index into dnnx's channels_last weights) of half `h` of fragment `f`, or -1 where
+/// the product's input and output channels are of different groups (a zero). bwd_data
+/// (`backward`): the kernel flipped and the input and output channel of the convolution swapped.
+DNNX_GROUPED_HD inline std::int64_t fragment_source(const Geo& g, std::int64_t f, int h,
+                                                    bool backward) {
+  const int lane = static_cast<int>(f % 32);
+  f /= 32;
+  const int ib = static_cast<int>(f % g.in_blocks);
+  f /= g.in_blocks;
+  const int ob = static_cast<int>(f % (g.channels / 8));
+  const int tap = static_cast<int>(f / (g.channels / 8));
+  const int out = ob * 8 + lane / 4;
+  const int in = ob / warps * tile_channels + in_block(g, ob % warps, ib) * 8 + (lane % 4) * 2 + h;
+  if (out / g.per_group != in / g.per_group) return -1;
+  const int kh = tap / taps, kw = tap % taps;
+  if (!backward) {
+    return (static_cast<std::int64_t>(out) * taps * taps + kh * taps + kw) * g.per_group +
+           in % g.per_group;
+  }
+  return (static_cast<std::int64_t>(in) * taps * taps + (taps - 1 - kh) * taps + (taps - 1 - kw)) *
+             g.per_group +
+         out % g.per_group;
+}
+
+/// The element of the tensor written at position `p` (< th * tw) of the block at `o`, channel
+/// `c` of its 32, or -1 when the position is beyond the tensor's edge.
+DNNX_GROUPED_HD inline std::int64_t output_index(const Geo& g, const BlockOrigin& o, int p, int c) {
+  const int y = o.row + p / g.tw;
+  const int x = o.col + p % g.tw;
+  if (p >= g.th * g.tw || y >= g.o_h || x >= g.o_w) return -1;
+  return ((o.plane * g.o_h + y) * g.o_w + x) * g.channels + o.channel + c;
+}
+
+}  // namespace grouped
+}  // namespace dnnx::cudnn::kernels
