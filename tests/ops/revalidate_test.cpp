@@ -444,9 +444,10 @@ class LatePlansTest : public RevalidateTest {
   }
 
   // A search that probes (Note [probing slow candidates]): "test:huge" is abandoned on its full
-  // run, which turns probing on; "test:rtc", whose run takes `rtc_us` (its slice's a quarter of
-  // that, against 1 ms for the best's full run), has its plan for the slice still building, and
-  // the backend saves its plan for later when asked.
+  // run, which turns probing on; "test:rtc", whose run takes `rtc_us` (0, or 80000: its slice, a
+  // quarter of that, 20 ms against 1 ms for the best's full run, far enough apart for a loaded
+  // machine's late wake-ups), has its plan for the slice still building, and the backend saves its
+  // plan for later when asked.
   void probes_with_a_late_slice_plan(int rtc_us) {
     table().slices = true;
     table().candidates = {supported("test:best"), supported("test:huge"), supported("test:rtc")};
@@ -564,7 +565,7 @@ TEST_F(LatePlansTest, ACandidateItsProbeCouldNotRunIsALatePlanSettledByAProbe) {
     SCOPED_TRACE(fast ? "a fast late candidate" : "a slow late candidate");
     table() = Table{};
     forget_the_file();
-    probes_with_a_late_slice_plan(fast ? 0 : 30000);
+    probes_with_a_late_slice_plan(fast ? 0 : 80000);
     table().at_hand = {"test:rtc"};
     Context process = context({}, AlgoPolicy::exhaustive());
     auto choice = run(process);
@@ -603,7 +604,7 @@ TEST_F(LatePlansTest, ACandidateItsProbeCouldNotRunIsALatePlanSettledByAProbe) {
 // A later process settles such a late plan the same way, probing first with probe plans for the
 // settled candidates alone: it lists nothing, and a slow late candidate costs no full run.
 TEST_F(LatePlansTest, ALaterProcessProbesALatePlanFirstWithoutListing) {
-  probes_with_a_late_slice_plan(30000);
+  probes_with_a_late_slice_plan(80000);
   {
     Context process = context({}, AlgoPolicy::exhaustive());
     EXPECT_EQ(run(process)->late_plans, std::vector<std::string>{"test:rtc"});
