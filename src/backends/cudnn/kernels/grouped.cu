@@ -3,12 +3,12 @@
 // Note [grouped products]
 // A grouped convolution of few channels per group (ResNeXt's 3x3 layers: 32 groups of 4, 8, 16
 // or 32 channels) is, per tap, a product of the positions by the group's input channels by its
-// output channels: 4 to 32 wide, where cuDNN's engines tile 32 or more, and they run the groups of
-// 4 and 8 at a quarter of the memory rate or less (ResNeXt-50's l1.conv3x3 in f16: 0.082 ms for
-// 103 MB of src and dst on an H200, l2.conv3x3 0.051 ms for 51 MB; docs/benchmarks.md). Here the
-// products are mma.m16n8k8 (16 positions x 8 input channels by 8 output channels, f32
-// accumulators), the size of a group of 8, two groups of 4 with the weights across groups zero,
-// or a quarter of a group of 32 (four products per tap):
+// output channels, 4 to 32 wide; cuDNN's engines run the groups of 4 and 8 at a quarter of the
+// memory rate or less (ResNeXt-50's l1.conv3x3 in f16: 0.082 ms for 103 MB of src and dst on an
+// H200, l2.conv3x3 0.051 ms for 51 MB; docs/benchmarks.md). Here the products are mma.m16n8k8
+// (16 positions x 8 input channels by 8 output channels, f32 accumulators), the size of a group
+// of 8, of two groups of 4 with the weights across groups zero, or of 8 of the inputs and outputs
+// of a group of 16 or 32 (two or four products per tap and 8 output channels):
 // - A block owns th x tw output positions of one plane (tw up to 64, th so that the input tile
 //   stays near 40 KiB) and 32 channels, whole groups. Its threads first copy the input tile (the
 //   positions its 3x3 windows reach, 32 channels each) into shared memory with 16-byte
