@@ -68,11 +68,20 @@ std::vector<Case> cases() {
       {"padding_2", grouped_desc({1, 32, 5, 4}, 4, {3, 3}, {1}, {2})},
       {"batch1_1x1_spatial", grouped_desc({1, 32, 1, 1}, 8, {3, 3}, {1}, {1})},
       {"3d_1x3x3", grouped_desc({2, 32, 3, 6, 7}, 4, {1, 3, 3}, {1}, {0, 1, 1})},
+      // Stride 2: bwd_data in the stride's phases, odd and even sizes.
+      {"stride2", grouped_desc({2, 64, 9, 10}, 8, {3, 3}, {2}, {1})},
+      {"stride2_16_per_group", grouped_desc({1, 64, 8, 7}, 4, {3, 3}, {2}, {1})},
+      {"stride_2x1_no_padding", grouped_desc({2, 32, 7, 9}, 8, {3, 3}, {2, 1}, {0})},
+      {"stride_1x2_padding_2", grouped_desc({1, 32, 6, 11}, 4, {3, 3}, {1, 2}, {2})},
+      {"stride2_column_tiles", grouped_desc({1, 32, 3, 140}, 8, {3, 3}, {2}, {1})},
   };
-  // Per-side padding (TensorFlow's SAME for even sizes), and padding beyond the window (fwd only).
+  // Per-side padding (TensorFlow's SAME for even sizes), and padding beyond the window.
   ConvDesc after = grouped_desc({2, 32, 10, 12}, 8, {3, 3}, {1}, {0});
   after.pad_after = {2, 1, 0};
   table.push_back({"pad_after_only", after});
+  ConvDesc same = grouped_desc({2, 32, 10, 12}, 8, {3, 3}, {2}, {0});
+  same.pad_after = {1, 1, 0};
+  table.push_back({"stride2_pad_after_only", same});
   ConvDesc wide = grouped_desc({2, 32, 9, 8}, 8, {3, 3}, {1}, {0});
   wide.pad_before = {3, 0, 0};
   wide.pad_after = {0, 4, 0};
@@ -150,11 +159,14 @@ TEST(CudnnConvGrouped, SaysWhyItCannotRun) {
   const ConvDesc dilated = grouped_desc({2, 32, 9, 9}, 8, {3, 3}, {1}, {2}, {2});
   EXPECT_NE(reason(dilated, Direction::fwd).find("without dilation"), std::string::npos);
   const ConvDesc s2 = grouped_desc({2, 32, 9, 9}, 8, {3, 3}, {2}, {1});
-  EXPECT_NE(reason(s2, Direction::fwd).find("stride 1 only"), std::string::npos);
-  EXPECT_NE(reason(s2, Direction::bwd_data).find("stride 1 only"), std::string::npos);
+  EXPECT_EQ(reason(s2, Direction::fwd), "");
+  EXPECT_EQ(reason(s2, Direction::bwd_data), "");
+  const ConvDesc s3 = grouped_desc({2, 32, 9, 9}, 8, {3, 3}, {1, 3}, {1});
+  EXPECT_NE(reason(s3, Direction::fwd).find("stride of 1 or 2"), std::string::npos);
+  EXPECT_NE(reason(s3, Direction::bwd_data).find("stride of 1 or 2"), std::string::npos);
   const ConvDesc p3 = grouped_desc({2, 32, 9, 9}, 8, {3, 3}, {1}, {3});
   EXPECT_EQ(reason(p3, Direction::fwd), "");
-  EXPECT_NE(reason(p3, Direction::bwd_data).find("at most 2"), std::string::npos);
+  EXPECT_EQ(reason(p3, Direction::bwd_data), "");
   // Sizes beyond the kernel's 32-bit spatial arithmetic.
   ConvDesc huge = grouped_desc({1, 32, 4, 4}, 8, {3, 3}, {1}, {1});
   huge.pad_before[0] = huge.pad_after[0] = std::int64_t{1} << 30;
@@ -179,8 +191,8 @@ std::vector<float> host_run(const ConvDesc& desc, Direction direction,
   const auto* w = static_cast<const float*>(operands.weights.data());
   std::vector<float> laid(static_cast<std::size_t>(grouped::fragments(g) * 2));
   for (std::size_t i = 0; i < laid.size(); ++i) {
-    const std::int64_t source = grouped::fragment_source(g, static_cast<std::int64_t>(i / 2),
-                                                         static_cast<int>(i % 2), !forward);
+    const std::int64_t source =
+        grouped::fragment_source(g, static_cast<std::int64_t>(i / 2), static_cast<int>(i % 2));
     laid[i] = source >= 0 ? w[source] : 0.0f;
   }
   const auto* a = static_cast<const float*>((forward ? operands.src : operands.diff_dst).data());
@@ -201,6 +213,8 @@ std::vector<float> host_run(const ConvDesc& desc, Direction direction,
       for (int pt = 0; pt < g.position_tiles(); ++pt) {
         float d[16][8] = {};
         for (int tap = 0; tap < 9; ++tap) {
+          const int kh = tap / 3, kw = tap % 3;
+          if ((o.taps_h.valid >> kh & 1) == 0 || (o.taps_w.valid >> kw & 1) == 0) continue;
           for (int ib = 0; ib < g.in_blocks; ++ib) {
             const int cb = grouped::in_block(g, ob, ib);
             const std::int64_t first =
@@ -208,7 +222,7 @@ std::vector<float> host_run(const ConvDesc& desc, Direction direction,
                  ib) *
                 32;
             for (int m = 0; m < 16; ++m) {
-              const int row = grouped::a_row(g, pt * grouped::tile_rows + m, tap, cb);
+              const int row = grouped::a_row(g, o, pt * grouped::tile_rows + m, kh, kw, cb);
               for (int n = 0; n < 8; ++n) {
                 for (int k = 0; k < 8; ++k) {
                   const float b =
@@ -257,8 +271,8 @@ TEST(CudnnConvGrouped, HostRunsMatchTheReference) {
     }
   }
   std::cout << "[ grouped  ] " << checked << " host runs checked against the reference\n";
-  // Every case forward (14), and bwd_data but where the padding is beyond 2 (13).
-  EXPECT_EQ(checked, 27u);
+  // Every case (20) in both directions.
+  EXPECT_EQ(checked, 40u);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -312,8 +326,8 @@ TEST(CudnnConvGrouped, MatchesTheReference) {
   }
   std::cout << "[ cudnn    ] " << cudnn::grouped_id << ": " << checked
             << " runs matched the reference\n";
-  // Every case forward and all but one in bwd_data, in two dtypes.
-  EXPECT_EQ(checked, 54u);
+  // Every case in both directions, in two dtypes.
+  EXPECT_EQ(checked, 80u);
 }
 
 }  // namespace

@@ -108,7 +108,7 @@ bool narrow_domain(const ConvDesc& desc, Direction direction) {
 // Note [grouped candidates]: fwd and bwd_data of a channels_last f16 or bf16 grouped (not
 // depthwise) convolution of 4, 8, 16 or 32 channels per group in and out, a channel count that is
 // a multiple of 32, a 3x3 kernel of a 2-D convolution (or a 3-D one of kernel depth 1, depth
-// stride 1, no depth padding), stride 1, no dilation; bwd_data with a padding of at most 2.
+// stride 1, no depth padding), a stride of 1 or 2 along H and W, no dilation.
 bool grouped_domain(const ConvDesc& desc, Direction direction) {
   if (direction == Direction::bwd_weights || desc.groups < 2 || desc.groups == desc.in_channels ||
       desc.layout != Layout::channels_last || desc.dtype == DType::f32)
@@ -124,10 +124,8 @@ bool grouped_domain(const ConvDesc& desc, Direction direction) {
                  desc.pad_after[0] != 0))
     return false;
   const auto h = static_cast<std::size_t>(d - 2), w = static_cast<std::size_t>(d - 1);
-  if (desc.kernel[h] != 3 || desc.kernel[w] != 3 || desc.dilation[h] != 1 ||
-      desc.dilation[w] != 1 || desc.stride[h] != 1 || desc.stride[w] != 1)
-    return false;
-  return direction == Direction::fwd || (desc.pad_before[h] <= 2 && desc.pad_before[w] <= 2);
+  return desc.kernel[h] == 3 && desc.kernel[w] == 3 && desc.dilation[h] == 1 &&
+         desc.dilation[w] == 1 && desc.stride[h] <= 2 && desc.stride[w] <= 2;
 }
 
 // Note [winograd candidates]: an ungrouped f32 2-D 3x3 convolution of stride 1.
@@ -313,8 +311,8 @@ const std::vector<ExpectedReason<ConvDesc>>& expected_reasons() {
            "\\(tensor-core products\\)|runs groups of 4, 8, 16 or 32 channels, in and out "
            "alike|needs a channel count that is a multiple of 32|runs 3x3 kernels \\(of depth "
            "1 in 3-D\\) only|runs 3-D convolutions at depth stride 1 without depth padding "
-           "only|runs stride 1 only|runs kernels without dilation only|runs bwd_data with a "
-           "padding of at most 2)|a depthwise convolution: the depthwise kernels run it .*)$"),
+           "only|runs a stride of 1 or 2 along H and W only|runs kernels without dilation "
+           "only)|a depthwise convolution: the depthwise kernels run it .*)$"),
        [](const ConvDesc& desc, Direction direction) { return !grouped_domain(desc, direction); }},
       // The size limits of dnnx's depthwise and narrow-channel kernels (conv_depthwise.cpp and
       // Note [depthwise kernels] in kernels/depthwise.cu; conv_narrow.cpp and Note [narrow

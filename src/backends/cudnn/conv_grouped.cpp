@@ -7,8 +7,8 @@
 //                             and out alike; depthwise ones are the depthwise kernels'), a
 //                             channel count that is a multiple of 32, channels_last, f16/bf16
 //                             (f32 accumulation), 3x3 kernels of 2-D convolutions (3-D ones of
-//                             kernel depth 1, depth stride 1, no depth padding), stride 1, no
-//                             dilation; bwd_data with a padding of at most 2
+//                             kernel depth 1, depth stride 1, no depth padding), a stride of 1
+//                             or 2 along H and W, no dilation
 // It needs workspace for the weights laid out as the products' fragments, is deterministic (each
 // output summed by one lane in a fixed order) and overwrites its output. Like the depthwise
 // kernels (Note [depthwise candidates]), a supported one comes right after the last config

@@ -13,15 +13,20 @@
 //   stays near 40 KiB) and 32 channels, whole groups. Its threads first copy the input tile (the
 //   positions its 3x3 windows reach, 32 channels each) into shared memory with 16-byte
 //   asynchronous copies, zeros in the padding, each position padded to 80 bytes
-//   (grouped::column_halves: the 8 rows of a matrix load fall on distinct banks).
+//   (grouped::column_halves: the 8 rows of a matrix load fall on distinct banks; at a forward
+//   stride of 2 the rows are 160 bytes apart and two of them share banks).
+// - bwd_data at stride 2 is split into the stride's phases (the diff_src positions of one parity
+//   per dim, a block's positions all of one phase): each phase is reached by a fixed subset of
+//   the taps (grouped::taps_of(): along a dim, tap k where phase + pad - k is even), each a
+//   correlation of diff_dst at stride 1, so no product is of zeros. At stride 1 there is one phase
+//   and every tap: the correlation of diff_dst with the kernel flipped.
 // - Warp w computes output channels 8w ... 8w + 7 of the block's positions, 16 at a time: per tap
 //   (and product), one ldmatrix.x2 of the 16 positions' 8 input channels (each lane gives the
 //   tile address of one position's row) and one mma with the tap's weights, held in registers
 //   for the whole block (at most 9 x 4 fragments).
 // - The weights are laid out as the products' B fragments by a first launch
-//   (grouped::fragment_source(); bwd_data the kernel flipped and each group's in and out channels
-//   swapped: at stride 1 the gradient is that correlation of diff_dst), on every call: the weights
-//   change between calls.
+//   (grouped::fragment_source(); bwd_data each group's in and out channels swapped), on every
+//   call: the weights change between calls.
 // - Each output is written once by the lane that holds its accumulator, converted from f32, and
 //   summed in a fixed order: bitwise reproducible, no atomics.
 
@@ -88,10 +93,10 @@ __device__ __forceinline__ void ldmatrix_x2(unsigned& r0, unsigned& r1, const vo
 // grouped::fragment_source(): the weights as the products' B fragments, two halves a fragment.
 template <typename T>
 __global__ void __launch_bounds__(fragment_threads)
-    fragments_kernel(grouped::Geo g, const T* __restrict__ w, T* __restrict__ laid, bool backward) {
+    fragments_kernel(grouped::Geo g, const T* __restrict__ w, T* __restrict__ laid) {
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * fragment_threads + threadIdx.x;
   if (i >= grouped::fragments(g) * 2) return;
-  const std::int64_t source = grouped::fragment_source(g, i / 2, static_cast<int>(i % 2), backward);
+  const std::int64_t source = grouped::fragment_source(g, i / 2, static_cast<int>(i % 2));
   laid[i] = source >= 0 ? w[source] : from_float<T>(0.0f);
 }
 
@@ -137,12 +142,17 @@ __global__ void __launch_bounds__(block_threads)
     const int p = pt * grouped::tile_rows + (lane % 16);  // the row this lane gives ldmatrix
     float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-    for (int tap = 0; tap < kernel_positions; ++tap) {
+    for (int kh = 0; kh < grouped::taps; ++kh) {
+      if ((o.taps_h.valid >> kh & 1) == 0) continue;
 #pragma unroll
-      for (int ib = 0; ib < InBlocks; ++ib) {
-        unsigned a0, a1;
-        ldmatrix_x2(a0, a1, tile + grouped::a_row(g, p, tap, cb[ib]));
-        mma<T>(d, a0, a1, b[tap][ib]);
+      for (int kw = 0; kw < grouped::taps; ++kw) {
+        if ((o.taps_w.valid >> kw & 1) == 0) continue;
+#pragma unroll
+        for (int ib = 0; ib < InBlocks; ++ib) {
+          unsigned a0, a1;
+          ldmatrix_x2(a0, a1, tile + grouped::a_row(g, o, p, kh, kw, cb[ib]));
+          mma<T>(d, a0, a1, b[kh * grouped::taps + kw][ib]);
+        }
       }
     }
 #pragma unroll
@@ -174,7 +184,7 @@ cudaError_t launch_typed(const GroupedShape& shape, const void* a, const void* w
   T* laid = static_cast<T*>(workspace);
   const std::int64_t halves = grouped::fragments(g) * 2;
   fragments_kernel<T><<<static_cast<unsigned>((halves + fragment_threads - 1) / fragment_threads),
-                        fragment_threads, 0, stream>>>(g, static_cast<const T*>(w), laid, !Forward);
+                        fragment_threads, 0, stream>>>(g, static_cast<const T*>(w), laid);
   const cudaError_t status = cudaGetLastError();
   if (status != cudaSuccess) return status;
   const T* in = static_cast<const T*>(a);
@@ -215,19 +225,26 @@ grouped::Geo grouped::geo(const GroupedShape& shape, bool forward) {
   g.a_w = read[2];
   g.o_h = written[1];
   g.o_w = written[2];
-  g.pad_h = forward ? shape.pad_before[1] : taps - 1 - shape.pad_before[1];
-  g.pad_w = forward ? shape.pad_before[2] : taps - 1 - shape.pad_before[2];
+  g.pad_h = shape.pad_before[1];
+  g.pad_w = shape.pad_before[2];
+  g.stride_h = shape.stride[1];
+  g.stride_w = shape.stride[2];
+  g.backward = !forward;
   g.channels = static_cast<int>(shape.groups * shape.in_per_group);
   g.per_group = static_cast<int>(shape.in_per_group);
   g.in_blocks = std::max(1, g.per_group / 8);
-  g.tw = std::min(g.o_w, max_width);
+  g.phases_h = forward ? 1 : g.stride_h;
+  g.phases_w = forward ? 1 : g.stride_w;
+  g.grid_h = (g.o_h + g.phases_h - 1) / g.phases_h;
+  g.grid_w = (g.o_w + g.phases_w - 1) / g.phases_w;
+  g.tw = std::min(g.grid_w, max_width);
   const int row_bytes = g.in_cols() * column_halves * 2;
-  g.th = std::clamp(tile_bytes / row_bytes - (taps - 1), 1, g.o_h);
-  g.row_tiles = (g.o_h + g.th - 1) / g.th;
-  g.col_tiles = (g.o_w + g.tw - 1) / g.tw;
+  g.th = std::clamp((tile_bytes / row_bytes - taps) / g.step_h() + 1, 1, g.grid_h);
+  g.row_tiles = (g.grid_h + g.th - 1) / g.th;
+  g.col_tiles = (g.grid_w + g.tw - 1) / g.tw;
   g.channel_tiles = g.channels / tile_channels;
   g.planes = shape.batch * shape.input[0];
-  g.blocks = g.planes * g.row_tiles * g.col_tiles * g.channel_tiles;
+  g.blocks = g.planes * g.phases_h * g.phases_w * g.row_tiles * g.col_tiles * g.channel_tiles;
   return g;
 }
 
@@ -254,12 +271,10 @@ const char* grouped_unsupported(const GroupedShape& shape, bool forward) {
   }
   if (shape.stride[0] != 1 || shape.pad_before[0] != 0 || shape.input[0] != shape.output[0])
     return "the grouped kernel runs 3-D convolutions at depth stride 1 without depth padding only";
-  if (shape.stride[1] != 1 || shape.stride[2] != 1) return "the grouped kernel runs stride 1 only";
+  if (shape.stride[1] > 2 || shape.stride[2] > 2)
+    return "the grouped kernel runs a stride of 1 or 2 along H and W only";
   if (shape.dilation[1] != 1 || shape.dilation[2] != 1)
     return "the grouped kernel runs kernels without dilation only";
-  if (!forward &&
-      (shape.pad_before[1] > grouped::taps - 1 || shape.pad_before[2] > grouped::taps - 1))
-    return "the grouped kernel runs bwd_data with a padding of at most 2";
   // Element indices are 64-bit: src and dst below 2^62 elements.
   const std::int64_t channels = shape.groups * per_group;
   const std::int64_t plane = static_cast<std::int64_t>(std::max(shape.input[1], shape.output[1])) *

@@ -2,8 +2,8 @@
 // dnnx's grouped convolution kernel on the tensor cores (cudnn:kernel:grouped:mma, Note [grouped
 // products] in grouped.cu): channels_last, f16 or bf16 (f32 accumulation), 4, 8, 16 or 32
 // channels per group in and out, a channel count that is a multiple of 32, 3x3 kernels of 2-D
-// convolutions (3-D ones of kernel depth 1, depth stride 1, no depth padding), stride 1, no
-// dilation; fwd, and bwd_data with a padding of at most 2. Plain pointers, sizes and a stream; no
+// convolutions (3-D ones of kernel depth 1, depth stride 1, no depth padding), a stride of 1 or 2
+// along H and W, no dilation; fwd and bwd_data. Plain pointers, sizes and a stream; no
 // cuDNN types. The index arithmetic a block and its lanes use is in grouped:: below, shared with
 // the host (a test runs whole convolutions through it, the products emulated, where there is no
 // GPU).
@@ -19,6 +19,12 @@
 #define DNNX_GROUPED_HD __host__ __device__
 #else
 #define DNNX_GROUPED_HD
+#endif
+// Loops unrolled in device code (their arrays then stay in registers).
+#if defined(__CUDA_ARCH__)
+#define DNNX_GROUPED_UNROLL _Pragma("unroll")
+#else
+#define DNNX_GROUPED_UNROLL
 #endif
 
 namespace dnnx::cudnn::kernels {
@@ -73,25 +79,61 @@ inline constexpr int warps = tile_channels / 8;
 /// Output positions of a product's tile (the rows of mma.m16n8k8).
 inline constexpr int tile_rows = 16;
 
+/// The taps of one spatial dim that reach the outputs of one phase, and where they read: output
+/// grid index y reads `a` at y * step + offset[k] for each tap k in `valid` (a bit per tap).
+/// fwd: every tap, offset k - pad (step: the stride). bwd_data: the taps k with (phase + pad - k)
+/// a multiple of the stride, offset (phase + pad - k) / stride (step 1; output y * stride +
+/// phase). `lo`: the least offset, where the block's input tile starts.
+struct Taps {
+  int valid = 0;
+  int offset[taps] = {0, 0, 0};
+  int lo = 0;
+};
+DNNX_GROUPED_HD inline Taps taps_of(int pad, int stride, bool backward, int phase) {
+  Taps t;
+  bool first = true;
+  DNNX_GROUPED_UNROLL
+  for (int k = 0; k < taps; ++k) {
+    const int shifted = phase + pad - k;
+    if (backward && shifted % stride != 0) continue;
+    t.valid |= 1 << k;
+    t.offset[k] = backward ? shifted / stride : k - pad;
+    if (first || t.offset[k] < t.lo) t.lo = t.offset[k];
+    first = false;
+  }
+  return t;
+}
+
 /// The correlation a block computes: the tensor read `a` {planes, a_h, a_w, channels} (fwd: src;
-/// bwd_data: diff_dst), the one written {planes, o_h, o_w, channels}; output row y, column x reads
-/// rows y - pad_h + kh and columns x - pad_w + kw (bwd_data: the kernel flipped). A block owns th
-/// x tw output positions of one plane and 32 channels: block = ((plane * row_tiles + row_tile) *
-/// col_tiles + col_tile) * channel_tiles + channel_tile.
+/// bwd_data: diff_dst), the one written {planes, o_h, o_w, channels}, through the weights' taps as
+/// taps_of() says per dim (bwd_data: each group's in and out channels swapped). The written
+/// positions are split into phases_h x phases_w phases (bwd_data: the stride's; fwd: one), each a
+/// grid of grid_h x grid_w positions (written row y * phases_h + phase_h). A block owns th x tw
+/// grid positions of one phase of one plane and 32 channels: block = ((((plane * phases_h +
+/// phase_h) * phases_w + phase_w) * row_tiles + row_tile) * col_tiles + col_tile) *
+/// channel_tiles + channel_tile.
 struct Geo {
   int a_h = 1, a_w = 1;
   int o_h = 1, o_w = 1;
-  int pad_h = 0, pad_w = 0;
+  int pad_h = 0, pad_w = 0;        ///< the convolution's padding before
+  int stride_h = 1, stride_w = 1;  ///< the convolution's stride (1 or 2)
+  bool backward = false;
   int channels = 32;   ///< in and out
   int per_group = 4;   ///< channels per group, in and out
   int in_blocks = 1;   ///< products per tap and 8 output channels: max(1, per_group / 8)
-  int th = 1, tw = 1;  ///< a block's output rows and columns
+  int phases_h = 1, phases_w = 1;
+  int grid_h = 1, grid_w = 1;  ///< ceil(o_h / phases_h), ceil(o_w / phases_w)
+  int th = 1, tw = 1;          ///< a block's grid rows and columns
   int row_tiles = 1, col_tiles = 1, channel_tiles = 1;
   std::int64_t planes = 1;  ///< batch x D
   std::int64_t blocks = 1;
 
-  DNNX_GROUPED_HD int in_rows() const { return th + taps - 1; }
-  DNNX_GROUPED_HD int in_cols() const { return tw + taps - 1; }
+  /// Rows (columns) of `a` per grid step.
+  DNNX_GROUPED_HD int step_h() const { return backward ? 1 : stride_h; }
+  DNNX_GROUPED_HD int step_w() const { return backward ? 1 : stride_w; }
+  /// The input tile's rows and columns (the most any phase reads: its offsets span at most 2).
+  DNNX_GROUPED_HD int in_rows() const { return (th - 1) * step_h() + taps; }
+  DNNX_GROUPED_HD int in_cols() const { return (tw - 1) * step_w() + taps; }
   /// 16-byte chunks of the input tile (4 per position).
   DNNX_GROUPED_HD int chunks() const { return in_rows() * in_cols() * (tile_channels / 8); }
   /// Product tiles of 16 positions covering the block's th x tw.
@@ -104,10 +146,13 @@ struct Geo {
 /// The geometry of `shape` in fwd (`forward`) or bwd_data (grouped_unsupported() nullptr).
 Geo geo(const GroupedShape& shape, bool forward);
 
-/// Where block `block` of g starts: its plane, first output row and column, first channel.
+/// Block `block` of g: its plane, phase, first grid row and column, first channel, and the taps
+/// of its phase along H and W.
 struct BlockOrigin {
   std::int64_t plane;
+  int phase_h, phase_w;
   int row, col, channel;
+  Taps taps_h, taps_w;
 };
 DNNX_GROUPED_HD inline BlockOrigin origin_of(const Geo& g, std::int64_t block) {
   BlockOrigin o;
@@ -116,7 +161,13 @@ DNNX_GROUPED_HD inline BlockOrigin origin_of(const Geo& g, std::int64_t block) {
   o.col = static_cast<int>(block % g.col_tiles) * g.tw;
   block /= g.col_tiles;
   o.row = static_cast<int>(block % g.row_tiles) * g.th;
-  o.plane = block / g.row_tiles;
+  block /= g.row_tiles;
+  o.phase_w = static_cast<int>(block % g.phases_w);
+  block /= g.phases_w;
+  o.phase_h = static_cast<int>(block % g.phases_h);
+  o.plane = block / g.phases_h;
+  o.taps_h = taps_of(g.pad_h, g.stride_h, g.backward, o.phase_h);
+  o.taps_w = taps_of(g.pad_w, g.stride_w, g.backward, o.phase_w);
   return o;
 }
 
@@ -132,8 +183,8 @@ DNNX_GROUPED_HD inline Chunk chunk_of(const Geo& g, const BlockOrigin& o, int i)
   const int position = i / (tile_channels / 8);
   const int col = position % g.in_cols();
   const int row = position / g.in_cols();
-  const int ih = o.row - g.pad_h + row;
-  const int iw = o.col - g.pad_w + col;
+  const int ih = o.row * g.step_h() + o.taps_h.lo + row;
+  const int iw = o.col * g.step_w() + o.taps_w.lo + col;
   Chunk c;
   c.offset = position * column_halves + k * 8;
   c.source = ih >= 0 && ih < g.a_h && iw >= 0 && iw < g.a_w
@@ -150,28 +201,28 @@ DNNX_GROUPED_HD inline int in_block(const Geo& g, int ob, int ib) {
 }
 
 /// Position `p` of the block's tile (clamped to the tile: the products of a last partial tile run
-/// on its last position and are not stored), its row of the 8x8 matrix load of `tap` (kh * 3 +
-/// kw) for channel block `cb`: the offset in the input tile (halves) of its 8 channels.
-DNNX_GROUPED_HD inline int a_row(const Geo& g, int p, int tap, int cb) {
+/// on its last position and are not stored), its row of the 8x8 matrix load of tap (kh, kw) (one
+/// its phase has) for channel block `cb`: the offset in the input tile (halves) of its 8 channels.
+DNNX_GROUPED_HD inline int a_row(const Geo& g, const BlockOrigin& o, int p, int kh, int kw,
+                                 int cb) {
   if (p >= g.th * g.tw) p = g.th * g.tw - 1;
-  const int r = p / g.tw + tap / taps;
-  const int c = p % g.tw + tap % taps;
+  const int r = p / g.tw * g.step_h() + o.taps_h.offset[kh] - o.taps_h.lo;
+  const int c = p % g.tw * g.step_w() + o.taps_w.offset[kw] - o.taps_w.lo;
   return (r * g.in_cols() + c) * column_halves + cb * 8;
 }
 
 /// Fragments of the weights: the products' B operand (8 input channels x 8 output channels of a
 /// tap) as mma.m16n8k8 holds it, lane l the rows 2 (l % 4), 2 (l % 4) + 1 of column l / 4, for
-/// each (tap, output block ob of the whole tensor, product ib) in that order:
+/// each (tap kh * 3 + kw, output block ob of the whole tensor, product ib) in that order:
 /// fragment ((tap * channels / 8 + ob) * in_blocks + ib) * 32 + lane, two halves each.
 DNNX_GROUPED_HD inline std::int64_t fragments(const Geo& g) {
   return static_cast<std::int64_t>(taps * taps) * (g.channels / 8) * g.in_blocks * 32;
 }
 
 /// The weight (index into dnnx's channels_last weights) of half `h` of fragment `f`, or -1 where
-/// the product's input and output channels are of different groups (a zero). bwd_data
-/// (`backward`): the kernel flipped and the input and output channel of the convolution swapped.
-DNNX_GROUPED_HD inline std::int64_t fragment_source(const Geo& g, std::int64_t f, int h,
-                                                    bool backward) {
+/// the product's input and output channels are of different groups (a zero). bwd_data: the
+/// input and output channel of the convolution swapped (its taps are the forward's, taps_of()).
+DNNX_GROUPED_HD inline std::int64_t fragment_source(const Geo& g, std::int64_t f, int h) {
   const int lane = static_cast<int>(f % 32);
   f /= 32;
   const int ib = static_cast<int>(f % g.in_blocks);
@@ -181,21 +232,17 @@ DNNX_GROUPED_HD inline std::int64_t fragment_source(const Geo& g, std::int64_t f
   const int out = ob * 8 + lane / 4;
   const int in = ob / warps * tile_channels + in_block(g, ob % warps, ib) * 8 + (lane % 4) * 2 + h;
   if (out / g.per_group != in / g.per_group) return -1;
-  const int kh = tap / taps, kw = tap % taps;
-  if (!backward) {
-    return (static_cast<std::int64_t>(out) * taps * taps + kh * taps + kw) * g.per_group +
-           in % g.per_group;
-  }
-  return (static_cast<std::int64_t>(in) * taps * taps + (taps - 1 - kh) * taps + (taps - 1 - kw)) *
-             g.per_group +
-         out % g.per_group;
+  const int weight_out = g.backward ? in : out;
+  const int weight_in = g.backward ? out : in;
+  return (static_cast<std::int64_t>(weight_out) * taps * taps + tap) * g.per_group +
+         weight_in % g.per_group;
 }
 
 /// The element of the tensor written at position `p` (< th * tw) of the block at `o`, channel
 /// `c` of its 32, or -1 when the position is beyond the tensor's edge.
 DNNX_GROUPED_HD inline std::int64_t output_index(const Geo& g, const BlockOrigin& o, int p, int c) {
-  const int y = o.row + p / g.tw;
-  const int x = o.col + p % g.tw;
+  const int y = (o.row + p / g.tw) * g.phases_h + o.phase_h;
+  const int x = (o.col + p % g.tw) * g.phases_w + o.phase_w;
   if (p >= g.th * g.tw || y >= g.o_h || x >= g.o_w) return -1;
   return ((o.plane * g.o_h + y) * g.o_w + x) * g.channels + o.channel + c;
 }
