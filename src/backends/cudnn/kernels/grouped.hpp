@@ -58,9 +58,9 @@ std::size_t grouped_workspace_bytes(const GroupedShape& shape);
 cudaError_t grouped_fwd(const GroupedShape& shape, const void* src, const void* weights, void* dst,
                         void* workspace, cudaStream_t stream);
 
-/// diff_src = gradient w.r.t. src, queued on `stream`: the correlation of diff_dst with the
-/// kernel flipped and each group's in and out channels swapped, each diff_src element written once
-/// in a fixed order. `workspace` and alignment as for grouped_fwd.
+/// diff_src = gradient w.r.t. src, queued on `stream`: correlations of diff_dst (one per phase of
+/// diff_src at stride 2, grouped::taps_of()) with each group's in and out channels swapped, each
+/// diff_src element written once in a fixed order. `workspace` and alignment as for grouped_fwd.
 cudaError_t grouped_bwd_data(const GroupedShape& shape, const void* diff_dst, const void* weights,
                              void* diff_src, void* workspace, cudaStream_t stream);
 
