@@ -274,7 +274,6 @@ TEST(CudnnConvDepthwise, EveryVariantMatchesTheReference) {
           const std::vector<float> expected =
               test::run_conv(reference, desc, direction, operands).output.to_f32();
           const std::vector<float> scale = test::conv_error_scale(desc, direction, operands);
-          const Dims out_dims = test::conv_output_dims(desc, direction);
           const std::vector<AlgoInfo> listed = conv_list(context, desc, direction);
           bool any = false;
           for (const std::string& id : {direct_id, unrolled_id, packs_id, strips_id}) {
@@ -283,31 +282,13 @@ TEST(CudnnConvDepthwise, EveryVariantMatchesTheReference) {
             ASSERT_NE(info, nullptr) << "not listed\n" << where;
             if (!info->supported) continue;
             if (id == direct_id) any = true;
-            context.tune().policy(direction) = AlgoPolicy::fixed(id);
-            Tensor output =
-                test::device_copy(test::nan_tensor(out_dims, desc.dtype, desc.layout), context);
-            Tensor first, second;
-            try {
-              const auto choice = test::run_conv_into(context, desc, direction, device, output);
-              EXPECT_EQ(choice->algo.id, id) << where;
-              first = test::host_copy_of(output);
-              test::run_conv_into(context, desc, direction, device, output);
-              second = test::host_copy_of(output);
-            } catch (const Error& error) {
-              ADD_FAILURE() << "listed as supported but failed: " << error.what() << "\n" << where;
+            if (!test::check_fixed_candidate(context, desc, direction, id, device, expected, scale,
+                                             where))
               continue;
-            }
-            const std::vector<float> actual = first.to_f32();
-            EXPECT_TRUE(test::all_finite(actual, out_dims, "output", where));
-            EXPECT_TRUE(test::close_within_scale(actual, expected, scale, out_dims,
-                                                 test::conv_tolerance(desc.dtype), "output",
-                                                 where));
-            EXPECT_TRUE(test::bitwise_equal(first, second, "second run", where));
             ++checked[id];
           }
           EXPECT_TRUE(any) << "the direct variant is not supported: "
                            << test::conv_context(desc, direction, direct_id);
-          context.tune().policy(direction) = AlgoPolicy::heuristic();
         }
       }
     }

@@ -298,28 +298,10 @@ TEST(CudnnConvGrouped, MatchesTheReference) {
         const test::DeviceConvOperands device = test::upload_conv_operands(operands, context);
         const std::vector<float> expected =
             test::run_conv(reference, desc, direction, operands).output.to_f32();
-        const Dims out_dims = test::conv_output_dims(desc, direction);
-        context.tune().policy(direction) = AlgoPolicy::fixed(cudnn::grouped_id);
-        Tensor output =
-            test::device_copy(test::nan_tensor(out_dims, desc.dtype, desc.layout), context);
-        Tensor first, second;
-        try {
-          const auto choice = test::run_conv_into(context, desc, direction, device, output);
-          EXPECT_EQ(choice->algo.id, cudnn::grouped_id) << where;
-          first = test::host_copy_of(output);
-          test::run_conv_into(context, desc, direction, device, output);
-          second = test::host_copy_of(output);
-        } catch (const Error& error) {
-          ADD_FAILURE() << "listed as supported but failed: " << error.what() << "\n" << where;
+        if (!test::check_fixed_candidate(context, desc, direction, cudnn::grouped_id, device,
+                                         expected,
+                                         test::conv_error_scale(desc, direction, operands), where))
           continue;
-        }
-        const std::vector<float> actual = first.to_f32();
-        EXPECT_TRUE(test::all_finite(actual, out_dims, "output", where));
-        EXPECT_TRUE(test::close_within_scale(
-            actual, expected, test::conv_error_scale(desc, direction, operands), out_dims,
-            test::conv_tolerance(desc.dtype), "output", where));
-        EXPECT_TRUE(test::bitwise_equal(first, second, "second run", where));
-        context.tune().policy(direction) = AlgoPolicy::heuristic();
         ++checked;
       }
     }

@@ -15,6 +15,7 @@
 #include "backends/cudnn/conv_narrow.hpp"
 #include "support/compare.hpp"
 #include "support/conv.hpp"
+#include "support/conv_gpu.hpp"
 #include "support/gpu.hpp"
 #include "support/random.hpp"
 
@@ -156,37 +157,18 @@ TEST(CudnnConvNarrow, MatchesTheReference) {
       const std::vector<float> expected =
           test::run_conv(reference, desc, direction, operands).output.to_f32();
       const std::vector<float> scale = test::conv_error_scale(desc, direction, operands);
-      const Dims out_dims = test::conv_output_dims(desc, direction);
       const std::vector<AlgoInfo> listed = conv_list(context, desc, direction);
       const auto info = std::find_if(listed.begin(), listed.end(),
                                      [](const AlgoInfo& a) { return a.id == narrow; });
       ASSERT_NE(info, listed.end()) << "not listed\n" << where;
       ASSERT_TRUE(info->supported) << info->reason << "\n" << where;
-      context.tune().policy(direction) = AlgoPolicy::fixed(narrow);
-      const Tensor diff_dst = test::device_copy(operands.diff_dst, context);
-      const Tensor weights = test::device_copy(operands.weights, context);
-      Tensor output =
-          test::device_copy(test::nan_tensor(out_dims, desc.dtype, desc.layout), context);
-      Tensor first, second;
-      try {
-        const auto choice = conv_bwd_data(context, desc, diff_dst, weights, output);
-        EXPECT_EQ(choice->algo.id, narrow) << where;
-        first = test::host_copy_of(output);
-        conv_bwd_data(context, desc, diff_dst, weights, output);
-        second = test::host_copy_of(output);
-      } catch (const Error& error) {
-        ADD_FAILURE() << "listed as supported but failed: " << error.what() << "\n" << where;
+      const test::DeviceConvOperands device = test::upload_conv_operands(operands, context);
+      if (!test::check_fixed_candidate(context, desc, direction, narrow, device, expected, scale,
+                                       where))
         continue;
-      }
-      const std::vector<float> actual = first.to_f32();
-      EXPECT_TRUE(test::all_finite(actual, out_dims, "output", where));
-      EXPECT_TRUE(test::close_within_scale(actual, expected, scale, out_dims,
-                                           test::conv_tolerance(desc.dtype), "output", where));
-      EXPECT_TRUE(test::bitwise_equal(first, second, "second run", where));
       ++checked;
     }
   }
-  context.tune().policy(Direction::bwd_data) = AlgoPolicy::heuristic();
   std::cout << "[ cudnn    ] " << narrow << ": " << checked << " runs matched the reference\n";
   EXPECT_EQ(checked, 2 * cases().size());
 }

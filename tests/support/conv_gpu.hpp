@@ -4,13 +4,20 @@
 
 #include <dnnx/algo.hpp>
 #include <dnnx/context.hpp>
+#include <dnnx/error.hpp>
 #include <dnnx/ops/conv.hpp>
 #include <dnnx/tensor.hpp>
 
+#include "support/compare.hpp"
 #include "support/conv.hpp"
 #include "support/gpu.hpp"
+#include "support/random.hpp"
+
+#include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace dnnx::test {
 
@@ -42,6 +49,39 @@ inline std::shared_ptr<const Choice> run_conv_into(Context& context, const ConvD
     case Direction::fwd_training: break;
   }
   return nullptr;
+}
+
+/// Runs `direction` of `desc` with candidate `id` fixed, twice, into a device output that starts
+/// as NaN, and checks (gtest) that `id` ran, that the first result is finite and within the
+/// dtype's tolerance of `expected` (error scale `scale`), and that the second run gives the same
+/// bits (an overwrite, not an accumulation, and deterministic). Returns false, the failure
+/// recorded, when the run threw. The context's policy for `direction` is heuristic afterwards.
+inline bool check_fixed_candidate(Context& context, const ConvDesc& desc, Direction direction,
+                                  const std::string& id, const DeviceConvOperands& operands,
+                                  const std::vector<float>& expected,
+                                  const std::vector<float>& scale, const std::string& where) {
+  const Dims out_dims = conv_output_dims(desc, direction);
+  context.tune().policy(direction) = AlgoPolicy::fixed(id);
+  Tensor output = device_copy(nan_tensor(out_dims, desc.dtype, desc.layout), context);
+  Tensor first, second;
+  try {
+    const auto choice = run_conv_into(context, desc, direction, operands, output);
+    EXPECT_EQ(choice->algo.id, id) << where;
+    first = host_copy_of(output);
+    run_conv_into(context, desc, direction, operands, output);
+    second = host_copy_of(output);
+  } catch (const Error& error) {
+    context.tune().policy(direction) = AlgoPolicy::heuristic();
+    ADD_FAILURE() << "listed as supported but failed: " << error.what() << "\n" << where;
+    return false;
+  }
+  context.tune().policy(direction) = AlgoPolicy::heuristic();
+  const std::vector<float> actual = first.to_f32();
+  EXPECT_TRUE(all_finite(actual, out_dims, "output", where));
+  EXPECT_TRUE(close_within_scale(actual, expected, scale, out_dims, conv_tolerance(desc.dtype),
+                                 "output", where));
+  EXPECT_TRUE(bitwise_equal(first, second, "second run", where));
+  return true;
 }
 
 }  // namespace dnnx::test

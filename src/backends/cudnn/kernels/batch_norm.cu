@@ -451,10 +451,6 @@ int column_pack(const Shape& shape, Element element) {
   return 1;
 }
 
-bool aligned(const void* pointer, std::size_t bytes) {
-  return reinterpret_cast<std::uintptr_t>(pointer) % bytes == 0;
-}
-
 // The pack width every pointer of a call allows for the apply kernels: elements of a pack share
 // a statistic (planes: run % V == 0) or are consecutive statistics (columns: K % V == 0).
 int apply_pack(const Shape& shape, Element element, const void* a, const void* b,

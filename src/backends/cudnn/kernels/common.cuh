@@ -7,10 +7,17 @@
 #include <cuda_fp16.h>
 
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 
 namespace dnnx::cudnn::kernels {
 
 constexpr int warp_size = 32;
+
+// Whether `pointer` is aligned to `bytes` (host side: which packed access a launch may use).
+inline bool aligned(const void* pointer, std::size_t bytes) {
+  return reinterpret_cast<std::uintptr_t>(pointer) % bytes == 0;
+}
 
 // ---- conversions --------------------------------------------------------------------------------
 

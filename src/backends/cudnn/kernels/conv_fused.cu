@@ -49,9 +49,7 @@ __global__ void epilogue_kernel(Shape shape, const T* __restrict__ bias, const T
   }
 }
 
-bool aligned(const void* pointer) {
-  return pointer == nullptr || reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0;
-}
+bool aligned_or_null(const void* pointer) { return pointer == nullptr || aligned(pointer, 16); }
 
 template <typename T>
 cudaError_t launch(const Shape& shape, const void* conv_out, const void* bias, const void* residual,
@@ -60,7 +58,7 @@ cudaError_t launch(const Shape& shape, const void* conv_out, const void* bias, c
   const std::int64_t count = shape.batch * shape.channels * shape.spatial;
   if (count == 0) return cudaSuccess;
   const bool packed =
-      aligned(conv_out) && aligned(residual) && aligned(dst) &&
+      aligned_or_null(conv_out) && aligned_or_null(residual) && aligned_or_null(dst) &&
       (shape.channels_last ? shape.channels % pack == 0 : shape.spatial % pack == 0);
   const std::int64_t units = packed ? count / pack : count;
   const auto blocks = static_cast<unsigned>(

@@ -136,10 +136,6 @@ constexpr int max_pack() {
   return static_cast<int>(16 / sizeof(T));
 }
 
-bool aligned(const void* p, std::size_t bytes) {
-  return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
-}
-
 // The widest pack (8, 4, 2 channels; 16 bytes at most) that divides the channels and to which
 // every pointer is aligned; 1 when none.
 template <typename T>

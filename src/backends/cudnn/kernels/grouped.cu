@@ -55,10 +55,6 @@ constexpr std::int64_t max_blocks = (std::int64_t{1} << 31) - 1;
 constexpr std::int64_t max_elements = std::int64_t{1} << 62;
 constexpr int kernel_positions = grouped::taps * grouped::taps;
 
-bool aligned(const void* p, std::size_t bytes) {
-  return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
-}
-
 // D += A * B: A 16 x 8 (row major, two registers), B 8 x 8 (column major), f32 D.
 template <typename T>
 __device__ __forceinline__ void mma(float (&d)[4], unsigned a0, unsigned a1, unsigned b);

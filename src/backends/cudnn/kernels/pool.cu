@@ -640,8 +640,8 @@ Geometry<Index> geometry_of(const PoolShape& shape, int pack) {
   return g;
 }
 
-bool aligned(const void* pointer, std::size_t bytes) {
-  return pointer == nullptr || reinterpret_cast<std::uintptr_t>(pointer) % bytes == 0;
+bool aligned_or_null(const void* pointer, std::size_t bytes) {
+  return pointer == nullptr || aligned(pointer, bytes);
 }
 
 // The widest channel pack `shape` and the pointers allow (Note [pool kernel layout]).
@@ -650,7 +650,7 @@ int pack_width(const PoolShape& shape, std::initializer_list<const void*> pointe
   constexpr int wide = static_cast<int>(16 / sizeof(T));
   if (!shape.channels_last || shape.channels % wide != 0) return 1;
   for (const void* pointer : pointers) {
-    if (!aligned(pointer, 16)) return 1;
+    if (!aligned_or_null(pointer, 16)) return 1;
   }
   return wide;
 }
@@ -802,7 +802,7 @@ template <typename T, typename I>
 int index_pack_width(const PoolShape& shape, std::initializer_list<const void*> data,
                      const void* indices) {
   const int pack = pack_width<T>(shape, data);
-  return aligned(indices, static_cast<std::size_t>(pack) * sizeof(I)) ? pack : 1;
+  return aligned_or_null(indices, static_cast<std::size_t>(pack) * sizeof(I)) ? pack : 1;
 }
 
 template <typename T, typename I>
