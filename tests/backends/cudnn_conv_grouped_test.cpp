@@ -174,12 +174,14 @@ TEST(CudnnConvGrouped, SaysWhyItCannotRun) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The blocks on the host (no GPU needed): every block of the launch, its input tile copied by
-// grouped::chunk_of(), each warp's products over grouped::a_row()'s matrix rows and the weights
-// laid out by grouped::fragment_source(), the products in f32 as mma.m16n8k8 does them (A's row
-// m the 8 elements at lane m's address, B's column n the fragments of lanes 4n ... 4n + 3), and
-// the stores at grouped::output_index(). In f32 throughout: the arithmetic of indices, not of
-// f16, is under test.
+// The blocks on the host (no GPU needed): every block of the launch, its input tile copied as
+// the threads do (grouped::chunk_source() at positions stepped by grouped::advance()), each
+// warp's products over its phase's slots (grouped::phase_slots(), grouped::slot_offset()) from
+// the matrix rows at grouped::a_base() and the weights laid out by grouped::fragment_source(),
+// the products in f32 as mma.m16n8k8 does them (A's row m the 8 elements at lane m's address,
+// B's column n the fragments of lanes 4n ... 4n + 3), and the stores at
+// grouped::output_index(), the positions stepped a tile at a time as the lanes step them. In f32
+// throughout: the arithmetic of indices, not of f16, is under test.
 
 // What the kernel writes for (desc, direction) (desc f16 or bf16), from f32 operands of desc's
 // shapes, in the output's memory order; NaN where nothing was written.
@@ -200,29 +202,41 @@ std::vector<float> host_run(const ConvDesc& desc, Direction direction,
       static_cast<std::size_t>(test::conv_output_dims(desc, direction).product()),
       std::numeric_limits<float>::quiet_NaN());
   std::vector<float> tile(g.shared_bytes() / 2);
+  constexpr int threads = grouped::warps * 32;
   for (std::int64_t block = 0; block < g.blocks; ++block) {
     const grouped::BlockOrigin o = grouped::origin_of(g, block);
     std::fill(tile.begin(), tile.end(), std::numeric_limits<float>::quiet_NaN());
-    for (int i = 0; i < g.chunks(); ++i) {
-      const grouped::Chunk c = grouped::chunk_of(g, o, i);
-      for (int e = 0; e < 8; ++e)
-        tile[static_cast<std::size_t>(c.offset + e)] = c.source >= 0 ? a[c.source + e] : 0.0f;
+    const int positions = g.in_rows() * g.in_cols();
+    for (int thread = 0; thread < threads; ++thread) {
+      const int k = thread % 4;
+      grouped::Cursor q = grouped::cursor_at(thread / 4, g.in_cols());
+      for (int position = thread / 4; position < positions; position += threads / 4) {
+        const std::int64_t source = grouped::chunk_source(g, o, q, k);
+        for (int e = 0; e < 8; ++e) {
+          tile[static_cast<std::size_t>(position * grouped::column_halves + k * 8 + e)] =
+              source >= 0 ? a[source + e] : 0.0f;
+        }
+        grouped::advance(q, threads / 4, g.in_cols());
+      }
     }
+    const grouped::PhaseSlots slots = grouped::phase_slots(g, o.phase_h, o.phase_w);
     for (int ob = 0; ob < grouped::warps; ++ob) {
       const int ob_tensor = o.channel / 8 + ob;
+      grouped::Cursor q[16];
+      for (int m = 0; m < 16; ++m) q[m] = grouped::cursor_at(m, g.tw);
       for (int pt = 0; pt < g.position_tiles(); ++pt) {
         float d[16][8] = {};
-        for (int tap = 0; tap < 9; ++tap) {
-          const int kh = tap / 3, kw = tap % 3;
-          if ((o.taps_h.valid >> kh & 1) == 0 || (o.taps_w.valid >> kw & 1) == 0) continue;
+        for (int t = 0; t < slots.count; ++t) {
+          const int offset = grouped::slot_offset(g, o, slots, t);
           for (int ib = 0; ib < g.in_blocks; ++ib) {
             const int cb = grouped::in_block(g, ob, ib);
             const std::int64_t first =
-                ((static_cast<std::int64_t>(tap) * (g.channels / 8) + ob_tensor) * g.in_blocks +
+                ((static_cast<std::int64_t>(slots.first + t) * (g.channels / 8) + ob_tensor) *
+                     g.in_blocks +
                  ib) *
                 32;
             for (int m = 0; m < 16; ++m) {
-              const int row = grouped::a_row(g, o, pt * grouped::tile_rows + m, kh, kw, cb);
+              const int row = grouped::a_base(g, q[m], cb) + offset;
               for (int n = 0; n < 8; ++n) {
                 for (int k = 0; k < 8; ++k) {
                   const float b =
@@ -235,10 +249,10 @@ std::vector<float> host_run(const ConvDesc& desc, Direction direction,
         }
         for (int m = 0; m < 16; ++m) {
           for (int n = 0; n < 8; ++n) {
-            const std::int64_t at =
-                grouped::output_index(g, o, pt * grouped::tile_rows + m, ob * 8 + n);
+            const std::int64_t at = grouped::output_index(g, o, q[m], ob * 8 + n);
             if (at >= 0) out[static_cast<std::size_t>(at)] = d[m][n];
           }
+          grouped::advance(q[m], grouped::tile_rows, g.tw);
         }
       }
     }

@@ -19,11 +19,17 @@
 //   per dim, a block's positions all of one phase): each phase is reached by a fixed subset of
 //   the taps (grouped::taps_of(): along a dim, tap k where phase + pad - k is even), each a
 //   correlation of diff_dst at stride 1, so no product is of zeros. At stride 1 there is one phase
-//   and every tap: the correlation of diff_dst with the kernel flipped.
-// - Warp w computes output channels 8w ... 8w + 7 of the block's positions, 16 at a time: per tap
+//   and every tap: the correlation of diff_dst with the kernel flipped. A phase's taps are its
+//   slots (grouped::phase_slots()), the weights' fragments of the phases one after the other.
+// - Warp w computes output channels 8w ... 8w + 7 of the block's positions, 16 at a time: per slot
 //   (and product), one ldmatrix.x2 of the 16 positions' 8 input channels (each lane gives the
-//   tile address of one position's row) and one mma with the tap's weights, held in registers
-//   for the whole block (at most 9 x 4 fragments).
+//   tile address of one position's row) and one mma with the slot's weights, held in registers
+//   for the whole block (at most 9 x 4 fragments) with each slot's offset in the tile.
+// - The loop over a block's tiles is a few instructions besides its loads and products: the
+//   positions a lane loads and stores are stepped by additions (grouped::Cursor), the slots'
+//   offsets added to one base address, no division. Where a block's phase has every tap (fwd,
+//   bwd_data at stride 1) the slot loop has no test; at groups of 4 or 8 a tile's 9 loads are
+//   issued before its products.
 // - The weights are laid out as the products' B fragments by a first launch
 //   (grouped::fragment_source(); bwd_data each group's in and out channels swapped), on every
 //   call: the weights change between calls.
@@ -78,9 +84,8 @@ __device__ __forceinline__ void mma<__nv_bfloat16>(float (&d)[4], unsigned a0, u
 
 // Two 8x8 matrices of 16-bit elements from shared memory: lanes 0-7 give the rows of the first,
 // 8-15 those of the second; lane l receives row l / 4, elements 2 (l % 4) and 2 (l % 4) + 1 of
-// each (the A fragment of mma.m16n8k8).
-__device__ __forceinline__ void ldmatrix_x2(unsigned& r0, unsigned& r1, const void* row) {
-  const auto address = static_cast<unsigned>(__cvta_generic_to_shared(row));
+// each (the A fragment of mma.m16n8k8). `address`: the shared-memory address of this lane's row.
+__device__ __forceinline__ void ldmatrix_x2(unsigned& r0, unsigned& r1, unsigned address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
                : "=r"(r0), "=r"(r1)
                : "r"(address));
@@ -96,80 +101,120 @@ __global__ void __launch_bounds__(fragment_threads)
   laid[i] = source >= 0 ? w[source] : from_float<T>(0.0f);
 }
 
-// Note [grouped products]. InBlocks: products per tap and 8 output channels.
-template <typename T, int InBlocks>
+// Note [grouped products]. InBlocks: products per tap and 8 output channels; AllTaps: every
+// block's phase has the 9 taps (fwd, and bwd_data at stride 1).
+template <typename T, int InBlocks, bool AllTaps>
 __global__ void __launch_bounds__(block_threads)
     products_kernel(grouped::Geo g, const T* __restrict__ a, const unsigned* __restrict__ laid,
                     T* __restrict__ out) {
   extern __shared__ uint4 shared[];
   T* tile = reinterpret_cast<T*>(shared);
   const grouped::BlockOrigin o = grouped::origin_of(g, blockIdx.x);
-  for (int i = threadIdx.x; i < g.chunks(); i += block_threads) {
-    const grouped::Chunk c = grouped::chunk_of(g, o, i);
-    if (c.source >= 0) {
-      __pipeline_memcpy_async(tile + c.offset, a + c.source, 16);
-    } else {
-      *reinterpret_cast<uint4*>(tile + c.offset) = make_uint4(0u, 0u, 0u, 0u);
+  {
+    // Thread i copies chunk i % 4 of tile positions i / 4, i / 4 + 32, ...
+    constexpr int stride = block_threads / 4;
+    const int k = static_cast<int>(threadIdx.x) % 4;
+    const int cols = g.in_cols();
+    const int positions = g.in_rows() * cols;
+    grouped::Cursor q = grouped::cursor_at(static_cast<int>(threadIdx.x) / 4, cols);
+    for (int position = static_cast<int>(threadIdx.x) / 4; position < positions;
+         position += stride) {
+      const std::int64_t source = grouped::chunk_source(g, o, q, k);
+      T* to = tile + position * grouped::column_halves + k * 8;
+      if (source >= 0) {
+        __pipeline_memcpy_async(to, a + source, 16);
+      } else {
+        *reinterpret_cast<uint4*>(to) = make_uint4(0u, 0u, 0u, 0u);
+      }
+      grouped::advance(q, stride, cols);
     }
   }
   __pipeline_commit();
   const int lane = static_cast<int>(threadIdx.x) % warp_size;
   const int ob = static_cast<int>(threadIdx.x) / warp_size;  // the warp's 8 output channels
   const int ob_tensor = o.channel / 8 + ob;
+  grouped::PhaseSlots slots{kernel_positions, grouped::taps, 0};
+  if constexpr (!AllTaps) slots = grouped::phase_slots(g, o.phase_h, o.phase_w);
+  // Per slot: its weights' fragments and its offset in the tile (bytes), both in registers.
   unsigned b[kernel_positions][InBlocks];
+  unsigned offset[kernel_positions];
 #pragma unroll
-  for (int tap = 0; tap < kernel_positions; ++tap) {
+  for (int t = 0; t < kernel_positions; ++t) {
+    const bool on = AllTaps || t < slots.count;
+    offset[t] = on ? static_cast<unsigned>(grouped::slot_offset(g, o, slots, t)) * 2u : 0u;
 #pragma unroll
     for (int ib = 0; ib < InBlocks; ++ib) {
-      b[tap][ib] =
-          laid[((static_cast<std::int64_t>(tap) * (g.channels / 8) + ob_tensor) * InBlocks + ib) *
-                   warp_size +
-               lane];
+      b[t][ib] =
+          on ? laid[((static_cast<std::int64_t>(slots.first + t) * (g.channels / 8) + ob_tensor) *
+                         InBlocks +
+                     ib) *
+                        warp_size +
+                    lane]
+             : 0u;
     }
   }
-  int cb[InBlocks];
+  unsigned cb[InBlocks];
 #pragma unroll
-  for (int ib = 0; ib < InBlocks; ++ib) cb[ib] = grouped::in_block(g, ob, ib);
+  for (int ib = 0; ib < InBlocks; ++ib) cb[ib] = grouped::in_block(g, ob, ib) * 16u;
+  const auto tile_address = static_cast<unsigned>(__cvta_generic_to_shared(tile));
+  const int pair = (lane % 4) * 2;
+  // The grid positions this lane gives ldmatrix (qa) and stores (q0, q1), stepped a tile at a
+  // time.
+  grouped::Cursor qa = grouped::cursor_at(lane % 16, g.tw);
+  grouped::Cursor q0 = grouped::cursor_at(lane / 4, g.tw);
+  grouped::Cursor q1 = grouped::cursor_at(lane / 4 + 8, g.tw);
   __pipeline_wait_prior(0);
   __syncthreads();
-  const int row = lane / 4;
-  const int pair = (lane % 4) * 2;
-  for (int pt = 0; pt < g.position_tiles(); ++pt) {
-    const int p = pt * grouped::tile_rows + (lane % 16);  // the row this lane gives ldmatrix
+  const int tiles = g.position_tiles();
+  for (int pt = 0; pt < tiles; ++pt) {
+    const unsigned base = tile_address + static_cast<unsigned>(grouped::a_base(g, qa, 0)) * 2u;
     float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if constexpr (InBlocks == 1) {
+      // Every load first, then the products: the loads overlap.
+      unsigned a0[kernel_positions], a1[kernel_positions];
 #pragma unroll
-    for (int kh = 0; kh < grouped::taps; ++kh) {
-      if ((o.taps_h.valid >> kh & 1) == 0) continue;
+      for (int t = 0; t < kernel_positions; ++t) {
+        if (AllTaps || t < slots.count) ldmatrix_x2(a0[t], a1[t], base + offset[t] + cb[0]);
+      }
 #pragma unroll
-      for (int kw = 0; kw < grouped::taps; ++kw) {
-        if ((o.taps_w.valid >> kw & 1) == 0) continue;
+      for (int t = 0; t < kernel_positions; ++t) {
+        if (AllTaps || t < slots.count) mma<T>(d, a0[t], a1[t], b[t][0]);
+      }
+    } else {
 #pragma unroll
-        for (int ib = 0; ib < InBlocks; ++ib) {
-          unsigned a0, a1;
-          ldmatrix_x2(a0, a1, tile + grouped::a_row(g, o, p, kh, kw, cb[ib]));
-          mma<T>(d, a0, a1, b[kh * grouped::taps + kw][ib]);
-        }
+      for (int t = 0; t < kernel_positions; ++t) {
+        if (!AllTaps && t >= slots.count) continue;
+        unsigned a0[InBlocks], a1[InBlocks];
+#pragma unroll
+        for (int ib = 0; ib < InBlocks; ++ib)
+          ldmatrix_x2(a0[ib], a1[ib], base + offset[t] + cb[ib]);
+#pragma unroll
+        for (int ib = 0; ib < InBlocks; ++ib) mma<T>(d, a0[ib], a1[ib], b[t][ib]);
       }
     }
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const std::int64_t at =
-          grouped::output_index(g, o, pt * grouped::tile_rows + row + 8 * half, ob * 8 + pair);
+      const std::int64_t at = grouped::output_index(g, o, half == 0 ? q0 : q1, ob * 8 + pair);
       if (at < 0) continue;
       Pack<T, 2> v;
       v.v[0] = from_float<T>(d[2 * half]);
       v.v[1] = from_float<T>(d[2 * half + 1]);
       *reinterpret_cast<Pack<T, 2>*>(out + at) = v;
     }
+    grouped::advance(qa, grouped::tile_rows, g.tw);
+    grouped::advance(q0, grouped::tile_rows, g.tw);
+    grouped::advance(q1, grouped::tile_rows, g.tw);
   }
 }
 
 template <typename T, int InBlocks>
 cudaError_t launch_products(const grouped::Geo& g, const T* a, const unsigned* laid, T* out,
                             cudaStream_t stream) {
-  products_kernel<T, InBlocks>
-      <<<static_cast<unsigned>(g.blocks), block_threads, g.shared_bytes(), stream>>>(g, a, laid,
-                                                                                     out);
+  const bool all_taps = g.phases_h * g.phases_w == 1;
+  auto* kernel =
+      all_taps ? products_kernel<T, InBlocks, true> : products_kernel<T, InBlocks, false>;
+  kernel<<<static_cast<unsigned>(g.blocks), block_threads, g.shared_bytes(), stream>>>(g, a, laid,
+                                                                                       out);
   return cudaGetLastError();
 }
 

@@ -134,8 +134,6 @@ struct Geo {
   /// The input tile's rows and columns (the most any phase reads: its offsets span at most 2).
   DNNX_GROUPED_HD int in_rows() const { return (th - 1) * step_h() + taps; }
   DNNX_GROUPED_HD int in_cols() const { return (tw - 1) * step_w() + taps; }
-  /// 16-byte chunks of the input tile (4 per position).
-  DNNX_GROUPED_HD int chunks() const { return in_rows() * in_cols() * (tile_channels / 8); }
   /// Product tiles of 16 positions covering the block's th x tw.
   DNNX_GROUPED_HD int position_tiles() const { return (th * tw + tile_rows - 1) / tile_rows; }
   std::size_t shared_bytes() const {
@@ -171,26 +169,93 @@ DNNX_GROUPED_HD inline BlockOrigin origin_of(const Geo& g, std::int64_t block) {
   return o;
 }
 
-/// Chunk `i` (< g.chunks()) of the input tile of the block at `o`: its offset in the tile
-/// (halves) and the element of `a` it copies 8 halves from, or -1 for a position in the padding
-/// (the chunk is zeros).
-struct Chunk {
-  int offset;
-  std::int64_t source;
+/// A position (row r, column c) of a grid `width` wide, walked in row-major order by fixed steps
+/// (advance()): the kernel's loops step their positions by additions, no division per step.
+struct Cursor {
+  int r = 0, c = 0;
 };
-DNNX_GROUPED_HD inline Chunk chunk_of(const Geo& g, const BlockOrigin& o, int i) {
-  const int k = i % (tile_channels / 8);
-  const int position = i / (tile_channels / 8);
-  const int col = position % g.in_cols();
-  const int row = position / g.in_cols();
-  const int ih = o.row * g.step_h() + o.taps_h.lo + row;
-  const int iw = o.col * g.step_w() + o.taps_w.lo + col;
-  Chunk c;
-  c.offset = position * column_halves + k * 8;
-  c.source = ih >= 0 && ih < g.a_h && iw >= 0 && iw < g.a_w
-                 ? ((o.plane * g.a_h + ih) * g.a_w + iw) * g.channels + o.channel + k * 8
-                 : -1;
-  return c;
+DNNX_GROUPED_HD inline Cursor cursor_at(int position, int width) {
+  return {position / width, position % width};
+}
+DNNX_GROUPED_HD inline void advance(Cursor& q, int step, int width) {
+  q.c += step;
+  while (q.c >= width) {
+    q.c -= width;
+    ++q.r;
+  }
+}
+
+/// The number of taps set in a dim's `valid` bits, and the tap of the i-th of them.
+DNNX_GROUPED_HD inline int tap_count(int valid) {
+  return (valid & 1) + (valid >> 1 & 1) + (valid >> 2 & 1);
+}
+DNNX_GROUPED_HD inline int nth_tap(int valid, int i) {
+  DNNX_GROUPED_UNROLL
+  for (int k = 0; k < taps; ++k) {
+    if ((valid >> k & 1) == 0) continue;
+    if (i == 0) return k;
+    --i;
+  }
+  return 0;
+}
+
+/// The taps of a phase are its slots t < count, kh-major: slot t is the tap (nth_tap(taps_h, t /
+/// count_w), nth_tap(taps_w, t % count_w)). The weights' fragments hold the slots of the phases
+/// one after the other (phase_h-major), 9 in all: each tap reaches exactly one phase.
+struct PhaseSlots {
+  int count = 0;    ///< the phase's taps
+  int count_w = 0;  ///< of them along W
+  int first = 0;    ///< the fragments' slot of its tap 0
+};
+DNNX_GROUPED_HD inline PhaseSlots phase_slots(const Geo& g, int phase_h, int phase_w) {
+  PhaseSlots s;
+  for (int ph = 0; ph < g.phases_h; ++ph) {
+    const int count_h = tap_count(taps_of(g.pad_h, g.stride_h, g.backward, ph).valid);
+    for (int pw = 0; pw < g.phases_w; ++pw) {
+      const int count_w = tap_count(taps_of(g.pad_w, g.stride_w, g.backward, pw).valid);
+      if (ph == phase_h && pw == phase_w) {
+        s.count = count_h * count_w;
+        s.count_w = count_w;
+        return s;
+      }
+      s.first += count_h * count_w;
+    }
+  }
+  return s;
+}
+
+/// t.offset[k] by selects (a run-time index would put the array in local memory).
+DNNX_GROUPED_HD inline int offset_of(const Taps& t, int k) {
+  return k == 0 ? t.offset[0] : k == 1 ? t.offset[1] : t.offset[2];
+}
+
+/// Slot t's offset in the block's input tile (halves) from a position's row of the matrix loads:
+/// where its tap reads, less the tile's origin (taps_of()'s lo).
+DNNX_GROUPED_HD inline int slot_offset(const Geo& g, const BlockOrigin& o, const PhaseSlots& s,
+                                       int t) {
+  const int dh = offset_of(o.taps_h, nth_tap(o.taps_h.valid, t / s.count_w)) - o.taps_h.lo;
+  const int dw = offset_of(o.taps_w, nth_tap(o.taps_w.valid, t % s.count_w)) - o.taps_w.lo;
+  return (dh * g.in_cols() + dw) * column_halves;
+}
+
+/// The offset in the input tile (halves) of the first of the 8 channels that grid position q of
+/// the block reads at its tap of offset 0 (slot_offset() adds the tap's), channel block `cb`. A
+/// position beyond the block's grid (the last tile's lanes past th x tw) reads the last one: its
+/// products are not stored.
+DNNX_GROUPED_HD inline int a_base(const Geo& g, Cursor q, int cb) {
+  if (q.r >= g.th) q = {g.th - 1, g.tw - 1};
+  return (q.r * g.step_h() * g.in_cols() + q.c * g.step_w()) * column_halves + cb * 8;
+}
+
+/// The element of `a` whose 8 channels chunk k (0..3) of input tile position q holds, or -1 for
+/// a position in the padding (zeros). The tile is in_rows() x in_cols() positions of column_halves
+/// halves, the chunk at (q.r * in_cols() + q.c) * column_halves + 8 k.
+DNNX_GROUPED_HD inline std::int64_t chunk_source(const Geo& g, const BlockOrigin& o, Cursor q,
+                                                 int k) {
+  const int ih = o.row * g.step_h() + o.taps_h.lo + q.r;
+  const int iw = o.col * g.step_w() + o.taps_w.lo + q.c;
+  if (ih < 0 || ih >= g.a_h || iw < 0 || iw >= g.a_w) return -1;
+  return ((o.plane * g.a_h + ih) * g.a_w + iw) * g.channels + o.channel + k * 8;
 }
 
 /// The block of 8 of the block's 32 channels that output block `ob` (0..3) reads in its product
@@ -200,21 +265,10 @@ DNNX_GROUPED_HD inline int in_block(const Geo& g, int ob, int ib) {
   return g.per_group >= 8 ? ob * 8 / g.per_group * (g.per_group / 8) + ib : ob;
 }
 
-/// Position `p` of the block's tile (clamped to the tile: the products of a last partial tile run
-/// on its last position and are not stored), its row of the 8x8 matrix load of tap (kh, kw) (one
-/// its phase has) for channel block `cb`: the offset in the input tile (halves) of its 8 channels.
-DNNX_GROUPED_HD inline int a_row(const Geo& g, const BlockOrigin& o, int p, int kh, int kw,
-                                 int cb) {
-  if (p >= g.th * g.tw) p = g.th * g.tw - 1;
-  const int r = p / g.tw * g.step_h() + o.taps_h.offset[kh] - o.taps_h.lo;
-  const int c = p % g.tw * g.step_w() + o.taps_w.offset[kw] - o.taps_w.lo;
-  return (r * g.in_cols() + c) * column_halves + cb * 8;
-}
-
 /// Fragments of the weights: the products' B operand (8 input channels x 8 output channels of a
 /// tap) as mma.m16n8k8 holds it, lane l the rows 2 (l % 4), 2 (l % 4) + 1 of column l / 4, for
-/// each (tap kh * 3 + kw, output block ob of the whole tensor, product ib) in that order:
-/// fragment ((tap * channels / 8 + ob) * in_blocks + ib) * 32 + lane, two halves each.
+/// each (slot, output block ob of the whole tensor, product ib) in that order (phase_slots()):
+/// fragment ((slot * channels / 8 + ob) * in_blocks + ib) * 32 + lane, two halves each.
 DNNX_GROUPED_HD inline std::int64_t fragments(const Geo& g) {
   return static_cast<std::int64_t>(taps * taps) * (g.channels / 8) * g.in_blocks * 32;
 }
@@ -228,7 +282,18 @@ DNNX_GROUPED_HD inline std::int64_t fragment_source(const Geo& g, std::int64_t f
   const int ib = static_cast<int>(f % g.in_blocks);
   f /= g.in_blocks;
   const int ob = static_cast<int>(f % (g.channels / 8));
-  const int tap = static_cast<int>(f / (g.channels / 8));
+  int slot = static_cast<int>(f / (g.channels / 8));
+  int tap = 0;
+  for (int ph = 0; ph < g.phases_h; ++ph) {
+    for (int pw = 0; pw < g.phases_w; ++pw) {
+      const PhaseSlots s = phase_slots(g, ph, pw);
+      if (slot >= s.first && slot < s.first + s.count) {
+        const int t = slot - s.first;
+        tap = nth_tap(taps_of(g.pad_h, g.stride_h, g.backward, ph).valid, t / s.count_w) * taps +
+              nth_tap(taps_of(g.pad_w, g.stride_w, g.backward, pw).valid, t % s.count_w);
+      }
+    }
+  }
   const int out = ob * 8 + lane / 4;
   const int in = ob / warps * tile_channels + in_block(g, ob % warps, ib) * 8 + (lane % 4) * 2 + h;
   if (out / g.per_group != in / g.per_group) return -1;
@@ -238,12 +303,13 @@ DNNX_GROUPED_HD inline std::int64_t fragment_source(const Geo& g, std::int64_t f
          weight_in % g.per_group;
 }
 
-/// The element of the tensor written at position `p` (< th * tw) of the block at `o`, channel
-/// `c` of its 32, or -1 when the position is beyond the tensor's edge.
-DNNX_GROUPED_HD inline std::int64_t output_index(const Geo& g, const BlockOrigin& o, int p, int c) {
-  const int y = (o.row + p / g.tw) * g.phases_h + o.phase_h;
-  const int x = (o.col + p % g.tw) * g.phases_w + o.phase_w;
-  if (p >= g.th * g.tw || y >= g.o_h || x >= g.o_w) return -1;
+/// The element of the tensor written at grid position q of the block at `o`, channel `c` of its
+/// 32, or -1 when the position is beyond the block's grid or the tensor's edge.
+DNNX_GROUPED_HD inline std::int64_t output_index(const Geo& g, const BlockOrigin& o, Cursor q,
+                                                 int c) {
+  const int y = (o.row + q.r) * g.phases_h + o.phase_h;
+  const int x = (o.col + q.c) * g.phases_w + o.phase_w;
+  if (q.r >= g.th || y >= g.o_h || x >= g.o_w) return -1;
   return ((o.plane * g.o_h + y) * g.o_w + x) * g.channels + o.channel + c;
 }
 
