@@ -201,7 +201,7 @@ std::vector<float> host_run(const ConvDesc& desc, Direction direction,
   std::vector<float> out(
       static_cast<std::size_t>(test::conv_output_dims(desc, direction).product()),
       std::numeric_limits<float>::quiet_NaN());
-  std::vector<float> tile(g.shared_bytes() / 2);
+  std::vector<float> tile(g.tile_bytes() / 2);
   constexpr int threads = grouped::warps * 32;
   for (std::int64_t block = 0; block < g.blocks; ++block) {
     const grouped::BlockOrigin o = grouped::origin_of(g, block);
@@ -220,40 +220,47 @@ std::vector<float> host_run(const ConvDesc& desc, Direction direction,
       }
     }
     const grouped::PhaseSlots slots = grouped::phase_slots(g, o.phase_h, o.phase_w);
-    for (int ob = 0; ob < grouped::warps; ++ob) {
-      const int ob_tensor = o.channel / 8 + ob;
+    for (int warp = 0; warp < grouped::warps; ++warp) {
+      const grouped::WarpShare share = grouped::warp_share(g.in_blocks, warp);
+      const int first_in_block = grouped::in_block(g, share.first_block, 0);
       grouped::Cursor q[16];
-      for (int m = 0; m < 16; ++m) q[m] = grouped::cursor_at(m, g.tw);
-      for (int pt = 0; pt < g.position_tiles(); ++pt) {
-        float d[16][8] = {};
-        for (int t = 0; t < slots.count; ++t) {
-          const int offset = grouped::slot_offset(g, o, slots, t);
-          for (int ib = 0; ib < g.in_blocks; ++ib) {
-            const int cb = grouped::in_block(g, ob, ib);
-            const std::int64_t first =
-                ((static_cast<std::int64_t>(slots.first + t) * (g.channels / 8) + ob_tensor) *
-                     g.in_blocks +
-                 ib) *
-                32;
-            for (int m = 0; m < 16; ++m) {
-              const int row = grouped::a_base(g, q[m], cb) + offset;
-              for (int n = 0; n < 8; ++n) {
-                for (int k = 0; k < 8; ++k) {
-                  const float b =
-                      laid[static_cast<std::size_t>((first + n * 4 + k / 2) * 2 + k % 2)];
-                  d[m][n] += tile[static_cast<std::size_t>(row + k)] * b;
+      for (int m = 0; m < 16; ++m)
+        q[m] = grouped::cursor_at(share.first_tile * grouped::tile_rows + m, g.tw);
+      for (int pt = share.first_tile; pt < g.position_tiles(); pt += share.tile_step) {
+        for (int ob = 0; ob < g.out_blocks(); ++ob) {
+          const int ob_tensor = o.channel / 8 + share.first_block + ob;
+          float d[16][8] = {};
+          for (int t = 0; t < slots.count; ++t) {
+            const int offset = grouped::slot_offset(g, o, slots, t);
+            for (int ib = 0; ib < g.in_blocks; ++ib) {
+              const int cb = grouped::product_block(g.in_blocks, ob, ib);
+              const std::int64_t first =
+                  ((static_cast<std::int64_t>(slots.first + t) * (g.channels / 8) + ob_tensor) *
+                       g.in_blocks +
+                   ib) *
+                  32;
+              for (int m = 0; m < 16; ++m) {
+                const int row = grouped::a_base(g, q[m], first_in_block) + offset + cb * 8;
+                for (int n = 0; n < 8; ++n) {
+                  for (int k = 0; k < 8; ++k) {
+                    const float b =
+                        laid[static_cast<std::size_t>((first + n * 4 + k / 2) * 2 + k % 2)];
+                    d[m][n] += tile[static_cast<std::size_t>(row + k)] * b;
+                  }
                 }
               }
             }
           }
-        }
-        for (int m = 0; m < 16; ++m) {
-          for (int n = 0; n < 8; ++n) {
-            const std::int64_t at = grouped::output_index(g, o, q[m], ob * 8 + n);
-            if (at >= 0) out[static_cast<std::size_t>(at)] = d[m][n];
+          for (int m = 0; m < 16; ++m) {
+            for (int n = 0; n < 8; ++n) {
+              const std::int64_t at =
+                  grouped::output_index(g, o, q[m], (share.first_block + ob) * 8 + n);
+              if (at >= 0) out[static_cast<std::size_t>(at)] = d[m][n];
+            }
           }
-          grouped::advance(q[m], grouped::tile_rows, g.tw);
         }
+        for (int m = 0; m < 16; ++m)
+          grouped::advance(q[m], share.tile_step * grouped::tile_rows, g.tw);
       }
     }
   }

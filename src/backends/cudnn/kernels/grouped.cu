@@ -130,80 +130,123 @@ __global__ void __launch_bounds__(block_threads)
     }
   }
   __pipeline_commit();
+  constexpr int OutBlocks = grouped::warps / InBlocks;
   const int lane = static_cast<int>(threadIdx.x) % warp_size;
-  const int ob = static_cast<int>(threadIdx.x) / warp_size;  // the warp's 8 output channels
-  const int ob_tensor = o.channel / 8 + ob;
+  const int warp = static_cast<int>(threadIdx.x) / warp_size;
+  const grouped::WarpShare share = grouped::warp_share(InBlocks, warp);
   grouped::PhaseSlots slots{kernel_positions, grouped::taps, 0};
   if constexpr (!AllTaps) slots = grouped::phase_slots(g, o.phase_h, o.phase_w);
   // Per slot: its weights' fragments and its offset in the tile (bytes), both in registers.
-  unsigned b[kernel_positions][InBlocks];
+  unsigned b[kernel_positions][OutBlocks][InBlocks];
   unsigned offset[kernel_positions];
 #pragma unroll
   for (int t = 0; t < kernel_positions; ++t) {
     const bool on = AllTaps || t < slots.count;
     offset[t] = on ? static_cast<unsigned>(grouped::slot_offset(g, o, slots, t)) * 2u : 0u;
 #pragma unroll
-    for (int ib = 0; ib < InBlocks; ++ib) {
-      b[t][ib] =
-          on ? laid[((static_cast<std::int64_t>(slots.first + t) * (g.channels / 8) + ob_tensor) *
-                         InBlocks +
-                     ib) *
-                        warp_size +
-                    lane]
-             : 0u;
+    for (int ob = 0; ob < OutBlocks; ++ob) {
+#pragma unroll
+      for (int ib = 0; ib < InBlocks; ++ib) {
+        const std::int64_t fragment =
+            ((static_cast<std::int64_t>(slots.first + t) * (g.channels / 8) + o.channel / 8 +
+              share.first_block + ob) *
+                 InBlocks +
+             ib) *
+                warp_size +
+            lane;
+        b[t][ob][ib] = on ? laid[fragment] : 0u;
+      }
     }
   }
-  unsigned cb[InBlocks];
-#pragma unroll
-  for (int ib = 0; ib < InBlocks; ++ib) cb[ib] = grouped::in_block(g, ob, ib) * 16u;
+  const int first_in_block = grouped::in_block(g, share.first_block, 0);
   const auto tile_address = static_cast<unsigned>(__cvta_generic_to_shared(tile));
-  const int pair = (lane % 4) * 2;
-  // The grid positions this lane gives ldmatrix (qa) and stores (q0, q1), stepped a tile at a
-  // time.
-  grouped::Cursor qa = grouped::cursor_at(lane % 16, g.tw);
-  grouped::Cursor q0 = grouped::cursor_at(lane / 4, g.tw);
-  grouped::Cursor q1 = grouped::cursor_at(lane / 4 + 8, g.tw);
+  // The warp's staging: tile_rows rows of staging_pitch() bytes.
+  const unsigned staging = tile_address + static_cast<unsigned>(g.tile_bytes()) +
+                           static_cast<unsigned>(warp * grouped::tile_rows * g.staging_pitch());
+  // A lane gives ldmatrix the row of position lane % 16 of a tile (qa), and stores 16 bytes of
+  // the staged rows lane / OutBlocks + i * store_rows (qs[i]).
+  constexpr int store_rows = warp_size / OutBlocks;
+  constexpr int store_passes = (grouped::tile_rows + store_rows - 1) / store_rows;
+  const int first_position = share.first_tile * grouped::tile_rows;
+  const int step = share.tile_step * grouped::tile_rows;
+  grouped::Cursor qa = grouped::cursor_at(first_position + lane % 16, g.tw);
+  grouped::Cursor qs[store_passes];
+#pragma unroll
+  for (int i = 0; i < store_passes; ++i)
+    qs[i] = grouped::cursor_at(first_position + lane / OutBlocks + i * store_rows, g.tw);
   __pipeline_wait_prior(0);
   __syncthreads();
   const int tiles = g.position_tiles();
-  for (int pt = 0; pt < tiles; ++pt) {
-    const unsigned base = tile_address + static_cast<unsigned>(grouped::a_base(g, qa, 0)) * 2u;
-    float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    if constexpr (InBlocks == 1) {
-      // Every load first, then the products: the loads overlap.
-      unsigned a0[kernel_positions], a1[kernel_positions];
+  for (int pt = share.first_tile; pt < tiles; pt += share.tile_step) {
+    const unsigned base =
+        tile_address + static_cast<unsigned>(grouped::a_base(g, qa, first_in_block)) * 2u;
+    float d[OutBlocks][4] = {};
+    // The loads of the next slot are issued before the products of this one.
+    unsigned a[2][OutBlocks][InBlocks][2];
 #pragma unroll
-      for (int t = 0; t < kernel_positions; ++t) {
-        if (AllTaps || t < slots.count) ldmatrix_x2(a0[t], a1[t], base + offset[t] + cb[0]);
+    for (int ob = 0; ob < OutBlocks; ++ob) {
+#pragma unroll
+      for (int ib = 0; ib < InBlocks; ++ib) {
+        ldmatrix_x2(a[0][ob][ib][0], a[0][ob][ib][1],
+                    base + offset[0] + grouped::product_block(InBlocks, ob, ib) * 16u);
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < kernel_positions; ++t) {
+      if (!AllTaps && t >= slots.count) break;
+      if (t + 1 < kernel_positions && (AllTaps || t + 1 < slots.count)) {
+#pragma unroll
+        for (int ob = 0; ob < OutBlocks; ++ob) {
+#pragma unroll
+          for (int ib = 0; ib < InBlocks; ++ib) {
+            ldmatrix_x2(a[(t + 1) % 2][ob][ib][0], a[(t + 1) % 2][ob][ib][1],
+                        base + offset[t + 1] + grouped::product_block(InBlocks, ob, ib) * 16u);
+          }
+        }
       }
 #pragma unroll
-      for (int t = 0; t < kernel_positions; ++t) {
-        if (AllTaps || t < slots.count) mma<T>(d, a0[t], a1[t], b[t][0]);
-      }
-    } else {
-#pragma unroll
-      for (int t = 0; t < kernel_positions; ++t) {
-        if (!AllTaps && t >= slots.count) continue;
-        unsigned a0[InBlocks], a1[InBlocks];
+      for (int ob = 0; ob < OutBlocks; ++ob) {
 #pragma unroll
         for (int ib = 0; ib < InBlocks; ++ib)
-          ldmatrix_x2(a0[ib], a1[ib], base + offset[t] + cb[ib]);
-#pragma unroll
-        for (int ib = 0; ib < InBlocks; ++ib) mma<T>(d, a0[ib], a1[ib], b[t][ib]);
+          mma<T>(d[ob], a[t % 2][ob][ib][0], a[t % 2][ob][ib][1], b[t][ob][ib]);
       }
     }
+    // Through the staging: each lane's accumulators (rows lane / 4 and lane / 4 + 8, channels
+    // 8 ob + 2 (lane % 4) and the next) in, 16 bytes of a row per lane out.
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const std::int64_t at = grouped::output_index(g, o, half == 0 ? q0 : q1, ob * 8 + pair);
-      if (at < 0) continue;
-      Pack<T, 2> v;
-      v.v[0] = from_float<T>(d[2 * half]);
-      v.v[1] = from_float<T>(d[2 * half + 1]);
-      *reinterpret_cast<Pack<T, 2>*>(out + at) = v;
+    for (int ob = 0; ob < OutBlocks; ++ob) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        Pack<T, 2> v;
+        v.v[0] = from_float<T>(d[ob][2 * half]);
+        v.v[1] = from_float<T>(d[ob][2 * half + 1]);
+        const unsigned at =
+            staging + static_cast<unsigned>((lane / 4 + 8 * half) * g.staging_pitch() + ob * 16 +
+                                            (lane % 4) * 4);
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at),
+                     "r"(*reinterpret_cast<const unsigned*>(&v))
+                     : "memory");
+      }
     }
-    grouped::advance(qa, grouped::tile_rows, g.tw);
-    grouped::advance(q0, grouped::tile_rows, g.tw);
-    grouped::advance(q1, grouped::tile_rows, g.tw);
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < store_passes; ++i) {
+      const int row = lane / OutBlocks + i * store_rows;
+      if (row >= grouped::tile_rows) continue;
+      const int part = lane % OutBlocks;
+      const std::int64_t at = grouped::output_index(g, o, qs[i], (share.first_block + part) * 8);
+      if (at < 0) continue;
+      uint4 v;
+      asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                   : "r"(staging + static_cast<unsigned>(row * g.staging_pitch() + part * 16))
+                   : "memory");
+      *reinterpret_cast<uint4*>(out + at) = v;
+    }
+    __syncwarp();
+    grouped::advance(qa, step, g.tw);
+#pragma unroll
+    for (int i = 0; i < store_passes; ++i) grouped::advance(qs[i], step, g.tw);
   }
 }
 

@@ -136,8 +136,19 @@ struct Geo {
   DNNX_GROUPED_HD int in_cols() const { return (tw - 1) * step_w() + taps; }
   /// Product tiles of 16 positions covering the block's th x tw.
   DNNX_GROUPED_HD int position_tiles() const { return (th * tw + tile_rows - 1) / tile_rows; }
-  std::size_t shared_bytes() const {
+  /// Output blocks of 8 channels a warp computes (out_blocks() x in_blocks products per slot: 4),
+  /// and the warps that share a tile of positions (in_blocks: they split its 32 channels).
+  DNNX_GROUPED_HD int out_blocks() const { return warps / in_blocks; }
+  /// Bytes of one row of a warp's output staging (its 8 x out_blocks() channels of a position
+  /// and 16 bytes of padding: the rows' 4-byte writes fall on distinct banks).
+  DNNX_GROUPED_HD int staging_pitch() const { return out_blocks() * 16 + 16; }
+  /// The input tile's bytes (at the start of shared memory), then each warp's staging of the
+  /// tile_rows positions of a tile.
+  DNNX_GROUPED_HD std::size_t tile_bytes() const {
     return static_cast<std::size_t>(in_rows()) * in_cols() * column_halves * 2;
+  }
+  std::size_t shared_bytes() const {
+    return tile_bytes() + static_cast<std::size_t>(warps) * tile_rows * staging_pitch();
   }
 };
 
@@ -263,6 +274,24 @@ DNNX_GROUPED_HD inline std::int64_t chunk_source(const Geo& g, const BlockOrigin
 /// product's weights zero across groups).
 DNNX_GROUPED_HD inline int in_block(const Geo& g, int ob, int ib) {
   return g.per_group >= 8 ? ob * 8 / g.per_group * (g.per_group / 8) + ib : ob;
+}
+
+/// Warp `warp`'s share of its block: out_blocks = warps / in_blocks output blocks from
+/// `first_block`, of the tiles from `first_tile` stepped by out_blocks (the in_blocks warps of
+/// a tile split its channels).
+struct WarpShare {
+  int first_block, first_tile, tile_step;
+};
+DNNX_GROUPED_HD inline WarpShare warp_share(int in_blocks, int warp) {
+  return {warp % in_blocks * (warps / in_blocks), warp / in_blocks, warps / in_blocks};
+}
+
+/// The products of a warp whose first output block is `first` (a multiple of out_blocks()): its
+/// output block first + ob and product ib read the tile's channel block in_block(g, first, 0) +
+/// product_block(in_blocks, ob, ib) (in_block(g, first + ob, ib), with the offset from the
+/// warp's first a constant).
+DNNX_GROUPED_HD inline int product_block(int in_blocks, int ob, int ib) {
+  return in_blocks == 1 ? ob : ib;
 }
 
 /// Fragments of the weights: the products' B operand (8 input channels x 8 output channels of a
