@@ -206,27 +206,45 @@ std::vector<float> host_run(const ConvDesc& desc, Direction direction,
   for (std::int64_t block = 0; block < g.blocks; ++block) {
     const grouped::BlockOrigin o = grouped::origin_of(g, block);
     std::fill(tile.begin(), tile.end(), std::numeric_limits<float>::quiet_NaN());
+    // The copies of the first rows (group 0) or of the others (group 1).
+    const int split = grouped::first_rows(g) * g.in_cols();
     const int positions = g.in_rows() * g.in_cols();
-    for (int thread = 0; thread < threads; ++thread) {
-      const int k = thread % 4;
-      grouped::Cursor q = grouped::cursor_at(thread / 4, g.in_cols());
-      for (int position = thread / 4; position < positions; position += threads / 4) {
-        const std::int64_t source = grouped::chunk_source(g, o, q, k);
-        for (int e = 0; e < 8; ++e) {
-          tile[static_cast<std::size_t>(position * grouped::column_halves + k * 8 + e)] =
-              source >= 0 ? a[source + e] : 0.0f;
+    const auto copy_group = [&](int group) {
+      for (int thread = 0; thread < threads; ++thread) {
+        const int k = thread % 4;
+        grouped::Cursor q = grouped::cursor_at(thread / 4, g.in_cols());
+        for (int position = thread / 4; position < positions; position += threads / 4) {
+          const std::int64_t source = grouped::chunk_source(g, o, q, k);
+          if ((position < split) == (group == 0)) {
+            for (int e = 0; e < 8; ++e) {
+              tile[static_cast<std::size_t>(position * grouped::column_halves + k * 8 + e)] =
+                  source >= 0 ? a[source + e] : 0.0f;
+            }
+          }
+          grouped::advance(q, threads / 4, g.in_cols());
         }
-        grouped::advance(q, threads / 4, g.in_cols());
       }
-    }
+    };
     const grouped::PhaseSlots slots = grouped::phase_slots(g, o.phase_h, o.phase_w);
+    // Each warp's tiles up to `limit` from where it left off: first those of the first rows, the
+    // other rows' elements still NaN in the tile, then the rest.
+    struct WarpState {
+      int pt;
+      grouped::Cursor q[16];
+    };
+    WarpState states[grouped::warps];
     for (int warp = 0; warp < grouped::warps; ++warp) {
       const grouped::WarpShare share = grouped::warp_share(g.in_blocks, warp);
-      const int first_in_block = grouped::in_block(g, share.first_block, 0);
-      grouped::Cursor q[16];
+      states[warp].pt = share.first_tile;
       for (int m = 0; m < 16; ++m)
-        q[m] = grouped::cursor_at(share.first_tile * grouped::tile_rows + m, g.tw);
-      for (int pt = share.first_tile; pt < g.position_tiles(); pt += share.tile_step) {
+        states[warp].q[m] = grouped::cursor_at(share.first_tile * grouped::tile_rows + m, g.tw);
+    }
+    const auto run_tiles = [&](int warp, int limit) {
+      const grouped::WarpShare share = grouped::warp_share(g.in_blocks, warp);
+      const int first_in_block = grouped::in_block(g, share.first_block, 0);
+      grouped::Cursor* q = states[warp].q;
+      int& pt = states[warp].pt;
+      for (; pt < limit; pt += share.tile_step) {
         for (int ob = 0; ob < g.out_blocks(); ++ob) {
           const int ob_tensor = o.channel / 8 + share.first_block + ob;
           float d[16][8] = {};
@@ -262,7 +280,11 @@ std::vector<float> host_run(const ConvDesc& desc, Direction direction,
         for (int m = 0; m < 16; ++m)
           grouped::advance(q[m], share.tile_step * grouped::tile_rows, g.tw);
       }
-    }
+    };
+    copy_group(0);
+    for (int warp = 0; warp < grouped::warps; ++warp) run_tiles(warp, grouped::ready_tiles(g));
+    copy_group(1);
+    for (int warp = 0; warp < grouped::warps; ++warp) run_tiles(warp, g.position_tiles());
   }
   return out;
 }

@@ -51,6 +51,9 @@ namespace {
 
 constexpr int block_threads = grouped::warps * warp_size;
 constexpr int fragment_threads = 256;
+// Blocks of the products kernel an SM holds: its shared memory takes 5 (an input tile near 40 KiB
+// and the warps' staging), and so its registers are capped at 102.
+constexpr int blocks_per_sm = 5;
 // The input tile's target size: a block of 64 positions' width then takes 5 rows, and 5 blocks
 // fit an SM's shared memory.
 constexpr int tile_bytes = 40 * 1024;
@@ -104,21 +107,23 @@ __global__ void __launch_bounds__(fragment_threads)
 // Note [grouped products]. InBlocks: products per tap and 8 output channels; AllTaps: every
 // block's phase has the 9 taps (fwd, and bwd_data at stride 1).
 template <typename T, int InBlocks, bool AllTaps>
-__global__ void __launch_bounds__(block_threads)
+__global__ void __launch_bounds__(block_threads, blocks_per_sm)
     products_kernel(grouped::Geo g, const T* __restrict__ a, const unsigned* __restrict__ laid,
                     T* __restrict__ out) {
   extern __shared__ uint4 shared[];
   T* tile = reinterpret_cast<T*>(shared);
   const grouped::BlockOrigin o = grouped::origin_of(g, blockIdx.x);
   {
-    // Thread i copies chunk i % 4 of tile positions i / 4, i / 4 + 32, ...
+    // Thread i copies chunk i % 4 of tile positions i / 4, i / 4 + 32, ...: the first
+    // grouped::first_rows() rows as one group of copies, the rest as a second.
     constexpr int stride = block_threads / 4;
     const int k = static_cast<int>(threadIdx.x) % 4;
     const int cols = g.in_cols();
+    const int split = grouped::first_rows(g) * cols;
     const int positions = g.in_rows() * cols;
     grouped::Cursor q = grouped::cursor_at(static_cast<int>(threadIdx.x) / 4, cols);
-    for (int position = static_cast<int>(threadIdx.x) / 4; position < positions;
-         position += stride) {
+    int position = static_cast<int>(threadIdx.x) / 4;
+    const auto copy = [&] {
       const std::int64_t source = grouped::chunk_source(g, o, q, k);
       T* to = tile + position * grouped::column_halves + k * 8;
       if (source >= 0) {
@@ -127,9 +132,12 @@ __global__ void __launch_bounds__(block_threads)
         *reinterpret_cast<uint4*>(to) = make_uint4(0u, 0u, 0u, 0u);
       }
       grouped::advance(q, stride, cols);
-    }
+    };
+    for (; position < split; position += stride) copy();
+    __pipeline_commit();
+    for (; position < positions; position += stride) copy();
+    __pipeline_commit();
   }
-  __pipeline_commit();
   constexpr int OutBlocks = grouped::warps / InBlocks;
   const int lane = static_cast<int>(threadIdx.x) % warp_size;
   const int warp = static_cast<int>(threadIdx.x) / warp_size;
@@ -174,10 +182,8 @@ __global__ void __launch_bounds__(block_threads)
 #pragma unroll
   for (int i = 0; i < store_passes; ++i)
     qs[i] = grouped::cursor_at(first_position + lane / OutBlocks + i * store_rows, g.tw);
-  __pipeline_wait_prior(0);
-  __syncthreads();
-  const int tiles = g.position_tiles();
-  for (int pt = share.first_tile; pt < tiles; pt += share.tile_step) {
+  // A tile of the warp's, its products and stores.
+  const auto run_tile = [&] {
     const unsigned base =
         tile_address + static_cast<unsigned>(grouped::a_base(g, qa, first_in_block)) * 2u;
     float d[OutBlocks][4] = {};
@@ -247,7 +253,16 @@ __global__ void __launch_bounds__(block_threads)
     grouped::advance(qa, step, g.tw);
 #pragma unroll
     for (int i = 0; i < store_passes; ++i) grouped::advance(qs[i], step, g.tw);
-  }
+  };
+  // The tiles of the first rows while the rest of the input tile arrives, then the others.
+  const int tiles = g.position_tiles();
+  int pt = share.first_tile;
+  __pipeline_wait_prior(1);
+  __syncthreads();
+  for (const int ready = grouped::ready_tiles(g); pt < ready; pt += share.tile_step) run_tile();
+  __pipeline_wait_prior(0);
+  __syncthreads();
+  for (; pt < tiles; pt += share.tile_step) run_tile();
 }
 
 template <typename T, int InBlocks>

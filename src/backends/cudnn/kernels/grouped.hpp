@@ -155,6 +155,16 @@ struct Geo {
 /// The geometry of `shape` in fwd (`forward`) or bwd_data (grouped_unsupported() nullptr).
 Geo geo(const GroupedShape& shape, bool forward);
 
+/// The input tile's rows a block copies first (a group of asynchronous copies of its own), and
+/// the product tiles (of 16 positions, in order) that read no other row: their grid rows r with
+/// r * step_h() + 2 < first_rows(), a tap's rows spanning 3 at most. A block computes them while
+/// the other rows arrive.
+DNNX_GROUPED_HD inline int first_rows(const Geo& g) { return (g.in_rows() + 1) / 2; }
+DNNX_GROUPED_HD inline int ready_tiles(const Geo& g) {
+  const int rows = first_rows(g) < taps ? 0 : (first_rows(g) - taps) / g.step_h() + 1;
+  return rows >= g.th ? g.position_tiles() : rows * g.tw / tile_rows;
+}
+
 /// Block `block` of g: its plane, phase, first grid row and column, first channel, and the taps
 /// of its phase along H and W.
 struct BlockOrigin {
