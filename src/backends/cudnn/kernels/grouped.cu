@@ -10,31 +10,36 @@
 // of 8, of two groups of 4 with the weights across groups zero, or of 8 of the inputs and outputs
 // of a group of 16 or 32 (two or four products per tap and 8 output channels):
 // - A block owns th x tw output positions of one plane (tw up to 64, th so that the input tile
-//   stays near 40 KiB) and 32 channels, whole groups. Its threads first copy the input tile (the
+//   stays near 40 KiB) and 32 channels, whole groups. Its threads copy the input tile (the
 //   positions its 3x3 windows reach, 32 channels each) into shared memory with 16-byte
 //   asynchronous copies, zeros in the padding, each position padded to 80 bytes
 //   (grouped::column_halves: the 8 rows of a matrix load fall on distinct banks; at a forward
-//   stride of 2 the rows are 160 bytes apart and two of them share banks).
+//   stride of 2 the rows are 160 bytes apart and two of them share banks), in two groups: the
+//   first half of its rows, then the rest. The tiles of positions whose windows lie in the first
+//   half (grouped::ready_tiles()) are computed while the rest arrives.
 // - bwd_data at stride 2 is split into the stride's phases (the diff_src positions of one parity
 //   per dim, a block's positions all of one phase): each phase is reached by a fixed subset of
 //   the taps (grouped::taps_of(): along a dim, tap k where phase + pad - k is even), each a
 //   correlation of diff_dst at stride 1, so no product is of zeros. At stride 1 there is one phase
 //   and every tap: the correlation of diff_dst with the kernel flipped. A phase's taps are its
 //   slots (grouped::phase_slots()), the weights' fragments of the phases one after the other.
-// - Warp w computes output channels 8w ... 8w + 7 of the block's positions, 16 at a time: per slot
-//   (and product), one ldmatrix.x2 of the 16 positions' 8 input channels (each lane gives the
-//   tile address of one position's row) and one mma with the slot's weights, held in registers
-//   for the whole block (at most 9 x 4 fragments) with each slot's offset in the tile.
+// - A warp computes tiles of 16 positions (grouped::warp_share()): at groups of 4 or 8 all 32
+//   channels of every fourth tile, at 16 half of them of every other tile, at 32 a quarter of
+//   every tile. Per slot and output block (and product), one ldmatrix.x2 of the 16 positions' 8
+//   input channels (each lane gives the tile address of one position's row) and one mma with the
+//   slot's weights, held in registers for the whole block (9 x 4 fragments) with each slot's
+//   offset in the tile; the next slot's loads are issued before this one's products.
 // - The loop over a block's tiles is a few instructions besides its loads and products: the
 //   positions a lane loads and stores are stepped by additions (grouped::Cursor), the slots'
 //   offsets added to one base address, no division. Where a block's phase has every tap (fwd,
-//   bwd_data at stride 1) the slot loop has no test; at groups of 4 or 8 a tile's 9 loads are
-//   issued before its products.
+//   bwd_data at stride 1) the slot loop has no test.
 // - The weights are laid out as the products' B fragments by a first launch
 //   (grouped::fragment_source(); bwd_data each group's in and out channels swapped), on every
 //   call: the weights change between calls.
-// - Each output is written once by the lane that holds its accumulator, converted from f32, and
-//   summed in a fixed order: bitwise reproducible, no atomics.
+// - A tile's outputs, converted from f32, go through the warp's staging in shared memory so that
+//   each lane stores 16 bytes of a position's channels (the accumulators' lanes hold 4 bytes).
+//   Each output is summed by one lane in a fixed order and written once: bitwise reproducible,
+//   no atomics.
 
 #include "backends/cudnn/kernels/common.cuh"
 #include "backends/cudnn/kernels/grouped.hpp"
