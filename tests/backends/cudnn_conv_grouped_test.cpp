@@ -175,9 +175,11 @@ TEST(CudnnConvGrouped, SaysWhyItCannotRun) {
 
 // ---------------------------------------------------------------------------------------------
 // The blocks on the host (no GPU needed): every block of the launch, its input tile copied as
-// the threads do (grouped::chunk_source() at positions stepped by grouped::advance()), each
-// warp's products over its phase's slots (grouped::phase_slots(), grouped::slot_offset()) from
-// the matrix rows at grouped::a_base() and the weights laid out by grouped::fragment_source(),
+// the threads do (grouped::chunk_source() at positions stepped by grouped::advance()) in the
+// kernel's two groups, the second's rows NaN while the tiles of the first (grouped::ready_tiles())
+// run, each warp's share of the tiles (grouped::warp_share()) and its products over its phase's
+// slots (grouped::phase_slots(), grouped::slot_offset()) from the matrix rows at
+// grouped::a_base() and the weights laid out by grouped::fragment_source(),
 // the products in f32 as mma.m16n8k8 does them (A's row m the 8 elements at lane m's address,
 // B's column n the fragments of lanes 4n ... 4n + 3), and the stores at
 // grouped::output_index(), the positions stepped a tile at a time as the lanes step them. In f32

@@ -60,8 +60,8 @@ constexpr int fragment_threads = 256;
 // and the warps' staging), and so its registers are capped at 102.
 constexpr int blocks_per_sm = 5;
 // The input tile's target size: a block of 64 positions' width then takes 5 rows, and 5 blocks
-// fit an SM's shared memory.
-constexpr int tile_bytes = 40 * 1024;
+// (with their staging, Geo::shared_bytes()) fit an SM's shared memory.
+constexpr int tile_target_bytes = 40 * 1024;
 constexpr int max_width = 64;
 // Bounds as the depthwise kernels' (Note [depthwise kernels]).
 constexpr std::int64_t max_coordinate = std::int64_t{1} << 29;
@@ -343,7 +343,7 @@ grouped::Geo grouped::geo(const GroupedShape& shape, bool forward) {
   g.grid_w = (g.o_w + g.phases_w - 1) / g.phases_w;
   g.tw = std::min(g.grid_w, max_width);
   const int row_bytes = g.in_cols() * column_halves * 2;
-  g.th = std::clamp((tile_bytes / row_bytes - taps) / g.step_h() + 1, 1, g.grid_h);
+  g.th = std::clamp((tile_target_bytes / row_bytes - taps) / g.step_h() + 1, 1, g.grid_h);
   g.row_tiles = (g.grid_h + g.th - 1) / g.th;
   g.col_tiles = (g.grid_w + g.tw - 1) / g.tw;
   g.channel_tiles = g.channels / tile_channels;

@@ -321,7 +321,7 @@ DNNX_GROUPED_HD inline std::int64_t fragment_source(const Geo& g, std::int64_t f
   const int ib = static_cast<int>(f % g.in_blocks);
   f /= g.in_blocks;
   const int ob = static_cast<int>(f % (g.channels / 8));
-  int slot = static_cast<int>(f / (g.channels / 8));
+  const int slot = static_cast<int>(f / (g.channels / 8));
   int tap = 0;
   for (int ph = 0; ph < g.phases_h; ++ph) {
     for (int pw = 0; pw < g.phases_w; ++pw) {
