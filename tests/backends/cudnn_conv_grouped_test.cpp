@@ -1,9 +1,10 @@
 // dnnx's grouped convolution kernel on the tensor cores in the cudnn backend
 // (cudnn:kernel:grouped:mma, Note [grouped candidates]): where it is listed as supported and why
-// not (host-side), its blocks run on the host against the reference over a case table, the index
-// arithmetic the kernel uses (grouped::) with its matrix loads and products emulated (no GPU
-// either), and on a GPU every supported case in f16 and bf16 against the reference, the overwrite
-// of the output and bitwise determinism.
+// not (host-side), its launch's shared memory within the default limit over a sweep of sizes, its
+// blocks run on the host against the reference over a case table, the index arithmetic the kernel
+// uses (grouped::) with its matrix loads and products emulated (no GPU either), and on a GPU every
+// supported case in f16 and bf16 against the reference, the overwrite of the output and bitwise
+// determinism.
 
 #include <dnnx/algo.hpp>
 #include <dnnx/context.hpp>
@@ -21,6 +22,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <iostream>
 #include <limits>
@@ -171,6 +173,39 @@ TEST(CudnnConvGrouped, SaysWhyItCannotRun) {
   ConvDesc huge = grouped_desc({1, 32, 4, 4}, 8, {3, 3}, {1}, {1});
   huge.pad_before[0] = huge.pad_after[0] = std::int64_t{1} << 30;
   EXPECT_NE(reason(huge, Direction::fwd).find("2^29"), std::string::npos);
+}
+
+// The launch's shared memory (the input tile and the warps' staging) stays within the 48 KiB a
+// kernel gets without opting in, over sizes from 1 to beyond a block's 64 columns, both strides,
+// paddings, group sizes and directions; every block holds a tile of at least one row.
+TEST(CudnnConvGrouped, SharedMemoryStaysWithinTheDefaultLimit) {
+  std::size_t checked = 0;
+  std::size_t largest = 0;
+  for (std::int64_t size : {1, 2, 3, 5, 7, 14, 16, 17, 28, 56, 63, 64, 65, 100, 129, 224, 513}) {
+    for (std::int64_t stride : {1, 2}) {
+      for (std::int64_t pad : {0, 1, 3}) {
+        for (std::int64_t per_group : {4, 8, 16, 32}) {
+          if (size + 2 * pad < 3) continue;  // no output position
+          const ConvDesc desc =
+              grouped_desc({1, 64, size, size + 3}, 64 / per_group, {3, 3}, {stride}, {pad});
+          for (Direction direction : {Direction::fwd, Direction::bwd_data}) {
+            if (!reason(desc, direction).empty()) continue;
+            const grouped::Geo g =
+                grouped::geo(cudnn::grouped_shape(desc), direction == Direction::fwd);
+            const std::string where = test::conv_context(desc, direction, "grouped");
+            EXPECT_LE(g.shared_bytes(), std::size_t{48} * 1024) << where;
+            EXPECT_GE(g.th, 1) << where;
+            EXPECT_LE(g.tw, 64) << where;
+            largest = std::max(largest, g.shared_bytes());
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  std::cout << "[ grouped  ] " << checked << " geometries, at most " << largest
+            << " bytes of shared memory\n";
+  EXPECT_GT(checked, 500u);
 }
 
 // ---------------------------------------------------------------------------------------------
