@@ -11,9 +11,13 @@
 #include <dnnx/ops/conv.hpp>
 #include <dnnx/tensor.hpp>
 
+#include "backends/cudnn/conv_common.hpp"
+#include "backends/cudnn/conv_depthwise.hpp"
 #include "backends/cudnn/conv_engine.hpp"
 #include "backends/cudnn/conv_folds.hpp"
 #include "backends/cudnn/conv_frames.hpp"
+#include "backends/cudnn/conv_grouped.hpp"
+#include "backends/cudnn/conv_narrow.hpp"
 #include "backends/cudnn/runtime.hpp"
 #include "ops/context_state.hpp"
 #include "support/compare.hpp"
@@ -321,6 +325,60 @@ TEST(CudnnSearchSettings, StackedFoldsOnByDefault) {
     EXPECT_EQ(cudnn::settings_from_env().conv_stacked, expected) << text;
   }
   expect_rejected("DNNX_CUDNN_CONV_STACKED", {"stacked", "f16", "2"});
+}
+
+// dnnx's own convolution kernels: candidates by default; DNNX_CUDNN_CONV_KERNELS=0 lists each
+// of them unsupported, naming the variable, and a value that is no switch is an InvalidArgument.
+TEST(CudnnSearchSettings, KernelsOnByDefault) {
+  {
+    const ScopedEnv unset("DNNX_CUDNN_CONV_KERNELS", nullptr);
+    EXPECT_TRUE(cudnn::settings_from_env().conv_kernels);
+  }
+  {
+    const ScopedEnv off("DNNX_CUDNN_CONV_KERNELS", "0");
+    EXPECT_FALSE(cudnn::settings_from_env().conv_kernels);
+  }
+  expect_rejected("DNNX_CUDNN_CONV_KERNELS", {"f32", "cudnn"});
+}
+
+// kernel_candidates(): the depthwise, grouped and narrow-channel kernels' entries in that order,
+// the same ids with the switch off, each then unsupported for that reason (no GPU needed).
+TEST(CudnnSearchSettings, KernelCandidatesFollowTheSwitch) {
+  const auto nhwc = [](ConvDesc desc) {
+    desc.layout = Layout::channels_last;
+    return desc;
+  };
+  const ConvDesc descs[] = {
+      nhwc(ConvDesc::from_shapes({8, 32, 28, 28}, {32, 1, 3, 3}, {1}, {1}, {1}, 32, DType::f16)),
+      nhwc(ConvDesc::from_shapes({8, 64, 28, 28}, {64, 4, 3, 3}, {1}, {1}, {1}, 16, DType::f16)),
+      nhwc(ConvDesc::from_shapes({8, 3, 56, 56}, {32, 3, 3, 3}, {1}, {1}, {1}, 1, DType::f16)),
+  };
+  std::size_t supported = 0;
+  for (const ConvDesc& desc : descs) {
+    for (Direction direction : {Direction::fwd, Direction::bwd_data}) {
+      std::vector<AlgoInfo> expected = cudnn::depthwise_candidates(desc, direction);
+      for (AlgoInfo& info : cudnn::grouped_candidates(desc, direction))
+        expected.push_back(std::move(info));
+      for (AlgoInfo& info : cudnn::narrow_candidates(desc, direction))
+        expected.push_back(std::move(info));
+      const std::vector<AlgoInfo> on = cudnn::kernel_candidates(desc, direction, true);
+      const std::vector<AlgoInfo> off = cudnn::kernel_candidates(desc, direction, false);
+      ASSERT_EQ(on.size(), expected.size());
+      ASSERT_EQ(off.size(), expected.size());
+      for (std::size_t i = 0; i < expected.size(); ++i) {
+        EXPECT_EQ(on[i].id, expected[i].id);
+        EXPECT_EQ(on[i].supported, expected[i].supported) << on[i].id;
+        EXPECT_EQ(on[i].reason, expected[i].reason) << on[i].id;
+        EXPECT_EQ(off[i].id, expected[i].id);
+        EXPECT_FALSE(off[i].supported) << off[i].id;
+        EXPECT_NE(off[i].reason.find("DNNX_CUDNN_CONV_KERNELS=0"), std::string::npos)
+            << off[i].reason;
+        supported += on[i].supported ? 1 : 0;
+      }
+    }
+  }
+  // The depthwise kernels, the grouped one and the narrow one each run some of these.
+  EXPECT_GE(supported, 5u);
 }
 
 // Note [fold candidates]: the 2-D convolutions a 3-D one folds into, their ids, and where they

@@ -160,7 +160,7 @@ TEST(CudnnBackend, AvailableOrSaysWhy) {
   const detail::Backend& backend = detail::state_of(context).backend();
   const std::string fingerprint = backend.fingerprint();
   for (const char* part : {"cuDNN 9.", "CUDA ", "driver ", " sm_", "SMs=", "tf32=off", "rpr=off",
-                           "rtc=", "knobs=top/24", " conv_gemm=on"})
+                           "rtc=", "knobs=top/24", " conv_gemm=on", " kernels=on"})
     EXPECT_NE(fingerprint.find(part), std::string::npos) << fingerprint;
   std::set<std::string> keys;
   for (const auto& [key, value] : backend.environment()) {

@@ -209,7 +209,8 @@ class CudnnBackend final : public detail::Backend {
                        " taps=", to_string(runtime_->settings().conv_taps),
                        " frames=", to_string(runtime_->settings().conv_frames),
                        " folds=", to_string(runtime_->settings().conv_folds),
-                       " stacked=", to_string(runtime_->settings().conv_stacked));
+                       " stacked=", to_string(runtime_->settings().conv_stacked),
+                       " kernels=", runtime_->settings().conv_kernels ? "on" : "off");
   }
 
   std::vector<std::pair<std::string, std::string>> environment() const override {
@@ -237,7 +238,8 @@ class CudnnBackend final : public detail::Backend {
             {"conv_tap_region_candidates", to_string(runtime_->settings().conv_taps)},
             {"conv_frame_candidates", to_string(runtime_->settings().conv_frames)},
             {"conv_fold_candidates", to_string(runtime_->settings().conv_folds)},
-            {"conv_stacked_fold_candidates", to_string(runtime_->settings().conv_stacked)}};
+            {"conv_stacked_fold_candidates", to_string(runtime_->settings().conv_stacked)},
+            {"conv_kernel_candidates", runtime_->settings().conv_kernels ? "on" : "off"}};
   }
 
   Device device() const override { return Device::cuda(runtime_->device()); }
@@ -473,6 +475,7 @@ Settings settings_from_env() {
       listed_for_from_env(folds_variable, settings.conv_folds, "a fold-candidate setting");
   settings.conv_stacked =
       listed_for_from_env(stacked_variable, settings.conv_stacked, "a stacked-fold setting");
+  settings.conv_kernels = switch_from_env(kernels_variable, settings.conv_kernels);
   return settings;
 }
 

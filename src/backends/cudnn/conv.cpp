@@ -228,16 +228,6 @@ Candidate kernel_candidate(AlgoInfo info) {
   return candidate;
 }
 
-// dnnx's own kernels, in their order: the depthwise ones (Note [depthwise candidates]), the
-// grouped one (Note [grouped candidates]), then the narrow-channel one (Note [narrow-channel
-// candidates]).
-std::vector<AlgoInfo> kernel_infos(const ConvDesc& desc, Direction direction) {
-  std::vector<AlgoInfo> infos = depthwise_candidates(desc, direction);
-  for (AlgoInfo& info : grouped_candidates(desc, direction)) infos.push_back(std::move(info));
-  for (AlgoInfo& info : narrow_candidates(desc, direction)) infos.push_back(std::move(info));
-  return infos;
-}
-
 bool is_kernel_id(const std::string& id) {
   return is_depthwise_id(id) || is_grouped_id(id) || is_narrow_id(id);
 }
@@ -699,7 +689,7 @@ class CudnnConv final
       // No top config (the heuristics offer nothing supported): after every supported one.
       std::ptrdiff_t at =
           (last_top == candidates.rend() ? supported_end : last_top.base()) - candidates.begin();
-      for (AlgoInfo& info : kernel_infos(desc, direction)) {
+      for (AlgoInfo& info : kernel_candidates(desc, direction, runtime_->settings().conv_kernels)) {
         if (info.supported) {
           candidates.insert(candidates.begin() + at++, kernel_candidate(std::move(info)));
         } else {
@@ -992,7 +982,7 @@ class CudnnConv final
       return std::nullopt;
     }
     if (is_kernel_id(id)) {
-      for (AlgoInfo& info : kernel_infos(desc, direction)) {
+      for (AlgoInfo& info : kernel_candidates(desc, direction, runtime_->settings().conv_kernels)) {
         if (info.id == id) return kernel_candidate(std::move(info));
       }
       return std::nullopt;
@@ -1583,6 +1573,20 @@ class CudnnConv final
 };
 
 }  // namespace
+
+std::vector<AlgoInfo> kernel_candidates(const ConvDesc& desc, Direction direction, bool listed) {
+  std::vector<AlgoInfo> infos = depthwise_candidates(desc, direction);
+  for (AlgoInfo& info : grouped_candidates(desc, direction)) infos.push_back(std::move(info));
+  for (AlgoInfo& info : narrow_candidates(desc, direction)) infos.push_back(std::move(info));
+  if (!listed) {
+    for (AlgoInfo& info : infos) {
+      info.supported = false;
+      info.reason =
+          std::string("dnnx's own convolution kernels are turned off (") + kernels_variable + "=0)";
+    }
+  }
+  return infos;
+}
 
 ConvListingCounts conv_listing_counts() { return {listings.load(), descriptions.load()}; }
 

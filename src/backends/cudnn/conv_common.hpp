@@ -154,5 +154,12 @@ inline constexpr const char* frames_variable = "DNNX_CUDNN_CONV_FRAMES";
 inline constexpr const char* folds_variable = "DNNX_CUDNN_CONV_FOLDS";
 inline constexpr const char* stacked_variable = "DNNX_CUDNN_CONV_STACKED";
 inline constexpr const char* knob_variants_variable = "DNNX_CUDNN_KNOB_VARIANTS";
+inline constexpr const char* kernels_variable = "DNNX_CUDNN_CONV_KERNELS";
+
+/// dnnx's own convolution kernels for desc and direction, in their order: the depthwise ones
+/// (Note [depthwise candidates]), the grouped one (Note [grouped candidates]), then the
+/// narrow-channel one (Note [narrow-channel candidates]). `listed` false
+/// (DNNX_CUDNN_CONV_KERNELS=0): each of them unsupported, the reason naming the variable.
+std::vector<AlgoInfo> kernel_candidates(const ConvDesc& desc, Direction direction, bool listed);
 
 }  // namespace dnnx::cudnn

@@ -113,6 +113,9 @@ struct Settings {
   /// DNNX_CUDNN_CONV_STACKED: off, f32 or on, the stacked folds (Note [stacked folds] in
   /// conv_stacked.cpp)
   ListedFor conv_stacked = ListedFor::on;
+  /// DNNX_CUDNN_CONV_KERNELS: dnnx's own convolution kernels (depthwise, grouped,
+  /// narrow-channel: kernel_candidates() in conv_common.hpp) are candidates; on by default
+  bool conv_kernels = true;
 };
 
 /// "off", "top", "all".
@@ -124,7 +127,8 @@ const char* to_string(TapCandidates where);
 /// DNNX_ALLOW_REDUCED_PRECISION_REDUCTION, DNNX_VERBOSE, DNNX_CUDNN_GRAPHS,
 /// DNNX_CUDNN_L2_SWEEP, DNNX_CUDNN_RUNTIME_COMPILED, DNNX_CUDNN_COMPILE_BUDGET,
 /// DNNX_PLAN_DIR, DNNX_CUDNN_KNOB_SEARCH, DNNX_CUDNN_KNOB_VARIANTS, DNNX_CUDNN_CONV_GEMM,
-/// DNNX_CUDNN_CONV_WINOGRAD, DNNX_CUDNN_CONV_IM2COL, DNNX_CUDNN_CONV_TAPS, DNNX_CUDNN_CONV_FRAMES);
+/// DNNX_CUDNN_CONV_WINOGRAD, DNNX_CUDNN_CONV_IM2COL, DNNX_CUDNN_CONV_TAPS, DNNX_CUDNN_CONV_FRAMES,
+/// DNNX_CUDNN_CONV_FOLDS, DNNX_CUDNN_CONV_STACKED, DNNX_CUDNN_CONV_KERNELS);
 /// unset or empty variables keep the defaults. Throws InvalidArgument naming a malformed variable
 /// and its value.
 Settings settings_from_env();
