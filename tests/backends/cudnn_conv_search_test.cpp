@@ -172,6 +172,21 @@ void expect_rejected(const char* variable, std::initializer_list<const char*> va
   }
 }
 
+// A switch of Settings on by default: `variable` unset leaves `field` on, "0" turns it off, and
+// values that are no switch are rejected (expect_rejected()).
+void expect_switch_on_by_default(const char* variable, bool cudnn::Settings::*field,
+                                 std::initializer_list<const char*> rejected) {
+  {
+    const ScopedEnv unset(variable, nullptr);
+    EXPECT_TRUE(cudnn::settings_from_env().*field) << variable;
+  }
+  {
+    const ScopedEnv off(variable, "0");
+    EXPECT_FALSE(cudnn::settings_from_env().*field) << variable;
+  }
+  expect_rejected(variable, rejected);
+}
+
 TEST(CudnnSearchSettings, RuntimeCompiledOnByDefaultWithABudget) {
   const ScopedEnv rtc("DNNX_CUDNN_RUNTIME_COMPILED", nullptr);
   const ScopedEnv budget("DNNX_CUDNN_COMPILE_BUDGET", nullptr);
@@ -228,15 +243,8 @@ TEST(CudnnSearchSettings, GemmOnAndIm2colOffByDefault) {
 // Note [winograd candidates]: on by default; DNNX_CUDNN_CONV_WINOGRAD=0 turns them off, and a
 // value that is no switch is an InvalidArgument naming the variable.
 TEST(CudnnSearchSettings, WinogradOnByDefault) {
-  {
-    const ScopedEnv unset("DNNX_CUDNN_CONV_WINOGRAD", nullptr);
-    EXPECT_TRUE(cudnn::settings_from_env().conv_winograd);
-  }
-  {
-    const ScopedEnv off("DNNX_CUDNN_CONV_WINOGRAD", "0");
-    EXPECT_FALSE(cudnn::settings_from_env().conv_winograd);
-  }
-  expect_rejected("DNNX_CUDNN_CONV_WINOGRAD", {"f32", "maybe"});
+  expect_switch_on_by_default("DNNX_CUDNN_CONV_WINOGRAD", &cudnn::Settings::conv_winograd,
+                              {"f32", "maybe"});
 }
 
 // Note [tap-region candidates]: listed for fp32 convolutions whose taps read mostly padding by
@@ -330,15 +338,8 @@ TEST(CudnnSearchSettings, StackedFoldsOnByDefault) {
 // dnnx's own convolution kernels: candidates by default; DNNX_CUDNN_CONV_KERNELS=0 lists each
 // of them unsupported, naming the variable, and a value that is no switch is an InvalidArgument.
 TEST(CudnnSearchSettings, KernelsOnByDefault) {
-  {
-    const ScopedEnv unset("DNNX_CUDNN_CONV_KERNELS", nullptr);
-    EXPECT_TRUE(cudnn::settings_from_env().conv_kernels);
-  }
-  {
-    const ScopedEnv off("DNNX_CUDNN_CONV_KERNELS", "0");
-    EXPECT_FALSE(cudnn::settings_from_env().conv_kernels);
-  }
-  expect_rejected("DNNX_CUDNN_CONV_KERNELS", {"f32", "cudnn"});
+  expect_switch_on_by_default("DNNX_CUDNN_CONV_KERNELS", &cudnn::Settings::conv_kernels,
+                              {"f32", "cudnn"});
 }
 
 // kernel_candidates(): the depthwise, grouped and narrow-channel kernels' entries in that order,
