@@ -1590,7 +1590,8 @@ std::vector<AlgoInfo> kernel_candidates(const ConvDesc& desc, Direction directio
 
 ConvListingCounts conv_listing_counts() { return {listings.load(), descriptions.load()}; }
 
-std::unique_ptr<detail::OpBackendOf<OpKind::conv>> make_conv_backend(std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
+std::unique_ptr<detail::OpBackendOf<OpKind::conv>> make_conv_backend(
+    std::shared_ptr<Runtime> runtime, const detail::OpBackends&) {
   return std::make_unique<CudnnConv>(std::move(runtime));
 }
 
