@@ -281,10 +281,9 @@ cudaError_t launch_products(const grouped::Geo& g, const T* a, const unsigned* l
   return cudaGetLastError();
 }
 
-template <bool Forward, typename T>
-cudaError_t launch_typed(const GroupedShape& shape, const void* a, const void* w, void* out,
+template <typename T>
+cudaError_t launch_typed(const grouped::Geo& g, const void* a, const void* w, void* out,
                          void* workspace, cudaStream_t stream) {
-  const grouped::Geo g = grouped::geo(shape, Forward);
   T* laid = static_cast<T*>(workspace);
   const std::int64_t halves = grouped::fragments(g) * 2;
   fragments_kernel<T><<<static_cast<unsigned>((halves + fragment_threads - 1) / fragment_threads),
@@ -302,18 +301,63 @@ cudaError_t launch_typed(const GroupedShape& shape, const void* a, const void* w
   }
 }
 
+// grouped_unsupported() but for the bound on blocks, which needs the geometry.
+const char* shape_unsupported(const GroupedShape& shape) {
+  if (shape.batch < 0) return "the shape has a negative batch";
+  if (shape.type == GroupedType::f32)
+    return "the grouped kernel runs f16 and bf16 only (tensor-core products)";
+  if (shape.groups < 2) return "the grouped kernel runs convolutions of 2 or more groups";
+  const std::int64_t per_group = shape.in_per_group;
+  if (shape.out_per_group != per_group ||
+      (per_group != 4 && per_group != 8 && per_group != 16 && per_group != 32))
+    return "the grouped kernel runs groups of 4, 8, 16 or 32 channels, in and out alike";
+  if ((shape.groups * per_group) % grouped::tile_channels != 0)
+    return "the grouped kernel needs a channel count that is a multiple of 32";
+  if (shape.kernel[0] != 1 || shape.kernel[1] != grouped::taps || shape.kernel[2] != grouped::taps)
+    return "the grouped kernel runs 3x3 kernels (of depth 1 in 3-D) only";
+  for (int i = 0; i < 3; ++i) {
+    if (shape.input[i] < 1 || shape.output[i] < 1 || shape.stride[i] < 1 || shape.dilation[i] < 1 ||
+        shape.pad_before[i] < 0)
+      return "a spatial size, stride or dilation below 1, or a negative padding";
+    if (shape.input[i] > max_coordinate || shape.output[i] > max_coordinate ||
+        shape.pad_before[i] > max_coordinate)
+      return "spatial sizes or paddings beyond 2^29";
+  }
+  if (shape.stride[0] != 1 || shape.pad_before[0] != 0 || shape.input[0] != shape.output[0])
+    return "the grouped kernel runs 3-D convolutions at depth stride 1 without depth padding only";
+  if (shape.stride[1] > 2 || shape.stride[2] > 2)
+    return "the grouped kernel runs a stride of 1 or 2 along H and W only";
+  if (shape.dilation[1] != 1 || shape.dilation[2] != 1)
+    return "the grouped kernel runs kernels without dilation only";
+  // Element indices are 64-bit: src and dst below 2^62 elements.
+  const std::int64_t channels = shape.groups * per_group;
+  const std::int64_t plane = static_cast<std::int64_t>(std::max(shape.input[1], shape.output[1])) *
+                             std::max(shape.input[2], shape.output[2]);
+  if (channels > max_coordinate ||
+      shape.batch * static_cast<std::int64_t>(shape.input[0]) > max_elements / (plane * channels))
+    return "src or dst holds 2^62 elements or more";
+  return nullptr;
+}
+
+const char* blocks_unsupported(const grouped::Geo& g) {
+  return g.blocks > max_blocks ? "the grouped kernel needs 2^31 blocks or more" : nullptr;
+}
+
+// The shape checked as grouped_unsupported() does, its geometry worked out once.
 template <bool Forward>
 cudaError_t launch(const GroupedShape& shape, const void* a, const void* w, void* out,
                    void* workspace, cudaStream_t stream) {
-  if (grouped_unsupported(shape, Forward) != nullptr) return cudaErrorInvalidValue;
+  if (shape_unsupported(shape) != nullptr) return cudaErrorInvalidValue;
+  const grouped::Geo g = grouped::geo(shape, Forward);
+  if (blocks_unsupported(g) != nullptr) return cudaErrorInvalidValue;
   if (shape.batch == 0) return cudaSuccess;
   if (!aligned(a, 16) || !aligned(out, 16) || !aligned(workspace, 16))
     return cudaErrorMisalignedAddress;
   switch (shape.type) {
     case GroupedType::f16:
-      return launch_typed<Forward, __half>(shape, a, w, out, workspace, stream);
+      return launch_typed<__half>(g, a, w, out, workspace, stream);
     case GroupedType::bf16:
-      return launch_typed<Forward, __nv_bfloat16>(shape, a, w, out, workspace, stream);
+      return launch_typed<__nv_bfloat16>(g, a, w, out, workspace, stream);
     case GroupedType::f32: break;
   }
   return cudaErrorInvalidValue;
@@ -352,43 +396,10 @@ grouped::Geo grouped::geo(const GroupedShape& shape, bool forward) {
   return g;
 }
 
+
 const char* grouped_unsupported(const GroupedShape& shape, bool forward) {
-  if (shape.batch < 0) return "the shape has a negative batch";
-  if (shape.type == GroupedType::f32)
-    return "the grouped kernel runs f16 and bf16 only (tensor-core products)";
-  if (shape.groups < 2) return "the grouped kernel runs convolutions of 2 or more groups";
-  const std::int64_t per_group = shape.in_per_group;
-  if (shape.out_per_group != per_group ||
-      (per_group != 4 && per_group != 8 && per_group != 16 && per_group != 32))
-    return "the grouped kernel runs groups of 4, 8, 16 or 32 channels, in and out alike";
-  if ((shape.groups * per_group) % grouped::tile_channels != 0)
-    return "the grouped kernel needs a channel count that is a multiple of 32";
-  if (shape.kernel[0] != 1 || shape.kernel[1] != grouped::taps || shape.kernel[2] != grouped::taps)
-    return "the grouped kernel runs 3x3 kernels (of depth 1 in 3-D) only";
-  for (int i = 0; i < 3; ++i) {
-    if (shape.input[i] < 1 || shape.output[i] < 1 || shape.stride[i] < 1 || shape.dilation[i] < 1 ||
-        shape.pad_before[i] < 0)
-      return "a spatial size, stride or dilation below 1, or a negative padding";
-    if (shape.input[i] > max_coordinate || shape.output[i] > max_coordinate ||
-        shape.pad_before[i] > max_coordinate)
-      return "spatial sizes or paddings beyond 2^29";
-  }
-  if (shape.stride[0] != 1 || shape.pad_before[0] != 0 || shape.input[0] != shape.output[0])
-    return "the grouped kernel runs 3-D convolutions at depth stride 1 without depth padding only";
-  if (shape.stride[1] > 2 || shape.stride[2] > 2)
-    return "the grouped kernel runs a stride of 1 or 2 along H and W only";
-  if (shape.dilation[1] != 1 || shape.dilation[2] != 1)
-    return "the grouped kernel runs kernels without dilation only";
-  // Element indices are 64-bit: src and dst below 2^62 elements.
-  const std::int64_t channels = shape.groups * per_group;
-  const std::int64_t plane = static_cast<std::int64_t>(std::max(shape.input[1], shape.output[1])) *
-                             std::max(shape.input[2], shape.output[2]);
-  if (channels > max_coordinate ||
-      shape.batch * static_cast<std::int64_t>(shape.input[0]) > max_elements / (plane * channels))
-    return "src or dst holds 2^62 elements or more";
-  if (grouped::geo(shape, forward).blocks > max_blocks)
-    return "the grouped kernel needs 2^31 blocks or more";
-  return nullptr;
+  if (const char* reason = shape_unsupported(shape)) return reason;
+  return blocks_unsupported(grouped::geo(shape, forward));
 }
 
 std::size_t grouped_workspace_bytes(const GroupedShape& shape) {
