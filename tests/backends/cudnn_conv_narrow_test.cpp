@@ -1,10 +1,12 @@
-// dnnx's narrow-channel backward data kernel in the cudnn backend (cudnn:kernel:narrow:mma, Note
-// [narrow-channel candidates]): where it is listed as supported and why not (host-side, runs
-// without a GPU), then on a GPU against the reference backend over a case table (1, 2, 3, 5 and 8
-// input channels; diff_dst channel counts that are multiples of 32, of 8 only, and of neither;
-// stride 1, 2, 3 and per-dim strides, a stride larger than the kernel, dilation, per-side padding,
-// 1-D, 2-D and 3-D, rows of several blocks), in f16 and bf16, the overwrite of the output and
-// bitwise determinism, and an exhaustive search that times it.
+// dnnx's narrow-channel backward data and backward weights kernels in the cudnn backend
+// (cudnn:kernel:narrow:mma, Note [narrow-channel candidates]): where they are listed as supported
+// and why not (host-side, runs without a GPU), then on a GPU against the reference backend over a
+// case table (1, 2, 3, 5 and 8 input channels; diff_dst channel counts that are multiples of 32,
+// of 8 only, and of neither, and beyond one block's 64; stride 1, 2, 3 and per-dim strides, a
+// stride larger than the kernel, dilation, per-side padding, 1-D, 2-D and 3-D, rows of several
+// blocks, segments of 16, 32 and 64 positions, columns over several blocks and warps), in f16 and
+// bf16, both directions, the overwrite of the output and bitwise determinism, and exhaustive
+// searches that time them.
 
 #include <dnnx/algo.hpp>
 #include <dnnx/context.hpp>
@@ -25,6 +27,7 @@
 #include <cstdint>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dnnx {
@@ -61,6 +64,9 @@ std::vector<Case> cases() {
       {"2d_1x1_c4_k64", conv({2, 4, 9, 7}, {64, 4, 1, 1}, {1}, {0})},
       {"2d_rows_of_several_blocks_c3_k96", conv({1, 3, 61, 67}, {96, 3, 3, 3}, {1}, {1})},
       {"2d_7x7_dilation2_c3_k16", conv({1, 3, 30, 70}, {16, 3, 7, 7}, {1}, {6}, {2})},
+      {"2d_3x3_c1_k32_wide_rows", conv({2, 1, 6, 130}, {32, 1, 3, 3}, {1}, {0})},
+      {"2d_3x3_stride2_c3_k136_wide_rows", conv({1, 3, 9, 260}, {136, 3, 3, 3}, {2}, {1})},
+      {"3d_5x5x5_c8_k24", conv({1, 8, 6, 7, 9}, {24, 8, 5, 5, 5}, {1}, {2})},
   };
   // Per-side padding: after only (TensorFlow's SAME at stride 2), and before only.
   ConvDesc after = conv({2, 3, 12, 11}, {32, 3, 3, 3}, {2}, {0});
@@ -105,12 +111,27 @@ TEST(CudnnConvNarrow, ListsOneCandidateWithItsDomain) {
   ConvDesc bf16 = desc;
   bf16.dtype = DType::bf16;
   EXPECT_EQ(reason(bf16, Direction::bwd_data), "");
+  // bwd_weights (Note [narrow weight gradients]): 27 columns; the 9-wide rows take segments of
+  // 16, 2 x 9 of them split 5 ways (at least 4 units a split), each split's f32 sums of 64 x 27.
+  const AlgoInfo weights = cudnn::narrow_candidates(desc, Direction::bwd_weights).at(0);
+  EXPECT_EQ(weights.id, narrow);
+  EXPECT_TRUE(weights.supported) << weights.reason;
+  EXPECT_TRUE(weights.deterministic);
+  EXPECT_TRUE(weights.has_note("fixed_order_reduction"));
+  EXPECT_EQ(weights.workspace_bytes, 5u * 64u * 27u * 4u);
+  EXPECT_FALSE(info.has_note("fixed_order_reduction"));
+  // A large problem: 512 splits at most.
+  EXPECT_EQ(cudnn::narrow_candidates(conv({30, 3, 16, 112, 112}, {64, 3, 3, 3, 3}, {1}, {1}),
+                                     Direction::bwd_weights)[0]
+                .workspace_bytes,
+            512u * 64u * 81u * 4u);
+  EXPECT_EQ(reason(bf16, Direction::bwd_weights), "");
 }
 
 TEST(CudnnConvNarrow, SaysWhyItCannotRun) {
   const ConvDesc desc = conv({2, 3, 9, 9}, {64, 3, 3, 3}, {1}, {1});
-  EXPECT_NE(reason(desc, Direction::fwd).find("bwd_data only"), std::string::npos);
-  EXPECT_NE(reason(desc, Direction::bwd_weights).find("bwd_data only"), std::string::npos);
+  EXPECT_NE(reason(desc, Direction::fwd).find("bwd_data and bwd_weights only"),
+            std::string::npos);
   ConvDesc f32 = desc;
   f32.dtype = DType::f32;
   EXPECT_NE(reason(f32, Direction::bwd_data).find("f16 and bf16"), std::string::npos);
@@ -132,6 +153,20 @@ TEST(CudnnConvNarrow, SaysWhyItCannotRun) {
   EXPECT_NE(reason(huge, Direction::bwd_data).find("2^31"), std::string::npos);
   const ConvDesc phases = conv({1, 3, 300, 300}, {8, 3, 1, 1}, {256}, {0});
   EXPECT_NE(reason(phases, Direction::bwd_data).find("65535"), std::string::npos);
+  // bwd_weights: stride 256 along W spreads 16 positions over 3841 input columns.
+  EXPECT_NE(reason(phases, Direction::bwd_weights).find("12 KiB"), std::string::npos);
+  for (const Direction direction : {Direction::bwd_data, Direction::bwd_weights}) {
+    EXPECT_NE(reason(f32, direction).find("f16 and bf16"), std::string::npos);
+    EXPECT_NE(reason(wide, direction).find("in_channels=9"), std::string::npos);
+    EXPECT_NE(reason(grouped, direction).find("groups 1"), std::string::npos);
+  }
+  // bwd_weights: the input rows of 16 positions beyond its 12 KiB tile (8 channels x (15 + 6 x
+  // 126 + 1) positions + 2 halves: 6178 halves), and just within it (dilation 125: 6130).
+  const ConvDesc far = conv({1, 8, 3, 1300}, {8, 8, 1, 7}, {1}, {0}, {1, 126});
+  EXPECT_NE(reason(far, Direction::bwd_weights).find("12 KiB"), std::string::npos);
+  EXPECT_EQ(reason(far, Direction::bwd_data), "");
+  const ConvDesc near = conv({1, 8, 3, 1300}, {8, 8, 1, 7}, {1}, {0}, {1, 125});
+  EXPECT_EQ(reason(near, Direction::bwd_weights), "");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -147,10 +182,12 @@ TEST(CudnnConvNarrow, MatchesTheReference) {
   reference.set_choice_cache(std::make_shared<ChoiceCache>());
   std::size_t checked = 0;
   for (const Case& c : cases()) {
-    for (DType dtype : {DType::f16, DType::bf16}) {
+    for (const auto& [dtype, direction] :
+         {std::pair{DType::f16, Direction::bwd_data}, std::pair{DType::bf16, Direction::bwd_data},
+          std::pair{DType::f16, Direction::bwd_weights},
+          std::pair{DType::bf16, Direction::bwd_weights}}) {
       ConvDesc desc = c.desc;
       desc.dtype = dtype;
-      const Direction direction = Direction::bwd_data;
       const std::string where = c.name + ": " + test::conv_context(desc, direction, narrow);
       const test::ConvOperands operands =
           test::random_conv_operands(desc, direction, test::seed_from(desc.key()));
@@ -170,23 +207,25 @@ TEST(CudnnConvNarrow, MatchesTheReference) {
     }
   }
   std::cout << "[ cudnn    ] " << narrow << ": " << checked << " runs matched the reference\n";
-  EXPECT_EQ(checked, 2 * cases().size());
+  EXPECT_EQ(checked, 4 * cases().size());
 }
 
-// Exhaustive selection times the kernel with cuDNN's candidates.
+// Exhaustive selection times the kernels with cuDNN's candidates.
 TEST(CudnnConvNarrow, ExhaustiveSelectionTimesTheKernel) {
   DNNX_REQUIRE_GPU();
   Context context = test::gpu_test_context();
   const ConvDesc desc = conv({4, 3, 8, 28, 28}, {64, 3, 3, 3, 3}, {1}, {1});
-  const ProfileResult profile = conv_profile(context, desc, Direction::bwd_data);
-  bool timed = false;
-  for (const auto& row : profile.rows) {
-    if (row.algo.id != narrow) continue;
-    EXPECT_TRUE(row.algo.supported) << row.algo.reason;
-    timed = row.status == CandidateStatus::ok || row.status == CandidateStatus::abandoned;
-    EXPECT_TRUE(timed) << to_string(row.status) << " " << row.detail;
+  for (const Direction direction : {Direction::bwd_data, Direction::bwd_weights}) {
+    const ProfileResult profile = conv_profile(context, desc, direction);
+    bool timed = false;
+    for (const auto& row : profile.rows) {
+      if (row.algo.id != narrow) continue;
+      EXPECT_TRUE(row.algo.supported) << row.algo.reason;
+      timed = row.status == CandidateStatus::ok || row.status == CandidateStatus::abandoned;
+      EXPECT_TRUE(timed) << to_string(row.status) << " " << row.detail;
+    }
+    EXPECT_TRUE(timed) << to_string(direction) << "\n" << profile.table();
   }
-  EXPECT_TRUE(timed) << profile.table();
 }
 
 }  // namespace

@@ -98,11 +98,25 @@ bool beyond_kernel_sizes(const ConvDesc& desc) {
   return kernel_volume > 524288.0 || kernel_volume * chunks >= 67108864.0 || stride_product > 65535;
 }
 
-// Note [narrow-channel candidates]: bwd_data of an ungrouped f16/bf16 channels_last convolution
-// with at most 8 input channels.
+// Note [narrow-channel candidates]: bwd_data and bwd_weights of an ungrouped f16/bf16
+// channels_last convolution with at most 8 input channels.
 bool narrow_domain(const ConvDesc& desc, Direction direction) {
-  return direction == Direction::bwd_data && desc.groups == 1 && desc.in_channels <= 8 &&
+  return direction != Direction::fwd && desc.groups == 1 && desc.in_channels <= 8 &&
          desc.dtype != DType::f32 && desc.layout == Layout::channels_last;
+}
+
+// Whether the narrow-channel bwd_weights kernel's input tile may not hold the rows that 16 output
+// positions read (kernels/narrow.hpp): at most every kernel row x (((16 - 1) x stride + (KW - 1) x
+// dilation + 1) x C + 2) halves, over 6144.
+bool beyond_narrow_tile(const ConvDesc& desc) {
+  const int last = desc.spatial_dims - 1;
+  const auto w = static_cast<std::size_t>(last);
+  double rows = 1;
+  for (int i = 0; i < last; ++i) rows *= static_cast<double>(desc.kernel[static_cast<std::size_t>(i)]);
+  const double span = 15.0 * static_cast<double>(desc.stride[w]) +
+                      static_cast<double>(desc.kernel[w] - 1) * static_cast<double>(desc.dilation[w]) +
+                      1.0;
+  return rows * (span * static_cast<double>(desc.in_channels) + 2.0) > 6144.0;
 }
 
 // Note [grouped candidates]: fwd and bwd_data of a channels_last f16 or bf16 grouped (not
@@ -293,15 +307,23 @@ const std::vector<ExpectedReason<ConvDesc>>& expected_reasons() {
        joined({"^(", legacy_id, "|cudnn:taps:(boxes|rows)|cudnn:frames)$"}),
        std::regex("(^|: )a dim or stride exceeds INT_MAX, which legacy descriptors cannot hold$"),
        [](const ConvDesc& desc, Direction) { return tensor_over_int_max(desc); }},
-      // dnnx's narrow-channel kernel (Note [narrow-channel candidates] in conv_narrow.cpp) is
-      // listed for every desc: outside bwd_data, groups 1, at most 8 input channels, f16/bf16
-      // and channels_last.
+      // dnnx's narrow-channel kernels (Note [narrow-channel candidates] in conv_narrow.cpp) are
+      // listed for every desc: outside bwd_data and bwd_weights, groups 1, at most 8 input
+      // channels, f16/bf16 and channels_last.
       {"cudnn: narrow-channel kernel outside its domain", std::regex("^cudnn:kernel:narrow:mma$"),
-       std::regex("^the narrow-channel kernel (runs bwd_data only|needs groups 1, got "
-                  "groups=[0-9]+|produces at most 8 input channels, got in_channels=[0-9]+|runs "
+       std::regex("^the narrow-channel kernels? (runs? bwd_data and bwd_weights only|needs groups "
+                  "1, got groups=[0-9]+|takes at most 8 input channels, got in_channels=[0-9]+|runs "
                   "f16 and bf16 only \\(f16/bf16 tensor-core products\\)|needs the channels_last "
                   "layout)$"),
        [](const ConvDesc& desc, Direction direction) { return !narrow_domain(desc, direction); }},
+      // Its bwd_weights kernel's input tile (Note [narrow weight gradients] in kernels/narrow.cu).
+      {"cudnn: narrow-channel weight gradient beyond its input tile",
+       std::regex("^cudnn:kernel:narrow:mma$"),
+       std::regex("^the input rows 16 output positions read \\(kernel rows x span x channels\\) "
+                  "exceed the narrow-channel kernel's 12 KiB tile$"),
+       [](const ConvDesc& desc, Direction direction) {
+         return direction == Direction::bwd_weights && beyond_narrow_tile(desc);
+       }},
       // dnnx's grouped kernel (Note [grouped candidates] in conv_grouped.cpp) is listed for every
       // desc: outside its domain (grouped_domain) it says why.
       {"cudnn: grouped kernel outside its domain", std::regex("^cudnn:kernel:grouped:mma$"),
@@ -327,7 +349,9 @@ const std::vector<ExpectedReason<ConvDesc>>& expected_reasons() {
                   "2\\^31|spatial sizes, strides, paddings or dilations (beyond 2\\^31|of 2\\^29 "
                   "or more)|a stride product \\(stride phases\\) beyond 65535|kernel volume x "
                   "ceil\\(out_channels / 32\\) of 2\\^26 or more|N x input positions beyond the "
-                  "grid's 2\\^31 blocks)$"),
+                  "grid's 2\\^31 blocks|kernel volume x channels of 2\\^24 or more|kernel volume "
+                  "x channels or out_channels beyond the grid's 65535 blocks|N x output rows x "
+                  "segments beyond 2\\^40)$"),
        [](const ConvDesc& desc, Direction) { return beyond_kernel_sizes(desc); }},
       // The settings that list a kind of candidate for fp32 convolutions only (runtime.cpp,
       // not_listed_reason; conv_taps.cpp): by default the frames (Note [frame candidates]), the

@@ -1,18 +1,22 @@
 // Note [narrow-channel candidates]
-// The backward data pass of a convolution with few input channels (a network's first layer, on
-// RGB or grey images and clips) is a product whose output has C columns, and cuDNN's engines tile
-// that side by 32 or more: most of their work is padding (kernels/narrow.cu, Note [narrow backward
-// data]). dnnx's kernel there tiles it by 8. It is listed for every convolution as one id,
-// unsupported with its reason outside its domain:
-//   cudnn:kernel:narrow:mma  bwd_data, groups 1, at most 8 input channels, channels_last, f16 or
-//                            bf16 (f32 accumulation); any spatial rank, kernel size, stride,
-//                            per-side padding and dilation
-// It needs workspace for the weights in the tensor cores' operand layout (Note [narrow weight
-// fragments]), is deterministic (each diff_src element summed by one thread in a fixed order)
-// and overwrites its output. Like the depthwise kernels (Note [depthwise candidates]), a
-// supported one comes right after the last config cuDNN's heuristics rank first that is not
-// runtime-compiled. On the shape suite's first layers it is the fastest candidate but for the
-// 7x7 stride-2 stems, where cuDNN's channel-padded engines are (Note [narrow backward data]).
+// The backward passes of a convolution with few input channels (a network's first layer, on RGB
+// or grey images and clips) are products with a side of C columns (bwd_data's diff_src; bwd_weights'
+// kernel volume x C columns), and cuDNN's engines tile that side by 32 or more channels: most of
+// their work is padding (kernels/narrow.cu, Note [narrow backward data], Note [narrow weight
+// gradients]). dnnx's kernels there tile it by 8. They are listed for every convolution as one id
+// per direction, unsupported with its reason outside their domain:
+//   cudnn:kernel:narrow:mma  bwd_data and bwd_weights, groups 1, at most 8 input channels,
+//                            channels_last, f16 or bf16 (f32 accumulation); any spatial rank,
+//                            kernel size, stride, per-side padding and dilation (bwd_weights:
+//                            within its input tile, kernels/narrow.hpp)
+// They need workspace (bwd_data: the weights in the tensor cores' operand layout, Note [narrow
+// weight fragments]; bwd_weights: f32 partial sums per split of the positions), are
+// deterministic (bwd_data: each diff_src element summed by one thread in a fixed order;
+// bwd_weights: a fixed-order sum of the splits) and overwrite their output. Like the depthwise
+// kernels (Note [depthwise candidates]), a supported one comes right after the last config cuDNN's
+// heuristics rank first that is not runtime-compiled. On the shape suite's first layers the
+// bwd_data kernel is the fastest candidate but for the 7x7 stride-2 stems, where cuDNN's
+// channel-padded engines are (Note [narrow backward data]).
 
 #include "backends/cudnn/conv_narrow.hpp"
 
@@ -33,11 +37,12 @@ constexpr std::int64_t max_int = (std::int64_t{1} << 31) - 1;
 // Why the kernel cannot run (desc, direction) ("" when it can), checked before the kernel's own
 // bounds (kernels::narrow_unsupported) so that sizes reach its int fields intact.
 std::string exclusion(const ConvDesc& desc, Direction direction) {
-  if (direction != Direction::bwd_data) return "the narrow-channel kernel runs bwd_data only";
+  if (direction == Direction::fwd)
+    return "the narrow-channel kernels run bwd_data and bwd_weights only";
   if (desc.groups != 1)
     return detail::cat("the narrow-channel kernel needs groups 1, got groups=", desc.groups);
   if (desc.in_channels > kernels::narrow_max_channels) {
-    return detail::cat("the narrow-channel kernel produces at most ", kernels::narrow_max_channels,
+    return detail::cat("the narrow-channel kernel takes at most ", kernels::narrow_max_channels,
                        " input channels, got in_channels=", desc.in_channels);
   }
   if (desc.dtype != DType::f16 && desc.dtype != DType::bf16)
@@ -55,7 +60,7 @@ std::string exclusion(const ConvDesc& desc, Direction direction) {
   return {};
 }
 
-// The desc as the kernel sees it (exclusion(desc, bwd_data) empty).
+// The desc as the kernels see it (exclusion(desc, direction) empty).
 kernels::NarrowShape kernel_shape(const ConvDesc& desc) {
   kernels::NarrowShape shape;
   shape.batch = desc.batch;
@@ -72,11 +77,16 @@ AlgoInfo info_of(const ConvDesc& desc, Direction direction) {
   info.name = "dnnx narrow-channel kernel (tensor cores, 8 columns)";
   info.deterministic = true;
   info.notes = {"kernel", "narrow", "tensor_cores"};
+  if (direction == Direction::bwd_weights) info.notes.emplace_back("fixed_order_reduction");
   info.reason = exclusion(desc, direction);
   if (info.reason.empty()) {
     const kernels::NarrowShape shape = kernel_shape(desc);
-    if (const char* reason = kernels::narrow_unsupported(shape))
+    const bool weights = direction == Direction::bwd_weights;
+    if (const char* reason = weights ? kernels::narrow_bwd_weights_unsupported(shape)
+                                     : kernels::narrow_unsupported(shape))
       info.reason = reason;
+    else if (weights)
+      info.workspace_bytes = kernels::narrow_bwd_weights_workspace_bytes(shape);
     else
       info.workspace_bytes = kernels::narrow_bwd_data_workspace_bytes(shape);
   }
@@ -86,26 +96,35 @@ AlgoInfo info_of(const ConvDesc& desc, Direction direction) {
 
 class NarrowPlan final : public detail::ConvPlan {
  public:
-  NarrowPlan(std::shared_ptr<Runtime> runtime, const ConvDesc& desc, AlgoInfo info)
+  NarrowPlan(std::shared_ptr<Runtime> runtime, const ConvDesc& desc, Direction direction,
+             AlgoInfo info)
       : runtime_(std::move(runtime)),
         info_(std::move(info)),
-        context_(conv_context(desc, Direction::bwd_data, info_.id)),
+        direction_(direction),
+        context_(conv_context(desc, direction, info_.id)),
         shape_(kernel_shape(desc)) {}
 
   const AlgoInfo& algo() const override { return info_; }
 
   void execute(const detail::ConvArgs& args, detail::Workspace workspace) override {
-    const BoundTensors t = bind_tensors(args, Direction::bwd_data, context_);
+    const BoundTensors t = bind_tensors(args, direction_, context_);
     check_workspace(workspace, info_.workspace_bytes, context_);
     runtime_->make_current();
-    DNNX_CUDNN_CHECK(kernels::narrow_bwd_data(shape_, t.first, t.second, t.output, workspace.data,
-                                              runtime_->stream()),
-                     context_, "launching the narrow-channel backward data kernel");
+    if (direction_ == Direction::bwd_weights) {
+      DNNX_CUDNN_CHECK(kernels::narrow_bwd_weights(shape_, t.first, t.second, t.output,
+                                                   workspace.data, runtime_->stream()),
+                       context_, "launching the narrow-channel backward weights kernel");
+    } else {
+      DNNX_CUDNN_CHECK(kernels::narrow_bwd_data(shape_, t.first, t.second, t.output,
+                                                workspace.data, runtime_->stream()),
+                       context_, "launching the narrow-channel backward data kernel");
+    }
   }
 
  private:
   std::shared_ptr<Runtime> runtime_;
   AlgoInfo info_;
+  Direction direction_;
   ErrorContext context_;
   kernels::NarrowShape shape_;
 };
@@ -130,7 +149,7 @@ std::shared_ptr<detail::ConvPlan> make_narrow_plan(std::shared_ptr<Runtime> runt
   AlgoInfo own = info_of(desc, direction);
   if (!own.supported) detail::raise(ErrorKind::Unsupported, own.reason, context);
   own.priority = info.priority;
-  return std::make_shared<NarrowPlan>(std::move(runtime), desc, std::move(own));
+  return std::make_shared<NarrowPlan>(std::move(runtime), desc, direction, std::move(own));
 }
 
 }  // namespace dnnx::cudnn

@@ -1,6 +1,7 @@
 #pragma once
-// dnnx's tensor-core backward data kernel for convolutions with few input channels as a cudnn conv
-// candidate (Note [narrow-channel candidates] in conv_narrow.cpp; the kernel: kernels/narrow.hpp).
+// dnnx's tensor-core backward data and backward weights kernels for convolutions with few input
+// channels as a cudnn conv candidate (Note [narrow-channel candidates] in conv_narrow.cpp; the
+// kernels: kernels/narrow.hpp).
 
 #include <dnnx/algo.hpp>
 #include <dnnx/ops/conv.hpp>

@@ -60,6 +60,7 @@
 
 #include "backends/cudnn/kernels/common.cuh"
 #include "backends/cudnn/kernels/depthwise.hpp"
+#include "backends/cudnn/kernels/splits.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -85,8 +86,6 @@ constexpr std::int64_t max_splits = 1024;
 // columns of a warp's unit of work (Note [depthwise packed weight gradients]).
 constexpr std::int64_t packs_target_blocks = 1024;
 constexpr int packs_segment_columns = 16;
-// The split reduction's blocks: 32 lanes along the weights x this many rows along the splits.
-constexpr int reduce_rows = 32;
 // Bounds of depthwise_unsupported() (Note [depthwise kernels]).
 constexpr std::int64_t max_coordinate = std::int64_t{1} << 29;
 constexpr std::int64_t max_sample = (std::int64_t{1} << 31) - 1;
@@ -964,36 +963,6 @@ __global__ void __launch_bounds__(block_threads)
   });
 }
 
-// dw = the sum of the splits' partial sums (`splits` arrays of `count`), in split order per row
-// of the block, then the rows' sums in row order: 32 lanes along the weights x 32 rows along the
-// splits.
-template <typename T>
-__global__ void __launch_bounds__(warp_size* reduce_rows)
-    reduce_splits_kernel(const float* __restrict__ partial, T* __restrict__ dw, std::int64_t count,
-                         int splits) {
-  __shared__ float red[reduce_rows][warp_size + 1];
-  const int lane = threadIdx.x;
-  const int row = threadIdx.y;
-  for (std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * warp_size; base < count;
-       base += static_cast<std::int64_t>(gridDim.x) * warp_size) {
-    const std::int64_t i = base + lane;
-    float sum = 0.0f;
-    if (i < count) {
-      for (int s = row; s < splits; s += reduce_rows)
-        sum += partial[static_cast<std::int64_t>(s) * count + i];
-    }
-    red[row][lane] = sum;
-    __syncthreads();
-    if (row == 0 && i < count) {
-      float total = 0.0f;
-#pragma unroll
-      for (int r = 0; r < reduce_rows; ++r) total += red[r][lane];
-      dw[i] = from_float<T>(total);
-    }
-    __syncthreads();
-  }
-}
-
 // ---- launches -----------------------------------------------------------------------------------
 
 dim3 grid_of(std::int64_t items, std::int64_t batch) {
@@ -1125,18 +1094,6 @@ cudaError_t elementwise(const DepthwiseShape& shape, DepthwiseVariant variant, c
                                                       stream);
   }
   return cudaErrorInvalidValue;
-}
-
-// Adds the splits' partial sums into dw (a no-op without a split).
-template <typename T>
-cudaError_t reduce_splits(const float* partial, T* dw, std::int64_t count, int splits,
-                          cudaStream_t stream) {
-  if (partial == nullptr) return cudaSuccess;
-  const std::int64_t blocks = std::min<std::int64_t>((count + warp_size - 1) / warp_size, 65535);
-  reduce_splits_kernel<T>
-      <<<static_cast<unsigned>(blocks), dim3(warp_size, reduce_rows), 0, stream>>>(partial, dw,
-                                                                                   count, splits);
-  return cudaGetLastError();
 }
 
 template <typename T, int KC, int K>

@@ -1,5 +1,5 @@
-// dnnx's tensor-core backward data kernel for convolutions with few input channels
-// (kernels/narrow.hpp).
+// dnnx's tensor-core backward data and backward weights kernels for convolutions with few input
+// channels (kernels/narrow.hpp).
 //
 // Note [narrow backward data]
 // The backward data pass of a convolution with C input channels is a product of M = N x input
@@ -53,11 +53,15 @@
 
 #include "backends/cudnn/kernels/common.cuh"
 #include "backends/cudnn/kernels/narrow.hpp"
+#include "backends/cudnn/kernels/splits.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_pipeline.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 namespace dnnx::cudnn::kernels {
 namespace {
@@ -416,12 +420,10 @@ cudaError_t bwd_data_typed(const NarrowShape& shape, const void* diff_dst, const
   return cudaGetLastError();
 }
 
-}  // namespace
-
-const char* narrow_unsupported(const NarrowShape& shape) {
+// Why the kernels cannot run `shape` for any direction: the channel count and 32-bit coordinates.
+const char* dims_unsupported(const NarrowShape& shape) {
   if (shape.channels < 1 || shape.channels > narrow_max_channels)
-    return "the narrow-channel kernel produces at most 8 input channels";
-  std::int64_t phases = 1;
+    return "the narrow-channel kernel takes at most 8 input channels";
   for (int i = 0; i < 3; ++i) {
     for (const std::int64_t v :
          {std::int64_t{shape.input[i]}, std::int64_t{shape.output[i]},
@@ -430,8 +432,480 @@ const char* narrow_unsupported(const NarrowShape& shape) {
       if (v >= max_coordinate)
         return "spatial sizes, strides, paddings or dilations of 2^29 or more";
     }
-    phases *= shape.stride[i];
   }
+  return nullptr;
+}
+
+// ---- backward weights ---------------------------------------------------------------------------
+
+// Note [narrow weight gradients]
+// The weight gradient of a convolution with C <= 8 input channels is a product of K rows (the
+// diff_dst channels) by J = kernel volume x C columns (a column per tap and channel, in the
+// weights' K, taps, C order), reduced over N x every output position. cuDNN's engines pad C to
+// their tile's channel block: C3D's conv1a (3 channels, 3x3x3, 64 outputs, batch 30) takes about
+// 1.2 ms with cuDNN's best engine, where reading its 770 MB of diff_dst once takes about 0.2.
+// This kernel runs mma.sync m16n8k16 (f32 accumulators) with the positions as the reduction:
+// - A unit of work is a segment of 16, 32 or 64 consecutive output positions along W of one
+//   output row (n, od, oh). The block copies the segment's diff_dst (positions x its 64
+//   channels, zero beyond K and beyond the row) to shared memory, and next to it the input rows
+//   the segment's taps read: per (kd, kh) of the block's columns, span = (seg - 1) x stride +
+//   (KW - 1) x dilation + 1 positions x C channels, zero outside the input. Two stages: the
+//   asynchronous copies of the next unit run under the products of this one.
+// - A (16 channels x 16 positions) is an ldmatrix.trans of the positions' diff_dst rows. B (16
+//   positions x 8 columns): each thread gathers its column's 4 elements from the input rows,
+//   column (tap, c) at (row of (kd, kh)) x pitch + kw x dilation x C + c for position 0 and
+//   stride x C further per position. The columns pack the C channels of consecutive taps, so no
+//   product is spent on a padded channel (C3D's 81 columns are 11 tiles of 8; C padded to 8
+//   would take 27).
+// - A block owns up to 64 diff_dst channels (grid.z) and up to 16 column tiles (grid.y, the
+//   tiles shared evenly by the blocks). Its 4 warps split the tiles, up to 4 each; when one or
+//   two warps hold them all, the others take the segment's other 16-position steps, and the warps
+//   of a column group add their sums in warp order at the end. The segment's length is the one
+//   with the least cost of padded positions and per-unit work (weighs a unit as 16 positions),
+//   among those whose input rows fit the tile.
+// - grid.x splits the units (N x output rows x segments) into contiguous ranges, their count a
+//   function of the shape alone; a block steps through its range without a division. Each
+//   block writes its f32 partial sums to the workspace and reduce_splits() adds them in a fixed
+//   order: bitwise reproducible, no atomics.
+//
+// Note [narrow input words]
+// An input row of C channels starts at an odd element whenever its first column times C is odd
+// (C = 3, any odd column), too misaligned for the asynchronous copies' 4-byte words. When W x C
+// is even (and src 4-byte aligned) every row of the tensor starts at an even element, so the
+// tile's row copies the words from its first element rounded down to even: the row then begins
+// one element early when that was odd (`shift`, the same for every row of a unit, added to the
+// products' pointer), and a word is either wholly inside the row or wholly outside it (zero
+// filled), since the row's ends are even too. Otherwise the rows are copied element by element.
+namespace wg {
+constexpr int threads = 128;
+constexpr int warps = threads / warp_size;
+constexpr int channels = 64;  // diff_dst channels per block: 4 row tiles of 16
+constexpr int row_tiles = channels / 16;
+constexpr int warp_tiles = 4;                     // column tiles of 8 a warp holds at most
+constexpr int block_tiles = warps * warp_tiles;  // 128 columns
+constexpr int max_segment = 64;
+constexpr int pitch = channels + 8;   // halves per position of the diff_dst tile (Note below)
+constexpr int stage_y = max_segment * pitch;  // the diff_dst tile's halves
+constexpr int input_halves = 6144;    // the input rows' tile: 12 KiB (two stages within 48 KiB)
+constexpr int blocks_per_sm = 4;      // 16 warps an SM: up to 128 registers a thread
+constexpr std::int64_t target_blocks = 512;  // about one wave of blocks on a large GPU
+constexpr std::int64_t min_units = 4;        // units per split at least
+constexpr std::int64_t max_workspace = std::int64_t{256} << 20;  // partial sums' bytes at most
+constexpr std::int64_t max_columns = std::int64_t{1} << 24;
+constexpr std::int64_t max_grid_yz = 65535;
+constexpr std::int64_t max_units = std::int64_t{1} << 40;  // units x splits within int64
+}  // namespace wg
+// The diff_dst tile's rows are 144 bytes apart, so the 8 rows of an 8x8 matrix ldmatrix reads
+// start in 8 distinct 4-bank groups: no bank conflict.
+
+struct WGeo {
+  int in[3], out[3], k[3], s[3], p[3], d[3];
+  int channels, out_channels, columns;
+  int seg, segs, span;  // positions per segment, segments per output row, input positions read
+  int block_cols;       // columns per block (a multiple of 8)
+  int col_groups;       // warps along the columns: 1, 2 or 4
+  int warp_tiles;       // column tiles per warp
+  int pos_groups;       // warps along the segment's steps: 4 / col_groups
+  int rows;             // input rows (kd, kh) a block's tile holds at most
+  int x_pitch;          // halves per input row in the tile: span x C + 1 rounded up to even
+  int stage_halves;     // a stage: the diff_dst tile, then the input rows
+  int col_blocks, k_blocks, splits;
+  std::int64_t units;
+  std::int64_t batch;
+
+  int shared_bytes() const {
+    const int tiles = 2 * stage_halves * 2 + rows * 16;  // and the rows' RowOffsets
+    const int sums = (pos_groups - 1) * col_groups * warp_size *
+                     (wg::row_tiles * wg::warp_tiles * 4) * static_cast<int>(sizeof(float));
+    return std::max(tiles, sums);
+  }
+};
+
+// The input rows (kd, kh) the columns [lo, hi) read: pairs lo / C / KW to (hi - 1) / C / KW.
+__host__ __device__ inline int rows_of(int lo, int hi, int channels, int kw) {
+  return (hi - 1) / channels / kw - lo / channels / kw + 1;
+}
+
+// The geometry of a shape that passed dims_unsupported() with J below wg::max_columns; seg is 0
+// when no segment's input rows fit the tile.
+WGeo weights_geo(const NarrowShape& shape) {
+  WGeo g{};
+  copy_dims(g, shape);
+  g.channels = shape.channels;
+  g.out_channels = shape.out_channels;
+  g.batch = shape.batch;
+  g.columns = shape.kernel[0] * shape.kernel[1] * shape.kernel[2] * shape.channels;
+  const int tiles = ceil_div(g.columns, 8);
+  g.col_blocks = ceil_div(tiles, wg::block_tiles);
+  const int block_tiles = ceil_div(tiles, g.col_blocks);
+  g.block_cols = block_tiles * 8;
+  g.col_groups = block_tiles <= wg::warp_tiles ? 1 : block_tiles <= 2 * wg::warp_tiles ? 2 : 4;
+  g.warp_tiles = ceil_div(block_tiles, g.col_groups);
+  g.pos_groups = wg::warps / g.col_groups;
+  for (int b = 0; b < g.col_blocks; ++b) {
+    const int lo = b * g.block_cols;
+    g.rows = std::max(g.rows, rows_of(lo, std::min(g.columns, lo + g.block_cols), g.channels,
+                                      g.k[2]));
+  }
+  std::int64_t least = -1;
+  for (const int seg : {64, 32, 16}) {
+    const std::int64_t span = std::int64_t{seg - 1} * g.s[2] + std::int64_t{g.k[2] - 1} * g.d[2] + 1;
+    const std::int64_t pitch = (span * g.channels + 2) / 2 * 2;
+    if (std::int64_t{g.rows} * pitch > wg::input_halves) continue;
+    const std::int64_t segs = (std::int64_t{g.out[2]} + seg - 1) / seg;
+    const std::int64_t cost = segs * (seg + 16);
+    if (least < 0 || cost < least) {
+      least = cost;
+      g.seg = seg;
+      g.span = static_cast<int>(span);
+      g.segs = static_cast<int>(segs);
+      g.x_pitch = static_cast<int>(pitch);
+    }
+  }
+  // Stages start 16-byte aligned.
+  g.stage_halves = (wg::stage_y + g.rows * g.x_pitch + 7) / 8 * 8;
+  g.units = g.batch * g.out[0] * g.out[1] * g.segs;
+  g.k_blocks = static_cast<int>(
+      std::min<std::int64_t>((std::int64_t{g.out_channels} + wg::channels - 1) / wg::channels,
+                             wg::max_grid_yz + 1));
+  const std::int64_t sums_bytes =
+      std::int64_t{g.out_channels} * g.columns * static_cast<std::int64_t>(sizeof(float));
+  std::int64_t splits = (wg::target_blocks + std::int64_t{g.col_blocks} * g.k_blocks - 1) /
+                        (std::int64_t{g.col_blocks} * g.k_blocks);
+  splits = std::min(splits, (g.units + wg::min_units - 1) / wg::min_units);
+  splits = std::min(splits, wg::max_workspace / std::max<std::int64_t>(sums_bytes, 1));
+  g.splits = static_cast<int>(std::max<std::int64_t>(splits, 1));
+  return g;
+}
+
+// Four 8x8 matrices of 16-bit elements, transposed: lanes 8i..8i+7 give the rows of matrix i;
+// lane l receives elements (2 (l % 4), l / 4) and (2 (l % 4) + 1, l / 4) of each.
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+
+// The unit a block works on: sample n, output plane od, row oh, segment sg (the fastest).
+struct Unit {
+  std::int64_t n;
+  int od, oh, sg;
+};
+
+__device__ __forceinline__ Unit unit_at(const WGeo& g, std::int64_t index) {
+  Unit u;
+  u.sg = static_cast<int>(index % g.segs);
+  index /= g.segs;
+  u.oh = static_cast<int>(index % g.out[1]);
+  index /= g.out[1];
+  u.od = static_cast<int>(index % g.out[0]);
+  u.n = index / g.out[0];
+  return u;
+}
+
+__device__ __forceinline__ void advance(const WGeo& g, Unit& u) {
+  if (++u.sg < g.segs) return;
+  u.sg = 0;
+  if (++u.oh < g.out[1]) return;
+  u.oh = 0;
+  if (++u.od < g.out[0]) return;
+  u.od = 0;
+  ++u.n;
+}
+
+// An input row of a block's tile (Note [narrow tile copies]).
+struct RowOffsets {
+  int kd, kh;             // kd x dilation, kh x dilation
+  std::int64_t element;   // (kd x dilation x H + kh x dilation) x W x C
+};
+
+// Note [narrow tile copies]
+// The copies of a unit are most of the kernel's instructions besides the products, so a thread's
+// share is fixed once per block: its chunk of 8 diff_dst channels (and the positions 16 apart
+// from its first), and its first item of the input rows with the step to its next (the rows of
+// the tile flattened, a row's items being its 4-byte words or elements). The per-row part of an
+// input address is a table in shared memory made once per block (RowOffsets); per unit, a copy
+// adds it to the unit's origin.
+
+// Note [narrow weight gradients]. PackedY: K a multiple of 8 and diff_dst 16-byte aligned (the
+// diff_dst tile by 16-byte asynchronous copies); PackedX: W x C even and src 4-byte aligned (the
+// input rows by 4-byte asynchronous copies, Note [narrow input words]). The other copies are
+// plain loads and stores, made after the products of the unit before.
+template <typename T, bool PackedY, bool PackedX>
+__global__ void __launch_bounds__(wg::threads, wg::blocks_per_sm)
+    bwd_weights_kernel(WGeo g, const T* __restrict__ x, const T* __restrict__ dy,
+                       float* __restrict__ partial) {
+  extern __shared__ uint4 shared[];
+  T* const stage0 = reinterpret_cast<T*>(shared);
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid % warp_size;
+  const int warp = tid / warp_size;
+  const int group = lane / 4;
+  const int quad = lane % 4;
+  const int K = g.out_channels;
+  const int C = g.channels;
+  const int k0 = static_cast<int>(blockIdx.z) * wg::channels;
+  const int row_tiles = min(wg::row_tiles, (K - k0 + 15) / 16);
+  const int col_lo = static_cast<int>(blockIdx.y) * g.block_cols;
+  const int col_hi = min(g.columns, col_lo + g.block_cols);
+  const int row_lo = col_lo / C / g.k[2];
+  const int rows = rows_of(col_lo, col_hi, C, g.k[2]);
+  const int cgroup = warp % g.col_groups;
+  const int pgroup = warp / g.col_groups;
+  const int sc = g.s[2] * C;  // halves between consecutive positions' elements of a column
+  const int row_elements = g.in[2] * C;
+  // Per column tile of this warp: whether it holds columns of the block, and this thread's
+  // column's offset in the input rows at position 2 quad.
+  bool tile_on[wg::warp_tiles];
+  int xoff[wg::warp_tiles];
+#pragma unroll
+  for (int i = 0; i < wg::warp_tiles; ++i) {
+    const int tile = cgroup * g.warp_tiles + i;
+    tile_on[i] = i < g.warp_tiles && col_lo + tile * 8 < col_hi;
+    const int j = col_lo + tile * 8 + group;
+    xoff[i] = wg::stage_y + 2 * quad * sc;
+    if (tile_on[i] && j < col_hi) {
+      const int tap = j / C;
+      const int kw = tap % g.k[2];
+      xoff[i] += (tap / g.k[2] - row_lo) * g.x_pitch + kw * g.d[2] * C + (j - tap * C);
+    }
+  }
+  // This lane's row of the ldmatrix: position (lane / 16) x 8 + lane % 8, channels 8 x bit 3.
+  const unsigned a_lane =
+      static_cast<unsigned>(__cvta_generic_to_shared(stage0)) +
+      static_cast<unsigned>((((lane >> 4) & 1) * 8 + (lane & 7)) * wg::pitch +
+                            ((lane >> 3) & 1) * 8) *
+          2u;
+  float acc[wg::row_tiles][wg::warp_tiles][4];
+#pragma unroll
+  for (int m = 0; m < wg::row_tiles; ++m) {
+#pragma unroll
+    for (int i = 0; i < wg::warp_tiles; ++i) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[m][i][e] = 0.0f;
+    }
+  }
+
+  // Per input row of the tile (Note [narrow tile copies]): its (kd x dilation, kh x dilation)
+  // and its first element's offset from the unit's origin.
+  auto* offsets = reinterpret_cast<RowOffsets*>(stage0 + 2 * g.stage_halves);
+  for (int r = tid; r < rows; r += wg::threads) {
+    const int kd = (row_lo + r) / g.k[1];
+    const int kh = row_lo + r - kd * g.k[1];
+    offsets[r].kd = kd * g.d[0];
+    offsets[r].kh = kh * g.d[1];
+    offsets[r].element =
+        (static_cast<std::int64_t>(kd) * g.d[0] * g.in[1] + static_cast<std::int64_t>(kh) * g.d[1]) *
+        row_elements;
+  }
+  __syncthreads();
+  // This thread's first item of the input rows and its step: items per row, one item a 4-byte
+  // word (PackedX) or an element.
+  const int items = PackedX ? g.x_pitch / 2 : g.x_pitch;
+  const int x_row = tid / items;
+  const int x_item = tid - x_row * items;
+  const int x_row_step = wg::threads / items;
+  const int x_item_step = wg::threads - x_row_step * items;
+  // This thread's chunk of 8 diff_dst channels at positions y_position + 16 i.
+  const int y_position = tid / 8;
+  const int y_channel = tid % 8 * 8;
+  const bool y_channel_in = k0 + y_channel < K;
+
+  // The copies of a unit into stage s: Async the asynchronous ones, else the plain ones. A
+  // thread's share of each is the same for every unit (Note [narrow tile copies]).
+  const auto copy = [&](int s, const Unit& u, auto async) {
+    constexpr bool Async = decltype(async)::value;
+    T* const ys = stage0 + s * g.stage_halves;
+    T* const xs = ys + wg::stage_y;
+    const int ow0 = u.sg * g.seg;
+    const int valid = min(g.seg, g.out[2] - ow0);
+    if constexpr (Async == PackedY) {
+      const T* from =
+          dy + (((u.n * g.out[0] + u.od) * g.out[1] + u.oh) * g.out[2] + ow0 + y_position) * K +
+          k0 + y_channel;
+      T* to = ys + y_position * wg::pitch + y_channel;
+      for (int i = 0; i < g.seg / 16; ++i) {
+        const bool ok = y_channel_in && y_position + 16 * i < valid;
+        const T* at = from + static_cast<std::int64_t>(16 * i) * K;
+        if constexpr (Async) {
+          __pipeline_memcpy_async(to + 16 * i * wg::pitch, ok ? at : dy, 16, ok ? 0 : 16);
+        } else {
+          Pack<T, 8> v;
+#pragma unroll
+          for (int e = 0; e < 8; ++e)
+            v.v[e] = ok && k0 + y_channel + e < K ? at[e] : from_float<T>(0.0f);
+          *reinterpret_cast<Pack<T, 8>*>(to + 16 * i * wg::pitch) = v;
+        }
+      }
+    }
+    if constexpr (Async == PackedX) {
+      // Item i of the tile's row r: element a0 + i (PackedX: the word at a0 + 2 i) of input row
+      // r, a0 = iw0 x C (PackedX: rounded down to even, Note [narrow input words]).
+      const int a = (ow0 * g.s[2] - g.p[2]) * C;
+      const int a0 = PackedX ? a - (a & 1) : a;
+      const int id0 = u.od * g.s[0] - g.p[0];
+      const int ih0 = u.oh * g.s[1] - g.p[1];
+      const T* origin = x + ((u.n * g.in[0] + id0) * g.in[1] + ih0) * row_elements + a0;
+      constexpr int width = PackedX ? 2 : 1;
+      int r = x_row;
+      int i = x_item;
+      while (r < rows) {
+        const RowOffsets row = offsets[r];
+        const int e = a0 + width * i;
+        const bool ok = inside(id0 + row.kd, g.in[0]) && inside(ih0 + row.kh, g.in[1]) && e >= 0 &&
+                        e < row_elements;
+        T* to = xs + r * g.x_pitch + width * i;
+        if constexpr (PackedX) {
+          __pipeline_memcpy_async(to, ok ? origin + row.element + 2 * i : x, 4, ok ? 0 : 4);
+        } else {
+          *to = ok ? origin[row.element + i] : from_float<T>(0.0f);
+        }
+        r += x_row_step;
+        i += x_item_step;
+        if (i >= items) {
+          i -= items;
+          ++r;
+        }
+      }
+    }
+  };
+
+  const std::int64_t first = g.units * blockIdx.x / g.splits;
+  const int count = static_cast<int>(g.units * (blockIdx.x + 1) / g.splits - first);
+  const int steps = g.seg / 16;
+  Unit next = unit_at(g, first);
+  if (count > 0) {
+    copy(0, next, std::true_type{});
+    __pipeline_commit();
+    copy(0, next, std::false_type{});
+  }
+  for (int u = 0; u < count; ++u) {
+    const int s = u & 1;
+    const int ow0 = next.sg * g.seg;
+    const int valid = min(g.seg, g.out[2] - ow0);
+    const int shift = PackedX ? ((ow0 * g.s[2] - g.p[2]) * C) & 1 : 0;
+    __pipeline_wait_prior(0);
+    __syncthreads();  // stage s is complete, and every warp is done with stage 1 - s
+    const bool more = u + 1 < count;
+    if (more) {
+      advance(g, next);
+      copy(1 - s, next, std::true_type{});
+      __pipeline_commit();
+    }
+    const unsigned a_stage = a_lane + static_cast<unsigned>(s * g.stage_halves) * 2u;
+    const auto* b_stage =
+        reinterpret_cast<const unsigned short*>(stage0 + s * g.stage_halves) + shift;
+    for (int step = pgroup; step < steps && step * 16 < valid; step += g.pos_groups) {
+      unsigned a[wg::row_tiles][4];
+#pragma unroll
+      for (int m = 0; m < wg::row_tiles; ++m) {
+        if (m < row_tiles)
+          ldmatrix_x4_trans(a[m], a_stage + static_cast<unsigned>(step * 16 * wg::pitch + m * 16) * 2u);
+      }
+      const unsigned short* b = b_stage + step * 16 * sc;
+#pragma unroll
+      for (int i = 0; i < wg::warp_tiles; ++i) {
+        if (!tile_on[i]) continue;
+        const unsigned short* at = b + xoff[i];
+        const unsigned b0 = static_cast<unsigned>(at[0]) | static_cast<unsigned>(at[sc]) << 16;
+        const unsigned b1 =
+            static_cast<unsigned>(at[8 * sc]) | static_cast<unsigned>(at[9 * sc]) << 16;
+#pragma unroll
+        for (int m = 0; m < wg::row_tiles; ++m) {
+          if (m < row_tiles) mma<T>(acc[m][i], a[m][0], a[m][1], a[m][2], a[m][3], b0, b1);
+        }
+      }
+    }
+    if (more) copy(1 - s, next, std::false_type{});
+  }
+  // The warps of a column group add their sums in warp order, through shared memory.
+  if (g.pos_groups > 1) {
+    __syncthreads();
+    auto* sums = reinterpret_cast<float*>(shared);
+    constexpr int per_lane = wg::row_tiles * wg::warp_tiles * 4;
+    const auto at = [&](int pg, int e) {
+      return ((((pg - 1) * g.col_groups + cgroup) * per_lane) + e) * warp_size + lane;
+    };
+    if (pgroup > 0) {
+#pragma unroll
+      for (int m = 0; m < wg::row_tiles; ++m) {
+#pragma unroll
+        for (int i = 0; i < wg::warp_tiles; ++i) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) sums[at(pgroup, (m * wg::warp_tiles + i) * 4 + e)] = acc[m][i][e];
+        }
+      }
+    }
+    __syncthreads();
+    if (pgroup > 0) return;
+    for (int pg = 1; pg < g.pos_groups; ++pg) {
+#pragma unroll
+      for (int m = 0; m < wg::row_tiles; ++m) {
+#pragma unroll
+        for (int i = 0; i < wg::warp_tiles; ++i) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[m][i][e] += sums[at(pg, (m * wg::warp_tiles + i) * 4 + e)];
+        }
+      }
+    }
+  }
+  // D's fragment: rows (channels) group and group + 8, columns 2 quad and 2 quad + 1.
+  float* out = partial + static_cast<std::int64_t>(blockIdx.x) * K * g.columns;
+#pragma unroll
+  for (int m = 0; m < wg::row_tiles; ++m) {
+#pragma unroll
+    for (int i = 0; i < wg::warp_tiles; ++i) {
+      if (m >= row_tiles || !tile_on[i]) continue;
+      const int j = col_lo + (cgroup * g.warp_tiles + i) * 8 + 2 * quad;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int k = k0 + m * 16 + group + 8 * h;
+        if (k >= K) continue;
+        float* row = out + static_cast<std::int64_t>(k) * g.columns;
+        if (j < col_hi) row[j] = acc[m][i][2 * h];
+        if (j + 1 < col_hi) row[j + 1] = acc[m][i][2 * h + 1];
+      }
+    }
+  }
+}
+
+std::size_t weights_workspace_bytes(const WGeo& g) {
+  return static_cast<std::size_t>(g.splits) * static_cast<std::size_t>(g.out_channels) *
+         static_cast<std::size_t>(g.columns) * sizeof(float);
+}
+
+template <typename T>
+cudaError_t bwd_weights_typed(const NarrowShape& shape, const void* src, const void* diff_dst,
+                              void* diff_weights, void* workspace, cudaStream_t stream) {
+  const WGeo g = weights_geo(shape);
+  const dim3 grid(static_cast<unsigned>(g.splits), static_cast<unsigned>(g.col_blocks),
+                  static_cast<unsigned>(g.k_blocks));
+  const auto* x = static_cast<const T*>(src);
+  const auto* dy = static_cast<const T*>(diff_dst);
+  auto* partial = static_cast<float*>(workspace);
+  const auto bytes = static_cast<std::size_t>(g.shared_bytes());
+  const bool packed_y = aligned(diff_dst, 16) && g.out_channels % 8 == 0;
+  const bool packed_x = aligned(src, 4) && static_cast<std::int64_t>(g.in[2]) * g.channels % 2 == 0;
+  if (packed_y && packed_x)
+    bwd_weights_kernel<T, true, true><<<grid, wg::threads, bytes, stream>>>(g, x, dy, partial);
+  else if (packed_y)
+    bwd_weights_kernel<T, true, false><<<grid, wg::threads, bytes, stream>>>(g, x, dy, partial);
+  else if (packed_x)
+    bwd_weights_kernel<T, false, true><<<grid, wg::threads, bytes, stream>>>(g, x, dy, partial);
+  else
+    bwd_weights_kernel<T, false, false><<<grid, wg::threads, bytes, stream>>>(g, x, dy, partial);
+  if (const cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
+  return reduce_splits<T>(partial, static_cast<T*>(diff_weights),
+                          static_cast<std::int64_t>(g.out_channels) * g.columns, g.splits,
+                          stream);
+}
+
+}  // namespace
+
+const char* narrow_unsupported(const NarrowShape& shape) {
+  if (const char* reason = dims_unsupported(shape)) return reason;
+  std::int64_t phases = 1;
+  for (int i = 0; i < 3; ++i) phases *= shape.stride[i];
   if (phases > max_phases) return "a stride product (stride phases) beyond 65535";
   const std::int64_t taps = std::int64_t{shape.kernel[0]} * shape.kernel[1] * shape.kernel[2];
   const std::int64_t chunks =
@@ -459,6 +933,39 @@ cudaError_t narrow_bwd_data(const NarrowShape& shape, const void* diff_dst, cons
       return bwd_data_typed<__half>(shape, diff_dst, weights, diff_src, workspace, stream);
     case NarrowType::bf16:
       return bwd_data_typed<__nv_bfloat16>(shape, diff_dst, weights, diff_src, workspace, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+const char* narrow_bwd_weights_unsupported(const NarrowShape& shape) {
+  if (const char* reason = dims_unsupported(shape)) return reason;
+  const std::int64_t columns =
+      std::int64_t{shape.kernel[0]} * shape.kernel[1] * shape.kernel[2] * shape.channels;
+  if (columns >= wg::max_columns) return "kernel volume x channels of 2^24 or more";
+  const WGeo g = weights_geo(shape);
+  if (g.seg == 0) {
+    return "the input rows 16 output positions read (kernel rows x span x channels) exceed the "
+           "narrow-channel kernel's 12 KiB tile";
+  }
+  if (g.col_blocks > wg::max_grid_yz || g.k_blocks > wg::max_grid_yz)
+    return "kernel volume x channels or out_channels beyond the grid's 65535 blocks";
+  if (g.units > wg::max_units) return "N x output rows x segments beyond 2^40";
+  return nullptr;
+}
+
+std::size_t narrow_bwd_weights_workspace_bytes(const NarrowShape& shape) {
+  return weights_workspace_bytes(weights_geo(shape));
+}
+
+cudaError_t narrow_bwd_weights(const NarrowShape& shape, const void* src, const void* diff_dst,
+                               void* diff_weights, void* workspace, cudaStream_t stream) {
+  if (narrow_bwd_weights_unsupported(shape) != nullptr) return cudaErrorInvalidValue;
+  switch (shape.type) {
+    case NarrowType::f16:
+      return bwd_weights_typed<__half>(shape, src, diff_dst, diff_weights, workspace, stream);
+    case NarrowType::bf16:
+      return bwd_weights_typed<__nv_bfloat16>(shape, src, diff_dst, diff_weights, workspace,
+                                              stream);
   }
   return cudaErrorInvalidValue;
 }

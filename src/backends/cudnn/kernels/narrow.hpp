@@ -1,9 +1,9 @@
 #pragma once
-// dnnx's tensor-core kernel for the backward data pass of convolutions with few input channels
-// (cudnn:kernel:narrow:mma): groups 1, at most 8 input channels, 1/2/3 spatial dims, any kernel
-// size, stride, per-side padding and dilation, channels_last, f16/bf16 storage with f32
-// accumulation. Plain pointers, sizes and a stream; no cuDNN types. The work split: Note
-// [narrow backward data] in narrow.cu.
+// dnnx's tensor-core kernels for the backward data and backward weights passes of convolutions
+// with few input channels (cudnn:kernel:narrow:mma): groups 1, at most 8 input channels, 1/2/3
+// spatial dims, any kernel size, stride, per-side padding and dilation, channels_last, f16/bf16
+// storage with f32 accumulation. Plain pointers, sizes and a stream; no cuDNN types. The work
+// split: Note [narrow backward data] and Note [narrow weight gradients] in narrow.cu.
 
 #include "backends/cudnn/kernels/spatial.hpp"
 
@@ -14,7 +14,7 @@
 
 namespace dnnx::cudnn::kernels {
 
-/// The most input channels (the columns of its products) the kernel produces.
+/// The most input channels the kernels take.
 inline constexpr int narrow_max_channels = 8;
 
 /// Element type of every tensor.
@@ -29,8 +29,8 @@ struct NarrowShape : SpatialDims {
   NarrowType type = NarrowType::f16;
 };
 
-/// Why the kernel cannot run `shape` (a static string), or nullptr when it can: at most 8
-/// channels, spatial coordinates below 2^29, a stride product of at most 65535, kernel volume x
+/// Why the backward data kernel cannot run `shape` (a static string), or nullptr when it can: at
+/// most 8 channels, spatial coordinates below 2^29, a stride product of at most 65535, kernel volume x
 /// ceil(K / 32) below 2^26 and N x input positions within 2^31 blocks of 256.
 const char* narrow_unsupported(const NarrowShape& shape);
 
@@ -44,5 +44,24 @@ std::size_t narrow_bwd_data_workspace_bytes(const NarrowShape& shape);
 /// (cudaErrorInvalidValue when the kernel cannot run the shape).
 cudaError_t narrow_bwd_data(const NarrowShape& shape, const void* diff_dst, const void* weights,
                             void* diff_src, void* workspace, cudaStream_t stream);
+
+/// Why the backward weights kernel cannot run `shape` (a static string), or nullptr when it can:
+/// at most 8 channels, spatial coordinates below 2^29, kernel volume x C below 2^24, the input
+/// rows that 16 output positions read within its 12 KiB tile (kernel rows x (((16 - 1) x stride
+/// + (KW - 1) x dilation + 1) x C + 1, rounded up to even) halves, over the kernel rows of a
+/// block's 128 columns), K within 65535 blocks of 64 and N x output rows within 2^40.
+const char* narrow_bwd_weights_unsupported(const NarrowShape& shape);
+
+/// Workspace bytes narrow_bwd_weights needs: f32 partial sums, K x kernel volume x C per split of
+/// the positions (Note [narrow weight gradients] in narrow.cu; at most 256 MiB). A function of the
+/// shape only.
+std::size_t narrow_bwd_weights_workspace_bytes(const NarrowShape& shape);
+
+/// diff_weights = gradient w.r.t. the weights, queued on `stream` (two launches: the products'
+/// partial sums per split, then their fixed-order sum; deterministic, no atomics; overwrites
+/// diff_weights). `workspace` holds narrow_bwd_weights_workspace_bytes(shape) bytes, aligned to
+/// 16. Returns the launch status (cudaErrorInvalidValue when the kernel cannot run the shape).
+cudaError_t narrow_bwd_weights(const NarrowShape& shape, const void* src, const void* diff_dst,
+                               void* diff_weights, void* workspace, cudaStream_t stream);
 
 }  // namespace dnnx::cudnn::kernels
