@@ -154,18 +154,18 @@ TEST(CudnnConvNarrow, SaysWhyItCannotRun) {
   const ConvDesc phases = conv({1, 3, 300, 300}, {8, 3, 1, 1}, {256}, {0});
   EXPECT_NE(reason(phases, Direction::bwd_data).find("65535"), std::string::npos);
   // bwd_weights: stride 256 along W spreads 16 positions over 3841 input columns.
-  EXPECT_NE(reason(phases, Direction::bwd_weights).find("11 KiB"), std::string::npos);
+  EXPECT_NE(reason(phases, Direction::bwd_weights).find("12 KiB"), std::string::npos);
   for (const Direction direction : {Direction::bwd_data, Direction::bwd_weights}) {
     EXPECT_NE(reason(f32, direction).find("f16 and bf16"), std::string::npos);
     EXPECT_NE(reason(wide, direction).find("in_channels=9"), std::string::npos);
     EXPECT_NE(reason(grouped, direction).find("groups 1"), std::string::npos);
   }
-  // bwd_weights: the input rows of 16 positions beyond its 11 KiB tile (8 channels x (15 + 6 x
-  // 115 + 1) positions + 2 halves: 5650 halves), and just within it (dilation 114: 5602).
-  const ConvDesc far = conv({1, 8, 3, 1300}, {8, 8, 1, 7}, {1}, {0}, {1, 115});
-  EXPECT_NE(reason(far, Direction::bwd_weights).find("11 KiB"), std::string::npos);
+  // bwd_weights: the input rows of 16 positions beyond its 12 KiB tile (8 channels x (15 + 6 x
+  // 126 + 1) positions + 2 halves: 6178 halves), and just within it (dilation 125: 6130).
+  const ConvDesc far = conv({1, 8, 3, 1300}, {8, 8, 1, 7}, {1}, {0}, {1, 126});
+  EXPECT_NE(reason(far, Direction::bwd_weights).find("12 KiB"), std::string::npos);
   EXPECT_EQ(reason(far, Direction::bwd_data), "");
-  const ConvDesc near = conv({1, 8, 3, 1300}, {8, 8, 1, 7}, {1}, {0}, {1, 114});
+  const ConvDesc near = conv({1, 8, 3, 1300}, {8, 8, 1, 7}, {1}, {0}, {1, 125});
   EXPECT_EQ(reason(near, Direction::bwd_weights), "");
 }
 

@@ -449,9 +449,8 @@ const char* dims_unsupported(const NarrowShape& shape) {
 //   output row (n, od, oh). The block copies the segment's diff_dst (positions x its 64
 //   channels, zero beyond K and beyond the row) to shared memory, and next to it the input rows
 //   the segment's taps read: per (kd, kh) of the block's columns, span = (seg - 1) x stride +
-//   (KW - 1) x dilation + 1 positions x C channels, zero outside the input. Two to four stages
-//   (as many as 48 KiB hold): the asynchronous copies of the next units run under the products
-//   of this one, which for few columns (the stems' 27) are too short to hide one unit's copies.
+//   (KW - 1) x dilation + 1 positions x C channels, zero outside the input. Two stages: the
+//   asynchronous copies of the next unit run under the products of this one.
 // - A (16 channels x 16 positions) is an ldmatrix.trans of the positions' diff_dst rows. B (16
 //   positions x 8 columns): each thread gathers its column's 4 elements from the input rows,
 //   column (tap, c) at (row of (kd, kh)) x pitch + kw x dilation x C + c for position 0 and
@@ -487,9 +486,7 @@ constexpr int block_tiles = warps * warp_tiles;  // 128 columns
 constexpr int max_segment = 64;
 constexpr int pitch = channels + 8;   // halves per position of the diff_dst tile (Note below)
 constexpr int stage_y = max_segment * pitch;  // the diff_dst tile's halves
-constexpr int input_halves = 5632;    // the input rows' tile: 11 KiB (two stages within 48 KiB)
-constexpr int max_stages = 4;
-constexpr int shared_limit = 48 * 1024;  // what a launch takes without opting in
+constexpr int input_halves = 6144;    // the input rows' tile: 12 KiB (two stages within 48 KiB)
 constexpr int blocks_per_sm = 4;      // 16 warps an SM: up to 128 registers a thread
 constexpr std::int64_t target_blocks = 512;  // about one wave of blocks on a large GPU
 constexpr std::int64_t min_units = 4;        // units per split at least
@@ -512,13 +509,12 @@ struct WGeo {
   int rows;             // input rows (kd, kh) a block's tile holds at most
   int x_pitch;          // halves per input row in the tile: span x C + 1 rounded up to even
   int stage_halves;     // a stage: the diff_dst tile, then the input rows
-  int stages;           // 2 to 4: as many as fit the shared memory a launch takes without opting in
   int col_blocks, k_blocks, splits;
   std::int64_t units;
   std::int64_t batch;
 
   int shared_bytes() const {
-    const int tiles = stages * stage_halves * 2 + rows * 16;  // and the rows' RowOffsets
+    const int tiles = 2 * stage_halves * 2 + rows * 16;  // and the rows' RowOffsets
     const int sums = (pos_groups - 1) * col_groups * warp_size *
                      (wg::row_tiles * wg::warp_tiles * 4) * static_cast<int>(sizeof(float));
     return std::max(tiles, sums);
@@ -568,7 +564,6 @@ WGeo weights_geo(const NarrowShape& shape) {
   }
   // Stages start 16-byte aligned.
   g.stage_halves = (wg::stage_y + g.rows * g.x_pitch + 7) / 8 * 8;
-  g.stages = std::clamp((wg::shared_limit - g.rows * 16) / (g.stage_halves * 2), 2, wg::max_stages);
   g.units = g.batch * g.out[0] * g.out[1] * g.segs;
   g.k_blocks = static_cast<int>(
       std::min<std::int64_t>((std::int64_t{g.out_channels} + wg::channels - 1) / wg::channels,
@@ -693,7 +688,7 @@ __global__ void __launch_bounds__(wg::threads, wg::blocks_per_sm)
 
   // Per input row of the tile (Note [narrow tile copies]): its (kd x dilation, kh x dilation)
   // and its first element's offset from the unit's origin.
-  auto* offsets = reinterpret_cast<RowOffsets*>(stage0 + g.stages * g.stage_halves);
+  auto* offsets = reinterpret_cast<RowOffsets*>(stage0 + 2 * g.stage_halves);
   for (int r = tid; r < rows; r += wg::threads) {
     const int kd = (row_lo + r) / g.k[1];
     const int kh = row_lo + r - kd * g.k[1];
@@ -711,7 +706,7 @@ __global__ void __launch_bounds__(wg::threads, wg::blocks_per_sm)
   const int x_item = tid - x_row * items;
   const int x_row_step = wg::threads / items;
   const int x_item_step = wg::threads - x_row_step * items;
-  // This thread's chunk of 8 diff_dst channels at positions y_position + 16 i (zero beyond K).
+  // This thread's chunk of 8 diff_dst channels at positions y_position + 16 i.
   const int y_position = tid / 8;
   const int y_channel = tid % 8 * 8;
   const bool y_channel_in = k0 + y_channel < K;
@@ -724,7 +719,7 @@ __global__ void __launch_bounds__(wg::threads, wg::blocks_per_sm)
     T* const xs = ys + wg::stage_y;
     const int ow0 = u.sg * g.seg;
     const int valid = min(g.seg, g.out[2] - ow0);
-    if (Async == PackedY && y_channel < row_tiles * 16) {  // the channels the products read
+    if constexpr (Async == PackedY) {
       const T* from =
           dy + (((u.n * g.out[0] + u.od) * g.out[1] + u.oh) * g.out[2] + ow0 + y_position) * K +
           k0 + y_channel;
@@ -778,35 +773,23 @@ __global__ void __launch_bounds__(wg::threads, wg::blocks_per_sm)
   const std::int64_t first = g.units * blockIdx.x / g.splits;
   const int count = static_cast<int>(g.units * (blockIdx.x + 1) / g.splits - first);
   const int steps = g.seg / 16;
-  // Units u + 1 .. u + stages - 1 are in flight while u's products run.
-  Unit unit = unit_at(g, first);
-  Unit next = unit;
-  int issued = 0;
-  int s_next = 0;
-  for (; issued < min(count, g.stages - 1); ++issued) {
-    copy(s_next, next, std::true_type{});
+  Unit next = unit_at(g, first);
+  if (count > 0) {
+    copy(0, next, std::true_type{});
     __pipeline_commit();
-    copy(s_next, next, std::false_type{});
-    advance(g, next);
-    ++s_next;
+    copy(0, next, std::false_type{});
   }
-  int s = 0;
   for (int u = 0; u < count; ++u) {
-    const int ow0 = unit.sg * g.seg;
+    const int s = u & 1;
+    const int ow0 = next.sg * g.seg;
     const int valid = min(g.seg, g.out[2] - ow0);
     const int shift = PackedX ? ((ow0 * g.s[2] - g.p[2]) * C) & 1 : 0;
-    // The copies of the units issued after u may still be in flight: at most stages - 2.
-    const int pending = min(count - u - 1, g.stages - 2);
-    if (pending >= 2)
-      __pipeline_wait_prior(2);
-    else if (pending == 1)
-      __pipeline_wait_prior(1);
-    else
-      __pipeline_wait_prior(0);
-    __syncthreads();  // stage s is complete, and every warp is done with the stage of u - 1
-    const bool more = issued < count;
+    __pipeline_wait_prior(0);
+    __syncthreads();  // stage s is complete, and every warp is done with stage 1 - s
+    const bool more = u + 1 < count;
     if (more) {
-      copy(s_next, next, std::true_type{});
+      advance(g, next);
+      copy(1 - s, next, std::true_type{});
       __pipeline_commit();
     }
     const unsigned a_stage = a_lane + static_cast<unsigned>(s * g.stage_halves) * 2u;
@@ -833,14 +816,7 @@ __global__ void __launch_bounds__(wg::threads, wg::blocks_per_sm)
         }
       }
     }
-    if (more) {
-      copy(s_next, next, std::false_type{});
-      advance(g, next);
-      ++issued;
-      if (++s_next == g.stages) s_next = 0;
-    }
-    advance(g, unit);
-    if (++s == g.stages) s = 0;
+    if (more) copy(1 - s, next, std::false_type{});
   }
   // The warps of a column group add their sums in warp order, through shared memory.
   if (g.pos_groups > 1) {
@@ -969,7 +945,7 @@ const char* narrow_bwd_weights_unsupported(const NarrowShape& shape) {
   const WGeo g = weights_geo(shape);
   if (g.seg == 0) {
     return "the input rows 16 output positions read (kernel rows x span x channels) exceed the "
-           "narrow-channel kernel's 11 KiB tile";
+           "narrow-channel kernel's 12 KiB tile";
   }
   if (g.col_blocks > wg::max_grid_yz || g.k_blocks > wg::max_grid_yz)
     return "kernel volume x channels or out_channels beyond the grid's 65535 blocks";

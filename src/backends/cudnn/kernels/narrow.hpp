@@ -47,7 +47,7 @@ cudaError_t narrow_bwd_data(const NarrowShape& shape, const void* diff_dst, cons
 
 /// Why the backward weights kernel cannot run `shape` (a static string), or nullptr when it can:
 /// at most 8 channels, spatial coordinates below 2^29, kernel volume x C below 2^24, the input
-/// rows that 16 output positions read within its 11 KiB tile (kernel rows x (((16 - 1) x stride
+/// rows that 16 output positions read within its 12 KiB tile (kernel rows x (((16 - 1) x stride
 /// + (KW - 1) x dilation + 1) x C + 1, rounded up to even) halves, over the kernel rows of a
 /// block's 128 columns), K within 65535 blocks of 64 and N x output rows within 2^40.
 const char* narrow_bwd_weights_unsupported(const NarrowShape& shape);
