@@ -45,6 +45,15 @@ BackendKind resolve_backend(BackendKind kind);
 /// Library versions a backend runs on, e.g. "oneDNN 3.2.0 (cpu isa avx512_core_amx)".
 std::string backend_version(BackendKind kind);
 
+/// Stops dnnx's background work: the cudnn backend's builds of runtime-compiled plans (queued
+/// builds are dropped, running ones finish, their threads are joined). Call it at the end of a
+/// program that searched with runtime-compiled engines, before exit begins (the dnnx CLI and the
+/// Python module do): exit() runs the libraries' exit handlers, and a compile still running
+/// under them may crash the process. Afterwards searches build no runtime-compiled plan in the
+/// background (those not built are reported skipped, as past the compile budget); calling it
+/// again does nothing more.
+void stop_background_work() noexcept;
+
 class Context;
 namespace detail {
 class ContextState;

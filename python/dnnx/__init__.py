@@ -9,6 +9,8 @@ backend and the tuning options; ``dnnx.cache`` is the process-wide choice cache.
 has the whole API.
 """
 
+import atexit
+
 from ._errors import (BackendFailure, Error, Internal, InvalidArgument, OutOfMemory,  # noqa: F401
                       Unsupported)
 from . import _dnnx  # noqa: E402  (needs dnnx._errors first: it raises those classes)
@@ -24,6 +26,10 @@ from .ops import (activation, add, batch_norm, conv, conv_fused, cross_entropy, 
 from . import init  # noqa: F401,E402
 
 __version__ = _dnnx.version
+
+# A runtime-compiled plan still building when the interpreter exits would run under the C
+# libraries' exit handlers: stop the builds first (dnnx::stop_background_work).
+atexit.register(_dnnx.stop_background_work)
 
 
 def layout_of(array):

@@ -481,6 +481,9 @@ void bind_context_class(nb::module_& module) {
         return std::make_pair(available, why);
       },
       nb::arg("backend"), "(available, why not) for a backend name.");
+  module.def("stop_background_work", &stop_background_work,
+             "Stops the background builds of runtime-compiled plans and joins their threads "
+             "(registered with atexit by the dnnx package).");
   module.def(
       "resolve_backend",
       [](std::string_view backend) {

@@ -109,6 +109,12 @@ std::shared_ptr<ContextState> shared_state(BackendKind backend, int device, void
 
 }  // namespace detail
 
+void stop_background_work() noexcept {
+#if DNNX_HAVE_CUDNN
+  cudnn::stop_background_builds();
+#endif
+}
+
 bool backend_available(BackendKind kind, std::string* why) {
   auto say = [why](std::string reason) {
     if (why != nullptr) *why = std::move(reason);

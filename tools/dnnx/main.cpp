@@ -126,10 +126,12 @@ int run(int argc, char** argv) {
 // Setting up the parser or reporting an error can itself throw (allocation); never let that
 // escape as std::terminate.
 int main(int argc, char** argv) {
+  int code = dnnx::cli::failure_exit_code;
   try {
-    return run(argc, argv);
+    code = run(argc, argv);
   } catch (...) {
     std::fputs("dnnx: internal error while reporting an error\n", stderr);
-    return dnnx::cli::failure_exit_code;
   }
+  dnnx::stop_background_work();  // before exit destroys what a running compile uses
+  return code;
 }

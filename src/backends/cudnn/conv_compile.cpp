@@ -57,7 +57,12 @@ std::size_t build_threads() {
 // library cuDNN loads, libnvrtc.so.<CUDA major>) and compiles an empty kernel with it, once per
 // process (tens of milliseconds): NVRTC's exit handlers are then registered before the stop
 // handler. What stays exposed is an exit during the first use on a builder thread of state
-// cuDNN creates lazily itself.
+// cuDNN creates lazily itself, and NVRTC's own lazily made state: a one-layer `dnnx profile`
+// of this build still died with SIGSEGV at exit now and then on an H200 (3 of about 40 runs),
+// a builder thread inside nvrtcCompileProgram (a signal handler's backtrace), and once hung.
+// So a program can stop the builders itself before exit begins, while nothing is destroyed
+// yet: dnnx::stop_background_work(), which the dnnx CLI calls at the end of main() and the
+// Python module at interpreter exit.
 std::mutex& builders_mutex() {
   static auto* mutex = new std::mutex;  // never destroyed: the exit handler may run last
   return *mutex;
@@ -70,6 +75,12 @@ void stop_every_builder() {
   std::lock_guard lock(builders_mutex());
   for (BackgroundBuilds* builder : builders()) builder->stop();
 }
+}  // namespace
+
+void stop_background_builds() noexcept { stop_every_builder(); }
+
+namespace {
+
 // Registers stop_every_builder to run before every exit handler registered so far (Note
 // [background builds at exit]); once exit has run the handlers, registering fails, harmlessly.
 void stop_builders_first_at_exit() { std::atexit(stop_every_builder); }

@@ -21,4 +21,8 @@ std::string version();
 /// available.
 std::unique_ptr<detail::Backend> make_backend(int device, void* stream = nullptr);
 
+/// Stops every backend's background builds of runtime-compiled plans and joins their threads
+/// (dnnx::stop_background_work(); Note [background builds at exit] in conv_compile.cpp).
+void stop_background_builds() noexcept;
+
 }  // namespace dnnx::cudnn
