@@ -130,8 +130,7 @@ TEST(CudnnConvNarrow, ListsOneCandidateWithItsDomain) {
 
 TEST(CudnnConvNarrow, SaysWhyItCannotRun) {
   const ConvDesc desc = conv({2, 3, 9, 9}, {64, 3, 3, 3}, {1}, {1});
-  EXPECT_NE(reason(desc, Direction::fwd).find("bwd_data and bwd_weights only"),
-            std::string::npos);
+  EXPECT_NE(reason(desc, Direction::fwd).find("bwd_data and bwd_weights only"), std::string::npos);
   ConvDesc f32 = desc;
   f32.dtype = DType::f32;
   EXPECT_NE(reason(f32, Direction::bwd_data).find("f16 and bf16"), std::string::npos);

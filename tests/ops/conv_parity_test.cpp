@@ -112,10 +112,11 @@ bool beyond_narrow_tile(const ConvDesc& desc) {
   const int last = desc.spatial_dims - 1;
   const auto w = static_cast<std::size_t>(last);
   double rows = 1;
-  for (int i = 0; i < last; ++i) rows *= static_cast<double>(desc.kernel[static_cast<std::size_t>(i)]);
-  const double span = 15.0 * static_cast<double>(desc.stride[w]) +
-                      static_cast<double>(desc.kernel[w] - 1) * static_cast<double>(desc.dilation[w]) +
-                      1.0;
+  for (int i = 0; i < last; ++i)
+    rows *= static_cast<double>(desc.kernel[static_cast<std::size_t>(i)]);
+  const double span =
+      15.0 * static_cast<double>(desc.stride[w]) +
+      static_cast<double>(desc.kernel[w] - 1) * static_cast<double>(desc.dilation[w]) + 1.0;
   return rows * (span * static_cast<double>(desc.in_channels) + 2.0) > 6144.0;
 }
 
@@ -311,10 +312,11 @@ const std::vector<ExpectedReason<ConvDesc>>& expected_reasons() {
       // listed for every desc: outside bwd_data and bwd_weights, groups 1, at most 8 input
       // channels, f16/bf16 and channels_last.
       {"cudnn: narrow-channel kernel outside its domain", std::regex("^cudnn:kernel:narrow:mma$"),
-       std::regex("^the narrow-channel kernels? (runs? bwd_data and bwd_weights only|needs groups "
-                  "1, got groups=[0-9]+|takes at most 8 input channels, got in_channels=[0-9]+|runs "
-                  "f16 and bf16 only \\(f16/bf16 tensor-core products\\)|needs the channels_last "
-                  "layout)$"),
+       std::regex(
+           "^the narrow-channel kernels? (runs? bwd_data and bwd_weights only|needs groups "
+           "1, got groups=[0-9]+|takes at most 8 input channels, got in_channels=[0-9]+|runs "
+           "f16 and bf16 only \\(f16/bf16 tensor-core products\\)|needs the channels_last "
+           "layout)$"),
        [](const ConvDesc& desc, Direction direction) { return !narrow_domain(desc, direction); }},
       // Its bwd_weights kernel's input tile (Note [narrow weight gradients] in kernels/narrow.cu).
       {"cudnn: narrow-channel weight gradient beyond its input tile",

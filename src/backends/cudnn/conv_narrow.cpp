@@ -1,10 +1,10 @@
 // Note [narrow-channel candidates]
 // The backward passes of a convolution with few input channels (a network's first layer, on RGB
-// or grey images and clips) are products with a side of C columns (bwd_data's diff_src; bwd_weights'
-// kernel volume x C columns), and cuDNN's engines tile that side by 32 or more channels: most of
-// their work is padding (kernels/narrow.cu, Note [narrow backward data], Note [narrow weight
-// gradients]). dnnx's kernels there tile it by 8. They are listed for every convolution as one id
-// per direction, unsupported with its reason outside their domain:
+// or grey images and clips) are products with a side of C columns (bwd_data's diff_src;
+// bwd_weights' kernel volume x C columns), and cuDNN's engines tile that side by 32 or more
+// channels: most of their work is padding (kernels/narrow.cu, Note [narrow backward data], Note
+// [narrow weight gradients]). dnnx's kernels there tile it by 8. They are listed for every
+// convolution as one id per direction, unsupported with its reason outside their domain:
 //   cudnn:kernel:narrow:mma  bwd_data and bwd_weights, groups 1, at most 8 input channels,
 //                            channels_last, f16 or bf16 (f32 accumulation); any spatial rank,
 //                            kernel size, stride, per-side padding and dilation (bwd_weights:
@@ -115,8 +115,8 @@ class NarrowPlan final : public detail::ConvPlan {
                                                    workspace.data, runtime_->stream()),
                        context_, "launching the narrow-channel backward weights kernel");
     } else {
-      DNNX_CUDNN_CHECK(kernels::narrow_bwd_data(shape_, t.first, t.second, t.output,
-                                                workspace.data, runtime_->stream()),
+      DNNX_CUDNN_CHECK(kernels::narrow_bwd_data(shape_, t.first, t.second, t.output, workspace.data,
+                                                runtime_->stream()),
                        context_, "launching the narrow-channel backward data kernel");
     }
   }

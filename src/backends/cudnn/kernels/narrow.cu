@@ -481,13 +481,13 @@ constexpr int threads = 128;
 constexpr int warps = threads / warp_size;
 constexpr int channels = 64;  // diff_dst channels per block: 4 row tiles of 16
 constexpr int row_tiles = channels / 16;
-constexpr int warp_tiles = 4;                     // column tiles of 8 a warp holds at most
+constexpr int warp_tiles = 4;                    // column tiles of 8 a warp holds at most
 constexpr int block_tiles = warps * warp_tiles;  // 128 columns
 constexpr int max_segment = 64;
-constexpr int pitch = channels + 8;   // halves per position of the diff_dst tile (Note below)
+constexpr int pitch = channels + 8;  // halves per position of the diff_dst tile (Note below)
 constexpr int stage_y = max_segment * pitch;  // the diff_dst tile's halves
-constexpr int input_halves = 6144;    // the input rows' tile: 12 KiB (two stages within 48 KiB)
-constexpr int blocks_per_sm = 4;      // 16 warps an SM: up to 128 registers a thread
+constexpr int input_halves = 6144;  // the input rows' tile: 12 KiB (two stages within 48 KiB)
+constexpr int blocks_per_sm = 4;    // 16 warps an SM: up to 128 registers a thread
 constexpr std::int64_t target_blocks = 512;  // about one wave of blocks on a large GPU
 constexpr std::int64_t min_units = 4;        // units per split at least
 constexpr std::int64_t max_workspace = std::int64_t{256} << 20;  // partial sums' bytes at most
@@ -544,12 +544,13 @@ WGeo weights_geo(const NarrowShape& shape) {
   g.pos_groups = wg::warps / g.col_groups;
   for (int b = 0; b < g.col_blocks; ++b) {
     const int lo = b * g.block_cols;
-    g.rows = std::max(g.rows, rows_of(lo, std::min(g.columns, lo + g.block_cols), g.channels,
-                                      g.k[2]));
+    g.rows =
+        std::max(g.rows, rows_of(lo, std::min(g.columns, lo + g.block_cols), g.channels, g.k[2]));
   }
   std::int64_t least = -1;
   for (const int seg : {64, 32, 16}) {
-    const std::int64_t span = std::int64_t{seg - 1} * g.s[2] + std::int64_t{g.k[2] - 1} * g.d[2] + 1;
+    const std::int64_t span =
+        std::int64_t{seg - 1} * g.s[2] + std::int64_t{g.k[2] - 1} * g.d[2] + 1;
     const std::int64_t pitch = (span * g.channels + 2) / 2 * 2;
     if (std::int64_t{g.rows} * pitch > wg::input_halves) continue;
     const std::int64_t segs = (std::int64_t{g.out[2]} + seg - 1) / seg;
@@ -565,9 +566,8 @@ WGeo weights_geo(const NarrowShape& shape) {
   // Stages start 16-byte aligned.
   g.stage_halves = (wg::stage_y + g.rows * g.x_pitch + 7) / 8 * 8;
   g.units = g.batch * g.out[0] * g.out[1] * g.segs;
-  g.k_blocks = static_cast<int>(
-      std::min<std::int64_t>((std::int64_t{g.out_channels} + wg::channels - 1) / wg::channels,
-                             wg::max_grid_yz + 1));
+  g.k_blocks = static_cast<int>(std::min<std::int64_t>(
+      (std::int64_t{g.out_channels} + wg::channels - 1) / wg::channels, wg::max_grid_yz + 1));
   const std::int64_t sums_bytes =
       std::int64_t{g.out_channels} * g.columns * static_cast<std::int64_t>(sizeof(float));
   std::int64_t splits = (wg::target_blocks + std::int64_t{g.col_blocks} * g.k_blocks - 1) /
@@ -615,8 +615,8 @@ __device__ __forceinline__ void advance(const WGeo& g, Unit& u) {
 
 // An input row of a block's tile (Note [narrow tile copies]).
 struct RowOffsets {
-  int kd, kh;             // kd x dilation, kh x dilation
-  std::int64_t element;   // (kd x dilation x H + kh x dilation) x W x C
+  int kd, kh;            // kd x dilation, kh x dilation
+  std::int64_t element;  // (kd x dilation x H + kh x dilation) x W x C
 };
 
 // Note [narrow tile copies]
@@ -671,11 +671,10 @@ __global__ void __launch_bounds__(wg::threads, wg::blocks_per_sm)
     }
   }
   // This lane's row of the ldmatrix: position (lane / 16) x 8 + lane % 8, channels 8 x bit 3.
-  const unsigned a_lane =
-      static_cast<unsigned>(__cvta_generic_to_shared(stage0)) +
-      static_cast<unsigned>((((lane >> 4) & 1) * 8 + (lane & 7)) * wg::pitch +
-                            ((lane >> 3) & 1) * 8) *
-          2u;
+  const unsigned a_lane = static_cast<unsigned>(__cvta_generic_to_shared(stage0)) +
+                          static_cast<unsigned>((((lane >> 4) & 1) * 8 + (lane & 7)) * wg::pitch +
+                                                ((lane >> 3) & 1) * 8) *
+                              2u;
   float acc[wg::row_tiles][wg::warp_tiles][4];
 #pragma unroll
   for (int m = 0; m < wg::row_tiles; ++m) {
@@ -694,9 +693,9 @@ __global__ void __launch_bounds__(wg::threads, wg::blocks_per_sm)
     const int kh = row_lo + r - kd * g.k[1];
     offsets[r].kd = kd * g.d[0];
     offsets[r].kh = kh * g.d[1];
-    offsets[r].element =
-        (static_cast<std::int64_t>(kd) * g.d[0] * g.in[1] + static_cast<std::int64_t>(kh) * g.d[1]) *
-        row_elements;
+    offsets[r].element = (static_cast<std::int64_t>(kd) * g.d[0] * g.in[1] +
+                          static_cast<std::int64_t>(kh) * g.d[1]) *
+                         row_elements;
   }
   __syncthreads();
   // This thread's first item of the input rows and its step: items per row, one item a 4-byte
@@ -800,7 +799,8 @@ __global__ void __launch_bounds__(wg::threads, wg::blocks_per_sm)
 #pragma unroll
       for (int m = 0; m < wg::row_tiles; ++m) {
         if (m < row_tiles)
-          ldmatrix_x4_trans(a[m], a_stage + static_cast<unsigned>(step * 16 * wg::pitch + m * 16) * 2u);
+          ldmatrix_x4_trans(a[m],
+                            a_stage + static_cast<unsigned>(step * 16 * wg::pitch + m * 16) * 2u);
       }
       const unsigned short* b = b_stage + step * 16 * sc;
 #pragma unroll
@@ -808,8 +808,8 @@ __global__ void __launch_bounds__(wg::threads, wg::blocks_per_sm)
         if (!tile_on[i]) continue;
         const unsigned short* at = b + xoff[i];
         const unsigned b0 = static_cast<unsigned>(at[0]) | static_cast<unsigned>(at[sc]) << 16;
-        const unsigned b1 =
-            static_cast<unsigned>(at[8 * sc]) | static_cast<unsigned>(at[9 * sc]) << 16;
+        const unsigned b1 = static_cast<unsigned>(at[8 * sc]) | static_cast<unsigned>(at[9 * sc])
+                                                                    << 16;
 #pragma unroll
         for (int m = 0; m < wg::row_tiles; ++m) {
           if (m < row_tiles) mma<T>(acc[m][i], a[m][0], a[m][1], a[m][2], a[m][3], b0, b1);
@@ -832,7 +832,8 @@ __global__ void __launch_bounds__(wg::threads, wg::blocks_per_sm)
 #pragma unroll
         for (int i = 0; i < wg::warp_tiles; ++i) {
 #pragma unroll
-          for (int e = 0; e < 4; ++e) sums[at(pgroup, (m * wg::warp_tiles + i) * 4 + e)] = acc[m][i][e];
+          for (int e = 0; e < 4; ++e)
+            sums[at(pgroup, (m * wg::warp_tiles + i) * 4 + e)] = acc[m][i][e];
         }
       }
     }
@@ -844,7 +845,8 @@ __global__ void __launch_bounds__(wg::threads, wg::blocks_per_sm)
 #pragma unroll
         for (int i = 0; i < wg::warp_tiles; ++i) {
 #pragma unroll
-          for (int e = 0; e < 4; ++e) acc[m][i][e] += sums[at(pg, (m * wg::warp_tiles + i) * 4 + e)];
+          for (int e = 0; e < 4; ++e)
+            acc[m][i][e] += sums[at(pg, (m * wg::warp_tiles + i) * 4 + e)];
         }
       }
     }
@@ -896,8 +898,7 @@ cudaError_t bwd_weights_typed(const NarrowShape& shape, const void* src, const v
     bwd_weights_kernel<T, false, false><<<grid, wg::threads, bytes, stream>>>(g, x, dy, partial);
   if (const cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
   return reduce_splits<T>(partial, static_cast<T*>(diff_weights),
-                          static_cast<std::int64_t>(g.out_channels) * g.columns, g.splits,
-                          stream);
+                          static_cast<std::int64_t>(g.out_channels) * g.columns, g.splits, stream);
 }
 
 }  // namespace

@@ -30,8 +30,8 @@ struct NarrowShape : SpatialDims {
 };
 
 /// Why the backward data kernel cannot run `shape` (a static string), or nullptr when it can: at
-/// most 8 channels, spatial coordinates below 2^29, a stride product of at most 65535, kernel volume x
-/// ceil(K / 32) below 2^26 and N x input positions within 2^31 blocks of 256.
+/// most 8 channels, spatial coordinates below 2^29, a stride product of at most 65535, kernel
+/// volume x ceil(K / 32) below 2^26 and N x input positions within 2^31 blocks of 256.
 const char* narrow_unsupported(const NarrowShape& shape);
 
 /// Workspace bytes narrow_bwd_data needs: the weights rearranged into the tensor cores' operand
