@@ -356,7 +356,7 @@ TEST(CudnnSearchSettings, KernelCandidatesFollowTheSwitch) {
   };
   std::size_t supported = 0;
   for (const ConvDesc& desc : descs) {
-    for (Direction direction : {Direction::fwd, Direction::bwd_data}) {
+    for (Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
       std::vector<AlgoInfo> expected = cudnn::depthwise_candidates(desc, direction);
       for (AlgoInfo& info : cudnn::grouped_candidates(desc, direction))
         expected.push_back(std::move(info));
@@ -374,6 +374,7 @@ TEST(CudnnSearchSettings, KernelCandidatesFollowTheSwitch) {
         EXPECT_FALSE(off[i].supported) << off[i].id;
         EXPECT_NE(off[i].reason.find("DNNX_CUDNN_CONV_KERNELS=0"), std::string::npos)
             << off[i].reason;
+        EXPECT_EQ(off[i].workspace_bytes, 0u) << off[i].id;
         supported += on[i].supported ? 1 : 0;
       }
     }

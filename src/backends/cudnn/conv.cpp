@@ -1581,6 +1581,7 @@ std::vector<AlgoInfo> kernel_candidates(const ConvDesc& desc, Direction directio
   if (!listed) {
     for (AlgoInfo& info : infos) {
       info.supported = false;
+      info.workspace_bytes = 0;  // an unsupported candidate asks for none
       info.reason =
           std::string("dnnx's own convolution kernels are turned off (") + kernels_variable + "=0)";
     }
