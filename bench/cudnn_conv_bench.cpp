@@ -885,6 +885,11 @@ void host_overhead(std::ostream& out) {
 
 int main(int argc, char** argv) try {
   install_crash_report();  // Note [crash report]
+  // On every return from main, before exit begins: the background compiles a search left
+  // running are stopped and joined (dnnx::stop_background_work()).
+  struct StopBackgroundWork {
+    ~StopBackgroundWork() { dnnx::stop_background_work(); }
+  } stop_background_work_at_return;
   const Options options = parse(argc, argv);
   // The plans saved with the choices go next to the file (Note [saved plans]) unless
   // DNNX_PLAN_DIR says otherwise; read when the backend is made, so before the first context.

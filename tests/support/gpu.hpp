@@ -1,6 +1,6 @@
 #pragma once
 // What the GPU tests (tests/backends/cudnn_*_test.cpp, label gpu) share: skipping, with the reason,
-// where the cudnn backend cannot run.
+// where the cudnn backend cannot run, and the background compiles stopped before exit.
 
 #include <dnnx/context.hpp>
 
@@ -19,6 +19,18 @@
   } while (false)
 
 namespace dnnx::test {
+
+namespace detail {
+/// After the last test, before exit: the background compiles of runtime-compiled plans a search
+/// left running are stopped and joined (dnnx::stop_background_work()), so that exit does not
+/// destroy NVRTC's state under them.
+class StopBackgroundWork final : public ::testing::Environment {
+ public:
+  void TearDown() override { ::dnnx::stop_background_work(); }
+};
+inline ::testing::Environment* const stop_background_work_after_the_tests =
+    ::testing::AddGlobalTestEnvironment(new StopBackgroundWork);
+}  // namespace detail
 
 /// A cudnn context with a private memory-only choice cache (tests must not write the user's
 /// cache file).

@@ -61,8 +61,8 @@ std::size_t build_threads() {
 // of this build still died with SIGSEGV at exit now and then on an H200 (3 of about 40 runs),
 // a builder thread inside nvrtcCompileProgram (a signal handler's backtrace), and once hung.
 // So a program can stop the builders itself before exit begins, while nothing is destroyed
-// yet: dnnx::stop_background_work(), which the dnnx CLI calls at the end of main() and the
-// Python module at interpreter exit.
+// yet: dnnx::stop_background_work(), which the dnnx CLI calls at the end of main(), the
+// benchmark and the GPU tests before they return, and the Python module at interpreter exit.
 std::mutex& builders_mutex() {
   static auto* mutex = new std::mutex;  // never destroyed: the exit handler may run last
   return *mutex;
