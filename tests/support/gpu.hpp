@@ -20,17 +20,15 @@
 
 namespace dnnx::test {
 
-namespace detail {
 /// After the last test, before exit: the background compiles of runtime-compiled plans a search
 /// left running are stopped and joined (dnnx::stop_background_work()), so that exit does not
 /// destroy NVRTC's state under them.
-class StopBackgroundWork final : public ::testing::Environment {
+class StopBackgroundWorkEnvironment final : public ::testing::Environment {
  public:
   void TearDown() override { ::dnnx::stop_background_work(); }
 };
 inline ::testing::Environment* const stop_background_work_after_the_tests =
-    ::testing::AddGlobalTestEnvironment(new StopBackgroundWork);
-}  // namespace detail
+    ::testing::AddGlobalTestEnvironment(new StopBackgroundWorkEnvironment);
 
 /// A cudnn context with a private memory-only choice cache (tests must not write the user's
 /// cache file).
