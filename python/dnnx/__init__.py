@@ -19,7 +19,8 @@ from ._context import (Context, Profile, Row, algos, current, default_context,  
 from ._dnnx import (ActivationDesc, AddDesc, AdamDesc, BatchNormDesc, ChoiceCache,  # noqa: F401
                     ConvDesc, ConvFusedDesc, CrossEntropyDesc, DropoutDesc, FillDesc, MatmulDesc,
                     PoolDesc, RnnDesc, SavedState, SgdDesc, SoftmaxDesc, TuneOptions, UnscaleDesc,
-                    UpdateScaleDesc, backend_available, backend_version, resolve_backend)
+                    UpdateScaleDesc, backend_available, backend_version, resolve_backend,
+                    stop_background_work)
 from ._random import Generator, default_generator, manual_seed  # noqa: F401
 from .ops import (activation, add, batch_norm, conv, conv_fused, cross_entropy,  # noqa: F401
                   dropout, fill, matmul, pool, rnn, softmax)
@@ -29,7 +30,7 @@ __version__ = _dnnx.version
 
 # A runtime-compiled plan still building when the interpreter exits would run under the C
 # libraries' exit handlers: stop the builds first (dnnx::stop_background_work).
-atexit.register(_dnnx.stop_background_work)
+atexit.register(stop_background_work)
 
 
 def layout_of(array):

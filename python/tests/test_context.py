@@ -302,6 +302,20 @@ def test_backends_listed():
     assert dnnx.__version__
 
 
+def test_background_work_stops_at_exit():
+    # Registered with atexit by the package; calling it again (or with nothing running) is
+    # harmless, and dnnx stays usable after it.
+    import atexit
+    before = atexit._ncallbacks()
+    atexit.unregister(dnnx.stop_background_work)
+    assert atexit._ncallbacks() == before - 1
+    atexit.register(dnnx.stop_background_work)
+    dnnx.stop_background_work()
+    dnnx.stop_background_work()
+    available, _ = dnnx.backend_available("reference")
+    assert available
+
+
 def test_results_do_not_depend_on_the_backend_choice_api(reference):
     # A fixed policy runs exactly that candidate: the result matches the heuristic's.
     src = np.random.default_rng(0).standard_normal((1, 3, 8, 8)).astype(np.float32)
