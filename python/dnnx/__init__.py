@@ -28,9 +28,14 @@ from . import init  # noqa: F401,E402
 
 __version__ = _dnnx.version
 
-# A runtime-compiled plan still building when the interpreter exits would run under the C
-# libraries' exit handlers: stop the builds first (dnnx::stop_background_work).
-atexit.register(stop_background_work)
+
+def _stop_background_work_at_exit():
+    # A runtime-compiled plan still building when the interpreter exits would run under the C
+    # libraries' exit handlers: stop the builds first (dnnx::stop_background_work).
+    _dnnx.stop_background_work()
+
+
+atexit.register(_stop_background_work_at_exit)
 
 
 def layout_of(array):
