@@ -882,10 +882,29 @@ std::size_t weights_workspace_bytes(const WGeo& g) {
          static_cast<std::size_t>(g.columns) * sizeof(float);
 }
 
+// Why the kernel cannot run a shape, in two parts: the shape's own bounds (then weights_geo()
+// may be computed), and the bounds of its geometry, which the launch then uses as it is.
+const char* weights_shape_unsupported(const NarrowShape& shape) {
+  if (const char* reason = dims_unsupported(shape)) return reason;
+  const std::int64_t columns =
+      std::int64_t{shape.kernel[0]} * shape.kernel[1] * shape.kernel[2] * shape.channels;
+  if (columns >= wg::max_columns) return "kernel volume x channels of 2^24 or more";
+  return nullptr;
+}
+const char* weights_geo_unsupported(const WGeo& g) {
+  if (g.seg == 0) {
+    return "the input rows 16 output positions read (kernel rows x span x channels) exceed the "
+           "narrow-channel kernel's 12 KiB tile";
+  }
+  if (g.col_blocks > wg::max_grid_yz || g.k_blocks > wg::max_grid_yz)
+    return "kernel volume x channels or out_channels beyond the grid's 65535 blocks";
+  if (g.units > wg::max_units) return "N x output rows x segments beyond 2^40";
+  return nullptr;
+}
+
 template <typename T>
-cudaError_t bwd_weights_typed(const NarrowShape& shape, const void* src, const void* diff_dst,
+cudaError_t bwd_weights_typed(const WGeo& g, const void* src, const void* diff_dst,
                               void* diff_weights, void* workspace, cudaStream_t stream) {
-  const WGeo g = weights_geo(shape);
   const dim3 grid(static_cast<unsigned>(g.splits), static_cast<unsigned>(g.col_blocks),
                   static_cast<unsigned>(g.k_blocks));
   const auto* x = static_cast<const T*>(src);
@@ -945,19 +964,8 @@ cudaError_t narrow_bwd_data(const NarrowShape& shape, const void* diff_dst, cons
 }
 
 const char* narrow_bwd_weights_unsupported(const NarrowShape& shape) {
-  if (const char* reason = dims_unsupported(shape)) return reason;
-  const std::int64_t columns =
-      std::int64_t{shape.kernel[0]} * shape.kernel[1] * shape.kernel[2] * shape.channels;
-  if (columns >= wg::max_columns) return "kernel volume x channels of 2^24 or more";
-  const WGeo g = weights_geo(shape);
-  if (g.seg == 0) {
-    return "the input rows 16 output positions read (kernel rows x span x channels) exceed the "
-           "narrow-channel kernel's 12 KiB tile";
-  }
-  if (g.col_blocks > wg::max_grid_yz || g.k_blocks > wg::max_grid_yz)
-    return "kernel volume x channels or out_channels beyond the grid's 65535 blocks";
-  if (g.units > wg::max_units) return "N x output rows x segments beyond 2^40";
-  return nullptr;
+  if (const char* reason = weights_shape_unsupported(shape)) return reason;
+  return weights_geo_unsupported(weights_geo(shape));
 }
 
 std::size_t narrow_bwd_weights_workspace_bytes(const NarrowShape& shape) {
@@ -966,13 +974,14 @@ std::size_t narrow_bwd_weights_workspace_bytes(const NarrowShape& shape) {
 
 cudaError_t narrow_bwd_weights(const NarrowShape& shape, const void* src, const void* diff_dst,
                                void* diff_weights, void* workspace, cudaStream_t stream) {
-  if (narrow_bwd_weights_unsupported(shape) != nullptr) return cudaErrorInvalidValue;
+  if (weights_shape_unsupported(shape) != nullptr) return cudaErrorInvalidValue;
+  const WGeo g = weights_geo(shape);  // once per call: the check's and the launch's
+  if (weights_geo_unsupported(g) != nullptr) return cudaErrorInvalidValue;
   switch (shape.type) {
     case NarrowType::f16:
-      return bwd_weights_typed<__half>(shape, src, diff_dst, diff_weights, workspace, stream);
+      return bwd_weights_typed<__half>(g, src, diff_dst, diff_weights, workspace, stream);
     case NarrowType::bf16:
-      return bwd_weights_typed<__nv_bfloat16>(shape, src, diff_dst, diff_weights, workspace,
-                                              stream);
+      return bwd_weights_typed<__nv_bfloat16>(g, src, diff_dst, diff_weights, workspace, stream);
   }
   return cudaErrorInvalidValue;
 }
