@@ -101,13 +101,14 @@ TEST(CudnnConvNarrow, ListsOneCandidateWithItsDomain) {
   EXPECT_TRUE(info.has_note("kernel"));
   EXPECT_TRUE(info.has_note("tensor_cores"));
   // The weights' fragments (Note [narrow weight fragments]): 9 taps x 2 chunks of 32 channels x
-  // 32 lanes x 16 bytes, then 2 chunks of 32 zero elements.
-  EXPECT_EQ(info.workspace_bytes, 9u * 2u * 32u * 16u + 2u * 64u);
-  // 40 diff_dst channels: two chunks as well.
-  EXPECT_EQ(
-      cudnn::narrow_candidates(conv({2, 3, 9, 9}, {40, 3, 3, 3}, {1}, {1}), Direction::bwd_data)[0]
-          .workspace_bytes,
-      9u * 2u * 32u * 16u + 2u * 64u);
+  // 32 lanes x 16 bytes, then 2 chunks of 32 zero elements, then the taps of each dim's phases
+  // (Note [narrow phase taps]): 1 + 1 + 1 entries of 24 bytes, 80 with the padding to 16.
+  EXPECT_EQ(info.workspace_bytes, 9u * 2u * 32u * 16u + 2u * 64u + 80u);
+  // 40 diff_dst channels: two chunks as well; stride 3 along H and 2 along W: 1 + 3 + 2 entries.
+  EXPECT_EQ(cudnn::narrow_candidates(conv({2, 3, 9, 9}, {40, 3, 3, 3}, {3, 2}, {1}),
+                                     Direction::bwd_data)[0]
+                .workspace_bytes,
+            9u * 2u * 32u * 16u + 2u * 64u + 144u);
   ConvDesc bf16 = desc;
   bf16.dtype = DType::bf16;
   EXPECT_EQ(reason(bf16, Direction::bwd_data), "");

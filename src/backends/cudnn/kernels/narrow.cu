@@ -85,13 +85,15 @@ struct Geo {
   int seg_w, seg_h;        // a block's segments of 16 rows along W, and its rows along H
   int seg_w_log2;
   int blocks_w, blocks_h;  // blocks along W and H of a phase
+  int phases;              // s[0] x s[1] x s[2]
   std::int64_t batch;
 };
 
-// The grid's blocks of a phase: N x D x tiles of H x W (Note [narrow block tiles]). A double: the
-// product of an unsupported shape may be beyond int64.
+// The grid's blocks: N x D x tiles of H x W (Note [narrow block tiles]) x phases, the phase the
+// fastest, so that the phases of a tile, which read the same diff_dst, run close in time and
+// find it in L2. A double: the product of an unsupported shape may be beyond int64.
 double blocks_of(const Geo& g) {
-  return static_cast<double>(g.batch) * g.j[0] * g.blocks_h * g.blocks_w;
+  return static_cast<double>(g.batch) * g.j[0] * g.blocks_h * g.blocks_w * g.phases;
 }
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
@@ -121,6 +123,8 @@ Geo geo_of(const NarrowShape& shape) {
   g.seg_h = block_segments / g.seg_w;
   g.blocks_w = ceil_div(g.j[2], 16 * g.seg_w);
   g.blocks_h = ceil_div(g.j[1], g.seg_h);
+  g.phases = static_cast<int>(std::min<std::int64_t>(
+      std::int64_t{shape.stride[0]} * shape.stride[1] * shape.stride[2], max_phases + 1));
   g.batch = shape.batch;
   return g;
 }
@@ -166,36 +170,94 @@ __device__ __forceinline__ void mma<__nv_bfloat16>(float (&d)[4], unsigned a0, u
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+// The taps of a phase along one dim: those t whose offset o(t) = (r + pad - t * dilation) /
+// stride is exact, the first at t0 and then every `step` (stride / gcd(stride, dilation)), their
+// offsets o0 and down by o_step each; none when t0 >= k. hi and lo: the largest and smallest.
+struct Taps {
+  int t0, step, o0, o_step, hi, lo;
+};
+__device__ __forceinline__ Taps taps_of(const Geo& g, int i, int r) {
+  Taps taps{g.k[i], 1, 0, 0, 0, 0};
+  const int n0 = r + g.p[i];
+  for (int t = 0; t < g.k[i] && t < g.s[i]; ++t) {
+    if ((n0 - t * g.d[i]) % g.s[i] == 0) {
+      taps.t0 = t;
+      break;
+    }
+  }
+  if (taps.t0 >= g.k[i]) return taps;
+  taps.step = 1;
+  while (taps.step * g.d[i] % g.s[i] != 0) ++taps.step;  // at most stride iterations
+  taps.o0 = (n0 - taps.t0 * g.d[i]) / g.s[i];
+  taps.o_step = taps.step * g.d[i] / g.s[i];
+  taps.hi = taps.o0;
+  taps.lo = taps.o0 - (g.k[i] - 1 - taps.t0) / taps.step * taps.o_step;
+  return taps;
+}
+
+// The workspace of the backward data pass, in 16-byte packs: the weights' fragments, the zeros,
+// then the taps of every phase (Note [narrow phase taps]).
+struct DataWorkspace {
+  std::int64_t fragments, zeros, tap_packs;
+};
+DataWorkspace data_workspace_of(const Geo& g) {
+  DataWorkspace ws{};
+  ws.fragments = std::int64_t{g.kvol} * g.chunks * warp_size;
+  ws.zeros = std::int64_t{g.chunks} * (chunk_channels / 8);
+  const std::int64_t entries = std::int64_t{g.s[0]} + g.s[1] + g.s[2];
+  ws.tap_packs = (entries * static_cast<std::int64_t>(sizeof(Taps)) + 15) / 16;
+  return ws;
+}
+
+// Note [narrow phase taps]
+// Which taps of a dim reach a phase depends on the residue alone (the position mod the stride),
+// so the launch that rearranges the weights also tabulates taps_of() for every residue of every
+// dim (strides s0 + s1 + s2 entries, dim 0's first), and a block of the main kernel reads its
+// phase's three instead of working them out: a dozen integer divisions and remainders by the
+// shape's values, which were most of a block's instructions where a phase reaches few taps (a
+// stride-2 3x3 layer: one to four taps per phase).
+
 // Note [narrow weight fragments]: wf[tap][chunk][lane][8] from w (K, taps, C), followed by the
-// chunks x 32 zero elements the products read for rows their tap does not reach.
+// chunks x 32 zero elements the products read for rows their tap does not reach, then the taps
+// of every phase (Note [narrow phase taps]).
 template <typename T>
 __global__ void __launch_bounds__(fragment_threads)
-    fragments_kernel(const T* __restrict__ w, Pack<T, 8>* __restrict__ wf, int channels,
-                     int out_channels, int kvol, int chunks) {
+    fragments_kernel(Geo g, const T* __restrict__ w, Pack<T, 8>* __restrict__ wf,
+                     Taps* __restrict__ taps) {
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * fragment_threads +
                          static_cast<std::int64_t>(threadIdx.x);
-  const std::int64_t fragments = static_cast<std::int64_t>(kvol) * chunks * warp_size;
-  if (i >= fragments) {
-    if (i < fragments + chunks * (chunk_channels / 8)) {
-      Pack<T, 8> zero;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) zero.v[e] = from_float<T>(0.0f);
-      wf[i] = zero;
+  const std::int64_t fragments = static_cast<std::int64_t>(g.kvol) * g.chunks * warp_size;
+  const std::int64_t zeros = fragments + g.chunks * (chunk_channels / 8);
+  if (i >= zeros) {
+    int e = static_cast<int>(i - zeros);  // below s0 + s1 + s2 + fragment_threads
+    for (int dim = 0; dim < 3; ++dim) {
+      if (e < g.s[dim]) {
+        taps[i - zeros] = taps_of(g, dim, e);
+        return;
+      }
+      e -= g.s[dim];
     }
+    return;
+  }
+  if (i >= fragments) {
+    Pack<T, 8> zero;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) zero.v[e] = from_float<T>(0.0f);
+    wf[i] = zero;
     return;
   }
   const int lane = static_cast<int>(i % warp_size);
   const std::int64_t q = i / warp_size;
-  const int chunk = static_cast<int>(q % chunks);
-  const int tap = static_cast<int>(q / chunks);
+  const int chunk = static_cast<int>(q % g.chunks);
+  const int tap = static_cast<int>(q / g.chunks);
   const int c = lane / 4;
   const int k0 = chunk * chunk_channels + (lane % 4) * 8;
   Pack<T, 8> out;
 #pragma unroll
   for (int e = 0; e < 8; ++e) {
     const int k = k0 + e;
-    out.v[e] = c < channels && k < out_channels
-                   ? w[(static_cast<std::int64_t>(k) * kvol + tap) * channels + c]
+    out.v[e] = c < g.channels && k < g.out_channels
+                   ? w[(static_cast<std::int64_t>(k) * g.kvol + tap) * g.channels + c]
                    : from_float<T>(0.0f);
   }
   wf[i] = out;
@@ -222,48 +284,26 @@ __device__ __forceinline__ uint4 load8(const T* p, int k, int out_channels) {
   }
 }
 
-// The taps of a phase along one dim: those t whose offset o(t) = (r + pad - t * dilation) /
-// stride is exact, the first at t0 and then every `step` (stride / gcd(stride, dilation)), their
-// offsets o0 and down by o_step each; none when t0 >= k. hi and lo: the largest and smallest.
-struct Taps {
-  int t0, step, o0, o_step, hi, lo;
-};
-__device__ __forceinline__ Taps taps_of(const Geo& g, int i, int r) {
-  Taps taps{g.k[i], 1, 0, 0, 0, 0};
-  const int n0 = r + g.p[i];
-  for (int t = 0; t < g.k[i] && t < g.s[i]; ++t) {
-    if ((n0 - t * g.d[i]) % g.s[i] == 0) {
-      taps.t0 = t;
-      break;
-    }
-  }
-  if (taps.t0 >= g.k[i]) return taps;
-  taps.step = 1;
-  while (taps.step * g.d[i] % g.s[i] != 0) ++taps.step;  // at most stride iterations
-  taps.o0 = (n0 - taps.t0 * g.d[i]) / g.s[i];
-  taps.o_step = taps.step * g.d[i] / g.s[i];
-  taps.hi = taps.o0;
-  taps.lo = taps.o0 - (g.k[i] - 1 - taps.t0) / taps.step * taps.o_step;
-  return taps;
-}
-
 // Note [narrow backward data]. `zeros`: at least chunks x 32 zero elements, read for the rows a
-// tap does not reach.
+// tap does not reach; `phase_taps`: Note [narrow phase taps].
 template <typename T, Access A>
 __global__ void __launch_bounds__(block_threads, min_blocks)
     bwd_data_kernel(Geo g, const T* __restrict__ dy, const uint4* __restrict__ wf,
-                    const T* __restrict__ zeros, T* __restrict__ dx) {
+                    const T* __restrict__ zeros, const Taps* __restrict__ phase_taps,
+                    T* __restrict__ dx) {
   const int lane = static_cast<int>(threadIdx.x) % warp_size;
   const int warp = static_cast<int>(threadIdx.x) / warp_size;
   const int group = lane / 4;  // the fragment's row (and, in B and D, its column)
   const int quad = lane % 4;
-  int phase = static_cast<int>(blockIdx.y);
-  const int rw = phase % g.s[2];
-  phase /= g.s[2];
-  const int rh = phase % g.s[1];
-  const int rd = phase / g.s[1];
-  // The block's tile (Note [narrow block tiles]): sample n, plane z, tile (bh, bw) of the phase.
+  // The block's phase (the fastest, blocks_of()) and tile (Note [narrow block tiles]): sample n,
+  // plane z, tile (bh, bw) of the phase.
   unsigned b = blockIdx.x;
+  unsigned phase = b % static_cast<unsigned>(g.phases);
+  b /= static_cast<unsigned>(g.phases);
+  const int rw = static_cast<int>(phase % static_cast<unsigned>(g.s[2]));
+  phase /= static_cast<unsigned>(g.s[2]);
+  const int rh = static_cast<int>(phase % static_cast<unsigned>(g.s[1]));
+  const int rd = static_cast<int>(phase / static_cast<unsigned>(g.s[1]));
   const int bw = static_cast<int>(b % static_cast<unsigned>(g.blocks_w));
   b /= static_cast<unsigned>(g.blocks_w);
   const int bh = static_cast<int>(b % static_cast<unsigned>(g.blocks_h));
@@ -296,9 +336,9 @@ __global__ void __launch_bounds__(block_threads, min_blocks)
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc[t][e] = 0.0f;
   }
-  const Taps d_taps = taps_of(g, 0, rd);
-  const Taps h_taps = taps_of(g, 1, rh);
-  const Taps w_taps = taps_of(g, 2, rw);
+  const Taps d_taps = phase_taps[rd];
+  const Taps h_taps = phase_taps[g.s[0] + rh];
+  const Taps w_taps = phase_taps[g.s[0] + g.s[1] + rw];
   // Pointer steps between consecutive taps of the phase along H and W.
   const std::int64_t h_step = static_cast<std::int64_t>(h_taps.o_step) * g.out[2] * K;
   const std::int64_t w_step = static_cast<std::int64_t>(w_taps.o_step) * K;
@@ -396,27 +436,29 @@ template <typename T>
 cudaError_t bwd_data_typed(const NarrowShape& shape, const void* diff_dst, const void* weights,
                            void* diff_src, void* workspace, cudaStream_t stream) {
   const Geo g = geo_of(shape);
-  const std::int64_t fragments = static_cast<std::int64_t>(g.kvol) * g.chunks * warp_size;
-  const std::int64_t packs = fragments + g.chunks * (chunk_channels / 8);  // and the zeros
+  const DataWorkspace ws = data_workspace_of(g);
+  auto* wf = static_cast<uint4*>(workspace);
+  auto* taps = reinterpret_cast<Taps*>(wf + ws.fragments + ws.zeros);
+  // One thread per pack of fragments and zeros and per entry of the taps' table.
+  const std::int64_t items = ws.fragments + ws.zeros + g.s[0] + g.s[1] + g.s[2];
   fragments_kernel<T>
-      <<<static_cast<unsigned>((packs + fragment_threads - 1) / fragment_threads), fragment_threads,
-         0, stream>>>(static_cast<const T*>(weights), static_cast<Pack<T, 8>*>(workspace),
-                      g.channels, g.out_channels, g.kvol, g.chunks);
+      <<<static_cast<unsigned>((items + fragment_threads - 1) / fragment_threads), fragment_threads,
+         0, stream>>>(g, static_cast<const T*>(weights), reinterpret_cast<Pack<T, 8>*>(wf), taps);
   if (const cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
-  const dim3 grid(static_cast<unsigned>(blocks_of(g)),
-                  static_cast<unsigned>(g.s[0] * g.s[1] * g.s[2]));
+  const dim3 grid(static_cast<unsigned>(blocks_of(g)));
   const bool aligned = reinterpret_cast<std::uintptr_t>(diff_dst) % 16 == 0;
   const auto* dy = static_cast<const T*>(diff_dst);
-  const auto* wf = static_cast<const uint4*>(workspace);
-  const auto* zeros = reinterpret_cast<const T*>(wf + fragments);
+  const auto* zeros = reinterpret_cast<const T*>(wf + ws.fragments);
   auto* dx = static_cast<T*>(diff_src);
   if (aligned && g.out_channels % chunk_channels == 0)
     bwd_data_kernel<T, Access::whole_chunks>
-        <<<grid, block_threads, 0, stream>>>(g, dy, wf, zeros, dx);
+        <<<grid, block_threads, 0, stream>>>(g, dy, wf, zeros, taps, dx);
   else if (aligned && g.out_channels % 8 == 0)
-    bwd_data_kernel<T, Access::packs><<<grid, block_threads, 0, stream>>>(g, dy, wf, zeros, dx);
+    bwd_data_kernel<T, Access::packs>
+        <<<grid, block_threads, 0, stream>>>(g, dy, wf, zeros, taps, dx);
   else
-    bwd_data_kernel<T, Access::elements><<<grid, block_threads, 0, stream>>>(g, dy, wf, zeros, dx);
+    bwd_data_kernel<T, Access::elements>
+        <<<grid, block_threads, 0, stream>>>(g, dy, wf, zeros, taps, dx);
   return cudaGetLastError();
 }
 
@@ -944,10 +986,8 @@ const char* narrow_unsupported(const NarrowShape& shape) {
 }
 
 std::size_t narrow_bwd_data_workspace_bytes(const NarrowShape& shape) {
-  const Geo g = geo_of(shape);
-  const std::size_t fragments =
-      static_cast<std::size_t>(g.kvol) * static_cast<std::size_t>(g.chunks) * warp_size;
-  return (fragments + static_cast<std::size_t>(g.chunks) * (chunk_channels / 8)) * sizeof(uint4);
+  const DataWorkspace ws = data_workspace_of(geo_of(shape));
+  return static_cast<std::size_t>(ws.fragments + ws.zeros + ws.tap_packs) * sizeof(uint4);
 }
 
 cudaError_t narrow_bwd_data(const NarrowShape& shape, const void* diff_dst, const void* weights,
