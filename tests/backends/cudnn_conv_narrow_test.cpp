@@ -4,9 +4,9 @@
 // case table (1, 2, 3, 5 and 8 input channels; diff_dst channel counts that are multiples of 32,
 // of 8 only, and of neither, and beyond one block's 64; stride 1, 2, 3 and per-dim strides, a
 // stride larger than the kernel, dilation, per-side padding, 1-D, 2-D and 3-D, rows of several
-// blocks, segments of 16, 32 and 64 positions, columns over several blocks and warps), in f16 and
-// bf16, both directions, the overwrite of the output and bitwise determinism, and exhaustive
-// searches that time them.
+// blocks, blocks of several tiles along W, segments of 16, 32 and 64 positions, columns over
+// several blocks and warps), in f16 and bf16, both directions, the overwrite of the output and
+// bitwise determinism, and exhaustive searches that time them.
 
 #include <dnnx/algo.hpp>
 #include <dnnx/context.hpp>
@@ -67,6 +67,11 @@ std::vector<Case> cases() {
       {"2d_3x3_c1_k32_wide_rows", conv({2, 1, 6, 130}, {32, 1, 3, 3}, {1}, {0})},
       {"2d_3x3_stride2_c3_k136_wide_rows", conv({1, 3, 9, 260}, {136, 3, 3, 3}, {2}, {1})},
       {"3d_5x5x5_c8_k24", conv({1, 8, 6, 7, 9}, {24, 8, 5, 5, 5}, {1}, {2})},
+      // A depth stride that leaves the last phase plane of one phase beyond the input.
+      {"3d_3x3x3_stride2_odd_depth_c3_k16", conv({2, 3, 5, 6, 7}, {16, 3, 3, 3, 3}, {2}, {1})},
+      // Few taps a phase and enough tiles for blocks of two rounds along W (Note [narrow
+      // rounds]): per phase, 107 tiles of 16 x 16 along W, in 54 blocks, the last with one.
+      {"2d_3x3_stride2_c1_k8_rounds_of_tiles", conv({4, 1, 160, 3400}, {8, 1, 3, 3}, {2}, {1})},
   };
   // Per-side padding: after only (TensorFlow's SAME at stride 2), and before only.
   ConvDesc after = conv({2, 3, 12, 11}, {32, 3, 3, 3}, {2}, {0});
@@ -161,7 +166,8 @@ TEST(CudnnConvNarrow, SaysWhyItCannotRun) {
     EXPECT_NE(reason(grouped, direction).find("groups 1"), std::string::npos);
   }
   // bwd_weights: the input rows of 16 positions beyond its 12 KiB tile (8 channels x (15 + 6 x
-  // 126 + 1) positions + 2 halves: 6178 halves), and just within it (dilation 125: 6130).
+  // 126 + 1) positions + 7 halves, rounded up to a multiple of 8: 6184 halves), and just within
+  // it (dilation 125: 6136).
   const ConvDesc far = conv({1, 8, 3, 1300}, {8, 8, 1, 7}, {1}, {0}, {1, 126});
   EXPECT_NE(reason(far, Direction::bwd_weights).find("12 KiB"), std::string::npos);
   EXPECT_EQ(reason(far, Direction::bwd_data), "");

@@ -77,6 +77,8 @@ constexpr std::int64_t max_coordinate = std::int64_t{1} << 29;
 constexpr std::int64_t max_phases = 65535;
 constexpr std::int64_t max_fragments = std::int64_t{1} << 26;  // taps x chunks
 constexpr std::int64_t max_blocks = (std::int64_t{1} << 31) - 1;  // grid.x
+constexpr std::int64_t target_blocks = 4096;                      // Note [narrow rounds]
+constexpr int light_work = 8;  // taps x chunks a phase, on average (the same)
 
 struct Geo {
   int in[3], out[3], k[3], s[3], p[3], d[3];
@@ -84,16 +86,18 @@ struct Geo {
   int channels, out_channels, chunks, kvol;
   int seg_w, seg_h;        // a block's segments of 16 rows along W, and its rows along H
   int seg_w_log2;
-  int blocks_w, blocks_h;  // blocks along W and H of a phase
+  int blocks_w, blocks_h;  // the phase's tiles along W and H
+  int rounds, groups_w;    // tiles along W a block runs, one after the other; blocks along W
   int phases;              // s[0] x s[1] x s[2]
   std::int64_t batch;
 };
 
-// The grid's blocks: N x D x tiles of H x W (Note [narrow block tiles]) x phases, the phase the
-// fastest, so that the phases of a tile, which read the same diff_dst, run close in time and
-// find it in L2. A double: the product of an unsupported shape may be beyond int64.
+// The grid's blocks: N x D x tiles along H x groups of tiles along W (Note [narrow rounds]) x
+// phases, the phase the fastest, so that the phases of a tile, which read the same diff_dst, run
+// close in time and find it in L2. A double: the product of an unsupported shape may be beyond
+// int64.
 double blocks_of(const Geo& g) {
-  return static_cast<double>(g.batch) * g.j[0] * g.blocks_h * g.blocks_w * g.phases;
+  return static_cast<double>(g.batch) * g.j[0] * g.blocks_h * g.groups_w * g.phases;
 }
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
@@ -126,12 +130,40 @@ Geo geo_of(const NarrowShape& shape) {
   g.phases = static_cast<int>(std::min<std::int64_t>(
       std::int64_t{shape.stride[0]} * shape.stride[1] * shape.stride[2], max_phases + 1));
   g.batch = shape.batch;
+  // Note [narrow rounds]: where a phase reaches few taps x chunks, the most tiles a block (up to
+  // 8) that leave the grid target_blocks.
+  g.rounds = 1;
+  g.groups_w = g.blocks_w;
+  const bool light = std::int64_t{g.kvol} * g.chunks <= std::int64_t{light_work} * g.phases;
+  for (const int rounds : {8, 4, 2}) {
+    if (!light) break;
+    const int groups = ceil_div(g.blocks_w, rounds);
+    const double blocks = static_cast<double>(g.batch) * g.j[0] * g.blocks_h * groups * g.phases;
+    if (rounds <= g.blocks_w && blocks >= static_cast<double>(target_blocks)) {
+      g.rounds = ceil_div(g.blocks_w, groups);  // the same tiles in fewer rounds where it can
+      g.groups_w = groups;
+      break;
+    }
+  }
   return g;
 }
 
 __device__ __forceinline__ bool inside(int x, int size) {
   return static_cast<unsigned>(x) < static_cast<unsigned>(size);
 }
+
+// Note [narrow rounds]
+// A block's fixed work (its phase and tile worked out from its index, the phase's taps read,
+// the lanes' roles) costs as much as its products where a phase reaches few taps with few
+// diff_dst channels (a stride-2 3x3 stem with 32: one to four taps of one chunk), so there a
+// block runs up to 8 tiles along W one after the other, each with its own accumulators and
+// stores, as many as leave the grid at least target_blocks blocks (about 8 waves on an H200 at
+// 3 blocks an SM). The groups' tiles are spread evenly (7 tiles: 4 + 3). "Few": kernel volume
+// x chunks at most light_work per phase on average: measured on an H200 (docs/benchmarks.md,
+// "Narrow-channel backward data"), the rounds took MobileNetV2's stem (2.25 a phase) faster and
+// the layers of 18 or more (C3D's conv1a, the 7x7 stride-2 stems) a little slower, so those run
+// one tile a block. Each output element is still summed by one thread in the same order: the
+// rounds do not change the result.
 
 // Note [narrow block tiles]
 // The taps of a row read diff_dst positions around it, which the rows next to it along H and W
@@ -295,8 +327,9 @@ __global__ void __launch_bounds__(block_threads, min_blocks)
   const int warp = static_cast<int>(threadIdx.x) / warp_size;
   const int group = lane / 4;  // the fragment's row (and, in B and D, its column)
   const int quad = lane % 4;
-  // The block's phase (the fastest, blocks_of()) and tile (Note [narrow block tiles]): sample n,
-  // plane z, tile (bh, bw) of the phase.
+  // The block's phase (the fastest, blocks_of()) and tiles (Note [narrow block tiles]): sample n,
+  // plane z, the row of tiles bh of the phase, and its tiles bw of group gw (Note [narrow
+  // rounds]).
   unsigned b = blockIdx.x;
   unsigned phase = b % static_cast<unsigned>(g.phases);
   b /= static_cast<unsigned>(g.phases);
@@ -304,47 +337,58 @@ __global__ void __launch_bounds__(block_threads, min_blocks)
   phase /= static_cast<unsigned>(g.s[2]);
   const int rh = static_cast<int>(phase % static_cast<unsigned>(g.s[1]));
   const int rd = static_cast<int>(phase / static_cast<unsigned>(g.s[1]));
-  const int bw = static_cast<int>(b % static_cast<unsigned>(g.blocks_w));
-  b /= static_cast<unsigned>(g.blocks_w);
+  const int gw = static_cast<int>(b % static_cast<unsigned>(g.groups_w));
+  b /= static_cast<unsigned>(g.groups_w);
   const int bh = static_cast<int>(b % static_cast<unsigned>(g.blocks_h));
   b /= static_cast<unsigned>(g.blocks_h);
   const int z = static_cast<int>(b % static_cast<unsigned>(g.j[0]));
   const int n = static_cast<int>(b / static_cast<unsigned>(g.j[0]));
   const std::int64_t K = g.out_channels;
-  // Per tile: its phase row y, the x of its first row, which of the thread's two rows (group,
-  // group + 8) are positions of the phase, and its diff_dst offset at a tap shift of 0.
-  int ty[tiles], tx[tiles], rows_in[tiles];
-  std::int64_t base[tiles];
-#pragma unroll
-  for (int t = 0; t < tiles; ++t) {
-    const int segment = warp * tiles + t;
-    ty[t] = bh * g.seg_h + (segment >> g.seg_w_log2);
-    tx[t] = (bw * g.seg_w + (segment & (g.seg_w - 1))) * 16;
-    const bool y_in = ty[t] < g.j[1] && ty[t] * g.s[1] + rh < g.in[1];
-    rows_in[t] = 0;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int x = tx[t] + group + 8 * h;
-      if (y_in && x < g.j[2] && x * g.s[2] + rw < g.in[2]) rows_in[t] |= 1 << h;
-    }
-    base[t] = ((static_cast<std::int64_t>(n) * g.out[0] + z) * g.out[1] + ty[t]) * g.out[2] * K +
-              static_cast<std::int64_t>(tx[t] + group) * K;
-  }
-  float acc[tiles][4];
-#pragma unroll
-  for (int t = 0; t < tiles; ++t) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) acc[t][e] = 0.0f;
-  }
   const Taps d_taps = phase_taps[rd];
   const Taps h_taps = phase_taps[g.s[0] + rh];
   const Taps w_taps = phase_taps[g.s[0] + g.s[1] + rw];
   // Pointer steps between consecutive taps of the phase along H and W.
   const std::int64_t h_step = static_cast<std::int64_t>(h_taps.o_step) * g.out[2] * K;
   const std::int64_t w_step = static_cast<std::int64_t>(w_taps.o_step) * K;
-  if (z * g.s[0] + rd < g.in[0]) {
+  const bool z_in = z * g.s[0] + rd < g.in[0];
+  // Per tile: its phase row y, and the offset along W of its first row within the block's tile.
+  int ty[tiles], sx[tiles];
+#pragma unroll
+  for (int t = 0; t < tiles; ++t) {
+    const int segment = warp * tiles + t;
+    ty[t] = bh * g.seg_h + (segment >> g.seg_w_log2);
+    sx[t] = (segment & (g.seg_w - 1)) * 16 + group;
+  }
+  // The rows of diff_dst's plane (n, z) and of diff_src's plane (n, z x stride + rd).
+  const std::int64_t dy_plane = (static_cast<std::int64_t>(n) * g.out[0] + z) * g.out[1];
+  const std::int64_t dx_plane =
+      (static_cast<std::int64_t>(n) * g.in[0] + z * g.s[0] + rd) * g.in[1];
+  const int bw_end = min(g.blocks_w, (gw + 1) * g.rounds);
+  for (int bw = gw * g.rounds; bw < bw_end; ++bw) {
+    // Per tile: the x of the thread's first row, which of its two rows (group, group + 8) are
+    // positions of the phase, and its diff_dst offset at a tap shift of 0.
+    int tx[tiles], rows_in[tiles];
+    std::int64_t base[tiles];
+#pragma unroll
+    for (int t = 0; t < tiles; ++t) {
+      tx[t] = bw * g.seg_w * 16 + sx[t];
+      const bool y_in = z_in && ty[t] < g.j[1] && ty[t] * g.s[1] + rh < g.in[1];
+      rows_in[t] = 0;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int x = tx[t] + 8 * h;
+        if (y_in && x < g.j[2] && x * g.s[2] + rw < g.in[2]) rows_in[t] |= 1 << h;
+      }
+      base[t] = ((dy_plane + ty[t]) * g.out[2] + tx[t]) * K;
+    }
+    float acc[tiles][4];
+#pragma unroll
+    for (int t = 0; t < tiles; ++t) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[t][e] = 0.0f;
+    }
     int od = d_taps.o0;
-    for (int td = d_taps.t0; td < g.k[0]; td += d_taps.step, od -= d_taps.o_step) {
+    for (int td = d_taps.t0; z_in && td < g.k[0]; td += d_taps.step, od -= d_taps.o_step) {
       if (!inside(z + od, g.out[0])) continue;  // the same for the whole block
       // Per tile at the first tap along H: its rows' pointers at the first tap along W.
       const T* row0[tiles];
@@ -363,7 +407,8 @@ __global__ void __launch_bounds__(block_threads, min_blocks)
 #pragma unroll
         for (int t = 0; t < tiles; ++t) {
           live[t] = inside(ty[t] + oh, g.out[1]) ? rows_in[t] : 0;
-          whole[t] = live[t] == 3 && tx[t] + w_taps.lo >= 0 && tx[t] + 15 + w_taps.hi < g.out[2];
+          whole[t] = live[t] == 3 && tx[t] - group + w_taps.lo >= 0 &&
+                     tx[t] - group + 15 + w_taps.hi < g.out[2];
         }
         int ow = w_taps.o0;
         const T* at[tiles];
@@ -380,7 +425,7 @@ __global__ void __launch_bounds__(block_threads, min_blocks)
             } else {
 #pragma unroll
               for (int h = 0; h < 2; ++h) {
-                const bool ok = (live[t] >> h & 1) && inside(tx[t] + group + 8 * h + ow, g.out[2]);
+                const bool ok = (live[t] >> h & 1) && inside(tx[t] + 8 * h + ow, g.out[2]);
                 p[t][h] = ok ? at[t] + 8 * h * K : zeros;
               }
             }
@@ -409,25 +454,23 @@ __global__ void __launch_bounds__(block_threads, min_blocks)
         for (int t = 0; t < tiles; ++t) row0[t] -= h_step;
       }
     }
-  }
 
-  // D's fragment: rows group and group + 8, columns (channels) 2 * quad and 2 * quad + 1.
-  const int c0 = 2 * quad;
-  if (c0 >= g.channels) return;
-  const int id = z * g.s[0] + rd;
+    // D's fragment: rows group and group + 8, columns (channels) 2 * quad and 2 * quad + 1.
+    const int c0 = 2 * quad;
+    if (c0 < g.channels) {
 #pragma unroll
-  for (int t = 0; t < tiles; ++t) {
+      for (int t = 0; t < tiles; ++t) {
+        T* out = dx +
+                 ((dx_plane + ty[t] * g.s[1] + rh) * g.in[2] + tx[t] * g.s[2] + rw) * g.channels +
+                 c0;
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      if (!(rows_in[t] >> h & 1)) continue;
-      const int ih = ty[t] * g.s[1] + rh;
-      const int iw = (tx[t] + group + 8 * h) * g.s[2] + rw;
-      T* out = dx +
-               (((static_cast<std::int64_t>(n) * g.in[0] + id) * g.in[1] + ih) * g.in[2] + iw) *
-                   g.channels +
-               c0;
-      out[0] = from_float<T>(acc[t][2 * h]);
-      if (c0 + 1 < g.channels) out[1] = from_float<T>(acc[t][2 * h + 1]);
+        for (int h = 0; h < 2; ++h) {
+          if (!(rows_in[t] >> h & 1)) continue;
+          T* o = out + static_cast<std::int64_t>(8 * h) * g.s[2] * g.channels;
+          o[0] = from_float<T>(acc[t][2 * h]);
+          if (c0 + 1 < g.channels) o[1] = from_float<T>(acc[t][2 * h + 1]);
+        }
+      }
     }
   }
 }
@@ -523,7 +566,12 @@ const char* dims_unsupported(const NarrowShape& shape) {
 // tile's row copies the words from its first element rounded down to even: the row then begins
 // one element early when that was odd (`shift`, the same for every row of a unit, added to the
 // products' pointer), and a word is either wholly inside the row or wholly outside it (zero
-// filled), since the row's ends are even too. Otherwise the rows are copied element by element.
+// filled), since the row's ends are even too. When W x C is a multiple of 8 (and src 16-byte
+// aligned: the stems' 224 x 3, C3D's 112 x 3) the same holds for 16-byte packs, the first
+// element rounded down to a multiple of 8 and `shift` up to 7: a quarter of the copies of words,
+// which were most of the kernel's instructions on the 3-channel stems. Otherwise the rows are
+// copied element by element. A tile row's pitch leaves room for the shift: span x C + 7 halves
+// rounded up to a multiple of 8, so that each row starts 16-byte aligned.
 namespace wg {
 constexpr int threads = 128;
 constexpr int warps = threads / warp_size;
@@ -555,7 +603,7 @@ struct WGeo {
   int warp_tiles;       // column tiles per warp
   int pos_groups;       // warps along the segment's steps: 4 / col_groups
   int rows;             // input rows (kd, kh) a block's tile holds at most
-  int x_pitch;          // halves per input row in the tile: span x C + 1 rounded up to even
+  int x_pitch;          // halves per input row in the tile (Note [narrow input words])
   int stage_halves;     // a stage: the diff_dst tile, then the input rows
   int col_blocks, k_blocks, splits;
   std::int64_t units;
@@ -599,7 +647,7 @@ WGeo weights_geo(const NarrowShape& shape) {
   for (const int seg : {64, 32, 16}) {
     const std::int64_t span =
         std::int64_t{seg - 1} * g.s[2] + std::int64_t{g.k[2] - 1} * g.d[2] + 1;
-    const std::int64_t pitch = (span * g.channels + 2) / 2 * 2;
+    const std::int64_t pitch = (span * g.channels + 7 + 7) / 8 * 8;
     if (std::int64_t{g.rows} * pitch > wg::input_halves) continue;
     const std::int64_t segs = (std::int64_t{g.out[2]} + seg - 1) / seg;
     const std::int64_t cost = segs * (seg + 16);
@@ -675,11 +723,15 @@ struct RowOffsets {
 // input address is a table in shared memory made once per block (RowOffsets); per unit, a copy
 // adds it to the unit's origin.
 
+// How a block copies its input rows (Note [narrow input words]): by 16-byte or 4-byte
+// asynchronous copies, or element by element.
+enum class XCopy { packs = 8, words = 2, elements = 1 };
+
 // Note [narrow weight gradients]. PackedY: K a multiple of 8 and diff_dst 16-byte aligned (the
-// diff_dst tile by 16-byte asynchronous copies); PackedX: W x C even and src 4-byte aligned (the
-// input rows by 4-byte asynchronous copies, Note [narrow input words]). The other copies are
-// plain loads and stores, made after the products of the unit before.
-template <typename T, bool PackedY, bool PackedX>
+// diff_dst tile by 16-byte asynchronous copies); X: how the input rows are copied. The copies
+// that are not asynchronous are plain loads and stores, made after the products of the unit
+// before.
+template <typename T, bool PackedY, XCopy X>
 __global__ void __launch_bounds__(wg::threads, wg::blocks_per_sm)
     bwd_weights_kernel(WGeo g, const T* __restrict__ x, const T* __restrict__ dy,
                        float* __restrict__ partial) {
@@ -746,9 +798,11 @@ __global__ void __launch_bounds__(wg::threads, wg::blocks_per_sm)
                          row_elements;
   }
   __syncthreads();
-  // This thread's first item of the input rows and its step: items per row, one item a 4-byte
-  // word (PackedX) or an element.
-  const int items = PackedX ? g.x_pitch / 2 : g.x_pitch;
+  // This thread's first item of the input rows and its step: items per row, one item a 16-byte
+  // pack, a 4-byte word or an element.
+  constexpr bool PackedX = X != XCopy::elements;
+  constexpr int width = static_cast<int>(X);  // halves per item
+  const int items = g.x_pitch / width;
   const int x_row = tid / items;
   const int x_item = tid - x_row * items;
   const int x_row_step = wg::threads / items;
@@ -786,14 +840,13 @@ __global__ void __launch_bounds__(wg::threads, wg::blocks_per_sm)
       }
     }
     if constexpr (Async == PackedX) {
-      // Item i of the tile's row r: element a0 + i (PackedX: the word at a0 + 2 i) of input row
-      // r, a0 = iw0 x C (PackedX: rounded down to even, Note [narrow input words]).
+      // Item i of the tile's row r: the item at element a0 + width x i of input row r, a0 = iw0
+      // x C rounded down to a multiple of the width (Note [narrow input words]).
       const int a = (ow0 * g.s[2] - g.p[2]) * C;
-      const int a0 = PackedX ? a - (a & 1) : a;
+      const int a0 = a - (a & (width - 1));
       const int id0 = u.od * g.s[0] - g.p[0];
       const int ih0 = u.oh * g.s[1] - g.p[1];
       const T* origin = x + ((u.n * g.in[0] + id0) * g.in[1] + ih0) * row_elements + a0;
-      constexpr int width = PackedX ? 2 : 1;
       int r = x_row;
       int i = x_item;
       while (r < rows) {
@@ -802,7 +855,12 @@ __global__ void __launch_bounds__(wg::threads, wg::blocks_per_sm)
         const bool ok = inside(id0 + row.kd, g.in[0]) && inside(ih0 + row.kh, g.in[1]) && e >= 0 &&
                         e < row_elements;
         T* to = xs + r * g.x_pitch + width * i;
-        if constexpr (PackedX) {
+        if constexpr (X == XCopy::packs) {
+          __pipeline_memcpy_async(
+              reinterpret_cast<uint4*>(to),
+              reinterpret_cast<const uint4*>(ok ? origin + row.element + 8 * i : x), 16,
+              ok ? 0 : 16);
+        } else if constexpr (X == XCopy::words) {
           __pipeline_memcpy_async(to, ok ? origin + row.element + 2 * i : x, 4, ok ? 0 : 4);
         } else {
           *to = ok ? origin[row.element + i] : from_float<T>(0.0f);
@@ -830,7 +888,7 @@ __global__ void __launch_bounds__(wg::threads, wg::blocks_per_sm)
     const int s = u & 1;
     const int ow0 = next.sg * g.seg;
     const int valid = min(g.seg, g.out[2] - ow0);
-    const int shift = PackedX ? ((ow0 * g.s[2] - g.p[2]) * C) & 1 : 0;
+    const int shift = ((ow0 * g.s[2] - g.p[2]) * C) & (width - 1);
     __pipeline_wait_prior(0);
     __syncthreads();  // stage s is complete, and every warp is done with stage 1 - s
     const bool more = u + 1 < count;
@@ -954,15 +1012,25 @@ cudaError_t bwd_weights_typed(const WGeo& g, const void* src, const void* diff_d
   auto* partial = static_cast<float*>(workspace);
   const auto bytes = static_cast<std::size_t>(g.shared_bytes());
   const bool packed_y = aligned(diff_dst, 16) && g.out_channels % 8 == 0;
-  const bool packed_x = aligned(src, 4) && static_cast<std::int64_t>(g.in[2]) * g.channels % 2 == 0;
-  if (packed_y && packed_x)
-    bwd_weights_kernel<T, true, true><<<grid, wg::threads, bytes, stream>>>(g, x, dy, partial);
-  else if (packed_y)
-    bwd_weights_kernel<T, true, false><<<grid, wg::threads, bytes, stream>>>(g, x, dy, partial);
-  else if (packed_x)
-    bwd_weights_kernel<T, false, true><<<grid, wg::threads, bytes, stream>>>(g, x, dy, partial);
+  const std::int64_t row_elements = static_cast<std::int64_t>(g.in[2]) * g.channels;
+  const XCopy copy = aligned(src, 16) && row_elements % 8 == 0  ? XCopy::packs
+                     : aligned(src, 4) && row_elements % 2 == 0 ? XCopy::words
+                                                                : XCopy::elements;
+  const auto launch = [&](auto packed, auto mode) {
+    bwd_weights_kernel<T, decltype(packed)::value, decltype(mode)::value>
+        <<<grid, wg::threads, bytes, stream>>>(g, x, dy, partial);
+  };
+  const auto with_copy = [&](auto packed) {
+    switch (copy) {
+      case XCopy::packs: return launch(packed, std::integral_constant<XCopy, XCopy::packs>{});
+      case XCopy::words: return launch(packed, std::integral_constant<XCopy, XCopy::words>{});
+      case XCopy::elements: return launch(packed, std::integral_constant<XCopy, XCopy::elements>{});
+    }
+  };
+  if (packed_y)
+    with_copy(std::true_type{});
   else
-    bwd_weights_kernel<T, false, false><<<grid, wg::threads, bytes, stream>>>(g, x, dy, partial);
+    with_copy(std::false_type{});
   if (const cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
   return reduce_splits<T>(partial, static_cast<T*>(diff_weights),
                           static_cast<std::int64_t>(g.out_channels) * g.columns, g.splits, stream);
