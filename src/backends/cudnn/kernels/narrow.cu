@@ -34,13 +34,14 @@
 //   reproducible, no atomics.
 // Data reuse between taps (a diff_dst element is read once per tap whose window holds it) goes
 // through L1 and L2 (Note [narrow block tiles]).
-// On an H200 (docs/benchmarks.md, "Narrow-channel backward data"): C3D's conv1a in 2.08 ms
-// against 2.78 for cuDNN's best candidate; the 3x3 stride-2 stems of MobileNetV2 and
-// EfficientNet-B0 (0.36 against 0.42 ms), R(2+1)D's 1x7x7 stem and U-Net's first layer ahead
-// too; the 7x7 stride-2 stems (DeepLabV3's, 0.83 against 0.63 ms; ResNeXt-50's, ResNet-50's
-// shape) still behind cuDNN's channel-padded engines. A variant that staged each kernel depth's
+// On an H200 (docs/benchmarks.md, "Narrow-channel backward data"): ahead of cuDNN's best
+// candidate on C3D's conv1a, the 3x3 stride-2 stems of MobileNetV2 and EfficientNet-B0, R(2+1)D's
+// 1x7x7 stem and U-Net's first layer; a few percent behind cuDNN's channel-padded engines on the
+// 7x7 stride-2 stems (DeepLabV3's, ResNeXt-50's). A variant that staged each kernel depth's
 // diff_dst region in shared memory ran slower than the direct loads of its day (3.86 against
-// 2.90 ms on conv1a): its copy's index arithmetic cost more issue slots than it saved.
+// 2.90 ms on conv1a): its copy's index arithmetic cost more issue slots than it saved. Where a
+// phase reaches few taps, a block's fixed work weighs as much as its products: Notes [narrow
+// phase taps] and [narrow rounds].
 //
 // Note [narrow weight fragments]
 // Each thread of a warp needs, per tap and chunk, the weights of its fragment: column (channel)
@@ -552,12 +553,12 @@ const char* dims_unsupported(const NarrowShape& shape) {
 //   function of the shape alone; a block steps through its range without a division. Each
 //   block writes its f32 partial sums to the workspace and reduce_splits() adds them in a fixed
 //   order: bitwise reproducible, no atomics.
-// On an H200 (docs/benchmarks.md, "dnnx's narrow-channel weight gradient"): C3D's conv1a in 0.83
-// ms against 1.24 for cuDNN's best candidate, the 3x3 stride-2 stems in 0.13 against 0.16; the
-// 7x7 stride-2 stems stay behind cuDNN's legacy algorithm 1 (0.21 against 0.17 ms on ResNet-50's
-// conv1). Issue slots bound it, not memory (Nsight Compute: DRAM at 13%), so the copies are kept
-// to a few instructions each (Note [narrow tile copies]); up to four stages in flight instead of
-// two ran slower on the 3-channel layers.
+// On an H200 (docs/benchmarks.md, "dnnx's narrow-channel weight gradient"): ahead of cuDNN's best
+// candidate on C3D's conv1a, the 3x3 stride-2 stems and ResNet-50's 7x7 stride-2 conv1; behind
+// cuDNN's legacy algorithm 1 on DeepLabV3's 513-wide conv1, whose odd rows are copied element by
+// element (Note [narrow input words]). Issue slots bound it, not memory (Nsight Compute: DRAM at
+// 13%), so the copies are kept to a few instructions each (Note [narrow tile copies]); up to four
+// stages in flight instead of two ran slower on the 3-channel layers.
 //
 // Note [narrow input words]
 // An input row of C channels starts at an odd element whenever its first column times C is odd
