@@ -1,12 +1,13 @@
-// dnnx's narrow-channel backward data and backward weights kernels in the cudnn backend
+// dnnx's narrow-channel forward, backward data and backward weights kernels in the cudnn backend
 // (cudnn:kernel:narrow:mma, Note [narrow-channel candidates]): where they are listed as supported
 // and why not (host-side, runs without a GPU), then on a GPU against the reference backend over a
 // case table (1, 2, 3, 5 and 8 input channels; diff_dst channel counts that are multiples of 32,
 // of 8 only, and of neither, and beyond one block's 64; stride 1, 2, 3 and per-dim strides, a
 // stride larger than the kernel, dilation, per-side padding, 1-D, 2-D and 3-D, rows of several
 // blocks, blocks of several tiles along W, segments of 16, 32 and 64 positions, columns over
-// several blocks and warps), in f16 and bf16, both directions, the overwrite of the output and
-// bitwise determinism, and exhaustive searches that time them.
+// several blocks and warps), in f16 and bf16, every direction (the forward kernel where its
+// reduction fits), the overwrite of the output and bitwise determinism, and exhaustive searches
+// that time them.
 
 #include <dnnx/algo.hpp>
 #include <dnnx/context.hpp>
@@ -132,11 +133,19 @@ TEST(CudnnConvNarrow, ListsOneCandidateWithItsDomain) {
                 .workspace_bytes,
             512u * 64u * 81u * 4u);
   EXPECT_EQ(reason(bf16, Direction::bwd_weights), "");
+  // fwd (Note [narrow forward]): no workspace, deterministic.
+  const AlgoInfo forward = cudnn::narrow_candidates(desc, Direction::fwd).at(0);
+  EXPECT_EQ(forward.id, narrow);
+  EXPECT_TRUE(forward.supported) << forward.reason;
+  EXPECT_TRUE(forward.deterministic);
+  EXPECT_EQ(forward.workspace_bytes, 0u);
+  EXPECT_FALSE(forward.has_note("fixed_order_reduction"));
+  EXPECT_EQ(reason(bf16, Direction::fwd), "");
 }
 
 TEST(CudnnConvNarrow, SaysWhyItCannotRun) {
   const ConvDesc desc = conv({2, 3, 9, 9}, {64, 3, 3, 3}, {1}, {1});
-  EXPECT_NE(reason(desc, Direction::fwd).find("bwd_data and bwd_weights only"), std::string::npos);
+  EXPECT_EQ(reason(desc, Direction::fwd), "");
   ConvDesc f32 = desc;
   f32.dtype = DType::f32;
   EXPECT_NE(reason(f32, Direction::bwd_data).find("f16 and bf16"), std::string::npos);
@@ -160,7 +169,7 @@ TEST(CudnnConvNarrow, SaysWhyItCannotRun) {
   EXPECT_NE(reason(phases, Direction::bwd_data).find("65535"), std::string::npos);
   // bwd_weights: stride 256 along W spreads 16 positions over 3841 input columns.
   EXPECT_NE(reason(phases, Direction::bwd_weights).find("12 KiB"), std::string::npos);
-  for (const Direction direction : {Direction::bwd_data, Direction::bwd_weights}) {
+  for (const Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
     EXPECT_NE(reason(f32, direction).find("f16 and bf16"), std::string::npos);
     EXPECT_NE(reason(wide, direction).find("in_channels=9"), std::string::npos);
     EXPECT_NE(reason(grouped, direction).find("groups 1"), std::string::npos);
@@ -173,6 +182,14 @@ TEST(CudnnConvNarrow, SaysWhyItCannotRun) {
   EXPECT_EQ(reason(far, Direction::bwd_data), "");
   const ConvDesc near = conv({1, 8, 3, 1300}, {8, 8, 1, 7}, {1}, {0}, {1, 125});
   EXPECT_EQ(reason(near, Direction::bwd_weights), "");
+  // fwd: its 8 KiB tile (4096 halves: the 6184 above are beyond it, 8 x (15 + 6 x 62 + 1) + 7
+  // rounded up to 3112 within it) and its reduction of at most 192 columns (3 x 3 x 3 x 8 = 216
+  // beyond it, 3 x 3 x 3 x 7 = 189 within it).
+  EXPECT_NE(reason(far, Direction::fwd).find("8 KiB"), std::string::npos);
+  EXPECT_EQ(reason(conv({1, 8, 3, 1300}, {8, 8, 1, 7}, {1}, {0}, {1, 62}), Direction::fwd), "");
+  EXPECT_NE(reason(conv({1, 8, 4, 4, 4}, {8, 8, 3, 3, 3}, {1}, {1}), Direction::fwd).find("192"),
+            std::string::npos);
+  EXPECT_EQ(reason(conv({1, 7, 4, 4, 4}, {8, 7, 3, 3, 3}, {1}, {1}), Direction::fwd), "");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -187,13 +204,26 @@ TEST(CudnnConvNarrow, MatchesTheReference) {
   Context reference(BackendKind::reference);
   reference.set_choice_cache(std::make_shared<ChoiceCache>());
   std::size_t checked = 0;
+  std::size_t expected_runs = 0;
   for (const Case& c : cases()) {
     for (const auto& [dtype, direction] :
-         {std::pair{DType::f16, Direction::bwd_data}, std::pair{DType::bf16, Direction::bwd_data},
+         {std::pair{DType::f16, Direction::fwd}, std::pair{DType::bf16, Direction::fwd},
+          std::pair{DType::f16, Direction::bwd_data}, std::pair{DType::bf16, Direction::bwd_data},
           std::pair{DType::f16, Direction::bwd_weights},
           std::pair{DType::bf16, Direction::bwd_weights}}) {
       ConvDesc desc = c.desc;
       desc.dtype = dtype;
+      if (direction == Direction::fwd) {
+        // The forward kernel's reduction: kernel volume x C of at most 192 (3d_5x5x5_c8_k24's
+        // 1000 beyond it).
+        std::int64_t columns = desc.in_channels;
+        for (const std::int64_t k : desc.kernel) columns *= k;
+        if (columns > 192) {
+          EXPECT_NE(reason(desc, direction).find("192"), std::string::npos) << c.name;
+          continue;
+        }
+      }
+      ++expected_runs;
       const std::string where = c.name + ": " + test::conv_context(desc, direction, narrow);
       const test::ConvOperands operands =
           test::random_conv_operands(desc, direction, test::seed_from(desc.key()));
@@ -213,7 +243,8 @@ TEST(CudnnConvNarrow, MatchesTheReference) {
     }
   }
   std::cout << "[ cudnn    ] " << narrow << ": " << checked << " runs matched the reference\n";
-  EXPECT_EQ(checked, 4 * cases().size());
+  EXPECT_EQ(checked, expected_runs);
+  EXPECT_GE(expected_runs, 5 * cases().size());
 }
 
 // Exhaustive selection times the kernels with cuDNN's candidates.
@@ -221,7 +252,7 @@ TEST(CudnnConvNarrow, ExhaustiveSelectionTimesTheKernel) {
   DNNX_REQUIRE_GPU();
   Context context = test::gpu_test_context();
   const ConvDesc desc = conv({4, 3, 8, 28, 28}, {64, 3, 3, 3, 3}, {1}, {1});
-  for (const Direction direction : {Direction::bwd_data, Direction::bwd_weights}) {
+  for (const Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
     const ProfileResult profile = conv_profile(context, desc, direction);
     bool timed = false;
     for (const auto& row : profile.rows) {

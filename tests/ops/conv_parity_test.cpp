@@ -98,17 +98,17 @@ bool beyond_kernel_sizes(const ConvDesc& desc) {
   return kernel_volume > 524288.0 || kernel_volume * chunks >= 67108864.0 || stride_product > 65535;
 }
 
-// Note [narrow-channel candidates]: bwd_data and bwd_weights of an ungrouped f16/bf16
+// Note [narrow-channel candidates]: fwd, bwd_data and bwd_weights of an ungrouped f16/bf16
 // channels_last convolution with at most 8 input channels.
-bool narrow_domain(const ConvDesc& desc, Direction direction) {
-  return direction != Direction::fwd && desc.groups == 1 && desc.in_channels <= 8 &&
-         desc.dtype != DType::f32 && desc.layout == Layout::channels_last;
+bool narrow_domain(const ConvDesc& desc, Direction) {
+  return desc.groups == 1 && desc.in_channels <= 8 && desc.dtype != DType::f32 &&
+         desc.layout == Layout::channels_last;
 }
 
-// Whether the narrow-channel bwd_weights kernel's input tile may not hold the rows that 16 output
-// positions read (kernels/narrow.hpp): at most every kernel row x (((16 - 1) x stride + (KW - 1) x
-// dilation + 1) x C + 2) halves, over 6144.
-bool beyond_narrow_tile(const ConvDesc& desc) {
+// Whether a narrow-channel kernel's input tile of `halves` may not hold the rows that 16 output
+// positions read (kernels/narrow.hpp): at most every kernel row x (((16 - 1) x stride + (KW - 1)
+// x dilation + 1) x C + 7, rounded up to a multiple of 8) halves (bwd_weights: 6144, fwd: 4096).
+bool beyond_narrow_tile(const ConvDesc& desc, double halves) {
   const int last = desc.spatial_dims - 1;
   const auto w = static_cast<std::size_t>(last);
   double rows = 1;
@@ -117,7 +117,15 @@ bool beyond_narrow_tile(const ConvDesc& desc) {
   const double span =
       15.0 * static_cast<double>(desc.stride[w]) +
       static_cast<double>(desc.kernel[w] - 1) * static_cast<double>(desc.dilation[w]) + 1.0;
-  return rows * (span * static_cast<double>(desc.in_channels) + 2.0) > 6144.0;
+  return rows * (span * static_cast<double>(desc.in_channels) + 14.0) > halves;
+}
+
+// Kernel volume x input channels: the narrow-channel forward kernel's reduction.
+double narrow_columns(const ConvDesc& desc) {
+  double columns = static_cast<double>(desc.in_channels);
+  for (int i = 0; i < desc.spatial_dims; ++i)
+    columns *= static_cast<double>(desc.kernel[static_cast<std::size_t>(i)]);
+  return columns;
 }
 
 // Note [grouped candidates]: fwd and bwd_data of a channels_last f16 or bf16 grouped (not
@@ -313,7 +321,7 @@ const std::vector<ExpectedReason<ConvDesc>>& expected_reasons() {
       // channels, f16/bf16 and channels_last.
       {"cudnn: narrow-channel kernel outside its domain", std::regex("^cudnn:kernel:narrow:mma$"),
        std::regex(
-           "^the narrow-channel kernels? (runs? bwd_data and bwd_weights only|needs groups "
+           "^the narrow-channel kernels? (runs? fwd, bwd_data and bwd_weights|needs groups "
            "1, got groups=[0-9]+|takes at most 8 input channels, got in_channels=[0-9]+|runs "
            "f16 and bf16 only \\(f16/bf16 tensor-core products\\)|needs the channels_last "
            "layout)$"),
@@ -324,7 +332,22 @@ const std::vector<ExpectedReason<ConvDesc>>& expected_reasons() {
        std::regex("^the input rows 16 output positions read \\(kernel rows x span x channels\\) "
                   "exceed the narrow-channel kernel's 12 KiB tile$"),
        [](const ConvDesc& desc, Direction direction) {
-         return direction == Direction::bwd_weights && beyond_narrow_tile(desc);
+         return direction == Direction::bwd_weights && beyond_narrow_tile(desc, 6144.0);
+       }},
+      // Its forward kernel's input tile and reduction (Note [narrow forward]).
+      {"cudnn: narrow-channel forward beyond its input tile",
+       std::regex("^cudnn:kernel:narrow:mma$"),
+       std::regex("^the input rows 16 output positions read \\(kernel rows x span x channels\\) "
+                  "exceed the narrow-channel forward kernel's 8 KiB tile$"),
+       [](const ConvDesc& desc, Direction direction) {
+         return direction == Direction::fwd && beyond_narrow_tile(desc, 4096.0);
+       }},
+      {"cudnn: narrow-channel forward beyond its reduction",
+       std::regex("^cudnn:kernel:narrow:mma$"),
+       std::regex("^the narrow-channel forward kernel takes kernel volume x channels of at most "
+                  "192$"),
+       [](const ConvDesc& desc, Direction direction) {
+         return direction == Direction::fwd && narrow_columns(desc) > 192.0;
        }},
       // dnnx's grouped kernel (Note [grouped candidates] in conv_grouped.cpp) is listed for every
       // desc: outside its domain (grouped_domain) it says why.
@@ -352,8 +375,9 @@ const std::vector<ExpectedReason<ConvDesc>>& expected_reasons() {
                   "or more)|a stride product \\(stride phases\\) beyond 65535|kernel volume x "
                   "ceil\\(out_channels / 32\\) of 2\\^26 or more|N x input positions beyond the "
                   "grid's 2\\^31 blocks|kernel volume x channels of 2\\^24 or more|kernel volume "
-                  "x channels or out_channels beyond the grid's 65535 blocks|N x output rows x "
-                  "segments beyond 2\\^40)$"),
+                  "x channels or out_channels beyond the grid's 65535 blocks|out_channels beyond "
+                  "the grid's 65535 blocks of 64|N x output rows x segments beyond 2\\^40|an "
+                  "input row \\(W x C\\) of 2\\^31 elements or more)$"),
        [](const ConvDesc& desc, Direction) { return beyond_kernel_sizes(desc); }},
       // The settings that list a kind of candidate for fp32 convolutions only (runtime.cpp,
       // not_listed_reason; conv_taps.cpp): by default the frames (Note [frame candidates]), the

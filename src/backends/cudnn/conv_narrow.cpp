@@ -1,22 +1,24 @@
 // Note [narrow-channel candidates]
-// The backward passes of a convolution with few input channels (a network's first layer, on RGB
-// or grey images and clips) are products with a side of C columns (bwd_data's diff_src;
-// bwd_weights' kernel volume x C columns), and cuDNN's engines tile that side by 32 or more
-// channels: most of their work is padding (kernels/narrow.cu, Note [narrow backward data], Note
-// [narrow weight gradients]). dnnx's kernels there tile it by 8. They are listed for every
-// convolution as one id per direction, unsupported with its reason outside their domain:
-//   cudnn:kernel:narrow:mma  bwd_data and bwd_weights, groups 1, at most 8 input channels,
+// The passes of a convolution with few input channels (a network's first layer, on RGB or grey
+// images and clips) are products with a side of C (fwd's reduction over kernel volume x C;
+// bwd_data's diff_src columns; bwd_weights' kernel volume x C columns), and cuDNN's engines tile
+// that side by 32 or more channels: most of their work is padding (kernels/narrow.cu, Note
+// [narrow forward], Note [narrow backward data], Note [narrow weight gradients]). dnnx's kernels
+// there tile it by 8 or pack the taps' channels. They are listed for every convolution as one
+// id per direction, unsupported with its reason outside their domain:
+//   cudnn:kernel:narrow:mma  fwd, bwd_data and bwd_weights, groups 1, at most 8 input channels,
 //                            channels_last, f16 or bf16 (f32 accumulation); any spatial rank,
-//                            kernel size, stride, per-side padding and dilation (bwd_weights:
-//                            within its input tile, kernels/narrow.hpp)
-// They need workspace (bwd_data: the weights in the tensor cores' operand layout, Note [narrow
-// weight fragments]; bwd_weights: f32 partial sums per split of the positions), are
-// deterministic (bwd_data: each diff_src element summed by one thread in a fixed order;
-// bwd_weights: a fixed-order sum of the splits) and overwrite their output. Like the depthwise
-// kernels (Note [depthwise candidates]), a supported one comes right after the last config cuDNN's
-// heuristics rank first that is not runtime-compiled. On the shape suite's first layers the
-// bwd_data kernel is the fastest candidate but for the 7x7 stride-2 stems, where cuDNN's
-// channel-padded engines are (Note [narrow backward data]).
+//                            kernel size, stride, per-side padding and dilation (fwd and
+//                            bwd_weights: within their input tiles; fwd: kernel volume x C of at
+//                            most 192, kernels/narrow.hpp)
+// bwd_data and bwd_weights need workspace (bwd_data: the weights in the tensor cores' operand
+// layout, Note [narrow weight fragments]; bwd_weights: f32 partial sums per split of the
+// positions), fwd none; all are deterministic (fwd and bwd_data: each output element summed by
+// one thread in a fixed order; bwd_weights: a fixed-order sum of the splits) and overwrite their
+// output. Like the depthwise kernels (Note [depthwise candidates]), a supported one comes right
+// after the last config cuDNN's heuristics rank first that is not runtime-compiled. On the shape
+// suite's first layers the bwd_data kernel is the fastest candidate but for the 7x7 stride-2
+// stems, where cuDNN's channel-padded engines are (Note [narrow backward data]).
 
 #include "backends/cudnn/conv_narrow.hpp"
 
@@ -37,8 +39,8 @@ constexpr std::int64_t max_int = (std::int64_t{1} << 31) - 1;
 // Why the kernel cannot run (desc, direction) ("" when it can), checked before the kernel's own
 // bounds (kernels::narrow_unsupported) so that sizes reach its int fields intact.
 std::string exclusion(const ConvDesc& desc, Direction direction) {
-  if (direction == Direction::fwd)
-    return "the narrow-channel kernels run bwd_data and bwd_weights only";
+  if (direction == Direction::fwd_training)
+    return "the narrow-channel kernels run fwd, bwd_data and bwd_weights";
   if (desc.groups != 1)
     return detail::cat("the narrow-channel kernel needs groups 1, got groups=", desc.groups);
   if (desc.in_channels > kernels::narrow_max_channels) {
@@ -81,13 +83,15 @@ AlgoInfo info_of(const ConvDesc& desc, Direction direction) {
   info.reason = exclusion(desc, direction);
   if (info.reason.empty()) {
     const kernels::NarrowShape shape = kernel_shape(desc);
-    const bool weights = direction == Direction::bwd_weights;
-    if (const char* reason = weights ? kernels::narrow_bwd_weights_unsupported(shape)
-                                     : kernels::narrow_unsupported(shape))
+    const char* reason = direction == Direction::fwd ? kernels::narrow_fwd_unsupported(shape)
+                         : direction == Direction::bwd_weights
+                             ? kernels::narrow_bwd_weights_unsupported(shape)
+                             : kernels::narrow_unsupported(shape);
+    if (reason != nullptr)
       info.reason = reason;
-    else if (weights)
+    else if (direction == Direction::bwd_weights)
       info.workspace_bytes = kernels::narrow_bwd_weights_workspace_bytes(shape);
-    else
+    else if (direction == Direction::bwd_data)
       info.workspace_bytes = kernels::narrow_bwd_data_workspace_bytes(shape);
   }
   info.supported = info.reason.empty();
@@ -110,7 +114,10 @@ class NarrowPlan final : public detail::ConvPlan {
     const BoundTensors t = bind_tensors(args, direction_, context_);
     check_workspace(workspace, info_.workspace_bytes, context_);
     runtime_->make_current();
-    if (direction_ == Direction::bwd_weights) {
+    if (direction_ == Direction::fwd) {
+      DNNX_CUDNN_CHECK(kernels::narrow_fwd(shape_, t.first, t.second, t.output, runtime_->stream()),
+                       context_, "launching the narrow-channel forward kernel");
+    } else if (direction_ == Direction::bwd_weights) {
       DNNX_CUDNN_CHECK(kernels::narrow_bwd_weights(shape_, t.first, t.second, t.output,
                                                    workspace.data, runtime_->stream()),
                        context_, "launching the narrow-channel backward weights kernel");

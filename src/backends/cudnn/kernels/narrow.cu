@@ -519,6 +519,9 @@ const char* dims_unsupported(const NarrowShape& shape) {
         return "spatial sizes, strides, paddings or dilations of 2^29 or more";
     }
   }
+  // The input rows' element offsets (the tiles' copies) are ints.
+  if (std::int64_t{shape.input[2]} * shape.channels >= (std::int64_t{1} << 31))
+    return "an input row (W x C) of 2^31 elements or more";
   return nullptr;
 }
 
@@ -710,6 +713,10 @@ __device__ __forceinline__ void advance(const WGeo& g, Unit& u) {
   ++u.n;
 }
 
+// How a block copies its input rows (Note [narrow input words]): by 16-byte or 4-byte
+// asynchronous copies, or element by element.
+enum class XCopy { packs = 8, words = 2, elements = 1 };
+
 // An input row of a block's tile (Note [narrow tile copies]).
 struct RowOffsets {
   int kd, kh;            // kd x dilation, kh x dilation
@@ -724,9 +731,77 @@ struct RowOffsets {
 // input address is a table in shared memory made once per block (RowOffsets); per unit, a copy
 // adds it to the unit's origin.
 
-// How a block copies its input rows (Note [narrow input words]): by 16-byte or 4-byte
-// asynchronous copies, or element by element.
-enum class XCopy { packs = 8, words = 2, elements = 1 };
+// The table of a block's input rows: rows row_lo.. of the kernel's (kd, kh) pairs.
+__device__ __forceinline__ void make_row_offsets(const WGeo& g, RowOffsets* offsets, int row_lo,
+                                                 int rows, int tid, int threads) {
+  const std::int64_t row_elements = static_cast<std::int64_t>(g.in[2]) * g.channels;
+  for (int r = tid; r < rows; r += threads) {
+    const int kd = (row_lo + r) / g.k[1];
+    const int kh = row_lo + r - kd * g.k[1];
+    offsets[r].kd = kd * g.d[0];
+    offsets[r].kh = kh * g.d[1];
+    offsets[r].element = (static_cast<std::int64_t>(kd) * g.d[0] * g.in[1] +
+                          static_cast<std::int64_t>(kh) * g.d[1]) *
+                         row_elements;
+  }
+}
+
+// A thread's share of the tile's input rows: its first item and the step to its next, the rows
+// flattened (items per row: the pitch over the item's halves).
+struct RowShare {
+  int items, row, item, row_step, item_step;
+};
+__device__ __forceinline__ RowShare row_share(const WGeo& g, int width, int tid, int threads) {
+  RowShare share;
+  share.items = g.x_pitch / width;
+  share.row = tid / share.items;
+  share.item = tid - share.row * share.items;
+  share.row_step = threads / share.items;
+  share.item_step = threads - share.row_step * share.items;
+  return share;
+}
+
+// Copies the input rows of unit u into the tile xs (rows x pitch halves): item i of tile row r
+// is the item at element a0 + width x i of input row r, a0 = iw0 x C rounded down to a multiple
+// of the width (Note [narrow input words]), zero outside the input. packs and words are
+// asynchronous copies (committed by the caller), elements plain loads and stores.
+template <typename T, XCopy X>
+__device__ __forceinline__ void copy_input_rows(const WGeo& g, const T* __restrict__ x, T* xs,
+                                                const RowOffsets* offsets, int rows,
+                                                const RowShare& share, const Unit& u) {
+  constexpr int width = static_cast<int>(X);
+  const int C = g.channels;
+  const int row_elements = g.in[2] * C;
+  const int a = (u.sg * g.seg * g.s[2] - g.p[2]) * C;
+  const int a0 = a - (a & (width - 1));
+  const int id0 = u.od * g.s[0] - g.p[0];
+  const int ih0 = u.oh * g.s[1] - g.p[1];
+  const T* origin = x + ((u.n * g.in[0] + id0) * g.in[1] + ih0) * row_elements + a0;
+  int r = share.row;
+  int i = share.item;
+  while (r < rows) {
+    const RowOffsets row = offsets[r];
+    const int e = a0 + width * i;
+    const bool ok = inside(id0 + row.kd, g.in[0]) && inside(ih0 + row.kh, g.in[1]) && e >= 0 &&
+                    e < row_elements;
+    T* to = xs + r * g.x_pitch + width * i;
+    if constexpr (X == XCopy::packs) {
+      __pipeline_memcpy_async(reinterpret_cast<uint4*>(to),
+                              reinterpret_cast<const uint4*>(ok ? origin + row.element + 8 * i : x),
+                              16, ok ? 0 : 16);
+    } else if constexpr (X == XCopy::words) {
+      __pipeline_memcpy_async(to, ok ? origin + row.element + 2 * i : x, 4, ok ? 0 : 4);
+    } else {
+      *to = ok ? origin[row.element + i] : from_float<T>(0.0f);
+    }
+    r += share.row_step;
+    i += share.item_step;
+    if (i >= share.items) {
+      i -= share.items;
+      ++r;
+    }
+  }
+}
 
 // Note [narrow weight gradients]. PackedY: K a multiple of 8 and diff_dst 16-byte aligned (the
 // diff_dst tile by 16-byte asynchronous copies); X: how the input rows are copied. The copies
@@ -754,7 +829,6 @@ __global__ void __launch_bounds__(wg::threads, wg::blocks_per_sm)
   const int cgroup = warp % g.col_groups;
   const int pgroup = warp / g.col_groups;
   const int sc = g.s[2] * C;  // halves between consecutive positions' elements of a column
-  const int row_elements = g.in[2] * C;
   // Per column tile of this warp: whether it holds columns of the block, and this thread's
   // column's offset in the input rows at position 2 quad.
   bool tile_on[wg::warp_tiles];
@@ -789,25 +863,13 @@ __global__ void __launch_bounds__(wg::threads, wg::blocks_per_sm)
   // Per input row of the tile (Note [narrow tile copies]): its (kd x dilation, kh x dilation)
   // and its first element's offset from the unit's origin.
   auto* offsets = reinterpret_cast<RowOffsets*>(stage0 + 2 * g.stage_halves);
-  for (int r = tid; r < rows; r += wg::threads) {
-    const int kd = (row_lo + r) / g.k[1];
-    const int kh = row_lo + r - kd * g.k[1];
-    offsets[r].kd = kd * g.d[0];
-    offsets[r].kh = kh * g.d[1];
-    offsets[r].element = (static_cast<std::int64_t>(kd) * g.d[0] * g.in[1] +
-                          static_cast<std::int64_t>(kh) * g.d[1]) *
-                         row_elements;
-  }
+  make_row_offsets(g, offsets, row_lo, rows, tid, wg::threads);
   __syncthreads();
-  // This thread's first item of the input rows and its step: items per row, one item a 16-byte
-  // pack, a 4-byte word or an element.
+  // This thread's first item of the input rows and its step: one item a 16-byte pack, a 4-byte
+  // word or an element.
   constexpr bool PackedX = X != XCopy::elements;
   constexpr int width = static_cast<int>(X);  // halves per item
-  const int items = g.x_pitch / width;
-  const int x_row = tid / items;
-  const int x_item = tid - x_row * items;
-  const int x_row_step = wg::threads / items;
-  const int x_item_step = wg::threads - x_row_step * items;
+  const RowShare share = row_share(g, width, tid, wg::threads);
   // This thread's chunk of 8 diff_dst channels at positions y_position + 16 i.
   const int y_position = tid / 8;
   const int y_channel = tid % 8 * 8;
@@ -840,40 +902,7 @@ __global__ void __launch_bounds__(wg::threads, wg::blocks_per_sm)
         }
       }
     }
-    if constexpr (Async == PackedX) {
-      // Item i of the tile's row r: the item at element a0 + width x i of input row r, a0 = iw0
-      // x C rounded down to a multiple of the width (Note [narrow input words]).
-      const int a = (ow0 * g.s[2] - g.p[2]) * C;
-      const int a0 = a - (a & (width - 1));
-      const int id0 = u.od * g.s[0] - g.p[0];
-      const int ih0 = u.oh * g.s[1] - g.p[1];
-      const T* origin = x + ((u.n * g.in[0] + id0) * g.in[1] + ih0) * row_elements + a0;
-      int r = x_row;
-      int i = x_item;
-      while (r < rows) {
-        const RowOffsets row = offsets[r];
-        const int e = a0 + width * i;
-        const bool ok = inside(id0 + row.kd, g.in[0]) && inside(ih0 + row.kh, g.in[1]) && e >= 0 &&
-                        e < row_elements;
-        T* to = xs + r * g.x_pitch + width * i;
-        if constexpr (X == XCopy::packs) {
-          __pipeline_memcpy_async(
-              reinterpret_cast<uint4*>(to),
-              reinterpret_cast<const uint4*>(ok ? origin + row.element + 8 * i : x), 16,
-              ok ? 0 : 16);
-        } else if constexpr (X == XCopy::words) {
-          __pipeline_memcpy_async(to, ok ? origin + row.element + 2 * i : x, 4, ok ? 0 : 4);
-        } else {
-          *to = ok ? origin[row.element + i] : from_float<T>(0.0f);
-        }
-        r += x_row_step;
-        i += x_item_step;
-        if (i >= items) {
-          i -= items;
-          ++r;
-        }
-      }
-    }
+    if constexpr (Async == PackedX) copy_input_rows<T, X>(g, x, xs, offsets, rows, share, u);
   };
 
   const std::int64_t first = g.units * blockIdx.x / g.splits;
@@ -1037,6 +1066,286 @@ cudaError_t bwd_weights_typed(const WGeo& g, const void* src, const void* diff_d
                           static_cast<std::int64_t>(g.out_channels) * g.columns, g.splits, stream);
 }
 
+// ---- forward -----------------------------------------------------------------------------------
+
+// Note [narrow forward]
+// The forward pass of a convolution with C <= 8 input channels is a product of M = N x output
+// positions rows by J = kernel volume x C (the reduction, the weights' taps x C order) by K
+// columns. cuDNN's engines pad C to their tile's channel block (the 3-channel stems run engines
+// 47 and 40 over 32 or more channels a tap, or the padded copies of `cudnn:padc`). This kernel
+// packs the J products of each output position 16 to a tensor-core step (mma.sync m16n8k16, f32
+// accumulators): a 3x3 stem's 27 take 2 steps where channels padded to 8 would take 5.
+// - A unit of work is a segment of 16, 32 or 64 output positions along W of one output row, as in
+//   the weight gradient (Note [narrow weight gradients]); the block copies the input rows its
+//   taps read (every (kd, kh) of the kernel) to shared memory with the same copies (Note [narrow
+//   input words], Note [narrow tile copies]), two stages, the next unit's asynchronous copies
+//   under this unit's products.
+// - A: a warp's tile of 16 positions x 16 columns, each thread gathering its 8 elements from the
+//   input rows: column j's offset in the tile (a table made once per block; -1 beyond J reads as
+//   zero) plus the position's p x stride x C. B: the weights of 16 columns x 8 output channels,
+//   arranged once per block in shared memory as each lane's fragment (one 8-byte load a product).
+// - A block owns up to 64 output channels (grid.y, 8 column tiles of the product); its warps
+//   split the segment's 16-position tiles and, where the segment has fewer than 4, the column
+//   tiles. Each output element is written once, by the thread that holds its accumulator, in
+//   a fixed order: deterministic, overwrite.
+// - grid.x splits the units into contiguous ranges (Note [narrow weight gradients]); no partial
+//   sums: each unit's outputs are its own.
+// Bounds: J at most 16 x fw::max_ksteps (the weights' fragments in shared memory) and the input
+// rows of 16 positions within the 8 KiB tile.
+namespace fw {
+constexpr int threads = 128;
+constexpr int warps = threads / warp_size;
+constexpr int channels = 64;  // output channels per block
+constexpr int n_tiles = channels / 8;
+constexpr int max_ksteps = 12;      // J up to 192: 3 x 7 x 7 x 3 = 147 fits
+constexpr int input_halves = 4096;  // a stage's input rows: 8 KiB
+constexpr int blocks_per_sm = 4;    // 16 warps an SM: up to 128 registers a thread
+constexpr std::int64_t target_blocks = 2048;
+constexpr std::int64_t max_grid_y = 65535;
+}  // namespace fw
+
+// The forward pass's geometry, in the weight gradient's terms: every (kd, kh) row of the kernel
+// in one block's tile, the segment the longest whose rows fit fw::input_halves (seg 0 when none
+// does), the units split into ranges (splits: grid.x), K into blocks of 64 (k_blocks: grid.y).
+WGeo forward_geo(const NarrowShape& shape) {
+  WGeo g{};
+  copy_dims(g, shape);
+  g.channels = shape.channels;
+  g.out_channels = shape.out_channels;
+  g.batch = shape.batch;
+  g.columns = shape.kernel[0] * shape.kernel[1] * shape.kernel[2] * shape.channels;
+  g.col_blocks = 1;
+  g.rows = shape.kernel[0] * shape.kernel[1];
+  std::int64_t least = -1;
+  for (const int seg : {64, 32, 16}) {
+    const std::int64_t span =
+        std::int64_t{seg - 1} * g.s[2] + std::int64_t{g.k[2] - 1} * g.d[2] + 1;
+    const std::int64_t pitch = (span * g.channels + 7 + 7) / 8 * 8;
+    if (std::int64_t{g.rows} * pitch > fw::input_halves) continue;
+    const std::int64_t segs = (std::int64_t{g.out[2]} + seg - 1) / seg;
+    const std::int64_t cost = segs * (seg + 16);
+    if (least < 0 || cost < least) {
+      least = cost;
+      g.seg = seg;
+      g.span = static_cast<int>(span);
+      g.segs = static_cast<int>(segs);
+      g.x_pitch = static_cast<int>(pitch);
+    }
+  }
+  g.stage_halves = (g.rows * g.x_pitch + 7) / 8 * 8;
+  g.units = g.batch * g.out[0] * g.out[1] * g.segs;
+  g.k_blocks = static_cast<int>(std::min<std::int64_t>(
+      (std::int64_t{g.out_channels} + fw::channels - 1) / fw::channels, fw::max_grid_y + 1));
+  const std::int64_t per_k = (fw::target_blocks + g.k_blocks - 1) / g.k_blocks;
+  g.splits = static_cast<int>(std::max<std::int64_t>(std::min(per_k, g.units), 1));
+  return g;
+}
+
+int forward_ksteps(const WGeo& g) { return (g.columns + 15) / 16; }
+
+// Shared memory: two stages of input rows, the weights' fragments, the columns' offsets, the
+// rows' table.
+int forward_shared_bytes(const WGeo& g) {
+  const int ksteps = forward_ksteps(g);
+  return 2 * g.stage_halves * 2 + ksteps * fw::n_tiles * warp_size * 8 + ksteps * 16 * 4 +
+         g.rows * static_cast<int>(sizeof(RowOffsets));
+}
+
+const char* forward_shape_unsupported(const NarrowShape& shape) {
+  if (const char* reason = dims_unsupported(shape)) return reason;
+  const std::int64_t columns =
+      std::int64_t{shape.kernel[0]} * shape.kernel[1] * shape.kernel[2] * shape.channels;
+  if (columns > 16 * fw::max_ksteps)
+    return "the narrow-channel forward kernel takes kernel volume x channels of at most 192";
+  return nullptr;
+}
+const char* forward_geo_unsupported(const WGeo& g) {
+  if (g.seg == 0) {
+    return "the input rows 16 output positions read (kernel rows x span x channels) exceed the "
+           "narrow-channel forward kernel's 8 KiB tile";
+  }
+  if (g.k_blocks > fw::max_grid_y) return "out_channels beyond the grid's 65535 blocks of 64";
+  if (g.units > wg::max_units) return "N x output rows x segments beyond 2^40";
+  return nullptr;
+}
+
+// Note [narrow forward].
+template <typename T, XCopy X>
+__global__ void __launch_bounds__(fw::threads, fw::blocks_per_sm)
+    fwd_kernel(WGeo g, const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y,
+               bool pairs) {
+  extern __shared__ uint4 shared[];
+  T* const stage0 = reinterpret_cast<T*>(shared);
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid % warp_size;
+  const int warp = tid / warp_size;
+  const int group = lane / 4;
+  const int quad = lane % 4;
+  const int K = g.out_channels;
+  const int C = g.channels;
+  const int J = g.columns;
+  const int ksteps = (J + 15) / 16;
+  const int k0 = static_cast<int>(blockIdx.y) * fw::channels;
+  const int n_tiles = min(fw::n_tiles, (K - k0 + 7) / 8);
+  auto* frags = reinterpret_cast<uint2*>(stage0 + 2 * g.stage_halves);
+  int* column_at = reinterpret_cast<int*>(frags + ksteps * fw::n_tiles * warp_size);
+  auto* offsets = reinterpret_cast<RowOffsets*>(column_at + ksteps * 16);
+
+  // B's fragments, [kstep][tile][lane]: {B[2q][n], B[2q + 1][n]} and {B[2q + 8][n], B[2q + 9][n]}
+  // with n = lane / 4, q = lane % 4, B[i][n] = w[k0 + tile x 8 + n][kstep x 16 + i], zero beyond
+  // K and J.
+  const auto* wbits = reinterpret_cast<const unsigned short*>(w);
+  for (int i = tid; i < ksteps * fw::n_tiles * warp_size; i += fw::threads) {
+    const int l = i % warp_size;
+    const int tile = i / warp_size % fw::n_tiles;
+    const int kstep = i / (warp_size * fw::n_tiles);
+    const int k = k0 + tile * 8 + l / 4;
+    const int j0 = kstep * 16 + (l % 4) * 2;
+    unsigned v[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      unsigned pair = 0;
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int j = j0 + 8 * h + e;
+        const unsigned bits = k < K && j < J ? wbits[static_cast<std::int64_t>(k) * J + j] : 0u;
+        pair |= bits << (16 * e);
+      }
+      v[h] = pair;
+    }
+    frags[i] = make_uint2(v[0], v[1]);
+  }
+  // Column j's element in the tile at position 0 (before the unit's shift), -1 beyond J.
+  for (int j = tid; j < ksteps * 16; j += fw::threads) {
+    int offset = -1;
+    if (j < J) {
+      const int tap = j / C;
+      const int kw = tap % g.k[2];
+      offset = tap / g.k[2] * g.x_pitch + kw * g.d[2] * C + (j - tap * C);
+    }
+    column_at[j] = offset;
+  }
+  make_row_offsets(g, offsets, 0, g.rows, tid, fw::threads);
+  __syncthreads();
+  constexpr int width = static_cast<int>(X);
+  const RowShare share = row_share(g, width, tid, fw::threads);
+
+  // The warps over the segment's tiles of 16 positions (m_groups of them) and, where those are
+  // fewer than the warps, over the column tiles: tile ng + i x n_groups, i = 0, 1, ...
+  const int m_groups = g.seg / 16;
+  const int n_groups = fw::warps / m_groups;
+  const int mt = warp % m_groups;
+  const int ng = warp / m_groups;
+  const int sc = g.s[2] * C;  // halves between consecutive positions' elements of a column
+  const int p0 = (mt * 16 + group) * sc;
+  const int p1 = p0 + 8 * sc;
+
+  const std::int64_t first = g.units * blockIdx.x / g.splits;
+  const int count = static_cast<int>(g.units * (blockIdx.x + 1) / g.splits - first);
+  Unit next = unit_at(g, first);
+  if (count > 0) {
+    if constexpr (X != XCopy::elements)
+      copy_input_rows<T, X>(g, x, stage0, offsets, g.rows, share, next);
+    __pipeline_commit();
+    if constexpr (X == XCopy::elements)
+      copy_input_rows<T, X>(g, x, stage0, offsets, g.rows, share, next);
+  }
+  for (int u = 0; u < count; ++u) {
+    const int s = u & 1;
+    const Unit unit = next;
+    const int ow0 = unit.sg * g.seg;
+    const int valid = min(g.seg, g.out[2] - ow0);
+    const int shift = ((ow0 * g.s[2] - g.p[2]) * C) & (width - 1);
+    __pipeline_wait_prior(0);
+    __syncthreads();  // stage s is complete, and every warp is done with stage 1 - s
+    const bool more = u + 1 < count;
+    T* const other = stage0 + (1 - s) * g.stage_halves;
+    if (more) {
+      advance(g, next);
+      if constexpr (X != XCopy::elements)
+        copy_input_rows<T, X>(g, x, other, offsets, g.rows, share, next);
+      __pipeline_commit();
+    }
+    if (mt * 16 < valid) {
+      const auto* tile =
+          reinterpret_cast<const unsigned short*>(stage0 + s * g.stage_halves) + shift;
+      float acc[fw::n_tiles][4];
+#pragma unroll
+      for (int i = 0; i < fw::n_tiles; ++i) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][e] = 0.0f;
+      }
+      const auto at = [&](int offset, int position) -> unsigned {
+        return offset < 0 ? 0u : static_cast<unsigned>(tile[offset + position]);
+      };
+      for (int kstep = 0; kstep < ksteps; ++kstep) {
+        const int2 lo = *reinterpret_cast<const int2*>(column_at + kstep * 16 + 2 * quad);
+        const int2 hi = *reinterpret_cast<const int2*>(column_at + kstep * 16 + 8 + 2 * quad);
+        const unsigned a0 = at(lo.x, p0) | at(lo.y, p0) << 16;
+        const unsigned a1 = at(lo.x, p1) | at(lo.y, p1) << 16;
+        const unsigned a2 = at(hi.x, p0) | at(hi.y, p0) << 16;
+        const unsigned a3 = at(hi.x, p1) | at(hi.y, p1) << 16;
+        const uint2* b = frags + kstep * fw::n_tiles * warp_size + lane;
+#pragma unroll
+        for (int i = 0; i < fw::n_tiles; ++i) {
+          const int t = ng + i * n_groups;
+          if (t < n_tiles) {
+            const uint2 bf = b[t * warp_size];
+            mma<T>(acc[i], a0, a1, a2, a3, bf.x, bf.y);
+          }
+        }
+      }
+      // D's fragment: positions mt x 16 + group (+ 8), channels k0 + t x 8 + 2 quad (+ 1).
+      T* const out = y +
+                     (((unit.n * g.out[0] + unit.od) * g.out[1] + unit.oh) * g.out[2] + ow0) * K +
+                     k0 + 2 * quad;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int p = mt * 16 + group + 8 * h;
+        if (p >= valid) continue;
+        T* const row = out + static_cast<std::int64_t>(p) * K;
+#pragma unroll
+        for (int i = 0; i < fw::n_tiles; ++i) {
+          const int t = ng + i * n_groups;
+          const int k = k0 + t * 8 + 2 * quad;
+          if (t >= n_tiles || k >= K) continue;
+          if (pairs) {  // K even: k + 1 < K, and the pair 4-byte aligned
+            Pack<T, 2> v;
+            v.v[0] = from_float<T>(acc[i][2 * h]);
+            v.v[1] = from_float<T>(acc[i][2 * h + 1]);
+            *reinterpret_cast<Pack<T, 2>*>(row + t * 8) = v;
+          } else {
+            row[t * 8] = from_float<T>(acc[i][2 * h]);
+            if (k + 1 < K) row[t * 8 + 1] = from_float<T>(acc[i][2 * h + 1]);
+          }
+        }
+      }
+    }
+    if constexpr (X == XCopy::elements) {
+      if (more) copy_input_rows<T, X>(g, x, other, offsets, g.rows, share, next);
+    }
+  }
+}
+
+template <typename T>
+cudaError_t fwd_typed(const WGeo& g, const void* src, const void* weights, void* dst,
+                      cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(g.splits), static_cast<unsigned>(g.k_blocks));
+  const auto* x = static_cast<const T*>(src);
+  const auto* w = static_cast<const T*>(weights);
+  auto* y = static_cast<T*>(dst);
+  const auto bytes = static_cast<std::size_t>(forward_shared_bytes(g));
+  const bool pairs = g.out_channels % 2 == 0 && aligned(dst, 4);
+  const std::int64_t row_elements = static_cast<std::int64_t>(g.in[2]) * g.channels;
+  if (aligned(src, 16) && row_elements % 8 == 0)
+    fwd_kernel<T, XCopy::packs><<<grid, fw::threads, bytes, stream>>>(g, x, w, y, pairs);
+  else if (aligned(src, 4) && row_elements % 2 == 0)
+    fwd_kernel<T, XCopy::words><<<grid, fw::threads, bytes, stream>>>(g, x, w, y, pairs);
+  else
+    fwd_kernel<T, XCopy::elements><<<grid, fw::threads, bytes, stream>>>(g, x, w, y, pairs);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 const char* narrow_unsupported(const NarrowShape& shape) {
@@ -1068,6 +1377,24 @@ cudaError_t narrow_bwd_data(const NarrowShape& shape, const void* diff_dst, cons
       return bwd_data_typed<__half>(shape, diff_dst, weights, diff_src, workspace, stream);
     case NarrowType::bf16:
       return bwd_data_typed<__nv_bfloat16>(shape, diff_dst, weights, diff_src, workspace, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+const char* narrow_fwd_unsupported(const NarrowShape& shape) {
+  if (const char* reason = forward_shape_unsupported(shape)) return reason;
+  return forward_geo_unsupported(forward_geo(shape));
+}
+
+cudaError_t narrow_fwd(const NarrowShape& shape, const void* src, const void* weights, void* dst,
+                       cudaStream_t stream) {
+  if (forward_shape_unsupported(shape) != nullptr) return cudaErrorInvalidValue;
+  const WGeo g = forward_geo(shape);  // once per call: the check's and the launch's
+  if (forward_geo_unsupported(g) != nullptr) return cudaErrorInvalidValue;
+  if (g.units == 0) return cudaSuccess;  // dst is empty
+  switch (shape.type) {
+    case NarrowType::f16: return fwd_typed<__half>(g, src, weights, dst, stream);
+    case NarrowType::bf16: return fwd_typed<__nv_bfloat16>(g, src, weights, dst, stream);
   }
   return cudaErrorInvalidValue;
 }

@@ -1,9 +1,10 @@
 #pragma once
-// dnnx's tensor-core kernels for the backward data and backward weights passes of convolutions
-// with few input channels (cudnn:kernel:narrow:mma): groups 1, at most 8 input channels, 1/2/3
-// spatial dims, any kernel size, stride, per-side padding and dilation, channels_last, f16/bf16
-// storage with f32 accumulation. Plain pointers, sizes and a stream; no cuDNN types. The work
-// split: Note [narrow backward data] and Note [narrow weight gradients] in narrow.cu.
+// dnnx's tensor-core kernels for the forward, backward data and backward weights passes of
+// convolutions with few input channels (cudnn:kernel:narrow:mma): groups 1, at most 8 input
+// channels, 1/2/3 spatial dims, any kernel size, stride, per-side padding and dilation,
+// channels_last, f16/bf16 storage with f32 accumulation. Plain pointers, sizes and a stream; no
+// cuDNN types. The work split: Note [narrow forward], Note [narrow backward data] and Note
+// [narrow weight gradients] in narrow.cu.
 
 #include "backends/cudnn/kernels/spatial.hpp"
 
@@ -45,11 +46,24 @@ std::size_t narrow_bwd_data_workspace_bytes(const NarrowShape& shape);
 cudaError_t narrow_bwd_data(const NarrowShape& shape, const void* diff_dst, const void* weights,
                             void* diff_src, void* workspace, cudaStream_t stream);
 
+/// Why the forward kernel cannot run `shape` (a static string), or nullptr when it can: at most 8
+/// channels, spatial coordinates below 2^29, kernel volume x C of at most 192, the input rows
+/// that 16 output positions read within its 8 KiB tile (kernel rows x (((16 - 1) x stride + (KW
+/// - 1) x dilation + 1) x C + 7, rounded up to a multiple of 8) halves), K within 65535 blocks
+/// of 64 and N x output rows within 2^40.
+const char* narrow_fwd_unsupported(const NarrowShape& shape);
+
+/// dst = the convolution of src with the weights, queued on `stream` (no workspace; each dst
+/// element written once by one thread, its sum in a fixed order: deterministic, overwrite).
+/// Returns the launch status (cudaErrorInvalidValue when the kernel cannot run the shape).
+cudaError_t narrow_fwd(const NarrowShape& shape, const void* src, const void* weights, void* dst,
+                       cudaStream_t stream);
+
 /// Why the backward weights kernel cannot run `shape` (a static string), or nullptr when it can:
 /// at most 8 channels, spatial coordinates below 2^29, kernel volume x C below 2^24, the input
 /// rows that 16 output positions read within its 12 KiB tile (kernel rows x (((16 - 1) x stride
-/// + (KW - 1) x dilation + 1) x C + 1, rounded up to even) halves, over the kernel rows of a
-/// block's 128 columns), K within 65535 blocks of 64 and N x output rows within 2^40.
+/// + (KW - 1) x dilation + 1) x C + 7, rounded up to a multiple of 8) halves, over the kernel
+/// rows of a block's 128 columns), K within 65535 blocks of 64 and N x output rows within 2^40.
 const char* narrow_bwd_weights_unsupported(const NarrowShape& shape);
 
 /// Workspace bytes narrow_bwd_weights needs: f32 partial sums, K x kernel volume x C per split of
