@@ -17,8 +17,9 @@
 // one thread in a fixed order; bwd_weights: a fixed-order sum of the splits) and overwrite their
 // output. Like the depthwise kernels (Note [depthwise candidates]), a supported one comes right
 // after the last config cuDNN's heuristics rank first that is not runtime-compiled. On the shape
-// suite's first layers the bwd_data kernel is the fastest candidate but for the 7x7 stride-2
-// stems, where cuDNN's channel-padded engines are (Note [narrow backward data]).
+// suite's first layers the backward kernels are the fastest candidates but on the 7x7 stride-2
+// stems (bwd_data; bwd_weights on DeepLabV3's odd-width one), the fwd kernel on C3D's and
+// R(2+1)D's (Note [narrow backward data], Note [narrow forward]).
 
 #include "backends/cudnn/conv_narrow.hpp"
 

@@ -158,7 +158,7 @@ __device__ __forceinline__ bool inside(int x, int size) {
 // the lanes' roles) costs as much as its products where a phase reaches few taps with few
 // diff_dst channels (a stride-2 3x3 stem with 32: one to four taps of one chunk), so there a
 // block runs up to 8 tiles along W one after the other, each with its own accumulators and
-// stores, as many as leave the grid at least target_blocks blocks (about 8 waves on an H200 at
+// stores, as many as leave the grid at least target_blocks blocks (about 10 waves on an H200 at
 // 3 blocks an SM). The groups' tiles are spread evenly (7 tiles: 4 + 3). "Few": kernel volume
 // x chunks at most light_work per phase on average: measured on an H200 (docs/benchmarks.md,
 // "Narrow-channel backward data"), the rounds took MobileNetV2's stem (2.25 a phase) faster and
@@ -461,6 +461,7 @@ __global__ void __launch_bounds__(block_threads, min_blocks)
     if (c0 < g.channels) {
 #pragma unroll
       for (int t = 0; t < tiles; ++t) {
+        if (rows_in[t] == 0) continue;  // then tx x stride may be beyond the input, and int
         T* out = dx +
                  ((dx_plane + ty[t] * g.s[1] + rh) * g.in[2] + tx[t] * g.s[2] + rw) * g.channels +
                  c0;
