@@ -627,6 +627,29 @@ __host__ __device__ inline int rows_of(int lo, int hi, int channels, int kw) {
   return (hi - 1) / channels / kw - lo / channels / kw + 1;
 }
 
+// A unit's segment (Note [narrow weight gradients]): of 64, 32 and 16 output positions, among
+// those whose g.rows input rows fit `input_halves` (Note [narrow input words] for their pitch),
+// the one with the least cost of padded positions and per-unit work (a unit weighs as 16
+// positions). Sets seg (0 when none fits), span, segs and x_pitch.
+void choose_segment(WGeo& g, int input_halves) {
+  std::int64_t least = -1;
+  for (const int seg : {64, 32, 16}) {
+    const std::int64_t span =
+        std::int64_t{seg - 1} * g.s[2] + std::int64_t{g.k[2] - 1} * g.d[2] + 1;
+    const std::int64_t pitch = (span * g.channels + 7 + 7) / 8 * 8;
+    if (std::int64_t{g.rows} * pitch > input_halves) continue;
+    const std::int64_t segs = (std::int64_t{g.out[2]} + seg - 1) / seg;
+    const std::int64_t cost = segs * (seg + 16);
+    if (least < 0 || cost < least) {
+      least = cost;
+      g.seg = seg;
+      g.span = static_cast<int>(span);
+      g.segs = static_cast<int>(segs);
+      g.x_pitch = static_cast<int>(pitch);
+    }
+  }
+}
+
 // The geometry of a shape that passed dims_unsupported() with J below wg::max_columns; seg is 0
 // when no segment's input rows fit the tile.
 WGeo weights_geo(const NarrowShape& shape) {
@@ -648,22 +671,7 @@ WGeo weights_geo(const NarrowShape& shape) {
     g.rows =
         std::max(g.rows, rows_of(lo, std::min(g.columns, lo + g.block_cols), g.channels, g.k[2]));
   }
-  std::int64_t least = -1;
-  for (const int seg : {64, 32, 16}) {
-    const std::int64_t span =
-        std::int64_t{seg - 1} * g.s[2] + std::int64_t{g.k[2] - 1} * g.d[2] + 1;
-    const std::int64_t pitch = (span * g.channels + 7 + 7) / 8 * 8;
-    if (std::int64_t{g.rows} * pitch > wg::input_halves) continue;
-    const std::int64_t segs = (std::int64_t{g.out[2]} + seg - 1) / seg;
-    const std::int64_t cost = segs * (seg + 16);
-    if (least < 0 || cost < least) {
-      least = cost;
-      g.seg = seg;
-      g.span = static_cast<int>(span);
-      g.segs = static_cast<int>(segs);
-      g.x_pitch = static_cast<int>(pitch);
-    }
-  }
+  choose_segment(g, wg::input_halves);
   // Stages start 16-byte aligned.
   g.stage_halves = (wg::stage_y + g.rows * g.x_pitch + 7) / 8 * 8;
   g.units = g.batch * g.out[0] * g.out[1] * g.segs;
@@ -1117,22 +1125,7 @@ WGeo forward_geo(const NarrowShape& shape) {
   g.columns = shape.kernel[0] * shape.kernel[1] * shape.kernel[2] * shape.channels;
   g.col_blocks = 1;
   g.rows = shape.kernel[0] * shape.kernel[1];
-  std::int64_t least = -1;
-  for (const int seg : {64, 32, 16}) {
-    const std::int64_t span =
-        std::int64_t{seg - 1} * g.s[2] + std::int64_t{g.k[2] - 1} * g.d[2] + 1;
-    const std::int64_t pitch = (span * g.channels + 7 + 7) / 8 * 8;
-    if (std::int64_t{g.rows} * pitch > fw::input_halves) continue;
-    const std::int64_t segs = (std::int64_t{g.out[2]} + seg - 1) / seg;
-    const std::int64_t cost = segs * (seg + 16);
-    if (least < 0 || cost < least) {
-      least = cost;
-      g.seg = seg;
-      g.span = static_cast<int>(span);
-      g.segs = static_cast<int>(segs);
-      g.x_pitch = static_cast<int>(pitch);
-    }
-  }
+  choose_segment(g, fw::input_halves);
   g.stage_halves = (g.rows * g.x_pitch + 7) / 8 * 8;
   g.units = g.batch * g.out[0] * g.out[1] * g.segs;
   g.k_blocks = static_cast<int>(std::min<std::int64_t>(
