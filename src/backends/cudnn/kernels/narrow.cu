@@ -478,9 +478,8 @@ __global__ void __launch_bounds__(block_threads, min_blocks)
 }
 
 template <typename T>
-cudaError_t bwd_data_typed(const NarrowShape& shape, const void* diff_dst, const void* weights,
-                           void* diff_src, void* workspace, cudaStream_t stream) {
-  const Geo g = geo_of(shape);
+cudaError_t bwd_data_typed(const Geo& g, const void* diff_dst, const void* weights, void* diff_src,
+                           void* workspace, cudaStream_t stream) {
   const DataWorkspace ws = data_workspace_of(g);
   auto* wf = static_cast<uint4*>(workspace);
   auto* taps = reinterpret_cast<Taps*>(wf + ws.fragments + ws.zeros);
@@ -523,6 +522,25 @@ const char* dims_unsupported(const NarrowShape& shape) {
   // The input rows' element offsets (the tiles' copies) are ints.
   if (std::int64_t{shape.input[2]} * shape.channels >= (std::int64_t{1} << 31))
     return "an input row (W x C) of 2^31 elements or more";
+  return nullptr;
+}
+
+// Why the backward data kernel cannot run a shape, in two parts as the weight gradient's: the
+// shape's own bounds (then geo_of() may be computed), and its geometry's grid.
+const char* data_shape_unsupported(const NarrowShape& shape) {
+  if (const char* reason = dims_unsupported(shape)) return reason;
+  std::int64_t phases = 1;
+  for (int i = 0; i < 3; ++i) phases *= shape.stride[i];
+  if (phases > max_phases) return "a stride product (stride phases) beyond 65535";
+  const std::int64_t taps = std::int64_t{shape.kernel[0]} * shape.kernel[1] * shape.kernel[2];
+  const std::int64_t chunks =
+      (std::int64_t{shape.out_channels} + chunk_channels - 1) / chunk_channels;
+  if (taps * chunks >= max_fragments)
+    return "kernel volume x ceil(out_channels / 32) of 2^26 or more";
+  return nullptr;
+}
+const char* data_geo_unsupported(const Geo& g) {
+  if (blocks_of(g) > max_blocks) return "N x input positions beyond the grid's 2^31 blocks";
   return nullptr;
 }
 
@@ -725,6 +743,15 @@ __device__ __forceinline__ void advance(const WGeo& g, Unit& u) {
 // How a block copies its input rows (Note [narrow input words]): by 16-byte or 4-byte
 // asynchronous copies, or element by element.
 enum class XCopy { packs = 8, words = 2, elements = 1 };
+
+// The copies src allows (Note [narrow input words]): packs when every row starts 16-byte aligned,
+// words when 4-byte aligned, else elements.
+XCopy x_copy_of(const WGeo& g, const void* src) {
+  const std::int64_t row_elements = static_cast<std::int64_t>(g.in[2]) * g.channels;
+  if (aligned(src, 16) && row_elements % 8 == 0) return XCopy::packs;
+  if (aligned(src, 4) && row_elements % 2 == 0) return XCopy::words;
+  return XCopy::elements;
+}
 
 // An input row of a block's tile (Note [narrow tile copies]).
 struct RowOffsets {
@@ -1051,10 +1078,7 @@ cudaError_t bwd_weights_typed(const WGeo& g, const void* src, const void* diff_d
   auto* partial = static_cast<float*>(workspace);
   const auto bytes = static_cast<std::size_t>(g.shared_bytes());
   const bool packed_y = aligned(diff_dst, 16) && g.out_channels % 8 == 0;
-  const std::int64_t row_elements = static_cast<std::int64_t>(g.in[2]) * g.channels;
-  const XCopy copy = aligned(src, 16) && row_elements % 8 == 0  ? XCopy::packs
-                     : aligned(src, 4) && row_elements % 2 == 0 ? XCopy::words
-                                                                : XCopy::elements;
+  const XCopy copy = x_copy_of(g, src);
   const auto launch = [&](auto packed, auto mode) {
     bwd_weights_kernel<T, decltype(packed)::value, decltype(mode)::value>
         <<<grid, wg::threads, bytes, stream>>>(g, x, dy, partial);
@@ -1135,7 +1159,8 @@ WGeo forward_geo(const NarrowShape& shape) {
   return g;
 }
 
-int forward_ksteps(const WGeo& g) { return (g.columns + 15) / 16; }
+// Tensor-core steps of 16 products per output position.
+__host__ __device__ inline int forward_ksteps(const WGeo& g) { return (g.columns + 15) / 16; }
 
 // Shared memory: two stages of input rows, the weights' fragments, the columns' offsets, the
 // rows' table.
@@ -1178,7 +1203,7 @@ __global__ void __launch_bounds__(fw::threads, fw::blocks_per_sm)
   const int K = g.out_channels;
   const int C = g.channels;
   const int J = g.columns;
-  const int ksteps = (J + 15) / 16;
+  const int ksteps = forward_ksteps(g);
   const int k0 = static_cast<int>(blockIdx.y) * fw::channels;
   const int n_tiles = min(fw::n_tiles, (K - k0 + 7) / 8);
   auto* frags = reinterpret_cast<uint2*>(stage0 + 2 * g.stage_halves);
@@ -1330,31 +1355,25 @@ cudaError_t fwd_typed(const WGeo& g, const void* src, const void* weights, void*
   auto* y = static_cast<T*>(dst);
   const auto bytes = static_cast<std::size_t>(forward_shared_bytes(g));
   const bool pairs = g.out_channels % 2 == 0 && aligned(dst, 4);
-  const std::int64_t row_elements = static_cast<std::int64_t>(g.in[2]) * g.channels;
-  if (aligned(src, 16) && row_elements % 8 == 0)
-    fwd_kernel<T, XCopy::packs><<<grid, fw::threads, bytes, stream>>>(g, x, w, y, pairs);
-  else if (aligned(src, 4) && row_elements % 2 == 0)
-    fwd_kernel<T, XCopy::words><<<grid, fw::threads, bytes, stream>>>(g, x, w, y, pairs);
-  else
-    fwd_kernel<T, XCopy::elements><<<grid, fw::threads, bytes, stream>>>(g, x, w, y, pairs);
+  switch (x_copy_of(g, src)) {
+    case XCopy::packs:
+      fwd_kernel<T, XCopy::packs><<<grid, fw::threads, bytes, stream>>>(g, x, w, y, pairs);
+      break;
+    case XCopy::words:
+      fwd_kernel<T, XCopy::words><<<grid, fw::threads, bytes, stream>>>(g, x, w, y, pairs);
+      break;
+    case XCopy::elements:
+      fwd_kernel<T, XCopy::elements><<<grid, fw::threads, bytes, stream>>>(g, x, w, y, pairs);
+      break;
+  }
   return cudaGetLastError();
 }
 
 }  // namespace
 
 const char* narrow_unsupported(const NarrowShape& shape) {
-  if (const char* reason = dims_unsupported(shape)) return reason;
-  std::int64_t phases = 1;
-  for (int i = 0; i < 3; ++i) phases *= shape.stride[i];
-  if (phases > max_phases) return "a stride product (stride phases) beyond 65535";
-  const std::int64_t taps = std::int64_t{shape.kernel[0]} * shape.kernel[1] * shape.kernel[2];
-  const std::int64_t chunks =
-      (std::int64_t{shape.out_channels} + chunk_channels - 1) / chunk_channels;
-  if (taps * chunks >= max_fragments)
-    return "kernel volume x ceil(out_channels / 32) of 2^26 or more";
-  if (blocks_of(geo_of(shape)) > max_blocks)
-    return "N x input positions beyond the grid's 2^31 blocks";
-  return nullptr;
+  if (const char* reason = data_shape_unsupported(shape)) return reason;
+  return data_geo_unsupported(geo_of(shape));
 }
 
 std::size_t narrow_bwd_data_workspace_bytes(const NarrowShape& shape) {
@@ -1364,13 +1383,15 @@ std::size_t narrow_bwd_data_workspace_bytes(const NarrowShape& shape) {
 
 cudaError_t narrow_bwd_data(const NarrowShape& shape, const void* diff_dst, const void* weights,
                             void* diff_src, void* workspace, cudaStream_t stream) {
-  if (narrow_unsupported(shape) != nullptr) return cudaErrorInvalidValue;
+  if (data_shape_unsupported(shape) != nullptr) return cudaErrorInvalidValue;
+  const Geo g = geo_of(shape);  // once per call: the check's and the launch's
+  if (data_geo_unsupported(g) != nullptr) return cudaErrorInvalidValue;
   if (shape.batch == 0) return cudaSuccess;  // diff_src is empty
   switch (shape.type) {
     case NarrowType::f16:
-      return bwd_data_typed<__half>(shape, diff_dst, weights, diff_src, workspace, stream);
+      return bwd_data_typed<__half>(g, diff_dst, weights, diff_src, workspace, stream);
     case NarrowType::bf16:
-      return bwd_data_typed<__nv_bfloat16>(shape, diff_dst, weights, diff_src, workspace, stream);
+      return bwd_data_typed<__nv_bfloat16>(g, diff_dst, weights, diff_src, workspace, stream);
   }
   return cudaErrorInvalidValue;
 }
