@@ -21,6 +21,7 @@
 #include "support/conv_gpu.hpp"
 #include "support/gpu.hpp"
 #include "support/random.hpp"
+#include "support/scoped.hpp"
 
 #include <gtest/gtest.h>
 
@@ -245,6 +246,50 @@ TEST(CudnnConvNarrow, MatchesTheReference) {
   std::cout << "[ cudnn    ] " << narrow << ": " << checked << " runs matched the reference\n";
   EXPECT_EQ(checked, expected_runs);
   EXPECT_GE(expected_runs, 5 * cases().size());
+}
+
+// The kernels launched dependent on the kernel before them (Note [dependent launches] in
+// kernels/common.cuh: the default on sm_90 and later) give the bits they give without: each call
+// is queued, with no synchronization, right behind the kernels that wrote its input (the forward
+// pass's dst is the weight gradient's diff_dst, and the two are the backward data pass's
+// diff_dst and weights), three rounds over the same buffers. bf16, whose range holds the chain's
+// sums.
+TEST(CudnnConvNarrow, DependentLaunchesGiveTheSameBits) {
+  DNNX_REQUIRE_GPU();
+  ConvDesc desc = conv({2, 3, 6, 19, 18}, {64, 3, 3, 3, 3}, {1}, {1});
+  desc.dtype = DType::bf16;
+  const test::ConvOperands operands =
+      test::random_conv_operands(desc, Direction::fwd, test::seed_from(desc.key()));
+  std::vector<Tensor> results[2];
+  for (const bool dependent : {true, false}) {
+    const test::ScopedEnv env("DNNX_CUDNN_DEPENDENT_LAUNCHES", dependent ? nullptr : "0");
+    Context context = test::gpu_test_context();
+    for (const Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights})
+      context.tune().policy(direction) = AlgoPolicy::fixed(narrow);
+    const auto nan = [&](Direction direction) {
+      return test::device_copy(
+          test::nan_tensor(test::conv_output_dims(desc, direction), desc.dtype, desc.layout),
+          context);
+    };
+    const Tensor src = test::device_copy(operands.src, context);
+    const Tensor weights = test::device_copy(operands.weights, context);
+    Tensor dst = nan(Direction::fwd);
+    Tensor diff_weights = nan(Direction::bwd_weights);
+    Tensor diff_src = nan(Direction::bwd_data);
+    for (int round = 0; round < 3; ++round) {
+      EXPECT_EQ(conv_fwd(context, desc, src, weights, dst)->algo.id, narrow);
+      EXPECT_EQ(conv_bwd_weights(context, desc, src, dst, diff_weights)->algo.id, narrow);
+      EXPECT_EQ(conv_bwd_data(context, desc, dst, diff_weights, diff_src)->algo.id, narrow);
+    }
+    results[dependent ? 0 : 1] = {test::host_copy_of(dst), test::host_copy_of(diff_weights),
+                                  test::host_copy_of(diff_src)};
+  }
+  const char* names[] = {"dst", "diff_weights", "diff_src"};
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(test::all_finite(results[0][i], names[i], "dependent launches"));
+    EXPECT_TRUE(test::bitwise_equal(results[0][i], results[1][i], names[i],
+                                    "dependent launches against DNNX_CUDNN_DEPENDENT_LAUNCHES=0"));
+  }
 }
 
 // Exhaustive selection times the kernels with cuDNN's candidates.

@@ -342,6 +342,14 @@ TEST(CudnnSearchSettings, KernelsOnByDefault) {
                               {"f32", "cudnn"});
 }
 
+// dnnx's own convolution kernels launched dependent on the kernel before them (Note [dependent
+// launches] in kernels/common.cuh): on by default, off with DNNX_CUDNN_DEPENDENT_LAUNCHES=0, and
+// a value that is no switch is an InvalidArgument.
+TEST(CudnnSearchSettings, DependentLaunchesOnByDefault) {
+  expect_switch_on_by_default("DNNX_CUDNN_DEPENDENT_LAUNCHES", &cudnn::Settings::dependent_launches,
+                              {"pdl", "2"});
+}
+
 // kernel_candidates(): the depthwise, grouped and narrow-channel kernels' entries in that order,
 // the same ids with the switch off, each then unsupported for that reason (no GPU needed).
 TEST(CudnnSearchSettings, KernelCandidatesFollowTheSwitch) {

@@ -239,7 +239,8 @@ class CudnnBackend final : public detail::Backend {
             {"conv_frame_candidates", to_string(runtime_->settings().conv_frames)},
             {"conv_fold_candidates", to_string(runtime_->settings().conv_folds)},
             {"conv_stacked_fold_candidates", to_string(runtime_->settings().conv_stacked)},
-            {"conv_kernel_candidates", runtime_->settings().conv_kernels ? "on" : "off"}};
+            {"conv_kernel_candidates", runtime_->settings().conv_kernels ? "on" : "off"},
+            {"dependent_launches", runtime_->kernel_queue().dependent ? "on" : "off"}};
   }
 
   Device device() const override { return Device::cuda(runtime_->device()); }
@@ -476,6 +477,8 @@ Settings settings_from_env() {
   settings.conv_stacked =
       listed_for_from_env(stacked_variable, settings.conv_stacked, "a stacked-fold setting");
   settings.conv_kernels = switch_from_env(kernels_variable, settings.conv_kernels);
+  settings.dependent_launches =
+      switch_from_env("DNNX_CUDNN_DEPENDENT_LAUNCHES", settings.dependent_launches);
   return settings;
 }
 

@@ -149,20 +149,20 @@ class DepthwisePlan final : public detail::ConvPlan {
     const BoundTensors t = bind_tensors(args, direction_, context_);
     check_workspace(workspace, info_.workspace_bytes, context_);
     runtime_->make_current();
-    const cudaStream_t stream = runtime_->stream();
+    const kernels::Queue queue = runtime_->kernel_queue();
     cudaError_t status = cudaSuccess;
     switch (direction_) {
       case Direction::fwd:
         status = kernels::depthwise_fwd(shape_, variant_, t.first, t.second, t.output,
-                                        workspace.data, stream);
+                                        workspace.data, queue);
         break;
       case Direction::bwd_data:
         status = kernels::depthwise_bwd_data(shape_, variant_, t.first, t.second, t.output,
-                                             workspace.data, stream);
+                                             workspace.data, queue);
         break;
       case Direction::bwd_weights:
         status = kernels::depthwise_bwd_weights(shape_, variant_, t.first, t.second, t.output,
-                                                workspace.data, stream);
+                                                workspace.data, queue);
         break;
       case Direction::fwd_training:
         detail::raise(ErrorKind::Internal, "fwd_training is not a convolution direction", context_);

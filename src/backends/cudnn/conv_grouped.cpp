@@ -85,11 +85,12 @@ class GroupedPlan final : public detail::ConvPlan {
     const BoundTensors t = bind_tensors(args, direction_, context_);
     check_workspace(workspace, info_.workspace_bytes, context_);
     runtime_->make_current();
-    const cudaError_t status = direction_ == Direction::fwd
-                                   ? kernels::grouped_fwd(shape_, t.first, t.second, t.output,
-                                                          workspace.data, runtime_->stream())
-                                   : kernels::grouped_bwd_data(shape_, t.first, t.second, t.output,
-                                                               workspace.data, runtime_->stream());
+    const cudaError_t status =
+        direction_ == Direction::fwd
+            ? kernels::grouped_fwd(shape_, t.first, t.second, t.output, workspace.data,
+                                   runtime_->kernel_queue())
+            : kernels::grouped_bwd_data(shape_, t.first, t.second, t.output, workspace.data,
+                                        runtime_->kernel_queue());
     DNNX_CUDNN_CHECK(status, context_, "launching the grouped convolution kernel");
   }
 

@@ -116,15 +116,16 @@ class NarrowPlan final : public detail::ConvPlan {
     check_workspace(workspace, info_.workspace_bytes, context_);
     runtime_->make_current();
     if (direction_ == Direction::fwd) {
-      DNNX_CUDNN_CHECK(kernels::narrow_fwd(shape_, t.first, t.second, t.output, runtime_->stream()),
-                       context_, "launching the narrow-channel forward kernel");
+      DNNX_CUDNN_CHECK(
+          kernels::narrow_fwd(shape_, t.first, t.second, t.output, runtime_->kernel_queue()),
+          context_, "launching the narrow-channel forward kernel");
     } else if (direction_ == Direction::bwd_weights) {
       DNNX_CUDNN_CHECK(kernels::narrow_bwd_weights(shape_, t.first, t.second, t.output,
-                                                   workspace.data, runtime_->stream()),
+                                                   workspace.data, runtime_->kernel_queue()),
                        context_, "launching the narrow-channel backward weights kernel");
     } else {
       DNNX_CUDNN_CHECK(kernels::narrow_bwd_data(shape_, t.first, t.second, t.output, workspace.data,
-                                                runtime_->stream()),
+                                                runtime_->kernel_queue()),
                        context_, "launching the narrow-channel backward data kernel");
     }
   }

@@ -21,6 +21,7 @@
 
 #include "backends/cudnn/allocator.hpp"
 #include "backends/cudnn/handles.hpp"
+#include "backends/cudnn/kernels/queue.hpp"
 #include "core/device.hpp"
 
 #include <memory>
@@ -116,6 +117,10 @@ struct Settings {
   /// DNNX_CUDNN_CONV_KERNELS: dnnx's own convolution kernels (depthwise, grouped,
   /// narrow-channel: kernel_candidates() in conv_common.hpp) are candidates; on by default
   bool conv_kernels = true;
+  /// DNNX_CUDNN_DEPENDENT_LAUNCHES: dnnx's own convolution kernels may begin while the stream's
+  /// previous kernel finishes, on devices of compute capability 9.0 and later (Note [dependent
+  /// launches] in kernels/common.cuh); on by default
+  bool dependent_launches = true;
 };
 
 /// "off", "top", "all".
@@ -128,7 +133,8 @@ const char* to_string(TapCandidates where);
 /// DNNX_CUDNN_L2_SWEEP, DNNX_CUDNN_RUNTIME_COMPILED, DNNX_CUDNN_COMPILE_BUDGET,
 /// DNNX_PLAN_DIR, DNNX_CUDNN_KNOB_SEARCH, DNNX_CUDNN_KNOB_VARIANTS, DNNX_CUDNN_CONV_GEMM,
 /// DNNX_CUDNN_CONV_WINOGRAD, DNNX_CUDNN_CONV_IM2COL, DNNX_CUDNN_CONV_TAPS, DNNX_CUDNN_CONV_FRAMES,
-/// DNNX_CUDNN_CONV_FOLDS, DNNX_CUDNN_CONV_STACKED, DNNX_CUDNN_CONV_KERNELS);
+/// DNNX_CUDNN_CONV_FOLDS, DNNX_CUDNN_CONV_STACKED, DNNX_CUDNN_CONV_KERNELS,
+/// DNNX_CUDNN_DEPENDENT_LAUNCHES);
 /// unset or empty variables keep the defaults. Throws InvalidArgument naming a malformed variable
 /// and its value.
 Settings settings_from_env();
@@ -151,6 +157,11 @@ class Runtime final : public detail::DeviceRuntime {
   bool verbose() const { return settings_.verbose; }
   const Settings& settings() const { return settings_; }
   cudaStream_t stream() const { return stream_raw_; }
+  /// The stream as dnnx's own convolution kernels take it: dependent launches where the settings
+  /// allow them and the device has them (Note [dependent launches] in kernels/common.cuh).
+  kernels::Queue kernel_queue() const {
+    return {stream_raw_, settings_.dependent_launches && facts_.major >= 9};
+  }
   /// Whether the stream is the caller's (Context::with_stream) rather than this runtime's own.
   bool external_stream() const { return !stream_; }
   cudnnHandle_t handle() const { return handle_.get(); }

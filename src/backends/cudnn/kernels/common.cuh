@@ -1,14 +1,19 @@
 #pragma once
 // Device code the kernels of this folder share: f32 <-> storage-type conversions, packed vector
-// accesses, warp reductions, and the online-softmax reduction of softmax.cu and cross_entropy.cu.
-// Included by .cu files only (nvcc); every kernel computes in f32 whatever the storage type.
+// accesses, warp reductions, the online-softmax reduction of softmax.cu and cross_entropy.cu, and
+// the dependent launches of the convolution kernels. Included by .cu files only (nvcc); every
+// kernel computes in f32 whatever the storage type.
+
+#include "backends/cudnn/kernels/queue.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 namespace dnnx::cudnn::kernels {
 
@@ -17,6 +22,52 @@ constexpr int warp_size = 32;
 // Whether `pointer` is aligned to `bytes` (host side: which packed access a launch may use).
 inline bool aligned(const void* pointer, std::size_t bytes) {
   return reinterpret_cast<std::uintptr_t>(pointer) % bytes == 0;
+}
+
+// ---- dependent launches ------------------------------------------------------------------------
+
+// Note [dependent launches]
+// A kernel queued behind another starts only once that one has completed and its writes are
+// flushed, and then pays its own launch (its blocks scheduled, its parameters loaded) with the GPU
+// idle: about a microsecond between back-to-back kernels on an H200, a tenth of a 10 us
+// convolution (docs/benchmarks.md, "Kernel design measurements"). From compute capability 9.0 a
+// launch may carry programmatic stream serialization: the kernel may then begin while its
+// predecessor's last blocks finish, and griddepcontrol.wait holds it until every grid before it
+// has completed and its memory is visible. So each kernel of the depthwise, grouped and
+// narrow-channel convolutions (and the split reduction they share) waits so before its first
+// global memory access, and launch() adds the attribute when the queue allows it (the cudnn
+// backend's Runtime::dependent_launches(): DNNX_CUDNN_DEPENDENT_LAUNCHES, on by default, sm_90 and
+// later). The wait is at the kernel's start, not later, because a kernel cannot know which of its
+// inputs the previous kernel writes; a kernel launched without the attribute passes it at once.
+// No kernel here triggers its dependents early (griddepcontrol.launch_dependents): the next
+// kernel's launch overlaps only this one's last blocks. cuDNN's and cuBLASLt's kernels are
+// launched by those libraries, without the attribute.
+
+// Waits until the grids this one depends on have completed and their writes are visible (Note
+// [dependent launches]); a no-op before sm_90 and for a launch without the attribute.
+__device__ __forceinline__ void wait_for_prior_grids() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// `kernel`<<<grid, block, shared_bytes, queue.stream>>>(args...), with programmatic stream
+// serialization when queue.dependent (Note [dependent launches]): the kernel must call
+// wait_for_prior_grids() before its first global memory access. Returns the launch status.
+template <typename... Params, typename... Args>
+cudaError_t launch(const Queue& queue, void (*kernel)(Params...), dim3 grid, dim3 block,
+                   std::size_t shared_bytes, Args&&... args) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared_bytes;
+  config.stream = queue.stream;
+  config.attrs = queue.dependent ? &attribute : nullptr;
+  config.numAttrs = queue.dependent ? 1 : 0;
+  return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
 }
 
 // ---- conversions --------------------------------------------------------------------------------

@@ -156,6 +156,7 @@ __device__ __forceinline__ bool inside(int x, int size) {
 template <typename T>
 __global__ void __launch_bounds__(block_threads)
     transpose_weights_kernel(const T* __restrict__ w, T* __restrict__ wt, int outc, int kvol) {
+  wait_for_prior_grids();
   const int i = static_cast<int>(blockIdx.x) * block_threads + static_cast<int>(threadIdx.x);
   if (i >= outc * kvol) return;
   const int o = i / kvol;
@@ -169,6 +170,7 @@ template <typename T, int V, bool CL, int KH, int KW>
 __global__ void __launch_bounds__(block_threads)
     fwd_kernel(Geo g, const T* __restrict__ src, const T* __restrict__ w,
                const T* __restrict__ wt, T* __restrict__ dst) {
+  wait_for_prior_grids();
   const std::int64_t item = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x;
   if (item >= g.items) return;
   const int idx = static_cast<int>(item);
@@ -283,6 +285,7 @@ template <typename T, int V, bool CL, int KH, int KW>
 __global__ void __launch_bounds__(block_threads)
     bwd_data_kernel(Geo g, const T* __restrict__ dd, const T* __restrict__ w,
                     const T* __restrict__ wt, T* __restrict__ ds) {
+  wait_for_prior_grids();
   const std::int64_t item = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x;
   if (item >= g.items) return;
   const int idx = static_cast<int>(item);
@@ -434,6 +437,7 @@ template <typename T, int K, int S, int R, bool Backward>
 __global__ void __launch_bounds__(block_threads)
     strips_kernel(StripGeo g, const T* __restrict__ a, const T* __restrict__ w,
                   T* __restrict__ out) {
+  wait_for_prior_grids();
   const std::int64_t item = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x;
   if (item >= g.items) return;
   int t = static_cast<int>(item);
@@ -629,6 +633,7 @@ __global__ void __launch_bounds__(block_threads)
     bwd_weights_cf_kernel(Geo g, const T* __restrict__ src, const T* __restrict__ dd,
                           float* __restrict__ partial, T* __restrict__ dw, int chunk,
                           std::int64_t total, std::int64_t per_split, PositionStep step) {
+  wait_for_prior_grids();
   __shared__ int offs[KC][3];
   __shared__ float red[block_threads / warp_size][KC];
   const int o = blockIdx.x;
@@ -717,6 +722,7 @@ __global__ void __launch_bounds__(block_threads)
     bwd_weights_cl_kernel(Geo g, const T* __restrict__ src, const T* __restrict__ dd,
                           float* __restrict__ partial, T* __restrict__ dw, int chunk,
                           std::int64_t total, std::int64_t per_split, PositionStep step) {
+  wait_for_prior_grids();
   __shared__ int offs[KC][3];
   __shared__ RowSums red;
   const int k0 = blockIdx.y * chunk;
@@ -854,6 +860,7 @@ __global__ void __launch_bounds__(block_threads)
     bwd_weights_packs_kernel(Geo g, PacksSplit sp, const T* __restrict__ src,
                              const T* __restrict__ dd, float* __restrict__ partial,
                              T* __restrict__ dw) {
+  wait_for_prior_grids();
   constexpr int E = K * K * V;  // sums per thread: kernel position major, channel minor
   __shared__ RowSums red;
   const int lane = threadIdx.x;
@@ -975,7 +982,7 @@ dim3 grid_of(std::int64_t items, std::int64_t batch) {
 // weight taps]).
 template <bool Forward, typename T, int V, bool CL, int K>
 cudaError_t launch_elementwise(Geo g, const void* a, const void* w, void* out, void* workspace,
-                               cudaStream_t stream) {
+                               const Queue& queue) {
   const std::int64_t positions = Forward ? g.out_plane : g.in_plane;
   const std::int64_t channels = Forward ? g.outc : g.channels;
   g.items = static_cast<int>(positions * (channels / V));
@@ -986,88 +993,80 @@ cudaError_t launch_elementwise(Geo g, const void* a, const void* w, void* out, v
     if (workspace == nullptr) return cudaErrorInvalidValue;
     transposed = static_cast<T*>(workspace);
     const int count = g.outc * g.kvol;
-    transpose_weights_kernel<T><<<(count + block_threads - 1) / block_threads, block_threads, 0,
-                                  stream>>>(weights, transposed, g.outc, g.kvol);
+    if (const cudaError_t status =
+            launch(queue, transpose_weights_kernel<T>,
+                   dim3(static_cast<unsigned>((count + block_threads - 1) / block_threads)),
+                   dim3(block_threads), 0, weights, transposed, g.outc, g.kvol);
+        status != cudaSuccess)
+      return status;
   }
-  if (Forward) {
-    fwd_kernel<T, V, CL, K, K><<<grid, block_threads, 0, stream>>>(
-        g, static_cast<const T*>(a), weights, transposed, static_cast<T*>(out));
-  } else {
-    bwd_data_kernel<T, V, CL, K, K><<<grid, block_threads, 0, stream>>>(
-        g, static_cast<const T*>(a), weights, transposed, static_cast<T*>(out));
-  }
-  return cudaGetLastError();
+  const auto kernel = Forward ? fwd_kernel<T, V, CL, K, K> : bwd_data_kernel<T, V, CL, K, K>;
+  return launch(queue, kernel, grid, dim3(block_threads), 0, g, static_cast<const T*>(a), weights,
+                static_cast<const T*>(transposed), static_cast<T*>(out));
 }
 
 template <bool Forward, typename T, int V, bool CL>
 cudaError_t launch_sized(int size, const Geo& g, const void* a, const void* w, void* out,
-                         void* workspace, cudaStream_t stream) {
+                         void* workspace, const Queue& queue) {
   switch (size) {
-    case 3: return launch_elementwise<Forward, T, V, CL, 3>(g, a, w, out, workspace, stream);
-    case 5: return launch_elementwise<Forward, T, V, CL, 5>(g, a, w, out, workspace, stream);
-    case 7: return launch_elementwise<Forward, T, V, CL, 7>(g, a, w, out, workspace, stream);
-    default: return launch_elementwise<Forward, T, V, CL, 0>(g, a, w, out, workspace, stream);
+    case 3: return launch_elementwise<Forward, T, V, CL, 3>(g, a, w, out, workspace, queue);
+    case 5: return launch_elementwise<Forward, T, V, CL, 5>(g, a, w, out, workspace, queue);
+    case 7: return launch_elementwise<Forward, T, V, CL, 7>(g, a, w, out, workspace, queue);
+    default: return launch_elementwise<Forward, T, V, CL, 0>(g, a, w, out, workspace, queue);
   }
 }
 
 template <bool Forward, typename T, int K>
 cudaError_t launch_strips_sized(const StripGeo& g, int stride_h, const void* a, const void* w,
-                                void* out, cudaStream_t stream) {
+                                void* out, const Queue& queue) {
   const dim3 grid = grid_of(g.items, g.batch);
   const T* in = static_cast<const T*>(a);
   const T* weights = static_cast<const T*>(w);
   T* dst = static_cast<T*>(out);
-  if (!Forward) {
-    strips_kernel<T, K, 1, strip_rows, true>
-        <<<grid, block_threads, 0, stream>>>(g, in, weights, dst);
-  } else if (stride_h == 1) {
-    strips_kernel<T, K, 1, strip_rows, false>
-        <<<grid, block_threads, 0, stream>>>(g, in, weights, dst);
-  } else {
-    strips_kernel<T, K, 2, strip_rows, false>
-        <<<grid, block_threads, 0, stream>>>(g, in, weights, dst);
-  }
-  return cudaGetLastError();
+  const auto kernel = !Forward        ? strips_kernel<T, K, 1, strip_rows, true>
+                      : stride_h == 1 ? strips_kernel<T, K, 1, strip_rows, false>
+                                      : strips_kernel<T, K, 2, strip_rows, false>;
+  return launch(queue, kernel, grid, dim3(block_threads), 0, g, in, weights, dst);
 }
 
 template <bool Forward, typename T>
 cudaError_t launch_strips(const DepthwiseShape& shape, const void* a, const void* w, void* out,
-                          cudaStream_t stream) {
+                          const Queue& queue) {
   const StripGeo g = strip_geo(shape, Forward);
   switch (unrolled_size(shape)) {
-    case 3: return launch_strips_sized<Forward, T, 3>(g, shape.stride[1], a, w, out, stream);
-    case 5: return launch_strips_sized<Forward, T, 5>(g, shape.stride[1], a, w, out, stream);
-    case 7: return launch_strips_sized<Forward, T, 7>(g, shape.stride[1], a, w, out, stream);
+    case 3: return launch_strips_sized<Forward, T, 3>(g, shape.stride[1], a, w, out, queue);
+    case 5: return launch_strips_sized<Forward, T, 5>(g, shape.stride[1], a, w, out, queue);
+    case 7: return launch_strips_sized<Forward, T, 7>(g, shape.stride[1], a, w, out, queue);
     default: return cudaErrorInvalidValue;
   }
 }
 
 template <bool Forward, typename T>
 cudaError_t elementwise_typed(const DepthwiseShape& shape, DepthwiseVariant variant, const void* a,
-                              const void* w, void* out, void* workspace, cudaStream_t stream) {
+                              const void* w, void* out, void* workspace, const Queue& queue) {
   const Geo g = geo_of(shape);
   switch (variant) {
     case DepthwiseVariant::direct:
       return shape.channels_last
-                 ? launch_sized<Forward, T, 1, true>(0, g, a, w, out, nullptr, stream)
-                 : launch_sized<Forward, T, 1, false>(0, g, a, w, out, nullptr, stream);
+                 ? launch_sized<Forward, T, 1, true>(0, g, a, w, out, nullptr, queue)
+                 : launch_sized<Forward, T, 1, false>(0, g, a, w, out, nullptr, queue);
     case DepthwiseVariant::unrolled: {
       const int size = unrolled_size(shape);
       return shape.channels_last
-                 ? launch_sized<Forward, T, 1, true>(size, g, a, w, out, nullptr, stream)
-                 : launch_sized<Forward, T, 1, false>(size, g, a, w, out, nullptr, stream);
+                 ? launch_sized<Forward, T, 1, true>(size, g, a, w, out, nullptr, queue)
+                 : launch_sized<Forward, T, 1, false>(size, g, a, w, out, nullptr, queue);
     }
-    case DepthwiseVariant::strips: return launch_strips<Forward, T>(shape, a, w, out, stream);
+    case DepthwiseVariant::strips: return launch_strips<Forward, T>(shape, a, w, out, queue);
     case DepthwiseVariant::channel_packs: {
       const int size = unrolled_size(shape);
       switch (pack_width<T>(shape, {a, out})) {
         case 8:
           if constexpr (max_pack<T>() >= 8)
-            return launch_sized<Forward, T, 8, true>(size, g, a, w, out, workspace, stream);
+            return launch_sized<Forward, T, 8, true>(size, g, a, w, out, workspace, queue);
           break;
-        case 4: return launch_sized<Forward, T, 4, true>(size, g, a, w, out, workspace, stream);
-        case 2: return launch_sized<Forward, T, 2, true>(size, g, a, w, out, workspace, stream);
-        default: return launch_sized<Forward, T, 1, true>(size, g, a, w, out, nullptr, stream);
+        case 4: return launch_sized<Forward, T, 4, true>(size, g, a, w, out, workspace, queue);
+        case 2: return launch_sized<Forward, T, 2, true>(size, g, a, w, out, workspace, queue);
+        default: return launch_sized<Forward, T, 1, true>(size, g, a, w, out, nullptr, queue);
       }
       return cudaErrorInvalidValue;
     }
@@ -1077,52 +1076,47 @@ cudaError_t elementwise_typed(const DepthwiseShape& shape, DepthwiseVariant vari
 
 template <bool Forward>
 cudaError_t elementwise(const DepthwiseShape& shape, DepthwiseVariant variant, const void* a,
-                        const void* w, void* out, void* workspace, cudaStream_t stream) {
+                        const void* w, void* out, void* workspace, const Queue& queue) {
   const DepthwiseDirection direction =
       Forward ? DepthwiseDirection::fwd : DepthwiseDirection::bwd_data;
   if (depthwise_unsupported(shape, variant, direction) != nullptr) return cudaErrorInvalidValue;
   if (shape.batch == 0) return cudaSuccess;
   switch (shape.type) {
     case DepthwiseType::f32:
-      return elementwise_typed<Forward, float>(shape, variant, a, w, out, workspace,
-                                                      stream);
+      return elementwise_typed<Forward, float>(shape, variant, a, w, out, workspace, queue);
     case DepthwiseType::f16:
-      return elementwise_typed<Forward, __half>(shape, variant, a, w, out, workspace,
-                                                      stream);
+      return elementwise_typed<Forward, __half>(shape, variant, a, w, out, workspace, queue);
     case DepthwiseType::bf16:
-      return elementwise_typed<Forward, __nv_bfloat16>(shape, variant, a, w, out, workspace,
-                                                      stream);
+      return elementwise_typed<Forward, __nv_bfloat16>(shape, variant, a, w, out, workspace, queue);
   }
   return cudaErrorInvalidValue;
 }
 
 template <typename T, int KC, int K>
 cudaError_t launch_weights(const DepthwiseShape& shape, const WeightsSplit& split, const void* src,
-                           const void* dd, void* dw, float* partial, cudaStream_t stream) {
+                           const void* dd, void* dw, float* partial, const Queue& queue) {
   const Geo g = geo_of(shape);
   const dim3 grid(static_cast<unsigned>(split.grid_x), static_cast<unsigned>(split.chunks),
                   static_cast<unsigned>(split.splits));
   const T* s = static_cast<const T*>(src);
   const T* d = static_cast<const T*>(dd);
   T* out = static_cast<T*>(dw);
-  if (shape.channels_last) {
-    bwd_weights_cl_kernel<T, KC, K, K><<<grid, dim3(warp_size, rows), 0, stream>>>(
-        g, s, d, partial, out, split.chunk, split.total, split.per_split,
-        position_step(shape, rows));
-  } else {
-    bwd_weights_cf_kernel<T, KC, K, K>
-        <<<grid, block_threads, 0, stream>>>(g, s, d, partial, out, split.chunk, split.total,
-                                             split.per_split, position_step(shape, block_threads));
-  }
-  const cudaError_t status = cudaGetLastError();
+  const cudaError_t status =
+      shape.channels_last
+          ? launch(queue, bwd_weights_cl_kernel<T, KC, K, K>, grid, dim3(warp_size, rows), 0, g, s,
+                   d, partial, out, split.chunk, split.total, split.per_split,
+                   position_step(shape, rows))
+          : launch(queue, bwd_weights_cf_kernel<T, KC, K, K>, grid, dim3(block_threads), 0, g, s, d,
+                   partial, out, split.chunk, split.total, split.per_split,
+                   position_step(shape, block_threads));
   if (status != cudaSuccess) return status;
   return reduce_splits<T>(partial, out, static_cast<std::int64_t>(g.outc) * g.kvol, split.splits,
-                          stream);
+                          queue);
 }
 
 template <typename T, int V, int K>
 cudaError_t launch_packs(const DepthwiseShape& shape, const PacksSplit& split, const void* src,
-                         const void* dd, void* dw, float* partial, cudaStream_t stream) {
+                         const void* dd, void* dw, float* partial, const Queue& queue) {
   const Geo g = geo_of(shape);
   const dim3 grid(static_cast<unsigned>(split.grid_x), static_cast<unsigned>(split.splits));
   const bool whole =
@@ -1131,36 +1125,29 @@ cudaError_t launch_packs(const DepthwiseShape& shape, const PacksSplit& split, c
   const T* d = static_cast<const T*>(dd);
   T* out = static_cast<T*>(dw);
   const dim3 block(warp_size, rows);
-  if (whole && split.slide) {
-    bwd_weights_packs_kernel<T, V, true, K, true>
-        <<<grid, block, 0, stream>>>(g, split, s, d, partial, out);
-  } else if (whole) {
-    bwd_weights_packs_kernel<T, V, true, K, false>
-        <<<grid, block, 0, stream>>>(g, split, s, d, partial, out);
-  } else if (split.slide) {
-    bwd_weights_packs_kernel<T, V, false, K, true>
-        <<<grid, block, 0, stream>>>(g, split, s, d, partial, out);
-  } else {
-    bwd_weights_packs_kernel<T, V, false, K, false>
-        <<<grid, block, 0, stream>>>(g, split, s, d, partial, out);
-  }
-  const cudaError_t status = cudaGetLastError();
-  if (status != cudaSuccess) return status;
+  const auto kernel = whole && split.slide ? bwd_weights_packs_kernel<T, V, true, K, true>
+                      : whole              ? bwd_weights_packs_kernel<T, V, true, K, false>
+                      : split.slide        ? bwd_weights_packs_kernel<T, V, false, K, true>
+                                           : bwd_weights_packs_kernel<T, V, false, K, false>;
+  if (const cudaError_t status =
+          launch(queue, kernel, grid, block, 0, g, split, s, d, partial, out);
+      status != cudaSuccess)
+    return status;
   return reduce_splits<T>(partial, out, static_cast<std::int64_t>(g.channels) * g.kvol,
-                          split.splits, stream);
+                          split.splits, queue);
 }
 
 template <typename T>
 cudaError_t weights_typed(const DepthwiseShape& shape, DepthwiseVariant variant, const void* src,
-                          const void* dd, void* dw, void* workspace, cudaStream_t stream) {
+                          const void* dd, void* dw, void* workspace, const Queue& queue) {
   if (variant == DepthwiseVariant::channel_packs) {
     const PacksSplit split = packs_split(shape);
     float* partial = split.splits > 1 ? static_cast<float*>(workspace) : nullptr;
     if (split.splits > 1 && workspace == nullptr) return cudaErrorInvalidValue;
     switch (split.size) {
-      case 3: return launch_packs<T, 4, 3>(shape, split, src, dd, dw, partial, stream);
-      case 5: return launch_packs<T, 2, 5>(shape, split, src, dd, dw, partial, stream);
-      case 7: return launch_packs<T, 1, 7>(shape, split, src, dd, dw, partial, stream);
+      case 3: return launch_packs<T, 4, 3>(shape, split, src, dd, dw, partial, queue);
+      case 5: return launch_packs<T, 2, 5>(shape, split, src, dd, dw, partial, queue);
+      case 7: return launch_packs<T, 1, 7>(shape, split, src, dd, dw, partial, queue);
       default: return cudaErrorInvalidValue;
     }
   }
@@ -1169,13 +1156,13 @@ cudaError_t weights_typed(const DepthwiseShape& shape, DepthwiseVariant variant,
   if (split.splits > 1 && workspace == nullptr) return cudaErrorInvalidValue;
   if (variant == DepthwiseVariant::unrolled) {
     switch (unrolled_size(shape)) {
-      case 3: return launch_weights<T, 9, 3>(shape, split, src, dd, dw, partial, stream);
-      case 5: return launch_weights<T, 25, 5>(shape, split, src, dd, dw, partial, stream);
-      case 7: return launch_weights<T, 49, 7>(shape, split, src, dd, dw, partial, stream);
+      case 3: return launch_weights<T, 9, 3>(shape, split, src, dd, dw, partial, queue);
+      case 5: return launch_weights<T, 25, 5>(shape, split, src, dd, dw, partial, queue);
+      case 7: return launch_weights<T, 49, 7>(shape, split, src, dd, dw, partial, queue);
       default: return cudaErrorInvalidValue;
     }
   }
-  return launch_weights<T, weights_chunk, 0>(shape, split, src, dd, dw, partial, stream);
+  return launch_weights<T, weights_chunk, 0>(shape, split, src, dd, dw, partial, queue);
 }
 
 std::size_t element_size(DepthwiseType type) { return type == DepthwiseType::f32 ? 4 : 2; }
@@ -1252,15 +1239,14 @@ std::size_t depthwise_bwd_weights_workspace_bytes(const DepthwiseShape& shape,
 }
 
 cudaError_t depthwise_fwd(const DepthwiseShape& shape, DepthwiseVariant variant, const void* src,
-                          const void* weights, void* dst, void* workspace,
-                          cudaStream_t stream) {
-  return elementwise<true>(shape, variant, src, weights, dst, workspace, stream);
+                          const void* weights, void* dst, void* workspace, const Queue& queue) {
+  return elementwise<true>(shape, variant, src, weights, dst, workspace, queue);
 }
 
 cudaError_t depthwise_bwd_data(const DepthwiseShape& shape, DepthwiseVariant variant,
                                const void* diff_dst, const void* weights, void* diff_src,
-                               void* workspace, cudaStream_t stream) {
-  return elementwise<false>(shape, variant, diff_dst, weights, diff_src, workspace, stream);
+                               void* workspace, const Queue& queue) {
+  return elementwise<false>(shape, variant, diff_dst, weights, diff_src, workspace, queue);
 }
 
 std::size_t depthwise_weight_taps_bytes(const DepthwiseShape& shape, DepthwiseVariant variant) {
@@ -1271,7 +1257,7 @@ std::size_t depthwise_weight_taps_bytes(const DepthwiseShape& shape, DepthwiseVa
 
 cudaError_t depthwise_bwd_weights(const DepthwiseShape& shape, DepthwiseVariant variant,
                                   const void* src, const void* diff_dst, void* diff_weights,
-                                  void* workspace, cudaStream_t stream) {
+                                  void* workspace, const Queue& queue) {
   if (depthwise_unsupported(shape, variant, DepthwiseDirection::bwd_weights) != nullptr)
     return cudaErrorInvalidValue;
   if (shape.batch == 0) {
@@ -1279,16 +1265,16 @@ cudaError_t depthwise_bwd_weights(const DepthwiseShape& shape, DepthwiseVariant 
     const std::size_t bytes = static_cast<std::size_t>(shape.channels * shape.multiplier) *
                               static_cast<std::size_t>(volume(shape.kernel)) *
                               element_size(shape.type);
-    return cudaMemsetAsync(diff_weights, 0, bytes, stream);
+    return cudaMemsetAsync(diff_weights, 0, bytes, queue.stream);
   }
   switch (shape.type) {
     case DepthwiseType::f32:
-      return weights_typed<float>(shape, variant, src, diff_dst, diff_weights, workspace, stream);
+      return weights_typed<float>(shape, variant, src, diff_dst, diff_weights, workspace, queue);
     case DepthwiseType::f16:
-      return weights_typed<__half>(shape, variant, src, diff_dst, diff_weights, workspace, stream);
+      return weights_typed<__half>(shape, variant, src, diff_dst, diff_weights, workspace, queue);
     case DepthwiseType::bf16:
       return weights_typed<__nv_bfloat16>(shape, variant, src, diff_dst, diff_weights, workspace,
-                                          stream);
+                                          queue);
   }
   return cudaErrorInvalidValue;
 }

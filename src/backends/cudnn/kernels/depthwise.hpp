@@ -2,9 +2,10 @@
 // dnnx's own depthwise convolution kernels (cudnn:kernel:depthwise:*): groups == in_channels, a
 // channel multiplier M = out_channels / groups >= 1, 1/2/3 spatial dims, any kernel size, stride,
 // per-side padding and dilation, channels_first or channels_last, f32/f16/bf16 storage with f32
-// accumulation, every direction. Plain pointers, sizes and a stream; no cuDNN types. The layouts
+// accumulation, every direction. Plain pointers, sizes and a Queue; no cuDNN types. The layouts
 // and the work split: Note [depthwise kernels] in depthwise.cu.
 
+#include "backends/cudnn/kernels/queue.hpp"
 #include "backends/cudnn/kernels/spatial.hpp"
 
 #include <cuda_runtime_api.h>
@@ -66,25 +67,25 @@ std::size_t depthwise_bwd_weights_workspace_bytes(const DepthwiseShape& shape,
 /// transposed, Note [depthwise weight taps] in depthwise.cu; 0 for the other variants).
 std::size_t depthwise_weight_taps_bytes(const DepthwiseShape& shape, DepthwiseVariant variant);
 
-/// dst = conv(src, weights), queued on `stream`; `workspace` holds
+/// dst = conv(src, weights), queued on `queue`; `workspace` holds
 /// depthwise_weight_taps_bytes(shape, variant) bytes, aligned to 16. Returns the launch status
 /// (cudaErrorInvalidValue when the variant cannot run the shape).
 cudaError_t depthwise_fwd(const DepthwiseShape& shape, DepthwiseVariant variant, const void* src,
-                          const void* weights, void* dst, void* workspace, cudaStream_t stream);
+                          const void* weights, void* dst, void* workspace, const Queue& queue);
 
-/// diff_src = gradient w.r.t. src, queued on `stream`: a gather, each diff_src element written
+/// diff_src = gradient w.r.t. src, queued on `queue`: a gather, each diff_src element written
 /// once, summing its windows in a fixed order (deterministic, no atomics). `workspace` as for
 /// depthwise_fwd.
 cudaError_t depthwise_bwd_data(const DepthwiseShape& shape, DepthwiseVariant variant,
                                const void* diff_dst, const void* weights, void* diff_src,
-                               void* workspace, cudaStream_t stream);
+                               void* workspace, const Queue& queue);
 
-/// diff_weights = gradient w.r.t. the weights (overwritten), queued on `stream`: per weight, a
+/// diff_weights = gradient w.r.t. the weights (overwritten), queued on `queue`: per weight, a
 /// reduction over N and the output positions in a fixed order (block reductions, then a second
 /// pass over the splits' partial sums in `workspace`); deterministic, no atomics. `workspace`
 /// holds depthwise_bwd_weights_workspace_bytes(shape, variant) bytes.
 cudaError_t depthwise_bwd_weights(const DepthwiseShape& shape, DepthwiseVariant variant,
                                   const void* src, const void* diff_dst, void* diff_weights,
-                                  void* workspace, cudaStream_t stream);
+                                  void* workspace, const Queue& queue);
 
 }  // namespace dnnx::cudnn::kernels

@@ -103,6 +103,7 @@ __device__ __forceinline__ void ldmatrix_x2(unsigned& r0, unsigned& r1, unsigned
 template <typename T>
 __global__ void __launch_bounds__(fragment_threads)
     fragments_kernel(grouped::Geo g, const T* __restrict__ w, T* __restrict__ laid) {
+  wait_for_prior_grids();
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * fragment_threads + threadIdx.x;
   if (i >= grouped::fragments(g) * 2) return;
   const std::int64_t source = grouped::fragment_source(g, i / 2, static_cast<int>(i % 2));
@@ -115,6 +116,7 @@ template <typename T, int InBlocks, bool AllTaps>
 __global__ void __launch_bounds__(block_threads, blocks_per_sm)
     products_kernel(grouped::Geo g, const T* __restrict__ a, const unsigned* __restrict__ laid,
                     T* __restrict__ out) {
+  wait_for_prior_grids();
   extern __shared__ uint4 shared[];
   T* tile = reinterpret_cast<T*>(shared);
   const grouped::BlockOrigin o = grouped::origin_of(g, blockIdx.x);
@@ -272,31 +274,31 @@ __global__ void __launch_bounds__(block_threads, blocks_per_sm)
 
 template <typename T, int InBlocks>
 cudaError_t launch_products(const grouped::Geo& g, const T* a, const unsigned* laid, T* out,
-                            cudaStream_t stream) {
+                            const Queue& queue) {
   const bool all_taps = g.phases_h * g.phases_w == 1;
   auto* kernel =
       all_taps ? products_kernel<T, InBlocks, true> : products_kernel<T, InBlocks, false>;
-  kernel<<<static_cast<unsigned>(g.blocks), block_threads, g.shared_bytes(), stream>>>(g, a, laid,
-                                                                                       out);
-  return cudaGetLastError();
+  return launch(queue, kernel, dim3(static_cast<unsigned>(g.blocks)), dim3(block_threads),
+                g.shared_bytes(), g, a, laid, out);
 }
 
 template <typename T>
 cudaError_t launch_typed(const grouped::Geo& g, const void* a, const void* w, void* out,
-                         void* workspace, cudaStream_t stream) {
+                         void* workspace, const Queue& queue) {
   T* laid = static_cast<T*>(workspace);
   const std::int64_t halves = grouped::fragments(g) * 2;
-  fragments_kernel<T><<<static_cast<unsigned>((halves + fragment_threads - 1) / fragment_threads),
-                        fragment_threads, 0, stream>>>(g, static_cast<const T*>(w), laid);
-  const cudaError_t status = cudaGetLastError();
+  const cudaError_t status =
+      launch(queue, fragments_kernel<T>,
+             dim3(static_cast<unsigned>((halves + fragment_threads - 1) / fragment_threads)),
+             dim3(fragment_threads), 0, g, static_cast<const T*>(w), laid);
   if (status != cudaSuccess) return status;
   const T* in = static_cast<const T*>(a);
   T* dst = static_cast<T*>(out);
   const auto* fragments = static_cast<const unsigned*>(workspace);
   switch (g.in_blocks) {
-    case 1: return launch_products<T, 1>(g, in, fragments, dst, stream);
-    case 2: return launch_products<T, 2>(g, in, fragments, dst, stream);
-    case 4: return launch_products<T, 4>(g, in, fragments, dst, stream);
+    case 1: return launch_products<T, 1>(g, in, fragments, dst, queue);
+    case 2: return launch_products<T, 2>(g, in, fragments, dst, queue);
+    case 4: return launch_products<T, 4>(g, in, fragments, dst, queue);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -345,8 +347,8 @@ const char* blocks_unsupported(const grouped::Geo& g) {
 
 // The shape checked as grouped_unsupported() does, its geometry worked out once.
 template <bool Forward>
-cudaError_t launch(const GroupedShape& shape, const void* a, const void* w, void* out,
-                   void* workspace, cudaStream_t stream) {
+cudaError_t run_direction(const GroupedShape& shape, const void* a, const void* w, void* out,
+                          void* workspace, const Queue& queue) {
   if (shape_unsupported(shape) != nullptr) return cudaErrorInvalidValue;
   const grouped::Geo g = grouped::geo(shape, Forward);
   if (blocks_unsupported(g) != nullptr) return cudaErrorInvalidValue;
@@ -354,10 +356,8 @@ cudaError_t launch(const GroupedShape& shape, const void* a, const void* w, void
   if (!aligned(a, 16) || !aligned(out, 16) || !aligned(workspace, 16))
     return cudaErrorMisalignedAddress;
   switch (shape.type) {
-    case GroupedType::f16:
-      return launch_typed<__half>(g, a, w, out, workspace, stream);
-    case GroupedType::bf16:
-      return launch_typed<__nv_bfloat16>(g, a, w, out, workspace, stream);
+    case GroupedType::f16: return launch_typed<__half>(g, a, w, out, workspace, queue);
+    case GroupedType::bf16: return launch_typed<__nv_bfloat16>(g, a, w, out, workspace, queue);
     case GroupedType::f32: break;
   }
   return cudaErrorInvalidValue;
@@ -411,13 +411,13 @@ std::size_t grouped_workspace_bytes(const GroupedShape& shape) {
 }
 
 cudaError_t grouped_fwd(const GroupedShape& shape, const void* src, const void* weights, void* dst,
-                        void* workspace, cudaStream_t stream) {
-  return launch<true>(shape, src, weights, dst, workspace, stream);
+                        void* workspace, const Queue& queue) {
+  return run_direction<true>(shape, src, weights, dst, workspace, queue);
 }
 
 cudaError_t grouped_bwd_data(const GroupedShape& shape, const void* diff_dst, const void* weights,
-                             void* diff_src, void* workspace, cudaStream_t stream) {
-  return launch<false>(shape, diff_dst, weights, diff_src, workspace, stream);
+                             void* diff_src, void* workspace, const Queue& queue) {
+  return run_direction<false>(shape, diff_dst, weights, diff_src, workspace, queue);
 }
 
 }  // namespace dnnx::cudnn::kernels

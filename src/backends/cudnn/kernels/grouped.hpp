@@ -3,11 +3,12 @@
 // products] in grouped.cu): channels_last, f16 or bf16 (f32 accumulation), 4, 8, 16 or 32
 // channels per group in and out, a channel count that is a multiple of 32, 3x3 kernels of 2-D
 // convolutions (3-D ones of kernel depth 1, depth stride 1, no depth padding), a stride of 1 or 2
-// along H and W, no dilation; fwd and bwd_data. Plain pointers, sizes and a stream; no
+// along H and W, no dilation; fwd and bwd_data. Plain pointers, sizes and a Queue; no
 // cuDNN types. The index arithmetic a block and its lanes use is in grouped:: below, shared with
 // the host (a test runs whole convolutions through it, the products emulated, where there is no
 // GPU).
 
+#include "backends/cudnn/kernels/queue.hpp"
 #include "backends/cudnn/kernels/spatial.hpp"
 
 #include <cuda_runtime_api.h>
@@ -51,18 +52,18 @@ const char* grouped_unsupported(const GroupedShape& shape, bool forward);
 /// Workspace bytes of the weights laid out as the products' fragments (grouped::fragment_source()).
 std::size_t grouped_workspace_bytes(const GroupedShape& shape);
 
-/// dst = conv(src, weights), queued on `stream`; `workspace` holds grouped_workspace_bytes(shape)
+/// dst = conv(src, weights), queued on `queue`; `workspace` holds grouped_workspace_bytes(shape)
 /// bytes, aligned to 16, and src and dst are aligned to 16 bytes. Returns the launch status
 /// (cudaErrorInvalidValue when the kernel cannot run the shape, cudaErrorMisalignedAddress for a
 /// pointer not aligned to 16 bytes).
 cudaError_t grouped_fwd(const GroupedShape& shape, const void* src, const void* weights, void* dst,
-                        void* workspace, cudaStream_t stream);
+                        void* workspace, const Queue& queue);
 
-/// diff_src = gradient w.r.t. src, queued on `stream`: correlations of diff_dst (one per phase of
+/// diff_src = gradient w.r.t. src, queued on `queue`: correlations of diff_dst (one per phase of
 /// diff_src at stride 2, grouped::taps_of()) with each group's in and out channels swapped, each
 /// diff_src element written once in a fixed order. `workspace` and alignment as for grouped_fwd.
 cudaError_t grouped_bwd_data(const GroupedShape& shape, const void* diff_dst, const void* weights,
-                             void* diff_src, void* workspace, cudaStream_t stream);
+                             void* diff_src, void* workspace, const Queue& queue);
 
 namespace grouped {
 

@@ -257,6 +257,7 @@ template <typename T>
 __global__ void __launch_bounds__(fragment_threads)
     fragments_kernel(Geo g, const T* __restrict__ w, Pack<T, 8>* __restrict__ wf,
                      Taps* __restrict__ taps) {
+  wait_for_prior_grids();
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * fragment_threads +
                          static_cast<std::int64_t>(threadIdx.x);
   const std::int64_t fragments = static_cast<std::int64_t>(g.kvol) * g.chunks * warp_size;
@@ -324,6 +325,7 @@ __global__ void __launch_bounds__(block_threads, min_blocks)
     bwd_data_kernel(Geo g, const T* __restrict__ dy, const uint4* __restrict__ wf,
                     const T* __restrict__ zeros, const Taps* __restrict__ phase_taps,
                     T* __restrict__ dx) {
+  wait_for_prior_grids();
   const int lane = static_cast<int>(threadIdx.x) % warp_size;
   const int warp = static_cast<int>(threadIdx.x) / warp_size;
   const int group = lane / 4;  // the fragment's row (and, in B and D, its column)
@@ -479,31 +481,29 @@ __global__ void __launch_bounds__(block_threads, min_blocks)
 
 template <typename T>
 cudaError_t bwd_data_typed(const Geo& g, const void* diff_dst, const void* weights, void* diff_src,
-                           void* workspace, cudaStream_t stream) {
+                           void* workspace, const Queue& queue) {
   const DataWorkspace ws = data_workspace_of(g);
   auto* wf = static_cast<uint4*>(workspace);
   auto* taps = reinterpret_cast<Taps*>(wf + ws.fragments + ws.zeros);
   // One thread per pack of fragments and zeros and per entry of the taps' table.
   const std::int64_t items = ws.fragments + ws.zeros + g.s[0] + g.s[1] + g.s[2];
-  fragments_kernel<T>
-      <<<static_cast<unsigned>((items + fragment_threads - 1) / fragment_threads), fragment_threads,
-         0, stream>>>(g, static_cast<const T*>(weights), reinterpret_cast<Pack<T, 8>*>(wf), taps);
-  if (const cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
+  if (const cudaError_t status =
+          launch(queue, fragments_kernel<T>,
+                 dim3(static_cast<unsigned>((items + fragment_threads - 1) / fragment_threads)),
+                 dim3(fragment_threads), 0, g, static_cast<const T*>(weights),
+                 reinterpret_cast<Pack<T, 8>*>(wf), taps);
+      status != cudaSuccess)
+    return status;
   const dim3 grid(static_cast<unsigned>(blocks_of(g)));
   const bool aligned = reinterpret_cast<std::uintptr_t>(diff_dst) % 16 == 0;
   const auto* dy = static_cast<const T*>(diff_dst);
   const auto* zeros = reinterpret_cast<const T*>(wf + ws.fragments);
   auto* dx = static_cast<T*>(diff_src);
-  if (aligned && g.out_channels % chunk_channels == 0)
-    bwd_data_kernel<T, Access::whole_chunks>
-        <<<grid, block_threads, 0, stream>>>(g, dy, wf, zeros, taps, dx);
-  else if (aligned && g.out_channels % 8 == 0)
-    bwd_data_kernel<T, Access::packs>
-        <<<grid, block_threads, 0, stream>>>(g, dy, wf, zeros, taps, dx);
-  else
-    bwd_data_kernel<T, Access::elements>
-        <<<grid, block_threads, 0, stream>>>(g, dy, wf, zeros, taps, dx);
-  return cudaGetLastError();
+  const auto kernel = aligned && g.out_channels % chunk_channels == 0
+                          ? bwd_data_kernel<T, Access::whole_chunks>
+                      : aligned && g.out_channels % 8 == 0 ? bwd_data_kernel<T, Access::packs>
+                                                           : bwd_data_kernel<T, Access::elements>;
+  return launch(queue, kernel, grid, dim3(block_threads), 0, g, dy, wf, zeros, taps, dx);
 }
 
 // Why the kernels cannot run `shape` for any direction: the channel count and 32-bit coordinates.
@@ -847,6 +847,7 @@ template <typename T, bool PackedY, XCopy X>
 __global__ void __launch_bounds__(wg::threads, wg::blocks_per_sm)
     bwd_weights_kernel(WGeo g, const T* __restrict__ x, const T* __restrict__ dy,
                        float* __restrict__ partial) {
+  wait_for_prior_grids();
   extern __shared__ uint4 shared[];
   T* const stage0 = reinterpret_cast<T*>(shared);
   const int tid = static_cast<int>(threadIdx.x);
@@ -1070,7 +1071,7 @@ const char* weights_geo_unsupported(const WGeo& g) {
 
 template <typename T>
 cudaError_t bwd_weights_typed(const WGeo& g, const void* src, const void* diff_dst,
-                              void* diff_weights, void* workspace, cudaStream_t stream) {
+                              void* diff_weights, void* workspace, const Queue& queue) {
   const dim3 grid(static_cast<unsigned>(g.splits), static_cast<unsigned>(g.col_blocks),
                   static_cast<unsigned>(g.k_blocks));
   const auto* x = static_cast<const T*>(src);
@@ -1079,24 +1080,24 @@ cudaError_t bwd_weights_typed(const WGeo& g, const void* src, const void* diff_d
   const auto bytes = static_cast<std::size_t>(g.shared_bytes());
   const bool packed_y = aligned(diff_dst, 16) && g.out_channels % 8 == 0;
   const XCopy copy = x_copy_of(g, src);
-  const auto launch = [&](auto packed, auto mode) {
-    bwd_weights_kernel<T, decltype(packed)::value, decltype(mode)::value>
-        <<<grid, wg::threads, bytes, stream>>>(g, x, dy, partial);
+  const auto run = [&](auto packed, auto mode) {
+    return launch(queue, bwd_weights_kernel<T, decltype(packed)::value, decltype(mode)::value>,
+                  grid, dim3(wg::threads), bytes, g, x, dy, partial);
   };
   const auto with_copy = [&](auto packed) {
     switch (copy) {
-      case XCopy::packs: return launch(packed, std::integral_constant<XCopy, XCopy::packs>{});
-      case XCopy::words: return launch(packed, std::integral_constant<XCopy, XCopy::words>{});
-      case XCopy::elements: return launch(packed, std::integral_constant<XCopy, XCopy::elements>{});
+      case XCopy::packs: return run(packed, std::integral_constant<XCopy, XCopy::packs>{});
+      case XCopy::words: return run(packed, std::integral_constant<XCopy, XCopy::words>{});
+      case XCopy::elements: break;
     }
+    return run(packed, std::integral_constant<XCopy, XCopy::elements>{});
   };
-  if (packed_y)
-    with_copy(std::true_type{});
-  else
-    with_copy(std::false_type{});
-  if (const cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
+  if (const cudaError_t status =
+          packed_y ? with_copy(std::true_type{}) : with_copy(std::false_type{});
+      status != cudaSuccess)
+    return status;
   return reduce_splits<T>(partial, static_cast<T*>(diff_weights),
-                          static_cast<std::int64_t>(g.out_channels) * g.columns, g.splits, stream);
+                          static_cast<std::int64_t>(g.out_channels) * g.columns, g.splits, queue);
 }
 
 // ---- forward -----------------------------------------------------------------------------------
@@ -1193,6 +1194,7 @@ template <typename T, XCopy X>
 __global__ void __launch_bounds__(fw::threads, fw::blocks_per_sm)
     fwd_kernel(WGeo g, const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y,
                bool pairs) {
+  wait_for_prior_grids();
   extern __shared__ uint4 shared[];
   T* const stage0 = reinterpret_cast<T*>(shared);
   const int tid = static_cast<int>(threadIdx.x);
@@ -1348,25 +1350,18 @@ __global__ void __launch_bounds__(fw::threads, fw::blocks_per_sm)
 
 template <typename T>
 cudaError_t fwd_typed(const WGeo& g, const void* src, const void* weights, void* dst,
-                      cudaStream_t stream) {
+                      const Queue& queue) {
   const dim3 grid(static_cast<unsigned>(g.splits), static_cast<unsigned>(g.k_blocks));
   const auto* x = static_cast<const T*>(src);
   const auto* w = static_cast<const T*>(weights);
   auto* y = static_cast<T*>(dst);
   const auto bytes = static_cast<std::size_t>(forward_shared_bytes(g));
   const bool pairs = g.out_channels % 2 == 0 && aligned(dst, 4);
-  switch (x_copy_of(g, src)) {
-    case XCopy::packs:
-      fwd_kernel<T, XCopy::packs><<<grid, fw::threads, bytes, stream>>>(g, x, w, y, pairs);
-      break;
-    case XCopy::words:
-      fwd_kernel<T, XCopy::words><<<grid, fw::threads, bytes, stream>>>(g, x, w, y, pairs);
-      break;
-    case XCopy::elements:
-      fwd_kernel<T, XCopy::elements><<<grid, fw::threads, bytes, stream>>>(g, x, w, y, pairs);
-      break;
-  }
-  return cudaGetLastError();
+  const XCopy copy = x_copy_of(g, src);
+  const auto kernel = copy == XCopy::packs   ? fwd_kernel<T, XCopy::packs>
+                      : copy == XCopy::words ? fwd_kernel<T, XCopy::words>
+                                             : fwd_kernel<T, XCopy::elements>;
+  return launch(queue, kernel, grid, dim3(fw::threads), bytes, g, x, w, y, pairs);
 }
 
 }  // namespace
@@ -1382,16 +1377,16 @@ std::size_t narrow_bwd_data_workspace_bytes(const NarrowShape& shape) {
 }
 
 cudaError_t narrow_bwd_data(const NarrowShape& shape, const void* diff_dst, const void* weights,
-                            void* diff_src, void* workspace, cudaStream_t stream) {
+                            void* diff_src, void* workspace, const Queue& queue) {
   if (data_shape_unsupported(shape) != nullptr) return cudaErrorInvalidValue;
   const Geo g = geo_of(shape);  // once per call: the check's and the launch's
   if (data_geo_unsupported(g) != nullptr) return cudaErrorInvalidValue;
   if (shape.batch == 0) return cudaSuccess;  // diff_src is empty
   switch (shape.type) {
     case NarrowType::f16:
-      return bwd_data_typed<__half>(g, diff_dst, weights, diff_src, workspace, stream);
+      return bwd_data_typed<__half>(g, diff_dst, weights, diff_src, workspace, queue);
     case NarrowType::bf16:
-      return bwd_data_typed<__nv_bfloat16>(g, diff_dst, weights, diff_src, workspace, stream);
+      return bwd_data_typed<__nv_bfloat16>(g, diff_dst, weights, diff_src, workspace, queue);
   }
   return cudaErrorInvalidValue;
 }
@@ -1402,14 +1397,14 @@ const char* narrow_fwd_unsupported(const NarrowShape& shape) {
 }
 
 cudaError_t narrow_fwd(const NarrowShape& shape, const void* src, const void* weights, void* dst,
-                       cudaStream_t stream) {
+                       const Queue& queue) {
   if (forward_shape_unsupported(shape) != nullptr) return cudaErrorInvalidValue;
   const WGeo g = forward_geo(shape);  // once per call: the check's and the launch's
   if (forward_geo_unsupported(g) != nullptr) return cudaErrorInvalidValue;
   if (g.units == 0) return cudaSuccess;  // dst is empty
   switch (shape.type) {
-    case NarrowType::f16: return fwd_typed<__half>(g, src, weights, dst, stream);
-    case NarrowType::bf16: return fwd_typed<__nv_bfloat16>(g, src, weights, dst, stream);
+    case NarrowType::f16: return fwd_typed<__half>(g, src, weights, dst, queue);
+    case NarrowType::bf16: return fwd_typed<__nv_bfloat16>(g, src, weights, dst, queue);
   }
   return cudaErrorInvalidValue;
 }
@@ -1424,15 +1419,15 @@ std::size_t narrow_bwd_weights_workspace_bytes(const NarrowShape& shape) {
 }
 
 cudaError_t narrow_bwd_weights(const NarrowShape& shape, const void* src, const void* diff_dst,
-                               void* diff_weights, void* workspace, cudaStream_t stream) {
+                               void* diff_weights, void* workspace, const Queue& queue) {
   if (weights_shape_unsupported(shape) != nullptr) return cudaErrorInvalidValue;
   const WGeo g = weights_geo(shape);  // once per call: the check's and the launch's
   if (weights_geo_unsupported(g) != nullptr) return cudaErrorInvalidValue;
   switch (shape.type) {
     case NarrowType::f16:
-      return bwd_weights_typed<__half>(g, src, diff_dst, diff_weights, workspace, stream);
+      return bwd_weights_typed<__half>(g, src, diff_dst, diff_weights, workspace, queue);
     case NarrowType::bf16:
-      return bwd_weights_typed<__nv_bfloat16>(g, src, diff_dst, diff_weights, workspace, stream);
+      return bwd_weights_typed<__nv_bfloat16>(g, src, diff_dst, diff_weights, workspace, queue);
   }
   return cudaErrorInvalidValue;
 }

@@ -2,10 +2,11 @@
 // dnnx's tensor-core kernels for the forward, backward data and backward weights passes of
 // convolutions with few input channels (cudnn:kernel:narrow:mma): groups 1, at most 8 input
 // channels, 1/2/3 spatial dims, any kernel size, stride, per-side padding and dilation,
-// channels_last, f16/bf16 storage with f32 accumulation. Plain pointers, sizes and a stream; no
+// channels_last, f16/bf16 storage with f32 accumulation. Plain pointers, sizes and a Queue; no
 // cuDNN types. The work split: Note [narrow forward], Note [narrow backward data] and Note
 // [narrow weight gradients] in narrow.cu.
 
+#include "backends/cudnn/kernels/queue.hpp"
 #include "backends/cudnn/kernels/spatial.hpp"
 
 #include <cuda_runtime_api.h>
@@ -39,12 +40,12 @@ const char* narrow_unsupported(const NarrowShape& shape);
 /// layout (Note [narrow weight fragments] in narrow.cu). A function of the shape only.
 std::size_t narrow_bwd_data_workspace_bytes(const NarrowShape& shape);
 
-/// diff_src = gradient w.r.t. src, queued on `stream`: a gather, each diff_src element written
+/// diff_src = gradient w.r.t. src, queued on `queue`: a gather, each diff_src element written
 /// once by one thread, its sum in a fixed order (deterministic, no atomics). `workspace` holds
 /// narrow_bwd_data_workspace_bytes(shape) bytes, aligned to 16. Returns the launch status
 /// (cudaErrorInvalidValue when the kernel cannot run the shape).
 cudaError_t narrow_bwd_data(const NarrowShape& shape, const void* diff_dst, const void* weights,
-                            void* diff_src, void* workspace, cudaStream_t stream);
+                            void* diff_src, void* workspace, const Queue& queue);
 
 /// Why the forward kernel cannot run `shape` (a static string), or nullptr when it can: at most 8
 /// channels, spatial coordinates below 2^29, kernel volume x C of at most 192, the input rows
@@ -53,11 +54,11 @@ cudaError_t narrow_bwd_data(const NarrowShape& shape, const void* diff_dst, cons
 /// of 64 and N x output rows within 2^40.
 const char* narrow_fwd_unsupported(const NarrowShape& shape);
 
-/// dst = the convolution of src with the weights, queued on `stream` (no workspace; each dst
+/// dst = the convolution of src with the weights, queued on `queue` (no workspace; each dst
 /// element written once by one thread, its sum in a fixed order: deterministic, overwrite).
 /// Returns the launch status (cudaErrorInvalidValue when the kernel cannot run the shape).
 cudaError_t narrow_fwd(const NarrowShape& shape, const void* src, const void* weights, void* dst,
-                       cudaStream_t stream);
+                       const Queue& queue);
 
 /// Why the backward weights kernel cannot run `shape` (a static string), or nullptr when it can:
 /// at most 8 channels, spatial coordinates below 2^29, kernel volume x C below 2^24, the input
@@ -71,11 +72,11 @@ const char* narrow_bwd_weights_unsupported(const NarrowShape& shape);
 /// shape only.
 std::size_t narrow_bwd_weights_workspace_bytes(const NarrowShape& shape);
 
-/// diff_weights = gradient w.r.t. the weights, queued on `stream` (two launches: the products'
+/// diff_weights = gradient w.r.t. the weights, queued on `queue` (two launches: the products'
 /// partial sums per split, then their fixed-order sum; deterministic, no atomics; overwrites
 /// diff_weights). `workspace` holds narrow_bwd_weights_workspace_bytes(shape) bytes, aligned to
 /// 16. Returns the launch status (cudaErrorInvalidValue when the kernel cannot run the shape).
 cudaError_t narrow_bwd_weights(const NarrowShape& shape, const void* src, const void* diff_dst,
-                               void* diff_weights, void* workspace, cudaStream_t stream);
+                               void* diff_weights, void* workspace, const Queue& queue);
 
 }  // namespace dnnx::cudnn::kernels

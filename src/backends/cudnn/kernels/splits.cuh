@@ -7,8 +7,6 @@
 
 #include "backends/cudnn/kernels/common.cuh"
 
-#include <cuda_runtime_api.h>
-
 #include <algorithm>
 #include <cstdint>
 
@@ -25,6 +23,7 @@ __global__ void __launch_bounds__(warp_size* reduce_rows)
     reduce_splits_kernel(const float* __restrict__ partial, T* __restrict__ dw, std::int64_t count,
                          int splits) {
   __shared__ float red[reduce_rows][warp_size + 1];
+  wait_for_prior_grids();
   const int lane = threadIdx.x;
   const int row = threadIdx.y;
   for (std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * warp_size; base < count;
@@ -50,13 +49,11 @@ __global__ void __launch_bounds__(warp_size* reduce_rows)
 // Adds the splits' partial sums into dw (a no-op when `partial` is null: no split).
 template <typename T>
 cudaError_t reduce_splits(const float* partial, T* dw, std::int64_t count, int splits,
-                          cudaStream_t stream) {
+                          const Queue& queue) {
   if (partial == nullptr) return cudaSuccess;
   const std::int64_t blocks = std::min<std::int64_t>((count + warp_size - 1) / warp_size, 65535);
-  reduce_splits_kernel<T>
-      <<<static_cast<unsigned>(blocks), dim3(warp_size, reduce_rows), 0, stream>>>(partial, dw,
-                                                                                   count, splits);
-  return cudaGetLastError();
+  return launch(queue, reduce_splits_kernel<T>, dim3(static_cast<unsigned>(blocks)),
+                dim3(warp_size, reduce_rows), 0, partial, dw, count, splits);
 }
 
 }  // namespace dnnx::cudnn::kernels
