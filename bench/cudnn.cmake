@@ -18,3 +18,11 @@ target_link_libraries(conv_fused_bench PRIVATE dnnx_internal CUDA::cudart)
 add_executable(depthwise_tiles_study ${CMAKE_CURRENT_LIST_DIR}/depthwise_tiles_study.cu)
 target_link_libraries(depthwise_tiles_study PRIVATE CUDA::cudart)
 set_target_properties(depthwise_tiles_study PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
+
+# Back-to-back calls as stream launches, as replayed single-call graphs and as kernel nodes
+# launched again with and without programmatic stream serialization (plain CUDA and cuBLASLt, no
+# libdnnx): the GPU-side cost of a launch mode (docs/benchmarks.md, *Kernel design
+# measurements*; Note [dependent launches] in src/backends/cudnn/kernels/common.cuh).
+add_executable(graph_replay_study ${CMAKE_CURRENT_LIST_DIR}/graph_replay_study.cu)
+target_link_libraries(graph_replay_study PRIVATE CUDA::cudart CUDA::cublasLt CUDA::cuda_driver)
+set_target_properties(graph_replay_study PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
