@@ -36,9 +36,11 @@ inline bool aligned(const void* pointer, std::size_t bytes) {
 // has completed and its memory is visible. So each kernel of the depthwise, grouped and
 // narrow-channel convolutions (and the split reduction they share) waits so before its first
 // global memory access, and launch() adds the attribute when the queue allows it (the cudnn
-// backend's Runtime::dependent_launches(): DNNX_CUDNN_DEPENDENT_LAUNCHES, on by default, sm_90 and
-// later). The wait is at the kernel's start, not later, because a kernel cannot know which of its
-// inputs the previous kernel writes; a kernel launched without the attribute passes it at once.
+// backend's Runtime::kernel_queue(): DNNX_CUDNN_DEPENDENT_LAUNCHES, on by default, sm_90 and
+// later). The wait is at the kernel's start, before its reads and its writes alike: a kernel
+// cannot know which of its inputs the previous kernel writes, nor whether that kernel still reads
+// what this one overwrites (a workspace reused by the next call). A kernel launched without the
+// attribute passes the wait at once.
 // No kernel here triggers its dependents early (griddepcontrol.launch_dependents): the next
 // kernel's launch overlaps only this one's last blocks. cuDNN's and cuBLASLt's kernels are
 // launched by those libraries, without the attribute.
