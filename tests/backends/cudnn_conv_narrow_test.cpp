@@ -16,6 +16,7 @@
 #include <dnnx/tensor.hpp>
 
 #include "backends/cudnn/conv_narrow.hpp"
+#include "ops/context_state.hpp"
 #include "support/compare.hpp"
 #include "support/conv.hpp"
 #include "support/conv_gpu.hpp"
@@ -23,6 +24,7 @@
 #include "support/random.hpp"
 #include "support/scoped.hpp"
 
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -248,12 +250,22 @@ TEST(CudnnConvNarrow, MatchesTheReference) {
   EXPECT_GE(expected_runs, 5 * cases().size());
 }
 
+// The value of `name` among the facts the context's backend reports ("" when absent).
+std::string backend_fact(Context& context, const std::string& name) {
+  for (const auto& [key, value] : detail::state_of(context).backend().environment()) {
+    if (key == name) return value;
+  }
+  return "";
+}
+
 // The kernels launched dependent on the kernel before them (Note [dependent launches] in
 // kernels/common.cuh: the default on sm_90 and later) give the bits they give without: each call
 // is queued, with no synchronization, right behind the kernels that wrote its input (the forward
 // pass's dst is the weight gradient's diff_dst, and the two are the backward data pass's
 // diff_dst and weights), three rounds over the same buffers. bf16, whose range holds the chain's
-// sums.
+// sums. Each pass has a context on a stream of its own: contexts on one stream share a backend
+// instance, whose settings are read from the environment when it is made (Context::with_stream);
+// the streams live as long as the process, as with_stream requires.
 TEST(CudnnConvNarrow, DependentLaunchesGiveTheSameBits) {
   DNNX_REQUIRE_GPU();
   ConvDesc desc = conv({2, 3, 6, 19, 18}, {64, 3, 3, 3, 3}, {1}, {1});
@@ -263,7 +275,13 @@ TEST(CudnnConvNarrow, DependentLaunchesGiveTheSameBits) {
   std::vector<Tensor> results[2];
   for (const bool dependent : {true, false}) {
     const test::ScopedEnv env("DNNX_CUDNN_DEPENDENT_LAUNCHES", dependent ? nullptr : "0");
-    Context context = test::gpu_test_context();
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    Context context = Context(BackendKind::cudnn).with_stream(stream);
+    context.set_choice_cache(std::make_shared<ChoiceCache>());
+    // On, where the device has them (compute capability 9.0 or later); off with the variable.
+    const bool sm90 = std::stoi(backend_fact(context, "compute_capability")) >= 9;
+    EXPECT_EQ(backend_fact(context, "dependent_launches"), dependent && sm90 ? "on" : "off");
     for (const Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights})
       context.tune().policy(direction) = AlgoPolicy::fixed(narrow);
     const auto nan = [&](Direction direction) {
