@@ -582,7 +582,19 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
 // ran 1.421 ms in the same process, and R(2+1)D-18's l4.spatial bwd_weights the same with engine
 // 65 (docs/benchmarks.md, "GPU convolution beyond ResNet-50"); whether the pick had contended
 // there was not recorded.
+//
+// Where the turns are loops, the first pass's single runs rank short candidates poorly, for the
+// reason the loops exist: a single run of a few microseconds pays its launch and ramp-up in full,
+// and those differ between candidates by more than their kernels do. Four contenders are then
+// too few, the more so as a library's equivalent entries fill them: on an H200, MobileNetV2's
+// b6.project forward in f16 (7 us) had cuDNN's engine 58 under three workspace knobs and a legacy
+// algorithm running the same kernel as its four contenders, and a cuBLASLt configuration sampled
+// at 8.9 us in single runs was left out, though it ran 7.0 us back to back against their 7.4 (and
+// won another process's search whose single runs had read it at 7.2; docs/benchmarks.md, "Final
+// round of short kernels"). So when the contenders are timed as loops, the fastest
+// loop_contenders (10) within the band contend: ten short loops per turn cost a few ms.
 constexpr std::size_t final_contenders = 4;
+constexpr std::size_t loop_contenders = 10;
 constexpr int final_loop_max = 32;
 // The shortest run counted when a loop's runs are counted: the default final_loop_ms (0.5) over
 // final_loop_max, so that a default loop is at most final_loop_max runs.
@@ -625,16 +637,17 @@ struct SearchCost {
 };
 constexpr double final_band = 2.0;
 
-// The final contenders among rows sorted fastest first: the fastest few (final_contenders) within
-// final_band of the best, and the heuristic's pick when it was timed within that band.
+// The final contenders among rows sorted fastest first: the fastest `most` within final_band of
+// the best, and the heuristic's pick when it was timed within that band.
 std::vector<ProfileRow*> final_contenders_of(std::vector<ProfileRow>& rows,
-                                             const std::string& heuristic_pick) {
+                                             const std::string& heuristic_pick,
+                                             std::size_t most = final_contenders) {
   std::vector<ProfileRow*> contenders;
   for (ProfileRow& row : rows) {  // fastest first
     if (row.status != CandidateStatus::ok || unsafe(row.algo)) continue;
     if (!contenders.empty() && row.median_ms > final_band * contenders.front()->median_ms) break;
     contenders.push_back(&row);
-    if (contenders.size() == final_contenders) break;
+    if (contenders.size() == most) break;
   }
   const auto pick = std::find_if(rows.begin(), rows.end(), [&](const ProfileRow& row) {
     return row.algo.id == heuristic_pick;
@@ -648,17 +661,24 @@ std::vector<ProfileRow*> final_contenders_of(std::vector<ProfileRow>& rows,
 
 void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, const RunOnce& run,
                  const RunLoop& loop, const std::string& heuristic_pick, FirstRun first_run) {
-  // The heuristic's pick, timed within the band but not among the fastest few, contends too.
-  std::vector<ProfileRow*> contenders = final_contenders_of(rows, heuristic_pick);
-  if (contenders.size() < 2) return;
-  // One loop length for every contender, from the best first-pass median.
-  const double best = contenders.front()->median_ms;
+  // One loop length for every contender, from the best first-pass median (rows are sorted
+  // fastest first; the best is the first row an automatic policy may pick).
+  const auto first_ok = std::find_if(rows.begin(), rows.end(), [](const ProfileRow& row) {
+    return row.status == CandidateStatus::ok && !unsafe(row.algo);
+  });
+  if (first_ok == rows.end()) return;
+  const double best = first_ok->median_ms;
   const int loop_runs =
       !loop || !(best > 0) || !(options.final_loop_ms > 0)
           ? 1
           : static_cast<int>(
                 std::clamp(std::ceil(options.final_loop_ms / std::max(best, min_loop_run_ms)), 1.0,
                            max_loop_runs));
+  // The heuristic's pick, timed within the band but not among the fastest few, contends too; more
+  // contenders when the turns are loops.
+  std::vector<ProfileRow*> contenders =
+      final_contenders_of(rows, heuristic_pick, loop_runs > 1 ? loop_contenders : final_contenders);
+  if (contenders.size() < 2) return;
   // Note [long runs]: one sample per turn, in half the turns.
   const bool long_runs = first_run == FirstRun::warm && best * loop_runs >= long_run_ms;
   const int turns = long_runs ? (options.timing_runs + 1) / 2 : options.timing_runs;

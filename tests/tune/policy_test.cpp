@@ -956,6 +956,59 @@ TEST(ExhaustivePolicy, FinalRoundTimesShortContendersBackToBack) {
   EXPECT_TRUE(loops.empty());
 }
 
+// Note [final round]: where the turns are loops, up to ten contenders within the band are timed
+// again, not four. Five entries of one library kernel ("same0".."same4", 0.0074 ms in single runs
+// and back to back) fill the first pass's fastest four; "other" reads 0.0089 ms in single runs
+// (its launch and ramp-up paid in full) and runs 0.0070 back to back. It contends and wins; with
+// single-run turns (no RunLoop) the fastest four and the heuristic's pick contend, as before.
+TEST(ExhaustivePolicy, LoopedFinalRoundsTakeMoreContenders) {
+  auto fresh = [] {
+    FakeBench bench;
+    for (int i = 0; i < 5; ++i) bench.add(Algo("same" + std::to_string(i)), {0.0074});
+    bench.add(Algo("other"), {0.0089}).add(Algo("far"), {0.0200});
+    return bench;
+  };
+  std::map<std::string, int> loops;  // loops timed, per id
+  const dnnx::tune::RunLoop loop = [&loops](const dnnx::AlgoInfo& algo, int runs) {
+    EXPECT_EQ(runs, 32);  // 0.5 ms over a best under 1/64 ms counted as 1/64 ms
+    ++loops[algo.id];
+    return algo.id == "other" ? 0.0070 : 0.0074;
+  };
+  const TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  FakeBench bench = fresh();
+  const Choice choice = dnnx::tune::select(fake_request(), bench.candidates(), options, bench.run(),
+                                           {}, dnnx::tune::FirstRun::warm, loop);
+  EXPECT_EQ(choice.algo.id, "other");
+  EXPECT_DOUBLE_EQ(choice.time_ms, 0.0070);
+  // Every candidate within 2x of the best contends: the five entries and "other", not "far".
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(loops["same" + std::to_string(i)], options.timing_runs);
+  EXPECT_EQ(loops["other"], options.timing_runs);
+  EXPECT_EQ(loops.count("far"), 0U);
+  EXPECT_TRUE(contains(row_of(choice.timings, "other").detail, "final round"));
+
+  // No more than ten: with twelve equal entries ahead of it, "other" is left out.
+  loops.clear();
+  FakeBench crowded;
+  for (int i = 0; i < 12; ++i) crowded.add(Algo("same" + std::to_string(i)), {0.0074});
+  crowded.add(Algo("other"), {0.0089});
+  const Choice full = dnnx::tune::select(fake_request(), crowded.candidates(), options,
+                                         crowded.run(), {}, dnnx::tune::FirstRun::warm, loop);
+  EXPECT_EQ(full.algo.id.rfind("same", 0), 0U) << full.algo.id;
+  EXPECT_EQ(loops.count("other"), 0U);
+  int looped = 0;
+  for (const auto& [id, count] : loops) looped += count > 0 ? 1 : 0;
+  EXPECT_EQ(looped, 10);
+
+  // Single-run turns: the fastest four and the heuristic's pick ("same0", among them).
+  FakeBench plain = fresh();
+  const Choice single = dnnx::tune::select(fake_request(), plain.candidates(), options, plain.run(),
+                                           {}, dnnx::tune::FirstRun::warm);
+  EXPECT_EQ(single.algo.id.rfind("same", 0), 0U) << single.algo.id;
+  EXPECT_FALSE(contains(row_of(single.timings, "other").detail, "final round"));
+  EXPECT_EQ(plain.calls("other"), 3);  // the first pass's three samples only
+  EXPECT_EQ(plain.calls("same4"), 3);
+}
+
 // TuneOptions::final_loop_ms sets the loop's length: ceil(ms / best) runs, a best under 1/64 ms
 // counted as 1/64 ms, in loops of at most 32 runs; 0 turns the loops off (single runs decide, as
 // without a RunLoop).
