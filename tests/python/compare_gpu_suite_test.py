@@ -457,6 +457,52 @@ with tempfile.TemporaryDirectory() as tmp:
     except compare_gpu.ShapesError as error:
         check("cannot read the layers of no_such_file.txt" in str(error), str(error))
 
+# Note [rows above 1.00 and the rounds' spread]: a row printed above 1.00 is set against each
+# side's max / min over its rounds; beyond both (or with one round) it is named as such.
+def spread_row(name, dnnx_ms, torch_ms):
+    d = row(name, rounds=[dict(kernel_ms=x, algo="x") for x in dnnx_ms])
+    d["kernel_ms"] = sorted(dnnx_ms)[len(dnnx_ms) // 2]
+    t = dict(kernel_ms=sorted(torch_ms)[len(torch_ms) // 2], call_ms=1.0, first_call_ms=5.0,
+             rounds=list(torch_ms))
+    return d, t
+
+
+spread_cases = {"a/fwd/f16_nhwc": ([1.03, 1.04, 1.02], [1.0, 1.01, 0.99]),  # beyond: 1.03 / 1.0
+                "a/bwd_data/f16_nhwc": ([1.02, 1.10, 1.00], [1.0, 1.0, 1.0]),  # within dnnx's
+                "a/bwd_weights/f16_nhwc": ([1.004], [1.0])}  # prints 1.00: not above
+spread_records, spread_torch = [], {}
+for name, (dnnx_ms, torch_ms) in spread_cases.items():
+    d, t = spread_row(name, dnnx_ms, torch_ms)
+    spread_records.append(d)
+    spread_torch[name] = t
+with contextlib.redirect_stdout(io.StringIO()) as printed:
+    spread_summary = compare_gpu.print_tables(argparse.Namespace(configs=["f16_nhwc"]),
+                                              [dict(name="a")], spread_records, spread_torch,
+                                              8)["f16_nhwc"]
+check(spread_summary["rows_above"] == 2
+      and spread_summary["rows_above_beyond_spread"] == ["a fwd"]
+      and "rows above 1.00: 2, 1 of them beyond" in printed.getvalue()
+      and "a fwd 1.030 (dnnx 1.020, torch 1.020)" in printed.getvalue()
+      and "within it: a bwd_data 1.020 (dnnx 1.100, torch 1.000)" in printed.getvalue(),
+      f"rows above 1.00: {spread_summary}\n{printed.getvalue()}")
+check(compare_gpu.above_one(1.02, (None, 1.05)) == (True, True), "one side's spread only")
+check(compare_gpu.above_one(0.99, (1.5, 1.5)) == (False, False), "below 1.00")
+check(compare_gpu.rounds_spread({"rounds": [dict(kernel_ms=2.0)]}, {"rounds": [1.0, 2.0]})
+      == (None, 2.0), "one dnnx round")
+with tempfile.TemporaryDirectory() as tmp:
+    counted = ran_shard("odd_sizes.txt", "prime.1x1")
+    for r in counted[0]["dnnx"]:
+        if r.get("kind") == "case":
+            r["kernel_ms"] *= 3  # every row above 1.00, no rounds recorded: beyond
+    path = os.path.join(tmp, "counted.json")
+    with open(path, "w") as f:
+        json.dump(counted, f)
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        merged = compare_gpu.merge_suites([path])
+    check(merged[0]["summary"]["f16_nhwc"]["rows_above"] == 3
+          and "| 3 (3) |" in printed.getvalue(),
+          f"the count from a merged file's rows: {printed.getvalue()}")
+
 for extra, expected in ((["--suite", "--rounds", "0"], "--rounds must be 1 or more"),
                         (["--rounds", "2"], "--rounds runs with the suite"),
                         (["--suite", "--reuse-choices"], "--reuse-choices needs --rounds 2")):
