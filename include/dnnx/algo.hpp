@@ -257,6 +257,13 @@ struct TuneOptions {
   double final_loop_ms = 0.5;
   /// The largest final_loop_ms the environment, the CLI and Python accept.
   static constexpr double max_final_loop_ms = 1000.0;
+  /// exhaustive: the most candidates the final round times again, the fastest within 2x of the
+  /// best (the heuristic policy's pick joins them when within that band); 0 = 4, or 10 where its
+  /// samples are loops (src/tune/select.cpp, Note [final round]). The energy policies' final
+  /// contenders are four whatever this says.
+  int final_contenders = 0;
+  /// The largest final_contenders the environment, the CLI and Python accept.
+  static constexpr int max_final_contenders = 1000;
   /// exhaustive and profiles: a candidate noted "host_heavy" (its backend says a call costs
   /// several times the host time of the others': cuDNN's legacy calls) is chosen only when it is
   /// more than this fraction faster than the fastest candidate without that note; 0 turns the

@@ -69,6 +69,7 @@ constexpr Field<bool> bool_fields[] = {{"deterministic", &TuneOptions::determini
 constexpr Field<int> int_fields[] = {{"benchmark_limit", &TuneOptions::benchmark_limit},
                                      {"warmup_runs", &TuneOptions::warmup_runs},
                                      {"timing_runs", &TuneOptions::timing_runs},
+                                     {"final_contenders", &TuneOptions::final_contenders},
                                      {"energy_repeats", &TuneOptions::energy_repeats}};
 constexpr Field<double> double_fields[] = {{"abandon_factor", &TuneOptions::abandon_factor},
                                            {"variant_factor", &TuneOptions::variant_factor},
@@ -272,6 +273,19 @@ void bind_tune_options(nb::module_& module) {
               "milliseconds", "(single runs)",
               "Exhaustive: each final-round sample of a contender is a loop of back-to-back runs "
               "lasting about this long (ms), where the backend times loops; 0 = single runs.");
+  tune.def_prop_rw(
+      "final_contenders", [](const TuneOptions& self) { return self.final_contenders; },
+      [](TuneOptions& self, int count) {
+        if (count < 0 || count > TuneOptions::max_final_contenders)
+          throw Error(ErrorKind::InvalidArgument,
+                      "final_contenders must be from 0 (the default count) to " +
+                          std::to_string(TuneOptions::max_final_contenders) + ", got " +
+                          std::to_string(count));
+        self.final_contenders = count;
+      },
+      nb::arg("count"),
+      "Exhaustive: the final round times again at most this many of the fastest candidates "
+      "within 2x of the best; 0 = 4, or 10 where its samples are loops.");
   def_bounded(tune, "search_budget_ms", &TuneOptions::search_budget_ms,
               TuneOptions::max_search_budget_ms, "milliseconds", "(no budget)",
               "Exhaustive: once a search has taken this long (ms, its listing and plan builds "

@@ -84,6 +84,12 @@ def test_tune_options_mirror_the_cpp_struct():
     for bad in (-1.0, 1001.0, float("nan")):
         with pytest.raises(dnnx.InvalidArgument, match="final_loop_ms"):
             tune.final_loop_ms = bad
+    assert tune.final_contenders == 0
+    tune.final_contenders = 1000
+    assert tune.final_contenders == 1000
+    for bad in (-1, 1001):
+        with pytest.raises(dnnx.InvalidArgument, match="final_contenders"):
+            tune.final_contenders = bad
     assert tune.host_tie == 0.02
     tune.host_tie = 0
     assert tune.host_tie == 0.0
@@ -131,6 +137,7 @@ def test_tune_options_pickle_every_field():
     tune.abandon_factor, tune.variant_factor, tune.final_loop_ms = 8.0, 0.0, 3.0
     tune.host_tie, tune.search_budget_ms, tune.late_plan_share = 0.1, 750.0, 0.5
     tune.energy_window_ms, tune.energy_repeats, tune.profile_energy = 250.0, 5, True
+    tune.final_contenders = 20
     again = pickle.loads(pickle.dumps(tune))
     assert again == tune and again.pool.bwd == "fixed:reference:direct"
     assert pickle.loads(pickle.dumps(dnnx.Context("reference").tune)) == \

@@ -279,6 +279,10 @@ void apply_tune_env(TuneOptions& target) {
     options.variant_factor = parse_variant_factor("DNNX_VARIANT_FACTOR", value);
   if (const char* value = env("DNNX_FINAL_LOOP_MS"))
     options.final_loop_ms = parse_final_loop_ms("DNNX_FINAL_LOOP_MS", value);
+  if (const char* value = env("DNNX_FINAL_CONTENDERS")) {
+    options.final_contenders = static_cast<int>(
+        parse_integer("DNNX_FINAL_CONTENDERS", value, 0, TuneOptions::max_final_contenders));
+  }
   if (const char* value = env("DNNX_HOST_TIE"))
     options.host_tie = parse_host_tie("DNNX_HOST_TIE", value);
   if (const char* value = env("DNNX_SEARCH_BUDGET_MS"))

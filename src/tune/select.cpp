@@ -278,6 +278,13 @@ void check_host_tie(const TuneOptions& options) {
                  ", got ", options.host_tie);
 }
 
+void check_final_contenders(const TuneOptions& options) {
+  DNNX_CHECK_ARG(options.final_contenders >= 0 &&
+                     options.final_contenders <= TuneOptions::max_final_contenders,
+                 "final_contenders must be from 0 (the default count) to ",
+                 TuneOptions::max_final_contenders, ", got ", options.final_contenders);
+}
+
 void check_search_budget(const TuneOptions& options) {
   DNNX_CHECK_ARG(options.search_budget_ms >= 0 &&
                      options.search_budget_ms <= TuneOptions::max_search_budget_ms,
@@ -368,6 +375,7 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
   check_variant_factor(options);
   check_host_tie(options);
   check_search_budget(options);
+  check_final_contenders(options);
   // Note [search budget]: the host time spent so far, listing and plan builds included.
   const bool budgeted = apply_benchmark_limit && options.search_budget_ms > 0;
   auto search_ms = [&] { return spent_ms + elapsed_ms(start); };
@@ -593,6 +601,9 @@ std::vector<ProfileRow> time_candidates(const std::vector<AlgoInfo>& candidates,
 // won another process's search whose single runs had read it at 7.2; docs/benchmarks.md, "Final
 // round of short kernels"). So when the contenders are timed as loops, the fastest
 // loop_contenders (10) within the band contend: ten short loops per turn cost a few ms.
+// TuneOptions::final_contenders (DNNX_FINAL_CONTENDERS) sets another count, up to every candidate
+// within the band: even ten can leave out a configuration whose single runs read 20-30% over the
+// best and whose loops tie it (docs/benchmarks.md, "Rows above 1.00 beyond the rounds' spread").
 constexpr std::size_t final_contenders = 4;
 constexpr std::size_t loop_contenders = 10;
 constexpr int final_loop_max = 32;
@@ -675,9 +686,12 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
                 std::clamp(std::ceil(options.final_loop_ms / std::max(best, min_loop_run_ms)), 1.0,
                            max_loop_runs));
   // The heuristic's pick, timed within the band but not among the fastest few, contends too; more
-  // contenders when the turns are loops.
-  std::vector<ProfileRow*> contenders =
-      final_contenders_of(rows, heuristic_pick, loop_runs > 1 ? loop_contenders : final_contenders);
+  // contenders when the turns are loops, or as many as the options say.
+  const std::size_t most = options.final_contenders > 0
+                               ? static_cast<std::size_t>(options.final_contenders)
+                           : loop_runs > 1 ? loop_contenders
+                                           : final_contenders;
+  std::vector<ProfileRow*> contenders = final_contenders_of(rows, heuristic_pick, most);
   if (contenders.size() < 2) return;
   // Note [long runs]: one sample per turn, in half the turns.
   const bool long_runs = first_run == FirstRun::warm && best * loop_runs >= long_run_ms;
@@ -1011,6 +1025,8 @@ std::string make_key(std::string_view op, std::string_view desc_key, Direction d
     if (options.host_tie != TuneOptions{}.host_tie) key << " host_tie=" << options.host_tie;
     // Note [search budget]; the same convention.
     if (options.search_budget_ms > 0) key << " search_budget_ms=" << options.search_budget_ms;
+    // Note [final round]; the same convention.
+    if (options.final_contenders > 0) key << " final_contenders=" << options.final_contenders;
     // Note [energy policies]: how the energy was read.
     if (policy.kind != PolicyKind::exhaustive) {
       key << " energy_window_ms=" << options.energy_window_ms

@@ -235,6 +235,19 @@ dnnx_cli_test(env.final_loop_ms STDOUT "final_loop_ms.: 2\\.0"
                    --direction fwd --runs 1 --json -)
 dnnx_cli_usage_error(bad.final_loop_ms "--final-loop-ms '2000': expected milliseconds from 0 to 1000"
                      profile act --input 2x3 --final-loop-ms 2000)
+# --final-contenders (Note [final round]): set by the flag, over DNNX_FINAL_CONTENDERS; the tune
+# JSON records it.
+dnnx_cli_test(tune.final_contenders STDOUT "final_contenders.: 20"
+              JSON stdout JSON_REQUIRE options/final_contenders results/0/chosen/id
+              ENV DNNX_FINAL_CONTENDERS=6
+              ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
+                   --direction fwd --runs 1 --final-contenders 20 --json -)
+dnnx_cli_test(env.final_contenders STDOUT "final_contenders.: 6"
+              JSON stdout ENV DNNX_FINAL_CONTENDERS=6
+              ARGS tune --model ${_dnnx_cli_dir}/tiny_model.txt --batch 1 --layers tiny.conv
+                   --direction fwd --runs 1 --json -)
+dnnx_cli_usage_error(bad.final_contenders "--final-contenders '1001': out of range"
+                     profile act --input 2x3 --final-contenders 1001)
 # --host-tie (Note [host cost ties]): set by the flag, over DNNX_HOST_TIE; the tune JSON records it.
 dnnx_cli_test(tune.host_tie STDOUT "host_tie.: 0\\.05"
               JSON stdout JSON_REQUIRE options/host_tie results/0/chosen/id

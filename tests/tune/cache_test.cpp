@@ -149,6 +149,7 @@ TEST(ChoiceKey, EveryConstraintChangesTheKey) {
       {"variant factor off", [](TuneOptions& o) { o.variant_factor = 0; }},
       {"variant factor 1.5", [](TuneOptions& o) { o.variant_factor = 1.5; }},
       {"search budget", [](TuneOptions& o) { o.search_budget_ms = 2000; }},
+      {"final contenders", [](TuneOptions& o) { o.final_contenders = 20; }},
   };
   std::set<std::string> keys{key_of(base)};
   for (const auto& [what, edit] : edits) {

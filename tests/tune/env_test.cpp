@@ -36,7 +36,7 @@ std::vector<std::string> all_variables() {
                                     "DNNX_VARIANT_FACTOR",  "DNNX_FINAL_LOOP_MS",
                                     "DNNX_HOST_TIE",        "DNNX_SEARCH_BUDGET_MS",
                                     "DNNX_LATE_PLAN_SHARE", "DNNX_ENERGY_WINDOW_MS",
-                                    "DNNX_ENERGY_REPEATS"};
+                                    "DNNX_ENERGY_REPEATS",  "DNNX_FINAL_CONTENDERS"};
   for (const dnnx::OpInfo& op : dnnx::op_table()) {
     for (const dnnx::OpDirection& direction : op.directions) {
       for (const std::string& name : op.policy_env_names(direction.direction))
@@ -94,6 +94,7 @@ TEST(TuneEnv, EveryVariableSetsItsField) {
                                        {"DNNX_BENCHMARK_LIMIT", "3"},
                                        {"DNNX_VARIANT_FACTOR", "1.5"},
                                        {"DNNX_FINAL_LOOP_MS", "4"},
+                                       {"DNNX_FINAL_CONTENDERS", "1000"},
                                        {"DNNX_HOST_TIE", "0.05"},
                                        {"DNNX_SEARCH_BUDGET_MS", "1500.5"},
                                        {"DNNX_LATE_PLAN_SHARE", "0.1"},
@@ -110,6 +111,7 @@ TEST(TuneEnv, EveryVariableSetsItsField) {
   EXPECT_EQ(options.benchmark_limit, 3);
   EXPECT_EQ(options.variant_factor, 1.5);
   EXPECT_EQ(options.final_loop_ms, 4.0);
+  EXPECT_EQ(options.final_contenders, 1000);
   EXPECT_EQ(options.host_tie, 0.05);
   EXPECT_EQ(options.search_budget_ms, 1500.5);
   EXPECT_EQ(options.late_plan_share, 0.1);
@@ -324,6 +326,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadVariable{"DNNX_VARIANT_FACTOR", "nan"}, BadVariable{"DNNX_VARIANT_FACTOR", "2x"},
         BadVariable{"DNNX_FINAL_LOOP_MS", "-1"}, BadVariable{"DNNX_FINAL_LOOP_MS", "nan"},
         BadVariable{"DNNX_FINAL_LOOP_MS", "1001"}, BadVariable{"DNNX_FINAL_LOOP_MS", "4ms"},
+        BadVariable{"DNNX_FINAL_CONTENDERS", "-1"}, BadVariable{"DNNX_FINAL_CONTENDERS", "1001"},
+        BadVariable{"DNNX_FINAL_CONTENDERS", "ten"}, BadVariable{"DNNX_FINAL_CONTENDERS", "2.5"},
         BadVariable{"DNNX_HOST_TIE", "-0.1"}, BadVariable{"DNNX_HOST_TIE", "1.5"},
         BadVariable{"DNNX_HOST_TIE", "nan"}, BadVariable{"DNNX_HOST_TIE", "2%"},
         BadVariable{"DNNX_SEARCH_BUDGET_MS", "-1"}, BadVariable{"DNNX_SEARCH_BUDGET_MS", "inf"},

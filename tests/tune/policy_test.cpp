@@ -1009,6 +1009,62 @@ TEST(ExhaustivePolicy, LoopedFinalRoundsTakeMoreContenders) {
   EXPECT_EQ(plain.calls("same4"), 3);
 }
 
+// TuneOptions::final_contenders sets how many contend (Note [final round]): every candidate within
+// 2x of the best at a count over theirs, fewer at a lower one, single runs and loops alike; the
+// heuristic's pick still joins; an out-of-range count is an InvalidArgument before anything runs.
+TEST(ExhaustivePolicy, FinalContendersIsAnOption) {
+  std::map<std::string, int> loops;
+  const dnnx::tune::RunLoop loop = [&loops](const dnnx::AlgoInfo& algo, int) {
+    ++loops[algo.id];
+    return algo.id == "late" ? 0.0070 : 0.0074;
+  };
+  auto crowded = [] {
+    FakeBench bench;
+    for (int i = 0; i < 12; ++i) bench.add(Algo("same" + std::to_string(i)), {0.0074});
+    bench.add(Algo("late"), {0.0089}).add(Algo("far"), {0.0200});
+    return bench;
+  };
+  TuneOptions options = options_with(AlgoPolicy::exhaustive());
+  options.final_contenders = 1000;
+  FakeBench all = crowded();
+  const Choice wide = dnnx::tune::select(fake_request(), all.candidates(), options, all.run(), {},
+                                         dnnx::tune::FirstRun::warm, loop);
+  EXPECT_EQ(wide.algo.id, "late");  // the thirteenth within the band, which ten leave out
+  EXPECT_EQ(loops["late"], options.timing_runs);
+  EXPECT_EQ(loops.count("far"), 0U);
+  int looped = 0;
+  for (const auto& [id, count] : loops) looped += count > 0 ? 1 : 0;
+  EXPECT_EQ(looped, 13);
+
+  loops.clear();
+  options.final_contenders = 2;
+  FakeBench two = crowded();
+  const Choice few = dnnx::tune::select(fake_request(), two.candidates(), options, two.run(), {},
+                                        dnnx::tune::FirstRun::warm, loop);
+  EXPECT_EQ(few.algo.id.rfind("same", 0), 0U) << few.algo.id;
+  looped = 0;
+  for (const auto& [id, count] : loops) looped += count > 0 ? 1 : 0;
+  EXPECT_EQ(looped, 2);  // the two fastest, the heuristic's pick ("same0") among them
+
+  // Single runs: the count applies too ("late", sixth, contends with six).
+  FakeBench single_runs;
+  for (int i = 0; i < 5; ++i) single_runs.add(Algo("same" + std::to_string(i)), {0.0074});
+  single_runs.add(Algo("late"), {0.0089});
+  options.final_contenders = 6;
+  const Choice single = dnnx::tune::select(fake_request(), single_runs.candidates(), options,
+                                           single_runs.run(), {}, dnnx::tune::FirstRun::warm);
+  EXPECT_TRUE(contains(row_of(single.timings, "late").detail, "final round"));
+
+  for (int bad : {-1, TuneOptions::max_final_contenders + 1}) {
+    options.final_contenders = bad;
+    FakeBench untouched = crowded();
+    EXPECT_THROW(dnnx::tune::select(fake_request(), untouched.candidates(), options,
+                                    untouched.run(), {}, dnnx::tune::FirstRun::warm, loop),
+                 dnnx::Error);
+    EXPECT_EQ(untouched.calls("same0"), 0);
+  }
+}
+
 // TuneOptions::final_loop_ms sets the loop's length: ceil(ms / best) runs, a best under 1/64 ms
 // counted as 1/64 ms, in loops of at most 32 runs; 0 turns the loops off (single runs decide, as
 // without a RunLoop).

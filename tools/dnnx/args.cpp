@@ -357,6 +357,12 @@ void add_selection_options(CLI::App& command, SelectionArgs& args) {
                   "default: $DNNX_FINAL_LOOP_MS, else 0.5)")
       ->type_name("MS");
   command
+      .add_option("--final-contenders", args.final_contenders,
+                  "exhaustive: the final round times again at most this many of the fastest "
+                  "candidates within 2x of the best, 0 to 1000 (0 = 4, or 10 where its samples "
+                  "are loops; default: $DNNX_FINAL_CONTENDERS, else 0)")
+      ->type_name("N");
+  command
       .add_option("--host-tie", args.host_tie,
                   "exhaustive: choose a candidate noted host_heavy (cuDNN's legacy calls) only "
                   "when it beats the fastest other one by more than this fraction (0 = off; "
@@ -416,6 +422,10 @@ Selection parse_selection(const SelectionArgs& args) {
                         "milliseconds from 0 to " +
                             std::to_string(static_cast<int>(TuneOptions::max_final_loop_ms)));
   }
+  if (!args.final_contenders.empty()) {
+    selection.final_contenders = static_cast<int>(parse_int(
+        "--final-contenders", args.final_contenders, 0, TuneOptions::max_final_contenders));
+  }
   if (!args.host_tie.empty()) {
     selection.host_tie = parse_from_zero("--host-tie", args.host_tie, TuneOptions::max_host_tie,
                                          "a fraction from 0 (off) to 1 (0.02: 2%)");
@@ -459,6 +469,7 @@ void Selection::apply(TuneOptions& options) const {
   if (warmup) options.warmup_runs = *warmup;
   if (variant_factor) options.variant_factor = *variant_factor;
   if (final_loop_ms) options.final_loop_ms = *final_loop_ms;
+  if (final_contenders) options.final_contenders = *final_contenders;
   if (host_tie) options.host_tie = *host_tie;
   if (search_budget_ms) options.search_budget_ms = *search_budget_ms;
   if (late_plan_share) options.late_plan_share = *late_plan_share;

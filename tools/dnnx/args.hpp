@@ -122,6 +122,7 @@ struct SelectionArgs {
   std::string warmup;
   std::string variant_factor;
   std::string final_loop_ms;
+  std::string final_contenders;
   std::string host_tie;
   std::string search_budget_ms;
   std::string late_plan_share;
@@ -141,6 +142,7 @@ struct Selection {
   std::optional<int> warmup;
   std::optional<double> variant_factor;
   std::optional<double> final_loop_ms;
+  std::optional<int> final_contenders;
   std::optional<double> host_tie;
   std::optional<double> search_budget_ms;
   std::optional<double> late_plan_share;

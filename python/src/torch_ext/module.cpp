@@ -315,7 +315,9 @@ struct TuneOptionsMembers {
   int benchmark_limit, warmup_runs, timing_runs;
   double abandon_factor, variant_factor;
   bool time_naive, final_round;
-  double final_loop_ms, host_tie, search_budget_ms, late_plan_share, energy_window_ms;
+  double final_loop_ms;
+  int final_contenders;
+  double host_tie, search_budget_ms, late_plan_share, energy_window_ms;
   int energy_repeats;
   bool profile_energy;
 };
@@ -330,10 +332,10 @@ bool same_for(OpKind op, const TuneOptions& a, const TuneOptions& b) {
       a.warmup_runs != b.warmup_runs || a.timing_runs != b.timing_runs ||
       a.abandon_factor != b.abandon_factor || a.variant_factor != b.variant_factor ||
       a.time_naive != b.time_naive || a.final_round != b.final_round ||
-      a.final_loop_ms != b.final_loop_ms || a.host_tie != b.host_tie ||
-      a.search_budget_ms != b.search_budget_ms || a.late_plan_share != b.late_plan_share ||
-      a.energy_window_ms != b.energy_window_ms || a.energy_repeats != b.energy_repeats ||
-      a.profile_energy != b.profile_energy)
+      a.final_loop_ms != b.final_loop_ms || a.final_contenders != b.final_contenders ||
+      a.host_tie != b.host_tie || a.search_budget_ms != b.search_budget_ms ||
+      a.late_plan_share != b.late_plan_share || a.energy_window_ms != b.energy_window_ms ||
+      a.energy_repeats != b.energy_repeats || a.profile_energy != b.profile_energy)
     return false;
   if (op == OpKind::conv)
     return a.fwd == b.fwd && a.bwd_data == b.bwd_data && a.bwd_weights == b.bwd_weights;
