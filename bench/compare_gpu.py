@@ -669,7 +669,7 @@ def print_tables(args, shapes, records, torch_results, batch):
                       f"rounds' spread])"
                       + (": " + "; ".join(described(e) for e in beyond_rows)
                          if beyond_rows else "")
-                      + (f"; within it: " + "; ".join(described(e) for e in above if not e[3])
+                      + ("; within it: " + "; ".join(described(e) for e in above if not e[3])
                          if len(beyond_rows) < len(above) else "") + "\n")
             summaries[config] = dict(dnnx_ms=tot_d, torch_ms=tot_t, ratio=tot_d / tot_t,
                                      rows_above=len(above),
