@@ -250,6 +250,32 @@ def gated_loop_ms(cuda, fn, loop, host_ms, cycles_per_ms, tries=3):
     raise AssertionError("unreachable")
 
 
+def first_call_ms(cuda, fn):
+    """Wall ms of fn's first call, to the end of its GPU work."""
+    cuda.synchronize()
+    t0 = time.perf_counter()
+    fn()
+    cuda.synchronize()
+    return (time.perf_counter() - t0) * 1e3
+
+
+def queued_loop_ms(cuda, fn, loop):
+    """(host ms to queue `loop` calls of fn, ms per call of that loop as called, ungated: what an
+    eager caller's loop gets), after three warm-up calls (Note [gated PyTorch loops])."""
+    for _ in range(3):
+        fn()
+    cuda.synchronize()
+    start, stop = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+    start.record()
+    t0 = time.perf_counter()
+    for _ in range(loop):
+        fn()
+    host_ms = (time.perf_counter() - t0) * 1e3
+    stop.record()
+    stop.synchronize()
+    return host_ms, start.elapsed_time(stop) / loop
+
+
 # Note [PyTorch's kernels]
 # Where PyTorch's row is faster than every candidate dnnx timed, which kernel it runs says why: a
 # cuDNN kernel's name gives its family, tile and the types it reads, accumulates and writes in, so
@@ -284,6 +310,41 @@ def torch_kernels(torch, fn, calls=5):
     return kernel_summary(prof.events(), calls)
 
 
+def torch_operands(torch, s, batch, dtype, config, device="cuda"):
+    """PyTorch's (x, w, dy) of shape line `s` at `batch` on `device`, uniform in [-1, 1], in
+    `config`'s layout (channels-last for *_nhwc in 2-D and 3-D; 1-D tensors have one layout)."""
+    dev = torch.device(device)
+    rank = len(s["spatial"])
+    fmt = torch.contiguous_format
+    if config.endswith("nhwc") and rank == 2:
+        fmt = torch.channels_last
+    elif config.endswith("nhwc") and rank == 3:
+        fmt = torch.channels_last_3d
+
+    def uniform(*dims):
+        t = torch.empty(*dims, device=dev, dtype=dtype)
+        t.uniform_(-1, 1)
+        return t.contiguous(memory_format=fmt)
+
+    # dy's shape from arithmetic: running the forward here would let its search happen before
+    # its first call is timed.
+    return (uniform(batch, s["c"], *s["spatial"]), uniform(s["o"], s["cg"], *s["kernel"]),
+            uniform(batch, s["o"], *output_size(s)))
+
+
+def torch_call(torch, s, direction, x, w, dy):
+    """A call of PyTorch's convolution of shape line `s` in `direction` on (x, w, dy): the aten
+    ops that nn.Conv*d's forward and autograd run."""
+    rank = len(s["spatial"])
+    stride, pad, dilation, groups = s["stride"], s["pad"], s["dilation"], s["groups"]
+    if direction == "fwd":
+        return lambda: torch.ops.aten.convolution(x, w, None, stride, pad, dilation, False,
+                                                  [0] * rank, groups)
+    mask = [direction == "bwd_data", direction == "bwd_weights", False]
+    return lambda: torch.ops.aten.convolution_backward(dy, x, w, None, stride, pad, dilation, False,
+                                                       [0] * rank, groups, mask)
+
+
 def run_torch(args, shapes, batch, wanted=None, kernels=None):
     """PyTorch on `shapes` at `batch`, timed like the C++ bench; `wanted` (a set of
     layer/direction/config keys) limits it to the cases dnnx ran; `kernels` (by default
@@ -309,59 +370,14 @@ def run_torch(args, shapes, batch, wanted=None, kernels=None):
             keys = [f"{s['name']}/{d}/{config}" for d in DIRECTIONS]
             if wanted is not None and not any(k in wanted for k in keys):
                 continue
-            rank = len(s["spatial"])
-            fmt = torch.contiguous_format
-            if config.endswith("nhwc") and rank == 2:
-                fmt = torch.channels_last
-            elif config.endswith("nhwc") and rank == 3:
-                fmt = torch.channels_last_3d
-            # 1-D tensors have one layout: channels_last 1-D runs as channels-first in PyTorch.
-            x = torch.empty(batch, s["c"], *s["spatial"], device=dev, dtype=dtype)
-            x.uniform_(-1, 1)
-            x = x.contiguous(memory_format=fmt)
-            w = torch.empty(s["o"], s["cg"], *s["kernel"], device=dev, dtype=dtype)
-            w.uniform_(-1, 1)
-            w = w.contiguous(memory_format=fmt)
-            stride, pad, dilation, groups = s["stride"], s["pad"], s["dilation"], s["groups"]
-            # dy's shape from arithmetic: running the forward here would let its search happen
-            # before its first call is timed.
-            dy = torch.empty(batch, s["o"], *output_size(s), device=dev, dtype=dtype)
-            dy.uniform_(-1, 1)
-            dy = dy.contiguous(memory_format=fmt)
-
-            def make(direction):
-                if direction == "fwd":
-                    return lambda: torch.ops.aten.convolution(x, w, None, stride, pad, dilation,
-                                                              False, [0] * rank, groups)
-                mask = [direction == "bwd_data", direction == "bwd_weights", False]
-                return lambda: torch.ops.aten.convolution_backward(
-                    dy, x, w, None, stride, pad, dilation, False, [0] * rank, groups, mask)
-
+            x, w, dy = torch_operands(torch, s, batch, dtype, config)
             for direction in DIRECTIONS:
                 if wanted is not None and f"{s['name']}/{direction}/{config}" not in wanted:
                     continue
-                fn = make(direction)
+                fn = torch_call(torch, s, direction, x, w, dy)
                 # The first call of a new shape runs cudnn.benchmark's search.
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                fn()
-                torch.cuda.synchronize()
-                first_ms = (time.perf_counter() - t0) * 1e3
-                for _ in range(3):
-                    fn()
-                # The host's time to queue a loop (Note [gated PyTorch loops]), and the loop's time
-                # as called, ungated: what an eager caller's loop of this layer gets.
-                torch.cuda.synchronize()
-                start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(
-                    enable_timing=True)
-                start.record()
-                t0 = time.perf_counter()
-                for _ in range(args.loop):
-                    fn()
-                host_ms = (time.perf_counter() - t0) * 1e3
-                stop.record()
-                stop.synchronize()
-                ungated_ms = start.elapsed_time(stop) / args.loop
+                first_ms = first_call_ms(torch.cuda, fn)
+                host_ms, ungated_ms = queued_loop_ms(torch.cuda, fn, args.loop)
                 samples, gated = [], True
                 for _ in range(3):
                     ms, held = gated_loop_ms(torch.cuda, fn, args.loop, host_ms, cycles_per_ms)

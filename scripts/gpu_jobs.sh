@@ -40,6 +40,14 @@
 #   G:python:SCRIPT[:ARGS]          PYTHON SCRIPT ARGS (commas in ARGS become spaces, {out} the
 #                                   job's own folder in the logs), e.g.
 #                                   1:python:bench/gemm_1x1_study.py:--json,{out}/gemm.json
+#   G:interleaved:SHAPES:LAYERS:DIRECTIONS[:ARGS]
+#                                   bench/interleaved_rows.py: dnnx (its Python module) and
+#                                   PyTorch on those rows in one process, their loops taking
+#                                   turns (LAYERS, DIRECTIONS: names with commas; ARGS: more
+#                                   arguments, commas become spaces, e.g. --kernels,--turns,9).
+#                                   The module is built once per run with PYTHON against the dnnx
+#                                   installed in DNNX_PREFIX (default BUILD/prefix, made where
+#                                   BUILD was built: cmake --install BUILD --prefix BUILD/prefix)
 #   G:energy:MODEL:BATCH:CONFIG[:POLICY]
 #                                   BUILD's `dnnx tune` of MODEL (resnet50 or a shapes file) at
 #                                   BATCH in CONFIG (f16_nhwc, f32_nchw, bf16_nhwc, ...) with
@@ -91,6 +99,24 @@ run_gpu() {
     run_job "$gpu" "$k" "$left" "$job"
     echo "   rc=$? $(date +%T)" >> "$work/g$gpu.log"
   done
+}
+
+# dnnx's Python module built with $PYTHON against the dnnx in DNNX_PREFIX, once per run (the
+# GPUs' lists wait for each other's build): the package dnnx staged in $module/python, outside
+# the logs; its build's log is $work/module.log.
+module=$(mktemp -d)
+python_module() {
+  local prefix
+  prefix=$(realpath "${DNNX_PREFIX:-$build/prefix}")
+  (
+    flock 9
+    [[ -e $module/python/dnnx/built ]] && exit 0
+    cmake -S python -B "$module/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_PREFIX_PATH="$prefix" -DPython_EXECUTABLE="$PYTHON" -DDNNX_TORCH_EXT=OFF \
+      > "$work/module.log" 2>&1 && ninja -C "$module/build" >> "$work/module.log" 2>&1 \
+      && mkdir -p "$module/python" && cp -r python/dnnx "$module/python/" \
+      && cp "$module"/build/_dnnx*.so "$module/python/dnnx/" && touch "$module/python/dnnx/built"
+  ) 9> "$module/lock"
 }
 
 # Job $4 (GPU:KIND... less its GPU) as job $2 of GPU $1, with $3 s left; its status is the job's.
@@ -154,6 +180,18 @@ run_job() {
       script_args=("${script_args[@]//\{out\}/$job_out}")
       CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$PYTHON" "$a" "${script_args[@]}" \
         > "$job_out/stdout.txt" 2> "$job_out/stderr.txt" ;;
+    interleaved)
+      local job_out="$work/g$gpu-j$k" directions=${c%%:*} more=
+      [[ $c == *:* ]] && more=${c#*:}
+      mkdir -p "$job_out"
+      local -a more_args=()
+      [[ -n $more ]] && read -r -a more_args <<< "${more//,/ }"
+      python_module || { echo "   the Python module did not build ($work/module.log)" \
+                           >> "$work/g$gpu.log"; return 1; }
+      CUDA_VISIBLE_DEVICES=$gpu PYTHONPATH="$module/python" timeout "$left" "$PYTHON" \
+        bench/interleaved_rows.py --shapes "$a" --layers "$b" --directions "$directions" \
+        --json "$job_out/rows.json" "${more_args[@]}" > "$job_out/rows.md" \
+        2> "$job_out/stderr.txt" ;;
     energy)
       local tuned="$work/g$gpu-j$k-energy.json" config=${c%%:*} policy=min_energy
       [[ $c == *:* ]] && policy=${c#*:}
@@ -172,7 +210,7 @@ run_job() {
       IFS=, read -r -a assignments <<< "$a"
       local inner=${job#env:"$a":}
       case ${inner%%:*} in
-        tests | verbose | bench | cli | reuse | ncu | python | energy | train | env)
+        tests | verbose | bench | cli | reuse | ncu | python | interleaved | energy | train | env)
           (export "${assignments[@]}" && run_job "$gpu" "$k" "$left" "$inner") ;;
         *)
           env "${assignments[@]}" "${suite_env[@]}" SHAPES_FILES="$b" SHAPES_CONFIGS="$c" \
