@@ -958,17 +958,41 @@ def print_file_tables(result):
                             result["torch"], result["batch"])
 
 
+def read_suite_json(path, what):
+    """The entries of a --suite --json file (gzip when it ends in .gz); ShapesError naming `what`
+    (the option that named it) when it cannot be read or is not one."""
+    try:
+        with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+            shard = json.load(f)
+    except (OSError, ValueError) as error:
+        raise ShapesError(f"{what}: cannot read {path}: {error}") from error
+    if not isinstance(shard, list) or not all(isinstance(r, dict) and "summary" in r
+                                              and "file" in r for r in shard):
+        raise ShapesError(f"{what}: {path} is not a --suite --json file")
+    return shard
+
+
+def rows_above_one(result):
+    """[(layer, direction, config, ratio, beyond)] of a --suite --json file's entry: its rows whose
+    ratio prints above 1.00, and whether each is beyond both sides' spread over the rounds (Note
+    [rows above 1.00 and the rounds' spread]), in the order of its records."""
+    torch_results = result.get("torch", {})
+    rows = []
+    for d in result.get("dnnx", []):
+        t = torch_results.get(d.get("case"))
+        if d.get("kind") != "case" or not t or not t.get("kernel_ms"):
+            continue
+        ratio = d["kernel_ms"] / t["kernel_ms"]
+        is_above, beyond = above_one(ratio, rounds_spread(d, t))
+        if is_above:
+            rows.append((d["layer"], d["direction"], d["config"], ratio, beyond))
+    return rows
+
+
 def merge_suites(paths, json_path=None, rows=False):
     results = []
     for path in paths:
-        try:
-            with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
-                shard = json.load(f)
-        except (OSError, ValueError) as error:
-            raise ShapesError(f"--merge: cannot read {path}: {error}") from error
-        if not isinstance(shard, list) or not all(isinstance(r, dict) and "summary" in r
-                                                  and "file" in r for r in shard):
-            raise ShapesError(f"--merge: {path} is not a --suite --json file")
+        shard = read_suite_json(path, "--merge")
         seen = {r["file"] for r in results}
         twice = sorted(seen & {r["file"] for r in shard})
         if twice:

@@ -10,13 +10,16 @@ PyTorch's current stream (Note [interleaved turns]):
 
   python3 bench/interleaved_rows.py --shapes unet --rows d3.conv2:fwd,e3.conv1:bwd_weights \\
       [--configs f16_nhwc] [--batch N] [--turns 7] [--loop 50] [--kernels] [--json OUT]
+  python3 bench/interleaved_rows.py --from-suite SUITE.json.gz[,MORE.json.gz] [--files unet,c3d]
 
---rows takes LAYER:DIRECTION pairs (or --layers A,B with --directions, every pair of both). Per
-row: dnnx's choice (its exhaustive search, on these tensors, with DNNX_CACHE as the environment
-says), both sides' first call (searches included), each side's gated loop time per turn, the
-medians and their ratio, and with --kernels the GPU kernels each side's calls launch
-(torch.profiler sees both). The module must be importable (PYTHONPATH; scripts/gpu_jobs.sh's
-`interleaved` job builds it against the carried build).
+--rows takes LAYER:DIRECTION pairs (or --layers A,B with --directions, every pair of both);
+--from-suite takes the rows above 1.00 of compare_gpu.py --suite --json files (their raw files
+in bench/results), each at its file's batch and in its own config. Per row: dnnx's choice (its
+exhaustive search, on these tensors, with DNNX_CACHE as the environment says), both sides' first
+call (searches included), each side's gated loop time per turn, the medians and their ratio, and
+with --kernels the GPU kernels each side's calls launch (torch.profiler sees both). The module
+must be importable (PYTHONPATH; scripts/gpu_jobs.sh's `interleaved` job builds it against the
+carried build).
 """
 
 import argparse
@@ -29,8 +32,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from compare_gpu import (DIRECTIONS, ShapesError, describe, first_call_ms,  # noqa: E402
-                         gated_loop_ms, queued_loop_ms, read_shapes_file, sleep_cycles_per_ms,
-                         suite_files, torch_call, torch_kernels, torch_operands)
+                         gated_loop_ms, queued_loop_ms, read_shapes_file, read_suite_json,
+                         rows_above_one, sleep_cycles_per_ms, suite_files, torch_call,
+                         torch_kernels, torch_operands)
 
 
 def parse_rows(args, shapes):
@@ -137,13 +141,56 @@ def print_rows(rows, kernels):
         print(line + ("" if r["gated"] else " (a loop ungated)"))
 
 
+def plan(args):
+    """[(shapes path, batch, [(shape line, direction, config)])]: the rows to time, per shapes
+    file, from --shapes with --rows or --layers x --directions in each of --configs, or from
+    --from-suite (every row above 1.00 of those files, in its own config). ShapesError for what
+    cannot be read or found."""
+    configs = args.configs.split(",")
+    for config in configs:
+        if config not in CONFIGS:
+            raise ShapesError(f"--configs: unknown config '{config}' ({', '.join(CONFIGS)})")
+    if not args.from_suite:
+        if not args.shapes:
+            raise ShapesError("--shapes or --from-suite is needed")
+        path = suite_files([args.shapes])[0]
+        shapes, file_batch = read_shapes_file(path, "all")
+        rows = parse_rows(args, shapes)
+        return [(path, args.batch or file_batch or 64,
+                 [(s, d, config) for config in configs for s, d in rows])]
+    wanted = set(args.files.split(",")) if args.files else None
+    jobs = []
+    for suite in args.from_suite.split(","):
+        for result in read_suite_json(suite, "--from-suite"):
+            name = result["file"][:-len(".txt")] if result["file"].endswith(".txt") else \
+                result["file"]
+            above = rows_above_one(result)
+            if not above or (wanted is not None and name not in wanted):
+                continue
+            path = suite_files([name])[0]
+            by_name = {s["name"]: s for s in read_shapes_file(path, "all")[0]}
+            missing = [layer for layer, *_ in above if layer not in by_name]
+            if missing:
+                raise ShapesError(f"--from-suite: {result['file']} no longer has the layers "
+                                  f"{', '.join(missing)} of {suite}")
+            jobs.append((path, args.batch or result["batch"],
+                         [(by_name[layer], d, config) for layer, d, config, *_ in above]))
+    return jobs
+
+
+CONFIGS = ("f16_nhwc", "f32_nchw", "bf16_nhwc", "f16_nchw", "f32_nhwc", "bf16_nchw")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--shapes", required=True, help="a shapes file (name or path)")
+    parser.add_argument("--shapes", default="", help="a shapes file (name or path)")
     parser.add_argument("--rows", default="", help="LAYER:DIRECTION pairs, with commas")
     parser.add_argument("--layers", default="", help="layers (commas); every one by default")
     parser.add_argument("--directions", default=",".join(DIRECTIONS))
     parser.add_argument("--configs", default="f16_nhwc")
+    parser.add_argument("--from-suite", default="",
+                        help="compare_gpu.py --suite --json files (commas): their rows above 1.00")
+    parser.add_argument("--files", default="", help="with --from-suite: only these shapes files")
     parser.add_argument("--batch", type=int, default=0, help="the file's batch=N by default")
     parser.add_argument("--turns", type=int, default=7)
     parser.add_argument("--loop", type=int, default=50)
@@ -154,17 +201,12 @@ def main(argv=None):
     if args.turns < 1 or args.loop < 1:
         parser.error("--turns and --loop must be >= 1")
     try:
-        path = suite_files([args.shapes])[0]
-        shapes, file_batch = read_shapes_file(path, "all")
-        rows = parse_rows(args, shapes)
+        jobs = plan(args)
     except ShapesError as error:
         parser.error(str(error))
-    batch = args.batch or file_batch or 64
-    configs = args.configs.split(",")
-    for config in configs:
-        if config not in ("f16_nhwc", "f32_nchw", "bf16_nhwc", "f16_nchw", "f32_nhwc",
-                          "bf16_nchw"):
-            parser.error(f"--configs: unknown config '{config}'")
+    if not jobs:
+        print("no rows to time")
+        return 0
 
     import torch
 
@@ -175,22 +217,23 @@ def main(argv=None):
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     cycles_per_ms = sleep_cycles_per_ms(torch.cuda)
-    results = []
-    for config in configs:
-        for s, direction in rows:
+    print(f"{args.turns} turns of {args.loop} calls, PyTorch {torch.__version__} (cuDNN "
+          f"{torch.backends.cudnn.version()}), {torch.cuda.get_device_name(0)}")
+    files = []
+    for path, batch, rows in jobs:
+        results = []
+        for s, direction, config in rows:
             results.append(time_row(torch, dnnx, s, direction, config, batch, args,
                                     cycles_per_ms))
             print(json.dumps({k: v for k, v in results[-1].items() if "kernels" not in k}),
                   file=sys.stderr, flush=True)
-    print(f"{os.path.basename(path)}, batch {batch}, {args.turns} turns of {args.loop} calls, "
-          f"PyTorch {torch.__version__} (cuDNN {torch.backends.cudnn.version()}), "
-          f"{torch.cuda.get_device_name(0)}\n")
-    print_rows(results, args.kernels)
+        print(f"\n## {os.path.basename(path)}, batch {batch}\n")
+        print_rows(results, args.kernels)
+        files.append(dict(file=os.path.basename(path), batch=batch, rows=results))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(dict(file=os.path.basename(path), batch=batch, turns=args.turns,
-                           loop=args.loop, torch=torch.__version__,
-                           gpu=torch.cuda.get_device_name(0), rows=results), f, indent=1)
+            json.dump(dict(turns=args.turns, loop=args.loop, torch=torch.__version__,
+                           gpu=torch.cuda.get_device_name(0), files=files), f, indent=1)
     return 0
 
 

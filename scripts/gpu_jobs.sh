@@ -40,14 +40,15 @@
 #   G:python:SCRIPT[:ARGS]          PYTHON SCRIPT ARGS (commas in ARGS become spaces, {out} the
 #                                   job's own folder in the logs), e.g.
 #                                   1:python:bench/gemm_1x1_study.py:--json,{out}/gemm.json
-#   G:interleaved:SHAPES:LAYERS:DIRECTIONS[:ARGS]
-#                                   bench/interleaved_rows.py: dnnx (its Python module) and
-#                                   PyTorch on those rows in one process, their loops taking
-#                                   turns (LAYERS, DIRECTIONS: names with commas; ARGS: more
-#                                   arguments, commas become spaces, e.g. --kernels,--turns,9).
-#                                   The module is built once per run with PYTHON against the dnnx
-#                                   installed in DNNX_PREFIX (default BUILD/prefix, made where
-#                                   BUILD was built: cmake --install BUILD --prefix BUILD/prefix)
+#   G:interleaved:ARGS              bench/interleaved_rows.py ARGS (commas become spaces, `+`
+#                                   commas): dnnx (its Python module) and PyTorch on the same
+#                                   rows in one process, their loops taking turns, e.g.
+#                                   0:interleaved:--shapes,unet,--layers,d3.conv2+e3.conv1,--kernels
+#                                   0:interleaved:--from-suite,bench/results/F.json.gz (its rows
+#                                   above 1.00). The module is built once per run with PYTHON
+#                                   against the dnnx installed in DNNX_PREFIX (default
+#                                   BUILD/prefix, made where BUILD was built: cmake --install
+#                                   BUILD --prefix BUILD/prefix)
 #   G:energy:MODEL:BATCH:CONFIG[:POLICY]
 #                                   BUILD's `dnnx tune` of MODEL (resnet50 or a shapes file) at
 #                                   BATCH in CONFIG (f16_nhwc, f32_nchw, bf16_nhwc, ...) with
@@ -181,17 +182,16 @@ run_job() {
       CUDA_VISIBLE_DEVICES=$gpu timeout "$left" "$PYTHON" "$a" "${script_args[@]}" \
         > "$job_out/stdout.txt" 2> "$job_out/stderr.txt" ;;
     interleaved)
-      local job_out="$work/g$gpu-j$k" directions=${c%%:*} more=
-      [[ $c == *:* ]] && more=${c#*:}
+      local job_out="$work/g$gpu-j$k" line=${job#interleaved:}
+      local -a script_args=()
+      read -r -a script_args <<< "${line//,/ }"
+      script_args=("${script_args[@]//+/,}")
       mkdir -p "$job_out"
-      local -a more_args=()
-      [[ -n $more ]] && read -r -a more_args <<< "${more//,/ }"
       python_module || { echo "   the Python module did not build ($work/module.log)" \
                            >> "$work/g$gpu.log"; return 1; }
       CUDA_VISIBLE_DEVICES=$gpu PYTHONPATH="$module/python" timeout "$left" "$PYTHON" \
-        bench/interleaved_rows.py --shapes "$a" --layers "$b" --directions "$directions" \
-        --json "$job_out/rows.json" "${more_args[@]}" > "$job_out/rows.md" \
-        2> "$job_out/stderr.txt" ;;
+        bench/interleaved_rows.py "${script_args[@]}" --json "$job_out/rows.json" \
+        > "$job_out/rows.md" 2> "$job_out/stderr.txt" ;;
     energy)
       local tuned="$work/g$gpu-j$k-energy.json" config=${c%%:*} policy=min_energy
       [[ $c == *:* ]] && policy=${c#*:}

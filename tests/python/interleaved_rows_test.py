@@ -39,9 +39,54 @@ for bad, what in (("d3.conv2", "not LAYER:DIRECTION"), ("d3.conv2:sideways", "no
     except compare_gpu.ShapesError as error:
         check(what in str(error), f"--rows {bad}: {error}")
 
+
+
+def plan(**kw):
+    args = argparse.Namespace(shapes="", rows="", layers="", directions="fwd,bwd_data,bwd_weights",
+                              configs="f16_nhwc", from_suite="", files="", batch=0)
+    vars(args).update(kw)
+    return [(os.path.basename(path), batch, [(s["name"], d, c) for s, d, c in rows])
+            for path, batch, rows in interleaved_rows.plan(args)]
+
+
+check(plan(shapes="unet", rows="d3.conv2:fwd", configs="f16_nhwc,f32_nchw") ==
+      [("unet.txt", 1, [("d3.conv2", "fwd", "f16_nhwc"), ("d3.conv2", "fwd", "f32_nchw")])],
+      "--shapes: the file's batch, each row in each config")
+check(plan(shapes="unet", rows="d3.conv2:fwd", batch=4)[0][1] == 4, "--batch")
+# The raw files of the fp16 table: their rows above 1.00, as compare_gpu.py --merge counts them.
+results = os.path.join(ROOT, "bench", "results")
+suites = ",".join(os.path.join(results, f) for f in (
+    "gpu-shapes-f16-gated-h200.json.gz", "gpu-shapes-deeplabv3-f16-gated-h200.json.gz"))
+expected = {}
+for suite in suites.split(","):
+    for result in compare_gpu.read_suite_json(suite, "test"):
+        above = compare_gpu.rows_above_one(result)
+        if above:
+            expected[result["file"]] = (result["batch"], [(l, d, c) for l, d, c, *_ in above])
+        with contextlib.redirect_stdout(io.StringIO()):
+            tables = compare_gpu.print_file_tables(result)
+        counted = sum(figures["rows_above"] for figures in tables.values())
+        check(counted == len(above), f"{result['file']}: the tables count {counted}, {above}")
+everything = plan(from_suite=suites)
+check({f: (b, rows) for f, b, rows in everything} == expected and len(everything) >= 2,
+      f"--from-suite: {everything}")
+check(all(ratio > 1.0 for r in compare_gpu.read_suite_json(suites.split(",")[0], "t")
+          for *_, ratio, _ in compare_gpu.rows_above_one(r)), "rows_above_one: ratios above 1")
+some = plan(from_suite=suites, files="unet")
+check([f for f, *_ in some] == ["unet.txt"] and some[0][1] == 1, f"--files: {some}")
+for kw, what in ((dict(), "--shapes or --from-suite"),
+                 (dict(from_suite="/nonexistent.json"), "cannot read"),
+                 (dict(shapes="unet", configs="f8_x"), "unknown config")):
+    try:
+        plan(**kw)
+        check(False, f"{kw}: no error")
+    except compare_gpu.ShapesError as error:
+        check(what in str(error), f"{kw}: {error}")
+
 # main's own argument errors exit 2 before torch is imported.
 for argv in (["--shapes", "unet", "--rows", "d3.conv2:up"], ["--shapes", "nofile"],
-             ["--shapes", "unet", "--turns", "0"], ["--shapes", "unet", "--configs", "f8_x"]):
+             ["--shapes", "unet", "--turns", "0"], ["--shapes", "unet", "--configs", "f8_x"],
+             []):
     with contextlib.redirect_stderr(io.StringIO()):
         try:
             interleaved_rows.main(argv)
