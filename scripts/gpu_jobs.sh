@@ -45,10 +45,8 @@
 #                                   rows in one process, their loops taking turns, e.g.
 #                                   0:interleaved:--shapes,unet,--layers,d3.conv2+e3.conv1,--kernels
 #                                   0:interleaved:--from-suite,bench/results/F.json.gz (its rows
-#                                   above 1.00). The module is built once per run with PYTHON
-#                                   against the dnnx installed in DNNX_PREFIX (default
-#                                   BUILD/prefix, made where BUILD was built: cmake --install
-#                                   BUILD --prefix BUILD/prefix)
+#                                   above 1.00). The module is built once per run against BUILD's
+#                                   libdnnx with PYTHON (scripts/gpu_python.sh)
 #   G:energy:MODEL:BATCH:CONFIG[:POLICY]
 #                                   BUILD's `dnnx tune` of MODEL (resnet50 or a shapes file) at
 #                                   BATCH in CONFIG (f16_nhwc, f32_nchw, bf16_nhwc, ...) with
@@ -102,21 +100,16 @@ run_gpu() {
   done
 }
 
-# dnnx's Python module built with $PYTHON against the dnnx in DNNX_PREFIX, once per run (the
-# GPUs' lists wait for each other's build): the package dnnx staged in $module/python, outside
-# the logs; its build's log is $work/module.log.
+# dnnx's Python module for the interleaved jobs, built once per run by scripts/gpu_python.sh
+# against BUILD's libdnnx with PYTHON, without dnnx._torch_ext, into $module/stage (outside the
+# logs; its build's log is in $work/module); the GPUs' lists wait for each other's build.
 module=$(mktemp -d)
 python_module() {
-  local prefix
-  prefix=$(realpath "${DNNX_PREFIX:-$build/prefix}")
   (
     flock 9
-    [[ -e $module/python/dnnx/built ]] && exit 0
-    cmake -S python -B "$module/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DCMAKE_PREFIX_PATH="$prefix" -DPython_EXECUTABLE="$PYTHON" -DDNNX_TORCH_EXT=OFF \
-      > "$work/module.log" 2>&1 && ninja -C "$module/build" >> "$work/module.log" 2>&1 \
-      && mkdir -p "$module/python" && cp -r python/dnnx "$module/python/" \
-      && cp "$module"/build/_dnnx*.so "$module/python/dnnx/" && touch "$module/python/dnnx/built"
+    [[ -d $module/stage/dnnx ]] && exit 0
+    GPU_PYTHON_WORK=$module GPU_PYTHON_BUILD_ONLY=1 GPU_PYTHON_TORCH_EXT=OFF \
+      bash scripts/gpu_python.sh "$build/src" "$work/module" > "$work/module.log" 2>&1
   ) 9> "$module/lock"
 }
 
@@ -187,9 +180,9 @@ run_job() {
       read -r -a script_args <<< "${line//,/ }"
       script_args=("${script_args[@]//+/,}")
       mkdir -p "$job_out"
-      python_module || { echo "   the Python module did not build ($work/module.log)" \
+      python_module || { echo "   the Python module did not build ($work/module)" \
                            >> "$work/g$gpu.log"; return 1; }
-      CUDA_VISIBLE_DEVICES=$gpu PYTHONPATH="$module/python" timeout "$left" "$PYTHON" \
+      CUDA_VISIBLE_DEVICES=$gpu PYTHONPATH="$module/stage" timeout "$left" "$PYTHON" \
         bench/interleaved_rows.py "${script_args[@]}" --json "$job_out/rows.json" \
         > "$job_out/rows.md" 2> "$job_out/stderr.txt" ;;
     energy)

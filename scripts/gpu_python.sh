@@ -19,7 +19,8 @@ python=${PYTHON:-python3}
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-# GPU_PYTHON_WORK keeps the built package (in GPU_PYTHON_WORK/stage) for a later command.
+# GPU_PYTHON_WORK keeps the built package (in GPU_PYTHON_WORK/stage) for a later command;
+# GPU_PYTHON_BUILD_ONLY=1 stops there; GPU_PYTHON_TORCH_EXT sets DNNX_TORCH_EXT (AUTO by default).
 if [[ -n ${GPU_PYTHON_WORK:-} ]]; then
   work=$GPU_PYTHON_WORK
   mkdir -p "$work" && rm -rf "$work/stage" "$work/site"
@@ -59,7 +60,8 @@ cxx=${GPU_PYTHON_CXX:-}
 echo "== building the Python module with $python${cxx:+ and $cxx}"
 if ! cmake -S "$root/python" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
        -DPython_EXECUTABLE="$(command -v "$python")" -Ddnnx_DIR="$work/pkg" \
-       ${cxx:+-DCMAKE_CXX_COMPILER="$cxx"} > "$out/pytest.log" 2>&1 ||
+       ${cxx:+-DCMAKE_CXX_COMPILER="$cxx"} \
+       ${GPU_PYTHON_TORCH_EXT:+-DDNNX_TORCH_EXT="$GPU_PYTHON_TORCH_EXT"} > "$out/pytest.log" 2>&1 ||
    ! cmake --build "$work/build" >> "$out/pytest.log" 2>&1; then
   echo "gpu_python.sh: the module did not build (see $out/pytest.log)" >&2
   tail -40 "$out/pytest.log" >&2
