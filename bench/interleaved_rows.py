@@ -14,7 +14,8 @@ PyTorch's current stream (Note [interleaved turns]):
 
 --rows takes LAYER:DIRECTION pairs (or --layers A,B with --directions, every pair of both);
 --from-suite takes the rows above 1.00 of compare_gpu.py --suite --json files (their raw files
-in bench/results), each at its file's batch and in its own config. Per row: dnnx's choice (its
+in bench/results), each at its file's batch and in its own config. Per row (or the error that
+stopped it: dnnx's or PyTorch's, the other rows still run): dnnx's choice (its
 exhaustive search, on these tensors, with DNNX_CACHE as the environment says), both sides' first
 call (searches included), each side's gated loop time per turn, the medians and their ratio, and
 with --kernels the GPU kernels each side's calls launch (torch.profiler sees both). The module
@@ -132,6 +133,10 @@ def print_rows(rows, kernels):
                                                                  if kernels else ""))
     print("|---|---|---|---|---|---|---|---|---|" + ("---|" if kernels else ""))
     for r in rows:
+        if "error" in r:
+            print(f"| {r['layer']} | {r['direction']} | {r['config']} | failed: "
+                  f"{r['error'].splitlines()[0][:200]} |")
+            continue
         line = (f"| {r['layer']} | {r['direction']} | {r['config']} | {r['dnnx_median_ms']:.4f} | "
                 f"{r['torch_median_ms']:.4f} | {r['ratio']:.3f} | {min(r['paired']):.3f}-"
                 f"{max(r['paired']):.3f} | {r['dnnx_spread']:.3f} / {r['torch_spread']:.3f} | "
@@ -223,8 +228,13 @@ def main(argv=None):
     for path, batch, rows in jobs:
         results = []
         for s, direction, config in rows:
-            results.append(time_row(torch, dnnx, s, direction, config, batch, args,
-                                    cycles_per_ms))
+            try:
+                results.append(time_row(torch, dnnx, s, direction, config, batch, args,
+                                        cycles_per_ms))
+            except (dnnx.Error, RuntimeError) as error:  # the row says so; the others run
+                results.append(dict(layer=s["name"], direction=direction, config=config,
+                                    batch=batch, desc=describe(s, batch),
+                                    error=f"{type(error).__name__}: {error}"))
             print(json.dumps({k: v for k, v in results[-1].items() if "kernels" not in k}),
                   file=sys.stderr, flush=True)
         print(f"\n## {os.path.basename(path)}, batch {batch}\n")

@@ -226,5 +226,6 @@ snapshots=$!
 wait "${pids[@]}"
 kill "$snapshots" 2> /dev/null
 tar czf "$out/logs.tgz" -C "$work" .
+rm -rf "$module"
 for gpu in "${!jobs[@]}"; do cat "$work/g$gpu.log"; done
 cat "$work"/*/shapes.md 2> /dev/null | grep -A4 "Suite summary"
