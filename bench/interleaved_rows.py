@@ -18,7 +18,9 @@ in bench/results), each at its file's batch and in its own config. Per row (or t
 stopped it: dnnx's or PyTorch's, the other rows still run): dnnx's choice (its
 exhaustive search, on these tensors, with DNNX_CACHE as the environment says), both sides' first
 call (searches included), each side's gated loop time per turn, the medians and their ratio, and
-with --kernels the GPU kernels each side's calls launch (torch.profiler sees both). The module
+with --kernels the GPU kernels each side's calls launch (torch.profiler sees both) and whether
+the longest is the same kernel on both; per file, how many rows are above 1.00 and how many of
+those run PyTorch's own kernel. The module
 must be importable (PYTHONPATH; scripts/gpu_jobs.sh's `interleaved` job builds it against the
 carried build).
 """
@@ -120,6 +122,7 @@ def time_row(torch, dnnx, s, direction, config, batch, args, cycles_per_ms):
     if args.kernels:
         for name, fn in sides.items():
             row[f"{name}_kernels"] = torch_kernels(torch, fn)
+        row["same_kernel"] = main_kernel(row["dnnx_kernels"]) == main_kernel(row["torch_kernels"])
     return row
 
 
@@ -127,11 +130,30 @@ def kernel_names(kernels):
     return "; ".join(k["name"][:60] for k in kernels[:2])
 
 
+def main_kernel(kernels):
+    """The name of the longest kernel of a call (kernel_summary's order), memsets and cuDNN's
+    workspace initialisation aside: what tells two sides' calls apart (its tile in its name)."""
+    names = [k["name"] for k in kernels
+             if "Memset" not in k["name"] and "init_device_workspace" not in k["name"]]
+    return names[0] if names else ""
+
+
+def summary_line(rows):
+    """The rows timed, those above 1.00 (as printed), and of those, how many run the same main
+    kernel as PyTorch (where the kernels were listed)."""
+    timed = [r for r in rows if "error" not in r]
+    above = [r for r in timed if round(r["ratio"], 2) > 1.0]
+    same = [r for r in above if r.get("same_kernel")]
+    listed = all("same_kernel" in r for r in above)
+    return (f"{len(timed)} rows timed ({len(rows) - len(timed)} failed), {len(above)} above 1.00"
+            + (f", {len(same)} of them on the same kernel as PyTorch" if above and listed else ""))
+
+
 def print_rows(rows, kernels):
     print("| layer | direction | config | dnnx ms | torch ms | dnnx/torch | turns' ratios "
-          "(min-max) | spread dnnx / torch | dnnx's choice |" + (" kernels dnnx / torch |"
-                                                                 if kernels else ""))
-    print("|---|---|---|---|---|---|---|---|---|" + ("---|" if kernels else ""))
+          "(min-max) | spread dnnx / torch | dnnx's choice |"
+          + (" same kernel | kernels dnnx / torch |" if kernels else ""))
+    print("|---|---|---|---|---|---|---|---|---|" + ("---|---|" if kernels else ""))
     for r in rows:
         if "error" in r:
             print(f"| {r['layer']} | {r['direction']} | {r['config']} | failed: "
@@ -142,8 +164,10 @@ def print_rows(rows, kernels):
                 f"{max(r['paired']):.3f} | {r['dnnx_spread']:.3f} / {r['torch_spread']:.3f} | "
                 f"`{r['dnnx_algo']}` |")
         if kernels:
-            line += f" {kernel_names(r['dnnx_kernels'])} / {kernel_names(r['torch_kernels'])} |"
+            line += (f" {'yes' if r['same_kernel'] else 'no'} | {kernel_names(r['dnnx_kernels'])}"
+                     f" / {kernel_names(r['torch_kernels'])} |")
         print(line + ("" if r["gated"] else " (a loop ungated)"))
+    print(f"\n{summary_line(rows)}")
 
 
 def plan(args):

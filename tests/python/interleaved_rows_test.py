@@ -83,6 +83,33 @@ for kw, what in ((dict(), "--shapes or --from-suite"),
     except compare_gpu.ShapesError as error:
         check(what in str(error), f"{kw}: {error}")
 
+# The table's verdicts on made-up rows: the main kernel leaves memsets and cuDNN's workspace
+# initialisation aside; a failed row is listed with its error and counted apart.
+kernels = lambda *names: [dict(name=n, launches=1, us=1.0) for n in names]  # noqa: E731
+check(interleaved_rows.main_kernel(kernels("Memset (Device)", "sm90_xmma_dgrad_a")) ==
+      "sm90_xmma_dgrad_a", "main kernel: the memset aside")
+check(interleaved_rows.main_kernel(kernels("Memset (Device)")) == "", "main kernel: none")
+
+
+def made_up(layer, ratio, same):
+    return dict(layer=layer, direction="fwd", config="f16_nhwc", dnnx_median_ms=ratio,
+                torch_median_ms=1.0, ratio=ratio, paired=[ratio], dnnx_spread=1.0,
+                torch_spread=1.0, dnnx_algo="x", gated=True, same_kernel=same,
+                dnnx_kernels=kernels("k"), torch_kernels=kernels("k" if same else "other"))
+
+
+made = [made_up("a", 1.004, True), made_up("b", 1.02, True), made_up("c", 1.03, False),
+        made_up("d", 0.9, False),
+        dict(layer="e", direction="fwd", config="f16_nhwc", error="Unsupported: no engine\nmore")]
+printed = io.StringIO()
+with contextlib.redirect_stdout(printed):
+    interleaved_rows.print_rows(made, True)
+text = printed.getvalue()
+check("4 rows timed (1 failed), 2 above 1.00, 1 of them on the same kernel as PyTorch" in text,
+      f"summary: {text}")
+check("| e | fwd | f16_nhwc | failed: Unsupported: no engine |" in text, f"failed row: {text}")
+check(text.count("| yes |") == 2 and text.count("| no |") == 2, f"same-kernel column: {text}")
+
 # main's own argument errors exit 2 before torch is imported.
 for argv in (["--shapes", "unet", "--rows", "d3.conv2:up"], ["--shapes", "nofile"],
              ["--shapes", "unet", "--turns", "0"], ["--shapes", "unet", "--configs", "f8_x"],
