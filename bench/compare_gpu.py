@@ -27,6 +27,10 @@ summary of all their files and writes their results together (scripts/gpu_run.sh
 does this with SHAPES_DEVICES):
 
   python3 bench/compare_gpu.py --merge shard0.json,shard1.json [--json suite.json]
+      [--interleaved rows.json,archive.tar.gz]
+
+(--interleaved: bench/interleaved_rows.py's timings of the rows above 1.00 with PyTorch in the
+same process, Note [rows above 1.00 in one process].)
 
 With --rounds N the benchmark (a fresh process each time, its searches included) and PyTorch's
 timing take turns N times per file, and each row gives the medians over the rounds of either
@@ -45,6 +49,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 
@@ -921,6 +926,10 @@ def print_suite_summary(results):
             # Runs before the count was kept give "-".
             above = (f"{m['rows_above']} ({len(m['rows_above_beyond_spread'])})"
                      if "rows_above" in m else "-")
+            if "rows_above_checked" in m:  # Note [rows above 1.00 in one process]
+                still = m["rows_above_one_process"]
+                above += (f"; in one process {len(still)} of {m['rows_above_checked']} checked"
+                          + (f": {', '.join(still)}" if still else ""))
             print(f"| {r['file']} | {config} | {m['batch']} | {m['dnnx_ms']:.3f} "
                   f"| {m['torch_ms']:.3f} | {m['ratio']:.2f} | {m['worst_row']} "
                   f"({m['worst_ratio']:.2f}) | {above} | {m['search_median_s']:.2f} "
@@ -989,7 +998,64 @@ def rows_above_one(result):
     return rows
 
 
-def merge_suites(paths, json_path=None, rows=False):
+# Note [rows above 1.00 in one process]
+# A row above 1.00 of the suite can be timed again with PyTorch in the same process, the two
+# sides' loops taking turns (bench/interleaved_rows.py, Note [interleaved turns] there): that
+# removes the process-to-process variation the rounds' spread measures. --merge --interleaved
+# reads such results (the script's --json files, or .tar.gz archives of them as bench/results
+# keeps them) and gives each file's rows above 1.00 their ratio there: how many were checked and
+# how many are still above 1.00 (as printed) in one process, a row timed more than once by the
+# median of its ratios. The rows' medians over the rounds stay what the tables report.
+def read_interleaved(paths):
+    """{(file, layer, direction, config): [ratios]} of bench/interleaved_rows.py --json files or
+    .tar.gz archives of them (every .json member); ShapesError for what cannot be read."""
+    documents = []
+    for path in paths:
+        try:
+            if path.endswith((".tar.gz", ".tgz")):
+                with tarfile.open(path) as archive:
+                    for member in archive.getmembers():
+                        if member.isfile() and member.name.endswith(".json"):
+                            documents.append((f"{path}:{member.name}",
+                                              json.load(archive.extractfile(member))))
+            else:
+                with open(path) as f:
+                    documents.append((path, json.load(f)))
+        except (OSError, ValueError, tarfile.TarError) as error:
+            raise ShapesError(f"--interleaved: cannot read {path}: {error}") from error
+    ratios = {}
+    for where, document in documents:
+        # The script's --json: {"files": [{"file", "rows"}]}; a file of one shapes file:
+        # {"file", "rows"}.
+        files = document.get("files", [document]) if isinstance(document, dict) else None
+        if not files or not all(isinstance(f, dict) and "file" in f and "rows" in f
+                                for f in files):
+            raise ShapesError(f"--interleaved: {where} is not an interleaved_rows.py --json file")
+        for f in files:
+            for row in f["rows"]:
+                if "ratio" in row:
+                    key = (f["file"], row["layer"], row["direction"], row["config"])
+                    ratios.setdefault(key, []).append(row["ratio"])
+    return ratios
+
+
+def one_process_figures(result, ratios):
+    """For a --suite --json file's entry, per config: of its rows above 1.00, how many have a
+    ratio in one process (`ratios`, read_interleaved's) and which are above 1.00 there (Note
+    [rows above 1.00 in one process])."""
+    figures = {}
+    for layer, direction, config, _, _ in rows_above_one(result):
+        m = figures.setdefault(config, dict(rows_above_checked=0, rows_above_one_process=[]))
+        found = ratios.get((result["file"], layer, direction, config))
+        if found:
+            m["rows_above_checked"] += 1
+            ratio = statistics.median(found)
+            if round(ratio, 2) > 1.0:
+                m["rows_above_one_process"].append(f"{layer} {direction} ({ratio:.3f})")
+    return figures
+
+
+def merge_suites(paths, json_path=None, rows=False, interleaved=None):
     results = []
     for path in paths:
         shard = read_suite_json(path, "--merge")
@@ -1014,6 +1080,11 @@ def merge_suites(paths, json_path=None, rows=False):
             continue
         for config, figures in again.items():
             result["summary"].setdefault(config, {}).update(figures)
+    if interleaved:
+        ratios = read_interleaved(interleaved)
+        for result in results:
+            for config, figures in one_process_figures(result, ratios).items():
+                result["summary"].setdefault(config, {}).update(figures)
     print_suite_summary(results)
     if json_path:
         with open(json_path, "w") as f:
@@ -1064,13 +1135,18 @@ def main():
     parser.add_argument("--rows", action="store_true",
                         help="with --merge: each file's per-row tables (the choices among them) "
                              "before the summary")
+    parser.add_argument("--interleaved", default="",
+                        help="with --merge: bench/interleaved_rows.py --json files or .tar.gz "
+                             "archives of them (commas): the rows above 1.00 in one process "
+                             "(Note [rows above 1.00 in one process])")
     parser.add_argument("--dry-run", action="store_true",
                         help="suite: list the layers and their descs; needs no GPU")
     args = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # tables reach a redirected file as they come
     if args.merge:
         try:
-            merge_suites(args.merge.split(","), args.json, rows=args.rows)
+            merge_suites(args.merge.split(","), args.json, rows=args.rows,
+                         interleaved=args.interleaved.split(",") if args.interleaved else None)
         except ShapesError as error:
             sys.exit(f"compare_gpu.py: {error}")
         return

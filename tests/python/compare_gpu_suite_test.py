@@ -503,6 +503,47 @@ with tempfile.TemporaryDirectory() as tmp:
           and "| 3 (3) |" in printed.getvalue(),
           f"the count from a merged file's rows: {printed.getvalue()}")
 
+# Note [rows above 1.00 in one process]: the fp16 table's raw files with the archive of their rows
+# timed in one process, then a made-up --json of the script's own form.
+results_dir = os.path.join(ROOT, "bench", "results")
+raw = [os.path.join(results_dir, f) for f in ("gpu-shapes-f16-gated-h200.json.gz",
+                                              "gpu-shapes-deeplabv3-f16-gated-h200.json.gz")]
+with contextlib.redirect_stdout(io.StringIO()) as printed:
+    merged = compare_gpu.merge_suites(
+        raw, interleaved=[os.path.join(results_dir, "gpu-interleaved-rows-h200.tar.gz")])
+figures = {r["file"]: r["summary"]["f16_nhwc"] for r in merged}
+checked = sum(m.get("rows_above_checked", 0) for m in figures.values())
+still = [row for m in figures.values() for row in m.get("rows_above_one_process", [])]
+check(checked == sum(m["rows_above"] for m in figures.values()) == 30,
+      f"every row above 1.00 checked: {checked}")
+check(still == ["conv3b bwd_data (1.020)"] and
+      "4 (1); in one process 1 of 4 checked: conv3b bwd_data (1.020)" in printed.getvalue(),
+      f"in one process: {still}\n{printed.getvalue()}")
+with tempfile.TemporaryDirectory() as tmp:
+    mine = os.path.join(tmp, "rows.json")
+    with open(mine, "w") as f:  # two timings of one row: their median decides
+        json.dump(dict(files=[dict(file="c3d.txt", rows=[
+            dict(layer="conv3b", direction="bwd_data", config="f16_nhwc", ratio=0.98),
+            dict(layer="conv3b", direction="bwd_data", config="f16_nhwc", ratio=0.99),
+            dict(layer="conv2a", direction="fwd", config="f16_nhwc", error="failed")])]), f)
+    ratios = compare_gpu.read_interleaved([mine])
+    check(ratios == {("c3d.txt", "conv3b", "bwd_data", "f16_nhwc"): [0.98, 0.99]},
+          f"read_interleaved: {ratios}")
+    c3d = next(r for r in compare_gpu.read_suite_json(raw[0], "test") if r["file"] == "c3d.txt")
+    check(compare_gpu.one_process_figures(c3d, ratios) ==
+          {"f16_nhwc": dict(rows_above_checked=1, rows_above_one_process=[])},
+          f"one_process_figures: {compare_gpu.one_process_figures(c3d, ratios)}")
+    bad = os.path.join(tmp, "bad.json")
+    with open(bad, "w") as f:
+        json.dump([1, 2], f)
+    for path, what in ((bad, "not an interleaved_rows.py --json file"),
+                       (os.path.join(tmp, "none.json"), "cannot read")):
+        try:
+            compare_gpu.read_interleaved([path])
+            check(False, f"{path}: no error")
+        except compare_gpu.ShapesError as error:
+            check(what in str(error), f"{path}: {error}")
+
 for extra, expected in ((["--suite", "--rounds", "0"], "--rounds must be 1 or more"),
                         (["--rounds", "2"], "--rounds runs with the suite"),
                         (["--suite", "--reuse-choices"], "--reuse-choices needs --rounds 2")):
