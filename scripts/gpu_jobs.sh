@@ -13,7 +13,9 @@
 #   G:env:VAR=VALUE[,VAR=VALUE...]:FILES:CONFIGS
 #                                   the same with more variables (e.g. DNNX_SEARCH_BUDGET_MS=1000,
 #                                   or SHAPES_TAG=bench,SHAPES_TORCH_KERNELS=1 for ResNet-50's
-#                                   eight layers with PyTorch's kernels listed)
+#                                   eight layers with PyTorch's kernels listed, or
+#                                   SHAPES_RECHECK=1: the rows above 1.00 timed again with
+#                                   PyTorch in one process, scripts/gpu_run.sh)
 #   G:env:VAR=VALUE[,VAR=VALUE...]:JOB
 #                                   any job below with more variables, e.g.
 #                                   0:env:DNNX_CUDNN_GRAPHS=0:bench:FILE:f16_nhwc:--layers,NAME

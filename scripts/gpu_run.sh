@@ -26,7 +26,10 @@
 # the first round's choices from its file, as a later process would, and the tables give what
 # that process's first calls cost; Note [suite rounds]) and SHAPES_TORCH_KERNELS (non-empty:
 # PyTorch's kernels per row, from a few more calls under torch.profiler, listed for the rows at
-# 0.98 or above; Note [PyTorch's kernels]). E.g. a few minutes of GPU time:
+# 0.98 or above; Note [PyTorch's kernels]) and SHAPES_RECHECK (non-empty: after the suite, its
+# rows above 1.00 timed again with PyTorch in one process, bench/interleaved_rows.py through the
+# Python module built against BUILD: recheck.md / recheck.json, and the suite summary again with
+# their count; Note [rows above 1.00 in one process]). E.g. a few minutes of GPU time:
 #   SHAPES_FILES=mobilenetv2,deeplabv3 SHAPES_MAX_LAYERS=6 bash scripts/gpu_run.sh build out shapes
 # SHAPES_FILES=all names every file of the suite. On a machine of several GPUs, SHAPES_DEVICES
 # (e.g. 0,1,2,3) runs one shard per GPU (Note [suite shards] in bench/compare_gpu.py): the files
@@ -178,7 +181,28 @@ if wants_only shapes; then
         --json "$out/shapes.json" >> "$out/shapes.md" 2>> "$out/gpu.txt" || status=1
     fi
     rm -f "$bench_env"
-    # The last suite summary (with shards, the merged one).
+    if [[ -n ${SHAPES_RECHECK:-} && -s $out/shapes.json ]]; then
+      # Note [rows above 1.00 in one process] in bench/compare_gpu.py: the rows above 1.00
+      # timed again with PyTorch in one process, through the Python module built against BUILD.
+      echo "== the rows above 1.00 in one process (recheck.md / recheck.json)"
+      recheck_work=${GPU_PYTHON_WORK:-${TMPDIR:-/tmp}/dnnx-gpu-python}
+      if GPU_PYTHON_WORK=$recheck_work GPU_PYTHON_BUILD_ONLY=1 GPU_PYTHON_TORCH_EXT=OFF \
+           PYTHON=$python bash "$(dirname "$0")/gpu_python.sh" "$build/src" "$out/module" \
+           >> "$out/gpu.txt" 2>&1; then
+        PYTHONPATH=$recheck_work/stage "$python" bench/interleaved_rows.py \
+          --from-suite "$out/shapes.json" --kernels --json "$out/recheck.json" \
+          > "$out/recheck.md" 2>> "$out/gpu.txt" || status=1
+        if [[ -s $out/recheck.json ]]; then
+          env -u LD_LIBRARY_PATH "$python" bench/compare_gpu.py --merge "$out/shapes.json" \
+            --interleaved "$out/recheck.json" >> "$out/shapes.md" 2>> "$out/gpu.txt" || status=1
+        fi
+      else
+        echo "gpu_run.sh: the Python module did not build ($out/module/pytest.log)" >&2
+        status=1
+      fi
+    fi
+    # The last suite summary (with shards, the merged one; with SHAPES_RECHECK, the rows above
+    # 1.00 in one process).
     awk '/^## Suite summary/ { text = "" } { text = text $0 "\n" } END { printf "%s", text }' \
       "$out/shapes.md"
   else
