@@ -57,6 +57,14 @@ target_link_libraries(cudnn_conv_stacked_test PRIVATE GTest::gtest_main dnnx_int
 dnnx_gtests(cudnn_conv_stacked_test PROPERTIES LABELS "gpu" TIMEOUT 1200
             DISCOVERY_TIMEOUT 60)
 
+# The phase folds of strided convolutions (Note [phase folds]; its form, copies and
+# host-emulation tests need no GPU).
+add_executable(cudnn_conv_phases_test ${CMAKE_CURRENT_LIST_DIR}/cudnn_conv_phases_test.cpp)
+target_link_libraries(cudnn_conv_phases_test PRIVATE GTest::gtest_main dnnx_internal
+                                                     dnnx_test_support CUDA::cudart)
+dnnx_gtests(cudnn_conv_phases_test PROPERTIES LABELS "gpu" TIMEOUT 1200
+            DISCOVERY_TIMEOUT 60)
+
 # The GPU's energy counter through NVML and the energy policies on it (docs/energy.md).
 add_executable(cudnn_energy_test ${CMAKE_CURRENT_LIST_DIR}/cudnn_energy_test.cpp)
 target_link_libraries(cudnn_energy_test PRIVATE GTest::gtest_main dnnx_internal dnnx_test_support)

@@ -335,6 +335,20 @@ TEST(CudnnSearchSettings, StackedFoldsOnByDefault) {
   expect_rejected("DNNX_CUDNN_CONV_STACKED", {"stacked", "f16", "2"});
 }
 
+// Note [phase folds]: listed for every dtype by default.
+TEST(CudnnSearchSettings, PhaseFoldsOnByDefault) {
+  const ScopedEnv unset("DNNX_CUDNN_CONV_PHASES", nullptr);
+  EXPECT_EQ(cudnn::settings_from_env().conv_phases, cudnn::ListedFor::on);
+  for (const auto& [text, expected] : {std::pair{"f32", cudnn::ListedFor::f32},
+                                       {"on", cudnn::ListedFor::on},
+                                       {"off", cudnn::ListedFor::off},
+                                       {"0", cudnn::ListedFor::off}}) {
+    const ScopedEnv set("DNNX_CUDNN_CONV_PHASES", text);
+    EXPECT_EQ(cudnn::settings_from_env().conv_phases, expected) << text;
+  }
+  expect_rejected("DNNX_CUDNN_CONV_PHASES", {"phases", "f16", "2"});
+}
+
 // dnnx's own convolution kernels: candidates by default; DNNX_CUDNN_CONV_KERNELS=0 lists each
 // of them unsupported, naming the variable, and a value that is no switch is an InvalidArgument.
 TEST(CudnnSearchSettings, KernelsOnByDefault) {

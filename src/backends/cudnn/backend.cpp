@@ -210,6 +210,7 @@ class CudnnBackend final : public detail::Backend {
                        " frames=", to_string(runtime_->settings().conv_frames),
                        " folds=", to_string(runtime_->settings().conv_folds),
                        " stacked=", to_string(runtime_->settings().conv_stacked),
+                       " phases=", to_string(runtime_->settings().conv_phases),
                        " kernels=", runtime_->settings().conv_kernels ? "on" : "off");
   }
 
@@ -239,6 +240,7 @@ class CudnnBackend final : public detail::Backend {
             {"conv_frame_candidates", to_string(runtime_->settings().conv_frames)},
             {"conv_fold_candidates", to_string(runtime_->settings().conv_folds)},
             {"conv_stacked_fold_candidates", to_string(runtime_->settings().conv_stacked)},
+            {"conv_phase_fold_candidates", to_string(runtime_->settings().conv_phases)},
             {"conv_kernel_candidates", runtime_->settings().conv_kernels ? "on" : "off"},
             {"dependent_launches", runtime_->kernel_queue().dependent ? "on" : "off"}};
   }
@@ -476,6 +478,8 @@ Settings settings_from_env() {
       listed_for_from_env(folds_variable, settings.conv_folds, "a fold-candidate setting");
   settings.conv_stacked =
       listed_for_from_env(stacked_variable, settings.conv_stacked, "a stacked-fold setting");
+  settings.conv_phases =
+      listed_for_from_env(phases_variable, settings.conv_phases, "a phase-fold setting");
   settings.conv_kernels = switch_from_env(kernels_variable, settings.conv_kernels);
   settings.dependent_launches =
       switch_from_env("DNNX_CUDNN_DEPENDENT_LAUNCHES", settings.dependent_launches);

@@ -755,13 +755,16 @@ class CudnnConv final
     for (const ConvFold& fold : conv_folds(desc)) {
       if (std::string off = fold_off_reason(desc, fold.kind); !off.empty()) {
         // One entry for the planes and frames (one setting), one for the stacked fold.
-        if (fold.kind == FoldKind::stacked || !std::exchange(folds_off, true))
+        if (fold.kind == FoldKind::stacked || fold.kind == FoldKind::phases ||
+            !std::exchange(folds_off, true))
           out.push_back(folds_off_candidate(fold.kind, std::move(off)));
         continue;
       }
       std::size_t wrapped = 0;
       for (const Candidate& inner : candidates_locked(fold.folded, direction)) {
-        if (fold.kind == FoldKind::stacked && wrapped == stacked_inner_max) break;
+        if ((fold.kind == FoldKind::stacked || fold.kind == FoldKind::phases) &&
+            wrapped == stacked_inner_max)
+          break;
         if (!folds_wrap(fold, inner, frames_listed)) continue;
         out.push_back(fold_candidate(desc, fold, inner));
         // The fold of the folded convolution's first candidate (its heuristics' pick) is timed
@@ -779,9 +782,13 @@ class CudnnConv final
     return listed_for(runtime_->settings().conv_frames, desc.dtype);
   }
 
-  // Why DNNX_CUDNN_CONV_FOLDS (planes, frames) or DNNX_CUDNN_CONV_STACKED lists no fold of `kind`
-  // for desc's dtype; empty where it does.
+  // Why DNNX_CUDNN_CONV_FOLDS (planes, frames), DNNX_CUDNN_CONV_STACKED or
+  // DNNX_CUDNN_CONV_PHASES lists no fold of `kind` for desc's dtype; empty where it does.
   std::string fold_off_reason(const ConvDesc& desc, FoldKind kind) const {
+    if (kind == FoldKind::phases) {
+      return not_listed_reason(runtime_->settings().conv_phases, Settings{}.conv_phases,
+                               phases_variable, "phase folds", desc.dtype);
+    }
     if (kind == FoldKind::stacked) {
       return not_listed_reason(runtime_->settings().conv_stacked, Settings{}.conv_stacked,
                                stacked_variable, "stacked folds", desc.dtype);
@@ -969,12 +976,16 @@ class CudnnConv final
     }
     if (const std::optional<FoldInnerId> fold_id = fold_inner_id(id))
       return unlisted_fold(desc, direction, *fold_id);
-    if (id == folds_off_id || id == stacked_off_id) {
+    if (id == folds_off_id || id == stacked_off_id || id == phases_off_id) {
       // What fold_candidates() lists, for this id alone: the entry of the setting that keeps
       // out some fold of desc it governs.
-      const bool stacked = id == stacked_off_id;
+      auto governs = [&](FoldKind kind) {
+        if (kind == FoldKind::stacked) return id == stacked_off_id;
+        if (kind == FoldKind::phases) return id == phases_off_id;
+        return id == folds_off_id;
+      };
       for (const ConvFold& fold : conv_folds(desc)) {
-        if ((fold.kind == FoldKind::stacked) != stacked) continue;
+        if (!governs(fold.kind)) continue;
         std::string off = fold_off_reason(desc, fold.kind);
         if (off.empty()) return std::nullopt;
         return folds_off_candidate(fold.kind, std::move(off));

@@ -153,6 +153,7 @@ inline constexpr const char* taps_variable = "DNNX_CUDNN_CONV_TAPS";
 inline constexpr const char* frames_variable = "DNNX_CUDNN_CONV_FRAMES";
 inline constexpr const char* folds_variable = "DNNX_CUDNN_CONV_FOLDS";
 inline constexpr const char* stacked_variable = "DNNX_CUDNN_CONV_STACKED";
+inline constexpr const char* phases_variable = "DNNX_CUDNN_CONV_PHASES";
 inline constexpr const char* knob_variants_variable = "DNNX_CUDNN_KNOB_VARIANTS";
 inline constexpr const char* kernels_variable = "DNNX_CUDNN_CONV_KERNELS";
 

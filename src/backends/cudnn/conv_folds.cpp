@@ -34,7 +34,11 @@
 // mostly read padding as the denser convolution of its stacked weight sets (Note [stacked folds] in
 // conv_stacked.cpp), wrapping the first stacked_inner_max supported engine configs and legacy
 // algorithms of that convolution in its listing's order; DNNX_CUDNN_CONV_STACKED lists them
-// ("on", the default: every dtype; "f32"; "off").
+// ("on", the default: every dtype; "f32"; "off"). A fourth, "phases", is of any spatial dims too: a
+// strided convolution of few input channels as the stride-1 convolution of its input's phases
+// stacked as channels (Note [phase folds] in conv_phases.cpp), wrapping the first
+// stacked_inner_max supported engine configs and legacy algorithms of that convolution as the
+// stacked fold does; DNNX_CUDNN_CONV_PHASES lists them ("on", the default; "f32"; "off").
 
 #include "backends/cudnn/conv_folds.hpp"
 
@@ -190,6 +194,7 @@ const char* to_string(FoldKind kind) {
     case FoldKind::planes: return "planes";
     case FoldKind::frames: return "frames";
     case FoldKind::stacked: return "stacked";
+    case FoldKind::phases: return "phases";
   }
   return "?";
 }
@@ -197,6 +202,14 @@ const char* to_string(FoldKind kind) {
 std::optional<ConvFold> conv_fold(const ConvDesc& desc, FoldKind kind) {
   ConvFold fold;
   fold.kind = kind;
+  if (kind == FoldKind::phases) {
+    std::string why;
+    fold.phases = phase_form(desc, why);
+    if (!fold.phases) return std::nullopt;
+    fold.folded = fold.phases->inner;
+    fold.copies = true;
+    return fold;
+  }
   if (kind == FoldKind::stacked) {
     std::string why;
     fold.stacked = stacked_form(desc, why);
@@ -234,7 +247,7 @@ std::optional<ConvFold> conv_fold(const ConvDesc& desc, FoldKind kind) {
 
 std::vector<ConvFold> conv_folds(const ConvDesc& desc) {
   std::vector<ConvFold> folds;
-  for (FoldKind kind : {FoldKind::planes, FoldKind::frames, FoldKind::stacked}) {
+  for (FoldKind kind : {FoldKind::planes, FoldKind::frames, FoldKind::stacked, FoldKind::phases}) {
     if (std::optional<ConvFold> fold = conv_fold(desc, kind)) folds.push_back(std::move(*fold));
   }
   return folds;
@@ -255,12 +268,16 @@ AlgoInfo fold_info(const ConvDesc& desc, const ConvFold& fold, const AlgoInfo& i
     case FoldKind::stacked:
       on = "weight sets of the output bands stacked as output channels";
       break;
+    case FoldKind::phases: on = "input's phases stacked as channels, copied"; break;
   }
   info.name = detail::cat(inner.name, ", on the ", on, ": ", fold.folded);
   // The copies after the inner workspace; without copies, the inner workspace alone.
   if (fold.stacked) {
     info.workspace_bytes =
         workspace_aligned(inner.workspace_bytes) + stacked_buffers_bytes(*fold.stacked);
+  } else if (fold.phases) {
+    info.workspace_bytes =
+        workspace_aligned(inner.workspace_bytes) + phase_buffers_bytes(*fold.phases);
   } else if (fold.copies) {
     info.workspace_bytes = workspace_aligned(inner.workspace_bytes) + copies_bytes(desc, fold);
   }
@@ -272,6 +289,11 @@ AlgoInfo fold_info(const ConvDesc& desc, const ConvFold& fold, const AlgoInfo& i
 }
 
 AlgoInfo folds_off_info(FoldKind kind, std::string reason) {
+  if (kind == FoldKind::phases) {
+    return off_entry(phases_off_id,
+                     "fold: the stride-1 convolution of a strided one's input phases as channels",
+                     std::move(reason), "fold");
+  }
   if (kind == FoldKind::stacked) {
     return off_entry(stacked_off_id,
                      "fold: the denser convolution of stacked weight sets a dilated one is",
@@ -285,7 +307,7 @@ AlgoInfo folds_off_info(FoldKind kind, std::string reason) {
 std::optional<FoldInnerId> fold_inner_id(std::string_view id) {
   if (id.substr(0, fold_prefix.size()) != fold_prefix) return std::nullopt;
   id.remove_prefix(fold_prefix.size());
-  for (FoldKind kind : {FoldKind::planes, FoldKind::frames, FoldKind::stacked}) {
+  for (FoldKind kind : {FoldKind::planes, FoldKind::frames, FoldKind::stacked, FoldKind::phases}) {
     const std::string head = detail::cat(to_string(kind), ":");
     if (id.substr(0, head.size()) == head && id.size() > head.size())
       return FoldInnerId{kind, std::string(id.substr(head.size()))};
@@ -297,6 +319,11 @@ std::shared_ptr<detail::ConvPlan> make_fold_plan(std::shared_ptr<Runtime> runtim
                                                  const ConvDesc& desc, const ConvFold& fold,
                                                  Direction direction,
                                                  std::shared_ptr<detail::ConvPlan> inner) {
+  if (fold.phases) {
+    AlgoInfo info = fold_info(desc, fold, inner->algo());  // before `inner` moves
+    return make_phase_plan(std::move(runtime), desc, *fold.phases, direction, info,
+                           std::move(inner));
+  }
   if (fold.stacked) {
     AlgoInfo info = fold_info(desc, fold, inner->algo());  // before `inner` moves
     return make_stacked_plan(std::move(runtime), desc, *fold.stacked, direction, info,

@@ -114,6 +114,9 @@ struct Settings {
   /// DNNX_CUDNN_CONV_STACKED: off, f32 or on, the stacked folds (Note [stacked folds] in
   /// conv_stacked.cpp)
   ListedFor conv_stacked = ListedFor::on;
+  /// DNNX_CUDNN_CONV_PHASES: off, f32 or on, the phase folds (Note [phase folds] in
+  /// conv_phases.cpp)
+  ListedFor conv_phases = ListedFor::on;
   /// DNNX_CUDNN_CONV_KERNELS: dnnx's own convolution kernels (depthwise, grouped,
   /// narrow-channel: kernel_candidates() in conv_common.hpp) are candidates; on by default
   bool conv_kernels = true;
@@ -133,7 +136,7 @@ const char* to_string(TapCandidates where);
 /// DNNX_CUDNN_L2_SWEEP, DNNX_CUDNN_RUNTIME_COMPILED, DNNX_CUDNN_COMPILE_BUDGET,
 /// DNNX_PLAN_DIR, DNNX_CUDNN_KNOB_SEARCH, DNNX_CUDNN_KNOB_VARIANTS, DNNX_CUDNN_CONV_GEMM,
 /// DNNX_CUDNN_CONV_WINOGRAD, DNNX_CUDNN_CONV_IM2COL, DNNX_CUDNN_CONV_TAPS, DNNX_CUDNN_CONV_FRAMES,
-/// DNNX_CUDNN_CONV_FOLDS, DNNX_CUDNN_CONV_STACKED, DNNX_CUDNN_CONV_KERNELS,
+/// DNNX_CUDNN_CONV_FOLDS, DNNX_CUDNN_CONV_STACKED, DNNX_CUDNN_CONV_PHASES, DNNX_CUDNN_CONV_KERNELS,
 /// DNNX_CUDNN_DEPENDENT_LAUNCHES);
 /// unset or empty variables keep the defaults. Throws InvalidArgument naming a malformed variable
 /// and its value.
