@@ -57,6 +57,7 @@ ConvDesc conv(const Dims& src, const Dims& weights, const std::vector<std::int64
 }
 
 std::vector<Case> cases() {
+  // Its last column is read by no output, but lies within X'.
   ConvDesc uneven = conv({2, 3, 12, 9}, {4, 3, 5, 3}, {2}, {0});
   uneven.pad_before = {2, 1, 0};
   uneven.pad_after = {1, 0, 0};
@@ -174,8 +175,8 @@ TEST(CudnnConvPhases, FormsAndReasons) {
   }
 }
 
-// Each element of x is at most one element of X' and each element of X' that holds one is x's
-// image there (and so for w and W'), in both layouts.
+// Each element of x that some output reads is one element of X', the one that holds it (and
+// each tap of w one element of W'), in both layouts; the others have no image.
 TEST(CudnnConvPhases, CopiesAreInverse) {
   std::size_t checked = 0;
   for (const Case& c : cases()) {
@@ -214,7 +215,8 @@ TEST(CudnnConvPhases, CopiesAreInverse) {
               for (std::int64_t d = 0; d < g.folded[2]; ++d) {
                 const std::int64_t f[3] = {a, b, d};
                 const std::int64_t from = ph::input_source(g, n, ch, f);
-                if (from < 0) continue;
+                // Not an element of x, or one no output reads (its gradient zero, not read).
+                if (from < 0 || image[static_cast<std::size_t>(from)] < 0) continue;
                 ++held;
                 const std::int64_t at =
                     ph::offset(g.channels_last, n, ch, f, g.folded_channels, g.folded);
@@ -226,7 +228,7 @@ TEST(CudnnConvPhases, CopiesAreInverse) {
         }
       }
       EXPECT_EQ(held + unread, x_count) << c.name;
-      EXPECT_EQ(unread > 0, c.name == "stride_3_unread") << c.name;
+      EXPECT_EQ(unread > 0, c.name == "stride_3_unread" || c.name == "uneven_padding") << c.name;
       // The weights: every tap of w in W', once.
       std::int64_t taps_held = 0;
       for (std::int64_t o = 0; o < g.out_channels; ++o) {

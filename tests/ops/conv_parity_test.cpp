@@ -382,10 +382,11 @@ const std::vector<ExpectedReason<ConvDesc>>& expected_reasons() {
       // The settings that list a kind of candidate for fp32 convolutions only (runtime.cpp,
       // not_listed_reason; conv_taps.cpp): by default the frames (Note [frame candidates]), the
       // folds into 2-D convolutions (Note [fold candidates]) and the tap regions (Note
-      // [tap-region candidates]); with DNNX_CUDNN_CONV_IM2COL=f32 or DNNX_CUDNN_CONV_STACKED=f32
-      // also the im2col entry and the stacked folds (Note [stacked folds]).
+      // [tap-region candidates]); with DNNX_CUDNN_CONV_IM2COL=f32, DNNX_CUDNN_CONV_STACKED=f32 or
+      // DNNX_CUDNN_CONV_PHASES=f32 also the im2col entry, the stacked folds (Note [stacked folds])
+      // and the phase folds (Note [phase folds]).
       {"cudnn: candidate kind listed for fp32 only by its setting",
-       std::regex("^cudnn:(im2col|taps|frames|fold|fold:stacked)$"),
+       std::regex("^cudnn:(im2col|taps|frames|fold|fold:stacked|fold:phases)$"),
        std::regex("^listed for fp32 convolutions only \\(DNNX_CUDNN_CONV_[A-Z0-9]+=f32(, the "
                   "default)?\\); DNNX_CUDNN_CONV_[A-Z0-9]+=(on|sparse) lists them for every dtype "
                   "\\(Note \\[[a-z0-9 -]+\\]\\)$"),
@@ -394,7 +395,7 @@ const std::vector<ExpectedReason<ConvDesc>>& expected_reasons() {
       // conv_taps.cpp; conv.cpp for Winograd; conv_gemm.cpp): the im2col entry by default (Note
       // [im2col candidates]: off until measured on a GPU), any kind where its variable says off.
       {"cudnn: candidate kind turned off by its setting",
-       std::regex("^cudnn:(gemm|winograd|im2col|taps|frames|fold|fold:stacked)$"),
+       std::regex("^cudnn:(gemm|winograd|im2col|taps|frames|fold|fold:stacked|fold:phases)$"),
        std::regex(
            "^(off \\(DNNX_CUDNN_CONV_[A-Z0-9]+=off(, the default)?\\); DNNX_CUDNN_CONV_[A-Z0-9]+="
            "f32 (lists them for fp32 convolutions, =on for every dtype|\\(the default\\) "

@@ -181,6 +181,15 @@ Candidate legacy_candidate(LegacyCandidate legacy) {
   return candidate;
 }
 
+// Whether a candidate of the channel-padded desc is one that padded candidates wrap (Note
+// [channel padding]): a supported tensor-core one, not runtime-compiled (Note [runtime-compiled
+// engines]), not padded itself, and no phase fold, whose copy rounds the channels up already
+// (Note [phase folds]).
+bool padding_wraps(const Candidate& inner) {
+  return inner.info.supported && inner.tensor_cores && !inner.runtime_compiled &&
+         inner.kind != Candidate::Kind::padded && inner.fold != FoldKind::phases;
+}
+
 Candidate padded_candidate(const ConvDesc& desc, const ConvDesc& padded, const Candidate& inner) {
   Candidate candidate;
   candidate.info = padded_info(desc, padded, inner.info);
@@ -722,9 +731,7 @@ class CudnnConv final
     if (const std::optional<ConvDesc> padded = channel_padded(desc)) {
       std::vector<Candidate> wrapped;
       for (const Candidate& inner : candidates_locked(*padded, direction)) {
-        // Not the runtime-compiled ones: Note [runtime-compiled engines].
-        if (inner.info.supported && inner.tensor_cores && !inner.runtime_compiled)
-          wrapped.push_back(padded_candidate(desc, *padded, inner));
+        if (padding_wraps(inner)) wrapped.push_back(padded_candidate(desc, *padded, inner));
       }
       after_supported(std::move(wrapped));
     }
@@ -968,10 +975,8 @@ class CudnnConv final
       const std::optional<ConvDesc> padded = channel_padded(desc);
       if (!padded) return std::nullopt;
       const std::optional<Candidate> inner = unlisted_candidate(*padded, direction, *inner_id);
-      // What enumerate() wraps (Note [channel padding], Note [runtime-compiled engines]).
-      if (!inner || !inner->info.supported || !inner->tensor_cores || inner->runtime_compiled ||
-          inner->kind == Candidate::Kind::padded)
-        return std::nullopt;
+      // What enumerate() wraps.
+      if (!inner || !padding_wraps(*inner)) return std::nullopt;
       return padded_candidate(desc, *padded, *inner);
     }
     if (const std::optional<FoldInnerId> fold_id = fold_inner_id(id))

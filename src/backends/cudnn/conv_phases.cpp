@@ -17,8 +17,9 @@
 // undilated with a kernel of at least its stride (a 1x1 stride-2 kernel would make three of four
 // phases zeros), and C x phases of at most phase_channels_max (32); the inner convolution's
 // channels are C x phases, rounded up to a multiple of 8 for f16 / bf16. X' holds F = out + (k' -
-// 1) x d positions per dim (d the dilation of an unstrided dim), so input elements that no output
-// reads (a stride that does not divide the padded size) may lie past it: their gradient is zero.
+// 1) x d positions per dim (d the dilation of an unstrided dim); input elements that no output
+// reads (a stride that does not divide the padded size) may lie past it or within it, and their
+// gradient is written as zero, not read from X''s (where an FFT leaves its rounding).
 // The plan runs the inner convolution (a candidate of it: Note [fold candidates] in
 // conv_folds.cpp) with X' and W' in its workspace:
 //   fwd          x -> X', w -> W'; the inner forward into dst as it lies (the same tensor);
@@ -177,6 +178,7 @@ std::optional<PhaseForm> phase_form(const ConvDesc& desc, std::string& why) {
     g.pad[k] = desc.pad_before[s];
     g.folded_kernel[k] = folded_kernel;
     g.folded[k] = desc.output_size(i) + (folded_kernel - 1) * dilation;
+    g.reach[k] = (desc.output_size(i) - 1) * stride + (kernel - 1) * desc.dilation[s] + 1;
     inner.input[s] = g.folded[k];
     inner.kernel[s] = folded_kernel;
     inner.stride[s] = 1;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstring>
 
 namespace dnnx::cudnn::kernels::phases {
 namespace {
@@ -81,9 +82,12 @@ __device__ inline void fold_row(const Geometry& g, std::int64_t row, FoldRow& in
   }
 }
 
+// The most channels of X' (phase_channels_max, rounded up to 8) a thread of fold_input gathers.
+constexpr int max_folded_channels = 32;
+
 template <typename T>
 __global__ void fold_input_kernel(Geometry g, const T* __restrict__ x, T* __restrict__ folded,
-                                  std::int64_t rows) {
+                                  std::int64_t rows, bool packed) {
   wait_for_prior_grids();
   __shared__ FoldRow info;
   const std::int64_t f2 = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -100,18 +104,28 @@ __global__ void fold_input_kernel(Geometry g, const T* __restrict__ x, T* __rest
       folded[info.out + f2] = inside ? x[info.from[0] + at2] : T{};
       continue;
     }
-    T* out = folded + info.out + f2 * g.folded_channels;
+    // The position's channels gathered in registers, then stored by 16-byte packs where they
+    // fill whole packs (the buffer is 256-byte aligned), else one by one.
+    T values[max_folded_channels];
+    int v = 0;
     for (std::int64_t phase = 0; phase < phases; ++phase) {
       const std::int64_t at2 = f2 * g.stride[2] + info.p2[phase];
-      if (info.inside[phase] && at2 >= 0 && at2 < g.input[2]) {
-        const T* in = x + info.from[phase] + at2 * C;
-        for (std::int64_t c = 0; c < C; ++c) out[c] = in[c];
-      } else {
-        for (std::int64_t c = 0; c < C; ++c) out[c] = T{};
-      }
-      out += C;
+      const bool inside = info.inside[phase] && at2 >= 0 && at2 < g.input[2];
+      const T* in = x + info.from[phase] + (inside ? at2 * C : 0);
+      for (std::int64_t c = 0; c < C; ++c) values[v++] = inside ? in[c] : T{};
     }
-    for (std::int64_t c = phases * C; c < g.folded_channels; ++c) *out++ = T{};
+    while (v < g.folded_channels) values[v++] = T{};
+    T* out = folded + info.out + f2 * g.folded_channels;
+    if (packed) {
+      constexpr int per_pack = 16 / sizeof(T);
+      for (int i = 0; i < v; i += per_pack) {
+        uint4 pack;
+        memcpy(&pack, values + i, 16);
+        *reinterpret_cast<uint4*>(out + i) = pack;
+      }
+    } else {
+      for (int i = 0; i < v; ++i) out[i] = values[i];
+    }
   }
 }
 
@@ -120,7 +134,7 @@ __global__ void fold_input_kernel(Geometry g, const T* __restrict__ x, T* __rest
 // phases in it); each position adds its innermost coordinate's fold and phase.
 struct UnfoldRow {
   std::int64_t out, from;
-  bool inside;  // the row's outer coordinates within X'
+  bool inside;  // the row's outer coordinates read by some output
 };
 
 __device__ inline void unfold_row(const Geometry& g, std::int64_t row, UnfoldRow& info) {
@@ -132,7 +146,7 @@ __device__ inline void unfold_row(const Geometry& g, std::int64_t row, UnfoldRow
   for (int k = 0; k < 2; ++k) {
     f[k] = (at[k] + g.pad[k]) / g.stride[k];
     p[k] = (at[k] + g.pad[k]) % g.stride[k];
-    info.inside = info.inside && f[k] < g.folded[k];
+    info.inside = info.inside && at[k] + g.pad[k] < g.reach[k];
   }
   info.from = offset(g.channels_last, r.n, phase_of(g, p) * g.channels + r.c, f, g.folded_channels,
                      g.folded);
@@ -156,8 +170,8 @@ __global__ void unfold_input_kernel(Geometry g, const T* __restrict__ folded, T*
     if (threadIdx.x == 0) unfold_row(g, row, info);
     __syncthreads();
     if (i2 >= g.input[2]) continue;
-    // An element past X' is read by no output: its gradient is zero.
-    const bool inside = info.inside && f2 < g.folded[2];
+    // An element no output reads has a gradient of zero.
+    const bool inside = info.inside && padded < g.reach[2];
     const T* in = folded + info.from + p2 * phase_step + f2 * position_step;
     if (!g.channels_last) {
       x[info.out + i2] = inside ? *in : T{};
@@ -232,8 +246,10 @@ unsigned weight_grid(std::int64_t total) {
 template <typename T>
 cudaError_t run_fold_input(const Geometry& g, const void* x, void* folded, const Queue& queue) {
   const std::int64_t rows = rows_of(g, g.folded_channels, g.folded);
+  const bool packed =
+      g.folded_channels * static_cast<std::int64_t>(sizeof(T)) % 16 == 0 && aligned(folded, 16);
   return launch(queue, fold_input_kernel<T>, row_grid(g.folded[2], rows), dim3(row_threads), 0, g,
-                static_cast<const T*>(x), static_cast<T*>(folded), rows);
+                static_cast<const T*>(x), static_cast<T*>(folded), rows, packed);
 }
 
 template <typename T>
@@ -299,10 +315,14 @@ const char* geometry_unsupported(const Geometry& g) {
     if (g.stride[k] < 1 || g.stride[k] > max_phases || g.input[k] < 1 || g.kernel[k] < 1 ||
         g.pad[k] < 0)
       return "strides of 1 to 32, sizes and kernels of at least 1, paddings of at least 0";
+    if (g.reach[k] < 1 || g.reach[k] > g.folded[k] * g.stride[k])
+      return "a reach of the outputs beyond the folded input";
     if (g.folded_kernel[k] != (g.kernel[k] + g.stride[k] - 1) / g.stride[k])
       return "a folded kernel other than ceil(kernel / stride)";
   }
   if (phase_count(g) > max_phases) return "more phases than the copies take";
+  if (g.channels_last && g.folded_channels > max_folded_channels)
+    return "more than 32 folded channels in channels_last";
   if (g.folded_channels < phase_count(g) * g.channels)
     return "fewer folded channels than phases x channels";
   if (g.folded[2] > std::int64_t{INT_MAX} * row_threads ||

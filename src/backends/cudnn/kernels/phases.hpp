@@ -22,7 +22,9 @@ namespace dnnx::cudnn::kernels::phases {
 /// A convolution of 1 to 3 spatial dims lifted to three (leading dims of size 1, stride 1) and
 /// its phase fold. Per dim k: the stride s[k] is the fold's phase count along k, input x's size
 /// in[k] with pad[k] before, the folded input X' of size folded[k], the kernel's taps kernel[k]
-/// and the folded kernel's folded_kernel[k] = ceil(kernel[k] / s[k]).
+/// and the folded kernel's folded_kernel[k] = ceil(kernel[k] / s[k]); reach[k] the padded
+/// positions the outputs read, (out - 1) x s + (kernel - 1) x dilation + 1 (past them, input
+/// elements no output reads, which may still lie within X').
 ///   X'[n][c'][f] = x[n][c][f x s + p - pad] (0 outside x), c' = phase(p) x C + c, for
 ///                  c' < phases x C; 0 for the channels after those (the rounding up);
 ///   W'[o][c'][q] = w[o][c][q x s + p] (0 beyond the kernel), c' as for X'.
@@ -37,6 +39,7 @@ struct Geometry {
   std::int64_t folded_kernel[3] = {1, 1, 1};
   std::int64_t stride[3] = {1, 1, 1};
   std::int64_t pad[3] = {0, 0, 0};
+  std::int64_t reach[3] = {1, 1, 1};
 };
 
 /// The most phases (the product of the strides) the kernels take.
@@ -85,16 +88,16 @@ DNNX_PHASES_HD inline std::int64_t input_source(const Geometry& g, std::int64_t 
   return offset(g.channels_last, n, folded_c % g.channels, at, g.channels, g.input);
 }
 
-/// The element of X' that x[n][c][at] is: its offset in X', or -1 where it lies past X' (an
-/// element no output reads, where the stride does not divide the padded size).
+/// The element of X' that x[n][c][at] is: its offset in X', or -1 where no output reads it (past
+/// reach: its gradient is zero, not what an inner algorithm that rounds, an FFT, leaves there).
 DNNX_PHASES_HD inline std::int64_t input_image(const Geometry& g, std::int64_t n, std::int64_t c,
                                                const std::int64_t at[3]) {
   std::int64_t f[3], p[3];
   for (int k = 0; k < 3; ++k) {
     const std::int64_t padded = at[k] + g.pad[k];
+    if (padded >= g.reach[k]) return -1;
     f[k] = padded / g.stride[k];
     p[k] = padded % g.stride[k];
-    if (f[k] >= g.folded[k]) return -1;
   }
   return offset(g.channels_last, n, phase_of(g, p) * g.channels + c, f, g.folded_channels,
                 g.folded);
@@ -128,7 +131,8 @@ DNNX_PHASES_HD inline std::int64_t weight_image(const Geometry& g, std::int64_t 
 }
 
 /// Why the kernels cannot take `g` (a static string), or nullptr: strides of 1 to max_phases and
-/// at most max_phases phases, C' at least phases x C, the folded kernel ceil(kernel / s), and
+/// at most max_phases phases, C' at least phases x C, the folded kernel ceil(kernel / s), the
+/// reach within X' (at most folded x s), and
 /// rows of the innermost dim within what a launch's blocks index (2^31 blocks of 128).
 const char* geometry_unsupported(const Geometry& g);
 
@@ -138,7 +142,7 @@ cudaError_t fold_input(const Geometry& g, const void* x, void* folded, int eleme
                        const Queue& queue);
 
 /// x's gradient from X''s: each element of x is one element of X' (the rest of X', the padding
-/// and the channels of the rounding up, is dropped), or zero where it lies past X'.
+/// and the channels of the rounding up, is dropped), or zero where no output reads it.
 cudaError_t unfold_input(const Geometry& g, const void* folded, void* x, int element_bytes,
                          const Queue& queue);
 
