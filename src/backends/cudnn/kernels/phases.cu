@@ -104,8 +104,8 @@ __global__ void fold_input_kernel(Geometry g, const T* __restrict__ x, T* __rest
       folded[info.out + f2] = inside ? x[info.from[0] + at2] : T{};
       continue;
     }
-    // The position's channels gathered in registers, then stored by 16-byte packs where they
-    // fill whole packs (the buffer is 256-byte aligned), else one by one.
+    // The position's channels gathered first, then stored by 16-byte packs where they fill
+    // whole packs and the buffer is aligned to 16 bytes, else one by one.
     T values[max_folded_channels];
     int v = 0;
     for (std::int64_t phase = 0; phase < phases; ++phase) {
