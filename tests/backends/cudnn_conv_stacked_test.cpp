@@ -356,27 +356,19 @@ std::vector<float> emulate(Context& reference, const ConvDesc& desc, Direction d
 TEST(CudnnConvStacked, HostRunsOfTheFormsMatchTheReference) {
   Context reference(BackendKind::reference);
   reference.set_choice_cache(std::make_shared<ChoiceCache>());
-  std::size_t checked = 0;
+  std::vector<std::pair<std::string, ConvDesc>> named;
   for (const Case& c : cases()) {
     std::string why;
-    const auto form = cudnn::stacked_form(c.desc, why);
-    ASSERT_TRUE(form) << c.name << ": " << why;
-    for (Direction direction : all_directions) {
-      const std::string where =
-          c.name + ": " + test::conv_context(c.desc, direction, "stacked on the host");
-      const test::ConvOperands operands =
-          test::random_conv_operands(c.desc, direction, test::seed_from(c.desc.key()));
-      const std::vector<float> expected =
-          test::run_conv(reference, c.desc, direction, operands).output.to_f32();
-      const Dims dims = test::conv_output_dims(c.desc, direction);
-      const std::vector<float> actual = emulate(reference, c.desc, direction, *form, operands);
-      EXPECT_TRUE(test::all_finite(actual, dims, "output", where));
-      EXPECT_TRUE(test::close_within_scale(
-          actual, expected, test::conv_error_scale(c.desc, direction, operands), dims,
-          test::conv_tolerance(DType::f32), "output", where));
-      ++checked;
-    }
+    ASSERT_TRUE(cudnn::stacked_form(c.desc, why)) << c.name << ": " << why;
+    named.emplace_back(c.name, c.desc);
   }
+  const std::size_t checked = test::check_host_emulation(
+      reference, named,
+      [&](const ConvDesc& desc, Direction direction, const test::ConvOperands& operands) {
+        std::string why;
+        return emulate(reference, desc, direction, *cudnn::stacked_form(desc, why), operands);
+      },
+      "stacked on the host");
   std::cout << "[ stacked  ] " << checked << " host runs matched the reference\n";
 }
 

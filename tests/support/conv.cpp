@@ -175,4 +175,25 @@ CandidateCheck check_listed_candidates(Context& context, Context& reference, con
   return check;
 }
 
+std::size_t check_host_emulation(Context& reference,
+                                 const std::vector<std::pair<std::string, ConvDesc>>& descs,
+                                 const ConvEmulation& emulate, std::string_view label) {
+  std::size_t checked = 0;
+  for (const auto& [name, desc] : descs) {
+    for (Direction direction : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
+      const std::string where = name + ": " + conv_context(desc, direction, label);
+      const ConvOperands operands = random_conv_operands(desc, direction, seed_from(desc.key()));
+      const std::vector<float> expected =
+          run_conv(reference, desc, direction, operands).output.to_f32();
+      const Dims dims = conv_output_dims(desc, direction);
+      const std::vector<float> actual = emulate(desc, direction, operands);
+      EXPECT_TRUE(all_finite(actual, dims, "output", where));
+      EXPECT_TRUE(close_within_scale(actual, expected, conv_error_scale(desc, direction, operands),
+                                     dims, conv_tolerance(DType::f32), "output", where));
+      ++checked;
+    }
+  }
+  return checked;
+}
+
 }  // namespace dnnx::test

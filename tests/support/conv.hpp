@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace dnnx::test {
@@ -80,5 +81,17 @@ CandidateCheck check_listed_candidates(Context& context, Context& reference, con
                                        Direction direction, const Tolerance& tolerance,
                                        const std::function<bool(const std::string&)>& of_kind,
                                        const std::string& label);
+
+/// A host emulation of a rewritten convolution (a fold of the input, a run of another conv, an
+/// unfold of its output): one per direction for each named desc.
+using ConvEmulation =
+    std::function<std::vector<float>(const ConvDesc&, Direction, const ConvOperands&)>;
+
+/// Runs `emulate` in every direction of each (name, desc) on random operands against
+/// `reference`'s own output: finite and within the f32 tolerance of the error scale; failures are
+/// gtest failures naming `label`. Returns the number of runs compared.
+std::size_t check_host_emulation(Context& reference,
+                                 const std::vector<std::pair<std::string, ConvDesc>>& descs,
+                                 const ConvEmulation& emulate, std::string_view label);
 
 }  // namespace dnnx::test

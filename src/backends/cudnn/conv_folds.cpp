@@ -135,13 +135,12 @@ class FoldPlan final : public detail::ConvPlan {
 
   void execute(const detail::ConvArgs& args, detail::Workspace workspace) override {
     const BoundTensors t = bind_tensors(args, direction_, context_);
-    check_workspace(workspace, info_.workspace_bytes, context_);
-    auto* base = static_cast<std::byte*>(workspace.data);
-    if (fold_.copies && reinterpret_cast<std::uintptr_t>(base) % workspace_aligned(1) != 0) {
-      detail::raise(ErrorKind::BackendFailure,
-                    detail::cat("fold plans with copies carve them from a ", workspace_aligned(1),
-                                "-byte aligned workspace; got address ", workspace.data),
-                    context_);
+    std::byte* base = nullptr;
+    if (fold_.copies) {
+      base = carved_workspace(workspace, info_.workspace_bytes, "fold plans with copies", context_);
+    } else {
+      check_workspace(workspace, info_.workspace_bytes, context_);
+      base = static_cast<std::byte*>(workspace.data);
     }
     runtime_->make_current();
     const cudnnHandle_t handle = runtime_->handle();

@@ -65,6 +65,19 @@ std::size_t workspace_aligned(std::size_t bytes) {
   return (bytes + workspace_alignment - 1) / workspace_alignment * workspace_alignment;
 }
 
+std::byte* carved_workspace(const detail::Workspace& workspace, std::size_t needed,
+                            std::string_view plans, const ErrorContext& context) {
+  check_workspace(workspace, needed, context);
+  auto* base = static_cast<std::byte*>(workspace.data);
+  if (reinterpret_cast<std::uintptr_t>(base) % workspace_alignment != 0) {
+    detail::raise(ErrorKind::BackendFailure,
+                  detail::cat(plans, " carve their buffers from a ", workspace_alignment,
+                              "-byte aligned workspace; got address ", workspace.data),
+                  context);
+  }
+  return base;
+}
+
 std::optional<GemmForm> gemm_form(const ConvDesc& d, Direction direction, std::string& why,
                                   bool packed, bool src_packed) {
   if (d.groups != 1) {

@@ -43,6 +43,12 @@ std::optional<GemmForm> gemm_form(const ConvDesc& desc, Direction direction, std
 /// workspace starts at.
 std::size_t workspace_aligned(std::size_t bytes);
 
+/// The base of the workspace a plan carves its buffers from, each aligned as workspace_aligned()
+/// aligns: throws as check_workspace() does when it is smaller than `needed`, and BackendFailure
+/// naming `plans` when its address is not so aligned.
+std::byte* carved_workspace(const detail::Workspace& workspace, std::size_t needed,
+                            std::string_view plans, const ErrorContext& context);
+
 /// Bytes of the workspace a packed form's matrices take before the product's own (0 for a form
 /// that is not packed; diff_dst's alone when src_packed), and where src's packed matrix starts in
 /// it (diff_dst's at 0).

@@ -174,14 +174,8 @@ class StackedPlan final : public detail::ConvPlan {
 
   void execute(const detail::ConvArgs& args, detail::Workspace workspace) override {
     const BoundTensors t = bind_tensors(args, direction_, context_);
-    check_workspace(workspace, info_.workspace_bytes, context_);
-    auto* base = static_cast<std::byte*>(workspace.data);
-    if (reinterpret_cast<std::uintptr_t>(base) % workspace_aligned(1) != 0) {
-      detail::raise(ErrorKind::BackendFailure,
-                    detail::cat("stacked plans carve their buffers from a ", workspace_aligned(1),
-                                "-byte aligned workspace; got address ", workspace.data),
-                    context_);
-    }
+    std::byte* const base =
+        carved_workspace(workspace, info_.workspace_bytes, "stacked plans", context_);
     runtime_->make_current();
     const cudaStream_t stream = runtime_->stream();
     const auto element = static_cast<int>(size_of(desc_.dtype));
