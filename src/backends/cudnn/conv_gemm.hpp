@@ -39,8 +39,9 @@ struct GemmForm {
 std::optional<GemmForm> gemm_form(const ConvDesc& desc, Direction direction, std::string& why,
                                   bool packed = false, bool src_packed = false);
 
-/// `bytes` rounded up to the 256-byte alignment each part of a gemm or im2col candidate's
-/// workspace starts at.
+/// `bytes` rounded up to the 256-byte alignment each part of a candidate's workspace starts at
+/// where the candidate carves it into buffers (gemm, im2col, padded, fold, stacked and phase
+/// plans).
 std::size_t workspace_aligned(std::size_t bytes);
 
 /// The base of the workspace a plan carves its buffers from, each aligned as workspace_aligned()

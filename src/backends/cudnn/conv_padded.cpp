@@ -24,6 +24,7 @@
 
 #include "backends/cudnn/check.hpp"
 #include "backends/cudnn/conv_common.hpp"
+#include "backends/cudnn/conv_gemm.hpp"
 #include "backends/cudnn/kernels/channel_pad.hpp"
 #include "core/check.hpp"
 #include "core/strings.hpp"
@@ -37,15 +38,10 @@ namespace dnnx::cudnn {
 namespace {
 
 constexpr std::string_view padded_prefix = "cudnn:padc:";
-constexpr std::size_t buffer_alignment = 256;
 
 std::int64_t padded_channels(std::int64_t channels) {
   if (channels <= 4) return 4;
   return (channels + 7) / 8 * 8;
-}
-
-std::size_t aligned(std::size_t bytes) {
-  return (bytes + buffer_alignment - 1) / buffer_alignment * buffer_alignment;
 }
 
 std::int64_t spatial_product(const std::array<std::int64_t, 3>& sizes, int dims) {
@@ -106,7 +102,7 @@ Buffers buffers(const ConvDesc& desc, const ConvDesc& padded) {
   auto place = [&](bool used, const kernels::channel_pad::Box& box, std::size_t& at) {
     if (!used) return;
     at = offset;
-    offset += aligned(box_bytes(box, desc));
+    offset += workspace_aligned(box_bytes(box, desc));
   };
   place(b.pad_src, b.src_padded, b.src_offset);
   place(b.pad_dst, b.dst_padded, b.dst_offset);
@@ -125,7 +121,7 @@ class PaddedPlan final : public detail::ConvPlan {
         direction_(direction),
         inner_(std::move(inner)),
         buffers_(buffers(desc, padded)),
-        inner_bytes_(aligned(inner_->algo().workspace_bytes)) {
+        inner_bytes_(workspace_aligned(inner_->algo().workspace_bytes)) {
     info_ = padded_info(desc, padded, inner_->algo());
     context_ = conv_context(desc, direction, info_.id);
   }
@@ -134,14 +130,8 @@ class PaddedPlan final : public detail::ConvPlan {
 
   void execute(const detail::ConvArgs& args, detail::Workspace workspace) override {
     const BoundTensors t = bind_tensors(args, direction_, context_);
-    check_workspace(workspace, info_.workspace_bytes, context_);
-    auto* base = static_cast<std::byte*>(workspace.data);
-    if (reinterpret_cast<std::uintptr_t>(base) % buffer_alignment != 0) {
-      detail::raise(ErrorKind::BackendFailure,
-                    detail::cat("channel-padded plans carve their copies from a ", buffer_alignment,
-                                "-byte aligned workspace; got address ", workspace.data),
-                    context_);
-    }
+    std::byte* const base =
+        carved_workspace(workspace, info_.workspace_bytes, "channel-padded plans", context_);
     std::byte* copies = base + inner_bytes_;
     const Buffers& b = buffers_;
     // The three tensors by role: x = src / diff_src, w = weights / diff_weights,
@@ -219,7 +209,7 @@ AlgoInfo padded_info(const ConvDesc& desc, const ConvDesc& padded, const AlgoInf
   if (!inner.variant_of.empty()) info.variant_of = detail::cat(padded_prefix, inner.variant_of);
   info.name = detail::cat(inner.name, ", channels padded ", desc.in_channels, "->",
                           padded.in_channels, " / ", desc.out_channels, "->", padded.out_channels);
-  info.workspace_bytes = aligned(inner.workspace_bytes) + buffers(desc, padded).bytes;
+  info.workspace_bytes = workspace_aligned(inner.workspace_bytes) + buffers(desc, padded).bytes;
   info.notes.push_back("channel_padding");
   return info;
 }
