@@ -29,7 +29,9 @@
 # 0.98 or above; Note [PyTorch's kernels]) and SHAPES_RECHECK (non-empty: after the suite, its
 # rows above 1.00 timed again with PyTorch in one process, bench/interleaved_rows.py through the
 # Python module built against BUILD: recheck.md / recheck.json, and the suite summary again with
-# their count; Note [rows above 1.00 in one process]). E.g. a few minutes of GPU time:
+# their count; Note [rows above 1.00 in one process]) and SHAPES_SEARCH_ROWS (the search's N
+# fastest rows in each record, 0 for every row with its status and reason; default 6: the
+# benchmark's --search-rows). E.g. a few minutes of GPU time:
 #   SHAPES_FILES=mobilenetv2,deeplabv3 SHAPES_MAX_LAYERS=6 bash scripts/gpu_run.sh build out shapes
 # SHAPES_FILES=all names every file of the suite. On a machine of several GPUs, SHAPES_DEVICES
 # (e.g. 0,1,2,3) runs one shard per GPU (Note [suite shards] in bench/compare_gpu.py): the files
@@ -141,8 +143,9 @@ if wants_only shapes; then
     echo "== shape suite: ${SHAPES_FILES:-mobilenetv2} (max layers ${SHAPES_MAX_LAYERS:-0}, budget ${SHAPES_BUDGET_S:-300} s)"
     # The benchmark runs with the build's cuDNN (LD_LIBRARY_PATH), PyTorch with its own.
     bench_env=$(mktemp)
-    printf '#!/usr/bin/env bash\nLD_LIBRARY_PATH=%q exec %q "$@"\n' "${LD_LIBRARY_PATH:-}" \
-      "$(cd "$build/bench" && pwd)/cudnn_conv_bench" > "$bench_env"
+    printf '#!/usr/bin/env bash\nLD_LIBRARY_PATH=%q exec %q %s"$@"\n' "${LD_LIBRARY_PATH:-}" \
+      "$(cd "$build/bench" && pwd)/cudnn_conv_bench" \
+      "${SHAPES_SEARCH_ROWS:+--search-rows $((SHAPES_SEARCH_ROWS)) }" > "$bench_env"
     chmod +x "$bench_env"
     files=${SHAPES_FILES:-mobilenetv2}
     if [[ $files == all ]]; then

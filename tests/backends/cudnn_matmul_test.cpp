@@ -19,6 +19,7 @@
 #include "support/compare.hpp"
 #include "support/gpu.hpp"
 #include "support/random.hpp"
+#include "support/scoped.hpp"
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -83,6 +84,10 @@ std::vector<Case> cases() {
   scaled.alpha = 0.5f;
   out.push_back({"7x13x5_tt_bias_alpha", scaled});
   out.push_back({"linear_64x1000x2048_bias", MatmulDesc::linear(64, 2048, 1000, true), false});
+  // A small product over a long k, which cuBLASLt splits: its split-K variants run too (Note
+  // [split-K variants] in matmul.cpp).
+  out.push_back(
+      {"split_k_64x192x8192", desc_of(1, 64, 192, 8192, true, false, false, false), false});
   for (const bool ta : {false, true}) {
     for (const bool tb : {false, true}) {
       for (const bool broadcast : {false, true}) {
@@ -264,9 +269,17 @@ std::atomic<long> runs_compared{0};
 std::atomic<long> runs_bitwise{0};
 std::atomic<long> unsupported_listed{0};
 // Runs per note, for the kinds of candidate worth counting.
-constexpr const char* counted_notes[] = {
-    "heuristic",           "enumerated",           "cublas",  "fused_bias",   "bias_kernel",
-    "fused_bias_gradient", "bias_gradient_kernel", "split_k", "tensor_cores", "tf32"};
+constexpr const char* counted_notes[] = {"heuristic",
+                                         "enumerated",
+                                         "cublas",
+                                         "fused_bias",
+                                         "bias_kernel",
+                                         "fused_bias_gradient",
+                                         "bias_gradient_kernel",
+                                         "split_k",
+                                         "split_k_variant",
+                                         "tensor_cores",
+                                         "tf32"};
 std::map<std::string, long> runs_by_note;
 
 class Totals : public ::testing::Environment {
@@ -688,6 +701,75 @@ TEST(CudnnMatmul, ListingIsStableAcrossBackendInstances) {
       ASSERT_EQ(again.size(), a.size());
       for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(again[i].id, a[i].id);
     }
+  }
+}
+
+// Note [split-K variants]: a product of small output and long k lists variants of the heuristic's
+// split-K configurations, each naming a heuristic seed listed before it and differing from it in
+// the split count alone, after every other cuBLASLt candidate; DNNX_CUDNN_KNOB_SEARCH=off lists
+// the rest unchanged and no variant. (The parity case split_k_64x192x8192 runs them.)
+TEST(CudnnMatmul, SplitKVariantsChangeTheCountOfAHeuristicSeed) {
+  DNNX_REQUIRE_GPU();
+  // A context of its own stream has a backend of its own, which reads the settings when it is made
+  // (the streams live as long as the process, as Context::with_stream requires).
+  const auto context_on_own_stream = [](const char* knob_search) {
+    const test::ScopedEnv knobs("DNNX_CUDNN_KNOB_SEARCH", knob_search);
+    cudaStream_t stream = nullptr;
+    EXPECT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    Context context = Context(BackendKind::cudnn).with_stream(stream);
+    context.set_choice_cache(std::make_shared<ChoiceCache>());
+    return context;
+  };
+  // The weight gradient of MobileNetV2's b5.project as a product: 64 x 192 over 25,088 rows.
+  for (const DType dtype : {DType::f16, DType::f32}) {
+    MatmulDesc desc = desc_of(1, 64, 192, 25088, true, false, false, false);
+    desc.dtype = dtype;
+    SCOPED_TRACE(desc.repro(Direction::fwd));
+    Context top = context_on_own_stream(nullptr);
+    Context off = context_on_own_stream("off");
+    const auto listed = matmul_list(top, desc, Direction::fwd);
+    const auto plain = matmul_list(off, desc, Direction::fwd);
+    // The k field of an id, and the id with it blanked.
+    const auto split_of = [](const std::string& id) {
+      const auto at = id.find(":k");
+      return std::stoi(id.substr(at + 2, id.find(':', at + 1) - at - 2));
+    };
+    const auto family_of = [](const std::string& id) {
+      const auto at = id.find(":k");
+      return id.substr(0, at) + id.substr(id.find(':', at + 1));
+    };
+    std::size_t variants = 0, last_other = 0, first_variant = listed.size();
+    for (std::size_t i = 0; i < listed.size(); ++i) {
+      const AlgoInfo& algo = listed[i];
+      if (!algo.has_note("split_k_variant")) {
+        if (algo.id.rfind("cublaslt:", 0) == 0 && algo.supported) last_other = i;
+        EXPECT_TRUE(algo.variant_of.empty()) << algo.id;
+        continue;
+      }
+      SCOPED_TRACE(algo.id);
+      ++variants;
+      first_variant = std::min(first_variant, i);
+      EXPECT_TRUE(algo.supported) << algo.reason;
+      const auto seed = std::find_if(listed.begin(), listed.begin() + static_cast<long>(i),
+                                     [&](const AlgoInfo& a) { return a.id == algo.variant_of; });
+      ASSERT_NE(seed, listed.begin() + static_cast<long>(i)) << "seed " << algo.variant_of;
+      EXPECT_TRUE(seed->has_note("heuristic") && seed->has_note("split_k")) << seed->id;
+      EXPECT_EQ(family_of(algo.id), family_of(seed->id));
+      const int k = split_of(algo.id), seed_k = split_of(seed->id);
+      EXPECT_NE(k, seed_k);
+      EXPECT_TRUE(2 * k >= seed_k && k <= 2 * seed_k) << k << " around " << seed_k;
+    }
+    EXPECT_GT(variants, 0u) << "no split-K variant for a 64 x 192 product over 25,088 rows";
+    EXPECT_LT(last_other, first_variant);
+    // Without the knob search: the same list less the variants, in the same order.
+    std::vector<std::string> without;
+    for (const AlgoInfo& algo : listed)
+      if (!algo.has_note("split_k_variant")) without.push_back(algo.id);
+    std::vector<std::string> off_ids;
+    for (const AlgoInfo& algo : plain) off_ids.push_back(algo.id);
+    EXPECT_EQ(off_ids, without);
+    std::cout << "[ matmul   ] " << to_string(dtype) << " 64x192 over 25088: " << variants
+              << " split-K variants of " << listed.size() << " candidates\n";
   }
 }
 

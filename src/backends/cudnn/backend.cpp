@@ -346,11 +346,13 @@ class CudnnBackend final : public detail::Backend {
     if (!s.runtime_compiled) return "off";
     return detail::cat("on/", s.compile_budget_s, 's', s.runtime_compiled_fused ? "+fused" : "");
   }
-  // "off", or "top/24": the mode and the per-engine cap, both of which change the candidates.
+  // "off", or "top/24+splitk": the mode and the per-engine cap, both of which change the
+  // candidates, which take in cuBLASLt's split-K variants too (Note [split-K variants] in
+  // matmul.cpp).
   std::string knob_search_text() const {
     const Settings& s = runtime_->settings();
     if (s.knob_search == KnobSearch::off) return "off";
-    return detail::cat(to_string(s.knob_search), '/', s.knob_variants);
+    return detail::cat(to_string(s.knob_search), '/', s.knob_variants, "+splitk");
   }
 
   std::shared_ptr<Runtime> runtime_;

@@ -82,6 +82,23 @@
 // per-product offset keeps. A plan checks each pointer against its configuration's own requirement
 // (CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_*) and raises BackendFailure on a misaligned one, which makes
 // the op layer fall back to the next candidate; cublas:gemm_ex takes any alignment.
+//
+// Note [split-K variants]
+// cuBLASLt's heuristic gives each configuration it proposes one split-K count, and the count is
+// what decides a product of small output and long reduction, such as the weight gradient of a
+// 1x1 convolution (MobileNetV2's b5.project in f16: a 64 x 192 result summed over 25,088 rows).
+// There PyTorch's cuDNN ran cuBLASLt's kernel of tile 64x32, cluster 1x2, in 0.0078 ms, and dnnx
+// had the same kernel listed only with the heuristic's 17 splits (0.0086 ms; docs/benchmarks.md,
+// *Split-K variants*). So, as the knob search does for cuDNN's engines (Note [knob search] in
+// conv_engine.cpp, the same setting), the configurations the heuristic proposes with split-K
+// are seeds of variants that change the count alone: the ladder 2, 3, 4, 6, 8, 12, 16, 24, ...
+// within half to twice the seed's count, nearest first, up to DNNX_CUDNN_KNOB_VARIANTS per seed,
+// those cublasLtMatmulAlgoCheck accepts (the others are dropped, not listed: dnnx made them up).
+// DNNX_CUDNN_KNOB_SEARCH=top takes the first four seeds that differ in more than the count, `all`
+// every one, `off` none. Variants come after every other cuBLASLt candidate and name their seed
+// (AlgoInfo::variant_of), so the search runs none whose seed was far slower than the best (Note
+// [pruning variants] in src/tune/select.cpp). The backend's fingerprint says "+splitk" after the
+// knob search's setting.
 
 #include "backends/cudnn/kernels/matmul.hpp"
 
@@ -100,6 +117,7 @@
 #include <array>
 #include <charconv>
 #include <climits>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -1068,6 +1086,77 @@ class CudnnMatmul final : public LayerBackend<MatmulDesc, detail::MatmulArgs, Ca
                      [](const Candidate& c) { return c.info.supported && c.scratch.gemm == 0; }))
       heuristic(desc, direction, p, last.epilogue, last.bias, 0, context, candidates, seen);
     enumerated(desc, direction, p, last.epilogue, last.bias, context, candidates, seen);
+    split_k_variants(desc, direction, p, first, context, candidates, seen);
+  }
+
+  // Note [split-K variants]: the variants of the heuristic's split-K configurations among
+  // candidates[first..], appended.
+  void split_k_variants(const MatmulDesc& desc, Direction direction, const Problem& p,
+                        std::size_t first, const ErrorContext& context,
+                        std::vector<Candidate>& candidates, std::set<std::string>& seen) {
+    const Settings& settings = runtime_->settings();
+    if (settings.knob_search == KnobSearch::off || settings.knob_variants <= 0) return;
+    constexpr std::size_t top_seeds = 4;
+    constexpr std::array<std::int32_t, 15> ladder = {2,  3,  4,  6,  8,   12,  16, 24,
+                                                     32, 48, 64, 96, 128, 192, 256};
+    // The seeds: heuristic configurations with split-K, one per configuration less its count.
+    std::vector<std::size_t> seeds;
+    std::set<std::string> families;
+    for (std::size_t i = first; i < candidates.size(); ++i) {
+      const Candidate& candidate = candidates[i];
+      if (!candidate.info.supported || candidate.engine != Engine::cublaslt ||
+          std::find(candidate.info.notes.begin(), candidate.info.notes.end(), "heuristic") ==
+              candidate.info.notes.end())
+        continue;
+      Config family = config_of(candidate.algo);
+      if (family.split_k <= 1) continue;
+      family.split_k = 0;
+      if (!families.insert(lt_id(family, candidate.epilogue)).second) continue;
+      seeds.push_back(i);
+      if (settings.knob_search == KnobSearch::top && seeds.size() == top_seeds) break;
+    }
+    const cublasLtHandle_t handle = runtime_->blas_lt();
+    const auto cap = static_cast<std::size_t>(settings.knob_variants);
+    for (const std::size_t s : seeds) {
+      // Copies: `candidates` grows below.
+      const cublasLtMatmulAlgo_t seed_algo = candidates[s].algo;
+      const cublasLtEpilogue_t epilogue = candidates[s].epilogue;
+      const BiasWork bias = candidates[s].bias;
+      const std::string seed_id = candidates[s].info.id;
+      const std::int32_t k = config_of(seed_algo).split_k;
+      std::vector<std::int32_t> counts;
+      for (const std::int32_t count : ladder) {
+        if (count != k && 2 * count >= k && count <= 2 * k) counts.push_back(count);
+      }
+      const auto distance = [k](std::int32_t count) {
+        return std::abs(std::log(static_cast<double>(count) / k));
+      };
+      std::stable_sort(counts.begin(), counts.end(),
+                       [&](std::int32_t a, std::int32_t b) { return distance(a) < distance(b); });
+      const LtProblem lt = make_lt_problem(p, epilogue, context);
+      std::size_t added = 0;
+      for (const std::int32_t count : counts) {
+        if (added == cap) break;
+        cublasLtMatmulAlgo_t algo = seed_algo;
+        if (failed(cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
+                                                        &count, sizeof(count))))
+          continue;
+        cublasLtMatmulHeuristicResult_t result{};
+        if (failed(cublasLtMatmulAlgoCheck(handle, lt.operation.get(), lt.l.get(), lt.r.get(),
+                                           lt.out.get(), lt.out.get(), &algo, &result)) ||
+            failed(result.state) || config_of(algo).split_k != count)
+          continue;
+        Candidate variant =
+            lt_candidate(desc, direction, p, algo, result.workspaceSize, epilogue, bias, false);
+        if (!variant.info.supported || seen.count(variant.info.id) != 0) continue;
+        variant.info.variant_of = seed_id;
+        variant.info.name += detail::cat(", split-K variant of ", seed_id);
+        std::replace(variant.info.notes.begin(), variant.info.notes.end(),
+                     std::string("enumerated"), std::string("split_k_variant"));
+        add(std::move(variant), candidates, seen);
+        ++added;
+      }
+    }
   }
 
   // A candidate of configuration `algo`; unsupported with a reason when dnnx does not run it.
