@@ -929,10 +929,15 @@ TEST(CudnnSearch, RuntimeCompiledCandidatesMatchTheReference) {
 // every direction, in NCHW (the batch sharing the weights, or batch 1) and NHWC, 2-D and 3-D, and
 // each computes what the reference does, the packed form of an NCHW batch's bwd_weights too
 // (Note [packed gemm]); a 3x3 lists none. With DNNX_CUDNN_CONV_GEMM=0 a 1x1
-// lists one unsupported entry saying what turned them off.
+// lists one unsupported entry saying what turned them off. The weight gradient over 25,088
+// positions, which cuBLASLt splits, lists split-K variants of its products (Note [split-K
+// variants] in matmul.cpp), each naming a gemm candidate listed before it; they run too.
 TEST(CudnnSearch, GemmCandidatesOfOneByOneConvolutionsMatchTheReference) {
   DNNX_REQUIRE_GPU();
+  const ConvDesc long_reduction =
+      make_desc({32, 64, 28, 28}, {32, 64, 1, 1}, 1, 0, 1, 1, DType::f16, Layout::channels_last);
   const std::vector<ConvDesc> descs{
+      long_reduction,
       make_desc({3, 24, 9, 11}, {40, 24, 1, 1}, 1, 0, 1, 1, DType::f32, Layout::channels_first),
       make_desc({1, 24, 9, 11}, {40, 24, 1, 1}, 1, 0, 1, 1, DType::f32, Layout::channels_first),
       make_desc({2, 32, 7, 5}, {48, 32, 1, 1}, 1, 0, 2, 1, DType::f16, Layout::channels_last),
@@ -967,6 +972,21 @@ TEST(CudnnSearch, GemmCandidatesOfOneByOneConvolutionsMatchTheReference) {
     }
     const std::vector<AlgoInfo> algos = conv_list(context, three, Direction::fwd);
     EXPECT_EQ(std::count_if(algos.begin(), algos.end(), is_gemm), 0);
+  }
+  {
+    const std::vector<AlgoInfo> algos = conv_list(context, long_reduction, Direction::bwd_weights);
+    std::size_t variants = 0;
+    for (std::size_t i = 0; i < algos.size(); ++i) {
+      if (!is_gemm(algos[i]) || algos[i].variant_of.empty()) continue;
+      ++variants;
+      EXPECT_TRUE(algos[i].has_note("split_k_variant")) << algos[i].id;
+      EXPECT_TRUE(std::any_of(algos.begin(), algos.begin() + static_cast<std::ptrdiff_t>(i),
+                              [&](const AlgoInfo& a) { return a.id == algos[i].variant_of; }))
+          << algos[i].id << " names " << algos[i].variant_of;
+    }
+    EXPECT_GT(variants, 0u) << long_reduction.repro(Direction::bwd_weights);
+    std::cout << "[ cudnn    ] " << variants << " split-K variants among the gemm candidates of "
+              << long_reduction.repro(Direction::bwd_weights) << '\n';
   }
   const std::size_t checked = picked_candidates_match_the_reference(context, descs, is_gemm);
   std::cout << "[ cudnn    ] " << checked << " gemm candidate runs matched\n";

@@ -832,16 +832,26 @@ class CudnnConv final
     return out;
   }
 
-  // The matmul backend's first gemm_candidates_max supported candidates for form's product.
+  // The matmul backend's first gemm_candidates_max supported candidates for form's product, and
+  // up to gemm_variants_max of its split-K variants whose seeds are among them (Note [split-K
+  // variants] in matmul.cpp: the matmul lists them after its other candidates).
   std::vector<AlgoInfo> first_products(const GemmForm& form) {
     return first_products(form.desc, form.direction);
   }
   std::vector<AlgoInfo> first_products(const MatmulDesc& product, Direction direction) {
     std::vector<AlgoInfo> out;
+    std::set<std::string> taken;
+    std::size_t variants = 0;
     for (const AlgoInfo& inner : matmul().list(product, direction)) {
       if (!inner.supported) continue;
+      if (inner.variant_of.empty()) {
+        if (taken.size() == gemm_candidates_max) continue;
+        taken.insert(inner.id);
+      } else {
+        if (variants == gemm_variants_max || taken.count(inner.variant_of) == 0) continue;
+        ++variants;
+      }
       out.push_back(inner);
-      if (out.size() == gemm_candidates_max) break;
     }
     return out;
   }

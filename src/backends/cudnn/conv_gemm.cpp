@@ -28,13 +28,15 @@ namespace dnnx::cudnn {
 // Both are views of the convolution's own tensors, so a candidate is one of the cudnn matmul
 // backend's candidates for that desc and direction (cuBLASLt's configurations, cuBLAS's
 // gemm_ex: Note [cudnn matmul candidates] in matmul.cpp), listed as "cudnn:gemm:<matmul id>",
-// at most gemm_candidates_max of its supported ones in its order, after every other supported
-// candidate, so the heuristic policy keeps cuDNN's pick. cuDNN's fp32 engines ran such layers of
-// the shape suite at 16-42 TFLOP/s on an H200, where cuBLASLt's fp32 GEMMs run large products at
-// 50-54; with these candidates the searches chose them for most fp32 1x1 rows in fwd and bwd_data
-// and the suite's fp32 totals dropped by about 5% (docs/benchmarks.md, "1x1 convolutions as
-// matrix products"). DNNX_CUDNN_CONV_GEMM=0 turns them off (a switch of the backend's
-// fingerprint, and so of every cache key); then one unsupported "cudnn:gemm" entry says so.
+// at most gemm_candidates_max of its supported ones in its order (and the split-K variants the
+// matmul lists of those, up to gemm_variants_max: Note [split-K variants]), after every other
+// supported candidate, so the heuristic policy keeps cuDNN's pick. cuDNN's fp32 engines ran such
+// layers of the shape suite at 16-42 TFLOP/s on an H200, where cuBLASLt's fp32 GEMMs run large
+// products at 50-54; with these candidates the searches chose them for most fp32 1x1 rows in fwd
+// and bwd_data and the suite's fp32 totals dropped by about 5% (docs/benchmarks.md, "1x1
+// convolutions as matrix products"). DNNX_CUDNN_CONV_GEMM=0 turns them off (a switch of the
+// backend's fingerprint, and so of every cache key); then one unsupported "cudnn:gemm" entry says
+// so.
 
 // Note [packed gemm]
 // In NCHW the weights' gradient is a sum over the batch, diff_weights {K, C} = sum over n of

@@ -59,6 +59,8 @@ std::size_t gemm_packed_src_offset(const GemmForm& form);
 /// At most this many of the matmul backend's supported candidates are listed per direction, in
 /// its order (cuBLASLt's heuristic first).
 inline constexpr std::size_t gemm_candidates_max = 8;
+/// And at most this many of its split-K variants of those (Note [split-K variants] in matmul.cpp).
+inline constexpr std::size_t gemm_variants_max = 16;
 
 /// "cudnn:gemm:<matmul id>" for a matmul candidate's id, "cudnn:gemm:packed:<matmul id>" for
 /// one of the packed form; the inverse, or nullopt when `id` is not a gemm candidate's.
