@@ -87,18 +87,18 @@
 // cuBLASLt's heuristic gives each configuration it proposes one split-K count, and the count is
 // what decides a product of small output and long reduction, such as the weight gradient of a
 // 1x1 convolution (MobileNetV2's b5.project in f16: a 64 x 192 result summed over 25,088 rows).
-// There PyTorch's cuDNN ran cuBLASLt's kernel of tile 64x32, cluster 1x2, in 0.0078 ms, and dnnx
-// had the same kernel listed only with the heuristic's 17 splits (0.0086 ms; docs/benchmarks.md,
-// *Split-K variants*). So, as the knob search does for cuDNN's engines (Note [knob search] in
-// conv_engine.cpp, the same setting), the configurations the heuristic proposes with split-K
-// are seeds of variants that change the count alone: the ladder 2, 3, 4, 6, 8, 12, 16, 24, ...
-// within half to twice the seed's count, nearest first, up to DNNX_CUDNN_KNOB_VARIANTS per seed,
-// those cublasLtMatmulAlgoCheck accepts (the others are dropped, not listed: dnnx made them up).
-// DNNX_CUDNN_KNOB_SEARCH=top takes the first four seeds that differ in more than the count, `all`
-// every one, `off` none. Variants come after every other cuBLASLt candidate and name their seed
-// (AlgoInfo::variant_of), so the search runs none whose seed was far slower than the best (Note
-// [pruning variants] in src/tune/select.cpp). The backend's fingerprint says "+splitk" after the
-// knob search's setting.
+// There PyTorch's cuDNN ran cuBLASLt's kernel of tile 64x32, cluster 1x2 faster than dnnx, which
+// listed that kernel only with the heuristic's 17 splits; 16 splits closed most of the gap
+// (docs/benchmarks.md, *Split-K variants*). So, as the knob search does for cuDNN's engines (Note
+// [knob search] in conv_engine.cpp, the same setting), the configurations the heuristic proposes
+// with split-K are seeds of variants that change the count alone: the ladder 2, 3, 4, 6, 8, 12, 16,
+// 24, ... within half to twice the seed's count, nearest first, up to DNNX_CUDNN_KNOB_VARIANTS per
+// seed, those cublasLtMatmulAlgoCheck accepts (the others are dropped, not listed: dnnx made them
+// up). DNNX_CUDNN_KNOB_SEARCH=top takes the first four seeds that differ in more than the count,
+// `all` every one, `off` none. Variants come after every other cuBLASLt candidate and name their
+// seed (AlgoInfo::variant_of), so the search runs none whose seed was far slower than the best
+// (Note [pruning variants] in src/tune/select.cpp). The backend's fingerprint says "+splitk" after
+// the knob search's setting.
 
 #include "backends/cudnn/kernels/matmul.hpp"
 
