@@ -968,12 +968,21 @@ def print_file_tables(result):
 
 
 def read_suite_json(path, what):
-    """The entries of a --suite --json file (gzip when it ends in .gz); ShapesError naming `what`
-    (the option that named it) when it cannot be read or is not one."""
+    """The entries of a --suite --json file (gzip when it ends in .gz), or of a member of a .tar.gz
+    archive as bench/results keeps them (ARCHIVE.tar.gz:MEMBER); ShapesError naming `what` (the
+    option that named it) when it cannot be read or is not one."""
+    archive_path, _, member = path.partition(".tar.gz:")
     try:
-        with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
-            shard = json.load(f)
-    except (OSError, ValueError) as error:
+        if member:
+            with tarfile.open(archive_path + ".tar.gz") as archive:
+                names = {m.name.removeprefix("./"): m for m in archive.getmembers() if m.isfile()}
+                if member.removeprefix("./") not in names:
+                    raise ShapesError(f"{what}: {archive_path}.tar.gz has no member {member}")
+                shard = json.load(archive.extractfile(names[member.removeprefix("./")]))
+        else:
+            with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+                shard = json.load(f)
+    except (OSError, ValueError, tarfile.TarError) as error:
         raise ShapesError(f"{what}: cannot read {path}: {error}") from error
     if not isinstance(shard, list) or not all(isinstance(r, dict) and "summary" in r
                                               and "file" in r for r in shard):
@@ -1055,15 +1064,23 @@ def one_process_figures(result, ratios):
     return figures
 
 
-def merge_suites(paths, json_path=None, rows=False, interleaved=None):
+def merge_suites(paths, json_path=None, rows=False, interleaved=None, latest=False):
+    """The one suite of the shards in `paths`, in their order; a file in more than one shard is
+    an error, or with `latest` taken from the last shard that has it (a later run of that file,
+    in the place of its first)."""
     results = []
     for path in paths:
         shard = read_suite_json(path, "--merge")
         seen = {r["file"] for r in results}
         twice = sorted(seen & {r["file"] for r in shard})
-        if twice:
+        if twice and not latest:
             raise ShapesError(f"--merge: {', '.join(twice)} in more than one shard ({path})")
-        results.extend(shard)
+        for result in shard:
+            at = next((i for i, r in enumerate(results) if r["file"] == result["file"]), None)
+            if at is None:
+                results.append(result)
+            else:
+                results[at] = result
     # The summaries again from the rows, so that a file run before a figure of the summary
     # existed (the rows above 1.00) has it too; the tables printed only with `rows`. Without
     # `rows`, a result whose rows cannot be read again (no records kept, a shapes file renamed
@@ -1130,8 +1147,12 @@ def main():
     parser.add_argument("--torch-kernels", action="store_true",
                         help="also run each PyTorch row a few more calls under torch.profiler "
                              "and keep the kernels it launched (Note [PyTorch's kernels])")
-    parser.add_argument("--merge", help="comma-separated --suite --json files of shards: print "
-                        "their one suite summary (and write them together with --json)")
+    parser.add_argument("--merge", help="comma-separated --suite --json files of shards (or "
+                        "ARCHIVE.tar.gz:MEMBER of bench/results' archives): print their one suite "
+                        "summary (and write them together with --json)")
+    parser.add_argument("--latest", action="store_true",
+                        help="with --merge: a file in more than one shard is taken from the last "
+                             "that has it (a later run of it), where it would be an error")
     parser.add_argument("--rows", action="store_true",
                         help="with --merge: each file's per-row tables (the choices among them) "
                              "before the summary")
@@ -1146,7 +1167,8 @@ def main():
     if args.merge:
         try:
             merge_suites(args.merge.split(","), args.json, rows=args.rows,
-                         interleaved=args.interleaved.split(",") if args.interleaved else None)
+                         interleaved=args.interleaved.split(",") if args.interleaved else None,
+                         latest=args.latest)
         except ShapesError as error:
             sys.exit(f"compare_gpu.py: {error}")
         return

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import tarfile
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -415,6 +416,26 @@ with tempfile.TemporaryDirectory() as tmp:
         check(False, "a file in two shards was merged")
     except compare_gpu.ShapesError as error:
         check("a.txt in more than one shard" in str(error), str(error))
+    # --latest: a later run of a.txt, from a member of a .tar.gz archive, takes a.txt's place.
+    later = shard("a.txt")
+    later[0]["summary"]["f16_nhwc"]["dnnx_ms"] = 0.75
+    later_path = os.path.join(tmp, "later.json")
+    with open(later_path, "w") as f:
+        json.dump(later, f)
+    archive = os.path.join(tmp, "runs.tar.gz")
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(later_path, arcname="./suite/a.json")
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        merged = compare_gpu.merge_suites([plain, packed, archive + ":suite/a.json"], latest=True)
+    check([r["file"] for r in merged] == ["a.txt", "b.txt"] and
+          merged[0]["summary"]["f16_nhwc"]["dnnx_ms"] == 0.75, f"--latest: {merged}")
+    check("| a.txt | f16_nhwc | 8 | 0.750 | 2.000 |" in printed.getvalue(), printed.getvalue())
+    for missing in (archive + ":suite/none.json", os.path.join(tmp, "none.tar.gz") + ":a.json"):
+        try:
+            compare_gpu.merge_suites([missing])
+            check(False, f"{missing} was read")
+        except compare_gpu.ShapesError as error:
+            check("--merge" in str(error), str(error))
 
 # --merge --rows: each file's per-row tables again from its records and PyTorch's rows (the
 # layers read from the bench/shapes file it names), before the summary; a file that names no
