@@ -1105,8 +1105,7 @@ class CudnnMatmul final : public LayerBackend<MatmulDesc, detail::MatmulArgs, Ca
     for (std::size_t i = first; i < candidates.size(); ++i) {
       const Candidate& candidate = candidates[i];
       if (!candidate.info.supported || candidate.engine != Engine::cublaslt ||
-          std::find(candidate.info.notes.begin(), candidate.info.notes.end(), "heuristic") ==
-              candidate.info.notes.end())
+          !candidate.info.has_note("heuristic"))
         continue;
       Config family = config_of(candidate.algo);
       if (family.split_k <= 1) continue;
