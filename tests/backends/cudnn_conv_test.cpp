@@ -94,6 +94,37 @@ GpuRun run_gpu(Context& context, const ConvDesc& desc, Direction direction,
   return run;
 }
 
+// Runs `direction` with the context's policy `calls` times into one device output, poisoned with
+// NaN before each call, and brings each call's output back. On the same buffers a plan's second
+// call captures its launches and the third replays them (Note [graph replay]), so each of the
+// three ways a candidate runs is read.
+std::vector<GpuRun> run_gpu_calls(Context& context, const ConvDesc& desc, Direction direction,
+                                  const test::DeviceConvOperands& operands, int calls) {
+  const Tensor poison =
+      test::nan_tensor(test::conv_output_dims(desc, direction), desc.dtype, desc.layout);
+  Tensor output = to_device(poison, context);
+  std::vector<GpuRun> runs;
+  for (int call = 0; call < calls; ++call) {
+    if (call > 0) copy(poison, output);
+    GpuRun run;
+    switch (direction) {
+      case Direction::fwd:
+        run.choice = conv_fwd(context, desc, operands.src, operands.weights, output);
+        break;
+      case Direction::bwd_data:
+        run.choice = conv_bwd_data(context, desc, operands.diff_dst, operands.weights, output);
+        break;
+      case Direction::bwd_weights:
+        run.choice = conv_bwd_weights(context, desc, operands.src, operands.diff_dst, output);
+        break;
+      case Direction::fwd_training: break;  // not a convolution direction
+    }
+    run.output = to_host(output);
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
 using test::expect_error;
 
 ConvDesc make_desc(const Dims& src, const Dims& weights, const std::vector<std::int64_t>& stride,
@@ -752,7 +783,9 @@ TEST(CudnnConv, NondeterministicAlgorithmsAreMarked) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Parity: every supported candidate of every direction against the reference backend.
+// Parity: every supported candidate of every direction against the reference backend, each
+// called three times on the same buffers so that its direct run, its capture and its graph's
+// replay are all checked (an engine's replayed launches bake in whatever its first call set up).
 
 TEST(CudnnConv, EveryCandidateMatchesTheReference) {
   DNNX_REQUIRE_GPU();
@@ -784,20 +817,27 @@ TEST(CudnnConv, EveryCandidateMatchesTheReference) {
                                                                          : "engine"];
           continue;
         }
-        const std::string where = test::conv_context(desc, direction, info.id);
         context.tune().policy(direction) = AlgoPolicy::fixed(info.id);
-        GpuRun run;
+        std::vector<GpuRun> runs;
         try {
-          run = run_gpu(context, desc, direction, device);
+          runs = run_gpu_calls(context, desc, direction, device, 3);
         } catch (const Error& error) {
-          ADD_FAILURE() << "listed as supported but failed: " << error.what() << "\n" << where;
+          ADD_FAILURE() << "listed as supported but failed: " << error.what() << "\n"
+                        << test::conv_context(desc, direction, info.id);
           continue;
         }
-        EXPECT_EQ(run.choice->algo.id, info.id);
-        const std::vector<float> actual = run.output.to_f32();
-        EXPECT_TRUE(test::all_finite(actual, out_dims, "output", where));
-        EXPECT_TRUE(test::close_within_scale(actual, expected, scale, out_dims,
-                                             test::conv_tolerance(desc.dtype), "output", where));
+        for (std::size_t call = 0; call < runs.size(); ++call) {
+          const std::string where = test::conv_context(desc, direction, info.id) + " call " +
+                                    std::to_string(call) +
+                                    (call == 0   ? " (direct)"
+                                     : call == 1 ? " (capture)"
+                                                 : " (replay)");
+          EXPECT_EQ(runs[call].choice->algo.id, info.id);
+          const std::vector<float> actual = runs[call].output.to_f32();
+          EXPECT_TRUE(test::all_finite(actual, out_dims, "output", where));
+          EXPECT_TRUE(test::close_within_scale(actual, expected, scale, out_dims,
+                                               test::conv_tolerance(desc.dtype), "output", where));
+        }
         ++checked;
         ++desc_checked;
         any = true;
