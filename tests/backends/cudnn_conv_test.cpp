@@ -71,29 +71,6 @@ struct GpuRun {
   std::shared_ptr<const Choice> choice;
 };
 
-// Runs `direction` with the context's policy into a device output poisoned with NaN (unwritten
-// elements then fail the finiteness check) and brings the output back.
-GpuRun run_gpu(Context& context, const ConvDesc& desc, Direction direction,
-               const test::DeviceConvOperands& operands) {
-  Tensor output = to_device(
-      test::nan_tensor(test::conv_output_dims(desc, direction), desc.dtype, desc.layout), context);
-  GpuRun run;
-  switch (direction) {
-    case Direction::fwd:
-      run.choice = conv_fwd(context, desc, operands.src, operands.weights, output);
-      break;
-    case Direction::bwd_data:
-      run.choice = conv_bwd_data(context, desc, operands.diff_dst, operands.weights, output);
-      break;
-    case Direction::bwd_weights:
-      run.choice = conv_bwd_weights(context, desc, operands.src, operands.diff_dst, output);
-      break;
-    case Direction::fwd_training: break;  // not a convolution direction
-  }
-  run.output = to_host(output);
-  return run;
-}
-
 // Runs `direction` with the context's policy `calls` times into one device output, poisoned with
 // NaN before each call, and brings each call's output back. On the same buffers a plan's second
 // call captures its launches and the third replays them (Note [graph replay]), so each of the
@@ -123,6 +100,13 @@ std::vector<GpuRun> run_gpu_calls(Context& context, const ConvDesc& desc, Direct
     runs.push_back(std::move(run));
   }
   return runs;
+}
+
+// Runs `direction` with the context's policy once into a device output poisoned with NaN
+// (unwritten elements then fail the finiteness check) and brings the output back.
+GpuRun run_gpu(Context& context, const ConvDesc& desc, Direction direction,
+               const test::DeviceConvOperands& operands) {
+  return std::move(run_gpu_calls(context, desc, direction, operands, 1).front());
 }
 
 using test::expect_error;
