@@ -769,7 +769,7 @@ TEST(CudnnConv, NondeterministicAlgorithmsAreMarked) {
 // ---------------------------------------------------------------------------------------------
 // Parity: every supported candidate of every direction against the reference backend, each
 // called three times on the same buffers so that its direct run, its capture and its graph's
-// replay are all checked (an engine's replayed launches bake in whatever its first call set up).
+// replay are all checked (a replay runs what the capture recorded, the parameters of that call).
 
 TEST(CudnnConv, EveryCandidateMatchesTheReference) {
   DNNX_REQUIRE_GPU();
