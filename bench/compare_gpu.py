@@ -523,6 +523,32 @@ def combine_rounds(dnnx_rounds, torch_rounds, reuse=False):
     return combined, torch_combined
 
 
+# Note [loop against search]
+# The search ranks its contenders on the final round's samples, loops of about 0.5 ms (two runs of
+# a 0.4 ms kernel: Note [final round] in src/tune/select.cpp), while the benchmark's loop, like a
+# network's stream of calls, queues 50. A choice whose loop reads well above what its own search
+# read of it was misjudged by those short samples: on an H200 cuDNN's texture-reading variants of
+# ResNeXt-50's grouped 3x3 layers in fp32 led by up to 4% in the search and trailed by 4-5% in
+# loops of 50 (docs/benchmarks.md, "Texture-reading engines in long loops"). So each row's median
+# loop time over the rounds is set against the first round's search reading of the same choice
+# (its row in `search_rows`), and the rows over LOOP_OVER_SEARCH are named: where the search's
+# way of timing and the program's part. Rows whose choice changed between rounds, or whose
+# search kept no row for it, are left out.
+LOOP_OVER_SEARCH = 1.03
+
+
+def loop_against_search(d):
+    """(the row's loop time over its search's reading of the same choice, that reading in ms),
+    or None (Note [loop against search])."""
+    if len(d.get("algos", [d["algo"]])) > 1:
+        return None
+    for row in d.get("search_rows", []):
+        if row.get("id") == d["algo"] and row.get("status", "ok") == "ok" and \
+                (row.get("median_ms") or 0) > 0:
+            return d["kernel_ms"] / row["median_ms"], row["median_ms"]
+    return None
+
+
 # Note [rows above 1.00 and the rounds' spread]
 # Where both sides run the same cuDNN or cuBLASLt kernel, a row's ratio is decided by how that
 # kernel ran in each process: on an H200 one candidate's loop moved 5-15% between processes of
@@ -611,6 +637,7 @@ def print_tables(args, shapes, records, torch_results, batch):
         as_called = []  # PyTorch's ungated loop per row, where recorded
         close = []  # rows at 0.98 or above with PyTorch's kernels (Note [PyTorch's kernels])
         above = []  # (row, ratio, spreads, beyond): Note [rows above 1.00 and the rounds' spread]
+        against = []  # (loop / search, row, search ms, loop ms, choice): Note [loop against search]
         for s in shapes:
             for direction in DIRECTIONS:
                 key = f"{s['name']}/{direction}/{config}"
@@ -638,6 +665,9 @@ def print_tables(args, shapes, records, torch_results, batch):
                     ungated.append(f"{s['name']} {direction}")
                 if "ungated_ms" in t:
                     as_called.append(t["ungated_ms"])
+                if (read := loop_against_search(d)) is not None:
+                    against.append((read[0], f"{s['name']} {direction}", read[1],
+                                    d["kernel_ms"], d["algo"]))
                 spreads = rounds_spread(d, t)
                 is_above, beyond = above_one(ratio, spreads)
                 if is_above:
@@ -692,6 +722,17 @@ def print_tables(args, shapes, records, torch_results, batch):
                          if beyond_rows else "")
                       + ("; within it: " + "; ".join(described(e) for e in above if not e[3])
                          if len(beyond_rows) < len(above) else "") + "\n")
+            over = sorted((entry for entry in against if entry[0] > LOOP_OVER_SEARCH),
+                          reverse=True)
+            if against:
+                print(f"the loop against the search's own reading of the choice (Note [loop "
+                      f"against search]): median {statistics.median(e[0] for e in against):.3f} "
+                      f"over {len(against)} rows; over {LOOP_OVER_SEARCH:.2f}: {len(over)}"
+                      + (": " + "; ".join(f"{row} {ratio:.3f} (search {search:.4f} ms, loop "
+                                          f"{loop:.4f} ms, `{algo}`)"
+                                          for ratio, row, search, loop, algo in over[:8])
+                         if over else "")
+                      + (f"; {len(over) - 8} more" if len(over) > 8 else "") + "\n")
             summaries[config] = dict(dnnx_ms=tot_d, torch_ms=tot_t, ratio=tot_d / tot_t,
                                      rows_above=len(above),
                                      rows_above_beyond_spread=[e[0] for e in beyond_rows],
@@ -699,7 +740,8 @@ def print_tables(args, shapes, records, torch_results, batch):
                                      search_total_s=tot_tune, search_median_s=median,
                                      search_worst_s=slowest[0], search_worst_row=slowest[1],
                                      rows=len(searches), batch=batch, choice_kinds=kinds,
-                                     rows_skipping_plans=skipping, choices_changed=changed)
+                                     rows_skipping_plans=skipping, choices_changed=changed,
+                                     loop_over_search=[e[1] for e in over])
             if next_steps:
                 step_s = sum(ms for ms, _, _ in next_steps) / 1e3
                 summaries[config].update(

@@ -506,6 +506,32 @@ check(spread_summary["rows_above"] == 2
       and "a fwd 1.030 (dnnx 1.020, torch 1.020)" in printed.getvalue()
       and "within it: a bwd_data 1.020 (dnnx 1.100, torch 1.000)" in printed.getvalue(),
       f"rows above 1.00: {spread_summary}\n{printed.getvalue()}")
+# Note [loop against search]: a row's loop over its search's reading of the same choice; rows over
+# 1.03 are named, worst first; a changed choice or a search without that row is left out.
+def searched(name, loop_ms, search_ms, **fields):
+    r = row(name, search_rows=[dict(id="other", median_ms=search_ms / 2, status="ok"),
+                               dict(id="x", median_ms=search_ms, status="ok")], **fields)
+    r["kernel_ms"] = loop_ms
+    return r
+
+
+against_records = [searched("b/fwd/f32_nchw", 0.468, 0.440),                  # 1.064: named
+                   searched("b/bwd_data/f32_nchw", 0.450, 0.448),             # 1.004
+                   searched("b/bwd_weights/f32_nchw", 0.5, 0.4, algos=["x", "y"]),  # changed
+                   row("c/fwd/f32_nchw")]                                      # no search rows
+against_torch = {r["case"]: dict(kernel_ms=1.0, call_ms=1.1, first_call_ms=5.0)
+                 for r in against_records}
+with contextlib.redirect_stdout(io.StringIO()) as printed:
+    against_summary = compare_gpu.print_tables(argparse.Namespace(configs=["f32_nchw"]),
+                                               [dict(name="b"), dict(name="c")], against_records,
+                                               against_torch, 8)["f32_nchw"]
+check(against_summary["loop_over_search"] == ["b fwd"]
+      and "median 1.034 over 2 rows; over 1.03: 1: b fwd 1.064 (search 0.4400 ms, loop "
+          "0.4680 ms, `x`)" in printed.getvalue(),
+      f"loop against search: {against_summary}\n{printed.getvalue()}")
+check(compare_gpu.loop_against_search(row("d", search_rows=[dict(id="x", median_ms=0.5,
+                                                                  status="failed")])) is None,
+      "a failed search row is no reading")
 check(compare_gpu.above_one(1.02, (None, 1.05)) == (True, True), "one side's spread only")
 check(compare_gpu.above_one(0.99, (1.5, 1.5)) == (False, False), "below 1.00")
 check(compare_gpu.rounds_spread({"rounds": [dict(kernel_ms=2.0)]}, {"rounds": [1.0, 2.0]})
