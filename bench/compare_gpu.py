@@ -1014,13 +1014,14 @@ def read_suite_json(path, what):
     archive as bench/results keeps them (ARCHIVE.tar.gz:MEMBER); ShapesError naming `what` (the
     option that named it) when it cannot be read or is not one."""
     archive_path, _, member = path.partition(".tar.gz:")
+    member = member.removeprefix("./")
     try:
         if member:
             with tarfile.open(archive_path + ".tar.gz") as archive:
                 names = {m.name.removeprefix("./"): m for m in archive.getmembers() if m.isfile()}
-                if member.removeprefix("./") not in names:
+                if member not in names:
                     raise ShapesError(f"{what}: {archive_path}.tar.gz has no member {member}")
-                shard = json.load(archive.extractfile(names[member.removeprefix("./")]))
+                shard = json.load(archive.extractfile(names[member]))
         else:
             with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
                 shard = json.load(f)
@@ -1113,16 +1114,15 @@ def merge_suites(paths, json_path=None, rows=False, interleaved=None, latest=Fal
     results = []
     for path in paths:
         shard = read_suite_json(path, "--merge")
-        seen = {r["file"] for r in results}
-        twice = sorted(seen & {r["file"] for r in shard})
+        at = {r["file"]: i for i, r in enumerate(results)}  # the shards before this one
+        twice = sorted(at.keys() & {r["file"] for r in shard})
         if twice and not latest:
             raise ShapesError(f"--merge: {', '.join(twice)} in more than one shard ({path})")
         for result in shard:
-            at = next((i for i, r in enumerate(results) if r["file"] == result["file"]), None)
-            if at is None:
-                results.append(result)
+            if result["file"] in at:
+                results[at[result["file"]]] = result
             else:
-                results[at] = result
+                results.append(result)
     # The summaries again from the rows, so that a file run before a figure of the summary
     # existed (the rows above 1.00) has it too; the tables printed only with `rows`. Without
     # `rows`, a result whose rows cannot be read again (no records kept, a shapes file renamed
