@@ -51,8 +51,9 @@ inline std::string quoted(const std::string& text) {
 // (direct calls before their plans replayed a graph) read 11-12 us per call in loops of 50 and 8
 // in loops of 10 (docs/benchmarks.md, the shape suite's "The timing loops' gate"). So the
 // benchmarks hold the gate for as long as the loop takes to queue (Backend::time_queued_ms), up
-// to loop_queue_ms_per_call a call, a hundred times what a replayed call takes.
-constexpr double loop_queue_ms_per_call = 0.2;
+// to detail::loop_queue_ms_per_call a call, a hundred times what a replayed call takes. The
+// search's deep loops hold it the same way (Note [texture reads in long loops] in
+// src/tune/select.cpp).
 
 /// Device time of `loop` back-to-back calls of `call`, behind the backend's gate held while they
 /// are queued (Note [held timing loops]), per call.
@@ -62,7 +63,7 @@ double held_loop_ms(detail::Backend& backend, int loop, Call&& call) {
              [&] {
                for (int i = 0; i < loop; ++i) call();
              },
-             loop * loop_queue_ms_per_call) /
+             loop * detail::loop_queue_ms_per_call) /
          loop;
 }
 

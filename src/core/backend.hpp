@@ -149,6 +149,10 @@ class OpBackends {
   std::array<std::unique_ptr<OpBackendBase>, op_kind_count> slots_;
 };
 
+/// The host time a held timing loop allows per queued call (Backend::time_queued_ms): a hundred
+/// times what a replayed graph takes to queue (Note [held timing loops] in bench/line_bench.hpp).
+inline constexpr double loop_queue_ms_per_call = 0.2;
+
 /// One backend instance, bound to a device. Owned by a Context's shared state.
 class Backend {
  public:

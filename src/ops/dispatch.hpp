@@ -477,10 +477,14 @@ class Dispatch {
         for (long i = 0; i < runs; ++i) plan->execute(*a, workspace);
       };
     };
-    // `runs` runs of `algo` back to back, timed together: ms per run.
-    tune::RunLoop loop = [&state, runner](const AlgoInfo& algo, int runs) {
+    // `runs` runs of `algo` back to back, timed together: ms per run; `held`: behind a gate held
+    // until they are queued.
+    tune::RunLoop loop = [&state, runner](const AlgoInfo& algo, int runs, bool held) {
       const auto queue = runner(algo);
-      return state.backend().time_ms([&] { queue(runs); }) / runs;
+      const auto work = [&] { queue(runs); };
+      return (held ? state.backend().time_queued_ms(work, runs * detail::loop_queue_ms_per_call)
+                   : state.backend().time_ms(work)) /
+             runs;
     };
     SelectHooks hooks{
         [&state, &desc, direction, consumed] { return listing(state, desc, direction, consumed); },
@@ -494,7 +498,7 @@ class Dispatch {
                                      std::chrono::steady_clock::time_point search_start) {
           backend.prepare(desc, direction, ids, search_start);
         },
-        [loop](const AlgoInfo& algo) { return loop(algo, 1); },
+        [loop](const AlgoInfo& algo) { return loop(algo, 1, false); },
         {},
         loop,
         [&backend, &desc, direction] { return backend.pending_plans(desc, direction); },

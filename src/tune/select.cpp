@@ -618,11 +618,11 @@ constexpr double max_loop_runs = TuneOptions::max_final_loop_ms / min_loop_run_m
 // `runs` runs of `algo` back to back as consecutive loops of at most final_loop_max runs (Note
 // [final round]): ms per run.
 double chunked_loop(const RunLoop& loop, const AlgoInfo& algo, int runs) {
-  if (runs <= final_loop_max) return loop(algo, runs);
+  if (runs <= final_loop_max) return loop(algo, runs, false);
   double total_ms = 0;
   for (int done = 0; done < runs;) {
     const int chunk = std::min(final_loop_max, runs - done);
-    total_ms += loop(algo, chunk) * chunk;
+    total_ms += loop(algo, chunk, false) * chunk;
     done += chunk;
   }
   return total_ms / runs;
@@ -669,6 +669,80 @@ std::vector<ProfileRow*> final_contenders_of(std::vector<ProfileRow>& rows,
       std::find(contenders.begin(), contenders.end(), &*pick) == contenders.end())
     contenders.push_back(&*pick);
   return contenders;
+}
+
+// Note [texture reads in long loops]
+// cuDNN's knob use_tex=1 has an engine's kernel read its operands through the texture path; the
+// cudnn backend notes such candidates "texture_reads". On an H200 some of them lead a short loop
+// and trail a long one: ResNeXt-50's 28x28 grouped 3x3 convolutions in f32 (batch 64) ran engine
+// 28 (tile_size=4, use_tex=1) forward at 0.371 ms per call in loops of 2, 0.374 in loops of 10
+// and 0.395 in loops of 50 or 200, where its use_tex=0 twin ran 0.377-0.378 at every length, and
+// engine 20 (tile_size=6) backward weights at 0.438, 0.460, 0.467 and 0.467 against 0.447-0.450
+// (docs/benchmarks.md, "Texture-reading engines in long loops"). The final round's loops (0.5 ms:
+// two runs of those) kept the texture variants, which then ran 4-5% slower in the benchmark's
+// loops, as they would in a network's stream of calls; loops of 32 runs, with the host reading
+// each before queuing the next, still read them fast. Other texture variants hold up in long
+// loops (engine 25's backward data of the stride-2 shortcuts, within 1%), so the note alone does
+// not rule a candidate out.
+// So when the final round's fastest contender is noted texture_reads and one without the note is
+// within texture_band of it, those two (and the next fastest contender within the band, up to
+// deep_contenders) are timed again, interleaved, in deep_turns turns of one deep loop each: runs
+// back to back for deep_loop_ms (at most deep_loop_max runs), queued behind a gate held until all
+// of them are (RunLoop's `held`), and those medians decide. That costs up to 3 x 3 x 20 ms in the
+// searches where it applies and nothing in the others. A search whose final_loop_ms is 0 (single
+// runs decide) has no deep round either.
+constexpr double texture_band = 1.08;
+constexpr double deep_loop_ms = 20.0;
+constexpr int deep_loop_max = 200;
+constexpr int deep_turns = 3;
+constexpr std::size_t deep_contenders = 3;
+
+bool texture_reads(const AlgoInfo& algo) { return algo.has_note("texture_reads"); }
+
+// Note [texture reads in long loops]: `contenders` are the final round's, timed.
+void deep_round(std::vector<ProfileRow*> contenders, const RunLoop& loop) {
+  std::erase_if(contenders,
+                [](const ProfileRow* row) { return row->status != CandidateStatus::ok; });
+  std::stable_sort(
+      contenders.begin(), contenders.end(),
+      [](const ProfileRow* a, const ProfileRow* b) { return a->median_ms < b->median_ms; });
+  if (contenders.size() < 2 || !texture_reads(contenders.front()->algo)) return;
+  const double fastest = contenders.front()->median_ms;
+  if (!(fastest > 0)) return;
+  std::erase_if(contenders,
+                [&](const ProfileRow* row) { return row->median_ms > texture_band * fastest; });
+  const auto plain = std::find_if(contenders.begin(), contenders.end(),
+                                  [](const ProfileRow* row) { return !texture_reads(row->algo); });
+  if (plain == contenders.end()) return;
+  std::vector<ProfileRow*> group{contenders.front(), *plain};
+  for (ProfileRow* row : contenders) {
+    if (group.size() == deep_contenders) break;
+    if (std::find(group.begin(), group.end(), row) == group.end()) group.push_back(row);
+  }
+  const int runs = static_cast<int>(
+      std::clamp(std::ceil(deep_loop_ms / fastest), 1.0, static_cast<double>(deep_loop_max)));
+  std::vector<std::vector<double>> times(group.size());
+  for (int turn = 0; turn < deep_turns; ++turn) {
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      if (group[i]->status != CandidateStatus::ok) continue;
+      try {
+        times[i].push_back(loop(group[i]->algo, runs, /*held=*/true));
+      } catch (const std::exception& error) {
+        group[i]->status = CandidateStatus::failed;
+        group[i]->detail = detail::cat("failed in the final round's deep loops: ", error.what());
+      }
+    }
+  }
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    if (group[i]->status != CandidateStatus::ok) continue;
+    group[i]->median_ms = median(times[i]);
+    group[i]->min_ms = *std::min_element(times[i].begin(), times[i].end());
+    group[i]->runs = static_cast<int>(times[i].size());
+    group[i]->detail += detail::cat(
+        "; then ", deep_turns, " loops of ", runs,
+        " runs queued back to back, which decide: the fastest reads through textures, which "
+        "can slow down in long loops");
+  }
 }
 
 void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, const RunOnce& run,
@@ -726,6 +800,7 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
       why += ", one run per turn (long runs)";
     }
   }
+  if (loop && options.final_loop_ms > 0) deep_round(contenders, loop);
   sort_fastest_first(rows);
 }
 

@@ -37,9 +37,13 @@ struct ProbeRun {
 using ProbeOnce = std::function<std::optional<ProbeRun>(const AlgoInfo& algo, int level)>;
 
 /// Runs `algo` `runs` times back to back, timed together the backend's way, and returns the
-/// milliseconds per run: what a caller running it repeatedly sees (Note [final round]). An empty
-/// RunLoop times the final round with single runs.
-using RunLoop = std::function<double(const AlgoInfo& algo, int runs)>;
+/// milliseconds per run: what a caller running it repeatedly sees (Note [final round]). With
+/// `held`, a backend that holds the device while work is queued holds it until all the runs are
+/// queued (Backend::time_queued_ms, up to runs x detail::loop_queue_ms_per_call), so that the
+/// reading is the device's time alone however long the queuing takes (Note [texture reads in long
+/// loops] in select.cpp); otherwise the backend's time_ms. An empty RunLoop times the final round
+/// with single runs.
+using RunLoop = std::function<double(const AlgoInfo& algo, int runs, bool held)>;
 
 /// Thrown by a RunOnce (or a ProbeOnce) when a candidate cannot be timed in this search although
 /// nothing is wrong with it (its plan, or its plan for a probe's slice, was not ready within the

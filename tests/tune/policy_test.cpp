@@ -922,7 +922,8 @@ TEST(ExhaustivePolicy, FinalRoundTimesShortContendersBackToBack) {
     return bench;
   };
   std::map<std::string, std::vector<int>> loops;  // the run counts asked for, per id
-  const dnnx::tune::RunLoop loop = [&loops](const dnnx::AlgoInfo& algo, int runs) {
+  const dnnx::tune::RunLoop loop = [&loops](const dnnx::AlgoInfo& algo, int runs, bool held) {
+    EXPECT_FALSE(held);  // only deep loops hold the gate
     loops[algo.id].push_back(runs);
     return algo.id == "ramp" ? 0.053 : 0.0515;
   };
@@ -969,7 +970,8 @@ TEST(ExhaustivePolicy, LoopedFinalRoundsTakeMoreContenders) {
     return bench;
   };
   std::map<std::string, int> loops;  // loops timed, per id
-  const dnnx::tune::RunLoop loop = [&loops](const dnnx::AlgoInfo& algo, int runs) {
+  const dnnx::tune::RunLoop loop = [&loops](const dnnx::AlgoInfo& algo, int runs, bool held) {
+    EXPECT_FALSE(held);   // only deep loops hold the gate
     EXPECT_EQ(runs, 32);  // 0.5 ms over a best under 1/64 ms counted as 1/64 ms
     ++loops[algo.id];
     return algo.id == "other" ? 0.0070 : 0.0074;
@@ -1014,7 +1016,8 @@ TEST(ExhaustivePolicy, LoopedFinalRoundsTakeMoreContenders) {
 // heuristic's pick still joins; an out-of-range count is an InvalidArgument before anything runs.
 TEST(ExhaustivePolicy, FinalContendersIsAnOption) {
   std::map<std::string, int> loops;
-  const dnnx::tune::RunLoop loop = [&loops](const dnnx::AlgoInfo& algo, int) {
+  const dnnx::tune::RunLoop loop = [&loops](const dnnx::AlgoInfo& algo, int, bool held) {
+    EXPECT_FALSE(held);  // only deep loops hold the gate
     ++loops[algo.id];
     return algo.id == "late" ? 0.0070 : 0.0074;
   };
@@ -1070,7 +1073,8 @@ TEST(ExhaustivePolicy, FinalContendersIsAnOption) {
 // without a RunLoop).
 TEST(ExhaustivePolicy, FinalLoopLengthIsAnOption) {
   std::map<std::string, std::vector<int>> loops;
-  const dnnx::tune::RunLoop loop = [&loops](const dnnx::AlgoInfo& algo, int runs) {
+  const dnnx::tune::RunLoop loop = [&loops](const dnnx::AlgoInfo& algo, int runs, bool held) {
+    EXPECT_FALSE(held);  // only deep loops hold the gate
     loops[algo.id].push_back(runs);
     return algo.id == "ramp" ? 0.053 : 0.0515;
   };
@@ -1101,7 +1105,8 @@ TEST(ExhaustivePolicy, FinalLoopLengthIsAnOption) {
 // a contender under 1/64 ms counts as 1/64 ms, so the default loop of a fast kernel stays 32 runs.
 TEST(ExhaustivePolicy, LongFinalLoopsAreTimedInLoopsOf32) {
   std::map<std::string, std::vector<int>> loops;
-  const dnnx::tune::RunLoop loop = [&loops](const dnnx::AlgoInfo& algo, int runs) {
+  const dnnx::tune::RunLoop loop = [&loops](const dnnx::AlgoInfo& algo, int runs, bool held) {
+    EXPECT_FALSE(held);  // only deep loops hold the gate
     loops[algo.id].push_back(runs);
     // "hot" slows in its longer loops (a kernel clocked down under a power limit); "cool" does
     // not. Per run: 32-run loops 0.040 against 0.042, the 8-run tail 0.060 against 0.042.
@@ -1141,6 +1146,92 @@ TEST(ExhaustivePolicy, LongFinalLoopsAreTimedInLoopsOf32) {
   for (int turn = 0; turn < turns; ++turn) chunked.insert(chunked.end(), {32, 32, 32, 4});
   EXPECT_EQ(loops["hot"], chunked);
   EXPECT_EQ(row_of(choice.timings, "hot").runs, turns);
+}
+
+// Note [texture reads in long loops]: "tex" (noted texture_reads) leads the final round's loops
+// of 2 runs (0.371 against 0.377 ms per run) and trails held loops of ceil(20 / 0.371) = 54 runs
+// (0.395); "plain" reads 0.377 either way and is kept. "next", within 8% of "tex", joins the deep
+// loops; "far" does not.
+TEST(ExhaustivePolicy, TextureReadersLeadingTheFinalRoundAreTimedInDeepLoops) {
+  std::map<std::string, std::vector<int>> held_loops;  // the run counts of held loops, per id
+  bool tex_fails = false;
+  const dnnx::tune::RunLoop loop = [&](const dnnx::AlgoInfo& algo, int runs, bool held) {
+    if (held) held_loops[algo.id].push_back(runs);
+    if (algo.id == "tex") {
+      if (held && tex_fails) throw dnnx::Error(dnnx::ErrorKind::BackendFailure, "scripted");
+      return held ? 0.395 : 0.371;
+    }
+    if (algo.id == "plain") return 0.377;
+    if (algo.id == "next") return 0.390;
+    return 0.450;
+  };
+  auto select_with = [&](double tex_ms, double plain_ms, double loop_ms = 0.5) {
+    held_loops.clear();
+    FakeBench bench;
+    bench.add(Algo("tex").note("texture_reads"), {tex_ms})
+        .add(Algo("plain"), {plain_ms})
+        .add(Algo("next"), {0.390})
+        .add(Algo("far"), {0.450});
+    TuneOptions options = options_with(AlgoPolicy::exhaustive());
+    options.final_loop_ms = loop_ms;
+    return dnnx::tune::select(fake_request(), bench.candidates(), options, bench.run(), {},
+                              dnnx::tune::FirstRun::warm, loop);
+  };
+  Choice choice = select_with(0.371, 0.377);
+  EXPECT_EQ(choice.algo.id, "plain");
+  EXPECT_DOUBLE_EQ(choice.time_ms, 0.377);
+  for (const char* id : {"tex", "plain", "next"})
+    EXPECT_EQ(held_loops[id], std::vector<int>(3, 54)) << id;
+  EXPECT_EQ(held_loops.count("far"), 0U);
+  const dnnx::ProfileRow& tex = row_of(choice.timings, "tex");
+  EXPECT_DOUBLE_EQ(tex.median_ms, 0.395);
+  EXPECT_EQ(tex.runs, 3);
+  EXPECT_TRUE(contains(tex.detail, "then 3 loops of 54 runs queued back to back, which decide"))
+      << tex.detail;
+  EXPECT_FALSE(contains(row_of(choice.timings, "far").detail, "loops of 54")) << "far";
+
+  // No contender without the note within 8% of "tex" ("plain" and "next" loop at 0.377 and 0.390
+  // against "tex" at 0.340 in the final round): no deep loops, "tex" kept.
+  const dnnx::tune::RunLoop fast_tex = [&](const dnnx::AlgoInfo& algo, int runs, bool held) {
+    if (held) held_loops[algo.id].push_back(runs);
+    return algo.id == "tex" ? 0.340 : loop(algo, runs, false);
+  };
+  {
+    held_loops.clear();
+    FakeBench bench;
+    bench.add(Algo("tex").note("texture_reads"), {0.340}).add(Algo("plain"), {0.377});
+    const Choice kept = dnnx::tune::select(fake_request(), bench.candidates(),
+                                           options_with(AlgoPolicy::exhaustive()), bench.run(), {},
+                                           dnnx::tune::FirstRun::warm, fast_tex);
+    EXPECT_EQ(kept.algo.id, "tex");
+    EXPECT_TRUE(held_loops.empty());
+  }
+  // The final round's fastest reads no textures ("tex" leads the first pass at 0.371 but its
+  // loops read 0.395): no deep loops.
+  const dnnx::tune::RunLoop slow_tex = [&](const dnnx::AlgoInfo& algo, int runs, bool held) {
+    if (held) held_loops[algo.id].push_back(runs);
+    return algo.id == "tex" ? 0.395 : loop(algo, runs, false);
+  };
+  {
+    held_loops.clear();
+    FakeBench bench;
+    bench.add(Algo("tex").note("texture_reads"), {0.371}).add(Algo("plain"), {0.377});
+    const Choice plain = dnnx::tune::select(fake_request(), bench.candidates(),
+                                            options_with(AlgoPolicy::exhaustive()), bench.run(), {},
+                                            dnnx::tune::FirstRun::warm, slow_tex);
+    EXPECT_EQ(plain.algo.id, "plain");
+    EXPECT_TRUE(held_loops.empty());
+  }
+  // Loops off (final_loop_ms 0): single runs decide, no deep loops.
+  choice = select_with(0.371, 0.377, 0.0);
+  EXPECT_EQ(choice.algo.id, "tex");
+  EXPECT_TRUE(held_loops.empty());
+  // A deep loop that throws drops its contender, as the final round does.
+  tex_fails = true;
+  choice = select_with(0.371, 0.377);
+  EXPECT_EQ(choice.algo.id, "plain");
+  EXPECT_EQ(row_of(choice.timings, "tex").status, CandidateStatus::failed);
+  EXPECT_TRUE(contains(row_of(choice.timings, "tex").detail, "deep loops")) << "failed";
 }
 
 TEST(ExhaustivePolicy, NeverPicksACandidateNotedOverflowRisk) {

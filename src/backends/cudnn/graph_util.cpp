@@ -69,6 +69,9 @@ constexpr std::array<std::string_view, 44> knob_names{"split_k",
                                                       "tile_n",
                                                       "warp_spec_cfg",
                                                       "swap_ab"};
+// CUDNN_KNOB_TYPE_USE_TEX, whose enumerator cuDNN 9's headers mark deprecated.
+constexpr std::int64_t use_tex_knob = 3;
+static_assert(knob_names[use_tex_knob] == "use_tex");
 
 std::string knob_name(std::int64_t type) {
   if (type >= 0 && type < static_cast<std::int64_t>(knob_names.size()))
@@ -383,6 +386,11 @@ EngineCandidate describe_config(Runtime& runtime, const BackendDescriptor& graph
     info.notes.emplace_back("winograd");
     info.families.emplace_back("winograd");
   }
+  // Note [texture reads in long loops] in src/tune/select.cpp.
+  const bool texture = std::any_of(key.knobs.begin(), key.knobs.end(), [](const auto& knob) {
+    return knob.first == use_tex_knob && knob.second == 1;
+  });
+  if (texture) info.notes.emplace_back("texture_reads");
   candidate.runtime_compiled = notes.has(CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION);
   if (candidate.runtime_compiled) info.notes.emplace_back("runtime_compiled");
   if (!info.deterministic) info.notes.emplace_back("nondeterministic");
