@@ -688,9 +688,10 @@ std::vector<ProfileRow*> final_contenders_of(std::vector<ProfileRow>& rows,
 // within texture_band of it, those two (and the next fastest contender within the band, up to
 // deep_contenders) are timed again, interleaved, in deep_turns turns of one deep loop each: runs
 // back to back for deep_loop_ms (at most deep_loop_max runs), queued behind a gate held until all
-// of them are (RunLoop's `held`), and those medians decide. That costs up to 3 x 3 x 20 ms in the
-// searches where it applies and nothing in the others. A search whose final_loop_ms is 0 (single
-// runs decide) has no deep round either.
+// of them are (RunLoop's `held`), and those medians decide. On an H200 that added 0.1-0.4 s to the
+// fp32 searches where it ran (3-11 of a file's 21-90; the texture variants' loops take longer
+// than their GPU time) and nothing to the others (docs/benchmarks.md, the fp32 shape suite). A
+// search whose final_loop_ms is 0 (single runs decide) has no deep round either.
 constexpr double texture_band = 1.08;
 constexpr double deep_loop_ms = 20.0;
 constexpr int deep_loop_max = 200;
