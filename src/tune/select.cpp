@@ -628,6 +628,34 @@ double chunked_loop(const RunLoop& loop, const AlgoInfo& algo, int runs) {
   return total_ms / runs;
 }
 
+// `turns` turns in each of which every row of `rows` still ok is timed once by `sample`, in order:
+// the samples per row. A row whose sample throws is marked failed, its detail `stage`'s message,
+// and drops out.
+std::vector<std::vector<double>> interleaved_samples(
+    const std::vector<ProfileRow*>& rows, int turns,
+    const std::function<double(const AlgoInfo&)>& sample, std::string_view stage) {
+  std::vector<std::vector<double>> times(rows.size());
+  for (int turn = 0; turn < turns; ++turn) {
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i]->status != CandidateStatus::ok) continue;
+      try {
+        times[i].push_back(sample(rows[i]->algo));
+      } catch (const std::exception& error) {
+        rows[i]->status = CandidateStatus::failed;
+        rows[i]->detail = detail::cat("failed in ", stage, ": ", error.what());
+      }
+    }
+  }
+  return times;
+}
+
+// A row's median, minimum and run count from its samples (not empty).
+void set_samples(ProfileRow& row, const std::vector<double>& times) {
+  row.median_ms = median(times);
+  row.min_ms = *std::min_element(times.begin(), times.end());
+  row.runs = static_cast<int>(times.size());
+}
+
 // Host wall time of an exhaustive search's parts (verbose output), and the candidates that took
 // the most of it (first runs that load modules, probes of slow engines).
 struct SearchCost {
@@ -722,23 +750,12 @@ void deep_round(std::vector<ProfileRow*> contenders, const RunLoop& loop) {
   }
   const int runs = static_cast<int>(
       std::clamp(std::ceil(deep_loop_ms / fastest), 1.0, static_cast<double>(deep_loop_max)));
-  std::vector<std::vector<double>> times(group.size());
-  for (int turn = 0; turn < deep_turns; ++turn) {
-    for (std::size_t i = 0; i < group.size(); ++i) {
-      if (group[i]->status != CandidateStatus::ok) continue;
-      try {
-        times[i].push_back(loop(group[i]->algo, runs, /*held=*/true));
-      } catch (const std::exception& error) {
-        group[i]->status = CandidateStatus::failed;
-        group[i]->detail = detail::cat("failed in the final round's deep loops: ", error.what());
-      }
-    }
-  }
+  const auto times = interleaved_samples(
+      group, deep_turns, [&](const AlgoInfo& algo) { return loop(algo, runs, /*held=*/true); },
+      "the final round's deep loops");
   for (std::size_t i = 0; i < group.size(); ++i) {
     if (group[i]->status != CandidateStatus::ok) continue;
-    group[i]->median_ms = median(times[i]);
-    group[i]->min_ms = *std::min_element(times[i].begin(), times[i].end());
-    group[i]->runs = static_cast<int>(times[i].size());
+    set_samples(*group[i], times[i]);
     group[i]->detail += detail::cat(
         "; then ", deep_turns, " loops of ", runs,
         " runs queued back to back, which decide: the fastest reads through textures, which "
@@ -772,26 +789,17 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
   // Note [long runs]: one sample per turn, in half the turns.
   const bool long_runs = first_run == FirstRun::warm && best * loop_runs >= long_run_ms;
   const int turns = long_runs ? (options.timing_runs + 1) / 2 : options.timing_runs;
-  std::vector<std::vector<double>> times(contenders.size());
-  for (int round = 0; round < turns; ++round) {
-    for (std::size_t i = 0; i < contenders.size(); ++i) {
-      if (contenders[i]->status != CandidateStatus::ok) continue;
-      try {
+  const auto times = interleaved_samples(
+      contenders, turns,
+      [&](const AlgoInfo& algo) {
         // Untimed: the state a run of its own leaves (see the Note).
-        if (!long_runs) run(contenders[i]->algo);
-        times[i].push_back(loop_runs > 1 ? chunked_loop(loop, contenders[i]->algo, loop_runs)
-                                         : run(contenders[i]->algo));
-      } catch (const std::exception& error) {
-        contenders[i]->status = CandidateStatus::failed;
-        contenders[i]->detail = detail::cat("failed in the final round: ", error.what());
-      }
-    }
-  }
+        if (!long_runs) run(algo);
+        return loop_runs > 1 ? chunked_loop(loop, algo, loop_runs) : run(algo);
+      },
+      "the final round");
   for (std::size_t i = 0; i < contenders.size(); ++i) {
     if (contenders[i]->status != CandidateStatus::ok) continue;
-    contenders[i]->median_ms = median(times[i]);
-    contenders[i]->min_ms = *std::min_element(times[i].begin(), times[i].end());
-    contenders[i]->runs = static_cast<int>(times[i].size());
+    set_samples(*contenders[i], times[i]);
     std::string& why = contenders[i]->detail;
     why = "final round: interleaved with the other contenders";
     if (loop_runs > 1) {

@@ -1190,38 +1190,27 @@ TEST(ExhaustivePolicy, TextureReadersLeadingTheFinalRoundAreTimedInDeepLoops) {
       << tex.detail;
   EXPECT_FALSE(contains(row_of(choice.timings, "far").detail, "loops of 54")) << "far";
 
-  // No contender without the note within 8% of "tex" ("plain" and "next" loop at 0.377 and 0.390
-  // against "tex" at 0.340 in the final round): no deep loops, "tex" kept.
-  const dnnx::tune::RunLoop fast_tex = [&](const dnnx::AlgoInfo& algo, int runs, bool held) {
-    if (held) held_loops[algo.id].push_back(runs);
-    return algo.id == "tex" ? 0.340 : loop(algo, runs, false);
-  };
-  {
+  // "tex" (first pass 0.371 ms) and "plain" (0.377) alone, "tex" looping at `tex_loop_ms`.
+  auto two_way = [&](double tex_loop_ms) {
     held_loops.clear();
-    FakeBench bench;
-    bench.add(Algo("tex").note("texture_reads"), {0.340}).add(Algo("plain"), {0.377});
-    const Choice kept = dnnx::tune::select(fake_request(), bench.candidates(),
-                                           options_with(AlgoPolicy::exhaustive()), bench.run(), {},
-                                           dnnx::tune::FirstRun::warm, fast_tex);
-    EXPECT_EQ(kept.algo.id, "tex");
-    EXPECT_TRUE(held_loops.empty());
-  }
-  // The final round's fastest reads no textures ("tex" leads the first pass at 0.371 but its
-  // loops read 0.395): no deep loops.
-  const dnnx::tune::RunLoop slow_tex = [&](const dnnx::AlgoInfo& algo, int runs, bool held) {
-    if (held) held_loops[algo.id].push_back(runs);
-    return algo.id == "tex" ? 0.395 : loop(algo, runs, false);
-  };
-  {
-    held_loops.clear();
+    const dnnx::tune::RunLoop tex_loop = [&](const dnnx::AlgoInfo& algo, int runs, bool held) {
+      if (held) held_loops[algo.id].push_back(runs);
+      return algo.id == "tex" ? tex_loop_ms : loop(algo, runs, false);
+    };
     FakeBench bench;
     bench.add(Algo("tex").note("texture_reads"), {0.371}).add(Algo("plain"), {0.377});
-    const Choice plain = dnnx::tune::select(fake_request(), bench.candidates(),
-                                            options_with(AlgoPolicy::exhaustive()), bench.run(), {},
-                                            dnnx::tune::FirstRun::warm, slow_tex);
-    EXPECT_EQ(plain.algo.id, "plain");
-    EXPECT_TRUE(held_loops.empty());
-  }
+    return dnnx::tune::select(fake_request(), bench.candidates(),
+                              options_with(AlgoPolicy::exhaustive()), bench.run(), {},
+                              dnnx::tune::FirstRun::warm, tex_loop)
+        .algo.id;
+  };
+  // No contender without the note within 8% of "tex" ("plain" loops at 0.377 against "tex" at
+  // 0.340): no deep loops, "tex" kept.
+  EXPECT_EQ(two_way(0.340), "tex");
+  EXPECT_TRUE(held_loops.empty());
+  // The final round's fastest reads no textures ("tex" loops at 0.395): no deep loops.
+  EXPECT_EQ(two_way(0.395), "plain");
+  EXPECT_TRUE(held_loops.empty());
   // Loops off (final_loop_ms 0): single runs decide, no deep loops.
   choice = select_with(0.371, 0.377, 0.0);
   EXPECT_EQ(choice.algo.id, "tex");
