@@ -593,12 +593,37 @@ std::string search_rows_json(const Choice& choice, const std::string& heuristic_
   return out.str();
 }
 
+// Median host microseconds per call of `issue` over `batches` batches of `batch` unsynchronized
+// calls (after one untimed batch), with `wait` (the stream's synchronization) between batches.
+template <typename Issue, typename Wait>
+double host_us_waiting(Issue&& issue, Wait&& wait, int batch = 100, int batches = 30) {
+  for (int i = 0; i < batch; ++i) issue();
+  wait();
+  std::vector<double> per_call_us;
+  for (int r = 0; r < batches; ++r) {
+    const auto start = Clock::now();
+    for (int i = 0; i < batch; ++i) issue();
+    per_call_us.push_back(ms_since(start) * 1000.0 / batch);
+    wait();
+  }
+  return median(per_call_us);
+}
+
+template <typename Issue>
+double host_us(detail::Backend& backend, Issue&& issue, int batch = 100, int batches = 30) {
+  return host_us_waiting(
+      issue, [&] { backend.synchronize(); }, batch, batches);
+}
+
 // The search's `count` fastest timed rows run again, each as a fixed choice, in the benchmark's
 // loop (kernel_ms), in two passes over the rows so that a drift of the GPU's clocks reaches
 // them all: [{"id", "search_ms", "loop_ms": [first pass, second pass]}], with "error" (and the
 // passes that ran) for a row that failed to run as a fixed choice. The search times a
 // contender in short turns; the loop runs it long enough for the board's power to limit the
 // clocks, and after whatever ran before it in the process, which can rank close rows otherwise.
+// Each row also gives "host_us": the host's microseconds per call when calls are issued without
+// waiting (host_us, in short batches), which is about the kernel's time for a plan whose call
+// waits for the device, and a few microseconds for one that queues its work.
 // Leaves the direction's policy fixed to the last row.
 std::string loop_rows_json(Context& context, const ConvDesc& desc, Direction direction, Operands& t,
                            const Choice& choice, std::size_t count, int loop) {
@@ -609,12 +634,17 @@ std::string loop_rows_json(Context& context, const ConvDesc& desc, Direction dir
   }
   std::vector<std::vector<double>> loops(rows.size());
   std::vector<std::string> errors(rows.size());  // a row that failed to run as a fixed choice
+  std::vector<double> host(rows.size(), -1.0);
+  detail::Backend& backend = detail::state_of(context).backend();
   for (int pass = 0; pass < 2; ++pass) {
     for (std::size_t i = 0; i < rows.size(); ++i) {
       if (!errors[i].empty()) continue;
       context.tune().policy(direction) = AlgoPolicy::fixed(rows[i]->algo.id);
       try {
         loops[i].push_back(kernel_ms(context, desc, direction, t, loop));
+        if (pass == 1)
+          host[i] = host_us(
+              backend, [&] { call(context, desc, direction, t); }, 20, 5);
       } catch (const std::exception& error) {
         errors[i] = error.what();
       }
@@ -627,6 +657,7 @@ std::string loop_rows_json(Context& context, const ConvDesc& desc, Direction dir
         << ",\"search_ms\":" << rows[i]->median_ms << ",\"loop_ms\":[";
     for (std::size_t k = 0; k < loops[i].size(); ++k) out << (k == 0 ? "" : ",") << loops[i][k];
     out << ']';
+    if (host[i] >= 0) out << ",\"host_us\":" << host[i];
     if (!errors[i].empty()) out << ",\"error\":" << json_string(errors[i]);
     out << '}';
   }
@@ -666,28 +697,6 @@ std::string costliest_rows_json(const Choice& choice) {
 
 detail::ConvArgs conv_args(Direction direction, Operands& t) {
   return detail::ConvArgs::by_shape(direction, t.src, t.weights, t.dst);
-}
-
-// Median host microseconds per call of `issue` over batches of 100 unsynchronized calls, with
-// `wait` (the stream's synchronization) between batches.
-template <typename Issue, typename Wait>
-double host_us_waiting(Issue&& issue, Wait&& wait) {
-  for (int i = 0; i < 100; ++i) issue();
-  wait();
-  constexpr int batch = 100;
-  std::vector<double> per_call_us;
-  for (int r = 0; r < 30; ++r) {
-    const auto start = Clock::now();
-    for (int i = 0; i < batch; ++i) issue();
-    per_call_us.push_back(ms_since(start) * 1000.0 / batch);
-    wait();
-  }
-  return median(per_call_us);
-}
-
-template <typename Issue>
-double host_us(detail::Backend& backend, Issue&& issue) {
-  return host_us_waiting(issue, [&] { backend.synchronize(); });
 }
 
 void cuda_check(cudaError_t status, const char* what) {

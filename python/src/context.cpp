@@ -299,7 +299,8 @@ void bind_tune_options(nb::module_& module) {
               "process. 0 = all at once.");
   def_bounded(tune, "host_tie", &TuneOptions::host_tie, TuneOptions::max_host_tie, "a fraction",
               "(off)",
-              "Exhaustive and profiles: choose a candidate noted host_heavy (cuDNN's legacy calls) "
+              "Exhaustive and profiles: choose a candidate noted host_heavy (cuDNN's legacy calls, "
+              "engine configs reading through textures) "
               "only when it is more than this fraction faster than the fastest other one; 0 = "
               "off.");
   tune.def_prop_rw(

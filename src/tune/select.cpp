@@ -63,10 +63,12 @@ bool pickable(const ProfileRow& row) {
 // convolution calls are such (25-45 us of host time on an H100/H200 host, against 5-8 us for
 // cudnnBackendExecute), and an exhaustive search often ranks one of them first by a margin within
 // the spread of repeated runs (docs/benchmarks.md, "GPU convolution vs PyTorch"). A backend notes
-// such candidates "host_heavy"; the search (and a profile's `chosen`) then takes the fastest
-// candidate without that note when it is within TuneOptions::host_tie (2% by default; 0 turns the
-// rule off) of the fastest one. A search's timings put the chosen row first, as they do past an
-// unsafe one; a profile's table stays fastest first.
+// such candidates "host_heavy" (the cudnn backend: its legacy calls, and the engine configs that
+// read through textures, which run without graph replay: Note [texture reads in long loops]); the
+// search (and a profile's `chosen`) then takes the fastest candidate without that note when it is
+// within TuneOptions::host_tie (2% by default; 0 turns the rule off) of the fastest one. A
+// search's timings put the chosen row first, as they do past an unsafe one; a profile's table
+// stays fastest first.
 bool host_heavy(const AlgoInfo& algo) { return algo.has_note("host_heavy"); }
 
 bool in_family(const AlgoInfo& algo, const std::string& family) {
@@ -712,14 +714,24 @@ std::vector<ProfileRow*> final_contenders_of(std::vector<ProfileRow>& rows,
 // each before queuing the next, still read them fast. Other texture variants hold up in long
 // loops (engine 25's backward data of the stride-2 shortcuts, within 1%), so the note alone does
 // not rule a candidate out.
+// What differs is the call: cuDNN creates a texture object for an operand when such a plan runs,
+// which failed under stream capture for every one run so far, so these configs run without graph
+// replay (Note [graph replay] in backends/cudnn/launch_graph.hpp), and the backend also notes
+// them "host_heavy" (Note [host cost ties]). Issued back to back without waiting, those two
+// ResNeXt-50 variants' calls took 373-384 us of host time each, about their kernels' time: each
+// call waited for the device, so a stream of them has the host's turnaround between kernels;
+// their twins took 11-48 us. Not every such call waits: MobileNetV2's 28x28 expansion (backward
+// weights, f32) took 16.6 us against its twin's 3.2, and in the same run its loops read as its
+// search did (docs/benchmarks.md, "Texture-reading engines in long loops").
 // So when the final round's fastest contender is noted texture_reads and one without the note is
 // within texture_band of it, those two (and the next fastest contender within the band, up to
 // deep_contenders) are timed again, interleaved, in deep_turns turns of one deep loop each: runs
 // back to back for deep_loop_ms (at most deep_loop_max runs), queued behind a gate held until all
 // of them are (RunLoop's `held`), and those medians decide. On an H200 that added 0.1-0.4 s to the
-// fp32 searches where it ran (3-11 of a file's 21-90; the texture variants' loops take longer
-// than their GPU time) and nothing to the others (docs/benchmarks.md, the fp32 shape suite). A
-// search whose final_loop_ms is 0 (single runs decide) has no deep round either.
+// fp32 searches where it ran (3-11 of a file's 21-90; a loop of calls that wait for the device
+// outlasts the gate, which is timed again up to its retries: Note [gated timing] in
+// backends/cudnn/backend.cpp) and nothing to the others (docs/benchmarks.md, the fp32 shape
+// suite). A search whose final_loop_ms is 0 (single runs decide) has no deep round either.
 constexpr double texture_band = 1.08;
 constexpr double deep_loop_ms = 20.0;
 constexpr int deep_loop_max = 200;

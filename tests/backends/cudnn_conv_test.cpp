@@ -418,7 +418,7 @@ TEST(CudnnConv, ListsLegacyAndEngineCandidates) {
     SCOPED_TRACE(test::conv_context(desc, direction, "(list)"));
     const std::vector<AlgoInfo> algos = conv_list(context, desc, direction);
     std::set<std::string> ids;
-    std::size_t legacy = 0, engines = 0, supported_engines = 0;
+    std::size_t legacy = 0, engines = 0, supported_engines = 0, textures = 0;
     bool seen_unsupported = false;
     for (std::size_t i = 0; i < algos.size(); ++i) {
       const AlgoInfo& info = algos[i];
@@ -465,6 +465,12 @@ TEST(CudnnConv, ListsLegacyAndEngineCandidates) {
         EXPECT_EQ(info.id.rfind("cudnn:engine:", 0), 0u) << info.id;
         ++engines;
         supported_engines += info.supported;
+        // Note [texture reads in long loops]: a config reading through textures runs without
+        // graph replay, so it is host-heavy as the legacy calls are; no other engine config is.
+        const bool texture = info.id.find("use_tex=1") != std::string::npos;
+        EXPECT_EQ(info.has_note("texture_reads"), texture) << info.id;
+        EXPECT_EQ(info.has_note("host_heavy"), texture) << info.id;
+        textures += texture;
       }
       if (info.supported && desc.dtype == DType::f32) {
         EXPECT_FALSE(info.has_note("tensor_cores")) << info.id << " would run f32 as TF32";
@@ -485,8 +491,8 @@ TEST(CudnnConv, ListsLegacyAndEngineCandidates) {
     EXPECT_EQ(algos.front().id.rfind("cudnn:engine:", 0), 0u) << algos.front().id;
     EXPECT_NE(algos.front().name.find("heuristics A #1"), std::string::npos) << algos.front().name;
     std::cout << "[ cudnn    ] " << to_string(direction) << ": " << algos.size() << " candidates ("
-              << engines << " engine configs, " << supported_engines << " supported; " << legacy
-              << " legacy)\n";
+              << engines << " engine configs, " << supported_engines << " supported, " << textures
+              << " reading through textures; " << legacy << " legacy)\n";
   }
 }
 

@@ -386,11 +386,15 @@ EngineCandidate describe_config(Runtime& runtime, const BackendDescriptor& graph
     info.notes.emplace_back("winograd");
     info.families.emplace_back("winograd");
   }
-  // Note [texture reads in long loops] in src/tune/select.cpp.
+  // Note [texture reads in long loops] in src/tune/select.cpp: such a config's call is also
+  // host-heavy (Note [host cost ties] there).
   const bool texture = std::any_of(key.knobs.begin(), key.knobs.end(), [](const auto& knob) {
     return knob.first == use_tex_knob && knob.second == 1;
   });
-  if (texture) info.notes.emplace_back("texture_reads");
+  if (texture) {
+    info.notes.emplace_back("texture_reads");
+    info.notes.emplace_back("host_heavy");
+  }
   candidate.runtime_compiled = notes.has(CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION);
   if (candidate.runtime_compiled) info.notes.emplace_back("runtime_compiled");
   if (!info.deterministic) info.notes.emplace_back("nondeterministic");
