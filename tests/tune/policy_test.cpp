@@ -1223,6 +1223,32 @@ TEST(ExhaustivePolicy, TextureReadersLeadingTheFinalRoundAreTimedInDeepLoops) {
   EXPECT_TRUE(contains(row_of(choice.timings, "tex").detail, "deep loops")) << "failed";
 }
 
+// Note [texture reads in long loops], Note [host cost ties]: the cudnn backend notes a texture
+// reader host_heavy as well. "tex" leads "plain" (0.377 ms) in the final round and holds its
+// lead in the deep loops, at `tex_ms` in every loop: within host_tie (2%) the host tie keeps
+// "plain", beyond it "tex" is kept.
+TEST(ExhaustivePolicy, TextureReadersHoldingTheirLeadInDeepLoopsFaceTheHostTie) {
+  auto select_with = [](double tex_ms, double host_tie) {
+    int held = 0;
+    const dnnx::tune::RunLoop loop = [&](const dnnx::AlgoInfo& algo, int, bool is_held) {
+      held += is_held;
+      return algo.id == "tex" ? tex_ms : 0.377;
+    };
+    FakeBench bench;
+    bench.add(Algo("tex").note("texture_reads").note("host_heavy"), {tex_ms})
+        .add(Algo("plain"), {0.377});
+    TuneOptions options = options_with(AlgoPolicy::exhaustive());
+    options.host_tie = host_tie;
+    const Choice choice = dnnx::tune::select(fake_request(), bench.candidates(), options,
+                                             bench.run(), {}, dnnx::tune::FirstRun::warm, loop);
+    EXPECT_EQ(held, 6) << "three deep loops each for tex and plain";
+    return choice.algo.id;
+  };
+  EXPECT_EQ(select_with(0.372, 0.02), "plain");  // 1.3% ahead
+  EXPECT_EQ(select_with(0.360, 0.02), "tex");    // 4.5% ahead
+  EXPECT_EQ(select_with(0.372, 0.0), "tex");     // the host tie off
+}
+
 TEST(ExhaustivePolicy, NeverPicksACandidateNotedOverflowRisk) {
   // Note [unsafe candidates]: "fast" is timed and fastest, but only a fixed id may choose it.
   FakeBench bench;
