@@ -740,38 +740,82 @@ constexpr std::size_t deep_contenders = 3;
 
 bool texture_reads(const AlgoInfo& algo) { return algo.has_note("texture_reads"); }
 
-// Note [texture reads in long loops]: `contenders` are the final round's, timed.
-void deep_round(std::vector<ProfileRow*> contenders, const RunLoop& loop) {
+// Note [leaders that slow down in long loops]
+// A final round whose samples are a few runs each (contenders of 0.125 ms or more at the default
+// final_loop_ms) reads each contender near the clocks a short burst runs at. Kernels of that
+// length settle 4-13% slower in a long stream of calls, under the board's power limit, and their
+// neighbours with them (C3D's and DeepLabV3's 0.4-1.5 ms tensor-core kernels in f16 on an H200:
+// docs/benchmarks.md, "GPU convolution beyond ResNet-50"), which a long tie-break did not re-rank
+// (the same page). One choice did far worse: R(2+1)D-18's l3.temporal.s2 forward in f32 kept
+// cuDNN's 3-D engine 70 (tile_size=4), which its final round read at 0.426 ms in loops of 2 and
+// the benchmark's loops of 50 at 0.523-0.534 ms in three processes, while the plane fold of
+// engine 70's first config, 4% behind it in that final round, runs 0.44 ms in such loops (the
+// fold of the same tile 0.42-0.43 ms); another process's search read the 3-D config at 0.555 ms.
+// The cause was not found; the config reads no textures.
+// So when the final round's samples were at most short_sample_runs runs of a device clock (a
+// backend whose timing is warm, Note [warm first runs]; on a host clock a loop measures what
+// single runs do, Note [final round]), its fastest contender, unless its texture reads send it to
+// the deep round with a plain contender, is timed once more alone in one deep loop (as Note
+// [texture reads in long loops] times them). Only where that loop reads more than slowdown_limit
+// times its final-round median, beyond what clock settling did to any choice of the suite, are
+// the contenders whose medians are under that reading (deep_contenders at most, the fastest
+// first) timed in the deep round, which decides. The check costs one loop of about deep_loop_ms
+// per such search.
+constexpr int short_sample_runs = 4;
+constexpr double slowdown_limit = 1.15;
+
+// The deep round (Note [texture reads in long loops], Note [leaders that slow down in long
+// loops]): `contenders` are the final round's, timed in samples of `sample_runs` runs on a clock
+// that `first_run` says is the device's or the host's.
+void deep_round(std::vector<ProfileRow*> contenders, const RunLoop& loop, int sample_runs,
+                FirstRun first_run) {
   std::erase_if(contenders,
                 [](const ProfileRow* row) { return row->status != CandidateStatus::ok; });
   std::stable_sort(
       contenders.begin(), contenders.end(),
       [](const ProfileRow* a, const ProfileRow* b) { return a->median_ms < b->median_ms; });
-  if (contenders.size() < 2 || !texture_reads(contenders.front()->algo)) return;
-  const double fastest = contenders.front()->median_ms;
+  if (contenders.size() < 2) return;
+  ProfileRow* const leader = contenders.front();
+  const double fastest = leader->median_ms;
   if (!(fastest > 0)) return;
-  std::erase_if(contenders,
-                [&](const ProfileRow* row) { return row->median_ms > texture_band * fastest; });
-  const auto plain = std::find_if(contenders.begin(), contenders.end(),
-                                  [](const ProfileRow* row) { return !texture_reads(row->algo); });
-  if (plain == contenders.end()) return;
-  std::vector<ProfileRow*> group{contenders.front(), *plain};
-  for (ProfileRow* row : contenders) {
-    if (group.size() == deep_contenders) break;
-    if (std::find(group.begin(), group.end(), row) == group.end()) group.push_back(row);
-  }
   const int runs = static_cast<int>(
       std::clamp(std::ceil(deep_loop_ms / fastest), 1.0, static_cast<double>(deep_loop_max)));
-  const auto times = interleaved_samples(
-      group, deep_turns, [&](const AlgoInfo& algo) { return loop(algo, runs, /*held=*/true); },
-      "the final round's deep loops");
+  const auto deep_loop = [&](const AlgoInfo& algo) { return loop(algo, runs, /*held=*/true); };
+  std::vector<ProfileRow*> group{leader};
+  std::string why;
+  const auto plain = std::find_if(contenders.begin(), contenders.end(), [&](const ProfileRow* row) {
+    return !texture_reads(row->algo) && row->median_ms <= texture_band * fastest;
+  });
+  if (texture_reads(leader->algo) && plain != contenders.end()) {
+    group.push_back(*plain);
+    why = "the fastest reads through textures, which can slow down in long loops";
+    for (ProfileRow* row : contenders) {
+      if (group.size() == deep_contenders || row->median_ms > texture_band * fastest) break;
+      if (std::find(group.begin(), group.end(), row) == group.end()) group.push_back(row);
+    }
+  } else {
+    if (first_run != FirstRun::warm || sample_runs > short_sample_runs) return;
+    const auto check = interleaved_samples({leader}, 1, deep_loop, "the final round's long loop");
+    if (leader->status != CandidateStatus::ok) return;
+    const double slowed = check.front().front() / fastest;
+    leader->detail += detail::cat("; one loop of ", runs, " runs queued back to back read ",
+                                  check.front().front(), " ms per run");
+    if (!(slowed > slowdown_limit)) return;
+    for (ProfileRow* row : contenders) {
+      if (group.size() == deep_contenders || row->median_ms >= check.front().front()) break;
+      if (row != leader) group.push_back(row);
+    }
+    if (group.size() < 2) return;
+    why = detail::cat("the fastest ran ", std::round((slowed - 1) * 100),
+                      "% slower in a long loop than in the final round");
+  }
+  const auto times =
+      interleaved_samples(group, deep_turns, deep_loop, "the final round's deep loops");
   for (std::size_t i = 0; i < group.size(); ++i) {
     if (group[i]->status != CandidateStatus::ok) continue;
     set_samples(*group[i], times[i]);
-    group[i]->detail += detail::cat(
-        "; then ", deep_turns, " loops of ", runs,
-        " runs queued back to back, which decide: the fastest reads through textures, which "
-        "can slow down in long loops");
+    group[i]->detail += detail::cat("; then ", deep_turns, " loops of ", runs,
+                                    " runs queued back to back, which decide: ", why);
   }
 }
 
@@ -821,7 +865,7 @@ void final_round(std::vector<ProfileRow>& rows, const TuneOptions& options, cons
       why += ", one run per turn (long runs)";
     }
   }
-  if (loop && options.final_loop_ms > 0) deep_round(contenders, loop);
+  if (loop && options.final_loop_ms > 0) deep_round(contenders, loop, loop_runs, first_run);
   sort_fastest_first(rows);
 }
 

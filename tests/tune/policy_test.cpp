@@ -922,9 +922,9 @@ TEST(ExhaustivePolicy, FinalRoundTimesShortContendersBackToBack) {
     return bench;
   };
   std::map<std::string, std::vector<int>> loops;  // the run counts asked for, per id
-  const dnnx::tune::RunLoop loop = [&loops](const dnnx::AlgoInfo& algo, int runs, bool held) {
-    EXPECT_FALSE(held);  // only deep loops hold the gate
-    loops[algo.id].push_back(runs);
+  std::map<std::string, std::vector<int>> held_loops;  // those of held (deep) loops
+  const dnnx::tune::RunLoop loop = [&](const dnnx::AlgoInfo& algo, int runs, bool held) {
+    (held ? held_loops : loops)[algo.id].push_back(runs);
     return algo.id == "ramp" ? 0.053 : 0.0515;
   };
   const TuneOptions options = options_with(AlgoPolicy::exhaustive());
@@ -940,13 +940,16 @@ TEST(ExhaustivePolicy, FinalRoundTimesShortContendersBackToBack) {
   EXPECT_EQ(loops["steady"], std::vector<int>(options.timing_runs, 10));
   EXPECT_EQ(bench.calls("steady"), 3 + options.timing_runs);
   EXPECT_TRUE(contains(row_of(choice.timings, "steady").detail, "10 runs back to back"));
+  // Samples of 10 runs: no long-loop check (Note [leaders that slow down in long loops]).
+  EXPECT_TRUE(held_loops.empty());
   // Without a loop the single runs decide.
   FakeBench plain = fresh();
   EXPECT_EQ(dnnx::tune::select(fake_request(), plain.candidates(), options, plain.run(), {},
                                dnnx::tune::FirstRun::warm)
                 .algo.id,
             "ramp");
-  // Contenders over 0.5 ms are timed one run per turn; the loop is not used.
+  // Contenders over 0.5 ms are timed one run per turn; the final round does not loop. Its fastest
+  // is then checked in one held loop of ceil(20 / 0.60) = 34 runs, which reads it no slower.
   loops.clear();
   FakeBench long_runs;
   long_runs.add(Algo("ramp"), {0.60}).add(Algo("steady"), {0.62});
@@ -955,6 +958,7 @@ TEST(ExhaustivePolicy, FinalRoundTimesShortContendersBackToBack) {
                 .algo.id,
             "ramp");
   EXPECT_TRUE(loops.empty());
+  EXPECT_EQ(held_loops, (std::map<std::string, std::vector<int>>{{"ramp", {34}}}));
 }
 
 // Note [final round]: where the turns are loops, up to ten contenders within the band are timed
@@ -1205,12 +1209,14 @@ TEST(ExhaustivePolicy, TextureReadersLeadingTheFinalRoundAreTimedInDeepLoops) {
         .algo.id;
   };
   // No contender without the note within 8% of "tex" ("plain" loops at 0.377 against "tex" at
-  // 0.340): no deep loops, "tex" kept.
+  // 0.340): no deep round; "tex" is checked as any leader of samples of 2 runs is (Note [leaders
+  // that slow down in long loops]), in one loop of ceil(20 / 0.340) = 59 runs, and kept.
   EXPECT_EQ(two_way(0.340), "tex");
-  EXPECT_TRUE(held_loops.empty());
-  // The final round's fastest reads no textures ("tex" loops at 0.395): no deep loops.
+  EXPECT_EQ(held_loops, (std::map<std::string, std::vector<int>>{{"tex", {59}}}));
+  // The final round's fastest reads no textures ("tex" loops at 0.395): no deep round, the
+  // check of "plain" alone (ceil(20 / 0.377) = 54 runs).
   EXPECT_EQ(two_way(0.395), "plain");
-  EXPECT_TRUE(held_loops.empty());
+  EXPECT_EQ(held_loops, (std::map<std::string, std::vector<int>>{{"plain", {54}}}));
   // Loops off (final_loop_ms 0): single runs decide, no deep loops.
   choice = select_with(0.371, 0.377, 0.0);
   EXPECT_EQ(choice.algo.id, "tex");
@@ -1247,6 +1253,80 @@ TEST(ExhaustivePolicy, TextureReadersHoldingTheirLeadInDeepLoopsFaceTheHostTie) 
   EXPECT_EQ(select_with(0.372, 0.02), "plain");  // 1.3% ahead
   EXPECT_EQ(select_with(0.360, 0.02), "tex");    // 4.5% ahead
   EXPECT_EQ(select_with(0.372, 0.0), "tex");     // the host tie off
+}
+
+// Note [leaders that slow down in long loops]: "slow" leads the final round's loops of
+// ceil(0.5 / 0.426) = 2 runs (0.426 ms per run) and reads 0.531 in a held loop of
+// ceil(20 / 0.426) = 47 runs, 25% slower: the contenders under 0.531 ("fold" 0.444, "other"
+// 0.447; not "far", 0.60) are timed with it in three such loops, and "fold" is kept.
+TEST(ExhaustivePolicy, LeadersThatSlowDownInLongLoopsAreTimedInDeepLoops) {
+  std::map<std::string, std::vector<int>> held_loops;
+  const auto select_with = [&](double slow_held_ms, double loop_ms = 0.5, double slow_ms = 0.426,
+                               bool slow_fails = false,
+                               dnnx::tune::FirstRun first_run = dnnx::tune::FirstRun::warm) {
+    held_loops.clear();
+    const dnnx::tune::RunLoop loop = [&](const dnnx::AlgoInfo& algo, int runs, bool held) {
+      if (held) held_loops[algo.id].push_back(runs);
+      if (algo.id == "slow") {
+        if (held && slow_fails) throw dnnx::Error(dnnx::ErrorKind::BackendFailure, "scripted");
+        return held ? slow_held_ms : slow_ms;
+      }
+      if (algo.id == "fold") return 0.444;
+      if (algo.id == "other") return 0.447;
+      return 0.60;
+    };
+    FakeBench bench;
+    bench.add(Algo("slow"), {slow_ms})
+        .add(Algo("fold"), {0.444})
+        .add(Algo("other"), {0.447})
+        .add(Algo("far"), {0.60});
+    TuneOptions options = options_with(AlgoPolicy::exhaustive());
+    options.final_loop_ms = loop_ms;
+    return dnnx::tune::select(fake_request(), bench.candidates(), options, bench.run(), {},
+                              first_run, loop);
+  };
+  Choice choice = select_with(0.531);
+  EXPECT_EQ(choice.algo.id, "fold");
+  EXPECT_DOUBLE_EQ(choice.time_ms, 0.444);
+  EXPECT_EQ(held_loops["slow"], std::vector<int>(4, 47));  // the check, then three turns
+  EXPECT_EQ(held_loops["fold"], std::vector<int>(3, 47));
+  EXPECT_EQ(held_loops["other"], std::vector<int>(3, 47));
+  EXPECT_EQ(held_loops.count("far"), 0U);
+  const dnnx::ProfileRow& slow = row_of(choice.timings, "slow");
+  EXPECT_DOUBLE_EQ(slow.median_ms, 0.531);
+  EXPECT_EQ(slow.runs, 3);
+  EXPECT_TRUE(contains(slow.detail, "one loop of 47 runs queued back to back read 0.531"))
+      << slow.detail;
+  EXPECT_TRUE(contains(row_of(choice.timings, "fold").detail,
+                       "which decide: the fastest ran 25% slower in a long loop"))
+      << row_of(choice.timings, "fold").detail;
+
+  // 13% slower in the held loop (clock settling): within slowdown_limit, "slow" is kept; the
+  // check was its one held loop.
+  choice = select_with(0.481);
+  EXPECT_EQ(choice.algo.id, "slow");
+  EXPECT_DOUBLE_EQ(choice.time_ms, 0.426);
+  EXPECT_EQ(held_loops, (std::map<std::string, std::vector<int>>{{"slow", {47}}}));
+  // Slower than every other contender's final round reads: the deep round still takes three,
+  // the fastest first, so "far" (0.60) stays out, and "fold" wins it.
+  EXPECT_EQ(select_with(0.70).algo.id, "fold");
+  EXPECT_EQ(held_loops["other"], std::vector<int>(3, 47));
+  EXPECT_EQ(held_loops.count("far"), 0U);
+  // Samples of ceil(0.5 / 0.1) = 5 runs: no check, whatever a long loop would read.
+  EXPECT_EQ(select_with(0.2, 0.5, 0.1).algo.id, "slow");
+  EXPECT_TRUE(held_loops.empty());
+  // Loops off (final_loop_ms 0): no check either; nor on a host clock (FirstRun::may_be_cold).
+  EXPECT_EQ(select_with(0.531, 0.0).algo.id, "slow");
+  EXPECT_TRUE(held_loops.empty());
+  EXPECT_EQ(select_with(0.531, 0.5, 0.426, false, dnnx::tune::FirstRun::may_be_cold).algo.id,
+            "slow");
+  EXPECT_TRUE(held_loops.empty());
+  // A check that throws drops the leader, as the final round does.
+  choice = select_with(0.531, 0.5, 0.426, /*slow_fails=*/true);
+  EXPECT_EQ(choice.algo.id, "fold");
+  EXPECT_EQ(row_of(choice.timings, "slow").status, CandidateStatus::failed);
+  EXPECT_TRUE(contains(row_of(choice.timings, "slow").detail, "the final round's long loop"))
+      << row_of(choice.timings, "slow").detail;
 }
 
 TEST(ExhaustivePolicy, NeverPicksACandidateNotedOverflowRisk) {
