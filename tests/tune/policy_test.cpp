@@ -1307,6 +1307,9 @@ TEST(ExhaustivePolicy, LeadersThatSlowDownInLongLoopsAreTimedInDeepLoops) {
   EXPECT_EQ(choice.algo.id, "slow");
   EXPECT_DOUBLE_EQ(choice.time_ms, 0.426);
   EXPECT_EQ(held_loops, (std::map<std::string, std::vector<int>>{{"slow", {47}}}));
+  // 17% slower (0.498 ms): still within slowdown_limit (18%).
+  EXPECT_EQ(select_with(0.498).algo.id, "slow");
+  EXPECT_EQ(held_loops, (std::map<std::string, std::vector<int>>{{"slow", {47}}}));
   // Slower than every other contender's final round reads: the deep round still takes three,
   // the fastest first, so "far" (0.60) stays out, and "fold" wins it.
   EXPECT_EQ(select_with(0.70).algo.id, "fold");
