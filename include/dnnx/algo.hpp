@@ -253,7 +253,9 @@ struct TuneOptions {
   /// under 1/64 ms counted as 1/64 ms, so 32 runs at most by default; a loop of more runs timed as
   /// consecutive loops of at most 32; a contender slower than this runs once per sample); 0 =
   /// single runs. Longer loops rank candidates as a layer called in a loop runs them (clocks
-  /// under a power limit, caches), at the cost of search time (Note [final round]).
+  /// under a power limit, caches), at the cost of search time (Note [final round]). With 0 there
+  /// are no deep loops either: those of texture-reading leaders and the long-loop check of a
+  /// leader whose samples were a few runs (Note [leaders that slow down in long loops]).
   double final_loop_ms = 0.5;
   /// The largest final_loop_ms the environment, the CLI and Python accept.
   static constexpr double max_final_loop_ms = 1000.0;

@@ -272,7 +272,9 @@ void bind_tune_options(nb::module_& module) {
   def_bounded(tune, "final_loop_ms", &TuneOptions::final_loop_ms, TuneOptions::max_final_loop_ms,
               "milliseconds", "(single runs)",
               "Exhaustive: each final-round sample of a contender is a loop of back-to-back runs "
-              "lasting about this long (ms), where the backend times loops; 0 = single runs.");
+              "lasting about this long (ms), where the backend times loops; 0 = single runs "
+              "(and no deep loops: those of texture-reading leaders, the long-loop check of a "
+              "long leader).");
   tune.def_prop_rw(
       "final_contenders", [](const TuneOptions& self) { return self.final_contenders; },
       [](TuneOptions& self, int count) {
