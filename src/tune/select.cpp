@@ -747,12 +747,10 @@ bool texture_reads(const AlgoInfo& algo) { return algo.has_note("texture_reads")
 // neighbours with them (C3D's and DeepLabV3's 0.4-1.5 ms tensor-core kernels in f16 on an H200:
 // docs/benchmarks.md, "GPU convolution beyond ResNet-50"), which a long tie-break did not re-rank
 // (the same page). Some kernels fall much further: on R(2+1)D-18's l3.temporal.s2 forward in f32
-// (an H200), cuDNN's engine 70 with tile_size=4 (its 256x64 FFMA kernel, in 3-D or on the plane
-// fold) read 0.426 ms in a final round's loops of 2 in some processes and 0.52-0.55 ms in every
-// loop of 50 after it, while the 128x32 kernel of engine 70's first config and of PyTorch's pick
-// ran 0.44 ms in both; in other processes the same config read 0.55 ms in the search's first
-// runs already, and was no contender. Two searches of four that kept it made that row 1.20-1.23
-// of PyTorch.
+// (an H200), cuDNN's 3-D engine 70 with tile_size=4 (a 256x64 FFMA kernel) read 0.426 ms in a
+// final round's loops of 2 in two processes, was kept, and ran 0.52-0.55 ms in every loop of 50
+// after it: 1.20 and 1.23 of PyTorch's 128x32 kernel (0.44 ms). In other processes the same
+// config read 0.55 ms in the search's first runs already, and was no contender.
 // So when the final round's samples were at most short_sample_runs runs of a device clock (a
 // backend whose timing is warm, Note [warm first runs]; on a host clock a loop measures what
 // single runs do, Note [final round]), its fastest contender, unless its texture reads send it to
