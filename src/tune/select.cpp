@@ -797,12 +797,13 @@ void deep_round(std::vector<ProfileRow*> contenders, const RunLoop& loop, int sa
     if (first_run != FirstRun::warm || sample_runs > short_sample_runs) return;
     const auto check = interleaved_samples({leader}, 1, deep_loop, "the final round's long loop");
     if (leader->status != CandidateStatus::ok) return;
-    const double slowed = check.front().front() / fastest;
+    const double long_ms = check.front().front();
+    const double slowed = long_ms / fastest;
     leader->detail += detail::cat("; one loop of ", runs, " runs queued back to back read ",
-                                  check.front().front(), " ms per run");
+                                  long_ms, " ms per run");
     if (!(slowed > slowdown_limit)) return;
     for (ProfileRow* row : contenders) {
-      if (group.size() == deep_contenders || row->median_ms >= check.front().front()) break;
+      if (group.size() == deep_contenders || row->median_ms >= long_ms) break;
       if (row != leader) group.push_back(row);
     }
     if (group.size() < 2) return;
