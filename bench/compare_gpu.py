@@ -37,7 +37,10 @@ timing take turns N times per file, and each row gives the medians over the roun
 side's kernel and per-call times and of dnnx's search time, with every choice dnnx made (Note
 [suite rounds]). With --reuse-choices the first round's choices are kept in a file and the later
 rounds run them as a later process of the same program would: the rows then also give what such
-a process's first call costs beyond the kernel, next to the first round's search.
+a process's first call costs beyond the kernel, next to the first round's search. With
+--against-itself each round also runs the benchmark once more on those choices, and the rows of
+one choice are compared with themselves as with PyTorch: how many rows above 1.00 a tie makes
+(Note [the suite against itself]).
 """
 
 import argparse
@@ -884,7 +887,7 @@ def run_suite(args):
             if budget <= 0:
                 print(f"\n## {os.path.basename(path)}: skipped (budget of {args.budget_s} s spent)")
                 continue
-        dnnx_rounds, torch_rounds = [], []
+        dnnx_rounds, torch_rounds, itself_rounds = [], [], []
         choices_file = None
         if args.reuse_choices:
             choices_file = os.path.join(
@@ -905,20 +908,26 @@ def run_suite(args):
                                                   kernels=kernels)
             dnnx_rounds.append(records)
             torch_rounds.append(torch_results)
+            if getattr(args, "against_itself", False):  # Note [the suite against itself]
+                itself_rounds.append(run_dnnx(args, shapes_path=path, tag=args.tag,
+                                              budget_s=budget, choices_file=choices_file,
+                                              reuse=True))
             # Written after every round (its tables printed once, after the last): a run stopped
             # from outside, as by the device call's time limit, keeps the rounds it finished.
             if args.json:
                 with contextlib.redirect_stdout(io.StringIO()):
                     partial = file_result(args, path, shapes, batch, dnnx_rounds, torch_rounds,
-                                          torch_info)
+                                          torch_info, itself_rounds)
                 write_results(args.json, results + [partial])
         results.append(file_result(args, path, shapes, batch, dnnx_rounds, torch_rounds,
-                                   torch_info))
+                                   torch_info, itself_rounds))
     print_suite_summary(results)
 
 
-def file_result(args, path, shapes, batch, dnnx_rounds, torch_rounds, torch_info):
-    """One file's entry of the suite's JSON from the rounds run so far; prints its tables."""
+def file_result(args, path, shapes, batch, dnnx_rounds, torch_rounds, torch_info,
+                itself_rounds=()):
+    """One file's entry of the suite's JSON from the rounds run so far; prints its tables (and,
+    with `itself_rounds`, the comparison of Note [the suite against itself])."""
     records, torch_results = combine_rounds(dnnx_rounds, torch_rounds, reuse=args.reuse_choices)
     device = next((r for r in records if r["kind"] == "device"), {})
     print(f"\n## {os.path.basename(path)}: batch {batch}, {len(shapes)} layers, "
@@ -930,8 +939,92 @@ def file_result(args, path, shapes, batch, dnnx_rounds, torch_rounds, torch_info
         if r["kind"] == "budget":
             print(f"budget: {int(r['skipped'])} layer-configs left out: {r['left_out']}\n")
     summaries = print_tables(args, shapes, records, torch_results, batch)
-    return dict(file=os.path.basename(path), batch=batch, rounds=len(dnnx_rounds), dnnx=records,
-                torch=torch_results, torch_info=torch_info, summary=summaries)
+    result = dict(file=os.path.basename(path), batch=batch, rounds=len(dnnx_rounds), dnnx=records,
+                  torch=torch_results, torch_info=torch_info, summary=summaries)
+    if itself_rounds:
+        result["itself"] = itself_rows(itself_rounds)
+        add_against_itself(result)
+    return result
+
+
+# Note [the suite against itself]
+# Rows where dnnx and PyTorch run the same kernel can only tie, and a tie's ratio is decided by
+# how that kernel ran in each side's processes. --against-itself measures how many rows above
+# 1.00 that alone makes: each round runs one more process of the benchmark, after PyTorch's turn,
+# with the first round's choices from their file, and the rows are compared as the suite
+# compares dnnx with PyTorch (the medians over the rounds, above 1.00 as printed, beyond both
+# sides' spread or within it: Note [rows above 1.00 and the rounds' spread]), dnnx's rounds on
+# one side and those extra processes on the other. Only rows that ran one choice in every
+# process of both sides are compared: a later process can settle a late plan and change its row's
+# choice (Note [suite rounds]), and such a row is counted apart. What the comparison then finds
+# above 1.00 is a row of one kernel against itself: the suite's own floor for a tie.
+def itself_rows(itself_rounds):
+    """{case: {kernel_ms, rounds, algos}} of the extra processes' rounds (Note [the suite
+    against itself]): per case the median kernel time, each round's, and the distinct choices."""
+    runs = {}
+    for records in itself_rounds:
+        for r in records:
+            if r["kind"] == "case":
+                runs.setdefault(r["case"], []).append(r)
+    return {key: dict(kernel_ms=statistics.median(one["kernel_ms"] for one in these),
+                      rounds=[one["kernel_ms"] for one in these],
+                      algos=list(dict.fromkeys(one["algo"] for one in these)))
+            for key, these in runs.items()}
+
+
+def against_itself(result):
+    """Per config of a --suite --json entry with `itself`: the rows of one choice compared
+    with themselves in other processes (Note [the suite against itself])."""
+    figures = {}
+    itself = result.get("itself", {})
+    for d in result.get("dnnx", []):
+        other = itself.get(d.get("case"))
+        if d.get("kind") != "case" or other is None:
+            continue
+        m = figures.setdefault(d["config"], dict(itself_rows=0, itself_changed=0,
+                                                 itself_above=[], itself_beyond=[],
+                                                 itself_ratios=[], by_round=[]))
+        if len(set(d.get("algos", [d["algo"]])) | set(other["algos"])) > 1:
+            m["itself_changed"] += 1
+            continue
+        ratio = d["kernel_ms"] / other["kernel_ms"]
+        m["itself_rows"] += 1
+        m["itself_ratios"].append(ratio)
+        for k, (mine, theirs) in enumerate(zip(d.get("rounds", []), other["rounds"])):
+            if len(m["by_round"]) <= k:
+                m["by_round"].append([])
+            m["by_round"][k].append(mine["kernel_ms"] / theirs)
+        is_above, beyond = above_one(ratio, rounds_spread(d, other))
+        if is_above:
+            row = f"{d['layer']} {d['direction']} ({ratio:.3f})"
+            m["itself_above"].append(row)
+            if beyond:
+                m["itself_beyond"].append(row)
+    for m in figures.values():
+        ratios = m.pop("itself_ratios")
+        if ratios:
+            m["itself_median_ratio"] = statistics.median(ratios)
+        # Per round, the median over the rows of that round's two processes against each other:
+        # the first round's process searched, the second settled the late plans.
+        m["itself_round_medians"] = [statistics.median(one) for one in m.pop("by_round")]
+    return figures
+
+
+def add_against_itself(result):
+    """Puts against_itself's figures into the entry's summary and prints them."""
+    for config, m in against_itself(result).items():
+        result["summary"].setdefault(config, {}).update(m)
+        within = [row for row in m["itself_above"] if row not in m["itself_beyond"]]
+        print(f"against itself ({config}; Note [the suite against itself]): {m['itself_rows']} "
+              f"rows of one choice in every process, {len(m['itself_above'])} above 1.00, "
+              f"{len(m['itself_beyond'])} of them beyond both sides' spread"
+              + (f": {'; '.join(m['itself_beyond'])}" if m["itself_beyond"] else "")
+              + (f"; within it: {'; '.join(within)}" if within else "")
+              + (f"; median ratio {m['itself_median_ratio']:.3f}"
+                 if "itself_median_ratio" in m else "")
+              + (f" (per round: {', '.join(f'{x:.4f}' for x in m['itself_round_medians'])})"
+                 if m["itself_round_medians"] else "")
+              + f"; rows whose choice changed between processes: {m['itself_changed']}\n")
 
 
 def write_results(json_path, results):
@@ -976,6 +1069,21 @@ def print_suite_summary(results):
                   f"| {m['torch_ms']:.3f} | {m['ratio']:.2f} | {m['worst_row']} "
                   f"({m['worst_ratio']:.2f}) | {above} | {m['search_median_s']:.2f} "
                   f"| {m['search_worst_s']:.2f} ({m['search_worst_row']}) |" + later)
+    itself = [(r["file"], config, m) for r in results for config, m in r["summary"].items()
+              if "itself_rows" in m]
+    if itself:
+        print("\nAgainst itself (Note [the suite against itself]): the rows of one choice, dnnx's "
+              "rounds against as many more processes with the same choices\n")
+        print("| file | config | rows | above 1.00 | beyond both sides' spread | median ratio "
+              "| per round | rows whose choice changed |")
+        print("|---|---|--:|--:|---|--:|---|--:|")
+        for name, config, m in itself:
+            beyond = "; ".join(m["itself_beyond"]) or "none"
+            median = (f"{m['itself_median_ratio']:.3f}" if "itself_median_ratio" in m else "-")
+            rounds = ", ".join(f"{x:.4f}" for x in m.get("itself_round_medians", [])) or "-"
+            print(f"| {name} | {config} | {m['itself_rows']} | {len(m['itself_above'])} "
+                  f"| {len(m['itself_beyond'])}: {beyond} | {median} | {rounds} "
+                  f"| {m['itself_changed']} |")
 
 
 # Note [suite shards]
@@ -1139,6 +1247,9 @@ def merge_suites(paths, json_path=None, rows=False, interleaved=None, latest=Fal
             continue
         for config, figures in again.items():
             result["summary"].setdefault(config, {}).update(figures)
+        if "itself" in result:
+            with contextlib.nullcontext() if rows else contextlib.redirect_stdout(io.StringIO()):
+                add_against_itself(result)
     if interleaved:
         ratios = read_interleaved(interleaved)
         for result in results:
@@ -1186,6 +1297,11 @@ def main():
                         help="suite, with --rounds 2 or more: the first round keeps its choices "
                              "in a file and the later rounds run them as a later process would "
                              "(Note [suite rounds])")
+    parser.add_argument("--against-itself", action="store_true",
+                        help="suite, with --reuse-choices: each round also runs the benchmark "
+                             "once more with the choices kept, and the rows of one choice are "
+                             "compared with themselves in those processes (Note [the suite "
+                             "against itself])")
     parser.add_argument("--torch-kernels", action="store_true",
                         help="also run each PyTorch row a few more calls under torch.profiler "
                              "and keep the kernels it launched (Note [PyTorch's kernels])")
@@ -1222,6 +1338,9 @@ def main():
         sys.exit("compare_gpu.py: --rounds runs with the suite (--suite or --files)")
     if args.reuse_choices and args.rounds < 2:
         sys.exit("compare_gpu.py: --reuse-choices needs --rounds 2 or more")
+    if args.against_itself and not args.reuse_choices:
+        sys.exit("compare_gpu.py: --against-itself needs --reuse-choices (the choices it runs "
+                 "again)")
     if args.tag is None:
         args.tag = "all" if suite else "bench"
     try:

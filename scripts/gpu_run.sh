@@ -26,7 +26,10 @@
 # the first round's choices from its file, as a later process would, and the tables give what
 # that process's first calls cost; Note [suite rounds]) and SHAPES_TORCH_KERNELS (non-empty:
 # PyTorch's kernels per row, from a few more calls under torch.profiler, listed for the rows at
-# 0.98 or above; Note [PyTorch's kernels]) and SHAPES_RECHECK (non-empty: after the suite, its
+# 0.98 or above; Note [PyTorch's kernels]), SHAPES_AGAINST_ITSELF (non-empty, with SHAPES_REUSE:
+# each round also runs the benchmark once more on the kept choices, and the summary says how many
+# rows of one choice read above 1.00 against themselves; Note [the suite against itself]) and
+# SHAPES_RECHECK (non-empty: after the suite, its
 # rows above 1.00 timed again with PyTorch in one process, bench/interleaved_rows.py through the
 # Python module built against BUILD: recheck.md / recheck.json, and the suite summary again with
 # their count; Note [rows above 1.00 in one process]) and SHAPES_SEARCH_ROWS (the search's N
@@ -156,7 +159,8 @@ if wants_only shapes; then
         --files "$1" --max-layers "${SHAPES_MAX_LAYERS:-0}" \
         --budget-s "${SHAPES_BUDGET_S:-300}" --configs "${SHAPES_CONFIGS:-f16_nhwc,f32_nchw}" \
         --tag "${SHAPES_TAG:-all}" --rounds "${SHAPES_ROUNDS:-1}" \
-        ${SHAPES_REUSE:+--reuse-choices} ${SHAPES_TORCH_KERNELS:+--torch-kernels} --json "$2"
+        ${SHAPES_REUSE:+--reuse-choices} ${SHAPES_TORCH_KERNELS:+--torch-kernels} \
+        ${SHAPES_AGAINST_ITSELF:+--against-itself} --json "$2"
     }
     IFS=, read -r -a devices <<< "${SHAPES_DEVICES:-}"
     if ((${#devices[@]} <= 1)); then

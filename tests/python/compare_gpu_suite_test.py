@@ -591,7 +591,59 @@ with tempfile.TemporaryDirectory() as tmp:
         except compare_gpu.ShapesError as error:
             check(what in str(error), f"{path}: {error}")
 
+# Note [the suite against itself]: dnnx's rounds (even calls) against as many more processes
+# with the kept choices (odd calls), the rows of one choice compared as with PyTorch's; a row
+# whose choice changed in a later process is counted apart. The figures survive --merge.
+itself_ms = {"b2.dw.s2/fwd/f16_nhwc": ([1.03, 1.04, 1.02], [1.0, 1.01, 0.99]),  # beyond
+             "b2.dw.s2/bwd_data/f16_nhwc": ([1.02, 1.10, 1.00], [1.0, 1.0, 1.0]),  # within
+             "b2.dw.s2/bwd_weights/f16_nhwc": ([1.0, 1.0, 1.0], [0.9, 0.9, 0.9])}  # changed
+itself_calls = []
+
+
+def itself_dnnx(args, shapes_path=None, reuse=False, **_):
+    turn, side = divmod(len(itself_calls), 2)
+    itself_calls.append(reuse)
+    return [dict(kind="device", fingerprint="gpu")] + [
+        dict(case(name, times[side][turn],
+                  "y" if side and turn == 1 and name.endswith("bwd_weights/f16_nhwc") else "x",
+                  0.5), first_call_ms=2.0, from_file=True,
+             **dict(zip(("layer", "direction", "config"), name.split("/"))))
+        for name, times in itself_ms.items()]
+
+
+def itself_torch(args, shapes, batch, wanted=None, kernels=None):
+    return ({name: dict(kernel_ms=2.0, call_ms=2.1, first_call_ms=9.0) for name in wanted},
+            dict(gpu="gpu", torch="2", cudnn="9"))
+
+
+compare_gpu.run_dnnx, compare_gpu.run_torch = itself_dnnx, itself_torch
+with tempfile.TemporaryDirectory() as folder:
+    json_path = os.path.join(folder, "suite.json")
+    args = argparse.Namespace(
+        files="mobilenetv2", tag="all", max_layers=0, batch=None, dry_run=False, budget_s=0,
+        reuse_choices=True, rounds=3, json=json_path, configs=["f16_nhwc"], against_itself=True)
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        compare_gpu.run_suite(args)
+    m = compare_gpu.read_suite_json(json_path, "test")[0]["summary"]["f16_nhwc"]
+    check(itself_calls == [False, True, True, True, True, True], f"calls: {itself_calls}")
+    check(m["itself_rows"] == 2 and m["itself_changed"] == 1
+          and m["itself_above"] == ["b2.dw.s2 fwd (1.030)", "b2.dw.s2 bwd_data (1.020)"]
+          and m["itself_beyond"] == ["b2.dw.s2 fwd (1.030)"]
+          and abs(m["itself_median_ratio"] - 1.025) < 1e-12
+          and [round(x, 6) for x in m["itself_round_medians"]] == [1.025, 1.064851, 1.015152],
+          f"against itself: {m}")
+    check("| mobilenetv2.txt | f16_nhwc | 2 | 2 | 1: b2.dw.s2 fwd (1.030) | 1.025 "
+          "| 1.0250, 1.0649, 1.0152 | 1 |" in printed.getvalue(), printed.getvalue())
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        merged = compare_gpu.merge_suites([json_path])
+    check(merged[0]["summary"]["f16_nhwc"]["itself_beyond"] == ["b2.dw.s2 fwd (1.030)"]
+          and "| mobilenetv2.txt | f16_nhwc | 2 | 2 |" in printed.getvalue(),
+          f"merged: {printed.getvalue()}")
+compare_gpu.run_dnnx, compare_gpu.run_torch = saved
+
 for extra, expected in ((["--suite", "--rounds", "0"], "--rounds must be 1 or more"),
+                        (["--suite", "--rounds", "2", "--against-itself"],
+                         "--against-itself needs --reuse-choices"),
                         (["--rounds", "2"], "--rounds runs with the suite"),
                         (["--suite", "--reuse-choices"], "--reuse-choices needs --rounds 2")):
     out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "compare_gpu.py")] + extra,
