@@ -456,15 +456,17 @@ class CudnnConv final
   }
 
   // Note [late plans] (src/ops/dispatch.cpp): a runtime-compiled plan the search skipped while
-  // it compiled is saved when its build finishes, on the builder's thread.
+  // it compiled is saved when its build finishes, on the builder's thread; one whose build never
+  // started is built late first (Note [late builds] in conv_compile.cpp).
   bool keep_late_plan(const ConvDesc& desc, Direction direction, const std::string& id) override {
     if (!store_.enabled()) return false;
     if (const std::shared_ptr<detail::ConvPlan> plan = plans().find(desc, direction, id))
       return save_plan(desc, direction, id, *plan);
-    return background_.when_built({desc, direction, id},
-                                  [this, desc, direction, id](const detail::ConvPlan& plan) {
-                                    save_plan(desc, direction, id, plan);
-                                  });
+    const detail::ConvPlanKey key{desc, direction, id};
+    const auto save = [this, desc, direction, id](const detail::ConvPlan& plan) {
+      save_plan(desc, direction, id, plan);
+    };
+    return background_.when_built(key, save) || background_.build_late(key, save);
   }
 
   // Note [late plans]: built already (here or on a builder's thread), or saved in the plan store

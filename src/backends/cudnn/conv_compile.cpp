@@ -141,7 +141,9 @@ void BackgroundBuilds::stop() noexcept {
     std::lock_guard lock(mutex_);
     stopping_ = true;
     for (const auto& job : queue_) job->state = State::cancelled;
+    for (const auto& job : late_queue_) job->state = State::cancelled;
     queue_.clear();
+    late_queue_.clear();
   }
   changed_.notify_all();
   // threads_ changes only under mutex_ while not stopping_: no longer from here on. A builder
@@ -159,6 +161,11 @@ void BackgroundBuilds::submit(const std::vector<Request>& requests, Clock::time_
       auto found = jobs_.find(request.key);
       if (found != jobs_.end()) {
         Job& job = *found->second;
+        if (job.state == State::queued && job.late) {  // a search wants it now: its queue
+          unqueue_locked(found->second);
+          job.late = false;
+          queue_.push_back(found->second);
+        }
         if (job.state == State::queued) job.deadline = deadline;
         if (job.state == State::cancelled) {
           job.state = State::queued;
@@ -189,14 +196,17 @@ void BackgroundBuilds::work(std::size_t slot) {
   cudnnHandle_t handle = nullptr;
   std::unique_lock lock(mutex_);
   for (;;) {
-    changed_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    changed_.wait(lock, [this] {
+      return stopping_ || !queue_.empty() || (!late_running_ && !late_queue_.empty());
+    });
     if (stopping_) return;
-    std::shared_ptr<Job> job = std::move(queue_.front());
-    queue_.pop_front();
-    if (job->state != State::queued) continue;
+    std::shared_ptr<Job> job = next_job_locked();
+    if (!job || job->state != State::queued) continue;
+    const bool late = job->late;
     // Its search's budget ran out before its turn: starting now would only take the CPU from
-    // what comes next (a later plan() builds it if it is ever needed).
-    if (Clock::now() >= job->deadline) {
+    // what comes next (a later plan() builds it if it is ever needed, or build_late() queues it
+    // again once no search waits).
+    if (!late && Clock::now() >= job->deadline) {
       job->state = State::cancelled;
       changed_.notify_all();
       if (runtime_->verbose())
@@ -204,6 +214,7 @@ void BackgroundBuilds::work(std::size_t slot) {
       continue;
     }
     job->state = State::running;
+    late_running_ = late_running_ || late;
     const Request request = job->request;
     const Clock::time_point began = Clock::now();
     lock.unlock();
@@ -237,7 +248,10 @@ void BackgroundBuilds::work(std::size_t slot) {
                          " ms on thread ", slot, " (queued ", ms(began - job->submitted), " ms",
                          handle_ms > 0 ? detail::cat(", its handle made in ", handle_ms, " ms")
                                        : std::string(),
-                         ")", Clock::now() > job->deadline ? ", after its search's budget" : ""),
+                         ")",
+                         late                             ? ", a late build"
+                         : Clock::now() > job->deadline ? ", after its search's budget"
+                                                          : ""),
              error);
     }
     lock.lock();
@@ -254,8 +268,24 @@ void BackgroundBuilds::work(std::size_t slot) {
     job->plan = std::move(plan);
     job->error = std::move(error);
     job->state = job->plan ? State::ready : State::failed;
+    if (late) late_running_ = false;
     changed_.notify_all();
   }
+}
+
+std::shared_ptr<BackgroundBuilds::Job> BackgroundBuilds::next_job_locked() {
+  std::deque<std::shared_ptr<Job>>* from = !queue_.empty() ? &queue_
+                                           : !late_running_ && !late_queue_.empty() ? &late_queue_
+                                                                                    : nullptr;
+  if (from == nullptr) return nullptr;
+  std::shared_ptr<Job> job = std::move(from->front());
+  from->pop_front();
+  return job;
+}
+
+void BackgroundBuilds::unqueue_locked(const std::shared_ptr<Job>& job) {
+  queue_.erase(std::remove(queue_.begin(), queue_.end(), job), queue_.end());
+  late_queue_.erase(std::remove(late_queue_.begin(), late_queue_.end(), job), late_queue_.end());
 }
 
 BackgroundBuilds::Outcome BackgroundBuilds::hand_over_locked(const detail::ConvPlanKey& key,
@@ -275,10 +305,13 @@ BackgroundBuilds::Outcome BackgroundBuilds::await(const detail::ConvPlanKey& key
   const auto found = jobs_.find(key);
   if (found == jobs_.end()) return {};
   const std::shared_ptr<Job> job = found->second;
-  changed_.wait_until(lock, job->deadline, [&] {
-    return job->state == State::ready || job->state == State::failed ||
-           job->state == State::cancelled;
-  });
+  // A late build has no deadline to wait for (Note [late builds]): queued, it is not waited for.
+  if (!(job->late && job->state == State::queued)) {
+    changed_.wait_until(lock, job->deadline, [&] {
+      return job->state == State::ready || job->state == State::failed ||
+             job->state == State::cancelled;
+    });
+  }
   if (job->state == State::queued) {
     Outcome outcome;
     outcome.state = State::queued;
@@ -287,7 +320,9 @@ BackgroundBuilds::Outcome BackgroundBuilds::await(const detail::ConvPlanKey& key
       if (queued->state == State::queued) ++outcome.queued_ahead;
     }
     job->state = State::cancelled;
-    queue_.erase(std::remove(queue_.begin(), queue_.end(), job), queue_.end());
+    job->late = false;
+    job->on_built = nullptr;
+    unqueue_locked(job);
     return outcome;
   }
   return hand_over_locked(key, *job);
@@ -299,7 +334,7 @@ BackgroundBuilds::Outcome BackgroundBuilds::take(const detail::ConvPlanKey& key)
   if (found == jobs_.end()) return {};
   const std::shared_ptr<Job> job = found->second;
   if (job->state == State::queued || job->state == State::cancelled) {
-    queue_.erase(std::remove(queue_.begin(), queue_.end(), job), queue_.end());
+    unqueue_locked(job);
     jobs_.erase(found);
     return {};
   }
@@ -334,12 +369,51 @@ bool BackgroundBuilds::when_built(const detail::ConvPlanKey& key,
       return true;
     }
     case State::running: job.on_built = std::move(save); return true;
-    case State::queued:  // may yet be cancelled at its deadline
+    case State::queued:  // may yet be cancelled at its deadline, unless it is a late build
+      if (!job.late) return false;
+      job.on_built = std::move(save);
+      return true;
     case State::none:
     case State::failed:
     case State::cancelled: return false;
   }
   return false;
+}
+
+// Note [late builds]
+// A search's runtime-compiled candidates are queued for the builders in its listing's order, and
+// those whose turn has not come when the search's compile budget runs out are cancelled (a
+// later search's compiles should not wait behind them). Which candidates that leaves out depends
+// on how fast the builds before them went: on an H200, of MobileNetV2's fp16 layer-directions,
+// a search kept 3 late plans for b7.dw fwd in one process, cuDNN's engine 5 among them, which the
+// next process settled on at 0.0136 ms against the kept 0.0194 ms; in another process the same
+// search had its three cancelled while queued and kept none, and every later process ran the
+// slower choice (docs/benchmarks.md, "Late builds"). So where the choice goes to a file, a
+// skipped candidate whose build was cancelled is built anyway, as a late build: queued behind
+// every build a search waits for, with no deadline, one at a time (the other builders stay free
+// for the searches), and saved once built, as a build still running at the deadline is. It is
+// then a late plan like those (Note [late plans] in src/ops/dispatch.cpp). A search of the same
+// desc that wants it again moves it back to its own queue with its own deadline.
+bool BackgroundBuilds::build_late(const detail::ConvPlanKey& key,
+                                  std::function<void(const detail::ConvPlan&)> save) {
+  {
+    std::lock_guard lock(mutex_);
+    const auto found = jobs_.find(key);
+    if (stopping_ || found == jobs_.end()) return false;
+    Job& job = *found->second;
+    // Cancelled, or still queued past its deadline (a builder would cancel it when its turn came).
+    const bool missed = job.state == State::cancelled ||
+                        (job.state == State::queued && !job.late && Clock::now() >= job.deadline);
+    if (!missed) return false;
+    unqueue_locked(found->second);
+    job.state = State::queued;
+    job.late = true;
+    job.submitted = Clock::now();
+    job.on_built = std::move(save);
+    late_queue_.push_back(found->second);
+  }
+  changed_.notify_all();
+  return true;
 }
 
 std::string saved_plan_key(const DeviceFacts& facts, const ConvDesc& desc, Direction direction,

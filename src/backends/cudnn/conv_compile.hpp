@@ -78,6 +78,14 @@ class BackgroundBuilds {
   bool when_built(const detail::ConvPlanKey& key,
                   std::function<void(const detail::ConvPlan&)> save);
 
+  /// Note [late builds]: queues the build of `key` again when its search cancelled it (its turn
+  /// did not come before its deadline), behind every build with a deadline and with none of its
+  /// own, and calls `save` with its plan once built (on the builder's thread, as when_built()).
+  /// Such builds run one at a time. False when there is no build of `key` cancelled or queued
+  /// past its deadline.
+  bool build_late(const detail::ConvPlanKey& key,
+                  std::function<void(const detail::ConvPlan&)> save);
+
   /// Whether the build of `key` has finished with a plan that await() or take() would hand over.
   bool built(const detail::ConvPlanKey& key);
 
@@ -99,10 +107,15 @@ class BackgroundBuilds {
     Clock::time_point submitted;  // for the verbose report of its wait and compile
     std::shared_ptr<detail::ConvPlan> plan;
     std::string error;
-    std::function<void(const detail::ConvPlan&)> on_built;  // when_built()
+    std::function<void(const detail::ConvPlan&)> on_built;  // when_built(), build_late()
+    bool late = false;  // build_late(): in late_queue_, no deadline
   };
 
   void work(std::size_t slot);
+  /// The next job a free builder takes: the searches' first, then a late one while none runs.
+  std::shared_ptr<Job> next_job_locked();
+  /// Takes `job` out of either queue.
+  void unqueue_locked(const std::shared_ptr<Job>& job);
   Outcome hand_over_locked(const detail::ConvPlanKey& key, Job& job);
 
   std::shared_ptr<Runtime> runtime_;
@@ -110,6 +123,8 @@ class BackgroundBuilds {
   std::condition_variable changed_;
   std::unordered_map<detail::ConvPlanKey, std::shared_ptr<Job>, detail::ConvKeyHash> jobs_;
   std::deque<std::shared_ptr<Job>> queue_;
+  std::deque<std::shared_ptr<Job>> late_queue_;  // Note [late builds]
+  bool late_running_ = false;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };
