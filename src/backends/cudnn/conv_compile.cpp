@@ -249,9 +249,9 @@ void BackgroundBuilds::work(std::size_t slot) {
                          handle_ms > 0 ? detail::cat(", its handle made in ", handle_ms, " ms")
                                        : std::string(),
                          ")",
-                         late                             ? ", a late build"
+                         late                           ? ", a late build"
                          : Clock::now() > job->deadline ? ", after its search's budget"
-                                                          : ""),
+                                                        : ""),
              error);
     }
     lock.lock();
@@ -274,7 +274,7 @@ void BackgroundBuilds::work(std::size_t slot) {
 }
 
 std::shared_ptr<BackgroundBuilds::Job> BackgroundBuilds::next_job_locked() {
-  std::deque<std::shared_ptr<Job>>* from = !queue_.empty() ? &queue_
+  std::deque<std::shared_ptr<Job>>* from = !queue_.empty()                          ? &queue_
                                            : !late_running_ && !late_queue_.empty() ? &late_queue_
                                                                                     : nullptr;
   if (from == nullptr) return nullptr;
