@@ -223,13 +223,18 @@ def fake_torch(args, shapes, batch, wanted=None, kernels=None):
             dict(gpu="gpu", torch="2", cudnn="9"))
 
 
+def suite_args(json_path, **more):
+    """run_suite's arguments: MobileNetV2's file in f16, three rounds, the choices kept."""
+    return argparse.Namespace(
+        files="mobilenetv2", tag="all", max_layers=0, batch=None, dry_run=False, budget_s=0,
+        reuse_choices=True, rounds=3, json=json_path, configs=["f16_nhwc"], **more)
+
+
 saved = compare_gpu.run_dnnx, compare_gpu.run_torch
 compare_gpu.run_dnnx, compare_gpu.run_torch = fake_dnnx, fake_torch
 with tempfile.TemporaryDirectory() as folder:
     json_path = os.path.join(folder, "suite.json")
-    args = argparse.Namespace(
-        files="mobilenetv2", tag="all", max_layers=0, batch=None, dry_run=False, budget_s=0,
-        reuse_choices=True, rounds=3, json=json_path, configs=["f16_nhwc"], torch_kernels=True)
+    args = suite_args(json_path, torch_kernels=True)
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             compare_gpu.run_suite(args)
@@ -619,9 +624,7 @@ def itself_torch(args, shapes, batch, wanted=None, kernels=None):
 compare_gpu.run_dnnx, compare_gpu.run_torch = itself_dnnx, itself_torch
 with tempfile.TemporaryDirectory() as folder:
     json_path = os.path.join(folder, "suite.json")
-    args = argparse.Namespace(
-        files="mobilenetv2", tag="all", max_layers=0, batch=None, dry_run=False, budget_s=0,
-        reuse_choices=True, rounds=3, json=json_path, configs=["f16_nhwc"], against_itself=True)
+    args = suite_args(json_path, against_itself=True)
     with contextlib.redirect_stdout(io.StringIO()) as printed:
         compare_gpu.run_suite(args)
     m = compare_gpu.read_suite_json(json_path, "test")[0]["summary"]["f16_nhwc"]
