@@ -187,6 +187,20 @@ void expect_switch_on_by_default(const char* variable, bool cudnn::Settings::*fi
   expect_rejected(variable, rejected);
 }
 
+// DNNX_CUDNN_BUILD_THREADS: how many threads compile in the background; 0 (the default) leaves
+// it to the host's thread count.
+TEST(CudnnSearchSettings, BuildThreadsFromTheEnvironment) {
+  {
+    const ScopedEnv unset("DNNX_CUDNN_BUILD_THREADS", nullptr);
+    EXPECT_EQ(cudnn::settings_from_env().build_threads, 0);
+  }
+  {
+    const ScopedEnv set("DNNX_CUDNN_BUILD_THREADS", "3");
+    EXPECT_EQ(cudnn::settings_from_env().build_threads, 3);
+  }
+  expect_rejected("DNNX_CUDNN_BUILD_THREADS", {"-1", "65", "two", "2x"});
+}
+
 TEST(CudnnSearchSettings, RuntimeCompiledOnByDefaultWithABudget) {
   const ScopedEnv rtc("DNNX_CUDNN_RUNTIME_COMPILED", nullptr);
   const ScopedEnv budget("DNNX_CUDNN_COMPILE_BUDGET", nullptr);

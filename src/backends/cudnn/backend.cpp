@@ -115,6 +115,22 @@ double compile_budget_from_env(double fallback) {
   return parsed;
 }
 
+// DNNX_CUDNN_BUILD_THREADS: an integer in [0, 64], 0 for the default; unset or empty means
+// `fallback`.
+int build_threads_from_env(int fallback) {
+  const char* value = std::getenv(build_threads_variable);
+  if (value == nullptr || *value == '\0') return fallback;
+  char* end = nullptr;
+  const long parsed = std::strtol(value, &end, 10);
+  if (end == value || *end != '\0' || parsed < 0 || parsed > 64) {
+    detail::raise(ErrorKind::InvalidArgument,
+                  detail::cat("environment variable ", build_threads_variable, "='", value,
+                              "' is not a thread count; accepted: an integer in 0..64 (0: one "
+                              "fewer than the host's threads, at most 8)"));
+  }
+  return static_cast<int>(parsed);
+}
+
 // DNNX_PLAN_DIR, else next to the choice cache's file (Note [saved plans] in
 // src/tune/plan_store.hpp).
 std::string plan_dir_from_env() {
@@ -465,6 +481,7 @@ Settings settings_from_env() {
     settings.runtime_compiled_fused = settings.runtime_compiled;
   }
   settings.compile_budget_s = compile_budget_from_env(settings.compile_budget_s);
+  settings.build_threads = build_threads_from_env(settings.build_threads);
   settings.plan_dir = plan_dir_from_env();
   settings.knob_search = knob_search_from_env();
   settings.knob_variants = knob_variants_from_env(settings.knob_variants);

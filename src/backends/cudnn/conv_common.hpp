@@ -146,6 +146,7 @@ inline constexpr const char* tf32_variable = "DNNX_ALLOW_TF32";
 inline constexpr const char* reduced_precision_variable = "DNNX_ALLOW_REDUCED_PRECISION_REDUCTION";
 inline constexpr const char* runtime_compiled_variable = "DNNX_CUDNN_RUNTIME_COMPILED";
 inline constexpr const char* compile_budget_variable = "DNNX_CUDNN_COMPILE_BUDGET";
+inline constexpr const char* build_threads_variable = "DNNX_CUDNN_BUILD_THREADS";
 inline constexpr const char* knob_search_variable = "DNNX_CUDNN_KNOB_SEARCH";
 inline constexpr const char* im2col_variable = "DNNX_CUDNN_CONV_IM2COL";
 inline constexpr const char* winograd_variable = "DNNX_CUDNN_CONV_WINOGRAD";

@@ -21,8 +21,9 @@ namespace dnnx::cudnn {
 namespace {
 
 // NVRTC compiles are CPU-bound, and the main thread keeps timing meanwhile: a few threads, at
-// most one fewer than the host has.
-std::size_t build_threads() {
+// most one fewer than the host has, unless DNNX_CUDNN_BUILD_THREADS (`asked`) says how many.
+std::size_t build_threads(int asked) {
+  if (asked > 0) return static_cast<std::size_t>(asked);
   const unsigned hardware = detail::hardware_threads();
   return std::clamp<std::size_t>(hardware > 1 ? hardware - 1 : 1, 1, 8);
 }
@@ -184,7 +185,7 @@ void BackgroundBuilds::submit(const std::vector<Request>& requests, Clock::time_
     if (threads_.empty() && !stopping_) {
       warm_nvrtc();
       stop_builders_first_at_exit();
-      const std::size_t count = build_threads();
+      const std::size_t count = build_threads(runtime_->settings().build_threads);
       for (std::size_t slot = 0; slot < count; ++slot)
         threads_.emplace_back([this, slot] { work(slot); });
     }

@@ -90,6 +90,10 @@ struct Settings {
   /// src/ops/dispatch.cpp); under a second, so that a search that waits for them all, its final
   /// round included, stays within a second
   double compile_budget_s = 0.9;
+  /// DNNX_CUDNN_BUILD_THREADS: the threads that compile runtime-compiled plans in the background
+  /// (Note [late builds] in conv_compile.cpp); 0, the default: one fewer than the host has, at
+  /// most 8
+  int build_threads = 0;
   /// DNNX_PLAN_DIR: the folder of saved plans (Note [saved plans] in src/tune/plan_store.hpp);
   /// by default "<choice-cache file>.plans", empty (off) when the choice cache has no file or
   /// the variable is "off"
@@ -134,12 +138,11 @@ const char* to_string(TapCandidates where);
 /// The settings the environment asks for (DNNX_ALLOW_TF32,
 /// DNNX_ALLOW_REDUCED_PRECISION_REDUCTION, DNNX_VERBOSE, DNNX_CUDNN_GRAPHS,
 /// DNNX_CUDNN_L2_SWEEP, DNNX_CUDNN_RUNTIME_COMPILED, DNNX_CUDNN_COMPILE_BUDGET,
-/// DNNX_PLAN_DIR, DNNX_CUDNN_KNOB_SEARCH, DNNX_CUDNN_KNOB_VARIANTS, DNNX_CUDNN_CONV_GEMM,
-/// DNNX_CUDNN_CONV_WINOGRAD, DNNX_CUDNN_CONV_IM2COL, DNNX_CUDNN_CONV_TAPS, DNNX_CUDNN_CONV_FRAMES,
-/// DNNX_CUDNN_CONV_FOLDS, DNNX_CUDNN_CONV_STACKED, DNNX_CUDNN_CONV_PHASES, DNNX_CUDNN_CONV_KERNELS,
-/// DNNX_CUDNN_DEPENDENT_LAUNCHES);
-/// unset or empty variables keep the defaults. Throws InvalidArgument naming a malformed variable
-/// and its value.
+/// DNNX_CUDNN_BUILD_THREADS, DNNX_PLAN_DIR, DNNX_CUDNN_KNOB_SEARCH, DNNX_CUDNN_KNOB_VARIANTS,
+/// DNNX_CUDNN_CONV_GEMM, DNNX_CUDNN_CONV_WINOGRAD, DNNX_CUDNN_CONV_IM2COL, DNNX_CUDNN_CONV_TAPS,
+/// DNNX_CUDNN_CONV_FRAMES, DNNX_CUDNN_CONV_FOLDS, DNNX_CUDNN_CONV_STACKED, DNNX_CUDNN_CONV_PHASES,
+/// DNNX_CUDNN_CONV_KERNELS, DNNX_CUDNN_DEPENDENT_LAUNCHES); unset or empty variables keep the
+/// defaults. Throws InvalidArgument naming a malformed variable and its value.
 Settings settings_from_env();
 
 class Runtime final : public detail::DeviceRuntime {
