@@ -86,18 +86,25 @@ TapCandidates taps_from_env() {
                                 "a tap-region setting");
 }
 
-// DNNX_CUDNN_KNOB_VARIANTS: knob variants per engine; unset or empty means `fallback`.
-int knob_variants_from_env(int fallback) {
-  const char* value = std::getenv(knob_variants_variable);
+// An integer in [low, high] from `variable` (`what` it is, and what its values mean after the
+// range in the error); unset or empty means `fallback`.
+int int_from_env(const char* variable, int fallback, int low, int high, const char* what,
+                 const char* meaning = "") {
+  const char* value = std::getenv(variable);
   if (value == nullptr || *value == '\0') return fallback;
   char* end = nullptr;
   const long parsed = std::strtol(value, &end, 10);
-  if (end == value || *end != '\0' || parsed < 1 || parsed > 4096) {
+  if (end == value || *end != '\0' || parsed < low || parsed > high) {
     detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat("environment variable ", knob_variants_variable, "='", value,
-                              "' is not a variant count; accepted: an integer in 1..4096"));
+                  detail::cat("environment variable ", variable, "='", value, "' is not ", what,
+                              "; accepted: an integer in ", low, "..", high, meaning));
   }
   return static_cast<int>(parsed);
+}
+
+// DNNX_CUDNN_KNOB_VARIANTS: knob variants per engine; unset or empty means `fallback`.
+int knob_variants_from_env(int fallback) {
+  return int_from_env(knob_variants_variable, fallback, 1, 4096, "a variant count");
 }
 
 // DNNX_CUDNN_COMPILE_BUDGET: seconds, a decimal number in [0, 3600]; unset or empty means
@@ -118,17 +125,8 @@ double compile_budget_from_env(double fallback) {
 // DNNX_CUDNN_BUILD_THREADS: an integer in [0, 64], 0 for the default; unset or empty means
 // `fallback`.
 int build_threads_from_env(int fallback) {
-  const char* value = std::getenv(build_threads_variable);
-  if (value == nullptr || *value == '\0') return fallback;
-  char* end = nullptr;
-  const long parsed = std::strtol(value, &end, 10);
-  if (end == value || *end != '\0' || parsed < 0 || parsed > 64) {
-    detail::raise(ErrorKind::InvalidArgument,
-                  detail::cat("environment variable ", build_threads_variable, "='", value,
-                              "' is not a thread count; accepted: an integer in 0..64 (0: one "
-                              "fewer than the host's threads, at most 8)"));
-  }
-  return static_cast<int>(parsed);
+  return int_from_env(build_threads_variable, fallback, 0, 64, "a thread count",
+                      " (0: one fewer than the host's threads, at most 8)");
 }
 
 // DNNX_PLAN_DIR, else next to the choice cache's file (Note [saved plans] in
